@@ -1,0 +1,124 @@
+/*
+ * src/ffi/dtype.cc — parsing and printing of data types and devices.
+ */
+#include "tilecore/ffi/dtype.h"
+
+#include <charconv>
+#include <string>
+
+#include "tilecore/ffi/error.h"
+#include "tilecore/ffi/function.h"
+
+namespace tilecore {
+namespace ffi {
+namespace {
+
+struct DeviceName {
+  int32_t type;
+  const char* name;
+};
+constexpr DeviceName kDeviceNames[] = {
+    {kDLCPU, "cpu"},     {kDLCUDA, "cuda"},      {kDLCUDAHost, "cuda_host"}, {kDLOpenCL, "opencl"},
+    {kDLVulkan, "vulkan"}, {kDLMetal, "metal"},  {kDLROCM, "rocm"},          {kDLNPU, "npu"},
+};
+
+bool ParseUInt(std::string_view s, int* out) {
+  if (s.empty()) return false;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && ptr == s.data() + s.size() && *out > 0;
+}
+
+}  // namespace
+
+DLDataType StringToDLDataType(std::string_view str) {
+  DLDataType t{kDLInt, 0, 1};
+  std::string_view s = str;
+  size_t x = s.find('x');
+  if (x != std::string_view::npos) {
+    int lanes = 0;
+    if (!ParseUInt(s.substr(x + 1), &lanes) || lanes > 65535) {
+      TILECORE_THROW(ValueError) << "Invalid data type `" << str << "`: bad lane count";
+    }
+    t.lanes = static_cast<uint16_t>(lanes);
+    s = s.substr(0, x);
+  }
+  auto take = [&](std::string_view prefix, uint8_t code) {
+    if (s.substr(0, prefix.size()) != prefix) return false;
+    t.code = code;
+    s = s.substr(prefix.size());
+    return true;
+  };
+  if (s == "bool") {
+    t.code = kDLBool;
+    t.bits = 8;
+    return t;
+  }
+  if (!(take("uint", kDLUInt) || take("int", kDLInt) || take("float", kDLFloat) ||
+        take("bfloat", kDLBfloat))) {
+    TILECORE_THROW(ValueError) << "Invalid data type `" << str
+                               << "`: expected int<N>, uint<N>, float<N>, bfloat16 or bool, "
+                                  "optionally followed by x<lanes>";
+  }
+  int bits = 0;
+  if (!ParseUInt(s, &bits) || bits > 255) {
+    TILECORE_THROW(ValueError) << "Invalid data type `" << str << "`: bad bit width";
+  }
+  t.bits = static_cast<uint8_t>(bits);
+  if (t.code == kDLBfloat && bits != 16) {
+    TILECORE_THROW(ValueError) << "Invalid data type `" << str << "`: bfloat must be 16 bits";
+  }
+  return t;
+}
+
+std::string DLDataTypeToString(DLDataType dtype) {
+  std::string s;
+  switch (dtype.code) {
+    case kDLInt: s = "int"; break;
+    case kDLUInt: s = "uint"; break;
+    case kDLFloat: s = "float"; break;
+    case kDLBfloat: s = "bfloat"; break;
+    case kDLBool: s = "bool"; break;
+    case kDLOpaqueHandle: s = "handle"; break;
+    case kDLComplex: s = "complex"; break;
+    default: s = "custom" + std::to_string(dtype.code) + "_"; break;
+  }
+  if (dtype.code != kDLBool) s += std::to_string(dtype.bits);
+  if (dtype.lanes != 1) s += "x" + std::to_string(dtype.lanes);
+  return s;
+}
+
+std::string DeviceTypeToName(int32_t device_type) {
+  for (const auto& d : kDeviceNames) {
+    if (d.type == device_type) return d.name;
+  }
+  return "device" + std::to_string(device_type);
+}
+
+int32_t DeviceNameToType(std::string_view name) {
+  for (const auto& d : kDeviceNames) {
+    if (name == d.name) return d.type;
+  }
+  std::string known;
+  for (const auto& d : kDeviceNames) known += std::string(known.empty() ? "" : ", ") + d.name;
+  TILECORE_THROW(ValueError) << "Unknown device `" << name << "`; known devices: " << known;
+}
+
+std::string DLDeviceToString(DLDevice device) {
+  return DeviceTypeToName(device.device_type) + ":" + std::to_string(device.device_id);
+}
+
+TILECORE_REGISTER_GLOBAL("ffi.DataTypeFromString").set_body_typed([](std::string s) {
+  return StringToDLDataType(s);
+});
+TILECORE_REGISTER_GLOBAL("ffi.DataTypeToString").set_body_typed([](DLDataType t) {
+  return DLDataTypeToString(t);
+});
+TILECORE_REGISTER_GLOBAL("ffi.DeviceNameToType").set_body_typed([](std::string s) {
+  return DeviceNameToType(s);
+});
+TILECORE_REGISTER_GLOBAL("ffi.DeviceTypeToName").set_body_typed([](int32_t t) {
+  return DeviceTypeToName(t);
+});
+
+}  // namespace ffi
+}  // namespace tilecore
