@@ -1,0 +1,79 @@
+"""tilecore: a toolchain for the TC1 virtual NPU.
+
+This package is the Python front end. Everything it does in C++ goes through one
+bridge, the FFI: global functions registered by name, objects with reflected
+fields, arrays shared with numpy and PyTorch through DLPack.
+
+    >>> import tilecore
+    >>> tilecore.get_global_func("testing.echo")(42)
+    42
+"""
+import pkgutil as _pkgutil
+
+# A plain CMake build puts the compiled extension in <build>/python/tilecore while the
+# Python sources stay in python/tilecore; with both folders on sys.path the package
+# spans them. (An installed package has both in one folder; this is then a no-op.)
+__path__ = _pkgutil.extend_path(__path__, __name__)
+
+from ._base import _ffi_core  # noqa: E402  (loads the extension, with a clear error)
+from . import error  # noqa: E402
+from .error import TilecoreError, register_error  # noqa: E402
+from .object import Object, ObjectRValueRef, register_object  # noqa: E402
+from .function import (  # noqa: E402
+    Function,
+    get_global_func,
+    list_global_func_names,
+    register_func,
+    remove_global_func,
+)
+from .container import Array, Map, Shape  # noqa: E402
+from .convert import convert  # noqa: E402
+from .device import Device, cpu, device, npu  # noqa: E402
+from .dtype import DataType, dtype  # noqa: E402
+from .serialization import load_json, save_json  # noqa: E402
+from .structural import (  # noqa: E402
+    assert_structural_equal,
+    get_first_structural_mismatch,
+    structural_equal,
+    structural_hash,
+)
+from .library import load_library  # noqa: E402
+from . import nd  # noqa: E402
+from .nd import NDArray  # noqa: E402
+from . import testing  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array",
+    "DataType",
+    "Device",
+    "Function",
+    "Map",
+    "NDArray",
+    "Object",
+    "ObjectRValueRef",
+    "Shape",
+    "TilecoreError",
+    "assert_structural_equal",
+    "convert",
+    "cpu",
+    "device",
+    "dtype",
+    "error",
+    "get_first_structural_mismatch",
+    "get_global_func",
+    "list_global_func_names",
+    "load_json",
+    "load_library",
+    "nd",
+    "npu",
+    "register_error",
+    "register_func",
+    "register_object",
+    "remove_global_func",
+    "save_json",
+    "structural_equal",
+    "structural_hash",
+    "testing",
+]

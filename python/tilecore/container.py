@@ -1,0 +1,150 @@
+"""Array, Map and Shape: the immutable containers C++ hands to Python.
+
+They behave like the Python types they stand for::
+
+    a = tilecore.convert([1, 2, 3])     # Array
+    len(a), a[-1], a[0:2], list(a)      # 3, 3, Array [1, 2], [1, 2, 3]
+    a == [1, 2, 3]                      # True: compares items with a list or tuple
+    m = tilecore.convert({"a": 2})      # Map
+    m["a"], "a" in m, dict(m.items())   # 2, True, {'a': 2}
+
+Items are stored as tilecore values: numbers, strings and objects; nested lists
+and dicts become nested Arrays and Maps.
+"""
+import operator
+
+from . import _ffi_api
+from ._base import _ffi_core
+from .object import Object, TypeIndex, register_object
+
+
+@register_object(TypeIndex.Array)
+class Array(Object):
+    """An immutable sequence of tilecore values (``ffi.Array``)."""
+
+    __slots__ = ()
+
+    def __len__(self):
+        return _ffi_api.ArraySize(self)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            n = len(self)
+            return _ffi_api.Array(*[_ffi_api.ArrayGetItem(self, i) for i in range(*index.indices(n))])
+        i = operator.index(index)
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"Array index {index} is out of range for length {n}")
+        return _ffi_api.ArrayGetItem(self, i)
+
+    def __iter__(self):
+        get = _ffi_api.ArrayGetItem
+        for i in range(len(self)):
+            yield get(self, i)
+
+    def __eq__(self, other):
+        if isinstance(other, (list, tuple, Array)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = Object.__hash__
+
+    def __repr__(self):
+        return "[" + ", ".join(repr(x) for x in self) + "]"
+
+
+@register_object(TypeIndex.Map)
+class Map(Object):
+    """An immutable hash map from tilecore values to tilecore values (``ffi.Map``)."""
+
+    __slots__ = ()
+
+    def __len__(self):
+        return _ffi_api.MapSize(self)
+
+    def __getitem__(self, key):
+        return _ffi_api.MapGetItem(self, key)
+
+    def __contains__(self, key):
+        return _ffi_api.MapCount(self, key) != 0
+
+    def items(self):
+        """(key, value) pairs, as a list."""
+        flat = list(_ffi_api.MapItems(self))
+        return list(zip(flat[0::2], flat[1::2]))
+
+    def keys(self):
+        return [k for k, _ in self.items()]
+
+    def values(self):
+        return [v for _, v in self.items()]
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __eq__(self, other):
+        if isinstance(other, (dict, Map)):
+            if len(self) != len(other):
+                return False
+            return all(k in other and other[k] == v for k, v in self.items())
+        return NotImplemented
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = Object.__hash__
+
+    def __repr__(self):
+        return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self.items()) + "}"
+
+
+@register_object(TypeIndex.Shape)
+class Shape(Object):
+    """An immutable tuple of int64 dimensions (``ffi.Shape``); behaves like a tuple."""
+
+    __slots__ = ()
+
+    def __new__(cls, *dims):
+        if len(dims) == 1 and not isinstance(dims[0], int):
+            dims = tuple(dims[0])
+        return _ffi_api.Shape(*dims)
+
+    def _tuple(self):
+        return _ffi_core._shape_to_tuple(self)
+
+    def __len__(self):
+        return len(self._tuple())
+
+    def __getitem__(self, index):
+        return self._tuple()[index]
+
+    def __iter__(self):
+        return iter(self._tuple())
+
+    def __eq__(self, other):
+        if isinstance(other, (tuple, list, Shape)):
+            return self._tuple() == tuple(other)
+        return NotImplemented
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self):
+        return hash(self._tuple())
+
+    def __repr__(self):
+        return f"Shape{self._tuple()!r}"
+
+
+__all__ = ["Array", "Map", "Shape"]

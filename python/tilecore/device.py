@@ -1,0 +1,30 @@
+"""Devices: where arrays live and code runs.
+
+``tilecore.cpu(0)`` is the host; ``tilecore.npu(0)`` is a TC1 NPU (the simulator).
+A :class:`Device` compares by value and crosses the FFI as a plain DLDevice.
+"""
+from ._base import _ffi_core
+
+Device = _ffi_core.Device
+
+#: DLPack device type numbers used by tilecore.
+kDLCPU = _ffi_core.kDLCPU
+kDLExtDev = _ffi_core.kDLExtDev
+
+
+def cpu(dev_id=0):
+    """The host CPU."""
+    return Device(kDLCPU, dev_id)
+
+
+def npu(dev_id=0):
+    """TC1 NPU number ``dev_id`` (DLPack device type kDLExtDev)."""
+    return Device(kDLExtDev, dev_id)
+
+
+def device(dev_type, dev_id=0):
+    """A device by name ("cpu", "npu", "npu:1") or DLPack device type number."""
+    return Device(dev_type, dev_id)
+
+
+__all__ = ["Device", "cpu", "device", "npu"]

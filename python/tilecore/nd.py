@@ -1,0 +1,99 @@
+"""N-dimensional arrays on devices, shared with numpy and PyTorch through DLPack.
+
+    x = tilecore.nd.array(np.arange(6, dtype="float32").reshape(2, 3))   # a copy
+    x.shape, x.dtype, x.device          # (2, 3), DataType('float32'), cpu(0)
+    x.numpy()                           # a numpy copy
+    v = tilecore.nd.from_dlpack(t)      # zero copy from a torch tensor / numpy array
+    np.from_dlpack(v), torch.from_dlpack(v)   # zero copy back
+"""
+from ._base import _ffi_core
+from .device import Device, cpu, kDLCPU
+from .object import TypeIndex, register_object
+
+
+@register_object(TypeIndex.NDArray)
+class NDArray(_ffi_core.NDArray):
+    """An n-dimensional array on a device (a DLTensor with an owner)."""
+
+    __slots__ = ()
+
+    def numpy(self):
+        """A numpy array holding a copy of the data (from any device)."""
+        import numpy as np
+
+        host = self if self.device.device_type == kDLCPU else self.copyto(cpu(0))
+        return np.from_dlpack(host).copy()
+
+    def copyto(self, target):
+        """Copies into ``target``: a Device (returns a new array there) or an NDArray."""
+        if isinstance(target, Device):
+            target = empty(self.shape, self.dtype, target)
+        elif not isinstance(target, _ffi_core.NDArray):
+            raise TypeError(f"copyto: expected a Device or an NDArray, got {type(target).__name__}")
+        _ffi_core._ndarray_copy_from_to(self, target)
+        return target
+
+    def copyfrom(self, source):
+        """Copies ``source`` (an NDArray, numpy array or anything array-like) into this array."""
+        if not isinstance(source, _ffi_core.NDArray):
+            import numpy as np
+
+            source = from_dlpack(np.ascontiguousarray(np.asarray(source, dtype=str(self.dtype))))
+        _ffi_core._ndarray_copy_from_to(source, self)
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d NDArray")
+        return self.shape[0]
+
+    def __repr__(self):
+        return f"<tilecore.NDArray shape={self.shape} dtype={self.dtype} device={self.device!r}>"
+
+
+def empty(shape, dtype="float32", device=None):
+    """An uninitialised compact array.
+
+    :param shape: a tuple of int (or an int for 1-D).
+    :param dtype: a dtype spelling, numpy dtype or DataType.
+    :param device: a Device (default ``cpu(0)``).
+    """
+    if isinstance(shape, int):
+        shape = (shape,)
+    return _ffi_core._ndarray_empty(tuple(shape), dtype, device if device is not None else cpu(0))
+
+
+def array(data, device=None, dtype=None):
+    """A new array on ``device`` holding a copy of ``data``.
+
+    :param data: a numpy array, anything ``numpy.asarray`` accepts, or an NDArray.
+    :param device: a Device (default ``cpu(0)``).
+    :param dtype: convert to this dtype first (numpy spelling).
+    """
+    import numpy as np
+
+    if isinstance(data, _ffi_core.NDArray) and dtype is None:
+        return data.copyto(device if device is not None else cpu(0))
+    host = np.ascontiguousarray(np.asarray(data, dtype=dtype))
+    if host.dtype == object:
+        raise TypeError("nd.array: data of dtype object cannot become an NDArray")
+    out = empty(host.shape, str(host.dtype), device)
+    _ffi_core._ndarray_copy_from_to(from_dlpack(host), out)
+    return out
+
+
+def from_dlpack(x):
+    """An NDArray sharing memory with ``x`` (numpy array, torch tensor, DLPack capsule).
+
+    No data is copied: writes through either side are visible to the other.
+    """
+    if isinstance(x, _ffi_core.NDArray):
+        return x
+    return _ffi_core._from_dlpack(x)
+
+
+__all__ = ["NDArray", "array", "empty", "from_dlpack"]
