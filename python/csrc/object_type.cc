@@ -174,7 +174,8 @@ PyObject* ObjectGetAttro(PyObject* self, PyObject* name) {
   if (field == nullptr || field->getter == nullptr) {
     PyObject* key = TypeKeyOf(h->type_index);
     if (key == nullptr) return nullptr;
-    PyErr_Format(PyExc_AttributeError, "'%U' object has no attribute '%U'", key, name);
+    PyErr_Format(ErrorClassForKind("AttributeError", PyExc_AttributeError),
+                 "'%U' object has no attribute '%U'", key, name);
     Py_DECREF(key);
     return nullptr;
   }
@@ -196,7 +197,8 @@ int ObjectSetAttro(PyObject* self, PyObject* name, PyObject* value) {
       if (!(field->flags & kTCFFIFieldWritable) || field->setter == nullptr) {
         PyObject* key = TypeKeyOf(h->type_index);
         if (key == nullptr) return -1;
-        PyErr_Format(PyExc_AttributeError, "field '%U' of '%U' is read-only", name, key);
+        PyErr_Format(ErrorClassForKind("AttributeError", PyExc_AttributeError),
+                     "field '%U' of '%U' is read-only", name, key);
         Py_DECREF(key);
         return -1;
       }

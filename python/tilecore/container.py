@@ -14,6 +14,7 @@ and dicts become nested Arrays and Maps.
 import operator
 
 from . import _ffi_api
+from . import error
 from ._base import _ffi_core
 from .object import Object, TypeIndex, register_object
 
@@ -36,7 +37,7 @@ class Array(Object):
         if i < 0:
             i += n
         if not 0 <= i < n:
-            raise IndexError(f"Array index {index} is out of range for length {n}")
+            raise error.IndexError(f"Array index {index} is out of range for length {n}")
         return _ffi_api.ArrayGetItem(self, i)
 
     def __iter__(self):

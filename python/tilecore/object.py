@@ -53,7 +53,8 @@ def register_object(type_key):
         if not (isinstance(cls, type) and issubclass(cls, Object)):
             raise TypeError(f"register_object: {cls!r} must be a subclass of tilecore.Object")
         _ffi_core._register_object(int(type_key) if isinstance(type_key, int) else type_key, cls)
-        cls._type_key = type_key
+        if cls.__module__ != "tilecore":  # the built-in classes are immutable
+            cls._type_key = type_key
         return cls
 
     return register
