@@ -1,0 +1,38 @@
+/*
+ * examples/extension/src/tilecore_ext.cc — a separately built library that adds
+ * functions to tilecore's registry.
+ *
+ * Build it (see CMakeLists.txt or Makefile), then from Python:
+ *
+ *   tilecore.load_library("build/libtilecore_ext.so")
+ *   tilecore.get_global_func("ext.myadd")(4, 5)      # 9
+ */
+#include <string>
+
+#include "tilecore/ffi/function.h"
+
+namespace {
+
+using tilecore::ffi::Any;
+using tilecore::ffi::Function;
+using tilecore::ffi::PackedArgs;
+
+// A packed body reads its arguments by index and converts them itself.
+void MyAdd(PackedArgs args, Any* rv) {
+  int64_t a = args[0].cast<int64_t>();
+  int64_t b = args[1].cast<int64_t>();
+  *rv = a + b;
+}
+
+}  // namespace
+
+TILECORE_REGISTER_GLOBAL("ext.myadd").set_body(MyAdd);
+
+// A typed body: arguments are checked and converted before the lambda runs, and a
+// mismatch names the function, the argument and both types.
+TILECORE_REGISTER_GLOBAL("ext.mul").set_body_typed([](double a, double b) { return a * b; });
+
+// Functions are values: this one calls back whatever it is given (the seed's callhello).
+TILECORE_REGISTER_GLOBAL("ext.callhello").set_body_typed([](Function f) {
+  return f(std::string("hello world"));
+});

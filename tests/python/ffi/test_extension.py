@@ -1,0 +1,69 @@
+"""A separately built extension library: built here, loaded with load_library."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import tilecore
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+EXAMPLE = os.path.join(REPO, "examples", "extension")
+
+
+def _env():
+    # The build runs `python -m tilecore.config`: give it the same import path as ours.
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return env
+
+
+def test_config_prints_flags():
+    out = subprocess.run([sys.executable, "-m", "tilecore.config", "--includes", "--libs"],
+                         check=True, capture_output=True, text=True, env=_env()).stdout
+    assert "-I" in out and "-ltilecore" in out
+    include = subprocess.run([sys.executable, "-m", "tilecore.config", "--includedir"],
+                             check=True, capture_output=True, text=True, env=_env()).stdout.strip()
+    assert os.path.isfile(os.path.join(include, "tilecore", "ffi", "c_api.h"))
+
+
+@pytest.fixture(scope="module")
+def extension_library(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ext")
+    if shutil.which("cmake"):
+        build = out / "build"
+        cmd = ["cmake", "-S", EXAMPLE, "-B", str(build), f"-DPython_EXECUTABLE={sys.executable}"]
+        if shutil.which("ninja"):
+            cmd += ["-G", "Ninja"]
+        subprocess.run(cmd, check=True, capture_output=True, env=_env())
+        subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True, env=_env())
+        return build / "libtilecore_ext.so"
+    # Without CMake: the compiler directly, with the flags tilecore.config prints.
+    flags = subprocess.run([sys.executable, "-m", "tilecore.config", "--cxxflags", "--libs"],
+                           check=True, capture_output=True, text=True, env=_env()).stdout.split()
+    lib = out / "libtilecore_ext.so"
+    subprocess.run([os.environ.get("CXX", "c++"), "-O2", "-shared", "-o", str(lib),
+                    os.path.join(EXAMPLE, "src", "tilecore_ext.cc"), *flags], check=True)
+    return lib
+
+
+def test_load_library_registers_functions(extension_library):
+    tilecore.load_library(extension_library)
+    names = tilecore.list_global_func_names()
+    assert {"ext.myadd", "ext.mul", "ext.callhello"} <= set(names)
+    myadd = tilecore.get_global_func("ext.myadd")
+    assert myadd(4, 5) == 9
+    assert tilecore.get_global_func("ext.mul")(1.5, 2.0) == 3.0
+    seen = []
+    tilecore.get_global_func("ext.callhello")(seen.append)
+    assert seen == ["hello world"]
+    with pytest.raises(TypeError, match="ext.mul"):
+        tilecore.get_global_func("ext.mul")("a", 1)
+
+
+def test_load_library_missing_file_names_the_path(tmp_path):
+    missing = tmp_path / "no_such_lib.so"
+    with pytest.raises(tilecore.TilecoreError) as info:
+        tilecore.load_library(missing)
+    assert "no_such_lib.so" in str(info.value)
