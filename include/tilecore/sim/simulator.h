@@ -1,0 +1,95 @@
+// include/tilecore/sim/simulator.h — the TC1 simulator (the "cmodel").
+//
+// Runs a Program on 1..16 cores: each core's front end executes scalar and SIMD
+// instructions and issues tile commands into four in-order queues (DMA-in,
+// DMA-out, matrix, vector), which run in parallel and synchronise through
+// completion counters and the cluster barrier. Timing is event-driven: every
+// agent (front end or engine) has a local clock and the agent with the earliest
+// clock acts next (ties: lower core, then sc, din, dout, mm, vec), so results and
+// cycle counts are deterministic. Costs come from arch/cost.h.
+//
+// Typical use:
+//   Simulator sim(SimConfig{.cores = 4});
+//   sim.load(arch::assemble(text));
+//   sim.write(Space::DDR, 0x1000, bytes);
+//   sim.run();                       // throws SimError on any fault
+//   auto out = sim.read(Space::DDR, 0x2000, n);
+//   std::cout << sim.stats().to_string();
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tilecore/arch/program.h"
+#include "tilecore/sim/config.h"
+#include "tilecore/sim/sim_error.h"
+#include "tilecore/sim/stats.h"
+
+namespace tilecore::sim {
+
+class Machine;
+
+class Simulator {
+ public:
+  static constexpr uint64_t kDefaultBudget = 1'000'000'000;
+
+  explicit Simulator(SimConfig config = {});
+  ~Simulator();
+  Simulator(Simulator&&) noexcept;
+  Simulator& operator=(Simulator&&) noexcept;
+
+  const SimConfig& config() const;
+
+  /// Loads a program: resets every core (registers, pc 0, queues, counters,
+  /// clocks, statistics) and writes its data segments. Memory contents outside
+  /// those segments are kept, so inputs may be written before or after load().
+  /// Throws SimError(Usage) if a data segment does not fit its memory.
+  void load(const arch::Program& program);
+
+  /// Host access to memory. `core` selects the L1 for Space::L1. Throws
+  /// SimError(Usage) naming the range when it is out of bounds.
+  void write(arch::Space space, uint64_t addr, std::span<const uint8_t> bytes, int core = 0);
+  std::vector<uint8_t> read(arch::Space space, uint64_t addr, uint64_t nbytes, int core = 0) const;
+  void read_into(arch::Space space, uint64_t addr, std::span<uint8_t> out, int core = 0) const;
+
+  /// Runs until every core has halted and every queue has drained. Throws
+  /// SimError on a fault, on deadlock and when more than `max_instructions`
+  /// front-end instructions (all cores together) execute in this call.
+  void run(uint64_t max_instructions = kDefaultBudget);
+
+  /// Executes up to `n` front-end instructions (all cores together, in
+  /// simulation order) and the engine work that precedes them; returns how many
+  /// ran (fewer when the program finishes).
+  uint64_t step(uint64_t n = 1);
+
+  /// True when every core has halted and all queues are empty.
+  bool finished() const;
+
+  /// Statistics so far (idle cycles are computed against the current makespan).
+  Stats stats() const;
+  /// Hazards found so far (HazardCheck mode only).
+  const std::vector<Hazard>& hazards() const;
+
+  /// Chrome / Perfetto trace of the tile commands (config.trace must be on).
+  std::string trace_json() const;
+  void write_trace(const std::string& path) const;
+
+  // ---- state for debuggers ----------------------------------------------------------------
+  int cores() const;
+  uint32_t xreg(int core, int r) const;
+  void set_xreg(int core, int r, uint32_t value);
+  std::array<uint8_t, 32> vreg(int core, int r) const;
+  uint32_t preg(int core, int r) const;
+  int64_t pc(int core) const;
+  bool halted(int core) const;
+  uint64_t cycle() const;  // the current simulation time
+
+ private:
+  std::unique_ptr<Machine> m_;
+};
+
+}  // namespace tilecore::sim

@@ -1,0 +1,231 @@
+// src/sim/machine.h — internal state of the simulator (not installed).
+//
+// Machine owns the memories, the per-core state (front end + four engines)
+// and the event scheduler. Front-end semantics (semantics_*.h) and the engine
+// implementations (*_engine.cc) operate on it. Agents are numbered
+// core * 5 + Agent; the scheduler always runs the agent with the smallest
+// (clock, id), which is what makes every run deterministic.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tilecore/arch/cost.h"
+#include "tilecore/arch/descriptors.h"
+#include "tilecore/arch/isa.h"
+#include "tilecore/arch/program.h"
+#include "tilecore/sim/config.h"
+#include "tilecore/sim/sim_error.h"
+#include "tilecore/sim/stats.h"
+
+namespace tilecore::sim {
+
+using arch::DType;
+using arch::Inst;
+using arch::Opcode;
+using arch::Space;
+
+// ---- memories ---------------------------------------------------------------------------------
+
+class Memory {
+ public:
+  Memory(const SimConfig& cfg);
+  uint8_t* base(Space s, int core) { return s == Space::DDR ? ddr_.get() : s == Space::L2 ? l2_.data() : l1_[size_t(core)].data(); }
+  const uint8_t* base(Space s, int core) const { return const_cast<Memory*>(this)->base(s, core); }
+  uint64_t size(Space s) const { return s == Space::DDR ? ddr_size_ : s == Space::L2 ? l2_.size() : l1_size_; }
+  bool in_bounds(Space s, uint64_t addr, uint64_t n) const { return addr <= size(s) && n <= size(s) - addr; }
+  void clear();
+
+ private:
+  struct FreeDeleter { void operator()(uint8_t* p) const; };
+  std::unique_ptr<uint8_t[], FreeDeleter> ddr_;  // calloc'd: pages stay untouched until used
+  uint64_t ddr_size_;
+  std::vector<uint8_t> l2_;
+  std::vector<std::vector<uint8_t>> l1_;
+  uint64_t l1_size_;
+};
+
+/// A byte range one command or instruction touches (for bounds and hazards).
+struct Range {
+  Space space = Space::L1;
+  int core = 0;          // for L1
+  uint64_t lo = 0, hi = 0;
+  bool write = false;
+};
+
+// ---- tile commands ----------------------------------------------------------------------------
+
+/// A tile command as the front end snapshotted it at issue: registers and the
+/// descriptor are read then, so later writes to them do not affect it.
+struct Command {
+  Inst inst;
+  uint32_t pc = 0;
+  uint64_t issue_time = 0;
+  bool marker = false;                 // a `wait <queue>, ...` entry
+  arch::Engine wait_engine = arch::Engine::DmaIn;
+  uint32_t wait_count = 0;
+  uint32_t addr[3] = {0, 0, 0};        // dst, a (DMA: src), b
+  Space dst_space = Space::L1, src_space = Space::L1;
+  std::variant<std::monostate, arch::DmaDesc, arch::VecDesc, arch::MmDesc> desc;
+  int64_t cycles = 0;                  // engine cycles without bandwidth stalls
+  int64_t latency = 0;                 // DMA: added after the data phase
+  int64_t occ_ddr = 0, occ_l2 = 0;     // DMA: shared-level occupancy (cycles)
+  uint64_t bytes_read = 0, bytes_written = 0;
+  uint64_t macs = 0, issued_macs = 0, peak_macs_per_cycle = 0;
+  std::array<Range, 4> ranges{};
+  int nranges = 0;
+  uint32_t vc = 0;                     // HazardCheck: index of the issuer's clock snapshot
+};
+
+// ---- per-core state ---------------------------------------------------------------------------
+
+enum class AgentState : uint8_t { Ready, Blocked, Done };
+
+enum class BlockReason : uint8_t { None, EmptyQueue, Counter, Barrier, QueueFull, Fence };
+
+struct AgentSlot {
+  uint64_t t = 0;          // local clock: when this agent can act next
+  uint32_t gen = 0;        // heap entries with an older gen are stale
+  AgentState state = AgentState::Ready;
+  BlockReason why = BlockReason::None;
+  arch::Engine on_engine = arch::Engine::DmaIn;  // Counter / QueueFull
+  uint32_t on_count = 0;
+  uint64_t blocked_at = 0;
+  EngineStats stats;
+};
+
+struct EngineState {
+  std::deque<Command> queue;
+  uint64_t done = 0;                    // completion counter
+  std::vector<uint64_t> done_time;      // done_time[k] = completion time of command k+1
+  std::vector<uint32_t> done_vc;        // HazardCheck: clock snapshot at each completion
+};
+
+struct Core {
+  int id = 0;
+  bool active = false;                  // has code
+  std::array<uint32_t, 32> x{};
+  std::array<std::array<uint8_t, 32>, 32> v{};
+  std::array<uint32_t, 8> p{};
+  uint32_t pc = 0;
+  uint64_t instret = 0;
+  bool halted = false;
+  bool barrier_released = false;
+  const arch::TextSection* text = nullptr;
+  std::vector<Inst> code;               // pre-decoded
+  std::vector<std::string> decode_error;  // non-empty for words that do not decode
+  std::array<EngineState, arch::kNumEngines> eng;
+  CoreStats counters;                   // macs
+};
+
+/// HazardCheck state (hazard.cc): vector clocks and the recent-access window.
+struct HazardState {
+  int n = 0;
+  std::vector<std::vector<uint32_t>> vc;
+  std::vector<std::vector<uint32_t>> snaps;
+  struct Rec {
+    Range r;
+    int agent;
+    uint32_t epoch;
+    uint32_t pc;
+    int core;
+  };
+  std::vector<Rec> log;  // ring of the most recent accesses
+  size_t next = 0;
+  std::set<std::tuple<int, uint32_t, int, uint32_t>> seen;
+};
+
+/// Result of executing one front-end instruction.
+struct Outcome {
+  enum Kind : uint8_t { Next, Jump, Block, Halt } kind = Next;
+  uint32_t target = 0;
+  int64_t cost = 1;        // cycles including stall
+  int64_t stall = 0;       // part of cost spent waiting (stalled_dep)
+};
+
+class Machine {
+ public:
+  explicit Machine(SimConfig cfg);
+
+  // Public-API helpers.
+  void load(const arch::Program& p);
+  void run(uint64_t budget, bool throw_on_budget, uint64_t* executed);
+  bool finished() const;
+  Stats stats() const;
+  std::string trace_json() const;
+
+  // ---- used by semantics and engines ----
+  [[noreturn]] void fault(SimError::Kind kind, const Core& c, uint32_t pc, const std::string& reason) const;
+  std::string inst_text(const Core& c, uint32_t pc) const;
+  /// Checks a front-end access and returns its host pointer.
+  uint8_t* access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t align, bool write);
+  /// Issues a tile command (validated, costed) or returns Block when the queue is full.
+  Outcome issue(Core& c, const Inst& i);
+  Outcome wait_instruction(Core& c, const Inst& i);
+  Outcome barrier(Core& c);
+  Outcome fence(Core& c);
+  uint32_t csr(Core& c, arch::Csr which);
+  uint64_t now(const Core& c) const { return slot(c.id, Agent::Scalar).t; }
+
+  AgentSlot& slot(int core, Agent a) { return slots_[size_t(core * kNumAgents + int(a))]; }
+  const AgentSlot& slot(int core, Agent a) const { return slots_[size_t(core * kNumAgents + int(a))]; }
+
+  SimConfig cfg;
+  Memory mem;
+  std::vector<Core> cores;
+  std::vector<Hazard> hazards;
+  bool functional() const { return cfg.mode != Mode::Timing; }
+  bool timed() const { return cfg.mode != Mode::Functional; }
+  bool hazard_mode() const { return cfg.mode == Mode::HazardCheck; }
+
+  // Bytes per level (front end + DMA).
+  uint64_t ddr_read = 0, ddr_written = 0, l2_read = 0, l2_written = 0, l1_read = 0, l1_written = 0;
+  void count_bytes(Space s, uint64_t n, bool write);
+
+  // Engine implementations (dma_engine.cc, vector_engine.cc, matrix_engine.cc).
+  void execute_dma(Core& c, const Command& cmd);
+  void execute_vector(Core& c, const Command& cmd);
+  void execute_matrix(Core& c, const Command& cmd);
+
+  // HazardCheck (hazard.cc).
+  std::unique_ptr<HazardState> hz;
+  void hz_init();
+  void hz_tick(int agent);                       // a new event of `agent`
+  uint32_t hz_snapshot(int agent);               // returns snapshot id
+  void hz_join(int agent, uint32_t snapshot);
+  void hz_access(int agent, const Range& r, const Core& c, uint32_t pc);
+  void hz_barrier(const std::vector<int>& cores);
+
+  struct TraceEvent { int core; int agent; uint64_t start, dur; Opcode op; uint32_t pc; };
+  std::vector<TraceEvent> trace;
+
+  uint64_t instructions = 0, commands = 0;
+
+ private:
+  void schedule(int agent);
+  void wake(int agent, uint64_t at);
+  bool step_scalar(Core& c, AgentSlot& s);
+  void step_engine(Core& c, int e, AgentSlot& s);
+  void after_completion(Core& c, int e, uint64_t end);
+  void check_waiters(Core& c);
+  [[noreturn]] void deadlock() const;
+  std::string describe_wait(const Core& c) const;
+
+  struct HeapEntry { uint64_t t; uint32_t id; uint32_t gen; };
+  std::vector<HeapEntry> heap_;
+  std::vector<AgentSlot> slots_;
+  std::vector<uint64_t> barrier_arrival_;
+  std::vector<bool> at_barrier_;
+  uint64_t ddr_free_ = 0, l2_free_ = 0;   // fluid bandwidth model: when each shared level drains
+  uint64_t makespan_ = 0;
+};
+
+}  // namespace tilecore::sim

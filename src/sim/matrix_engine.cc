@@ -1,0 +1,88 @@
+// src/sim/matrix_engine.cc — functional semantics of mm / mma.
+//
+// acc = (mma ? C : 0) + A x B, with int32 accumulation (wrapping) for i8 and f32
+// accumulation (k ascending, no fusion) for f16/bf16/f32; f16/bf16 products are
+// exact in f32. Without an epilogue acc is stored at C (ldc). With one, each
+// value goes through: + bias[j] (accumulator dtype), x scale (f32),
+// relu, + zero_point (f32), clamp [lo, hi], convert to out_dtype (round to
+// nearest even, saturate, NaN -> 0 for integers) and is stored at C with ldo.
+#include <cmath>
+#include <cstring>
+
+#include "machine.h"
+#include "mm_kernels.h"
+#include "tilecore/arch/numeric.h"
+
+namespace tilecore::sim {
+
+void Machine::execute_matrix(Core& c, const Command& cmd) {
+  const arch::MmDesc& d = std::get<arch::MmDesc>(cmd.desc);
+  DType in = cmd.inst.dtype();
+  bool acc_flag = cmd.inst.op == Opcode::Mma;
+  uint8_t* l1 = mem.base(Space::L1, c.id);
+  const int m = int(d.m), n = int(d.n), k = int(d.k);
+  uint8_t* C = l1 + cmd.addr[0];
+
+  // The accumulator tile, contiguous (C in L1 is bytes; copy to typed storage).
+  std::vector<int32_t> acc_i;
+  std::vector<float> acc_f;
+  if (in == DType::I8) {
+    acc_i.assign(size_t(m) * size_t(n), 0);
+    if (acc_flag)
+      for (int i = 0; i < m; ++i) std::memcpy(&acc_i[size_t(i) * size_t(n)], C + int64_t(i) * d.ldc * 4, size_t(n) * 4);
+    gemm_i8(m, n, k, reinterpret_cast<const int8_t*>(l1 + cmd.addr[1]), int(d.lda),
+            reinterpret_cast<const int8_t*>(l1 + cmd.addr[2]), int(d.ldb), acc_i.data(), n, acc_flag);
+  } else {
+    acc_f.assign(size_t(m) * size_t(n), 0.0f);
+    if (acc_flag)
+      for (int i = 0; i < m; ++i) std::memcpy(&acc_f[size_t(i) * size_t(n)], C + int64_t(i) * d.ldc * 4, size_t(n) * 4);
+    int es = arch::dtype_size(in);
+    std::vector<float> a(size_t(m) * size_t(k)), b(size_t(k) * size_t(n));
+    for (int i = 0; i < m; ++i)
+      for (int kk = 0; kk < k; ++kk)
+        a[size_t(i) * size_t(k) + size_t(kk)] = float(arch::load_as_double(in, l1 + cmd.addr[1] + (int64_t(i) * d.lda + kk) * es));
+    for (int kk = 0; kk < k; ++kk)
+      for (int j = 0; j < n; ++j)
+        b[size_t(kk) * size_t(n) + size_t(j)] = float(arch::load_as_double(in, l1 + cmd.addr[2] + (int64_t(kk) * d.ldb + j) * es));
+    gemm_f32(m, n, k, a.data(), k, b.data(), n, acc_f.data(), n, acc_flag);
+  }
+
+  if (!d.epilogue()) {
+    for (int i = 0; i < m; ++i)
+      std::memcpy(C + int64_t(i) * d.ldc * 4, in == DType::I8 ? static_cast<const void*>(&acc_i[size_t(i) * size_t(n)])
+                                                               : static_cast<const void*>(&acc_f[size_t(i) * size_t(n)]),
+                  size_t(n) * 4);
+    return;
+  }
+  int oes = arch::dtype_size(d.out_dtype);
+  const uint8_t* bias = l1 + d.bias_addr;
+  const float zp = float(d.zero_point);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      float v;
+      if (in == DType::I8) {
+        int32_t x = acc_i[size_t(i) * size_t(n) + size_t(j)];
+        if (d.bias()) {
+          int32_t bv;
+          std::memcpy(&bv, bias + j * 4, 4);
+          x = int32_t(uint32_t(x) + uint32_t(bv));
+        }
+        v = float(x);
+      } else {
+        v = acc_f[size_t(i) * size_t(n) + size_t(j)];
+        if (d.bias()) {
+          float bv;
+          std::memcpy(&bv, bias + j * 4, 4);
+          v = v + bv;
+        }
+      }
+      v = v * d.scale;
+      if (d.act == arch::Activation::Relu && v < 0.0f) v = 0.0f;
+      v = v + zp;
+      if (v < d.clamp_lo) v = d.clamp_lo;
+      if (v > d.clamp_hi) v = d.clamp_hi;
+      arch::store_from_double(d.out_dtype, double(v), C + (int64_t(i) * d.ldo + j) * oes);
+    }
+}
+
+}  // namespace tilecore::sim

@@ -1,0 +1,151 @@
+// src/sim/mm_kernels.cc — int8 and f32 GEMM kernels for the matrix engine.
+//
+// VNNI path: vpdpbusd multiplies unsigned by signed bytes, so A is biased to
+// unsigned (a + 128 == a ^ 0x80) and the bias is removed with 128 * colsum(B).
+// B is packed into [16-column block][K/4][16][4] so each 64-byte load feeds one
+// vpdpbusd; a 4-row x 64-column register block keeps 16 accumulators live.
+#include "mm_kernels.h"
+
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define TC1_HAVE_X86 1
+#endif
+
+namespace tilecore::sim {
+
+namespace {
+
+void gemm_i8_portable(int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int ldb, int32_t* c, int ldc,
+                      bool accumulate) {
+  for (int i = 0; i < m; ++i) {
+    int32_t* crow = c + int64_t(i) * ldc;
+    if (!accumulate) std::memset(crow, 0, size_t(n) * 4);
+    const int8_t* arow = a + int64_t(i) * lda;
+    for (int kk = 0; kk < k; ++kk) {
+      int32_t av = arow[kk];
+      const int8_t* brow = b + int64_t(kk) * ldb;
+      for (int j = 0; j < n; ++j) crow[j] += av * int32_t(brow[j]);
+    }
+  }
+}
+
+#ifdef TC1_HAVE_X86
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void gemm_i8_vnni(int m, int n, int k, const int8_t* a, int lda,
+                                                                         const int8_t* b, int ldb, int32_t* c, int ldc,
+                                                                         bool accumulate) {
+  const int kg = (k + 3) / 4;          // groups of 4 along K
+  const int nb = (n + 15) / 16;        // 16-column blocks
+  const int np = nb * 16;
+  // Pack B: block jb, group g -> 64 bytes = 16 columns x 4 k values.
+  std::vector<int8_t> bp(size_t(nb) * size_t(kg) * 64, 0);
+  std::vector<int32_t> colsum(size_t(np), 0);
+  for (int kk = 0; kk < k; ++kk) {
+    const int8_t* brow = b + int64_t(kk) * ldb;
+    int g = kk / 4, r = kk % 4;
+    for (int j = 0; j < n; ++j) {
+      bp[(size_t(j / 16) * size_t(kg) + size_t(g)) * 64 + size_t(j % 16) * 4 + size_t(r)] = brow[j];
+      colsum[size_t(j)] += brow[j];
+    }
+  }
+  for (auto& v : colsum) v *= 128;  // the bias removed from every column
+  // Pack A biased to unsigned, K padded to a multiple of 4 (padding meets zero B).
+  std::vector<uint8_t> ap(size_t(m) * size_t(kg) * 4, 0x80);
+  for (int i = 0; i < m; ++i)
+    for (int kk = 0; kk < k; ++kk) ap[size_t(i) * size_t(kg) * 4 + size_t(kk)] = uint8_t(a[int64_t(i) * lda + kk]) ^ 0x80;
+
+  for (int jb = 0; jb < nb; jb += 4) {
+    int nq = nb - jb < 4 ? nb - jb : 4;
+    for (int i = 0; i < m; i += 4) {
+      int nr = m - i < 4 ? m - i : 4;
+      __m512i acc[4][4];
+      for (int r = 0; r < 4; ++r)
+        for (int q = 0; q < 4; ++q) acc[r][q] = _mm512_setzero_si512();
+      const uint8_t* arows[4];
+      for (int r = 0; r < 4; ++r) arows[r] = ap.data() + size_t(i + (r < nr ? r : 0)) * size_t(kg) * 4;
+      const int8_t* bblk[4];
+      for (int q = 0; q < 4; ++q) bblk[q] = bp.data() + size_t(jb + (q < nq ? q : 0)) * size_t(kg) * 64;
+      if (nr == 4 && nq == 4) {
+        for (int g = 0; g < kg; ++g) {
+          __m512i b0 = _mm512_loadu_si512(bblk[0] + size_t(g) * 64);
+          __m512i b1 = _mm512_loadu_si512(bblk[1] + size_t(g) * 64);
+          __m512i b2 = _mm512_loadu_si512(bblk[2] + size_t(g) * 64);
+          __m512i b3 = _mm512_loadu_si512(bblk[3] + size_t(g) * 64);
+          for (int r = 0; r < 4; ++r) {
+            int32_t av;
+            std::memcpy(&av, arows[r] + size_t(g) * 4, 4);
+            __m512i va = _mm512_set1_epi32(av);
+            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], va, b0);
+            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], va, b1);
+            acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], va, b2);
+            acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], va, b3);
+          }
+        }
+      } else {
+        for (int g = 0; g < kg; ++g)
+          for (int q = 0; q < nq; ++q) {
+            __m512i bv = _mm512_loadu_si512(bblk[q] + size_t(g) * 64);
+            for (int r = 0; r < nr; ++r) {
+              int32_t av;
+              std::memcpy(&av, arows[r] + size_t(g) * 4, 4);
+              acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], _mm512_set1_epi32(av), bv);
+            }
+          }
+      }
+      for (int r = 0; r < nr; ++r)
+        for (int q = 0; q < nq; ++q) {
+          int j0 = (jb + q) * 16;
+          __m512i cs = _mm512_loadu_si512(colsum.data() + j0);
+          __m512i v = _mm512_sub_epi32(acc[r][q], cs);
+          int32_t* crow = c + int64_t(i + r) * ldc + j0;
+          int cols = n - j0 < 16 ? n - j0 : 16;
+          __mmask16 mask = __mmask16((1u << cols) - 1);
+          if (cols == 16) mask = 0xFFFF;
+          if (accumulate) v = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(mask, crow));
+          _mm512_mask_storeu_epi32(crow, mask, v);
+        }
+    }
+  }
+}
+
+bool have_vnni() {
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vnni");
+  return ok;
+}
+#endif
+
+}  // namespace
+
+void gemm_i8(int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int ldb, int32_t* c, int ldc,
+             bool accumulate) {
+#ifdef TC1_HAVE_X86
+  if (have_vnni()) return gemm_i8_vnni(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+#endif
+  gemm_i8_portable(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+}
+
+const char* gemm_i8_path() {
+#ifdef TC1_HAVE_X86
+  if (have_vnni()) return "avx512-vnni";
+#endif
+  return "portable";
+}
+
+void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
+              bool accumulate) {
+  for (int i = 0; i < m; ++i) {
+    float* crow = c + int64_t(i) * ldc;
+    if (!accumulate) std::memset(crow, 0, size_t(n) * 4);
+    const float* arow = a + int64_t(i) * lda;
+    for (int kk = 0; kk < k; ++kk) {
+      float av = arow[kk];
+      const float* brow = b + int64_t(kk) * ldb;
+      for (int j = 0; j < n; ++j) crow[j] = crow[j] + av * brow[j];
+    }
+  }
+}
+
+}  // namespace tilecore::sim

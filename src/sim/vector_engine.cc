@@ -1,0 +1,198 @@
+// src/sim/vector_engine.cc — functional semantics of the vector engine's tile commands.
+//
+// Elementwise commands walk the 4-D shape and read a (and b) through their own
+// strides (stride 0 broadcasts). Integers compute exactly in 64 bits and
+// saturate to the dtype; floats compute in double and round once to the dtype
+// (via f32). Reductions fold the innermost axis in index order: float sums
+// accumulate in f32, integer sums exactly, then saturate.
+#include <cmath>
+#include <cstring>
+
+#include "machine.h"
+#include "tilecore/arch/numeric.h"
+
+namespace tilecore::sim {
+
+namespace {
+
+using arch::DType;
+
+struct Walk {
+  std::array<int64_t, 4> shape{1, 1, 1, 1}, d{0, 0, 0, 0}, a{0, 0, 0, 0}, b{0, 0, 0, 0};
+};
+
+Walk walk_of(const arch::VecDesc& v) {
+  Walk w;
+  for (int k = 0; k < v.rank; ++k) {
+    size_t o = size_t(4 - v.rank + k);
+    w.shape[o] = v.shape[size_t(k)];
+    w.d[o] = v.d_stride[size_t(k)];
+    w.a[o] = v.a_stride[size_t(k)];
+    w.b[o] = v.b_stride[size_t(k)];
+  }
+  return w;
+}
+
+/// f(dst_off, a_off, b_off) in elements, innermost fastest.
+template <typename F>
+void for_each(const Walk& w, F f) {
+  for (int64_t i0 = 0; i0 < w.shape[0]; ++i0)
+    for (int64_t i1 = 0; i1 < w.shape[1]; ++i1)
+      for (int64_t i2 = 0; i2 < w.shape[2]; ++i2) {
+        int64_t od = i0 * w.d[0] + i1 * w.d[1] + i2 * w.d[2];
+        int64_t oa = i0 * w.a[0] + i1 * w.a[1] + i2 * w.a[2];
+        int64_t ob = i0 * w.b[0] + i1 * w.b[1] + i2 * w.b[2];
+        for (int64_t i3 = 0; i3 < w.shape[3]; ++i3) f(od + i3 * w.d[3], oa + i3 * w.a[3], ob + i3 * w.b[3]);
+      }
+}
+
+double fmax_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); }
+double fmin_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); }
+
+}  // namespace
+
+void Machine::execute_vector(Core& c, const Command& cmd) {
+  const arch::VecDesc& v = std::get<arch::VecDesc>(cmd.desc);
+  const Inst& i = cmd.inst;
+  DType dt = i.dtype();
+  int es = arch::dtype_size(dt);
+  uint8_t* l1 = mem.base(Space::L1, c.id);
+  Walk w = walk_of(v);
+  Opcode op = i.op;
+  bool isf = arch::is_float(dt);
+
+  // Reads/writes one element of the dtype; sources are copied first when they
+  // may alias the destination, so results never depend on the walk order.
+  std::vector<uint8_t> a_copy, b_copy;
+  const uint8_t* A = l1 + cmd.addr[1];
+  const uint8_t* B = l1 + cmd.addr[2];
+  auto snapshot = [&](int k, std::vector<uint8_t>& buf, const uint8_t*& p, uint32_t addr) {
+    if (k >= cmd.nranges) return;
+    const Range& r = cmd.ranges[size_t(k)];
+    buf.assign(l1 + r.lo, l1 + r.hi);
+    p = buf.data() + (int64_t(addr) - int64_t(r.lo));
+  };
+  snapshot(0, a_copy, A, cmd.addr[1]);
+  if (arch::info(op).format == arch::Format::Tile3) snapshot(1, b_copy, B, cmd.addr[2]);
+  uint8_t* D = l1 + cmd.addr[0];
+
+  auto ld = [&](const uint8_t* base, int64_t off, DType t) { return arch::load_as_double(t, base + off * arch::dtype_size(t)); };
+  auto li = [&](const uint8_t* base, int64_t off, DType t) { return arch::load_as_int(t, base + off * arch::dtype_size(t)); };
+  auto st_f = [&](int64_t off, double x) { arch::store_from_double(dt, x, D + off * es); };
+  auto st_i = [&](int64_t off, int64_t x) { arch::store_from_int(dt, x, D + off * es); };
+
+  switch (op) {
+    case Opcode::Tadd: case Opcode::Tsub: case Opcode::Tmul: case Opcode::Tmax: case Opcode::Tmin: case Opcode::Tdiv:
+      for_each(w, [&](int64_t od, int64_t oa, int64_t ob) {
+        if (isf) {
+          double x = ld(A, oa, dt), y = ld(B, ob, dt), r = 0;
+          switch (op) {
+            case Opcode::Tadd: r = x + y; break;
+            case Opcode::Tsub: r = x - y; break;
+            case Opcode::Tmul: r = x * y; break;
+            case Opcode::Tmax: r = fmax_nan(x, y); break;
+            case Opcode::Tmin: r = fmin_nan(x, y); break;
+            default: r = x / y; break;
+          }
+          st_f(od, r);
+        } else {
+          int64_t x = li(A, oa, dt), y = li(B, ob, dt), r = 0;
+          switch (op) {
+            case Opcode::Tadd: r = x + y; break;
+            case Opcode::Tsub: r = x - y; break;
+            case Opcode::Tmul: r = x * y; break;
+            case Opcode::Tmax: r = std::max(x, y); break;
+            default: r = std::min(x, y); break;
+          }
+          st_i(od, r);
+        }
+      });
+      break;
+    case Opcode::Tadds: case Opcode::Tmuls: case Opcode::Tmaxs: case Opcode::Tmins: {
+      // The scalar is first converted to the dtype (rounded, saturated).
+      uint8_t sb[4];
+      arch::store_from_double(dt, double(v.scalar), sb);
+      double sf = arch::load_as_double(dt, sb);
+      int64_t si = isf ? 0 : arch::load_as_int(dt, sb);
+      for_each(w, [&](int64_t od, int64_t oa, int64_t) {
+        if (isf) {
+          double x = ld(A, oa, dt);
+          double r = op == Opcode::Tadds ? x + sf : op == Opcode::Tmuls ? x * sf : op == Opcode::Tmaxs ? fmax_nan(x, sf) : fmin_nan(x, sf);
+          st_f(od, r);
+        } else {
+          int64_t x = li(A, oa, dt);
+          int64_t r = op == Opcode::Tadds ? x + si : op == Opcode::Tmuls ? x * si : op == Opcode::Tmaxs ? std::max(x, si) : std::min(x, si);
+          st_i(od, r);
+        }
+      });
+      break;
+    }
+    case Opcode::Texp: case Opcode::Tlog: case Opcode::Trecip: case Opcode::Tsqrt: case Opcode::Trsqrt:
+    case Opcode::Ttanh: case Opcode::Tsigmoid:
+      for_each(w, [&](int64_t od, int64_t oa, int64_t) {
+        double x = ld(A, oa, dt), r = 0;
+        switch (op) {
+          case Opcode::Texp: r = std::exp(x); break;
+          case Opcode::Tlog: r = std::log(x); break;
+          case Opcode::Trecip: r = 1.0 / x; break;
+          case Opcode::Tsqrt: r = std::sqrt(x); break;
+          case Opcode::Trsqrt: r = 1.0 / std::sqrt(x); break;
+          case Opcode::Ttanh: r = std::tanh(x); break;
+          default: r = 1.0 / (1.0 + std::exp(-x)); break;
+        }
+        st_f(od, r);
+      });
+      break;
+    case Opcode::Trelu:
+      for_each(w, [&](int64_t od, int64_t oa, int64_t) {
+        if (isf) { double x = ld(A, oa, dt); st_f(od, std::isnan(x) ? x : (x > 0 ? x : 0.0)); }
+        else st_i(od, std::max<int64_t>(li(A, oa, dt), 0));
+      });
+      break;
+    case Opcode::Tcvt: {
+      DType st = i.src_dtype();
+      int ses = arch::dtype_size(st);
+      for_each(w, [&](int64_t od, int64_t oa, int64_t) { arch::convert_element(dt, D + od * es, st, A + oa * ses); });
+      break;
+    }
+    case Opcode::Trequant:
+      for_each(w, [&](int64_t od, int64_t oa, int64_t) {
+        float x = float(int32_t(li(A, oa, DType::I32))) * v.scale;  // f32 product, rounded once
+        int64_t r = arch::round_sat(double(x), INT64_MIN / 4, INT64_MAX / 4) + v.zero_point;
+        st_i(od, r);
+      });
+      break;
+    case Opcode::Tredsum: case Opcode::Tredmax: case Opcode::Tredmin: {
+      Walk outer = w;
+      int64_t n = outer.shape[3], sa = outer.a[3];
+      outer.shape[3] = 1;
+      for_each(outer, [&](int64_t od, int64_t oa, int64_t) {
+        if (isf) {
+          float acc = op == Opcode::Tredsum ? 0.0f : op == Opcode::Tredmax ? -INFINITY : INFINITY;
+          for (int64_t k = 0; k < n; ++k) {
+            float x = float(ld(A, oa + k * sa, dt));
+            if (op == Opcode::Tredsum) acc = acc + x;
+            else if (std::isnan(x) || std::isnan(acc)) acc = NAN;
+            else acc = op == Opcode::Tredmax ? std::max(acc, x) : std::min(acc, x);
+          }
+          st_f(od, acc);
+        } else {
+          int64_t acc = op == Opcode::Tredsum ? 0 : op == Opcode::Tredmax ? arch::int_min(dt) : arch::int_max(dt);
+          for (int64_t k = 0; k < n; ++k) {
+            int64_t x = li(A, oa + k * sa, dt);
+            acc = op == Opcode::Tredsum ? acc + x : op == Opcode::Tredmax ? std::max(acc, x) : std::min(acc, x);
+          }
+          st_i(od, acc);
+        }
+      });
+      break;
+    }
+    case Opcode::Tlut:
+      for_each(w, [&](int64_t od, int64_t oa, int64_t) { std::memcpy(D + od * es, B + int64_t(A[oa]) * es, size_t(es)); });
+      break;
+    default:
+      fault(SimError::Kind::IllegalInstruction, c, cmd.pc, "not a vector-engine command");
+  }
+}
+
+}  // namespace tilecore::sim
