@@ -9,6 +9,7 @@
  */
 #include "tilecore/ffi/serialization.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -29,9 +30,9 @@ namespace ffi {
 namespace {
 
 constexpr const char* kFormatVersion = "0.1.0";
-// Saving recurses once per level of the object graph; deeper graphs are refused
-// rather than risking the stack.
-constexpr int kMaxSaveDepth = 4096;
+// Saving recurses once per level of the object graph, and so do destructors of
+// nested values; deeper graphs are refused (by both sides) rather than risking the stack.
+constexpr int kMaxGraphDepth = 4096;
 constexpr int64_t kMaxNDim = 1024;
 
 // ---------------------------------------------------------------------------
@@ -226,8 +227,8 @@ class GraphWriter {
     const Object* obj = details::ObjectUnsafe::FromHandle(v.v_obj);
     auto it = object_index_.find(obj);
     if (it != object_index_.end()) return it->second;
-    if (depth > kMaxSaveDepth) {
-      TILECORE_THROW(ValueError) << "SaveJSON: the graph is nested deeper than " << kMaxSaveDepth
+    if (depth >= kMaxGraphDepth) {
+      TILECORE_THROW(ValueError) << "SaveJSON: the graph is nested deeper than " << kMaxGraphDepth
                                  << " levels at " << PathString();
     }
     if (!on_path_.insert(obj).second) {
@@ -661,6 +662,7 @@ class GraphReader {
     enum : uint8_t { kNew, kOnStack, kDone };
     std::vector<uint8_t> state(nodes_.size(), kNew);
     std::vector<Any> values(nodes_.size());
+    std::vector<int32_t> height(nodes_.size(), 0);
     struct Frame {
       int64_t node;
       size_t next;
@@ -687,6 +689,10 @@ class GraphReader {
         state[child] = kOnStack;
         stack.push_back({child, 0});
         continue;
+      }
+      for (int64_t r : nodes_[cur].refs) height[cur] = std::max(height[cur], height[r] + 1);
+      if (height[cur] > kMaxGraphDepth) {
+        Fail(cur, "the graph below this node is nested deeper than " + std::to_string(kMaxGraphDepth) + " levels");
       }
       values[cur] = Make(cur, values);
       state[cur] = kDone;

@@ -7,10 +7,10 @@
  * back shared (the same pointer):
  *
  *   {"root": 3, "nodes": [
- *     {"type": "int", "data": 7},
- *     {"type": "str", "data": "x"},
- *     {"type": "ffi.Array", "data": [0, 0]},
- *     {"type": "testing.TestObject", "data": {"value": 0, "name": 1, "payload": 2}}
+ *     {"type":"int","data":7},
+ *     {"type":"str","data":"x"},
+ *     {"type":"ffi.Array","data":[0,0]},
+ *     {"type":"testing.TestObject","data":{"value":0,"name":1,"payload":2}}
  *   ], "tilecore_version": "0.1.0"}
  *
  * Node types and their data:
@@ -23,6 +23,8 @@
  *   any reflected kind with a creator: {"<field>": ref, ...}, every reflected field.
  * Equal literals (ints, strings, ...) share one node; nodes come after the nodes
  * they refer to, and the root is last.
+ *
+ * Graphs nested deeper than 4096 levels are refused on both sides (ValueError).
  *
  * SaveJSON raises TypeError naming the path (`root.payload[2]`) of a value that
  * cannot be saved: functions, errors, opaque pointers, kinds without a creator,
