@@ -46,6 +46,15 @@ void for_each(const Walk& w, F f) {
       }
 }
 
+/// Exact product clamped into int64 (u32 x u32 does not fit); saturation to
+/// the dtype happens on store.
+int64_t mul_clamped(int64_t a, int64_t b) {
+  __int128 p = __int128(a) * __int128(b);
+  if (p > INT64_MAX / 2) return INT64_MAX / 2;
+  if (p < INT64_MIN / 2) return INT64_MIN / 2;
+  return int64_t(p);
+}
+
 double fmax_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); }
 double fmin_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); }
 
@@ -100,7 +109,7 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
           switch (op) {
             case Opcode::Tadd: r = x + y; break;
             case Opcode::Tsub: r = x - y; break;
-            case Opcode::Tmul: r = x * y; break;
+            case Opcode::Tmul: r = mul_clamped(x, y); break;
             case Opcode::Tmax: r = std::max(x, y); break;
             default: r = std::min(x, y); break;
           }
@@ -121,7 +130,7 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
           st_f(od, r);
         } else {
           int64_t x = li(A, oa, dt);
-          int64_t r = op == Opcode::Tadds ? x + si : op == Opcode::Tmuls ? x * si : op == Opcode::Tmaxs ? std::max(x, si) : std::min(x, si);
+          int64_t r = op == Opcode::Tadds ? x + si : op == Opcode::Tmuls ? mul_clamped(x, si) : op == Opcode::Tmaxs ? std::max(x, si) : std::min(x, si);
           st_i(od, r);
         }
       });
