@@ -14,6 +14,8 @@
 
 namespace tilecore_py {
 
+std::atomic<int> g_num_move_frames{0};
+
 MoveFrame*& CurrentMoveFrame() {
   thread_local MoveFrame* frame = nullptr;
   return frame;
@@ -26,7 +28,7 @@ constexpr int kStackArgs = 8;
 int CallPython(PyObject* callable, const TCFFIAny* args, int32_t num_args, TCFFIAny* result) {
   // A caller that `_move()`d arguments published them; if this callback received that
   // very array it is the direct callee, and takes those references over (an rvalue).
-  MoveFrame* move = CurrentMoveFrame();
+  MoveFrame* move = g_num_move_frames.load(std::memory_order_relaxed) != 0 ? CurrentMoveFrame() : nullptr;
   if (move != nullptr) {
     CurrentMoveFrame() = nullptr;  // nested calls start clean
     if (move->args != args) move = nullptr;
@@ -52,6 +54,10 @@ int CallPython(PyObject* callable, const TCFFIAny* args, int32_t num_args, TCFFI
   }
   for (int32_t i = 0; i < made; ++i) Py_DECREF(py_args[i]);
   if (ret == nullptr) return SetFFIErrorFromPyErr();
+  if (ret == Py_None) {  // the common hook result; *result is None already
+    Py_DECREF(ret);
+    return 0;
+  }
   int rc = PyToOwnedAny(ret, result);
   Py_DECREF(ret);
   return rc == 0 ? 0 : SetFFIErrorFromPyErr();

@@ -56,6 +56,19 @@ int ArgError(PyObject* exc_type, PyObject* fname, int i, PyObject* detail) {
 }
 
 int IntArg(PyObject* o, int i, TCFFIAny* out, PyObject* fname) {
+  // Most ints in calls fit one digit: read it without a call into libpython.
+#if PY_VERSION_HEX >= 0x030C0000
+  if (PyUnstable_Long_IsCompact(reinterpret_cast<PyLongObject*>(o))) {
+    SetPOD(out, kTCFFIInt, PyUnstable_Long_CompactValue(reinterpret_cast<PyLongObject*>(o)));
+    return 0;
+  }
+#else
+  Py_ssize_t size = Py_SIZE(o);
+  if (size >= -1 && size <= 1) {
+    SetPOD(out, kTCFFIInt, size * static_cast<int64_t>(reinterpret_cast<PyLongObject*>(o)->ob_digit[0]));
+    return 0;
+  }
+#endif
   int overflow = 0;
   long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
   if (overflow != 0) {
@@ -67,18 +80,34 @@ int IntArg(PyObject* o, int i, TCFFIAny* out, PyObject* fname) {
   return 0;
 }
 
+// Short strings (names, dtypes, keys) are the common case: scan them inline.
+inline bool HasNul(const char* s, Py_ssize_t n) {
+  if (n > 32) return std::memchr(s, 0, static_cast<size_t>(n)) != nullptr;
+  for (Py_ssize_t k = 0; k < n; ++k) {
+    if (s[k] == 0) return true;
+  }
+  return false;
+}
+
 int StrArg(PyObject* o, int i, ArgFrame& frame, PyObject* fname) {
   TCFFIAny* out = frame.args() + i;
   Py_ssize_t n = 0;
-  // The UTF-8 form is cached inside the str object (for ASCII it *is* the data), so the
-  // pointer stays valid for the call while the caller holds the argument.
-  const char* s = PyUnicode_AsUTF8AndSize(o, &n);
+  const char* s;
+  if (PyUnicode_IS_COMPACT_ASCII(o)) {
+    // ASCII text is its own UTF-8, NUL-terminated right after the object header.
+    s = static_cast<const char*>(PyUnicode_DATA(o));
+    n = PyUnicode_GET_LENGTH(o);
+  } else {
+    // The UTF-8 form is cached inside the str object, so the pointer stays valid for
+    // the call while the caller holds the argument.
+    s = PyUnicode_AsUTF8AndSize(o, &n);
+  }
   if (s == nullptr) {
     PyErr_Clear();
     return ArgError(PyExc_TypeError, fname, i,
                     PyUnicode_FromString("str is not encodable as UTF-8 (lone surrogate)"));
   }
-  if (std::memchr(s, 0, static_cast<size_t>(n)) == nullptr) {
+  if (!HasNul(s, n)) {
     out->type_index = kTCFFIRawStr;
     out->zero_padding = 0;
     out->v_c_str = s;

@@ -30,6 +30,7 @@ int CallWithMoves(TCFFIFunctionCell* cell, TCFFIObject* h, ArgFrame& frame, int3
   MoveFrame move{frame.args(), &frame};
   MoveFrame* saved = CurrentMoveFrame();
   CurrentMoveFrame() = &move;
+  g_num_move_frames.fetch_add(1, std::memory_order_relaxed);
   int rc;
   if (cell->flags & kTCFFIFunctionReleaseGIL) {
     Py_BEGIN_ALLOW_THREADS
@@ -38,6 +39,7 @@ int CallWithMoves(TCFFIFunctionCell* cell, TCFFIObject* h, ArgFrame& frame, int3
   } else {
     rc = cell->safe_call(h, frame.args(), nargs, result);
   }
+  g_num_move_frames.fetch_sub(1, std::memory_order_relaxed);
   CurrentMoveFrame() = saved;
   return rc;
 }
@@ -75,6 +77,7 @@ PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t n
     rc = cell->safe_call(h, frame.args(), static_cast<int32_t>(nargs), &result);
   }
   if (rc != 0) return RaiseFromFFIError(rc, self->name);
+  if (result.type_index == kTCFFINone) Py_RETURN_NONE;
   return ResultToPy(&result, args, nargs);
 }
 

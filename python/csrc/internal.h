@@ -23,6 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <atomic>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -130,12 +131,13 @@ class ArgFrame {
 
   explicit ArgFrame(Py_ssize_t num_args) {
     if (num_args > kStackArgs) {
-      heap_any_ = std::make_unique<TCFFIAny[]>(num_args);
-      heap_temps_ = std::make_unique<TCFFIObject*[]>(num_args);
-      heap_bytes_ = std::make_unique<TCFFIByteArray[]>(num_args);
-      any_ = heap_any_.get();
-      temps_ = heap_temps_.get();
-      bytes_ = heap_bytes_.get();
+      Overflow* o = GetOverflow();
+      o->any = std::make_unique<TCFFIAny[]>(num_args);
+      o->temps = std::make_unique<TCFFIObject*[]>(num_args);
+      o->bytes = std::make_unique<TCFFIByteArray[]>(num_args);
+      any_ = o->any.get();
+      temps_ = o->temps.get();
+      bytes_ = o->bytes.get();
     } else {
       any_ = stack_any_;
       temps_ = stack_temps_;
@@ -155,12 +157,13 @@ class ArgFrame {
   void AddTemp(TCFFIObject* obj) { temps_[num_temps_++] = obj; }
   TCFFIByteArray* ByteSlot(int arg_index) { return &bytes_[arg_index]; }
   /*! \brief Records that argument `arg_index` is a moved reference kept as the last temp. */
-  void AddMoved(int arg_index) { moved_.emplace_back(arg_index, num_temps_ - 1); }
-  bool has_moved() const { return !moved_.empty(); }
+  void AddMoved(int arg_index) { GetOverflow()->moved.emplace_back(arg_index, num_temps_ - 1); }
+  bool has_moved() const { return overflow_ != nullptr && !overflow_->moved.empty(); }
   /*! \brief Hands the moved reference of an argument over to the caller (who now owns it),
    * or returns NULL if that argument was not moved (or was taken already). */
   TCFFIObject* TakeMoved(int arg_index) {
-    for (auto& [arg, temp] : moved_) {
+    if (overflow_ == nullptr) return nullptr;
+    for (auto& [arg, temp] : overflow_->moved) {
       if (arg == arg_index && temps_[temp] != nullptr) {
         TCFFIObject* obj = temps_[temp];
         temps_[temp] = nullptr;
@@ -171,17 +174,27 @@ class ArgFrame {
   }
 
  private:
+  // What only long argument lists and moved references need; allocated on first use so
+  // the common frame is three pointers, a counter and the stack arrays.
+  struct Overflow {
+    std::unique_ptr<TCFFIAny[]> any;
+    std::unique_ptr<TCFFIObject*[]> temps;
+    std::unique_ptr<TCFFIByteArray[]> bytes;
+    std::vector<std::pair<int, int>> moved;  // (argument index, temp index)
+  };
+  Overflow* GetOverflow() {
+    if (overflow_ == nullptr) overflow_ = std::make_unique<Overflow>();
+    return overflow_.get();
+  }
+
   TCFFIAny* any_;
   TCFFIObject** temps_;
   TCFFIByteArray* bytes_;
   int num_temps_ = 0;
-  std::vector<std::pair<int, int>> moved_;  // (argument index, temp index); rare
+  std::unique_ptr<Overflow> overflow_;
   TCFFIAny stack_any_[kStackArgs];
   TCFFIObject* stack_temps_[kStackArgs];
   TCFFIByteArray stack_bytes_[kStackArgs];
-  std::unique_ptr<TCFFIAny[]> heap_any_;
-  std::unique_ptr<TCFFIObject*[]> heap_temps_;
-  std::unique_ptr<TCFFIByteArray[]> heap_bytes_;
 };
 
 /*! \brief Converts argument `i` into frame.args()[i] (a borrowed view). 0 or -1 with a
@@ -222,6 +235,9 @@ struct MoveFrame {
   ArgFrame* frame;
 };
 MoveFrame*& CurrentMoveFrame();
+/*! \brief How many MoveFrames are published on all threads: callbacks skip the
+ * thread-local lookup while it is zero (nearly always). */
+extern std::atomic<int> g_num_move_frames;
 
 /* ---------------------------------------------------------------------------
  * error.cc
