@@ -114,14 +114,14 @@ void Machine::load(const arch::Program& p) {
     int id = c.id;
     c = Core{};
     c.id = id;
-    c.text = p.text_for_core(id);
-    c.active = c.text && !c.text->words.empty();
-    if (c.text) {
-      c.code.resize(c.text->words.size());
-      c.decode_error.resize(c.text->words.size());
-      for (size_t k = 0; k < c.text->words.size(); ++k) {
+    if (const arch::TextSection* t = p.text_for_core(id)) c.words = t->words;
+    c.active = !c.words.empty();
+    {
+      c.code.resize(c.words.size());
+      c.decode_error.resize(c.words.size());
+      for (size_t k = 0; k < c.words.size(); ++k) {
         std::string why;
-        auto inst = arch::decode(c.text->words[k], &why);
+        auto inst = arch::decode(c.words[k], &why);
         if (inst) c.code[k] = *inst;
         else c.decode_error[k] = why.empty() ? "illegal instruction" : why;
       }
@@ -173,7 +173,7 @@ std::string Machine::inst_text(const Core& c, uint32_t pc) const {
   if (pc >= c.code.size()) return "";
   if (!c.decode_error[pc].empty()) {
     char buf[40];
-    std::snprintf(buf, sizeof buf, ".inst 0x%016llx", static_cast<unsigned long long>(c.text->words[pc]));
+    std::snprintf(buf, sizeof buf, ".inst 0x%016llx", static_cast<unsigned long long>(c.words[pc]));
     return buf;
   }
   return arch::format_instruction(c.code[pc], pc);

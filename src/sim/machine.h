@@ -119,7 +119,7 @@ struct Core {
   uint64_t instret = 0;
   bool halted = false;
   bool barrier_released = false;
-  const arch::TextSection* text = nullptr;
+  std::vector<uint64_t> words;          // the core's text section (a copy: the Program may go away)
   std::vector<Inst> code;               // pre-decoded
   std::vector<std::string> decode_error;  // non-empty for words that do not decode
   std::array<EngineState, arch::kNumEngines> eng;

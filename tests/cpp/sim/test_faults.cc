@@ -1,0 +1,146 @@
+// tests/cpp/sim/test_faults.cc — one test per fault class: every one ends the run
+// with a SimError naming core, pc, instruction and reason; none crashes.
+#include <gtest/gtest.h>
+
+#include "tilecore/arch/assembler.h"
+#include "tilecore/sim/simulator.h"
+
+using namespace tilecore;
+using sim::SimError;
+
+namespace {
+
+SimError run_expecting_fault(const std::string& text, int cores = 1, uint64_t budget = sim::Simulator::kDefaultBudget) {
+  sim::Simulator s(sim::SimConfig{.cores = cores});
+  s.load(arch::assemble(text));
+  try {
+    s.run(budget);
+  } catch (const SimError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no fault raised";
+  return SimError(SimError::Kind::Usage, -1, 0, "", "none");
+}
+
+}  // namespace
+
+TEST(Faults, IllegalInstruction) {
+  auto e = run_expecting_fault("nop\n.inst 0xFF\nhalt\n");
+  EXPECT_EQ(e.kind(), SimError::Kind::IllegalInstruction);
+  EXPECT_EQ(e.core(), 0);
+  EXPECT_EQ(e.pc(), 1);
+  EXPECT_NE(e.reason().find("unknown opcode 255"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find(".inst 0x00000000000000ff"), std::string::npos) << e.what();
+}
+
+TEST(Faults, ReservedBitsMakeAnInstructionIllegal) {
+  // nop with field a set: a word the encoder never produces.
+  auto e = run_expecting_fault(".inst 0x100\nhalt\n");
+  EXPECT_EQ(e.kind(), SimError::Kind::IllegalInstruction);
+  EXPECT_NE(e.reason().find("reserved"), std::string::npos) << e.what();
+}
+
+TEST(Faults, RunningOffTheEndOfTheProgram) {
+  auto e = run_expecting_fault("li x1, 1\n");
+  EXPECT_EQ(e.kind(), SimError::Kind::PcOutOfRange);
+  EXPECT_EQ(e.pc(), 1);
+}
+
+TEST(Faults, TruncatedProgramImage) {
+  auto bytes = arch::assemble("li x1, 1\nhalt\n").to_bytes();
+  bytes.resize(bytes.size() - 3);
+  EXPECT_THROW(arch::Program::from_bytes(bytes), arch::ProgramFormatError);
+  try {
+    arch::Program::from_bytes(bytes);
+  } catch (const arch::ProgramFormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Faults, OutOfBoundsScalarAccess) {
+  auto e = run_expecting_fault("li x1, 0x100000\nlw x2, [l1: x1 + 0]\nhalt\n");
+  EXPECT_EQ(e.kind(), SimError::Kind::MemoryFault);
+  EXPECT_EQ(e.pc(), 1);
+  EXPECT_EQ(e.instruction(), "lw x2, [l1: x1]");
+  EXPECT_NE(e.reason().find("out-of-bounds"), std::string::npos) << e.what();
+}
+
+TEST(Faults, MisalignedAccess) {
+  auto e = run_expecting_fault("li x1, 2\nlw x2, [ddr: x1 + 0]\nhalt\n");
+  EXPECT_EQ(e.kind(), SimError::Kind::MemoryFault);
+  EXPECT_NE(e.reason().find("not 4-byte aligned"), std::string::npos) << e.what();
+  auto v = run_expecting_fault("li x1, 16\nvld v1, [l2: x1]\nhalt\n");
+  EXPECT_NE(v.reason().find("32-byte aligned"), std::string::npos) << v.what();
+}
+
+TEST(Faults, OutOfBoundsTileCommand) {
+  auto e = run_expecting_fault(R"(
+.data l1, 0xF0000
+d: .dmadesc dtype=i32 shape=[1024, 1024]
+.text
+    li x1, 0
+    dma.in l1:x1, ddr:x0, [x0 + d]
+    halt
+)");
+  EXPECT_EQ(e.kind(), SimError::Kind::MemoryFault);
+  EXPECT_EQ(e.pc(), 1);
+  EXPECT_NE(e.reason().find("DMA destination"), std::string::npos) << e.what();
+}
+
+TEST(Faults, BadDescriptor) {
+  auto e = run_expecting_fault(R"(
+.data l1, 0xF0000
+d: .word 0, 0, 0
+   .zero 64
+.text
+    mm.i8 x1, x2, x3, [x0 + d]
+    halt
+)");
+  EXPECT_EQ(e.kind(), SimError::Kind::BadDescriptor);
+  EXPECT_NE(e.reason().find("M, N, K must be"), std::string::npos) << e.what();
+}
+
+TEST(Faults, DeadlockOnACounterThatNeverArrives) {
+  auto e = run_expecting_fault("li x1, 3\nwait sc, din, x1\nhalt\n");
+  EXPECT_EQ(e.kind(), SimError::Kind::Deadlock);
+  EXPECT_NE(e.reason().find("core 0: front end at pc 1 (`wait sc, din, x1`) waits for din counter >= 3 (it is 0)"),
+            std::string::npos)
+      << e.what();
+}
+
+TEST(Faults, DeadlockInAQueueWait) {
+  auto e = run_expecting_fault("wait mm, din, 1\nhalt\n");
+  EXPECT_EQ(e.kind(), SimError::Kind::Deadlock);
+  EXPECT_NE(e.reason().find("mm queue (wait from pc 0) waits for din counter >= 1 (it is 0)"), std::string::npos) << e.what();
+}
+
+TEST(Faults, DeadlockAtABarrierAfterAHalt) {
+  auto e = run_expecting_fault(".core 0\nbarrier\nhalt\n.core 1\nhalt\n", 2);
+  EXPECT_EQ(e.kind(), SimError::Kind::Deadlock);
+  EXPECT_NE(e.reason().find("core 0: front end at pc 0 (`barrier`) waits at the barrier"), std::string::npos) << e.what();
+  EXPECT_NE(e.reason().find("core 1: halted"), std::string::npos) << e.what();
+}
+
+TEST(Faults, RunawayLoopExhaustsTheBudget) {
+  auto e = run_expecting_fault("loop: jal x0, loop\n", 1, 10000);
+  EXPECT_EQ(e.kind(), SimError::Kind::Budget);
+  EXPECT_EQ(e.pc(), 0);
+  EXPECT_NE(e.reason().find("budget of 10000"), std::string::npos) << e.what();
+}
+
+TEST(Faults, HostAccessOutOfBounds) {
+  sim::Simulator s(sim::SimConfig{.cores = 1});
+  std::vector<uint8_t> b(16);
+  EXPECT_THROW(s.write(arch::Space::L2, (4u << 20) - 8, b), SimError);
+  EXPECT_THROW(s.read(arch::Space::L1, 0, 16, 3), SimError);
+}
+
+TEST(Faults, StepStopsWithoutThrowing) {
+  sim::Simulator s(sim::SimConfig{.cores = 1});
+  s.load(arch::assemble("li x1, 1\nli x2, 2\nli x3, 3\nhalt\n"));
+  EXPECT_EQ(s.step(2), 2u);
+  EXPECT_EQ(s.pc(0), 2);
+  EXPECT_EQ(s.xreg(0, 2), 2u);
+  EXPECT_EQ(s.step(10), 2u);
+  EXPECT_TRUE(s.finished());
+}
