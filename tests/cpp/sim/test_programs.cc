@@ -219,3 +219,32 @@ done:
     EXPECT_EQ(s.stats().cycles, 596u);
   }
 }
+
+TEST(Programs, TiledGemmCyclesDerivedByHand) {
+  // M = N = K = 64 on 4 cores, 16 x 32 tiles: each core computes rows 16c..16c+15
+  // as two tiles (j = 0, 1). The front ends run identical straight-line timelines:
+  // dma.in A issued at 17, dma.in B at 28 (j=0) and 58 (j=1), mm at 35 / 65,
+  // dma.out at 45 / 75, and `wait sc, dout, 2` at 82.
+  // DMA costs: A tile 16 x 64 i8 = 16 beats, B tile 64 x 32 i8 = 64 beats (one per
+  // row), C tile 16 x 32 i32 = 32 beats; each + 200 cycles DDR latency; DDR drains
+  // 64 B/cycle for all cores together (ddr_free below); mm 16x32x64 i8 = 16 + 16 = 32.
+  //   A:  cores 0..3 start at 17: ddr_free 33, 49, 65, 81 -> end 233, 249, 265, 281.
+  //   B0: core c starts when its A ends: ddr_free 297, 361, 425, 489 -> end 497, 561, 625, 689.
+  //   core 0 at 497: B1 (ddr_free 561 -> 761), mm0 497-529, C0 at 529 (ddr_free 593 -> 793).
+  //   core 1 at 561: B1 (657 -> 857), mm0 561-593, C0 at 593 (689 -> 889).
+  //   core 2 at 625: B1 (753 -> 953), mm0 625-657, C0 at 657 (785 -> 985).
+  //   core 3 at 689: B1 (849 -> 1049), mm0 689-721, C0 at 721 (881 -> 1081).
+  //   mm1 starts when B1 lands: 761, 857, 953, 1049 (+32); C1 starts after C0 and mm1:
+  //   core 0 793 (913 -> 1113), core 1 889 (945 -> 1145), core 2 985 (1017 -> 1217),
+  //   core 3 1081 (1113 -> 1313).
+  //   Core 3's front end leaves its wait at 1313 + 1 and halts: 1315 cycles.
+  const int M = 64, N = 64, K = 64;
+  auto a = random_i8(size_t(M) * K, 5), b = random_i8(size_t(K) * N, 6);
+  sim::Simulator s(sim::SimConfig{.cores = 4});
+  auto c = run_gemm(s, M, N, K, 16, 32, a, b);
+  EXPECT_EQ(c, reference_gemm(a, b, M, N, K));
+  auto st = s.stats();
+  EXPECT_EQ(st.cycles, 1315u);
+  EXPECT_EQ(st.cores[3].agents[2].busy + st.cores[3].agents[2].stalled_bw, 1313u - 721u);  // dout back to back
+  EXPECT_EQ(st.cores[0].macs, 2u * 16u * 32u * 64u);
+}
