@@ -275,6 +275,14 @@ void ViewDeleter(DLManagedTensor* self) { std::free(self); }
 }  // namespace
 
 TCFFIObject* NDArrayFromDLPackObject(PyObject* obj) {
+  static PyObject* dlpack_name = PyUnicode_InternFromString("__dlpack__");
+  if (!PyCapsule_CheckExact(obj) && (dlpack_name == nullptr ||
+                                     _PyType_Lookup(Py_TYPE(obj), dlpack_name) == nullptr)) {
+    PyErr_Format(ErrorClassForKind("TypeError", PyExc_TypeError),
+                 "from_dlpack: expected an object with __dlpack__ or a DLPack capsule, got '%s'",
+                 Py_TYPE(obj)->tp_name);
+    return nullptr;
+  }
   PyObject* capsule = PyCapsule_CheckExact(obj) ? Py_NewRef(obj) : CallDLPack(obj);
   if (capsule == nullptr) return nullptr;
   TCFFIObject* out = nullptr;

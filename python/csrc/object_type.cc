@@ -167,8 +167,9 @@ PyObject* ObjectGetAttro(PyObject* self, PyObject* name) {
   const char* s = PyUnicode_AsUTF8AndSize(name, &len);
   if (s == nullptr) return nullptr;
   if (h == nullptr) {
-    return PyErr_Format(PyExc_AttributeError, "'%s' object is empty (its reference was moved); "
-                        "it has no attribute '%U'", Py_TYPE(self)->tp_name, name);
+    return PyErr_Format(ErrorClassForKind("AttributeError", PyExc_AttributeError),
+                        "'%s' object is empty (it holds no C++ object, or its reference was "
+                        "moved); it has no attribute '%U'", Py_TYPE(self)->tp_name, name);
   }
   const TCFFIFieldInfo* field = FindField(h->type_index, s, static_cast<size_t>(len));
   if (field == nullptr || field->getter == nullptr) {
