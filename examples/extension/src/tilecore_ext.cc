@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tilecore/ffi/function.h"
+#include "tilecore/ffi/reflection.h"
 
 namespace {
 
@@ -35,4 +36,39 @@ TILECORE_REGISTER_GLOBAL("ext.mul").set_body_typed([](double a, double b) { retu
 // Functions are values: this one calls back whatever it is given (the seed's callhello).
 TILECORE_REGISTER_GLOBAL("ext.callhello").set_body_typed([](Function f) {
   return f(std::string("hello world"));
+});
+
+// Object kinds come with extensions too. Fields declared once give Python attribute
+// access, printing, JSON and structural equality.
+namespace ext {
+
+class ShapeNode : public tilecore::ffi::Object {
+ public:
+  tilecore::ffi::String name;
+  TILECORE_FFI_DECLARE_OBJECT_INFO("ext.Shape", ShapeNode, tilecore::ffi::Object);
+};
+
+class RectNode : public ShapeNode {
+ public:
+  double width{0};
+  double height{0};
+  TILECORE_FFI_DECLARE_OBJECT_INFO_FINAL("ext.Rect", RectNode, ShapeNode);
+};
+
+TILECORE_FFI_STATIC_INIT_BLOCK({
+  namespace refl = tilecore::ffi::reflection;
+  refl::ObjectDef<ShapeNode>().def_ro("name", &ShapeNode::name, "what the shape is called");
+  refl::ObjectDef<RectNode>()
+      .def_ro("width", &RectNode::width, "in metres")
+      .def_ro("height", &RectNode::height, "in metres");
+});
+
+}  // namespace ext
+
+TILECORE_REGISTER_GLOBAL("ext.Rect").set_body_typed([](std::string name, double w, double h) {
+  auto n = tilecore::ffi::make_object<ext::RectNode>();
+  n->name = name;
+  n->width = w;
+  n->height = h;
+  return tilecore::ffi::ObjectRef(std::move(n));
 });

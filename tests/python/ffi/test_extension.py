@@ -48,6 +48,16 @@ def extension_library(tmp_path_factory):
     return lib
 
 
+# Registered before the library is loaded: the key is unknown until then, so the class
+# waits and is used from the first object of that kind on.
+@tilecore.register_object("ext.Shape")
+class ExtShape(tilecore.Object):
+    __slots__ = ()
+
+    def describe(self):
+        return f"shape {self.name}"
+
+
 def test_load_library_registers_functions(extension_library):
     tilecore.load_library(extension_library)
     names = tilecore.list_global_func_names()
@@ -67,3 +77,15 @@ def test_load_library_missing_file_names_the_path(tmp_path):
     with pytest.raises(tilecore.TilecoreError) as info:
         tilecore.load_library(missing)
     assert "no_such_lib.so" in str(info.value)
+
+
+def test_extension_object_kinds_use_the_nearest_registered_class(extension_library):
+    tilecore.load_library(extension_library)
+    rect = tilecore.get_global_func("ext.Rect")("door", 0.9, 2.0)
+    assert rect.type_key == "ext.Rect"
+    assert isinstance(rect, ExtShape)  # ext.Rect has no class; its parent ext.Shape has
+    assert rect.describe() == "shape door"
+    assert (rect.width, rect.height) == (0.9, 2.0)
+    assert {"name", "width", "height"} <= set(dir(rect))
+    again = tilecore.load_json(tilecore.save_json(rect))
+    assert isinstance(again, ExtShape) and tilecore.structural_equal(again, rect)
