@@ -43,7 +43,7 @@ class TypeTable {
   }
 
   int32_t GetOrAlloc(std::string_view key, int32_t static_index, int32_t parent_index) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
     auto it = key_to_index_.find(std::string(key));
     if (it != key_to_index_.end()) {
       TypeEntry* e = entries_[it->second].load();
@@ -99,7 +99,7 @@ class TypeTable {
   }
 
   int32_t Find(std::string_view key) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
     auto it = key_to_index_.find(std::string(key));
     return it == key_to_index_.end() ? -1 : it->second;
   }
@@ -110,7 +110,7 @@ class TypeTable {
     return std::string(info->type_key.data, info->type_key.size);
   }
 
-  std::mutex& mutex() { return mutex_; }
+  std::recursive_mutex& mutex() { return mutex_; }
 
  private:
   TypeTable() {
@@ -131,7 +131,9 @@ class TypeTable {
     GetOrAlloc("ffi.Object", kTCFFIObject, -1);
   }
 
-  std::mutex mutex_;
+  // Recursive: an error thrown under the lock allocates an Error, whose kind may be
+  // registering itself for the first time.
+  std::recursive_mutex mutex_;
   std::unordered_map<std::string, int32_t> key_to_index_;
   std::array<std::atomic<TypeEntry*>, kMaxTypeIndex> entries_;
   int32_t next_dynamic_index_{kTCFFIDynObjectBegin};
@@ -287,7 +289,7 @@ const TCFFITypeInfo* TCFFIGetTypeInfo(int32_t type_index) {
 int TCFFITypeRegisterField(int32_t type_index, const TCFFIFieldInfo* info) {
   TILECORE_FFI_SAFE_CALL_BEGIN();
   TypeTable* table = TypeTable::Global();
-  std::lock_guard<std::mutex> lock(table->mutex());
+  std::lock_guard<std::recursive_mutex> lock(table->mutex());
   TypeEntry* e = table->GetEntry(type_index);
   if (e == nullptr || type_index < kTCFFIStaticObjectBegin) {
     TILECORE_THROW(ValueError) << "Cannot register a field on unknown object type index " << type_index;
