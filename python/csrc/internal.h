@@ -90,7 +90,10 @@ inline Cell* CellOf(TCFFIObject* obj) {
 /*! \brief Fast "is a tilecore Object" test: the exact hot types first, then the MRO walk. */
 inline bool IsTCObject(PyObject* o) {
   PyTypeObject* t = Py_TYPE(o);
+  // Registered Python classes (Array, Map, user kinds) derive directly from Object or
+  // NDArray: one more comparison before walking the MRO.
   return t == &FunctionType || t == &ObjectType || t == &NDArrayType ||
+         t->tp_base == &ObjectType || t->tp_base == &NDArrayType ||
          PyType_IsSubtype(t, &ObjectType);
 }
 
