@@ -80,7 +80,11 @@ std::string DLDataTypeToString(DLDataType dtype) {
     case kDLBool: s = "bool"; break;
     case kDLOpaqueHandle: s = "handle"; break;
     case kDLComplex: s = "complex"; break;
-    default: s = "custom" + std::to_string(dtype.code) + "_"; break;
+    default:
+      s = "custom";
+      s += std::to_string(dtype.code);
+      s += "_";
+      break;
   }
   if (dtype.code != kDLBool) s += std::to_string(dtype.bits);
   if (dtype.lanes != 1) s += "x" + std::to_string(dtype.lanes);

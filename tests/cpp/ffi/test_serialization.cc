@@ -127,7 +127,8 @@ TEST(SaveLoadJSON, RoundTripsEveryValueKind) {
   EXPECT_EQ((*arr)[1].as<int64_t>(), std::numeric_limits<int64_t>::min());
   EXPECT_EQ((*arr)[4].as<double>(), std::numeric_limits<double>::infinity());
   // Three bytes come back inline (small bytes), equal to the Bytes object saved.
-  const TCFFIAny* small = (*arr)[7].raw();
+  Any item7 = (*arr)[7];  // keep the element alive while its raw payload is read
+  const TCFFIAny* small = item7.raw();
   ASSERT_EQ(small->type_index, kTCFFISmallBytes);
   EXPECT_EQ(std::string_view(small->v_bytes, small->small_len), std::string_view("\x00\xFF\x10", 3));
   EXPECT_TRUE((*arr)[10].as<DLDataType>().value() == odd);

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# scripts/bootstrap.sh — installs what building and testing tilecore needs, then
+# builds it into build/ as an editable Python install. Sourced by test.sh and demo.sh.
+#
+# Python packages come from pip; Debian packages from apt-get when running as root,
+# otherwise the missing package is named and the script stops.
+set -euo pipefail
+
+PYTHON=${PYTHON:-python3}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+need_deb() {  # need_deb <file-or-command to look for> <debian package>
+  local probe=$1 package=$2
+  if [ -e "$probe" ] || command -v "$probe" >/dev/null 2>&1; then return 0; fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "tilecore: installing Debian package $package"
+    if ! (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null 2>&1); then
+      apt-get update -qq >/dev/null 2>&1 || true
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null
+    fi
+  else
+    echo "tilecore: missing the Debian package '$package' (install it with: sudo apt-get install $package)" >&2
+    exit 1
+  fi
+}
+
+need_deb g++ g++
+need_deb /usr/include/gtest/gtest.h libgtest-dev
+
+pip_quiet() { "$PYTHON" -m pip install -q --disable-pip-version-check "$@"; }
+"$PYTHON" -c "import scikit_build_core, cmake, ninja" 2>/dev/null || pip_quiet "scikit-build-core>=0.10" cmake ninja
+"$PYTHON" -c "import numpy, pytest" 2>/dev/null || pip_quiet numpy pytest
+"$PYTHON" -c "import onnx" 2>/dev/null || pip_quiet onnx || echo "tilecore: onnx unavailable; its tests will be skipped"
+# PyTorch only for the DLPack interchange tests. Take it from a local wheel when the
+# machine has one (--no-index fails fast otherwise): the registry build pulls in
+# gigabytes of CUDA packages.
+if ! "$PYTHON" -c "import torch" 2>/dev/null; then
+  if pip_quiet --no-index --no-deps "torch==2.13.0" 2>/dev/null; then
+    pip_quiet "torch==2.13.0" || true
+  else
+    echo "tilecore: no local PyTorch wheel; the PyTorch DLPack tests will be skipped"
+  fi
+fi
+
+# One build directory serves the Python package and the C++ tests.
+BUILD_DIR=${TILECORE_BUILD_DIR:-$ROOT/build}
+"$PYTHON" -m pip install -q --disable-pip-version-check --no-build-isolation -e "$ROOT" \
+  -Cbuild-dir="$BUILD_DIR" \
+  -Ccmake.define.TILECORE_LAYERS=all \
+  -Ccmake.define.TILECORE_BUILD_TESTS=ON \
+  -Ccmake.define.TILECORE_WERROR=ON \
+  -Cbuild.tool-args=-j2

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# scripts/test.sh — the whole test suite: builds tilecore, runs the C++ tests (also
+# under AddressSanitizer + UndefinedBehaviorSanitizer), a bounded fuzz run when
+# clang is available, then the Python tests, whose summary line ends the output.
+#
+#   scripts/test.sh            everything
+#   scripts/test.sh --quick    skip the sanitizer build and the fuzz run
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PYTHON=${PYTHON:-python3}
+QUICK=0
+[ "${1:-}" = "--quick" ] && QUICK=1
+
+bash "$ROOT/scripts/bootstrap.sh" || { echo "tilecore: build failed"; exit 1; }
+status=0
+
+echo "== C++ tests"
+ctest --test-dir "$ROOT/build" --output-on-failure -j2 || status=1
+
+if [ "$QUICK" = 0 ]; then
+  echo "== C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+  bash "$ROOT/scripts/test_sanitizers.sh" || status=1
+  if [ -x "$ROOT/scripts/fuzz.sh" ]; then
+    echo "== bounded fuzz run"
+    bash "$ROOT/scripts/fuzz.sh" --seconds 60 || status=1
+  fi
+fi
+
+echo "== Python tests"
+"$PYTHON" -m pytest -q "$ROOT/tests/python" -p no:cacheprovider || status=1
+exit $status

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# scripts/test_sanitizers.sh — builds the C++ library and tests with
+# -fsanitize=address,undefined (CMake preset "asan") and runs them.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+cmake --preset asan >/dev/null
+cmake --build --preset asan -j2
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --preset asan
