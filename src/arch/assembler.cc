@@ -107,8 +107,9 @@ class Assembler {
           char d = char(std::tolower(static_cast<unsigned char>(s[j])));
           int dv = std::isdigit(static_cast<unsigned char>(d)) ? d - '0' : (d >= 'a' && d <= 'f') ? d - 'a' + 10 : 99;
           if (dv >= base) break;
-          v = v * uint64_t(base) + uint64_t(dv);
-          if (v > (uint64_t(1) << 40)) as.error("number too large: '" + std::string(s.substr(i, j - i + 1)) + "'");
+          if (v > (UINT64_MAX - uint64_t(dv)) / uint64_t(base))
+            as.error("number too large: '" + std::string(s.substr(i, j - i + 1)) + "'");
+          v = v * uint64_t(base) + uint64_t(dv);  // values above INT64_MAX wrap (raw 64-bit words)
           ++digits;
         }
         if (digits == 0 || (j < s.size() && is_ident_char(s[j])))

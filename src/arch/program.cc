@@ -96,7 +96,8 @@ Program Program::from_bytes(std::span<const uint8_t> bytes) {
     uint32_t n = r.get<uint32_t>("text section");
     r.need(uint64_t(n) * 8, "text words");
     t.words.resize(n);
-    std::memcpy(t.words.data(), r.take(uint64_t(n) * 8, "text words"), size_t(n) * 8);
+    const uint8_t* src = r.take(uint64_t(n) * 8, "text words");
+    if (n) std::memcpy(t.words.data(), src, size_t(n) * 8);
     p.text.push_back(std::move(t));
   }
   for (uint32_t i = 0; i < n_data; ++i) {

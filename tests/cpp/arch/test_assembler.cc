@@ -247,9 +247,10 @@ TEST(Assembler, ProgramImageRejectsGarbage) {
 }
 
 TEST(Disassembler, UndecodableWordsStayRaw) {
-  Program p = assemble(".inst 0xFF\nhalt\n");
+  Program p = assemble(".inst 0xFF\nhalt\n.inst 0xffffff0008000010\n");  // a full 64-bit raw word (found by fuzzing)
   std::string text = disassemble(p);
   EXPECT_NE(text.find(".inst 0xff"), std::string::npos) << text;
   EXPECT_EQ(assemble(text), p);
   EXPECT_EQ(disassemble_word(p.text[0].words[1]), "halt");
+  EXPECT_EQ(p.text[0].words[2], 0xffffff0008000010ull);
 }
