@@ -70,36 +70,9 @@ TEST(Programs, DISABLED_GemmThroughput) {
 }
 
 TEST(Programs, DISABLED_TimingOnlyCommandRate) {
-  // Each iteration issues four tile commands (one per engine) and three queue
-  // waits; the front end runs ~12 instructions per iteration.
-  const char* text = R"(
-.equ ITERS, 250000
-.core all
-.data l1, 0xF0000
-d_dma: .dmadesc dtype=i8 shape=[64, 64]
-d_vec: .vecdesc shape=[64, 64]
-d_mm:  .mmdesc m=64 n=64 k=64
-.text
-        li x1, 0
-        li x2, ITERS
-        li x3, 0x10000
-        li x4, 0x20000
-        li x5, 0x40000
-loop:
-        dma.in l1:x3, ddr:x0, [x0 + d_dma]
-        addi x1, x1, 1
-        wait mm, din, x1
-        mm.i8 x5, x3, x4, [x0 + d_mm]
-        wait vec, mm, x1
-        tadd.i32 x5, x5, x5, [x0 + d_vec]
-        wait dout, vec, x1
-        dma.out ddr:x0, l1:x3, [x0 + d_dma]
-        blt x1, x2, loop
-        wait sc, dout, x1
-        halt
-)";
+  // benchmarks/sim_command_mix.s: one command per engine per iteration, 4 cores.
   sim::Simulator s(sim::SimConfig{.cores = 4, .mode = sim::Mode::Timing});
-  s.load(arch::assemble(text));
+  s.load(arch::assemble(tc1_programs::command_mix(250000)));
   auto t0 = std::chrono::steady_clock::now();
   s.run();
   double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
