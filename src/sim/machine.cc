@@ -467,8 +467,7 @@ void Machine::check_waiters(Core& c) {
         break;
       }
       case BlockReason::QueueFull:
-        if (int(c.eng[size_t(s.on_engine)].queue.size()) < cfg.queue_depth)
-          wake(id, slot(c.id, Agent(int(s.on_engine) + 1)).t);
+        if (int(c.eng[size_t(s.on_engine)].queue.size()) < cfg.queue_depth) wake(id, c.eng[size_t(s.on_engine)].last_pop);
         break;
       case BlockReason::Fence: {
         bool empty = true;
@@ -556,6 +555,7 @@ void Machine::step_engine(Core& c, int e, AgentSlot& s) {
       hz_join(agent, cmd.vc);
       if (cmd.wait_count) hz_join(agent, on.done_vc[cmd.wait_count - 1]);
     }
+    es.last_pop = s.t;
     es.queue.pop_front();
     check_waiters(c);
     return;
@@ -610,6 +610,7 @@ void Machine::step_engine(Core& c, int e, AgentSlot& s) {
   if (hazard_mode()) es.done_vc.push_back(hz_snapshot(agent));
   s.t = end;
   makespan_ = std::max(makespan_, end);
+  es.last_pop = start;  // the entry is freed when its command starts
   es.queue.pop_front();
   check_waiters(c);
 }

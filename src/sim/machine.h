@@ -105,6 +105,7 @@ struct AgentSlot {
 struct EngineState {
   std::deque<Command> queue;
   uint64_t done = 0;                    // completion counter
+  uint64_t last_pop = 0;                // when the head entry last left the queue (it starts)
   std::vector<uint64_t> done_time;      // done_time[k] = completion time of command k+1
   std::vector<uint32_t> done_vc;        // HazardCheck: clock snapshot at each completion
 };
