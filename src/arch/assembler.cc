@@ -14,21 +14,13 @@
 #include <map>
 #include <unordered_map>
 
+#include "asm_internal.h"
 #include "tilecore/arch/descriptors.h"
 #include "tilecore/arch/numeric.h"
 
 namespace tilecore::arch {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$'; }
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$'; }
 
 /// Splits at top-level commas (not inside [] or ()).
 std::vector<std::string_view> split_operands(std::string_view s) {
@@ -49,7 +41,7 @@ std::vector<std::string_view> split_operands(std::string_view s) {
   return out;
 }
 
-class Assembler {
+class Assembler final : public AsmContext {
  public:
   explicit Assembler(std::string_view text) {
     size_t pos = 0;
@@ -60,6 +52,9 @@ class Assembler {
       pos = nl + 1;
     }
   }
+
+  bool is_final() const override { return final_; }
+  std::vector<std::string_view> split(std::string_view s) const override { return split_operands(s); }
 
   Program run() {
     pass(false);
@@ -72,7 +67,7 @@ class Assembler {
 
  private:
   // ---- errors -------------------------------------------------------------------------------
-  [[noreturn]] void error(const std::string& msg) const {
+  [[noreturn]] void error(const std::string& msg) const override {
     std::string src(trim(line_no_ > 0 && size_t(line_no_) <= lines_.size() ? lines_[size_t(line_no_ - 1)] : ""));
     throw AsmError(line_no_, msg, src);
   }
@@ -164,7 +159,7 @@ class Assembler {
     error("undefined symbol '" + name + "'");
   }
 
-  int64_t eval(std::string_view s) const {
+  int64_t eval(std::string_view s) const override {
     s = trim(s);
     if (s.empty()) error("expression expected");
     Expr e{*this, s};
@@ -188,7 +183,7 @@ class Assembler {
     return int32_t(uint32_t(uint64_t(v)));
   }
 
-  double eval_float(std::string_view s) const {
+  double eval_float(std::string_view s) const override {
     s = trim(s);
     std::string str(s);
     if (str == "inf" || str == "+inf") return INFINITY;
@@ -415,154 +410,17 @@ class Assembler {
     d.bytes.insert(d.bytes.end(), p, p + n);
   }
 
-  // key=value parsing for descriptor directives
-  std::map<std::string, std::string> key_values(std::string_view s) const {
-    std::map<std::string, std::string> kv;
-    size_t i = 0;
-    while (true) {
-      while (i < s.size() && (std::isspace(static_cast<unsigned char>(s[i])) || s[i] == ',')) ++i;
-      if (i >= s.size()) break;
-      size_t k0 = i;
-      while (i < s.size() && is_ident_char(s[i])) ++i;
-      std::string key(s.substr(k0, i - k0));
-      while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-      if (key.empty() || i >= s.size() || s[i] != '=') error("expected key=value, got '" + std::string(s.substr(k0)) + "'");
-      ++i;
-      while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-      size_t v0 = i;
-      if (i < s.size() && s[i] == '[') {
-        size_t close = s.find(']', i);
-        if (close == std::string_view::npos) error("missing ']' in value of '" + key + "'");
-        i = close + 1;
-      } else {
-        int depth = 0;
-        while (i < s.size() && (depth > 0 || !std::isspace(static_cast<unsigned char>(s[i])))) {
-          if (s[i] == '(') ++depth;
-          if (s[i] == ')') --depth;
-          ++i;
-        }
-      }
-      if (kv.count(key)) error("key '" + key + "' given twice");
-      kv[key] = std::string(s.substr(v0, i - v0));
-    }
-    return kv;
-  }
-  std::vector<int64_t> list(const std::string& v, const char* key) const {
-    std::string_view s = trim(v);
-    if (s.size() < 2 || s.front() != '[' || s.back() != ']') error(std::string("'") + key + "' needs a list like [a, b]");
-    std::vector<int64_t> out;
-    for (auto e : split_operands(s.substr(1, s.size() - 2))) out.push_back(eval(e));
-    if (out.empty() || out.size() > 4) error(std::string("'") + key + "' needs 1 to 4 entries");
-    return out;
-  }
-  DType dtype_value(const std::string& v, const char* key) const {
-    auto d = parse_dtype(trim(v));
-    if (!d) error(std::string("'") + key + "': unknown dtype '" + v + "'");
-    return *d;
-  }
-  template <typename T, size_t N>
-  void fill_dims(std::array<T, N>& dst, const std::vector<int64_t>& v, size_t rank, const char* key) const {
-    if (v.size() != rank) error(std::string("'") + key + "' has " + std::to_string(v.size()) + " entries, shape has " + std::to_string(rank));
-    for (size_t i = 0; i < v.size(); ++i) dst[i] = T(v[i]);
-  }
-  static std::array<int32_t, 4> contiguous(const std::array<uint32_t, 4>& shape, size_t rank) {
-    std::array<int32_t, 4> st{0, 0, 0, 0};
-    int64_t s = 1;
-    for (size_t i = rank; i-- > 0;) { st[i] = int32_t(s); s *= shape[i]; }
-    return st;
-  }
-  void check_keys(const std::map<std::string, std::string>& kv, std::initializer_list<const char*> allowed, const char* dir) const {
-    for (auto& [k, v] : kv) {
-      bool ok = false;
-      for (const char* a : allowed) ok |= k == a;
-      if (!ok) {
-        std::string list;
-        for (const char* a : allowed) list += std::string(list.empty() ? "" : " ") + a;
-        error(std::string(dir) + ": unknown key '" + k + "' (keys: " + list + ")");
-      }
-    }
-  }
-
   void dmadesc(std::string_view rest) {
-    auto kv = key_values(rest);
-    check_keys(kv, {"dtype", "src", "dst", "shape", "src_stride", "dst_stride", "pad_lo", "pad_hi", "fill", "fill_only"}, ".dmadesc");
-    DmaDesc d;
-    if (!kv.count("shape")) error(".dmadesc needs shape=[...]");
-    auto shape = list(kv["shape"], "shape");
-    d.rank = uint8_t(shape.size());
-    fill_dims(d.shape, shape, shape.size(), "shape");
-    if (kv.count("dtype")) d.src_dtype = d.dst_dtype = dtype_value(kv["dtype"], "dtype");
-    if (kv.count("src")) d.src_dtype = dtype_value(kv["src"], "src");
-    if (kv.count("dst")) d.dst_dtype = dtype_value(kv["dst"], "dst");
-    if (kv.count("pad_lo")) fill_dims(d.pad_lo, list(kv["pad_lo"], "pad_lo"), d.rank, "pad_lo");
-    if (kv.count("pad_hi")) fill_dims(d.pad_hi, list(kv["pad_hi"], "pad_hi"), d.rank, "pad_hi");
-    std::array<uint32_t, 4> src_shape = d.shape;
-    for (size_t i = 0; i < d.rank; ++i) src_shape[i] = uint32_t(std::max<int64_t>(0, int64_t(d.shape[i]) - d.pad_lo[i] - d.pad_hi[i]));
-    d.src_stride = contiguous(src_shape, d.rank);
-    d.dst_stride = contiguous(d.shape, d.rank);
-    if (kv.count("src_stride")) fill_dims(d.src_stride, list(kv["src_stride"], "src_stride"), d.rank, "src_stride");
-    if (kv.count("dst_stride")) fill_dims(d.dst_stride, list(kv["dst_stride"], "dst_stride"), d.rank, "dst_stride");
-    if (kv.count("fill")) {
-      uint8_t b[4] = {0, 0, 0, 0};
-      store_from_double(d.dst_dtype, eval_float(kv["fill"]), b);
-      std::memcpy(&d.fill_bits, b, 4);
-    }
-    if (kv.count("fill_only") && eval(kv["fill_only"])) d.flags |= DmaDesc::kFill;
-    std::string why;
-    auto bytes = d.to_bytes();
-    if (final_ && !DmaDesc::parse(bytes, &why)) error(why);
-    emit_bytes(bytes.data(), bytes.size());
+    auto b = assemble_dmadesc(*this, rest);
+    emit_bytes(b.data(), b.size());
   }
-
   void vecdesc(std::string_view rest) {
-    auto kv = key_values(rest);
-    check_keys(kv, {"shape", "d_stride", "a_stride", "b_stride", "scalar", "scale", "zp"}, ".vecdesc");
-    VecDesc d;
-    if (!kv.count("shape")) error(".vecdesc needs shape=[...]");
-    auto shape = list(kv["shape"], "shape");
-    d.rank = uint8_t(shape.size());
-    fill_dims(d.shape, shape, shape.size(), "shape");
-    d.d_stride = d.a_stride = d.b_stride = contiguous(d.shape, d.rank);
-    if (kv.count("d_stride")) fill_dims(d.d_stride, list(kv["d_stride"], "d_stride"), d.rank, "d_stride");
-    if (kv.count("a_stride")) fill_dims(d.a_stride, list(kv["a_stride"], "a_stride"), d.rank, "a_stride");
-    if (kv.count("b_stride")) fill_dims(d.b_stride, list(kv["b_stride"], "b_stride"), d.rank, "b_stride");
-    if (kv.count("scalar")) d.scalar = float(eval_float(kv["scalar"]));
-    if (kv.count("scale")) d.scale = float(eval_float(kv["scale"]));
-    if (kv.count("zp")) d.zero_point = int32_t(eval(kv["zp"]));
-    auto bytes = d.to_bytes();
-    emit_bytes(bytes.data(), bytes.size());
+    auto b = assemble_vecdesc(*this, rest);
+    emit_bytes(b.data(), b.size());
   }
-
   void mmdesc(std::string_view rest) {
-    auto kv = key_values(rest);
-    check_keys(kv, {"m", "n", "k", "lda", "ldb", "ldc", "ldo", "out", "act", "bias", "scale", "lo", "hi", "zp", "epilogue"}, ".mmdesc");
-    MmDesc d;
-    for (const char* req : {"m", "n", "k"})
-      if (!kv.count(req)) error(std::string(".mmdesc needs ") + req + "=");
-    d.m = uint32_t(eval(kv["m"])); d.n = uint32_t(eval(kv["n"])); d.k = uint32_t(eval(kv["k"]));
-    d.lda = kv.count("lda") ? uint32_t(eval(kv["lda"])) : d.k;
-    d.ldb = kv.count("ldb") ? uint32_t(eval(kv["ldb"])) : d.n;
-    d.ldc = kv.count("ldc") ? uint32_t(eval(kv["ldc"])) : d.n;
-    d.ldo = kv.count("ldo") ? uint32_t(eval(kv["ldo"])) : d.n;
-    bool epi = false;
-    if (kv.count("out")) { d.out_dtype = dtype_value(kv["out"], "out"); epi = true; }
-    if (kv.count("act")) {
-      std::string a(trim(kv["act"]));
-      if (a == "relu") d.act = Activation::Relu;
-      else if (a != "none") error(".mmdesc: unknown activation '" + a + "' (none, relu)");
-      epi = true;
-    }
-    if (kv.count("bias")) { d.bias_addr = uint32_t(eval(kv["bias"])); d.flags |= MmDesc::kBias; epi = true; }
-    if (kv.count("scale")) { d.scale = float(eval_float(kv["scale"])); epi = true; }
-    if (kv.count("lo")) { d.clamp_lo = float(eval_float(kv["lo"])); epi = true; }
-    if (kv.count("hi")) { d.clamp_hi = float(eval_float(kv["hi"])); epi = true; }
-    if (kv.count("zp")) { d.zero_point = int32_t(eval(kv["zp"])); epi = true; }
-    if (kv.count("epilogue")) epi = eval(kv["epilogue"]) != 0;
-    if (epi) d.flags |= MmDesc::kEpilogue;
-    auto bytes = d.to_bytes();
-    std::string why;
-    if (final_ && !MmDesc::parse(bytes, &why)) error(why);
-    emit_bytes(bytes.data(), bytes.size());
+    auto b = assemble_mmdesc(*this, rest);
+    emit_bytes(b.data(), b.size());
   }
 
   uint32_t parse_core_mask(std::string_view s) const {
