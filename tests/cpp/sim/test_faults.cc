@@ -144,3 +144,37 @@ TEST(Faults, StepStopsWithoutThrowing) {
   EXPECT_EQ(s.step(10), 2u);
   EXPECT_TRUE(s.finished());
 }
+
+TEST(Faults, MalformedDescriptorsNameTheField) {
+  struct Case {
+    const char* data;
+    const char* command;
+    const char* reason;
+  };
+  const Case cases[] = {
+      {".byte 0, 0, 5, 0\n.zero 68", "dma.in l1:x0, ddr:x0, [x0 + d]", "rank 5 not in 1..4"},
+      {".byte 0, 0, 1, 2\n.zero 68", "dma.in l1:x0, ddr:x0, [x0 + d]", "unknown flag bits"},
+      {".byte 12, 0, 1, 0\n.zero 68", "dma.in l1:x0, ddr:x0, [x0 + d]", "invalid dtype code"},
+      // (the assembler refuses to write this one, so spell it in bytes)
+      {".byte 0, 0, 1, 0\n.word 0, 4, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 0\n.half 3, 0, 0, 0, 2, 0, 0, 0", "dma.in l1:x0, ddr:x0, [x0 + d]",
+       "padding of dim 0 exceeds"},
+      {".byte 0\n.zero 79", "tadd.f32 x0, x0, x0, [x0 + d]", "rank 0 not in 1..4"},
+      {".byte 1, 1, 0, 0\n.zero 76", "tadd.f32 x0, x0, x0, [x0 + d]", "reserved bytes"},
+      {".vecdesc shape=[4097, 4096] a_stride=[0, 0] b_stride=[0, 0] d_stride=[0, 0]", "tadd.i8 x0, x0, x0, [x0 + d]",
+       "exceeds the limit of 16777216"},
+      {".word 16, 16, 16, 8, 16, 16\n.zero 28", "mm.i8 x0, x0, x0, [x0 + d]", "lda >= K"},
+      {".mmdesc m=16 n=16 k=16", "mm.i8 x0, x0, x0, [x0 + 0xFFFF0]", "outside local L1"},
+      {".mmdesc m=16 n=16 k=16", "mm.i8 x0, x0, x0, [x0 + d + 2]", "not 4-byte aligned"},
+  };
+  for (const auto& c : cases) {
+    auto e = run_expecting_fault(std::string(".data l1, 0xF0000\nd: ") + c.data + "\n.text\n" + c.command + "\nhalt\n");
+    EXPECT_NE(e.reason().find(c.reason), std::string::npos) << c.command << " -> " << e.what();
+    EXPECT_EQ(e.pc(), 0) << e.what();
+  }
+}
+
+TEST(Faults, MisalignedTensorBase) {
+  auto e = run_expecting_fault(".data l1, 0xF0000\nd: .vecdesc shape=[8]\n.text\nli x1, 2\ntadd.f32 x1, x0, x0, [x0 + d]\nhalt\n");
+  EXPECT_EQ(e.kind(), SimError::Kind::MemoryFault);
+  EXPECT_NE(e.reason().find("vector destination address 0x2 is not aligned to its 4-byte elements"), std::string::npos) << e.what();
+}

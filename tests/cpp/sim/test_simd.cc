@@ -137,3 +137,96 @@ TEST(Simd, SplatConvertAndPredicateLogic) {
   auto b = r.l1(0x2040, 8);
   EXPECT_EQ(b, (std::vector<uint8_t>{0, 0, 4, 4, 0, 0, 0, 0}));
 }
+
+TEST(Simd, CompareSelectReduceEveryDtype) {
+  for (DType t : kNum) {
+    auto a = lanes_of(t, 7), b = lanes_of(t, 8);
+    b[1] = a[1];  // at least one equal lane
+    size_t n = a.size();
+    for (const char* op : {"vcmpeq", "vcmplt", "vcmple"}) {
+      ref::Run r;
+      r.go("", "vld v1, [l1: x0 + 0x1000]\nvld v2, [l1: x0 + 0x1020]\nli x1, " + std::to_string(n - 1) + "\npwhile" + s(t) +
+                   " p2, x1\n" + op + s(t) + " p1, v1, v2, p2\nvsel" + s(t) + " v3, v1, v2, p1\nvst" + s(t) + " v3, [l1: x0 + 0x2000]",
+           {{0x1000, ref::encode_all(t, a)}, {0x1020, ref::encode_all(t, b)}});
+      uint32_t want = 0;
+      for (size_t l = 0; l + 1 < n; ++l) {  // the last lane is masked off by p2
+        std::string o = op;
+        bool bit = o == "vcmpeq" ? a[l] == b[l] : o == "vcmplt" ? a[l] < b[l] : a[l] <= b[l];
+        want |= uint32_t(bit) << l;
+      }
+      EXPECT_EQ(r.sim.preg(0, 1), want) << op << s(t);
+      auto sel = ref::decode_all(t, r.l1(0x2000, 32));
+      for (size_t l = 0; l < n; ++l) EXPECT_EQ(sel[l], (want >> l & 1) ? a[l] : b[l]) << "vsel" << s(t) << " lane " << l;
+    }
+    for (const char* op : {"vredsum", "vredmax", "vredmin"}) {
+      ref::Run r;
+      r.go("", "vld v1, [l1: x0 + 0x1000]\nli x1, 3\npwhile" + s(t) + " p1, x1\npnot p2, p1\n" + op + s(t) +
+                   " v3, v1, p2\nvst" + s(t) + " v3, [l1: x0 + 0x2000]",
+           {{0x1000, ref::encode_all(t, a)}});
+      auto out = ref::decode_all(t, r.l1(0x2000, 32));
+      std::string o = op;
+      double want;
+      if (ref::is_float(t)) {
+        float acc = o == "vredsum" ? 0.0f : o == "vredmax" ? -INFINITY : INFINITY;
+        for (size_t l = 3; l < n; ++l) acc = o == "vredsum" ? acc + float(a[l]) : o == "vredmax" ? std::max(acc, float(a[l])) : std::min(acc, float(a[l]));
+        uint8_t buf[4];
+        ref::encode(t, acc, buf);
+        want = ref::decode(t, buf);
+      } else {
+        __int128 acc = o == "vredsum" ? 0 : o == "vredmax" ? ref::lo(t) : ref::hi(t);
+        for (size_t l = 3; l < n; ++l) {
+          __int128 x = int64_t(a[l]);
+          acc = o == "vredsum" ? acc + x : o == "vredmax" ? std::max(acc, x) : std::min(acc, x);
+        }
+        want = wrap(t, acc);
+      }
+      EXPECT_EQ(out[0], want) << op << s(t);
+      for (size_t l = 1; l < n; ++l) EXPECT_EQ(out[l], 0.0) << op << s(t);
+    }
+  }
+}
+
+TEST(Simd, SplatExtractConvertEveryDtype) {
+  const DType all[] = {DType::I8, DType::U8, DType::I16, DType::U16, DType::I32, DType::U32,
+                       DType::F16, DType::BF16, DType::F32, DType::Bool};
+  for (DType t : all) {
+    // vsplat writes the low bits of x1 into every lane; vext reads lane 1 back.
+    uint32_t x = 0x8001C0FF;
+    ref::Run r;
+    r.go("", "li x1, " + std::to_string(x) + "\nvsplat" + s(t) + " v1, x1\nvext" + s(t) + " x10, v1, 1\nvst" + s(t) +
+                 " v1, [l1: x0 + 0x2000]",
+         {});
+    auto bytes = r.l1(0x2000, 32);
+    int es = ref::size(t);
+    uint64_t lane_bits = t == DType::Bool ? 1 : (x & (es == 4 ? 0xFFFFFFFFu : (1u << (8 * es)) - 1));
+    for (int l = 0; l < 32 / es; ++l) {
+      uint64_t got = 0;
+      std::memcpy(&got, bytes.data() + l * es, size_t(es));
+      EXPECT_EQ(got, lane_bits) << "vsplat" << s(t);
+    }
+    uint32_t want_ext = ref::is_float(t) ? uint32_t(lane_bits) : uint32_t(int64_t(ref::decode(t, bytes.data())));
+    EXPECT_EQ(r.sim.xreg(0, 10), want_ext) << "vext" << s(t);
+  }
+  // vcvt between every pair: the first min(lanes) lanes convert, the rest are zero.
+  const std::vector<double> probe = {0, 1, -1, 2.5, -3.5, 200, -200, 70000, 0.25, NAN, INFINITY, 65519};
+  for (DType src : all)
+    for (DType dst : all) {
+      size_t ns = size_t(32 / ref::size(src)), nd = size_t(32 / ref::size(dst));
+      std::vector<double> v(ns);
+      for (size_t l = 0; l < ns; ++l) v[l] = probe[l % probe.size()];
+      auto in = ref::encode_all(src, v);
+      auto held = ref::decode_all(src, in);
+      ref::Run r;
+      r.go("", "vld v1, [l1: x0 + 0x1000]\nvcvt" + s(dst) + s(src) + " v2, v1\nvst" + s(dst) + " v2, [l1: x0 + 0x2000]", {{0x1000, in}});
+      auto out = ref::decode_all(dst, r.l1(0x2000, 32));
+      for (size_t l = 0; l < nd; ++l) {
+        double want = 0;
+        if (l < std::min(ns, nd)) {
+          uint8_t buf[4];
+          ref::encode(dst, held[l], buf);
+          want = ref::decode(dst, buf);
+        }
+        ASSERT_TRUE(ref::same(out[l], want)) << "vcvt" << s(dst) << s(src) << " lane " << l << " of " << held[l % ns];
+      }
+    }
+}
