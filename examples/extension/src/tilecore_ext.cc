@@ -38,6 +38,14 @@ TILECORE_REGISTER_GLOBAL("ext.callhello").set_body_typed([](Function f) {
   return f(std::string("hello world"));
 });
 
+// C++ can also look a function up by name and call it, whatever language registered it:
+// a Python hook registered with @tilecore.register_func runs in the middle of C++ work,
+// as TVM's call_packed("name", ...) does from generated code.
+TILECORE_REGISTER_GLOBAL("ext.call_global").set_body([](PackedArgs args, Any* rv) {
+  Function f = Function::GetGlobalRequired(args[0].cast<std::string>());
+  *rv = f.CallPacked(args.Slice(1));
+});
+
 // Object kinds come with extensions too. Fields declared once give Python attribute
 // access, printing, JSON and structural equality.
 namespace ext {

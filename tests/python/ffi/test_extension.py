@@ -89,3 +89,20 @@ def test_extension_object_kinds_use_the_nearest_registered_class(extension_libra
     assert {"name", "width", "height"} <= set(dir(rect))
     again = tilecore.load_json(tilecore.save_json(rect))
     assert isinstance(again, ExtShape) and tilecore.structural_equal(again, rect)
+
+
+def test_cpp_calls_a_python_hook_by_name(extension_library, unique_name):
+    # The seed's extern op: C++ finds the Python function by its registry name.
+    np = pytest.importorskip("numpy")
+    tilecore.load_library(extension_library)
+
+    @tilecore.register_func(unique_name)
+    def addone(x, y):
+        tilecore.nd.array(x.numpy() + 1).copyto(y)
+
+    a = tilecore.nd.array(np.random.uniform(size=10).astype("float32"))
+    b = tilecore.nd.empty((10,), "float32")
+    tilecore.get_global_func("ext.call_global")(unique_name, a, b)
+    np.testing.assert_allclose(b.numpy(), a.numpy() + 1, rtol=1e-5)
+    with pytest.raises(ValueError, match="not registered"):
+        tilecore.get_global_func("ext.call_global")("pytest.no_such_hook")
