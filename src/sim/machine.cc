@@ -95,7 +95,10 @@ void Machine::load(const arch::Program& p) {
     int id = c.id;
     c = Core{};
     c.id = id;
-    if (const arch::TextSection* t = p.text_for_core(id)) c.words = t->words;
+    if (const arch::TextSection* t = p.text_for_core(id)) {
+      c.words = t->words;
+      if (t->lines.size() == t->words.size()) c.lines = t->lines;
+    }
     c.active = !c.words.empty();
     {
       c.code.resize(c.words.size());
@@ -161,7 +164,8 @@ std::string Machine::inst_text(const Core& c, uint32_t pc) const {
 }
 
 void Machine::fault(SimError::Kind kind, const Core& c, uint32_t pc, const std::string& reason) const {
-  throw SimError(kind, c.id, pc, inst_text(c, pc), reason);
+  int line = pc < c.lines.size() ? c.lines[pc] : 0;
+  throw SimError(kind, c.id, pc, inst_text(c, pc), reason, line);
 }
 
 void Machine::count_bytes(Space s, uint64_t n, bool write) {

@@ -121,6 +121,7 @@ struct Core {
   bool halted = false;
   bool barrier_released = false;
   std::vector<uint64_t> words;          // the core's text section (a copy: the Program may go away)
+  std::vector<int> lines;               // source line per word, when assembled from text
   std::vector<Inst> code;               // pre-decoded
   std::vector<std::string> decode_error;  // non-empty for words that do not decode
   std::array<EngineState, arch::kNumEngines> eng;

@@ -17,22 +17,25 @@ class SimError : public std::runtime_error {
  public:
   enum class Kind { IllegalInstruction, MemoryFault, BadDescriptor, Deadlock, Budget, PcOutOfRange, Usage };
 
-  /// `core` < 0 when the fault is not tied to one core (deadlock, usage).
-  SimError(Kind kind, int core, int64_t pc, std::string instruction, std::string reason)
-      : std::runtime_error(render(core, pc, instruction, reason)),
-        kind_(kind), core_(core), pc_(pc), instruction_(std::move(instruction)), reason_(std::move(reason)) {}
+  /// `core` < 0 when the fault is not tied to one core (deadlock, usage);
+  /// `line` is the assembly source line of the instruction, 0 when unknown.
+  SimError(Kind kind, int core, int64_t pc, std::string instruction, std::string reason, int line = 0)
+      : std::runtime_error(render(core, pc, instruction, reason, line)),
+        kind_(kind), core_(core), pc_(pc), line_(line), instruction_(std::move(instruction)), reason_(std::move(reason)) {}
 
   Kind kind() const { return kind_; }
   int core() const { return core_; }
   int64_t pc() const { return pc_; }
+  int line() const { return line_; }
   const std::string& instruction() const { return instruction_; }
   const std::string& reason() const { return reason_; }
 
  private:
-  static std::string render(int core, int64_t pc, const std::string& inst, const std::string& reason) {
+  static std::string render(int core, int64_t pc, const std::string& inst, const std::string& reason, int line) {
     std::string s;
     if (core >= 0) {
       s = "core " + std::to_string(core) + ", pc " + std::to_string(pc);
+      if (line > 0) s += ", line " + std::to_string(line);
       if (!inst.empty()) s += " (`" + inst + "`)";
       s += ": ";
     }
@@ -41,6 +44,7 @@ class SimError : public std::runtime_error {
   Kind kind_;
   int core_;
   int64_t pc_;
+  int line_;
   std::string instruction_, reason_;
 };
 

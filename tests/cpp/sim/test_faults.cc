@@ -62,6 +62,8 @@ TEST(Faults, OutOfBoundsScalarAccess) {
   EXPECT_EQ(e.kind(), SimError::Kind::MemoryFault);
   EXPECT_EQ(e.pc(), 1);
   EXPECT_EQ(e.instruction(), "lw x2, [l1: x1]");
+  EXPECT_EQ(e.line(), 2);
+  EXPECT_EQ(std::string(e.what()).rfind("core 0, pc 1, line 2 (`lw x2, [l1: x1]`): out-of-bounds load from l1[0]", 0), 0u) << e.what();
   EXPECT_NE(e.reason().find("out-of-bounds"), std::string::npos) << e.what();
 }
 
