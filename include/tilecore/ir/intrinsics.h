@@ -1,0 +1,91 @@
+/*
+ * include/tilecore/ir/intrinsics.h — the table of intrinsics that Call may name.
+ *
+ * One row per intrinsic: name, argument kinds, result rule, the engine or unit it
+ * occupies, whether it has an effect, and a doc line. Call's constructor checks
+ * every call against its row (TypeError naming the intrinsic, the argument and the
+ * expected kind); the printer, docs/ir.md, the codegen (IR -> TC1 commands) and
+ * PySim (IR -> numpy) all read the same table (`ir.ListIntrinsics` from Python).
+ *
+ * Families:
+ *   tir.*   core id, core count, barrier, scalar math (exp, sqrt, ...)
+ *   tc1.*   SIMD operations without an IR operator (saturating add, reductions),
+ *           and the low-level commands LowerAsyncDMA produces (dma_in, dma_out, wait)
+ *   tile.*  tile commands: DMA with events, waits, matrix engine (mm), vector engine
+ *           (vec_<op>) — operands are BufferRegions in local (L1) memory except DMA,
+ *           which copies between any two scopes
+ */
+#ifndef TILECORE_IR_INTRINSICS_H_
+#define TILECORE_IR_INTRINSICS_H_
+
+#include <string_view>
+#include <vector>
+
+#include "tilecore/ir/expr.h"
+
+namespace tilecore {
+namespace ir {
+
+/*! \brief What an argument must be. */
+enum class IntrinArg : uint8_t {
+  kInt,     // a scalar integer expression
+  kFloat,   // a scalar float expression
+  kScalar,  // a scalar int or float expression
+  kBool,    // a scalar bool expression
+  kVector,  // a vector (lanes > 1) int or float expression
+  kRegion,  // a BufferRegion
+  kString,  // a StringImm
+};
+
+/*! \brief How the result dtype follows from the arguments. */
+enum class IntrinResult : uint8_t {
+  kVoid,       // evaluated for its effect
+  kInt32,
+  kArg0,       // the first argument's dtype
+  kArg0Elem,   // the first argument's element dtype (vector reductions)
+};
+
+/*! \brief Extra dtype rules checked beyond the argument kinds. */
+enum class IntrinRule : uint8_t {
+  kNone,
+  kSameDType,        // all non-region arguments share one dtype
+  kSameRegionDType,  // all region arguments share one dtype (vector engine)
+  kMatmul,           // tile.mm: A, B of i8/f16/bf16/f32; C i32 for i8, else f32
+  kIntegerOnly,      // the first argument is an integer (saturating SIMD)
+  kFloatOnly,        // math: the first argument (or region) is a float
+};
+
+struct IntrinsicInfo {
+  const char* name;
+  std::vector<IntrinArg> args;
+  IntrinResult result;
+  IntrinRule rule;
+  /*! \brief False for pure functions that Simplify may fold or drop. */
+  bool has_effect;
+  /*! \brief "front end", "simd", "dma", "matrix", "vector". */
+  const char* unit;
+  /*! \brief Argument names, e.g. "dst, src, event". */
+  const char* arg_names;
+  const char* doc;
+};
+
+/*! \brief The row of `name`, or nullptr. */
+const IntrinsicInfo* LookupIntrinsic(std::string_view name);
+/*! \brief Every row, in table order. */
+const std::vector<IntrinsicInfo>& ListIntrinsics();
+/*! \brief "region" etc., for messages and docs. */
+const char* IntrinArgName(IntrinArg kind);
+
+/*!
+ * \brief Checks a call against the table and returns its result dtype.
+ * `requested` (non-void) overrides the rule for kArg0-style results only when equal.
+ * TypeError / ValueError naming the intrinsic otherwise.
+ */
+DataType CheckIntrinsicCall(std::string_view op, const Array<PrimExpr>& args, DataType requested);
+
+/*! \brief Whether the call has an effect (not pure); unknown ops count as effects. */
+bool CallHasEffect(const CallNode* call);
+
+}  // namespace ir
+}  // namespace tilecore
+#endif  // TILECORE_IR_INTRINSICS_H_

@@ -1,0 +1,315 @@
+/*
+ * src/ir/intrinsics.cc — the intrinsic table (intrinsics.h) and the checks that
+ * Call's constructor runs against it.
+ */
+#include "tilecore/ir/intrinsics.h"
+
+#include <optional>
+#include <unordered_map>
+
+#include "tilecore/ffi/function.h"
+
+namespace tilecore {
+namespace ir {
+namespace {
+
+using A = IntrinArg;
+using R = IntrinResult;
+using Rule = IntrinRule;
+
+std::vector<IntrinsicInfo> MakeTable() {
+  std::vector<IntrinsicInfo> t;
+  auto add = [&](const char* name, std::vector<A> args, R result, Rule rule, bool effect, const char* unit,
+                 const char* arg_names, const char* doc) {
+    t.push_back(IntrinsicInfo{name, std::move(args), result, rule, effect, unit, arg_names, doc});
+  };
+  // --- front end ------------------------------------------------------------
+  add("tir.core_id", {}, R::kInt32, Rule::kNone, false, "front end", "",
+      "index of the executing core, 0 .. num_cores-1 (CSR coreid)");
+  add("tir.num_cores", {}, R::kInt32, Rule::kNone, false, "front end", "",
+      "number of cores running the kernel (CSR ncores)");
+  add("tir.barrier", {}, R::kVoid, Rule::kNone, true, "front end", "",
+      "cluster-wide barrier of the front ends; drain the engines first (tile.wait)");
+  // --- scalar / SIMD math (pure; float only) ------------------------------------
+  add("tir.exp", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "e to the x (float)");
+  add("tir.log", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "natural logarithm (float)");
+  add("tir.sqrt", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "square root (float)");
+  add("tir.rsqrt", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "1 / sqrt(x) (float)");
+  add("tir.recip", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "1 / x (float)");
+  add("tir.tanh", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "hyperbolic tangent (float)");
+  add("tir.sigmoid", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "1 / (1 + exp(-x)) (float)");
+  // --- SIMD without an IR operator ----------------------------------------------
+  add("tc1.vadds", {A::kVector, A::kVector}, R::kArg0, Rule::kIntegerOnly, false, "simd", "a, b",
+      "lane-wise saturating add of integer vectors (vadds)");
+  add("tc1.vsubs", {A::kVector, A::kVector}, R::kArg0, Rule::kIntegerOnly, false, "simd", "a, b",
+      "lane-wise saturating subtract of integer vectors (vsubs)");
+  add("tc1.vredsum", {A::kVector}, R::kArg0Elem, Rule::kNone, false, "simd", "a",
+      "sum of the lanes in lane order (integers wrap; float accumulates in f32) (vredsum)");
+  add("tc1.vredmax", {A::kVector}, R::kArg0Elem, Rule::kNone, false, "simd", "a", "largest lane (vredmax)");
+  add("tc1.vredmin", {A::kVector}, R::kArg0Elem, Rule::kNone, false, "simd", "a", "smallest lane (vredmin)");
+  // --- DMA and events -------------------------------------------------------------
+  add("tile.dma_copy", {A::kRegion, A::kRegion, A::kInt}, R::kVoid, Rule::kNone, true, "dma", "dst, src, event",
+      "asynchronous copy src -> dst (equal element counts; cast when dtypes differ); signals `event` "
+      "(an int32 id, 0..15) when done. Into local/shared memory it uses the DMA-in engine, otherwise DMA-out");
+  add("tile.dma_fill", {A::kRegion, A::kScalar, A::kInt}, R::kVoid, Rule::kNone, true, "dma", "dst, value, event",
+      "asynchronous fill of dst with value (converted to dst's dtype); signals `event` when done");
+  add("tile.wait", {A::kInt}, R::kVoid, Rule::kNone, true, "front end", "event",
+      "stalls until every copy that signals `event` and was issued before this point has completed");
+  // --- matrix engine --------------------------------------------------------------
+  add("tile.mm", {A::kRegion, A::kRegion, A::kRegion, A::kBool}, R::kVoid, Rule::kMatmul, true, "matrix",
+      "c, a, b, accumulate",
+      "c[M,N] = (accumulate ? c : 0) + a[M,K] x b[K,N] on local tiles; a, b of i8 (c i32) or f16/bf16/f32 "
+      "(c f32) (mm / mma)");
+  // --- vector engine ----------------------------------------------------------------
+  add("tile.vec_add", {A::kRegion, A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector",
+      "d, a, b", "d = a + b elementwise (integers saturate) (tadd)");
+  add("tile.vec_sub", {A::kRegion, A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector",
+      "d, a, b", "d = a - b elementwise (integers saturate) (tsub)");
+  add("tile.vec_mul", {A::kRegion, A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector",
+      "d, a, b", "d = a * b elementwise (integers saturate) (tmul)");
+  add("tile.vec_max", {A::kRegion, A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector",
+      "d, a, b", "d = max(a, b) elementwise (tmax)");
+  add("tile.vec_min", {A::kRegion, A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector",
+      "d, a, b", "d = min(a, b) elementwise (tmin)");
+  add("tile.vec_div", {A::kRegion, A::kRegion, A::kRegion}, R::kVoid, Rule::kFloatOnly, true, "vector",
+      "d, a, b", "d = a / b elementwise, float only (tdiv)");
+  add("tile.vec_adds", {A::kRegion, A::kRegion, A::kScalar}, R::kVoid, Rule::kSameRegionDType, true, "vector",
+      "d, a, s", "d = a + s (tadds)");
+  add("tile.vec_muls", {A::kRegion, A::kRegion, A::kScalar}, R::kVoid, Rule::kSameRegionDType, true, "vector",
+      "d, a, s", "d = a * s (tmuls)");
+  add("tile.vec_maxs", {A::kRegion, A::kRegion, A::kScalar}, R::kVoid, Rule::kSameRegionDType, true, "vector",
+      "d, a, s", "d = max(a, s) (tmaxs)");
+  add("tile.vec_mins", {A::kRegion, A::kRegion, A::kScalar}, R::kVoid, Rule::kSameRegionDType, true, "vector",
+      "d, a, s", "d = min(a, s) (tmins)");
+  add("tile.vec_exp", {A::kRegion, A::kRegion}, R::kVoid, Rule::kFloatOnly, true, "vector", "d, a",
+      "d = exp(a), float only (texp)");
+  add("tile.vec_log", {A::kRegion, A::kRegion}, R::kVoid, Rule::kFloatOnly, true, "vector", "d, a",
+      "d = log(a), float only (tlog)");
+  add("tile.vec_recip", {A::kRegion, A::kRegion}, R::kVoid, Rule::kFloatOnly, true, "vector", "d, a",
+      "d = 1 / a, float only (trecip)");
+  add("tile.vec_sqrt", {A::kRegion, A::kRegion}, R::kVoid, Rule::kFloatOnly, true, "vector", "d, a",
+      "d = sqrt(a), float only (tsqrt)");
+  add("tile.vec_rsqrt", {A::kRegion, A::kRegion}, R::kVoid, Rule::kFloatOnly, true, "vector", "d, a",
+      "d = 1 / sqrt(a), float only (trsqrt)");
+  add("tile.vec_tanh", {A::kRegion, A::kRegion}, R::kVoid, Rule::kFloatOnly, true, "vector", "d, a",
+      "d = tanh(a), float only (ttanh)");
+  add("tile.vec_sigmoid", {A::kRegion, A::kRegion}, R::kVoid, Rule::kFloatOnly, true, "vector", "d, a",
+      "d = sigmoid(a), float only (tsigmoid)");
+  add("tile.vec_relu", {A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector", "d, a",
+      "d = max(a, 0) (trelu)");
+  add("tile.vec_copy", {A::kRegion, A::kRegion}, R::kVoid, Rule::kNone, true, "vector", "d, a",
+      "d = convert(a) to d's dtype with TC1 rounding and saturation; a copy when dtypes match (tcvt)");
+  add("tile.vec_requant", {A::kRegion, A::kRegion, A::kFloat, A::kInt}, R::kVoid, Rule::kNone, true, "vector",
+      "d, a, scale, zero_point", "d = saturate(round_even(f32(a) * scale) + zero_point); a is i32 (trequant)");
+  add("tile.vec_redsum", {A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector", "d, a",
+      "d[..., 0] = sum of a over its innermost axis (tredsum)");
+  add("tile.vec_redmax", {A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector", "d, a",
+      "d[..., 0] = max of a over its innermost axis (tredmax)");
+  add("tile.vec_redmin", {A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector", "d, a",
+      "d[..., 0] = min of a over its innermost axis (tredmin)");
+  // --- low level: what LowerAsyncDMA produces -------------------------------------
+  add("tc1.dma_in", {A::kRegion, A::kRegion}, R::kVoid, Rule::kNone, true, "dma", "dst, src",
+      "dma.in: copy on the DMA-in engine; no event");
+  add("tc1.dma_out", {A::kRegion, A::kRegion}, R::kVoid, Rule::kNone, true, "dma", "dst, src",
+      "dma.out: copy on the DMA-out engine; no event");
+  add("tc1.dma_fill_in", {A::kRegion, A::kScalar}, R::kVoid, Rule::kNone, true, "dma", "dst, value",
+      "dma.in with the fill flag");
+  add("tc1.wait", {A::kString, A::kString, A::kInt}, R::kVoid, Rule::kNone, true, "front end",
+      "queue, engine, count",
+      "wait queue, engine, count: queue `sc` stalls the front end (an engine name inserts a queue marker) "
+      "until engine (din, dout, mm, vec) has completed `count` commands");
+  return t;
+}
+
+const std::vector<IntrinsicInfo>& Table() {
+  static const std::vector<IntrinsicInfo> table = MakeTable();
+  return table;
+}
+
+const std::unordered_map<std::string_view, const IntrinsicInfo*>& Index() {
+  static const auto index = [] {
+    std::unordered_map<std::string_view, const IntrinsicInfo*> m;
+    for (const IntrinsicInfo& row : Table()) m.emplace(row.name, &row);
+    return m;
+  }();
+  return index;
+}
+
+bool Matches(IntrinArg kind, const PrimExpr& e) {
+  DataType t = e.dtype();
+  switch (kind) {
+    case A::kInt: return t.is_integer() && t.is_scalar();
+    case A::kFloat: return t.is_float() && t.is_scalar();
+    case A::kScalar: return (t.is_integer() || t.is_float()) && t.is_scalar();
+    case A::kBool: return (t.is_bool() || t.is_integer()) && t.is_scalar();
+    case A::kVector: return (t.is_integer() || t.is_float()) && t.is_vector();
+    case A::kRegion: return e.as<BufferRegionNode>() != nullptr;
+    case A::kString: return e.as<StringImmNode>() != nullptr;
+  }
+  return false;
+}
+
+std::string Describe(const PrimExpr& e) {
+  if (e.as<BufferRegionNode>()) return "a region";
+  if (e.as<StringImmNode>()) return "a string";
+  return e.dtype().str();
+}
+
+DataType RegionDType(const PrimExpr& e) { return e.as<BufferRegionNode>()->buffer->dtype; }
+
+}  // namespace
+
+const char* IntrinArgName(IntrinArg kind) {
+  switch (kind) {
+    case A::kInt: return "int";
+    case A::kFloat: return "float";
+    case A::kScalar: return "scalar";
+    case A::kBool: return "bool";
+    case A::kVector: return "vector";
+    case A::kRegion: return "region";
+    case A::kString: return "string";
+  }
+  return "?";
+}
+
+const IntrinsicInfo* LookupIntrinsic(std::string_view name) {
+  auto it = Index().find(name);
+  return it == Index().end() ? nullptr : it->second;
+}
+
+const std::vector<IntrinsicInfo>& ListIntrinsics() { return Table(); }
+
+DataType CheckIntrinsicCall(std::string_view op, const Array<PrimExpr>& args, DataType requested) {
+  const IntrinsicInfo* info = LookupIntrinsic(op);
+  if (info == nullptr) {
+    std::string near;
+    std::string_view family = op.substr(0, op.find('.') + 1);
+    for (const IntrinsicInfo& row : Table()) {
+      std::string_view n(row.name);
+      if (!family.empty() && n.substr(0, family.size()) == family) near += (near.empty() ? "" : ", ") + std::string(n);
+    }
+    TILECORE_THROW(ValueError) << "Call: unknown intrinsic `" << op << "`"
+                               << (near.empty() ? std::string(" (see ir.ListIntrinsics)") : " (known in its family: " + near + ")");
+  }
+  if (args.size() != info->args.size()) {
+    TILECORE_THROW(TypeError) << "Call `" << op << "(" << info->arg_names << ")`: expected " << info->args.size()
+                              << " arguments, got " << args.size();
+  }
+  std::vector<std::string> names;
+  {
+    std::string_view s(info->arg_names);
+    while (!s.empty()) {
+      size_t c = s.find(',');
+      std::string_view n = s.substr(0, c);
+      while (!n.empty() && n.front() == ' ') n.remove_prefix(1);
+      names.emplace_back(n);
+      if (c == std::string_view::npos) break;
+      s.remove_prefix(c + 1);
+    }
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!Matches(info->args[i], args[i])) {
+      TILECORE_THROW(TypeError) << "Call `" << op << "`: argument " << i << " (" << (i < names.size() ? names[i] : "")
+                                << ") must be " << IntrinArgName(info->args[i]) << ", got " << Describe(args[i]);
+    }
+  }
+  switch (info->rule) {
+    case Rule::kNone: break;
+    case Rule::kSameDType:
+      for (size_t i = 1; i < args.size(); ++i) {
+        if (args[i].dtype() != args[0].dtype()) {
+          TILECORE_THROW(TypeError) << "Call `" << op << "`: argument dtypes differ: " << args[0].dtype().str()
+                                    << " vs " << args[i].dtype().str();
+        }
+      }
+      break;
+    case Rule::kIntegerOnly:
+      if (!args[0].dtype().is_integer()) {
+        TILECORE_THROW(TypeError) << "Call `" << op << "`: needs integer operands, got " << args[0].dtype().str();
+      }
+      for (size_t i = 1; i < args.size(); ++i) {
+        if (args[i].dtype() != args[0].dtype()) {
+          TILECORE_THROW(TypeError) << "Call `" << op << "`: argument dtypes differ: " << args[0].dtype().str()
+                                    << " vs " << args[i].dtype().str();
+        }
+      }
+      break;
+    case Rule::kFloatOnly: {
+      DataType t = args[0].as<BufferRegionNode>() ? RegionDType(args[0]) : args[0].dtype();
+      if (!t.is_float()) {
+        TILECORE_THROW(TypeError) << "Call `" << op << "`: float only, got " << t.str();
+      }
+      [[fallthrough]];
+    }
+    case Rule::kSameRegionDType: {
+      std::optional<DataType> first;
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (!args[i].as<BufferRegionNode>()) continue;
+        DataType t = RegionDType(args[i]);
+        if (!first) first = t;
+        if (t != *first) {
+          TILECORE_THROW(TypeError) << "Call `" << op << "`: operand dtypes differ: " << first->str() << " vs "
+                                    << t.str() << " (argument " << i << ")";
+        }
+      }
+      break;
+    }
+    case Rule::kMatmul: {
+      DataType c = RegionDType(args[0]), a = RegionDType(args[1]), b = RegionDType(args[2]);
+      bool ok_in = a == b && (a == DataType::Int(8) || a == DataType::Float(16) || a == DataType::BFloat16() ||
+                              a == DataType::Float(32));
+      if (!ok_in) {
+        TILECORE_THROW(TypeError) << "Call `" << op << "`: a and b must share one of int8, float16, bfloat16, "
+                                  << "float32; got " << a.str() << " and " << b.str();
+      }
+      DataType acc = a.is_int() ? DataType::Int(32) : DataType::Float(32);
+      if (c != acc) {
+        TILECORE_THROW(TypeError) << "Call `" << op << "`: the accumulator c must be " << acc.str() << " for "
+                                  << a.str() << " inputs, got " << c.str();
+      }
+      break;
+    }
+  }
+  DataType result;
+  switch (info->result) {
+    case R::kVoid: result = DataType::Void(); break;
+    case R::kInt32: result = DataType::Int(32); break;
+    case R::kArg0: result = args[0].dtype(); break;
+    case R::kArg0Elem: result = args[0].dtype().element_of(); break;
+  }
+  if (!requested.is_void() && requested != result) {
+    TILECORE_THROW(TypeError) << "Call `" << op << "`: result dtype is " << result.str() << ", not "
+                              << requested.str();
+  }
+  return result;
+}
+
+bool CallHasEffect(const CallNode* call) {
+  const IntrinsicInfo* info = LookupIntrinsic(call->op.view());
+  return info == nullptr || info->has_effect;
+}
+
+TILECORE_REGISTER_GLOBAL("ir.ListIntrinsics").set_body_typed([]() {
+  Array<Any> rows;
+  for (const IntrinsicInfo& row : ListIntrinsics()) {
+    Array<Any> kinds;
+    for (IntrinArg a : row.args) kinds.push_back(Any(IntrinArgName(a)));
+    const char* result = row.result == R::kVoid      ? "void"
+                         : row.result == R::kInt32   ? "int32"
+                         : row.result == R::kArg0    ? "dtype of argument 0"
+                                                     : "element dtype of argument 0";
+    Map<String, Any> m;
+    m.Set("name", Any(row.name));
+    m.Set("args", kinds);
+    m.Set("arg_names", Any(row.arg_names));
+    m.Set("result", Any(result));
+    m.Set("has_effect", Any(row.has_effect));
+    m.Set("unit", Any(row.unit));
+    m.Set("doc", Any(row.doc));
+    rows.push_back(m);
+  }
+  return rows;
+});
+
+}  // namespace ir
+}  // namespace tilecore
