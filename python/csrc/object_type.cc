@@ -282,6 +282,22 @@ PyObject* ObjectInitByConstructor(PyObject* self, PyObject* const* args, Py_ssiz
   Py_RETURN_NONE;
 }
 
+PyObject* ObjectReduce(PyObject* self, PyObject*) {
+  // Pickling (and copy.deepcopy) go through JSON: (tilecore.load_json, (save_json(self),)).
+  // Kinds JSON cannot save (functions, arrays) fail with save_json's error.
+  PyObject* ser = PyImport_ImportModule("tilecore.serialization");
+  if (ser == nullptr) return nullptr;
+  PyObject* save = PyObject_GetAttrString(ser, "save_json");
+  PyObject* load = PyObject_GetAttrString(ser, "load_json");
+  Py_DECREF(ser);
+  PyObject* text = save != nullptr && load != nullptr ? PyObject_CallOneArg(save, self) : nullptr;
+  PyObject* r = text != nullptr ? Py_BuildValue("(O(O))", load, text) : nullptr;
+  Py_XDECREF(save);
+  Py_XDECREF(load);
+  Py_XDECREF(text);
+  return r;
+}
+
 PyObject* ObjectGetHandle(PyObject* self, void*) {
   // A ctypes.c_void_p, so `x.handle.value` is the address or None (as in TVM).
   static PyObject* c_void_p = nullptr;
@@ -322,6 +338,7 @@ PyMethodDef kObjectMethods[] = {
      "Hands this object's reference over to the returned value, leaving this object empty.\n"
      "Passing the result as an argument lets the callee take the reference over."},
     {"same_as", ObjectSameAs, METH_O, "Whether both refer to the same C++ object."},
+    {"__reduce__", ObjectReduce, METH_NOARGS, "Pickles the object graph as tilecore JSON."},
     {"__dir__", ObjectDir, METH_NOARGS, nullptr},
     {"_init_handle_by_constructor", AsPyCFunction(ObjectInitByConstructor),
      METH_FASTCALL, "Sets the handle to the object returned by fconstructor(*args)."},

@@ -78,3 +78,17 @@ def test_dict_of_functions_result_compares_structurally():
     a = testing.make_test_var("a")
     b = testing.make_test_var("b")
     tilecore.assert_structural_equal(f(a, b), tilecore.convert([a, "+", b]))
+
+
+def test_pickle_and_deepcopy_go_through_json():
+    import copy
+    import pickle
+
+    obj = testing.make_test_object(2, "p", {"k": [1, 2]})
+    again = pickle.loads(pickle.dumps(obj))
+    assert type(again) is type(obj) and not again.same_as(obj)
+    tilecore.assert_structural_equal(again, obj)
+    deep = copy.deepcopy(tilecore.convert([1, [2]]))
+    assert deep == [1, [2]]
+    with pytest.raises(tilecore.TilecoreError):
+        pickle.dumps(tilecore.convert(len))  # a function has no JSON form
