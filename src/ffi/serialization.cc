@@ -32,7 +32,7 @@ namespace {
 constexpr const char* kFormatVersion = "0.1.0";
 // Saving recurses once per level of the object graph, and so do destructors of
 // nested values; deeper graphs are refused (by both sides) rather than risking the stack.
-constexpr int kMaxGraphDepth = 4096;
+constexpr int kMaxGraphDepth = 2048;
 constexpr int64_t kMaxNDim = 1024;
 
 // ---------------------------------------------------------------------------
@@ -163,7 +163,18 @@ class GraphWriter {
     return k;
   }
 
+  /*!
+   * \brief The node of any value. Only objects recurse; everything else is handled
+   * out of line so that each level of recursion keeps a small stack frame.
+   */
   int64_t Visit(const TCFFIAny& v, int depth) {
+    if (v.type_index < kTCFFIStaticObjectBegin || v.type_index == kTCFFIStr || v.type_index == kTCFFIBytes) {
+      return VisitLiteral(v);
+    }
+    return VisitObjectRef(v, depth);
+  }
+
+  [[gnu::noinline]] int64_t VisitLiteral(const TCFFIAny& v) {
     std::string_view s;
     if (details::AnyGetStringView(&v, &s)) {
       try {
@@ -222,19 +233,24 @@ class GraphWriter {
       case kTCFFIDLTensorPtr: FailType(v, "a borrowed DLTensor* has no owner; pass an NDArray");
       default: break;
     }
-    if (v.type_index < kTCFFIStaticObjectBegin) FailType(v, "unknown value kind");
+    FailType(v, "unknown value kind");
+  }
 
+  [[noreturn, gnu::noinline]] void FailDepth() const {
+    TILECORE_THROW(ValueError) << "SaveJSON: the graph is nested deeper than " << kMaxGraphDepth
+                               << " levels at " << PathString();
+  }
+  [[noreturn, gnu::noinline]] void FailCycle(const Object* obj) const {
+    TILECORE_THROW(ValueError) << "SaveJSON: reference cycle: the `" << obj->GetTypeKey() << "` at "
+                               << PathString() << " contains itself";
+  }
+
+  int64_t VisitObjectRef(const TCFFIAny& v, int depth) {
     const Object* obj = details::ObjectUnsafe::FromHandle(v.v_obj);
     auto it = object_index_.find(obj);
     if (it != object_index_.end()) return it->second;
-    if (depth >= kMaxGraphDepth) {
-      TILECORE_THROW(ValueError) << "SaveJSON: the graph is nested deeper than " << kMaxGraphDepth
-                                 << " levels at " << PathString();
-    }
-    if (!on_path_.insert(obj).second) {
-      TILECORE_THROW(ValueError) << "SaveJSON: reference cycle: the `" << obj->GetTypeKey() << "` at "
-                                 << PathString() << " contains itself";
-    }
+    if (depth >= kMaxGraphDepth) FailDepth();
+    if (!on_path_.insert(obj).second) FailCycle(obj);
     keep_alive_.emplace_back(AnyView::FromRaw(v));  // pointers stay unique while we index by them
     int64_t index = VisitObject(v, obj, depth);
     on_path_.erase(obj);
@@ -249,42 +265,48 @@ class GraphWriter {
 
   int64_t VisitObject(const TCFFIAny& v, const Object* obj, int depth) {
     switch (v.type_index) {
-      case kTCFFIArray: {
-        const auto* arr = static_cast<const ArrayObj*>(obj);
-        auto refs = make_object<ArrayObj>();
-        for (size_t i = 0; i < arr->data.size(); ++i) {
-          path_.push_back(std::string("[").append(std::to_string(i)).append("]"));
-          refs->data.emplace_back(Visit(*arr->data[i].raw(), depth + 1));
-          path_.pop_back();
-        }
-        Any data = Array<Any>(ObjectPtr<Object>(std::move(refs)));
-        return Add("ffi.Array", &data);
-      }
-      case kTCFFIMap: {
-        const auto* m = static_cast<const MapObj*>(obj);
-        auto refs = make_object<ArrayObj>();
-        size_t i = 0;
-        for (const auto& [key, value] : m->entries) {
-          path_.push_back("<key " + std::to_string(i) + ">");
-          refs->data.emplace_back(Visit(*key.raw(), depth + 1));
-          path_.back() = "[" + KeyText(key, i) + "]";
-          refs->data.emplace_back(Visit(*value.raw(), depth + 1));
-          path_.pop_back();
-          ++i;
-        }
-        Any data = Array<Any>(ObjectPtr<Object>(std::move(refs)));
-        return Add("ffi.Map", &data);
-      }
-      case kTCFFIShape: {
-        const auto* shape = static_cast<const ShapeObj*>(obj);
-        auto dims = make_object<ArrayObj>();
-        for (int64_t d : shape->storage) dims->data.emplace_back(d);
-        Any data = Array<Any>(ObjectPtr<Object>(std::move(dims)));
-        return Add("ffi.Shape", &data);
-      }
+      case kTCFFIArray: return VisitArray(static_cast<const ArrayObj*>(obj), depth);
+      case kTCFFIMap: return VisitMap(static_cast<const MapObj*>(obj), depth);
+      case kTCFFIShape: return VisitShape(static_cast<const ShapeObj*>(obj));
       case kTCFFINDArray: return VisitNDArray(v);
-      default: break;
+      default: return VisitFields(v, depth);
     }
+  }
+
+  [[gnu::noinline]] int64_t VisitArray(const ArrayObj* arr, int depth) {
+    auto refs = make_object<ArrayObj>();
+    for (size_t i = 0; i < arr->data.size(); ++i) {
+      path_.push_back(std::string("[").append(std::to_string(i)).append("]"));
+      refs->data.emplace_back(Visit(*arr->data[i].raw(), depth + 1));
+      path_.pop_back();
+    }
+    Any data = Array<Any>(ObjectPtr<Object>(std::move(refs)));
+    return Add("ffi.Array", &data);
+  }
+
+  [[gnu::noinline]] int64_t VisitMap(const MapObj* m, int depth) {
+    auto refs = make_object<ArrayObj>();
+    size_t i = 0;
+    for (const auto& [key, value] : m->entries) {
+      path_.push_back("<key " + std::to_string(i) + ">");
+      refs->data.emplace_back(Visit(*key.raw(), depth + 1));
+      path_.back() = "[" + KeyText(key, i) + "]";
+      refs->data.emplace_back(Visit(*value.raw(), depth + 1));
+      path_.pop_back();
+      ++i;
+    }
+    Any data = Array<Any>(ObjectPtr<Object>(std::move(refs)));
+    return Add("ffi.Map", &data);
+  }
+
+  [[gnu::noinline]] int64_t VisitShape(const ShapeObj* shape) {
+    auto dims = make_object<ArrayObj>();
+    for (int64_t d : shape->storage) dims->data.emplace_back(d);
+    Any data = Array<Any>(ObjectPtr<Object>(std::move(dims)));
+    return Add("ffi.Shape", &data);
+  }
+
+  [[gnu::noinline]] int64_t VisitFields(const TCFFIAny& v, int depth) {
     const TCFFITypeInfo* info = TCFFIGetTypeInfo(v.type_index);
     if (info == nullptr || info->creator == nullptr) {
       FailType(v, "the kind has no creator, so it could not be loaded again "

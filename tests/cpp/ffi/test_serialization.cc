@@ -208,8 +208,8 @@ TEST(SaveJSONErrors, RefusesCyclesAndDepth) {
   cyclic->data.clear();  // break the cycle so the test does not leak
 
   Array<Any> deep{Any(int64_t{0})};
-  for (int i = 0; i < 5000; ++i) deep = Array<Any>{deep};
-  EXPECT_NE(SaveError(deep).find("ValueError: SaveJSON: the graph is nested deeper than 4096 levels at root[0][0]"),
+  for (int i = 0; i < 3000; ++i) deep = Array<Any>{deep};
+  EXPECT_NE(SaveError(deep).find("ValueError: SaveJSON: the graph is nested deeper than 2048 levels at root[0][0]"),
             std::string::npos);
 }
 
@@ -316,11 +316,11 @@ TEST(LoadJSONErrors, DeepChainsAreRefusedNotCrashed) {
   std::string nodes = "{\"type\":\"None\"}";
   for (int i = 1; i < 100000; ++i) nodes += ",{\"type\":\"ffi.Array\",\"data\":[" + std::to_string(i - 1) + "]}";
   EXPECT_EQ(LoadError(Doc(nodes, 99999)),
-            "ValueError: LoadJSON: node 4097 (`ffi.Array`): the graph below this node is nested deeper than 4096 "
+            "ValueError: LoadJSON: node 2049 (`ffi.Array`): the graph below this node is nested deeper than 2048 "
             "levels");
   // Exactly at the limit is fine.
   Array<Any> deep{Any(int64_t{0})};
-  for (int i = 1; i < 4096; ++i) deep = Array<Any>{deep};
+  for (int i = 1; i < 2048; ++i) deep = Array<Any>{deep};
   EXPECT_TRUE(StructuralEqual(LoadJSON(SaveJSON(deep)), deep));
 }
 
