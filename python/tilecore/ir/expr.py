@@ -5,8 +5,9 @@ fields read as attributes through reflection. Nodes are built only through the
 registered constructors (``ir.Add(a, b)`` calls the C++ ``ir.Add``), which check
 dtypes and raise ``TypeError`` naming the node and the dtypes.
 
-Operators on expressions build nodes: ``i * 4 + 1``, ``x < n``, ``-x``, ``a // b``
-(FloorDiv), ``a % b`` (Mod, truncating as in C and TC1). A Python number next to
+Operators on expressions build nodes: ``i * 4 + 1``, ``x < n``, ``-x``, and, as in
+Python, ``a // b`` (FloorDiv) and ``a % b`` (FloorMod); ``a / b`` is Div, which
+truncates integers as C and TC1 do (also :func:`truncdiv` / :func:`truncmod`). A Python number next to
 an expression becomes an immediate of that expression's dtype. ``==`` stays
 identity (so nodes can be dict keys); use :func:`eq` / :func:`ne` or the
 ``.eq()`` / ``.ne()`` methods to build comparisons.
@@ -141,10 +142,10 @@ class ExprOp:
         return _binary("FloorDiv", other, self)
 
     def __mod__(self, other):
-        return _binary("Mod", self, other)
+        return _binary("FloorMod", self, other)
 
     def __rmod__(self, other):
-        return _binary("Mod", other, self)
+        return _binary("FloorMod", other, self)
 
     def __neg__(self):
         return _binary("Sub", const(0, self.dtype), self)

@@ -1,0 +1,142 @@
+/*
+ * include/tilecore/ir/functor.h — walking and rewriting the Kernel IR.
+ *
+ * IR nodes have no virtual functions (they are plain FFI objects), so dispatch is
+ * by kind: NodeKindOf() maps a node's type index to a NodeKind through a table
+ * built once. IRVisitor walks every expression and statement; IRMutator rebuilds
+ * the nodes whose children changed (through the checked constructors, so a
+ * rewrite that breaks typing fails loudly) and returns the same object when
+ * nothing changed, which keeps rewriting cheap and lets callers test `same_as`.
+ *
+ *   class CountLoads : public IRVisitor {
+ *    public:
+ *     int n = 0;
+ *     void VisitExpr_(const BufferLoadNode* op) override { ++n; IRVisitor::VisitExpr_(op); }
+ *   };
+ *
+ * Buffers: the default visitors do not descend into a Buffer's shape and strides
+ * (they are bound where the buffer is declared); a pass that rewrites buffers
+ * overrides VisitBuffer and keeps its own old -> new map.
+ */
+#ifndef TILECORE_IR_FUNCTOR_H_
+#define TILECORE_IR_FUNCTOR_H_
+
+#include <functional>
+
+#include "tilecore/ir/function.h"
+
+namespace tilecore {
+namespace ir {
+
+enum class NodeKind : uint8_t {
+  kUnknown,
+  kIntImm, kFloatImm, kStringImm, kVar,
+  kAdd, kSub, kMul, kDiv, kMod, kFloorDiv, kFloorMod, kMin, kMax,
+  kEQ, kNE, kLT, kLE, kGT, kGE, kAnd, kOr,
+  kNot, kSelect, kCast, kLet, kRamp, kBroadcast, kCall, kBufferLoad, kBufferRegion,
+  kBufferStore, kLetStmt, kFor, kWhile, kIfThenElse, kAllocate, kSeqStmt, kEvaluate,
+};
+
+/*! \brief The kind of an IR node (kUnknown for anything else). O(1). */
+NodeKind NodeKindOf(const Object* node);
+
+/*! \brief A reference to a node we hold a pointer to (adds a reference). */
+template <typename TRef, typename TNode>
+TRef GetRef(const TNode* node) {
+  return TRef(ffi::details::ObjectUnsafe::CopyFromHandle(
+      reinterpret_cast<TCFFIObject*>(const_cast<TNode*>(node))));
+}
+
+#define TILECORE_IR_FOR_EACH_BINARY(X) \
+  X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(FloorDiv) X(FloorMod) X(Min) X(Max) \
+  X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or)
+
+class IRVisitor {
+ public:
+  virtual ~IRVisitor() = default;
+  virtual void VisitExpr(const PrimExpr& e);
+  virtual void VisitStmt(const Stmt& s);
+  /*! \brief Default: nothing (see the header comment). */
+  virtual void VisitBuffer(const Buffer& b) {}
+
+  virtual void VisitExpr_(const IntImmNode* op) {}
+  virtual void VisitExpr_(const FloatImmNode* op) {}
+  virtual void VisitExpr_(const StringImmNode* op) {}
+  virtual void VisitExpr_(const VarNode* op) {}
+#define TILECORE_IR_VISIT_DECL(Name) virtual void VisitExpr_(const Name##Node* op);
+  TILECORE_IR_FOR_EACH_BINARY(TILECORE_IR_VISIT_DECL)
+#undef TILECORE_IR_VISIT_DECL
+  virtual void VisitExpr_(const NotNode* op);
+  virtual void VisitExpr_(const SelectNode* op);
+  virtual void VisitExpr_(const CastNode* op);
+  virtual void VisitExpr_(const LetNode* op);
+  virtual void VisitExpr_(const RampNode* op);
+  virtual void VisitExpr_(const BroadcastNode* op);
+  virtual void VisitExpr_(const CallNode* op);
+  virtual void VisitExpr_(const BufferLoadNode* op);
+  virtual void VisitExpr_(const BufferRegionNode* op);
+
+  virtual void VisitStmt_(const BufferStoreNode* op);
+  virtual void VisitStmt_(const LetStmtNode* op);
+  virtual void VisitStmt_(const ForNode* op);
+  virtual void VisitStmt_(const WhileNode* op);
+  virtual void VisitStmt_(const IfThenElseNode* op);
+  virtual void VisitStmt_(const AllocateNode* op);
+  virtual void VisitStmt_(const SeqStmtNode* op);
+  virtual void VisitStmt_(const EvaluateNode* op);
+};
+
+class IRMutator {
+ public:
+  virtual ~IRMutator() = default;
+  virtual PrimExpr VisitExpr(const PrimExpr& e);
+  virtual Stmt VisitStmt(const Stmt& s);
+  /*! \brief Default: the buffer itself (see the header comment). */
+  virtual Buffer VisitBuffer(const Buffer& b) { return b; }
+
+  virtual PrimExpr VisitExpr_(const IntImmNode* op);
+  virtual PrimExpr VisitExpr_(const FloatImmNode* op);
+  virtual PrimExpr VisitExpr_(const StringImmNode* op);
+  virtual PrimExpr VisitExpr_(const VarNode* op);
+#define TILECORE_IR_MUTATE_DECL(Name) virtual PrimExpr VisitExpr_(const Name##Node* op);
+  TILECORE_IR_FOR_EACH_BINARY(TILECORE_IR_MUTATE_DECL)
+#undef TILECORE_IR_MUTATE_DECL
+  virtual PrimExpr VisitExpr_(const NotNode* op);
+  virtual PrimExpr VisitExpr_(const SelectNode* op);
+  virtual PrimExpr VisitExpr_(const CastNode* op);
+  virtual PrimExpr VisitExpr_(const LetNode* op);
+  virtual PrimExpr VisitExpr_(const RampNode* op);
+  virtual PrimExpr VisitExpr_(const BroadcastNode* op);
+  virtual PrimExpr VisitExpr_(const CallNode* op);
+  virtual PrimExpr VisitExpr_(const BufferLoadNode* op);
+  virtual PrimExpr VisitExpr_(const BufferRegionNode* op);
+
+  virtual Stmt VisitStmt_(const BufferStoreNode* op);
+  virtual Stmt VisitStmt_(const LetStmtNode* op);
+  virtual Stmt VisitStmt_(const ForNode* op);
+  virtual Stmt VisitStmt_(const WhileNode* op);
+  virtual Stmt VisitStmt_(const IfThenElseNode* op);
+  virtual Stmt VisitStmt_(const AllocateNode* op);
+  virtual Stmt VisitStmt_(const SeqStmtNode* op);
+  virtual Stmt VisitStmt_(const EvaluateNode* op);
+
+ protected:
+  /*! \brief Visits each element; returns the same array when nothing changed. */
+  Array<PrimExpr> VisitArray(const Array<PrimExpr>& arr);
+};
+
+/*! \brief Calls `f` on every expression and statement node, children first. */
+void PostOrderVisit(const ObjectRef& node, const std::function<void(const ObjectRef&)>& f);
+
+/*! \brief Replaces variables by expressions (keys compared by identity). */
+PrimExpr Substitute(const PrimExpr& e, const std::function<std::optional<PrimExpr>(const VarNode*)>& vmap);
+Stmt Substitute(const Stmt& s, const std::function<std::optional<PrimExpr>(const VarNode*)>& vmap);
+PrimExpr Substitute(const PrimExpr& e, const Map<Var, PrimExpr>& vmap);
+Stmt Substitute(const Stmt& s, const Map<Var, PrimExpr>& vmap);
+
+/*! \brief Whether `e` mentions a variable for which `pred` holds. */
+bool UsesVar(const ObjectRef& node, const std::function<bool(const VarNode*)>& pred);
+
+}  // namespace ir
+}  // namespace tilecore
+#endif  // TILECORE_IR_FUNCTOR_H_

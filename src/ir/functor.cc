@@ -1,0 +1,419 @@
+/*
+ * src/ir/functor.cc — kind dispatch, IRVisitor, IRMutator, Substitute.
+ */
+#include "tilecore/ir/functor.h"
+
+#include <vector>
+
+namespace tilecore {
+namespace ir {
+
+namespace {
+std::vector<NodeKind> BuildKindTable() {
+  std::vector<std::pair<int32_t, NodeKind>> entries = {
+      {IntImmNode::RuntimeTypeIndex(), NodeKind::kIntImm},
+      {FloatImmNode::RuntimeTypeIndex(), NodeKind::kFloatImm},
+      {StringImmNode::RuntimeTypeIndex(), NodeKind::kStringImm},
+      {VarNode::RuntimeTypeIndex(), NodeKind::kVar},
+#define TILECORE_IR_KIND_ENTRY(Name) {Name##Node::RuntimeTypeIndex(), NodeKind::k##Name},
+      TILECORE_IR_FOR_EACH_BINARY(TILECORE_IR_KIND_ENTRY)
+#undef TILECORE_IR_KIND_ENTRY
+      {NotNode::RuntimeTypeIndex(), NodeKind::kNot},
+      {SelectNode::RuntimeTypeIndex(), NodeKind::kSelect},
+      {CastNode::RuntimeTypeIndex(), NodeKind::kCast},
+      {LetNode::RuntimeTypeIndex(), NodeKind::kLet},
+      {RampNode::RuntimeTypeIndex(), NodeKind::kRamp},
+      {BroadcastNode::RuntimeTypeIndex(), NodeKind::kBroadcast},
+      {CallNode::RuntimeTypeIndex(), NodeKind::kCall},
+      {BufferLoadNode::RuntimeTypeIndex(), NodeKind::kBufferLoad},
+      {BufferRegionNode::RuntimeTypeIndex(), NodeKind::kBufferRegion},
+      {BufferStoreNode::RuntimeTypeIndex(), NodeKind::kBufferStore},
+      {LetStmtNode::RuntimeTypeIndex(), NodeKind::kLetStmt},
+      {ForNode::RuntimeTypeIndex(), NodeKind::kFor},
+      {WhileNode::RuntimeTypeIndex(), NodeKind::kWhile},
+      {IfThenElseNode::RuntimeTypeIndex(), NodeKind::kIfThenElse},
+      {AllocateNode::RuntimeTypeIndex(), NodeKind::kAllocate},
+      {SeqStmtNode::RuntimeTypeIndex(), NodeKind::kSeqStmt},
+      {EvaluateNode::RuntimeTypeIndex(), NodeKind::kEvaluate},
+  };
+  int32_t max_index = 0;
+  for (const auto& e : entries) max_index = std::max(max_index, e.first);
+  std::vector<NodeKind> table(static_cast<size_t>(max_index) + 1, NodeKind::kUnknown);
+  for (const auto& e : entries) table[static_cast<size_t>(e.first)] = e.second;
+  return table;
+}
+}  // namespace
+
+NodeKind NodeKindOf(const Object* node) {
+  static const std::vector<NodeKind> table = BuildKindTable();
+  if (node == nullptr) return NodeKind::kUnknown;
+  size_t i = static_cast<size_t>(node->type_index());
+  return i < table.size() ? table[i] : NodeKind::kUnknown;
+}
+
+// ---------------------------------------------------------------------------
+// IRVisitor
+// ---------------------------------------------------------------------------
+void IRVisitor::VisitExpr(const PrimExpr& e) {
+  if (!e.defined()) return;
+  const Object* n = e.get();
+  switch (NodeKindOf(n)) {
+    case NodeKind::kIntImm: return VisitExpr_(static_cast<const IntImmNode*>(n));
+    case NodeKind::kFloatImm: return VisitExpr_(static_cast<const FloatImmNode*>(n));
+    case NodeKind::kStringImm: return VisitExpr_(static_cast<const StringImmNode*>(n));
+    case NodeKind::kVar: return VisitExpr_(static_cast<const VarNode*>(n));
+#define TILECORE_IR_CASE(Name) \
+  case NodeKind::k##Name: return VisitExpr_(static_cast<const Name##Node*>(n));
+    TILECORE_IR_FOR_EACH_BINARY(TILECORE_IR_CASE)
+    TILECORE_IR_CASE(Not)
+    TILECORE_IR_CASE(Select)
+    TILECORE_IR_CASE(Cast)
+    TILECORE_IR_CASE(Let)
+    TILECORE_IR_CASE(Ramp)
+    TILECORE_IR_CASE(Broadcast)
+    TILECORE_IR_CASE(Call)
+    TILECORE_IR_CASE(BufferLoad)
+    TILECORE_IR_CASE(BufferRegion)
+#undef TILECORE_IR_CASE
+    default:
+      TILECORE_THROW(TypeError) << "IRVisitor: `" << n->GetTypeKey() << "` is not an expression of the Kernel IR";
+  }
+}
+
+void IRVisitor::VisitStmt(const Stmt& s) {
+  if (!s.defined()) return;
+  const Object* n = s.get();
+  switch (NodeKindOf(n)) {
+#define TILECORE_IR_CASE(Name) \
+  case NodeKind::k##Name: return VisitStmt_(static_cast<const Name##Node*>(n));
+    TILECORE_IR_CASE(BufferStore)
+    TILECORE_IR_CASE(LetStmt)
+    TILECORE_IR_CASE(For)
+    TILECORE_IR_CASE(While)
+    TILECORE_IR_CASE(IfThenElse)
+    TILECORE_IR_CASE(Allocate)
+    TILECORE_IR_CASE(SeqStmt)
+    TILECORE_IR_CASE(Evaluate)
+#undef TILECORE_IR_CASE
+    default:
+      TILECORE_THROW(TypeError) << "IRVisitor: `" << n->GetTypeKey() << "` is not a statement of the Kernel IR";
+  }
+}
+
+#define TILECORE_IR_VISIT_BINARY(Name)                 \
+  void IRVisitor::VisitExpr_(const Name##Node* op) {   \
+    VisitExpr(op->a);                                  \
+    VisitExpr(op->b);                                  \
+  }
+TILECORE_IR_FOR_EACH_BINARY(TILECORE_IR_VISIT_BINARY)
+#undef TILECORE_IR_VISIT_BINARY
+
+void IRVisitor::VisitExpr_(const NotNode* op) { VisitExpr(op->a); }
+void IRVisitor::VisitExpr_(const SelectNode* op) {
+  VisitExpr(op->condition);
+  VisitExpr(op->true_value);
+  VisitExpr(op->false_value);
+}
+void IRVisitor::VisitExpr_(const CastNode* op) { VisitExpr(op->value); }
+void IRVisitor::VisitExpr_(const LetNode* op) {
+  VisitExpr(op->value);
+  VisitExpr(op->body);
+}
+void IRVisitor::VisitExpr_(const RampNode* op) {
+  VisitExpr(op->base);
+  VisitExpr(op->stride);
+}
+void IRVisitor::VisitExpr_(const BroadcastNode* op) { VisitExpr(op->value); }
+void IRVisitor::VisitExpr_(const CallNode* op) {
+  for (const PrimExpr& a : op->args) VisitExpr(a);
+}
+void IRVisitor::VisitExpr_(const BufferLoadNode* op) {
+  VisitBuffer(op->buffer);
+  for (const PrimExpr& i : op->indices) VisitExpr(i);
+}
+void IRVisitor::VisitExpr_(const BufferRegionNode* op) {
+  VisitBuffer(op->buffer);
+  for (const PrimExpr& i : op->begin) VisitExpr(i);
+  for (const PrimExpr& i : op->extents) VisitExpr(i);
+}
+
+void IRVisitor::VisitStmt_(const BufferStoreNode* op) {
+  VisitBuffer(op->buffer);
+  VisitExpr(op->value);
+  for (const PrimExpr& i : op->indices) VisitExpr(i);
+  VisitExpr(op->predicate);
+}
+void IRVisitor::VisitStmt_(const LetStmtNode* op) {
+  VisitExpr(op->value);
+  VisitStmt(op->body);
+}
+void IRVisitor::VisitStmt_(const ForNode* op) {
+  VisitExpr(op->min);
+  VisitExpr(op->extent);
+  VisitStmt(op->body);
+}
+void IRVisitor::VisitStmt_(const WhileNode* op) {
+  VisitExpr(op->condition);
+  VisitStmt(op->body);
+}
+void IRVisitor::VisitStmt_(const IfThenElseNode* op) {
+  VisitExpr(op->condition);
+  VisitStmt(op->then_case);
+  VisitStmt(op->else_case);
+}
+void IRVisitor::VisitStmt_(const AllocateNode* op) {
+  VisitBuffer(op->buffer);
+  VisitStmt(op->body);
+}
+void IRVisitor::VisitStmt_(const SeqStmtNode* op) {
+  for (const Stmt& s : op->seq) VisitStmt(s);
+}
+void IRVisitor::VisitStmt_(const EvaluateNode* op) { VisitExpr(op->value); }
+
+// ---------------------------------------------------------------------------
+// IRMutator
+// ---------------------------------------------------------------------------
+PrimExpr IRMutator::VisitExpr(const PrimExpr& e) {
+  if (!e.defined()) return e;
+  const Object* n = e.get();
+  switch (NodeKindOf(n)) {
+#define TILECORE_IR_CASE(Name) \
+  case NodeKind::k##Name: return VisitExpr_(static_cast<const Name##Node*>(n));
+    TILECORE_IR_CASE(IntImm)
+    TILECORE_IR_CASE(FloatImm)
+    TILECORE_IR_CASE(StringImm)
+    TILECORE_IR_CASE(Var)
+    TILECORE_IR_FOR_EACH_BINARY(TILECORE_IR_CASE)
+    TILECORE_IR_CASE(Not)
+    TILECORE_IR_CASE(Select)
+    TILECORE_IR_CASE(Cast)
+    TILECORE_IR_CASE(Let)
+    TILECORE_IR_CASE(Ramp)
+    TILECORE_IR_CASE(Broadcast)
+    TILECORE_IR_CASE(Call)
+    TILECORE_IR_CASE(BufferLoad)
+    TILECORE_IR_CASE(BufferRegion)
+#undef TILECORE_IR_CASE
+    default:
+      TILECORE_THROW(TypeError) << "IRMutator: `" << n->GetTypeKey() << "` is not an expression of the Kernel IR";
+  }
+}
+
+Stmt IRMutator::VisitStmt(const Stmt& s) {
+  if (!s.defined()) return s;
+  const Object* n = s.get();
+  switch (NodeKindOf(n)) {
+#define TILECORE_IR_CASE(Name) \
+  case NodeKind::k##Name: return VisitStmt_(static_cast<const Name##Node*>(n));
+    TILECORE_IR_CASE(BufferStore)
+    TILECORE_IR_CASE(LetStmt)
+    TILECORE_IR_CASE(For)
+    TILECORE_IR_CASE(While)
+    TILECORE_IR_CASE(IfThenElse)
+    TILECORE_IR_CASE(Allocate)
+    TILECORE_IR_CASE(SeqStmt)
+    TILECORE_IR_CASE(Evaluate)
+#undef TILECORE_IR_CASE
+    default:
+      TILECORE_THROW(TypeError) << "IRMutator: `" << n->GetTypeKey() << "` is not a statement of the Kernel IR";
+  }
+}
+
+Array<PrimExpr> IRMutator::VisitArray(const Array<PrimExpr>& arr) {
+  bool changed = false;
+  std::vector<PrimExpr> out;
+  out.reserve(arr.size());
+  for (const PrimExpr& e : arr) {
+    PrimExpr v = VisitExpr(e);
+    changed = changed || !v.same_as(e);
+    out.push_back(std::move(v));
+  }
+  return changed ? Array<PrimExpr>(out) : arr;
+}
+
+PrimExpr IRMutator::VisitExpr_(const IntImmNode* op) { return GetRef<PrimExpr>(op); }
+PrimExpr IRMutator::VisitExpr_(const FloatImmNode* op) { return GetRef<PrimExpr>(op); }
+PrimExpr IRMutator::VisitExpr_(const StringImmNode* op) { return GetRef<PrimExpr>(op); }
+PrimExpr IRMutator::VisitExpr_(const VarNode* op) { return GetRef<PrimExpr>(op); }
+
+#define TILECORE_IR_MUTATE_BINARY(Name)                        \
+  PrimExpr IRMutator::VisitExpr_(const Name##Node* op) {       \
+    PrimExpr a = VisitExpr(op->a);                             \
+    PrimExpr b = VisitExpr(op->b);                             \
+    if (a.same_as(op->a) && b.same_as(op->b)) return GetRef<PrimExpr>(op); \
+    return Name(a, b, op->span);                               \
+  }
+TILECORE_IR_FOR_EACH_BINARY(TILECORE_IR_MUTATE_BINARY)
+#undef TILECORE_IR_MUTATE_BINARY
+
+PrimExpr IRMutator::VisitExpr_(const NotNode* op) {
+  PrimExpr a = VisitExpr(op->a);
+  return a.same_as(op->a) ? GetRef<PrimExpr>(op) : Not(a, op->span);
+}
+PrimExpr IRMutator::VisitExpr_(const SelectNode* op) {
+  PrimExpr c = VisitExpr(op->condition), t = VisitExpr(op->true_value), f = VisitExpr(op->false_value);
+  if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) return GetRef<PrimExpr>(op);
+  return Select(c, t, f, op->span);
+}
+PrimExpr IRMutator::VisitExpr_(const CastNode* op) {
+  PrimExpr v = VisitExpr(op->value);
+  return v.same_as(op->value) ? GetRef<PrimExpr>(op) : Cast(op->dtype, v, op->span);
+}
+PrimExpr IRMutator::VisitExpr_(const LetNode* op) {
+  PrimExpr v = VisitExpr(op->value), b = VisitExpr(op->body);
+  if (v.same_as(op->value) && b.same_as(op->body)) return GetRef<PrimExpr>(op);
+  return Let(op->var, v, b, op->span);
+}
+PrimExpr IRMutator::VisitExpr_(const RampNode* op) {
+  PrimExpr b = VisitExpr(op->base), s = VisitExpr(op->stride);
+  if (b.same_as(op->base) && s.same_as(op->stride)) return GetRef<PrimExpr>(op);
+  return Ramp(b, s, op->lanes, op->span);
+}
+PrimExpr IRMutator::VisitExpr_(const BroadcastNode* op) {
+  PrimExpr v = VisitExpr(op->value);
+  return v.same_as(op->value) ? GetRef<PrimExpr>(op) : Broadcast(v, op->lanes, op->span);
+}
+PrimExpr IRMutator::VisitExpr_(const CallNode* op) {
+  Array<PrimExpr> args = VisitArray(op->args);
+  return args.same_as(op->args) ? GetRef<PrimExpr>(op) : Call(op->dtype, op->op, args, op->span);
+}
+PrimExpr IRMutator::VisitExpr_(const BufferLoadNode* op) {
+  Buffer buf = VisitBuffer(op->buffer);
+  Array<PrimExpr> idx = VisitArray(op->indices);
+  if (buf.same_as(op->buffer) && idx.same_as(op->indices)) return GetRef<PrimExpr>(op);
+  return BufferLoad(buf, idx, op->span);
+}
+PrimExpr IRMutator::VisitExpr_(const BufferRegionNode* op) {
+  Buffer buf = VisitBuffer(op->buffer);
+  Array<PrimExpr> begin = VisitArray(op->begin), ext = VisitArray(op->extents);
+  if (buf.same_as(op->buffer) && begin.same_as(op->begin) && ext.same_as(op->extents)) return GetRef<PrimExpr>(op);
+  return BufferRegion(buf, begin, ext, op->span);
+}
+
+Stmt IRMutator::VisitStmt_(const BufferStoreNode* op) {
+  Buffer buf = VisitBuffer(op->buffer);
+  PrimExpr v = VisitExpr(op->value);
+  Array<PrimExpr> idx = VisitArray(op->indices);
+  PrimExpr pred = VisitExpr(op->predicate);
+  if (buf.same_as(op->buffer) && v.same_as(op->value) && idx.same_as(op->indices) && pred.same_as(op->predicate)) {
+    return GetRef<Stmt>(op);
+  }
+  return BufferStore(buf, v, idx, pred, op->span);
+}
+Stmt IRMutator::VisitStmt_(const LetStmtNode* op) {
+  PrimExpr v = VisitExpr(op->value);
+  Stmt b = VisitStmt(op->body);
+  if (v.same_as(op->value) && b.same_as(op->body)) return GetRef<Stmt>(op);
+  return LetStmt(op->var, v, b, op->span);
+}
+Stmt IRMutator::VisitStmt_(const ForNode* op) {
+  PrimExpr mn = VisitExpr(op->min), ext = VisitExpr(op->extent);
+  Stmt b = VisitStmt(op->body);
+  if (mn.same_as(op->min) && ext.same_as(op->extent) && b.same_as(op->body)) return GetRef<Stmt>(op);
+  return For(op->loop_var, mn, ext, op->kind, b, op->annotations, op->span);
+}
+Stmt IRMutator::VisitStmt_(const WhileNode* op) {
+  PrimExpr c = VisitExpr(op->condition);
+  Stmt b = VisitStmt(op->body);
+  if (c.same_as(op->condition) && b.same_as(op->body)) return GetRef<Stmt>(op);
+  return While(c, b, op->span);
+}
+Stmt IRMutator::VisitStmt_(const IfThenElseNode* op) {
+  PrimExpr c = VisitExpr(op->condition);
+  Stmt t = VisitStmt(op->then_case), e = VisitStmt(op->else_case);
+  if (c.same_as(op->condition) && t.same_as(op->then_case) && e.same_as(op->else_case)) return GetRef<Stmt>(op);
+  return IfThenElse(c, t, e, op->span);
+}
+Stmt IRMutator::VisitStmt_(const AllocateNode* op) {
+  Buffer buf = VisitBuffer(op->buffer);
+  Stmt b = VisitStmt(op->body);
+  if (buf.same_as(op->buffer) && b.same_as(op->body)) return GetRef<Stmt>(op);
+  return Allocate(buf, b, op->span);
+}
+Stmt IRMutator::VisitStmt_(const SeqStmtNode* op) {
+  bool changed = false;
+  std::vector<Stmt> out;
+  for (const Stmt& s : op->seq) {
+    Stmt v = VisitStmt(s);
+    changed = changed || !v.same_as(s);
+    out.push_back(std::move(v));
+  }
+  if (!changed) return GetRef<Stmt>(op);
+  return SeqStmt(Array<Stmt>(out), op->span);
+}
+Stmt IRMutator::VisitStmt_(const EvaluateNode* op) {
+  PrimExpr v = VisitExpr(op->value);
+  return v.same_as(op->value) ? GetRef<Stmt>(op) : Evaluate(v, op->span);
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------
+namespace {
+class PostOrder : public IRVisitor {
+ public:
+  explicit PostOrder(const std::function<void(const ObjectRef&)>& f) : f_(f) {}
+  void VisitExpr(const PrimExpr& e) override {
+    if (!e.defined()) return;
+    IRVisitor::VisitExpr(e);
+    f_(e);
+  }
+  void VisitStmt(const Stmt& s) override {
+    if (!s.defined()) return;
+    IRVisitor::VisitStmt(s);
+    f_(s);
+  }
+
+ private:
+  const std::function<void(const ObjectRef&)>& f_;
+};
+
+class Substituter : public IRMutator {
+ public:
+  explicit Substituter(const std::function<std::optional<PrimExpr>(const VarNode*)>& f) : f_(f) {}
+  PrimExpr VisitExpr_(const VarNode* op) override {
+    if (auto r = f_(op)) return *r;
+    return GetRef<PrimExpr>(op);
+  }
+
+ private:
+  const std::function<std::optional<PrimExpr>(const VarNode*)>& f_;
+};
+
+std::function<std::optional<PrimExpr>(const VarNode*)> FromMap(const Map<Var, PrimExpr>& vmap) {
+  return [vmap](const VarNode* v) -> std::optional<PrimExpr> {
+    const Any* r = vmap->Find(Any(GetRef<Var>(v)));
+    if (r == nullptr) return std::nullopt;
+    return r->cast<PrimExpr>();
+  };
+}
+}  // namespace
+
+void PostOrderVisit(const ObjectRef& node, const std::function<void(const ObjectRef&)>& f) {
+  PostOrder v(f);
+  if (const auto* e = node.as<PrimExprNode>()) {
+    v.VisitExpr(GetRef<PrimExpr>(e));
+  } else if (const auto* s = node.as<StmtNode>()) {
+    v.VisitStmt(GetRef<Stmt>(s));
+  }
+}
+
+PrimExpr Substitute(const PrimExpr& e, const std::function<std::optional<PrimExpr>(const VarNode*)>& vmap) {
+  return Substituter(vmap).VisitExpr(e);
+}
+Stmt Substitute(const Stmt& s, const std::function<std::optional<PrimExpr>(const VarNode*)>& vmap) {
+  return Substituter(vmap).VisitStmt(s);
+}
+PrimExpr Substitute(const PrimExpr& e, const Map<Var, PrimExpr>& vmap) { return Substitute(e, FromMap(vmap)); }
+Stmt Substitute(const Stmt& s, const Map<Var, PrimExpr>& vmap) { return Substitute(s, FromMap(vmap)); }
+
+bool UsesVar(const ObjectRef& node, const std::function<bool(const VarNode*)>& pred) {
+  bool found = false;
+  PostOrderVisit(node, [&](const ObjectRef& n) {
+    if (const auto* v = n.as<VarNode>()) found = found || pred(v);
+  });
+  return found;
+}
+
+}  // namespace ir
+}  // namespace tilecore
