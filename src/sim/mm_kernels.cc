@@ -42,19 +42,39 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void gemm_i8_vnni(int m, 
   // Pack B: block jb, group g -> 64 bytes = 16 columns x 4 k values.
   std::vector<int8_t> bp(size_t(nb) * size_t(kg) * 64, 0);
   std::vector<int32_t> colsum(size_t(np), 0);
+  const int n16 = (k % 4 == 0) ? n / 16 * 16 : 0;  // columns packed with byte shuffles
+  for (int g = 0; g < k / 4 && n16; ++g) {
+    const int8_t* r0 = b + int64_t(4 * g) * ldb;
+    for (int j = 0; j < n16; j += 16) {
+      // Interleave 4 rows x 16 columns into 16 columns x 4 k values (64 bytes).
+      __m128i a0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + j));
+      __m128i a1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + ldb + j));
+      __m128i a2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + 2 * int64_t(ldb) + j));
+      __m128i a3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + 3 * int64_t(ldb) + j));
+      __m128i t0 = _mm_unpacklo_epi8(a0, a1), t1 = _mm_unpackhi_epi8(a0, a1);
+      __m128i t2 = _mm_unpacklo_epi8(a2, a3), t3 = _mm_unpackhi_epi8(a2, a3);
+      int8_t* dst = bp.data() + (size_t(j / 16) * size_t(kg) + size_t(g)) * 64;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi16(t0, t2));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm_unpackhi_epi16(t0, t2));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32), _mm_unpacklo_epi16(t1, t3));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 48), _mm_unpackhi_epi16(t1, t3));
+    }
+  }
   for (int kk = 0; kk < k; ++kk) {
     const int8_t* brow = b + int64_t(kk) * ldb;
     int g = kk / 4, r = kk % 4;
-    for (int j = 0; j < n; ++j) {
+    for (int j = n16; j < n; ++j)
       bp[(size_t(j / 16) * size_t(kg) + size_t(g)) * 64 + size_t(j % 16) * 4 + size_t(r)] = brow[j];
-      colsum[size_t(j)] += brow[j];
-    }
+    for (int j = 0; j < n; ++j) colsum[size_t(j)] += brow[j];  // vectorises
   }
   for (auto& v : colsum) v *= 128;  // the bias removed from every column
   // Pack A biased to unsigned, K padded to a multiple of 4 (padding meets zero B).
   std::vector<uint8_t> ap(size_t(m) * size_t(kg) * 4, 0x80);
-  for (int i = 0; i < m; ++i)
-    for (int kk = 0; kk < k; ++kk) ap[size_t(i) * size_t(kg) * 4 + size_t(kk)] = uint8_t(a[int64_t(i) * lda + kk]) ^ 0x80;
+  for (int i = 0; i < m; ++i) {
+    const uint8_t* arow = reinterpret_cast<const uint8_t*>(a + int64_t(i) * lda);
+    uint8_t* out = ap.data() + size_t(i) * size_t(kg) * 4;
+    for (int kk = 0; kk < k; ++kk) out[kk] = arow[kk] ^ 0x80;  // vectorises
+  }
 
   for (int jb = 0; jb < nb; jb += 4) {
     int nq = nb - jb < 4 ? nb - jb : 4;
