@@ -141,3 +141,25 @@ TEST(Dma, CyclesAndSharedDdrBandwidth) {
     for (int c = 0; c < 4; ++c) EXPECT_EQ(st.cores[size_t(c)].agents[1].stalled_bw, uint64_t(64 * c)) << "core " << c;
   }
 }
+
+TEST(Dma, CastBetweenEveryPairOfTypes) {
+  const DType all[] = {DType::I8, DType::U8, DType::I16, DType::U16, DType::I32, DType::U32,
+                       DType::F16, DType::BF16, DType::F32, DType::Bool};
+  const std::vector<double> probe = {0.0, 1.0, -1.0, 0.5, 1.5, -2.5, 127.0, -129.0, 300.0, 65535.0, 70000.0, -1e9, NAN, -INFINITY};
+  for (DType src : all)
+    for (DType dst : all) {
+      auto in = ref::encode_all(src, probe);
+      auto held = ref::decode_all(src, in);
+      ref::Run r;
+      r.go("d: .dmadesc src=" + std::string(tilecore::arch::dtype_name(src)) + " dst=" + std::string(tilecore::arch::dtype_name(dst)) +
+               " shape=[" + std::to_string(probe.size()) + "]",
+           "li x1, 0x2000\nli x2, 0x1000\ndma.in l1:x1, l1:x2, [x0 + d]\nwait sc, din, 1", {{0x1000, in}});
+      auto out = ref::decode_all(dst, r.l1(0x2000, probe.size() * size_t(ref::size(dst))));
+      for (size_t i = 0; i < probe.size(); ++i) {
+        uint8_t b[4];
+        ref::encode(dst, held[i], b);
+        ASSERT_TRUE(ref::same(out[i], ref::decode(dst, b)))
+            << "dma " << tilecore::arch::dtype_name(src) << " -> " << tilecore::arch::dtype_name(dst) << " of " << held[i];
+      }
+    }
+}

@@ -165,7 +165,7 @@ TEST(VectorEngine, ConvertEveryPair) {
 
 TEST(VectorEngine, RequantizeInt32) {
   std::vector<double> a = {0, 1, 2, 3, -3, 255, 256, -256, 1000, -1000, 2147483647.0, -2147483648.0, 5, 7, -5, -7};
-  for (DType t : {DType::I8, DType::U8, DType::I16, DType::U16, DType::I32}) {
+  for (DType t : {DType::I8, DType::U8, DType::I16, DType::U16, DType::I32, DType::U32}) {
     ref::Run r;
     r.go("d: .vecdesc shape=[16] scale=0.5 zp=3", "li x1, 0\nli x2, 0x10000\ntrequant" + sfx(t) + ".i32 x1, x2, [x0 + d]\nwait sc, vec, 1",
          {{kA, ref::encode_all(DType::I32, a)}});
@@ -213,9 +213,12 @@ TEST(VectorEngine, ReductionsOverInnermostAxis) {
 }
 
 TEST(VectorEngine, LookupTable) {
-  std::vector<double> table(256), idx = {0, 1, 2, 255, 128, 7, 7, 200};
-  for (int i = 0; i < 256; ++i) table[size_t(i)] = double(i * 3 - 300);
-  for (DType t : {DType::I16, DType::I32, DType::F32, DType::F16}) {
+  std::vector<double> idx = {0, 1, 2, 255, 128, 7, 7, 200};
+  for (DType t : {DType::I8, DType::U8, DType::I16, DType::U16, DType::I32, DType::U32, DType::F16, DType::BF16,
+                  DType::F32, DType::Bool}) {
+    // Table entries representable in every type: 0/1 for bool, else small integers.
+    std::vector<double> table(256);
+    for (int i = 0; i < 256; ++i) table[size_t(i)] = t == DType::Bool ? double(i % 2) : double(i % 100);
     ref::Run r;
     r.go("d: .vecdesc shape=[8]", "li x1, 0\nli x2, 0x10000\nli x3, 0x20000\ntlut" + sfx(t) + " x1, x2, x3, [x0 + d]\nwait sc, vec, 1",
          {{kA, ref::encode_all(DType::U8, idx)}, {kB, ref::encode_all(t, table)}});
