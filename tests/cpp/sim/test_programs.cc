@@ -221,3 +221,41 @@ TEST(Programs, TiledGemmCyclesDerivedByHand) {
   EXPECT_EQ(st.cores[3].agents[2].busy + st.cores[3].agents[2].stalled_bw, 1313u - 721u);  // dout back to back
   EXPECT_EQ(st.cores[0].macs, 2u * 16u * 32u * 64u);
 }
+
+TEST(Programs, SixteenCoresMeetAtBarriers) {
+  // Every core stores coreid + 1 to its L2 slot; after the barrier core 0 sums
+  // the slots with a loop (1 + ... + 16 = 136); a second barrier round checks the
+  // barrier can be reused.
+  const char* text = R"(
+.core all
+    csrr x1, coreid
+    csrr x2, ncores
+    addi x3, x1, 1
+    slli x4, x1, 2
+    sw   x3, [l2: x4]
+    barrier
+    bne  x1, x0, second
+    li   x5, 0
+    li   x6, 0
+    slli x7, x2, 2
+sum:
+    lw   x8, [l2: x6]
+    add  x5, x5, x8
+    addi x6, x6, 4
+    blt  x6, x7, sum
+    sw   x5, [ddr: x0 + 0x100]
+second:
+    barrier
+    halt
+)";
+  for (int cores : {1, 16}) {
+    sim::Simulator s(sim::SimConfig{.cores = cores, .mode = sim::Mode::HazardCheck});
+    s.load(arch::assemble(text));
+    s.run();
+    auto b = s.read(Space::DDR, 0x100, 4);
+    uint32_t got;
+    std::memcpy(&got, b.data(), 4);
+    EXPECT_EQ(got, uint32_t(cores * (cores + 1) / 2)) << cores << " cores";
+    EXPECT_TRUE(s.hazards().empty()) << (s.hazards().empty() ? "" : s.hazards()[0].to_string());
+  }
+}
