@@ -64,7 +64,10 @@ void Memory::clear() {
 
 Machine::Machine(SimConfig c) : cfg(c), mem(c) {
   cores.resize(size_t(cfg.cores));
-  for (int i = 0; i < cfg.cores; ++i) cores[size_t(i)].id = i;
+  for (int i = 0; i < cfg.cores; ++i) {
+    cores[size_t(i)].id = i;
+    cores[size_t(i)].halted = true;  // nothing to run until load()
+  }
   slots_.resize(size_t(cfg.cores * kNumAgents));
   for (auto& s : slots_) s.state = AgentState::Done;
   barrier_arrival_.assign(size_t(cfg.cores), 0);

@@ -144,3 +144,13 @@ TEST(Simulator, CompareLessOrEqualAndQueueBackPressure) {
   EXPECT_EQ(s.stats().cores[0].agents[0].stalled_dep, 202u - 3u);
   EXPECT_EQ(s.stats().cycles, 604u);
 }
+
+TEST(Simulator, NothingLoadedMeansNothingToRun) {
+  sim::Simulator s;
+  EXPECT_TRUE(s.finished());
+  s.run();
+  EXPECT_EQ(s.step(5), 0u);
+  s.load(arch::Program{});
+  s.run();
+  EXPECT_EQ(s.stats().cycles, 0u);
+}
