@@ -58,6 +58,47 @@ int64_t mul_clamped(int64_t a, int64_t b) {
 double fmax_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); }
 double fmin_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); }
 
+/// f32 fast path for the commonest commands: typed loads and float arithmetic,
+/// which for + - * / min max gives exactly the double-then-round result the
+/// specification asks for (double rounding is innocuous for these operations).
+template <typename F>
+void f32_binary(const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, F f) {
+  for_each(w, [&](int64_t od, int64_t oa, int64_t ob) {
+    float x, y;
+    std::memcpy(&x, A + oa * 4, 4);
+    std::memcpy(&y, B + ob * 4, 4);
+    float r = f(x, y);
+    std::memcpy(D + od * 4, &r, 4);
+  });
+}
+
+float fmaxf_nan(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); }
+float fminf_nan(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); }
+
+/// Runs an f32 binary or scalar command on the fast path; false if not covered.
+bool f32_fast(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, float s) {
+  // Broadcast the scalar through b with stride 0.
+  Walk ws = w;
+  const uint8_t* S = reinterpret_cast<const uint8_t*>(&s);
+  switch (op) {
+    case Opcode::Tadd: f32_binary(w, D, A, B, [](float x, float y) { return x + y; }); return true;
+    case Opcode::Tsub: f32_binary(w, D, A, B, [](float x, float y) { return x - y; }); return true;
+    case Opcode::Tmul: f32_binary(w, D, A, B, [](float x, float y) { return x * y; }); return true;
+    case Opcode::Tdiv: f32_binary(w, D, A, B, [](float x, float y) { return x / y; }); return true;
+    case Opcode::Tmax: f32_binary(w, D, A, B, fmaxf_nan); return true;
+    case Opcode::Tmin: f32_binary(w, D, A, B, fminf_nan); return true;
+    default: break;
+  }
+  ws.b = {0, 0, 0, 0};
+  switch (op) {
+    case Opcode::Tadds: f32_binary(ws, D, A, S, [](float x, float y) { return x + y; }); return true;
+    case Opcode::Tmuls: f32_binary(ws, D, A, S, [](float x, float y) { return x * y; }); return true;
+    case Opcode::Tmaxs: f32_binary(ws, D, A, S, fmaxf_nan); return true;
+    case Opcode::Tmins: f32_binary(ws, D, A, S, fminf_nan); return true;
+    default: return false;
+  }
+}
+
 }  // namespace
 
 void Machine::execute_vector(Core& c, const Command& cmd) {
@@ -89,6 +130,8 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
   auto li = [&](const uint8_t* base, int64_t off, DType t) { return arch::load_as_int(t, base + off * arch::dtype_size(t)); };
   auto st_f = [&](int64_t off, double x) { arch::store_from_double(dt, x, D + off * es); };
   auto st_i = [&](int64_t off, int64_t x) { arch::store_from_int(dt, x, D + off * es); };
+
+  if (dt == DType::F32 && f32_fast(op, w, D, A, B, v.scalar)) return;
 
   switch (op) {
     case Opcode::Tadd: case Opcode::Tsub: case Opcode::Tmul: case Opcode::Tmax: case Opcode::Tmin: case Opcode::Tdiv:
