@@ -71,6 +71,9 @@ void Machine::hz_access(int agent, const Range& r, const Core& c, uint32_t pc) {
     h.first_pc = rec.pc;
     h.second_pc = pc;
     h.first_inst = inst_text(cores[size_t(rec.core)], rec.pc);
+    const auto& fl = cores[size_t(rec.core)].lines;
+    h.first_line = rec.pc < fl.size() ? fl[rec.pc] : 0;
+    h.second_line = pc < c.lines.size() ? c.lines[pc] : 0;
     h.second_inst = inst_text(c, pc);
     hazards.push_back(std::move(h));
   }

@@ -109,6 +109,14 @@ uint32_t Simulator::preg(int core, int r) const {
   return r == 0 ? 0xFFFFFFFFu : core_at(*m_, core).p[size_t(r)];
 }
 int64_t Simulator::pc(int core) const { return core_at(*m_, core).pc; }
+std::string Simulator::instruction_at(int core, int64_t pc) const {
+  const Core& c = core_at(*m_, core);
+  return pc < 0 ? std::string() : m_->inst_text(c, uint32_t(std::min<int64_t>(pc, UINT32_MAX)));
+}
+int Simulator::source_line(int core, int64_t pc) const {
+  const Core& c = core_at(*m_, core);
+  return pc >= 0 && uint64_t(pc) < c.lines.size() ? c.lines[size_t(pc)] : 0;
+}
 bool Simulator::halted(int core) const { return core_at(*m_, core).halted; }
 uint64_t Simulator::cycle() const { return m_->stats().cycles; }
 

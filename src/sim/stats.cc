@@ -73,9 +73,12 @@ std::string Hazard::to_string() const {
   char buf[160];
   std::snprintf(buf, sizeof buf, "%s hazard on %s [0x%llx, 0x%llx): ", kind.c_str(), space.c_str(), (unsigned long long)lo,
                 (unsigned long long)hi);
-  return std::string(buf) + "core " + std::to_string(first_core) + " " + first_agent + " pc " + std::to_string(first_pc) +
-         " (`" + first_inst + "`) and core " + std::to_string(second_core) + " " + second_agent + " pc " +
-         std::to_string(second_pc) + " (`" + second_inst + "`) are not ordered by any wait or barrier";
+  auto where = [](int core, const std::string& agent, int64_t pc, int line, const std::string& inst) {
+    return "core " + std::to_string(core) + " " + agent + " pc " + std::to_string(pc) +
+           (line > 0 ? " line " + std::to_string(line) : std::string()) + " (`" + inst + "`)";
+  };
+  return std::string(buf) + where(first_core, first_agent, first_pc, first_line, first_inst) + " and " +
+         where(second_core, second_agent, second_pc, second_line, second_inst) + " are not ordered by any wait or barrier";
 }
 
 }  // namespace tilecore::sim

@@ -85,6 +85,10 @@ class Simulator {
   std::array<uint8_t, 32> vreg(int core, int r) const;
   uint32_t preg(int core, int r) const;
   int64_t pc(int core) const;
+  /// Text of the instruction at `pc` of `core` ("" past the end) and its
+  /// assembly source line (0 when unknown).
+  std::string instruction_at(int core, int64_t pc) const;
+  int source_line(int core, int64_t pc) const;
   bool halted(int core) const;
   uint64_t cycle() const;  // the current simulation time
 

@@ -54,6 +54,7 @@ struct Hazard {
   int first_core = 0, second_core = 0;
   std::string first_agent, second_agent;
   int64_t first_pc = 0, second_pc = 0;
+  int first_line = 0, second_line = 0;  // assembly source lines, 0 when unknown
   std::string first_inst, second_inst;
   std::string to_string() const;
 };

@@ -30,7 +30,11 @@ TEST(Hazard, DmaThenVectorWithoutWaitIsReported) {
   EXPECT_EQ(h[0].lo, 0x100u);
   EXPECT_EQ(h[0].hi, 0x140u);
   EXPECT_EQ(h[0].first_inst, "dma.in l1:x1, ddr:x0, [x0 + 983040]");
-  EXPECT_NE(h[0].to_string().find("not ordered"), std::string::npos);
+  EXPECT_EQ(h[0].first_line, 6);  // kDesc is lines 1-4, then li (5), dma.in (6), tadd (7)
+  EXPECT_EQ(h[0].second_line, 7);
+  EXPECT_EQ(h[0].to_string(),
+            "RAW hazard on l1[0] [0x100, 0x140): core 0 din pc 1 line 6 (`dma.in l1:x1, ddr:x0, [x0 + 983040]`) and "
+            "core 0 vec pc 2 line 7 (`tadd.i8 x1, x1, x1, [x0 + 983112]`) are not ordered by any wait or barrier");
 }
 
 TEST(Hazard, QueueWaitOrdersTheAccesses) {

@@ -154,3 +154,12 @@ TEST(Simulator, NothingLoadedMeansNothingToRun) {
   s.run();
   EXPECT_EQ(s.stats().cycles, 0u);
 }
+
+TEST(Simulator, InstructionTextAndSourceLines) {
+  sim::Simulator s(sim::SimConfig{.cores = 1});
+  s.load(arch::assemble("# comment\n\nli x1, 5\nloop: addi x1, x1, -1\nbne x1, x0, loop\nhalt\n"));
+  EXPECT_EQ(s.instruction_at(0, 2), "bne x1, x0, @1");
+  EXPECT_EQ(s.source_line(0, 2), 5);
+  EXPECT_EQ(s.instruction_at(0, 9), "");
+  EXPECT_EQ(s.source_line(0, 9), 0);
+}
