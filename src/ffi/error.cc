@@ -12,6 +12,7 @@
 #include <memory>
 #include <new>
 #include <sstream>
+#include <vector>
 
 #include "tilecore/ffi/function.h"
 
@@ -63,27 +64,40 @@ std::string Demangle(const char* name) {
 thread_local ObjectPtr<Object> raised_error;
 }  // namespace
 
+namespace {
+// Frames outside tilecore's C++ (the interpreter, libc start-up, a test runner's
+// main) end the backtrace: the caller's own traceback already shows them.
+bool IsForeignFrame(const std::string& name) {
+  return name.rfind("Py", 0) == 0 || name.rfind("_Py", 0) == 0 || name.rfind("_start", 0) == 0 ||
+         name.rfind("__libc_start", 0) == 0 || name == "main";
+}
+}  // namespace
+
 std::string CaptureBacktrace(int skip_frames) {
   if (!BacktraceEnabled()) return "";
   void* frames[48];
   int n = ::backtrace(frames, 48);
-  std::ostringstream os;
-  // Outermost first, innermost last, as Python prints tracebacks.
-  for (int i = n - 1; i >= skip_frames; --i) {
+  std::vector<std::string> lines;  // innermost first
+  for (int i = skip_frames; i < n; ++i) {
     Dl_info info;
     if (dladdr(frames[i], &info) && info.dli_sname != nullptr) {
       std::string name = Demangle(info.dli_sname);
+      if (IsForeignFrame(name)) break;
       // Frames of the error machinery itself say nothing to the user.
       if (name.rfind("tilecore::ffi::details::ErrorBuilder", 0) == 0) continue;
-      os << "  " << name << "\n";
+      lines.push_back("  " + name);
     } else if (info.dli_fname != nullptr) {
       const char* base = std::strrchr(info.dli_fname, '/');
+      std::ostringstream os;
       os << "  " << (base ? base + 1 : info.dli_fname) << "+0x" << std::hex
-         << (reinterpret_cast<uintptr_t>(frames[i]) - reinterpret_cast<uintptr_t>(info.dli_fbase))
-         << std::dec << "\n";
+         << (reinterpret_cast<uintptr_t>(frames[i]) - reinterpret_cast<uintptr_t>(info.dli_fbase));
+      lines.push_back(os.str());
     }
   }
-  return os.str();
+  // Outermost first, innermost last, as Python prints tracebacks.
+  std::string out;
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) out += *it + "\n";
+  return out;
 }
 
 namespace details {

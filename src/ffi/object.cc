@@ -184,7 +184,7 @@ void MakeOwnedString(std::string_view s, TCFFIAny* out) {
 String::String(std::string s) : ObjectRef(make_object<StrObj>(std::move(s))) {}
 Bytes::Bytes(std::string s) : ObjectRef(make_object<BytesObj>(std::move(s))) {}
 
-Any::Any(const AnyView& view) {
+void Any::FromBorrowedOnly(const AnyView& view) {
   details::SetNone(&data_);
   if (TCFFIAnyViewToOwnedAny(view.raw(), &data_) != 0) details::ThrowRaisedError();
 }

@@ -424,7 +424,15 @@ class Any {
   }
   Any(Any&& other) noexcept : data_(other.data_) { details::SetNone(&other.data_); }
   /*! \brief Copies a view into owned form (a raw string becomes a String). */
-  explicit Any(const AnyView& view);
+  explicit Any(const AnyView& view) : data_(view.data_) {
+    // Objects and PODs copy inline; only borrowed-only kinds need the slow path.
+    if (data_.type_index >= kTCFFIStaticObjectBegin) {
+      details::IncRef(data_.v_obj);
+    } else if (data_.type_index == kTCFFIRawStr || data_.type_index == kTCFFIByteArrayPtr ||
+               data_.type_index == kTCFFIDLTensorPtr) {
+      FromBorrowedOnly(view);
+    }
+  }
   template <typename T, typename = std::enable_if_t<TypeTraitsNoCR<T>::enabled &&
                                                     !std::is_same_v<std::decay_t<T>, AnyView>>>
   Any(T value) {  // NOLINT(*)
@@ -483,6 +491,7 @@ class Any {
   }
 
  private:
+  void FromBorrowedOnly(const AnyView& view);
   TCFFIAny data_;
   friend class AnyView;
 };

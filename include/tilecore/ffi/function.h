@@ -231,7 +231,12 @@ class GlobalFunctionRegistration {
     Register(Function::FromTyped(std::move(callable), name_));
     return *this;
   }
-  /*! \brief Marks the function as safe to run without the Python GIL. */
+  /*!
+   * \brief Marks the function as safe to run without the Python GIL.
+   * **IMPORTANT**: a function that blocks while a Python callback runs on another
+   * thread (e.g. it joins a worker thread that calls back) must release the GIL,
+   * or the callback waits for the GIL forever.
+   */
   GlobalFunctionRegistration& release_gil();
 
  private:
