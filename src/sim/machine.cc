@@ -113,6 +113,7 @@ void Machine::load(const arch::Program& p) {
         else c.decode_error[k] = why.empty() ? "illegal instruction" : why;
       }
     }
+    for (auto& e : c.eng) e.queue.reset(cfg.queue_depth);
     for (int a = 0; a < kNumAgents; ++a) {
       AgentSlot& s = slot(id, Agent(a));
       s = AgentSlot{};

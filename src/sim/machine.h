@@ -9,7 +9,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <set>
@@ -102,8 +101,33 @@ struct AgentSlot {
   EngineStats stats;
 };
 
+/// A bounded FIFO of commands in one allocation. Rationale: the queue depth is
+/// fixed by the config, and std::deque allocates per element for types this
+/// large, which dominated timing-only simulation.
+class CommandQueue {
+ public:
+  void reset(int capacity) {
+    slots_.assign(size_t(capacity), Command{});
+    head_ = size_ = 0;
+  }
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  Command& front() { return slots_[head_]; }
+  const Command& front() const { return slots_[head_]; }
+  /// **IMPORTANT**: callers check size() < capacity first (the front end stalls).
+  void push_back(Command&& c) { slots_[(head_ + size_++) % slots_.size()] = std::move(c); }
+  void pop_front() {
+    head_ = (head_ + 1) % slots_.size();
+    --size_;
+  }
+
+ private:
+  std::vector<Command> slots_;
+  size_t head_ = 0, size_ = 0;
+};
+
 struct EngineState {
-  std::deque<Command> queue;
+  CommandQueue queue;
   uint64_t done = 0;                    // completion counter
   uint64_t last_pop = 0;                // when the head entry last left the queue (it starts)
   std::vector<uint64_t> done_time;      // done_time[k] = completion time of command k+1
