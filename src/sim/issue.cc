@@ -122,6 +122,7 @@ Outcome Machine::issue(Core& c, const Inst& i) {
     cmd.occ_l2 = k.occupancy(Space::L2, cmd.dst_space, cmd.src_space, d->fill());
     cmd.bytes_read = k.bytes_read;
     cmd.bytes_written = k.bytes_written;
+    cmd.work = k.elements;
     cmd.desc = *d;
   } else if (row.unit == arch::Unit::Matrix) {
     auto d = arch::MmDesc::parse(db, &why);
@@ -146,6 +147,7 @@ Outcome Machine::issue(Core& c, const Inst& i) {
     arch::cost::MmCost k = arch::cost::matrix(in, *d, conflict);
     cmd.cycles = k.cycles;
     cmd.macs = k.macs;
+    cmd.work = k.macs + uint64_t(d->m) * d->n;
     cmd.issued_macs = k.issued_macs;
     auto b = arch::cost::mm_block(in);
     cmd.peak_macs_per_cycle = uint64_t(b.m * b.n * b.k);
@@ -179,6 +181,7 @@ Outcome Machine::issue(Core& c, const Inst& i) {
     bool conflict = row.format == arch::Format::Tile3 && i.op != Opcode::Tlut &&
                     arch::cost::l1_bank(cmd.addr[1]) == arch::cost::l1_bank(cmd.addr[2]);
     cmd.cycles = arch::cost::vector(i.op, dt, at, n, conflict);
+    cmd.work = n;
     cmd.bytes_read = n * uint64_t(arch::dtype_size(at)) * (row.format == arch::Format::Tile3 ? 2 : 1);
     cmd.bytes_written = n * uint64_t(arch::dtype_size(dt));
     cmd.desc = *d;

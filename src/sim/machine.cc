@@ -79,7 +79,7 @@ void Machine::load(const arch::Program& p) {
   heap_.clear();
   trace.clear();
   hazards.clear();
-  instructions = commands = 0;
+  instructions = commands = work = 0;
   ddr_read = ddr_written = l2_read = l2_written = l1_read = l1_written = 0;
   ddr_free_ = l2_free_ = makespan_ = 0;
   std::fill(at_barrier_.begin(), at_barrier_.end(), false);
@@ -295,6 +295,10 @@ void Machine::step_engine(Core& c, int e, AgentSlot& s) {
     hz_tick(agent);
     for (int k = 0; k < cmd.nranges; ++k) hz_access(agent, cmd.ranges[size_t(k)], c, cmd.pc);
   }
+  work += cmd.work;
+  if (cfg.max_work && work > cfg.max_work)
+    fault(SimError::Kind::Budget, c, cmd.pc,
+          "work budget of " + std::to_string(cfg.max_work) + " element operations exhausted by this command");
   if (functional()) {
     switch (arch::info(cmd.inst.op).unit) {
       case arch::Unit::DmaIn: case arch::Unit::DmaOut: execute_dma(c, cmd); break;

@@ -79,6 +79,7 @@ struct Command {
   int64_t occ_ddr = 0, occ_l2 = 0;     // DMA: shared-level occupancy (cycles)
   uint64_t bytes_read = 0, bytes_written = 0;
   uint64_t macs = 0, issued_macs = 0, peak_macs_per_cycle = 0;
+  uint64_t work = 0;                   // host work: elements, or MACs for mm
   std::array<Range, 4> ranges{};
   int nranges = 0;
   uint32_t vc = 0;                     // HazardCheck: index of the issuer's clock snapshot
@@ -233,7 +234,7 @@ class Machine {
   struct TraceEvent { int core; int agent; uint64_t start, dur; Opcode op; uint32_t pc; };
   std::vector<TraceEvent> trace;
 
-  uint64_t instructions = 0, commands = 0;
+  uint64_t instructions = 0, commands = 0, work = 0;
 
  private:
   void schedule(int agent);

@@ -64,6 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cfg.l2_bytes = 64 << 10;
   cfg.l1_bytes = 64 << 10;
   cfg.max_command_elements = 4096;
+  cfg.max_work = 1 << 20;  // bounds host time per input (sanitizers make elements slow)
   cfg.queue_depth = 4;
   cfg.mode = sim::Mode((flags >> 1) & 3);
   cfg.trace = (flags >> 3) & 1;

@@ -25,6 +25,10 @@ struct SimConfig {
   uint64_t l1_bytes = arch::tc1::kL1Bytes;
   int queue_depth = 32;                           // per tile queue; the front end stalls when full
   uint64_t max_command_elements = arch::tc1::kMaxTileElements;
+  /// Cap on the host work of one run: elements moved or computed plus matrix
+  /// MACs, summed over tile commands; 0 means no cap. Exceeding it raises
+  /// SimError(Budget) — a bound for fuzzing and untrusted programs.
+  uint64_t max_work = 0;
   bool trace = false;                             // record events for write_trace()
 
   /// Parses a target string such as "npu -cores=4 -ddr=256MiB"; throws

@@ -180,3 +180,19 @@ TEST(Faults, MisalignedTensorBase) {
   EXPECT_EQ(e.kind(), SimError::Kind::MemoryFault);
   EXPECT_NE(e.reason().find("vector destination address 0x2 is not aligned to its 4-byte elements"), std::string::npos) << e.what();
 }
+
+TEST(Faults, WorkBudgetBoundsHostTime) {
+  // Ten 4096-element vector commands against a budget of 20000 element operations:
+  // the fifth command (work 20480) faults, naming the tadd instruction.
+  sim::Simulator s(sim::SimConfig{.cores = 1, .max_work = 20000});
+  s.load(arch::assemble(".data l1, 0xF0000\nv: .vecdesc shape=[4096]\n.text\nli x1, 0\nli x2, 10\n"
+                        "loop: tadd.i8 x0, x0, x0, [x0 + v]\naddi x1, x1, 1\nblt x1, x2, loop\nfence\nhalt\n"));
+  try {
+    s.run();
+    ADD_FAILURE() << "no fault";
+  } catch (const SimError& e) {
+    EXPECT_EQ(e.kind(), SimError::Kind::Budget);
+    EXPECT_EQ(e.pc(), 2);
+    EXPECT_NE(e.reason().find("work budget of 20000"), std::string::npos) << e.what();
+  }
+}
