@@ -65,6 +65,11 @@ class ScriptPrinter {
     return name;
   }
   std::string VarName(const VarNode* v) { return Name(v, v->name.view()); }
+  std::string NameAllocation(const BufferNode* b) {
+    std::string name = Name(b, b->name.view());
+    names_.emplace(b->data.get(), name + ".data");
+    return name;
+  }
   std::string BufName(const BufferNode* b) {
     // A buffer is named after its data pointer's name when that pointer is a parameter.
     return Name(b, b->name.view());
@@ -100,7 +105,8 @@ class ScriptPrinter {
   std::string Bin(const BinaryOpNode* op, const char* sym, int prec, int* out_prec) {
     *out_prec = prec;
     // Left-associative: the right operand needs strictly higher precedence.
-    return Expr(op->a, prec) + " " + sym + " " + Expr(op->b, prec + 1);
+    std::string lhs = Expr(op->a, prec);  // name variables left to right
+    return lhs + " " + sym + " " + Expr(op->b, prec + 1);
   }
   std::string Fn(const char* name, std::initializer_list<PrimExpr> args) {
     std::string s = std::string(name) + "(";
@@ -179,11 +185,14 @@ class ScriptPrinter {
       }
       case NodeKind::kLet: {
         const auto* op = static_cast<const LetNode*>(n);
-        return "let(" + VarName(op->var.get()) + ", " + Expr(op->value) + ", " + Expr(op->body) + ")";
+        std::string v = VarName(op->var.get());
+        std::string value = Expr(op->value);
+        return "let(" + v + ", " + value + ", " + Expr(op->body) + ")";
       }
       case NodeKind::kRamp: {
         const auto* op = static_cast<const RampNode*>(n);
-        return "ramp(" + Expr(op->base) + ", " + Expr(op->stride) + ", " + std::to_string(op->lanes) + ")";
+        std::string base = Expr(op->base);
+        return "ramp(" + base + ", " + Expr(op->stride) + ", " + std::to_string(op->lanes) + ")";
       }
       case NodeKind::kBroadcast: {
         const auto* op = static_cast<const BroadcastNode*>(n);
@@ -258,6 +267,16 @@ class ScriptPrinter {
     }
     Line(0, "@prim_func");
     Line(0, "def " + name + "(" + params + "):");
+    // Name allocated buffers (and their pointers) before attrs mention them.
+    struct AllocNamer : IRVisitor {
+      ScriptPrinter* p;
+      void VisitStmt_(const AllocateNode* op) override {
+        p->NameAllocation(op->buffer.get());
+        IRVisitor::VisitStmt_(op);
+      }
+    } namer;
+    namer.p = this;
+    namer.VisitStmt(f->body);
     std::string attrs;
     for (const auto& [k, v] : f->attrs.items()) {
       if (k.view() == "global_symbol") continue;
@@ -273,6 +292,21 @@ class ScriptPrinter {
     if (v.type_index() == kTCFFIInt) return std::to_string(v.cast<int64_t>());
     if (v.type_index() == kTCFFIBool) return v.cast<bool>() ? "True" : "False";
     if (v.type_index() == kTCFFIFloat) return FloatText(v.cast<double>());
+    if (v.type_index() == kTCFFIArray) {
+      std::string out = "[";
+      auto arr = v.cast<Array<Any>>();
+      for (size_t i = 0; i < arr.size(); ++i) out += (i ? ", " : "") + AttrValue(arr[i]);
+      return out + "]";
+    }
+    if (v.type_index() == kTCFFIMap) {
+      std::string out = "{";
+      bool first = true;
+      for (const auto& [k, x] : v.cast<Map<Any, Any>>().items()) {
+        out += (first ? "" : ", ") + AttrValue(k) + ": " + AttrValue(x);
+        first = false;
+      }
+      return out + "}";
+    }
     auto repr = ffi::Function::GetGlobal("ffi.Repr");
     return repr ? (*repr)(v).cast<std::string>() : "<" + v.GetTypeKey() + ">";
   }
@@ -302,7 +336,8 @@ class ScriptPrinter {
       case NodeKind::kLetStmt: {
         const auto* op = static_cast<const LetStmtNode*>(n);
         std::string v = Expr(op->value);
-        Line(indent, VarName(op->var.get()) + ": " + op->var->dtype.str() + " = " + v);
+        std::string name = VarName(op->var.get());
+        Line(indent, name + ": " + op->var->dtype.str() + " = " + v);
         PrintStmt(op->body, indent);
         return;
       }
@@ -358,8 +393,7 @@ class ScriptPrinter {
       case NodeKind::kAllocate: {
         const auto* op = static_cast<const AllocateNode*>(n);
         const BufferNode* b = op->buffer.get();
-        std::string name = BufName(b);
-        names_.emplace(b->data.get(), name + ".data");
+        std::string name = NameAllocation(b);
         Line(indent, name + " = allocate(" + Shape(b->shape) + ", " + Quote(b->dtype.str()) + ", " +
                          Quote(b->scope.view()) + ")");
         PrintStmt(op->body, indent);

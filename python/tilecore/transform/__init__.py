@@ -1,0 +1,126 @@
+"""tilecore.transform: passes over the Kernel IR and the pass infrastructure.
+
+    from tilecore import transform
+    with transform.PassContext(opt_level=2, instruments=[transform.PassTimingInstrument()]):
+        func = transform.Sequential([transform.Simplify(), transform.UnrollLoop()])(func)
+
+A pass applies to an IRModule or to a single PrimFunc (wrapped in a module and
+unwrapped again). See docs/passes.md.
+"""
+from ..object import Object, register_object
+from .._base import _ffi_core
+
+
+def _api(name):
+    f = _ffi_core._get_global_func("transform." + name)
+    if f is None:
+        raise AttributeError(f"the tilecore library does not register 'transform.{name}'")
+    return f
+
+
+@register_object("transform.PassInfo")
+class PassInfo(Object):
+    __slots__ = ()
+
+
+@register_object("transform.Pass")
+class Pass(Object):
+    """A pass: call it on an IRModule or a PrimFunc."""
+
+    __slots__ = ()
+
+    def __call__(self, mod_or_func):
+        return _api("RunPass")(self, mod_or_func)
+
+    def __repr__(self):
+        return f"Pass({self.info.name})"
+
+
+@register_object("transform.PassInstrument")
+class PassInstrument(Object):
+    """Callbacks around passes; build your own with :func:`make_instrument`."""
+
+    __slots__ = ()
+
+
+@register_object("transform.PassContext")
+class PassContext(Object):
+    """Options for the passes run inside ``with PassContext(...)``.
+
+    :param opt_level: passes with a higher opt_level are skipped (default 2).
+    :param config: options by name, e.g. ``{"transform.UnrollLoop.auto_max_extent": 8}``.
+    :param disabled: names of passes not to run.
+    :param instruments: PassInstruments (timing, IR dumps, your own).
+    """
+
+    __slots__ = ()
+
+    def __init__(self, opt_level=2, config=None, disabled=None, instruments=None):
+        self.__init_handle_by_constructor__(
+            _api("PassContext"), opt_level, dict(config or {}), list(disabled or []), list(instruments or []))
+
+    def __enter__(self):
+        _api("EnterPassContext")(self)
+        return self
+
+    def __exit__(self, *exc):
+        _api("ExitPassContext")(self)
+        return False
+
+    @staticmethod
+    def current():
+        return _api("PassContextCurrent")()
+
+
+def make_instrument(name, enter_ctx=None, exit_ctx=None, should_run=None, before=None, after=None):
+    """A PassInstrument from Python callables; before/after/should_run get (mod, info)."""
+    return _api("PassInstrument")(name, enter_ctx, exit_ctx, should_run, before, after)
+
+
+def PassTimingInstrument():  # noqa: N802
+    """Records each pass's wall time; read it with :func:`render_pass_timing`."""
+    return _api("PassTimingInstrument")()
+
+
+def render_pass_timing(instrument):
+    return _api("RenderPassTiming")(instrument)
+
+
+def DumpIR(folder):  # noqa: N802
+    """Writes the module's script text before and after each pass into ``folder``."""
+    return _api("DumpIRInstrument")(str(folder))
+
+
+def Sequential(passes, name="Sequential"):  # noqa: N802
+    return _api("Sequential")(list(passes), name)
+
+
+def prim_func_pass(fn, opt_level=0, name=None):
+    """A pass from a Python function ``fn(func, mod, ctx) -> func``."""
+    return _api("CreatePrimFuncPass")(fn, opt_level, name or getattr(fn, "__name__", "PythonPass"))
+
+
+def simplify_expr(expr):
+    """Simplifies one expression (free variables have unknown ranges)."""
+    return _api("SimplifyExpr")(expr)
+
+
+def const_int_bound(expr, ranges=None):
+    """``(lo, hi)`` of an integer expression; ``ranges`` maps Var -> (min, extent)."""
+    r = _api("ConstIntBound")(expr, {k: list(v) for k, v in (ranges or {}).items()} if ranges else None)
+    return (r[0], r[1])
+
+
+def _pass(name):
+    def make():
+        return _api(name)()
+
+    make.__name__ = name
+    make.__doc__ = f"The pass ``transform.{name}`` (see docs/passes.md)."
+    return make
+
+
+Simplify = _pass("Simplify")
+UnrollLoop = _pass("UnrollLoop")
+LowerAsyncDMA = _pass("LowerAsyncDMA")
+PlanLocalMemory = _pass("PlanLocalMemory")

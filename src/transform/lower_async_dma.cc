@@ -1,0 +1,116 @@
+/*
+ * src/transform/lower_async_dma.cc — the LowerAsyncDMA pass (lower_async_dma.h).
+ */
+#include "tilecore/transform/lower_async_dma.h"
+
+#include "src/ir/ir_internal.h"
+#include "tilecore/ir/functor.h"
+#include "tilecore/ir/op.h"
+
+namespace tilecore {
+namespace transform {
+
+using namespace ir;  // NOLINT(*)
+
+namespace {
+
+bool IsAsyncDma(const CallNode* c) {
+  return c->op == "tile.dma_copy" || c->op == "tile.dma_fill" || c->op == "tile.wait";
+}
+
+bool UsesAsyncDma(const Stmt& s) {
+  bool found = false;
+  PostOrderVisit(s, [&](const ObjectRef& n) {
+    if (const auto* c = n.as<CallNode>()) found = found || IsAsyncDma(c);
+  });
+  return found;
+}
+
+class Lowerer : public IRMutator {
+ public:
+  Stmt Run(const Stmt& body) {
+    bool has_cores = false;
+    PostOrderVisit(body, [&](const ObjectRef& n) {
+      if (const auto* f = n.as<ForNode>()) has_cores = has_cores || f->kind == ForKind::kCores;
+    });
+    if (!has_cores) return WithState(body);
+    return VisitStmt(body);
+  }
+
+  Stmt VisitStmt_(const ForNode* op) override {
+    if (op->kind == ForKind::kCores && UsesAsyncDma(op->body)) {
+      return For(op->loop_var, op->min, op->extent, op->kind, WithState(op->body), op->annotations, op->span);
+    }
+    return IRMutator::VisitStmt_(op);
+  }
+
+  Stmt VisitStmt_(const EvaluateNode* op) override {
+    const auto* c = op->value.as<CallNode>();
+    if (c == nullptr || !IsAsyncDma(c)) return IRMutator::VisitStmt_(op);
+    if (!state_.defined()) {
+      TILECORE_THROW(ValueError) << "LowerAsyncDMA: `" << c->op.view()
+                                 << "` outside the cores loop of a kernel that has one" << At(op->span);
+    }
+    PrimExpr event = c->args.back();
+    if (auto ce = as_const_int(event); ce && (*ce < 0 || *ce >= kNumDmaEvents)) {
+      TILECORE_THROW(ValueError) << "LowerAsyncDMA: `" << c->op.view() << "` uses event " << *ce
+                                 << "; events are 0.." << kNumDmaEvents - 1 << At(op->span);
+    }
+    PrimExpr slot = event * 2 + 2;
+    Span sp = op->span;
+    if (c->op == "tile.wait") {
+      return SeqStmt({Evaluate(call("tc1.wait", {StringImm("sc"), StringImm("din"), Load(slot)}), sp),
+                      Evaluate(call("tc1.wait", {StringImm("sc"), StringImm("dout"), Load(slot + 1)}), sp)});
+    }
+    const auto* dst = c->args[0].as<BufferRegionNode>();
+    bool out_engine = false;
+    std::string op_name;
+    if (c->op == "tile.dma_fill") {
+      op_name = "tc1.dma_fill_in";
+    } else {
+      const auto* src = c->args[1].as<BufferRegionNode>();
+      out_engine = dst->buffer->scope.view() != "local" && src->buffer->scope.view() == "local";
+      op_name = out_engine ? "tc1.dma_out" : "tc1.dma_in";
+    }
+    int counter = out_engine ? 1 : 0;
+    Array<PrimExpr> args{c->args[0], c->args[1]};
+    Array<Stmt> seq;
+    seq.push_back(Evaluate(call(op_name, args, c->span), sp));
+    seq.push_back(BufferStore(state_, Load(counter) + 1, {IntImm(DataType::Int(32), counter)}, PrimExpr(), sp));
+    seq.push_back(BufferStore(state_, Load(counter), {slot + counter}, PrimExpr(), sp));
+    return SeqStmt(seq, sp);
+  }
+
+ private:
+  PrimExpr Load(PrimExpr index) { return BufferLoad(state_, {std::move(index)}); }
+
+  Stmt WithState(const Stmt& body) {
+    Buffer saved = state_;
+    state_ = DeclBuffer({IntImm(DataType::Int(32), 2 + 2 * kNumDmaEvents)}, DataType::Int(32), "dma_state", "local");
+    Var k("k");
+    Stmt init = For(k, 0, 2 + 2 * kNumDmaEvents, ForKind::kSerial,
+                    BufferStore(state_, IntImm(DataType::Int(32), 0), {k}));
+    Stmt lowered = VisitStmt(body);
+    Stmt out = Allocate(state_, SeqStmt({init, lowered}));
+    state_ = saved;
+    return out;
+  }
+
+  Buffer state_;
+};
+
+}  // namespace
+
+Pass LowerAsyncDMA() {
+  return CreatePrimFuncPass(
+      [](PrimFunc f, IRModule, PassContext) {
+        if (!UsesAsyncDma(f->body)) return f;
+        return f.WithBody(Lowerer().Run(f->body));
+      },
+      0, "LowerAsyncDMA");
+}
+
+TILECORE_REGISTER_GLOBAL("transform.LowerAsyncDMA").set_body_typed([]() { return LowerAsyncDMA(); });
+
+}  // namespace transform
+}  // namespace tilecore

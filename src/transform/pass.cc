@@ -1,0 +1,251 @@
+/*
+ * src/transform/pass.cc — Pass, Sequential, PassContext and the built-in
+ * instruments (pass.h), and their `transform.*` registrations.
+ */
+#include "tilecore/transform/pass.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <vector>
+
+#include "tilecore/ffi/reflection.h"
+#include "tilecore/ir/printer.h"
+
+namespace tilecore {
+namespace transform {
+
+using ffi::make_object;
+
+PassInfo::PassInfo(String name, int64_t opt_level) {
+  auto n = make_object<PassInfoNode>();
+  n->name = std::move(name);
+  n->opt_level = opt_level;
+  data_ = std::move(n);
+}
+
+PassInstrument::PassInstrument(String name, Function enter_ctx, Function exit_ctx, Function should_run,
+                               Function before, Function after) {
+  auto n = make_object<PassInstrumentNode>();
+  n->name = std::move(name);
+  n->enter_ctx = std::move(enter_ctx);
+  n->exit_ctx = std::move(exit_ctx);
+  n->should_run = std::move(should_run);
+  n->before = std::move(before);
+  n->after = std::move(after);
+  data_ = std::move(n);
+}
+
+namespace {
+std::vector<PassContext>& ContextStack() {
+  thread_local std::vector<PassContext> stack;
+  return stack;
+}
+}  // namespace
+
+PassContext PassContext::Create() { return PassContext(make_object<PassContextNode>()); }
+
+PassContext PassContext::Current() {
+  auto& stack = ContextStack();
+  if (stack.empty()) {
+    thread_local PassContext fallback = Create();
+    return fallback;
+  }
+  return stack.back();
+}
+
+void PassContext::EnterWithScope() const {
+  for (const PassInstrument& pi : get()->instruments) {
+    if (pi->enter_ctx.defined()) pi->enter_ctx();
+  }
+  ContextStack().push_back(*this);
+}
+
+void PassContext::ExitWithScope() const {
+  auto& stack = ContextStack();
+  TILECORE_ICHECK(!stack.empty() && stack.back().same_as(*this)) << "PassContext exited out of order";
+  stack.pop_back();
+  for (const PassInstrument& pi : get()->instruments) {
+    if (pi->exit_ctx.defined()) pi->exit_ctx();
+  }
+}
+
+bool PassContext::ShouldRun(const IRModule& mod, const PassInfo& info) const {
+  for (const String& d : get()->disabled) {
+    if (d == info->name) return false;
+  }
+  if (info->opt_level > get()->opt_level) return false;
+  for (const PassInstrument& pi : get()->instruments) {
+    if (pi->should_run.defined() && !pi->should_run(mod, info).cast<bool>()) return false;
+  }
+  return true;
+}
+
+IRModule Pass::operator()(IRModule mod) const { return (*this)(std::move(mod), PassContext::Current()); }
+
+IRModule Pass::operator()(IRModule mod, const PassContext& ctx) const {
+  const PassNode* p = get();
+  if (!ctx.ShouldRun(mod, p->info)) return mod;
+  for (const PassInstrument& pi : ctx->instruments) {
+    if (pi->before.defined()) pi->before(mod, p->info);
+  }
+  IRModule out = mod;
+  if (p->func.defined()) {
+    out = p->func(mod, ctx).cast<IRModule>();
+  } else {
+    for (const ObjectRef& sub : p->passes) out = Pass(ffi::ObjectRefUnsafe::GetPtr(sub))(out, ctx);
+  }
+  for (const PassInstrument& pi : ctx->instruments) {
+    if (pi->after.defined()) pi->after(out, p->info);
+  }
+  return out;
+}
+
+Pass CreateModulePass(std::function<IRModule(IRModule, PassContext)> fn, int64_t opt_level, String name) {
+  auto n = make_object<PassNode>();
+  n->info = PassInfo(name, opt_level);
+  n->func = Function::FromTyped([fn](IRModule m, PassContext c) { return fn(m, c); }, std::string(name.view()));
+  return Pass(ffi::ObjectPtr<Object>(std::move(n)));
+}
+
+Pass CreatePrimFuncPass(std::function<PrimFunc(PrimFunc, IRModule, PassContext)> fn, int64_t opt_level,
+                        String name) {
+  return CreateModulePass(
+      [fn](IRModule mod, PassContext ctx) {
+        Map<String, PrimFunc> out;
+        bool changed = false;
+        for (const auto& [k, f] : mod->functions.items()) {
+          PrimFunc g = fn(f, mod, ctx);
+          changed = changed || !g.same_as(f);
+          out.Set(k, g);
+        }
+        return changed ? IRModule(out, mod->attrs) : mod;
+      },
+      opt_level, name);
+}
+
+Pass Sequential(Array<Pass> passes, String name) {
+  auto n = make_object<PassNode>();
+  n->info = PassInfo(name, 0);
+  for (const Pass& p : passes) n->passes.push_back(p);
+  return Pass(ffi::ObjectPtr<Object>(std::move(n)));
+}
+
+// ---------------------------------------------------------------------------
+// Built-in instruments
+// ---------------------------------------------------------------------------
+namespace {
+/*! \brief Records of the timing instrument: name, depth, microseconds. */
+class TimingStateNode : public Object {
+ public:
+  struct Record {
+    std::string name;
+    int depth;
+    double us;
+  };
+  std::vector<Record> records;
+  std::vector<std::pair<size_t, std::chrono::steady_clock::time_point>> open;
+  TILECORE_FFI_DECLARE_OBJECT_INFO_FINAL("transform.TimingState", TimingStateNode, Object);
+};
+}  // namespace
+
+PassInstrument PassTimingInstrument() {
+  auto state = make_object<TimingStateNode>();
+  TimingStateNode* s = state.get();  // owned by the instrument, which outlives its callbacks' calls
+  Function before = Function::FromTyped([s](IRModule, PassInfo info) {
+    s->records.push_back({std::string(info->name.view()), static_cast<int>(s->open.size()), 0.0});
+    s->open.emplace_back(s->records.size() - 1, std::chrono::steady_clock::now());
+  });
+  Function after = Function::FromTyped([s](IRModule, PassInfo) {
+    if (s->open.empty()) return;
+    auto [i, t0] = s->open.back();
+    s->open.pop_back();
+    s->records[i].us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  });
+  PassInstrument pi("PassTiming", Function(), Function(), Function(), before, after);
+  const_cast<PassInstrumentNode*>(pi.get())->state = ObjectRef(ffi::ObjectPtr<Object>(std::move(state)));
+  return pi;
+}
+
+std::string RenderPassTiming(const PassInstrument& timing) {
+  const auto* s = timing->state.as<TimingStateNode>();
+  if (s == nullptr) TILECORE_THROW(TypeError) << "RenderPassTiming: not a PassTimingInstrument";
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(0);
+  for (const auto& r : s->records) os << std::string(static_cast<size_t>(r.depth) * 2, ' ') << r.name << ": " << r.us << " us\n";
+  return os.str();
+}
+
+PassInstrument DumpIRInstrument(String folder) {
+  auto counter = std::make_shared<int>(0);
+  std::string dir(folder.view());
+  auto dump = [dir, counter](const IRModule& mod, const PassInfo& info, const char* when) {
+    std::filesystem::create_directories(dir);
+    std::ostringstream name;
+    name << std::setw(3) << std::setfill('0') << (*counter)++ << "_" << info->name.view() << "_" << when << ".txt";
+    std::ofstream f(std::filesystem::path(dir) / name.str());
+    if (!f) TILECORE_THROW(RuntimeError) << "DumpIR: cannot write " << (std::filesystem::path(dir) / name.str()).string();
+    f << ir::AsScript(mod) << "\n";
+  };
+  Function before = Function::FromTyped([dump](IRModule m, PassInfo info) { dump(m, info, "before"); });
+  Function after = Function::FromTyped([dump](IRModule m, PassInfo info) { dump(m, info, "after"); });
+  return PassInstrument("DumpIR", Function(), Function(), Function(), before, after);
+}
+
+// ---------------------------------------------------------------------------
+// Registration
+// ---------------------------------------------------------------------------
+TILECORE_FFI_STATIC_INIT_BLOCK({
+  namespace refl = ffi::reflection;
+  refl::ObjectDef<PassInfoNode>().def_ro("name", &PassInfoNode::name).def_ro("opt_level", &PassInfoNode::opt_level);
+  refl::ObjectDef<PassNode>(kTCFFISEqualIdentity).def_ro("info", &PassNode::info).def_ro("passes", &PassNode::passes);
+  refl::ObjectDef<PassContextNode>(kTCFFISEqualIdentity)
+      .def_rw("opt_level", &PassContextNode::opt_level)
+      .def_rw("config", &PassContextNode::config)
+      .def_rw("disabled", &PassContextNode::disabled)
+      .def_rw("instruments", &PassContextNode::instruments);
+  refl::ObjectDef<PassInstrumentNode>(kTCFFISEqualIdentity).def_ro("name", &PassInstrumentNode::name);
+});
+
+TILECORE_REGISTER_GLOBAL("transform.PassContext")
+    .set_body_typed([](int64_t opt_level, ffi::AnyView config, ffi::AnyView disabled, ffi::AnyView instruments) {
+      PassContext ctx = PassContext::Create();
+      ctx->opt_level = opt_level;
+      if (!config.is_none()) ctx->config = config.cast<Map<String, Any>>();
+      if (!disabled.is_none()) ctx->disabled = disabled.cast<Array<String>>();
+      if (!instruments.is_none()) ctx->instruments = instruments.cast<Array<PassInstrument>>();
+      return ctx;
+    });
+TILECORE_REGISTER_GLOBAL("transform.PassContextCurrent").set_body_typed([]() { return PassContext::Current(); });
+TILECORE_REGISTER_GLOBAL("transform.EnterPassContext").set_body_typed([](PassContext c) { c.EnterWithScope(); });
+TILECORE_REGISTER_GLOBAL("transform.ExitPassContext").set_body_typed([](PassContext c) { c.ExitWithScope(); });
+TILECORE_REGISTER_GLOBAL("transform.RunPass").set_body_typed([](Pass p, ffi::AnyView target) -> Any {
+  if (auto f = target.as<PrimFunc>(); f.has_value() && f->defined()) {
+    IRModule m = p(IRModule::FromFunction(*f));
+    return m->functions.items().front().second;
+  }
+  return p(target.cast<IRModule>());
+});
+TILECORE_REGISTER_GLOBAL("transform.Sequential").set_body_typed([](Array<Pass> passes, String name) {
+  return Sequential(passes, name);
+});
+TILECORE_REGISTER_GLOBAL("transform.PassInstrument")
+    .set_body_typed([](String name, Function enter, Function exit, Function should_run, Function before,
+                       Function after) { return PassInstrument(name, enter, exit, should_run, before, after); });
+TILECORE_REGISTER_GLOBAL("transform.PassTimingInstrument").set_body_typed([]() { return PassTimingInstrument(); });
+TILECORE_REGISTER_GLOBAL("transform.RenderPassTiming").set_body_typed([](PassInstrument p) {
+  return RenderPassTiming(p);
+});
+TILECORE_REGISTER_GLOBAL("transform.DumpIRInstrument").set_body_typed([](String folder) {
+  return DumpIRInstrument(folder);
+});
+TILECORE_REGISTER_GLOBAL("transform.CreatePrimFuncPass")
+    .set_body_typed([](Function fn, int64_t opt_level, String name) {
+      return CreatePrimFuncPass(
+          [fn](PrimFunc f, IRModule m, PassContext c) { return fn(f, m, c).cast<PrimFunc>(); }, opt_level, name);
+    });
+
+}  // namespace transform
+}  // namespace tilecore

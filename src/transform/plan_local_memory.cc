@@ -1,0 +1,104 @@
+/*
+ * src/transform/plan_local_memory.cc — the PlanLocalMemory pass (plan_local_memory.h).
+ */
+#include "tilecore/transform/plan_local_memory.h"
+
+#include <sstream>
+#include <vector>
+
+#include "src/ir/ir_internal.h"
+#include "tilecore/ir/functor.h"
+#include "tilecore/ir/op.h"
+#include "tilecore/transform/analyzer.h"
+
+namespace tilecore {
+namespace transform {
+
+using namespace ir;  // NOLINT(*)
+
+namespace {
+
+constexpr int64_t kBank = 64 * 1024;
+constexpr int64_t kAlign = 64;
+
+int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+class Planner : public IRVisitor {
+ public:
+  Planner(int64_t l1, int64_t l2) { cap_[0] = l1; cap_[1] = l2; }
+
+  void VisitStmt_(const AllocateNode* op) override {
+    const BufferNode* b = op->buffer.get();
+    int s = b->scope.view() == "local" ? 0 : 1;
+    Analyzer an;
+    int64_t elems = 1;
+    for (size_t i = 0; i < b->shape.size(); ++i) {
+      auto c = as_const_int(an.Simplify(b->shape[i]));
+      if (!c) {
+        TILECORE_THROW(ValueError) << "PlanLocalMemory: buffer `" << b->name.view() << "` has a shape that is not "
+                                   << "constant (dimension " << i << "); local and shared buffers need constant shapes"
+                                   << At(op->span);
+      }
+      elems *= *c;
+    }
+    int64_t bytes = elems * b->dtype.lane_bytes() * b->dtype.lanes();
+    int64_t saved = top_[s];
+    int64_t offset = AlignUp(top_[s], kAlign);
+    if (s == 0 && AlignUp(top_[s], kBank) + bytes <= cap_[0]) offset = AlignUp(top_[s], kBank);
+    live_[s].emplace_back(std::string(b->name.view()), bytes);
+    if (offset + bytes > cap_[s]) {
+      std::ostringstream msg;
+      int64_t total = 0;
+      for (const auto& [n, sz] : live_[s]) total += sz;
+      msg << "PlanLocalMemory: " << (s == 0 ? "local memory (L1)" : "shared memory (L2)") << " overflows: "
+          << cap_[s] << " bytes available" << (s == 0 ? " per core" : "") << ", the live buffers need " << total
+          << " bytes (";
+      for (size_t i = 0; i < live_[s].size(); ++i) {
+        msg << (i ? ", " : "") << "`" << live_[s][i].first << "` " << live_[s][i].second << " B";
+      }
+      msg << ")" << At(op->span);
+      TILECORE_THROW(ValueError) << msg.str();
+    }
+    top_[s] = offset + bytes;
+    peak_[s] = std::max(peak_[s], top_[s]);
+    plan_.Set(b->data, Array<int64_t>{offset, bytes, s == 0 ? offset / kBank : -1});
+    VisitStmt(op->body);
+    live_[s].pop_back();
+    top_[s] = saved;
+  }
+
+  Map<Var, Array<int64_t>> plan_;
+  int64_t peak_[2] = {0, 0};
+
+ private:
+  int64_t cap_[2];
+  int64_t top_[2] = {0, 0};
+  std::vector<std::pair<std::string, int64_t>> live_[2];
+};
+
+}  // namespace
+
+Pass PlanLocalMemory() {
+  return CreatePrimFuncPass(
+      [](PrimFunc f, IRModule, PassContext ctx) {
+        Planner p(ctx.GetConfig<int64_t>("tc1.l1_bytes", int64_t(1) << 20),
+                  ctx.GetConfig<int64_t>("tc1.l2_bytes", int64_t(4) << 20));
+        try {
+          p.VisitStmt(f->body);
+        } catch (const ffi::Error& e) {
+          std::string fn = f.global_symbol();
+          if (fn.empty()) throw;
+          throw ffi::Error(std::string(e.kind()), "kernel `" + fn + "`: " + std::string(e.message()),
+                           std::string(e.backtrace()));
+        }
+        return f.WithAttr("memory_plan", p.plan_)
+            .WithAttr("local_bytes", p.peak_[0])
+            .WithAttr("shared_bytes", p.peak_[1]);
+      },
+      0, "PlanLocalMemory");
+}
+
+TILECORE_REGISTER_GLOBAL("transform.PlanLocalMemory").set_body_typed([]() { return PlanLocalMemory(); });
+
+}  // namespace transform
+}  // namespace tilecore

@@ -1,0 +1,128 @@
+// tests/cpp/ir/test_ir_nodes.cc — Kernel IR constructors, type checks and reflection.
+#include <gtest/gtest.h>
+
+#include "tilecore/ffi/serialization.h"
+#include "tilecore/ffi/structural.h"
+#include "tilecore/ir/functor.h"
+#include "tilecore/ir/intrinsics.h"
+#include "tilecore/ir/op.h"
+#include "tilecore/ir/printer.h"
+
+using namespace tilecore;      // NOLINT
+using namespace tilecore::ir;  // NOLINT
+
+namespace {
+std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ffi::Error& e) {
+    return std::string(e.kind()) + ": " + std::string(e.message());
+  }
+  return "";
+}
+}  // namespace
+
+TEST(IRNodes, ArithmeticTypes) {
+  Var i("i");
+  PrimExpr e = i * 4 + 1;
+  EXPECT_EQ(e.dtype(), DataType::Int(32));
+  EXPECT_EQ((i < 3).dtype(), DataType::Bool());
+  Var x("x", DataType::Float(16));
+  EXPECT_EQ((x * 2).dtype(), DataType::Float(16));  // the literal takes x's dtype
+}
+
+TEST(IRNodes, AddOfIntAndFloatIsATypeError) {
+  Var i("i");
+  Var x("x", DataType::Float(32));
+  EXPECT_EQ(ErrorOf([&] { Add(i, x); }), "TypeError: Add: operand dtypes differ: int32 vs float32 (insert a Cast)");
+}
+
+TEST(IRNodes, LaneMismatchIsATypeError) {
+  Var a("a", DataType::Int(32, 8));
+  Var b("b", DataType::Int(32, 4));
+  EXPECT_NE(ErrorOf([&] { Mul(a, b); }).find("lanes differ"), std::string::npos);
+}
+
+TEST(IRNodes, StoreOfWrongDTypeIsATypeError) {
+  Buffer buf = DeclBuffer({16}, DataType::Int(8), "A");
+  Var x("x", DataType::Float(32));
+  std::string msg = ErrorOf([&] { BufferStore(buf, x, {0}); });
+  EXPECT_NE(msg.find("TypeError: BufferStore: storing float32 into `A` expects int8"), std::string::npos) << msg;
+}
+
+TEST(IRNodes, VectorLoadFromRamp) {
+  Buffer buf = DeclBuffer({64}, DataType::Int(32), "A");
+  PrimExpr v = BufferLoad(buf, {Ramp(0, 1, 8)});
+  EXPECT_EQ(v.dtype(), DataType::Int(32, 8));
+  EXPECT_EQ(v.dtype().str(), "int32x8");
+}
+
+TEST(IRNodes, ModOfFloatIsATypeError) {
+  Var x("x", DataType::Float(32));
+  EXPECT_NE(ErrorOf([&] { Mod(x, x); }).find("Mod: operands must be integers"), std::string::npos);
+}
+
+TEST(IRNodes, IntImmRange) {
+  EXPECT_NE(ErrorOf([] { IntImm(DataType::Int(8), 200); }).find("does not fit int8"), std::string::npos);
+}
+
+TEST(IRNodes, GlobalAllocateIsAnError) {
+  Buffer buf = DeclBuffer({16}, DataType::Int(8), "G", "global");
+  EXPECT_NE(ErrorOf([&] { Allocate(buf, Evaluate(PrimExpr(0))); }).find("only local (L1) and shared (L2)"), std::string::npos);
+}
+
+TEST(IRNodes, UnknownScopeIsAnError) {
+  EXPECT_NE(ErrorOf([] { DeclBuffer({16}, DataType::Int(8), "A", "l3"); }).find("unknown memory scope `l3`"),
+            std::string::npos);
+}
+
+TEST(IRNodes, IntrinsicChecks) {
+  Buffer a = DeclBuffer({16, 16}, DataType::Int(8), "a", "local");
+  Buffer b = DeclBuffer({16, 16}, DataType::Int(8), "b", "local");
+  Buffer c = DeclBuffer({16, 16}, DataType::Int(32), "c", "local");
+  Buffer cf = DeclBuffer({16, 16}, DataType::Float(32), "cf", "local");
+  PrimExpr mm = call("tile.mm", {BufferRegion::Full(c), BufferRegion::Full(a), BufferRegion::Full(b), IntImm(DataType::Bool(), 0)});
+  EXPECT_TRUE(mm.dtype().is_void());
+  EXPECT_NE(ErrorOf([&] {
+              call("tile.mm", {BufferRegion::Full(cf), BufferRegion::Full(a), BufferRegion::Full(b), IntImm(DataType::Bool(), 0)});
+            }).find("accumulator c must be int32"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([] { call("tile.nope", {}); }).find("unknown intrinsic `tile.nope`"), std::string::npos);
+  EXPECT_NE(ErrorOf([] { call("tile.wait", {}); }).find("expected 1 arguments"), std::string::npos);
+  EXPECT_NE(ErrorOf([&] { call("tile.vec_exp", {BufferRegion::Full(a), BufferRegion::Full(b)}); }).find("float only"),
+            std::string::npos);
+  EXPECT_EQ(call("tir.core_id", {}).dtype(), DataType::Int(32));
+  EXPECT_GE(ListIntrinsics().size(), 30u);
+}
+
+TEST(IRNodes, StructuralEqualityMapsBoundVars) {
+  auto make = [] {
+    Buffer buf = DeclBuffer({16}, DataType::Int(32), "A");
+    Var i("i");
+    Stmt body = For(i, 0, 16, ForKind::kSerial, BufferStore(buf, BufferLoad(buf, {i}) + 1, {i}));
+    return PrimFunc({buf->data}, body, Map<Var, Buffer>{{buf->data, buf}});
+  };
+  PrimFunc f = make(), g = make();
+  EXPECT_TRUE(ffi::StructuralEqual(f, g));
+  EXPECT_EQ(ffi::StructuralHash(f), ffi::StructuralHash(g));
+  // JSON round trip keeps the structure.
+  EXPECT_TRUE(ffi::StructuralEqual(f, ffi::LoadJSON(ffi::SaveJSON(f))));
+}
+
+TEST(IRNodes, SpansAreIgnoredByEquality) {
+  Var i("i");
+  PrimExpr a = Add(i, 1, Span("k.py", 3, 5));
+  PrimExpr b = Add(i, 1);
+  EXPECT_TRUE(ffi::StructuralEqual(a, b));
+  std::string msg = ErrorOf([&] { Add(i, Var("x", DataType::Float(32)), Span("k.py", 3, 5)); });
+  EXPECT_NE(msg.find("(at k.py:3:5)"), std::string::npos) << msg;
+}
+
+TEST(IRNodes, MutatorKeepsUnchangedNodes) {
+  Var i("i");
+  PrimExpr e = i * 4 + 1;
+  IRMutator m;
+  EXPECT_TRUE(m.VisitExpr(e).same_as(e));
+  PrimExpr s = Substitute(e, Map<Var, PrimExpr>{{i, PrimExpr(2)}});
+  EXPECT_EQ(AsScript(s), "2 * 4 + 1");
+}

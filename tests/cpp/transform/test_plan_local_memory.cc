@@ -1,0 +1,75 @@
+// tests/cpp/transform/test_plan_local_memory.cc — PlanLocalMemory.
+#include <gtest/gtest.h>
+
+#include "tilecore/ir/op.h"
+#include "tilecore/transform/plan_local_memory.h"
+
+using namespace tilecore;             // NOLINT
+using namespace tilecore::ir;         // NOLINT
+using namespace tilecore::transform;  // NOLINT
+
+namespace {
+PrimFunc ApplyPass(Pass p, PrimFunc f) { return p(IRModule::FromFunction(f))->functions.items().front().second; }
+
+PrimFunc TwoBuffers(int32_t n, const char* scope = "local") {
+  Buffer X = DeclBuffer({n}, DataType::Float(32), "X", scope);
+  Buffer Y = DeclBuffer({n}, DataType::Float(32), "Y", scope);
+  Stmt body = Allocate(X, Allocate(Y, BufferStore(Y, BufferLoad(X, {0}), {0})));
+  return PrimFunc({}, body, Map<Var, Buffer>(),
+                  Map<ffi::String, ffi::Any>{{"global_symbol", ffi::Any("two")}});
+}
+}  // namespace
+
+TEST(PlanLocalMemory, BuffersGetTheirOwnBanks) {
+  PrimFunc f = TwoBuffers(1024);  // 4 KiB each
+  PrimFunc g = ApplyPass(PlanLocalMemory(), f);
+  auto plan = g->attrs.at("memory_plan").cast<Map<Var, Array<int64_t>>>();
+  std::vector<std::vector<int64_t>> rows;
+  for (const auto& [v, r] : plan.items()) rows.push_back({r[0], r[1], r[2]});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0], (std::vector<int64_t>{0, 4096, 0}));
+  EXPECT_EQ(rows[1], (std::vector<int64_t>{65536, 4096, 1}));
+  EXPECT_EQ(g->attrs.at("local_bytes").cast<int64_t>(), 65536 + 4096);
+}
+
+TEST(PlanLocalMemory, SiblingScopesReuseSpace) {
+  Buffer X = DeclBuffer({1024}, DataType::Int(8), "X", "local");
+  Buffer Y = DeclBuffer({1024}, DataType::Int(8), "Y", "local");
+  Stmt body = SeqStmt({Allocate(X, BufferStore(X, IntImm(DataType::Int(8), 0), {0})),
+                       Allocate(Y, BufferStore(Y, IntImm(DataType::Int(8), 0), {0}))});
+  PrimFunc g = ApplyPass(PlanLocalMemory(), PrimFunc({}, body));
+  EXPECT_EQ(g->attrs.at("local_bytes").cast<int64_t>(), 1024);
+}
+
+TEST(PlanLocalMemory, L1OverflowNamesTheBuffers) {
+  try {
+    ApplyPass(PlanLocalMemory(), TwoBuffers(200000));  // 800 KB each
+    FAIL();
+  } catch (const ffi::Error& e) {
+    EXPECT_EQ(std::string(e.kind()), "ValueError");
+    EXPECT_EQ(std::string(e.message()),
+              "kernel `two`: PlanLocalMemory: local memory (L1) overflows: 1048576 bytes available per core, the "
+              "live buffers need 1600000 bytes (`X` 800000 B, `Y` 800000 B)");
+  }
+}
+
+TEST(PlanLocalMemory, L2Overflow) {
+  try {
+    ApplyPass(PlanLocalMemory(), TwoBuffers(600000, "shared"));
+    FAIL();
+  } catch (const ffi::Error& e) {
+    EXPECT_NE(std::string(e.message()).find("shared memory (L2) overflows: 4194304 bytes available"), std::string::npos);
+  }
+}
+
+TEST(PlanLocalMemory, SymbolicShapeIsAnError) {
+  Var n("n");
+  Buffer X = DeclBuffer({n}, DataType::Int(8), "X", "local");
+  PrimFunc f({n}, Allocate(X, BufferStore(X, IntImm(DataType::Int(8), 0), {0})));
+  try {
+    ApplyPass(PlanLocalMemory(), f);
+    FAIL();
+  } catch (const ffi::Error& e) {
+    EXPECT_NE(std::string(e.message()).find("buffer `X` has a shape that is not constant"), std::string::npos);
+  }
+}
