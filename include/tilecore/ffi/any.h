@@ -71,11 +71,7 @@ inline bool AnyGetStringView(const TCFFIAny* v, std::string_view* out) {
       return false;
   }
 }
-inline void SetNone(TCFFIAny* out) {
-  out->type_index = kTCFFINone;
-  out->zero_padding = 0;
-  out->v_int64 = 0;
-}
+inline void SetNone(TCFFIAny* out) { *out = TCFFIAny{}; }  // type None, all payload zero
 /*! \brief Fills `out` (owned) with a copy of the string, inline when it fits in 7 bytes. */
 void MakeOwnedString(std::string_view s, TCFFIAny* out);
 }  // namespace details
@@ -446,7 +442,11 @@ class Any {
     return *this;
   }
   Any& operator=(Any&& other) noexcept {
-    Any(std::move(other)).swap(*this);
+    // Whole-value moves, no swap: this sits on every call's result path.
+    TCFFIAny old = data_;
+    data_ = other.data_;
+    details::SetNone(&other.data_);
+    if (old.type_index >= kTCFFIStaticObjectBegin) details::DecRef(old.v_obj);
     return *this;
   }
   void swap(Any& other) noexcept { std::swap(data_, other.data_); }

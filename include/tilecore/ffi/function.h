@@ -67,13 +67,15 @@ class PackedFunctionObj : public FunctionObj {
     cell.safe_call = SafeCall;
   }
   static int SafeCall(void* self, const TCFFIAny* args, int32_t num_args, TCFFIAny* result) {
+    // The caller initialised `result` to None (the ABI's promise), so the body writes
+    // straight into it; on failure whatever it wrote is released.
+    Any* rv = reinterpret_cast<Any*>(result);
     try {
       auto* obj = static_cast<PackedFunctionObj*>(self);
-      Any rv;
-      obj->callable_(PackedArgs(reinterpret_cast<const AnyView*>(args), num_args), &rv);
-      rv.MoveToRaw(result);
+      obj->callable_(PackedArgs(reinterpret_cast<const AnyView*>(args), num_args), rv);
       return 0;
     } catch (...) {
+      rv->reset();
       return SetRaisedFromCurrentException();
     }
   }
