@@ -41,6 +41,7 @@ from .library import load_library  # noqa: E402
 from . import nd  # noqa: E402
 from .nd import NDArray  # noqa: E402
 from . import testing  # noqa: E402
+from . import arch, sim  # noqa: E402  (registers AsmError, SimError)
 
 __version__ = "0.1.0"
 
@@ -55,6 +56,7 @@ __all__ = [
     "ObjectRValueRef",
     "Shape",
     "TilecoreError",
+    "arch",
     "assert_structural_equal",
     "convert",
     "cpu",
@@ -73,6 +75,7 @@ __all__ = [
     "register_object",
     "remove_global_func",
     "save_json",
+    "sim",
     "structural_equal",
     "structural_hash",
     "testing",

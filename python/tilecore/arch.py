@@ -1,0 +1,167 @@
+"""TC1 machine code from Python: assemble, disassemble, program images.
+
+    prog = tilecore.arch.assemble(open("gemm.s").read())   # a Program
+    text = tilecore.arch.disassemble(prog)                   # assembles back to an equal Program
+    blob = prog.to_bytes()                                   # the binary image (arch/program.h)
+    same = tilecore.arch.Program.from_bytes(blob)
+
+A mistake in the source raises :class:`AsmError` (a ``ValueError``) whose message
+starts with the line number; a malformed image raises :class:`ProgramFormatError`
+naming the byte offset. The assembly language is described in docs/tc1.md.
+"""
+import re
+
+from ._base import _ffi_core
+from .error import TilecoreError, register_error
+from .object import Object, register_object
+
+
+def _api(name):
+    func = _ffi_core._get_global_func("arch." + name)
+    if func is None:
+        raise AttributeError(f"the tilecore library does not register 'arch.{name}'")
+    return func
+
+
+class _Api:
+    """`arch.*` global functions, looked up once on first use."""
+
+    def __getattr__(self, name):
+        func = _api(name)
+        setattr(self, name, func)
+        return func
+
+
+_ffi = _Api()
+
+
+@register_error("AsmError")
+class AsmError(TilecoreError, ValueError):
+    """A mistake in TC1 assembly source. ``line`` is the 1-based source line (0 if unknown)."""
+
+    @property
+    def line(self):
+        m = re.search(r"\bline (\d+):", str(self))
+        return int(m.group(1)) if m else 0
+
+
+@register_error("ProgramFormatError")
+class ProgramFormatError(TilecoreError, ValueError):
+    """A malformed program image. ``offset`` is the byte offset of the problem."""
+
+    @property
+    def offset(self):
+        m = re.search(r"byte (\d+):", str(self))
+        return int(m.group(1)) if m else -1
+
+
+@register_object("arch.Program")
+class Program(Object):
+    """A TC1 program: text sections (code for sets of cores) and initial data segments.
+
+    Two programs compare equal (``==``) when their words and data are equal.
+    """
+
+    __slots__ = ()
+
+    def to_bytes(self):
+        """The binary image (format in include/tilecore/arch/program.h)."""
+        return _ffi.ProgramToBytes(self)
+
+    @staticmethod
+    def from_bytes(data):
+        """Parses a binary image; raises :class:`ProgramFormatError` if it is malformed."""
+        if isinstance(data, memoryview):
+            data = data.tobytes()
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError(f"Program.from_bytes: expected bytes, got {type(data).__name__}")
+        return _ffi.ProgramFromBytes(bytes(data))
+
+    @property
+    def sections(self):
+        """A list of dicts ``{"core_mask", "cores", "words"}``, one per text section."""
+        return [
+            {"core_mask": s["core_mask"], "cores": list(s["cores"]), "words": s["words"]}
+            for s in _ffi.ProgramSections(self)
+        ]
+
+    @property
+    def data_segments(self):
+        """A list of dicts ``{"space", "address", "size", "core_mask"}``."""
+        return [dict(d.items()) for d in _ffi.ProgramDataSegments(self)]
+
+    def words(self, section=0):
+        """The instruction words of a text section, as a list of ints."""
+        return [w & 0xFFFFFFFFFFFFFFFF for w in _ffi.ProgramWords(self, section)]
+
+    def lines(self, section=0):
+        """The assembly source line of each word of a section (empty if not assembled from text)."""
+        return list(_ffi.ProgramLines(self, section))
+
+    def disassemble(self):
+        """Assembly text that assembles back to an equal program."""
+        return _ffi.Disassemble(self)
+
+    def __eq__(self, other):
+        if not isinstance(other, Program):
+            return NotImplemented
+        return _ffi.ProgramEqual(self, other)
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self):
+        return hash(self.to_bytes())
+
+    def __repr__(self):
+        secs = ", ".join(f"cores {s['cores']}: {s['words']} words" for s in self.sections)
+        return f"<tilecore.arch.Program {secs}; {len(self.data_segments)} data segments>"
+
+
+def assemble(text):
+    """Assembles TC1 assembly ``text`` into a :class:`Program`.
+
+    :raises AsmError: naming the line of the first mistake.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"assemble: expected str, got {type(text).__name__}")
+    return _ffi.Assemble(text)
+
+
+def assemble_file(path):
+    """Assembles the file at ``path``; errors name the file and the line."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        return assemble(text)
+    except AsmError as e:
+        raise AsmError(f"{path}: {e}") from None
+
+
+def disassemble(program):
+    """Assembly text for a :class:`Program` (or a program image as bytes)."""
+    if isinstance(program, (bytes, bytearray, memoryview)):
+        program = Program.from_bytes(program)
+    if not isinstance(program, Program):
+        raise TypeError(f"disassemble: expected a Program, got {type(program).__name__}")
+    return _ffi.Disassemble(program)
+
+
+def disassemble_word(word, pc=0):
+    """One instruction word as text (``.inst 0x...`` when it does not decode)."""
+    word = int(word) & 0xFFFFFFFFFFFFFFFF
+    if word >= 1 << 63:
+        word -= 1 << 64
+    return _ffi.DisassembleWord(word, pc)
+
+
+__all__ = [
+    "AsmError",
+    "Program",
+    "ProgramFormatError",
+    "assemble",
+    "assemble_file",
+    "disassemble",
+    "disassemble_word",
+]

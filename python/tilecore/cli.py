@@ -1,0 +1,251 @@
+"""The ``tilecore`` command line (also ``python -m tilecore``).
+
+Subcommands:
+
+    tilecore asm prog.s [-o prog.bin]        assemble TC1 assembly into a program image
+    tilecore disasm prog.bin [-o prog.s]     disassemble an image (or re-print a .s)
+    tilecore sim prog.s [--cores N] [--mode M] [--trace out.json] [--stats]
+                                             run a program on the simulator
+    tilecore demo [--size N]                 a tiled int8 GEMM on 4 simulated cores,
+                                             checked against numpy
+
+A subcommand is a function decorated with :func:`command`; another module adds one
+(``compile``, ``run``, ``tdb``, ...) by decorating its own function and being listed
+in ``_PLUGIN_MODULES`` (imported lazily, so ``tilecore asm`` stays fast).
+"""
+import argparse
+import importlib
+import os
+import sys
+
+_COMMANDS = {}
+# Modules that define further subcommands with @command; imported when the parser is built.
+# A module that is missing (not written yet, or an optional dependency) is skipped.
+_PLUGIN_MODULES = ("tilecore.compile_cli", "tilecore.tdb_cli")
+
+
+def command(name, help, arguments=()):  # noqa: A002  (argparse's word)
+    """Registers ``func(args) -> int`` as subcommand ``name``.
+
+    :param arguments: ``(args, kwargs)`` pairs for ``ArgumentParser.add_argument``.
+    """
+
+    def register(func):
+        _COMMANDS[name] = (func, help, tuple(arguments))
+        return func
+
+    return register
+
+
+def arg(*args, **kwargs):
+    return (args, kwargs)
+
+
+def _fail(message):
+    print(f"tilecore: error: {message}", file=sys.stderr)
+    return 1
+
+
+def _load_program(path):
+    """A Program from an assembly file or a program image (detected by its magic)."""
+    from . import arch
+
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] == b"TC1P":
+        return arch.Program.from_bytes(data)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise arch.ProgramFormatError(f"{path}: neither a program image nor UTF-8 assembly text") from None
+    try:
+        return arch.assemble(text)
+    except arch.AsmError as e:
+        raise arch.AsmError(f"{path}: {e}") from None
+
+
+# ---- asm / disasm -----------------------------------------------------------------------
+@command(
+    "asm",
+    "assemble TC1 assembly into a program image",
+    [arg("source", help="assembly file (.s)"), arg("-o", "--output", help="image to write (default: SOURCE with .bin)")],
+)
+def _asm(args):
+    from . import arch
+
+    with open(args.source, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        program = arch.assemble(text)
+    except arch.AsmError as e:
+        return _fail(f"{args.source}: {e}")
+    out = args.output or os.path.splitext(args.source)[0] + ".bin"
+    data = program.to_bytes()
+    with open(out, "wb") as f:
+        f.write(data)
+    words = sum(s["words"] for s in program.sections)
+    print(f"{out}: {words} instructions in {len(program.sections)} sections, {len(data)} bytes")
+    return 0
+
+
+@command(
+    "disasm",
+    "disassemble a program image (or an assembly file) into assembly text",
+    [arg("image", help="program image (.bin) or assembly (.s)"), arg("-o", "--output", help="write the text here")],
+)
+def _disasm(args):
+    from . import arch
+
+    try:
+        program = _load_program(args.image)
+    except (arch.AsmError, arch.ProgramFormatError) as e:
+        return _fail(str(e))
+    text = arch.disassemble(program)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+# ---- sim ---------------------------------------------------------------------------------
+@command(
+    "sim",
+    "run a program (assembly or image) on the TC1 simulator",
+    [
+        arg("program", help="assembly file (.s) or program image (.bin)"),
+        arg("--cores", type=int, default=None, help="simulated cores (1..16; default 4)"),
+        arg("--mode", default=None, choices=["functional+timing", "functional", "timing", "hazard"],
+            help="what to simulate (default functional+timing)"),
+        arg("--target", default="npu", help="target string, e.g. 'npu -cores=4 -ddr=512MiB'"),
+        arg("--trace", metavar="OUT_JSON", help="write a Chrome/Perfetto trace"),
+        arg("--stats", action="store_true", help="print per-engine statistics"),
+        arg("--json", action="store_true", help="print the statistics as JSON"),
+        arg("--max-instructions", type=int, default=None, help="instruction budget (all cores)"),
+    ],
+)
+def _sim(args):
+    import json
+
+    from . import arch, sim
+
+    try:
+        program = _load_program(args.program)
+    except (arch.AsmError, arch.ProgramFormatError) as e:
+        return _fail(str(e))
+    target = args.target
+    if args.cores is not None:
+        target += f" -cores={args.cores}"
+    try:
+        s = sim.Simulator(target=target, mode=args.mode, trace=bool(args.trace))
+        s.load(program)
+        s.run(args.max_instructions)
+    except sim.SimError as e:
+        return _fail(f"{args.program}: {e}")
+    st = s.stats()
+    if args.trace:
+        s.trace(args.trace)
+    if args.json:
+        print(json.dumps(st, indent=1))
+    elif args.stats:
+        print(sim.format_stats(st))
+    else:
+        print(f"{args.program}: finished in {st['cycles']} cycles ({st['instructions']} instructions, "
+              f"{st['commands']} tile commands)")
+    for h in s.hazards():
+        print(h["message"])
+    return 0
+
+
+# ---- demo --------------------------------------------------------------------------------
+def _repo_file(*parts):
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(here, "..", "..", *parts)
+
+
+@command(
+    "demo",
+    "run a tiled int8 GEMM on 4 simulated TC1 cores and check it against numpy",
+    [arg("--size", type=int, default=512, help="M = N = K (a multiple of 512; default 512)"),
+     arg("--trace", metavar="OUT_JSON", help="also write a Chrome/Perfetto trace")],
+)
+def _demo(args):
+    import time
+
+    import numpy as np
+
+    from . import arch, sim
+
+    n, cores, tile = args.size, 4, 128
+    if n <= 0 or n % (cores * tile):
+        return _fail(f"--size must be a positive multiple of {cores * tile}, got {n}")
+    source_path = _repo_file("benchmarks", "sim_gemm_i8.s")
+    if not os.path.exists(source_path):
+        return _fail("the demo program benchmarks/sim_gemm_i8.s is not next to this installation")
+    a_ddr, b_ddr, c_ddr = 0x0, 0x1000000, 0x2000000
+    params = dict(M=n, N=n, K=n, TM=tile, TN=tile, NC=cores, A_DDR=a_ddr, B_DDR=b_ddr, C_DDR=c_ddr)
+    with open(source_path, encoding="utf-8") as f:
+        source = "".join(f".equ {k}, {v}\n" for k, v in params.items()) + f.read()
+
+    print(f"tilecore demo: C = A x B, int8 {n}x{n}x{n} -> int32, {cores} TC1 cores, {tile}x{tile} tiles,")
+    print("               A and B double-buffered in L1 (benchmarks/sim_gemm_i8.s)")
+    program = arch.assemble(source)
+    rng = np.random.default_rng(0)
+    a = rng.integers(-128, 128, size=(n, n), dtype=np.int8)
+    b = rng.integers(-128, 128, size=(n, n), dtype=np.int8)
+    s = sim.Simulator(target=f"npu -cores={cores}", trace=bool(args.trace))
+    s.load(program)
+    s.write("ddr", a_ddr, a)
+    s.write("ddr", b_ddr, b)
+    t0 = time.perf_counter()
+    s.run()
+    wall = time.perf_counter() - t0
+    c = s.read("ddr", c_ddr, (n, n), "int32")
+    expect = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32)
+    ok = np.array_equal(c, expect)
+    st = s.stats()
+    print(f"result:         {'matches numpy (bit-exact)' if ok else 'DIFFERS from numpy'}")
+    print(f"simulated time: {st['cycles']} cycles = {st['cycles'] / 1e3:.1f} us at 1 GHz")
+    print(f"host time:      {wall * 1e3:.1f} ms ({n ** 3 / wall / 1e9:.1f} GMAC/s simulated on the host)")
+    print(sim.format_stats(st))
+    if args.trace:
+        s.trace(args.trace)
+        print(f"trace:          {args.trace} (open in ui.perfetto.dev)")
+    return 0 if ok else 1
+
+
+# ---- entry point -------------------------------------------------------------------------
+def build_parser():
+    for name in _PLUGIN_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            if e.name != name:
+                raise
+    parser = argparse.ArgumentParser(prog="tilecore", description="The tilecore toolchain for the TC1 NPU.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (func, help_text, arguments) in _COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        for a, kw in arguments:
+            p.add_argument(*a, **kw)
+        p.set_defaults(_func=func)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_func", None):
+        parser.print_help()
+        return 2
+    try:
+        return args._func(args)
+    except OSError as e:
+        return _fail(str(e))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# scripts/demo.sh — the README's first command: build tilecore, then run its demo.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+bash scripts/bootstrap.sh && python3 -m tilecore demo
