@@ -25,7 +25,8 @@ void Machine::execute_dma(Core& c, const Command& cmd) {
     lo[o] = d.pad_lo[size_t(k)];
     win[o] = int64_t(d.shape[size_t(k)]) - d.pad_lo[size_t(k)] - d.pad_hi[size_t(k)];
   }
-  if (shape[0] * shape[1] * shape[2] * shape[3] == 0) return;
+  for (int64_t e : shape)
+    if (e == 0) return;  // nothing to move (and the walk below must not spin on the other dims)
   int ses = arch::dtype_size(d.src_dtype), des = arch::dtype_size(d.dst_dtype);
   uint8_t* dst = mem.base(cmd.dst_space, c.id) + cmd.addr[0];
   const uint8_t* src_base = mem.base(cmd.src_space, c.id) + cmd.addr[1];

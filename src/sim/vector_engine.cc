@@ -108,6 +108,8 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
   int es = arch::dtype_size(dt);
   uint8_t* l1 = mem.base(Space::L1, c.id);
   Walk w = walk_of(v);
+  for (int64_t e : w.shape)
+    if (e == 0) return;  // empty: the loops over the other dims must not run
   Opcode op = i.op;
   bool isf = arch::is_float(dt);
 

@@ -196,3 +196,15 @@ TEST(Faults, WorkBudgetBoundsHostTime) {
     EXPECT_NE(e.reason().find("work budget of 20000"), std::string::npos) << e.what();
   }
 }
+
+TEST(Faults, EmptyTensorsWithHugeOtherDimsAreNoOps) {
+  // shape [65536, 65536, 65536, 0] has no elements; the engines must not walk
+  // the other dimensions (found by fuzzing).
+  sim::Simulator s(sim::SimConfig{.cores = 1});
+  s.load(arch::assemble(".data l1, 0xF0000\nv: .vecdesc shape=[65536, 65536, 65536, 0] a_stride=[0, 0, 0, 0] "
+                        "b_stride=[0, 0, 0, 0] d_stride=[0, 0, 0, 0]\n"
+                        "d: .dmadesc dtype=i8 shape=[65536, 65536, 65536, 0] src_stride=[0, 0, 0, 0] dst_stride=[0, 0, 0, 0]\n"
+                        ".text\ntredsum.f32 x0, x0, [x0 + v]\ntadd.i8 x0, x0, x0, [x0 + v]\ndma.in l1:x0, ddr:x0, [x0 + d]\nfence\nhalt\n"));
+  s.run();
+  EXPECT_EQ(s.stats().commands, 3u);
+}
