@@ -2,6 +2,7 @@
 // accesses, and stays quiet when waits or barriers order them.
 #include <gtest/gtest.h>
 
+#include "programs.h"
 #include "tilecore/arch/assembler.h"
 #include "tilecore/sim/simulator.h"
 
@@ -60,4 +61,22 @@ TEST(Hazard, CrossCoreWritesNeedABarrier) {
   EXPECT_EQ(h[0].second_core, 0);
   const char* ordered = ".core 0\nli x1, 7\nsw x1, [l2: x0 + 64]\nbarrier\nhalt\n.core 1\nbarrier\nlw x2, [l2: x0 + 64]\nhalt\n";
   EXPECT_TRUE(hazards_of(ordered, 2).empty());
+}
+
+TEST(Hazard, GemmWithoutTheWriteBackWaitIsCaught) {
+  // Drop the wait that keeps mm from overwriting a C buffer the DMA-out is still
+  // reading: the classic double-buffering bug. With 3 tiles per core the mm of
+  // tile 2 reuses tile 0's buffer.
+  std::string text = tc1_programs::gemm_i8(64, 96, 32, 16, 32, 4);
+  const std::string wait = "wait  mm, dout, x20";
+  size_t at = text.find(wait);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, wait.size(), "nop");
+  sim::Simulator s(sim::SimConfig{.cores = 4, .mode = sim::Mode::HazardCheck});
+  s.load(arch::assemble(text));
+  s.run();
+  bool found = false;
+  for (const auto& h : s.hazards())
+    found |= h.kind == "WAR" && h.first_agent == "dout" && h.second_agent == "mm";
+  EXPECT_TRUE(found) << (s.hazards().empty() ? "no hazards" : s.hazards()[0].to_string());
 }
