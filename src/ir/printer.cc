@@ -72,6 +72,17 @@ class ScriptPrinter {
   }
   std::string BufName(const BufferNode* b) {
     // A buffer is named after its data pointer's name when that pointer is a parameter.
+    auto it = names_.find(b);
+    if (it != names_.end()) return it->second;
+    // A view of a declared buffer that keeps its name (FlattenBuffer's flat views) prints as that buffer.
+    auto d = names_.find(b->data.get());
+    constexpr std::string_view kData = ".data";
+    if (d != names_.end() && b->name.view() == b->data->name.view() && d->second.size() > kData.size() &&
+        std::string_view(d->second).substr(d->second.size() - kData.size()) == kData) {
+      std::string base = d->second.substr(0, d->second.size() - kData.size());
+      names_.emplace(b, base);
+      return base;
+    }
     return Name(b, b->name.view());
   }
 
