@@ -8,6 +8,8 @@
 // engine-side work lives in *_engine.cc.
 #pragma once
 
+#include <concepts>
+
 #include "machine.h"
 
 namespace tilecore::sim {
