@@ -77,18 +77,31 @@ class Assembler final : public AsmContext {
     const Assembler& as;
     std::string_view s;
     size_t i = 0;
+    int depth = 0;  // nesting of ( - + ~; bounded so no input can exhaust the stack
+    // Expressions wrap modulo 2^64 like the registers they feed (no UB on overflow).
+    static int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
+    static int64_t wrap_sub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
+    static int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
     void skip() { while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i; }
     bool eat(std::string_view tok) {
       skip();
       if (s.substr(i, tok.size()) == tok) { i += tok.size(); return true; }
       return false;
     }
+    struct Nest {
+      Expr& e;
+      explicit Nest(Expr& x) : e(x) {
+        if (++e.depth > 200) e.as.error("expression nested too deeply");
+      }
+      ~Nest() { --e.depth; }
+    };
     int64_t primary() {
       skip();
       if (i >= s.size()) as.error("expression expected");
       char c = s[i];
+      Nest nest(*this);
       if (c == '(') { ++i; int64_t v = parse(); if (!eat(")")) as.error("missing ')'"); return v; }
-      if (c == '-') { ++i; return -primary(); }
+      if (c == '-') { ++i; return wrap_sub(0, primary()); }
       if (c == '+') { ++i; return primary(); }
       if (c == '~') { ++i; return ~primary(); }
       if (std::isdigit(static_cast<unsigned char>(c))) {
@@ -125,24 +138,24 @@ class Assembler final : public AsmContext {
     int64_t mul() {
       int64_t v = primary();
       for (;;) {
-        if (eat("*")) v *= primary();
-        else if (eat("/")) { int64_t d = primary(); if (d == 0) as.error("division by zero in expression"); v /= d; }
-        else if (eat("%")) { int64_t d = primary(); if (d == 0) as.error("division by zero in expression"); v %= d; }
+        if (eat("*")) v = wrap_mul(v, primary());
+        else if (eat("/")) { int64_t d = primary(); if (d == 0) as.error("division by zero in expression"); v = d == -1 ? wrap_sub(0, v) : v / d; }
+        else if (eat("%")) { int64_t d = primary(); if (d == 0) as.error("division by zero in expression"); v = d == -1 ? 0 : v % d; }
         else return v;
       }
     }
     int64_t add() {
       int64_t v = mul();
       for (;;) {
-        if (eat("+")) v += mul();
-        else if (eat("-")) v -= mul();
+        if (eat("+")) v = wrap_add(v, mul());
+        else if (eat("-")) v = wrap_sub(v, mul());
         else return v;
       }
     }
     int64_t shift() {
       int64_t v = add();
       for (;;) {
-        if (eat("<<")) { int64_t n = add(); v = (n >= 0 && n < 63) ? int64_t(uint64_t(v) << n) : 0; }
+        if (eat("<<")) { int64_t n = add(); v = (n >= 0 && n < 64) ? int64_t(uint64_t(v) << n) : 0; }
         else if (eat(">>")) { int64_t n = add(); v = (n >= 0 && n < 63) ? (v >> n) : 0; }
         else return v;
       }
@@ -229,7 +242,7 @@ class Assembler final : public AsmContext {
       if (rest.empty()) return {r, 0};
       if (rest[0] != '+' && rest[0] != '-') error("expected '+' or '-' after register in '" + std::string(s) + "'");
       int64_t v = eval(rest.substr(1));
-      if (rest[0] == '-') v = -v;
+      if (rest[0] == '-') v = int64_t(0 - uint64_t(v));
       if (final_ && (v < INT32_MIN || v > INT32_MAX)) error("offset " + std::to_string(v) + " does not fit in 32 bits");
       return {r, int32_t(v)};
     }

@@ -194,7 +194,7 @@ TEST(Assembler, SectionsLabelsAndData) {
 }
 
 struct BadCase {
-  const char* text;
+  std::string text;
   int line;
   const char* message;
 };
@@ -226,6 +226,7 @@ TEST(Assembler, DiagnosticsNameLineAndProblem) {
       {".zero N\n.equ N, 4\n", 1, "must be defined before this line"},
       {"li x1, 1 +\n", 1, "expression expected"},
       {".frob\n", 1, "unknown directive '.frob'"},
+      {"li x1, " + std::string(300, '(') + "1" + std::string(300, ')') + "\n", 1, "expression nested too deeply"},
   };
   for (const auto& c : cases) {
     try {
@@ -236,6 +237,14 @@ TEST(Assembler, DiagnosticsNameLineAndProblem) {
       EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << c.text << " -> " << e.what();
     }
   }
+}
+
+TEST(Assembler, ExpressionsWrapInsteadOfOverflowing) {
+  // 2^63 arithmetic wraps like the 64-bit words it feeds; the low 32 bits land in imm.
+  Program p = assemble(".inst 0x7fffffffffffffff + 1\n.inst -(0x8000000000000000)\nli x1, 0x100000000 * 0x100000000 + 5\n");
+  EXPECT_EQ(p.text[0].words[0], 0x8000000000000000ull);
+  EXPECT_EQ(p.text[0].words[1], 0x8000000000000000ull);
+  EXPECT_EQ(decode(p.text[0].words[2])->imm, 5);
 }
 
 TEST(Assembler, ProgramImageRejectsGarbage) {
