@@ -41,7 +41,9 @@ from .library import load_library  # noqa: E402
 from . import nd  # noqa: E402
 from .nd import NDArray  # noqa: E402
 from . import testing  # noqa: E402
-from . import arch, sim  # noqa: E402  (registers AsmError, SimError)
+from . import arch, sim, runtime  # noqa: E402  (registers AsmError, SimError, Module)
+from .target import Target  # noqa: E402
+from .build import build  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -55,8 +57,10 @@ __all__ = [
     "Object",
     "ObjectRValueRef",
     "Shape",
+    "Target",
     "TilecoreError",
     "arch",
+    "build",
     "assert_structural_equal",
     "convert",
     "cpu",
@@ -74,6 +78,7 @@ __all__ = [
     "register_func",
     "register_object",
     "remove_global_func",
+    "runtime",
     "save_json",
     "sim",
     "structural_equal",

@@ -97,6 +97,13 @@ class Simulator:
         self._h = _ffi.Create(str(target), mode or "", bool(trace))
         self._program = None
 
+    @classmethod
+    def _from_handle(cls, handle):
+        self = cls.__new__(cls)
+        self._h = handle
+        self._program = None
+        return self
+
     @property
     def handle(self):
         """The underlying ``sim.Simulator`` FFI object."""

@@ -1,0 +1,46 @@
+// include/tilecore/runtime/npu_module.h — an `npu` module: TC1 programs run on the simulator.
+//
+// Calling convention of a TC1 kernel (what codegen emits and the runtime provides):
+//   - Before the run, the runtime writes one 32-bit word per parameter to the
+//     argument block at L1 address kNpuArgBlock of every core the kernel uses: a
+//     buffer's DDR address, an int's value (two's complement, low 32 bits), a
+//     float's f32 bits. The kernel reads them with `lw`.
+//   - Host (cpu) arrays are staged into the device's DDR first and copied back
+//     after the run (for parameters the kernel may write); npu arrays are used in place.
+//   - The kernel runs on the device's simulator (`npu:N`), which must have at least
+//     the kernel's cores.
+// Each kernel keeps a line table (text section, pc -> source location) for debuggers.
+// Only built with TILECORE_ENABLE_NPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tilecore/arch/params.h"
+#include "tilecore/arch/program.h"
+#include "tilecore/runtime/kernel.h"
+
+namespace tilecore::runtime {
+
+inline constexpr uint32_t kNpuArgBlock = uint32_t(arch::tc1::kL1Bytes) - 1024;
+inline constexpr int kNpuMaxArgs = 256;
+
+struct LineEntry {
+  int32_t section = 0;
+  int32_t pc = 0;
+  std::string location;  // "file:line" of the IR node, or a description of it
+};
+
+struct NpuKernel {
+  std::string name;
+  arch::Program program;
+  std::string assembly;
+  std::vector<KernelParam> params;
+  int cores = 1;
+  std::vector<LineEntry> lines;
+};
+
+Module NpuModuleCreate(std::vector<NpuKernel> kernels);
+
+}  // namespace tilecore::runtime

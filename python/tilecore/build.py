@@ -1,0 +1,27 @@
+"""``tilecore.build``: Kernel IR -> a runtime Module for a target.
+
+    mod = tilecore.build(prim_func, target="npu -cores=4")   # TC1 code, runs on the simulator
+    mod = tilecore.build(prim_func, target="c")              # C, compiled and loaded
+    mod["kernel_name"](a, b, out)                            # numpy arrays or NDArrays
+
+The code generator is the global function ``codegen.build_<kind>``; a kind added out
+of tree plugs in by registering one.
+"""
+from ._base import _ffi_core
+from .target import Target
+
+
+def build(func, target="npu"):
+    """Compiles a PrimFunc, an IRModule or a DSL kernel (``@S.prim_func``) for ``target``
+    (a Target or a target string).
+
+    :returns: a :class:`tilecore.runtime.Module`.
+    :raises ValueError: for a bad target string, or no code generator for its kind.
+    """
+    if hasattr(func, "prim_func") and not hasattr(func, "handle"):
+        func = func.prim_func  # a DSL kernel (@S.prim_func): its parsed Kernel IR
+    target = Target(target)
+    return _ffi_core._get_global_func("target.Build")(func, target)
+
+
+__all__ = ["build"]

@@ -1,0 +1,207 @@
+// src/runtime/module.cc — Module lookup, imports, the module file format, and `runtime.Module*`.
+#include "tilecore/runtime/module.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "tilecore/ffi/error.h"
+
+namespace tilecore::runtime {
+namespace {
+constexpr char kMagic[8] = {'T', 'C', 'M', 'O', 'D', 'U', 'L', 'E'};
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kMaxModules = 1 << 16;
+}  // namespace
+
+std::string ModuleNode::GetSource(const std::string& format) const { return ""; }
+
+std::string ModuleNode::SaveToBytes() const {
+  TILECORE_THROW(NotImplementedError) << "a `" << kind() << "` module cannot be saved";
+}
+
+Module::Module(std::unique_ptr<ModuleNode> node) : Module(ffi::make_object<ModuleObj>(std::move(node))) {}
+
+std::optional<ffi::Function> Module::GetFunction(const std::string& name, bool query_imports) const {
+  if (auto f = node()->GetFunction(name, *this)) return f;
+  if (query_imports) {
+    for (const Module& m : get()->imports) {
+      if (auto f = m.GetFunction(name, true)) return f;
+    }
+  }
+  return std::nullopt;
+}
+
+void Module::Import(const Module& other) const {
+  if (other.same_as(*this)) TILECORE_THROW(ValueError) << "a module cannot import itself";
+  mut()->imports.push_back(other);
+}
+
+// ---- bytes -------------------------------------------------------------------------------
+void ByteWriter::u32(uint32_t v) {
+  for (int i = 0; i < 4; ++i) out_.push_back(char((v >> (8 * i)) & 0xFF));
+}
+void ByteWriter::u64(uint64_t v) {
+  for (int i = 0; i < 8; ++i) out_.push_back(char((v >> (8 * i)) & 0xFF));
+}
+void ByteWriter::str(std::string_view s) {
+  u32(static_cast<uint32_t>(s.size()));
+  out_.append(s);
+}
+
+void ByteReader::fail(const std::string& message) const {
+  TILECORE_THROW(ValueError) << what_ << ", byte " << pos_ << ": " << message;
+}
+void ByteReader::need(size_t n) {
+  if (data_.size() - pos_ < n) {
+    fail("truncated (need " + std::to_string(n) + " bytes, " + std::to_string(data_.size() - pos_) + " left)");
+  }
+}
+uint32_t ByteReader::u32() {
+  need(4);
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t(uint8_t(data_[pos_ + i])) << (8 * i);
+  pos_ += 4;
+  return v;
+}
+uint64_t ByteReader::u64() {
+  need(8);
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t(uint8_t(data_[pos_ + i])) << (8 * i);
+  pos_ += 8;
+  return v;
+}
+std::string ByteReader::str() {
+  uint32_t n = u32();
+  need(n);
+  std::string s(data_.substr(pos_, n));
+  pos_ += n;
+  return s;
+}
+uint32_t ByteReader::count(uint64_t limit) {
+  uint32_t n = u32();
+  if (n > limit) fail("count " + std::to_string(n) + " exceeds the limit " + std::to_string(limit));
+  return n;
+}
+
+// ---- files ---------------------------------------------------------------------------------
+namespace {
+void Collect(const Module& m, std::vector<Module>* order) {
+  for (const Module& o : *order) {
+    if (o.same_as(m)) return;
+  }
+  order->push_back(m);
+  for (const Module& i : m->imports) Collect(i, order);
+}
+}  // namespace
+
+std::string Module::SaveToBytes() const {
+  std::vector<Module> order;
+  Collect(*this, &order);
+  ByteWriter w;
+  std::string head(kMagic, 8);
+  w.u32(kVersion);
+  w.u32(static_cast<uint32_t>(order.size()));
+  for (const Module& m : order) {
+    w.str(m.node()->kind());
+    w.str(m.node()->SaveToBytes());
+    w.u32(static_cast<uint32_t>(m->imports.size()));
+    for (const Module& i : m->imports) {
+      for (size_t k = 0; k < order.size(); ++k) {
+        if (order[k].same_as(i)) w.u32(static_cast<uint32_t>(k));
+      }
+    }
+  }
+  return head + w.data();
+}
+
+Module Module::LoadFromBytes(std::string_view bytes) {
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0) {
+    TILECORE_THROW(ValueError) << "not a tilecore module file (the magic \"TCMODULE\" is missing)";
+  }
+  ByteReader r(bytes.substr(8), "module file");
+  uint32_t version = r.u32();
+  if (version != kVersion) {
+    r.fail("unsupported version " + std::to_string(version) + " (this tilecore reads version " +
+           std::to_string(kVersion) + ")");
+  }
+  uint32_t n = r.count(kMaxModules);
+  if (n == 0) r.fail("the file holds no module");
+  std::vector<Module> mods;
+  std::vector<std::vector<uint32_t>> imports(n);
+  for (uint32_t k = 0; k < n; ++k) {
+    std::string kind = r.str();
+    std::string payload = r.str();
+    auto loader = ffi::Function::GetGlobal("runtime.module.loadbinary_" + kind);
+    if (!loader) {
+      r.fail("no loader for module kind `" + kind + "` (is its library loaded, or was tilecore built without it?)");
+    }
+    mods.push_back((*loader)(ffi::Bytes(payload)).cast<Module>());
+    uint32_t ni = r.count(n);
+    for (uint32_t i = 0; i < ni; ++i) {
+      uint32_t idx = r.u32();
+      if (idx >= n || idx == k) r.fail("bad import index " + std::to_string(idx));
+      imports[k].push_back(idx);
+    }
+  }
+  if (!r.at_end()) r.fail("trailing bytes after the last module");
+  for (uint32_t k = 0; k < n; ++k) {
+    for (uint32_t i : imports[k]) mods[k].mut()->imports.push_back(mods[i]);
+  }
+  return mods[0];
+}
+
+void Module::SaveToFile(const std::string& path) const {
+  std::string bytes = SaveToBytes();
+  std::ofstream f(path, std::ios::binary);
+  if (!f) TILECORE_THROW(OSError) << "cannot open `" << path << "` for writing";
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) TILECORE_THROW(OSError) << "writing `" << path << "` failed";
+}
+
+Module Module::LoadFromFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) TILECORE_THROW(OSError) << "cannot open module file `" << path << "`";
+  std::stringstream ss;
+  ss << f.rdbuf();
+  try {
+    return LoadFromBytes(ss.str());
+  } catch (const ffi::Error& e) {
+    if (e.kind() != "ValueError") throw;
+    TILECORE_THROW(ValueError) << path << ": " << e.message();
+  }
+}
+
+// ---- registry ------------------------------------------------------------------------------
+TILECORE_REGISTER_GLOBAL("runtime.ModuleGetFunction")
+    .set_body_typed([](Module m, std::string name, bool query_imports) -> ffi::Any {
+      if (auto f = m.GetFunction(name, query_imports)) return ffi::Any(*f);
+      return ffi::Any();
+    });
+TILECORE_REGISTER_GLOBAL("runtime.ModuleListFunctions").set_body_typed([](Module m) {
+  ffi::Array<ffi::String> out;
+  for (const std::string& n : m.node()->ListFunctions()) out.push_back(ffi::String(n));
+  return out;
+});
+TILECORE_REGISTER_GLOBAL("runtime.ModuleGetSource").set_body_typed([](Module m, std::string fmt) {
+  return ffi::String(m.node()->GetSource(fmt));
+});
+TILECORE_REGISTER_GLOBAL("runtime.ModuleKind").set_body_typed([](Module m) { return ffi::String(m.node()->kind()); });
+TILECORE_REGISTER_GLOBAL("runtime.ModuleInfo").set_body_typed([](Module m) { return m.node()->Info(); });
+TILECORE_REGISTER_GLOBAL("runtime.ModuleImports").set_body_typed([](Module m) {
+  ffi::Array<Module> out;
+  for (const Module& i : m->imports) out.push_back(i);
+  return out;
+});
+TILECORE_REGISTER_GLOBAL("runtime.ModuleImport").set_body_typed([](Module m, Module other) { m.Import(other); });
+TILECORE_REGISTER_GLOBAL("runtime.ModuleSaveToFile").set_body_typed([](Module m, std::string path) {
+  m.SaveToFile(path);
+});
+TILECORE_REGISTER_GLOBAL("runtime.ModuleLoadFromFile").set_body_typed([](std::string path) {
+  return Module::LoadFromFile(path);
+});
+TILECORE_REGISTER_GLOBAL("runtime.ModuleSaveToBytes").set_body_typed([](Module m) {
+  return ffi::Bytes(m.SaveToBytes());
+});
+
+}  // namespace tilecore::runtime

@@ -1,0 +1,223 @@
+// src/runtime/npu_module.cc — running TC1 kernels on the npu device's simulator.
+#if TILECORE_ENABLE_NPU
+#include "tilecore/runtime/npu_module.h"
+
+#include <cstring>
+#include <mutex>
+
+#include "tilecore/arch/program_object.h"
+#include "tilecore/ffi/dtype.h"
+#include "tilecore/ffi/error.h"
+#include "tilecore/runtime/npu_device.h"
+
+namespace tilecore::runtime {
+namespace {
+
+class NpuModuleNode final : public ModuleNode {
+ public:
+  explicit NpuModuleNode(std::vector<NpuKernel> kernels) : kernels_(std::move(kernels)) {}
+
+  std::string kind() const override { return "npu"; }
+
+  std::vector<std::string> ListFunctions() const override {
+    std::vector<std::string> out;
+    for (const NpuKernel& k : kernels_) out.push_back(k.name);
+    return out;
+  }
+
+  std::optional<ffi::Function> GetFunction(const std::string& name, const Module& self) override {
+    for (size_t i = 0; i < kernels_.size(); ++i) {
+      if (kernels_[i].name != name) continue;
+      const NpuKernel* k = &kernels_[i];
+      return ffi::Function::FromPacked([self, k](ffi::PackedArgs args, ffi::Any* rv) { Launch(*k, args); });
+    }
+    return std::nullopt;
+  }
+
+  std::string GetSource(const std::string& format) const override {
+    if (!format.empty() && format != "asm" && format != "s") {
+      TILECORE_THROW(ValueError) << "an npu module has source in format `asm`, not `" << format << "`";
+    }
+    std::string s;
+    for (const NpuKernel& k : kernels_) {
+      s += "# ---- kernel " + KernelSignature(k.name, k.params) + " on " + std::to_string(k.cores) + " cores\n";
+      s += k.assembly;
+      if (!s.empty() && s.back() != '\n') s += '\n';
+    }
+    return s;
+  }
+
+  std::string SaveToBytes() const override {
+    ByteWriter w;
+    w.u32(static_cast<uint32_t>(kernels_.size()));
+    for (const NpuKernel& k : kernels_) {
+      w.str(k.name);
+      w.str(k.assembly);
+      std::vector<uint8_t> image = k.program.to_bytes();
+      w.str(std::string_view(reinterpret_cast<const char*>(image.data()), image.size()));
+      w.u32(static_cast<uint32_t>(k.cores));
+      WriteParams(&w, k.params);
+      w.u32(static_cast<uint32_t>(k.lines.size()));
+      for (const LineEntry& e : k.lines) {
+        w.u32(static_cast<uint32_t>(e.section));
+        w.u32(static_cast<uint32_t>(e.pc));
+        w.str(e.location);
+      }
+    }
+    return w.data();
+  }
+
+  static Module Load(const ffi::Bytes& bytes) {
+    ByteReader r(bytes.view(), "npu module");
+    std::vector<NpuKernel> kernels(r.count(1 << 16));
+    for (NpuKernel& k : kernels) {
+      k.name = r.str();
+      k.assembly = r.str();
+      std::string image = r.str();
+      try {
+        k.program = arch::Program::from_bytes(
+            std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(image.data()), image.size()));
+      } catch (const arch::ProgramFormatError& e) {
+        r.fail(std::string("kernel `") + k.name + "`: " + e.what());
+      }
+      k.cores = static_cast<int>(r.u32());
+      if (k.cores < 1 || k.cores > arch::tc1::kMaxCores) r.fail("bad core count");
+      k.params = ReadParams(&r);
+      k.lines.resize(r.count(1u << 24));
+      for (LineEntry& e : k.lines) {
+        e.section = static_cast<int32_t>(r.u32());
+        e.pc = static_cast<int32_t>(r.u32());
+        e.location = r.str();
+      }
+    }
+    if (!r.at_end()) r.fail("trailing bytes");
+    return NpuModuleCreate(std::move(kernels));
+  }
+
+  ffi::Map<ffi::String, ffi::Any> Info() const override {
+    ffi::Array<ffi::Any> funcs;
+    for (const NpuKernel& k : kernels_) {
+      ffi::Map<ffi::String, ffi::Any> m;
+      m.Set("name", ffi::Any(ffi::String(k.name)));
+      m.Set("params", ffi::Any(ParamsToArray(k.params)));
+      m.Set("cores", ffi::Any(int64_t{k.cores}));
+      int64_t words = 0;
+      for (const auto& s : k.program.text) words += static_cast<int64_t>(s.words.size());
+      m.Set("words", ffi::Any(words));
+      m.Set("program", ffi::Any(arch::ProgramRef(k.program)));
+      ffi::Array<ffi::Any> lines;
+      for (const LineEntry& e : k.lines) {
+        lines.push_back(ffi::Any(ffi::Array<ffi::Any>{ffi::Any(int64_t{e.section}), ffi::Any(int64_t{e.pc}),
+                                                      ffi::Any(ffi::String(e.location))}));
+      }
+      m.Set("line_table", ffi::Any(lines));
+      funcs.push_back(ffi::Any(m));
+    }
+    ffi::Map<ffi::String, ffi::Any> info;
+    info.Set("functions", ffi::Any(funcs));
+    return info;
+  }
+
+ private:
+  static void Launch(const NpuKernel& k, ffi::PackedArgs args) {
+    CheckKernelArgs(k.name, k.params, args);
+    // The device: that of the first npu array argument, else npu:0.
+    int dev_id = 0;
+    for (int32_t i = 0; i < args.size(); ++i) {
+      if (auto a = args[i].try_cast<ffi::NDArray>(); a && a->device().device_type == ffi::kDLNPU) {
+        dev_id = a->device().device_id;
+        break;
+      }
+    }
+    NpuDevice& dev = GetNpuDevice(dev_id);
+    std::lock_guard<std::recursive_mutex> launch(dev.launch_mutex());
+    sim::SimulatorRef sim = dev.simulator();
+    if (sim->sim.config().cores < k.cores) {
+      TILECORE_THROW(ValueError) << "kernel `" << k.name << "` needs " << k.cores << " cores but npu:" << dev_id
+                                 << " simulates " << sim->sim.config().cores
+                                 << " (reconfigure it: tilecore.runtime.npu_configure(" << dev_id << ", \"npu -cores="
+                                 << k.cores << "\"))";
+    }
+    // Arguments: device arrays in place, host arrays staged into DDR.
+    std::vector<uint32_t> words(args.size(), 0);
+    std::vector<std::pair<ffi::NDArray, ffi::NDArray>> staged;  // (host, device) to copy back
+    std::vector<ffi::NDArray> keep;  // staged device arrays live until the run is over
+    for (int32_t i = 0; i < args.size(); ++i) {
+      const KernelParam& p = k.params[size_t(i)];
+      if (p.kind == "buffer") {
+        ffi::NDArray a = args[i].cast<ffi::NDArray>();
+        ffi::NDArray d = a;
+        if (a.device().device_type != ffi::kDLNPU || a.device().device_id != dev_id) {
+          d = ffi::NDArray::Empty(a.shape(), a.dtype(), DLDevice{static_cast<DLDeviceType>(ffi::kDLNPU), dev_id});
+          a.CopyTo(d);
+          keep.push_back(d);
+          if (p.written) staged.emplace_back(a, d);
+        }
+        uint64_t addr = reinterpret_cast<uint64_t>(d.tensor().data) + d.tensor().byte_offset;
+        if (addr > 0xFFFFFFFFull) TILECORE_THROW(ValueError) << "argument " << p.name << ": DDR address beyond 4 GiB";
+        words[size_t(i)] = static_cast<uint32_t>(addr);
+      } else if (p.kind == "int") {
+        words[size_t(i)] = static_cast<uint32_t>(args[i].cast<int64_t>());
+      } else {
+        float f = static_cast<float>(args[i].cast<double>());
+        std::memcpy(&words[size_t(i)], &f, 4);
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(sim.mut()->mu);
+      sim::TranslateSimError([&] {
+        sim::Simulator& s = sim.mut()->sim;
+        s.load(k.program);
+        std::span<const uint8_t> block(reinterpret_cast<const uint8_t*>(words.data()), words.size() * 4);
+        for (int c = 0; c < k.cores; ++c) s.write(arch::Space::L1, kNpuArgBlock, block, c);
+        s.run();
+      });
+    }
+    for (auto& [host, device] : staged) device.CopyTo(host);
+  }
+
+  std::vector<NpuKernel> kernels_;
+};
+
+}  // namespace
+
+Module NpuModuleCreate(std::vector<NpuKernel> kernels) {
+  for (const NpuKernel& k : kernels) {
+    if (k.params.size() > size_t(kNpuMaxArgs)) {
+      TILECORE_THROW(ValueError) << "kernel `" << k.name << "` has " << k.params.size() << " parameters (at most "
+                                 << kNpuMaxArgs << ")";
+    }
+  }
+  return Module(std::make_unique<NpuModuleNode>(std::move(kernels)));
+}
+
+TILECORE_REGISTER_GLOBAL("runtime.module.loadbinary_npu").set_body_typed([](ffi::Bytes b) {
+  return NpuModuleNode::Load(b);
+});
+
+// runtime.NpuModuleCreate(kernels): each kernel a Map {name, program (arch.Program),
+// assembly, params, cores, line_table [[section, pc, location], ...]}.
+TILECORE_REGISTER_GLOBAL("runtime.NpuModuleCreate").set_body_typed([](ffi::Array<ffi::Any> descs) {
+  std::vector<NpuKernel> kernels;
+  for (const ffi::Any& a : descs) {
+    auto m = a.cast<ffi::Map<ffi::String, ffi::Any>>();
+    NpuKernel k;
+    k.name = m["name"].cast<std::string>();
+    k.program = m["program"].cast<arch::ProgramRef>()->program;
+    k.assembly = m.count("assembly") ? m["assembly"].cast<std::string>() : std::string();
+    k.params = ParamsFromArray(m["params"].cast<ffi::Array<ffi::Any>>());
+    k.cores = m.count("cores") ? static_cast<int>(m["cores"].cast<int64_t>()) : 1;
+    if (m.count("line_table")) {
+      for (const ffi::Any& e : m["line_table"].cast<ffi::Array<ffi::Any>>()) {
+        auto t = e.cast<ffi::Array<ffi::Any>>();
+        k.lines.push_back(LineEntry{static_cast<int32_t>(t[0].cast<int64_t>()), static_cast<int32_t>(t[1].cast<int64_t>()),
+                                    t[2].cast<std::string>()});
+      }
+    }
+    kernels.push_back(std::move(k));
+  }
+  return NpuModuleCreate(std::move(kernels));
+});
+
+}  // namespace tilecore::runtime
+#endif  // TILECORE_ENABLE_NPU
