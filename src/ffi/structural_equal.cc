@@ -7,6 +7,7 @@
  * text on a mismatch, so plain equality pays nothing for them.
  */
 #include <unordered_map>
+#include <unordered_set>
 
 #include "src/ffi/structural_internal.h"
 #include "tilecore/ffi/container/array.h"
@@ -18,6 +19,13 @@ namespace ffi {
 namespace {
 
 using structural::FieldCache;
+
+using ObjectPair = std::pair<const TCFFIObject*, const TCFFIObject*>;
+struct ObjectPairHash {
+  size_t operator()(const ObjectPair& p) const {
+    return std::hash<const void*>()(p.first) * 31 + std::hash<const void*>()(p.second);
+  }
+};
 
 class SEqualHandler {
  public:
@@ -97,6 +105,16 @@ class SEqualHandler {
       TILECORE_THROW(ValueError) << "StructuralEqual: the graph is nested deeper than "
                                  << structural::kMaxDepth << " levels at " << PathString();
     }
+    // A pair proven equal stays equal: variable mappings only grow. Without this, a
+    // DAG that shares subtrees (common subexpressions) costs one visit per path.
+    ObjectPair key{a.v_obj, b.v_obj};
+    if (proven_.count(key)) return true;
+    if (!EqualObject(a, b, def, depth)) return false;
+    proven_.insert(key);
+    return true;
+  }
+
+  bool EqualObject(const TCFFIAny& a, const TCFFIAny& b, bool def, int depth) {
     switch (a.type_index) {
       case kTCFFIArray: return EqualArray(a, b, def, depth);
       case kTCFFIMap: return EqualMap(a, b, def, depth);
@@ -214,6 +232,7 @@ class SEqualHandler {
 
   bool map_free_vars_;
   bool record_;
+  std::unordered_set<ObjectPair, ObjectPairHash> proven_;
   std::vector<Segment> path_;
   std::optional<std::pair<std::string, std::string>> mismatch_;
   std::unordered_map<const Object*, const Object*> lhs_to_rhs_;

@@ -185,6 +185,24 @@ TEST(StructuralEqual, BindingSitesMapVariables) {
   EXPECT_EQ(StructuralHash(Array<Any>{x}, true), StructuralHash(Array<Any>{y}, true));
 }
 
+TEST(StructuralEqual, SharedSubtreesAreComparedOnce) {
+  // Each level refers to the one below twice: 2^64 paths, 64 distinct nodes per side.
+  // Comparing path by path would never finish; comparing node pairs once is instant.
+  auto chain = [](int64_t leaf_value) {
+    Any node = Obj(leaf_value, "leaf", Any());
+    for (int i = 0; i < 64; ++i) node = Obj(i, "level", Array<Any>{node, node});
+    return node;
+  };
+  Any a = chain(1), b = chain(1), c = chain(2);
+  EXPECT_TRUE(StructuralEqual(a, b, false));
+  EXPECT_FALSE(StructuralEqual(a, c, false));
+  Paths mismatch = GetFirstMismatch(a, c, false);
+  ASSERT_TRUE(mismatch.has_value());
+  std::string deepest = "root";
+  for (int i = 0; i < 64; ++i) deepest += ".payload[0]";
+  EXPECT_EQ(mismatch->first, deepest + ".value");
+}
+
 TEST(StructuralEqual, RefusesGraphsTooDeepForTheStack) {
   Array<Any> deep{I(0)};
   for (int i = 0; i < 5000; ++i) deep = Array<Any>{deep};
