@@ -1,0 +1,45 @@
+// include/tilecore/codegen/codegen_c.h — Kernel IR -> C source, and the `c` target.
+//
+// CodeGenC prints each PrimFunc of an IRModule as a C99 function
+// `int32_t tc_<name>(void** args)` (the calling convention of runtime c modules,
+// runtime/kernel.h): buffer parameters arrive as data pointers, scalars as pointers
+// to int64_t / double. Loops of every kind become C loops (a loop bound to cores
+// runs its iterations one after another, which computes the same result), local
+// and shared allocations become C arrays, and the scalar intrinsics (tir.*) become
+// C expressions with TC1's integer semantics (wrapping arithmetic, truncating
+// division, round-to-nearest-even saturating float-to-int casts).
+//
+// BuildC (registered as `codegen.build_c`) compiles the source with the target's C
+// compiler (`cc -O2 -shared -fPIC`) and returns a runtime c module.
+//
+// Not emitted (a ValueError names the node and its location): vector expressions
+// (Ramp, Broadcast, vector lanes) and tile intrinsics (tile.*, tc1.*); a kernel
+// using them is built for npu, or lowered to scalar loops first.
+#pragma once
+
+#include <string>
+
+#include "tilecore/ir/function.h"
+#include "tilecore/runtime/kernel.h"
+#include "tilecore/target/target.h"
+
+namespace tilecore::codegen {
+
+/// The C source of every function of `mod`, with their parameter lists.
+struct CSource {
+  std::string code;
+  std::vector<std::string> names;
+  std::vector<std::vector<runtime::KernelParam>> params;
+};
+CSource GenerateC(const ir::IRModule& mod);
+
+/// Compiles `mod` for the `c` target into a runtime module.
+runtime::Module BuildC(const ir::IRModule& mod, const target::Target& target);
+
+/// The parameter list of a PrimFunc (buffers from buffer_map, scalars otherwise).
+std::vector<runtime::KernelParam> KernelParams(const ir::PrimFunc& f);
+
+/// An IRModule from an ir.IRModule or ir.PrimFunc argument; TypeError otherwise.
+ir::IRModule AsIRModule(const ffi::Any& v);
+
+}  // namespace tilecore::codegen
