@@ -263,8 +263,9 @@ DLManagedTensor* NDArray::ToDLPack() const {
 int64_t NDArray::NumElements() const { return DLTensorNumElements(get()->tensor); }
 size_t NDArray::NumBytes() const { return static_cast<size_t>(NumElements()) * DataTypeBytes(dtype()); }
 
-bool NDArray::IsContiguous() const {
-  const DLTensor& t = get()->tensor;
+bool NDArray::IsContiguous() const { return DLTensorIsContiguous(get()->tensor); }
+
+bool DLTensorIsContiguous(const DLTensor& t) {
   if (t.strides == nullptr) return true;
   int64_t expect = 1;
   for (int i = t.ndim - 1; i >= 0; --i) {

@@ -72,6 +72,8 @@ class NDArray : public ObjectRef {
 void CopyDLTensor(const DLTensor& from, const DLTensor& to);
 /*! \brief Elements of a DLTensor (product of its shape). */
 int64_t DLTensorNumElements(const DLTensor& t);
+/*! \brief True if the tensor is compact row-major (size-1 dimensions may have any stride). */
+bool DLTensorIsContiguous(const DLTensor& t);
 
 template <>
 struct TypeTraits<NDArray> : public ObjectRefTypeTraitsBase<NDArray> {
