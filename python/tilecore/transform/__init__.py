@@ -124,3 +124,18 @@ Simplify = _pass("Simplify")
 UnrollLoop = _pass("UnrollLoop")
 LowerAsyncDMA = _pass("LowerAsyncDMA")
 PlanLocalMemory = _pass("PlanLocalMemory")
+LoopPartition = _pass("LoopPartition")
+VectorizeLoop = _pass("VectorizeLoop")
+EmitTileIntrinsics = _pass("EmitTileIntrinsics")
+FlattenBuffer = _pass("FlattenBuffer")
+
+
+def DefaultKernelPipeline(opt_level=2):  # noqa: N802
+    """The kernel passes in the order the codegen runs them (``transform.DefaultKernelPipeline``).
+
+    :param opt_level: 0 runs only what the codegen needs (VectorizeLoop, UnrollLoop,
+        LowerAsyncDMA, FlattenBuffer, Simplify, PlanLocalMemory); 1 and above add
+        Simplify, LoopPartition and EmitTileIntrinsics. See docs/passes.md for the
+        output contract.
+    """
+    return _api("DefaultKernelPipeline")(int(opt_level))
