@@ -38,7 +38,26 @@ std::vector<IntrinsicInfo> MakeTable() {
   add("tir.recip", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "1 / x (float)");
   add("tir.tanh", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "hyperbolic tangent (float)");
   add("tir.sigmoid", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "1 / (1 + exp(-x)) (float)");
+  // --- bitwise operations and shifts (pure; integers, scalar or vector) ---------------
+  add("tir.bitwise_and", {A::kIntAny, A::kIntAny}, R::kArg0, Rule::kIntegerOnly, false, "front end", "a, b",
+      "a & b, lane-wise on vectors (and / vand)");
+  add("tir.bitwise_or", {A::kIntAny, A::kIntAny}, R::kArg0, Rule::kIntegerOnly, false, "front end", "a, b",
+      "a | b, lane-wise on vectors (or / vor)");
+  add("tir.bitwise_xor", {A::kIntAny, A::kIntAny}, R::kArg0, Rule::kIntegerOnly, false, "front end", "a, b",
+      "a ^ b, lane-wise on vectors (xor / vxor)");
+  add("tir.bitwise_not", {A::kIntAny}, R::kArg0, Rule::kIntegerOnly, false, "front end", "a",
+      "~a, lane-wise on vectors");
+  add("tir.shift_left", {A::kIntAny, A::kIntAny}, R::kArg0, Rule::kIntegerOnly, false, "front end", "a, b",
+      "a << (b & (bits - 1)), keeping the low bits (sll)");
+  add("tir.shift_right", {A::kIntAny, A::kIntAny}, R::kArg0, Rule::kIntegerOnly, false, "front end", "a, b",
+      "a >> (b & (bits - 1)): arithmetic for signed, logical for unsigned dtypes (sra / srl)");
   // --- SIMD without an IR operator ----------------------------------------------
+  add("tc1.vshls", {A::kVector, A::kVector}, R::kArg0, Rule::kIntegerOnly, false, "simd", "a, b",
+      "lane-wise saturating left shift a << (b & (bits - 1)), clamped to the dtype's range");
+  add("tc1.vcvt", {A::kVector, A::kInt}, R::kRequested, Rule::kNone, false, "simd", "a, part",
+      "conversion between lane counts (vcvt; TC1 rounding and saturation), part a constant: widening "
+      "(result lanes L <= lanes of a) converts lanes [part*L, part*L + L) of a; narrowing puts a's lanes "
+      "at [part*La, part*La + La) of the result; other lanes are 0");
   add("tc1.vadds", {A::kVector, A::kVector}, R::kArg0, Rule::kIntegerOnly, false, "simd", "a, b",
       "lane-wise saturating add of integer vectors (vadds)");
   add("tc1.vsubs", {A::kVector, A::kVector}, R::kArg0, Rule::kIntegerOnly, false, "simd", "a, b",
@@ -143,6 +162,7 @@ bool Matches(IntrinArg kind, const PrimExpr& e) {
     case A::kScalar: return (t.is_integer() || t.is_float()) && t.is_scalar();
     case A::kBool: return (t.is_bool() || t.is_integer()) && t.is_scalar();
     case A::kVector: return (t.is_integer() || t.is_float()) && t.is_vector();
+    case A::kIntAny: return t.is_integer();
     case A::kRegion: return e.as<BufferRegionNode>() != nullptr;
     case A::kString: return e.as<StringImmNode>() != nullptr;
   }
@@ -166,6 +186,7 @@ const char* IntrinArgName(IntrinArg kind) {
     case A::kScalar: return "scalar";
     case A::kBool: return "bool";
     case A::kVector: return "vector";
+    case A::kIntAny: return "integer";
     case A::kRegion: return "region";
     case A::kString: return "string";
   }
@@ -276,6 +297,12 @@ DataType CheckIntrinsicCall(std::string_view op, const Array<PrimExpr>& args, Da
     case R::kInt32: result = DataType::Int(32); break;
     case R::kArg0: result = args[0].dtype(); break;
     case R::kArg0Elem: result = args[0].dtype().element_of(); break;
+    case R::kRequested:
+      if (requested.is_void()) {
+        TILECORE_THROW(TypeError) << "Call `" << op << "`: needs the result dtype";
+      }
+      result = requested;
+      break;
   }
   if (!requested.is_void() && requested != result) {
     TILECORE_THROW(TypeError) << "Call `" << op << "`: result dtype is " << result.str() << ", not "
@@ -297,7 +324,8 @@ TILECORE_REGISTER_GLOBAL("ir.ListIntrinsics").set_body_typed([]() {
     const char* result = row.result == R::kVoid      ? "void"
                          : row.result == R::kInt32   ? "int32"
                          : row.result == R::kArg0    ? "dtype of argument 0"
-                                                     : "element dtype of argument 0";
+                         : row.result == R::kArg0Elem ? "element dtype of argument 0"
+                                                      : "the requested dtype";
     Map<String, Any> m;
     m.Set("name", Any(row.name));
     m.Set("args", kinds);

@@ -8,8 +8,10 @@
  * PySim (IR -> numpy) all read the same table (`ir.ListIntrinsics` from Python).
  *
  * Families:
- *   tir.*   core id, core count, barrier, scalar math (exp, sqrt, ...)
- *   tc1.*   SIMD operations without an IR operator (saturating add, reductions),
+ *   tir.*   core id, core count, barrier, scalar math (exp, sqrt, ...), bitwise
+ *           operations and shifts on integers (scalar or vector)
+ *   tc1.*   SIMD operations without an IR operator (saturating add, reductions,
+ *           conversions between lane counts),
  *           and the low-level commands LowerAsyncDMA produces (dma_in, dma_out, wait)
  *   tile.*  tile commands: DMA with events, waits, matrix engine (mm), vector engine
  *           (vec_<op>) — operands are BufferRegions in local (L1) memory except DMA,
@@ -33,6 +35,7 @@ enum class IntrinArg : uint8_t {
   kScalar,  // a scalar int or float expression
   kBool,    // a scalar bool expression
   kVector,  // a vector (lanes > 1) int or float expression
+  kIntAny,  // an integer expression, scalar or vector (bitwise operations, shifts)
   kRegion,  // a BufferRegion
   kString,  // a StringImm
 };
@@ -43,6 +46,7 @@ enum class IntrinResult : uint8_t {
   kInt32,
   kArg0,       // the first argument's dtype
   kArg0Elem,   // the first argument's element dtype (vector reductions)
+  kRequested,  // the dtype given to Call (required; conversions between lane counts)
 };
 
 /*! \brief Extra dtype rules checked beyond the argument kinds. */

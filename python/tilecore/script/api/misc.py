@@ -1,0 +1,82 @@
+"""tilecore/script/api/misc.py — typed constants and printf.
+
+``S.printf`` prints from PySim, prefixed with the core (``[core 1] ...``). TC1 has
+no console, so the compiler drops it (nothing is emitted).
+"""
+import sys
+
+import numpy as np
+
+from .. import frontend as fe
+from .. import irvalues as irv
+from .. import types as T
+from ..numerics import scalar_to_storage, to_f64
+from ..pysim import semantics as sem
+from ..registry import api
+
+
+@api("const")
+def const(value, dtype):
+    """A typed scalar constant: ``S.const(3, "int8")``, also written ``S.int8(3)``.
+    Literals are converted with TC1's rules (float to int rounds to nearest even and
+    saturates); a kernel value is converted like ``S.cast``."""
+    d = T.dtype_name(dtype)
+    fe.require(T.split(d)[1] == 1, f"const: {d} is not a scalar dtype (vector types broadcast: S.{d}(x))")
+    if fe.kind(value) == "value":
+        from .vector import cast
+
+        return fe.Plan(value=value, dtype=d, cast=cast)
+    fe.require(fe.kind(value) == "literal", f"const: expected a number, got {fe.describe(value)}")
+    stored = scalar_to_storage(fe.literal_value(value), d)
+    return fe.Plan(value=stored, dtype=d, cast=None)
+
+
+def _python_number(stored, dtype):
+    if dtype == "bool":
+        return bool(stored)
+    if dtype == "bfloat16":
+        return float(to_f64(np.array([stored], np.uint16), "bfloat16")[0])
+    return float(stored) if T.is_float(dtype) else int(stored)
+
+
+@const.ir
+def _const_ir(p):
+    if p.cast is not None:
+        return p.cast(p.value, p.dtype)
+    return irv.wrap(irv.const(_python_number(p.value, p.dtype), p.dtype))
+
+
+@const.py
+def _const_py(p):
+    if p.cast is not None:
+        return p.cast(p.value, p.dtype)
+    return sem.value(np.array([p.value]), p.dtype)
+
+
+def _fmt_value(v):
+    if fe.kind(v) == "value":
+        return v.item() if T.split(v.dtype)[1] == 1 else v.values()
+    return v
+
+
+@api("printf")
+def printf(fmt, *args):
+    """Prints ``fmt % args`` from PySim (C-style ``%d %u %x %f %s``; vectors print as
+    lists), prefixed with the core id. Compiled kernels print nothing."""
+    fe.require(isinstance(fmt, str), f"printf: the format must be a string, got {fe.describe(fmt)}")
+    for a in args:
+        fe.require(fe.kind(a) in ("value", "literal", "python"), f"printf: cannot print {fe.describe(a)}")
+    return fe.Plan(fmt=fmt, args=args)
+
+
+printf.ir(lambda p: None)
+
+
+@printf.py
+def _printf_py(p):
+    from .. import registry
+
+    core = registry.context()
+    text = p.fmt.replace("%u", "%d") % tuple(_fmt_value(a) for a in p.args) if p.args else p.fmt
+    core.output(f"[core {core.core}] {text}")
+    sys.stdout.flush()

@@ -1,0 +1,362 @@
+"""tilecore/script/api/tile.py — matrix-engine and vector-engine commands over L1 tiles.
+
+Operands are regions or whole buffers in **local** memory (``S.alloc_buffer``);
+shapes are compile-time constants. From the kernel's point of view a tile command
+completes before the next statement (the compiler orders the engine queues); only
+DMA is asynchronous (``S.async_dma_copy``).
+
+Vector-engine semantics (TC1 ``t*`` commands): integers are computed exactly and
+**saturate** to the dtype (unlike SIMD, which wraps); floats are computed in double
+and rounded once to float32, then to the dtype. Math functions and ``tile_div`` are
+float only. Reductions fold the innermost axis in index order into ``d[..., 0]``;
+float sums accumulate in float32, integer sums saturate at the end.
+"""
+import numpy as np
+
+from .. import frontend as fe
+from .. import irvalues as irv
+from .. import types as T
+from ..numerics import convert, round_float, saturate, scalar_to_storage, storage, to_f64, wrap
+from ..registry import api
+from .operands import elem_of, ir_region, py_view, shape_of, tile_operand
+
+# ---------------------------------------------------------------------------
+# Matrix engine
+# ---------------------------------------------------------------------------
+
+
+@api("mm")
+def mm(c, a, b, accumulate=False):
+    """``c = (accumulate ? c : 0) + a @ b`` on the matrix engine (TC1 mm / mma).
+
+    :param c: ``[M, N]`` local tile: int32 for int8 inputs, float32 otherwise.
+    :param a: ``[M, K]`` local tile of int8, float16, bfloat16 or float32.
+    :param b: ``[K, N]`` local tile of a's dtype.
+    :param accumulate: add to ``c`` (a literal or a scalar bool value).
+
+    int8 accumulates in int32 and wraps; floats accumulate in float32 with one
+    rounding per product and per sum, k ascending (float16/bfloat16 products are
+    exact in float32).
+    """
+    ops = [tile_operand("mm", n, x) for n, x in (("c", c), ("a", a), ("b", b))]
+    (sc, sa, sb) = (shape_of(x) for x in ops)
+    fe.require(len(sc) == len(sa) == len(sb) == 2, "mm: c, a and b must be 2-D", ValueError)
+    fe.require(sa[1] == sb[0] and sc == (sa[0], sb[1]),
+               f"mm: shapes do not chain: c {list(sc)}, a {list(sa)}, b {list(sb)} (need c[M,N], a[M,K], b[K,N])",
+               ValueError)
+    ea, eb, ec = elem_of(ops[1]), elem_of(ops[2]), elem_of(ops[0])
+    fe.require(ea == eb and ea in ("int8", "float16", "bfloat16", "float32"),
+               f"mm: a and b must share one of int8, float16, bfloat16, float32; got {ea} and {eb}")
+    acc = "int32" if ea == "int8" else "float32"
+    fe.require(ec == acc, f"mm: the accumulator c must be {acc} for {ea} inputs, got {ec}")
+    accumulate = fe.condition("mm", accumulate)
+    return fe.Plan(c=ops[0], a=ops[1], b=ops[2], elem=ea, accumulate=accumulate)
+
+
+@mm.ir
+def _mm_ir(p):
+    acc = irv.const(p.accumulate, "bool") if isinstance(p.accumulate, bool) else p.accumulate.node
+    irv.emit(irv.call("tile.mm", ir_region(p.c), ir_region(p.a), ir_region(p.b), acc))
+
+
+@mm.py
+def _mm_py(p):
+    c, a, b = py_view("mm", p.c), py_view("mm", p.a), py_view("mm", p.b)
+    accumulate = p.accumulate if isinstance(p.accumulate, bool) else bool(p.accumulate.data[0])
+    if p.elem == "int8":
+        r = a.astype(np.int64) @ b.astype(np.int64)
+        if accumulate:
+            r = r + c.astype(np.int64)
+        c[...] = wrap(r, "int32")
+        return
+    fa = to_f64(a, p.elem).astype(np.float32)
+    fb = to_f64(b, p.elem).astype(np.float32)
+    acc = c.astype(np.float32).copy() if accumulate else np.zeros(c.shape, np.float32)
+    with np.errstate(all="ignore"):
+        for k in range(fa.shape[1]):
+            acc = acc + fa[:, k:k + 1] * fb[k:k + 1, :]
+    c[...] = acc
+
+
+# ---------------------------------------------------------------------------
+# Vector engine
+# ---------------------------------------------------------------------------
+def _same_dtype(op, names, ops, allowed):
+    elems = [elem_of(x) for x in ops]
+    for n, e in zip(names[1:], elems[1:]):
+        fe.require(e == elems[0], f"{op}: operand dtypes differ: `{names[0]}` is {elems[0]}, `{n}` is {e}")
+    fe.require(elems[0] in allowed, f"{op}: does not accept {elems[0]} (accepted: {' '.join(allowed)})")
+    return elems[0]
+
+
+def _same_shape(op, names, ops):
+    shapes = [shape_of(x) for x in ops]
+    for n, s in zip(names[1:], shapes[1:]):
+        fe.require(s == shapes[0], f"{op}: `{n}` has shape {list(s)} but `{names[0]}` has {list(shapes[0])}",
+                   ValueError)
+    return shapes[0]
+
+
+def _f64_op(fn, elem, *arrays):
+    with np.errstate(all="ignore"):
+        return round_float(fn(*[to_f64(a, elem) for a in arrays]), elem)
+
+
+_BINARY = {
+    "add": (np.add, "d = a + b"), "sub": (np.subtract, "d = a - b"), "mul": (np.multiply, "d = a * b"),
+    "max": (np.maximum, "d = max(a, b)"), "min": (np.minimum, "d = min(a, b)"),
+    "div": (np.divide, "d = a / b (IEEE: x/0 = +-Inf, 0/0 = NaN)"),
+}
+
+
+def _def_binary(name):
+    fn, what = _BINARY[name]
+    allowed = T.FLOAT_DTYPES if name == "div" else T.NUMERIC_DTYPES
+    api_name = f"tile_{name}"
+
+    def front(d, a, b):
+        ops = [tile_operand(api_name, n, x) for n, x in (("d", d), ("a", a), ("b", b))]
+        elem = _same_dtype(api_name, "dab", ops, allowed)
+        _same_shape(api_name, "dab", ops)
+        return fe.Plan(d=ops[0], a=ops[1], b=ops[2], elem=elem)
+
+    front.__name__ = api_name
+    front.__doc__ = (f"Vector engine: ``{what}`` elementwise (TC1 t{name}).\n\n    :param d, a, b: local tiles of one "
+                     f"shape and dtype: {' '.join(allowed)}.\n    Integers saturate; floats round once.\n")
+    f = api(api_name)(front)
+    f.ir(lambda p: irv.emit(irv.call(f"tile.vec_{name}", ir_region(p.d), ir_region(p.a), ir_region(p.b))))
+
+    @f.py
+    def _py(p):
+        d, a, b = (py_view(api_name, x) for x in (p.d, p.a, p.b))
+        if T.is_float(p.elem):
+            d[...] = _f64_op(fn, p.elem, a, b)
+        else:
+            d[...] = saturate(fn(a.astype(np.int64), b.astype(np.int64)), p.elem)
+
+    return f
+
+
+tile_add = _def_binary("add")
+tile_sub = _def_binary("sub")
+tile_mul = _def_binary("mul")
+tile_max = _def_binary("max")
+tile_min = _def_binary("min")
+tile_div = _def_binary("div")
+
+
+def _scalar_for(op, s, elem):
+    """The descriptor scalar: a literal or a scalar value, held as float32 and converted
+    to the dtype (TC1 tadds/tmuls/tmaxs/tmins)."""
+    if fe.kind(s) == "literal":
+        return fe.literal_value(s)
+    fe.require(fe.kind(s) == "value" and T.split(s.dtype)[1] == 1,
+               f"{op}: `s` must be a scalar or a literal, got {fe.describe(s)}")
+    return s
+
+
+def _def_scalar(name):
+    fn, what = _BINARY[name]
+    api_name = f"tile_{name}s"
+
+    def front(d, a, s):
+        ops = [tile_operand(api_name, n, x) for n, x in (("d", d), ("a", a))]
+        elem = _same_dtype(api_name, "da", ops, T.NUMERIC_DTYPES)
+        _same_shape(api_name, "da", ops)
+        return fe.Plan(d=ops[0], a=ops[1], s=_scalar_for(api_name, s, elem), elem=elem)
+
+    front.__name__ = api_name
+    front.__doc__ = (f"Vector engine: ``{what.replace('b', 's')}`` with a scalar ``s`` (TC1 t{name}s).\n\n"
+                     f"    :param d, a: local tiles of one shape and dtype (any numeric).\n"
+                     f"    :param s: a literal or a scalar value; it travels as float32 and is converted to the "
+                     f"dtype first (so large int32 values round to float32's precision).\n")
+    f = api(api_name)(front)
+
+    @f.ir
+    def _ir(p):
+        s = irv.const(float(p.s), "float32") if not hasattr(p.s, "node") else p.s.node
+        irv.emit(irv.call(f"tile.vec_{name}s", ir_region(p.d), ir_region(p.a), s))
+
+    @f.py
+    def _py(p):
+        d, a = py_view(api_name, p.d), py_view(api_name, p.a)
+        s = p.s if not hasattr(p.s, "data") else p.s.item()
+        s32 = np.float32(s)
+        sv = convert(np.array([s32]), "float32", p.elem)
+        if T.is_float(p.elem):
+            d[...] = _f64_op(fn, p.elem, a, np.broadcast_to(sv, a.shape))
+        else:
+            d[...] = saturate(fn(a.astype(np.int64), np.int64(sv[0])), p.elem)
+
+    return f
+
+
+tile_adds = _def_scalar("add")
+tile_muls = _def_scalar("mul")
+tile_maxs = _def_scalar("max")
+tile_mins = _def_scalar("min")
+
+
+def _sigmoid(x):
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+_UNARY = {
+    "exp": np.exp, "log": np.log, "recip": lambda x: 1.0 / x, "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
+    "tanh": np.tanh, "sigmoid": _sigmoid,
+}
+
+
+def _def_unary(name):
+    fn = _UNARY.get(name)
+    api_name = f"tile_{name}"
+    allowed = T.NUMERIC_DTYPES if name == "relu" else T.FLOAT_DTYPES
+
+    def front(d, a):
+        ops = [tile_operand(api_name, n, x) for n, x in (("d", d), ("a", a))]
+        elem = _same_dtype(api_name, "da", ops, allowed)
+        _same_shape(api_name, "da", ops)
+        return fe.Plan(d=ops[0], a=ops[1], elem=elem)
+
+    front.__name__ = api_name
+    front.__doc__ = (f"Vector engine: ``d = {name}(a)`` elementwise (TC1 t{name}).\n\n    :param d, a: local tiles of "
+                     f"one shape and dtype: {' '.join(allowed)}.\n")
+    f = api(api_name)(front)
+    f.ir(lambda p: irv.emit(irv.call(f"tile.vec_{name}", ir_region(p.d), ir_region(p.a))))
+
+    @f.py
+    def _py(p):
+        d, a = py_view(api_name, p.d), py_view(api_name, p.a)
+        if name == "relu":
+            if T.is_float(p.elem):
+                d[...] = _f64_op(lambda x: np.maximum(x, 0.0), p.elem, a)
+            else:
+                d[...] = np.maximum(a, 0).astype(a.dtype)
+            return
+        d[...] = _f64_op(fn, p.elem, a)
+
+    return f
+
+
+tile_exp = _def_unary("exp")
+tile_log = _def_unary("log")
+tile_recip = _def_unary("recip")
+tile_sqrt = _def_unary("sqrt")
+tile_rsqrt = _def_unary("rsqrt")
+tile_tanh = _def_unary("tanh")
+tile_sigmoid = _def_unary("sigmoid")
+tile_relu = _def_unary("relu")
+
+
+@api("tile_copy")
+def tile_copy(d, a):
+    """Vector engine: ``d = convert(a)`` to d's dtype with TC1 rounding and saturation
+    (a plain copy when the dtypes match) (TC1 tcvt).
+
+    :param d, a: local tiles of one shape; any dtypes.
+    """
+    ops = [tile_operand("tile_copy", n, x) for n, x in (("d", d), ("a", a))]
+    _same_shape("tile_copy", "da", ops)
+    return fe.Plan(d=ops[0], a=ops[1])
+
+
+tile_copy.ir(lambda p: irv.emit(irv.call("tile.vec_copy", ir_region(p.d), ir_region(p.a))))
+
+
+@tile_copy.py
+def _tile_copy_py(p):
+    d, a = py_view("tile_copy", p.d), py_view("tile_copy", p.a)
+    d[...] = convert(a, elem_of(p.a), elem_of(p.d))
+
+
+@api("tile_requant")
+def tile_requant(d, a, scale, zero_point=0):
+    """Vector engine: ``d = saturate(round_even(f32(a) * scale) + zero_point)`` (TC1 trequant).
+
+    :param d: local tile of an integer dtype (int8 uint8 int16 uint16 int32 uint32).
+    :param a: local tile of int32, same shape.
+    :param scale: float literal or float32 scalar; the product is rounded to float32.
+    :param zero_point: int literal or int32 scalar.
+    """
+    ops = [tile_operand("tile_requant", n, x) for n, x in (("d", d), ("a", a))]
+    _same_shape("tile_requant", "da", ops)
+    fe.require(elem_of(ops[1]) == "int32", f"tile_requant: `a` must be int32, got {elem_of(ops[1])}")
+    fe.require(elem_of(ops[0]) in T.INT_DTYPES, f"tile_requant: `d` must be an integer tile, got {elem_of(ops[0])}")
+    if fe.kind(scale) == "literal":
+        scale = float(fe.literal_value(scale))
+    else:
+        fe.value_dtype("tile_requant", "scale", scale, allowed=("float32",), vector=False)
+    if fe.kind(zero_point) == "literal":
+        zero_point = fe.const_int("tile_requant", "zero_point", zero_point)
+    else:
+        fe.value_dtype("tile_requant", "zero_point", zero_point, allowed=("int32",), vector=False)
+    return fe.Plan(d=ops[0], a=ops[1], scale=scale, zp=zero_point)
+
+
+@tile_requant.ir
+def _requant_ir(p):
+    scale = irv.const(p.scale, "float32") if isinstance(p.scale, float) else p.scale.node
+    zp = irv.const(p.zp, "int32") if isinstance(p.zp, int) else p.zp.node
+    irv.emit(irv.call("tile.vec_requant", ir_region(p.d), ir_region(p.a), scale, zp))
+
+
+@tile_requant.py
+def _requant_py(p):
+    d, a = py_view("tile_requant", p.d), py_view("tile_requant", p.a)
+    scale = np.float32(p.scale if isinstance(p.scale, float) else p.scale.item())
+    zp = p.zp if isinstance(p.zp, int) else p.zp.item()
+    with np.errstate(all="ignore"):
+        prod = a.astype(np.float32) * scale
+    r = np.rint(prod.astype(np.float64))
+    r = np.where(np.isnan(r), 0, np.clip(r, -2.0 ** 62, 2.0 ** 62)).astype(np.int64) + zp
+    d[...] = saturate(r, elem_of(p.d))
+
+
+def _def_reduce(name):
+    api_name = f"tile_red{name}"
+
+    def front(d, a):
+        ops = [tile_operand(api_name, n, x) for n, x in (("d", d), ("a", a))]
+        elem = _same_dtype(api_name, "da", ops, T.NUMERIC_DTYPES)
+        sd, sa = shape_of(ops[0]), shape_of(ops[1])
+        fe.require(sd[:-1] == sa[:-1] and len(sd) == len(sa),
+                   f"{api_name}: `d` {list(sd)} must match `a` {list(sa)} except in the innermost dimension",
+                   ValueError)
+        return fe.Plan(d=ops[0], a=ops[1], elem=elem)
+
+    front.__name__ = api_name
+    front.__doc__ = (f"Vector engine: ``d[..., 0] = {name}(a[..., :])`` over the innermost axis (TC1 tred{name}).\n\n"
+                     f"    :param d: local tile shaped like ``a`` except its innermost extent (only ``d[..., 0]`` "
+                     f"is written).\n    :param a: local tile of the same numeric dtype.\n"
+                     f"    Float sums accumulate in float32 in index order; integer sums saturate at the end.\n")
+    f = api(api_name)(front)
+    f.ir(lambda p: irv.emit(irv.call(f"tile.vec_red{name}", ir_region(p.d), ir_region(p.a))))
+
+    @f.py
+    def _py(p):
+        d, a = py_view(api_name, p.d), py_view(api_name, p.a)
+        if T.is_float(p.elem):
+            fa = to_f64(a, p.elem).astype(np.float32)
+            if name == "sum":
+                acc = np.zeros(fa.shape[:-1], np.float32)
+                with np.errstate(all="ignore"):
+                    for k in range(fa.shape[-1]):
+                        acc = acc + fa[..., k]
+            else:
+                with np.errstate(invalid="ignore"):
+                    acc = fa.max(axis=-1) if name == "max" else fa.min(axis=-1)
+            d[..., 0] = round_float(acc.astype(np.float64), p.elem)
+        else:
+            ia = a.astype(np.int64)
+            r = ia.sum(axis=-1) if name == "sum" else ia.max(axis=-1) if name == "max" else ia.min(axis=-1)
+            d[..., 0] = saturate(r, p.elem)
+
+    return f
+
+
+tile_redsum = _def_reduce("sum")
+tile_redmax = _def_reduce("max")
+tile_redmin = _def_reduce("min")
+
+_unused = (scalar_to_storage, storage)

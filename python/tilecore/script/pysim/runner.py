@@ -1,0 +1,219 @@
+"""tilecore/script/pysim/runner.py — runs a kernel in Python: one thread per core.
+
+Calling a ``@S.prim_func`` kernel with numpy arrays runs it here:
+
+1. The kernel is parsed first (once, cached), so PySim rejects every kernel the
+   compiler rejects, with the same error.
+2. Arguments are checked against the parameters: a pointer takes a C-contiguous
+   numpy array of its dtype (bfloat16: uint16 bit patterns), shared by all cores
+   as global memory is; a scalar takes a Python number.
+3. Each core runs the kernel's own Python function in a thread of its own (so
+   ``pdb`` and prints work in the kernel) with every DSL call in PySim mode, and
+   ``range`` bound to control.sim_range. ``S.barrier`` is a threading.Barrier;
+   DMA events are per-core queues of pending writes.
+4. With ``TILECORE_PYSIM_SINGLE_THREAD=1`` the cores run one after another in the
+   calling thread; ``S.barrier`` then raises.
+5. The first failing core's exception reaches the caller as a KernelError of the
+   same kind, naming the core and the kernel's file and line; the other cores are
+   released from barriers (their BrokenBarrierError is not reported).
+"""
+import os
+import sys
+import threading
+import types as pytypes
+
+import numpy as np
+
+from .. import registry
+from .. import types as T
+from ..control import sim_range, unroll
+from ..errors import KernelError, located
+from .semantics import value as make_value
+from .values import Memory, SimPointer
+
+_ENV_SINGLE = "TILECORE_PYSIM_SINGLE_THREAD"
+
+
+def single_thread_mode():
+    return os.environ.get(_ENV_SINGLE, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+class _Run:
+    """What the cores of one kernel run share."""
+
+    def __init__(self, num_cores, single, out):
+        self.num_cores = num_cores
+        self.single = single
+        self.barrier = None if single else threading.Barrier(num_cores)
+        self.lock = threading.Lock()
+        self.shared = []  # shared allocations, in order of first arrival
+        self.out = out
+
+
+class CoreContext:
+    """The context of one core (mode "py" in registry.py)."""
+
+    def __init__(self, run, core):
+        self.run = run
+        self.core = core
+        self.num_cores = run.num_cores
+        self.pending_dma = {}
+        self.shared_count = 0
+
+    def barrier(self):
+        if self.run.single:
+            raise RuntimeError(f"S.barrier: PySim runs the cores one after another ({_ENV_SINGLE}=1), so a barrier "
+                               f"cannot be honoured; unset {_ENV_SINGLE} to run the cores as threads")
+        try:
+            self.run.barrier.wait()
+        except threading.BrokenBarrierError:
+            raise _Aborted() from None
+
+    def shared_allocation(self, name, n, elem):
+        """The k-th shared allocation of every core is one buffer."""
+        k = self.shared_count
+        self.shared_count += 1
+        with self.run.lock:
+            if k == len(self.run.shared):
+                self.run.shared.append(Memory(np.zeros(n, dtype=T.NP_STORAGE[elem]), elem, "shared",
+                                              name or f"shared{k}"))
+            mem = self.run.shared[k]
+        if mem.extent != n or mem.elem != elem:
+            raise ValueError(f"alloc_buffer: shared allocation #{k} is {n} x {elem} on core {self.core} but "
+                             f"{mem.extent} x {mem.elem} on another core; every core must allocate the same "
+                             "shared buffers in the same order")
+        return mem
+
+    def output(self, text):
+        self.run.out.write(text + "\n")
+
+    def finish(self):
+        for ev in sorted(self.pending_dma):
+            for dst, data in self.pending_dma[ev]:
+                dst[...] = data
+        self.pending_dma.clear()
+
+
+class _Aborted(Exception):
+    """A core released from a barrier because another core failed."""
+
+
+def _bind_args(kernel, args, kwargs):
+    params = kernel.params
+    if kwargs:
+        names = [n for n, _ in params]
+        extra = [k for k in kwargs if k not in names]
+        if extra:
+            raise TypeError(f"{kernel.__name__}: unknown argument(s) {', '.join(extra)}")
+        args = list(args) + [None] * (len(params) - len(args))
+        for k, v in kwargs.items():
+            args[names.index(k)] = v
+    if len(args) != len(params):
+        raise TypeError(f"{kernel.__name__}() takes {len(params)} arguments "
+                        f"({', '.join(n for n, _ in params)}), got {len(args)}")
+    bound = []
+    for i, ((name, ann), a) in enumerate(zip(params, args)):
+        where = f"{kernel.__name__}: argument {i} (`{name}`)"
+        if isinstance(ann, T.PointerType):
+            if not isinstance(a, np.ndarray):
+                raise TypeError(f"{where} is {ann!r}: expected a numpy array, got {type(a).__name__}")
+            want = np.dtype(T.NP_STORAGE[ann.dtype])
+            if a.dtype != want:
+                raise TypeError(f"{where} is {ann!r}: expected an array of {ann.dtype}"
+                                f"{' (uint16 bit patterns)' if ann.dtype == 'bfloat16' else ''}, got {a.dtype}")
+            if not a.flags.c_contiguous or not a.flags.writeable:
+                raise ValueError(f"{where}: the array must be C-contiguous and writeable")
+            bound.append(SimPointer(Memory(a.reshape(-1), ann.dtype, ann.scope, name), 0))
+        else:
+            elem = ann.name
+            if isinstance(a, np.ndarray) or not isinstance(a, (bool, int, float, np.generic)):
+                raise TypeError(f"{where} is {elem}: expected a number, got {type(a).__name__}")
+            from ..numerics import scalar_to_storage
+
+            bound.append(("scalar", a, elem))
+    return bound
+
+
+def _kernel_function(kernel):
+    """The kernel's function with ``range`` bound to PySim's range (a copy of its globals)."""
+    f = kernel.py_func
+    g = dict(f.__globals__)
+    g["range"] = sim_range
+    return pytypes.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
+
+
+def _kernel_line(tb, code):
+    """The innermost traceback entry in the kernel's code: (file, line)."""
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code is code:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _source_line(file, line):
+    import linecache
+
+    return linecache.getline(file, line).rstrip("\n") if line else ""
+
+
+def run(kernel, args, kwargs):
+    kernel.prim_func  # parse first: PySim rejects what the compiler rejects  # noqa: B018
+    bound = _bind_args(kernel, args, kwargs)
+    single = single_thread_mode()
+    run_state = _Run(kernel.num_cores, single, sys.stdout)
+    fn = _kernel_function(kernel)
+    code = kernel.py_func.__code__
+    errors = {}
+
+    def core_args():
+        out = []
+        for b in bound:
+            if isinstance(b, tuple):
+                from ..numerics import scalar_to_storage
+
+                out.append(make_value(np.array([scalar_to_storage(b[1], b[2])]), b[2]))
+            else:
+                out.append(b)
+        return out
+
+    def run_core(core):
+        ctx = CoreContext(run_state, core)
+        try:
+            with registry.mode("py", ctx):
+                fn(*core_args())
+            ctx.finish()
+        except _Aborted:
+            pass
+        except BaseException as e:  # noqa: BLE001  (reported to the caller)
+            errors[core] = (e, sys.exc_info()[2])
+            if run_state.barrier is not None:
+                run_state.barrier.abort()
+
+    if single:
+        for core in range(kernel.num_cores):
+            run_core(core)
+            if errors:
+                break
+    else:
+        threads = [threading.Thread(target=run_core, args=(c,), name=f"tc1-core{c}", daemon=True)
+                   for c in range(kernel.num_cores)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    if errors:
+        core = min(errors)
+        exc, tb = errors[core]
+        if isinstance(exc, KernelError) and exc.core is not None:
+            raise exc
+        line = _kernel_line(tb, code)
+        file = code.co_filename
+        if line is None:
+            raise exc
+        if isinstance(exc, KernelError):
+            # A compile-time error found again at run time keeps its text; add the core.
+            exc.core = core
+            raise exc
+        raise located(exc, file, line, _source_line(file, line), core=core).with_traceback(tb) from exc

@@ -1,0 +1,112 @@
+"""tilecore/script/registry.py — one registry of DSL APIs, each with two implementations.
+
+Every DSL function (``S.vadd``, ``S.dma_copy``, the operators on kernel values ...)
+is one :class:`Api` with three parts:
+
+- the **front end** (the function written under ``@api``): its signature and
+  docstring are the public ones; it checks and normalises the arguments (types,
+  promotion, constants) with ``frontend.py`` and returns a plan;
+- the **IR implementation** (``@f.ir``): builds Kernel IR from the plan, used while
+  the parser compiles a kernel;
+- the **Python implementation** (``@f.py``): computes the plan with numpy, used by PySim.
+
+Because both paths run the same front end, PySim rejects exactly what the compiler
+rejects, with the same message. :func:`check_complete` (run when ``tilecore.script``
+is imported) fails if any API lacks either implementation.
+
+The path is chosen per thread: the parser and each PySim core thread enter
+:func:`mode` (``"ir"`` or ``"py"``) with their context object; outside both, a DSL
+call is an error that says so.
+"""
+import contextlib
+import functools
+import threading
+
+_APIS = {}
+_state = threading.local()
+
+
+class Api:
+    """A DSL function: front end + IR implementation + Python implementation."""
+
+    def __init__(self, name, front):
+        self.name = name
+        self.front = front
+        self.ir_impl = None
+        self.py_impl = None
+        functools.update_wrapper(self, front)
+
+    def ir(self, fn):
+        if self.ir_impl is not None:
+            raise RuntimeError(f"S.{self.name}: a second IR implementation was registered")
+        self.ir_impl = fn
+        return fn
+
+    def py(self, fn):
+        if self.py_impl is not None:
+            raise RuntimeError(f"S.{self.name}: a second Python implementation was registered")
+        self.py_impl = fn
+        return fn
+
+    def __call__(self, *args, **kwargs):
+        m = getattr(_state, "mode", None)
+        if m is None:
+            raise RuntimeError(
+                f"S.{self.name} can only be called inside a @S.prim_func kernel (while it is compiled or "
+                "run by PySim)")
+        plan = self.front(*args, **kwargs)
+        impl = self.ir_impl if m == "ir" else self.py_impl
+        return impl(plan)
+
+    def __repr__(self):
+        return f"<DSL API S.{self.name}>"
+
+
+def api(name=None):
+    """Registers the decorated front end as DSL API ``name`` (default: its __name__)."""
+
+    def deco(front):
+        n = name or front.__name__
+        if n in _APIS:
+            raise RuntimeError(f"S.{n}: registered twice")
+        a = Api(n, front)
+        _APIS[n] = a
+        return a
+
+    return deco
+
+
+def get(name):
+    return _APIS[name]
+
+
+def all_apis():
+    return dict(_APIS)
+
+
+def check_complete():
+    """Raises ImportError naming every API without both implementations."""
+    missing = [f"S.{n} (no {'IR' if a.ir_impl is None else 'Python'} implementation)"
+               for n, a in _APIS.items() if a.ir_impl is None or a.py_impl is None]
+    if missing:
+        raise ImportError("tilecore.script: incomplete DSL APIs: " + ", ".join(missing))
+
+
+@contextlib.contextmanager
+def mode(kind, context):
+    """Runs DSL calls of this thread in ``kind`` ("ir" or "py") with ``context``."""
+    old = getattr(_state, "mode", None), getattr(_state, "context", None)
+    _state.mode, _state.context = kind, context
+    try:
+        yield context
+    finally:
+        _state.mode, _state.context = old
+
+
+def current_mode():
+    return getattr(_state, "mode", None)
+
+
+def context():
+    """The parser (mode "ir") or the PySim core (mode "py") of this thread."""
+    return getattr(_state, "context", None)
