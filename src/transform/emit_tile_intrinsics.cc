@@ -79,6 +79,11 @@ class Matcher {
       if (init && kloop && kloop->kind == ForKind::kSerial && kloop->body.as<BufferStoreNode>()) {
         auto ext = as_const_int(an_->Simplify(kloop->extent));
         if (!ext) Fail("the extent of loop `" + std::string(kloop->loop_var->name.view()) + "` is not constant");
+        for (const Loop& l : loops_) {
+          if (UsesVar(kloop->min, [&](const VarNode* x) { return x == l.var.get(); })) {
+            Fail("the bounds of loop `" + std::string(kloop->loop_var->name.view()) + "` depend on another loop");
+          }
+        }
         loops_.push_back(Loop{kloop->loop_var, kloop->min, *ext});
         return MatchInitialized(init, kloop->body.as<BufferStoreNode>());
       }
@@ -528,8 +533,17 @@ class NestEmitter : public IRMutator {
         }
         loops.push_back(Loop{chain[q]->loop_var, chain[q]->min, *ext});
       }
+      // A loop whose bounds depend on an outer loop of the nest (a triangle) is not a box.
+      for (size_t q = 0; ok && q < loops.size(); ++q) {
+        ok = !UsesVar(loops[q].min, [&](const VarNode* x) {
+          for (const Loop& l : loops) {
+            if (l.var.get() == x) return true;
+          }
+          return false;
+        });
+      }
       if (!ok) {
-        if (reason->empty()) *reason = "a loop extent is not constant";
+        if (reason->empty()) *reason = "a loop extent is not constant, or a loop's bounds depend on another loop";
         continue;
       }
       Matcher m(loops, allow_sat_, &an_);

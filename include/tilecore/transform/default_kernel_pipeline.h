@@ -17,7 +17,8 @@
  *     (including the serial tails VectorizeLoop leaves).
  *   - UnrollLoop after emission, so an unrolled loop around a tile command repeats
  *     the command with constant operands.
- *   - LowerAsyncDMA after unrolling (events may be loop-dependent before).
+ *   - LowerAsyncDMA after unrolling, so unrolled copies address constant event
+ *     slots of its dma_state buffer.
  *   - FlattenBuffer after everything that reads multi-dimensional indices; the
  *     second Simplify folds the flattened index math; PlanLocalMemory last,
  *     once every allocation (including LowerAsyncDMA's dma_state) exists.

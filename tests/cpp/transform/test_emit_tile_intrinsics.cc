@@ -218,6 +218,16 @@ TEST(EmitTileIntrinsics, FallbacksKeepTheLoopAndSayWhy) {
       {BufferStore(C, BufferLoad(C, {63 - i}), {i}), "reads its destination `C` at another index"},
       {BufferStore(C, max(BufferLoad(A, {i}), (1 << 25) + 1), {i}), "not a constant that f32 holds exactly"},
   };
+  {
+    // A triangle: the inner loop starts at the outer variable, so only the inner loop is a command.
+    Buffer T = Local({8, 16}, i32, "T");
+    Var r("r"), q("q");
+    Stmt tri = For(r, 0, 8, ForKind::kSerial, For(q, r, 8, ForKind::kSerial, BufferStore(T, max(BufferLoad(T, {r, q}), 0), {r, q})));
+    PrimFunc g = ApplyPass(EmitTileIntrinsics(), Func(tri));
+    BufferRegion w = R(T, {r, r}, {1, 8});
+    EXPECT_TRUE(ffi::StructuralEqual(g->body, For(r, 0, 8, ForKind::kSerial, Cmd("tile.vec_relu", {w, w}))))
+        << AsScript(g->body);
+  }
   for (const Case& k : cases) {
     Stmt loop = For(i, 0, 64, ForKind::kSerial, k.store);
     PrimFunc g = ApplyPass(EmitTileIntrinsics(), Func(loop));
