@@ -123,8 +123,15 @@ def const(value, dtype):
     value = literal_value(value)
     if elem == "bool":
         value = int(bool(value))
-    node = _ffi_api.const(value, elem)
+    node = imm(value, elem)
     return node if lanes == 1 else _ffi_api.Broadcast(node, lanes, cur_span())
+
+
+def imm(value, elem):
+    """A scalar immediate of element dtype ``elem`` carrying the current span."""
+    if T.is_float(elem):
+        return _ffi_api.FloatImm(elem, float(value), cur_span())
+    return _ffi_api.IntImm(elem, int(value), cur_span())
 
 
 def operand(x, dtype):
@@ -143,7 +150,7 @@ def index(x):
     if isinstance(x, ir.PrimExpr):
         return x
     if kind(x) == "literal":
-        return _ffi_api.const(int(x), "int32")
+        return imm(int(x), "int32")
     node = x.node
     if str(node.dtype) != "int32":
         node = _ffi_api.Cast("int32", node, cur_span())

@@ -33,7 +33,7 @@ from . import registry
 from . import types as T
 from .control import static_range, unroll
 from .errors import KernelError, located
-from .irvalues import IRBuffer, IRPointer, IRValue, cur_span
+from .irvalues import IRBuffer, IRPointer, IRValue, cur_span, imm
 
 
 class MutVar:
@@ -173,7 +173,7 @@ class Parser:
         for item in reversed(items):
             if isinstance(item, tuple):
                 inner = _ffi_api.SeqStmtFlatten(list(reversed(rest))) if rest else \
-                    _ffi_api.Evaluate(_ffi_api.const(0, "int32"), item[-1])
+                    _ffi_api.Evaluate(imm(0, "int32"), item[-1])
                 if item[0] == "let":
                     _, v, value, span = item
                     body = _ffi_api.LetStmt(v, value, inner, span)
@@ -184,19 +184,23 @@ class Parser:
             else:
                 rest.append(item)
         if not rest:
-            return _ffi_api.Evaluate(_ffi_api.const(0, "int32"), self.span)
+            return _ffi_api.Evaluate(imm(0, "int32"), self.span)
         return _ffi_api.SeqStmtFlatten(list(reversed(rest)))
 
     # -- entry -------------------------------------------------------------------------
     def parse(self):
+        with registry.mode("ir", self):
+            return self._parse()
+
+    def _parse(self):
         fdef = self.src.fdef
         self.span = self._span(fdef)
         params, buffer_map = [], {}
         for name, ann in self.params:
             if isinstance(ann, T.PointerType):
                 length = _ffi_api.Var(f"{name}_len", "int32", self.span)
-                data = _ffi_api.Var(name, ir.pointer_type(ann.dtype, ann.scope), self.span)
-                buf = _ffi_api.Buffer(data, ann.dtype, [length], [], _ffi_api.const(0, "int32"), ann.scope, name,
+                data = _ffi_api.Var(name, ir.pointer_type(ann.dtype, ann.scope, self.span), self.span)
+                buf = _ffi_api.Buffer(data, ann.dtype, [length], [], imm(0, "int32"), ann.scope, name,
                                       self.span)
                 params.append(data)
                 buffer_map[data] = buf
@@ -206,7 +210,7 @@ class Parser:
                 params.append(v)
                 self.vars[name] = IRValue(v)
         self.core_var = _ffi_api.Var("cid", "int32", self.span)
-        with registry.mode("ir", self):
+        if True:
             body_stmts = fdef.body
             if body_stmts and isinstance(body_stmts[0], ast.Expr) and isinstance(body_stmts[0].value, ast.Constant) \
                     and isinstance(body_stmts[0].value.value, str):
@@ -217,8 +221,8 @@ class Parser:
             self.span = self._span(fdef)
             for buf in reversed(self.hoisted):
                 inner = _ffi_api.Allocate(buf, inner, buf.span)
-            body = _ffi_api.For(self.core_var, _ffi_api.const(0, "int32"),
-                                _ffi_api.const(self.num_cores, "int32"), "cores", inner, None, self.span)
+            body = _ffi_api.For(self.core_var, imm(0, "int32"),
+                                imm(self.num_cores, "int32"), "cores", inner, None, self.span)
         attrs = {"global_symbol": self.name, "num_cores": self.num_cores}
         return _ffi_api.PrimFunc(params, body, buffer_map, attrs, self._span(fdef))
 
@@ -374,12 +378,12 @@ class Parser:
         span = self.span
         if fe.kind(start) == "literal" and fe.kind(stop) == "literal":
             extent = max(0, -(-(int(stop) - int(start)) // step))
-            extent_e = _ffi_api.const(extent, "int32")
+            extent_e = imm(extent, "int32")
         else:
             diff = mk("Sub", index(stop), index(start))
             if step != 1:
                 diff = mk("FloorDiv", mk("Add", diff, index(step - 1)), index(step))
-            extent_e = _simplify(diff)
+            extent_e = diff
         name = node.target.id
         if step == 1:
             v = _ffi_api.Var(name, "int32", span)
@@ -387,7 +391,7 @@ class Parser:
             loop_value = IRValue(v)
         else:
             v = _ffi_api.Var(f"{name}_iter", "int32", span)
-            loop_min = _ffi_api.const(0, "int32")
+            loop_min = imm(0, "int32")
             loop_value = None
         saved = dict(self.vars)
         self._push()
@@ -423,7 +427,7 @@ class Parser:
 
     def _new_mutvar(self, name, dtype):
         elem, lanes = T.split(dtype)
-        buf = _ffi_api.DeclBuffer([_ffi_api.const(lanes, "int32")], elem, self.fresh_name(name), "local", self.span)
+        buf = _ffi_api.DeclBuffer([imm(lanes, "int32")], elem, self.fresh_name(name), "local", self.span)
         self.hoisted.append(buf)
         return MutVar(name, dtype, buf)
 
@@ -461,8 +465,8 @@ class Parser:
     def _mut_index(self, mv):
         lanes = T.split(mv.dtype)[1]
         if lanes == 1:
-            return _ffi_api.const(0, "int32")
-        return _ffi_api.Ramp(_ffi_api.const(0, "int32"), _ffi_api.const(1, "int32"), lanes, self.span)
+            return imm(0, "int32")
+        return _ffi_api.Ramp(imm(0, "int32"), imm(1, "int32"), lanes, self.span)
 
     def bind(self, name, value):
         cur = self.vars.get(name)

@@ -72,11 +72,21 @@ def load(x, index):
     return fe.Plan(x=x, items=items, region=is_region)
 
 
-def _flat_offset_ir(x, items):
-    if fe.kind(x) == "pointer":
-        return x.buffer, irv.node("Add", irv.index(x.offset), irv.index(items[0])) \
-            if not (fe.kind(items[0]) == "literal" and items[0] == 0) else irv.index(x.offset)
-    return x.buffer, None
+def _is_zero(x):
+    if isinstance(x, int):
+        return x == 0
+    return x.__class__.__name__ == "IntImm" and int(x) == 0
+
+
+def _add(a, b):
+    """``a + b`` as an index expression, skipping zeros (every node keeps the span)."""
+    if _is_zero(a):
+        return irv.index(b)
+    if _is_zero(b):
+        return irv.index(a)
+    if isinstance(a, int) and isinstance(b, int):
+        return irv.index(a + b)
+    return irv.node("Add", irv.index(a), irv.index(b))
 
 
 def _simplify(e):
@@ -99,12 +109,13 @@ def _region_ir(x, items):
             fe.require(e.__class__.__name__ == "IntImm",
                        f"region: the extent of a slice must be a compile-time constant, got {e!r}", ValueError)
             fe.require(int(e) > 0, f"region: empty slice (extent {int(e)})", ValueError)
+            e = irv.index(int(e))
         else:
             b, e = irv.index(it), irv.index(1)
         begins.append(b)
         extents.append(e)
     if fe.kind(x) == "pointer":
-        begins = [_simplify(irv.node("Add", irv.index(x.offset), begins[0]))]
+        begins = [_add(x.offset, begins[0])]
         return irv.IRRegion(x.buffer, begins, extents)
     return irv.IRRegion(x.buffer, begins, extents)
 
@@ -223,7 +234,7 @@ def _ptr_add_ir(p):
         return irv.IRPointer(x.flat, p.k if isinstance(p.k, int) else p.k.node, x)
     if isinstance(x.offset, int) and isinstance(p.k, int):
         return irv.IRPointer(x.buffer, x.offset + p.k, x.base)
-    return irv.IRPointer(x.buffer, _simplify(irv.node("Add", irv.index(x.offset), irv.index(p.k))), x.base)
+    return irv.IRPointer(x.buffer, _add(x.offset, p.k), x.base)
 
 
 @ptr_add.py
@@ -245,10 +256,10 @@ def _addr_of_ir(p):
     x = p.x
     if fe.kind(x) == "pointer":
         return _ptr_add_ir(fe.Plan(x=x, k=p.items[0]))
-    flat = irv.index(0)
+    flat = None
     for it, n in zip(p.items, x.shape):
-        flat = irv.node("Add", irv.node("Mul", flat, irv.index(n)), irv.index(it))
-    return irv.IRPointer(x.flat, _simplify(flat), x)
+        flat = irv.index(it) if flat is None else irv.node("Add", irv.node("Mul", flat, irv.index(n)), irv.index(it))
+    return irv.IRPointer(x.flat, flat, x)
 
 
 @addr_of.py
@@ -325,12 +336,8 @@ def view(x, shape):
 @view.ir
 def _view_ir(p):
     x = p.x
-    off = irv.index(x.offset)
-    if x.buffer.elem_offset is not None and not (isinstance(x.offset, int) and x.offset == 0):
-        pass
     buf = _ffi_api.Buffer(x.buffer.data, x.elem, [irv.index(s) for s in p.shape], [],
-                          _simplify(irv.node("Add", x.buffer.elem_offset, off)), x.scope,
-                          x.name, irv.cur_span())
+                          _add(x.buffer.elem_offset, x.offset), x.scope, x.name, irv.cur_span())
     flat = _ffi_api.Buffer(x.buffer.data, x.elem, [irv.index(math.prod(p.shape))], [], buf.elem_offset,
                            x.scope, x.name, irv.cur_span())
     return irv.IRBuffer(buf, flat)
