@@ -33,6 +33,9 @@ __all__ = ["Plan", "kind", "dtype_of", "binary", "require", "const_int", "litera
 
 def kind(x):
     """``literal``, ``value``, ``pointer``, ``buffer``, ``region`` or ``python``."""
+    t = type(x)
+    if t is int or t is float or t is bool:
+        return "literal"
     k = getattr(x, "dsl_kind", None)
     if k is not None:
         return k
@@ -89,8 +92,8 @@ def check_literal(op, value, elem):
 
 def const_int(op, name, x, lo=None, hi=None):
     """A compile-time integer argument (a literal), checked against [lo, hi]."""
-    require(kind(x) == "literal" and not isinstance(literal_value(x), float),
-            f"{op}: `{name}` must be a compile-time integer, got {describe(x)}")
+    if kind(x) != "literal" or isinstance(literal_value(x), float):
+        raise TypeError(f"{op}: `{name}` must be a compile-time integer, got {describe(x)}")
     v = int(literal_value(x))
     if lo is not None and v < lo or hi is not None and v > hi:
         raise ValueError(f"{op}: `{name}` = {v} is out of range [{lo}, {hi}]")
@@ -99,7 +102,8 @@ def const_int(op, name, x, lo=None, hi=None):
 
 def value_dtype(op, name, x, allowed=None, vector=None):
     """The dtype of kernel value ``x`` (checked); literals are not accepted here."""
-    require(kind(x) == "value", f"{op}: `{name}` must be a kernel value, got {describe(x)}")
+    if kind(x) != "value":
+        raise TypeError(f"{op}: `{name}` must be a kernel value, got {describe(x)}")
     elem, lanes = T.split(x.dtype)
     if vector is True:
         require(lanes > 1, f"{op}: `{name}` must be a vector, got {x.dtype}")
@@ -125,8 +129,8 @@ def binary(op, a, b, allowed=NUMERIC, result="same", scalar_only=False):
     broadcast) and ``result`` (``dtype``, or the bool mask type for comparisons).
     """
     ka, kb = kind(a), kind(b)
-    require(ka in ("value", "literal") and kb in ("value", "literal"),
-            f"{op}: operands must be kernel values or numbers, got {describe(a)} and {describe(b)}")
+    if ka not in ("value", "literal") or kb not in ("value", "literal"):
+        raise TypeError(f"{op}: operands must be kernel values or numbers, got {describe(a)} and {describe(b)}")
     if ka == "literal" and kb == "literal":
         raise TypeError(f"{op}: at least one operand must be a kernel value")
     if ka == "literal":
@@ -145,7 +149,8 @@ def binary(op, a, b, allowed=NUMERIC, result="same", scalar_only=False):
             hint = " (use S.cast)" if la == lb else ""
             raise TypeError(f"{op}: operand dtypes differ: {a.dtype} vs {b.dtype}{hint}")
     elem, lanes = T.split(dtype)
-    require(elem in allowed, f"{op}: does not accept {dtype} (accepted element dtypes: {' '.join(allowed)})")
+    if elem not in allowed:
+        raise TypeError(f"{op}: does not accept {dtype} (accepted element dtypes: {' '.join(allowed)})")
     if scalar_only:
         require(lanes == 1, f"{op}: scalars only, got {dtype}{scalar_only if isinstance(scalar_only, str) else ''}")
     res = T.join("bool", lanes) if result == "bool" else dtype
@@ -156,8 +161,8 @@ def mask_for(op, mask, lanes):
     """Checks an optional ``mask=`` argument: a bool vector of ``lanes`` lanes (or None)."""
     if mask is None:
         return None
-    require(kind(mask) == "value" and T.split(mask.dtype) == ("bool", lanes),
-            f"{op}: `mask` must be a boolx{lanes} mask, got {describe(mask)}")
+    if kind(mask) != "value" or T.split(mask.dtype) != ("bool", lanes):
+        raise TypeError(f"{op}: `mask` must be a boolx{lanes} mask, got {describe(mask)}")
     return mask
 
 

@@ -36,7 +36,17 @@ def register_lanes(elem):
 
 def split(dtype):
     """``"int32x8"`` -> ``("int32", 8)``; ``"int32"`` -> ``("int32", 1)``."""
-    dtype = str(dtype)
+    dtype = dtype if type(dtype) is str else str(dtype)
+    r = _SPLIT_CACHE.get(dtype)
+    if r is None:
+        r = _SPLIT_CACHE[dtype] = _split(dtype)
+    return r
+
+
+_SPLIT_CACHE = {}
+
+
+def _split(dtype):
     if dtype in ELEMENT_BITS:
         return dtype, 1
     for elem in ELEMENT_BITS:

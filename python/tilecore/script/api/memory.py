@@ -31,8 +31,8 @@ def _int_index(op, name, x):
     k = fe.kind(x)
     if k == "literal":
         return fe.const_int(op, name, x)
-    fe.require(k == "value" and T.is_int(x.dtype) and T.split(x.dtype)[1] == 1,
-               f"{op}: `{name}` must be an integer scalar, got {fe.describe(x)}")
+    if k != "value" or not T.is_int(x.dtype) or T.split(x.dtype)[1] != 1:
+        raise TypeError(f"{op}: `{name}` must be an integer scalar, got {fe.describe(x)}")
     return x
 
 
@@ -223,7 +223,8 @@ def _store_py(p):
 def ptr_add(x, offset):
     """``p + k`` / ``p - k``: the pointer ``k`` elements further (a buffer gives a
     pointer into its flat storage)."""
-    fe.require(fe.kind(x) in ("pointer", "buffer"), f"pointer `+`: not a pointer: {fe.describe(x)}")
+    if fe.kind(x) not in ("pointer", "buffer"):
+        raise TypeError(f"pointer `+`: not a pointer: {fe.describe(x)}")
     return fe.Plan(x=x, k=_int_index("pointer `+`", "offset", offset))
 
 

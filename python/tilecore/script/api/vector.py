@@ -29,7 +29,8 @@ from ..registry import api
 
 def _vec_binary(op, a, b, allowed, mask, r, saturate=False, saturate_ok=False):
     p = fe.binary(op, a, b, allowed=allowed)
-    fe.require(p.lanes > 1, f"{op}: needs a vector operand, got {p.dtype} (use the operator for scalars)")
+    if p.lanes == 1:
+        raise TypeError(f"{op}: needs a vector operand, got {p.dtype} (use the operator for scalars)")
     if saturate:
         fe.require(saturate_ok, f"{op}: saturate=True is not available (TC1 saturates vadd, vsub, vshl, vabs)",
                    ValueError)
@@ -348,7 +349,8 @@ def vload(ptr, mask=None, lanes=None, stride=1):
     :param stride: element distance between lanes (literal or int scalar; default 1).
     :returns: lane ``i`` = ``ptr[i * stride]``.
     """
-    fe.require(fe.kind(ptr) in ("pointer", "buffer"), f"vload: `ptr` must be a pointer, got {fe.describe(ptr)}")
+    if fe.kind(ptr) not in ("pointer", "buffer"):
+        raise TypeError(f"vload: `ptr` must be a pointer, got {fe.describe(ptr)}")
     if fe.kind(ptr) == "buffer":
         ptr = ptr + 0
     elem = ptr.elem
@@ -360,8 +362,8 @@ def vload(ptr, mask=None, lanes=None, stride=1):
     if fe.kind(stride) == "literal":
         stride = fe.const_int("vload", "stride", stride)
     else:
-        fe.require(fe.kind(stride) == "value" and stride.dtype in ("int32",),
-                   f"vload: `stride` must be an int32 scalar or a literal, got {fe.describe(stride)}")
+        if fe.kind(stride) != "value" or stride.dtype != "int32":
+            raise TypeError(f"vload: `stride` must be an int32 scalar or a literal, got {fe.describe(stride)}")
     return fe.Plan(ptr=ptr, dtype=dtype, elem=elem, lanes=n, mask=fe.mask_for("vload", mask, n),
                    count=lanes, stride=stride)
 
@@ -432,9 +434,9 @@ def vstore(value, ptr, mask=None, lanes=None, stride=1):
     :param stride: element distance between lanes (literal or int scalar; default 1).
     """
     p = vload.front(ptr, mask=mask, lanes=lanes, stride=stride)
-    fe.require(fe.kind(value) == "value" and value.dtype == p.dtype,
-               f"vstore: the value must be {p.dtype} to store through a pointer to {p.elem}, got "
-               f"{fe.describe(value)}")
+    if fe.kind(value) != "value" or value.dtype != p.dtype:
+        raise TypeError(f"vstore: the value must be {p.dtype} to store through a pointer to {p.elem}, got "
+                        f"{fe.describe(value)}")
     p.value = value
     return p
 
