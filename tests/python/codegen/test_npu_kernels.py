@@ -1,0 +1,370 @@
+"""Kernels built with the IRBuilder, compiled for the npu target (TC1 code on the
+simulator) and for the c target (native), and compared with numpy (integers bit-exact)."""
+import numpy as np
+import pytest
+
+import tilecore
+from tilecore import ir, transform
+
+pytestmark = pytest.mark.skipif(tilecore.get_global_func("codegen.build_npu", allow_missing=True) is None,
+                                reason="built without TILECORE_ENABLE_NPU")
+
+RNG = np.random.default_rng(7)
+
+
+def run(func, target, *arrays):
+    mod = tilecore.build(func, target=target)
+    outs = [np.array(a, copy=True) for a in arrays]
+    mod[func.attrs["global_symbol"]](*outs)
+    return outs
+
+
+def both(func, *arrays):
+    """Runs on npu and c; returns (npu outputs, c outputs)."""
+    return run(func, "npu -cores=4", *arrays), run(func, "c", *arrays)
+
+
+def rand(shape, dtype):
+    if np.dtype(dtype).kind == "f":
+        return RNG.standard_normal(shape).astype(dtype)
+    info = np.iinfo(dtype)
+    return RNG.integers(max(info.min, -1000), min(info.max, 1000) + 1, shape).astype(dtype)
+
+
+# ---- element-wise, scalar code ---------------------------------------------------------------
+INT_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32"]
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+def test_elementwise_int(dtype):
+    n = 64
+    ib = ir.IRBuilder("ew_" + dtype)
+    A = ib.buffer_param("A", (n,), dtype)
+    B = ib.buffer_param("B", (n,), dtype)
+    C = ib.buffer_param("C", (n,), dtype)
+    with ib.for_range(0, n, name="i") as i:
+        C[i] = ir.Max(A[i] * B[i] + A[i] - B[i], ir.Min(A[i], B[i]))
+    f = ib.get()
+    a, b = rand(n, dtype), rand(n, dtype)
+    npu, c = both(f, a, b, np.zeros(n, dtype))
+    np.testing.assert_array_equal(npu[2], c[2])
+    wide = a.astype(np.int64) * b + a - b
+    ref = np.maximum(wide.astype(dtype), np.minimum(a, b))  # wraps like the IR
+    np.testing.assert_array_equal(npu[2], ref)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_elementwise_float(dtype):
+    n = 48
+    ib = ir.IRBuilder("ewf_" + dtype.replace("float", "f"))
+    A = ib.buffer_param("A", (n,), dtype)
+    B = ib.buffer_param("B", (n,), dtype)
+    C = ib.buffer_param("C", (n,), dtype)
+    with ib.for_range(0, n, name="i") as i:
+        C[i] = A[i] * B[i]
+    f = ib.get()
+    a, b = rand(n, dtype), rand(n, dtype)
+    npu, c = both(f, a, b, np.zeros(n, dtype))
+    np.testing.assert_array_equal(npu[2], c[2])
+    np.testing.assert_array_equal(npu[2], (a * b).astype(dtype))
+
+
+def test_float_div_and_compare():
+    n = 32
+    ib = ir.IRBuilder("fdiv")
+    A = ib.buffer_param("A", (n,), "float32")
+    B = ib.buffer_param("B", (n,), "float32")
+    C = ib.buffer_param("C", (n,), "float32")
+    with ib.for_range(0, n, name="i") as i:
+        C[i] = ir.Select(A[i] < B[i], A[i] / B[i], B[i] - A[i])
+    f = ib.get()
+    a, b = rand(n, "float32"), rand(n, "float32")
+    npu, c = both(f, a, b, np.zeros(n, "float32"))
+    ref = np.where(a < b, a / b, b - a).astype("float32")
+    np.testing.assert_array_equal(npu[2], ref)
+    np.testing.assert_array_equal(c[2], ref)
+
+
+@pytest.mark.parametrize("src,dst", [("int32", "int8"), ("int32", "float32"), ("float32", "int16"),
+                                     ("float32", "float16"), ("uint8", "int32"), ("int16", "uint8")])
+def test_cast(src, dst):
+    n = 40
+    ib = ir.IRBuilder(f"cast_{src}_{dst}")
+    A = ib.buffer_param("A", (n,), src)
+    B = ib.buffer_param("B", (n,), dst)
+    with ib.for_range(0, n, name="i") as i:
+        B[i] = ir.Cast(dst, A[i])
+    a = rand(n, src) * (np.asarray(300, dtype=src) if np.dtype(src).kind == "f" else 1)
+    npu, c = both(ib.get(), a.astype(src), np.zeros(n, dst))
+    np.testing.assert_array_equal(npu[1], c[1])
+
+
+def test_floordiv_mod_select():
+    n = 64
+    ib = ir.IRBuilder("idx_math")
+    A = ib.buffer_param("A", (n,), "int32")
+    B = ib.buffer_param("B", (n,), "int32")
+    with ib.for_range(0, n, name="i") as i:
+        B[i] = A[i] // 7 + A[i] % 5 * 3 + ir.Select(A[i] > 0, A[i] // 4, A[i] % 8)
+    a = RNG.integers(-500, 500, n).astype("int32")
+    npu, c = both(ib.get(), a, np.zeros(n, "int32"))
+    ref = a // 7 + a % 5 * 3 + np.where(a > 0, a // 4, a % 8)
+    np.testing.assert_array_equal(npu[1], ref)
+    np.testing.assert_array_equal(c[1], ref)
+
+
+def test_scalar_params_and_while():
+    ib = ir.IRBuilder("collatz")
+    n = ib.scalar_param("n", "int32")
+    Out = ib.buffer_param("Out", (1,), "int32")
+    Out[0] = 0
+    x = ib.allocate("int32", (1,), name="x", scope="local")
+    x[0] = n
+    with ib.while_loop(x[0].ne(1)):
+        with ib.if_scope((x[0] % 2).eq(0)):
+            x[0] = x[0] // 2
+        with ib.else_scope():
+            x[0] = x[0] * 3 + 1
+        Out[0] = Out[0] + 1
+    f = ib.get()
+    for target in ("npu", "c"):
+        out = np.zeros(1, "int32")
+        tilecore.build(f, target=target)["collatz"](27, out)
+        assert out[0] == 111
+
+
+def test_reduction_scalar():
+    n = 100
+    ib = ir.IRBuilder("sum_max")
+    A = ib.buffer_param("A", (n,), "int32")
+    Out = ib.buffer_param("Out", (2,), "int32")
+    Out[0] = 0
+    Out[1] = -2 ** 31
+    with ib.for_range(0, n, name="i") as i:
+        Out[0] = Out[0] + A[i]
+        Out[1] = ir.Max(Out[1], A[i])
+    a = rand(n, "int32")
+    npu, c = both(ib.get(), a, np.zeros(2, "int32"))
+    np.testing.assert_array_equal(npu[1], [a.sum(), a.max()])
+    np.testing.assert_array_equal(c[1], npu[1])
+
+
+def test_transpose_scalar():
+    r, k = 12, 20
+    ib = ir.IRBuilder("transpose")
+    A = ib.buffer_param("A", (r, k), "int16")
+    B = ib.buffer_param("B", (k, r), "int16")
+    with ib.for_range(0, r, name="i") as i:
+        with ib.for_range(0, k, name="j") as j:
+            B[j, i] = A[i, j]
+    a = rand((r, k), "int16")
+    npu, c = both(ib.get(), a, np.zeros((k, r), "int16"))
+    np.testing.assert_array_equal(npu[1], a.T)
+    np.testing.assert_array_equal(c[1], a.T)
+
+
+def test_multicore_loop():
+    n = 256
+    ib = ir.IRBuilder("mc_scale")
+    A = ib.buffer_param("A", (n,), "int32")
+    B = ib.buffer_param("B", (n,), "int32")
+    with ib.for_range(0, 4, name="c", kind="cores") as c:
+        with ib.for_range(0, n // 4, name="i") as i:
+            B[c * 64 + i] = A[c * 64 + i] * 2 + c
+    a = rand(n, "int32")
+    npu, cc = both(ib.get(), a, np.zeros(n, "int32"))
+    ref = a * 2 + np.repeat(np.arange(4), 64)
+    np.testing.assert_array_equal(npu[1], ref)
+    np.testing.assert_array_equal(cc[1], ref)
+
+
+def test_core_id_outside_loop_runs_once():
+    ib = ir.IRBuilder("once")
+    Out = ib.buffer_param("Out", (5,), "int32")
+    Out[4] = Out[4] + 1  # outside the cores loop: core 0 only
+    with ib.for_range(0, 4, name="c", kind="cores") as c:
+        Out[c] = c + 10
+    npu, cc = both(ib.get(), np.zeros(5, "int32"))
+    np.testing.assert_array_equal(npu[0], [10, 11, 12, 13, 1])
+    np.testing.assert_array_equal(cc[0], npu[0])
+
+
+def test_vectorized_loop_simd():
+    n = 64
+    ib = ir.IRBuilder("vec_axpy")
+    A = ib.buffer_param("A", (n,), "int32")
+    B = ib.buffer_param("B", (n,), "int32")
+    with ib.for_range(0, n, name="i", kind="vectorized") as i:
+        B[i] = A[i] * 3 + B[i]
+    a, b = rand(n, "int32"), rand(n, "int32")
+    npu = run(ib.get(), "npu", a, b)
+    np.testing.assert_array_equal(npu[1], a * 3 + b)
+    src = tilecore.build(ib.get(), target="npu").get_source()
+    assert "vmul.i32" in src and "vld" in src
+
+
+# ---- DMA and tile commands (npu only: the c target does not run tile intrinsics) --------------
+def _local_roundtrip(name, n, dtype, body):
+    ib = ir.IRBuilder(name)
+    A = ib.buffer_param("A", (n,), dtype)
+    B = ib.buffer_param("B", (n,), dtype)
+    T = ib.allocate(dtype, (n,), name="T", scope="local")
+    U = ib.allocate(dtype, (n,), name="U", scope="local")
+    ib.call("tile.dma_copy", T[0:n], A[0:n], 0)
+    ib.call("tile.wait", 0)
+    body(ib, T, U, n)
+    ib.call("tile.dma_copy", B[0:n], U[0:n], 1)
+    ib.call("tile.wait", 1)
+    return ib.get()
+
+
+@pytest.mark.parametrize("op,ref", [("tile.vec_exp", np.exp), ("tile.vec_relu", lambda x: np.maximum(x, 0)),
+                                    ("tile.vec_sqrt", lambda x: np.sqrt(np.abs(x)))])
+def test_vector_engine_unary(op, ref):
+    def body(ib, T, U, n):
+        if op == "tile.vec_sqrt":
+            ib.call("tile.vec_max", T[0:n], T[0:n], T[0:n])
+        ib.call(op, U[0:n], T[0:n])
+    f = _local_roundtrip("vu_" + op.split("_")[-1], 256, "float32", body)
+    a = rand(256, "float32")
+    if op == "tile.vec_sqrt":
+        a = np.abs(a)
+    out = run(f, "npu", a, np.zeros(256, "float32"))[1]
+    np.testing.assert_allclose(out, ref(a).astype("float32"), rtol=1e-6)
+
+
+def test_vector_engine_binary_and_scalar():
+    def body(ib, T, U, n):
+        ib.call("tile.vec_muls", U[0:n], T[0:n], ir.const(0.5, "float32"))
+        ib.call("tile.vec_add", U[0:n], U[0:n], T[0:n])
+    f = _local_roundtrip("vb", 512, "float32", body)
+    a = rand(512, "float32")
+    out = run(f, "npu", a, np.zeros(512, "float32"))[1]
+    np.testing.assert_array_equal(out, (a * np.float32(0.5) + a).astype("float32"))
+
+
+def test_softmax_rows():
+    rows, cols = 4, 64
+    ib = ir.IRBuilder("softmax")
+    X = ib.buffer_param("X", (rows, cols), "float32")
+    Y = ib.buffer_param("Y", (rows, cols), "float32")
+    T = ib.allocate("float32", (rows, cols), name="T", scope="local")
+    Mx = ib.allocate("float32", (rows, 1), name="Mx", scope="local")
+    ib.call("tile.dma_copy", T[0:rows, 0:cols], X[0:rows, 0:cols], 0)
+    ib.call("tile.wait", 0)
+    ib.call("tile.vec_redmax", Mx[0:rows, 0:1], T[0:rows, 0:cols])
+    # the row max meets the tile through a broadcast (EmitTileIntrinsics makes it a view)
+    with ib.for_range(0, rows, name="r") as r:
+        with ib.for_range(0, cols, name="k") as k:
+            T[r, k] = T[r, k] - Mx[r, 0]
+    ib.call("tile.vec_exp", T[0:rows, 0:cols], T[0:rows, 0:cols])
+    ib.call("tile.vec_redsum", Mx[0:rows, 0:1], T[0:rows, 0:cols])
+    with ib.for_range(0, rows, name="r2") as r:
+        with ib.for_range(0, cols, name="k2") as k:
+            T[r, k] = T[r, k] / Mx[r, 0]
+    ib.call("tile.dma_copy", Y[0:rows, 0:cols], T[0:rows, 0:cols], 1)
+    ib.call("tile.wait", 1)
+    x = rand((rows, cols), "float32")
+    out = run(ib.get(), "npu", x, np.zeros((rows, cols), "float32"))[1]
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=2e-6, atol=1e-7)
+
+
+def test_dma_transpose_and_cast():
+    r, k = 16, 32
+    ib = ir.IRBuilder("dma_tc")
+    A = ib.buffer_param("A", (r, k), "int8")
+    B = ib.buffer_param("B", (r, k), "int32")
+    T = ib.allocate("int32", (r, k), name="T", scope="local")
+    ib.call("tile.dma_copy", T[0:r, 0:k], A[0:r, 0:k], 0)  # casts i8 -> i32
+    ib.call("tile.wait", 0)
+    ib.call("tile.dma_copy", B[0:r, 0:k], T[0:r, 0:k], 1)
+    ib.call("tile.wait", 1)
+    a = rand((r, k), "int8")
+    out = run(ib.get(), "npu", a, np.zeros((r, k), "int32"))[1]
+    np.testing.assert_array_equal(out, a.astype("int32"))
+
+
+def gemm_i8_kernel(M, N, K, TN, cores=4):
+    """C (i32) = A (i8) x B (i8): each core a quarter of M with its A rows resident in
+    L1; B column blocks and C blocks double-buffered so DMA overlaps tile.mm."""
+    MC, NB = M // cores, N // TN
+    ib = ir.IRBuilder("gemm_i8")
+    A = ib.buffer_param("A", (M, K), "int8")
+    B = ib.buffer_param("B", (K, N), "int8")
+    C = ib.buffer_param("C", (M, N), "int32")
+    with ib.for_range(0, cores, name="c", kind="cores") as c:
+        Al = ib.allocate("int8", (MC, K), name="Al")
+        Bl = ib.allocate("int8", (2, K, TN), name="Bl")
+        Cl = ib.allocate("int32", (2, MC, TN), name="Cl")
+        row = c * MC
+        ib.call("tile.dma_copy", Al[0:MC, 0:K], A[row:row + MC, 0:K], 0)
+        ib.call("tile.dma_copy", Bl[0:1, 0:K, 0:TN], B[0:K, 0:TN], 1)
+        with ib.for_range(0, NB, name="j") as j:
+            s = j % 2
+            with ib.if_scope(j + 1 < NB):
+                nxt = (j + 1) % 2
+                ib.call("tile.dma_copy", Bl[nxt:nxt + 1, 0:K, 0:TN], B[0:K, (j + 1) * TN:(j + 2) * TN], 1 + nxt)
+            ib.call("tile.wait", 0)
+            ib.call("tile.wait", 1 + s)
+            with ib.if_scope(j >= 2):
+                ib.call("tile.wait", 3 + s)  # C buffer s has drained
+            ib.call("tile.mm", Cl[s:s + 1, 0:MC, 0:TN], Al[0:MC, 0:K], Bl[s:s + 1, 0:K, 0:TN], False)
+            ib.call("tile.dma_copy", C[row:row + MC, j * TN:(j + 1) * TN], Cl[s:s + 1, 0:MC, 0:TN], 3 + s)
+        ib.call("tile.wait", 3)
+        ib.call("tile.wait", 4)
+    return ib.get()
+
+
+def test_gemm_i8_double_buffered_4_cores():
+    M = N = K = 128
+    f = gemm_i8_kernel(M, N, K, TN=32)
+    a, b = rand((M, K), "int8"), rand((K, N), "int8")
+    mod = tilecore.build(f, target="npu -cores=4")
+    assert mod.info["functions"][0]["cores"] == 4
+    c = np.zeros((M, N), "int32")
+    mod["gemm_i8"](a, b, c)
+    np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
+    src = mod.get_source("asm")
+    assert "mm.i8" in src and "dma.in" in src and "csrr" in src
+
+
+def test_line_table_maps_instructions_to_spans():
+    ib = ir.IRBuilder("spans")
+    A = ib.buffer_param("A", (8,), "int32")
+    ib.set_span(ir.span("kernel.py", 42))
+    with ib.for_range(0, 8, name="i") as i:
+        A[i] = i
+    mod = tilecore.build(ib.get(), target="npu")
+    lines = mod.info["functions"][0]["line_table"]
+    assert any(loc == "kernel.py:42" for _, _, loc in lines)
+
+
+# ---- errors --------------------------------------------------------------------------------------
+def test_cannot_be_emitted():
+    ib = ir.IRBuilder("bad_gather")
+    A = ib.buffer_param("A", (64,), "int32")
+    B = ib.buffer_param("B", (8,), "int32")
+    ib.emit(ir.BufferStore(B.buffer, ir.BufferLoad(A.buffer, [ir.Ramp(ir.const(0), ir.const(8), 8)]),
+                           [ir.Ramp(ir.const(0), ir.const(1), 8)]))
+    with pytest.raises(ValueError, match=r"cannot be emitted.*bad_gather"):
+        tilecore.build(ib.get(), target="npu")
+
+
+def test_l1_overflow_surfaces_through_build():
+    ib = ir.IRBuilder("too_big")
+    A = ib.buffer_param("A", (4,), "int32")
+    T = ib.allocate("int32", (300000,), name="Huge", scope="local")
+    T[0] = A[0]
+    A[0] = T[0]
+    with pytest.raises(ValueError, match=r"(?s)overflows.*Huge"):
+        tilecore.build(ib.get(), target="npu")
+
+
+def test_cores_loop_larger_than_target():
+    ib = ir.IRBuilder("eight")
+    A = ib.buffer_param("A", (8,), "int32")
+    with ib.for_range(0, 8, name="c", kind="cores") as c:
+        A[c] = c
+    with pytest.raises(ValueError, match=r"8 iterations.*-cores=4"):
+        tilecore.build(ib.get(), target="npu -cores=4")
