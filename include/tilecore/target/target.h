@@ -29,7 +29,7 @@ struct TargetOption {
   std::string doc;
   ffi::Any default_value;            // None: absent unless given
   int64_t min = INT64_MIN, max = INT64_MAX;  // "int" and "size"
-  std::vector<std::string> choices;  // "str": empty = any string
+  std::vector<std::string> choices{};  // "str": empty = any string
 };
 
 struct TargetKindInfo {
