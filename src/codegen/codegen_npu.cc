@@ -135,6 +135,7 @@ struct VarLoc {
 struct Track {
   int64_t addr = 0;
   int64_t units = 1;
+  int engines = 0;  // bit 0: some matrix command touches the buffer, bit 1: some vector command
 };
 
 class NpuEmitter {
@@ -310,7 +311,10 @@ class NpuEmitter {
       std::string op(c->op.view());
       if (op.rfind("tile.vec_", 0) == 0 || op == "tile.mm") {
         for (const PrimExpr& a : c->args) {
-          if (const auto* r = a.as<BufferRegionNode>()) tile_bufs_.insert(r->buffer->data.get());
+          if (const auto* r = a.as<BufferRegionNode>()) {
+            tile_bufs_.insert(r->buffer->data.get());
+            engines_[r->buffer->data.get()] |= op == "tile.mm" ? 1 : 2;
+          }
         }
       }
     });
@@ -1439,6 +1443,7 @@ class NpuEmitter {
       if (auto n = as_const_int(b->shape[0]); n && *n > 1 && *n <= 8) t.units = *n;
     }
     t.addr = NewWords(2 * t.units);
+    t.engines = engines_[b->data.get()];
     tracks_[b->data.get()] = t;
     track_shape0_[b->data.get()] = b->shape.size();
   }
@@ -1466,8 +1471,8 @@ class NpuEmitter {
   }
   // Emits `wait queue, engine, count` for each unit of `u` (slot 0 mm, 1 vec).
   void WaitUnit(const Unit& u, const std::string& queue, const std::string& engine) {
-    if (!u.track) return;
     int slot = engine == "mm" ? 0 : 1;
+    if (!u.track || !(u.track->engines & (1 << slot))) return;  // that engine never touches the buffer
     if (u.index.defined()) {
       if (auto c = as_const_int(u.index)) {
         Emit("lw x1, [l1: x0 + " + S(u.track->addr + *c * 8 + slot * 4) + "]");
@@ -1766,6 +1771,7 @@ class NpuEmitter {
   std::unordered_map<const Object*, int64_t> plan_;
   std::unordered_map<const Object*, VarLoc> vars_;
   std::unordered_set<const Object*> tile_bufs_;
+  std::unordered_map<const Object*, int> engines_;
   std::unordered_map<const Object*, Track> tracks_;
   std::unordered_map<const Object*, size_t> track_shape0_;
   bool xfree_[32] = {};
