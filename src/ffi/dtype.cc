@@ -4,6 +4,9 @@
 #include "tilecore/ffi/dtype.h"
 
 #include <charconv>
+#include <mutex>
+#include <optional>
+#include <vector>
 #include <string>
 
 #include "tilecore/ffi/error.h"
@@ -20,6 +23,51 @@ struct DeviceName {
 constexpr DeviceName kDeviceNames[] = {
     {kDLCPU, "cpu"},     {kDLCUDA, "cuda"},      {kDLCUDAHost, "cuda_host"}, {kDLOpenCL, "opencl"},
     {kDLVulkan, "vulkan"}, {kDLMetal, "metal"},  {kDLROCM, "rocm"},          {kDLNPU, "npu"},
+};
+
+/*! \brief Names of device kinds added at run time (out-of-tree devices). */
+class ExtraDeviceNames {
+ public:
+  static ExtraDeviceNames* Global() {
+    static ExtraDeviceNames* names = new ExtraDeviceNames();  // lives for the process
+    return names;
+  }
+  void Register(int32_t type, std::string name) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& d : kDeviceNames) {
+      if (d.type == type || name == d.name) {
+        TILECORE_THROW(ValueError) << "Device `" << name << "` (type " << type << ") clashes with the built-in `"
+                                   << d.name << "` (type " << d.type << ")";
+      }
+    }
+    for (const auto& [t, n] : names_) {
+      if ((t == type) != (n == name)) {
+        TILECORE_THROW(ValueError) << "Device `" << name << "` (type " << type << ") clashes with `" << n
+                                   << "` (type " << t << ")";
+      }
+    }
+    names_.emplace_back(type, std::move(name));
+  }
+  std::optional<std::string> NameOf(int32_t type) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [t, n] : names_) if (t == type) return n;
+    return std::nullopt;
+  }
+  std::optional<int32_t> TypeOf(std::string_view name) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [t, n] : names_) if (n == name) return t;
+    return std::nullopt;
+  }
+  std::string Known() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string known;
+    for (const auto& [t, n] : names_) known += ", " + n;
+    return known;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<int32_t, std::string>> names_;
 };
 
 bool ParseUInt(std::string_view s, int* out) {
@@ -95,6 +143,7 @@ std::string DeviceTypeToName(int32_t device_type) {
   for (const auto& d : kDeviceNames) {
     if (d.type == device_type) return d.name;
   }
+  if (auto name = ExtraDeviceNames::Global()->NameOf(device_type)) return *name;
   return "device" + std::to_string(device_type);
 }
 
@@ -102,9 +151,18 @@ int32_t DeviceNameToType(std::string_view name) {
   for (const auto& d : kDeviceNames) {
     if (name == d.name) return d.type;
   }
+  if (auto type = ExtraDeviceNames::Global()->TypeOf(name)) return *type;
   std::string known;
   for (const auto& d : kDeviceNames) known += std::string(known.empty() ? "" : ", ") + d.name;
-  TILECORE_THROW(ValueError) << "Unknown device `" << name << "`; known devices: " << known;
+  TILECORE_THROW(ValueError) << "Unknown device `" << name << "`; known devices: " << known
+                             << ExtraDeviceNames::Global()->Known();
+}
+
+void RegisterDeviceName(int32_t device_type, std::string name) {
+  if (name.empty() || device_type < 0) {
+    TILECORE_THROW(ValueError) << "RegisterDeviceName: need a name and a non-negative device type";
+  }
+  ExtraDeviceNames::Global()->Register(device_type, std::move(name));
 }
 
 std::string DLDeviceToString(DLDevice device) {
@@ -119,6 +177,9 @@ TILECORE_REGISTER_GLOBAL("ffi.DataTypeToString").set_body_typed([](DLDataType t)
 });
 TILECORE_REGISTER_GLOBAL("ffi.DeviceNameToType").set_body_typed([](std::string s) {
   return DeviceNameToType(s);
+});
+TILECORE_REGISTER_GLOBAL("ffi.RegisterDeviceName").set_body_typed([](int32_t t, std::string name) {
+  RegisterDeviceName(t, std::move(name));
 });
 TILECORE_REGISTER_GLOBAL("ffi.DeviceTypeToName").set_body_typed([](int32_t t) {
   return DeviceTypeToName(t);

@@ -37,6 +37,11 @@ inline bool operator==(const DLDataType& a, const DLDataType& b) {
 std::string DeviceTypeToName(int32_t device_type);
 /*! \brief Inverse of DeviceTypeToName; ValueError naming the known kinds otherwise. */
 int32_t DeviceNameToType(std::string_view name);
+/*!
+ * \brief Names a device kind added out of tree, so that "<name>:<id>" parses and prints.
+ * ValueError if the name or the type is taken by a different kind.
+ */
+void RegisterDeviceName(int32_t device_type, std::string name);
 /*! \brief "cpu:0". */
 std::string DLDeviceToString(DLDevice device);
 inline bool operator==(const DLDevice& a, const DLDevice& b) {

@@ -154,3 +154,27 @@ TEST(Containers, ShapeFromArrayOfInts) {
 }
 
 }  // namespace
+
+namespace {
+using namespace tilecore::ffi;
+
+TEST(Device, OutOfTreeDeviceNames) {
+  EXPECT_EQ(DeviceTypeToName(kDLNPU), "npu");
+  EXPECT_EQ(DeviceTypeToName(41), "device41");
+  RegisterDeviceName(41, "testacc");
+  RegisterDeviceName(41, "testacc");  // the same pair again is harmless
+  EXPECT_EQ(DeviceTypeToName(41), "testacc");
+  EXPECT_EQ(DeviceNameToType("testacc"), 41);
+  EXPECT_EQ(DLDeviceToString(DLDevice{static_cast<DLDeviceType>(41), 2}), "testacc:2");
+  EXPECT_THROW(RegisterDeviceName(42, "testacc"), Error);  // name taken by another type
+  EXPECT_THROW(RegisterDeviceName(41, "other"), Error);    // type taken by another name
+  EXPECT_THROW(RegisterDeviceName(kDLNPU, "mynpu"), Error);  // built-in type
+  try {
+    DeviceNameToType("nosuch");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("testacc"), std::string_view::npos);
+  }
+}
+
+}  // namespace
