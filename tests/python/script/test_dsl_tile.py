@@ -121,14 +121,12 @@ def softmax(x: S.ptr("float32", "global"), y: S.ptr("float32", "global"), rows: 
     cid = S.get_local_id()
     T = S.alloc_buffer((4, 64), "float32")
     M = S.alloc_buffer((4, 1), "float32")
-    Mb = S.alloc_buffer((4, 64), "float32")
     per = rows // S.get_local_size()
     for blk in range(cid * per, cid * per + per, 4):
         S.dma_copy(T, x + blk * 64, 256)
         S.tile_redmax(M, T)
         for r in S.static_range(4):
-            S.dma_fill(Mb[r:r + 1, 0:64], M[r, 0])
-        S.tile_sub(T, T, Mb)
+            S.tile_adds(T[r:r + 1, 0:64], T[r:r + 1, 0:64], -M[r, 0])
         S.tile_exp(T, T)
         S.tile_redsum(M, T)
         S.tile_recip(M, M)
