@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# scripts/fuzz.sh — builds the libFuzzer targets (clang, ASan + UBSan) and runs each for a
+# bounded time over its seed corpus. Any crash, hang or sanitizer report fails the run.
+#
+#   scripts/fuzz.sh                 60 seconds per target
+#   scripts/fuzz.sh --seconds 600   the 10-minute run docs/tc1.md reports
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SECONDS_PER_TARGET=60
+[ "${1:-}" = "--seconds" ] && SECONDS_PER_TARGET=$2
+
+install_deb() {  # install_deb <debian package>, or name it and stop
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "tilecore: installing Debian package $1"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null 2>&1 ||
+      { apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null; }
+  else
+    echo "tilecore: fuzzing needs the Debian package '$1' (sudo apt-get install $1)" >&2
+    exit 1
+  fi
+}
+command -v clang++-14 >/dev/null 2>&1 || install_deb clang-14
+ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
+  install_deb libclang-rt-14-dev
+
+BUILD="$ROOT/build-fuzz"
+cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DTILECORE_LAYERS="ffi;arch;sim" -DTILECORE_BUILD_FUZZERS=ON -DTILECORE_BUILD_PYTHON=OFF \
+  -DTILECORE_SANITIZE=address,undefined >/dev/null
+cmake --build "$BUILD" -j2 --target fuzz_decode_execute fuzz_assemble
+mkdir -p "$BUILD/fuzz-corpus" "$BUILD/asm-corpus"
+run_target() {  # run_target <name> <writable corpus> <seed corpus> [extra flags]
+  local name=$1 corpus=$2 seeds=$3 log="$BUILD/$1.log"
+  shift 3
+  local rc=0
+  "$BUILD/tests/fuzz/$name" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -print_final_stats=1 "$@" \
+    "$corpus" "$seeds" >"$log" 2>&1 || rc=$?
+  grep -E "^(Done|==[0-9]+==ERROR|SUMMARY)" "$log" | sed "s/^/$name: /" || true
+  if [ "$rc" != 0 ]; then
+    echo "fuzz: $name failed (exit $rc); its log is $log" >&2
+    tail -40 "$log" >&2
+    exit 1
+  fi
+}
+run_target fuzz_decode_execute "$BUILD/fuzz-corpus" "$ROOT/tests/fuzz/corpus"
+run_target fuzz_assemble "$BUILD/asm-corpus" "$ROOT/tests/fuzz/corpus_asm" -max_len=4096
+echo "fuzz: no crash, hang or sanitizer report in ${SECONDS_PER_TARGET}s per target"
