@@ -135,12 +135,18 @@ def test_save_load_c_module(tmp_path):
     assert np.array_equal(c, 2 * a)
 
 
-def test_vector_code_cannot_be_emitted_for_c():
+def test_vector_code_runs_lane_by_lane():
     ib = ir.IRBuilder("vec")
     a = ib.buffer_param("A", (8,), "int32")
-    a[ir.ramp(0, 1, 8)] = ir.broadcast(ir.const(1, "int32"), 8)
-    with pytest.raises(ValueError, match="cannot be emitted"):
-        tilecore.build(ib.get(), "c")
+    a[ir.ramp(0, 1, 8)] = ir.broadcast(ir.const(1, "int32"), 8) + ir.ramp(0, 2, 8)
+    out = np.zeros(8, np.int32)
+    tilecore.build(ib.get(), "c")(out)
+    assert np.array_equal(out, 1 + 2 * np.arange(8))
+
+
+def test_unknown_expression_cannot_be_emitted_for_c():
+    with pytest.raises(ValueError, match="cannot emit"):
+        tilecore.build(ir.PrimFunc([], ir.Evaluate(ir.StringImm("x"))), "c")
 
 
 def test_compiler_failure_is_reported():
