@@ -197,13 +197,14 @@ def test_vectorized_loop_simd():
     with ib.for_range(0, n, name="i", kind="vectorized") as i:
         B[i] = A[i] * 3 + B[i]
     a, b = rand(n, "int32"), rand(n, "int32")
-    npu = run(ib.get(), "npu", a, b)
+    npu, c = both(ib.get(), a, b)
     np.testing.assert_array_equal(npu[1], a * 3 + b)
+    np.testing.assert_array_equal(c[1], npu[1])
     src = tilecore.build(ib.get(), target="npu").get_source()
     assert "vmul.i32" in src and "vld" in src
 
 
-# ---- DMA and tile commands (npu only: the c target does not run tile intrinsics) --------------
+# ---- DMA and tile commands (the c target runs them synchronously with TC1's numerics) ----------
 def _local_roundtrip(name, n, dtype, body):
     ib = ir.IRBuilder(name)
     A = ib.buffer_param("A", (n,), dtype)
@@ -229,8 +230,9 @@ def test_vector_engine_unary(op, ref):
     a = rand(256, "float32")
     if op == "tile.vec_sqrt":
         a = np.abs(a)
-    out = run(f, "npu", a, np.zeros(256, "float32"))[1]
-    np.testing.assert_allclose(out, ref(a).astype("float32"), rtol=1e-6)
+    npu, c = both(f, a, np.zeros(256, "float32"))
+    np.testing.assert_array_equal(c[1], npu[1])  # both compute in double and round once
+    np.testing.assert_allclose(npu[1], ref(a).astype("float32"), rtol=1e-6)
 
 
 def test_vector_engine_binary_and_scalar():
@@ -239,8 +241,9 @@ def test_vector_engine_binary_and_scalar():
         ib.call("tile.vec_add", U[0:n], U[0:n], T[0:n])
     f = _local_roundtrip("vb", 512, "float32", body)
     a = rand(512, "float32")
-    out = run(f, "npu", a, np.zeros(512, "float32"))[1]
-    np.testing.assert_array_equal(out, (a * np.float32(0.5) + a).astype("float32"))
+    npu, c = both(f, a, np.zeros(512, "float32"))
+    np.testing.assert_array_equal(npu[1], (a * np.float32(0.5) + a).astype("float32"))
+    np.testing.assert_array_equal(c[1], npu[1])
 
 
 def test_softmax_rows():
@@ -265,7 +268,9 @@ def test_softmax_rows():
     ib.call("tile.dma_copy", Y[0:rows, 0:cols], T[0:rows, 0:cols], 1)
     ib.call("tile.wait", 1)
     x = rand((rows, cols), "float32")
-    out = run(ib.get(), "npu", x, np.zeros((rows, cols), "float32"))[1]
+    npu, c = both(ib.get(), x, np.zeros((rows, cols), "float32"))
+    out = npu[1]
+    np.testing.assert_array_equal(c[1], out)  # same f32 sums in the same order
     e = np.exp(x - x.max(axis=1, keepdims=True))
     np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=2e-6, atol=1e-7)
 
@@ -281,8 +286,9 @@ def test_dma_transpose_and_cast():
     ib.call("tile.dma_copy", B[0:r, 0:k], T[0:r, 0:k], 1)
     ib.call("tile.wait", 1)
     a = rand((r, k), "int8")
-    out = run(ib.get(), "npu", a, np.zeros((r, k), "int32"))[1]
-    np.testing.assert_array_equal(out, a.astype("int32"))
+    npu, c = both(ib.get(), a, np.zeros((r, k), "int32"))
+    np.testing.assert_array_equal(npu[1], a.astype("int32"))
+    np.testing.assert_array_equal(c[1], npu[1])
 
 
 def gemm_i8_kernel(M, N, K, TN, cores=4):
@@ -327,6 +333,8 @@ def test_gemm_i8_double_buffered_4_cores():
     np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
     src = mod.get_source("asm")
     assert "mm.i8" in src and "dma.in" in src and "csrr" in src
+    cc = run(f, "c", a, b, np.zeros((M, N), "int32"))[2]
+    np.testing.assert_array_equal(cc, c)
 
 
 def test_line_table_maps_instructions_to_spans():
