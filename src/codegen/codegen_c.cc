@@ -576,7 +576,7 @@ class CPrinter {
     std::vector<const Object*> free;
     std::unordered_set<const Object*> seen;
     auto note = [&](const Object* v) {
-      if (v && types_.count(v) && names_.count(v) && seen.insert(v).second) free.push_back(v);
+      if (v && v != f->loop_var.get() && types_.count(v) && names_.count(v) && seen.insert(v).second) free.push_back(v);
     };
     PostOrderVisit(f->body, [&](const ObjectRef& o) {
       if (const auto* var = o.as<VarNode>()) note(var);
