@@ -13,6 +13,17 @@
 namespace tilecore::runtime {
 namespace {
 
+/*! \brief The kernel source location of (core, pc) from the line table, or "". */
+std::string KernelLocation(const NpuKernel& k, int core, int64_t pc) {
+  const LineEntry* shared = nullptr;
+  for (const LineEntry& e : k.lines) {
+    if (e.pc != pc) continue;
+    if (e.section == core) return e.location;
+    if (e.section == 0) shared = &e;
+  }
+  return shared ? shared->location : "";
+}
+
 class NpuModuleNode final : public ModuleNode {
  public:
   explicit NpuModuleNode(std::vector<NpuKernel> kernels) : kernels_(std::move(kernels)) {}
@@ -170,7 +181,15 @@ class NpuModuleNode final : public ModuleNode {
         s.load(k.program);
         std::span<const uint8_t> block(reinterpret_cast<const uint8_t*>(words.data()), words.size() * 4);
         for (int c = 0; c < k.cores; ++c) s.write(arch::Space::L1, kNpuArgBlock, block, c);
-        s.run();
+        try {
+          s.run();
+        } catch (const sim::SimError& e) {
+          // Name the kernel's own source line, not just the generated assembly's.
+          std::string where = KernelLocation(k, e.core(), e.pc());
+          if (where.empty()) throw;
+          throw sim::SimError(e.kind(), e.core(), e.pc(), e.instruction(),
+                              "kernel `" + k.name + "` at " + where + ": " + e.reason(), e.line());
+        }
       });
     }
     for (auto& [host, device] : staged) device.CopyTo(host);
