@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "tilecore/ffi/ndarray.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/runtime/device_api.h"
 #include "tilecore/runtime/kernel.h"
@@ -19,16 +20,6 @@ namespace tilecore::runtime {
 namespace {
 
 using KernelFn = int32_t (*)(void**);
-
-bool IsCompact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
 
 // The bytes of a bytes/bytearray argument (borrowed or owned).
 std::string BytesArg(const ffi::AnyView& v) {
@@ -162,7 +153,7 @@ class CModuleNode final : public ModuleNode {
       if (p.kind == "buffer") {
         ffi::NDArray a = args[int32_t(i)].cast<ffi::NDArray>();
         ffi::NDArray h = a;
-        if (a.device().device_type != kDLCPU || !IsCompact(a.tensor())) {
+        if (a.device().device_type != kDLCPU || !ffi::DLTensorIsContiguous(a.tensor())) {
           h = CopyToHost(a.tensor());
           keep.push_back(h);
           if (p.written) staged.emplace_back(a, h);

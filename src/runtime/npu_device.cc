@@ -2,6 +2,8 @@
 #if TILECORE_ENABLE_NPU
 #include "tilecore/runtime/npu_device.h"
 
+#include "tilecore/ffi/ndarray.h"
+
 #include <array>
 #include <cstring>
 #include <memory>
@@ -117,16 +119,6 @@ NpuDevice& GetNpuDevice(int id) {
 
 namespace {
 
-bool IsCompact(const DLTensor& t) {
-  if (t.strides == nullptr) return true;
-  int64_t expect = 1;
-  for (int i = t.ndim - 1; i >= 0; --i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-  }
-  return true;
-}
-
 size_t NumBytes(const DLTensor& t) {
   return size_t(ffi::DLTensorNumElements(t)) * ((t.dtype.bits * t.dtype.lanes + 7) / 8);
 }
@@ -147,7 +139,7 @@ class NpuDeviceAPI final : public DeviceAPI {
   }
   void Copy(const DLTensor& from, const DLTensor& to) override {
     bool from_npu = from.device.device_type == ffi::kDLNPU, to_npu = to.device.device_type == ffi::kDLNPU;
-    if ((from_npu && !IsCompact(from)) || (to_npu && !IsCompact(to))) {
+    if ((from_npu && !ffi::DLTensorIsContiguous(from)) || (to_npu && !ffi::DLTensorIsContiguous(to))) {
       TILECORE_THROW(ValueError) << "npu: copies need compact (C-contiguous) arrays on the device";
     }
     if (from_npu && to_npu) {
@@ -158,7 +150,7 @@ class NpuDeviceAPI final : public DeviceAPI {
     if (to_npu) {  // host -> npu
       const DLTensor* src = &from;
       ffi::NDArray staged;
-      if (!IsCompact(from)) {
+      if (!ffi::DLTensorIsContiguous(from)) {
         staged = CopyToHost(from);
         src = &staged.tensor();
       }
@@ -175,7 +167,7 @@ class NpuDeviceAPI final : public DeviceAPI {
     std::lock_guard<std::recursive_mutex> lock(d.launch_mutex());
     sim::SimulatorRef s = d.simulator();
     std::lock_guard<std::mutex> sim_lock(s.mut()->mu);
-    if (IsCompact(to)) {
+    if (ffi::DLTensorIsContiguous(to)) {
       std::span<uint8_t> out(static_cast<uint8_t*>(to.data) + to.byte_offset, NumBytes(to));
       sim::TranslateSimError([&] { s->sim.read_into(arch::Space::DDR, DdrAddress(from), out); });
     } else {
