@@ -9,30 +9,13 @@
 #include <cstdio>
 
 #include "machine.h"
+#include "fault_text.h"
 
 namespace tilecore::sim {
 
 using arch::Engine;
 
 namespace {
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-std::string size_text(uint64_t n) {
-  if (n % (1 << 20) == 0) return std::to_string(n >> 20) + " MiB";
-  if (n % (1 << 10) == 0) return std::to_string(n >> 10) + " KiB";
-  return std::to_string(n) + " bytes";
-}
-
-std::string space_text(Space s, int core) {
-  std::string t(arch::space_name(s));
-  if (s == Space::L1) t += "[" + std::to_string(core) + "]";
-  return t;
-}
 
 /// Element extent [lo, hi] of a strided tensor; false when it has no elements.
 bool extent(const std::array<uint32_t, 4>& shape, const std::array<int32_t, 4>& stride, int rank,

@@ -13,33 +13,12 @@
 #include <cstring>
 
 #include "dispatch.h"
+#include "fault_text.h"
 #include "tilecore/arch/numeric.h"
 
 namespace tilecore::sim {
 
 using arch::Engine;
-
-namespace {
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-std::string size_text(uint64_t n) {
-  if (n % (1 << 20) == 0) return std::to_string(n >> 20) + " MiB";
-  if (n % (1 << 10) == 0) return std::to_string(n >> 10) + " KiB";
-  return std::to_string(n) + " bytes";
-}
-
-std::string space_text(Space s, int core) {
-  std::string t(arch::space_name(s));
-  if (s == Space::L1) t += "[" + std::to_string(core) + "]";
-  return t;
-}
-
-}  // namespace
 
 // ---- Memory -----------------------------------------------------------------------------------
 
