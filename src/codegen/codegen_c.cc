@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tilecore/codegen/tile_operand.h"
 #include "tilecore/ffi/dtype.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ir/functor.h"
@@ -669,26 +670,13 @@ class CPrinter {
   };
 
   CTensor Region(const PrimExpr& e, const CallNode* c) {
-    const auto* r = e.as<BufferRegionNode>();
-    if (!r) {
-      TILECORE_THROW(ValueError) << "c codegen: `" << c->op.view() << "` expects buffer regions" << Where(c->span);
-    }
+    TileOperand op = DecodeTileOperand(e, c, [&](const std::string& what) {
+      TILECORE_THROW(ValueError) << "c codegen: " << what << Where(c->span);
+    });
     CTensor t;
-    t.dtype = r->buffer->dtype;
-    Array<PrimExpr> strides = transform::BufferStrides(r->buffer);
-    transform::Analyzer an;
-    PrimExpr off = r->buffer->elem_offset.defined() ? r->buffer->elem_offset : PrimExpr(0);
-    for (size_t k = 0; k < r->begin.size(); ++k) {
-      auto ext = as_const_int(an.Simplify(r->extents[k]));
-      auto st = as_const_int(an.Simplify(strides[k]));
-      if (!ext || !st) {
-        TILECORE_THROW(ValueError) << "c codegen: `" << c->op.view() << "` on a region of `" << r->buffer->name.view()
-                                   << "` with a non-constant shape or stride" << Where(c->span);
-      }
-      t.shape.push_back(*ext);
-      t.strides.push_back(*st);
-      off = off + r->begin[k] * strides[k];
-    }
+    t.dtype = op.dtype;
+    t.shape = std::move(op.shape);
+    t.strides = std::move(op.strides);
     if (t.shape.empty()) {
       t.shape.push_back(1);
       t.strides.push_back(1);
@@ -696,7 +684,7 @@ class CPrinter {
     if (t.shape.size() > 8) {
       TILECORE_THROW(ValueError) << "c codegen: `" << c->op.view() << "` over more than 8 dimensions" << Where(c->span);
     }
-    t.base = "(" + Name(r->buffer->data.get()) + " + (int64_t)(" + Expr(an.Simplify(off)) + "))";
+    t.base = "(" + Name(op.buffer->data.get()) + " + (int64_t)(" + Expr(op.offset) + "))";
     return t;
   }
 

@@ -13,6 +13,7 @@
 #include "tilecore/arch/assembler.h"
 #include "tilecore/arch/program_object.h"
 #include "tilecore/codegen/codegen_c.h"
+#include "tilecore/codegen/tile_operand.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/op.h"
@@ -1326,27 +1327,8 @@ class NpuEmitter {
 
   // ---- tile operands ------------------------------------------------------------------------
   Tensor Region(const PrimExpr& e, const CallNode* c) {
-    const auto* r = e.as<BufferRegionNode>();
-    Tensor t;
-    t.buffer = r->buffer;
-    t.dtype = r->buffer->dtype;
-    Array<PrimExpr> strides = transform::BufferStrides(r->buffer);
-    transform::Analyzer an;
-    PrimExpr off = r->buffer->elem_offset.defined() ? r->buffer->elem_offset : PrimExpr(0);
-    for (size_t k = 0; k < r->begin.size(); ++k) {
-      auto ext = as_const_int(an.Simplify(r->extents[k]));
-      auto st = as_const_int(an.Simplify(strides[k]));
-      if (!ext || !st) {
-        Fail("`" + std::string(c->op.view()) + "` on a region of `" + std::string(r->buffer->name.view()) +
-                 "` with a non-constant shape or stride",
-             c->span);
-      }
-      t.shape.push_back(*ext);
-      t.strides.push_back(*st);
-      off = off + r->begin[k] * strides[k];
-    }
-    t.offset = an.Simplify(off);
-    return t;
+    TileOperand op = DecodeTileOperand(e, c, [&](const std::string& what) { Fail(what, c->span); });
+    return Tensor{op.buffer, op.dtype, op.offset, std::move(op.shape), std::move(op.strides)};
   }
 
   static int64_t Count(const Tensor& t) {
