@@ -29,8 +29,18 @@ typedef struct {
   uint32_t minor;
 } DLPackVersion;
 
-/*! \brief Device kinds; values fixed by the specification. */
+/*!
+ * \brief Device kinds; values fixed by the specification.
+ *
+ * Rationale: in C++ the enum gets a fixed underlying type (int32_t, the size the
+ * ABI already has), so that device kinds added out of tree beyond the listed values
+ * (e.g. 32) are valid values rather than undefined behaviour.
+ */
+#ifdef __cplusplus
+typedef enum : int32_t {
+#else
 typedef enum {
+#endif
   kDLCPU = 1,
   kDLCUDA = 2,
   kDLCUDAHost = 3,
