@@ -110,25 +110,38 @@ def build_baselines(build_dir):
     return nb_path, os.path.join(out, "libtvm_bench.so")
 
 
-def measure(stmt, env, repeat, target_seconds):
-    """Median ns per execution of `stmt` over `repeat` timeit loops."""
-    timer = timeit.Timer(stmt, globals=env)
-    number, elapsed = 1, 0.0
-    while elapsed < target_seconds / 4:  # calibrate the loop length
-        number *= 4
-        elapsed = timer.timeit(number)
-    number = max(1, int(number * target_seconds / max(elapsed, 1e-9)))
-    return statistics.median(timer.repeat(repeat, number)) / number * 1e9
+def measure(stmts, env, repeat, target_seconds):
+    """Median ns per execution of each library's statement over `repeat` timeit loops.
 
-
-def measure_callbacks(call, repeat):
-    """Median ns per callback of `call()`, which runs N_CALLBACKS callbacks."""
-    times = []
+    The libraries take turns within each repeat (round robin), so a burst of load on
+    this shared machine hits all of them alike instead of one library's block.
+    """
+    timers, numbers = {}, {}
+    for lib, stmt in stmts.items():
+        timer = timeit.Timer(stmt, globals=env)
+        number, elapsed = 1, 0.0
+        while elapsed < target_seconds / 4:  # calibrate the loop length
+            number *= 4
+            elapsed = timer.timeit(number)
+        timers[lib] = timer
+        numbers[lib] = max(1, int(number * target_seconds / max(elapsed, 1e-9)))
+    samples = {lib: [] for lib in stmts}
     for _ in range(repeat):
-        start = timeit.default_timer()
-        call()
-        times.append(timeit.default_timer() - start)
-    return statistics.median(times) / N_CALLBACKS * 1e9
+        for lib, timer in timers.items():
+            samples[lib].append(timer.timeit(numbers[lib]) / numbers[lib] * 1e9)
+    return {lib: statistics.median(v) for lib, v in samples.items()}
+
+
+def measure_callbacks(calls, repeat):
+    """Median ns per callback of each library's `call()` (which runs N_CALLBACKS
+    callbacks), the libraries taking turns within each repeat."""
+    times = {lib: [] for lib in calls}
+    for _ in range(repeat):
+        for lib, call in calls.items():
+            start = timeit.default_timer()
+            call()
+            times[lib].append(timeit.default_timer() - start)
+    return {lib: statistics.median(v) / N_CALLBACKS * 1e9 for lib, v in times.items()}
 
 
 def cases():
@@ -199,16 +212,16 @@ def main(argv=None):
     libs = ["tilecore", "tvm-ffi", "nanobind"]
     rows = []
     for name, stmts in table:
-        rows.append((name, {lib: measure(stmts[lib], env, args.repeat, args.seconds) for lib in libs}))
+        rows.append((name, measure({lib: stmts[lib] for lib in libs}, env, args.repeat, args.seconds)))
 
     tvm_call_n = tvm_ffi.get_global_func("bench.call_n")
     tc_call_n = tilecore.get_global_func("testing.call_n")
     nb = env["nb"]
-    rows.append((f"callback x{N_CALLBACKS}", {
-        "tilecore": measure_callbacks(lambda: tc_call_n(env["tc_cb"], N_CALLBACKS), args.repeat),
-        "tvm-ffi": measure_callbacks(lambda: tvm_call_n(env["tvm_cb"], N_CALLBACKS), args.repeat),
-        "nanobind": measure_callbacks(lambda: nb.call_n(env["cb"], N_CALLBACKS), args.repeat),
-    }))
+    rows.append((f"callback x{N_CALLBACKS}", measure_callbacks({
+        "tilecore": lambda: tc_call_n(env["tc_cb"], N_CALLBACKS),
+        "tvm-ffi": lambda: tvm_call_n(env["tvm_cb"], N_CALLBACKS),
+        "nanobind": lambda: nb.call_n(env["cb"], N_CALLBACKS),
+    }, args.repeat)))
 
     cpu = platform.processor() or platform.machine()
     try:
