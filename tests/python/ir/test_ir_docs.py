@@ -1,31 +1,16 @@
 """Runs the python blocks of docs/ir.md and docs/passes.md, each page as one program."""
 import os
-import re
 import subprocess
 import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BLOCK = re.compile(r"^```python[ \t]*(?P<info>[^\n]*)\n(?P<code>.*?)^```[ \t]*$", re.M | re.S)
+from doc_examples import BLOCK, REPO, run_page
 
 
 @pytest.mark.parametrize("page", ["ir.md", "passes.md"])
-def test_doc_examples_run(page):
-    with open(os.path.join(REPO, "docs", page), encoding="utf-8") as f:
-        text = f.read()
-    lines = []
-    for m in BLOCK.finditer(text):
-        if "skip" in m.group("info").split():
-            continue
-        first = text.count("\n", 0, m.start()) + 2
-        while len(lines) < first - 1:
-            lines.append("")
-        lines.extend(m.group("code").splitlines())
-    assert lines, f"docs/{page} has no python examples"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    proc = subprocess.run([sys.executable, "-c", "\n".join(lines)], capture_output=True, text=True, env=env, cwd=REPO)
+def test_doc_examples_run(page, tmp_path):
+    proc = run_page(page, tmp_path)
     assert proc.returncode == 0, f"docs/{page} example failed:\n{proc.stderr}"
 
 

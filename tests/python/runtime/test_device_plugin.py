@@ -14,6 +14,7 @@ import textwrap
 import pytest
 
 import tilecore
+from doc_examples import page_text, run_page
 from tilecore import ir
 
 np = pytest.importorskip("numpy")
@@ -222,7 +223,6 @@ def test_corrupt_module_file_names_the_line(toyacc, tmp_path):
 
 # ---- the walk-through ---------------------------------------------------------------------------
 QUOTE = re.compile(r"^<!-- quote: (?P<path>\S+) (?P<region>\S+) -->\n```\w+\n(?P<code>.*?)^```$", re.M | re.S)
-BLOCK = re.compile(r"^```python[ \t]*(?P<info>[^\n]*)\n(?P<code>.*?)^```[ \t]*$", re.M | re.S)
 
 
 def _region(path, name):
@@ -244,20 +244,10 @@ def test_doc_quotes_the_example_verbatim():
             f"docs/adding-a-device.md quotes {m.group('path')} [{m.group('region')}] out of date")
 
 
-def test_doc_walkthrough_runs(plugin_dir):
+def test_doc_walkthrough_runs(plugin_dir, tmp_path):
     """The page's Python, in a fresh interpreter, next to the build-toyacc folder it makes."""
-    with open(DOC, encoding="utf-8") as f:
-        text = f.read()
-    lines = []
-    for m in BLOCK.finditer(text):
-        if "skip" in m.group("info").split():
-            continue
-        first = text.count("\n", 0, m.start()) + 2
-        while len(lines) < first - 1:
-            lines.append("")
-        lines.extend(m.group("code").splitlines())
-    proc = subprocess.run([sys.executable, "-c", "\n".join(lines)], capture_output=True, text=True, env=_env(),
-                          cwd=plugin_dir)
+    text = page_text("adding-a-device.md")
+    proc = run_page("adding-a-device.md", tmp_path, cwd=plugin_dir, env=_env())
     assert proc.returncode == 0, f"docs/adding-a-device.md example failed:\n{proc.stderr}"
     shown = text.split("prints the bytecode:\n\n```\n", 1)[1].split("```", 1)[0]
     assert shown in proc.stdout, "the bytecode shown in docs/adding-a-device.md is not what the kernel prints"
