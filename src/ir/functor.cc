@@ -10,32 +10,10 @@ namespace ir {
 
 namespace {
 std::vector<NodeKind> BuildKindTable() {
-  std::vector<std::pair<int32_t, NodeKind>> entries = {
-      {IntImmNode::RuntimeTypeIndex(), NodeKind::kIntImm},
-      {FloatImmNode::RuntimeTypeIndex(), NodeKind::kFloatImm},
-      {StringImmNode::RuntimeTypeIndex(), NodeKind::kStringImm},
-      {VarNode::RuntimeTypeIndex(), NodeKind::kVar},
 #define TILECORE_IR_KIND_ENTRY(Name) {Name##Node::RuntimeTypeIndex(), NodeKind::k##Name},
-      TILECORE_IR_FOR_EACH_BINARY(TILECORE_IR_KIND_ENTRY)
+  std::vector<std::pair<int32_t, NodeKind>> entries = {
+      TILECORE_IR_FOR_EACH_EXPR(TILECORE_IR_KIND_ENTRY) TILECORE_IR_FOR_EACH_STMT(TILECORE_IR_KIND_ENTRY)};
 #undef TILECORE_IR_KIND_ENTRY
-      {NotNode::RuntimeTypeIndex(), NodeKind::kNot},
-      {SelectNode::RuntimeTypeIndex(), NodeKind::kSelect},
-      {CastNode::RuntimeTypeIndex(), NodeKind::kCast},
-      {LetNode::RuntimeTypeIndex(), NodeKind::kLet},
-      {RampNode::RuntimeTypeIndex(), NodeKind::kRamp},
-      {BroadcastNode::RuntimeTypeIndex(), NodeKind::kBroadcast},
-      {CallNode::RuntimeTypeIndex(), NodeKind::kCall},
-      {BufferLoadNode::RuntimeTypeIndex(), NodeKind::kBufferLoad},
-      {BufferRegionNode::RuntimeTypeIndex(), NodeKind::kBufferRegion},
-      {BufferStoreNode::RuntimeTypeIndex(), NodeKind::kBufferStore},
-      {LetStmtNode::RuntimeTypeIndex(), NodeKind::kLetStmt},
-      {ForNode::RuntimeTypeIndex(), NodeKind::kFor},
-      {WhileNode::RuntimeTypeIndex(), NodeKind::kWhile},
-      {IfThenElseNode::RuntimeTypeIndex(), NodeKind::kIfThenElse},
-      {AllocateNode::RuntimeTypeIndex(), NodeKind::kAllocate},
-      {SeqStmtNode::RuntimeTypeIndex(), NodeKind::kSeqStmt},
-      {EvaluateNode::RuntimeTypeIndex(), NodeKind::kEvaluate},
-  };
   int32_t max_index = 0;
   for (const auto& e : entries) max_index = std::max(max_index, e.first);
   std::vector<NodeKind> table(static_cast<size_t>(max_index) + 1, NodeKind::kUnknown);
@@ -58,22 +36,9 @@ void IRVisitor::VisitExpr(const PrimExpr& e) {
   if (!e.defined()) return;
   const Object* n = e.get();
   switch (NodeKindOf(n)) {
-    case NodeKind::kIntImm: return VisitExpr_(static_cast<const IntImmNode*>(n));
-    case NodeKind::kFloatImm: return VisitExpr_(static_cast<const FloatImmNode*>(n));
-    case NodeKind::kStringImm: return VisitExpr_(static_cast<const StringImmNode*>(n));
-    case NodeKind::kVar: return VisitExpr_(static_cast<const VarNode*>(n));
 #define TILECORE_IR_CASE(Name) \
   case NodeKind::k##Name: return VisitExpr_(static_cast<const Name##Node*>(n));
-    TILECORE_IR_FOR_EACH_BINARY(TILECORE_IR_CASE)
-    TILECORE_IR_CASE(Not)
-    TILECORE_IR_CASE(Select)
-    TILECORE_IR_CASE(Cast)
-    TILECORE_IR_CASE(Let)
-    TILECORE_IR_CASE(Ramp)
-    TILECORE_IR_CASE(Broadcast)
-    TILECORE_IR_CASE(Call)
-    TILECORE_IR_CASE(BufferLoad)
-    TILECORE_IR_CASE(BufferRegion)
+    TILECORE_IR_FOR_EACH_EXPR(TILECORE_IR_CASE)
 #undef TILECORE_IR_CASE
     default:
       TILECORE_THROW(TypeError) << "IRVisitor: `" << n->GetTypeKey() << "` is not an expression of the Kernel IR";
@@ -86,14 +51,7 @@ void IRVisitor::VisitStmt(const Stmt& s) {
   switch (NodeKindOf(n)) {
 #define TILECORE_IR_CASE(Name) \
   case NodeKind::k##Name: return VisitStmt_(static_cast<const Name##Node*>(n));
-    TILECORE_IR_CASE(BufferStore)
-    TILECORE_IR_CASE(LetStmt)
-    TILECORE_IR_CASE(For)
-    TILECORE_IR_CASE(While)
-    TILECORE_IR_CASE(IfThenElse)
-    TILECORE_IR_CASE(Allocate)
-    TILECORE_IR_CASE(SeqStmt)
-    TILECORE_IR_CASE(Evaluate)
+    TILECORE_IR_FOR_EACH_STMT(TILECORE_IR_CASE)
 #undef TILECORE_IR_CASE
     default:
       TILECORE_THROW(TypeError) << "IRVisitor: `" << n->GetTypeKey() << "` is not a statement of the Kernel IR";
@@ -179,20 +137,7 @@ PrimExpr IRMutator::VisitExpr(const PrimExpr& e) {
   switch (NodeKindOf(n)) {
 #define TILECORE_IR_CASE(Name) \
   case NodeKind::k##Name: return VisitExpr_(static_cast<const Name##Node*>(n));
-    TILECORE_IR_CASE(IntImm)
-    TILECORE_IR_CASE(FloatImm)
-    TILECORE_IR_CASE(StringImm)
-    TILECORE_IR_CASE(Var)
-    TILECORE_IR_FOR_EACH_BINARY(TILECORE_IR_CASE)
-    TILECORE_IR_CASE(Not)
-    TILECORE_IR_CASE(Select)
-    TILECORE_IR_CASE(Cast)
-    TILECORE_IR_CASE(Let)
-    TILECORE_IR_CASE(Ramp)
-    TILECORE_IR_CASE(Broadcast)
-    TILECORE_IR_CASE(Call)
-    TILECORE_IR_CASE(BufferLoad)
-    TILECORE_IR_CASE(BufferRegion)
+    TILECORE_IR_FOR_EACH_EXPR(TILECORE_IR_CASE)
 #undef TILECORE_IR_CASE
     default:
       TILECORE_THROW(TypeError) << "IRMutator: `" << n->GetTypeKey() << "` is not an expression of the Kernel IR";
@@ -205,14 +150,7 @@ Stmt IRMutator::VisitStmt(const Stmt& s) {
   switch (NodeKindOf(n)) {
 #define TILECORE_IR_CASE(Name) \
   case NodeKind::k##Name: return VisitStmt_(static_cast<const Name##Node*>(n));
-    TILECORE_IR_CASE(BufferStore)
-    TILECORE_IR_CASE(LetStmt)
-    TILECORE_IR_CASE(For)
-    TILECORE_IR_CASE(While)
-    TILECORE_IR_CASE(IfThenElse)
-    TILECORE_IR_CASE(Allocate)
-    TILECORE_IR_CASE(SeqStmt)
-    TILECORE_IR_CASE(Evaluate)
+    TILECORE_IR_FOR_EACH_STMT(TILECORE_IR_CASE)
 #undef TILECORE_IR_CASE
     default:
       TILECORE_THROW(TypeError) << "IRMutator: `" << n->GetTypeKey() << "` is not a statement of the Kernel IR";

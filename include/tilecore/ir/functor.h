@@ -28,14 +28,24 @@
 namespace tilecore {
 namespace ir {
 
+// The node kinds, listed once: the NodeKind enum, the kind table and the visitor and
+// mutator dispatch are all generated from these lists.
+#define TILECORE_IR_FOR_EACH_BINARY(X) \
+  X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(FloorDiv) X(FloorMod) X(Min) X(Max) \
+  X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or)
+#define TILECORE_IR_FOR_EACH_EXPR(X)                                                   \
+  X(IntImm) X(FloatImm) X(StringImm) X(Var) TILECORE_IR_FOR_EACH_BINARY(X) X(Not)      \
+  X(Select) X(Cast) X(Let) X(Ramp) X(Broadcast) X(Call) X(BufferLoad) X(BufferRegion)
+#define TILECORE_IR_FOR_EACH_STMT(X) \
+  X(BufferStore) X(LetStmt) X(For) X(While) X(IfThenElse) X(Allocate) X(SeqStmt) X(Evaluate)
+
+#define TILECORE_IR_KIND_ENUMERATOR(Name) k##Name,
 enum class NodeKind : uint8_t {
   kUnknown,
-  kIntImm, kFloatImm, kStringImm, kVar,
-  kAdd, kSub, kMul, kDiv, kMod, kFloorDiv, kFloorMod, kMin, kMax,
-  kEQ, kNE, kLT, kLE, kGT, kGE, kAnd, kOr,
-  kNot, kSelect, kCast, kLet, kRamp, kBroadcast, kCall, kBufferLoad, kBufferRegion,
-  kBufferStore, kLetStmt, kFor, kWhile, kIfThenElse, kAllocate, kSeqStmt, kEvaluate,
+  TILECORE_IR_FOR_EACH_EXPR(TILECORE_IR_KIND_ENUMERATOR)
+  TILECORE_IR_FOR_EACH_STMT(TILECORE_IR_KIND_ENUMERATOR)
 };
+#undef TILECORE_IR_KIND_ENUMERATOR
 
 /*! \brief The kind of an IR node (kUnknown for anything else). O(1). */
 NodeKind NodeKindOf(const Object* node);
@@ -47,9 +57,6 @@ TRef GetRef(const TNode* node) {
       reinterpret_cast<TCFFIObject*>(const_cast<TNode*>(node))));
 }
 
-#define TILECORE_IR_FOR_EACH_BINARY(X) \
-  X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(FloorDiv) X(FloorMod) X(Min) X(Max) \
-  X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or)
 
 class IRVisitor {
  public:
