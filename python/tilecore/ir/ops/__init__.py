@@ -1,0 +1,7 @@
+"""tilecore.ir.ops: the graph operators — schema, shape inference and a numpy
+reference implementation for each (see registry.py and docs/frontend.md).
+
+Importing this package registers the whole op library."""
+from .registry import (  # noqa: F401
+    ATTR_KINDS, REQUIRED, OpError, OpSchema, SequenceInfo, TensorInfo, get_op, list_ops, on_register, register_op,
+)
