@@ -5,3 +5,6 @@ Importing this package registers the whole op library."""
 from .registry import (  # noqa: F401
     ATTR_KINDS, REQUIRED, OpError, OpSchema, SequenceInfo, TensorInfo, get_op, list_ops, on_register, register_op,
 )
+
+# The op families (each module registers its ops when imported).
+from . import elementwise, logical, activation  # noqa: E402,F401
