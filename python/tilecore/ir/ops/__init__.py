@@ -7,4 +7,4 @@ from .registry import (  # noqa: F401
 )
 
 # The op families (each module registers its ops when imported).
-from . import elementwise, logical, activation, cast  # noqa: E402,F401
+from . import activation, cast, elementwise, logical, reduce  # noqa: E402,F401
