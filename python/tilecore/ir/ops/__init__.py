@@ -5,3 +5,4 @@ Importing this package registers the whole op library."""
 from .registry import (  # noqa: F401
     ATTR_KINDS, REQUIRED, OpError, OpSchema, SequenceInfo, TensorInfo, get_op, list_ops, on_register, register_op,
 )
+from . import conv  # noqa: F401,E402
