@@ -6,3 +6,4 @@ from .registry import (  # noqa: F401
     ATTR_KINDS, REQUIRED, OpError, OpSchema, SequenceInfo, TensorInfo, get_op, list_ops, on_register, register_op,
 )
 from . import conv  # noqa: F401,E402
+from . import pool  # noqa: F401,E402
