@@ -8,3 +8,4 @@ from .registry import (  # noqa: F401
 from . import conv  # noqa: F401,E402
 from . import pool  # noqa: F401,E402
 from . import tensor  # noqa: F401,E402
+from . import indexing  # noqa: F401,E402
