@@ -12,3 +12,4 @@ from . import indexing  # noqa: F401,E402
 from . import linalg  # noqa: F401,E402
 from . import attention  # noqa: F401,E402
 from . import rnn  # noqa: F401,E402
+from . import image  # noqa: F401,E402
