@@ -13,3 +13,4 @@ from . import linalg  # noqa: F401,E402
 from . import attention  # noqa: F401,E402
 from . import rnn  # noqa: F401,E402
 from . import image  # noqa: F401,E402
+from . import sequence  # noqa: F401,E402

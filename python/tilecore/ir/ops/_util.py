@@ -114,3 +114,15 @@ def axis(op: str, ax: int, rank: int) -> int:
 
 def outputs(result: Any) -> tuple:
     return result if isinstance(result, tuple) else (result,)
+
+
+def onnx_dtype(code: int, op: str = "") -> np.dtype:
+    """The numpy dtype of an ONNX TensorProto data type number."""
+    table = {1: np.float32, 2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64,
+             8: object, 9: np.bool_, 10: np.float16, 11: np.float64, 12: np.uint32, 13: np.uint64}
+    if code == 16:
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    if code not in table:
+        raise fail(op or "dtype", f"ONNX data type {code} is not supported here")
+    return np.dtype(table[code])
