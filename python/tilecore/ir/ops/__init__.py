@@ -14,3 +14,5 @@ from . import attention  # noqa: F401,E402
 from . import rnn  # noqa: F401,E402
 from . import image  # noqa: F401,E402
 from . import sequence  # noqa: F401,E402
+from . import control  # noqa: F401,E402
+from . import detection  # noqa: F401,E402

@@ -126,3 +126,8 @@ def onnx_dtype(code: int, op: str = "") -> np.dtype:
     if code not in table:
         raise fail(op or "dtype", f"ONNX data type {code} is not supported here")
     return np.dtype(table[code])
+
+
+def ints_of(array: Any) -> List[int]:
+    """The values of an integer input (scalar or any shape) as a flat list of ints."""
+    return [int(v) for v in np.asarray(array).reshape(-1)]

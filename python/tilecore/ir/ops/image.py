@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from . import _conv
-from ._util import dim_mul, fail, ints_value, is_int, tensor
+from ._util import dim_mul, fail, ints_of, ints_value, is_int, tensor
 from .conv import window_attrs
 from .registry import register_op
 
@@ -378,7 +378,7 @@ def _affine_infer(attrs, inputs):
 def affine_grid(attrs, theta, size):
     """The sampling grid (N, H, W, 2) or (N, D, H, W, 3) of the affine maps theta
     (N, 2, 3) or (N, 3, 4) over normalised [-1, 1] coordinates of `size`."""
-    sz = [int(v) for v in size]
+    sz = ints_of(size)
     spatial = sz[2:]
     k = len(spatial)
     if theta.shape[1:] != (k, k + 1):
@@ -558,8 +558,8 @@ def _col2im_infer(attrs, inputs):
 def col2im(attrs, x, image_shape, block_shape):
     """Sums the column blocks (N, C*prod(block), L) back into images (N, C, *image)
     — the adjoint of im2col with strides, dilations and pads."""
-    img = [int(v) for v in image_shape]
-    blk = [int(v) for v in block_shape]
+    img = ints_of(image_shape)
+    blk = ints_of(block_shape)
     k = len(img)
     strides = list(attrs.get("strides") or [1] * k)
     dilations = list(attrs.get("dilations") or [1] * k)
@@ -605,7 +605,7 @@ def center_crop_pad(attrs, x, shape):
     rank = x.ndim
     axes = attrs.get("axes")
     axes = list(range(rank)) if axes is None else [a % rank for a in axes]
-    target = [int(v) for v in shape]
+    target = ints_of(shape)
     if len(target) != len(axes):
         raise fail("CenterCropPad", f"shape {target} needs one value per axis {axes}")
     index = [slice(None)] * rank

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _conv
-from ._util import INT64, fail, is_int, tensor
+from ._util import INT64, fail, ints_of, is_int, tensor
 from .conv import window_attrs, window_out_dims
 from .registry import register_op
 
@@ -185,7 +185,7 @@ def _unpool_infer(attrs, inputs):
 def max_unpool(attrs, x, indices, output_shape=None):
     """Inverse of MaxPool: X scattered to the flat positions `indices` (int64) of a
     zero tensor of the default (or given) output shape."""
-    shape = _unpool_shape(attrs, x.shape, None if output_shape is None else [int(v) for v in output_shape])
+    shape = _unpool_shape(attrs, x.shape, None if output_shape is None else ints_of(output_shape))
     y = np.zeros(int(np.prod(shape)), x.dtype)
     flat = indices.reshape(-1).astype(np.int64)
     if flat.size and (flat.min() < 0 or flat.max() >= y.size):

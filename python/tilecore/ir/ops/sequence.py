@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._util import INT64, fail, ints_value, is_int, onnx_dtype, seq_elem, seq_length, tensor
+from ._util import INT64, fail, ints_of, ints_value, is_int, onnx_dtype, seq_elem, seq_length, tensor
 from .registry import SequenceInfo, TensorInfo, register_op
 
 
@@ -116,7 +116,7 @@ def _split_sizes(op, dim, split):
         if size <= 0:
             raise fail(op, f"split size {size} must be positive")
         return [size] * (dim // size) + ([dim % size] if dim % size else [])
-    sizes = [int(v) for v in split]
+    sizes = ints_of(split)
     if sum(sizes) != dim:
         raise fail(op, f"split {sizes} does not sum to the axis length {dim}")
     return sizes

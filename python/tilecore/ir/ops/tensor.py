@@ -15,8 +15,8 @@ from collections import Counter
 
 import numpy as np
 
-from ._util import (INT64, dim_add, dim_mul, dims_prod, fail, ints_value, is_int, seq_elem, seq_length,
-                    tensor, value)
+from ._util import (INT64, dim_add, dim_mul, dims_prod, fail, ints_of, ints_value, is_int, seq_elem, seq_length,
+                    tensor)
 from .infer import broadcast_shapes
 from .registry import SequenceInfo, TensorInfo, register_op
 
@@ -158,7 +158,7 @@ def split(attrs, x, split_in=None):
     """Splits X along `axis` into parts of the sizes `split` (attribute before opset
     13, int64 input from 13) or into num_outputs parts (opset 18); any dtype."""
     split_sizes = list(attrs["split"]) if attrs.get("split") is not None else (
-        None if split_in is None else [int(v) for v in split_in])
+        None if split_in is None else ints_of(split_in))
     ax = attrs["axis"] % x.ndim
     sizes = _split_sizes(attrs, x.shape[ax], split_sizes, attrs.get("_num_outputs"))
     offsets = np.cumsum([0] + sizes)
@@ -176,8 +176,8 @@ def split(attrs, x, split_in=None):
 def _slice_params(op, rank, starts, ends, axes, steps):
     if len(starts) != len(ends):
         raise fail(op, f"starts {starts} and ends {ends} differ in length")
-    axes = list(range(len(starts))) if axes is None else [int(a) for a in axes]
-    steps = [1] * len(starts) if steps is None else [int(s) for s in steps]
+    axes = list(range(len(starts))) if axes is None else ints_of(axes)
+    steps = [1] * len(starts) if steps is None else ints_of(steps)
     if len(axes) != len(starts) or len(steps) != len(starts):
         raise fail(op, f"axes {axes} / steps {steps} do not match starts {starts}")
     norm = []
@@ -242,9 +242,9 @@ def slice_(attrs, x, starts=None, ends=None, axes=None, steps=None):
     if attrs.get("_opset", 13) < 10 or attrs.get("starts") is not None:
         starts, ends, axes, steps = attrs["starts"], attrs["ends"], attrs.get("axes"), None
     else:
-        starts, ends = [int(v) for v in starts], [int(v) for v in ends]
-        axes = None if axes is None else [int(v) for v in axes]
-        steps = None if steps is None else [int(v) for v in steps]
+        starts, ends = ints_of(starts), ints_of(ends)
+        axes = None if axes is None else ints_of(axes)
+        steps = None if steps is None else ints_of(steps)
     axes, steps = _slice_params("Slice", x.ndim, starts, ends, axes, steps)
     index = [slice(None)] * x.ndim
     for a, s, e, st in zip(axes, starts, ends, steps):
@@ -396,7 +396,7 @@ def _reshape_infer(attrs, inputs):
 def reshape(attrs, x, shape=None):
     """X with the shape `shape` (int64 input; attribute before opset 5): 0 copies the
     input dim (unless allowzero, opset 14), -1 takes what is left; any dtype."""
-    target = list(attrs["shape"]) if attrs.get("shape") is not None else [int(v) for v in shape]
+    target = list(attrs["shape"]) if attrs.get("shape") is not None else ints_of(shape)
     out = _reshape_dims(x.shape, target, attrs["allowzero"])
     return x.reshape(out)
 
@@ -454,7 +454,7 @@ def _squeeze_infer(attrs, inputs):
 def squeeze(attrs, x, axes=None):
     """Removes the size-1 `axes` (all size-1 dims when none; an attribute before
     opset 13, an int64 input from 13); any dtype."""
-    ax = attrs["axes"] if attrs.get("axes") is not None else (None if axes is None else [int(a) for a in axes])
+    ax = attrs["axes"] if attrs.get("axes") is not None else (None if axes is None else ints_of(axes))
     if ax is None:
         return np.squeeze(x)
     norm = tuple(sorted({a % x.ndim for a in ax}))
@@ -490,7 +490,7 @@ def _unsqueeze_infer(attrs, inputs):
 def unsqueeze(attrs, x, axes=None):
     """Inserts size-1 dims at `axes` of the output (an attribute before opset 13, an
     int64 input from 13); any dtype."""
-    ax = attrs["axes"] if attrs.get("axes") is not None else [int(a) for a in axes]
+    ax = attrs["axes"] if attrs.get("axes") is not None else ints_of(axes)
     return x.reshape(_unsqueeze_dims(x.shape, ax))
 
 
@@ -558,7 +558,7 @@ def _tile_infer(attrs, inputs):
 @register_op("Tile", inputs=(2, 2), since_version=6, infer=_tile_infer)
 def tile(attrs, x, repeats):
     """X repeated `repeats` (int64, one per dim) times along each dim; any dtype."""
-    reps = [int(r) for r in repeats]
+    reps = ints_of(repeats)
     if len(reps) != x.ndim:
         raise fail("Tile", f"repeats {reps} need one value per dim of {x.shape}")
     return np.tile(x, reps)
@@ -668,7 +668,7 @@ def constant_of_shape(attrs, shape):
     fill = _cos_fill(attrs)
     if fill.size != 1:
         raise fail("ConstantOfShape", f"value must hold one element, got shape {fill.shape}")
-    return np.full([int(d) for d in shape], fill.reshape(-1)[0], dtype=fill.dtype)
+    return np.full(ints_of(shape), fill.reshape(-1)[0], dtype=fill.dtype)
 
 
 _CONST_ATTRS = {"value": ("tensor", None), "sparse_value": ("tensor", None), "value_float": ("float", None),
