@@ -7,4 +7,8 @@ from .registry import (  # noqa: F401
 )
 
 # The op families (each module registers its ops when imported).
-from . import activation, cast, elementwise, logical, loss, ml, normalization, quantize, reduce, signal, string, training  # noqa: E402,F401,E501
+from . import (  # noqa: E402,F401
+    activation, cast, elementwise, image_decode, logical, loss, matrix, ml, normalization, quantize, random, reduce,
+    signal, string,
+    training,
+)
