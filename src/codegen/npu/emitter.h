@@ -47,6 +47,7 @@ inline constexpr int kMinFreeForTemps = 8;  // variables leave this many x regis
 inline constexpr int kSpillBelowX = 6;      // a held temporary spills when fewer x registers are free
 inline constexpr int kSpillBelowV = 3;      // ... or fewer v registers
 inline constexpr int kVecBytes = arch::tc1::kSimdBytes;
+inline constexpr int kLaneSlots = 4;  // operands + result of a lane-wise fallback
 
 /// The TC1 element type of an IR dtype; a ValueError for what TC1 lacks (64-bit).
 arch::DType TC1Type(DataType t);
@@ -190,6 +191,19 @@ class NpuEmitter {
   VR TileVector(Op op, std::vector<PrimExpr> args, DataType t);
   int EvalP(const PrimExpr& e);
   VR VectorLoad(const ir::BufferLoadNode* l, DataType t, const ir::Span& sp);
+  // Lane-wise fallback for what TC1's SIMD unit lacks: the operands go to L1
+  // scratch, `scalar` computes one lane from scalar variables bound to that lane's
+  // elements, and the lanes come back as one register.
+  // Lane variables are 32-bit (the element sign- or zero-extended, as loaded); the
+  // result's low bits are stored. `expr` builds the lane's value as scalar IR.
+  VR LaneWiseRegs(DataType t, const std::vector<PrimExpr>& vargs,
+                  const std::function<XR(const std::vector<ir::Var>&)>& scalar);
+  VR LaneWise(DataType t, const std::vector<PrimExpr>& vargs,
+              const std::function<PrimExpr(const std::vector<ir::Var>&)>& expr);
+  XR SaturatingShiftLeft(DataType t, const ir::Var& a, const ir::Var& b);
+  VR ConvertPart(const ir::CallNode* c, DataType t);
+  VR StridedLoad(const ir::BufferLoadNode* l, const ir::RampNode* rp, DataType t);
+  int64_t LaneScratch();
   void VectorStore(const ir::BufferStoreNode* st);
 
   // ---- tile.cc ------------------------------------------------------------------------------
@@ -221,6 +235,7 @@ class NpuEmitter {
   InstrBuilder b_;
   ir::Span span_;
   int64_t scratch_ = 0;
+  int64_t lane_scratch_ = 0;  // kLaneSlots vector slots for the lane-wise fallback
   std::map<int, int64_t> iota_;
   std::unordered_map<const ir::Object*, int64_t> plan_;
   std::unordered_map<const ir::Object*, VarLoc> vars_;
