@@ -16,11 +16,12 @@ Exports are cached under ``$TILECORE_CACHE/zoo`` (default ``~/.cache/tilecore/zo
 keyed by name, batch, seed, the torch version and the zoo's format number, and written
 atomically; the same arguments give the same bytes (see ``_build.py`` for how weights,
 BatchNorm statistics and the exporter are chosen for that). Importing this package
-does not import torch; :func:`export` and :func:`info` of a model's parameters do, and
-say which package is missing when it is.
+does not import torch; :func:`export` does when the file is not cached yet, and says
+which package is missing when one is.
 """
 import dataclasses
 import importlib
+import importlib.metadata
 import os
 import tempfile
 import time
@@ -184,11 +185,19 @@ def _write_atomic(path, data):
         raise
 
 
+def _torch_version():
+    """The installed torch's version, read from its metadata: a cached export is served
+    without importing torch (seconds)."""
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return import_torch().__version__  # raises the ZooError naming the package
+
+
 def cache_path(name, batch=1, seed=0):
     """The cache file of (name, batch, seed) for the installed torch version."""
     _spec(name)
-    torch = import_torch()
-    version = torch.__version__.replace("+", "_")
+    version = _torch_version().replace("+", "_")
     return os.path.join(cache_dir(), f"{name}-b{batch}-s{seed}-torch{version}-z{ZOO_FORMAT}.onnx")
 
 

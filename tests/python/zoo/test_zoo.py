@@ -224,3 +224,10 @@ def test_cli_list_and_check(cache, exported):
     r = subprocess.run([sys.executable, "-m", "tilecore.zoo", "export", "resnet19"],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 1 and "error: tilecore.zoo: no model named 'resnet19'" in r.stderr
+
+
+def test_docs_page_examples_run(tmp_path):
+    from doc_examples import run_page
+    proc = run_page("zoo.md", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "resnet50" in proc.stdout and "'heads': 4" in proc.stdout
