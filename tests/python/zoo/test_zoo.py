@@ -56,30 +56,6 @@ FAST = ["resnet18", "bert_layer", "yolo_like"]
 MODELS = FAST + [pytest.param(n, marks=big) for n in ("resnet50", "mobilenet_v2")]
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    """A private cache for this module: the tests never see a stale file from elsewhere."""
-    path = tmp_path_factory.mktemp("zoo-cache")
-    old = os.environ.get("TILECORE_CACHE")
-    os.environ["TILECORE_CACHE"] = str(path)
-    yield path
-    if old is None:
-        del os.environ["TILECORE_CACHE"]
-    else:
-        os.environ["TILECORE_CACHE"] = old
-
-
-@pytest.fixture(scope="module")
-def exported(cache):
-    paths = {}
-
-    def get(name):
-        if name not in paths:
-            paths[name] = zoo.export(name)
-        return paths[name]
-    return get
-
-
 def test_names_and_info():
     assert set(zoo.names()) >= {"resnet18", "resnet50", "mobilenet_v2", "bert_layer", "yolo_like"}
     i = zoo.info("bert_layer")
@@ -90,8 +66,8 @@ def test_names_and_info():
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_export_is_valid_onnx_with_the_architectures_ops(exported, name):
-    path = exported(name)
+def test_export_is_valid_onnx_with_the_architectures_ops(zoo_export, name):
+    path = zoo_export(name)
     assert os.path.dirname(path) == zoo.cache_dir()
     model = onnx.load(path)
     onnx.checker.check_model(model, full_check=True)
@@ -113,8 +89,8 @@ def test_export_is_valid_onnx_with_the_architectures_ops(exported, name):
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_onnx_runtime_runs_it_with_sane_activations(exported, name):
-    sess = ort.InferenceSession(exported(name), providers=["CPUExecutionProvider"])
+def test_onnx_runtime_runs_it_with_sane_activations(zoo_export, name):
+    sess = ort.InferenceSession(zoo_export(name), providers=["CPUExecutionProvider"])
     samples = zoo.sample_inputs(name, 2, seed=3)
     info = zoo.info(name)
     outs = [sess.run(None, {k: v[i] for k, v in samples.items()})[0] for i in range(2)]
@@ -129,7 +105,7 @@ def test_onnx_runtime_runs_it_with_sane_activations(exported, name):
 
 
 @pytest.mark.parametrize("name", ["bert_layer", "resnet18"])
-def test_export_is_deterministic(cache, tmp_path, name):
+def test_export_is_deterministic(zoo_cache, tmp_path, name):
     a = zoo.export(name, tmp_path / "a.onnx", seed=5, cache=False)
     b = zoo.export(name, tmp_path / "b.onnx", seed=5, cache=False)
     with open(a, "rb") as fa, open(b, "rb") as fb:
@@ -141,8 +117,8 @@ def test_export_is_deterministic(cache, tmp_path, name):
             assert fc.read() != da
 
 
-def test_export_caches_and_copies(exported, tmp_path):
-    path = exported("bert_layer")
+def test_export_caches_and_copies(zoo_export, tmp_path):
+    path = zoo_export("bert_layer")
     assert zoo.export("bert_layer") == path  # served from the cache
     assert "bert_layer-b1-s0-torch" in os.path.basename(path)
     out = zoo.export("bert_layer", path=tmp_path / "sub" / "layer.onnx")
@@ -150,7 +126,7 @@ def test_export_caches_and_copies(exported, tmp_path):
         assert f.read() == g.read()
 
 
-def test_batch_is_part_of_the_export(cache):
+def test_batch_is_part_of_the_export(zoo_cache):
     path = zoo.export("bert_layer", batch=2)
     assert "-b2-" in path
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
@@ -209,9 +185,9 @@ def test_definitions_are_torchvisions(name, file, factory):
         np.testing.assert_array_equal(ours(x).numpy(), theirs(x).numpy())
 
 
-def test_cli_list_and_check(cache, exported):
-    exported("bert_layer")
-    env = dict(os.environ, TILECORE_CACHE=str(cache))
+def test_cli_list_and_check(zoo_cache, zoo_export):
+    zoo_export("bert_layer")
+    env = dict(os.environ, TILECORE_CACHE=str(zoo_cache))
     out = subprocess.run([sys.executable, "-m", "tilecore.zoo", "list"], capture_output=True,
                          text=True, env=env, check=True).stdout
     for name in ("resnet18", "resnet50", "mobilenet_v2", "bert_layer", "yolo_like"):
