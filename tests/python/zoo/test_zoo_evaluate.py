@@ -73,3 +73,63 @@ def test_op_library_runs_the_model(zoo_export, name):
         assert cosine(got[out], ref) >= MIN_COSINE, out
         # Relative to the output's range (YOLO's boxes are in pixels, up to ~1500).
         assert np.abs(got[out] - ref).max() <= 1e-3 * max(1.0, np.abs(ref).max())
+
+
+# ---- through the importer: from_onnx, CanonicalizeGraph, evaluate ----------------------
+# What canonicalisation must do to each model, read off the architecture: every
+# BatchNorm follows a Conv and folds into it; the classifier's Gemm becomes MatMul + Add;
+# the BERT layer's erf GELU is recognised once (its LayerNorm and Softmax are single ONNX
+# ops already); each YOLO Conv block's SiLU (Sigmoid + Mul) is recognised, leaving the
+# head's 3 decode Sigmoids.
+CANONICAL = {
+    "resnet18": ({"transform.FoldBatchNorm.folded": 20, "transform.GemmToMatMul.rewritten": 1},
+                 {"BatchNormalization": 0, "Gemm": 0, "Conv": 20}),
+    "resnet50": ({"transform.FoldBatchNorm.folded": 53, "transform.GemmToMatMul.rewritten": 1},
+                 {"BatchNormalization": 0, "Gemm": 0, "Conv": 53}),
+    "mobilenet_v2": ({"transform.FoldBatchNorm.folded": 52, "transform.GemmToMatMul.rewritten": 1},
+                     {"BatchNormalization": 0, "Gemm": 0, "Conv": 52}),
+    "bert_layer": ({"transform.RecognizeActivations.gelu_erf": 1},
+                   {"Erf": 0, "LayerNormalization": 2, "Softmax": 1, "MatMul": 8}),
+    "yolo_like": ({"transform.FoldBatchNorm.folded": 57, "transform.RecognizeActivations.silu": 57},
+                  {"BatchNormalization": 0, "Sigmoid": 3, "Conv": 60}),
+}
+
+
+def _frontend():
+    fe = pytest.importorskip("tilecore.frontend")
+    if not hasattr(fe, "from_onnx") or not hasattr(fe, "evaluate"):
+        pytest.skip("tilecore.frontend has no importer yet")
+    from tilecore import transform
+    if not hasattr(transform, "CanonicalizeGraph"):
+        pytest.skip("transform.CanonicalizeGraph is not there yet")
+    return fe, transform
+
+
+def graph_op_counts(graph):
+    counts = {}
+    for node in graph.nodes:
+        counts[str(node.op_type)] = counts.get(str(node.op_type), 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_imported_and_canonicalised_model_evaluates_like_onnx_runtime(zoo_export, name):
+    fe, transform = _frontend()
+    path = zoo_export(name)
+    feed = {k: v[0] for k, v in zoo.sample_inputs(name, 1, seed=12).items()}
+    expected = ort_run(path, feed)
+    graph = fe.from_onnx(path)
+    with transform.PassContext(opt_level=2) as ctx:
+        canonical = transform.CanonicalizeGraph()(graph)
+    stats = {str(k): int(v) for k, v in dict(ctx.stats).items()}
+    counters, ops_after = CANONICAL[name]
+    for key, count in counters.items():
+        assert stats.get(key, 0) == count, (key, stats)
+    after = graph_op_counts(canonical)
+    for op, count in ops_after.items():
+        assert after.get(op, 0) == count, (op, after)
+    for g in (graph, canonical):
+        got = fe.evaluate(g, feed)
+        for out, ref in expected.items():
+            assert got[out].shape == ref.shape
+            assert cosine(got[out], ref) >= MIN_COSINE, out
