@@ -35,7 +35,7 @@ __all__ = ["ZooError", "names", "info", "export", "sample_inputs", "cache_dir", 
 
 # Bumped whenever a definition, the init or the export settings change, so that a
 # stale cached file is never returned for new code.
-ZOO_FORMAT = 1
+ZOO_FORMAT = 2
 
 _IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32).reshape(3, 1, 1)
 _IMAGENET_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32).reshape(3, 1, 1)

@@ -12,9 +12,10 @@ seeded batch drawn like :func:`tilecore.zoo.sample_inputs`, then goes back to ev
 mode and float32. The statistics are therefore non-trivial (mean != 0, var != 1, so
 BatchNorm folding is really exercised) and normalise each layer as in a trained
 network, which keeps activations in a sane range through 50 layers whatever the
-init scale. *Rationale:* the float64 pass on one thread makes the result independent
-of the thread count and the SIMD width in practice: rounding to float32 afterwards
-hides the last-bit differences a float32 pass would have.
+init scale. *Rationale:* the statistics must not depend on the machine: the float64
+pass on one thread is independent of the thread count, and rounding the statistics to
+16 significant bits hides the last-bit differences another SIMD width or BLAS could
+make in float64 (a difference survives only when a value sits on a rounding boundary).
 """
 import contextlib
 import io
@@ -117,6 +118,12 @@ def _one_thread(torch):
         torch.set_num_threads(threads)
 
 
+def _round_mantissa(x, bits=16):
+    """``x`` rounded to ``bits`` significant bits (float64 in, same dtype out)."""
+    m, e = np.frexp(x)
+    return np.ldexp(np.round(m * 2.0 ** bits) / 2.0 ** bits, e).astype(x.dtype)
+
+
 def measure_batchnorm(model, batch):
     """Sets every BatchNorm's running statistics from one training-mode pass over
     ``batch`` (a numpy array), computed in float64 on one thread, then returns the model
@@ -130,9 +137,12 @@ def measure_batchnorm(model, batch):
         model.double().train()
         with torch.no_grad(), _one_thread(torch):
             model(torch.from_numpy(np.asarray(batch, dtype=np.float64)))
-        for m in bns:
-            m.momentum = 0.1  # the exported attribute keeps PyTorch's usual value
-            m.num_batches_tracked.zero_()
+        with torch.no_grad():
+            for m in bns:
+                m.momentum = 0.1  # the exported attribute keeps PyTorch's usual value
+                m.num_batches_tracked.zero_()
+                m.running_mean.copy_(torch.from_numpy(_round_mantissa(m.running_mean.numpy())))
+                m.running_var.copy_(torch.from_numpy(_round_mantissa(m.running_var.numpy())))
     return model.float().eval()
 
 

@@ -197,6 +197,12 @@ def test_cli_list_and_check(zoo_cache, zoo_export):
     assert r.returncode == 0, r.stderr
     assert "from the cache" in r.stdout and "output output: 1x128x256" in r.stdout
     assert "LayerNormalization 2" in r.stdout
+    npz = zoo_cache / "calib.npz"
+    r = subprocess.run([sys.executable, "-m", "tilecore.zoo", "inputs", "bert_layer", "-o", str(npz),
+                        "-n", "3", "--seed", "4"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    with np.load(npz) as f:
+        np.testing.assert_array_equal(f["hidden_states"], zoo.sample_inputs("bert_layer", 3, 4)["hidden_states"])
     r = subprocess.run([sys.executable, "-m", "tilecore.zoo", "export", "resnet19"],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 1 and "error: tilecore.zoo: no model named 'resnet19'" in r.stderr
