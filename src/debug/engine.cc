@@ -128,8 +128,8 @@ bool Engine::before_instruction(int core, uint32_t pc, const arch::Inst* inst, u
     if (collect_) match_instruction(core, pc, inst, collect_, false);
     return false;
   }
-  if (pos == skip_position_) return false;
-  bool stop = match_instruction(core, pc, inst, &hits_, true);
+  // Resuming steps over a breakpoint at the position it resumes from (not over transient stops).
+  bool stop = pos != skip_position_ && match_instruction(core, pc, inst, &hits_, true);
   if (transient_) {
     const Transient& t = *transient_;
     bool hit = (inst && (t.unit_mask >> unsigned(arch::info(inst->op).unit) & 1)) ||

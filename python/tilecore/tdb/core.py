@@ -68,6 +68,7 @@ class Debugger(cmd.Cmd):
     """
 
     prompt = "(tdb) "
+    identchars = cmd.Cmd.identchars + "-"  # reverse-next, reverse-continue
     doc_header = "Commands (help COMMAND for details):"
 
     def __init__(self, target, inputs=None, plugins=(), stdin=None, stdout=None, verbose=False,
@@ -83,7 +84,7 @@ class Debugger(cmd.Cmd):
         self.inputs = dict(inputs or {})
         cores = max(self.target.cores, 1)
         self.sim = _sim.Simulator(sim_target or f"npu -cores={cores}", mode=mode)
-        self.engine = None
+        self.engine = ffi.Create(self.sim.handle)  # stops may be set before start
         self.symbols = {}
         self.started = False
         self.finished = False
@@ -140,14 +141,17 @@ class Debugger(cmd.Cmd):
 
     # ---- command dispatch ----------------------------------------------------------------
     def onecmd(self, line):
-        name = line.strip().split(None, 1)[0] if line.strip() else ""
+        name = self.parseline(line)[0] or (line.split()[0] if line.split() else "")
         try:
             return super().onecmd(line)
         except CommandError as e:
             self.error(f"{self._canonical(name)}: {e}")
         except _sim.SimError as e:
-            self.fault = e
-            self.error(f"{self._canonical(name)}: the program faulted: {e}")
+            if e.fault == "Usage":
+                self.error(f"{self._canonical(name)}: {e.reason or e}")
+            else:
+                self.fault = e
+                self.error(f"{self._canonical(name)}: the program faulted: {e}")
         except (TilecoreError, TargetError, ValueError, TypeError, KeyError, IndexError, OverflowError) as e:
             self.error(f"{self._canonical(name)}: {e}")
         except Exception as e:  # noqa: BLE001  (never let a command kill the session)
@@ -156,9 +160,13 @@ class Debugger(cmd.Cmd):
                 traceback.print_exc(file=self.stdout)
         return False
 
+    def parseline(self, line):
+        command, arg, line = super().parseline(line)
+        return (command.replace("-", "_") if command else command), arg, line
+
     def _canonical(self, name):
-        f = getattr(self, "do_" + name, None)
-        return f.__name__[3:] if f is not None and hasattr(f, "__name__") else name
+        f = getattr(self, "do_" + name.replace("-", "_"), None)
+        return f.__name__[3:].replace("_", "-") if f is not None and hasattr(f, "__name__") else name
 
     def default(self, line):
         if line.startswith("!"):
@@ -216,8 +224,6 @@ class Debugger(cmd.Cmd):
         self.last_stop = None
         self.sim.load(self.target.program)
         self.symbols = self.target.prepare(self.sim, self.inputs)
-        if self.engine is None:
-            self.engine = ffi.Create(self.sim.handle)
         ffi.Begin(self.engine)
         self.started = True
         self.namespace.update({"symbols": self.symbols})
@@ -241,10 +247,10 @@ class Debugger(cmd.Cmd):
             if steppers:
                 for p in steppers:
                     p.before_step()
-                rep = ffi.Resume(self.engine, 1, mask, pc_lists)
-                for p in steppers:
-                    p.after_step()
-                rep = dict(rep.items())
+                rep = dict(ffi.Resume(self.engine, 1, mask, pc_lists).items())
+                if rep["executed"]:
+                    for p in steppers:
+                        p.after_step()
                 if rep["reason"] == "step" and (left == 0 or left > 1):
                     left = left - 1 if left else 0
                     continue
@@ -501,7 +507,10 @@ class Debugger(cmd.Cmd):
 
     def evaluate(self, expr, core=None):
         """Evaluates a Python expression with registers, pc, core and buffers by name."""
-        return eval(expr, self.namespace, self.eval_namespace(core))  # noqa: S307
+        try:
+            return eval(expr, self.namespace, self.eval_namespace(core))  # noqa: S307
+        except Exception as e:  # noqa: BLE001  (the user's expression)
+            raise CommandError(f"{type(e).__name__}: {e}") from None
 
     def do_quit(self, arg):
         """q(uit)
@@ -519,7 +528,7 @@ class Debugger(cmd.Cmd):
         """h(elp) [COMMAND]
         List the commands, or show the usage and description of one."""
         if arg.strip():
-            f = getattr(self, "do_" + arg.strip(), None)
+            f = getattr(self, "do_" + arg.strip().replace("-", "_"), None)
             if f is None or not f.__doc__:
                 raise CommandError(f"no command '{arg.strip()}'")
             self.message(_dedent(f.__doc__))
@@ -529,7 +538,8 @@ class Debugger(cmd.Cmd):
     do_h = do_help
 
     def completenames(self, text, *ignored):
-        return sorted({n[3:] for n in self.get_names() if n.startswith("do_" + text) and n != "do_EOF"})
+        return sorted({n[3:].replace("_", "-") for n in self.get_names()
+                       if n.startswith("do_" + text.replace("-", "_")) and n != "do_EOF"})
 
 
 def _dedent(doc):

@@ -248,8 +248,6 @@ class BreakpointPlugin(Plugin):
         return self._register(desc, kinds, temporary, cond, "watchpoint" if kinds[0][0] == "watch" else "breakpoint")
 
     def _register(self, desc, kinds, temporary, cond, label):
-        if self.tdb.engine is None:
-            self.tdb.start()
         n = self.next_number
         self.next_number += 1
         bp = Breakpoint(n, desc, label, self._create(kinds), temporary, cond)
@@ -406,8 +404,8 @@ class BreakpointPlugin(Plugin):
             if bp is not None and bp.condition:
                 try:
                     ok = bool(self.tdb.evaluate(bp.condition, h["core"]))
-                except Exception as e:  # noqa: BLE001  (a bad condition stops, like gdb)
-                    self.tdb.error(f"condition of breakpoint {bp.number} ({bp.condition}): {type(e).__name__}: {e}")
+                except CommandError as e:  # a bad condition stops, like gdb
+                    self.tdb.error(f"condition of breakpoint {bp.number} ({bp.condition}): {e}")
                     ok = True
                 if not ok:
                     bp.rejected += 1
@@ -482,9 +480,12 @@ class DisplayPlugin(Plugin):
             return
         try:
             value = t.evaluate(expr)
-            t.message(f"{n}: {expr} = {value!r}" if not isinstance(value, np.ndarray) else f"{n}: {expr} =\n{value}")
-        except Exception as e:  # noqa: BLE001
-            t.message(f"{n}: {expr} = <error: {type(e).__name__}: {e}>")
+        except CommandError as e:
+            t.message(f"{n}: {expr} = <error: {e}>")
+            return
+        if isinstance(value, np.generic):
+            value = value.item()
+        t.message(f"{n}: {expr} = {value!r}" if not isinstance(value, np.ndarray) else f"{n}: {expr} =\n{value}")
 
     def do_display(self, arg):
         """display [EXPR]
