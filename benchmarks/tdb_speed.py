@@ -8,8 +8,8 @@ iteration, on one core) runs
            with the reverse-execution history recording (default) and without;
   (watch)  the same with a write watchpoint on a word the kernel never writes
            (every memory access is checked).
-Figures: front-end instructions per second and the ratio to the plain run (median
-of --repeat runs).
+Figures: front-end instructions per second and the ratio of speeds to the plain
+run (median of --repeat rounds; each round runs every case once).
 
     PYTHONPATH=python:build-dev/python python benchmarks/tdb_speed.py [--n 1048576] [--repeat 5]
 """
@@ -61,29 +61,30 @@ def main():
             assert dbg.last_stop["reason"] == "breakpoint", dbg.stdout.getvalue()[-400:]
             return dt, dbg.position(), dbg.sim.read("ddr", dbg.symbols["b"].address, (n,), "int32")
 
+        def plain():
+            sim = tilecore.sim.Simulator("npu -cores=1")  # a fresh simulator: no debugger attached
+            sim.load(target.program)
+            target.prepare(sim, inputs)
+            t0 = time.perf_counter()
+            sim.run()
+            dt = time.perf_counter() - t0
+            return dt, sim.stats()["instructions"], sim.read("ddr", 0x10000 + (n * 4 + 63) // 64 * 64, (n,), "int32")
+
+        cases = [("plain run", plain), ("tdb continue, recording", lambda: under_tdb(True, False)),
+                 ("tdb continue, no recording", lambda: under_tdb(False, False)),
+                 ("tdb continue + watchpoint", lambda: under_tdb(True, True))]
+        times = {label: [] for label, _ in cases}
+        counts = {}
+        for _ in range(args.repeat):  # round robin, so a load change affects every case alike
+            for label, fn in cases:
+                dt, counts[label], out = fn()
+                assert np.array_equal(out, a + 1), f"{label}: wrong result"
+                times[label].append(dt)
         rows = []
-        base = None
-        for label, fn in [("plain run", None), ("tdb continue, recording", (True, False)),
-                          ("tdb continue, no recording", (False, False)), ("tdb continue + watchpoint", (True, True))]:
-            times, count, out = [], 0, None
-            for _ in range(args.repeat):
-                if fn is None:
-                    # Detach the engine for the plain run: a fresh simulator has no hook.
-                    sim = tilecore.sim.Simulator("npu -cores=1")
-                    sim.load(target.program)
-                    target.prepare(sim, inputs)
-                    t0 = time.perf_counter()
-                    sim.run()
-                    dt = time.perf_counter() - t0
-                    count = sim.stats()["instructions"]
-                    out = sim.read("ddr", 0x10000 + (n * 4 + 63) // 64 * 64, (n,), "int32")
-                else:
-                    dt, count, out = under_tdb(*fn)
-                times.append(dt)
-            assert np.array_equal(out, a + 1), f"{label}: wrong result"
-            t = statistics.median(times)
-            base = base or t
-            rows.append((label, count, t, count / t, base / t))
+        base = statistics.median(times["plain run"])
+        for label, _ in cases:
+            t = statistics.median(times[label])
+            rows.append((label, counts[label], t, counts[label] / t, base / t))
     print(f"kernel: {n} int32 elements, 8 per iteration, 1 core; median of {args.repeat}; python {sys.version.split()[0]}")
     print(f"{'':30s} {'instructions':>12s} {'seconds':>9s} {'M instr/s':>10s} {'vs plain':>9s}")
     for label, count, t, ips, ratio in rows:

@@ -374,6 +374,13 @@ void Machine::deadlock() const {
 }
 
 void Machine::run(uint64_t budget, bool throw_on_budget, uint64_t* executed) {
+  // Two instances of one loop: without a debugger the checks are compiled out.
+  if (dbg) run_loop<true>(budget, throw_on_budget, executed);
+  else run_loop<false>(budget, throw_on_budget, executed);
+}
+
+template <bool kDebug>
+void Machine::run_loop(uint64_t budget, bool throw_on_budget, uint64_t* executed) {
   uint64_t done = 0;
   auto later = [](const HeapEntry& a, const HeapEntry& b) { return a.t != b.t ? a.t > b.t : a.id > b.id; };
   while (true) {
@@ -400,7 +407,7 @@ void Machine::run(uint64_t budget, bool throw_on_budget, uint64_t* executed) {
                   "instruction budget of " + std::to_string(budget) + " exhausted before the program finished (runaway loop?)");
           return;
         }
-        if (dbg && (dbg->before_instruction(c.id, c.pc, c.pc < c.code.size() && c.decode_error[c.pc].empty() ? &c.code[c.pc] : nullptr,
+        if (kDebug && (dbg->before_instruction(c.id, c.pc, c.pc < c.code.size() && c.decode_error[c.pc].empty() ? &c.code[c.pc] : nullptr,
                                             instructions) || dbg->stop)) {
           dbg->stop = true;  // stop before this instruction
           schedule(int(top.id));
@@ -408,7 +415,7 @@ void Machine::run(uint64_t budget, bool throw_on_budget, uint64_t* executed) {
           return;
         }
         if (step_scalar(c, s)) ++done;
-        if (dbg && dbg->stop) {  // an access asked to stop: end after this instruction
+        if (kDebug && dbg->stop) {  // an access asked to stop: end after this instruction
           if (s.state == AgentState::Ready) schedule(int(top.id));
           if (executed) *executed = done;
           return;
@@ -429,7 +436,7 @@ void Machine::run(uint64_t budget, bool throw_on_budget, uint64_t* executed) {
     } else {
       step_engine(c, a - 1, s);
       if (s.state == AgentState::Ready) schedule(int(top.id));
-      if (dbg && dbg->stop) {
+      if (kDebug && dbg->stop) {
         if (executed) *executed = done;
         return;
       }

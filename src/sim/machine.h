@@ -245,6 +245,8 @@ class Machine {
   std::string describe_core(const Core& c) const { return describe_wait(c); }
 
  private:
+  template <bool kDebug>
+  void run_loop(uint64_t budget, bool throw_on_budget, uint64_t* executed);
   void schedule(int agent);
   void wake(int agent, uint64_t at);
   bool step_scalar(Core& c, AgentSlot& s);
