@@ -309,3 +309,23 @@ def test_cli_scripted_session(module_path):
     r = subprocess.run([sys.executable, "-m", "tilecore", "tdb", str(d / "nope.tcm")], capture_output=True, text=True,
                        env=env, timeout=300)
     assert r.returncode == 1 and "no such file" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_scripted_session_every_command(module_path):
+    d = module_path.parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    # As the terminal test begins: breakpoint 1 on dma.out, number 2 used and gone.
+    typed = [("b dma.out", "Breakpoint 1: instruction dma.out"), ("b tmuls", "Breakpoint 2"),
+             ("delete 2", "Deleted breakpoint(s) 2")] + K.every_command()
+    r = subprocess.run([sys.executable, "-m", "tilecore", "tdb", str(module_path), "--inputs", str(d / "in.npz"),
+                        "--do", "; ".join(c for c, _ in typed)], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stderr
+    segments = r.stdout.split("(tdb) ")[1:]
+    assert len(segments) == len(typed)
+    for (command, words), seg in zip(typed, segments):
+        assert seg.startswith(command + "\n"), (command, seg)
+        if words is not None and words != "(tdb) ":
+            assert words in seg, (command, seg)
+        if words is not None and not words.startswith("***"):
+            assert "***" not in seg, (command, seg)
+    assert "program finished" in segments[-2]
