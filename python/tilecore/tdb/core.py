@@ -230,11 +230,17 @@ class Debugger(cmd.Cmd):
         self._call("on_start")
 
     # ---- running ------------------------------------------------------------------------
-    def resume(self, max_instructions=0, units=(), pcs=None):
-        """Runs until a stop, ``max_instructions`` (0: no limit) or the end; reports the stop."""
+    def require_runnable(self):
         self.require_started()
         if self.finished:
             raise CommandError("the program has finished (use 'run' to start again)")
+        if self.fault is not None:
+            raise CommandError(f"the program faulted at core {self.fault.core} pc {self.fault.pc} "
+                               "(go back with reverse-next, or start again with run)")
+
+    def resume(self, max_instructions=0, units=(), pcs=None):
+        """Runs until a stop, ``max_instructions`` (0: no limit) or the end; reports the stop."""
+        self.require_runnable()
         mask = 0
         for u in units:
             mask |= 1 << UNITS.index(u)
@@ -288,6 +294,7 @@ class Debugger(cmd.Cmd):
         rep = dict(ffi.ReverseTo(self.engine, int(position)).items())
         rep["hits"] = []
         self.finished = False
+        self.fault = None
         return rep
 
     # ---- commands --------------------------------------------------------------------------
@@ -338,6 +345,7 @@ class Debugger(cmd.Cmd):
             if n < 1 or len(args) > 2:
                 raise CommandError("usage: next ENGINE [N] with N >= 1")
             for _ in range(n):
+                self.require_runnable()
                 rep = dict(ffi.Resume(self.engine, 1, 0, []).items())
                 rep["hits"] = [dict(h.items()) for h in rep["hits"]]
                 if rep["reason"] != "step":
@@ -441,6 +449,7 @@ class Debugger(cmd.Cmd):
         rep = dict(ffi.ReverseContinue(self.engine).items())
         rep["hits"] = [dict(h.items()) for h in rep["hits"]]
         self.finished = False
+        self.fault = None
         self.report(rep)
 
     do_rc = do_reverse_continue

@@ -329,3 +329,19 @@ def test_cli_scripted_session_every_command(module_path):
         if words is not None and not words.startswith("***"):
             assert "***" not in seg, (command, seg)
     assert "program finished" in segments[-2]
+
+
+def test_assembly_target_and_a_faulting_program(tmp_path):
+    src = tmp_path / "bad.s"
+    src.write_text(".core 0\n.text\n        li x1, 5\n        li x2, 0x7fffffff\nloop:   addi x1, x1, -1\n"
+                   "        bne x1, x0, loop\n        sw x1, [ddr: x2 + 0]\n        halt\n")
+    out = io.StringIO()
+    dbg = Debugger(str(src), stdin=io.StringIO(), stdout=out)
+    text = run(dbg, out, "run")
+    assert "*** run: the program faulted: core 0, pc 4, line 7" in text and "out-of-bounds store" in text
+    text = run(dbg, out, "next; continue")
+    assert text.count("*** ") == 2 and "the program faulted at core 0 pc 4 (go back with reverse-next" in text
+    text = run(dbg, out, "reverse-next 2; info loc")
+    assert "bad.s:5" in text and dbg.sim.xreg(0, 1) == 1
+    text = run(dbg, out, "b 6; run; c; info b")
+    assert dbg.sim.xreg(0, 1) == 3 and re.search(r"^1\s+breakpoint\s+keep\s+y\s+2\s+bad.s:6", text, re.M)
