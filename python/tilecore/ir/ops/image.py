@@ -621,7 +621,7 @@ def center_crop_pad(attrs, x, shape):
     return np.pad(x[tuple(index)], widths)
 
 
-# ---------------------------------------------------------------------------------------------- DepthToSpace / SpaceToDepth
+# ------------------------------------------------------------------------------------ DepthToSpace / SpaceToDepth
 
 
 def _d2s_infer(attrs, inputs):

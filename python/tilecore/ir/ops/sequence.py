@@ -233,7 +233,6 @@ def optional(attrs, x=None):
 
 
 def _has_infer(attrs, inputs):
-    x = inputs[0] if inputs else None
     return [TensorInfo((), np.dtype(bool))]
 
 
