@@ -209,3 +209,26 @@ def test_matmul_gemm_einsum_infer():
     assert y.shape == (2, 5)
     a = np.arange(6, dtype=np.float16).reshape(2, 3)
     assert call("MatMul", {}, a, a.T).dtype == np.float16
+
+
+def test_old_opset_forms_take_attributes():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(call("Slice", dict(starts=[1], ends=[3], axes=[1]), x, opset=9), x[:, 1:3])
+    (y,) = infer("Slice", dict(starts=[1], ends=[3], axes=[1]), TensorInfo(("N", 4), F32), opset=9)
+    assert y.shape == ("N", 2)
+    got = call("Pad", dict(pads=[0, 1, 0, 0], value=7.0), x, opset=2)
+    assert got.shape == (3, 5) and got[0, 0] == 7
+    assert call("Squeeze", dict(axes=[0]), x[None], opset=11).shape == (3, 4)
+    assert call("Unsqueeze", dict(axes=[0, 3]), x, opset=11).shape == (1, 3, 4, 1)
+    assert call("Reshape", dict(shape=[4, 3]), x, opset=1).shape == (4, 3)
+    values, indices = call("TopK", dict(k=2), x, opset=1)
+    assert indices.tolist() == [[3, 2], [3, 2], [3, 2]]
+    parts = call("Split", dict(split=[1, 2]), x, opset=11)
+    assert [p.shape for p in parts] == [(1, 4), (2, 4)]
+    up = get_op("Upsample")
+    got = up.reference(up.fill_attrs(dict(scales=[1.0, 2.0], _opset=7)), x)
+    np.testing.assert_array_equal(got, np.repeat(x, 2, axis=1))
+    rs = get_op("Resize")
+    got = rs.reference(rs.fill_attrs(dict(_opset=10)), x, np.array([1, 1.5], np.float32))
+    # opset 10: asymmetric coordinates, nearest by truncation when upsampling
+    np.testing.assert_array_equal(got, x[:, [0, 0, 1, 2, 2, 3]])
