@@ -232,3 +232,17 @@ def test_old_opset_forms_take_attributes():
     got = rs.reference(rs.fill_attrs(dict(_opset=10)), x, np.array([1, 1.5], np.float32))
     # opset 10: asymmetric coordinates, nearest by truncation when upsampling
     np.testing.assert_array_equal(got, x[:, [0, 0, 1, 2, 2, 3]])
+
+
+def test_constant_forms():
+    onnx = pytest.importorskip("onnx")
+    vals = onnx.helper.make_tensor("v", onnx.TensorProto.FLOAT, [2], [1.5, 2.5])
+    idx = onnx.helper.make_tensor("i", onnx.TensorProto.INT64, [2], [1, 5])
+    dense = call("Constant", dict(sparse_value=onnx.helper.make_sparse_tensor(vals, idx, [2, 3])))
+    np.testing.assert_array_equal(dense, [[0, 1.5, 0], [0, 0, 2.5]])
+    assert call("Constant", dict(value_ints=[1, 2])).dtype == np.int64
+    assert call("Constant", dict(value_float=1.0)).shape == ()
+    (info,) = infer("Constant", dict(value_strings=["a", "b"]))
+    assert info.shape == (2,) and info.value.tolist() == ["a", "b"]
+    with pytest.raises(OpError, match="Constant: needs exactly one"):
+        call("Constant", dict(value_int=1, value_float=2.0))

@@ -676,15 +676,29 @@ _CONST_ATTRS = {"value": ("tensor", None), "sparse_value": ("tensor", None), "va
                 "value_string": ("string", None), "value_strings": ("strings", None)}
 
 
+def _densify(sparse):
+    """The dense array of an ONNX SparseTensorProto (indices linear or one row per
+    non-zero)."""
+    from onnx import numpy_helper
+    values = numpy_helper.to_array(sparse.values)
+    indices = numpy_helper.to_array(sparse.indices).astype(np.int64)
+    dense = np.zeros(tuple(sparse.dims), values.dtype)
+    if indices.ndim == 1:
+        dense.reshape(-1)[indices] = values
+    else:
+        dense[tuple(indices.T)] = values
+    return dense
+
+
 def _constant_value(attrs):
     given = [k for k in _CONST_ATTRS if attrs.get(k) is not None]
     if len(given) != 1:
         raise fail("Constant", f"needs exactly one of {', '.join(_CONST_ATTRS)}, got {given or 'none'}")
     k = given[0]
     v = attrs[k]
+    if k == "sparse_value" and hasattr(v, "dims") and hasattr(v, "indices"):
+        return _densify(v)
     if k in ("value", "sparse_value"):
-        if hasattr(v, "to_dense"):
-            v = v.to_dense()
         return np.asarray(v)
     if k == "value_float":
         return np.asarray(v, np.float32)
