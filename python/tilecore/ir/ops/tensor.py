@@ -156,7 +156,8 @@ def _split_infer(attrs, inputs):
              inputs=(1, 2), outputs=(1, -1), since_version=1, infer=_split_infer)
 def split(attrs, x, split_in=None):
     """Splits X along `axis` into parts of the sizes `split` (attribute before opset
-    13, int64 input from 13) or into num_outputs parts (opset 18); any dtype."""
+    13, int64 input from 13) or into num_outputs parts (opset 18); any dtype. Equal
+    parts without num_outputs need the node's output count as attrs["_num_outputs"]."""
     split_sizes = list(attrs["split"]) if attrs.get("split") is not None else (
         None if split_in is None else ints_of(split_in))
     ax = attrs["axis"] % x.ndim
