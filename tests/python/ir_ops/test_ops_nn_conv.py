@@ -180,6 +180,8 @@ def test_bad_input_is_a_named_error():
         infer("Conv", dict(auto_pad="SAME"), x, TensorInfo((2, 4, 3, 3), np.dtype(np.float32)))
     with pytest.raises(OpError, match="MaxPool: .*no output"):
         infer("MaxPool", dict(kernel_shape=[9, 9]), x)
+    with pytest.raises(OpError, match="MaxPool needs the attribute 'kernel_shape'"):
+        get_op("MaxPool").fill_attrs({})
     with pytest.raises(OpError, match="MaxUnpool"):
         call("MaxUnpool", dict(kernel_shape=[2, 2], strides=[2, 2]), np.ones((1, 1, 1, 1), np.float32),
              np.array([[[[7]]]], np.int64))

@@ -209,3 +209,40 @@ def test_matmul_gemm_einsum_infer():
     assert y.shape == (2, 5)
     a = np.arange(6, dtype=np.float16).reshape(2, 3)
     assert call("MatMul", {}, a, a.T).dtype == np.float16
+
+
+def test_old_opset_forms_take_attributes():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(call("Slice", dict(starts=[1], ends=[3], axes=[1]), x, opset=9), x[:, 1:3])
+    (y,) = infer("Slice", dict(starts=[1], ends=[3], axes=[1]), TensorInfo(("N", 4), F32), opset=9)
+    assert y.shape == ("N", 2)
+    got = call("Pad", dict(pads=[0, 1, 0, 0], value=7.0), x, opset=2)
+    assert got.shape == (3, 5) and got[0, 0] == 7
+    assert call("Squeeze", dict(axes=[0]), x[None], opset=11).shape == (3, 4)
+    assert call("Unsqueeze", dict(axes=[0, 3]), x, opset=11).shape == (1, 3, 4, 1)
+    assert call("Reshape", dict(shape=[4, 3]), x, opset=1).shape == (4, 3)
+    values, indices = call("TopK", dict(k=2), x, opset=1)
+    assert indices.tolist() == [[3, 2], [3, 2], [3, 2]]
+    parts = call("Split", dict(split=[1, 2]), x, opset=11)
+    assert [p.shape for p in parts] == [(1, 4), (2, 4)]
+    up = get_op("Upsample")
+    got = up.reference(up.fill_attrs(dict(scales=[1.0, 2.0], _opset=7)), x)
+    np.testing.assert_array_equal(got, np.repeat(x, 2, axis=1))
+    rs = get_op("Resize")
+    got = rs.reference(rs.fill_attrs(dict(_opset=10)), x, np.array([1, 1.5], np.float32))
+    # opset 10: asymmetric coordinates, nearest by truncation when upsampling
+    np.testing.assert_array_equal(got, x[:, [0, 0, 1, 2, 2, 3]])
+
+
+def test_constant_forms():
+    onnx = pytest.importorskip("onnx")
+    vals = onnx.helper.make_tensor("v", onnx.TensorProto.FLOAT, [2], [1.5, 2.5])
+    idx = onnx.helper.make_tensor("i", onnx.TensorProto.INT64, [2], [1, 5])
+    dense = call("Constant", dict(sparse_value=onnx.helper.make_sparse_tensor(vals, idx, [2, 3])))
+    np.testing.assert_array_equal(dense, [[0, 1.5, 0], [0, 0, 2.5]])
+    assert call("Constant", dict(value_ints=[1, 2])).dtype == np.int64
+    assert call("Constant", dict(value_float=1.0)).shape == ()
+    (info,) = infer("Constant", dict(value_strings=["a", "b"]))
+    assert info.shape == (2,) and info.value.tolist() == ["a", "b"]
+    with pytest.raises(OpError, match="Constant: needs exactly one"):
+        call("Constant", dict(value_int=1, value_float=2.0))

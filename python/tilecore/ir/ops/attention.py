@@ -16,7 +16,7 @@ import numpy as np
 
 from ._conv import accum_dtype
 from ._util import dim_add, dim_mul, fail, is_int, tensor
-from .registry import register_op
+from .registry import REQUIRED, register_op
 
 _SOFTMAX_PRECISION = {1: np.float32, 10: np.float16, 11: np.float64}
 
@@ -226,7 +226,7 @@ def _linear_infer(attrs, inputs):
 
 
 @register_op("LinearAttention", since_version=27, inputs=(3, 6), outputs=(2, 2), infer=_linear_infer,
-             attrs={"chunk_size": ("int", 64), "kv_num_heads": ("int", None), "q_num_heads": ("int", None),
+             attrs={"chunk_size": ("int", 64), "kv_num_heads": ("int", REQUIRED), "q_num_heads": ("int", REQUIRED),
                     "scale": ("float", 0.0), "update_rule": ("string", "gated_delta")})
 def linear_attention(attrs, query, key, value, past_state=None, decay=None, beta=None):
     """Recurrent linear attention over (B, T, H*D) inputs with a (B, Hkv, dk, dv)

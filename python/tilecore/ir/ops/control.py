@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._util import fail
-from .registry import SequenceInfo, TensorInfo, register_op
+from .registry import REQUIRED, SequenceInfo, TensorInfo, register_op
 
 
 def _inferable(body):
@@ -39,7 +39,7 @@ def _if_infer(attrs, inputs):
     return [_merge(a, b) for a, b in zip(then_b.infer([]), else_b.infer([]))]
 
 
-@register_op("If", attrs={"then_branch": ("graph", None), "else_branch": ("graph", None)}, inputs=(1, 1),
+@register_op("If", attrs={"then_branch": ("graph", REQUIRED), "else_branch": ("graph", REQUIRED)}, inputs=(1, 1),
              outputs=(1, -1), since_version=1, infer=_if_infer)
 def if_(attrs, cond):
     """Runs then_branch when the one-element bool `cond` is true, else else_branch;
@@ -67,7 +67,7 @@ def _loop_infer(attrs, inputs):
     return finals + scans
 
 
-@register_op("Loop", attrs={"body": ("graph", None)}, inputs=(2, -1), outputs=(1, -1), since_version=1,
+@register_op("Loop", attrs={"body": ("graph", REQUIRED)}, inputs=(2, -1), outputs=(1, -1), since_version=1,
              infer=_loop_infer)
 def loop(attrs, trip_count, cond, *carried):
     """Runs body(iteration, cond, *carried) -> (cond, *carried, *scan) while the
@@ -168,7 +168,7 @@ def _scan_infer(attrs, inputs):
     return result
 
 
-_SCAN_ATTRS = {"body": ("graph", None), "num_scan_inputs": ("int", None), "scan_input_axes": ("ints", None),
+_SCAN_ATTRS = {"body": ("graph", REQUIRED), "num_scan_inputs": ("int", REQUIRED), "scan_input_axes": ("ints", None),
                "scan_input_directions": ("ints", None), "scan_output_axes": ("ints", None),
                "scan_output_directions": ("ints", None), "directions": ("ints", None)}
 

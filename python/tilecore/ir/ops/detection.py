@@ -35,7 +35,7 @@ def _iou(a, others):
 
 
 def _nms_infer(attrs, inputs):
-    boxes, scores = inputs[0], inputs[1]
+    boxes = inputs[0]
     if boxes.shape is not None and len(boxes.shape) != 3:
         raise fail("NonMaxSuppression", f"boxes must be (B, N, 4), got shape {boxes.shape}")
     if all(x is not None and x.value is not None for x in inputs):
@@ -51,7 +51,8 @@ def non_max_suppression(attrs, boxes, scores, max_per_class=None, iou_threshold=
     w, h]."""
     if boxes.ndim != 3 or boxes.shape[2] != 4 or scores.ndim != 3 or scores.shape[0] != boxes.shape[0] \
             or scores.shape[2] != boxes.shape[1]:
-        raise fail("NonMaxSuppression", f"boxes {boxes.shape} and scores {scores.shape} must be (B, N, 4) and (B, C, N)")
+        raise fail("NonMaxSuppression",
+                   f"boxes {boxes.shape} and scores {scores.shape} must be (B, N, 4) and (B, C, N)")
     limit = 0 if max_per_class is None or np.asarray(max_per_class).size == 0 else \
         int(np.asarray(max_per_class).reshape(-1)[0])
     iou_t = 0.0 if iou_threshold is None or np.asarray(iou_threshold).size == 0 else \

@@ -16,7 +16,7 @@ import numpy as np
 from . import _conv
 from ._util import dim_mul, fail, ints_of, ints_value, is_int, tensor
 from .conv import window_attrs
-from .registry import register_op
+from .registry import REQUIRED, register_op
 
 # ---------------------------------------------------------------------------------------------- Resize
 
@@ -621,7 +621,7 @@ def center_crop_pad(attrs, x, shape):
     return np.pad(x[tuple(index)], widths)
 
 
-# ---------------------------------------------------------------------------------------------- DepthToSpace / SpaceToDepth
+# ------------------------------------------------------------------------------------ DepthToSpace / SpaceToDepth
 
 
 def _d2s_infer(attrs, inputs):
@@ -637,7 +637,7 @@ def _d2s_infer(attrs, inputs):
     return [tensor((n, c // (b * b) if is_int(c) else None, dim_mul(h, b), dim_mul(w, b)), x.dtype)]
 
 
-@register_op("DepthToSpace", attrs={"blocksize": ("int", None), "mode": ("string", "DCR")}, since_version=1,
+@register_op("DepthToSpace", attrs={"blocksize": ("int", REQUIRED), "mode": ("string", "DCR")}, since_version=1,
              infer=_d2s_infer)
 def depth_to_space(attrs, x):
     """Moves channel blocks of (N, C, H, W) into b x b spatial blocks (DCR: depth,
@@ -667,7 +667,7 @@ def _s2d_infer(attrs, inputs):
     return [tensor((n, dim_mul(c, b * b), h // b if is_int(h) else None, w // b if is_int(w) else None), x.dtype)]
 
 
-@register_op("SpaceToDepth", attrs={"blocksize": ("int", None), "mode": ("string", "DCR")}, since_version=1,
+@register_op("SpaceToDepth", attrs={"blocksize": ("int", REQUIRED), "mode": ("string", "DCR")}, since_version=1,
              infer=_s2d_infer)
 def space_to_depth(attrs, x):
     """Moves b x b spatial blocks of (N, C, H, W) into channels (the inverse of

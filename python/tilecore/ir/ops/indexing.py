@@ -203,7 +203,10 @@ def _compress_infer(attrs, inputs):
         return [tensor(None, x.dtype)]
     count = None
     if cv is not None:
-        dim = (int(np.prod(x.shape)) if x.is_static else None) if ax is None else x.shape[_axis("Compress", ax, len(x.shape))]
+        if ax is None:
+            dim = int(np.prod(x.shape)) if x.is_static else None
+        else:
+            dim = x.shape[_axis("Compress", ax, len(x.shape))]
         c = np.asarray(cv).astype(bool).reshape(-1)
         count = int(c[:dim].sum()) if is_int(dim) else None
     if ax is None:

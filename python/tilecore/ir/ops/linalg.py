@@ -13,7 +13,7 @@ import numpy as np
 from ._conv import accum_dtype
 from ._util import fail, is_int, tensor
 from .infer import broadcast_shapes
-from .registry import register_op
+from .registry import REQUIRED, register_op
 
 
 def _acc(*xs):
@@ -140,7 +140,7 @@ def _einsum_infer(attrs, inputs):
     return [tensor(out, inputs[0].dtype)]
 
 
-@register_op("Einsum", attrs={"equation": ("string", None)}, inputs=(1, -1), since_version=12, infer=_einsum_infer)
+@register_op("Einsum", attrs={"equation": ("string", REQUIRED)}, inputs=(1, -1), since_version=12, infer=_einsum_infer)
 def einsum(attrs, *xs):
     """Einstein summation by `equation` (explicit '->' or implicit output, '...'
     broadcasting); float and integer types."""

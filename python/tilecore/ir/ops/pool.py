@@ -12,13 +12,13 @@ import numpy as np
 from . import _conv
 from ._util import INT64, fail, ints_of, is_int, tensor
 from .conv import window_attrs, window_out_dims
-from .registry import register_op
+from .registry import REQUIRED, register_op
 
 _POOL_ATTRS = {
     "auto_pad": ("string", "NOTSET"),
     "ceil_mode": ("int", 0),
     "dilations": ("ints", None),
-    "kernel_shape": ("ints", None),
+    "kernel_shape": ("ints", REQUIRED),
     "pads": ("ints", None),
     "strides": ("ints", None),
 }
@@ -180,7 +180,7 @@ def _unpool_infer(attrs, inputs):
     return [tensor(_unpool_shape(attrs, x.shape, None), x.dtype)]
 
 
-@register_op("MaxUnpool", attrs={"kernel_shape": ("ints", None), "pads": ("ints", None), "strides": ("ints", None)},
+@register_op("MaxUnpool", attrs={"kernel_shape": ("ints", REQUIRED), "pads": ("ints", None), "strides": ("ints", None)},
              inputs=(2, 3), since_version=9, infer=_unpool_infer)
 def max_unpool(attrs, x, indices, output_shape=None):
     """Inverse of MaxPool: X scattered to the flat positions `indices` (int64) of a

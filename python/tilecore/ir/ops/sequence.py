@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._util import INT64, fail, ints_of, ints_value, is_int, onnx_dtype, seq_elem, seq_length, tensor
-from .registry import SequenceInfo, TensorInfo, register_op
+from .registry import REQUIRED, SequenceInfo, TensorInfo, register_op
 
 
 def _position(op, pos, length, insert=False):
@@ -175,7 +175,7 @@ def _concat_seq_infer(attrs, inputs):
     return [tensor(shape, elem.dtype)]
 
 
-@register_op("ConcatFromSequence", attrs={"axis": ("int", None), "new_axis": ("int", 0)}, since_version=11,
+@register_op("ConcatFromSequence", attrs={"axis": ("int", REQUIRED), "new_axis": ("int", 0)}, since_version=11,
              infer=_concat_seq_infer)
 def concat_from_sequence(attrs, seq):
     """The sequence's tensors joined along `axis` (stacked on a new axis when
@@ -197,7 +197,7 @@ def _map_infer(attrs, inputs):
     return []
 
 
-@register_op("SequenceMap", attrs={"body": ("graph", None)}, inputs=(1, -1), outputs=(1, -1), since_version=17,
+@register_op("SequenceMap", attrs={"body": ("graph", REQUIRED)}, inputs=(1, -1), outputs=(1, -1), since_version=17,
              infer=_map_infer)
 def sequence_map(attrs, seq, *extra):
     """Runs `body` on each element of the input sequence (and the matching element
@@ -233,7 +233,6 @@ def optional(attrs, x=None):
 
 
 def _has_infer(attrs, inputs):
-    x = inputs[0] if inputs else None
     return [TensorInfo((), np.dtype(bool))]
 
 

@@ -156,7 +156,8 @@ def _split_infer(attrs, inputs):
              inputs=(1, 2), outputs=(1, -1), since_version=1, infer=_split_infer)
 def split(attrs, x, split_in=None):
     """Splits X along `axis` into parts of the sizes `split` (attribute before opset
-    13, int64 input from 13) or into num_outputs parts (opset 18); any dtype."""
+    13, int64 input from 13) or into num_outputs parts (opset 18); any dtype. Equal
+    parts without num_outputs need the node's output count as attrs["_num_outputs"]."""
     split_sizes = list(attrs["split"]) if attrs.get("split") is not None else (
         None if split_in is None else ints_of(split_in))
     ax = attrs["axis"] % x.ndim
@@ -676,15 +677,29 @@ _CONST_ATTRS = {"value": ("tensor", None), "sparse_value": ("tensor", None), "va
                 "value_string": ("string", None), "value_strings": ("strings", None)}
 
 
+def _densify(sparse):
+    """The dense array of an ONNX SparseTensorProto (indices linear or one row per
+    non-zero)."""
+    from onnx import numpy_helper
+    values = numpy_helper.to_array(sparse.values)
+    indices = numpy_helper.to_array(sparse.indices).astype(np.int64)
+    dense = np.zeros(tuple(sparse.dims), values.dtype)
+    if indices.ndim == 1:
+        dense.reshape(-1)[indices] = values
+    else:
+        dense[tuple(indices.T)] = values
+    return dense
+
+
 def _constant_value(attrs):
     given = [k for k in _CONST_ATTRS if attrs.get(k) is not None]
     if len(given) != 1:
         raise fail("Constant", f"needs exactly one of {', '.join(_CONST_ATTRS)}, got {given or 'none'}")
     k = given[0]
     v = attrs[k]
+    if k == "sparse_value" and hasattr(v, "dims") and hasattr(v, "indices"):
+        return _densify(v)
     if k in ("value", "sparse_value"):
-        if hasattr(v, "to_dense"):
-            v = v.to_dense()
         return np.asarray(v)
     if k == "value_float":
         return np.asarray(v, np.float32)
