@@ -48,15 +48,28 @@ def build_module(path):
     return path
 
 
-def every_command():
+def first_instruction_line(path):
+    """The first line of the module's assembly listing that holds an instruction (the
+    listing's layout belongs to the code generator, so tests look it up)."""
+    import io
+
+    from tilecore.tdb import Debugger
+
+    dbg = Debugger(str(path), inputs=inputs(), stdin=io.StringIO(), stdout=io.StringIO())
+    return next(k for k, t in enumerate(dbg.target.listing(), 1)
+                if t.strip() and not t.strip().startswith((".", "#", ";")) and not t.strip().endswith(":"))
+
+
+def every_command(asm_line):
     """(command, words its output shows or None) for every command and breakpoint kind,
-    in an order that makes sense from a fresh prompt with breakpoint 1 on dma.out."""
+    in an order that makes sense from a fresh prompt with breakpoint 1 on dma.out;
+    `asm_line` is a line of the assembly listing that holds an instruction."""
     body, loop = line_of("body"), line_of("loop")
     return [
         ("run", "Breakpoint 1, instruction dma.out"), ("delete", "Deleted breakpoint(s) 1"),
         ("b *3 core 1", "Breakpoint 3: pc 3"), ("b din#1 core 1", "Breakpoint 4: command 1 of din"),
         (f"b tdb_kernels.py:{body} if x8 >= 2", f"Breakpoint 5: tdb_kernels.py:{body} if x8 >= 2"),
-        (f"b {loop}", f"Breakpoint 6: tdb_kernels.py:{loop}"), ("b asm:20", "Breakpoint 7: asm:20"),
+        (f"b {loop}", f"Breakpoint 6: tdb_kernels.py:{loop}"), (f"b asm:{asm_line}", f"Breakpoint 7: asm:{asm_line}"),
         ("b ddr:0x10000+4 r", "Watchpoint 8: ddr:0x10000+4 r"), ("tbreak vld", "Temporary Breakpoint 9"),
         ("watch out[5]", "Watchpoint 10: out[5]"), ("rwatch y[0]", "Watchpoint 11: y[0]"),
         ("awatch ddr:0x10400+8", "Watchpoint 12"), ("condition 6 core == 0", "Breakpoint 6 is now conditional"),

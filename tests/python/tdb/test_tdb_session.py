@@ -316,7 +316,7 @@ def test_cli_scripted_session_every_command(module_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     # As the terminal test begins: breakpoint 1 on dma.out, number 2 used and gone.
     typed = [("b dma.out", "Breakpoint 1: instruction dma.out"), ("b tmuls", "Breakpoint 2"),
-             ("delete 2", "Deleted breakpoint(s) 2")] + K.every_command()
+             ("delete 2", "Deleted breakpoint(s) 2")] + K.every_command(K.first_instruction_line(module_path))
     r = subprocess.run([sys.executable, "-m", "tilecore", "tdb", str(module_path), "--inputs", str(d / "in.npz"),
                         "--do", "; ".join(c for c, _ in typed)], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stderr

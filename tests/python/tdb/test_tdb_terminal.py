@@ -56,6 +56,7 @@ def terminal(tmp_path):
     np.savez(tmp_path / "in.npz", **K.inputs())
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), TERM="dumb", INPUTRC="/dev/null")
     t = Terminal([sys.executable, "-m", "tilecore", "tdb", str(path), "--inputs", str(tmp_path / "in.npz")], env)
+    t.module_path = path
     yield t
     t.close()
 
@@ -96,7 +97,7 @@ def test_terminal_session_with_tab_completion(terminal):
     screen = t.read_until("(tdb) ")
     # Every other command and breakpoint kind, typed at the prompt: each gives one
     # more prompt and its own words, and none a traceback.
-    typed = K.every_command()
+    typed = K.every_command(K.first_instruction_line(t.module_path))
     for command, words in typed:
         mark = len(t.screen)
         t.send(command + "\n")
