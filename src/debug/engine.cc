@@ -33,6 +33,7 @@ void Engine::begin() {
 
 void Engine::set_recording(bool on) {
   recording_ = on;
+  stops_changed();
   snaps_.clear();
   log_.clear();
   pool_.clear();
@@ -68,8 +69,14 @@ void Engine::stops_changed() {
   op_stop_.assign(size_t(arch::kNumOpcodes), false);
   pc_stop_.assign(size_t(sim_->cores()), {});
   any_pc_stop_any_core_ = any_command_stop_ = any_watch_ = false;
+  want_reads = false;
+  want_writes = recording_;
   for (const Stop& s : stops_) {
     if (!s.enabled) continue;
+    if (s.kind == StopKind::Watch) {
+      want_reads = want_reads || (s.mode & kWatchRead);
+      want_writes = want_writes || (s.mode & kWatchWrite);
+    }
     switch (s.kind) {
       case StopKind::Mnemonic: op_stop_[size_t(s.op)] = true; break;
       case StopKind::Pc:

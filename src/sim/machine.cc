@@ -170,7 +170,8 @@ uint8_t* Machine::access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t a
               std::to_string(align) + "-byte aligned");
   count_bytes(s, n, write);
   if (hazard_mode()) hz_access(c.id * kNumAgents, Range{s, c.id, addr, addr + n, write}, c, c.pc);
-  if (dbg) dbg->on_access(MemAccess{s, c.id, addr, addr + n, write, c.id, 0, c.pc, c.code[c.pc].op, mem.base(s, c.id) + addr});
+  if (dbg && (write ? dbg->want_writes : dbg->want_reads))
+    dbg->on_access(MemAccess{s, c.id, addr, addr + n, write, c.id, 0, c.pc, c.code[c.pc].op, mem.base(s, c.id) + addr});
   return mem.base(s, c.id) + addr;
 }
 
@@ -282,6 +283,7 @@ void Machine::step_engine(Core& c, int e, AgentSlot& s) {
   if (dbg) {
     for (int k = 0; k < cmd.nranges; ++k) {
       const Range& r = cmd.ranges[size_t(k)];
+      if (!(r.write ? dbg->want_writes : dbg->want_reads)) continue;
       dbg->on_access(MemAccess{r.space, r.core, r.lo, r.hi, r.write, c.id, e + 1, cmd.pc, cmd.inst.op,
                                functional() ? mem.base(r.space, r.core) + r.lo : nullptr});
     }
