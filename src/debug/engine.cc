@@ -91,6 +91,13 @@ void Engine::stops_changed() {
       case StopKind::Watch: any_watch_ = true; break;
     }
   }
+  update_wants();
+}
+
+void Engine::update_wants() {
+  bool any = any_command_stop_ || std::find(op_stop_.begin(), op_stop_.end(), true) != op_stop_.end();
+  for (const auto& v : pc_stop_) any = any || !v.empty();
+  want_instructions = replaying_ ? (collect_ && any) : (any || transient_);
 }
 
 bool Engine::match_instruction(int core, uint32_t pc, const arch::Inst* inst, std::vector<Hit>* out, bool count) {
@@ -215,9 +222,14 @@ StopReport Engine::resume(uint64_t max_instructions, const Transient& t) {
   skip_position_ = fresh_ ? UINT64_MAX : position();
   fresh_ = false;
   transient_ = (t.unit_mask || !t.pcs.empty()) ? &t : nullptr;
+  update_wants();
   struct Reset {
     Engine* e;
-    ~Reset() { e->transient_ = nullptr; e->stop = false; }
+    ~Reset() {
+      e->transient_ = nullptr;
+      e->stop = false;
+      e->update_wants();
+    }
   } reset{this};
   uint64_t left = max_instructions;
   while (left > 0 && !sim_->finished()) {
@@ -288,9 +300,15 @@ void Engine::restore(const Snapshot& s) {
 void Engine::replay_to(uint64_t target, std::vector<Hit>* hits) {
   replaying_ = true;
   collect_ = hits;
+  update_wants();
   struct Reset {
     Engine* e;
-    ~Reset() { e->replaying_ = false; e->collect_ = nullptr; e->stop = false; }
+    ~Reset() {
+      e->replaying_ = false;
+      e->collect_ = nullptr;
+      e->stop = false;
+      e->update_wants();
+    }
   } reset{this};
   while (position() < target && !sim_->finished()) {
     uint64_t next_snap = snaps_.back().position + interval_;

@@ -409,7 +409,7 @@ void Machine::run_loop(uint64_t budget, bool throw_on_budget, uint64_t* executed
                   "instruction budget of " + std::to_string(budget) + " exhausted before the program finished (runaway loop?)");
           return;
         }
-        if (kDebug && (dbg->before_instruction(c.id, c.pc, c.pc < c.code.size() && c.decode_error[c.pc].empty() ? &c.code[c.pc] : nullptr,
+        if (kDebug && dbg->want_instructions && (dbg->before_instruction(c.id, c.pc, c.pc < c.code.size() && c.decode_error[c.pc].empty() ? &c.code[c.pc] : nullptr,
                                             instructions) || dbg->stop)) {
           dbg->stop = true;  // stop before this instruction
           schedule(int(top.id));

@@ -144,6 +144,7 @@ class Engine final : public sim::DebugHook {
   void restore(const Snapshot& s);
   void replay_to(uint64_t position, std::vector<Hit>* hits);
   void trim_history();
+  void update_wants();  // the DebugHook want_* flags from the stops and the mode
 
   sim::Simulator* sim_;
   std::vector<Stop> stops_;
