@@ -22,6 +22,7 @@
 // Depends on sim and arch only.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -150,7 +151,8 @@ class Engine final : public sim::DebugHook {
   std::vector<Stop> stops_;
   int next_id_ = 1;
   // Fast filters, rebuilt by stops_changed().
-  std::vector<bool> op_stop_;
+  std::array<uint8_t, 256> op_stop_{};           // 1 = some enabled Mnemonic stop
+  std::array<uint8_t, 256> op_is_tile_{};        // 1 = the opcode issues a tile command
   std::vector<std::vector<uint8_t>> pc_stop_;  // per core, 1 = some enabled Pc stop
   bool any_pc_stop_any_core_ = false, any_command_stop_ = false, any_watch_ = false;
   // Current resume.
