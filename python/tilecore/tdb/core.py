@@ -10,7 +10,6 @@ after each step (only for plugins that ask: ``wants_steps``), stop and end.
 """
 import cmd
 import rlcompleter
-import shlex
 import sys
 import traceback
 
@@ -395,8 +394,8 @@ class Debugger(cmd.Cmd):
         target_line = parse_int(arg.strip(), "line") if arg.strip() else line + 1
         pcs = {}
         for c in range(self.sim.cores):
-            pcs[c] = [pc for (sec_core, pc) in self._all_pcs(c)
-                      if (lambda l: l is not None and l[0] == file and l[1] >= target_line)(self._loc_tuple(c, pc))]
+            locs = ((pc, self._loc_tuple(c, pc)) for _, pc in self._all_pcs(c))
+            pcs[c] = [pc for pc, loc in locs if loc is not None and loc[0] == file and loc[1] >= target_line]
         self.resume(0, pcs=pcs)
 
     do_unt = do_until

@@ -12,7 +12,6 @@ import sys
 import numpy as np
 import pytest
 
-import tilecore
 from tilecore.tdb import Debugger
 
 sys.path.insert(0, os.path.dirname(__file__))
