@@ -308,6 +308,13 @@ def test_cli_scripted_session(module_path):
     r = subprocess.run([sys.executable, "-m", "tilecore", "tdb", str(d / "nope.tcm")], capture_output=True, text=True,
                        env=env, timeout=300)
     assert r.returncode == 1 and "no such file" in r.stderr and "Traceback" not in r.stderr
+    bad_plugin = d / "broken_plugin.py"
+    bad_plugin.write_text("x = 1\n")
+    for extra, words in [(["--ddr_size", "lots"], "ddr"), (["--inputs", str(bad_plugin)], "tilecore tdb: error"),
+                         (["--plugins", str(bad_plugin)], "defines no subclass of tilecore.tdb.Plugin")]:
+        r = subprocess.run([sys.executable, "-m", "tilecore", "tdb", str(module_path), *extra, "--do", "quit"],
+                           capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 1 and words in r.stderr and "Traceback" not in r.stderr, (extra, r.stderr)
 
 
 def test_cli_scripted_session_every_command(module_path):
