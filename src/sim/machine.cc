@@ -409,12 +409,16 @@ void Machine::run_loop(uint64_t budget, bool throw_on_budget, uint64_t* executed
                   "instruction budget of " + std::to_string(budget) + " exhausted before the program finished (runaway loop?)");
           return;
         }
-        if (kDebug && dbg->want_instructions && (dbg->before_instruction(c.id, c.pc, c.pc < c.code.size() && c.decode_error[c.pc].empty() ? &c.code[c.pc] : nullptr,
-                                            instructions) || dbg->stop)) {
-          dbg->stop = true;  // stop before this instruction
-          schedule(int(top.id));
-          if (executed) *executed = done;
-          return;
+        if constexpr (kDebug) {
+          if (dbg->want_instructions) {
+            const Inst* inst = c.pc < c.code.size() && c.decode_error[c.pc].empty() ? &c.code[c.pc] : nullptr;
+            if (dbg->before_instruction(c.id, c.pc, inst, instructions)) {
+              dbg->stop = true;  // stop before this instruction
+              schedule(int(top.id));
+              if (executed) *executed = done;
+              return;
+            }
+          }
         }
         if (step_scalar(c, s)) ++done;
         if (kDebug && dbg->stop) {  // an access asked to stop: end after this instruction
