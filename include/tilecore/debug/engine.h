@@ -129,6 +129,7 @@ class Engine final : public sim::DebugHook {
   size_t snapshot_count() const { return snaps_.size(); }
   uint64_t log_bytes() const { return pool_.size(); }
   size_t log_size() const { return log_.size(); }
+  const std::vector<WriteRecord>& write_log() const { return log_; }
 
   // sim::DebugHook
   bool before_instruction(int core, uint32_t pc, const arch::Inst* inst, uint64_t position) override;

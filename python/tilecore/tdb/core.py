@@ -311,10 +311,13 @@ class Debugger(cmd.Cmd):
     do_s = do_start
 
     def sim_clear(self):
-        """Zeroes the memories the previous run may have written (the simulator is reused)."""
+        """Zeroes what the previous run wrote (the simulator is reused): the buffers,
+        every range in the write log, L2 and each core's L1. Clearing all of DDR
+        would touch every page of it."""
         cfg = self.sim.config
         if self.started:
-            # Clearing everything would touch all of DDR; clear what the log says was written.
+            for space, core, lo, hi in ffi.WrittenRanges(self.engine):
+                self.sim.write(space, lo, np.zeros(hi - lo, np.uint8), core=core)
             self.sim.load(self.target.program)
             for name, s in self.symbols.items():
                 self.sim.write(s.space, s.address, np.zeros(s.nbytes, np.uint8), core=s.core)

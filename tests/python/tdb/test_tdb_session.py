@@ -351,3 +351,15 @@ def test_assembly_target_and_a_faulting_program(tmp_path):
     assert "bad.s:5" in text and dbg.sim.xreg(0, 1) == 1
     text = run(dbg, out, "b 6; run; c; info b")
     assert dbg.sim.xreg(0, 1) == 3 and re.search(r"^1\s+breakpoint\s+keep\s+y\s+2\s+bad.s:6", text, re.M)
+
+
+def test_run_again_starts_from_cleared_memory(tmp_path):
+    # The program increments a DDR word no buffer covers: a second run must see 0 again.
+    src = tmp_path / "inc.s"
+    src.write_text(".core 0\n.text\n        li x2, 0x5000\n        lw x1, [ddr: x2 + 0]\n        addi x1, x1, 1\n"
+                   "        sw x1, [ddr: x2 + 0]\n        halt\n")
+    out = io.StringIO()
+    dbg = Debugger(str(src), stdin=io.StringIO(), stdout=out)
+    for _ in range(3):
+        run(dbg, out, "run")
+        assert dbg.sim.read("ddr", 0x5000, (1,), "int32")[0] == 1
