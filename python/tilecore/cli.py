@@ -6,6 +6,8 @@ Subcommands:
     tilecore disasm prog.bin [-o prog.s]     disassemble an image (or re-print a .s)
     tilecore sim prog.s [--cores N] [--mode M] [--trace out.json] [--stats]
                                              run a program on the simulator
+    tilecore tdb kernel.tcm [--inputs in.npz] [--do "b tadd; run; x C"]
+                                             debug a kernel module (docs/tdb.md)
     tilecore demo [--size N]                 a tiled int8 GEMM on 4 simulated cores,
                                              checked against numpy
 

@@ -170,7 +170,8 @@ uint8_t* Machine::access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t a
               std::to_string(align) + "-byte aligned");
   count_bytes(s, n, write);
   if (hazard_mode()) hz_access(c.id * kNumAgents, Range{s, c.id, addr, addr + n, write}, c, c.pc);
-  if (dbg) dbg->on_access(MemAccess{s, c.id, addr, addr + n, write, c.id, 0, c.pc, c.code[c.pc].op, mem.base(s, c.id) + addr});
+  if (dbg && (write ? dbg->want_writes : dbg->want_reads))
+    dbg->on_access(MemAccess{s, c.id, addr, addr + n, write, c.id, 0, c.pc, c.code[c.pc].op, mem.base(s, c.id) + addr});
   return mem.base(s, c.id) + addr;
 }
 
@@ -282,6 +283,7 @@ void Machine::step_engine(Core& c, int e, AgentSlot& s) {
   if (dbg) {
     for (int k = 0; k < cmd.nranges; ++k) {
       const Range& r = cmd.ranges[size_t(k)];
+      if (!(r.write ? dbg->want_writes : dbg->want_reads)) continue;
       dbg->on_access(MemAccess{r.space, r.core, r.lo, r.hi, r.write, c.id, e + 1, cmd.pc, cmd.inst.op,
                                functional() ? mem.base(r.space, r.core) + r.lo : nullptr});
     }
@@ -407,12 +409,16 @@ void Machine::run_loop(uint64_t budget, bool throw_on_budget, uint64_t* executed
                   "instruction budget of " + std::to_string(budget) + " exhausted before the program finished (runaway loop?)");
           return;
         }
-        if (kDebug && (dbg->before_instruction(c.id, c.pc, c.pc < c.code.size() && c.decode_error[c.pc].empty() ? &c.code[c.pc] : nullptr,
-                                            instructions) || dbg->stop)) {
-          dbg->stop = true;  // stop before this instruction
-          schedule(int(top.id));
-          if (executed) *executed = done;
-          return;
+        if constexpr (kDebug) {
+          if (dbg->want_instructions) {
+            const Inst* inst = c.pc < c.code.size() && c.decode_error[c.pc].empty() ? &c.code[c.pc] : nullptr;
+            if (dbg->before_instruction(c.id, c.pc, inst, instructions)) {
+              dbg->stop = true;  // stop before this instruction
+              schedule(int(top.id));
+              if (executed) *executed = done;
+              return;
+            }
+          }
         }
         if (step_scalar(c, s)) ++done;
         if (kDebug && dbg->stop) {  // an access asked to stop: end after this instruction
