@@ -18,6 +18,7 @@
 #include "tilecore/ffi/error.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/op.h"
+#include "tilecore/runtime/process.h"
 #include "tilecore/transform/analyzer.h"
 #include "tilecore/transform/flatten_buffer.h"
 #include "tilecore/transform/pass.h"
@@ -882,11 +883,16 @@ runtime::Module BuildC(const ir::IRModule& mod, const target::Target& target) {
     std::ofstream f(c_path);
     f << src.code;
   }
-  std::string cc = target.GetStr("cc");
-  if (cc.empty()) cc = "cc";
-  std::string cmd = cc + " -O" + std::to_string(target.GetInt("opt")) + " -shared -fPIC -std=gnu99 -ffp-contract=off -pthread -o '" + so_path +
-                    "' '" + c_path + "' -lm > '" + log_path + "' 2>&1";
-  int rc = std::system(cmd.c_str());
+  // The compiler runs without a shell: the -cc option is a program and its first arguments.
+  std::vector<std::string> argv = runtime::SplitCommandWords(target.GetStr("cc"));
+  if (argv.empty()) argv.push_back("cc");
+  const std::string cc = argv[0];
+  for (std::string a : {"-O" + std::to_string(target.GetInt("opt")), std::string("-shared"), std::string("-fPIC"),
+                        std::string("-std=gnu99"), std::string("-ffp-contract=off"), std::string("-pthread"),
+                        std::string("-o"), so_path, c_path, std::string("-lm")}) {
+    argv.push_back(std::move(a));
+  }
+  int rc = runtime::RunProcess(argv, log_path);
   auto slurp = [](const std::string& p) {
     std::ifstream f(p, std::ios::binary);
     std::stringstream ss;

@@ -93,6 +93,13 @@ class CModuleNode final : public ModuleNode {
     return std::nullopt;
   }
 
+  std::vector<KernelParam>* MutableParams(const std::string& function) override {
+    for (size_t i = 0; i < names_.size(); ++i) {
+      if (names_[i] == function) return &params_[i];
+    }
+    return nullptr;
+  }
+
   std::string GetSource(const std::string& format) const override {
     if (!format.empty() && format != "c") {
       TILECORE_THROW(ValueError) << "a c module has source in format `c`, not `" << format << "`";
@@ -104,6 +111,7 @@ class CModuleNode final : public ModuleNode {
     ByteWriter w;
     w.str(source_);
     w.str(lib_);
+    w.u64(ModuleChecksum(lib_));
     w.u32(static_cast<uint32_t>(names_.size()));
     for (size_t i = 0; i < names_.size(); ++i) {
       w.str(names_[i]);
@@ -116,6 +124,8 @@ class CModuleNode final : public ModuleNode {
     ByteReader r(bytes.view(), "c module");
     std::string source = r.str();
     std::string lib = r.str();
+    // The library is dlopen'ed (its code runs): a corrupted one is refused first.
+    if (r.u64() != ModuleChecksum(lib)) r.fail("checksum mismatch: the shared library is corrupted");
     uint32_t n = r.count(1 << 16);
     std::vector<std::string> names;
     std::vector<std::vector<KernelParam>> params;

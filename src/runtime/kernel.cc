@@ -23,7 +23,7 @@ void CheckKernelArgs(const std::string& name, const std::vector<KernelParam>& pa
   for (int32_t i = 0; i < args.size(); ++i) {
     const KernelParam& p = params[size_t(i)];
     if (p.kind == "buffer") {
-      auto a = args[i].try_cast<ffi::NDArray>();
+      auto a = args[i].is_none() ? std::nullopt : args[i].try_cast<ffi::NDArray>();
       if (!a) {
         TILECORE_THROW(TypeError) << "kernel `" << KernelSignature(name, params) << "`: argument #" << i << " ("
                                   << p.name << ") must be an array, got `"
@@ -33,6 +33,15 @@ void CheckKernelArgs(const std::string& name, const std::vector<KernelParam>& pa
       if (dt != p.dtype) {
         TILECORE_THROW(TypeError) << "kernel `" << KernelSignature(name, params) << "`: argument #" << i << " ("
                                   << p.name << ") must have dtype " << p.dtype << ", got " << dt;
+      }
+      int64_t n = a->NumElements();
+      if (p.elements >= 0 && n < p.elements) {
+        TILECORE_THROW(ValueError) << "kernel `" << KernelSignature(name, params) << "`: argument #" << i << " ("
+                                   << p.name << ") has " << n << " elements, the kernel needs " << p.elements;
+      }
+      if (p.written && a->get()->read_only) {
+        TILECORE_THROW(ValueError) << "kernel `" << KernelSignature(name, params) << "`: argument #" << i << " ("
+                                   << p.name << ") is read-only, and the kernel writes it";
       }
     } else {
       bool ok = p.kind == "int" ? args[i].try_cast<int64_t>().has_value() : args[i].try_cast<double>().has_value();
@@ -52,17 +61,20 @@ void WriteParams(ByteWriter* w, const std::vector<KernelParam>& params) {
     w->str(p.kind);
     w->str(p.dtype);
     w->u32(p.written ? 1 : 0);
+    w->u64(static_cast<uint64_t>(p.elements));
   }
 }
 
 std::vector<KernelParam> ReadParams(ByteReader* r) {
-  std::vector<KernelParam> out(r->count(4096));
+  std::vector<KernelParam> out(r->count(4096, 24));
   for (KernelParam& p : out) {
     p.name = r->str();
     p.kind = r->str();
     if (p.kind != "buffer" && p.kind != "int" && p.kind != "float") r->fail("bad parameter kind `" + p.kind + "`");
     p.dtype = r->str();
     p.written = r->u32() != 0;
+    p.elements = r->i64();
+    if (p.elements < -1) r->fail("bad element count of parameter `" + p.name + "`");
   }
   return out;
 }
@@ -75,6 +87,7 @@ ffi::Array<ffi::Any> ParamsToArray(const std::vector<KernelParam>& params) {
     m.Set("kind", ffi::Any(ffi::String(p.kind)));
     m.Set("dtype", ffi::Any(ffi::String(p.dtype)));
     m.Set("written", ffi::Any(p.written));
+    m.Set("elements", ffi::Any(p.elements));
     out.push_back(ffi::Any(m));
   }
   return out;
@@ -89,6 +102,7 @@ std::vector<KernelParam> ParamsFromArray(const ffi::Array<ffi::Any>& arr) {
     p.kind = m["kind"].cast<std::string>();
     p.dtype = m["dtype"].cast<std::string>();
     p.written = m.count("written") ? m["written"].cast<bool>() : true;
+    p.elements = m.count("elements") ? m["elements"].cast<int64_t>() : -1;
     if (p.kind != "buffer" && p.kind != "int" && p.kind != "float") {
       TILECORE_THROW(ValueError) << "kernel parameter `" << p.name << "`: kind must be buffer, int or float, got `"
                                  << p.kind << "`";

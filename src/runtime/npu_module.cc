@@ -45,6 +45,13 @@ class NpuModuleNode final : public ModuleNode {
     return std::nullopt;
   }
 
+  std::vector<KernelParam>* MutableParams(const std::string& function) override {
+    for (NpuKernel& k : kernels_) {
+      if (k.name == function) return &k.params;
+    }
+    return nullptr;
+  }
+
   std::string GetSource(const std::string& format) const override {
     if (!format.empty() && format != "asm" && format != "s") {
       TILECORE_THROW(ValueError) << "an npu module has source in format `asm`, not `" << format << "`";
@@ -94,7 +101,7 @@ class NpuModuleNode final : public ModuleNode {
       k.cores = static_cast<int>(r.u32());
       if (k.cores < 1 || k.cores > arch::tc1::kMaxCores) r.fail("bad core count");
       k.params = ReadParams(&r);
-      k.lines.resize(r.count(1u << 24));
+      k.lines.resize(r.count(1u << 24, 12));
       for (LineEntry& e : k.lines) {
         e.section = static_cast<int32_t>(r.u32());
         e.pc = static_cast<int32_t>(r.u32());

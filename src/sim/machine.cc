@@ -55,6 +55,35 @@ Machine::Machine(SimConfig c) : cfg(c), mem(c) {
 }
 
 void Machine::load(const arch::Program& p) {
+  // Everything is validated before anything is written, so a refused program leaves the
+  // memories as they were.
+  const uint32_t present = cfg.cores >= 32 ? ~0u : ((1u << cfg.cores) - 1u);
+  auto first_core = [](uint32_t mask) {
+    int c = 0;
+    while (c < 32 && !(mask >> c & 1u)) ++c;
+    return c;
+  };
+  for (const auto& t : p.text) {
+    if (t.core_mask == 0) throw SimError(SimError::Kind::Usage, -1, 0, "", "program has a text section for no core (core mask 0)");
+    if (!t.words.empty() && (t.core_mask & present) == 0) {
+      throw SimError(SimError::Kind::Usage, -1, 0, "",
+                     "program has code for core " + std::to_string(first_core(t.core_mask)) + "; the simulator has " +
+                         std::to_string(cfg.cores) + " cores");
+    }
+  }
+  for (const auto& d : p.data) {
+    if (d.space == Space::L1 && !d.bytes.empty() && (d.core_mask & present) == 0) {
+      throw SimError(SimError::Kind::Usage, -1, 0, "",
+                     "program has L1 data for core " + std::to_string(first_core(d.core_mask)) + "; the simulator has " +
+                         std::to_string(cfg.cores) + " cores");
+    }
+    if (!mem.in_bounds(d.space, d.addr, d.bytes.size())) {
+      int core = d.space == Space::L1 ? first_core(d.core_mask & present) : 0;
+      throw SimError(SimError::Kind::Usage, -1, 0, "",
+                     "data segment " + space_text(d.space, core) + ":" + hex(d.addr) + " (" + std::to_string(d.bytes.size()) +
+                         " bytes) does not fit the " + size_text(mem.size(d.space)) + " memory");
+    }
+  }
   heap_.clear();
   trace.clear();
   hazards.clear();

@@ -81,7 +81,8 @@ void Simulator::write_trace(const std::string& path) const {
   std::ofstream f(path, std::ios::binary);
   if (!f) usage("cannot open trace file '" + path + "' for writing");
   f << m_->trace_json();
-  if (!f) usage("writing trace file '" + path + "' failed");
+  f.close();  // a full disk shows only when the buffer is flushed
+  if (f.fail()) usage("writing trace file '" + path + "' failed");
 }
 
 int Simulator::cores() const { return m_->cfg.cores; }

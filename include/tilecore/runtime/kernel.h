@@ -21,11 +21,14 @@ struct KernelParam {
   std::string kind;   // "buffer", "int" or "float"
   std::string dtype;  // element dtype of a buffer; the scalar's dtype otherwise
   bool written = true;  // a buffer the kernel may write (copied back after a staged call)
+  int64_t elements = -1;  // elements of a buffer the kernel addresses; -1 if not known (symbolic shape)
 };
 
 /// "name(a: buffer[int8], n: int)" for messages.
 std::string KernelSignature(const std::string& name, const std::vector<KernelParam>& params);
-/// TypeError naming the signature unless `args` matches `params` in count and kinds.
+/// The kernel-call convention's check, run by every kind of kernel module before a call:
+/// count and kinds (TypeError), each array's dtype (TypeError), its size against the
+/// buffer's elements and, for a buffer the kernel writes, that it is writable (ValueError).
 void CheckKernelArgs(const std::string& name, const std::vector<KernelParam>& params, ffi::PackedArgs args);
 void WriteParams(ByteWriter* w, const std::vector<KernelParam>& params);
 std::vector<KernelParam> ReadParams(ByteReader* r);
