@@ -102,7 +102,7 @@ def _arith(name, fn, doc):
                 return _int_div(a, b)
             return np.asarray(fn(a, b)).astype(a.dtype, copy=False)
     reference.__doc__ = doc
-    register_op(name, since_version=7, infer=_binary_infer(name))(reference)
+    register_op(name, since_version=7, inputs=(2, 2), infer=_binary_infer(name))(reference)
 
 
 _arith("Add", np.add, "Add(a, b): a + b with numpy broadcasting; numeric types, ints wrap around.")
@@ -111,7 +111,7 @@ _arith("Mul", np.multiply, "Mul(a, b): a * b with numpy broadcasting; numeric ty
 _arith("Div", np.divide, "Div(a, b): a / b with numpy broadcasting; ints truncate toward zero (x/0 gives 0).")
 
 
-@register_op("Mod", attrs={"fmod": ("int", 0)}, since_version=10, infer=_binary_infer("Mod"))
+@register_op("Mod", attrs={"fmod": ("int", 0)}, inputs=(2, 2), since_version=10, infer=_binary_infer("Mod"))
 def mod(attrs, a, b):
     """Mod(a, b): remainder with broadcasting; fmod=0 (ints only) takes the divisor's sign,
     fmod=1 the dividend's (C fmod). x mod 0 is 0 for ints, NaN for floats."""
@@ -133,7 +133,7 @@ def _pow_infer(attrs, inputs):
     return [TensorInfo(broadcast_shapes(x.shape, y.shape, where="Pow"), x.dtype)]
 
 
-@register_op("Pow", since_version=7, infer=_pow_infer)
+@register_op("Pow", inputs=(2, 2), since_version=7, infer=_pow_infer)
 def pow_(attrs, x, y):
     """Pow(x, y): x ** y with broadcasting; the result has x's dtype (from opset 12 y may
     have another numeric dtype); integer bases are computed in float64 and truncated."""

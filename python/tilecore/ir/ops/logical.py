@@ -33,7 +33,7 @@ def _binary(name, fn, since, doc, allowed, what, out_bool):
         out = np.asarray(fn(wide(a), wide(b)))
         return out if out_bool else out.astype(a.dtype, copy=False)
     reference.__doc__ = doc
-    register_op(name, since_version=since, infer=infer)(reference)
+    register_op(name, since_version=since, inputs=(2, 2), infer=infer)(reference)
 
 
 def _num_or_bool(dt):
@@ -82,7 +82,8 @@ def _bitshift_infer(attrs, inputs):
     return [TensorInfo(broadcast_shapes(a.shape, b.shape, where="BitShift"), a.dtype)]
 
 
-@register_op("BitShift", attrs={"direction": ("string", None)}, since_version=11, infer=_bitshift_infer)
+@register_op("BitShift", attrs={"direction": ("string", None)}, inputs=(2, 2), since_version=11,
+             infer=_bitshift_infer)
 def bitshift(attrs, x, y):
     """BitShift(x, y): x << y (direction LEFT) or x >> y (RIGHT), with broadcasting; integer types
     (signed from opset 28: right shifts are arithmetic). A shift below 0 or by at least the width
