@@ -328,8 +328,11 @@ class CPrinter {
         auto* b = static_cast<const BinaryOpNode*>(n);
         bool mn = NodeKindOf(n) == NodeKind::kMin;
         if (t.is_float()) return std::string(mn ? "tc_fmin(" : "tc_fmax(") + Expr(b->a) + ", " + Expr(b->b) + ")";
-        std::string a = Expr(b->a), c = Expr(b->b);
-        return "((" + a + ") " + (mn ? "<" : ">") + " (" + c + ") ? (" + a + ") : (" + c + "))";
+        // Each operand once (a statement expression), so nesting stays linear in size.
+        std::string a = Expr(b->a), c = Expr(b->b), ty = ValueType(t.element_of());
+        std::string x = "m" + std::to_string(counter_++), y = "m" + std::to_string(counter_++);
+        return "({ " + ty + " " + x + " = (" + a + "); " + ty + " " + y + " = (" + c + "); " + x + " " +
+               (mn ? "<" : ">") + " " + y + " ? " + x + " : " + y + "; })";
       }
       case NodeKind::kEQ: return Bin("==", static_cast<const BinaryOpNode*>(n));
       case NodeKind::kNE: return Bin("!=", static_cast<const BinaryOpNode*>(n));

@@ -349,13 +349,25 @@ def test_line_table_maps_instructions_to_spans():
 
 
 # ---- errors --------------------------------------------------------------------------------------
-def test_cannot_be_emitted():
-    ib = ir.IRBuilder("bad_gather")
+def test_strided_vector_load():
+    # TC1's vld reads 32 contiguous bytes: a strided load is gathered element by element.
+    ib = ir.IRBuilder("strided_ld")
     A = ib.buffer_param("A", (64,), "int32")
     B = ib.buffer_param("B", (8,), "int32")
-    ib.emit(ir.BufferStore(B.buffer, ir.BufferLoad(A.buffer, [ir.Ramp(ir.const(0), ir.const(8), 8)]),
+    ib.emit(ir.BufferStore(B.buffer, ir.BufferLoad(A.buffer, [ir.Ramp(ir.const(3), ir.const(8), 8)]),
                            [ir.Ramp(ir.const(0), ir.const(1), 8)]))
-    with pytest.raises(ValueError, match=r"cannot be emitted.*bad_gather"):
+    a = rand(64, "int32")
+    npu = run(ib.get(), "npu", a, np.zeros(8, "int32"))
+    np.testing.assert_array_equal(npu[1], a[3::8])
+
+
+def test_cannot_be_emitted():
+    ib = ir.IRBuilder("half_vector")
+    A = ib.buffer_param("A", (64,), "int32")
+    B = ib.buffer_param("B", (8,), "int32")
+    ib.emit(ir.BufferStore(B.buffer, ir.BufferLoad(A.buffer, [ir.Ramp(ir.const(0), ir.const(1), 4)]),
+                           [ir.Ramp(ir.const(0), ir.const(1), 4)]))
+    with pytest.raises(ValueError, match=r"cannot be emitted.*half_vector"):
         tilecore.build(ib.get(), target="npu")
 
 
@@ -376,3 +388,26 @@ def test_cores_loop_larger_than_target():
         A[c] = c
     with pytest.raises(ValueError, match=r"8 iterations.*-cores=4"):
         tilecore.build(ib.get(), target="npu -cores=4")
+
+
+def test_deep_expression_spills_temporaries():
+    # Right-nested: every level holds its left operand while the right one is evaluated,
+    # more levels than TC1 has x registers, so held temporaries spill to L1.
+    n, depth = 64, 40
+    ib = ir.IRBuilder("deep")
+    A = ib.buffer_param("A", (n,), "int32")
+    B = ib.buffer_param("B", (n,), "int32")
+    with ib.for_range(0, n, name="i") as i:
+        e = A[i]
+        for k in range(depth):
+            e = ir.max(A[k] * (k + 3), A[k + 1] - e)
+        B[i] = e
+    f = ib.get()
+    a = rand(n, "int32")
+    npu, c = both(f, a, np.zeros(n, "int32"))
+    want = a.astype(np.int64)
+    for k in range(depth):
+        want = np.maximum(a[k].astype(np.int64) * (k + 3), a[k + 1] - want)
+    np.testing.assert_array_equal(npu[1], want.astype(np.int32))
+    np.testing.assert_array_equal(c[1], npu[1])
+    assert tilecore.build(f, target="npu").get_source().count("[l1: x0 + ") > 2 * depth  // 3  # spill slots used
