@@ -411,3 +411,28 @@ def test_deep_expression_spills_temporaries():
     np.testing.assert_array_equal(npu[1], want.astype(np.int32))
     np.testing.assert_array_equal(c[1], npu[1])
     assert tilecore.build(f, target="npu").get_source().count("[l1: x0 + ") > 2 * depth  // 3  # spill slots used
+
+
+def test_engine_ordering_waits_for_the_last_command_on_the_buffer():
+    # The DMA out of T must wait (in its own queue) for the vector command that wrote T,
+    # and the vector command for nothing on the matrix engine (it never touches T).
+    n = 64
+    ib = ir.IRBuilder("ordered")
+    A = ib.buffer_param("A", (n,), "int32")
+    B = ib.buffer_param("B", (n,), "int32")
+    T = ib.allocate("int32", (n,), name="T", scope="local")
+    ib.call("tile.dma_copy", T[0:n], A[0:n], 0)
+    ib.call("tile.wait", 0)
+    ib.call("tile.vec_add", T[0:n], T[0:n], T[0:n])
+    ib.call("tile.dma_copy", B[0:n], T[0:n], 1)
+    ib.call("tile.wait", 1)
+    f = ib.get()
+    a = rand(n, "int32")
+    npu = run(f, "npu", a, np.zeros(n, "int32"))
+    np.testing.assert_array_equal(npu[1], a * 2)
+    src = tilecore.build(f, target="npu").get_source()
+    lines = [ln.strip() for ln in src.splitlines()]
+    tadd = next(i for i, ln in enumerate(lines) if ln.startswith("tadd.i32"))
+    dout = next(i for i, ln in enumerate(lines) if ln.startswith("dma.out"))
+    assert any(ln.startswith("wait dout, vec, x1") for ln in lines[tadd:dout]), src
+    assert not any(ln.startswith("wait vec, mm") for ln in lines), src
