@@ -424,8 +424,14 @@ class CPrinter {
     if (op == "tir.bitwise_or") return "(" + arg(0) + " | " + arg(1) + ")";
     if (op == "tir.bitwise_xor") return "(" + arg(0) + " ^ " + arg(1) + ")";
     if (op == "tir.bitwise_not") return "(~" + arg(0) + ")";
-    if (op == "tir.shift_left") return "(" + arg(0) + " << " + arg(1) + ")";
-    if (op == "tir.shift_right") return "(" + arg(0) + " >> " + arg(1) + ")";
+    if (op == "tir.shift_left" || op == "tir.shift_right") {
+      // TC1 shifts by b & (bits - 1) (sll/sra/srl); a left shift keeps the low bits.
+      DataType t = c->dtype.element_of();
+      std::string amount = "((" + arg(1) + ") & " + std::to_string(t.bits() - 1) + ")";
+      if (op == "tir.shift_right") return "((" + CType(t) + ")((" + arg(0) + ") >> " + amount + "))";
+      std::string u = "uint" + std::to_string(std::max(32, t.bits())) + "_t";
+      return "((" + CType(t) + ")((" + u + ")(" + arg(0) + ") << " + amount + "))";
+    }
     TILECORE_THROW(ValueError) << "c codegen: intrinsic `" << op << "` cannot be emitted for the c target"
                                << Where(c->span) << " (tile and SIMD intrinsics need the npu target)";
   }
