@@ -420,6 +420,33 @@ class CPrinter {
              arg(0) + "), (int64_t)(" + arg(1) + ")))";
     }
     if (op == "tc1.vredsum" || op == "tc1.vredmax" || op == "tc1.vredmin") return LaneReduce(c, op.substr(4));
+    if (op == "tc1.vshls") {
+      // a << (b & (bits - 1)) in 64 bits (|a| < 2^31, so it fits), then saturated to the dtype.
+      DataType et = c->dtype.element_of();
+      return "((" + CType(et) + ")tc_sat(" + DtCode(et) + ", (int64_t)(" + arg(0) + ") * ((int64_t)1 << ((" + arg(1) +
+             ") & " + std::to_string(et.bits() - 1) + "))))";
+    }
+    if (op == "tc1.vcvt" && !lane_.empty()) {
+      // Lane l of the result converts lane part*L + l of a (widening) or lane l - part*La
+      // (narrowing; lanes outside a's window are 0), with TC1's conversion (a Cast).
+      auto part = as_const_int(c->args[1]);
+      if (!part) TILECORE_THROW(ValueError) << "c codegen: `tc1.vcvt` with a non-constant part" << Where(c->span);
+      const PrimExpr& a = c->args[0];
+      int64_t lt = c->dtype.lanes(), la = a.dtype().lanes();
+      PrimExpr cast = Cast(c->dtype.element_of().with_lanes(int(la)), a);
+      std::string saved = lane_, out;
+      if (lt <= la) {
+        lane_ = "(" + std::to_string(*part * lt) + " + " + saved + ")";
+        out = Expr(cast);
+      } else {
+        int64_t off = *part * la;
+        lane_ = "(" + saved + " - " + std::to_string(off) + ")";
+        out = "((" + saved + " >= " + std::to_string(off) + " && " + saved + " < " + std::to_string(off + la) + ") ? (" +
+              Expr(cast) + ") : 0)";
+      }
+      lane_ = saved;
+      return out;
+    }
     if (op == "tir.bitwise_and") return "(" + arg(0) + " & " + arg(1) + ")";
     if (op == "tir.bitwise_or") return "(" + arg(0) + " | " + arg(1) + ")";
     if (op == "tir.bitwise_xor") return "(" + arg(0) + " ^ " + arg(1) + ")";

@@ -436,3 +436,35 @@ def test_engine_ordering_waits_for_the_last_command_on_the_buffer():
     dout = next(i for i, ln in enumerate(lines) if ln.startswith("dma.out"))
     assert any(ln.startswith("wait dout, vec, x1") for ln in lines[tadd:dout]), src
     assert not any(ln.startswith("wait vec, mm") for ln in lines), src
+
+
+def test_simd_conversions_and_saturating_shift_on_both_targets():
+    ib = ir.IRBuilder("simd_cvt")
+    A = ib.buffer_param("A", (32,), "int8")
+    W = ib.buffer_param("W", (8,), "int32")
+    N = ib.buffer_param("N", (32,), "int8")
+    H = ib.buffer_param("H", (16,), "int16")
+    S = ib.buffer_param("S", (16,), "int16")
+    va = ir.BufferLoad(A.buffer, [ir.Ramp(ir.const(0), ir.const(1), 32)])
+    ib.emit(ir.BufferStore(W.buffer, ir.call("tc1.vcvt", va, ir.const(1), dtype="int32x8"),
+                           [ir.Ramp(ir.const(0), ir.const(1), 8)]))
+    vw = ir.BufferLoad(W.buffer, [ir.Ramp(ir.const(0), ir.const(1), 8)])
+    ib.emit(ir.BufferStore(N.buffer, ir.call("tc1.vcvt", vw, ir.const(2), dtype="int8x32"),
+                           [ir.Ramp(ir.const(0), ir.const(1), 32)]))
+    vh = ir.BufferLoad(H.buffer, [ir.Ramp(ir.const(0), ir.const(1), 16)])
+    vs = ir.BufferLoad(S.buffer, [ir.Ramp(ir.const(0), ir.const(1), 16)])
+    ib.emit(ir.BufferStore(S.buffer, ir.call("tc1.vshls", vh, vs), [ir.Ramp(ir.const(0), ir.const(1), 16)]))
+    f = ib.get()
+    a = rand(32, "int8")
+    h = np.array([1, -1, 300, -300, 16383, -16384, 7, 0, 1, 2, 3, -3, 1000, -1000, 5, 6], "int16")
+    s = np.array([1, 15, 7, 7, 1, 1, 17, 3, 14, 14, 13, 13, 5, 5, 0, 16], "int16")
+    args = (a, np.zeros(8, "int32"), np.zeros(32, "int8"), h, s)
+    npu, c = both(f, *args)
+    want_w = a[8:16].astype(np.int32)
+    want_n = np.zeros(32, "int8")
+    want_n[16:24] = np.clip(want_w, -128, 127)
+    want_s = np.clip(h.astype(np.int64) << (s.astype(np.int64) & 15), -2**15, 2**15 - 1).astype("int16")
+    for name, got in (("npu", npu), ("c", c)):
+        np.testing.assert_array_equal(got[1], want_w, err_msg=name)
+        np.testing.assert_array_equal(got[2], want_n, err_msg=name)
+        np.testing.assert_array_equal(got[4], want_s, err_msg=name)
