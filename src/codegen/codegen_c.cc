@@ -329,8 +329,11 @@ class CPrinter {
         auto* b = static_cast<const BinaryOpNode*>(n);
         bool mn = NodeKindOf(n) == NodeKind::kMin;
         if (t.is_float()) return std::string(mn ? "tc_fmin(" : "tc_fmax(") + Expr(b->a) + ", " + Expr(b->b) + ")";
-        std::string a = Expr(b->a), c = Expr(b->b);
-        return "((" + a + ") " + (mn ? "<" : ">") + " (" + c + ") ? (" + a + ") : (" + c + "))";
+        // Each operand once (a statement expression), so nesting stays linear in size.
+        std::string a = Expr(b->a), c = Expr(b->b), ty = ValueType(t.element_of());
+        std::string x = "m" + std::to_string(counter_++), y = "m" + std::to_string(counter_++);
+        return "({ " + ty + " " + x + " = (" + a + "); " + ty + " " + y + " = (" + c + "); " + x + " " +
+               (mn ? "<" : ">") + " " + y + " ? " + x + " : " + y + "; })";
       }
       case NodeKind::kEQ: return Bin("==", static_cast<const BinaryOpNode*>(n));
       case NodeKind::kNE: return Bin("!=", static_cast<const BinaryOpNode*>(n));
@@ -418,12 +421,45 @@ class CPrinter {
              arg(0) + "), (int64_t)(" + arg(1) + ")))";
     }
     if (op == "tc1.vredsum" || op == "tc1.vredmax" || op == "tc1.vredmin") return LaneReduce(c, op.substr(4));
+    if (op == "tc1.vshls") {
+      // a << (b & (bits - 1)) in 64 bits (|a| < 2^31, so it fits), then saturated to the dtype.
+      DataType et = c->dtype.element_of();
+      return "((" + CType(et) + ")tc_sat(" + DtCode(et) + ", (int64_t)(" + arg(0) + ") * ((int64_t)1 << ((" + arg(1) +
+             ") & " + std::to_string(et.bits() - 1) + "))))";
+    }
+    if (op == "tc1.vcvt" && !lane_.empty()) {
+      // Lane l of the result converts lane part*L + l of a (widening) or lane l - part*La
+      // (narrowing; lanes outside a's window are 0), with TC1's conversion (a Cast).
+      auto part = as_const_int(c->args[1]);
+      if (!part) TILECORE_THROW(ValueError) << "c codegen: `tc1.vcvt` with a non-constant part" << Where(c->span);
+      const PrimExpr& a = c->args[0];
+      int64_t lt = c->dtype.lanes(), la = a.dtype().lanes();
+      PrimExpr cast = Cast(c->dtype.element_of().with_lanes(int(la)), a);
+      std::string saved = lane_, out;
+      if (lt <= la) {
+        lane_ = "(" + std::to_string(*part * lt) + " + " + saved + ")";
+        out = Expr(cast);
+      } else {
+        int64_t off = *part * la;
+        lane_ = "(" + saved + " - " + std::to_string(off) + ")";
+        out = "((" + saved + " >= " + std::to_string(off) + " && " + saved + " < " + std::to_string(off + la) + ") ? (" +
+              Expr(cast) + ") : 0)";
+      }
+      lane_ = saved;
+      return out;
+    }
     if (op == "tir.bitwise_and") return "(" + arg(0) + " & " + arg(1) + ")";
     if (op == "tir.bitwise_or") return "(" + arg(0) + " | " + arg(1) + ")";
     if (op == "tir.bitwise_xor") return "(" + arg(0) + " ^ " + arg(1) + ")";
     if (op == "tir.bitwise_not") return "(~" + arg(0) + ")";
-    if (op == "tir.shift_left") return "(" + arg(0) + " << " + arg(1) + ")";
-    if (op == "tir.shift_right") return "(" + arg(0) + " >> " + arg(1) + ")";
+    if (op == "tir.shift_left" || op == "tir.shift_right") {
+      // TC1 shifts by b & (bits - 1) (sll/sra/srl); a left shift keeps the low bits.
+      DataType t = c->dtype.element_of();
+      std::string amount = "((" + arg(1) + ") & " + std::to_string(t.bits() - 1) + ")";
+      if (op == "tir.shift_right") return "((" + CType(t) + ")((" + arg(0) + ") >> " + amount + "))";
+      std::string u = "uint" + std::to_string(std::max(32, t.bits())) + "_t";
+      return "((" + CType(t) + ")((" + u + ")(" + arg(0) + ") << " + amount + "))";
+    }
     TILECORE_THROW(ValueError) << "c codegen: intrinsic `" << op << "` cannot be emitted for the c target"
                                << Where(c->span) << " (tile and SIMD intrinsics need the npu target)";
   }
