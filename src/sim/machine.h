@@ -80,7 +80,7 @@ struct Command {
   uint64_t bytes_read = 0, bytes_written = 0;
   uint64_t macs = 0, issued_macs = 0, peak_macs_per_cycle = 0;
   uint64_t work = 0;                   // host work: elements, or MACs for mm
-  std::array<Range, 4> ranges{};
+  std::array<Range, 8> ranges{};  // mm with every epilogue input uses 7
   int nranges = 0;
   uint32_t vc = 0;                     // HazardCheck: index of the issuer's clock snapshot
 };
