@@ -264,6 +264,15 @@ Outcome Machine::barrier(Core& c) {
   return {Outcome::Next, 0, 1 + stall, stall};
 }
 
+void Machine::host_call(Core& c, uint32_t block) {
+  if (!host_call_fn) {
+    fault(SimError::Kind::IllegalInstruction, c, c.pc,
+          "hcall: no host services calls on this simulator (kernels with host calls run through the npu module, "
+          "or install a handler with Simulator::set_host_call)");
+  }
+  host_call_fn(c.id, block);
+}
+
 Outcome Machine::fence(Core& c) {
   uint64_t last = 0;
   for (int e = 0; e < arch::kNumEngines; ++e) {

@@ -7,6 +7,7 @@
 // (clock, id), which is what makes every run deterministic.
 #pragma once
 
+#include <functional>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -198,6 +199,10 @@ class Machine {
   Outcome issue(Core& c, const Inst& i);
   Outcome wait_instruction(Core& c, const Inst& i);
   Outcome barrier(Core& c);
+  /// hcall: hands the call block's L1 address to the host (Simulator::set_host_call);
+  /// a fault when no host services calls. Whatever the host throws propagates.
+  void host_call(Core& c, uint32_t block);
+  std::function<void(int core, uint32_t block)> host_call_fn;
   Outcome fence(Core& c);
   uint32_t csr(Core& c, arch::Csr which);
   uint64_t now(const Core& c) const { return slot(c.id, Agent::Scalar).t; }

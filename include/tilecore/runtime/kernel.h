@@ -15,6 +15,10 @@
 #include "tilecore/ffi/ndarray.h"
 #include "tilecore/runtime/module.h"
 
+namespace tilecore::sim {
+class Simulator;
+}  // namespace tilecore::sim
+
 namespace tilecore::runtime {
 
 struct KernelParam {
@@ -58,6 +62,11 @@ static_assert(sizeof(TCHostArg) == 104, "TCHostArg layout");
 /// Returns 0; on an error (unknown function, bad argument, an exception of the
 /// function) stores it in `*error` and returns -1. Never throws.
 int32_t HostCallPacked(const char* name, int32_t n, const TCHostArg* args, std::exception_ptr* error) noexcept;
+
+/// Services the `hcall` instruction of `s` (docs/tc1.md, "Host calls") with
+/// HostCallPacked: tensors are copied out of simulator memory for the call and back
+/// after it. The npu module installs it for every launch. Only with the npu device.
+void InstallHostCalls(sim::Simulator& s);
 
 /// A C kernel module: C source and the shared library built from it (loaded with
 /// dlopen). Function `name` calls the symbol `tc_<name>(void** args)`: a buffer's
