@@ -41,6 +41,17 @@ if ! "$PYTHON" -c "import torch" 2>/dev/null; then
     echo "tilecore: no local PyTorch wheel; the PyTorch DLPack tests will be skipped"
   fi
 fi
+# The model zoo (tilecore.zoo) checks its exports with ONNX Runtime, and checks its ResNet
+# and MobileNetV2 definitions against torchvision's. Only torchvision's pure-Python model
+# files are used (its compiled part does not load against the CPU torch wheel), hence
+# --no-deps and a probe that does not import it.
+"$PYTHON" -c "import onnxruntime" 2>/dev/null || pip_quiet onnxruntime \
+  || echo "tilecore: onnxruntime unavailable; the model zoo tests will be skipped"
+if "$PYTHON" -c "import torch" 2>/dev/null \
+   && ! "$PYTHON" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torchvision') is None)"; then
+  pip_quiet --no-deps "torchvision==0.28.0" \
+    || echo "tilecore: torchvision unavailable; the zoo's check against its model definitions will be skipped"
+fi
 
 # One build directory serves the Python package and the C++ tests.
 BUILD_DIR=${TILECORE_BUILD_DIR:-$ROOT/build}

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tilecore/codegen/lowering.h"
 #include "tilecore/codegen/tile_operand.h"
 #include "tilecore/ffi/dtype.h"
 #include "tilecore/ffi/error.h"
@@ -95,8 +96,15 @@ static inline int64_t tc_f2i(double v, int64_t lo, int64_t hi) {
   if (r >= (double)hi) return hi;
   return (int64_t)r;
 }
-static inline int64_t tc_floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
-static inline int64_t tc_floormod(int64_t a, int64_t b) { int64_t m = a % b; return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m; }
+/* TC1's integer division (docs/tc1.md, div/divu/rem/remu): x/0 = -1 (unsigned: all ones),
+   x%0 = x, MIN/-1 = MIN, MIN%-1 = 0; never a trap. `mn` / `mx` is the signed minimum /
+   unsigned maximum of the width the division runs in (32 bits for every TC1 type). */
+static inline int64_t tc_div_s(int64_t a, int64_t b, int64_t mn) { return b == 0 ? -1 : (b == -1 && a == mn) ? mn : a / b; }
+static inline int64_t tc_rem_s(int64_t a, int64_t b) { return b == 0 ? a : b == -1 ? 0 : a % b; }
+static inline uint64_t tc_div_u(uint64_t a, uint64_t b, uint64_t mx) { return b == 0 ? mx : a / b; }
+static inline uint64_t tc_rem_u(uint64_t a, uint64_t b) { return b == 0 ? a : a % b; }
+static inline int64_t tc_floordiv(int64_t a, int64_t b, int64_t mn) { int64_t q = tc_div_s(a, b, mn), m = tc_rem_s(a, b); return (m != 0 && ((m < 0) != (b < 0))) ? q - 1 : q; }
+static inline int64_t tc_floormod(int64_t a, int64_t b) { int64_t m = tc_rem_s(a, b); return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m; }
 static inline float tc_fmin(float a, float b) { return (a != a || b != b) ? NAN : (a < b ? a : b); }
 static inline float tc_fmax(float a, float b) { return (a != a || b != b) ? NAN : (a > b ? a : b); }
 )";
@@ -226,6 +234,32 @@ class CPrinter {
     return v;
   }
 
+  // Integer division with TC1's defined results (tc_div_s and friends), never C's undefined ones.
+  std::string Division(NodeKind k, const BinaryOpNode* n) {
+    DataType t = n->dtype.element_of();
+    if (t.is_float()) {
+      if (k == NodeKind::kDiv) return Bin("/", n);
+      TILECORE_THROW(ValueError) << "c codegen: `" << n->GetTypeKey() << "` on " << ffi::DLDataTypeToString(t)
+                                 << " (no float remainder or floor division)" << Where(n->span);
+    }
+    bool wide = t.bits() > 32;
+    std::string a = Expr(n->a), b = Expr(n->b), call;
+    if (t.is_uint()) {
+      std::string ua = "(uint64_t)(" + a + ")", ub = "(uint64_t)(" + b + ")";
+      bool div = k == NodeKind::kDiv || k == NodeKind::kFloorDiv;
+      call = div ? "tc_div_u(" + ua + ", " + ub + (wide ? ", UINT64_MAX)" : ", UINT32_MAX)") : "tc_rem_u(" + ua + ", " + ub + ")";
+    } else {
+      std::string sa = "(int64_t)(" + a + ")", sb = "(int64_t)(" + b + ")", mn = wide ? "INT64_MIN" : "INT32_MIN";
+      switch (k) {
+        case NodeKind::kDiv: call = "tc_div_s(" + sa + ", " + sb + ", " + mn + ")"; break;
+        case NodeKind::kMod: call = "tc_rem_s(" + sa + ", " + sb + ")"; break;
+        case NodeKind::kFloorDiv: call = "tc_floordiv(" + sa + ", " + sb + ", " + mn + ")"; break;
+        default: call = "tc_floormod(" + sa + ", " + sb + ")"; break;
+      }
+    }
+    return "((" + CType(t) + ")" + call + ")";
+  }
+
   std::string Bin(const char* op, const BinaryOpNode* n) {
     return "(" + Expr(n->a) + " " + op + " " + Expr(n->b) + ")";
   }
@@ -254,6 +288,7 @@ class CPrinter {
       case NodeKind::kBroadcast: return Expr(static_cast<const BroadcastNode*>(n)->value);
       case NodeKind::kLet: {
         auto* l = static_cast<const LetNode*>(n);
+        let_vars_.insert(l->var.get());
         std::string v = Name(l->var.get());
         return "({ " + ValueType(l->var->dtype) + " " + v + " = " + Expr(l->value) + "; " + Expr(l->body) + "; })";
       }
@@ -274,21 +309,20 @@ class CPrinter {
         return "((" + ValueType(t) + ")" + s + ")";
       }
       case NodeKind::kVar:
+        if (!types_.count(n) && !let_vars_.count(n)) {
+          TILECORE_THROW(ValueError) << "c codegen: a use of the unbound variable `"
+                                     << static_cast<const VarNode*>(n)->name.view() << "` in kernel `" << fname_ << "`"
+                                     << Where(e->span);
+        }
         if (vec_vars_.count(n)) return Name(n) + "[" + lane_ + "]";
         return Name(n);
       case NodeKind::kAdd: return Wrap("+", static_cast<const BinaryOpNode*>(n));
       case NodeKind::kSub: return Wrap("-", static_cast<const BinaryOpNode*>(n));
       case NodeKind::kMul: return Wrap("*", static_cast<const BinaryOpNode*>(n));
-      case NodeKind::kDiv: return Bin("/", static_cast<const BinaryOpNode*>(n));
-      case NodeKind::kMod: return Bin("%", static_cast<const BinaryOpNode*>(n));
-      case NodeKind::kFloorDiv: {
-        auto* b = static_cast<const BinaryOpNode*>(n);
-        return "(" + CType(t) + ")tc_floordiv(" + Expr(b->a) + ", " + Expr(b->b) + ")";
-      }
-      case NodeKind::kFloorMod: {
-        auto* b = static_cast<const BinaryOpNode*>(n);
-        return "(" + CType(t) + ")tc_floormod(" + Expr(b->a) + ", " + Expr(b->b) + ")";
-      }
+      case NodeKind::kDiv:
+      case NodeKind::kMod:
+      case NodeKind::kFloorDiv:
+      case NodeKind::kFloorMod: return Division(NodeKindOf(n), static_cast<const BinaryOpNode*>(n));
       case NodeKind::kMin:
       case NodeKind::kMax: {
         auto* b = static_cast<const BinaryOpNode*>(n);
@@ -875,71 +909,22 @@ class CPrinter {
   // Declared variables: C type and array suffix (vector lets), for core environments.
   std::unordered_map<const Object*, std::pair<std::string, std::string>> types_;
   std::unordered_set<const Object*> vec_vars_;
+  std::unordered_set<const Object*> let_vars_;  // bound by Let expressions
   std::string fname_, lane_, outlined_;
   std::string core_expr_ = "0", fail_ = "return 1;", barrier_;
   int num_cores_ = 1;
   int counter_ = 0;
 };
 
-std::string Sanitize(const std::string& name) {
-  std::string s;
-  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return s;
-}
-
 }  // namespace
 
-std::vector<runtime::KernelParam> KernelParams(const ir::PrimFunc& f) {
-  std::vector<runtime::KernelParam> out;
-  for (const ir::Var& p : f->params) {
-    runtime::KernelParam k;
-    k.name = std::string(p->name.view());
-    if (f->buffer_map.count(p)) {
-      k.kind = "buffer";
-      k.dtype = ffi::DLDataTypeToString(f->buffer_map[p]->dtype);
-    } else {
-      k.kind = p->dtype.is_float() ? "float" : "int";
-      k.dtype = ffi::DLDataTypeToString(p->dtype);
-    }
-    out.push_back(k);
-  }
-  return out;
-}
-
-ir::IRModule AsIRModule(const ffi::Any& v) {
-  if (auto m = v.try_cast<ir::IRModule>()) return *m;
-  if (auto f = v.try_cast<ir::PrimFunc>()) return ir::IRModule::FromFunction(*f);
-  TILECORE_THROW(TypeError) << "build: expected an ir.PrimFunc or ir.IRModule, got `"
-                            << ffi::details::AnyTypeName(v.raw()) << "`";
-}
-
-// The kernel pipeline the npu target runs (transform.DefaultKernelPipeline), so both targets
-// see the same intrinsics; local memory is planned without the 1 MiB cap (host memory).
-ir::IRModule LowerForC(const ir::IRModule& mod) {
-  transform::PassContext cur = transform::PassContext::Current();
-  transform::PassContext ctx = transform::PassContext::Create();
-  ctx->opt_level = cur->opt_level;
-  ctx->disabled = cur->disabled;
-  ctx->instruments = cur->instruments;
-  Map<String, Any> config = cur->config;
-  if (!config.Get("tc1.l1_bytes")) config.Set("tc1.l1_bytes", Any(int64_t(1) << 30));
-  if (!config.Get("tc1.l2_bytes")) config.Set("tc1.l2_bytes", Any(int64_t(1) << 30));
-  ctx->config = config;
-  transform::PassContextScope scope(ctx);
-  auto pipeline = ffi::Function::GetGlobal("transform.DefaultKernelPipeline");
-  if (!pipeline) return mod;
-  transform::Pass p = (*pipeline)(int64_t(ctx->opt_level)).cast<transform::Pass>();
-  ir::IRModule out = p(mod);
-  for (const ffi::Any& extra : target::TargetPasses("c")) out = extra.cast<transform::Pass>()(out);
-  return out;
-}
-
 CSource GenerateC(const ir::IRModule& raw) {
-  ir::IRModule mod = LowerForC(raw);
+  // Local memory is planned without the TC1 caps (host memory), unless configured.
+  ir::IRModule mod = LowerKernels(raw, LowerOptions{int64_t(1) << 30, int64_t(1) << 30, false, "c"});
   CSource out;
   out.code = std::string(kPrelude) + kCRuntimeTile;
   for (const auto& [name, func] : mod->functions.items()) {
-    std::string n = Sanitize(std::string(name.view()));
+    std::string n = KernelSymbol(std::string(name.view()));
     CPrinter p;
     out.code += "\n" + p.Function(func, n);
     out.names.push_back(n);

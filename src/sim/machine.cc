@@ -170,6 +170,7 @@ uint8_t* Machine::access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t a
               std::to_string(align) + "-byte aligned");
   count_bytes(s, n, write);
   if (hazard_mode()) hz_access(c.id * kNumAgents, Range{s, c.id, addr, addr + n, write}, c, c.pc);
+  if (dbg) dbg->on_access(MemAccess{s, c.id, addr, addr + n, write, c.id, 0, c.pc, c.code[c.pc].op, mem.base(s, c.id) + addr});
   return mem.base(s, c.id) + addr;
 }
 
@@ -278,6 +279,13 @@ void Machine::step_engine(Core& c, int e, AgentSlot& s) {
   if (cfg.max_work && work > cfg.max_work)
     fault(SimError::Kind::Budget, c, cmd.pc,
           "work budget of " + std::to_string(cfg.max_work) + " element operations exhausted by this command");
+  if (dbg) {
+    for (int k = 0; k < cmd.nranges; ++k) {
+      const Range& r = cmd.ranges[size_t(k)];
+      dbg->on_access(MemAccess{r.space, r.core, r.lo, r.hi, r.write, c.id, e + 1, cmd.pc, cmd.inst.op,
+                               functional() ? mem.base(r.space, r.core) + r.lo : nullptr});
+    }
+  }
   if (functional()) {
     switch (arch::info(cmd.inst.op).unit) {
       case arch::Unit::DmaIn: case arch::Unit::DmaOut: execute_dma(c, cmd); break;
@@ -366,6 +374,13 @@ void Machine::deadlock() const {
 }
 
 void Machine::run(uint64_t budget, bool throw_on_budget, uint64_t* executed) {
+  // Two instances of one loop: without a debugger the checks are compiled out.
+  if (dbg) run_loop<true>(budget, throw_on_budget, executed);
+  else run_loop<false>(budget, throw_on_budget, executed);
+}
+
+template <bool kDebug>
+void Machine::run_loop(uint64_t budget, bool throw_on_budget, uint64_t* executed) {
   uint64_t done = 0;
   auto later = [](const HeapEntry& a, const HeapEntry& b) { return a.t != b.t ? a.t > b.t : a.id > b.id; };
   while (true) {
@@ -392,7 +407,19 @@ void Machine::run(uint64_t budget, bool throw_on_budget, uint64_t* executed) {
                   "instruction budget of " + std::to_string(budget) + " exhausted before the program finished (runaway loop?)");
           return;
         }
+        if (kDebug && (dbg->before_instruction(c.id, c.pc, c.pc < c.code.size() && c.decode_error[c.pc].empty() ? &c.code[c.pc] : nullptr,
+                                            instructions) || dbg->stop)) {
+          dbg->stop = true;  // stop before this instruction
+          schedule(int(top.id));
+          if (executed) *executed = done;
+          return;
+        }
         if (step_scalar(c, s)) ++done;
+        if (kDebug && dbg->stop) {  // an access asked to stop: end after this instruction
+          if (s.state == AgentState::Ready) schedule(int(top.id));
+          if (executed) *executed = done;
+          return;
+        }
         if (s.state != AgentState::Ready) break;
         // Keep going while this front end is still the earliest agent.
         while (!heap_.empty()) {
@@ -409,6 +436,10 @@ void Machine::run(uint64_t budget, bool throw_on_budget, uint64_t* executed) {
     } else {
       step_engine(c, a - 1, s);
       if (s.state == AgentState::Ready) schedule(int(top.id));
+      if (kDebug && dbg->stop) {
+        if (executed) *executed = done;
+        return;
+      }
     }
   }
 }

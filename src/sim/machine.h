@@ -23,6 +23,7 @@
 #include "tilecore/arch/isa.h"
 #include "tilecore/arch/program.h"
 #include "tilecore/sim/config.h"
+#include "tilecore/sim/debug_hook.h"
 #include "tilecore/sim/sim_error.h"
 #include "tilecore/sim/stats.h"
 
@@ -116,6 +117,7 @@ class CommandQueue {
   size_t size() const { return size_; }
   Command& front() { return slots_[head_]; }
   const Command& front() const { return slots_[head_]; }
+  const Command& at(size_t k) const { return slots_[(head_ + k) % slots_.size()]; }
   /// **IMPORTANT**: callers check size() < capacity first (the front end stalls).
   void push_back(Command&& c) { slots_[(head_ + size_++) % slots_.size()] = std::move(c); }
   void pop_front() {
@@ -241,7 +243,15 @@ class Machine {
 
   uint64_t instructions = 0, commands = 0, work = 0;
 
+  // Debugging (debug_state.cc). `dbg` is null unless a debugger is attached.
+  DebugHook* dbg = nullptr;
+  SimState save_state() const;
+  void restore_state(const SimState& s);
+  std::string describe_core(const Core& c) const { return describe_wait(c); }
+
  private:
+  template <bool kDebug>
+  void run_loop(uint64_t budget, bool throw_on_budget, uint64_t* executed);
   void schedule(int agent);
   void wake(int agent, uint64_t at);
   bool step_scalar(Core& c, AgentSlot& s);

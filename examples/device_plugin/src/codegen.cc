@@ -14,7 +14,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "tilecore/codegen/codegen_c.h"  // codegen::AsIRModule, codegen::KernelParams
+#include "tilecore/codegen/lowering.h"  // codegen::AsIRModule, codegen::KernelParams
 #include "tilecore/ffi/dtype.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ir/functor.h"

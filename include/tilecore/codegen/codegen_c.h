@@ -36,10 +36,4 @@ CSource GenerateC(const ir::IRModule& mod);
 /// Compiles `mod` for the `c` target into a runtime module.
 runtime::Module BuildC(const ir::IRModule& mod, const target::Target& target);
 
-/// The parameter list of a PrimFunc (buffers from buffer_map, scalars otherwise).
-std::vector<runtime::KernelParam> KernelParams(const ir::PrimFunc& f);
-
-/// An IRModule from an ir.IRModule or ir.PrimFunc argument; TypeError otherwise.
-ir::IRModule AsIRModule(const ffi::Any& v);
-
 }  // namespace tilecore::codegen

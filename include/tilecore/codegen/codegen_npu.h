@@ -1,10 +1,13 @@
-// include/tilecore/codegen/codegen_npu.h — Kernel IR -> TC1 assembly -> an `npu` module.
+// include/tilecore/codegen/codegen_npu.h — Kernel IR -> TC1 program -> an `npu` module.
 //
-// BuildNpu (registered as `codegen.build_npu`, only with TILECORE_ENABLE_NPU) runs
-// the kernel pipeline (transform.DefaultKernelPipeline when registered; otherwise
-// Simplify, UnrollLoop, LowerAsyncDMA, FlattenBuffer, Simplify, PlanLocalMemory)
-// with L1 capped below the argument block, then emits TC1 assembly per PrimFunc,
-// assembles it (arch::assemble) and wraps the programs in a runtime npu module.
+// BuildNpu (registered as `codegen.build_npu`, only with TILECORE_ENABLE_NPU) lowers
+// the module with the shared lowering entry (codegen/lowering.h: the checks and
+// transform.DefaultKernelPipeline, with L1 capped below the argument block), then
+// emits each PrimFunc as typed TC1 instructions (src/codegen/npu/, see its
+// emitter.h for the map of files and codegen/npu/builder.h for the instruction
+// builder) straight into an arch::Program, and wraps the programs in a runtime
+// npu module. Assembly text is made from the program by the disassembler's
+// formatter, for get_source() only.
 //
 // What the generated code looks like:
 //   - One text section run by every core the kernel uses (the largest `cores`
@@ -15,10 +18,11 @@
 //     (runtime/npu_module.h); local (L1) and shared (L2) buffers sit where
 //     PlanLocalMemory put them ("memory_plan"). Descriptors, scratch words and
 //     spill slots live in an L1 data segment just above the planned buffers.
-//   - Registers: x1-x3 address scratch, x30 / x31 the issued vector / matrix
-//     command counts, the rest a pool for variables (loop variables, lets,
-//     scalar parameters) and expression temporaries; a variable that finds the
-//     pool short lives in an L1 slot instead. v0-v2 are scratch for scalar float
+//   - Registers: x1-x3 address scratch, the last two x registers the issued
+//     vector / matrix command counts, the rest a pool (sized from arch::tc1) for
+//     variables (loop variables, lets, scalar parameters) and expression
+//     temporaries; a variable that finds the pool short lives in an L1 slot, and
+//     a temporary held while a deep sibling expression is evaluated spills to one. v0-v2 are scratch for scalar float
 //     arithmetic (TC1 has no scalar float unit: it runs in SIMD lane 0).
 //   - Tile intrinsics become descriptors in the data segment (dynamic scalar
 //     fields are stored into a per-site descriptor before the command) plus the
@@ -37,20 +41,23 @@
 #include <string>
 #include <vector>
 
+#include "tilecore/arch/program.h"
 #include "tilecore/ir/function.h"
 #include "tilecore/runtime/module.h"
 #include "tilecore/target/target.h"
 
 namespace tilecore::codegen {
 
-/// The assembly of one kernel and, per line of it, the IR location it came from.
+/// The program of one kernel, its assembly text (for get_source) and, per
+/// instruction, the IR location it came from.
 struct NpuAssembly {
+  arch::Program program;
   std::string text;
-  std::vector<std::string> line_locations;  // index = line number - 1 ("" for none)
+  std::vector<std::string> line_locations;  // index = pc ("" for none)
   int cores = 1;
 };
 
-/// TC1 assembly of a PrimFunc already lowered by the kernel pipeline (flat
+/// The TC1 program of a PrimFunc already lowered by the kernel pipeline (flat
 /// indices, a "memory_plan" attr); `max_cores` is the target's core count and
 /// `l1_limit` the first L1 byte the code may not use.
 NpuAssembly GenerateNpuAssembly(const ir::PrimFunc& lowered, const std::string& name, int max_cores,

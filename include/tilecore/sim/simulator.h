@@ -27,6 +27,7 @@
 
 #include "tilecore/arch/program.h"
 #include "tilecore/sim/config.h"
+#include "tilecore/sim/debug_hook.h"
 #include "tilecore/sim/sim_error.h"
 #include "tilecore/sim/stats.h"
 
@@ -98,6 +99,19 @@ class Simulator {
   /// simulator memory. An exception it throws ends the run and reaches the caller of
   /// run()/step(). Without a handler, hcall faults.
   void set_host_call(std::function<void(int core, uint32_t block)> fn);
+
+  // ---- for the debug layer (src/sim/debug_state.cc) ---------------------------------------
+  /// Attaches `hook` (nullptr detaches); it is called from run() and step(), see debug_hook.h.
+  void set_debug_hook(DebugHook* hook);
+  /// Everything but memory contents; restore_state() accepts only states of the
+  /// current load() (throws SimError(Usage) otherwise) and does not touch memory.
+  SimState save_state() const;
+  void restore_state(const SimState& s);
+  uint64_t instructions() const;  // front-end instructions executed since load(), all cores
+  uint64_t issued(int core, arch::Engine e) const;     // tile commands issued to an engine
+  uint64_t completed(int core, arch::Engine e) const;  // its completion counter
+  size_t queued(int core, arch::Engine e) const;       // queue entries, wait markers included
+  std::string describe_core(int core) const;           // what the core and its queues wait for
 
  private:
   std::unique_ptr<Machine> m_;

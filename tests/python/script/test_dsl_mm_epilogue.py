@@ -101,7 +101,7 @@ def run(kernel, leg, args):
         tilecore.build(kernel, target=leg)[kernel.name](*args)
 
 
-LEGS = ["pysim", "c"]
+LEGS = ["pysim", "c", "npu"]
 
 
 @pytest.mark.parametrize("leg", LEGS)

@@ -1,0 +1,95 @@
+"""benchmarks/tdb_speed.py — `continue` to a breakpoint in tdb vs a plain simulated run.
+
+One kernel (a DSL loop over N int32 elements: vector load, add, store, 8 lanes per
+iteration, on one core) runs
+  (plain)  on a bare tilecore.sim.Simulator: load, write inputs, run();
+  (tdb)    in tilecore.tdb.Debugger: start, a breakpoint on `halt` (so the stop
+           checks run for every instruction and hit only at the end), continue;
+           with the reverse-execution history recording (default) and without;
+  (watch)  the same with a write watchpoint on a word the kernel never writes
+           (every memory access is checked).
+Figures: front-end instructions per second and the ratio of speeds to the plain
+run (median of --repeat rounds; each round runs every case once).
+
+    PYTHONPATH=python:build-dev/python python benchmarks/tdb_speed.py [--n 1048576] [--repeat 5]
+"""
+import argparse
+import io
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import tilecore
+from tilecore import script as S
+from tilecore.tdb import Debugger
+
+
+@S.prim_func(num_cores=1)
+def add_loop(a: S.ptr("int32", "global"), b: S.ptr("int32", "global"), n: S.int32):
+    for i in range(0, n, 8):
+        S.vstore(S.vload(a + i) + 1, b + i)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1 << 20)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    n = args.n
+    a = np.arange(n, dtype=np.int32)
+    inputs = {"a": a, "b": np.zeros(n, np.int32), "n": n}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "add_loop.tcm")
+        tilecore.build(add_loop, target="npu").save(path)
+        dbg = Debugger(path, inputs=inputs, stdout=io.StringIO())
+        target = dbg.target
+
+        def under_tdb(record, watch):
+            dbg.start()
+            dbg.onecmd("record on" if record else "record off")
+            dbg.onecmd("delete")
+            dbg.onecmd("b halt")
+            if watch:
+                dbg.onecmd("watch ddr:0x8+4")
+            t0 = time.perf_counter()
+            dbg.onecmd("continue")
+            dt = time.perf_counter() - t0
+            assert dbg.last_stop["reason"] == "breakpoint", dbg.stdout.getvalue()[-400:]
+            return dt, dbg.position(), dbg.sim.read("ddr", dbg.symbols["b"].address, (n,), "int32")
+
+        def plain():
+            sim = tilecore.sim.Simulator("npu -cores=1")  # a fresh simulator: no debugger attached
+            sim.load(target.program)
+            target.prepare(sim, inputs)
+            t0 = time.perf_counter()
+            sim.run()
+            dt = time.perf_counter() - t0
+            return dt, sim.stats()["instructions"], sim.read("ddr", 0x10000 + (n * 4 + 63) // 64 * 64, (n,), "int32")
+
+        cases = [("plain run", plain), ("tdb continue, recording", lambda: under_tdb(True, False)),
+                 ("tdb continue, no recording", lambda: under_tdb(False, False)),
+                 ("tdb continue + watchpoint", lambda: under_tdb(True, True))]
+        times = {label: [] for label, _ in cases}
+        counts = {}
+        for _ in range(args.repeat):  # round robin, so a load change affects every case alike
+            for label, fn in cases:
+                dt, counts[label], out = fn()
+                assert np.array_equal(out, a + 1), f"{label}: wrong result"
+                times[label].append(dt)
+        rows = []
+        base = statistics.median(times["plain run"])
+        for label, _ in cases:
+            t = statistics.median(times[label])
+            rows.append((label, counts[label], t, counts[label] / t, base / t))
+    print(f"kernel: {n} int32 elements, 8 per iteration, 1 core; median of {args.repeat}; python {sys.version.split()[0]}")
+    print(f"{'':30s} {'instructions':>12s} {'seconds':>9s} {'M instr/s':>10s} {'vs plain':>9s}")
+    for label, count, t, ips, ratio in rows:
+        print(f"{label:30s} {count:12d} {t:9.4f} {ips / 1e6:10.2f} {ratio:9.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""tilecore/ir/ops/_conv.py — the numpy convolution reference (im2col + GEMM).
+
+This is the exact reference the NPU convolution strategies are compared with, so it
+is written for clarity: one padded input, one gather of patches per kernel offset
+(im2col), one matrix product per group.
+
+Layout: x is (N, C, *spatial) with 1 to 3 (or more) spatial dims, w is
+(M, C / group, *kernel). `pads` is ONNX's (begin_0, ..., begin_k, end_0, ..., end_k).
+
+Precision: float16/bfloat16 inputs are accumulated in float32 and the result cast
+back, float32 in float32 (BLAS, as ONNX Runtime), float64 in float64; integer inputs
+accumulate in int64 (callers cast). This matches the ONNX node tests' expected values
+within their tolerances.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+
+def accum_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype a convolution of `dtype` inputs accumulates in."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iub":
+        return np.dtype(np.int64)
+    if dtype == np.float64:
+        return dtype
+    return np.dtype(np.float32)
+
+
+def resolve_pads(auto_pad: str, in_sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+                 dilations: Sequence[int], pads: Optional[Sequence[int]]) -> List[int]:
+    """Explicit (begin..., end...) pads for `auto_pad` (NOTSET keeps `pads`).
+
+    SAME_UPPER/SAME_LOWER pad so that out = ceil(in / stride), the odd element of the
+    total going at the end (UPPER) or the beginning (LOWER); VALID pads nothing."""
+    n = len(in_sizes)
+    if auto_pad in ("", "NOTSET"):
+        return list(pads) if pads else [0] * (2 * n)
+    if auto_pad == "VALID":
+        return [0] * (2 * n)
+    begins, ends = [], []
+    for i in range(n):
+        out = -(-in_sizes[i] // strides[i])
+        eff = (kernel[i] - 1) * dilations[i] + 1
+        total = max(0, (out - 1) * strides[i] + eff - in_sizes[i])
+        small = total // 2
+        if auto_pad == "SAME_UPPER":
+            begins.append(small)
+            ends.append(total - small)
+        else:
+            begins.append(total - small)
+            ends.append(small)
+    return begins + ends
+
+
+def out_size(size: int, kernel: int, stride: int, dilation: int, pad_begin: int, pad_end: int,
+             ceil_mode: bool = False) -> int:
+    """Output length of a sliding window: floor (or ceil) of
+    (size + pads - effective kernel) / stride, plus one. With ceil_mode a last window
+    that would start inside the end padding is dropped (ONNX/PyTorch rule)."""
+    eff = (kernel - 1) * dilation + 1
+    span = size + pad_begin + pad_end - eff
+    if ceil_mode:
+        out = -(-span // stride) + 1
+        if (out - 1) * stride >= size + pad_begin:
+            out -= 1
+    else:
+        out = span // stride + 1
+    return out
+
+
+def im2col(x: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
+           out_sizes: Sequence[int]) -> np.ndarray:
+    """Patches of an already padded x (N, C, *spatial): (N, C, *kernel, *out)."""
+    n, c = x.shape[:2]
+    cols = np.empty((n, c, *kernel, *out_sizes), dtype=x.dtype)
+    for offset in np.ndindex(*kernel):
+        window = tuple(slice(k * d, k * d + (o - 1) * s + 1, s)
+                       for k, d, s, o in zip(offset, dilations, strides, out_sizes))
+        cols[(slice(None), slice(None)) + offset] = x[(slice(None), slice(None)) + window]
+    return cols
+
+
+def pad_spatial(x: np.ndarray, pads: Sequence[int], value: float = 0) -> np.ndarray:
+    """x with its spatial dims padded by (begin..., end...) (negative pads crop)."""
+    k = x.ndim - 2
+    begins, ends = list(pads[:k]), list(pads[k:])
+    crop = tuple(slice(max(0, -b), x.shape[2 + i] - max(0, -e)) for i, (b, e) in enumerate(zip(begins, ends)))
+    x = x[(slice(None), slice(None)) + crop]
+    widths = [(0, 0), (0, 0)] + [(max(0, b), max(0, e)) for b, e in zip(begins, ends)]
+    if any(w != (0, 0) for w in widths):
+        x = np.pad(x, widths, mode="constant", constant_values=value)
+    return x
+
+
+def conv_nd(x: np.ndarray, w: np.ndarray, b: Optional[np.ndarray] = None, *, strides: Sequence[int],
+            dilations: Sequence[int], pads: Sequence[int], group: int = 1,
+            out_dtype: Optional[np.dtype] = None) -> np.ndarray:
+    """ONNX Conv: y[n, m] = b[m] + sum over c in m's group and kernel offsets of
+    x_padded[n, c, o*s + k*d] * w[m, c, k]. Returns (N, M, *out) in `out_dtype`
+    (default x.dtype)."""
+    acc = accum_dtype(x.dtype)
+    k = x.ndim - 2
+    n, c = x.shape[:2]
+    m, cg = w.shape[:2]
+    kernel = w.shape[2:]
+    xp = pad_spatial(x.astype(acc, copy=False), pads)
+    outs = tuple(out_size(x.shape[2 + i], kernel[i], strides[i], dilations[i], pads[i], pads[k + i])
+                 for i in range(k))
+    cols = im2col(xp, kernel, strides, dilations, outs)               # (N, C, *kernel, *out)
+    patch = cg * int(np.prod(kernel, dtype=np.int64))
+    positions = int(np.prod(outs, dtype=np.int64))
+    cols = cols.reshape(n, group, patch, positions)                    # channels are group-major
+    wg = w.astype(acc, copy=False).reshape(group, m // group, patch)
+    y = np.matmul(wg[None], cols)                                      # (N, group, M/group, P)
+    y = y.reshape(n, m, *outs)
+    if b is not None:
+        y = y + b.astype(acc, copy=False).reshape((1, m) + (1,) * k)
+    return y.astype(out_dtype or x.dtype, copy=False)
+
+
+def conv_transpose_nd(x: np.ndarray, w: np.ndarray, b: Optional[np.ndarray] = None, *,
+                      strides: Sequence[int], dilations: Sequence[int], pads: Sequence[int],
+                      group: int = 1) -> np.ndarray:
+    """ONNX ConvTranspose (the adjoint of conv_nd): every input pixel scatters
+    x[n, c, i] * w[c, m, k] to output position i*s + k*d - pad_begin. `pads` may hold
+    negative ends (extra zero rows, as an explicit output_shape asks); output
+    padding is expressed the same way by the caller."""
+    acc = accum_dtype(x.dtype)
+    k = x.ndim - 2
+    n, c = x.shape[:2]
+    mg = w.shape[1]
+    kernel = w.shape[2:]
+    m = mg * group
+    ins = x.shape[2:]
+    full = tuple((ins[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 for i in range(k))
+    cg = c // group
+    xg = x.astype(acc, copy=False).reshape(n, group, cg, -1)                     # (N, G, C/G, P)
+    wg = w.astype(acc, copy=False).reshape(group, cg, mg * int(np.prod(kernel, dtype=np.int64)))
+    cols = np.matmul(np.swapaxes(wg, 1, 2)[None], xg)                           # (N, G, M/G*K, P)
+    cols = cols.reshape(n, m, *kernel, *ins)
+    y = np.zeros((n, m) + full, dtype=acc)
+    for offset in np.ndindex(*kernel):
+        window = tuple(slice(o * d, o * d + (i - 1) * s + 1, s)
+                       for o, d, s, i in zip(offset, dilations, strides, ins))
+        y[(slice(None), slice(None)) + window] += cols[(slice(None), slice(None)) + offset]
+    y = pad_spatial(y, [-p for p in pads])
+    if b is not None:
+        y = y + b.astype(acc, copy=False).reshape((1, m) + (1,) * k)
+    return y.astype(x.dtype, copy=False)
+
+
+def conv_transpose_pads(auto_pad: str, in_sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+                        dilations: Sequence[int], pads: Optional[Sequence[int]],
+                        output_padding: Sequence[int], output_shape: Optional[Sequence[int]]
+                        ) -> Tuple[List[int], List[int]]:
+    """(pads, output sizes) of a ConvTranspose: an explicit output_shape (or
+    SAME_* auto_pad, which asks for in * stride) fixes the total padding, split
+    as ONNX says (SAME_UPPER puts the odd element at the end); else the given pads
+    and output_padding decide. The returned pads fold output_padding in as a
+    negative end pad."""
+    k = len(in_sizes)
+    full = [(in_sizes[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 for i in range(k)]
+    if output_shape is None and auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        output_shape = [in_sizes[i] * strides[i] for i in range(k)]
+    if output_shape is not None:
+        begins, ends = [], []
+        for i in range(k):
+            total = full[i] + output_padding[i] - output_shape[i]
+            if auto_pad == "SAME_UPPER":
+                begins.append(total // 2)
+                ends.append(total - total // 2)
+            else:
+                begins.append(total - total // 2)
+                ends.append(total // 2)
+        ends = [e - op for e, op in zip(ends, output_padding)]
+        return begins + ends, list(output_shape)
+    if auto_pad == "VALID" or not pads:
+        pads = [0] * (2 * k)
+    begins, ends = list(pads[:k]), [pads[k + i] - output_padding[i] for i in range(k)]
+    outs = [full[i] - begins[i] - ends[i] for i in range(k)]
+    return begins + ends, outs
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+__all__ = ["accum_dtype", "resolve_pads", "out_size", "im2col", "pad_spatial", "conv_nd",
+           "conv_transpose_nd", "conv_transpose_pads", "ceil_div"]

@@ -1,0 +1,599 @@
+"""tdb's core: a ``cmd.Cmd`` that only controls execution.
+
+Conventions (those of Python's ``cmd`` and ``pdb``): command ``foo`` runs
+``do_foo``, ``help foo`` prints its docstring (first line = usage, abbreviation in
+parentheses), aliases are assignments (``do_n = do_next``), an empty line repeats
+the last command, and every line of output goes through :meth:`message` or
+:meth:`error` (which prefixes ``***``). Breakpoints, display and the info commands
+are plugins (``plugins.py``); the core calls each plugin at load, start, before and
+after each step (only for plugins that ask: ``wants_steps``), stop and end.
+"""
+import cmd
+import rlcompleter
+import shlex
+import sys
+import traceback
+
+import numpy as np
+
+from .. import sim as _sim
+from ..error import TilecoreError
+from .target import Target, TargetError, open_target
+
+UNITS = ("scalar", "simd", "din", "dout", "mm", "vec")
+ENGINE_UNITS = {"dma": ("din", "dout"), "din": ("din",), "dout": ("dout",), "mm": ("mm",), "vec": ("vec",),
+                "scalar": ("scalar", "simd"), "simd": ("simd",)}
+
+
+class _Api:
+    def __getattr__(self, name):
+        from .._base import _ffi_core
+
+        f = _ffi_core._get_global_func("debug." + name)
+        if f is None:
+            raise AttributeError(f"the tilecore library does not register 'debug.{name}'")
+        setattr(self, name, f)
+        return f
+
+
+ffi = _Api()
+
+
+class CommandError(Exception):
+    """A mistake in a debugger command; shown as ``*** command: message``."""
+
+
+def mnemonics():
+    """{mnemonic: unit} of every TC1 instruction, from the instruction table."""
+    if not hasattr(mnemonics, "cache"):
+        mnemonics.cache = {str(m): str(u) for m, u in ffi.Mnemonics()}
+    return mnemonics.cache
+
+
+def parse_int(text, what="number"):
+    try:
+        return int(str(text), 0)
+    except ValueError:
+        raise CommandError(f"{what} must be an integer, got '{text}'") from None
+
+
+class Debugger(cmd.Cmd):
+    """The TC1 debugger.
+
+    :param target: a :class:`Target`, or a path (``.tcm`` kernel module, ``.s`` assembly).
+    :param inputs: a dict (or ``.npz`` path) of input arrays by parameter name.
+    :param plugins: extra plugin classes or paths of Python files defining them.
+    :param stdin, stdout: file objects (default: the terminal).
+    :param verbose: show progress while running.
+    """
+
+    prompt = "(tdb) "
+    identchars = cmd.Cmd.identchars + "-"  # reverse-next, reverse-continue
+    doc_header = "Commands (help COMMAND for details):"
+
+    def __init__(self, target, inputs=None, plugins=(), stdin=None, stdout=None, verbose=False,
+                 sim_target=None, function=None, mode="functional+timing"):
+        super().__init__(stdin=stdin, stdout=stdout)
+        if stdin is not None:
+            self.use_rawinput = False
+        self.verbose = verbose
+        self.target = target if isinstance(target, Target) else open_target(target, function)
+        if isinstance(inputs, (str, bytes)) or hasattr(inputs, "__fspath__"):
+            with np.load(inputs) as z:
+                inputs = {k: z[k] for k in z.files}
+        self.inputs = dict(inputs or {})
+        cores = max(self.target.cores, 1)
+        self.sim = _sim.Simulator(sim_target or f"npu -cores={cores}", mode=mode)
+        self.engine = ffi.Create(self.sim.handle)  # stops may be set before start
+        self.symbols = {}
+        self.started = False
+        self.finished = False
+        self.fault = None
+        self.core = 0                 # the core commands refer to by default
+        self.last_stop = None
+        self.total_instructions = None  # known after one complete run
+        self.namespace = {"tdb": self, "sim": self.sim, "np": np}
+        self.plugins = []
+        self.info_handlers = {}       # info SUBCOMMAND -> (function, completer or None)
+        from . import plugins as builtin
+
+        for p in (builtin.BreakpointPlugin, builtin.DisplayPlugin, builtin.InfoPlugin, *plugins):
+            self.add_plugin(p)
+        self._call("on_load")
+
+    # ---- output ------------------------------------------------------------------------
+    def message(self, text=""):
+        print(text, file=self.stdout)
+
+    def error(self, text):
+        print("***", text, file=self.stdout)
+
+    # ---- plugins -------------------------------------------------------------------------
+    def add_plugin(self, plugin):
+        """Adds a plugin class (or a path of a Python file whose Plugin subclasses are added)."""
+        from .plugins import Plugin, load_plugin_file
+
+        if isinstance(plugin, str):
+            for cls in load_plugin_file(plugin):
+                self.add_plugin(cls)
+            return
+        inst = plugin(self) if isinstance(plugin, type) else plugin
+        if not isinstance(inst, Plugin):
+            raise TypeError(f"a tdb plugin must subclass tilecore.tdb.Plugin, got {type(inst).__name__}")
+        self.plugins.append(inst)
+        for attr in dir(inst):
+            if attr.startswith(("do_", "complete_", "help_")):
+                setattr(self, attr, getattr(inst, attr))
+        return inst
+
+    def plugin(self, name):
+        for p in self.plugins:
+            if p.name == name:
+                return p
+        return None
+
+    def _call(self, hook, *args):
+        for p in self.plugins:
+            getattr(p, hook)(*args)
+
+    def get_names(self):
+        return dir(self)
+
+    # ---- command dispatch ----------------------------------------------------------------
+    def onecmd(self, line):
+        name = self.parseline(line)[0] or (line.split()[0] if line.split() else "")
+        try:
+            return super().onecmd(line)
+        except CommandError as e:
+            self.error(f"{self._canonical(name)}: {e}")
+        except _sim.SimError as e:
+            if e.fault == "Usage":
+                self.error(f"{self._canonical(name)}: {e.reason or e}")
+            else:
+                self.fault = e
+                self.error(f"{self._canonical(name)}: the program faulted: {e}")
+        except (TilecoreError, TargetError, ValueError, TypeError, KeyError, IndexError, OverflowError) as e:
+            self.error(f"{self._canonical(name)}: {e}")
+        except Exception as e:  # noqa: BLE001  (never let a command kill the session)
+            self.error(f"{self._canonical(name)}: internal error {type(e).__name__}: {e}")
+            if self.verbose:
+                traceback.print_exc(file=self.stdout)
+        return False
+
+    def parseline(self, line):
+        command, arg, line = super().parseline(line)
+        return (command.replace("-", "_") if command else command), arg, line
+
+    def _canonical(self, name):
+        f = getattr(self, "do_" + name.replace("-", "_"), None)
+        return f.__name__[3:].replace("_", "-") if f is not None and hasattr(f, "__name__") else name
+
+    def default(self, line):
+        if line.startswith("!"):
+            return self.do_py(line[1:])
+        self.error(f"{line.split()[0]}: unknown command (try 'help')")
+
+    def emptyline(self):
+        if self.lastcmd:
+            return self.onecmd(self.lastcmd)
+        return False
+
+    def run_commands(self, commands):
+        """Runs commands (a list, or one string separated by ';'); stops at quit."""
+        if isinstance(commands, str):
+            commands = [c for c in commands.split(";")]
+        for c in commands:
+            c = c.strip()
+            if not c:
+                continue
+            self.message(self.prompt + c)
+            if self.onecmd(c):
+                return True
+        return False
+
+    # ---- state ---------------------------------------------------------------------------
+    def require_started(self):
+        if not self.started:
+            raise CommandError("the program is not started (use 'start' or 'run')")
+
+    def current_pc(self, core=None):
+        return self.sim.pc(self.core if core is None else core)
+
+    def position(self):
+        return ffi.Position(self.engine) if self.engine is not None else 0
+
+    def stopped_core(self):
+        """The core of the last stop, else the selected core."""
+        hits = (self.last_stop or {}).get("hits") or []
+        return hits[0]["core"] if hits else self.core
+
+    def where(self, core=None):
+        """``core C pc P `inst` at file:line`` for a core."""
+        core = self.core if core is None else core
+        pc = self.sim.pc(core)
+        if self.sim.halted(core):
+            return f"core {core} halted"
+        text = self.sim.instruction_at(core, pc) or "<past the end>"
+        loc = self.target.location(core, pc)
+        return f"core {core} pc {pc}: {text}" + (f"    at {loc}" if loc else "")
+
+    def start(self):
+        """Loads the program, writes the inputs and prepares the debugging engine."""
+        self.finished = False
+        self.fault = None
+        self.last_stop = None
+        self.sim.load(self.target.program)
+        self.symbols = self.target.prepare(self.sim, self.inputs)
+        ffi.Begin(self.engine)
+        self.started = True
+        self.namespace.update({"symbols": self.symbols})
+        self._call("on_start")
+
+    # ---- running ------------------------------------------------------------------------
+    def require_runnable(self):
+        self.require_started()
+        if self.finished:
+            raise CommandError("the program has finished (use 'run' to start again)")
+        if self.fault is not None:
+            raise CommandError(f"the program faulted at core {self.fault.core} pc {self.fault.pc} "
+                               "(go back with reverse-next, or start again with run)")
+
+    def resume(self, max_instructions=0, units=(), pcs=None):
+        """Runs until a stop, ``max_instructions`` (0: no limit) or the end; reports the stop."""
+        self.require_runnable()
+        mask = 0
+        for u in units:
+            mask |= 1 << UNITS.index(u)
+        pc_lists = []
+        if pcs:
+            pc_lists = [list(pcs.get(c, [])) for c in range(self.sim.cores)]
+        steppers = [p for p in self.plugins if p.wants_steps]
+        left = max_instructions
+        while True:
+            if steppers:
+                for p in steppers:
+                    p.before_step()
+                rep = dict(ffi.Resume(self.engine, 1, mask, pc_lists).items())
+                if rep["executed"]:
+                    for p in steppers:
+                        p.after_step()
+                if rep["reason"] == "step" and (left == 0 or left > 1):
+                    left = left - 1 if left else 0
+                    continue
+            elif self.verbose and max_instructions == 0:
+                rep = dict(ffi.Resume(self.engine, 1 << 20, mask, pc_lists).items())
+                if rep["reason"] == "step":
+                    self.message(f"progress: {self.position()} instructions, {self.sim.cycle()} cycles"
+                                 + (f" ({100 * self.position() // self.total_instructions}%)" if self.total_instructions else ""))
+                    continue
+            else:
+                rep = dict(ffi.Resume(self.engine, left, mask, pc_lists).items())
+            rep["hits"] = [dict(h.items()) for h in rep["hits"]]
+            if rep["reason"] in ("breakpoint", "watchpoint") and not all(p.accept_stop(rep) for p in self.plugins):
+                continue  # a condition said no
+            break
+        self.report(rep)
+        return rep
+
+    def report(self, rep):
+        self.last_stop = rep
+        if rep["hits"]:
+            self.core = rep["hits"][0]["core"]
+        if rep["reason"] == "finished":
+            self.finished = True
+            self.total_instructions = self.position()
+            st = self.sim.stats()
+            self.message(f"program finished: {st['instructions']} instructions, {st['commands']} tile commands, "
+                         f"{st['cycles']} cycles")
+            self._call("on_stop", rep)
+            self._call("on_end")
+            return
+        self._call("on_stop", rep)
+
+    def run_to_position(self, position):
+        rep = dict(ffi.ReverseTo(self.engine, int(position)).items())
+        rep["hits"] = []
+        self.finished = False
+        self.fault = None
+        return rep
+
+    # ---- commands --------------------------------------------------------------------------
+    def do_start(self, arg):
+        """s(tart)
+        Load the target and initialise the simulator (memory cleared, inputs written); stop before the first instruction."""
+        if arg.strip():
+            raise CommandError("takes no argument")
+        self.sim_clear()
+        self.start()
+        self.message(f"{self.target.kind} `{self.target.name}` on {self.sim.cores} core(s); "
+                     f"{len(self.symbols)} buffer(s); stopped before the first instruction")
+        self.message(self.where())
+
+    do_s = do_start
+
+    def sim_clear(self):
+        """Zeroes the memories the previous run may have written (the simulator is reused)."""
+        cfg = self.sim.config
+        if self.started:
+            # Clearing everything would touch all of DDR; clear what the log says was written.
+            self.sim.load(self.target.program)
+            for name, s in self.symbols.items():
+                self.sim.write(s.space, s.address, np.zeros(s.nbytes, np.uint8), core=s.core)
+            self.sim.write("l2", 0, np.zeros(cfg["l2_bytes"], np.uint8))
+            for c in range(self.sim.cores):
+                self.sim.write("l1", 0, np.zeros(cfg["l1_bytes"], np.uint8), core=c)
+
+    def do_run(self, arg):
+        """r(un)
+        Run from the start (re-initialising) until a breakpoint or the end."""
+        if arg.strip():
+            raise CommandError("takes no argument")
+        self.sim_clear()
+        self.start()
+        self.resume()
+
+    do_r = do_run
+
+    def do_next(self, arg):
+        """n(ext) [N] | n(ext) dma|din|dout|mm|vec|scalar [N]
+        Execute the next N instructions (default 1) of all cores, in simulation order;
+        with an engine, run until just before the N-th next instruction that issues a command to it."""
+        self.require_started()
+        args = arg.split()
+        if args and args[0] in ENGINE_UNITS:
+            n = parse_int(args[1], "count") if len(args) > 1 else 1
+            if n < 1 or len(args) > 2:
+                raise CommandError("usage: next ENGINE [N] with N >= 1")
+            for _ in range(n):
+                self.require_runnable()
+                rep = dict(ffi.Resume(self.engine, 1, 0, []).items())
+                rep["hits"] = [dict(h.items()) for h in rep["hits"]]
+                if rep["reason"] != "step":
+                    self.report(rep)
+                    return
+                rep = self.resume(0, units=ENGINE_UNITS[args[0]])
+                if rep["reason"] != "transient":
+                    return
+            return
+        if len(args) > 1:
+            raise CommandError("usage: next [N] | next ENGINE [N]")
+        n = parse_int(args[0], "count") if args else 1
+        if n < 1:
+            raise CommandError(f"count must be >= 1, got {n}")
+        self.resume(n)
+
+    do_n = do_next
+
+    def complete_next(self, text, line, begidx, endidx):
+        return [u for u in ENGINE_UNITS if u.startswith(text)]
+
+    def do_continue(self, arg):
+        """c(ont(inue))
+        Continue until a breakpoint or watchpoint stops, or the program ends."""
+        if arg.strip():
+            raise CommandError("takes no argument")
+        self.resume()
+
+    do_c = do_cont = do_continue
+
+    def _line_of(self, core):
+        loc = self.target.location(core, self.sim.pc(core))
+        if loc is None:
+            return None, None
+        f, _, ln = loc.rpartition(":")
+        return f, int(ln)
+
+    def do_until(self, arg):
+        """unt(il) [LINE]
+        Without argument, continue until a kernel source line greater than the current one is
+        reached (on the current core); with LINE, until a line >= LINE is reached."""
+        self.require_started()
+        core = self.core
+        file, line = self._line_of(core)
+        if file is None:
+            raise CommandError("no source line for the current instruction")
+        target_line = parse_int(arg.strip(), "line") if arg.strip() else line + 1
+        pcs = {}
+        for c in range(self.sim.cores):
+            pcs[c] = [pc for (sec_core, pc) in self._all_pcs(c)
+                      if (lambda l: l is not None and l[0] == file and l[1] >= target_line)(self._loc_tuple(c, pc))]
+        self.resume(0, pcs=pcs)
+
+    do_unt = do_until
+
+    def do_finish(self, arg):
+        """finish
+        Continue until the current core leaves the current kernel source line (its statement)."""
+        self.require_started()
+        if arg.strip():
+            raise CommandError("takes no argument")
+        core = self.core
+        here = self._loc_tuple(core, self.sim.pc(core))
+        if here is None:
+            raise CommandError("no source line for the current instruction")
+        pcs = {core: [pc for _, pc in self._all_pcs(core) if self._loc_tuple(core, pc) not in (here, None)]}
+        self.resume(0, pcs=pcs)
+
+    def _loc_tuple(self, core, pc):
+        loc = self.target.location(core, pc)
+        if loc is None:
+            return None
+        f, _, ln = loc.rpartition(":")
+        return f, int(ln)
+
+    def _all_pcs(self, core):
+        n = 0
+        while self.sim.instruction_at(core, n):
+            yield core, n
+            n += 1
+
+    def do_reverse_next(self, arg):
+        """reverse-next [N] (rn)
+        Go back N instructions (default 1): memory, registers, queues and clocks as they were."""
+        self.require_started()
+        n = parse_int(arg.strip(), "count") if arg.strip() else 1
+        if n < 1:
+            raise CommandError(f"count must be >= 1, got {n}")
+        pos = self.position()
+        rep = self.run_to_position(max(pos - n, 0))
+        self.report(rep)
+
+    do_rn = do_reverse_next
+
+    def do_reverse_continue(self, arg):
+        """reverse-continue (rc)
+        Go back to the most recent breakpoint or watchpoint hit before the current position."""
+        self.require_started()
+        if arg.strip():
+            raise CommandError("takes no argument")
+        rep = dict(ffi.ReverseContinue(self.engine).items())
+        rep["hits"] = [dict(h.items()) for h in rep["hits"]]
+        self.finished = False
+        self.fault = None
+        self.report(rep)
+
+    do_rc = do_reverse_continue
+
+    def do_record(self, arg):
+        """record [on|off]
+        Show or switch the history that reverse-next, reverse-continue and info writes use
+        (on by default; off saves the cost of logging every memory write)."""
+        self.require_started()
+        a = arg.strip()
+        if a not in ("", "on", "off"):
+            raise CommandError(f"expected on or off, got '{a}'")
+        if a:
+            ffi.SetRecording(self.engine, a == "on")
+        h = ffi.History(self.engine)
+        self.message(f"recording {'on' if h['recording'] else 'off'}")
+
+    def complete_record(self, text, line, begidx, endidx):
+        return [w for w in ("on", "off") if w.startswith(text)]
+
+    def do_core(self, arg):
+        """core [N]
+        Show or select the core that info, x, set and finish refer to."""
+        if arg.strip():
+            n = parse_int(arg.strip(), "core")
+            if not 0 <= n < self.sim.cores:
+                raise CommandError(f"core {n} does not exist (cores 0..{self.sim.cores - 1})")
+            self.core = n
+        self.message(f"core {self.core}")
+
+    def do_py(self, arg):
+        """py STATEMENT
+        Run a Python statement in the debugger's namespace (tdb, sim, np, symbols; buffers by name)."""
+        if not arg.strip():
+            raise CommandError("usage: py STATEMENT")
+        ns = self.eval_namespace()
+        try:
+            code = compile(arg, "<tdb>", "single")
+        except SyntaxError as e:
+            raise CommandError(f"syntax error: {e.msg}") from None
+        saved = sys.stdout
+        sys.stdout = self.stdout
+        try:
+            exec(code, self.namespace, ns)  # noqa: S102  (the user's own statement)
+        except Exception as e:  # noqa: BLE001
+            self.error(f"py: {type(e).__name__}: {e}")
+        finally:
+            sys.stdout = saved
+        for k, v in ns.assigned.items():
+            self.namespace[k] = v
+
+    def complete_py(self, text, line, begidx, endidx):
+        completer = rlcompleter.Completer(dict(self.namespace, **{k: None for k in self.symbols}))
+        out, i = [], 0
+        while True:
+            c = completer.complete(text, i)
+            if c is None:
+                return out
+            out.append(c)
+            i += 1
+
+    def eval_namespace(self, core=None):
+        return _Namespace(self, self.core if core is None else core)
+
+    def evaluate(self, expr, core=None):
+        """Evaluates a Python expression with registers, pc, core and buffers by name."""
+        try:
+            return eval(expr, self.namespace, self.eval_namespace(core))  # noqa: S307
+        except Exception as e:  # noqa: BLE001  (the user's expression)
+            raise CommandError(f"{type(e).__name__}: {e}") from None
+
+    def do_quit(self, arg):
+        """q(uit)
+        Leave the debugger."""
+        self._call("on_quit")
+        return True
+
+    do_q = do_exit = do_quit
+
+    def do_EOF(self, arg):  # noqa: N802  (cmd's name for end of input)
+        self.message("")
+        return True
+
+    def do_help(self, arg):
+        """h(elp) [COMMAND]
+        List the commands, or show the usage and description of one."""
+        if arg.strip():
+            f = getattr(self, "do_" + arg.strip().replace("-", "_"), None)
+            if f is None or not f.__doc__:
+                raise CommandError(f"no command '{arg.strip()}'")
+            self.message(_dedent(f.__doc__))
+            return
+        return super().do_help(arg)
+
+    do_h = do_help
+
+    def completenames(self, text, *ignored):
+        return sorted({n[3:].replace("_", "-") for n in self.get_names()
+                       if n.startswith("do_" + text.replace("-", "_")) and n != "do_EOF"})
+
+
+def _dedent(doc):
+    lines = doc.strip("\n").splitlines()
+    return "\n".join(line.strip() if i else line.strip() for i, line in enumerate(lines))
+
+
+class _Namespace(dict):
+    """Locals for conditions, display and py: registers of one core, pc, core, cycle,
+    and buffers by name (read from simulated memory when used)."""
+
+    def __init__(self, tdb, core):
+        super().__init__()
+        self.tdb, self.c = tdb, core
+        self.assigned = {}
+
+    def __getitem__(self, key):
+        if key in self.assigned:
+            return self.assigned[key]
+        t, sim = self.tdb, self.tdb.sim
+        if key == "core":
+            return self.c
+        if key == "pc":
+            return sim.pc(self.c)
+        if key == "cycle":
+            return sim.cycle()
+        if len(key) >= 2 and key[0] in "xvp" and key[1:].isdigit():
+            r = int(key[1:])
+            if key[0] == "x" and r < 32:
+                return sim.xreg(self.c, r)
+            if key[0] == "v" and r < 32:
+                return sim.vreg(self.c, r, "int32")
+            if key[0] == "p" and r < 8:
+                return sim.preg(self.c, r)
+        if key in t.symbols:
+            s = t.symbols[key]
+            return sim.read(s.space, s.address, s.shape, s.dtype, core=s.core)
+        raise KeyError(key)
+
+    def __setitem__(self, key, value):
+        self.assigned[key] = value
+
+    def __contains__(self, key):
+        try:
+            self[key]
+            return True
+        except KeyError:
+            return False

@@ -1,0 +1,118 @@
+// src/codegen/npu/ordering.cc — engine ordering between the four tile queues and
+// the front end.
+//
+// Vector- and matrix-engine commands are ordered like stores in the IR: per
+// buffer (per slab of the outermost dimension when it is short, at most 8 slabs)
+// the code keeps, in two L1 words, the count of the last matrix and the last
+// vector command that touched it (x31 / x30 count the commands issued). A DMA or
+// a command on the other compute engine then waits in its own queue for exactly
+// that command (`wait queue, engine, count`), and a front-end access to a tile
+// operand waits for the compute engines (`wait sc`). DMAs are asynchronous as the
+// IR says: tile.wait orders them.
+#if TILECORE_ENABLE_NPU
+#include "emitter.h"
+
+namespace tilecore::codegen::npu {
+
+using namespace ir;  // NOLINT
+
+namespace {
+constexpr int64_t kMaxSlabs = 8;  // slabs tracked separately; larger buffers use one counter pair
+int Slot(arch::Engine e) { return e == arch::Engine::Matrix ? 0 : 1; }
+}  // namespace
+
+// Compute-engine bookkeeping of a tile operand's buffer.
+void NpuEmitter::MakeTrack(const Buffer& b) {
+  if (tracks_.count(b->data.get())) return;
+  Track t;
+  if (b->shape.size() >= 2) {
+    if (auto n = as_const_int(b->shape[0]); n && *n > 1 && *n <= kMaxSlabs) t.units = *n;
+  }
+  t.addr = b_.Words(2 * t.units);
+  t.engines = engines_[b->data.get()];
+  tracks_[b->data.get()] = t;
+  track_shape0_[b->data.get()] = b->shape.size();
+}
+
+// The unit (slab of the outermost dimension) a region touches, or every unit.
+NpuEmitter::Unit NpuEmitter::UnitOf(const PrimExpr& region) {
+  const auto* r = region.as<BufferRegionNode>();
+  Unit u;
+  auto it = tracks_.find(r->buffer->data.get());
+  if (it == tracks_.end()) {
+    if (!tile_bufs_.count(r->buffer->data.get())) return u;
+    MakeTrack(r->buffer);  // a parameter or shared buffer used by a compute command
+    it = tracks_.find(r->buffer->data.get());
+  }
+  u.track = &it->second;
+  if (u.track->units > 1 && r->buffer->shape.size() == track_shape0_[r->buffer->data.get()] &&
+      is_const_int(r->extents[0], 1)) {
+    u.index = r->begin[0];
+  }
+  return u;
+}
+
+// Makes `queue` wait for the last command of `engine` on each unit of `u`.
+void NpuEmitter::WaitUnit(const Unit& u, O queue, arch::Engine engine) {
+  int slot = Slot(engine);
+  if (!u.track || !(u.track->engines & (1 << slot))) return;  // that engine never touches the buffer
+  if (u.index.defined()) {
+    if (auto c = as_const_int(u.index)) {
+      LdL1(Op::Lw, kScratch1, u.track->addr + *c * 8 + slot * 4);
+    } else {
+      XR i = Reload(Eval(u.index));
+      RI(Op::Slli, kScratch1, i.r, 3);
+      Free(i);
+      LdL1(Op::Lw, kScratch1, u.track->addr + slot * 4, kScratch1);
+    }
+    WaitFor(queue, engine, kScratch1);
+    return;
+  }
+  for (int64_t k = 0; k < u.track->units; ++k) {
+    LdL1(Op::Lw, kScratch1, u.track->addr + k * 8 + slot * 4);
+    WaitFor(queue, engine, kScratch1);
+  }
+}
+
+// Records the command just issued on `engine` as the last one on each unit of `u`.
+void NpuEmitter::RecordUnit(const Unit& u, arch::Engine engine) {
+  if (!u.track) return;
+  int slot = Slot(engine);
+  int cnt = engine == arch::Engine::Matrix ? kMmCount : kVecCount;
+  if (u.index.defined()) {
+    if (auto c = as_const_int(u.index)) {
+      StL1(Op::Sw, cnt, u.track->addr + *c * 8 + slot * 4);
+    } else {
+      XR i = Reload(Eval(u.index));
+      RI(Op::Slli, kScratch1, i.r, 3);
+      Free(i);
+      StL1(Op::Sw, cnt, u.track->addr + slot * 4, kScratch1);
+    }
+    return;
+  }
+  for (int64_t k = 0; k < u.track->units; ++k) StL1(Op::Sw, cnt, u.track->addr + k * 8 + slot * 4);
+}
+
+// A compute command on `engine` over `regions`: waits, issue, bookkeeping.
+void NpuEmitter::Compute(arch::Engine engine, const std::vector<PrimExpr>& regions, const std::function<void()>& issue) {
+  arch::Engine other = engine == arch::Engine::Matrix ? arch::Engine::Vector : arch::Engine::Matrix;
+  std::vector<Unit> units;
+  for (const PrimExpr& r : regions) units.push_back(UnitOf(r));
+  for (const Unit& u : units) WaitUnit(u, O::Queue(engine), other);
+  issue();
+  int cnt = engine == arch::Engine::Matrix ? kMmCount : kVecCount;
+  RI(Op::Addi, cnt, cnt, 1);
+  for (const Unit& u : units) RecordUnit(u, engine);
+  pending_compute_ = true;
+}
+
+// Waits the front end for the compute engines before touching a tile operand.
+void NpuEmitter::SyncFrontEnd(const Buffer& b) {
+  if (!pending_compute_ || !tile_bufs_.count(b->data.get())) return;
+  WaitFor(O::FrontEnd(), arch::Engine::Matrix, kMmCount);
+  WaitFor(O::FrontEnd(), arch::Engine::Vector, kVecCount);
+  pending_compute_ = false;
+}
+
+}  // namespace tilecore::codegen::npu
+#endif  // TILECORE_ENABLE_NPU
