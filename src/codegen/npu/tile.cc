@@ -325,6 +325,71 @@ void NpuEmitter::Matmul(const CallNode* c) {
   });
 }
 
+// tir.call_packed: the host-call block of docs/tc1.md ("Host calls") in the data segment,
+// its run-time fields (tensor addresses, non-constant scalars) stored before the call;
+// `fence` first, so the host sees every tile command before it completed.
+void NpuEmitter::CallPacked(const CallNode* c) {
+  std::string name(c->args[0].as<StringImmNode>()->value.view());
+  if (name.empty() || name.size() > 255) Fail("`tir.call_packed` with a function name of " + std::to_string(name.size()) + " bytes (1..255)", c->span);
+  size_t n = c->args.size() - 1;
+  if (n > 16) Fail("`tir.call_packed` with more than 16 arguments", c->span);
+  std::vector<uint8_t> nm(name.begin(), name.end());
+  nm.push_back(0);
+  while (nm.size() % 4) nm.push_back(0);
+  int64_t name_addr = Descriptor(nm, true, "host function " + name);
+  std::vector<uint8_t> blk(8 + 48 * n, 0);
+  auto put32 = [&](size_t off, uint32_t v) { std::memcpy(&blk[off], &v, 4); };
+  put32(0, uint32_t(name_addr));
+  put32(4, uint32_t(n));
+  std::vector<std::pair<int64_t, PrimExpr>> dyn;  // (byte offset, int / f32 value)
+  std::vector<std::pair<int64_t, size_t>> addrs;  // (byte offset, argument index)
+  for (size_t i = 0; i < n; ++i) {
+    const PrimExpr& a = c->args[i + 1];
+    size_t r = 8 + 48 * i;
+    if (a.as<BufferRegionNode>()) {
+      Tensor t = Region(a, c);
+      if (t.shape.size() > 4) Squeeze(&t);
+      if (t.shape.size() > 4) Fail("`tir.call_packed` argument " + std::to_string(i + 1) + " over more than 4 dimensions", c->span);
+      blk[r] = 2;
+      blk[r + 1] = uint8_t(TC1Type(t.dtype));
+      blk[r + 2] = uint8_t(t.shape.size());
+      blk[r + 3] = uint8_t(SpaceOf(std::string(t.buffer->scope.view())));
+      for (size_t k = 0; k < t.shape.size(); ++k) {
+        if (t.strides[k] < 0) Fail("`tir.call_packed` argument " + std::to_string(i + 1) + " with a negative stride", c->span);
+        put32(r + 16 + 4 * k, uint32_t(t.shape[k]));
+        put32(r + 32 + 4 * k, uint32_t(t.strides[k]));
+      }
+      addrs.emplace_back(int64_t(r + 12), i + 1);
+    } else if (a.dtype().is_float()) {
+      blk[r] = 1;
+      auto cv = ConstValue(a);
+      if (cv) {
+        float f = float(*cv);
+        std::memcpy(&blk[r + 8], &f, 4);
+      } else {
+        dyn.emplace_back(int64_t(r + 8), a);
+      }
+    } else {
+      if (auto ci = as_const_int(a)) put32(r + 4, uint32_t(int32_t(*ci)));
+      else dyn.emplace_back(int64_t(r + 4), a);
+    }
+  }
+  int64_t block = Descriptor(blk, false, "host call " + name);
+  E(Op::Fence, {});
+  for (auto& [off, v] : dyn) {
+    XR x = Reload(Eval(v));
+    if (v.dtype().is_float()) x = CastScalar(x, v.dtype(), DataType::Float(32));
+    StL1(Op::Sw, x.r, block + off);
+    Free(x);
+  }
+  for (auto& [off, arg] : addrs) {
+    XR x = TensorAddr(Region(c->args[arg], c));
+    StL1(Op::Sw, x.r, block + off);
+    Free(x);
+  }
+  E(Op::Hcall, {O::X(0), O::X(0), O::Imm(block)});
+}
+
 void NpuEmitter::VecOp(const CallNode* c, const std::string& op) {
   static const std::map<std::string, Op> three = {{"tile.vec_add", Op::Tadd}, {"tile.vec_sub", Op::Tsub}, {"tile.vec_mul", Op::Tmul},
                                                   {"tile.vec_max", Op::Tmax}, {"tile.vec_min", Op::Tmin}, {"tile.vec_div", Op::Tdiv}};

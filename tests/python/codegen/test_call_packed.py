@@ -45,34 +45,38 @@ def extern_missing(a: S.ptr("int32", "global")):
     S.call_packed("test_call_packed.nobody", T)
 
 
-@pytest.mark.parametrize("leg", ["pysim", "c"])
+@pytest.mark.parametrize("leg", ["pysim", "c", "npu"])
 def test_kernel_calls_a_python_callback_on_a_buffer(leg):
     a = np.arange(32, dtype=np.int32).reshape(4, 8) - 9
     b = np.zeros((4, 8), np.int32)
     CALLS.clear()
     if leg == "pysim":
         extern_stage(a, b, 3)
-    else:
+    elif leg == "c":
         mod = tilecore.build(extern_stage, target="c")
         assert 'tc_host_call("test_call_packed.scale_rows", 3,' in mod.get_source()
+        mod["extern_stage"](a, b, 3)
+    else:  # npu: fence + hcall, serviced by the simulator's host
+        mod = tilecore.build(extern_stage, target="npu -cores=1")
+        assert "hcall" in mod.get_source()
         mod["extern_stage"](a, b, 3)
     np.testing.assert_array_equal(b, a * 3 + 7)
     assert CALLS == [((4, 8), "int32", 3, 7)]
 
 
-@pytest.mark.parametrize("leg", ["pysim", "c"])
+@pytest.mark.parametrize("leg", ["pysim", "c", "npu"])
 def test_callback_errors_fail_the_kernel_with_their_type(leg):
     a = np.zeros(8, np.int32)
     with pytest.raises(KeyError, match="refused its buffer"):
         if leg == "pysim":
             extern_fails(a)
         else:
-            tilecore.build(extern_fails, target="c")["extern_fails"](a)
+            tilecore.build(extern_fails, target=leg)["extern_fails"](a)
     with pytest.raises(ValueError, match="no global function `test_call_packed.nobody`"):
         if leg == "pysim":
             extern_missing(a)
         else:
-            tilecore.build(extern_missing, target="c")["extern_missing"](a)
+            tilecore.build(extern_missing, target=leg)["extern_missing"](a)
 
 
 def test_call_packed_checks_its_arguments():

@@ -94,7 +94,9 @@ def call_packed(name, *args):
     The call is synchronous: tile commands and DMA issued before it have completed
     when the function runs, and its writes are visible to what follows. An exception
     raised by the function fails the kernel call with that exception. On the c target
-    it is a direct call through the global registry; in PySim, a Python call.
+    it is a direct call through the global registry; on npu, ``fence`` then ``hcall``,
+    serviced by the simulator's host (tensors copied out and back); in PySim, a
+    Python call.
     """
     fe.require(isinstance(name, str) and name != "", f"call_packed: `name` must be a string literal, got {name!r}")
     items = []
