@@ -375,6 +375,55 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
        Opt("keep", "bool", "keep the generated files", ffi::Any(false))}});
 });
 
+void AddTargetPass(const std::string& kind, const ffi::Any& pass) {
+  if (pass.type_index() < kTCFFIStaticObjectBegin) {
+    TILECORE_THROW(TypeError) << "target.AddPass(`" << kind << "`, pass): pass must be a transform.Pass, got `"
+                              << pass.GetTypeKey() << "`";
+  }
+  TargetKind k = TargetKind::Get(kind);
+  auto* obj = const_cast<TargetKindObj*>(k.get());
+  std::lock_guard<std::mutex> lock(obj->passes_mu);
+  obj->passes.push_back(pass);
+}
+
+std::vector<ffi::Any> TargetPasses(const std::string& kind) {
+  TargetKind k = TargetKind::Get(kind);
+  auto* obj = const_cast<TargetKindObj*>(k.get());
+  std::lock_guard<std::mutex> lock(obj->passes_mu);
+  return obj->passes;
+}
+
+void ClearTargetPasses(const std::string& kind) {
+  TargetKind k = TargetKind::Get(kind);
+  auto* obj = const_cast<TargetKindObj*>(k.get());
+  std::lock_guard<std::mutex> lock(obj->passes_mu);
+  obj->passes.clear();
+}
+
+std::string PostprocSource(const std::string& kind, const std::string& code) {
+  auto f = ffi::Function::GetGlobal("codegen.postproc_" + kind);
+  if (!f) return code;
+  ffi::Any r = (*f)(ffi::String(code));
+  auto s = r.try_cast<ffi::String>();
+  if (!s) {
+    TILECORE_THROW(TypeError) << "codegen.postproc_" << kind << " must return the source as a string, got `"
+                              << r.GetTypeKey() << "`";
+  }
+  return std::string(s->view());
+}
+
+TILECORE_REGISTER_GLOBAL("target.AddPass").set_body_typed([](std::string kind, ffi::Any pass) {
+  AddTargetPass(kind, pass);
+});
+TILECORE_REGISTER_GLOBAL("target.ListPasses").set_body_typed([](std::string kind) {
+  ffi::Array<ffi::Any> out;
+  for (const ffi::Any& p : TargetPasses(kind)) out.push_back(p);
+  return out;
+});
+TILECORE_REGISTER_GLOBAL("target.ClearPasses").set_body_typed([](std::string kind) { ClearTargetPasses(kind); });
+TILECORE_REGISTER_GLOBAL("target.PostprocSource").set_body_typed([](std::string kind, std::string code) {
+  return ffi::String(PostprocSource(kind, code));
+});
 TILECORE_REGISTER_GLOBAL("target.Target").set_body_typed([](std::string spec) { return Target::Parse(spec); });
 TILECORE_REGISTER_GLOBAL("target.TargetStr").set_body_typed([](Target t) { return ffi::String(t.str()); });
 TILECORE_REGISTER_GLOBAL("target.ListKinds").set_body_typed([]() {
