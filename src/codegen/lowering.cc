@@ -116,6 +116,8 @@ std::vector<runtime::KernelParam> KernelParams(const PrimFunc& f) {
 }
 
 IRModule AsIRModule(const ffi::Any& v) {
+  // try_cast takes None for a nullable ObjectRef (a null handle); a kernel is never None.
+  if (v.is_none()) TILECORE_THROW(TypeError) << "build: expected an ir.PrimFunc or ir.IRModule, got None";
   if (auto m = v.try_cast<IRModule>()) return *m;
   if (auto f = v.try_cast<PrimFunc>()) return IRModule::FromFunction(*f);
   TILECORE_THROW(TypeError) << "build: expected an ir.PrimFunc or ir.IRModule, got `"
