@@ -81,7 +81,7 @@ Node::Node(String op_type, String domain, String name, Map<String, Any> attrs, A
   if (op_type.empty()) TILECORE_THROW(ValueError) << "Node `" << name.view() << "`: empty op_type";
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Any& v = inputs.raw(i);
-    if (!v.is_none() && !v.as<Value>().has_value()) {
+    if (!v.is_none() && !AsObject<Value>(v).has_value()) {
       TILECORE_THROW(TypeError) << "Node `" << name.view() << "` (" << op_type.view() << "): input " << i
                                 << " must be a Value or None, got `" << v.GetTypeKey() << "`";
     }
@@ -104,7 +104,7 @@ Node::Node(String op_type, String domain, String name, Map<String, Any> attrs, A
 
 Value Node::input(size_t i) const {
   if (i >= get()->inputs.size()) return Value();
-  auto v = get()->inputs.raw(i).as<Value>();
+  auto v = AsObject<Value>(get()->inputs.raw(i));
   return v.has_value() ? *v : Value();
 }
 

@@ -81,7 +81,7 @@ Map<String, Any> NodeAttrsForOp(const Node& node, const GraphOpDef& op, int64_t 
   if (op.defined()) {
     for (const auto& [k, spec] : op->attrs.items()) {
       if (out.count(k)) continue;
-      auto s = spec.try_cast<Array<Any>>();
+      auto s = AsObject<Array<Any>>(spec);
       if (!s.has_value() || s->size() < 3) continue;
       bool required = s->raw(2).try_cast<bool>().value_or(false);
       if (required) {

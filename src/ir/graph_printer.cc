@@ -94,7 +94,7 @@ void PrintScalarOfArray(std::ostream& os, const NDArray& a, int64_t i) {
 }
 
 void PrintConstant(std::ostream& os, const Any& data) {
-  auto a = data.as<NDArray>();
+  auto a = AsObject<NDArray>(data);
   if (!a.has_value() || a->device().device_type != kDLCPU || !a->IsContiguous()) {
     os << "constant";
     return;
@@ -139,19 +139,19 @@ class GraphPrinter {
       os_ << s;
     } else if (auto s = v.try_cast<String>()) {
       os_ << '"' << s->view() << '"';
-    } else if (auto arr = v.as<Array<Any>>()) {
+    } else if (auto arr = AsObject<Array<Any>>(v)) {
       os_ << "[";
       for (size_t k = 0; k < arr->size(); ++k) {
         if (k) os_ << ",";
         PrintAttr(arr->raw(k), depth);
       }
       os_ << "]";
-    } else if (auto nd = v.as<NDArray>()) {
+    } else if (auto nd = AsObject<NDArray>(v)) {
       std::vector<int64_t> shape = nd->shape();
       Array<Any> dims;
       for (int64_t d : shape) dims.push_back(Any(d));
       os_ << "tensor<" << TypeToText(TensorType(dims, String(DtypeOfNDArray(*nd)))) << ">";
-    } else if (auto g = v.as<Graph>()) {
+    } else if (auto g = AsObject<Graph>(v)) {
       os_ << "\n";
       PrintGraph(*g, depth + 2);
       Indent(depth + 1);
@@ -161,7 +161,7 @@ class GraphPrinter {
   }
 
   void PrintValueRef(const Any& v) {
-    auto val = v.as<Value>();
+    auto val = AsObject<Value>(v);
     if (!val.has_value()) {
       os_ << "None";
       return;
