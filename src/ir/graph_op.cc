@@ -92,6 +92,7 @@ Map<String, Any> NodeAttrsForOp(const Node& node, const GraphOpDef& op, int64_t 
     }
   }
   if (!out.count(String("_opset"))) out.Set(String("_opset"), Any(opset));
+  out.Set(String("_num_outputs"), Any(static_cast<int64_t>(node->outputs.size())));
   return out;
 }
 

@@ -402,7 +402,8 @@ def _make_reference(schema):
         a = schema.fill_attrs(_py_attrs(attrs, False))
         args = [to_numpy(x) for x in inputs]
         out = schema.reference(a, *args)
-        if isinstance(out, tuple) or (isinstance(out, list) and multi):
+        n_out = a.get("_num_outputs", 1)
+        if isinstance(out, tuple) or (isinstance(out, list) and multi and n_out != 1):
             outs = list(out)
         else:
             outs = [out]
