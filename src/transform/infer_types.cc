@@ -147,6 +147,9 @@ Type Merge(const Type& inferred, const Type& declared, const Node& node, size_t 
 ir::Graph InferGraphTypes(const ir::Graph& g, const Map<String, Any>& input_shapes) {
   ValueMap map;
   Array<Value> inputs = BindInputs(g, input_shapes, &map);
+  // Nodes see the graph's input Values by name (a subgraph re-typed by its op's
+  // inference holds new input Values that its nodes do not point to yet).
+  for (const Value& in : inputs) map.emplace(Name(in), in);
   Array<Node> nodes;
   bool changed = !map.empty();
   for (const Node& node0 : g->nodes) {
