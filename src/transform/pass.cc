@@ -279,8 +279,13 @@ TILECORE_REGISTER_GLOBAL("transform.Sequential").set_body_typed([](Array<Pass> p
   return Sequential(passes, name);
 });
 TILECORE_REGISTER_GLOBAL("transform.PassInstrument")
-    .set_body_typed([](String name, Function enter, Function exit, Function should_run, Function before,
-                       Function after) { return PassInstrument(name, enter, exit, should_run, before, after); });
+    .set_body_typed([](String name, std::optional<Function> enter, std::optional<Function> exit,
+                       std::optional<Function> should_run, std::optional<Function> before,
+                       std::optional<Function> after) {
+      // A hook left out (None) is not called.
+      return PassInstrument(name, enter.value_or(Function()), exit.value_or(Function()),
+                            should_run.value_or(Function()), before.value_or(Function()), after.value_or(Function()));
+    });
 TILECORE_REGISTER_GLOBAL("transform.PassTimingInstrument").set_body_typed([]() { return PassTimingInstrument(); });
 TILECORE_REGISTER_GLOBAL("transform.RenderPassTiming").set_body_typed([](PassInstrument p) {
   return RenderPassTiming(p);
