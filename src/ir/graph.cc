@@ -197,12 +197,13 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
       .def_ro("rank_known", &TensorTypeNode::rank_known, "false when not even the rank is known")
       .def_ro("dtype", &TensorTypeNode::dtype, "numpy spelling")
       .def_ro("layout", &TensorTypeNode::layout)
-      .def_ro("quant", &TensorTypeNode::quant, "QuantParams or None");
-  refl::ObjectDef<SequenceTypeNode>().def_ro("elem", &SequenceTypeNode::elem);
-  refl::ObjectDef<OptionalTypeNode>().def_ro("elem", &OptionalTypeNode::elem);
+      .def_ro("quant", &TensorTypeNode::quant, "QuantParams or None", kTCFFIFieldMayBeNone);
+  refl::ObjectDef<SequenceTypeNode>().def_ro("elem", &SequenceTypeNode::elem, "", kTCFFIFieldMayBeNone);
+  refl::ObjectDef<OptionalTypeNode>().def_ro("elem", &OptionalTypeNode::elem, "", kTCFFIFieldMayBeNone);
   refl::ObjectDef<ValueNode>()
       .def_ro("name", &ValueNode::name)
-      .def_ro("type", &ValueNode::type, "TensorType | SequenceType | OptionalType | None (unknown)")
+      .def_ro("type", &ValueNode::type, "TensorType | SequenceType | OptionalType | None (unknown)",
+               kTCFFIFieldMayBeNone)
       .def_ro("data", &ValueNode::data, "the constant, or None");
   refl::ObjectDef<NodeObj>()
       .def_ro("op_type", &NodeObj::op_type)

@@ -7,6 +7,7 @@
  *     return %y
  *   }
  *
+ * Attributes whose names start with "_" (the importer's "_opset") are not shown.
  * Nodes print in a loop; only subgraph attributes nest (one level per If/Loop body),
  * so a chain of any length prints without deep recursion. Constants print once,
  * before the first node that uses them, with their values when they have at most
@@ -213,10 +214,14 @@ class GraphPrinter {
         PrintValueRef(n->inputs.raw(i));
       }
       os_ << ")";
-      if (!n->attrs.empty()) {
+      std::vector<std::pair<String, Any>> shown;  // "_opset" and other importer keys are not printed
+      for (const auto& [k, v] : n->attrs.items()) {
+        if (!k.empty() && k.view()[0] != '_') shown.emplace_back(k, v);
+      }
+      if (!shown.empty()) {
         os_ << " {";
         bool first = true;
-        for (const auto& [k, v] : n->attrs.items()) {
+        for (const auto& [k, v] : shown) {
           if (!first) os_ << ", ";
           first = false;
           os_ << k.view() << "=";
