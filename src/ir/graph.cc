@@ -81,7 +81,7 @@ Node::Node(String op_type, String domain, String name, Map<String, Any> attrs, A
   if (op_type.empty()) TILECORE_THROW(ValueError) << "Node `" << name.view() << "`: empty op_type";
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Any& v = inputs.raw(i);
-    if (!v.is_none() && !v.as<Value>().has_value()) {
+    if (!v.is_none() && !AsObject<Value>(v).has_value()) {
       TILECORE_THROW(TypeError) << "Node `" << name.view() << "` (" << op_type.view() << "): input " << i
                                 << " must be a Value or None, got `" << v.GetTypeKey() << "`";
     }
@@ -104,7 +104,7 @@ Node::Node(String op_type, String domain, String name, Map<String, Any> attrs, A
 
 Value Node::input(size_t i) const {
   if (i >= get()->inputs.size()) return Value();
-  auto v = get()->inputs.raw(i).as<Value>();
+  auto v = AsObject<Value>(get()->inputs.raw(i));
   return v.has_value() ? *v : Value();
 }
 
@@ -197,12 +197,13 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
       .def_ro("rank_known", &TensorTypeNode::rank_known, "false when not even the rank is known")
       .def_ro("dtype", &TensorTypeNode::dtype, "numpy spelling")
       .def_ro("layout", &TensorTypeNode::layout)
-      .def_ro("quant", &TensorTypeNode::quant, "QuantParams or None");
-  refl::ObjectDef<SequenceTypeNode>().def_ro("elem", &SequenceTypeNode::elem);
-  refl::ObjectDef<OptionalTypeNode>().def_ro("elem", &OptionalTypeNode::elem);
+      .def_ro("quant", &TensorTypeNode::quant, "QuantParams or None", kTCFFIFieldMayBeNone);
+  refl::ObjectDef<SequenceTypeNode>().def_ro("elem", &SequenceTypeNode::elem, "", kTCFFIFieldMayBeNone);
+  refl::ObjectDef<OptionalTypeNode>().def_ro("elem", &OptionalTypeNode::elem, "", kTCFFIFieldMayBeNone);
   refl::ObjectDef<ValueNode>()
       .def_ro("name", &ValueNode::name)
-      .def_ro("type", &ValueNode::type, "TensorType | SequenceType | OptionalType | None (unknown)")
+      .def_ro("type", &ValueNode::type, "TensorType | SequenceType | OptionalType | None (unknown)",
+               kTCFFIFieldMayBeNone)
       .def_ro("data", &ValueNode::data, "the constant, or None");
   refl::ObjectDef<NodeObj>()
       .def_ro("op_type", &NodeObj::op_type)

@@ -15,7 +15,7 @@ namespace {
 
 Array<Any> SameTypeAsInput0(Map<String, Any>, Array<Any> inputs) {
   Array<Any> out;
-  auto v = inputs.empty() ? std::optional<Value>() : inputs.raw(0).as<Value>();
+  auto v = inputs.empty() ? std::optional<Value>() : AsObject<Value>(inputs.raw(0));
   out.push_back(v.has_value() ? Any((*v)->type) : Any());
   return out;
 }

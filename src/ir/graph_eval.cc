@@ -72,7 +72,7 @@ void RunGraph(const Graph& graph, Env* env, bool keep, Map<String, Any>* interme
     }
     Map<String, Any> attrs = NodeAttrsForOp(node, op, opset);
     for (const auto& [k, v] : attrs.items()) {
-      if (auto g = v.as<Graph>()) attrs.Set(k, MakeBody(*g, env));
+      if (auto g = AsObject<Graph>(v)) attrs.Set(k, MakeBody(*g, env));
     }
     Array<Any> args;
     for (size_t i = 0; i < node->inputs.size(); ++i) {
@@ -98,7 +98,7 @@ void RunGraph(const Graph& graph, Env* env, bool keep, Map<String, Any>* interme
     } catch (const ffi::Error& e) {
       Rethrow(e, node.Where() + ": ");
     }
-    auto outs = result.try_cast<Array<Any>>();
+    auto outs = AsObject<Array<Any>>(result);
     if (!outs.has_value()) {
       TILECORE_THROW(TypeError) << node.Where() << ": the reference returned `" << result.GetTypeKey()
                                 << "`, expected an Array of outputs";

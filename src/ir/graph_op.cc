@@ -81,7 +81,7 @@ Map<String, Any> NodeAttrsForOp(const Node& node, const GraphOpDef& op, int64_t 
   if (op.defined()) {
     for (const auto& [k, spec] : op->attrs.items()) {
       if (out.count(k)) continue;
-      auto s = spec.try_cast<Array<Any>>();
+      auto s = AsObject<Array<Any>>(spec);
       if (!s.has_value() || s->size() < 3) continue;
       bool required = s->raw(2).try_cast<bool>().value_or(false);
       if (required) {
@@ -92,6 +92,7 @@ Map<String, Any> NodeAttrsForOp(const Node& node, const GraphOpDef& op, int64_t 
     }
   }
   if (!out.count(String("_opset"))) out.Set(String("_opset"), Any(opset));
+  out.Set(String("_num_outputs"), Any(static_cast<int64_t>(node->outputs.size())));
   return out;
 }
 

@@ -7,6 +7,7 @@
  *     return %y
  *   }
  *
+ * Attributes whose names start with "_" (the importer's "_opset") are not shown.
  * Nodes print in a loop; only subgraph attributes nest (one level per If/Loop body),
  * so a chain of any length prints without deep recursion. Constants print once,
  * before the first node that uses them, with their values when they have at most
@@ -94,7 +95,7 @@ void PrintScalarOfArray(std::ostream& os, const NDArray& a, int64_t i) {
 }
 
 void PrintConstant(std::ostream& os, const Any& data) {
-  auto a = data.as<NDArray>();
+  auto a = AsObject<NDArray>(data);
   if (!a.has_value() || a->device().device_type != kDLCPU || !a->IsContiguous()) {
     os << "constant";
     return;
@@ -139,19 +140,19 @@ class GraphPrinter {
       os_ << s;
     } else if (auto s = v.try_cast<String>()) {
       os_ << '"' << s->view() << '"';
-    } else if (auto arr = v.as<Array<Any>>()) {
+    } else if (auto arr = AsObject<Array<Any>>(v)) {
       os_ << "[";
       for (size_t k = 0; k < arr->size(); ++k) {
         if (k) os_ << ",";
         PrintAttr(arr->raw(k), depth);
       }
       os_ << "]";
-    } else if (auto nd = v.as<NDArray>()) {
+    } else if (auto nd = AsObject<NDArray>(v)) {
       std::vector<int64_t> shape = nd->shape();
       Array<Any> dims;
       for (int64_t d : shape) dims.push_back(Any(d));
       os_ << "tensor<" << TypeToText(TensorType(dims, String(DtypeOfNDArray(*nd)))) << ">";
-    } else if (auto g = v.as<Graph>()) {
+    } else if (auto g = AsObject<Graph>(v)) {
       os_ << "\n";
       PrintGraph(*g, depth + 2);
       Indent(depth + 1);
@@ -161,7 +162,7 @@ class GraphPrinter {
   }
 
   void PrintValueRef(const Any& v) {
-    auto val = v.as<Value>();
+    auto val = AsObject<Value>(v);
     if (!val.has_value()) {
       os_ << "None";
       return;
@@ -213,10 +214,14 @@ class GraphPrinter {
         PrintValueRef(n->inputs.raw(i));
       }
       os_ << ")";
-      if (!n->attrs.empty()) {
+      std::vector<std::pair<String, Any>> shown;  // "_opset" and other importer keys are not printed
+      for (const auto& [k, v] : n->attrs.items()) {
+        if (!k.empty() && k.view()[0] != '_') shown.emplace_back(k, v);
+      }
+      if (!shown.empty()) {
         os_ << " {";
         bool first = true;
-        for (const auto& [k, v] : n->attrs.items()) {
+        for (const auto& [k, v] : shown) {
           if (!first) os_ << ", ";
           first = false;
           os_ << k.view() << "=";

@@ -16,7 +16,7 @@ std::vector<int64_t> ShapeOf(const Value& v) { return v->data.cast<ffi::NDArray>
 
 bool IsFloat32Const(const Value& v) {
   if (!v.defined() || !v->is_constant()) return false;
-  auto a = v->data.as<ffi::NDArray>();
+  auto a = ir::AsObject<ffi::NDArray>(v->data);
   return a.has_value() && a->dtype().code == kDLFloat && a->dtype().bits == 32;
 }
 

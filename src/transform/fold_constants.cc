@@ -59,10 +59,10 @@ Graph Fold(const Graph& g, PassContext ctx) {
     } catch (const ffi::Error& e) {
       RethrowWith(e, "FoldConstants: " + node.Where() + " (opset " + std::to_string(opset) + "): ");
     }
-    auto outs = result.try_cast<Array<Any>>();
+    auto outs = ir::AsObject<Array<Any>>(result);
     bool tensors = outs.has_value() && outs->size() >= node->outputs.size();
     for (size_t i = 0; tensors && i < node->outputs.size(); ++i) {
-      if (!outs->raw(i).as<ffi::NDArray>().has_value()) tensors = false;
+      if (!ir::AsObject<ffi::NDArray>(outs->raw(i)).has_value()) tensors = false;
     }
     if (!tensors) {
       nodes.push_back(node);

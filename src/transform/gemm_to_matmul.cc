@@ -23,7 +23,7 @@ double FloatAttr(const Node& n, const char* key, double fallback) {
 
 bool IsFloat32Const2D(const Value& v) {
   if (!v.defined() || !v->is_constant()) return false;
-  auto a = v->data.as<ffi::NDArray>();
+  auto a = ir::AsObject<ffi::NDArray>(v->data);
   return a.has_value() && a->dtype().code == kDLFloat && a->dtype().bits == 32 && a->shape().size() == 2;
 }
 

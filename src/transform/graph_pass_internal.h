@@ -62,7 +62,7 @@ inline ffi::Array<Value> SubstOutputs(const ffi::Array<Value>& outs, const Value
 /*! \brief Whether a node has a subgraph attribute. */
 inline bool HasSubgraph(const Node& node) {
   for (const auto& [k, v] : node->attrs.items()) {
-    if (v.as<Graph>().has_value()) return true;
+    if (ir::AsObject<Graph>(v).has_value()) return true;
   }
   return false;
 }
@@ -77,7 +77,7 @@ inline void CollectSubgraphUses(const Graph& g, std::unordered_set<std::string>*
       }
     }
     for (const auto& [k, v] : n->attrs.items()) {
-      if (auto sub = v.as<Graph>()) {
+      if (auto sub = ir::AsObject<Graph>(v)) {
         for (const Value& o : (*sub)->outputs) out->insert(Name(o));
         CollectSubgraphUses(*sub, out, true);
       }
@@ -112,7 +112,7 @@ inline ir::GraphOpDef RequireOp(const Node& node, int64_t opset) {
 
 /*! \brief The TensorType of a host array. */
 inline ir::Type TypeOfArray(const ffi::Any& a, const ir::Type& fallback) {
-  auto nd = a.as<ffi::NDArray>();
+  auto nd = ir::AsObject<ffi::NDArray>(a);
   if (!nd.has_value()) return fallback;
   ffi::Array<ffi::Any> dims;
   for (int64_t d : nd->shape()) dims.push_back(ffi::Any(d));
@@ -215,7 +215,7 @@ class Rewriter {
 /*! \brief A constant's elements as doubles (float/int dtypes on the host), or nullopt. */
 inline std::optional<std::vector<double>> ConstValues(const Value& v) {
   if (!v.defined() || !v->is_constant()) return std::nullopt;
-  auto a = v->data.as<ffi::NDArray>();
+  auto a = ir::AsObject<ffi::NDArray>(v->data);
   if (!a.has_value() || a->device().device_type != kDLCPU || !a->IsContiguous()) return std::nullopt;
   DLDataType t = a->dtype();
   int64_t n = a->NumElements();

@@ -142,28 +142,20 @@ Type Merge(const Type& inferred, const Type& declared, const Node& node, size_t 
                     a->quant.defined() ? a->quant : b->quant);
 }
 
-void CheckArity(const Node& node, const ir::GraphOpDef& op) {
-  int64_t n = static_cast<int64_t>(node->inputs.size());
-  while (n > 0 && !node.input(static_cast<size_t>(n - 1)).defined()) --n;  // trailing omitted inputs
-  if (n < op->min_inputs || (op->max_inputs >= 0 && n > op->max_inputs)) {
-    TILECORE_THROW(ValueError) << node.Where() << " has " << n << " inputs; " << op->name.view() << " takes "
-                               << op->min_inputs << " to "
-                               << (op->max_inputs < 0 ? std::string("any number") : std::to_string(op->max_inputs));
-  }
-}
-
 }  // namespace
 
 ir::Graph InferGraphTypes(const ir::Graph& g, const Map<String, Any>& input_shapes) {
   ValueMap map;
   Array<Value> inputs = BindInputs(g, input_shapes, &map);
+  // Nodes see the graph's input Values by name (a subgraph re-typed by its op's
+  // inference holds new input Values that its nodes do not point to yet).
+  for (const Value& in : inputs) map.emplace(Name(in), in);
   Array<Node> nodes;
   bool changed = !map.empty();
   for (const Node& node0 : g->nodes) {
     Node node = SubstInputs(node0, map);
     int64_t opset = g.Opset(std::string(node->domain.view()));
     ir::GraphOpDef op = RequireOp(node, opset);
-    CheckArity(node, op);
     Array<Any> results;
     if (op->infer.defined()) {
       Map<String, Any> attrs = ir::NodeAttrsForOp(node, op, opset);
@@ -174,7 +166,7 @@ ir::Graph InferGraphTypes(const ir::Graph& g, const Map<String, Any>& input_shap
       }
       try {
         Any r = op->infer(attrs, ins);
-        if (auto arr = r.try_cast<Array<Any>>()) results = *arr;
+        if (auto arr = ir::AsObject<Array<Any>>(r)) results = *arr;
       } catch (const ffi::Error& e) {
         RethrowWith(e, node.Where() + " (opset " + std::to_string(opset) + "): ");
       }
@@ -187,10 +179,10 @@ ir::Graph InferGraphTypes(const ir::Graph& g, const Map<String, Any>& input_shap
       Any data;
       if (i < results.size()) {
         const Any& r = results.raw(i);
-        if (auto v = r.as<Value>()) {
+        if (auto v = ir::AsObject<Value>(r)) {
           inferred = (*v)->type;
           data = (*v)->data;
-        } else if (auto t = r.as<Type>()) {
+        } else if (auto t = ir::AsObject<Type>(r)) {
           inferred = *t;
         }
       }

@@ -139,7 +139,7 @@ IRModule GraphModule(const ir::Graph& g) {
 
 ir::Graph ModuleGraph(const IRModule& mod, const std::string& pass) {
   auto g = mod->attrs.Get(String("graph"));
-  if (!g.has_value() || !g->as<ir::Graph>().has_value()) {
+  if (!g.has_value() || !ir::AsObject<ir::Graph>(*g).has_value()) {
     TILECORE_THROW(TypeError) << pass << " is a graph pass: run it on a Graph (or a module holding one in attrs[\"graph\"])";
   }
   return g->cast<ir::Graph>();
@@ -222,7 +222,7 @@ PassInstrument DumpIRInstrument(String folder) {
     std::ofstream f(std::filesystem::path(dir) / name.str());
     if (!f) TILECORE_THROW(RuntimeError) << "DumpIR: cannot write " << (std::filesystem::path(dir) / name.str()).string();
     auto g = mod->attrs.Get(String("graph"));
-    if (g.has_value() && g->as<ir::Graph>().has_value() && mod->functions.empty()) {
+    if (g.has_value() && ir::AsObject<ir::Graph>(*g).has_value() && mod->functions.empty()) {
       f << ir::GraphToText(g->cast<ir::Graph>()) << "\n";
     } else {
       f << ir::AsScript(mod) << "\n";
@@ -266,7 +266,7 @@ TILECORE_REGISTER_GLOBAL("transform.RunPass").set_body_typed([](Pass p, ffi::Any
     IRModule m = p(IRModule::FromFunction(*f));
     return m->functions.items().front().second;
   }
-  if (auto g = target.as<ir::Graph>(); g.has_value() && g->defined()) {
+  if (auto g = ir::AsObject<ir::Graph>(target); g.has_value() && g->defined()) {
     IRModule m = p(GraphModule(*g));
     return ModuleGraph(m, std::string(p->info->name.view()));
   }

@@ -27,6 +27,7 @@
 #ifndef TILECORE_IR_GRAPH_H_
 #define TILECORE_IR_GRAPH_H_
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -44,6 +45,15 @@ using ffi::Any;
 using ffi::Array;
 using ffi::Map;
 using ffi::NDArray;
+
+/*! \brief `v` as object kind T, or nullopt when it is None or another kind. */
+template <typename T>
+std::optional<T> AsObject(const ffi::AnyView& v) {
+  if (v.is_none()) return std::nullopt;
+  std::optional<T> r = v.as<T>();
+  if (r.has_value() && !r->defined()) return std::nullopt;
+  return r;
+}
 
 /*! \brief Quantisation parameters of a tensor: real = (q - zero_point) * scale. */
 class QuantParamsNode : public Object {

@@ -14,7 +14,7 @@
  *       -> Array<Any>, one array per output (an Array of arrays for a sequence).
  *
  * `attrs` holds the node's attributes plus "_opset" (the graph's opset of the
- * node's domain). A subgraph attribute reaches `reference` as a Function
+ * node's domain) and "_num_outputs" (how many outputs the node has). A subgraph attribute reaches `reference` as a Function
  * body(*arrays) -> Array and `infer` as the Graph itself.
  *
  * The Python op library (tilecore.ir.ops) mirrors every `register_op` here, and an
@@ -69,7 +69,7 @@ GraphOpDef GetGraphOp(const std::string& name, const std::string& domain = "");
 /*! \brief Every op (of one domain when `domain` is given), sorted by (domain, name). */
 Array<GraphOpDef> ListGraphOps(std::optional<std::string> domain = std::nullopt);
 
-/*! \brief `node`'s attributes with the schema's defaults filled in and "_opset" set. */
+/*! \brief `node`'s attributes with the schema's defaults filled in, "_opset" and "_num_outputs" set. */
 Map<String, Any> NodeAttrsForOp(const Node& node, const GraphOpDef& op, int64_t opset);
 
 /*!

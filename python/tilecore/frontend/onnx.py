@@ -22,7 +22,7 @@ from .. import error as _error
 from ..ir import graph as G
 
 #: The oldest default-domain opset the importer takes.
-MIN_OPSET = 7
+MIN_OPSET = 1
 
 
 class ImportError_(_error.ValueError):  # noqa: N801  (not the builtin ImportError)
@@ -212,11 +212,13 @@ class _Importer:
             return [s.decode("utf-8", "replace") for s in a.strings]
         if t == A.TENSORS:
             return [_to_array(x, where) for x in a.tensors]
+        if t == A.TYPE_PROTO:
+            return str(a.tp)
         if t == A.GRAPHS:
             return [self.graph(g, scope, f"{node.name or node.op_type}.{a.name}") for g in a.graphs]
         raise UnsupportedError(f"{where}: attribute '{a.name}' has unsupported kind "
                                f"{A.AttributeType.Name(t) if t in A.AttributeType.values() else t} "
-                               "(supported: float, int, string, tensor, sparse_tensor, graph and their lists)")
+                               "(supported: float, int, string, tensor, sparse_tensor, graph, type_proto and their lists)")
 
     def graph(self, gp, outer: Optional[list], name: Optional[str] = None):
         scope: Dict[str, G.Value] = {}
@@ -318,13 +320,10 @@ def from_onnx(path_or_model, input_shapes: Optional[Dict[str, Any]] = None, fold
     opsets: Dict[str, int] = {}
     for o in model.opset_import:
         opsets["" if o.domain in ("", "ai.onnx") else o.domain] = int(o.version)
-    if "" not in opsets:
-        if model.ir_version and model.ir_version < 3:
-            opsets[""] = 1
-        else:
-            raise ImportError_(f"ONNX file '{where}' imports no opset of the default domain (ai.onnx)")
+    if not opsets:
+        raise ImportError_(f"ONNX file '{where}' imports no opset (opset_import is empty)")
     newest = _max_opset()
-    if not MIN_OPSET <= opsets[""] <= newest:
+    if "" in opsets and not MIN_OPSET <= opsets[""] <= newest:
         raise UnsupportedError(f"ONNX file '{where}': opset {opsets['']} of ai.onnx is not supported "
                                f"(supported: {MIN_OPSET} to {newest})")
     if len(model.functions):

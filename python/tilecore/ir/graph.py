@@ -318,7 +318,29 @@ class GraphInfo:
         self.graph = graph
 
     def infer(self, input_infos):
-        return [_type_to_info(o.type, o.data) for o in self.graph.outputs]
+        """The body's output infos with its inputs typed from ``input_infos`` (the
+        declared output types when the body cannot be inferred)."""
+        from .. import transform
+
+        g = self.graph
+        declared = [_type_to_info(o.type, o.data) for o in g.outputs]
+        infos = list(input_infos or [])
+        inputs = []
+        for k, v in enumerate(g.inputs):
+            info = infos[k] if k < len(infos) else None
+            t = _info_to_type(info) if info is not None and getattr(info, "dtype", 1) is not None else None
+            if isinstance(t, Value):
+                t = t.type
+            inputs.append(Value(v.name, t if t is not None else v.type))
+        try:
+            typed = transform.InferTypes()(Graph(g.name, inputs, list(g.outputs), list(g.nodes), dict(g.opsets)))
+        except Exception:  # noqa: BLE001  (the op's own checks report a bad body when it runs)
+            return declared
+        out = []
+        for o, d in zip(typed.outputs, declared):
+            i = _type_to_info(o.type, None)
+            out.append(i if getattr(i, "dtype", None) is not None or d is None else d)
+        return out
 
 
 def _py_attrs(attrs, for_infer: bool) -> Dict[str, Any]:
@@ -402,7 +424,8 @@ def _make_reference(schema):
         a = schema.fill_attrs(_py_attrs(attrs, False))
         args = [to_numpy(x) for x in inputs]
         out = schema.reference(a, *args)
-        if isinstance(out, tuple) or (isinstance(out, list) and multi):
+        n_out = a.get("_num_outputs", 1)
+        if isinstance(out, tuple) or (isinstance(out, list) and multi and n_out != 1):
             outs = list(out)
         else:
             outs = [out]

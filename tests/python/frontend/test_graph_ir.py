@@ -1,0 +1,255 @@
+"""Graph IR, graph passes and the ONNX importer: round trips, passes against numpy,
+canonicalisation counts, and bad input (each a named error)."""
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import tilecore  # noqa: E402
+from tilecore import transform  # noqa: E402
+from tilecore.frontend import evaluate, from_onnx, static_shape  # noqa: E402
+from tilecore.ir.graph import GraphBuilder  # noqa: E402
+
+
+def chain(n):
+    b = GraphBuilder()
+    x = b.input("x", ("N", 4))
+    v = x
+    for i in range(n):
+        (v,) = b.add("Relu" if i % 2 else "Neg", [v])
+    b.output(v)
+    return b.build()
+
+
+def test_printer_line_format():
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 8, 8))
+    w = b.constant("w", np.ones((4, 3, 3, 3), np.float32))
+    (y,) = b.add("Conv", [x, w], {"strides": [2, 2], "pads": [1, 1, 1, 1]}, name="conv1")
+    b.output(y)
+    g = transform.InferTypes()(b.build())
+    assert '%conv1_out: f32[1,4,4,4] = Conv(%x, %w) {strides=[2,2], pads=[1,1,1,1], _opset=' not in g.text()
+    assert "%conv1_out: f32[1,4,4,4] = Conv(%x, %w) {strides=[2,2],pads=[1,1,1,1]}" not in g.text()
+    line = [ln.strip() for ln in g.text().splitlines() if "Conv(" in ln][0]
+    assert line == '%conv1_out: f32[1,4,4,4] = Conv(%x, %w) {strides=[2,2], pads=[1,1,1,1]} @ "conv1"'
+
+
+def test_big_graph_roundtrip_and_equality():
+    g = chain(2000)
+    t0 = time.perf_counter()
+    text = g.text()
+    js = tilecore.save_json(g)
+    g2 = tilecore.load_json(js)
+    assert tilecore.structural_equal(g, g2)
+    assert len(text.splitlines()) == 2000 + 3
+    g3 = chain(1999)
+    assert not tilecore.structural_equal(g, g3)
+
+
+def test_passes_on_big_graph():
+    g = chain(2000)
+    g = transform.InferTypes({"x": (2, 4)})(g)
+    assert static_shape(g.outputs[0]) == (2, 4)
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    got = evaluate(g, {"x": x})[g.outputs[0].name]
+    want = x
+    for i in range(2000):
+        want = np.maximum(want, 0) if i % 2 else -want
+    np.testing.assert_array_equal(got, want)
+
+
+def test_fold_dce_cse_against_numpy():
+    b = GraphBuilder()
+    x = b.input("x", (2, 3))
+    c1 = b.constant("c1", np.full((3,), 2, np.float32))
+    c2 = b.constant("c2", np.full((3,), 3, np.float32))
+    (k,) = b.add("Add", [c1, c2])          # folds to 5
+    (a1,) = b.add("Mul", [x, k])
+    (a2,) = b.add("Mul", [x, k])           # same as a1
+    (dead,) = b.add("Neg", [x])            # unused
+    (y,) = b.add("Add", [a1, a2])
+    b.output(y)
+    g = b.build()
+    xv = np.arange(6, dtype=np.float32).reshape(2, 3)
+    want = evaluate(g, {"x": xv})[y.name]
+    np.testing.assert_allclose(want, xv * 10)
+    with transform.PassContext() as ctx:
+        g2 = transform.Sequential([transform.InferTypes(), transform.FoldConstants(),
+                                   transform.EliminateCommonSubexpr(), transform.EliminateDeadCode()])(g)
+        stats = dict(ctx.stats.items())
+    assert stats["transform.FoldConstants.folded"] == 1
+    assert stats["transform.EliminateCommonSubexpr.merged"] == 1
+    assert stats["transform.EliminateDeadCode.removed"] == 1
+    assert [n.op_type for n in g2.nodes] == ["Mul", "Add"]
+    np.testing.assert_allclose(evaluate(g2, {"x": xv})[y.name], want)
+
+
+def _counts(g, p):
+    with transform.PassContext() as ctx:
+        out = p(g)
+        return out, dict(ctx.stats.items())
+
+
+def test_canonicalisation_counts_against_numpy():
+    rng = np.random.default_rng(1)
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 5, 5))
+    w = b.constant("w", rng.standard_normal((4, 3, 3, 3)).astype(np.float32))
+    (c,) = b.add("Conv", [x, w], {"pads": [1, 1, 1, 1]})
+    bn = [b.constant(n, v) for n, v in [("s", rng.random(4).astype(np.float32) + 0.5),
+                                         ("bb", rng.standard_normal(4).astype(np.float32)),
+                                         ("m", rng.standard_normal(4).astype(np.float32)),
+                                         ("v", rng.random(4).astype(np.float32) + 0.5)]]
+    (y,) = b.add("BatchNormalization", [c] + bn)
+    (s,) = b.add("Sigmoid", [y])
+    (z,) = b.add("Mul", [y, s])                       # SiLU
+    (f,) = b.add("Flatten", [z])
+    gw = b.constant("gw", rng.standard_normal((6, 100)).astype(np.float32))
+    (m,) = b.add("Gemm", [f, gw], {"transB": 1, "alpha": 0.5})
+    half = b.constant("half", np.float32(0.5))
+    sq2 = b.constant("sq2", np.float32(np.sqrt(2)))
+    one = b.constant("one", np.float32(1))
+    (d,) = b.add("Div", [m, sq2])
+    (e,) = b.add("Erf", [d])
+    (t,) = b.add("Add", [e, one])
+    (p,) = b.add("Mul", [m, t])
+    (out,) = b.add("Mul", [p, half])                  # GELU (erf)
+    b.output(out)
+    g = transform.InferTypes()(b.build())
+    xv = rng.standard_normal((1, 3, 5, 5)).astype(np.float32)
+    want = evaluate(g, {"x": xv})[out.name]
+    g2, stats = _counts(g, transform.CanonicalizeGraph())
+    assert stats["transform.FoldBatchNorm.folded"] == 1
+    assert stats["transform.GemmToMatMul.rewritten"] == 1
+    assert stats["transform.RecognizeActivations.silu"] == 1
+    assert stats["transform.RecognizeActivations.gelu_erf"] == 1
+    ops = [n.op_type for n in g2.nodes]
+    assert "BatchNormalization" not in ops and "Gemm" not in ops and "Erf" not in ops
+    np.testing.assert_allclose(evaluate(g2, {"x": xv})[out.name], want, rtol=1e-4, atol=1e-5)
+
+
+def test_softmax_and_layernorm_recognised():
+    rng = np.random.default_rng(2)
+    b = GraphBuilder(opsets={"": 13})
+    x = b.input("x", (2, 8))
+    (mx,) = b.add("ReduceMax", [x], {"axes": [-1]})
+    (sb,) = b.add("Sub", [x, mx])
+    (ex,) = b.add("Exp", [sb])
+    (sm,) = b.add("ReduceSum", [ex, b.constant("ax", np.array([-1], np.int64))])
+    (y,) = b.add("Div", [ex, sm])
+    (mean,) = b.add("ReduceMean", [y], {"axes": [-1]})
+    (dd,) = b.add("Sub", [y, mean])
+    (sq,) = b.add("Pow", [dd, b.constant("two", np.float32(2))])
+    (var,) = b.add("ReduceMean", [sq], {"axes": [-1]})
+    (ve,) = b.add("Add", [var, b.constant("eps", np.float32(1e-5))])
+    (sd,) = b.add("Sqrt", [ve])
+    (nn,) = b.add("Div", [dd, sd])
+    (gm,) = b.add("Mul", [nn, b.constant("gamma", rng.random(8).astype(np.float32))])
+    (out,) = b.add("Add", [gm, b.constant("beta", rng.random(8).astype(np.float32))])
+    b.output(out)
+    g = transform.InferTypes()(b.build())
+    xv = rng.standard_normal((2, 8)).astype(np.float32)
+    want = evaluate(g, {"x": xv})[out.name]
+    g2, stats = _counts(g, transform.RecognizeNormalization())
+    assert stats["transform.RecognizeNormalization.softmax"] == 1
+    assert stats["transform.RecognizeNormalization.layer_norm"] == 1
+    assert [n.op_type for n in g2.nodes] == ["Softmax", "LayerNormalization"]
+    np.testing.assert_allclose(evaluate(g2, {"x": xv})[out.name], want, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------
+# ONNX import and bad input
+# ---------------------------------------------------------------------------
+def small_model(op="Relu", extra_init=True, out_shape=(2, 3)):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out_shape))
+    nodes = [helper.make_node("Add", ["x", "b"], ["t"], name="add0"), helper.make_node(op, ["t"], ["y"], name="act")]
+    inits = [numpy_helper.from_array(np.ones(3, np.float32), "b")] if extra_init else []
+    g = helper.make_graph(nodes, "g", [x], [y], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_import_and_evaluate(tmp_path):
+    path = tmp_path / "m.onnx"
+    onnx.save(small_model(), str(path))
+    g = from_onnx(str(path), input_shapes={"x": (2, 3)})
+    assert static_shape(g.outputs[0]) == (2, 3)
+    xv = np.array([[-2, 0, 1], [3, -4, 5]], np.float32)
+    np.testing.assert_array_equal(evaluate(g, {"x": xv})["y"], np.maximum(xv + 1, 0))
+    assert 'Relu(%t) @ "act"' in g.text()
+
+
+def test_unsupported_op_is_named():
+    with pytest.raises(NotImplementedError, match=r"node 'act' \(NoSuchOp, opset 17\).*unsupported op type 'NoSuchOp'"):
+        from_onnx(small_model("NoSuchOp"))
+
+
+def test_missing_initializer_is_named():
+    with pytest.raises(ValueError, match=r"node 'add0'.*input 1 'b'.*missing initializer"):
+        from_onnx(small_model(extra_init=False))
+
+
+def test_inconsistent_shape_is_named():
+    with pytest.raises(ValueError, match=r"inconsistent shape: node `act` \(Relu\).*f32\[2,3\].*declares f32\[2,4\]"):
+        from_onnx(small_model(out_shape=(2, 4)), input_shapes={"x": (2, 3)})
+
+
+def test_truncated_and_corrupted_files_are_named(tmp_path):
+    data = small_model().SerializeToString()
+    trunc = tmp_path / "trunc.onnx"
+    trunc.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="trunc.onnx"):
+        from_onnx(str(trunc))
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\xff\xfe not a model" * 10)
+    with pytest.raises(ValueError, match="bad.onnx"):
+        from_onnx(str(bad))
+    with pytest.raises(ValueError, match="missing.onnx"):
+        from_onnx(str(tmp_path / "missing.onnx"))
+
+
+FUZZ = r'''
+import random, sys, numpy as np
+sys.path[:0] = {paths!r}
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+import tilecore
+from tilecore.frontend import from_onnx
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+nodes = [helper.make_node("Add", ["x", "b"], ["t"], name="add0"), helper.make_node("Relu", ["t"], ["u"], name="act"),
+         helper.make_node("Reshape", ["u", "s"], ["y"], name="rs")]
+inits = [numpy_helper.from_array(np.ones(3, np.float32), "b"), numpy_helper.from_array(np.array([-1], np.int64), "s")]
+data = bytearray(helper.make_model(helper.make_graph(nodes, "g", [x], [y], inits),
+                                   opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+rng = random.Random({seed})
+named = 0
+for i in range({n}):
+    d = bytearray(data)
+    kind = rng.random()
+    if kind < 0.3:
+        d = d[: rng.randrange(len(d))]
+    else:
+        for _ in range(rng.randint(1, 8)):
+            d[rng.randrange(len(d))] = rng.randrange(256)
+    try:
+        from_onnx(bytes(d))
+    except (tilecore.TilecoreError, ValueError, TypeError, NotImplementedError, KeyError) as e:
+        assert str(e), "an error without a message"
+        named += 1
+print("ok", named)
+'''
+
+
+def test_importer_fuzz_never_crashes():
+    paths = [p for p in sys.path if "tilecore" in p or p.endswith("python")][:4]
+    code = FUZZ.format(paths=[os.path.abspath(p) for p in sys.path if p], seed=1234, n=300)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith("ok")
