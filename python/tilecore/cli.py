@@ -21,7 +21,7 @@ import sys
 _COMMANDS = {}
 # Modules that define further subcommands with @command; imported when the parser is built.
 # A module that is missing (not written yet, or an optional dependency) is skipped.
-_PLUGIN_MODULES = ("tilecore.compile_cli", "tilecore.tdb_cli")
+_PLUGIN_MODULES = ("tilecore.compile_cli", "tilecore.tdb_cli", "tilecore.runtime_cli")
 
 
 def command(name, help, arguments=()):  # noqa: A002  (argparse's word)

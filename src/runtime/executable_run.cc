@@ -51,9 +51,9 @@ std::string JsonEscape(const std::string& s) { return ffi::json::Stringify(ffi::
 }  // namespace
 
 std::map<std::string, ffi::NDArray> Executable::Run(const std::map<std::string, ffi::NDArray>& inputs,
-                                                    int device_id) const {
+                                                    int device_id, const ffi::Function* progress) const {
 #if !TILECORE_ENABLE_NPU
-  (void)inputs, (void)device_id;
+  (void)inputs, (void)device_id, (void)progress;
   TILECORE_THROW(RuntimeError) << "tilecore was built without the npu device; an executable cannot run";
 #else
   const ExecutableSpec& s = get()->spec;
@@ -125,6 +125,7 @@ std::map<std::string, ffi::NDArray> Executable::Run(const std::map<std::string, 
     const ExecStep& st = s.steps[t];
     std::optional<ffi::Function> f = s.modules[st.module].GetFunction(st.function);
     if (!f) TILECORE_THROW(InternalError) << "step " << t << ": function `" << st.function << "` vanished";
+    if (progress) (*progress)(int64_t(t), int64_t(s.steps.size()), ffi::String(st.node));
     std::vector<ffi::AnyView> args;
     for (uint32_t a : st.args) args.emplace_back(views[a]);
     auto t0 = std::chrono::steady_clock::now();
@@ -438,13 +439,16 @@ TILECORE_REGISTER_GLOBAL("runtime.ExecutableModules").set_body_typed([](Executab
   for (const Module& m : e->spec.modules) out.push_back(m);
   return out;
 });
-// runtime.ExecutableRun(exe, names, arrays, device_id) -> [output names..., output arrays...]
+// runtime.ExecutableRun(exe, names, arrays, device_id, progress or None) -> [output names..., output arrays...]
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableRun")
-    .set_body_typed([](Executable e, ffi::Array<ffi::String> names, ffi::Array<ffi::NDArray> arrays, int64_t dev) {
+    .set_body_typed([](Executable e, ffi::Array<ffi::String> names, ffi::Array<ffi::NDArray> arrays, int64_t dev,
+                       ffi::Any progress) {
       if (names.size() != arrays.size()) TILECORE_THROW(ValueError) << "names and arrays differ in length";
       std::map<std::string, ffi::NDArray> in;
       for (size_t i = 0; i < names.size(); ++i) in.emplace(std::string(names[i]), arrays[i]);
-      std::map<std::string, ffi::NDArray> out = e.Run(in, int(dev));
+      std::optional<ffi::Function> cb;
+      if (!progress.is_none()) cb = progress.cast<ffi::Function>();
+      std::map<std::string, ffi::NDArray> out = e.Run(in, int(dev), cb ? &*cb : nullptr);
       JArr res;
       for (const ExecIO& io : e->spec.outputs) res.push_back(Any(ffi::String(io.name)));
       for (const ExecIO& io : e->spec.outputs) res.push_back(Any(out.at(io.name)));

@@ -107,8 +107,9 @@ class Executable : public ffi::ObjectRef {
   /// Runs on npu:`device_id`: checks `inputs` (name -> array, any device) against the signature,
   /// copies constants and inputs into a fresh arena, runs the steps, returns the outputs on the
   /// host. Statistics and the trace of the run are kept (last_stats, last_trace).
-  std::map<std::string, ffi::NDArray> Run(const std::map<std::string, ffi::NDArray>& inputs,
-                                          int device_id = 0) const;
+  /// `progress`, when given, is called before each step with (index, count, node name).
+  std::map<std::string, ffi::NDArray> Run(const std::map<std::string, ffi::NDArray>& inputs, int device_id = 0,
+                                          const ffi::Function* progress = nullptr) const;
 };
 
 /// Checks everything a loader must (indices, sizes, dtypes, kinds, function signatures,

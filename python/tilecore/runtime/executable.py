@@ -57,12 +57,13 @@ class Executable(Object):
     def to_bytes(self):
         return bytes(_api().ExecutableSaveToBytes(self))
 
-    def run(self, inputs, device=0):
+    def run(self, inputs, device=0, progress=None):
         """Runs on ``npu:device`` (its simulator) and the CPU.
 
         ``inputs`` maps input names to numpy arrays (or anything with ``__dlpack__``, or
         NDArrays); returns a dict from output names to numpy arrays. A missing, unknown or
         wrongly shaped/typed input is a ValueError listing what the executable expects.
+        ``progress(step, n_steps, node)``, when given, is called before each step.
         """
         from .. import nd
 
@@ -78,7 +79,7 @@ class Executable(Object):
                 arr = nd.from_dlpack(value)
             names.append(str(name))
             arrays.append(arr)
-        res = list(_api().ExecutableRun(self, names, arrays, int(device)))
+        res = list(_api().ExecutableRun(self, names, arrays, int(device), progress))
         n = len(res) // 2
         return {str(res[i]): res[n + i].numpy() for i in range(n)}
 
