@@ -428,8 +428,12 @@ TILECORE_REGISTER_GLOBAL("runtime.ExecutableLoadFromFile").set_body_typed([](std
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableSaveToBytes").set_body_typed([](Executable e) {
   return ffi::Bytes(e.SaveToBytes());
 });
-TILECORE_REGISTER_GLOBAL("runtime.ExecutableLoadFromBytes").set_body_typed([](ffi::Bytes b) {
-  return Executable::LoadFromBytes(b.view());
+// runtime.ExecutableLoadFromBytes(data): the file's bytes as a host uint8 NDArray.
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableLoadFromBytes").set_body_typed([](ffi::NDArray a) {
+  if (a.device().device_type != kDLCPU || a.dtype().bits != 8 || a.dtype().lanes != 1 || !a.IsContiguous()) {
+    TILECORE_THROW(TypeError) << "runtime.ExecutableLoadFromBytes: expected a contiguous host uint8 array";
+  }
+  return Executable::LoadFromBytes(std::string_view(a.data<const char>(), a.NumBytes()));
 });
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableDescribe").set_body_typed([](Executable e) {
   return ffi::String(SpecToJson(e->spec));

@@ -113,7 +113,10 @@ def load_executable(path):
 
 
 def load_executable_bytes(data):
-    return _api().ExecutableLoadFromBytes(bytes(data))
+    """Like :func:`load_executable`, from the file's bytes."""
+    from .. import nd
+
+    return _api().ExecutableLoadFromBytes(nd.array(np.frombuffer(bytes(data), dtype=np.uint8).copy()))
 
 
 class ExecutableBuilder:
