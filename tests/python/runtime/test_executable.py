@@ -228,3 +228,21 @@ def test_cli_run_and_profile(exe, tmp_path):
                        env=env)
     assert r.returncode == 1
     assert "input `x` is float32[2, 2]; the executable expects x: int8[64, 64]" in r.stderr
+
+
+def test_inputs_as_dlpack_and_ndarrays(exe):
+    class Producer:  # only the DLPack protocol
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kw):
+            return self.a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    w, bias = P.weights()
+    x = x_input()
+    ref = P.reference(x, w, bias)
+    np.testing.assert_array_equal(exe.run({"x": Producer(x)})["out"], ref)
+    np.testing.assert_array_equal(exe.run({"x": tilecore.nd.array(x, device=tilecore.npu(0))})["out"], ref)
