@@ -146,8 +146,9 @@ class ExecutableBuilder:
         return len(self._modules) - 1
 
     def add_buffer(self, name, shape, dtype, offset=None):
-        dtype = str(np.dtype(dtype)) if dtype not in ("bfloat16",) else dtype
-        size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        itemsize = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize  # numpy has no bfloat16
+        dtype = dtype if dtype == "bfloat16" else str(np.dtype(dtype))
+        size = int(np.prod(shape, dtype=np.int64)) * itemsize
         if offset is None:
             end = max((b["offset"] + b["size"] for b in self._buffers), default=0)
             offset = (end + 63) // 64 * 64
