@@ -8,6 +8,8 @@ Subcommands:
                                              run a program on the simulator
     tilecore demo [--size N]                 a tiled int8 GEMM on 4 simulated cores,
                                              checked against numpy
+    tilecore run OUT.tcx --inputs IN.npz     run an executable (tilecore/runtime_cli.py)
+    tilecore profile OUT.tcx --inputs IN.npz its per-op profile
 
 A subcommand is a function decorated with :func:`command`; another module adds one
 (``compile``, ``run``, ``tdb``, ...) by decorating its own function and being listed
