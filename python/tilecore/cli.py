@@ -10,6 +10,8 @@ Subcommands:
                                              debug a kernel module (docs/tdb.md)
     tilecore demo [--size N]                 a tiled int8 GEMM on 4 simulated cores,
                                              checked against numpy
+    tilecore run OUT.tcx --inputs IN.npz     run an executable (tilecore/runtime_cli.py)
+    tilecore profile OUT.tcx --inputs IN.npz its per-op profile
 
 A subcommand is a function decorated with :func:`command`; another module adds one
 (``compile``, ``run``, ``tdb``, ...) by decorating its own function and being listed
@@ -24,7 +26,7 @@ import sys
 _COMMANDS = {}
 # Modules that define further subcommands with @command; imported when the parser is built.
 # A module that is missing (not written yet, or an optional dependency) is skipped.
-_PLUGIN_MODULES = ("tilecore.compile_cli", "tilecore.tdb_cli")
+_PLUGIN_MODULES = ("tilecore.compile_cli", "tilecore.tdb_cli", "tilecore.runtime_cli")
 
 
 def command(name, help, arguments=()):  # noqa: A002  (argparse's word)

@@ -53,6 +53,9 @@ std::string ModuleNode::SaveToBytes() const {
   TILECORE_THROW(NotImplementedError) << "a `" << kind() << "` module cannot be saved";
 }
 
+ModuleObj::ModuleObj(std::unique_ptr<ModuleNode> n) : node(std::move(n)) {}
+ModuleObj::~ModuleObj() = default;
+
 Module::Module(std::unique_ptr<ModuleNode> node) : Module(ffi::make_object<ModuleObj>(std::move(node))) {}
 
 std::optional<ffi::Function> Module::GetFunction(const std::string& name, bool query_imports) const {

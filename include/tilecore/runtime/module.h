@@ -59,7 +59,9 @@ class ModuleNode {
 
 class ModuleObj : public ffi::Object {
  public:
-  explicit ModuleObj(std::unique_ptr<ModuleNode> n) : node(std::move(n)) {}
+  // Out of line: `imports` holds the still incomplete Module here (clang rejects it inline).
+  explicit ModuleObj(std::unique_ptr<ModuleNode> n);
+  ~ModuleObj();
   std::unique_ptr<ModuleNode> node;
   std::vector<Module> imports;
 

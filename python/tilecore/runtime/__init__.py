@@ -125,8 +125,14 @@ def list_device_apis():
     return list(_ffi.ListDeviceAPIs())
 
 
+from .executable import Executable, ExecutableBuilder, load_executable, load_executable_bytes  # noqa: E402
+
 __all__ = [
+    "Executable",
+    "ExecutableBuilder",
     "Module",
+    "load_executable",
+    "load_executable_bytes",
     "device_attributes",
     "list_device_apis",
     "load_module",

@@ -1,0 +1,127 @@
+// include/tilecore/runtime/executable.h — the executable `.tcx`: a compiled model and its executor.
+//
+// An Executable is what the model compiler produces and what `tilecore run` runs. It holds
+//   - code: runtime Modules (`npu` modules run on the simulator, `c` modules on the CPU),
+//     saved with the module file format of module.h;
+//   - the DDR memory plan: one arena of `arena_size` bytes and a list of buffers in it
+//     (offset, size, dtype, shape). Which buffers share bytes is the compiler's decision;
+//     validation checks that no two buffers alive at the same step overlap;
+//   - constants (weights): the bytes of some buffers, copied into the arena before a run;
+//   - the I/O signature: input and output names (the model's names) and their buffers;
+//   - the steps, in order: an npu or host call of one module function on plan buffers,
+//     with the graph node it computes, its op type and MAC count, and debug info.
+// Every Executable is validated when built and when loaded (Validate below): the file
+// format (docs/executable.md) is versioned, carries a whole-file checksum checked before
+// anything is parsed, and every count is checked against the bytes left before allocating,
+// so a truncated or corrupted file is a ValueError naming the field and the byte, never a crash.
+//
+// Layering: the runtime knows modules, devices and the simulator; nothing here knows the
+// Graph IR or ONNX — node names and op types are plain strings.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tilecore/ffi/ndarray.h"
+#include "tilecore/ffi/object.h"
+#include "tilecore/runtime/module.h"
+
+namespace tilecore::runtime {
+
+inline constexpr char kExecutableMagic[8] = {'T', 'C', 'E', 'X', 'E', 'C', '\0', '\0'};
+inline constexpr uint32_t kExecutableVersion = 1;
+/// Offsets of buffers in the arena are multiples of this (DMA-friendly, any dtype aligned).
+inline constexpr uint64_t kExecutableAlign = 64;
+/// The arena must fit TC1's 32-bit DDR address space.
+inline constexpr uint64_t kExecutableMaxArena = uint64_t{1} << 32;
+
+/// One buffer of the memory plan: bytes [offset, offset + size) of the arena.
+struct ExecBuffer {
+  std::string name;
+  uint64_t offset = 0;
+  uint64_t size = 0;           // = product(shape) x dtype bytes
+  std::string dtype;           // "int8", "float32", ...
+  std::vector<int64_t> shape;
+};
+
+/// A named input or output of the model and the buffer it lives in.
+struct ExecIO {
+  std::string name;
+  uint32_t buffer = 0;
+};
+
+struct ExecConstant {
+  uint32_t buffer = 0;
+  std::string data;  // exactly the buffer's size
+};
+
+/// One call. `module` indexes Executable::modules; `args` index buffers (the function's
+/// parameters in order, all buffers).
+struct ExecStep {
+  enum Kind : uint32_t { kNpu = 0, kHost = 1 };
+  Kind kind = kNpu;
+  uint32_t module = 0;
+  std::string function;
+  std::vector<uint32_t> args;
+  std::string node;       // the graph node this step computes
+  std::string op_type;    // its op type ("Conv", "MatMul", ...)
+  uint64_t macs = 0;      // multiply-accumulates of the op (for statistics)
+  // ---- debug info (the module's own line table maps npu instructions to Kernel IR lines)
+  std::string source_node;                    // the model's node name (e.g. the ONNX node)
+  std::map<std::string, std::string> debug;   // room for more: key -> value
+};
+
+struct ExecutableSpec {
+  std::string precision = "f32";  // f32 | f16 | bf16 | int8: the MAC peak statistics use
+  std::vector<Module> modules;
+  uint64_t arena_size = 0;
+  std::vector<ExecBuffer> buffers;
+  std::vector<ExecConstant> constants;
+  std::vector<ExecIO> inputs, outputs;
+  std::vector<ExecStep> steps;
+};
+
+class ExecutableObj : public ffi::Object {
+ public:
+  ExecutableSpec spec;
+  std::string last_stats;  // JSON of the last run (empty before one)
+  std::string last_trace;  // Chrome trace JSON of the last run
+  TILECORE_FFI_DECLARE_OBJECT_INFO_FINAL("runtime.Executable", ExecutableObj, ffi::Object);
+};
+
+class Executable : public ffi::ObjectRef {
+ public:
+  TILECORE_FFI_DEFINE_OBJECT_REF_METHODS(Executable, ffi::ObjectRef, ExecutableObj);
+
+  /// Validates `spec` (ValueError naming the first problem) and wraps it.
+  static Executable Build(ExecutableSpec spec);
+  std::string SaveToBytes() const;
+  /// Checks the header and checksum, then parses and validates; ValueError naming field and byte.
+  static Executable LoadFromBytes(std::string_view bytes);
+  void SaveToFile(const std::string& path) const;
+  static Executable LoadFromFile(const std::string& path);
+
+  /// Runs on npu:`device_id`: checks `inputs` (name -> array, any device) against the signature,
+  /// copies constants and inputs into a fresh arena, runs the steps, returns the outputs on the
+  /// host. Statistics and the trace of the run are kept (last_stats, last_trace).
+  /// `progress`, when given, is called before each step with (index, count, node name).
+  std::map<std::string, ffi::NDArray> Run(const std::map<std::string, ffi::NDArray>& inputs, int device_id = 0,
+                                          const ffi::Function* progress = nullptr) const;
+};
+
+/// Checks everything a loader must (indices, sizes, dtypes, kinds, function signatures,
+/// overlapping live buffers); the ValueError names the record (buffer 3 `x`, step 2 `conv1`).
+/// A buffer is live from its first to its last use by a step; inputs from the start,
+/// outputs to the end, constants throughout.
+void ValidateExecutable(const ExecutableSpec& spec);
+
+/// "name: int8[1, 3, 224, 224]" lines of the inputs (or outputs), for error messages.
+std::string DescribeSignature(const ExecutableSpec& spec, bool inputs);
+
+/// MACs per cycle per core of TC1's matrix engine at a precision ("int8" 2048, "f16"/"bf16" 1024, "f32" 256).
+uint64_t PeakMacsPerCycle(const std::string& precision);
+
+}  // namespace tilecore::runtime

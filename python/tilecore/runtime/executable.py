@@ -1,0 +1,192 @@
+"""The executable ``.tcx``: a compiled model (code, constants, DDR plan, I/O, steps).
+
+    exe = tilecore.runtime.load_executable("model.tcx")
+    outs = exe.run({"x": x})            # {output name: numpy array}
+    exe.stats()                         # cycles, mac_utilisation, per-op figures
+    exe.trace("trace.json")             # Chrome / Perfetto trace of the last run
+    exe.save("again.tcx")
+
+:class:`ExecutableBuilder` assembles one from modules, a memory plan and steps (what the
+model compiler calls). The file format and the statistics are described in docs/executable.md.
+"""
+import json
+
+import numpy as np
+
+from ..object import Object, register_object
+
+
+def _api():
+    from . import _ffi
+
+    return _ffi
+
+
+@register_object("runtime.Executable")
+class Executable(Object):
+    """A compiled model: run it with :meth:`run`, save it with :meth:`save`."""
+
+    __slots__ = ()
+
+    def describe(self):
+        """The plan and steps as a dict (buffers, constants, inputs, outputs, steps)."""
+        return json.loads(_api().ExecutableDescribe(self))
+
+    @property
+    def modules(self):
+        return list(_api().ExecutableModules(self))
+
+    @property
+    def inputs(self):
+        """{name: (shape, dtype)} of the inputs, in order."""
+        return self._io("inputs")
+
+    @property
+    def outputs(self):
+        return self._io("outputs")
+
+    def _io(self, which):
+        d = self.describe()
+        return {io["name"]: (tuple(d["buffers"][io["buffer"]]["shape"]), d["buffers"][io["buffer"]]["dtype"])
+                for io in d[which]}
+
+    def save(self, path):
+        """Writes the ``.tcx`` file; :func:`load_executable` reads it back."""
+        _api().ExecutableSaveToFile(self, str(path))
+
+    def to_bytes(self):
+        return bytes(_api().ExecutableSaveToBytes(self))
+
+    def run(self, inputs, device=0, progress=None):
+        """Runs on ``npu:device`` (its simulator) and the CPU.
+
+        ``inputs`` maps input names to numpy arrays (or anything with ``__dlpack__``, or
+        NDArrays); returns a dict from output names to numpy arrays. A missing, unknown or
+        wrongly shaped/typed input is a ValueError listing what the executable expects.
+        ``progress(step, n_steps, node)``, when given, is called before each step.
+        """
+        from .. import nd
+
+        if not isinstance(inputs, dict):
+            raise TypeError(f"inputs must be a dict from input names to arrays, not {type(inputs).__name__}")
+        names, arrays = [], []
+        for name, value in inputs.items():
+            if isinstance(value, nd.NDArray):
+                arr = value
+            elif isinstance(value, np.ndarray) or not hasattr(value, "__dlpack__"):
+                arr = nd.array(np.ascontiguousarray(value))
+            else:
+                arr = nd.from_dlpack(value)
+            names.append(str(name))
+            arrays.append(arr)
+        res = list(_api().ExecutableRun(self, names, arrays, int(device), progress))
+        n = len(res) // 2
+        return {str(res[i]): res[n + i].numpy() for i in range(n)}
+
+    def stats(self):
+        """Statistics of the last run (docs/executable.md); ValueError before any run."""
+        text = _api().ExecutableStatsJSON(self)
+        if not text:
+            raise ValueError("no statistics yet: run the executable first")
+        return json.loads(text)
+
+    def trace(self, path=None):
+        """The Chrome/Perfetto trace of the last run: written to ``path``, or returned as a dict."""
+        text = _api().ExecutableTraceJSON(self)
+        if not text:
+            raise ValueError("no trace yet: run the executable first")
+        if path is None:
+            return json.loads(text)
+        with open(path, "w") as f:
+            f.write(text)
+        return None
+
+    def __repr__(self):
+        d = self.describe()
+        return (f"<tilecore.runtime.Executable {len(d['steps'])} steps, {len(d['modules'])} modules, "
+                f"arena {d['arena_size']} B, inputs {[i['name'] for i in d['inputs']]}>")
+
+
+def load_executable(path):
+    """Reads a ``.tcx`` file (ValueError naming the field and byte of any problem)."""
+    return _api().ExecutableLoadFromFile(str(path))
+
+
+def load_executable_bytes(data):
+    """Like :func:`load_executable`, from the file's bytes."""
+    from .. import nd
+
+    return _api().ExecutableLoadFromBytes(nd.array(np.frombuffer(bytes(data), dtype=np.uint8).copy()))
+
+
+class ExecutableBuilder:
+    """Assembles an :class:`Executable` (the C++ builder validates it).
+
+        b = ExecutableBuilder(precision="int8")
+        m = b.add_module(mod)                                 # a runtime Module: npu or c
+        x = b.add_buffer("x", (64,), "int8", offset=0)        # DDR plan: offsets chosen by the caller
+        w = b.add_constant("w", weights, offset=64)           # a buffer holding the array's bytes
+        b.add_input("x", x); b.add_output("y", y)
+        b.add_step("npu", m, "kernel", [x, w, y], node="add0", op_type="Add", macs=0)
+        exe = b.build()
+
+    Offsets are 64-byte aligned; ``offset=None`` places a buffer after the last one.
+    """
+
+    def __init__(self, precision="f32"):
+        self.precision = precision
+        self._modules, self._buffers, self._constants, self._arrays = [], [], [], []
+        self._inputs, self._outputs, self._steps = [], [], []
+
+    def add_module(self, module):
+        for i, m in enumerate(self._modules):
+            if m is module:
+                return i
+        self._modules.append(module)
+        return len(self._modules) - 1
+
+    def add_buffer(self, name, shape, dtype, offset=None):
+        itemsize = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize  # numpy has no bfloat16
+        dtype = dtype if dtype == "bfloat16" else str(np.dtype(dtype))
+        size = int(np.prod(shape, dtype=np.int64)) * itemsize
+        if offset is None:
+            end = max((b["offset"] + b["size"] for b in self._buffers), default=0)
+            offset = (end + 63) // 64 * 64
+        self._buffers.append({"name": name, "offset": int(offset), "size": int(size), "dtype": dtype,
+                              "shape": [int(d) for d in shape]})
+        return len(self._buffers) - 1
+
+    def add_constant(self, name, array, offset=None):
+        from .. import nd
+
+        array = np.ascontiguousarray(array)
+        b = self.add_buffer(name, array.shape, array.dtype, offset)
+        self._constants.append({"buffer": b})
+        self._arrays.append(nd.array(array))
+        return b
+
+    def add_input(self, name, buffer):
+        self._inputs.append({"name": name, "buffer": int(buffer)})
+
+    def add_output(self, name, buffer):
+        self._outputs.append({"name": name, "buffer": int(buffer)})
+
+    def add_step(self, kind, module, function, args, node, op_type="", macs=0, source_node="", debug=None):
+        """One call: ``kind`` "npu" or "host"; ``module`` an index from add_module (or a Module)."""
+        if not isinstance(module, int):
+            module = self.add_module(module)
+        self._steps.append({"kind": kind, "module": module, "function": function, "args": [int(a) for a in args],
+                            "node": node, "op_type": op_type, "macs": int(macs), "source_node": source_node or node,
+                            "debug": {str(k): str(v) for k, v in (debug or {}).items()}})
+
+    def arena_size(self):
+        return max((b["offset"] + b["size"] for b in self._buffers), default=0)
+
+    def build(self, arena_size=None):
+        desc = {"precision": self.precision, "arena_size": int(arena_size if arena_size is not None else self.arena_size()),
+                "buffers": self._buffers, "constants": self._constants, "inputs": self._inputs,
+                "outputs": self._outputs, "steps": self._steps}
+        return _api().ExecutableCreate(self._modules, json.dumps(desc), self._arrays)
+
+
+__all__ = ["Executable", "ExecutableBuilder", "load_executable", "load_executable_bytes"]

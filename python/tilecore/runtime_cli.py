@@ -1,0 +1,124 @@
+"""``tilecore run`` and ``tilecore profile``: run a ``.tcx`` executable and report its figures.
+
+    tilecore run OUT.tcx --inputs IN.npz [-o OUT.npz] [--stats STATS.json] [--trace TRACE.json]
+    tilecore profile OUT.tcx --inputs IN.npz       # per-op table sorted by cycles
+
+IN.npz and OUT.npz are keyed by the model's input and output names. Progress is shown
+with tqdm when it is installed (plain lines otherwise, on runs of many steps).
+"""
+import json
+import sys
+
+import numpy as np
+
+from .cli import _fail, arg, command
+
+
+class _Progress:
+    """A per-step progress bar: tqdm when available, else a line every 10% on long runs."""
+
+    def __init__(self, enabled=True):
+        self.enabled = enabled and sys.stderr.isatty()
+        self.bar = None
+        self.last = -1
+
+    def __call__(self, step, n, node):
+        if not self.enabled:
+            return
+        if self.bar is None and self.last < 0:
+            try:
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=n, unit="step", desc="run", leave=False, file=sys.stderr)
+            except ImportError:
+                self.bar = None
+        if self.bar is not None:
+            self.bar.set_postfix_str(node[:30], refresh=False)
+            self.bar.update(step + 1 - self.bar.n)
+        elif n >= 20 and (step * 10) // n != self.last:
+            self.last = (step * 10) // n
+            print(f"run: step {step + 1}/{n} ({node})", file=sys.stderr)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _load_inputs(path):
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def _run(args):
+    from . import runtime
+    from .error import TilecoreError
+
+    try:
+        exe = runtime.load_executable(args.executable)
+        inputs = _load_inputs(args.inputs)
+        prog = _Progress(not getattr(args, "quiet", False))
+        try:
+            outs = exe.run(inputs, device=args.device, progress=prog)
+        finally:
+            prog.close()
+    except (ValueError, TypeError, TilecoreError) as e:
+        return None, None, _fail(str(e).split("\nC++ backtrace")[0])
+    return exe, outs, 0
+
+
+@command("run", "run a .tcx executable on the simulator (npu steps) and the CPU (host steps)", [
+    arg("executable", help="the .tcx file"),
+    arg("--inputs", required=True, help=".npz of the inputs, keyed by input name"),
+    arg("-o", "--output", help="write the outputs to this .npz"),
+    arg("--stats", help="write the statistics (cycles, mac_utilisation, ops) as JSON here"),
+    arg("--trace", help="write a Chrome/Perfetto trace here (one track per engine per core)"),
+    arg("--device", type=int, default=0, help="npu device id (default 0)"),
+    arg("--quiet", action="store_true", help="no progress bar"),
+])
+def run_cmd(args):
+    exe, outs, rc = _run(args)
+    if rc:
+        return rc
+    st = exe.stats()
+    if args.output:
+        np.savez(args.output, **outs)
+    if args.stats:
+        with open(args.stats, "w") as f:
+            json.dump(st, f, indent=1)
+    if args.trace:
+        exe.trace(args.trace)
+    for name, a in outs.items():
+        print(f"{name}: {a.dtype}{list(a.shape)}")
+    print(f"cycles: {st['cycles']}  mac_utilisation: {st['mac_utilisation']:.4f} ({st['precision']} peak "
+          f"{st['peak_macs_per_cycle']} MAC/cycle)  steps: {st['steps']}")
+    return 0
+
+
+def format_profile(st):
+    """The per-op table of a run's statistics, sorted by cycles (largest first)."""
+    ops = sorted(st["ops"], key=lambda o: -o["cycles"])
+    total = max(st["cycles"], 1)
+    w = max([len("op")] + [len(o["name"]) for o in ops])
+    lines = [f"{'op':<{w}}  {'type':<16} {'where':<5} {'cycles':>12} {'share':>7} {'MACs':>14} {'util':>7}  bound by"]
+    for o in ops:
+        lines.append(f"{o['name']:<{w}}  {o['op_type'][:16]:<16} {o['where']:<5} {o['cycles']:>12} "
+                     f"{100.0 * o['cycles'] / total:>6.1f}% {o['macs']:>14} {100.0 * o['mac_utilisation']:>6.2f}%  "
+                     f"{o['bound_by']}")
+    lines.append(f"total: {st['cycles']} cycles = {st['cycles'] / 1e3:.1f} us at 1 GHz, {st['macs']} MACs, "
+                 f"MAC utilisation {100.0 * st['mac_utilisation']:.2f}% of the {st['precision']} peak; "
+                 f"host wall {st['wall_seconds'] * 1e3:.1f} ms")
+    return "\n".join(lines)
+
+
+@command("profile", "run a .tcx executable and print the per-op profile sorted by cycles", [
+    arg("executable", help="the .tcx file"),
+    arg("--inputs", required=True, help=".npz of the inputs, keyed by input name"),
+    arg("--device", type=int, default=0, help="npu device id (default 0)"),
+    arg("--quiet", action="store_true", help="no progress bar"),
+])
+def profile_cmd(args):
+    exe, _, rc = _run(args)
+    if rc:
+        return rc
+    print(format_profile(exe.stats()))
+    return 0

@@ -1,0 +1,382 @@
+// src/runtime/executable.cc — the `.tcx` file: validation, save and load (docs/executable.md).
+#include "tilecore/runtime/executable.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "tilecore/ffi/dtype.h"
+#include "tilecore/ffi/error.h"
+#include "tilecore/runtime/kernel.h"
+
+namespace tilecore::runtime {
+namespace {
+
+constexpr size_t kHeaderBytes = 32;  // magic, version, flags, payload size, checksum
+constexpr uint32_t kMaxRank = 8;
+
+/*! \brief FNV-1a, 64 bit: the whole-payload checksum. */
+uint64_t Fnv1a(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : s) {
+    h ^= uint8_t(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string ShapeStr(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/*! \brief Bytes of dtype x shape, or nullopt on a bad dtype, a negative dim or overflow. */
+std::optional<uint64_t> ByteSize(const std::string& dtype, const std::vector<int64_t>& shape, std::string* why) {
+  DLDataType t;
+  try {
+    t = ffi::StringToDLDataType(dtype);
+  } catch (const ffi::Error&) {
+    *why = "unknown dtype `" + dtype + "`";
+    return std::nullopt;
+  }
+  if (t.bits % 8 != 0 || t.lanes != 1) {
+    *why = "dtype `" + dtype + "` is not a whole number of bytes";
+    return std::nullopt;
+  }
+  uint64_t n = ffi::DataTypeBytes(t);
+  for (int64_t d : shape) {
+    if (d < 0) {
+      *why = "negative dimension in shape " + ShapeStr(shape);
+      return std::nullopt;
+    }
+    if (d != 0 && n > kExecutableMaxArena / uint64_t(d)) {
+      *why = "shape " + ShapeStr(shape) + " is larger than 4 GiB";
+      return std::nullopt;
+    }
+    n *= uint64_t(d);
+  }
+  return n;
+}
+
+std::string BufName(const ExecutableSpec& s, uint32_t b) {
+  return "buffer " + std::to_string(b) + " `" + s.buffers[b].name + "`";
+}
+
+/*! \brief Parameters of function `name` of module `m` (from its Info), or nullopt. */
+std::optional<std::vector<KernelParam>> FunctionParams(const Module& m, const std::string& name) {
+  ffi::Map<ffi::String, ffi::Any> info = m.node()->Info();
+  if (!info.count("functions")) return std::nullopt;
+  for (const ffi::Any& f : info["functions"].cast<ffi::Array<ffi::Any>>()) {
+    auto fm = f.cast<ffi::Map<ffi::String, ffi::Any>>();
+    if (fm["name"].cast<std::string>() == name) return ParamsFromArray(fm["params"].cast<ffi::Array<ffi::Any>>());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+uint64_t PeakMacsPerCycle(const std::string& precision) {
+  if (precision == "int8" || precision == "i8") return 2048;
+  if (precision == "f16" || precision == "bf16" || precision == "float16" || precision == "bfloat16") return 1024;
+  return 256;
+}
+
+std::string DescribeSignature(const ExecutableSpec& spec, bool inputs) {
+  std::string s;
+  for (const ExecIO& io : inputs ? spec.inputs : spec.outputs) {
+    if (io.buffer >= spec.buffers.size()) continue;
+    const ExecBuffer& b = spec.buffers[io.buffer];
+    s += (s.empty() ? "" : ", ") + io.name + ": " + b.dtype + ShapeStr(b.shape);
+  }
+  return s.empty() ? "(none)" : s;
+}
+
+void ValidateExecutable(const ExecutableSpec& s) {
+  auto fail = [](const std::string& m) { TILECORE_THROW(ValueError) << "invalid executable: " << m; };
+  if (s.precision != "f32" && s.precision != "f16" && s.precision != "bf16" && s.precision != "int8") {
+    fail("precision `" + s.precision + "` (expected f32, f16, bf16 or int8)");
+  }
+  if (s.arena_size > kExecutableMaxArena) fail("arena of " + std::to_string(s.arena_size) + " bytes exceeds 4 GiB");
+  const uint32_t nb = uint32_t(s.buffers.size());
+  for (uint32_t i = 0; i < nb; ++i) {
+    const ExecBuffer& b = s.buffers[i];
+    std::string why;
+    auto size = ByteSize(b.dtype, b.shape, &why);
+    if (!size) fail(BufName(s, i) + ": " + why);
+    if (*size != b.size) {
+      fail(BufName(s, i) + ": size " + std::to_string(b.size) + " but " + b.dtype + ShapeStr(b.shape) + " needs " +
+           std::to_string(*size));
+    }
+    if (b.offset % kExecutableAlign != 0) fail(BufName(s, i) + ": offset " + std::to_string(b.offset) + " is not 64-byte aligned");
+    if (b.offset > s.arena_size || b.size > s.arena_size - b.offset) {
+      fail(BufName(s, i) + ": bytes [" + std::to_string(b.offset) + ", " + std::to_string(b.offset + b.size) +
+           ") exceed the arena of " + std::to_string(s.arena_size));
+    }
+  }
+  // Live ranges: [first, last] step index; -1 = before the first step, n = after the last.
+  const int n = int(s.steps.size());
+  std::vector<int> first(nb, n + 1), last(nb, -2);
+  auto use = [&](uint32_t b, int t) {
+    first[b] = std::min(first[b], t);
+    last[b] = std::max(last[b], t);
+  };
+  std::set<uint32_t> constant_bufs;
+  for (size_t c = 0; c < s.constants.size(); ++c) {
+    const ExecConstant& k = s.constants[c];
+    if (k.buffer >= nb) fail("constant " + std::to_string(c) + ": buffer index " + std::to_string(k.buffer) + " out of range");
+    if (!constant_bufs.insert(k.buffer).second) fail("constant " + std::to_string(c) + ": " + BufName(s, k.buffer) + " has two constants");
+    if (k.data.size() != s.buffers[k.buffer].size) {
+      fail("constant " + std::to_string(c) + ": " + std::to_string(k.data.size()) + " bytes for " + BufName(s, k.buffer) +
+           " of " + std::to_string(s.buffers[k.buffer].size));
+    }
+    use(k.buffer, -1);
+    use(k.buffer, n);
+  }
+  for (int io = 0; io < 2; ++io) {
+    const auto& list = io == 0 ? s.inputs : s.outputs;
+    const char* what = io == 0 ? "input" : "output";
+    std::set<std::string> names;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const ExecIO& e = list[i];
+      if (e.name.empty()) fail(std::string(what) + " " + std::to_string(i) + " has no name");
+      if (!names.insert(e.name).second) fail(std::string(what) + " `" + e.name + "` appears twice");
+      if (e.buffer >= nb) fail(std::string(what) + " `" + e.name + "`: buffer index " + std::to_string(e.buffer) + " out of range");
+      if (io == 0 && constant_bufs.count(e.buffer)) fail(std::string("input `") + e.name + "` is a constant's " + BufName(s, e.buffer));
+      use(e.buffer, io == 0 ? -1 : n);
+    }
+  }
+  if (s.outputs.empty()) fail("no outputs");
+  for (int t = 0; t < n; ++t) {
+    const ExecStep& st = s.steps[size_t(t)];
+    std::string name = "step " + std::to_string(t) + " `" + st.node + "`";
+    if (st.kind != ExecStep::kNpu && st.kind != ExecStep::kHost) fail(name + ": kind " + std::to_string(st.kind));
+    if (st.module >= s.modules.size()) fail(name + ": module index " + std::to_string(st.module) + " out of range");
+    const Module& m = s.modules[st.module];
+    std::string kind = m.node()->kind();
+    if ((st.kind == ExecStep::kNpu) != (kind == "npu")) {
+      fail(name + ": a " + (st.kind == ExecStep::kNpu ? "npu" : "host") + " step calls a `" + kind + "` module");
+    }
+    auto params = FunctionParams(m, st.function);
+    if (!params) fail(name + ": module " + std::to_string(st.module) + " (" + kind + ") has no function `" + st.function + "`");
+    if (params->size() != st.args.size()) {
+      fail(name + ": " + std::to_string(st.args.size()) + " arguments for " + KernelSignature(st.function, *params));
+    }
+    for (size_t a = 0; a < st.args.size(); ++a) {
+      uint32_t b = st.args[a];
+      const KernelParam& p = (*params)[a];
+      if (b >= nb) fail(name + ": argument " + std::to_string(a) + ": buffer index " + std::to_string(b) + " out of range");
+      if (p.kind != "buffer") fail(name + ": parameter `" + p.name + "` of " + KernelSignature(st.function, *params) + " is not a buffer");
+      if (p.dtype != s.buffers[b].dtype) {
+        fail(name + ": parameter `" + p.name + "` of " + KernelSignature(st.function, *params) + " gets " + BufName(s, b) +
+             " of dtype " + s.buffers[b].dtype);
+      }
+      // Rationale: no check that constants are only read: codegen marks parameters `written`
+      // conservatively, so the flag cannot tell a reader from a writer.
+      use(b, t);
+    }
+  }
+  // Buffers alive at the same time must not share bytes.
+  std::vector<uint32_t> order;
+  for (uint32_t i = 0; i < nb; ++i) {
+    if (last[i] >= first[i] && s.buffers[i].size > 0) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return s.buffers[a].offset < s.buffers[b].offset; });
+  for (size_t x = 0; x < order.size(); ++x) {
+    const ExecBuffer& a = s.buffers[order[x]];
+    for (size_t y = x + 1; y < order.size(); ++y) {
+      const ExecBuffer& b = s.buffers[order[y]];
+      if (b.offset >= a.offset + a.size) break;
+      if (first[order[x]] <= last[order[y]] && first[order[y]] <= last[order[x]]) {
+        fail(BufName(s, order[x]) + " [" + std::to_string(a.offset) + ", " + std::to_string(a.offset + a.size) + ") and " +
+             BufName(s, order[y]) + " [" + std::to_string(b.offset) + ", " + std::to_string(b.offset + b.size) +
+             ") overlap while both are live (steps " + std::to_string(std::max(first[order[x]], first[order[y]])) + ".." +
+             std::to_string(std::min(last[order[x]], last[order[y]])) + ")");
+      }
+    }
+  }
+}
+
+Executable Executable::Build(ExecutableSpec spec) {
+  ValidateExecutable(spec);
+  auto obj = ffi::make_object<ExecutableObj>();
+  obj->spec = std::move(spec);
+  return Executable(std::move(obj));
+}
+
+// ---- file format ---------------------------------------------------------------------------
+std::string Executable::SaveToBytes() const {
+  const ExecutableSpec& s = get()->spec;
+  ByteWriter w;
+  w.str(s.precision);
+  w.u32(uint32_t(s.modules.size()));
+  for (const Module& m : s.modules) w.str(m.SaveToBytes());
+  w.u64(s.arena_size);
+  w.u32(uint32_t(s.buffers.size()));
+  for (const ExecBuffer& b : s.buffers) {
+    w.str(b.name);
+    w.u64(b.offset);
+    w.u64(b.size);
+    w.str(b.dtype);
+    w.u32(uint32_t(b.shape.size()));
+    for (int64_t d : b.shape) w.i64(d);
+  }
+  w.u32(uint32_t(s.constants.size()));
+  for (const ExecConstant& c : s.constants) {
+    w.u32(c.buffer);
+    w.str(c.data);
+  }
+  for (const auto* list : {&s.inputs, &s.outputs}) {
+    w.u32(uint32_t(list->size()));
+    for (const ExecIO& e : *list) {
+      w.str(e.name);
+      w.u32(e.buffer);
+    }
+  }
+  w.u32(uint32_t(s.steps.size()));
+  for (const ExecStep& st : s.steps) {
+    w.u32(st.kind);
+    w.u32(st.module);
+    w.str(st.function);
+    w.u32(uint32_t(st.args.size()));
+    for (uint32_t a : st.args) w.u32(a);
+    w.str(st.node);
+    w.str(st.op_type);
+    w.u64(st.macs);
+    w.str(st.source_node);
+    w.u32(uint32_t(st.debug.size()));
+    for (const auto& [k, v] : st.debug) {
+      w.str(k);
+      w.str(v);
+    }
+  }
+  const std::string& payload = w.data();
+  ByteWriter h;
+  h.u32(kExecutableVersion);
+  h.u32(0);  // flags, none defined
+  h.u64(payload.size());
+  h.u64(Fnv1a(payload));
+  return std::string(kExecutableMagic, 8) + h.data() + payload;
+}
+
+Executable Executable::LoadFromBytes(std::string_view bytes) {
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kExecutableMagic, 8) != 0) {
+    TILECORE_THROW(ValueError) << "not a tilecore executable (the magic \"TCEXEC\" is missing at byte 0)";
+  }
+  if (bytes.size() < kHeaderBytes) {
+    TILECORE_THROW(ValueError) << "executable, byte " << bytes.size() << ": truncated header (" << kHeaderBytes
+                               << " bytes needed, " << bytes.size() << " present)";
+  }
+  ByteReader h(bytes.substr(0, kHeaderBytes), "executable");
+  h.u64();  // magic
+  uint32_t version = h.u32();
+  if (version != kExecutableVersion) {
+    TILECORE_THROW(ValueError) << "executable, byte 8: unsupported version " << version << " (this tilecore reads version "
+                               << kExecutableVersion << ")";
+  }
+  uint32_t flags = h.u32();
+  if (flags != 0) TILECORE_THROW(ValueError) << "executable, byte 12: unknown flags " << flags;
+  uint64_t size = h.u64();
+  uint64_t sum = h.u64();
+  if (size != bytes.size() - kHeaderBytes) {
+    TILECORE_THROW(ValueError) << "executable, byte 16: the header announces a payload of " << size << " bytes but "
+                               << bytes.size() - kHeaderBytes << " follow (truncated or padded file)";
+  }
+  std::string_view payload = bytes.substr(kHeaderBytes);
+  if (Fnv1a(payload) != sum) {
+    TILECORE_THROW(ValueError) << "executable, byte 24: checksum mismatch (the file is corrupted)";
+  }
+  // Positions below are payload offsets; errors name file bytes (payload + 32).
+  ByteReader r(bytes, "executable");
+  (void)r.u64(), (void)r.u64(), (void)r.u64(), (void)r.u64();
+  auto left = [&] { return uint64_t(bytes.size() - r.pos()); };
+  ExecutableSpec s;
+  s.precision = r.str();
+  uint32_t nm = r.count(left() / 4);
+  for (uint32_t i = 0; i < nm; ++i) {
+    size_t at = r.pos();
+    std::string blob = r.str();
+    try {
+      s.modules.push_back(Module::LoadFromBytes(blob));
+    } catch (const ffi::Error& e) {
+      TILECORE_THROW(ValueError) << "executable, byte " << at << ": module " << i << ": " << e.message();
+    }
+  }
+  s.arena_size = r.u64();
+  if (s.arena_size > kExecutableMaxArena) r.fail("arena of " + std::to_string(s.arena_size) + " bytes exceeds 4 GiB");
+  s.buffers.resize(r.count(left() / 28));  // a buffer record takes at least 28 bytes
+  for (ExecBuffer& b : s.buffers) {
+    b.name = r.str();
+    b.offset = r.u64();
+    b.size = r.u64();
+    b.dtype = r.str();
+    b.shape.resize(r.count(kMaxRank));
+    for (int64_t& d : b.shape) d = r.i64();
+  }
+  s.constants.resize(r.count(left() / 8));
+  for (ExecConstant& c : s.constants) {
+    c.buffer = r.u32();
+    c.data = r.str();
+  }
+  for (auto* list : {&s.inputs, &s.outputs}) {
+    list->resize(r.count(left() / 8));
+    for (ExecIO& e : *list) {
+      e.name = r.str();
+      e.buffer = r.u32();
+    }
+  }
+  s.steps.resize(r.count(left() / 40));  // a step record takes at least 40 bytes
+  for (ExecStep& st : s.steps) {
+    size_t at = r.pos();
+    uint32_t kind = r.u32();
+    if (kind > 1) {
+      TILECORE_THROW(ValueError) << "executable, byte " << at << ": step kind " << kind << " (0 npu, 1 host)";
+    }
+    st.kind = ExecStep::Kind(kind);
+    st.module = r.u32();
+    st.function = r.str();
+    st.args.resize(r.count(left() / 4));
+    for (uint32_t& a : st.args) a = r.u32();
+    st.node = r.str();
+    st.op_type = r.str();
+    st.macs = r.u64();
+    st.source_node = r.str();
+    uint32_t nd = r.count(left() / 8);
+    for (uint32_t i = 0; i < nd; ++i) {
+      std::string k = r.str();
+      st.debug[k] = r.str();
+    }
+  }
+  if (!r.at_end()) r.fail("trailing bytes after the last step");
+  try {
+    return Build(std::move(s));
+  } catch (const ffi::Error& e) {
+    if (e.kind() != "ValueError") throw;
+    TILECORE_THROW(ValueError) << "executable: " << e.message();
+  }
+}
+
+void Executable::SaveToFile(const std::string& path) const {
+  std::string bytes = SaveToBytes();
+  std::ofstream f(path, std::ios::binary);
+  if (!f) TILECORE_THROW(OSError) << "cannot open `" << path << "` for writing";
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) TILECORE_THROW(OSError) << "writing `" << path << "` failed";
+}
+
+Executable Executable::LoadFromFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) TILECORE_THROW(OSError) << "cannot open executable file `" << path << "`";
+  std::stringstream ss;
+  ss << f.rdbuf();
+  try {
+    return LoadFromBytes(ss.str());
+  } catch (const ffi::Error& e) {
+    if (e.kind() != "ValueError") throw;
+    TILECORE_THROW(ValueError) << path << ": " << e.message();
+  }
+}
+
+}  // namespace tilecore::runtime

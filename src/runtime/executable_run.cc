@@ -1,0 +1,468 @@
+// src/runtime/executable_run.cc — the executor: runs a `.tcx` on the npu device and the CPU,
+// with per-step statistics from the simulator and a Chrome/Perfetto trace; and the registry.
+#include <chrono>
+#include <cstring>
+
+#include "tilecore/ffi/dtype.h"
+#include "tilecore/ffi/error.h"
+#include "tilecore/ffi/json.h"
+#include "tilecore/runtime/executable.h"
+#if TILECORE_ENABLE_NPU
+#include "tilecore/runtime/npu_device.h"
+#include "tilecore/sim/stats.h"
+#endif
+
+namespace tilecore::runtime {
+namespace {
+
+using ffi::Any;
+using JMap = ffi::Map<ffi::String, ffi::Any>;
+using JArr = ffi::Array<ffi::Any>;
+
+double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+/*! \brief A view of bytes [offset, offset + size) of `arena` with the buffer's shape and dtype. */
+ffi::NDArray View(const ffi::NDArray& arena, const ExecBuffer& b) {
+  struct Ctx {
+    ffi::NDArray arena;
+    std::vector<int64_t> shape;
+  };
+  auto* ctx = new Ctx{arena, b.shape};  // freed by the deleter below
+  auto* m = new DLManagedTensor{};
+  m->dl_tensor.data = arena.tensor().data;
+  m->dl_tensor.byte_offset = arena.tensor().byte_offset + b.offset;
+  m->dl_tensor.device = arena.device();
+  m->dl_tensor.ndim = int32_t(ctx->shape.size());
+  m->dl_tensor.shape = ctx->shape.data();
+  m->dl_tensor.strides = nullptr;
+  m->dl_tensor.dtype = ffi::StringToDLDataType(b.dtype);
+  m->manager_ctx = ctx;
+  m->deleter = [](DLManagedTensor* self) {
+    delete static_cast<Ctx*>(self->manager_ctx);
+    delete self;
+  };
+  return ffi::NDArray::FromDLPack(m);
+}
+
+std::string JsonEscape(const std::string& s) { return ffi::json::Stringify(ffi::String(s)); }
+
+}  // namespace
+
+std::map<std::string, ffi::NDArray> Executable::Run(const std::map<std::string, ffi::NDArray>& inputs,
+                                                    int device_id, const ffi::Function* progress) const {
+#if !TILECORE_ENABLE_NPU
+  (void)inputs, (void)device_id, (void)progress;
+  TILECORE_THROW(RuntimeError) << "tilecore was built without the npu device; an executable cannot run";
+#else
+  const ExecutableSpec& s = get()->spec;
+  auto t_start = std::chrono::steady_clock::now();
+  // ---- the signature
+  for (const auto& [name, arr] : inputs) {
+    bool known = false;
+    for (const ExecIO& io : s.inputs) known = known || io.name == name;
+    if (!known) {
+      TILECORE_THROW(ValueError) << "unknown input `" << name << "`; the executable expects " << DescribeSignature(s, true);
+    }
+  }
+  for (const ExecIO& io : s.inputs) {
+    auto it = inputs.find(io.name);
+    const ExecBuffer& b = s.buffers[io.buffer];
+    if (it == inputs.end()) {
+      TILECORE_THROW(ValueError) << "missing input `" << io.name << "`; the executable expects " << DescribeSignature(s, true);
+    }
+    std::string dt = ffi::DLDataTypeToString(it->second.dtype());
+    if (dt != b.dtype || it->second.shape() != b.shape) {
+      std::string got = dt + "[";
+      auto sh = it->second.shape();
+      for (size_t i = 0; i < sh.size(); ++i) got += (i ? ", " : "") + std::to_string(sh[i]);
+      TILECORE_THROW(ValueError) << "input `" << io.name << "` is " << got << "]; the executable expects "
+                                 << DescribeSignature(s, true);
+    }
+  }
+  // ---- memory: one arena on the device, views per buffer
+  NpuDevice& dev = GetNpuDevice(device_id);
+  std::lock_guard<std::recursive_mutex> launch(dev.launch_mutex());
+  DLDevice npu{static_cast<DLDeviceType>(ffi::kDLNPU), device_id};
+  DLDataType u8 = ffi::StringToDLDataType("uint8");
+  ffi::NDArray arena = ffi::NDArray::Empty({int64_t(std::max<uint64_t>(s.arena_size, 1))}, u8, npu);
+  std::vector<ffi::NDArray> views;
+  views.reserve(s.buffers.size());
+  for (const ExecBuffer& b : s.buffers) views.push_back(View(arena, b));
+  DLDevice cpu{kDLCPU, 0};
+  for (const ExecConstant& c : s.constants) {
+    ffi::NDArray h = ffi::NDArray::Empty(s.buffers[c.buffer].shape, views[c.buffer].dtype(), cpu);
+    if (!c.data.empty()) std::memcpy(h.data<char>(), c.data.data(), c.data.size());
+    h.CopyTo(views[c.buffer]);
+  }
+  for (const ExecIO& io : s.inputs) inputs.at(io.name).CopyTo(views[io.buffer]);
+  sim::SimulatorRef simref = dev.simulator();
+  const int cores = simref->sim.config().cores;
+  const uint64_t peak = PeakMacsPerCycle(s.precision);
+  // ---- the steps
+  JArr ops;
+  std::string trace = "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n";
+  char buf[512];
+  for (int c = 0; c < cores; ++c) {
+    std::snprintf(buf, sizeof buf, "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"core %d\"}},\n", c, c);
+    trace += buf;
+    for (int a = 0; a < sim::kNumAgents; ++a) {
+      std::snprintf(buf, sizeof buf, "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, \"args\": {\"name\": \"%s\"}},\n",
+                    c, a, sim::agent_name(sim::Agent(a)));
+      trace += buf;
+    }
+  }
+  const int host_pid = 1000;
+  std::snprintf(buf, sizeof buf, "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"host\"}},\n"
+                "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": \"cpu\"}}",
+                host_pid, host_pid);
+  trace += buf;
+  uint64_t total_cycles = 0, total_macs = 0, npu_macs = 0, timeline_ns = 0;
+  uint64_t ddr_r = 0, ddr_w = 0, l2_r = 0, l2_w = 0, l1_r = 0, l1_w = 0;
+  double call_seconds = 0, sim_seconds = 0, host_seconds = 0;
+  for (size_t t = 0; t < s.steps.size(); ++t) {
+    const ExecStep& st = s.steps[t];
+    std::optional<ffi::Function> f = s.modules[st.module].GetFunction(st.function);
+    if (!f) TILECORE_THROW(InternalError) << "step " << t << ": function `" << st.function << "` vanished";
+    if (progress) (*progress)(int64_t(t), int64_t(s.steps.size()), ffi::String(st.node));
+    std::vector<ffi::AnyView> args;
+    for (uint32_t a : st.args) args.emplace_back(views[a]);
+    auto t0 = std::chrono::steady_clock::now();
+    try {
+      f->CallPacked(ffi::PackedArgs(args.data(), int32_t(args.size())));
+    } catch (const ffi::Error& e) {
+      if (e.kind() == "SimError") throw;  // keeps core, pc and instruction for Python
+      throw ffi::Error(std::string(e.kind()),
+                       "step " + std::to_string(t) + " `" + st.node + "` (" + st.op_type + "): " + std::string(e.message()),
+                       std::string(e.backtrace()));
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    double secs = Seconds(t0, t1);
+    call_seconds += secs;
+    JMap op;
+    op.Set("name", Any(ffi::String(st.source_node.empty() ? st.node : st.source_node)));
+    op.Set("node", Any(ffi::String(st.node)));
+    op.Set("op_type", Any(ffi::String(st.op_type)));
+    op.Set("where", Any(ffi::String(st.kind == ExecStep::kNpu ? "npu" : "host")));
+    op.Set("macs", Any(int64_t(st.macs)));
+    op.Set("wall_seconds", Any(secs));
+    total_macs += st.macs;
+    if (st.kind == ExecStep::kNpu) {
+      sim::Stats ss;
+      {
+        std::lock_guard<std::mutex> lock(simref.mut()->mu);
+        ss = simref->sim.stats();
+      }
+      sim_seconds += secs;
+      uint64_t sim_macs = 0;
+      JArr engines;
+      std::string bound = "sc";
+      uint64_t bound_busy = 0;
+      for (size_t c = 0; c < ss.cores.size(); ++c) {
+        sim_macs += ss.cores[c].macs;
+        JMap per_core;
+        for (int a = 0; a < sim::kNumAgents; ++a) {
+          const sim::EngineStats& e = ss.cores[c].agents[size_t(a)];
+          per_core.Set(sim::agent_name(sim::Agent(a)), Any(int64_t(e.busy)));
+          if (e.busy > bound_busy) bound_busy = e.busy, bound = sim::agent_name(sim::Agent(a));
+          if (e.busy > 0) {
+            std::snprintf(buf, sizeof buf,
+                          ",\n{\"ph\": \"X\", \"name\": %s, \"pid\": %zu, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
+                          "\"args\": {\"op_type\": %s, \"busy_cycles\": %llu, \"stalled_cycles\": %llu}}",
+                          JsonEscape(st.node).c_str(), c, a, double(timeline_ns) / 1000.0, double(ss.cycles) / 1000.0,
+                          JsonEscape(st.op_type).c_str(), (unsigned long long)e.busy,
+                          (unsigned long long)(e.stalled_dep + e.stalled_bw));
+            trace += buf;
+          }
+        }
+        engines.push_back(Any(per_core));
+      }
+      npu_macs += st.macs;
+      total_cycles += ss.cycles;
+      timeline_ns += ss.cycles;
+      ddr_r += ss.ddr_read, ddr_w += ss.ddr_written, l2_r += ss.l2_read, l2_w += ss.l2_written;
+      l1_r += ss.l1_read, l1_w += ss.l1_written;
+      double denom = double(peak) * double(ss.cycles) * double(cores);
+      op.Set("cycles", Any(int64_t(ss.cycles)));
+      op.Set("sim_macs", Any(int64_t(sim_macs)));
+      op.Set("mac_utilisation", Any(denom > 0 ? double(st.macs) / denom : 0.0));
+      op.Set("instructions", Any(int64_t(ss.instructions)));
+      op.Set("commands", Any(int64_t(ss.commands)));
+      JMap bytes;
+      bytes.Set("ddr_read", Any(int64_t(ss.ddr_read)));
+      bytes.Set("ddr_written", Any(int64_t(ss.ddr_written)));
+      bytes.Set("l2_read", Any(int64_t(ss.l2_read)));
+      bytes.Set("l2_written", Any(int64_t(ss.l2_written)));
+      bytes.Set("l1_read", Any(int64_t(ss.l1_read)));
+      bytes.Set("l1_written", Any(int64_t(ss.l1_written)));
+      op.Set("bytes", Any(bytes));
+      op.Set("engine_busy", Any(engines));
+      op.Set("bound_by", Any(ffi::String(bound)));
+    } else {
+      host_seconds += secs;
+      uint64_t ns = uint64_t(secs * 1e9);
+      std::snprintf(buf, sizeof buf,
+                    ",\n{\"ph\": \"X\", \"name\": %s, \"pid\": %d, \"tid\": 0, \"ts\": %.3f, \"dur\": %.3f, "
+                    "\"args\": {\"op_type\": %s, \"host\": true}}",
+                    JsonEscape(st.node).c_str(), host_pid, double(timeline_ns) / 1000.0, double(ns) / 1000.0,
+                    JsonEscape(st.op_type).c_str());
+      trace += buf;
+      timeline_ns += ns;
+      op.Set("cycles", Any(int64_t(0)));
+      op.Set("sim_macs", Any(int64_t(0)));
+      op.Set("mac_utilisation", Any(0.0));
+      op.Set("bound_by", Any(ffi::String("host")));
+    }
+    ops.push_back(Any(op));
+  }
+  trace += "\n]}\n";
+  // ---- outputs
+  std::map<std::string, ffi::NDArray> out;
+  for (const ExecIO& io : s.outputs) out.emplace(io.name, views[io.buffer].CopyTo(cpu));
+  views.clear();
+  auto t_end = std::chrono::steady_clock::now();
+  double total = Seconds(t_start, t_end);
+  JMap st;
+  st.Set("cycles", Any(int64_t(total_cycles)));
+  st.Set("macs", Any(int64_t(total_macs)));
+  st.Set("npu_macs", Any(int64_t(npu_macs)));
+  double denom = double(peak) * double(total_cycles) * double(cores);
+  st.Set("mac_utilisation", Any(denom > 0 ? double(npu_macs) / denom : 0.0));
+  st.Set("precision", Any(ffi::String(s.precision)));
+  st.Set("peak_macs_per_cycle", Any(int64_t(peak * uint64_t(cores))));
+  st.Set("cores", Any(int64_t(cores)));
+  st.Set("steps", Any(int64_t(s.steps.size())));
+  JMap bytes;
+  bytes.Set("ddr_read", Any(int64_t(ddr_r)));
+  bytes.Set("ddr_written", Any(int64_t(ddr_w)));
+  bytes.Set("l2_read", Any(int64_t(l2_r)));
+  bytes.Set("l2_written", Any(int64_t(l2_w)));
+  bytes.Set("l1_read", Any(int64_t(l1_r)));
+  bytes.Set("l1_written", Any(int64_t(l1_w)));
+  st.Set("bytes", Any(bytes));
+  st.Set("wall_seconds", Any(total));
+  st.Set("npu_call_seconds", Any(sim_seconds));
+  st.Set("host_call_seconds", Any(host_seconds));
+  st.Set("executor_overhead_seconds", Any(total - call_seconds));
+  st.Set("ops", Any(ops));
+  ExecutableObj* self = const_cast<ExecutableObj*>(get());
+  self->last_stats = ffi::json::Stringify(st, 1);
+  self->last_trace = std::move(trace);
+  return out;
+#endif
+}
+
+// ---- the builder's description: JSON (docs/executable.md, "Building") -----------------------
+namespace {
+
+template <typename T>
+T Get(const JMap& m, const char* key, const std::string& where) {
+  if (!m.count(key)) TILECORE_THROW(ValueError) << where << ": missing `" << key << "`";
+  try {
+    return m[key].cast<T>();
+  } catch (const ffi::Error& e) {
+    TILECORE_THROW(ValueError) << where << ": `" << key << "`: " << e.message();
+  }
+  return T();  // unreachable: the builder throws
+}
+
+uint32_t Index(const JMap& m, const char* key, const std::string& where) {
+  int64_t v = Get<int64_t>(m, key, where);
+  if (v < 0 || v > int64_t(UINT32_MAX)) TILECORE_THROW(ValueError) << where << ": `" << key << "` = " << v;
+  return uint32_t(v);
+}
+
+ExecutableSpec SpecFromJson(ffi::Array<Module> modules, const std::string& text, ffi::Array<ffi::NDArray> constants) {
+  JMap d = ffi::json::Parse(text).cast<JMap>();
+  ExecutableSpec s;
+  for (const Module& m : modules) s.modules.push_back(m);
+  if (d.count("precision")) s.precision = d["precision"].cast<std::string>();
+  int64_t arena = Get<int64_t>(d, "arena_size", "executable");
+  if (arena < 0) TILECORE_THROW(ValueError) << "executable: arena_size " << arena;
+  s.arena_size = uint64_t(arena);
+  JArr bufs = Get<JArr>(d, "buffers", "executable");
+  for (size_t i = 0; i < bufs.size(); ++i) {
+    std::string w = "buffer " + std::to_string(i);
+    JMap b = bufs[i].cast<JMap>();
+    ExecBuffer e;
+    e.name = Get<std::string>(b, "name", w);
+    int64_t off = Get<int64_t>(b, "offset", w);
+    if (off < 0) TILECORE_THROW(ValueError) << w << ": offset " << off;
+    e.offset = uint64_t(off);
+    e.dtype = Get<std::string>(b, "dtype", w);
+    for (const Any& x : Get<JArr>(b, "shape", w)) e.shape.push_back(x.cast<int64_t>());
+    // size: as given, else computed (validation compares the two when given)
+    if (b.count("size")) {
+      e.size = uint64_t(b["size"].cast<int64_t>());
+    } else {
+      DLDataType t = ffi::StringToDLDataType(e.dtype);
+      uint64_t n = ffi::DataTypeBytes(t);
+      for (int64_t dd : e.shape) n *= uint64_t(std::max<int64_t>(dd, 0));
+      e.size = n;
+    }
+    s.buffers.push_back(std::move(e));
+  }
+  if (d.count("constants")) {
+    JArr cs = d["constants"].cast<JArr>();
+    if (cs.size() != constants.size()) {
+      TILECORE_THROW(ValueError) << "executable: " << cs.size() << " constant records but " << constants.size() << " arrays";
+    }
+    for (size_t i = 0; i < cs.size(); ++i) {
+      ExecConstant c;
+      c.buffer = Index(cs[i].cast<JMap>(), "buffer", "constant " + std::to_string(i));
+      ffi::NDArray a = constants[i].CopyTo(DLDevice{kDLCPU, 0});
+      c.data.assign(a.data<char>(), a.NumBytes());
+      s.constants.push_back(std::move(c));
+    }
+  }
+  for (const char* key : {"inputs", "outputs"}) {
+    JArr l = Get<JArr>(d, key, "executable");
+    for (size_t i = 0; i < l.size(); ++i) {
+      std::string w = std::string(key) + " " + std::to_string(i);
+      JMap m = l[i].cast<JMap>();
+      ExecIO io{Get<std::string>(m, "name", w), Index(m, "buffer", w)};
+      (std::string(key) == "inputs" ? s.inputs : s.outputs).push_back(io);
+    }
+  }
+  JArr steps = Get<JArr>(d, "steps", "executable");
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::string w = "step " + std::to_string(i);
+    JMap m = steps[i].cast<JMap>();
+    ExecStep st;
+    std::string kind = Get<std::string>(m, "kind", w);
+    if (kind != "npu" && kind != "host") TILECORE_THROW(ValueError) << w << ": kind `" << kind << "` (npu or host)";
+    st.kind = kind == "npu" ? ExecStep::kNpu : ExecStep::kHost;
+    st.module = Index(m, "module", w);
+    st.function = Get<std::string>(m, "function", w);
+    for (const Any& a : Get<JArr>(m, "args", w)) {
+      int64_t v = a.cast<int64_t>();
+      if (v < 0 || v > int64_t(UINT32_MAX)) TILECORE_THROW(ValueError) << w << ": argument buffer " << v;
+      st.args.push_back(uint32_t(v));
+    }
+    st.node = Get<std::string>(m, "node", w);
+    st.op_type = m.count("op_type") ? m["op_type"].cast<std::string>() : std::string();
+    st.macs = m.count("macs") ? uint64_t(std::max<int64_t>(0, m["macs"].cast<int64_t>())) : 0;
+    st.source_node = m.count("source_node") ? m["source_node"].cast<std::string>() : std::string();
+    if (m.count("debug")) {
+      for (const auto& [k, v] : m["debug"].cast<JMap>().items()) st.debug[std::string(k)] = v.cast<std::string>();
+    }
+    s.steps.push_back(std::move(st));
+  }
+  return s;
+}
+
+/*! \brief The plan and steps as JSON (the builder's description, constants as buffer indices). */
+std::string SpecToJson(const ExecutableSpec& s) {
+  JMap d;
+  d.Set("version", Any(int64_t(kExecutableVersion)));
+  d.Set("precision", Any(ffi::String(s.precision)));
+  d.Set("arena_size", Any(int64_t(s.arena_size)));
+  JArr mods;
+  for (const Module& m : s.modules) mods.push_back(Any(ffi::String(m.node()->kind())));
+  d.Set("modules", Any(mods));
+  JArr bufs;
+  for (const ExecBuffer& b : s.buffers) {
+    JMap m;
+    m.Set("name", Any(ffi::String(b.name)));
+    m.Set("offset", Any(int64_t(b.offset)));
+    m.Set("size", Any(int64_t(b.size)));
+    m.Set("dtype", Any(ffi::String(b.dtype)));
+    JArr shape;
+    for (int64_t x : b.shape) shape.push_back(Any(x));
+    m.Set("shape", Any(shape));
+    bufs.push_back(Any(m));
+  }
+  d.Set("buffers", Any(bufs));
+  JArr cs;
+  for (const ExecConstant& c : s.constants) {
+    JMap m;
+    m.Set("buffer", Any(int64_t(c.buffer)));
+    cs.push_back(Any(m));
+  }
+  d.Set("constants", Any(cs));
+  for (int k = 0; k < 2; ++k) {
+    JArr l;
+    for (const ExecIO& io : k == 0 ? s.inputs : s.outputs) {
+      JMap m;
+      m.Set("name", Any(ffi::String(io.name)));
+      m.Set("buffer", Any(int64_t(io.buffer)));
+      l.push_back(Any(m));
+    }
+    d.Set(k == 0 ? "inputs" : "outputs", Any(l));
+  }
+  JArr steps;
+  for (const ExecStep& st : s.steps) {
+    JMap m;
+    m.Set("kind", Any(ffi::String(st.kind == ExecStep::kNpu ? "npu" : "host")));
+    m.Set("module", Any(int64_t(st.module)));
+    m.Set("function", Any(ffi::String(st.function)));
+    JArr args;
+    for (uint32_t a : st.args) args.push_back(Any(int64_t(a)));
+    m.Set("args", Any(args));
+    m.Set("node", Any(ffi::String(st.node)));
+    m.Set("op_type", Any(ffi::String(st.op_type)));
+    m.Set("macs", Any(int64_t(st.macs)));
+    m.Set("source_node", Any(ffi::String(st.source_node)));
+    JMap dbg;
+    for (const auto& [k, v] : st.debug) dbg.Set(k, Any(ffi::String(v)));
+    m.Set("debug", Any(dbg));
+    steps.push_back(Any(m));
+  }
+  d.Set("steps", Any(steps));
+  return ffi::json::Stringify(d, 1);
+}
+
+}  // namespace
+
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableCreate")
+    .set_body_typed([](ffi::Array<Module> modules, std::string desc, ffi::Array<ffi::NDArray> constants) {
+      return Executable::Build(SpecFromJson(modules, desc, constants));
+    });
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableSaveToFile").set_body_typed([](Executable e, std::string path) {
+  e.SaveToFile(path);
+});
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableLoadFromFile").set_body_typed([](std::string path) {
+  return Executable::LoadFromFile(path);
+});
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableSaveToBytes").set_body_typed([](Executable e) {
+  return ffi::Bytes(e.SaveToBytes());
+});
+// runtime.ExecutableLoadFromBytes(data): the file's bytes as a host uint8 NDArray.
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableLoadFromBytes").set_body_typed([](ffi::NDArray a) {
+  if (a.device().device_type != kDLCPU || a.dtype().bits != 8 || a.dtype().lanes != 1 || !a.IsContiguous()) {
+    TILECORE_THROW(TypeError) << "runtime.ExecutableLoadFromBytes: expected a contiguous host uint8 array";
+  }
+  return Executable::LoadFromBytes(std::string_view(a.data<const char>(), a.NumBytes()));
+});
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableDescribe").set_body_typed([](Executable e) {
+  return ffi::String(SpecToJson(e->spec));
+});
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableModules").set_body_typed([](Executable e) {
+  ffi::Array<Module> out;
+  for (const Module& m : e->spec.modules) out.push_back(m);
+  return out;
+});
+// runtime.ExecutableRun(exe, names, arrays, device_id, progress or None) -> [output names..., output arrays...]
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableRun")
+    .set_body_typed([](Executable e, ffi::Array<ffi::String> names, ffi::Array<ffi::NDArray> arrays, int64_t dev,
+                       ffi::Any progress) {
+      if (names.size() != arrays.size()) TILECORE_THROW(ValueError) << "names and arrays differ in length";
+      std::map<std::string, ffi::NDArray> in;
+      for (size_t i = 0; i < names.size(); ++i) in.emplace(std::string(names[i]), arrays[i]);
+      std::optional<ffi::Function> cb;
+      if (!progress.is_none()) cb = progress.cast<ffi::Function>();
+      std::map<std::string, ffi::NDArray> out = e.Run(in, int(dev), cb ? &*cb : nullptr);
+      JArr res;
+      for (const ExecIO& io : e->spec.outputs) res.push_back(Any(ffi::String(io.name)));
+      for (const ExecIO& io : e->spec.outputs) res.push_back(Any(out.at(io.name)));
+      return res;
+    });
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableStatsJSON").set_body_typed([](Executable e) {
+  return ffi::String(e->last_stats);
+});
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableTraceJSON").set_body_typed([](Executable e) {
+  return ffi::String(e->last_trace);
+});
+
+}  // namespace tilecore::runtime

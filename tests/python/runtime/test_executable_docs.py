@@ -1,0 +1,40 @@
+"""docs/executable.md: its example runs, and its statistics table names the keys stats() gives."""
+import os
+import re
+import sys
+
+import pytest
+
+import tilecore
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from doc_examples import page_text, run_page  # noqa: E402
+
+pytestmark = pytest.mark.skipif(tilecore.get_global_func("codegen.build_npu", allow_missing=True) is None,
+                                reason="built without TILECORE_ENABLE_NPU")
+
+
+def test_doc_examples_run(tmp_path):
+    r = run_page("executable.md", tmp_path, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "('add0', 'npu'," in r.stdout and "('mul0', 'host', 0)" in r.stdout
+
+
+def test_documented_stats_keys_exist():
+    sys.path.insert(0, os.path.dirname(__file__))
+    import exe_pipeline as P
+    import numpy as np
+
+    exe = P.build()
+    exe.run({"x": np.zeros((64, 64), "int8")})
+    st = exe.stats()
+    text = page_text("executable.md")
+    table = text[text.index("| key | meaning |"):text.index("Per step:")]
+    keys = set()
+    for row in table.splitlines()[2:]:
+        if row.startswith("|"):
+            keys |= set(re.findall(r"`([a-z_]+)`", row.split("|")[1]))
+    assert keys and keys <= set(st), keys - set(st)
+    per_step = text[text.index("Per step:"):text.index("## Trace")]
+    step_keys = set(re.findall(r"`([a-z_]+)`", per_step)) - {"npu", "host", "sc", "din", "dout", "mm", "vec"}
+    assert step_keys <= set(st["ops"][0]), step_keys - set(st["ops"][0])
