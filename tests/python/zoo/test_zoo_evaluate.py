@@ -136,14 +136,7 @@ def test_canonicalisation_counts(zoo_export, name):
         assert after.get(op, 0) == count, (op, after)
 
 
-# Known gap of the evaluator: an absent optional attribute (Reshape's opset-1 'shape',
-# Resize's 'axes') reaches the op's reference implementation as a function object.
-_ABSENT_ATTR = pytest.mark.xfail(reason="evaluate passes an absent optional attribute as a function",
-                                 raises=TypeError, strict=False)
-
-
-@pytest.mark.parametrize("name", ["resnet18", pytest.param("bert_layer", marks=_ABSENT_ATTR),
-                                  pytest.param("yolo_like", marks=_ABSENT_ATTR)] + MODELS[3:])
+@pytest.mark.parametrize("name", ["resnet18", "bert_layer", "yolo_like"] + MODELS[3:])
 def test_imported_and_canonicalised_model_evaluates_like_onnx_runtime(zoo_export, name):
     fe, graph, canonical, _ = _import_and_canonicalise(zoo_export, name)
     feed = {k: v[0] for k, v in zoo.sample_inputs(name, 1, seed=12).items()}
