@@ -313,6 +313,10 @@ def main(argv=None):
     np.seterr(all="ignore")
     warnings.simplefilter("ignore")
 
+    # tilecore itself must import: a missing build is not a thousand failed cases.
+    import tilecore.frontend  # noqa: F401
+    import tilecore.ir.ops  # noqa: F401
+
     op_filter = set(args.ops.split(",")) if args.ops else None
     cases, op_type_of = _load_cases(op_filter, args.cases)
     rows = []
