@@ -264,12 +264,20 @@ class GraphBuilder:
         self._outputs: List[Value] = []
         self._nodes: List[Node] = []
         self._used = set()
+        # hint -> the last suffix tried: names are only ever added, so every smaller
+        # suffix stays taken and the search resumes there (linear in the graph, not
+        # quadratic for a chain of one op type).
+        self._next_suffix: Dict[str, int] = {}
 
     def fresh(self, hint: str) -> str:
-        name, k = hint or "v", 0
+        """`hint`, or `hint_1`, `hint_2`, ... : the first name not yet used."""
+        hint = hint or "v"
+        k = self._next_suffix.get(hint, 0)
+        name = hint if k == 0 else f"{hint}_{k}"
         while name in self._used:
             k += 1
             name = f"{hint}_{k}"
+        self._next_suffix[hint] = k
         self._used.add(name)
         return name
 
