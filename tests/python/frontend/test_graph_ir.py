@@ -3,7 +3,6 @@ canonicalisation counts, and bad input (each a named error)."""
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -42,7 +41,6 @@ def test_printer_line_format():
 
 def test_big_graph_roundtrip_and_equality():
     g = chain(2000)
-    t0 = time.perf_counter()
     text = g.text()
     js = tilecore.save_json(g)
     g2 = tilecore.load_json(js)
@@ -61,20 +59,18 @@ def test_builder_names_are_the_first_free_suffix():
     assert b.fresh("") == "v" and b.fresh("") == "v_1"
 
 
-def test_20000_node_chain_builds_prints_saves_and_compares_quickly():
-    """Naming used to be quadratic in the builder (about a minute for this chain)."""
+def test_20000_node_chain_builds_prints_saves_and_compares():
+    """No walk recurses along the chain. (Its speed is measured by
+    benchmarks/graph_ir_scale.py, not asserted here.)"""
     n = 20000
-    t0 = time.perf_counter()
     g = chain(n)
     text = g.text()
     g2 = tilecore.load_json(tilecore.save_json(g))
     assert tilecore.structural_equal(g, g2)
-    elapsed = time.perf_counter() - t0
     lines = text.splitlines()
     assert len(lines) == n + 3
     assert len({n.name for n in g.nodes}) == n
     assert "= Neg(%x) @ \"Neg\"" in lines[1] and lines[-2].strip().startswith("return %Relu_")
-    assert elapsed < 10, f"20,000-node chain took {elapsed:.1f} s"
 
 
 def test_passes_on_big_graph():
