@@ -76,21 +76,25 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
           PrimExpr ab = BatchIndex(ob, g.out_batch, g.a_batch);
           PrimExpr bb = BatchIndex(ob, g.out_batch, g.b_batch);
           Buffer Cl = Local({tm, tn}, f32, "Cl");
+          // One set of A and B tiles for every K step: the engines order their accesses by
+          // buffer, so the steps must not get fresh buffers at reused addresses.
+          int64_t kmax = std::max<int64_t>(std::min(g.K, kTK), 1);
+          Buffer Al = Local({tm, kmax}, f32, "Al");
+          Buffer Bl = Local({kmax, tn}, f32, "Bl");
+          Buffer At = Local({kmax, tm}, f32, "At");
+          Buffer Bt = Local({tn, kmax}, f32, "Bt");
           std::vector<Stmt> s;
           bool first = true;
           for (auto [kcount, tk] : Segments(g.K, kTK)) {
             int64_t kbase = tk == kTK ? 0 : (g.K / kTK) * kTK;
             auto step = [&, tk = tk, kbase = kbase](PrimExpr kk, bool accumulate) {
               PrimExpr k0 = I32(kbase) + kk * I32(kTK);
-              Buffer Al = Local({tm, tk}, f32, "Al");
-              Buffer Bl = Local({tk, tn}, f32, "Bl");
               std::vector<Stmt> st;
               Stmt loadA, loadB;
               if (!g.transA) {
                 loadA = DmaWait(Region(Al, {I32(0), I32(0)}, {tm, tk}), Region(g.A, {ab, m0, k0}, {1, tm, tk}), 0);
               } else {
-                Buffer At = Local({tk, tm}, f32, "At");
-                loadA = Allocate(At, Seq({DmaWait(Region(At, {I32(0), I32(0)}, {tk, tm}),
+                loadA = (Seq({DmaWait(Region(At, {I32(0), I32(0)}, {tk, tm}),
                                                   Region(g.A, {ab, k0, m0}, {1, tk, tm}), 0),
                                           Loop("i", tm, [&](PrimExpr i) {
                                             return Loop("k", tk, [&](PrimExpr k) {
@@ -101,8 +105,7 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
               if (!g.transB) {
                 loadB = DmaWait(Region(Bl, {I32(0), I32(0)}, {tk, tn}), Region(g.B, {bb, k0, n0}, {1, tk, tn}), 0);
               } else {
-                Buffer Bt = Local({tn, tk}, f32, "Bt");
-                loadB = Allocate(Bt, Seq({DmaWait(Region(Bt, {I32(0), I32(0)}, {tn, tk}),
+                loadB = (Seq({DmaWait(Region(Bt, {I32(0), I32(0)}, {tn, tk}),
                                                   Region(g.B, {bb, n0, k0}, {1, tn, tk}), 0),
                                           Loop("k", tk, [&](PrimExpr k) {
                                             return Loop("j", tn, [&](PrimExpr j) {
@@ -113,7 +116,7 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
               Stmt mm = Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, tn}), Region(Al, {I32(0), I32(0)}, {tm, tk}),
                                            Region(Bl, {I32(0), I32(0)}, {tk, tn}),
                                            IntImm(DataType::Bool(), accumulate ? 1 : 0)});
-              return Allocate(Al, Allocate(Bl, Seq({loadA, loadB, mm})));
+              return Seq({loadA, loadB, mm});
             };
             if (first) {
               s.push_back(step(I32(0), false));
@@ -155,7 +158,10 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
             s.push_back(Allocate(Tl, Seq(bs)));
           }
           s.push_back(DmaWait(Region(g.C, {ob, m0, n0}, {1, tm, tn}), Region(Cl, {I32(0), I32(0)}, {tm, tn}), 1));
-          return Allocate(Cl, Seq(s));
+          Stmt r = Allocate(Cl, Allocate(Al, Allocate(Bl, Seq(s))));
+          if (g.transA) r = Allocate(At, r);
+          if (g.transB) r = Allocate(Bt, r);
+          return r;
         }));
       }
     }
