@@ -80,7 +80,8 @@ std::string HasStrategy(const std::string& op_type, const Map<String, Any>& attr
                         const std::vector<TensorSpec>& inputs) {
   const Strategy* s = Find(op_type);
   if (!s) return "no npu strategy for " + op_type;
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  size_t n = s->data_inputs < 0 ? inputs.size() : std::min<size_t>(inputs.size(), s->data_inputs);
+  for (size_t i = 0; i < n; ++i) {
     if (!inputs[i].defined()) continue;
     ir::DataType t = inputs[i]->dtype;
     if (t.bits() == 64) return op_type + ": input " + std::to_string(i) + " is " + t.str() + " (TC1 has no 64-bit types)";
@@ -101,8 +102,11 @@ ir::PrimFunc LowerOp(const std::string& op_type, const Map<String, Any>& attrs, 
       TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): output " << i << " is " << outputs[i]->dtype.str()
                                  << " (TC1 has no 64-bit types)";
   }
-  OpCall call{op_type, attrs, inputs, outputs, target.GetInt("cores"), target.GetInt("l1")};
-  return Find(op_type)->lower(call);
+  const Strategy* s = Find(op_type);
+  int64_t data = s->data_inputs < 0 ? static_cast<int64_t>(inputs.size())
+                                    : std::min<int64_t>(static_cast<int64_t>(inputs.size()), s->data_inputs);
+  OpCall call{op_type, attrs, inputs, outputs, target.GetInt("cores"), target.GetInt("l1"), data};
+  return s->lower(call);
 }
 
 namespace detail {
@@ -118,7 +122,7 @@ Params MakeParams(const OpCall& call) {
     p.map.Set(b->data, b);
     into->push_back(b);
   };
-  for (size_t i = 0; i < call.inputs.size(); ++i) {
+  for (size_t i = 0; i < static_cast<size_t>(call.data_inputs); ++i) {
     if (!call.inputs[i].defined()) {  // an omitted optional input: a one-element placeholder
       add(TensorSpec(Array<int64_t>{1}, DataType::Float(32)), "in" + std::to_string(i), &p.in);
       continue;
@@ -135,6 +139,7 @@ PrimFunc MakeFunc(const OpCall& call, const Params& p, Stmt body) {
   for (char ch : call.op_type) sym += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   attrs.Set("global_symbol", String(sym));
   attrs.Set("op_type", String(call.op_type));
+  attrs.Set("input_params", call.data_inputs);
   return PrimFunc(p.vars, body, p.map, attrs);
 }
 

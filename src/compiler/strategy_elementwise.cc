@@ -165,7 +165,16 @@ const std::map<std::string, EwOp>& Ops() {
     m["Cast"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
                    DataType to = c.outputs[0]->dtype;
                    if (to.is_bool()) return ne(x[0], make_zero(x[0].dtype()));
-                   return x[0].dtype() == to ? x[0] : cast(to, x[0]);
+                   if (x[0].dtype() == to) return x[0];
+                   if (x[0].dtype().is_float() && !to.is_float()) {
+                     // ONNX truncates toward zero; TC1's conversion rounds to nearest
+                     PrimExpr r = cast(to, x[0]);
+                     PrimExpr back = cast(x[0].dtype(), r);
+                     PrimExpr one = make_const(to, 1), zero = make_zero(to);
+                     return r - select(x[0] >= F32(0) && back > x[0], one, zero) +
+                            select(x[0] < F32(0) && back < x[0], one, zero);
+                   }
+                   return cast(to, x[0]);
                  },
                  1, 1, {}};
     return m;
@@ -173,13 +182,18 @@ const std::map<std::string, EwOp>& Ops() {
   return ops;
 }
 
+}  // namespace
+
 /*! \brief How many inputs take part in the element-wise computation (shape inputs do not). */
 size_t DataInputs(const std::string& op, size_t n) {
   if (op == "Reshape" || op == "Expand" || op == "Squeeze" || op == "Unsqueeze") return 1;
   return n;
 }
 
+namespace {
+
 std::vector<int64_t> Padded(const std::vector<int64_t>& s, size_t rank) {
+  if (s.size() >= rank) return s;  // a copy to another shape: read flat, never broadcast
   std::vector<int64_t> out(rank - s.size(), 1);
   out.insert(out.end(), s.begin(), s.end());
   return out;
@@ -312,6 +326,7 @@ std::string CheckElementwise(const std::string& op_type, const Map<String, Any>&
   for (size_t i = 0; i < nin; ++i) {
     if (!inputs[i].defined()) continue;
     auto s = Padded(Shape(inputs[i]), rank);
+    if (s.size() != rank) continue;
     for (size_t d = 0; d < rank; ++d) {
       if (s[d] != 1 && out[d] != 1 && s[d] != out[d]) return op_type + ": input shapes do not broadcast";
       if (s[d] != 1) out[d] = s[d];
@@ -349,8 +364,9 @@ PrimFunc LowerElementwiseChecked(const OpCall& call) {
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
   for (const auto& [name, op] : detail::Ops()) {
+    int data = static_cast<int>(detail::DataInputs(name, 8));
     RegisterStrategy(name, Strategy{detail::CheckElementwise, detail::LowerElementwiseChecked,
-                                    [](const OpCall&, int) { return std::string("onnx"); }});
+                                    [](const OpCall&, int) { return std::string("onnx"); }, data == 8 ? -1 : data});
   }
 });
 

@@ -5,8 +5,10 @@
  *
  * The interface is plain data so the strategies do not depend on a graph IR:
  *   LowerOp(op_type, attrs, inputs, outputs, target) -> PrimFunc
- * The PrimFunc takes one global buffer per input, then one per output (weights are
- * inputs too), in the op's order, with the TensorSpec shapes and dtypes.
+ * The PrimFunc takes one global buffer per data input, then one per output (weights
+ * are inputs too), in the op's order, with the TensorSpec shapes and dtypes. Inputs
+ * that are compile-time shapes (Reshape's shape, Expand's shape, ...) are not params;
+ * the PrimFunc's attr "input_params" counts the inputs that are.
  * HasStrategy(op_type, attrs, inputs) returns "" when the op can be lowered, else the
  * reason it cannot (no strategy, a dtype TC1 lacks, an attribute combination), for
  * the partitioner to send the node to the host.
@@ -56,6 +58,8 @@ struct OpCall {
   std::vector<TensorSpec> outputs;
   int64_t cores = 4;
   int64_t l1_bytes = int64_t{1} << 20;
+  /*! \brief Inputs that are params of the PrimFunc: the data inputs (see Strategy). */
+  int64_t data_inputs = 0;
 };
 
 struct Strategy {
@@ -67,6 +71,9 @@ struct Strategy {
   /*! \brief The layout the strategy wants input `i` in ("onnx" = unchanged). A hook for
    * pre-transforming constant weights; every strategy takes the ONNX layout today. */
   std::function<std::string(const OpCall&, int input)> weight_layout;
+  /*! \brief Inputs [0, data_inputs) hold data (-1: all); the rest are shapes or indices
+   * known when compiling (e.g. Reshape's shape), which may be int64. */
+  int data_inputs = -1;
 };
 
 /*! \brief Registers `s` for `op_type` (also as `compiler.strategy.<op_type>`). */

@@ -23,7 +23,8 @@ def run_op(op_type, attrs, inputs, out_shapes=None, out_dtypes=None):
     assert compiler.HasStrategy(op_type, attrs, specs_in) == ""
     f = compiler.LowerOp(op_type, attrs, specs_in, [compiler.TensorSpec(o.shape, o.dtype) for o in outs], TARGET)
     mod = tilecore.build(f, target=TARGET)
-    args = [x if x is not None else np.zeros((1,), np.float32) for x in inputs] + outs
+    nparams = int(f.attrs["input_params"])
+    args = [x if x is not None else np.zeros((1,), np.float32) for x in inputs[:nparams]] + outs
     mod[f.attrs["global_symbol"]](*args)
     stats = tilecore.runtime.npu_simulator(0).stats()
     return outs, refs, stats
