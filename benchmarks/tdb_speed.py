@@ -16,6 +16,8 @@ run (median of --repeat rounds; each round runs every case once).
 import argparse
 import io
 import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # idle BLAS threads spin and steal the simulator's core
 import statistics
 import sys
 import tempfile

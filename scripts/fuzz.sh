@@ -25,10 +25,10 @@ ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null
 
 BUILD="$ROOT/build-fuzz"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DTILECORE_LAYERS="ffi;arch;sim" -DTILECORE_BUILD_FUZZERS=ON -DTILECORE_BUILD_PYTHON=OFF \
+  -DTILECORE_LAYERS="ffi;arch;sim;runtime" -DTILECORE_BUILD_FUZZERS=ON -DTILECORE_BUILD_PYTHON=OFF \
   -DTILECORE_SANITIZE=address,undefined >/dev/null
-cmake --build "$BUILD" -j2 --target fuzz_decode_execute fuzz_assemble
-mkdir -p "$BUILD/fuzz-corpus" "$BUILD/asm-corpus"
+cmake --build "$BUILD" -j2 --target fuzz_decode_execute fuzz_assemble fuzz_module_npu fuzz_module_c
+mkdir -p "$BUILD/fuzz-corpus" "$BUILD/asm-corpus" "$BUILD/module-npu-corpus" "$BUILD/module-c-corpus"
 run_target() {  # run_target <name> <writable corpus> <seed corpus> [extra flags]
   local name=$1 corpus=$2 seeds=$3 log="$BUILD/$1.log"
   shift 3
@@ -44,4 +44,8 @@ run_target() {  # run_target <name> <writable corpus> <seed corpus> [extra flags
 }
 run_target fuzz_decode_execute "$BUILD/fuzz-corpus" "$ROOT/tests/fuzz/corpus"
 run_target fuzz_assemble "$BUILD/asm-corpus" "$ROOT/tests/fuzz/corpus_asm" -max_len=4096
+# Module files: -rss_limit_mb catches a count that allocates before it is checked.
+run_target fuzz_module_npu "$BUILD/module-npu-corpus" "$ROOT/tests/fuzz/corpus_module_npu" -rss_limit_mb=1024
+run_target fuzz_module_c "$BUILD/module-c-corpus" "$ROOT/tests/fuzz/corpus_module_c" -rss_limit_mb=1024 \
+  -max_len=65536
 echo "fuzz: no crash, hang or sanitizer report in ${SECONDS_PER_TARGET}s per target"

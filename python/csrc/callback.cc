@@ -8,6 +8,9 @@
  * becomes a TCFFIError whose cause is the exception object itself (error.cc), so the
  * Python caller on the other side gets the very same exception back.
  */
+#include <pthread.h>
+
+#include <cstdint>
 #include <memory>
 
 #include "internal.h"
@@ -24,6 +27,30 @@ MoveFrame*& CurrentMoveFrame() {
 namespace {
 
 constexpr int kStackArgs = 8;
+
+// Python -> C++ -> Python recursion uses C stack on every round trip, which Python's own
+// recursion limit does not see. A callback refuses to start (RecursionError) when less
+// than kStackReserve bytes of this thread's C stack are left.
+constexpr uintptr_t kStackReserve = 256 * 1024;
+
+bool CStackNearlyFull() {
+  thread_local uintptr_t low = 0;  // the lowest usable address (stacks grow down)
+  thread_local bool known = false;
+  if (!known) {
+    known = true;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* addr = nullptr;
+      size_t size = 0;
+      if (pthread_attr_getstack(&attr, &addr, &size) == 0) low = reinterpret_cast<uintptr_t>(addr);
+      pthread_attr_destroy(&attr);
+    }
+  }
+  if (low == 0) return false;
+  char here;
+  uintptr_t sp = reinterpret_cast<uintptr_t>(&here);
+  return sp < low + kStackReserve;
+}
 
 int CallPython(PyObject* callable, const TCFFIAny* args, int32_t num_args, TCFFIAny* result) {
   // A caller that `_move()`d arguments published them; if this callback received that
@@ -50,7 +77,14 @@ int CallPython(PyObject* callable, const TCFFIAny* args, int32_t num_args, TCFFI
   }
   PyObject* ret = nullptr;
   if (made == num_args) {
-    ret = PyObject_Vectorcall(callable, py_args, static_cast<size_t>(num_args), nullptr);
+    if (CStackNearlyFull()) {
+      PyErr_SetString(PyExc_RecursionError,
+                      "maximum recursion depth exceeded: the C stack is nearly full "
+                      "(Python -> tilecore -> Python calls nested too deeply)");
+    } else if (Py_EnterRecursiveCall(" while calling a Python callback from tilecore") == 0) {
+      ret = PyObject_Vectorcall(callable, py_args, static_cast<size_t>(num_args), nullptr);
+      Py_LeaveRecursiveCall();
+    }
   }
   for (int32_t i = 0; i < made; ++i) Py_DECREF(py_args[i]);
   if (ret == nullptr) return SetFFIErrorFromPyErr();

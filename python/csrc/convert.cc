@@ -269,7 +269,10 @@ int ConvertArgSlow(PyObject* o, int i, ArgFrame& frame, PyObject* fname) {
     Py_DECREF(as_int);
     return rc;
   }
-  if (num != nullptr && num->nb_float != nullptr) {
+  // Complex numbers (Python's and numpy's) have no FFI type: they travel opaque below,
+  // never silently as their real part.
+  if (num != nullptr && num->nb_float != nullptr && !PyComplex_Check(o) &&
+      std::strstr(t->tp_name, "complex") == nullptr) {
     double v = PyFloat_AsDouble(o);
     if (v == -1.0 && PyErr_Occurred()) return -1;
     SetPOD(out, kTCFFIFloat, 0);

@@ -6,6 +6,8 @@
  * come from the library ("ffi.DeviceNameToType" / "ffi.DeviceTypeToName"), which keeps
  * one table of them.
  */
+#include <climits>
+
 #include "internal.h"
 
 namespace tilecore_py {
@@ -13,6 +15,17 @@ namespace tilecore_py {
 PyTypeObject DeviceType = {PyVarObject_HEAD_INIT(nullptr, 0)};
 
 namespace {
+
+// A device type or id outside int32 is refused (OverflowError) instead of being narrowed
+// to some other, valid device.
+bool CheckInt32(long v, const char* what) {
+  if (v < INT32_MIN || v > INT32_MAX) {
+    PyErr_Format(PyExc_OverflowError, "device %s %ld does not fit in 32 bits", what, v);
+    return false;
+  }
+  return true;
+}
+
 
 int ParseDeviceName(PyObject* name, DLDevice* out) {
   // "npu" or "npu:1"
@@ -36,6 +49,7 @@ int ParseDeviceName(PyObject* name, DLDevice* out) {
     Py_DECREF(num);
     if (id == -1 && PyErr_Occurred()) return -1;
   }
+  if (!CheckInt32(t, "type") || !CheckInt32(id, "id")) return -1;
   out->device_type = static_cast<DLDeviceType>(t);
   out->device_id = static_cast<int32_t>(id);
   return 0;
@@ -54,6 +68,7 @@ PyObject* DeviceNew(PyTypeObject*, PyObject* args, PyObject* kwargs) {
   if (id != nullptr) {
     long v = PyLong_AsLong(id);
     if (v == -1 && PyErr_Occurred()) return nullptr;
+    if (!CheckInt32(v, "id")) return nullptr;
     d.device_id = static_cast<int32_t>(v);
   }
   return MakeDevice(d);
@@ -137,6 +152,7 @@ int DeviceFromPy(PyObject* obj, DLDevice* out) {
   if (PyLong_Check(obj)) {
     long t = PyLong_AsLong(obj);
     if (t == -1 && PyErr_Occurred()) return -1;
+    if (!CheckInt32(t, "type")) return -1;
     *out = DLDevice{static_cast<DLDeviceType>(t), 0};
     return 0;
   }
@@ -144,6 +160,7 @@ int DeviceFromPy(PyObject* obj, DLDevice* out) {
     long t = PyLong_AsLong(PyTuple_GET_ITEM(obj, 0));
     long id = PyLong_AsLong(PyTuple_GET_ITEM(obj, 1));
     if (PyErr_Occurred()) return -1;
+    if (!CheckInt32(t, "type") || !CheckInt32(id, "id")) return -1;
     *out = DLDevice{static_cast<DLDeviceType>(t), static_cast<int32_t>(id)};
     return 0;
   }

@@ -35,7 +35,7 @@ DLTensor* TensorOf(PyObject* self) {
 
 bool CheckNotEmpty(PyObject* self) {
   if (reinterpret_cast<PyTCObject*>(self)->handle != nullptr) return true;
-  PyErr_SetString(PyExc_ValueError, "NDArray is empty (its reference was moved)");
+  PyErr_SetString(PyExc_ValueError, "NDArray is empty (moved or never created)");
   return false;
 }
 
@@ -264,7 +264,8 @@ PyObject* ModuleCopyFromTo(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (!CheckNotEmpty(args[0]) || !CheckNotEmpty(args[1])) return nullptr;
   int rc;
   Py_BEGIN_ALLOW_THREADS  // a large copy (or a device copy) need not block other threads
-  rc = TCFFINDArrayCopyFromTo(TensorOf(args[0]), TensorOf(args[1]));
+  rc = TCFFINDArrayCopyFromToArrays(reinterpret_cast<PyTCObject*>(args[0])->handle,
+                                    reinterpret_cast<PyTCObject*>(args[1])->handle);
   Py_END_ALLOW_THREADS
   if (rc != 0) return RaiseFromFFIError(-1, nullptr);
   Py_RETURN_NONE;

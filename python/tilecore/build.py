@@ -18,8 +18,10 @@ def build(func, target="npu"):
     :returns: a :class:`tilecore.runtime.Module`.
     :raises ValueError: for a bad target string, or no code generator for its kind.
     """
-    if hasattr(func, "prim_func") and not hasattr(func, "handle"):
-        func = func.prim_func  # a DSL kernel (@S.prim_func): its parsed Kernel IR
+    # A DSL kernel (@S.prim_func): its parsed Kernel IR. Looked up on the type, so an error
+    # raised while parsing the kernel (an AttributeError among them) reaches the caller.
+    if isinstance(getattr(type(func), "prim_func", None), property) and not hasattr(func, "handle"):
+        func = func.prim_func
     target = Target(target)
     return _ffi_core._get_global_func("target.Build")(func, target)
 

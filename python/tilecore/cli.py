@@ -6,6 +6,8 @@ Subcommands:
     tilecore disasm prog.bin [-o prog.s]     disassemble an image (or re-print a .s)
     tilecore sim prog.s [--cores N] [--mode M] [--trace out.json] [--stats]
                                              run a program on the simulator
+    tilecore tdb kernel.tcm [--inputs in.npz] [--do "b tadd; run; x C"]
+                                             debug a kernel module (docs/tdb.md)
     tilecore demo [--size N]                 a tiled int8 GEMM on 4 simulated cores,
                                              checked against numpy
 
@@ -16,6 +18,7 @@ in ``_PLUGIN_MODULES`` (imported lazily, so ``tilecore asm`` stays fast).
 import argparse
 import importlib
 import os
+import stat
 import sys
 
 _COMMANDS = {}
@@ -46,12 +49,37 @@ def _fail(message):
     return 1
 
 
+# Inputs are read whole; anything larger than this is not a TC1 program.
+_MAX_INPUT_BYTES = 256 << 20
+
+
+def _read_input(path):
+    """The bytes of an input file: a regular file of at most _MAX_INPUT_BYTES (OSError
+    otherwise, so /dev/zero or a FIFO is refused instead of read forever)."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(f"{path}: not a regular file")
+    if st.st_size > _MAX_INPUT_BYTES:
+        raise OSError(f"{path}: {st.st_size} bytes is larger than an input can be ({_MAX_INPUT_BYTES})")
+    with open(path, "rb") as f:
+        return f.read(_MAX_INPUT_BYTES + 1)
+
+
+def _positive_int(text):
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if not 0 < n < 2**63:
+        raise argparse.ArgumentTypeError(f"expected a positive integer below 2^63, got {text}")
+    return n
+
+
 def _load_program(path):
     """A Program from an assembly file or a program image (detected by its magic)."""
     from . import arch
 
-    with open(path, "rb") as f:
-        data = f.read()
+    data = _read_input(path)
     if data[:4] == b"TC1P":
         return arch.Program.from_bytes(data)
     try:
@@ -73,13 +101,17 @@ def _load_program(path):
 def _asm(args):
     from . import arch
 
-    with open(args.source, encoding="utf-8") as f:
-        text = f.read()
+    try:
+        text = _read_input(args.source).decode("utf-8")
+    except UnicodeDecodeError as e:
+        return _fail(f"{args.source}: not UTF-8 assembly text (byte {e.start})")
     try:
         program = arch.assemble(text)
     except arch.AsmError as e:
         return _fail(f"{args.source}: {e}")
     out = args.output or os.path.splitext(args.source)[0] + ".bin"
+    if os.path.exists(out) and os.path.samefile(out, args.source):
+        return _fail(f"{args.source}: the output would overwrite the source (give -o another file)")
     data = program.to_bytes()
     with open(out, "wb") as f:
         f.write(data)
@@ -122,7 +154,7 @@ def _disasm(args):
         arg("--trace", metavar="OUT_JSON", help="write a Chrome/Perfetto trace"),
         arg("--stats", action="store_true", help="print per-engine statistics"),
         arg("--json", action="store_true", help="print the statistics as JSON"),
-        arg("--max-instructions", type=int, default=None, help="instruction budget (all cores)"),
+        arg("--max-instructions", type=_positive_int, default=None, help="instruction budget (all cores)"),
     ],
 )
 def _sim(args):
@@ -145,7 +177,10 @@ def _sim(args):
         return _fail(f"{args.program}: {e}")
     st = s.stats()
     if args.trace:
-        s.trace(args.trace)
+        try:
+            s.trace(args.trace)
+        except sim.SimError as e:
+            return _fail(f"{args.trace}: {e}")
     if args.json:
         print(json.dumps(st, indent=1))
     elif args.stats:
@@ -239,10 +274,15 @@ def main(argv=None):
     if not getattr(args, "_func", None):
         parser.print_help()
         return 2
+    from .error import TilecoreError
+
+    # Every failure the user can cause is one line on stderr and rc 1, never a traceback.
     try:
         return args._func(args)
-    except OSError as e:
-        return _fail(str(e))
+    except (OSError, TilecoreError, ValueError) as e:
+        return _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+    except MemoryError as e:
+        return _fail(f"out of memory{': ' + str(e) if str(e) else ''}")
     except KeyboardInterrupt:
         return 130
 

@@ -78,7 +78,9 @@ def array(data, device=None, dtype=None):
 
     if isinstance(data, _ffi_core.NDArray) and dtype is None:
         return data.copyto(device if device is not None else cpu(0))
-    host = np.ascontiguousarray(np.asarray(data, dtype=dtype))
+    host = np.asarray(data, dtype=dtype)
+    if not host.flags.c_contiguous:  # (np.ascontiguousarray would turn a 0-d array into shape (1,))
+        host = np.ascontiguousarray(host)
     if host.dtype == object:
         raise TypeError("nd.array: data of dtype object cannot become an NDArray")
     out = empty(host.shape, str(host.dtype), device)

@@ -14,6 +14,8 @@ Modes: ``"functional+timing"`` (default), ``"functional"`` (data only),
 (``core=`` selects the L1). See docs/tc1.md.
 """
 import json
+import numbers
+import operator
 import re
 
 from ._base import _ffi_core
@@ -82,6 +84,14 @@ def _space(space):
     raise TypeError(f"memory space must be 'ddr', 'l2' or 'l1', got {space!r}")
 
 
+
+def _int_arg(what, v):
+    """An integer argument; a float (1.9) is refused rather than truncated."""
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"Simulator: {what} must be an int, got {type(v).__name__} {v!r}") from None
+
 class Simulator:
     """A TC1 cluster: 1..16 cores with their memories, engines and clocks.
 
@@ -148,22 +158,30 @@ class Simulator:
         arr = np.ascontiguousarray(data)
         if arr.dtype == object:
             raise TypeError("Simulator.write: data of dtype object has no byte layout")
-        _ffi.Write(self._h, _space(space), int(address), arr.reshape(-1).view(np.uint8), int(core))
+        _ffi.Write(self._h, _space(space), _int_arg("address", address), arr.reshape(-1).view(np.uint8),
+                   _int_arg("core", core))
 
     def read(self, space, address, shape, dtype="uint8", core=0):
         """A new numpy array of ``shape`` and ``dtype`` read from ``space`` at ``address``."""
         import numpy as np
 
         out = np.empty(shape, dtype=dtype)
-        _ffi.ReadInto(self._h, _space(space), int(address), out.reshape(-1).view(np.uint8), int(core))
+        _ffi.ReadInto(self._h, _space(space), _int_arg("address", address), out.reshape(-1).view(np.uint8),
+                      _int_arg("core", core))
         return out
 
     def run(self, max_instructions=None):
         """Runs until every core has halted and every queue has drained.
 
-        :param max_instructions: budget of front-end instructions (all cores); default 10^9.
+        :param max_instructions: budget of front-end instructions (all cores), a positive int;
+            default (None) 10^9.
         :raises SimError: on a fault, deadlock or an exhausted budget.
         """
+        if max_instructions is not None:
+            if isinstance(max_instructions, bool) or not isinstance(max_instructions, numbers.Integral):
+                raise TypeError(f"Simulator.run: max_instructions must be an int, got {type(max_instructions).__name__}")
+            if max_instructions <= 0:
+                raise ValueError(f"Simulator.run: max_instructions must be positive, got {max_instructions}")
         _ffi.Run(self._h, 0 if max_instructions is None else int(max_instructions))
         return self
 

@@ -25,7 +25,7 @@ def assert_structural_equal(lhs, rhs, map_free_vars=False):
     if mismatch is not None:
         raise error.ValueError(
             "structural equality check failed: first mismatch at "
-            f"lhs{mismatch[0]} vs rhs{mismatch[1]}\nlhs: {lhs!r}\nrhs: {rhs!r}"
+            f"lhs {mismatch[0]} vs rhs {mismatch[1]}\nlhs: {lhs!r}\nrhs: {rhs!r}"
         )
 
 

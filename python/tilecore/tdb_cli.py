@@ -18,14 +18,14 @@ from .cli import arg, command
     ],
 )
 def _tdb(args):
-    from .tdb import Debugger, TargetError
+    from .tdb import Debugger
     from .tdb.target import open_target
 
     try:
         target = open_target(args.target, args.function)
         sim_target = f"npu -cores={max(target.cores, 1)}" + (f" -ddr={args.ddr_size}" if args.ddr_size else "")
         dbg = Debugger(target, inputs=args.inputs, plugins=args.plugins, verbose=args.verbose, sim_target=sim_target)
-    except (TargetError, OSError, ValueError) as e:
+    except Exception as e:  # noqa: BLE001  (a bad target, inputs file, option or plugin file: one line, no traceback)
         print(f"tilecore tdb: error: {e}", file=sys.stderr)
         return 1
     if args.commands is not None:

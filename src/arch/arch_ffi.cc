@@ -69,7 +69,7 @@ std::span<const uint8_t> BytesArg(const ffi::AnyView& v) {
     default:
       break;
   }
-  if (auto a = v.try_cast<ffi::NDArray>()) {
+  if (auto a = v.is_none() ? std::nullopt : v.try_cast<ffi::NDArray>()) {
     const DLTensor& t = a->tensor();
     if (t.device.device_type == kDLCPU && t.dtype.bits == 8 && t.dtype.lanes == 1 && a->IsContiguous()) {
       return {a->data<const uint8_t>(), static_cast<size_t>(a->NumElements())};

@@ -136,7 +136,8 @@ std::vector<uint8_t> assemble_vecdesc(const AsmContext& as, std::string_view res
 
 std::vector<uint8_t> assemble_mmdesc(const AsmContext& as, std::string_view rest) {
   auto kv = key_values(as, rest);
-  check_keys(as, kv, {"m", "n", "k", "lda", "ldb", "ldc", "ldo", "out", "act", "bias", "scale", "lo", "hi", "zp", "epilogue"}, ".mmdesc");
+  check_keys(as, kv, {"m", "n", "k", "lda", "ldb", "ldc", "ldo", "out", "act", "bias", "scale", "lo", "hi", "zp", "epilogue",
+                        "scales", "res", "res_dtype", "ldr"}, ".mmdesc");
   MmDesc d;
   for (const char* req : {"m", "n", "k"})
     if (!kv.count(req)) as.error(std::string(".mmdesc needs ") + req + "=");
@@ -158,12 +159,22 @@ std::vector<uint8_t> assemble_mmdesc(const AsmContext& as, std::string_view rest
   if (kv.count("lo")) { d.clamp_lo = float(as.eval_float(kv["lo"])); epi = true; }
   if (kv.count("hi")) { d.clamp_hi = float(as.eval_float(kv["hi"])); epi = true; }
   if (kv.count("zp")) { d.zero_point = int32_t(as.eval(kv["zp"])); epi = true; }
+  if (kv.count("scales")) { d.scale_addr = uint32_t(as.eval(kv["scales"])); d.flags |= MmDesc::kChannelScale; epi = true; }
+  if (kv.count("res")) {
+    d.res_addr = uint32_t(as.eval(kv["res"]));
+    d.flags |= MmDesc::kResidual;
+    d.res_dtype = kv.count("res_dtype") ? dtype_value(as, kv["res_dtype"], "res_dtype") : DType::I32;
+    d.ldr = kv.count("ldr") ? uint32_t(as.eval(kv["ldr"])) : d.n;
+    epi = true;
+  } else if (kv.count("res_dtype") || kv.count("ldr")) {
+    as.error(".mmdesc: res_dtype= and ldr= need res=");
+  }
   if (kv.count("epilogue")) epi = as.eval(kv["epilogue"]) != 0;
   if (epi) d.flags |= MmDesc::kEpilogue;
   auto bytes = d.to_bytes();
   std::string why;
   if (as.is_final() && !MmDesc::parse(bytes, &why)) as.error(why);
-  return std::vector<uint8_t>(bytes.begin(), bytes.end());
+  return bytes;
 }
 
 }  // namespace tilecore::arch

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "asm_internal.h"
 #include "tilecore/arch/descriptors.h"
@@ -69,7 +70,13 @@ class Assembler final : public AsmContext {
   // ---- errors -------------------------------------------------------------------------------
   [[noreturn]] void error(const std::string& msg) const override {
     std::string src(trim(line_no_ > 0 && size_t(line_no_) <= lines_.size() ? lines_[size_t(line_no_ - 1)] : ""));
-    throw AsmError(line_no_, msg, src);
+    throw AsmError(line_no_, EscapeNul(msg), EscapeNul(src));
+  }
+  // Messages travel as C strings: an embedded NUL would cut them, so it is spelled out.
+  static std::string EscapeNul(const std::string& s) {
+    std::string out;
+    for (char c : s) out += c == '\0' ? std::string("\\0") : std::string(1, c);
+    return out;
   }
 
   // ---- expressions --------------------------------------------------------------------------
@@ -166,10 +173,35 @@ class Assembler final : public AsmContext {
   };
 
   int64_t symbol(const std::string& name) const {
+    if (final_) {
+      // An .equ constant is evaluated on first use in the final pass, so a forward
+      // reference to a later .equ works and a circular definition is found.
+      auto e = equ_expr_.find(name);
+      if (e != equ_expr_.end() && !equ_done_.count(name)) return eval_equ(name, e->second);
+    }
     auto it = symbols_.find(name);
     if (it != symbols_.end()) return it->second;
     if (!final_) { ++undefined_; return 0; }
     error("undefined symbol '" + name + "'");
+  }
+
+  // All data segments together: a program image holds at most 1 GiB of data.
+  static constexpr uint64_t kMaxDataBytes = uint64_t(1) << 30;
+
+  int64_t eval_equ(const std::string& name, const std::string& expr) const {
+    if (equ_busy_.count(name)) error("symbol '" + name + "' is defined in terms of itself");
+    equ_busy_.insert(name);
+    int64_t v = eval(expr);
+    equ_busy_.erase(name);
+    equ_done_.insert(name);
+    symbols_[name] = v;
+    return v;
+  }
+
+  // A data directive's value must fit its width, as signed or unsigned.
+  void check_fits(std::string_view directive, int64_t v, int bits) const {
+    int64_t lo = -(int64_t(1) << (bits - 1)), hi = (int64_t(1) << bits) - 1;
+    if (v < lo || v > hi) error(std::to_string(v) + " does not fit " + std::string(directive));
   }
 
   int64_t eval(std::string_view s) const override {
@@ -490,12 +522,16 @@ class Assembler final : public AsmContext {
       auto args = split_operands(rest);
       if (args.size() != 2) error(std::string(name) + " needs NAME, VALUE");
       std::string n(args[0]);
-      int64_t v = eval(args[1]);
-      if (!final_) define(n, v);
-      else symbols_[n] = v;  // forward references resolve on the final pass
+      if (!final_) {
+        define(n, eval(args[1]));
+        equ_expr_[n] = std::string(trim(args[1]));
+      } else if (!equ_done_.count(n)) {
+        eval_equ(n, std::string(trim(args[1])));  // forward references resolve on the final pass
+      }
     } else if (name == ".byte" || name == ".half" || name == ".word") {
       for (auto a : split_operands(rest)) {
         int64_t v = eval(a);
+        if (final_) check_fits(name, v, name == ".byte" ? 8 : name == ".half" ? 16 : 32);
         if (name == ".byte") emit(uint8_t(v));
         else if (name == ".half") emit(uint16_t(v));
         else emit(uint32_t(v));
@@ -510,6 +546,12 @@ class Assembler final : public AsmContext {
     } else if (name == ".zero") {
       int64_t n = eval_known(rest);
       if (n < 0 || n > (int64_t(1) << 28)) error(".zero size out of range");
+      uint64_t total = uint64_t(n);
+      for (const auto& d : data_) total += d.bytes.size();
+      if (total > kMaxDataBytes) {
+        error("the data segments would hold " + std::to_string(total) + " bytes, more than " +
+              std::to_string(kMaxDataBytes) + " (the most a program image holds)");
+      }
       cur_data().bytes.resize(cur_data().bytes.size() + size_t(n));
     } else if (name == ".align") {
       int64_t n = eval_known(rest);
@@ -577,7 +619,9 @@ class Assembler final : public AsmContext {
   }
 
   std::vector<std::string_view> lines_;
-  std::unordered_map<std::string, int64_t> symbols_;
+  mutable std::unordered_map<std::string, int64_t> symbols_;
+  std::unordered_map<std::string, std::string> equ_expr_;  // .equ/.set name -> its expression
+  mutable std::unordered_set<std::string> equ_done_, equ_busy_;  // final pass: evaluated / being evaluated
   std::vector<TextSection> text_;
   std::vector<DataSegment> data_;
   uint32_t cur_mask_ = kAllCoresMask;

@@ -71,6 +71,10 @@ MmCost matrix(DType in, const MmDesc& d, bool bank_conflict) {
   int64_t blocks = ceil_div(d.m, b.m) * ceil_div(d.n, b.n) * ceil_div(d.k, b.k);
   c.cycles = tc1::kMmLatency + blocks * (bank_conflict ? tc1::kBankConflictFactor : 1);
   if (d.epilogue()) c.cycles += ceil_div(int64_t(d.m) * d.n, tc1::kMmEpilogueElemsPerCycle);
+  // Per-channel scales and the residual stream from L1 at one bank's width.
+  if (d.epilogue() && d.channel_scale()) c.cycles += ceil_div(int64_t(d.n) * 4, tc1::kL1BankBytesPerCycle);
+  if (d.epilogue() && d.residual())
+    c.cycles += ceil_div(int64_t(d.m) * d.n * dtype_size(d.res_dtype), tc1::kL1BankBytesPerCycle);
   c.macs = uint64_t(d.m) * d.n * d.k;
   c.issued_macs = uint64_t(blocks) * uint64_t(b.m * b.n * b.k);
   return c;

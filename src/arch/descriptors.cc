@@ -84,13 +84,15 @@ std::optional<VecDesc> VecDesc::parse(std::span<const uint8_t> b, std::string* w
   return d;
 }
 
-std::array<uint8_t, MmDesc::kBytes> MmDesc::to_bytes() const {
-  std::array<uint8_t, kBytes> b{};
+std::vector<uint8_t> MmDesc::to_bytes() const {
+  std::vector<uint8_t> b(kExtendedBytes, 0);
   put(b.data(), 0, m); put(b.data(), 4, n); put(b.data(), 8, k);
   put(b.data(), 12, lda); put(b.data(), 16, ldb); put(b.data(), 20, ldc);
-  b[24] = uint8_t(out_dtype); b[25] = uint8_t(act); b[26] = flags;
+  b[24] = uint8_t(out_dtype); b[25] = uint8_t(act); b[26] = flags; b[27] = uint8_t(res_dtype);
   put(b.data(), 28, bias_addr); put(b.data(), 32, scale); put(b.data(), 36, clamp_lo);
   put(b.data(), 40, clamp_hi); put(b.data(), 44, zero_point); put(b.data(), 48, ldo);
+  put(b.data(), 52, scale_addr); put(b.data(), 56, res_addr); put(b.data(), 60, ldr);
+  b.resize(extended() ? kExtendedBytes : kBytes);
   return b;
 }
 
@@ -103,18 +105,36 @@ std::optional<MmDesc> MmDesc::parse(std::span<const uint8_t> b, std::string* why
   d.out_dtype = DType(b[24]);
   if (b[25] > 1) { fail(why, "matrix descriptor: unknown activation " + std::to_string(b[25])); return std::nullopt; }
   d.act = Activation(b[25]); d.flags = b[26];
-  if (d.flags & ~3u || b[27]) { fail(why, "matrix descriptor: unknown flag bits"); return std::nullopt; }
+  if (d.flags & ~15u) { fail(why, "matrix descriptor: unknown flag bits"); return std::nullopt; }
+  if (b.size() < size_for_flags(d.flags)) { fail(why, "matrix descriptor truncated (extended: 64 bytes)"); return std::nullopt; }
+  if ((d.flags & (kBias | kChannelScale | kResidual)) && !d.epilogue()) {
+    fail(why, "matrix descriptor: bias, per-channel scale and residual need the epilogue flag");
+    return std::nullopt;
+  }
+  if (d.residual()) {
+    if (!is_valid_dtype(b[27]) || DType(b[27]) == DType::Bool) {
+      fail(why, "matrix descriptor: invalid residual dtype code " + std::to_string(b[27]));
+      return std::nullopt;
+    }
+    d.res_dtype = DType(b[27]);
+  } else if (b[27]) {
+    fail(why, "matrix descriptor: residual dtype set without the residual flag");
+    return std::nullopt;
+  }
   d.bias_addr = get<uint32_t>(b, 28); d.scale = get<float>(b, 32);
   d.clamp_lo = get<float>(b, 36); d.clamp_hi = get<float>(b, 40);
   d.zero_point = get<int32_t>(b, 44); d.ldo = get<uint32_t>(b, 48);
+  if (d.channel_scale()) d.scale_addr = get<uint32_t>(b, 52);
+  if (d.residual()) { d.res_addr = get<uint32_t>(b, 56); d.ldr = get<uint32_t>(b, 60); }
   auto dim_ok = [](uint32_t v) { return v >= 1 && v <= tc1::kMaxMmDim; };
   if (!dim_ok(d.m) || !dim_ok(d.n) || !dim_ok(d.k)) {
     fail(why, "matrix descriptor: M, N, K must be in 1.." + std::to_string(tc1::kMaxMmDim) + " (got " +
                   std::to_string(d.m) + ", " + std::to_string(d.n) + ", " + std::to_string(d.k) + ")");
     return std::nullopt;
   }
-  if (d.lda < d.k || d.ldb < d.n || d.ldc < d.n || (d.epilogue() && d.ldo < d.n)) {
-    fail(why, "matrix descriptor: a leading dimension is smaller than its row (lda >= K, ldb >= N, ldc >= N, ldo >= N)");
+  if (d.lda < d.k || d.ldb < d.n || d.ldc < d.n || (d.epilogue() && d.ldo < d.n) ||
+      (d.residual() && d.ldr < d.n)) {
+    fail(why, "matrix descriptor: a leading dimension is smaller than its row (lda >= K, ldb >= N, ldc >= N, ldo >= N, ldr >= N)");
     return std::nullopt;
   }
   return d;

@@ -78,7 +78,8 @@ std::string_view cost_text(CostClass c) {
              "shared ddr (64 B/cycle) / l2 (256 B/cycle) bandwidth";
     case CostClass::Matrix:
       return "front end 1 cycle; engine 16 + ceil(M/16) x ceil(N/bn) x ceil(K/bk) x conflict (+ ceil(M x N / 64) with "
-             "an epilogue); (bn, bk) = (32, 4) i8, (32, 2) f16/bf16, (16, 1) f32; conflict = 2 if A and B start in the "
+             "an epilogue, + ceil(4 N / 64) with per-channel scales, + ceil(M x N x residual element bytes / 64) with a "
+             "residual); (bn, bk) = (32, 4) i8, (32, 2) f16/bf16, (16, 1) f32; conflict = 2 if A and B start in the "
              "same L1 bank";
     case CostClass::Vector:
       return "front end 1 cycle; engine 8 + ceil(elements / (256 / widest element bytes)) x conflict; conflict = 2 if "

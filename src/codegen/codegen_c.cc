@@ -18,6 +18,7 @@
 #include "tilecore/ffi/error.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/op.h"
+#include "tilecore/runtime/process.h"
 #include "tilecore/transform/analyzer.h"
 #include "tilecore/transform/flatten_buffer.h"
 #include "tilecore/transform/pass.h"
@@ -328,8 +329,11 @@ class CPrinter {
         auto* b = static_cast<const BinaryOpNode*>(n);
         bool mn = NodeKindOf(n) == NodeKind::kMin;
         if (t.is_float()) return std::string(mn ? "tc_fmin(" : "tc_fmax(") + Expr(b->a) + ", " + Expr(b->b) + ")";
-        std::string a = Expr(b->a), c = Expr(b->b);
-        return "((" + a + ") " + (mn ? "<" : ">") + " (" + c + ") ? (" + a + ") : (" + c + "))";
+        // Each operand once (a statement expression), so nesting stays linear in size.
+        std::string a = Expr(b->a), c = Expr(b->b), ty = ValueType(t.element_of());
+        std::string x = "m" + std::to_string(counter_++), y = "m" + std::to_string(counter_++);
+        return "({ " + ty + " " + x + " = (" + a + "); " + ty + " " + y + " = (" + c + "); " + x + " " +
+               (mn ? "<" : ">") + " " + y + " ? " + x + " : " + y + "; })";
       }
       case NodeKind::kEQ: return Bin("==", static_cast<const BinaryOpNode*>(n));
       case NodeKind::kNE: return Bin("!=", static_cast<const BinaryOpNode*>(n));
@@ -417,12 +421,45 @@ class CPrinter {
              arg(0) + "), (int64_t)(" + arg(1) + ")))";
     }
     if (op == "tc1.vredsum" || op == "tc1.vredmax" || op == "tc1.vredmin") return LaneReduce(c, op.substr(4));
+    if (op == "tc1.vshls") {
+      // a << (b & (bits - 1)) in 64 bits (|a| < 2^31, so it fits), then saturated to the dtype.
+      DataType et = c->dtype.element_of();
+      return "((" + CType(et) + ")tc_sat(" + DtCode(et) + ", (int64_t)(" + arg(0) + ") * ((int64_t)1 << ((" + arg(1) +
+             ") & " + std::to_string(et.bits() - 1) + "))))";
+    }
+    if (op == "tc1.vcvt" && !lane_.empty()) {
+      // Lane l of the result converts lane part*L + l of a (widening) or lane l - part*La
+      // (narrowing; lanes outside a's window are 0), with TC1's conversion (a Cast).
+      auto part = as_const_int(c->args[1]);
+      if (!part) TILECORE_THROW(ValueError) << "c codegen: `tc1.vcvt` with a non-constant part" << Where(c->span);
+      const PrimExpr& a = c->args[0];
+      int64_t lt = c->dtype.lanes(), la = a.dtype().lanes();
+      PrimExpr cast = Cast(c->dtype.element_of().with_lanes(int(la)), a);
+      std::string saved = lane_, out;
+      if (lt <= la) {
+        lane_ = "(" + std::to_string(*part * lt) + " + " + saved + ")";
+        out = Expr(cast);
+      } else {
+        int64_t off = *part * la;
+        lane_ = "(" + saved + " - " + std::to_string(off) + ")";
+        out = "((" + saved + " >= " + std::to_string(off) + " && " + saved + " < " + std::to_string(off + la) + ") ? (" +
+              Expr(cast) + ") : 0)";
+      }
+      lane_ = saved;
+      return out;
+    }
     if (op == "tir.bitwise_and") return "(" + arg(0) + " & " + arg(1) + ")";
     if (op == "tir.bitwise_or") return "(" + arg(0) + " | " + arg(1) + ")";
     if (op == "tir.bitwise_xor") return "(" + arg(0) + " ^ " + arg(1) + ")";
     if (op == "tir.bitwise_not") return "(~" + arg(0) + ")";
-    if (op == "tir.shift_left") return "(" + arg(0) + " << " + arg(1) + ")";
-    if (op == "tir.shift_right") return "(" + arg(0) + " >> " + arg(1) + ")";
+    if (op == "tir.shift_left" || op == "tir.shift_right") {
+      // TC1 shifts by b & (bits - 1) (sll/sra/srl); a left shift keeps the low bits.
+      DataType t = c->dtype.element_of();
+      std::string amount = "((" + arg(1) + ") & " + std::to_string(t.bits() - 1) + ")";
+      if (op == "tir.shift_right") return "((" + CType(t) + ")((" + arg(0) + ") >> " + amount + "))";
+      std::string u = "uint" + std::to_string(std::max(32, t.bits())) + "_t";
+      return "((" + CType(t) + ")((" + u + ")(" + arg(0) + ") << " + amount + "))";
+    }
     TILECORE_THROW(ValueError) << "c codegen: intrinsic `" << op << "` cannot be emitted for the c target"
                                << Where(c->span) << " (tile and SIMD intrinsics need the npu target)";
   }
@@ -742,6 +779,10 @@ class CPrinter {
       return true;  // cores without a barrier-free body run one after another
     }
     if (op == "tc1.wait" || op == "tile.wait") return true;  // every command completes synchronously
+    if (op == "tir.call_packed") {
+      CallPacked(c);
+      return true;
+    }
     bool dma = op == "tc1.dma_in" || op == "tc1.dma_out" || op == "tile.dma_copy";
     bool fill = op == "tc1.dma_fill_in" || op == "tile.dma_fill";
     bool vec = op.rfind("tile.vec_", 0) == 0;
@@ -765,6 +806,48 @@ class CPrinter {
     return true;
   }
 
+  // tir.call_packed("name", args...): an array of tc_host_arg, then the module's host entry;
+  // a failure of the function fails the kernel (the runtime rethrows its error).
+  void CallPacked(const CallNode* c) {
+    const auto* name = c->args[0].as<StringImmNode>();
+    std::string fn(name->value.view());
+    for (char ch : fn) {
+      if (ch == '"' || ch == '\\' || ch < 32 || ch > 126) {
+        TILECORE_THROW(ValueError) << "c codegen: `tir.call_packed` function name `" << fn
+                                   << "` has a character that is not printable ASCII" << Where(c->span);
+      }
+    }
+    size_t n = c->args.size() - 1;
+    Line() << "{\n";
+    ++indent_;
+    Line() << "tc_host_arg tc_ha[" << (n ? n : 1) << "];\n";
+    Line() << "memset(tc_ha, 0, sizeof(tc_ha));\n";
+    for (size_t i = 0; i < n; ++i) {
+      const PrimExpr& a = c->args[i + 1];
+      std::string h = "tc_ha[" + std::to_string(i) + "]";
+      if (a.as<BufferRegionNode>()) {
+        CTensor t = Region(a, c);
+        if (t.shape.size() > 4) {
+          TILECORE_THROW(ValueError) << "c codegen: `tir.call_packed` argument " << i + 1
+                                     << " has more than 4 dimensions" << Where(c->span);
+        }
+        Line() << h << ".kind = 2; " << h << ".dtype = " << DtCode(t.dtype) << "; " << h << ".ndim = " << t.shape.size()
+               << "; " << h << ".data = (void*)" << t.base << ";\n";
+        for (size_t k = 0; k < t.shape.size(); ++k) {
+          Line() << h << ".shape[" << k << "] = " << t.shape[k] << "; " << h << ".strides[" << k << "] = " << t.strides[k]
+                 << ";\n";
+        }
+      } else if (a.dtype().is_float()) {
+        Line() << h << ".kind = 1; " << h << ".f = (double)(" << Expr(a) << ");\n";
+      } else {
+        Line() << h << ".kind = 0; " << h << ".i = (int64_t)(" << Expr(a) << ");\n";
+      }
+    }
+    Line() << "if (tc_host_call(\"" << fn << "\", " << n << ", tc_ha) != 0) { " << fail_ << " }\n";
+    --indent_;
+    Line() << "}\n";
+  }
+
   void Matmul(const CallNode* c) {
     CTensor C = Region(c->args[0], c), A = Region(c->args[1], c), B = Region(c->args[2], c);
     auto mat = [&](const CTensor& t, const char* what) {
@@ -786,9 +869,27 @@ class CPrinter {
     if (rows(A) != M || rows(B) != K || cols(B) != N) {
       TILECORE_THROW(ValueError) << "c codegen: `tile.mm` with mismatched shapes" << Where(c->span);
     }
-    Line() << "tc_mm(" << DtCode(A.dtype) << ", (void*)" << C.base << ", " << ld(C) << ", (const void*)" << A.base << ", "
-           << ld(A) << ", (const void*)" << B.base << ", " << ld(B) << ", " << M << ", " << N << ", " << K << ", (int)("
-           << Expr(c->args[3]) << "));\n";
+    MatmulEpilogue e = DecodeMatmulEpilogue(c, M, N, [&](const std::string& what) {
+      TILECORE_THROW(ValueError) << "c codegen: " << what << Where(c->span);
+    });
+    if (!e.present) {
+      Line() << "tc_mm(" << DtCode(A.dtype) << ", (void*)" << C.base << ", " << ld(C) << ", (const void*)" << A.base
+             << ", " << ld(A) << ", (const void*)" << B.base << ", " << ld(B) << ", " << M << ", " << N << ", " << K
+             << ", (int)(" << Expr(c->args[3]) << "));\n";
+      return;
+    }
+    auto base = [&](bool has, const TileOperand& t) {
+      return has ? "(const void*)(" + Name(t.buffer->data.get()) + " + (int64_t)(" + Expr(t.offset) + "))"
+                 : std::string("(const void*)0");
+    };
+    Line() << "tc_mm_epilogue(" << DtCode(A.dtype) << ", " << DtCode(C.dtype) << ", (void*)" << C.base << ", " << ld(C)
+           << ", (const void*)" << A.base << ", " << ld(A) << ", (const void*)" << B.base << ", " << ld(B) << ", " << M
+           << ", " << N << ", " << K << ", " << base(e.has_bias, e.bias) << ", "
+           << (e.channel_scale ? std::string("1.0f") : "(float)(double)(" + Expr(e.scale) + ")") << ", "
+           << base(e.channel_scale, e.scales) << ", " << (e.has_residual ? DtCode(e.residual.dtype) : std::string("0")) << ", "
+           << base(e.has_residual, e.residual) << ", " << e.ldr << ", " << (e.relu ? 1 : 0) << ", (int32_t)("
+           << Expr(e.zero_point) << "), (float)(double)(" << Expr(e.clamp_lo) << "), (float)(double)("
+           << Expr(e.clamp_hi) << "));\n";
   }
 
   void VecOp(const CallNode* c, const std::string& op) {
@@ -856,7 +957,7 @@ class CPrinter {
 
 CSource GenerateC(const ir::IRModule& raw) {
   // Local memory is planned without the TC1 caps (host memory), unless configured.
-  ir::IRModule mod = LowerKernels(raw, LowerOptions{int64_t(1) << 30, int64_t(1) << 30, false});
+  ir::IRModule mod = LowerKernels(raw, LowerOptions{int64_t(1) << 30, int64_t(1) << 30, false, "c"});
   CSource out;
   out.code = std::string(kPrelude) + kCRuntimeTile;
   for (const auto& [name, func] : mod->functions.items()) {
@@ -871,6 +972,7 @@ CSource GenerateC(const ir::IRModule& raw) {
 
 runtime::Module BuildC(const ir::IRModule& mod, const target::Target& target) {
   CSource src = GenerateC(mod);
+  src.code = target::PostprocSource("c", src.code);
   const char* tmp = std::getenv("TMPDIR");
   std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/tilecore_c_XXXXXX";
   std::vector<char> buf(dir.begin(), dir.end());
@@ -882,11 +984,16 @@ runtime::Module BuildC(const ir::IRModule& mod, const target::Target& target) {
     std::ofstream f(c_path);
     f << src.code;
   }
-  std::string cc = target.GetStr("cc");
-  if (cc.empty()) cc = "cc";
-  std::string cmd = cc + " -O" + std::to_string(target.GetInt("opt")) + " -shared -fPIC -std=gnu99 -ffp-contract=off -pthread -o '" + so_path +
-                    "' '" + c_path + "' -lm > '" + log_path + "' 2>&1";
-  int rc = std::system(cmd.c_str());
+  // The compiler runs without a shell: the -cc option is a program and its first arguments.
+  std::vector<std::string> argv = runtime::SplitCommandWords(target.GetStr("cc"));
+  if (argv.empty()) argv.push_back("cc");
+  const std::string cc = argv[0];
+  for (std::string a : {"-O" + std::to_string(target.GetInt("opt")), std::string("-shared"), std::string("-fPIC"),
+                        std::string("-std=gnu99"), std::string("-ffp-contract=off"), std::string("-pthread"),
+                        std::string("-o"), so_path, c_path, std::string("-lm")}) {
+    argv.push_back(std::move(a));
+  }
+  int rc = runtime::RunProcess(argv, log_path);
   auto slurp = [](const std::string& p) {
     std::ifstream f(p, std::ios::binary);
     std::stringstream ss;

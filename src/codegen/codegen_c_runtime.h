@@ -294,6 +294,41 @@ static void tc_mm(int in_dt, void* c, int64_t ldc, const void* a, int64_t lda, c
   for (int64_t i = 0; i < m; ++i) memcpy((float*)c + i * ldc, t + i * n, (size_t)n * 4);
   free(t);
 }
+/* mm with TC1's fused epilogue (docs/tc1.md, "Matrix engine"): for each (i, j),
+   x = acc + bias[j] (i32 wraps), v = f32(x) * (scales ? scales[j] : scale), v += f32(R[i][j]),
+   relu, v += f32(zp), clamp [lo, hi], cast to out_dt (integers: round half to even, saturate;
+   NaN -> 0); every f32 operation rounds once. Stored at o with row stride ldo. */
+static void tc_mm_epilogue(int in_dt, int out_dt, void* o, int64_t ldo, const void* a, int64_t lda, const void* b,
+                           int64_t ldb, int64_t m, int64_t n, int64_t k, const void* bias, float scale,
+                           const void* scales, int res_dt, const void* res, int64_t ldr, int relu, int32_t zp,
+                           float lo, float hi) {
+  size_t cells = (size_t)(m * n > 0 ? m * n : 1);
+  void* t = calloc(cells, 4);
+  tc_mm(in_dt, t, n, a, lda, b, ldb, m, n, k, 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float v;
+      if (in_dt == TC_I8) {
+        uint32_t x = ((const uint32_t*)t)[i * n + j];
+        if (bias) { uint32_t bv; memcpy(&bv, (const uint8_t*)bias + j * 4, 4); x += bv; }
+        v = (float)(int32_t)x;
+      } else {
+        v = ((const float*)t)[i * n + j];
+        if (bias) { float bv; memcpy(&bv, (const uint8_t*)bias + j * 4, 4); v = v + bv; }
+      }
+      float s = scale;
+      if (scales) memcpy(&s, (const uint8_t*)scales + j * 4, 4);
+      v = v * s;
+      if (res) v = v + (float)tc_ld_d(res_dt, res, i * ldr + j);
+      if (relu && v < 0.0f) v = 0.0f;
+      v = v + (float)zp;
+      if (v < lo) v = lo;
+      if (v > hi) v = hi;
+      if (tc_is_float(out_dt)) tc_st_d(out_dt, o, i * ldo + j, (double)v);
+      else tc_st_i(out_dt, o, i * ldo + j, tc_round_sat((double)v, tc_int_min(out_dt), tc_int_max(out_dt)));
+    }
+  free(t);
+}
 /* dma.in / dma.out: element i of the destination (row-major) receives element i of the
    source converted to the destination's dtype; the source is read completely first. */
 static void tc_dma(const tc_tensor* d, const tc_tensor* s) {
@@ -318,6 +353,25 @@ static inline float tc_rsqrt(float x) { return (float)(1.0 / sqrt((double)x)); }
 static inline float tc_recip(float x) { return (float)(1.0 / (double)x); }
 static inline float tc_tanh(float x) { return (float)tanh((double)x); }
 static inline float tc_sigmoid(float x) { return (float)(1.0 / (1.0 + exp(-(double)x))); }
+/* ---- calls to the host's global functions (tir.call_packed) ---------------------------------
+   The layout of runtime/kernel.h's TCHostArg; the module sets the host entry on load. */
+typedef struct {
+  int32_t kind, dtype, ndim, reserved;
+  int64_t i;
+  double f;
+  void* data;
+  int64_t shape[4], strides[4];
+} tc_host_arg;
+typedef int32_t (*tc_host_call_fn)(void* ctx, const char* name, int32_t n, const tc_host_arg* args);
+static tc_host_call_fn tc_host_entry = 0;
+static void* tc_host_ctx = 0;
+__attribute__((visibility("default"))) void tc__set_host_call(tc_host_call_fn fn, void* ctx) {
+  tc_host_entry = fn;
+  tc_host_ctx = ctx;
+}
+static int32_t tc_host_call(const char* name, int32_t n, const tc_host_arg* args) {
+  return tc_host_entry ? tc_host_entry(tc_host_ctx, name, n, args) : -1;
+}
 )";
 
 }  // namespace tilecore::codegen

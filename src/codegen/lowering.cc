@@ -2,6 +2,8 @@
 // (see codegen/lowering.h).
 #include "tilecore/codegen/lowering.h"
 
+#include "tilecore/target/target.h"
+
 #include <sstream>
 
 #include "tilecore/ffi/error.h"
@@ -83,7 +85,11 @@ IRModule LowerKernels(const IRModule& mod, const LowerOptions& opts) {
   set("tc1.l2_bytes", opts.l2_bytes);
   ctx->config = config;
   transform::PassContextScope scope(ctx);
-  return transform::DefaultKernelPipeline(ctx->opt_level)(mod);
+  IRModule out = transform::DefaultKernelPipeline(ctx->opt_level)(mod);
+  if (!opts.target_kind.empty()) {
+    for (const ffi::Any& extra : target::TargetPasses(opts.target_kind)) out = extra.cast<transform::Pass>()(out);
+  }
+  return out;
 }
 
 std::string KernelSymbol(const std::string& name) {

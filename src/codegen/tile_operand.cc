@@ -39,4 +39,55 @@ TileOperand DecodeTileOperand(const PrimExpr& arg, const CallNode* call,
   return t;
 }
 
+MatmulEpilogue DecodeMatmulEpilogue(const CallNode* call, int64_t m, int64_t n,
+                                    const std::function<void(const std::string&)>& fail) {
+  MatmulEpilogue e;
+  if (call->args.size() <= 4) return e;
+  e.present = true;
+  // A vector of n elements: one row of contiguous elements, in any rank.
+  auto vector_of_n = [&](const TileOperand& t, const char* what) {
+    int64_t count = 1;
+    for (int64_t s : t.shape) count *= s;
+    bool ok = count == n && (t.strides.empty() || t.strides.back() == 1 || t.shape.back() == 1);
+    for (size_t k = 0; ok && k + 1 < t.shape.size(); ++k) ok = t.shape[k] == 1;
+    if (!ok) {
+      fail("`tile.mm` epilogue: " + std::string(what) + " must be " + std::to_string(n) +
+           " contiguous elements (one per output column)");
+      TILECORE_ICHECK(false) << "fail() must throw";
+    }
+  };
+  if (call->args[4].as<BufferRegionNode>()) {
+    e.has_bias = true;
+    e.bias = DecodeTileOperand(call->args[4], call, fail);
+    vector_of_n(e.bias, "bias");
+  }
+  if (call->args[5].as<BufferRegionNode>()) {
+    e.channel_scale = true;
+    e.scales = DecodeTileOperand(call->args[5], call, fail);
+    vector_of_n(e.scales, "the per-channel scale");
+  } else {
+    e.scale = call->args[5];
+  }
+  e.zero_point = call->args[6];
+  if (call->args[7].as<BufferRegionNode>()) {
+    e.has_residual = true;
+    e.residual = DecodeTileOperand(call->args[7], call, fail);
+    const TileOperand& r = e.residual;
+    size_t rk = r.shape.size();
+    bool ok = rk >= 2 && r.shape[rk - 2] == m && r.shape[rk - 1] == n && (r.strides[rk - 1] == 1 || n == 1) &&
+              (m == 1 || r.strides[rk - 2] >= n);
+    for (size_t k = 0; ok && k + 2 < rk; ++k) ok = r.shape[k] == 1;
+    if (!ok) {
+      fail("`tile.mm` epilogue: the residual must be a " + std::to_string(m) + " x " + std::to_string(n) +
+           " matrix with contiguous rows");
+      TILECORE_ICHECK(false) << "fail() must throw";
+    }
+    e.ldr = m == 1 ? n : r.strides[rk - 2];
+  }
+  e.relu = call->args[8].as<StringImmNode>()->value.view() == "relu";
+  e.clamp_lo = call->args[9];
+  e.clamp_hi = call->args[10];
+  return e;
+}
+
 }  // namespace tilecore::codegen

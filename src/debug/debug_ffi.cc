@@ -3,7 +3,10 @@
 // Python's tilecore.tdb drives an Engine through these. A `debug.Engine` object
 // holds its simulator (so the simulator outlives it) and takes the simulator's
 // lock for every call, like the `sim.*` functions do.
+#include <algorithm>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "tilecore/debug/engine.h"
 #include "tilecore/ffi/container/array.h"
@@ -265,6 +268,27 @@ TILECORE_REGISTER_GLOBAL("debug.HostWrite")
       });
     });
 TILECORE_REGISTER_GLOBAL("debug.EngineStatus").set_body_typed(EngineStatus);
+// debug.WrittenRanges(engine): [[space, core, lo, hi], ...], the byte ranges the
+// write log holds, merged per memory (what a restart must clear).
+TILECORE_REGISTER_GLOBAL("debug.WrittenRanges").set_body_typed([](EngineRef e) {
+  return With(e, [](Engine& eng, sim::Simulator&) {
+    std::vector<std::tuple<int, int, uint64_t, uint64_t>> r;
+    for (const WriteRecord& w : eng.write_log())
+      r.emplace_back(int(w.space), w.space == arch::Space::L1 ? w.mem_core : 0, w.lo, w.hi);
+    std::sort(r.begin(), r.end());
+    Array<Any> out;
+    for (size_t k = 0; k < r.size();) {
+      auto [space, core, lo, hi] = r[k];
+      size_t j = k + 1;
+      for (; j < r.size() && std::get<0>(r[j]) == space && std::get<1>(r[j]) == core && std::get<2>(r[j]) <= hi; ++j)
+        hi = std::max(hi, std::get<3>(r[j]));
+      out.push_back(Any(Array<Any>{Any(String(std::string(arch::space_name(arch::Space(space))))), Any(int64_t{core}),
+                                   Any(static_cast<int64_t>(lo)), Any(static_cast<int64_t>(hi))}));
+      k = j;
+    }
+    return out;
+  });
+});
 // debug.Mnemonics(): [[mnemonic, unit], ...] from the instruction table, for
 // breakpoint names and completion (unit: scalar simd din dout mm vec).
 TILECORE_REGISTER_GLOBAL("debug.Mnemonics").set_body_typed([]() {

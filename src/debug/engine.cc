@@ -15,6 +15,8 @@ bool overlaps(uint64_t lo1, uint64_t hi1, uint64_t lo2, uint64_t hi2) { return l
 }  // namespace
 
 Engine::Engine(sim::Simulator* sim) : sim_(sim) {
+  for (int k = 0; k < arch::kNumOpcodes; ++k)
+    op_is_tile_[size_t(k)] = arch::unit_engine(arch::info(arch::Opcode(k)).unit).has_value();
   sim_->set_debug_hook(this);
   stops_changed();
 }
@@ -33,6 +35,7 @@ void Engine::begin() {
 
 void Engine::set_recording(bool on) {
   recording_ = on;
+  stops_changed();
   snaps_.clear();
   log_.clear();
   pool_.clear();
@@ -65,13 +68,19 @@ Stop& Engine::stop_ref(int id) {
 }
 
 void Engine::stops_changed() {
-  op_stop_.assign(size_t(arch::kNumOpcodes), false);
+  op_stop_.fill(0);
   pc_stop_.assign(size_t(sim_->cores()), {});
   any_pc_stop_any_core_ = any_command_stop_ = any_watch_ = false;
+  want_reads = false;
+  want_writes = recording_;
   for (const Stop& s : stops_) {
     if (!s.enabled) continue;
+    if (s.kind == StopKind::Watch) {
+      want_reads = want_reads || (s.mode & kWatchRead);
+      want_writes = want_writes || (s.mode & kWatchWrite);
+    }
     switch (s.kind) {
-      case StopKind::Mnemonic: op_stop_[size_t(s.op)] = true; break;
+      case StopKind::Mnemonic: op_stop_[size_t(s.op)] = 1; break;
       case StopKind::Pc:
         for (int c = 0; c < sim_->cores(); ++c) {
           if (s.core >= 0 && s.core != c) continue;
@@ -84,6 +93,13 @@ void Engine::stops_changed() {
       case StopKind::Watch: any_watch_ = true; break;
     }
   }
+  update_wants();
+}
+
+void Engine::update_wants() {
+  bool any = any_command_stop_ || std::find(op_stop_.begin(), op_stop_.end(), 1) != op_stop_.end();
+  for (const auto& v : pc_stop_) any = any || !v.empty();
+  want_instructions = replaying_ ? (collect_ && any) : (any || transient_);
 }
 
 bool Engine::match_instruction(int core, uint32_t pc, const arch::Inst* inst, std::vector<Hit>* out, bool count) {
@@ -128,8 +144,13 @@ bool Engine::before_instruction(int core, uint32_t pc, const arch::Inst* inst, u
     if (collect_) match_instruction(core, pc, inst, collect_, false);
     return false;
   }
+  // Fast path: nothing can match this instruction.
+  const auto& pcs = pc_stop_[size_t(core)];
+  bool candidate = (pc < pcs.size() && pcs[pc]) ||
+                   (inst && (op_stop_[size_t(inst->op)] || (any_command_stop_ && op_is_tile_[size_t(inst->op)])));
+  if (!candidate && !transient_) return false;
   // Resuming steps over a breakpoint at the position it resumes from (not over transient stops).
-  bool stop = pos != skip_position_ && match_instruction(core, pc, inst, &hits_, true);
+  bool stop = candidate && pos != skip_position_ && match_instruction(core, pc, inst, &hits_, true);
   if (transient_) {
     const Transient& t = *transient_;
     bool hit = (inst && (t.unit_mask >> unsigned(arch::info(inst->op).unit) & 1)) ||
@@ -208,9 +229,14 @@ StopReport Engine::resume(uint64_t max_instructions, const Transient& t) {
   skip_position_ = fresh_ ? UINT64_MAX : position();
   fresh_ = false;
   transient_ = (t.unit_mask || !t.pcs.empty()) ? &t : nullptr;
+  update_wants();
   struct Reset {
     Engine* e;
-    ~Reset() { e->transient_ = nullptr; e->stop = false; }
+    ~Reset() {
+      e->transient_ = nullptr;
+      e->stop = false;
+      e->update_wants();
+    }
   } reset{this};
   uint64_t left = max_instructions;
   while (left > 0 && !sim_->finished()) {
@@ -281,9 +307,15 @@ void Engine::restore(const Snapshot& s) {
 void Engine::replay_to(uint64_t target, std::vector<Hit>* hits) {
   replaying_ = true;
   collect_ = hits;
+  update_wants();
   struct Reset {
     Engine* e;
-    ~Reset() { e->replaying_ = false; e->collect_ = nullptr; e->stop = false; }
+    ~Reset() {
+      e->replaying_ = false;
+      e->collect_ = nullptr;
+      e->stop = false;
+      e->update_wants();
+    }
   } reset{this};
   while (position() < target && !sim_->finished()) {
     uint64_t next_snap = snaps_.back().position + interval_;

@@ -36,18 +36,28 @@ std::optional<Shape> TypeTraits<Shape>::TryCastFromAnyView(const TCFFIAny* v) {
 
 namespace {
 const ArrayObj* ArrayOf(const AnyView& v, const char* fname) {
+  if (v.type_index() == kTCFFINone) TILECORE_THROW(ValueError) << "Array is empty (moved or never created)";
   if (v.type_index() != kTCFFIArray) {
     TILECORE_THROW(TypeError) << fname << ": expected `ffi.Array` but got `" << v.GetTypeKey() << "`";
   }
   return reinterpret_cast<const ArrayObj*>(v.raw()->v_obj);
 }
 const MapObj* MapOf(const AnyView& v, const char* fname) {
+  if (v.type_index() == kTCFFINone) TILECORE_THROW(ValueError) << "Map is empty (moved or never created)";
   if (v.type_index() != kTCFFIMap) {
     TILECORE_THROW(TypeError) << fname << ": expected `ffi.Map` but got `" << v.GetTypeKey() << "`";
   }
   return reinterpret_cast<const MapObj*>(v.raw()->v_obj);
 }
 }  // namespace
+
+// The raw container functions read their arguments by index: the count is checked first.
+static void CheckArgCount(const PackedArgs& args, int32_t n, const char* name) {
+  if (args.size() != n) {
+    TILECORE_THROW(TypeError) << name << " takes " << n << (n == 1 ? " argument" : " arguments") << ", got "
+                              << args.size();
+  }
+}
 
 TILECORE_REGISTER_GLOBAL("ffi.Array").set_body([](PackedArgs args, Any* rv) {
   auto arr = make_object<ArrayObj>();
@@ -57,10 +67,12 @@ TILECORE_REGISTER_GLOBAL("ffi.Array").set_body([](PackedArgs args, Any* rv) {
 });
 
 TILECORE_REGISTER_GLOBAL("ffi.ArraySize").set_body([](PackedArgs args, Any* rv) {
+  CheckArgCount(args, 1, "ffi.ArraySize");
   *rv = static_cast<int64_t>(ArrayOf(args[0], "ffi.ArraySize")->data.size());
 });
 
 TILECORE_REGISTER_GLOBAL("ffi.ArrayGetItem").set_body([](PackedArgs args, Any* rv) {
+  CheckArgCount(args, 2, "ffi.ArrayGetItem");
   const ArrayObj* arr = ArrayOf(args[0], "ffi.ArrayGetItem");
   int64_t i = args[1].cast<int64_t>();
   int64_t n = static_cast<int64_t>(arr->data.size());
@@ -76,10 +88,12 @@ TILECORE_REGISTER_GLOBAL("ffi.Map").set_body([](PackedArgs args, Any* rv) {
 });
 
 TILECORE_REGISTER_GLOBAL("ffi.MapSize").set_body([](PackedArgs args, Any* rv) {
+  CheckArgCount(args, 1, "ffi.MapSize");
   *rv = static_cast<int64_t>(MapOf(args[0], "ffi.MapSize")->entries.size());
 });
 
 TILECORE_REGISTER_GLOBAL("ffi.MapGetItem").set_body([](PackedArgs args, Any* rv) {
+  CheckArgCount(args, 2, "ffi.MapGetItem");
   const MapObj* m = MapOf(args[0], "ffi.MapGetItem");
   Any key(args[1]);
   const Any* v = m->Find(key);
@@ -88,10 +102,12 @@ TILECORE_REGISTER_GLOBAL("ffi.MapGetItem").set_body([](PackedArgs args, Any* rv)
 });
 
 TILECORE_REGISTER_GLOBAL("ffi.MapCount").set_body([](PackedArgs args, Any* rv) {
+  CheckArgCount(args, 2, "ffi.MapCount");
   *rv = static_cast<int64_t>(MapOf(args[0], "ffi.MapCount")->Find(Any(args[1])) ? 1 : 0);
 });
 
 TILECORE_REGISTER_GLOBAL("ffi.MapItems").set_body([](PackedArgs args, Any* rv) {
+  CheckArgCount(args, 1, "ffi.MapItems");
   const MapObj* m = MapOf(args[0], "ffi.MapItems");
   auto arr = make_object<ArrayObj>();
   arr->data.reserve(m->entries.size() * 2);

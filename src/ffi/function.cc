@@ -172,6 +172,10 @@ void ThrowArgumentCountMismatch(const std::string& signature, int32_t expected, 
                             << "`: expected " << expected << " but got " << given;
 }
 
+void ThrowCallOfEmptyFunction() {
+  TILECORE_THROW(ValueError) << "Function is empty (moved or never created): it cannot be called";
+}
+
 void ThrowArgumentTypeMismatch(const std::string& signature, int32_t index,
                                const std::string& expected, const AnyView& actual) {
   TILECORE_THROW(TypeError) << "Mismatched type on argument #" << index << " when calling `"

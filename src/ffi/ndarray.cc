@@ -203,12 +203,25 @@ void CopyDLTensor(const DLTensor& from, const DLTensor& to) {
 }
 
 NDArray NDArray::Empty(const std::vector<int64_t>& shape, DLDataType dtype, DLDevice device) {
+  if (dtype.bits == 0 || dtype.lanes == 0) TILECORE_THROW(ValueError) << "NDArray.empty: invalid dtype";
+  auto shape_str = [&] {
+    std::string s = "(";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + (shape.size() == 1 ? ",)" : ")");
+  };
+  // The byte size must fit int64: every product is checked, so no overflow can hand back
+  // a small buffer for a huge shape.
   int64_t n = 1;
+  bool overflow = false;
   for (int64_t d : shape) {
     if (d < 0) TILECORE_THROW(ValueError) << "NDArray.empty: negative dimension " << d;
-    n *= d;
+    overflow = overflow || __builtin_mul_overflow(n, d, &n);
   }
-  if (dtype.bits == 0 || dtype.lanes == 0) TILECORE_THROW(ValueError) << "NDArray.empty: invalid dtype";
+  int64_t nbytes = 0;
+  if (overflow || __builtin_mul_overflow(n, static_cast<int64_t>(DataTypeBytes(dtype)), &nbytes)) {
+    TILECORE_THROW(ValueError) << "NDArray.empty: shape " << shape_str() << " of "
+                               << DLDataTypeToString(dtype) << " needs more than 2^63 bytes";
+  }
   const TCFFIDeviceAllocator& alloc = DeviceAllocators::Global()->Get(device.device_type);
   auto obj = make_object<NDArrayObj>();
   obj->shape_storage = shape;
@@ -219,7 +232,7 @@ NDArray NDArray::Empty(const std::vector<int64_t>& shape, DLDataType dtype, DLDe
   obj->tensor.strides = nullptr;
   obj->tensor.byte_offset = 0;
   void* data = nullptr;
-  CheckCall(alloc.alloc(device, static_cast<size_t>(n) * DataTypeBytes(dtype), kAllocAlignment, &data));
+  CheckCall(alloc.alloc(device, static_cast<size_t>(nbytes), kAllocAlignment, &data));
   obj->tensor.data = data;
   return NDArray(std::move(obj));
 }
@@ -235,14 +248,17 @@ NDArray NDArray::FromDLPackVersioned(DLManagedTensorVersioned* tensor) {
     TILECORE_THROW(ValueError) << "from_dlpack: DLPack major version " << major << " is not supported (expected "
                                << DLPACK_MAJOR_VERSION << ")";
   }
-  return WrapForeign(tensor, NDArrayObj::Owner::kDLPackVersioned);
+  bool read_only = tensor != nullptr && (tensor->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+  NDArray out = WrapForeign(tensor, NDArrayObj::Owner::kDLPackVersioned);
+  const_cast<NDArrayObj*>(out.get())->read_only = read_only;
+  return out;
 }
 
 DLManagedTensorVersioned* NDArray::ToDLPackVersioned() const {
   auto m = std::make_unique<DLManagedTensorVersioned>();
   m->version = DLPackVersion{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
   m->dl_tensor = get()->tensor;
-  m->flags = 0;
+  m->flags = get()->read_only ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;
   TCFFIObject* h = ObjectRefUnsafe::GetHandle(*this);
   details::IncRef(h);
   m->manager_ctx = h;
@@ -275,7 +291,10 @@ bool DLTensorIsContiguous(const DLTensor& t) {
   return true;
 }
 
-void NDArray::CopyTo(const NDArray& other) const { CopyDLTensor(get()->tensor, other->tensor); }
+void NDArray::CopyTo(const NDArray& other) const {
+  if (other->read_only) TILECORE_THROW(ValueError) << "Cannot copy: the destination array is read-only";
+  CopyDLTensor(get()->tensor, other->tensor);
+}
 
 NDArray NDArray::CopyTo(DLDevice device) const {
   NDArray out = Empty(shape(), dtype(), device);
@@ -316,6 +335,12 @@ int TCFFINDArrayEmpty(const int64_t* shape, int32_t ndim, DLDataType dtype, DLDe
 int TCFFINDArrayCopyFromTo(const DLTensor* from, const DLTensor* to) {
   TILECORE_FFI_SAFE_CALL_BEGIN();
   CopyDLTensor(*from, *to);
+  TILECORE_FFI_SAFE_CALL_END();
+}
+
+int TCFFINDArrayCopyFromToArrays(TCFFIObjectHandle from, TCFFIObjectHandle to) {
+  TILECORE_FFI_SAFE_CALL_BEGIN();
+  NDArray(details::ObjectUnsafe::CopyFromHandle(from)).CopyTo(NDArray(details::ObjectUnsafe::CopyFromHandle(to)));
   TILECORE_FFI_SAFE_CALL_END();
 }
 

@@ -223,6 +223,31 @@ int TCFFIObjectIncRef(TCFFIObjectHandle obj) {
   return 0;
 }
 
+namespace tilecore {
+namespace ffi {
+namespace details {
+void DestroyObject(TCFFIObject* obj) noexcept {
+  // Trivially destructible thread-locals: safe to use during thread exit.
+  thread_local TCFFIObject* pending = nullptr;
+  thread_local bool draining = false;
+  if (draining) {
+    obj->ref_count = reinterpret_cast<uint64_t>(pending);
+    pending = obj;
+    return;
+  }
+  draining = true;
+  obj->deleter(obj);
+  while (pending != nullptr) {
+    TCFFIObject* next = pending;
+    pending = reinterpret_cast<TCFFIObject*>(next->ref_count);
+    next->deleter(next);
+  }
+  draining = false;
+}
+}  // namespace details
+}  // namespace ffi
+}  // namespace tilecore
+
 int TCFFIObjectDecRef(TCFFIObjectHandle obj) {
   if (obj) details::DecRef(obj);
   return 0;

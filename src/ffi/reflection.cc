@@ -12,6 +12,7 @@
 #include "tilecore/ffi/container/map.h"
 #include "tilecore/ffi/container/shape.h"
 #include "tilecore/ffi/ndarray.h"
+#include "tilecore/ffi/stack_guard.h"
 
 namespace tilecore {
 namespace ffi {
@@ -29,11 +30,20 @@ class Printer {
  public:
   std::string Print(const AnyView& v) {
     Visit(*v.raw());
-    return os_.str();
+    return truncated_ ? os_.str() + "... (truncated)" : os_.str();
   }
 
  private:
+  // A graph with shared subgraphs prints each path to them in full, so its text may grow
+  // exponentially with its depth; the text is cut at this length.
+  static constexpr std::streamoff kMaxChars = 1 << 20;
+
   void Visit(const TCFFIAny& v) {
+    if (truncated_ || os_.tellp() > kMaxChars) {
+      truncated_ = true;
+      return;
+    }
+    ::tilecore::ffi::StackGuard guard("repr");
     std::string_view s;
     if (::tilecore::ffi::details::AnyGetStringView(&v, &s)) {
       os_ << '"';
@@ -140,6 +150,7 @@ class Printer {
   }
 
   std::ostringstream os_;
+  bool truncated_{false};
   std::unordered_set<const Object*> visiting_;
 };
 

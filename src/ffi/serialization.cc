@@ -27,6 +27,12 @@
 
 namespace tilecore {
 namespace ffi {
+// Checks registered by kinds (RegisterLoadCheck); filled at static-initialisation time.
+static std::unordered_map<int32_t, void (*)(const Object*)>& LoadChecks() {
+  static std::unordered_map<int32_t, void (*)(const Object*)> checks;
+  return checks;
+}
+
 namespace {
 
 constexpr const char* kFormatVersion = "0.1.0";
@@ -764,6 +770,14 @@ class GraphReader {
                     std::string(err.backtrace()));
       }
     }
+    if (auto check = LoadChecks().find(handle->type_index); check != LoadChecks().end()) {
+      try {
+        check->second(obj.get());
+      } catch (const Error& err) {
+        throw Error(std::string(err.kind()), Where(i) + ": " + std::string(err.message()),
+                    std::string(err.backtrace()));
+      }
+    }
     TCFFIAny raw{};
     raw.type_index = handle->type_index;
     raw.v_obj = details::ObjectUnsafe::MoveToHandle(std::move(obj));
@@ -774,6 +788,8 @@ class GraphReader {
 };
 
 }  // namespace
+
+void RegisterLoadCheck(int32_t type_index, void (*check)(const Object* obj)) { LoadChecks()[type_index] = check; }
 
 std::string SaveJSON(const AnyView& value) { return GraphWriter().Save(*value.raw()); }
 

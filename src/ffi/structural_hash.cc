@@ -81,6 +81,25 @@ class SHashHandler {
       TILECORE_THROW(ValueError) << "StructuralHash: the graph is nested deeper than " << structural::kMaxDepth
                                  << " levels";
     }
+    // A graph may share subgraphs (a DAG): a node's hash is remembered, so each node is
+    // hashed once instead of once per path to it. Only hashes that bound no variable are
+    // remembered: a revisit of such a node hashes the same, so sharing changes nothing.
+    auto key = std::make_pair(static_cast<const void*>(v.v_obj), def);
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    int64_t numbered = next_number_;
+    uint64_t h = HashObject(v, def, depth);
+    if (next_number_ == numbered) memo_.emplace(key, h);
+    return h;
+  }
+
+ private:
+  struct KeyHash {
+    size_t operator()(const std::pair<const void*, bool>& k) const {
+      return std::hash<const void*>()(k.first) * 2 + (k.second ? 1 : 0);
+    }
+  };
+
+  uint64_t HashObject(const TCFFIAny& v, bool def, int depth) {
     switch (v.type_index) {
       case kTCFFIArray: {
         const auto& data = reinterpret_cast<const ArrayObj*>(v.v_obj)->data;
@@ -118,7 +137,6 @@ class SHashHandler {
     }
   }
 
- private:
   uint64_t HashMap(const TCFFIAny& v, bool def, int depth) {
     const auto* m = reinterpret_cast<const MapObj*>(v.v_obj);
     if (structural::MapUsesLookup(m)) {
@@ -167,6 +185,7 @@ class SHashHandler {
 
   bool map_free_vars_;
   std::unordered_map<const Object*, int64_t> bound_;  // binding number, or -1: bound to itself
+  std::unordered_map<std::pair<const void*, bool>, uint64_t, KeyHash> memo_;  // (node, def) -> hash
   int64_t next_number_{0};
   std::vector<Any> keep_alive_;
   FieldCache fields_;

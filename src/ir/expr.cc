@@ -410,7 +410,7 @@ void ReflectBinary() {
       .def_ro("dtype", &PrimExprNode::dtype)
       .def_ro("a", &BinaryOpNode::a)
       .def_ro("b", &BinaryOpNode::b)
-      .def_ro("span", &PrimExprNode::span, "source location", kIgnore);
+      .def_ro("span", &PrimExprNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
 }
 }  // namespace
 
@@ -419,20 +419,20 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
   refl::ObjectDef<IntImmNode>()
       .def_ro("dtype", &PrimExprNode::dtype)
       .def_ro("value", &IntImmNode::value)
-      .def_ro("span", &PrimExprNode::span, "source location", kIgnore);
+      .def_ro("span", &PrimExprNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<FloatImmNode>()
       .def_ro("dtype", &PrimExprNode::dtype)
       .def_ro("value", &FloatImmNode::value)
-      .def_ro("span", &PrimExprNode::span, "source location", kIgnore);
+      .def_ro("span", &PrimExprNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<StringImmNode>()
       .def_ro("dtype", &PrimExprNode::dtype)
       .def_ro("value", &StringImmNode::value)
-      .def_ro("span", &PrimExprNode::span, "source location", kIgnore);
+      .def_ro("span", &PrimExprNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<VarNode>(kTCFFISEqualFreeVar)
       .def_ro("dtype", &PrimExprNode::dtype)
       .def_ro("name", &VarNode::name, "a hint for printing; not part of identity", kIgnore)
-      .def_ro("type_annotation", &VarNode::type_annotation, "PrimType or PointerType, may be None")
-      .def_ro("span", &PrimExprNode::span, "source location", kIgnore);
+      .def_ro("type_annotation", &VarNode::type_annotation, "PrimType or PointerType, may be None", kTCFFIFieldMayBeNone)
+      .def_ro("span", &PrimExprNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   ReflectBinary<AddNode>();
   ReflectBinary<SubNode>();
   ReflectBinary<MulNode>();
@@ -453,39 +453,39 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
   refl::ObjectDef<NotNode>()
       .def_ro("dtype", &PrimExprNode::dtype)
       .def_ro("a", &NotNode::a)
-      .def_ro("span", &PrimExprNode::span, "source location", kIgnore);
+      .def_ro("span", &PrimExprNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<SelectNode>()
       .def_ro("dtype", &PrimExprNode::dtype)
       .def_ro("condition", &SelectNode::condition)
       .def_ro("true_value", &SelectNode::true_value)
       .def_ro("false_value", &SelectNode::false_value)
-      .def_ro("span", &PrimExprNode::span, "source location", kIgnore);
+      .def_ro("span", &PrimExprNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<CastNode>()
       .def_ro("dtype", &PrimExprNode::dtype)
       .def_ro("value", &CastNode::value)
-      .def_ro("span", &PrimExprNode::span, "source location", kIgnore);
+      .def_ro("span", &PrimExprNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<LetNode>()
       .def_ro("dtype", &PrimExprNode::dtype)
       .def_ro("var", &LetNode::var, "the bound variable", kDef)
       .def_ro("value", &LetNode::value)
       .def_ro("body", &LetNode::body)
-      .def_ro("span", &PrimExprNode::span, "source location", kIgnore);
+      .def_ro("span", &PrimExprNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<RampNode>()
       .def_ro("dtype", &PrimExprNode::dtype)
       .def_ro("base", &RampNode::base)
       .def_ro("stride", &RampNode::stride)
       .def_ro("lanes", &RampNode::lanes)
-      .def_ro("span", &PrimExprNode::span, "source location", kIgnore);
+      .def_ro("span", &PrimExprNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<BroadcastNode>()
       .def_ro("dtype", &PrimExprNode::dtype)
       .def_ro("value", &BroadcastNode::value)
       .def_ro("lanes", &BroadcastNode::lanes)
-      .def_ro("span", &PrimExprNode::span, "source location", kIgnore);
+      .def_ro("span", &PrimExprNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<CallNode>()
       .def_ro("dtype", &PrimExprNode::dtype)
       .def_ro("op", &CallNode::op, "intrinsic name (see ir.ListIntrinsics)")
       .def_ro("args", &CallNode::args)
-      .def_ro("span", &PrimExprNode::span, "source location", kIgnore);
+      .def_ro("span", &PrimExprNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<BufferNode>()
       .def_ro("data", &BufferNode::data, "pointer variable of the storage")
       .def_ro("dtype", &BufferNode::dtype, "element dtype")
@@ -494,18 +494,18 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
       .def_ro("elem_offset", &BufferNode::elem_offset, "offset of element 0, in elements")
       .def_ro("scope", &BufferNode::scope, "global, shared or local")
       .def_ro("name", &BufferNode::name, "a hint for printing", kIgnore)
-      .def_ro("span", &BufferNode::span, "source location", kIgnore);
+      .def_ro("span", &BufferNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<BufferLoadNode>()
       .def_ro("dtype", &PrimExprNode::dtype)
       .def_ro("buffer", &BufferLoadNode::buffer)
       .def_ro("indices", &BufferLoadNode::indices)
-      .def_ro("span", &PrimExprNode::span, "source location", kIgnore);
+      .def_ro("span", &PrimExprNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<BufferRegionNode>()
       .def_ro("dtype", &PrimExprNode::dtype)
       .def_ro("buffer", &BufferRegionNode::buffer)
       .def_ro("begin", &BufferRegionNode::begin)
       .def_ro("extents", &BufferRegionNode::extents)
-      .def_ro("span", &PrimExprNode::span, "source location", kIgnore);
+      .def_ro("span", &PrimExprNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
 });
 
 // ---------------------------------------------------------------------------

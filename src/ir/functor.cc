@@ -1,6 +1,7 @@
 /*
  * src/ir/functor.cc — kind dispatch, IRVisitor, IRMutator, Substitute.
  */
+#include "tilecore/ffi/stack_guard.h"
 #include "tilecore/ir/functor.h"
 
 #include <vector>
@@ -34,6 +35,7 @@ NodeKind NodeKindOf(const Object* node) {
 // ---------------------------------------------------------------------------
 void IRVisitor::VisitExpr(const PrimExpr& e) {
   if (!e.defined()) return;
+  ffi::StackGuard guard("IRVisitor");
   const Object* n = e.get();
   switch (NodeKindOf(n)) {
 #define TILECORE_IR_CASE(Name) \
@@ -47,6 +49,7 @@ void IRVisitor::VisitExpr(const PrimExpr& e) {
 
 void IRVisitor::VisitStmt(const Stmt& s) {
   if (!s.defined()) return;
+  ffi::StackGuard guard("IRVisitor");
   const Object* n = s.get();
   switch (NodeKindOf(n)) {
 #define TILECORE_IR_CASE(Name) \
@@ -133,6 +136,7 @@ void IRVisitor::VisitStmt_(const EvaluateNode* op) { VisitExpr(op->value); }
 // ---------------------------------------------------------------------------
 PrimExpr IRMutator::VisitExpr(const PrimExpr& e) {
   if (!e.defined()) return e;
+  ffi::StackGuard guard("IRMutator");
   const Object* n = e.get();
   switch (NodeKindOf(n)) {
 #define TILECORE_IR_CASE(Name) \
@@ -146,6 +150,7 @@ PrimExpr IRMutator::VisitExpr(const PrimExpr& e) {
 
 Stmt IRMutator::VisitStmt(const Stmt& s) {
   if (!s.defined()) return s;
+  ffi::StackGuard guard("IRMutator");
   const Object* n = s.get();
   switch (NodeKindOf(n)) {
 #define TILECORE_IR_CASE(Name) \

@@ -4,6 +4,7 @@
  */
 #include "tilecore/ir/intrinsics.h"
 
+#include <algorithm>
 #include <optional>
 #include <unordered_map>
 
@@ -31,6 +32,12 @@ std::vector<IntrinsicInfo> MakeTable() {
   add("tir.barrier", {}, R::kVoid, Rule::kNone, true, "front end", "",
       "cluster-wide barrier of the front ends; drain the engines first (tile.wait)");
   // --- scalar / SIMD math (pure; float only) ------------------------------------
+  add("tir.call_packed", {A::kString, A::kRegionOrScalar}, R::kVoid, Rule::kNone, true, "front end", "name, args",
+      "calls the registered global function `name` on the host, synchronously, with each region as an NDArray "
+      "view of it (valid during the call only; the function may read and write it) and each scalar as an int "
+      "or float; an error raised by the function fails the kernel call with that error");
+  t.back().variadic = true;
+  t.back().required = 1;
   add("tir.exp", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "e to the x (float)");
   add("tir.log", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "natural logarithm (float)");
   add("tir.sqrt", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "square root (float)");
@@ -75,10 +82,18 @@ std::vector<IntrinsicInfo> MakeTable() {
   add("tile.wait", {A::kInt}, R::kVoid, Rule::kNone, true, "front end", "event",
       "stalls until every copy that signals `event` and was issued before this point has completed");
   // --- matrix engine --------------------------------------------------------------
-  add("tile.mm", {A::kRegion, A::kRegion, A::kRegion, A::kBool}, R::kVoid, Rule::kMatmul, true, "matrix",
-      "c, a, b, accumulate",
+  add("tile.mm",
+      {A::kRegion, A::kRegion, A::kRegion, A::kBool, A::kRegionOrNone, A::kRegionOrScalar, A::kInt, A::kRegionOrNone,
+       A::kString, A::kFloat, A::kFloat},
+      R::kVoid, Rule::kMatmul, true, "matrix",
+      "c, a, b, accumulate, bias, scale, zero_point, residual, act, clamp_lo, clamp_hi",
       "c[M,N] = (accumulate ? c : 0) + a[M,K] x b[K,N] on local tiles; a, b of i8 (c i32) or f16/bf16/f32 "
-      "(c f32) (mm / mma)");
+      "(c f32) (mm / mma). With the optional epilogue (the last seven arguments, all or none) c is the output, "
+      "of any non-bool dtype, and each element becomes c = cast(clamp(act(f32(acc + bias[j]) * scale + "
+      "f32(residual[i,j])) + zero_point, clamp_lo, clamp_hi)) as in TC1's mm epilogue (docs/tc1.md); bias "
+      "(N values of the accumulator dtype) and residual (M x N) may be 0 for absent; scale is a scalar or a "
+      "region of N float32 per-channel scales; act is \"none\" or \"relu\"; accumulate must be false");
+  t.back().required = 4;
   // --- vector engine ----------------------------------------------------------------
   add("tile.vec_add", {A::kRegion, A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector",
       "d, a, b", "d = a + b elementwise (integers saturate) (tadd)");
@@ -165,6 +180,13 @@ bool Matches(IntrinArg kind, const PrimExpr& e) {
     case A::kIntAny: return t.is_integer();
     case A::kRegion: return e.as<BufferRegionNode>() != nullptr;
     case A::kString: return e.as<StringImmNode>() != nullptr;
+    case A::kRegionOrNone: {
+      if (e.as<BufferRegionNode>()) return true;
+      const auto* i = e.as<IntImmNode>();
+      return i != nullptr && i->value == 0;
+    }
+    case A::kRegionOrScalar:
+      return e.as<BufferRegionNode>() != nullptr || ((t.is_integer() || t.is_float()) && t.is_scalar());
   }
   return false;
 }
@@ -176,6 +198,39 @@ std::string Describe(const PrimExpr& e) {
 }
 
 DataType RegionDType(const PrimExpr& e) { return e.as<BufferRegionNode>()->buffer->dtype; }
+
+// tile.mm's epilogue block: dtypes of the output, bias, scales and residual, the
+// activation's spelling, and no accumulation (the output replaces the accumulator).
+void CheckMatmulEpilogue(std::string_view op, const Array<PrimExpr>& args, DataType acc) {
+  DataType c = RegionDType(args[0]);
+  if (c.is_bool() || c.is_vector() || c.bits() > 32) {
+    TILECORE_THROW(TypeError) << "Call `" << op << "`: the epilogue output c must be an 8..32-bit int or a float, got "
+                              << c.str();
+  }
+  const auto* accum = args[3].as<IntImmNode>();
+  if (accum == nullptr || accum->value != 0) {
+    TILECORE_THROW(TypeError) << "Call `" << op << "`: accumulate must be the constant false with an epilogue "
+                              << "(the output replaces the accumulator)";
+  }
+  if (args[4].as<BufferRegionNode>() && RegionDType(args[4]) != acc) {
+    TILECORE_THROW(TypeError) << "Call `" << op << "`: bias must be " << acc.str() << " (the accumulator dtype), got "
+                              << RegionDType(args[4]).str();
+  }
+  if (args[5].as<BufferRegionNode>() && RegionDType(args[5]) != DataType::Float(32)) {
+    TILECORE_THROW(TypeError) << "Call `" << op << "`: per-channel scale must be float32, got "
+                              << RegionDType(args[5]).str();
+  }
+  if (args[7].as<BufferRegionNode>()) {
+    DataType r = RegionDType(args[7]);
+    if (r.is_bool() || r.bits() > 32) {
+      TILECORE_THROW(TypeError) << "Call `" << op << "`: residual must be an 8..32-bit int or a float, got " << r.str();
+    }
+  }
+  std::string_view act = args[8].as<StringImmNode>()->value.view();
+  if (act != "none" && act != "relu") {
+    TILECORE_THROW(ValueError) << "Call `" << op << "`: act must be \"none\" or \"relu\", got \"" << act << "\"";
+  }
+}
 
 }  // namespace
 
@@ -189,6 +244,8 @@ const char* IntrinArgName(IntrinArg kind) {
     case A::kIntAny: return "integer";
     case A::kRegion: return "region";
     case A::kString: return "string";
+    case A::kRegionOrNone: return "region or 0";
+    case A::kRegionOrScalar: return "region or scalar";
   }
   return "?";
 }
@@ -212,9 +269,13 @@ DataType CheckIntrinsicCall(std::string_view op, const Array<PrimExpr>& args, Da
     TILECORE_THROW(ValueError) << "Call: unknown intrinsic `" << op << "`"
                                << (near.empty() ? std::string(" (see ir.ListIntrinsics)") : " (known in its family: " + near + ")");
   }
-  if (args.size() != info->args.size()) {
-    TILECORE_THROW(TypeError) << "Call `" << op << "(" << info->arg_names << ")`: expected " << info->args.size()
-                              << " arguments, got " << args.size();
+  bool count_ok = args.size() == info->args.size() ||
+                  (info->required >= 0 && args.size() == size_t(info->required)) ||
+                  (info->variadic && args.size() >= info->args.size());
+  if (!count_ok) {
+    TILECORE_THROW(TypeError) << "Call `" << op << "(" << info->arg_names << ")`: expected "
+                              << (info->required >= 0 ? std::to_string(info->required) + " or " : std::string())
+                              << info->args.size() << " arguments, got " << args.size();
   }
   std::vector<std::string> names;
   {
@@ -229,9 +290,10 @@ DataType CheckIntrinsicCall(std::string_view op, const Array<PrimExpr>& args, Da
     }
   }
   for (size_t i = 0; i < args.size(); ++i) {
-    if (!Matches(info->args[i], args[i])) {
+    IntrinArg kind = info->args[std::min(i, info->args.size() - 1)];
+    if (!Matches(kind, args[i])) {
       TILECORE_THROW(TypeError) << "Call `" << op << "`: argument " << i << " (" << (i < names.size() ? names[i] : "")
-                                << ") must be " << IntrinArgName(info->args[i]) << ", got " << Describe(args[i]);
+                                << ") must be " << IntrinArgName(kind) << ", got " << Describe(args[i]);
     }
   }
   switch (info->rule) {
@@ -284,6 +346,10 @@ DataType CheckIntrinsicCall(std::string_view op, const Array<PrimExpr>& args, Da
                                   << "float32; got " << a.str() << " and " << b.str();
       }
       DataType acc = a.is_int() ? DataType::Int(32) : DataType::Float(32);
+      if (args.size() > 4) {
+        CheckMatmulEpilogue(op, args, acc);
+        break;
+      }
       if (c != acc) {
         TILECORE_THROW(TypeError) << "Call `" << op << "`: the accumulator c must be " << acc.str() << " for "
                                   << a.str() << " inputs, got " << c.str();
@@ -330,6 +396,8 @@ TILECORE_REGISTER_GLOBAL("ir.ListIntrinsics").set_body_typed([]() {
     m.Set("name", Any(row.name));
     m.Set("args", kinds);
     m.Set("arg_names", Any(row.arg_names));
+    m.Set("required", Any(int64_t(row.required >= 0 ? row.required : int(row.args.size()))));
+    m.Set("variadic", Any(row.variadic));
     m.Set("result", Any(result));
     m.Set("has_effect", Any(row.has_effect));
     m.Set("unit", Any(row.unit));

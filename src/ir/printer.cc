@@ -8,7 +8,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tilecore/ffi/error.h"
 #include "tilecore/ffi/function.h"
+#include "tilecore/ffi/stack_guard.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/op.h"
 
@@ -108,10 +110,32 @@ class ScriptPrinter {
   }
 
   std::string Expr(const PrimExpr& e, int ctx = 0) {
+    ffi::StackGuard guard("ir.script");
     int prec = kAtom;
-    std::string s = ExprText(e, &prec);
+    std::string s;
+    // A shared subexpression (referenced more than once) is printed once and its text
+    // reused; the text of a graph that shares subexpressions at many levels still doubles
+    // per level, so it is capped.
+    if (e.defined() && e.use_count() > 1) {
+      auto it = shared_text_.find(e.get());
+      if (it != shared_text_.end()) {
+        s = it->second.first;
+        prec = it->second.second;
+      } else {
+        s = ExprText(e, &prec);
+        shared_text_.emplace(e.get(), std::make_pair(s, prec));
+      }
+    } else {
+      s = ExprText(e, &prec);
+    }
+    if (s.size() > kMaxExprChars) {
+      TILECORE_THROW(ValueError) << "ir.script: an expression's text exceeds " << kMaxExprChars
+                                 << " characters (it shares subexpressions at many levels)";
+    }
     return prec < ctx ? "(" + s + ")" : s;
   }
+  static constexpr size_t kMaxExprChars = size_t(1) << 24;
+  std::unordered_map<const Object*, std::pair<std::string, int>> shared_text_;
 
   std::string Bin(const BinaryOpNode* op, const char* sym, int prec, int* out_prec) {
     *out_prec = prec;
@@ -323,6 +347,7 @@ class ScriptPrinter {
   }
 
   void PrintStmt(const Stmt& s, int indent) {
+    ffi::StackGuard guard("ir.script");
     const Object* n = s.get();
     if (n == nullptr) return;
     switch (NodeKindOf(n)) {

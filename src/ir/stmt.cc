@@ -277,13 +277,13 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
       .def_ro("buffer", &BufferStoreNode::buffer)
       .def_ro("value", &BufferStoreNode::value)
       .def_ro("indices", &BufferStoreNode::indices)
-      .def_ro("predicate", &BufferStoreNode::predicate, "bool vector mask, or None")
-      .def_ro("span", &StmtNode::span, "source location", kIgnore);
+      .def_ro("predicate", &BufferStoreNode::predicate, "bool vector mask, or None", kTCFFIFieldMayBeNone)
+      .def_ro("span", &StmtNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<LetStmtNode>()
       .def_ro("var", &LetStmtNode::var, "the bound variable", kDef)
       .def_ro("value", &LetStmtNode::value)
       .def_ro("body", &LetStmtNode::body)
-      .def_ro("span", &StmtNode::span, "source location", kIgnore);
+      .def_ro("span", &StmtNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<ForNode>()
       .def_ro("loop_var", &ForNode::loop_var, "the loop variable", kDef)
       .def_ro("min", &ForNode::min)
@@ -291,32 +291,32 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
       .def_ro("kind", &ForNode::kind, "serial, unrolled, vectorized or cores")
       .def_ro("body", &ForNode::body)
       .def_ro("annotations", &ForNode::annotations)
-      .def_ro("span", &StmtNode::span, "source location", kIgnore);
+      .def_ro("span", &StmtNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<WhileNode>()
       .def_ro("condition", &WhileNode::condition)
       .def_ro("body", &WhileNode::body)
-      .def_ro("span", &StmtNode::span, "source location", kIgnore);
+      .def_ro("span", &StmtNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<IfThenElseNode>()
       .def_ro("condition", &IfThenElseNode::condition)
       .def_ro("then_case", &IfThenElseNode::then_case)
-      .def_ro("else_case", &IfThenElseNode::else_case, "may be None")
-      .def_ro("span", &StmtNode::span, "source location", kIgnore);
+      .def_ro("else_case", &IfThenElseNode::else_case, "may be None", kTCFFIFieldMayBeNone)
+      .def_ro("span", &StmtNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<AllocateNode>()
       .def_ro("buffer", &AllocateNode::buffer, "the allocated buffer (local or shared)", kDef)
       .def_ro("body", &AllocateNode::body)
-      .def_ro("span", &StmtNode::span, "source location", kIgnore);
+      .def_ro("span", &StmtNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<SeqStmtNode>()
       .def_ro("seq", &SeqStmtNode::seq)
-      .def_ro("span", &StmtNode::span, "source location", kIgnore);
+      .def_ro("span", &StmtNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<EvaluateNode>()
       .def_ro("value", &EvaluateNode::value)
-      .def_ro("span", &StmtNode::span, "source location", kIgnore);
+      .def_ro("span", &StmtNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<PrimFuncNode>()
       .def_ro("params", &PrimFuncNode::params, "scalar and pointer parameters", kDef)
       .def_ro("buffer_map", &PrimFuncNode::buffer_map, "buffer view of each pointer parameter", kDef)
       .def_ro("body", &PrimFuncNode::body)
       .def_ro("attrs", &PrimFuncNode::attrs, "global_symbol and pass results")
-      .def_ro("span", &PrimFuncNode::span, "source location", kIgnore);
+      .def_ro("span", &PrimFuncNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<IRModuleNode>()
       .def_ro("functions", &IRModuleNode::functions, "name -> PrimFunc")
       .def_ro("attrs", &IRModuleNode::attrs);
@@ -326,8 +326,9 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
 // Constructors for Python
 // ---------------------------------------------------------------------------
 TILECORE_REGISTER_GLOBAL("ir.BufferStore")
-    .set_body_typed([](Buffer buffer, PrimExpr value, Array<PrimExpr> indices, PrimExpr predicate, Span span) {
-      return BufferStore(buffer, value, indices, predicate, span);
+    .set_body_typed([](Buffer buffer, PrimExpr value, Array<PrimExpr> indices, std::optional<PrimExpr> predicate,
+                       Span span) {
+      return BufferStore(buffer, value, indices, predicate.value_or(PrimExpr()), span);
     });
 TILECORE_REGISTER_GLOBAL("ir.LetStmt").set_body_typed([](Var var, PrimExpr value, Stmt body, Span span) {
   return LetStmt(var, value, body, span);
@@ -341,8 +342,9 @@ TILECORE_REGISTER_GLOBAL("ir.For")
 TILECORE_REGISTER_GLOBAL("ir.While").set_body_typed([](PrimExpr cond, Stmt body, Span span) {
   return While(cond, body, span);
 });
-TILECORE_REGISTER_GLOBAL("ir.IfThenElse").set_body_typed([](PrimExpr cond, Stmt then_case, Stmt else_case, Span span) {
-  return IfThenElse(cond, then_case, else_case, span);
+TILECORE_REGISTER_GLOBAL("ir.IfThenElse")
+    .set_body_typed([](PrimExpr cond, Stmt then_case, std::optional<Stmt> else_case, Span span) {
+      return IfThenElse(cond, then_case, else_case.value_or(Stmt()), span);
 });
 TILECORE_REGISTER_GLOBAL("ir.Allocate").set_body_typed([](Buffer buffer, Stmt body, Span span) {
   return Allocate(buffer, body, span);

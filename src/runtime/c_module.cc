@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 
 #include "tilecore/ffi/ndarray.h"
 #include "tilecore/ffi/error.h"
@@ -67,6 +68,10 @@ class CModuleNode final : public ModuleNode {
       const char* err = dlerror();
       TILECORE_THROW(OSError) << "c module: cannot load its shared library: " << (err ? err : "?");
     }
+    // Calls from the kernels to global functions (tir.call_packed) come back here.
+    if (void* set = dlsym(handle_, "tc__set_host_call")) {
+      reinterpret_cast<void (*)(HostCallFn, void*)>(set)(&CModuleNode::HostCall, this);
+    }
     for (const std::string& n : names_) {
       void* sym = dlsym(handle_, ("tc_" + n).c_str());
       if (sym == nullptr) TILECORE_THROW(ValueError) << "c module: the library has no symbol `tc_" << n << "`";
@@ -86,11 +91,19 @@ class CModuleNode final : public ModuleNode {
       KernelFn fn = fns_[i];
       const std::vector<KernelParam>* params = &params_[i];
       std::string kname = names_[i];
-      return ffi::Function::FromPacked([self, fn, params, kname](ffi::PackedArgs args, ffi::Any*) {
-        Call(kname, fn, *params, args);
+      CModuleNode* node = this;
+      return ffi::Function::FromPacked([self, fn, params, kname, node](ffi::PackedArgs args, ffi::Any*) {
+        node->Call(kname, fn, *params, args);
       });
     }
     return std::nullopt;
+  }
+
+  std::vector<KernelParam>* MutableParams(const std::string& function) override {
+    for (size_t i = 0; i < names_.size(); ++i) {
+      if (names_[i] == function) return &params_[i];
+    }
+    return nullptr;
   }
 
   std::string GetSource(const std::string& format) const override {
@@ -104,6 +117,7 @@ class CModuleNode final : public ModuleNode {
     ByteWriter w;
     w.str(source_);
     w.str(lib_);
+    w.u64(ModuleChecksum(lib_));
     w.u32(static_cast<uint32_t>(names_.size()));
     for (size_t i = 0; i < names_.size(); ++i) {
       w.str(names_[i]);
@@ -116,6 +130,8 @@ class CModuleNode final : public ModuleNode {
     ByteReader r(bytes.view(), "c module");
     std::string source = r.str();
     std::string lib = r.str();
+    // The library is dlopen'ed (its code runs): a corrupted one is refused first.
+    if (r.u64() != ModuleChecksum(lib)) r.fail("checksum mismatch: the shared library is corrupted");
     uint32_t n = r.count(1 << 16);
     std::vector<std::string> names;
     std::vector<std::vector<KernelParam>> params;
@@ -141,7 +157,21 @@ class CModuleNode final : public ModuleNode {
   }
 
  private:
-  static void Call(const std::string& name, KernelFn fn, const std::vector<KernelParam>& params, ffi::PackedArgs args) {
+  using HostCallFn = int32_t (*)(void*, const char*, int32_t, const TCHostArg*);
+  // The first error of a host call during the current kernel call; the kernel then
+  // returns non-zero and Call rethrows it.
+  static int32_t HostCall(void* ctx, const char* name, int32_t n, const TCHostArg* args) {
+    auto* self = static_cast<CModuleNode*>(ctx);
+    std::exception_ptr err;
+    int32_t rc = HostCallPacked(name, n, args, &err);
+    if (rc != 0) {
+      std::lock_guard<std::mutex> lock(self->host_mu_);
+      if (!self->host_error_) self->host_error_ = err;
+    }
+    return rc;
+  }
+
+  void Call(const std::string& name, KernelFn fn, const std::vector<KernelParam>& params, ffi::PackedArgs args) {
     CheckKernelArgs(name, params, args);
     std::vector<void*> ptrs(params.size(), nullptr);
     std::vector<int64_t> ints(params.size(), 0);
@@ -167,7 +197,19 @@ class CModuleNode final : public ModuleNode {
         ptrs[i] = &floats[i];
       }
     }
+    {
+      std::lock_guard<std::mutex> lock(host_mu_);
+      host_error_ = nullptr;
+    }
     int32_t rc = fn(ptrs.data());
+    if (rc != 0) {
+      std::exception_ptr err;
+      {
+        std::lock_guard<std::mutex> lock(host_mu_);
+        std::swap(err, host_error_);
+      }
+      if (err) std::rethrow_exception(err);
+    }
     if (rc != 0) TILECORE_THROW(RuntimeError) << "kernel `" << name << "` returned error code " << rc;
     for (auto& [orig, host] : staged) host.CopyTo(orig);
   }
@@ -177,6 +219,8 @@ class CModuleNode final : public ModuleNode {
   std::vector<std::vector<KernelParam>> params_;
   void* handle_ = nullptr;
   std::vector<KernelFn> fns_;
+  std::mutex host_mu_;
+  std::exception_ptr host_error_;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // src/runtime/device_api.cc — the device-API registry and the `cpu` kind.
 #include "tilecore/runtime/device_api.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -65,6 +66,68 @@ class CpuDeviceAPI final : public DeviceAPI {
 
 }  // namespace
 
+void* DeviceAPI::AllocWorkspace(DLDevice dev, size_t nbytes) {
+  size_t want = std::max<size_t>(64, (nbytes + 63) / 64 * 64);
+  std::lock_guard<std::mutex> lock(ws_mu_);
+  std::vector<WorkspaceBlock>& blocks = ws_[dev.device_id];
+  WorkspaceBlock* best = nullptr;
+  for (WorkspaceBlock& b : blocks) {
+    if (!b.in_use && b.bytes >= want && (best == nullptr || b.bytes < best->bytes)) best = &b;
+  }
+  if (best != nullptr) {
+    best->in_use = true;
+    return best->ptr;
+  }
+  void* p = Alloc(dev, want, 64);
+  blocks.push_back(WorkspaceBlock{p, want, true});
+  return p;
+}
+
+void DeviceAPI::FreeWorkspace(DLDevice dev, void* ptr) {
+  std::lock_guard<std::mutex> lock(ws_mu_);
+  auto it = ws_.find(dev.device_id);
+  if (it != ws_.end()) {
+    for (WorkspaceBlock& b : it->second) {
+      if (b.ptr == ptr && b.in_use) {
+        b.in_use = false;
+        return;
+      }
+    }
+  }
+  TILECORE_THROW(ValueError) << name() << ":" << dev.device_id << ": FreeWorkspace of " << ptr
+                             << ", which is not a workspace block in use on this device";
+}
+
+ffi::Map<ffi::String, ffi::Any> DeviceAPI::WorkspaceInfo(DLDevice dev) {
+  std::lock_guard<std::mutex> lock(ws_mu_);
+  int64_t blocks = 0, bytes = 0, in_use = 0;
+  auto it = ws_.find(dev.device_id);
+  if (it != ws_.end()) {
+    for (const WorkspaceBlock& b : it->second) {
+      ++blocks;
+      bytes += int64_t(b.bytes);
+      in_use += b.in_use ? 1 : 0;
+    }
+  }
+  ffi::Map<ffi::String, ffi::Any> m;
+  m.Set("blocks", ffi::Any(blocks));
+  m.Set("bytes", ffi::Any(bytes));
+  m.Set("in_use", ffi::Any(in_use));
+  return m;
+}
+
+void DeviceAPI::ReleaseWorkspace(DLDevice dev) {
+  std::lock_guard<std::mutex> lock(ws_mu_);
+  auto it = ws_.find(dev.device_id);
+  if (it == ws_.end()) return;
+  std::vector<WorkspaceBlock> keep;
+  for (const WorkspaceBlock& b : it->second) {
+    if (b.in_use) keep.push_back(b);
+    else Free(dev, b.ptr);
+  }
+  it->second = std::move(keep);
+}
+
 std::shared_ptr<DeviceAPI> DeviceAPI::Get(const std::string& name) {
   auto f = ffi::Function::GetGlobal("device_api." + name);
   if (!f) {
@@ -113,6 +176,20 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
 
 TILECORE_REGISTER_GLOBAL("runtime.DeviceAttributes").set_body_typed([](DLDevice dev) {
   return DeviceAPI::ForDeviceType(dev.device_type)->Attributes(dev);
+});
+// Workspace from Python and C: the block's address as an integer (npu: a DDR address).
+TILECORE_REGISTER_GLOBAL("runtime.AllocWorkspace").set_body_typed([](DLDevice dev, int64_t nbytes) {
+  if (nbytes < 0) TILECORE_THROW(ValueError) << "runtime.AllocWorkspace: nbytes must be >= 0, got " << nbytes;
+  return int64_t(reinterpret_cast<uintptr_t>(DeviceAPI::ForDeviceType(dev.device_type)->AllocWorkspace(dev, size_t(nbytes))));
+});
+TILECORE_REGISTER_GLOBAL("runtime.FreeWorkspace").set_body_typed([](DLDevice dev, int64_t addr) {
+  DeviceAPI::ForDeviceType(dev.device_type)->FreeWorkspace(dev, reinterpret_cast<void*>(uintptr_t(addr)));
+});
+TILECORE_REGISTER_GLOBAL("runtime.WorkspaceInfo").set_body_typed([](DLDevice dev) {
+  return DeviceAPI::ForDeviceType(dev.device_type)->WorkspaceInfo(dev);
+});
+TILECORE_REGISTER_GLOBAL("runtime.ReleaseWorkspace").set_body_typed([](DLDevice dev) {
+  DeviceAPI::ForDeviceType(dev.device_type)->ReleaseWorkspace(dev);
 });
 TILECORE_REGISTER_GLOBAL("runtime.ListDeviceAPIs").set_body_typed([]() {
   ffi::Array<ffi::String> out;

@@ -1,6 +1,9 @@
 // src/runtime/kernel.cc — kernel signatures: checking calls and (de)serialising them.
 #include "tilecore/runtime/kernel.h"
 
+#include <memory>
+#include <vector>
+
 #include "tilecore/ffi/dtype.h"
 #include "tilecore/ffi/error.h"
 
@@ -23,7 +26,7 @@ void CheckKernelArgs(const std::string& name, const std::vector<KernelParam>& pa
   for (int32_t i = 0; i < args.size(); ++i) {
     const KernelParam& p = params[size_t(i)];
     if (p.kind == "buffer") {
-      auto a = args[i].try_cast<ffi::NDArray>();
+      auto a = args[i].is_none() ? std::nullopt : args[i].try_cast<ffi::NDArray>();
       if (!a) {
         TILECORE_THROW(TypeError) << "kernel `" << KernelSignature(name, params) << "`: argument #" << i << " ("
                                   << p.name << ") must be an array, got `"
@@ -33,6 +36,15 @@ void CheckKernelArgs(const std::string& name, const std::vector<KernelParam>& pa
       if (dt != p.dtype) {
         TILECORE_THROW(TypeError) << "kernel `" << KernelSignature(name, params) << "`: argument #" << i << " ("
                                   << p.name << ") must have dtype " << p.dtype << ", got " << dt;
+      }
+      int64_t n = a->NumElements();
+      if (p.elements >= 0 && n < p.elements) {
+        TILECORE_THROW(ValueError) << "kernel `" << KernelSignature(name, params) << "`: argument #" << i << " ("
+                                   << p.name << ") has " << n << " elements, the kernel needs " << p.elements;
+      }
+      if (p.written && a->get()->read_only) {
+        TILECORE_THROW(ValueError) << "kernel `" << KernelSignature(name, params) << "`: argument #" << i << " ("
+                                   << p.name << ") is read-only, and the kernel writes it";
       }
     } else {
       bool ok = p.kind == "int" ? args[i].try_cast<int64_t>().has_value() : args[i].try_cast<double>().has_value();
@@ -52,17 +64,20 @@ void WriteParams(ByteWriter* w, const std::vector<KernelParam>& params) {
     w->str(p.kind);
     w->str(p.dtype);
     w->u32(p.written ? 1 : 0);
+    w->u64(static_cast<uint64_t>(p.elements));
   }
 }
 
 std::vector<KernelParam> ReadParams(ByteReader* r) {
-  std::vector<KernelParam> out(r->count(4096));
+  std::vector<KernelParam> out(r->count(4096, 24));
   for (KernelParam& p : out) {
     p.name = r->str();
     p.kind = r->str();
     if (p.kind != "buffer" && p.kind != "int" && p.kind != "float") r->fail("bad parameter kind `" + p.kind + "`");
     p.dtype = r->str();
     p.written = r->u32() != 0;
+    p.elements = r->i64();
+    if (p.elements < -1) r->fail("bad element count of parameter `" + p.name + "`");
   }
   return out;
 }
@@ -75,6 +90,7 @@ ffi::Array<ffi::Any> ParamsToArray(const std::vector<KernelParam>& params) {
     m.Set("kind", ffi::Any(ffi::String(p.kind)));
     m.Set("dtype", ffi::Any(ffi::String(p.dtype)));
     m.Set("written", ffi::Any(p.written));
+    m.Set("elements", ffi::Any(p.elements));
     out.push_back(ffi::Any(m));
   }
   return out;
@@ -89,6 +105,7 @@ std::vector<KernelParam> ParamsFromArray(const ffi::Array<ffi::Any>& arr) {
     p.kind = m["kind"].cast<std::string>();
     p.dtype = m["dtype"].cast<std::string>();
     p.written = m.count("written") ? m["written"].cast<bool>() : true;
+    p.elements = m.count("elements") ? m["elements"].cast<int64_t>() : -1;
     if (p.kind != "buffer" && p.kind != "int" && p.kind != "float") {
       TILECORE_THROW(ValueError) << "kernel parameter `" << p.name << "`: kind must be buffer, int or float, got `"
                                  << p.kind << "`";
@@ -96,6 +113,87 @@ std::vector<KernelParam> ParamsFromArray(const ffi::Array<ffi::Any>& arr) {
     out.push_back(p);
   }
   return out;
+}
+
+}  // namespace tilecore::runtime
+
+namespace tilecore::runtime {
+namespace {
+
+DLDataType HostArgDType(int32_t code) {
+  switch (code) {
+    case 0: return DLDataType{kDLInt, 8, 1};
+    case 1: return DLDataType{kDLUInt, 8, 1};
+    case 2: return DLDataType{kDLInt, 16, 1};
+    case 3: return DLDataType{kDLUInt, 16, 1};
+    case 4: return DLDataType{kDLInt, 32, 1};
+    case 5: return DLDataType{kDLUInt, 32, 1};
+    case 6: return DLDataType{kDLFloat, 16, 1};
+    case 7: return DLDataType{kDLBfloat, 16, 1};
+    case 8: return DLDataType{kDLFloat, 32, 1};
+    case 9: return DLDataType{kDLBool, 8, 1};
+    default: TILECORE_THROW(ValueError) << "dtype code " << code << " is not a TC1 dtype (0..9)";
+  }
+}
+
+// A borrowed view: the DLManagedTensor owns only its shape and strides arrays.
+struct HostView {
+  DLManagedTensor mt{};
+  int64_t shape[4]{};
+  int64_t strides[4]{};
+};
+
+ffi::NDArray ViewOf(const TCHostArg& a, int32_t index) {
+  if (a.ndim < 1 || a.ndim > 4) {
+    TILECORE_THROW(ValueError) << "argument " << index << ": tensor rank " << a.ndim << " is not in 1..4";
+  }
+  auto v = std::make_unique<HostView>();
+  for (int k = 0; k < a.ndim; ++k) {
+    v->shape[k] = a.shape[k];
+    v->strides[k] = a.strides[k];
+  }
+  v->mt.dl_tensor.data = a.data;
+  v->mt.dl_tensor.device = DLDevice{kDLCPU, 0};
+  v->mt.dl_tensor.ndim = a.ndim;
+  v->mt.dl_tensor.dtype = HostArgDType(a.dtype);
+  v->mt.dl_tensor.shape = v->shape;
+  v->mt.dl_tensor.strides = v->strides;
+  v->mt.dl_tensor.byte_offset = 0;
+  v->mt.manager_ctx = v.get();
+  v->mt.deleter = [](DLManagedTensor* self) { std::unique_ptr<HostView>(static_cast<HostView*>(self->manager_ctx)); };
+  DLManagedTensor* mt = &v.release()->mt;
+  return ffi::NDArray::FromDLPack(mt);
+}
+
+}  // namespace
+
+int32_t HostCallPacked(const char* name, int32_t n, const TCHostArg* args, std::exception_ptr* error) noexcept {
+  try {
+    auto f = ffi::Function::GetGlobal(name);
+    if (!f) {
+      TILECORE_THROW(ValueError) << "call_packed: no global function `" << name
+                                 << "` is registered (register it with tilecore.register_func)";
+    }
+    std::vector<ffi::Any> values;
+    values.reserve(size_t(n));
+    for (int32_t i = 0; i < n; ++i) {
+      const TCHostArg& a = args[i];
+      switch (a.kind) {
+        case 0: values.emplace_back(a.i); break;
+        case 1: values.emplace_back(a.f); break;
+        case 2: values.emplace_back(ViewOf(a, i)); break;
+        default:
+          TILECORE_THROW(ValueError) << "call_packed `" << name << "`: argument " << i << " has kind " << a.kind
+                                     << " (0 int, 1 float, 2 tensor)";
+      }
+    }
+    std::vector<ffi::AnyView> views(values.begin(), values.end());
+    f->CallPacked(ffi::PackedArgs(views.data(), int32_t(views.size())));
+    return 0;
+  } catch (...) {
+    if (error) *error = std::current_exception();
+    return -1;
+  }
 }
 
 }  // namespace tilecore::runtime

@@ -1,8 +1,11 @@
 // src/runtime/module.cc — Module lookup, imports, the module file format, and `runtime.Module*`.
 #include "tilecore/runtime/module.h"
 
+#include <sys/stat.h>
+
 #include <cstring>
 #include <fstream>
+#include <algorithm>
 #include <sstream>
 
 #include "tilecore/ffi/error.h"
@@ -10,9 +13,39 @@
 namespace tilecore::runtime {
 namespace {
 constexpr char kMagic[8] = {'T', 'C', 'M', 'O', 'D', 'U', 'L', 'E'};
-constexpr uint32_t kVersion = 1;
+// Version 2 added the checksum of everything after it, checked before any payload is
+// handed to its loader (which may map it or dlopen it).
+constexpr uint32_t kVersion = 2;
 constexpr uint32_t kMaxModules = 1 << 16;
+// Module files are read whole; a larger file is refused before it is read.
+constexpr uint64_t kMaxFileBytes = uint64_t(1) << 31;
+
+// True if `to` is `from` or reachable from it through imports (iterative, visits each once).
+bool Reaches(const Module& from, const Module& to) {
+  std::vector<Module> stack{from};
+  std::vector<const ModuleObj*> seen;
+  while (!stack.empty()) {
+    Module m = stack.back();
+    stack.pop_back();
+    if (m.same_as(to)) return true;
+    if (std::find(seen.begin(), seen.end(), m.get()) != seen.end()) continue;
+    seen.push_back(m.get());
+    for (const Module& i : m->imports) stack.push_back(i);
+  }
+  return false;
+}
 }  // namespace
+
+uint64_t ModuleChecksum(std::string_view bytes) {
+  // FNV-1a, 64 bits: detects any single-bit flip and truncation; not a defence against
+  // deliberate tampering (a module file is trusted code).
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
 
 std::string ModuleNode::GetSource(const std::string& format) const { return ""; }
 
@@ -24,16 +57,32 @@ Module::Module(std::unique_ptr<ModuleNode> node) : Module(ffi::make_object<Modul
 
 std::optional<ffi::Function> Module::GetFunction(const std::string& name, bool query_imports) const {
   if (auto f = node()->GetFunction(name, *this)) return f;
-  if (query_imports) {
-    for (const Module& m : get()->imports) {
-      if (auto f = m.GetFunction(name, true)) return f;
-    }
+  if (!query_imports) return std::nullopt;
+  // Depth-first over the import DAG, iteratively and visiting each module once, so a
+  // long import chain cannot exhaust the C stack.
+  std::vector<Module> stack(get()->imports.rbegin(), get()->imports.rend());
+  std::vector<const ModuleObj*> seen{get()};
+  while (!stack.empty()) {
+    Module m = stack.back();
+    stack.pop_back();
+    if (std::find(seen.begin(), seen.end(), m.get()) != seen.end()) continue;
+    seen.push_back(m.get());
+    if (auto f = m.node()->GetFunction(name, m)) return f;
+    for (auto it = m->imports.rbegin(); it != m->imports.rend(); ++it) stack.push_back(*it);
   }
   return std::nullopt;
 }
 
 void Module::Import(const Module& other) const {
+  if (!other.defined()) TILECORE_THROW(TypeError) << "import_module: expected a Module, got None";
   if (other.same_as(*this)) TILECORE_THROW(ValueError) << "a module cannot import itself";
+  for (const Module& i : get()->imports) {
+    if (i.same_as(other)) return;  // already imported: importing again changes nothing
+  }
+  if (Reaches(other, *this)) {
+    TILECORE_THROW(ValueError) << "import_module: the `" << other.node()->kind() << "` module already imports this `"
+                               << node()->kind() << "` module (directly or indirectly); imports cannot form a cycle";
+  }
   mut()->imports.push_back(other);
 }
 
@@ -78,9 +127,13 @@ std::string ByteReader::str() {
   pos_ += n;
   return s;
 }
-uint32_t ByteReader::count(uint64_t limit) {
+uint32_t ByteReader::count(uint64_t limit, uint64_t min_item_bytes) {
   uint32_t n = u32();
   if (n > limit) fail("count " + std::to_string(n) + " exceeds the limit " + std::to_string(limit));
+  if (min_item_bytes > 0 && n > left() / min_item_bytes) {
+    fail("count " + std::to_string(n) + " needs at least " + std::to_string(uint64_t(n) * min_item_bytes) +
+         " bytes, only " + std::to_string(left()) + " left");
+  }
   return n;
 }
 
@@ -100,7 +153,6 @@ std::string Module::SaveToBytes() const {
   Collect(*this, &order);
   ByteWriter w;
   std::string head(kMagic, 8);
-  w.u32(kVersion);
   w.u32(static_cast<uint32_t>(order.size()));
   for (const Module& m : order) {
     w.str(m.node()->kind());
@@ -112,7 +164,10 @@ std::string Module::SaveToBytes() const {
       }
     }
   }
-  return head + w.data();
+  ByteWriter h;
+  h.u32(kVersion);
+  h.u64(ModuleChecksum(w.data()));
+  return head + h.data() + w.data();
 }
 
 Module Module::LoadFromBytes(std::string_view bytes) {
@@ -125,7 +180,11 @@ Module Module::LoadFromBytes(std::string_view bytes) {
     r.fail("unsupported version " + std::to_string(version) + " (this tilecore reads version " +
            std::to_string(kVersion) + ")");
   }
-  uint32_t n = r.count(kMaxModules);
+  uint64_t sum = r.u64();
+  if (ModuleChecksum(bytes.substr(8 + r.pos())) != sum) {
+    r.fail("checksum mismatch: the file is corrupted (nothing in it was loaded)");
+  }
+  uint32_t n = r.count(kMaxModules, 12);
   if (n == 0) r.fail("the file holds no module");
   std::vector<Module> mods;
   std::vector<std::vector<uint32_t>> imports(n);
@@ -141,10 +200,34 @@ Module Module::LoadFromBytes(std::string_view bytes) {
     for (uint32_t i = 0; i < ni; ++i) {
       uint32_t idx = r.u32();
       if (idx >= n || idx == k) r.fail("bad import index " + std::to_string(idx));
+      if (std::find(imports[k].begin(), imports[k].end(), idx) != imports[k].end()) {
+        r.fail("module " + std::to_string(k) + " imports module " + std::to_string(idx) + " twice");
+      }
       imports[k].push_back(idx);
     }
   }
   if (!r.at_end()) r.fail("trailing bytes after the last module");
+  // Imports must form a DAG: a cycle would make every lookup of a missing name loop.
+  std::vector<int> state(n, 0);  // 0 new, 1 on the path, 2 done
+  for (uint32_t root = 0; root < n; ++root) {
+    if (state[root] != 0) continue;
+    std::vector<std::pair<uint32_t, size_t>> stack{{root, 0}};
+    state[root] = 1;
+    while (!stack.empty()) {
+      auto& [k, next] = stack.back();
+      if (next == imports[k].size()) {
+        state[k] = 2;
+        stack.pop_back();
+        continue;
+      }
+      uint32_t i = imports[k][next++];
+      if (state[i] == 1) r.fail("module imports form a cycle (through module " + std::to_string(i) + ")");
+      if (state[i] == 0) {
+        state[i] = 1;
+        stack.push_back({i, 0});
+      }
+    }
+  }
   for (uint32_t k = 0; k < n; ++k) {
     for (uint32_t i : imports[k]) mods[k].mut()->imports.push_back(mods[i]);
   }
@@ -156,16 +239,25 @@ void Module::SaveToFile(const std::string& path) const {
   std::ofstream f(path, std::ios::binary);
   if (!f) TILECORE_THROW(OSError) << "cannot open `" << path << "` for writing";
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f) TILECORE_THROW(OSError) << "writing `" << path << "` failed";
+  f.close();  // a full disk shows only when the buffer is flushed
+  if (f.fail()) TILECORE_THROW(OSError) << "writing `" << path << "` failed";
 }
 
 Module Module::LoadFromFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) TILECORE_THROW(OSError) << "cannot open module file `" << path << "`";
+  if (!S_ISREG(st.st_mode)) TILECORE_THROW(ValueError) << path << ": not a regular file (a module file is read whole)";
+  if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
+    TILECORE_THROW(ValueError) << path << ": " << st.st_size << " bytes is larger than a module file can be ("
+                               << kMaxFileBytes << ")";
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) TILECORE_THROW(OSError) << "cannot open module file `" << path << "`";
-  std::stringstream ss;
-  ss << f.rdbuf();
+  std::string data(static_cast<size_t>(st.st_size), '\0');
+  f.read(data.data(), static_cast<std::streamsize>(data.size()));
+  data.resize(static_cast<size_t>(f.gcount()));
   try {
-    return LoadFromBytes(ss.str());
+    return LoadFromBytes(data);
   } catch (const ffi::Error& e) {
     if (e.kind() != "ValueError") throw;
     TILECORE_THROW(ValueError) << path << ": " << e.message();

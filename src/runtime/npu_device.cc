@@ -108,6 +108,13 @@ size_t NpuDevice::live_allocations() const {
   return used_.size();
 }
 
+namespace {
+int DeviceId(int64_t id) {
+  if (id < 0 || id >= kMaxNpuDevices) TILECORE_THROW(ValueError) << "npu:" << id << " does not exist (npu:0 .. npu:15)";
+  return static_cast<int>(id);
+}
+}  // namespace
+
 NpuDevice& GetNpuDevice(int id) {
   static std::array<std::unique_ptr<NpuDevice>, kMaxNpuDevices> devices;
   static std::mutex mu;
@@ -197,10 +204,10 @@ class NpuDeviceAPI final : public DeviceAPI {
 TILECORE_FFI_STATIC_INIT_BLOCK({ RegisterDeviceAPI(std::make_shared<NpuDeviceAPI>()); });
 
 TILECORE_REGISTER_GLOBAL("runtime.NpuSimulator").set_body_typed([](int64_t id) {
-  return GetNpuDevice(int(id)).simulator();
+  return GetNpuDevice(DeviceId(id)).simulator();
 });
 TILECORE_REGISTER_GLOBAL("runtime.NpuConfigure").set_body_typed([](int64_t id, std::string target) {
-  GetNpuDevice(int(id)).configure(target);
+  GetNpuDevice(DeviceId(id)).configure(target);
 });
 
 }  // namespace tilecore::runtime

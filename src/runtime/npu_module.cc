@@ -1,6 +1,7 @@
 // src/runtime/npu_module.cc — running TC1 kernels on the npu device's simulator.
 #if TILECORE_ENABLE_NPU
 #include "tilecore/runtime/npu_module.h"
+#include "tilecore/runtime/kernel.h"
 
 #include <cstring>
 #include <mutex>
@@ -43,6 +44,13 @@ class NpuModuleNode final : public ModuleNode {
       return ffi::Function::FromPacked([self, k](ffi::PackedArgs args, ffi::Any* rv) { Launch(*k, args); });
     }
     return std::nullopt;
+  }
+
+  std::vector<KernelParam>* MutableParams(const std::string& function) override {
+    for (NpuKernel& k : kernels_) {
+      if (k.name == function) return &k.params;
+    }
+    return nullptr;
   }
 
   std::string GetSource(const std::string& format) const override {
@@ -94,7 +102,7 @@ class NpuModuleNode final : public ModuleNode {
       k.cores = static_cast<int>(r.u32());
       if (k.cores < 1 || k.cores > arch::tc1::kMaxCores) r.fail("bad core count");
       k.params = ReadParams(&r);
-      k.lines.resize(r.count(1u << 24));
+      k.lines.resize(r.count(1u << 24, 12));
       for (LineEntry& e : k.lines) {
         e.section = static_cast<int32_t>(r.u32());
         e.pc = static_cast<int32_t>(r.u32());
@@ -179,6 +187,7 @@ class NpuModuleNode final : public ModuleNode {
       sim::TranslateSimError([&] {
         sim::Simulator& s = sim.mut()->sim;
         s.load(k.program);
+        InstallHostCalls(s);
         std::span<const uint8_t> block(reinterpret_cast<const uint8_t*>(words.data()), words.size() * 4);
         for (int c = 0; c < k.cores; ++c) s.write(arch::Space::L1, kNpuArgBlock, block, c);
         try {
@@ -200,6 +209,73 @@ class NpuModuleNode final : public ModuleNode {
 
 }  // namespace
 
+// hcall servicing (docs/tc1.md, "Host calls"): reads the call block from the core's L1,
+// copies each tensor's span of simulator memory to the host, calls the function through
+// the registry, and writes the spans back. An error of the function is rethrown.
+void InstallHostCalls(sim::Simulator& s) {
+  sim::Simulator* sp = &s;
+  s.set_host_call([sp](int core, uint32_t block) {
+    auto word = [&](uint64_t addr) {
+      uint32_t v;
+      sp->read_into(arch::Space::L1, addr, std::span<uint8_t>(reinterpret_cast<uint8_t*>(&v), 4), core);
+      return v;
+    };
+    uint32_t name_addr = word(block), nargs = word(uint64_t(block) + 4);
+    if (nargs > 16) TILECORE_THROW(ValueError) << "hcall: " << nargs << " arguments (at most 16)";
+    std::string name;
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint8_t ch = sp->read(arch::Space::L1, name_addr + i, 1, core)[0];
+      if (ch == 0) break;
+      name.push_back(char(ch));
+    }
+    std::vector<TCHostArg> args(nargs);
+    std::vector<std::vector<uint8_t>> spans(nargs);
+    std::vector<std::pair<arch::Space, uint64_t>> where(nargs);
+    for (uint32_t i = 0; i < nargs; ++i) {
+      std::vector<uint8_t> r = sp->read(arch::Space::L1, uint64_t(block) + 8 + 48 * i, 48, core);
+      TCHostArg& a = args[i];
+      a = TCHostArg{};
+      a.kind = r[0];
+      a.dtype = r[1];
+      a.ndim = r[2];
+      int32_t iv;
+      float fv;
+      uint32_t addr;
+      std::memcpy(&iv, &r[4], 4);
+      std::memcpy(&fv, &r[8], 4);
+      std::memcpy(&addr, &r[12], 4);
+      a.i = iv;
+      a.f = fv;
+      if (a.kind != 2) continue;
+      if (r[3] > 2) TILECORE_THROW(ValueError) << "hcall `" << name << "`: argument " << i << " has space " << int(r[3]);
+      if (a.dtype < 0 || a.dtype > 9 || a.ndim < 1 || a.ndim > 4) {
+        TILECORE_THROW(ValueError) << "hcall `" << name << "`: argument " << i << " has dtype " << a.dtype << ", rank "
+                                   << a.ndim;
+      }
+      static const int kSize[10] = {1, 1, 2, 2, 4, 4, 2, 2, 4, 1};
+      int64_t last = 0;  // the element span, from the first element
+      for (int k = 0; k < a.ndim; ++k) {
+        uint32_t ext;
+        int32_t st;
+        std::memcpy(&ext, &r[16 + 4 * k], 4);
+        std::memcpy(&st, &r[32 + 4 * k], 4);
+        if (st < 0) TILECORE_THROW(ValueError) << "hcall `" << name << "`: argument " << i << " has a negative stride";
+        a.shape[k] = ext;
+        a.strides[k] = st;
+        if (ext > 0) last += int64_t(ext - 1) * st;
+      }
+      where[i] = {arch::Space(r[3]), addr};
+      spans[i] = sp->read(arch::Space(r[3]), addr, uint64_t(last + 1) * uint64_t(kSize[a.dtype]), core);
+      a.data = spans[i].data();
+    }
+    std::exception_ptr err;
+    if (HostCallPacked(name.c_str(), int32_t(nargs), args.data(), &err) != 0) std::rethrow_exception(err);
+    for (uint32_t i = 0; i < nargs; ++i) {
+      if (args[i].kind == 2) sp->write(where[i].first, where[i].second, spans[i], core);
+    }
+  });
+}
+
 Module NpuModuleCreate(std::vector<NpuKernel> kernels) {
   for (const NpuKernel& k : kernels) {
     if (k.params.size() > size_t(kNpuMaxArgs)) {
@@ -210,6 +286,9 @@ Module NpuModuleCreate(std::vector<NpuKernel> kernels) {
   return Module(std::make_unique<NpuModuleNode>(std::move(kernels)));
 }
 
+TILECORE_REGISTER_GLOBAL("runtime.InstallHostCalls").set_body_typed([](sim::SimulatorRef s) {
+  InstallHostCalls(s.mut()->sim);
+});
 TILECORE_REGISTER_GLOBAL("runtime.module.loadbinary_npu").set_body_typed([](ffi::Bytes b) {
   return NpuModuleNode::Load(b);
 });

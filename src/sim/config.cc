@@ -1,6 +1,8 @@
 // src/sim/config.cc — target strings and modes.
 #include "tilecore/sim/config.h"
 
+#include <cctype>
+#include <cstdint>
 #include <string>
 
 #include "tilecore/sim/sim_error.h"
@@ -27,6 +29,7 @@ uint64_t parse_size(std::string_view opt, std::string_view v) {
     n = n * 10 + uint64_t(c - '0');
     if (n > (uint64_t(1) << 40)) usage("target option " + std::string(opt) + ": size too large");
   }
+  if (n > UINT64_MAX / mult) usage("target option " + std::string(opt) + ": size too large");
   return n * mult;
 }
 
@@ -55,9 +58,10 @@ SimConfig SimConfig::from_target(std::string_view target) {
   size_t i = 0;
   bool first = true;
   while (i < target.size()) {
-    while (i < target.size() && target[i] == ' ') ++i;
+    // Any whitespace separates options (a tab or newline as well as a space).
+    while (i < target.size() && std::isspace(static_cast<unsigned char>(target[i]))) ++i;
     size_t j = i;
-    while (j < target.size() && target[j] != ' ') ++j;
+    while (j < target.size() && !std::isspace(static_cast<unsigned char>(target[j]))) ++j;
     std::string_view tok = target.substr(i, j - i);
     i = j;
     if (tok.empty()) continue;
@@ -77,8 +81,10 @@ SimConfig SimConfig::from_target(std::string_view target) {
       if (cfg.ddr_bytes == 0 || cfg.ddr_bytes > arch::tc1::kMaxDdrBytes) usage("target option -ddr: must be 1 byte .. 4GiB");
     } else if (key == "-l2") {
       cfg.l2_bytes = parse_size(key, val);
+      if (cfg.l2_bytes == 0 || cfg.l2_bytes > arch::tc1::kMaxDdrBytes) usage("target option -l2: must be 1 byte .. 4GiB");
     } else if (key == "-l1") {
       cfg.l1_bytes = parse_size(key, val);
+      if (cfg.l1_bytes == 0 || cfg.l1_bytes > arch::tc1::kMaxDdrBytes) usage("target option -l1: must be 1 byte .. 4GiB per core");
     } else if (key == "-mode") {
       cfg.mode = parse_mode(val);
     } else if (key == "-queue") {

@@ -62,6 +62,9 @@ Outcome Machine::issue(Core& c, const Inst& i) {
   size_t dbytes = row.format == arch::Format::Dma ? arch::DmaDesc::kBytes
                   : row.unit == arch::Unit::Matrix ? arch::MmDesc::kBytes
                                                    : arch::VecDesc::kBytes;
+  // A matrix descriptor is extended to 64 bytes by flag bits in its byte 26.
+  if (row.unit == arch::Unit::Matrix && row.format != arch::Format::Dma && mem.in_bounds(Space::L1, daddr, 27))
+    dbytes = arch::MmDesc::size_for_flags(mem.base(Space::L1, c.id)[daddr + 26]);
   if (!mem.in_bounds(Space::L1, daddr, dbytes))
     mem_fault("descriptor at l1[" + std::to_string(c.id) + "]:" + hex(daddr) + " (" + std::to_string(dbytes) +
               " bytes) is outside local L1");
@@ -76,7 +79,7 @@ Outcome Machine::issue(Core& c, const Inst& i) {
                 ", " + hex(uint64_t(bhi)) + "), outside the " + size_text(mem.size(s)) + " memory");
     if (base % uint64_t(es_bytes))
       mem_fault(std::string(what) + " address " + hex(base) + " is not aligned to its " + std::to_string(es_bytes) + "-byte elements");
-    if (cmd.nranges < 4) cmd.ranges[size_t(cmd.nranges++)] = Range{s, c.id, uint64_t(blo), uint64_t(bhi), write};
+    if (cmd.nranges < int(cmd.ranges.size())) cmd.ranges[size_t(cmd.nranges++)] = Range{s, c.id, uint64_t(blo), uint64_t(bhi), write};
   };
 
   if (row.format == arch::Format::Dma) {
@@ -123,6 +126,10 @@ Outcome Machine::issue(Core& c, const Inst& i) {
       if (acc_flag) add_range(Space::L1, cmd.addr[0], 0, int64_t(d->m - 1) * d->ldc + d->n - 1, 4, false, "matrix C");
       add_range(Space::L1, cmd.addr[0], 0, int64_t(d->m - 1) * d->ldo + d->n - 1, arch::dtype_size(d->out_dtype), true, "matrix output");
       if (d->bias()) add_range(Space::L1, d->bias_addr, 0, d->n - 1, 4, false, "matrix bias");
+      if (d->channel_scale()) add_range(Space::L1, d->scale_addr, 0, d->n - 1, 4, false, "matrix scale");
+      if (d->residual())
+        add_range(Space::L1, d->res_addr, 0, int64_t(d->m - 1) * d->ldr + d->n - 1, arch::dtype_size(d->res_dtype), false,
+                  "matrix residual");
     } else {
       add_range(Space::L1, cmd.addr[0], 0, int64_t(d->m - 1) * d->ldc + d->n - 1, arch::dtype_size(acc), true, "matrix C");
     }
@@ -136,6 +143,8 @@ Outcome Machine::issue(Core& c, const Inst& i) {
     cmd.peak_macs_per_cycle = uint64_t(b.m * b.n * b.k);
     cmd.bytes_read = (uint64_t(d->m) * d->k + uint64_t(d->k) * d->n) * uint64_t(ies);
     cmd.bytes_written = uint64_t(d->m) * d->n * 4;
+    if (d->channel_scale()) cmd.bytes_read += uint64_t(d->n) * 4;
+    if (d->residual()) cmd.bytes_read += uint64_t(d->m) * d->n * uint64_t(arch::dtype_size(d->res_dtype));
     cmd.desc = *d;
   } else {
     auto d = arch::VecDesc::parse(db, &why);
@@ -253,6 +262,15 @@ Outcome Machine::barrier(Core& c) {
   }
   int64_t stall = int64_t(release - now(c));
   return {Outcome::Next, 0, 1 + stall, stall};
+}
+
+void Machine::host_call(Core& c, uint32_t block) {
+  if (!host_call_fn) {
+    fault(SimError::Kind::IllegalInstruction, c, c.pc,
+          "hcall: no host services calls on this simulator (kernels with host calls run through the npu module, "
+          "or install a handler with Simulator::set_host_call)");
+  }
+  host_call_fn(c.id, block);
 }
 
 Outcome Machine::fence(Core& c) {

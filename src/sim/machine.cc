@@ -55,6 +55,35 @@ Machine::Machine(SimConfig c) : cfg(c), mem(c) {
 }
 
 void Machine::load(const arch::Program& p) {
+  // Everything is validated before anything is written, so a refused program leaves the
+  // memories as they were.
+  const uint32_t present = cfg.cores >= 32 ? ~0u : ((1u << cfg.cores) - 1u);
+  auto first_core = [](uint32_t mask) {
+    int c = 0;
+    while (c < 32 && !(mask >> c & 1u)) ++c;
+    return c;
+  };
+  for (const auto& t : p.text) {
+    if (t.core_mask == 0) throw SimError(SimError::Kind::Usage, -1, 0, "", "program has a text section for no core (core mask 0)");
+    if (!t.words.empty() && (t.core_mask & present) == 0) {
+      throw SimError(SimError::Kind::Usage, -1, 0, "",
+                     "program has code for core " + std::to_string(first_core(t.core_mask)) + "; the simulator has " +
+                         std::to_string(cfg.cores) + " cores");
+    }
+  }
+  for (const auto& d : p.data) {
+    if (d.space == Space::L1 && !d.bytes.empty() && (d.core_mask & present) == 0) {
+      throw SimError(SimError::Kind::Usage, -1, 0, "",
+                     "program has L1 data for core " + std::to_string(first_core(d.core_mask)) + "; the simulator has " +
+                         std::to_string(cfg.cores) + " cores");
+    }
+    if (!mem.in_bounds(d.space, d.addr, d.bytes.size())) {
+      int core = d.space == Space::L1 ? first_core(d.core_mask & present) : 0;
+      throw SimError(SimError::Kind::Usage, -1, 0, "",
+                     "data segment " + space_text(d.space, core) + ":" + hex(d.addr) + " (" + std::to_string(d.bytes.size()) +
+                         " bytes) does not fit the " + size_text(mem.size(d.space)) + " memory");
+    }
+  }
   heap_.clear();
   trace.clear();
   hazards.clear();
@@ -170,7 +199,8 @@ uint8_t* Machine::access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t a
               std::to_string(align) + "-byte aligned");
   count_bytes(s, n, write);
   if (hazard_mode()) hz_access(c.id * kNumAgents, Range{s, c.id, addr, addr + n, write}, c, c.pc);
-  if (dbg) dbg->on_access(MemAccess{s, c.id, addr, addr + n, write, c.id, 0, c.pc, c.code[c.pc].op, mem.base(s, c.id) + addr});
+  if (dbg && (write ? dbg->want_writes : dbg->want_reads))
+    dbg->on_access(MemAccess{s, c.id, addr, addr + n, write, c.id, 0, c.pc, c.code[c.pc].op, mem.base(s, c.id) + addr});
   return mem.base(s, c.id) + addr;
 }
 
@@ -282,6 +312,7 @@ void Machine::step_engine(Core& c, int e, AgentSlot& s) {
   if (dbg) {
     for (int k = 0; k < cmd.nranges; ++k) {
       const Range& r = cmd.ranges[size_t(k)];
+      if (!(r.write ? dbg->want_writes : dbg->want_reads)) continue;
       dbg->on_access(MemAccess{r.space, r.core, r.lo, r.hi, r.write, c.id, e + 1, cmd.pc, cmd.inst.op,
                                functional() ? mem.base(r.space, r.core) + r.lo : nullptr});
     }
@@ -407,12 +438,16 @@ void Machine::run_loop(uint64_t budget, bool throw_on_budget, uint64_t* executed
                   "instruction budget of " + std::to_string(budget) + " exhausted before the program finished (runaway loop?)");
           return;
         }
-        if (kDebug && (dbg->before_instruction(c.id, c.pc, c.pc < c.code.size() && c.decode_error[c.pc].empty() ? &c.code[c.pc] : nullptr,
-                                            instructions) || dbg->stop)) {
-          dbg->stop = true;  // stop before this instruction
-          schedule(int(top.id));
-          if (executed) *executed = done;
-          return;
+        if constexpr (kDebug) {
+          if (dbg->want_instructions) {
+            const Inst* inst = c.pc < c.code.size() && c.decode_error[c.pc].empty() ? &c.code[c.pc] : nullptr;
+            if (dbg->before_instruction(c.id, c.pc, inst, instructions)) {
+              dbg->stop = true;  // stop before this instruction
+              schedule(int(top.id));
+              if (executed) *executed = done;
+              return;
+            }
+          }
         }
         if (step_scalar(c, s)) ++done;
         if (kDebug && dbg->stop) {  // an access asked to stop: end after this instruction

@@ -7,6 +7,7 @@
 // (clock, id), which is what makes every run deterministic.
 #pragma once
 
+#include <functional>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -81,7 +82,7 @@ struct Command {
   uint64_t bytes_read = 0, bytes_written = 0;
   uint64_t macs = 0, issued_macs = 0, peak_macs_per_cycle = 0;
   uint64_t work = 0;                   // host work: elements, or MACs for mm
-  std::array<Range, 4> ranges{};
+  std::array<Range, 8> ranges{};  // mm with every epilogue input uses 7
   int nranges = 0;
   uint32_t vc = 0;                     // HazardCheck: index of the issuer's clock snapshot
 };
@@ -200,6 +201,10 @@ class Machine {
   Outcome issue(Core& c, const Inst& i);
   Outcome wait_instruction(Core& c, const Inst& i);
   Outcome barrier(Core& c);
+  /// hcall: hands the call block's L1 address to the host (Simulator::set_host_call);
+  /// a fault when no host services calls. Whatever the host throws propagates.
+  void host_call(Core& c, uint32_t block);
+  std::function<void(int core, uint32_t block)> host_call_fn;
   Outcome fence(Core& c);
   uint32_t csr(Core& c, arch::Csr which);
   uint64_t now(const Core& c) const { return slot(c.id, Agent::Scalar).t; }

@@ -3,9 +3,11 @@
 // acc = (mma ? C : 0) + A x B, with int32 accumulation (wrapping) for i8 and f32
 // accumulation (k ascending, no fusion) for f16/bf16/f32; f16/bf16 products are
 // exact in f32. Without an epilogue acc is stored at C (ldc). With one, each
-// value goes through: + bias[j] (accumulator dtype), x scale (f32),
-// relu, + zero_point (f32), clamp [lo, hi], convert to out_dtype (round to
-// nearest even, saturate, NaN -> 0 for integers) and is stored at C with ldo.
+// value goes through: + bias[j] (accumulator dtype, wrapping for i32), to f32,
+// x scale (f32; scales[j] with a per-channel scale), + f32(R[i][j]) (the
+// residual), relu, + zero_point (f32), clamp [lo, hi], convert to out_dtype
+// (round to nearest even, saturate, NaN -> 0 for integers) and is stored at C
+// with ldo. Every f32 operation rounds once to nearest even.
 #include <cmath>
 #include <cstring>
 
@@ -56,6 +58,9 @@ void Machine::execute_matrix(Core& c, const Command& cmd) {
   }
   int oes = arch::dtype_size(d.out_dtype);
   const uint8_t* bias = l1 + d.bias_addr;
+  const uint8_t* scales = l1 + d.scale_addr;
+  const uint8_t* res = l1 + d.res_addr;
+  const int res_es = arch::dtype_size(d.res_dtype);
   const float zp = float(d.zero_point);
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
@@ -76,7 +81,10 @@ void Machine::execute_matrix(Core& c, const Command& cmd) {
           v = v + bv;
         }
       }
-      v = v * d.scale;
+      float s = d.scale;
+      if (d.channel_scale()) std::memcpy(&s, scales + j * 4, 4);
+      v = v * s;
+      if (d.residual()) v = v + float(arch::load_as_double(d.res_dtype, res + (int64_t(i) * d.ldr + j) * res_es));
       if (d.act == arch::Activation::Relu && v < 0.0f) v = 0.0f;
       v = v + zp;
       if (v < d.clamp_lo) v = d.clamp_lo;

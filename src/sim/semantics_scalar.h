@@ -94,6 +94,13 @@ template <> struct Semantics<Opcode::Fence> {
 template <> struct Semantics<Opcode::Wait> {
   static Outcome exec(Machine& m, Core& c, const Inst& i) { return m.wait_instruction(c, i); }
 };
+template <> struct Semantics<Opcode::Hcall> {
+  static Outcome exec(Machine& m, Core& c, const Inst& i) {
+    m.host_call(c, uint32_t(c.x[i.b] + uint32_t(i.imm)));
+    set_x(c, i.a, 0);
+    return {};
+  }
+};
 template <> struct Semantics<Opcode::Csrr> {
   static Outcome exec(Machine& m, Core& c, const Inst& i) {
     set_x(c, i.a, m.csr(c, arch::Csr(i.imm)));

@@ -81,7 +81,8 @@ void Simulator::write_trace(const std::string& path) const {
   std::ofstream f(path, std::ios::binary);
   if (!f) usage("cannot open trace file '" + path + "' for writing");
   f << m_->trace_json();
-  if (!f) usage("writing trace file '" + path + "' failed");
+  f.close();  // a full disk shows only when the buffer is flushed
+  if (f.fail()) usage("writing trace file '" + path + "' failed");
 }
 
 int Simulator::cores() const { return m_->cfg.cores; }
@@ -95,6 +96,8 @@ uint32_t Simulator::xreg(int core, int r) const {
   if (r < 0 || r >= 32) usage("x register index must be 0..31");
   return core_at(*m_, core).x[size_t(r)];
 }
+void Simulator::set_host_call(std::function<void(int core, uint32_t block)> fn) { m_->host_call_fn = std::move(fn); }
+
 void Simulator::set_xreg(int core, int r, uint32_t value) {
   if (r < 0 || r >= 32) usage("x register index must be 0..31");
   core_at(*m_, core);

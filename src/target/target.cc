@@ -1,10 +1,15 @@
 // src/target/target.cc — target kinds, target strings, and the codegen lookup.
 #include "tilecore/target/target.h"
 
+#include <cctype>
 #include <climits>
+#include <unordered_set>
 
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/reflection.h"
+#include "tilecore/ir/function.h"
+#include "tilecore/ir/functor.h"
+#include "tilecore/runtime/kernel.h"
 
 namespace tilecore::target {
 namespace {
@@ -203,6 +208,124 @@ bool Target::GetBool(const std::string& option) const {
   return get()->options.count(ffi::String(option)) && get()->options[ffi::String(option)].cast<bool>();
 }
 
+namespace {
+// Elements a buffer spans from its data pointer, or -1 if its layout is symbolic.
+int64_t BufferSpan(const ir::Buffer& b) {
+  auto constant = [](const ir::PrimExpr& e, int64_t* v) {
+    const auto* imm = e.as<ir::IntImmNode>();
+    if (imm == nullptr) return false;
+    *v = imm->value;
+    return true;
+  };
+  int64_t offset = 0;
+  if (b->elem_offset.defined() && !constant(b->elem_offset, &offset)) return -1;
+  int64_t span = 1;
+  if (b->strides.empty()) {
+    for (const ir::PrimExpr& d : b->shape) {
+      int64_t v = 0;
+      if (!constant(d, &v) || v < 0 || __builtin_mul_overflow(span, v, &span)) return -1;
+    }
+    if (span == 0) return 0;
+  } else {
+    int64_t last = 0;
+    for (size_t i = 0; i < b->shape.size(); ++i) {
+      int64_t d = 0, st = 0, term = 0;
+      if (!constant(b->shape[i], &d) || !constant(b->strides[i], &st) || d < 0 || st < 0) return -1;
+      if (d == 0) return 0;
+      if (__builtin_mul_overflow(d - 1, st, &term) || __builtin_add_overflow(last, term, &last)) return -1;
+    }
+    span = last + 1;
+  }
+  int64_t total = 0;
+  if (offset < 0 || __builtin_add_overflow(offset, span, &total)) return -1;
+  return total;
+}
+
+// The pointer variables a kernel may write through: stores, and (conservatively) every
+// buffer or pointer an intrinsic call receives (a DMA out, a tile command's destination).
+class WrittenPointers : public ir::IRVisitor {
+ public:
+  std::unordered_set<const ir::VarNode*> vars;
+  void VisitStmt_(const ir::BufferStoreNode* op) override {
+    vars.insert(op->buffer->data.get());
+    IRVisitor::VisitStmt_(op);
+  }
+  // q = <expression using p>: a write through q may be a write through p.
+  std::vector<std::pair<const ir::VarNode*, const ir::VarNode*>> aliases;
+  void VisitStmt_(const ir::LetStmtNode* op) override {
+    Alias(op->var.get(), op->value);
+    IRVisitor::VisitStmt_(op);
+  }
+  void VisitExpr_(const ir::LetNode* op) override {
+    Alias(op->var.get(), op->value);
+    IRVisitor::VisitExpr_(op);
+  }
+  void Alias(const ir::VarNode* q, const ir::PrimExpr& value) {
+    struct Uses : ir::IRVisitor {
+      std::vector<const ir::VarNode*> vars;
+      void VisitExpr_(const ir::VarNode* v) override { vars.push_back(v); }
+    } uses;
+    uses.VisitExpr(value);
+    for (const ir::VarNode* p : uses.vars) aliases.emplace_back(q, p);
+  }
+  void Close() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const auto& [q, p] : aliases) {
+        if (vars.count(q) && !vars.count(p)) changed = vars.insert(p).second || changed;
+      }
+    }
+  }
+  void VisitExpr_(const ir::CallNode* op) override {
+    for (const ir::PrimExpr& a : op->args) {
+      if (const auto* r = a.as<ir::BufferRegionNode>()) vars.insert(r->buffer->data.get());
+      if (const auto* l = a.as<ir::BufferLoadNode>()) vars.insert(l->buffer->data.get());
+      if (const auto* v = a.as<ir::VarNode>()) vars.insert(v);
+    }
+    IRVisitor::VisitExpr_(op);
+  }
+};
+
+std::string SanitizedName(const std::string& name) {
+  std::string s;
+  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return s;
+}
+}  // namespace
+
+// The kernel-call convention checks array sizes against the buffers' sizes; the code
+// generators describe parameters by dtype, so the sizes are recorded here, from the IR
+// they were built from, for every target kind.
+void RecordBufferSizes(const ffi::Any& ir_module, const ffi::Any& built) {
+  auto m = built.try_cast<runtime::Module>();
+  if (!m || !m->defined()) return;
+  std::optional<ir::IRModule> mod;
+  if (auto im = ir_module.try_cast<ir::IRModule>(); im && im->defined()) {
+    mod = *im;
+  } else if (auto pf = ir_module.try_cast<ir::PrimFunc>(); pf && pf->defined()) {
+    mod = ir::IRModule::FromFunction(*pf);
+  } else {
+    return;
+  }
+  for (const auto& [name, func] : (*mod)->functions.items()) {
+    std::string n(name.view());
+    std::vector<runtime::KernelParam>* params = m->node()->MutableParams(n);
+    if (params == nullptr) params = m->node()->MutableParams(SanitizedName(n));
+    if (params == nullptr || params->size() != func->params.size()) continue;
+    WrittenPointers written;
+    written.VisitStmt(func->body);
+    written.Close();
+    for (size_t i = 0; i < params->size(); ++i) {
+      const ir::Var& p = func->params[i];
+      if ((*params)[i].kind == "buffer" && func->buffer_map.count(p)) {
+        (*params)[i].elements = BufferSpan(func->buffer_map[p]);
+        // Only a buffer the kernel may write must be writable (and is copied back when staged).
+        (*params)[i].written = written.vars.count(p.get()) > 0 || written.vars.count(func->buffer_map[p]->data.get()) > 0;
+      }
+    }
+  }
+}
+
 ffi::Any Build(const ffi::Any& ir_module, const Target& target) {
   std::string name = "codegen.build_" + std::string(target->kind.view());
   auto f = ffi::Function::GetGlobal(name);
@@ -210,7 +333,9 @@ ffi::Any Build(const ffi::Any& ir_module, const Target& target) {
     TILECORE_THROW(ValueError) << "no code generator for target kind `" << target->kind.view() << "` (`" << name
                                << "` is not registered; was tilecore built with it, or its plugin loaded?)";
   }
-  return (*f)(ir_module, target);
+  ffi::Any built = (*f)(ir_module, target);
+  RecordBufferSizes(ir_module, built);
+  return built;
 }
 
 // ---- built-in kinds ------------------------------------------------------------------------
@@ -250,6 +375,55 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
        Opt("keep", "bool", "keep the generated files", ffi::Any(false))}});
 });
 
+void AddTargetPass(const std::string& kind, const ffi::Any& pass) {
+  if (pass.type_index() < kTCFFIStaticObjectBegin) {
+    TILECORE_THROW(TypeError) << "target.AddPass(`" << kind << "`, pass): pass must be a transform.Pass, got `"
+                              << pass.GetTypeKey() << "`";
+  }
+  TargetKind k = TargetKind::Get(kind);
+  auto* obj = const_cast<TargetKindObj*>(k.get());
+  std::lock_guard<std::mutex> lock(obj->passes_mu);
+  obj->passes.push_back(pass);
+}
+
+std::vector<ffi::Any> TargetPasses(const std::string& kind) {
+  TargetKind k = TargetKind::Get(kind);
+  auto* obj = const_cast<TargetKindObj*>(k.get());
+  std::lock_guard<std::mutex> lock(obj->passes_mu);
+  return obj->passes;
+}
+
+void ClearTargetPasses(const std::string& kind) {
+  TargetKind k = TargetKind::Get(kind);
+  auto* obj = const_cast<TargetKindObj*>(k.get());
+  std::lock_guard<std::mutex> lock(obj->passes_mu);
+  obj->passes.clear();
+}
+
+std::string PostprocSource(const std::string& kind, const std::string& code) {
+  auto f = ffi::Function::GetGlobal("codegen.postproc_" + kind);
+  if (!f) return code;
+  ffi::Any r = (*f)(ffi::String(code));
+  auto s = r.try_cast<ffi::String>();
+  if (!s) {
+    TILECORE_THROW(TypeError) << "codegen.postproc_" << kind << " must return the source as a string, got `"
+                              << r.GetTypeKey() << "`";
+  }
+  return std::string(s->view());
+}
+
+TILECORE_REGISTER_GLOBAL("target.AddPass").set_body_typed([](std::string kind, ffi::Any pass) {
+  AddTargetPass(kind, pass);
+});
+TILECORE_REGISTER_GLOBAL("target.ListPasses").set_body_typed([](std::string kind) {
+  ffi::Array<ffi::Any> out;
+  for (const ffi::Any& p : TargetPasses(kind)) out.push_back(p);
+  return out;
+});
+TILECORE_REGISTER_GLOBAL("target.ClearPasses").set_body_typed([](std::string kind) { ClearTargetPasses(kind); });
+TILECORE_REGISTER_GLOBAL("target.PostprocSource").set_body_typed([](std::string kind, std::string code) {
+  return ffi::String(PostprocSource(kind, code));
+});
 TILECORE_REGISTER_GLOBAL("target.Target").set_body_typed([](std::string spec) { return Target::Parse(spec); });
 TILECORE_REGISTER_GLOBAL("target.TargetStr").set_body_typed([](Target t) { return ffi::String(t.str()); });
 TILECORE_REGISTER_GLOBAL("target.ListKinds").set_body_typed([]() {

@@ -10,6 +10,7 @@
 
 #include "tilecore/ffi/function.h"
 #include "tilecore/ffi/structural.h"
+#include "tilecore/ffi/stack_guard.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/op.h"
 
@@ -55,12 +56,27 @@ IntBound Mul(IntBound a, IntBound b) {
   __int128 c[4] = {__int128(a.lo) * b.lo, __int128(a.lo) * b.hi, __int128(a.hi) * b.lo, __int128(a.hi) * b.hi};
   return {Sat(*std::min_element(c, c + 4)), Sat(*std::max_element(c, c + 4))};
 }
+// Division as TC1 defines it, never trapping on the host: x / 0 = -1 and x % 0 = x;
+// INT64_MIN / -1 wraps to INT64_MIN, with remainder 0.
+int64_t TruncDivI(int64_t a, int64_t b) {
+  if (b == 0) return -1;
+  if (b == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(a));
+  return a / b;
+}
+int64_t TruncModI(int64_t a, int64_t b) {
+  if (b == 0) return a;
+  if (b == -1) return 0;
+  return a % b;
+}
 int64_t FloorDivI(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  int64_t q = TruncDivI(a, b);
+  if (b != 0 && (TruncModI(a, b) != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
-int64_t FloorModI(int64_t a, int64_t b) { return a - FloorDivI(a, b) * b; }
+int64_t FloorModI(int64_t a, int64_t b) {
+  if (b == 0) return a;
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(FloorDivI(a, b)) * static_cast<uint64_t>(b));
+}
 
 /*! \brief Wraps an int64 result to the dtype's width (two's complement), as the scalar unit does. */
 int64_t Wrap(DataType t, int64_t v) {
@@ -94,6 +110,7 @@ struct Linear {
 };
 
 void Linearize(const PrimExpr& e, int64_t scale, Linear* out) {
+  ffi::StackGuard guard("Analyzer");
   if (const auto* i = e.as<IntImmNode>()) {
     out->constant += scale * i->value;
   } else if (const auto* a = e.as<AddNode>()) {
@@ -176,7 +193,7 @@ class ExprSimplifier : public IRMutator {
     if (IsScalarInt(a)) {
       auto cb = as_const_int(b);
       if (cb && *cb == 1) return a;
-      if (auto ca = as_const_int(a); ca && cb && *cb != 0) return IntImm(op->dtype, Wrap(op->dtype, *ca / *cb));
+      if (auto ca = as_const_int(a); ca && cb && *cb != 0) return IntImm(op->dtype, Wrap(op->dtype, TruncDivI(*ca, *cb)));
       if (cb && *cb > 0 && an_->ConstIntBound(a).lo >= 0) return FloorDivide(a, *cb, op->dtype);
     }
     if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb && *fb != 0) return FloatImm(op->dtype, *fa / *fb);
@@ -186,7 +203,7 @@ class ExprSimplifier : public IRMutator {
   PrimExpr VisitExpr_(const ModNode* op) override {
     PrimExpr a = VisitExpr(op->a), b = VisitExpr(op->b);
     auto cb = as_const_int(b);
-    if (auto ca = as_const_int(a); ca && cb && *cb != 0) return IntImm(op->dtype, Wrap(op->dtype, *ca % *cb));
+    if (auto ca = as_const_int(a); ca && cb && *cb != 0) return IntImm(op->dtype, Wrap(op->dtype, TruncModI(*ca, *cb)));
     if (cb && *cb > 0 && an_->ConstIntBound(a).lo >= 0) return FloorModulo(a, *cb, op->dtype);
     return Rebuild<ir::Mod>(op, a, b);
   }
@@ -414,6 +431,7 @@ void Analyzer::BindRange(const Var& var, const PrimExpr& min, const PrimExpr& ex
 void Analyzer::Unbind(const Var& var) { bounds_.erase(var.get()); }
 
 IntBound Analyzer::ConstIntBound(const PrimExpr& e) {
+  ffi::StackGuard guard("Analyzer");
   const Object* n = e.get();
   DataType t = e.dtype();
   IntBound full = DTypeRange(t);

@@ -45,6 +45,11 @@ std::vector<PassContext>& ContextStack() {
 }
 }  // namespace
 
+void PassContextNode::AddStat(const std::string& key, int64_t n) {
+  auto cur = stats.Get(String(key));
+  stats.Set(String(key), Any((cur.has_value() ? cur->try_cast<int64_t>().value_or(0) : 0) + n));
+}
+
 PassContext PassContext::Create() { return PassContext(make_object<PassContextNode>()); }
 
 PassContext PassContext::Current() {
@@ -126,6 +131,35 @@ Pass CreatePrimFuncPass(std::function<PrimFunc(PrimFunc, IRModule, PassContext)>
       opt_level, name);
 }
 
+IRModule GraphModule(const ir::Graph& g) {
+  Map<String, Any> attrs;
+  attrs.Set(String("graph"), g);
+  return IRModule(Map<String, PrimFunc>(), attrs);
+}
+
+ir::Graph ModuleGraph(const IRModule& mod, const std::string& pass) {
+  auto g = mod->attrs.Get(String("graph"));
+  if (!g.has_value() || !g->as<ir::Graph>().has_value()) {
+    TILECORE_THROW(TypeError) << pass << " is a graph pass: run it on a Graph (or a module holding one in attrs[\"graph\"])";
+  }
+  return g->cast<ir::Graph>();
+}
+
+Pass CreateGraphPass(std::function<ir::Graph(ir::Graph, PassContext)> fn, int64_t opt_level, String name) {
+  std::string pass_name(name.view());
+  return CreateModulePass(
+      [fn, pass_name](IRModule mod, PassContext ctx) {
+        ir::Graph g = ModuleGraph(mod, pass_name);
+        ir::Graph out = fn(g, ctx);
+        if (out.same_as(g)) return mod;
+        Map<String, Any> attrs;
+        for (const auto& [k, v] : mod->attrs.items()) attrs.Set(k, v);
+        attrs.Set(String("graph"), out);
+        return IRModule(mod->functions, attrs);
+      },
+      opt_level, name);
+}
+
 Pass Sequential(Array<Pass> passes, String name) {
   auto n = make_object<PassNode>();
   n->info = PassInfo(name, 0);
@@ -187,7 +221,12 @@ PassInstrument DumpIRInstrument(String folder) {
     name << std::setw(3) << std::setfill('0') << (*counter)++ << "_" << info->name.view() << "_" << when << ".txt";
     std::ofstream f(std::filesystem::path(dir) / name.str());
     if (!f) TILECORE_THROW(RuntimeError) << "DumpIR: cannot write " << (std::filesystem::path(dir) / name.str()).string();
-    f << ir::AsScript(mod) << "\n";
+    auto g = mod->attrs.Get(String("graph"));
+    if (g.has_value() && g->as<ir::Graph>().has_value() && mod->functions.empty()) {
+      f << ir::GraphToText(g->cast<ir::Graph>()) << "\n";
+    } else {
+      f << ir::AsScript(mod) << "\n";
+    }
   };
   Function before = Function::FromTyped([dump](IRModule m, PassInfo info) { dump(m, info, "before"); });
   Function after = Function::FromTyped([dump](IRModule m, PassInfo info) { dump(m, info, "after"); });
@@ -205,7 +244,8 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
       .def_rw("opt_level", &PassContextNode::opt_level)
       .def_rw("config", &PassContextNode::config)
       .def_rw("disabled", &PassContextNode::disabled)
-      .def_rw("instruments", &PassContextNode::instruments);
+      .def_rw("instruments", &PassContextNode::instruments)
+      .def_rw("stats", &PassContextNode::stats);
   refl::ObjectDef<PassInstrumentNode>(kTCFFISEqualIdentity).def_ro("name", &PassInstrumentNode::name);
 });
 
@@ -226,14 +266,26 @@ TILECORE_REGISTER_GLOBAL("transform.RunPass").set_body_typed([](Pass p, ffi::Any
     IRModule m = p(IRModule::FromFunction(*f));
     return m->functions.items().front().second;
   }
+  if (auto g = target.as<ir::Graph>(); g.has_value() && g->defined()) {
+    IRModule m = p(GraphModule(*g));
+    return ModuleGraph(m, std::string(p->info->name.view()));
+  }
   return p(target.cast<IRModule>());
+});
+TILECORE_REGISTER_GLOBAL("transform.CreateGraphPass").set_body_typed([](Function fn, int64_t opt_level, String name) {
+  return CreateGraphPass([fn](ir::Graph g, PassContext c) { return fn(g, c).cast<ir::Graph>(); }, opt_level, name);
 });
 TILECORE_REGISTER_GLOBAL("transform.Sequential").set_body_typed([](Array<Pass> passes, String name) {
   return Sequential(passes, name);
 });
 TILECORE_REGISTER_GLOBAL("transform.PassInstrument")
-    .set_body_typed([](String name, Function enter, Function exit, Function should_run, Function before,
-                       Function after) { return PassInstrument(name, enter, exit, should_run, before, after); });
+    .set_body_typed([](String name, std::optional<Function> enter, std::optional<Function> exit,
+                       std::optional<Function> should_run, std::optional<Function> before,
+                       std::optional<Function> after) {
+      // A hook left out (None) is not called.
+      return PassInstrument(name, enter.value_or(Function()), exit.value_or(Function()),
+                            should_run.value_or(Function()), before.value_or(Function()), after.value_or(Function()));
+    });
 TILECORE_REGISTER_GLOBAL("transform.PassTimingInstrument").set_body_typed([]() { return PassTimingInstrument(); });
 TILECORE_REGISTER_GLOBAL("transform.RenderPassTiming").set_body_typed([](PassInstrument p) {
   return RenderPassTiming(p);

@@ -44,8 +44,9 @@ struct MmCost {
   uint64_t issued_macs = 0;  // including padding to the native block
 };
 /// cycles = kMmLatency + ceil(M/bm) * ceil(N/bn) * ceil(K/bk) * conflict
-///        + (epilogue ? ceil(M*N / 64) : 0); conflict = 2 when A and B start in
-/// the same L1 bank, else 1.
+///        + (epilogue ? ceil(M*N / 64) : 0)
+///        + (per-channel scale ? ceil(4N / 64) : 0) + (residual ? ceil(M*N*size(res) / 64) : 0);
+/// conflict = 2 when A and B start in the same L1 bank, else 1.
 MmCost matrix(DType in, const MmDesc& d, bool bank_conflict);
 tc1::MmBlock mm_block(DType in);
 

@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "tilecore/arch/dtype.h"
 
@@ -60,25 +61,38 @@ struct VecDesc {
 
 enum class Activation : uint8_t { None = 0, Relu = 1 };
 
-/// Matrix-engine descriptor: 52 bytes.
+/// Matrix-engine descriptor: 52 bytes, extended to 64 when the per-channel scale
+/// or the residual flag is set (bytes 52..63 exist and are read only then).
+/// Rationale: descriptors without the extension keep their size, so existing
+/// programs and their data layouts stay valid.
 struct MmDesc {
-  static constexpr size_t kBytes = 52;
+  static constexpr size_t kBytes = 52, kExtendedBytes = 64;
   uint32_t m = 0, n = 0, k = 0;       // bytes 0..11
   uint32_t lda = 0, ldb = 0, ldc = 0; // bytes 12..23, row strides in elements (ldc: accumulator)
   DType out_dtype = DType::I32;       // byte 24 (epilogue output)
   Activation act = Activation::None;  // byte 25
-  uint8_t flags = 0;                  // byte 26: bit 0 epilogue, bit 1 bias (byte 27 reserved)
+  uint8_t flags = 0;                  // byte 26: bit 0 epilogue, 1 bias, 2 per-channel scale, 3 residual
+  DType res_dtype = DType::I8;        // byte 27, residual element type (0 = i8 when no residual)
   uint32_t bias_addr = 0;             // bytes 28..31, L1 address of N accumulator-dtype values
-  float scale = 1.0f;                 // bytes 32..35
+  float scale = 1.0f;                 // bytes 32..35 (ignored with a per-channel scale)
   float clamp_lo = -3.4028235e38f;    // bytes 36..39
   float clamp_hi = 3.4028235e38f;     // bytes 40..43
   int32_t zero_point = 0;             // bytes 44..47
   uint32_t ldo = 0;                   // bytes 48..51, output row stride in output elements
-  static constexpr uint8_t kEpilogue = 1, kBias = 2;
+  uint32_t scale_addr = 0;            // bytes 52..55, L1 address of N f32 scales (flag bit 2)
+  uint32_t res_addr = 0;              // bytes 56..59, L1 address of the M x N residual (flag bit 3)
+  uint32_t ldr = 0;                   // bytes 60..63, residual row stride in residual elements
+  static constexpr uint8_t kEpilogue = 1, kBias = 2, kChannelScale = 4, kResidual = 8;
 
   bool epilogue() const { return flags & kEpilogue; }
   bool bias() const { return flags & kBias; }
-  std::array<uint8_t, kBytes> to_bytes() const;
+  bool channel_scale() const { return flags & kChannelScale; }
+  bool residual() const { return flags & kResidual; }
+  bool extended() const { return flags & (kChannelScale | kResidual); }
+  /// kBytes or kExtendedBytes of flags byte `flags`.
+  static size_t size_for_flags(uint8_t flags) { return flags & (kChannelScale | kResidual) ? kExtendedBytes : kBytes; }
+  /// 52 bytes, or 64 when extended().
+  std::vector<uint8_t> to_bytes() const;
   static std::optional<MmDesc> parse(std::span<const uint8_t> b, std::string* why);
 };
 

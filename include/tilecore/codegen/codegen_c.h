@@ -6,8 +6,10 @@
 // to int64_t / double. Loops of every kind become C loops (a loop bound to cores
 // runs its iterations one after another, which computes the same result), local
 // and shared allocations become C arrays, and the scalar intrinsics (tir.*) become
-// C expressions with TC1's integer semantics (wrapping arithmetic, truncating
-// division, round-to-nearest-even saturating float-to-int casts).
+// C expressions with TC1's integer semantics (wrapping arithmetic, TC1's defined
+// division: x/0 = -1, x%0 = x, INT_MIN/-1 = INT_MIN, never a trap; shifts by
+// b & (bits - 1); round-to-nearest-even saturating float-to-int casts). The
+// module is lowered by the shared entry of codegen/lowering.h first.
 //
 // BuildC (registered as `codegen.build_c`) compiles the source with the target's C
 // compiler (`cc -O2 -shared -fPIC`) and returns a runtime c module.

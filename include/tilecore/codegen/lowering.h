@@ -29,6 +29,7 @@ struct LowerOptions {
   std::optional<int64_t> l1_bytes;
   std::optional<int64_t> l2_bytes;
   bool cap = true;  // true: min(config, these); false: these only where the config has none
+  std::string target_kind;  // its plugin passes (target::TargetPasses) run after the pipeline
 };
 
 /// Checks and lowers every function of `mod` with the default kernel pipeline.

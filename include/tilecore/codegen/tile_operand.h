@@ -36,5 +36,23 @@ struct TileOperand {
 TileOperand DecodeTileOperand(const ir::PrimExpr& arg, const ir::CallNode* call,
                               const std::function<void(const std::string&)>& fail);
 
+/*!
+ * \brief The fused epilogue of a `tile.mm` call (its optional last seven arguments),
+ * decoded and checked against the matrix (M x N): bias and per-channel scales are N
+ * contiguous elements, the residual is M x N with contiguous rows. `present` is false
+ * for a plain `tile.mm(c, a, b, accumulate)`.
+ */
+struct MatmulEpilogue {
+  bool present = false;
+  bool has_bias = false, channel_scale = false, has_residual = false, relu = false;
+  TileOperand bias, scales, residual;
+  int64_t ldr = 0;                  // residual row stride in elements
+  ir::PrimExpr scale, zero_point;   // scalar scale (when !channel_scale) and zero point
+  ir::PrimExpr clamp_lo, clamp_hi;  // float32 expressions
+};
+
+MatmulEpilogue DecodeMatmulEpilogue(const ir::CallNode* call, int64_t m, int64_t n,
+                                    const std::function<void(const std::string&)>& fail);
+
 }  // namespace tilecore::codegen
 #endif  // TILECORE_CODEGEN_TILE_OPERAND_H_

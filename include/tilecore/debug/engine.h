@@ -22,6 +22,7 @@
 // Depends on sim and arch only.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -128,6 +129,7 @@ class Engine final : public sim::DebugHook {
   size_t snapshot_count() const { return snaps_.size(); }
   uint64_t log_bytes() const { return pool_.size(); }
   size_t log_size() const { return log_.size(); }
+  const std::vector<WriteRecord>& write_log() const { return log_; }
 
   // sim::DebugHook
   bool before_instruction(int core, uint32_t pc, const arch::Inst* inst, uint64_t position) override;
@@ -144,12 +146,14 @@ class Engine final : public sim::DebugHook {
   void restore(const Snapshot& s);
   void replay_to(uint64_t position, std::vector<Hit>* hits);
   void trim_history();
+  void update_wants();  // the DebugHook want_* flags from the stops and the mode
 
   sim::Simulator* sim_;
   std::vector<Stop> stops_;
   int next_id_ = 1;
   // Fast filters, rebuilt by stops_changed().
-  std::vector<bool> op_stop_;
+  std::array<uint8_t, 256> op_stop_{};           // 1 = some enabled Mnemonic stop
+  std::array<uint8_t, 256> op_is_tile_{};        // 1 = the opcode issues a tile command
   std::vector<std::vector<uint8_t>> pc_stop_;  // per core, 1 = some enabled Pc stop
   bool any_pc_stop_any_core_ = false, any_command_stop_ = false, any_watch_ = false;
   // Current resume.

@@ -318,6 +318,16 @@ struct ObjectRefTypeTraitsBase {
   static std::string TypeStr() { return ContainerType::_type_key; }
 };
 
+/*!
+ * \brief A container element of type T: an object-typed element must not be None (an
+ * Array[Pass] holds passes; a function receiving one never meets a null element).
+ */
+template <typename T>
+bool ElementNotNone(const TCFFIAny* v) {
+  if constexpr (std::is_base_of_v<ObjectRef, T>) return v->type_index != kTCFFINone;
+  return true;
+}
+
 /*! \brief Set by containers (Array<T>, Map<K, V>) that specialise TypeTraits as templates. */
 template <typename T>
 struct HasTemplateTypeTraits : std::false_type {};

@@ -254,6 +254,9 @@ typedef enum {
   kTCFFIFieldDefRegion = 2,
   /*! \brief Structural equality and hashing ignore this field (e.g. source spans). */
   kTCFFIFieldSEqualIgnore = 4,
+  /*! \brief An object-typed field that may hold None (JSON load refuses None for
+   * object-typed fields without this flag). */
+  kTCFFIFieldMayBeNone = 8,
 } TCFFIFieldFlag;
 
 /*! \brief Reflection record of one field of an object kind. */
@@ -408,6 +411,8 @@ TILECORE_FFI_DLL int TCFFINDArrayEmpty(const int64_t* shape, int32_t ndim, DLDat
                                        DLDevice device, TCFFIObjectHandle* out);
 /*! \brief Copies data between NDArrays (same shape and dtype, any devices). */
 TILECORE_FFI_DLL int TCFFINDArrayCopyFromTo(const DLTensor* from, const DLTensor* to);
+/*! \brief Copies between two NDArray objects; refuses a read-only destination. */
+TILECORE_FFI_DLL int TCFFINDArrayCopyFromToArrays(TCFFIObjectHandle from, TCFFIObjectHandle to);
 /*! \brief Takes ownership of a pre-1.0 managed tensor (zero copy). */
 TILECORE_FFI_DLL int TCFFINDArrayFromDLPack(DLManagedTensor* from, TCFFIObjectHandle* out);
 /*! \brief Takes ownership of a 1.x managed tensor (zero copy). */

@@ -10,6 +10,8 @@
  *
  * The typed form checks each argument; a mismatch raises TypeError naming the
  * function, its signature, the argument index and the expected and actual types.
+ * An object-typed parameter refuses None; a parameter that accepts None is std::optional<T>
+ * (or of a type whose None means "absent", see NoneMeansAbsent).
  *
  * Registration (at static-initialisation time, usually at the bottom of the file
  * that implements the function):
@@ -122,15 +124,31 @@ std::string SignatureString(const std::string& name, std::index_sequence<I...>) 
   return s + ") -> " + TypeStrOf<typename Sig::Return>();
 }
 
+[[noreturn]] void ThrowCallOfEmptyFunction();
 [[noreturn]] void ThrowArgumentCountMismatch(const std::string& signature, int32_t expected,
                                              int32_t given);
 [[noreturn]] void ThrowArgumentTypeMismatch(const std::string& signature, int32_t index,
                                             const std::string& expected, const AnyView& actual);
 
+// A type whose None means "absent" (ir::Span: no source location) declares
+// `static constexpr bool _type_none_means_absent = true;` and receives None as a null handle.
+template <typename T, typename = void>
+struct NoneMeansAbsent : std::false_type {};
+template <typename T>
+struct NoneMeansAbsent<T, std::void_t<decltype(T::_type_none_means_absent)>>
+    : std::bool_constant<T::_type_none_means_absent> {};
+
 template <typename Arg>
 auto UnpackArg(const PackedArgs& args, int32_t i, const std::string* sig_name,
                std::string (*sig)(const std::string&)) {
   using T = std::remove_const_t<std::remove_reference_t<Arg>>;
+  // An object-typed parameter never receives None (or an emptied handle): a body that
+  // accepts None says so with Optional<T>. Checked here, once, for every typed function.
+  if constexpr (std::is_base_of_v<ObjectRef, T> && !NoneMeansAbsent<T>::value) {
+    if (args[i].is_none()) {
+      ThrowArgumentTypeMismatch(sig(*sig_name), i, TypeTraits<T>::TypeStr(), args[i]);
+    }
+  }
   std::optional<T> v = TypeTraits<T>::TryCastFromAnyView(args[i].raw());
   if (!v.has_value()) {
     ThrowArgumentTypeMismatch(sig(*sig_name), i, TypeTraits<T>::TypeStr(), args[i]);
@@ -184,6 +202,7 @@ class Function : public ObjectRef {
     TCFFIAny result;
     details::SetNone(&result);
     const FunctionObj* f = get();
+    if (f == nullptr) details::ThrowCallOfEmptyFunction();
     if (f->cell.safe_call(const_cast<FunctionObj*>(f), reinterpret_cast<const TCFFIAny*>(args.data()),
                           args.size(), &result) != 0) {
       details::ThrowRaisedError();

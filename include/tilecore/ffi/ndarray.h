@@ -27,6 +27,9 @@ class NDArrayObj : public Object {
   /*! \brief Who owns `tensor.data`: this object (allocated on tensor.device) or a foreign producer. */
   enum class Owner { kSelf, kDLPack, kDLPackVersioned } owner{Owner::kSelf};
   void* foreign{nullptr};
+  /*! \brief The producer marked the data read-only (DLPACK_FLAG_BITMASK_READ_ONLY): copies
+   * into it and kernel arguments the kernel writes are refused. */
+  bool read_only{false};
 
   NDArrayObj() = default;
   NDArrayObj(const NDArrayObj&) = delete;

@@ -48,10 +48,17 @@ bool IsAncestorIndex(int32_t object_type_index, int32_t ancestor_index, int32_t 
 int32_t TypeDepth(int32_t type_index);
 
 inline void IncRef(TCFFIObject* obj) { __atomic_fetch_add(&obj->ref_count, 1, __ATOMIC_RELAXED); }
+/*!
+ * \brief Runs the deleter of an object whose count reached zero. Releases made while a
+ * deleter runs are queued (linked through the dead ref_count) and run after it
+ * returns, so freeing a deep tree (a long expression chain, nested arrays) uses
+ * constant C stack instead of one frame per level.
+ */
+void DestroyObject(TCFFIObject* obj) noexcept;
 inline void DecRef(TCFFIObject* obj) {
   if (__atomic_fetch_sub(&obj->ref_count, 1, __ATOMIC_RELEASE) == 1) {
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    obj->deleter(obj);
+    DestroyObject(obj);
   }
 }
 struct ObjectUnsafe;

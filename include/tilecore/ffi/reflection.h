@@ -40,9 +40,15 @@ int GetField(void* field, TCFFIAny* out) {
   }
 }
 
-template <typename FieldT>
+template <typename FieldT, bool kMayBeNone>
 int SetField(void* field, const TCFFIAny* value) {
   try {
+    if constexpr (std::is_base_of_v<ObjectRef, FieldT> && !kMayBeNone) {
+      if (value->type_index == kTCFFINone) {
+        TILECORE_THROW(TypeError) << "must not be None (expected `" << TypeTraits<FieldT>::TypeStr()
+                                  << "`)";
+      }
+    }
     std::optional<FieldT> v = TypeTraits<FieldT>::TryCastFromAnyView(value);
     if (!v.has_value()) {
       TILECORE_THROW(TypeError) << "expected `" << TypeTraits<FieldT>::TypeStr() << "` but got `"
@@ -107,7 +113,8 @@ class ObjectDef {
     info.flags = flags;
     info.offset = details::FieldOffset<T, FieldT>(static_cast<FieldT T::*>(member));
     info.getter = details::GetField<FieldT>;
-    info.setter = details::SetField<FieldT>;
+    info.setter = (flags & kTCFFIFieldMayBeNone) ? details::SetField<FieldT, true>
+                                                  : details::SetField<FieldT, false>;
     details::Check(TCFFITypeRegisterField(T::RuntimeTypeIndex(), &info));
     return *this;
   }

@@ -53,6 +53,14 @@ std::string SaveJSON(const AnyView& value);
 /*! \brief Reads a graph written by SaveJSON; objects shared there are shared here. */
 Any LoadJSON(std::string_view json);
 
+/*!
+ * \brief Registers the check LoadJSON runs on each loaded object of kind `type_index`,
+ * after its fields are set: it throws (TypeError, ValueError) to refuse the object, and
+ * LoadJSON reports the node. A kind registers its constructor's checks here, so a file
+ * cannot hold an object its constructor would refuse.
+ */
+void RegisterLoadCheck(int32_t type_index, void (*check)(const Object* obj));
+
 }  // namespace ffi
 }  // namespace tilecore
 #endif  // TILECORE_FFI_SERIALIZATION_H_

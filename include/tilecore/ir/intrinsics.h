@@ -9,7 +9,8 @@
  *
  * Families:
  *   tir.*   core id, core count, barrier, scalar math (exp, sqrt, ...), bitwise
- *           operations and shifts on integers (scalar or vector)
+ *           operations and shifts on integers (scalar or vector); call_packed, a
+ *           call from the kernel to a function of the global registry
  *   tc1.*   SIMD operations without an IR operator (saturating add, reductions,
  *           conversions between lane counts),
  *           and the low-level commands LowerAsyncDMA produces (dma_in, dma_out, wait)
@@ -38,6 +39,8 @@ enum class IntrinArg : uint8_t {
   kIntAny,  // an integer expression, scalar or vector (bitwise operations, shifts)
   kRegion,  // a BufferRegion
   kString,  // a StringImm
+  kRegionOrNone,    // a BufferRegion, or the integer constant 0 for "absent" (optional tile operands)
+  kRegionOrScalar,  // a BufferRegion or a scalar int/float expression (tile.mm's scale)
 };
 
 /*! \brief How the result dtype follows from the arguments. */
@@ -54,7 +57,7 @@ enum class IntrinRule : uint8_t {
   kNone,
   kSameDType,        // all non-region arguments share one dtype
   kSameRegionDType,  // all region arguments share one dtype (vector engine)
-  kMatmul,           // tile.mm: A, B of i8/f16/bf16/f32; C i32 for i8, else f32
+  kMatmul,           // tile.mm: A, B of i8/f16/bf16/f32; C i32 for i8, else f32 (any dtype with an epilogue)
   kIntegerOnly,      // the first argument is an integer (saturating SIMD)
   kFloatOnly,        // math: the first argument (or region) is a float
 };
@@ -71,6 +74,11 @@ struct IntrinsicInfo {
   /*! \brief Argument names, e.g. "dst, src, event". */
   const char* arg_names;
   const char* doc;
+  /*! \brief Arguments that must be present; the rest form one optional block, given
+   *  all together or not at all (-1: every argument is required). */
+  int required = -1;
+  /*! \brief The last argument kind repeats: zero or more further arguments of it. */
+  bool variadic = false;
 };
 
 /*! \brief The row of `name`, or nullptr. */

@@ -102,6 +102,8 @@ class SpanNode : public Object {
 class Span : public ObjectRef {
  public:
   Span(String file, int64_t line, int64_t column);
+  /*! \brief None is "no location" wherever a Span is passed. */
+  static constexpr bool _type_none_means_absent = true;
   /*! \brief "file:line:column", or "<unknown>". */
   std::string str() const;
   TILECORE_FFI_DEFINE_OBJECT_REF_METHODS(Span, ObjectRef, SpanNode);

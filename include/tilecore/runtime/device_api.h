@@ -13,8 +13,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "tilecore/ffi/container/map.h"
 #include "tilecore/ffi/function.h"
@@ -41,10 +44,32 @@ class DeviceAPI {
   /// What the device is: memory sizes, use, cores, ... (for `tilecore.runtime`).
   virtual ffi::Map<ffi::String, ffi::Any> Attributes(DLDevice dev) const { return {}; }
 
+  /// Scratch memory for the duration of a call (seed: TVM's AllocWorkspace): served
+  /// from this kind's per-device pool, which keeps the blocks FreeWorkspace returns
+  /// and hands them out again (best fit), so a kernel called in a loop reaches Alloc
+  /// once. Sizes are rounded up to 64 bytes; blocks are 64-byte aligned.
+  /// **IMPORTANT**: free with FreeWorkspace on the same device, not Free.
+  virtual void* AllocWorkspace(DLDevice dev, size_t nbytes);
+  /// Returns a block to the pool; ValueError if `ptr` is not a live workspace block of `dev`.
+  virtual void FreeWorkspace(DLDevice dev, void* ptr);
+  /// Pool statistics of `dev`: blocks, bytes (held from Alloc), in_use (blocks handed out).
+  ffi::Map<ffi::String, ffi::Any> WorkspaceInfo(DLDevice dev);
+  /// Gives every free pool block of `dev` back to Free (blocks in use stay).
+  void ReleaseWorkspace(DLDevice dev);
+
   /// The API registered as `device_api.<name>`; ValueError listing the known kinds.
   static std::shared_ptr<DeviceAPI> Get(const std::string& name);
   /// The API of a device type; ValueError when none is registered.
   static std::shared_ptr<DeviceAPI> ForDeviceType(int32_t device_type);
+
+ private:
+  struct WorkspaceBlock {
+    void* ptr;
+    size_t bytes;
+    bool in_use;
+  };
+  std::mutex ws_mu_;
+  std::map<int32_t, std::vector<WorkspaceBlock>> ws_;  // device id -> its blocks
 };
 
 class DeviceAPIObj : public ffi::Object {

@@ -35,6 +35,8 @@ class Module;
 /// What a kind of module does. A plain polymorphic class (not an Object: FFI
 /// objects keep their header at offset 0 and so have no virtual functions); the
 /// FFI object ModuleObj owns one.
+struct KernelParam;
+
 class ModuleNode {
  public:
   virtual ~ModuleNode() = default;
@@ -50,6 +52,9 @@ class ModuleNode {
   virtual std::string SaveToBytes() const;
   /// Extra facts (function signatures, line tables, ...), for Python and debuggers.
   virtual ffi::Map<ffi::String, ffi::Any> Info() const { return {}; }
+  /// The parameter list of kernel `function` (nullptr if the module has none by that
+  /// name), so a builder can record what it knows about the buffers (their sizes).
+  virtual std::vector<KernelParam>* MutableParams(const std::string& function) { return nullptr; }
 };
 
 class ModuleObj : public ffi::Object {
@@ -91,6 +96,9 @@ class ByteWriter {
   std::string out_;
 };
 
+/// The checksum a module file carries over its contents (FNV-1a, 64 bits).
+uint64_t ModuleChecksum(std::string_view bytes);
+
 class ByteReader {
  public:
   ByteReader(std::string_view data, std::string what) : data_(data), what_(std::move(what)) {}
@@ -98,10 +106,13 @@ class ByteReader {
   uint64_t u64();
   int64_t i64() { return static_cast<int64_t>(u64()); }
   std::string str();
-  /// A count read as u32 that must not exceed `limit` (guards allocations).
-  uint32_t count(uint64_t limit);
+  /// A count read as u32 that must not exceed `limit`, nor the bytes left divided by
+  /// `min_item_bytes` (the least each counted item takes): checked before anything is
+  /// allocated for the items.
+  uint32_t count(uint64_t limit, uint64_t min_item_bytes = 4);
   bool at_end() const { return pos_ == data_.size(); }
   size_t pos() const { return pos_; }
+  size_t left() const { return data_.size() - pos_; }
   [[noreturn]] void fail(const std::string& message) const;
 
  private:

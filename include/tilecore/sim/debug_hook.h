@@ -48,6 +48,10 @@ class DebugHook {
   /// Before an access takes effect; set `stop` to end the run after this step.
   virtual void on_access(const MemAccess& a) = 0;
   bool stop = false;
+  /// Which accesses on_access() wants; the simulator skips the call for the others.
+  bool want_reads = true, want_writes = true;
+  /// false: before_instruction() would never stop; the simulator skips the call.
+  bool want_instructions = true;
 };
 
 /// An opaque copy of the simulator's state without memory contents.

@@ -17,6 +17,7 @@
 //   std::cout << sim.stats().to_string();
 #pragma once
 
+#include <functional>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -92,6 +93,12 @@ class Simulator {
   int source_line(int core, int64_t pc) const;
   bool halted(int core) const;
   uint64_t cycle() const;  // the current simulation time
+
+  /// Services `hcall`: `fn(core, block)` runs in the front end of `core` with the
+  /// L1 address of the call block (docs/tc1.md, "Host calls"); it may read and write
+  /// simulator memory. An exception it throws ends the run and reaches the caller of
+  /// run()/step(). Without a handler, hcall faults.
+  void set_host_call(std::function<void(int core, uint32_t block)> fn);
 
   // ---- for the debug layer (src/sim/debug_state.cc) ---------------------------------------
   /// Attaches `hook` (nullptr detaches); it is called from run() and step(), see debug_hook.h.

@@ -12,6 +12,7 @@
 // the built-in ones (docs/adding-a-device.md).
 #pragma once
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,10 @@ class TargetKindObj : public ffi::Object {
  public:
   explicit TargetKindObj(TargetKindInfo i) : info(std::move(i)) {}
   TargetKindInfo info;
+  /// Passes a plugin added to the kind (AddTargetPass), run in order after the
+  /// default kernel pipeline and before the kind's code generator.
+  std::vector<ffi::Any> passes;
+  std::mutex passes_mu;
   TILECORE_FFI_DECLARE_OBJECT_INFO_FINAL("target.TargetKind", TargetKindObj, ffi::Object);
 };
 class TargetKind : public ffi::ObjectRef {
@@ -81,5 +86,19 @@ class Target : public ffi::ObjectRef {
 /// Builds `ir_module` (an ir.IRModule or ir.PrimFunc, passed as Any) for `target` by
 /// calling `codegen.build_<kind>`; ValueError when no codegen is registered for it.
 ffi::Any Build(const ffi::Any& ir_module, const Target& target);
+
+/// Appends `pass` (a transform.Pass) to the pass list of target kind `kind`: the
+/// kind's code generator runs it after the default kernel pipeline (seed: TVM's
+/// per-target lowering hooks). ValueError for an unknown kind.
+void AddTargetPass(const std::string& kind, const ffi::Any& pass);
+/// The passes added to `kind`, in order (empty for a kind without any).
+std::vector<ffi::Any> TargetPasses(const std::string& kind);
+/// Removes every pass added to `kind`.
+void ClearTargetPasses(const std::string& kind);
+
+/// Applies the post-processing hook of generated source for `kind`: when the global
+/// function `codegen.postproc_<kind>` is registered (seed: `tvm_callback_<kind>_postproc`),
+/// returns its result on `code` (it must return a string), else `code` unchanged.
+std::string PostprocSource(const std::string& kind, const std::string& code);
 
 }  // namespace tilecore::target

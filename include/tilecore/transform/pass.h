@@ -18,7 +18,13 @@
  * own: enter_ctx(), exit_ctx(), should_run(mod, info) -> bool, before(mod, info),
  * after(mod, info). Two are built in: timing (PassTimingInstrument, rendered by
  * RenderPassTiming) and IR dumps (DumpIRInstrument(folder): one text file before
- * and one after each pass, numbered in the order written).
+ * and one after each pass, numbered in the order written; a graph pass writes the
+ * graph's text).
+ *
+ * Graph passes (CreateGraphPass) run on the same machinery: a Graph is carried in
+ * a module's attrs["graph"], and `transform.RunPass` accepts a Graph directly.
+ * Rewrites are counted in PassContext::stats so tests and `-v` can tell how often
+ * each fired.
  */
 #ifndef TILECORE_TRANSFORM_PASS_H_
 #define TILECORE_TRANSFORM_PASS_H_
@@ -28,6 +34,7 @@
 
 #include "tilecore/ffi/function.h"
 #include "tilecore/ir/function.h"
+#include "tilecore/ir/graph.h"
 
 namespace tilecore {
 namespace transform {
@@ -81,6 +88,10 @@ class PassContextNode : public Object {
   Map<String, Any> config;
   Array<String> disabled;
   Array<PassInstrument> instruments;
+  /*! \brief Counters passes add to (e.g. {"transform.FoldBatchNorm.folded": 3}); read them after the run. */
+  Map<String, Any> stats;
+  /*! \brief Adds `n` to stats[key]. */
+  void AddStat(const std::string& key, int64_t n = 1);
   TILECORE_FFI_DECLARE_OBJECT_INFO_FINAL("transform.PassContext", PassContextNode, Object);
 };
 class PassContext : public ObjectRef {
@@ -139,6 +150,17 @@ class Pass : public ObjectRef {
 Pass CreateModulePass(std::function<IRModule(IRModule, PassContext)> fn, int64_t opt_level, String name);
 /*! \brief A pass that rewrites each PrimFunc of the module. */
 Pass CreatePrimFuncPass(std::function<PrimFunc(PrimFunc, IRModule, PassContext)> fn, int64_t opt_level, String name);
+/*!
+ * \brief A pass over the Graph IR. The graph travels in the module's attrs under
+ * "graph" (GraphModule/ModuleGraph below), so graph passes share the pass manager,
+ * contexts and instruments with the kernel passes.
+ */
+Pass CreateGraphPass(std::function<ir::Graph(ir::Graph, PassContext)> fn, int64_t opt_level, String name);
+/*! \brief A module holding `g` in attrs["graph"]. */
+IRModule GraphModule(const ir::Graph& g);
+/*! \brief The graph of a module made by GraphModule; TypeError naming `pass` otherwise. */
+ir::Graph ModuleGraph(const IRModule& mod, const std::string& pass);
+
 /*! \brief Runs `passes` in order; its own opt_level is 0. */
 Pass Sequential(Array<Pass> passes, String name = "Sequential");
 

@@ -21,3 +21,10 @@ from .builder import BufferProxy, IRBuilder
 def script(node):
     """The node as script text (Python-like, like TVMScript)."""
     return _ffi_api.AsScript(node)
+from . import graph  # noqa: E402
+from .graph import (  # noqa: E402,F401
+    Graph, GraphBuilder, GraphOpDef, OptionalType, QuantParams, SequenceType, TensorType, Value,
+)
+from .graph import Node as GraphNode  # noqa: E402,F401  (ir.Node is the Kernel IR's base class)
+
+graph.install_registry_bridge()

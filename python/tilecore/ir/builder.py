@@ -101,13 +101,17 @@ class IRBuilder:
 
     def store(self, buffer, indices, value, predicate=None):
         buffer = _unwrap(buffer)
-        value = _expr(value)
-        if str(value.dtype) != str(buffer.dtype) and not isinstance(value, PrimExpr.__mro__[0]):
-            pass
         idx = [_index_expr(i) for i in indices]
-        # A Python number takes the buffer's dtype.
-        if value.__class__.__name__ in ("IntImm", "FloatImm") and str(value.dtype) != str(buffer.dtype):
-            value = const(value.value, str(buffer.dtype))
+        # A Python number takes the buffer's dtype, if it is of the same kind: an int for an
+        # integer or float buffer, a float for a float buffer. There are no other implicit
+        # conversions: an expression of another dtype is a TypeError (BufferStore's check).
+        dtype = str(buffer.dtype)
+        if isinstance(value, (bool, int, float)) and not isinstance(value, PrimExpr):
+            if isinstance(value, float) and not dtype.startswith(("float", "bfloat")):
+                raise TypeError(f"store: the float literal {value!r} cannot be stored into a {dtype} buffer "
+                                "(no implicit conversions; write int(...) or a cast)")
+            value = const(value, dtype)
+        value = _expr(value)
         self.emit(_ffi_api.BufferStore(buffer, value, idx, predicate, self._span))
 
     def let(self, name, value):

@@ -12,6 +12,8 @@ an expression becomes an immediate of that expression's dtype. ``==`` stays
 identity (so nodes can be dict keys); use :func:`eq` / :func:`ne` or the
 ``.eq()`` / ``.ne()`` methods to build comparisons.
 """
+import operator
+
 from ..object import Object, register_object
 from . import _ffi_api
 
@@ -411,7 +413,10 @@ class Buffer(Node):
 def _index_expr(v):
     if isinstance(v, PrimExpr):
         return v
-    return const(int(v), "int32")
+    if isinstance(v, bool) or not hasattr(v, "__index__"):
+        raise TypeError(f"an index or loop bound must be an int or an integer expression, got "
+                        f"{type(v).__name__} {v!r} (no implicit conversions)")
+    return const(operator.index(v), "int32")
 
 
 def _index(buf, index):

@@ -34,7 +34,7 @@ from .api.tile import (
 )
 from .api.dma import async_dma_copy, dma_copy, dma_fill, wait_events
 from .api.sync import barrier, get_local_id, get_local_size
-from .api.misc import const, printf
+from .api.misc import call_packed, const, printf
 
 globals().update(_SCALARS)
 globals().update(_VECTORS)

@@ -40,7 +40,12 @@ class Kernel:
         for name, p in sig.parameters.items():
             ann = hints.get(name, inspect.Parameter.empty)
             if isinstance(ann, str):
-                ann = eval(ann, self.py_func.__globals__)  # noqa: S307  (postponed annotations)
+                try:
+                    ann = eval(ann, self.py_func.__globals__)  # noqa: S307  (postponed annotations)
+                except Exception as e:  # noqa: BLE001  (reported with the parameter's name)
+                    raise TypeError(f"S.prim_func `{self.py_func.__name__}`: parameter `{name}` has annotation "
+                                    f"{ann!r}, which does not evaluate here ({type(e).__name__}: {e}); "
+                                    "expected S.ptr(dtype, scope) or a scalar type such as S.int32") from None
             if ann is inspect.Parameter.empty:
                 raise TypeError(f"S.prim_func `{self.py_func.__name__}`: parameter `{name}` needs a type "
                                 "annotation (S.ptr(dtype, scope) or a scalar type such as S.int32)")
@@ -93,6 +98,9 @@ def prim_func(func=None, *, num_cores=4, name=None):
     """
 
     def deco(f):
+        if not inspect.isfunction(f):
+            raise TypeError(f"S.prim_func decorates a Python function (def ...), got {type(f).__name__} {f!r}; "
+                            "for options write @S.prim_func(num_cores=..., name=...)")
         return Kernel(f, num_cores=num_cores, name=name)
 
     return deco(func) if func is not None else deco

@@ -59,6 +59,7 @@ _CMPOPS = {
     ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
 }
 _STATIC_WHILE_LIMIT = 100000
+_STATIC_UNROLL_LIMIT = 100000
 
 
 def _is_dsl(x):
@@ -359,7 +360,14 @@ class Parser:
         if kind is None:
             seq = self.ev(it)
             fe.require(not _is_dsl(seq), "for: cannot iterate over a kernel value (use range)")
-            for item in seq:
+            if hasattr(seq, "__len__") and len(seq) > _STATIC_UNROLL_LIMIT:
+                raise RuntimeError(f"a compile-time for loop (S.static_range or a Python sequence) would unroll "
+                                   f"{len(seq)} iterations, more than the limit of {_STATIC_UNROLL_LIMIT}; "
+                                   "use range() for a loop that runs on the NPU")
+            for n, item in enumerate(seq):
+                if n >= _STATIC_UNROLL_LIMIT:
+                    raise RuntimeError(f"a compile-time for loop unrolled more than {_STATIC_UNROLL_LIMIT} "
+                                       "iterations; use range() for a loop that runs on the NPU")
                 self.assign(node.target, item)
                 self.stmts(node.body)
             return
@@ -624,6 +632,11 @@ class Parser:
             return acc
         if f is builtins.print:
             raise SyntaxError("print() does not run on the NPU; use S.printf(fmt, *values)")
+        from .kernel import Kernel
+
+        if isinstance(f, Kernel):
+            raise SyntaxError(f"kernels cannot call kernels (a call of `{f.name}` inside a kernel; recursion "
+                              "and nested launches are not supported)")
         return f(*args, **kwargs)
 
     def e_Tuple(self, node):

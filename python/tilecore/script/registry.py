@@ -54,6 +54,8 @@ class Api:
             raise RuntimeError(
                 f"S.{self.name} can only be called inside a @S.prim_func kernel (while it is compiled or "
                 "run by PySim)")
+        if m == "py":
+            _state.context.tick()  # PySim's operation budget (runner.CoreContext)
         plan = self.front(*args, **kwargs)
         impl = self.ir_impl if m == "ir" else self.py_impl
         return impl(plan)

@@ -10,7 +10,6 @@ after each step (only for plugins that ask: ``wants_steps``), stop and end.
 """
 import cmd
 import rlcompleter
-import shlex
 import sys
 import traceback
 
@@ -312,10 +311,13 @@ class Debugger(cmd.Cmd):
     do_s = do_start
 
     def sim_clear(self):
-        """Zeroes the memories the previous run may have written (the simulator is reused)."""
+        """Zeroes what the previous run wrote (the simulator is reused): the buffers,
+        every range in the write log, L2 and each core's L1. Clearing all of DDR
+        would touch every page of it."""
         cfg = self.sim.config
         if self.started:
-            # Clearing everything would touch all of DDR; clear what the log says was written.
+            for space, core, lo, hi in ffi.WrittenRanges(self.engine):
+                self.sim.write(space, lo, np.zeros(hi - lo, np.uint8), core=core)
             self.sim.load(self.target.program)
             for name, s in self.symbols.items():
                 self.sim.write(s.space, s.address, np.zeros(s.nbytes, np.uint8), core=s.core)
@@ -395,8 +397,8 @@ class Debugger(cmd.Cmd):
         target_line = parse_int(arg.strip(), "line") if arg.strip() else line + 1
         pcs = {}
         for c in range(self.sim.cores):
-            pcs[c] = [pc for (sec_core, pc) in self._all_pcs(c)
-                      if (lambda l: l is not None and l[0] == file and l[1] >= target_line)(self._loc_tuple(c, pc))]
+            locs = ((pc, self._loc_tuple(c, pc)) for _, pc in self._all_pcs(c))
+            pcs[c] = [pc for pc, loc in locs if loc is not None and loc[0] == file and loc[1] >= target_line]
         self.resume(0, pcs=pcs)
 
     do_unt = do_until

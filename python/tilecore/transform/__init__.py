@@ -139,3 +139,30 @@ def DefaultKernelPipeline(opt_level=2):  # noqa: N802
         output contract.
     """
     return _api("DefaultKernelPipeline")(int(opt_level))
+
+
+# ---------------------------------------------------------------------------
+# Graph passes (run on an ir.Graph; see docs/frontend.md)
+# ---------------------------------------------------------------------------
+def InferTypes(input_shapes=None):  # noqa: N802
+    """``transform.InferTypes``: every value's type from its op's registered infer.
+
+    :param input_shapes: input name -> shape, binding the inputs' symbolic dimensions.
+    """
+    shapes = None if input_shapes is None else {k: [int(d) for d in v] for k, v in input_shapes.items()}
+    return _api("InferTypes")(shapes)
+
+
+def graph_pass(fn, opt_level=0, name=None):
+    """A graph pass from a Python function ``fn(graph, ctx) -> graph``."""
+    return _api("CreateGraphPass")(fn, opt_level, name or getattr(fn, "__name__", "PythonGraphPass"))
+
+
+FoldConstants = _pass("FoldConstants")
+EliminateDeadCode = _pass("EliminateDeadCode")
+EliminateCommonSubexpr = _pass("EliminateCommonSubexpr")
+FoldBatchNorm = _pass("FoldBatchNorm")
+GemmToMatMul = _pass("GemmToMatMul")
+RecognizeActivations = _pass("RecognizeActivations")
+RecognizeNormalization = _pass("RecognizeNormalization")
+CanonicalizeGraph = _pass("CanonicalizeGraph")

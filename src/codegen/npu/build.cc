@@ -17,7 +17,7 @@ NpuAssembly GenerateNpuAssembly(const PrimFunc& lowered, const std::string& name
 runtime::Module BuildNpu(const IRModule& mod, const target::Target& target) {
   int max_cores = static_cast<int>(target.GetInt("cores"));
   int64_t l1_limit = std::min<int64_t>(target.GetInt("l1"), int64_t(runtime::kNpuArgBlock));
-  IRModule lowered = LowerKernels(mod, LowerOptions{l1_limit, std::nullopt, true});
+  IRModule lowered = LowerKernels(mod, LowerOptions{l1_limit, std::nullopt, true, "npu"});
   std::vector<runtime::NpuKernel> kernels;
   for (const auto& [gname, func] : lowered->functions.items()) {
     std::string name = KernelSymbol(std::string(gname.view()));

@@ -211,6 +211,7 @@ class NpuEmitter {
   void Align(std::vector<Tensor*> ts, const ir::CallNode* c);
   void Dma(const ir::CallNode* c, const std::string& op);
   void Matmul(const ir::CallNode* c);
+  void CallPacked(const ir::CallNode* c);
   void VecOp(const ir::CallNode* c, const std::string& op);
 
   // ---- ordering.cc --------------------------------------------------------------------------

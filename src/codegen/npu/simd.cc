@@ -279,6 +279,24 @@ int NpuEmitter::EvalP(const PrimExpr& e) {
       auto* b = static_cast<const BinaryOpNode*>(n);
       NodeKind k = NodeKindOf(n);
       bool swap = k == NodeKind::kGT || k == NodeKind::kGE;
+      // ramp(base, 1) < broadcast(n) (a tail mask, any index width): pwhile with n - base.
+      const PrimExpr& lo = swap ? b->b : b->a;
+      const PrimExpr& hi = swap ? b->a : b->b;
+      const auto* rp = lo.as<RampNode>();
+      const auto* bc = hi.as<BroadcastNode>();
+      if ((k == NodeKind::kLT || k == NodeKind::kGT) && rp && bc && is_const_int(rp->stride, 1) &&
+          rp->base.dtype().bits() <= 32) {
+        XR cnt = Hold(Eval(bc->value));
+        XR base = Reload(Eval(rp->base));
+        cnt = Reload(cnt);
+        int d = Dest(cnt, base);
+        R3(Op::Sub, d, cnt.r, base.r);
+        R3(Op::Max, d, d, 0);  // pwhile counts unsigned: no lanes below 0
+        int p = AllocP();
+        E(Op::Pwhile, {O::P(p), O::X(d)}, LaneType(t.lanes()));
+        xpool_.Free(d);
+        return p;
+      }
       VR x = HoldV(EvalV(swap ? b->b : b->a));
       VR y = ReloadV(EvalV(swap ? b->a : b->b));
       x = ReloadV(x);

@@ -231,12 +231,74 @@ void NpuEmitter::Matmul(const CallNode* c) {
   md.ldb = uint32_t(ld(B));
   md.ldc = uint32_t(ld(C));
   md.ldo = uint32_t(N);
-  int64_t desc = Descriptor(md.to_bytes(), true,
-                            "mmdesc m=" + std::to_string(M) + " n=" + std::to_string(N) + " k=" + std::to_string(K) +
-                                " lda=" + std::to_string(ld(A)) + " ldb=" + std::to_string(ld(B)) +
-                                " ldc=" + std::to_string(ld(C)));
+  std::string note = "mmdesc m=" + std::to_string(M) + " n=" + std::to_string(N) + " k=" + std::to_string(K) +
+                     " lda=" + std::to_string(ld(A)) + " ldb=" + std::to_string(ld(B)) + " ldc=" + std::to_string(ld(C));
+  // The fused epilogue (tile.mm's optional block): C is the output (ldo); bias, scales and
+  // residual are L1 addresses stored into this site's descriptor before the command, as
+  // are a non-constant scale and zero point.
+  MatmulEpilogue epi = DecodeMatmulEpilogue(c, M, N, [&](const std::string& what) { Fail(what, c->span); });
+  std::vector<PrimExpr> regions{c->args[0], c->args[1], c->args[2]};
+  std::vector<std::pair<int64_t, PrimExpr>> dyn;  // (byte offset, f32 / i32 value)
+  std::vector<std::pair<int64_t, int>> addrs;     // (byte offset, argument index)
+  if (epi.present) {
+    md.flags = arch::MmDesc::kEpilogue;
+    md.ldc = uint32_t(N);
+    md.ldo = uint32_t(ld(C));
+    md.out_dtype = TC1Type(C.dtype);
+    md.act = epi.relu ? arch::Activation::Relu : arch::Activation::None;
+    note += " ldo=" + std::to_string(ld(C)) + " out=" + std::string(arch::dtype_name(md.out_dtype)) +
+            (epi.relu ? " act=relu" : "");
+    auto f32_field = [&](const PrimExpr& v, float* field, const char* key, int64_t offset) {
+      auto cv = ConstValue(v);
+      if (cv && std::isfinite(*cv)) {
+        *field = float(*cv);
+        note += std::string(" ") + key + "=" + std::to_string(*cv);
+      } else {
+        dyn.emplace_back(offset, v);
+      }
+    };
+    if (!epi.channel_scale) f32_field(epi.scale, &md.scale, "scale", 32);
+    f32_field(epi.clamp_lo, &md.clamp_lo, "lo", 36);
+    f32_field(epi.clamp_hi, &md.clamp_hi, "hi", 40);
+    if (auto zp = as_const_int(epi.zero_point)) {
+      md.zero_point = int32_t(*zp);
+      note += " zp=" + std::to_string(*zp);
+    } else {
+      dyn.emplace_back(44, epi.zero_point);
+    }
+    if (epi.has_bias) {
+      md.flags |= arch::MmDesc::kBias;
+      addrs.emplace_back(28, 4);
+      note += " bias";
+    }
+    if (epi.channel_scale) {
+      md.flags |= arch::MmDesc::kChannelScale;
+      addrs.emplace_back(52, 5);
+      note += " scales";
+    }
+    if (epi.has_residual) {
+      md.flags |= arch::MmDesc::kResidual;
+      md.res_dtype = TC1Type(epi.residual.dtype);
+      md.ldr = uint32_t(epi.ldr);
+      addrs.emplace_back(56, 7);
+      note += " res ldr=" + std::to_string(epi.ldr);
+    }
+    for (auto& [off, arg] : addrs) regions.push_back(c->args[size_t(arg)]);
+  }
+  int64_t desc = Descriptor(md.to_bytes(), dyn.empty() && addrs.empty(), note);
+  for (auto& [off, v] : dyn) {
+    XR x = Reload(Eval(v));
+    if (off != 44) x = CastScalar(x, v.dtype(), DataType::Float(32));
+    StL1(Op::Sw, x.r, desc + off);
+    Free(x);
+  }
   arch::DType dt = TC1Type(A.dtype);
-  Compute(arch::Engine::Matrix, {c->args[0], c->args[1], c->args[2]}, [&] {
+  Compute(arch::Engine::Matrix, regions, [&] {
+    for (auto& [off, arg] : addrs) {
+      XR x = TensorAddr(Region(c->args[size_t(arg)], c));
+      StL1(Op::Sw, x.r, desc + off);
+      Free(x);
+    }
     XR xc = Hold(TensorAddr(C));
     XR xa = Hold(TensorAddr(A));
     XR xb = TensorAddr(B);
@@ -261,6 +323,71 @@ void NpuEmitter::Matmul(const CallNode* c) {
     Free(xa);
     Free(xb);
   });
+}
+
+// tir.call_packed: the host-call block of docs/tc1.md ("Host calls") in the data segment,
+// its run-time fields (tensor addresses, non-constant scalars) stored before the call;
+// `fence` first, so the host sees every tile command before it completed.
+void NpuEmitter::CallPacked(const CallNode* c) {
+  std::string name(c->args[0].as<StringImmNode>()->value.view());
+  if (name.empty() || name.size() > 255) Fail("`tir.call_packed` with a function name of " + std::to_string(name.size()) + " bytes (1..255)", c->span);
+  size_t n = c->args.size() - 1;
+  if (n > 16) Fail("`tir.call_packed` with more than 16 arguments", c->span);
+  std::vector<uint8_t> nm(name.begin(), name.end());
+  nm.push_back(0);
+  while (nm.size() % 4) nm.push_back(0);
+  int64_t name_addr = Descriptor(nm, true, "host function " + name);
+  std::vector<uint8_t> blk(8 + 48 * n, 0);
+  auto put32 = [&](size_t off, uint32_t v) { std::memcpy(&blk[off], &v, 4); };
+  put32(0, uint32_t(name_addr));
+  put32(4, uint32_t(n));
+  std::vector<std::pair<int64_t, PrimExpr>> dyn;  // (byte offset, int / f32 value)
+  std::vector<std::pair<int64_t, size_t>> addrs;  // (byte offset, argument index)
+  for (size_t i = 0; i < n; ++i) {
+    const PrimExpr& a = c->args[i + 1];
+    size_t r = 8 + 48 * i;
+    if (a.as<BufferRegionNode>()) {
+      Tensor t = Region(a, c);
+      if (t.shape.size() > 4) Squeeze(&t);
+      if (t.shape.size() > 4) Fail("`tir.call_packed` argument " + std::to_string(i + 1) + " over more than 4 dimensions", c->span);
+      blk[r] = 2;
+      blk[r + 1] = uint8_t(TC1Type(t.dtype));
+      blk[r + 2] = uint8_t(t.shape.size());
+      blk[r + 3] = uint8_t(SpaceOf(std::string(t.buffer->scope.view())));
+      for (size_t k = 0; k < t.shape.size(); ++k) {
+        if (t.strides[k] < 0) Fail("`tir.call_packed` argument " + std::to_string(i + 1) + " with a negative stride", c->span);
+        put32(r + 16 + 4 * k, uint32_t(t.shape[k]));
+        put32(r + 32 + 4 * k, uint32_t(t.strides[k]));
+      }
+      addrs.emplace_back(int64_t(r + 12), i + 1);
+    } else if (a.dtype().is_float()) {
+      blk[r] = 1;
+      auto cv = ConstValue(a);
+      if (cv) {
+        float f = float(*cv);
+        std::memcpy(&blk[r + 8], &f, 4);
+      } else {
+        dyn.emplace_back(int64_t(r + 8), a);
+      }
+    } else {
+      if (auto ci = as_const_int(a)) put32(r + 4, uint32_t(int32_t(*ci)));
+      else dyn.emplace_back(int64_t(r + 4), a);
+    }
+  }
+  int64_t block = Descriptor(blk, false, "host call " + name);
+  E(Op::Fence, {});
+  for (auto& [off, v] : dyn) {
+    XR x = Reload(Eval(v));
+    if (v.dtype().is_float()) x = CastScalar(x, v.dtype(), DataType::Float(32));
+    StL1(Op::Sw, x.r, block + off);
+    Free(x);
+  }
+  for (auto& [off, arg] : addrs) {
+    XR x = TensorAddr(Region(c->args[arg], c));
+    StL1(Op::Sw, x.r, block + off);
+    Free(x);
+  }
+  E(Op::Hcall, {O::X(0), O::X(0), O::Imm(block)});
 }
 
 void NpuEmitter::VecOp(const CallNode* c, const std::string& op) {

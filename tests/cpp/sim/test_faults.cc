@@ -166,6 +166,14 @@ TEST(Faults, MalformedDescriptorsNameTheField) {
        "exceeds the limit of 16777216"},
       {".word 16, 16, 16, 8, 16, 16\n.zero 28", "mm.i8 x0, x0, x0, [x0 + d]", "lda >= K"},
       {".mmdesc m=16 n=16 k=16", "mm.i8 x0, x0, x0, [x0 + 0xFFFF0]", "outside local L1"},
+      // residual flag (8) + epilogue (1), residual dtype 12 (invalid)
+      {".word 16, 16, 16, 16, 16, 16\n.byte 0, 0, 9, 12\n.zero 36", "mm.i8 x0, x0, x0, [x0 + d]", "invalid residual dtype"},
+      // residual row stride 8 < N = 16
+      {".word 16, 16, 16, 16, 16, 16\n.byte 0, 0, 9, 0\n.word 0, 0, 0, 0, 0, 16, 0, 0, 8", "mm.i8 x0, x0, x0, [x0 + d]",
+       "ldr >= N"},
+      // per-channel scale flag (4) without the epilogue flag
+      {".word 16, 16, 16, 16, 16, 16\n.byte 0, 0, 4, 0\n.zero 36", "mm.i8 x0, x0, x0, [x0 + d]", "need the epilogue flag"},
+      {".mmdesc m=16 n=16 k=16 scales=0x100000", "mm.i8 x0, x0, x0, [x0 + d]", "matrix scale tensor spans"},
       {".mmdesc m=16 n=16 k=16", "mm.i8 x0, x0, x0, [x0 + d + 2]", "not 4-byte aligned"},
   };
   for (const auto& c : cases) {

@@ -126,3 +126,29 @@ def test_tile_region_larger_than_its_buffer(target):
     ib.call("tile.wait", 0)
     with pytest.raises(ValueError, match=r"region \[0:1024\] of buffer `T`.*larger than the buffer"):
         tilecore.build(ib.get(), target=target)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32"])
+def test_shift_amounts_wrap_on_both_targets(dtype):
+    # TC1 shifts by b & 31 (sll/sra/srl); C's << with b >= 32 is undefined, so the c target masks too.
+    n = 6
+    ib = ir.IRBuilder("k_shift_" + dtype)
+    A = ib.buffer_param("A", (n,), dtype)
+    B = ib.buffer_param("B", (n,), dtype)
+    C = ib.buffer_param("C", (n,), dtype)
+    D = ib.buffer_param("D", (n,), dtype)
+    with ib.for_range(0, n, name="i") as i:
+        C[i] = ir.call("tir.shift_left", A[i], B[i])
+        D[i] = ir.call("tir.shift_right", A[i], B[i])
+    f = ib.get()
+    a = np.array([1, 3, -5 & 0xFFFFFFFF, 7, 2**31 - 1, 12345], "uint32").view(dtype)
+    b = np.array([0, 33, 31, 64, 1, 45], dtype)
+    s = b.astype(np.uint64) & 31
+    want_l = (a.astype(np.uint32).astype(np.uint64) << s).astype(np.uint32).view(dtype)
+    want_r = (a.astype(np.int64) >> s.astype(np.int64)).astype(dtype) if dtype == "int32" else \
+        (a.astype(np.uint64) >> s).astype(dtype)
+    for target in ("c", "npu"):
+        c, d = np.zeros(n, dtype), np.zeros(n, dtype)
+        tilecore.build(f, target=target)[f.attrs["global_symbol"]](a, b, c, d)
+        np.testing.assert_array_equal(c, want_l, err_msg=target)
+        np.testing.assert_array_equal(d, want_r, err_msg=target)

@@ -349,13 +349,25 @@ def test_line_table_maps_instructions_to_spans():
 
 
 # ---- errors --------------------------------------------------------------------------------------
-def test_cannot_be_emitted():
-    ib = ir.IRBuilder("bad_gather")
+def test_strided_vector_load():
+    # TC1's vld reads 32 contiguous bytes: a strided load is gathered element by element.
+    ib = ir.IRBuilder("strided_ld")
     A = ib.buffer_param("A", (64,), "int32")
     B = ib.buffer_param("B", (8,), "int32")
-    ib.emit(ir.BufferStore(B.buffer, ir.BufferLoad(A.buffer, [ir.Ramp(ir.const(0), ir.const(8), 8)]),
+    ib.emit(ir.BufferStore(B.buffer, ir.BufferLoad(A.buffer, [ir.Ramp(ir.const(3), ir.const(8), 8)]),
                            [ir.Ramp(ir.const(0), ir.const(1), 8)]))
-    with pytest.raises(ValueError, match=r"cannot be emitted.*bad_gather"):
+    a = rand(64, "int32")
+    npu = run(ib.get(), "npu", a, np.zeros(8, "int32"))
+    np.testing.assert_array_equal(npu[1], a[3::8])
+
+
+def test_cannot_be_emitted():
+    ib = ir.IRBuilder("half_vector")
+    A = ib.buffer_param("A", (64,), "int32")
+    B = ib.buffer_param("B", (8,), "int32")
+    ib.emit(ir.BufferStore(B.buffer, ir.BufferLoad(A.buffer, [ir.Ramp(ir.const(0), ir.const(1), 4)]),
+                           [ir.Ramp(ir.const(0), ir.const(1), 4)]))
+    with pytest.raises(ValueError, match=r"cannot be emitted.*half_vector"):
         tilecore.build(ib.get(), target="npu")
 
 
@@ -376,3 +388,83 @@ def test_cores_loop_larger_than_target():
         A[c] = c
     with pytest.raises(ValueError, match=r"8 iterations.*-cores=4"):
         tilecore.build(ib.get(), target="npu -cores=4")
+
+
+def test_deep_expression_spills_temporaries():
+    # Right-nested: every level holds its left operand while the right one is evaluated,
+    # more levels than TC1 has x registers, so held temporaries spill to L1.
+    n, depth = 64, 40
+    ib = ir.IRBuilder("deep")
+    A = ib.buffer_param("A", (n,), "int32")
+    B = ib.buffer_param("B", (n,), "int32")
+    with ib.for_range(0, n, name="i") as i:
+        e = A[i]
+        for k in range(depth):
+            e = ir.max(A[k] * (k + 3), A[k + 1] - e)
+        B[i] = e
+    f = ib.get()
+    a = rand(n, "int32")
+    npu, c = both(f, a, np.zeros(n, "int32"))
+    want = a.astype(np.int64)
+    for k in range(depth):
+        want = np.maximum(a[k].astype(np.int64) * (k + 3), a[k + 1] - want)
+    np.testing.assert_array_equal(npu[1], want.astype(np.int32))
+    np.testing.assert_array_equal(c[1], npu[1])
+    assert tilecore.build(f, target="npu").get_source().count("[l1: x0 + ") > 2 * depth  // 3  # spill slots used
+
+
+def test_engine_ordering_waits_for_the_last_command_on_the_buffer():
+    # The DMA out of T must wait (in its own queue) for the vector command that wrote T,
+    # and the vector command for nothing on the matrix engine (it never touches T).
+    n = 64
+    ib = ir.IRBuilder("ordered")
+    A = ib.buffer_param("A", (n,), "int32")
+    B = ib.buffer_param("B", (n,), "int32")
+    T = ib.allocate("int32", (n,), name="T", scope="local")
+    ib.call("tile.dma_copy", T[0:n], A[0:n], 0)
+    ib.call("tile.wait", 0)
+    ib.call("tile.vec_add", T[0:n], T[0:n], T[0:n])
+    ib.call("tile.dma_copy", B[0:n], T[0:n], 1)
+    ib.call("tile.wait", 1)
+    f = ib.get()
+    a = rand(n, "int32")
+    npu = run(f, "npu", a, np.zeros(n, "int32"))
+    np.testing.assert_array_equal(npu[1], a * 2)
+    src = tilecore.build(f, target="npu").get_source()
+    lines = [ln.strip() for ln in src.splitlines()]
+    tadd = next(i for i, ln in enumerate(lines) if ln.startswith("tadd.i32"))
+    dout = next(i for i, ln in enumerate(lines) if ln.startswith("dma.out"))
+    assert any(ln.startswith("wait dout, vec, x1") for ln in lines[tadd:dout]), src
+    assert not any(ln.startswith("wait vec, mm") for ln in lines), src
+
+
+def test_simd_conversions_and_saturating_shift_on_both_targets():
+    ib = ir.IRBuilder("simd_cvt")
+    A = ib.buffer_param("A", (32,), "int8")
+    W = ib.buffer_param("W", (8,), "int32")
+    N = ib.buffer_param("N", (32,), "int8")
+    H = ib.buffer_param("H", (16,), "int16")
+    S = ib.buffer_param("S", (16,), "int16")
+    va = ir.BufferLoad(A.buffer, [ir.Ramp(ir.const(0), ir.const(1), 32)])
+    ib.emit(ir.BufferStore(W.buffer, ir.call("tc1.vcvt", va, ir.const(1), dtype="int32x8"),
+                           [ir.Ramp(ir.const(0), ir.const(1), 8)]))
+    vw = ir.BufferLoad(W.buffer, [ir.Ramp(ir.const(0), ir.const(1), 8)])
+    ib.emit(ir.BufferStore(N.buffer, ir.call("tc1.vcvt", vw, ir.const(2), dtype="int8x32"),
+                           [ir.Ramp(ir.const(0), ir.const(1), 32)]))
+    vh = ir.BufferLoad(H.buffer, [ir.Ramp(ir.const(0), ir.const(1), 16)])
+    vs = ir.BufferLoad(S.buffer, [ir.Ramp(ir.const(0), ir.const(1), 16)])
+    ib.emit(ir.BufferStore(S.buffer, ir.call("tc1.vshls", vh, vs), [ir.Ramp(ir.const(0), ir.const(1), 16)]))
+    f = ib.get()
+    a = rand(32, "int8")
+    h = np.array([1, -1, 300, -300, 16383, -16384, 7, 0, 1, 2, 3, -3, 1000, -1000, 5, 6], "int16")
+    s = np.array([1, 15, 7, 7, 1, 1, 17, 3, 14, 14, 13, 13, 5, 5, 0, 16], "int16")
+    args = (a, np.zeros(8, "int32"), np.zeros(32, "int8"), h, s)
+    npu, c = both(f, *args)
+    want_w = a[8:16].astype(np.int32)
+    want_n = np.zeros(32, "int8")
+    want_n[16:24] = np.clip(want_w, -128, 127)
+    want_s = np.clip(h.astype(np.int64) << (s.astype(np.int64) & 15), -2**15, 2**15 - 1).astype("int16")
+    for name, got in (("npu", npu), ("c", c)):
+        np.testing.assert_array_equal(got[1], want_w, err_msg=name)
+        np.testing.assert_array_equal(got[2], want_n, err_msg=name)
+        np.testing.assert_array_equal(got[4], want_s, err_msg=name)

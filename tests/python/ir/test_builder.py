@@ -93,7 +93,9 @@ def test_type_errors_name_node_and_dtypes():
 
 def test_intrinsic_table_and_errors():
     rows = {r["name"]: r for r in ir.list_intrinsics()}
-    assert rows["tile.mm"]["args"] == ["region", "region", "region", "bool"]
+    assert rows["tile.mm"]["args"][:4] == ["region", "region", "region", "bool"]
+    assert rows["tile.mm"]["args"][4:6] == ["region or 0", "region or scalar"]
+    assert rows["tile.mm"]["required"] == 4
     assert rows["tir.core_id"]["result"] == "int32"
     with pytest.raises(ValueError, match="unknown intrinsic `tile.dma`"):
         ir.call("tile.dma")

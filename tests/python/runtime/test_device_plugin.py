@@ -216,7 +216,12 @@ def test_corrupt_module_file_names_the_line(toyacc, tmp_path):
     path = tmp_path / "bad.tcm"
     mod.save(str(path))
     data = path.read_bytes().replace(b"store float32 C", b"stash float32 C")
-    path.write_bytes(data)
+    # The file checksum (bytes 12..20, FNV-1a over the rest) is made right again, so the
+    # plugin's own loader sees the bad instruction.
+    h = 0xCBF29CE484222325
+    for c in data[20:]:
+        h = ((h ^ c) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    path.write_bytes(data[:12] + h.to_bytes(8, "little") + data[20:])
     with pytest.raises(ValueError, match=r"toyacc bytecode, line \d+: unknown instruction `stash`"):
         tilecore.runtime.load_module(str(path))
 

@@ -175,21 +175,37 @@ def test_imports_and_files_with_imports(tmp_path):
         root.import_module(root)
 
 
+def _fnv1a64(data):
+    h = 0xCBF29CE484222325
+    for c in data:
+        h = ((h ^ c) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def _reseal(b):
+    """The file with its checksum (bytes 12..20, over everything after) made right again,
+    so a test reaches the checks behind it."""
+    return b[:12] + _fnv1a64(b[20:]).to_bytes(8, "little") + b[20:]
+
+
 @pytest.mark.parametrize(
-    "mutate, words",
+    "mutate, words, reseal",
     [
-        (lambda b: b[:5], "magic"),
-        (lambda b: b[:8] + b"\x09\x00\x00\x00" + b[12:], "unsupported version 9"),
-        (lambda b: b[:-3], "truncated"),
-        (lambda b: b + b"xx", "trailing bytes"),
-        (lambda b: b[:12] + b"\xff\xff\xff\x7f" + b[16:], "exceeds the limit"),
+        (lambda b: b[:5], "magic", False),
+        (lambda b: b[:8] + b"\x09\x00\x00\x00" + b[12:], "unsupported version 9", False),
+        (lambda b: b[:-3], "checksum mismatch", False),
+        (lambda b: b + b"xx", "checksum mismatch", False),
+        (lambda b: b[:-3], "truncated", True),
+        (lambda b: b + b"xx", "trailing bytes", True),
+        (lambda b: b[:20] + b"\xff\xff\xff\x7f" + b[24:], "exceeds the limit", True),
     ],
 )
-def test_bad_module_files(tmp_path, mutate, words):
+def test_bad_module_files(tmp_path, mutate, words, reseal):
     good = tmp_path / "good.tcm"
     npu_module().save(good)
     bad = tmp_path / "bad.tcm"
-    bad.write_bytes(mutate(good.read_bytes()))
+    data = mutate(good.read_bytes())
+    bad.write_bytes(_reseal(data) if reseal else data)
     with pytest.raises(ValueError, match=words) as info:
         runtime.load_module(bad)
     assert isinstance(info.value, tilecore.TilecoreError)

@@ -10,8 +10,8 @@
   ``tilecore.build(kernel, target="npu")`` and runs on the C++ simulator; it is
   skipped, with the reason, while this tilecore has no compiler for the kernel
   (``tilecore.build`` missing or raising NotImplementedError / not registered).
-  A construct the code generator reports it "cannot emit for TC1" is an expected
-  failure (xfail, with the codegen's message). Any other failure fails the test.
+  Any other failure, including a construct the code generator "cannot emit for
+  TC1", fails the test.
 - Integers must match bit for bit; floats within ``tol`` (rtol, atol), documented at
   each use.
 """
@@ -39,9 +39,6 @@ def run_compiled(kernel, args):
     except Exception as e:  # noqa: BLE001
         if compiler_missing(e):
             pytest.skip(f"compiled leg: the compiler cannot build `{kernel.name}` yet: {type(e).__name__}: {e}")
-        if "cannot be emitted for TC1" in str(e):
-            # A known gap of the code generator, reported as an expected failure (never a pass).
-            pytest.xfail(f"compiled leg: {str(e).splitlines()[0]}")
         raise
 
 

@@ -12,7 +12,6 @@ import sys
 import numpy as np
 import pytest
 
-import tilecore
 from tilecore.tdb import Debugger
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -309,6 +308,13 @@ def test_cli_scripted_session(module_path):
     r = subprocess.run([sys.executable, "-m", "tilecore", "tdb", str(d / "nope.tcm")], capture_output=True, text=True,
                        env=env, timeout=300)
     assert r.returncode == 1 and "no such file" in r.stderr and "Traceback" not in r.stderr
+    bad_plugin = d / "broken_plugin.py"
+    bad_plugin.write_text("x = 1\n")
+    for extra, words in [(["--ddr_size", "lots"], "ddr"), (["--inputs", str(bad_plugin)], "tilecore tdb: error"),
+                         (["--plugins", str(bad_plugin)], "defines no subclass of tilecore.tdb.Plugin")]:
+        r = subprocess.run([sys.executable, "-m", "tilecore", "tdb", str(module_path), *extra, "--do", "quit"],
+                           capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 1 and words in r.stderr and "Traceback" not in r.stderr, (extra, r.stderr)
 
 
 def test_cli_scripted_session_every_command(module_path):
@@ -345,3 +351,15 @@ def test_assembly_target_and_a_faulting_program(tmp_path):
     assert "bad.s:5" in text and dbg.sim.xreg(0, 1) == 1
     text = run(dbg, out, "b 6; run; c; info b")
     assert dbg.sim.xreg(0, 1) == 3 and re.search(r"^1\s+breakpoint\s+keep\s+y\s+2\s+bad.s:6", text, re.M)
+
+
+def test_run_again_starts_from_cleared_memory(tmp_path):
+    # The program increments a DDR word no buffer covers: a second run must see 0 again.
+    src = tmp_path / "inc.s"
+    src.write_text(".core 0\n.text\n        li x2, 0x5000\n        lw x1, [ddr: x2 + 0]\n        addi x1, x1, 1\n"
+                   "        sw x1, [ddr: x2 + 0]\n        halt\n")
+    out = io.StringIO()
+    dbg = Debugger(str(src), stdin=io.StringIO(), stdout=out)
+    for _ in range(3):
+        run(dbg, out, "run")
+        assert dbg.sim.read("ddr", 0x5000, (1,), "int32")[0] == 1

@@ -106,7 +106,7 @@ struct TypeTraits<Array<T>> : public ObjectRefTypeTraitsBase<Array<T>> {
     } else {
       const auto* arr = reinterpret_cast<const ArrayObj*>(v->v_obj);
       for (const Any& e : arr->data) {
-        if (!TypeTraitsNoCR<T>::CheckAnyStrict(e.raw())) return false;
+        if (!ElementNotNone<T>(e.raw()) || !TypeTraitsNoCR<T>::CheckAnyStrict(e.raw())) return false;
       }
       return true;
     }
@@ -118,6 +118,7 @@ struct TypeTraits<Array<T>> : public ObjectRefTypeTraitsBase<Array<T>> {
     const auto* arr = reinterpret_cast<const ArrayObj*>(v->v_obj);
     Array<T> out;
     for (const Any& e : arr->data) {
+      if (!ElementNotNone<T>(e.raw())) return std::nullopt;
       std::optional<T> c = TypeTraitsNoCR<T>::TryCastFromAnyView(e.raw());
       if (!c.has_value()) return std::nullopt;
       out.push_back(*std::move(c));

@@ -117,8 +117,8 @@ struct TypeTraits<Map<K, V>> : public ObjectRefTypeTraitsBase<Map<K, V>> {
     } else {
       const auto* m = reinterpret_cast<const MapObj*>(v->v_obj);
       for (const auto& [k, val] : m->entries) {
-        if (!TypeTraitsNoCR<K>::CheckAnyStrict(k.raw()) ||
-            !TypeTraitsNoCR<V>::CheckAnyStrict(val.raw()))
+        if (!ElementNotNone<K>(k.raw()) || !ElementNotNone<V>(val.raw()) ||
+            !TypeTraitsNoCR<K>::CheckAnyStrict(k.raw()) || !TypeTraitsNoCR<V>::CheckAnyStrict(val.raw()))
           return false;
       }
       return true;
@@ -130,6 +130,7 @@ struct TypeTraits<Map<K, V>> : public ObjectRefTypeTraitsBase<Map<K, V>> {
     const auto* m = reinterpret_cast<const MapObj*>(v->v_obj);
     Map<K, V> out;
     for (const auto& [k, val] : m->entries) {
+      if (!ElementNotNone<K>(k.raw()) || !ElementNotNone<V>(val.raw())) return std::nullopt;
       auto ck = TypeTraitsNoCR<K>::TryCastFromAnyView(k.raw());
       auto cv = TypeTraitsNoCR<V>::TryCastFromAnyView(val.raw());
       if (!ck.has_value() || !cv.has_value()) return std::nullopt;

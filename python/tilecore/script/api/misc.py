@@ -80,3 +80,73 @@ def _printf_py(p):
     text = p.fmt.replace("%u", "%d") % tuple(_fmt_value(a) for a in p.args) if p.args else p.fmt
     core.output(f"[core {core.core}] {text}")
     sys.stdout.flush()
+
+
+@api("call_packed")
+def call_packed(name, *args):
+    """Calls the registered global function ``name`` on the host (IR ``tir.call_packed``).
+
+    :param name: a string literal: the name given to ``tilecore.register_func``.
+    :param args: regions or whole buffers (of any memory scope, at most 4-D), passed as
+        NDArray views of their memory, which the function may read and write; and
+        scalars (literals or int/float kernel values), passed as int or float.
+
+    The call is synchronous: tile commands and DMA issued before it have completed
+    when the function runs, and its writes are visible to what follows. An exception
+    raised by the function fails the kernel call with that exception. On the c target
+    it is a direct call through the global registry; on npu, ``fence`` then ``hcall``,
+    serviced by the simulator's host (tensors copied out and back); in PySim, a
+    Python call.
+    """
+    fe.require(isinstance(name, str) and name != "", f"call_packed: `name` must be a string literal, got {name!r}")
+    items = []
+    for i, x in enumerate(args):
+        k = fe.kind(x)
+        if k in ("region", "buffer"):
+            fe.require(len(x.shape) <= 4, f"call_packed: argument {i + 1} has more than 4 dimensions")
+            items.append(("tensor", x))
+        elif k == "literal":
+            items.append(("float" if isinstance(fe.literal_value(x), float) else "int", fe.literal_value(x)))
+        elif k == "value":
+            fe.value_dtype("call_packed", f"argument {i + 1}", x, vector=False)
+            items.append(("value", x))
+        else:
+            raise TypeError(f"call_packed: argument {i + 1} must be a region, a buffer or a scalar, got "
+                            f"{fe.describe(x)}")
+    return fe.Plan(name=name, items=items)
+
+
+@call_packed.ir
+def _call_packed_ir(p):
+    from .operands import ir_region
+
+    nodes = [irv.node("StringImm", p.name)]
+    for kind, x in p.items:
+        if kind == "tensor":
+            nodes.append(ir_region(x))
+        elif kind == "value":
+            nodes.append(x.node)
+        else:
+            nodes.append(irv.const(x, "float32" if kind == "float" else "int32"))
+    irv.emit(irv.call("tir.call_packed", *nodes))
+
+
+@call_packed.py
+def _call_packed_py(p):
+    import tilecore
+
+    from .operands import py_view
+
+    f = tilecore.get_global_func(p.name, allow_missing=True)
+    if f is None:
+        raise ValueError(f"call_packed: no global function `{p.name}` is registered "
+                         "(register it with tilecore.register_func)")
+    values = []
+    for kind, x in p.items:
+        if kind == "tensor":
+            values.append(tilecore.nd.from_dlpack(py_view("call_packed", x)))
+        elif kind == "value":
+            values.append(x.item())
+        else:
+            values.append(x)
+    f(*values)

@@ -25,18 +25,50 @@ from .operands import elem_of, ir_region, py_view, shape_of, tile_operand
 # ---------------------------------------------------------------------------
 
 
-@api("mm")
-def mm(c, a, b, accumulate=False):
-    """``c = (accumulate ? c : 0) + a @ b`` on the matrix engine (TC1 mm / mma).
+_F32_MAX = float(np.finfo(np.float32).max)
 
-    :param c: ``[M, N]`` local tile: int32 for int8 inputs, float32 otherwise.
+
+@api("mm")
+def mm(c, a, b, accumulate=False, *, bias=None, scale=None, zero_point=0, residual=None, relu=False, clamp=None):
+    """``c = (accumulate ? c : 0) + a @ b`` on the matrix engine (TC1 mm / mma), with an
+    optional fused epilogue.
+
+    :param c: ``[M, N]`` local tile. Without an epilogue: int32 for int8 inputs, float32
+        otherwise (the accumulator). With one: the output, of any dtype but bool.
     :param a: ``[M, K]`` local tile of int8, float16, bfloat16 or float32.
     :param b: ``[K, N]`` local tile of a's dtype.
-    :param accumulate: add to ``c`` (a literal or a scalar bool value).
+    :param accumulate: add to ``c`` (a literal or a scalar bool value); must be False
+        with an epilogue (the output replaces the accumulator).
+    :param bias: ``[N]`` local tile of the accumulator dtype (int32 / float32), added
+        per output column before the scale; int32 additions wrap.
+    :param scale: a float literal or float32 scalar (one scale), or an ``[N]`` local
+        float32 tile (one scale per output column, "per-channel"). Default 1.0.
+    :param zero_point: int literal or int32 scalar, added after the activation.
+    :param residual: ``[M, N]`` local tile of any dtype but bool, converted to float32
+        and added after the scale, before the activation.
+    :param relu: apply ``max(v, 0)`` (a literal bool).
+    :param clamp: ``(lo, hi)`` float literals, applied after the zero point
+        (default: the float32 range).
 
     int8 accumulates in int32 and wraps; floats accumulate in float32 with one
     rounding per product and per sum, k ascending (float16/bfloat16 products are
     exact in float32).
+
+    The epilogue is used when any of ``bias scale zero_point residual relu clamp`` is
+    given or ``c`` is not the accumulator dtype. Each element then becomes, exactly as
+    TC1's mm epilogue (docs/tc1.md)::
+
+        v = f32(acc + bias[j])              # int32 wraps; int32 -> f32 rounds to nearest even
+        v = v * scale[j]                    # every f32 operation rounds once, to nearest even
+        v = v + f32(residual[i, j])
+        v = max(v, 0)                       # relu
+        v = v + f32(zero_point)
+        v = min(max(v, lo), hi)             # clamp
+        c[i, j] = cast(v)                   # integers: round half to even, saturate; floats: nearest even
+
+    So an int8 requantisation with per-channel scales is
+    ``mm(out_i8, x, w, bias=b, scale=s, zero_point=zp, relu=True)``, in one pass of the
+    matrix engine (no separate vector-engine pass over the int32 accumulator).
     """
     ops = [tile_operand("mm", n, x) for n, x in (("c", c), ("a", a), ("b", b))]
     (sc, sa, sb) = (shape_of(x) for x in ops)
@@ -48,15 +80,96 @@ def mm(c, a, b, accumulate=False):
     fe.require(ea == eb and ea in ("int8", "float16", "bfloat16", "float32"),
                f"mm: a and b must share one of int8, float16, bfloat16, float32; got {ea} and {eb}")
     acc = "int32" if ea == "int8" else "float32"
-    fe.require(ec == acc, f"mm: the accumulator c must be {acc} for {ea} inputs, got {ec}")
-    accumulate = fe.condition("mm", accumulate)
-    return fe.Plan(c=ops[0], a=ops[1], b=ops[2], elem=ea, accumulate=accumulate)
+    epi = (bias is not None or scale is not None or residual is not None or clamp is not None or
+           (fe.kind(relu) != "literal" or bool(relu)) or
+           not (fe.kind(zero_point) == "literal" and zero_point == 0) or ec != acc)
+    if not epi:
+        accumulate = fe.condition("mm", accumulate)
+        return fe.Plan(c=ops[0], a=ops[1], b=ops[2], elem=ea, accumulate=accumulate, epi=False)
+    M, N = sc
+    fe.require(ec != "bool", "mm: the epilogue output c must not be bool")
+    fe.require(fe.kind(accumulate) == "literal" and not bool(accumulate),
+               "mm: accumulate must be False with an epilogue (the output replaces the accumulator)")
+
+    def vec_n(name, x, elem):
+        op = tile_operand("mm", name, x)
+        shp = shape_of(op)
+        fe.require(len(shp) == 1 and shp[0] == N, f"mm: `{name}` must be a [{N}] tile, got {list(shp)}", ValueError)
+        fe.require(elem_of(op) == elem, f"mm: `{name}` must be {elem}, got {elem_of(op)}")
+        return op
+
+    bias_op = vec_n("bias", bias, acc) if bias is not None else None
+    if scale is None:
+        scale = 1.0
+    if fe.kind(scale) in ("region", "buffer"):
+        scale = vec_n("scale", scale, "float32")
+    elif fe.kind(scale) == "literal":
+        scale = float(fe.literal_value(scale))
+    else:
+        fe.value_dtype("mm", "scale", scale, allowed=("float32",), vector=False)
+    if fe.kind(zero_point) == "literal":
+        zero_point = fe.const_int("mm", "zero_point", zero_point, -2 ** 31, 2 ** 31 - 1)
+    else:
+        fe.value_dtype("mm", "zero_point", zero_point, allowed=("int32",), vector=False)
+    res_op = None
+    if residual is not None:
+        res_op = tile_operand("mm", "residual", residual)
+        fe.require(shape_of(res_op) == (M, N), f"mm: `residual` must be [{M}, {N}], got {list(shape_of(res_op))}",
+                   ValueError)
+        fe.require(elem_of(res_op) != "bool", "mm: `residual` must not be bool")
+    fe.require(fe.kind(relu) == "literal", "mm: `relu` must be a literal bool")
+    lo, hi = -_F32_MAX, _F32_MAX
+    if clamp is not None:
+        fe.require(isinstance(clamp, (tuple, list)) and len(clamp) == 2 and
+                   all(fe.kind(v) == "literal" for v in clamp), "mm: `clamp` must be a pair of literals (lo, hi)")
+        lo, hi = (float(np.float32(fe.literal_value(v))) for v in clamp)
+    return fe.Plan(c=ops[0], a=ops[1], b=ops[2], elem=ea, accumulate=False, epi=True, bias=bias_op, scale=scale,
+                   zp=zero_point, residual=res_op, relu=bool(relu), lo=lo, hi=hi)
 
 
 @mm.ir
 def _mm_ir(p):
     acc = irv.const(p.accumulate, "bool") if isinstance(p.accumulate, bool) else p.accumulate.node
-    irv.emit(irv.call("tile.mm", ir_region(p.c), ir_region(p.a), ir_region(p.b), acc))
+    args = [ir_region(p.c), ir_region(p.a), ir_region(p.b), acc]
+    if p.epi:
+        none = irv.const(0, "int32")
+        if isinstance(p.scale, float):
+            scale = irv.const(p.scale, "float32")
+        elif fe.kind(p.scale) == "value":
+            scale = p.scale.node
+        else:
+            scale = ir_region(p.scale)
+        zp = irv.const(p.zp, "int32") if isinstance(p.zp, int) else p.zp.node
+        args += [ir_region(p.bias) if p.bias is not None else none, scale, zp,
+                 ir_region(p.residual) if p.residual is not None else none, irv.node("StringImm", "relu" if p.relu else "none"),
+                 irv.const(p.lo, "float32"), irv.const(p.hi, "float32")]
+    irv.emit(irv.call("tile.mm", *args))
+
+
+def mm_epilogue_reference(acc, elem_out, bias=None, scale=1.0, zero_point=0, residual=None, res_elem=None,
+                          relu=False, lo=-_F32_MAX, hi=_F32_MAX):
+    """TC1's mm epilogue in numpy over an accumulator array (int32 or float32), as
+    docs/tc1.md states it; returns the output in ``elem_out``'s storage."""
+    with np.errstate(all="ignore"):
+        if acc.dtype == np.int32:
+            x = acc.astype(np.int64)
+            if bias is not None:
+                x = x + np.asarray(bias).astype(np.int64)[None, :]
+            v = wrap(x, "int32").astype(np.float32)
+        else:
+            v = acc.astype(np.float32)
+            if bias is not None:
+                v = v + np.asarray(bias, np.float32)[None, :]
+        s = np.asarray(scale, np.float32)
+        v = v * (s[None, :] if s.ndim == 1 else s)
+        if residual is not None:
+            v = v + to_f64(residual, res_elem).astype(np.float32)
+        if relu:
+            v = np.where(v < np.float32(0), np.float32(0), v)
+        v = v + np.float32(zero_point)
+        v = np.where(v < np.float32(lo), np.float32(lo), v)
+        v = np.where(v > np.float32(hi), np.float32(hi), v)
+    return convert(v.astype(np.float32), "float32", elem_out)
 
 
 @mm.py
@@ -67,15 +180,28 @@ def _mm_py(p):
         r = a.astype(np.int64) @ b.astype(np.int64)
         if accumulate:
             r = r + c.astype(np.int64)
-        c[...] = wrap(r, "int32")
+        acc = wrap(r, "int32")
+    else:
+        fa = to_f64(a, p.elem).astype(np.float32)
+        fb = to_f64(b, p.elem).astype(np.float32)
+        acc = c.astype(np.float32).copy() if accumulate else np.zeros(c.shape, np.float32)
+        with np.errstate(all="ignore"):
+            for k in range(fa.shape[1]):
+                acc = acc + fa[:, k:k + 1] * fb[k:k + 1, :]
+    if not p.epi:
+        c[...] = acc
         return
-    fa = to_f64(a, p.elem).astype(np.float32)
-    fb = to_f64(b, p.elem).astype(np.float32)
-    acc = c.astype(np.float32).copy() if accumulate else np.zeros(c.shape, np.float32)
-    with np.errstate(all="ignore"):
-        for k in range(fa.shape[1]):
-            acc = acc + fa[:, k:k + 1] * fb[k:k + 1, :]
-    c[...] = acc
+    if isinstance(p.scale, float):
+        scale = np.float32(p.scale)
+    elif fe.kind(p.scale) == "value":
+        scale = np.float32(p.scale.item())
+    else:
+        scale = py_view("mm", p.scale).astype(np.float32)
+    zp = p.zp if isinstance(p.zp, int) else int(p.zp.item())
+    c[...] = mm_epilogue_reference(
+        acc, elem_of(p.c), bias=py_view("mm", p.bias).copy() if p.bias is not None else None, scale=scale,
+        zero_point=zp, residual=py_view("mm", p.residual).copy() if p.residual is not None else None,
+        res_elem=elem_of(p.residual) if p.residual is not None else None, relu=p.relu, lo=p.lo, hi=p.hi)
 
 
 # ---------------------------------------------------------------------------

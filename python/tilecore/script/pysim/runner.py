@@ -16,6 +16,10 @@ Calling a ``@S.prim_func`` kernel with numpy arrays runs it here:
 5. The first failing core's exception reaches the caller as a KernelError of the
    same kind, naming the core and the kernel's file and line; the other cores are
    released from barriers (their BrokenBarrierError is not reported).
+6. As on the simulator, a core that finishes while others wait at a barrier is a
+   deadlock (RuntimeError "deadlock ..."), and each core has a budget of DSL
+   operations (``TILECORE_PYSIM_MAX_OPS``, default 10^7; RuntimeError "budget ...
+   exhausted"), so a kernel that never ends fails instead of hanging.
 """
 import os
 import sys
@@ -32,6 +36,77 @@ from .semantics import value as make_value
 from .values import Memory, SimPointer
 
 _ENV_SINGLE = "TILECORE_PYSIM_SINGLE_THREAD"
+_ENV_MAX_OPS = "TILECORE_PYSIM_MAX_OPS"
+_DEFAULT_MAX_OPS = 10_000_000
+
+
+def _max_ops():
+    text = os.environ.get(_ENV_MAX_OPS, "").strip()
+    if not text:
+        return _DEFAULT_MAX_OPS
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError(f"{_ENV_MAX_OPS}={text!r}: expected a positive integer") from None
+    if n <= 0:
+        raise ValueError(f"{_ENV_MAX_OPS}={text!r}: expected a positive integer")
+    return n
+
+
+class _Deadlock(Exception):
+    """Raised in cores waiting at a barrier that some finished core will never reach."""
+
+
+class _Barrier:
+    """threading.Barrier plus deadlock detection: a core that finishes while others wait
+    (or waits while others have finished) releases the waiters with a deadlock error."""
+
+    def __init__(self, n):
+        self.n = n
+        self.cond = threading.Condition()
+        self.waiting = set()
+        self.finished = set()
+        self.generation = 0
+        self.broken = None  # None, "abort" or the deadlock message
+
+    def _check_deadlock(self):
+        if self.waiting and len(self.waiting) + len(self.finished) == self.n and self.finished:
+            self.broken = (f"deadlock: core(s) {', '.join(map(str, sorted(self.waiting)))} wait at the barrier, "
+                           f"which core(s) {', '.join(map(str, sorted(self.finished)))} finished without reaching")
+            self.cond.notify_all()
+
+    def wait(self, core):
+        with self.cond:
+            if self.broken is not None:
+                raise self._error()
+            gen = self.generation
+            self.waiting.add(core)
+            if len(self.waiting) == self.n:
+                self.waiting.clear()
+                self.generation += 1
+                self.cond.notify_all()
+                return
+            self._check_deadlock()
+            while self.generation == gen and self.broken is None:
+                self.cond.wait()
+            if self.generation == gen:
+                self.waiting.discard(core)
+                raise self._error()
+
+    def _error(self):
+        return threading.BrokenBarrierError() if self.broken == "abort" else _Deadlock(self.broken)
+
+    def finish(self, core):
+        with self.cond:
+            self.finished.add(core)
+            if self.broken is None:
+                self._check_deadlock()
+
+    def abort(self):
+        with self.cond:
+            if self.broken is None:
+                self.broken = "abort"
+            self.cond.notify_all()
 
 
 def single_thread_mode():
@@ -44,7 +119,8 @@ class _Run:
     def __init__(self, num_cores, single, out):
         self.num_cores = num_cores
         self.single = single
-        self.barrier = None if single else threading.Barrier(num_cores)
+        self.barrier = None if single else _Barrier(num_cores)
+        self.max_ops = _max_ops()
         self.lock = threading.Lock()
         self.shared = []  # shared allocations, in order of first arrival
         self.out = out
@@ -59,15 +135,25 @@ class CoreContext:
         self.num_cores = run.num_cores
         self.pending_dma = {}
         self.shared_count = 0
+        self.ops = 0
+
+    def tick(self):
+        """Counts one DSL operation against the core's budget."""
+        self.ops += 1
+        if self.ops > self.run.max_ops:
+            raise RuntimeError(f"instruction budget exhausted: core {self.core} ran more than {self.run.max_ops} "
+                               f"DSL operations (PySim's budget; set {_ENV_MAX_OPS} for a longer kernel)")
 
     def barrier(self):
         if self.run.single:
             raise RuntimeError(f"S.barrier: PySim runs the cores one after another ({_ENV_SINGLE}=1), so a barrier "
                                f"cannot be honoured; unset {_ENV_SINGLE} to run the cores as threads")
         try:
-            self.run.barrier.wait()
+            self.run.barrier.wait(self.core)
         except threading.BrokenBarrierError:
             raise _Aborted() from None
+        except _Deadlock as e:
+            raise RuntimeError(str(e)) from None
 
     def shared_allocation(self, name, n, elem):
         """The k-th shared allocation of every core is one buffer."""
@@ -128,10 +214,25 @@ def _bind_args(kernel, args, kwargs):
             elem = ann.name
             if isinstance(a, np.ndarray) or not isinstance(a, (bool, int, float, np.generic)):
                 raise TypeError(f"{where} is {elem}: expected a number, got {type(a).__name__}")
-            from ..numerics import scalar_to_storage
-
-            bound.append(("scalar", a, elem))
+            bound.append(("scalar", _scalar_as_tc1_passes_it(where, a, elem), elem))
     return bound
+
+
+def _scalar_as_tc1_passes_it(where, a, elem):
+    """A scalar argument as the compiled kernel receives it: an integer parameter takes an
+    int (not a float) that fits in 64 bits, and keeps its low bits (two's complement)."""
+    if not T.is_int(elem) or isinstance(a, (bool, np.bool_)):
+        return a
+    if isinstance(a, (float, np.floating, complex, np.complexfloating)):
+        raise TypeError(f"{where} is {elem}: expected an int, got {type(a).__name__} {a!r}")
+    v = int(a)
+    if not -2**63 <= v < 2**63:
+        raise OverflowError(f"{where} is {elem}: {v} does not fit in 64 bits")
+    bits = T.ELEMENT_BITS[elem]
+    v &= (1 << bits) - 1
+    if T.is_signed(elem) and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
 
 
 def _kernel_function(kernel):
@@ -190,6 +291,9 @@ def run(kernel, args, kwargs):
             errors[core] = (e, sys.exc_info()[2])
             if run_state.barrier is not None:
                 run_state.barrier.abort()
+        finally:
+            if run_state.barrier is not None:
+                run_state.barrier.finish(core)
 
     if single:
         for core in range(kernel.num_cores):

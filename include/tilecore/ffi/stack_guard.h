@@ -1,0 +1,49 @@
+/*
+ * include/tilecore/ffi/stack_guard.h — a guard for recursive walks over user-built trees.
+ *
+ * Recursive visitors (IR visitors and mutators, the analyzer, the printer) use one C stack
+ * frame per level of the tree they walk, and a tree may be as deep as its builder made it.
+ * A StackGuard at the top of each recursive step counts the depth and raises ValueError
+ * naming it when the thread's C stack is nearly used up, instead of letting the process
+ * die with a stack overflow:
+ *
+ *   PrimExpr VisitExpr(const PrimExpr& e) {
+ *     ffi::StackGuard guard("IRMutator");
+ *     ...
+ *   }
+ */
+#ifndef TILECORE_FFI_STACK_GUARD_H_
+#define TILECORE_FFI_STACK_GUARD_H_
+
+#include <cstdint>
+
+namespace tilecore {
+namespace ffi {
+
+class StackGuard {
+ public:
+  /*! \brief `what` names the walk in the error ("IRMutator", "ScriptPrinter", ...). */
+  explicit StackGuard(const char* what) {
+    if (++Depth() % kCheckEvery == 0 || Depth() > kMaxDepth) Check(what);
+  }
+  ~StackGuard() { --Depth(); }
+  StackGuard(const StackGuard&) = delete;
+  StackGuard& operator=(const StackGuard&) = delete;
+
+  /*! \brief Nesting depth of guarded steps on this thread. */
+  static int64_t& Depth() {
+    thread_local int64_t depth = 0;
+    return depth;
+  }
+
+ private:
+  static constexpr int64_t kCheckEvery = 16;
+  /*! \brief Depths beyond this are checked on every step. */
+  static constexpr int64_t kMaxDepth = 1 << 20;
+  /*! \brief Raises ValueError if less than the reserve is left on this thread's C stack. */
+  static void Check(const char* what);
+};
+
+}  // namespace ffi
+}  // namespace tilecore
+#endif  // TILECORE_FFI_STACK_GUARD_H_

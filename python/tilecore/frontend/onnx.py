@@ -1,0 +1,341 @@
+"""tilecore.frontend.onnx — ONNX models into the Graph IR.
+
+The `onnx` package reads the file format (protobuf, external data); everything after
+that is tilecore's: values, nodes and subgraphs become Graph IR objects, every
+attribute is checked against the op's schema in the registry, each node's
+attributes get "_opset" (the model's opset of the node's domain), and the graph
+goes through the C++ passes InferTypes (symbols bound from `input_shapes`) and
+FoldConstants.
+
+Errors are ONNXImportError (a ValueError) or NotImplementedError (an op, attribute
+or dtype tilecore does not support) and name the file, the node, the op type and
+the opset; nothing a file holds makes the importer crash.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+from .. import error as _error
+from ..ir import graph as G
+
+#: The oldest default-domain opset the importer takes.
+MIN_OPSET = 7
+
+
+class ImportError_(_error.ValueError):  # noqa: N801  (not the builtin ImportError)
+    """A model tilecore cannot read: malformed or truncated file, dangling names,
+    inconsistent declarations."""
+
+
+class UnsupportedError(_error.NotImplementedError):
+    """An op type, attribute, dtype or construct tilecore does not support."""
+
+
+def _max_opset() -> int:
+    import onnx.defs
+
+    return onnx.defs.onnx_opset_version()
+
+
+# ---------------------------------------------------------------------------
+# Reading the file
+# ---------------------------------------------------------------------------
+def _load(path_or_model):
+    import onnx
+
+    if isinstance(path_or_model, onnx.ModelProto):
+        return path_or_model, "<ModelProto>", None
+    if isinstance(path_or_model, (bytes, bytearray)):
+        return _parse(bytes(path_or_model), "<bytes>"), "<bytes>", None
+    if not isinstance(path_or_model, (str, os.PathLike)):
+        raise TypeError(f"from_onnx: expected a path, bytes or onnx.ModelProto, got {type(path_or_model).__name__}")
+    path = os.fspath(path_or_model)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise ImportError_(f"cannot read ONNX file '{path}': {exc.strerror or exc}") from None
+    model = _parse(data, path)
+    return model, path, os.path.dirname(os.path.abspath(path))
+
+
+def _parse(data: bytes, where: str):
+    import onnx
+
+    if not data:
+        raise ImportError_(f"ONNX file '{where}' is empty")
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception as exc:  # google.protobuf.message.DecodeError and friends
+        raise ImportError_(f"ONNX file '{where}' is malformed or truncated (protobuf: "
+                           f"{str(exc) or type(exc).__name__})") from None
+    if not model.HasField("graph"):
+        raise ImportError_(f"ONNX file '{where}' holds no graph (not an ONNX model, or truncated)")
+    return model
+
+
+def _load_external(model, base_dir, where):
+    from onnx import external_data_helper
+
+    if base_dir is None:
+        base_dir = os.getcwd()
+    tensors = [t for t in external_data_helper._get_all_tensors(model) if external_data_helper.uses_external_data(t)]
+    for t in tensors:
+        info = external_data_helper.ExternalDataInfo(t)
+        loc = info.location
+        full = os.path.normpath(os.path.join(base_dir, loc))
+        if os.path.isabs(loc) or ".." in loc.replace("\\", "/").split("/"):
+            raise ImportError_(f"ONNX file '{where}': tensor '{t.name}' names external data '{loc}' outside the "
+                               "model's folder")
+        if not os.path.isfile(full):
+            raise ImportError_(f"ONNX file '{where}': external data '{loc}' of tensor '{t.name}' is missing")
+        try:
+            external_data_helper.load_external_data_for_tensor(t, base_dir)
+        except Exception as exc:
+            raise ImportError_(f"ONNX file '{where}': cannot read external data '{loc}' of tensor '{t.name}': "
+                               f"{exc}") from None
+        del t.external_data[:]
+        t.data_location = 0
+
+
+# ---------------------------------------------------------------------------
+# Types and tensors
+# ---------------------------------------------------------------------------
+def _np_dtype(elem_type: int, where: str):
+    from onnx import helper
+
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+    except Exception:
+        from onnx import TensorProto
+
+        known = ", ".join(sorted(k for k in TensorProto.DataType.keys() if k != "UNDEFINED"))
+        raise UnsupportedError(f"{where}: unsupported tensor element type {elem_type} (supported: {known})") from None
+
+
+def _convert_type(tp, where: str):
+    kind = tp.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "tensor_type":
+        tt = tp.tensor_type
+        dtype = _np_dtype(tt.elem_type, where) if tt.elem_type else None
+        shape = None
+        if tt.HasField("shape"):
+            shape = []
+            for d in tt.shape.dim:
+                which = d.WhichOneof("value")
+                if which == "dim_value":
+                    if d.dim_value < 0:
+                        raise ImportError_(f"{where}: negative dimension {d.dim_value}")
+                    shape.append(int(d.dim_value))
+                elif which == "dim_param" and d.dim_param:
+                    shape.append(str(d.dim_param))
+                else:
+                    shape.append(None)
+        return G.TensorType(shape, "" if dtype is None else G._dtype_name(dtype))
+    if kind == "sequence_type":
+        return G.SequenceType(_convert_type(tp.sequence_type.elem_type, where))
+    if kind == "optional_type":
+        return G.OptionalType(_convert_type(tp.optional_type.elem_type, where))
+    raise UnsupportedError(f"{where}: unsupported value type '{kind}' (supported: tensor, sequence, optional)")
+
+
+def _to_array(tensor, where: str):
+    from onnx import numpy_helper
+
+    _np_dtype(tensor.data_type, where)
+    try:
+        return numpy_helper.to_array(tensor)
+    except Exception as exc:
+        raise ImportError_(f"{where}: tensor '{tensor.name}' is malformed ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+
+
+def _sparse_to_array(sp, where: str):
+    values = _to_array(sp.values, where)
+    indices = _to_array(sp.indices, where).astype(np.int64)
+    dims = tuple(int(d) for d in sp.dims)
+    dense = np.zeros(dims, dtype=values.dtype)
+    try:
+        if indices.ndim == 1:
+            dense.reshape(-1)[indices] = values
+        else:
+            dense[tuple(indices.T)] = values
+    except (IndexError, ValueError) as exc:
+        raise ImportError_(f"{where}: sparse tensor '{sp.values.name}' has bad indices ({exc})") from None
+    return dense
+
+
+# ---------------------------------------------------------------------------
+# Graphs
+# ---------------------------------------------------------------------------
+class _Importer:
+    def __init__(self, where: str, opsets: Dict[str, int]):
+        self.where = where
+        self.opsets = opsets
+
+    def node_where(self, node, index):
+        name = node.name or f"#{index}"
+        domain = node.domain if node.domain not in ("", "ai.onnx") else ""
+        return (f"{self.where}: node '{name}' ({domain + '::' if domain else ''}{node.op_type}, opset "
+                f"{self.opsets.get(domain, 0)})")
+
+    def attr(self, a, node, index, scope):
+        from onnx import AttributeProto as A
+
+        where = self.node_where(node, index)
+        if a.ref_attr_name:
+            raise UnsupportedError(f"{where}: attribute '{a.name}' refers to a function attribute; "
+                                   "model-local functions are not supported")
+        t = a.type
+        if t == A.FLOAT:
+            return float(a.f)
+        if t == A.INT:
+            return int(a.i)
+        if t == A.STRING:
+            return a.s.decode("utf-8", "replace")
+        if t == A.TENSOR:
+            return _to_array(a.t, where)
+        if t == A.SPARSE_TENSOR:
+            return _sparse_to_array(a.sparse_tensor, where)
+        if t == A.GRAPH:
+            return self.graph(a.g, scope, f"{node.name or node.op_type}.{a.name}")
+        if t == A.FLOATS:
+            return [float(x) for x in a.floats]
+        if t == A.INTS:
+            return [int(x) for x in a.ints]
+        if t == A.STRINGS:
+            return [s.decode("utf-8", "replace") for s in a.strings]
+        if t == A.TENSORS:
+            return [_to_array(x, where) for x in a.tensors]
+        if t == A.GRAPHS:
+            return [self.graph(g, scope, f"{node.name or node.op_type}.{a.name}") for g in a.graphs]
+        raise UnsupportedError(f"{where}: attribute '{a.name}' has unsupported kind "
+                               f"{A.AttributeType.Name(t) if t in A.AttributeType.values() else t} "
+                               "(supported: float, int, string, tensor, sparse_tensor, graph and their lists)")
+
+    def graph(self, gp, outer: Optional[list], name: Optional[str] = None):
+        scope: Dict[str, G.Value] = {}
+        chain = [scope] + (outer or [])
+
+        def lookup(n):
+            for s in chain:
+                if n in s:
+                    return s[n]
+            return None
+
+        value_types = {}
+        for vi in list(gp.value_info) + list(gp.output):
+            if vi.HasField("type"):
+                value_types[vi.name] = _convert_type(vi.type, f"{self.where}: value '{vi.name}'")
+        for init in gp.initializer:
+            arr = _to_array(init, f"{self.where}: initializer '{init.name}'")
+            scope[init.name] = G.Value(init.name, G.TensorType(arr.shape, arr.dtype), arr)
+        for sp in gp.sparse_initializer:
+            arr = _sparse_to_array(sp, f"{self.where}: sparse initializer")
+            scope[sp.values.name] = G.Value(sp.values.name, G.TensorType(arr.shape, arr.dtype), arr)
+        inputs = []
+        for vi in gp.input:
+            if vi.name in scope:  # an initializer listed as an input (IR version < 4): a constant
+                continue
+            t = _convert_type(vi.type, f"{self.where}: input '{vi.name}'") if vi.HasField("type") else None
+            v = G.Value(vi.name, t)
+            scope[vi.name] = v
+            inputs.append(v)
+        nodes = []
+        for index, node in enumerate(gp.node):
+            domain = node.domain if node.domain not in ("", "ai.onnx") else ""
+            where = self.node_where(node, index)
+            opdef = G.get_graph_op(node.op_type, domain)
+            opset = self.opsets.get(domain)
+            if opdef is None:
+                n = len(G.list_graph_ops(domain))
+                raise UnsupportedError(
+                    f"{where}: unsupported op type '{node.op_type}' in domain '{domain or 'ai.onnx'}' "
+                    f"(tilecore supports {n} op types in that domain; tilecore.ir.ops.list_ops() lists them)")
+            if opset is None:
+                raise ImportError_(f"{where}: the model imports no opset for domain '{domain or 'ai.onnx'}'")
+            attrs: Dict[str, Any] = {}
+            schema_attrs = opdef.attrs
+            for a in node.attribute:
+                if a.name not in schema_attrs:
+                    known = ", ".join(sorted(schema_attrs.keys())) or "none"
+                    raise UnsupportedError(f"{where}: unsupported attribute '{a.name}' ({node.op_type} takes: "
+                                           f"{known})")
+                attrs[a.name] = self.attr(a, node, index, chain)
+            attrs["_opset"] = int(opset)
+            ins = []
+            for k, n in enumerate(node.input):
+                if not n:
+                    ins.append(None)
+                    continue
+                v = lookup(n)
+                if v is None:
+                    raise ImportError_(f"{where}: input {k} '{n}' is not a graph input, an initializer or the "
+                                       "output of an earlier node (a missing initializer, or nodes out of "
+                                       "topological order)")
+                ins.append(v)
+            outs = []
+            for n in node.output:
+                if n and lookup(n) is not None and n in scope:
+                    raise ImportError_(f"{where}: output '{n}' is already defined (ONNX values are assigned once)")
+                v = G.Value(n, value_types.get(n))
+                if n:
+                    scope[n] = v
+                outs.append(v)
+            nodes.append(G.Node(node.op_type, ins, outs, attrs, node.name, domain))
+        outputs = []
+        for vo in gp.output:
+            v = lookup(vo.name)
+            if v is None:
+                raise ImportError_(f"{self.where}: graph output '{vo.name}' is never computed")
+            outputs.append(v)
+        opsets = {k: int(v) for k, v in self.opsets.items()}
+        return G.Graph(name or gp.name or "main", inputs, outputs, nodes, opsets)
+
+
+def from_onnx(path_or_model, input_shapes: Optional[Dict[str, Any]] = None, fold_constants: bool = True):
+    """An ONNX model as a Graph, types inferred and constants folded.
+
+    :param path_or_model: a path to a .onnx file (external data is read from beside
+        it), the file's bytes, or an ``onnx.ModelProto``.
+    :param input_shapes: input name -> shape (tuple of int), binding the model's
+        symbolic dimensions (a symbol takes the same size in every input).
+    :param fold_constants: run FoldConstants after InferTypes (default True).
+    :raises ONNXImportError: malformed or truncated file, dangling value names, a
+        declared shape the graph contradicts — naming the file and the node.
+    :raises NotImplementedError: an op type, attribute or dtype tilecore does not
+        support — naming the op type, the node, the opset and what is supported.
+    """
+    from .. import transform
+
+    G.install_registry_bridge()
+    model, where, base_dir = _load(path_or_model)
+    opsets: Dict[str, int] = {}
+    for o in model.opset_import:
+        opsets["" if o.domain in ("", "ai.onnx") else o.domain] = int(o.version)
+    if "" not in opsets:
+        if model.ir_version and model.ir_version < 3:
+            opsets[""] = 1
+        else:
+            raise ImportError_(f"ONNX file '{where}' imports no opset of the default domain (ai.onnx)")
+    newest = _max_opset()
+    if not MIN_OPSET <= opsets[""] <= newest:
+        raise UnsupportedError(f"ONNX file '{where}': opset {opsets['']} of ai.onnx is not supported "
+                               f"(supported: {MIN_OPSET} to {newest})")
+    if len(model.functions):
+        names = ", ".join(f.name for f in model.functions)
+        used = {n.op_type for n in model.graph.node}
+        if any(f.name in used for f in model.functions):
+            raise UnsupportedError(f"ONNX file '{where}': model-local functions ({names}) are not supported")
+    _load_external(model, base_dir, where)
+    graph = _Importer(where, opsets).graph(model.graph, None)
+    shapes = {k: [int(d) for d in v] for k, v in (input_shapes or {}).items()}
+    graph = transform.InferTypes(shapes)(graph)
+    if fold_constants:
+        graph = transform.FoldConstants()(graph)
+    return graph

@@ -1,0 +1,337 @@
+"""The breakpoints plugin: b/break, tbreak, condition, ignore, enable, disable,
+delete, watch/rwatch/awatch and info b. Each breakpoint is one or more stops of
+the C++ engine (a source line has a pc per core); conditions and temporary
+breakpoints are handled here, when a stop happens."""
+import os
+import re
+
+from .core import CommandError, ffi, mnemonics, parse_int
+from .plugins import SPACES, Plugin, complete_words, parse_location, split_core
+
+
+class Breakpoint:
+    def __init__(self, number, spec, kind, stops, temporary=False, condition=None):
+        self.number, self.spec, self.kind, self.stops = number, spec, kind, stops
+        self.temporary, self.condition, self.enabled = temporary, condition, True
+        self.rejected = 0  # hits whose condition was false
+
+
+class BreakpointPlugin(Plugin):
+    """b/break, tbreak, condition, ignore, enable, disable, delete, watch/rwatch/awatch, info b."""
+
+    name = "breakpoints"
+
+    def __init__(self, tdb):
+        super().__init__(tdb)
+        self.bps = {}
+        self.by_stop = {}
+        self.next_number = 1
+        self.pending = []  # specs given before start: set when the engine exists
+
+    def on_load(self):
+        self.tdb.info_handlers["breakpoints"] = (self.info_breakpoints, None)
+        self.tdb.info_handlers["b"] = (self.info_breakpoints, None)
+        self.tdb.info_handlers["break"] = (self.info_breakpoints, None)
+        self.tdb.info_handlers["watchpoints"] = (self.info_breakpoints, None)
+
+    def on_start(self):
+        # A new engine (first start) has no stops: recreate them. Same engine: keep.
+        for bp in self.bps.values():
+            if not bp.stops:
+                bp.stops = self._create(bp.kind_args)
+                for sid in bp.stops:
+                    self.by_stop[sid] = bp
+                if not bp.enabled:
+                    for sid in bp.stops:
+                        ffi.SetStop(self.tdb.engine, sid, 0, -1)
+
+    # -- parsing a spec into engine stops
+    def _kinds(self, spec, core):
+        """A breakpoint spec -> (description, [(kind, args), ...])."""
+        t = self.tdb
+        words = spec.split()
+        head = words[0]
+        mn = mnemonics()
+        if head.startswith("*"):
+            pc = parse_int(head[1:], "pc")
+            return f"pc {pc}", [("pc", dict(core=core, pc=pc))]
+        m = re.fullmatch(r"(din|dout|mm|vec)#(\d+)", head)
+        if m:
+            return f"command {m.group(2)} of {m.group(1)}", [("command", dict(core=core, engine=m.group(1), command=int(m.group(2))))]
+        if head in mn:
+            return f"instruction {head}", [("mnemonic", dict(core=core, op=head))]
+        if re.fullmatch(r"(ddr|l2|l1):.+", head):
+            mode = {"r": "read", "w": "write", "rw": "access", "read": "read", "write": "write", "access": "access"}
+            how = words[1] if len(words) > 1 else "rw"
+            if how not in mode:
+                raise CommandError(f"access kind must be r, w or rw, got '{how}'")
+            space, addr, n, _, _ = parse_location(t, head)
+            n = n or 1
+            return (f"{space}:{addr:#x}+{n} {how}",
+                    [("watch", dict(core=core, space=space, lo=addr, hi=addr + n, mode=mode[how]))])
+        m = re.fullmatch(r"asm:(\d+)", head)
+        if m:
+            line = int(m.group(1))
+            pcs = t.target.pcs_at_listing_line(line)
+            if not pcs:
+                raise CommandError(f"assembly line {line} has no instruction")
+            return f"asm:{line}", [("pc", dict(core=c, pc=pc)) for c, lst in pcs.items() for pc in lst
+                                    if core is None or c == core]
+        m = re.fullmatch(r"(?:(.+):)?(\d+)", head)
+        if m:
+            file = m.group(1) or t.target.source_path
+            line = int(m.group(2))
+            if file is None:
+                raise CommandError("the target has no source file for a bare line number")
+            pcs = t.target.pcs_at_location(file, line)
+            if not pcs:
+                files = ", ".join(os.path.basename(f) for f in t.target.files()) or "none"
+                raise CommandError(f"no instruction at {file}:{line} (source files: {files})")
+            return f"{os.path.basename(file)}:{line}", [("pc", dict(core=c, pc=pc)) for c, lst in pcs.items()
+                                                      for pc in lst if core is None or c == core]
+        close = [x for x in mn if x.startswith(head.split(".")[0])][:6]
+        raise CommandError(f"'{head}' is not an instruction mnemonic, *PC, ENGINE#N, SPACE:ADDR, FILE:LINE or asm:LINE"
+                           + (f" (did you mean {', '.join(close)}?)" if close else ""))
+
+    def _create(self, kinds):
+        ids = []
+        for kind, a in kinds:
+            ids.append(ffi.AddStop(self.tdb.engine, kind, -1 if a.get("core") is None else a["core"], a.get("op", ""),
+                                   a.get("pc", 0), a.get("engine", ""), a.get("command", 0), a.get("space", ""),
+                                   a.get("lo", 0), a.get("hi", 0), a.get("mode", "")))
+        return ids
+
+    def add(self, arg, temporary=False, what="break"):
+        arg = arg.strip()
+        if not arg:
+            return self.info_breakpoints("")
+        cond = None
+        if " if " in f" {arg} ":
+            arg, _, cond = f" {arg} ".partition(" if ")
+            arg, cond = arg.strip(), cond.strip()
+            if not cond:
+                raise CommandError("empty condition after 'if'")
+            try:
+                compile(cond, "<condition>", "eval")
+            except SyntaxError as e:
+                raise CommandError(f"bad condition '{cond}': {e.msg}") from None
+        words, core = split_core(arg.split())
+        if not words:
+            raise CommandError(f"usage: {what} SPEC [core N] [if CONDITION]")
+        if core is not None and not 0 <= core < self.tdb.sim.cores:
+            raise CommandError(f"core {core} does not exist (cores 0..{self.tdb.sim.cores - 1})")
+        desc, kinds = self._kinds(" ".join(words), core)
+        if not kinds:
+            raise CommandError(f"{desc} has no instruction on core {core}")
+        return self._register(desc, kinds, temporary, cond, "watchpoint" if kinds[0][0] == "watch" else "breakpoint")
+
+    def _register(self, desc, kinds, temporary, cond, label):
+        n = self.next_number
+        self.next_number += 1
+        bp = Breakpoint(n, desc, label, self._create(kinds), temporary, cond)
+        bp.kind_args = kinds
+        self.bps[n] = bp
+        for sid in bp.stops:
+            self.by_stop[sid] = bp
+        self.tdb.message(f"{'Temporary ' if temporary else ''}{label.capitalize()} {n}: {desc}"
+                         + (f" if {cond}" if cond else ""))
+        return bp
+
+    def do_break(self, arg):
+        """b(reak) [SPEC [core N] [if CONDITION]]
+        Set a breakpoint; without argument, list them. SPEC is an instruction mnemonic (dma.in, mm,
+        tadd, ...), *PC (an instruction index), ENGINE#N (the N-th command, from 0, issued to din,
+        dout, mm or vec), FILE:LINE or LINE (kernel source), asm:LINE (assembly listing), or
+        SPACE:ADDR[+LEN] [r|w|rw] (stop when an instruction or command accesses the range)."""
+        self.add(arg)
+
+    do_b = do_break
+
+    def do_tbreak(self, arg):
+        """tbreak SPEC [core N] [if CONDITION]
+        Set a temporary breakpoint, deleted when first hit."""
+        self.add(arg, temporary=True, what="tbreak")
+
+    def _watch(self, arg, mode, what):
+        words, core = split_core(arg.split())
+        if len(words) != 1:
+            raise CommandError(f"usage: {what} LOCATION [core N] (SPACE:ADDR[+LEN], BUFFER or BUFFER[I])")
+        space, addr, n, _, sym_core = parse_location(self.tdb, words[0])
+        if core is None and space == "l1":
+            core = sym_core
+        n = n or 4
+        desc = f"{words[0]} ({space}:{addr:#x}+{n}) {mode}"
+        return self._register(desc, [("watch", dict(core=core, space=space, lo=addr, hi=addr + n, mode=mode))], False,
+                              None, "watchpoint")
+
+    def do_watch(self, arg):
+        """watch LOCATION [core N]
+        Stop after an instruction or command writes the location (SPACE:ADDR[+LEN], BUFFER, BUFFER[I])."""
+        self._watch(arg, "write", "watch")
+
+    def do_rwatch(self, arg):
+        """rwatch LOCATION [core N]
+        Stop after an instruction or command reads the location."""
+        self._watch(arg, "read", "rwatch")
+
+    def do_awatch(self, arg):
+        """awatch LOCATION [core N]
+        Stop after an instruction or command reads or writes the location."""
+        self._watch(arg, "access", "awatch")
+
+    def _numbers(self, arg, what):
+        nums = []
+        for part in re.split(r"[,\s]+", arg.strip()):
+            if not part:
+                continue
+            if "-" in part[1:]:
+                a, b = part.split("-", 1)
+                nums.extend(range(parse_int(a, "breakpoint number"), parse_int(b, "breakpoint number") + 1))
+            else:
+                nums.append(parse_int(part, "breakpoint number"))
+        for n in nums:
+            if n not in self.bps:
+                raise CommandError(f"no breakpoint number {n}")
+        return nums
+
+    def _set_enabled(self, arg, on, what):
+        nums = self._numbers(arg, what) if arg.strip() else list(self.bps)
+        for n in nums:
+            self.bps[n].enabled = on
+            for sid in self.bps[n].stops:
+                ffi.SetStop(self.tdb.engine, sid, 1 if on else 0, -1)
+        self.tdb.message(f"{'Enabled' if on else 'Disabled'} breakpoint(s) {', '.join(map(str, nums))}")
+
+    def do_enable(self, arg):
+        """enable [N[,N...]]
+        Enable breakpoints (all without argument); a list may use commas and ranges: 1,2,5-7."""
+        self._set_enabled(arg, True, "enable")
+
+    def do_disable(self, arg):
+        """disable [N[,N...]]
+        Disable breakpoints (all without argument)."""
+        self._set_enabled(arg, False, "disable")
+
+    def do_delete(self, arg):
+        """d(elete) [N[,N...]]
+        Delete breakpoints (all without argument)."""
+        nums = self._numbers(arg, "delete") if arg.strip() else list(self.bps)
+        for n in nums:
+            self._remove(n)
+        self.tdb.message(f"Deleted breakpoint(s) {', '.join(map(str, nums))}" if nums else "No breakpoints")
+
+    do_d = do_delete
+
+    def _remove(self, n):
+        bp = self.bps.pop(n)
+        for sid in bp.stops:
+            ffi.RemoveStop(self.tdb.engine, sid)
+            self.by_stop.pop(sid, None)
+
+    def do_condition(self, arg):
+        """condition N [CONDITION]
+        Stop at breakpoint N only when the Python expression CONDITION is true (none: always)."""
+        words = arg.split(None, 1)
+        if not words:
+            raise CommandError("usage: condition N [CONDITION]")
+        n = self._numbers(words[0], "condition")[0]
+        cond = words[1].strip() if len(words) > 1 else None
+        if cond:
+            try:
+                compile(cond, "<condition>", "eval")
+            except SyntaxError as e:
+                raise CommandError(f"bad condition '{cond}': {e.msg}") from None
+        self.bps[n].condition = cond
+        self.tdb.message(f"Breakpoint {n} is now {'conditional: ' + cond if cond else 'unconditional'}")
+
+    def do_ignore(self, arg):
+        """ignore N COUNT
+        Pass over the next COUNT hits of breakpoint N."""
+        words = arg.split()
+        if len(words) != 2:
+            raise CommandError("usage: ignore N COUNT")
+        n = self._numbers(words[0], "ignore")[0]
+        count = parse_int(words[1], "count")
+        if count < 0:
+            raise CommandError(f"count must be >= 0, got {count}")
+        for sid in self.bps[n].stops:
+            ffi.SetStop(self.tdb.engine, sid, -1, count)
+        self.tdb.message(f"Will ignore next {count} crossings of breakpoint {n}.")
+
+    def hits(self, bp):
+        total = 0
+        for s in ffi.Stops(self.tdb.engine):
+            if s["id"] in bp.stops:
+                total += s["hits"]
+        return total - bp.rejected
+
+    def info_breakpoints(self, arg):
+        if not self.bps:
+            self.tdb.message("No breakpoints")
+            return
+        self.tdb.message(f"{'Num':<4}{'Type':<12}{'Disp':<5}{'Enb':<4}{'Hits':>6}  What")
+        for n, bp in self.bps.items():
+            what = bp.spec + (f" if {bp.condition}" if bp.condition else "")
+            self.tdb.message(f"{n:<4}{bp.kind:<12}{'del' if bp.temporary else 'keep':<5}{'y' if bp.enabled else 'n':<4}"
+                             f"{self.hits(bp):>6}  {what}")
+
+    def accept_stop(self, report):
+        keep = []
+        for h in report["hits"]:
+            bp = self.by_stop.get(h["id"])
+            if bp is not None and bp.condition:
+                try:
+                    ok = bool(self.tdb.evaluate(bp.condition, h["core"]))
+                except CommandError as e:  # a bad condition stops, like gdb
+                    self.tdb.error(f"condition of breakpoint {bp.number} ({bp.condition}): {e}")
+                    ok = True
+                if not ok:
+                    bp.rejected += 1
+                    continue
+            keep.append(h)
+        if report["hits"] and not keep:
+            return False
+        report["hits"] = keep
+        return True
+
+    def on_stop(self, report):
+        t = self.tdb
+        shown = set()
+        for h in report["hits"]:
+            bp = self.by_stop.get(h["id"])
+            if bp is None or bp.number in shown:
+                continue
+            shown.add(bp.number)
+            if bp.kind == "watchpoint":
+                verb = "wrote" if h["write"] else "read"
+                unit = "front end" if h["agent"] == "sc" else f"{h['agent']} engine"
+                inst = t.sim.instruction_at(h["core"], h["pc"])
+                loc = t.target.location(h["core"], h["pc"])
+                t.message(f"Watchpoint {bp.number}: {bp.spec}: core {h['core']} pc {h['pc']} `{inst}` ({unit}) {verb} "
+                          f"{h['space']}[{h['lo']:#x}, {h['hi']:#x})" + (f" at {loc}" if loc else ""))
+            else:
+                t.message(f"{'Temporary breakpoint' if bp.temporary else 'Breakpoint'} {bp.number}, {bp.spec}")
+        for n in list(shown):
+            if self.bps[n].temporary:
+                self._remove(n)
+
+    # -- completion
+    def complete_break(self, text, line, begidx, endidx):
+        t = self.tdb
+        words = list(mnemonics()) + [f"{e}#" for e in ("din", "dout", "mm", "vec")] + [f"{s}:" for s in SPACES]
+        words += ["asm:"] + [os.path.basename(f) + ":" for f in t.target.files()]
+        return complete_words(text, words)
+
+    complete_b = complete_tbreak = complete_break
+
+    def complete_enable(self, text, line, begidx, endidx):
+        return complete_words(text, [str(n) for n in self.bps])
+
+    complete_disable = complete_delete = complete_d = complete_condition = complete_ignore = complete_enable
+
+    def complete_watch(self, text, line, begidx, endidx):
+        return complete_words(text, list(self.tdb.symbols) + [f"{s}:" for s in SPACES])
+
+    complete_rwatch = complete_awatch = complete_watch
+
+

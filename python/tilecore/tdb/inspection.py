@@ -1,0 +1,335 @@
+"""The display and info plugins: display/undisplay, info asm|reg|engines|progress|
+loc|src|writes|symbols|history, x (examine memory as a typed array) and set."""
+import os
+import re
+
+import numpy as np
+
+from .core import CommandError, ffi, parse_int
+from .plugins import SPACES, DTYPES, Plugin, complete_words, parse_format, parse_location, split_core
+
+
+class DisplayPlugin(Plugin):
+    """display EXPR / undisplay: shown at every stop."""
+
+    name = "display"
+
+    def __init__(self, tdb):
+        super().__init__(tdb)
+        self.items = {}
+        self.next_number = 1
+
+    def on_load(self):
+        self.tdb.info_handlers["display"] = (self.info_display, None)
+
+    def show(self, n, expr):
+        t = self.tdb
+        if expr.split()[0] in ("x", "info") or expr.startswith("x/"):
+            t.message(f"{n}: {expr}")
+            t.onecmd(expr)
+            return
+        try:
+            value = t.evaluate(expr)
+        except CommandError as e:
+            t.message(f"{n}: {expr} = <error: {e}>")
+            return
+        if isinstance(value, np.generic):
+            value = value.item()
+        t.message(f"{n}: {expr} = {value!r}" if not isinstance(value, np.ndarray) else f"{n}: {expr} =\n{value}")
+
+    def do_display(self, arg):
+        """display [EXPR]
+        Show EXPR at every stop (a Python expression with registers and buffers by name, or an
+        'x ...' / 'info ...' command); without argument, show all now."""
+        expr = arg.strip()
+        if not expr:
+            for n, e in self.items.items():
+                self.show(n, e)
+            return
+        if not (expr.split()[0] in ("x", "info") or expr.startswith("x/")):
+            try:
+                compile(expr, "<display>", "eval")
+            except SyntaxError as e:
+                raise CommandError(f"bad expression '{expr}': {e.msg}") from None
+        n = self.next_number
+        self.next_number += 1
+        self.items[n] = expr
+        if self.tdb.started:
+            self.show(n, expr)
+
+    def do_undisplay(self, arg):
+        """undisplay [N[,N...]]
+        Stop showing display expressions (all without argument)."""
+        nums = [parse_int(x, "display number") for x in re.split(r"[,\s]+", arg.strip()) if x] or list(self.items)
+        for n in nums:
+            if n not in self.items:
+                raise CommandError(f"no display number {n}")
+            del self.items[n]
+
+    def info_display(self, arg):
+        if not self.items:
+            self.tdb.message("No display expressions")
+        for n, e in self.items.items():
+            self.tdb.message(f"{n}: {e}")
+
+    def on_stop(self, report):
+        if report["reason"] == "finished":
+            return
+        for n, e in self.items.items():
+            self.show(n, e)
+
+
+# ---- info, x, set ------------------------------------------------------------------------------
+
+class InfoPlugin(Plugin):
+    """info asm|reg|engines|progress|loc|src|writes|symbols|history, x, set."""
+
+    name = "info"
+
+    def on_load(self):
+        h = self.tdb.info_handlers
+        h.update({"asm": (self.info_asm, None), "reg": (self.info_reg, None), "registers": (self.info_reg, None),
+                  "engines": (self.info_engines, None), "progress": (self.info_progress, None),
+                  "loc": (self.info_loc, None), "src": (self.info_src, None), "writes": (self.info_writes, None),
+                  "symbols": (self.info_symbols, None), "history": (self.info_history, None)})
+
+    def on_stop(self, report):
+        t = self.tdb
+        if report["reason"] == "finished":
+            return
+        if report["reason"] == "history-start":
+            t.message("reached the start of the recorded history")
+        t.message(t.where(t.core))
+
+    def do_info(self, arg):
+        """i(nfo) WHAT [ARGS]
+        WHAT: asm [N] (listing around the pc), reg [x|v|p] [core N], engines, progress,
+        loc, src [N], writes LOCATION, symbols, history, b(reakpoints), display."""
+        words = arg.split(None, 1)
+        if not words:
+            raise CommandError(f"usage: info {'|'.join(sorted(self.tdb.info_handlers))}")
+        handler = self.tdb.info_handlers.get(words[0])
+        if handler is None:
+            raise CommandError(f"unknown subcommand '{words[0]}' (one of {', '.join(sorted(self.tdb.info_handlers))})")
+        handler[0](words[1] if len(words) > 1 else "")
+
+    do_i = do_info
+
+    def complete_info(self, text, line, begidx, endidx):
+        if len(line[:begidx].split()) <= 1:
+            return complete_words(text, self.tdb.info_handlers)
+        return complete_words(text, list(self.tdb.symbols) + [f"{s}:" for s in SPACES] + ["core"])
+
+    complete_i = complete_info
+
+    def info_asm(self, arg):
+        t = self.tdb
+        t.require_started()
+        n = parse_int(arg.strip(), "count") if arg.strip() else 5
+        core = t.core
+        pc = t.sim.pc(core)
+        for p in range(max(pc - n, 0), pc + n + 1):
+            text = t.sim.instruction_at(core, p)
+            if not text:
+                break
+            ln = t.target.listing_line(core, p)
+            t.message(f"{'=>' if p == pc else '  '} {p:5d}  {text:<48s}" + (f" ; asm:{ln}" if ln else ""))
+
+    def info_reg(self, arg):
+        t = self.tdb
+        t.require_started()
+        words, core = split_core(arg.split())
+        core = t.core if core is None else core
+        if not 0 <= core < t.sim.cores:
+            raise CommandError(f"core {core} does not exist")
+        which = words[0] if words else "x"
+        if which == "x":
+            t.message(f"core {core}  pc {t.sim.pc(core)}  cycle {t.sim.cycle()}")
+            for r0 in range(0, 32, 4):
+                t.message("  ".join(f"x{r:<2d} {t.sim.xreg(core, r):#010x}" for r in range(r0, r0 + 4)))
+        elif which == "v":
+            for r in range(32):
+                t.message(f"v{r:<2d} " + " ".join(f"{int(w):#010x}" for w in t.sim.vreg(core, r, "uint32")))
+        elif which == "p":
+            t.message("  ".join(f"p{r} {t.sim.preg(core, r):#010x}" for r in range(8)))
+        else:
+            raise CommandError(f"register file must be x, v or p, got '{which}'")
+
+    def info_engines(self, arg):
+        t = self.tdb
+        t.require_started()
+        for c in range(t.sim.cores):
+            st = ffi.EngineStatus(t.engine, c)
+            parts = [f"{e}: issued {st[e]['issued']} done {st[e]['completed']} queued {st[e]['queued']}"
+                     for e in ("din", "dout", "mm", "vec")]
+            t.message(st["state"])
+            t.message("    " + "; ".join(parts))
+
+    def info_progress(self, arg):
+        t = self.tdb
+        t.require_started()
+        pos = t.position()
+        total = t.total_instructions
+        t.message(f"{pos} instructions executed" + (f" of {total} ({100 * pos // max(total, 1)}%)" if total else "")
+                  + f", cycle {t.sim.cycle()}" + (", finished" if t.finished else ""))
+        for c in range(t.sim.cores):
+            t.message("  " + t.where(c))
+
+    def info_loc(self, arg):
+        t = self.tdb
+        t.require_started()
+        core = t.core
+        pc = t.sim.pc(core)
+        loc = t.target.location(core, pc)
+        ln = t.target.listing_line(core, pc)
+        t.message(t.where(core))
+        if ln:
+            listing = t.target.listing()
+            t.message(f"  asm:{ln}: {listing[ln - 1].strip() if ln <= len(listing) else ''}")
+        if loc:
+            file, _, line = loc.rpartition(":")
+            src = t.target.source_lines(file)
+            if src and int(line) <= len(src):
+                t.message(f"  {os.path.basename(file)}:{line}: {src[int(line) - 1].strip()}")
+
+    def info_src(self, arg):
+        t = self.tdb
+        t.require_started()
+        n = parse_int(arg.strip(), "count") if arg.strip() else 5
+        loc = t.target.location(t.core, t.sim.pc(t.core))
+        if loc is None:
+            raise CommandError("no source line for the current instruction")
+        file, _, line = loc.rpartition(":")
+        line = int(line)
+        src = t.target.source_lines(file)
+        if src is None:
+            raise CommandError(f"cannot read {file}")
+        for k in range(max(line - n, 1), min(line + n, len(src)) + 1):
+            t.message(f"{'->' if k == line else '  '} {k:4d}  {src[k - 1]}")
+
+    def info_writes(self, arg):
+        t = self.tdb
+        t.require_started()
+        words, core = split_core(arg.split())
+        if len(words) != 1:
+            raise CommandError("usage: info writes LOCATION [core N]")
+        space, addr, _, _, sym_core = parse_location(t, words[0])
+        core = core if core is not None else (sym_core or 0)
+        w = ffi.LastWrite(t.engine, space, core, addr)
+        if not w["found"]:
+            t.message(f"no write to {space}:{addr:#x} recorded since the start of the history")
+            return
+        if w["agent"] == "host":
+            t.message(f"{space}:{addr:#x} was last written by the debugger ('set') after {w['position']} instructions")
+            return
+        inst = t.sim.instruction_at(w["core"], w["pc"])
+        loc = t.target.location(w["core"], w["pc"])
+        unit = "front end" if w["agent"] == "sc" else f"{w['agent']} engine"
+        t.message(f"{space}:{addr:#x} was last written by core {w['core']} pc {w['pc']} `{inst}` ({unit}), "
+                  f"range [{w['lo']:#x}, {w['hi']:#x}), after {w['position']} instructions" + (f", at {loc}" if loc else ""))
+
+    def info_symbols(self, arg):
+        t = self.tdb
+        if not t.symbols:
+            t.message("No buffers")
+        for s in t.symbols.values():
+            t.message(repr(s))
+
+    def info_history(self, arg):
+        t = self.tdb
+        t.require_started()
+        h = ffi.History(t.engine)
+        t.message(f"recording {'on' if h['recording'] else 'off'}: from instruction {h['start']}, {h['snapshots']} "
+                  f"snapshots, {h['writes']} writes logged ({h['undo_bytes']} bytes to undo)")
+
+    # -- x
+    def do_x(self, arg):
+        """x[/FMT] LOCATION [core N]
+        Examine memory as a typed array. FMT is COUNT[xCOUNT...] then a type (i8 u8 i16 u16 i32 u32
+        f16 bf16 f32), e.g. x/16i32 ddr:0x10000, x/4x8f32 l1:0x100 core 1, x C, x/4 C, x C[3].
+        LOCATION may also be written 'SPACE ADDR'. Default: the buffer's type and shape, or 16 u8."""
+        t = self.tdb
+        t.require_started()
+        fmt = ""
+        arg = arg.strip()
+        if arg.startswith("/"):
+            fmt, _, arg = arg[1:].partition(" ")
+        words, core = split_core(arg.split())
+        if len(words) == 2 and words[0] in SPACES:
+            words = [f"{words[0]}:{words[1]}"]
+        if len(words) != 1:
+            raise CommandError("usage: x[/FMT] LOCATION [core N]")
+        shape, dtype = parse_format(fmt) if fmt else (None, None)
+        space, addr, nbytes, sym_dtype, sym_core = parse_location(t, words[0])
+        core = core if core is not None else (sym_core if sym_core is not None else t.core)
+        dtype = dtype or (sym_dtype.name if sym_dtype is not None else "uint8")
+        itemsize = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+        if shape is None:
+            if words[0] in t.symbols and sym_dtype is not None and sym_dtype.name == dtype:
+                shape = t.symbols[words[0]].shape
+            else:
+                shape = (max((nbytes or 16) // itemsize, 1),)
+        raw = t.sim.read(space, addr, int(np.prod(shape)) * itemsize, "uint8", core=core)
+        if dtype == "bfloat16":
+            arr = (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(shape)
+        else:
+            arr = raw.view(dtype).reshape(shape)
+        t.message(f"{space}:{addr:#x}" + (f" core {core}" if space == "l1" else "") + f" {dtype}{list(shape)}:")
+        with np.printoptions(threshold=4096, linewidth=100):
+            t.message(str(arr))
+        t.namespace["_"] = arr
+
+    def complete_x(self, text, line, begidx, endidx):
+        return complete_words(text, list(self.tdb.symbols) + [f"{s}:" for s in SPACES] + ["core"])
+
+    # -- set
+    def do_set(self, arg):
+        """set xN = VALUE [core N] | set BUFFER[I] = VALUE | set/TYPE SPACE:ADDR = V[, V...] [core N]
+        Change a register or memory (VALUE is a Python expression). Memory writes are logged, so
+        reverse execution undoes them."""
+        t = self.tdb
+        t.require_started()
+        arg = arg.strip()
+        dtype = None
+        if arg.startswith("/"):
+            fmt, _, arg = arg[1:].partition(" ")
+            _, dtype = parse_format(fmt)
+            if dtype is None:
+                raise CommandError(f"set/{fmt}: give a type ({' '.join(DTYPES)})")
+        if "=" not in arg:
+            raise CommandError("usage: set xN = VALUE | set BUFFER[I] = VALUE | set/TYPE SPACE:ADDR = V, ...")
+        lhs, _, rhs = arg.partition("=")
+        rhs_words, core = split_core(rhs.split())
+        rhs = " ".join(rhs_words)
+        lhs = lhs.strip()
+        core = t.core if core is None else core
+        value = t.evaluate(rhs) if rhs else None
+        if value is None:
+            raise CommandError("no value after '='")
+        m = re.fullmatch(r"x(\d+)", lhs)
+        if m:
+            r = int(m.group(1))
+            if not 0 < r < 32:
+                raise CommandError(f"x{r}: registers x1..x31 can be set (x0 is always 0)")
+            t.sim.set_xreg(core, r, int(value) & 0xFFFFFFFF)
+            t.message(f"x{r} = {int(value) & 0xFFFFFFFF:#x} (core {core})")
+            return
+        space, addr, nbytes, sym_dtype, sym_core = parse_location(t, lhs)
+        dtype = dtype or (sym_dtype.name if sym_dtype is not None else None)
+        if dtype is None:
+            raise CommandError(f"give the type to write: set/TYPE {lhs} = ...")
+        if dtype == "bfloat16":
+            f = np.asarray(value, np.float32).reshape(-1)
+            data = (f.view(np.uint32) >> 16).astype(np.uint16)
+        else:
+            data = np.asarray(value).astype(dtype).reshape(-1)
+        if nbytes is not None and data.nbytes < nbytes and data.size == 1:
+            data = np.repeat(data, nbytes // data.itemsize)
+        if nbytes is not None and data.nbytes > nbytes:
+            raise CommandError(f"{data.nbytes} bytes do not fit {lhs} ({nbytes} bytes)")
+        mem_core = sym_core if sym_core is not None else core
+        ffi.HostWrite(t.engine, space, mem_core, addr, np.ascontiguousarray(data).view(np.uint8))
+        t.message(f"wrote {data.nbytes} bytes at {space}:{addr:#x}")
+
+    complete_set = complete_x
+

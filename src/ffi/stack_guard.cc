@@ -1,0 +1,45 @@
+// src/ffi/stack_guard.cc — StackGuard's check of the C stack left on this thread.
+#include "tilecore/ffi/stack_guard.h"
+
+#include <pthread.h>
+
+#include "tilecore/ffi/error.h"
+
+namespace tilecore {
+namespace ffi {
+namespace {
+// Checks run every kCheckEvery levels, so the reserve must cover that many frames of the
+// largest guarded step plus the unwinding that follows the error.
+constexpr uintptr_t kStackReserve = 512 * 1024;
+
+uintptr_t StackLow() {
+  thread_local uintptr_t low = 0;
+  thread_local bool known = false;
+  if (!known) {
+    known = true;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* addr = nullptr;
+      size_t size = 0;
+      if (pthread_attr_getstack(&attr, &addr, &size) == 0) low = reinterpret_cast<uintptr_t>(addr);
+      pthread_attr_destroy(&attr);
+    }
+  }
+  return low;
+}
+}  // namespace
+
+void StackGuard::Check(const char* what) {
+  uintptr_t low = StackLow();
+  char here;
+  uintptr_t sp = reinterpret_cast<uintptr_t>(&here);
+  if ((low != 0 && sp < low + kStackReserve) || Depth() > kMaxDepth) {
+    int64_t depth = Depth();
+    --Depth();  // the destructor of the guard being constructed will not run
+    TILECORE_THROW(ValueError) << what << ": the tree is nested too deeply (depth " << depth
+                               << " when the C stack ran low); build it with less nesting";
+  }
+}
+
+}  // namespace ffi
+}  // namespace tilecore

@@ -1,0 +1,61 @@
+/*
+ * src/ir/graph_builtin_ops.cc — graph ops of the "tilecore" domain: the canonical
+ * forms graph passes produce that ONNX has no op for (RecognizeActivations turns
+ * x * Sigmoid(x) into tilecore::SiLU). Written in C++, infer and reference alike.
+ */
+#include <cmath>
+
+#include "tilecore/ffi/reflection.h"
+#include "tilecore/ir/graph_op.h"
+
+namespace tilecore {
+namespace ir {
+
+namespace {
+
+Array<Any> SameTypeAsInput0(Map<String, Any>, Array<Any> inputs) {
+  Array<Any> out;
+  auto v = inputs.empty() ? std::optional<Value>() : inputs.raw(0).as<Value>();
+  out.push_back(v.has_value() ? Any((*v)->type) : Any());
+  return out;
+}
+
+template <typename T, typename F>
+NDArray Map1(const NDArray& x, F f) {
+  NDArray y = NDArray::Empty(x.shape(), x.dtype(), DLDevice{kDLCPU, 0});
+  const T* a = x.data<T>();
+  T* b = y.data<T>();
+  for (int64_t i = 0, n = x.NumElements(); i < n; ++i) b[i] = f(a[i]);
+  return y;
+}
+
+Array<Any> SiLUReference(Map<String, Any>, Array<Any> inputs) {
+  if (inputs.size() != 1) TILECORE_THROW(ValueError) << "SiLU takes 1 input, got " << inputs.size();
+  auto x = inputs.raw(0).try_cast<NDArray>();
+  if (!x.has_value()) TILECORE_THROW(TypeError) << "SiLU: expected an array, got " << inputs.raw(0).GetTypeKey();
+  if (x->device().device_type != kDLCPU || !x->IsContiguous()) {
+    TILECORE_THROW(ValueError) << "SiLU: expected a contiguous host array";
+  }
+  DLDataType t = x->dtype();
+  Array<Any> out;
+  if (t.code == kDLFloat && t.bits == 32) {
+    out.push_back(Map1<float>(*x, [](float v) { return v / (1.0f + std::exp(-v)); }));
+  } else if (t.code == kDLFloat && t.bits == 64) {
+    out.push_back(Map1<double>(*x, [](double v) { return v / (1.0 + std::exp(-v)); }));
+  } else {
+    TILECORE_THROW(TypeError) << "SiLU: dtype " << DtypeOfNDArray(*x) << " is not supported (float32, float64)";
+  }
+  return out;
+}
+
+}  // namespace
+
+TILECORE_FFI_STATIC_INIT_BLOCK({
+  RegisterGraphOp(GraphOpDef(String("SiLU"), String("tilecore"), Map<String, Any>(), 1, 1, 1, 1, 1,
+                             Function::FromTyped(SameTypeAsInput0, "tilecore::SiLU.infer"),
+                             Function::FromTyped(SiLUReference, "tilecore::SiLU.reference"),
+                             String("x * sigmoid(x)")));
+});
+
+}  // namespace ir
+}  // namespace tilecore

@@ -1,0 +1,90 @@
+/*
+ * src/transform/fold_constants.cc — FoldConstants (fold_constants.h).
+ */
+#include "tilecore/transform/fold_constants.h"
+
+#include "src/transform/graph_pass_internal.h"
+
+namespace tilecore {
+namespace transform {
+
+using namespace graph_internal;  // NOLINT(*)
+
+namespace {
+
+bool AllInputsConstant(const Node& node) {
+  for (size_t i = 0; i < node->inputs.size(); ++i) {
+    Value v = node.input(i);
+    if (v.defined() && !v->name.empty() && !v->is_constant()) return false;
+  }
+  return true;
+}
+
+bool AllOutputsKnown(const Node& node) {
+  for (const Value& v : node->outputs) {
+    if (!v->name.empty() && !v->is_constant()) return false;
+  }
+  return !node->outputs.empty();
+}
+
+Graph Fold(const Graph& g, PassContext ctx) {
+  ValueMap map;
+  Array<Node> nodes;
+  int64_t folded = 0;
+  for (const Node& node0 : g->nodes) {
+    Node node = SubstInputs(node0, map);
+    if (AllOutputsKnown(node)) {
+      for (const Value& v : node->outputs) map[Name(v)] = v;
+      ++folded;
+      continue;
+    }
+    if (!AllInputsConstant(node) || HasSubgraph(node) || IsNondeterministic(node)) {
+      nodes.push_back(node);
+      continue;
+    }
+    int64_t opset = g.Opset(std::string(node->domain.view()));
+    ir::GraphOpDef op = ir::GetGraphOp(std::string(node->op_type.view()), std::string(node->domain.view()));
+    if (!op.defined() || !op->reference.defined()) {
+      nodes.push_back(node);
+      continue;
+    }
+    Array<Any> args;
+    for (size_t i = 0; i < node->inputs.size(); ++i) {
+      Value v = node.input(i);
+      args.push_back(v.defined() && !v->name.empty() ? v->data : Any());
+    }
+    Any result;
+    try {
+      result = op->reference(ir::NodeAttrsForOp(node, op, opset), args);
+    } catch (const ffi::Error& e) {
+      RethrowWith(e, "FoldConstants: " + node.Where() + " (opset " + std::to_string(opset) + "): ");
+    }
+    auto outs = result.try_cast<Array<Any>>();
+    bool tensors = outs.has_value() && outs->size() >= node->outputs.size();
+    for (size_t i = 0; tensors && i < node->outputs.size(); ++i) {
+      if (!outs->raw(i).as<ffi::NDArray>().has_value()) tensors = false;
+    }
+    if (!tensors) {
+      nodes.push_back(node);
+      continue;
+    }
+    for (size_t i = 0; i < node->outputs.size(); ++i) {
+      const Value& old = node->outputs[i];
+      if (old->name.empty()) continue;
+      map[Name(old)] = Value(old->name, TypeOfArray(outs->raw(i), old->type), outs->raw(i));
+    }
+    ++folded;
+  }
+  if (folded == 0) return g;
+  ctx->AddStat("transform.FoldConstants.folded", folded);
+  return g.WithBody(nodes, SubstOutputs(g->outputs, map));
+}
+
+}  // namespace
+
+Pass FoldConstants() { return CreateGraphPass(Fold, 0, String("FoldConstants")); }
+
+TILECORE_REGISTER_GLOBAL("transform.FoldConstants").set_body_typed([]() { return FoldConstants(); });
+
+}  // namespace transform
+}  // namespace tilecore

@@ -1,0 +1,275 @@
+/*
+ * src/transform/graph_pass_internal.h — helpers shared by the graph passes: value
+ * substitution by name, use counts, and calling an op's infer/reference.
+ */
+#ifndef TILECORE_SRC_TRANSFORM_GRAPH_PASS_INTERNAL_H_
+#define TILECORE_SRC_TRANSFORM_GRAPH_PASS_INTERNAL_H_
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tilecore/ir/graph.h"
+#include "tilecore/ffi/structural.h"
+#include "tilecore/ir/graph_op.h"
+#include "tilecore/transform/pass.h"
+
+namespace tilecore {
+namespace transform {
+namespace graph_internal {
+
+using ir::Graph;
+using ir::Node;
+using ir::Value;
+
+/*! \brief Value name -> its replacement. */
+using ValueMap = std::unordered_map<std::string, Value>;
+
+inline std::string Name(const Value& v) { return std::string(v->name.view()); }
+
+/*! \brief `v` replaced through `map` (unchanged when absent or undefined). */
+inline Value Subst(const Value& v, const ValueMap& map) {
+  if (!v.defined()) return v;
+  auto it = map.find(Name(v));
+  return it == map.end() ? v : it->second;
+}
+
+/*! \brief `node` with its inputs replaced through `map` (the same node when nothing changes). */
+inline Node SubstInputs(const Node& node, const ValueMap& map) {
+  if (map.empty()) return node;
+  bool changed = false;
+  ffi::Array<ffi::Any> ins;
+  for (size_t i = 0; i < node->inputs.size(); ++i) {
+    Value v = node.input(i);
+    Value w = Subst(v, map);
+    if (!w.same_as(v)) changed = true;
+    ins.push_back(w.defined() ? ffi::Any(w) : ffi::Any());
+  }
+  if (!changed) return node;
+  return Node(node->op_type, node->domain, node->name, node->attrs, ins, node->outputs);
+}
+
+inline ffi::Array<Value> SubstOutputs(const ffi::Array<Value>& outs, const ValueMap& map) {
+  ffi::Array<Value> r;
+  for (const Value& v : outs) r.push_back(Subst(v, map));
+  return r;
+}
+
+/*! \brief Whether a node has a subgraph attribute. */
+inline bool HasSubgraph(const Node& node) {
+  for (const auto& [k, v] : node->attrs.items()) {
+    if (v.as<Graph>().has_value()) return true;
+  }
+  return false;
+}
+
+/*! \brief Names of every value used (as a node input or output) inside subgraph attributes, at any depth. */
+inline void CollectSubgraphUses(const Graph& g, std::unordered_set<std::string>* out, bool inside = false) {
+  for (const Node& n : g->nodes) {
+    if (inside) {
+      for (size_t i = 0; i < n->inputs.size(); ++i) {
+        Value v = n.input(i);
+        if (v.defined()) out->insert(Name(v));
+      }
+    }
+    for (const auto& [k, v] : n->attrs.items()) {
+      if (auto sub = v.as<Graph>()) {
+        for (const Value& o : (*sub)->outputs) out->insert(Name(o));
+        CollectSubgraphUses(*sub, out, true);
+      }
+    }
+  }
+}
+
+/*! \brief Ops whose results change between runs: never folded or merged. */
+inline bool IsNondeterministic(const Node& n) {
+  std::string_view op = n->op_type.view();
+  return op.substr(0, 6) == "Random" || op == "Multinomial" || op == "Bernoulli" || op == "Dropout";
+}
+
+/*! \brief The registered op of `node`, or a ValueError naming op type, node, opset and domain. */
+inline ir::GraphOpDef RequireOp(const Node& node, int64_t opset) {
+  ir::GraphOpDef op = ir::GetGraphOp(std::string(node->op_type.view()), std::string(node->domain.view()));
+  if (!op.defined()) {
+    std::string domain = node->domain.empty() ? "ai.onnx" : std::string(node->domain.view());
+    size_t n = ir::ListGraphOps(std::string(node->domain.view())).size();
+    TILECORE_THROW(NotImplementedError) << "unsupported op " << node->op_type.view() << ": " << node.Where()
+                                        << ", opset " << opset << " of domain " << domain << "; " << n
+                                        << " op types are registered in that domain"
+                                        << " (tilecore.ir.ops.list_ops() lists them)";
+  }
+  return op;
+}
+
+/*! \brief `e` rethrown with `prefix` before its message, kind kept. */
+[[noreturn]] inline void RethrowWith(const ffi::Error& e, const std::string& prefix) {
+  throw ffi::Error(std::string(e.kind()), prefix + std::string(e.message()), std::string(e.backtrace()));
+}
+
+/*! \brief The TensorType of a host array. */
+inline ir::Type TypeOfArray(const ffi::Any& a, const ir::Type& fallback) {
+  auto nd = a.as<ffi::NDArray>();
+  if (!nd.has_value()) return fallback;
+  ffi::Array<ffi::Any> dims;
+  for (int64_t d : nd->shape()) dims.push_back(ffi::Any(d));
+  ffi::String layout("");
+  ir::QuantParams quant;
+  if (const auto* t = fallback.as<ir::TensorTypeNode>()) {
+    layout = t->layout;
+    quant = t->quant;
+  }
+  return ir::TensorType(dims, ffi::String(ir::DtypeOfNDArray(*nd)), layout, quant);
+}
+
+
+/*! \brief Producers and use counts of a graph's values, and node-level rewriting:
+ * matched nodes are marked dead and replacement nodes are placed at the position of
+ * the pattern's root (its last node), so the order stays topological. */
+class Rewriter {
+ public:
+  explicit Rewriter(const Graph& g) : g_(g), dead_(g->nodes.size(), false) {
+    for (size_t k = 0; k < g->nodes.size(); ++k) {
+      Node n = g->nodes[k];
+      for (const Value& o : n->outputs) {
+        if (!o->name.empty()) producer_[Name(o)] = static_cast<int>(k);
+        names_.insert(Name(o));
+      }
+      for (size_t i = 0; i < n->inputs.size(); ++i) {
+        Value v = n.input(i);
+        if (v.defined()) {
+          ++uses_[Name(v)];
+          names_.insert(Name(v));
+        }
+      }
+    }
+    for (const Value& v : g->inputs) names_.insert(Name(v));
+    std::unordered_set<std::string> pinned;
+    for (const Value& v : g->outputs) pinned.insert(Name(v));
+    CollectSubgraphUses(g, &pinned);
+    for (const auto& n : pinned) uses_[n] += 1000000;  // never "single use"
+  }
+  /*! \brief The live node producing `v`, or an undefined Node. */
+  Node Producer(const Value& v) const {
+    if (!v.defined()) return Node();
+    auto it = producer_.find(Name(v));
+    if (it == producer_.end() || dead_[static_cast<size_t>(it->second)]) return Node();
+    return g_->nodes[static_cast<size_t>(it->second)];
+  }
+  /*! \brief Producer of `v` if it has op type `op` (default domain) and `v` is used once. */
+  Node ProducerIf(const Value& v, const char* op, bool single_use = true) const {
+    Node n = Producer(v);
+    if (!n.defined() || n->op_type != op || !n->domain.empty()) return Node();
+    if (single_use && Uses(v) != 1) return Node();
+    return n;
+  }
+  int Uses(const Value& v) const {
+    auto it = uses_.find(Name(v));
+    return it == uses_.end() ? 0 : it->second;
+  }
+  /*! \brief Marks the matched nodes dead and `root` replaced by `with`. */
+  void Replace(const std::vector<Node>& matched, const Node& root, std::vector<Node> with) {
+    for (const Node& m : matched) dead_[Index(m)] = true;
+    dead_[Index(root)] = true;
+    replacement_[Index(root)] = std::move(with);
+  }
+  bool IsDead(const Node& n) const { return dead_[Index(n)]; }
+  std::string Fresh(const std::string& hint) {
+    std::string name = hint;
+    int k = 0;
+    while (names_.count(name)) name = hint + "_" + std::to_string(++k);
+    names_.insert(name);
+    return name;
+  }
+  Graph Build() const {
+    Array<Node> nodes;
+    for (size_t k = 0; k < g_->nodes.size(); ++k) {
+      auto it = replacement_.find(k);
+      if (it != replacement_.end()) {
+        for (const Node& n : it->second) nodes.push_back(n);
+      } else if (!dead_[k]) {
+        nodes.push_back(g_->nodes[k]);
+      }
+    }
+    return g_.WithBody(nodes, g_->outputs);
+  }
+  bool changed() const { return !replacement_.empty(); }
+
+ private:
+  size_t Index(const Node& n) const {
+    auto it = producer_.find(Name(n->outputs[0]));
+    TILECORE_ICHECK(it != producer_.end()) << "node has no registered output";
+    return static_cast<size_t>(it->second);
+  }
+  Graph g_;
+  std::unordered_map<std::string, int> producer_;
+  std::unordered_map<std::string, int> uses_;
+  std::unordered_set<std::string> names_;
+  std::vector<bool> dead_;
+  std::unordered_map<size_t, std::vector<Node>> replacement_;
+};
+
+/*! \brief A constant's elements as doubles (float/int dtypes on the host), or nullopt. */
+inline std::optional<std::vector<double>> ConstValues(const Value& v) {
+  if (!v.defined() || !v->is_constant()) return std::nullopt;
+  auto a = v->data.as<ffi::NDArray>();
+  if (!a.has_value() || a->device().device_type != kDLCPU || !a->IsContiguous()) return std::nullopt;
+  DLDataType t = a->dtype();
+  int64_t n = a->NumElements();
+  std::vector<double> out(static_cast<size_t>(n));
+  const char* base = static_cast<const char*>(a->tensor().data) + a->tensor().byte_offset;
+  for (int64_t i = 0; i < n; ++i) {
+    if (t.code == kDLFloat && t.bits == 32) out[i] = reinterpret_cast<const float*>(base)[i];
+    else if (t.code == kDLFloat && t.bits == 64) out[i] = reinterpret_cast<const double*>(base)[i];
+    else if (t.code == kDLInt && t.bits == 64) out[i] = static_cast<double>(reinterpret_cast<const int64_t*>(base)[i]);
+    else if (t.code == kDLInt && t.bits == 32) out[i] = reinterpret_cast<const int32_t*>(base)[i];
+    else return std::nullopt;
+  }
+  return out;
+}
+
+/*! \brief The value of a one-element constant, or nullopt. */
+inline std::optional<double> ScalarConst(const Value& v) {
+  auto vals = ConstValues(v);
+  if (!vals.has_value() || vals->size() != 1) return std::nullopt;
+  return (*vals)[0];
+}
+
+inline bool Near(std::optional<double> v, double want, double tol = 1e-4) {
+  return v.has_value() && std::abs(*v - want) <= tol * std::max(1.0, std::abs(want));
+}
+
+/*! \brief A float32 host array of `shape` holding `vals`. */
+inline ffi::NDArray Float32Array(const std::vector<int64_t>& shape, const std::vector<double>& vals) {
+  ffi::NDArray a = ffi::NDArray::Empty(shape, DLDataType{kDLFloat, 32, 1}, DLDevice{kDLCPU, 0});
+  float* p = a.data<float>();
+  for (size_t i = 0; i < vals.size(); ++i) p[i] = static_cast<float>(vals[i]);
+  return a;
+}
+
+/*! \brief A constant Value named `name` holding a float32 array. */
+inline Value Float32Const(const std::string& name, const std::vector<int64_t>& shape, const std::vector<double>& vals) {
+  ffi::NDArray a = Float32Array(shape, vals);
+  return Value(String(name), TypeOfArray(ffi::Any(a), ir::Type()), ffi::Any(a));
+}
+
+/*! \brief The dtype of a value's TensorType ("" when unknown). */
+inline std::string DtypeOf(const Value& v) {
+  const auto* t = v.defined() ? v->type.as<ir::TensorTypeNode>() : nullptr;
+  return t == nullptr ? std::string() : std::string(t->dtype.view());
+}
+
+/*! \brief A node of the default domain with "_opset" set. */
+inline Node MakeNode(const std::string& op, Array<ffi::Any> inputs, Array<Value> outputs, Map<String, ffi::Any> attrs,
+                     const String& name, int64_t opset) {
+  attrs.Set(String("_opset"), ffi::Any(opset));
+  return Node(String(op), String(""), name, attrs, inputs, outputs);
+}
+
+}  // namespace graph_internal
+}  // namespace transform
+}  // namespace tilecore
+#endif  // TILECORE_SRC_TRANSFORM_GRAPH_PASS_INTERNAL_H_

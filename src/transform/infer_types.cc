@@ -1,0 +1,229 @@
+/*
+ * src/transform/infer_types.cc — InferTypes (infer_types.h).
+ */
+#include "tilecore/transform/infer_types.h"
+
+#include <sstream>
+
+#include "src/transform/graph_pass_internal.h"
+
+namespace tilecore {
+namespace transform {
+
+using namespace graph_internal;  // NOLINT(*)
+using ir::TensorType;
+using ir::TensorTypeNode;
+using ir::Type;
+
+namespace {
+
+/*! \brief Binds the inputs' symbols from `input_shapes`; returns the typed inputs. */
+Array<Value> BindInputs(const Graph& g, const Map<String, Any>& input_shapes, ValueMap* map) {
+  std::unordered_map<std::string, int64_t> symbols;
+  std::unordered_set<std::string> known;
+  for (const Value& in : g->inputs) known.insert(Name(in));
+  for (const auto& [name, shape_any] : input_shapes.items()) {
+    if (!known.count(std::string(name.view()))) {
+      std::string names;
+      for (const Value& in : g->inputs) names += (names.empty() ? "" : ", ") + Name(in);
+      TILECORE_THROW(KeyError) << "input_shapes: the graph has no input `" << name.view() << "` (its inputs: "
+                               << (names.empty() ? "none" : names) << ")";
+    }
+  }
+  Array<Value> out;
+  for (const Value& in : g->inputs) {
+    auto given = input_shapes.Get(in->name);
+    const auto* t = in->type.as<TensorTypeNode>();
+    if (!given.has_value()) {
+      out.push_back(in);
+      continue;
+    }
+    auto dims = given->try_cast<Array<Any>>();
+    if (!dims.has_value()) {
+      TILECORE_THROW(TypeError) << "input_shapes[`" << in->name.view() << "`] must be a list of ints";
+    }
+    if (t != nullptr && t->rank_known && t->shape.size() != dims->size()) {
+      TILECORE_THROW(ValueError) << "input_shapes[`" << in->name.view() << "`] has rank " << dims->size()
+                                 << " but the input is " << ir::TypeToText(in->type);
+    }
+    for (size_t i = 0; i < dims->size(); ++i) {
+      auto v = dims->raw(i).try_cast<int64_t>();
+      if (!v.has_value() || *v < 0) {
+        TILECORE_THROW(TypeError) << "input_shapes[`" << in->name.view() << "`]: dimension " << i
+                                  << " must be a non-negative int";
+      }
+      if (t == nullptr || !t->rank_known) continue;
+      const Any& decl = t->shape.raw(i);
+      if (auto s = decl.as<int64_t>(); s.has_value() && *s != *v) {
+        TILECORE_THROW(ValueError) << "input_shapes[`" << in->name.view() << "`]: dimension " << i << " is " << *v
+                                   << " but the model fixes it to " << *s;
+      }
+      if (auto sym = decl.try_cast<String>()) {
+        auto [it, fresh] = symbols.emplace(std::string(sym->view()), *v);
+        if (!fresh && it->second != *v) {
+          TILECORE_THROW(ValueError) << "input_shapes: symbol `" << sym->view() << "` is bound to both "
+                                     << it->second << " and " << *v;
+        }
+      }
+    }
+  }
+  // Second sweep: every input gets its given shape, or its symbols replaced.
+  Array<Value> bound;
+  for (const Value& in : g->inputs) {
+    auto given = input_shapes.Get(in->name);
+    const auto* t = in->type.as<TensorTypeNode>();
+    if (t == nullptr || !t->rank_known) {
+      bound.push_back(in);
+      continue;
+    }
+    Array<Any> dims;
+    bool changed = false;
+    for (size_t i = 0; i < t->shape.size(); ++i) {
+      Any d = t->shape.raw(i);
+      if (given.has_value()) {
+        Any gd(given->cast<Array<Any>>().raw(i).cast<int64_t>());
+        changed = true;
+        dims.push_back(gd);
+        continue;
+      }
+      if (auto sym = d.try_cast<String>()) {
+        auto it = symbols.find(std::string(sym->view()));
+        if (it != symbols.end()) {
+          d = Any(it->second);
+          changed = true;
+        }
+      }
+      dims.push_back(d);
+    }
+    if (!changed) {
+      bound.push_back(in);
+      continue;
+    }
+    Value nv(in->name, TensorType(dims, t->dtype, t->layout, t->quant), in->data);
+    (*map)[Name(in)] = nv;
+    bound.push_back(nv);
+  }
+  (void)out;
+  return bound;
+}
+
+/*! \brief The inferred type checked against the declared one and completed by it. */
+Type Merge(const Type& inferred, const Type& declared, const Node& node, size_t index) {
+  if (!inferred.defined()) return declared;
+  if (!declared.defined()) return inferred;
+  const auto* a = inferred.as<TensorTypeNode>();
+  const auto* b = declared.as<TensorTypeNode>();
+  if (a == nullptr || b == nullptr) return inferred;
+  auto mismatch = [&](const std::string& what) {
+    TILECORE_THROW(ValueError) << "inconsistent shape: " << node.Where() << " output " << index << " `"
+                               << node->outputs[index]->name.view() << "` is inferred as " << ir::TypeToText(inferred)
+                               << " but the model declares " << ir::TypeToText(declared) << " (" << what << ")";
+  };
+  if (!a->dtype.empty() && !b->dtype.empty() && a->dtype != b->dtype) mismatch("dtype");
+  if (!a->rank_known) {
+    return TensorType(b->shape, a->dtype.empty() ? b->dtype : a->dtype, b->layout, b->quant, b->rank_known);
+  }
+  if (!b->rank_known) return inferred;
+  if (a->shape.size() != b->shape.size()) mismatch("rank");
+  Array<Any> dims;
+  for (size_t i = 0; i < a->shape.size(); ++i) {
+    auto x = a->shape.raw(i).as<int64_t>();
+    auto y = b->shape.raw(i).as<int64_t>();
+    if (x.has_value() && y.has_value() && *x != *y) mismatch("dimension " + std::to_string(i));
+    if (x.has_value()) {
+      dims.push_back(a->shape.raw(i));
+    } else if (y.has_value() || a->shape.raw(i).is_none()) {
+      dims.push_back(b->shape.raw(i));
+    } else {
+      dims.push_back(a->shape.raw(i));
+    }
+  }
+  return TensorType(dims, a->dtype.empty() ? b->dtype : a->dtype, a->layout.empty() ? b->layout : a->layout,
+                    a->quant.defined() ? a->quant : b->quant);
+}
+
+void CheckArity(const Node& node, const ir::GraphOpDef& op) {
+  int64_t n = static_cast<int64_t>(node->inputs.size());
+  while (n > 0 && !node.input(static_cast<size_t>(n - 1)).defined()) --n;  // trailing omitted inputs
+  if (n < op->min_inputs || (op->max_inputs >= 0 && n > op->max_inputs)) {
+    TILECORE_THROW(ValueError) << node.Where() << " has " << n << " inputs; " << op->name.view() << " takes "
+                               << op->min_inputs << " to "
+                               << (op->max_inputs < 0 ? std::string("any number") : std::to_string(op->max_inputs));
+  }
+}
+
+}  // namespace
+
+ir::Graph InferGraphTypes(const ir::Graph& g, const Map<String, Any>& input_shapes) {
+  ValueMap map;
+  Array<Value> inputs = BindInputs(g, input_shapes, &map);
+  Array<Node> nodes;
+  bool changed = !map.empty();
+  for (const Node& node0 : g->nodes) {
+    Node node = SubstInputs(node0, map);
+    int64_t opset = g.Opset(std::string(node->domain.view()));
+    ir::GraphOpDef op = RequireOp(node, opset);
+    CheckArity(node, op);
+    Array<Any> results;
+    if (op->infer.defined()) {
+      Map<String, Any> attrs = ir::NodeAttrsForOp(node, op, opset);
+      Array<Any> ins;
+      for (size_t i = 0; i < node->inputs.size(); ++i) {
+        Value v = node.input(i);
+        ins.push_back(v.defined() ? Any(v) : Any());
+      }
+      try {
+        Any r = op->infer(attrs, ins);
+        if (auto arr = r.try_cast<Array<Any>>()) results = *arr;
+      } catch (const ffi::Error& e) {
+        RethrowWith(e, node.Where() + " (opset " + std::to_string(opset) + "): ");
+      }
+    }
+    Array<Value> outs;
+    bool node_changed = !node.same_as(node0);
+    for (size_t i = 0; i < node->outputs.size(); ++i) {
+      const Value& old = node->outputs[i];
+      Type inferred;
+      Any data;
+      if (i < results.size()) {
+        const Any& r = results.raw(i);
+        if (auto v = r.as<Value>()) {
+          inferred = (*v)->type;
+          data = (*v)->data;
+        } else if (auto t = r.as<Type>()) {
+          inferred = *t;
+        }
+      }
+      Type merged = Merge(inferred, old->type, node, i);
+      if (!data.is_none()) merged = TypeOfArray(data, merged);
+      bool same_type = merged.same_as(old->type) || ffi::StructuralEqual(merged, old->type);
+      if (same_type && data.is_none() == old->data.is_none()) {
+        outs.push_back(old);
+        continue;
+      }
+      Value nv(old->name, merged, data.is_none() ? old->data : data);
+      if (!old->name.empty()) map[Name(old)] = nv;
+      outs.push_back(nv);
+      node_changed = true;
+    }
+    if (node_changed) {
+      node = Node(node->op_type, node->domain, node->name, node->attrs, node->inputs, outs);
+      changed = true;
+    }
+    nodes.push_back(node);
+  }
+  if (!changed) return g;
+  return Graph(g->name, inputs, SubstOutputs(g->outputs, map), nodes, g->opsets);
+}
+
+Pass InferTypes(Map<String, Any> input_shapes) {
+  return CreateGraphPass([input_shapes](ir::Graph g, PassContext) { return InferGraphTypes(g, input_shapes); }, 0,
+                         String("InferTypes"));
+}
+
+TILECORE_REGISTER_GLOBAL("transform.InferTypes").set_body_typed([](ffi::AnyView input_shapes) {
+  return InferTypes(input_shapes.is_none() ? Map<String, Any>() : input_shapes.cast<Map<String, Any>>());
+});
+
+}  // namespace transform
+}  // namespace tilecore

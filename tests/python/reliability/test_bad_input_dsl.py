@@ -1,0 +1,117 @@
+"""Bad input at the DSL and PySim: recursion, deadlocks, endless loops, huge unrolls,
+hidden parse errors, and scalar arguments PySim must convert as TC1 does. Kernels are
+written to files in the child (the DSL reads their source)."""
+import textwrap
+
+import pytest
+
+from reliability_helpers import expect_error, run_isolated
+
+
+def _kernel_snippet(tmp_path, source, use):
+    path = tmp_path / "kern.py"
+    path.write_text("import numpy as np\nfrom tilecore import script as S\n" + textwrap.dedent(source))
+    return f"""
+        import importlib.util
+        spec = importlib.util.spec_from_file_location('kern', {str(path)!r})
+        kern = importlib.util.module_from_spec(spec); spec.loader.exec_module(kern)
+        k = kern.k
+        {use}
+    """
+
+
+_RECURSIVE = """
+@S.prim_func(num_cores=1)
+def k(a: S.ptr("int32", "global")):
+    k(a)
+"""
+
+
+@pytest.mark.parametrize("use", ["k.prim_func", "tilecore.build(k)", "k(np.zeros(8, np.int32))"])
+def test_recursive_kernel_is_a_syntax_error(tmp_path, use):
+    # H1
+    expect_error(_kernel_snippet(tmp_path, _RECURSIVE, use), "KernelSyntaxError", "kernels cannot call kernels",
+                 timeout=60)
+
+
+def test_pysim_detects_a_barrier_deadlock(tmp_path):
+    # H2
+    src = """
+    @S.prim_func(num_cores=4)
+    def k(a: S.ptr("int32", "global")):
+        if S.get_local_id() == 2:
+            S.barrier()
+    """
+    expect_error(_kernel_snippet(tmp_path, src, "k(np.zeros(8, np.int32))"), "Error", "deadlock", "core", timeout=60)
+
+
+def test_pysim_has_an_operation_budget(tmp_path):
+    # H2
+    src = """
+    @S.prim_func(num_cores=1)
+    def k(a: S.ptr("int32", "global")):
+        x = 0
+        while a[0] == 0:
+            x = x + 1
+    """
+    expect_error(_kernel_snippet(tmp_path, src, "k(np.zeros(8, np.int32))"), "Error", "budget", timeout=120,
+                 env={"TILECORE_PYSIM_MAX_OPS": "20000"})
+
+
+def test_static_range_has_an_unroll_limit(tmp_path):
+    # H4
+    src = """
+    @S.prim_func(num_cores=1)
+    def k(b: S.ptr("int32", "global")):
+        for i in S.static_range(3000000):
+            b[0] = i
+    """
+    expect_error(_kernel_snippet(tmp_path, src, "tilecore.build(k)"), "Error", "unroll", "limit", timeout=60)
+
+
+def test_build_reports_the_kernels_own_error(tmp_path):
+    # M2
+    src = """
+    @S.prim_func(num_cores=1)
+    def k(a: S.ptr("int32", "global")):
+        a[0] = S.no_such_function(a[0])
+    """
+    expect_error(_kernel_snippet(tmp_path, src, "tilecore.build(k)"), "AttributeError", "no_such_function")
+
+
+_SCALAR = """
+@S.prim_func(num_cores=1)
+def k(b: S.ptr("int32", "global"), n: S.int32):
+    b[0] = n
+"""
+
+
+def test_pysim_passes_large_ints_as_tc1_does(tmp_path):
+    # S11: the compiled kernel keeps the low 32 bits; PySim must compute the same.
+    out = run_isolated(_kernel_snippet(tmp_path, _SCALAR, """
+        b1 = np.zeros(4, np.int32); b2 = np.zeros(4, np.int32)
+        k(b1, 2**40 + 3)
+        tilecore.build(k)['k'](b2, 2**40 + 3)
+        RESULT = (int(b1[0]), int(b2[0]))
+    """))
+    assert out.expect_ok() == repr((3, 3))
+
+
+@pytest.mark.parametrize("arg,exc,word", [("1.7", "TypeError", "expected an int"), ("2**70", "OverflowError", "`n`")])
+def test_pysim_scalar_argument_errors_name_the_argument(tmp_path, arg, exc, word):
+    # S11, M11
+    expect_error(_kernel_snippet(tmp_path, _SCALAR, f"k(np.zeros(4, np.int32), {arg})"), exc, word)
+
+
+def test_string_annotation_error_names_the_parameter(tmp_path):
+    # M11
+    src = """
+    @S.prim_func(num_cores=1)
+    def k(a: 'int32'):
+        pass
+    """
+    expect_error(_kernel_snippet(tmp_path, src, "k.prim_func"), "TypeError", "parameter `a`", "'int32'")
+
+
+def test_prim_func_of_a_non_function(tmp_path):
+    expect_error("from tilecore import script as S\nS.prim_func(5)", "TypeError", "decorates a Python function")

@@ -1,0 +1,154 @@
+"""Bad input at the IR: JSON with null object fields, deep expression trees, and the
+simplifier's constant folding of the divisions that trap on the host."""
+import pytest
+
+from reliability_helpers import expect_error, run_isolated
+
+_MUTATE = """
+import json
+d = json.loads(tilecore.save_json(add_kernel()))
+nodes = d["nodes"]
+none = next(i for i, n in enumerate(nodes) if n["type"] == "None")
+def first(t):
+    return next(n for n in nodes if n["type"] == t)
+"""
+
+
+@pytest.mark.parametrize("mutation,field", [
+    ('nodes[d["root"]]["data"]["body"] = none', "body"),
+    ('first("ir.BufferStore")["data"]["buffer"] = none', "buffer"),
+    ('first("ir.BufferStore")["data"]["value"] = none', "value"),
+    ('first("ir.BufferLoad")["data"]["buffer"] = none', "buffer"),
+    ('first("ir.For")["data"]["loop_var"] = none', "loop_var"),
+    ('first("ir.For")["data"]["body"] = none', "body"),
+    ('first("ir.Add")["data"]["a"] = none', "a"),
+    ('first("ir.Buffer")["data"]["elem_offset"] = none', "elem_offset"),
+])
+def test_load_json_refuses_null_object_fields(mutation, field):
+    # C2: the field setters refuse None unless the field may be None.
+    expect_error(_MUTATE + mutation + "\ntilecore.build(tilecore.load_json(json.dumps(d)))",
+                 "TypeError", f"field `{field}`", "must not be None")
+
+
+def test_load_json_keeps_fields_that_may_be_none():
+    out = run_isolated("""
+        ib = ir.IRBuilder("k"); A = ib.buffer_param("A", (4,), "int32")
+        with ib.if_scope(A[0] > 0):
+            A[1] = 1
+        f = ib.get()
+        g = tilecore.load_json(tilecore.save_json(f))
+        tilecore.assert_structural_equal(f, g)
+        RESULT = 'ok'
+    """)
+    assert out.expect_ok() == "'ok'"
+
+
+@pytest.mark.parametrize("use", [
+    "tilecore.build(ib.get(), 'npu')",
+    "ir.script(e)",
+    "tilecore.transform.simplify_expr(e)",
+])
+def test_deep_expression_is_a_value_error(use):
+    # C7: recursive walks check the C stack and name the depth.
+    expect_error(f"""
+        ib = ir.IRBuilder('k'); A = ib.buffer_param('A', (4,), 'int32')
+        e = A[0]
+        for _ in range(20000):
+            e = e + 1
+        A[1] = e
+        {use}
+    """, "ValueError", "nested too deeply", "depth")
+
+
+def test_freeing_a_deep_expression_does_not_overflow_the_stack():
+    out = run_isolated("""
+        e = ir.IntImm('int32', 0)
+        for _ in range(1000000):
+            e = ir.Add(e, ir.IntImm('int32', 1))
+        del e
+        RESULT = 'freed'
+    """, timeout=300)
+    assert out.expect_ok() == "'freed'"
+
+
+@pytest.mark.parametrize("op,expected", [("FloorDiv", -2**63), ("Mod", 0), ("FloorMod", 0), ("Div", -2**63)])
+def test_int64_min_by_minus_one_folds_as_tc1_defines(op, expected):
+    # C4(a): INT64_MIN / -1 wraps to INT64_MIN (remainder 0), as TC1 defines it; no SIGFPE.
+    out = run_isolated(f"""
+        e = tilecore.transform.simplify_expr(ir.{op}(ir.IntImm('int64', -2**63), ir.IntImm('int64', -1)))
+        RESULT = e.value
+    """)
+    assert out.expect_ok() == repr(expected)
+
+
+def test_hash_of_a_shared_graph_is_linear():
+    # H3: 40 levels of [x, x] (2^40 paths) hash, and print (cut), in bounded time.
+    out = run_isolated("""
+        import json, time
+        doc = json.dumps({'root': 40, 'nodes': [{'type': 'int', 'data': 1}] +
+                          [{'type': 'ffi.Array', 'data': [i, i]} for i in range(40)]})
+        x = tilecore.load_json(doc)
+        t = time.time()
+        h = tilecore.structural_hash(x)
+        text = tilecore.get_global_func('ffi.Repr')(x)
+        RESULT = (time.time() - t < 20, text.endswith('(truncated)'))
+    """, timeout=120)
+    assert out.expect_ok() == repr((True, True))
+
+
+def test_shared_array_hash_matches_an_unshared_copy():
+    # Memoisation must not change hashes: a DAG hashes as the tree it unfolds to.
+    out = run_isolated("""
+        a = tilecore.convert([1, 2]); shared = tilecore.convert([a, a])
+        copies = tilecore.convert([[1, 2], [1, 2]])
+        v = ir.Var('v', 'int32'); e = v + 1
+        f1 = ir.Add(e, e); f2 = ir.Add(v + 1, v + 1)
+        RESULT = (tilecore.structural_hash(shared) == tilecore.structural_hash(copies),
+                  tilecore.structural_hash(f1) == tilecore.structural_hash(f2))
+    """)
+    assert out.expect_ok() == repr((True, True))
+
+
+def test_script_of_a_shared_expression_is_capped():
+    # H3: e = e + e forty times prints as 2^40 terms: refused by size, quickly.
+    expect_error("""
+        ib = ir.IRBuilder('k'); A = ib.buffer_param('A', (4,), 'int32')
+        e = A[0]
+        for _ in range(40):
+            e = e + e
+        ir.script(e)
+    """, "ValueError", "exceeds", timeout=120)
+
+
+@pytest.mark.parametrize("stmt,words", [
+    ("A[0] = 1.5", ["float literal 1.5", "int32"]),
+    ("A[0] = ir.FloatImm('float32', 1.0)", ["float32"]),
+    ("with ib.for_range(0, 4.5):\n            pass", ["int", "float"]),
+    ("ir.decl_buffer((4,), 'int32', 'b')[1.5]", ["int", "float"]),
+])
+def test_builder_has_no_implicit_conversions(stmt, words):
+    # S9
+    expect_error(f"""
+        ib = ir.IRBuilder('k'); A = ib.buffer_param('A', (4,), 'int32')
+        {stmt}
+    """, "TypeError", *words)
+
+
+def test_builder_still_takes_python_ints_for_float_buffers():
+    out = run_isolated("""
+        ib = ir.IRBuilder('k'); A = ib.buffer_param('A', (4,), 'float32')
+        A[0] = 2
+        A[1] = 0.5
+        RESULT = 'ok'
+    """)
+    assert out.expect_ok() == "'ok'"
+
+
+@pytest.mark.parametrize("mutation,words", [
+    ('next(n for n in nodes if n["type"] == "str" and n["data"] == "global")["data"] = "no_such_scope"',
+     ["scope"]),
+    ('nodes[first("ir.IntImm")["data"]["value"]]["data"] = 2**62', ["IntImm"]),
+])
+def test_load_json_runs_the_constructors_checks(mutation, words):
+    # S10
+    expect_error(_MUTATE + mutation + "\ntilecore.load_json(json.dumps(d))", "Error", "LoadJSON", *words)
