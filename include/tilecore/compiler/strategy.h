@@ -1,0 +1,92 @@
+/*
+ * include/tilecore/compiler/strategy.h — op strategies: one ONNX-style op (type,
+ * attributes, static input/output shapes and dtypes) lowered to a Kernel IR PrimFunc
+ * for the npu target, tiled so any shape fits L1 and split over the target's cores.
+ *
+ * The interface is plain data so the strategies do not depend on a graph IR:
+ *   LowerOp(op_type, attrs, inputs, outputs, target) -> PrimFunc
+ * The PrimFunc takes one global buffer per data input, then one per output (weights
+ * are inputs too), in the op's order, with the TensorSpec shapes and dtypes. Inputs
+ * that are compile-time shapes (Reshape's shape, Expand's shape, ...) are not params;
+ * the PrimFunc's attr "input_params" counts the inputs that are.
+ * HasStrategy(op_type, attrs, inputs) returns "" when the op can be lowered, else the
+ * reason it cannot (no strategy, a dtype TC1 lacks, an attribute combination), for
+ * the partitioner to send the node to the host.
+ *
+ * Each strategy is also the global function `compiler.strategy.<OpType>`
+ * (attrs, inputs, outputs, target) -> PrimFunc.
+ */
+#ifndef TILECORE_COMPILER_STRATEGY_H_
+#define TILECORE_COMPILER_STRATEGY_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tilecore/ir/function.h"
+#include "tilecore/target/target.h"
+
+namespace tilecore {
+namespace compiler {
+
+using ffi::Any;
+using ffi::Array;
+using ffi::Map;
+using ffi::String;
+
+/*! \brief A tensor's static shape and element type. */
+class TensorSpecObj : public ffi::Object {
+ public:
+  Array<int64_t> shape;
+  ir::DataType dtype;
+  int64_t numel() const;
+  TILECORE_FFI_DECLARE_OBJECT_INFO_FINAL("compiler.TensorSpec", TensorSpecObj, ffi::Object);
+};
+
+class TensorSpec : public ffi::ObjectRef {
+ public:
+  /*! \brief ValueError on a negative dimension. */
+  TensorSpec(Array<int64_t> shape, ir::DataType dtype);
+  TILECORE_FFI_DEFINE_OBJECT_REF_METHODS(TensorSpec, ffi::ObjectRef, TensorSpecObj);
+};
+
+/*! \brief What a strategy gets. */
+struct OpCall {
+  std::string op_type;
+  Map<String, Any> attrs;
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  int64_t cores = 4;
+  int64_t l1_bytes = int64_t{1} << 20;
+  /*! \brief Inputs that are params of the PrimFunc: the data inputs (see Strategy). */
+  int64_t data_inputs = 0;
+};
+
+struct Strategy {
+  /*! \brief "" when supported, else the reason (outputs are not known yet). */
+  std::function<std::string(const std::string& op_type, const Map<String, Any>& attrs,
+                            const std::vector<TensorSpec>& inputs)>
+      check;
+  std::function<ir::PrimFunc(const OpCall&)> lower;
+  /*! \brief The layout the strategy wants input `i` in ("onnx" = unchanged). A hook for
+   * pre-transforming constant weights; every strategy takes the ONNX layout today. */
+  std::function<std::string(const OpCall&, int input)> weight_layout;
+  /*! \brief Inputs [0, data_inputs) hold data (-1: all); the rest are shapes or indices
+   * known when compiling (e.g. Reshape's shape), which may be int64. */
+  int data_inputs = -1;
+};
+
+/*! \brief Registers `s` for `op_type` (also as `compiler.strategy.<op_type>`). */
+void RegisterStrategy(const std::string& op_type, Strategy s);
+std::vector<std::string> ListStrategies();
+
+std::string HasStrategy(const std::string& op_type, const Map<String, Any>& attrs,
+                        const std::vector<TensorSpec>& inputs);
+/*! \brief ValueError naming the op and the reason when HasStrategy fails. */
+ir::PrimFunc LowerOp(const std::string& op_type, const Map<String, Any>& attrs,
+                     const std::vector<TensorSpec>& inputs, const std::vector<TensorSpec>& outputs,
+                     const target::Target& target);
+
+}  // namespace compiler
+}  // namespace tilecore
+#endif  // TILECORE_COMPILER_STRATEGY_H_

@@ -1,0 +1,79 @@
+"""The model compiler's op strategies: one op (type, attributes, static shapes and
+dtypes) lowered to a Kernel IR PrimFunc for the npu target, tiled so any shape fits
+L1 and split over the cores. See docs/compiler.md.
+
+    spec = compiler.TensorSpec((64, 32), "float32")
+    f = compiler.LowerOp("MatMul", {}, [a, b], [y], "npu -cores=4")
+    compiler.HasStrategy("MatMul", {}, [a, b])   # "" or the reason it runs on the host
+"""
+from .._base import _ffi_core
+from ..object import Object, register_object
+from ..target import Target
+
+
+class _Api:
+    def __getattr__(self, name):
+        func = _ffi_core._get_global_func("compiler." + name)
+        if func is None:
+            raise AttributeError(f"the tilecore library does not register 'compiler.{name}'")
+        setattr(self, name, func)
+        return func
+
+
+_ffi = _Api()
+
+
+@register_object("compiler.TensorSpec")
+class TensorSpec(Object):
+    """A tensor's static shape (ints) and dtype (a numpy-style name)."""
+
+    __slots__ = ()
+
+    def __new__(cls, shape, dtype):
+        shape = [int(d) for d in shape]
+        return _ffi.TensorSpec(shape, str(dtype))
+
+    def __repr__(self):
+        return f"TensorSpec({tuple(int(d) for d in self.shape)}, {str(self.dtype)!r})"
+
+
+def _spec(x):
+    if x is None or isinstance(x, TensorSpec):
+        return x
+    if hasattr(x, "shape") and hasattr(x, "dtype"):  # a numpy array or similar
+        return TensorSpec(x.shape, str(x.dtype))
+    raise TypeError(f"expected a TensorSpec, an array or None, got {type(x).__name__}")
+
+
+def _attrs(attrs):
+    out = {}
+    for k, v in (attrs or {}).items():
+        if isinstance(v, (list, tuple)):
+            v = [int(x) if isinstance(x, (bool, int)) or hasattr(x, "__index__") else float(x) for x in v]
+        elif isinstance(v, bool):
+            v = int(v)
+        elif isinstance(v, bytes):
+            v = v.decode()
+        elif hasattr(v, "item") and not isinstance(v, str):
+            v = v.item()
+        out[str(k)] = v
+    return out
+
+
+def HasStrategy(op_type, attrs, inputs):
+    """"" when ``op_type`` with these attributes and inputs has an npu strategy, else the reason."""
+    return str(_ffi.HasStrategy(op_type, _attrs(attrs), [_spec(x) for x in inputs]))
+
+
+def LowerOp(op_type, attrs, inputs, outputs, target="npu -cores=4"):
+    """The PrimFunc of one op: params are the inputs then the outputs, as global buffers."""
+    return _ffi.LowerOp(op_type, _attrs(attrs), [_spec(x) for x in inputs], [_spec(x) for x in outputs],
+                        Target(target))
+
+
+def list_strategies():
+    """The op types with a strategy."""
+    return [str(s) for s in _ffi.ListStrategies()]
+
+
+__all__ = ["TensorSpec", "HasStrategy", "LowerOp", "list_strategies"]

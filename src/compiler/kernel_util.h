@@ -1,0 +1,124 @@
+/*
+ * src/compiler/kernel_util.h — small helpers the op strategies build Kernel IR with:
+ * constants, statement sequences, loops, DMA with waits, buffer views, and the rule
+ * that hands work items to cores round robin.
+ */
+#ifndef TILECORE_SRC_COMPILER_KERNEL_UTIL_H_
+#define TILECORE_SRC_COMPILER_KERNEL_UTIL_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tilecore/compiler/strategy.h"
+#include "tilecore/ir/op.h"
+#include "tilecore/ir/stmt.h"
+
+namespace tilecore {
+namespace compiler {
+namespace detail {
+
+using namespace tilecore::ir;  // NOLINT(build/namespaces)
+
+inline PrimExpr I32(int64_t v) { return IntImm(DataType::Int(32), v); }
+inline PrimExpr F32(double v) { return FloatImm(DataType::Float(32), v); }
+
+inline Stmt Seq(const std::vector<Stmt>& s) {
+  Array<Stmt> a;
+  for (const Stmt& x : s)
+    if (x.defined()) a.push_back(x);
+  if (a.empty()) return Evaluate(I32(0));
+  return SeqStmt::Flatten(a);
+}
+
+inline Stmt Intrin(const std::string& op, Array<PrimExpr> args) {
+  return Evaluate(Call(DataType::Void(), String(op), args));
+}
+
+/*! \brief `for v in range(extent): body(v)`; a loop of one iteration is just body(0). */
+inline Stmt Loop(const std::string& name, PrimExpr extent, const std::function<Stmt(PrimExpr)>& body,
+                 ForKind kind = ForKind::kSerial) {
+  if (kind == ForKind::kSerial && is_const_int(extent, 1)) return body(I32(0));
+  if (kind == ForKind::kSerial && is_const_int(extent, 0)) return Stmt();
+  Var v{String(name)};
+  return For(v, I32(0), extent, kind, body(v));
+}
+inline Stmt Loop(const std::string& name, int64_t extent, const std::function<Stmt(PrimExpr)>& body) {
+  return Loop(name, I32(extent), body);
+}
+
+/*! \brief A region with constant extents. */
+inline BufferRegion Region(const Buffer& b, const std::vector<PrimExpr>& begin, const std::vector<int64_t>& ext) {
+  Array<PrimExpr> bg, ex;
+  for (const PrimExpr& x : begin) bg.push_back(x);
+  for (int64_t e : ext) ex.push_back(I32(e));
+  return BufferRegion(b, bg, ex);
+}
+
+/*! \brief A DMA and the wait for it (DMA-in uses event 0, DMA-out event 1). */
+inline Stmt DmaWait(const BufferRegion& dst, const BufferRegion& src, int event) {
+  return Seq({Intrin("tile.dma_copy", {dst, src, I32(event)}), Intrin("tile.wait", {I32(event)})});
+}
+
+/*! \brief A row-major view of `param`'s data with another shape (same element count). */
+inline Buffer View(const Buffer& param, const std::vector<int64_t>& shape, const std::string& name) {
+  Array<PrimExpr> s;
+  for (int64_t d : shape) s.push_back(I32(d));
+  return Buffer(param->data, param->dtype, s, Array<PrimExpr>(), I32(0), param->scope, String(name));
+}
+
+inline Buffer Local(const std::vector<int64_t>& shape, DataType t, const std::string& name) {
+  Array<PrimExpr> s;
+  for (int64_t d : shape) s.push_back(I32(d));
+  return DeclBuffer(s, t, String(name), "local");
+}
+
+/*!
+ * \brief Work items [0, count) spread over the cores round robin, continuing from
+ * `*rotation` (so several groups of items balance): item t runs on core
+ * (t + rotation) % cores. body(t) builds one item.
+ */
+inline Stmt ForEachItem(const PrimExpr& core, int64_t cores, int64_t count, int64_t* rotation,
+                        const std::string& name, const std::function<Stmt(PrimExpr)>& body) {
+  if (count <= 0) return Stmt();
+  int64_t rot = *rotation % cores;
+  *rotation += count;
+  // first item of this core: (core - rot) mod cores
+  PrimExpr first = floormod(core + I32(cores - rot), I32(cores));
+  if (count == 1) return IfThenElse(eq(core, I32(rot)), body(I32(0)));
+  PrimExpr n = floordiv(I32(count + cores - 1) - first, I32(cores));
+  return Loop(name, n, [&](PrimExpr i) { return body(first + i * I32(cores)); });
+}
+
+/*! \brief The body over cores: `for c in cores(0, n): body(c)`. */
+inline Stmt OverCores(int64_t cores, const std::function<Stmt(PrimExpr)>& body) {
+  return Loop("c", I32(cores), body, ForKind::kCores);
+}
+
+/*! \brief One global buffer per input and output, in order, named in0.., out0... */
+struct Params {
+  std::vector<Buffer> in, out;
+  Array<Var> vars;
+  Map<Var, Buffer> map;
+};
+Params MakeParams(const OpCall& call);
+PrimFunc MakeFunc(const OpCall& call, const Params& p, Stmt body);
+
+// attributes
+int64_t AttrInt(const Map<String, Any>& attrs, const std::string& name, int64_t dflt);
+double AttrFloat(const Map<String, Any>& attrs, const std::string& name, double dflt);
+std::string AttrStr(const Map<String, Any>& attrs, const std::string& name, const std::string& dflt);
+std::vector<int64_t> AttrInts(const Map<String, Any>& attrs, const std::string& name,
+                              const std::vector<int64_t>& dflt);
+bool HasAttr(const Map<String, Any>& attrs, const std::string& name);
+
+std::vector<int64_t> Shape(const TensorSpec& t);
+int64_t Numel(const std::vector<int64_t>& s);
+/*! \brief "" when every input is one of `dtypes`, else the reason. */
+std::string CheckDTypes(const std::vector<TensorSpec>& ins, const std::vector<DataType>& dtypes,
+                        const std::string& op);
+
+}  // namespace detail
+}  // namespace compiler
+}  // namespace tilecore
+#endif  // TILECORE_SRC_COMPILER_KERNEL_UTIL_H_

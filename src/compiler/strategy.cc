@@ -1,0 +1,247 @@
+/*
+ * src/compiler/strategy.cc — the strategy registry, TensorSpec, LowerOp / HasStrategy
+ * (strategy.h) and the helpers of kernel_util.h.
+ */
+#include "tilecore/compiler/strategy.h"
+
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "kernel_util.h"
+#include "tilecore/ffi/error.h"
+#include "tilecore/ffi/function.h"
+#include "tilecore/ffi/reflection.h"
+
+namespace tilecore {
+namespace compiler {
+
+int64_t TensorSpecObj::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+TensorSpec::TensorSpec(Array<int64_t> shape, ir::DataType dtype) {
+  for (int64_t d : shape) {
+    if (d < 0) TILECORE_THROW(ValueError) << "TensorSpec: negative dimension " << d;
+  }
+  auto n = ffi::make_object<TensorSpecObj>();
+  n->shape = std::move(shape);
+  n->dtype = dtype;
+  data_ = std::move(n);
+}
+
+namespace {
+template <typename T>
+std::vector<T> ToVec(const Array<T>& a) {
+  std::vector<T> v;
+  for (const T& x : a) v.push_back(x);
+  return v;
+}
+std::map<std::string, Strategy>& Registry() {
+  static std::map<std::string, Strategy> r;
+  return r;
+}
+std::mutex& RegistryMutex() {
+  static std::mutex m;
+  return m;
+}
+const Strategy* Find(const std::string& op_type) {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  auto it = Registry().find(op_type);
+  return it == Registry().end() ? nullptr : &it->second;
+}
+}  // namespace
+
+void RegisterStrategy(const std::string& op_type, Strategy s) {
+  {
+    std::lock_guard<std::mutex> lock(RegistryMutex());
+    Registry()[op_type] = s;
+  }
+  ffi::Function::SetGlobal(
+      "compiler.strategy." + op_type,
+      ffi::Function::FromTyped([op_type](Map<String, Any> attrs, Array<TensorSpec> inputs, Array<TensorSpec> outputs,
+                                         target::Target target) {
+        return LowerOp(op_type, attrs, ToVec(inputs),
+                       ToVec(outputs), target);
+      }),
+      true);
+}
+
+std::vector<std::string> ListStrategies() {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  std::vector<std::string> out;
+  for (const auto& [k, v] : Registry()) out.push_back(k);
+  return out;
+}
+
+std::string HasStrategy(const std::string& op_type, const Map<String, Any>& attrs,
+                        const std::vector<TensorSpec>& inputs) {
+  const Strategy* s = Find(op_type);
+  if (!s) return "no npu strategy for " + op_type;
+  size_t n = s->data_inputs < 0 ? inputs.size() : std::min<size_t>(inputs.size(), s->data_inputs);
+  for (size_t i = 0; i < n; ++i) {
+    if (!inputs[i].defined()) continue;
+    ir::DataType t = inputs[i]->dtype;
+    if (t.bits() == 64) return op_type + ": input " + std::to_string(i) + " is " + t.str() + " (TC1 has no 64-bit types)";
+  }
+  return s->check ? s->check(op_type, attrs, inputs) : "";
+}
+
+ir::PrimFunc LowerOp(const std::string& op_type, const Map<String, Any>& attrs, const std::vector<TensorSpec>& inputs,
+                     const std::vector<TensorSpec>& outputs, const target::Target& target) {
+  if (target->kind != "npu") {
+    TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): strategies target npu, not " << target->kind;
+  }
+  std::string why = HasStrategy(op_type, attrs, inputs);
+  if (!why.empty()) TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): " << why;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i].defined()) TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): output " << i << " is None";
+    if (outputs[i]->dtype.bits() == 64)
+      TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): output " << i << " is " << outputs[i]->dtype.str()
+                                 << " (TC1 has no 64-bit types)";
+  }
+  const Strategy* s = Find(op_type);
+  int64_t data = s->data_inputs < 0 ? static_cast<int64_t>(inputs.size())
+                                    : std::min<int64_t>(static_cast<int64_t>(inputs.size()), s->data_inputs);
+  OpCall call{op_type, attrs, inputs, outputs, target.GetInt("cores"), target.GetInt("l1"), data};
+  return s->lower(call);
+}
+
+namespace detail {
+
+Params MakeParams(const OpCall& call) {
+  Params p;
+  auto add = [&](const TensorSpec& t, const std::string& name, std::vector<Buffer>* into) {
+    Array<PrimExpr> s;
+    for (int64_t d : t->shape) s.push_back(I32(d));
+    if (s.empty()) s.push_back(I32(1));
+    Buffer b = DeclBuffer(s, t->dtype, String(name), "global");
+    p.vars.push_back(b->data);
+    p.map.Set(b->data, b);
+    into->push_back(b);
+  };
+  for (size_t i = 0; i < static_cast<size_t>(call.data_inputs); ++i) {
+    if (!call.inputs[i].defined()) {  // an omitted optional input: a one-element placeholder
+      add(TensorSpec(Array<int64_t>{1}, DataType::Float(32)), "in" + std::to_string(i), &p.in);
+      continue;
+    }
+    add(call.inputs[i], "in" + std::to_string(i), &p.in);
+  }
+  for (size_t i = 0; i < call.outputs.size(); ++i) add(call.outputs[i], "out" + std::to_string(i), &p.out);
+  return p;
+}
+
+PrimFunc MakeFunc(const OpCall& call, const Params& p, Stmt body) {
+  Map<String, Any> attrs;
+  std::string sym;
+  for (char ch : call.op_type) sym += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  attrs.Set("global_symbol", String(sym));
+  attrs.Set("op_type", String(call.op_type));
+  attrs.Set("input_params", call.data_inputs);
+  return PrimFunc(p.vars, body, p.map, attrs);
+}
+
+bool HasAttr(const Map<String, Any>& attrs, const std::string& name) { return attrs.count(String(name)) != 0; }
+
+int64_t AttrInt(const Map<String, Any>& attrs, const std::string& name, int64_t dflt) {
+  auto v = attrs.Get(String(name));
+  if (!v) return dflt;
+  if (auto i = v->try_cast<int64_t>()) return *i;
+  TILECORE_THROW(TypeError) << "attribute " << name << ": expected an int";
+  return dflt;
+}
+
+double AttrFloat(const Map<String, Any>& attrs, const std::string& name, double dflt) {
+  auto v = attrs.Get(String(name));
+  if (!v) return dflt;
+  if (auto f = v->try_cast<double>()) return *f;
+  TILECORE_THROW(TypeError) << "attribute " << name << ": expected a float";
+  return dflt;
+}
+
+std::string AttrStr(const Map<String, Any>& attrs, const std::string& name, const std::string& dflt) {
+  auto v = attrs.Get(String(name));
+  if (!v) return dflt;
+  if (auto s = v->try_cast<String>()) return std::string(*s);
+  TILECORE_THROW(TypeError) << "attribute " << name << ": expected a string";
+  return dflt;
+}
+
+std::vector<int64_t> AttrInts(const Map<String, Any>& attrs, const std::string& name,
+                              const std::vector<int64_t>& dflt) {
+  auto v = attrs.Get(String(name));
+  if (!v) return dflt;
+  auto a = v->try_cast<Array<Any>>();
+  if (!a) TILECORE_THROW(TypeError) << "attribute " << name << ": expected a list of ints";
+  std::vector<int64_t> out;
+  for (const Any& x : *a) {
+    auto i = x.try_cast<int64_t>();
+    if (!i) TILECORE_THROW(TypeError) << "attribute " << name << ": expected a list of ints";
+    out.push_back(*i);
+  }
+  return out;
+}
+
+std::vector<int64_t> Shape(const TensorSpec& t) {
+  std::vector<int64_t> v;
+  for (int64_t d : t->shape) v.push_back(d);
+  return v;
+}
+
+int64_t Numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::string CheckDTypes(const std::vector<TensorSpec>& ins, const std::vector<DataType>& dtypes,
+                        const std::string& op) {
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (!ins[i].defined()) continue;
+    bool ok = false;
+    for (DataType t : dtypes) ok = ok || ins[i]->dtype == t;
+    if (!ok) {
+      std::ostringstream os;
+      os << op << ": input " << i << " has dtype " << ins[i]->dtype.str() << "; the npu strategy takes";
+      for (DataType t : dtypes) os << " " << t.str();
+      return os.str();
+    }
+  }
+  return "";
+}
+
+}  // namespace detail
+
+TILECORE_FFI_STATIC_INIT_BLOCK({
+  namespace refl = ffi::reflection;
+  refl::ObjectDef<TensorSpecObj>()
+      .def_ro("shape", &TensorSpecObj::shape, "the static shape")
+      .def_ro("dtype", &TensorSpecObj::dtype, "the element type");
+});
+
+TILECORE_REGISTER_GLOBAL("compiler.TensorSpec").set_body_typed([](Array<int64_t> shape, String dtype) {
+  return TensorSpec(shape, ir::DataType::Parse(std::string(dtype)));
+});
+TILECORE_REGISTER_GLOBAL("compiler.HasStrategy")
+    .set_body_typed([](String op_type, Map<String, Any> attrs, Array<Any> inputs) {
+      std::vector<TensorSpec> in;
+      for (const Any& a : inputs) in.push_back(a.is_none() ? TensorSpec() : a.cast<TensorSpec>());
+      return String(HasStrategy(std::string(op_type), attrs, in));
+    });
+TILECORE_REGISTER_GLOBAL("compiler.LowerOp")
+    .set_body_typed([](String op_type, Map<String, Any> attrs, Array<Any> inputs, Array<TensorSpec> outputs,
+                       target::Target target) {
+      std::vector<TensorSpec> in;
+      for (const Any& a : inputs) in.push_back(a.is_none() ? TensorSpec() : a.cast<TensorSpec>());
+      return LowerOp(std::string(op_type), attrs, in, ToVec(outputs), target);
+    });
+TILECORE_REGISTER_GLOBAL("compiler.ListStrategies").set_body_typed([]() {
+  Array<String> out;
+  for (const std::string& s : ListStrategies()) out.push_back(String(s));
+  return out;
+});
+
+}  // namespace compiler
+}  // namespace tilecore

@@ -1,0 +1,253 @@
+/*
+ * src/compiler/strategy_conv.cc — Conv (1-D and 2-D; grouped, depthwise, dilated,
+ * strided, padded, with bias) as an implicit GEMM on the matrix engine.
+ *
+ * Per group g the output Y[n, g*Mg + m, oh, ow] = W_g[m, k] x col[k, (oh, ow)] with
+ * k = (c, kh, kw): the ONNX weight layout is already the M x K matrix. The output of
+ * one (n, g) is cut into tiles of R rows x TW columns (R * TW <= 256 positions; TW
+ * = OW unless OW > 256) and TM output channels (<= 128); K is cut into chunks of CC
+ * input channels (CC * KH * KW <= 256). For each chunk the input rows the tile needs
+ * are DMAed row by row into a zero-filled L1 patch (padding = the zeros left), the
+ * patch is unfolded into col (im2col, in L1), and tile.mm accumulates. Column tiles
+ * are placed at compile time (a loop in the generator), so every DMA has constant
+ * extents; rows, output channels and images are loops, spread over the cores.
+ */
+#include <algorithm>
+
+#include "kernel_util.h"
+#include "tilecore/ffi/reflection.h"
+
+namespace tilecore {
+namespace compiler {
+namespace detail {
+namespace {
+
+constexpr int64_t kMaxP = 256, kMaxK = 256, kMaxTM = 128;
+
+struct ConvGeom {
+  int64_t N, C, H, W, M, KH, KW, OH, OW, G, Cg, Mg;
+  int64_t sh, sw, dh, dw, pt, pl, pb, pr;
+};
+
+bool Geometry(const std::vector<TensorSpec>& ins, const Map<String, Any>& attrs, ConvGeom* g, std::string* why) {
+  auto xs = Shape(ins[0]), ws = Shape(ins[1]);
+  if (xs.size() != ws.size() || (xs.size() != 3 && xs.size() != 4)) {
+    *why = "Conv: only 1-D and 2-D convolutions (X and W of rank 3 or 4)";
+    return false;
+  }
+  bool one_d = xs.size() == 3;
+  if (one_d) {
+    xs.insert(xs.begin() + 2, 1);
+    ws.insert(ws.begin() + 2, 1);
+  }
+  g->N = xs[0];
+  g->C = xs[1];
+  g->H = xs[2];
+  g->W = xs[3];
+  g->M = ws[0];
+  g->KH = ws[2];
+  g->KW = ws[3];
+  g->G = AttrInt(attrs, "group", 1);
+  if (g->G <= 0 || g->C % g->G != 0 || g->M % g->G != 0 || ws[1] * g->G != g->C) {
+    *why = "Conv: channels do not match the group count";
+    return false;
+  }
+  g->Cg = g->C / g->G;
+  g->Mg = g->M / g->G;
+  size_t nd = one_d ? 1 : 2;
+  auto strides = AttrInts(attrs, "strides", std::vector<int64_t>(nd, 1));
+  auto dil = AttrInts(attrs, "dilations", std::vector<int64_t>(nd, 1));
+  auto pads = AttrInts(attrs, "pads", std::vector<int64_t>(2 * nd, 0));
+  if (strides.size() != nd || dil.size() != nd || pads.size() != 2 * nd) {
+    *why = "Conv: strides, dilations or pads of the wrong length";
+    return false;
+  }
+  if (one_d) {
+    strides.insert(strides.begin(), 1);
+    dil.insert(dil.begin(), 1);
+    pads = {0, pads[0], 0, pads[1]};
+  }
+  g->sh = strides[0];
+  g->sw = strides[1];
+  g->dh = dil[0];
+  g->dw = dil[1];
+  std::string ap = AttrStr(attrs, "auto_pad", "NOTSET");
+  int64_t in[2] = {g->H, g->W}, k[2] = {g->KH, g->KW}, s[2] = {g->sh, g->sw}, d[2] = {g->dh, g->dw};
+  int64_t pb[2] = {pads[0], pads[1]}, pe[2] = {pads[2], pads[3]}, out[2];
+  for (int i = 0; i < 2; ++i) {
+    int64_t ek = (k[i] - 1) * d[i] + 1;
+    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      out[i] = (in[i] + s[i] - 1) / s[i];
+      int64_t total = std::max<int64_t>((out[i] - 1) * s[i] + ek - in[i], 0);
+      pb[i] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pe[i] = total - pb[i];
+    } else if (ap == "VALID") {
+      pb[i] = pe[i] = 0;
+    }
+    out[i] = (in[i] + pb[i] + pe[i] - ek) / s[i] + 1;
+  }
+  if (one_d) pb[0] = pe[0] = 0;
+  g->pt = pb[0];
+  g->pl = pb[1];
+  g->pb = pe[0];
+  g->pr = pe[1];
+  g->OH = out[0];
+  g->OW = out[1];
+  if (g->OH <= 0 || g->OW <= 0) {
+    *why = "Conv: empty output";
+    return false;
+  }
+  if (g->KH * g->KW > kMaxK) {
+    *why = "Conv: kernel window larger than " + std::to_string(kMaxK) + " taps";
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
+  std::vector<std::pair<int64_t, int64_t>> s;
+  if (n / t > 0) s.push_back({n / t, t});
+  if (n % t > 0) s.push_back({1, n % t});
+  return s;
+}
+
+PrimFunc LowerConv(const OpCall& call) {
+  ConvGeom g;
+  std::string why;
+  Geometry(call.inputs, call.attrs, &g, &why);
+  Params p = MakeParams(call);
+  DataType f32 = DataType::Float(32);
+  Buffer X = View(p.in[0], {g.N, g.C, g.H, g.W}, "X");
+  int64_t KK = g.KH * g.KW;
+  Buffer Wt = View(p.in[1], {g.G, g.Mg, g.Cg * KK}, "Wm");
+  bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
+  Buffer Bv = has_bias ? View(p.in[2], {g.M, 1}, "Bias") : Buffer();
+  Buffer Y = View(p.out[0], {g.N, g.M, g.OH, g.OW}, "Y");
+  int64_t TW = std::min(g.OW, kMaxP);
+  int64_t R = TW == g.OW ? std::max<int64_t>(1, std::min(g.OH, kMaxP / g.OW)) : 1;
+  int64_t CC = std::max<int64_t>(1, std::min(g.Cg, kMaxK / KK));
+  int64_t TM = std::min(g.Mg, kMaxTM);
+  int64_t rotation = 0;
+  Stmt body = OverCores(call.cores, [&](PrimExpr core) {
+    std::vector<Stmt> groups;
+    for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW) {
+      int64_t tw = std::min(TW, g.OW - ow0);
+      int64_t win = (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1;  // patch columns
+      int64_t iw0 = ow0 * g.sw - g.pl;                       // input column of patch column 0
+      int64_t vlo = std::max<int64_t>(0, iw0), vhi = std::min<int64_t>(g.W, iw0 + win);  // valid input columns
+      for (auto [rcount, r] : Segs(g.OH, R)) {
+        int64_t rbase = r == R ? 0 : (g.OH / R) * R;
+        int64_t rin = (r - 1) * g.sh + (g.KH - 1) * g.dh + 1;
+        for (auto [mcount, tm] : Segs(g.Mg, TM)) {
+          int64_t mbase = tm == TM ? 0 : (g.Mg / TM) * TM;
+          int64_t items = g.N * g.G * rcount * mcount;
+          groups.push_back(ForEachItem(core, call.cores, items, &rotation, "t", [&, r = r, rbase = rbase, rin = rin,
+                                                                                 tm = tm, mbase = mbase,
+                                                                                 rcount = rcount,
+                                                                                 mcount = mcount](PrimExpr t) {
+            PrimExpr mi = floormod(t, I32(mcount));
+            PrimExpr ri = floormod(floordiv(t, I32(mcount)), I32(rcount));
+            PrimExpr gi = floormod(floordiv(t, I32(mcount * rcount)), I32(g.G));
+            PrimExpr n = floordiv(t, I32(mcount * rcount * g.G));
+            PrimExpr m0 = I32(mbase) + mi * I32(TM);
+            PrimExpr oh0 = I32(rbase) + ri * I32(R);
+            int64_t P = r * tw, kcmax = CC * KK;
+            Buffer Xp = Local({CC, rin, win}, f32, "Xp");
+            Buffer Col = Local({kcmax, r, tw}, f32, "Col");
+            Buffer Colm = Buffer(Col->data, f32, {I32(kcmax), I32(P)}, Array<PrimExpr>(), I32(0), "local", "Colm");
+            Buffer Al = Local({tm, kcmax}, f32, "Al");
+            Buffer Cl = Local({tm, P}, f32, "Cl");
+            Buffer Cl3 = Buffer(Cl->data, f32, {I32(tm), I32(r), I32(tw)}, Array<PrimExpr>(), I32(0), "local", "Cl3");
+            std::vector<Stmt> s;
+            bool first = true;
+            for (auto [ccount, cc] : Segs(g.Cg, CC)) {
+              int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
+              auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
+                PrimExpr c0 = I32(cbase) + ci * I32(CC);
+                int64_t kc = cc * KK;
+                std::vector<Stmt> st;
+                st.push_back(Intrin("tile.dma_fill", {Region(Xp, {I32(0), I32(0), I32(0)}, {cc, rin, win}), F32(0), I32(0)}));
+                st.push_back(Intrin("tile.wait", {I32(0)}));
+                if (vhi > vlo) {
+                  st.push_back(Loop("rr", rin, [&](PrimExpr rr) {
+                    PrimExpr ih = oh0 * I32(g.sh) - I32(g.pt) + rr;
+                    return IfThenElse(ih >= I32(0) && ih < I32(g.H),
+                                      Intrin("tile.dma_copy", {Region(Xp, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
+                                                               Region(X, {n, gi * I32(g.Cg) + c0, ih, I32(vlo)},
+                                                                      {1, cc, 1, vhi - vlo}),
+                                                               I32(0)}));
+                  }));
+                  st.push_back(Intrin("tile.wait", {I32(0)}));
+                }
+                // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw + kw * dw]
+                st.push_back(Loop("c", cc, [&](PrimExpr c) {
+                  return Loop("kh", g.KH, [&](PrimExpr kh) {
+                    return Loop("kw", g.KW, [&](PrimExpr kw) {
+                      return Loop("y", r, [&](PrimExpr y) {
+                        return Loop("x", tw, [&](PrimExpr x) {
+                          PrimExpr row = (c * I32(g.KH) + kh) * I32(g.KW) + kw;
+                          return BufferStore(Col, BufferLoad(Xp, {c, y * I32(g.sh) + kh * I32(g.dh), x * I32(g.sw) + kw * I32(g.dw)}),
+                                             {row, y, x});
+                        });
+                      });
+                    });
+                  });
+                }));
+                st.push_back(DmaWait(Region(Al, {I32(0), I32(0)}, {tm, kc}),
+                                     Region(Wt, {gi, m0, c0 * I32(KK)}, {1, tm, kc}), 0));
+                st.push_back(Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, P}), Region(Al, {I32(0), I32(0)}, {tm, kc}),
+                                                Region(Colm, {I32(0), I32(0)}, {kc, P}),
+                                                IntImm(DataType::Bool(), acc ? 1 : 0)}));
+                return Seq(st);
+              };
+              if (first) {
+                s.push_back(chunk(I32(0), false));
+                if (ccount > 1) s.push_back(Loop("ci", ccount - 1, [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
+                first = false;
+              } else {
+                s.push_back(Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
+              }
+            }
+            Stmt r_stmt;
+            if (has_bias) {
+              Buffer Bl = Local({tm, 1}, f32, "Bl");
+              s.push_back(Allocate(Bl, Seq({DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
+                                                    Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0),
+                                            Loop("i", tm, [&](PrimExpr i) {
+                                              return Loop("j", P, [&](PrimExpr j) {
+                                                return BufferStore(Cl, BufferLoad(Cl, {i, j}) + BufferLoad(Bl, {i, I32(0)}),
+                                                                   {i, j});
+                                              });
+                                            })})));
+            }
+            s.push_back(DmaWait(Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
+                                Region(Cl3, {I32(0), I32(0), I32(0)}, {tm, r, tw}), 1));
+            return Allocate(Xp, Allocate(Col, Allocate(Al, Allocate(Cl, Seq(s)))));
+          }));
+        }
+      }
+    }
+    return Seq(groups);
+  });
+  return MakeFunc(call, p, body);
+}
+
+std::string CheckConv(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
+  if (ins.size() < 2 || !ins[0].defined() || !ins[1].defined()) return "Conv: expects X and W";
+  std::string why = CheckDTypes(ins, {DataType::Float(32)}, op);
+  if (!why.empty()) return why;
+  ConvGeom g;
+  if (!Geometry(ins, attrs, &g, &why)) return why;
+  return "";
+}
+
+}  // namespace
+}  // namespace detail
+
+TILECORE_FFI_STATIC_INIT_BLOCK({
+  RegisterStrategy("Conv", Strategy{detail::CheckConv, detail::LowerConv,
+                                    [](const OpCall&, int) { return std::string("onnx"); }});
+});
+
+}  // namespace compiler
+}  // namespace tilecore

@@ -1,0 +1,374 @@
+/*
+ * src/compiler/strategy_elementwise.cc — element-wise ops with numpy broadcasting:
+ * binary and variadic arithmetic (Add Sub Mul Div Max Min Pow Sum Mean PRelu), Where,
+ * comparisons, unary activations and math (Relu ... Abs), Cast, Expand, and the
+ * layout ops that are plain copies (Reshape Flatten Squeeze Unsqueeze Identity).
+ *
+ * Tiling: the output is walked flat in tiles of up to 16384 elements (64 KiB of f32,
+ * one L1 bank each); the tiles go to the cores round robin and the last, shorter tile
+ * has its own constant size. An input of the output's element count is DMAed tile by
+ * tile; a broadcast input (fewer elements) is loaded whole into L1 once per core
+ * (up to 256 KiB) and read through its broadcast index. The compute loop is one
+ * scalar loop per tile over L1; EmitTileIntrinsics turns what the vector engine
+ * has (add, mul, max, exp, sigmoid, ...) into tile.vec_* commands, and the rest
+ * (erf, pow, select, broadcast reads) stays front-end code.
+ */
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "kernel_util.h"
+#include "tilecore/ffi/reflection.h"
+
+namespace tilecore {
+namespace compiler {
+namespace detail {
+namespace {
+
+constexpr int64_t kTile = 16384;
+constexpr int64_t kBroadcastBytes = 256 * 1024;
+
+using Fn = std::function<PrimExpr(const std::vector<PrimExpr>& x, const OpCall& call)>;
+
+struct EwOp {
+  Fn fn;
+  int min_inputs, max_inputs;
+  std::vector<DataType> dtypes;  // accepted input dtypes (Where: of inputs 1, 2)
+};
+
+PrimExpr Exp(PrimExpr x) { return call("tir.exp", {x}); }
+PrimExpr Log(PrimExpr x) { return call("tir.log", {x}); }
+PrimExpr Abs(PrimExpr x) { return max(x, x * make_const(x.dtype(), -1)); }
+PrimExpr Zero(const PrimExpr& x) { return make_zero(x.dtype()); }
+PrimExpr C(const PrimExpr& like, double v) { return make_const(like.dtype(), v); }
+
+PrimExpr Erf(PrimExpr x) {
+  // Abramowitz and Stegun 7.1.26 (|error| < 1.5e-7)
+  PrimExpr ax = Abs(x);
+  PrimExpr t = call("tir.recip", {F32(1.0) + F32(0.3275911) * ax});
+  PrimExpr poly = ((((F32(1.061405429) * t + F32(-1.453152027)) * t + F32(1.421413741)) * t + F32(-0.284496736)) * t +
+                   F32(0.254829592)) *
+                  t;
+  PrimExpr y = F32(1.0) - poly * Exp(F32(0.0) - x * x);
+  return select(x < F32(0.0), F32(0.0) - y, y);
+}
+
+PrimExpr Pow(PrimExpr a, PrimExpr b) {
+  PrimExpr r = Exp(b * Log(Abs(a)));
+  PrimExpr bi = cast(DataType::Int(32), b);
+  PrimExpr is_int = eq(cast(DataType::Float(32), bi), b);
+  PrimExpr odd = eq(floormod(bi, I32(2)), I32(1));
+  PrimExpr neg = select(is_int, select(odd, F32(0.0) - r, r), F32(std::nan("")));
+  return select(eq(b, F32(0.0)), F32(1.0), select(a < F32(0.0), neg, r));
+}
+
+const std::map<std::string, EwOp>& Ops() {
+  static const std::map<std::string, EwOp> ops = [] {
+    std::map<std::string, EwOp> m;
+    DataType f32 = DataType::Float(32), i32 = DataType::Int(32);
+    auto attr = [](const OpCall& c, const char* n, double d) { return F32(AttrFloat(c.attrs, n, d)); };
+    auto fold = [](std::function<PrimExpr(PrimExpr, PrimExpr)> f) {
+      return [f](const std::vector<PrimExpr>& x, const OpCall&) {
+        PrimExpr r = x[0];
+        for (size_t i = 1; i < x.size(); ++i) r = f(r, x[i]);
+        return r;
+      };
+    };
+    m["Add"] = {fold([](PrimExpr a, PrimExpr b) { return a + b; }), 2, 2, {f32, i32}};
+    m["Sub"] = {fold([](PrimExpr a, PrimExpr b) { return a - b; }), 2, 2, {f32, i32}};
+    m["Mul"] = {fold([](PrimExpr a, PrimExpr b) { return a * b; }), 2, 2, {f32, i32}};
+    m["Div"] = {fold([](PrimExpr a, PrimExpr b) { return a / b; }), 2, 2, {f32}};
+    m["Max"] = {fold([](PrimExpr a, PrimExpr b) { return max(a, b); }), 1, 8, {f32, i32}};
+    m["Min"] = {fold([](PrimExpr a, PrimExpr b) { return min(a, b); }), 1, 8, {f32, i32}};
+    m["Sum"] = {fold([](PrimExpr a, PrimExpr b) { return a + b; }), 1, 8, {f32}};
+    m["Mean"] = {[](const std::vector<PrimExpr>& x, const OpCall&) {
+                   PrimExpr r = x[0];
+                   for (size_t i = 1; i < x.size(); ++i) r = r + x[i];
+                   return r * F32(1.0 / static_cast<double>(x.size()));
+                 },
+                 1, 8, {f32}};
+    m["Pow"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return Pow(x[0], x[1]); }, 2, 2, {f32}};
+    m["PRelu"] = {[](const std::vector<PrimExpr>& x, const OpCall&) {
+                    return select(x[0] < F32(0.0), x[0] * x[1], x[0]);
+                  },
+                  2, 2, {f32}};
+    m["Where"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return select(ne(x[0], make_zero(x[0].dtype())), x[1], x[2]); },
+                  3, 3, {f32, i32}};
+    m["Equal"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return eq(x[0], x[1]); }, 2, 2, {f32, i32}};
+    m["Less"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] < x[1]; }, 2, 2, {f32, i32}};
+    m["LessOrEqual"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] <= x[1]; }, 2, 2, {f32, i32}};
+    m["Greater"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] > x[1]; }, 2, 2, {f32, i32}};
+    m["GreaterOrEqual"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] >= x[1]; }, 2, 2, {f32, i32}};
+    auto unary = [&](const std::string& name, std::function<PrimExpr(PrimExpr, const OpCall&)> f,
+                     std::vector<DataType> dt) {
+      m[name] = {[f](const std::vector<PrimExpr>& x, const OpCall& c) { return f(x[0], c); }, 1, 1, dt};
+    };
+    unary("Relu", [](PrimExpr x, const OpCall&) { return max(x, Zero(x)); }, {f32, i32});
+    unary("LeakyRelu", [attr](PrimExpr x, const OpCall& c) {
+      return select(x < F32(0.0), x * attr(c, "alpha", 0.01), x);
+    }, {f32});
+    unary("Sigmoid", [](PrimExpr x, const OpCall&) { return call("tir.sigmoid", {x}); }, {f32});
+    unary("Tanh", [](PrimExpr x, const OpCall&) { return call("tir.tanh", {x}); }, {f32});
+    unary("Exp", [](PrimExpr x, const OpCall&) { return Exp(x); }, {f32});
+    unary("Log", [](PrimExpr x, const OpCall&) { return Log(x); }, {f32});
+    unary("Sqrt", [](PrimExpr x, const OpCall&) { return call("tir.sqrt", {x}); }, {f32});
+    unary("Reciprocal", [](PrimExpr x, const OpCall&) { return call("tir.recip", {x}); }, {f32});
+    unary("Neg", [](PrimExpr x, const OpCall&) { return x * C(x, -1); }, {f32, i32});
+    unary("Abs", [](PrimExpr x, const OpCall&) { return Abs(x); }, {f32, i32});
+    unary("Erf", [](PrimExpr x, const OpCall&) { return Erf(x); }, {f32});
+    unary("Gelu", [](PrimExpr x, const OpCall& c) {
+      if (AttrStr(c.attrs, "approximate", "none") == "tanh") {
+        PrimExpr in = F32(std::sqrt(2.0 / M_PI)) * (x + F32(0.044715) * x * x * x);
+        return F32(0.5) * x * (F32(1.0) + call("tir.tanh", {in}));
+      }
+      return F32(0.5) * x * (F32(1.0) + Erf(x * F32(M_SQRT1_2)));
+    }, {f32});
+    unary("HardSigmoid", [attr](PrimExpr x, const OpCall& c) {
+      return min(max(x * attr(c, "alpha", 0.2) + attr(c, "beta", 0.5), F32(0.0)), F32(1.0));
+    }, {f32});
+    unary("HardSwish", [](PrimExpr x, const OpCall&) {
+      return x * min(max(x * F32(1.0 / 6.0) + F32(0.5), F32(0.0)), F32(1.0));
+    }, {f32});
+    unary("Elu", [attr](PrimExpr x, const OpCall& c) {
+      return select(x < F32(0.0), attr(c, "alpha", 1.0) * (Exp(x) - F32(1.0)), x);
+    }, {f32});
+    unary("Selu", [attr](PrimExpr x, const OpCall& c) {
+      PrimExpr a = attr(c, "alpha", 1.67326319217681884765625), g = attr(c, "gamma", 1.05070102214813232421875);
+      return g * select(x <= F32(0.0), a * (Exp(x) - F32(1.0)), x);
+    }, {f32});
+    unary("Softplus", [](PrimExpr x, const OpCall&) {
+      // log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|))
+      return max(x, F32(0.0)) + Log(F32(1.0) + Exp(F32(0.0) - Abs(x)));
+    }, {f32});
+    unary("Softsign", [](PrimExpr x, const OpCall&) { return x / (F32(1.0) + Abs(x)); }, {f32});
+    unary("ThresholdedRelu", [attr](PrimExpr x, const OpCall& c) {
+      return select(x > attr(c, "alpha", 1.0), x, F32(0.0));
+    }, {f32});
+    unary("Sign", [](PrimExpr x, const OpCall&) {
+      return select(x > Zero(x), C(x, 1), select(x < Zero(x), C(x, -1), Zero(x)));
+    }, {f32, i32});
+    // Clip: min and max are optional scalar inputs (opset >= 11) or attributes (older)
+    m["Clip"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
+                   PrimExpr r = x[0];
+                   bool has_lo = c.inputs.size() > 1 && c.inputs[1].defined();
+                   bool has_hi = c.inputs.size() > 2 && c.inputs[2].defined();
+                   if (has_lo) r = max(r, x[1]);
+                   else if (HasAttr(c.attrs, "min")) r = max(r, F32(AttrFloat(c.attrs, "min", 0)));
+                   if (has_hi) r = min(r, x[2]);
+                   else if (HasAttr(c.attrs, "max")) r = min(r, F32(AttrFloat(c.attrs, "max", 0)));
+                   return r;
+                 },
+                 1, 3, {f32}};
+    auto copy = [](const std::vector<PrimExpr>& x, const OpCall&) { return x[0]; };
+    for (const char* n : {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand"})
+      m[n] = {copy, 1, 2, {}};
+    m["Cast"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
+                   DataType to = c.outputs[0]->dtype;
+                   if (to.is_bool()) return ne(x[0], make_zero(x[0].dtype()));
+                   if (x[0].dtype() == to) return x[0];
+                   if (x[0].dtype().is_float() && !to.is_float()) {
+                     // ONNX truncates toward zero; TC1's conversion rounds to nearest
+                     PrimExpr r = cast(to, x[0]);
+                     PrimExpr back = cast(x[0].dtype(), r);
+                     PrimExpr one = make_const(to, 1), zero = make_zero(to);
+                     return r - select(x[0] >= F32(0) && back > x[0], one, zero) +
+                            select(x[0] < F32(0) && back < x[0], one, zero);
+                   }
+                   return cast(to, x[0]);
+                 },
+                 1, 1, {}};
+    return m;
+  }();
+  return ops;
+}
+
+}  // namespace
+
+/*! \brief How many inputs take part in the element-wise computation (shape inputs do not). */
+size_t DataInputs(const std::string& op, size_t n) {
+  if (op == "Reshape" || op == "Expand" || op == "Squeeze" || op == "Unsqueeze") return 1;
+  return n;
+}
+
+namespace {
+
+std::vector<int64_t> Padded(const std::vector<int64_t>& s, size_t rank) {
+  if (s.size() >= rank) return s;  // a copy to another shape: read flat, never broadcast
+  std::vector<int64_t> out(rank - s.size(), 1);
+  out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+
+PrimFunc LowerElementwise(const OpCall& call) {
+  Params p = MakeParams(call);
+  const EwOp& op = Ops().at(call.op_type);
+  std::vector<int64_t> oshape = Shape(call.outputs[0]);
+  int64_t N = Numel(oshape);
+  size_t rank = oshape.size();
+  DataType odt = call.outputs[0]->dtype;
+  size_t nin = DataInputs(call.op_type, call.inputs.size());
+  Buffer O = View(p.out[0], {N}, "Yf");
+  struct In {
+    bool present, tiled;
+    int64_t numel;
+    Buffer view;
+    std::vector<int64_t> shape;
+  };
+  std::vector<In> ins;
+  for (size_t i = 0; i < nin; ++i) {
+    In in{call.inputs[i].defined(), false, 0, Buffer(), {}};
+    if (in.present) {
+      in.shape = Padded(Shape(call.inputs[i]), rank);
+      in.numel = Numel(in.shape);
+      in.tiled = in.numel == N;
+      in.view = View(p.in[i], {std::max<int64_t>(in.numel, 1)}, "X" + std::to_string(i));
+    }
+    ins.push_back(in);
+  }
+  int64_t T = std::min(kTile, std::max<int64_t>(N, 1));
+  bool is_copy = call.inputs[0]->dtype == odt &&
+                 (call.op_type == "Identity" || call.op_type == "Reshape" || call.op_type == "Flatten" ||
+                  call.op_type == "Squeeze" || call.op_type == "Unsqueeze" || call.op_type == "Expand");
+  int64_t rotation = 0;
+  Stmt body = OverCores(call.cores, [&](PrimExpr core) {
+    // broadcast inputs, whole, once per core
+    std::vector<Buffer> whole(nin);
+    std::vector<Stmt> pre;
+    for (size_t i = 0; i < nin; ++i) {
+      if (!ins[i].present || ins[i].tiled) continue;
+      whole[i] = Local({std::max<int64_t>(ins[i].numel, 1)}, ins[i].view->dtype, "W" + std::to_string(i));
+      pre.push_back(DmaWait(Region(whole[i], {I32(0)}, {ins[i].numel}), Region(ins[i].view, {I32(0)}, {ins[i].numel}), 0));
+    }
+    std::vector<Stmt> tiles;
+    for (auto [count, size] : std::vector<std::pair<int64_t, int64_t>>{{N / T, T}, {N % T ? 1 : 0, N % T}}) {
+      int64_t base = size == T ? 0 : (N / T) * T;
+      tiles.push_back(ForEachItem(core, call.cores, count, &rotation, "t", [&, size = size, base = base](PrimExpr t) {
+        PrimExpr start = I32(base) + t * I32(T);
+        std::vector<Buffer> tl(nin);
+        std::vector<Stmt> s;
+        for (size_t i = 0; i < nin; ++i) {
+          if (!ins[i].present || !ins[i].tiled) continue;
+          tl[i] = Local({size}, ins[i].view->dtype, "L" + std::to_string(i));
+          s.push_back(DmaWait(Region(tl[i], {I32(0)}, {size}), Region(ins[i].view, {start}, {size}), 0));
+        }
+        Buffer Ol;
+        if (is_copy && tl[0].defined()) {
+          Ol = tl[0];
+        } else {
+          Ol = Local({size}, odt, "Ol");
+          s.push_back(Loop("i", size, [&](PrimExpr i) {
+            std::vector<PrimExpr> x;
+            for (size_t k = 0; k < nin; ++k) {
+              if (!ins[k].present) {
+                x.push_back(F32(0));
+              } else if (ins[k].tiled) {
+                x.push_back(BufferLoad(tl[k], {i}));
+              } else {
+                // broadcast index of the flat output index start + i
+                PrimExpr g = start + i, idx = I32(0);
+                int64_t ostride = 1, istride = 1;
+                for (size_t d = rank; d-- > 0;) {
+                  if (ins[k].shape[d] != 1)
+                    idx = idx + floormod(floordiv(g, I32(ostride)), I32(oshape[d])) * I32(istride);
+                  ostride *= oshape[d];
+                  istride *= ins[k].shape[d];
+                }
+                x.push_back(BufferLoad(whole[k], {idx}));
+              }
+            }
+            PrimExpr v = op.fn(x, call);
+            if (v.dtype() != odt) v = cast(odt, v);
+            return BufferStore(Ol, v, {i});
+          }));
+        }
+        s.push_back(DmaWait(Region(O, {start}, {size}), Region(Ol, {I32(0)}, {size}), 1));
+        Stmt r = Seq(s);
+        if (!(is_copy && tl[0].defined())) r = Allocate(Ol, r);
+        for (size_t i = 0; i < nin; ++i)
+          if (tl[i].defined()) r = Allocate(tl[i], r);
+        return r;
+      }));
+    }
+    Stmt r = Seq({Seq(pre), Seq(tiles)});
+    for (size_t i = 0; i < nin; ++i)
+      if (whole[i].defined()) r = Allocate(whole[i], r);
+    return r;
+  });
+  return MakeFunc(call, p, body);
+}
+
+std::string CheckElementwise(const std::string& op_type, const Map<String, Any>& attrs,
+                             const std::vector<TensorSpec>& inputs) {
+  const EwOp& op = Ops().at(op_type);
+  if (static_cast<int>(inputs.size()) < op.min_inputs || static_cast<int>(inputs.size()) > op.max_inputs)
+    return op_type + ": unexpected number of inputs " + std::to_string(inputs.size());
+  size_t nin = DataInputs(op_type, inputs.size());
+  if (!inputs[0].defined()) return op_type + ": input 0 is missing";
+  std::vector<TensorSpec> typed;
+  for (size_t i = op_type == "Where" ? 1 : 0; i < nin; ++i) typed.push_back(inputs[i]);
+  if (!op.dtypes.empty()) {
+    std::string why = CheckDTypes(typed, op.dtypes, op_type);
+    if (!why.empty()) return why;
+    for (const TensorSpec& t : typed)
+      if (t.defined() && t->dtype != typed[0]->dtype) return op_type + ": inputs of different dtypes";
+  } else {
+    for (size_t i = 0; i < nin; ++i) {
+      DataType t = inputs[i]->dtype;
+      if (t.bits() > 32 || t.lanes() != 1) return op_type + ": input dtype " + t.str();
+    }
+  }
+  if (op_type == "Where" && !inputs[0]->dtype.is_bool()) return "Where: condition must be bool";
+  // an input smaller than the output is broadcast from one whole copy in L1
+  size_t rank = 0;
+  for (size_t i = 0; i < nin; ++i)
+    if (inputs[i].defined()) rank = std::max(rank, inputs[i]->shape.size());
+  std::vector<int64_t> out(rank, 1);
+  for (size_t i = 0; i < nin; ++i) {
+    if (!inputs[i].defined()) continue;
+    auto s = Padded(Shape(inputs[i]), rank);
+    if (s.size() != rank) continue;
+    for (size_t d = 0; d < rank; ++d) {
+      if (s[d] != 1 && out[d] != 1 && s[d] != out[d]) return op_type + ": input shapes do not broadcast";
+      if (s[d] != 1) out[d] = s[d];
+    }
+  }
+  int64_t bytes = 0;
+  for (size_t i = 0; i < nin; ++i) {
+    if (!inputs[i].defined() || inputs[i]->numel() == Numel(out)) continue;
+    bytes += inputs[i]->numel() * ((inputs[i]->dtype.bits() + 7) / 8);
+  }
+  if (bytes > kBroadcastBytes)
+    return op_type + ": broadcast inputs of " + std::to_string(bytes) + " bytes exceed the " +
+           std::to_string(kBroadcastBytes) + " bytes the strategy keeps in L1";
+  return "";
+}
+
+}  // namespace
+
+/*! \brief The output element count is only known at lowering: broadcast inputs must fit L1 there. */
+PrimFunc LowerElementwiseChecked(const OpCall& call) {
+  int64_t N = Numel(Shape(call.outputs[0]));
+  size_t nin = DataInputs(call.op_type, call.inputs.size());
+  int64_t bytes = 0;
+  for (size_t i = 0; i < nin; ++i) {
+    if (!call.inputs[i].defined() || call.inputs[i]->numel() == N) continue;
+    bytes += call.inputs[i]->numel() * ((call.inputs[i]->dtype.bits() + 7) / 8);
+  }
+  if (bytes > kBroadcastBytes)
+    TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): broadcast inputs of " << bytes
+                               << " bytes exceed the " << kBroadcastBytes << " bytes the strategy keeps in L1";
+  return LowerElementwise(call);
+}
+
+}  // namespace detail
+
+TILECORE_FFI_STATIC_INIT_BLOCK({
+  for (const auto& [name, op] : detail::Ops()) {
+    int data = static_cast<int>(detail::DataInputs(name, 8));
+    RegisterStrategy(name, Strategy{detail::CheckElementwise, detail::LowerElementwiseChecked,
+                                    [](const OpCall&, int) { return std::string("onnx"); }, data == 8 ? -1 : data});
+  }
+});
+
+}  // namespace compiler
+}  // namespace tilecore

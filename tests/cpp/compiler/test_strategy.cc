@@ -1,0 +1,78 @@
+// tests/cpp/compiler/test_strategy.cc — the op-strategy registry: HasStrategy reasons,
+// LowerOp's errors, and the shape of what a strategy produces.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "tilecore/compiler/strategy.h"
+#include "tilecore/ffi/error.h"
+#include "tilecore/ffi/function.h"
+#include "tilecore/ir/functor.h"
+#include "tilecore/transform/default_kernel_pipeline.h"
+
+using namespace tilecore;            // NOLINT
+using namespace tilecore::compiler;  // NOLINT
+using ir::DataType;
+
+namespace {
+TensorSpec F32(std::initializer_list<int64_t> s) { return TensorSpec(ffi::Array<int64_t>(s), DataType::Float(32)); }
+
+int CountCalls(const ir::PrimFunc& f, const std::string& op) {
+  struct V : ir::IRVisitor {
+    std::string op;
+    int n = 0;
+    void VisitExpr_(const ir::CallNode* c) override {
+      if (std::string(c->op) == op) ++n;
+      ir::IRVisitor::VisitExpr_(c);
+    }
+  } v;
+  v.op = op;
+  v.VisitStmt(f->body);
+  return v.n;
+}
+}  // namespace
+
+TEST(Strategy, RegistryListsTheFamilies) {
+  auto names = ListStrategies();
+  for (const char* n : {"MatMul", "Gemm", "Conv", "Add", "Relu", "Sigmoid", "Reshape"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+    EXPECT_TRUE(ffi::Function::GetGlobal(std::string("compiler.strategy.") + n).has_value()) << n;
+  }
+}
+
+TEST(Strategy, HasStrategyGivesReasons) {
+  ffi::Map<ffi::String, ffi::Any> none;
+  EXPECT_EQ(HasStrategy("MatMul", none, {F32({4, 8}), F32({8, 3})}), "");
+  EXPECT_NE(HasStrategy("NoSuchOp", none, {F32({4})}).find("no npu strategy"), std::string::npos);
+  TensorSpec i64(ffi::Array<int64_t>{4}, DataType::Int(64));
+  EXPECT_NE(HasStrategy("Add", none, {i64, i64}).find("64-bit"), std::string::npos);
+  EXPECT_NE(HasStrategy("MatMul", none, {F32({4, 8}), F32({7, 3})}).find("inner"), std::string::npos);
+}
+
+TEST(Strategy, LowerOpRejectsUnsupportedWithTheReason) {
+  ffi::Map<ffi::String, ffi::Any> none;
+  auto t = target::Target::Parse("npu -cores=2");
+  try {
+    LowerOp("MatMul", none, {F32({4, 8}), F32({7, 3})}, {F32({4, 3})}, t);
+    FAIL() << "expected a ValueError";
+  } catch (const ffi::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("inner dimensions"), std::string::npos);
+  }
+  EXPECT_THROW(TensorSpec(ffi::Array<int64_t>{-1}, DataType::Float(32)), ffi::Error);
+}
+
+TEST(Strategy, MatMulUsesTheMatrixEngineAndTheCores) {
+  ffi::Map<ffi::String, ffi::Any> none;
+  auto t = target::Target::Parse("npu -cores=4");
+  ir::PrimFunc f = LowerOp("MatMul", none, {F32({300, 70}), F32({70, 200})}, {F32({300, 200})}, t);
+  EXPECT_EQ(f->params.size(), 3u);
+  EXPECT_GE(CountCalls(f, "tile.mm"), 4);  // full and remainder tiles in M and N
+  EXPECT_GT(CountCalls(f, "tile.dma_copy"), 0);
+  auto loop = f->body.as<ir::ForNode>();
+  ASSERT_NE(loop, nullptr);
+  EXPECT_EQ(loop->kind, ir::ForKind::kCores);
+  // the kernel passes the whole pipeline, L1 plan included
+  ir::IRModule mod(ffi::Map<ffi::String, ir::PrimFunc>{{"matmul", f}});
+  EXPECT_NO_THROW(transform::DefaultKernelPipeline(2)(mod));
+}

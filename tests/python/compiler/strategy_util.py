@@ -1,0 +1,52 @@
+"""Shared by the op-strategy tests: lower one op, build it for 4 npu cores, run it on
+the simulator and compare with the op library's numpy reference."""
+import numpy as np
+
+import tilecore
+from tilecore import compiler
+from tilecore.ir import ops
+
+TARGET = "npu -cores=4"
+
+
+def run_op(op_type, attrs, inputs, out_shapes=None, out_dtypes=None):
+    """Outputs of ``op_type`` on the simulator and of the reference, and the simulator stats."""
+    schema = ops.get_op(op_type)
+    full = schema.fill_attrs(dict(attrs))
+    ref = schema.reference(full, *inputs)
+    refs = list(ref) if isinstance(ref, (tuple, list)) else [ref]
+    refs = [np.asarray(r) for r in refs]
+    shapes = out_shapes or [r.shape for r in refs]
+    dtypes = out_dtypes or [r.dtype for r in refs]
+    outs = [np.zeros(s, d) for s, d in zip(shapes, dtypes)]
+    specs_in = [None if x is None else compiler.TensorSpec(x.shape, x.dtype) for x in inputs]
+    assert compiler.HasStrategy(op_type, attrs, specs_in) == ""
+    f = compiler.LowerOp(op_type, attrs, specs_in, [compiler.TensorSpec(o.shape, o.dtype) for o in outs], TARGET)
+    mod = tilecore.build(f, target=TARGET)
+    nparams = int(f.attrs["input_params"])
+    args = [x if x is not None else np.zeros((1,), np.float32) for x in inputs[:nparams]] + outs
+    mod[f.attrs["global_symbol"]](*args)
+    stats = tilecore.runtime.npu_simulator(0).stats()
+    return outs, refs, stats
+
+
+def check_op(op_type, attrs, inputs, rtol=1e-4, atol=1e-5, **kw):
+    """Runs and compares; returns the largest absolute error."""
+    outs, refs, _ = run_op(op_type, attrs, inputs, **kw)
+    err = 0.0
+    for o, r in zip(outs, refs):
+        assert o.shape == r.shape
+        if o.dtype.kind == "f":
+            np.testing.assert_allclose(o, r, rtol=rtol, atol=atol, err_msg=op_type)
+            d = np.abs(o.astype(np.float64) - r.astype(np.float64))
+            err = max(err, float(np.nanmax(d)) if d.size else 0.0)
+        else:
+            np.testing.assert_array_equal(o, r.astype(o.dtype), err_msg=op_type)
+    return err
+
+
+def rand(shape, seed=0, lo=-2.0, hi=2.0, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        return rng.uniform(lo, hi, shape).astype(dtype)
+    return rng.integers(int(lo), int(hi) + 1, shape).astype(dtype)

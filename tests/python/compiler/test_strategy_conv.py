@@ -1,0 +1,42 @@
+"""Conv strategy (implicit GEMM on the matrix engine) on 4 simulated TC1 cores against
+the op library's numpy reference."""
+import pytest
+
+from tilecore import compiler
+from strategy_util import check_op, rand
+
+CASES = [
+    # x shape, w shape, attrs, bias
+    ((1, 3, 8, 8), (4, 3, 3, 3), {}, False),
+    ((2, 5, 9, 7), (6, 5, 3, 3), {"pads": [1, 1, 1, 1]}, True),                  # odd sizes, padding
+    ((1, 4, 11, 13), (8, 4, 3, 3), {"strides": [2, 2], "pads": [1, 0, 2, 1]}, True),  # strided, uneven pads
+    ((1, 4, 12, 12), (4, 4, 3, 3), {"dilations": [2, 2], "pads": [2, 2, 2, 2]}, False),  # dilated
+    ((1, 6, 7, 7), (6, 2, 3, 3), {"group": 3, "pads": [1, 1, 1, 1]}, True),         # grouped
+    ((1, 8, 10, 10), (8, 1, 3, 3), {"group": 8, "pads": [1, 1, 1, 1]}, True),       # depthwise
+    ((1, 3, 9, 9), (5, 3, 1, 1), {}, True),                                          # pointwise
+    ((1, 4, 7, 8), (3, 4, 2, 3), {"auto_pad": "SAME_UPPER"}, False),
+    ((2, 3, 40), (5, 3, 5), {"pads": [2, 1], "strides": [2]}, True),                 # 1-D
+    ((1, 2, 300), (3, 2, 3), {"dilations": [3]}, False),                             # 1-D, column tiles
+    ((1, 130, 6, 6), (140, 130, 3, 3), {"pads": [1, 1, 1, 1]}, True),                # channel chunks, M tiles
+]
+
+
+@pytest.mark.parametrize("xs,ws,attrs,bias", CASES)
+def test_conv(xs, ws, attrs, bias):
+    inputs = [rand(xs, 1), rand(ws, 2, -0.5, 0.5)] + ([rand((ws[0],), 3)] if bias else [])
+    err = check_op("Conv", attrs, inputs, rtol=1e-4, atol=1e-4)
+    assert err < 1e-3
+
+
+def test_conv_bigger_than_l1():
+    # the input alone (32 x 64 x 64 f32 = 512 KiB per image, 2 images) exceeds a core's L1
+    check_op("Conv", {"pads": [1, 1, 1, 1]}, [rand((2, 32, 64, 64), 1), rand((16, 32, 3, 3), 2, -0.2, 0.2)],
+             rtol=1e-4, atol=1e-4)
+
+
+def test_conv_reasons():
+    x = compiler.TensorSpec((1, 2, 4, 4, 4), "float32")
+    w = compiler.TensorSpec((1, 2, 1, 1, 1), "float32")
+    assert "1-D and 2-D" in compiler.HasStrategy("Conv", {}, [x, w])
+    x2 = compiler.TensorSpec((1, 4, 5, 5), "float32")
+    assert "group" in compiler.HasStrategy("Conv", {"group": 3}, [x2, compiler.TensorSpec((3, 1, 3, 3), "float32")])
