@@ -31,6 +31,9 @@ pip_quiet() { "$PYTHON" -m pip install -q --disable-pip-version-check "$@"; }
 "$PYTHON" -c "import scikit_build_core, cmake, ninja" 2>/dev/null || pip_quiet "scikit-build-core>=0.10" cmake ninja
 "$PYTHON" -c "import numpy, pytest" 2>/dev/null || pip_quiet numpy pytest
 "$PYTHON" -c "import onnx" 2>/dev/null || pip_quiet onnx || echo "tilecore: onnx unavailable; its tests will be skipped"
+# Hypothesis for the property tests; SciPy (erf) and Pillow (ImageDecoder) for the op library.
+"$PYTHON" -c "import hypothesis, scipy, PIL" 2>/dev/null || pip_quiet hypothesis scipy Pillow \
+  || echo "tilecore: hypothesis/scipy/Pillow unavailable; the property tests and ImageDecoder are skipped"
 "$PYTHON" -c "import tqdm" 2>/dev/null || pip_quiet tqdm || echo "tilecore: tqdm unavailable; the CLI prints progress as plain lines"
 # PyTorch only for the DLPack interchange tests. Take it from a local wheel when the
 # machine has one (--no-index fails fast otherwise): the registry build pulls in
