@@ -8,12 +8,11 @@
  * becomes a TCFFIError whose cause is the exception object itself (error.cc), so the
  * Python caller on the other side gets the very same exception back.
  */
-#include <pthread.h>
-
 #include <cstdint>
 #include <memory>
 
 #include "internal.h"
+#include "tilecore/ffi/stack_guard.h"
 
 namespace tilecore_py {
 
@@ -33,24 +32,7 @@ constexpr int kStackArgs = 8;
 // than kStackReserve bytes of this thread's C stack are left.
 constexpr uintptr_t kStackReserve = 256 * 1024;
 
-bool CStackNearlyFull() {
-  thread_local uintptr_t low = 0;  // the lowest usable address (stacks grow down)
-  thread_local bool known = false;
-  if (!known) {
-    known = true;
-    pthread_attr_t attr;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-      void* addr = nullptr;
-      size_t size = 0;
-      if (pthread_attr_getstack(&attr, &addr, &size) == 0) low = reinterpret_cast<uintptr_t>(addr);
-      pthread_attr_destroy(&attr);
-    }
-  }
-  if (low == 0) return false;
-  char here;
-  uintptr_t sp = reinterpret_cast<uintptr_t>(&here);
-  return sp < low + kStackReserve;
-}
+bool CStackNearlyFull() { return tilecore::ffi::CStackBelow(kStackReserve); }
 
 int CallPython(PyObject* callable, const TCFFIAny* args, int32_t num_args, TCFFIAny* result) {
   // A caller that `_move()`d arguments published them; if this callback received that

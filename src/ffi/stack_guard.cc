@@ -29,11 +29,14 @@ uintptr_t StackLow() {
 }
 }  // namespace
 
-void StackGuard::Check(const char* what) {
+bool CStackBelow(uintptr_t reserve) {
   uintptr_t low = StackLow();
   char here;
-  uintptr_t sp = reinterpret_cast<uintptr_t>(&here);
-  if ((low != 0 && sp < low + kStackReserve) || Depth() > kMaxDepth) {
+  return low != 0 && reinterpret_cast<uintptr_t>(&here) < low + reserve;
+}
+
+void StackGuard::Check(const char* what) {
+  if (CStackBelow(kStackReserve) || Depth() > kMaxDepth) {
     int64_t depth = Depth();
     --Depth();  // the destructor of the guard being constructed will not run
     TILECORE_THROW(ValueError) << what << ": the tree is nested too deeply (depth " << depth

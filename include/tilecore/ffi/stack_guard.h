@@ -20,6 +20,11 @@
 namespace tilecore {
 namespace ffi {
 
+/*! \brief True when less than `reserve` bytes of this thread's C stack are left (false
+ * when the thread's stack bounds are unknown). Shared by StackGuard and the Python
+ * bridge's callback entry, which refuses Python -> C++ -> Python recursion in time. */
+bool CStackBelow(uintptr_t reserve);
+
 class StackGuard {
  public:
   /*! \brief `what` names the walk in the error ("IRMutator", "ScriptPrinter", ...). */
