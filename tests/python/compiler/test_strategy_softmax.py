@@ -1,0 +1,51 @@
+"""Softmax and LogSoftmax strategies on 4 simulated TC1 cores against the op library's
+numpy reference: odd sizes, inner axes (a broadcast of the row statistics), negative
+axes, the pre-13 flattening, a row too long for one tile and large inputs (stability)."""
+import numpy as np
+import pytest
+
+from tilecore import compiler
+from strategy_util import check_op, rand
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("shape,axis", [
+    ((7,), 0),
+    ((5, 33), -1),          # odd rows
+    ((3, 17, 6), 1),        # an inner axis: the statistics broadcast over the last dim
+    ((2, 3, 5, 7), -3),     # negative axis
+    ((4, 9, 5), 0),
+])
+def test_softmax(op, shape, axis):
+    check_op(op, {"axis": axis}, [rand(shape, 1, -4, 4)], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+def test_long_rows_in_chunks(op):
+    # a row of 40000 elements does not fit one tile: three passes over chunks, with a remainder
+    check_op(op, {"axis": -1}, [rand((2, 40000), 2, -6, 6)], rtol=1e-4, atol=1e-8)
+
+
+def test_bigger_than_l1():
+    # 1.5 MiB in, 1.5 MiB out; rows of 1000 over many tiles and cores
+    check_op("Softmax", {"axis": 1}, [rand((384, 1000), 3, -3, 3)], rtol=1e-5, atol=1e-7)
+
+
+def test_stable_for_large_inputs():
+    x = rand((4, 50), 4, 500, 900)
+    check_op("Softmax", {"axis": -1}, [x], rtol=1e-4, atol=1e-7)
+    check_op("LogSoftmax", {"axis": -1}, [x], rtol=1e-4, atol=1e-3)
+
+
+def test_legacy_flattening():
+    check_op("Softmax", {"axis": 1, "_opset": 11}, [rand((3, 4, 5), 5)], rtol=1e-5, atol=1e-7)
+
+
+def test_reasons():
+    f64 = compiler.TensorSpec((4, 4), "float64")
+    assert "64-bit" in compiler.HasStrategy("Softmax", {}, [f64])
+    i32 = compiler.TensorSpec((4, 4), "int32")
+    assert "int32" in compiler.HasStrategy("Softmax", {}, [i32])
+    f = compiler.TensorSpec((4, 4), "float32")
+    assert "axis" in compiler.HasStrategy("LogSoftmax", {"axis": 2}, [f])
+    assert "axis" in compiler.HasStrategy("LogSoftmax", {"axis": -3}, [f])
