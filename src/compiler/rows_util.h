@@ -118,6 +118,22 @@ inline Stmt ReduceTile(const TileView& D, const TileView& S, Red red) {
   if (tr == 1) {  // nothing to fold: a copy
     return Nest({ta, tb}, [&](const std::vector<PrimExpr>& i) { return D.Store(S.Load({i[0], I32(0), i[1]}), i); });
   }
+  if (ta * tb == 1 && tr >= 4 && red != Red::kProd) {
+    // one destination element: a reduction needs an outer loop, so fold two halves on
+    // the engine and combine them (and an odd last element) in front-end code
+    int64_t w = tr / 2;
+    Buffer T = Local({2}, t, "Half");
+    Buffer S2 = View(S.buf, {2, w}, "Halves");
+    Var j{String("j")}, r{String("r")};
+    Stmt fold = For(j, I32(0), I32(2), ForKind::kSerial,
+                    SeqStmt::Flatten(Array<Stmt>{
+                        BufferStore(T, Identity(red, t), {j}),
+                        For(r, I32(0), I32(w), ForKind::kSerial,
+                            BufferStore(T, Combine(red, BufferLoad(T, {j}), BufferLoad(S2, {j, r})), {j}))}));
+    PrimExpr v = Combine(red, BufferLoad(T, {I32(0)}), BufferLoad(T, {I32(1)}));
+    if (tr % 2) v = Combine(red, v, BufferLoad(S.buf, {I32(tr - 1)}));
+    return Allocate(T, SeqStmt::Flatten(Array<Stmt>{fold, D.Store(v, {I32(0), I32(0)})}));
+  }
   return Nest({ta, tb}, [&](const std::vector<PrimExpr>& i) {
     Var r{String("r")};
     Stmt init = D.Store(Identity(red, t), i);
@@ -139,11 +155,13 @@ inline PrimExpr F32Exact(double v) { return F32(static_cast<double>(static_cast<
 struct Tiles {
   int64_t ta, tr, tb;
 };
-inline Tiles ChooseTiles(int64_t A, int64_t R, int64_t B, int64_t budget = kRowTile) {
+inline Tiles ChooseTiles(int64_t A, int64_t R, int64_t B, int64_t cores = 1, int64_t budget = kRowTile) {
   Tiles t;
   t.tb = std::max<int64_t>(1, std::min(B, budget));
   t.tr = std::max<int64_t>(1, std::min(R, budget / t.tb));
   t.ta = std::max<int64_t>(1, std::min(A, budget / (t.tr * t.tb)));
+  // one tile of B and few of A: smaller A tiles, so that every core gets one
+  if (t.tb == B && cores > 1) t.ta = std::max<int64_t>(1, std::min(t.ta, (A + cores - 1) / cores));
   return t;
 }
 
@@ -196,6 +214,13 @@ inline int64_t Prod(const std::vector<int64_t>& s, size_t from, size_t to) {
 }
 
 }  // namespace rows
+
+/*!
+ * \brief The reduction `op` ("ReduceMean", ...) of call.inputs[0] as call.attrs say
+ * (strategy_reduce.cc); the global poolings lower through it.
+ */
+PrimFunc LowerReduction(const OpCall& call, const std::string& op);
+
 }  // namespace detail
 }  // namespace compiler
 }  // namespace tilecore

@@ -163,8 +163,9 @@ std::string CheckReduce(const std::string& op, const Map<String, Any>& attrs, co
   return "";
 }
 
-PrimFunc LowerReduce(const OpCall& call) {
-  const std::string& op = call.op_type;
+}  // namespace
+
+PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
   Params p = MakeParams(call);
   std::vector<int64_t> in = Shape(call.inputs[0]), out = Shape(call.outputs[0]);
   DataType t = call.inputs[0]->dtype;
@@ -188,7 +189,7 @@ PrimFunc LowerReduce(const OpCall& call) {
   if (op == "ReduceProd") red = Red::kProd;
   bool square = op == "ReduceSumSquare" || op == "ReduceL2", absolute = op == "ReduceL1", lse = op == "ReduceLogSumExp";
   if (a.noop) red = Red::kSum, square = absolute = lse = false;
-  Tiles tl = ChooseTiles(A, R, B);
+  Tiles tl = ChooseTiles(A, R, B, call.cores);
   bool resident = tl.tr == R;
   Stmt body = ForTiles(call, A, B, tl, [&](PrimExpr a0, int64_t ta, PrimExpr b0, int64_t tb) {
     Buffer Xa = Local({ta * tl.tr * tb}, t, "Xt");
@@ -246,6 +247,10 @@ PrimFunc LowerReduce(const OpCall& call) {
   });
   return MakeFunc(call, p, body);
 }
+
+namespace {
+
+PrimFunc LowerReduce(const OpCall& call) { return LowerReduction(call, call.op_type); }
 
 std::string CheckArg(const std::string& op, const Map<String, Any>&, const std::vector<TensorSpec>&) {
   return op + ": the output is int64 (TC1 has no 64-bit types)";

@@ -65,7 +65,7 @@ PrimFunc LowerSoftmax(const OpCall& call) {
   if (A * R * B == 0) return MakeFunc(call, p, Evaluate(I32(0)));
   Buffer X = View(p.in[0], {A, R, B}, "X");
   Buffer Y = View(p.out[0], {A, R, B}, "Y");
-  Tiles t = ChooseTiles(A, R, B);
+  Tiles t = ChooseTiles(A, R, B, call.cores);
   bool resident = t.tr == R;
   Stmt body = ForTiles(call, A, B, t, [&](PrimExpr a0, int64_t ta, PrimExpr b0, int64_t tb) {
     Buffer Xa = Local({ta * t.tr * tb}, f32, "Xt");
