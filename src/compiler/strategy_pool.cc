@@ -170,16 +170,21 @@ PrimFunc LowerPool(const OpCall& call) {
   auto channels = [&](int64_t r) {
     return std::max<int64_t>(1, std::min({g.C, kPatch / (rin(r) * win(TW)), kOut / (r * TW)}));
   };
-  int64_t CC = channels(R);
   auto items = [&](int64_t r, int64_t cc) { return g.N * ((g.C + cc - 1) / cc) * ((g.OH + r - 1) / r) * ncol; };
-  while (items(R, CC) < call.cores && (R > 1 || CC > 1)) {
-    if (R > 1) {
-      R = (R + 1) / 2;
-      CC = std::min(CC, channels(R));
-    } else {
-      CC = (CC + 1) / 2;
-    }
+  // rows per tile: the fewest estimated cycles per core, counting a DMA per patch row
+  // (200 cycles of DDR latency plus 64 B/cycle), the output DMA and a command per tap
+  auto cost = [&](int64_t r, int64_t cc) {
+    int64_t per_core = (items(r, cc) + call.cores - 1) / call.cores;
+    int64_t row_bytes = cc * std::min(win(TW), g.W) * 4, out = cc * r * TW;
+    return per_core * (rin(r) * (200 + row_bytes / 64) + 200 + out * 4 / 64 + g.k[0] * g.k[1] * (8 + out / 64));
+  };
+  int64_t best = -1;
+  for (int64_t r = R; r >= 1; --r) {
+    int64_t c = cost(r, channels(r));
+    if (best < 0 || c < best) best = c, R = r;
   }
+  int64_t CC = channels(R);
+  while (items(R, CC) < call.cores && CC > 1) CC = (CC + 1) / 2;
   // the average's divisors: uniform when every window counts the same
   int64_t lo[2], hi[2];
   for (int i = 0; i < 2; ++i) {
