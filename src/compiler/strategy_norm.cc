@@ -1,7 +1,7 @@
 /*
  * src/compiler/strategy_norm.cc — LayerNormalization (axis, epsilon, Scale, optional
- * B; the Mean and InvStdDev outputs too), InstanceNormalization, and
- * BatchNormalization in inference mode.
+ * B; the Mean and InvStdDev outputs too), RMSNormalization (the same without the
+ * mean), InstanceNormalization, and BatchNormalization in inference mode.
  *
  * The input is seen as rows [A, R] (rows_util.h with B = 1): LayerNormalization
  * normalises over the dims from `axis` on, InstanceNormalization over the spatial
@@ -37,7 +37,7 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
               std::string* why) {
   auto s = Shape(ins[0]);
   int64_t rank = static_cast<int64_t>(s.size());
-  if (op == "LayerNormalization") {
+  if (op == "LayerNormalization" || op == "RMSNormalization") {
     int64_t axis = AttrInt(attrs, "axis", -1), ax;
     if (rank == 0 || !NormAxis(axis, rank, &ax)) {
       *why = op + ": axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank);
@@ -76,8 +76,9 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
 }
 
 std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
-  size_t need = op == "LayerNormalization" ? 2 : (op == "InstanceNormalization" ? 3 : 5);
-  if (ins.size() < need || (op != "LayerNormalization" && ins.size() != need) || ins.size() > need + 1)
+  bool ln = op == "LayerNormalization";
+  size_t need = ln || op == "RMSNormalization" ? 2 : (op == "InstanceNormalization" ? 3 : 5);
+  if (ins.size() < need || (!ln && ins.size() != need) || ins.size() > need + 1)
     return op + ": unexpected number of inputs " + std::to_string(ins.size());
   for (size_t i = 0; i < need; ++i)
     if (!ins[i].defined()) return op + ": input " + std::to_string(i) + " is missing";
@@ -85,8 +86,8 @@ std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs, cons
   if (!why.empty()) return why;
   if (op == "BatchNormalization" && AttrInt(attrs, "training_mode", 0) != 0)
     return "BatchNormalization: training mode has no npu strategy";
-  if (op == "LayerNormalization" && AttrInt(attrs, "stash_type", 1) != 1)
-    return "LayerNormalization: stash_type other than float32 has no npu strategy";
+  if ((ln || op == "RMSNormalization") && AttrInt(attrs, "stash_type", 1) != 1)
+    return op + ": stash_type other than float32 has no npu strategy";
   NormGeom g;
   if (!Geometry(op, attrs, ins, &g, &why)) return why;
   return "";
@@ -97,7 +98,8 @@ PrimFunc LowerNorm(const OpCall& call) {
   NormGeom g;
   std::string why;
   Geometry(op, call.attrs, call.inputs, &g, &why);
-  bool ln = op == "LayerNormalization", bn = op == "BatchNormalization";
+  bool rms = op == "RMSNormalization";
+  bool ln = op == "LayerNormalization" || rms, bn = op == "BatchNormalization";
   if (bn && call.outputs.size() > 1)
     TILECORE_THROW(ValueError) << "LowerOp(" << op << "): the running statistics outputs have no npu strategy";
   Params p = MakeParams(call);
@@ -174,8 +176,10 @@ PrimFunc LowerNorm(const OpCall& call) {
                     store(r0, n)});
       }));
     } else {
-      // statistics: mean, then 1 / sqrt(mean((x - mean)^2) + eps)
-      if (resident) {
+      // statistics: mean, then 1 / sqrt(mean((x - mean)^2) + eps); RMS: 1 / sqrt(mean(x^2) + eps)
+      if (rms) {
+        // no mean: the square's fold is the only statistics pass
+      } else if (resident) {
         s.push_back(load(I32(0), R));
         s.push_back(ReduceTile(M, xt(R), Red::kSum));
       } else {
@@ -183,13 +187,15 @@ PrimFunc LowerNorm(const OpCall& call) {
           return Seq({load(r0, n), fold(xt(n), first, M)});
         }));
       }
-      s.push_back(MapTile(M, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v * inv_r; }));
+      if (!rms) s.push_back(MapTile(M, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v * inv_r; }));
       if (resident) {
-        s.push_back(MapTile(xt(R), by_row(M, true)));
+        if (rms) s.push_back(load(I32(0), R));
+        else s.push_back(MapTile(xt(R), by_row(M, true)));
         s.push_back(sq(R));
         s.push_back(ReduceTile(V, et(R), Red::kSum));
       } else {
         s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool first) {
+          if (rms) return Seq({load(r0, n), sq(n), fold(et(n), first, V)});
           return Seq({load(r0, n), MapTile(xt(n), by_row(M, true)), sq(n), fold(et(n), first, V)});
         }));
       }
@@ -211,7 +217,8 @@ PrimFunc LowerNorm(const OpCall& call) {
         auto out = [&](PrimExpr r0, int64_t n, bool reload) {
           TileView Gv = MakeView(Ga, {n}, "Gv"), Bv = MakeView(Ba, {n}, "Bv");
           std::vector<Stmt> c;
-          if (reload) c.push_back(load(r0, n)), c.push_back(MapTile(xt(n), by_row(M, true)));
+          if (reload) c.push_back(load(r0, n));
+          if (reload && !rms) c.push_back(MapTile(xt(n), by_row(M, true)));
           c.push_back(DmaWait(Gv.All(), Region(Sc, {r0}, {n}), 0));
           if (has_bias) c.push_back(DmaWait(Bv.All(), Region(Bi, {r0}, {n}), 0));
           c.push_back(MapTile(xt(n), by_row(V, false)));
@@ -260,7 +267,7 @@ PrimFunc LowerNorm(const OpCall& call) {
 }  // namespace detail
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
-  for (const char* op : {"LayerNormalization", "InstanceNormalization", "BatchNormalization"}) {
+  for (const char* op : {"LayerNormalization", "RMSNormalization", "InstanceNormalization", "BatchNormalization"}) {
     RegisterStrategy(op, Strategy{detail::CheckNorm, detail::LowerNorm,
                                   [](const OpCall&, int) { return std::string("onnx"); }});
   }

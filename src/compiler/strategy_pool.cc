@@ -1,8 +1,8 @@
 /*
- * src/compiler/strategy_pool.cc — MaxPool and AveragePool (1-D and 2-D: kernel,
- * strides, dilations, pads or auto_pad, ceil_mode, count_include_pad), and
- * GlobalAveragePool / GlobalMaxPool (a ReduceMean / ReduceMax over the spatial axes,
- * strategy_reduce.cc).
+ * src/compiler/strategy_pool.cc — MaxPool, AveragePool and LpPool (p 1 or 2) (1-D and
+ * 2-D: kernel, strides, dilations (MaxPool), pads or auto_pad, ceil_mode,
+ * count_include_pad), and GlobalAveragePool / GlobalMaxPool (a ReduceMean /
+ * ReduceMax over the spatial axes, strategy_reduce.cc).
  *
  * Tiling: the output [N, C, OH, OW] is cut into tiles of cc channels x r rows x tw
  * columns (columns placed at compile time, channels and rows in full tiles and one
@@ -14,7 +14,8 @@
  * the tap's view of the patch has strides (sh x patch width, sw) and starts at
  * kh*dh x patch width + kw*dw, so `tile.vec_max` / `vec_add` read it directly. The
  * average multiplies by 1 / count per row and per column (the count separates),
- * a `vec_muls` when every window counts the same.
+ * a `vec_muls` when every window counts the same. LpPool squares the patch (and takes
+ * its square root for p = 1: |x|), sums the taps and takes the square root for p = 2.
  */
 #include <algorithm>
 
@@ -32,11 +33,14 @@ using namespace rows;  // NOLINT(build/namespaces)
 constexpr int64_t kPatch = 49152;  // elements of the input patch (192 KiB of f32)
 constexpr int64_t kOut = 16384;    // elements of the output tile
 
+PrimExpr Math(const char* op, PrimExpr x) { return call(op, {x}); }
+
 struct PoolGeom {
   int64_t N, C, H, W, OH, OW;
   int64_t k[2], s[2], d[2], pb[2], pe[2];  // per spatial dim (H, W); 1-D pools have H = 1
   int64_t in[2], out[2];
   bool max, include_pad;
+  int64_t lp = 0;  // LpPool's p (1 or 2), else 0
   int64_t Ek(int i) const { return (k[i] - 1) * d[i] + 1; }
 };
 
@@ -56,6 +60,11 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
     return false;
   }
   g->max = op == "MaxPool";
+  g->lp = op == "LpPool" ? AttrInt(attrs, "p", 2) : 0;
+  if (op == "LpPool" && g->lp != 1 && g->lp != 2) {
+    *why = "LpPool: p = " + std::to_string(g->lp) + " has no npu strategy (1 and 2 do)";
+    return false;
+  }
   g->include_pad = AttrInt(attrs, "count_include_pad", 0) != 0;
   g->N = xs[0];
   g->C = xs[1];
@@ -233,6 +242,11 @@ PrimFunc LowerPool(const OpCall& call) {
               }));
               s.push_back(Intrin("tile.wait", {I32(0)}));
             }
+            if (g.lp) {  // |x|^p in place: x * x, and its square root for p = 1
+              s.push_back(MapTile(Pv, [](PrimExpr v, const std::vector<PrimExpr>&) { return v * v; }));
+              if (g.lp == 1)
+                s.push_back(MapTile(Pv, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
+            }
             bool first = true;
             for (int64_t kh = 0; kh < g.k[0]; ++kh) {
               for (int64_t kw = 0; kw < g.k[1]; ++kw) {
@@ -247,7 +261,9 @@ PrimFunc LowerPool(const OpCall& call) {
               }
             }
             std::vector<Buffer> extra;
-            if (!g.max) {
+            if (g.lp == 2)
+              s.push_back(MapTile(O, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
+            if (!g.max && !g.lp) {
               if (uniform[0] && uniform[1]) {
                 s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>&) {
                   return v * F32Exact(1.0 / static_cast<double>(g.k[0] * g.k[1]));
@@ -284,9 +300,9 @@ std::string CheckPool(const std::string& op, const Map<String, Any>& attrs, cons
   if (ins.size() != 1 || !ins[0].defined()) return op + ": expects one input";
   std::string why = CheckDTypes(ins, {DataType::Float(32)}, op);
   if (!why.empty()) return why;
-  if (op == "AveragePool" && HasAttr(attrs, "dilations")) {
+  if (op != "MaxPool" && HasAttr(attrs, "dilations")) {
     for (int64_t d : AttrInts(attrs, "dilations", {}))
-      if (d != 1) return "AveragePool: dilations other than 1 have no npu strategy";
+      if (d != 1) return op + ": dilations other than 1 have no npu strategy";
   }
   if (AttrInt(attrs, "storage_order", 0) != 0) return op + ": storage_order (of the Indices output) has no npu strategy";
   PoolGeom g;
@@ -309,6 +325,8 @@ PrimFunc LowerGlobal(const OpCall& call) {
   Map<String, Any> attrs;
   attrs.Set("axes", axes);
   attrs.Set("keepdims", int64_t{1});
+  attrs.Set("noop_with_empty_axes", int64_t{1});  // (N, C) alone: a copy
+  attrs.Set("_opset", int64_t{18});
   c.attrs = attrs;
   c.data_inputs = 1;
   return LowerReduction(c, call.op_type == "GlobalMaxPool" ? "ReduceMax" : "ReduceMean");
@@ -318,7 +336,7 @@ PrimFunc LowerGlobal(const OpCall& call) {
 }  // namespace detail
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
-  for (const char* op : {"MaxPool", "AveragePool"}) {
+  for (const char* op : {"MaxPool", "AveragePool", "LpPool"}) {
     RegisterStrategy(op, Strategy{detail::CheckPool, detail::LowerPool,
                                   [](const OpCall&, int) { return std::string("onnx"); }});
   }

@@ -1,6 +1,8 @@
 /*
  * src/compiler/strategy_softmax.cc — Softmax and LogSoftmax along one axis (opset 13
- * and later; before 13 the input is flattened to 2-D at `axis`, as ONNX did then).
+ * and later; before 13 the input is flattened to 2-D at `axis`, as ONNX did then), and
+ * LpNormalization (p 1 or 2: x times the reciprocal of max(norm, FLT_MIN), so a zero
+ * norm gives 0 like the reference).
  *
  * The input is seen as [A, R, B] with R the axis (rows_util.h). Numerically stable:
  * y = exp(x - max) / sum(exp(x - max)), log-softmax x - max - log(sum(...)). All of it
@@ -28,7 +30,7 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
               int64_t* R, int64_t* B, std::string* why) {
   int64_t rank = static_cast<int64_t>(s.size());
   int64_t opset = AttrInt(attrs, "_opset", 13);
-  bool legacy = opset > 0 && opset < 13;
+  bool legacy = opset > 0 && opset < 13 && op != "LpNormalization";
   int64_t axis = AttrInt(attrs, "axis", legacy ? 1 : -1);
   int64_t ax = 0;
   if (rank == 0 || !NormAxis(axis, rank, &ax)) {
@@ -52,12 +54,15 @@ std::string CheckSoftmax(const std::string& op, const Map<String, Any>& attrs, c
   if (!why.empty()) return why;
   int64_t A, R, B;
   if (!Geometry(op, attrs, Shape(ins[0]), &A, &R, &B, &why)) return why;
+  int64_t p = AttrInt(attrs, "p", 2);
+  if (op == "LpNormalization" && p != 1 && p != 2) return "LpNormalization: p must be 1 or 2";
   return "";
 }
 
 PrimFunc LowerSoftmax(const OpCall& call) {
   Params p = MakeParams(call);
-  bool log_sm = call.op_type == "LogSoftmax";
+  bool log_sm = call.op_type == "LogSoftmax", lp = call.op_type == "LpNormalization";
+  int64_t p_norm = AttrInt(call.attrs, "p", 2);
   int64_t A, R, B;
   std::string why;
   Geometry(call.op_type, call.attrs, Shape(call.inputs[0]), &A, &R, &B, &why);
@@ -98,7 +103,28 @@ PrimFunc LowerSoftmax(const OpCall& call) {
     auto recip = [](PrimExpr v, const std::vector<PrimExpr>&) { return F32(1.0) / v; };
     auto logf = [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.log", v); };
     std::vector<Stmt> s;
-    if (resident) {
+    if (lp) {
+      // Et = |x|^p (p = 1: max(x, -x)); S = its sum, the norm, at least FLT_MIN (x / 0 -> 0)
+      auto contrib = [&](int64_t n) -> Stmt {
+        TileView x = xt(n), e = et(n);
+        if (p_norm == 2) return Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(x.Load(i) * x.Load(i), i); });
+        return Seq({Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(x.Load(i) * F32(-1.0), i); }),
+                    MapTile(e, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return max(v, x.Load(i)); })});
+      };
+      s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool first) {
+        return Seq({load(r0, n), contrib(n), fold(et(n), first, Red::kSum, S)});
+      }));
+      if (p_norm == 2) s.push_back(MapTile(S, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
+      s.push_back(MapTile(S, [](PrimExpr v, const std::vector<PrimExpr>&) { return max(v, F32(1.1754943508222875e-38)); }));
+      s.push_back(MapTile(S, recip));
+      s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) {
+        std::vector<Stmt> c;
+        if (!resident) c.push_back(load(r0, n));
+        c.push_back(MapTile(xt(n), times(S)));
+        c.push_back(store(r0, xt(n)));
+        return Seq(c);
+      }));
+    } else if (resident) {
       s.push_back(load(I32(0), R));
       s.push_back(ReduceTile(M, xt(R), Red::kMax));
       s.push_back(MapTile(xt(R), minus(M)));
@@ -150,7 +176,7 @@ PrimFunc LowerSoftmax(const OpCall& call) {
 }  // namespace detail
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
-  for (const char* op : {"Softmax", "LogSoftmax"}) {
+  for (const char* op : {"Softmax", "LogSoftmax", "LpNormalization"}) {
     RegisterStrategy(op, Strategy{detail::CheckSoftmax, detail::LowerSoftmax,
                                   [](const OpCall&, int) { return std::string("onnx"); }});
   }

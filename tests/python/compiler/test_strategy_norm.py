@@ -60,3 +60,10 @@ def test_reasons():
     assert "training" in compiler.HasStrategy("BatchNormalization", {"training_mode": 1}, [x, c, c, c, c])
     assert "per channel" in compiler.HasStrategy("InstanceNormalization", {}, [x, four, four])
     assert "64-bit" in compiler.HasStrategy("InstanceNormalization", {}, [compiler.TensorSpec((2, 3, 4), "float64"), c, c])
+
+
+@pytest.mark.parametrize("shape,axis", [((5, 33), -1), ((2, 3, 20000), 2), ((2, 3, 4), 1)])
+def test_rms_norm(shape, axis):
+    x = rand(shape, 20, -2, 2)
+    g = rand(shape[axis:] if axis >= 0 else shape[len(shape) + axis:], 21, 0.5, 1.5)
+    check_op("RMSNormalization", {"axis": axis, "epsilon": 1e-6}, [x, g], rtol=1e-4, atol=1e-5)

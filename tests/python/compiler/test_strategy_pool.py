@@ -59,9 +59,15 @@ def test_bigger_than_l1():
 
 
 @pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool"])
-@pytest.mark.parametrize("shape", [(2, 5, 7, 7), (1, 3, 11), (1, 130, 3, 5)])
+@pytest.mark.parametrize("shape", [(2, 5, 7, 7), (1, 3, 11), (1, 130, 3, 5), (3, 4)])
 def test_global(op, shape):
     check_op(op, {}, [rand(shape, 6)], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("attrs,shape", [CASES[0], CASES[3], CASES[8]])
+def test_lp_pool(p, attrs, shape):
+    check_op("LpPool", dict(attrs, p=p), [rand(shape, 7)], rtol=1e-5, atol=1e-5)
 
 
 def test_reasons():
@@ -69,6 +75,7 @@ def test_reasons():
     assert "64-bit" in compiler.HasStrategy("MaxPool", {"kernel_shape": [2, 2]}, [compiler.TensorSpec((1, 3, 8, 8), "float64")])
     assert "storage_order" in compiler.HasStrategy("MaxPool", {"kernel_shape": [2, 2], "storage_order": 1}, [x])
     assert "dilations" in compiler.HasStrategy("AveragePool", {"kernel_shape": [2, 2], "dilations": [2, 2]}, [x])
+    assert "p = 3" in compiler.HasStrategy("LpPool", {"kernel_shape": [2, 2], "p": 3}, [x])
     assert "no output" in compiler.HasStrategy("MaxPool", {"kernel_shape": [9, 9]}, [x])
     assert "rank" in compiler.HasStrategy("MaxPool", {"kernel_shape": [2, 2, 2]}, [compiler.TensorSpec((1, 1, 4, 4, 4), "float32")])
     # the Indices output is int64: refused when the op is lowered with it

@@ -49,3 +49,13 @@ def test_reasons():
     f = compiler.TensorSpec((4, 4), "float32")
     assert "axis" in compiler.HasStrategy("LogSoftmax", {"axis": 2}, [f])
     assert "axis" in compiler.HasStrategy("LogSoftmax", {"axis": -3}, [f])
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("shape,axis", [((5, 33), -1), ((3, 17, 6), 1), ((2, 40000), 1)])
+def test_lp_normalization(p, shape, axis):
+    x = rand(shape, 6, -3, 3)
+    x[0] = 0.0  # a zero norm gives zeros
+    check_op("LpNormalization", {"axis": axis, "p": p}, [x], rtol=1e-5, atol=1e-7)
+    assert "p must be 1 or 2" in compiler.HasStrategy("LpNormalization", {"p": 3},
+                                                      [compiler.TensorSpec(shape, "float32")])
