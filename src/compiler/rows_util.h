@@ -188,6 +188,32 @@ inline Stmt ForTiles(const OpCall& call, int64_t A, int64_t B, const Tiles& t,
 }
 
 /*!
+ * \brief As ForTiles, with an outer extent K0 before [A, ., B] (A = per_outer):
+ * body(k0, a0, ta, b0, tb).
+ */
+inline Stmt ForTiles(const OpCall& call, int64_t outer_times_a, int64_t B, const Tiles& t, int64_t A,
+                     const std::function<Stmt(PrimExpr k0, PrimExpr a0, int64_t ta, PrimExpr b0, int64_t tb)>& body) {
+  int64_t K0 = A > 0 ? outer_times_a / A : 0;
+  int64_t rotation = 0;
+  return OverCores(call.cores, [&](PrimExpr core) {
+    std::vector<Stmt> groups;
+    for (const Seg& sa : Segs(A, t.ta)) {
+      for (const Seg& sb : Segs(B, t.tb)) {
+        int64_t per = sa.count * sb.count;
+        groups.push_back(ForEachItem(core, call.cores, K0 * per, &rotation, "t", [&](PrimExpr it) {
+          PrimExpr k0 = K0 == 1 ? I32(0) : floordiv(it, I32(per));
+          PrimExpr rest = K0 == 1 ? it : floormod(it, I32(per));
+          PrimExpr ai = sb.count == 1 ? rest : floordiv(rest, I32(sb.count));
+          PrimExpr bi = sb.count == 1 ? I32(0) : floormod(rest, I32(sb.count));
+          return body(k0, I32(sa.base) + ai * I32(t.ta), sa.size, I32(sb.base) + bi * I32(t.tb), sb.size);
+        }));
+      }
+    }
+    return Seq(groups);
+  });
+}
+
+/*!
  * \brief The chunks of R in steps of tr: chunk(r0, size, first) for the first full chunk,
  * a loop over the other full chunks, then the remainder.
  */
