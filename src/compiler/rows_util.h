@@ -151,13 +151,15 @@ inline Stmt MapTile(const TileView& V, const std::function<PrimExpr(PrimExpr v, 
 /*! \brief A float constant that f32 holds exactly (so the vector engine can take it as its scalar). */
 inline PrimExpr F32Exact(double v) { return F32(static_cast<double>(static_cast<float>(v))); }
 
-/*! \brief The tile sizes of [A, R, B]: tb, then tr, then ta, within kRowTile. */
+/*! \brief The tile sizes of [A, R, B] within kRowTile: tb (whole rows of R when 64 columns of them fit), then tr, then ta. */
 struct Tiles {
   int64_t ta, tr, tb;
 };
 inline Tiles ChooseTiles(int64_t A, int64_t R, int64_t B, int64_t cores = 1, int64_t budget = kRowTile) {
   Tiles t;
   t.tb = std::max<int64_t>(1, std::min(B, budget));
+  // a short R with a long B (softmax over channels): whole rows, fewer columns
+  if (R > 0 && R * std::min<int64_t>(B, 64) <= budget) t.tb = std::max<int64_t>(1, std::min(B, budget / R));
   t.tr = std::max<int64_t>(1, std::min(R, budget / t.tb));
   t.ta = std::max<int64_t>(1, std::min(A, budget / (t.tr * t.tb)));
   // one tile of B and few of A: smaller A tiles, so that every core gets one

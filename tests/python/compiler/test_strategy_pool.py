@@ -77,6 +77,10 @@ def test_reasons():
     assert "dilations" in compiler.HasStrategy("AveragePool", {"kernel_shape": [2, 2], "dilations": [2, 2]}, [x])
     assert "p = 3" in compiler.HasStrategy("LpPool", {"kernel_shape": [2, 2], "p": 3}, [x])
     assert "no output" in compiler.HasStrategy("MaxPool", {"kernel_shape": [9, 9]}, [x])
+    assert "positive" in compiler.HasStrategy("MaxPool", {"kernel_shape": [0, 2]}, [x])
+    assert "positive" in compiler.HasStrategy("AveragePool", {"kernel_shape": [2, 2], "pads": [-1, 0, 0, 0]}, [x])
+    assert "wrong length" in compiler.HasStrategy("MaxPool", {}, [x])
+    assert "wrong length" in compiler.HasStrategy("MaxPool", {"kernel_shape": [2, 2], "strides": [1]}, [x])
     assert "rank" in compiler.HasStrategy("MaxPool", {"kernel_shape": [2, 2, 2]}, [compiler.TensorSpec((1, 1, 4, 4, 4), "float32")])
     # the Indices output is int64: refused when the op is lowered with it
     with pytest.raises(ValueError, match="64-bit"):

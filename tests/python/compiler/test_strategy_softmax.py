@@ -59,3 +59,12 @@ def test_lp_normalization(p, shape, axis):
     check_op("LpNormalization", {"axis": axis, "p": p}, [x], rtol=1e-5, atol=1e-7)
     assert "p must be 1 or 2" in compiler.HasStrategy("LpNormalization", {"p": 3},
                                                       [compiler.TensorSpec(shape, "float32")])
+
+
+def test_over_channels_of_a_wide_map():
+    # a short axis before a long one: whole rows in a tile, columns split over the cores
+    check_op("Softmax", {"axis": 1}, [rand((1, 5, 70000), 7, -3, 3)], rtol=1e-5, atol=1e-7)
+
+
+def test_empty():
+    check_op("Softmax", {"axis": 1}, [np.zeros((0, 5), np.float32)])
