@@ -2,7 +2,8 @@
  * src/compiler/strategy_softmax.cc — Softmax and LogSoftmax along one axis (opset 13
  * and later; before 13 the input is flattened to 2-D at `axis`, as ONNX did then), and
  * LpNormalization (p 1 or 2: x times the reciprocal of max(norm, FLT_MIN), so a zero
- * norm gives 0 like the reference).
+ * norm gives 0 like the reference), and Hardmax (1 at the first maximum: the maximum
+ * and the first index holding it are folds, the selects front-end code).
  *
  * The input is seen as [A, R, B] with R the axis (rows_util.h). Numerically stable:
  * y = exp(x - max) / sum(exp(x - max)), log-softmax x - max - log(sum(...)). All of it
@@ -62,6 +63,7 @@ std::string CheckSoftmax(const std::string& op, const Map<String, Any>& attrs, c
 PrimFunc LowerSoftmax(const OpCall& call) {
   Params p = MakeParams(call);
   bool log_sm = call.op_type == "LogSoftmax", lp = call.op_type == "LpNormalization";
+  bool hard = call.op_type == "Hardmax";
   int64_t p_norm = AttrInt(call.attrs, "p", 2);
   int64_t A, R, B;
   std::string why;
@@ -103,7 +105,35 @@ PrimFunc LowerSoftmax(const OpCall& call) {
     auto recip = [](PrimExpr v, const std::vector<PrimExpr>&) { return F32(1.0) / v; };
     auto logf = [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.log", v); };
     std::vector<Stmt> s;
-    if (lp) {
+    if (hard) {
+      // M = the maximum (vector engine); S = the first index holding it: the minimum of
+      // (x == M ? r : R) (the select is front-end code, the fold vec_redmin); then the
+      // one-hot row (front-end code)
+      auto first_at = [&](PrimExpr r0, int64_t n) {
+        TileView x = xt(n), e = et(n);
+        return Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
+          PrimExpr r = cast(f32, r0 + i[1]);
+          return e.Store(select(eq(x.Load(i), M.Load({i[0], i[2]})), r, F32(static_cast<double>(R))), i);
+        });
+      };
+      auto one_hot = [&](PrimExpr r0, int64_t n) {
+        TileView x = xt(n);
+        return Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
+          return x.Store(select(eq(cast(f32, r0 + i[1]), S.Load({i[0], i[2]})), F32(1.0), F32(0.0)), i);
+        });
+      };
+      s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool first) {
+        return Seq({load(r0, n), fold(xt(n), first, Red::kMax, M)});
+      }));
+      s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool first) {
+        std::vector<Stmt> c;
+        if (!resident) c.push_back(load(r0, n));
+        c.push_back(first_at(r0, n));
+        c.push_back(fold(et(n), first, Red::kMin, S));
+        return Seq(c);
+      }));
+      s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return Seq({one_hot(r0, n), store(r0, xt(n))}); }));
+    } else if (lp) {
       // Et = |x|^p (p = 1: max(x, -x)); S = its sum, the norm, at least FLT_MIN (x / 0 -> 0)
       auto contrib = [&](int64_t n) -> Stmt {
         TileView x = xt(n), e = et(n);
@@ -176,7 +206,7 @@ PrimFunc LowerSoftmax(const OpCall& call) {
 }  // namespace detail
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
-  for (const char* op : {"Softmax", "LogSoftmax", "LpNormalization"}) {
+  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax", "LpNormalization"}) {
     RegisterStrategy(op, Strategy{detail::CheckSoftmax, detail::LowerSoftmax,
                                   [](const OpCall&, int) { return std::string("onnx"); }});
   }

@@ -68,3 +68,9 @@ def test_over_channels_of_a_wide_map():
 
 def test_empty():
     check_op("Softmax", {"axis": 1}, [np.zeros((0, 5), np.float32)])
+
+
+@pytest.mark.parametrize("shape,axis", [((5, 33), -1), ((3, 17, 6), 1), ((2, 20000), 1)])
+def test_hardmax(shape, axis):
+    x = np.round(rand(shape, 8, -3, 3))  # ties: the first maximum wins
+    check_op("Hardmax", {"axis": axis}, [x])
