@@ -1,6 +1,6 @@
 /*
- * src/compiler/strategy_pool.cc — MaxPool, AveragePool and LpPool (p 1 or 2) (1-D and
- * 2-D: kernel, strides, dilations (MaxPool), pads or auto_pad, ceil_mode,
+ * src/compiler/strategy_pool.cc — MaxPool, AveragePool and LpPool (1-D and
+ * 2-D: kernel, strides, dilations, pads or auto_pad, ceil_mode,
  * count_include_pad), and GlobalAveragePool / GlobalMaxPool (a ReduceMean /
  * ReduceMax over the spatial axes, strategy_reduce.cc).
  *
@@ -14,8 +14,8 @@
  * the tap's view of the patch has strides (sh x patch width, sw) and starts at
  * kh*dh x patch width + kw*dw, so `tile.vec_max` / `vec_add` read it directly. The
  * average multiplies by 1 / count per row and per column (the count separates),
- * a `vec_muls` when every window counts the same. LpPool squares the patch (and takes
- * its square root for p = 1: |x|), sums the taps and takes the square root for p = 2.
+ * a `vec_muls` when every window counts the same. LpPool squares the patch (|x| is its
+ * square root; p > 2: exp(p log |x|)), sums the taps and takes the p-th root.
  */
 #include <algorithm>
 
@@ -61,8 +61,8 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
   }
   g->max = op == "MaxPool";
   g->lp = op == "LpPool" ? AttrInt(attrs, "p", 2) : 0;
-  if (op == "LpPool" && g->lp != 1 && g->lp != 2) {
-    *why = "LpPool: p = " + std::to_string(g->lp) + " has no npu strategy (1 and 2 do)";
+  if (op == "LpPool" && g->lp < 1) {
+    *why = "LpPool: p = " + std::to_string(g->lp) + " must be at least 1";
     return false;
   }
   g->include_pad = AttrInt(attrs, "count_include_pad", 0) != 0;
@@ -242,10 +242,16 @@ PrimFunc LowerPool(const OpCall& call) {
               }));
               s.push_back(Intrin("tile.wait", {I32(0)}));
             }
-            if (g.lp) {  // |x|^p in place: x * x, and its square root for p = 1
+            auto apply = [&](const TileView& v, const char* fn) {
+              s.push_back(MapTile(v, [fn](PrimExpr x, const std::vector<PrimExpr>&) { return Math(fn, x); }));
+            };
+            auto scale = [&](const TileView& v, double k) {
+              s.push_back(MapTile(v, [k](PrimExpr x, const std::vector<PrimExpr>&) { return x * F32Exact(k); }));
+            };
+            if (g.lp) {  // |x|^p in place: x * x; |x| = its square root; other p: exp(p log|x|)
               s.push_back(MapTile(Pv, [](PrimExpr v, const std::vector<PrimExpr>&) { return v * v; }));
-              if (g.lp == 1)
-                s.push_back(MapTile(Pv, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
+              if (g.lp != 2) apply(Pv, "tir.sqrt");
+              if (g.lp > 2) apply(Pv, "tir.log"), scale(Pv, static_cast<double>(g.lp)), apply(Pv, "tir.exp");
             }
             bool first = true;
             for (int64_t kh = 0; kh < g.k[0]; ++kh) {
@@ -261,8 +267,8 @@ PrimFunc LowerPool(const OpCall& call) {
               }
             }
             std::vector<Buffer> extra;
-            if (g.lp == 2)
-              s.push_back(MapTile(O, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
+            if (g.lp == 2) apply(O, "tir.sqrt");  // the p-th root
+            if (g.lp > 2) apply(O, "tir.log"), scale(O, 1.0 / static_cast<double>(g.lp)), apply(O, "tir.exp");
             if (!g.max && !g.lp) {
               if (uniform[0] && uniform[1]) {
                 s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>&) {
@@ -300,10 +306,6 @@ std::string CheckPool(const std::string& op, const Map<String, Any>& attrs, cons
   if (ins.size() != 1 || !ins[0].defined()) return op + ": expects one input";
   std::string why = CheckDTypes(ins, {DataType::Float(32)}, op);
   if (!why.empty()) return why;
-  if (op != "MaxPool" && HasAttr(attrs, "dilations")) {
-    for (int64_t d : AttrInts(attrs, "dilations", {}))
-      if (d != 1) return op + ": dilations other than 1 have no npu strategy";
-  }
   if (AttrInt(attrs, "storage_order", 0) != 0) return op + ": storage_order (of the Indices output) has no npu strategy";
   PoolGeom g;
   if (!Geometry(op, attrs, Shape(ins[0]), &g, &why)) return why;
