@@ -1,18 +1,18 @@
 /*
- * src/compiler/strategy_pool.cc — MaxPool, AveragePool and LpPool (1-D and
- * 2-D: kernel, strides, dilations, pads or auto_pad, ceil_mode,
+ * src/compiler/strategy_pool.cc — MaxPool, AveragePool and LpPool (1-D, 2-D and
+ * 3-D: kernel, strides, dilations, pads or auto_pad, ceil_mode,
  * count_include_pad), and GlobalAveragePool / GlobalMaxPool (a ReduceMean /
  * ReduceMax over the spatial axes, strategy_reduce.cc).
  *
- * Tiling: the output [N, C, OH, OW] is cut into tiles of cc channels x r rows x tw
- * columns (columns placed at compile time, channels and rows in full tiles and one
+ * Tiling: the output [N, C, OD, OH, OW] (OD = 1 below 3-D) is cut into tiles of one
+ * depth plane x cc channels x r rows x tw columns (columns placed at compile time, channels and rows in full tiles and one
  * remainder); the tiles go to the cores round robin. Per tile the input patch the
- * windows read — [cc, (r-1)*sh + (KH-1)*dh + 1, (tw-1)*sw + (KW-1)*dw + 1] — is
+ * windows read — [cc, (KD-1)*dd + 1, (r-1)*sh + (KH-1)*dh + 1, (tw-1)*sw + (KW-1)*dw + 1] — is
  * filled with the neutral value (-inf, or 0 for the average) and the input rows that
  * exist are DMAed into it, so what stays filled is the padding and the ceil_mode
- * overhang. Each kernel tap (kh, kw) is then one vector command over the whole tile:
- * the tap's view of the patch has strides (sh x patch width, sw) and starts at
- * kh*dh x patch width + kw*dw, so `tile.vec_max` / `vec_add` read it directly. The
+ * overhang. Each kernel tap (kd, kh, kw) is then one vector command over the whole
+ * tile: the tap's view of the patch has strides (sh x patch width, sw) and starts at
+ * (kd*dd x patch height + kh*dh) x patch width + kw*dw, so `tile.vec_max` / `vec_add` read it directly. The
  * average multiplies by 1 / count per row and per column (the count separates),
  * a `vec_muls` when every window counts the same. LpPool squares the patch (|x| is its
  * square root; p > 2: exp(p log |x|)), sums the taps and takes the p-th root.
@@ -36,9 +36,9 @@ constexpr int64_t kOut = 16384;    // elements of the output tile
 PrimExpr Math(const char* op, PrimExpr x) { return call(op, {x}); }
 
 struct PoolGeom {
-  int64_t N, C, H, W, OH, OW;
-  int64_t k[2], s[2], d[2], pb[2], pe[2];  // per spatial dim (H, W); 1-D pools have H = 1
-  int64_t in[2], out[2];
+  int64_t N, C, D, H, W, OD, OH, OW;
+  int64_t k[3], s[3], d[3], pb[3], pe[3];  // per spatial dim (D, H, W); 2-D pools have D = 1, 1-D also H = 1
+  int64_t in[3], out[3];
   bool max, include_pad;
   int64_t lp = 0;  // LpPool's p (1 or 2), else 0
   int64_t Ek(int i) const { return (k[i] - 1) * d[i] + 1; }
@@ -46,8 +46,8 @@ struct PoolGeom {
 
 bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::vector<int64_t>& xs, PoolGeom* g,
               std::string* why) {
-  if (xs.size() != 3 && xs.size() != 4) {
-    *why = op + ": only 1-D and 2-D pooling (input of rank 3 or 4)";
+  if (xs.size() < 3 || xs.size() > 5) {
+    *why = op + ": only 1-D, 2-D and 3-D pooling (input of rank 3 to 5)";
     return false;
   }
   size_t nd = xs.size() - 2;
@@ -70,9 +70,9 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
   g->C = xs[1];
   std::string ap = AttrStr(attrs, "auto_pad", "NOTSET");
   bool ceil_mode = AttrInt(attrs, "ceil_mode", 0) != 0;
-  for (int i = 0; i < 2; ++i) {
-    bool real = nd == 2 || i == 1;
-    size_t j = nd == 2 ? i : 0;
+  for (int i = 0; i < 3; ++i) {
+    bool real = i >= 3 - static_cast<int>(nd);
+    size_t j = real ? i - (3 - nd) : 0;
     g->in[i] = real ? xs[2 + j] : 1;
     g->k[i] = real ? kernel[j] : 1;
     g->s[i] = real ? strides[j] : 1;
@@ -104,16 +104,18 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
     }
     g->out[i] = o;
   }
-  g->H = g->in[0];
-  g->W = g->in[1];
-  g->OH = g->out[0];
-  g->OW = g->out[1];
-  if (g->OH <= 0 || g->OW <= 0) {
+  g->D = g->in[0];
+  g->H = g->in[1];
+  g->W = g->in[2];
+  g->OD = g->out[0];
+  g->OH = g->out[1];
+  g->OW = g->out[2];
+  if (g->OD <= 0 || g->OH <= 0 || g->OW <= 0) {
     *why = op + ": the kernel does not fit the padded input (no output)";
     return false;
   }
-  if (g->Ek(0) * g->Ek(1) > kPatch) {
-    *why = op + ": kernel window of " + std::to_string(g->Ek(0) * g->Ek(1)) + " elements exceeds the " +
+  if (g->Ek(0) * g->Ek(1) * g->Ek(2) > kPatch) {
+    *why = op + ": kernel window of " + std::to_string(g->Ek(0) * g->Ek(1) * g->Ek(2)) + " elements exceeds the " +
            std::to_string(kPatch) + " the strategy keeps in L1";
     return false;
   }
@@ -166,26 +168,27 @@ PrimFunc LowerPool(const OpCall& call) {
     TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): the Indices output has no npu strategy";
   Params p = MakeParams(call);
   DataType f32 = DataType::Float(32);
-  Buffer X = View(p.in[0], {g.N, g.C, g.H, g.W}, "X");
-  Buffer Y = View(p.out[0], {g.N, g.C, g.OH, g.OW}, "Y");
-  auto win = [&](int64_t tw) { return (tw - 1) * g.s[1] + g.Ek(1); };
-  auto rin = [&](int64_t r) { return (r - 1) * g.s[0] + g.Ek(0); };
+  Buffer X = View(p.in[0], {g.N, g.C, g.D, g.H, g.W}, "X");
+  Buffer Y = View(p.out[0], {g.N, g.C, g.OD, g.OH, g.OW}, "Y");
+  int64_t ekd = g.Ek(0);  // input depth planes per output plane
+  auto win = [&](int64_t tw) { return (tw - 1) * g.s[2] + g.Ek(2); };
+  auto rin = [&](int64_t r) { return (r - 1) * g.s[1] + g.Ek(1); };
   // tile sizes: columns, then rows, then channels; smaller while the cores lack work
   int64_t TW = std::min<int64_t>(g.OW, 1024);
-  while (TW > 1 && win(TW) * g.Ek(0) > kPatch) TW = (TW + 1) / 2;
+  while (TW > 1 && win(TW) * g.Ek(1) * ekd > kPatch) TW = (TW + 1) / 2;
   int64_t ncol = (g.OW + TW - 1) / TW;
   int64_t R = std::max<int64_t>(1, std::min(g.OH, kOut / TW));
-  R = std::max<int64_t>(1, std::min(R, (kPatch / win(TW) - g.Ek(0)) / g.s[0] + 1));
+  R = std::max<int64_t>(1, std::min(R, (kPatch / (win(TW) * ekd) - g.Ek(1)) / g.s[1] + 1));
   auto channels = [&](int64_t r) {
-    return std::max<int64_t>(1, std::min({g.C, kPatch / (rin(r) * win(TW)), kOut / (r * TW)}));
+    return std::max<int64_t>(1, std::min({g.C, kPatch / (ekd * rin(r) * win(TW)), kOut / (r * TW)}));
   };
-  auto items = [&](int64_t r, int64_t cc) { return g.N * ((g.C + cc - 1) / cc) * ((g.OH + r - 1) / r) * ncol; };
+  auto items = [&](int64_t r, int64_t cc) { return g.N * g.OD * ((g.C + cc - 1) / cc) * ((g.OH + r - 1) / r) * ncol; };
   // rows per tile: the fewest estimated cycles per core, counting a DMA per patch row
   // (200 cycles of DDR latency plus 64 B/cycle), the output DMA and a command per tap
   auto cost = [&](int64_t r, int64_t cc) {
     int64_t per_core = (items(r, cc) + call.cores - 1) / call.cores;
     int64_t row_bytes = cc * std::min(win(TW), g.W) * 4, out = cc * r * TW;
-    return per_core * (rin(r) * (200 + row_bytes / 64) + 200 + out * 4 / 64 + g.k[0] * g.k[1] * (8 + out / 64));
+    return per_core * (ekd * rin(r) * (200 + row_bytes / 64) + 200 + out * 4 / 64 + g.k[0] * g.k[1] * g.k[2] * (8 + out / 64));
   };
   int64_t best = -1;
   for (int64_t r = R; r >= 1; --r) {
@@ -195,13 +198,13 @@ PrimFunc LowerPool(const OpCall& call) {
   int64_t CC = channels(R);
   while (items(R, CC) < call.cores && CC > 1) CC = (CC + 1) / 2;
   // the average's divisors: uniform when every window counts the same
-  int64_t lo[2], hi[2];
-  for (int i = 0; i < 2; ++i) {
+  int64_t lo[3], hi[3];
+  for (int i = 0; i < 3; ++i) {
     lo[i] = g.include_pad ? -g.pb[i] : 0;
     hi[i] = g.include_pad ? g.in[i] + g.pe[i] : g.in[i];
   }
-  bool uniform[2];
-  for (int i = 0; i < 2; ++i) {
+  bool uniform[3];
+  for (int i = 0; i < 3; ++i) {
     uniform[i] = true;
     for (int64_t o = 0; o < g.out[i]; ++o) uniform[i] = uniform[i] && Count(g, i, o, lo[i], hi[i]) == g.k[i];
   }
@@ -212,33 +215,37 @@ PrimFunc LowerPool(const OpCall& call) {
     for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW) {
       int64_t tw = std::min(TW, g.OW - ow0);
       int64_t pw = win(tw);
-      int64_t iw0 = ow0 * g.s[1] - g.pb[1];
+      int64_t iw0 = ow0 * g.s[2] - g.pb[2];
       int64_t vlo = std::max<int64_t>(0, iw0), vhi = std::min<int64_t>(g.W, iw0 + pw);
       for (const Seg& sr : Segs(g.OH, R)) {
         for (const Seg& sc : Segs(g.C, CC)) {
-          int64_t count = g.N * sr.count * sc.count;
+          int64_t count = g.N * g.OD * sr.count * sc.count;
           groups.push_back(ForEachItem(core, call.cores, count, &rotation, "t", [&, tw, pw, iw0, vlo, vhi](PrimExpr t) {
             int64_t r = sr.size, cc = sc.size, ph = rin(r);
             PrimExpr ci = floormod(t, I32(sc.count));
             PrimExpr ri = floormod(floordiv(t, I32(sc.count)), I32(sr.count));
-            PrimExpr n = floordiv(t, I32(sc.count * sr.count));
+            PrimExpr od = floormod(floordiv(t, I32(sc.count * sr.count)), I32(g.OD));
+            PrimExpr n = floordiv(t, I32(sc.count * sr.count * g.OD));
             PrimExpr c0 = I32(sc.base) + ci * I32(CC);
             PrimExpr oh0 = I32(sr.base) + ri * I32(R);
-            Buffer Pa = Local({cc * ph * pw}, f32, "Patch");
+            Buffer Pa = Local({cc * ekd * ph * pw}, f32, "Patch");
             Buffer Oa = Local({cc * r * tw}, f32, "Ot");
-            TileView Pv = MakeView(Pa, {cc, ph, pw}, "Pv");
+            TileView Pv = MakeView(Pa, {cc, ekd, ph, pw}, "Pv");
             TileView O = MakeView(Oa, {cc, r, tw}, "Ov");
             std::vector<Stmt> s;
             s.push_back(Intrin("tile.dma_fill", {Pv.All(), fill, I32(0)}));
             s.push_back(Intrin("tile.wait", {I32(0)}));
             if (vhi > vlo) {
-              Buffer P3 = View(Pa, {cc, ph, pw}, "P3");
-              s.push_back(Loop("rr", ph, [&](PrimExpr rr) {
-                PrimExpr ih = oh0 * I32(g.s[0]) - I32(g.pb[0]) + rr;
-                return IfThenElse(ih >= I32(0) && ih < I32(g.H),
-                                  Intrin("tile.dma_copy", {Region(P3, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
-                                                           Region(X, {n, c0, ih, I32(vlo)}, {1, cc, 1, vhi - vlo}),
-                                                           I32(0)}));
+              Buffer P4 = View(Pa, {cc, ekd, ph, pw}, "P4");
+              s.push_back(Loop("z", ekd, [&](PrimExpr z) {
+                PrimExpr id = od * I32(g.s[0]) - I32(g.pb[0]) + z;
+                return Loop("rr", ph, [&](PrimExpr rr) {
+                  PrimExpr ih = oh0 * I32(g.s[1]) - I32(g.pb[1]) + rr;
+                  return IfThenElse(id >= I32(0) && id < I32(g.D) && ih >= I32(0) && ih < I32(g.H),
+                                    Intrin("tile.dma_copy",
+                                           {Region(P4, {I32(0), z, rr, I32(vlo - iw0)}, {cc, 1, 1, vhi - vlo}),
+                                            Region(X, {n, c0, id, ih, I32(vlo)}, {1, cc, 1, 1, vhi - vlo}), I32(0)}));
+                });
               }));
               s.push_back(Intrin("tile.wait", {I32(0)}));
             }
@@ -254,42 +261,46 @@ PrimFunc LowerPool(const OpCall& call) {
               if (g.lp > 2) apply(Pv, "tir.log"), scale(Pv, static_cast<double>(g.lp)), apply(Pv, "tir.exp");
             }
             bool first = true;
-            for (int64_t kh = 0; kh < g.k[0]; ++kh) {
-              for (int64_t kw = 0; kw < g.k[1]; ++kw) {
-                TileView tap = Strided(Pa, {cc, r, tw}, {ph * pw, g.s[0] * pw, g.s[1]}, kh * g.d[0] * pw + kw * g.d[1],
-                                       "Tap");
-                s.push_back(Nest(O.dims, [&](const std::vector<PrimExpr>& i) {
-                  PrimExpr v = tap.Load(i);
-                  if (!first) v = g.max ? max(O.Load(i), v) : O.Load(i) + v;
-                  return O.Store(v, i);
-                }));
-                first = false;
+            for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+              for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+                for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                  TileView tap = Strided(Pa, {cc, r, tw}, {ekd * ph * pw, g.s[1] * pw, g.s[2]},
+                                         (kd * g.d[0] * ph + kh * g.d[1]) * pw + kw * g.d[2], "Tap");
+                  s.push_back(Nest(O.dims, [&](const std::vector<PrimExpr>& i) {
+                    PrimExpr v = tap.Load(i);
+                    if (!first) v = g.max ? max(O.Load(i), v) : O.Load(i) + v;
+                    return O.Store(v, i);
+                  }));
+                  first = false;
+                }
               }
             }
             std::vector<Buffer> extra;
             if (g.lp == 2) apply(O, "tir.sqrt");  // the p-th root
             if (g.lp > 2) apply(O, "tir.log"), scale(O, 1.0 / static_cast<double>(g.lp)), apply(O, "tir.exp");
             if (!g.max && !g.lp) {
-              if (uniform[0] && uniform[1]) {
+              if (uniform[0] && uniform[1] && uniform[2]) {
                 s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>&) {
-                  return v * F32Exact(1.0 / static_cast<double>(g.k[0] * g.k[1]));
+                  return v * F32Exact(1.0 / static_cast<double>(g.k[0] * g.k[1] * g.k[2]));
                 }));
               } else {
                 Buffer Fh = Local({r}, f32, "Fh"), Fw = Local({tw}, f32, "Fw");
                 extra = {Fh, Fw};
                 TileView Fhv = MakeView(Fh, {r}, "Fhv"), Fwv = MakeView(Fw, {tw}, "Fwv");
                 s.push_back(Loop("y", r, [&](PrimExpr y) {
-                  return Fhv.Store(F32(1.0) / cast(f32, CountExpr(g, 0, oh0 + y, lo[0], hi[0])), {y});
+                  // the depth's count rides on the rows'
+                  PrimExpr cnt = CountExpr(g, 1, oh0 + y, lo[1], hi[1]) * CountExpr(g, 0, od, lo[0], hi[0]);
+                  return Fhv.Store(F32(1.0) / cast(f32, cnt), {y});
                 }));
                 std::vector<Stmt> cols;
                 for (int64_t x = 0; x < tw; ++x)
-                  cols.push_back(Fwv.Store(F32(1.0 / static_cast<double>(Count(g, 1, ow0 + x, lo[1], hi[1]))), {I32(x)}));
+                  cols.push_back(Fwv.Store(F32(1.0 / static_cast<double>(Count(g, 2, ow0 + x, lo[2], hi[2]))), {I32(x)}));
                 s.push_back(Seq(cols));
                 s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * Fhv.Load({i[1]}); }));
                 s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * Fwv.Load({i[2]}); }));
               }
             }
-            s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}), O.All(), 1));
+            s.push_back(DmaWait(Region(Y, {n, c0, od, oh0, I32(ow0)}, {1, cc, 1, r, tw}), O.All(), 1));
             Stmt res = Allocate(Pa, Allocate(Oa, Seq(s)));
             for (const Buffer& b : extra) res = Allocate(b, res);
             return res;

@@ -1,5 +1,5 @@
 """Pooling strategies on 4 simulated TC1 cores against the op library's numpy reference:
-MaxPool and AveragePool 1-D and 2-D with strides, dilations, explicit and automatic
+MaxPool, AveragePool and LpPool 1-D, 2-D and 3-D with strides, dilations, explicit and automatic
 pads, ceil_mode and count_include_pad; the global poolings; a tensor bigger than L1;
 the reasons what is left stays on the host."""
 import numpy as np
@@ -28,6 +28,8 @@ CASES = [
     ({"kernel_shape": [2, 3], "auto_pad": "VALID", "strides": [3, 2]}, (1, 3, 11, 13)),
     ({"kernel_shape": [5], "strides": [2], "pads": [2, 1]}, (2, 3, 23)),                     # 1-D
     ({"kernel_shape": [3], "strides": [3], "ceil_mode": 1}, (1, 4, 20)),
+    ({"kernel_shape": [2, 3, 3], "strides": [2, 1, 2], "pads": [1, 1, 0, 0, 1, 1]}, (1, 3, 5, 7, 8)),   # 3-D
+    ({"kernel_shape": [3, 2, 2], "strides": [2, 2, 2], "ceil_mode": 1}, (2, 2, 8, 5, 6)),
 ]
 
 
@@ -37,7 +39,7 @@ def test_pool(op, attrs, shape):
     check_op(op, attrs, [rand(shape, 1)], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("attrs,shape", [CASES[0], CASES[2], CASES[4], CASES[8]])
+@pytest.mark.parametrize("attrs,shape", [CASES[0], CASES[2], CASES[4], CASES[8], CASES[10], CASES[11]])
 def test_average_count_include_pad(attrs, shape):
     check_op("AveragePool", dict(attrs, count_include_pad=1), [rand(shape, 2)], rtol=1e-5, atol=1e-6)
 
@@ -89,7 +91,8 @@ def test_reasons():
     assert "positive" in compiler.HasStrategy("AveragePool", {"kernel_shape": [2, 2], "pads": [-1, 0, 0, 0]}, [x])
     assert "wrong length" in compiler.HasStrategy("MaxPool", {}, [x])
     assert "wrong length" in compiler.HasStrategy("MaxPool", {"kernel_shape": [2, 2], "strides": [1]}, [x])
-    assert "rank" in compiler.HasStrategy("MaxPool", {"kernel_shape": [2, 2, 2]}, [compiler.TensorSpec((1, 1, 4, 4, 4), "float32")])
+    assert "rank" in compiler.HasStrategy("MaxPool", {"kernel_shape": [2, 2, 2, 2]},
+                                          [compiler.TensorSpec((1, 1, 4, 4, 4, 4), "float32")])
     # the Indices output is int64: refused when the op is lowered with it
     with pytest.raises(ValueError, match="64-bit"):
         compiler.LowerOp("MaxPool", {"kernel_shape": [2, 2]}, [x],
