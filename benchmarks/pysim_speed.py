@@ -93,7 +93,7 @@ def bench(name, kernel, make_args, check, repeat):
         fn(*cargs)
         check(cargs)
         t_c = median_time(lambda: fn(*make_args()), repeat)
-        compiled = f"{t_c * 1e3:10.1f} ms  ({t_py / t_c:.0f}x faster than PySim)"
+        compiled = f"{t_c * 1e3:10.1f} ms  (PySim / compiled = {t_py / t_c:.1f})"
     print(f"{name:<34} PySim {t_py * 1e3:10.1f} ms | compiled on the simulator: {compiled}")
 
 

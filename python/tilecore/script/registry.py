@@ -16,7 +16,8 @@ is imported) fails if any API lacks either implementation.
 
 The path is chosen per thread: the parser and each PySim core thread enter
 :func:`mode` (``"ir"`` or ``"py"``) with their context object; outside both, a DSL
-call is an error that says so.
+call is an error that says so. PySim's batched loops (pysim/batch.py) enter mode
+``"batch"``, whose context dispatches each call itself.
 """
 import contextlib
 import functools
@@ -50,6 +51,8 @@ class Api:
 
     def __call__(self, *args, **kwargs):
         m = getattr(_state, "mode", None)
+        if m == "batch":
+            return _state.context.call(self, args, kwargs)  # pysim/batch.py
         if m is None:
             raise RuntimeError(
                 f"S.{self.name} can only be called inside a @S.prim_func kernel (while it is compiled or "

@@ -32,11 +32,13 @@ from .. import registry
 from .. import types as T
 from ..control import sim_range, unroll
 from ..errors import KernelError, located
+from . import batch
 from .semantics import value as make_value
 from .values import Memory, SimPointer
 
 _ENV_SINGLE = "TILECORE_PYSIM_SINGLE_THREAD"
 _ENV_MAX_OPS = "TILECORE_PYSIM_MAX_OPS"
+_ENV_BATCH = "TILECORE_PYSIM_BATCH"
 _DEFAULT_MAX_OPS = 10_000_000
 
 
@@ -124,6 +126,7 @@ class _Run:
         self.lock = threading.Lock()
         self.shared = []  # shared allocations, in order of first arrival
         self.out = out
+        self.batching = os.environ.get(_ENV_BATCH, "").strip().lower() not in ("0", "false", "no", "off")
 
 
 class CoreContext:
@@ -136,6 +139,7 @@ class CoreContext:
         self.pending_dma = {}
         self.shared_count = 0
         self.ops = 0
+        self.batching = run.batching
 
     def tick(self):
         """Counts one DSL operation against the core's budget."""
@@ -236,10 +240,22 @@ def _scalar_as_tc1_passes_it(where, a, elem):
 
 
 def _kernel_function(kernel):
-    """The kernel's function with ``range`` bound to PySim's range (a copy of its globals)."""
+    """The kernel's function with ``range`` bound to PySim's range (a copy of its globals)
+    and its dependence-free loops made batchable (batch.py; transformed once per kernel)."""
     f = kernel.py_func
     g = dict(f.__globals__)
     g["range"] = sim_range
+    tx = kernel.__dict__.get("_pysim_transformed", False)
+    if tx is False:
+        tx = kernel.__dict__["_pysim_transformed"] = batch.transform(f)
+    if tx is not None:
+        code, free = tx
+        g[batch.LOOP_NAME] = batch.pysim_loop
+        ns = dict(g)
+        exec(code, ns)  # noqa: S102  (the kernel's own source, transformed)
+        fn = ns["__pysim_make"](*[c.cell_contents for c in (f.__closure__ or ())])
+        fn.__defaults__, fn.__kwdefaults__ = f.__defaults__, f.__kwdefaults__
+        return fn
     return pytypes.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
 
 
@@ -265,7 +281,7 @@ def run(kernel, args, kwargs):
     single = single_thread_mode()
     run_state = _Run(kernel.num_cores, single, sys.stdout)
     fn = _kernel_function(kernel)
-    code = kernel.py_func.__code__
+    code = fn.__code__
     errors = {}
 
     def core_args():

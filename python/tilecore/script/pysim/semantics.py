@@ -18,6 +18,8 @@ def lanes_of(x, dtype):
     elem, lanes = T.split(dtype)
     if kind(x) == "literal":
         return np.full(lanes, scalar_to_storage(x, elem), dtype=storage(elem))
+    if x.data.ndim == 2:  # a batched value (batch.py): (iterations, lanes), broadcast as it is
+        return x.data
     if x.data.shape[0] != lanes:
         return np.full(lanes, x.data[0], dtype=storage(elem))
     return x.data

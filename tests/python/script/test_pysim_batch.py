@@ -1,0 +1,157 @@
+"""PySim's batched loops (pysim/batch.py): a loop run as whole numpy operations gives
+bit for bit what the loop run one iteration at a time gives (TILECORE_PYSIM_BATCH=0),
+and numpy's answer; loops that carry a value between iterations, alias arrays, write one
+address twice or fail part way are run one iteration at a time (same result, same error)."""
+import numpy as np
+import pytest
+
+from tilecore import script as S
+from tilecore.script.pysim import batch
+
+
+def run_both(kernel, make_args, monkeypatch):
+    """(batched args, serial args, loops batched, fallbacks) after running ``kernel`` both ways."""
+    b0, f0 = batch.stats["batched"], batch.stats["fallback"]
+    fast = make_args()
+    kernel(*fast)
+    nb, nf = batch.stats["batched"] - b0, batch.stats["fallback"] - f0
+    monkeypatch.setenv("TILECORE_PYSIM_BATCH", "0")
+    slow = make_args()
+    kernel(*slow)
+    monkeypatch.delenv("TILECORE_PYSIM_BATCH")
+    for x, y in zip(fast, slow):
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and np.array_equal(x.view(np.uint8), y.view(np.uint8))
+    return fast, slow, nb, nf
+
+
+@S.prim_func
+def vadd(a: S.ptr("int32", "global"), b: S.ptr("int32", "global"), c: S.ptr("int32", "global"), n: S.int32):
+    per = n // S.get_local_size()
+    base = S.get_local_id() * per
+    for i in range(base, base + per, 8):
+        S.vstore(S.vadd(S.vload(a + i), S.vload(b + i)), c + i)
+
+
+def test_vector_add_is_batched_and_exact(monkeypatch):
+    rng = np.random.default_rng(1)
+    a = rng.integers(-2**31, 2**31, 4096, dtype=np.int64).astype(np.int32)
+    b = rng.integers(-2**31, 2**31, 4096, dtype=np.int64).astype(np.int32)
+    fast, _, nb, nf = run_both(vadd, lambda: [a, b, np.zeros(4096, np.int32), 4096], monkeypatch)
+    assert (nb, nf) == (4, 0)
+    assert np.array_equal(fast[2], (a.astype(np.int64) + b).astype(np.int32))
+
+
+@S.prim_func
+def softmax(x: S.ptr("float32", "global"), y: S.ptr("float32", "global"), rows: S.int32):
+    T = S.alloc_buffer((4, 64), "float32")
+    M = S.alloc_buffer((4, 1), "float32")
+    per = rows // S.get_local_size()
+    first = S.get_local_id() * per
+    for blk in range(first, first + per, 4):
+        S.dma_copy(T, x + blk * 64, 256)
+        S.tile_redmax(M, T)
+        for r in S.static_range(4):
+            S.tile_adds(T[r:r + 1, 0:64], T[r:r + 1, 0:64], -M[r, 0])
+        S.tile_exp(T, T)
+        S.tile_redsum(M, T)
+        S.tile_recip(M, M)
+        for r in S.static_range(4):
+            S.tile_muls(T[r:r + 1, 0:64], T[r:r + 1, 0:64], M[r, 0])
+        S.dma_copy(y + blk * 64, T, 256)
+
+
+def test_softmax_tiles_are_batched_and_exact(monkeypatch):
+    x = (np.random.default_rng(2).standard_normal((64, 64)) * 3).astype(np.float32)
+    fast, _, nb, nf = run_both(softmax, lambda: [x, np.zeros_like(x), 64], monkeypatch)
+    assert (nb, nf) == (4, 0)
+    e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
+    assert np.allclose(fast[1], e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+@S.prim_func(num_cores=1)
+def prefix(a: S.ptr("int32", "global"), n: S.int32):
+    for i in range(1, n):
+        a[i] = a[i] + a[i - 1]
+
+
+@S.prim_func(num_cores=1)
+def in_place(a: S.ptr("int32", "global"), n: S.int32):
+    for i in range(n):
+        a[i] = a[i] * 3
+
+
+@S.prim_func(num_cores=1)
+def local_sum(a: S.ptr("int32", "global"), out: S.ptr("int32", "global"), n: S.int32):
+    acc = S.alloc_buffer((1,), "int32")
+    for i in range(n):
+        acc[0] = acc[0] + a[i]
+    out[0] = acc[0]
+
+
+@S.prim_func(num_cores=1)
+def last_wins(a: S.ptr("int32", "global"), out: S.ptr("int32", "global"), n: S.int32):
+    for i in range(n):
+        out[0] = a[i]
+
+
+@S.prim_func(num_cores=1)
+def scratch(a: S.ptr("int32", "global"), out: S.ptr("int32", "global"), n: S.int32):
+    t = S.alloc_buffer((2,), "int32")
+    for i in range(n):
+        t[0] = a[i] * 2
+        t[1] = t[0] + 1
+        out[i] = t[1]
+
+
+@S.prim_func(num_cores=1)
+def copy2(a: S.ptr("int32", "global"), out: S.ptr("int32", "global"), n: S.int32):
+    for i in range(n):
+        out[i] = a[i] + 1
+
+
+@S.prim_func(num_cores=1)
+def carried_name(a: S.ptr("int32", "global"), out: S.ptr("int32", "global"), n: S.int32):
+    s = 0
+    for i in range(n):
+        s = s + a[i]
+    out[0] = s
+
+
+A = np.arange(1, 41, dtype=np.int32)
+
+
+@pytest.mark.parametrize("kernel,make,want,batched", [
+    (prefix, lambda: [A.copy(), 40], lambda a: np.cumsum(A).astype(np.int32), False),
+    (in_place, lambda: [A.copy(), 40], lambda a: A * 3, False),
+    (local_sum, lambda: [A, np.zeros(1, np.int32), 40], lambda a, o: [A.sum()], False),
+    (last_wins, lambda: [A, np.zeros(1, np.int32), 40], lambda a, o: [A[-1]], False),
+    (scratch, lambda: [A, np.zeros(40, np.int32), 40], lambda a, o: A * 2 + 1, True),
+    (carried_name, lambda: [A, np.zeros(1, np.int32), 40], lambda a, o: [A.sum()], False),
+])
+def test_dependences_fall_back_to_one_iteration_at_a_time(kernel, make, want, batched, monkeypatch):
+    fast, _, nb, nf = run_both(kernel, make, monkeypatch)
+    assert np.array_equal(fast[-2 if len(fast) > 2 else 0], np.asarray(want(*fast[:-1]), np.int32))
+    assert (nb == 1) == batched
+
+
+def test_aliased_arrays_fall_back(monkeypatch):
+    def make():
+        a = A.copy()
+        return [a, a, 40]
+
+    fast, _, nb, nf = run_both(copy2, make, monkeypatch)
+    assert (nb, nf) == (0, 1) and np.array_equal(fast[0], A + 1)
+
+
+def test_an_error_part_way_is_reported_as_without_batching(monkeypatch):
+    a = np.zeros(10, np.int32)
+    out = np.full(8, 7, np.int32)
+    with pytest.raises(IndexError) as fast:
+        copy2(a, out, 10)
+    assert np.array_equal(out, np.ones(8, np.int32))  # iterations 0..7 done, as one at a time
+    monkeypatch.setenv("TILECORE_PYSIM_BATCH", "0")
+    out2 = np.full(8, 7, np.int32)
+    with pytest.raises(IndexError) as slow:
+        copy2(a, out2, 10)
+    assert str(fast.value) == str(slow.value) and "out[i] = a[i] + 1" in str(fast.value)
