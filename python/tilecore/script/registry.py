@@ -58,10 +58,17 @@ class Api:
                 f"S.{self.name} can only be called inside a @S.prim_func kernel (while it is compiled or "
                 "run by PySim)")
         if m == "py":
-            _state.context.tick()  # PySim's operation budget (runner.CoreContext)
-        plan = self.front(*args, **kwargs)
-        impl = self.ir_impl if m == "ir" else self.py_impl
-        return impl(plan)
+            ctx = _state.context  # runner.CoreContext
+            ctx.tick(self.name)  # PySim's budget and scheduling point
+            plan = self.front(*args, **kwargs)
+            if ctx.race is not None:  # pysim/racecheck.py
+                after = ctx.race.operation(ctx.core, self.name, plan)
+                r = self.py_impl(plan)
+                if after is not None:
+                    after()
+                return r
+            return self.py_impl(plan)
+        return self.ir_impl(self.front(*args, **kwargs))
 
     def __repr__(self):
         return f"<DSL API S.{self.name}>"

@@ -25,6 +25,14 @@ def run_both(kernel, make_args, monkeypatch):
     return fast, slow, nb, nf
 
 
+
+@pytest.fixture(autouse=True)
+def _plain_pysim(monkeypatch):
+    """These tests set the PySim modes themselves, whatever the environment says."""
+    for v in ("TILECORE_PYSIM_SEED", "TILECORE_PYSIM_RACECHECK", "TILECORE_PYSIM_BATCH",
+              "TILECORE_PYSIM_SINGLE_THREAD"):
+        monkeypatch.delenv(v, raising=False)
+
 @S.prim_func
 def vadd(a: S.ptr("int32", "global"), b: S.ptr("int32", "global"), c: S.ptr("int32", "global"), n: S.int32):
     per = n // S.get_local_size()

@@ -262,21 +262,13 @@ class BatchContext:
         """A region, buffer or (pointer, n) operand as a BatchRegion."""
         if isinstance(x, BatchRegion):
             return x
-        if isinstance(x, tuple):
+        if isinstance(x, tuple) and isinstance(x[0], BatchPointer):
             p, n = x
-            if isinstance(p, BatchPointer):
-                return BatchRegion(p.mem, p.offset[:, None] + np.arange(n), True, (n,))
-            return BatchRegion(p.mem, p.offset + np.arange(n), False, (n,))
-        if isinstance(x, SimBuffer):
-            return BatchRegion(x.mem, x.offset + np.arange(math.prod(x.shape)), False, x.shape)
-        if isinstance(x, SimRegion):
-            v, base = x.view, x.mem.array
-            item = base.itemsize
-            idx = np.array((v.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item)
-            for d, (s, st) in enumerate(zip(v.shape, v.strides)):
-                idx = idx[..., None] + np.arange(s) * (st // item)
-            return BatchRegion(x.mem, idx.reshape(-1), False, v.shape)
-        raise _Fallback("operand")
+            return BatchRegion(p.mem, p.offset[:, None] + np.arange(n), True, (n,))
+        r = operand_indices(x)
+        if r is None:
+            raise _Fallback("operand")
+        return BatchRegion(r[0], r[1], False, r[2])
 
     def gather(self, r, mark=True):
         """One array of shape (n,) + r.shape with the region's elements in every iteration."""
@@ -309,6 +301,24 @@ class BatchContext:
         if name in _TILE_REDUCE and d.mem.scope == "local":
             self._priv(d.mem).written[d.idx.reshape(self.n, -1)[0] if d.batched else
                                       d.idx.reshape(d.shape)[..., 0].reshape(-1)] = True
+
+
+def operand_indices(x):
+    """(memory, flat element indices, shape) of a tile / DMA operand (a region, a buffer or a
+    (pointer, n) pair), or None for anything else."""
+    if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], SimPointer):
+        p, n = x
+        return p.mem, p.offset + np.arange(n), (n,)
+    if isinstance(x, SimBuffer):
+        return x.mem, x.offset + np.arange(math.prod(x.shape)), x.shape
+    if isinstance(x, SimRegion):
+        v, base = x.view, x.mem.array
+        item = base.itemsize
+        idx = np.array((v.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item)
+        for s, st in zip(v.shape, v.strides):
+            idx = idx[..., None] + np.arange(s) * (st // item)
+        return x.mem, idx.reshape(-1), v.shape
+    return None
 
 
 def _scalar_tile(name, p, s):

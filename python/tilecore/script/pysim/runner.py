@@ -20,8 +20,18 @@ Calling a ``@S.prim_func`` kernel with numpy arrays runs it here:
    deadlock (RuntimeError "deadlock ..."), and each core has a budget of DSL
    operations (``TILECORE_PYSIM_MAX_OPS``, default 10^7; RuntimeError "budget ...
    exhausted"), so a kernel that never ends fails instead of hanging.
+7. Loops free of cross-iteration dependences run as whole numpy operations
+   (batch.py; ``TILECORE_PYSIM_BATCH=0`` turns that off), with the same results.
+8. ``seed=N`` (or ``TILECORE_PYSIM_SEED=N``): the cores' threads take turns, one at a
+   time, switching at every DSL operation to a core picked by an RNG seeded with N
+   (_Scheduler); the interleaving is kept in ``kernel.pysim_trace`` and the same seed
+   replays it exactly. ``seed=`` wins over ``TILECORE_PYSIM_SINGLE_THREAD``, which wins
+   over ``TILECORE_PYSIM_SEED``.
+9. ``racecheck=True`` (or ``TILECORE_PYSIM_RACECHECK=1``): racecheck.py reports races
+   between cores and with in-flight DMA as a DataRaceError at the end of the run.
 """
 import os
+import random
 import sys
 import threading
 import types as pytypes
@@ -33,12 +43,15 @@ from .. import types as T
 from ..control import sim_range, unroll
 from ..errors import KernelError, located
 from . import batch
+from .racecheck import RaceChecker
 from .semantics import value as make_value
 from .values import Memory, SimPointer
 
 _ENV_SINGLE = "TILECORE_PYSIM_SINGLE_THREAD"
 _ENV_MAX_OPS = "TILECORE_PYSIM_MAX_OPS"
 _ENV_BATCH = "TILECORE_PYSIM_BATCH"
+_ENV_SEED = "TILECORE_PYSIM_SEED"
+_ENV_RACECHECK = "TILECORE_PYSIM_RACECHECK"
 _DEFAULT_MAX_OPS = 10_000_000
 
 
@@ -53,6 +66,110 @@ def _max_ops():
     if n <= 0:
         raise ValueError(f"{_ENV_MAX_OPS}={text!r}: expected a positive integer")
     return n
+
+
+def _seed(value):
+    """The scheduling seed: the call's ``seed=`` or else TILECORE_PYSIM_SEED, or None."""
+    if value is None:
+        text = os.environ.get(_ENV_SEED, "").strip()
+        if not text:
+            return None
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"{_ENV_SEED}={text!r}: expected an integer") from None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"seed=: expected an int, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _racecheck(value):
+    """Whether to check for races: the call's ``racecheck=`` or else TILECORE_PYSIM_RACECHECK."""
+    if value is None:
+        return os.environ.get(_ENV_RACECHECK, "").strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+class _Scheduler:
+    """Seeded cooperative scheduling: the cores are threads, but only one runs at a time. At
+    each DSL operation (every memory access, DMA, barrier ...) the running core records
+    ``(core, operation)`` in the trace and a seeded RNG picks which ready core runs next, so
+    one seed gives one interleaving, replayed exactly by the next run with that seed."""
+
+    def __init__(self, seed, n):
+        self.rng = random.Random(seed)
+        self.n = n
+        self.cond = threading.Condition()
+        self.current = None
+        self.ready, self.blocked, self.done = set(), set(), set()
+        self.started = 0
+        self.trace = []
+        self.aborted = False
+        self.deadlock = None
+        self.on_release = None
+
+    def _pick(self):
+        self.current = self.rng.choice(sorted(self.ready)) if self.ready else None
+        self.cond.notify_all()
+
+    def _wait(self, core):
+        while self.current != core and not self.aborted and self.deadlock is None:
+            self.cond.wait()
+        if self.aborted:
+            raise _Aborted()
+        if self.deadlock is not None and core in self.blocked:
+            raise RuntimeError(self.deadlock)
+        if self.deadlock is not None:
+            raise _Aborted()
+
+    def start(self, core):
+        with self.cond:
+            self.ready.add(core)
+            self.started += 1
+            if self.started == self.n:
+                self._pick()
+            self._wait(core)
+
+    def point(self, core, what):
+        with self.cond:
+            self.trace.append((core, what))
+            self._pick()
+            self._wait(core)
+
+    def barrier(self, core):
+        with self.cond:
+            self.ready.discard(core)
+            self.blocked.add(core)
+            self._release_or_deadlock()
+            self._wait(core)
+            self.blocked.discard(core)
+
+    def _release_or_deadlock(self):
+        if self.ready:
+            self._pick()
+        elif self.blocked and self.done:
+            self.deadlock = (f"deadlock: core(s) {', '.join(map(str, sorted(self.blocked)))} wait at the barrier, "
+                             f"which core(s) {', '.join(map(str, sorted(self.done)))} finished without reaching")
+            self.cond.notify_all()
+        elif self.blocked:
+            if self.on_release is not None:
+                self.on_release()
+            self.ready |= self.blocked
+            self.blocked.clear()
+            self._pick()
+
+    def finish(self, core):
+        with self.cond:
+            self.ready.discard(core)
+            self.blocked.discard(core)
+            self.done.add(core)
+            if not self.aborted and (self.current == core or self.current is None):
+                self._release_or_deadlock()
+
+    def abort(self):
+        with self.cond:
+            self.aborted = True
+            self.cond.notify_all()
 
 
 class _Deadlock(Exception):
@@ -70,6 +187,7 @@ class _Barrier:
         self.finished = set()
         self.generation = 0
         self.broken = None  # None, "abort" or the deadlock message
+        self.on_release = None
 
     def _check_deadlock(self):
         if self.waiting and len(self.waiting) + len(self.finished) == self.n and self.finished:
@@ -84,6 +202,8 @@ class _Barrier:
             gen = self.generation
             self.waiting.add(core)
             if len(self.waiting) == self.n:
+                if self.on_release is not None:
+                    self.on_release()
                 self.waiting.clear()
                 self.generation += 1
                 self.cond.notify_all()
@@ -118,15 +238,21 @@ def single_thread_mode():
 class _Run:
     """What the cores of one kernel run share."""
 
-    def __init__(self, num_cores, single, out):
+    def __init__(self, num_cores, single, out, seed=None, race=None):
         self.num_cores = num_cores
-        self.single = single
-        self.barrier = None if single else _Barrier(num_cores)
+        self.race = race
+        self.sched = None if seed is None else _Scheduler(seed, num_cores)
+        self.single = single and self.sched is None
+        self.barrier = None if self.single or self.sched is not None else _Barrier(num_cores)
         self.max_ops = _max_ops()
         self.lock = threading.Lock()
         self.shared = []  # shared allocations, in order of first arrival
+        for b in (self.barrier, self.sched):
+            if b is not None and race is not None:
+                b.on_release = race.barrier_release
         self.out = out
-        self.batching = os.environ.get(_ENV_BATCH, "").strip().lower() not in ("0", "false", "no", "off")
+        self.batching = self.sched is None and race is None and \
+            os.environ.get(_ENV_BATCH, "").strip().lower() not in ("0", "false", "no", "off")
 
 
 class CoreContext:
@@ -140,9 +266,12 @@ class CoreContext:
         self.shared_count = 0
         self.ops = 0
         self.batching = run.batching
+        self.race = run.race
 
-    def tick(self):
-        """Counts one DSL operation against the core's budget."""
+    def tick(self, what=None):
+        """Counts one DSL operation against the core's budget; a scheduling point when seeded."""
+        if self.run.sched is not None:
+            self.run.sched.point(self.core, what)
         self.ops += 1
         if self.ops > self.run.max_ops:
             raise RuntimeError(f"instruction budget exhausted: core {self.core} ran more than {self.run.max_ops} "
@@ -152,6 +281,9 @@ class CoreContext:
         if self.run.single:
             raise RuntimeError(f"S.barrier: PySim runs the cores one after another ({_ENV_SINGLE}=1), so a barrier "
                                f"cannot be honoured; unset {_ENV_SINGLE} to run the cores as threads")
+        if self.run.sched is not None:
+            self.run.sched.barrier(self.core)
+            return
         try:
             self.run.barrier.wait(self.core)
         except threading.BrokenBarrierError:
@@ -178,10 +310,13 @@ class CoreContext:
         self.run.out.write(text + "\n")
 
     def finish(self):
+        after = self.race.finish(self.core) if self.race is not None else None
         for ev in sorted(self.pending_dma):
             for dst, data in self.pending_dma[ev]:
                 dst[...] = data
         self.pending_dma.clear()
+        if after is not None:
+            after()
 
 
 class _Aborted(Exception):
@@ -275,13 +410,18 @@ def _source_line(file, line):
     return linecache.getline(file, line).rstrip("\n") if line else ""
 
 
-def run(kernel, args, kwargs):
+def run(kernel, args, kwargs, seed=None, racecheck=None):
     kernel.prim_func  # parse first: PySim rejects what the compiler rejects  # noqa: B018
     bound = _bind_args(kernel, args, kwargs)
     single = single_thread_mode()
-    run_state = _Run(kernel.num_cores, single, sys.stdout)
     fn = _kernel_function(kernel)
     code = fn.__code__
+    race = RaceChecker(kernel.num_cores, code) if _racecheck(racecheck) else None
+    # seed= wins over TILECORE_PYSIM_SINGLE_THREAD, which wins over TILECORE_PYSIM_SEED.
+    seed = _seed(seed) if seed is not None or not single else None
+    run_state = _Run(kernel.num_cores, single, sys.stdout, seed, race)
+    single = run_state.single
+    sched = run_state.sched
     errors = {}
 
     def core_args():
@@ -298,6 +438,8 @@ def run(kernel, args, kwargs):
     def run_core(core):
         ctx = CoreContext(run_state, core)
         try:
+            if sched is not None:
+                sched.start(core)
             with registry.mode("py", ctx):
                 fn(*core_args())
             ctx.finish()
@@ -307,9 +449,13 @@ def run(kernel, args, kwargs):
             errors[core] = (e, sys.exc_info()[2])
             if run_state.barrier is not None:
                 run_state.barrier.abort()
+            if sched is not None:
+                sched.abort()
         finally:
             if run_state.barrier is not None:
                 run_state.barrier.finish(core)
+            if sched is not None:
+                sched.finish(core)
 
     if single:
         for core in range(kernel.num_cores):
@@ -323,6 +469,10 @@ def run(kernel, args, kwargs):
             t.start()
         for t in threads:
             t.join()
+    if sched is not None:
+        kernel.pysim_trace = [f"core{c} {what}" for c, what in sched.trace]
+    if not errors and race is not None and race.error(kernel.name) is not None:
+        raise race.error(kernel.name)
     if errors:
         core = min(errors)
         exc, tb = errors[core]
