@@ -23,8 +23,8 @@ Calling a ``@S.prim_func`` kernel with numpy arrays runs it here:
 7. Loops free of cross-iteration dependences run as whole numpy operations
    (batch.py; ``TILECORE_PYSIM_BATCH=0`` turns that off), with the same results.
 8. ``seed=N`` (or ``TILECORE_PYSIM_SEED=N``): the cores' threads take turns, one at a
-   time, switching at every DSL operation to a core picked by an RNG seeded with N
-   (_Scheduler); the interleaving is kept in ``kernel.pysim_trace`` and the same seed
+   time, switching at every memory access or synchronisation to a core picked by an
+   RNG seeded with N (_Scheduler); the interleaving is kept in ``kernel.pysim_trace`` and the same seed
    replays it exactly. ``seed=`` wins over ``TILECORE_PYSIM_SINGLE_THREAD``, which wins
    over ``TILECORE_PYSIM_SEED``.
 9. ``racecheck=True`` (or ``TILECORE_PYSIM_RACECHECK=1``): racecheck.py reports races
@@ -90,9 +90,15 @@ def _racecheck(value):
     return bool(value)
 
 
+#: The DSL operations at which seeded scheduling may switch cores: memory accesses (and
+#: tile commands), DMA, synchronisation, shared allocation and output.
+_SCHED_POINTS = frozenset("load store vload vstore dma_copy async_dma_copy wait_events dma_fill mm barrier "
+                          "alloc_buffer printf call_packed".split())
+
+
 class _Scheduler:
     """Seeded cooperative scheduling: the cores are threads, but only one runs at a time. At
-    each DSL operation (every memory access, DMA, barrier ...) the running core records
+    each memory access, DMA, barrier ... (_SCHED_POINTS) the running core records
     ``(core, operation)`` in the trace and a seeded RNG picks which ready core runs next, so
     one seed gives one interleaving, replayed exactly by the next run with that seed."""
 
@@ -270,7 +276,7 @@ class CoreContext:
 
     def tick(self, what=None):
         """Counts one DSL operation against the core's budget; a scheduling point when seeded."""
-        if self.run.sched is not None:
+        if self.run.sched is not None and (what in _SCHED_POINTS or what.startswith("tile_")):
             self.run.sched.point(self.core, what)
         self.ops += 1
         if self.ops > self.run.max_ops:
