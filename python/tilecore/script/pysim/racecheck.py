@@ -221,13 +221,11 @@ class RaceChecker:
             other, oline = int(wc[k]), int(sh.w_line[idx[k]])
             self._race(mem, int(idx[k]), core, verb, line, other, "wrote", oline)
         if write:
-            for o in range(self.cores):
-                if o == core:
-                    continue
-                racy = sh.r_clk[o, idx] > vc[o]
-                if racy.any():
-                    k = int(np.argmax(racy))
-                    self._race(mem, int(idx[k]), core, verb, line, o, "read", int(sh.r_line[o, idx[k]]))
+            racy = sh.r_clk[:, idx] > vc[:, None]  # reads by every core not ordered before this write
+            racy[core] = False
+            if racy.any():
+                o, k = np.unravel_index(int(np.argmax(racy)), racy.shape)
+                self._race(mem, int(idx[k]), core, verb, line, int(o), "read", int(sh.r_line[o, idx[k]]))
             sh.w_core[idx] = core
             sh.w_clk[idx] = vc[core]
             sh.w_line[idx] = line
