@@ -163,3 +163,84 @@ def test_an_error_part_way_is_reported_as_without_batching(monkeypatch):
     with pytest.raises(IndexError) as slow:
         copy2(a, out2, 10)
     assert str(fast.value) == str(slow.value) and "out[i] = a[i] + 1" in str(fast.value)
+
+
+# --- many operations batched: bit for bit what one iteration at a time gives -------------------
+@S.prim_func(num_cores=2)
+def f16_masked(a: S.ptr("float16", "global"), b: S.ptr("float16", "global"), c: S.ptr("float16", "global"),
+               n: S.int32):
+    per = n // S.get_local_size()
+    base = S.get_local_id() * per
+    for i in range(base, base + per, 16):
+        va = S.vload(a + i)
+        vb = S.vload(b + i)
+        m = va > vb
+        S.vstore(S.vmax(S.vmul(va, vb), S.vsub(va, 1.5), mask=m, r=vb), c + i)
+
+
+@S.prim_func(num_cores=2)
+def int_scalars(a: S.ptr("int32", "global"), out: S.ptr("uint8", "global"), w: S.ptr("int32", "global"),
+                n: S.int32):
+    per = n // S.get_local_size()
+    base = S.get_local_id() * per
+    for i in range(base, base + per):
+        x = a[i]
+        y = (x << 3) ^ (x >> 2) + i * 7 - (x & 255)
+        w[i] = -y | (x & 7)
+        out[i] = S.cast(y, "uint8")
+
+
+@S.prim_func(num_cores=1)
+def strided_tail(a: S.ptr("int16", "global"), b: S.ptr("int16", "global"), n: S.int32):
+    for k in range(n):
+        v = S.vload(a + k * 32, stride=2)
+        t = S.vload(a + k * 32 + 1, stride=2, lanes=9)
+        S.vstore(S.vadd(v, t, saturate=True), b + k * 16)
+
+
+@S.prim_func(num_cores=1)
+def lookup(t: S.ptr("int32", "global"), out: S.ptr("int32", "global"), n: S.int32):
+    tab = S.alloc_buffer((4, 4), "int32")
+    S.dma_copy(tab, t, 16)
+    for i in range(n):
+        out[i] = tab[(i >> 2) & 3, i & 3] * i
+
+
+@S.prim_func(num_cores=2)
+def bf16_rows(x: S.ptr("float32", "global"), y: S.ptr("bfloat16", "global"), rows: S.int32):
+    T = S.alloc_buffer((2, 16), "bfloat16")
+    S_ = S.alloc_buffer((2, 1), "bfloat16")
+    per = rows // S.get_local_size()
+    first = S.get_local_id() * per
+    for r in range(first, first + per, 2):
+        S.dma_copy(T, x + r * 16, 32)
+        S.tile_redsum(S_, T)
+        S.tile_muls(T[0:1, 0:16], T[0:1, 0:16], S_[1, 0])
+        S.tile_adds(T[1:2, 0:16], T[1:2, 0:16], S_[0, 0])
+        S.tile_sigmoid(T, T)
+        S.dma_copy(y[r * 16:r * 16 + 32], T)
+
+
+def _cases():
+    rng = np.random.default_rng(5)
+    f16 = lambda: (rng.standard_normal(256) * 4).astype(np.float16)  # noqa: E731
+    a16, b16 = f16(), f16()
+    i32 = rng.integers(-2**31, 2**31, 64, dtype=np.int64).astype(np.int32)
+    i16 = rng.integers(-2**15, 2**15, 32 * 6, dtype=np.int64).astype(np.int16)
+    tab = rng.integers(-1000, 1000, 16, dtype=np.int64).astype(np.int32)
+    x = (rng.standard_normal(16 * 8) * 2).astype(np.float32)
+    return [
+        (f16_masked, lambda: [a16, b16, np.zeros(256, np.float16), 256], 2),
+        (int_scalars, lambda: [i32, np.zeros(64, np.uint8), np.zeros(64, np.int32), 64], 2),
+        (strided_tail, lambda: [i16, np.zeros(16 * 6, np.int16), 6], 1),
+        (lookup, lambda: [tab, np.zeros(40, np.int32), 40], 1),
+        (bf16_rows, lambda: [x, np.zeros(16 * 8, np.uint16), 8], 2),
+    ]
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_batched_operations_match_one_iteration_at_a_time(case, monkeypatch):
+    kernel, make, loops = _cases()[case]
+    fast, slow, nb, nf = run_both(kernel, make, monkeypatch)
+    assert (nb, nf) == (loops, 0), batch.stats["reason"]
+    assert any(np.any(x != 0) for x in fast[1:] if isinstance(x, np.ndarray))

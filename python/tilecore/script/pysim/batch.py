@@ -119,7 +119,8 @@ def _has_batch(items):
 
 
 # --- which APIs run batched ---------------------------------------------------------------
-#: Lane-wise APIs whose Python implementation broadcasts over a leading iteration axis.
+#: Lane-wise APIs whose Python implementation broadcasts over a leading iteration axis
+#: (and ``cast``, when it keeps the lane count).
 LANEWISE = frozenset("add sub mul min max lt le gt ge eq ne and_ or_ xor lshift rshift neg invert "
                      "vadd vsub vmul vmax vmin vand vor vxor".split())
 #: APIs without memory access or side effects: run as usual when no operand is batched.
@@ -169,8 +170,11 @@ class BatchContext:
                              or name in _TILE_REDUCE):
             return self.tile(api, api.front(*args, **kwargs))
         batched = _has_batch(args) or _has_batch(kwargs.values())
-        if batched and name in LANEWISE:
-            r = api.py_impl(api.front(*args, **kwargs))
+        if batched and (name in LANEWISE or name == "cast"):
+            plan = api.front(*args, **kwargs)
+            if name == "cast" and (plan.src is None or plan.lanes not in (1, plan.__dict__.get("slanes", 1))):
+                raise _Fallback("a cast that moves lanes")
+            r = api.py_impl(plan)
             lanes = T.split(r.dtype)[1]
             if r.data.size != self.n * lanes:
                 raise _Fallback(name)
