@@ -127,3 +127,31 @@ def test_access_to_an_inflight_dma_destination(monkeypatch):
     text = str(e.value)
     assert "in flight" in text and "event 2" in text
     assert f":{_line(early_read, 'reads t before')} " in text and f":{_line(early_read, 'async_dma_copy')} " in text
+
+
+@S.prim_func(num_cores=1)
+def overwrite_source(a: S.ptr("float32", "global"), b: S.ptr("float32", "global")):
+    t = S.alloc_buffer((64,), "float32")
+    S.dma_copy(t, a, 64)
+    S.async_dma_copy(b, t, 64, event=1)
+    S.tile_adds(t, t, 1.0)  # overwrites the copy's source
+    S.wait_events(1)
+
+
+@S.prim_func(num_cores=1)
+def waits_first(a: S.ptr("float32", "global"), b: S.ptr("float32", "global")):
+    t = S.alloc_buffer((64,), "float32")
+    S.dma_copy(t, a, 64)
+    S.async_dma_copy(b, t, 64, event=1)
+    S.wait_events(1)
+    S.tile_adds(t, t, 1.0)
+    S.dma_copy(a, t, 64)
+
+
+def test_writing_the_source_of_an_inflight_dma():
+    with pytest.raises(DataRaceError, match="as source") as e:
+        overwrite_source(np.ones(64, np.float32), np.zeros(64, np.float32), racecheck=True)
+    assert f":{_line(overwrite_source, 'overwrites the copy')} " in str(e.value)
+    a, b = np.ones(64, np.float32), np.zeros(64, np.float32)
+    waits_first(a, b, racecheck=True)
+    assert (b == 1).all() and (a == 2).all()

@@ -281,8 +281,8 @@ class BatchContext:
         else:
             self._bounds(r.mem, r.idx)
             data = self._priv(r.mem).arr[:, r.idx] if r.mem.scope == "local" else r.mem.array[r.idx]
-        data = np.broadcast_to(data, (self.n,) + data.shape[-r.idx.shape[-1]:]) if data.ndim == r.idx.ndim \
-            and not r.batched and r.mem.scope != "local" else data
+        if data.ndim == 1:  # global elements that are the same in every iteration
+            data = np.broadcast_to(data, (self.n,) + data.shape)
         return np.array(data).reshape((self.n,) + r.shape)
 
     def tile(self, api, p):
@@ -302,9 +302,8 @@ class BatchContext:
             api.py_impl(fake)
         self.write(d.mem, d.idx, d.batched, out.reshape(self.n, -1) if not d.batched else out.reshape(
             d.idx.shape), raw=name in _TILE_REDUCE)
-        if name in _TILE_REDUCE and d.mem.scope == "local":
-            self._priv(d.mem).written[d.idx.reshape(self.n, -1)[0] if d.batched else
-                                      d.idx.reshape(d.shape)[..., 0].reshape(-1)] = True
+        if name in _TILE_REDUCE and d.mem.scope == "local":  # (a local d is the same in every iteration)
+            self._priv(d.mem).written[d.idx.reshape(d.shape)[..., 0].reshape(-1)] = True
 
 
 def operand_indices(x):
