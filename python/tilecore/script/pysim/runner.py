@@ -9,7 +9,9 @@ Calling a ``@S.prim_func`` kernel with numpy arrays runs it here:
    as global memory is; a scalar takes a Python number.
 3. Each core runs the kernel's own Python function in a thread of its own (so
    ``pdb`` and prints work in the kernel) with every DSL call in PySim mode, and
-   ``range`` bound to control.sim_range. ``S.barrier`` is a threading.Barrier;
+   ``range`` bound to control.sim_range. (A kernel with loops that batch.py can run
+   whole is recompiled once from its source with those loops rewritten; its file and
+   line numbers are the kernel's.) ``S.barrier`` is a threading.Barrier;
    DMA events are per-core queues of pending writes.
 4. With ``TILECORE_PYSIM_SINGLE_THREAD=1`` the cores run one after another in the
    calling thread; ``S.barrier`` then raises.

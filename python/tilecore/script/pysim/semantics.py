@@ -25,8 +25,14 @@ def lanes_of(x, dtype):
     return x.data
 
 
+_STORAGE_OF = {}
+
+
 def value(data, dtype):
-    return SimValue(np.asarray(data, dtype=storage(T.split(dtype)[0])).reshape(-1), dtype)
+    st = _STORAGE_OF.get(dtype)
+    if st is None:
+        st = _STORAGE_OF[dtype] = storage(T.split(dtype)[0])
+    return SimValue(np.asarray(data, dtype=st).reshape(-1), dtype)
 
 
 def _i64(a):
