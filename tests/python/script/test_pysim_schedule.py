@@ -155,3 +155,10 @@ def test_writing_the_source_of_an_inflight_dma():
     a, b = np.ones(64, np.float32), np.zeros(64, np.float32)
     waits_first(a, b, racecheck=True)
     assert (b == 1).all() and (a == 2).all()
+
+
+def test_bad_mode_arguments_are_named():
+    with pytest.raises(TypeError, match="seed="):
+        synced_sum(A, np.zeros(1, np.int32), seed="3")
+    with pytest.raises(TypeError, match="seed="):
+        synced_sum(A, np.zeros(1, np.int32), seed=1.5)

@@ -40,8 +40,8 @@ import numpy as np
 from .. import registry
 from .. import types as T
 from ..control import sim_range, static_range, unroll
-from ..numerics import convert, round_float, saturate, scalar_to_storage, storage, to_f64
-from .values import Memory, SimBuffer, SimPointer, SimRegion, SimValue
+from ..numerics import convert, saturate, scalar_to_storage, storage, to_f64
+from .values import SimBuffer, SimPointer, SimRegion, SimValue
 
 #: Private copies of local buffers larger than this (elements, all iterations) are not made.
 PRIVATE_LIMIT = 1 << 24

@@ -25,7 +25,6 @@ import threading
 import numpy as np
 
 from .batch import operand_indices
-from .values import SimBuffer, SimPointer
 
 _MAX_REPORTS = 20
 
@@ -246,5 +245,3 @@ class RaceChecker:
         return DataRaceError(f"PySim race check of `{kernel_name}`: {len(self.reports)} data race(s):\n  "
                              + "\n  ".join(self.reports) + more)
 
-
-_unused = (SimBuffer, SimPointer)
