@@ -244,3 +244,18 @@ def test_batched_operations_match_one_iteration_at_a_time(case, monkeypatch):
     fast, slow, nb, nf = run_both(kernel, make, monkeypatch)
     assert (nb, nf) == (loops, 0), batch.stats["reason"]
     assert any(np.any(x != 0) for x in fast[1:] if isinstance(x, np.ndarray))
+
+
+def test_a_kernel_with_closure_variables_is_batched(monkeypatch):
+    def make(k, dtype):
+        @S.prim_func(num_cores=1)
+        def scaled(a: S.ptr(dtype, "global"), b: S.ptr(dtype, "global"), n: S.int32):
+            for i in range(n):
+                b[i] = a[i] * k
+
+        return scaled
+
+    kernel = make(3, "int16")
+    a = np.arange(-20, 20, dtype=np.int16) * 1000
+    fast, _, nb, nf = run_both(kernel, lambda: [a, np.zeros(40, np.int16), 40], monkeypatch)
+    assert (nb, nf) == (1, 0) and np.array_equal(fast[1], (a.astype(np.int64) * 3).astype(np.int16))

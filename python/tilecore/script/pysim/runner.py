@@ -395,10 +395,14 @@ def _kernel_function(kernel):
         code, free = tx
         g[batch.LOOP_NAME] = batch.pysim_loop
         ns = dict(g)
-        exec(code, ns)  # noqa: S102  (the kernel's own source, transformed)
-        fn = ns["__pysim_make"](*[c.cell_contents for c in (f.__closure__ or ())])
-        fn.__defaults__, fn.__kwdefaults__ = f.__defaults__, f.__kwdefaults__
-        return fn
+        try:
+            exec(code, ns)  # noqa: S102  (the kernel's own source, transformed)
+            fn = ns["__pysim_make"](*[c.cell_contents for c in (f.__closure__ or ())])
+        except Exception:  # noqa: BLE001  (e.g. an empty closure cell: run the function as it is)
+            fn = None
+        if fn is not None:
+            fn.__defaults__, fn.__kwdefaults__ = f.__defaults__, f.__kwdefaults__
+            return fn
     return pytypes.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
 
 
