@@ -135,7 +135,7 @@ A = np.arange(1, 41, dtype=np.int32)
     (local_sum, lambda: [A, np.zeros(1, np.int32), 40], lambda a, o: [A.sum()], False),
     (last_wins, lambda: [A, np.zeros(1, np.int32), 40], lambda a, o: [A[-1]], False),
     (scratch, lambda: [A, np.zeros(40, np.int32), 40], lambda a, o: A * 2 + 1, True),
-    (carried_name, lambda: [A, np.zeros(1, np.int32), 40], lambda a, o: [A.sum()], False),
+    (carried_name, lambda: [A, np.zeros(1, np.int32), 40], lambda a, o: [A.sum()], True),  # an integer sum
 ])
 def test_dependences_fall_back_to_one_iteration_at_a_time(kernel, make, want, batched, monkeypatch):
     fast, _, nb, nf = run_both(kernel, make, monkeypatch)
@@ -259,3 +259,60 @@ def test_a_kernel_with_closure_variables_is_batched(monkeypatch):
     a = np.arange(-20, 20, dtype=np.int16) * 1000
     fast, _, nb, nf = run_both(kernel, lambda: [a, np.zeros(40, np.int16), 40], monkeypatch)
     assert (nb, nf) == (1, 0) and np.array_equal(fast[1], (a.astype(np.int64) * 3).astype(np.int16))
+
+
+# --- integer sums carried by a name: one numpy sum (wrapping addition is associative) ----------
+@S.prim_func(num_cores=1)
+def sums(a: S.ptr("int8", "global"), f: S.ptr("float32", "global"), out: S.ptr("int8", "global"),
+         fo: S.ptr("float32", "global"), v: S.ptr("int32", "global"), n: S.int32, start: S.int8):
+    acc = start
+    vacc = 0
+    for i in range(n):
+        acc = acc + a[i]
+        vacc += S.vredmax(S.cast(S.vload(f + i * 8), "int32")) * 2
+    out[0] = acc
+    v[0] = vacc
+    fs = 0.0
+    for i in range(n):
+        fs = fs + f[i]  # a float sum: its rounding depends on the order, so one at a time
+    fo[0] = fs
+    k = 0
+    for i in range(n):
+        k = k + 1  # the same value every iteration: one at a time
+    v[1] = k
+
+
+def test_integer_sums_are_batched_float_sums_are_not(monkeypatch):
+    rng = np.random.default_rng(9)
+    a = rng.integers(-128, 128, 48, dtype=np.int64).astype(np.int8)
+    f = (rng.standard_normal(48 * 8 + 8) * 1000).astype(np.float32)
+
+    def make():
+        return [a, f, np.zeros(1, np.int8), np.zeros(1, np.float32), np.zeros(2, np.int32), 48, -5]
+
+    b0, f0 = batch.stats["batched"], batch.stats["fallback"]
+    fast, _, nb, nf = run_both(sums, make, monkeypatch)
+    assert (nb, nf) == (1, 2)
+    assert fast[2][0] == np.int8((int(a.astype(np.int64).sum()) - 5 + 128) % 256 - 128)  # wraps
+    rows = np.rint(f[:48 * 8].reshape(48, 8).astype(np.float64)).astype(np.int64).max(axis=1)
+    assert fast[4][0] == np.int32(rows.sum() * 2) and fast[4][1] == 48
+    want = np.float32(0)
+    for x in f[:48]:
+        want = np.float32(want + x)
+    assert fast[3][0] == want
+
+
+@S.prim_func(num_cores=1)
+def reuses_names_cleanly(a: S.ptr("int32", "global"), b: S.ptr("int32", "global"), n: S.int32):
+    for i in range(n):
+        v = a[i] * 2
+        b[i] = v
+    for i in range(n):
+        v = b[i] + 1
+        a[i] = v
+
+
+def test_names_reused_by_later_loops(monkeypatch):
+    # (reading a loop's names after it is a compile error: the parser scopes them to the loop)
+    fast, _, nb, nf = run_both(reuses_names_cleanly, lambda: [A.copy(), np.zeros(40, np.int32), 40], monkeypatch)
+    assert np.array_equal(fast[0], A * 2 + 1) and (nb, nf) == (2, 0)

@@ -11,11 +11,17 @@ back to the ordinary loop before anything is written:
 1. **Statically** (:func:`transform`, once per kernel): the loop is ``for i in
    range(...)`` (or ``S.unroll``) whose body holds only assignments to names, stores,
    calls of DSL APIs (``S.*``), operators, subscripts and ``S.static_range`` loops; the
-   names it assigns are used nowhere else in the kernel and are assigned before they
-   are read in the body (no value carried from one iteration to the next).
+   names it assigns are assigned before they are read in the body (no value carried
+   from one iteration to the next) and used elsewhere in the kernel only inside loops
+   that bind them afresh. The one carried value allowed is a sum, ``acc = acc + e`` /
+   ``acc += e`` at the top of the body (``acc`` used nowhere else in the loop): when
+   ``e`` is an integer value per iteration, wrapping addition being associative, one
+   numpy sum of every iteration's ``e`` gives what the additions give (a float sum
+   falls back: its rounding depends on the order).
 2. **At run time** (:class:`BatchContext`): only APIs with a batched implementation run
-   (element-wise operators and vector ops, loads, stores, pointer arithmetic,
-   ``vload``/``vstore``, ``dma_copy``, the element-wise and reducing tile ops); any
+   (element-wise operators and vector ops, lane-preserving casts, vector reductions,
+   loads, stores, pointer arithmetic, ``vload``/``vstore``, ``dma_copy``, the
+   element-wise and reducing tile ops); any
    other API, a batched value where a compile-time one is needed, an out-of-range
    access or an error of any kind abandons the attempt. Writes to global and shared
    memory are held back; they are committed only if no address is written by two
@@ -40,7 +46,8 @@ import numpy as np
 from .. import registry
 from .. import types as T
 from ..control import sim_range, static_range, unroll
-from ..numerics import convert, saturate, scalar_to_storage, storage, to_f64
+from ..numerics import convert, round_float, saturate, scalar_to_storage, storage, to_f64, wrap
+from . import semantics as sem
 from .values import SimBuffer, SimPointer, SimRegion, SimValue
 
 #: Private copies of local buffers larger than this (elements, all iterations) are not made.
@@ -126,6 +133,7 @@ LANEWISE = frozenset("add sub mul min max lt le gt ge eq ne and_ or_ xor lshift 
 #: APIs without memory access or side effects: run as usual when no operand is batched.
 PURE = LANEWISE | frozenset("truediv floordiv mod logical_and logical_or logical_not select const cast vbcast "
                             "tail_mask vnot vabs vsel get_local_id get_local_size addr_of view".split())
+_VREDUCE = {"vredsum": "sum", "vredmax": "max", "vredmin": "min"}
 _TILE_UNARY = {"tile_exp", "tile_log", "tile_recip", "tile_sqrt", "tile_rsqrt", "tile_tanh", "tile_sigmoid",
                "tile_relu", "tile_copy"}
 _TILE_BINARY = {"tile_add", "tile_sub", "tile_mul", "tile_max", "tile_min", "tile_div"}
@@ -170,6 +178,8 @@ class BatchContext:
                              or name in _TILE_REDUCE):
             return self.tile(api, api.front(*args, **kwargs))
         batched = _has_batch(args) or _has_batch(kwargs.values())
+        if batched and name in _VREDUCE:
+            return self.vreduce(name, api.front(*args, **kwargs))
         if batched and (name in LANEWISE or name == "cast"):
             plan = api.front(*args, **kwargs)
             if name == "cast" and (plan.src is None or plan.lanes not in (1, plan.__dict__.get("slanes", 1))):
@@ -182,6 +192,32 @@ class BatchContext:
         if not batched and name in PURE:
             return api.py_impl(api.front(*args, **kwargs))
         raise _Fallback(name)
+
+    def vreduce(self, name, p):
+        """vredsum / vredmax / vredmin of every iteration's vector (as semantics.reduce, per row)."""
+        from ..api.vector import _identity
+
+        op = _VREDUCE[name]
+        a = p.a.data
+        if a.ndim != 2:
+            raise _Fallback(name)
+        if p.mask is not None:
+            a = np.where(p.mask.data, a, sem.lanes_of(_identity(op, p.elem), p.dtype))
+        if T.is_float(p.elem):
+            f = to_f64(a, p.elem).astype(np.float32)
+            with np.errstate(all="ignore"):
+                if op == "sum":
+                    acc = np.zeros(f.shape[0], np.float32)
+                    for k in range(f.shape[1]):
+                        acc = acc + f[:, k]
+                else:
+                    acc = f.max(axis=1) if op == "max" else f.min(axis=1)
+            r = round_float(acc.astype(np.float64), p.elem)
+        elif op == "sum":
+            r = wrap(a.astype(np.int64).sum(axis=1), p.elem)
+        else:
+            r = (a.max(axis=1) if op == "max" else a.min(axis=1)).astype(a.dtype)
+        return BatchValue(np.asarray(r).reshape(self.n, 1), p.result)
 
     # -- memory ----------------------------------------------------------------------
     def _priv(self, mem):
@@ -511,12 +547,37 @@ def _bound(x):
     return int(x)
 
 
-def pysim_loop(body, *args):
-    """The iterable of a transformed ``range`` loop: tries ``body`` batched; returns an empty
-    iterator when that succeeded, else PySim's ordinary ``range`` (see the module docstring)."""
+class LoopResult:
+    """What :func:`pysim_loop` gives the transformed kernel: ``serial``, the iterable of the
+    loop run one iteration at a time (empty when the batched run succeeded), and ``finals``,
+    the values of the loop's integer sums afterwards (or None)."""
+
+    __slots__ = ("serial", "finals")
+
+    def __init__(self, serial, finals=None):
+        self.serial = serial
+        self.finals = finals
+
+
+def _sum_up(init, val, n):
+    """``init + v_0 + v_1 + ... + v_{n-1}`` for the per-iteration values ``val`` of an integer
+    sum: wrapping addition is associative, so one numpy sum gives what n additions give."""
+    if not isinstance(val, BatchValue):
+        raise _Fallback("a sum of a value that does not depend on the iteration")
+    elem = T.split(val.dtype)[0]
+    if not T.is_int(elem):
+        raise _Fallback("a float or bool sum (its rounding depends on the order)")
+    total = SimValue(np.asarray(val.data.astype(np.int64).sum(axis=0)).astype(storage(elem)).reshape(-1),
+                     val.dtype)
+    return init + total
+
+
+def pysim_loop(body, inits, *args):
+    """Runs a transformed ``range`` loop (see the module docstring): tries ``body`` batched and
+    returns a LoopResult; ``inits`` gives the values of the loop's sums before it (or is None)."""
     ctx = registry.context()
     if registry.current_mode() != "py" or not getattr(ctx, "batching", False):
-        return sim_range(*args)
+        return LoopResult(sim_range(*args))
     try:
         if not 1 <= len(args) <= 3 or len(args) == 3 and (type(args[2]) is not int or args[2] < 1):
             raise _Fallback("range arguments")
@@ -527,21 +588,25 @@ def pysim_loop(body, *args):
         if r.stop > 2 ** 31 or r.start < -2 ** 31:
             raise _Fallback("int32")
     except _Fallback:
-        return sim_range(*args)
+        return LoopResult(sim_range(*args))
     ops = ctx.ops
     bctx = BatchContext(ctx, n)
     try:
         i = BatchValue(np.arange(r.start, r.stop, r.step, dtype=np.int64).astype(np.int32).reshape(n, 1), "int32")
         with registry.mode("batch", bctx):
-            body(i)
+            vals = body(i)
+        finals = None
+        if inits is not None:
+            finals = tuple(_sum_up(a, v, n) for a, v in zip(inits(), vals))
+            ctx.ops += n * len(finals)
         bctx.commit()
     except Exception as e:  # noqa: BLE001  (any failure: run the loop one iteration at a time)
         ctx.ops = ops
         stats["fallback"] += 1
         stats["reason"] = f"{type(e).__name__}: {e}"
-        return sim_range(*args)
+        return LoopResult(sim_range(*args))
     stats["batched"] += 1
-    return iter(())
+    return LoopResult((), finals)
 
 
 # --- the static analysis and the transformation ------------------------------------------
@@ -679,40 +744,97 @@ def _names(nodes):
     return stores, loads
 
 
+def _reduction(stmt):
+    """``acc = acc + expr`` / ``acc += expr`` at the top of a loop body: (acc, expr) or None."""
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and isinstance(stmt.target, ast.Name):
+        return stmt.target.id, stmt.value
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and \
+            isinstance(stmt.value, ast.BinOp) and isinstance(stmt.value.op, ast.Add) and \
+            isinstance(stmt.value.left, ast.Name) and stmt.value.left.id == stmt.targets[0].id:
+        return stmt.targets[0].id, stmt.value.right
+    return None
+
+
+def _mentions(node, name):
+    return any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(node))
+
+
+def _binds_first(other, name):
+    """Whether every iteration of loop ``other`` binds ``name`` before any use of it: it is the
+    loop variable, or the first top-level statement of the body that mentions it assigns it
+    (from a value that does not use it)."""
+    if isinstance(other.target, ast.Name) and other.target.id == name:
+        return True
+    for st in other.body:
+        if _mentions(st, name):
+            return isinstance(st, ast.Assign) and not _mentions(st.value, name) and \
+                any(isinstance(t, ast.Name) and t.id == name for t in st.targets)
+    return False
+
+
+def _uncovered_names(fdef, loop, names):
+    """The names of ``names`` used outside ``loop`` other than inside another loop that binds
+    them afresh in every iteration (the batched loop leaves them unset in the kernel's frame,
+    so nothing else may read what it assigned)."""
+    ancestors = [n for n in ast.walk(fdef) if isinstance(n, (ast.For, ast.While)) and
+                 any(x is loop for x in ast.walk(n)) and n is not loop]
+    found = set()
+
+    def visit(node, covered):
+        if node is loop:
+            return
+        if isinstance(node, ast.For):
+            visit(node.iter, covered)  # evaluated before the loop binds anything
+            for st in node.orelse:
+                visit(st, covered)
+            if not any(node is a for a in ancestors):
+                covered = covered | {n for n in names if _binds_first(node, n)}
+            for child in [node.target] + node.body:
+                visit(child, covered)
+            return
+        if isinstance(node, ast.Name) and node.id in names and node.id not in covered:
+            found.add(node.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child, covered)
+
+    for st in fdef.body:
+        visit(st, frozenset())
+    return found
+
+
 def _eligible(resolver, fdef, loop):
+    """None if ``loop`` cannot be batched, else its integer sums: [(body index, acc, expr)]."""
     if loop.orelse or not isinstance(loop.target, ast.Name) or not isinstance(loop.iter, ast.Call):
-        return False
+        return None
     f = resolver.resolve(loop.iter.func)
     if isinstance(loop.iter.func, ast.Name) and loop.iter.func.id == "range" and \
             "range" not in resolver.globals and "range" not in resolver.closure:
         f = builtins.range
     if f is not builtins.range and f is not unroll or loop.iter.keywords:
-        return False
+        return None
     try:
-        inner_stores, _ = _names(loop.body + [loop.target])
+        sums, body = [], list(loop.body)
+        for k, st in enumerate(loop.body):
+            red = _reduction(st)
+            if red is None:
+                continue
+            acc, expr = red
+            uses = [x for x in ast.walk(loop) if isinstance(x, ast.Name) and x.id == acc]
+            if len(uses) == (1 if isinstance(st, ast.AugAssign) else 2) and acc != loop.target.id:
+                sums.append((k, acc, expr))
+                body[k] = ast.Assign(targets=[ast.Name(id="__pysim_sum", ctx=ast.Store())], value=expr)
+        inner_stores, _ = _names(body + [loop.target])
         params = {a.arg for a in fdef.args.args + fdef.args.kwonlyargs + fdef.args.posonlyargs}
         if inner_stores & params:
-            return False
-        outside = []
-
-        class _Outside(ast.NodeVisitor):
-            def generic_visit(self, node):
-                if node is loop:
-                    return
-                if isinstance(node, ast.Name):
-                    outside.append(node.id)
-                super().generic_visit(node)
-
-        for s in fdef.body:
-            _Outside().visit(s)
-        if inner_stores & set(outside):
-            return False
+            return None
+        if inner_stores & _uncovered_names(fdef, loop, inner_stores):
+            return None
         chk = _Eligibility(resolver, loop, inner_stores)
         chk.assigned.add(loop.target.id)
-        chk.stmts(loop.body)
+        chk.stmts(body)
     except _Fallback:
-        return False
-    return True
+        return None
+    return sums
 
 
 def transform(func):
@@ -730,22 +852,47 @@ def transform(func):
 
     class _Tx(ast.NodeTransformer):
         def visit_For(self, node):
-            if _eligible(resolver, fdef, node):
-                k = count[0]
-                count[0] += 1
-                body_name = f"__pysim_body{k}"
-                bdef = ast.FunctionDef(name=body_name, args=ast.arguments(
-                    posonlyargs=[], args=[ast.arg(arg=node.target.id)], vararg=None, kwonlyargs=[],
-                    kw_defaults=[], kwarg=None, defaults=[]), body=copy.deepcopy(node.body), decorator_list=[],
-                    returns=None, type_params=[])
-                node.iter = ast.Call(func=ast.Name(id=LOOP_NAME, ctx=ast.Load()),
-                                     args=[ast.Name(id=body_name, ctx=ast.Load())] + list(node.iter.args),
-                                     keywords=[])
-                for n in (bdef, node.iter):
-                    ast.copy_location(n, node)
-                return [bdef, node]
-            self.generic_visit(node)
-            return node
+            sums = _eligible(resolver, fdef, node)
+            if sums is None:
+                self.generic_visit(node)
+                return node
+            k = count[0]
+            count[0] += 1
+            body_name, res = f"__pysim_body{k}", f"__pysim_loop{k}"
+            body = copy.deepcopy(node.body)
+            for j, (pos, _, expr) in enumerate(sums):
+                body[pos] = ast.Assign(targets=[ast.Name(id=f"__pysim_sum{j}", ctx=ast.Store())],
+                                       value=copy.deepcopy(expr))
+            if sums:
+                body.append(ast.Return(value=ast.Tuple(
+                    elts=[ast.Name(id=f"__pysim_sum{j}", ctx=ast.Load()) for j in range(len(sums))],
+                    ctx=ast.Load())))
+            bdef = ast.FunctionDef(name=body_name, args=ast.arguments(
+                posonlyargs=[], args=[ast.arg(arg=node.target.id)], vararg=None, kwonlyargs=[],
+                kw_defaults=[], kwarg=None, defaults=[]), body=body, decorator_list=[], returns=None,
+                type_params=[])
+            no_args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                                    kwarg=None, defaults=[])
+            inits = ast.Lambda(args=no_args, body=ast.Tuple(
+                elts=[ast.Name(id=acc, ctx=ast.Load()) for _, acc, _ in sums], ctx=ast.Load())) \
+                if sums else ast.Constant(value=None)
+            call = ast.Assign(targets=[ast.Name(id=res, ctx=ast.Store())], value=ast.Call(
+                func=ast.Name(id=LOOP_NAME, ctx=ast.Load()),
+                args=[ast.Name(id=body_name, ctx=ast.Load()), inits] + list(node.iter.args), keywords=[]))
+            node.iter = ast.Attribute(value=ast.Name(id=res, ctx=ast.Load()), attr="serial", ctx=ast.Load())
+            out = [bdef, call, node]
+            if sums:
+                finals = ast.Attribute(value=ast.Name(id=res, ctx=ast.Load()), attr="finals", ctx=ast.Load())
+                out.append(ast.If(
+                    test=ast.Compare(left=finals, ops=[ast.IsNot()], comparators=[ast.Constant(value=None)]),
+                    body=[ast.Assign(targets=[ast.Tuple(elts=[ast.Name(id=acc, ctx=ast.Store())
+                                                              for _, acc, _ in sums], ctx=ast.Store())],
+                                     value=copy.deepcopy(finals))], orelse=[]))
+            for n in out:
+                for x in ast.walk(n):
+                    if "lineno" in x._attributes and not hasattr(x, "lineno"):
+                        ast.copy_location(x, node)
+            return out
 
     try:
         fdef = _Tx().visit(fdef)
