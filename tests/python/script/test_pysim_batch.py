@@ -187,7 +187,7 @@ def int_scalars(a: S.ptr("int32", "global"), out: S.ptr("uint8", "global"), w: S
         x = a[i]
         y = (x << 3) ^ (x >> 2) + i * 7 - (x & 255)
         w[i] = -y | (x & 7)
-        out[i] = S.cast(y, "uint8")
+        out[i] = S.cast(y, S.uint8)
 
 
 @S.prim_func(num_cores=1)

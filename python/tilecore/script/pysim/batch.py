@@ -683,6 +683,11 @@ class _Eligibility:
             for e in node.elts:
                 self.expr(e)
             return
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            v = self.r.resolve(node)  # a module constant such as S.float32
+            if v is _MISSING or hasattr(v, "dsl_kind"):
+                self.fail()
+            return
         if isinstance(node, ast.Call):
             f = self.r.resolve(node.func)
             if not isinstance(f, registry.Api):
