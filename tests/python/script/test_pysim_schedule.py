@@ -95,7 +95,7 @@ def test_seeded_deadlock_is_reported():
         waits_forever(np.zeros(1, np.int32), seed=0)
 
 
-@pytest.mark.parametrize("seed", [None, 0, 5])
+@pytest.mark.parametrize("seed", [None, 0, 1, 2, 3, 4, 5, 6, 7])
 def test_missing_barrier_is_reported_with_both_lines(seed):
     with pytest.raises(DataRaceError) as e:
         racy_sum(A, np.zeros(1, np.int32), racecheck=True, seed=seed)
