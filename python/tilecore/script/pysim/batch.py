@@ -40,6 +40,7 @@ import ast
 import builtins
 import copy
 import math
+import threading
 
 import numpy as np
 
@@ -55,6 +56,7 @@ PRIVATE_LIMIT = 1 << 24
 LOOP_NAME = "__pysim_loop"
 #: How many loop runs were batched, and how many fell back (with the last reason); for tests.
 stats = {"batched": 0, "fallback": 0, "reason": None}
+_stats_lock = threading.Lock()
 
 
 class _Fallback(Exception):
@@ -602,10 +604,12 @@ def pysim_loop(body, inits, *args):
         bctx.commit()
     except Exception as e:  # noqa: BLE001  (any failure: run the loop one iteration at a time)
         ctx.ops = ops
-        stats["fallback"] += 1
-        stats["reason"] = f"{type(e).__name__}: {e}"
+        with _stats_lock:
+            stats["fallback"] += 1
+            stats["reason"] = f"{type(e).__name__}: {e}"
         return LoopResult(sim_range(*args))
-    stats["batched"] += 1
+    with _stats_lock:
+        stats["batched"] += 1
     return LoopResult((), finals)
 
 
