@@ -529,7 +529,7 @@ def _dma_copy(ctx, name, p):
     src, dst = ctx.operand(p.src), ctx.operand(p.dst)
     data = ctx.gather(src)
     data = convert(data, src.mem.elem, dst.mem.elem).reshape(ctx.n, -1)
-    ctx.write(dst.mem, dst.idx, dst.batched, data if dst.batched or dst.mem.scope == "local" else data)
+    ctx.write(dst.mem, dst.idx, dst.batched, data)
 
 
 _MEMORY_IMPLS = {"load": _load, "store": _store, "ptr_add": _ptr_add, "vload": _vload, "vstore": _vstore,
