@@ -2,7 +2,8 @@
  * src/compiler/strategy_norm.cc — LayerNormalization (axis, epsilon, Scale, optional
  * B; the Mean and InvStdDev outputs too), RMSNormalization (the same without the
  * mean), GroupNormalization (scale and bias per channel, or per group before opset
- * 21), InstanceNormalization, and BatchNormalization in inference mode.
+ * 21), InstanceNormalization, BatchNormalization in inference mode, and
+ * MeanVarianceNormalization (when its axes are the trailing dims).
  *
  * The input is seen as rows [A, R] (rows_util.h with B = 1): LayerNormalization
  * normalises over the dims from `axis` on, InstanceNormalization over the spatial
@@ -19,6 +20,8 @@
  * read in chunks: three passes (mean, variance, output), BatchNormalization one.
  * float32.
  */
+#include <set>
+
 #include "kernel_util.h"
 #include "rows_util.h"
 #include "tilecore/ffi/reflection.h"
@@ -41,6 +44,32 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
               std::string* why) {
   auto s = Shape(ins[0]);
   int64_t rank = static_cast<int64_t>(s.size());
+  if (op == "MeanVarianceNormalization") {
+    // over `axes`: the reduced dims (size-1 dims aside) must be the trailing ones
+    std::set<int64_t> red;
+    for (int64_t a : AttrInts(attrs, "axes", {0, 2, 3})) {
+      int64_t ax;
+      if (!NormAxis(a, rank, &ax)) {
+        *why = op + ": axis " + std::to_string(a) + " out of range for rank " + std::to_string(rank);
+        return false;
+      }
+      red.insert(ax);
+    }
+    g->A = g->R = 1;
+    g->C = 0;
+    bool in_red = false;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (s[d] == 1) continue;
+      bool r = red.count(d) != 0;
+      if (!r && in_red) {
+        *why = op + ": the normalised axes are not the trailing ones (after dropping size-1 dims)";
+        return false;
+      }
+      in_red = in_red || r;
+      (r ? g->R : g->A) *= s[d];
+    }
+    return true;
+  }
   if (op == "LayerNormalization" || op == "RMSNormalization") {
     int64_t axis = AttrInt(attrs, "axis", -1), ax;
     if (rank == 0 || !NormAxis(axis, rank, &ax)) {
@@ -109,6 +138,7 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
 std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
   bool ln = op == "LayerNormalization";
   size_t need = ln || op == "RMSNormalization" ? 2 : (op == "InstanceNormalization" || op == "GroupNormalization" ? 3 : 5);
+  if (op == "MeanVarianceNormalization") need = 1;
   if (ins.size() < need || (!ln && ins.size() != need) || ins.size() > need + 1)
     return op + ": unexpected number of inputs " + std::to_string(ins.size());
   for (size_t i = 0; i < need; ++i)
@@ -131,6 +161,7 @@ PrimFunc LowerNorm(const OpCall& call) {
   Geometry(op, call.attrs, call.inputs, &g, &why);
   bool rms = op == "RMSNormalization";
   bool ln = op == "LayerNormalization" || rms, bn = op == "BatchNormalization", gn = op == "GroupNormalization";
+  bool mvn = op == "MeanVarianceNormalization";
   if (bn && call.outputs.size() > 1)
     TILECORE_THROW(ValueError) << "LowerOp(" << op << "): the running statistics outputs have no npu strategy";
   Params p = MakeParams(call);
@@ -142,8 +173,8 @@ PrimFunc LowerNorm(const OpCall& call) {
   Buffer Y = View(p.out[0], {A, R, 1}, "Y");
   bool has_bias = ln && call.inputs.size() > 2 && call.inputs[2].defined();
   int64_t plen = ln ? R : (gn ? g.P : C);
-  Buffer Sc = View(p.in[1], {plen}, "Scale");
-  Buffer Bi = has_bias || !ln ? View(p.in[2], {plen}, "Bias") : Buffer();
+  Buffer Sc = mvn ? Buffer() : View(p.in[1], {plen}, "Scale");
+  Buffer Bi = !mvn && (has_bias || !ln) ? View(p.in[2], {plen}, "Bias") : Buffer();
   bool stats = ln && call.outputs.size() > 1;
   Tiles t = ChooseTiles(A, R, 1, call.cores);
   if (gn && t.tr < R) t.tr = std::max<int64_t>(1, kRowTile / g.S) * g.S, t.ta = 1;  // chunks of whole channels
@@ -233,8 +264,9 @@ PrimFunc LowerNorm(const OpCall& call) {
         }));
       }
       s.push_back(MapTile(V, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v * inv_r; }));
-      s.push_back(MapTile(V, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v + eps_c; }));
+      if (!mvn) s.push_back(MapTile(V, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v + eps_c; }));
       s.push_back(MapTile(V, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
+      if (mvn) s.push_back(MapTile(V, [](PrimExpr v, const std::vector<PrimExpr>&) { return v + F32Exact(1e-9); }));
       s.push_back(MapTile(V, [](PrimExpr v, const std::vector<PrimExpr>&) { return F32(1.0) / v; }));
       if (stats) {
         for (size_t o = 1; o < call.outputs.size() && o < 3; ++o) {
@@ -242,7 +274,17 @@ PrimFunc LowerNorm(const OpCall& call) {
           s.push_back(DmaWait(Region(out, {a0, I32(0)}, {ta, 1}), (o == 1 ? M : V).All(), 1));
         }
       }
-      if (gn) {
+      if (mvn) {  // (x - mean) / (sqrt(var) + 1e-9)
+        auto out = [&](PrimExpr r0, int64_t n, bool reload) {
+          std::vector<Stmt> c;
+          if (reload) c.push_back(load(r0, n)), c.push_back(MapTile(xt(n), by_row(M, true)));
+          c.push_back(MapTile(xt(n), by_row(V, false)));
+          c.push_back(store(r0, n));
+          return Seq(c);
+        };
+        if (resident) s.push_back(out(I32(0), R, false));
+        else s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return out(r0, n, true); }));
+      } else if (gn) {
         // y = x * k[a, c] + b[a, c] over the tile seen as [ta, channels, S]:
         // k = inv[a] * scale, b = bias (resident: x is centred already) or bias - mean * k
         int64_t Cg = C / g.G, cmax = t.tr / g.S;
@@ -332,7 +374,7 @@ PrimFunc LowerNorm(const OpCall& call) {
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
   for (const char* op : {"LayerNormalization", "RMSNormalization", "GroupNormalization", "InstanceNormalization",
-                         "BatchNormalization"}) {
+                         "BatchNormalization", "MeanVarianceNormalization"}) {
     RegisterStrategy(op, Strategy{detail::CheckNorm, detail::LowerNorm,
                                   [](const OpCall&, int) { return std::string("onnx"); }});
   }

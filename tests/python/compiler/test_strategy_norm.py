@@ -82,3 +82,10 @@ def test_group_norm(shape, groups, opset):
              atol=1e-4)
     assert "split" in compiler.HasStrategy("GroupNormalization", {"num_groups": 5},
                                            [compiler.TensorSpec(shape, "float32")] + [compiler.TensorSpec((n,), "float32")] * 2)
+
+
+@pytest.mark.parametrize("shape,axes", [((1, 3, 5, 7), [0, 2, 3]), ((4, 6, 33), [2]), ((2, 20000), [-1])])
+def test_mean_variance_normalization(shape, axes):
+    check_op("MeanVarianceNormalization", {"axes": axes}, [rand(shape, 25, -1, 3)], rtol=1e-4, atol=1e-4)
+    assert "trailing" in compiler.HasStrategy("MeanVarianceNormalization", {"axes": [0, 2, 3]},
+                                              [compiler.TensorSpec((2, 3, 4, 5), "float32")])
