@@ -1,11 +1,15 @@
 /*
  * src/compiler/strategy_norm.cc — LayerNormalization (axis, epsilon, Scale, optional
  * B; the Mean and InvStdDev outputs too), RMSNormalization (the same without the
- * mean), InstanceNormalization, and BatchNormalization in inference mode.
+ * mean), GroupNormalization (scale and bias per channel, or per group before opset
+ * 21), InstanceNormalization, BatchNormalization in inference mode, and
+ * MeanVarianceNormalization (when its axes are the trailing dims).
  *
  * The input is seen as rows [A, R] (rows_util.h with B = 1): LayerNormalization
  * normalises over the dims from `axis` on, InstanceNormalization over the spatial
- * dims of each (n, c); BatchNormalization has rows (n, c) too but fixed statistics.
+ * dims of each (n, c), GroupNormalization over each (n, group) (chunks of whole
+ * channels when a group does not fit one tile); BatchNormalization has rows (n, c)
+ * too but fixed statistics.
  * Per tile of rows: the mean is a tile.vec_redsum times 1/R, the centred tile a
  * vec_sub with the mean broadcast, the variance the vec_redsum of its square
  * (two-pass, as the reference), 1/sqrt(var + eps) a vec_adds, vec_sqrt and
@@ -16,6 +20,8 @@
  * read in chunks: three passes (mean, variance, output), BatchNormalization one.
  * float32.
  */
+#include <set>
+
 #include "kernel_util.h"
 #include "rows_util.h"
 #include "tilecore/ffi/reflection.h"
@@ -31,12 +37,39 @@ PrimExpr Math(const char* op, PrimExpr x) { return call(op, {x}); }
 
 struct NormGeom {
   int64_t A, R, C;  // rows, row length, channels (per-channel ops)
+  int64_t G = 1, S = 1, P = 0;  // GroupNormalization: groups, spatial size, scale/bias length (C or G)
 };
 
 bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins, NormGeom* g,
               std::string* why) {
   auto s = Shape(ins[0]);
   int64_t rank = static_cast<int64_t>(s.size());
+  if (op == "MeanVarianceNormalization") {
+    // over `axes`: the reduced dims (size-1 dims aside) must be the trailing ones
+    std::set<int64_t> red;
+    for (int64_t a : AttrInts(attrs, "axes", {0, 2, 3})) {
+      int64_t ax;
+      if (!NormAxis(a, rank, &ax)) {
+        *why = op + ": axis " + std::to_string(a) + " out of range for rank " + std::to_string(rank);
+        return false;
+      }
+      red.insert(ax);
+    }
+    g->A = g->R = 1;
+    g->C = 0;
+    bool in_red = false;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (s[d] == 1) continue;
+      bool r = red.count(d) != 0;
+      if (!r && in_red) {
+        *why = op + ": the normalised axes are not the trailing ones (after dropping size-1 dims)";
+        return false;
+      }
+      in_red = in_red || r;
+      (r ? g->R : g->A) *= s[d];
+    }
+    return true;
+  }
   if (op == "LayerNormalization" || op == "RMSNormalization") {
     int64_t axis = AttrInt(attrs, "axis", -1), ax;
     if (rank == 0 || !NormAxis(axis, rank, &ax)) {
@@ -62,6 +95,33 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
   g->C = s[1];
   g->A = s[0] * s[1];
   g->R = Prod(s, 2, s.size());
+  if (op == "GroupNormalization") {
+    g->G = AttrInt(attrs, "num_groups", 0);
+    if (g->G <= 0 || g->C % g->G != 0) {
+      *why = op + ": " + std::to_string(g->C) + " channels do not split into num_groups = " + std::to_string(g->G);
+      return false;
+    }
+    g->S = g->R;
+    g->A = s[0] * g->G;
+    g->R = (g->C / g->G) * g->S;
+    g->P = ins[1]->numel();
+    for (size_t i = 1; i < 3; ++i) {
+      if (ins[i]->shape.size() != 1 || (ins[i]->shape[0] != g->C && ins[i]->shape[0] != g->G) ||
+          ins[i]->shape[0] != g->P) {
+        *why = op + ": scale and bias must hold one value per channel (or, before opset 21, per group)";
+        return false;
+      }
+    }
+    if (g->S > kRowTile && g->R > kRowTile) {
+      *why = op + ": a channel of more than " + std::to_string(kRowTile) + " elements in a group that does not fit one tile";
+      return false;
+    }
+    if (g->C > kRowTile) {
+      *why = op + ": more than " + std::to_string(kRowTile) + " channels";
+      return false;
+    }
+    return true;
+  }
   for (size_t i = 1; i < ins.size(); ++i) {
     if (!ins[i].defined() || ins[i]->shape.size() != 1 || ins[i]->shape[0] != g->C) {
       *why = op + ": input " + std::to_string(i) + " must hold one value per channel";
@@ -77,7 +137,8 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
 
 std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
   bool ln = op == "LayerNormalization";
-  size_t need = ln || op == "RMSNormalization" ? 2 : (op == "InstanceNormalization" ? 3 : 5);
+  size_t need = ln || op == "RMSNormalization" ? 2 : (op == "InstanceNormalization" || op == "GroupNormalization" ? 3 : 5);
+  if (op == "MeanVarianceNormalization") need = 1;
   if (ins.size() < need || (!ln && ins.size() != need) || ins.size() > need + 1)
     return op + ": unexpected number of inputs " + std::to_string(ins.size());
   for (size_t i = 0; i < need; ++i)
@@ -86,7 +147,7 @@ std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs, cons
   if (!why.empty()) return why;
   if (op == "BatchNormalization" && AttrInt(attrs, "training_mode", 0) != 0)
     return "BatchNormalization: training mode has no npu strategy";
-  if ((ln || op == "RMSNormalization") && AttrInt(attrs, "stash_type", 1) != 1)
+  if (op != "InstanceNormalization" && op != "BatchNormalization" && AttrInt(attrs, "stash_type", 1) != 1)
     return op + ": stash_type other than float32 has no npu strategy";
   NormGeom g;
   if (!Geometry(op, attrs, ins, &g, &why)) return why;
@@ -99,7 +160,8 @@ PrimFunc LowerNorm(const OpCall& call) {
   std::string why;
   Geometry(op, call.attrs, call.inputs, &g, &why);
   bool rms = op == "RMSNormalization";
-  bool ln = op == "LayerNormalization" || rms, bn = op == "BatchNormalization";
+  bool ln = op == "LayerNormalization" || rms, bn = op == "BatchNormalization", gn = op == "GroupNormalization";
+  bool mvn = op == "MeanVarianceNormalization";
   if (bn && call.outputs.size() > 1)
     TILECORE_THROW(ValueError) << "LowerOp(" << op << "): the running statistics outputs have no npu strategy";
   Params p = MakeParams(call);
@@ -110,10 +172,12 @@ PrimFunc LowerNorm(const OpCall& call) {
   Buffer X = View(p.in[0], {A, R, 1}, "X");
   Buffer Y = View(p.out[0], {A, R, 1}, "Y");
   bool has_bias = ln && call.inputs.size() > 2 && call.inputs[2].defined();
-  Buffer Sc = View(p.in[1], {ln ? R : C}, "Scale");
-  Buffer Bi = has_bias || !ln ? View(p.in[2], {ln ? R : C}, "Bias") : Buffer();
+  int64_t plen = ln ? R : (gn ? g.P : C);
+  Buffer Sc = mvn ? Buffer() : View(p.in[1], {plen}, "Scale");
+  Buffer Bi = !mvn && (has_bias || !ln) ? View(p.in[2], {plen}, "Bias") : Buffer();
   bool stats = ln && call.outputs.size() > 1;
   Tiles t = ChooseTiles(A, R, 1, call.cores);
+  if (gn && t.tr < R) t.tr = std::max<int64_t>(1, kRowTile / g.S) * g.S, t.ta = 1;  // chunks of whole channels
   bool resident = t.tr == R;
   PrimExpr inv_r = F32Exact(1.0 / static_cast<double>(R));
   PrimExpr eps_c = F32Exact(eps);
@@ -200,8 +264,9 @@ PrimFunc LowerNorm(const OpCall& call) {
         }));
       }
       s.push_back(MapTile(V, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v * inv_r; }));
-      s.push_back(MapTile(V, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v + eps_c; }));
+      if (!mvn) s.push_back(MapTile(V, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v + eps_c; }));
       s.push_back(MapTile(V, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
+      if (mvn) s.push_back(MapTile(V, [](PrimExpr v, const std::vector<PrimExpr>&) { return v + F32Exact(1e-9); }));
       s.push_back(MapTile(V, [](PrimExpr v, const std::vector<PrimExpr>&) { return F32(1.0) / v; }));
       if (stats) {
         for (size_t o = 1; o < call.outputs.size() && o < 3; ++o) {
@@ -209,7 +274,48 @@ PrimFunc LowerNorm(const OpCall& call) {
           s.push_back(DmaWait(Region(out, {a0, I32(0)}, {ta, 1}), (o == 1 ? M : V).All(), 1));
         }
       }
-      if (ln) {
+      if (mvn) {  // (x - mean) / (sqrt(var) + 1e-9)
+        auto out = [&](PrimExpr r0, int64_t n, bool reload) {
+          std::vector<Stmt> c;
+          if (reload) c.push_back(load(r0, n)), c.push_back(MapTile(xt(n), by_row(M, true)));
+          c.push_back(MapTile(xt(n), by_row(V, false)));
+          c.push_back(store(r0, n));
+          return Seq(c);
+        };
+        if (resident) s.push_back(out(I32(0), R, false));
+        else s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return out(r0, n, true); }));
+      } else if (gn) {
+        // y = x * k[a, c] + b[a, c] over the tile seen as [ta, channels, S]:
+        // k = inv[a] * scale, b = bias (resident: x is centred already) or bias - mean * k
+        int64_t Cg = C / g.G, cmax = t.tr / g.S;
+        bool per_channel = g.P == C;
+        Buffer Ch = Local({2 * g.P}, f32, "Chan"), Kc = Local({ta * cmax}, f32, "Kc"), Bc = Local({ta * cmax}, f32, "Bc");
+        extra.insert(extra.end(), {Ch, Kc, Bc});
+        Buffer Ch2 = View(Ch, {2, g.P}, "Ch2");
+        s.push_back(DmaWait(Region(Ch2, {I32(0), I32(0)}, {1, g.P}), Region(Sc, {I32(0)}, {g.P}), 0));
+        s.push_back(DmaWait(Region(Ch2, {I32(1), I32(0)}, {1, g.P}), Region(Bi, {I32(0)}, {g.P}), 0));
+        auto out = [&](PrimExpr r0, int64_t n, bool reload) {
+          int64_t nc = n / g.S;
+          TileView x3 = MakeView(Xa, {ta, nc, g.S}, "X3"), K = MakeView(Kc, {ta, nc}, "Kv"), B = MakeView(Bc, {ta, nc}, "Bv");
+          PrimExpr c0 = floordiv(r0, I32(g.S));  // the tile's first channel within its group
+          std::vector<Stmt> c;
+          if (reload) c.push_back(load(r0, n));
+          c.push_back(Nest({ta, nc}, [&](const std::vector<PrimExpr>& i) {  // front end: gather per row
+            PrimExpr grp = floormod(a0 + i[0], I32(g.G));
+            PrimExpr idx = per_channel ? grp * I32(Cg) + c0 + i[1] : grp;
+            PrimExpr k = BufferLoad(Ch2, {I32(0), idx}) * V.Load({i[0], I32(0)});
+            PrimExpr b = BufferLoad(Ch2, {I32(1), idx});
+            if (reload) b = b - M.Load({i[0], I32(0)}) * k;
+            return Seq({K.Store(k, i), B.Store(b, i)});
+          }));
+          c.push_back(MapTile(x3, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * K.Load({i[0], i[1]}); }));
+          c.push_back(MapTile(x3, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + B.Load({i[0], i[1]}); }));
+          c.push_back(store(r0, n));
+          return Seq(c);
+        };
+        if (resident) s.push_back(out(I32(0), R, false));
+        else s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return out(r0, n, true); }));
+      } else if (ln) {
         // y = (x - mean) * inv * Scale[r] + B[r]; Scale and B per chunk
         Buffer Ga = Local({t.tr}, f32, "Gamma"), Ba = Local({t.tr}, f32, "Beta");
         extra.push_back(Ga);
@@ -267,7 +373,8 @@ PrimFunc LowerNorm(const OpCall& call) {
 }  // namespace detail
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
-  for (const char* op : {"LayerNormalization", "RMSNormalization", "InstanceNormalization", "BatchNormalization"}) {
+  for (const char* op : {"LayerNormalization", "RMSNormalization", "GroupNormalization", "InstanceNormalization",
+                         "BatchNormalization", "MeanVarianceNormalization"}) {
     RegisterStrategy(op, Strategy{detail::CheckNorm, detail::LowerNorm,
                                   [](const OpCall&, int) { return std::string("onnx"); }});
   }

@@ -12,7 +12,9 @@
  *
  * The reduced dims (size-1 dims aside) form one or two groups: the input is
  * [K0, R0, K1, R1, K2] (one group: [1, 1, A, R, B], rows_util.h) and the output
- * [K0, K1, K2]. Each (k0, k1, k2) tile folds R1 in chunks, in a loop over R0, with
+ * [K0, K1, K2]. Each (k0, k1, k2) tile folds R1 in chunks, in a loop over R0 (or, when
+ * R0 is the longer and the block K1 x R1 x K2 small, R0 first in tiles holding whole
+ * blocks, then R1 in L1), with
  * tile.vec_redsum / redmax / redmin over the innermost loop (a strided view when
  * K2 > 1), partial results combined with an element-wise command; the squares, |x|,
  * the exp of LogSumExp (after a first pass for the maximum), the 1/R of the mean,
@@ -223,6 +225,50 @@ PrimExpr EmptyValue(const std::string& op, DataType t) {
   return make_zero(t);
 }
 
+/*!
+ * \brief Two groups with a long outer one: fold R0 in tiles of [K0, R0, K1 x R1 x K2]
+ * (the whole inner block a row), then R1 of the partial result in L1.
+ */
+Stmt OuterFirst(const OpCall& call, const Params& p, const Groups& g, Red red, bool square, bool absolute,
+                const std::function<void(std::vector<Stmt>*, const TileView&)>& post) {
+  DataType t = call.inputs[0]->dtype;
+  int64_t inner = g.K1 * g.R1 * g.K2;
+  Tiles tl;
+  tl.tb = inner;
+  tl.tr = std::max<int64_t>(1, std::min(g.R0, kRowTile / inner));
+  tl.ta = std::max<int64_t>(1, std::min(g.K0, kRowTile / (tl.tr * inner)));
+  tl.ta = std::min(tl.ta, std::max<int64_t>(1, (g.K0 + call.cores - 1) / call.cores));
+  Buffer X = View(p.in[0], {g.K0, g.R0, inner}, "X");
+  Buffer Y = View(p.out[0], {g.K0, g.K1 * g.K2}, "Y");
+  return ForTiles(call, g.K0, inner, tl, [&](PrimExpr a0, int64_t ta, PrimExpr, int64_t) {
+    Buffer Xa = Local({ta * tl.tr * inner}, t, "Xt"), Ea = Local({ta * tl.tr * inner}, t, "Et");
+    Buffer Qa = Local({ta * inner}, t, "Q"), Pa = Local({ta * inner}, t, "P"), Sa = Local({ta * g.K1 * g.K2}, t, "S");
+    TileView Q = MakeView(Qa, {ta, inner}, "Qv"), P = MakeView(Pa, {ta, inner}, "Pv");
+    TileView S = MakeView(Sa, {ta * g.K1, g.K2}, "Sv");
+    std::vector<Stmt> s;
+    s.push_back(ForChunks(g.R0, tl.tr, [&](PrimExpr r0, int64_t n, bool first) {
+      TileView x = MakeView(Xa, {ta, n, inner}, "Xv"), e = MakeView(Ea, {ta, n, inner}, "Ev");
+      std::vector<Stmt> c{DmaWait(x.All(), Region(X, {a0, r0, I32(0)}, {ta, n, inner}), 0)};
+      if (square) c.push_back(MapTile(x, [](PrimExpr v, const std::vector<PrimExpr>&) { return v * v; }));
+      if (absolute) {
+        c.push_back(Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(x.Load(i) * F32(-1.0), i); }));
+        c.push_back(MapTile(x, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return max(v, e.Load(i)); }));
+      }
+      if (first) {
+        c.push_back(ReduceTile(Q, x, red));
+      } else {
+        c.push_back(ReduceTile(P, x, red));
+        c.push_back(MapTile(Q, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return Combine(red, v, P.Load(i)); }));
+      }
+      return Seq(c);
+    }));
+    s.push_back(ReduceTile(S, MakeView(Qa, {ta * g.K1, g.R1, g.K2}, "Q3"), red));
+    post(&s, S);
+    s.push_back(DmaWait(Region(Y, {a0, I32(0)}, {ta, g.K1 * g.K2}), MakeView(Sa, {ta, g.K1 * g.K2}, "S2").All(), 1));
+    return Allocate(Xa, Allocate(Ea, Allocate(Qa, Allocate(Pa, Allocate(Sa, Seq(s))))));
+  });
+}
+
 }  // namespace
 
 PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
@@ -263,6 +309,19 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
   if (op == "ReduceProd") red = Red::kProd;
   bool square = op == "ReduceSumSquare" || op == "ReduceL2", absolute = op == "ReduceL1", lse = op == "ReduceLogSumExp";
   if (a.noop) red = Red::kSum, square = absolute = lse = false;
+  auto post_ops = [&](std::vector<Stmt>* s, const TileView& S) {
+    auto post = [&](std::function<PrimExpr(PrimExpr)> f) {
+      s->push_back(MapTile(S, [f](PrimExpr v, const std::vector<PrimExpr>&) { return f(v); }));
+    };
+    if (a.noop) return;
+    if (op == "ReduceMean") post([R](PrimExpr v) { return v * F32Exact(1.0 / static_cast<double>(R)); });
+    if (op == "ReduceL2") post([](PrimExpr v) { return Math("tir.sqrt", v); });
+    if (op == "ReduceLogSum") post([](PrimExpr v) { return Math("tir.log", v); });
+  };
+  // a long outer group and a small inner block: fold the outer group in tiles first (a
+  // loop over R0 would move one small tile per step); LogSumExp keeps the loop
+  if (g.R0 > g.R1 && !lse && g.K1 * g.R1 * g.K2 * 4 <= kRowTile)
+    return MakeFunc(call, p, OuterFirst(call, p, g, red, square, absolute, post_ops));
   Tiles tl = ChooseTiles(g.K1, g.R1, g.K2, std::max<int64_t>(1, call.cores / g.K0));
   bool resident = tl.tr == g.R1 && g.R0 == 1;
   Stmt body = ForTiles(call, g.K0 * g.K1, g.K2, tl, g.K1, [&](PrimExpr k0, PrimExpr a0, int64_t ta, PrimExpr b0,

@@ -67,3 +67,25 @@ def test_rms_norm(shape, axis):
     x = rand(shape, 20, -2, 2)
     g = rand(shape[axis:] if axis >= 0 else shape[len(shape) + axis:], 21, 0.5, 1.5)
     check_op("RMSNormalization", {"axis": axis, "epsilon": 1e-6}, [x, g], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,groups,opset", [
+    ((2, 6, 5, 7), 3, 21),         # per-channel scale and bias
+    ((1, 8, 33), 2, 18),           # per-group scale and bias (before opset 21)
+    ((1, 4, 100, 100), 2, 21),     # a group of 20000: chunks of whole channels
+])
+def test_group_norm(shape, groups, opset):
+    c = shape[1]
+    n = c if opset >= 21 else groups
+    args = [rand(shape, 22, -1, 3), rand((n,), 23, 0.5, 1.5), rand((n,), 24)]
+    check_op("GroupNormalization", {"num_groups": groups, "epsilon": 1e-5, "_opset": opset}, args, rtol=1e-4,
+             atol=1e-4)
+    assert "split" in compiler.HasStrategy("GroupNormalization", {"num_groups": 5},
+                                           [compiler.TensorSpec(shape, "float32")] + [compiler.TensorSpec((n,), "float32")] * 2)
+
+
+@pytest.mark.parametrize("shape,axes", [((1, 3, 5, 7), [0, 2, 3]), ((4, 6, 33), [2]), ((2, 20000), [-1])])
+def test_mean_variance_normalization(shape, axes):
+    check_op("MeanVarianceNormalization", {"axes": axes}, [rand(shape, 25, -1, 3)], rtol=1e-4, atol=1e-4)
+    assert "trailing" in compiler.HasStrategy("MeanVarianceNormalization", {"axes": [0, 2, 3]},
+                                              [compiler.TensorSpec((2, 3, 4, 5), "float32")])

@@ -41,6 +41,12 @@ def test_two_groups_of_axes(op, shape, axes):
     check_op(op, {"keepdims": 1}, [data(op, shape), np.array(axes, np.int64)], rtol=1e-4, atol=2e-3)
 
 
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceL1", "ReduceL2", "ReduceMean"])
+def test_long_outer_group_folds_first(op):
+    # axes 1 and 3 of (3, 3000, 5, 2): the long outer group is folded in tiles, then the inner
+    check_op(op, {"keepdims": 0}, [data(op, (3, 3000, 5, 2)), np.array([1, 3], np.int64)], rtol=1e-4, atol=2e-3)
+
+
 @pytest.mark.parametrize("op,value", [("ReduceSum", 0.0), ("ReduceMax", -np.inf), ("ReduceProd", 1.0),
                                       ("ReduceLogSumExp", -np.inf)])
 def test_empty_reduction(op, value):
