@@ -64,6 +64,56 @@ def _load_graph(model, input_shapes):
     return frontend.from_onnx(model, input_shapes=input_shapes)
 
 
+# tilecore-domain ops (made by the graph passes) rewritten into ONNX ops when the npu has
+# no strategy of their own: op -> f(node, fresh_name) -> [(op_type, inputs, outputs, attrs)].
+_DECOMPOSE = {
+    "SiLU": lambda n, fresh: [("Sigmoid", [n.inputs[0]], [fresh("sigmoid")], {}),
+                              ("Mul", [n.inputs[0], "@0"], list(n.outputs), {})],
+}
+
+
+def _decompose(graph, HasStrategy, TensorSpec):
+    """``graph`` with the tilecore-domain ops of _DECOMPOSE that lack a strategy rewritten."""
+    from ..frontend import static_shape
+    from ..ir.graph import Graph, Node, Value
+
+    if not any(str(n.domain) == "tilecore" and str(n.op_type) in _DECOMPOSE for n in graph.nodes):
+        return graph
+    names = set()
+    for n in graph.nodes:
+        names.update(str(v.name) for v in n.outputs)
+    nodes, changed = [], False
+    for n in graph.nodes:
+        op = str(n.op_type)
+        if str(n.domain) != "tilecore" or op not in _DECOMPOSE:
+            nodes.append(n)
+            continue
+        shape = static_shape(n.inputs[0]) if n.inputs and n.inputs[0] is not None else None
+        if shape is not None and HasStrategy(op, {}, [TensorSpec(shape, str(n.inputs[0].type.dtype))]) == "":
+            nodes.append(n)
+            continue
+
+        made = []
+
+        def fresh(hint, n=n):
+            base = f"{n.outputs[0].name}/{hint}"
+            name, k = base, 1
+            while name in names:
+                k += 1
+                name = f"{base}_{k}"
+            names.add(name)
+            v = Value(name, n.outputs[0].type)
+            return v
+
+        for op_type, ins, outs, attrs in _DECOMPOSE[op](n, fresh):
+            ins = [made[int(x[1:])] if isinstance(x, str) else x for x in ins]
+            nodes.append(Node(op_type, ins, outs, dict(attrs), str(n.name), ""))
+            made.extend(outs)
+        changed = True
+    return Graph(str(graph.name), list(graph.inputs), list(graph.outputs), nodes, dict(graph.opsets)) if changed \
+        else graph
+
+
 def _macs(op, ins, outs):
     """Multiply-accumulates of one node (0 for ops without a matrix part)."""
     try:
@@ -102,7 +152,9 @@ class _Node:
         self.index = index
         self.node = node
         self.name = str(node.name)
-        self.op = str(node.op_type) if not str(node.domain) else f"{node.domain}::{node.op_type}"
+        # the strategy registry knows ONNX ops and tilecore's own by their bare names
+        d = str(node.domain)
+        self.op = str(node.op_type) if d in ("", "tilecore") else f"{d}::{node.op_type}"
         from . import _attrs
 
         self.attrs = _attrs({str(k): _py(v) for k, v in node.attrs.items()})
@@ -157,6 +209,7 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
     t0 = time.perf_counter()
     graph = _load_graph(model, input_shapes)
     graph = transform.CanonicalizeGraph()(graph)
+    graph = _decompose(graph, HasStrategy, TensorSpec)
     timings["import_and_passes"] = time.perf_counter() - t0
 
     # ---- partition --------------------------------------------------------------------
