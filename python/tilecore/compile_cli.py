@@ -135,3 +135,81 @@ def compare_cmd(args):
     print(f"first divergent: `{first['name']}` of node `{first['node']}` ({first['op_type']}), "
           f"cosine {first['cosine']:.6f}")
     return 1
+
+
+def model_demo(args):
+    """``tilecore demo``: a zoo model compiled for TC1, run on the simulator, compared with
+    ONNX Runtime; prints the per-op profile (top ops) and the whole-model figures."""
+    import time
+
+    from . import zoo
+    from .compiler.compare import metrics
+    from .compiler.driver import compile as _compile
+    from .runtime_cli import _Progress, format_profile
+
+    if args.model not in zoo.names():
+        return _fail(f"--model `{args.model}`: not a zoo model ({', '.join(zoo.names())})")
+    target = "npu -cores=4"
+    print(f"tilecore demo: {zoo.info(args.model)['description']}")
+    print(f"               seeded random weights, batch 1, f32, compiled for TC1 ({target})")
+    path = zoo.export(args.model)
+    bar = _Bar("compile")
+    report = {}
+    t0 = time.perf_counter()
+    try:
+        exe = _compile(path, target=target, precision="f32", progress=bar, report=report)
+    except _compile_errors() as e:
+        return _fail(f"{args.model}: {str(e).split(chr(10) + 'C++ backtrace')[0]}")
+    finally:
+        bar.close()
+    compile_s = time.perf_counter() - t0
+    mem = report["memory"]
+    print(f"compiled:       {report['nodes']} nodes -> {report['npu_steps']} npu steps, {report['host_steps']} host "
+          f"steps, {report['views']} free views; {report['kernels']} kernels; DDR arena "
+          f"{mem['arena_size'] / 2**20:.1f} MiB ({mem['total_size'] / 2**20:.1f} MiB without reuse) in "
+          f"{compile_s:.2f} s")
+    inputs = {k: v[0] for k, v in zoo.sample_inputs(args.model, 1, seed=0).items()}
+    prog = _Progress()
+    try:
+        outs = exe.run(inputs, progress=prog)
+    finally:
+        prog.close()
+    st = exe.stats()
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        ort = None
+    cos = None
+    if ort is not None:
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        names = [o.name for o in sess.get_outputs()]
+        sess.run(names, inputs)  # warm up
+        t0 = time.perf_counter()
+        ref = dict(zip(names, sess.run(names, inputs)))
+        ort_s = time.perf_counter() - t0
+        worst = min((metrics(outs[n], ref[n]) for n in names), key=lambda m: m["cosine"])
+        cos = worst["cosine"]
+        print(f"vs ONNX Runtime: cosine {cos:.7f}, max abs error {worst['max_abs_error']:.2e}, "
+              f"SQNR {worst['sqnr_db']:.1f} dB")
+    else:
+        print("vs ONNX Runtime: not installed, no comparison")
+    print()
+    lines = format_profile(st).splitlines()
+    print("\n".join(lines[:1 + args.top]))
+    if len(lines) > args.top + 2:
+        print(f"... {len(lines) - args.top - 2} more ops (tilecore profile shows all)")
+    print()
+    print(f"whole model:    {st['cycles']} cycles = {st['cycles'] / 1e6:.2f} ms at 1 GHz, {st['macs'] / 1e9:.2f} GMAC, "
+          f"MAC utilisation {100.0 * st['mac_utilisation']:.1f}% of the f32 peak "
+          f"({st['peak_macs_per_cycle']} MAC/cycle)")
+    line = f"host time:      simulated run {st['wall_seconds']:.2f} s"
+    if cos is not None:
+        line += f"; ONNX Runtime {ort_s * 1e3:.1f} ms ({st['wall_seconds'] / ort_s:.0f}x)"
+    print(line)
+    if args.trace:
+        exe.trace(args.trace)
+        print(f"trace:          {args.trace} (open in ui.perfetto.dev)")
+    if cos is not None and not cos >= 0.9999:
+        print("tilecore demo: the outputs differ from ONNX Runtime (cosine below 0.9999)")
+        return 1
+    return 0

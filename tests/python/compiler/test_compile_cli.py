@@ -90,3 +90,17 @@ def test_metrics_by_hand():
     assert m["sqnr_db"] == pytest.approx(10 * np.log10(5 / 0.01)) and m["max_abs_error"] == pytest.approx(0.1)
     assert metrics(np.zeros(3), np.zeros(3))["cosine"] == 1.0
     assert metrics(np.ones(3), np.ones(3))["sqnr_db"] == float("inf")
+
+
+def test_demo_compiles_runs_and_compares_resnet18(capsys):
+    from test_driver import _resnet18_runs
+
+    why = _resnet18_runs()
+    if why:
+        pytest.skip(why)
+    assert cli.main(["demo", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "vs ONNX Runtime: cosine" in out and "whole model:" in out and "MAC utilisation" in out
+    profile = out.split("bound by")[1].strip().splitlines()
+    assert len(profile) >= 3 and profile[0].split()[1] == "Conv"
+    assert cli.main(["demo", "--model", "alexnet"]) == 1
