@@ -127,6 +127,25 @@ PrimFunc LowerConv(const OpCall& call) {
   int64_t R = TW == g.OW ? std::max<int64_t>(1, std::min(g.OH, kMaxP / g.OW)) : 1;
   int64_t CC = std::max<int64_t>(1, std::min(g.Cg, kMaxK / KK));
   int64_t TM = std::min(g.Mg, kMaxTM);
+  // L1 per tile: the input patch, the column matrix, the weight and output tiles. A wide
+  // strided window (a 1x1 stride-2 conv over 256 channels) can overflow L1 with the
+  // largest CC and R: halve the channels per chunk (down to 16), then the rows.
+  auto l1_bytes = [&](int64_t rows, int64_t cc) {
+    int64_t rin = (rows - 1) * g.sh + (g.KH - 1) * g.dh + 1, win = (TW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
+    return 4 * (cc * rin * win + cc * KK * rows * TW + TM * cc * KK + TM * rows * TW);
+  };
+  const int64_t budget = call.l1_bytes - (int64_t{32} << 10);  // DMA state and the planner's slack
+  while (l1_bytes(R, CC) > budget) {
+    if (CC > 16) {
+      CC = (CC + 1) / 2;
+    } else if (R > 1) {
+      R = (R + 1) / 2;
+    } else if (CC > 1) {
+      CC = (CC + 1) / 2;
+    } else {
+      break;
+    }
+  }
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> groups;

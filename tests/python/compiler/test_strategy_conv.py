@@ -34,6 +34,13 @@ def test_conv_bigger_than_l1():
              rtol=1e-4, atol=1e-4)
 
 
+def test_conv_strided_wide_patch_fits_l1():
+    # ResNet-50's stride-2 1x1 downsample over 256 channels: with 256 channels per chunk
+    # the input patch alone (256 x 17 x 55 f32) would take 957 KiB of the 1 MiB L1
+    check_op("Conv", {"strides": [2, 2]}, [rand((1, 256, 56, 56), 1), rand((8, 256, 1, 1), 2, -0.2, 0.2)],
+             rtol=1e-4, atol=1e-4)
+
+
 def test_conv_reasons():
     x = compiler.TensorSpec((1, 2, 4, 4, 4), "float32")
     w = compiler.TensorSpec((1, 2, 1, 1, 1), "float32")
