@@ -8,7 +8,8 @@
  * = OW unless OW > 256) and TM output channels (<= 128); K is cut into chunks of CC
  * input channels (CC * KH * KW <= 256). For each chunk the input rows the tile needs
  * are DMAed row by row into a zero-filled L1 patch (padding = the zeros left), the
- * patch is unfolded into col (im2col, in L1), and tile.mm accumulates. Column tiles
+ * patch is unfolded into col (im2col, in L1, one vector copy per tap from a strided view
+ * of the patch), and tile.mm accumulates (CC, then R, shrink when they would overflow L1). Column tiles
  * are placed at compile time (a loop in the generator), so every DMA has constant
  * extents; rows, output channels and images are loops, spread over the cores.
  */
@@ -111,6 +112,42 @@ std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
   return s;
 }
 
+/*! \brief A view of an L1 allocation with logical dims `dims` and element `strides`,
+ * unit dims dropped (the engines take up to 4 dims). */
+Buffer StridedView(const Buffer& alloc, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+                   int64_t offset, const std::string& name) {
+  Array<PrimExpr> shape, st;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k] == 1) continue;
+    shape.push_back(I32(dims[k]));
+    st.push_back(I32(strides[k]));
+  }
+  if (shape.empty()) {
+    shape.push_back(I32(1));
+    st.push_back(I32(1));
+  }
+  return Buffer(alloc->data, alloc->dtype, shape, st, I32(offset), alloc->scope, String(name));
+}
+
+/*! \brief dst[i] = src[i] over the non-unit dims of `dims` (views from StridedView). */
+Stmt CopyNest(const Buffer& dst, const Buffer& src, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> ext;
+  for (int64_t d : dims) {
+    if (d != 1) ext.push_back(d);
+  }
+  if (ext.empty()) ext.push_back(1);
+  std::function<Stmt(size_t, Array<PrimExpr>)> nest = [&](size_t k, Array<PrimExpr> idx) -> Stmt {
+    if (k == ext.size()) return BufferStore(dst, BufferLoad(src, idx), idx);
+    static const char* names[] = {"i0", "i1", "i2", "i3"};
+    return Loop(names[k], ext[k], [&](PrimExpr v) {
+      Array<PrimExpr> next = idx;
+      next.push_back(v);
+      return nest(k + 1, next);
+    });
+  };
+  return nest(0, {});
+}
+
 PrimFunc LowerConv(const OpCall& call) {
   ConvGeom g;
   std::string why;
@@ -198,20 +235,17 @@ PrimFunc LowerConv(const OpCall& call) {
                   }));
                   st.push_back(Intrin("tile.wait", {I32(0)}));
                 }
-                // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw + kw * dw]
-                st.push_back(Loop("c", cc, [&](PrimExpr c) {
-                  return Loop("kh", g.KH, [&](PrimExpr kh) {
-                    return Loop("kw", g.KW, [&](PrimExpr kw) {
-                      return Loop("y", r, [&](PrimExpr y) {
-                        return Loop("x", tw, [&](PrimExpr x) {
-                          PrimExpr row = (c * I32(g.KH) + kh) * I32(g.KW) + kw;
-                          return BufferStore(Col, BufferLoad(Xp, {c, y * I32(g.sh) + kh * I32(g.dh), x * I32(g.sw) + kw * I32(g.dw)}),
-                                             {row, y, x});
-                        });
-                      });
-                    });
-                  });
-                }));
+                // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw + kw * dw],
+                // one vector copy per tap between strided views of Xp and Col (the engine
+                // reads a strided source; a loop over x * sw it could not take as one command)
+                for (int64_t kh = 0; kh < g.KH; ++kh) {
+                  for (int64_t kw = 0; kw < g.KW; ++kw) {
+                    Buffer src = StridedView(Xp, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
+                                             kh * g.dh * win + kw * g.dw, "Tap");
+                    Buffer dst = StridedView(Col, {cc, r, tw}, {KK * r * tw, tw, 1}, (kh * g.KW + kw) * r * tw, "ColTap");
+                    st.push_back(CopyNest(dst, src, {cc, r, tw}));
+                  }
+                }
                 st.push_back(DmaWait(Region(Al, {I32(0), I32(0)}, {tm, kc}),
                                      Region(Wt, {gi, m0, c0 * I32(KK)}, {1, tm, kc}), 0));
                 st.push_back(Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, P}), Region(Al, {I32(0), I32(0)}, {tm, kc}),
