@@ -1,12 +1,13 @@
 """The zoo compiled for TC1 and run on its simulator, next to ONNX Runtime on the same model
 and inputs.
 
-    PYTHONPATH=python:build-dev/python python benchmarks/model_zoo.py [--models resnet18,resnet50] [--runs 3]
+    PYTHONPATH=python:build-dev/python python benchmarks/model_zoo.py [--models resnet18,resnet50] [--runs 5] [--ort-threads 1]
 
 Per model: compile time (tilecore.compile, the whole driver, on one thread of this
 process), simulated cycles and MAC utilisation (against the f32 peak of 4 cores), the host
 wall time of the simulated run and ONNX Runtime's time on the same inputs (both medians of
---runs runs after a warm-up; ONNX Runtime with its default threads, on the CPU provider),
+--runs runs after a warm-up; ONNX Runtime on the CPU provider with one thread, like the
+simulator, unless --ort-threads says otherwise),
 their ratio, and the cosine of the outputs against ONNX Runtime's. A model that does not
 compile is listed with the reason.
 """
@@ -17,7 +18,7 @@ import time
 import numpy as np
 
 
-def bench(name, runs):
+def bench(name, runs, ort_threads):
     import onnxruntime as ort
 
     import tilecore
@@ -39,7 +40,11 @@ def bench(name, runs):
         outs = exe.run(inputs)
         sim.append(exe.stats()["wall_seconds"])
     st = exe.stats()
-    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    so = ort.SessionOptions()
+    if ort_threads:
+        so.intra_op_num_threads = ort_threads
+        so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
     sess.run(names, inputs)
     ort_t = []
@@ -58,12 +63,14 @@ def main():
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default=",".join(zoo.names()))
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--ort-threads", type=int, default=1,
+                    help="ONNX Runtime's intra-op threads (default 1, like the simulator; 0: its default)")
     a = ap.parse_args()
     print(f"{'model':<14} {'compile s':>9} {'steps':>5} {'host':>4} {'cycles':>12} {'MAC util':>8} "
           f"{'sim run s':>9} {'ORT ms':>8} {'sim/ORT':>8} {'cosine':>10}")
     for name in a.models.split(","):
-        r = bench(name.strip(), a.runs)
+        r = bench(name.strip(), a.runs, a.ort_threads)
         if "error" in r:
             print(f"{r['model']:<14} does not compile: {r['error'][:300]}")
             continue
