@@ -8,9 +8,9 @@
  * one L1 bank each); the tiles go to the cores round robin and the last, shorter tile
  * has its own constant size. An input of the output's element count is DMAed tile by
  * tile; a broadcast input (fewer elements) is loaded whole into L1 once per core
- * (up to 256 KiB) and read through its broadcast index. The compute loop is one (Clip:
- * two, max then min, so that each is one vector command)
- * scalar loop per tile over L1; EmitTileIntrinsics turns what the vector engine
+ * (up to 256 KiB) and read through its broadcast index. The compute loop is one
+ * scalar loop per tile over L1 (Clip: two, max then min, each one vector command);
+ * EmitTileIntrinsics turns what the vector engine
  * has (add, mul, max, exp, sigmoid, ...) into tile.vec_* commands, and the rest
  * (erf, pow, select, broadcast reads) stays front-end code.
  */
