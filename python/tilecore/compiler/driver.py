@@ -290,7 +290,8 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
                                    f"{str(e).splitlines()[0]}") from e
             n_params = len(f.params)
             in_params = int(f.attrs["input_params"]) if "input_params" in f.attrs else n_params - len(nd.outs)
-            hit = (mod, str(f.attrs["global_symbol"]), in_params)
+            fn = str(f.attrs["global_symbol"]) if "global_symbol" in f.attrs else mod.functions[0]
+            hit = (mod, fn, in_params)
             cache[key] = hit
         base = nd.name or f"{nd.op}_{nd.index}"
         step_name, k = base, 1
