@@ -12,6 +12,7 @@
  * of the patch), and tile.mm accumulates (CC, then R, shrink when they would overflow L1). Column tiles
  * are placed at compile time (a loop in the generator), so every DMA has constant
  * extents; rows, output channels and images are loops, spread over the cores.
+ * A depthwise Conv (Cg = Mg = 1) runs on the vector engine instead (LowerDepthwise).
  */
 #include <algorithm>
 
@@ -148,11 +149,140 @@ Stmt CopyNest(const Buffer& dst, const Buffer& src, const std::vector<int64_t>& 
   return nest(0, {});
 }
 
+/*! \brief `body(idx)` over the non-unit dims of `dims` (the index of StridedView's views). */
+Stmt Nest(const std::vector<int64_t>& dims, const std::function<Stmt(const Array<PrimExpr>&)>& body) {
+  std::vector<int64_t> ext;
+  for (int64_t d : dims) {
+    if (d != 1) ext.push_back(d);
+  }
+  if (ext.empty()) ext.push_back(1);
+  std::function<Stmt(size_t, Array<PrimExpr>)> nest = [&](size_t k, Array<PrimExpr> idx) -> Stmt {
+    if (k == ext.size()) return body(idx);
+    static const char* names[] = {"i0", "i1", "i2", "i3"};
+    return Loop(names[k], ext[k], [&](PrimExpr v) {
+      Array<PrimExpr> next = idx;
+      next.push_back(v);
+      return nest(k + 1, next);
+    });
+  };
+  return nest(0, {});
+}
+
+/*!
+ * \brief Depthwise Conv (one input and one output channel per group) on the vector
+ * engine: a matrix product per channel would use one row of the matrix engine. Tiles
+ * of cc channels x r rows x tw columns; per tile the input patch is DMAed in as for the
+ * implicit GEMM, and each kernel tap is a vec_mul of a strided view of the patch by the
+ * tap's weight per channel (a stride-0 view), accumulated with vec_add.
+ */
+PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) {
+  DataType f32 = DataType::Float(32);
+  int64_t KK = g.KH * g.KW;
+  Buffer X = View(p.in[0], {g.N, g.C, g.H, g.W}, "X");
+  Buffer Wv = View(p.in[1], {g.C, KK}, "Wdw");
+  bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
+  Buffer Bv = has_bias ? View(p.in[2], {g.C, 1}, "Bias") : Buffer();
+  Buffer Y = View(p.out[0], {g.N, g.C, g.OH, g.OW}, "Y");
+  constexpr int64_t kElems = 8192, kPatch = 49152;  // 32 KiB output tile, 192 KiB patch
+  auto rin = [&](int64_t r) { return (r - 1) * g.sh + (g.KH - 1) * g.dh + 1; };
+  auto win = [&](int64_t tw) { return (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1; };
+  int64_t TW = std::min<int64_t>(g.OW, 256);
+  int64_t R = std::max<int64_t>(1, std::min(g.OH, kElems / TW));
+  while (R > 1 && rin(R) * win(TW) > kPatch) R = (R + 1) / 2;
+  int64_t CC = std::max<int64_t>(1, std::min(g.C, std::min(kElems / (R * TW), kPatch / (rin(R) * win(TW)))));
+  int64_t cols = (g.OW + TW - 1) / TW;
+  auto items = [&]() { return g.N * cols * ((g.C + CC - 1) / CC) * ((g.OH + R - 1) / R); };
+  while (items() < 2 * call.cores && (CC > 1 || R > 1)) {
+    if (CC > 1) CC = (CC + 1) / 2;
+    else R = (R + 1) / 2;
+  }
+  int64_t rotation = 0;
+  Stmt body = OverCores(call.cores, [&](PrimExpr core) {
+    std::vector<Stmt> groups;
+    for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW) {
+      int64_t tw = std::min(TW, g.OW - ow0);
+      int64_t wn = win(tw), iw0 = ow0 * g.sw - g.pl;
+      int64_t vlo = std::max<int64_t>(0, iw0), vhi = std::min<int64_t>(g.W, iw0 + wn);
+      for (auto [rcount, r] : Segs(g.OH, R)) {
+        int64_t rbase = r == R ? 0 : (g.OH / R) * R, rn = rin(r);
+        for (auto [ccount, cc] : Segs(g.C, CC)) {
+          int64_t cbase = cc == CC ? 0 : (g.C / CC) * CC;
+          groups.push_back(ForEachItem(core, call.cores, g.N * rcount * ccount, &rotation, "t",
+                                       [&, r = r, rbase = rbase, rn = rn, cc = cc, cbase = cbase, rcount = rcount,
+                                        ccount = ccount](PrimExpr t) {
+            PrimExpr ci = floormod(t, I32(ccount));
+            PrimExpr ri = floormod(floordiv(t, I32(ccount)), I32(rcount));
+            PrimExpr n = floordiv(t, I32(ccount * rcount));
+            PrimExpr c0 = I32(cbase) + ci * I32(CC), oh0 = I32(rbase) + ri * I32(R);
+            Buffer Xp = Local({cc, rn, wn}, f32, "Xp");
+            Buffer Wl = Local({cc, KK}, f32, "Wl");
+            Buffer O = Local({cc, r, tw}, f32, "O");
+            Buffer T = Local({cc, r, tw}, f32, "T");
+            std::vector<int64_t> dims{cc, r, tw};
+            std::vector<Stmt> s;
+            s.push_back(Intrin("tile.dma_fill", {Region(Xp, {I32(0), I32(0), I32(0)}, {cc, rn, wn}), F32(0), I32(0)}));
+            s.push_back(Intrin("tile.wait", {I32(0)}));
+            if (vhi > vlo) {
+              s.push_back(Loop("rr", rn, [&](PrimExpr rr) {
+                PrimExpr ih = oh0 * I32(g.sh) - I32(g.pt) + rr;
+                return IfThenElse(ih >= I32(0) && ih < I32(g.H),
+                                  Intrin("tile.dma_copy", {Region(Xp, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
+                                                           Region(X, {n, c0, ih, I32(vlo)}, {1, cc, 1, vhi - vlo}),
+                                                           I32(0)}));
+              }));
+              s.push_back(Intrin("tile.wait", {I32(0)}));
+            }
+            s.push_back(DmaWait(Region(Wl, {I32(0), I32(0)}, {cc, KK}), Region(Wv, {c0, I32(0)}, {cc, KK}), 0));
+            Buffer Ov = StridedView(O, dims, {r * tw, tw, 1}, 0, "Ov");
+            Buffer Tv = StridedView(T, dims, {r * tw, tw, 1}, 0, "Tv");
+            for (int64_t kh = 0; kh < g.KH; ++kh) {
+              for (int64_t kw = 0; kw < g.KW; ++kw) {
+                Buffer tap = StridedView(Xp, dims, {rn * wn, g.sh * wn, g.sw}, kh * g.dh * wn + kw * g.dw, "Tap");
+                Buffer wt = StridedView(Wl, dims, {KK, 0, 0}, kh * g.KW + kw, "Wtap");
+                bool first = kh == 0 && kw == 0;
+                const Buffer& dst = first ? Ov : Tv;
+                s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
+                  return BufferStore(dst, BufferLoad(tap, i) * BufferLoad(wt, i), i);
+                }));
+                if (!first) {
+                  s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
+                    return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(Tv, i), i);
+                  }));
+                }
+              }
+            }
+            Stmt tile;
+            if (has_bias) {
+              Buffer Bl = Local({cc, 1}, f32, "Bl");
+              Buffer bv = StridedView(Bl, dims, {1, 0, 0}, 0, "Bb");
+              s.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {cc, 1}), Region(Bv, {c0, I32(0)}, {cc, 1}), 0));
+              s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
+                return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(bv, i), i);
+              }));
+              s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}),
+                                  Region(O, {I32(0), I32(0), I32(0)}, {cc, r, tw}), 1));
+              tile = Allocate(Bl, Seq(s));
+            } else {
+              s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}),
+                                  Region(O, {I32(0), I32(0), I32(0)}, {cc, r, tw}), 1));
+              tile = Seq(s);
+            }
+            return Allocate(Xp, Allocate(Wl, Allocate(O, Allocate(T, tile))));
+          }));
+        }
+      }
+    }
+    return Seq(groups);
+  });
+  return MakeFunc(call, p, body);
+}
+
 PrimFunc LowerConv(const OpCall& call) {
   ConvGeom g;
   std::string why;
   Geometry(call.inputs, call.attrs, &g, &why);
   Params p = MakeParams(call);
+  if (g.G > 1 && g.Cg == 1 && g.Mg == 1) return LowerDepthwise(call, g, p);
   DataType f32 = DataType::Float(32);
   Buffer X = View(p.in[0], {g.N, g.C, g.H, g.W}, "X");
   int64_t KK = g.KH * g.KW;
