@@ -76,4 +76,15 @@ def list_strategies():
     return [str(s) for s in _ffi.ListStrategies()]
 
 
-__all__ = ["TensorSpec", "HasStrategy", "LowerOp", "list_strategies"]
+def PlanMemory(sizes, first, last, alignment=64):
+    """Offsets for buffers of ``sizes`` bytes live over steps [first, last] (C++, greedy by
+    size): returns ``(offsets, arena_size, total_size, lower_bound)``."""
+    res = [int(x) for x in _ffi.PlanMemory([int(s) for s in sizes], [int(x) for x in first],
+                                           [int(x) for x in last], int(alignment))]
+    n = len(res) - 3
+    return res[:n], res[n], res[n + 1], res[n + 2]
+
+
+from .driver import CompileError, compile  # noqa: E402,A004
+
+__all__ = ["TensorSpec", "HasStrategy", "LowerOp", "list_strategies", "PlanMemory", "CompileError", "compile"]
