@@ -104,3 +104,12 @@ def test_demo_compiles_runs_and_compares_resnet18(capsys):
     profile = out.split("bound by")[1].strip().splitlines()
     assert len(profile) >= 3 and profile[0].split()[1] == "Conv"
     assert cli.main(["demo", "--model", "alexnet"]) == 1
+
+
+def test_compile_of_a_missing_or_broken_file_is_one_line(tmp_path, capsys):
+    assert cli.main(["compile", str(tmp_path / "none.onnx"), "-o", str(tmp_path / "m.tcx"), "--quiet"]) == 1
+    assert "none.onnx" in capsys.readouterr().err
+    (tmp_path / "bad.onnx").write_bytes(b"\x08\x07garbage")
+    assert cli.main(["compile", str(tmp_path / "bad.onnx"), "-o", str(tmp_path / "m.tcx"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "bad.onnx" in err and "Traceback" not in err and not (tmp_path / "m.tcx").exists()

@@ -240,3 +240,23 @@ def test_silu_recognised_by_the_passes_runs_as_sigmoid_and_mul():
     assert [s["op_type"] for s in steps] == ["Sigmoid", "Mul"]
     x = RNG.standard_normal((2, 50)).astype(np.float32)
     np.testing.assert_allclose(exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"], rtol=1e-5, atol=1e-6)
+
+
+def test_step_names_are_unique_and_inputs_may_be_outputs():
+    # Gemm becomes MatMul + Add, two steps of one ONNX node; `x` is an output as well
+    w = RNG.standard_normal((4, 3)).astype(np.float32)
+    b = RNG.standard_normal(3).astype(np.float32)
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="fc"),
+             helper.make_node("Identity", ["x"], ["xi"], name="id")]
+    model = make_model(nodes, [("x", [2, 4], np.float32)], ["y", "x", "xi"], [("w", w), ("b", b)])
+    exe = tilecore.compile(model)
+    steps = exe.describe()["steps"]
+    assert [(s["node"], s["source_node"], s["op_type"]) for s in steps] == [
+        ("fc", "fc", "MatMul"), ("fc#2", "fc", "Add"), ("id", "id", "Identity")]
+    assert steps[0]["debug"]["outputs"] != steps[1]["debug"]["outputs"] == "y"
+    x = RNG.standard_normal((2, 4)).astype(np.float32)
+    out = exe.run({"x": x})
+    np.testing.assert_allclose(out["y"], x @ w + b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(out["x"], x)
+    np.testing.assert_array_equal(out["xi"], x)
+    assert exe.stats()["macs"] == 2 * 4 * 3
