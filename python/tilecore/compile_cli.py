@@ -181,7 +181,9 @@ def model_demo(args):
         ort = None
     cos = None
     if ort is not None:
-        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1  # one thread, like the simulator
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
         names = [o.name for o in sess.get_outputs()]
         sess.run(names, inputs)  # warm up
         t0 = time.perf_counter()
@@ -204,7 +206,7 @@ def model_demo(args):
           f"({st['peak_macs_per_cycle']} MAC/cycle)")
     line = f"host time:      simulated run {st['wall_seconds']:.2f} s"
     if cos is not None:
-        line += f"; ONNX Runtime {ort_s * 1e3:.1f} ms ({st['wall_seconds'] / ort_s:.0f}x)"
+        line += f"; ONNX Runtime (1 thread) {ort_s * 1e3:.1f} ms ({st['wall_seconds'] / ort_s:.0f}x)"
     print(line)
     if args.trace:
         exe.trace(args.trace)
