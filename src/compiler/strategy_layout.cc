@@ -27,26 +27,9 @@ namespace tilecore {
 namespace compiler {
 namespace detail {
 namespace {
+constexpr size_t kDmaRank = 4;  // dims a DMA descriptor holds
 
-constexpr size_t kDmaRank = 4;
-
-struct Dim {
-  int64_t n, ss, ds;  // extent, source stride, destination stride (elements)
-};
-
-struct Box {
-  std::vector<Dim> dims;
-  int64_t src_base = 0, dst_base = 0;
-  int src = 0, dst = 0;  // input and output index
-  bool fill = false;
-  double value = 0;
-};
-
-std::vector<int64_t> Strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-  return s;
-}
+using Dim = BoxDim;
 
 /*! \brief Drops extents of 1 and merges neighbours contiguous on both sides; false when empty. */
 bool Normalize(Box* b) {
@@ -87,7 +70,14 @@ int64_t ParamNumel(const Buffer& b) {
   return n;
 }
 
-/*! \brief The DMA commands of all boxes, items spread over the cores. */
+}  // namespace
+
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+  return s;
+}
+
 Stmt EmitBoxes(const OpCall& call, const Params& p, std::vector<Box> boxes) {
   std::vector<Box> live;
   for (Box& b : boxes)
@@ -154,6 +144,11 @@ Stmt EmitBoxes(const OpCall& call, const Params& p, std::vector<Box> boxes) {
     return Seq(s);
   });
 }
+
+namespace {
+
+using Dim = BoxDim;
+std::vector<int64_t> Strides(const std::vector<int64_t>& shape) { return RowMajorStrides(shape); }
 
 /*! \brief A box copying the whole of a contiguous source shape with given strides and bases. */
 Box Plain(const std::vector<int64_t>& shape, const std::vector<int64_t>& ss, const std::vector<int64_t>& ds,
