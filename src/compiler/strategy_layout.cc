@@ -1,0 +1,460 @@
+/*
+ * src/compiler/strategy_layout.cc — ops that only move bytes: Concat, Split, Slice,
+ * Transpose, Pad (constant, edge, reflect, wrap), Tile, DepthToSpace, SpaceToDepth.
+ *
+ * Each op is a list of boxes: an N-D block of the output written from an N-D strided
+ * window of an input (strides may be 0 to repeat, or negative to reverse) or filled
+ * with a constant. Every box is one or more DMA copies straight from DDR to DDR (the
+ * DMA engines do 1-4-D strided copies between any memories), so no data passes
+ * through L1 and any shape fits. Adjacent dimensions that are contiguous on both
+ * sides are merged first; dimensions beyond the four a descriptor holds become work
+ * items, and the outermost DMA dimension is cut into chunks when there are fewer
+ * items than cores. The items of all boxes go to the cores round robin. Boxes never
+ * overlap in the output, so the cores need no ordering between them.
+ *
+ * Values known when compiling (Slice's starts/ends/axes/steps, Pad's pads and
+ * constant value, Tile's repeats) are read from the attributes of the same name
+ * (the attribute form of the older opsets): the partitioner folds constant inputs
+ * there. Split and Concat need no values: the output and input shapes say it all.
+ */
+#include <algorithm>
+#include <numeric>
+
+#include "kernel_util.h"
+#include "tilecore/ffi/reflection.h"
+
+namespace tilecore {
+namespace compiler {
+namespace detail {
+namespace {
+constexpr size_t kDmaRank = 4;  // dims a DMA descriptor holds
+
+using Dim = BoxDim;
+
+/*! \brief Drops extents of 1 and merges neighbours contiguous on both sides; false when empty. */
+bool Normalize(Box* b) {
+  std::vector<Dim> d;
+  for (const Dim& x : b->dims) {
+    if (x.n == 0) return false;
+    if (x.n != 1) d.push_back(x);
+  }
+  std::vector<Dim> m;
+  for (const Dim& x : d) {
+    if (!m.empty() && m.back().ss == x.ss * x.n && m.back().ds == x.ds * x.n) {
+      m.back().n *= x.n;
+      m.back().ss = x.ss;
+      m.back().ds = x.ds;
+    } else {
+      m.push_back(x);
+    }
+  }
+  if (m.empty()) m.push_back({1, 1, 1});
+  b->dims = m;
+  return true;
+}
+
+/*! \brief A view of `param` with a leading flat offset dimension and the box's strides. */
+Buffer StridedView(const Buffer& param, const std::vector<int64_t>& ext, const std::vector<int64_t>& strides,
+                   int64_t numel, const std::string& name) {
+  Array<PrimExpr> s{I32(std::max<int64_t>(numel, 1))}, st{I32(1)};
+  for (size_t i = 0; i < ext.size(); ++i) {
+    s.push_back(I32(ext[i]));
+    st.push_back(I32(strides[i]));
+  }
+  return Buffer(param->data, param->dtype, s, st, I32(0), param->scope, String(name));
+}
+
+int64_t ParamNumel(const Buffer& b) {
+  int64_t n = 1;
+  for (const PrimExpr& d : b->shape) n *= *as_const_int(d);
+  return n;
+}
+
+}  // namespace
+
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+  return s;
+}
+
+Stmt EmitBoxes(const OpCall& call, const Params& p, std::vector<Box> boxes) {
+  std::vector<Box> live;
+  for (Box& b : boxes)
+    if (Normalize(&b)) live.push_back(b);
+  int64_t rotation = 0;
+  return OverCores(call.cores, [&](PrimExpr core) {
+    std::vector<Stmt> s;
+    int bi = 0;
+    for (const Box& b : live) {
+      ++bi;
+      size_t r = b.dims.size();
+      size_t k = r > kDmaRank ? r - kDmaRank : 0;  // dims [0, k) are items, [k, r) one DMA
+      int64_t outer = 1;
+      for (size_t i = 0; i < k; ++i) outer *= b.dims[i].n;
+      int64_t nk = b.dims[k].n, ch = nk;
+      if (outer < call.cores) {
+        int64_t parts = std::min<int64_t>(nk, (call.cores + outer - 1) / outer);
+        ch = (nk + parts - 1) / parts;
+      }
+      int64_t nfull = nk / ch, rem = nk % ch;
+      const Buffer& dp = p.out[b.dst];
+      const Buffer& sp = b.fill ? dp : p.in[b.src];
+      for (auto [count, size, start] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+               {outer * nfull, ch, 0}, {rem ? outer : 0, rem, nfull * ch}}) {
+        int64_t per = size == ch ? nfull : 1;
+        std::vector<int64_t> ext{size}, sst{b.dims[k].ss}, dst{b.dims[k].ds};
+        for (size_t i = k + 1; i < r; ++i) {
+          ext.push_back(b.dims[i].n);
+          sst.push_back(b.dims[i].ss);
+          dst.push_back(b.dims[i].ds);
+        }
+        s.push_back(ForEachItem(core, call.cores, count, &rotation, "t", [&](PrimExpr t) {
+          PrimExpr o = per == 1 ? t : floordiv(t, I32(per));
+          PrimExpr j = per == 1 ? I32(0) : floormod(t, I32(per));
+          PrimExpr soff = I32(b.src_base), doff = I32(b.dst_base);
+          PrimExpr pos = I32(start) + j * I32(ch);
+          soff = soff + pos * I32(b.dims[k].ss);
+          doff = doff + pos * I32(b.dims[k].ds);
+          for (size_t i = k; i-- > 0;) {
+            PrimExpr idx = floormod(o, I32(b.dims[i].n));
+            o = floordiv(o, I32(b.dims[i].n));
+            soff = soff + idx * I32(b.dims[i].ss);
+            doff = doff + idx * I32(b.dims[i].ds);
+          }
+          std::vector<PrimExpr> db{doff}, sb{soff};
+          std::vector<int64_t> rext{1};
+          for (int64_t e : ext) {
+            db.push_back(I32(0));
+            sb.push_back(I32(0));
+            rext.push_back(e);
+          }
+          Buffer D = StridedView(dp, ext, dst, ParamNumel(dp), "D" + std::to_string(bi));
+          if (b.fill) {
+            DataType t = dp->dtype;
+            PrimExpr v = t.is_float() ? make_const(t, b.value) : make_const(t, static_cast<int64_t>(b.value));
+            return Intrin("tile.dma_fill", {Region(D, db, rext), v, I32(0)});
+          }
+          Buffer S = StridedView(sp, ext, sst, ParamNumel(sp), "S" + std::to_string(bi));
+          return Intrin("tile.dma_copy", {Region(D, db, rext), Region(S, sb, rext), I32(0)});
+        }));
+      }
+    }
+    s.push_back(Intrin("tile.wait", {I32(0)}));
+    return Seq(s);
+  });
+}
+
+namespace {
+
+using Dim = BoxDim;
+std::vector<int64_t> Strides(const std::vector<int64_t>& shape) { return RowMajorStrides(shape); }
+
+/*! \brief A box copying the whole of a contiguous source shape with given strides and bases. */
+Box Plain(const std::vector<int64_t>& shape, const std::vector<int64_t>& ss, const std::vector<int64_t>& ds,
+          int64_t sbase, int64_t dbase, int src, int dst) {
+  Box b;
+  for (size_t i = 0; i < shape.size(); ++i) b.dims.push_back({shape[i], ss[i], ds[i]});
+  b.src_base = sbase;
+  b.dst_base = dbase;
+  b.src = src;
+  b.dst = dst;
+  return b;
+}
+
+int64_t Axis(int64_t a, size_t rank) { return a < 0 ? a + static_cast<int64_t>(rank) : a; }
+
+// ---- the ops ----
+
+std::vector<Box> ConcatBoxes(const OpCall& c) {
+  auto os = Shape(c.outputs[0]);
+  auto ost = Strides(os);
+  int64_t axis = Axis(AttrInt(c.attrs, "axis", 0), os.size());
+  std::vector<Box> out;
+  int64_t at = 0;
+  for (size_t i = 0; i < static_cast<size_t>(c.data_inputs); ++i) {
+    auto is = Shape(c.inputs[i]);
+    out.push_back(Plain(is, Strides(is), ost, 0, at * ost[axis], static_cast<int>(i), 0));
+    at += is[axis];
+  }
+  return out;
+}
+
+std::vector<Box> SplitBoxes(const OpCall& c) {
+  auto is = Shape(c.inputs[0]);
+  auto ist = Strides(is);
+  int64_t axis = Axis(AttrInt(c.attrs, "axis", 0), is.size());
+  std::vector<Box> out;
+  int64_t at = 0;
+  for (size_t i = 0; i < c.outputs.size(); ++i) {
+    auto os = Shape(c.outputs[i]);
+    out.push_back(Plain(os, ist, Strides(os), at * ist[axis], 0, 0, static_cast<int>(i)));
+    at += os[axis];
+  }
+  return out;
+}
+
+std::vector<int64_t> Perm(const Map<String, Any>& attrs, size_t rank) {
+  std::vector<int64_t> rev(rank);
+  for (size_t i = 0; i < rank; ++i) rev[i] = static_cast<int64_t>(rank - 1 - i);
+  auto p = AttrInts(attrs, "perm", rev);
+  for (int64_t& x : p) x = Axis(x, rank);
+  return p;
+}
+
+std::vector<Box> TransposeBoxes(const OpCall& c) {
+  auto is = Shape(c.inputs[0]);
+  auto ist = Strides(is);
+  auto perm = Perm(c.attrs, is.size());
+  auto os = Shape(c.outputs[0]);
+  std::vector<int64_t> ss;
+  for (int64_t p : perm) ss.push_back(ist[p]);
+  return {Plain(os, ss, Strides(os), 0, 0, 0, 0)};
+}
+
+struct SliceAxis {
+  int64_t start, step, count;
+};
+
+/*! \brief Per input dim: first index, step, count (ONNX clamping). */
+std::vector<SliceAxis> SliceAxes(const Map<String, Any>& attrs, const std::vector<int64_t>& is) {
+  size_t r = is.size();
+  std::vector<SliceAxis> ax;
+  for (int64_t n : is) ax.push_back({0, 1, n});
+  auto starts = AttrInts(attrs, "starts", {}), ends = AttrInts(attrs, "ends", {});
+  std::vector<int64_t> dflt(starts.size());
+  std::iota(dflt.begin(), dflt.end(), 0);
+  auto axes = AttrInts(attrs, "axes", dflt);
+  auto steps = AttrInts(attrs, "steps", std::vector<int64_t>(starts.size(), 1));
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t a = Axis(axes[i], r), n = is[a], st = steps[i];
+    int64_t b = starts[i], e = ends[i];
+    if (b < 0) b += n;
+    if (e < 0) e += n;
+    int64_t cnt;
+    if (st > 0) {
+      b = std::clamp<int64_t>(b, 0, n);
+      e = std::clamp<int64_t>(e, 0, n);
+      cnt = e > b ? (e - b + st - 1) / st : 0;
+    } else {
+      b = std::clamp<int64_t>(b, 0, n - 1);
+      e = std::clamp<int64_t>(e, -1, n - 1);
+      cnt = b > e ? (b - e + (-st) - 1) / (-st) : 0;
+    }
+    ax[a] = {b, st, cnt};
+  }
+  return ax;
+}
+
+std::vector<Box> SliceBoxes(const OpCall& c) {
+  auto is = Shape(c.inputs[0]);
+  auto ist = Strides(is);
+  auto ax = SliceAxes(c.attrs, is);
+  Box b;
+  for (size_t i = 0; i < is.size(); ++i) {
+    b.dims.push_back({ax[i].count, ist[i] * ax[i].step, 0});
+    b.src_base += ax[i].start * ist[i];
+  }
+  auto ost = Strides(Shape(c.outputs[0]));
+  for (size_t i = 0; i < is.size(); ++i) b.dims[i].ds = ost[i];
+  return {b};
+}
+
+/*! \brief Pads per dim (begins then ends); the optional `axes` name the dims. */
+std::vector<int64_t> PadsOf(const Map<String, Any>& attrs, size_t r) {
+  auto pads = AttrInts(attrs, "pads", std::vector<int64_t>(2 * r, 0));
+  std::vector<int64_t> dflt(pads.size() / 2);
+  std::iota(dflt.begin(), dflt.end(), 0);
+  auto axes = AttrInts(attrs, "axes", dflt);
+  std::vector<int64_t> full(2 * r, 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = Axis(axes[i], r);
+    full[a] = pads[i];
+    full[a + r] = pads[i + axes.size()];
+  }
+  return full;
+}
+
+/*! \brief One dim of a pad box: output range [o, o + n) reads input index `i0 + k * step`. */
+struct Seg {
+  int64_t o, n, i0, step;
+  bool pad;  // constant mode's padding
+};
+
+std::vector<Box> PadBoxes(const OpCall& c) {
+  auto is = Shape(c.inputs[0]);
+  auto ist = Strides(is);
+  auto os = Shape(c.outputs[0]);
+  auto ost = Strides(os);
+  size_t r = is.size();
+  auto pads = PadsOf(c.attrs, r);
+  std::string mode = AttrStr(c.attrs, "mode", "constant");
+  double value = AttrFloat(c.attrs, "value", AttrFloat(c.attrs, "constant_value", 0.0));
+  std::vector<std::vector<Seg>> segs(r);
+  for (size_t d = 0; d < r; ++d) {
+    int64_t lo = pads[d], hi = pads[d + r], n = is[d];
+    int64_t ilo = std::max<int64_t>(0, -lo), ihi = n - std::max<int64_t>(0, -hi);  // input kept
+    int64_t plo = std::max<int64_t>(0, lo), phi = std::max<int64_t>(0, hi);
+    std::vector<Seg>& v = segs[d];
+    // left padding, output [0, plo)
+    if (plo > 0) {
+      if (mode == "constant") v.push_back({0, plo, 0, 0, true});
+      else if (mode == "edge") v.push_back({0, plo, 0, 0, false});
+      else if (mode == "reflect") v.push_back({0, plo, plo, -1, false});
+      else v.push_back({0, plo, n - plo, 1, false});  // wrap
+    }
+    if (ihi > ilo) v.push_back({plo, ihi - ilo, ilo, 1, false});
+    int64_t o = plo + std::max<int64_t>(0, ihi - ilo);
+    if (phi > 0) {
+      if (mode == "constant") v.push_back({o, phi, 0, 0, true});
+      else if (mode == "edge") v.push_back({o, phi, n - 1, 0, false});
+      else if (mode == "reflect") v.push_back({o, phi, n - 2, -1, false});
+      else v.push_back({o, phi, 0, 1, false});  // wrap
+    }
+  }
+  std::vector<Box> out;
+  std::vector<size_t> idx(r, 0);
+  for (size_t d = 0; d < r; ++d)
+    if (segs[d].empty()) return out;
+  while (true) {
+    Box b;
+    for (size_t d = 0; d < r; ++d) {
+      const Seg& sg = segs[d][idx[d]];
+      b.dims.push_back({sg.n, sg.step * ist[d], ost[d]});
+      b.src_base += sg.i0 * ist[d];
+      b.dst_base += sg.o * ost[d];
+      if (sg.pad) b.fill = true;
+    }
+    b.value = value;
+    out.push_back(b);
+    size_t d = r;
+    while (d > 0) {
+      --d;
+      if (++idx[d] < segs[d].size()) break;
+      idx[d] = 0;
+      if (d == 0) return out;
+    }
+    if (r == 0) return out;
+  }
+}
+
+std::vector<Box> TileBoxes(const OpCall& c) {
+  auto is = Shape(c.inputs[0]);
+  auto ist = Strides(is);
+  auto os = Shape(c.outputs[0]);
+  auto ost = Strides(os);
+  Box b;
+  for (size_t d = 0; d < is.size(); ++d) {
+    int64_t rep = is[d] ? os[d] / is[d] : 0;
+    b.dims.push_back({rep, 0, is[d] * ost[d]});
+    b.dims.push_back({is[d], ist[d], ost[d]});
+  }
+  return {b};
+}
+
+/*! \brief DepthToSpace / SpaceToDepth: a 6-D transpose of reshaped views. */
+std::vector<Box> SpaceBoxes(const OpCall& c) {
+  auto is = Shape(c.inputs[0]);
+  int64_t bs = AttrInt(c.attrs, "blocksize", 1);
+  int64_t N = is[0], C = is[1], H = is[2], W = is[3];
+  std::vector<int64_t> v, perm;
+  if (c.op_type == "DepthToSpace") {
+    if (AttrStr(c.attrs, "mode", "DCR") == "DCR") {
+      v = {N, bs, bs, C / (bs * bs), H, W};
+      perm = {0, 3, 4, 1, 5, 2};
+    } else {
+      v = {N, C / (bs * bs), bs, bs, H, W};
+      perm = {0, 1, 4, 2, 5, 3};
+    }
+  } else {
+    v = {N, C, H / bs, bs, W / bs, bs};
+    perm = {0, 3, 5, 1, 2, 4};
+  }
+  auto vst = Strides(v);
+  std::vector<int64_t> os, ss;
+  for (int64_t p : perm) {
+    os.push_back(v[p]);
+    ss.push_back(vst[p]);
+  }
+  return {Plain(os, ss, Strides(os), 0, 0, 0, 0)};
+}
+
+PrimFunc LowerLayout(const OpCall& call) {
+  Params p = MakeParams(call);
+  const std::string& op = call.op_type;
+  std::vector<Box> boxes = op == "Concat"      ? ConcatBoxes(call)
+                           : op == "Split"     ? SplitBoxes(call)
+                           : op == "Transpose" ? TransposeBoxes(call)
+                           : op == "Slice"     ? SliceBoxes(call)
+                           : op == "Pad"       ? PadBoxes(call)
+                           : op == "Tile"      ? TileBoxes(call)
+                                               : SpaceBoxes(call);
+  for (const TensorSpec& o : call.outputs)
+    if (o->dtype != call.inputs[0]->dtype)
+      TILECORE_THROW(ValueError) << "LowerOp(" << op << "): output dtype " << o->dtype.str() << " differs from the input's "
+                                 << call.inputs[0]->dtype.str();
+  return MakeFunc(call, p, EmitBoxes(call, p, boxes));
+}
+
+std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& inputs) {
+  if (inputs.empty() || !inputs[0].defined()) return op + ": input 0 is missing";
+  std::string why = CheckDTypes(op == "Concat" ? inputs : std::vector<TensorSpec>{inputs[0]},
+                                {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
+                                 DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
+                                op);
+  if (!why.empty()) return why;
+  size_t r = inputs[0]->shape.size();
+  if (op == "Concat") {
+    if (!HasAttr(attrs, "axis")) return "Concat: no axis";
+    for (const TensorSpec& t : inputs)
+      if (!t.defined() || t->dtype != inputs[0]->dtype || t->shape.size() != r)
+        return "Concat: inputs of different dtypes or ranks";
+  }
+  if (op == "Slice" && (inputs.size() > 1 || HasAttr(attrs, "starts"))) {
+    if (!HasAttr(attrs, "starts") || !HasAttr(attrs, "ends"))
+      return "Slice: starts and ends must be known when compiling (constant inputs, given as attributes)";
+    auto steps = AttrInts(attrs, "steps", {});
+    for (int64_t s : steps)
+      if (s == 0) return "Slice: a step of 0";
+  }
+  if (op == "Pad") {
+    if (inputs.size() > 1 && inputs[1].defined() && !HasAttr(attrs, "pads"))
+      return "Pad: pads must be known when compiling (a constant input, given as the attribute `pads`)";
+    if (inputs.size() > 2 && inputs[2].defined() && !HasAttr(attrs, "value") && !HasAttr(attrs, "constant_value"))
+      return "Pad: constant_value must be known when compiling (given as the attribute `value`)";
+    std::string mode = AttrStr(attrs, "mode", "constant");
+    if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap") return "Pad: mode " + mode;
+    if (mode != "constant") {
+      auto pads = PadsOf(attrs, r);
+      for (size_t d = 0; d < r; ++d) {
+        int64_t n = inputs[0]->shape[d];
+        for (int64_t pd : {pads[d], pads[d + r]}) {
+          if (pd <= 0) continue;
+          if (mode == "edge" && n == 0) return "Pad: edge padding of an empty dimension";
+          if (mode == "reflect" && pd > n - 1) return "Pad: reflect padding wider than the dimension minus one";
+          if (mode == "wrap" && pd > n) return "Pad: wrap padding wider than the dimension";
+          if (pads[d] < 0 || pads[d + r] < 0) return "Pad: " + mode + " padding with cropping";
+        }
+      }
+    }
+  }
+  if (op == "Tile" && !HasAttr(attrs, "repeats") && inputs.size() > 1) {
+    // the output shape says the repeats; nothing to check
+  }
+  if ((op == "DepthToSpace" || op == "SpaceToDepth") && r != 4) return op + ": input must be 4-D";
+  return "";
+}
+
+}  // namespace
+}  // namespace detail
+
+TILECORE_FFI_STATIC_INIT_BLOCK({
+  auto onnx = [](const OpCall&, int) { return std::string("onnx"); };
+  for (const char* op : {"Concat", "Transpose", "DepthToSpace", "SpaceToDepth"})
+    RegisterStrategy(op, Strategy{detail::CheckLayout, detail::LowerLayout, onnx, -1});
+  for (const char* op : {"Split", "Slice", "Pad", "Tile"})
+    RegisterStrategy(op, Strategy{detail::CheckLayout, detail::LowerLayout, onnx, 1});
+});
+
+}  // namespace compiler
+}  // namespace tilecore
