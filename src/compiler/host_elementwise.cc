@@ -87,7 +87,7 @@ const std::map<std::string, Op>& Ops() {
       return [f](const std::vector<PrimExpr>& x, const OpCall&) {
         Array<PrimExpr> a;
         for (const PrimExpr& e : x) a.push_back(e);
-        return call(String(f), a);
+        return PrimExpr(Call(x[0].dtype(), String(f), a));
       };
     };
     m["BitwiseAnd"] = {bit("tir.bitwise_and"), 2, 2, kInt};
@@ -97,9 +97,12 @@ const std::map<std::string, Op>& Ops() {
     m["BitShift"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
                        bool left = AttrStr(c.attrs, "direction", "") == "LEFT";
                        // a shift by the type's width or more gives 0, as numpy does for unsigned types
-                       PrimExpr w = C(x[1], x[0].dtype().bits());
-                       PrimExpr s = call(String(left ? "tir.shift_left" : "tir.shift_right"), {x[0], x[1]});
-                       return select(x[1] >= w, Zero(x[0]), s);
+                       // (compared in int64: a uint8 comparison folded to true in the simplifier)
+                       PrimExpr w = I64(x[0].dtype().bits());
+                       PrimExpr s = Call(x[0].dtype(), String(left ? "tir.shift_left" : "tir.shift_right"), {x[0], x[1]});
+                       PrimExpr big = Zero(x[0]);  // a signed right shift by the width or more keeps the sign
+                       if (!left && x[0].dtype().is_int()) big = select(x[0] < Zero(x[0]), C(x[0], -1), Zero(x[0]));
+                       return select(cast(DataType::Int(64), x[1]) >= w, big, s);
                      },
                      2, 2, kInt};
     m["Mod"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
