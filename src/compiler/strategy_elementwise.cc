@@ -346,6 +346,15 @@ std::string CheckElementwise(const std::string& op_type, const Map<String, Any>&
     }
   }
   if (op_type == "Where" && !inputs[0]->dtype.is_bool()) return "Where: condition must be bool";
+  if (op_type == "Cast") {
+    // the output dtype is the attribute `to` (ONNX TensorProto codes)
+    int64_t to = AttrInt(attrs, "to", 1);
+    if (to == 7 || to == 11 || to == 13) return "Cast: to a 64-bit type (TC1 has no 64-bit types)";
+    if (to == 10 || to == 16 || inputs[0]->dtype.bits() == 16)
+      return "Cast: float16 and bfloat16 are not taken by the npu strategy yet";
+    if (to != 1 && to != 2 && to != 3 && to != 4 && to != 5 && to != 6 && to != 9 && to != 12)
+      return "Cast: to the ONNX type " + std::to_string(to) + ", which the npu strategy does not produce";
+  }
   // an input smaller than the output is broadcast from one whole copy in L1
   size_t rank = 0;
   for (size_t i = 0; i < nin; ++i)
