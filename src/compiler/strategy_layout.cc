@@ -70,6 +70,66 @@ int64_t ParamNumel(const Buffer& b) {
   return n;
 }
 
+/*!
+ * \brief A box whose destination is contiguous but whose source is read element by
+ * element (a transpose, a repeat, a strided slice) costs one DDR beat per element.
+ * When chunks of its outermost dim read a dense enough contiguous source range, the
+ * chunk goes DDR -> L1 whole, is rearranged L1 -> L1 by the strided DMA (L1 is not a
+ * shared level) and goes back L1 -> DDR whole. Stmt() when the box does not qualify.
+ */
+Stmt Staged(const OpCall& call, const Params& p, const Box& b, const PrimExpr& core, int64_t* rotation, int bi) {
+  size_t r = b.dims.size();
+  if (b.fill || r > kDmaRank) return Stmt();
+  if (b.dims.back().ss == 1 && b.dims.back().ds == 1) return Stmt();
+  int64_t inner = 1, span = 1;
+  for (size_t i = r; i-- > 0;) {
+    if (b.dims[i].ss < 0) return Stmt();
+    if (b.dims[i].ds != inner) return Stmt();  // destination not contiguous
+    if (i > 0) {
+      span += (b.dims[i].n - 1) * b.dims[i].ss;
+      inner *= b.dims[i].n;
+    }
+  }
+  const Buffer& dp = p.out[b.dst];
+  const Buffer& sp = p.in[b.src];
+  int64_t es = std::max(1, (sp->dtype.bits() + 7) / 8);
+  int64_t budget = (384 * 1024) / es;
+  int64_t n0 = b.dims[0].n, ss0 = b.dims[0].ss;
+  auto footprint = [&](int64_t k) { return (k - 1) * ss0 + span; };
+  int64_t kc = std::min(n0, (n0 + call.cores - 1) / call.cores);
+  while (kc > 1 && (footprint(kc) > budget || kc * inner > budget)) kc = (kc + 1) / 2;
+  if (footprint(kc) > budget || kc * inner > budget || footprint(kc) > 8 * kc * inner) return Stmt();
+  int64_t nfull = n0 / kc, rem = n0 % kc;
+  Buffer Sl = Local({footprint(kc)}, sp->dtype, "Sl" + std::to_string(bi));
+  Buffer Dl = Local({kc * inner}, dp->dtype, "Dl" + std::to_string(bi));
+  Buffer Sflat = View(sp, {ParamNumel(sp)}, "Sf" + std::to_string(bi));
+  Buffer Dflat = View(dp, {ParamNumel(dp)}, "Df" + std::to_string(bi));
+  std::vector<Stmt> s;
+  for (auto [count, size, start] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{nfull, kc, 0}, {rem ? 1 : 0, rem, nfull * kc}}) {
+    std::vector<int64_t> ext{size}, sst{ss0};
+    for (size_t i = 1; i < r; ++i) {
+      ext.push_back(b.dims[i].n);
+      sst.push_back(b.dims[i].ss);
+    }
+    s.push_back(ForEachItem(core, call.cores, count, rotation, "t", [&](PrimExpr t) {
+      PrimExpr pos = I32(start) + t * I32(kc);
+      PrimExpr soff = I32(b.src_base) + pos * I32(ss0), doff = I32(b.dst_base) + pos * I32(b.dims[0].ds);
+      int64_t fp = footprint(size), cnt = size * inner;
+      Buffer SV = StridedView(Sl, ext, sst, footprint(kc), "SV" + std::to_string(bi));
+      std::vector<PrimExpr> zb(ext.size() + 1, I32(0));
+      std::vector<int64_t> rext{1};
+      rext.insert(rext.end(), ext.begin(), ext.end());
+      return Seq({DmaWait(Region(Sl, {I32(0)}, {fp}), Region(Sflat, {soff}, {fp}), 0),
+                  Intrin("tile.wait", {I32(1)}),  // the previous chunk has left Dl
+                  DmaWait(Region(Dl, {I32(0)}, {cnt}), Region(SV, zb, rext), 0),
+                  Intrin("tile.dma_copy", {Region(Dflat, {doff}, {cnt}), Region(Dl, {I32(0)}, {cnt}), I32(1)})});
+    }));
+  }
+  s.push_back(Intrin("tile.wait", {I32(1)}));
+  return Allocate(Sl, Allocate(Dl, Seq(s)));
+}
+
 }  // namespace
 
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape) {
@@ -88,6 +148,11 @@ Stmt EmitBoxes(const OpCall& call, const Params& p, std::vector<Box> boxes) {
     int bi = 0;
     for (const Box& b : live) {
       ++bi;
+      Stmt staged = Staged(call, p, b, core, &rotation, bi);
+      if (staged.defined()) {
+        s.push_back(staged);
+        continue;
+      }
       size_t r = b.dims.size();
       size_t k = r > kDmaRank ? r - kDmaRank : 0;  // dims [0, k) are items, [k, r) one DMA
       int64_t outer = 1;
