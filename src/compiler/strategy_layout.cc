@@ -71,6 +71,71 @@ int64_t ParamNumel(const Buffer& b) {
 }
 
 /*!
+ * \brief A box that swaps a source-contiguous dim j with the destination-contiguous
+ * innermost dim l (a transpose whose rows are too far apart to stage whole): tiles of
+ * tj x tl go DDR -> L1 as tl rows of tj contiguous elements, are transposed L1 -> L1
+ * and go back as tj rows of tl contiguous elements; the other dims and the tiles are
+ * the work items. Stmt() when the box is not of that form.
+ */
+Stmt TiledTranspose(const OpCall& call, const Params& p, const Box& b, const PrimExpr& core, int64_t* rotation,
+                    int bi) {
+  size_t r = b.dims.size();
+  if (r < 2 || r > kDmaRank || b.dims[r - 1].ds != 1) return Stmt();
+  size_t j = r;
+  for (size_t i = 0; i + 1 < r; ++i)
+    if (b.dims[i].ss == 1) j = i;
+  if (j == r) return Stmt();
+  size_t l = r - 1;
+  const Buffer& dp = p.out[b.dst];
+  const Buffer& sp = p.in[b.src];
+  int64_t TJ = std::min<int64_t>(b.dims[j].n, 256), TL = std::min<int64_t>(b.dims[l].n, 256);
+  std::vector<size_t> others;
+  for (size_t i = 0; i < r; ++i)
+    if (i != j && i != l) others.push_back(i);
+  int64_t nother = 1;
+  for (size_t i : others) nother *= b.dims[i].n;
+  Buffer Al = Local({TL * TJ}, sp->dtype, "Tl" + std::to_string(bi));
+  Buffer Bl = Local({TJ * TL}, dp->dtype, "Tb" + std::to_string(bi));
+  auto segs = [](int64_t n, int64_t t) {
+    std::vector<std::tuple<int64_t, int64_t, int64_t>> v;  // count, size, start
+    if (n / t) v.push_back({n / t, t, 0});
+    if (n % t) v.push_back({1, n % t, (n / t) * t});
+    return v;
+  };
+  std::vector<Stmt> s;
+  for (auto [jc, tj, j0] : segs(b.dims[j].n, TJ)) {
+    for (auto [lc, tl, l0] : segs(b.dims[l].n, TL)) {
+      s.push_back(ForEachItem(core, call.cores, nother * jc * lc, rotation, "t", [&, tj = tj, j0 = j0, tl = tl, l0 = l0,
+                                                                                  jc = jc, lc = lc](PrimExpr t) {
+        PrimExpr li = floormod(t, I32(lc)), ji = floormod(floordiv(t, I32(lc)), I32(jc));
+        PrimExpr o = floordiv(t, I32(lc * jc));
+        PrimExpr pj = I32(j0) + ji * I32(TJ), pl = I32(l0) + li * I32(TL);
+        PrimExpr soff = I32(b.src_base) + pj * I32(b.dims[j].ss) + pl * I32(b.dims[l].ss);
+        PrimExpr doff = I32(b.dst_base) + pj * I32(b.dims[j].ds) + pl * I32(b.dims[l].ds);
+        for (size_t k = others.size(); k-- > 0;) {
+          const BoxDim& d = b.dims[others[k]];
+          PrimExpr idx = floormod(o, I32(d.n));
+          o = floordiv(o, I32(d.n));
+          soff = soff + idx * I32(d.ss);
+          doff = doff + idx * I32(d.ds);
+        }
+        // A[l, j] (rows of j contiguous in the source), B[j, l] (rows of l contiguous in the destination)
+        Buffer SV = StridedView(sp, {tl, tj}, {b.dims[l].ss, 1}, ParamNumel(sp), "TS" + std::to_string(bi));
+        Buffer AV = StridedView(Al, {tj, tl}, {1, tj}, TL * TJ, "TA" + std::to_string(bi));
+        Buffer DV = StridedView(dp, {tj, tl}, {b.dims[j].ds, 1}, ParamNumel(dp), "TD" + std::to_string(bi));
+        return Seq({DmaWait(Region(Al, {I32(0)}, {tl * tj}), Region(SV, {soff, I32(0), I32(0)}, {1, tl, tj}), 0),
+                    Intrin("tile.wait", {I32(1)}),  // the previous tile has left B
+                    DmaWait(Region(Bl, {I32(0)}, {tj * tl}), Region(AV, {I32(0), I32(0), I32(0)}, {1, tj, tl}), 0),
+                    Intrin("tile.dma_copy",
+                           {Region(DV, {doff, I32(0), I32(0)}, {1, tj, tl}), Region(Bl, {I32(0)}, {tj * tl}), I32(1)})});
+      }));
+    }
+  }
+  s.push_back(Intrin("tile.wait", {I32(1)}));
+  return Allocate(Al, Allocate(Bl, Seq(s)));
+}
+
+/*!
  * \brief A box whose destination is contiguous but whose source is read element by
  * element (a transpose, a repeat, a strided slice) costs one DDR beat per element.
  * When chunks of its outermost dim read a dense enough contiguous source range, the
@@ -98,7 +163,8 @@ Stmt Staged(const OpCall& call, const Params& p, const Box& b, const PrimExpr& c
   auto footprint = [&](int64_t k) { return (k - 1) * ss0 + span; };
   int64_t kc = std::min(n0, (n0 + call.cores - 1) / call.cores);
   while (kc > 1 && (footprint(kc) > budget || kc * inner > budget)) kc = (kc + 1) / 2;
-  if (footprint(kc) > budget || kc * inner > budget || footprint(kc) > 8 * kc * inner) return Stmt();
+  if (footprint(kc) > budget || kc * inner > budget || footprint(kc) > 8 * kc * inner)
+    return TiledTranspose(call, p, b, core, rotation, bi);
   int64_t nfull = n0 / kc, rem = n0 % kc;
   Buffer Sl = Local({footprint(kc)}, sp->dtype, "Sl" + std::to_string(bi));
   Buffer Dl = Local({kc * inner}, dp->dtype, "Dl" + std::to_string(bi));

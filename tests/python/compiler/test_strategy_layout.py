@@ -88,6 +88,14 @@ def test_transpose(shape, perm):
     np.testing.assert_array_equal(outs[0], want)  # and against numpy directly
 
 
+@pytest.mark.parametrize("shape,perm", [((300, 520), [1, 0]), ((2, 85, 700), [0, 2, 1]),
+                                        ((1, 3, 85, 40, 40), [0, 1, 3, 4, 2])])
+def test_transpose_tiled(shape, perm):
+    # rows too far apart to stage whole: 2-D tiles (with remainders) transposed in L1
+    x = rand(shape, 1)
+    np.testing.assert_array_equal(run_const("Transpose", {"perm": perm}, [x], [], {})[0], np.transpose(x, perm))
+
+
 def test_transpose_int8():
     check_op("Transpose", {"perm": [1, 0, 2]}, [rand((3, 5, 7), 1, -100, 100, np.int8)])
 
