@@ -35,6 +35,9 @@ PrimFunc LowerGather(const OpCall& c) {
   for (int64_t d = 0; d < axis; ++d) outer *= ds[d];
   for (int64_t d = axis + 1; d < r; ++d) inner *= ds[d];
   int64_t K = c.inputs[1]->numel();
+  if (c.outputs.size() != 1 || c.outputs[0]->numel() != outer * K * inner || c.outputs[0]->dtype != c.inputs[0]->dtype)
+    TILECORE_THROW(ValueError) << "LowerOp(Gather): the output must be " << outer * K * inner << " elements of "
+                               << c.inputs[0]->dtype.str();
   if (outer == 0 || inner == 0 || K == 0) return MakeFunc(c, p, Evaluate(I32(0)));
   if (A == 0)
     TILECORE_THROW(ValueError) << "LowerOp(Gather): indices into an empty axis " << axis;

@@ -208,6 +208,29 @@ Stmt EmitBoxes(const OpCall& call, const Params& p, std::vector<Box> boxes) {
   std::vector<Box> live;
   for (Box& b : boxes)
     if (Normalize(&b)) live.push_back(b);
+  // Every box inside its buffers, and the boxes of each output adding up to it: shapes
+  // that do not agree with the op are an error here, never a stray DMA.
+  std::vector<int64_t> written(p.out.size(), 0);
+  for (const Box& b : live) {
+    int64_t slo = b.src_base, shi = b.src_base, dlo = b.dst_base, dhi = b.dst_base, n = 1;
+    for (const BoxDim& d : b.dims) {
+      (d.ss < 0 ? slo : shi) += (d.n - 1) * d.ss;
+      (d.ds < 0 ? dlo : dhi) += (d.n - 1) * d.ds;
+      n *= d.n;
+    }
+    bool ok = b.dst >= 0 && b.dst < static_cast<int>(p.out.size()) && dlo >= 0 && dhi < ParamNumel(p.out[b.dst]);
+    if (ok && !b.fill)
+      ok = b.src >= 0 && b.src < static_cast<int>(p.in.size()) && slo >= 0 && shi < ParamNumel(p.in[b.src]);
+    if (!ok)
+      TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type
+                                 << "): the output shapes do not agree with the inputs and attributes (a copy "
+                                    "would leave its buffer)";
+    written[b.dst] += n;
+  }
+  for (size_t i = 0; i < p.out.size(); ++i)
+    if (written[i] != call.outputs[i]->numel())
+      TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): output " << i << " has "
+                                 << call.outputs[i]->numel() << " elements; the op writes " << written[i];
   int64_t rotation = 0;
   return OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> s;

@@ -141,3 +141,18 @@ def test_host_reasons():
     assert "pads" in compiler.HasStrategy("Pad", {}, [x, compiler.TensorSpec((4,), "int64")])
     assert "64-bit" in compiler.HasStrategy("Transpose", {}, [compiler.TensorSpec((4, 4), "int64")])
     assert "reflect" in compiler.HasStrategy("Pad", {"mode": "reflect", "pads": [0, 4, 0, 0]}, [x])
+
+
+def test_output_shapes_that_disagree_are_errors():
+    f32 = lambda *s: compiler.TensorSpec(s, "float32")  # noqa: E731
+    cases = [
+        ("Concat", {"axis": 1}, [f32(2, 3), f32(2, 4)], [f32(2, 8)]),     # one column too many
+        ("Split", {"axis": 0}, [f32(5, 2)], [f32(3, 2), f32(3, 2)]),      # reads past the input
+        ("Slice", {"starts": [0], "ends": [2]}, [f32(4)], [f32(3)]),
+        ("Transpose", {}, [f32(2, 3)], [f32(2, 3)]),
+    ]
+    for op, attrs, ins, outs in cases:
+        with pytest.raises(Exception, match="LowerOp"):
+            compiler.LowerOp(op, attrs, ins, outs, TARGET)
+    with pytest.raises(Exception, match="Gather"):
+        compiler.LowerOp("Gather", {}, [f32(4, 3), compiler.TensorSpec((2,), "int32")], [f32(3, 3)], TARGET)
