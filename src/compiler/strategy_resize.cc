@@ -11,9 +11,10 @@
  *
  * Linear resizes the last two axes (bilinear; one axis when the other keeps its
  * size): the source coordinate of each output row and column is affine in the
- * output index, x = a * o + b, evaluated by the front end in f32. Per output row the
- * two input rows it reads are DMAed to L1, the row is interpolated there and DMAed
- * out; the rows of all planes go to the cores round robin.
+ * output index, x = a * o + b, evaluated by the front end in f32 (the column taps
+ * once per core, into tables in L1). Per output row the two input rows it reads are
+ * DMAed to L1, the row is interpolated there and DMAed out; the rows of all planes
+ * go to the cores round robin.
  *
  * Scales and sizes are compile-time values: the attributes `scales` (floats) or
  * `sizes` (ints), with `axes` (the partitioner folds the constant inputs there);
@@ -21,6 +22,7 @@
  */
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "kernel_util.h"
 #include "tilecore/ffi/reflection.h"
@@ -202,25 +204,24 @@ PrimFunc LowerNearest(const OpCall& c, const Params& p) {
   return MakeFunc(c, p, EmitBoxes(c, p, boxes));
 }
 
-/*! \brief floor(x) of an f32 expression (TC1 converts to int rounding to nearest). */
-PrimExpr FloorI(PrimExpr x) {
-  PrimExpr r = cast(DataType::Int(32), x);
-  return r - select(cast(DataType::Float(32), r) > x, I32(1), I32(0));
-}
-
 /*! \brief Linear taps of output index o: (i0, i1, w0, w1), as ONNX's table computes them. */
 struct Taps {
   PrimExpr i0, i1, w0, w1;
 };
-Taps LinearTaps(PrimExpr o, double a, double b, int64_t in_len) {
-  PrimExpr x = F32(a) * cast(DataType::Float(32), o) + F32(b);
-  PrimExpr base = FloorI(x);
-  PrimExpr ratio = x - cast(DataType::Float(32), base);
-  PrimExpr whole = eq(ratio, F32(0));
-  base = select(whole, base - I32(1), base);
-  ratio = select(whole, F32(1), ratio);
+/*! \brief body(taps of o), each intermediate bound once (the front end has no common
+ * subexpression elimination). */
+Stmt WithTaps(PrimExpr o, double a, double b, int64_t in_len, const std::function<Stmt(const Taps&)>& body) {
+  DataType f32 = DataType::Float(32), i32 = DataType::Int(32);
+  Var x("x", f32), r("r", i32), bs("bs", i32), rt("rt", f32), b2("b2", i32), r2("r2", f32);
   auto clip = [&](PrimExpr i) { return max(min(i, I32(in_len - 1)), I32(0)); };
-  return {clip(base), clip(base + I32(1)), F32(1) - ratio, ratio};
+  Stmt st = body(Taps{clip(b2), clip(b2 + I32(1)), F32(1) - r2, r2});
+  st = LetStmt(r2, select(eq(rt, F32(0)), F32(1), rt), st);
+  st = LetStmt(b2, select(eq(rt, F32(0)), bs - I32(1), bs), st);
+  st = LetStmt(rt, x - cast(f32, bs), st);
+  // floor(x): TC1 converts to int rounding to nearest
+  st = LetStmt(bs, r - select(cast(f32, r) > x, I32(1), I32(0)), st);
+  st = LetStmt(r, cast(i32, x), st);
+  return LetStmt(x, F32(a) * cast(f32, o) + F32(b), st);
 }
 
 PrimFunc LowerLinear(const OpCall& c, const Params& p) {
@@ -240,40 +241,48 @@ PrimFunc LowerLinear(const OpCall& c, const Params& p) {
   Buffer X = View(p.in[0], {P * H, W}, "X"), Y = View(p.out[0], {P * OH, OW}, "Y");
   DataType f32 = DataType::Float(32);
   int64_t rotation = 0;
+  DataType i32 = DataType::Int(32);
   Stmt body = OverCores(c.cores, [&](PrimExpr core) {
     Buffer A = Local({W}, f32, "A"), B = Local({W}, f32, "B"), O = Local({OW}, f32, "O");
+    // the column taps, once per core
+    Buffer I0 = Local({OW}, i32, "I0"), I1 = Local({OW}, i32, "I1"), F0 = Local({OW}, f32, "F0"),
+           F1 = Local({OW}, f32, "F1");
+    Stmt tables = Loop("ow", OW, [&](PrimExpr ow) {
+      return WithTaps(ow, aw, bw, W, [&](const Taps& tw) {
+        return Seq({BufferStore(I0, tw.i0, {ow}), BufferStore(I1, tw.i1, {ow}), BufferStore(F0, tw.w0, {ow}),
+                    BufferStore(F1, tw.w1, {ow})});
+      });
+    });
     Stmt rows = ForEachItem(core, c.cores, P * OH, &rotation, "t", [&](PrimExpr t) {
       PrimExpr plane = floordiv(t, I32(OH)), oh = floormod(t, I32(OH));
-      std::vector<Stmt> s;
-      PrimExpr h0 = oh, h1 = oh, wh0 = F32(1), wh1 = F32(0);
-      if (!rows_kept) {
-        Taps th = LinearTaps(oh, ah, bh, H);
-        h0 = th.i0;
-        h1 = th.i1;
-        wh0 = th.w0;
-        wh1 = th.w1;
-      }
-      s.push_back(DmaWait(Region(A, {I32(0)}, {W}), Region(X, {plane * I32(H) + h0, I32(0)}, {1, W}), 0));
-      if (!rows_kept)
-        s.push_back(DmaWait(Region(B, {I32(0)}, {W}), Region(X, {plane * I32(H) + h1, I32(0)}, {1, W}), 0));
-      Var vh0("wh0", f32), vh1("wh1", f32);
-      Stmt loop = Loop("ow", OW, [&](PrimExpr ow) {
-        Taps tw = LinearTaps(ow, aw, bw, W);
-        Var w0("w0", DataType::Int(32)), w1("w1", DataType::Int(32)), f0("f0", f32), f1("f1", f32);
-        PrimExpr ra = BufferLoad(A, {w0}) * f0 + BufferLoad(A, {w1}) * f1;
-        PrimExpr v = rows_kept ? ra : vh0 * ra + vh1 * (BufferLoad(B, {w0}) * f0 + BufferLoad(B, {w1}) * f1);
-        Stmt st = BufferStore(O, v, {ow});
-        st = LetStmt(f1, tw.w1, st);
-        st = LetStmt(f0, tw.w0, st);
-        st = LetStmt(w1, tw.i1, st);
-        return LetStmt(w0, tw.i0, st);
-      });
-      loop = LetStmt(vh1, wh1, loop);
-      s.push_back(LetStmt(vh0, wh0, loop));
-      s.push_back(DmaWait(Region(Y, {plane * I32(OH) + oh, I32(0)}, {1, OW}), Region(O, {I32(0)}, {OW}), 1));
-      return Seq(s);
+      auto row = [&](const Taps& th) -> Stmt {
+        std::vector<Stmt> s;
+        Var h0("h0", i32), h1("h1", i32), vh0("wh0", f32), vh1("wh1", f32);
+        s.push_back(DmaWait(Region(A, {I32(0)}, {W}), Region(X, {plane * I32(H) + h0, I32(0)}, {1, W}), 0));
+        if (!rows_kept)
+          s.push_back(DmaWait(Region(B, {I32(0)}, {W}), Region(X, {plane * I32(H) + h1, I32(0)}, {1, W}), 0));
+        s.push_back(Loop("ow", OW, [&](PrimExpr ow) {
+          Var w0("w0", i32), w1("w1", i32), f0("f0", f32), f1("f1", f32);
+          PrimExpr ra = BufferLoad(A, {w0}) * f0 + BufferLoad(A, {w1}) * f1;
+          PrimExpr v = rows_kept ? ra : vh0 * ra + vh1 * (BufferLoad(B, {w0}) * f0 + BufferLoad(B, {w1}) * f1);
+          Stmt st = BufferStore(O, v, {ow});
+          st = LetStmt(f1, BufferLoad(F1, {ow}), st);
+          st = LetStmt(f0, BufferLoad(F0, {ow}), st);
+          st = LetStmt(w1, BufferLoad(I1, {ow}), st);
+          return Stmt(LetStmt(w0, BufferLoad(I0, {ow}), st));
+        }));
+        s.push_back(DmaWait(Region(Y, {plane * I32(OH) + oh, I32(0)}, {1, OW}), Region(O, {I32(0)}, {OW}), 1));
+        Stmt r = Seq(s);
+        r = LetStmt(vh1, th.w1, r);
+        r = LetStmt(vh0, th.w0, r);
+        r = LetStmt(h1, th.i1, r);
+        return LetStmt(h0, th.i0, r);
+      };
+      if (rows_kept) return row(Taps{oh, oh, F32(1), F32(0)});
+      return WithTaps(oh, ah, bh, H, row);
     });
-    return Allocate(A, Allocate(B, Allocate(O, rows)));
+    return Allocate(A, Allocate(B, Allocate(O, Allocate(I0, Allocate(I1, Allocate(F0, Allocate(F1,
+                    Seq({tables, rows}))))))));
   });
   return MakeFunc(c, p, body);
 }
