@@ -43,7 +43,7 @@ def test_concat(axis, shapes):
     check_op("Concat", {"axis": axis}, [rand(s, i) for i, s in enumerate(shapes)])
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint8, np.bool_])
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint8, np.bool_, np.float16, np.int16])
 def test_concat_dtypes(dtype):
     a, b = rand((4, 3), 1, 0, 100, np.int32).astype(dtype), rand((4, 5), 2, 0, 100, np.int32).astype(dtype)
     check_op("Concat", {"axis": 1}, [a, b])
