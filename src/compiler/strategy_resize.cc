@@ -159,21 +159,36 @@ std::vector<Segment> Segments(const std::vector<int64_t>& m) {
   return out;
 }
 
-PrimFunc LowerNearest(const OpCall& c, const Params& p) {
+/*! \brief The per-axis segments of a nearest resize (empty when the output is empty). */
+std::vector<std::vector<Segment>> NearestSegments(const OpCall& c) {
   auto is = Shape(c.inputs[0]), os = Shape(c.outputs[0]);
-  auto ist = RowMajorStrides(is), ost = RowMajorStrides(os);
   auto sc = Scales(c);
   size_t r = is.size();
   std::vector<std::vector<Segment>> segs(r);
-  int64_t total = 1;
   for (size_t d = 0; d < r; ++d) {
-    if (os[d] == 0 || is[d] == 0) return MakeFunc(c, p, Evaluate(I32(0)));
+    if (os[d] == 0 || is[d] == 0) return {};
     if (os[d] == is[d] && sc[d] == 1.0)
       segs[d] = {{0, is[d], 1, 0, 1}};
     else
       segs[d] = Segments(NearestTable(c, os[d], is[d], sc[d]));
-    total *= static_cast<int64_t>(segs[d].size());
   }
+  return segs;
+}
+
+int64_t NearestCopies(const OpCall& c) {
+  int64_t total = 1;
+  for (const auto& s : NearestSegments(c)) total *= static_cast<int64_t>(s.size());
+  return total;
+}
+
+PrimFunc LowerNearest(const OpCall& c, const Params& p) {
+  auto is = Shape(c.inputs[0]), os = Shape(c.outputs[0]);
+  auto ist = RowMajorStrides(is), ost = RowMajorStrides(os);
+  size_t r = is.size();
+  std::vector<std::vector<Segment>> segs = NearestSegments(c);
+  if (segs.empty()) return MakeFunc(c, p, Evaluate(I32(0)));
+  int64_t total = 1;
+  for (const auto& sg : segs) total *= static_cast<int64_t>(sg.size());
   if (total > kMaxBoxes)
     TILECORE_THROW(ValueError) << "LowerOp(" << c.op_type << "): the nearest index tables make " << total
                                << " copies (at most " << kMaxBoxes << ")";
@@ -306,6 +321,7 @@ PrimFunc LowerResize(const OpCall& call) {
 
 std::string CheckResize(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& inputs) {
   if (inputs.empty() || !inputs[0].defined()) return op + ": input 0 is missing";
+  if (inputs[0]->shape.empty()) return op + ": a scalar input";
   bool given = HasAttr(attrs, "scales") || HasAttr(attrs, "sizes");
   for (size_t i = 1; i < inputs.size(); ++i) {
     bool roi = op == "Resize" && inputs.size() > 2 && i == 1;
@@ -321,6 +337,42 @@ std::string CheckResize(const std::string& op, const Map<String, Any>& attrs, co
                                    DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
                                   op);
     if (!why.empty()) return why;
+    // with the scales or sizes known, the copy count is known too
+    auto is = Shape(inputs[0]);
+    std::vector<int64_t> os = is;
+    size_t r = is.size();
+    std::vector<int64_t> dflt;
+    for (size_t i = 0; i < r; ++i) dflt.push_back(static_cast<int64_t>(i));
+    auto axes = AttrInts(attrs, "axes", dflt);
+    auto sc = AttrFloats(attrs, "scales");
+    auto sizes = AttrInts(attrs, "sizes", {});
+    bool known = false;
+    if (!sc.empty() && (sc.size() == axes.size() || sc.size() == r)) {
+      const auto& ax = sc.size() == r ? dflt : axes;
+      for (size_t i = 0; i < ax.size(); ++i) {
+        int64_t a = ax[i] < 0 ? ax[i] + static_cast<int64_t>(r) : ax[i];
+        if (a < 0 || a >= static_cast<int64_t>(r)) return op + ": axes out of range";
+        os[a] = static_cast<int64_t>(std::floor(static_cast<float>(sc[i]) * static_cast<double>(is[a])));
+      }
+      known = true;
+    } else if (!sizes.empty() && sizes.size() == axes.size() &&
+               AttrStr(attrs, "keep_aspect_ratio_policy", "stretch") == "stretch") {
+      for (size_t i = 0; i < axes.size(); ++i) {
+        int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(r) : axes[i];
+        if (a < 0 || a >= static_cast<int64_t>(r)) return op + ": axes out of range";
+        os[a] = sizes[i];
+      }
+      known = true;
+    }
+    if (known) {
+      Array<int64_t> oshape;
+      for (int64_t d : os) oshape.push_back(std::max<int64_t>(d, 0));
+      OpCall call{op, attrs, inputs, {TensorSpec(oshape, inputs[0]->dtype)}, 4, int64_t{1} << 20, 1};
+      int64_t n = NearestCopies(call);
+      if (n > kMaxBoxes)
+        return op + ": the nearest index tables make " + std::to_string(n) + " copies (at most " +
+               std::to_string(kMaxBoxes) + ")";
+    }
   } else {
     std::string why = CheckDTypes({inputs[0]}, {DataType::Float(32)}, op);
     if (!why.empty()) return why;
