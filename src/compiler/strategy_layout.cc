@@ -382,6 +382,10 @@ std::vector<SliceAxis> SliceAxes(const Map<String, Any>& attrs, const std::vecto
   auto steps = AttrInts(attrs, "steps", std::vector<int64_t>(starts.size(), 1));
   for (size_t i = 0; i < starts.size(); ++i) {
     int64_t a = Axis(axes[i], r), n = is[a], st = steps[i];
+    if (n == 0) {
+      ax[a] = {0, 1, 0};
+      continue;
+    }
     int64_t b = starts[i], e = ends[i];
     if (b < 0) b += n;
     if (e < 0) e += n;
@@ -536,6 +540,14 @@ std::vector<Box> SpaceBoxes(const OpCall& c) {
 PrimFunc LowerLayout(const OpCall& call) {
   Params p = MakeParams(call);
   const std::string& op = call.op_type;
+  for (const TensorSpec& o : call.outputs)
+    if (o->shape.size() != call.inputs[0]->shape.size())
+      TILECORE_THROW(ValueError) << "LowerOp(" << op << "): output of rank " << o->shape.size() << " for an input of rank "
+                                 << call.inputs[0]->shape.size();
+  for (const TensorSpec& o : call.outputs)
+    if (o->dtype != call.inputs[0]->dtype)
+      TILECORE_THROW(ValueError) << "LowerOp(" << op << "): output dtype " << o->dtype.str() << " differs from the input's "
+                                 << call.inputs[0]->dtype.str();
   std::vector<Box> boxes = op == "Concat"      ? ConcatBoxes(call)
                            : op == "Split"     ? SplitBoxes(call)
                            : op == "Transpose" ? TransposeBoxes(call)
@@ -543,10 +555,6 @@ PrimFunc LowerLayout(const OpCall& call) {
                            : op == "Pad"       ? PadBoxes(call)
                            : op == "Tile"      ? TileBoxes(call)
                                                : SpaceBoxes(call);
-  for (const TensorSpec& o : call.outputs)
-    if (o->dtype != call.inputs[0]->dtype)
-      TILECORE_THROW(ValueError) << "LowerOp(" << op << "): output dtype " << o->dtype.str() << " differs from the input's "
-                                 << call.inputs[0]->dtype.str();
   return MakeFunc(call, p, EmitBoxes(call, p, boxes));
 }
 
@@ -558,8 +566,22 @@ std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs, co
                                 op);
   if (!why.empty()) return why;
   size_t r = inputs[0]->shape.size();
+  int64_t rank = static_cast<int64_t>(r);
+  auto axis_ok = [&](int64_t a) { return a >= -rank && a < rank; };
+  if (op == "Concat" || op == "Split") {
+    if (op == "Concat" && !HasAttr(attrs, "axis")) return "Concat: no axis";
+    if (!axis_ok(AttrInt(attrs, "axis", 0))) return op + ": axis out of range";
+  }
+  if (op == "Transpose" && HasAttr(attrs, "perm")) {
+    auto perm = AttrInts(attrs, "perm", {});
+    std::vector<bool> seen(r, false);
+    if (perm.size() != r) return "Transpose: perm of the wrong length";
+    for (int64_t p : perm) {
+      if (!axis_ok(p) || seen[Axis(p, r)]) return "Transpose: perm is not a permutation";
+      seen[Axis(p, r)] = true;
+    }
+  }
   if (op == "Concat") {
-    if (!HasAttr(attrs, "axis")) return "Concat: no axis";
     for (const TensorSpec& t : inputs)
       if (!t.defined() || t->dtype != inputs[0]->dtype || t->shape.size() != r)
         return "Concat: inputs of different dtypes or ranks";
@@ -567,9 +589,19 @@ std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs, co
   if (op == "Slice" && (inputs.size() > 1 || HasAttr(attrs, "starts"))) {
     if (!HasAttr(attrs, "starts") || !HasAttr(attrs, "ends"))
       return "Slice: starts and ends must be known when compiling (constant inputs, given as attributes)";
-    auto steps = AttrInts(attrs, "steps", {});
-    for (int64_t s : steps)
-      if (s == 0) return "Slice: a step of 0";
+    size_t n = AttrInts(attrs, "starts", {}).size();
+    auto steps = AttrInts(attrs, "steps", std::vector<int64_t>(n, 1));
+    std::vector<int64_t> dflt(n);
+    std::iota(dflt.begin(), dflt.end(), 0);
+    auto axes = AttrInts(attrs, "axes", dflt);
+    if (AttrInts(attrs, "ends", {}).size() != n || steps.size() != n || axes.size() != n)
+      return "Slice: starts, ends, axes and steps of different lengths";
+    std::vector<bool> seen(r, false);
+    for (size_t i = 0; i < n; ++i) {
+      if (steps[i] == 0) return "Slice: a step of 0";
+      if (!axis_ok(axes[i]) || seen[Axis(axes[i], r)]) return "Slice: axes out of range or repeated";
+      seen[Axis(axes[i], r)] = true;
+    }
   }
   if (op == "Pad") {
     if (inputs.size() > 1 && inputs[1].defined() && !HasAttr(attrs, "pads"))
@@ -578,6 +610,16 @@ std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs, co
       return "Pad: constant_value must be known when compiling (given as the attribute `value`)";
     std::string mode = AttrStr(attrs, "mode", "constant");
     if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap") return "Pad: mode " + mode;
+    auto pads = AttrInts(attrs, "pads", std::vector<int64_t>(2 * r, 0));
+    std::vector<int64_t> dflt(pads.size() / 2);
+    std::iota(dflt.begin(), dflt.end(), 0);
+    auto axes = AttrInts(attrs, "axes", dflt);
+    if (pads.size() != 2 * axes.size() || axes.size() > r) return "Pad: pads must hold a begin and an end per axis";
+    std::vector<bool> seen(r, false);
+    for (int64_t a : axes) {
+      if (!axis_ok(a) || seen[Axis(a, r)]) return "Pad: axes out of range or repeated";
+      seen[Axis(a, r)] = true;
+    }
     if (mode != "constant") {
       auto pads = PadsOf(attrs, r);
       for (size_t d = 0; d < r; ++d) {
@@ -595,7 +637,15 @@ std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs, co
   if (op == "Tile" && !HasAttr(attrs, "repeats") && inputs.size() > 1) {
     // the output shape says the repeats; nothing to check
   }
-  if ((op == "DepthToSpace" || op == "SpaceToDepth") && r != 4) return op + ": input must be 4-D";
+  if (op == "DepthToSpace" || op == "SpaceToDepth") {
+    if (r != 4) return op + ": input must be 4-D";
+    int64_t bs = AttrInt(attrs, "blocksize", 0);
+    auto sh = Shape(inputs[0]);
+    if (bs <= 0) return op + ": blocksize must be positive";
+    if (op == "DepthToSpace" && sh[1] % (bs * bs) != 0) return "DepthToSpace: channels not a multiple of blocksize^2";
+    if (op == "SpaceToDepth" && (sh[2] % bs != 0 || sh[3] % bs != 0))
+      return "SpaceToDepth: height and width not multiples of blocksize";
+  }
   return "";
 }
 

@@ -328,6 +328,19 @@ std::string CheckResize(const std::string& op, const Map<String, Any>& attrs, co
     if (!roi && inputs[i].defined() && inputs[i]->numel() > 0 && !given)
       return op + ": scales or sizes must be known when compiling (constant inputs, given as attributes)";
   }
+  {
+    int64_t r = static_cast<int64_t>(inputs[0]->shape.size());
+    auto axes = AttrInts(attrs, "axes", {});
+    for (int64_t a : axes)
+      if (a < -r || a >= r) return op + ": axes out of range";
+    size_t want = axes.empty() ? static_cast<size_t>(r) : axes.size();
+    auto sc = AttrFloats(attrs, "scales");
+    auto sizes = AttrInts(attrs, "sizes", {});
+    if (!sc.empty() && sc.size() != want) return op + ": scales need one value per axis";
+    if (!sizes.empty() && sizes.size() != want) return op + ": sizes need one value per axis";
+    for (double v : sc)
+      if (!(v > 0)) return op + ": scales must be positive";
+  }
   std::string mode = AttrStr(attrs, "mode", "nearest");
   if (mode == "bilinear") mode = "linear";
   if (mode != "nearest" && mode != "linear") return op + ": mode " + mode + " (nearest and linear run on the npu)";

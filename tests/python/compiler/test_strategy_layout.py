@@ -156,3 +156,33 @@ def test_output_shapes_that_disagree_are_errors():
             compiler.LowerOp(op, attrs, ins, outs, TARGET)
     with pytest.raises(Exception, match="Gather"):
         compiler.LowerOp("Gather", {}, [f32(4, 3), compiler.TensorSpec((2,), "int32")], [f32(3, 3)], TARGET)
+
+
+def test_bad_attributes_are_reasons_not_crashes():
+    x = compiler.TensorSpec((4, 6), "float32")
+    x4 = compiler.TensorSpec((1, 6, 4, 4), "float32")
+    cases = [
+        ("Concat", {"axis": 2}, [x, x], "axis"),
+        ("Split", {"axis": -3}, [x], "axis"),
+        ("Transpose", {"perm": [0, 0]}, [x], "permutation"),
+        ("Transpose", {"perm": [1, 0, 2]}, [x], "length"),
+        ("Slice", {"starts": [0, 1], "ends": [2], "axes": [0, 1]}, [x], "lengths"),
+        ("Slice", {"starts": [0], "ends": [2], "axes": [5]}, [x], "axes"),
+        ("Slice", {"starts": [0, 0], "ends": [2, 2], "axes": [1, -1]}, [x], "repeated"),
+        ("Pad", {"pads": [1, 2, 3]}, [x], "begin and an end"),
+        ("Pad", {"pads": [1, 1], "axes": [7]}, [x], "axes"),
+        ("DepthToSpace", {"blocksize": 0}, [x4], "blocksize"),
+        ("DepthToSpace", {"blocksize": 2}, [compiler.TensorSpec((1, 6, 4, 4), "float32")], "multiple"),
+        ("SpaceToDepth", {"blocksize": 3}, [x4], "multiples"),
+        ("Resize", {"scales": [2.0]}, [x], "per axis"),
+        ("Resize", {"scales": [1.0, -2.0]}, [x], "positive"),
+        ("Resize", {"sizes": [4, 6], "axes": [0, 9]}, [x], "axes"),
+        ("ConvTranspose", {"output_shape": [5]}, [x4, compiler.TensorSpec((6, 2, 3, 3), "float32")], "output_shape"),
+    ]
+    for op, attrs, ins, words in cases:
+        why = compiler.HasStrategy(op, attrs, ins)
+        assert words in why, (op, attrs, why)
+    with pytest.raises(Exception, match="rank"):
+        compiler.LowerOp("Tile", {}, [x], [compiler.TensorSpec((4, 6, 2), "float32")], TARGET)
+    # an empty dimension slices to nothing
+    check_op("Slice", {"starts": [0], "ends": [3], "axes": [1]}, [np.zeros((2, 0, 3), np.float32)])
