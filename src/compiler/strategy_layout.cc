@@ -459,7 +459,12 @@ std::vector<Box> PadBoxes(const OpCall& c) {
       if (mode == "constant") v.push_back({0, plo, 0, 0, true});
       else if (mode == "edge") v.push_back({0, plo, 0, 0, false});
       else if (mode == "reflect") v.push_back({0, plo, plo, -1, false});
-      else v.push_back({0, plo, n - plo, 1, false});  // wrap
+      else  // wrap, around the dimension as often as it takes
+        for (int64_t o = 0; o < plo;) {
+          int64_t i = ((o - plo) % n + n) % n, len = std::min(n - i, plo - o);
+          v.push_back({o, len, i, 1, false});
+          o += len;
+        }
     }
     if (ihi > ilo) v.push_back({plo, ihi - ilo, ilo, 1, false});
     int64_t o = plo + std::max<int64_t>(0, ihi - ilo);
@@ -467,7 +472,12 @@ std::vector<Box> PadBoxes(const OpCall& c) {
       if (mode == "constant") v.push_back({o, phi, 0, 0, true});
       else if (mode == "edge") v.push_back({o, phi, n - 1, 0, false});
       else if (mode == "reflect") v.push_back({o, phi, n - 2, -1, false});
-      else v.push_back({o, phi, 0, 1, false});  // wrap
+      else  // wrap
+        for (int64_t k = 0; k < phi;) {
+          int64_t i = k % n, len = std::min(n - i, phi - k);
+          v.push_back({o + k, len, i, 1, false});
+          k += len;
+        }
     }
   }
   std::vector<Box> out;
@@ -628,7 +638,7 @@ std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs, co
           if (pd <= 0) continue;
           if (mode == "edge" && n == 0) return "Pad: edge padding of an empty dimension";
           if (mode == "reflect" && pd > n - 1) return "Pad: reflect padding wider than the dimension minus one";
-          if (mode == "wrap" && pd > n) return "Pad: wrap padding wider than the dimension";
+          if (mode == "wrap" && n == 0) return "Pad: wrap padding of an empty dimension";
           if (pads[d] < 0 || pads[d + r] < 0) return "Pad: " + mode + " padding with cropping";
         }
       }
