@@ -87,6 +87,10 @@ bool Geometry(const std::vector<TensorSpec>& ins, const std::vector<TensorSpec>*
       *why = "ConvTranspose: strides and dilations must be positive";
       return false;
     }
+  if (HasAttr(attrs, "output_shape") && AttrInts(attrs, "output_shape", {}).size() < nd) {
+    *why = "ConvTranspose: output_shape of the wrong length";
+    return false;
+  }
   std::vector<int64_t> in(xs.begin() + 2, xs.end()), k(ws.begin() + 2, ws.end());
   auto b = BeginPads(attrs, in, k, s, d);
   if (nd == 1) {

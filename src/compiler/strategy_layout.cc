@@ -70,6 +70,132 @@ int64_t ParamNumel(const Buffer& b) {
   return n;
 }
 
+/*!
+ * \brief A box that swaps a source-contiguous dim j with the destination-contiguous
+ * innermost dim l (a transpose whose rows are too far apart to stage whole): tiles of
+ * tj x tl go DDR -> L1 as tl rows of tj contiguous elements, are transposed L1 -> L1
+ * and go back as tj rows of tl contiguous elements; the other dims and the tiles are
+ * the work items. Stmt() when the box is not of that form.
+ */
+Stmt TiledTranspose(const OpCall& call, const Params& p, const Box& b, const PrimExpr& core, int64_t* rotation,
+                    int bi) {
+  size_t r = b.dims.size();
+  if (r < 2 || r > kDmaRank || b.dims[r - 1].ds != 1) return Stmt();
+  size_t j = r;
+  for (size_t i = 0; i + 1 < r; ++i)
+    if (b.dims[i].ss == 1) j = i;
+  if (j == r) return Stmt();
+  size_t l = r - 1;
+  const Buffer& dp = p.out[b.dst];
+  const Buffer& sp = p.in[b.src];
+  int64_t TJ = std::min<int64_t>(b.dims[j].n, 256), TL = std::min<int64_t>(b.dims[l].n, 256);
+  std::vector<size_t> others;
+  for (size_t i = 0; i < r; ++i)
+    if (i != j && i != l) others.push_back(i);
+  int64_t nother = 1;
+  for (size_t i : others) nother *= b.dims[i].n;
+  Buffer Al = Local({TL * TJ}, sp->dtype, "Tl" + std::to_string(bi));
+  Buffer Bl = Local({TJ * TL}, dp->dtype, "Tb" + std::to_string(bi));
+  auto segs = [](int64_t n, int64_t t) {
+    std::vector<std::tuple<int64_t, int64_t, int64_t>> v;  // count, size, start
+    if (n / t) v.push_back({n / t, t, 0});
+    if (n % t) v.push_back({1, n % t, (n / t) * t});
+    return v;
+  };
+  std::vector<Stmt> s;
+  for (auto [jc, tj, j0] : segs(b.dims[j].n, TJ)) {
+    for (auto [lc, tl, l0] : segs(b.dims[l].n, TL)) {
+      s.push_back(ForEachItem(core, call.cores, nother * jc * lc, rotation, "t", [&, tj = tj, j0 = j0, tl = tl, l0 = l0,
+                                                                                  jc = jc, lc = lc](PrimExpr t) {
+        PrimExpr li = floormod(t, I32(lc)), ji = floormod(floordiv(t, I32(lc)), I32(jc));
+        PrimExpr o = floordiv(t, I32(lc * jc));
+        PrimExpr pj = I32(j0) + ji * I32(TJ), pl = I32(l0) + li * I32(TL);
+        PrimExpr soff = I32(b.src_base) + pj * I32(b.dims[j].ss) + pl * I32(b.dims[l].ss);
+        PrimExpr doff = I32(b.dst_base) + pj * I32(b.dims[j].ds) + pl * I32(b.dims[l].ds);
+        for (size_t k = others.size(); k-- > 0;) {
+          const BoxDim& d = b.dims[others[k]];
+          PrimExpr idx = floormod(o, I32(d.n));
+          o = floordiv(o, I32(d.n));
+          soff = soff + idx * I32(d.ss);
+          doff = doff + idx * I32(d.ds);
+        }
+        // A[l, j] (rows of j contiguous in the source), B[j, l] (rows of l contiguous in the destination)
+        Buffer SV = StridedView(sp, {tl, tj}, {b.dims[l].ss, 1}, ParamNumel(sp), "TS" + std::to_string(bi));
+        Buffer AV = StridedView(Al, {tj, tl}, {1, tj}, TL * TJ, "TA" + std::to_string(bi));
+        Buffer DV = StridedView(dp, {tj, tl}, {b.dims[j].ds, 1}, ParamNumel(dp), "TD" + std::to_string(bi));
+        return Seq({DmaWait(Region(Al, {I32(0)}, {tl * tj}), Region(SV, {soff, I32(0), I32(0)}, {1, tl, tj}), 0),
+                    Intrin("tile.wait", {I32(1)}),  // the previous tile has left B
+                    DmaWait(Region(Bl, {I32(0)}, {tj * tl}), Region(AV, {I32(0), I32(0), I32(0)}, {1, tj, tl}), 0),
+                    Intrin("tile.dma_copy",
+                           {Region(DV, {doff, I32(0), I32(0)}, {1, tj, tl}), Region(Bl, {I32(0)}, {tj * tl}), I32(1)})});
+      }));
+    }
+  }
+  s.push_back(Intrin("tile.wait", {I32(1)}));
+  return Allocate(Al, Allocate(Bl, Seq(s)));
+}
+
+/*!
+ * \brief A box whose destination is contiguous but whose source is read element by
+ * element (a transpose, a repeat, a strided slice) costs one DDR beat per element.
+ * When chunks of its outermost dim read a dense enough contiguous source range, the
+ * chunk goes DDR -> L1 whole, is rearranged L1 -> L1 by the strided DMA (L1 is not a
+ * shared level) and goes back L1 -> DDR whole. Stmt() when the box does not qualify.
+ */
+Stmt Staged(const OpCall& call, const Params& p, const Box& b, const PrimExpr& core, int64_t* rotation, int bi) {
+  size_t r = b.dims.size();
+  if (b.fill || r > kDmaRank) return Stmt();
+  if (b.dims.back().ss == 1 && b.dims.back().ds == 1) return Stmt();
+  int64_t inner = 1, span = 1;
+  for (size_t i = r; i-- > 0;) {
+    if (b.dims[i].ss < 0) return Stmt();
+    if (b.dims[i].ds != inner) return Stmt();  // destination not contiguous
+    if (i > 0) {
+      span += (b.dims[i].n - 1) * b.dims[i].ss;
+      inner *= b.dims[i].n;
+    }
+  }
+  const Buffer& dp = p.out[b.dst];
+  const Buffer& sp = p.in[b.src];
+  int64_t es = std::max(1, (sp->dtype.bits() + 7) / 8);
+  int64_t budget = (384 * 1024) / es;
+  int64_t n0 = b.dims[0].n, ss0 = b.dims[0].ss;
+  auto footprint = [&](int64_t k) { return (k - 1) * ss0 + span; };
+  int64_t kc = std::min(n0, (n0 + call.cores - 1) / call.cores);
+  while (kc > 1 && (footprint(kc) > budget || kc * inner > budget)) kc = (kc + 1) / 2;
+  if (footprint(kc) > budget || kc * inner > budget || footprint(kc) > 8 * kc * inner)
+    return TiledTranspose(call, p, b, core, rotation, bi);
+  int64_t nfull = n0 / kc, rem = n0 % kc;
+  Buffer Sl = Local({footprint(kc)}, sp->dtype, "Sl" + std::to_string(bi));
+  Buffer Dl = Local({kc * inner}, dp->dtype, "Dl" + std::to_string(bi));
+  Buffer Sflat = View(sp, {ParamNumel(sp)}, "Sf" + std::to_string(bi));
+  Buffer Dflat = View(dp, {ParamNumel(dp)}, "Df" + std::to_string(bi));
+  std::vector<Stmt> s;
+  for (auto [count, size, start] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{nfull, kc, 0}, {rem ? 1 : 0, rem, nfull * kc}}) {
+    std::vector<int64_t> ext{size}, sst{ss0};
+    for (size_t i = 1; i < r; ++i) {
+      ext.push_back(b.dims[i].n);
+      sst.push_back(b.dims[i].ss);
+    }
+    s.push_back(ForEachItem(core, call.cores, count, rotation, "t", [&](PrimExpr t) {
+      PrimExpr pos = I32(start) + t * I32(kc);
+      PrimExpr soff = I32(b.src_base) + pos * I32(ss0), doff = I32(b.dst_base) + pos * I32(b.dims[0].ds);
+      int64_t fp = footprint(size), cnt = size * inner;
+      Buffer SV = StridedView(Sl, ext, sst, footprint(kc), "SV" + std::to_string(bi));
+      std::vector<PrimExpr> zb(ext.size() + 1, I32(0));
+      std::vector<int64_t> rext{1};
+      rext.insert(rext.end(), ext.begin(), ext.end());
+      return Seq({DmaWait(Region(Sl, {I32(0)}, {fp}), Region(Sflat, {soff}, {fp}), 0),
+                  Intrin("tile.wait", {I32(1)}),  // the previous chunk has left Dl
+                  DmaWait(Region(Dl, {I32(0)}, {cnt}), Region(SV, zb, rext), 0),
+                  Intrin("tile.dma_copy", {Region(Dflat, {doff}, {cnt}), Region(Dl, {I32(0)}, {cnt}), I32(1)})});
+    }));
+  }
+  s.push_back(Intrin("tile.wait", {I32(1)}));
+  return Allocate(Sl, Allocate(Dl, Seq(s)));
+}
+
 }  // namespace
 
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape) {
@@ -82,12 +208,40 @@ Stmt EmitBoxes(const OpCall& call, const Params& p, std::vector<Box> boxes) {
   std::vector<Box> live;
   for (Box& b : boxes)
     if (Normalize(&b)) live.push_back(b);
+  // Every box inside its buffers, and the boxes of each output adding up to it: shapes
+  // that do not agree with the op are an error here, never a stray DMA.
+  std::vector<int64_t> written(p.out.size(), 0);
+  for (const Box& b : live) {
+    int64_t slo = b.src_base, shi = b.src_base, dlo = b.dst_base, dhi = b.dst_base, n = 1;
+    for (const BoxDim& d : b.dims) {
+      (d.ss < 0 ? slo : shi) += (d.n - 1) * d.ss;
+      (d.ds < 0 ? dlo : dhi) += (d.n - 1) * d.ds;
+      n *= d.n;
+    }
+    bool ok = b.dst >= 0 && b.dst < static_cast<int>(p.out.size()) && dlo >= 0 && dhi < ParamNumel(p.out[b.dst]);
+    if (ok && !b.fill)
+      ok = b.src >= 0 && b.src < static_cast<int>(p.in.size()) && slo >= 0 && shi < ParamNumel(p.in[b.src]);
+    if (!ok)
+      TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type
+                                 << "): the output shapes do not agree with the inputs and attributes (a copy "
+                                    "would leave its buffer)";
+    written[b.dst] += n;
+  }
+  for (size_t i = 0; i < p.out.size(); ++i)
+    if (written[i] != call.outputs[i]->numel())
+      TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): output " << i << " has "
+                                 << call.outputs[i]->numel() << " elements; the op writes " << written[i];
   int64_t rotation = 0;
   return OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> s;
     int bi = 0;
     for (const Box& b : live) {
       ++bi;
+      Stmt staged = Staged(call, p, b, core, &rotation, bi);
+      if (staged.defined()) {
+        s.push_back(staged);
+        continue;
+      }
       size_t r = b.dims.size();
       size_t k = r > kDmaRank ? r - kDmaRank : 0;  // dims [0, k) are items, [k, r) one DMA
       int64_t outer = 1;
@@ -228,6 +382,10 @@ std::vector<SliceAxis> SliceAxes(const Map<String, Any>& attrs, const std::vecto
   auto steps = AttrInts(attrs, "steps", std::vector<int64_t>(starts.size(), 1));
   for (size_t i = 0; i < starts.size(); ++i) {
     int64_t a = Axis(axes[i], r), n = is[a], st = steps[i];
+    if (n == 0) {
+      ax[a] = {0, 1, 0};
+      continue;
+    }
     int64_t b = starts[i], e = ends[i];
     if (b < 0) b += n;
     if (e < 0) e += n;
@@ -301,7 +459,12 @@ std::vector<Box> PadBoxes(const OpCall& c) {
       if (mode == "constant") v.push_back({0, plo, 0, 0, true});
       else if (mode == "edge") v.push_back({0, plo, 0, 0, false});
       else if (mode == "reflect") v.push_back({0, plo, plo, -1, false});
-      else v.push_back({0, plo, n - plo, 1, false});  // wrap
+      else  // wrap, around the dimension as often as it takes
+        for (int64_t o = 0; o < plo;) {
+          int64_t i = ((o - plo) % n + n) % n, len = std::min(n - i, plo - o);
+          v.push_back({o, len, i, 1, false});
+          o += len;
+        }
     }
     if (ihi > ilo) v.push_back({plo, ihi - ilo, ilo, 1, false});
     int64_t o = plo + std::max<int64_t>(0, ihi - ilo);
@@ -309,7 +472,12 @@ std::vector<Box> PadBoxes(const OpCall& c) {
       if (mode == "constant") v.push_back({o, phi, 0, 0, true});
       else if (mode == "edge") v.push_back({o, phi, n - 1, 0, false});
       else if (mode == "reflect") v.push_back({o, phi, n - 2, -1, false});
-      else v.push_back({o, phi, 0, 1, false});  // wrap
+      else  // wrap
+        for (int64_t k = 0; k < phi;) {
+          int64_t i = k % n, len = std::min(n - i, phi - k);
+          v.push_back({o + k, len, i, 1, false});
+          k += len;
+        }
     }
   }
   std::vector<Box> out;
@@ -382,6 +550,14 @@ std::vector<Box> SpaceBoxes(const OpCall& c) {
 PrimFunc LowerLayout(const OpCall& call) {
   Params p = MakeParams(call);
   const std::string& op = call.op_type;
+  for (const TensorSpec& o : call.outputs)
+    if (o->shape.size() != call.inputs[0]->shape.size())
+      TILECORE_THROW(ValueError) << "LowerOp(" << op << "): output of rank " << o->shape.size() << " for an input of rank "
+                                 << call.inputs[0]->shape.size();
+  for (const TensorSpec& o : call.outputs)
+    if (o->dtype != call.inputs[0]->dtype)
+      TILECORE_THROW(ValueError) << "LowerOp(" << op << "): output dtype " << o->dtype.str() << " differs from the input's "
+                                 << call.inputs[0]->dtype.str();
   std::vector<Box> boxes = op == "Concat"      ? ConcatBoxes(call)
                            : op == "Split"     ? SplitBoxes(call)
                            : op == "Transpose" ? TransposeBoxes(call)
@@ -389,10 +565,6 @@ PrimFunc LowerLayout(const OpCall& call) {
                            : op == "Pad"       ? PadBoxes(call)
                            : op == "Tile"      ? TileBoxes(call)
                                                : SpaceBoxes(call);
-  for (const TensorSpec& o : call.outputs)
-    if (o->dtype != call.inputs[0]->dtype)
-      TILECORE_THROW(ValueError) << "LowerOp(" << op << "): output dtype " << o->dtype.str() << " differs from the input's "
-                                 << call.inputs[0]->dtype.str();
   return MakeFunc(call, p, EmitBoxes(call, p, boxes));
 }
 
@@ -404,8 +576,22 @@ std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs, co
                                 op);
   if (!why.empty()) return why;
   size_t r = inputs[0]->shape.size();
+  int64_t rank = static_cast<int64_t>(r);
+  auto axis_ok = [&](int64_t a) { return a >= -rank && a < rank; };
+  if (op == "Concat" || op == "Split") {
+    if (op == "Concat" && !HasAttr(attrs, "axis")) return "Concat: no axis";
+    if (!axis_ok(AttrInt(attrs, "axis", 0))) return op + ": axis out of range";
+  }
+  if (op == "Transpose" && HasAttr(attrs, "perm")) {
+    auto perm = AttrInts(attrs, "perm", {});
+    std::vector<bool> seen(r, false);
+    if (perm.size() != r) return "Transpose: perm of the wrong length";
+    for (int64_t p : perm) {
+      if (!axis_ok(p) || seen[Axis(p, r)]) return "Transpose: perm is not a permutation";
+      seen[Axis(p, r)] = true;
+    }
+  }
   if (op == "Concat") {
-    if (!HasAttr(attrs, "axis")) return "Concat: no axis";
     for (const TensorSpec& t : inputs)
       if (!t.defined() || t->dtype != inputs[0]->dtype || t->shape.size() != r)
         return "Concat: inputs of different dtypes or ranks";
@@ -413,9 +599,19 @@ std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs, co
   if (op == "Slice" && (inputs.size() > 1 || HasAttr(attrs, "starts"))) {
     if (!HasAttr(attrs, "starts") || !HasAttr(attrs, "ends"))
       return "Slice: starts and ends must be known when compiling (constant inputs, given as attributes)";
-    auto steps = AttrInts(attrs, "steps", {});
-    for (int64_t s : steps)
-      if (s == 0) return "Slice: a step of 0";
+    size_t n = AttrInts(attrs, "starts", {}).size();
+    auto steps = AttrInts(attrs, "steps", std::vector<int64_t>(n, 1));
+    std::vector<int64_t> dflt(n);
+    std::iota(dflt.begin(), dflt.end(), 0);
+    auto axes = AttrInts(attrs, "axes", dflt);
+    if (AttrInts(attrs, "ends", {}).size() != n || steps.size() != n || axes.size() != n)
+      return "Slice: starts, ends, axes and steps of different lengths";
+    std::vector<bool> seen(r, false);
+    for (size_t i = 0; i < n; ++i) {
+      if (steps[i] == 0) return "Slice: a step of 0";
+      if (!axis_ok(axes[i]) || seen[Axis(axes[i], r)]) return "Slice: axes out of range or repeated";
+      seen[Axis(axes[i], r)] = true;
+    }
   }
   if (op == "Pad") {
     if (inputs.size() > 1 && inputs[1].defined() && !HasAttr(attrs, "pads"))
@@ -424,6 +620,16 @@ std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs, co
       return "Pad: constant_value must be known when compiling (given as the attribute `value`)";
     std::string mode = AttrStr(attrs, "mode", "constant");
     if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap") return "Pad: mode " + mode;
+    auto pads = AttrInts(attrs, "pads", std::vector<int64_t>(2 * r, 0));
+    std::vector<int64_t> dflt(pads.size() / 2);
+    std::iota(dflt.begin(), dflt.end(), 0);
+    auto axes = AttrInts(attrs, "axes", dflt);
+    if (pads.size() != 2 * axes.size() || axes.size() > r) return "Pad: pads must hold a begin and an end per axis";
+    std::vector<bool> seen(r, false);
+    for (int64_t a : axes) {
+      if (!axis_ok(a) || seen[Axis(a, r)]) return "Pad: axes out of range or repeated";
+      seen[Axis(a, r)] = true;
+    }
     if (mode != "constant") {
       auto pads = PadsOf(attrs, r);
       for (size_t d = 0; d < r; ++d) {
@@ -432,7 +638,7 @@ std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs, co
           if (pd <= 0) continue;
           if (mode == "edge" && n == 0) return "Pad: edge padding of an empty dimension";
           if (mode == "reflect" && pd > n - 1) return "Pad: reflect padding wider than the dimension minus one";
-          if (mode == "wrap" && pd > n) return "Pad: wrap padding wider than the dimension";
+          if (mode == "wrap" && n == 0) return "Pad: wrap padding of an empty dimension";
           if (pads[d] < 0 || pads[d + r] < 0) return "Pad: " + mode + " padding with cropping";
         }
       }
@@ -441,7 +647,15 @@ std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs, co
   if (op == "Tile" && !HasAttr(attrs, "repeats") && inputs.size() > 1) {
     // the output shape says the repeats; nothing to check
   }
-  if ((op == "DepthToSpace" || op == "SpaceToDepth") && r != 4) return op + ": input must be 4-D";
+  if (op == "DepthToSpace" || op == "SpaceToDepth") {
+    if (r != 4) return op + ": input must be 4-D";
+    int64_t bs = AttrInt(attrs, "blocksize", 0);
+    auto sh = Shape(inputs[0]);
+    if (bs <= 0) return op + ": blocksize must be positive";
+    if (op == "DepthToSpace" && sh[1] % (bs * bs) != 0) return "DepthToSpace: channels not a multiple of blocksize^2";
+    if (op == "SpaceToDepth" && (sh[2] % bs != 0 || sh[3] % bs != 0))
+      return "SpaceToDepth: height and width not multiples of blocksize";
+  }
   return "";
 }
 

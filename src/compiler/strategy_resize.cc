@@ -11,9 +11,10 @@
  *
  * Linear resizes the last two axes (bilinear; one axis when the other keeps its
  * size): the source coordinate of each output row and column is affine in the
- * output index, x = a * o + b, evaluated by the front end in f32. Per output row the
- * two input rows it reads are DMAed to L1, the row is interpolated there and DMAed
- * out; the rows of all planes go to the cores round robin.
+ * output index, x = a * o + b, evaluated by the front end in f32 (the column taps
+ * once per core, into tables in L1). Per output row the two input rows it reads are
+ * DMAed to L1, the row is interpolated there and DMAed out; the rows of all planes
+ * go to the cores round robin.
  *
  * Scales and sizes are compile-time values: the attributes `scales` (floats) or
  * `sizes` (ints), with `axes` (the partitioner folds the constant inputs there);
@@ -21,6 +22,7 @@
  */
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "kernel_util.h"
 #include "tilecore/ffi/reflection.h"
@@ -157,21 +159,36 @@ std::vector<Segment> Segments(const std::vector<int64_t>& m) {
   return out;
 }
 
-PrimFunc LowerNearest(const OpCall& c, const Params& p) {
+/*! \brief The per-axis segments of a nearest resize (empty when the output is empty). */
+std::vector<std::vector<Segment>> NearestSegments(const OpCall& c) {
   auto is = Shape(c.inputs[0]), os = Shape(c.outputs[0]);
-  auto ist = RowMajorStrides(is), ost = RowMajorStrides(os);
   auto sc = Scales(c);
   size_t r = is.size();
   std::vector<std::vector<Segment>> segs(r);
-  int64_t total = 1;
   for (size_t d = 0; d < r; ++d) {
-    if (os[d] == 0 || is[d] == 0) return MakeFunc(c, p, Evaluate(I32(0)));
+    if (os[d] == 0 || is[d] == 0) return {};
     if (os[d] == is[d] && sc[d] == 1.0)
       segs[d] = {{0, is[d], 1, 0, 1}};
     else
       segs[d] = Segments(NearestTable(c, os[d], is[d], sc[d]));
-    total *= static_cast<int64_t>(segs[d].size());
   }
+  return segs;
+}
+
+int64_t NearestCopies(const OpCall& c) {
+  int64_t total = 1;
+  for (const auto& s : NearestSegments(c)) total *= static_cast<int64_t>(s.size());
+  return total;
+}
+
+PrimFunc LowerNearest(const OpCall& c, const Params& p) {
+  auto is = Shape(c.inputs[0]), os = Shape(c.outputs[0]);
+  auto ist = RowMajorStrides(is), ost = RowMajorStrides(os);
+  size_t r = is.size();
+  std::vector<std::vector<Segment>> segs = NearestSegments(c);
+  if (segs.empty()) return MakeFunc(c, p, Evaluate(I32(0)));
+  int64_t total = 1;
+  for (const auto& sg : segs) total *= static_cast<int64_t>(sg.size());
   if (total > kMaxBoxes)
     TILECORE_THROW(ValueError) << "LowerOp(" << c.op_type << "): the nearest index tables make " << total
                                << " copies (at most " << kMaxBoxes << ")";
@@ -202,25 +219,24 @@ PrimFunc LowerNearest(const OpCall& c, const Params& p) {
   return MakeFunc(c, p, EmitBoxes(c, p, boxes));
 }
 
-/*! \brief floor(x) of an f32 expression (TC1 converts to int rounding to nearest). */
-PrimExpr FloorI(PrimExpr x) {
-  PrimExpr r = cast(DataType::Int(32), x);
-  return r - select(cast(DataType::Float(32), r) > x, I32(1), I32(0));
-}
-
 /*! \brief Linear taps of output index o: (i0, i1, w0, w1), as ONNX's table computes them. */
 struct Taps {
   PrimExpr i0, i1, w0, w1;
 };
-Taps LinearTaps(PrimExpr o, double a, double b, int64_t in_len) {
-  PrimExpr x = F32(a) * cast(DataType::Float(32), o) + F32(b);
-  PrimExpr base = FloorI(x);
-  PrimExpr ratio = x - cast(DataType::Float(32), base);
-  PrimExpr whole = eq(ratio, F32(0));
-  base = select(whole, base - I32(1), base);
-  ratio = select(whole, F32(1), ratio);
+/*! \brief body(taps of o), each intermediate bound once (the front end has no common
+ * subexpression elimination). */
+Stmt WithTaps(PrimExpr o, double a, double b, int64_t in_len, const std::function<Stmt(const Taps&)>& body) {
+  DataType f32 = DataType::Float(32), i32 = DataType::Int(32);
+  Var x("x", f32), r("r", i32), bs("bs", i32), rt("rt", f32), b2("b2", i32), r2("r2", f32);
   auto clip = [&](PrimExpr i) { return max(min(i, I32(in_len - 1)), I32(0)); };
-  return {clip(base), clip(base + I32(1)), F32(1) - ratio, ratio};
+  Stmt st = body(Taps{clip(b2), clip(b2 + I32(1)), F32(1) - r2, r2});
+  st = LetStmt(r2, select(eq(rt, F32(0)), F32(1), rt), st);
+  st = LetStmt(b2, select(eq(rt, F32(0)), bs - I32(1), bs), st);
+  st = LetStmt(rt, x - cast(f32, bs), st);
+  // floor(x): TC1 converts to int rounding to nearest
+  st = LetStmt(bs, r - select(cast(f32, r) > x, I32(1), I32(0)), st);
+  st = LetStmt(r, cast(i32, x), st);
+  return LetStmt(x, F32(a) * cast(f32, o) + F32(b), st);
 }
 
 PrimFunc LowerLinear(const OpCall& c, const Params& p) {
@@ -240,40 +256,48 @@ PrimFunc LowerLinear(const OpCall& c, const Params& p) {
   Buffer X = View(p.in[0], {P * H, W}, "X"), Y = View(p.out[0], {P * OH, OW}, "Y");
   DataType f32 = DataType::Float(32);
   int64_t rotation = 0;
+  DataType i32 = DataType::Int(32);
   Stmt body = OverCores(c.cores, [&](PrimExpr core) {
     Buffer A = Local({W}, f32, "A"), B = Local({W}, f32, "B"), O = Local({OW}, f32, "O");
+    // the column taps, once per core
+    Buffer I0 = Local({OW}, i32, "I0"), I1 = Local({OW}, i32, "I1"), F0 = Local({OW}, f32, "F0"),
+           F1 = Local({OW}, f32, "F1");
+    Stmt tables = Loop("ow", OW, [&](PrimExpr ow) {
+      return WithTaps(ow, aw, bw, W, [&](const Taps& tw) {
+        return Seq({BufferStore(I0, tw.i0, {ow}), BufferStore(I1, tw.i1, {ow}), BufferStore(F0, tw.w0, {ow}),
+                    BufferStore(F1, tw.w1, {ow})});
+      });
+    });
     Stmt rows = ForEachItem(core, c.cores, P * OH, &rotation, "t", [&](PrimExpr t) {
       PrimExpr plane = floordiv(t, I32(OH)), oh = floormod(t, I32(OH));
-      std::vector<Stmt> s;
-      PrimExpr h0 = oh, h1 = oh, wh0 = F32(1), wh1 = F32(0);
-      if (!rows_kept) {
-        Taps th = LinearTaps(oh, ah, bh, H);
-        h0 = th.i0;
-        h1 = th.i1;
-        wh0 = th.w0;
-        wh1 = th.w1;
-      }
-      s.push_back(DmaWait(Region(A, {I32(0)}, {W}), Region(X, {plane * I32(H) + h0, I32(0)}, {1, W}), 0));
-      if (!rows_kept)
-        s.push_back(DmaWait(Region(B, {I32(0)}, {W}), Region(X, {plane * I32(H) + h1, I32(0)}, {1, W}), 0));
-      Var vh0("wh0", f32), vh1("wh1", f32);
-      Stmt loop = Loop("ow", OW, [&](PrimExpr ow) {
-        Taps tw = LinearTaps(ow, aw, bw, W);
-        Var w0("w0", DataType::Int(32)), w1("w1", DataType::Int(32)), f0("f0", f32), f1("f1", f32);
-        PrimExpr ra = BufferLoad(A, {w0}) * f0 + BufferLoad(A, {w1}) * f1;
-        PrimExpr v = rows_kept ? ra : vh0 * ra + vh1 * (BufferLoad(B, {w0}) * f0 + BufferLoad(B, {w1}) * f1);
-        Stmt st = BufferStore(O, v, {ow});
-        st = LetStmt(f1, tw.w1, st);
-        st = LetStmt(f0, tw.w0, st);
-        st = LetStmt(w1, tw.i1, st);
-        return LetStmt(w0, tw.i0, st);
-      });
-      loop = LetStmt(vh1, wh1, loop);
-      s.push_back(LetStmt(vh0, wh0, loop));
-      s.push_back(DmaWait(Region(Y, {plane * I32(OH) + oh, I32(0)}, {1, OW}), Region(O, {I32(0)}, {OW}), 1));
-      return Seq(s);
+      auto row = [&](const Taps& th) -> Stmt {
+        std::vector<Stmt> s;
+        Var h0("h0", i32), h1("h1", i32), vh0("wh0", f32), vh1("wh1", f32);
+        s.push_back(DmaWait(Region(A, {I32(0)}, {W}), Region(X, {plane * I32(H) + h0, I32(0)}, {1, W}), 0));
+        if (!rows_kept)
+          s.push_back(DmaWait(Region(B, {I32(0)}, {W}), Region(X, {plane * I32(H) + h1, I32(0)}, {1, W}), 0));
+        s.push_back(Loop("ow", OW, [&](PrimExpr ow) {
+          Var w0("w0", i32), w1("w1", i32), f0("f0", f32), f1("f1", f32);
+          PrimExpr ra = BufferLoad(A, {w0}) * f0 + BufferLoad(A, {w1}) * f1;
+          PrimExpr v = rows_kept ? ra : vh0 * ra + vh1 * (BufferLoad(B, {w0}) * f0 + BufferLoad(B, {w1}) * f1);
+          Stmt st = BufferStore(O, v, {ow});
+          st = LetStmt(f1, BufferLoad(F1, {ow}), st);
+          st = LetStmt(f0, BufferLoad(F0, {ow}), st);
+          st = LetStmt(w1, BufferLoad(I1, {ow}), st);
+          return Stmt(LetStmt(w0, BufferLoad(I0, {ow}), st));
+        }));
+        s.push_back(DmaWait(Region(Y, {plane * I32(OH) + oh, I32(0)}, {1, OW}), Region(O, {I32(0)}, {OW}), 1));
+        Stmt r = Seq(s);
+        r = LetStmt(vh1, th.w1, r);
+        r = LetStmt(vh0, th.w0, r);
+        r = LetStmt(h1, th.i1, r);
+        return LetStmt(h0, th.i0, r);
+      };
+      if (rows_kept) return row(Taps{oh, oh, F32(1), F32(0)});
+      return WithTaps(oh, ah, bh, H, row);
     });
-    return Allocate(A, Allocate(B, Allocate(O, rows)));
+    return Allocate(A, Allocate(B, Allocate(O, Allocate(I0, Allocate(I1, Allocate(F0, Allocate(F1,
+                    Seq({tables, rows}))))))));
   });
   return MakeFunc(c, p, body);
 }
@@ -297,11 +321,25 @@ PrimFunc LowerResize(const OpCall& call) {
 
 std::string CheckResize(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& inputs) {
   if (inputs.empty() || !inputs[0].defined()) return op + ": input 0 is missing";
+  if (inputs[0]->shape.empty()) return op + ": a scalar input";
   bool given = HasAttr(attrs, "scales") || HasAttr(attrs, "sizes");
   for (size_t i = 1; i < inputs.size(); ++i) {
     bool roi = op == "Resize" && inputs.size() > 2 && i == 1;
     if (!roi && inputs[i].defined() && inputs[i]->numel() > 0 && !given)
       return op + ": scales or sizes must be known when compiling (constant inputs, given as attributes)";
+  }
+  {
+    int64_t r = static_cast<int64_t>(inputs[0]->shape.size());
+    auto axes = AttrInts(attrs, "axes", {});
+    for (int64_t a : axes)
+      if (a < -r || a >= r) return op + ": axes out of range";
+    size_t want = axes.empty() ? static_cast<size_t>(r) : axes.size();
+    auto sc = AttrFloats(attrs, "scales");
+    auto sizes = AttrInts(attrs, "sizes", {});
+    if (!sc.empty() && sc.size() != want) return op + ": scales need one value per axis";
+    if (!sizes.empty() && sizes.size() != want) return op + ": sizes need one value per axis";
+    for (double v : sc)
+      if (!(v > 0)) return op + ": scales must be positive";
   }
   std::string mode = AttrStr(attrs, "mode", "nearest");
   if (mode == "bilinear") mode = "linear";
@@ -312,6 +350,42 @@ std::string CheckResize(const std::string& op, const Map<String, Any>& attrs, co
                                    DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
                                   op);
     if (!why.empty()) return why;
+    // with the scales or sizes known, the copy count is known too
+    auto is = Shape(inputs[0]);
+    std::vector<int64_t> os = is;
+    size_t r = is.size();
+    std::vector<int64_t> dflt;
+    for (size_t i = 0; i < r; ++i) dflt.push_back(static_cast<int64_t>(i));
+    auto axes = AttrInts(attrs, "axes", dflt);
+    auto sc = AttrFloats(attrs, "scales");
+    auto sizes = AttrInts(attrs, "sizes", {});
+    bool known = false;
+    if (!sc.empty() && (sc.size() == axes.size() || sc.size() == r)) {
+      const auto& ax = sc.size() == r ? dflt : axes;
+      for (size_t i = 0; i < ax.size(); ++i) {
+        int64_t a = ax[i] < 0 ? ax[i] + static_cast<int64_t>(r) : ax[i];
+        if (a < 0 || a >= static_cast<int64_t>(r)) return op + ": axes out of range";
+        os[a] = static_cast<int64_t>(std::floor(static_cast<float>(sc[i]) * static_cast<double>(is[a])));
+      }
+      known = true;
+    } else if (!sizes.empty() && sizes.size() == axes.size() &&
+               AttrStr(attrs, "keep_aspect_ratio_policy", "stretch") == "stretch") {
+      for (size_t i = 0; i < axes.size(); ++i) {
+        int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(r) : axes[i];
+        if (a < 0 || a >= static_cast<int64_t>(r)) return op + ": axes out of range";
+        os[a] = sizes[i];
+      }
+      known = true;
+    }
+    if (known) {
+      Array<int64_t> oshape;
+      for (int64_t d : os) oshape.push_back(std::max<int64_t>(d, 0));
+      OpCall call{op, attrs, inputs, {TensorSpec(oshape, inputs[0]->dtype)}, 4, int64_t{1} << 20, 1};
+      int64_t n = NearestCopies(call);
+      if (n > kMaxBoxes)
+        return op + ": the nearest index tables make " + std::to_string(n) + " copies (at most " +
+               std::to_string(kMaxBoxes) + ")";
+    }
   } else {
     std::string why = CheckDTypes({inputs[0]}, {DataType::Float(32)}, op);
     if (!why.empty()) return why;

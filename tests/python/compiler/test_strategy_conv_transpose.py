@@ -53,3 +53,21 @@ def test_bigger_than_l1():
     # a 1.3 MiB input, a 2x upsampling decoder step
     x, w = rand((1, 64, 64, 80), 4, -1, 1), rand((64, 4, 2, 2), 5, -1, 1)
     check_op("ConvTranspose", {"strides": [2, 2]}, [x, w], rtol=1e-4, atol=1e-4)
+
+
+def test_random_sample():
+    # a fixed random sample of geometries (1-D and 2-D), against the op library's reference
+    rng = np.random.default_rng(11)
+    for _ in range(16):
+        nd = int(rng.integers(1, 3))
+        g = int(rng.choice([1, 2]))
+        c, m = g * int(rng.integers(1, 4)), g * int(rng.integers(1, 4))
+        k = [int(v) for v in rng.integers(1, 4, nd)]
+        s = [int(v) for v in rng.integers(1, 4, nd)]
+        d = [int(v) for v in rng.integers(1, 3, nd)]
+        pads = [int(rng.integers(0, (k[i % nd] - 1) * d[i % nd] + 1)) for i in range(2 * nd)]
+        op = [int(rng.integers(0, max(s[i], d[i]))) for i in range(nd)]
+        x = rand((int(rng.integers(1, 3)), c) + tuple(int(v) for v in rng.integers(2, 7, nd)), 1, -1, 1)
+        w = rand((c, m // g) + tuple(k), 2, -1, 1)
+        attrs = {"group": g, "strides": s, "dilations": d, "pads": pads, "output_padding": op}
+        check_op("ConvTranspose", attrs, [x, w], rtol=1e-4, atol=1e-4)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tilecore import compiler
-from strategy_util import check_op, rand
+from strategy_util import check_op, rand, run_op
 
 
 @pytest.mark.parametrize("shape,axis,ishape", [
@@ -38,3 +38,27 @@ def test_int64_indices_go_to_host():
     x = compiler.TensorSpec((4, 4), "float32")
     assert "64-bit" in compiler.HasStrategy("Gather", {}, [x, compiler.TensorSpec((2,), "int64")])
     assert "int32 indices" in compiler.HasStrategy("Gather", {}, [x, compiler.TensorSpec((2,), "int16")])
+
+
+@pytest.mark.parametrize("shape,axis,k", [
+    ((5, 7), 0, 3),
+    ((4, 6, 9), 1, 11),           # more indices than the axis
+    ((3, 5, 8), -1, 4),           # last axis, negative
+    ((2, 300, 700), 1, 5),        # 1.7 MB of data: blocks of columns over the cores
+])
+def test_gather_elements(shape, axis, k):
+    x = rand(shape, 1)
+    ishape = list(shape)
+    ishape[axis] = k
+    n = shape[axis]
+    idx = np.random.default_rng(3).integers(-n, n, ishape).astype(np.int32)
+    want = np.take_along_axis(x, np.where(idx < 0, idx + n, idx), axis=axis)
+    outs, refs, _ = run_op("GatherElements", {"axis": axis}, [x, idx])
+    np.testing.assert_array_equal(outs[0], refs[0])
+    np.testing.assert_array_equal(outs[0], want)
+
+
+def test_gather_elements_reasons():
+    x = compiler.TensorSpec((4, 4), "float32")
+    assert "equal" in compiler.HasStrategy("GatherElements", {"axis": 0}, [x, compiler.TensorSpec((2, 3), "int32")])
+    assert "64-bit" in compiler.HasStrategy("GatherElements", {}, [x, compiler.TensorSpec((4, 4), "int64")])

@@ -93,3 +93,11 @@ def test_host_reasons():
     assert "cubic" in compiler.HasStrategy("Resize", {"mode": "cubic", "scales": [1, 1, 2, 2]}, [x, roi, sc])
     assert "tf_crop_and_resize" in compiler.HasStrategy(
         "Resize", {"coordinate_transformation_mode": "tf_crop_and_resize", "scales": [1, 1, 2, 2]}, [x, roi, sc])
+
+
+def test_too_many_nearest_copies_go_to_host():
+    # an irregular scale on both axes: thousands of segments per axis
+    x = compiler.TensorSpec((1, 1, 3000, 3000), "float32")
+    why = compiler.HasStrategy("Resize", {"mode": "nearest", "scales": [1.0, 1.0, 1.37, 1.37]}, [x])
+    assert "copies" in why
+    assert compiler.HasStrategy("Resize", {"mode": "nearest", "sizes": [1, 1, 6000, 6000]}, [x]) == ""
