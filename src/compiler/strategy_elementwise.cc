@@ -9,7 +9,8 @@
  * has its own constant size. An input of the output's element count is DMAed tile by
  * tile; a broadcast input (fewer elements) is loaded whole into L1 once per core
  * (up to 256 KiB) and read through its broadcast index. The compute loop is one
- * scalar loop per tile over L1 (Clip: two, max then min, each one vector command);
+ * scalar loop per tile over L1 (Clip: two, max then min, each one vector command;
+ * Gelu: one per step of its formula, erf's polynomial included);
  * EmitTileIntrinsics turns what the vector engine
  * has (add, mul, max, exp, sigmoid, ...) into tile.vec_* commands, and the rest
  * (erf, pow, select, broadcast reads) stays front-end code.
@@ -254,6 +255,7 @@ PrimFunc LowerElementwise(const OpCall& call) {
           s.push_back(DmaWait(Region(tl[i], {I32(0)}, {size}), Region(ins[i].view, {start}, {size}), 0));
         }
         Buffer Ol;
+        std::vector<Buffer> gelu_tmp;  // Gelu's temporaries, one tile each
         if (is_copy && tl[0].defined()) {
           Ol = tl[0];
         } else {
@@ -301,6 +303,63 @@ PrimFunc LowerElementwise(const OpCall& call) {
               PrimExpr cur = BufferLoad(Ol, {i});
               return BufferStore(Ol, hi ? min(cur, *hi) : cur, {i});
             }));
+          } else if (call.op_type == "Gelu" && tl[0].defined()) {
+            // one vector command per pass over the tile (the one-expression form is a
+            // scalar loop: erf's polynomial and select have no single engine command)
+            std::vector<Buffer> tmp;
+            auto local = [&](const char* name) {
+              tmp.push_back(Local({size}, DataType::Float(32), name));
+              return tmp.back();
+            };
+            auto pass = [&](const Buffer& dst, const std::function<PrimExpr(PrimExpr)>& v) {
+              s.push_back(Loop("i", size, [&](PrimExpr i) { return BufferStore(dst, v(i), {i}); }));
+            };
+            auto ld = [](const Buffer& b) { return [b](PrimExpr i) { return BufferLoad(b, {i}); }; };
+            // constants rounded to f32 first: the engine's scalar operands are f32
+            auto F32f = [](double v) { return F32(static_cast<double>(static_cast<float>(v))); };
+            const Buffer& X = tl[0];
+            auto x = ld(X), o = ld(Ol);
+            if (AttrStr(call.attrs, "approximate", "none") == "tanh") {
+              // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+              Buffer T = local("T");
+              auto t = ld(T);
+              pass(T, [&](PrimExpr i) { return x(i) * x(i); });
+              pass(T, [&](PrimExpr i) { return t(i) * x(i); });
+              pass(T, [&](PrimExpr i) { return t(i) * F32f(0.044715); });
+              pass(T, [&](PrimExpr i) { return t(i) + x(i); });
+              pass(T, [&](PrimExpr i) { return t(i) * F32f(std::sqrt(2.0 / M_PI)); });
+              pass(T, [&](PrimExpr i) { return ir::Call(DataType::Float(32), String("tir.tanh"), {t(i)}); });
+              pass(T, [&](PrimExpr i) { return t(i) + F32f(1.0); });
+              pass(T, [&](PrimExpr i) { return t(i) * x(i); });
+              pass(Ol, [&](PrimExpr i) { return t(i) * F32f(0.5); });
+            } else {
+              // 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x + a erf(a) / sqrt 2 with a = |x| / sqrt 2,
+              // erf(a) by Abramowitz and Stegun 7.1.26 as in Erf above
+              Buffer A = local("A"), T = local("T"), P = local("P"), E = local("E");
+              auto a = ld(A), t = ld(T), q = ld(P), e = ld(E);
+              pass(A, [&](PrimExpr i) { return x(i) * F32f(M_SQRT1_2); });
+              pass(T, [&](PrimExpr i) { return a(i) * F32f(-1.0); });
+              pass(A, [&](PrimExpr i) { return max(a(i), t(i)); });
+              pass(T, [&](PrimExpr i) { return a(i) * F32f(0.3275911); });
+              pass(T, [&](PrimExpr i) { return t(i) + F32f(1.0); });
+              pass(T, [&](PrimExpr i) { return ir::Call(DataType::Float(32), String("tir.recip"), {t(i)}); });
+              pass(P, [&](PrimExpr i) { return t(i) * F32f(1.061405429); });
+              for (double c : {-1.453152027, 1.421413741, -0.284496736, 0.254829592}) {
+                pass(P, [&](PrimExpr i) { return q(i) + F32f(c); });
+                pass(P, [&](PrimExpr i) { return q(i) * t(i); });
+              }
+              pass(E, [&](PrimExpr i) { return a(i) * a(i); });
+              pass(E, [&](PrimExpr i) { return e(i) * F32f(-1.0); });
+              pass(E, [&](PrimExpr i) { return Exp(e(i)); });
+              pass(P, [&](PrimExpr i) { return q(i) * e(i); });
+              pass(P, [&](PrimExpr i) { return q(i) * F32f(-1.0); });
+              pass(P, [&](PrimExpr i) { return q(i) + F32f(1.0); });
+              pass(P, [&](PrimExpr i) { return q(i) * a(i); });
+              pass(P, [&](PrimExpr i) { return q(i) * F32f(M_SQRT1_2); });
+              pass(Ol, [&](PrimExpr i) { return x(i) * F32f(0.5); });
+              pass(Ol, [&](PrimExpr i) { return o(i) + q(i); });
+            }
+            gelu_tmp = tmp;
           } else {
             s.push_back(Loop("i", size, [&](PrimExpr i) {
               PrimExpr v = op.fn(gather(i), call);
@@ -311,6 +370,7 @@ PrimFunc LowerElementwise(const OpCall& call) {
         }
         s.push_back(DmaWait(Region(O, {start}, {size}), Region(Ol, {I32(0)}, {size}), 1));
         Stmt r = Seq(s);
+        for (const Buffer& b : gelu_tmp) r = Allocate(b, r);
         if (!(is_copy && tl[0].defined())) r = Allocate(Ol, r);
         for (size_t i = 0; i < nin; ++i)
           if (tl[i].defined()) r = Allocate(tl[i], r);

@@ -64,6 +64,38 @@ def _load_graph(model, input_shapes):
     return frontend.from_onnx(model, input_shapes=input_shapes)
 
 
+# Constant inputs whose values a strategy needs when compiling, read from attributes of
+# these names (the older opsets' form): op -> ((input index, attribute, kind), ...).
+_REDUCE_OPS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1",
+               "ReduceL2", "ReduceLogSum", "ReduceLogSumExp")
+CONSTANT_INPUT_ATTRS = {
+    "Slice": ((1, "starts", "ints"), (2, "ends", "ints"), (3, "axes", "ints"), (4, "steps", "ints")),
+    "Pad": ((1, "pads", "ints"), (2, "value", "float"), (3, "axes", "ints")),
+    "Split": ((1, "split", "ints"),),
+    "Tile": ((1, "repeats", "ints"),),
+    "Resize": ((1, "roi", "floats"), (2, "scales", "floats"), (3, "sizes", "ints")),
+    "Upsample": ((1, "scales", "floats"),),
+    **{op: ((1, "axes", "ints"),) for op in _REDUCE_OPS},
+}
+
+
+def _fold_constant_inputs(nd):
+    """Copies the values of ``nd``'s constant inputs listed in CONSTANT_INPUT_ATTRS into its
+    attributes (an attribute already set wins; empty tensors mean "not given")."""
+    for index, attr, kind in CONSTANT_INPUT_ATTRS.get(nd.op, ()):
+        if index >= len(nd.ins) or nd.ins[index] is None or attr in nd.attrs or nd.ins[index].data is None:
+            continue
+        a = np.asarray(nd.ins[index].numpy())
+        if a.size == 0:
+            continue
+        if kind == "ints":
+            nd.attrs[attr] = [int(x) for x in a.ravel()]
+        elif kind == "floats":
+            nd.attrs[attr] = [float(x) for x in a.ravel()]
+        else:
+            nd.attrs[attr] = float(a.ravel()[0])
+
+
 # tilecore-domain ops (made by the graph passes) rewritten into ONNX ops when the npu has
 # no strategy of their own: op -> f(node, fresh_name) -> [(op_type, inputs, outputs, attrs)].
 _DECOMPOSE = {
@@ -243,6 +275,7 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
                 and str(nd.outs[0].name) not in graph_outputs and nd.ins[0].data is None):
             nd.where = "view"
             continue
+        _fold_constant_inputs(nd)
         reason = HasStrategy(nd.op, nd.attrs, nd.in_specs)
         if not reason:
             nd.where = "npu"

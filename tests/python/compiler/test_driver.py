@@ -260,3 +260,21 @@ def test_step_names_are_unique_and_inputs_may_be_outputs():
     np.testing.assert_array_equal(out["x"], x)
     np.testing.assert_array_equal(out["xi"], x)
     assert exe.stats()["macs"] == 2 * 4 * 3
+
+
+def test_constant_inputs_reach_the_strategies_as_attributes():
+    # opset 18: Slice's starts/ends/axes, Pad's pads and value, ReduceMean's axes and
+    # Resize's scales are inputs; the strategies read them from attributes
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    nodes = [helper.make_node("Slice", ["x", "st", "en", "ax"], ["s"], name="slice"),
+             helper.make_node("Pad", ["s", "pads", "pv"], ["p"], name="pad"),
+             helper.make_node("Resize", ["p", "", "scales"], ["r"], name="up", mode="nearest"),
+             helper.make_node("ReduceMean", ["r", "rax"], ["y"], name="mean", keepdims=0)]
+    inits = [("st", i64(1, 0)), ("en", i64(3, 5)), ("ax", i64(1, 2)), ("pads", i64(0, 0, 1, 0, 0, 0, 1, 2)),
+             ("pv", np.array(0.5, np.float32)), ("scales", np.array([1, 1, 2, 2], np.float32)), ("rax", i64(2))]
+    model = make_model(nodes, [("x", [2, 4, 6, 5], np.float32)], ["y"], inits, opset=18)
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    assert rep["host_steps"] == 0 and rep["npu_steps"] == 4
+    x = RNG.standard_normal((2, 4, 6, 5)).astype(np.float32)
+    np.testing.assert_allclose(exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"], rtol=1e-5, atol=1e-6)

@@ -83,6 +83,18 @@ def test_clip_runs_on_the_vector_engine():
         assert st["cycles"] < 2 * relu["cycles"], (st["cycles"], relu["cycles"])
 
 
+@pytest.mark.parametrize("attrs", [{}, {"approximate": "tanh"}])
+def test_gelu_runs_as_vector_passes(attrs):
+    # BERT's activation: one vector command per pass, not a scalar polynomial per element
+    from strategy_util import run_op
+
+    x = rand((64, 300), 6, -6, 6)  # a remainder tile too (19200 elements)
+    _, _, relu = run_op("Relu", {}, [x])
+    outs, refs, st = run_op("Gelu", attrs, [x])
+    np.testing.assert_allclose(outs[0], refs[0], rtol=1e-5, atol=2e-6)
+    assert st["cycles"] < 6 * relu["cycles"], (st["cycles"], relu["cycles"])
+
+
 def test_where_cast_compare():
     c = rand((4, 6), 1) > 0
     check_op("Where", {}, [c, rand((4, 6), 2), rand((6,), 3)])
