@@ -548,18 +548,12 @@ class CPrinter {
       case NodeKind::kAllocate: {
         auto* a = static_cast<const AllocateNode*>(n);
         const Buffer& b = a->buffer;
-        std::string size;
-        for (const PrimExpr& d : b->shape) size += (size.empty() ? "" : " * ") + ("(int64_t)(" + Expr(d) + ")");
-        if (size.empty()) size = "1";
-        std::string name = Name(b->data.get());
+        if (hoisted_.count(b->data.get())) return Stmt(a->body);  // allocated before the cores loop
         Line() << "{\n";
         ++indent_;
-        Line() << CType(b->dtype) << "* " << name << " = (" << CType(b->dtype) << "*)calloc((size_t)(" << size
-               << "), sizeof(" << CType(b->dtype) << "));\n";
-        Line() << "if (" << name << " == NULL) " << fail_ << "\n";
-        types_[b->data.get()] = {CType(b->dtype) + "*", ""};
+        EmitAllocation(b);
         Stmt(a->body);
-        Line() << "free(" << name << ");\n";
+        Line() << "free(" << Name(b->data.get()) << ");\n";
         --indent_;
         Line() << "}\n";
         return;
@@ -625,6 +619,40 @@ class CPrinter {
     if (core_expr_ != "0") {
       TILECORE_THROW(ValueError) << "c codegen: a `cores` loop inside another `cores` loop" << Where(f->span);
     }
+    // Shared (L2) buffers exist once for the whole cluster: they are allocated before the
+    // loop and every core (thread or iteration) sees the same memory, as on the npu target.
+    std::vector<const AllocateNode*> shared;
+    PostOrderVisit(f->body, [&](const ObjectRef& o) {
+      if (const auto* a = o.as<AllocateNode>(); a && a->buffer->scope == "shared") shared.push_back(a);
+    });
+    for (const AllocateNode* a : shared) {
+      Line() << "{\n";
+      ++indent_;
+      EmitAllocation(a->buffer);
+      hoisted_.insert(a->buffer->data.get());
+    }
+    CoresLoopBody(f);
+    for (auto it = shared.rbegin(); it != shared.rend(); ++it) {
+      Line() << "free(" << Name((*it)->buffer->data.get()) << ");\n";
+      --indent_;
+      Line() << "}\n";
+    }
+  }
+
+  // calloc of `b`'s elements (its shape is constant: PlanLocalMemory checks it) into a
+  // pointer named after its data variable.
+  void EmitAllocation(const Buffer& b) {
+    std::string size;
+    for (const PrimExpr& d : b->shape) size += (size.empty() ? "" : " * ") + ("(int64_t)(" + Expr(d) + ")");
+    if (size.empty()) size = "1";
+    std::string name = Name(b->data.get());
+    Line() << CType(b->dtype) << "* " << name << " = (" << CType(b->dtype) << "*)calloc((size_t)(" << size
+           << "), sizeof(" << CType(b->dtype) << "));\n";
+    Line() << "if (" << name << " == NULL) " << fail_ << "\n";
+    types_[b->data.get()] = {CType(b->dtype) + "*", ""};
+  }
+
+  void CoresLoopBody(const ForNode* f) {
     std::string v = Name(f->loop_var.get());
     std::string ty = CType(f->loop_var->dtype);
     types_[f->loop_var.get()] = {ty, ""};
@@ -947,6 +975,7 @@ class CPrinter {
   std::unordered_map<const Object*, std::pair<std::string, std::string>> types_;
   std::unordered_set<const Object*> vec_vars_;
   std::unordered_set<const Object*> let_vars_;  // bound by Let expressions
+  std::unordered_set<const Object*> hoisted_;   // shared buffers allocated before their cores loop
   std::string fname_, lane_, outlined_;
   std::string core_expr_ = "0", fail_ = "return 1;", barrier_;
   int num_cores_ = 1;
