@@ -614,7 +614,8 @@ class CPrinter {
 
   // A loop bound to cores. Core k runs iteration min + k, as on the npu target. Without a
   // barrier in its body the cores run one after another; with one, each core is a thread
-  // and `tir.barrier` a pthread barrier, so phases order exactly as on the cluster.
+  // and `tir.barrier` a barrier of the cluster (tc_cluster), so phases order exactly as on
+  // the cluster. The kernel returns 2 when it cannot start a thread per core.
   void CoresLoop(const ForNode* f) {
     if (core_expr_ != "0") {
       TILECORE_THROW(ValueError) << "c codegen: a `cores` loop inside another `cores` loop" << Where(f->span);
@@ -688,7 +689,7 @@ class CPrinter {
     int id = counter_++;
     std::string env = "tc_env_" + fname_ + "_" + std::to_string(id), fn = "tc_core_" + fname_ + "_" + std::to_string(id);
     std::ostringstream decl;
-    decl << "struct " << env << " {\n  int32_t core;\n  int32_t ret;\n  pthread_barrier_t* bar;\n";
+    decl << "struct " << env << " {\n  int32_t core;\n  int32_t ret;\n  tc_cluster* cluster;\n";
     for (const Object* v : free) decl << "  " << types_[v].first << " " << names_.at(v) << types_[v].second << ";\n";
     decl << "};\n";
     // The body, printed as the thread function.
@@ -697,11 +698,13 @@ class CPrinter {
     int saved_indent = indent_;
     std::string saved_fail = fail_, saved_bar = barrier_, saved_core = core_expr_;
     indent_ = 1;
-    fail_ = "{ env->ret = 1; return NULL; }";
-    barrier_ = "pthread_barrier_wait(env->bar);";
+    // A failing core breaks the cluster, so the others leave their barriers instead of waiting.
+    fail_ = "{ env->ret = 1; tc_cluster_set(env->cluster, -1); return NULL; }";
+    barrier_ = "if (!tc_cluster_barrier(env->cluster)) { env->ret = 1; return NULL; }";
     core_expr_ = "env->core";
     os_ << "static void* " << fn << "(void* arg) {\n";
     Line() << "struct " << env << "* env = (struct " << env << "*)arg;\n";
+    Line() << "if (!tc_cluster_start(env->cluster)) return NULL;\n";
     for (const Object* v : free) {
       if (types_[v].second.empty()) {
         Line() << types_[v].first << " " << names_.at(v) << " = env->" << names_.at(v) << ";\n";
@@ -726,19 +729,21 @@ class CPrinter {
     outlined_ += decl.str() + body + "\n";
     // The launch: one thread per core, joined before the statements after the loop.
     std::string n = std::to_string(ext), envs = "tc_envs" + std::to_string(id), th = "tc_th" + std::to_string(id),
-                bar = "tc_bar" + std::to_string(id), c = "tc_c" + std::to_string(id);
+                bar = "tc_cluster" + std::to_string(id), c = "tc_c" + std::to_string(id),
+                started = "tc_started" + std::to_string(id);
     Line() << "{\n";
     ++indent_;
-    Line() << "pthread_barrier_t " << bar << ";\n";
+    Line() << "tc_cluster " << bar << ";\n";
     Line() << "struct " << env << " " << envs << "[" << n << "];\n";
     Line() << "pthread_t " << th << "[" << n << "];\n";
     Line() << "int32_t tc_rc" << id << " = 0;\n";
-    Line() << "pthread_barrier_init(&" << bar << ", NULL, " << n << ");\n";
+    Line() << "int32_t " << started << " = 0;\n";
+    Line() << "tc_cluster_init(&" << bar << ", " << n << ");\n";
     Line() << "for (int32_t " << c << " = 0; " << c << " < " << n << "; ++" << c << ") {\n";
     ++indent_;
     Line() << envs << "[" << c << "].core = " << c << ";\n";
     Line() << envs << "[" << c << "].ret = 0;\n";
-    Line() << envs << "[" << c << "].bar = &" << bar << ";\n";
+    Line() << envs << "[" << c << "].cluster = &" << bar << ";\n";
     for (const Object* fv : free) {
       if (types_[fv].second.empty()) {
         Line() << envs << "[" << c << "]." << names_.at(fv) << " = " << names_.at(fv) << ";\n";
@@ -748,14 +753,18 @@ class CPrinter {
       }
     }
     Line() << "if (pthread_create(&" << th << "[" << c << "], NULL, " << fn << ", &" << envs << "[" << c
-           << "]) != 0) abort();\n";
+           << "]) != 0) break;\n";
+    Line() << "++" << started << ";\n";
     --indent_;
     Line() << "}\n";
-    Line() << "for (int32_t " << c << " = 0; " << c << " < " << n << "; ++" << c << ") {\n";
+    // Every thread or none runs the body: with a thread missing, barriers could not complete.
+    Line() << "tc_cluster_set(&" << bar << ", " << started << " == " << n << " ? 1 : -1);\n";
+    Line() << "for (int32_t " << c << " = 0; " << c << " < " << started << "; ++" << c << ") {\n";
     Line() << "  pthread_join(" << th << "[" << c << "], NULL);\n";
     Line() << "  if (" << envs << "[" << c << "].ret) tc_rc" << id << " = 1;\n";
     Line() << "}\n";
-    Line() << "pthread_barrier_destroy(&" << bar << ");\n";
+    Line() << "tc_cluster_destroy(&" << bar << ");\n";
+    Line() << "if (" << started << " != " << n << ") return 2;\n";
     Line() << "if (tc_rc" << id << ") " << fail_ << "\n";
     --indent_;
     Line() << "}\n";

@@ -353,6 +353,49 @@ static inline float tc_rsqrt(float x) { return (float)(1.0 / sqrt((double)x)); }
 static inline float tc_recip(float x) { return (float)(1.0 / (double)x); }
 static inline float tc_tanh(float x) { return (float)tanh((double)x); }
 static inline float tc_sigmoid(float x) { return (float)(1.0 / (1.0 + exp(-(double)x))); }
+/* ---- the cores of a cluster as threads (a `cores` loop with tir.barrier) -------------------
+   Threads start only once all were created (state 0 -> 1); a thread that cannot be created
+   or a core that fails breaks the cluster (state -1), which releases every core waiting at a
+   barrier or at the start: no core waits forever for one that will not come. */
+typedef struct { pthread_mutex_t mu; pthread_cond_t cv; int n, waiting, gen, state; } tc_cluster;
+static void tc_cluster_init(tc_cluster* k, int n) {
+  pthread_mutex_init(&k->mu, NULL);
+  pthread_cond_init(&k->cv, NULL);
+  k->n = n; k->waiting = 0; k->gen = 0; k->state = 0;
+}
+static void tc_cluster_destroy(tc_cluster* k) { pthread_cond_destroy(&k->cv); pthread_mutex_destroy(&k->mu); }
+/* 1: run; -1: broken (kept once set). */
+static void tc_cluster_set(tc_cluster* k, int state) {
+  pthread_mutex_lock(&k->mu);
+  if (k->state >= 0) k->state = state;
+  pthread_cond_broadcast(&k->cv);
+  pthread_mutex_unlock(&k->mu);
+}
+/* Each core's first step: 1 when the cluster runs, 0 when it broke before starting. */
+static int tc_cluster_start(tc_cluster* k) {
+  pthread_mutex_lock(&k->mu);
+  while (k->state == 0) pthread_cond_wait(&k->cv, &k->mu);
+  int ok = k->state > 0;
+  pthread_mutex_unlock(&k->mu);
+  return ok;
+}
+/* tir.barrier: 1 when every core arrived, 0 when the cluster broke meanwhile. */
+static int tc_cluster_barrier(tc_cluster* k) {
+  pthread_mutex_lock(&k->mu);
+  int gen = k->gen;
+  if (k->state >= 0) {
+    if (++k->waiting == k->n) {
+      k->waiting = 0;
+      ++k->gen;
+      pthread_cond_broadcast(&k->cv);
+    } else {
+      while (k->gen == gen && k->state >= 0) pthread_cond_wait(&k->cv, &k->mu);
+    }
+  }
+  int ok = k->gen != gen;
+  pthread_mutex_unlock(&k->mu);
+  return ok;
+}
 /* ---- calls to the host's global functions (tir.call_packed) ---------------------------------
    The layout of runtime/kernel.h's TCHostArg; the module sets the host entry on load. */
 typedef struct {
