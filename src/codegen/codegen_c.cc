@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tilecore/arch/tile_ops.h"
 #include "tilecore/codegen/lowering.h"
 #include "tilecore/codegen/tile_operand.h"
 #include "tilecore/ffi/dtype.h"
@@ -836,7 +837,7 @@ class CPrinter {
     } else if (op == "tile.mm") {
       Matmul(c);
     } else {
-      VecOp(c, op.substr(9));
+      VecOp(c, op);
     }
     --indent_;
     Line() << "}\n";
@@ -929,51 +930,47 @@ class CPrinter {
            << Expr(e.clamp_hi) << "));\n";
   }
 
+  // A vector-engine command: its row of the table of tile operations (arch/tile_ops.def)
+  // names the element functions tc_f_<name> / tc_i_<name> the prelude defines from it.
   void VecOp(const CallNode* c, const std::string& op) {
-    static const std::map<std::string, std::string> codes = {
-        {"add", "TC_V_ADD"},     {"sub", "TC_V_SUB"},     {"mul", "TC_V_MUL"},         {"max", "TC_V_MAX"},
-        {"min", "TC_V_MIN"},     {"div", "TC_V_DIV"},     {"adds", "TC_V_ADD"},        {"muls", "TC_V_MUL"},
-        {"maxs", "TC_V_MAX"},    {"mins", "TC_V_MIN"},    {"exp", "TC_V_EXP"},         {"log", "TC_V_LOG"},
-        {"recip", "TC_V_RECIP"}, {"sqrt", "TC_V_SQRT"},   {"rsqrt", "TC_V_RSQRT"},     {"tanh", "TC_V_TANH"},
-        {"sigmoid", "TC_V_SIGMOID"}, {"relu", "TC_V_RELU"}, {"redsum", "TC_V_ADD"},   {"redmax", "TC_V_MAX"},
-        {"redmin", "TC_V_MIN"}};
+    const arch::TileOpInfo* row = arch::FindTileIntrinsic(op);
+    if (row == nullptr) {
+      TILECORE_THROW(ValueError) << "c codegen: intrinsic `" << op << "` cannot be emitted" << Where(c->span);
+    }
     CTensor d = Region(c->args[0], c), a = Region(c->args[1], c);
     Declare("tc_d", d);
     Declare("tc_a", a);
-    if (op == "copy") {
-      Line() << "tc_vec_copy(&tc_d, &tc_a);\n";
-      return;
-    }
-    if (op == "requant") {
-      Line() << "tc_vec_requant(&tc_d, &tc_a, (float)(double)(" << Expr(c->args[2]) << "), (int32_t)(" << Expr(c->args[3])
-             << "));\n";
-      return;
-    }
-    auto it = codes.find(op);
-    if (it == codes.end()) {
-      TILECORE_THROW(ValueError) << "c codegen: intrinsic `tile.vec_" << op << "` cannot be emitted" << Where(c->span);
-    }
-    if (op.rfind("red", 0) == 0) {
-      // d lacks the reduced innermost axis or has it with extent 1; other dims pair by index.
-      if (d.shape.size() + 1 == a.shape.size()) {
-        Line() << "tc_d.rank = " << a.shape.size() << "; tc_d.shape[" << d.shape.size() << "] = 1; tc_d.stride["
-               << d.shape.size() << "] = 0;\n";
-      } else if (d.shape.size() != a.shape.size()) {
-        TILECORE_THROW(ValueError) << "c codegen: `tile.vec_" << op << "` with operands of different ranks"
-                                   << Where(c->span);
-      }
-      Line() << "tc_vec_reduce(" << it->second << ", &tc_d, &tc_a);\n";
-      return;
-    }
-    static const std::set<std::string> three = {"add", "sub", "mul", "max", "min", "div"};
-    static const std::set<std::string> scal = {"adds", "muls", "maxs", "mins"};
-    if (three.count(op)) {
-      Declare("tc_b", Region(c->args[2], c));
-      Line() << "tc_vec_op(" << it->second << ", &tc_d, &tc_a, &tc_b, 0.0f);\n";
-    } else if (scal.count(op)) {
-      Line() << "tc_vec_op(" << it->second << ", &tc_d, &tc_a, NULL, (float)(double)(" << Expr(c->args[2]) << "));\n";
-    } else {
-      Line() << "tc_vec_op(" << it->second << ", &tc_d, &tc_a, NULL, 0.0f);\n";
+    std::string name(row->name);
+    std::string fns = "tc_f_" + name + ", " + (row->c_int.empty() ? std::string("NULL") : "tc_i_" + name);
+    switch (row->form) {
+      case arch::TileForm::Convert:
+        Line() << "tc_vec_copy(&tc_d, &tc_a);\n";
+        return;
+      case arch::TileForm::Requant:
+        Line() << "tc_vec_requant(&tc_d, &tc_a, (float)(double)(" << Expr(c->args[2]) << "), (int32_t)("
+               << Expr(c->args[3]) << "));\n";
+        return;
+      case arch::TileForm::Reduce:
+        // d lacks the reduced innermost axis or has it with extent 1; other dims pair by index.
+        if (d.shape.size() + 1 == a.shape.size()) {
+          Line() << "tc_d.rank = " << a.shape.size() << "; tc_d.shape[" << d.shape.size() << "] = 1; tc_d.stride["
+                 << d.shape.size() << "] = 0;\n";
+        } else if (d.shape.size() != a.shape.size()) {
+          TILECORE_THROW(ValueError) << "c codegen: `" << op << "` with operands of different ranks" << Where(c->span);
+        }
+        Line() << "{ int dt = tc_d.dt; (void)dt; tc_vec_reduce(" << fns << ", " << row->c_init
+               << ", &tc_d, &tc_a); }\n";
+        return;
+      case arch::TileForm::Binary:
+        Declare("tc_b", Region(c->args[2], c));
+        Line() << "tc_vec_op(" << fns << ", &tc_d, &tc_a, &tc_b, 0.0f);\n";
+        return;
+      case arch::TileForm::Scalar:
+        Line() << "tc_vec_op(" << fns << ", &tc_d, &tc_a, NULL, (float)(double)(" << Expr(c->args[2]) << "));\n";
+        return;
+      case arch::TileForm::Unary:
+        Line() << "tc_vec_op(" << fns << ", &tc_d, &tc_a, NULL, 0.0f);\n";
+        return;
     }
   }
 
@@ -991,13 +988,31 @@ class CPrinter {
   int counter_ = 0;
 };
 
+// The element functions of the table of tile operations: tc_f_<name> on doubles and
+// tc_i_<name> on integers, from each row's C semantics.
+std::string TileOpFunctions() {
+  std::string out = "/* ---- tile operations (arch/tile_ops.def) ---- */\n";
+  for (const arch::TileOpInfo& r : arch::kTileOpRows) {
+    std::string n(r.name);
+    if (!r.c_float.empty()) {
+      out += "static double tc_f_" + n + "(double x, double y) { (void)x; (void)y; return " + std::string(r.c_float) +
+             "; }\n";
+    }
+    if (!r.c_int.empty()) {
+      out += "static int64_t tc_i_" + n + "(int64_t x, int64_t y) { (void)x; (void)y; return " + std::string(r.c_int) +
+             "; }\n";
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 CSource GenerateC(const ir::IRModule& raw) {
   // Local memory is planned without the TC1 caps (host memory), unless configured.
   ir::IRModule mod = LowerKernels(raw, LowerOptions{int64_t(1) << 30, int64_t(1) << 30, false, "c"});
   CSource out;
-  out.code = std::string(kPrelude) + kCRuntimeTile;
+  out.code = std::string(kPrelude) + kCRuntimeTile + TileOpFunctions();
   for (const auto& [name, func] : mod->functions.items()) {
     std::string n = KernelSymbol(std::string(name.view()));
     CPrinter p;
