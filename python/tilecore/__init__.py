@@ -45,6 +45,16 @@ from . import arch, sim, runtime  # noqa: E402  (registers AsmError, SimError, M
 from .target import Target  # noqa: E402
 from .build import build  # noqa: E402
 
+
+def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, keep_intermediates=False,  # noqa: A001
+            **kwargs):
+    """A model (ONNX path, bytes, ModelProto, or Graph) compiled to a runtime Executable:
+    see :func:`tilecore.compiler.compile` and docs/compiler.md, "The driver"."""
+    from .compiler.driver import compile as _compile
+
+    return _compile(model, target=target, precision=precision, input_shapes=input_shapes,
+                    keep_intermediates=keep_intermediates, **kwargs)
+
 __version__ = "0.1.0"
 
 __all__ = [

@@ -118,6 +118,26 @@ int64_t Numel(const std::vector<int64_t>& s);
 std::string CheckDTypes(const std::vector<TensorSpec>& ins, const std::vector<DataType>& dtypes,
                         const std::string& op);
 
+/*!
+ * \brief Copies as data: an N-D block of output `dst` written from a strided window of
+ * input `src` (strides in elements; 0 repeats, negative reverses), or filled with
+ * `value`. Boxes of one op must not overlap in the output.
+ */
+struct BoxDim {
+  int64_t n, ss, ds;  // extent, source stride, destination stride
+};
+struct Box {
+  std::vector<BoxDim> dims;
+  int64_t src_base = 0, dst_base = 0;
+  int src = 0, dst = 0;
+  bool fill = false;
+  double value = 0;
+};
+/*! \brief The boxes as DDR-to-DDR DMA commands over the cores (strategy_layout.cc). */
+Stmt EmitBoxes(const OpCall& call, const Params& p, std::vector<Box> boxes);
+/*! \brief Row-major strides of a shape. */
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape);
+
 }  // namespace detail
 }  // namespace compiler
 }  // namespace tilecore

@@ -4,6 +4,8 @@
  */
 #include "tilecore/compiler/strategy.h"
 
+#include "tilecore/compiler/host_kernel.h"
+
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -53,6 +55,8 @@ const Strategy* Find(const std::string& op_type) {
   return it == Registry().end() ? nullptr : &it->second;
 }
 }  // namespace
+
+const Strategy* FindStrategy(const std::string& op_type) { return Find(op_type); }
 
 void RegisterStrategy(const std::string& op_type, Strategy s) {
   {

@@ -8,9 +8,11 @@
  * = OW unless OW > 256) and TM output channels (<= 128); K is cut into chunks of CC
  * input channels (CC * KH * KW <= 256). For each chunk the input rows the tile needs
  * are DMAed row by row into a zero-filled L1 patch (padding = the zeros left), the
- * patch is unfolded into col (im2col, in L1), and tile.mm accumulates. Column tiles
+ * patch is unfolded into col (im2col, in L1, one vector copy per tap from a strided view
+ * of the patch), and tile.mm accumulates (CC, then R, shrink when they would overflow L1). Column tiles
  * are placed at compile time (a loop in the generator), so every DMA has constant
  * extents; rows, output channels and images are loops, spread over the cores.
+ * A depthwise Conv (Cg = Mg = 1) runs on the vector engine instead (LowerDepthwise).
  */
 #include <algorithm>
 
@@ -111,11 +113,176 @@ std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
   return s;
 }
 
+/*! \brief A view of an L1 allocation with logical dims `dims` and element `strides`,
+ * unit dims dropped (the engines take up to 4 dims). */
+Buffer StridedView(const Buffer& alloc, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+                   int64_t offset, const std::string& name) {
+  Array<PrimExpr> shape, st;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k] == 1) continue;
+    shape.push_back(I32(dims[k]));
+    st.push_back(I32(strides[k]));
+  }
+  if (shape.empty()) {
+    shape.push_back(I32(1));
+    st.push_back(I32(1));
+  }
+  return Buffer(alloc->data, alloc->dtype, shape, st, I32(offset), alloc->scope, String(name));
+}
+
+/*! \brief dst[i] = src[i] over the non-unit dims of `dims` (views from StridedView). */
+Stmt CopyNest(const Buffer& dst, const Buffer& src, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> ext;
+  for (int64_t d : dims) {
+    if (d != 1) ext.push_back(d);
+  }
+  if (ext.empty()) ext.push_back(1);
+  std::function<Stmt(size_t, Array<PrimExpr>)> nest = [&](size_t k, Array<PrimExpr> idx) -> Stmt {
+    if (k == ext.size()) return BufferStore(dst, BufferLoad(src, idx), idx);
+    static const char* names[] = {"i0", "i1", "i2", "i3"};
+    return Loop(names[k], ext[k], [&](PrimExpr v) {
+      Array<PrimExpr> next = idx;
+      next.push_back(v);
+      return nest(k + 1, next);
+    });
+  };
+  return nest(0, {});
+}
+
+/*! \brief `body(idx)` over the non-unit dims of `dims` (the index of StridedView's views). */
+Stmt Nest(const std::vector<int64_t>& dims, const std::function<Stmt(const Array<PrimExpr>&)>& body) {
+  std::vector<int64_t> ext;
+  for (int64_t d : dims) {
+    if (d != 1) ext.push_back(d);
+  }
+  if (ext.empty()) ext.push_back(1);
+  std::function<Stmt(size_t, Array<PrimExpr>)> nest = [&](size_t k, Array<PrimExpr> idx) -> Stmt {
+    if (k == ext.size()) return body(idx);
+    static const char* names[] = {"i0", "i1", "i2", "i3"};
+    return Loop(names[k], ext[k], [&](PrimExpr v) {
+      Array<PrimExpr> next = idx;
+      next.push_back(v);
+      return nest(k + 1, next);
+    });
+  };
+  return nest(0, {});
+}
+
+/*!
+ * \brief Depthwise Conv (one input and one output channel per group) on the vector
+ * engine: a matrix product per channel would use one row of the matrix engine. Tiles
+ * of cc channels x r rows x tw columns; per tile the input patch is DMAed in as for the
+ * implicit GEMM, and each kernel tap is a vec_mul of a strided view of the patch by the
+ * tap's weight per channel (a stride-0 view), accumulated with vec_add.
+ */
+PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) {
+  DataType f32 = DataType::Float(32);
+  int64_t KK = g.KH * g.KW;
+  Buffer X = View(p.in[0], {g.N, g.C, g.H, g.W}, "X");
+  Buffer Wv = View(p.in[1], {g.C, KK}, "Wdw");
+  bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
+  Buffer Bv = has_bias ? View(p.in[2], {g.C, 1}, "Bias") : Buffer();
+  Buffer Y = View(p.out[0], {g.N, g.C, g.OH, g.OW}, "Y");
+  constexpr int64_t kElems = 8192, kPatch = 49152;  // 32 KiB output tile, 192 KiB patch
+  auto rin = [&](int64_t r) { return (r - 1) * g.sh + (g.KH - 1) * g.dh + 1; };
+  auto win = [&](int64_t tw) { return (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1; };
+  int64_t TW = std::min<int64_t>(g.OW, 256);
+  int64_t R = std::max<int64_t>(1, std::min(g.OH, kElems / TW));
+  while (R > 1 && rin(R) * win(TW) > kPatch) R = (R + 1) / 2;
+  int64_t CC = std::max<int64_t>(1, std::min(g.C, std::min(kElems / (R * TW), kPatch / (rin(R) * win(TW)))));
+  int64_t cols = (g.OW + TW - 1) / TW;
+  auto items = [&]() { return g.N * cols * ((g.C + CC - 1) / CC) * ((g.OH + R - 1) / R); };
+  while (items() < 2 * call.cores && (CC > 1 || R > 1)) {
+    if (CC > 1) CC = (CC + 1) / 2;
+    else R = (R + 1) / 2;
+  }
+  int64_t rotation = 0;
+  Stmt body = OverCores(call.cores, [&](PrimExpr core) {
+    std::vector<Stmt> groups;
+    for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW) {
+      int64_t tw = std::min(TW, g.OW - ow0);
+      int64_t wn = win(tw), iw0 = ow0 * g.sw - g.pl;
+      int64_t vlo = std::max<int64_t>(0, iw0), vhi = std::min<int64_t>(g.W, iw0 + wn);
+      for (auto [rcount, r] : Segs(g.OH, R)) {
+        int64_t rbase = r == R ? 0 : (g.OH / R) * R, rn = rin(r);
+        for (auto [ccount, cc] : Segs(g.C, CC)) {
+          int64_t cbase = cc == CC ? 0 : (g.C / CC) * CC;
+          groups.push_back(ForEachItem(core, call.cores, g.N * rcount * ccount, &rotation, "t",
+                                       [&, r = r, rbase = rbase, rn = rn, cc = cc, cbase = cbase, rcount = rcount,
+                                        ccount = ccount](PrimExpr t) {
+            PrimExpr ci = floormod(t, I32(ccount));
+            PrimExpr ri = floormod(floordiv(t, I32(ccount)), I32(rcount));
+            PrimExpr n = floordiv(t, I32(ccount * rcount));
+            PrimExpr c0 = I32(cbase) + ci * I32(CC), oh0 = I32(rbase) + ri * I32(R);
+            Buffer Xp = Local({cc, rn, wn}, f32, "Xp");
+            Buffer Wl = Local({cc, KK}, f32, "Wl");
+            Buffer O = Local({cc, r, tw}, f32, "O");
+            Buffer T = Local({cc, r, tw}, f32, "T");
+            std::vector<int64_t> dims{cc, r, tw};
+            std::vector<Stmt> s;
+            s.push_back(Intrin("tile.dma_fill", {Region(Xp, {I32(0), I32(0), I32(0)}, {cc, rn, wn}), F32(0), I32(0)}));
+            s.push_back(Intrin("tile.wait", {I32(0)}));
+            if (vhi > vlo) {
+              s.push_back(Loop("rr", rn, [&](PrimExpr rr) {
+                PrimExpr ih = oh0 * I32(g.sh) - I32(g.pt) + rr;
+                return IfThenElse(ih >= I32(0) && ih < I32(g.H),
+                                  Intrin("tile.dma_copy", {Region(Xp, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
+                                                           Region(X, {n, c0, ih, I32(vlo)}, {1, cc, 1, vhi - vlo}),
+                                                           I32(0)}));
+              }));
+              s.push_back(Intrin("tile.wait", {I32(0)}));
+            }
+            s.push_back(DmaWait(Region(Wl, {I32(0), I32(0)}, {cc, KK}), Region(Wv, {c0, I32(0)}, {cc, KK}), 0));
+            Buffer Ov = StridedView(O, dims, {r * tw, tw, 1}, 0, "Ov");
+            Buffer Tv = StridedView(T, dims, {r * tw, tw, 1}, 0, "Tv");
+            for (int64_t kh = 0; kh < g.KH; ++kh) {
+              for (int64_t kw = 0; kw < g.KW; ++kw) {
+                Buffer tap = StridedView(Xp, dims, {rn * wn, g.sh * wn, g.sw}, kh * g.dh * wn + kw * g.dw, "Tap");
+                Buffer wt = StridedView(Wl, dims, {KK, 0, 0}, kh * g.KW + kw, "Wtap");
+                bool first = kh == 0 && kw == 0;
+                const Buffer& dst = first ? Ov : Tv;
+                s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
+                  return BufferStore(dst, BufferLoad(tap, i) * BufferLoad(wt, i), i);
+                }));
+                if (!first) {
+                  s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
+                    return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(Tv, i), i);
+                  }));
+                }
+              }
+            }
+            Stmt tile;
+            if (has_bias) {
+              Buffer Bl = Local({cc, 1}, f32, "Bl");
+              Buffer bv = StridedView(Bl, dims, {1, 0, 0}, 0, "Bb");
+              s.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {cc, 1}), Region(Bv, {c0, I32(0)}, {cc, 1}), 0));
+              s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
+                return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(bv, i), i);
+              }));
+              s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}),
+                                  Region(O, {I32(0), I32(0), I32(0)}, {cc, r, tw}), 1));
+              tile = Allocate(Bl, Seq(s));
+            } else {
+              s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}),
+                                  Region(O, {I32(0), I32(0), I32(0)}, {cc, r, tw}), 1));
+              tile = Seq(s);
+            }
+            return Allocate(Xp, Allocate(Wl, Allocate(O, Allocate(T, tile))));
+          }));
+        }
+      }
+    }
+    return Seq(groups);
+  });
+  return MakeFunc(call, p, body);
+}
+
 PrimFunc LowerConv(const OpCall& call) {
   ConvGeom g;
   std::string why;
   Geometry(call.inputs, call.attrs, &g, &why);
   Params p = MakeParams(call);
+  if (g.G > 1 && g.Cg == 1 && g.Mg == 1) return LowerDepthwise(call, g, p);
   DataType f32 = DataType::Float(32);
   Buffer X = View(p.in[0], {g.N, g.C, g.H, g.W}, "X");
   int64_t KK = g.KH * g.KW;
@@ -127,6 +294,25 @@ PrimFunc LowerConv(const OpCall& call) {
   int64_t R = TW == g.OW ? std::max<int64_t>(1, std::min(g.OH, kMaxP / g.OW)) : 1;
   int64_t CC = std::max<int64_t>(1, std::min(g.Cg, kMaxK / KK));
   int64_t TM = std::min(g.Mg, kMaxTM);
+  // L1 per tile: the input patch, the column matrix, the weight and output tiles. A wide
+  // strided window (a 1x1 stride-2 conv over 256 channels) can overflow L1 with the
+  // largest CC and R: halve the channels per chunk (down to 16), then the rows.
+  auto l1_bytes = [&](int64_t rows, int64_t cc) {
+    int64_t rin = (rows - 1) * g.sh + (g.KH - 1) * g.dh + 1, win = (TW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
+    return 4 * (cc * rin * win + cc * KK * rows * TW + TM * cc * KK + TM * rows * TW);
+  };
+  const int64_t budget = call.l1_bytes - (int64_t{32} << 10);  // DMA state and the planner's slack
+  while (l1_bytes(R, CC) > budget) {
+    if (CC > 16) {
+      CC = (CC + 1) / 2;
+    } else if (R > 1) {
+      R = (R + 1) / 2;
+    } else if (CC > 1) {
+      CC = (CC + 1) / 2;
+    } else {
+      break;
+    }
+  }
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> groups;
@@ -179,20 +365,17 @@ PrimFunc LowerConv(const OpCall& call) {
                   }));
                   st.push_back(Intrin("tile.wait", {I32(0)}));
                 }
-                // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw + kw * dw]
-                st.push_back(Loop("c", cc, [&](PrimExpr c) {
-                  return Loop("kh", g.KH, [&](PrimExpr kh) {
-                    return Loop("kw", g.KW, [&](PrimExpr kw) {
-                      return Loop("y", r, [&](PrimExpr y) {
-                        return Loop("x", tw, [&](PrimExpr x) {
-                          PrimExpr row = (c * I32(g.KH) + kh) * I32(g.KW) + kw;
-                          return BufferStore(Col, BufferLoad(Xp, {c, y * I32(g.sh) + kh * I32(g.dh), x * I32(g.sw) + kw * I32(g.dw)}),
-                                             {row, y, x});
-                        });
-                      });
-                    });
-                  });
-                }));
+                // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw + kw * dw],
+                // one vector copy per tap between strided views of Xp and Col (the engine
+                // reads a strided source; a loop over x * sw it could not take as one command)
+                for (int64_t kh = 0; kh < g.KH; ++kh) {
+                  for (int64_t kw = 0; kw < g.KW; ++kw) {
+                    Buffer src = StridedView(Xp, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
+                                             kh * g.dh * win + kw * g.dw, "Tap");
+                    Buffer dst = StridedView(Col, {cc, r, tw}, {KK * r * tw, tw, 1}, (kh * g.KW + kw) * r * tw, "ColTap");
+                    st.push_back(CopyNest(dst, src, {cc, r, tw}));
+                  }
+                }
                 st.push_back(DmaWait(Region(Al, {I32(0), I32(0)}, {tm, kc}),
                                      Region(Wt, {gi, m0, c0 * I32(KK)}, {1, tm, kc}), 0));
                 st.push_back(Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, P}), Region(Al, {I32(0), I32(0)}, {tm, kc}),

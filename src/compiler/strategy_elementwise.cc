@@ -9,13 +9,15 @@
  * has its own constant size. An input of the output's element count is DMAed tile by
  * tile; a broadcast input (fewer elements) is loaded whole into L1 once per core
  * (up to 256 KiB) and read through its broadcast index. The compute loop is one
- * scalar loop per tile over L1; EmitTileIntrinsics turns what the vector engine
+ * scalar loop per tile over L1 (Clip: two, max then min, each one vector command);
+ * EmitTileIntrinsics turns what the vector engine
  * has (add, mul, max, exp, sigmoid, ...) into tile.vec_* commands, and the rest
  * (erf, pow, select, broadcast reads) stays front-end code.
  */
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "kernel_util.h"
 #include "tilecore/ffi/reflection.h"
@@ -256,7 +258,7 @@ PrimFunc LowerElementwise(const OpCall& call) {
           Ol = tl[0];
         } else {
           Ol = Local({size}, odt, "Ol");
-          s.push_back(Loop("i", size, [&](PrimExpr i) {
+          auto gather = [&](PrimExpr i) {
             std::vector<PrimExpr> x;
             for (size_t k = 0; k < nin; ++k) {
               if (!ins[k].present) {
@@ -276,10 +278,36 @@ PrimFunc LowerElementwise(const OpCall& call) {
                 x.push_back(BufferLoad(whole[k], {idx}));
               }
             }
-            PrimExpr v = op.fn(x, call);
-            if (v.dtype() != odt) v = cast(odt, v);
-            return BufferStore(Ol, v, {i});
-          }));
+            return x;
+          };
+          if (call.op_type == "Clip") {
+            // two passes, max then min, so each is one vector command (a nested
+            // min(max(x, lo), hi) is not one the engine has)
+            bool has_lo = nin > 1 && ins[1].present, has_hi = nin > 2 && ins[2].present;
+            auto bound = [&](const std::vector<PrimExpr>& x, bool from_input, size_t k, const char* attr)
+                -> std::optional<PrimExpr> {
+              if (from_input) return x[k];
+              if (HasAttr(call.attrs, attr)) return F32(AttrFloat(call.attrs, attr, 0));
+              return std::nullopt;
+            };
+            s.push_back(Loop("i", size, [&](PrimExpr i) {
+              std::vector<PrimExpr> x = gather(i);
+              auto lo = bound(x, has_lo, 1, "min");
+              return BufferStore(Ol, lo ? max(x[0], *lo) : x[0], {i});
+            }));
+            s.push_back(Loop("i", size, [&](PrimExpr i) {
+              std::vector<PrimExpr> x = gather(i);
+              auto hi = bound(x, has_hi, 2, "max");
+              PrimExpr cur = BufferLoad(Ol, {i});
+              return BufferStore(Ol, hi ? min(cur, *hi) : cur, {i});
+            }));
+          } else {
+            s.push_back(Loop("i", size, [&](PrimExpr i) {
+              PrimExpr v = op.fn(gather(i), call);
+              if (v.dtype() != odt) v = cast(odt, v);
+              return BufferStore(Ol, v, {i});
+            }));
+          }
         }
         s.push_back(DmaWait(Region(O, {start}, {size}), Region(Ol, {I32(0)}, {size}), 1));
         Stmt r = Seq(s);
@@ -318,6 +346,15 @@ std::string CheckElementwise(const std::string& op_type, const Map<String, Any>&
     }
   }
   if (op_type == "Where" && !inputs[0]->dtype.is_bool()) return "Where: condition must be bool";
+  if (op_type == "Cast") {
+    // the output dtype is the attribute `to` (ONNX TensorProto codes)
+    int64_t to = AttrInt(attrs, "to", 1);
+    if (to == 7 || to == 11 || to == 13) return "Cast: to a 64-bit type (TC1 has no 64-bit types)";
+    if (to == 10 || to == 16 || inputs[0]->dtype.bits() == 16)
+      return "Cast: float16 and bfloat16 are not taken by the npu strategy yet";
+    if (to != 1 && to != 2 && to != 3 && to != 4 && to != 5 && to != 6 && to != 9 && to != 12)
+      return "Cast: to the ONNX type " + std::to_string(to) + ", which the npu strategy does not produce";
+  }
   // an input smaller than the output is broadcast from one whole copy in L1
   size_t rank = 0;
   for (size_t i = 0; i < nin; ++i)

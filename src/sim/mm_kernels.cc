@@ -154,18 +154,76 @@ const char* gemm_i8_path() {
   return "portable";
 }
 
-void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
-              bool accumulate) {
+namespace {
+
+void gemm_f32_portable(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
+                       bool accumulate, int j0 = 0) {
   for (int i = 0; i < m; ++i) {
     float* crow = c + int64_t(i) * ldc;
-    if (!accumulate) std::memset(crow, 0, size_t(n) * 4);
+    if (!accumulate) std::memset(crow + j0, 0, size_t(n - j0) * 4);
     const float* arow = a + int64_t(i) * lda;
     for (int kk = 0; kk < k; ++kk) {
       float av = arow[kk];
       const float* brow = b + int64_t(kk) * ldb;
-      for (int j = 0; j < n; ++j) crow[j] = crow[j] + av * brow[j];
+      for (int j = j0; j < n; ++j) crow[j] = crow[j] + av * brow[j];
     }
   }
+}
+
+#ifdef TC1_HAVE_X86
+bool have_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+
+// Blocks of 4 rows x 16 columns held in registers over the whole K loop: per element
+// the same operations in the same order as the portable loop (a multiply, then an add,
+// k ascending; no FMA, which target("avx2") does not enable), so the results are
+// bit-identical, several times faster than reloading C per k.
+__attribute__((target("avx2"))) void gemm_f32_avx2(int m, int n, int k, const float* a, int lda, const float* b,
+                                                   int ldb, float* c, int ldc, bool accumulate) {
+  const int n16 = n / 16 * 16;
+  int i = 0;
+  for (; i + 4 <= m; i += 4) {
+    for (int j = 0; j < n16; j += 16) {
+      __m256 acc[4][2];
+      for (int r = 0; r < 4; ++r) {
+        float* crow = c + int64_t(i + r) * ldc + j;
+        acc[r][0] = accumulate ? _mm256_loadu_ps(crow) : _mm256_setzero_ps();
+        acc[r][1] = accumulate ? _mm256_loadu_ps(crow + 8) : _mm256_setzero_ps();
+      }
+      for (int kk = 0; kk < k; ++kk) {
+        const float* brow = b + int64_t(kk) * ldb + j;
+        __m256 b0 = _mm256_loadu_ps(brow), b1 = _mm256_loadu_ps(brow + 8);
+        for (int r = 0; r < 4; ++r) {
+          __m256 av = _mm256_set1_ps(a[int64_t(i + r) * lda + kk]);
+          acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_mul_ps(av, b0));
+          acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_mul_ps(av, b1));
+        }
+      }
+      for (int r = 0; r < 4; ++r) {
+        float* crow = c + int64_t(i + r) * ldc + j;
+        _mm256_storeu_ps(crow, acc[r][0]);
+        _mm256_storeu_ps(crow + 8, acc[r][1]);
+      }
+    }
+  }
+  // the columns past the last block of 16, and the rows past the last block of 4
+  if (n16 < n) gemm_f32_portable(i, n, k, a, lda, b, ldb, c, ldc, accumulate, n16);
+  if (i < m) {
+    gemm_f32_portable(m - i, n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc, accumulate);
+  }
+}
+#endif
+
+}  // namespace
+
+void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
+              bool accumulate) {
+#ifdef TC1_HAVE_X86
+  if (have_avx2()) return gemm_f32_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+#endif
+  gemm_f32_portable(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
 }  // namespace tilecore::sim

@@ -3,7 +3,9 @@
 // Whole-tile kernels, not per-element interpretation: the functional GEMM
 // throughput of the simulator is the throughput of these. The int8 kernel has
 // an AVX-512 VNNI path chosen at run time and a portable path the compiler
-// vectorises; both are exact (int32 accumulation wraps modulo 2^32).
+// vectorises; both are exact (int32 accumulation wraps modulo 2^32). The f32 kernel
+// has an AVX2 path (4 x 16 register blocks, no FMA) chosen at run time, bit-identical
+// to its portable loop.
 #pragma once
 
 #include <cstdint>

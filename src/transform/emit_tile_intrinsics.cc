@@ -175,6 +175,12 @@ class Matcher {
       if (k < 0 || k < last) plain = false;
       last = std::max(last, k);
     }
+    // A source with a constant index after its last loop dim (X[i, j, 0]) as a plain
+    // window would make that extent-1 dim the innermost, the one a reduction folds;
+    // its view puts the constant dims outermost instead.
+    for (size_t k = static_cast<size_t>(std::max(last, 0)) + 1; allow_view && plain && k < am.loop_of_dim.size(); ++k) {
+      if (am.loop_of_dim[k] < 0) plain = false;
+    }
     DataType it = DataType::Int(32);
     if (plain) {
       Array<PrimExpr> ext;

@@ -5,6 +5,8 @@ L1 and split over the cores. See docs/compiler.md.
     spec = compiler.TensorSpec((64, 32), "float32")
     f = compiler.LowerOp("MatMul", {}, [a, b], [y], "npu -cores=4")
     compiler.HasStrategy("MatMul", {}, [a, b])   # "" or the reason it runs on the host
+    compiler.HasHostKernel("ArgMax", {}, [a])     # "" or the reason it runs nowhere
+    f = compiler.LowerHostOp("ArgMax", {"axis": 1}, [a], [y])   # build with target="c"
 """
 from .._base import _ffi_core
 from ..object import Object, register_object
@@ -71,9 +73,39 @@ def LowerOp(op_type, attrs, inputs, outputs, target="npu -cores=4"):
                         Target(target))
 
 
+def HasHostKernel(op_type, attrs, inputs):
+    """"" when ``op_type`` can run on the host (a host kernel, or its npu strategy on
+    float32/int32 copies when only the dtypes stop it), else why it runs nowhere."""
+    return str(_ffi.HasHostKernel(op_type, _attrs(attrs), [_spec(x) for x in inputs]))
+
+
+def LowerHostOp(op_type, attrs, inputs, outputs):
+    """The host PrimFunc of one op, built with ``tilecore.build(f, target="c")``: params are
+    the data inputs then the outputs, as for LowerOp."""
+    return _ffi.LowerHostOp(op_type, _attrs(attrs), [_spec(x) for x in inputs], [_spec(x) for x in outputs])
+
+
+def list_host_kernels():
+    """The op types with a host kernel of their own (others may run on the host through
+    their npu strategy)."""
+    return [str(s) for s in _ffi.ListHostKernels()]
+
+
 def list_strategies():
     """The op types with a strategy."""
     return [str(s) for s in _ffi.ListStrategies()]
 
 
-__all__ = ["TensorSpec", "HasStrategy", "LowerOp", "list_strategies"]
+def PlanMemory(sizes, first, last, alignment=64):
+    """Offsets for buffers of ``sizes`` bytes live over steps [first, last] (C++, greedy by
+    size): returns ``(offsets, arena_size, total_size, lower_bound)``."""
+    res = [int(x) for x in _ffi.PlanMemory([int(s) for s in sizes], [int(x) for x in first],
+                                           [int(x) for x in last], int(alignment))]
+    n = len(res) - 3
+    return res[:n], res[n], res[n + 1], res[n + 2]
+
+
+from .driver import CompileError, compile  # noqa: E402,A004
+
+__all__ = ["TensorSpec", "HasStrategy", "LowerOp", "list_strategies", "HasHostKernel", "LowerHostOp",
+           "list_host_kernels", "PlanMemory", "CompileError", "compile"]

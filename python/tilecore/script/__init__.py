@@ -20,6 +20,7 @@ from .types import DSLType, PointerType, ptr, SCALAR_TYPES as _SCALARS, VECTOR_T
 from .kernel import Kernel, prim_func
 from .control import static_range, unroll
 from .errors import KernelError
+from .pysim.racecheck import DataRaceError
 from . import api as _api  # registers every DSL function
 from .api.memory import alloc_buffer, view
 from .api.vector import (

@@ -46,6 +46,9 @@ def kind(x):
 
 def literal_value(x):
     """A literal as a Python bool/int/float."""
+    t = type(x)
+    if t is int or t is float or t is bool:
+        return x
     if isinstance(x, (bool, np.bool_)):
         return bool(x)
     if isinstance(x, numbers.Integral):
@@ -92,6 +95,8 @@ def check_literal(op, value, elem):
 
 def const_int(op, name, x, lo=None, hi=None):
     """A compile-time integer argument (a literal), checked against [lo, hi]."""
+    if type(x) is int and lo is None and hi is None:
+        return x
     if kind(x) != "literal" or isinstance(literal_value(x), float):
         raise TypeError(f"{op}: `{name}` must be a compile-time integer, got {describe(x)}")
     v = int(literal_value(x))

@@ -81,10 +81,16 @@ class Kernel:
         return ir.script(self.prim_func)
 
     def __call__(self, *args, **kwargs):
-        """Runs the kernel in PySim on numpy arrays (see tilecore.script.pysim)."""
+        """Runs the kernel in PySim on numpy arrays (see tilecore.script.pysim).
+
+        ``seed=N`` runs the cores in the seeded interleaving N (as ``TILECORE_PYSIM_SEED``;
+        the trace is then ``self.pysim_trace``); ``racecheck=True`` reports data races (as
+        ``TILECORE_PYSIM_RACECHECK=1``). A kernel parameter of either name takes precedence."""
         from .pysim.runner import run
 
-        return run(self, args, kwargs)
+        names = {n for n, _ in self.params}
+        opts = {k: kwargs.pop(k) for k in ("seed", "racecheck") if k in kwargs and k not in names}
+        return run(self, args, kwargs, **opts)
 
     def __repr__(self):
         return f"<S.prim_func {self.name} ({self.num_cores} cores)>"

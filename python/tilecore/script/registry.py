@@ -16,7 +16,8 @@ is imported) fails if any API lacks either implementation.
 
 The path is chosen per thread: the parser and each PySim core thread enter
 :func:`mode` (``"ir"`` or ``"py"``) with their context object; outside both, a DSL
-call is an error that says so.
+call is an error that says so. PySim's batched loops (pysim/batch.py) enter mode
+``"batch"``, whose context dispatches each call itself.
 """
 import contextlib
 import functools
@@ -50,15 +51,24 @@ class Api:
 
     def __call__(self, *args, **kwargs):
         m = getattr(_state, "mode", None)
+        if m == "batch":
+            return _state.context.call(self, args, kwargs)  # pysim/batch.py
         if m is None:
             raise RuntimeError(
                 f"S.{self.name} can only be called inside a @S.prim_func kernel (while it is compiled or "
                 "run by PySim)")
         if m == "py":
-            _state.context.tick()  # PySim's operation budget (runner.CoreContext)
-        plan = self.front(*args, **kwargs)
-        impl = self.ir_impl if m == "ir" else self.py_impl
-        return impl(plan)
+            ctx = _state.context  # runner.CoreContext
+            ctx.tick(self.name)  # PySim's budget and scheduling point
+            plan = self.front(*args, **kwargs)
+            if ctx.race is not None:  # pysim/racecheck.py
+                after = ctx.race.operation(ctx.core, self.name, plan)
+                r = self.py_impl(plan)
+                if after is not None:
+                    after()
+                return r
+            return self.py_impl(plan)
+        return self.ir_impl(self.front(*args, **kwargs))
 
     def __repr__(self):
         return f"<DSL API S.{self.name}>"

@@ -9,10 +9,9 @@
 
 namespace tc1_programs {
 
-/// Reads benchmarks/<name>, located from this header's own path so it works
-/// from any build directory.
+/// Reads benchmarks/<name> of the source tree (TILECORE_SOURCE_DIR, set by the build).
 inline std::string benchmark_source(const std::string& name) {
-  auto path = std::filesystem::path(__FILE__).parent_path() / ".." / ".." / ".." / "benchmarks" / name;
+  auto path = std::filesystem::path(TILECORE_SOURCE_DIR) / "benchmarks" / name;
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path.string());
   std::stringstream body;

@@ -1,5 +1,6 @@
 """Conv strategy (implicit GEMM on the matrix engine) on 4 simulated TC1 cores against
 the op library's numpy reference."""
+import numpy as np
 import pytest
 
 from tilecore import compiler
@@ -32,6 +33,27 @@ def test_conv_bigger_than_l1():
     # the input alone (32 x 64 x 64 f32 = 512 KiB per image, 2 images) exceeds a core's L1
     check_op("Conv", {"pads": [1, 1, 1, 1]}, [rand((2, 32, 64, 64), 1), rand((16, 32, 3, 3), 2, -0.2, 0.2)],
              rtol=1e-4, atol=1e-4)
+
+
+def test_conv_strided_wide_patch_fits_l1():
+    # ResNet-50's stride-2 1x1 downsample over 256 channels: with 256 channels per chunk
+    # the input patch alone (256 x 17 x 55 f32) would take 957 KiB of the 1 MiB L1
+    check_op("Conv", {"strides": [2, 2]}, [rand((1, 256, 56, 56), 1), rand((8, 256, 1, 1), 2, -0.2, 0.2)],
+             rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("xs,ws,attrs,bias", [
+    ((1, 37, 30, 30), (37, 1, 3, 3), {"group": 37, "pads": [1, 1, 1, 1], "strides": [2, 2]}, True),  # channel remainder
+    ((2, 5, 9, 300), (5, 1, 3, 5), {"group": 5, "pads": [1, 2, 1, 2], "dilations": [2, 1]}, False),  # column tiles
+    ((1, 7, 20), (7, 1, 3), {"group": 7, "pads": [1, 1], "strides": [2]}, True),                       # 1-D
+])
+def test_depthwise_runs_on_the_vector_engine(xs, ws, attrs, bias):
+    from strategy_util import run_op
+
+    inputs = [rand(xs, 1), rand(ws, 2, -0.5, 0.5)] + ([rand((ws[0],), 3)] if bias else [])
+    outs, refs, st = run_op("Conv", attrs, inputs)
+    np.testing.assert_allclose(outs[0], refs[0], rtol=1e-4, atol=1e-4)
+    assert all(c["mm"]["commands"] == 0 and c["vec"]["commands"] > 0 for c in st["cores"])
 
 
 def test_conv_reasons():

@@ -73,7 +73,7 @@ def test_sim_fault_is_reported(tmp_path, capsys):
 
 
 def test_demo_runs_and_checks(capsys):
-    assert cli.main(["demo"]) == 0
+    assert cli.main(["demo", "--gemm"]) == 0
     out = capsys.readouterr().out
     assert "matches numpy" in out and "MAC utilisation" in out and "cycles" in out
 

@@ -28,6 +28,8 @@ from ..registry import api
 
 def _int_index(op, name, x):
     """A literal int or an integer scalar kernel value."""
+    if type(x) is int:
+        return x
     k = fe.kind(x)
     if k == "literal":
         return fe.const_int(op, name, x)

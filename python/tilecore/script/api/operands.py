@@ -12,14 +12,17 @@ def tile_operand(op, name, x, scopes=("local",), n=None):
     pointer, a plan item ``(pointer, n)``."""
     k = fe.kind(x)
     if k == "pointer":
-        fe.require(n is not None, f"{op}: `{name}` is a pointer: give the element count (`n`) or a region "
-                                  f"({name}[i:i + n])")
+        if n is None:
+            raise TypeError(f"{op}: `{name}` is a pointer: give the element count (`n`) or a region "
+                            f"({name}[i:i + n])")
         x = (x, n)
         scope = x[0].scope
     else:
-        fe.require(k in ("region", "buffer"), f"{op}: `{name}` must be a region or a buffer, got {fe.describe(x)}")
+        if k not in ("region", "buffer"):
+            raise TypeError(f"{op}: `{name}` must be a region or a buffer, got {fe.describe(x)}")
         scope = x.scope
-    fe.require(scope in scopes, f"{op}: `{name}` must be in {' or '.join(scopes)} memory, got {scope}")
+    if scope not in scopes:  # (messages are built only when they are raised: this runs per operation)
+        raise TypeError(f"{op}: `{name}` must be in {' or '.join(scopes)} memory, got {scope}")
     return x
 
 

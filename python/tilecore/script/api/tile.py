@@ -210,16 +210,18 @@ def _mm_py(p):
 def _same_dtype(op, names, ops, allowed):
     elems = [elem_of(x) for x in ops]
     for n, e in zip(names[1:], elems[1:]):
-        fe.require(e == elems[0], f"{op}: operand dtypes differ: `{names[0]}` is {elems[0]}, `{n}` is {e}")
-    fe.require(elems[0] in allowed, f"{op}: does not accept {elems[0]} (accepted: {' '.join(allowed)})")
+        if e != elems[0]:
+            raise TypeError(f"{op}: operand dtypes differ: `{names[0]}` is {elems[0]}, `{n}` is {e}")
+    if elems[0] not in allowed:
+        raise TypeError(f"{op}: does not accept {elems[0]} (accepted: {' '.join(allowed)})")
     return elems[0]
 
 
 def _same_shape(op, names, ops):
     shapes = [shape_of(x) for x in ops]
     for n, s in zip(names[1:], shapes[1:]):
-        fe.require(s == shapes[0], f"{op}: `{n}` has shape {list(s)} but `{names[0]}` has {list(shapes[0])}",
-                   ValueError)
+        if s != shapes[0]:
+            raise ValueError(f"{op}: `{n}` has shape {list(s)} but `{names[0]}` has {list(shapes[0])}")
     return shapes[0]
 
 

@@ -391,6 +391,11 @@ def _active_py(p):
 
 
 def _indices_py(op, p):
+    if p.mask is None and p.count is None and type(p.stride) is int:
+        # Fast path (every lane active, a literal stride): bounds from the two ends.
+        first, last = p.ptr.offset, p.ptr.offset + p.stride * (p.lanes - 1)
+        if 0 <= min(first, last) and max(first, last) < p.ptr.mem.extent:
+            return first + p.stride * _LANE_INDEX[p.lanes], _ALL_ACTIVE[p.lanes]
     stride = p.stride if isinstance(p.stride, int) else int(p.stride.data[0])
     idx = p.ptr.offset + stride * np.arange(p.lanes)
     active = _active_py(p)
@@ -414,8 +419,16 @@ def _vload_ir(p):
     return irv.wrap(load)
 
 
+_LANE_INDEX = {n: np.arange(n) for n in (8, 16, 32)}
+_ALL_ACTIVE = {n: np.ones(n, dtype=bool) for n in (8, 16, 32)}
+
+
 @vload.py
 def _vload_py(p):
+    if p.mask is None and p.count is None and type(p.stride) is int and p.stride == 1:
+        off = p.ptr.offset
+        if 0 <= off and off + p.lanes <= p.ptr.mem.extent:  # contiguous, in bounds: one slice copy
+            return sem.value(p.ptr.mem.array[off:off + p.lanes].copy(), p.dtype)
     idx, active = _indices_py("vload", p)
     out = np.zeros(p.lanes, dtype=storage(p.elem))
     out[active] = p.ptr.mem.array[idx[active]]
@@ -450,6 +463,11 @@ def _vstore_ir(p):
 
 @vstore.py
 def _vstore_py(p):
+    if p.mask is None and p.count is None and type(p.stride) is int and p.stride == 1:
+        off = p.ptr.offset
+        if 0 <= off and off + p.lanes <= p.ptr.mem.extent:
+            p.ptr.mem.array[off:off + p.lanes] = p.value.data
+            return
     idx, active = _indices_py("vstore", p)
     p.ptr.mem.array[idx[active]] = p.value.data[active]
 

@@ -9,7 +9,9 @@ Calling a ``@S.prim_func`` kernel with numpy arrays runs it here:
    as global memory is; a scalar takes a Python number.
 3. Each core runs the kernel's own Python function in a thread of its own (so
    ``pdb`` and prints work in the kernel) with every DSL call in PySim mode, and
-   ``range`` bound to control.sim_range. ``S.barrier`` is a threading.Barrier;
+   ``range`` bound to control.sim_range. (A kernel with loops that batch.py can run
+   whole is recompiled once from its source with those loops rewritten; its file and
+   line numbers are the kernel's.) ``S.barrier`` is a threading.Barrier;
    DMA events are per-core queues of pending writes.
 4. With ``TILECORE_PYSIM_SINGLE_THREAD=1`` the cores run one after another in the
    calling thread; ``S.barrier`` then raises.
@@ -20,8 +22,18 @@ Calling a ``@S.prim_func`` kernel with numpy arrays runs it here:
    deadlock (RuntimeError "deadlock ..."), and each core has a budget of DSL
    operations (``TILECORE_PYSIM_MAX_OPS``, default 10^7; RuntimeError "budget ...
    exhausted"), so a kernel that never ends fails instead of hanging.
+7. Loops free of cross-iteration dependences run as whole numpy operations
+   (batch.py; ``TILECORE_PYSIM_BATCH=0`` turns that off), with the same results.
+8. ``seed=N`` (or ``TILECORE_PYSIM_SEED=N``): the cores' threads take turns, one at a
+   time, switching at every memory access or synchronisation to a core picked by an
+   RNG seeded with N (_Scheduler); the interleaving is kept in ``kernel.pysim_trace`` and the same seed
+   replays it exactly. ``seed=`` wins over ``TILECORE_PYSIM_SINGLE_THREAD``, which wins
+   over ``TILECORE_PYSIM_SEED``.
+9. ``racecheck=True`` (or ``TILECORE_PYSIM_RACECHECK=1``): racecheck.py reports races
+   between cores and with in-flight DMA as a DataRaceError at the end of the run.
 """
 import os
+import random
 import sys
 import threading
 import types as pytypes
@@ -32,11 +44,16 @@ from .. import registry
 from .. import types as T
 from ..control import sim_range, unroll
 from ..errors import KernelError, located
+from . import batch
+from .racecheck import RaceChecker
 from .semantics import value as make_value
 from .values import Memory, SimPointer
 
 _ENV_SINGLE = "TILECORE_PYSIM_SINGLE_THREAD"
 _ENV_MAX_OPS = "TILECORE_PYSIM_MAX_OPS"
+_ENV_BATCH = "TILECORE_PYSIM_BATCH"
+_ENV_SEED = "TILECORE_PYSIM_SEED"
+_ENV_RACECHECK = "TILECORE_PYSIM_RACECHECK"
 _DEFAULT_MAX_OPS = 10_000_000
 
 
@@ -51,6 +68,116 @@ def _max_ops():
     if n <= 0:
         raise ValueError(f"{_ENV_MAX_OPS}={text!r}: expected a positive integer")
     return n
+
+
+def _seed(value):
+    """The scheduling seed: the call's ``seed=`` or else TILECORE_PYSIM_SEED, or None."""
+    if value is None:
+        text = os.environ.get(_ENV_SEED, "").strip()
+        if not text:
+            return None
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"{_ENV_SEED}={text!r}: expected an integer") from None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"seed=: expected an int, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _racecheck(value):
+    """Whether to check for races: the call's ``racecheck=`` or else TILECORE_PYSIM_RACECHECK."""
+    if value is None:
+        return os.environ.get(_ENV_RACECHECK, "").strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+#: The DSL operations at which seeded scheduling may switch cores: memory accesses (and
+#: tile commands), DMA, synchronisation, shared allocation and output.
+_SCHED_POINTS = frozenset("load store vload vstore dma_copy async_dma_copy wait_events dma_fill mm barrier "
+                          "alloc_buffer printf call_packed".split())
+
+
+class _Scheduler:
+    """Seeded cooperative scheduling: the cores are threads, but only one runs at a time. At
+    each memory access, DMA, barrier ... (_SCHED_POINTS) the running core records
+    ``(core, operation)`` in the trace and a seeded RNG picks which ready core runs next, so
+    one seed gives one interleaving, replayed exactly by the next run with that seed."""
+
+    def __init__(self, seed, n):
+        self.rng = random.Random(seed)
+        self.n = n
+        self.cond = threading.Condition()
+        self.current = None
+        self.ready, self.blocked, self.done = set(), set(), set()
+        self.started = 0
+        self.trace = []
+        self.aborted = False
+        self.deadlock = None
+        self.on_release = None
+
+    def _pick(self):
+        self.current = self.rng.choice(sorted(self.ready)) if self.ready else None
+        self.cond.notify_all()
+
+    def _wait(self, core):
+        while self.current != core and not self.aborted and self.deadlock is None:
+            self.cond.wait()
+        if self.aborted:
+            raise _Aborted()
+        if self.deadlock is not None and core in self.blocked:
+            raise RuntimeError(self.deadlock)
+        if self.deadlock is not None:
+            raise _Aborted()
+
+    def start(self, core):
+        with self.cond:
+            self.ready.add(core)
+            self.started += 1
+            if self.started == self.n:
+                self._pick()
+            self._wait(core)
+
+    def point(self, core, what):
+        with self.cond:
+            self.trace.append((core, what))
+            self._pick()
+            self._wait(core)
+
+    def barrier(self, core):
+        with self.cond:
+            self.ready.discard(core)
+            self.blocked.add(core)
+            self._release_or_deadlock()
+            self._wait(core)
+            self.blocked.discard(core)
+
+    def _release_or_deadlock(self):
+        if self.ready:
+            self._pick()
+        elif self.blocked and self.done:
+            self.deadlock = (f"deadlock: core(s) {', '.join(map(str, sorted(self.blocked)))} wait at the barrier, "
+                             f"which core(s) {', '.join(map(str, sorted(self.done)))} finished without reaching")
+            self.cond.notify_all()
+        elif self.blocked:
+            if self.on_release is not None:
+                self.on_release()
+            self.ready |= self.blocked
+            self.blocked.clear()
+            self._pick()
+
+    def finish(self, core):
+        with self.cond:
+            self.ready.discard(core)
+            self.blocked.discard(core)
+            self.done.add(core)
+            if not self.aborted and (self.current == core or self.current is None):
+                self._release_or_deadlock()
+
+    def abort(self):
+        with self.cond:
+            self.aborted = True
+            self.cond.notify_all()
 
 
 class _Deadlock(Exception):
@@ -68,6 +195,7 @@ class _Barrier:
         self.finished = set()
         self.generation = 0
         self.broken = None  # None, "abort" or the deadlock message
+        self.on_release = None
 
     def _check_deadlock(self):
         if self.waiting and len(self.waiting) + len(self.finished) == self.n and self.finished:
@@ -82,6 +210,8 @@ class _Barrier:
             gen = self.generation
             self.waiting.add(core)
             if len(self.waiting) == self.n:
+                if self.on_release is not None:
+                    self.on_release()
                 self.waiting.clear()
                 self.generation += 1
                 self.cond.notify_all()
@@ -116,14 +246,21 @@ def single_thread_mode():
 class _Run:
     """What the cores of one kernel run share."""
 
-    def __init__(self, num_cores, single, out):
+    def __init__(self, num_cores, single, out, seed=None, race=None):
         self.num_cores = num_cores
-        self.single = single
-        self.barrier = None if single else _Barrier(num_cores)
+        self.race = race
+        self.sched = None if seed is None else _Scheduler(seed, num_cores)
+        self.single = single and self.sched is None
+        self.barrier = None if self.single or self.sched is not None else _Barrier(num_cores)
         self.max_ops = _max_ops()
         self.lock = threading.Lock()
         self.shared = []  # shared allocations, in order of first arrival
+        for b in (self.barrier, self.sched):
+            if b is not None and race is not None:
+                b.on_release = race.barrier_release
         self.out = out
+        self.batching = self.sched is None and race is None and \
+            os.environ.get(_ENV_BATCH, "").strip().lower() not in ("0", "false", "no", "off")
 
 
 class CoreContext:
@@ -136,9 +273,13 @@ class CoreContext:
         self.pending_dma = {}
         self.shared_count = 0
         self.ops = 0
+        self.batching = run.batching
+        self.race = run.race
 
-    def tick(self):
-        """Counts one DSL operation against the core's budget."""
+    def tick(self, what=None):
+        """Counts one DSL operation against the core's budget; a scheduling point when seeded."""
+        if self.run.sched is not None and (what in _SCHED_POINTS or what.startswith("tile_")):
+            self.run.sched.point(self.core, what)
         self.ops += 1
         if self.ops > self.run.max_ops:
             raise RuntimeError(f"instruction budget exhausted: core {self.core} ran more than {self.run.max_ops} "
@@ -148,6 +289,9 @@ class CoreContext:
         if self.run.single:
             raise RuntimeError(f"S.barrier: PySim runs the cores one after another ({_ENV_SINGLE}=1), so a barrier "
                                f"cannot be honoured; unset {_ENV_SINGLE} to run the cores as threads")
+        if self.run.sched is not None:
+            self.run.sched.barrier(self.core)
+            return
         try:
             self.run.barrier.wait(self.core)
         except threading.BrokenBarrierError:
@@ -174,10 +318,13 @@ class CoreContext:
         self.run.out.write(text + "\n")
 
     def finish(self):
+        after = self.race.finish(self.core) if self.race is not None else None
         for ev in sorted(self.pending_dma):
             for dst, data in self.pending_dma[ev]:
                 dst[...] = data
         self.pending_dma.clear()
+        if after is not None:
+            after()
 
 
 class _Aborted(Exception):
@@ -236,10 +383,26 @@ def _scalar_as_tc1_passes_it(where, a, elem):
 
 
 def _kernel_function(kernel):
-    """The kernel's function with ``range`` bound to PySim's range (a copy of its globals)."""
+    """The kernel's function with ``range`` bound to PySim's range (a copy of its globals)
+    and its dependence-free loops made batchable (batch.py; transformed once per kernel)."""
     f = kernel.py_func
     g = dict(f.__globals__)
     g["range"] = sim_range
+    tx = kernel.__dict__.get("_pysim_transformed", False)
+    if tx is False:
+        tx = kernel.__dict__["_pysim_transformed"] = batch.transform(f)
+    if tx is not None:
+        code, free = tx
+        g[batch.LOOP_NAME] = batch.pysim_loop
+        ns = dict(g)
+        try:
+            exec(code, ns)  # noqa: S102  (the kernel's own source, transformed)
+            fn = ns["__pysim_make"](*[c.cell_contents for c in (f.__closure__ or ())])
+        except Exception:  # noqa: BLE001  (e.g. an empty closure cell: run the function as it is)
+            fn = None
+        if fn is not None:
+            fn.__defaults__, fn.__kwdefaults__ = f.__defaults__, f.__kwdefaults__
+            return fn
     return pytypes.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
 
 
@@ -259,13 +422,18 @@ def _source_line(file, line):
     return linecache.getline(file, line).rstrip("\n") if line else ""
 
 
-def run(kernel, args, kwargs):
+def run(kernel, args, kwargs, seed=None, racecheck=None):
     kernel.prim_func  # parse first: PySim rejects what the compiler rejects  # noqa: B018
     bound = _bind_args(kernel, args, kwargs)
     single = single_thread_mode()
-    run_state = _Run(kernel.num_cores, single, sys.stdout)
     fn = _kernel_function(kernel)
-    code = kernel.py_func.__code__
+    code = fn.__code__
+    race = RaceChecker(kernel.num_cores, code) if _racecheck(racecheck) else None
+    # seed= wins over TILECORE_PYSIM_SINGLE_THREAD, which wins over TILECORE_PYSIM_SEED.
+    seed = _seed(seed) if seed is not None or not single else None
+    run_state = _Run(kernel.num_cores, single, sys.stdout, seed, race)
+    single = run_state.single
+    sched = run_state.sched
     errors = {}
 
     def core_args():
@@ -282,6 +450,8 @@ def run(kernel, args, kwargs):
     def run_core(core):
         ctx = CoreContext(run_state, core)
         try:
+            if sched is not None:
+                sched.start(core)
             with registry.mode("py", ctx):
                 fn(*core_args())
             ctx.finish()
@@ -291,9 +461,13 @@ def run(kernel, args, kwargs):
             errors[core] = (e, sys.exc_info()[2])
             if run_state.barrier is not None:
                 run_state.barrier.abort()
+            if sched is not None:
+                sched.abort()
         finally:
             if run_state.barrier is not None:
                 run_state.barrier.finish(core)
+            if sched is not None:
+                sched.finish(core)
 
     if single:
         for core in range(kernel.num_cores):
@@ -307,6 +481,10 @@ def run(kernel, args, kwargs):
             t.start()
         for t in threads:
             t.join()
+    if sched is not None:
+        kernel.pysim_trace = [f"core{c} {what}" for c, what in sched.trace]
+    if not errors and race is not None and race.error(kernel.name) is not None:
+        raise race.error(kernel.name)
     if errors:
         core = min(errors)
         exc, tb = errors[core]

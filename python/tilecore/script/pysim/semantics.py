@@ -18,13 +18,21 @@ def lanes_of(x, dtype):
     elem, lanes = T.split(dtype)
     if kind(x) == "literal":
         return np.full(lanes, scalar_to_storage(x, elem), dtype=storage(elem))
+    if x.data.ndim == 2:  # a batched value (batch.py): (iterations, lanes), broadcast as it is
+        return x.data
     if x.data.shape[0] != lanes:
         return np.full(lanes, x.data[0], dtype=storage(elem))
     return x.data
 
 
+_STORAGE_OF = {}
+
+
 def value(data, dtype):
-    return SimValue(np.asarray(data, dtype=storage(T.split(dtype)[0])).reshape(-1), dtype)
+    st = _STORAGE_OF.get(dtype)
+    if st is None:
+        st = _STORAGE_OF[dtype] = storage(T.split(dtype)[0])
+    return SimValue(np.asarray(data, dtype=st).reshape(-1), dtype)
 
 
 def _i64(a):

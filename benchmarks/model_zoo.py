@@ -1,0 +1,84 @@
+"""The zoo compiled for TC1 and run on its simulator, next to ONNX Runtime on the same model
+and inputs.
+
+    PYTHONPATH=python:build-dev/python python benchmarks/model_zoo.py [--models resnet18,resnet50] [--runs 5] [--ort-threads 1]
+
+Per model: compile time (tilecore.compile, the whole driver, on one thread of this
+process), simulated cycles and MAC utilisation (against the f32 peak of 4 cores), the host
+wall time of the simulated run and ONNX Runtime's time on the same inputs (both medians of
+--runs runs after a warm-up; ONNX Runtime on the CPU provider with one thread, like the
+simulator, unless --ort-threads says otherwise),
+their ratio, and the cosine of the outputs against ONNX Runtime's. A model that does not
+compile is listed with the reason.
+"""
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+
+def bench(name, runs, ort_threads):
+    import onnxruntime as ort
+
+    import tilecore
+    from tilecore import zoo
+    from tilecore.compiler.compare import metrics
+
+    path = zoo.export(name)
+    t0 = time.perf_counter()
+    report = {}
+    try:
+        exe = tilecore.compile(path, report=report)
+    except (ValueError, NotImplementedError) as e:
+        return {"model": name, "error": str(e).splitlines()[0] + " " + " ".join(
+            ln.strip() for ln in str(e).splitlines()[1:3])}
+    compile_s = time.perf_counter() - t0
+    inputs = {k: v[0] for k, v in zoo.sample_inputs(name, 1, seed=0).items()}
+    sim = []
+    for _ in range(runs):
+        outs = exe.run(inputs)
+        sim.append(exe.stats()["wall_seconds"])
+    st = exe.stats()
+    so = ort.SessionOptions()
+    if ort_threads:
+        so.intra_op_num_threads = ort_threads
+        so.inter_op_num_threads = 1
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    sess.run(names, inputs)
+    ort_t = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        ref = sess.run(names, inputs)
+        ort_t.append(time.perf_counter() - t0)
+    cos = min(metrics(outs[n], r)["cosine"] for n, r in zip(names, ref))
+    return {"model": name, "compile_s": compile_s, "steps": report["steps"], "host_steps": report["host_steps"],
+            "cycles": st["cycles"], "mac_util": st["mac_utilisation"], "sim_s": statistics.median(sim),
+            "ort_s": statistics.median(ort_t), "cosine": cos}
+
+
+def main():
+    from tilecore import zoo
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default=",".join(zoo.names()))
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--ort-threads", type=int, default=1,
+                    help="ONNX Runtime's intra-op threads (default 1, like the simulator; 0: its default)")
+    a = ap.parse_args()
+    print(f"{'model':<14} {'compile s':>9} {'steps':>5} {'host':>4} {'cycles':>12} {'MAC util':>8} "
+          f"{'sim run s':>9} {'ORT ms':>8} {'sim/ORT':>8} {'cosine':>10}")
+    for name in a.models.split(","):
+        r = bench(name.strip(), a.runs, a.ort_threads)
+        if "error" in r:
+            print(f"{r['model']:<14} does not compile: {r['error'][:300]}")
+            continue
+        print(f"{r['model']:<14} {r['compile_s']:>9.2f} {r['steps']:>5} {r['host_steps']:>4} {r['cycles']:>12} "
+              f"{100 * r['mac_util']:>7.1f}% {r['sim_s']:>9.2f} {r['ort_s'] * 1e3:>8.1f} "
+              f"{r['sim_s'] / r['ort_s']:>7.0f}x {r['cosine']:>10.7f}")
+
+
+if __name__ == "__main__":
+    np.set_printoptions(precision=4)
+    main()

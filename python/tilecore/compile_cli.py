@@ -1,0 +1,217 @@
+"""``tilecore compile`` and ``tilecore compare``: an ONNX model to a ``.tcx``, and every named
+tensor of the compiled model next to ONNX Runtime's.
+
+    tilecore compile MODEL.onnx -o OUT.tcx [--target T] [--precision P] [--input-shape NAME:D0,D1,...]
+    tilecore compare MODEL.onnx --inputs IN.npz [--precision P] [--report R.json]
+"""
+import json
+import math
+import sys
+
+import numpy as np
+
+from .cli import _fail, arg, command
+
+
+class _Bar:
+    """A tqdm progress bar over the nodes (silent when stderr is not a terminal)."""
+
+    def __init__(self, desc, enabled=True):
+        self.desc, self.enabled, self.bar = desc, enabled and sys.stderr.isatty(), None
+
+    def __call__(self, i, n, node):
+        if not self.enabled:
+            return
+        if self.bar is None:
+            try:
+                from tqdm import tqdm
+            except ImportError:
+                self.enabled = False
+                return
+            self.bar = tqdm(total=n, unit="node", desc=self.desc, leave=False, file=sys.stderr)
+        self.bar.set_postfix_str(str(node)[:30], refresh=False)
+        self.bar.update(i + 1 - self.bar.n)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def parse_input_shape(text):
+    """``NAME:D0,D1,...`` -> (name, (D0, D1, ...)); ValueError naming the text otherwise."""
+    name, sep, dims = text.rpartition(":")
+    try:
+        shape = tuple(int(d) for d in dims.split(",")) if dims.strip() else ()
+    except ValueError:
+        shape = None
+    if not sep or not name or shape is None or any(d < 0 for d in shape):
+        raise ValueError(f"--input-shape `{text}`: expected NAME:D0,D1,... with non-negative integers")
+    return name, shape
+
+
+def _compile_errors():
+    from .error import TilecoreError
+
+    return (ValueError, TypeError, NotImplementedError, TilecoreError)
+
+
+@command("compile", "compile an ONNX model to a .tcx executable for TC1 (npu) and the host", [
+    arg("model", help="the .onnx file"),
+    arg("-o", "--output", required=True, help="the .tcx file to write"),
+    arg("--target", default="npu -cores=4", help="target string (default 'npu -cores=4')"),
+    arg("--precision", default="f32", help="f32 (default)"),
+    arg("--input-shape", action="append", default=[], metavar="NAME:D0,D1,...",
+        help="bind an input's shape (repeat per input)"),
+    arg("--quiet", action="store_true", help="no progress bar"),
+])
+def compile_cmd(args):
+    from .compiler.driver import compile as _compile
+
+    shapes = dict(parse_input_shape(s) for s in args.input_shape)
+    bar = _Bar("compile", not args.quiet)
+    report = {}
+    try:
+        exe = _compile(args.model, target=args.target, precision=args.precision, input_shapes=shapes or None,
+                       progress=bar, report=report)
+    except _compile_errors() as e:
+        return _fail(f"{args.model}: {str(e).split(chr(10) + 'C++ backtrace')[0]}")
+    finally:
+        bar.close()
+    exe.save(args.output)
+    mem = report["memory"]
+    secs = sum(report["seconds"].values())
+    print(f"{args.output}: {report['steps']} steps ({report['npu_steps']} npu, {report['host_steps']} host, "
+          f"{report['views']} free views), {report['kernels']} kernels, arena {mem['arena_size']} B "
+          f"({mem['total_size']} B without reuse), compiled in {secs:.2f} s")
+    for h in report["host_ops"]:
+        print(f"  host: {h['name']} ({h['op_type']}): {h['reason']}")
+    return 0
+
+
+def format_compare(report, limit=None):
+    """The per-tensor table of a compare report, in topological order."""
+    rows = report["tensors"]
+    w = max([len("tensor")] + [len(r["name"]) for r in rows])
+    lines = [f"{'tensor':<{w}}  {'op':<14} {'cosine':>10} {'max abs err':>12} {'SQNR dB':>8}"]
+    for r in rows[:limit] if limit else rows:
+        sq = r["sqnr_db"]
+        sq = "inf" if math.isinf(sq) and sq > 0 else f"{sq:.1f}"
+        flag = "  <- diverged" if r["diverged"] else ""
+        lines.append(f"{r['name']:<{w}}  {r['op_type'][:14]:<14} {r['cosine']:>10.6f} {r['max_abs_error']:>12.3e} "
+                     f"{sq:>8}{flag}")
+    return "\n".join(lines)
+
+
+@command("compare", "compile a model, run it and compare every named tensor with ONNX Runtime", [
+    arg("model", help="the .onnx file"),
+    arg("--inputs", required=True, help=".npz of the inputs, keyed by input name"),
+    arg("--target", default="npu -cores=4", help="target string (default 'npu -cores=4')"),
+    arg("--precision", default="f32", help="f32 (default)"),
+    arg("--threshold", type=float, default=None, help="cosine below which a tensor diverged (f32: 0.999)"),
+    arg("--report", help="write the report (every tensor's figures) as JSON here"),
+    arg("--quiet", action="store_true", help="no progress bar"),
+])
+def compare_cmd(args):
+    from .compiler.compare import compare_with_onnxruntime
+
+    with np.load(args.inputs, allow_pickle=False) as z:
+        inputs = {k: z[k] for k in z.files}
+    bar = _Bar("compile", not args.quiet)
+    try:
+        rep = compare_with_onnxruntime(args.model, inputs, target=args.target, precision=args.precision,
+                                       threshold=args.threshold, progress=bar)
+    except _compile_errors() as e:
+        return _fail(f"{args.model}: {str(e).split(chr(10) + 'C++ backtrace')[0]}")
+    finally:
+        bar.close()
+    if args.report:
+        with open(args.report, "w") as f:
+            json.dump(rep, f, indent=1, default=float)
+    print(format_compare(rep))
+    first = rep["first_divergent"]
+    if first is None:
+        print(f"all {len(rep['tensors'])} tensors agree (cosine >= {rep['threshold']})")
+        return 0
+    print(f"first divergent: `{first['name']}` of node `{first['node']}` ({first['op_type']}), "
+          f"cosine {first['cosine']:.6f}")
+    return 1
+
+
+def model_demo(args):
+    """``tilecore demo``: a zoo model compiled for TC1, run on the simulator, compared with
+    ONNX Runtime; prints the per-op profile (top ops) and the whole-model figures."""
+    import time
+
+    from . import zoo
+    from .compiler.compare import metrics
+    from .compiler.driver import compile as _compile
+    from .runtime_cli import _Progress, format_profile
+
+    if args.model not in zoo.names():
+        return _fail(f"--model `{args.model}`: not a zoo model ({', '.join(zoo.names())})")
+    target = "npu -cores=4"
+    print(f"tilecore demo: {zoo.info(args.model)['description']}")
+    print(f"               seeded random weights, batch 1, f32, compiled for TC1 ({target})")
+    path = zoo.export(args.model)
+    bar = _Bar("compile")
+    report = {}
+    t0 = time.perf_counter()
+    try:
+        exe = _compile(path, target=target, precision="f32", progress=bar, report=report)
+    except _compile_errors() as e:
+        return _fail(f"{args.model}: {str(e).split(chr(10) + 'C++ backtrace')[0]}")
+    finally:
+        bar.close()
+    compile_s = time.perf_counter() - t0
+    mem = report["memory"]
+    print(f"compiled:       {report['nodes']} nodes -> {report['npu_steps']} npu steps, {report['host_steps']} host "
+          f"steps, {report['views']} free views; {report['kernels']} kernels; DDR arena "
+          f"{mem['arena_size'] / 2**20:.1f} MiB ({mem['total_size'] / 2**20:.1f} MiB without reuse) in "
+          f"{compile_s:.2f} s")
+    inputs = {k: v[0] for k, v in zoo.sample_inputs(args.model, 1, seed=0).items()}
+    prog = _Progress()
+    try:
+        outs = exe.run(inputs, progress=prog)
+    finally:
+        prog.close()
+    st = exe.stats()
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        ort = None
+    cos = None
+    if ort is not None:
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1  # one thread, like the simulator
+        sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        names = [o.name for o in sess.get_outputs()]
+        sess.run(names, inputs)  # warm up
+        t0 = time.perf_counter()
+        ref = dict(zip(names, sess.run(names, inputs)))
+        ort_s = time.perf_counter() - t0
+        worst = min((metrics(outs[n], ref[n]) for n in names), key=lambda m: m["cosine"])
+        cos = worst["cosine"]
+        print(f"vs ONNX Runtime: cosine {cos:.7f}, max abs error {worst['max_abs_error']:.2e}, "
+              f"SQNR {worst['sqnr_db']:.1f} dB")
+    else:
+        print("vs ONNX Runtime: not installed, no comparison")
+    print()
+    lines = format_profile(st).splitlines()
+    print("\n".join(lines[:1 + args.top]))
+    if len(lines) > args.top + 2:
+        print(f"... {len(lines) - args.top - 2} more ops (tilecore profile shows all)")
+    print()
+    print(f"whole model:    {st['cycles']} cycles = {st['cycles'] / 1e6:.2f} ms at 1 GHz, {st['macs'] / 1e9:.2f} GMAC, "
+          f"MAC utilisation {100.0 * st['mac_utilisation']:.1f}% of the f32 peak "
+          f"({st['peak_macs_per_cycle']} MAC/cycle)")
+    line = f"host time:      simulated run {st['wall_seconds']:.2f} s"
+    if cos is not None:
+        line += f"; ONNX Runtime (1 thread) {ort_s * 1e3:.1f} ms ({st['wall_seconds'] / ort_s:.0f}x)"
+    print(line)
+    if args.trace:
+        exe.trace(args.trace)
+        print(f"trace:          {args.trace} (open in ui.perfetto.dev)")
+    if cos is not None and not cos >= 0.9999:
+        print("tilecore demo: the outputs differ from ONNX Runtime (cosine below 0.9999)")
+        return 1
+    return 0

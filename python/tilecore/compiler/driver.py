@@ -1,0 +1,421 @@
+"""The model compiler's driver: a Graph (or an ONNX model) to a ``.tcx`` Executable.
+
+    exe = tilecore.compile("model.onnx", target="npu -cores=4", precision="f32")
+    outs = exe.run({"input": x})              # keyed by the ONNX input and output names
+
+The steps, in order (docs/compiler.md, "The driver"):
+
+1. import (``tilecore.frontend.from_onnx``) and the graph passes (``CanonicalizeGraph``:
+   constants and BatchNorm folded, Gemm as MatMul + Add, activations recognised);
+2. static shapes: every value a step touches must have one (``input_shapes`` binds the
+   symbolic dimensions);
+3. partition: each node runs on the npu (``compiler.HasStrategy`` is ""), on the host
+   (``compiler.HasHostKernel`` is "", the npu's reason recorded), is a free view
+   (Reshape, Flatten, Squeeze, Unsqueeze, Identity: its output aliases its input's
+   bytes, no step) or is unsupported — then compiling fails with one error naming
+   every such node, its op type and both reasons;
+4. lowering and building, one kernel per distinct (op, attributes, shapes, dtypes);
+5. the DDR memory plan (``compiler.PlanMemory``, C++): buffers whose live ranges do not
+   meet share bytes, 64-byte aligned; constants are constant buffers;
+6. the Executable, with one step per npu or host node carrying the node's name, op
+   type, MAC count and debug info (the host reason, the values it writes).
+
+``keep_intermediates=True`` gives every value its own bytes (views become copy steps)
+and makes every intermediate value an extra output named by its value name, for
+``tilecore compare``.
+"""
+import os
+import time
+
+import numpy as np
+
+from .._base import _ffi_core
+
+
+# Ops whose output, in the row-major layout every buffer has, is the input's bytes.
+VIEW_OPS = frozenset({"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+PRECISIONS = ("f32",)
+ALIGNMENT = 64
+
+
+class CompileError(ValueError):
+    """A model the driver cannot compile: the message names every node at fault."""
+
+
+def _host_api():
+    """(HasHostKernel, LowerHostOp) when this build has host kernels, else None."""
+    has = _ffi_core._get_global_func("compiler.HasHostKernel")
+    lower = _ffi_core._get_global_func("compiler.LowerHostOp")
+    return (has, lower) if has is not None and lower is not None else None
+
+
+def _load_graph(model, input_shapes):
+    from .. import frontend
+    from ..ir.graph import Graph
+
+    if isinstance(model, Graph):
+        if input_shapes:
+            from .. import transform
+
+            model = transform.InferTypes({k: [int(d) for d in v] for k, v in input_shapes.items()})(model)
+        return model
+    if isinstance(model, os.PathLike):
+        model = os.fspath(model)
+    return frontend.from_onnx(model, input_shapes=input_shapes)
+
+
+# tilecore-domain ops (made by the graph passes) rewritten into ONNX ops when the npu has
+# no strategy of their own: op -> f(node, fresh_name) -> [(op_type, inputs, outputs, attrs)].
+_DECOMPOSE = {
+    "SiLU": lambda n, fresh: [("Sigmoid", [n.inputs[0]], [fresh("sigmoid")], {}),
+                              ("Mul", [n.inputs[0], "@0"], list(n.outputs), {})],
+}
+
+
+def _decompose(graph, HasStrategy, TensorSpec):
+    """``graph`` with the tilecore-domain ops of _DECOMPOSE that lack a strategy rewritten."""
+    from ..frontend import static_shape
+    from ..ir.graph import Graph, Node, Value
+
+    if not any(str(n.domain) == "tilecore" and str(n.op_type) in _DECOMPOSE for n in graph.nodes):
+        return graph
+    names = set()
+    for n in graph.nodes:
+        names.update(str(v.name) for v in n.outputs)
+    nodes, changed = [], False
+    for n in graph.nodes:
+        op = str(n.op_type)
+        if str(n.domain) != "tilecore" or op not in _DECOMPOSE:
+            nodes.append(n)
+            continue
+        shape = static_shape(n.inputs[0]) if n.inputs and n.inputs[0] is not None else None
+        if shape is not None and HasStrategy(op, {}, [TensorSpec(shape, str(n.inputs[0].type.dtype))]) == "":
+            nodes.append(n)
+            continue
+
+        made = []
+
+        def fresh(hint, n=n):
+            base = f"{n.outputs[0].name}/{hint}"
+            name, k = base, 1
+            while name in names:
+                k += 1
+                name = f"{base}_{k}"
+            names.add(name)
+            v = Value(name, n.outputs[0].type)
+            return v
+
+        for op_type, ins, outs, attrs in _DECOMPOSE[op](n, fresh):
+            ins = [made[int(x[1:])] if isinstance(x, str) else x for x in ins]
+            nodes.append(Node(op_type, ins, outs, dict(attrs), str(n.name), ""))
+            made.extend(outs)
+        changed = True
+    return Graph(str(graph.name), list(graph.inputs), list(graph.outputs), nodes, dict(graph.opsets)) if changed \
+        else graph
+
+
+def _macs(op, ins, outs):
+    """Multiply-accumulates of one node (0 for ops without a matrix part)."""
+    try:
+        if op == "Conv" and len(ins) >= 2:
+            return int(np.prod(outs[0][0], dtype=np.int64) * np.prod(ins[1][0][1:], dtype=np.int64))
+        if op == "ConvTranspose" and len(ins) >= 2:
+            return int(np.prod(ins[0][0], dtype=np.int64) * np.prod(ins[1][0][1:], dtype=np.int64))
+        if op == "MatMul":
+            return int(np.prod(outs[0][0], dtype=np.int64) * ins[0][0][-1])
+        if op == "Gemm":
+            return int(np.prod(outs[0][0], dtype=np.int64) * ins[0][0][-1 if len(ins[0][0]) else 0])
+    except (IndexError, TypeError):
+        return 0
+    return 0
+
+
+def _attr_key(attrs):
+    key = []
+    for k in sorted(attrs):
+        v = attrs[k]
+        if isinstance(v, (int, float, str, bool)):
+            key.append((k, v))
+        elif isinstance(v, (list, tuple)):
+            key.append((k, tuple(v)))
+        else:  # a tensor or a subgraph: not shared between nodes
+            key.append((k, "obj", id(v)))
+    return tuple(key)
+
+
+class _Node:
+    """One graph node as the driver sees it."""
+
+    __slots__ = ("index", "node", "name", "op", "attrs", "ins", "outs", "in_specs", "where", "reason", "step_name")
+
+    def __init__(self, index, node):
+        self.index = index
+        self.node = node
+        self.name = str(node.name)
+        # the strategy registry knows ONNX ops and tilecore's own by their bare names
+        d = str(node.domain)
+        self.op = str(node.op_type) if d in ("", "tilecore") else f"{d}::{node.op_type}"
+        from . import _attrs
+
+        self.attrs = _attrs({str(k): _py(v) for k, v in node.attrs.items()})
+        self.ins = [None if v is None else v for v in node.inputs]
+        self.outs = list(node.outputs)
+        self.where, self.reason, self.in_specs, self.step_name = None, "", None, ""
+
+
+def _py(v):
+    from ..container import Array
+
+    return [_py(x) for x in v] if isinstance(v, Array) else v
+
+
+def _shape_dtype(value, where):
+    from ..frontend import static_shape
+
+    shape = static_shape(value)
+    t = getattr(value, "type", None)
+    dtype = getattr(t, "dtype", None)
+    if shape is None or dtype is None:
+        raise CompileError(f"{where}: value `{value.name}` has no static shape ({t}); give the model's symbolic "
+                           "dimensions with input_shapes={name: shape}")
+    return tuple(int(d) for d in shape), str(dtype)
+
+
+def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, keep_intermediates=False,  # noqa: A001
+            progress=None, report=None):
+    """Compiles a model to an :class:`tilecore.runtime.Executable`.
+
+    :param model: a :class:`tilecore.ir.graph.Graph`, a path to a ``.onnx`` file, its
+        bytes, or an ``onnx.ModelProto``.
+    :param target: the npu target (``"npu -cores=N"``); host steps run through ``c``.
+    :param precision: ``"f32"`` (the only one today).
+    :param input_shapes: input name -> shape, binding symbolic dimensions.
+    :param keep_intermediates: every value in its own buffer, and every intermediate
+        value an extra output named by its (ONNX) value name.
+    :param progress: ``progress(i, n, node_name)`` called before each node is lowered.
+    :param report: a dict, filled with what was done: step counts, ``host_ops`` (name,
+        op type, reason), ``memory`` (``arena_size``, ``total_size`` without reuse,
+        ``lower_bound``: the most bytes alive at one step) and ``seconds`` per stage.
+    :raises CompileError: (a ValueError) unsupported nodes, non-static shapes, a bad
+        precision — naming the node, its op type and the reason.
+    """
+    from .. import build as _build, transform
+    from ..runtime import ExecutableBuilder
+    from . import HasStrategy, LowerOp, TensorSpec, _ffi, _spec
+
+    if precision not in PRECISIONS:
+        raise CompileError(f"precision `{precision}` is not supported (supported: {', '.join(PRECISIONS)})")
+    timings = {}
+    t0 = time.perf_counter()
+    graph = _load_graph(model, input_shapes)
+    graph = transform.CanonicalizeGraph()(graph)
+    graph = _decompose(graph, HasStrategy, TensorSpec)
+    timings["import_and_passes"] = time.perf_counter() - t0
+
+    # ---- partition --------------------------------------------------------------------
+    t0 = time.perf_counter()
+    host = _host_api()
+    graph_outputs = {str(v.name) for v in graph.outputs}
+    nodes = [_Node(i, n) for i, n in enumerate(graph.nodes)]
+    info = {}  # value name -> (shape, dtype)
+    for v in graph.inputs:
+        info[str(v.name)] = _shape_dtype(v, f"graph input `{v.name}`")
+    unsupported = []
+    for nd in nodes:
+        where = f"node `{nd.name}` ({nd.op})"
+        specs = []
+        for v in nd.ins:
+            if v is None:
+                specs.append(None)
+                continue
+            sd = info.get(str(v.name)) or _shape_dtype(v, where)
+            info[str(v.name)] = sd
+            specs.append(sd)
+        for v in nd.outs:
+            if str(v.name):
+                info[str(v.name)] = _shape_dtype(v, where)
+        try:
+            nd.in_specs = [None if s is None else TensorSpec(*s) for s in specs]
+        except Exception as e:  # a dtype the kernel types cannot spell (string, complex)
+            unsupported.append(f"  node `{nd.name}` ({nd.op}): {str(e).splitlines()[0]}")
+            continue
+        if (nd.op in VIEW_OPS and not keep_intermediates and nd.ins and nd.ins[0] is not None
+                and str(nd.outs[0].name) not in graph_outputs and nd.ins[0].data is None):
+            nd.where = "view"
+            continue
+        reason = HasStrategy(nd.op, nd.attrs, nd.in_specs)
+        if not reason:
+            nd.where = "npu"
+            continue
+        host_reason = "this build has no host kernels"
+        if host is not None:
+            host_reason = str(host[0](nd.op, nd.attrs, nd.in_specs))
+            if not host_reason:
+                nd.where, nd.reason = "host", reason
+                continue
+        unsupported.append(f"  node `{nd.name}` ({nd.op}): npu: {reason}; host: {host_reason}")
+    if unsupported:
+        raise CompileError(f"cannot compile {len(unsupported)} node(s) of graph `{graph.name}`:\n" +
+                           "\n".join(unsupported))
+    timings["partition"] = time.perf_counter() - t0
+
+    # ---- lower and build ----------------------------------------------------------------
+    t0 = time.perf_counter()
+    b = ExecutableBuilder(precision=precision)
+    cache = {}  # kernel key -> (Module, function name, input params)
+    steps = []  # (node, module, function, input params)
+    used_names = set()
+    for i, nd in enumerate(nodes):
+        if progress is not None:
+            progress(i, len(nodes), nd.name)
+        if nd.where == "view":
+            continue
+        out_specs = [TensorSpec(*info[str(v.name)]) if str(v.name) else None for v in nd.outs]
+        if any(s is None for s in out_specs):
+            raise CompileError(f"node `{nd.name}` ({nd.op}): an omitted output is not supported")
+        key = (nd.where, nd.op, _attr_key(nd.attrs),
+               tuple(None if s is None else info[str(v.name)] for v, s in zip(nd.ins, nd.in_specs)),
+               tuple(info[str(v.name)] for v in nd.outs))
+        hit = cache.get(key)
+        if hit is None:
+            try:
+                if nd.where == "npu":
+                    f = LowerOp(nd.op, nd.attrs, nd.in_specs, out_specs, target)
+                    mod = _build(f, target=target)
+                else:
+                    f = host[1](nd.op, nd.attrs, [_spec(s) for s in nd.in_specs], out_specs)
+                    mod = _build(f, target="c")
+            except Exception as e:
+                raise CompileError(f"node `{nd.name}` ({nd.op}) on the {nd.where}: "
+                                   f"{str(e).splitlines()[0]}") from e
+            n_params = len(f.params)
+            in_params = int(f.attrs["input_params"]) if "input_params" in f.attrs else n_params - len(nd.outs)
+            fn = str(f.attrs["global_symbol"]) if "global_symbol" in f.attrs else mod.functions[0]
+            hit = (mod, fn, in_params)
+            cache[key] = hit
+        base = nd.name or f"{nd.op}_{nd.index}"
+        step_name, k = base, 1
+        while step_name in used_names:
+            k += 1
+            step_name = f"{base}#{k}"
+        used_names.add(step_name)
+        nd.step_name = step_name
+        steps.append((nd,) + hit)
+    timings["lower_and_build"] = time.perf_counter() - t0
+
+    # ---- buffers, liveness, plan ----------------------------------------------------------
+    t0 = time.perf_counter()
+    n_steps = len(steps)
+    root = {}  # value name -> the value whose bytes it uses (views alias their input)
+    for nd in nodes:
+        if nd.where == "view":
+            src = str(nd.ins[0].name)
+            root[str(nd.outs[0].name)] = root.get(src, src)
+    bufs = {}  # root name -> dict(shape, dtype, first, last, const)
+    order = []
+
+    def buf(name):
+        r = root.get(name, name)
+        if r not in bufs:
+            shape, dtype = info[r]
+            bufs[r] = {"shape": shape, "dtype": dtype, "first": n_steps + 1, "last": -2, "const": None}
+            order.append(r)
+        return r
+
+    def use(name, t):
+        r = buf(name)
+        bufs[r]["first"] = min(bufs[r]["first"], t)
+        bufs[r]["last"] = max(bufs[r]["last"], t)
+        return r
+
+    for v in graph.inputs:
+        use(str(v.name), -1)
+    placeholder = None
+    step_args = []
+    for t, (nd, mod, fn, in_params) in enumerate(steps):
+        args = []
+        for v in nd.ins[:in_params]:
+            if v is None:
+                if placeholder is None:
+                    placeholder = "__omitted_input"
+                    info[placeholder] = ((1,), "float32")
+                    bufs[placeholder] = {"shape": (1,), "dtype": "float32", "first": -1, "last": n_steps,
+                                         "const": np.zeros(1, np.float32)}
+                    order.append(placeholder)
+                args.append(placeholder)
+                continue
+            name = str(v.name)
+            if v.data is not None and root.get(name, name) not in bufs:
+                r = buf(name)
+                bufs[r]["const"] = v.numpy()
+            args.append(use(name, t))
+        for v in nd.outs:
+            args.append(use(str(v.name), t))
+        step_args.append(args)
+    extra_outputs = []
+    if keep_intermediates:
+        inputs = {str(v.name) for v in graph.inputs}
+        for nd in nodes:
+            for v in nd.outs:
+                n = str(v.name)
+                if n and n not in graph_outputs and n not in inputs and n in bufs:
+                    extra_outputs.append(n)
+    for name in list(graph_outputs) + extra_outputs:
+        r = root.get(name, name)
+        if r not in bufs:  # an output that is a constant or an input
+            v = next((v for v in graph.outputs if str(v.name) == name), None)
+            if v is not None and v.data is not None:
+                buf(name)
+                bufs[r]["const"] = v.numpy()
+        use(name, n_steps)
+    for r, d in bufs.items():
+        if d["const"] is not None:
+            d["first"], d["last"] = -1, n_steps
+    sizes = [int(np.prod(bufs[r]["shape"], dtype=np.int64)) * np.dtype(bufs[r]["dtype"]).itemsize for r in order]
+    if keep_intermediates:
+        offsets, at = [], 0
+        for s in sizes:
+            offsets.append(at)
+            at += (s + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+        plan = {"arena_size": at, "total_size": at, "lower_bound": None}
+    else:
+        res = [int(x) for x in _ffi.PlanMemory(sizes, [bufs[r]["first"] for r in order],
+                                               [bufs[r]["last"] for r in order], ALIGNMENT)]
+        offsets = res[:len(order)]
+        plan = {"arena_size": res[-3], "total_size": res[-2], "lower_bound": res[-1]}
+    index = {}
+    for r, off in zip(order, offsets):
+        d = bufs[r]
+        if d["const"] is not None:
+            index[r] = b.add_constant(r, np.ascontiguousarray(d["const"]).reshape(d["shape"]), offset=off)
+        else:
+            index[r] = b.add_buffer(r, d["shape"], d["dtype"], offset=off)
+    for v in graph.inputs:
+        b.add_input(str(v.name), index[str(v.name)])
+    for name in [str(v.name) for v in graph.outputs] + extra_outputs:
+        b.add_output(name, index[root.get(name, name)])
+    for (nd, mod, fn, in_params), args in zip(steps, step_args):
+        debug = {"outputs": ",".join(str(v.name) for v in nd.outs)}
+        if nd.where == "host":
+            debug["host_reason"] = nd.reason
+        ins = [info[str(v.name)] if v is not None else None for v in nd.ins]
+        macs = _macs(nd.op, ins, [info[str(v.name)] for v in nd.outs])
+        b.add_step(nd.where, mod, fn, [index[a] for a in args], node=nd.step_name, op_type=nd.op, macs=macs,
+                   source_node=nd.name or nd.step_name, debug=debug)
+    exe = b.build(arena_size=plan["arena_size"])
+    timings["plan_and_assemble"] = time.perf_counter() - t0
+    if report is None:
+        return exe
+    report.update({
+        "nodes": len(nodes),
+        "steps": n_steps,
+        "npu_steps": sum(1 for s in steps if s[0].where == "npu"),
+        "host_steps": sum(1 for s in steps if s[0].where == "host"),
+        "views": sum(1 for nd in nodes if nd.where == "view"),
+        "kernels": len(cache),
+        "host_ops": [{"name": nd.step_name, "op_type": nd.op, "reason": nd.reason} for nd, *_ in steps
+                     if nd.where == "host"],
+        "memory": plan,
+        "seconds": timings,
+    })
+    return exe

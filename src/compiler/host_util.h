@@ -1,0 +1,115 @@
+/*
+ * src/compiler/host_util.h — helpers of the host kernels (host_*.cc): scalar loops
+ * straight over the global buffers, flat views, row-major strides, and the reading
+ * of a flat index as coordinates.
+ */
+#ifndef TILECORE_SRC_COMPILER_HOST_UTIL_H_
+#define TILECORE_SRC_COMPILER_HOST_UTIL_H_
+
+#include <string>
+#include <vector>
+
+#include "kernel_util.h"
+#include "tilecore/compiler/host_kernel.h"
+
+namespace tilecore {
+namespace compiler {
+namespace host {
+
+using namespace tilecore::ir;               // NOLINT(build/namespaces)
+using namespace tilecore::compiler::detail;  // NOLINT(build/namespaces)
+
+inline PrimExpr I64(int64_t v) { return IntImm(DataType::Int(64), v); }
+
+/*! \brief A one-dimensional view of a param (at least one element). */
+inline Buffer Flat(const Buffer& b, const std::string& name) {
+  int64_t n = 1;
+  for (const PrimExpr& d : b->shape) n *= static_cast<const IntImmNode*>(d.get())->value;
+  return View(b, {std::max<int64_t>(n, 1)}, name);
+}
+
+inline std::vector<int64_t> Strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+/*! \brief The coordinates of flat index `g` in `shape` (row major). */
+inline std::vector<PrimExpr> Unravel(const PrimExpr& g, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> st = Strides(shape);
+  std::vector<PrimExpr> c;
+  for (size_t d = 0; d < shape.size(); ++d) c.push_back(floormod(floordiv(g, I32(st[d])), I32(shape[d])));
+  return c;
+}
+
+/*! \brief The flat index of coordinates `c` in `shape`. */
+inline PrimExpr Ravel(const std::vector<PrimExpr>& c, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> st = Strides(shape);
+  PrimExpr r = I32(0);
+  for (size_t d = 0; d < shape.size(); ++d) r = r + c[d] * I32(st[d]);
+  return r;
+}
+
+/*! \brief An axis attribute in [0, rank) (negative counts from the end); ValueError otherwise. */
+inline int64_t Axis(const std::string& op, int64_t axis, int64_t rank) {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= std::max<int64_t>(rank, 1))
+    TILECORE_THROW(ValueError) << op << ": axis " << axis << " is out of range for rank " << rank;
+  return a;
+}
+
+/*! \brief "" when `t` is a scalar number or bool type the c target computes with. */
+inline std::string PlainDType(const std::string& op, size_t i, const TensorSpec& t) {
+  if (!t.defined()) return "";
+  DataType d = t->dtype;
+  bool ok = d.lanes() == 1 && (d.is_integer() || d.is_bool() || (d.is_float() && (d.bits() == 16 || d.bits() == 32 || d.bits() == 64)));
+  return ok ? "" : op + ": input " + std::to_string(i) + " has dtype " + d.str() + ", which no host kernel takes";
+}
+
+inline std::string NeedInputs(const std::string& op, const std::vector<TensorSpec>& in, size_t lo, size_t hi) {
+  if (in.size() < lo || in.size() > hi)
+    return op + ": expected " + std::to_string(lo) + (hi != lo ? ".." + std::to_string(hi) : "") + " inputs, got " +
+           std::to_string(in.size());
+  for (size_t i = 0; i < lo; ++i)
+    if (!in[i].defined()) return op + ": input " + std::to_string(i) + " is missing";
+  for (size_t i = 0; i < in.size(); ++i) {
+    std::string w = PlainDType(op, i, in[i]);
+    if (!w.empty()) return w;
+  }
+  return "";
+}
+
+/*! \brief ValueError unless the call has `n` outputs. */
+inline void NeedOutputs(const OpCall& call, size_t n) {
+  if (call.outputs.size() != n)
+    TILECORE_THROW(ValueError) << "LowerHostOp(" << call.op_type << "): expected " << n << " outputs, got "
+                               << call.outputs.size();
+}
+
+/*! \brief float -> integer truncating toward zero (the c target's conversion rounds to nearest). */
+inline PrimExpr Convert(DataType to, PrimExpr x) {
+  DataType from = x.dtype();
+  if (from == to) return x;
+  if (to.is_bool()) return ne(x, make_zero(from));
+  if (from.is_float() && to.is_integer()) {
+    DataType wide = DataType::Int(64);
+    PrimExpr r = cast(wide, x);
+    PrimExpr back = cast(from, r);
+    PrimExpr one = make_const(wide, 1), zero = make_zero(wide);
+    PrimExpr z = make_zero(from);
+    r = r - select(x >= z && back > x, one, zero) + select(x < z && back < x, one, zero);
+    return cast(to, r);
+  }
+  return cast(to, x);
+}
+
+/*! \brief An index value loaded from a tensor, as int32, negative values counted from `dim`. */
+inline PrimExpr WrapIndex(PrimExpr v, int64_t dim) {
+  PrimExpr i = cast(DataType::Int(32), v);
+  return select(i < I32(0), i + I32(dim), i);
+}
+
+}  // namespace host
+}  // namespace compiler
+}  // namespace tilecore
+#endif  // TILECORE_SRC_COMPILER_HOST_UTIL_H_

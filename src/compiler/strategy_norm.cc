@@ -1,0 +1,384 @@
+/*
+ * src/compiler/strategy_norm.cc — LayerNormalization (axis, epsilon, Scale, optional
+ * B; the Mean and InvStdDev outputs too), RMSNormalization (the same without the
+ * mean), GroupNormalization (scale and bias per channel, or per group before opset
+ * 21), InstanceNormalization, BatchNormalization in inference mode, and
+ * MeanVarianceNormalization (when its axes are the trailing dims).
+ *
+ * The input is seen as rows [A, R] (rows_util.h with B = 1): LayerNormalization
+ * normalises over the dims from `axis` on, InstanceNormalization over the spatial
+ * dims of each (n, c), GroupNormalization over each (n, group) (chunks of whole
+ * channels when a group does not fit one tile); BatchNormalization has rows (n, c)
+ * too but fixed statistics.
+ * Per tile of rows: the mean is a tile.vec_redsum times 1/R, the centred tile a
+ * vec_sub with the mean broadcast, the variance the vec_redsum of its square
+ * (two-pass, as the reference), 1/sqrt(var + eps) a vec_adds, vec_sqrt and
+ * vec_recip. LayerNormalization then multiplies by the inverse deviation (per row)
+ * and by Scale and adds B (per column, loaded once per tile); the per-channel ops
+ * fold everything into y = x * k[row] + b[row], whose per-row values are gathered
+ * from the channel vectors in front-end code. A row that does not fit one tile is
+ * read in chunks: three passes (mean, variance, output), BatchNormalization one.
+ * float32.
+ */
+#include <set>
+
+#include "kernel_util.h"
+#include "rows_util.h"
+#include "tilecore/ffi/reflection.h"
+
+namespace tilecore {
+namespace compiler {
+namespace detail {
+namespace {
+
+using namespace rows;  // NOLINT(build/namespaces)
+
+PrimExpr Math(const char* op, PrimExpr x) { return call(op, {x}); }
+
+struct NormGeom {
+  int64_t A, R, C;  // rows, row length, channels (per-channel ops)
+  int64_t G = 1, S = 1, P = 0;  // GroupNormalization: groups, spatial size, scale/bias length (C or G)
+};
+
+bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins, NormGeom* g,
+              std::string* why) {
+  auto s = Shape(ins[0]);
+  int64_t rank = static_cast<int64_t>(s.size());
+  if (op == "MeanVarianceNormalization") {
+    // over `axes`: the reduced dims (size-1 dims aside) must be the trailing ones
+    std::set<int64_t> red;
+    for (int64_t a : AttrInts(attrs, "axes", {0, 2, 3})) {
+      int64_t ax;
+      if (!NormAxis(a, rank, &ax)) {
+        *why = op + ": axis " + std::to_string(a) + " out of range for rank " + std::to_string(rank);
+        return false;
+      }
+      red.insert(ax);
+    }
+    g->A = g->R = 1;
+    g->C = 0;
+    bool in_red = false;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (s[d] == 1) continue;
+      bool r = red.count(d) != 0;
+      if (!r && in_red) {
+        *why = op + ": the normalised axes are not the trailing ones (after dropping size-1 dims)";
+        return false;
+      }
+      in_red = in_red || r;
+      (r ? g->R : g->A) *= s[d];
+    }
+    return true;
+  }
+  if (op == "LayerNormalization" || op == "RMSNormalization") {
+    int64_t axis = AttrInt(attrs, "axis", -1), ax;
+    if (rank == 0 || !NormAxis(axis, rank, &ax)) {
+      *why = op + ": axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank);
+      return false;
+    }
+    g->A = Prod(s, 0, ax);
+    g->R = Prod(s, ax, s.size());
+    g->C = 0;
+    for (size_t i = 1; i < ins.size(); ++i) {
+      if (ins[i].defined() && ins[i]->numel() != g->R) {
+        *why = op + ": " + (i == 1 ? "Scale" : "B") + " of " + std::to_string(ins[i]->numel()) +
+               " elements, not the normalised " + std::to_string(g->R) + " (broadcast parameters have no npu strategy)";
+        return false;
+      }
+    }
+    return true;
+  }
+  if (rank < 2) {
+    *why = op + ": input of rank < 2";
+    return false;
+  }
+  g->C = s[1];
+  g->A = s[0] * s[1];
+  g->R = Prod(s, 2, s.size());
+  if (op == "GroupNormalization") {
+    g->G = AttrInt(attrs, "num_groups", 0);
+    if (g->G <= 0 || g->C % g->G != 0) {
+      *why = op + ": " + std::to_string(g->C) + " channels do not split into num_groups = " + std::to_string(g->G);
+      return false;
+    }
+    g->S = g->R;
+    g->A = s[0] * g->G;
+    g->R = (g->C / g->G) * g->S;
+    g->P = ins[1]->numel();
+    for (size_t i = 1; i < 3; ++i) {
+      if (ins[i]->shape.size() != 1 || (ins[i]->shape[0] != g->C && ins[i]->shape[0] != g->G) ||
+          ins[i]->shape[0] != g->P) {
+        *why = op + ": scale and bias must hold one value per channel (or, before opset 21, per group)";
+        return false;
+      }
+    }
+    if (g->S > kRowTile && g->R > kRowTile) {
+      *why = op + ": a channel of more than " + std::to_string(kRowTile) + " elements in a group that does not fit one tile";
+      return false;
+    }
+    if (g->C > kRowTile) {
+      *why = op + ": more than " + std::to_string(kRowTile) + " channels";
+      return false;
+    }
+    return true;
+  }
+  for (size_t i = 1; i < ins.size(); ++i) {
+    if (!ins[i].defined() || ins[i]->shape.size() != 1 || ins[i]->shape[0] != g->C) {
+      *why = op + ": input " + std::to_string(i) + " must hold one value per channel";
+      return false;
+    }
+  }
+  if (g->C > kRowTile) {
+    *why = op + ": more than " + std::to_string(kRowTile) + " channels";
+    return false;
+  }
+  return true;
+}
+
+std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
+  bool ln = op == "LayerNormalization";
+  size_t need = ln || op == "RMSNormalization" ? 2 : (op == "InstanceNormalization" || op == "GroupNormalization" ? 3 : 5);
+  if (op == "MeanVarianceNormalization") need = 1;
+  if (ins.size() < need || (!ln && ins.size() != need) || ins.size() > need + 1)
+    return op + ": unexpected number of inputs " + std::to_string(ins.size());
+  for (size_t i = 0; i < need; ++i)
+    if (!ins[i].defined()) return op + ": input " + std::to_string(i) + " is missing";
+  std::string why = CheckDTypes(ins, {DataType::Float(32)}, op);
+  if (!why.empty()) return why;
+  if (op == "BatchNormalization" && AttrInt(attrs, "training_mode", 0) != 0)
+    return "BatchNormalization: training mode has no npu strategy";
+  if (op != "InstanceNormalization" && op != "BatchNormalization" && AttrInt(attrs, "stash_type", 1) != 1)
+    return op + ": stash_type other than float32 has no npu strategy";
+  NormGeom g;
+  if (!Geometry(op, attrs, ins, &g, &why)) return why;
+  return "";
+}
+
+PrimFunc LowerNorm(const OpCall& call) {
+  const std::string& op = call.op_type;
+  NormGeom g;
+  std::string why;
+  Geometry(op, call.attrs, call.inputs, &g, &why);
+  bool rms = op == "RMSNormalization";
+  bool ln = op == "LayerNormalization" || rms, bn = op == "BatchNormalization", gn = op == "GroupNormalization";
+  bool mvn = op == "MeanVarianceNormalization";
+  if (bn && call.outputs.size() > 1)
+    TILECORE_THROW(ValueError) << "LowerOp(" << op << "): the running statistics outputs have no npu strategy";
+  Params p = MakeParams(call);
+  DataType f32 = DataType::Float(32);
+  int64_t A = g.A, R = g.R, C = g.C;
+  if (A * R == 0) return MakeFunc(call, p, Evaluate(I32(0)));
+  double eps = AttrFloat(call.attrs, "epsilon", 1e-5);
+  Buffer X = View(p.in[0], {A, R, 1}, "X");
+  Buffer Y = View(p.out[0], {A, R, 1}, "Y");
+  bool has_bias = ln && call.inputs.size() > 2 && call.inputs[2].defined();
+  int64_t plen = ln ? R : (gn ? g.P : C);
+  Buffer Sc = mvn ? Buffer() : View(p.in[1], {plen}, "Scale");
+  Buffer Bi = !mvn && (has_bias || !ln) ? View(p.in[2], {plen}, "Bias") : Buffer();
+  bool stats = ln && call.outputs.size() > 1;
+  Tiles t = ChooseTiles(A, R, 1, call.cores);
+  if (gn && t.tr < R) t.tr = std::max<int64_t>(1, kRowTile / g.S) * g.S, t.ta = 1;  // chunks of whole channels
+  bool resident = t.tr == R;
+  PrimExpr inv_r = F32Exact(1.0 / static_cast<double>(R));
+  PrimExpr eps_c = F32Exact(eps);
+  Stmt body = ForTiles(call, A, 1, t, [&](PrimExpr a0, int64_t ta, PrimExpr, int64_t) {
+    Buffer Xa = Local({ta * t.tr}, f32, "Xt");
+    Buffer Ea = Local({ta * t.tr}, f32, "Et");
+    Buffer Ma = Local({ta}, f32, "Mean"), Va = Local({ta}, f32, "Inv"), Pa = Local({ta}, f32, "P");
+    TileView M = MakeView(Ma, {ta, 1}, "Mv"), V = MakeView(Va, {ta, 1}, "Vv"), P = MakeView(Pa, {ta, 1}, "Pv");
+    auto xt = [&](int64_t n) { return MakeView(Xa, {ta, n, 1}, "Xv"); };
+    auto et = [&](int64_t n) { return MakeView(Ea, {ta, n, 1}, "Ev"); };
+    auto load = [&](PrimExpr r0, int64_t n) { return DmaWait(xt(n).All(), Region(X, {a0, r0, I32(0)}, {ta, n, 1}), 0); };
+    auto store = [&](PrimExpr r0, int64_t n) { return DmaWait(Region(Y, {a0, r0, I32(0)}, {ta, n, 1}), xt(n).All(), 1); };
+    auto fold = [&](const TileView& src, bool first, const TileView& into) {
+      if (first) return ReduceTile(into, src, Red::kSum);
+      return Seq({ReduceTile(P, src, Red::kSum),
+                  MapTile(into, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + P.Load(i); })});
+    };
+    auto by_row = [](const TileView& v, bool sub) {
+      return [v, sub](PrimExpr x, const std::vector<PrimExpr>& i) {
+        return sub ? x - v.Load({i[0], I32(0)}) : x * v.Load({i[0], I32(0)});
+      };
+    };
+    auto sq = [&](int64_t n) {  // Et = Xt * Xt
+      TileView x = xt(n), e = et(n);
+      return Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(x.Load(i) * x.Load(i), i); });
+    };
+    std::vector<Stmt> s;
+    std::vector<Buffer> extra;
+    // the per-row affine of the per-channel ops: K (scale) and Bk (shift) per row
+    Buffer Ka = Local({ta}, f32, "K"), Bka = Local({ta}, f32, "Bk");
+    TileView K = MakeView(Ka, {ta, 1}, "Kv"), Bk = MakeView(Bka, {ta, 1}, "Bkv");
+    auto gather = [&](const Buffer& from, int64_t row, const TileView& to) {  // to[a] = from[row, (a0 + a) % C]
+      return Loop("a", ta, [&](PrimExpr a) {
+        return to.Store(BufferLoad(from, {I32(row), floormod(a0 + a, I32(C))}), {a, I32(0)});
+      });
+    };
+    if (bn) {
+      // k = scale / sqrt(var + eps), b = B - mean * k, per channel, then per row
+      Buffer Ch = Local({4 * C}, f32, "Chan");
+      extra.push_back(Ch);
+      Buffer Ch2 = View(Ch, {4, C}, "Ch2");
+      std::vector<TileView> ch;
+      for (int i = 0; i < 4; ++i) {
+        Buffer v = Buffer(Ch->data, f32, {I32(C)}, Array<PrimExpr>(), I32(i * C), "local", "Ch" + std::to_string(i));
+        ch.push_back(TileView{v, {C}});
+        s.push_back(DmaWait(Region(Ch2, {I32(i), I32(0)}, {1, C}),
+                            Region(View(p.in[1 + i], {C}, "P" + std::to_string(i)), {I32(0)}, {C}), 0));
+      }
+      // ch: 0 scale, 1 B, 2 mean, 3 var
+      s.push_back(MapTile(ch[3], [&](PrimExpr v, const std::vector<PrimExpr>&) { return v + eps_c; }));
+      s.push_back(MapTile(ch[3], [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
+      s.push_back(MapTile(ch[0], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v / ch[3].Load(i); }));
+      s.push_back(MapTile(ch[2], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * ch[0].Load(i); }));
+      s.push_back(MapTile(ch[1], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v - ch[2].Load(i); }));
+      s.push_back(gather(Ch2, 0, K));
+      s.push_back(gather(Ch2, 1, Bk));
+      s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) {
+        return Seq({load(r0, n), MapTile(xt(n), by_row(K, false)),
+                    MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>& i) { return x + Bk.Load({i[0], I32(0)}); }),
+                    store(r0, n)});
+      }));
+    } else {
+      // statistics: mean, then 1 / sqrt(mean((x - mean)^2) + eps); RMS: 1 / sqrt(mean(x^2) + eps)
+      if (rms) {
+        // no mean: the square's fold is the only statistics pass
+      } else if (resident) {
+        s.push_back(load(I32(0), R));
+        s.push_back(ReduceTile(M, xt(R), Red::kSum));
+      } else {
+        s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool first) {
+          return Seq({load(r0, n), fold(xt(n), first, M)});
+        }));
+      }
+      if (!rms) s.push_back(MapTile(M, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v * inv_r; }));
+      if (resident) {
+        if (rms) s.push_back(load(I32(0), R));
+        else s.push_back(MapTile(xt(R), by_row(M, true)));
+        s.push_back(sq(R));
+        s.push_back(ReduceTile(V, et(R), Red::kSum));
+      } else {
+        s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool first) {
+          if (rms) return Seq({load(r0, n), sq(n), fold(et(n), first, V)});
+          return Seq({load(r0, n), MapTile(xt(n), by_row(M, true)), sq(n), fold(et(n), first, V)});
+        }));
+      }
+      s.push_back(MapTile(V, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v * inv_r; }));
+      if (!mvn) s.push_back(MapTile(V, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v + eps_c; }));
+      s.push_back(MapTile(V, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
+      if (mvn) s.push_back(MapTile(V, [](PrimExpr v, const std::vector<PrimExpr>&) { return v + F32Exact(1e-9); }));
+      s.push_back(MapTile(V, [](PrimExpr v, const std::vector<PrimExpr>&) { return F32(1.0) / v; }));
+      if (stats) {
+        for (size_t o = 1; o < call.outputs.size() && o < 3; ++o) {
+          Buffer out = View(p.out[o], {A, 1}, o == 1 ? "MeanOut" : "InvOut");
+          s.push_back(DmaWait(Region(out, {a0, I32(0)}, {ta, 1}), (o == 1 ? M : V).All(), 1));
+        }
+      }
+      if (mvn) {  // (x - mean) / (sqrt(var) + 1e-9)
+        auto out = [&](PrimExpr r0, int64_t n, bool reload) {
+          std::vector<Stmt> c;
+          if (reload) c.push_back(load(r0, n)), c.push_back(MapTile(xt(n), by_row(M, true)));
+          c.push_back(MapTile(xt(n), by_row(V, false)));
+          c.push_back(store(r0, n));
+          return Seq(c);
+        };
+        if (resident) s.push_back(out(I32(0), R, false));
+        else s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return out(r0, n, true); }));
+      } else if (gn) {
+        // y = x * k[a, c] + b[a, c] over the tile seen as [ta, channels, S]:
+        // k = inv[a] * scale, b = bias (resident: x is centred already) or bias - mean * k
+        int64_t Cg = C / g.G, cmax = t.tr / g.S;
+        bool per_channel = g.P == C;
+        Buffer Ch = Local({2 * g.P}, f32, "Chan"), Kc = Local({ta * cmax}, f32, "Kc"), Bc = Local({ta * cmax}, f32, "Bc");
+        extra.insert(extra.end(), {Ch, Kc, Bc});
+        Buffer Ch2 = View(Ch, {2, g.P}, "Ch2");
+        s.push_back(DmaWait(Region(Ch2, {I32(0), I32(0)}, {1, g.P}), Region(Sc, {I32(0)}, {g.P}), 0));
+        s.push_back(DmaWait(Region(Ch2, {I32(1), I32(0)}, {1, g.P}), Region(Bi, {I32(0)}, {g.P}), 0));
+        auto out = [&](PrimExpr r0, int64_t n, bool reload) {
+          int64_t nc = n / g.S;
+          TileView x3 = MakeView(Xa, {ta, nc, g.S}, "X3"), K = MakeView(Kc, {ta, nc}, "Kv"), B = MakeView(Bc, {ta, nc}, "Bv");
+          PrimExpr c0 = floordiv(r0, I32(g.S));  // the tile's first channel within its group
+          std::vector<Stmt> c;
+          if (reload) c.push_back(load(r0, n));
+          c.push_back(Nest({ta, nc}, [&](const std::vector<PrimExpr>& i) {  // front end: gather per row
+            PrimExpr grp = floormod(a0 + i[0], I32(g.G));
+            PrimExpr idx = per_channel ? grp * I32(Cg) + c0 + i[1] : grp;
+            PrimExpr k = BufferLoad(Ch2, {I32(0), idx}) * V.Load({i[0], I32(0)});
+            PrimExpr b = BufferLoad(Ch2, {I32(1), idx});
+            if (reload) b = b - M.Load({i[0], I32(0)}) * k;
+            return Seq({K.Store(k, i), B.Store(b, i)});
+          }));
+          c.push_back(MapTile(x3, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * K.Load({i[0], i[1]}); }));
+          c.push_back(MapTile(x3, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + B.Load({i[0], i[1]}); }));
+          c.push_back(store(r0, n));
+          return Seq(c);
+        };
+        if (resident) s.push_back(out(I32(0), R, false));
+        else s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return out(r0, n, true); }));
+      } else if (ln) {
+        // y = (x - mean) * inv * Scale[r] + B[r]; Scale and B per chunk
+        Buffer Ga = Local({t.tr}, f32, "Gamma"), Ba = Local({t.tr}, f32, "Beta");
+        extra.push_back(Ga);
+        extra.push_back(Ba);
+        auto out = [&](PrimExpr r0, int64_t n, bool reload) {
+          TileView Gv = MakeView(Ga, {n}, "Gv"), Bv = MakeView(Ba, {n}, "Bv");
+          std::vector<Stmt> c;
+          if (reload) c.push_back(load(r0, n));
+          if (reload && !rms) c.push_back(MapTile(xt(n), by_row(M, true)));
+          c.push_back(DmaWait(Gv.All(), Region(Sc, {r0}, {n}), 0));
+          if (has_bias) c.push_back(DmaWait(Bv.All(), Region(Bi, {r0}, {n}), 0));
+          c.push_back(MapTile(xt(n), by_row(V, false)));
+          c.push_back(MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>& i) { return x * Gv.Load({i[1]}); }));
+          if (has_bias)
+            c.push_back(MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>& i) { return x + Bv.Load({i[1]}); }));
+          c.push_back(store(r0, n));
+          return Seq(c);
+        };
+        if (resident) s.push_back(out(I32(0), R, false));
+        else s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return out(r0, n, true); }));
+      } else {
+        // instance norm: k = inv * scale[c], b = B[c] - mean * k; y = x * k + b
+        Buffer Ch = Local({2 * C}, f32, "Chan");
+        extra.push_back(Ch);
+        Buffer Ch2 = View(Ch, {2, C}, "Ch2");
+        s.push_back(DmaWait(Region(Ch2, {I32(0), I32(0)}, {1, C}), Region(Sc, {I32(0)}, {C}), 0));
+        s.push_back(DmaWait(Region(Ch2, {I32(1), I32(0)}, {1, C}), Region(Bi, {I32(0)}, {C}), 0));
+        s.push_back(gather(Ch2, 0, K));
+        s.push_back(gather(Ch2, 1, Bk));
+        s.push_back(MapTile(K, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * V.Load(i); }));
+        if (!resident) {  // from x itself: the shift absorbs the mean
+          s.push_back(MapTile(P, [&](PrimExpr, const std::vector<PrimExpr>& i) { return M.Load(i) * K.Load(i); }));
+          s.push_back(MapTile(Bk, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v - P.Load(i); }));
+        }
+        auto out = [&](PrimExpr r0, int64_t n, bool reload) {  // resident: the tile holds x - mean already
+          std::vector<Stmt> c;
+          if (reload) c.push_back(load(r0, n));
+          c.push_back(MapTile(xt(n), by_row(K, false)));
+          c.push_back(MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>& i) { return x + Bk.Load({i[0], I32(0)}); }));
+          c.push_back(store(r0, n));
+          return Seq(c);
+        };
+        if (resident) s.push_back(out(I32(0), R, false));
+        else s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return out(r0, n, true); }));
+      }
+    }
+    Stmt res = Allocate(Xa, Allocate(Ea, Allocate(Ma, Allocate(Va, Allocate(Pa, Allocate(Ka, Allocate(Bka, Seq(s))))))));
+    for (const Buffer& b : extra) res = Allocate(b, res);
+    return res;
+  });
+  return MakeFunc(call, p, body);
+}
+
+}  // namespace
+}  // namespace detail
+
+TILECORE_FFI_STATIC_INIT_BLOCK({
+  for (const char* op : {"LayerNormalization", "RMSNormalization", "GroupNormalization", "InstanceNormalization",
+                         "BatchNormalization", "MeanVarianceNormalization"}) {
+    RegisterStrategy(op, Strategy{detail::CheckNorm, detail::LowerNorm,
+                                  [](const OpCall&, int) { return std::string("onnx"); }});
+  }
+});
+
+}  // namespace compiler
+}  // namespace tilecore

@@ -1,0 +1,418 @@
+/*
+ * src/compiler/strategy_reduce.cc — ReduceSum ReduceMean ReduceMax ReduceMin
+ * ReduceProd ReduceSumSquare ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp, and the
+ * reasons ArgMax / ArgMin stay on the host (their int64 output).
+ *
+ * Axes: the attribute `axes` when the attrs hold it (before opset 18, ReduceSum 13;
+ * a compiler that knows a constant `axes` input may also put its value there), else
+ * the `axes` input, which is not a param: its value follows from the output shape.
+ * The check refuses an axes input whose value the shapes may not tell (keepdims=0
+ * and two readings of the same output shape). No axes reduce everything, or with
+ * noop_with_empty_axes (from the axes-input opset on) copy the input.
+ *
+ * The reduced dims (size-1 dims aside) form one or two groups: the input is
+ * [K0, R0, K1, R1, K2] (one group: [1, 1, A, R, B], rows_util.h) and the output
+ * [K0, K1, K2]. Each (k0, k1, k2) tile folds R1 in chunks, in a loop over R0 (or, when
+ * R0 is the longer and the block K1 x R1 x K2 small, R0 first in tiles holding whole
+ * blocks, then R1 in L1), with
+ * tile.vec_redsum / redmax / redmin over the innermost loop (a strided view when
+ * K2 > 1), partial results combined with an element-wise command; the squares, |x|,
+ * the exp of LogSumExp (after a first pass for the maximum), the 1/R of the mean,
+ * sqrt and log are vector commands too. The product has no vector form: front-end
+ * code. An empty reduction writes the identity. float32; Max, Min, Sum and Prod
+ * also int32 (an int32 sum wraps like ONNX, so it stays front-end code).
+ */
+#include <map>
+#include <set>
+
+#include "kernel_util.h"
+#include "rows_util.h"
+#include "tilecore/ffi/reflection.h"
+
+namespace tilecore {
+namespace compiler {
+namespace detail {
+namespace {
+
+using namespace rows;  // NOLINT(build/namespaces)
+
+PrimExpr Math(const char* op, PrimExpr x) { return call(op, {x}); }
+
+bool IntAllowed(const std::string& op) {
+  return op == "ReduceMax" || op == "ReduceMin" || op == "ReduceSum" || op == "ReduceProd";
+}
+
+/*! \brief What the attrs (and the presence of the axes input) say before the output is known. */
+struct AxesSpec {
+  bool from_input = false;  // the axes input is present and the attrs lack `axes`
+  bool noop = false;
+  std::vector<int64_t> axes;  // normalised, sorted; empty with !from_input && !noop: every axis
+};
+
+bool ReadAxes(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins, AxesSpec* a,
+              std::string* why) {
+  int64_t rank = static_cast<int64_t>(ins[0]->shape.size());
+  int64_t opset = AttrInt(attrs, "_opset", 18);
+  int64_t input_opset = op == "ReduceSum" ? 13 : 18;
+  std::vector<int64_t> raw;
+  if (HasAttr(attrs, "axes")) {
+    raw = AttrInts(attrs, "axes", {});
+  } else if (ins.size() > 1 && ins[1].defined() && ins[1]->numel() > 0) {
+    a->from_input = true;
+    return true;
+  }
+  if (raw.empty()) {
+    a->noop = AttrInt(attrs, "noop_with_empty_axes", 0) != 0 && opset >= input_opset;
+    for (int64_t d = 0; d < rank; ++d) a->axes.push_back(d);
+    return true;
+  }
+  std::set<int64_t> seen;
+  for (int64_t x : raw) {
+    int64_t n;
+    if (!NormAxis(x, rank, &n) || (rank == 0 && x != 0 && x != -1)) {
+      *why = op + ": axis " + std::to_string(x) + " out of range for rank " + std::to_string(rank);
+      return false;
+    }
+    if (!seen.insert(n).second) {
+      *why = op + ": axes repeat axis " + std::to_string(x);
+      return false;
+    }
+  }
+  a->axes.assign(seen.begin(), seen.end());
+  return true;
+}
+
+/*! \brief The axes an output shape implies; false with the reason when none or several fit. */
+bool AxesFromOutput(const std::string& op, const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                    bool keepdims, std::vector<int64_t>* axes, std::string* why) {
+  size_t r = in.size();
+  std::set<std::vector<int64_t>> effective;  // the reduced dims of size > 1, per reading
+  if (keepdims) {
+    if (out.size() != r) {
+      *why = op + ": output rank " + std::to_string(out.size()) + " with keepdims=1 and input rank " + std::to_string(r);
+      return false;
+    }
+    std::vector<int64_t> e;
+    for (size_t d = 0; d < r; ++d) {
+      if (out[d] == in[d]) continue;
+      if (out[d] != 1) {
+        *why = op + ": output shape does not follow from the input shape";
+        return false;
+      }
+      e.push_back(static_cast<int64_t>(d));
+    }
+    *axes = e;
+    return true;
+  }
+  if (out.size() > r || r > 16) {
+    *why = op + ": output rank " + std::to_string(out.size()) + " does not fit input rank " + std::to_string(r);
+    return false;
+  }
+  size_t k = r - out.size();
+  for (uint32_t m = 0; m < (1u << r); ++m) {
+    if (static_cast<size_t>(__builtin_popcount(m)) != k) continue;
+    std::vector<int64_t> kept, e;
+    for (size_t d = 0; d < r; ++d) {
+      if (m & (1u << d)) {
+        if (in[d] != 1) e.push_back(static_cast<int64_t>(d));
+      } else {
+        kept.push_back(in[d]);
+      }
+    }
+    if (kept == out) effective.insert(e);
+  }
+  if (effective.size() != 1) {
+    *why = op + (effective.empty() ? ": output shape does not follow from the input shape"
+                                   : ": the output shape leaves the reduced axes ambiguous; give the constant axes "
+                                     "as the attribute `axes`");
+    return false;
+  }
+  *axes = *effective.begin();
+  return true;
+}
+
+/*!
+ * \brief The input as [K0, R0, K1, R1, K2]: kept and reduced dims merged (size-1
+ * dims aside), at most two reduced groups. One group is [1, 1, A, R, B].
+ */
+struct Groups {
+  int64_t K0 = 1, R0 = 1, K1 = 1, R1 = 1, K2 = 1;
+  int64_t R() const { return R0 * R1; }
+  int64_t Kept() const { return K0 * K1 * K2; }
+};
+
+bool Merge(const std::string& op, const std::vector<int64_t>& in, const std::vector<int64_t>& axes, Groups* g,
+           std::string* why) {
+  std::set<int64_t> red(axes.begin(), axes.end());
+  std::vector<std::pair<bool, int64_t>> runs;  // (reduced, extent)
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] == 1) continue;
+    bool r = red.count(static_cast<int64_t>(d)) != 0;
+    if (!runs.empty() && runs.back().first == r) runs.back().second *= in[d];
+    else runs.push_back({r, in[d]});
+  }
+  int nred = 0;
+  for (auto& x : runs) nred += x.first;
+  if (nred > 2) {
+    *why = op + ": the reduced axes form more than two separate groups (after dropping size-1 dims)";
+    return false;
+  }
+  *g = Groups();
+  std::vector<int64_t*> slots;  // where the runs go, in order
+  if (nred == 2) slots = {&g->K0, &g->R0, &g->K1, &g->R1, &g->K2};
+  else slots = {&g->K1, &g->R1, &g->K2};
+  size_t k = 0;
+  for (auto& x : runs) {
+    // advance to the next slot of the run's kind (kept slots are even, reduced odd)
+    while (k < slots.size() && (k % 2 == 1) != x.first) ++k;
+    *slots[k] *= x.second;
+    ++k;
+  }
+  return true;
+}
+
+/*! \brief With the axes an input, can every axes value of that length be lowered? */
+std::string CheckAxesInput(const std::string& op, const std::vector<int64_t>& in, int64_t k, bool keepdims) {
+  size_t r = in.size();
+  if (r > 16) return op + ": rank above 16";
+  std::map<std::vector<int64_t>, std::set<std::vector<int64_t>>> readings;  // kept shape -> effective axes
+  for (uint32_t m = 0; m < (1u << r); ++m) {
+    if (__builtin_popcount(m) != k) continue;
+    std::vector<int64_t> kept, e;
+    for (size_t d = 0; d < r; ++d) {
+      if (m & (1u << d)) {
+        if (in[d] != 1) e.push_back(static_cast<int64_t>(d));
+        if (keepdims) kept.push_back(1);
+      } else {
+        kept.push_back(in[d]);
+      }
+    }
+    Groups g;
+    std::string why;
+    if (!Merge(op, in, e, &g, &why)) return why + " for some value of the axes input";
+    readings[kept].insert(e);
+  }
+  for (auto& [shape, sets] : readings) {
+    if (sets.size() > 1 && !keepdims)
+      return op + ": with keepdims=0 the shapes leave the axes input ambiguous; its value is needed as the "
+                  "attribute `axes`";
+  }
+  return "";
+}
+
+std::string CheckReduce(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
+  if (ins.empty() || ins.size() > 2 || !ins[0].defined()) return op + ": expects data and optional axes";
+  std::vector<DataType> ok{DataType::Float(32)};
+  if (IntAllowed(op)) ok.push_back(DataType::Int(32));
+  std::string why = CheckDTypes({ins[0]}, ok, op);
+  if (!why.empty()) return why;
+  if (ins.size() > 1 && ins[1].defined() && ins[1]->shape.size() != 1) return op + ": axes must be 1-D";
+  AxesSpec a;
+  if (!ReadAxes(op, attrs, ins, &a, &why)) return why;
+  Groups g;
+  if (a.from_input)
+    return CheckAxesInput(op, Shape(ins[0]), ins[1]->numel(), AttrInt(attrs, "keepdims", 1) != 0);
+  if (!a.noop && !Merge(op, Shape(ins[0]), a.axes, &g, &why)) return why;
+  return "";
+}
+
+/*! \brief The value of a reduction over nothing (ONNX: the identity; the mean: NaN). */
+PrimExpr EmptyValue(const std::string& op, DataType t) {
+  if (op == "ReduceProd") return make_const(t, 1);
+  if (op == "ReduceMax" || op == "ReduceLogSum" || op == "ReduceLogSumExp") return Identity(Red::kMax, t);
+  if (op == "ReduceMin") return Identity(Red::kMin, t);
+  if (op == "ReduceMean") return FloatImm(t, NAN);
+  return make_zero(t);
+}
+
+/*!
+ * \brief Two groups with a long outer one: fold R0 in tiles of [K0, R0, K1 x R1 x K2]
+ * (the whole inner block a row), then R1 of the partial result in L1.
+ */
+Stmt OuterFirst(const OpCall& call, const Params& p, const Groups& g, Red red, bool square, bool absolute,
+                const std::function<void(std::vector<Stmt>*, const TileView&)>& post) {
+  DataType t = call.inputs[0]->dtype;
+  int64_t inner = g.K1 * g.R1 * g.K2;
+  Tiles tl;
+  tl.tb = inner;
+  tl.tr = std::max<int64_t>(1, std::min(g.R0, kRowTile / inner));
+  tl.ta = std::max<int64_t>(1, std::min(g.K0, kRowTile / (tl.tr * inner)));
+  tl.ta = std::min(tl.ta, std::max<int64_t>(1, (g.K0 + call.cores - 1) / call.cores));
+  Buffer X = View(p.in[0], {g.K0, g.R0, inner}, "X");
+  Buffer Y = View(p.out[0], {g.K0, g.K1 * g.K2}, "Y");
+  return ForTiles(call, g.K0, inner, tl, [&](PrimExpr a0, int64_t ta, PrimExpr, int64_t) {
+    Buffer Xa = Local({ta * tl.tr * inner}, t, "Xt"), Ea = Local({ta * tl.tr * inner}, t, "Et");
+    Buffer Qa = Local({ta * inner}, t, "Q"), Pa = Local({ta * inner}, t, "P"), Sa = Local({ta * g.K1 * g.K2}, t, "S");
+    TileView Q = MakeView(Qa, {ta, inner}, "Qv"), P = MakeView(Pa, {ta, inner}, "Pv");
+    TileView S = MakeView(Sa, {ta * g.K1, g.K2}, "Sv");
+    std::vector<Stmt> s;
+    s.push_back(ForChunks(g.R0, tl.tr, [&](PrimExpr r0, int64_t n, bool first) {
+      TileView x = MakeView(Xa, {ta, n, inner}, "Xv"), e = MakeView(Ea, {ta, n, inner}, "Ev");
+      std::vector<Stmt> c{DmaWait(x.All(), Region(X, {a0, r0, I32(0)}, {ta, n, inner}), 0)};
+      if (square) c.push_back(MapTile(x, [](PrimExpr v, const std::vector<PrimExpr>&) { return v * v; }));
+      if (absolute) {
+        c.push_back(Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(x.Load(i) * F32(-1.0), i); }));
+        c.push_back(MapTile(x, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return max(v, e.Load(i)); }));
+      }
+      if (first) {
+        c.push_back(ReduceTile(Q, x, red));
+      } else {
+        c.push_back(ReduceTile(P, x, red));
+        c.push_back(MapTile(Q, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return Combine(red, v, P.Load(i)); }));
+      }
+      return Seq(c);
+    }));
+    s.push_back(ReduceTile(S, MakeView(Qa, {ta * g.K1, g.R1, g.K2}, "Q3"), red));
+    post(&s, S);
+    s.push_back(DmaWait(Region(Y, {a0, I32(0)}, {ta, g.K1 * g.K2}), MakeView(Sa, {ta, g.K1 * g.K2}, "S2").All(), 1));
+    return Allocate(Xa, Allocate(Ea, Allocate(Qa, Allocate(Pa, Allocate(Sa, Seq(s))))));
+  });
+}
+
+}  // namespace
+
+PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
+  Params p = MakeParams(call);
+  std::vector<int64_t> in = Shape(call.inputs[0]), out = Shape(call.outputs[0]);
+  DataType t = call.inputs[0]->dtype;
+  AxesSpec a;
+  std::string why;
+  ReadAxes(op, call.attrs, call.inputs, &a, &why);
+  bool keep = AttrInt(call.attrs, "keepdims", 1) != 0;
+  if (a.from_input && !AxesFromOutput(op, in, out, keep, &a.axes, &why))
+    TILECORE_THROW(ValueError) << "LowerOp(" << op << "): " << why;
+  Groups g;
+  g.K1 = Numel(in);
+  if (!a.noop && !Merge(op, in, a.axes, &g, &why)) TILECORE_THROW(ValueError) << "LowerOp(" << op << "): " << why;
+  if (!a.noop) {
+    // a zero-size dim among the reduced ones: Merge kept it in a group; recount
+    for (int64_t x : a.axes)
+      if (x < static_cast<int64_t>(in.size()) && in[x] == 0) g.R1 = 0;
+  }
+  int64_t kept = a.noop ? Numel(in) : Numel(out);
+  if (g.R() != 0 && Numel(out) != g.Kept())
+    TILECORE_THROW(ValueError) << "LowerOp(" << op << "): output of " << Numel(out) << " elements, expected "
+                               << g.Kept();
+  if (kept == 0) return MakeFunc(call, p, Evaluate(I32(0)));
+  if (g.R() == 0) {  // an empty reduction: the identity everywhere, by core 0
+    Buffer Y = View(p.out[0], {kept}, "Y");
+    Stmt fill = Seq({Intrin("tile.dma_fill", {Region(Y, {I32(0)}, {kept}), EmptyValue(op, t), I32(1)}),
+                     Intrin("tile.wait", {I32(1)})});
+    return MakeFunc(call, p, OverCores(call.cores, [&](PrimExpr core) { return IfThenElse(eq(core, I32(0)), fill); }));
+  }
+  int64_t R = g.R();
+  Buffer X = View(p.in[0], {g.K0, g.R0, g.K1, g.R1, g.K2}, "X");
+  Buffer Y = View(p.out[0], {g.K0, g.K1, g.K2}, "Y");
+  Red red = Red::kSum;
+  if (op == "ReduceMax") red = Red::kMax;
+  if (op == "ReduceMin") red = Red::kMin;
+  if (op == "ReduceProd") red = Red::kProd;
+  bool square = op == "ReduceSumSquare" || op == "ReduceL2", absolute = op == "ReduceL1", lse = op == "ReduceLogSumExp";
+  if (a.noop) red = Red::kSum, square = absolute = lse = false;
+  auto post_ops = [&](std::vector<Stmt>* s, const TileView& S) {
+    auto post = [&](std::function<PrimExpr(PrimExpr)> f) {
+      s->push_back(MapTile(S, [f](PrimExpr v, const std::vector<PrimExpr>&) { return f(v); }));
+    };
+    if (a.noop) return;
+    if (op == "ReduceMean") post([R](PrimExpr v) { return v * F32Exact(1.0 / static_cast<double>(R)); });
+    if (op == "ReduceL2") post([](PrimExpr v) { return Math("tir.sqrt", v); });
+    if (op == "ReduceLogSum") post([](PrimExpr v) { return Math("tir.log", v); });
+  };
+  // a long outer group and a small inner block: fold the outer group in tiles first (a
+  // loop over R0 would move one small tile per step); LogSumExp keeps the loop
+  if (g.R0 > g.R1 && !lse && g.K1 * g.R1 * g.K2 * 4 <= kRowTile)
+    return MakeFunc(call, p, OuterFirst(call, p, g, red, square, absolute, post_ops));
+  Tiles tl = ChooseTiles(g.K1, g.R1, g.K2, std::max<int64_t>(1, call.cores / g.K0));
+  bool resident = tl.tr == g.R1 && g.R0 == 1;
+  Stmt body = ForTiles(call, g.K0 * g.K1, g.K2, tl, g.K1, [&](PrimExpr k0, PrimExpr a0, int64_t ta, PrimExpr b0,
+                                                                int64_t tb) {
+    Buffer Xa = Local({ta * tl.tr * tb}, t, "Xt");
+    Buffer Ea = Local({ta * tl.tr * tb}, t, "Et");
+    Buffer Sa = Local({ta * tb}, t, "S");
+    Buffer Ma = Local({ta * tb}, t, "M");
+    Buffer Pa = Local({ta * tb}, t, "P");
+    TileView S = MakeView(Sa, {ta, tb}, "Sv"), M = MakeView(Ma, {ta, tb}, "Mv"), P = MakeView(Pa, {ta, tb}, "Pv");
+    auto xt = [&](int64_t n) { return MakeView(Xa, {ta, n, tb}, "Xv"); };
+    auto et = [&](int64_t n) { return MakeView(Ea, {ta, n, tb}, "Ev"); };
+    auto load = [&](PrimExpr r0, PrimExpr c0, int64_t n) {
+      return DmaWait(xt(n).All(), Region(X, {k0, r0, a0, c0, b0}, {1, 1, ta, n, tb}), 0);
+    };
+    // every chunk of the reduced extent: R0 (a loop) times the chunks of R1
+    auto over_r = [&](const std::function<Stmt(PrimExpr r0, PrimExpr c0, int64_t n, bool first)>& fn) {
+      Stmt head = ForChunks(g.R1, tl.tr, [&](PrimExpr c0, int64_t n, bool first) { return fn(I32(0), c0, n, first); });
+      if (g.R0 == 1) return head;
+      return Seq({head, Loop("r0", g.R0 - 1, [&](PrimExpr i) {
+                    return ForChunks(g.R1, tl.tr, [&](PrimExpr c0, int64_t n, bool) { return fn(i + I32(1), c0, n, false); });
+                  })});
+    };
+    auto fold = [&](const TileView& src, bool first, Red r, const TileView& into) {
+      if (first) return ReduceTile(into, src, r);
+      return Seq({ReduceTile(P, src, r),
+                  MapTile(into, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return Combine(r, v, P.Load(i)); })});
+    };
+    // what each element contributes, in place in Xt
+    auto pre = [&](int64_t n) -> Stmt {
+      TileView x = xt(n), e = et(n);
+      if (square) return MapTile(x, [](PrimExpr v, const std::vector<PrimExpr>&) { return v * v; });
+      if (absolute) {
+        return Seq({Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(x.Load(i) * F32(-1.0), i); }),
+                    MapTile(x, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return max(v, e.Load(i)); })});
+      }
+      if (lse) {
+        return Seq({MapTile(x, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v - M.Load({i[0], i[2]}); }),
+                    MapTile(x, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.exp", v); })});
+      }
+      return Stmt();
+    };
+    std::vector<Stmt> s;
+    if (lse && !resident) {
+      s.push_back(over_r([&](PrimExpr r0, PrimExpr c0, int64_t n, bool first) {
+        return Seq({load(r0, c0, n), fold(xt(n), first, Red::kMax, M)});
+      }));
+    }
+    s.push_back(over_r([&](PrimExpr r0, PrimExpr c0, int64_t n, bool first) {
+      std::vector<Stmt> c{load(r0, c0, n)};
+      if (lse && resident) c.push_back(ReduceTile(M, xt(n), Red::kMax));
+      c.push_back(pre(n));
+      c.push_back(fold(xt(n), first, red, S));
+      return Seq(c);
+    }));
+    auto post = [&](std::function<PrimExpr(PrimExpr)> f) {
+      s.push_back(MapTile(S, [f](PrimExpr v, const std::vector<PrimExpr>&) { return f(v); }));
+    };
+    if (!a.noop) {
+      if (op == "ReduceMean") post([R](PrimExpr v) { return v * F32Exact(1.0 / static_cast<double>(R)); });
+      if (op == "ReduceL2") post([](PrimExpr v) { return Math("tir.sqrt", v); });
+      if (op == "ReduceLogSum" || lse) post([](PrimExpr v) { return Math("tir.log", v); });
+      if (lse) s.push_back(MapTile(S, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + M.Load(i); }));
+    }
+    s.push_back(DmaWait(Region(Y, {k0, a0, b0}, {1, ta, tb}), S.All(), 1));
+    return Allocate(Xa, Allocate(Ea, Allocate(Sa, Allocate(Ma, Allocate(Pa, Seq(s))))));
+  });
+  return MakeFunc(call, p, body);
+}
+
+namespace {
+
+PrimFunc LowerReduce(const OpCall& call) { return LowerReduction(call, call.op_type); }
+
+std::string CheckArg(const std::string& op, const Map<String, Any>&, const std::vector<TensorSpec>&) {
+  return op + ": the output is int64 (TC1 has no 64-bit types)";
+}
+
+}  // namespace
+}  // namespace detail
+
+TILECORE_FFI_STATIC_INIT_BLOCK({
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1",
+                         "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"}) {
+    RegisterStrategy(op, Strategy{detail::CheckReduce, detail::LowerReduce,
+                                  [](const OpCall&, int) { return std::string("onnx"); }, 1});
+  }
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    RegisterStrategy(op, Strategy{detail::CheckArg, nullptr, [](const OpCall&, int) { return std::string("onnx"); }});
+  }
+});
+
+}  // namespace compiler
+}  // namespace tilecore

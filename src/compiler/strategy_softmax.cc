@@ -1,0 +1,216 @@
+/*
+ * src/compiler/strategy_softmax.cc — Softmax and LogSoftmax along one axis (opset 13
+ * and later; before 13 the input is flattened to 2-D at `axis`, as ONNX did then), and
+ * LpNormalization (p 1 or 2: x times the reciprocal of max(norm, FLT_MIN), so a zero
+ * norm gives 0 like the reference), and Hardmax (1 at the first maximum: the maximum
+ * and the first index holding it are folds, the selects front-end code).
+ *
+ * The input is seen as [A, R, B] with R the axis (rows_util.h). Numerically stable:
+ * y = exp(x - max) / sum(exp(x - max)), log-softmax x - max - log(sum(...)). All of it
+ * runs on the vector engine: tile.vec_redmax / vec_redsum fold R, the subtraction of
+ * the row maximum is a tile.vec_sub with a broadcast source, then vec_exp, vec_recip
+ * (vec_log) and vec_mul (vec_sub). When R fits one tile ([ta, R, tb] within 64 KiB)
+ * the tile stays in L1 and is read from DDR once; otherwise R is walked in chunks
+ * three times (maximum, sum, output).
+ */
+#include "kernel_util.h"
+#include "rows_util.h"
+#include "tilecore/ffi/reflection.h"
+
+namespace tilecore {
+namespace compiler {
+namespace detail {
+namespace {
+
+using namespace rows;  // NOLINT(build/namespaces)
+
+PrimExpr Math(const char* op, PrimExpr x) { return call(op, {x}); }
+
+/*! \brief [A, R, B] of the op's input; false with the reason when the axis is bad. */
+bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::vector<int64_t>& s, int64_t* A,
+              int64_t* R, int64_t* B, std::string* why) {
+  int64_t rank = static_cast<int64_t>(s.size());
+  int64_t opset = AttrInt(attrs, "_opset", 13);
+  bool legacy = opset > 0 && opset < 13 && op != "LpNormalization";
+  int64_t axis = AttrInt(attrs, "axis", legacy ? 1 : -1);
+  int64_t ax = 0;
+  if (rank == 0 || !NormAxis(axis, rank, &ax)) {
+    *why = op + ": axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank);
+    return false;
+  }
+  *A = Prod(s, 0, ax);
+  if (legacy) {
+    *R = Prod(s, ax, s.size());
+    *B = 1;
+  } else {
+    *R = s[ax];
+    *B = Prod(s, ax + 1, s.size());
+  }
+  return true;
+}
+
+std::string CheckSoftmax(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
+  if (ins.size() != 1 || !ins[0].defined()) return op + ": expects one input";
+  std::string why = CheckDTypes(ins, {DataType::Float(32)}, op);
+  if (!why.empty()) return why;
+  int64_t A, R, B;
+  if (!Geometry(op, attrs, Shape(ins[0]), &A, &R, &B, &why)) return why;
+  int64_t p = AttrInt(attrs, "p", 2);
+  if (op == "LpNormalization" && p != 1 && p != 2) return "LpNormalization: p must be 1 or 2";
+  return "";
+}
+
+PrimFunc LowerSoftmax(const OpCall& call) {
+  Params p = MakeParams(call);
+  bool log_sm = call.op_type == "LogSoftmax", lp = call.op_type == "LpNormalization";
+  bool hard = call.op_type == "Hardmax";
+  int64_t p_norm = AttrInt(call.attrs, "p", 2);
+  int64_t A, R, B;
+  std::string why;
+  Geometry(call.op_type, call.attrs, Shape(call.inputs[0]), &A, &R, &B, &why);
+  DataType f32 = DataType::Float(32);
+  if (A * R * B == 0) return MakeFunc(call, p, Evaluate(I32(0)));
+  Buffer X = View(p.in[0], {A, R, B}, "X");
+  Buffer Y = View(p.out[0], {A, R, B}, "Y");
+  Tiles t = ChooseTiles(A, R, B, call.cores);
+  bool resident = t.tr == R;
+  Stmt body = ForTiles(call, A, B, t, [&](PrimExpr a0, int64_t ta, PrimExpr b0, int64_t tb) {
+    Buffer Xa = Local({ta * t.tr * tb}, f32, "Xt");
+    Buffer Ea = Local({ta * t.tr * tb}, f32, "Et");
+    Buffer Ma = Local({ta * tb}, f32, "M");
+    Buffer Sa = Local({ta * tb}, f32, "S");
+    Buffer Pa = Local({ta * tb}, f32, "P");
+    TileView M = MakeView(Ma, {ta, tb}, "Mv"), S = MakeView(Sa, {ta, tb}, "Sv"), P = MakeView(Pa, {ta, tb}, "Pv");
+    auto xt = [&](int64_t n) { return MakeView(Xa, {ta, n, tb}, "Xv"); };
+    auto et = [&](int64_t n) { return MakeView(Ea, {ta, n, tb}, "Ev"); };
+    auto load = [&](PrimExpr r0, int64_t n) { return DmaWait(xt(n).All(), Region(X, {a0, r0, b0}, {ta, n, tb}), 0); };
+    auto store = [&](PrimExpr r0, const TileView& from) {
+      return DmaWait(Region(Y, {a0, r0, b0}, from.dims), from.All(), 1);
+    };
+    auto minus = [&](const TileView& v) {  // x - v[a, b], v broadcast along r
+      return [v](PrimExpr x, const std::vector<PrimExpr>& i) { return x - v.Load({i[0], i[2]}); };
+    };
+    auto times = [&](const TileView& v) {
+      return [v](PrimExpr x, const std::vector<PrimExpr>& i) { return x * v.Load({i[0], i[2]}); };
+    };
+    auto fold = [&](const TileView& src, bool first, Red red, const TileView& into) {
+      if (first) return ReduceTile(into, src, red);
+      return Seq({ReduceTile(P, src, red),
+                  MapTile(into, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return Combine(red, v, P.Load(i)); })});
+    };
+    auto expo = [&](int64_t n) {  // Et = exp(Xt)
+      TileView x = xt(n), e = et(n);
+      return Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(Math("tir.exp", x.Load(i)), i); });
+    };
+    auto recip = [](PrimExpr v, const std::vector<PrimExpr>&) { return F32(1.0) / v; };
+    auto logf = [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.log", v); };
+    std::vector<Stmt> s;
+    if (hard) {
+      // M = the maximum (vector engine); S = the first index holding it: the minimum of
+      // (x == M ? r : R) (the select is front-end code, the fold vec_redmin); then the
+      // one-hot row (front-end code)
+      auto first_at = [&](PrimExpr r0, int64_t n) {
+        TileView x = xt(n), e = et(n);
+        return Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
+          PrimExpr r = cast(f32, r0 + i[1]);
+          return e.Store(select(eq(x.Load(i), M.Load({i[0], i[2]})), r, F32(static_cast<double>(R))), i);
+        });
+      };
+      auto one_hot = [&](PrimExpr r0, int64_t n) {
+        TileView x = xt(n);
+        return Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
+          return x.Store(select(eq(cast(f32, r0 + i[1]), S.Load({i[0], i[2]})), F32(1.0), F32(0.0)), i);
+        });
+      };
+      s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool first) {
+        return Seq({load(r0, n), fold(xt(n), first, Red::kMax, M)});
+      }));
+      s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool first) {
+        std::vector<Stmt> c;
+        if (!resident) c.push_back(load(r0, n));
+        c.push_back(first_at(r0, n));
+        c.push_back(fold(et(n), first, Red::kMin, S));
+        return Seq(c);
+      }));
+      s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return Seq({one_hot(r0, n), store(r0, xt(n))}); }));
+    } else if (lp) {
+      // Et = |x|^p (p = 1: max(x, -x)); S = its sum, the norm, at least FLT_MIN (x / 0 -> 0)
+      auto contrib = [&](int64_t n) -> Stmt {
+        TileView x = xt(n), e = et(n);
+        if (p_norm == 2) return Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(x.Load(i) * x.Load(i), i); });
+        return Seq({Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(x.Load(i) * F32(-1.0), i); }),
+                    MapTile(e, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return max(v, x.Load(i)); })});
+      };
+      s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool first) {
+        return Seq({load(r0, n), contrib(n), fold(et(n), first, Red::kSum, S)});
+      }));
+      if (p_norm == 2) s.push_back(MapTile(S, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
+      s.push_back(MapTile(S, [](PrimExpr v, const std::vector<PrimExpr>&) { return max(v, F32(1.1754943508222875e-38)); }));
+      s.push_back(MapTile(S, recip));
+      s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) {
+        std::vector<Stmt> c;
+        if (!resident) c.push_back(load(r0, n));
+        c.push_back(MapTile(xt(n), times(S)));
+        c.push_back(store(r0, xt(n)));
+        return Seq(c);
+      }));
+    } else if (resident) {
+      s.push_back(load(I32(0), R));
+      s.push_back(ReduceTile(M, xt(R), Red::kMax));
+      s.push_back(MapTile(xt(R), minus(M)));
+      s.push_back(expo(R));
+      s.push_back(ReduceTile(S, et(R), Red::kSum));
+      if (log_sm) {
+        s.push_back(MapTile(S, logf));
+        s.push_back(MapTile(xt(R), minus(S)));
+        s.push_back(store(I32(0), xt(R)));
+      } else {
+        s.push_back(MapTile(S, recip));
+        s.push_back(MapTile(et(R), times(S)));
+        s.push_back(store(I32(0), et(R)));
+      }
+    } else {
+      // pass 1: the maximum along R
+      s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool first) {
+        return Seq({load(r0, n), fold(xt(n), first, Red::kMax, M)});
+      }));
+      // pass 2: the sum of exp(x - max)
+      s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool first) {
+        return Seq({load(r0, n), MapTile(xt(n), minus(M)), expo(n), fold(et(n), first, Red::kSum, S)});
+      }));
+      if (log_sm) {
+        s.push_back(MapTile(S, logf));
+        s.push_back(MapTile(M, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + S.Load(i); }));
+      } else {
+        s.push_back(MapTile(S, recip));
+      }
+      // pass 3: the output
+      s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) {
+        std::vector<Stmt> c{load(r0, n), MapTile(xt(n), minus(M))};
+        if (log_sm) {
+          c.push_back(store(r0, xt(n)));
+        } else {
+          c.push_back(expo(n));
+          c.push_back(MapTile(et(n), times(S)));
+          c.push_back(store(r0, et(n)));
+        }
+        return Seq(c);
+      }));
+    }
+    return Allocate(Xa, Allocate(Ea, Allocate(Ma, Allocate(Sa, Allocate(Pa, Seq(s))))));
+  });
+  return MakeFunc(call, p, body);
+}
+
+}  // namespace
+}  // namespace detail
+
+TILECORE_FFI_STATIC_INIT_BLOCK({
+  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax", "LpNormalization"}) {
+    RegisterStrategy(op, Strategy{detail::CheckSoftmax, detail::LowerSoftmax,
+                                  [](const OpCall&, int) { return std::string("onnx"); }});
+  }
+});
+
+}  // namespace compiler
+}  // namespace tilecore

@@ -1,0 +1,262 @@
+"""tilecore.compile: small ONNX graphs compiled, run on the simulator and compared with
+ONNX Runtime; free views, memory reuse, host steps, unsupported nodes and bad inputs."""
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import tilecore
+from tilecore import compiler
+from tilecore.compiler.compare import metrics
+from tilecore.compiler.driver import CompileError
+
+ort = pytest.importorskip("onnxruntime")
+
+
+def make_model(nodes, inputs, outputs, inits=(), opset=17, out_dtype=np.float32):
+    g = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT if d == np.float32 else
+                                                   helper.np_dtype_to_tensor_dtype(np.dtype(d)), s)
+                     for n, s, d in inputs],
+        [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(np.dtype(out_dtype)), None)
+         for n in outputs],
+        [helper.make_tensor(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape, a.flatten()) for n, a in inits])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def ort_run(model, feeds, names=None):
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+
+
+RNG = np.random.default_rng(0)
+
+
+def conv_chain():
+    w = (RNG.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32)
+    b = RNG.standard_normal(8).astype(np.float32)
+    m = (RNG.standard_normal((8 * 6 * 6, 10)) * 0.1).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("Add", ["r", "c"], ["a"], name="add"),
+             helper.make_node("Flatten", ["a"], ["f"], name="flat"),
+             helper.make_node("MatMul", ["f", "m"], ["y"], name="fc")]
+    return make_model(nodes, [("x", [1, 3, 6, 6], np.float32)], ["y"], [("w", w), ("b", b), ("m", m)])
+
+
+def test_conv_relu_add_matmul_chain_matches_onnxruntime():
+    model = conv_chain()
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    x = RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    y = exe.run({"x": x})["y"]
+    ref = ort_run(model, {"x": x})["y"]
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    assert rep["npu_steps"] == 4 and rep["views"] == 1 and rep["host_steps"] == 0
+    st = exe.stats()
+    ops = {o["name"]: o for o in st["ops"]}
+    assert list(ops) == ["conv", "relu", "add", "fc"]
+    assert ops["conv"]["macs"] == 8 * 6 * 6 * 3 * 3 * 3 and ops["fc"]["macs"] == 288 * 10
+    assert all(o["where"] == "npu" and o["cycles"] > 0 for o in st["ops"])
+    assert st["macs"] == 8 * 36 * 27 + 2880
+    # the executable survives a save/load round trip and names its I/O by the ONNX names
+    again = tilecore.runtime.load_executable_bytes(exe.to_bytes())
+    np.testing.assert_array_equal(again.run({"x": x})["y"], y)
+    assert list(again.inputs) == ["x"] and list(again.outputs) == ["y"]
+
+
+def test_reshape_is_a_free_view_aliasing_its_input():
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu1"),
+             helper.make_node("Reshape", ["r", "shape"], ["v"], name="reshape"),
+             helper.make_node("Sigmoid", ["v"], ["y"], name="sig")]
+    model = make_model(nodes, [("x", [4, 6], np.float32)], ["y"], [("shape", np.array([2, 12], np.int64))])
+    exe = tilecore.compile(model)
+    d = exe.describe()
+    assert [s["op_type"] for s in d["steps"]] == ["Relu", "Sigmoid"]
+    names = [b["name"] for b in d["buffers"]]
+    assert "v" not in names  # no buffer, no step: the Sigmoid reads the Relu's bytes
+    assert d["steps"][1]["args"][0] == d["steps"][0]["args"][1]
+    x = RNG.standard_normal((4, 6)).astype(np.float32)
+    np.testing.assert_allclose(exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"], rtol=1e-5, atol=1e-6)
+
+
+def test_view_as_graph_output_is_copied():
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Flatten", ["r"], ["y"], name="flat", axis=1)]
+    model = make_model(nodes, [("x", [2, 3, 4], np.float32)], ["y"])
+    exe = tilecore.compile(model)
+    assert exe.outputs["y"] == ((2, 12), "float32")
+    x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(exe.run({"x": x})["y"], np.maximum(x, 0).reshape(2, 12))
+
+
+def test_memory_reuse_shrinks_the_arena():
+    # A chain of 8 element-wise ops on 64 KiB tensors: two buffers' worth are live at a time.
+    names = ["x"] + [f"t{i}" for i in range(7)] + ["y"]
+    ops = ["Relu", "Sigmoid", "Neg", "Abs", "Relu", "Tanh", "Neg", "Abs"]
+    nodes = [helper.make_node(op, [a], [b], name=f"n{i}") for i, (op, a, b) in enumerate(zip(ops, names, names[1:]))]
+    model = make_model(nodes, [("x", [128, 128], np.float32)], ["y"])
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    d = exe.describe()
+    total = sum(b["size"] for b in d["buffers"])
+    assert total == 9 * 128 * 128 * 4
+    assert d["arena_size"] == 2 * 128 * 128 * 4 < total
+    assert rep["memory"]["arena_size"] == d["arena_size"] and rep["memory"]["lower_bound"] == d["arena_size"]
+    for b in d["buffers"]:
+        assert b["offset"] % 64 == 0
+    x = RNG.standard_normal((128, 128)).astype(np.float32)
+    np.testing.assert_allclose(exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"], rtol=1e-5, atol=1e-6)
+    # keep_intermediates: every value its own bytes and an output named after it
+    full = tilecore.compile(model, keep_intermediates=True)
+    assert full.describe()["arena_size"] >= total
+    outs = full.run({"x": x})
+    assert set(outs) == set(names[1:])
+    ref = ort_run(model, {"x": x})
+    np.testing.assert_allclose(outs["t1"], 1 / (1 + np.exp(-np.maximum(x, 0))), rtol=1e-5)
+    np.testing.assert_allclose(outs["y"], ref["y"], rtol=1e-5, atol=1e-6)
+
+
+def test_plan_memory_through_the_ffi():
+    offsets, arena, total, low = compiler.PlanMemory([100, 100, 100], [0, 1, 2], [1, 2, 3])
+    assert total == 3 * 128 and low == 2 * 128 and arena == 2 * 128
+    assert offsets[0] == offsets[2] != offsets[1]  # 0 and 2 never meet
+    with pytest.raises(ValueError, match="first after last"):
+        compiler.PlanMemory([8], [3], [2])
+
+
+def test_host_step_records_its_reason():
+    if tilecore.get_global_func("compiler.HasHostKernel", allow_missing=True) is None:
+        pytest.skip("this build has no host kernels")
+    a = compiler.TensorSpec((4, 4), "float64")
+    if compiler.HasStrategy("Add", {}, [a, a]) == "" or \
+            str(tilecore.get_global_func("compiler.HasHostKernel")("Add", {}, [a, a])) != "":
+        pytest.skip("float64 Add is not a host op in this build")
+    nodes = [helper.make_node("Add", ["x", "k"], ["y"], name="add64")]
+    k = RNG.standard_normal((4, 4))
+    model = make_model(nodes, [("x", [4, 4], np.float64)], ["y"], [("k", k)], out_dtype=np.float64)
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    assert rep["host_steps"] == 1 and "64-bit" in rep["host_ops"][0]["reason"]
+    step = exe.describe()["steps"][0]
+    assert step["kind"] == "host" and "64-bit" in step["debug"]["host_reason"]
+    x = RNG.standard_normal((4, 4))
+    np.testing.assert_allclose(exe.run({"x": x})["y"], x + k)
+    assert exe.stats()["ops"][0]["where"] == "host"
+
+
+def test_unsupported_nodes_are_named_in_one_error():
+    from tilecore.ir.ops import TensorInfo, register_op
+
+    @register_op("DriverTestOp", domain="test.driver",
+                 infer=lambda attrs, inputs: [TensorInfo(inputs[0].shape, inputs[0].dtype)])
+    def driver_test_op(attrs, x):
+        """x, unchanged"""
+        return x
+
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="ok"),
+             helper.make_node("DriverTestOp", ["r"], ["s"], name="odd1", domain="test.driver"),
+             helper.make_node("DriverTestOp", ["s"], ["y"], name="odd2", domain="test.driver")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("test.driver", 1)])
+    with pytest.raises(CompileError) as e:
+        tilecore.compile(model)
+    msg = str(e.value)
+    assert "2 node(s)" in msg and "`odd1` (test.driver::DriverTestOp)" in msg and "`odd2`" in msg
+    assert "no npu strategy" in msg and "`ok`" not in msg
+
+
+def test_symbolic_shape_needs_input_shapes():
+    model = make_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [("x", ["N", 8], np.float32)], ["y"])
+    with pytest.raises(CompileError, match="no static shape.*input_shapes"):
+        tilecore.compile(model)
+    exe = tilecore.compile(model, input_shapes={"x": (3, 8)})
+    assert exe.inputs == {"x": ((3, 8), "float32")}
+
+
+def test_bad_precision_is_an_error():
+    with pytest.raises(CompileError, match="precision `int3`"):
+        tilecore.compile(conv_chain(), precision="int3")
+
+
+def test_wrong_inputs_at_run_are_named_errors():
+    exe = tilecore.compile(conv_chain())
+    good = np.zeros((1, 3, 6, 6), np.float32)
+    with pytest.raises(ValueError, match=r"expects x: float32\[1, 3, 6, 6\]"):
+        exe.run({"x": np.zeros((1, 3, 6, 5), np.float32)})
+    with pytest.raises(ValueError, match="x"):
+        exe.run({"x": good.astype(np.float64)})
+    with pytest.raises(ValueError, match="x"):
+        exe.run({"input": good})
+    with pytest.raises(ValueError, match="x"):
+        exe.run({})
+
+
+def test_graph_input_is_accepted_as_is():
+    from tilecore.frontend import from_onnx
+
+    model = conv_chain()
+    g = from_onnx(model)
+    exe = tilecore.compile(g, target="npu -cores=2")
+    x = RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    np.testing.assert_allclose(exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"], rtol=1e-4, atol=1e-4)
+
+
+def _resnet18_runs():
+    a = compiler.TensorSpec((1, 64, 112, 112), "float32")
+    host = tilecore.get_global_func("compiler.HasHostKernel", allow_missing=True)
+    for op, attrs in (("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+                      ("GlobalAveragePool", {})):
+        if compiler.HasStrategy(op, attrs, [a]) and (host is None or str(host(op, attrs, [a]))):
+            return f"{op} has neither an npu strategy nor a host kernel in this build"
+    return ""
+
+
+def test_zoo_resnet18_matches_onnxruntime():
+    why = _resnet18_runs()
+    if why:
+        pytest.skip(why)
+    from tilecore import zoo
+
+    path = zoo.export("resnet18")
+    exe = tilecore.compile(path)
+    x = {k: v[0] for k, v in zoo.sample_inputs("resnet18", 1, seed=1).items()}
+    y = exe.run(x)["logits"]
+    ref = ort_run(onnx.load(path), x)["logits"]
+    assert metrics(y, ref)["cosine"] >= 0.9999
+    st = exe.stats()
+    assert st["mac_utilisation"] > 0 and all(o["where"] == "npu" for o in st["ops"])
+
+
+def test_silu_recognised_by_the_passes_runs_as_sigmoid_and_mul():
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"], name="act/Sigmoid"),
+             helper.make_node("Mul", ["x", "s"], ["y"], name="act/Mul")]
+    model = make_model(nodes, [("x", [2, 50], np.float32)], ["y"])
+    exe = tilecore.compile(model)
+    steps = exe.describe()["steps"]
+    if [s["op_type"] for s in steps] == ["SiLU"]:
+        pytest.skip("SiLU has an npu strategy in this build")
+    assert [s["op_type"] for s in steps] == ["Sigmoid", "Mul"]
+    x = RNG.standard_normal((2, 50)).astype(np.float32)
+    np.testing.assert_allclose(exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"], rtol=1e-5, atol=1e-6)
+
+
+def test_step_names_are_unique_and_inputs_may_be_outputs():
+    # Gemm becomes MatMul + Add, two steps of one ONNX node; `x` is an output as well
+    w = RNG.standard_normal((4, 3)).astype(np.float32)
+    b = RNG.standard_normal(3).astype(np.float32)
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="fc"),
+             helper.make_node("Identity", ["x"], ["xi"], name="id")]
+    model = make_model(nodes, [("x", [2, 4], np.float32)], ["y", "x", "xi"], [("w", w), ("b", b)])
+    exe = tilecore.compile(model)
+    steps = exe.describe()["steps"]
+    assert [(s["node"], s["source_node"], s["op_type"]) for s in steps] == [
+        ("fc", "fc", "MatMul"), ("fc#2", "fc", "Add"), ("id", "id", "Identity")]
+    assert steps[0]["debug"]["outputs"] != steps[1]["debug"]["outputs"] == "y"
+    x = RNG.standard_normal((2, 4)).astype(np.float32)
+    out = exe.run({"x": x})
+    np.testing.assert_allclose(out["y"], x @ w + b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(out["x"], x)
+    np.testing.assert_array_equal(out["xi"], x)
+    assert exe.stats()["macs"] == 2 * 4 * 3

@@ -1,0 +1,91 @@
+"""Normalisation strategies on 4 simulated TC1 cores against the op library's numpy
+reference: LayerNormalization (axes, with and without B, the Mean and InvStdDev
+outputs), InstanceNormalization, BatchNormalization in inference mode; rows too long
+for one tile, a tensor bigger than L1, and the reasons what is left stays on the host."""
+import numpy as np
+import pytest
+
+from tilecore import compiler
+from strategy_util import check_op, rand
+
+
+@pytest.mark.parametrize("shape,axis", [((5, 33), -1), ((2, 7, 24), -1), ((3, 4, 5, 6), 2), ((2, 3, 5), -3)])
+def test_layer_norm(shape, axis):
+    x = rand(shape, 1, -3, 3) + 1.5
+    norm = shape[axis:] if axis >= 0 else shape[len(shape) + axis:]
+    g, b = rand(norm, 2, 0.5, 1.5), rand(norm, 3, -0.5, 0.5)
+    check_op("LayerNormalization", {"axis": axis, "epsilon": 1e-5}, [x, g, b], rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norm_without_bias_and_stats():
+    x, g = rand((6, 40), 4), rand((40,), 5, 0.5, 1.5)
+    check_op("LayerNormalization", {"epsilon": 1e-3}, [x, g], rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norm_long_rows():
+    # rows of 20000: three passes over chunks with a remainder
+    x = rand((2, 20000), 6, -2, 4)
+    check_op("LayerNormalization", {}, [x, rand((20000,), 7, 0.5, 1.5), rand((20000,), 8)], rtol=1e-4, atol=1e-4)
+
+
+def test_layer_norm_bert_bigger_than_l1():
+    # BERT-base hidden states of 384 tokens: 1.5 MiB
+    x = rand((1, 384, 768), 9, -2, 2)
+    check_op("LayerNormalization", {"epsilon": 1e-12}, [x, rand((768,), 10, 0.8, 1.2), rand((768,), 11)],
+             rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5, 7), (1, 5, 33), (3, 2, 20000)])
+def test_instance_norm(shape):
+    c = shape[1]
+    check_op("InstanceNormalization", {"epsilon": 1e-5}, [rand(shape, 12, -1, 3), rand((c,), 13, 0.5, 1.5),
+                                                          rand((c,), 14)], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5, 7), (1, 6, 17), (4, 10), (1, 3, 130, 130)])
+def test_batch_norm(shape):
+    c = shape[1]
+    args = [rand(shape, 15), rand((c,), 16, 0.5, 1.5), rand((c,), 17), rand((c,), 18), rand((c,), 19, 0.1, 2)]
+    check_op("BatchNormalization", {"epsilon": 1e-5}, args, rtol=1e-5, atol=1e-5)
+
+
+def test_reasons():
+    x = compiler.TensorSpec((2, 3, 4), "float32")
+    c = compiler.TensorSpec((3,), "float32")
+    four = compiler.TensorSpec((4,), "float32")
+    assert compiler.HasStrategy("LayerNormalization", {}, [x, four]) == ""
+    assert "broadcast" in compiler.HasStrategy("LayerNormalization", {}, [x, compiler.TensorSpec((1,), "float32")])
+    assert "axis" in compiler.HasStrategy("LayerNormalization", {"axis": 3}, [x, four])
+    assert "stash_type" in compiler.HasStrategy("LayerNormalization", {"stash_type": 11}, [x, four])
+    assert "training" in compiler.HasStrategy("BatchNormalization", {"training_mode": 1}, [x, c, c, c, c])
+    assert "per channel" in compiler.HasStrategy("InstanceNormalization", {}, [x, four, four])
+    assert "64-bit" in compiler.HasStrategy("InstanceNormalization", {}, [compiler.TensorSpec((2, 3, 4), "float64"), c, c])
+
+
+@pytest.mark.parametrize("shape,axis", [((5, 33), -1), ((2, 3, 20000), 2), ((2, 3, 4), 1)])
+def test_rms_norm(shape, axis):
+    x = rand(shape, 20, -2, 2)
+    g = rand(shape[axis:] if axis >= 0 else shape[len(shape) + axis:], 21, 0.5, 1.5)
+    check_op("RMSNormalization", {"axis": axis, "epsilon": 1e-6}, [x, g], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,groups,opset", [
+    ((2, 6, 5, 7), 3, 21),         # per-channel scale and bias
+    ((1, 8, 33), 2, 18),           # per-group scale and bias (before opset 21)
+    ((1, 4, 100, 100), 2, 21),     # a group of 20000: chunks of whole channels
+])
+def test_group_norm(shape, groups, opset):
+    c = shape[1]
+    n = c if opset >= 21 else groups
+    args = [rand(shape, 22, -1, 3), rand((n,), 23, 0.5, 1.5), rand((n,), 24)]
+    check_op("GroupNormalization", {"num_groups": groups, "epsilon": 1e-5, "_opset": opset}, args, rtol=1e-4,
+             atol=1e-4)
+    assert "split" in compiler.HasStrategy("GroupNormalization", {"num_groups": 5},
+                                           [compiler.TensorSpec(shape, "float32")] + [compiler.TensorSpec((n,), "float32")] * 2)
+
+
+@pytest.mark.parametrize("shape,axes", [((1, 3, 5, 7), [0, 2, 3]), ((4, 6, 33), [2]), ((2, 20000), [-1])])
+def test_mean_variance_normalization(shape, axes):
+    check_op("MeanVarianceNormalization", {"axes": axes}, [rand(shape, 25, -1, 3)], rtol=1e-4, atol=1e-4)
+    assert "trailing" in compiler.HasStrategy("MeanVarianceNormalization", {"axes": [0, 2, 3]},
+                                              [compiler.TensorSpec((2, 3, 4, 5), "float32")])

@@ -1,0 +1,99 @@
+"""Pooling strategies on 4 simulated TC1 cores against the op library's numpy reference:
+MaxPool, AveragePool and LpPool 1-D, 2-D and 3-D with strides, dilations, explicit and automatic
+pads, ceil_mode and count_include_pad; the global poolings; a tensor bigger than L1;
+the reasons what is left stays on the host."""
+import numpy as np
+import pytest
+
+from tilecore import compiler
+from strategy_util import check_op as _check, rand
+from tilecore.ir import ops
+
+
+def check_op(op, attrs, inputs, **kw):
+    """MaxPool's reference also returns the Indices: the strategy computes Y only."""
+    if op == "MaxPool":
+        y = ops.get_op(op).reference(ops.get_op(op).fill_attrs(dict(attrs)), *inputs)[0]
+        kw.update(out_shapes=[y.shape], out_dtypes=[y.dtype])
+    return _check(op, attrs, inputs, **kw)
+
+CASES = [
+    ({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, (1, 5, 17, 17)),   # ResNet's stem
+    ({"kernel_shape": [2, 2], "strides": [2, 2]}, (2, 3, 8, 10)),
+    ({"kernel_shape": [3, 2], "strides": [1, 2], "pads": [0, 1, 2, 0]}, (1, 4, 9, 7)),      # asymmetric
+    ({"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}, (1, 3, 10, 12)),          # ceil overhang
+    ({"kernel_shape": [3, 3], "strides": [2, 1], "pads": [1, 1, 1, 1], "ceil_mode": 1}, (1, 2, 8, 9)),
+    ({"kernel_shape": [4, 3], "auto_pad": "SAME_UPPER", "strides": [2, 2]}, (1, 3, 11, 9)),
+    ({"kernel_shape": [3, 4], "auto_pad": "SAME_LOWER"}, (1, 2, 7, 6)),
+    ({"kernel_shape": [2, 3], "auto_pad": "VALID", "strides": [3, 2]}, (1, 3, 11, 13)),
+    ({"kernel_shape": [5], "strides": [2], "pads": [2, 1]}, (2, 3, 23)),                     # 1-D
+    ({"kernel_shape": [3], "strides": [3], "ceil_mode": 1}, (1, 4, 20)),
+    ({"kernel_shape": [2, 3, 3], "strides": [2, 1, 2], "pads": [1, 1, 0, 0, 1, 1]}, (1, 3, 5, 7, 8)),   # 3-D
+    ({"kernel_shape": [3, 2, 2], "strides": [2, 2, 2], "ceil_mode": 1}, (2, 2, 8, 5, 6)),
+]
+
+
+@pytest.mark.parametrize("attrs,shape", CASES)
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+def test_pool(op, attrs, shape):
+    check_op(op, attrs, [rand(shape, 1)], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("attrs,shape", [CASES[0], CASES[2], CASES[4], CASES[8], CASES[10], CASES[11]])
+def test_average_count_include_pad(attrs, shape):
+    check_op("AveragePool", dict(attrs, count_include_pad=1), [rand(shape, 2)], rtol=1e-5, atol=1e-6)
+
+
+def test_average_and_lp_dilated():
+    attrs = {"kernel_shape": [3, 2], "dilations": [2, 3], "pads": [2, 1, 1, 2], "strides": [1, 2], "ceil_mode": 1}
+    for include in (0, 1):
+        check_op("AveragePool", dict(attrs, count_include_pad=include), [rand((1, 3, 12, 13), 8)], rtol=1e-5, atol=1e-6)
+    check_op("LpPool", dict(attrs, p=2), [rand((1, 3, 12, 13), 8)], rtol=1e-5, atol=1e-5)
+
+
+def test_max_dilated():
+    check_op("MaxPool", {"kernel_shape": [3, 3], "dilations": [2, 2], "pads": [2, 2, 2, 2]}, [rand((1, 3, 12, 11), 3)])
+    check_op("MaxPool", {"kernel_shape": [2], "dilations": [3], "ceil_mode": 1, "strides": [2]}, [rand((1, 2, 16), 3)])
+
+
+def test_yolo_spp_and_wide_rows():
+    # YOLO's SPP: 5x5, stride 1, pad 2; a row wider than one column tile
+    check_op("MaxPool", {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2]}, [rand((1, 8, 13, 13), 4)])
+    check_op("AveragePool", {"kernel_shape": [3], "pads": [1, 1]}, [rand((1, 2, 1500), 4)], rtol=1e-5, atol=1e-6)
+
+
+def test_bigger_than_l1():
+    # 1.6 MiB in: ResNet's max pool on 32 channels of 112 x 112
+    check_op("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, [rand((1, 32, 112, 112), 5)])
+
+
+@pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool"])
+@pytest.mark.parametrize("shape", [(2, 5, 7, 7), (1, 3, 11), (1, 130, 3, 5), (3, 4)])
+def test_global(op, shape):
+    check_op(op, {}, [rand(shape, 6)], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+@pytest.mark.parametrize("attrs,shape", [CASES[0], CASES[3], CASES[8]])
+def test_lp_pool(p, attrs, shape):
+    x = rand(shape, 7)
+    x[0, 0, 0] = 0.0   # log(0) on the way to |x|^3
+    check_op("LpPool", dict(attrs, p=p), [x], rtol=1e-5 if p < 3 else 2e-5, atol=1e-5)
+
+
+def test_reasons():
+    x = compiler.TensorSpec((1, 3, 8, 8), "float32")
+    assert "64-bit" in compiler.HasStrategy("MaxPool", {"kernel_shape": [2, 2]}, [compiler.TensorSpec((1, 3, 8, 8), "float64")])
+    assert "storage_order" in compiler.HasStrategy("MaxPool", {"kernel_shape": [2, 2], "storage_order": 1}, [x])
+    assert "at least 1" in compiler.HasStrategy("LpPool", {"kernel_shape": [2, 2], "p": 0}, [x])
+    assert "no output" in compiler.HasStrategy("MaxPool", {"kernel_shape": [9, 9]}, [x])
+    assert "positive" in compiler.HasStrategy("MaxPool", {"kernel_shape": [0, 2]}, [x])
+    assert "positive" in compiler.HasStrategy("AveragePool", {"kernel_shape": [2, 2], "pads": [-1, 0, 0, 0]}, [x])
+    assert "wrong length" in compiler.HasStrategy("MaxPool", {}, [x])
+    assert "wrong length" in compiler.HasStrategy("MaxPool", {"kernel_shape": [2, 2], "strides": [1]}, [x])
+    assert "rank" in compiler.HasStrategy("MaxPool", {"kernel_shape": [2, 2, 2, 2]},
+                                          [compiler.TensorSpec((1, 1, 4, 4, 4, 4), "float32")])
+    # the Indices output is int64: refused when the op is lowered with it
+    with pytest.raises(ValueError, match="64-bit"):
+        compiler.LowerOp("MaxPool", {"kernel_shape": [2, 2]}, [x],
+                         [compiler.TensorSpec((1, 3, 7, 7), "float32"), compiler.TensorSpec((1, 3, 7, 7), "int64")])

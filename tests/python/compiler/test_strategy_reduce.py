@@ -1,0 +1,106 @@
+"""Reduce* strategies on 4 simulated TC1 cores against the op library's numpy reference:
+axes as attribute (opset 13) and as input (opset 18), keepdims, negative axes, inner
+axes (strided folds), noop_with_empty_axes, int32, rows too long for one tile, and the
+reasons ArgMax/ArgMin and axes the shapes cannot tell stay on the host."""
+import numpy as np
+import pytest
+
+from tilecore import compiler
+from strategy_util import check_op, rand, run_op
+
+OPS = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1",
+       "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"]
+
+
+def data(op, shape, seed=1):
+    if op == "ReduceLogSum":
+        return rand(shape, seed, 0.1, 2.0)
+    if op == "ReduceProd":
+        return rand(shape, seed, 0.7, 1.3)
+    return rand(shape, seed, -3, 3)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("shape,axes,keep", [
+    ((5, 33), [-1], 1),          # odd rows, negative axis
+    ((3, 17, 6), [1], 0),        # an inner axis: a strided fold
+    ((2, 3, 5, 7), [1, 2], 1),   # two adjacent axes
+])
+def test_axes_input(op, shape, axes, keep):
+    check_op(op, {"keepdims": keep}, [data(op, shape), np.array(axes, np.int64)], rtol=2e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMean", "ReduceMin", "ReduceLogSumExp"])
+@pytest.mark.parametrize("shape,axes", [
+    ((4, 5, 6), [0, 2]),             # two separate groups: an outer loop over the first
+    ((3, 4, 5, 2, 7), [1, 3]),
+    ((2, 3, 2, 20000), [1, 3]),      # the inner group in chunks
+])
+def test_two_groups_of_axes(op, shape, axes):
+    # sums of up to 120000 terms: f32 rounding in another order than numpy's
+    check_op(op, {"keepdims": 1}, [data(op, shape), np.array(axes, np.int64)], rtol=1e-4, atol=2e-3)
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceL1", "ReduceL2", "ReduceMean"])
+def test_long_outer_group_folds_first(op):
+    # axes 1 and 3 of (3, 3000, 5, 2): the long outer group is folded in tiles, then the inner
+    check_op(op, {"keepdims": 0}, [data(op, (3, 3000, 5, 2)), np.array([1, 3], np.int64)], rtol=1e-4, atol=2e-3)
+
+
+@pytest.mark.parametrize("op,value", [("ReduceSum", 0.0), ("ReduceMax", -np.inf), ("ReduceProd", 1.0),
+                                      ("ReduceLogSumExp", -np.inf)])
+def test_empty_reduction(op, value):
+    x = np.zeros((3, 0, 4), np.float32)
+    outs, refs, _ = run_op(op, {"keepdims": 1}, [x, np.array([1], np.int64)])
+    assert outs[0].shape == (3, 1, 4) and np.all(outs[0] == value) and np.all(refs[0] == value)
+
+
+@pytest.mark.parametrize("op", ["ReduceMean", "ReduceMax", "ReduceL2", "ReduceLogSumExp"])
+def test_axes_attribute_and_all(op):
+    x = data(op, (4, 9, 5))
+    check_op(op, {"axes": [0], "keepdims": 0, "_opset": 13}, [x], rtol=2e-5, atol=1e-5)
+    check_op(op, {"keepdims": 0}, [x], rtol=2e-5, atol=1e-5)        # no axes: everything
+
+
+def test_size_one_dims_and_noop():
+    check_op("ReduceMean", {"keepdims": 1}, [rand((1, 6, 1, 4), 2), np.array([1, 2], np.int64)], rtol=1e-5)
+    check_op("ReduceSum", {"noop_with_empty_axes": 1}, [rand((3, 4), 3)])
+
+
+def test_int32():
+    x = rand((6, 35), 4, -100, 100, np.int32)
+    for op in ("ReduceMax", "ReduceMin", "ReduceSum"):
+        check_op(op, {"keepdims": 0}, [x, np.array([1], np.int64)])
+
+
+def test_long_rows_in_chunks():
+    # 40000 elements per row: chunks with a remainder; LogSumExp makes two passes
+    for op in ("ReduceMean", "ReduceLogSumExp"):
+        check_op(op, {"keepdims": 1}, [rand((2, 40000), 5, -4, 4), np.array([1], np.int64)], rtol=1e-4, atol=1e-5)
+
+
+def test_bigger_than_l1():
+    # 1.5 MiB in: mean over the spatial axes of an NCHW tensor, as GlobalAveragePool
+    check_op("ReduceMean", {"keepdims": 1}, [rand((1, 96, 64, 64), 6), np.array([2, 3], np.int64)], rtol=1e-5,
+             atol=1e-6)
+
+
+def test_reasons():
+    f = compiler.TensorSpec((4, 5, 6), "float32")
+    assert "64-bit" in compiler.HasStrategy("ArgMax", {"axis": 1}, [f])
+    assert "64-bit" in compiler.HasStrategy("ArgMin", {}, [f])
+    five = compiler.TensorSpec((2, 3, 4, 5, 6), "float32")
+    assert "more than two" in compiler.HasStrategy("ReduceSum", {"axes": [0, 2, 4]}, [five])
+    assert "range" in compiler.HasStrategy("ReduceMax", {"axes": [3]}, [f])
+    assert "float32" in compiler.HasStrategy("ReduceMean", {}, [compiler.TensorSpec((4,), "int32")])
+    # an axes input whose value the shapes cannot tell: refused, naming the way out (the attribute)
+    sq = compiler.TensorSpec((3, 3), "float32")
+    ax = compiler.TensorSpec((1,), "int64")
+    assert "ambiguous" in compiler.HasStrategy("ReduceSum", {"keepdims": 0}, [sq, ax])
+    assert compiler.HasStrategy("ReduceSum", {"keepdims": 1}, [sq, ax]) == ""
+    assert compiler.HasStrategy("ReduceSum", {"keepdims": 0, "axes": [1]}, [sq, ax]) == ""
+    assert "more than two" in compiler.HasStrategy("ReduceSum", {}, [five, compiler.TensorSpec((3,), "int64")])
+    with pytest.raises(ValueError, match="ambiguous"):
+        compiler.LowerOp("ReduceSum", {"keepdims": 0}, [sq, ax], [compiler.TensorSpec((3,), "float32")])
+    with pytest.raises(ValueError, match="does not follow"):
+        compiler.LowerOp("ReduceSum", {"keepdims": 1}, [f, ax], [compiler.TensorSpec((4, 2, 6), "float32")])

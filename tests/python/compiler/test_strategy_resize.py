@@ -1,0 +1,103 @@
+"""Resize (nearest as DMA copies, linear on the front end) and Upsample on 4 simulated
+TC1 cores against the op library's numpy reference. Scales and sizes reach the
+strategy as attributes; the reference gets them as inputs."""
+import numpy as np
+import pytest
+
+import tilecore
+from tilecore import compiler
+from tilecore.ir import ops
+from strategy_util import TARGET, rand
+
+
+def run_resize(attrs, x, scales=None, sizes=None, op="Resize", rtol=0, atol=0):
+    schema = ops.get_op(op)
+    if op == "Resize":
+        consts = [np.zeros(0, np.float32), np.array(scales if scales is not None else [], np.float32)]
+        if sizes is not None:
+            consts.append(np.array(sizes, np.int64))
+    else:
+        consts = [np.array(scales, np.float32)]
+    ref = np.asarray(schema.reference(schema.fill_attrs(dict(attrs)), x, *consts))
+    full = dict(attrs)
+    if scales is not None:
+        full["scales"] = [float(s) for s in scales]
+    if sizes is not None:
+        full["sizes"] = list(sizes)
+    specs = [compiler.TensorSpec(x.shape, x.dtype)] + [compiler.TensorSpec(c.shape, c.dtype) for c in consts]
+    assert compiler.HasStrategy(op, full, specs) == ""
+    out = np.zeros(ref.shape, ref.dtype)
+    f = compiler.LowerOp(op, full, specs, [compiler.TensorSpec(out.shape, out.dtype)], TARGET)
+    tilecore.build(f, target=TARGET)[f.attrs["global_symbol"]](x, out)
+    if rtol or atol:
+        np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol)
+    else:
+        np.testing.assert_array_equal(out, ref)
+    return out
+
+
+COORD = ["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"]
+NEAREST = ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
+
+
+@pytest.mark.parametrize("ct", COORD)
+@pytest.mark.parametrize("nm", NEAREST)
+def test_nearest_modes(ct, nm):
+    x = rand((1, 2, 5, 7), 1)
+    run_resize({"mode": "nearest", "coordinate_transformation_mode": ct, "nearest_mode": nm}, x,
+               scales=[1.0, 1.0, 2.0, 1.5])
+
+
+def test_nearest_upsample_x2_is_one_copy_per_plane_axis():
+    # the yolo neck: asymmetric floor, scale 2 (and numpy's repeat as a second reference)
+    x = rand((1, 8, 9, 11), 2)
+    out = run_resize({"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
+                     x, scales=[1.0, 1.0, 2.0, 2.0])
+    np.testing.assert_array_equal(out, x.repeat(2, axis=2).repeat(2, axis=3))
+
+
+def test_nearest_down_sizes_int8():
+    x = rand((2, 3, 9, 10), 3, -100, 100, np.int8)
+    run_resize({"mode": "nearest"}, x, sizes=[2, 3, 4, 3])
+
+
+def test_nearest_bigger_than_l1():
+    x = rand((4, 64, 32, 32), 4)   # 1 MiB in, 4 MiB out
+    run_resize({"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
+               x, scales=[1.0, 1.0, 2.0, 2.0])
+
+
+@pytest.mark.parametrize("ct", COORD)
+def test_linear(ct):
+    x = rand((1, 3, 6, 7), 5)
+    run_resize({"mode": "linear", "coordinate_transformation_mode": ct}, x, scales=[1.0, 1.0, 2.0, 1.5],
+               rtol=1e-5, atol=1e-5)
+    run_resize({"mode": "linear", "coordinate_transformation_mode": ct}, x, sizes=[1, 3, 4, 5],
+               rtol=1e-5, atol=1e-5)
+
+
+def test_linear_one_axis():
+    run_resize({"mode": "linear"}, rand((2, 5, 9), 6), scales=[1.0, 1.0, 3.0], rtol=1e-5, atol=1e-5)
+
+
+def test_upsample():
+    x = rand((1, 2, 3, 4), 7)
+    run_resize({"mode": "nearest"}, x, scales=[1.0, 1.0, 2.0, 3.0], op="Upsample")
+    run_resize({"mode": "linear"}, x, scales=[1.0, 1.0, 2.0, 2.0], op="Upsample", rtol=1e-5, atol=1e-5)
+
+
+def test_host_reasons():
+    x = compiler.TensorSpec((1, 1, 4, 4), "float32")
+    roi, sc = compiler.TensorSpec((0,), "float32"), compiler.TensorSpec((4,), "float32")
+    assert "known when compiling" in compiler.HasStrategy("Resize", {}, [x, roi, sc])
+    assert "cubic" in compiler.HasStrategy("Resize", {"mode": "cubic", "scales": [1, 1, 2, 2]}, [x, roi, sc])
+    assert "tf_crop_and_resize" in compiler.HasStrategy(
+        "Resize", {"coordinate_transformation_mode": "tf_crop_and_resize", "scales": [1, 1, 2, 2]}, [x, roi, sc])
+
+
+def test_too_many_nearest_copies_go_to_host():
+    # an irregular scale on both axes: thousands of segments per axis
+    x = compiler.TensorSpec((1, 1, 3000, 3000), "float32")
+    why = compiler.HasStrategy("Resize", {"mode": "nearest", "scales": [1.0, 1.0, 1.37, 1.37]}, [x])
+    assert "copies" in why
+    assert compiler.HasStrategy("Resize", {"mode": "nearest", "sizes": [1, 1, 6000, 6000]}, [x]) == ""
