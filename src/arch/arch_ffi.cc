@@ -12,6 +12,7 @@
 #include "tilecore/arch/disassembler.h"
 #include "tilecore/arch/isa.h"
 #include "tilecore/arch/program_object.h"
+#include "tilecore/arch/tile_ops.h"
 #include "tilecore/ffi/container/array.h"
 #include "tilecore/ffi/container/map.h"
 #include "tilecore/ffi/function.h"
@@ -122,8 +123,26 @@ const TextSection& SectionAt(const ProgramRef& p, int64_t index) {
   return p->program.text[index];
 }
 
+// The table of tile operations (tile_ops.def), for the DSL: one map per row.
+Array<Any> TileOps() {
+  static constexpr const char* kForms[] = {"binary", "scalar", "unary", "reduce", "convert", "requant"};
+  static constexpr const char* kTypes[] = {"numeric", "float", "any", "integer"};
+  Array<Any> out;
+  for (const TileOpInfo& r : kTileOpRows) {
+    Map<String, Any> m;
+    m.Set("name", Any(String(std::string(r.name))));
+    m.Set("mnemonic", Any(String(std::string(r.mnemonic))));
+    m.Set("form", Any(String(kForms[int(r.form)])));
+    m.Set("types", Any(String(kTypes[int(r.types)])));
+    m.Set("summary", Any(String(std::string(r.summary))));
+    out.push_back(Any(m));
+  }
+  return out;
+}
+
 }  // namespace
 
+TILECORE_REGISTER_GLOBAL("arch.TileOps").set_body_typed(TileOps);
 TILECORE_REGISTER_GLOBAL("arch.Assemble").set_body_typed(Assemble);
 TILECORE_REGISTER_GLOBAL("arch.Disassemble").set_body_typed([](ProgramRef p) {
   return String(disassemble(p->program));

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tilecore/arch/tile_ops.h"
 #include "tilecore/codegen/lowering.h"
 #include "tilecore/codegen/tile_operand.h"
 #include "tilecore/ffi/dtype.h"
@@ -548,18 +549,12 @@ class CPrinter {
       case NodeKind::kAllocate: {
         auto* a = static_cast<const AllocateNode*>(n);
         const Buffer& b = a->buffer;
-        std::string size;
-        for (const PrimExpr& d : b->shape) size += (size.empty() ? "" : " * ") + ("(int64_t)(" + Expr(d) + ")");
-        if (size.empty()) size = "1";
-        std::string name = Name(b->data.get());
+        if (hoisted_.count(b->data.get())) return Stmt(a->body);  // allocated before the cores loop
         Line() << "{\n";
         ++indent_;
-        Line() << CType(b->dtype) << "* " << name << " = (" << CType(b->dtype) << "*)calloc((size_t)(" << size
-               << "), sizeof(" << CType(b->dtype) << "));\n";
-        Line() << "if (" << name << " == NULL) " << fail_ << "\n";
-        types_[b->data.get()] = {CType(b->dtype) + "*", ""};
+        EmitAllocation(b);
         Stmt(a->body);
-        Line() << "free(" << name << ");\n";
+        Line() << "free(" << Name(b->data.get()) << ");\n";
         --indent_;
         Line() << "}\n";
         return;
@@ -620,11 +615,46 @@ class CPrinter {
 
   // A loop bound to cores. Core k runs iteration min + k, as on the npu target. Without a
   // barrier in its body the cores run one after another; with one, each core is a thread
-  // and `tir.barrier` a pthread barrier, so phases order exactly as on the cluster.
+  // and `tir.barrier` a barrier of the cluster (tc_cluster), so phases order exactly as on
+  // the cluster. The kernel returns 2 when it cannot start a thread per core.
   void CoresLoop(const ForNode* f) {
     if (core_expr_ != "0") {
       TILECORE_THROW(ValueError) << "c codegen: a `cores` loop inside another `cores` loop" << Where(f->span);
     }
+    // Shared (L2) buffers exist once for the whole cluster: they are allocated before the
+    // loop and every core (thread or iteration) sees the same memory, as on the npu target.
+    std::vector<const AllocateNode*> shared;
+    PostOrderVisit(f->body, [&](const ObjectRef& o) {
+      if (const auto* a = o.as<AllocateNode>(); a && a->buffer->scope == "shared") shared.push_back(a);
+    });
+    for (const AllocateNode* a : shared) {
+      Line() << "{\n";
+      ++indent_;
+      EmitAllocation(a->buffer);
+      hoisted_.insert(a->buffer->data.get());
+    }
+    CoresLoopBody(f);
+    for (auto it = shared.rbegin(); it != shared.rend(); ++it) {
+      Line() << "free(" << Name((*it)->buffer->data.get()) << ");\n";
+      --indent_;
+      Line() << "}\n";
+    }
+  }
+
+  // calloc of `b`'s elements (its shape is constant: PlanLocalMemory checks it) into a
+  // pointer named after its data variable.
+  void EmitAllocation(const Buffer& b) {
+    std::string size;
+    for (const PrimExpr& d : b->shape) size += (size.empty() ? "" : " * ") + ("(int64_t)(" + Expr(d) + ")");
+    if (size.empty()) size = "1";
+    std::string name = Name(b->data.get());
+    Line() << CType(b->dtype) << "* " << name << " = (" << CType(b->dtype) << "*)calloc((size_t)(" << size
+           << "), sizeof(" << CType(b->dtype) << "));\n";
+    Line() << "if (" << name << " == NULL) " << fail_ << "\n";
+    types_[b->data.get()] = {CType(b->dtype) + "*", ""};
+  }
+
+  void CoresLoopBody(const ForNode* f) {
     std::string v = Name(f->loop_var.get());
     std::string ty = CType(f->loop_var->dtype);
     types_[f->loop_var.get()] = {ty, ""};
@@ -660,7 +690,7 @@ class CPrinter {
     int id = counter_++;
     std::string env = "tc_env_" + fname_ + "_" + std::to_string(id), fn = "tc_core_" + fname_ + "_" + std::to_string(id);
     std::ostringstream decl;
-    decl << "struct " << env << " {\n  int32_t core;\n  int32_t ret;\n  pthread_barrier_t* bar;\n";
+    decl << "struct " << env << " {\n  int32_t core;\n  int32_t ret;\n  tc_cluster* cluster;\n";
     for (const Object* v : free) decl << "  " << types_[v].first << " " << names_.at(v) << types_[v].second << ";\n";
     decl << "};\n";
     // The body, printed as the thread function.
@@ -669,11 +699,13 @@ class CPrinter {
     int saved_indent = indent_;
     std::string saved_fail = fail_, saved_bar = barrier_, saved_core = core_expr_;
     indent_ = 1;
-    fail_ = "{ env->ret = 1; return NULL; }";
-    barrier_ = "pthread_barrier_wait(env->bar);";
+    // A failing core breaks the cluster, so the others leave their barriers instead of waiting.
+    fail_ = "{ env->ret = 1; tc_cluster_set(env->cluster, -1); return NULL; }";
+    barrier_ = "if (!tc_cluster_barrier(env->cluster)) { env->ret = 1; return NULL; }";
     core_expr_ = "env->core";
     os_ << "static void* " << fn << "(void* arg) {\n";
     Line() << "struct " << env << "* env = (struct " << env << "*)arg;\n";
+    Line() << "if (!tc_cluster_start(env->cluster)) return NULL;\n";
     for (const Object* v : free) {
       if (types_[v].second.empty()) {
         Line() << types_[v].first << " " << names_.at(v) << " = env->" << names_.at(v) << ";\n";
@@ -698,19 +730,21 @@ class CPrinter {
     outlined_ += decl.str() + body + "\n";
     // The launch: one thread per core, joined before the statements after the loop.
     std::string n = std::to_string(ext), envs = "tc_envs" + std::to_string(id), th = "tc_th" + std::to_string(id),
-                bar = "tc_bar" + std::to_string(id), c = "tc_c" + std::to_string(id);
+                bar = "tc_cluster" + std::to_string(id), c = "tc_c" + std::to_string(id),
+                started = "tc_started" + std::to_string(id);
     Line() << "{\n";
     ++indent_;
-    Line() << "pthread_barrier_t " << bar << ";\n";
+    Line() << "tc_cluster " << bar << ";\n";
     Line() << "struct " << env << " " << envs << "[" << n << "];\n";
     Line() << "pthread_t " << th << "[" << n << "];\n";
     Line() << "int32_t tc_rc" << id << " = 0;\n";
-    Line() << "pthread_barrier_init(&" << bar << ", NULL, " << n << ");\n";
+    Line() << "int32_t " << started << " = 0;\n";
+    Line() << "tc_cluster_init(&" << bar << ", " << n << ");\n";
     Line() << "for (int32_t " << c << " = 0; " << c << " < " << n << "; ++" << c << ") {\n";
     ++indent_;
     Line() << envs << "[" << c << "].core = " << c << ";\n";
     Line() << envs << "[" << c << "].ret = 0;\n";
-    Line() << envs << "[" << c << "].bar = &" << bar << ";\n";
+    Line() << envs << "[" << c << "].cluster = &" << bar << ";\n";
     for (const Object* fv : free) {
       if (types_[fv].second.empty()) {
         Line() << envs << "[" << c << "]." << names_.at(fv) << " = " << names_.at(fv) << ";\n";
@@ -720,14 +754,18 @@ class CPrinter {
       }
     }
     Line() << "if (pthread_create(&" << th << "[" << c << "], NULL, " << fn << ", &" << envs << "[" << c
-           << "]) != 0) abort();\n";
+           << "]) != 0) break;\n";
+    Line() << "++" << started << ";\n";
     --indent_;
     Line() << "}\n";
-    Line() << "for (int32_t " << c << " = 0; " << c << " < " << n << "; ++" << c << ") {\n";
+    // Every thread or none runs the body: with a thread missing, barriers could not complete.
+    Line() << "tc_cluster_set(&" << bar << ", " << started << " == " << n << " ? 1 : -1);\n";
+    Line() << "for (int32_t " << c << " = 0; " << c << " < " << started << "; ++" << c << ") {\n";
     Line() << "  pthread_join(" << th << "[" << c << "], NULL);\n";
     Line() << "  if (" << envs << "[" << c << "].ret) tc_rc" << id << " = 1;\n";
     Line() << "}\n";
-    Line() << "pthread_barrier_destroy(&" << bar << ");\n";
+    Line() << "tc_cluster_destroy(&" << bar << ");\n";
+    Line() << "if (" << started << " != " << n << ") return 2;\n";
     Line() << "if (tc_rc" << id << ") " << fail_ << "\n";
     --indent_;
     Line() << "}\n";
@@ -799,7 +837,7 @@ class CPrinter {
     } else if (op == "tile.mm") {
       Matmul(c);
     } else {
-      VecOp(c, op.substr(9));
+      VecOp(c, op);
     }
     --indent_;
     Line() << "}\n";
@@ -892,51 +930,47 @@ class CPrinter {
            << Expr(e.clamp_hi) << "));\n";
   }
 
+  // A vector-engine command: its row of the table of tile operations (arch/tile_ops.def)
+  // names the element functions tc_f_<name> / tc_i_<name> the prelude defines from it.
   void VecOp(const CallNode* c, const std::string& op) {
-    static const std::map<std::string, std::string> codes = {
-        {"add", "TC_V_ADD"},     {"sub", "TC_V_SUB"},     {"mul", "TC_V_MUL"},         {"max", "TC_V_MAX"},
-        {"min", "TC_V_MIN"},     {"div", "TC_V_DIV"},     {"adds", "TC_V_ADD"},        {"muls", "TC_V_MUL"},
-        {"maxs", "TC_V_MAX"},    {"mins", "TC_V_MIN"},    {"exp", "TC_V_EXP"},         {"log", "TC_V_LOG"},
-        {"recip", "TC_V_RECIP"}, {"sqrt", "TC_V_SQRT"},   {"rsqrt", "TC_V_RSQRT"},     {"tanh", "TC_V_TANH"},
-        {"sigmoid", "TC_V_SIGMOID"}, {"relu", "TC_V_RELU"}, {"redsum", "TC_V_ADD"},   {"redmax", "TC_V_MAX"},
-        {"redmin", "TC_V_MIN"}};
+    const arch::TileOpInfo* row = arch::FindTileIntrinsic(op);
+    if (row == nullptr) {
+      TILECORE_THROW(ValueError) << "c codegen: intrinsic `" << op << "` cannot be emitted" << Where(c->span);
+    }
     CTensor d = Region(c->args[0], c), a = Region(c->args[1], c);
     Declare("tc_d", d);
     Declare("tc_a", a);
-    if (op == "copy") {
-      Line() << "tc_vec_copy(&tc_d, &tc_a);\n";
-      return;
-    }
-    if (op == "requant") {
-      Line() << "tc_vec_requant(&tc_d, &tc_a, (float)(double)(" << Expr(c->args[2]) << "), (int32_t)(" << Expr(c->args[3])
-             << "));\n";
-      return;
-    }
-    auto it = codes.find(op);
-    if (it == codes.end()) {
-      TILECORE_THROW(ValueError) << "c codegen: intrinsic `tile.vec_" << op << "` cannot be emitted" << Where(c->span);
-    }
-    if (op.rfind("red", 0) == 0) {
-      // d lacks the reduced innermost axis or has it with extent 1; other dims pair by index.
-      if (d.shape.size() + 1 == a.shape.size()) {
-        Line() << "tc_d.rank = " << a.shape.size() << "; tc_d.shape[" << d.shape.size() << "] = 1; tc_d.stride["
-               << d.shape.size() << "] = 0;\n";
-      } else if (d.shape.size() != a.shape.size()) {
-        TILECORE_THROW(ValueError) << "c codegen: `tile.vec_" << op << "` with operands of different ranks"
-                                   << Where(c->span);
-      }
-      Line() << "tc_vec_reduce(" << it->second << ", &tc_d, &tc_a);\n";
-      return;
-    }
-    static const std::set<std::string> three = {"add", "sub", "mul", "max", "min", "div"};
-    static const std::set<std::string> scal = {"adds", "muls", "maxs", "mins"};
-    if (three.count(op)) {
-      Declare("tc_b", Region(c->args[2], c));
-      Line() << "tc_vec_op(" << it->second << ", &tc_d, &tc_a, &tc_b, 0.0f);\n";
-    } else if (scal.count(op)) {
-      Line() << "tc_vec_op(" << it->second << ", &tc_d, &tc_a, NULL, (float)(double)(" << Expr(c->args[2]) << "));\n";
-    } else {
-      Line() << "tc_vec_op(" << it->second << ", &tc_d, &tc_a, NULL, 0.0f);\n";
+    std::string name(row->name);
+    std::string fns = "tc_f_" + name + ", " + (row->c_int.empty() ? std::string("NULL") : "tc_i_" + name);
+    switch (row->form) {
+      case arch::TileForm::Convert:
+        Line() << "tc_vec_copy(&tc_d, &tc_a);\n";
+        return;
+      case arch::TileForm::Requant:
+        Line() << "tc_vec_requant(&tc_d, &tc_a, (float)(double)(" << Expr(c->args[2]) << "), (int32_t)("
+               << Expr(c->args[3]) << "));\n";
+        return;
+      case arch::TileForm::Reduce:
+        // d lacks the reduced innermost axis or has it with extent 1; other dims pair by index.
+        if (d.shape.size() + 1 == a.shape.size()) {
+          Line() << "tc_d.rank = " << a.shape.size() << "; tc_d.shape[" << d.shape.size() << "] = 1; tc_d.stride["
+                 << d.shape.size() << "] = 0;\n";
+        } else if (d.shape.size() != a.shape.size()) {
+          TILECORE_THROW(ValueError) << "c codegen: `" << op << "` with operands of different ranks" << Where(c->span);
+        }
+        Line() << "{ int dt = tc_d.dt; (void)dt; tc_vec_reduce(" << fns << ", " << row->c_init
+               << ", &tc_d, &tc_a); }\n";
+        return;
+      case arch::TileForm::Binary:
+        Declare("tc_b", Region(c->args[2], c));
+        Line() << "tc_vec_op(" << fns << ", &tc_d, &tc_a, &tc_b, 0.0f);\n";
+        return;
+      case arch::TileForm::Scalar:
+        Line() << "tc_vec_op(" << fns << ", &tc_d, &tc_a, NULL, (float)(double)(" << Expr(c->args[2]) << "));\n";
+        return;
+      case arch::TileForm::Unary:
+        Line() << "tc_vec_op(" << fns << ", &tc_d, &tc_a, NULL, 0.0f);\n";
+        return;
     }
   }
 
@@ -947,11 +981,30 @@ class CPrinter {
   std::unordered_map<const Object*, std::pair<std::string, std::string>> types_;
   std::unordered_set<const Object*> vec_vars_;
   std::unordered_set<const Object*> let_vars_;  // bound by Let expressions
+  std::unordered_set<const Object*> hoisted_;   // shared buffers allocated before their cores loop
   std::string fname_, lane_, outlined_;
   std::string core_expr_ = "0", fail_ = "return 1;", barrier_;
   int num_cores_ = 1;
   int counter_ = 0;
 };
+
+// The element functions of the table of tile operations: tc_f_<name> on doubles and
+// tc_i_<name> on integers, from each row's C semantics.
+std::string TileOpFunctions() {
+  std::string out = "/* ---- tile operations (arch/tile_ops.def) ---- */\n";
+  for (const arch::TileOpInfo& r : arch::kTileOpRows) {
+    std::string n(r.name);
+    if (!r.c_float.empty()) {
+      out += "static double tc_f_" + n + "(double x, double y) { (void)x; (void)y; return " + std::string(r.c_float) +
+             "; }\n";
+    }
+    if (!r.c_int.empty()) {
+      out += "static int64_t tc_i_" + n + "(int64_t x, int64_t y) { (void)x; (void)y; return " + std::string(r.c_int) +
+             "; }\n";
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -959,7 +1012,7 @@ CSource GenerateC(const ir::IRModule& raw) {
   // Local memory is planned without the TC1 caps (host memory), unless configured.
   ir::IRModule mod = LowerKernels(raw, LowerOptions{int64_t(1) << 30, int64_t(1) << 30, false, "c"});
   CSource out;
-  out.code = std::string(kPrelude) + kCRuntimeTile;
+  out.code = std::string(kPrelude) + kCRuntimeTile + TileOpFunctions();
   for (const auto& [name, func] : mod->functions.items()) {
     std::string n = KernelSymbol(std::string(name.view()));
     CPrinter p;

@@ -139,63 +139,28 @@ static inline int64_t tc_mul_clamped(int64_t a, int64_t b) {
 static inline double tc_dmax(double a, double b) { return (a != a || b != b) ? NAN : (a > b ? a : b); }
 static inline double tc_dmin(double a, double b) { return (a != a || b != b) ? NAN : (a < b ? a : b); }
 
-enum { TC_V_ADD, TC_V_SUB, TC_V_MUL, TC_V_MAX, TC_V_MIN, TC_V_DIV,
-       TC_V_EXP, TC_V_LOG, TC_V_RECIP, TC_V_SQRT, TC_V_RSQRT, TC_V_TANH, TC_V_SIGMOID, TC_V_RELU };
-static double tc_unary_d(int op, double x) {
-  switch (op) {
-    case TC_V_EXP: return exp(x);
-    case TC_V_LOG: return log(x);
-    case TC_V_RECIP: return 1.0 / x;
-    case TC_V_SQRT: return sqrt(x);
-    case TC_V_RSQRT: return 1.0 / sqrt(x);
-    case TC_V_TANH: return tanh(x);
-    case TC_V_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    default: return (x != x) ? x : (x > 0 ? x : 0.0);
-  }
-}
-static double tc_binary_d(int op, double x, double y) {
-  switch (op) {
-    case TC_V_ADD: return x + y;
-    case TC_V_SUB: return x - y;
-    case TC_V_MUL: return x * y;
-    case TC_V_MAX: return tc_dmax(x, y);
-    case TC_V_MIN: return tc_dmin(x, y);
-    default: return x / y;
-  }
-}
-static int64_t tc_binary_i(int op, int64_t x, int64_t y) {
-  switch (op) {
-    case TC_V_ADD: return x + y;
-    case TC_V_SUB: return x - y;
-    case TC_V_MUL: return tc_mul_clamped(x, y);
-    case TC_V_MAX: return x > y ? x : y;
-    default: return x < y ? x : y;
-  }
-}
-/* tadd tsub tmul tmax tmin tdiv (b != NULL), tadds tmuls tmaxs tmins (b == NULL: the scalar s,
-   first converted to the dtype), the unary math commands and trelu (op >= TC_V_EXP). The
-   operands pair element by element in row-major order. */
-static void tc_vec_op(int op, const tc_tensor* d, const tc_tensor* a, const tc_tensor* b, float s) {
+/* An element operation of the table of tile operations (arch/tile_ops.def): the c target
+   emits tc_f_<name> (on doubles) and tc_i_<name> (on exact integers) from each row. */
+typedef double (*tc_fop)(double x, double y);
+typedef int64_t (*tc_iop)(int64_t x, int64_t y);
+/* The vector engine's element-wise commands: d = f(a, b) (b != NULL) or f(a, s) (b == NULL:
+   the scalar s, first converted to the dtype; unary operations ignore it). The operands
+   pair element by element in row-major order. */
+static void tc_vec_op(tc_fop f, tc_iop fi, const tc_tensor* d, const tc_tensor* a, const tc_tensor* b, float s) {
   int64_t n = tc_count(d);
   tc_iter it = {{0}, 0};
   if (tc_is_float(d->dt)) {
     double* x = tc_gather_d(a);
     double* y = b ? tc_gather_d(b) : NULL;
     double sv = tc_as_dtype(d->dt, (double)s);
-    for (int64_t i = 0; i < n; ++i, tc_next(d, &it)) {
-      double r = op >= TC_V_EXP ? tc_unary_d(op, x[i]) : tc_binary_d(op, x[i], y ? y[i] : sv);
-      tc_st_d(d->dt, d->base, it.off, r);
-    }
+    for (int64_t i = 0; i < n; ++i, tc_next(d, &it)) tc_st_d(d->dt, d->base, it.off, f(x[i], y ? y[i] : sv));
     free(x);
     free(y);
   } else {
     int64_t* x = tc_gather_i(a);
     int64_t* y = b ? tc_gather_i(b) : NULL;
     int64_t sv = (int64_t)tc_as_dtype(d->dt, (double)s);
-    for (int64_t i = 0; i < n; ++i, tc_next(d, &it)) {
-      int64_t r = op == TC_V_RELU ? (x[i] > 0 ? x[i] : 0) : tc_binary_i(op, x[i], y ? y[i] : sv);
-      tc_st_i(d->dt, d->base, it.off, r);
-    }
+    for (int64_t i = 0; i < n; ++i, tc_next(d, &it)) tc_st_i(d->dt, d->base, it.off, fi ? fi(x[i], y ? y[i] : sv) : 0);
     free(x);
     free(y);
   }
@@ -221,8 +186,9 @@ static void tc_vec_requant(const tc_tensor* d, const tc_tensor* a, float scale, 
   free(x);
 }
 /* tredsum tredmax tredmin: `a`'s innermost axis folds in index order into `d` (same outer
-   dims); float sums accumulate in f32, integers exactly, saturating at the end. */
-static void tc_vec_reduce(int op, const tc_tensor* d, const tc_tensor* a) {
+   dims), acc = f(acc, x) from finit / iinit; float folds round to f32 at every step,
+   integers are exact, saturating at the end. */
+static void tc_vec_reduce(tc_fop f, tc_iop fi, double finit, int64_t iinit, const tc_tensor* d, const tc_tensor* a) {
   tc_tensor outer = *a;
   int64_t k = a->shape[a->rank - 1], sa = a->stride[a->rank - 1];
   outer.shape[outer.rank - 1] = 1;
@@ -236,20 +202,12 @@ static void tc_vec_reduce(int op, const tc_tensor* d, const tc_tensor* a) {
   tc_iter it = {{0}, 0};
   for (int64_t o = 0; o < n; ++o, tc_next(&outer, &it)) {
     if (isf) {
-      float acc = op == TC_V_ADD ? 0.0f : op == TC_V_MAX ? -INFINITY : INFINITY;
-      for (int64_t j = 0; j < k; ++j) {
-        float x = (float)tc_ld_d(a->dt, a->base, it.off + j * sa);
-        if (op == TC_V_ADD) acc = acc + x;
-        else if (x != x || acc != acc) acc = NAN;
-        else acc = op == TC_V_MAX ? (acc > x ? acc : x) : (acc < x ? acc : x);
-      }
+      float acc = (float)finit;
+      for (int64_t j = 0; j < k; ++j) acc = (float)f((double)acc, (double)(float)tc_ld_d(a->dt, a->base, it.off + j * sa));
       res[o] = acc;
     } else {
-      int64_t acc = op == TC_V_ADD ? 0 : op == TC_V_MAX ? tc_int_min(d->dt) : tc_int_max(d->dt);
-      for (int64_t j = 0; j < k; ++j) {
-        int64_t x = tc_ld_i(a->dt, a->base, it.off + j * sa);
-        acc = op == TC_V_ADD ? acc + x : op == TC_V_MAX ? (acc > x ? acc : x) : (acc < x ? acc : x);
-      }
+      int64_t acc = iinit;
+      for (int64_t j = 0; j < k; ++j) acc = fi(acc, tc_ld_i(a->dt, a->base, it.off + j * sa));
       resi[o] = acc;
     }
   }
@@ -353,6 +311,49 @@ static inline float tc_rsqrt(float x) { return (float)(1.0 / sqrt((double)x)); }
 static inline float tc_recip(float x) { return (float)(1.0 / (double)x); }
 static inline float tc_tanh(float x) { return (float)tanh((double)x); }
 static inline float tc_sigmoid(float x) { return (float)(1.0 / (1.0 + exp(-(double)x))); }
+/* ---- the cores of a cluster as threads (a `cores` loop with tir.barrier) -------------------
+   Threads start only once all were created (state 0 -> 1); a thread that cannot be created
+   or a core that fails breaks the cluster (state -1), which releases every core waiting at a
+   barrier or at the start: no core waits forever for one that will not come. */
+typedef struct { pthread_mutex_t mu; pthread_cond_t cv; int n, waiting, gen, state; } tc_cluster;
+static void tc_cluster_init(tc_cluster* k, int n) {
+  pthread_mutex_init(&k->mu, NULL);
+  pthread_cond_init(&k->cv, NULL);
+  k->n = n; k->waiting = 0; k->gen = 0; k->state = 0;
+}
+static void tc_cluster_destroy(tc_cluster* k) { pthread_cond_destroy(&k->cv); pthread_mutex_destroy(&k->mu); }
+/* 1: run; -1: broken (kept once set). */
+static void tc_cluster_set(tc_cluster* k, int state) {
+  pthread_mutex_lock(&k->mu);
+  if (k->state >= 0) k->state = state;
+  pthread_cond_broadcast(&k->cv);
+  pthread_mutex_unlock(&k->mu);
+}
+/* Each core's first step: 1 when the cluster runs, 0 when it broke before starting. */
+static int tc_cluster_start(tc_cluster* k) {
+  pthread_mutex_lock(&k->mu);
+  while (k->state == 0) pthread_cond_wait(&k->cv, &k->mu);
+  int ok = k->state > 0;
+  pthread_mutex_unlock(&k->mu);
+  return ok;
+}
+/* tir.barrier: 1 when every core arrived, 0 when the cluster broke meanwhile. */
+static int tc_cluster_barrier(tc_cluster* k) {
+  pthread_mutex_lock(&k->mu);
+  int gen = k->gen;
+  if (k->state >= 0) {
+    if (++k->waiting == k->n) {
+      k->waiting = 0;
+      ++k->gen;
+      pthread_cond_broadcast(&k->cv);
+    } else {
+      while (k->gen == gen && k->state >= 0) pthread_cond_wait(&k->cv, &k->mu);
+    }
+  }
+  int ok = k->gen != gen;
+  pthread_mutex_unlock(&k->mu);
+  return ok;
+}
 /* ---- calls to the host's global functions (tir.call_packed) ---------------------------------
    The layout of runtime/kernel.h's TCHostArg; the module sets the host entry on load. */
 typedef struct {

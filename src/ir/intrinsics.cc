@@ -5,9 +5,12 @@
 #include "tilecore/ir/intrinsics.h"
 
 #include <algorithm>
+#include <deque>
+#include <string>
 #include <optional>
 #include <unordered_map>
 
+#include "tilecore/arch/tile_ops.h"
 #include "tilecore/ffi/function.h"
 
 namespace tilecore {
@@ -95,52 +98,37 @@ std::vector<IntrinsicInfo> MakeTable() {
       "region of N float32 per-channel scales; act is \"none\" or \"relu\"; accumulate must be false");
   t.back().required = 4;
   // --- vector engine ----------------------------------------------------------------
-  add("tile.vec_add", {A::kRegion, A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector",
-      "d, a, b", "d = a + b elementwise (integers saturate) (tadd)");
-  add("tile.vec_sub", {A::kRegion, A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector",
-      "d, a, b", "d = a - b elementwise (integers saturate) (tsub)");
-  add("tile.vec_mul", {A::kRegion, A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector",
-      "d, a, b", "d = a * b elementwise (integers saturate) (tmul)");
-  add("tile.vec_max", {A::kRegion, A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector",
-      "d, a, b", "d = max(a, b) elementwise (tmax)");
-  add("tile.vec_min", {A::kRegion, A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector",
-      "d, a, b", "d = min(a, b) elementwise (tmin)");
-  add("tile.vec_div", {A::kRegion, A::kRegion, A::kRegion}, R::kVoid, Rule::kFloatOnly, true, "vector",
-      "d, a, b", "d = a / b elementwise, float only (tdiv)");
-  add("tile.vec_adds", {A::kRegion, A::kRegion, A::kScalar}, R::kVoid, Rule::kSameRegionDType, true, "vector",
-      "d, a, s", "d = a + s (tadds)");
-  add("tile.vec_muls", {A::kRegion, A::kRegion, A::kScalar}, R::kVoid, Rule::kSameRegionDType, true, "vector",
-      "d, a, s", "d = a * s (tmuls)");
-  add("tile.vec_maxs", {A::kRegion, A::kRegion, A::kScalar}, R::kVoid, Rule::kSameRegionDType, true, "vector",
-      "d, a, s", "d = max(a, s) (tmaxs)");
-  add("tile.vec_mins", {A::kRegion, A::kRegion, A::kScalar}, R::kVoid, Rule::kSameRegionDType, true, "vector",
-      "d, a, s", "d = min(a, s) (tmins)");
-  add("tile.vec_exp", {A::kRegion, A::kRegion}, R::kVoid, Rule::kFloatOnly, true, "vector", "d, a",
-      "d = exp(a), float only (texp)");
-  add("tile.vec_log", {A::kRegion, A::kRegion}, R::kVoid, Rule::kFloatOnly, true, "vector", "d, a",
-      "d = log(a), float only (tlog)");
-  add("tile.vec_recip", {A::kRegion, A::kRegion}, R::kVoid, Rule::kFloatOnly, true, "vector", "d, a",
-      "d = 1 / a, float only (trecip)");
-  add("tile.vec_sqrt", {A::kRegion, A::kRegion}, R::kVoid, Rule::kFloatOnly, true, "vector", "d, a",
-      "d = sqrt(a), float only (tsqrt)");
-  add("tile.vec_rsqrt", {A::kRegion, A::kRegion}, R::kVoid, Rule::kFloatOnly, true, "vector", "d, a",
-      "d = 1 / sqrt(a), float only (trsqrt)");
-  add("tile.vec_tanh", {A::kRegion, A::kRegion}, R::kVoid, Rule::kFloatOnly, true, "vector", "d, a",
-      "d = tanh(a), float only (ttanh)");
-  add("tile.vec_sigmoid", {A::kRegion, A::kRegion}, R::kVoid, Rule::kFloatOnly, true, "vector", "d, a",
-      "d = sigmoid(a), float only (tsigmoid)");
-  add("tile.vec_relu", {A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector", "d, a",
-      "d = max(a, 0) (trelu)");
-  add("tile.vec_copy", {A::kRegion, A::kRegion}, R::kVoid, Rule::kNone, true, "vector", "d, a",
-      "d = convert(a) to d's dtype with TC1 rounding and saturation; a copy when dtypes match (tcvt)");
-  add("tile.vec_requant", {A::kRegion, A::kRegion, A::kFloat, A::kInt}, R::kVoid, Rule::kNone, true, "vector",
-      "d, a, scale, zero_point", "d = saturate(round_even(f32(a) * scale) + zero_point); a is i32 (trequant)");
-  add("tile.vec_redsum", {A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector", "d, a",
-      "d[..., 0] = sum of a over its innermost axis (tredsum)");
-  add("tile.vec_redmax", {A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector", "d, a",
-      "d[..., 0] = max of a over its innermost axis (tredmax)");
-  add("tile.vec_redmin", {A::kRegion, A::kRegion}, R::kVoid, Rule::kSameRegionDType, true, "vector", "d, a",
-      "d[..., 0] = min of a over its innermost axis (tredmin)");
+  // The vector engine's operations: one intrinsic per row of the table of tile operations
+  // (arch/tile_ops.def), named tile.vec_<name>, documented by the instruction's summary.
+  static std::deque<std::string> text;  // the names and docs built here live as long as the table
+  for (const arch::TileOpInfo& op : arch::kTileOpRows) {
+    const char* name = text.emplace_back("tile.vec_" + std::string(op.name)).c_str();
+    bool float_only = op.types == arch::TileTypes::Float;
+    const char* doc =
+        text.emplace_back(std::string(op.summary) + (float_only ? ", float only" : "") + " (" + std::string(op.mnemonic) +
+                          ")")
+            .c_str();
+    Rule rule = float_only ? Rule::kFloatOnly : Rule::kSameRegionDType;
+    switch (op.form) {
+      case arch::TileForm::Binary:
+        add(name, {A::kRegion, A::kRegion, A::kRegion}, R::kVoid, rule, true, "vector", "d, a, b", doc);
+        break;
+      case arch::TileForm::Scalar:
+        add(name, {A::kRegion, A::kRegion, A::kScalar}, R::kVoid, rule, true, "vector", "d, a, s", doc);
+        break;
+      case arch::TileForm::Unary:
+      case arch::TileForm::Reduce:
+        add(name, {A::kRegion, A::kRegion}, R::kVoid, rule, true, "vector", "d, a", doc);
+        break;
+      case arch::TileForm::Convert:
+        add(name, {A::kRegion, A::kRegion}, R::kVoid, Rule::kNone, true, "vector", "d, a", doc);
+        break;
+      case arch::TileForm::Requant:
+        add(name, {A::kRegion, A::kRegion, A::kFloat, A::kInt}, R::kVoid, Rule::kNone, true, "vector",
+            "d, a, scale, zero_point", doc);
+        break;
+    }
+  }
   // --- low level: what LowerAsyncDMA produces -------------------------------------
   add("tc1.dma_in", {A::kRegion, A::kRegion}, R::kVoid, Rule::kNone, true, "dma", "dst, src",
       "dma.in: copy on the DMA-in engine; no event");

@@ -92,9 +92,13 @@ class CModuleNode final : public ModuleNode {
       const std::vector<KernelParam>* params = &params_[i];
       std::string kname = names_[i];
       CModuleNode* node = this;
-      return ffi::Function::FromPacked([self, fn, params, kname, node](ffi::PackedArgs args, ffi::Any*) {
+      ffi::Function f = ffi::Function::FromPacked([self, fn, params, kname, node](ffi::PackedArgs args, ffi::Any*) {
         node->Call(kname, fn, *params, args);
       });
+      // The kernel runs with the GIL released: its cores may be threads, and a core's call
+      // to a Python function (tir.call_packed) takes the GIL from its own thread.
+      const_cast<ffi::FunctionObj*>(f.get())->cell.flags |= kTCFFIFunctionReleaseGIL;
+      return f;
     }
     return std::nullopt;
   }
@@ -209,6 +213,10 @@ class CModuleNode final : public ModuleNode {
         std::swap(err, host_error_);
       }
       if (err) std::rethrow_exception(err);
+    }
+    if (rc == 2) {
+      TILECORE_THROW(RuntimeError) << "kernel `" << name
+                                   << "` could not start a thread for each of its cores (pthread_create failed)";
     }
     if (rc != 0) TILECORE_THROW(RuntimeError) << "kernel `" << name << "` returned error code " << rc;
     for (auto& [orig, host] : staged) host.CopyTo(orig);

@@ -1,7 +1,11 @@
 // src/runtime/kernel.cc — kernel signatures: checking calls and (de)serialising them.
 #include "tilecore/runtime/kernel.h"
 
+#include <cstdio>
+#include <cstring>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "tilecore/ffi/dtype.h"
@@ -167,8 +171,76 @@ ffi::NDArray ViewOf(const TCHostArg& a, int32_t index) {
 
 }  // namespace
 
+namespace {
+
+// S.printf from compiled code: "tilecore.printf:" + the format (~XX escapes a byte),
+// formatted with the int and float arguments like C's printf, one line on stdout.
+constexpr std::string_view kPrintfPrefix = "tilecore.printf:";
+
+void KernelPrintf(std::string_view coded, int32_t n, const TCHostArg* args) {
+  std::string fmt;
+  for (size_t i = 0; i < coded.size(); ++i) {
+    if (coded[i] == '~' && i + 2 < coded.size()) {
+      fmt += char(std::stoi(std::string(coded.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+    } else {
+      fmt += coded[i];
+    }
+  }
+  std::string out;
+  int32_t next = 0;
+  char buf[512];
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    if (fmt[i] != '%') {
+      out += fmt[i];
+      continue;
+    }
+    size_t j = i + 1;
+    while (j < fmt.size() && std::strchr("-+ #0123456789.", fmt[j])) ++j;
+    if (j >= fmt.size()) break;
+    char conv = fmt[j];
+    std::string flags = fmt.substr(i + 1, j - i - 1);
+    i = j;
+    if (conv == '%') {
+      out += '%';
+      continue;
+    }
+    if (next >= n) {
+      out += "<missing>";
+      continue;
+    }
+    const TCHostArg& a = args[next++];
+    bool is_float = a.kind == 1;
+    if (std::strchr("eEfFgG", conv)) {
+      std::snprintf(buf, sizeof buf, ("%" + flags + conv).c_str(), is_float ? a.f : double(a.i));
+    } else if (std::strchr("diouxXc", conv)) {
+      int64_t v = is_float ? int64_t(a.f) : a.i;
+      if (conv == 'c') {
+        std::snprintf(buf, sizeof buf, ("%" + flags + "c").c_str(), int(v));
+      } else {
+        std::snprintf(buf, sizeof buf, ("%" + flags + "ll" + (conv == 'i' || conv == 'u' ? 'd' : conv)).c_str(),
+                      static_cast<long long>(v));
+      }
+    } else {  // %s: the value as Python's str would show it
+      if (is_float) std::snprintf(buf, sizeof buf, "%g", a.f);
+      else std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(a.i));
+    }
+    out += buf;
+  }
+  out += '\n';
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
 int32_t HostCallPacked(const char* name, int32_t n, const TCHostArg* args, std::exception_ptr* error) noexcept {
   try {
+    std::string_view sv(name);
+    if (sv.substr(0, kPrintfPrefix.size()) == kPrintfPrefix) {
+      KernelPrintf(sv.substr(kPrintfPrefix.size()), n, args);
+      return 0;
+    }
     auto f = ffi::Function::GetGlobal(name);
     if (!f) {
       TILECORE_THROW(ValueError) << "call_packed: no global function `" << name

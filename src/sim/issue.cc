@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "tilecore/arch/tile_ops.h"
 #include "machine.h"
 #include "fault_text.h"
 
@@ -151,7 +152,8 @@ Outcome Machine::issue(Core& c, const Inst& i) {
     if (!d) bad(why);
     DType dt = i.dtype();
     DType at = (row.format == arch::Format::TileCvt) ? i.src_dtype() : (i.op == Opcode::Tlut ? DType::U8 : dt);
-    bool reduce = i.op == Opcode::Tredsum || i.op == Opcode::Tredmax || i.op == Opcode::Tredmin;
+    const arch::TileOpInfo* top = arch::FindTileOpByOpcode(i.op);
+    bool reduce = top != nullptr && top->form == arch::TileForm::Reduce;
     cmd.addr[0] = c.x[i.a];
     cmd.addr[1] = c.x[i.b];
     cmd.addr[2] = row.format == arch::Format::Tile3 ? c.x[i.c] : 0;

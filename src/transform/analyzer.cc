@@ -246,8 +246,7 @@ class ExprSimplifier : public IRMutator {
   PrimExpr VisitExpr_(const Name##Node* op) override {                                 \
     PrimExpr a = VisitExpr(op->a), b = VisitExpr(op->b);                               \
     if (IsScalarInt(a)) {                                                              \
-      IntBound d = an_->ConstIntBound(Canonical(ir::Sub(a, b)));                       \
-      std::optional<bool> r = Cmp(d);                                                  \
+      std::optional<bool> r = Cmp(DifferenceBound(a, b));                             \
       if (r) return IntImm(DataType::Bool(), *r);                                      \
     }                                                                                  \
     if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb) {               \
@@ -255,6 +254,33 @@ class ExprSimplifier : public IRMutator {
     }                                                                                  \
     return Rebuild<ir::Name>(op, a, b);                                                \
   }
+  /*! \brief The exact range of a - b (not wrapped: a comparison of wrapping values is
+   *  decided by it). From the linear forms when both equal their expressions (LinearFits),
+   *  so common terms cancel; otherwise from the two bounds. */
+  IntBound DifferenceBound(const PrimExpr& a, const PrimExpr& b) {
+    Linear la, lb, ld;
+    Linearize(a, 1, &la);
+    Linearize(b, 1, &lb);
+    if (LinearFits(la, a.dtype()) && LinearFits(lb, b.dtype())) {
+      Linearize(a, 1, &ld);
+      Linearize(b, -1, &ld);
+      ld.Compact();
+      __int128 lo = ld.constant, hi = ld.constant;
+      bool ok = true;
+      for (const auto& [atom, coef] : ld.terms) {
+        IntBound t = an_->ConstIntBound(atom);
+        if (IsInf(t.lo) || IsInf(t.hi)) ok = false;
+        __int128 x = __int128(t.lo) * coef, y = __int128(t.hi) * coef;
+        lo += std::min(x, y);
+        hi += std::max(x, y);
+      }
+      if (ok && lo > kMin && hi < kMax) return IntBound{int64_t(lo), int64_t(hi)};
+    }
+    IntBound ba = an_->ConstIntBound(a), bb = an_->ConstIntBound(b);
+    if (IsInf(ba.lo) || IsInf(ba.hi) || IsInf(bb.lo) || IsInf(bb.hi)) return IntBound{kMin, kMax};
+    return IntBound{ba.lo - bb.hi, ba.hi - bb.lo};
+  }
+
   static std::optional<bool> LtCmp(IntBound d) {
     if (d.hi < 0) return true;
     if (d.lo >= 0) return false;
@@ -381,10 +407,30 @@ class ExprSimplifier : public IRMutator {
     r->constant = FloorModI(lin.constant, c);
   }
 
+  /*! \brief Whether the linear form's exact value stays in t's range for every value of its
+   *  atoms: then it equals the wrapping expression it came from (equal modulo 2^bits), so a
+   *  division may be split term by term. Otherwise (e.g. INT32_MIN + x) it may not. */
+  bool LinearFits(const Linear& lin, DataType t) {
+    IntBound range = DTypeRange(t);
+    __int128 lo = lin.constant, hi = lin.constant;
+    for (const auto& [atom, coef] : lin.terms) {
+      // Index arithmetic over variables is taken not to overflow (as the index
+      // simplifications of every pass assume); loaded and computed values are not.
+      if (atom.as<VarNode>() && an_->ConstIntBound(atom).lo <= range.lo) continue;
+      IntBound b = an_->ConstIntBound(atom);
+      if (IsInf(b.lo) || IsInf(b.hi)) return false;
+      __int128 x = __int128(b.lo) * coef, y = __int128(b.hi) * coef;
+      lo += std::min(x, y);
+      hi += std::max(x, y);
+    }
+    return lo >= range.lo && hi <= range.hi;
+  }
+
   PrimExpr FloorDivide(const PrimExpr& a, int64_t c, DataType t) {
     if (c == 1) return a;
     Linear lin, q, r;
     Linearize(a, 1, &lin);
+    if (!LinearFits(lin, t)) return ir::FloorDiv(a, IntImm(t, c));
     Split(lin, c, &q, &r);
     PrimExpr rest = FromLinear(r, t);
     IntBound br = an_->ConstIntBound(rest);
@@ -399,6 +445,7 @@ class ExprSimplifier : public IRMutator {
     if (c == 1) return IntImm(t, 0);
     Linear lin, q, r;
     Linearize(a, 1, &lin);
+    if (!LinearFits(lin, t)) return ir::FloorMod(a, IntImm(t, c));
     Split(lin, c, &q, &r);
     PrimExpr rest = FromLinear(r, t);
     IntBound br = an_->ConstIntBound(rest);

@@ -7,6 +7,7 @@
  * analyses every access against the nest's loops (AccessMap) and builds the
  * operand regions. A failed match leaves a reason for the report.
  */
+#include "tilecore/arch/tile_ops.h"
 #include "tilecore/transform/emit_tile_intrinsics.h"
 
 #include <algorithm>
@@ -260,7 +261,7 @@ class Matcher {
     return std::nullopt;
   }
 
-  Stmt Emit(const char* op, Array<PrimExpr> args) {
+  Stmt Emit(const std::string& op, Array<PrimExpr> args) {
     matched_op = op;
     return Evaluate(call(op, std::move(args)));
   }
@@ -281,15 +282,12 @@ class Matcher {
       Fail("a cast of something other than a load");
     }
     if (const auto* c = v.as<CallNode>()) {
-      static const std::map<std::string, const char*> kMath = {
-          {"tir.exp", "tile.vec_exp"},     {"tir.log", "tile.vec_log"},       {"tir.sqrt", "tile.vec_sqrt"},
-          {"tir.rsqrt", "tile.vec_rsqrt"}, {"tir.recip", "tile.vec_recip"}, {"tir.tanh", "tile.vec_tanh"},
-          {"tir.sigmoid", "tile.vec_sigmoid"}};
-      auto it = kMath.find(std::string(c->op.view()));
-      if (it == kMath.end() || c->args.size() != 1 || !AsLoad(c->args[0])) {
+      // The scalar intrinsic's tile operation, from the table of tile operations.
+      const arch::TileOpInfo* row = arch::FindTileOpForScalar(c->op.view());
+      if (row == nullptr || c->args.size() != 1 || !AsLoad(c->args[0])) {
         Fail("the call `" + std::string(c->op.view()) + "` has no vector-engine form for these arguments");
       }
-      return Emit(it->second, {d, Source(AsLoad(c->args[0]), st)});
+      return Emit("tile.vec_" + std::string(row->name), {d, Source(AsLoad(c->args[0]), st)});
     }
     const auto* bin = v.as<BinaryOpNode>();
     if (bin == nullptr) Fail("the stored value is not an element-wise operation of loads");

@@ -3,25 +3,25 @@
 // CodeGenC prints each PrimFunc of an IRModule as a C99 function
 // `int32_t tc_<name>(void** args)` (the calling convention of runtime c modules,
 // runtime/kernel.h): buffer parameters arrive as data pointers, scalars as pointers
-// to int64_t / double. Loops of every kind become C loops (a loop bound to cores
-// runs its iterations one after another, which computes the same result; one whose
-// body holds a barrier runs each core as a thread meeting at a pthread barrier),
-// local and shared allocations become C arrays, and the scalar intrinsics (tir.*) become
-// C expressions with TC1's integer semantics (wrapping arithmetic, TC1's defined
-// division: x/0 = -1, x%0 = x, INT_MIN/-1 = INT_MIN, never a trap; shifts by
-// b & (bits - 1); round-to-nearest-even saturating float-to-int casts). The
-// module is lowered by the shared entry of codegen/lowering.h first.
+// to int64_t / double. Loops become C loops. A loop bound to cores runs its
+// iterations one after another, or, when its body has a `tir.barrier`, as one
+// pthread per core with the barrier a pthread barrier. Local buffers are allocated
+// where they are declared (per core); shared (L2) buffers once, before their cores
+// loop, so every core sees the same memory as on the cluster. Scalar intrinsics
+// (tir.*) become C expressions with TC1's integer semantics (wrapping arithmetic,
+// TC1's defined division: x/0 = -1, x%0 = x, INT_MIN/-1 = INT_MIN, never a trap;
+// shifts by b & (bits - 1); round-to-nearest-even saturating float-to-int casts).
+// Vector expressions run lane by lane; tile intrinsics (DMA, vector and matrix
+// engine commands, with the mm epilogue) call the synchronous engine models of
+// codegen_c_runtime.h; `tir.call_packed` calls the host. The module is lowered by
+// the shared entry of codegen/lowering.h first.
 //
 // BuildC (registered as `codegen.build_c`) compiles the source with the target's C
 // compiler (`cc -O2 -shared -fPIC`) and returns a runtime c module.
 //
-// Vector expressions (Ramp, Broadcast, SIMD lanes) become loops over the lanes;
-// the TC1 vector intrinsics (tc1.v*) become their lane-wise C; DMA and tile
-// commands (tile.dma_copy, tile.dma_fill, tile.vec_*, tile.mm) call the C runtime
-// header (codegen_c_runtime.h), each completing before the next statement, so
-// waits are no-ops.
-// What cannot be emitted (a dtype TC1 lacks, an intrinsic with no C form, a
-// `cores` loop inside another) is a ValueError naming the node and its location.
+// Not emitted (a ValueError names the node and its location): 64-bit and other
+// non-TC1 element types in tile commands, float remainder and floor division, and a
+// `cores` loop inside another.
 #pragma once
 
 #include <string>

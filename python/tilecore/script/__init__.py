@@ -28,15 +28,12 @@ from .api.vector import (
     vnot, vor, vredmax, vredmin, vredsum, vsel, vshl, vshr, vstore, vsub, vxor,
 )
 from .api.math import exp, log, recip, rsqrt, sigmoid, sqrt, tanh
-from .api.tile import (
-    mm, tile_add, tile_adds, tile_copy, tile_div, tile_exp, tile_log, tile_max, tile_maxs, tile_min, tile_mins,
-    tile_mul, tile_muls, tile_recip, tile_redmax, tile_redmin, tile_redsum, tile_relu, tile_requant, tile_rsqrt,
-    tile_sigmoid, tile_sqrt, tile_sub, tile_tanh,
-)
+from .api.tile import TILE_OPS as _TILE_OPS, mm, tile_copy, tile_requant
 from .api.dma import async_dma_copy, dma_copy, dma_fill, wait_events
 from .api.sync import barrier, get_local_id, get_local_size
 from .api.misc import call_packed, const, printf
 
+globals().update(_TILE_OPS)  # tile_add, tile_exp, ...: one per row of arch/tile_ops.def
 globals().update(_SCALARS)
 globals().update(_VECTORS)
 

@@ -9,6 +9,7 @@
 #include "emitter.h"
 #include "tilecore/arch/descriptors.h"
 #include "tilecore/arch/numeric.h"
+#include "tilecore/arch/tile_ops.h"
 #include "tilecore/codegen/tile_operand.h"
 
 namespace tilecore::codegen::npu {
@@ -391,15 +392,12 @@ void NpuEmitter::CallPacked(const CallNode* c) {
 }
 
 void NpuEmitter::VecOp(const CallNode* c, const std::string& op) {
-  static const std::map<std::string, Op> three = {{"tile.vec_add", Op::Tadd}, {"tile.vec_sub", Op::Tsub}, {"tile.vec_mul", Op::Tmul},
-                                                  {"tile.vec_max", Op::Tmax}, {"tile.vec_min", Op::Tmin}, {"tile.vec_div", Op::Tdiv}};
-  static const std::map<std::string, Op> scal = {
-      {"tile.vec_adds", Op::Tadds}, {"tile.vec_muls", Op::Tmuls}, {"tile.vec_maxs", Op::Tmaxs}, {"tile.vec_mins", Op::Tmins}};
-  static const std::map<std::string, Op> unary = {
-      {"tile.vec_exp", Op::Texp},   {"tile.vec_log", Op::Tlog},   {"tile.vec_recip", Op::Trecip},     {"tile.vec_sqrt", Op::Tsqrt}, {"tile.vec_rsqrt", Op::Trsqrt},
-      {"tile.vec_tanh", Op::Ttanh}, {"tile.vec_sigmoid", Op::Tsigmoid}, {"tile.vec_relu", Op::Trelu}};
-  static const std::map<std::string, Op> red = {
-      {"tile.vec_redsum", Op::Tredsum}, {"tile.vec_redmax", Op::Tredmax}, {"tile.vec_redmin", Op::Tredmin}};
+  // The operation's row of the table of tile operations (arch/tile_ops.def) gives its
+  // opcode and operand form.
+  const arch::TileOpInfo* row = arch::FindTileIntrinsic(op);
+  if (row == nullptr) Fail("`" + op + "`", c->span);
+  const Op opcode = row->op;
+  const arch::TileForm form = row->form;
   Tensor d = Region(c->args[0], c), a = Region(c->args[1], c);
   std::vector<PrimExpr> regions{c->args[0], c->args[1]};
   arch::DType dt = TC1Type(d.dtype);
@@ -411,7 +409,7 @@ void NpuEmitter::VecOp(const CallNode* c, const std::string& op) {
     Free(xd);
     Free(xa);
   };
-  if (auto it = three.find(op); it != three.end()) {
+  if (form == arch::TileForm::Binary) {
     Tensor b = Region(c->args[2], c);
     regions.push_back(c->args[2]);
     Align({&d, &a, &b}, c);
@@ -422,14 +420,14 @@ void NpuEmitter::VecOp(const CallNode* c, const std::string& op) {
       XR xb = TensorAddr(b);
       xa = Reload(xa);
       xd = Reload(xd);
-      E(it->second, {O::X(xd.r), O::X(xa.r), O::X(xb.r), O::Desc(0, desc)}, dt);
+      E(opcode, {O::X(xd.r), O::X(xa.r), O::X(xb.r), O::Desc(0, desc)}, dt);
       Free(xd);
       Free(xa);
       Free(xb);
     });
     return;
   }
-  if (auto it = red.find(op); it != red.end()) {
+  if (form == arch::TileForm::Reduce) {
     // a: [..., K]; d: [..., 1] or [...]; the innermost axis is folded.
     std::vector<int64_t> dstr = d.strides;
     if (d.shape.size() + 1 == a.shape.size()) dstr.push_back(0);
@@ -446,13 +444,12 @@ void NpuEmitter::VecOp(const CallNode* c, const std::string& op) {
     a.strides = as;
     d.strides = ds;
     int64_t desc = Descriptor(MakeVecDesc(d, a, nullptr).to_bytes(), true, VecNote(d, a, nullptr));
-    Compute(arch::Engine::Vector, regions, [&] { issue2(it->second, desc, dt, dt); });
+    Compute(arch::Engine::Vector, regions, [&] { issue2(opcode, desc, dt, dt); });
     return;
   }
   Align({&d, &a}, c);
   arch::VecDesc vd = MakeVecDesc(d, a, nullptr);
   std::string note = VecNote(d, a, nullptr);
-  Op opc = Op::Nop;
   arch::DType src = dt;
   std::vector<std::pair<int64_t, PrimExpr>> dyn;  // (byte offset, f32 / i32 value)
   auto scalar_field = [&](const PrimExpr& v, float* field, const char* key, int64_t offset) {
@@ -464,16 +461,12 @@ void NpuEmitter::VecOp(const CallNode* c, const std::string& op) {
       dyn.emplace_back(offset, v);
     }
   };
-  if (auto it = scal.find(op); it != scal.end()) {
-    opc = it->second;
+  Op opc = opcode;
+  if (form == arch::TileForm::Scalar) {
     scalar_field(c->args[2], &vd.scalar, "scalar", 68);
-  } else if (auto it2 = unary.find(op); it2 != unary.end()) {
-    opc = it2->second;
-  } else if (op == "tile.vec_copy") {
-    opc = Op::Tcvt;
+  } else if (form == arch::TileForm::Convert) {
     src = TC1Type(a.dtype);
-  } else if (op == "tile.vec_requant") {
-    opc = Op::Trequant;
+  } else if (form == arch::TileForm::Requant) {
     src = TC1Type(a.dtype);
     scalar_field(c->args[2], &vd.scale, "scale", 72);
     if (auto zp = as_const_int(c->args[3])) {
@@ -482,8 +475,6 @@ void NpuEmitter::VecOp(const CallNode* c, const std::string& op) {
     } else {
       dyn.emplace_back(76, c->args[3]);
     }
-  } else {
-    Fail("`" + op + "`", c->span);
   }
   int64_t desc = Descriptor(vd.to_bytes(), dyn.empty(), note);
   for (auto& [off, v] : dyn) {

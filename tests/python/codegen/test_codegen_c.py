@@ -160,3 +160,27 @@ def test_compiler_failure_is_reported():
     a[0] = 1
     with pytest.raises(RuntimeError, match="C compiler failed"):
         tilecore.build(ib.get(), "c -cc=/nonexistent/cc")
+
+
+def shared_exchange(threaded):
+    # Each core writes its slot of a shared (L2) buffer; core 0 sums the slots. With a
+    # barrier the cores run as threads, without one as iterations: either way they share
+    # one buffer, as the cores of the cluster share L2.
+    ib = ir.IRBuilder("shared_sum")
+    out = ib.buffer_param("Out", (1,), "int32")
+    with ib.for_range(0, 4, name="c", kind="cores") as c:
+        s = ib.allocate("int32", (4,), name="slots", scope="shared")
+        s[c] = (c + 1) * 10
+        if threaded:
+            ib.call("tir.barrier")
+        with ib.if_scope(c.eq(0 if threaded else 3)):
+            out[0] = s[0] + s[1] + s[2] + s[3]
+    return ib.get()
+
+
+@pytest.mark.parametrize("threaded", [True, False])
+def test_shared_buffer_is_one_for_all_cores(threaded):
+    out = np.zeros(1, np.int32)
+    tilecore.build(shared_exchange(threaded), "c")(out)
+    assert out[0] == 10 + 20 + 30 + 40
+

@@ -13,8 +13,9 @@ NPU = ROOT / "src" / "codegen" / "npu"
 
 
 def _mnemonics():
-    text = (ROOT / "include" / "tilecore" / "arch" / "isa.def").read_text()
-    names = set(re.findall(r'^TC1_INST\(\s*\w+\s*,\s*"([^"]+)"', text, re.M))
+    arch = ROOT / "include" / "tilecore" / "arch"
+    text = (arch / "isa.def").read_text() + (arch / "tile_ops.def").read_text()
+    names = set(re.findall(r'^TC1_(?:INST|TILE_OP)\(\s*\w+\s*,\s*"([^"]+)"', text, re.M))
     assert len(names) > 100  # the table parsed
     return names
 

@@ -6,8 +6,9 @@
   arrays among them are overwritten by each run (each leg gets fresh copies).
 - ``reference(*inputs)`` returns the expected values of the ``outputs`` (argument
   indices), computed with numpy independently of the DSL.
-- ``leg`` is ``"pysim"`` or ``"compiled"``. The compiled leg builds with
-  ``tilecore.build(kernel, target="npu")`` and runs on the C++ simulator; it is
+- ``leg`` is ``"pysim"``, ``"compiled"`` or ``"c"``. The compiled leg builds with
+  ``tilecore.build(kernel, target="npu")`` and runs on the C++ simulator; the c leg
+  builds for the ``c`` target (a host shared library, cores as threads). Either is
   skipped, with the reason, while this tilecore has no compiler for the kernel
   (``tilecore.build`` missing or raising NotImplementedError / not registered).
   Any other failure, including a construct the code generator "cannot emit for
@@ -21,19 +22,19 @@ import pytest
 import tilecore
 from tilecore.script.compass import compiler_missing
 
-LEGS = ("pysim", "compiled")
+LEGS = ("pysim", "compiled", "c")
 
 
 def _copies(inputs):
     return [x.copy() if isinstance(x, np.ndarray) else x for x in inputs]
 
 
-def run_compiled(kernel, args):
+def run_compiled(kernel, args, target="npu"):
     build = getattr(tilecore, "build", None)
     if build is None:
         pytest.skip("compiled leg: tilecore.build is not available in this build")
     try:
-        mod = build(kernel, target=f"npu -cores={kernel.num_cores}")
+        mod = build(kernel, target=f"npu -cores={kernel.num_cores}" if target == "npu" else target)
         fn = mod[kernel.name]
         fn(*args)
     except Exception as e:  # noqa: BLE001
@@ -50,7 +51,7 @@ def agree(kernel, inputs, reference, outputs, leg, tol=None):
     if leg == "pysim":
         kernel(*args)
     else:
-        run_compiled(kernel, args)
+        run_compiled(kernel, args, "npu" if leg == "compiled" else leg)
     for i, want in zip(outputs, expected):
         got = args[i]
         want = np.asarray(want)

@@ -1,8 +1,10 @@
 """tilecore/script/api/misc.py — typed constants and printf.
 
-``S.printf`` prints from PySim, prefixed with the core (``[core 1] ...``). TC1 has
-no console, so the compiler drops it (nothing is emitted).
+``S.printf`` prints from PySim, prefixed with the core (``[core 1] ...``). Compiled
+kernels print too: the call becomes ``tir.call_packed("tilecore.printf:<format>", core,
+values...)``, which the runtime services on the host (npu: ``hcall``; c: a direct call).
 """
+import re
 import sys
 
 import numpy as np
@@ -61,15 +63,59 @@ def _fmt_value(v):
 
 @api("printf")
 def printf(fmt, *args):
-    """Prints ``fmt % args`` from PySim (C-style ``%d %u %x %f %s``; vectors print as
-    lists), prefixed with the core id. Compiled kernels print nothing."""
+    """Prints ``fmt % args`` (C-style ``%d %u %x %f %s``), prefixed with the core id, from
+    PySim and from compiled kernels (one line each). Vectors print as lists in PySim and
+    as their type in compiled code."""
     fe.require(isinstance(fmt, str), f"printf: the format must be a string, got {fe.describe(fmt)}")
     for a in args:
         fe.require(fe.kind(a) in ("value", "literal", "python"), f"printf: cannot print {fe.describe(a)}")
     return fe.Plan(fmt=fmt, args=args)
 
 
-printf.ir(lambda p: None)
+# The host-call name of a compiled printf: PRINTF_PREFIX + the format with every character
+# that is not printable ASCII, `"`, `\\` or `~` written as ~XX (hex). The runtime decodes it.
+PRINTF_PREFIX = "tilecore.printf:"
+_SPEC = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?[diouxXeEfFgGcs%]")
+
+
+def _printf_name(fmt):
+    out = []
+    for ch in fmt:
+        if 32 <= ord(ch) < 127 and ch not in '"\\~':
+            out.append(ch)
+        else:
+            out.extend(f"~{b:02X}" for b in ch.encode())
+    return PRINTF_PREFIX + "".join(out)
+
+
+@printf.ir
+def _printf_ir(p):
+    # Literals are formatted now; kernel values travel to the host. A vector prints as
+    # its type (its lanes print in PySim only).
+    from .. import registry
+
+    fmt, values, args = "[core %d] ", [registry.context().core_var], list(p.args)
+    pos = 0
+    for m in _SPEC.finditer(p.fmt):
+        fmt += p.fmt[pos:m.start()].replace("%", "%%")
+        pos = m.end()
+        spec = m.group(0)
+        if spec == "%%" or not args:
+            fmt += spec
+            continue
+        a = args.pop(0)
+        if fe.kind(a) != "value":
+            fmt += (spec.replace("%u", "%d") % _fmt_value(a)).replace("%", "%%")
+        elif T.split(a.dtype)[1] != 1:
+            fmt += f"<{a.dtype}>".replace("%", "%%")
+        else:
+            fmt += spec
+            values.append(a.node)
+    fmt += p.fmt[pos:].replace("%", "%%")
+    name = _printf_name(fmt)
+    fe.require(len(name) <= 255, f"printf: the format is too long for compiled code ({len(name)} bytes with its "
+               "prefix; at most 255)", ValueError)
+    irv.emit(irv.call("tir.call_packed", irv.node("StringImm", name), *values))
 
 
 @printf.py

@@ -230,16 +230,28 @@ def _f64_op(fn, elem, *arrays):
         return round_float(fn(*[to_f64(a, elem) for a in arrays]), elem)
 
 
+# PySim's element semantics of the table of tile operations (arch/tile_ops.def), by row
+# name; the DSL's tile_<name> functions are made from the table's rows (see the end).
 _BINARY = {
-    "add": (np.add, "d = a + b"), "sub": (np.subtract, "d = a - b"), "mul": (np.multiply, "d = a * b"),
-    "max": (np.maximum, "d = max(a, b)"), "min": (np.minimum, "d = min(a, b)"),
-    "div": (np.divide, "d = a / b (IEEE: x/0 = +-Inf, 0/0 = NaN)"),
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum, "div": np.divide,
+    "adds": np.add, "muls": np.multiply, "maxs": np.maximum, "mins": np.minimum,
 }
 
 
-def _def_binary(name):
-    fn, what = _BINARY[name]
-    allowed = T.FLOAT_DTYPES if name == "div" else T.NUMERIC_DTYPES
+def _allowed(row):
+    return T.FLOAT_DTYPES if row["types"] == "float" else T.NUMERIC_DTYPES
+
+
+def _semantics(table, row):
+    fe.require(row["name"] in table, f"tile operation `{row['name']}` (arch/tile_ops.def) has no PySim semantics "
+               "in tilecore/script/api/tile.py", NotImplementedError)
+    return table[row["name"]]
+
+
+def _def_binary(row):
+    name, what = row["name"], row["summary"]
+    fn = _semantics(_BINARY, row)
+    allowed = _allowed(row)
     api_name = f"tile_{name}"
 
     def front(d, a, b):
@@ -249,7 +261,7 @@ def _def_binary(name):
         return fe.Plan(d=ops[0], a=ops[1], b=ops[2], elem=elem)
 
     front.__name__ = api_name
-    front.__doc__ = (f"Vector engine: ``{what}`` elementwise (TC1 t{name}).\n\n    :param d, a, b: local tiles of one "
+    front.__doc__ = (f"Vector engine: {what} (TC1 {row['mnemonic']}).\n\n    :param d, a, b: local tiles of one "
                      f"shape and dtype: {' '.join(allowed)}.\n    Integers saturate; floats round once.\n")
     f = api(api_name)(front)
     f.ir(lambda p: irv.emit(irv.call(f"tile.vec_{name}", ir_region(p.d), ir_region(p.a), ir_region(p.b))))
@@ -265,14 +277,6 @@ def _def_binary(name):
     return f
 
 
-tile_add = _def_binary("add")
-tile_sub = _def_binary("sub")
-tile_mul = _def_binary("mul")
-tile_max = _def_binary("max")
-tile_min = _def_binary("min")
-tile_div = _def_binary("div")
-
-
 def _scalar_for(op, s, elem):
     """The descriptor scalar: a literal or a scalar value, held as float32 and converted
     to the dtype (TC1 tadds/tmuls/tmaxs/tmins)."""
@@ -283,9 +287,10 @@ def _scalar_for(op, s, elem):
     return s
 
 
-def _def_scalar(name):
-    fn, what = _BINARY[name]
-    api_name = f"tile_{name}s"
+def _def_scalar(row):
+    name, what = row["name"], row["summary"]
+    fn = _semantics(_BINARY, row)
+    api_name = f"tile_{name}"
 
     def front(d, a, s):
         ops = [tile_operand(api_name, n, x) for n, x in (("d", d), ("a", a))]
@@ -294,7 +299,7 @@ def _def_scalar(name):
         return fe.Plan(d=ops[0], a=ops[1], s=_scalar_for(api_name, s, elem), elem=elem)
 
     front.__name__ = api_name
-    front.__doc__ = (f"Vector engine: ``{what.replace('b', 's')}`` with a scalar ``s`` (TC1 t{name}s).\n\n"
+    front.__doc__ = (f"Vector engine: {what} (TC1 {row['mnemonic']}).\n\n"
                      f"    :param d, a: local tiles of one shape and dtype (any numeric).\n"
                      f"    :param s: a literal or a scalar value; it travels as float32 and is converted to the "
                      f"dtype first (so large int32 values round to float32's precision).\n")
@@ -303,7 +308,7 @@ def _def_scalar(name):
     @f.ir
     def _ir(p):
         s = irv.const(float(p.s), "float32") if not hasattr(p.s, "node") else p.s.node
-        irv.emit(irv.call(f"tile.vec_{name}s", ir_region(p.d), ir_region(p.a), s))
+        irv.emit(irv.call(f"tile.vec_{name}", ir_region(p.d), ir_region(p.a), s))
 
     @f.py
     def _py(p):
@@ -319,12 +324,6 @@ def _def_scalar(name):
     return f
 
 
-tile_adds = _def_scalar("add")
-tile_muls = _def_scalar("mul")
-tile_maxs = _def_scalar("max")
-tile_mins = _def_scalar("min")
-
-
 def _sigmoid(x):
     with np.errstate(over="ignore"):
         return 1.0 / (1.0 + np.exp(-x))
@@ -332,14 +331,15 @@ def _sigmoid(x):
 
 _UNARY = {
     "exp": np.exp, "log": np.log, "recip": lambda x: 1.0 / x, "sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x),
-    "tanh": np.tanh, "sigmoid": _sigmoid,
+    "tanh": np.tanh, "sigmoid": _sigmoid, "relu": None,  # relu: below, exact on integers
 }
 
 
-def _def_unary(name):
-    fn = _UNARY.get(name)
+def _def_unary(row):
+    name = row["name"]
+    fn = _semantics(_UNARY, row)
     api_name = f"tile_{name}"
-    allowed = T.NUMERIC_DTYPES if name == "relu" else T.FLOAT_DTYPES
+    allowed = _allowed(row)
 
     def front(d, a):
         ops = [tile_operand(api_name, n, x) for n, x in (("d", d), ("a", a))]
@@ -348,7 +348,7 @@ def _def_unary(name):
         return fe.Plan(d=ops[0], a=ops[1], elem=elem)
 
     front.__name__ = api_name
-    front.__doc__ = (f"Vector engine: ``d = {name}(a)`` elementwise (TC1 t{name}).\n\n    :param d, a: local tiles of "
+    front.__doc__ = (f"Vector engine: {row['summary']} elementwise (TC1 {row['mnemonic']}).\n\n    :param d, a: local tiles of "
                      f"one shape and dtype: {' '.join(allowed)}.\n")
     f = api(api_name)(front)
     f.ir(lambda p: irv.emit(irv.call(f"tile.vec_{name}", ir_region(p.d), ir_region(p.a))))
@@ -365,16 +365,6 @@ def _def_unary(name):
         d[...] = _f64_op(fn, p.elem, a)
 
     return f
-
-
-tile_exp = _def_unary("exp")
-tile_log = _def_unary("log")
-tile_recip = _def_unary("recip")
-tile_sqrt = _def_unary("sqrt")
-tile_rsqrt = _def_unary("rsqrt")
-tile_tanh = _def_unary("tanh")
-tile_sigmoid = _def_unary("sigmoid")
-tile_relu = _def_unary("relu")
 
 
 @api("tile_copy")
@@ -441,8 +431,12 @@ def _requant_py(p):
     d[...] = saturate(r, elem_of(p.d))
 
 
-def _def_reduce(name):
-    api_name = f"tile_red{name}"
+_REDUCE = {"redsum": "sum", "redmax": "max", "redmin": "min"}
+
+
+def _def_reduce(row):
+    name = _semantics(_REDUCE, row)
+    api_name = f"tile_{row['name']}"
 
     def front(d, a):
         ops = [tile_operand(api_name, n, x) for n, x in (("d", d), ("a", a))]
@@ -454,12 +448,12 @@ def _def_reduce(name):
         return fe.Plan(d=ops[0], a=ops[1], elem=elem)
 
     front.__name__ = api_name
-    front.__doc__ = (f"Vector engine: ``d[..., 0] = {name}(a[..., :])`` over the innermost axis (TC1 tred{name}).\n\n"
+    front.__doc__ = (f"Vector engine: ``d[..., 0] = {name}(a[..., :])`` over the innermost axis (TC1 {row['mnemonic']}).\n\n"
                      f"    :param d: local tile shaped like ``a`` except its innermost extent (only ``d[..., 0]`` "
                      f"is written).\n    :param a: local tile of the same numeric dtype.\n"
                      f"    Float sums accumulate in float32 in index order; integer sums saturate at the end.\n")
     f = api(api_name)(front)
-    f.ir(lambda p: irv.emit(irv.call(f"tile.vec_red{name}", ir_region(p.d), ir_region(p.a))))
+    f.ir(lambda p: irv.emit(irv.call(f"tile.vec_{row['name']}", ir_region(p.d), ir_region(p.a))))
 
     @f.py
     def _py(p):
@@ -483,8 +477,16 @@ def _def_reduce(name):
     return f
 
 
-tile_redsum = _def_reduce("sum")
-tile_redmax = _def_reduce("max")
-tile_redmin = _def_reduce("min")
+def _tile_op_rows():
+    from ..._base import _ffi_core
+
+    return [dict(row.items()) for row in _ffi_core._get_global_func("arch.TileOps")()]
+
+
+# One DSL function per row of the table of tile operations (arch/tile_ops.def) of an
+# element-wise or reducing form; tile_copy (tcvt) and tile_requant are written above.
+_FORMS = {"binary": _def_binary, "scalar": _def_scalar, "unary": _def_unary, "reduce": _def_reduce}
+TILE_OPS = {f"tile_{r['name']}": _FORMS[r["form"]](r) for r in _tile_op_rows() if r["form"] in _FORMS}
+globals().update(TILE_OPS)
 
 _unused = (scalar_to_storage, storage)

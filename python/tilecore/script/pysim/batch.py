@@ -136,11 +136,24 @@ LANEWISE = frozenset("add sub mul min max lt le gt ge eq ne and_ or_ xor lshift 
 PURE = LANEWISE | frozenset("truediv floordiv mod logical_and logical_or logical_not select const cast vbcast "
                             "tail_mask vnot vabs vsel get_local_id get_local_size addr_of view".split())
 _VREDUCE = {"vredsum": "sum", "vredmax": "max", "vredmin": "min"}
-_TILE_UNARY = {"tile_exp", "tile_log", "tile_recip", "tile_sqrt", "tile_rsqrt", "tile_tanh", "tile_sigmoid",
-               "tile_relu", "tile_copy"}
-_TILE_BINARY = {"tile_add", "tile_sub", "tile_mul", "tile_max", "tile_min", "tile_div"}
-_TILE_SCALAR = {"tile_adds", "tile_muls", "tile_maxs", "tile_mins"}
-_TILE_REDUCE = {"tile_redsum", "tile_redmax", "tile_redmin"}
+
+
+def _tile_forms():
+    """The DSL's tile operations by operand form, from the table of tile operations."""
+    from ..api.tile import _tile_op_rows
+
+    forms = {"binary": set(), "scalar": set(), "unary": {"tile_copy"}, "reduce": set()}
+    for r in _tile_op_rows():
+        if r["form"] in forms:
+            forms[r["form"]].add(f"tile_{r['name']}")
+    return forms
+
+
+_FORMS = _tile_forms()
+_TILE_UNARY = frozenset(_FORMS["unary"])
+_TILE_BINARY = frozenset(_FORMS["binary"])
+_TILE_SCALAR = frozenset(_FORMS["scalar"])
+_TILE_REDUCE = frozenset(_FORMS["reduce"])
 
 
 class _Private:
@@ -367,7 +380,7 @@ def _scalar_tile(name, p, s):
     implementation, one scalar per iteration)."""
     from ..api.tile import _BINARY, _f64_op
 
-    fn = _BINARY[name[len("tile_"):-1]][0]
+    fn = _BINARY[name[len("tile_"):]]
     a, d = p.a.view, p.d.view
     se = T.split(s.dtype)[0]
     col = s.data[:, 0]
