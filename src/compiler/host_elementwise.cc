@@ -250,7 +250,7 @@ PrimFunc Lower(const OpCall& call) {
     if (v.dtype() != O->dtype) v = Convert(O->dtype, v);
     return BufferStore(O, v, {g});
   });
-  return MakeFunc(call, p, body);
+  return MakeFunc(call, p, Seq({body}));
 }
 
 // Shape and Size: the values are known when compiling
@@ -279,7 +279,7 @@ PrimFunc LowerShape(const OpCall& call) {
   std::vector<Stmt> st;
   for (size_t i = 0; i < values.size(); ++i)
     st.push_back(BufferStore(O, make_const(O->dtype, values[i]), {I32(static_cast<int64_t>(i))}));
-  return MakeFunc(call, p, Seq(st));
+  return MakeFunc(call, p, Seq({Seq(st)}));
 }
 
 }  // namespace
