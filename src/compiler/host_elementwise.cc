@@ -65,8 +65,8 @@ const std::map<std::string, Op>& Ops() {
     m["Sub"] = {fold([](PrimExpr a, PrimExpr b) { return a - b; }), 2, 2, kNum};
     m["Mul"] = {fold([](PrimExpr a, PrimExpr b) { return a * b; }), 2, 2, kNum};
     m["Div"] = {fold([](PrimExpr a, PrimExpr b) { return a / b; }), 2, 2, kNum};
-    m["Max"] = {fold([](PrimExpr a, PrimExpr b) { return max(a, b); }), 1, 8, kNum};
-    m["Min"] = {fold([](PrimExpr a, PrimExpr b) { return min(a, b); }), 1, 8, kNum};
+    m["Max"] = {fold([](PrimExpr a, PrimExpr b) { return HMax(a, b); }), 1, 8, kNum};
+    m["Min"] = {fold([](PrimExpr a, PrimExpr b) { return HMin(a, b); }), 1, 8, kNum};
     m["Sum"] = {fold([](PrimExpr a, PrimExpr b) { return a + b; }), 1, 8, kNum};
     m["Mean"] = {[](const std::vector<PrimExpr>& x, const OpCall&) {
                    PrimExpr r = x[0];
@@ -121,7 +121,7 @@ const std::map<std::string, Op>& Ops() {
     };
     unary("Neg", [](PrimExpr x, const OpCall&) { return Zero(x) - x; }, kNum);
     unary("Abs", [](PrimExpr x, const OpCall&) { return select(x < Zero(x), Zero(x) - x, x); }, kNum);
-    unary("Relu", [](PrimExpr x, const OpCall&) { return max(x, Zero(x)); }, kNum);
+    unary("Relu", [](PrimExpr x, const OpCall&) { return HMax(x, Zero(x)); }, kNum);
     unary("Sign", [](PrimExpr x, const OpCall&) {
       return select(x > Zero(x), C(x, 1), select(x < Zero(x), C(x, -1), Zero(x)));
     }, kNum);
@@ -147,7 +147,7 @@ const std::map<std::string, Op>& Ops() {
     unary("Round", [](PrimExpr x, const OpCall&) { return cast(x.dtype(), cast(DataType::Int(64), x)); }, kFloat);
     unary("Celu", [](PrimExpr x, const OpCall& c) {
       PrimExpr a = C(x, AttrFloat(c.attrs, "alpha", 1.0));
-      return max(x, Zero(x)) + min(Zero(x), a * (call("tir.exp", {x / a}) - C(x, 1)));
+      return HMax(x, Zero(x)) + HMin(Zero(x), a * (call("tir.exp", {x / a}) - C(x, 1)));
     }, kFloat);
     m["Where"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return select(Truthy(x[0]), x[1], x[2]); }, 3, 3,
                   kAny, -1, false};

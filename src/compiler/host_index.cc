@@ -135,12 +135,12 @@ PrimFunc LowerReduce(const OpCall& call) {
       s.push_back(Loop("r", I32(R - from), [&](PrimExpr r) { return acc.set(f(acc.get(), load(r + I32(from)))); }));
     };
     if (is_max || is_min) {
-      if (R > 1) step([&](PrimExpr a, PrimExpr v) { return is_max ? max(a, v) : min(a, v); }, 1);
+      if (R > 1) step([&](PrimExpr a, PrimExpr v) { return is_max ? HMax(a, v) : HMin(a, v); }, 1);
       s.push_back(BufferStore(Y, Convert(yt, acc.get()), {o}));
       return Seq(s);
     }
     if (lse) {
-      if (R > 1) step([](PrimExpr a, PrimExpr v) { return max(a, v); }, 1);
+      if (R > 1) step([](PrimExpr a, PrimExpr v) { return HMax(a, v); }, 1);
       Scalar m(acc_t, "m");
       std::vector<Stmt> t{m.set(acc.get()), acc.set(make_zero(acc_t))};
       t.push_back(Loop("r", R, [&](PrimExpr r) { return acc.set(acc.get() + ir::call("tir.exp", {load(r) - m.get()})); }));
@@ -156,7 +156,7 @@ PrimFunc LowerReduce(const OpCall& call) {
     }, 0);
     PrimExpr r = acc.get();
     if (op == "ReduceMean") r = xt.is_float() ? r / make_const(acc_t, static_cast<double>(std::max<int64_t>(R, 1)))
-                                              : floordiv(r, make_const(acc_t, std::max<int64_t>(R, 1)));
+                                              : r / make_const(acc_t, std::max<int64_t>(R, 1));  // truncates, as numpy's cast does
     if (op == "ReduceL2") r = ir::call("tir.sqrt", {cast(DataType::Float(64), r)});
     if (op == "ReduceLogSum") r = ir::call("tir.log", {cast(DataType::Float(64), r)});
     s.push_back(BufferStore(Y, Convert(yt, r), {o}));
@@ -285,8 +285,8 @@ PrimFunc LowerGatherND(const OpCall& call) {
 PrimExpr Combine(const std::string& reduction, PrimExpr old, PrimExpr upd) {
   if (reduction == "add") return old + upd;
   if (reduction == "mul") return old * upd;
-  if (reduction == "max") return max(old, upd);
-  if (reduction == "min") return min(old, upd);
+  if (reduction == "max") return HMax(old, upd);
+  if (reduction == "min") return HMin(old, upd);
   return upd;
 }
 
