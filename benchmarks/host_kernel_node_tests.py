@@ -130,6 +130,8 @@ class Runner:
                 if node.op_type.startswith("Reduce") and len(args) > 1 and args[1] is not None:
                     # the axes input is a compile-time constant in a model: the compiler passes it as the attribute
                     attrs["axes"] = [int(a) for a in np.asarray(args[1]).ravel()]
+                if node.op_type == "CumSum" and len(args) > 1 and args[1] is not None:
+                    attrs["axis"] = int(np.asarray(args[1]).ravel()[0])  # likewise the axis input
                 attrs = _plain_attrs(attrs)
                 try:
                     in_specs = [None if a is None else c.TensorSpec(a.shape, str(a.dtype)) for a in args]

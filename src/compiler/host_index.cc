@@ -1,6 +1,6 @@
 /*
  * src/compiler/host_index.cc — host kernels of the index and shape ops in any dtype:
- * ArgMax/ArgMin, Hardmax, the reductions (ReduceSum Mean Max Min Prod L1 L2 SumSquare
+ * ArgMax/ArgMin, Hardmax, CumSum, TopK, the reductions (ReduceSum Mean Max Min Prod L1 L2 SumSquare
  * LogSum LogSumExp), Gather, GatherElements, GatherND, ScatterElements, ScatterND,
  * Concat, Split, Transpose, Tile, Trilu, Range, OneHot and ConstantOfShape.
  *
@@ -209,6 +209,67 @@ PrimFunc LowerArg(const OpCall& call) {
     return Seq(s);
   });
   return MakeFunc(call, p, Seq({best.scope(at.scope(body))}));
+}
+
+// CumSum: the axis input is a compile-time constant, passed as the attribute `axis`
+PrimFunc LowerCumSum(const OpCall& call) {
+  NeedOutputs(call, 1);
+  Params p = MakeParams(call);
+  std::vector<int64_t> in = Shape(call.inputs[0]);
+  int64_t rank = static_cast<int64_t>(in.size());
+  if (!HasAttr(call.attrs, "axis"))
+    TILECORE_THROW(ValueError) << "LowerHostOp(CumSum): the axis input's value must be given as the attribute axis";
+  int64_t axis = Axis("CumSum", AttrInt(call.attrs, "axis", 0), rank);
+  bool excl = AttrInt(call.attrs, "exclusive", 0) != 0, rev = AttrInt(call.attrs, "reverse", 0) != 0;
+  int64_t A = in[axis], inner = 1, outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= in[d];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= in[d];
+  Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
+  Scalar acc(X->dtype, "acc");
+  Stmt body = Loop("o", outer * inner, [&](PrimExpr o) {
+    PrimExpr base = floordiv(o, I32(inner)) * I32(A * inner) + floormod(o, I32(inner));
+    return Seq({acc.set(make_zero(X->dtype)), Loop("k", A, [&](PrimExpr k0) {
+                  PrimExpr k = rev ? I32(A - 1) - k0 : k0;
+                  PrimExpr at = base + k * I32(inner);
+                  if (excl) return Seq({BufferStore(Y, acc.get(), {at}), acc.set(acc.get() + BufferLoad(X, {at}))});
+                  return Seq({acc.set(acc.get() + BufferLoad(X, {at})), BufferStore(Y, acc.get(), {at})});
+                })});
+  });
+  return MakeFunc(call, p, Seq({acc.scope(body)}));
+}
+
+// TopK: K from the output shape; ties go to the lower index
+PrimFunc LowerTopK(const OpCall& call) {
+  NeedOutputs(call, 2);
+  Params p = MakeParams(call);
+  std::vector<int64_t> in = Shape(call.inputs[0]), out = Shape(call.outputs[0]);
+  int64_t rank = static_cast<int64_t>(in.size());
+  int64_t axis = Axis("TopK", AttrInt(call.attrs, "axis", -1), rank);
+  bool largest = AttrInt(call.attrs, "largest", 1) != 0;
+  int64_t A = in[axis], K = out.size() == in.size() ? out[axis] : -1, inner = 1, outer = 1;
+  if (K < 0 || K > A) TILECORE_THROW(ValueError) << "LowerHostOp(TopK): the output shape does not fit the input's";
+  for (int64_t d = 0; d < axis; ++d) outer *= in[d];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= in[d];
+  Buffer X = Flat(p.in[0], "X"), V = Flat(p.out[0], "V"), I = Flat(p.out[1], "I");
+  Buffer taken = Local({std::max<int64_t>(A, 1)}, DataType::Int(32), "taken");
+  Scalar best(X->dtype, "best"), at(DataType::Int(32), "at");
+  Stmt body = Loop("o", outer * inner, [&](PrimExpr o) {
+    PrimExpr b = floordiv(o, I32(inner)) * I32(A * inner) + floormod(o, I32(inner));
+    PrimExpr ob = floordiv(o, I32(inner)) * I32(K * inner) + floormod(o, I32(inner));
+    Stmt clear = Loop("a", A, [&](PrimExpr a) { return BufferStore(taken, I32(0), {a}); });
+    Stmt pick = Loop("j", K, [&](PrimExpr j) {
+      Stmt scan = Loop("a", A, [&](PrimExpr a) {
+        PrimExpr v = BufferLoad(X, {b + a * I32(inner)});
+        PrimExpr better = at.get() < I32(0) || (largest ? v > best.get() : v < best.get());
+        return IfThenElse(eq(BufferLoad(taken, {a}), I32(0)) && better, Seq({best.set(v), at.set(a)}));
+      });
+      return Seq({at.set(I32(-1)), scan, BufferStore(taken, I32(1), {at.get()}),
+                  BufferStore(V, best.get(), {ob + j * I32(inner)}),
+                  BufferStore(I, cast(I->dtype, at.get()), {ob + j * I32(inner)})});
+    });
+    return Seq({clear, pick});
+  });
+  return MakeFunc(call, p, Seq({Allocate(taken, best.scope(at.scope(body)))}));
 }
 
 // ---- gathers and scatters ----------------------------------------------------------
@@ -513,6 +574,8 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
                          "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"})
     RegisterHostKernel(op, HostKernel{Inputs(1, 2), LowerReduce, 1});
   for (const char* op : {"ArgMax", "ArgMin", "Hardmax"}) RegisterHostKernel(op, HostKernel{Inputs(1, 1), LowerArg, 1});
+  RegisterHostKernel("CumSum", HostKernel{Inputs(1, 2), LowerCumSum, 1});
+  RegisterHostKernel("TopK", HostKernel{Inputs(1, 2), LowerTopK, 1});
   RegisterHostKernel("Gather", HostKernel{IndexInputs(2, 2, 1), LowerGather, 2});
   RegisterHostKernel("GatherElements", HostKernel{IndexInputs(2, 2, 1), LowerGatherElements, 2});
   RegisterHostKernel("GatherND", HostKernel{IndexInputs(2, 2, 1), LowerGatherND, 2});

@@ -102,6 +102,15 @@ def test_arg_reductions(op):
     check(op, {"axis": 0}, [F64])
 
 
+def test_cumsum_topk():
+    x = rng.integers(-9, 10, (3, 5)).astype(np.int64)
+    for a in ({}, {"exclusive": 1}, {"reverse": 1}):
+        check("CumSum", {"axis": 1, **a}, [x, np.array(1)], ref_attrs=a)
+    y = np.array([[3.0, 1.0, 3.0, 7.0], [0.5, 2.0, -1.0, 2.0]])
+    check("TopK", {"axis": 1}, [y, np.array([3], np.int64)])
+    check("TopK", {"axis": 1, "largest": 0}, [y, np.array([2], np.int64)])
+
+
 def test_hardmax():
     check("Hardmax", {"axis": -1, "_opset": 13}, [F64], ref_attrs={"axis": -1})
 
