@@ -132,6 +132,10 @@ class Runner:
                     attrs["axes"] = [int(a) for a in np.asarray(args[1]).ravel()]
                 if node.op_type == "CumSum" and len(args) > 1 and args[1] is not None:
                     attrs["axis"] = int(np.asarray(args[1]).ravel()[0])  # likewise the axis input
+                if node.op_type == "Slice" and len(args) > 1:
+                    for name, a in zip(["starts", "ends", "axes", "steps"], args[1:]):
+                        if a is not None:
+                            attrs[name] = [int(v) for v in np.asarray(a).ravel()]
                 attrs = _plain_attrs(attrs)
                 try:
                     in_specs = [None if a is None else c.TensorSpec(a.shape, str(a.dtype)) for a in args]

@@ -1,6 +1,6 @@
 /*
  * src/compiler/host_index.cc — host kernels of the index and shape ops in any dtype:
- * ArgMax/ArgMin, Hardmax, CumSum, TopK, the reductions (ReduceSum Mean Max Min Prod L1 L2 SumSquare
+ * ArgMax/ArgMin, Hardmax, CumSum, TopK, Softmax/LogSoftmax, Slice, the reductions (ReduceSum Mean Max Min Prod L1 L2 SumSquare
  * LogSum LogSumExp), Gather, GatherElements, GatherND, ScatterElements, ScatterND,
  * Concat, Split, Transpose, Tile, Trilu, Range, OneHot and ConstantOfShape.
  *
@@ -270,6 +270,75 @@ PrimFunc LowerTopK(const OpCall& call) {
     return Seq({clear, pick});
   });
   return MakeFunc(call, p, Seq({Allocate(taken, best.scope(at.scope(body)))}));
+}
+
+// Softmax / LogSoftmax along one axis (opset < 13: over the input read as 2-D from axis), in float64
+PrimFunc LowerSoftmax(const OpCall& call) {
+  NeedOutputs(call, 1);
+  Params p = MakeParams(call);
+  std::vector<int64_t> in = Shape(call.inputs[0]);
+  int64_t rank = static_cast<int64_t>(in.size());
+  int64_t opset = AttrInt(call.attrs, "_opset", 13);
+  int64_t axis = Axis(call.op_type, AttrInt(call.attrs, "axis", opset >= 13 ? -1 : 1), rank);
+  int64_t A = rank ? in[axis] : 1, inner = 1, outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= in[d];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= in[d];
+  if (opset < 13) {
+    A *= inner;
+    inner = 1;
+  }
+  bool log = call.op_type == "LogSoftmax";
+  Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
+  DataType f64 = DataType::Float(64);
+  Scalar m(f64, "m"), sum(f64, "sum");
+  Stmt body = Loop("o", outer * inner, [&](PrimExpr o) {
+    PrimExpr b = floordiv(o, I32(inner)) * I32(A * inner) + floormod(o, I32(inner));
+    auto x = [&](PrimExpr k) { return cast(f64, BufferLoad(X, {b + k * I32(inner)})); };
+    return Seq({m.set(x(I32(0))), Loop("k", A, [&](PrimExpr k) { return m.set(HMax(m.get(), x(k))); }),
+                sum.set(make_zero(f64)),
+                Loop("k", A, [&](PrimExpr k) { return sum.set(sum.get() + ir::call("tir.exp", {x(k) - m.get()})); }),
+                Loop("k", A, [&](PrimExpr k) {
+                  PrimExpr v = log ? x(k) - m.get() - ir::call("tir.log", {sum.get()})
+                                   : ir::call("tir.exp", {x(k) - m.get()}) / sum.get();
+                  return BufferStore(Y, cast(Y->dtype, v), {b + k * I32(inner)});
+                })});
+  });
+  if (A == 0) body = Stmt();
+  return MakeFunc(call, p, Seq({m.scope(sum.scope(Seq({body})))}));
+}
+
+// Slice: starts, ends, axes and steps are compile-time constants, passed as attributes
+PrimFunc LowerSlice(const OpCall& call) {
+  NeedOutputs(call, 1);
+  Params p = MakeParams(call);
+  std::vector<int64_t> in = Shape(call.inputs[0]), out = Shape(call.outputs[0]);
+  int64_t rank = static_cast<int64_t>(in.size());
+  if (!HasAttr(call.attrs, "starts") || !HasAttr(call.attrs, "ends"))
+    TILECORE_THROW(ValueError) << "LowerHostOp(Slice): the values of starts and ends must be given as attributes";
+  std::vector<int64_t> starts = AttrInts(call.attrs, "starts", {}), ends = AttrInts(call.attrs, "ends", {});
+  std::vector<int64_t> axes = AttrInts(call.attrs, "axes", {});
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  std::vector<int64_t> steps = AttrInts(call.attrs, "steps", std::vector<int64_t>(starts.size(), 1));
+  if (axes.size() != starts.size() || steps.size() != starts.size() || ends.size() != starts.size() ||
+      static_cast<int64_t>(out.size()) != rank)
+    TILECORE_THROW(ValueError) << "LowerHostOp(Slice): starts, ends, axes and steps differ in length";
+  std::vector<int64_t> begin(rank, 0), step(rank, 1);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t d = Axis("Slice", axes[i], rank), dim = in[d], st = steps[i];
+    if (st == 0) TILECORE_THROW(ValueError) << "LowerHostOp(Slice): a step is 0";
+    int64_t b = starts[i] < 0 ? starts[i] + dim : starts[i];
+    b = st > 0 ? std::clamp<int64_t>(b, 0, dim) : std::clamp<int64_t>(b, 0, std::max<int64_t>(dim - 1, 0));
+    begin[d] = b;
+    step[d] = st;
+  }
+  Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
+  Stmt body = Loop("o", Numel(out), [&](PrimExpr o) {
+    std::vector<PrimExpr> c = Unravel(o, out);
+    for (int64_t d = 0; d < rank; ++d) c[d] = I32(begin[d]) + c[d] * I32(step[d]);
+    return BufferStore(Y, BufferLoad(X, {Ravel(c, in)}), {o});
+  });
+  return MakeFunc(call, p, Seq({body}));
 }
 
 // ---- gathers and scatters ----------------------------------------------------------
@@ -574,6 +643,9 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
                          "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"})
     RegisterHostKernel(op, HostKernel{Inputs(1, 2), LowerReduce, 1});
   for (const char* op : {"ArgMax", "ArgMin", "Hardmax"}) RegisterHostKernel(op, HostKernel{Inputs(1, 1), LowerArg, 1});
+  RegisterHostKernel("Softmax", HostKernel{Inputs(1, 1), LowerSoftmax, 1});
+  RegisterHostKernel("LogSoftmax", HostKernel{Inputs(1, 1), LowerSoftmax, 1});
+  RegisterHostKernel("Slice", HostKernel{Inputs(1, 5), LowerSlice, 1});
   RegisterHostKernel("CumSum", HostKernel{Inputs(1, 2), LowerCumSum, 1});
   RegisterHostKernel("TopK", HostKernel{Inputs(1, 2), LowerTopK, 1});
   RegisterHostKernel("Gather", HostKernel{IndexInputs(2, 2, 1), LowerGather, 2});

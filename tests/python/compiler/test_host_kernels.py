@@ -111,6 +111,14 @@ def test_cumsum_topk():
     check("TopK", {"axis": 1, "largest": 0}, [y, np.array([2], np.int64)])
 
 
+def test_softmax_slice():
+    x = rng.uniform(-3, 3, (2, 3, 4))
+    check("Softmax", {"axis": 1}, [x], rtol=1e-12)
+    check("LogSoftmax", {"axis": -1}, [x], rtol=1e-12)
+    a = {"starts": [1, -1], "ends": [3, -5], "axes": [1, 2], "steps": [1, -2]}
+    check("Slice", a, [x] + [np.array(v, np.int64) for v in a.values()], ref_attrs={})
+
+
 def test_hardmax():
     check("Hardmax", {"axis": -1, "_opset": 13}, [F64], ref_attrs={"axis": -1})
 
