@@ -194,7 +194,9 @@ def main(argv=None):
     runner = Runner()
     rows = []
     t0 = time.perf_counter()
-    for case in cases:
+    for n, case in enumerate(cases):
+        if n % 200 == 0 and not args.verbose:
+            print(f"  {n}/{len(cases)} cases, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         ort_why = nt.run_ort(case)
         if ort_why:
             continue

@@ -1,6 +1,6 @@
 /*
  * src/compiler/host_index.cc — host kernels of the index and shape ops in any dtype:
- * ArgMax/ArgMin, Hardmax, CumSum, TopK, Softmax/LogSoftmax, Slice, the reductions (ReduceSum Mean Max Min Prod L1 L2 SumSquare
+ * ArgMax/ArgMin, Hardmax, CumSum, TopK, Softmax/LogSoftmax, LayerNormalization, Slice, the reductions (ReduceSum Mean Max Min Prod L1 L2 SumSquare
  * LogSum LogSumExp), Gather, GatherElements, GatherND, ScatterElements, ScatterND,
  * Concat, Split, Transpose, Tile, Trilu, Range, OneHot and ConstantOfShape.
  *
@@ -305,6 +305,65 @@ PrimFunc LowerSoftmax(const OpCall& call) {
   });
   if (A == 0) body = Stmt();
   return MakeFunc(call, p, Seq({m.scope(sum.scope(Seq({body})))}));
+}
+
+// LayerNormalization over the dims from `axis` on, in float64; outputs Y and optionally Mean, InvStdDev
+PrimFunc LowerLayerNorm(const OpCall& call) {
+  if (call.outputs.empty() || call.outputs.size() > 3)
+    TILECORE_THROW(ValueError) << "LowerHostOp(LayerNormalization): expected 1 to 3 outputs";
+  Params p = MakeParams(call);
+  std::vector<int64_t> in = Shape(call.inputs[0]);
+  int64_t rank = static_cast<int64_t>(in.size());
+  int64_t axis = Axis("LayerNormalization", AttrInt(call.attrs, "axis", -1), rank);
+  double eps = AttrFloat(call.attrs, "epsilon", 1e-5);
+  int64_t outer = 1, R = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= in[d];
+  for (int64_t d = axis; d < rank; ++d) R *= in[d];
+  std::vector<int64_t> norm(in.begin() + axis, in.end());
+  DataType f64 = DataType::Float(64);
+  Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
+  // scale and bias broadcast to the normalized shape
+  auto operand = [&](size_t i) -> std::function<PrimExpr(PrimExpr)> {
+    if (i >= p.in.size() || !call.inputs[i].defined()) return nullptr;
+    std::vector<int64_t> s = Shape(call.inputs[i]);
+    if (s.size() > norm.size())
+      TILECORE_THROW(ValueError) << "LowerHostOp(LayerNormalization): input " << i << " has more dims than the normalized shape";
+    s.insert(s.begin(), norm.size() - s.size(), 1);
+    for (size_t d = 0; d < s.size(); ++d)
+      if (s[d] != 1 && s[d] != norm[d])
+        TILECORE_THROW(ValueError) << "LowerHostOp(LayerNormalization): input " << i << " does not broadcast";
+    Buffer B = Flat(p.in[i], "B" + std::to_string(i));
+    return [B, s, norm = norm](PrimExpr r) {
+      std::vector<PrimExpr> c = Unravel(r, norm);
+      for (size_t d = 0; d < c.size(); ++d)
+        if (s[d] == 1) c[d] = I32(0);
+      return cast(DataType::Float(64), BufferLoad(B, {Ravel(c, s)}));
+    };
+  };
+  auto scale = operand(1), bias = operand(2);
+  Scalar mean(f64, "mean"), var(f64, "var");
+  Stmt body = Loop("o", outer, [&](PrimExpr o) {
+    auto x = [&](PrimExpr r) { return cast(f64, BufferLoad(X, {o * I32(R) + r})); };
+    PrimExpr n = make_const(f64, static_cast<double>(std::max<int64_t>(R, 1)));
+    std::vector<Stmt> s{mean.set(make_zero(f64)),
+                        Loop("r", R, [&](PrimExpr r) { return mean.set(mean.get() + x(r)); }),
+                        mean.set(mean.get() / n), var.set(make_zero(f64)),
+                        Loop("r", R, [&](PrimExpr r) {
+                          PrimExpr d = x(r) - mean.get();
+                          return var.set(var.get() + d * d);
+                        }),
+                        var.set(make_const(f64, 1.0) / ir::call("tir.sqrt", {var.get() / n + make_const(f64, eps)}))};
+    s.push_back(Loop("r", R, [&](PrimExpr r) {
+      PrimExpr v = (x(r) - mean.get()) * var.get();
+      if (scale) v = v * scale(r);
+      if (bias) v = v + bias(r);
+      return BufferStore(Y, cast(Y->dtype, v), {o * I32(R) + r});
+    }));
+    if (p.out.size() > 1) s.push_back(BufferStore(Flat(p.out[1], "M"), cast(p.out[1]->dtype, mean.get()), {o}));
+    if (p.out.size() > 2) s.push_back(BufferStore(Flat(p.out[2], "S"), cast(p.out[2]->dtype, var.get()), {o}));
+    return Seq(s);
+  });
+  return MakeFunc(call, p, Seq({mean.scope(var.scope(Seq({body})))}));
 }
 
 // Slice: starts, ends, axes and steps are compile-time constants, passed as attributes
@@ -646,6 +705,7 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
   RegisterHostKernel("Softmax", HostKernel{Inputs(1, 1), LowerSoftmax, 1});
   RegisterHostKernel("LogSoftmax", HostKernel{Inputs(1, 1), LowerSoftmax, 1});
   RegisterHostKernel("Slice", HostKernel{Inputs(1, 5), LowerSlice, 1});
+  RegisterHostKernel("LayerNormalization", HostKernel{Inputs(1, 3), LowerLayerNorm, 3});
   RegisterHostKernel("CumSum", HostKernel{Inputs(1, 2), LowerCumSum, 1});
   RegisterHostKernel("TopK", HostKernel{Inputs(1, 2), LowerTopK, 1});
   RegisterHostKernel("Gather", HostKernel{IndexInputs(2, 2, 1), LowerGather, 2});
