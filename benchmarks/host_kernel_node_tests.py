@@ -132,6 +132,8 @@ class Runner:
                     attrs["axes"] = [int(a) for a in np.asarray(args[1]).ravel()]
                 if node.op_type == "CumSum" and len(args) > 1 and args[1] is not None:
                     attrs["axis"] = int(np.asarray(args[1]).ravel()[0])  # likewise the axis input
+                if node.op_type == "Dropout" and len(args) > 2 and args[2] is not None:
+                    attrs["training_mode"] = int(bool(np.asarray(args[2]).ravel()[0]))  # a compile-time flag
                 if node.op_type == "Slice" and len(args) > 1:
                     for name, a in zip(["starts", "ends", "axes", "steps"], args[1:]):
                         if a is not None:

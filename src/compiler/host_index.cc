@@ -1,6 +1,6 @@
 /*
  * src/compiler/host_index.cc — host kernels of the index and shape ops in any dtype:
- * ArgMax/ArgMin, Hardmax, CumSum, TopK, Softmax/LogSoftmax, LayerNormalization, Slice, the reductions (ReduceSum Mean Max Min Prod L1 L2 SumSquare
+ * ArgMax/ArgMin, Hardmax, CumSum, TopK, Softmax/LogSoftmax, LayerNormalization, NegativeLogLikelihoodLoss, Dropout (inference), Slice, the reductions (ReduceSum Mean Max Min Prod L1 L2 SumSquare
  * LogSum LogSumExp), Gather, GatherElements, GatherND, ScatterElements, ScatterND,
  * Concat, Split, Transpose, Tile, Trilu, Range, OneHot and ConstantOfShape.
  *
@@ -366,6 +366,62 @@ PrimFunc LowerLayerNorm(const OpCall& call) {
   return MakeFunc(call, p, Seq({mean.scope(var.scope(Seq({body})))}));
 }
 
+// NegativeLogLikelihoodLoss: input (N, C, d...), target (N, d...), optional weight (C)
+PrimFunc LowerNll(const OpCall& call) {
+  NeedOutputs(call, 1);
+  Params p = MakeParams(call);
+  std::vector<int64_t> xs = Shape(call.inputs[0]), ts = Shape(call.inputs[1]);
+  if (xs.size() < 2 || ts.size() + 1 != xs.size())
+    TILECORE_THROW(ValueError) << "LowerHostOp(NegativeLogLikelihoodLoss): input of rank " << xs.size()
+                               << " and target of rank " << ts.size();
+  int64_t N = xs[0], C = xs[1], D = 1;
+  for (size_t d = 2; d < xs.size(); ++d) D *= xs[d];
+  std::string red = AttrStr(call.attrs, "reduction", "mean");
+  int64_t ignore = AttrInt(call.attrs, "ignore_index", INT64_MIN);
+  bool has_w = p.in.size() > 2 && call.inputs[2].defined();
+  DataType f64 = DataType::Float(64);
+  Buffer X = Flat(p.in[0], "X"), T = Flat(p.in[1], "T"), Y = Flat(p.out[0], "Y");
+  Scalar acc(f64, "acc"), wsum(f64, "wsum");
+  Stmt loop = Loop("i", N * D, [&](PrimExpr i) {
+    PrimExpr t = cast(DataType::Int(64), BufferLoad(T, {i}));
+    PrimExpr skip = HasAttr(call.attrs, "ignore_index") ? eq(t, I64(ignore)) : make_const(DataType::Bool(), 0);
+    PrimExpr tc = cast(DataType::Int(32), select(skip, I64(0), t));
+    PrimExpr w = has_w ? cast(f64, BufferLoad(Flat(p.in[2], "W"), {tc})) : make_const(f64, 1.0);
+    w = select(skip, make_zero(f64), w);
+    PrimExpr x = cast(f64, BufferLoad(X, {floordiv(i, I32(D)) * I32(C * D) + tc * I32(D) + floormod(i, I32(D))}));
+    PrimExpr loss = make_zero(f64) - x * w;
+    if (red == "none") return Stmt(BufferStore(Y, cast(Y->dtype, loss), {i}));
+    return Seq({acc.set(acc.get() + loss), wsum.set(wsum.get() + w)});
+  });
+  Stmt body = loop;
+  if (red != "none") {
+    PrimExpr r = red == "mean" ? acc.get() / wsum.get() : acc.get();
+    body = Seq({acc.set(make_zero(f64)), wsum.set(make_zero(f64)), loop, BufferStore(Y, cast(Y->dtype, r), {I32(0)})});
+  }
+  return MakeFunc(call, p, Seq({acc.scope(wsum.scope(Seq({body})))}));
+}
+
+// Dropout at inference (training_mode false or absent): the output is the input, the mask all true
+PrimFunc LowerDropout(const OpCall& call) {
+  Params p = MakeParams(call);
+  Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
+  int64_t n = call.inputs[0]->numel();
+  std::vector<Stmt> s{Loop("i", n, [&](PrimExpr i) { return BufferStore(Y, BufferLoad(X, {i}), {i}); })};
+  if (p.out.size() > 1) {
+    Buffer M = Flat(p.out[1], "M");
+    s.push_back(Loop("i", n, [&](PrimExpr i) { return BufferStore(M, make_const(M->dtype, 1), {i}); }));
+  }
+  return MakeFunc(call, p, Seq(s));
+}
+
+std::string CheckDropout(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& in) {
+  std::string w = NeedInputs(op, in, 1, 3);
+  if (!w.empty()) return w;
+  if (AttrInt(attrs, "training_mode", 0) != 0)
+    return "Dropout: training mode draws random numbers; only inference (training_mode 0) runs";
+  return "";
+}
+
 // Slice: starts, ends, axes and steps are compile-time constants, passed as attributes
 PrimFunc LowerSlice(const OpCall& call) {
   NeedOutputs(call, 1);
@@ -706,6 +762,8 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
   RegisterHostKernel("LogSoftmax", HostKernel{Inputs(1, 1), LowerSoftmax, 1});
   RegisterHostKernel("Slice", HostKernel{Inputs(1, 5), LowerSlice, 1});
   RegisterHostKernel("LayerNormalization", HostKernel{Inputs(1, 3), LowerLayerNorm, 3});
+  RegisterHostKernel("NegativeLogLikelihoodLoss", HostKernel{IndexInputs(2, 3, 1), LowerNll, 3});
+  RegisterHostKernel("Dropout", HostKernel{CheckDropout, LowerDropout, 1});
   RegisterHostKernel("CumSum", HostKernel{Inputs(1, 2), LowerCumSum, 1});
   RegisterHostKernel("TopK", HostKernel{Inputs(1, 2), LowerTopK, 1});
   RegisterHostKernel("Gather", HostKernel{IndexInputs(2, 2, 1), LowerGather, 2});

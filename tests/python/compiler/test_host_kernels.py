@@ -121,6 +121,16 @@ def test_softmax_slice():
     check("Slice", a, [x] + [np.array(v, np.int64) for v in a.values()], ref_attrs={})
 
 
+def test_nll_loss_dropout():
+    x = rng.uniform(-3, 0, (3, 5, 2))
+    t = np.array([[0, 4], [2, 1], [1, 3]], np.int64)
+    w = rng.uniform(0.5, 1.5, (5,))
+    check("NegativeLogLikelihoodLoss", {"reduction": "none"}, [x, t], rtol=1e-12)
+    check("NegativeLogLikelihoodLoss", {"reduction": "mean", "ignore_index": 1}, [x, t, w], rtol=1e-12)
+    check("NegativeLogLikelihoodLoss", {"reduction": "sum"}, [x, t, w], rtol=1e-12)
+    check("Dropout", {}, [x])
+
+
 def test_hardmax():
     check("Hardmax", {"axis": -1, "_opset": 13}, [F64], ref_attrs={"axis": -1})
 
