@@ -134,6 +134,11 @@ class Runner:
                     attrs["axis"] = int(np.asarray(args[1]).ravel()[0])  # likewise the axis input
                 if node.op_type == "Dropout" and len(args) > 2 and args[2] is not None:
                     attrs["training_mode"] = int(bool(np.asarray(args[2]).ravel()[0]))  # a compile-time flag
+                if node.op_type == "Pad" and len(args) > 1:
+                    for name, a in zip(["pads", "value", "axes"], args[1:]):
+                        if a is not None and np.asarray(a).size:
+                            a = np.asarray(a).ravel()
+                            attrs[name] = a[0].item() if name == "value" else [int(v) for v in a]
                 if node.op_type == "Slice" and len(args) > 1:
                     for name, a in zip(["starts", "ends", "axes", "steps"], args[1:]):
                         if a is not None:

@@ -1,6 +1,6 @@
 /*
  * src/compiler/host_index.cc — host kernels of the index and shape ops in any dtype:
- * ArgMax/ArgMin, Hardmax, CumSum, TopK, Softmax/LogSoftmax, LayerNormalization, NegativeLogLikelihoodLoss, Dropout (inference), Slice, the reductions (ReduceSum Mean Max Min Prod L1 L2 SumSquare
+ * ArgMax/ArgMin, Hardmax, CumSum, TopK, Softmax/LogSoftmax, LayerNormalization, NegativeLogLikelihoodLoss, Dropout (inference), Pad, Slice, the reductions (ReduceSum Mean Max Min Prod L1 L2 SumSquare
  * LogSum LogSumExp), Gather, GatherElements, GatherND, ScatterElements, ScatterND,
  * Concat, Split, Transpose, Tile, Trilu, Range, OneHot and ConstantOfShape.
  *
@@ -422,6 +422,49 @@ std::string CheckDropout(const std::string& op, const Map<String, Any>& attrs, c
   return "";
 }
 
+// Pad: pads (and axes, the constant value) are compile-time constants, passed as attributes
+PrimFunc LowerPad(const OpCall& call) {
+  NeedOutputs(call, 1);
+  Params p = MakeParams(call);
+  std::vector<int64_t> in = Shape(call.inputs[0]), out = Shape(call.outputs[0]);
+  int64_t rank = static_cast<int64_t>(in.size());
+  if (!HasAttr(call.attrs, "pads"))
+    TILECORE_THROW(ValueError) << "LowerHostOp(Pad): the value of pads must be given as the attribute pads";
+  std::vector<int64_t> pads = AttrInts(call.attrs, "pads", {});
+  std::vector<int64_t> axes = AttrInts(call.attrs, "axes", {});
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  if (pads.size() != 2 * axes.size() || static_cast<int64_t>(out.size()) != rank)
+    TILECORE_THROW(ValueError) << "LowerHostOp(Pad): " << pads.size() << " pads for " << axes.size() << " axes";
+  std::vector<int64_t> begin(rank, 0);
+  for (size_t i = 0; i < axes.size(); ++i) begin[Axis("Pad", axes[i], rank)] = pads[i];
+  std::string mode = AttrStr(call.attrs, "mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+    TILECORE_THROW(ValueError) << "LowerHostOp(Pad): unknown mode " << mode;
+  Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
+  DataType t = X->dtype;
+  double v = AttrFloat(call.attrs, "value", 0.0);
+  PrimExpr fill = t.is_float() ? make_const(t, v) : make_const(t, static_cast<int64_t>(v));
+  Stmt body = Loop("o", Numel(out), [&](PrimExpr o) {
+    std::vector<PrimExpr> c = Unravel(o, out);
+    PrimExpr inside = make_const(DataType::Bool(), 1);
+    for (int64_t d = 0; d < rank; ++d) {
+      PrimExpr i = c[d] - I32(begin[d]), n = I32(std::max<int64_t>(in[d], 1));
+      inside = inside && i >= I32(0) && i < n;
+      if (mode == "reflect") {
+        i = select(i < I32(0), I32(0) - i, i);
+        i = select(i >= n, I32(2 * (in[d] - 1)) - i, i);
+      } else if (mode == "wrap") {
+        i = floormod(i, n);
+      }
+      c[d] = HMin(HMax(i, I32(0)), n - I32(1));
+    }
+    PrimExpr x = BufferLoad(X, {Ravel(c, in)});
+    return BufferStore(Y, mode == "constant" ? select(inside, x, fill) : x, {o});
+  });
+  return MakeFunc(call, p, Seq({body}));
+}
+
 // Slice: starts, ends, axes and steps are compile-time constants, passed as attributes
 PrimFunc LowerSlice(const OpCall& call) {
   NeedOutputs(call, 1);
@@ -764,6 +807,7 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
   RegisterHostKernel("LayerNormalization", HostKernel{Inputs(1, 3), LowerLayerNorm, 3});
   RegisterHostKernel("NegativeLogLikelihoodLoss", HostKernel{IndexInputs(2, 3, 1), LowerNll, 3});
   RegisterHostKernel("Dropout", HostKernel{CheckDropout, LowerDropout, 1});
+  RegisterHostKernel("Pad", HostKernel{Inputs(1, 4), LowerPad, 1});
   RegisterHostKernel("CumSum", HostKernel{Inputs(1, 2), LowerCumSum, 1});
   RegisterHostKernel("TopK", HostKernel{Inputs(1, 2), LowerTopK, 1});
   RegisterHostKernel("Gather", HostKernel{IndexInputs(2, 2, 1), LowerGather, 2});

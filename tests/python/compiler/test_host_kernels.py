@@ -131,6 +131,14 @@ def test_nll_loss_dropout():
     check("Dropout", {}, [x])
 
 
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
+def test_pad(mode):
+    x = rng.integers(-9, 9, (3, 4)).astype(np.int64)
+    pads = np.array([1, 2, 2, 0], np.int64)
+    check("Pad", {"mode": mode, "pads": pads.tolist(), "value": 7}, [x, pads, np.array(7, np.int64)],
+          ref_attrs={"mode": mode})
+
+
 def test_hardmax():
     check("Hardmax", {"axis": -1, "_opset": 13}, [F64], ref_attrs={"axis": -1})
 
