@@ -39,6 +39,11 @@ PrimExpr Zero(const PrimExpr& x) { return make_zero(x.dtype()); }
 PrimExpr C(const PrimExpr& like, double v) {
   return like.dtype().is_float() ? make_const(like.dtype(), v) : make_const(like.dtype(), static_cast<int64_t>(v));
 }
+// unsigned operands of a comparison compared as int64 (comparisons of uint8/16/32 values
+// were folded to false by the build pipeline)
+PrimExpr W(const PrimExpr& x) {
+  return x.dtype().is_uint() && x.dtype().bits() < 64 ? cast(DataType::Int(64), x) : x;
+}
 PrimExpr Truthy(const PrimExpr& x) { return x.dtype().is_bool() ? x : ne(x, Zero(x)); }
 // floor and ceil through a conversion to int64 (rounds to nearest) and a correction
 PrimExpr Floor(const PrimExpr& x) {
@@ -74,11 +79,11 @@ const std::map<std::string, Op>& Ops() {
                    return r / C(r, static_cast<double>(x.size()));
                  },
                  1, 8, kFloat};
-    m["Equal"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return eq(x[0], x[1]); }, 2, 2, kAny};
-    m["Less"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] < x[1]; }, 2, 2, kNum};
-    m["LessOrEqual"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] <= x[1]; }, 2, 2, kNum};
-    m["Greater"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] > x[1]; }, 2, 2, kNum};
-    m["GreaterOrEqual"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] >= x[1]; }, 2, 2, kNum};
+    m["Equal"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return eq(W(x[0]), W(x[1])); }, 2, 2, kAny};
+    m["Less"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return W(x[0]) < W(x[1]); }, 2, 2, kNum};
+    m["LessOrEqual"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return W(x[0]) <= W(x[1]); }, 2, 2, kNum};
+    m["Greater"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return W(x[0]) > W(x[1]); }, 2, 2, kNum};
+    m["GreaterOrEqual"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return W(x[0]) >= W(x[1]); }, 2, 2, kNum};
     m["And"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return Truthy(x[0]) && Truthy(x[1]); }, 2, 2, kBool};
     m["Or"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return Truthy(x[0]) || Truthy(x[1]); }, 2, 2, kBool};
     m["Xor"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return ne(Truthy(x[0]), Truthy(x[1])); }, 2, 2, kBool};

@@ -46,6 +46,13 @@ def test_binary_int64_broadcast(op):
     check(op, {}, [I64, np.array([3, -2, 5, 7], np.int64)])
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint32])
+def test_unsigned_compare(dtype):
+    a, b = rng.integers(0, 250, (3, 5)).astype(dtype), rng.integers(0, 250, (5,)).astype(dtype)
+    for op in ["Less", "GreaterOrEqual", "Equal"]:
+        check(op, {}, [a, b])
+
+
 def test_div_mod_int_and_float():
     b = np.array([3, -2, 5, 7], np.int64)
     check("Div", {}, [I64, b])
