@@ -42,6 +42,8 @@ class Unsupported(Exception):
 def _plain_attrs(attrs):
     out = {}
     for k, v in attrs.items():
+        if isinstance(v, np.ndarray) and v.size == 1 and v.dtype.kind in "biuf":
+            v = v.reshape(()).item()  # a one-value tensor attribute (ConstantOfShape's value)
         if isinstance(v, (bool, int, float, str)) or isinstance(v, np.generic):
             out[k] = v
         elif isinstance(v, (list, tuple)) and all(isinstance(x, (bool, int, float, np.generic)) for x in v):
@@ -81,6 +83,8 @@ class Runner:
             if why_host:
                 raise Unsupported(why_host)
             where, f = "host", c.LowerHostOp(op, attrs, in_specs, out_specs)
+        # a bare op name such as "sqrt" clashes with the c target's math helpers
+        f = f.with_attr("global_symbol", f"{where}_{f.attrs['global_symbol']}")
         mod = self.tilecore.build(f, target="c")
         self.builds += 1
         res = (where, mod[str(f.attrs["global_symbol"])], int(f.attrs["input_params"]))
@@ -113,6 +117,7 @@ class Runner:
                 args = [env[n] if n else None for n in node.input]
                 ref = schema.reference(attrs, *args)
                 ref = ref if isinstance(ref, tuple) else (ref,)
+                ref = tuple(np.asarray(r) if isinstance(r, np.generic) else r for r in ref)
                 if node.op_type in FOLDED:
                     for name, value in zip(node.output, ref):
                         env[name] = value
@@ -122,7 +127,23 @@ class Runner:
                         raise Unsupported(f"{node.op_type}: a {type(a).__name__} value (sequences, optionals)")
                     if isinstance(a, np.ndarray) and a.dtype.kind in "OUSV":
                         raise Unsupported(f"{node.op_type}: dtype {a.dtype}")
-                attrs = _plain_attrs({k: v for k, v in attrs.items() if k != "_opset"})
+                if node.op_type.startswith("Reduce") and len(args) > 1 and args[1] is not None:
+                    # the axes input is a compile-time constant in a model: the compiler passes it as the attribute
+                    attrs["axes"] = [int(a) for a in np.asarray(args[1]).ravel()]
+                if node.op_type == "CumSum" and len(args) > 1 and args[1] is not None:
+                    attrs["axis"] = int(np.asarray(args[1]).ravel()[0])  # likewise the axis input
+                if node.op_type == "Dropout" and len(args) > 2 and args[2] is not None:
+                    attrs["training_mode"] = int(bool(np.asarray(args[2]).ravel()[0]))  # a compile-time flag
+                if node.op_type == "Pad" and len(args) > 1:
+                    for name, a in zip(["pads", "value", "axes"], args[1:]):
+                        if a is not None and np.asarray(a).size:
+                            a = np.asarray(a).ravel()
+                            attrs[name] = a[0].item() if name == "value" else [int(v) for v in a]
+                if node.op_type == "Slice" and len(args) > 1:
+                    for name, a in zip(["starts", "ends", "axes", "steps"], args[1:]):
+                        if a is not None:
+                            attrs[name] = [int(v) for v in np.asarray(a).ravel()]
+                attrs = _plain_attrs(attrs)
                 try:
                     in_specs = [None if a is None else c.TensorSpec(a.shape, str(a.dtype)) for a in args]
                     out_specs = [c.TensorSpec(np.asarray(o).shape, str(np.asarray(o).dtype)) for o in ref]
@@ -180,7 +201,9 @@ def main(argv=None):
     runner = Runner()
     rows = []
     t0 = time.perf_counter()
-    for case in cases:
+    for n, case in enumerate(cases):
+        if n % 200 == 0 and not args.verbose:
+            print(f"  {n}/{len(cases)} cases, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         ort_why = nt.run_ort(case)
         if ort_why:
             continue

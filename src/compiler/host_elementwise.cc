@@ -39,6 +39,11 @@ PrimExpr Zero(const PrimExpr& x) { return make_zero(x.dtype()); }
 PrimExpr C(const PrimExpr& like, double v) {
   return like.dtype().is_float() ? make_const(like.dtype(), v) : make_const(like.dtype(), static_cast<int64_t>(v));
 }
+// unsigned operands of a comparison compared as int64 (comparisons of uint8/16/32 values
+// were folded to false by the build pipeline)
+PrimExpr W(const PrimExpr& x) {
+  return x.dtype().is_uint() && x.dtype().bits() < 64 ? cast(DataType::Int(64), x) : x;
+}
 PrimExpr Truthy(const PrimExpr& x) { return x.dtype().is_bool() ? x : ne(x, Zero(x)); }
 // floor and ceil through a conversion to int64 (rounds to nearest) and a correction
 PrimExpr Floor(const PrimExpr& x) {
@@ -65,8 +70,8 @@ const std::map<std::string, Op>& Ops() {
     m["Sub"] = {fold([](PrimExpr a, PrimExpr b) { return a - b; }), 2, 2, kNum};
     m["Mul"] = {fold([](PrimExpr a, PrimExpr b) { return a * b; }), 2, 2, kNum};
     m["Div"] = {fold([](PrimExpr a, PrimExpr b) { return a / b; }), 2, 2, kNum};
-    m["Max"] = {fold([](PrimExpr a, PrimExpr b) { return max(a, b); }), 1, 8, kNum};
-    m["Min"] = {fold([](PrimExpr a, PrimExpr b) { return min(a, b); }), 1, 8, kNum};
+    m["Max"] = {fold([](PrimExpr a, PrimExpr b) { return HMax(a, b); }), 1, 8, kNum};
+    m["Min"] = {fold([](PrimExpr a, PrimExpr b) { return HMin(a, b); }), 1, 8, kNum};
     m["Sum"] = {fold([](PrimExpr a, PrimExpr b) { return a + b; }), 1, 8, kNum};
     m["Mean"] = {[](const std::vector<PrimExpr>& x, const OpCall&) {
                    PrimExpr r = x[0];
@@ -74,11 +79,11 @@ const std::map<std::string, Op>& Ops() {
                    return r / C(r, static_cast<double>(x.size()));
                  },
                  1, 8, kFloat};
-    m["Equal"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return eq(x[0], x[1]); }, 2, 2, kAny};
-    m["Less"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] < x[1]; }, 2, 2, kNum};
-    m["LessOrEqual"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] <= x[1]; }, 2, 2, kNum};
-    m["Greater"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] > x[1]; }, 2, 2, kNum};
-    m["GreaterOrEqual"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] >= x[1]; }, 2, 2, kNum};
+    m["Equal"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return eq(W(x[0]), W(x[1])); }, 2, 2, kAny};
+    m["Less"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return W(x[0]) < W(x[1]); }, 2, 2, kNum};
+    m["LessOrEqual"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return W(x[0]) <= W(x[1]); }, 2, 2, kNum};
+    m["Greater"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return W(x[0]) > W(x[1]); }, 2, 2, kNum};
+    m["GreaterOrEqual"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return W(x[0]) >= W(x[1]); }, 2, 2, kNum};
     m["And"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return Truthy(x[0]) && Truthy(x[1]); }, 2, 2, kBool};
     m["Or"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return Truthy(x[0]) || Truthy(x[1]); }, 2, 2, kBool};
     m["Xor"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return ne(Truthy(x[0]), Truthy(x[1])); }, 2, 2, kBool};
@@ -121,7 +126,7 @@ const std::map<std::string, Op>& Ops() {
     };
     unary("Neg", [](PrimExpr x, const OpCall&) { return Zero(x) - x; }, kNum);
     unary("Abs", [](PrimExpr x, const OpCall&) { return select(x < Zero(x), Zero(x) - x, x); }, kNum);
-    unary("Relu", [](PrimExpr x, const OpCall&) { return max(x, Zero(x)); }, kNum);
+    unary("Relu", [](PrimExpr x, const OpCall&) { return HMax(x, Zero(x)); }, kNum);
     unary("Sign", [](PrimExpr x, const OpCall&) {
       return select(x > Zero(x), C(x, 1), select(x < Zero(x), C(x, -1), Zero(x)));
     }, kNum);
@@ -147,7 +152,7 @@ const std::map<std::string, Op>& Ops() {
     unary("Round", [](PrimExpr x, const OpCall&) { return cast(x.dtype(), cast(DataType::Int(64), x)); }, kFloat);
     unary("Celu", [](PrimExpr x, const OpCall& c) {
       PrimExpr a = C(x, AttrFloat(c.attrs, "alpha", 1.0));
-      return max(x, Zero(x)) + min(Zero(x), a * (call("tir.exp", {x / a}) - C(x, 1)));
+      return HMax(x, Zero(x)) + HMin(Zero(x), a * (call("tir.exp", {x / a}) - C(x, 1)));
     }, kFloat);
     m["Where"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return select(Truthy(x[0]), x[1], x[2]); }, 3, 3,
                   kAny, -1, false};
@@ -250,7 +255,7 @@ PrimFunc Lower(const OpCall& call) {
     if (v.dtype() != O->dtype) v = Convert(O->dtype, v);
     return BufferStore(O, v, {g});
   });
-  return MakeFunc(call, p, body);
+  return MakeFunc(call, p, Seq({body}));
 }
 
 // Shape and Size: the values are known when compiling
@@ -279,7 +284,7 @@ PrimFunc LowerShape(const OpCall& call) {
   std::vector<Stmt> st;
   for (size_t i = 0; i < values.size(); ++i)
     st.push_back(BufferStore(O, make_const(O->dtype, values[i]), {I32(static_cast<int64_t>(i))}));
-  return MakeFunc(call, p, Seq(st));
+  return MakeFunc(call, p, Seq({Seq(st)}));
 }
 
 }  // namespace

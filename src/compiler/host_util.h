@@ -103,6 +103,17 @@ inline PrimExpr Convert(DataType to, PrimExpr x) {
   return cast(to, x);
 }
 
+/*! \brief max / min that keep float64 (the c target's float max/min go through float32)
+ * and propagate NaN like numpy. */
+inline PrimExpr HMax(PrimExpr a, PrimExpr b) {
+  if (a.dtype().is_float() && a.dtype().bits() == 64) return select(ne(a, a) || a > b, a, b);
+  return max(a, b);
+}
+inline PrimExpr HMin(PrimExpr a, PrimExpr b) {
+  if (a.dtype().is_float() && a.dtype().bits() == 64) return select(ne(a, a) || a < b, a, b);
+  return min(a, b);
+}
+
 /*! \brief An index value loaded from a tensor, as int32, negative values counted from `dim`. */
 inline PrimExpr WrapIndex(PrimExpr v, int64_t dim) {
   PrimExpr i = cast(DataType::Int(32), v);

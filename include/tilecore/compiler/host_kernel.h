@@ -9,7 +9,10 @@
  *
  * The PrimFunc has the convention of LowerOp (strategy.h): one global buffer per data
  * input, then one per output, with the TensorSpec shapes and dtypes; the attr
- * "input_params" counts the inputs that are params.
+ * "input_params" counts the inputs that are params; the exported name (attr
+ * "global_symbol") is "host_<op type in lower case>". Values the specs do not carry
+ * (a reduction's axes, Slice's starts/ends/axes/steps, Pad's pads, CumSum's axis) are
+ * compile-time constants passed as attributes of those names.
  *
  * Two sources, tried in order:
  * 1. a host kernel registered with RegisterHostKernel: plain scalar loops over the
