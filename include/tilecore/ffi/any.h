@@ -287,6 +287,20 @@ struct TypeTraits<char[N]> : public TypeTraits<const char*> {
 // ---------------------------------------------------------------------------
 // Object references (generic; containers specialise where they convert)
 // ---------------------------------------------------------------------------
+/*!
+ * \brief Whether None converts to a null handle of object type T. It does not, by default:
+ * None is not an object, so as<T>(), try_cast<T>() and cast<T>() of None give nothing (or
+ * the TypeError) for every object type, and a function parameter, field or result that
+ * accepts None says so with std::optional<T>. A type whose None means "absent"
+ * (ir::Span: no source location) declares `static constexpr bool _type_none_means_absent
+ * = true;` and receives None as a null handle.
+ */
+template <typename T, typename = void>
+struct NoneMeansAbsent : std::false_type {};
+template <typename T>
+struct NoneMeansAbsent<T, std::void_t<decltype(T::_type_none_means_absent)>>
+    : std::bool_constant<T::_type_none_means_absent> {};
+
 template <typename TRef>
 struct ObjectRefTypeTraitsBase {
   static constexpr bool enabled = true;
@@ -306,7 +320,7 @@ struct ObjectRefTypeTraitsBase {
     details::ObjectUnsafe::MoveToHandle(ObjectRefUnsafe::MovePtr(std::move(v)));
   }
   static bool CheckAnyStrict(const TCFFIAny* v) {
-    if (v->type_index == kTCFFINone) return TRef::_type_is_nullable;
+    if (v->type_index == kTCFFINone) return NoneMeansAbsent<TRef>::value;
     if (v->type_index < kTCFFIStaticObjectBegin) return false;
     return details::ObjectUnsafe::FromHandle(v->v_obj)->template IsInstance<ContainerType>();
   }

@@ -10,8 +10,8 @@
  *
  * The typed form checks each argument; a mismatch raises TypeError naming the
  * function, its signature, the argument index and the expected and actual types.
- * An object-typed parameter refuses None; a parameter that accepts None is std::optional<T>
- * (or of a type whose None means "absent", see NoneMeansAbsent).
+ * An object-typed parameter refuses None, in both forms (None converts to no object; see
+ * NoneMeansAbsent in any.h); a parameter that accepts None is std::optional<T>.
  *
  * Registration (at static-initialisation time, usually at the bottom of the file
  * that implements the function):
@@ -33,13 +33,51 @@
 namespace tilecore {
 namespace ffi {
 
-/*! \brief The arguments of a call: a borrowed array of views. */
+namespace details {
+[[noreturn]] void ThrowArgumentTypeMismatch(const std::string& signature, int32_t index,
+                                            const std::string& expected, const AnyView& actual);
+}  // namespace details
+
+/*!
+ * \brief One argument of a packed call: a view that knows its position and the called
+ * function's name, so that `args[i].cast<T>()` (or a conversion to T) that fails raises
+ * TypeError "Mismatched type on argument #i when calling `name`: expected `T` but got `U`".
+ * This holds for None given for an object type, which converts to no object.
+ */
+class PackedArg : public AnyView {
+ public:
+  PackedArg(const AnyView& v, int32_t index, const char* function)
+      : AnyView(v), index_(index), function_(function) {}
+  template <typename T>
+  T cast() const {
+    std::optional<T> r = try_cast<T>();
+    if (!r.has_value()) {
+      details::ThrowArgumentTypeMismatch(function_ != nullptr ? function_ : "<anonymous>", index_,
+                                         TypeTraitsNoCR<T>::TypeStr(), *this);
+    }
+    return *std::move(r);
+  }
+  template <typename T>
+  operator T() const {  // NOLINT(*)
+    return cast<T>();
+  }
+
+ private:
+  int32_t index_;
+  const char* function_;
+};
+
+/*! \brief The arguments of a call: a borrowed array of views, and the called function's name. */
 class PackedArgs {
  public:
-  PackedArgs(const AnyView* data, int32_t size) : data_(data), size_(size) {}
+  PackedArgs(const AnyView* data, int32_t size, const char* function = nullptr)
+      : data_(data), size_(size), function_(function) {}
   int32_t size() const { return size_; }
-  const AnyView& operator[](int32_t i) const { return data_[i]; }
+  PackedArg operator[](int32_t i) const { return PackedArg(data_[i], i, function_); }
   const AnyView* data() const { return data_; }
+  /*! \brief The called function's name (for messages), or nullptr. */
+  const char* function() const { return function_; }
+  /*! \brief The arguments from `begin` on, as the arguments of another call (unnamed). */
   PackedArgs Slice(int32_t begin) const {
     return PackedArgs(data_ + begin, begin < size_ ? size_ - begin : 0);
   }
@@ -47,6 +85,7 @@ class PackedArgs {
  private:
   const AnyView* data_;
   int32_t size_;
+  const char* function_;
 };
 
 /*! \brief The object behind a Function. Subclasses append their callable. */
@@ -127,31 +166,17 @@ std::string SignatureString(const std::string& name, std::index_sequence<I...>) 
 [[noreturn]] void ThrowCallOfEmptyFunction();
 [[noreturn]] void ThrowArgumentCountMismatch(const std::string& signature, int32_t expected,
                                              int32_t given);
-[[noreturn]] void ThrowArgumentTypeMismatch(const std::string& signature, int32_t index,
-                                            const std::string& expected, const AnyView& actual);
-
-// A type whose None means "absent" (ir::Span: no source location) declares
-// `static constexpr bool _type_none_means_absent = true;` and receives None as a null handle.
-template <typename T, typename = void>
-struct NoneMeansAbsent : std::false_type {};
-template <typename T>
-struct NoneMeansAbsent<T, std::void_t<decltype(T::_type_none_means_absent)>>
-    : std::bool_constant<T::_type_none_means_absent> {};
 
 template <typename Arg>
 auto UnpackArg(const PackedArgs& args, int32_t i, const std::string* sig_name,
                std::string (*sig)(const std::string&)) {
   using T = std::remove_const_t<std::remove_reference_t<Arg>>;
-  // An object-typed parameter never receives None (or an emptied handle): a body that
-  // accepts None says so with Optional<T>. Checked here, once, for every typed function.
-  if constexpr (std::is_base_of_v<ObjectRef, T> && !NoneMeansAbsent<T>::value) {
-    if (args[i].is_none()) {
-      ThrowArgumentTypeMismatch(sig(*sig_name), i, TypeTraits<T>::TypeStr(), args[i]);
-    }
-  }
-  std::optional<T> v = TypeTraits<T>::TryCastFromAnyView(args[i].raw());
+  // An object-typed parameter never receives None (or an emptied handle): the conversion
+  // refuses it (see NoneMeansAbsent); a body that accepts None takes std::optional<T>.
+  const AnyView& a = args.data()[i];
+  std::optional<T> v = TypeTraits<T>::TryCastFromAnyView(a.raw());
   if (!v.has_value()) {
-    ThrowArgumentTypeMismatch(sig(*sig_name), i, TypeTraits<T>::TypeStr(), args[i]);
+    ThrowArgumentTypeMismatch(sig(*sig_name), i, TypeTraits<T>::TypeStr(), a);
   }
   return *std::move(v);
 }
@@ -242,9 +267,12 @@ class GlobalFunctionRegistration {
     override_ = allow;
     return *this;
   }
+  /*! \brief A packed body; its arguments carry this function's name for conversion errors. */
   template <typename TCallable>
   GlobalFunctionRegistration& set_body(TCallable callable) {
-    Register(Function::FromPacked(std::move(callable)));
+    Register(Function::FromPacked([f = std::move(callable), name = name_](PackedArgs args, Any* rv) {
+      f(PackedArgs(args.data(), args.size(), name.c_str()), rv);
+    }));
     return *this;
   }
   template <typename TCallable>

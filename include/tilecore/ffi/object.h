@@ -268,8 +268,8 @@ ObjectPtr<T> make_object(Args&&... args) {
 /*!
  * \brief A typed reference to an object; the base of every handle class.
  *
- * Subclasses name a container type (their object kind) and are nullable unless
- * they say otherwise.
+ * Subclasses name a container type (their object kind). A handle may be null (default
+ * constructed, moved from), but None converts to no object type (see NoneMeansAbsent).
  */
 class ObjectRef {
  public:
@@ -290,7 +290,6 @@ class ObjectRef {
   }
 
   using ContainerType = Object;
-  static constexpr bool _type_is_nullable = true;
 
  protected:
   ObjectPtr<Object> data_;

@@ -49,6 +49,13 @@ int SetField(void* field, const TCFFIAny* value) {
                                   << "`)";
       }
     }
+    if constexpr (std::is_base_of_v<ObjectRef, FieldT> && kMayBeNone) {
+      // None converts to no object; a field that may be None holds a null handle.
+      if (value->type_index == kTCFFINone) {
+        *static_cast<FieldT*>(field) = FieldT(ObjectPtr<Object>(nullptr));
+        return 0;
+      }
+    }
     std::optional<FieldT> v = TypeTraits<FieldT>::TryCastFromAnyView(value);
     if (!v.has_value()) {
       TILECORE_THROW(TypeError) << "expected `" << TypeTraits<FieldT>::TypeStr() << "` but got `"

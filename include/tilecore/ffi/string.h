@@ -67,7 +67,6 @@ class String : public ObjectRef {
   const StrObj* get() const { return static_cast<const StrObj*>(ObjectRef::get()); }
   const StrObj* operator->() const { return get(); }
   using ContainerType = StrObj;
-  static constexpr bool _type_is_nullable = false;
 };
 
 inline std::ostream& operator<<(std::ostream& os, const String& s) { return os << s.view(); }
@@ -88,7 +87,6 @@ class Bytes : public ObjectRef {
 
   const BytesObj* get() const { return static_cast<const BytesObj*>(ObjectRef::get()); }
   using ContainerType = BytesObj;
-  static constexpr bool _type_is_nullable = false;
 };
 
 }  // namespace ffi

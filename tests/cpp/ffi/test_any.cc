@@ -104,8 +104,14 @@ TEST(Any, OptionalAndNullable) {
   EXPECT_EQ(none.cast<std::optional<int64_t>>(), std::nullopt);
   Any five = 5;
   EXPECT_EQ(five.cast<std::optional<int64_t>>(), 5);
-  EXPECT_FALSE(none.try_cast<Array<Any>>().has_value());  // Array is not nullable
-  EXPECT_TRUE(none.try_cast<ObjectRef>().has_value());    // ObjectRef is
+  // None converts to no object: not an Array, not even an ObjectRef; std::optional takes it.
+  EXPECT_FALSE(none.try_cast<Array<Any>>().has_value());
+  EXPECT_FALSE(none.try_cast<ObjectRef>().has_value());
+  EXPECT_FALSE(none.as<ObjectRef>().has_value());
+  EXPECT_THROW(none.cast<ObjectRef>(), Error);
+  auto opt = none.try_cast<std::optional<ObjectRef>>();
+  ASSERT_TRUE(opt.has_value());
+  EXPECT_FALSE(opt->has_value());
 }
 
 TEST(Containers, ArrayCopyOnWrite) {

@@ -47,8 +47,22 @@ def test_none_inside_containers_and_bodies_is_refused(call, word):
     expect_error(call, "TypeError", word)
 
 
-def test_calling_none_as_a_function_is_refused():
-    expect_error("tilecore.testing.apply(None)", "ValueError", "empty")
+@pytest.mark.parametrize("call,func,expected", [
+    ("tilecore.testing.apply(None)", "testing.apply", "Function"),
+    ("tilecore.testing.apply_in_thread(None)", "testing.apply_in_thread", "Function"),
+    ("tilecore.get_global_func('runtime.CModuleCreate')('', b'', None)", "runtime.CModuleCreate", "Array"),
+])
+def test_packed_functions_refuse_none_with_a_named_error(call, func, expected):
+    # C1: a packed body's args[i].cast<T>() names the argument, the function and T.
+    expect_error(call, "TypeError", "argument #", func, expected, "None")
+
+
+def test_optional_parameters_still_take_none():
+    outcome = run_isolated("""
+        RESULT = tilecore.transform.PassContext(config=None, instruments=None) is not None
+    """)
+    outcome.check_alive()
+    assert outcome.data == {"status": "ok", "result": "True"}, outcome.describe()
 
 
 def test_module_import_of_none_is_refused():

@@ -84,7 +84,6 @@ class Array : public ObjectRef {
   const ArrayObj* get() const { return obj(); }
   const ArrayObj* operator->() const { return obj(); }
   using ContainerType = ArrayObj;
-  static constexpr bool _type_is_nullable = false;
 
  private:
   const ArrayObj* obj() const { return static_cast<const ArrayObj*>(ObjectRef::get()); }

@@ -79,7 +79,6 @@ class Map : public ObjectRef {
   const MapObj* get() const { return obj(); }
   const MapObj* operator->() const { return obj(); }
   using ContainerType = MapObj;
-  static constexpr bool _type_is_nullable = false;
 
  private:
   const MapObj* obj() const { return static_cast<const MapObj*>(ObjectRef::get()); }

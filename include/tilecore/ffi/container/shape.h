@@ -50,7 +50,6 @@ class Shape : public ObjectRef {
   const ShapeObj* get() const { return static_cast<const ShapeObj*>(ObjectRef::get()); }
   const ShapeObj* operator->() const { return get(); }
   using ContainerType = ShapeObj;
-  static constexpr bool _type_is_nullable = false;
 };
 
 template <>
