@@ -9,20 +9,7 @@ set -euo pipefail
 PYTHON=${PYTHON:-python3}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-need_deb() {  # need_deb <file-or-command to look for> <debian package>
-  local probe=$1 package=$2
-  if [ -e "$probe" ] || command -v "$probe" >/dev/null 2>&1; then return 0; fi
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "tilecore: installing Debian package $package"
-    if ! (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null 2>&1); then
-      apt-get update -qq >/dev/null 2>&1 || true
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null
-    fi
-  else
-    echo "tilecore: missing the Debian package '$package' (install it with: sudo apt-get install $package)" >&2
-    exit 1
-  fi
-}
+source "$ROOT/scripts/common.sh"
 
 need_deb g++ g++
 need_deb /usr/include/gtest/gtest.h libgtest-dev

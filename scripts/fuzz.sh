@@ -10,19 +10,10 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SECONDS_PER_TARGET=60
 [ "${1:-}" = "--seconds" ] && SECONDS_PER_TARGET=$2
 
-install_deb() {  # install_deb <debian package>, or name it and stop
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "tilecore: installing Debian package $1"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null 2>&1 ||
-      { apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null; }
-  else
-    echo "tilecore: fuzzing needs the Debian package '$1' (sudo apt-get install $1)" >&2
-    exit 1
-  fi
-}
-command -v clang++-14 >/dev/null 2>&1 || install_deb clang-14
-ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 ||
-  install_deb libclang-rt-14-dev
+source "$ROOT/scripts/common.sh"
+need_deb clang++-14 clang-14 fuzzing
+fuzzer_runtime=$(ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null | head -n1 || true)
+need_deb "${fuzzer_runtime:-/usr/lib/llvm-14/lib/clang/libclang_rt.fuzzer-x86_64.a}" libclang-rt-14-dev fuzzing
 
 BUILD="$ROOT/build-fuzz"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \

@@ -10,10 +10,12 @@
 #include "tilecore/ir/op.h"
 #include "tilecore/ir/printer.h"
 #include "tilecore/transform/default_kernel_pipeline.h"
+#include "pass_test_util.h"
 
 using namespace tilecore;             // NOLINT
 using namespace tilecore::ir;         // NOLINT
 using namespace tilecore::transform;  // NOLINT
+using namespace tilecore::test_util;  // NOLINT
 
 namespace {
 const DataType f32 = DataType::Float(32);
@@ -47,7 +49,6 @@ PrimFunc Softmax() {
                   Map<String, Any>{{"global_symbol", Any("softmax")}});
 }
 
-PrimFunc ApplyPass(Pass p, PrimFunc f) { return p(IRModule::FromFunction(f))->functions.items().front().second; }
 
 /*! \brief Checks what docs/passes.md promises the codegen. */
 void CheckContract(const PrimFunc& f) {

@@ -7,10 +7,12 @@
 #include "tilecore/ir/op.h"
 #include "tilecore/ir/printer.h"
 #include "tilecore/transform/emit_tile_intrinsics.h"
+#include "pass_test_util.h"
 
 using namespace tilecore;             // NOLINT
 using namespace tilecore::ir;         // NOLINT
 using namespace tilecore::transform;  // NOLINT
+using namespace tilecore::test_util;  // NOLINT
 
 namespace {
 const DataType f32 = DataType::Float(32);
@@ -19,14 +21,7 @@ const DataType i8 = DataType::Int(8);
 
 Buffer Local(Array<PrimExpr> shape, DataType t, const char* name) { return DeclBuffer(shape, t, name, "local"); }
 PrimFunc Func(Stmt body) { return PrimFunc({}, body); }
-PrimFunc ApplyPass(Pass p, PrimFunc f) { return p(IRModule::FromFunction(f))->functions.items().front().second; }
-std::string Report(const PrimFunc& f) {
-  auto r = f->attrs.Get("tile_emit_report");
-  if (!r.has_value()) return "";
-  std::string s;
-  for (const String& line : r->cast<Array<String>>()) s += std::string(line.view()) + "\n";
-  return s;
-}
+std::string Report(const PrimFunc& f) { return ReportLines(f, "tile_emit_report"); }
 Stmt Nest2(Var i, int64_t m, Var j, int64_t n, Stmt body) {
   return For(i, 0, static_cast<int32_t>(m), ForKind::kSerial, For(j, 0, static_cast<int32_t>(n), ForKind::kSerial, body));
 }

@@ -5,13 +5,14 @@
 #include "tilecore/ir/op.h"
 #include "tilecore/ir/printer.h"
 #include "tilecore/transform/flatten_buffer.h"
+#include "pass_test_util.h"
 
 using namespace tilecore;             // NOLINT
 using namespace tilecore::ir;         // NOLINT
 using namespace tilecore::transform;  // NOLINT
+using namespace tilecore::test_util;  // NOLINT
 
 namespace {
-PrimFunc ApplyPass(Pass p, PrimFunc f) { return p(IRModule::FromFunction(f))->functions.items().front().second; }
 Buffer Flat(const Buffer& b, int64_t n) {
   return Buffer(b->data, b->dtype, {IntImm(DataType::Int(32), n)}, {}, IntImm(DataType::Int(32), 0), b->scope,
                 b->name);

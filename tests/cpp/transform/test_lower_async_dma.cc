@@ -4,14 +4,14 @@
 #include "tilecore/ir/op.h"
 #include "tilecore/ir/printer.h"
 #include "tilecore/transform/lower_async_dma.h"
+#include "pass_test_util.h"
 
 using namespace tilecore;             // NOLINT
 using namespace tilecore::ir;         // NOLINT
 using namespace tilecore::transform;  // NOLINT
+using namespace tilecore::test_util;  // NOLINT
 
 namespace {
-PrimFunc ApplyPass(Pass p, PrimFunc f) { return p(IRModule::FromFunction(f))->functions.items().front().second; }
-
 PrimFunc Kernel(PrimExpr event) {
   Buffer A = DeclBuffer({64}, DataType::Int(8), "A");
   Buffer T = DeclBuffer({64}, DataType::Int(8), "T", "local");

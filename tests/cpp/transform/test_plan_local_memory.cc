@@ -3,14 +3,14 @@
 
 #include "tilecore/ir/op.h"
 #include "tilecore/transform/plan_local_memory.h"
+#include "pass_test_util.h"
 
 using namespace tilecore;             // NOLINT
 using namespace tilecore::ir;         // NOLINT
 using namespace tilecore::transform;  // NOLINT
+using namespace tilecore::test_util;  // NOLINT
 
 namespace {
-PrimFunc ApplyPass(Pass p, PrimFunc f) { return p(IRModule::FromFunction(f))->functions.items().front().second; }
-
 PrimFunc TwoBuffers(int32_t n, const char* scope = "local") {
   Buffer X = DeclBuffer({n}, DataType::Float(32), "X", scope);
   Buffer Y = DeclBuffer({n}, DataType::Float(32), "Y", scope);

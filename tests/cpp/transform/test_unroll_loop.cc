@@ -5,15 +5,12 @@
 #include "tilecore/ir/op.h"
 #include "tilecore/ir/printer.h"
 #include "tilecore/transform/unroll_loop.h"
+#include "pass_test_util.h"
 
 using namespace tilecore;             // NOLINT
 using namespace tilecore::ir;         // NOLINT
 using namespace tilecore::transform;  // NOLINT
-
-namespace {
-PrimFunc Wrap(Buffer A, Stmt body) { return PrimFunc({A->data}, body, Map<Var, Buffer>{{A->data, A}}); }
-PrimFunc ApplyPass(Pass p, PrimFunc f) { return p(IRModule::FromFunction(f))->functions.items().front().second; }
-}  // namespace
+using namespace tilecore::test_util;  // NOLINT
 
 TEST(UnrollLoop, UnrolledLoopBecomesCopies) {
   Buffer A = DeclBuffer({8}, DataType::Int(32), "A");

@@ -5,29 +5,15 @@
 #include "tilecore/ir/op.h"
 #include "tilecore/ir/printer.h"
 #include "tilecore/transform/vectorize_loop.h"
+#include "pass_test_util.h"
 
 using namespace tilecore;             // NOLINT
 using namespace tilecore::ir;         // NOLINT
 using namespace tilecore::transform;  // NOLINT
+using namespace tilecore::test_util;  // NOLINT
 
 namespace {
-PrimFunc Wrap(std::vector<Buffer> bufs, Stmt body) {
-  Array<Var> params;
-  Map<Var, Buffer> bmap;
-  for (const Buffer& b : bufs) {
-    params.push_back(b->data);
-    bmap.Set(b->data, b);
-  }
-  return PrimFunc(params, body, bmap);
-}
-PrimFunc ApplyPass(Pass p, PrimFunc f) { return p(IRModule::FromFunction(f))->functions.items().front().second; }
-std::string Report(const PrimFunc& f) {
-  auto r = f->attrs.Get("vectorize_report");
-  if (!r.has_value()) return "";
-  std::string s;
-  for (const String& line : r->cast<Array<String>>()) s += std::string(line.view()) + "\n";
-  return s;
-}
+std::string Report(const PrimFunc& f) { return ReportLines(f, "vectorize_report"); }
 const DataType f32 = DataType::Float(32);
 }  // namespace
 

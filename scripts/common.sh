@@ -1,0 +1,19 @@
+# scripts/common.sh — the helpers the scripts share; sourced, never run.
+
+# need_deb <file or command to look for> <debian package> [what needs it]
+# Returns at once when the file or command exists; otherwise installs the package with
+# apt-get when running as root, or names it and stops.
+need_deb() {
+  local probe=$1 package=$2 purpose=${3:-tilecore}
+  if [ -e "$probe" ] || command -v "$probe" >/dev/null 2>&1; then return 0; fi
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "tilecore: installing Debian package $package"
+    if ! (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null 2>&1); then
+      apt-get update -qq >/dev/null 2>&1 || true
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null
+    fi
+  else
+    echo "tilecore: $purpose needs the Debian package '$package' (install it with: sudo apt-get install $package)" >&2
+    exit 1
+  fi
+}
