@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # scripts/test.sh — the whole test suite: builds tilecore, runs the C++ tests (also
-# under AddressSanitizer + UndefinedBehaviorSanitizer), a bounded fuzz run when
-# clang is available, then the Python tests, whose summary line ends the output.
+# under AddressSanitizer + UndefinedBehaviorSanitizer), the C++ and Python tests of a
+# build without the npu (scripts/test_without_npu.sh), a bounded fuzz run, then the
+# Python tests, whose summary line ends the output.
 #
 #   scripts/test.sh            everything
-#   scripts/test.sh --quick    skip the sanitizer build and the fuzz run
+#   scripts/test.sh --quick    skip the sanitizer build, the build without the npu and the fuzz run
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PYTHON=${PYTHON:-python3}
@@ -20,6 +21,8 @@ ctest --test-dir "$ROOT/build" --output-on-failure -j2 || status=1
 if [ "$QUICK" = 0 ]; then
   echo "== C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer"
   bash "$ROOT/scripts/test_sanitizers.sh" || status=1
+  echo "== C++ and Python tests of a build without the npu (TILECORE_ENABLE_NPU=OFF)"
+  bash "$ROOT/scripts/test_without_npu.sh" || status=1
   if [ -x "$ROOT/scripts/fuzz.sh" ]; then
     echo "== bounded fuzz run"
     bash "$ROOT/scripts/fuzz.sh" --seconds 60 || status=1

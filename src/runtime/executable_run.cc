@@ -19,12 +19,12 @@ using ffi::Any;
 using JMap = ffi::Map<ffi::String, ffi::Any>;
 using JArr = ffi::Array<ffi::Any>;
 
-double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+[[maybe_unused]] double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
 /*! \brief A view of bytes [offset, offset + size) of `arena` with the buffer's shape and dtype. */
-ffi::NDArray View(const ffi::NDArray& arena, const ExecBuffer& b) {
+[[maybe_unused]] ffi::NDArray View(const ffi::NDArray& arena, const ExecBuffer& b) {
   struct Ctx {
     ffi::NDArray arena;
     std::vector<int64_t> shape;
@@ -46,7 +46,7 @@ ffi::NDArray View(const ffi::NDArray& arena, const ExecBuffer& b) {
   return ffi::NDArray::FromDLPack(m);
 }
 
-std::string JsonEscape(const std::string& s) { return ffi::json::Stringify(ffi::String(s)); }
+[[maybe_unused]] std::string JsonEscape(const std::string& s) { return ffi::json::Stringify(ffi::String(s)); }
 
 }  // namespace
 

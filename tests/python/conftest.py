@@ -16,3 +16,54 @@ try:
     _hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
 except ImportError:  # the property tests skip themselves without Hypothesis
     pass
+
+
+# A build configured with TILECORE_ENABLE_NPU=OFF has no npu target, device or module
+# kind. A test that needs one fails with exactly one of these errors; that failure is
+# reported as a skip naming the reason, and every other failure stays a failure.
+_NPU_ABSENT_ERRORS = ("unknown target kind `npu`", "'runtime.NpuModuleCreate' is not registered",
+                      "registered for device `npu`", "(npu)",
+                      "built without the npu device", "'runtime.NpuConfigure'",
+                      "no loader for module kind `npu`", "'runtime.InstallHostCalls' is not registered")
+
+
+def _build_has_npu():
+    try:
+        import tilecore
+
+        return tilecore.get_global_func("runtime.NpuModuleCreate", allow_missing=True) is not None
+    except Exception:  # noqa: BLE001 - no build at all: the tests report that themselves
+        return True
+
+
+_HAS_NPU = _build_has_npu()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "npu: needs the npu device (skipped in a TILECORE_ENABLE_NPU=OFF build)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if _HAS_NPU:
+        return
+    import pytest
+
+    skip = pytest.mark.skip(reason="needs the npu device (this build has TILECORE_ENABLE_NPU=OFF)")
+    for item in items:
+        if item.get_closest_marker("npu"):
+            item.add_marker(skip)
+
+
+def pytest_runtest_makereport(item, call):
+    if _HAS_NPU or call.excinfo is None or call.when not in ("setup", "call"):
+        return None
+    import pytest
+
+    text = str(call.excinfo.getrepr(style="short"))
+    if any(e in text for e in _NPU_ABSENT_ERRORS):
+        report = pytest.TestReport.from_item_and_call(item, call)
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0,
+                           "Skipped: needs the npu device (this build has TILECORE_ENABLE_NPU=OFF)")
+        return report
+    return None

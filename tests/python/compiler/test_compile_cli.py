@@ -24,6 +24,7 @@ def chain_model(shape=("N", 16)):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), w
 
 
+@pytest.mark.npu
 def test_compile_then_run(tmp_path, capsys):
     model, w = chain_model()
     onnx.save(model, tmp_path / "m.onnx")
@@ -52,6 +53,7 @@ def test_compile_errors_are_one_line(tmp_path, capsys):
     assert parse_input_shape("a:b:1,2") == ("a:b", (1, 2))
 
 
+@pytest.mark.npu
 def test_compare_reports_every_tensor(tmp_path, capsys):
     model, w = chain_model((4, 16))
     onnx.save(model, tmp_path / "m.onnx")
@@ -69,6 +71,7 @@ def test_compare_reports_every_tensor(tmp_path, capsys):
     assert rep["first_divergent"] is None
 
 
+@pytest.mark.npu
 def test_compare_names_the_first_divergent_node(tmp_path, capsys):
     # A threshold no float computation meets on a sign-changing tensor: cosine 1.0 is
     # still >= 1.0, so use a threshold above 1 to force divergence at the first tensor.
@@ -92,6 +95,7 @@ def test_metrics_by_hand():
     assert metrics(np.ones(3), np.ones(3))["sqnr_db"] == float("inf")
 
 
+@pytest.mark.npu
 def test_demo_compiles_runs_and_compares_resnet18(capsys):
     from test_driver import _resnet18_runs
 

@@ -70,6 +70,7 @@ def c_module(tmp_path):
     return tilecore.get_global_func("runtime.CModuleCreate")(C_SOURCE, so.read_bytes(), [{"name": "vadd", "params": PARAMS}])
 
 
+@pytest.mark.npu
 def test_device_apis_are_registered():
     assert {"cpu", "npu"} <= set(runtime.list_device_apis())
     assert tilecore.get_global_func("device_api.npu") is not None

@@ -44,6 +44,7 @@ def test_errors_name_the_option(spec, words):
     assert isinstance(info.value, tilecore.TilecoreError)
 
 
+@pytest.mark.npu
 def test_kind_registry_and_options():
     assert {"npu", "c"} <= set(tgt.list_kinds())
     names = [o["name"] for o in tgt.kind_options("npu")]
