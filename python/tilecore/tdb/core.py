@@ -76,6 +76,10 @@ class Debugger(cmd.Cmd):
         if stdin is not None:
             self.use_rawinput = False
         self.verbose = verbose
+        if not isinstance(target, Target) and type(target).__name__ == "Executable":
+            from .model import ModelTarget
+
+            target = ModelTarget(target)
         self.target = target if isinstance(target, Target) else open_target(target, function)
         if isinstance(inputs, (str, bytes)) or hasattr(inputs, "__fspath__"):
             with np.load(inputs) as z:
@@ -91,6 +95,9 @@ class Debugger(cmd.Cmd):
         self.core = 0                 # the core commands refer to by default
         self.last_stop = None
         self.total_instructions = None  # known after one complete run
+        self.model = self.target if getattr(self.target, "kind", "") == "model" else None
+        self.base_position = 0        # models: instructions of the nodes already run
+        self.node_instructions = {}   # models: node index -> instructions it took
         self.namespace = {"tdb": self, "sim": self.sim, "np": np}
         self.plugins = []
         self.info_handlers = {}       # info SUBCOMMAND -> (function, completer or None)
@@ -209,6 +216,21 @@ class Debugger(cmd.Cmd):
     def where(self, core=None):
         """``core C pc P `inst` at file:line`` for a core."""
         core = self.core if core is None else core
+        if self.model is not None:
+            node = self.model.node()
+            if node is None:
+                return "the model has finished"
+            head = f"node {node.index + 1} of {len(self.model.nodes)} {node.describe()}"
+            if node.where == "host":
+                return f"{head}: one host call (`{node.step['function']}`), not run yet"
+            if node.where == "view":
+                return f"{head}: a view of `{node.inputs[0]}` as `{node.outputs[0]}`, no code"
+            if self.position() == 0:
+                head = "before " + head
+            if self.sim.halted(core):
+                return f"{head}: core {core} halted"
+            pc = self.sim.pc(core)
+            return f"{head}: core {core} pc {pc}: {self.sim.instruction_at(core, pc) or '<past the end>'}"
         pc = self.sim.pc(core)
         if self.sim.halted(core):
             return f"core {core} halted"
@@ -221,9 +243,15 @@ class Debugger(cmd.Cmd):
         self.finished = False
         self.fault = None
         self.last_stop = None
-        self.sim.load(self.target.program)
-        self.symbols = self.target.prepare(self.sim, self.inputs)
-        ffi.Begin(self.engine)
+        if self.model is not None:
+            self.symbols = self.model.prepare(self.sim, self.inputs)
+            self.base_position = 0
+            self.started = True
+            self.enter_node(0)
+        else:
+            self.sim.load(self.target.program)
+            self.symbols = self.target.prepare(self.sim, self.inputs)
+            ffi.Begin(self.engine)
         self.started = True
         self.namespace.update({"symbols": self.symbols})
         self._call("on_start")
@@ -237,9 +265,21 @@ class Debugger(cmd.Cmd):
             raise CommandError(f"the program faulted at core {self.fault.core} pc {self.fault.pc} "
                                "(go back with reverse-next, or start again with run)")
 
-    def resume(self, max_instructions=0, units=(), pcs=None):
-        """Runs until a stop, ``max_instructions`` (0: no limit) or the end; reports the stop."""
+    def resume(self, max_instructions=0, units=(), pcs=None, stop_before=None, node_end=False):
+        """Runs until a stop, ``max_instructions`` (0: no limit) or the end; reports the stop.
+
+        For a model, ``stop_before(node)`` (true: stop before that node starts) and
+        ``node_end`` (stop when the current node ends) are graph-level transient stops."""
         self.require_runnable()
+        if self.model is not None:
+            rep = self._resume_model(max_instructions, units, stop_before, node_end)
+        else:
+            rep = self._resume_kernel(max_instructions, units, pcs)
+        self.report(rep)
+        return rep
+
+    def _resume_kernel(self, max_instructions=0, units=(), pcs=None):
+        """The kernel part of resume: runs the loaded program; returns the report."""
         mask = 0
         for u in units:
             mask |= 1 << UNITS.index(u)
@@ -271,13 +311,81 @@ class Debugger(cmd.Cmd):
             if rep["reason"] in ("breakpoint", "watchpoint") and not all(p.accept_stop(rep) for p in self.plugins):
                 continue  # a condition said no
             break
-        self.report(rep)
         return rep
+
+    # ---- models: node after node ------------------------------------------------------------
+    def enter_node(self, index):
+        """Makes node ``index`` current: an npu node's kernel is loaded (stopped before its
+        first instruction) and the reverse-execution history restarts there."""
+        m = self.model
+        m.current = index
+        node = m.node(index)
+        if node is not None and node.where == "npu":
+            m.load_node(self.sim, node)
+            ffi.Begin(self.engine)
+            self._call("on_node_load", node)
+
+    def _resume_model(self, max_instructions, units, stop_before, node_end):
+        m = self.model
+        left = max_instructions
+        executed = 0
+        first = True
+        while True:
+            node = m.node()
+            if node is None:
+                return {"reason": "finished", "executed": executed, "hits": []}
+            if not first:
+                messages = [t for p in self.plugins for t in (p.before_node(node) or [])]
+                if stop_before is not None and stop_before(node):
+                    messages.append("")
+                if messages:
+                    return {"reason": "node", "executed": executed, "hits": [], "messages": messages}
+            first = False
+            if node.where == "npu":
+                if self.verbose:
+                    self.message(f"progress: node {node.index + 1} of {len(m.nodes)} {node.describe()}")
+                rep = self._resume_kernel(left, units)
+                executed += rep["executed"]
+                if rep["reason"] != "finished":
+                    rep["executed"] = executed
+                    return rep
+                if left:
+                    left = max(left - rep["executed"], 0) or -1
+                ran = self.position()
+            else:
+                if node.where == "host":
+                    m.run_host_node(self.sim, node)
+                executed += 1
+                if left:
+                    left = (left - 1) or -1
+                ran = 0
+            self.node_instructions[node.index] = ran
+            self.base_position += ran
+            messages = [t for p in self.plugins for t in (p.after_node(node) or [])]
+            self.enter_node(node.index + 1)
+            if messages or node_end or left == -1:
+                if m.node() is None and not messages:
+                    return {"reason": "finished", "executed": executed, "hits": []}
+                return {"reason": "node" if messages or node_end else "step", "executed": executed, "hits": [],
+                        "messages": messages}
 
     def report(self, rep):
         self.last_stop = rep
         if rep["hits"]:
             self.core = rep["hits"][0]["core"]
+        for text in rep.get("messages", ()):
+            if text:
+                self.message(text)
+        if rep["reason"] == "finished" and self.model is not None:
+            self.finished = True
+            self.total_instructions = self.base_position
+            m = self.model
+            self.message(f"model finished: {len(m.nodes)} nodes ({sum(n.where == 'npu' for n in m.nodes)} npu, "
+                         f"{sum(n.where == 'host' for n in m.nodes)} host, {sum(n.where == 'view' for n in m.nodes)} "
+                         f"views), {self.base_position} instructions")
+            self._call("on_stop", rep)
+            self._call("on_end")
+            return
         if rep["reason"] == "finished":
             self.finished = True
             self.total_instructions = self.position()
@@ -318,7 +426,8 @@ class Debugger(cmd.Cmd):
         if self.started:
             for space, core, lo, hi in ffi.WrittenRanges(self.engine):
                 self.sim.write(space, lo, np.zeros(hi - lo, np.uint8), core=core)
-            self.sim.load(self.target.program)
+            if self.target.program is not None:
+                self.sim.load(self.target.program)
             for name, s in self.symbols.items():
                 self.sim.write(s.space, s.address, np.zeros(s.nbytes, np.uint8), core=s.core)
             self.sim.write("l2", 0, np.zeros(cfg["l2_bytes"], np.uint8))
@@ -337,11 +446,23 @@ class Debugger(cmd.Cmd):
     do_r = do_run
 
     def do_next(self, arg):
-        """n(ext) [N] | n(ext) dma|din|dout|mm|vec|scalar [N]
-        Execute the next N instructions (default 1) of all cores, in simulation order;
-        with an engine, run until just before the N-th next instruction that issues a command to it."""
+        """n(ext) [N] | n(ext) dma|din|dout|mm|vec|scalar [N] | n(ext) node [N]
+        Execute the next N instructions (default 1) of all cores, in simulation order (in a model,
+        a host node or a view counts as one); with an engine, run until just before the N-th next
+        instruction that issues a command to it; with node (models), until the N-th next node starts."""
         self.require_started()
         args = arg.split()
+        if args and args[0] == "node" and self.model is not None:
+            n = parse_int(args[1], "count") if len(args) > 1 else 1
+            if n < 1 or len(args) > 2:
+                raise CommandError("usage: next node [N] with N >= 1")
+            seen = [0]
+
+            def nth(node):
+                seen[0] += 1
+                return seen[0] >= n
+            self.resume(0, stop_before=nth)
+            return
         if args and args[0] in ENGINE_UNITS:
             n = parse_int(args[1], "count") if len(args) > 1 else 1
             if n < 1 or len(args) > 2:
@@ -367,7 +488,7 @@ class Debugger(cmd.Cmd):
     do_n = do_next
 
     def complete_next(self, text, line, begidx, endidx):
-        return [u for u in ENGINE_UNITS if u.startswith(text)]
+        return [u for u in list(ENGINE_UNITS) + (["node"] if self.model is not None else []) if u.startswith(text)]
 
     def do_continue(self, arg):
         """c(ont(inue))
@@ -386,10 +507,17 @@ class Debugger(cmd.Cmd):
         return f, int(ln)
 
     def do_until(self, arg):
-        """unt(il) [LINE]
+        """unt(il) [LINE] | unt(il) [NODE]
         Without argument, continue until a kernel source line greater than the current one is
-        reached (on the current core); with LINE, until a line >= LINE is reached."""
+        reached (on the current core); with LINE, until a line >= LINE is reached.
+        In a model: until node NODE (ONNX node name) starts; without argument, the next node."""
         self.require_started()
+        if self.model is not None:
+            name = arg.strip()
+            if name and not self.model.find_nodes(name):
+                raise CommandError(f"no node named `{name}`" + _suggest(name, self.model.node_names()))
+            self.resume(0, stop_before=(lambda node: name in (node.onnx_name, node.name)) if name else (lambda node: True))
+            return
         core = self.core
         file, line = self._line_of(core)
         if file is None:
@@ -403,12 +531,21 @@ class Debugger(cmd.Cmd):
 
     do_unt = do_until
 
+    def complete_until(self, text, line, begidx, endidx):
+        return complete_node_names(self, text)
+
+    complete_unt = complete_until
+
     def do_finish(self, arg):
         """finish
-        Continue until the current core leaves the current kernel source line (its statement)."""
+        Continue until the current core leaves the current kernel source line (its statement);
+        in a model, until the current node has run (stopping before the next one)."""
         self.require_started()
         if arg.strip():
             raise CommandError("takes no argument")
+        if self.model is not None:
+            self.resume(0, node_end=True)
+            return
         core = self.core
         here = self._loc_tuple(core, self.sim.pc(core))
         if here is None:
@@ -551,6 +688,17 @@ class Debugger(cmd.Cmd):
     def completenames(self, text, *ignored):
         return sorted({n[3:].replace("_", "-") for n in self.get_names()
                        if n.startswith("do_" + text.replace("-", "_")) and n != "do_EOF"})
+
+
+def _suggest(name, names):
+    import difflib
+
+    close = difflib.get_close_matches(name, names, n=4)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+def complete_node_names(tdb, text):
+    return sorted(n for n in tdb.model.node_names() if n.startswith(text)) if tdb.model is not None else []
 
 
 def _dedent(doc):
