@@ -364,8 +364,11 @@ class Debugger(cmd.Cmd):
             messages = [t for p in self.plugins for t in (p.after_node(node) or [])]
             self.enter_node(node.index + 1)
             if messages or node_end or left == -1:
-                if m.node() is None and not messages:
-                    return {"reason": "finished", "executed": executed, "hits": []}
+                nxt = m.node()
+                if nxt is None:
+                    return {"reason": "finished", "executed": executed, "hits": [], "messages": messages}
+                # Stopping here is also stopping before the next node: its breakpoints count now.
+                messages += [t for p in self.plugins for t in (p.before_node(nxt) or [])]
                 return {"reason": "node" if messages or node_end else "step", "executed": executed, "hits": [],
                         "messages": messages}
 
@@ -413,7 +416,8 @@ class Debugger(cmd.Cmd):
         self.sim_clear()
         self.start()
         self.message(f"{self.target.kind} `{self.target.name}` on {self.sim.cores} core(s); "
-                     f"{len(self.symbols)} buffer(s); stopped before the first instruction")
+                     f"{len(self.symbols)} {'graph value' if self.model is not None else 'buffer'}(s); "
+                     "stopped before the first instruction")
         self.message(self.where())
 
     do_s = do_start
@@ -428,7 +432,7 @@ class Debugger(cmd.Cmd):
                 self.sim.write(space, lo, np.zeros(hi - lo, np.uint8), core=core)
             if self.target.program is not None:
                 self.sim.load(self.target.program)
-            for name, s in self.symbols.items():
+            for name, s in self.symbols.items() if self.model is None else ():  # a model's arena is zeroed whole
                 self.sim.write(s.space, s.address, np.zeros(s.nbytes, np.uint8), core=s.core)
             self.sim.write("l2", 0, np.zeros(cfg["l2_bytes"], np.uint8))
             for c in range(self.sim.cores):
@@ -725,6 +729,8 @@ class _Namespace(dict):
             return sim.pc(self.c)
         if key == "cycle":
             return sim.cycle()
+        if key == "node" and t.model is not None:
+            return t.model.node()
         if len(key) >= 2 and key[0] in "xvp" and key[1:].isdigit():
             r = int(key[1:])
             if key[0] == "x" and r < 32:

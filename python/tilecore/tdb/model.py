@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from .target import ARG_BLOCK_FROM_END, KernelModuleTarget, Target, TargetError
+from .target import ARG_BLOCK_FROM_END, KernelModuleTarget, Symbol, Target, TargetError
 
 ARENA_BASE = 0x10000  # runtime::kNpuHeapBase: the first address the npu device allocates
 
@@ -196,8 +196,8 @@ class ModelTarget(Target):
 
     # ---- running --------------------------------------------------------------------------------
     def prepare(self, sim, inputs):
-        """Writes the constants and the inputs into the arena; returns {} (values are
-        found by name through :meth:`read_value`)."""
+        """Writes the constants and the inputs into the arena; returns {value name: Symbol}
+        (every graph value, in the buffer and row-major layout the compiler chose)."""
         from .._base import _ffi_core
 
         inputs = dict(inputs or {})
@@ -218,7 +218,7 @@ class ModelTarget(Target):
             if a.dtype != v.dtype or tuple(a.shape) != v.shape:
                 raise TargetError(f"input `{name}` is {a.dtype}{list(a.shape)}; the executable expects {expects}")
             sim.write("ddr", self.value_address(v), a)
-        return {}
+        return {name: Symbol(name, "ddr", self.value_address(v), v.dtype, v.shape) for name, v in self.values.items()}
 
     def load_node(self, sim, node):
         """Loads an npu node's kernel with its argument block, as the runtime's launch does."""
