@@ -59,9 +59,12 @@ def parse_int(text, what="number"):
 class Debugger(cmd.Cmd):
     """The TC1 debugger.
 
-    :param target: a :class:`Target`, or a path (``.tcm`` kernel module, ``.s`` assembly).
+    :param target: a :class:`Target`, a path (``.tcm`` kernel module, ``.s`` assembly, ``.tcx``
+        model) or a :class:`tilecore.runtime.Executable`.
     :param inputs: a dict (or ``.npz`` path) of input arrays by parameter name.
     :param plugins: extra plugin classes or paths of Python files defining them.
+    :param ref_data: models: reference tensors by ONNX value name (``.npz`` path(s) or a dict)
+        for the data-check plugin.
     :param stdin, stdout: file objects (default: the terminal).
     :param verbose: show progress while running.
     """
@@ -71,7 +74,7 @@ class Debugger(cmd.Cmd):
     doc_header = "Commands (help COMMAND for details):"
 
     def __init__(self, target, inputs=None, plugins=(), stdin=None, stdout=None, verbose=False,
-                 sim_target=None, function=None, mode="functional+timing"):
+                 sim_target=None, function=None, mode="functional+timing", ref_data=None):
         super().__init__(stdin=stdin, stdout=stdout)
         if stdin is not None:
             self.use_rawinput = False
@@ -102,9 +105,14 @@ class Debugger(cmd.Cmd):
         self.plugins = []
         self.info_handlers = {}       # info SUBCOMMAND -> (function, completer or None)
         from . import plugins as builtin
+        from .datacheck import DataCheckPlugin
 
-        for p in (builtin.BreakpointPlugin, builtin.DisplayPlugin, builtin.InfoPlugin, *plugins):
+        for p in (builtin.BreakpointPlugin, builtin.DisplayPlugin, builtin.InfoPlugin, DataCheckPlugin, *plugins):
             self.add_plugin(p)
+        if ref_data is not None:
+            if self.model is None:
+                raise TargetError("--ref_data needs a model (.tcx): a kernel has no graph values to compare")
+            self.plugin("data-check").set_reference(ref_data)
         self._call("on_load")
 
     # ---- output ------------------------------------------------------------------------
