@@ -91,6 +91,10 @@ class Debugger(cmd.Cmd):
         cores = max(self.target.cores, 1)
         self.sim = _sim.Simulator(sim_target or f"npu -cores={cores}", mode=mode)
         self.engine = ffi.Create(self.sim.handle)  # stops may be set before start
+        if getattr(self.target, "kind", "") == "model":
+            # A model's history restarts at each npu node, so it is off unless asked for
+            # ('record on'): logging every tile write's old bytes halves the speed of a run.
+            ffi.SetRecording(self.engine, False)
         self.symbols = {}
         self.started = False
         self.finished = False
