@@ -92,3 +92,36 @@ def _check(args):
     for name in rep["wrong_nodes"]:
         print(f"  wrong: `{name}`")
     return 1
+
+
+@command(
+    "viz",
+    "draw a model's graph (ONNX or .tcx) with Graphviz, nodes coloured by where they run",
+    [
+        arg("model", help="ONNX model (.onnx) or executable (.tcx)"),
+        arg("-o", "--output", required=True, help="graph.svg, graph.html, graph.png or graph.dot"),
+        arg("--check", help="a tilecore check --report JSON: failed nodes in red"),
+    ],
+)
+def _viz(args):
+    import json
+
+    from .tdb import graphview
+
+    try:
+        if args.model.endswith(".tcx"):
+            from .tdb.model import ModelTarget
+
+            g = graphview.from_model_target(ModelTarget(args.model))
+        else:
+            g = graphview.from_onnx(args.model)
+        check = None
+        if args.check:
+            with open(args.check, encoding="utf-8") as f:
+                check = json.load(f)
+        graphview.write(g, args.output, check)
+    except (graphview.GraphError, ValueError, OSError) as e:
+        print(f"tilecore viz: error: {e}", file=sys.stderr)
+        return 1
+    print(f"{args.output}: {len(g.nodes)} nodes")
+    return 0

@@ -226,5 +226,22 @@ class DataCheckPlugin(Plugin):
             raise CommandError(f"the reference data has no `{name}`")
         t.message(f"`{name}`: {describe(compare(self._value(name), self.ref[name], self.thresholds))}")
 
+    def do_viz(self, arg):
+        """viz FILE
+        Draw the model's graph (FILE .svg, .html, .png or .dot), nodes coloured by where they run and
+        those that failed the data-check so far in red."""
+        from . import graphview
+
+        t = self.tdb
+        if t.model is None:
+            raise CommandError("viz draws a model's graph; this target is a kernel")
+        if not arg.strip():
+            raise CommandError("usage: viz FILE (.svg, .html, .png or .dot)")
+        try:
+            path = graphview.write(graphview.from_model_target(t.model), arg.strip(), self.report())
+        except (graphview.GraphError, OSError) as e:
+            raise CommandError(str(e)) from None
+        t.message(f"wrote {path}")
+
     def complete_check(self, text, line, begidx, endidx):
         return complete_words(text, ["on", "off", "stop", "nostop", "set"] + list(self.ref))

@@ -252,3 +252,34 @@ class ModelTarget(Target):
         """The value's array as the simulated DDR holds it now."""
         v = self.values[name]
         return sim.read("ddr", self.value_address(v), v.shape, v.dtype)
+
+    def disassemble(self):
+        """The executable's code as annotated assembly: each node in order with its ONNX name,
+        op type, where it runs and its values, then its kernel's TC1 assembly (once per kernel)."""
+        out = [f"# {self.name}: {len(self.nodes)} nodes, arena {self.arena_size} bytes at ddr:{ARENA_BASE:#x}"]
+        shown = {}
+        for n in self.nodes:
+            ins = ", ".join(f"{i}@ddr:{self.value_address(self.values[i]):#x}" if i in self.values else i or "-"
+                            for i in n.inputs)
+            outs = ", ".join(f"{o}@ddr:{self.value_address(self.values[o]):#x}" if o in self.values else o
+                             for o in n.outputs)
+            out.append("")
+            out.append(f"# ==== node {n.index + 1} of {len(self.nodes)}: `{n.onnx_name}` ({n.op_type}) on the {n.where}")
+            out.append(f"#      reads {ins or '-'}; writes {outs or '-'}")
+            if n.where == "view":
+                out.append("#      a view: no code, the output names the input's bytes")
+                continue
+            if n.where == "host":
+                out.append(f"#      host call `{n.step['function']}` (c module)")
+                continue
+            key = (n.step["module"], n.step["function"])
+            if key in shown:
+                out.append(f"#      kernel `{n.step['function']}`: the same as node {shown[key] + 1}'s")
+                continue
+            shown[key] = n.index
+            k = self.kernel(n)
+            out.append(f"#      kernel `{n.step['function']}` on {k.cores} core(s); argument block at "
+                       f"l1:<L1 size - {ARG_BLOCK_FROM_END}>: " +
+                       ", ".join(f"{p['name']} = {self.buffers[a]['name']}" for p, a in zip(k.params, n.step["args"])))
+            out.extend(k.program.disassemble().splitlines())
+        return "\n".join(out) + "\n"
