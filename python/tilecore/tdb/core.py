@@ -157,6 +157,15 @@ class Debugger(cmd.Cmd):
     def get_names(self):
         return dir(self)
 
+    def preloop(self):
+        # Complete whole node and value names (`/layer1/conv/Conv`, `%x`, `loc:n`, `ddr:0x10`):
+        # '/', ':', '%', '#', '-' are not word breaks here, unlike readline's default.
+        try:
+            import readline
+        except ImportError:
+            return
+        readline.set_completer_delims(" \t\n`!@$^&*()=+[{]};'\",<>?|~")
+
     # ---- command dispatch ----------------------------------------------------------------
     def onecmd(self, line):
         name = self.parseline(line)[0] or (line.split()[0] if line.split() else "")
