@@ -218,3 +218,23 @@ def test_viz_colours_nodes_and_failures(built, tmp_path, capsys):
     page = (tmp_path / "g.html").read_text()
     assert "<svg" in page and "4 npu, 2 host, 1 view" in page
     assert cli.main(["viz", str(tcx), "-o", str(tmp_path / "g.txt")]) == 1
+
+
+def test_bad_model_inputs_are_one_line_errors(built):
+    tcx = built[0]
+    out = io.StringIO()
+    tdb = Debugger(str(tcx), inputs={}, stdout=out)
+    tdb.onecmd("start")
+    assert "*** start: missing input(s) x; the executable expects x: float32[1, 3, 6, 6]" in out.getvalue()
+    tdb = Debugger(str(tcx), inputs={"x": np.zeros((1, 3, 6, 6), np.float64)}, stdout=out)
+    tdb.onecmd("run")
+    assert "*** run: input `x` is float64[1, 3, 6, 6]; the executable expects x: float32[1, 3, 6, 6]" in out.getvalue()
+    tdb = Debugger(str(tcx), inputs={"x": np.zeros((1, 3, 6, 6), np.float32), "q": np.zeros(1)}, stdout=out)
+    tdb.onecmd("run")
+    assert "*** run: unknown input(s) q" in out.getvalue()
+    tdb = Debugger(str(tcx), inputs=M.inputs(), stdout=out)
+    for line in ("p nosuchvalue", "b %nosuch", "b loc:nosuch", "next node 0", "check x", "viz"):
+        mark = len(out.getvalue())
+        tdb.onecmd("start")
+        tdb.onecmd(line)
+        assert "***" in out.getvalue()[mark:] and "Traceback" not in out.getvalue(), line
