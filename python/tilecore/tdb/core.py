@@ -494,6 +494,13 @@ class Debugger(cmd.Cmd):
                 raise CommandError("usage: next ENGINE [N] with N >= 1")
             for _ in range(n):
                 self.require_runnable()
+                if self.model is not None:  # one step first (maybe into the next node), model-aware
+                    if self.resume(1)["reason"] != "step":
+                        return
+                    rep = self.resume(0, units=ENGINE_UNITS[args[0]])
+                    if rep["reason"] != "transient":
+                        return
+                    continue
                 rep = dict(ffi.Resume(self.engine, 1, 0, []).items())
                 rep["hits"] = [dict(h.items()) for h in rep["hits"]]
                 if rep["reason"] != "step":
@@ -591,10 +598,19 @@ class Debugger(cmd.Cmd):
             yield core, n
             n += 1
 
+    def require_kernel_history(self):
+        if self.model is None:
+            return
+        node = self.model.node()
+        if node is None or node.where != "npu":
+            raise CommandError(f"{self.where()}: reverse execution goes back within an npu node's kernel only")
+
     def do_reverse_next(self, arg):
         """reverse-next [N] (rn)
-        Go back N instructions (default 1): memory, registers, queues and clocks as they were."""
+        Go back N instructions (default 1): memory, registers, queues and clocks as they were
+        (in a model, within the current npu node, with 'record on')."""
         self.require_started()
+        self.require_kernel_history()
         n = parse_int(arg.strip(), "count") if arg.strip() else 1
         if n < 1:
             raise CommandError(f"count must be >= 1, got {n}")
@@ -606,8 +622,10 @@ class Debugger(cmd.Cmd):
 
     def do_reverse_continue(self, arg):
         """reverse-continue (rc)
-        Go back to the most recent breakpoint or watchpoint hit before the current position."""
+        Go back to the most recent breakpoint or watchpoint hit before the current position
+        (in a model, within the current npu node)."""
         self.require_started()
+        self.require_kernel_history()
         if arg.strip():
             raise CommandError("takes no argument")
         rep = dict(ffi.ReverseContinue(self.engine).items())

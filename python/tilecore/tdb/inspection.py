@@ -42,7 +42,7 @@ class DisplayPlugin(Plugin):
 
     def show(self, n, expr):
         t = self.tdb
-        if expr.split()[0] in ("x", "info") or expr.startswith("x/"):
+        if expr.split()[0] in ("x", "info", "p", "print") or expr.startswith("x/"):
             t.message(f"{n}: {expr}")
             t.onecmd(expr)
             return
@@ -58,13 +58,13 @@ class DisplayPlugin(Plugin):
     def do_display(self, arg):
         """display [EXPR]
         Show EXPR at every stop (a Python expression with registers and buffers by name, or an
-        'x ...' / 'info ...' command); without argument, show all now."""
+        'x ...' / 'info ...' / 'p ...' command); without argument, show all now."""
         expr = arg.strip()
         if not expr:
             for n, e in self.items.items():
                 self.show(n, e)
             return
-        if not (expr.split()[0] in ("x", "info") or expr.startswith("x/")):
+        if not (expr.split()[0] in ("x", "info", "p", "print") or expr.startswith("x/")):
             try:
                 compile(expr, "<display>", "eval")
             except SyntaxError as e:

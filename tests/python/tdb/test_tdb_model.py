@@ -238,3 +238,18 @@ def test_bad_model_inputs_are_one_line_errors(built):
         tdb.onecmd("start")
         tdb.onecmd(line)
         assert "***" in out.getvalue()[mark:] and "Traceback" not in out.getvalue(), line
+
+
+def test_reverse_execution_within_an_npu_node(built):
+    tdb, out = session(built)
+    tdb.run_commands("start; rn")
+    assert "reverse execution needs recording" in out.getvalue()       # off by default for models
+    tdb.run_commands("record on; next 40")
+    pcs = [tdb.sim.pc(c) for c in range(tdb.sim.cores)]
+    c = tdb.model.values["c"]
+    before = tdb.sim.read("ddr", tdb.model.value_address(c), c.nbytes, "uint8")
+    tdb.run_commands("next 400; reverse-next 400")
+    assert [tdb.sim.pc(c) for c in range(tdb.sim.cores)] == pcs and tdb.position() == 40
+    np.testing.assert_array_equal(tdb.sim.read("ddr", tdb.model.value_address(c), c.nbytes, "uint8"), before)
+    tdb.run_commands("until cast; rn")
+    assert "reverse execution goes back within an npu node's kernel only" in out.getvalue()
