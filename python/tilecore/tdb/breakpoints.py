@@ -268,6 +268,15 @@ class BreakpointPlugin(Plugin):
         self.next_number += 1
         bp = Breakpoint(n, desc, label, self._create(kinds), temporary, cond)
         bp.kind_args = kinds
+        m = self.tdb.model
+        if m is not None and any(k == "pc" for k, _ in kinds):
+            # a pc means an instruction of one kernel: that of the current node
+            node = m.node()
+            if node is None or node.where != "npu":
+                self._register_failed(bp)
+                raise CommandError(f"{desc}: a pc, source or assembly line needs a current npu node")
+            bp.kernel = (node.step["module"], node.step["function"])
+            bp.spec += f" in kernel `{bp.kernel[1]}`"
         self.bps[n] = bp
         for sid in bp.stops:
             self.by_stop[sid] = bp
@@ -358,12 +367,31 @@ class BreakpointPlugin(Plugin):
                 raise CommandError(f"no breakpoint number {n}")
         return nums
 
+    def _register_failed(self, bp):
+        for sid in bp.stops:
+            ffi.RemoveStop(self.tdb.engine, sid)
+
+    def _armed(self, bp):
+        """Whether the engine should check ``bp`` now: enabled, and for a pc breakpoint of a
+        model, the current node runs its kernel."""
+        kernel = getattr(bp, "kernel", None)
+        if not bp.enabled or kernel is None:
+            return bp.enabled
+        node = self.tdb.model.node()
+        return node is not None and node.where == "npu" and (node.step["module"], node.step["function"]) == kernel
+
+    def on_node_load(self, node):
+        for bp in self.bps.values():
+            if getattr(bp, "kernel", None) is not None:
+                for sid in bp.stops:
+                    ffi.SetStop(self.tdb.engine, sid, 1 if self._armed(bp) else 0, -1)
+
     def _set_enabled(self, arg, on, what):
         nums = self._numbers(arg, what) if arg.strip() else list(self.bps)
         for n in nums:
             self.bps[n].enabled = on
             for sid in self.bps[n].stops:
-                ffi.SetStop(self.tdb.engine, sid, 1 if on else 0, -1)
+                ffi.SetStop(self.tdb.engine, sid, 1 if self._armed(self.bps[n]) else 0, -1)
         self.tdb.message(f"{'Enabled' if on else 'Disabled'} breakpoint(s) {', '.join(map(str, nums))}")
 
     def do_enable(self, arg):

@@ -132,6 +132,15 @@ def test_kernel_breakpoints_inside_npu_nodes(built):
     assert tdb.last_stop["reason"] == "watchpoint" and tdb.model.nodes[tdb.model.current].onnx_name == "relu"
 
 
+def test_pc_breakpoints_belong_to_the_current_nodes_kernel(built):
+    tdb, out = session(built)
+    tdb.run_commands("start; until relu; b *10; run")
+    assert tdb.model.nodes[tdb.model.current].onnx_name == "relu" and tdb.sim.pc(tdb.stopped_core()) == 10
+    assert "Breakpoint 1, pc 10 in kernel `relu`" in out.getvalue()
+    tdb.run_commands("delete; until cast; b *3")
+    assert "*** break: pc 3: a pc, source or assembly line needs a current npu node" in out.getvalue()
+
+
 def test_print_values_and_value_watch_conditions(built):
     _, _, ref, _ = built
     tdb, out = session(built)
