@@ -531,7 +531,9 @@ class BreakpointPlugin(Plugin):
     def complete_watch(self, text, line, begidx, endidx):
         if len(line[:begidx].split()) >= 2 and self.tdb.model is not None:
             return complete_words(text, ["nan", "inf", "outside"])
-        return complete_words(text, list(self.tdb.symbols) + [f"{s}:" for s in SPACES])
+        m = self.tdb.model
+        names = list(m.values) + ["*"] if m is not None else list(self.tdb.symbols)
+        return complete_words(text, names + [f"{s}:" for s in SPACES])
 
     complete_rwatch = complete_awatch = complete_watch
 

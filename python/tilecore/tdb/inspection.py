@@ -341,7 +341,8 @@ class InfoPlugin(Plugin):
         t.namespace["_"] = arr
 
     def complete_x(self, text, line, begidx, endidx):
-        return complete_words(text, list(self.tdb.symbols) + [f"{s}:" for s in SPACES] + ["core"])
+        names = list(self.tdb.model.values) if self.tdb.model is not None else list(self.tdb.symbols)
+        return complete_words(text, names + [f"{s}:" for s in SPACES] + ["core"])
 
     # -- p (graph values)
     def do_print(self, arg):
@@ -383,7 +384,8 @@ class InfoPlugin(Plugin):
     do_p = do_print
 
     def complete_print(self, text, line, begidx, endidx):
-        return complete_words(text, list(self.tdb.symbols))
+        m = self.tdb.model
+        return complete_words(text, list(m.values) if m is not None else list(self.tdb.symbols))
 
     complete_p = complete_print
 
