@@ -44,6 +44,11 @@ def test_run_node_by_node_matches_executor_and_onnxruntime(built):
     exe = tilecore.runtime.load_executable(str(tcx))
     np.testing.assert_array_equal(y, exe.run(dict(np.load(inp)))["y"])  # the same computation, bit for bit
     np.testing.assert_allclose(y, ref["y"], rtol=1e-5, atol=1e-5)
+    # the constants sit where the plan says, as the ONNX initializers hold them
+    from onnx import numpy_helper
+
+    for init in M.graph().graph.initializer:
+        np.testing.assert_array_equal(tdb.model.read_value(tdb.sim, init.name), numpy_helper.to_array(init))
     # run again from the start (simulator reused, arena re-laid): the same result
     tdb.onecmd("run")
     np.testing.assert_array_equal(tdb.model.read_value(tdb.sim, "y"), y)
