@@ -201,9 +201,41 @@ class BreakpointPlugin(Plugin):
                     out.append(text)
         return out
 
+    def _host_accesses(self, node):
+        """Memory watchpoints on DDR that a host node's call touched (the simulator does not
+        see host calls): [(bp, "wrote"|"read", value name, lo, hi)]."""
+        m = self.tdb.model
+        found = []
+        for bp in list(self.bps.values()):
+            if isinstance(bp, GraphBreakpoint) or not bp.enabled:
+                continue
+            for kind, a in getattr(bp, "kind_args", []):
+                if kind != "watch" or a["space"] != "ddr":
+                    continue
+                for names, verb, bit in ((node.outputs, "wrote", "write"), (node.inputs, "read", "read")):
+                    if a["mode"] not in (bit, "access"):
+                        continue
+                    for name in names:
+                        v = m.values.get(name)
+                        if v is None:
+                            continue
+                        lo = m.value_address(v)
+                        if lo < a["hi"] and a["lo"] < lo + v.nbytes:
+                            found.append((bp, verb, name, max(lo, a["lo"]), min(lo + v.nbytes, a["hi"])))
+        return found
+
     def after_node(self, node):
         out = []
         m = self.tdb.model
+        if node.where == "host":
+            shown = set()
+            for bp, verb, name, lo, hi in self._host_accesses(node):
+                if bp.number in shown:
+                    continue
+                shown.add(bp.number)
+                bp.host_hits = getattr(bp, "host_hits", 0) + 1
+                out.append(f"Watchpoint {bp.number}: {bp.spec}: host node `{node.onnx_name}` ({node.op_type}) {verb} "
+                           f"ddr[{lo:#x}, {hi:#x}) (value `{name}`)")
         for bp in self._graph_bps("value", "value-watch"):
             names = node.outputs if bp.target == "*" else [bp.target] if bp.target in node.outputs else []
             for name in names:
@@ -455,7 +487,7 @@ class BreakpointPlugin(Plugin):
     def hits(self, bp):
         if isinstance(bp, GraphBreakpoint):
             return bp.count - bp.rejected
-        total = 0
+        total = getattr(bp, "host_hits", 0)
         for s in ffi.Stops(self.tdb.engine):
             if s["id"] in bp.stops:
                 total += s["hits"]

@@ -135,6 +135,16 @@ def test_kernel_breakpoints_inside_npu_nodes(built):
     r = tdb.model.values["r"]
     tdb.run_commands(f"delete; watch ddr:{tdb.model.value_address(r):#x}+4; run")
     assert tdb.last_stop["reason"] == "watchpoint" and tdb.model.nodes[tdb.model.current].onnx_name == "relu"
+    # host nodes run outside the simulator; a watchpoint on their bytes still fires after the call
+    y = tdb.model.values["y"]
+    tdb.run_commands(f"delete; watch ddr:{tdb.model.value_address(y) + 8:#x}+8; run")
+    for _ in range(50):  # y's bytes are reused: npu kernels write them first
+        if tdb.finished or "host node" in out.getvalue():
+            break
+        tdb.onecmd("continue")
+    lo = tdb.model.value_address(y) + 8
+    assert f"host node `bias64` (Add) wrote ddr[{lo:#x}, {lo + 8:#x}) (value `y`)" in out.getvalue()
+    assert tdb.finished  # bias64 was the last node
 
 
 def test_pc_breakpoints_belong_to_the_current_nodes_kernel(built):
