@@ -8,10 +8,16 @@ iteration, on one core) runs
            with the reverse-execution history recording (default) and without;
   (watch)  the same with a write watchpoint on a word the kernel never writes
            (every memory access is checked).
+Then a compiled zoo model (--model, default resnet50) runs
+  (plain)  through the executor (Executable.run; the time of its npu and host calls);
+  (tdb)    in the Debugger on the .tcx: start, a breakpoint on the last node and one on
+           the `tlut` instruction (never executed: the per-instruction check runs
+           everywhere), continue; reverse-execution recording off (the default for
+           models) and on.
 Figures: front-end instructions per second and the ratio of speeds to the plain
 run (median of --repeat rounds; each round runs every case once).
 
-    PYTHONPATH=python:build-dev/python python benchmarks/tdb_speed.py [--n 1048576] [--repeat 5]
+    PYTHONPATH=python:build-dev/python python benchmarks/tdb_speed.py [--n 1048576] [--repeat 5] [--model resnet50]
 """
 import argparse
 import io
@@ -40,6 +46,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1 << 20)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--model", default="resnet50", help="zoo model for the model part ('' to skip)")
     args = ap.parse_args()
     n = args.n
     a = np.arange(n, dtype=np.int32)
@@ -91,6 +98,65 @@ def main():
     print(f"{'':30s} {'instructions':>12s} {'seconds':>9s} {'M instr/s':>10s} {'vs plain':>9s}")
     for label, count, t, ips, ratio in rows:
         print(f"{label:30s} {count:12d} {t:9.4f} {ips / 1e6:10.2f} {ratio:9.2f}")
+    if args.model:
+        model_speed(args.model, args.repeat)
+
+
+def model_speed(name, repeat):
+    """A zoo model compiled for TC1: the executor's run against tdb's continue to a
+    breakpoint on the model's last node, with an instruction breakpoint that never fires
+    (`b tlut`: the per-instruction check runs everywhere)."""
+    from tilecore import zoo
+
+    exe = tilecore.compile(zoo.export(name))
+    inputs = {k: v[0] for k, v in zoo.sample_inputs(name, 1, 0).items()}
+    out_name = next(iter(exe.outputs))
+    dbg = Debugger(exe, inputs=inputs, stdout=io.StringIO())
+    last = dbg.model.nodes[-1]
+
+    def plain():
+        exe.run(inputs)
+        st = exe.stats()
+        steps = st["npu_call_seconds"] + st["host_call_seconds"]  # the nodes only, as tdb's continue
+        return steps, st["wall_seconds"], sum(o.get("instructions", 0) for o in st["ops"])
+
+    def under_tdb(record):
+        dbg.onecmd("start")
+        dbg.onecmd("record on" if record else "record off")
+        dbg.onecmd("delete")
+        dbg.onecmd(f"b loc:{last.name}")
+        dbg.onecmd("b tlut")
+        t0 = time.perf_counter()
+        dbg.onecmd("continue")
+        dt = time.perf_counter() - t0
+        assert dbg.model.current == last.index, dbg.stdout.getvalue()[-400:]
+        executed = dbg.base_position
+        dbg.onecmd("delete")
+        dbg.onecmd("continue")
+        assert dbg.finished
+        return dt, executed
+
+    reference = exe.run(inputs)[out_name]
+    cases = {"plain run (executor)": [], "tdb continue (record off, default)": [], "tdb continue (record on)": []}
+    counts = {}
+    walls = []
+    for _ in range(repeat):
+        t, wall, counts["plain run (executor)"] = plain()
+        cases["plain run (executor)"].append(t)
+        walls.append(wall)
+        for label, record in (("tdb continue (record off, default)", False), ("tdb continue (record on)", True)):
+            dt, counts[label] = under_tdb(record)
+            np.testing.assert_array_equal(dbg.model.read_value(dbg.sim, out_name), reference)
+            cases[label].append(dt)
+    base = statistics.median(cases["plain run (executor)"])
+    print()
+    print(f"model: {name}, {len(dbg.model.nodes)} nodes ({sum(n.where == 'npu' for n in dbg.model.nodes)} npu), "
+          f"{dbg.sim.cores} cores; continue to a breakpoint on the last node `{last.name}` plus `b tlut`; "
+          f"median of {repeat} (executor wall time with arena setup: {statistics.median(walls):.3f} s)")
+    print(f"{'':36s} {'instructions':>12s} {'seconds':>9s} {'M instr/s':>10s} {'vs plain':>9s}")
+    for label, ts in cases.items():
+        t = statistics.median(ts)
+        print(f"{label:36s} {counts[label]:12d} {t:9.4f} {counts[label] / t / 1e6:10.2f} {base / t:9.2f}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ source "$ROOT/scripts/common.sh"
 
 need_deb g++ g++
 need_deb /usr/include/gtest/gtest.h libgtest-dev
+need_deb dot graphviz  # tilecore viz renders model graphs with Graphviz
 
 pip_quiet() { "$PYTHON" -m pip install -q --disable-pip-version-check "$@"; }
 "$PYTHON" -c "import scikit_build_core, cmake, ninja" 2>/dev/null || pip_quiet "scikit-build-core>=0.10" cmake ninja

@@ -3,11 +3,16 @@
 Subcommands:
 
     tilecore asm prog.s [-o prog.bin]        assemble TC1 assembly into a program image
-    tilecore disasm prog.bin [-o prog.s]     disassemble an image (or re-print a .s)
+    tilecore disasm prog.bin [-o prog.s]     disassemble an image (or re-print a .s), a module
+                                             (.tcm) or a model (.tcx, annotated with its nodes)
     tilecore sim prog.s [--cores N] [--mode M] [--trace out.json] [--stats]
                                              run a program on the simulator
     tilecore tdb kernel.tcm [--inputs in.npz] [--do "b tadd; run; x C"]
-                                             debug a kernel module (docs/tdb.md)
+                                             debug a kernel module or a model (docs/tdb.md)
+    tilecore check OUT.tcx --inputs IN.npz --ref_data REF.npz [--report R.json]
+                                             a model node by node against reference data
+    tilecore viz MODEL.onnx|OUT.tcx -o graph.svg|.html|.png|.dot
+                                             the graph, coloured by where each node runs
     tilecore demo [--size N]                 a tiled int8 GEMM on 4 simulated cores,
                                              checked against numpy
     tilecore run OUT.tcx --inputs IN.npz     run an executable (tilecore/runtime_cli.py)
@@ -124,12 +129,35 @@ def _asm(args):
 
 @command(
     "disasm",
-    "disassemble a program image (or an assembly file) into assembly text",
-    [arg("image", help="program image (.bin) or assembly (.s)"), arg("-o", "--output", help="write the text here")],
+    "disassemble a program image, an assembly file, a kernel module (.tcm) or a model (.tcx, annotated with its nodes)",
+    [arg("image", help="program image (.bin), assembly (.s), module (.tcm) or executable (.tcx)"),
+     arg("-o", "--output", help="write the text here")],
 )
 def _disasm(args):
     from . import arch
 
+    try:
+        head = _read_input(args.image)[:8]
+    except OSError as e:
+        return _fail(str(e))
+    if head in (b"TCEXEC\0\0", b"TCMODULE"):
+        try:
+            if head == b"TCMODULE":
+                from . import runtime
+
+                text = runtime.load_module(args.image).get_source()
+            else:
+                from .tdb.model import ModelTarget
+
+                text = ModelTarget(args.image).disassemble()
+        except (ValueError, OSError) as e:
+            return _fail(f"{args.image}: {str(e).splitlines()[0]}")
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        else:
+            sys.stdout.write(text)
+        return 0
     try:
         program = _load_program(args.image)
     except (arch.AsmError, arch.ProgramFormatError) as e:

@@ -6,10 +6,12 @@ from .cli import arg, command
 
 @command(
     "tdb",
-    "debug a kernel module (.tcm) or TC1 assembly (.s) on the simulator",
+    "debug a compiled model (.tcx), a kernel module (.tcm) or TC1 assembly (.s) on the simulator",
     [
-        arg("target", help="kernel module file (.tcm) or assembly file (.s)"),
-        arg("--inputs", help=".npz of input arrays, keyed by kernel parameter name"),
+        arg("target", help="model executable (.tcx), kernel module file (.tcm) or assembly file (.s)"),
+        arg("--inputs", help=".npz of input arrays, keyed by model input or kernel parameter name"),
+        arg("--ref_data", nargs="+", default=None,
+            help="models: .npz of reference tensors keyed by ONNX value name (data-check after each node)"),
         arg("--function", help="the kernel to debug when the module has several"),
         arg("--plugins", nargs="+", default=[], help="Python files defining tilecore.tdb.Plugin subclasses"),
         arg("--ddr_size", help="simulated DDR size, e.g. 256MiB"),
@@ -24,7 +26,8 @@ def _tdb(args):
     try:
         target = open_target(args.target, args.function)
         sim_target = f"npu -cores={max(target.cores, 1)}" + (f" -ddr={args.ddr_size}" if args.ddr_size else "")
-        dbg = Debugger(target, inputs=args.inputs, plugins=args.plugins, verbose=args.verbose, sim_target=sim_target)
+        dbg = Debugger(target, inputs=args.inputs, plugins=args.plugins, verbose=args.verbose, sim_target=sim_target,
+                       ref_data=args.ref_data)
     except Exception as e:  # noqa: BLE001  (a bad target, inputs file, option or plugin file: one line, no traceback)
         print(f"tilecore tdb: error: {e}", file=sys.stderr)
         return 1
@@ -36,4 +39,89 @@ def _tdb(args):
                     "'start' loads it, 'run' runs it")
     except KeyboardInterrupt:
         print(file=sys.stdout)
+    return 0
+
+
+@command(
+    "check",
+    "run a compiled model (.tcx) node by node against reference data; report every node (JSON)",
+    [
+        arg("target", help="model executable (.tcx)"),
+        arg("--inputs", required=True, help=".npz of the model's inputs, keyed by input name"),
+        arg("--ref_data", nargs="+", required=True, help=".npz of reference tensors keyed by ONNX value name"),
+        arg("--report", help="write the per-node report as JSON here"),
+        arg("--set", nargs="+", default=[], metavar="NAME=X", help="thresholds: rtol, atol, cosine, euclid"),
+        arg("--ddr_size", help="simulated DDR size, e.g. 1GiB"),
+    ],
+)
+def _check(args):
+    import io
+    import json
+
+    from .tdb import Debugger
+    from .tdb.model import ModelTarget
+
+    try:
+        target = ModelTarget(args.target)
+        sim_target = f"npu -cores={max(target.cores, 1)}" + (f" -ddr={args.ddr_size}" if args.ddr_size else "")
+        out = io.StringIO()
+        dbg = Debugger(target, inputs=args.inputs, sim_target=sim_target, ref_data=args.ref_data, stdout=out)
+    except Exception as e:  # noqa: BLE001  (bad files: one line, no traceback)
+        print(f"tilecore check: error: {e}", file=sys.stderr)
+        return 1
+    check = dbg.plugin("data-check")
+    check.stop = False
+    if args.set:
+        dbg.onecmd("check set " + " ".join(args.set))
+    dbg.onecmd("run")
+    if not dbg.finished:
+        print(f"tilecore check: error: the model did not finish: {out.getvalue().strip().splitlines()[-1:]}",
+              file=sys.stderr)
+        return 1
+    rep = dict(check.report(), model=args.target)
+    if args.report:
+        with open(args.report, "w") as f:
+            json.dump(rep, f, indent=1, default=float)
+    print(f"{args.target}: {rep['checked']} node(s) compared with the reference, {rep['passed']} passed, "
+          f"{rep['failed']} failed")
+    first = rep["first_divergence"]
+    if first is None:
+        return 0
+    print(f"first divergence: node {first['index'] + 1} `{first['onnx_name']}` ({first['op_type']}, {first['where']}): "
+          f"{first['verdict']}")
+    for name in rep["wrong_nodes"]:
+        print(f"  wrong: `{name}`")
+    return 1
+
+
+@command(
+    "viz",
+    "draw a model's graph (ONNX or .tcx) with Graphviz, nodes coloured by where they run",
+    [
+        arg("model", help="ONNX model (.onnx) or executable (.tcx)"),
+        arg("-o", "--output", required=True, help="graph.svg, graph.html, graph.png or graph.dot"),
+        arg("--check", help="a tilecore check --report JSON: failed nodes in red"),
+    ],
+)
+def _viz(args):
+    import json
+
+    from .tdb import graphview
+
+    try:
+        if args.model.endswith(".tcx"):
+            from .tdb.model import ModelTarget
+
+            g = graphview.from_model_target(ModelTarget(args.model))
+        else:
+            g = graphview.from_onnx(args.model)
+        check = None
+        if args.check:
+            with open(args.check, encoding="utf-8") as f:
+                check = json.load(f)
+        graphview.write(g, args.output, check)
+    except (graphview.GraphError, ValueError, OSError) as e:
+        print(f"tilecore viz: error: {e}", file=sys.stderr)
+        return 1
+    print(f"{args.output}: {len(g.nodes)} nodes")
     return 0

@@ -458,6 +458,22 @@ TILECORE_REGISTER_GLOBAL("runtime.ExecutableRun")
       for (const ExecIO& io : e->spec.outputs) res.push_back(Any(out.at(io.name)));
       return res;
     });
+#if TILECORE_ENABLE_NPU
+// runtime.ExecutableWriteConstants(exe, simulator, base): copies every constant into the
+// simulator's DDR at base + its buffer's offset (a debugger laying out the arena itself).
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableWriteConstants")
+    .set_body_typed([](Executable e, sim::SimulatorRef s, int64_t base) {
+      if (base < 0) TILECORE_THROW(ValueError) << "runtime.ExecutableWriteConstants: negative base " << base;
+      std::lock_guard<std::mutex> lock(s.mut()->mu);
+      sim::TranslateSimError([&] {
+        for (const ExecConstant& c : e->spec.constants) {
+          const ExecBuffer& b = e->spec.buffers[c.buffer];
+          s.mut()->sim.write(arch::Space::DDR, uint64_t(base) + b.offset,
+                             std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data.data()), c.data.size()));
+        }
+      });
+    });
+#endif
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableStatsJSON").set_body_typed([](Executable e) {
   return ffi::String(e->last_stats);
 });

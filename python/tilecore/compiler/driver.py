@@ -18,12 +18,14 @@ The steps, in order (docs/compiler.md, "The driver"):
 5. the DDR memory plan (``compiler.PlanMemory``, C++): buffers whose live ranges do not
    meet share bytes, 64-byte aligned; constants are constant buffers;
 6. the Executable, with one step per npu or host node carrying the node's name, op
-   type, MAC count and debug info (the host reason, the values it writes).
+   type, MAC count and debug info (the host reason, the values it reads and writes, the
+   free views before it).
 
 ``keep_intermediates=True`` gives every value its own bytes (views become copy steps)
 and makes every intermediate value an extra output named by its value name, for
 ``tilecore compare``.
 """
+import json
 import os
 import time
 
@@ -427,8 +429,22 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
         b.add_input(str(v.name), index[str(v.name)])
     for name in [str(v.name) for v in graph.outputs] + extra_outputs:
         b.add_output(name, index[root.get(name, name)])
+    # Free views have no step; each is recorded (JSON) on the step after it in node order,
+    # so debuggers and graph views can show them: [[node, op, input, output, shape], ...].
+    views_before = {}
+    pending = []
+    for nd in nodes:
+        if nd.where == "view":
+            out = str(nd.outs[0].name)
+            pending.append([nd.name, nd.op, str(nd.ins[0].name), out, list(info[out][0])])
+        elif nd.step_name and pending:
+            views_before[nd.step_name] = pending
+            pending = []
     for (nd, mod, fn, in_params), args in zip(steps, step_args):
-        debug = {"outputs": ",".join(str(v.name) for v in nd.outs)}
+        debug = {"outputs": ",".join(str(v.name) for v in nd.outs),
+                 "inputs": ",".join("" if v is None else str(v.name) for v in nd.ins[:in_params])}
+        if nd.step_name in views_before:
+            debug["views"] = json.dumps(views_before[nd.step_name])
         if nd.where == "host":
             debug["host_reason"] = nd.reason
         ins = [info[str(v.name)] if v is not None else None for v in nd.ins]

@@ -5,7 +5,9 @@ breakpoints are handled here, when a stop happens."""
 import os
 import re
 
-from .core import CommandError, ffi, mnemonics, parse_int
+import numpy as np
+
+from .core import CommandError, _suggest, complete_node_names, ffi, mnemonics, parse_int
 from .plugins import SPACES, Plugin, complete_words, parse_location, split_core
 
 
@@ -14,6 +16,44 @@ class Breakpoint:
         self.number, self.spec, self.kind, self.stops = number, spec, kind, stops
         self.temporary, self.condition, self.enabled = temporary, condition, True
         self.rejected = 0  # hits whose condition was false
+
+
+class GraphBreakpoint(Breakpoint):
+    """A breakpoint on a model's graph, checked between nodes (in Python, once per node):
+    ``location`` (an ONNX node name) and ``op`` (an op type) stop before the node starts,
+    ``value`` after the node producing the value has run, and ``value-watch`` after a node
+    produces a value (one, or any with ``*``) that has NaN, Inf or elements outside [lo, hi]."""
+
+    def __init__(self, number, spec, gkind, target, label, temporary=False, condition=None, test=None):
+        super().__init__(number, spec, label, [], temporary, condition)
+        self.gkind, self.target, self.test = gkind, target, test
+        self.kind_args = []
+        self.count = 0   # hits, ignored ones included (like the engine's count)
+        self.ignore = 0
+
+
+VALUE_TESTS = ("nan", "inf", "outside")
+
+
+def value_problem(arr, test):
+    """A description of what ``test`` (("nan",), ("inf",), ("outside", lo, hi)) finds in arr, or None."""
+    flat = np.asarray(arr).reshape(-1)
+    if test[0] == "nan":
+        bad = np.isnan(flat) if flat.dtype.kind == "f" else np.zeros(flat.shape, bool)
+        what = "NaN"
+    elif test[0] == "inf":
+        bad = np.isinf(flat) if flat.dtype.kind == "f" else np.zeros(flat.shape, bool)
+        what = "Inf"
+    else:
+        lo, hi = test[1], test[2]
+        bad = ~((flat >= lo) & (flat <= hi))  # NaN is outside any range
+        what = f"element(s) outside [{lo:g}, {hi:g}]"
+    n = int(bad.sum())
+    if not n:
+        return None
+    first = int(np.argmax(bad))
+    index = [int(i) for i in np.unravel_index(first, np.shape(arr))]
+    return f"{n} {what}, the first at {index} = {flat[first].item()!r}"
 
 
 class BreakpointPlugin(Plugin):
@@ -93,6 +133,126 @@ class BreakpointPlugin(Plugin):
         raise CommandError(f"'{head}' is not an instruction mnemonic, *PC, ENGINE#N, SPACE:ADDR, FILE:LINE or asm:LINE"
                            + (f" (did you mean {', '.join(close)}?)" if close else ""))
 
+    def _graph_spec(self, words):
+        """A model breakpoint spec -> (kind, target, description), or None for a kernel spec.
+        Explicit: loc:NODE, #loc("NODE"), op:TYPE, %VALUE, value:VALUE; a bare word is a node
+        name, else an op type, else a graph value, else (kernel kinds) a mnemonic and the rest."""
+        m = self.tdb.model
+        if len(words) != 1:
+            return None
+        w = words[0]
+        explicit = re.fullmatch(r'(?:loc:(.+)|#loc\("?(.+?)"?\)|op:(.+)|%(.+)|value:(.+))', w)
+        if explicit:
+            loc = explicit.group(1) or explicit.group(2)
+            if loc is not None:
+                if not m.find_nodes(loc):
+                    raise CommandError(f"no node named `{loc}`" + _suggest(loc, m.node_names()))
+                return "location", loc, f"node `{loc}`"
+            if explicit.group(3) is not None:
+                op = explicit.group(3)
+                if op not in m.op_types():
+                    raise CommandError(f"no node of op type {op} (the model has {', '.join(m.op_types())})")
+                return "op", op, f"op type {op}"
+            val = explicit.group(4) or explicit.group(5)
+            if val not in m.values:
+                raise CommandError(f"no graph value `{val}`" + _suggest(val, list(m.values)))
+            return "value", val, f"value `{val}` produced"
+        if m.find_nodes(w):
+            return "location", w, f"node `{w}`"
+        if w in m.op_types():
+            return "op", w, f"op type {w}"
+        if w in m.values and w not in mnemonics():
+            return "value", w, f"value `{w}` produced"
+        return None
+
+    def _graph_hit(self, bp, what):
+        """Counts a hit of a graph breakpoint; the message if it stops (ignore count, condition)."""
+        if not bp.enabled:
+            return None
+        bp.count += 1
+        if bp.ignore:
+            bp.ignore -= 1
+            return None
+        if bp.condition:
+            try:
+                ok = bool(self.tdb.evaluate(bp.condition))
+            except CommandError as e:
+                self.tdb.error(f"condition of breakpoint {bp.number} ({bp.condition}): {e}")
+                ok = True
+            if not ok:
+                bp.rejected += 1
+                return None
+        label = "Watchpoint" if bp.kind == "watchpoint" else "Breakpoint"
+        text = f"{'Temporary ' + label.lower() if bp.temporary else label} {bp.number}, {what}"
+        if bp.temporary:
+            self.bps.pop(bp.number, None)
+        return text
+
+    def _graph_bps(self, *kinds):
+        return [bp for bp in list(self.bps.values()) if isinstance(bp, GraphBreakpoint) and bp.gkind in kinds]
+
+    def before_node(self, node):
+        out = []
+        for bp in self._graph_bps("location", "op"):
+            if (bp.gkind == "location" and bp.target in (node.onnx_name, node.name)) or \
+                    (bp.gkind == "op" and bp.target == node.op_type):
+                text = self._graph_hit(bp, f"node `{node.onnx_name}` ({node.op_type}, {node.where}) is next")
+                if text:
+                    out.append(text)
+        return out
+
+    def _host_accesses(self, node):
+        """Memory watchpoints on DDR that a host node's call touched (the simulator does not
+        see host calls): [(bp, "wrote"|"read", value name, lo, hi)]."""
+        m = self.tdb.model
+        found = []
+        for bp in list(self.bps.values()):
+            if isinstance(bp, GraphBreakpoint) or not bp.enabled:
+                continue
+            for kind, a in getattr(bp, "kind_args", []):
+                if kind != "watch" or a["space"] != "ddr":
+                    continue
+                for names, verb, bit in ((node.outputs, "wrote", "write"), (node.inputs, "read", "read")):
+                    if a["mode"] not in (bit, "access"):
+                        continue
+                    for name in names:
+                        v = m.values.get(name)
+                        if v is None:
+                            continue
+                        lo = m.value_address(v)
+                        if lo < a["hi"] and a["lo"] < lo + v.nbytes:
+                            found.append((bp, verb, name, max(lo, a["lo"]), min(lo + v.nbytes, a["hi"])))
+        return found
+
+    def after_node(self, node):
+        out = []
+        m = self.tdb.model
+        if node.where == "host":
+            shown = set()
+            for bp, verb, name, lo, hi in self._host_accesses(node):
+                if bp.number in shown:
+                    continue
+                shown.add(bp.number)
+                bp.host_hits = getattr(bp, "host_hits", 0) + 1
+                out.append(f"Watchpoint {bp.number}: {bp.spec}: host node `{node.onnx_name}` ({node.op_type}) {verb} "
+                           f"ddr[{lo:#x}, {hi:#x}) (value `{name}`)")
+        for bp in self._graph_bps("value", "value-watch"):
+            names = node.outputs if bp.target == "*" else [bp.target] if bp.target in node.outputs else []
+            for name in names:
+                if bp.gkind == "value":
+                    text = self._graph_hit(bp, f"value `{name}` produced by node `{node.onnx_name}` ({node.op_type})")
+                else:
+                    v = m.values.get(name)
+                    if v is None:
+                        continue
+                    problem = value_problem(m.read_value(self.tdb.sim, name), bp.test)
+                    text = problem and self._graph_hit(
+                        bp, f"value `{name}` produced by node `{node.onnx_name}` ({node.op_type}) has {problem}")
+                if text:
+                    out.append(text)
+                    break
+        return out
+
     def _create(self, kinds):
         ids = []
         for kind, a in kinds:
@@ -120,6 +280,16 @@ class BreakpointPlugin(Plugin):
             raise CommandError(f"usage: {what} SPEC [core N] [if CONDITION]")
         if core is not None and not 0 <= core < self.tdb.sim.cores:
             raise CommandError(f"core {core} does not exist (cores 0..{self.tdb.sim.cores - 1})")
+        graph = self._graph_spec(words) if self.tdb.model is not None and core is None else None
+        if graph is not None:
+            gkind, target, desc = graph
+            n = self.next_number
+            self.next_number += 1
+            bp = GraphBreakpoint(n, desc, gkind, target, "breakpoint", temporary, cond)
+            self.bps[n] = bp
+            self.tdb.message(f"{'Temporary breakpoint' if temporary else 'Breakpoint'} {n}: {desc}"
+                             + (f" if {cond}" if cond else ""))
+            return bp
         desc, kinds = self._kinds(" ".join(words), core)
         if not kinds:
             raise CommandError(f"{desc} has no instruction on core {core}")
@@ -130,6 +300,15 @@ class BreakpointPlugin(Plugin):
         self.next_number += 1
         bp = Breakpoint(n, desc, label, self._create(kinds), temporary, cond)
         bp.kind_args = kinds
+        m = self.tdb.model
+        if m is not None and any(k == "pc" for k, _ in kinds):
+            # a pc means an instruction of one kernel: that of the current node
+            node = m.node()
+            if node is None or node.where != "npu":
+                self._register_failed(bp)
+                raise CommandError(f"{desc}: a pc, source or assembly line needs a current npu node")
+            bp.kernel = (node.step["module"], node.step["function"])
+            bp.spec += f" in kernel `{bp.kernel[1]}`"
         self.bps[n] = bp
         for sid in bp.stops:
             self.by_stop[sid] = bp
@@ -142,7 +321,9 @@ class BreakpointPlugin(Plugin):
         Set a breakpoint; without argument, list them. SPEC is an instruction mnemonic (dma.in, mm,
         tadd, ...), *PC (an instruction index), ENGINE#N (the N-th command, from 0, issued to din,
         dout, mm or vec), FILE:LINE or LINE (kernel source), asm:LINE (assembly listing), or
-        SPACE:ADDR[+LEN] [r|w|rw] (stop when an instruction or command accesses the range)."""
+        SPACE:ADDR[+LEN] [r|w|rw] (stop when an instruction or command accesses the range).
+        In a model also: NODE or loc:NODE (an ONNX node name: before it starts), op:TYPE or TYPE
+        (before each node of that op type), %VALUE or value:VALUE (after the node producing it)."""
         self.add(arg)
 
     do_b = do_break
@@ -154,6 +335,28 @@ class BreakpointPlugin(Plugin):
 
     def _watch(self, arg, mode, what):
         words, core = split_core(arg.split())
+        m = self.tdb.model
+        if m is not None and words and (words[0] in m.values or words[0] == "*") and \
+                (len(words) > 1 or words[0] == "*"):
+            if what != "watch" or core is not None:
+                raise CommandError("a value condition is set with: watch VALUE|* nan|inf|outside LO HI")
+            test = tuple(words[1:]) or ("nan",)
+            if test[0] not in VALUE_TESTS or (test[0] == "outside") != (len(test) == 3) or \
+                    (test[0] != "outside" and len(test) != 1):
+                raise CommandError("usage: watch VALUE|* nan | inf | outside LO HI")
+            if test[0] == "outside":
+                try:
+                    test = ("outside", float(test[1]), float(test[2]))
+                except ValueError:
+                    raise CommandError(f"range bounds must be numbers, got {test[1]} {test[2]}") from None
+            n = self.next_number
+            self.next_number += 1
+            target = "any value" if words[0] == "*" else f"value `{words[0]}`"
+            cond = "NaN" if test[0] == "nan" else "Inf" if test[0] == "inf" else f"outside [{test[1]:g}, {test[2]:g}]"
+            bp = GraphBreakpoint(n, f"{target} has {cond}", "value-watch", words[0], "watchpoint", test=test)
+            self.bps[n] = bp
+            self.tdb.message(f"Watchpoint {n}: {bp.spec}")
+            return bp
         if len(words) != 1:
             raise CommandError(f"usage: {what} LOCATION [core N] (SPACE:ADDR[+LEN], BUFFER or BUFFER[I])")
         space, addr, n, _, sym_core = parse_location(self.tdb, words[0])
@@ -165,8 +368,10 @@ class BreakpointPlugin(Plugin):
                               None, "watchpoint")
 
     def do_watch(self, arg):
-        """watch LOCATION [core N]
-        Stop after an instruction or command writes the location (SPACE:ADDR[+LEN], BUFFER, BUFFER[I])."""
+        """watch LOCATION [core N] | watch VALUE|* nan|inf|outside LO HI
+        Stop after an instruction or command writes the location (SPACE:ADDR[+LEN], BUFFER, BUFFER[I]).
+        In a model, with a condition: stop after the node producing VALUE (any value with *) when the
+        value has a NaN, an Inf, or an element outside [LO, HI]."""
         self._watch(arg, "write", "watch")
 
     def do_rwatch(self, arg):
@@ -194,12 +399,31 @@ class BreakpointPlugin(Plugin):
                 raise CommandError(f"no breakpoint number {n}")
         return nums
 
+    def _register_failed(self, bp):
+        for sid in bp.stops:
+            ffi.RemoveStop(self.tdb.engine, sid)
+
+    def _armed(self, bp):
+        """Whether the engine should check ``bp`` now: enabled, and for a pc breakpoint of a
+        model, the current node runs its kernel."""
+        kernel = getattr(bp, "kernel", None)
+        if not bp.enabled or kernel is None:
+            return bp.enabled
+        node = self.tdb.model.node()
+        return node is not None and node.where == "npu" and (node.step["module"], node.step["function"]) == kernel
+
+    def on_node_load(self, node):
+        for bp in self.bps.values():
+            if getattr(bp, "kernel", None) is not None:
+                for sid in bp.stops:
+                    ffi.SetStop(self.tdb.engine, sid, 1 if self._armed(bp) else 0, -1)
+
     def _set_enabled(self, arg, on, what):
         nums = self._numbers(arg, what) if arg.strip() else list(self.bps)
         for n in nums:
             self.bps[n].enabled = on
             for sid in self.bps[n].stops:
-                ffi.SetStop(self.tdb.engine, sid, 1 if on else 0, -1)
+                ffi.SetStop(self.tdb.engine, sid, 1 if self._armed(self.bps[n]) else 0, -1)
         self.tdb.message(f"{'Enabled' if on else 'Disabled'} breakpoint(s) {', '.join(map(str, nums))}")
 
     def do_enable(self, arg):
@@ -254,12 +478,16 @@ class BreakpointPlugin(Plugin):
         count = parse_int(words[1], "count")
         if count < 0:
             raise CommandError(f"count must be >= 0, got {count}")
+        if isinstance(self.bps[n], GraphBreakpoint):
+            self.bps[n].ignore = count
         for sid in self.bps[n].stops:
             ffi.SetStop(self.tdb.engine, sid, -1, count)
         self.tdb.message(f"Will ignore next {count} crossings of breakpoint {n}.")
 
     def hits(self, bp):
-        total = 0
+        if isinstance(bp, GraphBreakpoint):
+            return bp.count - bp.rejected
+        total = getattr(bp, "host_hits", 0)
         for s in ffi.Stops(self.tdb.engine):
             if s["id"] in bp.stops:
                 total += s["hits"]
@@ -312,7 +540,7 @@ class BreakpointPlugin(Plugin):
             else:
                 t.message(f"{'Temporary breakpoint' if bp.temporary else 'Breakpoint'} {bp.number}, {bp.spec}")
         for n in list(shown):
-            if self.bps[n].temporary:
+            if n in self.bps and self.bps[n].temporary:
                 self._remove(n)
 
     # -- completion
@@ -320,6 +548,9 @@ class BreakpointPlugin(Plugin):
         t = self.tdb
         words = list(mnemonics()) + [f"{e}#" for e in ("din", "dout", "mm", "vec")] + [f"{s}:" for s in SPACES]
         words += ["asm:"] + [os.path.basename(f) + ":" for f in t.target.files()]
+        if t.model is not None:
+            words += t.model.node_names() + t.model.op_types() + [f"op:{o}" for o in t.model.op_types()]
+            words += [f"%{v}" for v in t.model.values] + [f"loc:{n}" for n in t.model.node_names()]
         return complete_words(text, words)
 
     complete_b = complete_tbreak = complete_break
@@ -330,7 +561,11 @@ class BreakpointPlugin(Plugin):
     complete_disable = complete_delete = complete_d = complete_condition = complete_ignore = complete_enable
 
     def complete_watch(self, text, line, begidx, endidx):
-        return complete_words(text, list(self.tdb.symbols) + [f"{s}:" for s in SPACES])
+        if len(line[:begidx].split()) >= 2 and self.tdb.model is not None:
+            return complete_words(text, ["nan", "inf", "outside"])
+        m = self.tdb.model
+        names = list(m.values) + ["*"] if m is not None else list(self.tdb.symbols)
+        return complete_words(text, names + [f"{s}:" for s in SPACES])
 
     complete_rwatch = complete_awatch = complete_watch
 

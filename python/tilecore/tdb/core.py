@@ -59,9 +59,12 @@ def parse_int(text, what="number"):
 class Debugger(cmd.Cmd):
     """The TC1 debugger.
 
-    :param target: a :class:`Target`, or a path (``.tcm`` kernel module, ``.s`` assembly).
+    :param target: a :class:`Target`, a path (``.tcm`` kernel module, ``.s`` assembly, ``.tcx``
+        model) or a :class:`tilecore.runtime.Executable`.
     :param inputs: a dict (or ``.npz`` path) of input arrays by parameter name.
     :param plugins: extra plugin classes or paths of Python files defining them.
+    :param ref_data: models: reference tensors by ONNX value name (``.npz`` path(s) or a dict)
+        for the data-check plugin.
     :param stdin, stdout: file objects (default: the terminal).
     :param verbose: show progress while running.
     """
@@ -71,11 +74,15 @@ class Debugger(cmd.Cmd):
     doc_header = "Commands (help COMMAND for details):"
 
     def __init__(self, target, inputs=None, plugins=(), stdin=None, stdout=None, verbose=False,
-                 sim_target=None, function=None, mode="functional+timing"):
+                 sim_target=None, function=None, mode="functional+timing", ref_data=None):
         super().__init__(stdin=stdin, stdout=stdout)
         if stdin is not None:
             self.use_rawinput = False
         self.verbose = verbose
+        if not isinstance(target, Target) and type(target).__name__ == "Executable":
+            from .model import ModelTarget
+
+            target = ModelTarget(target)
         self.target = target if isinstance(target, Target) else open_target(target, function)
         if isinstance(inputs, (str, bytes)) or hasattr(inputs, "__fspath__"):
             with np.load(inputs) as z:
@@ -84,6 +91,10 @@ class Debugger(cmd.Cmd):
         cores = max(self.target.cores, 1)
         self.sim = _sim.Simulator(sim_target or f"npu -cores={cores}", mode=mode)
         self.engine = ffi.Create(self.sim.handle)  # stops may be set before start
+        if getattr(self.target, "kind", "") == "model":
+            # A model's history restarts at each npu node, so it is off unless asked for
+            # ('record on'): logging every tile write's old bytes halves the speed of a run.
+            ffi.SetRecording(self.engine, False)
         self.symbols = {}
         self.started = False
         self.finished = False
@@ -91,13 +102,21 @@ class Debugger(cmd.Cmd):
         self.core = 0                 # the core commands refer to by default
         self.last_stop = None
         self.total_instructions = None  # known after one complete run
+        self.model = self.target if getattr(self.target, "kind", "") == "model" else None
+        self.base_position = 0        # models: instructions of the nodes already run
+        self.node_instructions = {}   # models: node index -> instructions it took
         self.namespace = {"tdb": self, "sim": self.sim, "np": np}
         self.plugins = []
         self.info_handlers = {}       # info SUBCOMMAND -> (function, completer or None)
         from . import plugins as builtin
+        from .datacheck import DataCheckPlugin
 
-        for p in (builtin.BreakpointPlugin, builtin.DisplayPlugin, builtin.InfoPlugin, *plugins):
+        for p in (builtin.BreakpointPlugin, builtin.DisplayPlugin, builtin.InfoPlugin, DataCheckPlugin, *plugins):
             self.add_plugin(p)
+        if ref_data is not None:
+            if self.model is None:
+                raise TargetError("--ref_data needs a model (.tcx): a kernel has no graph values to compare")
+            self.plugin("data-check").set_reference(ref_data)
         self._call("on_load")
 
     # ---- output ------------------------------------------------------------------------
@@ -137,6 +156,15 @@ class Debugger(cmd.Cmd):
 
     def get_names(self):
         return dir(self)
+
+    def preloop(self):
+        # Complete whole node and value names (`/layer1/conv/Conv`, `%x`, `loc:n`, `ddr:0x10`):
+        # '/', ':', '%', '#', '-' are not word breaks here, unlike readline's default.
+        try:
+            import readline
+        except ImportError:
+            return
+        readline.set_completer_delims(" \t\n`!@$^&*()=+[{]};'\",<>?|~")
 
     # ---- command dispatch ----------------------------------------------------------------
     def onecmd(self, line):
@@ -209,6 +237,21 @@ class Debugger(cmd.Cmd):
     def where(self, core=None):
         """``core C pc P `inst` at file:line`` for a core."""
         core = self.core if core is None else core
+        if self.model is not None:
+            node = self.model.node()
+            if node is None:
+                return "the model has finished"
+            head = f"node {node.index + 1} of {len(self.model.nodes)} {node.describe()}"
+            if node.where == "host":
+                return f"{head}: one host call (`{node.step['function']}`), not run yet"
+            if node.where == "view":
+                return f"{head}: a view of `{node.inputs[0]}` as `{node.outputs[0]}`, no code"
+            if self.position() == 0:
+                head = "before " + head
+            if self.sim.halted(core):
+                return f"{head}: core {core} halted"
+            pc = self.sim.pc(core)
+            return f"{head}: core {core} pc {pc}: {self.sim.instruction_at(core, pc) or '<past the end>'}"
         pc = self.sim.pc(core)
         if self.sim.halted(core):
             return f"core {core} halted"
@@ -221,9 +264,15 @@ class Debugger(cmd.Cmd):
         self.finished = False
         self.fault = None
         self.last_stop = None
-        self.sim.load(self.target.program)
-        self.symbols = self.target.prepare(self.sim, self.inputs)
-        ffi.Begin(self.engine)
+        if self.model is not None:
+            self.symbols = self.model.prepare(self.sim, self.inputs)
+            self.base_position = 0
+            self.started = True
+            self.enter_node(0)
+        else:
+            self.sim.load(self.target.program)
+            self.symbols = self.target.prepare(self.sim, self.inputs)
+            ffi.Begin(self.engine)
         self.started = True
         self.namespace.update({"symbols": self.symbols})
         self._call("on_start")
@@ -237,9 +286,21 @@ class Debugger(cmd.Cmd):
             raise CommandError(f"the program faulted at core {self.fault.core} pc {self.fault.pc} "
                                "(go back with reverse-next, or start again with run)")
 
-    def resume(self, max_instructions=0, units=(), pcs=None):
-        """Runs until a stop, ``max_instructions`` (0: no limit) or the end; reports the stop."""
+    def resume(self, max_instructions=0, units=(), pcs=None, stop_before=None, node_end=False):
+        """Runs until a stop, ``max_instructions`` (0: no limit) or the end; reports the stop.
+
+        For a model, ``stop_before(node)`` (true: stop before that node starts) and
+        ``node_end`` (stop when the current node ends) are graph-level transient stops."""
         self.require_runnable()
+        if self.model is not None:
+            rep = self._resume_model(max_instructions, units, stop_before, node_end)
+        else:
+            rep = self._resume_kernel(max_instructions, units, pcs)
+        self.report(rep)
+        return rep
+
+    def _resume_kernel(self, max_instructions=0, units=(), pcs=None):
+        """The kernel part of resume: runs the loaded program; returns the report."""
         mask = 0
         for u in units:
             mask |= 1 << UNITS.index(u)
@@ -271,13 +332,84 @@ class Debugger(cmd.Cmd):
             if rep["reason"] in ("breakpoint", "watchpoint") and not all(p.accept_stop(rep) for p in self.plugins):
                 continue  # a condition said no
             break
-        self.report(rep)
         return rep
+
+    # ---- models: node after node ------------------------------------------------------------
+    def enter_node(self, index):
+        """Makes node ``index`` current: an npu node's kernel is loaded (stopped before its
+        first instruction) and the reverse-execution history restarts there."""
+        m = self.model
+        m.current = index
+        node = m.node(index)
+        if node is not None and node.where == "npu":
+            m.load_node(self.sim, node)
+            ffi.Begin(self.engine)
+            self._call("on_node_load", node)
+
+    def _resume_model(self, max_instructions, units, stop_before, node_end):
+        m = self.model
+        left = max_instructions
+        executed = 0
+        first = True
+        while True:
+            node = m.node()
+            if node is None:
+                return {"reason": "finished", "executed": executed, "hits": []}
+            if not first:
+                messages = [t for p in self.plugins for t in (p.before_node(node) or [])]
+                if stop_before is not None and stop_before(node):
+                    messages.append("")
+                if messages:
+                    return {"reason": "node", "executed": executed, "hits": [], "messages": messages}
+            first = False
+            if node.where == "npu":
+                if self.verbose:
+                    self.message(f"progress: node {node.index + 1} of {len(m.nodes)} {node.describe()}")
+                rep = self._resume_kernel(left, units)
+                executed += rep["executed"]
+                if rep["reason"] != "finished":
+                    rep["executed"] = executed
+                    return rep
+                if left:
+                    left = max(left - rep["executed"], 0) or -1
+                ran = self.position()
+            else:
+                if node.where == "host":
+                    m.run_host_node(self.sim, node)
+                executed += 1
+                if left:
+                    left = (left - 1) or -1
+                ran = 0
+            self.node_instructions[node.index] = ran
+            self.base_position += ran
+            messages = [t for p in self.plugins for t in (p.after_node(node) or [])]
+            self.enter_node(node.index + 1)
+            if messages or node_end or left == -1:
+                nxt = m.node()
+                if nxt is None:
+                    return {"reason": "finished", "executed": executed, "hits": [], "messages": messages}
+                # Stopping here is also stopping before the next node: its breakpoints count now.
+                messages += [t for p in self.plugins for t in (p.before_node(nxt) or [])]
+                return {"reason": "node" if messages or node_end else "step", "executed": executed, "hits": [],
+                        "messages": messages}
 
     def report(self, rep):
         self.last_stop = rep
         if rep["hits"]:
             self.core = rep["hits"][0]["core"]
+        for text in rep.get("messages", ()):
+            if text:
+                self.message(text)
+        if rep["reason"] == "finished" and self.model is not None:
+            self.finished = True
+            self.total_instructions = self.base_position
+            m = self.model
+            self.message(f"model finished: {len(m.nodes)} nodes ({sum(n.where == 'npu' for n in m.nodes)} npu, "
+                         f"{sum(n.where == 'host' for n in m.nodes)} host, {sum(n.where == 'view' for n in m.nodes)} "
+                         f"views), {self.base_position} instructions")
+            self._call("on_stop", rep)
+            self._call("on_end")
+            return
         if rep["reason"] == "finished":
             self.finished = True
             self.total_instructions = self.position()
@@ -305,7 +437,8 @@ class Debugger(cmd.Cmd):
         self.sim_clear()
         self.start()
         self.message(f"{self.target.kind} `{self.target.name}` on {self.sim.cores} core(s); "
-                     f"{len(self.symbols)} buffer(s); stopped before the first instruction")
+                     f"{len(self.symbols)} {'graph value' if self.model is not None else 'buffer'}(s); "
+                     "stopped before the first instruction")
         self.message(self.where())
 
     do_s = do_start
@@ -318,8 +451,9 @@ class Debugger(cmd.Cmd):
         if self.started:
             for space, core, lo, hi in ffi.WrittenRanges(self.engine):
                 self.sim.write(space, lo, np.zeros(hi - lo, np.uint8), core=core)
-            self.sim.load(self.target.program)
-            for name, s in self.symbols.items():
+            if self.target.program is not None:
+                self.sim.load(self.target.program)
+            for name, s in self.symbols.items() if self.model is None else ():  # a model's arena is zeroed whole
                 self.sim.write(s.space, s.address, np.zeros(s.nbytes, np.uint8), core=s.core)
             self.sim.write("l2", 0, np.zeros(cfg["l2_bytes"], np.uint8))
             for c in range(self.sim.cores):
@@ -337,17 +471,36 @@ class Debugger(cmd.Cmd):
     do_r = do_run
 
     def do_next(self, arg):
-        """n(ext) [N] | n(ext) dma|din|dout|mm|vec|scalar [N]
-        Execute the next N instructions (default 1) of all cores, in simulation order;
-        with an engine, run until just before the N-th next instruction that issues a command to it."""
+        """n(ext) [N] | n(ext) dma|din|dout|mm|vec|scalar [N] | n(ext) node [N]
+        Execute the next N instructions (default 1) of all cores, in simulation order (in a model,
+        a host node or a view counts as one); with an engine, run until just before the N-th next
+        instruction that issues a command to it; with node (models), until the N-th next node starts."""
         self.require_started()
         args = arg.split()
+        if args and args[0] == "node" and self.model is not None:
+            n = parse_int(args[1], "count") if len(args) > 1 else 1
+            if n < 1 or len(args) > 2:
+                raise CommandError("usage: next node [N] with N >= 1")
+            seen = [0]
+
+            def nth(node):
+                seen[0] += 1
+                return seen[0] >= n
+            self.resume(0, stop_before=nth)
+            return
         if args and args[0] in ENGINE_UNITS:
             n = parse_int(args[1], "count") if len(args) > 1 else 1
             if n < 1 or len(args) > 2:
                 raise CommandError("usage: next ENGINE [N] with N >= 1")
             for _ in range(n):
                 self.require_runnable()
+                if self.model is not None:  # one step first (maybe into the next node), model-aware
+                    if self.resume(1)["reason"] != "step":
+                        return
+                    rep = self.resume(0, units=ENGINE_UNITS[args[0]])
+                    if rep["reason"] != "transient":
+                        return
+                    continue
                 rep = dict(ffi.Resume(self.engine, 1, 0, []).items())
                 rep["hits"] = [dict(h.items()) for h in rep["hits"]]
                 if rep["reason"] != "step":
@@ -367,7 +520,7 @@ class Debugger(cmd.Cmd):
     do_n = do_next
 
     def complete_next(self, text, line, begidx, endidx):
-        return [u for u in ENGINE_UNITS if u.startswith(text)]
+        return [u for u in list(ENGINE_UNITS) + (["node"] if self.model is not None else []) if u.startswith(text)]
 
     def do_continue(self, arg):
         """c(ont(inue))
@@ -386,10 +539,17 @@ class Debugger(cmd.Cmd):
         return f, int(ln)
 
     def do_until(self, arg):
-        """unt(il) [LINE]
+        """unt(il) [LINE] | unt(il) [NODE]
         Without argument, continue until a kernel source line greater than the current one is
-        reached (on the current core); with LINE, until a line >= LINE is reached."""
+        reached (on the current core); with LINE, until a line >= LINE is reached.
+        In a model: until node NODE (ONNX node name) starts; without argument, the next node."""
         self.require_started()
+        if self.model is not None:
+            name = arg.strip()
+            if name and not self.model.find_nodes(name):
+                raise CommandError(f"no node named `{name}`" + _suggest(name, self.model.node_names()))
+            self.resume(0, stop_before=(lambda node: name in (node.onnx_name, node.name)) if name else (lambda node: True))
+            return
         core = self.core
         file, line = self._line_of(core)
         if file is None:
@@ -403,12 +563,21 @@ class Debugger(cmd.Cmd):
 
     do_unt = do_until
 
+    def complete_until(self, text, line, begidx, endidx):
+        return complete_node_names(self, text)
+
+    complete_unt = complete_until
+
     def do_finish(self, arg):
         """finish
-        Continue until the current core leaves the current kernel source line (its statement)."""
+        Continue until the current core leaves the current kernel source line (its statement);
+        in a model, until the current node has run (stopping before the next one)."""
         self.require_started()
         if arg.strip():
             raise CommandError("takes no argument")
+        if self.model is not None:
+            self.resume(0, node_end=True)
+            return
         core = self.core
         here = self._loc_tuple(core, self.sim.pc(core))
         if here is None:
@@ -429,10 +598,19 @@ class Debugger(cmd.Cmd):
             yield core, n
             n += 1
 
+    def require_kernel_history(self):
+        if self.model is None:
+            return
+        node = self.model.node()
+        if node is None or node.where != "npu":
+            raise CommandError(f"{self.where()}: reverse execution goes back within an npu node's kernel only")
+
     def do_reverse_next(self, arg):
         """reverse-next [N] (rn)
-        Go back N instructions (default 1): memory, registers, queues and clocks as they were."""
+        Go back N instructions (default 1): memory, registers, queues and clocks as they were
+        (in a model, within the current npu node, with 'record on')."""
         self.require_started()
+        self.require_kernel_history()
         n = parse_int(arg.strip(), "count") if arg.strip() else 1
         if n < 1:
             raise CommandError(f"count must be >= 1, got {n}")
@@ -444,8 +622,10 @@ class Debugger(cmd.Cmd):
 
     def do_reverse_continue(self, arg):
         """reverse-continue (rc)
-        Go back to the most recent breakpoint or watchpoint hit before the current position."""
+        Go back to the most recent breakpoint or watchpoint hit before the current position
+        (in a model, within the current npu node)."""
         self.require_started()
+        self.require_kernel_history()
         if arg.strip():
             raise CommandError("takes no argument")
         rep = dict(ffi.ReverseContinue(self.engine).items())
@@ -553,6 +733,17 @@ class Debugger(cmd.Cmd):
                        if n.startswith("do_" + text.replace("-", "_")) and n != "do_EOF"})
 
 
+def _suggest(name, names):
+    import difflib
+
+    close = difflib.get_close_matches(name, names, n=4)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+def complete_node_names(tdb, text):
+    return sorted(n for n in tdb.model.node_names() if n.startswith(text)) if tdb.model is not None else []
+
+
 def _dedent(doc):
     lines = doc.strip("\n").splitlines()
     return "\n".join(line.strip() if i else line.strip() for i, line in enumerate(lines))
@@ -577,6 +768,8 @@ class _Namespace(dict):
             return sim.pc(self.c)
         if key == "cycle":
             return sim.cycle()
+        if key == "node" and t.model is not None:
+            return t.model.node()
         if len(key) >= 2 and key[0] in "xvp" and key[1:].isdigit():
             r = int(key[1:])
             if key[0] == "x" and r < 32:

@@ -1,5 +1,6 @@
 """The display and info plugins: display/undisplay, info asm|reg|engines|progress|
-loc|src|writes|symbols|history, x (examine memory as a typed array) and set."""
+loc|src|ir|writes|symbols|history, x (examine memory as a typed array), p (a graph
+value of a model) and set."""
 import os
 import re
 
@@ -7,6 +8,23 @@ import numpy as np
 
 from .core import CommandError, ffi, parse_int
 from .plugins import SPACES, DTYPES, Plugin, complete_words, parse_format, parse_location, split_core
+
+
+def summarize(arr, full=False):
+    """A tensor as text: all of it when small (or ``full``), else its statistics and first elements."""
+    if full or arr.size <= 64:
+        with np.printoptions(threshold=max(arr.size, 1000), linewidth=100):
+            return str(arr)
+    flat = arr.reshape(-1)
+    head = np.array2string(flat[:8], separator=", ", max_line_width=1000)[:-1] + ", ...]"
+    if arr.dtype.kind == "f":
+        finite = flat[np.isfinite(flat)]
+        nan, inf = int(np.isnan(flat).sum()), int(np.isinf(flat).sum())
+        stats = (f"min {finite.min():.6g} max {finite.max():.6g} mean {finite.mean():.6g}" if finite.size else "no finite")
+        stats += (f", {nan} NaN" if nan else "") + (f", {inf} Inf" if inf else "")
+    else:
+        stats = f"min {flat.min()} max {flat.max()}"
+    return f"{arr.size} elements, {stats}\nflat: {head}"
 
 
 class DisplayPlugin(Plugin):
@@ -24,7 +42,7 @@ class DisplayPlugin(Plugin):
 
     def show(self, n, expr):
         t = self.tdb
-        if expr.split()[0] in ("x", "info") or expr.startswith("x/"):
+        if expr.split()[0] in ("x", "info", "p", "print") or expr.startswith("x/"):
             t.message(f"{n}: {expr}")
             t.onecmd(expr)
             return
@@ -40,13 +58,13 @@ class DisplayPlugin(Plugin):
     def do_display(self, arg):
         """display [EXPR]
         Show EXPR at every stop (a Python expression with registers and buffers by name, or an
-        'x ...' / 'info ...' command); without argument, show all now."""
+        'x ...' / 'info ...' / 'p ...' command); without argument, show all now."""
         expr = arg.strip()
         if not expr:
             for n, e in self.items.items():
                 self.show(n, e)
             return
-        if not (expr.split()[0] in ("x", "info") or expr.startswith("x/")):
+        if not (expr.split()[0] in ("x", "info", "p", "print") or expr.startswith("x/")):
             try:
                 compile(expr, "<display>", "eval")
             except SyntaxError as e:
@@ -91,7 +109,8 @@ class InfoPlugin(Plugin):
         h.update({"asm": (self.info_asm, None), "reg": (self.info_reg, None), "registers": (self.info_reg, None),
                   "engines": (self.info_engines, None), "progress": (self.info_progress, None),
                   "loc": (self.info_loc, None), "src": (self.info_src, None), "writes": (self.info_writes, None),
-                  "symbols": (self.info_symbols, None), "history": (self.info_history, None)})
+                  "symbols": (self.info_symbols, None), "history": (self.info_history, None),
+                  "ir": (self.info_ir, None), "nodes": (self.info_ir, None)})
 
     def on_stop(self, report):
         t = self.tdb
@@ -104,7 +123,8 @@ class InfoPlugin(Plugin):
     def do_info(self, arg):
         """i(nfo) WHAT [ARGS]
         WHAT: asm [N] (listing around the pc), reg [x|v|p] [core N], engines, progress,
-        loc, src [N], writes LOCATION, symbols, history, b(reakpoints), display."""
+        loc, src [N], ir [N] (models: the graph nodes around the current one), writes LOCATION,
+        symbols, history, b(reakpoints), display, check (data-check results)."""
         words = arg.split(None, 1)
         if not words:
             raise CommandError(f"usage: info {'|'.join(sorted(self.tdb.info_handlers))}")
@@ -125,6 +145,8 @@ class InfoPlugin(Plugin):
     def info_asm(self, arg):
         t = self.tdb
         t.require_started()
+        if t.model is not None and (t.model.node() is None or t.model.node().where != "npu"):
+            raise CommandError(f"{t.where()}: no TC1 instructions here")
         n = parse_int(arg.strip(), "count") if arg.strip() else 5
         core = t.core
         pc = t.sim.pc(core)
@@ -168,6 +190,15 @@ class InfoPlugin(Plugin):
     def info_progress(self, arg):
         t = self.tdb
         t.require_started()
+        if t.model is not None:
+            m, node = t.model, t.model.node()
+            total = t.base_position + (t.position() if node is not None and node.where == "npu" else 0)
+            done = node.index if node is not None else len(m.nodes)
+            t.message(f"node {min(done + 1, len(m.nodes))} of {len(m.nodes)} ({done} done), {total} instructions "
+                      "executed" + (f" of {t.total_instructions} ({100 * total // max(t.total_instructions, 1)}%)"
+                                    if t.total_instructions else "") + (", finished" if t.finished else ""))
+            t.message("  " + t.where())
+            return
         pos = t.position()
         total = t.total_instructions
         t.message(f"{pos} instructions executed" + (f" of {total} ({100 * pos // max(total, 1)}%)" if total else "")
@@ -178,6 +209,22 @@ class InfoPlugin(Plugin):
     def info_loc(self, arg):
         t = self.tdb
         t.require_started()
+        if t.model is not None:
+            node = t.model.node()
+            if node is None:
+                t.message("the model has finished")
+                return
+            t.message(f"node {node.index + 1} of {len(t.model.nodes)}: `{node.name}`, ONNX node `{node.onnx_name}`, "
+                      f"op type {node.op_type}, on the {node.where}")
+            for label, names in (("inputs", node.inputs), ("outputs", node.outputs)):
+                parts = []
+                for n in names:
+                    v = t.model.values.get(n)
+                    parts.append(f"{n}: {v.dtype}{list(v.shape)}" if v is not None else (n or "<omitted>"))
+                t.message(f"  {label}: {', '.join(parts) or '-'}")
+            if node.where != "npu":
+                return
+            t.message(f"  kernel `{node.step['function']}`, {t.position()} instructions into it")
         core = t.core
         pc = t.sim.pc(core)
         loc = t.target.location(core, pc)
@@ -191,6 +238,20 @@ class InfoPlugin(Plugin):
             src = t.target.source_lines(file)
             if src and int(line) <= len(src):
                 t.message(f"  {os.path.basename(file)}:{line}: {src[int(line) - 1].strip()}")
+
+    def info_ir(self, arg):
+        """Models: the graph nodes around the current one (where each runs, values read and written)."""
+        t = self.tdb
+        if t.model is None:
+            return self.info_src(arg)
+        n = parse_int(arg.strip(), "count") if arg.strip() else 5
+        m = t.model
+        cur = m.current
+        for node in m.nodes[max(cur - n, 0):cur + n + 1]:
+            t.message(f"{'=>' if node.index == cur else '  '} {node.index + 1:4d}  {node.where:<4} {node.op_type:<12} "
+                      f"{node.onnx_name}: {', '.join(node.inputs)} -> {', '.join(node.outputs)}")
+        if cur >= len(m.nodes):
+            t.message("=> (finished)")
 
     def info_src(self, arg):
         t = self.tdb
@@ -280,7 +341,53 @@ class InfoPlugin(Plugin):
         t.namespace["_"] = arr
 
     def complete_x(self, text, line, begidx, endidx):
-        return complete_words(text, list(self.tdb.symbols) + [f"{s}:" for s in SPACES] + ["core"])
+        names = list(self.tdb.model.values) if self.tdb.model is not None else list(self.tdb.symbols)
+        return complete_words(text, names + [f"{s}:" for s in SPACES] + ["core"])
+
+    # -- p (graph values)
+    def do_print(self, arg):
+        """p(rint)[/full] VALUE | p(rint) EXPR
+        Print a graph value of a model (ONNX value name) as the typed tensor the compiler laid out,
+        saying where it lives and whether it is produced yet (large tensors: their statistics and
+        first elements, all of it with /full); otherwise evaluate a Python EXPR."""
+        t = self.tdb
+        t.require_started()
+        name = arg.strip()
+        full = name.startswith("/full ")
+        if full:
+            name = name[6:].strip()
+        if not name:
+            raise CommandError("usage: p[/full] VALUE | p EXPR")
+        m = t.model
+        if m is None or name not in m.values:
+            value = t.evaluate(name)
+            with np.printoptions(threshold=4096, linewidth=100):
+                t.message(f"{name} = {value!r}" if not isinstance(value, np.ndarray) else f"{name} =\n{value}")
+            return
+        v = m.values[name]
+        arr = t.sim.read("ddr", m.value_address(v), v.shape, v.dtype)
+        if v.producer is None:
+            state = "a constant" if v.buffer in m.constant_buffers else "a model input"
+        else:
+            prod = m.nodes[v.producer]
+            if m.current <= v.producer:
+                state = f"NOT produced yet (node `{prod.onnx_name}` has not run: the bytes are stale)"
+            else:
+                state = f"produced by node {prod.index + 1} `{prod.onnx_name}` ({prod.op_type})"
+                later = m.clobbered_by(v)
+                if later is not None and later.index < m.current:
+                    state += f"; its bytes were reused by node {later.index + 1} `{later.onnx_name}` since (stale)"
+        t.message(f"`{name}`: {v.dtype}{list(v.shape)} at ddr:{m.value_address(v):#x}, {state}")
+        t.message(summarize(arr, full))
+        t.namespace["_"] = arr
+
+    do_p = do_print
+
+    def complete_print(self, text, line, begidx, endidx):
+        m = self.tdb.model
+        return complete_words(text, list(m.values) if m is not None else list(self.tdb.symbols))
+
+    complete_p = complete_print
 
     # -- set
     def do_set(self, arg):

@@ -51,6 +51,17 @@ class Plugin:
     def after_step(self):
         """After each instruction (only with wants_steps)."""
 
+    def on_node_load(self, node):
+        """Models: an npu node's kernel was loaded (before its first instruction)."""
+
+    def before_node(self, node):
+        """Models: the node is about to start; return messages to stop before it."""
+        return None
+
+    def after_node(self, node):
+        """Models: the node has run (its outputs are in memory); return messages to stop."""
+        return None
+
     def accept_stop(self, report):
         """Return False to ignore this breakpoint stop and continue (conditions)."""
         return True

@@ -3,9 +3,9 @@
 :class:`KernelModuleTarget` is an ``npu`` kernel module (a ``.tcm`` file saved by
 ``Module.save``, built from the DSL or the IR builder), whose line table maps each
 pc to the kernel's ``file:line``. :class:`AssemblyTarget` is a TC1 assembly file
-(its lines are the source). A compiled model executable (``.tcx``) will be a third
-kind: every target gives the same small interface, so the debugger's commands do
-not know which kind they run.
+(its lines are the source). A compiled model executable (``.tcx``) is a third kind
+(``model.py``: node after node). Every target gives the same small interface, so most
+of the debugger's commands do not know which kind they run.
 """
 import os
 
@@ -311,10 +311,12 @@ class AssemblyTarget(Target):
 
 
 def open_target(path, function=None):
-    """The target for a file: a kernel module (``.tcm``) or TC1 assembly (``.s``)."""
+    """The target for a file: a kernel module (``.tcm``), TC1 assembly (``.s``) or a model (``.tcx``)."""
     path = os.fspath(path)
     if path.endswith((".s", ".S", ".asm")):
         return AssemblyTarget(path)
     if path.endswith(".tcx"):
-        raise TargetError(f"{path}: model executables (.tcx) are not supported by this tdb yet; give a kernel module")
+        from .model import ModelTarget
+
+        return ModelTarget(path)
     return KernelModuleTarget(path, function)

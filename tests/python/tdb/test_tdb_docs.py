@@ -22,7 +22,7 @@ def test_documented_commands_exist():
             if not row.startswith("|"):
                 continue
             names |= set(re.findall(r"`([a-z][a-z-]*)", row.split("|")[1]))
-    assert {"start", "reverse-next", "x", "display", "record"} <= names
+    assert {"start", "reverse-next", "x", "display", "record", "until", "check", "viz"} <= names
     names |= {"break", "tbreak", "condition", "ignore", "enable", "disable", "delete", "watch", "rwatch", "awatch",
               "undisplay", "display", "info", "x", "set"}
     missing = [n for n in sorted(names) if not hasattr(Debugger, "do_" + n.replace("-", "_"))
@@ -30,7 +30,9 @@ def test_documented_commands_exist():
     # Plugin commands live on plugin classes; collect them too.
     from tilecore.tdb import plugins
 
-    have = {a[3:] for cls in (plugins.BreakpointPlugin, plugins.DisplayPlugin, plugins.InfoPlugin) for a in dir(cls)
-            if a.startswith("do_")}
+    from tilecore.tdb.datacheck import DataCheckPlugin
+
+    have = {a[3:] for cls in (plugins.BreakpointPlugin, plugins.DisplayPlugin, plugins.InfoPlugin, DataCheckPlugin)
+            for a in dir(cls) if a.startswith("do_")}
     missing = [n for n in missing if n.replace("-", "_") not in have]
     assert not missing, missing

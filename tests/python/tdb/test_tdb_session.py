@@ -278,8 +278,13 @@ def test_bad_targets_and_inputs(module_path, tmp_path):
     bad.write_bytes(b"nonsense")
     with pytest.raises(TargetError, match="bad.tcm"):
         Debugger(str(bad))
-    with pytest.raises(TargetError, match=r"\.tcx\) are not supported"):
+    with pytest.raises(TargetError, match=r"m\.tcx: no such file"):
         Debugger(str(tmp_path / "m.tcx"))
+    (tmp_path / "bad.tcx").write_bytes(b"TCEXEC\0\0garbage")
+    with pytest.raises(TargetError, match=r"bad\.tcx: .*executable"):
+        Debugger(str(tmp_path / "bad.tcx"))
+    with pytest.raises(TargetError, match="--ref_data needs a model"):
+        Debugger(str(module_path), inputs=K.inputs(), ref_data={"x": np.zeros(1)})
     ins = K.inputs()
     del ins["y"]
     dbg, out = session(module_path, inputs=ins)

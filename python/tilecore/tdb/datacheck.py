@@ -1,0 +1,247 @@
+"""The data-check plugin: after each node of a model, its outputs against reference data.
+
+The reference is one or more ``.npz`` files of tensors keyed by ONNX value names, as
+ONNX Runtime produces them (every intermediate value added as a graph output) or
+``tilecore compare`` reports them. An output passes when it is *equal* (integers, and
+floats bit for bit), *close* (``allclose`` with rtol/atol) or *similar* (cosine and
+Euclidean similarity at or above their thresholds, TPU-MLIR's npz_tool measures);
+otherwise it is *different*. A node with a different output is then judged by its
+inputs: when every input that has a reference matches it, the node itself is wrong;
+otherwise its inputs already differ and the fault is upstream.
+
+With ``stop`` on (the default in tdb) the debugger stops after the first node that
+diverges and after each later node that is wrong itself (not after nodes that only
+inherit a difference). ``tilecore check`` runs the whole model with ``stop`` off and
+writes every node's result to a JSON report.
+"""
+import os
+
+import numpy as np
+
+from .core import CommandError
+from .plugins import Plugin, complete_words
+
+DEFAULTS = {"rtol": 1e-4, "atol": 1e-5, "cosine": 0.999, "euclid": 0.99}
+
+
+def similarity(ours, ref):
+    """(cosine, Euclidean similarity, max abs error) in float64; Euclidean similarity is
+    1 - |a - b| / |(a + b) / 2| (1 for two zero tensors)."""
+    a = np.asarray(ours, np.float64).reshape(-1)
+    b = np.asarray(ref, np.float64).reshape(-1)
+    both = np.isfinite(a) & np.isfinite(b)
+    if not both.all():
+        same_specials = np.array_equal(np.isnan(a), np.isnan(b)) and np.array_equal(a[~both], b[~both])
+        if not same_specials:
+            return float("nan"), float("nan"), float("inf")
+        a, b = a[both], b[both]
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    cos = 1.0 if na == 0 and nb == 0 else (0.0 if na == 0 or nb == 0 else float(np.dot(a, b) / (na * nb)))
+    dist = float(np.linalg.norm(a - b))
+    mid = float(np.linalg.norm((a + b) / 2))
+    euclid = 1.0 if dist == 0 else (1.0 - dist / mid if mid > 0 else 0.0)
+    return cos, euclid, float(np.max(np.abs(a - b))) if a.size else 0.0
+
+
+def compare(ours, ref, thresholds=DEFAULTS):
+    """One tensor against its reference: a dict with status equal|close|similar|different|shape."""
+    ours, ref = np.asarray(ours), np.asarray(ref)
+    row = {"shape": list(ours.shape), "ref_shape": list(ref.shape)}
+    if ours.size != ref.size:
+        row["status"] = "shape"
+        return row
+    if ours.dtype.kind in "iub" or ref.dtype.kind in "iub":
+        equal = np.array_equal(ours.reshape(-1).astype(np.int64), ref.reshape(-1).astype(np.int64))
+        row["status"] = "equal" if equal else "different"
+        if not equal:
+            diff = ours.reshape(-1).astype(np.int64) != ref.reshape(-1).astype(np.int64)
+            row["mismatches"] = int(diff.sum())
+        return row
+    a, b = ours.reshape(-1), ref.reshape(-1).astype(ours.dtype, copy=False)
+    if np.array_equal(a, b, equal_nan=True):
+        row.update(status="equal", cosine=1.0, euclid=1.0, max_abs_error=0.0)
+        return row
+    cos, euc, err = similarity(a, b)
+    row.update(cosine=cos, euclid=euc, max_abs_error=err)
+    if np.allclose(a, b, rtol=thresholds["rtol"], atol=thresholds["atol"], equal_nan=True):
+        row["status"] = "close"
+    elif cos >= thresholds["cosine"] and euc >= thresholds["euclid"]:
+        row["status"] = "similar"
+    else:
+        row["status"] = "different"
+    return row
+
+
+def describe(row):
+    if row["status"] == "shape":
+        return f"shape {row['shape']} against the reference's {row['ref_shape']}"
+    if "cosine" in row:
+        return (f"{row['status']}: cosine {row['cosine']:.6f}, euclid {row['euclid']:.6f}, "
+                f"max abs error {row['max_abs_error']:.3g}")
+    return row["status"] + (f" ({row['mismatches']} elements differ)" if "mismatches" in row else "")
+
+
+def load_reference(ref_data):
+    """{name: array} from .npz paths (later files win) or a dict."""
+    if ref_data is None:
+        return {}
+    if isinstance(ref_data, dict):
+        return {str(k): np.asarray(v) for k, v in ref_data.items()}
+    if isinstance(ref_data, (str, os.PathLike)):
+        ref_data = [ref_data]
+    out = {}
+    for path in ref_data:
+        with np.load(os.fspath(path), allow_pickle=False) as z:
+            out.update({k: z[k] for k in z.files})
+    return out
+
+
+class DataCheckPlugin(Plugin):
+    """check [on|off|VALUE|set NAME=X ...], info check: outputs of each node against reference data."""
+
+    name = "data-check"
+
+    def __init__(self, tdb):
+        super().__init__(tdb)
+        self.ref = {}
+        self.thresholds = dict(DEFAULTS)
+        self.enabled = True
+        self.stop = True
+        self.results = {}    # node index -> result dict
+        self.first = None    # the first divergent node's result
+
+    def on_load(self):
+        self.tdb.info_handlers["check"] = (self.info_check, None)
+
+    def set_reference(self, ref_data):
+        self.ref = load_reference(ref_data)
+
+    def on_start(self):
+        self.results = {}
+        self.first = None
+
+    def _value(self, name):
+        return self.tdb.model.read_value(self.tdb.sim, name)
+
+    def after_node(self, node):
+        t = self.tdb
+        if not self.enabled or not self.ref or t.model is None:
+            return None
+        outs = [o for o in node.outputs if o in self.ref and o in t.model.values]
+        res = {"index": node.index, "node": node.name, "onnx_name": node.onnx_name, "op_type": node.op_type,
+               "where": node.where, "outputs": [], "inputs": []}
+        if not outs:
+            res["status"] = "no reference"
+            self.results[node.index] = res
+            return None
+        for o in outs:
+            row = compare(self._value(o), self.ref[o], self.thresholds)
+            res["outputs"].append(dict(row, name=o))
+        bad = [r for r in res["outputs"] if r["status"] in ("different", "shape")]
+        if not bad:
+            res["status"] = "pass"
+            self.results[node.index] = res
+            return None
+        res["status"] = "fail"
+        for i in node.inputs:
+            if i in self.ref and i in t.model.values:
+                row = compare(self._value(i), self.ref[i], self.thresholds)
+                res["inputs"].append(dict(row, name=i))
+        differ = [r["name"] for r in res["inputs"] if r["status"] in ("different", "shape")]
+        res["inputs_match"] = not differ
+        if differ:
+            res["verdict"] = f"this node's inputs already differ ({', '.join(differ)})"
+        else:
+            checked = [r["name"] for r in res["inputs"]]
+            res["verdict"] = ("this node is wrong: its inputs match the reference" if checked else
+                              "this node is wrong: its inputs are the model's inputs and constants")
+        self.results[node.index] = res
+        first = self.first is None
+        if first:
+            self.first = res
+        if not self.stop or not (first or not differ):
+            return None
+        lines = [f"Data-check: node {node.index + 1} `{node.onnx_name}` ({node.op_type}, {node.where}) diverges from "
+                 f"the reference; {res['verdict']}"]
+        for r in res["outputs"]:
+            lines.append(f"  output `{r['name']}`: {describe(r)}")
+        for r in res["inputs"]:
+            lines.append(f"  input `{r['name']}`: {describe(r)}")
+        return ["\n".join(lines)]
+
+    def report(self):
+        """The JSON-able summary of every node checked so far."""
+        rows = [self.results[k] for k in sorted(self.results)]
+        return {"thresholds": dict(self.thresholds), "nodes": rows,
+                "checked": sum(r["status"] in ("pass", "fail") for r in rows),
+                "passed": sum(r["status"] == "pass" for r in rows),
+                "failed": sum(r["status"] == "fail" for r in rows),
+                "wrong_nodes": [r["onnx_name"] for r in rows if r["status"] == "fail" and r.get("inputs_match")],
+                "first_divergence": self.first}
+
+    def info_check(self, arg):
+        t = self.tdb
+        if not self.ref:
+            t.message("No reference data (give --ref_data REF.npz)")
+            return
+        rep = self.report()
+        t.message(f"data-check: {rep['checked']} node(s) compared, {rep['passed']} passed, {rep['failed']} failed; "
+                  f"thresholds " + ", ".join(f"{k}={v:g}" for k, v in self.thresholds.items()))
+        for r in rep["nodes"]:
+            if r["status"] == "fail":
+                t.message(f"  {r['index'] + 1:4d} {r['onnx_name']} ({r['op_type']}): {r['verdict']}")
+
+    def do_check(self, arg):
+        """check [on|off] | check stop|nostop | check set NAME=X ... | check VALUE
+        Data-check against --ref_data: switch it, whether it stops at a divergence, set thresholds
+        (rtol, atol, cosine, euclid), or compare one graph value with its reference now."""
+        t = self.tdb
+        words = arg.split()
+        if not words:
+            return self.info_check("")
+        if words[0] in ("on", "off"):
+            self.enabled = words[0] == "on"
+            t.message(f"data-check {'on' if self.enabled else 'off'}")
+            return
+        if words[0] in ("stop", "nostop"):
+            self.stop = words[0] == "stop"
+            t.message(f"data-check {'stops' if self.stop else 'does not stop'} at divergences")
+            return
+        if words[0] == "set":
+            for w in words[1:]:
+                k, sep, v = w.partition("=")
+                if not sep or k not in self.thresholds:
+                    raise CommandError(f"expected NAME=X with NAME one of {', '.join(self.thresholds)}, got '{w}'")
+                try:
+                    self.thresholds[k] = float(v)
+                except ValueError:
+                    raise CommandError(f"{k}: expected a number, got '{v}'") from None
+            t.message("thresholds " + ", ".join(f"{k}={v:g}" for k, v in self.thresholds.items()))
+            return
+        t.require_started()
+        name = words[0]
+        if t.model is None or name not in t.model.values:
+            raise CommandError(f"no graph value `{name}`")
+        if name not in self.ref:
+            raise CommandError(f"the reference data has no `{name}`")
+        t.message(f"`{name}`: {describe(compare(self._value(name), self.ref[name], self.thresholds))}")
+
+    def do_viz(self, arg):
+        """viz FILE
+        Draw the model's graph (FILE .svg, .html, .png or .dot), nodes coloured by where they run and
+        those that failed the data-check so far in red."""
+        from . import graphview
+
+        t = self.tdb
+        if t.model is None:
+            raise CommandError("viz draws a model's graph; this target is a kernel")
+        if not arg.strip():
+            raise CommandError("usage: viz FILE (.svg, .html, .png or .dot)")
+        try:
+            path = graphview.write(graphview.from_model_target(t.model), arg.strip(), self.report())
+        except (graphview.GraphError, OSError) as e:
+            raise CommandError(str(e)) from None
+        t.message(f"wrote {path}")
+
+    def complete_check(self, text, line, begidx, endidx):
+        return complete_words(text, ["on", "off", "stop", "nostop", "set"] + list(self.ref))

@@ -1,0 +1,186 @@
+"""The graph of a model as Graphviz DOT, SVG, PNG or HTML (``tilecore viz``, tdb's ``viz``).
+
+Nodes are coloured by where they run once compiled: on the npu (blue), on the host
+(orange), as a free view of their input's bytes (green), or folded away by the graph
+passes (white, dashed: a BatchNormalization folded into its Conv, a Constant). Nodes
+that failed a data-check are red (a thick border: the node itself is wrong; a thin
+one: its inputs already differed). Edges are the values between nodes; weights and
+other constants are left out. Rendering needs Graphviz's ``dot`` (Debian package
+``graphviz``); ``.dot`` output does not.
+"""
+import html
+import os
+import shutil
+import subprocess
+
+COLOURS = {"npu": "#9ecae1", "host": "#fdae6b", "view": "#c7e9c0", "folded": "#ffffff"}
+FAILED, FAILED_INHERITED = "#ef3b2c", "#fcbba1"
+
+
+class GraphError(ValueError):
+    """A model that cannot be drawn, or a renderer that is missing."""
+
+
+def _q(text):
+    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class GraphSpec:
+    """What is drawn: nodes (id, label, where, op_type, onnx_name) and edges (from, to, value)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.nodes = []       # dicts: id, name, op_type, where
+        self.edges = []       # (from id, to id, value name)
+        self.inputs, self.outputs = [], []
+
+
+def from_model_target(target):
+    """The graph of a ``.tcx`` (a :class:`tilecore.tdb.model.ModelTarget`): its nodes in order."""
+    g = GraphSpec(target.name)
+    producer = {}
+    consts = {target.buffers[b]["name"] for b in target.constant_buffers}
+    for name in target.input_names:
+        producer[name] = f"in:{name}"
+        g.inputs.append(name)
+    for n in target.nodes:
+        nid = f"n{n.index}"
+        g.nodes.append({"id": nid, "name": n.onnx_name, "op_type": n.op_type, "where": n.where})
+        for v in n.inputs:
+            if v in producer and v not in consts:
+                g.edges.append((producer[v], nid, v))
+        for v in n.outputs:
+            producer[v] = nid
+    for name in target.output_names:
+        if name in producer:
+            g.outputs.append(name)
+            g.edges.append((producer[name], f"out:{name}", name))
+    return g
+
+
+def from_onnx(path, placement=None):
+    """The graph of an ONNX model; ``placement`` maps ONNX node names to npu|host|view
+    (default: compile the model with tilecore.compile to find out)."""
+    import onnx
+
+    try:
+        model = onnx.load(os.fspath(path))
+    except Exception as e:  # noqa: BLE001  (a broken file: its message)
+        raise GraphError(f"{path}: not an ONNX model: {e}") from None
+    if placement is None:
+        placement = onnx_placement(model)
+    g = GraphSpec(model.graph.name or os.path.basename(os.fspath(path)))
+    inits = {t.name for t in model.graph.initializer}
+    producer = {}
+    for v in model.graph.input:
+        if v.name not in inits:
+            producer[v.name] = f"in:{v.name}"
+            g.inputs.append(v.name)
+    for i, n in enumerate(model.graph.node):
+        nid = f"n{i}"
+        name = n.name or f"{n.op_type}_{i}"
+        g.nodes.append({"id": nid, "name": name, "op_type": n.op_type, "where": placement.get(name, "folded")})
+        for v in n.input:
+            if v in producer:
+                g.edges.append((producer[v], nid, v))
+        for v in n.output:
+            if v:
+                producer[v] = nid
+    for v in model.graph.output:
+        if v.name in producer:
+            g.outputs.append(v.name)
+            g.edges.append((producer[v.name], f"out:{v.name}", v.name))
+    return g
+
+
+def onnx_placement(model):
+    """{ONNX node name: npu|host|view} from compiling the model (nodes absent were folded)."""
+    from ..compiler.driver import compile as _compile
+    from .model import ModelTarget
+
+    try:
+        exe = _compile(model)
+    except Exception as e:  # noqa: BLE001  (the compiler's message names the nodes)
+        raise GraphError(f"cannot compile the model to find where its nodes run: {str(e).splitlines()[0]}") from None
+    out = {}
+    for n in ModelTarget(exe).nodes:
+        out.setdefault(n.onnx_name, n.where)
+    return out
+
+
+def to_dot(g, check=None):
+    """DOT text. ``check`` is a data-check report (``tilecore check --report``) or None."""
+    failed = {}
+    for r in (check or {}).get("nodes", []):
+        if r.get("status") == "fail":
+            failed[r["onnx_name"]] = bool(r.get("inputs_match"))
+    lines = [f"digraph {_q(g.name)} {{", '  rankdir=TB; nodesep=0.25; ranksep=0.3;',
+             '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11, height=0.3];',
+             '  edge [fontname="Helvetica", fontsize=8, color="#555555", arrowsize=0.6];']
+    for name in g.inputs:
+        lines.append(f'  {_q("in:" + name)} [label={_q(name)}, shape=ellipse, fillcolor="#eeeeee"];')
+    for name in g.outputs:
+        lines.append(f'  {_q("out:" + name)} [label={_q(name)}, shape=ellipse, fillcolor="#eeeeee"];')
+    for n in g.nodes:
+        fill = COLOURS.get(n["where"], "#ffffff")
+        extra = ', style="rounded,dashed"' if n["where"] == "folded" else ""
+        if n["name"] in failed:
+            wrong = failed[n["name"]]
+            fill = FAILED if wrong else FAILED_INHERITED
+            extra += ', penwidth=3, color="#a50f15"' if wrong else ', color="#a50f15"'
+        label = f"{n['name']}\\n{n['op_type']} · {n['where']}"
+        lines.append(f'  {_q(n["id"])} [label="{_esc(n["name"])}\\n{_esc(n["op_type"])} · {n["where"]}", '
+                     f'fillcolor="{fill}"{extra}, tooltip={_q(label)}];')
+    for a, b, v in g.edges:
+        lines.append(f"  {_q(a)} -> {_q(b)} [tooltip={_q(v)}];")
+    legend = [("npu", COLOURS["npu"]), ("host", COLOURS["host"]), ("view", COLOURS["view"]),
+              ("folded", COLOURS["folded"])] + ([("data-check failed", FAILED)] if failed else [])
+    lines.append('  subgraph cluster_legend { label="where it runs"; fontname="Helvetica"; fontsize=10; color="#bbbbbb";')
+    for i, (text, colour) in enumerate(legend):
+        style = ', style="rounded,dashed"' if text == "folded" else ""
+        lines.append(f'    legend{i} [label={_q(text)}, fillcolor="{colour}", fontsize=9{style}];')
+    lines.append("    " + " -> ".join(f"legend{i}" for i in range(len(legend))) + " [style=invis];")
+    lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _esc(text):
+    return str(text).replace("\\", "\\\\").replace('"', '\\"')
+
+
+def render(dot_text, fmt):
+    """Runs ``dot -T<fmt>``; returns the bytes."""
+    exe = shutil.which("dot")
+    if exe is None:
+        raise GraphError("Graphviz's `dot` is not installed (Debian: apt-get install graphviz); write a .dot file instead")
+    r = subprocess.run([exe, f"-T{fmt}"], input=dot_text.encode(), capture_output=True, timeout=300)
+    if r.returncode != 0:
+        raise GraphError(f"dot failed: {r.stderr.decode(errors='replace').strip()}")
+    return r.stdout
+
+
+def write(g, path, check=None):
+    """Writes ``g`` to ``path`` in the format its extension names (.dot .svg .png .html)."""
+    path = os.fspath(path)
+    ext = os.path.splitext(path)[1].lower()
+    dot = to_dot(g, check)
+    if ext in (".dot", ".gv"):
+        data = dot.encode()
+    elif ext in (".svg", ".png", ".pdf"):
+        data = render(dot, ext[1:])
+    elif ext in (".html", ".htm"):
+        svg = render(dot, "svg").decode()
+        svg = svg[svg.find("<svg"):]
+        n_fail = sum(1 for r in (check or {}).get("nodes", []) if r.get("status") == "fail")
+        data = ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + html.escape(g.name) +
+                "</title></head>\n<body style=\"font-family: Helvetica, sans-serif\">\n<h1>" + html.escape(g.name) +
+                f"</h1>\n<p>{len(g.nodes)} nodes: " +
+                ", ".join(f"{sum(n['where'] == w for n in g.nodes)} {w}" for w in ("npu", "host", "view", "folded")) +
+                (f"; {n_fail} failed the data-check" if check else "") + ". Hover a node or an edge for its name.</p>\n"
+                + svg + "\n</body></html>\n").encode()
+    else:
+        raise GraphError(f"{path}: unknown output format `{ext}` (use .svg, .png, .html or .dot)")
+    with open(path, "wb") as f:
+        f.write(data)
+    return path

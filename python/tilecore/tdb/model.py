@@ -1,0 +1,285 @@
+"""A compiled model (``.tcx``) as a tdb target: its graph nodes in order, each an npu
+kernel run on the debugger's simulator, a host call, or a free view.
+
+The debugger lays the executable's DDR arena out itself (from :data:`ARENA_BASE`, the
+address the npu device hands out first), writes the constants and inputs, and then
+runs node after node: an npu node loads its kernel and argument block as the runtime's
+launch does and is stepped by instructions; a host node reads its buffers from the
+simulated DDR, calls the ``c`` function and writes its outputs back, as one step; a
+view (Reshape, Flatten, ...) has no code and only gives its input's bytes a new name
+and shape. Graph values are found by their ONNX names through the executable's debug
+info (``inputs``, ``outputs`` and ``views`` of each step, docs/executable.md).
+"""
+import json
+import os
+
+import numpy as np
+
+from .target import ARG_BLOCK_FROM_END, KernelModuleTarget, Symbol, Target, TargetError
+
+ARENA_BASE = 0x10000  # runtime::kNpuHeapBase: the first address the npu device allocates
+
+
+class Value:
+    """A graph value: where its bytes are (a buffer of the arena) and its type."""
+
+    def __init__(self, name, buffer, shape, dtype, producer=None):
+        self.name, self.buffer, self.shape, self.dtype = name, buffer, tuple(shape), np.dtype(dtype)
+        self.producer = producer  # index of the node that writes it; None: an input or a constant
+
+    @property
+    def nbytes(self):
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+
+class Node:
+    """One node of the model in execution order: ``where`` is npu, host or view."""
+
+    def __init__(self, index, where, name, onnx_name, op_type, inputs, outputs, step=None):
+        self.index, self.where, self.name, self.onnx_name, self.op_type = index, where, name, onnx_name, op_type
+        self.inputs, self.outputs = list(inputs), list(outputs)
+        self.step = step          # the executable's step (dict), None for a view
+        self.kernel = None        # KernelModuleTarget of an npu node (made when first needed)
+        self.module = None
+
+    def describe(self):
+        return f"`{self.onnx_name}` ({self.op_type}, {self.where})"
+
+
+class ModelTarget(Target):
+    """A ``.tcx`` executable (a path or a loaded :class:`tilecore.runtime.Executable`)."""
+
+    kind = "model"
+
+    def __init__(self, exe):
+        from .. import runtime
+
+        if isinstance(exe, (str, os.PathLike)):
+            path = os.fspath(exe)
+            if not os.path.exists(path):
+                raise TargetError(f"{path}: no such file")
+            try:
+                exe = runtime.load_executable(path)
+            except (ValueError, OSError) as e:
+                raise TargetError(f"{path}: {e}") from None
+            self.name = os.path.basename(path)
+        else:
+            self.name = "model"
+        self.exe = exe
+        d = exe.describe()
+        self.desc = d
+        self.modules = exe.modules
+        self.buffers = d["buffers"]
+        self.arena_size = int(d["arena_size"])
+        self.input_names = [io["name"] for io in d["inputs"]]
+        self.output_names = [io["name"] for io in d["outputs"]]
+        self.constant_buffers = {c["buffer"] for c in d["constants"]}
+        self.values = {}
+        for io in d["inputs"]:
+            self._add_value(io["name"], io["buffer"])
+        for c in d["constants"]:
+            self._add_value(self.buffers[c["buffer"]]["name"], c["buffer"])
+        self.nodes = []
+        self.cores = 1
+        for step in d["steps"]:
+            self._add_step(step)
+        for io in d["outputs"]:
+            if io["name"] not in self.values:
+                self._add_value(io["name"], io["buffer"])
+        self.current = 0  # the node the debugger is at (set by the debugger)
+
+    # ---- building the node list -------------------------------------------------------------
+    def _add_value(self, name, buffer, shape=None, producer=None):
+        b = self.buffers[buffer]
+        dtype = "uint16" if b["dtype"] == "bfloat16" else b["dtype"]
+        self.values[name] = Value(name, buffer, b["shape"] if shape is None else shape, dtype, producer)
+
+    def _add_step(self, step):
+        dbg = step.get("debug", {})
+        for view in json.loads(dbg["views"]) if dbg.get("views") else []:
+            vname, op, src, out, shape = view
+            n = Node(len(self.nodes), "view", vname or f"{op}_{len(self.nodes)}", vname or out, op, [src], [out])
+            self.nodes.append(n)
+            if src in self.values:
+                v = self.values[src]
+                self.values[out] = Value(out, v.buffer, shape, v.dtype, n.index)
+        args = step["args"]
+        outs = [o for o in dbg.get("outputs", "").split(",") if o] if dbg.get("outputs") else []
+        n_in = len(args) - len(outs)
+        if "inputs" in dbg:
+            ins = dbg["inputs"].split(",") if dbg["inputs"] else []
+        else:  # older executables: the buffers' names (the values they were planned for)
+            ins = [self.buffers[a]["name"] for a in args[:n_in]]
+        if not outs:  # no debug info: the written buffers are unknown; name them by buffer
+            outs, n_in = [], len(args)
+        n = Node(len(self.nodes), step["kind"], step["node"], step.get("source_node") or step["node"],
+                 step["op_type"], ins, outs, step)
+        self.nodes.append(n)
+        for i, o in enumerate(outs):
+            self._add_value(o, args[n_in + i], producer=n.index)
+        if step["kind"] == "npu":
+            n.module = self.modules[step["module"]]
+            for f in n.module.info["functions"]:
+                if f["name"] == step["function"]:
+                    self.cores = max(self.cores, int(f["cores"]))
+        else:
+            n.module = self.modules[step["module"]]
+
+    # ---- queries -------------------------------------------------------------------------------
+    def node(self, index=None):
+        index = self.current if index is None else index
+        return self.nodes[index] if 0 <= index < len(self.nodes) else None
+
+    def find_nodes(self, name):
+        """Nodes whose ONNX name or step name is ``name``."""
+        return [n for n in self.nodes if name in (n.onnx_name, n.name)]
+
+    def op_types(self):
+        return sorted({n.op_type for n in self.nodes})
+
+    def node_names(self):
+        return sorted({n.onnx_name for n in self.nodes} | {n.name for n in self.nodes})
+
+    def kernel(self, node):
+        if node.kernel is None and node.where == "npu":
+            node.kernel = KernelModuleTarget(node.module, node.step["function"])
+        return node.kernel
+
+    def value_address(self, value):
+        return ARENA_BASE + int(self.buffers[value.buffer]["offset"])
+
+    def clobbered_by(self, value):
+        """The first node after the value's producer that writes bytes of its buffer (or None)."""
+        lo = self.value_address(value)
+        hi = lo + value.nbytes
+        start = -1 if value.producer is None else value.producer
+        for n in self.nodes[start + 1:]:
+            if n.where == "view":
+                continue
+            for o in n.outputs:
+                w = self.values.get(o)
+                if w is None or w.name == value.name:
+                    continue
+                a = self.value_address(w)
+                if a < hi and lo < a + w.nbytes and w.buffer != value.buffer:
+                    return n
+        return None
+
+    # ---- Target interface (delegated to the current npu node's kernel) ---------------------
+    @property
+    def program(self):
+        n = self.node()
+        return self.kernel(n).program if n is not None and n.where == "npu" else None
+
+    def location(self, core, pc):
+        n = self.node()
+        return self.kernel(n).location(core, pc) if n is not None and n.where == "npu" else None
+
+    def listing(self):
+        n = self.node()
+        return self.kernel(n).listing() if n is not None and n.where == "npu" else []
+
+    def listing_line(self, core, pc):
+        n = self.node()
+        return self.kernel(n).listing_line(core, pc) if n is not None and n.where == "npu" else 0
+
+    def pcs_at_listing_line(self, line):
+        n = self.node()
+        return self.kernel(n).pcs_at_listing_line(line) if n is not None and n.where == "npu" else {}
+
+    def pcs_at_location(self, file, line):
+        n = self.node()
+        return self.kernel(n).pcs_at_location(file, line) if n is not None and n.where == "npu" else {}
+
+    def files(self):
+        return []
+
+    # ---- running --------------------------------------------------------------------------------
+    def prepare(self, sim, inputs):
+        """Writes the constants and the inputs into the arena; returns {value name: Symbol}
+        (every graph value, in the buffer and row-major layout the compiler chose)."""
+        from .._base import _ffi_core
+
+        inputs = dict(inputs or {})
+        missing = [n for n in self.input_names if n not in inputs]
+        unknown = sorted(set(inputs) - set(self.input_names))
+        expects = ", ".join(f"{n}: {self.values[n].dtype}{list(self.values[n].shape)}" for n in self.input_names)
+        if missing or unknown:
+            what = f"missing input(s) {', '.join(missing)}" if missing else f"unknown input(s) {', '.join(unknown)}"
+            raise TargetError(f"{what}; the executable expects {expects}")
+        if sim.config["ddr_bytes"] < ARENA_BASE + self.arena_size:
+            raise TargetError(f"the arena needs {self.arena_size} bytes of DDR from {ARENA_BASE:#x}; "
+                              f"the simulator has {sim.config['ddr_bytes']} (give a larger --ddr_size)")
+        sim.write("ddr", ARENA_BASE, np.zeros(self.arena_size, np.uint8))
+        _ffi_core._get_global_func("runtime.ExecutableWriteConstants")(self.exe, sim.handle, ARENA_BASE)
+        for name in self.input_names:
+            v = self.values[name]
+            a = np.ascontiguousarray(inputs[name])
+            if a.dtype != v.dtype or tuple(a.shape) != v.shape:
+                raise TargetError(f"input `{name}` is {a.dtype}{list(a.shape)}; the executable expects {expects}")
+            sim.write("ddr", self.value_address(v), a)
+        return {name: Symbol(name, "ddr", self.value_address(v), v.dtype, v.shape) for name, v in self.values.items()}
+
+    def load_node(self, sim, node):
+        """Loads an npu node's kernel with its argument block, as the runtime's launch does."""
+        from .._base import _ffi_core
+
+        k = self.kernel(node)
+        sim.load(k.program)
+        _ffi_core._get_global_func("runtime.InstallHostCalls")(sim.handle)
+        words = np.array([ARENA_BASE + int(self.buffers[a]["offset"]) for a in node.step["args"]], np.uint32)
+        if len(words):
+            block = sim.config["l1_bytes"] - ARG_BLOCK_FROM_END
+            for core in range(k.cores):
+                sim.write("l1", block, words, core=core)
+
+    def run_host_node(self, sim, node):
+        """Runs a host node: its buffers from the simulated DDR, the call, its outputs back."""
+        from .. import nd
+
+        arrays = []
+        for a in node.step["args"]:
+            b = self.buffers[a]
+            dtype = "uint16" if b["dtype"] == "bfloat16" else b["dtype"]
+            arrays.append(nd.array(sim.read("ddr", ARENA_BASE + int(b["offset"]), tuple(b["shape"]), dtype)))
+        f = node.module.get_function(node.step["function"])
+        f(*arrays)
+        n_out = len(node.outputs) or len(arrays)
+        for a, arr in zip(node.step["args"][len(arrays) - n_out:], arrays[len(arrays) - n_out:]):
+            sim.write("ddr", ARENA_BASE + int(self.buffers[a]["offset"]), arr.numpy())
+
+    def read_value(self, sim, name, node_index=None):
+        """The value's array as the simulated DDR holds it now."""
+        v = self.values[name]
+        return sim.read("ddr", self.value_address(v), v.shape, v.dtype)
+
+    def disassemble(self):
+        """The executable's code as annotated assembly: each node in order with its ONNX name,
+        op type, where it runs and its values, then its kernel's TC1 assembly (once per kernel)."""
+        out = [f"# {self.name}: {len(self.nodes)} nodes, arena {self.arena_size} bytes at ddr:{ARENA_BASE:#x}"]
+        shown = {}
+        for n in self.nodes:
+            ins = ", ".join(f"{i}@ddr:{self.value_address(self.values[i]):#x}" if i in self.values else i or "-"
+                            for i in n.inputs)
+            outs = ", ".join(f"{o}@ddr:{self.value_address(self.values[o]):#x}" if o in self.values else o
+                             for o in n.outputs)
+            out.append("")
+            out.append(f"# ==== node {n.index + 1} of {len(self.nodes)}: `{n.onnx_name}` ({n.op_type}) on the {n.where}")
+            out.append(f"#      reads {ins or '-'}; writes {outs or '-'}")
+            if n.where == "view":
+                out.append("#      a view: no code, the output names the input's bytes")
+                continue
+            if n.where == "host":
+                out.append(f"#      host call `{n.step['function']}` (c module)")
+                continue
+            key = (n.step["module"], n.step["function"])
+            if key in shown:
+                out.append(f"#      kernel `{n.step['function']}`: the same as node {shown[key] + 1}'s")
+                continue
+            shown[key] = n.index
+            k = self.kernel(n)
+            out.append(f"#      kernel `{n.step['function']}` on {k.cores} core(s); argument block at "
+                       f"l1:<L1 size - {ARG_BLOCK_FROM_END}>: " +
+                       ", ".join(f"{p['name']} = {self.buffers[a]['name']}" for p, a in zip(k.params, n.step["args"])))
+            out.extend(k.program.disassemble().splitlines())
+        return "\n".join(out) + "\n"
