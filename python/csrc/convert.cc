@@ -253,6 +253,11 @@ int ConvertArgSlow(PyObject* o, int i, ArgFrame& frame, PyObject* fname) {
   if (PyUnicode_Check(o)) return StrArg(o, i, frame, fname);
   if (PyTuple_Check(o) || PyList_Check(o)) return ContainerArg(o, i, frame, fname, false);
   if (PyDict_Check(o)) return ContainerArg(o, i, frame, fname, true);
+  if (IsNumpyArrayType(t)) {
+    TCFFIObject* h = NDArrayFromBuffer(o);
+    if (h != nullptr) return TempArg(h, i, frame);
+    if (PyErr_Occurred()) return -1;
+  }
   if (HasDLPack(t)) return TempArg(NDArrayFromDLPackObject(o), i, frame);
   if (IsNumpyBool(t)) {
     int truth = PyObject_IsTrue(o);

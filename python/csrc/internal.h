@@ -271,6 +271,12 @@ bool PythonIsAlive();
 /*! \brief An NDArray (owned handle) viewing the memory of an object with __dlpack__ or a
  * DLPack capsule, zero copy. NULL + error on failure. */
 TCFFIObject* NDArrayFromDLPackObject(PyObject* obj);
+/*! \brief Whether `t` is numpy.ndarray itself (not a subclass). */
+bool IsNumpyArrayType(PyTypeObject* t);
+/*! \brief An NDArray over a numpy array's memory through the buffer protocol (ndarray_buffer.cc).
+ * NULL without an error when the buffer cannot be described exactly (take __dlpack__
+ * then); NULL + error when the NDArray is refused. */
+TCFFIObject* NDArrayFromBuffer(PyObject* obj);
 /*! \brief A non-owning NDArray over a borrowed DLTensor (valid while the tensor is). */
 TCFFIObject* NDArrayViewOfDLTensor(DLTensor* tensor);
 extern PyMethodDef kNDArrayModuleMethods[];
