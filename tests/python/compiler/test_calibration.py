@@ -1,0 +1,159 @@
+"""Calibration against numpy: the tensors of a small model computed here by hand, their
+min/max and percentile thresholds, the KL search against a plain-loop transcription of
+TensorRT's entropy calibration, the automatic choice against the quantisation error on
+the real values, and the JSON table (round trip, validation naming the entry)."""
+import json
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from tilecore.compiler.calibration import (CalibrationError, CalibTable, calibrate, threshold_kl,  # noqa: E402
+                                           quantisation_mse)
+
+
+def _model():
+    """y = Relu(x @ W + b) * 3; x (1, 4, 8)."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((8, 6)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"], name="mm"),
+             helper.make_node("Add", ["mm", "b"], ["add"], name="add"),
+             helper.make_node("Relu", ["add"], ["relu"], name="relu"),
+             helper.make_node("Mul", ["relu", "three"], ["y"], name="mul")]
+    g = helper.make_graph(nodes, "calib", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 6])],
+                          [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b"),
+                           numpy_helper.from_array(np.array(3.0, np.float32), "three")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), w, b
+
+
+def _samples(n=6, seed=1):
+    return {"x": np.random.default_rng(seed).standard_normal((n, 1, 4, 8)).astype(np.float32)}
+
+
+def _by_hand(x, w, b):
+    mm = x @ w
+    add = mm + b
+    relu = np.maximum(add, 0)
+    return {"x": x, "mm": mm, "add": add, "relu": relu, "y": relu * 3}
+
+
+def test_minmax_is_the_absolute_maximum_of_every_tensor():
+    m, w, b = _model()
+    s = _samples()
+    table = calibrate(m, s, method="minmax")
+    ref = _by_hand(s["x"], w, b)
+    assert set(table.thresholds) == set(ref)
+    for name, v in ref.items():
+        assert table.thresholds[name] == pytest.approx(float(np.abs(v).max()), rel=1e-6), name
+        assert table.methods[name] == "minmax"
+
+
+def test_percentile_is_the_bin_of_the_order_statistic():
+    m, w, b = _model()
+    s = _samples(40)
+    table = calibrate(m, s, method="percentile", percentile=99.0)
+    ref = _by_hand(s["x"], w, b)
+    for name, v in ref.items():
+        a = np.sort(np.abs(v).ravel().astype(np.float64))
+        width = a[-1] / 2048
+        k = int(np.ceil(0.99 * a.size))  # the k-th smallest |x| reaches 99 % of the count
+        t = table.thresholds[name]
+        assert t - width * 1.001 <= a[k - 1] <= t * 1.000001, name
+
+
+def _kl_reference(hist, levels):
+    """TensorRT's entropy calibration, as plain loops."""
+    best, best_i = None, None
+    n = len(hist)
+    for i in range(levels, n + 1):
+        p = [float(h) for h in hist[:i]]
+        p[-1] += float(sum(hist[i:]))
+        merged = i // levels
+        q = [0.0] * i
+        for k in range(levels):
+            lo = k * merged
+            hi = i if k == levels - 1 else lo + merged
+            chunk = hist[lo:hi]
+            nz = sum(1 for h in chunk if h != 0)
+            for j in range(lo, hi):
+                if hist[j] != 0:
+                    q[j] = float(sum(chunk)) / nz
+        ps, qs = sum(p), sum(q)
+        kl = 0.0
+        for pj, qj in zip(p, q):
+            if pj > 0:
+                kl += pj / ps * np.log((pj / ps) / (qj / qs if qj > 0 else 1e-12))
+        if best is None or kl < best:
+            best, best_i = kl, i
+    return best_i
+
+
+def test_kl_matches_a_plain_transcription():
+    rng = np.random.default_rng(5)
+    v = np.abs(np.concatenate([rng.standard_normal(20000), rng.standard_normal(30) * 12]))
+    hist, _ = np.histogram(v, bins=300, range=(0, v.max()))
+    width = v.max() / 300
+    i = _kl_reference(hist, 32)
+    assert threshold_kl(hist, width, levels=32) == pytest.approx((i + 0.5) * width)
+    assert (i + 0.5) * width < 0.6 * v.max()  # the outliers are clipped
+
+
+def test_auto_picks_the_least_quantisation_error():
+    # a Gaussian tensor of 2^19 values with one far outlier: min/max wastes the int8
+    # range (its rounding noise, 60^2 / 127^2 / 12, beats the clipping error 60^2 / 2^19)
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((8, 1, 256, 256)).astype(np.float32)
+    x[3, 0, 1, 2] = 60.0
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 256, 256])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 256, 256])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    table = calibrate(m, {"x": x}, method="auto")
+    cands = table.stats["x"]["candidates"]
+    assert set(cands) == {"minmax", "percentile", "kl"}
+
+    def real_mse(t):  # on the values themselves
+        s = t / 127
+        return float(np.mean((x - np.clip(np.rint(x / s), -127, 127) * s) ** 2))
+
+    errs = {k: real_mse(t) for k, t in cands.items()}
+    assert table.methods["x"] == min(errs, key=errs.get)
+    assert table.methods["x"] != "minmax"
+    assert quantisation_mse(np.array([0, 10.0]), 1.0, 1.5) == pytest.approx(0.0)  # 1.5 is a level
+
+
+def test_table_round_trip_and_validation(tmp_path):
+    m, _, _ = _model()
+    table = calibrate(m, _samples(), method="kl")
+    p = tmp_path / "t.json"
+    table.save(p)
+    again = CalibTable.load(p)
+    assert again.thresholds == table.thresholds and again.methods == table.methods
+    doc = json.loads(p.read_text())
+    assert doc["version"] == 1
+    doc["tensors"]["relu"]["threshold"] = -1
+    p.write_text(json.dumps(doc))
+    with pytest.raises(CalibrationError, match="entry `relu`.*positive"):
+        CalibTable.load(p)
+    doc["tensors"]["relu"] = 2.5  # the short form: name -> threshold
+    p.write_text(json.dumps(doc))
+    assert CalibTable.load(p).thresholds["relu"] == 2.5
+    doc["version"] = 7
+    p.write_text(json.dumps(doc))
+    with pytest.raises(CalibrationError, match="version 7"):
+        CalibTable.load(p)
+
+
+def test_bad_samples_name_the_input():
+    m, _, _ = _model()
+    with pytest.raises(CalibrationError, match="input `x` has shape"):
+        calibrate(m, {"x": np.zeros((2, 4, 8), np.float32)})
+    with pytest.raises(CalibrationError, match="no array for input"):
+        calibrate(m, {"z": np.zeros((2, 1, 4, 8), np.float32)})
+    with pytest.raises(CalibrationError, match="method `best`"):
+        calibrate(m, _samples(), method="best")
