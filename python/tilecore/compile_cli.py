@@ -2,7 +2,9 @@
 tensor of the compiled model next to ONNX Runtime's.
 
     tilecore compile MODEL.onnx -o OUT.tcx [--target T] [--precision P] [--input-shape NAME:D0,D1,...]
-    tilecore compare MODEL.onnx --inputs IN.npz [--precision P] [--report R.json]
+                     [--calib CALIB.npz [--calib-method M]] [--calib-table T.json]
+    tilecore compare MODEL.onnx --inputs IN.npz [--precision P] [--calib-table T.json] [--report R.json]
+                     [--repro DIR]
 """
 import json
 import math
@@ -55,6 +57,32 @@ def _compile_errors():
     return (ValueError, TypeError, NotImplementedError, TilecoreError)
 
 
+# int8 calibration: --calib samples (and --calib-method) make a table, written to
+# --calib-table when given; --calib-table alone reuses an existing table.
+CALIB_ARGS = (
+    arg("--calib", metavar="CALIB.npz", help="int8: calibration samples, keyed by input name, each (N, *input_shape)"),
+    arg("--calib-method", default="auto", choices=["auto", "minmax", "percentile", "kl"],
+        help="int8: activation thresholds (default auto: the least quantisation MSE per tensor)"),
+    arg("--calib-table", metavar="T.json", help="int8: the calibration table to write (with --calib) or reuse"),
+)
+
+
+def calibration_table(args):
+    """The CalibTable the calibration flags ask for, or None; prints where it went."""
+    from .compiler.calibration import CalibTable, calibrate, load_samples
+
+    if getattr(args, "calib", None):
+        table = calibrate(args.model, load_samples(args.calib), method=args.calib_method)
+        if args.calib_table:
+            table.save(args.calib_table)
+            print(f"{args.calib_table}: calibration table of {len(table.thresholds)} tensors "
+                  f"({args.calib_method}, {table.meta['samples']} samples)")
+        return table
+    if getattr(args, "calib_table", None):
+        return CalibTable.load(args.calib_table)
+    return None
+
+
 @command("compile", "compile an ONNX model to a .tcx executable for TC1 (npu) and the host", [
     arg("model", help="the .onnx file"),
     arg("-o", "--output", required=True, help="the .tcx file to write"),
@@ -63,16 +91,21 @@ def _compile_errors():
     arg("--input-shape", action="append", default=[], metavar="NAME:D0,D1,...",
         help="bind an input's shape (repeat per input)"),
     arg("--quiet", action="store_true", help="no progress bar"),
+    *CALIB_ARGS,
 ])
 def compile_cmd(args):
     from .compiler.driver import compile as _compile
 
     shapes = dict(parse_input_shape(s) for s in args.input_shape)
+    try:
+        calib = calibration_table(args)
+    except _compile_errors() as e:
+        return _fail(str(e))
     bar = _Bar("compile", not args.quiet)
     report = {}
     try:
         exe = _compile(args.model, target=args.target, precision=args.precision, input_shapes=shapes or None,
-                       progress=bar, report=report)
+                       progress=bar, report=report, **({} if calib is None else {"calib": calib.thresholds}))
     except _compile_errors() as e:
         return _fail(f"{args.model}: {str(e).split(chr(10) + 'C++ backtrace')[0]}")
     finally:
@@ -92,13 +125,17 @@ def format_compare(report, limit=None):
     """The per-tensor table of a compare report, in topological order."""
     rows = report["tensors"]
     w = max([len("tensor")] + [len(r["name"]) for r in rows])
-    lines = [f"{'tensor':<{w}}  {'op':<14} {'cosine':>10} {'max abs err':>12} {'SQNR dB':>8}"]
+    lines = [f"{'tensor':<{w}}  {'op':<14} {'cosine':>10} {'euclid':>8} {'max abs err':>12} {'SQNR dB':>8} "
+             f"{'jump':>6}"]
     for r in rows[:limit] if limit else rows:
         sq = r["sqnr_db"]
         sq = "inf" if math.isinf(sq) and sq > 0 else f"{sq:.1f}"
         flag = "  <- diverged" if r["diverged"] else ""
-        lines.append(f"{r['name']:<{w}}  {r['op_type'][:14]:<14} {r['cosine']:>10.6f} {r['max_abs_error']:>12.3e} "
-                     f"{sq:>8}{flag}")
+        if r is report.get("first_jump"):
+            flag = "  <- diverged here (first jump)"
+        jump = r.get("jump_db", 0.0)
+        lines.append(f"{r['name']:<{w}}  {r['op_type'][:14]:<14} {r['cosine']:>10.6f} {r.get('euclidean', 0):>8.4f} "
+                     f"{r['max_abs_error']:>12.3e} {sq:>8} {jump:>6.1f}{flag}")
     return "\n".join(lines)
 
 
@@ -109,24 +146,31 @@ def format_compare(report, limit=None):
     arg("--precision", default="f32", help="f32 (default)"),
     arg("--threshold", type=float, default=None, help="cosine below which a tensor diverged (f32: 0.999)"),
     arg("--report", help="write the report (every tensor's figures) as JSON here"),
+    arg("--repro", metavar="DIR", help="write the first bad node as a one-op model and its inputs here"),
     arg("--quiet", action="store_true", help="no progress bar"),
+    *CALIB_ARGS,
 ])
 def compare_cmd(args):
-    from .compiler.compare import compare_with_onnxruntime
+    from .compiler.compare import compare_with_onnxruntime, write_repro
 
     with np.load(args.inputs, allow_pickle=False) as z:
         inputs = {k: z[k] for k in z.files}
+    try:
+        calib = calibration_table(args)
+    except _compile_errors() as e:
+        return _fail(str(e))
     bar = _Bar("compile", not args.quiet)
     try:
         rep = compare_with_onnxruntime(args.model, inputs, target=args.target, precision=args.precision,
-                                       threshold=args.threshold, progress=bar)
+                                       threshold=args.threshold, progress=bar,
+                                       calib=None if calib is None else calib.thresholds)
     except _compile_errors() as e:
         return _fail(f"{args.model}: {str(e).split(chr(10) + 'C++ backtrace')[0]}")
     finally:
         bar.close()
     if args.report:
         with open(args.report, "w") as f:
-            json.dump(rep, f, indent=1, default=float)
+            json.dump({k: v for k, v in rep.items() if not k.startswith("_")}, f, indent=1, default=float)
     print(format_compare(rep))
     first = rep["first_divergent"]
     if first is None:
@@ -134,6 +178,20 @@ def compare_cmd(args):
         return 0
     print(f"first divergent: `{first['name']}` of node `{first['node']}` ({first['op_type']}), "
           f"cosine {first['cosine']:.6f}")
+    jump = rep["first_jump"]
+    if jump is None:
+        print(f"no node's SQNR drops by {rep['jump_db']:g} dB or more below its inputs': the error builds up")
+    else:
+        ins = ", ".join(f"{i['name']} {tuple(i['shape'])}" + (" const" if i["constant"] else "")
+                        for i in jump["inputs"])
+        q = ", ".join(f"{k} {v}" for k, v in jump["quantisation"].items()) or "none"
+        print(f"first jump: node `{jump['node']}` ({jump['op_type']}): SQNR {jump['sqnr_db']:.1f} dB, its inputs "
+              f"{jump['input_sqnr_db']:.1f} dB; inputs {ins}; output `{jump['name']}` {tuple(jump['shape'])}; "
+              f"quantisation: {q}")
+    if args.repro:
+        path = write_repro(rep, args.repro)
+        if path:
+            print(f"repro: {path} (with inputs.npz, outputs.npz and node.json)")
     return 1
 
 

@@ -1,0 +1,120 @@
+"""``tilecore compare`` on quantised models: a QDQ model made by ONNX Runtime's quantiser
+is compared with its float self (pairs taken out, fused Relus kept); one scale set 100x
+off must be named as the first jump, the nodes after it as "inputs already bad", and
+``--repro`` must write that pair as a model ONNX Runtime runs. Figures checked against
+numpy (Euclidean similarity, SQNR)."""
+import json
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+quant = pytest.importorskip("onnxruntime.quantization")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from tilecore import cli  # noqa: E402
+from tilecore.compiler.compare import compare_with_onnxruntime, metrics, write_repro  # noqa: E402
+
+
+def _float_model(rng):
+    nodes, inits, prev = [], [], "x"
+    for i, (ci, co) in enumerate([(3, 8), (8, 8), (8, 8), (8, 4)]):
+        inits += [numpy_helper.from_array((rng.standard_normal((co, ci, 3, 3)) * 0.3).astype(np.float32), f"w{i}"),
+                  numpy_helper.from_array((rng.standard_normal(co) * 0.1).astype(np.float32), f"b{i}")]
+        nodes += [helper.make_node("Conv", [prev, f"w{i}", f"b{i}"], [f"c{i}"], pads=[1, 1, 1, 1], name=f"conv{i}"),
+                  helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}")]
+        prev = f"r{i}"
+    g = helper.make_graph(nodes, "small", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+                          [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 4, 16, 16])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.fixture(scope="module")
+def qdq(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    d = tmp_path_factory.mktemp("qdq")
+    onnx.save(_float_model(rng), d / "f.onnx")
+    cal = rng.standard_normal((8, 1, 3, 16, 16)).astype(np.float32)
+
+    class Reader(quant.CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{"x": c} for c in cal])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    quant.quantize_static(str(d / "f.onnx"), str(d / "q.onnx"), Reader(), quant_format=quant.QuantFormat.QDQ,
+                          per_channel=True)
+    x = {"x": rng.standard_normal((1, 3, 16, 16)).astype(np.float32)}
+    return onnx.load(d / "q.onnx"), x
+
+
+def _mis_set(model, value, factor):
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for t in m.graph.initializer:
+        if t.name == f"{value}_scale":
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t) * np.float32(factor), t.name))
+            return m
+    raise AssertionError(f"no scale for {value}")
+
+
+def test_qdq_model_agrees_with_its_float_self(qdq):
+    model, x = qdq
+    rep = compare_with_onnxruntime(model, x)
+    assert rep["threshold"] == 0.99 and "without fake quantisation" in rep["reference"]
+    assert rep["first_divergent"] is None and rep["first_jump"] is None
+    pairs = [r for r in rep["tensors"] if "pair" in r]
+    assert len(pairs) == 5 and all(r["op_type"] == "QuantizeLinear" for r in pairs)
+    assert all(r["sqnr_db"] > 25 for r in rep["tensors"])  # int8 noise, nothing more
+
+
+@pytest.mark.parametrize("factor", [100.0, 0.01])
+def test_mis_set_scale_is_the_first_jump(qdq, factor, tmp_path):
+    model, x = qdq
+    rep = compare_with_onnxruntime(_mis_set(model, "r1", factor), x)
+    jump = rep["first_jump"]
+    assert jump is not None and jump["node"] == "r1_QuantizeLinear", jump
+    assert jump["quantisation"]["zero_point"] == -128
+    scale = float(numpy_helper.to_array(next(t for t in model.graph.initializer if t.name == "r1_scale")))
+    assert jump["quantisation"]["scale"] == pytest.approx(scale * factor, rel=1e-6)
+    names = [r["node"] for r in rep["tensors"]]
+    for r in rep["tensors"][:names.index("r1_QuantizeLinear")]:
+        assert not r["diverged"], r["node"]
+    later = rep["tensors"][names.index("r1_QuantizeLinear") + 1:]
+    assert later and all(r["jump_db"] < 10 for r in later if r["op_type"] == "Conv")  # inputs already bad
+
+    path = write_repro(rep, tmp_path / "repro")
+    one = onnx.load(path)
+    assert [n.name for n in one.graph.node] == ["r1_QuantizeLinear", "r1_DequantizeLinear"]
+    with np.load(tmp_path / "repro" / "inputs.npz") as z:
+        feed = {k: z[k] for k in z.files}
+    assert list(feed) == ["r1"]
+    got = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feed)[0]
+    with np.load(tmp_path / "repro" / "outputs.npz") as z:
+        np.testing.assert_array_equal(z[z.files[0]], got)  # the pair reproduces on its own
+    info = json.loads((tmp_path / "repro" / "node.json").read_text())
+    assert info["node"] == "r1_QuantizeLinear" and info["shape"] == [1, 8, 16, 16]
+
+
+def test_cli_compare_repro(qdq, tmp_path, capsys):
+    model, x = qdq
+    onnx.save(_mis_set(model, "r2", 100.0), tmp_path / "m.onnx")
+    np.savez(tmp_path / "in.npz", **x)
+    rc = cli.main(["compare", str(tmp_path / "m.onnx"), "--inputs", str(tmp_path / "in.npz"), "--repro",
+                   str(tmp_path / "r"), "--report", str(tmp_path / "r.json"), "--quiet"])
+    out = capsys.readouterr().out
+    assert rc == 1 and "first jump: node `r2_QuantizeLinear` (QuantizeLinear)" in out
+    assert (tmp_path / "r" / "node.onnx").exists()
+    assert json.loads((tmp_path / "r.json").read_text())["first_jump"]["node"] == "r2_QuantizeLinear"
+
+
+def test_euclidean_and_sqnr_by_hand():
+    b = np.array([3.0, 4.0])
+    a = np.array([3.0, 4.5])
+    m = metrics(a, b)
+    assert m["euclidean"] == pytest.approx(1 - 0.5 / 5.0)
+    assert m["sqnr_db"] == pytest.approx(10 * np.log10(25 / 0.25))
