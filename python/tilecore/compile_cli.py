@@ -1,7 +1,8 @@
 """``tilecore compile`` and ``tilecore compare``: an ONNX model to a ``.tcx``, and every named
 tensor of the compiled model next to ONNX Runtime's.
 
-    tilecore compile MODEL.onnx -o OUT.tcx [--target T] [--precision P] [--input-shape NAME:D0,D1,...]
+    tilecore compile MODEL.onnx -o OUT.tcx [--target T] [--precision f32|f16|bf16|int8] [--calib CALIB.npz]
+                     [--qtable FILE] [--input-shape NAME:D0,D1,...]
     tilecore compare MODEL.onnx --inputs IN.npz [--precision P] [--report R.json]
 """
 import json
@@ -59,7 +60,11 @@ def _compile_errors():
     arg("model", help="the .onnx file"),
     arg("-o", "--output", required=True, help="the .tcx file to write"),
     arg("--target", default="npu -cores=4", help="target string (default 'npu -cores=4')"),
-    arg("--precision", default="f32", help="f32 (default)"),
+    arg("--precision", default="f32", choices=["f32", "f16", "bf16", "int8"],
+        help="what the matrix ops compute in (default f32; docs/precision.md)"),
+    arg("--calib", metavar="CALIB.npz", help="int8: calibration samples keyed by input name, each (N, *shape); "
+        "activation thresholds by min/max over them"),
+    arg("--qtable", metavar="FILE", help="per-node precisions: JSON {node: precision} or lines `node precision`"),
     arg("--input-shape", action="append", default=[], metavar="NAME:D0,D1,...",
         help="bind an input's shape (repeat per input)"),
     arg("--quiet", action="store_true", help="no progress bar"),
@@ -67,12 +72,21 @@ def _compile_errors():
 def compile_cmd(args):
     from .compiler.driver import compile as _compile
 
+    from .compiler.precision import load_qtable
+
     shapes = dict(parse_input_shape(s) for s in args.input_shape)
     bar = _Bar("compile", not args.quiet)
     report = {}
     try:
+        qtable = load_qtable(args.qtable) if args.qtable else None
+        samples = None
+        if args.calib:
+            with np.load(args.calib) as z:
+                samples = {k: z[k] for k in z.files}
         exe = _compile(args.model, target=args.target, precision=args.precision, input_shapes=shapes or None,
-                       progress=bar, report=report)
+                       progress=bar, report=report, calib_samples=samples, qtable=qtable)
+    except OSError as e:
+        return _fail(f"{args.model}: {e}")
     except _compile_errors() as e:
         return _fail(f"{args.model}: {str(e).split(chr(10) + 'C++ backtrace')[0]}")
     finally:
@@ -85,6 +99,14 @@ def compile_cmd(args):
           f"({mem['total_size']} B without reuse), compiled in {secs:.2f} s")
     for h in report["host_ops"]:
         print(f"  host: {h['name']} ({h['op_type']}): {h['reason']}")
+    prec = report["precision"]
+    if prec["assigned"]:
+        counts = {}
+        for p in prec["assigned"].values():
+            counts[p] = counts.get(p, 0) + 1
+        print("  precision: " + ", ".join(f"{n} matrix node(s) in {p}" for p, n in sorted(counts.items())))
+    for f in prec["fallbacks"]:
+        print(f"  f32: {f['node']} ({f['op_type']}), asked {f['asked']}: {f['reason']}")
     return 0
 
 
