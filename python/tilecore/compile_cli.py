@@ -1,10 +1,10 @@
 """``tilecore compile`` and ``tilecore compare``: an ONNX model to a ``.tcx``, and every named
 tensor of the compiled model next to ONNX Runtime's.
 
-    tilecore compile MODEL.onnx -o OUT.tcx [--target T] [--precision P] [--input-shape NAME:D0,D1,...]
-                     [--calib CALIB.npz [--calib-method M]] [--calib-table T.json]
-    tilecore compare MODEL.onnx --inputs IN.npz [--precision P] [--calib-table T.json] [--report R.json]
-                     [--repro DIR]
+    tilecore compile MODEL.onnx -o OUT.tcx [--target T] [--precision f32|f16|bf16|int8] [--calib CALIB.npz]
+                     [--calib-method M] [--calib-table T.json] [--qtable FILE] [--input-shape NAME:D0,D1,...]
+    tilecore compare MODEL.onnx --inputs IN.npz [--precision P] [--calib CALIB.npz] [--calib-method M]
+                     [--calib-table T.json] [--report R.json] [--repro DIR]
 """
 import json
 import math
@@ -60,7 +60,6 @@ def _compile_errors():
 # int8 calibration: --calib samples (and --calib-method) make a table, written to
 # --calib-table when given; --calib-table alone reuses an existing table.
 CALIB_ARGS = (
-    arg("--calib", metavar="CALIB.npz", help="int8: calibration samples, keyed by input name, each (N, *input_shape)"),
     arg("--calib-method", default="auto", choices=["auto", "minmax", "percentile", "kl"],
         help="int8: activation thresholds (default auto: the least quantisation MSE per tensor)"),
     arg("--calib-table", metavar="T.json", help="int8: the calibration table to write (with --calib) or reuse"),
@@ -87,7 +86,11 @@ def calibration_table(args):
     arg("model", help="the .onnx file"),
     arg("-o", "--output", required=True, help="the .tcx file to write"),
     arg("--target", default="npu -cores=4", help="target string (default 'npu -cores=4')"),
-    arg("--precision", default="f32", help="f32 (default)"),
+    arg("--precision", default="f32", choices=["f32", "f16", "bf16", "int8"],
+        help="what the matrix ops compute in (default f32; docs/precision.md)"),
+    arg("--calib", metavar="CALIB.npz", help="int8: calibration samples keyed by input name, each (N, *shape); "
+        "activation thresholds by --calib-method over them"),
+    arg("--qtable", metavar="FILE", help="per-node precisions: JSON {node: precision} or lines `node precision`"),
     arg("--input-shape", action="append", default=[], metavar="NAME:D0,D1,...",
         help="bind an input's shape (repeat per input)"),
     arg("--quiet", action="store_true", help="no progress bar"),
@@ -96,16 +99,21 @@ def calibration_table(args):
 def compile_cmd(args):
     from .compiler.driver import compile as _compile
 
+    from .compiler.precision import load_qtable
+
     shapes = dict(parse_input_shape(s) for s in args.input_shape)
     try:
         calib = calibration_table(args)
-    except _compile_errors() as e:
+    except (OSError, *_compile_errors()) as e:
         return _fail(str(e))
     bar = _Bar("compile", not args.quiet)
     report = {}
     try:
+        qtable = load_qtable(args.qtable) if args.qtable else None
         exe = _compile(args.model, target=args.target, precision=args.precision, input_shapes=shapes or None,
-                       progress=bar, report=report, **({} if calib is None else {"calib": calib.thresholds}))
+                       progress=bar, report=report, calib=calib, qtable=qtable)
+    except OSError as e:
+        return _fail(f"{args.model}: {e}")
     except _compile_errors() as e:
         return _fail(f"{args.model}: {str(e).split(chr(10) + 'C++ backtrace')[0]}")
     finally:
@@ -118,6 +126,14 @@ def compile_cmd(args):
           f"({mem['total_size']} B without reuse), compiled in {secs:.2f} s")
     for h in report["host_ops"]:
         print(f"  host: {h['name']} ({h['op_type']}): {h['reason']}")
+    prec = report["precision"]
+    if prec["assigned"]:
+        counts = {}
+        for p in prec["assigned"].values():
+            counts[p] = counts.get(p, 0) + 1
+        print("  precision: " + ", ".join(f"{n} matrix node(s) in {p}" for p, n in sorted(counts.items())))
+    for f in prec["fallbacks"]:
+        print(f"  f32: {f['node']} ({f['op_type']}), asked {f['asked']}: {f['reason']}")
     return 0
 
 
@@ -143,11 +159,14 @@ def format_compare(report, limit=None):
     arg("model", help="the .onnx file"),
     arg("--inputs", required=True, help=".npz of the inputs, keyed by input name"),
     arg("--target", default="npu -cores=4", help="target string (default 'npu -cores=4')"),
-    arg("--precision", default="f32", help="f32 (default)"),
-    arg("--threshold", type=float, default=None, help="cosine below which a tensor diverged (f32: 0.999)"),
+    arg("--precision", default="f32", choices=["f32", "f16", "bf16", "int8"],
+        help="what the matrix ops compute in (default f32)"),
+    arg("--threshold", type=float, default=None,
+        help="cosine below which a tensor diverged (f32, f16, bf16: 0.999; int8 and QDQ models: 0.99)"),
     arg("--report", help="write the report (every tensor's figures) as JSON here"),
     arg("--repro", metavar="DIR", help="write the first bad node as a one-op model and its inputs here"),
     arg("--quiet", action="store_true", help="no progress bar"),
+    arg("--calib", metavar="CALIB.npz", help="int8: calibration samples keyed by input name, each (N, *shape)"),
     *CALIB_ARGS,
 ])
 def compare_cmd(args):
@@ -157,13 +176,13 @@ def compare_cmd(args):
         inputs = {k: z[k] for k in z.files}
     try:
         calib = calibration_table(args)
-    except _compile_errors() as e:
+    except (OSError, *_compile_errors()) as e:
         return _fail(str(e))
     bar = _Bar("compile", not args.quiet)
     try:
         rep = compare_with_onnxruntime(args.model, inputs, target=args.target, precision=args.precision,
                                        threshold=args.threshold, progress=bar,
-                                       calib=None if calib is None else calib.thresholds)
+                                       calib=calib)
     except _compile_errors() as e:
         return _fail(f"{args.model}: {str(e).split(chr(10) + 'C++ backtrace')[0]}")
     finally:

@@ -34,12 +34,16 @@ from .._base import _ffi_core
 
 # Ops whose output, in the row-major layout every buffer has, is the input's bytes.
 VIEW_OPS = frozenset({"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
-PRECISIONS = ("f32",)
+PRECISIONS = ("f32", "f16", "bf16", "int8")
 ALIGNMENT = 64
 
 
 class CompileError(ValueError):
     """A model the driver cannot compile: the message names every node at fault."""
+
+
+def _itemsize(dtype):
+    return 2 if str(dtype) == "bfloat16" else np.dtype(dtype).itemsize  # numpy has no bfloat16 of its own
 
 
 def _host_api():
@@ -214,20 +218,28 @@ def _shape_dtype(value, where):
 
 
 def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, keep_intermediates=False,  # noqa: A001
-            progress=None, report=None):
+            progress=None, report=None, calib=None, calib_samples=None, qtable=None):
     """Compiles a model to an :class:`tilecore.runtime.Executable`.
 
     :param model: a :class:`tilecore.ir.graph.Graph`, a path to a ``.onnx`` file, its
         bytes, or an ``onnx.ModelProto``.
     :param target: the npu target (``"npu -cores=N"``); host steps run through ``c``.
-    :param precision: ``"f32"`` (the only one today).
+    :param precision: ``"f32"``, ``"f16"``, ``"bf16"`` or ``"int8"``: what the matrix ops
+        (Conv, MatMul, Gemm) compute in (docs/precision.md); other ops run in f32.
+    :param calib: int8 activation thresholds: a mapping value name -> threshold (symmetric
+        absmax) or an object with a ``.thresholds`` mapping of that form.
+    :param calib_samples: without ``calib``, the thresholds are the min/max of the values
+        over these samples (input name -> array (N, *shape), sample i is array[i]).
+    :param qtable: ONNX node name -> precision, overriding ``precision`` per node.
     :param input_shapes: input name -> shape, binding symbolic dimensions.
     :param keep_intermediates: every value in its own buffer, and every intermediate
         value an extra output named by its (ONNX) value name.
     :param progress: ``progress(i, n, node_name)`` called before each node is lowered.
     :param report: a dict, filled with what was done: step counts, ``host_ops`` (name,
         op type, reason), ``memory`` (``arena_size``, ``total_size`` without reuse,
-        ``lower_bound``: the most bytes alive at one step) and ``seconds`` per stage.
+        ``lower_bound``: the most bytes alive at one step), ``seconds`` per stage and
+        ``precision`` (``assigned``: node -> precision of the matrix nodes not in f32,
+        ``fallbacks``: nodes kept in f32 with the reason).
     :raises CompileError: (a ValueError) unsupported nodes, non-static shapes, a bad
         precision — naming the node, its op type and the reason.
     """
@@ -237,6 +249,9 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
 
     if precision not in PRECISIONS:
         raise CompileError(f"precision `{precision}` is not supported (supported: {', '.join(PRECISIONS)})")
+    for node_name, p in (qtable or {}).items():
+        if p not in PRECISIONS:
+            raise CompileError(f"qtable: node `{node_name}` has precision `{p}` (supported: {', '.join(PRECISIONS)})")
     timings = {}
     t0 = time.perf_counter()
     graph = _load_graph(model, input_shapes)
@@ -291,6 +306,28 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
         raise CompileError(f"cannot compile {len(unsupported)} node(s) of graph `{graph.name}`:\n" +
                            "\n".join(unsupported))
     timings["partition"] = time.perf_counter() - t0
+
+    # ---- precision (docs/precision.md) ---------------------------------------------------
+    t0 = time.perf_counter()
+    from . import precision as _prec
+
+    precision_report = {"assigned": {}, "fallbacks": []}
+    wanted = {precision} | set((qtable or {}).values())
+    if wanted != {"f32"}:
+        thresholds = None
+        if "int8" in wanted:
+            try:
+                thresholds = _prec.thresholds_of(calib)
+                if thresholds is None:
+                    names = set()
+                    for nd in nodes:
+                        if nd.where == "npu" and (qtable or {}).get(nd.name, precision) == "int8":
+                            names.update(_prec.quantisable_inputs(nd) or ())
+                    thresholds = _prec.minmax_thresholds(graph, calib_samples, names)
+            except ValueError as e:
+                raise CompileError(str(e)) from None
+        precision_report = _prec.assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec)
+    timings["precision"] = time.perf_counter() - t0
 
     # ---- lower and build ----------------------------------------------------------------
     t0 = time.perf_counter()
@@ -404,7 +441,7 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
     for r, d in bufs.items():
         if d["const"] is not None:
             d["first"], d["last"] = -1, n_steps
-    sizes = [int(np.prod(bufs[r]["shape"], dtype=np.int64)) * np.dtype(bufs[r]["dtype"]).itemsize for r in order]
+    sizes = [int(np.prod(bufs[r]["shape"], dtype=np.int64)) * _itemsize(bufs[r]["dtype"]) for r in order]
     if keep_intermediates:
         offsets, at = [], 0
         for s in sizes:
@@ -450,5 +487,6 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
                      if nd.where == "host"],
         "memory": plan,
         "seconds": timings,
+        "precision": precision_report,
     })
     return exe
