@@ -206,7 +206,8 @@ def float_reference(model):
 
 def _quant_params(node, consts, calib=None, name=None):
     """The quantisation parameters a row reports: a QuantizeLinear's scale and zero point,
-    or the calibration threshold of the output and the int8 scale it gives."""
+    or the calibration thresholds of the node's inputs and output and the int8 scales
+    they give (threshold / 127)."""
     if node is not None and node.op_type in ("QuantizeLinear", "DequantizeLinear"):
         scale = consts.get(node.input[1])
         zp = consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
@@ -217,9 +218,16 @@ def _quant_params(node, consts, calib=None, name=None):
             q["zero_point"] = np.asarray(zp).ravel().tolist() if np.size(zp) > 1 else int(zp)
         return q
     thresholds = getattr(calib, "thresholds", calib) if calib is not None else None
-    if thresholds and name in thresholds:
-        return {"threshold": float(thresholds[name]), "scale": float(thresholds[name]) / 127.0}
-    return {}
+    if not thresholds or node is None:
+        return {}
+    q = {}
+    ins = {x: {"threshold": float(thresholds[x]), "scale": float(thresholds[x]) / 127.0}
+           for x in node.input if x in thresholds}
+    if ins:
+        q["inputs"] = ins  # what a quantised node's tc_x_scale comes from
+    if name in thresholds:
+        q["output"] = {"threshold": float(thresholds[name]), "scale": float(thresholds[name]) / 127.0}
+    return q
 
 
 def compare_with_onnxruntime(model, inputs, target="npu -cores=4", precision="f32", threshold=None,
@@ -236,8 +244,10 @@ def compare_with_onnxruntime(model, inputs, target="npu -cores=4", precision="f3
     threshold = float(threshold)
     shapes = {k: tuple(np.shape(v)) for k, v in inputs.items()}
     kw = {} if calib is None else {"calib": calib}
+    compiled = {}
     exe = _compile(proto, target=target, precision=precision, input_shapes=shapes, keep_intermediates=True,
-                   progress=progress, **kw)
+                   progress=progress, report=compiled, **kw)
+    assigned = compiled.get("precision", {}).get("assigned", {})
     expected = exe.outputs
     consts = _constants(proto)
     producer = {}
@@ -296,6 +306,7 @@ def compare_with_onnxruntime(model, inputs, target="npu -cores=4", precision="f3
                           "constant": x in consts} for x in ins]
         row["shape"] = list(np.shape(ours[name]))
         row["quantisation"] = _quant_params(shown, consts, calib, name)
+        row["precision"] = "int8" if name in pair_q else assigned.get(node.name, "f32")
         if row["diverged"] and first is None:
             first = row
         if row["diverged"] and jump is None and row["jump_db"] >= jump_db:

@@ -157,3 +157,23 @@ def test_bad_samples_name_the_input():
         calibrate(m, {"z": np.zeros((2, 1, 4, 8), np.float32)})
     with pytest.raises(CalibrationError, match="method `best`"):
         calibrate(m, _samples(), method="best")
+
+
+def test_cli_compile_writes_then_reuses_the_table(tmp_path, capsys):
+    from tilecore import cli
+
+    m, w, b = _model()
+    onnx.save(m, tmp_path / "m.onnx")
+    s = _samples()
+    np.savez(tmp_path / "cal.npz", **s)
+    args = ["compile", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.tcx"), "--precision", "int8", "--quiet"]
+    assert cli.main(args + ["--calib", str(tmp_path / "cal.npz"), "--calib-method", "minmax",
+                            "--calib-table", str(tmp_path / "t.json")]) == 0
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert doc["method"] == "minmax" and doc["samples"] == 6
+    assert doc["tensors"]["x"]["threshold"] == pytest.approx(float(np.abs(s["x"]).max()))
+    assert "calibration table of 5 tensors" in capsys.readouterr().out
+    doc["tensors"]["x"]["threshold"] = "big"
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    assert cli.main(args + ["--calib-table", str(tmp_path / "t.json")]) == 1
+    assert "entry `x`: threshold must be a positive finite number" in capsys.readouterr().err

@@ -118,3 +118,33 @@ def test_euclidean_and_sqnr_by_hand():
     m = metrics(a, b)
     assert m["euclidean"] == pytest.approx(1 - 0.5 / 5.0)
     assert m["sqnr_db"] == pytest.approx(10 * np.log10(25 / 0.25))
+
+
+def test_calib_threshold_100x_off_names_its_consumer(tmp_path, capsys):
+    from tilecore.compiler.calibration import CalibTable, calibrate
+
+    rng = np.random.default_rng(0)
+    model = _float_model(rng)
+    cal = {"x": rng.standard_normal((8, 1, 3, 16, 16)).astype(np.float32)}
+    x = {"x": rng.standard_normal((1, 3, 16, 16)).astype(np.float32)}
+    table = calibrate(model, cal)
+    rep = compare_with_onnxruntime(model, x, precision="int8", calib=table)
+    assert rep["first_divergent"] is None and all(r["cosine"] > 0.999 for r in rep["tensors"])
+    assert {r["node"]: r["precision"] for r in rep["tensors"]}["conv2"] == "int8"
+    # r1's threshold 100x too large: conv2, which quantises r1 on load, is the bad node
+    table.thresholds["r1"] *= 100
+    table.save(tmp_path / "t.json")
+    rep = compare_with_onnxruntime(model, x, precision="int8", calib=CalibTable.load(tmp_path / "t.json"))
+    jump = rep["first_jump"]
+    assert jump["node"] == "conv2" and jump["op_type"] == "Conv"
+    assert jump["quantisation"]["inputs"]["r1"]["threshold"] == pytest.approx(table.thresholds["r1"])
+    assert jump["inputs"][0] == {"name": "r1", "shape": [1, 8, 16, 16], "constant": False}
+    # through the CLI, reusing the edited table
+    onnx.save(model, tmp_path / "m.onnx")
+    np.savez(tmp_path / "in.npz", **x)
+    rc = cli.main(["compare", str(tmp_path / "m.onnx"), "--inputs", str(tmp_path / "in.npz"), "--precision", "int8",
+                   "--calib-table", str(tmp_path / "t.json"), "--repro", str(tmp_path / "r"), "--quiet"])
+    out = capsys.readouterr().out
+    assert rc == 1 and "first jump: node `conv2` (Conv)" in out
+    one = onnx.load(tmp_path / "r" / "node.onnx")
+    assert [n.op_type for n in one.graph.node] == ["Conv"] and len(one.graph.initializer) == 2
