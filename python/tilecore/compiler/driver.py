@@ -254,6 +254,9 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
             raise CompileError(f"qtable: node `{node_name}` has precision `{p}` (supported: {', '.join(PRECISIONS)})")
     timings = {}
     t0 = time.perf_counter()
+    from . import qdq as _qdq
+
+    dq_consts = {} if hasattr(model, "nodes") else _qdq.dequantized_constants(model)  # before folding
     graph = _load_graph(model, input_shapes)
     graph = transform.CanonicalizeGraph()(graph)
     graph = _decompose(graph, HasStrategy, TensorSpec)
@@ -309,6 +312,7 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
 
     # ---- precision (docs/precision.md) ---------------------------------------------------
     t0 = time.perf_counter()
+    qdq_report = _qdq.fold(nodes, info, graph_outputs, keep_intermediates, HasStrategy, TensorSpec, dq_consts)
     from . import precision as _prec
 
     precision_report = {"assigned": {}, "fallbacks": []}
@@ -338,7 +342,7 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
     for i, nd in enumerate(nodes):
         if progress is not None:
             progress(i, len(nodes), nd.name)
-        if nd.where == "view":
+        if nd.where in ("view", "dropped"):
             continue
         out_specs = [TensorSpec(*info[str(v.name)]) if str(v.name) else None for v in nd.outs]
         if any(s is None for s in out_specs):
@@ -488,5 +492,6 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
         "memory": plan,
         "seconds": timings,
         "precision": precision_report,
+        "qdq": qdq_report,
     })
     return exe

@@ -1,6 +1,8 @@
 """QDQ models as ONNX Runtime's quantiser writes them (quantize_static, QDQ format,
-per-channel int8 weights, calibrated on seeded samples) compile and match ONNX Runtime's
-run of the same quantised model: a small Conv chain and the zoo's ResNet-18."""
+per-channel or per-tensor int8 weights, calibrated on seeded samples) compile with their
+Conv/MatMul folded into the int8 quantised-node form and match ONNX Runtime's run of the
+same quantised model: a small Conv chain (to one output quantisation step) and the zoo's
+ResNet-18 (cosine >= 0.999)."""
 import numpy as np
 import pytest
 
@@ -43,10 +45,34 @@ def test_small_qdq_conv_chain(tmp_path, per_channel):
     report = {}
     exe = tilecore.compile(q, report=report)
     assert report["host_steps"] == 0  # Q and DQ on the npu
+    assert report["qdq"]["folded"] == ["conv0", "conv1", "conv2", "conv3"] and not report["qdq"]["kept"]
     x = {"x": rng.standard_normal((1, 3, 16, 16)).astype(np.float32)}
     ours = list(exe.run(x).values())[0]
     ref = _ort(q, x)[0]
     assert metrics(ours, ref)["cosine"] >= 0.999
+    out_scale = float(onnx.numpy_helper.to_array(next(t for t in q.graph.initializer if t.name == "r3_scale")))
+    np.testing.assert_allclose(ours, ref, rtol=0, atol=out_scale * 1.001)  # at most one step off
+
+
+def test_folding_refuses_what_it_cannot_express(tmp_path):
+    # a weight DequantizeLinear with a non-zero zero point is not the symmetric int8 form
+    from test_compare_precision import _float_model
+
+    rng = np.random.default_rng(5)
+    onnx.save(_float_model(rng), tmp_path / "f.onnx")
+    q = _quantise(tmp_path / "f.onnx", tmp_path / "q.onnx", "x", rng.standard_normal((4, 1, 3, 16, 16))
+                  .astype(np.float32))
+    for t in q.graph.initializer:
+        if t.name == "w1_zero_point":
+            z = onnx.numpy_helper.to_array(t).copy()
+            z[0] = 1
+            t.CopyFrom(onnx.numpy_helper.from_array(z, t.name))
+    report = {}
+    exe = tilecore.compile(q, report=report)
+    assert "conv1" not in report["qdq"]["folded"]
+    assert report["qdq"]["kept"] == [{"node": "conv1", "op_type": "Conv", "reason": "weights with a non-zero zero point"}]
+    x = {"x": rng.standard_normal((1, 3, 16, 16)).astype(np.float32)}
+    assert metrics(list(exe.run(x).values())[0], _ort(q, x)[0])["cosine"] >= 0.999  # conv1 in f32, still right
 
 
 def test_resnet18_qdq_matches_onnxruntime(tmp_path):
@@ -64,7 +90,9 @@ def test_resnet18_qdq_matches_onnxruntime(tmp_path):
     cal = zoo.sample_inputs("resnet18", 16, seed=1)
     (name,) = cal
     q = _quantise(path, tmp_path / "r18_qdq.onnx", name, cal[name])
-    exe = tilecore.compile(q)
+    report = {}
+    exe = tilecore.compile(q, report=report)
+    assert len(report["qdq"]["folded"]) == 21 and not report["qdq"]["kept"]  # 20 Conv and the fc Gemm
     x = {name: zoo.sample_inputs("resnet18", 1, seed=2)[name][0]}
     ours = exe.run(x)["logits"]
     ref = _ort(q, x)[0]
