@@ -256,7 +256,10 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
     t0 = time.perf_counter()
     from . import qdq as _qdq
 
-    dq_consts = {} if hasattr(model, "nodes") else _qdq.dequantized_constants(model)  # before folding
+    if not hasattr(model, "nodes"):  # QOperator nodes in the QDQ form; the DQ constants before folding
+        model, dq_consts = _qdq.prepare(os.fspath(model) if isinstance(model, os.PathLike) else model)
+    else:
+        dq_consts = {}
     graph = _load_graph(model, input_shapes)
     graph = transform.CanonicalizeGraph()(graph)
     graph = _decompose(graph, HasStrategy, TensorSpec)

@@ -24,14 +24,15 @@ from .precision import ConstantValue, quantise_bias
 MATRIX_OPS = ("Conv", "MatMul", "Gemm")
 
 
-def dequantized_constants(model):
-    """value name -> (q, scale, zero point or None, axis) of every DequantizeLinear of a
-    constant in ``model`` (a path, bytes or ModelProto); {} when it is not ONNX."""
+def prepare(model):
+    """(what to import, the DequantizeLinear constants) for ``model`` (a path, bytes or
+    ModelProto): a model with QLinearConv/QLinearMatMul/MatMulInteger is imported in its
+    QDQ form (``qlinear.expand``); others unchanged. Not ONNX, or no onnx package: the
+    model and {}."""
     try:
         import onnx
-        from onnx import numpy_helper
     except ImportError:
-        return {}
+        return model, {}
     try:
         if isinstance(model, onnx.ModelProto):
             proto = model
@@ -40,7 +41,22 @@ def dequantized_constants(model):
         else:
             proto = onnx.load(str(model), load_external_data=False)
     except Exception:  # the importer reports a bad file with its own words
-        return {}
+        return model, {}
+    from . import qlinear
+
+    if qlinear.has_qlinear(proto):
+        if any(t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer):
+            proto = onnx.load(str(model))  # with its external data, to import from memory
+        proto = qlinear.expand(proto)
+        model = proto
+    return model, dequantized_constants(proto)
+
+
+def dequantized_constants(proto):
+    """value name -> (q, scale, zero point or None, axis) of every DequantizeLinear of a
+    constant in the ONNX ModelProto ``proto``."""
+    from onnx import numpy_helper
+
     if not any(n.op_type == "DequantizeLinear" for n in proto.graph.node):
         return {}
     consts = {}
