@@ -14,6 +14,9 @@ The steps, in order (docs/compiler.md, "The driver"):
    (Reshape, Flatten, Squeeze, Unsqueeze, Identity: its output aliases its input's
    bytes, no step) or is unsupported — then compiling fails with one error naming
    every such node, its op type and both reasons;
+   then a quantised model's matrix nodes are folded into the int8 quantised-node form
+   (``qdq.py``; QOperator models were imported in their QDQ form, ``qlinear.py``) and
+   the precision pass assigns the others (``precision.py``);
 4. lowering and building, one kernel per distinct (op, attributes, shapes, dtypes);
 5. the DDR memory plan (``compiler.PlanMemory``, C++): buffers whose live ranges do not
    meet share bytes, 64-byte aligned; constants are constant buffers;
@@ -239,7 +242,9 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
         op type, reason), ``memory`` (``arena_size``, ``total_size`` without reuse,
         ``lower_bound``: the most bytes alive at one step), ``seconds`` per stage and
         ``precision`` (``assigned``: node -> precision of the matrix nodes not in f32,
-        ``fallbacks``: nodes kept in f32 with the reason).
+        ``fallbacks``: nodes kept in f32 with the reason) and ``qdq`` (``folded``: the
+        quantised model's matrix nodes now in int8, ``kept``: those left in f32 with
+        the reason).
     :raises CompileError: (a ValueError) unsupported nodes, non-static shapes, a bad
         precision — naming the node, its op type and the reason.
     """
