@@ -274,15 +274,17 @@ def compare_with_onnxruntime(model, inputs, target="npu -cores=4", precision="f3
     ref.update({k: v for k, v in inputs.items() if k not in ref})
     sqnr = {}  # value name -> our SQNR (inputs and constants exact)
 
-    def input_sqnr(x):
+    def input_sqnr(x, seen=()):
+        """Our SQNR of value ``x``; a value not compared (an integer one, one the passes
+        removed) has the worst of its producer's inputs'."""
         if not x or x in consts or x in inputs:
             return EXACT_DB
         if x in sqnr:
             return sqnr[x]
         node = producer.get(x)
-        if node is not None and node.op_type == "QuantizeLinear":  # an int8 value: its input's
-            return min(input_sqnr(y) for y in node.input[:1])
-        return EXACT_DB if x not in common else sqnr.get(x, EXACT_DB)
+        if node is None or x in seen:
+            return EXACT_DB
+        return min([input_sqnr(y, seen + (x,)) for y in node.input if y] or [EXACT_DB])
 
     rows, first, jump = [], None, None
     for name in order:
