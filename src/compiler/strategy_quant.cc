@@ -7,13 +7,19 @@
  *   DequantizeLinear: y = (x - zero_point) * scale                             (f32)
  *
  * The order of the steps is the ONNX one (round, then add the zero point: rounding
- * x / scale + zero_point instead differs on ties). The float-to-int conversion of TC1
- * rounds to nearest even; x / scale is clamped to +-2^16 first so it never saturates
- * int32, and the clamp to the output range is explicit before the narrowing cast.
+ * x / scale + zero_point instead differs on ties). TC1's float-to-int conversion rounds
+ * to nearest even and saturates; the rounded value goes back to f32 (exact) to add the
+ * zero point (the vector engine's int32 add saturates where TIR's wraps, so the
+ * emitter would leave it scalar), and the clamp to the output range is explicit before
+ * the narrowing conversion. DequantizeLinear subtracts the zero point in f32 too: exact
+ * for int8/uint8, and for int32 while |x| < 2^24 (an int32 bias has zero point 0).
  *
  * Tiling as the element-wise strategy: the data walked flat in tiles of up to 16384
- * elements, round robin over the cores; the scale and zero point are loaded whole into
- * L1 once per core and read at the element's channel, (flat index / inner) mod C.
+ * elements, round robin over the cores; the scale and zero point (widened to int32) are
+ * loaded whole into L1 once per core and read at the element's channel, (flat index /
+ * inner) mod C. Per tensor, every pass over a tile is one vector command (the scale and
+ * zero point broadcast with stride 0); per axis, the passes that read them are scalar
+ * loops (the channel index is not affine in the element).
  */
 #include <algorithm>
 
@@ -94,8 +100,12 @@ PrimFunc LowerQuant(const OpCall& call) {
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     Buffer Sw = Local({C}, f32, "Sw");
     Buffer Zw = has_zp ? Local({C}, zdt, "Zw") : Buffer();
+    Buffer Zi = has_zp ? Local({C}, f32, "Zi") : Buffer();  // in f32 once, so the tile passes stay vector commands
     std::vector<Stmt> pre{DmaWait(Region(Sw, {I32(0)}, {C}), Region(S, {I32(0)}, {C}), 0)};
-    if (has_zp) pre.push_back(DmaWait(Region(Zw, {I32(0)}, {C}), Region(Z, {I32(0)}, {C}), 0));
+    if (has_zp) {
+      pre.push_back(DmaWait(Region(Zw, {I32(0)}, {C}), Region(Z, {I32(0)}, {C}), 0));
+      pre.push_back(Loop("c", C, [&](PrimExpr c) { return BufferStore(Zi, cast(f32, BufferLoad(Zw, {c})), {c}); }));
+    }
     std::vector<Stmt> tiles;
     for (auto [count, size] : std::vector<std::pair<int64_t, int64_t>>{{N / T, T}, {N % T ? 1 : 0, N % T}}) {
       int64_t base = size == T ? 0 : (N / T) * T;
@@ -105,9 +115,7 @@ PrimFunc LowerQuant(const OpCall& call) {
           if (C == 1) return I32(0);
           return floormod(floordiv(start + i, I32(inner)), I32(C));
         };
-        auto zp = [&](PrimExpr i) -> PrimExpr {
-          return has_zp ? cast(i32, BufferLoad(Zw, {channel(i)})) : I32(0);
-        };
+        auto zp = [&](PrimExpr i) -> PrimExpr { return BufferLoad(Zi, {channel(i)}); };
         Buffer Xl = Local({size}, xdt, "Xl"), Yl = Local({size}, odt, "Yl");
         std::vector<Stmt> s{DmaWait(Region(Xl, {I32(0)}, {size}), Region(X, {start}, {size}), 0)};
         auto pass = [&](const Buffer& dst, const std::function<PrimExpr(PrimExpr)>& v) {
@@ -118,19 +126,22 @@ PrimFunc LowerQuant(const OpCall& call) {
           Buffer Tf = Local({size}, f32, "Tf"), Ti = Local({size}, i32, "Ti");
           tmp = {Tf, Ti};
           pass(Tf, [&](PrimExpr i) { return BufferLoad(Xl, {i}) / BufferLoad(Sw, {channel(i)}); });
-          pass(Tf, [&](PrimExpr i) { return max(BufferLoad(Tf, {i}), F32(-65536.0)); });
-          pass(Tf, [&](PrimExpr i) { return min(BufferLoad(Tf, {i}), F32(65536.0)); });
-          pass(Ti, [&](PrimExpr i) { return cast(i32, BufferLoad(Tf, {i})); });  // nearest even
-          if (has_zp) pass(Ti, [&](PrimExpr i) { return BufferLoad(Ti, {i}) + zp(i); });
-          pass(Ti, [&](PrimExpr i) { return max(BufferLoad(Ti, {i}), I32(lo)); });
-          pass(Ti, [&](PrimExpr i) { return min(BufferLoad(Ti, {i}), I32(hi)); });
-          pass(Yl, [&](PrimExpr i) { return cast(odt, BufferLoad(Ti, {i})); });
+          pass(Ti, [&](PrimExpr i) { return cast(i32, BufferLoad(Tf, {i})); });  // nearest even, saturating
+          if (has_zp) {
+            // the zero point is added to the rounded value in f32, exact for these integers
+            pass(Tf, [&](PrimExpr i) { return cast(f32, BufferLoad(Ti, {i})); });
+            pass(Tf, [&](PrimExpr i) { return BufferLoad(Tf, {i}) + zp(i); });
+            pass(Tf, [&](PrimExpr i) { return max(BufferLoad(Tf, {i}), F32(static_cast<double>(lo))); });
+            pass(Tf, [&](PrimExpr i) { return min(BufferLoad(Tf, {i}), F32(static_cast<double>(hi))); });
+            pass(Yl, [&](PrimExpr i) { return cast(odt, BufferLoad(Tf, {i})); });
+          } else {
+            pass(Ti, [&](PrimExpr i) { return max(BufferLoad(Ti, {i}), I32(lo)); });
+            pass(Ti, [&](PrimExpr i) { return min(BufferLoad(Ti, {i}), I32(hi)); });
+            pass(Yl, [&](PrimExpr i) { return cast(odt, BufferLoad(Ti, {i})); });
+          }
         } else {
-          Buffer Ti = Local({size}, i32, "Ti");
-          tmp = {Ti};
-          pass(Ti, [&](PrimExpr i) { return cast(i32, BufferLoad(Xl, {i})); });
-          if (has_zp) pass(Ti, [&](PrimExpr i) { return BufferLoad(Ti, {i}) - zp(i); });
-          pass(Yl, [&](PrimExpr i) { return cast(f32, BufferLoad(Ti, {i})); });
+          pass(Yl, [&](PrimExpr i) { return cast(f32, BufferLoad(Xl, {i})); });
+          if (has_zp) pass(Yl, [&](PrimExpr i) { return BufferLoad(Yl, {i}) - zp(i); });
           pass(Yl, [&](PrimExpr i) { return BufferLoad(Yl, {i}) * BufferLoad(Sw, {channel(i)}); });
         }
         s.push_back(DmaWait(Region(Y, {start}, {size}), Region(Yl, {I32(0)}, {size}), 1));
@@ -140,7 +151,7 @@ PrimFunc LowerQuant(const OpCall& call) {
       }));
     }
     Stmt r = Seq({Seq(pre), Seq(tiles)});
-    if (has_zp) r = Allocate(Zw, r);
+    if (has_zp) r = Allocate(Zw, Allocate(Zi, r));
     return Allocate(Sw, r);
   });
   return MakeFunc(call, p, body);
