@@ -135,41 +135,49 @@ def threshold_percentile(hist, width, percentile):
 
 
 def threshold_kl(hist, width, levels=_KL_LEVELS):
-    """TensorRT-style entropy calibration over ``hist`` (bins of ``width``)."""
-    hist = np.asarray(hist, dtype=np.float64)
-    n = len(hist)
-    if hist.sum() == 0:
+    """TensorRT-style entropy calibration over ``hist`` (bins of ``width``).
+
+    Every candidate i of ``levels``..n bins at once, from prefix sums: with P the first i
+    bins (the tail sum(hist[i:]) added to bin i-1) and Q those bins merged into
+    ``levels`` levels (the last level takes the remainder) and spread back uniformly over
+    the non-empty bins, KL(P/|P| || Q/|Q|) is
+    ``(sum p log p - sum p log q) / |P| + (W / |P|) (log |Q| - log |P|)`` over the bins
+    where q > 0 (W their mass), plus, when bin i-1 is empty but the tail is not, the
+    tail's term against a q of 1e-12. The first i of least divergence wins."""
+    h = np.asarray(hist, dtype=np.float64)
+    n = len(h)
+    total = h.sum()
+    if total == 0:
         return 0.0
     if n <= levels:
         return float(n * width)
-    best_i, best_kl = n, np.inf
-    suffix = np.concatenate([np.cumsum(hist[::-1])[::-1], [0.0]])  # suffix[i] = sum(hist[i:])
-    for i in range(levels, n + 1):
-        p = hist[:i].copy()
-        p[-1] += suffix[i]
-        ref = hist[:i]
-        nonzero = ref != 0
-        merged = i // levels
-        # level k covers bins [k*merged, (k+1)*merged), the last level takes the rest
-        starts = np.arange(levels) * merged
-        level_sum = np.add.reduceat(ref, starts)
-        level_cnt = np.add.reduceat(nonzero.astype(np.float64), starts)
-        level_of = np.minimum(np.arange(i) // merged, levels - 1)
-        avg = np.divide(level_sum, level_cnt, out=np.zeros(levels), where=level_cnt > 0)
-        q = np.where(nonzero, avg[level_of], 0.0)
-        ps, qs = p.sum(), q.sum()
-        if qs == 0:
-            continue
-        p = p / ps
-        q = q / qs
-        mask = p > 0
-        if np.any(mask & (q == 0)):
-            # p has mass where q has none (only the clipped tail bin can): smooth q there
-            q = np.where(mask & (q == 0), 1e-12, q)
-        kl = float(np.sum(p[mask] * np.log(p[mask] / q[mask])))
-        if kl < best_kl:
-            best_kl, best_i = kl, i
-    return float((best_i + 0.5) * width)
+    i = np.arange(levels, n + 1)
+    cs = np.concatenate([[0.0], np.cumsum(h)])
+    nzc = np.concatenate([[0], np.cumsum(h > 0)])
+    hlogh = np.concatenate([[0.0], np.cumsum(np.where(h > 0, h * np.log(np.where(h > 0, h, 1.0)), 0.0))])
+    merged = i // levels
+    starts = merged[:, None] * np.arange(levels)[None, :]
+    ends = starts + merged[:, None]
+    ends[:, -1] = i
+    level_sum = cs[ends] - cs[starts]
+    level_nz = nzc[ends] - nzc[starts]
+    ok = level_nz > 0
+    avg = np.where(ok, level_sum / np.where(ok, level_nz, 1), 1.0)
+    # sum over the non-empty bins j < i of hist[j] log q[j]
+    plogq = np.sum(np.where(ok, level_sum * np.log(np.where(ok, avg, 1.0)), 0.0), axis=1)
+    qs = cs[i]
+    tail = total - qs
+    last = h[i - 1]
+    p_last = last + tail
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl_last_full = ((hlogh[i - 1] + p_last * np.log(np.where(p_last > 0, p_last, 1.0))
+                         - plogq - tail * np.log(avg[:, -1])) / total + (np.log(qs) - np.log(total)))
+        tail_p = tail / total
+        smoothed = np.where(tail > 0, tail_p * np.log(np.where(tail > 0, tail_p, 1.0) / 1e-12), 0.0)
+        kl_last_empty = (hlogh[i - 1] - plogq) / total + (qs / total) * (np.log(qs) - np.log(total)) + smoothed
+        kl = np.where(last > 0, kl_last_full, kl_last_empty)
+    kl = np.where(qs > 0, kl, np.inf)
+    return float((i[int(np.argmin(kl))] + 0.5) * width)
 
 
 def quantisation_mse(hist, width, threshold, qmax=127):

@@ -103,6 +103,16 @@ def test_kl_matches_a_plain_transcription():
     assert (i + 0.5) * width < 0.6 * v.max()  # the outliers are clipped
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_kl_with_empty_bins_matches_the_transcription(seed):
+    # sparse histograms: empty bins inside the levels and at candidate edges with a tail beyond
+    rng = np.random.default_rng(seed)
+    hist = rng.integers(0, 50, 200).astype(np.float64) * (rng.random(200) < 0.4)
+    hist[-1] = 3
+    i = _kl_reference(hist, 16)
+    assert threshold_kl(hist, 0.1, levels=16) == pytest.approx((i + 0.5) * 0.1)
+
+
 def test_auto_picks_the_least_quantisation_error():
     # a Gaussian tensor of 2^19 values with one far outlier: min/max wastes the int8
     # range (its rounding noise, 60^2 / 127^2 / 12, beats the clipping error 60^2 / 2^19)
