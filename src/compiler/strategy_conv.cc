@@ -315,9 +315,14 @@ PrimFunc LowerConv(const OpCall& call) {
   // largest CC and R: halve the channels per chunk (down to 16), then the rows.
   auto l1_bytes = [&](int64_t rows, int64_t cc) {
     int64_t rin = (rows - 1) * g.sh + (g.KH - 1) * g.dh + 1, win = (TW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
-    int64_t ob = mp.operand_bytes();
-    int64_t patch = cc * rin * win * (q ? 4 + 1 : ob);  // int8: the f32 patch and its quantised copy
-    return patch + ob * (cc * KK * rows * TW + TM * cc * KK) + (q ? 8 : 4) * TM * rows * TW;
+    if (mp.name == "f32") return 4 * (cc * rin * win + cc * KK * rows * TW + TM * cc * KK + TM * rows * TW);
+    // the planner starts a buffer at a 64 KiB bank when it fits: count each rounded up
+    auto bank = [](int64_t bytes) { return (bytes + 65535) / 65536 * 65536; };
+    int64_t ob = mp.operand_bytes(), acc = TM * rows * TW * 4;
+    int64_t sum = bank(cc * rin * win * ob) + bank(ob * cc * KK * rows * TW) + bank(ob * TM * cc * KK) + bank(acc);
+    if (q) sum += bank(cc * rin * win * 4) + bank(acc) + 2 * bank(TM * 4);  // f32 patch, f32 result, bias, scales
+    else sum += bank(TM * 4);
+    return sum;
   };
   const int64_t budget = call.l1_bytes - (int64_t{32} << 10);  // DMA state and the planner's slack
   while (l1_bytes(R, CC) > budget) {

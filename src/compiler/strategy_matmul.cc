@@ -261,7 +261,7 @@ void SetQuant(const OpCall& call, const Params& p, int64_t N, GemmPlan* g) {
   if (!g->mp.int8()) return;
   g->x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
   g->zp = AttrInt(call.attrs, "tc_x_zero_point", 0);
-  g->b_act = HasAttr(call.attrs, "tc_b_scale");
+  g->b_act = (AttrFloat(call.attrs, "tc_b_scale", 0) > 0);
   g->b_scale = AttrFloat(call.attrs, "tc_b_scale", 1.0);
   if (g->b_act) return;
   if (call.inputs[2].defined()) g->qbias = View(p.in[2], {1, N}, "QBias");
@@ -288,7 +288,7 @@ PrimFunc LowerMatMul(const OpCall& call) {
 }
 
 std::string CheckMatMul(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
-  bool int8 = GetMatrixPrecision(attrs).int8() && !HasAttr(attrs, "tc_b_scale");
+  bool int8 = GetMatrixPrecision(attrs).int8() && !(AttrFloat(attrs, "tc_b_scale", 0) > 0);
   if (ins.size() != (int8 ? 4u : 2u) || !ins[0].defined() || !ins[1].defined())
     return op + (int8 ? ": int8 expects inputs A, W, bias (may be omitted), w_scale" : ": expects 2 inputs");
   std::string why = CheckMatrixInputs(op, attrs, ins);

@@ -313,7 +313,7 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
 
     precision_report = {"assigned": {}, "fallbacks": []}
     wanted = {precision} | set((qtable or {}).values())
-    if wanted != {"f32"}:
+    if True:  # nodes already in a precision's form are reported too
         thresholds = None
         if "int8" in wanted:
             try:

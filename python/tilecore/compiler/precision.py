@@ -239,7 +239,7 @@ def assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec):
     for nd in nodes:
         if nd.where != "npu" or nd.op not in MATRIX_OPS:
             continue
-        if "tc_precision" in nd.attrs:  # already in a precision's form (an importer's)
+        if str(nd.attrs.get("tc_precision", "f32")) not in ("f32", ""):  # already in a form (an importer's)
             assigned[nd.name] = str(nd.attrs["tc_precision"])
             continue
         want = (qtable or {}).get(nd.name, precision)
