@@ -370,6 +370,18 @@ PrimFunc LowerConv(const OpCall& call) {
             Buffer Cf = q ? Local({tm, P}, f32, "Cf") : Cl;  // the f32 result
             Buffer Cl3 = Buffer(Cf->data, f32, {I32(tm), I32(r), I32(tw)}, Array<PrimExpr>(), I32(0), "local", "Cl3");
             std::vector<Stmt> s;
+            // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
+            // a vector-engine add would saturate), so every chunk accumulates
+            const bool preset = q && has_bias;
+            Buffer Bl = Local({tm, 1}, acc_t, "Bl");
+            std::vector<int64_t> cd{tm, P};
+            if (preset) {
+              Buffer bv = StridedView(Bl, cd, {1, 0}, 0, "Bb");
+              Buffer clv = StridedView(Cl, cd, {P, 1}, 0, "Clv");
+              s.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
+                                  Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0));
+              s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) { return BufferStore(clv, BufferLoad(bv, i), i); }));
+            }
             bool first = true;
             for (auto [ccount, cc] : Segs(g.Cg, CC)) {
               int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
@@ -424,28 +436,18 @@ PrimFunc LowerConv(const OpCall& call) {
                 return Seq(st);
               };
               if (first) {
-                s.push_back(chunk(I32(0), false));
+                s.push_back(chunk(I32(0), preset));
                 if (ccount > 1) s.push_back(Loop("ci", ccount - 1, [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
                 first = false;
               } else {
                 s.push_back(Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
               }
             }
-            if (q) {  // dequantise: (acc + bias[m]) * f32(x_scale * w_scale[m])
+            if (q) {  // dequantise: f32(acc) * f32(x_scale * w_scale[m])
               std::vector<Stmt> dq;
-              Buffer Bl = Local({tm, 1}, acc_t, "Bl");
               Buffer Sl = Local({tm, 1}, f32, "Sl");
-              std::vector<int64_t> cd{tm, P};
               Buffer clv = StridedView(Cl, cd, {P, 1}, 0, "Clv");
               Buffer cfv = StridedView(Cf, cd, {P, 1}, 0, "Cfv");
-              if (has_bias) {
-                Buffer bv = StridedView(Bl, cd, {1, 0}, 0, "Bb");
-                dq.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
-                                     Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0));
-                dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
-                  return BufferStore(clv, BufferLoad(clv, i) + BufferLoad(bv, i), i);
-                }));
-              }
               dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
                 return BufferStore(cfv, Cast(f32, BufferLoad(clv, i)), i);
               }));
@@ -453,13 +455,13 @@ PrimFunc LowerConv(const OpCall& call) {
                                    Region(Sv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0));
               Buffer slv = StridedView(Sl, {tm}, {1}, 0, "Slv");
               dq.push_back(Nest({tm}, [&](const Array<PrimExpr>& i) {
-                return BufferStore(slv, BufferLoad(slv, i) * F32(x_scale), i);
+                return BufferStore(slv, BufferLoad(slv, i) * F32(static_cast<float>(x_scale)), i);
               }));
               Buffer sv = StridedView(Sl, cd, {1, 0}, 0, "Sb");
               dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
                 return BufferStore(cfv, BufferLoad(cfv, i) * BufferLoad(sv, i), i);
               }));
-              s.push_back(Allocate(Bl, Allocate(Sl, Seq(dq))));
+              s.push_back(Allocate(Sl, Seq(dq)));
             } else if (has_bias) {
               Buffer Bl = Local({tm, 1}, f32, "Bl");
               s.push_back(Allocate(Bl, Seq({DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
@@ -475,6 +477,7 @@ PrimFunc LowerConv(const OpCall& call) {
                                 Region(Cl3, {I32(0), I32(0), I32(0)}, {tm, r, tw}), 1));
             Stmt tile = Allocate(Xp, Allocate(Col, Allocate(Al, Allocate(Cl, Seq(s)))));
             if (q) tile = Allocate(Xq, Allocate(Cf, tile));
+            if (preset) tile = Allocate(Bl, tile);
             return tile;
           }));
         }
