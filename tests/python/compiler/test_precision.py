@@ -156,6 +156,24 @@ def test_conv_int8_bit_exact(case):
     np.testing.assert_array_equal(y, dequant(acc, b, sx, sw, 1))
 
 
+def test_conv_int8_after_relu_uses_the_whole_range_bit_exact():
+    """A value >= 0 by construction is quantised over 255 steps: scale t / 255, zero point
+    -128 folded into the int32 bias."""
+    x, w, b = randn(1, 8, 9, 9), randn(12, 8, 3, 3, scale=0.2), randn(12)
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Conv", ["r", "w", "b"], ["y"], name="conv", pads=[1, 1, 1, 1])]
+    model = make_model(nodes, [("x", [1, 8, 9, 9], np.float32)], ["y"], [("w", w), ("b", b)])
+    t = 2.0
+    y = tilecore.compile(model, precision="int8", calib={"r": t}).run({"x": x})["y"]
+    r = np.maximum(x, 0)
+    scale = np.float32(t / 255.0)
+    inv = np.float32(1.0 / np.float64(scale))
+    u = np.clip(np.rint(r * inv) - 128, -128, 127).astype(np.int64) + 128  # what the int8 value stands for
+    wq, sw = q_weights(w, 0)
+    acc = conv_ref(u, wq, pad=1)
+    np.testing.assert_array_equal(y, dequant(acc, b, scale, sw, 1))
+
+
 def test_matmul_and_gemm_int8_bit_exact():
     a, w = randn(2, 70, 300), randn(300, 150, scale=0.1)
     q, k = randn(1, 2, 33, 40), randn(1, 2, 40, 17)
