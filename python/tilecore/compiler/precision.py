@@ -265,7 +265,8 @@ def _to_narrow(nd, precision, info, fresh):
 def assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec):
     """Sets each npu matrix node's precision (rewriting ``nd.attrs``, ``nd.ins``,
     ``nd.in_specs``, adding the new constants to ``info``). Returns
-    {"assigned": {node: precision}, "fallbacks": [{node, op_type, asked, reason}]}."""
+    {"assigned": {node: precision}, "fallbacks": [{node, op_type, asked, reason}],
+    "io": {node: (data input, output)} of every npu matrix node, "thresholds": the ones used}."""
     used = set(info)
     counter = {}
 
@@ -278,11 +279,13 @@ def assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec):
         used.add(name)
         return name
 
-    assigned, fallbacks = {}, []
+    assigned, fallbacks, io = {}, [], {}
     nonnegative = nonnegative_values(nodes)
     for nd in nodes:
         if nd.where != "npu" or nd.op not in MATRIX_OPS:
             continue
+        if nd.ins and nd.ins[0] is not None and nd.outs:
+            io[nd.name] = (str(nd.ins[0].name), str(nd.outs[0].name))
         if str(nd.attrs.get("tc_precision", "f32")) not in ("f32", ""):  # already in a form (an importer's)
             assigned[nd.name] = str(nd.attrs["tc_precision"])
             continue
@@ -302,4 +305,4 @@ def assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec):
             fallbacks.append({"node": nd.name, "op_type": nd.op, "asked": want, "reason": why})
             continue
         assigned[nd.name] = want
-    return {"assigned": assigned, "fallbacks": fallbacks}
+    return {"assigned": assigned, "fallbacks": fallbacks, "io": io, "thresholds": dict(thresholds or {})}

@@ -270,3 +270,26 @@ def test_qtable_and_errors(tmp_path):
         tilecore.compile(model, precision="int8")
     with pytest.raises(CompileError, match="calib"):
         tilecore.compile(model, precision="int8", calib=3.0)
+
+
+def test_auto_mixed_moves_the_most_sensitive_node_first():
+    """Two Convs; the first one's input has one huge outlier in the calibration samples, so
+    its int8 steps are coarse: auto_mixed must move that Conv to bf16 first (and say so)."""
+    w1, w2 = randn(16, 16, 1, 1, scale=0.3), randn(16, 16, 1, 1, scale=0.3)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], name="coarse"),
+             helper.make_node("Conv", ["c", "w2"], ["y"], name="fine")]
+    model = make_model(nodes, [("x", [1, 16, 6, 6], np.float32)], ["y"], [("w1", w1), ("w2", w2)])
+    samples = {"x": randn(4, 1, 16, 6, 6)}
+    samples["x"][:, :, 0, 0, 0] = 400.0  # the outlier sets x's threshold: the rest rounds to a few levels
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, auto_mixed=0.999, report=rep)
+    info = rep["auto_mixed"]
+    assert info["moved"] == ["coarse"] and info["met"] and info["cosine"] >= 0.999
+    assert info["rounds"][0]["cosine"] < 0.999 and rep["precision"]["assigned"]["coarse"] == "bf16"
+    assert rep["precision"]["assigned"]["fine"] == "int8"
+    ref = make_model(nodes, [("x", [1, 16, 6, 6], np.float32)], ["y"], [("w1", w1), ("w2", w2)])
+    x = samples["x"][0]
+    want = tilecore.compile(ref).run({"x": x})["y"]
+    got = exe.run({"x": x})["y"]
+    from tilecore.compiler.compare import metrics
+    assert metrics(got, want)["cosine"] >= 0.999
