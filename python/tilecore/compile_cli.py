@@ -2,7 +2,7 @@
 tensor of the compiled model next to ONNX Runtime's.
 
     tilecore compile MODEL.onnx -o OUT.tcx [--target T] [--precision f32|f16|bf16|int8] [--calib CALIB.npz]
-                     [--qtable FILE] [--input-shape NAME:D0,D1,...]
+                     [--qtable FILE] [--auto-mixed TARGET_COSINE] [--input-shape NAME:D0,D1,...]
     tilecore compare MODEL.onnx --inputs IN.npz [--precision P] [--report R.json]
 """
 import json
@@ -65,6 +65,9 @@ def _compile_errors():
     arg("--calib", metavar="CALIB.npz", help="int8: calibration samples keyed by input name, each (N, *shape); "
         "activation thresholds by min/max over them"),
     arg("--qtable", metavar="FILE", help="per-node precisions: JSON {node: precision} or lines `node precision`"),
+    arg("--auto-mixed", type=float, metavar="TARGET_COSINE",
+        help="move the most sensitive matrix nodes to bf16 until the outputs reach this cosine against f32 on the "
+             "first --calib samples"),
     arg("--input-shape", action="append", default=[], metavar="NAME:D0,D1,...",
         help="bind an input's shape (repeat per input)"),
     arg("--quiet", action="store_true", help="no progress bar"),
@@ -84,7 +87,8 @@ def compile_cmd(args):
             with np.load(args.calib) as z:
                 samples = {k: z[k] for k in z.files}
         exe = _compile(args.model, target=args.target, precision=args.precision, input_shapes=shapes or None,
-                       progress=bar, report=report, calib_samples=samples, qtable=qtable)
+                       progress=bar, report=report, calib_samples=samples, qtable=qtable,
+                       auto_mixed=args.auto_mixed)
     except OSError as e:
         return _fail(f"{args.model}: {e}")
     except _compile_errors() as e:
@@ -107,6 +111,12 @@ def compile_cmd(args):
         print("  precision: " + ", ".join(f"{n} matrix node(s) in {p}" for p, n in sorted(counts.items())))
     for f in prec["fallbacks"]:
         print(f"  f32: {f['node']} ({f['op_type']}), asked {f['asked']}: {f['reason']}")
+    am = report.get("auto_mixed")
+    if am:
+        print(f"  auto-mixed: cosine {am['cosine']:.6f} (target {am['target']}, {'met' if am['met'] else 'NOT met'}) "
+              f"with {len(am['moved'])} node(s) moved to {am['moved_to']}:")
+        for n in am["moved"]:
+            print(f"    {n}")
     return 0
 
 
