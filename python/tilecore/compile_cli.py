@@ -2,7 +2,8 @@
 tensor of the compiled model next to ONNX Runtime's.
 
     tilecore compile MODEL.onnx -o OUT.tcx [--target T] [--precision f32|f16|bf16|int8] [--calib CALIB.npz]
-                     [--calib-method M] [--calib-table T.json] [--qtable FILE] [--input-shape NAME:D0,D1,...]
+                     [--calib-method M] [--calib-table T.json] [--qtable FILE] [--auto-mixed TARGET_COSINE]
+                     [--input-shape NAME:D0,D1,...]
     tilecore compare MODEL.onnx --inputs IN.npz [--precision P] [--calib CALIB.npz] [--calib-method M]
                      [--calib-table T.json] [--report R.json] [--repro DIR]
 """
@@ -91,6 +92,9 @@ def calibration_table(args):
     arg("--calib", metavar="CALIB.npz", help="int8: calibration samples keyed by input name, each (N, *shape); "
         "activation thresholds by --calib-method over them"),
     arg("--qtable", metavar="FILE", help="per-node precisions: JSON {node: precision} or lines `node precision`"),
+    arg("--auto-mixed", type=float, metavar="TARGET_COSINE",
+        help="move the most sensitive matrix nodes to bf16 until the outputs reach this cosine against f32 on the "
+             "first --calib samples"),
     arg("--input-shape", action="append", default=[], metavar="NAME:D0,D1,...",
         help="bind an input's shape (repeat per input)"),
     arg("--quiet", action="store_true", help="no progress bar"),
@@ -110,8 +114,14 @@ def compile_cmd(args):
     report = {}
     try:
         qtable = load_qtable(args.qtable) if args.qtable else None
+        samples = None
+        if args.calib:  # auto-mixed measures its cosine on them
+            from .compiler.calibration import load_samples
+
+            samples = load_samples(args.calib)
         exe = _compile(args.model, target=args.target, precision=args.precision, input_shapes=shapes or None,
-                       progress=bar, report=report, calib=calib, qtable=qtable)
+                       progress=bar, report=report, calib=calib, calib_samples=samples, qtable=qtable,
+                       auto_mixed=args.auto_mixed)
     except OSError as e:
         return _fail(f"{args.model}: {e}")
     except _compile_errors() as e:
@@ -134,6 +144,12 @@ def compile_cmd(args):
         print("  precision: " + ", ".join(f"{n} matrix node(s) in {p}" for p, n in sorted(counts.items())))
     for f in prec["fallbacks"]:
         print(f"  f32: {f['node']} ({f['op_type']}), asked {f['asked']}: {f['reason']}")
+    am = report.get("auto_mixed")
+    if am:
+        print(f"  auto-mixed: cosine {am['cosine']:.6f} (target {am['target']}, {'met' if am['met'] else 'NOT met'}) "
+              f"with {len(am['moved'])} node(s) moved to {am['moved_to']}:")
+        for n in am["moved"]:
+            print(f"    {n}")
     return 0
 
 

@@ -36,6 +36,8 @@ inline MatrixPrecision GetMatrixPrecision(const Map<String, Any>& attrs, std::st
   } else if (p.name == "int8") {
     p.operand = DataType::Int(8);
     p.accum = DataType::Int(32);
+  } else if (p.name.empty()) {
+    p.name = "f32";
   } else if (p.name != "f32" && why != nullptr) {
     *why = "tc_precision `" + p.name + "` (expected f32, f16, bf16 or int8)";
   }
@@ -44,9 +46,8 @@ inline MatrixPrecision GetMatrixPrecision(const Map<String, Any>& attrs, std::st
 
 /*!
  * \brief "" when the inputs have the dtypes the precision's quantised-node form gives
- * them (docs/precision.md), else the reason. `channels` is the output channel count,
- * the length of the int8 form's bias and w_scale; `matmul_b_act` says a MatMul's B
- * is an activation (no w_scale).
+ * them (docs/precision.md), else the reason. A positive tc_b_scale marks a MatMul of
+ * two activations (no int8 weights, no w_scale).
  */
 inline std::string CheckMatrixInputs(const std::string& op, const Map<String, Any>& attrs,
                                      const std::vector<TensorSpec>& ins) {
@@ -70,14 +71,13 @@ inline std::string CheckMatrixInputs(const std::string& op, const Map<String, An
   }
   for (auto r : {dtype_is(0, f32, "data"), dtype_is(2, DataType::Int(32), "int32 bias")})
     if (!r.empty()) return r;
-  if (!HasAttr(attrs, "tc_x_scale") || !(AttrFloat(attrs, "tc_x_scale", 0) > 0))
+  if (!(AttrFloat(attrs, "tc_x_scale", 0) > 0))
     return op + ": int8 needs a positive tc_x_scale";
   int64_t zp = AttrInt(attrs, "tc_x_zero_point", 0);
   if (zp < -128 || zp > 127) return op + ": tc_x_zero_point out of the int8 range";
-  bool b_act = HasAttr(attrs, "tc_b_scale");
+  bool b_act = (AttrFloat(attrs, "tc_b_scale", 0) > 0);
   if (b_act) {
     if (op != "MatMul") return op + ": tc_b_scale is for MatMul only";
-    if (!(AttrFloat(attrs, "tc_b_scale", 0) > 0)) return op + ": tc_b_scale must be positive";
     if (ins.size() != 2) return op + ": an int8 MatMul of two activations takes 2 inputs";
     return dtype_is(1, f32, "B");
   }

@@ -119,6 +119,16 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
           Buffer Af = q ? Local({tm, kmax}, f32, "Af") : Buffer();  // int8: f32 tiles quantised on load
           Buffer Bf = q && g.b_act ? Local({kmax, tn}, f32, "Bf") : Buffer();
           std::vector<Stmt> s;
+          // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
+          // a vector-engine add would saturate), so every K step accumulates
+          const bool preset = q && g.qbias.defined();
+          Buffer Ql = Local({1, tn}, g.mp.accum, "Ql");
+          if (preset) {
+            s.push_back(DmaWait(Region(Ql, {I32(0), I32(0)}, {1, tn}), Region(g.qbias, {I32(0), n0}, {1, tn}), 0));
+            s.push_back(Loop("i", tm, [&](PrimExpr i) {
+              return Loop("j", tn, [&](PrimExpr j) { return BufferStore(Cl, BufferLoad(Ql, {I32(0), j}), {i, j}); });
+            }));
+          }
           bool first = true;
           for (auto [kcount, tk] : Segments(g.K, kTK)) {
             int64_t kbase = tk == kTK ? 0 : (g.K / kTK) * kTK;
@@ -160,7 +170,7 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
               return Seq({loadA, loadB, mm});
             };
             if (first) {
-              s.push_back(step(I32(0), false));
+              s.push_back(step(I32(0), preset));
               if (kcount > 1)
                 s.push_back(Loop("kk", kcount - 1, [&](PrimExpr kk) { return step(kk + I32(1), true); }));
               first = false;
@@ -178,15 +188,7 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
               return Loop("j", tn, [&](PrimExpr j) { return BufferStore(Cl, f(i, j), {i, j}); });
             });
           };
-          if (q) {  // dequantise: (acc + bias[n]) * f32(x_scale * w_scale[n])
-            if (g.qbias.defined()) {
-              Buffer Ql = Local({1, tn}, g.mp.accum, "Ql");
-              s.push_back(Allocate(Ql, Seq({DmaWait(Region(Ql, {I32(0), I32(0)}, {1, tn}),
-                                                    Region(g.qbias, {I32(0), n0}, {1, tn}), 0),
-                                            over_c([&](PrimExpr i, PrimExpr j) {
-                                              return BufferLoad(Cl, {i, j}) + BufferLoad(Ql, {I32(0), j});
-                                            })})));
-            }
+          if (q) {  // dequantise: f32(acc) * f32(x_scale * w_scale[n])
             s.push_back(Loop("i", tm, [&](PrimExpr i) {
               return Loop("j", tn, [&](PrimExpr j) { return BufferStore(Cf, Cast(f32, BufferLoad(Cl, {i, j})), {i, j}); });
             }));
@@ -203,7 +205,7 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
               s.push_back(Allocate(
                   Sl, Seq({DmaWait(Region(Sl, {I32(0), I32(0)}, {1, tn}), Region(g.wscale, {I32(0), n0}, {1, tn}), 0),
                            Loop("j", tn, [&](PrimExpr j) {
-                             return BufferStore(Sl, BufferLoad(Sl, {I32(0), j}) * F32(g.x_scale), {I32(0), j});
+                             return BufferStore(Sl, BufferLoad(Sl, {I32(0), j}) * F32(static_cast<float>(g.x_scale)), {I32(0), j});
                            }),
                            over_f([&](PrimExpr i, PrimExpr j) {
                              return BufferLoad(Cf, {i, j}) * BufferLoad(Sl, {I32(0), j});
@@ -233,6 +235,7 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
           s.push_back(DmaWait(Region(g.C, {ob, m0, n0}, {1, tm, tn}), Region(Cf, {I32(0), I32(0)}, {tm, tn}), 1));
           Stmt r = Allocate(Cl, Allocate(Al, Allocate(Bl, Seq(s))));
           if (q) r = Allocate(Cf, Allocate(Af, r));
+          if (preset) r = Allocate(Ql, r);
           if (Bf.defined()) r = Allocate(Bf, r);
           if (g.transA) r = Allocate(At, r);
           if (g.transB) r = Allocate(Bt, r);
@@ -261,7 +264,7 @@ void SetQuant(const OpCall& call, const Params& p, int64_t N, GemmPlan* g) {
   if (!g->mp.int8()) return;
   g->x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
   g->zp = AttrInt(call.attrs, "tc_x_zero_point", 0);
-  g->b_act = HasAttr(call.attrs, "tc_b_scale");
+  g->b_act = (AttrFloat(call.attrs, "tc_b_scale", 0) > 0);
   g->b_scale = AttrFloat(call.attrs, "tc_b_scale", 1.0);
   if (g->b_act) return;
   if (call.inputs[2].defined()) g->qbias = View(p.in[2], {1, N}, "QBias");
@@ -288,7 +291,7 @@ PrimFunc LowerMatMul(const OpCall& call) {
 }
 
 std::string CheckMatMul(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
-  bool int8 = GetMatrixPrecision(attrs).int8() && !HasAttr(attrs, "tc_b_scale");
+  bool int8 = GetMatrixPrecision(attrs).int8() && !(AttrFloat(attrs, "tc_b_scale", 0) > 0);
   if (ins.size() != (int8 ? 4u : 2u) || !ins[0].defined() || !ins[1].defined())
     return op + (int8 ? ": int8 expects inputs A, W, bias (may be omitted), w_scale" : ": expects 2 inputs");
   std::string why = CheckMatrixInputs(op, attrs, ins);

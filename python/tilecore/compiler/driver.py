@@ -220,8 +220,45 @@ def _shape_dtype(value, where):
     return tuple(int(d) for d in shape), str(dtype)
 
 
+def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, keep_intermediates, progress, report,
+                        calib, calib_samples, qtable):
+    from . import auto_mixed as _am
+
+    if not calib_samples:
+        raise CompileError("auto_mixed needs calib_samples= (input name -> array (N, *shape)) to measure the cosine")
+    if isinstance(model, os.PathLike):
+        model = os.fspath(model)
+    n = min(len(v) for v in calib_samples.values())
+    feeds = [{k: np.asarray(v[i]) for k, v in calib_samples.items()} for i in range(min(4, n))]
+    kw = {"target": target, "input_shapes": input_shapes, "progress": progress}
+    if calib is not None:
+        kw["calib"] = calib
+    else:
+        kw["calib_samples"] = calib_samples
+
+    def compile_fn(m, **k):
+        exe = compile(m, **k, **kw)
+        th = k["report"]["precision"].get("thresholds")
+        if "calib_samples" in kw and th:  # calibrate once
+            kw.pop("calib_samples")
+            kw["calib"] = th
+        return exe
+
+    try:
+        exe, info, rep = _am.search(compile_fn, model, target_cosine, precision, qtable, {}, feeds)
+    except ValueError as e:
+        raise CompileError(str(e)) from None
+    if keep_intermediates:
+        rep = {}
+        exe = compile(model, precision=precision, qtable=info["qtable"], keep_intermediates=True, report=rep, **kw)
+    if report is not None:
+        report.update(rep)
+        report["auto_mixed"] = info
+    return exe
+
+
 def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, keep_intermediates=False,  # noqa: A001
-            progress=None, report=None, calib=None, calib_samples=None, qtable=None):
+            progress=None, report=None, calib=None, calib_samples=None, qtable=None, auto_mixed=None):
     """Compiles a model to an :class:`tilecore.runtime.Executable`.
 
     :param model: a :class:`tilecore.ir.graph.Graph`, a path to a ``.onnx`` file, its
@@ -234,6 +271,10 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
     :param calib_samples: without ``calib``, the thresholds are the min/max of the values
         over these samples (input name -> array (N, *shape), sample i is array[i]).
     :param qtable: ONNX node name -> precision, overriding ``precision`` per node.
+    :param auto_mixed: a target cosine: the most sensitive matrix nodes move to bf16 (to
+        f32 from f16/bf16) until the outputs' cosine against the f32 compilation on the
+        first 4 of ``calib_samples`` reaches it (compiler/auto_mixed.py); the report's
+        ``auto_mixed`` says which nodes moved and the cosine reached.
     :param input_shapes: input name -> shape, binding symbolic dimensions.
     :param keep_intermediates: every value in its own buffer, and every intermediate
         value an extra output named by its (ONNX) value name.
@@ -254,6 +295,9 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
 
     if precision not in PRECISIONS:
         raise CompileError(f"precision `{precision}` is not supported (supported: {', '.join(PRECISIONS)})")
+    if auto_mixed is not None:
+        return _compile_auto_mixed(model, float(auto_mixed), target, precision, input_shapes, keep_intermediates,
+                                   progress, report, calib, calib_samples, qtable)
     for node_name, p in (qtable or {}).items():
         if p not in PRECISIONS:
             raise CompileError(f"qtable: node `{node_name}` has precision `{p}` (supported: {', '.join(PRECISIONS)})")
@@ -325,7 +369,7 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
 
     precision_report = {"assigned": {}, "fallbacks": []}
     wanted = {precision} | set((qtable or {}).values())
-    if wanted != {"f32"}:
+    if True:  # nodes already in a precision's form are reported too
         thresholds = None
         if "int8" in wanted:
             try:
@@ -501,5 +545,6 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
         "seconds": timings,
         "precision": precision_report,
         "qdq": qdq_report,
+        "graph_outputs": [str(v.name) for v in graph.outputs],
     })
     return exe

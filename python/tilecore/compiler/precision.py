@@ -69,10 +69,11 @@ def quantise_bias(b, x_scale, w_scale):
     return np.clip(q, -(2 ** 31), 2 ** 31 - 1).astype(np.int32)
 
 
-def activation_scale(threshold):
-    """The per-tensor scale of an activation of symmetric threshold ``threshold``."""
+def activation_scale(threshold, unsigned=False):
+    """The per-tensor scale of an activation of symmetric threshold ``threshold`` (over
+    255 steps for a value that is >= 0 by construction)."""
     t = float(threshold)
-    return float(np.float32(t / QMAX)) if t > 0 else 1.0
+    return float(np.float32(t / (2 * QMAX + 1 if unsigned else QMAX))) if t > 0 else 1.0
 
 
 def thresholds_of(calib):
@@ -140,6 +141,35 @@ def load_qtable(path):
     return table
 
 
+# ops whose output is >= 0 whatever the input, and ops that keep their input's sign
+_NONNEGATIVE_OPS = frozenset({"Relu", "Sigmoid", "Softmax", "Abs"})
+_SIGN_KEEPING_OPS = frozenset({"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Flatten", "Reshape",
+                               "Squeeze", "Unsqueeze", "Transpose", "Identity"})
+
+
+def nonnegative_values(nodes):
+    """Names of the values that are >= 0 by construction (after a Relu, a Clip at a
+    non-negative minimum, a Softmax, ..., through pooling and layout ops)."""
+    out = set()
+    for nd in nodes:  # topological order
+        op, ins = nd.op, [v for v in nd.ins]
+        ok = False
+        if op in _NONNEGATIVE_OPS:
+            ok = True
+        elif op == "Clip":
+            lo = nd.attrs.get("min")
+            if lo is None and len(ins) > 1 and _is_const(ins[1]):
+                lo = float(np.asarray(ins[1].numpy()).ravel()[0]) if np.size(ins[1].numpy()) else None
+            ok = lo is not None and float(lo) >= 0
+        elif op in _SIGN_KEEPING_OPS:
+            ok = bool(ins) and ins[0] is not None and str(ins[0].name) in out
+        elif op == "Concat":
+            ok = all(v is not None and str(v.name) in out for v in ins)
+        if ok:
+            out.update(str(v.name) for v in nd.outs)
+    return out
+
+
 def _is_const(v):
     return v is not None and getattr(v, "data", None) is not None
 
@@ -156,17 +186,23 @@ def quantisable_inputs(nd):
     return [str(nd.ins[0].name)]
 
 
-def _to_int8(nd, info, thresholds, fresh):
-    """Rewrites ``nd`` into the quantised-node form; returns the reason when it cannot."""
+def _to_int8(nd, info, thresholds, fresh, nonnegative=frozenset()):
+    """Rewrites ``nd`` into the quantised-node form; returns the reason when it cannot.
+    A data input that is >= 0 by construction uses the whole int8 range: scale =
+    threshold / 255 and zero point -128 (folded into the int32 bias)."""
     names = quantisable_inputs(nd)
     if names is None:
         return "no int8 form (constant data input or non-constant weights)"
     missing = [n for n in names if n not in thresholds]
     if missing:
         return f"no threshold for {', '.join(missing)}"
-    x_scale = activation_scale(thresholds[names[0]])
+    unsigned = names[0] in nonnegative and len(names) == 1  # a zero point needs B's column sums: constant W only
+    x_scale = activation_scale(thresholds[names[0]], unsigned)
+    zp = -128 if unsigned else 0
     attrs = dict(nd.attrs)
     attrs.update(tc_precision="int8", tc_x_scale=x_scale)
+    if zp:
+        attrs["tc_x_zero_point"] = zp
     if len(names) == 2:  # MatMul of two activations
         attrs["tc_b_scale"] = activation_scale(thresholds[names[1]])
         nd.attrs = attrs
@@ -197,8 +233,15 @@ def _to_int8(nd, info, thresholds, fresh):
     new_w = ConstantValue(fresh(base + "/int8"), q)
     new_s = ConstantValue(fresh(base + "/w_scale"), w_scale)
     new_b = None
-    if bias is not None:
-        new_b = ConstantValue(fresh(str(nd.ins[2].name) + "/int32"), quantise_bias(bias.reshape(-1), x_scale, w_scale))
+    if bias is not None or zp:
+        n = w_scale.shape[0]
+        qb = np.zeros(n, np.int64) if bias is None else quantise_bias(bias.reshape(-1), x_scale, w_scale).astype(np.int64)
+        if zp:  # sum_k (q - zp) w = sum_k q w - zp * sum_k w
+            red = tuple(i for i in range(q.ndim) if i != axis)
+            qb = qb - zp * q.astype(np.int64).sum(axis=red)
+        qb = np.clip(qb, -(2 ** 31), 2 ** 31 - 1).astype(np.int32)
+        bname = str(nd.ins[2].name) if bias is not None else base
+        new_b = ConstantValue(fresh(bname + "/int32"), qb)
     nd.ins = [nd.ins[0], new_w, new_b, new_s]
     for v in (new_w, new_s, new_b):
         if v is not None:
@@ -222,7 +265,8 @@ def _to_narrow(nd, precision, info, fresh):
 def assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec):
     """Sets each npu matrix node's precision (rewriting ``nd.attrs``, ``nd.ins``,
     ``nd.in_specs``, adding the new constants to ``info``). Returns
-    {"assigned": {node: precision}, "fallbacks": [{node, op_type, asked, reason}]}."""
+    {"assigned": {node: precision}, "fallbacks": [{node, op_type, asked, reason}],
+    "io": {node: (data input, output)} of every npu matrix node, "thresholds": the ones used}."""
     used = set(info)
     counter = {}
 
@@ -235,11 +279,14 @@ def assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec):
         used.add(name)
         return name
 
-    assigned, fallbacks = {}, []
+    assigned, fallbacks, io = {}, [], {}
+    nonnegative = nonnegative_values(nodes)
     for nd in nodes:
         if nd.where != "npu" or nd.op not in MATRIX_OPS:
             continue
-        if "tc_precision" in nd.attrs:  # already in a precision's form (an importer's)
+        if nd.ins and nd.ins[0] is not None and nd.outs:
+            io[nd.name] = (str(nd.ins[0].name), str(nd.outs[0].name))
+        if str(nd.attrs.get("tc_precision", "f32")) not in ("f32", ""):  # already in a form (an importer's)
             assigned[nd.name] = str(nd.attrs["tc_precision"])
             continue
         want = (qtable or {}).get(nd.name, precision)
@@ -247,7 +294,7 @@ def assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec):
             continue
         saved = (nd.attrs, list(nd.ins), nd.in_specs)
         if want == "int8":
-            why = _to_int8(nd, info, thresholds or {}, fresh)
+            why = _to_int8(nd, info, thresholds or {}, fresh, nonnegative)
         else:
             why = _to_narrow(nd, want, info, fresh)
         if not why:
@@ -258,4 +305,4 @@ def assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec):
             fallbacks.append({"node": nd.name, "op_type": nd.op, "asked": want, "reason": why})
             continue
         assigned[nd.name] = want
-    return {"assigned": assigned, "fallbacks": fallbacks}
+    return {"assigned": assigned, "fallbacks": fallbacks, "io": io, "thresholds": dict(thresholds or {})}
