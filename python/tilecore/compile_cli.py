@@ -205,7 +205,7 @@ def compare_cmd(args):
         bar.close()
     if args.report:
         with open(args.report, "w") as f:
-            json.dump({k: v for k, v in rep.items() if not k.startswith("_")}, f, indent=1, default=float)
+            json.dump(rep, f, indent=1, default=float)
     print(format_compare(rep))
     first = rep["first_divergent"]
     if first is None:

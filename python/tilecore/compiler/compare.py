@@ -104,6 +104,16 @@ def onnxruntime_with_intermediates(model, inputs, names):
     return dict(zip(out_names, res)), time.perf_counter() - t0
 
 
+class CompareReport(dict):
+    """The report (a JSON-able dict) and, as attributes, what ``write_repro`` needs: the
+    compiled run's values (``ours``) and the model (``model``)."""
+
+    def __init__(self, fields, ours=None, model=None):
+        super().__init__(fields)
+        self.ours = ours or {}
+        self.model = model
+
+
 def _constants(model):
     from onnx import numpy_helper
 
@@ -315,7 +325,7 @@ def compare_with_onnxruntime(model, inputs, target="npu -cores=4", precision="f3
             jump = row
         rows.append(row)
     outputs = [o.name for o in proto.graph.output]
-    return {
+    return CompareReport({
         "model": proto.graph.name,
         "precision": precision,
         "threshold": threshold,
@@ -329,12 +339,12 @@ def compare_with_onnxruntime(model, inputs, target="npu -cores=4", precision="f3
         "simulated_run_seconds": sim_seconds,
         "onnxruntime_seconds": ort_seconds,
         "cycles": exe.stats()["cycles"],
-        "_values": {"ours": ours, "model": proto},
-    }
+    }, ours={**{k: np.asarray(v) for k, v in inputs.items()}, **ours}, model=proto)
 
 
 def write_repro(report, directory):
-    """Writes the first jump (else the first divergent) node of ``report`` as a one-op
+    """Writes the first jump (else the first divergent) node of ``report`` (a
+    :class:`CompareReport`) as a one-op
     ONNX model (a QDQ pair: its two nodes) with its constants, the arrays its data
     inputs had in the compiled run (``inputs.npz``) and what it is (``node.json``).
     Returns the model's path, or None when nothing diverged."""
@@ -344,8 +354,7 @@ def write_repro(report, directory):
     row = report.get("first_jump") or report.get("first_divergent")
     if row is None:
         return None
-    proto = report["_values"]["model"]
-    ours = report["_values"]["ours"]
+    proto, ours = report.model, report.ours
     if "pair" in row:
         nodes = [n for n in proto.graph.node if n.name in set(row["pair"])]
     else:
@@ -360,7 +369,7 @@ def write_repro(report, directory):
             if x in consts:
                 inits.append(numpy_helper.from_array(np.asarray(consts[x]), x))
             else:
-                a = np.asarray(ours[x]) if x in ours else np.asarray(report["_values"].get(x))
+                a = np.asarray(ours[x])
                 arrays[x] = a
                 data_in.append(helper.make_tensor_value_info(
                     x, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape)))

@@ -148,3 +148,15 @@ def test_calib_threshold_100x_off_names_its_consumer(tmp_path, capsys):
     assert rc == 1 and "first jump: node `conv2` (Conv)" in out
     one = onnx.load(tmp_path / "r" / "node.onnx")
     assert [n.op_type for n in one.graph.node] == ["Conv"] and len(one.graph.initializer) == 2
+
+
+def test_repro_of_a_node_reading_a_graph_input(qdq, tmp_path):
+    # the input's own pair mis-set: the repro's data input is the graph input
+    model, x = qdq
+    rep = compare_with_onnxruntime(_mis_set(model, "x", 100.0), x)
+    assert rep["first_jump"]["node"] == "x_QuantizeLinear"
+    json.dumps(rep, default=float)  # the report itself is JSON
+    path = write_repro(rep, tmp_path)
+    with np.load(tmp_path / "inputs.npz") as z:
+        np.testing.assert_array_equal(z["x"], x["x"])
+    assert onnx.load(path).graph.input[0].name == "x"
