@@ -63,6 +63,19 @@ class CalibTable:
         """The int8 scale of ``name``: threshold / 127."""
         return self.thresholds[name] / 127.0
 
+    def with_method(self, method):
+        """A table of the same tensors with ``method``'s threshold for each (from the
+        candidates an ``auto`` calibration keeps; a tensor without one keeps its own)."""
+        if method not in METHODS:
+            raise CalibrationError(f"calibration method `{method}` is not one of {', '.join(METHODS)}")
+        thresholds, methods = dict(self.thresholds), dict(self.methods)
+        for n, st in self.stats.items():
+            cand = st.get("candidates", {}) if isinstance(st, dict) else {}
+            if method in cand and n in thresholds:
+                thresholds[n] = max(float(cand[method]), ZERO_THRESHOLD)
+                methods[n] = method
+        return CalibTable(thresholds, methods, self.stats, dict(self.meta, method=method))
+
     def to_json(self):
         tensors = {}
         for name, t in self.thresholds.items():

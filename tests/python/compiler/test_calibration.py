@@ -122,8 +122,8 @@ def test_auto_picks_the_least_quantisation_error():
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 256, 256])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 256, 256])])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    table = calibrate(m, {"x": x}, method="auto")
+    m_model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    table = calibrate(m_model, {"x": x}, method="auto")
     cands = table.stats["x"]["candidates"]
     assert set(cands) == {"minmax", "percentile", "kl"}
 
@@ -135,6 +135,9 @@ def test_auto_picks_the_least_quantisation_error():
     assert table.methods["x"] == min(errs, key=errs.get)
     assert table.methods["x"] != "minmax"
     assert quantisation_mse(np.array([0, 10.0]), 1.0, 1.5) == pytest.approx(0.0)  # 1.5 is a level
+    # one collection, every method: the same thresholds as calibrating with that method
+    for m in ("minmax", "percentile", "kl"):
+        assert table.with_method(m).thresholds == pytest.approx(calibrate(m_model, {"x": x}, method=m).thresholds)
 
 
 def test_table_round_trip_and_validation(tmp_path):
