@@ -182,6 +182,31 @@ def _bias(nd, dq_consts, x_scale, w_scale):
     return quantise_bias(np.asarray(b.numpy(), np.float32).reshape(-1), x_scale, w_scale)
 
 
+def _fold_two_activations(nd, act, producer, info, TensorSpec, HasStrategy):
+    """A MatMul of two QDQ activations (attention's Q·Kᵀ) to the int8 form with
+    ``tc_x_scale`` and ``tc_b_scale``; None when done, else the reason. The form
+    quantises both symmetrically, so both zero points must be 0 (in int8 terms)."""
+    if isinstance(act, str):
+        return act
+    from types import SimpleNamespace
+
+    b = _activation(SimpleNamespace(ins=[nd.ins[1]]), producer)
+    if isinstance(b, str):
+        return "B: " + b
+    (xa, sa, za, _), (xb, sb, zb, _) = act, b
+    if za != 0 or zb != 0:
+        return "a MatMul of two activations needs zero points 0 (symmetric activations)"
+    saved = (nd.attrs, list(nd.ins), nd.in_specs)
+    nd.attrs = dict(nd.attrs, tc_precision="int8", tc_x_scale=float(np.float32(sa)), tc_b_scale=float(np.float32(sb)))
+    nd.ins = [xa, xb]
+    nd.in_specs = [TensorSpec(*info[str(v.name)]) for v in nd.ins]
+    why = str(HasStrategy(nd.op, nd.attrs, nd.in_specs))
+    if why:
+        nd.attrs, nd.ins, nd.in_specs = saved
+        return why
+    return None
+
+
 def fold(nodes, info, graph_outputs, keep_intermediates, HasStrategy, TensorSpec, dq_consts):
     """Rewrites the npu matrix nodes of ``nodes`` (the driver's) that read QDQ-quantised
     data and weights into the quantised-node form, drops the Q/DQ nodes nobody reads
@@ -197,6 +222,13 @@ def fold(nodes, info, graph_outputs, keep_intermediates, HasStrategy, TensorSpec
         if nd.where != "npu" or nd.op not in MATRIX_OPS or "tc_precision" in nd.attrs or len(nd.ins) < 2:
             continue
         act = _activation(nd, producer)
+        if nd.op == "MatMul" and not _const(nd.ins[1]):
+            why = _fold_two_activations(nd, act, producer, info, TensorSpec, HasStrategy)
+            if why is None:
+                report["folded"].append(nd.name)
+            elif not isinstance(act, str) or act != "input 0 is not a DequantizeLinear":
+                report["kept"].append({"node": nd.name, "op_type": nd.op, "reason": why})
+            continue
         why = act if isinstance(act, str) else None
         if why is None:
             x, x_scale, zp, _ = act

@@ -97,3 +97,33 @@ def test_resnet18_qdq_matches_onnxruntime(tmp_path):
     ours = exe.run(x)["logits"]
     ref = _ort(q, x)[0]
     assert metrics(ours, ref)["cosine"] >= 0.999
+
+
+def test_matmul_of_two_qdq_activations(tmp_path):
+    # attention's scores: Q·Kᵀ of two activations, quantised symmetrically by ORT
+    rng = np.random.default_rng(9)
+    wq = (rng.standard_normal((32, 32)) * 0.2).astype(np.float32)
+    wk = (rng.standard_normal((32, 32)) * 0.2).astype(np.float32)
+    from onnx import TensorProto, helper, numpy_helper
+
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "wq"], ["q"], name="proj_q"),
+         helper.make_node("MatMul", ["x", "wk"], ["k"], name="proj_k"),
+         helper.make_node("Transpose", ["k"], ["kt"], name="kt", perm=[1, 0]),
+         helper.make_node("MatMul", ["q", "kt"], ["s"], name="scores")],
+        "attn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 32])],
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, [16, 16])],
+        [numpy_helper.from_array(wq, "wq"), numpy_helper.from_array(wk, "wk")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, tmp_path / "f.onnx")
+    quant.quantize_static(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"),
+                          _Reader("x", rng.standard_normal((8, 16, 32)).astype(np.float32)),
+                          quant_format=quant.QuantFormat.QDQ, activation_type=quant.QuantType.QInt8,
+                          weight_type=quant.QuantType.QInt8, extra_options={"ActivationSymmetric": True})
+    q = onnx.load(tmp_path / "q.onnx")
+    report = {}
+    exe = tilecore.compile(q, report=report)
+    assert "scores" in report["qdq"]["folded"] and {"proj_q", "proj_k"} <= set(report["qdq"]["folded"])
+    x = {"x": rng.standard_normal((16, 32)).astype(np.float32)}
+    assert metrics(list(exe.run(x).values())[0], _ort(q, x)[0])["cosine"] >= 0.999
