@@ -169,9 +169,7 @@ def float_reference(model):
                 relu.add(n.output[0])  # the range starts at 0: a fused Relu, kept
     if not alias and not folded:
         return model, {}, {}
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    names = {o for n in m.graph.node for o in n.output} | {i.name for i in m.graph.input} | set(consts)
+    names = {o for n in model.graph.node for o in n.output} | {i.name for i in model.graph.input} | set(consts)
     relu_nodes = {}
     for k in sorted(relu):  # the pair's value becomes Relu(its input), under a fresh name
         fresh, j = f"{alias[k]}/relu", 1
