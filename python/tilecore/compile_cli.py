@@ -220,7 +220,8 @@ def compare_cmd(args):
         ins = ", ".join(f"{i['name']} {tuple(i['shape'])}" + (" const" if i["constant"] else "")
                         for i in jump["inputs"])
         q = ", ".join(f"{k} {v}" for k, v in jump["quantisation"].items()) or "none"
-        print(f"first jump: node `{jump['node']}` ({jump['op_type']}): SQNR {jump['sqnr_db']:.1f} dB, its inputs "
+        merged = f" (merged with {', '.join(jump['group'][:-1])})" if jump.get("group") else ""
+        print(f"first jump: node `{jump['node']}` ({jump['op_type']}){merged}: SQNR {jump['sqnr_db']:.1f} dB, its inputs "
               f"{jump['input_sqnr_db']:.1f} dB; inputs {ins}; output `{jump['name']}` {tuple(jump['shape'])}; "
               f"quantisation: {q}")
     if args.repro:

@@ -106,12 +106,14 @@ def onnxruntime_with_intermediates(model, inputs, names):
 
 class CompareReport(dict):
     """The report (a JSON-able dict) and, as attributes, what ``write_repro`` needs: the
-    compiled run's values (``ours``) and the model (``model``)."""
+    compiled run's values (``ours``), the model (``model``) and each row's nodes
+    (``groups``)."""
 
-    def __init__(self, fields, ours=None, model=None):
+    def __init__(self, fields, ours=None, model=None, groups=None):
         super().__init__(fields)
         self.ours = ours or {}
         self.model = model
+        self.groups = groups or {}  # value name -> the nodes of its row (a pair, a merged group)
 
 
 def _constants(model):
@@ -238,6 +240,23 @@ def _quant_params(node, consts, calib=None, name=None):
     return q
 
 
+def _group(node, producer, available, limit=16):
+    """The ONNX nodes that make ``node``'s output from values the compiled run has
+    (walking up through values the graph passes merged away, a Conv's output before the
+    BatchNorm folded into it): (nodes in graph order, their outside inputs)."""
+    group, outside, todo = [node], [], [x for x in node.input if x]
+    while todo:
+        x = todo.pop(0)
+        p = producer.get(x)
+        if available(x) or p is None or len(group) >= limit:
+            if x not in outside:
+                outside.append(x)
+        elif not any(p is g for g in group):
+            group.insert(0, p)
+            todo.extend(y for y in p.input if y)
+    return group, outside
+
+
 def compare_with_onnxruntime(model, inputs, target="npu -cores=4", precision="f32", threshold=None,
                              progress=None, calib=None, jump_db=JUMP_DB):
     """Compiles ``model`` with every intermediate kept, runs it and ONNX Runtime (f32; a
@@ -294,7 +313,7 @@ def compare_with_onnxruntime(model, inputs, target="npu -cores=4", precision="f3
             return EXACT_DB
         return min([input_sqnr(y, seen + (x,)) for y in node.input if y] or [EXACT_DB])
 
-    rows, first, jump = [], None, None
+    rows, first, jump, groups = [], None, None, {}
     for name in order:
         if name not in common or ref_name(name) not in ref:
             continue
@@ -306,7 +325,14 @@ def compare_with_onnxruntime(model, inputs, target="npu -cores=4", precision="f3
         row.update(metrics(ours[name], ref[ref_name(name)]))
         s = min(row["sqnr_db"], EXACT_DB)
         sqnr[name] = s
-        ins = [x for x in shown.input[:1]] if name in pair_q else [x for x in node.input if x]
+        if name in pair_q:
+            group, ins = [shown, node], [x for x in shown.input[:1]]
+        else:
+            group, ins = _group(node, producer, lambda x: x in consts or x in inputs or x in ours)
+            ins.sort(key=lambda x: x in consts)  # data inputs first
+            if len(group) > 1:  # values between them were merged away by the graph passes
+                row["group"] = [g.name for g in group]
+        groups[name] = group
         in_db = min([input_sqnr(x) for x in ins] or [EXACT_DB])
         row["input_sqnr_db"] = in_db
         row["jump_db"] = in_db - s
@@ -316,7 +342,16 @@ def compare_with_onnxruntime(model, inputs, target="npu -cores=4", precision="f3
                           "constant": x in consts} for x in ins]
         row["shape"] = list(np.shape(ours[name]))
         row["quantisation"] = _quant_params(shown, consts, calib, name)
-        row["precision"] = "int8" if name in pair_q else assigned.get(node.name, "f32")
+        if len(group) > 1 and name not in pair_q:  # the thresholds of the group's outside inputs
+            qin = {}
+            for g in group:
+                qin.update({k: v for k, v in _quant_params(g, consts, calib, None).get("inputs", {}).items()
+                            if k in ins})
+            row["quantisation"].pop("inputs", None)
+            if qin:
+                row["quantisation"]["inputs"] = qin
+        precs = {assigned.get(g.name, "f32") for g in group if g.op_type != "QuantizeLinear"} - {"f32"}
+        row["precision"] = "int8" if name in pair_q else (sorted(precs)[0] if precs else "f32")
         if row["diverged"] and first is None:
             first = row
         if row["diverged"] and jump is None and row["jump_db"] >= jump_db:
@@ -337,13 +372,14 @@ def compare_with_onnxruntime(model, inputs, target="npu -cores=4", precision="f3
         "simulated_run_seconds": sim_seconds,
         "onnxruntime_seconds": ort_seconds,
         "cycles": exe.stats()["cycles"],
-    }, ours={**{k: np.asarray(v) for k, v in inputs.items()}, **ours}, model=proto)
+    }, ours={**{k: np.asarray(v) for k, v in inputs.items()}, **ours}, model=proto, groups=groups)
 
 
 def write_repro(report, directory):
     """Writes the first jump (else the first divergent) node of ``report`` (a
     :class:`CompareReport`) as a one-op
-    ONNX model (a QDQ pair: its two nodes) with its constants, the arrays its data
+    ONNX model (a QDQ pair: its two nodes; nodes the graph passes merged, a Conv and
+    its BatchNorm: all of them) with its constants, the arrays its data
     inputs had in the compiled run (``inputs.npz``) and what it is (``node.json``).
     Returns the model's path, or None when nothing diverged."""
     import onnx
@@ -353,10 +389,8 @@ def write_repro(report, directory):
     if row is None:
         return None
     proto, ours = report.model, report.ours
-    if "pair" in row:
-        nodes = [n for n in proto.graph.node if n.name in set(row["pair"])]
-    else:
-        nodes = [n for n in proto.graph.node if row["name"] in n.output]
+    picked = report.groups.get(row["name"]) or [n for n in proto.graph.node if row["name"] in n.output]
+    nodes = [n for n in proto.graph.node if any(n is p for p in picked)]  # graph order
     consts = _constants(proto)
     produced = {o for n in nodes for o in n.output}
     data_in, inits, arrays = [], [], {}

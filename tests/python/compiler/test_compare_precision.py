@@ -160,3 +160,43 @@ def test_repro_of_a_node_reading_a_graph_input(qdq, tmp_path):
     with np.load(tmp_path / "inputs.npz") as z:
         np.testing.assert_array_equal(z["x"], x["x"])
     assert onnx.load(path).graph.input[0].name == "x"
+
+
+def test_jump_in_a_conv_merged_with_its_batchnorm(tmp_path):
+    # Conv -> BatchNorm -> Relu twice: the passes fold each BatchNorm into its Conv, so the
+    # Conv's own output has no counterpart; the row is the pair, and so is the repro
+    from tilecore.compiler.calibration import calibrate
+
+    rng = np.random.default_rng(3)
+    nodes, inits, prev = [], [], "x"
+    for i, (ci, co) in enumerate([(3, 8), (8, 8)]):
+        inits += [numpy_helper.from_array((rng.standard_normal((co, ci, 3, 3)) * 0.3).astype(np.float32), f"w{i}")]
+        for p, v in (("s", rng.uniform(0.5, 1.5, co)), ("b", rng.standard_normal(co) * 0.1),
+                     ("m", rng.standard_normal(co) * 0.1), ("v", rng.uniform(0.5, 1.5, co))):
+            inits.append(numpy_helper.from_array(v.astype(np.float32), f"{p}{i}"))
+        nodes += [helper.make_node("Conv", [prev, f"w{i}"], [f"c{i}"], pads=[1, 1, 1, 1], name=f"conv{i}"),
+                  helper.make_node("BatchNormalization", [f"c{i}", f"s{i}", f"b{i}", f"m{i}", f"v{i}"], [f"n{i}"],
+                                   name=f"bn{i}"),
+                  helper.make_node("Relu", [f"n{i}"], [f"r{i}"], name=f"relu{i}")]
+        prev = f"r{i}"
+    g = helper.make_graph(nodes, "convbn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 12, 12])],
+                          [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 8, 12, 12])], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    table = calibrate(model, {"x": rng.standard_normal((8, 1, 3, 12, 12)).astype(np.float32)}, method="minmax")
+    table.thresholds["r0"] *= 100
+    x = {"x": rng.standard_normal((1, 3, 12, 12)).astype(np.float32)}
+    rep = compare_with_onnxruntime(model, x, precision="int8", calib=table)
+    jump = rep["first_jump"]
+    assert jump["node"] == "bn1" and jump["group"] == ["conv1", "bn1"] and jump["precision"] == "int8"
+    assert jump["inputs"][0]["name"] == "r0" and jump["quantisation"]["inputs"]["r0"]["threshold"] == \
+        pytest.approx(table.thresholds["r0"])
+    path = write_repro(rep, tmp_path)
+    one = onnx.load(path)
+    assert [n.name for n in one.graph.node] == ["conv1", "bn1"]
+    with np.load(tmp_path / "inputs.npz") as z:
+        feed = {k: z[k] for k in z.files}
+    ref = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feed)[0]
+    with np.load(tmp_path / "outputs.npz") as z:
+        ours = z[z.files[0]]
+    assert metrics(ours, ref)["cosine"] < 0.99  # the repro shows the fault on its own
