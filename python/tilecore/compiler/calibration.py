@@ -17,10 +17,12 @@ first finds each tensor's absolute maximum, the second fills a histogram of |x| 
   reference distribution is the first i bins with the clipped tail added to the last
   one, the candidate is those i bins merged into 128 levels and spread back uniformly
   over the non-empty bins; the i of the least KL divergence gives the threshold
-  (i + 0.5) bin widths;
+  (i + 0.5) bin widths. Exact zeros are left out of its histogram: they quantise
+  exactly at any threshold, and a Relu's spike of zeros merged into the first level
+  would push the search to the narrowest levels (a threshold of 1/8 of the maximum);
 * ``auto``: per tensor, the one of the three whose symmetric int8 quantisation
   (scale threshold / 127, round, clip to +-127) has the least mean squared error over
-  the histogram (each bin's values taken at the bin centre).
+  the histogram (each bin's values taken at the bin centre, exact zeros without error).
 
 A tensor that is zero on every sample gets threshold 1e-6, so its scale stays positive.
 The table is a JSON file (``save``/``load``) meant to be edited: ``load`` validates the
@@ -304,11 +306,13 @@ def calibrate(model, samples, method="auto", percentile=99.99, bins=2048):
             m = float(np.max(np.abs(v))) if v.size else 0.0
             absmax[n] = max(absmax.get(n, 0.0), m)
     hists = {n: np.zeros(bins, dtype=np.float64) for n in absmax}
+    zeros = dict.fromkeys(absmax, 0)  # exact zeros: quantised exactly at any threshold
     for values in col:
         for n, v in values.items():
             if absmax[n] > 0:
                 h, _ = np.histogram(np.abs(v), bins=bins, range=(0.0, absmax[n]))
                 hists[n] += h
+                zeros[n] += int(v.size - np.count_nonzero(v))
     thresholds, methods, stats = {}, {}, {}
     for n in col.names:
         if n not in absmax:
@@ -323,10 +327,12 @@ def calibrate(model, samples, method="auto", percentile=99.99, bins=2048):
         cand = {"minmax": amax}
         if method in ("percentile", "auto"):
             cand["percentile"] = threshold_percentile(h, width, percentile)
+        nonzero = h.copy()
+        nonzero[0] -= zeros[n]  # a Relu's zeros: no error at any threshold, and a spike KL cannot merge
         if method in ("kl", "auto"):
-            cand["kl"] = threshold_kl(h, width)
+            cand["kl"] = threshold_kl(nonzero, width) if nonzero.sum() > 0 else amax
         if method == "auto":
-            mse = {k: quantisation_mse(h, width, t) for k, t in cand.items()}
+            mse = {k: quantisation_mse(nonzero, width, t) * nonzero.sum() / h.sum() for k, t in cand.items()}
             chosen = min(METHODS, key=lambda k: (mse[k], METHODS.index(k)))
         else:
             chosen = method

@@ -190,3 +190,18 @@ def test_cli_compile_writes_then_reuses_the_table(tmp_path, capsys):
     (tmp_path / "t.json").write_text(json.dumps(doc))
     assert cli.main(args + ["--calib-table", str(tmp_path / "t.json")]) == 1
     assert "entry `x`: threshold must be a positive finite number" in capsys.readouterr().err
+
+
+def test_kl_leaves_exact_zeros_out():
+    # a Relu output: half exact zeros, which would be one spike in the first KL level
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((8, 1, 64, 64)).astype(np.float32)
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 64])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    t = calibrate(m, {"x": x}, method="kl").thresholds["y"]
+    y = np.maximum(x, 0)
+    hist, _ = np.histogram(y[y != 0], bins=2048, range=(0, y.max()))
+    assert t == pytest.approx(threshold_kl(hist, y.max() / 2048))
+    assert t > 0.6 * y.max()
