@@ -144,6 +144,11 @@ def compile_cmd(args):
         print("  precision: " + ", ".join(f"{n} matrix node(s) in {p}" for p, n in sorted(counts.items())))
     for f in prec["fallbacks"]:
         print(f"  f32: {f['node']} ({f['op_type']}), asked {f['asked']}: {f['reason']}")
+    qdq = report.get("qdq", {})
+    if qdq.get("folded"):
+        print(f"  quantised model: {len(qdq['folded'])} matrix node(s) in int8 with the model's scales")
+    for k in qdq.get("kept", []):
+        print(f"  quantised model, kept in f32: {k['node']} ({k['op_type']}): {k['reason']}")
     am = report.get("auto_mixed")
     if am:
         print(f"  auto-mixed: cosine {am['cosine']:.6f} (target {am['target']}, {'met' if am['met'] else 'NOT met'}) "

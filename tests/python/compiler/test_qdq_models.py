@@ -54,7 +54,7 @@ def test_small_qdq_conv_chain(tmp_path, per_channel):
     np.testing.assert_allclose(ours, ref, rtol=0, atol=out_scale * 1.001)  # at most one step off
 
 
-def test_folding_refuses_what_it_cannot_express(tmp_path):
+def test_folding_refuses_what_it_cannot_express(tmp_path, capsys):
     # a weight DequantizeLinear with a non-zero zero point is not the symmetric int8 form
     from test_compare_precision import _float_model
 
@@ -67,6 +67,12 @@ def test_folding_refuses_what_it_cannot_express(tmp_path):
             z = onnx.numpy_helper.to_array(t).copy()
             z[0] = 1
             t.CopyFrom(onnx.numpy_helper.from_array(z, t.name))
+    from tilecore import cli
+
+    onnx.save(q, tmp_path / "q2.onnx")
+    assert cli.main(["compile", str(tmp_path / "q2.onnx"), "-o", str(tmp_path / "q2.tcx"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "3 matrix node(s) in int8" in out and "kept in f32: conv1 (Conv): weights with a non-zero zero point" in out
     report = {}
     exe = tilecore.compile(q, report=report)
     assert "conv1" not in report["qdq"]["folded"]
