@@ -8,6 +8,10 @@ into the int8 quantised-node form with the model's scales (``qdq.py``).
         -> QuantizeLinear(MatMul(DQ(a, as, az), DQ(b, bs, bz)), ys, yz)
     MatMulInteger(a, b, az, bz)
         -> Cast<int32>(MatMul(DQ(a, 1, az), DQ(b, 1, bz)))
+    DynamicQuantizeLinear(x) -> y, s, z with
+        s = (Max(ReduceMax(x), 0) - Min(ReduceMin(x), 0)) / 255,
+        z = QuantizeLinear(-Min(ReduceMin(x), 0), s, uint8 0)    (= saturate(round(-min / s))),
+        y = QuantizeLinear(x, s, z)
 
 MatMulInteger's products are summed in f32 here: exact while every partial sum stays
 below 2^24 in magnitude (K * 255 * 255 < 2^24, i.e. K <= 258, always; beyond, only when
@@ -16,11 +20,37 @@ gets it, the Q/DQ nodes a suffix).
 """
 import numpy as np
 
-QLINEAR_OPS = ("QLinearConv", "QLinearMatMul", "MatMulInteger")
+QLINEAR_OPS = ("QLinearConv", "QLinearMatMul", "MatMulInteger", "DynamicQuantizeLinear")
 
 
 def has_qlinear(proto):
     return any(n.op_type in QLINEAR_OPS and n.domain in ("", "ai.onnx") for n in proto.graph.node)
+
+
+def _dynamic_quantize(n, fresh, const, helper, onnx):
+    """DynamicQuantizeLinear as reductions, arithmetic and two QuantizeLinear (whose
+    round half to even and saturation give the zero point as ONNX defines it)."""
+    x = n.input[0]
+    y, s, z = (list(n.output) + ["", "", ""])[:3]
+    s = s or fresh(f"{n.name}/scale")
+    z = z or fresh(f"{n.name}/zero_point")
+    zero = const(f"{n.name}/zero", np.array(0.0, np.float32))
+    levels = const(f"{n.name}/levels", np.array(255.0, np.float32))
+    zp0 = const(f"{n.name}/zp0", np.array(0, np.uint8))
+    mx, mn, mx0, mn0, rng, neg = (fresh(f"{n.name}/{k}") for k in ("max", "min", "max0", "min0", "range", "neg_min"))
+    nodes = [
+        helper.make_node("ReduceMax", [x], [mx], name=f"{n.name}/max", keepdims=0),
+        helper.make_node("ReduceMin", [x], [mn], name=f"{n.name}/min", keepdims=0),
+        helper.make_node("Max", [mx, zero], [mx0], name=f"{n.name}/max0"),
+        helper.make_node("Min", [mn, zero], [mn0], name=f"{n.name}/min0"),
+        helper.make_node("Sub", [mx0, mn0], [rng], name=f"{n.name}/range"),
+        helper.make_node("Div", [rng, levels], [s], name=f"{n.name}/scale"),
+        helper.make_node("Neg", [mn0], [neg], name=f"{n.name}/neg_min"),
+        helper.make_node("QuantizeLinear", [neg, s, zp0], [z], name=f"{n.name}/zero_point"),
+    ]
+    if y:
+        nodes.append(helper.make_node("QuantizeLinear", [x, s, z], [y], name=n.name))
+    return nodes
 
 
 def expand(proto):
@@ -92,6 +122,8 @@ def expand(proto):
             new = [na, nb, helper.make_node("MatMul", [a, b], [y], name=n.name),
                    helper.make_node("QuantizeLinear", [y, n.input[6], n.input[7]], [n.output[0]],
                                     name=f"{n.name}/q_y")]
+        elif n.op_type == "DynamicQuantizeLinear":
+            new = _dynamic_quantize(n, fresh, const, helper, onnx)
         else:  # MatMulInteger
             one = const(f"{n.name}/unit_scale", np.array(1.0, np.float32))
             a, na = dq(n, n.input[0], one, opt(n, 2), "dq_a")

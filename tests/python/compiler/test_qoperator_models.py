@@ -91,3 +91,44 @@ def test_matmulinteger_is_exact(adtype, per_column):
     want = (a.astype(np.int64) - int(a_zp)) @ (b.astype(np.int64) - b_zp.astype(np.int64))  # numpy, exact
     np.testing.assert_array_equal(ours, want.astype(np.int32))
     np.testing.assert_array_equal(ours, _ort(m, {"a": a}))
+
+
+def test_dynamic_quantize_linear_against_numpy():
+    g = helper.make_graph([helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"], name="dq")], "dql",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 50])],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, [6, 50]),
+                           helper.make_tensor_value_info("s", TensorProto.FLOAT, []),
+                           helper.make_tensor_value_info("z", TensorProto.UINT8, [])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    exe = tilecore.compile(m)
+    rng = np.random.default_rng(10)
+    for x in (rng.standard_normal((6, 50)) * 3, rng.uniform(0.5, 2, (6, 50)), -rng.uniform(0.5, 2, (6, 50))):
+        x = x.astype(np.float32)
+        out = exe.run({"x": x})
+        # the ONNX definition, in numpy
+        scale = np.float32((max(0.0, x.max()) - min(0.0, x.min())) / np.float32(255))
+        zp = np.uint8(np.clip(np.rint(np.float32(-min(0.0, x.min())) / scale), 0, 255))
+        y = np.clip(np.rint(x / scale) + int(zp), 0, 255).astype(np.uint8)
+        assert out["s"] == pytest.approx(scale, rel=1e-7) and out["z"] == zp
+        np.testing.assert_array_equal(out["y"], y)
+
+
+def test_dynamically_quantised_matmul(tmp_path):
+    # quantize_dynamic: DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul, exact
+    rng = np.random.default_rng(11)
+    w = (rng.standard_normal((32, 16)) * 0.2).astype(np.float32)
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "mm",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 32])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])],
+                          [numpy_helper.from_array(w, "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, tmp_path / "f.onnx")
+    quant.quantize_dynamic(str(tmp_path / "f.onnx"), str(tmp_path / "d.onnx"))
+    q = onnx.load(tmp_path / "d.onnx")
+    assert {"DynamicQuantizeLinear", "MatMulInteger"} <= {n.op_type for n in q.graph.node}
+    exe = tilecore.compile(q)
+    for k in range(3):
+        x = {"x": (rng.standard_normal((4, 32)) * (k + 1)).astype(np.float32)}
+        np.testing.assert_array_equal(list(exe.run(x).values())[0], _ort(q, x))
