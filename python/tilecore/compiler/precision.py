@@ -20,7 +20,8 @@ on the calibration samples (:func:`minmax_thresholds`).
 """
 import numpy as np
 
-MATRIX_OPS = ("Conv", "MatMul", "Gemm")
+MATRIX_OPS = ("Conv", "MatMul", "Gemm", "ConvTranspose")  # ConvTranspose: f16/bf16 only
+INT8_OPS = ("Conv", "MatMul", "Gemm")
 NARROW = {"f16": "float16", "bf16": "bfloat16"}
 QMAX = 127
 
@@ -177,7 +178,7 @@ def _is_const(v):
 def quantisable_inputs(nd):
     """Names of the activations an int8 node quantises (input 0, and B of a MatMul of
     two activations), or None when the node has no int8 form here."""
-    if nd.op not in MATRIX_OPS or len(nd.ins) < 2 or nd.ins[0] is None or _is_const(nd.ins[0]):
+    if nd.op not in INT8_OPS or len(nd.ins) < 2 or nd.ins[0] is None or _is_const(nd.ins[0]):
         return None
     if nd.op == "MatMul" and not _is_const(nd.ins[1]):
         return [str(nd.ins[0].name), str(nd.ins[1].name)]
