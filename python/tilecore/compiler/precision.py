@@ -84,10 +84,14 @@ def thresholds_of(calib):
         return None
     t = getattr(calib, "thresholds", calib)
     try:
-        return {str(k): float(v) for k, v in dict(t).items()}
+        out = {str(k): float(v) for k, v in dict(t).items()}
     except (TypeError, ValueError) as e:
         raise ValueError(f"calib: expected a mapping value name -> threshold (float) or an object with "
                          f".thresholds of that form ({e})") from None
+    bad = [k for k, v in out.items() if not (np.isfinite(v) and v > 0)]
+    if bad:
+        raise ValueError(f"calib: thresholds must be finite and > 0: {', '.join(f'`{k}` = {out[k]}' for k in bad[:5])}")
+    return out
 
 
 def minmax_thresholds(graph, samples, names):
@@ -280,6 +284,11 @@ def assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec):
         used.add(name)
         return name
 
+    known = {nd.name for nd in nodes}
+    unknown = sorted(set(qtable or {}) - known)
+    if unknown:
+        raise ValueError(f"qtable: no node named {', '.join(f'`{n}`' for n in unknown[:5])} in the graph "
+                         "(names are the ONNX node names after the graph passes)")
     assigned, fallbacks, io = {}, [], {}
     nonnegative = nonnegative_values(nodes)
     for nd in nodes:

@@ -270,6 +270,10 @@ def test_qtable_and_errors(tmp_path):
         tilecore.compile(model, precision="int8")
     with pytest.raises(CompileError, match="calib"):
         tilecore.compile(model, precision="int8", calib=3.0)
+    with pytest.raises(CompileError, match="thresholds must be finite and > 0: `x` = nan"):
+        tilecore.compile(model, precision="int8", calib={"x": float("nan")})
+    with pytest.raises(CompileError, match="qtable: no node named `third`"):
+        tilecore.compile(model, qtable={"third": "bf16"})
 
 
 def test_auto_mixed_moves_the_most_sensitive_node_first():
