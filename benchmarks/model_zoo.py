@@ -2,7 +2,7 @@
 and inputs.
 
     PYTHONPATH=python:build-dev/python python benchmarks/model_zoo.py [--models resnet18,resnet50] [--runs 5] [--ort-threads 1]
-        [--precision f32,f16,bf16,int8] [--eval 8] [--calib 16]
+        [--precision f32,f16,bf16,int8] [--eval 8] [--calib 16] [--auto-mixed TARGET]
 
 Per model: compile time (tilecore.compile, the whole driver, on one thread of this
 process), simulated cycles and MAC utilisation (against the f32 peak of 4 cores), the host
@@ -15,7 +15,9 @@ does not compile is listed with the reason.
 With --precision (a comma list) each model is compiled in each precision; int8 calibrates
 on --calib samples (zoo.sample_inputs seed 0, thresholds by min/max). The cosine column is
 then the lowest over --eval other samples (seed 1), the accuracy gate of docs/precision.md;
-"fallback" counts the matrix nodes kept in f32 (depthwise Convs).
+"fallback" counts the matrix nodes kept in f32 (depthwise Convs). --auto-mixed TARGET
+compiles each non-f32 precision with auto_mixed=TARGET (searched on the first 4
+calibration samples) and prints the nodes it moved.
 """
 import argparse
 import statistics
@@ -24,7 +26,7 @@ import time
 import numpy as np
 
 
-def bench(name, runs, ort_threads, precision="f32", n_eval=1, n_calib=16):
+def bench(name, runs, ort_threads, precision="f32", n_eval=1, n_calib=16, auto_mixed=None):
     import onnxruntime as ort
 
     import tilecore
@@ -36,6 +38,8 @@ def bench(name, runs, ort_threads, precision="f32", n_eval=1, n_calib=16):
     report = {}
     try:
         kw = {"calib_samples": zoo.sample_inputs(name, n_calib, seed=0)} if precision == "int8" else {}
+        if auto_mixed is not None and precision != "f32":
+            kw = {"calib_samples": zoo.sample_inputs(name, n_calib, seed=0), "auto_mixed": auto_mixed}
         exe = tilecore.compile(path, report=report, precision=precision, **kw)
     except (ValueError, NotImplementedError) as e:
         return {"model": name, "error": str(e).splitlines()[0] + " " + " ".join(
@@ -67,6 +71,10 @@ def bench(name, runs, ort_threads, precision="f32", n_eval=1, n_calib=16):
             inp = {k: v[i] for k, v in ev.items()}
             got, want = exe.run(inp), sess.run(names, inp)
             cos = min([cos] + [metrics(got[n], r)["cosine"] for n, r in zip(names, want)])
+    if "auto_mixed" in report:
+        am = report["auto_mixed"]
+        print(f"  auto-mixed {name} {precision}: {len(am['moved'])} node(s) to {am['moved_to']}, cosine on the "
+              f"search samples {am['cosine']:.6f} (target {am['target']}): {', '.join(am['moved'])}", flush=True)
     return {"model": name, "precision": precision, "fallback": len(report["precision"]["fallbacks"]),
             "compile_s": compile_s, "steps": report["steps"], "host_steps": report["host_steps"],
             "cycles": st["cycles"], "mac_util": st["mac_utilisation"], "sim_s": statistics.median(sim),
@@ -84,13 +92,15 @@ def main():
     ap.add_argument("--precision", default="f32", help="comma list of f32, f16, bf16, int8")
     ap.add_argument("--eval", type=int, default=8, help="evaluation samples for a precision's cosine (seed 1)")
     ap.add_argument("--calib", type=int, default=16, help="int8 calibration samples (seed 0)")
+    ap.add_argument("--auto-mixed", type=float, default=None, help="compile with auto_mixed=TARGET")
     a = ap.parse_args()
     print(f"{'model':<14} {'prec':>4} {'fb':>3} {'compile s':>9} {'steps':>5} {'host':>4} {'cycles':>12} {'MAC util':>8} "
           f"{'sim run s':>9} {'ORT ms':>8} {'sim/ORT':>8} {'cosine':>10}")
     for name in a.models.split(","):
         for prec in a.precision.split(","):
             prec = prec.strip()
-            r = bench(name.strip(), a.runs, a.ort_threads, prec, a.eval if prec != "f32" else 1, a.calib)
+            r = bench(name.strip(), a.runs, a.ort_threads, prec, a.eval if prec != "f32" else 1, a.calib,
+                      a.auto_mixed)
             if "error" in r:
                 print(f"{name:<14} {prec:>4} does not compile: {r['error'][:300]}", flush=True)
                 continue

@@ -382,7 +382,10 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
                     thresholds = _prec.minmax_thresholds(graph, calib_samples, names)
             except ValueError as e:
                 raise CompileError(str(e)) from None
-        precision_report = _prec.assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec)
+        try:
+            precision_report = _prec.assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec)
+        except ValueError as e:
+            raise CompileError(str(e)) from None
     timings["precision"] = time.perf_counter() - t0
 
     # ---- lower and build ----------------------------------------------------------------

@@ -20,7 +20,8 @@ on the calibration samples (:func:`minmax_thresholds`).
 """
 import numpy as np
 
-MATRIX_OPS = ("Conv", "MatMul", "Gemm")
+MATRIX_OPS = ("Conv", "MatMul", "Gemm", "ConvTranspose")  # ConvTranspose: f16/bf16 only
+INT8_OPS = ("Conv", "MatMul", "Gemm")
 NARROW = {"f16": "float16", "bf16": "bfloat16"}
 QMAX = 127
 
@@ -83,10 +84,14 @@ def thresholds_of(calib):
         return None
     t = getattr(calib, "thresholds", calib)
     try:
-        return {str(k): float(v) for k, v in dict(t).items()}
+        out = {str(k): float(v) for k, v in dict(t).items()}
     except (TypeError, ValueError) as e:
         raise ValueError(f"calib: expected a mapping value name -> threshold (float) or an object with "
                          f".thresholds of that form ({e})") from None
+    bad = [k for k, v in out.items() if not (np.isfinite(v) and v > 0)]
+    if bad:
+        raise ValueError(f"calib: thresholds must be finite and > 0: {', '.join(f'`{k}` = {out[k]}' for k in bad[:5])}")
+    return out
 
 
 def minmax_thresholds(graph, samples, names):
@@ -177,7 +182,7 @@ def _is_const(v):
 def quantisable_inputs(nd):
     """Names of the activations an int8 node quantises (input 0, and B of a MatMul of
     two activations), or None when the node has no int8 form here."""
-    if nd.op not in MATRIX_OPS or len(nd.ins) < 2 or nd.ins[0] is None or _is_const(nd.ins[0]):
+    if nd.op not in INT8_OPS or len(nd.ins) < 2 or nd.ins[0] is None or _is_const(nd.ins[0]):
         return None
     if nd.op == "MatMul" and not _is_const(nd.ins[1]):
         return [str(nd.ins[0].name), str(nd.ins[1].name)]
@@ -279,6 +284,11 @@ def assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec):
         used.add(name)
         return name
 
+    known = {nd.name for nd in nodes}
+    unknown = sorted(set(qtable or {}) - known)
+    if unknown:
+        raise ValueError(f"qtable: no node named {', '.join(f'`{n}`' for n in unknown[:5])} in the graph "
+                         "(names are the ONNX node names after the graph passes)")
     assigned, fallbacks, io = {}, [], {}
     nonnegative = nonnegative_values(nodes)
     for nd in nodes:

@@ -270,6 +270,10 @@ def test_qtable_and_errors(tmp_path):
         tilecore.compile(model, precision="int8")
     with pytest.raises(CompileError, match="calib"):
         tilecore.compile(model, precision="int8", calib=3.0)
+    with pytest.raises(CompileError, match="thresholds must be finite and > 0: `x` = nan"):
+        tilecore.compile(model, precision="int8", calib={"x": float("nan")})
+    with pytest.raises(CompileError, match="qtable: no node named `third`"):
+        tilecore.compile(model, qtable={"third": "bf16"})
 
 
 def test_auto_mixed_moves_the_most_sensitive_node_first():
@@ -293,3 +297,22 @@ def test_auto_mixed_moves_the_most_sensitive_node_first():
     got = exe.run({"x": x})["y"]
     from tilecore.compiler.compare import metrics
     assert metrics(got, want)["cosine"] >= 0.999
+
+
+@pytest.mark.parametrize("precision", ["f16", "bf16"])
+def test_conv_transpose_narrow_matches_onnxruntime_on_rounded_operands(precision):
+    import onnxruntime as ort
+
+    x, w, b = randn(1, 6, 7, 7), randn(6, 4, 3, 3, scale=0.3), randn(4)
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="up", strides=[2, 2], pads=[1, 1, 1, 1])
+    model = make_model([node], [("x", [1, 6, 7, 7], np.float32)], ["y"], [("w", w), ("b", b)])
+    rep = {}
+    y = tilecore.compile(model, precision=precision, report=rep).run({"x": x})["y"]
+    assert rep["precision"]["assigned"] == {"up": precision}
+    r32 = lambda a: rounded(a, precision).astype(np.float32)  # noqa: E731
+    ref_model = make_model([node], [("x", [1, 6, 7, 7], np.float32)], ["y"], [("w", r32(w)), ("b", b)])
+    sess = ort.InferenceSession(ref_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    ref = sess.run(None, {"x": r32(x)})[0]
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+    full = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert np.abs(full - ref).max() > 10 * np.abs(y - ref).max()
