@@ -22,9 +22,9 @@ class _Reader(quant.CalibrationDataReader):
         return next(self.it, None)
 
 
-def _quantise(src, dst, name, samples, per_channel=True):
+def _quantise(src, dst, name, samples, per_channel=True, activations=quant.QuantType.QInt8):
     quant.quantize_static(str(src), str(dst), _Reader(name, samples), quant_format=quant.QuantFormat.QDQ,
-                          per_channel=per_channel, activation_type=quant.QuantType.QInt8,
+                          per_channel=per_channel, activation_type=activations,
                           weight_type=quant.QuantType.QInt8)
     return onnx.load(dst)
 
@@ -33,15 +33,18 @@ def _ort(model, feed):
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feed)
 
 
-@pytest.mark.parametrize("per_channel", [True, False])
-def test_small_qdq_conv_chain(tmp_path, per_channel):
+@pytest.mark.parametrize("per_channel,activations", [(True, "QInt8"), (False, "QInt8"), (True, "QUInt8")])
+def test_small_qdq_conv_chain(tmp_path, per_channel, activations):
     from test_compare_precision import _float_model
 
     rng = np.random.default_rng(4)
     onnx.save(_float_model(rng), tmp_path / "f.onnx")
     cal = rng.standard_normal((8, 1, 3, 16, 16)).astype(np.float32)
-    q = _quantise(tmp_path / "f.onnx", tmp_path / "q.onnx", "x", cal, per_channel)
+    q = _quantise(tmp_path / "f.onnx", tmp_path / "q.onnx", "x", cal, per_channel,
+                  getattr(quant.QuantType, activations))
     assert {"QuantizeLinear", "DequantizeLinear"} <= {n.op_type for n in q.graph.node}
+    zp = onnx.numpy_helper.to_array(next(t for t in q.graph.initializer if t.name == "r0_zero_point"))
+    assert zp.dtype == (np.uint8 if activations == "QUInt8" else np.int8)  # uint8: moved to int8 by -128
     report = {}
     exe = tilecore.compile(q, report=report)
     assert report["host_steps"] == 0  # Q and DQ on the npu
