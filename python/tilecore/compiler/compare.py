@@ -216,8 +216,8 @@ def float_reference(model):
 
 def _quant_params(node, consts, calib=None, name=None):
     """The quantisation parameters a row reports: a QuantizeLinear's scale and zero point,
-    or the calibration thresholds of the node's inputs and output and the int8 scales
-    they give (threshold / 127)."""
+    or the calibration thresholds of the node's inputs and output (the int8 scale is
+    threshold / 127, or / 255 for a value >= 0 by construction: docs/precision.md)."""
     if node is not None and node.op_type in ("QuantizeLinear", "DequantizeLinear"):
         scale = consts.get(node.input[1])
         zp = consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else None
@@ -231,12 +231,11 @@ def _quant_params(node, consts, calib=None, name=None):
     if not thresholds or node is None:
         return {}
     q = {}
-    ins = {x: {"threshold": float(thresholds[x]), "scale": float(thresholds[x]) / 127.0}
-           for x in node.input if x in thresholds}
+    ins = {x: {"threshold": float(thresholds[x])} for x in node.input if x in thresholds}
     if ins:
         q["inputs"] = ins  # what a quantised node's tc_x_scale comes from
     if name in thresholds:
-        q["output"] = {"threshold": float(thresholds[name]), "scale": float(thresholds[name]) / 127.0}
+        q["output"] = {"threshold": float(thresholds[name])}
     return q
 
 
