@@ -102,7 +102,6 @@ def calibration_table(args):
 ])
 def compile_cmd(args):
     from .compiler.driver import compile as _compile
-
     from .compiler.precision import load_qtable
 
     shapes = dict(parse_input_shape(s) for s in args.input_shape)

@@ -13,7 +13,6 @@ and output instead misleads on deep networks, which amplify upstream noise: the 
 layers look worst while the error comes from the early ones. The result says which
 nodes moved, their sensitivities and the cosine after each round.
 """
-import numpy as np
 
 from .compare import metrics
 

@@ -30,7 +30,7 @@ class ConstantValue:
     """A constant the precision pass made (a converted weight, an int32 bias, w_scale):
     what the driver reads of a graph value (name, data, numpy())."""
 
-    __slots__ = ("name", "data")
+    __slots__ = ("data", "name")
 
     def __init__(self, name, data):
         self.name = name

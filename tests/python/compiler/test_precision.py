@@ -7,12 +7,10 @@ import json
 import ml_dtypes
 import numpy as np
 import pytest
-from onnx import helper
-
 import tilecore
-from tilecore.compiler.driver import CompileError
-
+from onnx import helper
 from test_driver import make_model
+from tilecore.compiler.driver import CompileError
 
 RNG = np.random.default_rng(12)
 
@@ -95,7 +93,7 @@ def test_matmul_and_gemm_narrow(precision):
     rep = {}
     out = tilecore.compile(model, precision=precision, report=rep).run({"a": a, "q": q, "k": k, "g": g})
     assert set(rep["precision"]["assigned"].values()) == {precision}
-    r = lambda v: rounded(v, precision)  # noqa: E731
+    r = lambda v: rounded(v, precision)
     for got, ref in ((out["y1"], r(a) @ r(w)), (out["y2"], r(q) @ r(k)), (out["y3"], r(g) @ r(gw).T + gc)):
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
 
@@ -174,6 +172,28 @@ def test_conv_int8_after_relu_uses_the_whole_range_bit_exact():
     np.testing.assert_array_equal(y, dequant(acc, b, scale, sw, 1))
 
 
+def test_reference_of_the_int8_form_matches_the_npu_for_matmul():
+    """A MatMul in the int8 form with a zero point (its input comes from a Relu), evaluated
+    by the op library's reference and compiled: the same numbers."""
+    from tilecore.compiler import precision as P
+    from tilecore.ir.graph import Graph, Node, TensorType, Value, evaluate
+
+    a, w = randn(6, 40), randn(40, 24, scale=0.2)
+    wq, ws = P.quantise_weights(w, 1)
+    sx = P.activation_scale(3.0, unsigned=True)
+    bq = (128 * wq.astype(np.int64).sum(axis=0)).astype(np.int32)  # zero point -128 folded
+    av = Value("a", TensorType([6, 40]))
+    rv = Value("r", TensorType([6, 40]))
+    yv = Value("y", TensorType([6, 24]))
+    consts = [Value(n, TensorType(list(v.shape), str(v.dtype)), v) for n, v in (("wq", wq), ("bq", bq), ("ws", ws))]
+    nodes = [Node("Relu", [av], [rv], {}, "relu", ""),
+             Node("MatMul", [rv] + consts, [yv], {"tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": -128},
+                  "mm", "")]
+    graph = Graph("g", [av], [yv], nodes, {"": 17})
+    got = tilecore.compile(graph).run({"a": a})["y"]
+    np.testing.assert_array_equal(evaluate(graph, {"a": a})["y"], got)
+
+
 def test_matmul_and_gemm_int8_bit_exact():
     a, w = randn(2, 70, 300), randn(300, 150, scale=0.1)
     q, k = randn(1, 2, 33, 40), randn(1, 2, 40, 17)
@@ -247,6 +267,10 @@ def test_quantised_node_form_given_in_the_graph():
     xq = np.pad(xq, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=zp)  # padding quantises to zp
     acc = conv_ref(xq, wq.astype(np.int64)) + bq.reshape(1, -1, 1, 1)
     np.testing.assert_array_equal(y, acc.astype(np.float32) * (ws * np.float32(sx)).reshape(1, -1, 1, 1))
+    # the op library's reference of the form (what tilecore compare and evaluate use) agrees
+    from tilecore.ir.graph import evaluate
+
+    np.testing.assert_array_equal(evaluate(graph, {"x": x})["y"], y)
 
 
 def test_qtable_and_errors(tmp_path):
@@ -309,7 +333,7 @@ def test_conv_transpose_narrow_matches_onnxruntime_on_rounded_operands(precision
     rep = {}
     y = tilecore.compile(model, precision=precision, report=rep).run({"x": x})["y"]
     assert rep["precision"]["assigned"] == {"up": precision}
-    r32 = lambda a: rounded(a, precision).astype(np.float32)  # noqa: E731
+    r32 = lambda a: rounded(a, precision).astype(np.float32)
     ref_model = make_model([node], [("x", [1, 6, 7, 7], np.float32)], ["y"], [("w", r32(w)), ("b", b)])
     sess = ort.InferenceSession(ref_model.SerializeToString(), providers=["CPUExecutionProvider"])
     ref = sess.run(None, {"x": r32(x)})[0]

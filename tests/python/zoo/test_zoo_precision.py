@@ -4,15 +4,14 @@
 and bf16. The full sweep (every model, 8 evaluation samples) is
 ``benchmarks/model_zoo.py --precision f16,bf16,int8``.
 """
-import numpy as np
 import pytest
 
 zoo = pytest.importorskip("tilecore.zoo")
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("torch")
 
-import tilecore  # noqa: E402
-from tilecore.compiler.compare import metrics  # noqa: E402
+import tilecore
+from tilecore.compiler.compare import metrics
 
 
 def lowest_cosine(exe, path, samples):

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _conv
+from . import _conv, precision_form
 from ._util import dim_add, dim_mul, fail, is_int, tensor
-from . import precision_form
 from .precision_form import PRECISION_ATTRS, in_precision_form
 from .registry import register_op
 

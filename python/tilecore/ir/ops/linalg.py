@@ -10,10 +10,10 @@ import re
 
 import numpy as np
 
+from . import precision_form
 from ._conv import accum_dtype
 from ._util import fail, is_int, tensor
 from .infer import broadcast_shapes
-from . import precision_form
 from .precision_form import PRECISION_ATTRS, in_precision_form
 from .registry import REQUIRED, register_op
 
