@@ -13,8 +13,6 @@ import argparse
 import statistics
 import time
 
-import numpy as np
-
 
 def main():
     ap = argparse.ArgumentParser()

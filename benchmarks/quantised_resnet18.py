@@ -13,11 +13,9 @@ quantised model for 1., the f32 model for 1. and 2.), min and median; simulated 
 run next to the f32 compile's.
 """
 import argparse
+import os
 import statistics
 import tempfile
-import os
-
-import numpy as np
 
 
 def main():
@@ -26,7 +24,6 @@ def main():
     ap.add_argument("--methods", default="auto,minmax")
     args = ap.parse_args()
 
-    import onnx
     import onnxruntime as ort
     from onnxruntime import quantization as q
 

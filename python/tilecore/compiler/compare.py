@@ -350,7 +350,7 @@ def compare_with_onnxruntime(model, inputs, target="npu -cores=4", precision="f3
             if qin:
                 row["quantisation"]["inputs"] = qin
         precs = {assigned.get(g.name, "f32") for g in group if g.op_type != "QuantizeLinear"} - {"f32"}
-        row["precision"] = "int8" if name in pair_q else (sorted(precs)[0] if precs else "f32")
+        row["precision"] = "int8" if name in pair_q else (min(precs) if precs else "f32")
         if row["diverged"] and first is None:
             first = row
         if row["diverged"] and jump is None and row["jump_db"] >= jump_db:

@@ -175,7 +175,7 @@ def test_bad_samples_name_the_input():
 def test_cli_compile_writes_then_reuses_the_table(tmp_path, capsys):
     from tilecore import cli
 
-    m, w, b = _model()
+    m, _, _ = _model()
     onnx.save(m, tmp_path / "m.onnx")
     s = _samples()
     np.savez(tmp_path / "cal.npz", **s)
