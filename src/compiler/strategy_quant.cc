@@ -42,10 +42,13 @@ int64_t QuantAxis(const Map<String, Any>& attrs, int64_t rank) {
 
 bool PerTensor(const TensorSpec& scale) { return scale->numel() == 1; }
 
-std::string CheckQuant(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& in) {
-  if (in.size() < 2 || in.size() > 3) return op + ": expects 2 or 3 inputs, got " + std::to_string(in.size());
+std::string CheckQuant(const std::string& op, const Map<String, Any>& attrs,
+                       const std::vector<TensorSpec>& in) {
+  if (in.size() < 2 || in.size() > 3)
+    return op + ": expects 2 or 3 inputs, got " + std::to_string(in.size());
   if (!in[0].defined() || !in[1].defined()) return op + ": the input and the scale are required";
-  if (AttrInt(attrs, "block_size", 0) != 0) return op + ": blocked quantisation (block_size) is not supported";
+  if (AttrInt(attrs, "block_size", 0) != 0)
+    return op + ": blocked quantisation (block_size) is not supported";
   DataType xt = in[0]->dtype, st = in[1]->dtype;
   if (st != DataType::Float(32)) return op + ": scale of dtype " + st.str() + " (float32 only)";
   bool has_zp = in.size() == 3 && in[2].defined();
@@ -63,14 +66,17 @@ std::string CheckQuant(const std::string& op, const Map<String, Any>& attrs, con
   if (!PerTensor(in[1])) {
     if (in[1]->shape.size() != 1) return op + ": scale must be a scalar or 1-D (per axis)";
     int64_t axis = QuantAxis(attrs, rank);
-    if (axis < 0 || axis >= rank) return op + ": axis " + std::to_string(AttrInt(attrs, "axis", 1)) +
-                                         " out of range for rank " + std::to_string(rank);
+    if (axis < 0 || axis >= rank)
+      return op + ": axis " + std::to_string(AttrInt(attrs, "axis", 1)) +
+             " out of range for rank " + std::to_string(rank);
     if (Shape(in[0])[static_cast<size_t>(axis)] != in[1]->numel())
       return op + ": scale has " + std::to_string(in[1]->numel()) + " elements, the input's axis " +
-             std::to_string(axis) + " has " + std::to_string(Shape(in[0])[static_cast<size_t>(axis)]);
+             std::to_string(axis) + " has " +
+             std::to_string(Shape(in[0])[static_cast<size_t>(axis)]);
     if (in[1]->numel() > kMaxChannels) return op + ": more than 16384 channels";
   }
-  if (has_zp && in[2]->numel() != in[1]->numel()) return op + ": zero point and scale differ in size";
+  if (has_zp && in[2]->numel() != in[1]->numel())
+    return op + ": zero point and scale differ in size";
   return "";
 }
 
@@ -94,61 +100,76 @@ PrimFunc LowerQuant(const OpCall& call) {
   Buffer Z = has_zp ? View(p.in[2], {C}, "Z") : Buffer();
   Buffer Y = View(p.out[0], {std::max<int64_t>(N, 1)}, "Y");
   int64_t lo = odt.is_uint() ? 0 : -(int64_t{1} << (odt.bits() - 1));
-  int64_t hi = odt.is_uint() ? (int64_t{1} << odt.bits()) - 1 : (int64_t{1} << (odt.bits() - 1)) - 1;
+  int64_t hi =
+      odt.is_uint() ? (int64_t{1} << odt.bits()) - 1 : (int64_t{1} << (odt.bits() - 1)) - 1;
   int64_t T = std::min(kQTile, std::max<int64_t>(N, 1));
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     Buffer Sw = Local({C}, f32, "Sw");
     Buffer Zw = has_zp ? Local({C}, zdt, "Zw") : Buffer();
-    Buffer Zi = has_zp ? Local({C}, f32, "Zi") : Buffer();  // in f32 once, so the tile passes stay vector commands
+    // the zero point in f32 once, so the tile passes stay vector commands
+    Buffer Zi = has_zp ? Local({C}, f32, "Zi") : Buffer();
     std::vector<Stmt> pre{DmaWait(Region(Sw, {I32(0)}, {C}), Region(S, {I32(0)}, {C}), 0)};
     if (has_zp) {
       pre.push_back(DmaWait(Region(Zw, {I32(0)}, {C}), Region(Z, {I32(0)}, {C}), 0));
-      pre.push_back(Loop("c", C, [&](PrimExpr c) { return BufferStore(Zi, cast(f32, BufferLoad(Zw, {c})), {c}); }));
+      pre.push_back(Loop("c", C, [&](PrimExpr c) {
+        return BufferStore(Zi, cast(f32, BufferLoad(Zw, {c})), {c});
+      }));
     }
     std::vector<Stmt> tiles;
-    for (auto [count, size] : std::vector<std::pair<int64_t, int64_t>>{{N / T, T}, {N % T ? 1 : 0, N % T}}) {
+    for (auto [count, size] :
+         std::vector<std::pair<int64_t, int64_t>>{{N / T, T}, {N % T ? 1 : 0, N % T}}) {
       int64_t base = size == T ? 0 : (N / T) * T;
-      tiles.push_back(ForEachItem(core, call.cores, count, &rotation, "t", [&, size = size, base = base](PrimExpr t) {
-        PrimExpr start = I32(base) + t * I32(T);
-        auto channel = [&](PrimExpr i) -> PrimExpr {
-          if (C == 1) return I32(0);
-          return floormod(floordiv(start + i, I32(inner)), I32(C));
-        };
-        auto zp = [&](PrimExpr i) -> PrimExpr { return BufferLoad(Zi, {channel(i)}); };
-        Buffer Xl = Local({size}, xdt, "Xl"), Yl = Local({size}, odt, "Yl");
-        std::vector<Stmt> s{DmaWait(Region(Xl, {I32(0)}, {size}), Region(X, {start}, {size}), 0)};
-        auto pass = [&](const Buffer& dst, const std::function<PrimExpr(PrimExpr)>& v) {
-          s.push_back(Loop("i", size, [&](PrimExpr i) { return BufferStore(dst, v(i), {i}); }));
-        };
-        std::vector<Buffer> tmp;
-        if (quantize) {
-          Buffer Tf = Local({size}, f32, "Tf"), Ti = Local({size}, i32, "Ti");
-          tmp = {Tf, Ti};
-          pass(Tf, [&](PrimExpr i) { return BufferLoad(Xl, {i}) / BufferLoad(Sw, {channel(i)}); });
-          pass(Ti, [&](PrimExpr i) { return cast(i32, BufferLoad(Tf, {i})); });  // nearest even, saturating
-          if (has_zp) {
-            // the zero point is added to the rounded value in f32, exact for these integers
-            pass(Tf, [&](PrimExpr i) { return cast(f32, BufferLoad(Ti, {i})); });
-            pass(Tf, [&](PrimExpr i) { return BufferLoad(Tf, {i}) + zp(i); });
-            pass(Tf, [&](PrimExpr i) { return max(BufferLoad(Tf, {i}), F32(static_cast<double>(lo))); });
-            pass(Tf, [&](PrimExpr i) { return min(BufferLoad(Tf, {i}), F32(static_cast<double>(hi))); });
-            pass(Yl, [&](PrimExpr i) { return cast(odt, BufferLoad(Tf, {i})); });
-          } else {
-            pass(Ti, [&](PrimExpr i) { return max(BufferLoad(Ti, {i}), I32(lo)); });
-            pass(Ti, [&](PrimExpr i) { return min(BufferLoad(Ti, {i}), I32(hi)); });
-            pass(Yl, [&](PrimExpr i) { return cast(odt, BufferLoad(Ti, {i})); });
-          }
-        } else {
-          pass(Yl, [&](PrimExpr i) { return cast(f32, BufferLoad(Xl, {i})); });
-          if (has_zp) pass(Yl, [&](PrimExpr i) { return BufferLoad(Yl, {i}) - zp(i); });
-          pass(Yl, [&](PrimExpr i) { return BufferLoad(Yl, {i}) * BufferLoad(Sw, {channel(i)}); });
-        }
-        s.push_back(DmaWait(Region(Y, {start}, {size}), Region(Yl, {I32(0)}, {size}), 1));
-        Stmt r = Seq(s);
-        for (const Buffer& b : tmp) r = Allocate(b, r);
-        return Allocate(Xl, Allocate(Yl, r));
-      }));
+      tiles.push_back(ForEachItem(
+          core, call.cores, count, &rotation, "t", [&, size = size, base = base](PrimExpr t) {
+            PrimExpr start = I32(base) + t * I32(T);
+            auto channel = [&](PrimExpr i) -> PrimExpr {
+              if (C == 1) return I32(0);
+              return floormod(floordiv(start + i, I32(inner)), I32(C));
+            };
+            auto zp = [&](PrimExpr i) -> PrimExpr { return BufferLoad(Zi, {channel(i)}); };
+            Buffer Xl = Local({size}, xdt, "Xl"), Yl = Local({size}, odt, "Yl");
+            std::vector<Stmt> s{
+                DmaWait(Region(Xl, {I32(0)}, {size}), Region(X, {start}, {size}), 0)};
+            auto pass = [&](const Buffer& dst, const std::function<PrimExpr(PrimExpr)>& v) {
+              s.push_back(Loop("i", size, [&](PrimExpr i) { return BufferStore(dst, v(i), {i}); }));
+            };
+            std::vector<Buffer> tmp;
+            if (quantize) {
+              Buffer Tf = Local({size}, f32, "Tf"), Ti = Local({size}, i32, "Ti");
+              tmp = {Tf, Ti};
+              pass(Tf,
+                   [&](PrimExpr i) { return BufferLoad(Xl, {i}) / BufferLoad(Sw, {channel(i)}); });
+              pass(Ti, [&](PrimExpr i) {
+                return cast(i32, BufferLoad(Tf, {i}));
+              });  // nearest even, saturating
+              if (has_zp) {
+                // the zero point is added to the rounded value in f32, exact for these integers
+                pass(Tf, [&](PrimExpr i) { return cast(f32, BufferLoad(Ti, {i})); });
+                pass(Tf, [&](PrimExpr i) { return BufferLoad(Tf, {i}) + zp(i); });
+                pass(Tf, [&](PrimExpr i) {
+                  return max(BufferLoad(Tf, {i}), F32(static_cast<double>(lo)));
+                });
+                pass(Tf, [&](PrimExpr i) {
+                  return min(BufferLoad(Tf, {i}), F32(static_cast<double>(hi)));
+                });
+                pass(Yl, [&](PrimExpr i) { return cast(odt, BufferLoad(Tf, {i})); });
+              } else {
+                pass(Ti, [&](PrimExpr i) { return max(BufferLoad(Ti, {i}), I32(lo)); });
+                pass(Ti, [&](PrimExpr i) { return min(BufferLoad(Ti, {i}), I32(hi)); });
+                pass(Yl, [&](PrimExpr i) { return cast(odt, BufferLoad(Ti, {i})); });
+              }
+            } else {
+              pass(Yl, [&](PrimExpr i) { return cast(f32, BufferLoad(Xl, {i})); });
+              if (has_zp) pass(Yl, [&](PrimExpr i) { return BufferLoad(Yl, {i}) - zp(i); });
+              pass(Yl,
+                   [&](PrimExpr i) { return BufferLoad(Yl, {i}) * BufferLoad(Sw, {channel(i)}); });
+            }
+            s.push_back(DmaWait(Region(Y, {start}, {size}), Region(Yl, {I32(0)}, {size}), 1));
+            Stmt r = Seq(s);
+            for (const Buffer& b : tmp) r = Allocate(b, r);
+            return Allocate(Xl, Allocate(Yl, r));
+          }));
     }
     Stmt r = Seq({Seq(pre), Seq(tiles)});
     if (has_zp) r = Allocate(Zw, Allocate(Zi, r));
