@@ -225,6 +225,11 @@ def _float_values(model):
     return [n for n in names if types.get(n) == f32]
 
 
+_ORT_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
+              "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(int8)": np.int8,
+              "tensor(uint8)": np.uint8, "tensor(bool)": np.bool_}
+
+
 class _Collector:
     """Runs the model on one sample at a time with every float tensor as an output."""
 
@@ -259,8 +264,16 @@ class _Collector:
                                    f"(have {', '.join(sorted(samples)) or 'none'})")
         count, arrays = None, {}
         shapes = {i.name: i.shape for i in self.sess.get_inputs()}
+        types = {i.name: _ORT_TYPES.get(i.type) for i in self.sess.get_inputs()}
         for n in self.inputs:
             a = np.asarray(samples[n])
+            want_t = types.get(n)
+            if want_t is not None and a.dtype != want_t:
+                if a.dtype.kind == "f" and np.dtype(want_t).kind == "f":
+                    a = a.astype(want_t)  # float64 samples for a float32 model: converted
+                else:
+                    raise CalibrationError(f"calibration samples: input `{n}` is {a.dtype}, the model takes "
+                                           f"{np.dtype(want_t)}")
             want = shapes[n]
             if a.ndim != len(want) + 1:
                 raise CalibrationError(f"calibration samples: input `{n}` has shape {a.shape}, expected "

@@ -170,6 +170,10 @@ def test_bad_samples_name_the_input():
         calibrate(m, {"z": np.zeros((2, 1, 4, 8), np.float32)})
     with pytest.raises(CalibrationError, match="method `best`"):
         calibrate(m, _samples(), method="best")
+    with pytest.raises(CalibrationError, match="input `x` is int32, the model takes float32"):
+        calibrate(m, {"x": np.zeros((2, 1, 4, 8), np.int32)})
+    s64 = {"x": _samples()["x"].astype(np.float64)}  # numpy's default: converted
+    assert calibrate(m, s64).thresholds == calibrate(m, _samples()).thresholds
 
 
 def test_cli_compile_writes_then_reuses_the_table(tmp_path, capsys):
