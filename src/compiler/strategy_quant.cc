@@ -18,7 +18,9 @@
  * elements, round robin over the cores; the scale and zero point (widened to int32) are
  * loaded whole into L1 once per core and read at the element's channel, (flat index /
  * inner) mod C. Per tensor, every pass over a tile is one vector command (the scale and
- * zero point broadcast with stride 0); per axis, the passes that read them are scalar
+ * zero point broadcast with stride 0). Per axis with rows (the `inner` elements of one
+ * channel) of at least 16 elements, tiles hold whole rows and the passes that read the
+ * scale or zero point are one vector command per row; with shorter rows they are scalar
  * loops (the channel index is not affine in the element).
  */
 #include <algorithm>
@@ -102,7 +104,11 @@ PrimFunc LowerQuant(const OpCall& call) {
   int64_t lo = odt.is_uint() ? 0 : -(int64_t{1} << (odt.bits() - 1));
   int64_t hi =
       odt.is_uint() ? (int64_t{1} << odt.bits()) - 1 : (int64_t{1} << (odt.bits() - 1)) - 1;
-  int64_t T = std::min(kQTile, std::max<int64_t>(N, 1));
+  // per axis with rows of at least 16 elements: tiles of whole rows, each pass a loop over
+  // rows around a loop over the row, the row's scale one operand of the vector command
+  bool rows = C > 1 && inner >= 16 && inner <= kQTile;
+  int64_t T = rows ? inner * std::max<int64_t>(1, std::min(kQTile, N) / inner)
+                   : std::min(kQTile, std::max<int64_t>(N, 1));
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     Buffer Sw = Local({C}, f32, "Sw");
@@ -123,30 +129,48 @@ PrimFunc LowerQuant(const OpCall& call) {
       tiles.push_back(ForEachItem(
           core, call.cores, count, &rotation, "t", [&, size = size, base = base](PrimExpr t) {
             PrimExpr start = I32(base) + t * I32(T);
+            PrimExpr row;  // rows: the tile's row of the element being built
             auto channel = [&](PrimExpr i) -> PrimExpr {
               if (C == 1) return I32(0);
+              if (rows) return floormod(I32(base / inner) + t * I32(T / inner) + row, I32(C));
               return floormod(floordiv(start + i, I32(inner)), I32(C));
             };
             auto zp = [&](PrimExpr i) -> PrimExpr { return BufferLoad(Zi, {channel(i)}); };
             Buffer Xl = Local({size}, xdt, "Xl"), Yl = Local({size}, odt, "Yl");
             std::vector<Stmt> s{
                 DmaWait(Region(Xl, {I32(0)}, {size}), Region(X, {start}, {size}), 0)};
-            auto pass = [&](const Buffer& dst, const std::function<PrimExpr(PrimExpr)>& v) {
-              s.push_back(Loop("i", size, [&](PrimExpr i) { return BufferStore(dst, v(i), {i}); }));
+            // per_channel: the pass reads the scale or zero point at the element's channel
+            auto pass = [&](const Buffer& dst, const std::function<PrimExpr(PrimExpr)>& v,
+                            bool per_channel = false) {
+              if (!rows || !per_channel) {
+                s.push_back(
+                    Loop("i", size, [&](PrimExpr i) { return BufferStore(dst, v(i), {i}); }));
+                return;
+              }
+              s.push_back(Loop("j", size / inner, [&](PrimExpr j) {
+                row = j;
+                return Loop("e", inner, [&](PrimExpr e) {
+                  PrimExpr i = j * I32(inner) + e;
+                  return BufferStore(dst, v(i), {i});
+                });
+              }));
             };
             std::vector<Buffer> tmp;
             if (quantize) {
               Buffer Tf = Local({size}, f32, "Tf"), Ti = Local({size}, i32, "Ti");
               tmp = {Tf, Ti};
-              pass(Tf,
-                   [&](PrimExpr i) { return BufferLoad(Xl, {i}) / BufferLoad(Sw, {channel(i)}); });
+              pass(
+                  Tf,
+                  [&](PrimExpr i) { return BufferLoad(Xl, {i}) / BufferLoad(Sw, {channel(i)}); },
+                  true);
               pass(Ti, [&](PrimExpr i) {
                 return cast(i32, BufferLoad(Tf, {i}));
               });  // nearest even, saturating
               if (has_zp) {
                 // the zero point is added to the rounded value in f32, exact for these integers
                 pass(Tf, [&](PrimExpr i) { return cast(f32, BufferLoad(Ti, {i})); });
-                pass(Tf, [&](PrimExpr i) { return BufferLoad(Tf, {i}) + zp(i); });
+                pass(
+                    Tf, [&](PrimExpr i) { return BufferLoad(Tf, {i}) + zp(i); }, true);
                 pass(Tf, [&](PrimExpr i) {
                   return max(BufferLoad(Tf, {i}), F32(static_cast<double>(lo)));
                 });
@@ -161,9 +185,13 @@ PrimFunc LowerQuant(const OpCall& call) {
               }
             } else {
               pass(Yl, [&](PrimExpr i) { return cast(f32, BufferLoad(Xl, {i})); });
-              if (has_zp) pass(Yl, [&](PrimExpr i) { return BufferLoad(Yl, {i}) - zp(i); });
-              pass(Yl,
-                   [&](PrimExpr i) { return BufferLoad(Yl, {i}) * BufferLoad(Sw, {channel(i)}); });
+              if (has_zp)
+                pass(
+                    Yl, [&](PrimExpr i) { return BufferLoad(Yl, {i}) - zp(i); }, true);
+              pass(
+                  Yl,
+                  [&](PrimExpr i) { return BufferLoad(Yl, {i}) * BufferLoad(Sw, {channel(i)}); },
+                  true);
             }
             s.push_back(DmaWait(Region(Y, {start}, {size}), Region(Yl, {I32(0)}, {size}), 1));
             Stmt r = Seq(s);

@@ -1,6 +1,7 @@
 """QuantizeLinear and DequantizeLinear strategies on 4 simulated TC1 cores against the
 ONNX formulas written here in numpy (bit-exact): round half to even, saturation, int8
-and uint8, per tensor and per axis, a remainder tile; and the cases it refuses."""
+and uint8, per tensor and per axis (rows of one channel as vector commands, or short
+rows element by element), remainder tiles; and the cases it refuses."""
 import numpy as np
 import pytest
 
@@ -47,6 +48,8 @@ def _case(shape, axis, dtype, per_axis, seed):
     ((16, 5), 0, True),          # axis 0, as per-channel weights
     ((3, 40000), -1, False),     # a tile and a remainder
     ((2, 7, 1500), -1, True),    # the last axis: the channel changes every element
+    ((1, 5, 100, 70), 1, True),  # rows of 7000: two tiles of two rows and a remainder row
+    ((2, 3, 40, 20), 2, True),   # rows of 20, the channel wrapping over batch and axis 1
 ])
 def test_quantize_dequantize(dtype, shape, axis, per_axis):
     x, scale, zp = _case(shape, axis, dtype, per_axis, seed=len(shape) + shape[-1])
