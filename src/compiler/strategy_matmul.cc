@@ -13,9 +13,12 @@
  * DMAs f32 activations into an f32 tile and quantises them in L1 (times f32(1 / scale),
  * plus the zero point, tcvt to i8); int8 weights are DMAed as they are; tile.mm
  * accumulates in i32 over K, then the int32 bias is added and the sum converted to f32
- * and multiplied by f32(x_scale * w_scale[n]) (or x_scale * b_scale for two activations).
+ * and multiplied by f32(x_scale * w_scale[n]) (or x_scale * b_scale for two activations):
+ * in the mm's fused epilogue when K fits one mm (K <= 256), else the accumulator starts
+ * at the bias and two vector commands dequantise after the last K step.
  */
 #include <algorithm>
+#include <limits>
 
 #include "kernel_util.h"
 #include "matrix_precision.h"
@@ -121,8 +124,24 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
           std::vector<Stmt> s;
           // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
           // a vector-engine add would saturate), so every K step accumulates
-          const bool preset = q && g.qbias.defined();
+          // int8 with K in one mm: the dequantisation is the mm's fused epilogue (bias, then
+          // f32 times the per-channel or scalar scale, f32 out)
+          const bool fused = q && g.K > 0 && g.K <= kTK;
+          const bool preset = q && !fused && g.qbias.defined();
           Buffer Ql = Local({1, tn}, g.mp.accum, "Ql");
+          Buffer Sl = Local({1, tn}, f32, "Sl");
+          const bool channel_scale = q && !g.b_act;
+          auto load_scales = [&]() {  // Sl = f32(x_scale * w_scale[n])
+            return Seq({DmaWait(Region(Sl, {I32(0), I32(0)}, {1, tn}), Region(g.wscale, {I32(0), n0}, {1, tn}), 0),
+                        Loop("j", tn, [&](PrimExpr j) {
+                          return BufferStore(Sl, BufferLoad(Sl, {I32(0), j}) * F32(static_cast<float>(g.x_scale)),
+                                             {I32(0), j});
+                        })});
+          };
+          const double b_act_scale = static_cast<float>(static_cast<float>(g.x_scale) * static_cast<float>(g.b_scale));
+          if (fused && g.qbias.defined())
+            s.push_back(DmaWait(Region(Ql, {I32(0), I32(0)}, {1, tn}), Region(g.qbias, {I32(0), n0}, {1, tn}), 0));
+          if (fused && channel_scale) s.push_back(load_scales());
           if (preset) {
             s.push_back(DmaWait(Region(Ql, {I32(0), I32(0)}, {1, tn}), Region(g.qbias, {I32(0), n0}, {1, tn}), 0));
             s.push_back(Loop("i", tm, [&](PrimExpr i) {
@@ -164,9 +183,19 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
                                             });
                                           })}));
               }
-              Stmt mm = Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, tn}), Region(Al, {I32(0), I32(0)}, {tm, tk}),
-                                           Region(Bl, {I32(0), I32(0)}, {tk, tn}),
-                                           IntImm(DataType::Bool(), accumulate ? 1 : 0)});
+              Stmt mm;
+              if (fused) {
+                const double big = std::numeric_limits<float>::max();
+                PrimExpr bias = g.qbias.defined() ? PrimExpr(Region(Ql, {I32(0), I32(0)}, {1, tn})) : I32(0);
+                PrimExpr scale = channel_scale ? PrimExpr(Region(Sl, {I32(0), I32(0)}, {1, tn})) : F32(b_act_scale);
+                mm = Intrin("tile.mm", {Region(Cf, {I32(0), I32(0)}, {tm, tn}), Region(Al, {I32(0), I32(0)}, {tm, tk}),
+                                        Region(Bl, {I32(0), I32(0)}, {tk, tn}), IntImm(DataType::Bool(), 0), bias,
+                                        scale, I32(0), I32(0), StringImm("none"), F32(-big), F32(big)});
+              } else {
+                mm = Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, tn}), Region(Al, {I32(0), I32(0)}, {tm, tk}),
+                                        Region(Bl, {I32(0), I32(0)}, {tk, tn}),
+                                        IntImm(DataType::Bool(), accumulate ? 1 : 0)});
+              }
               return Seq({loadA, loadB, mm});
             };
             if (first) {
@@ -188,7 +217,7 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
               return Loop("j", tn, [&](PrimExpr j) { return BufferStore(Cl, f(i, j), {i, j}); });
             });
           };
-          if (q) {  // dequantise: f32(acc) * f32(x_scale * w_scale[n])
+          if (q && !fused) {  // dequantise: f32(acc) * f32(x_scale * w_scale[n])
             s.push_back(Loop("i", tm, [&](PrimExpr i) {
               return Loop("j", tn, [&](PrimExpr j) { return BufferStore(Cf, Cast(f32, BufferLoad(Cl, {i, j})), {i, j}); });
             }));
@@ -198,18 +227,10 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
               });
             };
             if (g.b_act) {
-              double sc = static_cast<float>(static_cast<float>(g.x_scale) * static_cast<float>(g.b_scale));
-              s.push_back(over_f([&](PrimExpr i, PrimExpr j) { return BufferLoad(Cf, {i, j}) * F32(sc); }));
+              s.push_back(over_f([&](PrimExpr i, PrimExpr j) { return BufferLoad(Cf, {i, j}) * F32(b_act_scale); }));
             } else {
-              Buffer Sl = Local({1, tn}, f32, "Sl");
-              s.push_back(Allocate(
-                  Sl, Seq({DmaWait(Region(Sl, {I32(0), I32(0)}, {1, tn}), Region(g.wscale, {I32(0), n0}, {1, tn}), 0),
-                           Loop("j", tn, [&](PrimExpr j) {
-                             return BufferStore(Sl, BufferLoad(Sl, {I32(0), j}) * F32(static_cast<float>(g.x_scale)), {I32(0), j});
-                           }),
-                           over_f([&](PrimExpr i, PrimExpr j) {
-                             return BufferLoad(Cf, {i, j}) * BufferLoad(Sl, {I32(0), j});
-                           })})));
+              s.push_back(load_scales());
+              s.push_back(over_f([&](PrimExpr i, PrimExpr j) { return BufferLoad(Cf, {i, j}) * BufferLoad(Sl, {I32(0), j}); }));
             }
           }
           if (!q && g.alpha != 1.0) s.push_back(over_c([&](PrimExpr i, PrimExpr j) {
@@ -235,7 +256,8 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
           s.push_back(DmaWait(Region(g.C, {ob, m0, n0}, {1, tm, tn}), Region(Cf, {I32(0), I32(0)}, {tm, tn}), 1));
           Stmt r = Allocate(Cl, Allocate(Al, Allocate(Bl, Seq(s))));
           if (q) r = Allocate(Cf, Allocate(Af, r));
-          if (preset) r = Allocate(Ql, r);
+          if (preset || (fused && g.qbias.defined())) r = Allocate(Ql, r);
+          if (channel_scale) r = Allocate(Sl, r);
           if (Bf.defined()) r = Allocate(Bf, r);
           if (g.transA) r = Allocate(At, r);
           if (g.transB) r = Allocate(Bt, r);
