@@ -2,14 +2,22 @@
 and inputs.
 
     PYTHONPATH=python:build-dev/python python benchmarks/model_zoo.py [--models resnet18,resnet50] [--runs 5] [--ort-threads 1]
+        [--precision f32,f16,bf16,int8] [--eval 8] [--calib 16] [--auto-mixed TARGET]
 
 Per model: compile time (tilecore.compile, the whole driver, on one thread of this
 process), simulated cycles and MAC utilisation (against the f32 peak of 4 cores), the host
 wall time of the simulated run and ONNX Runtime's time on the same inputs (both medians of
 --runs runs after a warm-up; ONNX Runtime on the CPU provider with one thread, like the
 simulator, unless --ort-threads says otherwise),
-their ratio, and the cosine of the outputs against ONNX Runtime's. A model that does not
-compile is listed with the reason.
+their ratio, and the cosine of the outputs against ONNX Runtime's f32 run. A model that
+does not compile is listed with the reason.
+
+With --precision (a comma list) each model is compiled in each precision; int8 calibrates
+on --calib samples (zoo.sample_inputs seed 0, thresholds by min/max). The cosine column is
+then the lowest over --eval other samples (seed 1), the accuracy gate of docs/precision.md;
+"fallback" counts the matrix nodes kept in f32 (depthwise Convs). --auto-mixed TARGET
+compiles each non-f32 precision with auto_mixed=TARGET (searched on the first 4
+calibration samples) and prints the nodes it moved.
 """
 import argparse
 import statistics
@@ -18,7 +26,7 @@ import time
 import numpy as np
 
 
-def bench(name, runs, ort_threads):
+def bench(name, runs, ort_threads, precision="f32", n_eval=1, n_calib=16, auto_mixed=None):
     import onnxruntime as ort
 
     import tilecore
@@ -29,7 +37,10 @@ def bench(name, runs, ort_threads):
     t0 = time.perf_counter()
     report = {}
     try:
-        exe = tilecore.compile(path, report=report)
+        kw = {"calib_samples": zoo.sample_inputs(name, n_calib, seed=0)} if precision == "int8" else {}
+        if auto_mixed is not None and precision != "f32":
+            kw = {"calib_samples": zoo.sample_inputs(name, n_calib, seed=0), "auto_mixed": auto_mixed}
+        exe = tilecore.compile(path, report=report, precision=precision, **kw)
     except (ValueError, NotImplementedError) as e:
         return {"model": name, "error": str(e).splitlines()[0] + " " + " ".join(
             ln.strip() for ln in str(e).splitlines()[1:3])}
@@ -53,7 +64,19 @@ def bench(name, runs, ort_threads):
         ref = sess.run(names, inputs)
         ort_t.append(time.perf_counter() - t0)
     cos = min(metrics(outs[n], r)["cosine"] for n, r in zip(names, ref))
-    return {"model": name, "compile_s": compile_s, "steps": report["steps"], "host_steps": report["host_steps"],
+    if n_eval > 1 or precision != "f32":
+        ev = zoo.sample_inputs(name, n_eval, seed=1)
+        cos = 1.0
+        for i in range(n_eval):
+            inp = {k: v[i] for k, v in ev.items()}
+            got, want = exe.run(inp), sess.run(names, inp)
+            cos = min([cos] + [metrics(got[n], r)["cosine"] for n, r in zip(names, want)])
+    if "auto_mixed" in report:
+        am = report["auto_mixed"]
+        print(f"  auto-mixed {name} {precision}: {len(am['moved'])} node(s) to {am['moved_to']}, cosine on the "
+              f"search samples {am['cosine']:.6f} (target {am['target']}): {', '.join(am['moved'])}", flush=True)
+    return {"model": name, "precision": precision, "fallback": len(report["precision"]["fallbacks"]),
+            "compile_s": compile_s, "steps": report["steps"], "host_steps": report["host_steps"],
             "cycles": st["cycles"], "mac_util": st["mac_utilisation"], "sim_s": statistics.median(sim),
             "ort_s": statistics.median(ort_t), "cosine": cos}
 
@@ -66,17 +89,24 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--ort-threads", type=int, default=1,
                     help="ONNX Runtime's intra-op threads (default 1, like the simulator; 0: its default)")
+    ap.add_argument("--precision", default="f32", help="comma list of f32, f16, bf16, int8")
+    ap.add_argument("--eval", type=int, default=8, help="evaluation samples for a precision's cosine (seed 1)")
+    ap.add_argument("--calib", type=int, default=16, help="int8 calibration samples (seed 0)")
+    ap.add_argument("--auto-mixed", type=float, default=None, help="compile with auto_mixed=TARGET")
     a = ap.parse_args()
-    print(f"{'model':<14} {'compile s':>9} {'steps':>5} {'host':>4} {'cycles':>12} {'MAC util':>8} "
+    print(f"{'model':<14} {'prec':>4} {'fb':>3} {'compile s':>9} {'steps':>5} {'host':>4} {'cycles':>12} {'MAC util':>8} "
           f"{'sim run s':>9} {'ORT ms':>8} {'sim/ORT':>8} {'cosine':>10}")
     for name in a.models.split(","):
-        r = bench(name.strip(), a.runs, a.ort_threads)
-        if "error" in r:
-            print(f"{r['model']:<14} does not compile: {r['error'][:300]}")
-            continue
-        print(f"{r['model']:<14} {r['compile_s']:>9.2f} {r['steps']:>5} {r['host_steps']:>4} {r['cycles']:>12} "
-              f"{100 * r['mac_util']:>7.1f}% {r['sim_s']:>9.2f} {r['ort_s'] * 1e3:>8.1f} "
-              f"{r['sim_s'] / r['ort_s']:>7.0f}x {r['cosine']:>10.7f}")
+        for prec in a.precision.split(","):
+            prec = prec.strip()
+            r = bench(name.strip(), a.runs, a.ort_threads, prec, a.eval if prec != "f32" else 1, a.calib,
+                      a.auto_mixed)
+            if "error" in r:
+                print(f"{name:<14} {prec:>4} does not compile: {r['error'][:300]}", flush=True)
+                continue
+            print(f"{r['model']:<14} {prec:>4} {r['fallback']:>3} {r['compile_s']:>9.2f} {r['steps']:>5} "
+                  f"{r['host_steps']:>4} {r['cycles']:>12} {100 * r['mac_util']:>7.1f}% {r['sim_s']:>9.2f} "
+                  f"{r['ort_s'] * 1e3:>8.1f} {r['sim_s'] / r['ort_s']:>7.0f}x {r['cosine']:>10.7f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 """``tilecore compile`` and ``tilecore compare``: an ONNX model to a ``.tcx``, and every named
 tensor of the compiled model next to ONNX Runtime's.
 
-    tilecore compile MODEL.onnx -o OUT.tcx [--target T] [--precision P] [--input-shape NAME:D0,D1,...]
-    tilecore compare MODEL.onnx --inputs IN.npz [--precision P] [--report R.json]
+    tilecore compile MODEL.onnx -o OUT.tcx [--target T] [--precision f32|f16|bf16|int8] [--calib CALIB.npz]
+                     [--calib-method M] [--calib-table T.json] [--qtable FILE] [--auto-mixed TARGET_COSINE]
+                     [--input-shape NAME:D0,D1,...]
+    tilecore compare MODEL.onnx --inputs IN.npz [--precision P] [--calib CALIB.npz] [--calib-method M]
+                     [--calib-table T.json] [--report R.json] [--repro DIR]
 """
 import json
 import math
@@ -55,24 +58,71 @@ def _compile_errors():
     return (ValueError, TypeError, NotImplementedError, TilecoreError)
 
 
+# int8 calibration: --calib samples (and --calib-method) make a table, written to
+# --calib-table when given; --calib-table alone reuses an existing table.
+CALIB_ARGS = (
+    arg("--calib-method", default="auto", choices=["auto", "minmax", "percentile", "kl"],
+        help="int8: activation thresholds (default auto: the least quantisation MSE per tensor)"),
+    arg("--calib-table", metavar="T.json", help="int8: the calibration table to write (with --calib) or reuse"),
+)
+
+
+def calibration_table(args):
+    """The CalibTable the calibration flags ask for, or None; prints where it went."""
+    from .compiler.calibration import CalibTable, calibrate, load_samples
+
+    if getattr(args, "calib", None):
+        table = calibrate(args.model, load_samples(args.calib), method=args.calib_method)
+        if args.calib_table:
+            table.save(args.calib_table)
+            print(f"{args.calib_table}: calibration table of {len(table.thresholds)} tensors "
+                  f"({args.calib_method}, {table.meta['samples']} samples)")
+        return table
+    if getattr(args, "calib_table", None):
+        return CalibTable.load(args.calib_table)
+    return None
+
+
 @command("compile", "compile an ONNX model to a .tcx executable for TC1 (npu) and the host", [
     arg("model", help="the .onnx file"),
     arg("-o", "--output", required=True, help="the .tcx file to write"),
     arg("--target", default="npu -cores=4", help="target string (default 'npu -cores=4')"),
-    arg("--precision", default="f32", help="f32 (default)"),
+    arg("--precision", default="f32", choices=["f32", "f16", "bf16", "int8"],
+        help="what the matrix ops compute in (default f32; docs/precision.md)"),
+    arg("--calib", metavar="CALIB.npz", help="int8: calibration samples keyed by input name, each (N, *shape); "
+        "activation thresholds by --calib-method over them"),
+    arg("--qtable", metavar="FILE", help="per-node precisions: JSON {node: precision} or lines `node precision`"),
+    arg("--auto-mixed", type=float, metavar="TARGET_COSINE",
+        help="move the most sensitive matrix nodes to bf16 until the outputs reach this cosine against f32 on the "
+             "first --calib samples"),
     arg("--input-shape", action="append", default=[], metavar="NAME:D0,D1,...",
         help="bind an input's shape (repeat per input)"),
     arg("--quiet", action="store_true", help="no progress bar"),
+    *CALIB_ARGS,
 ])
 def compile_cmd(args):
     from .compiler.driver import compile as _compile
+    from .compiler.precision import load_qtable
 
     shapes = dict(parse_input_shape(s) for s in args.input_shape)
+    try:
+        calib = calibration_table(args)
+    except (OSError, *_compile_errors()) as e:
+        return _fail(str(e))
     bar = _Bar("compile", not args.quiet)
     report = {}
     try:
+        qtable = load_qtable(args.qtable) if args.qtable else None
+        samples = None
+        if args.calib:  # auto-mixed measures its cosine on them
+            from .compiler.calibration import load_samples
+
+            samples = load_samples(args.calib)
         exe = _compile(args.model, target=args.target, precision=args.precision, input_shapes=shapes or None,
-                       progress=bar, report=report)
+                       progress=bar, report=report, calib=calib, calib_samples=samples, qtable=qtable,
+                       auto_mixed=args.auto_mixed)
+    except OSError as e:
+        return _fail(f"{args.model}: {e}")
     except _compile_errors() as e:
         return _fail(f"{args.model}: {str(e).split(chr(10) + 'C++ backtrace')[0]}")
     finally:
@@ -85,6 +135,25 @@ def compile_cmd(args):
           f"({mem['total_size']} B without reuse), compiled in {secs:.2f} s")
     for h in report["host_ops"]:
         print(f"  host: {h['name']} ({h['op_type']}): {h['reason']}")
+    prec = report["precision"]
+    if prec["assigned"]:
+        counts = {}
+        for p in prec["assigned"].values():
+            counts[p] = counts.get(p, 0) + 1
+        print("  precision: " + ", ".join(f"{n} matrix node(s) in {p}" for p, n in sorted(counts.items())))
+    for f in prec["fallbacks"]:
+        print(f"  f32: {f['node']} ({f['op_type']}), asked {f['asked']}: {f['reason']}")
+    qdq = report.get("qdq", {})
+    if qdq.get("folded"):
+        print(f"  quantised model: {len(qdq['folded'])} matrix node(s) in int8 with the model's scales")
+    for k in qdq.get("kept", []):
+        print(f"  quantised model, kept in f32: {k['node']} ({k['op_type']}): {k['reason']}")
+    am = report.get("auto_mixed")
+    if am:
+        print(f"  auto-mixed: cosine {am['cosine']:.6f} (target {am['target']}, {'met' if am['met'] else 'NOT met'}) "
+              f"with {len(am['moved'])} node(s) moved to {am['moved_to']}:")
+        for n in am["moved"]:
+            print(f"    {n}")
     return 0
 
 
@@ -92,13 +161,17 @@ def format_compare(report, limit=None):
     """The per-tensor table of a compare report, in topological order."""
     rows = report["tensors"]
     w = max([len("tensor")] + [len(r["name"]) for r in rows])
-    lines = [f"{'tensor':<{w}}  {'op':<14} {'cosine':>10} {'max abs err':>12} {'SQNR dB':>8}"]
+    lines = [f"{'tensor':<{w}}  {'op':<14} {'cosine':>10} {'euclid':>8} {'max abs err':>12} {'SQNR dB':>8} "
+             f"{'jump':>6}"]
     for r in rows[:limit] if limit else rows:
         sq = r["sqnr_db"]
         sq = "inf" if math.isinf(sq) and sq > 0 else f"{sq:.1f}"
         flag = "  <- diverged" if r["diverged"] else ""
-        lines.append(f"{r['name']:<{w}}  {r['op_type'][:14]:<14} {r['cosine']:>10.6f} {r['max_abs_error']:>12.3e} "
-                     f"{sq:>8}{flag}")
+        if r is report.get("first_jump"):
+            flag = "  <- diverged here (first jump)"
+        jump = r.get("jump_db", 0.0)
+        lines.append(f"{r['name']:<{w}}  {r['op_type'][:14]:<14} {r['cosine']:>10.6f} {r.get('euclidean', 0):>8.4f} "
+                     f"{r['max_abs_error']:>12.3e} {sq:>8} {jump:>6.1f}{flag}")
     return "\n".join(lines)
 
 
@@ -106,20 +179,30 @@ def format_compare(report, limit=None):
     arg("model", help="the .onnx file"),
     arg("--inputs", required=True, help=".npz of the inputs, keyed by input name"),
     arg("--target", default="npu -cores=4", help="target string (default 'npu -cores=4')"),
-    arg("--precision", default="f32", help="f32 (default)"),
-    arg("--threshold", type=float, default=None, help="cosine below which a tensor diverged (f32: 0.999)"),
+    arg("--precision", default="f32", choices=["f32", "f16", "bf16", "int8"],
+        help="what the matrix ops compute in (default f32)"),
+    arg("--threshold", type=float, default=None,
+        help="cosine below which a tensor diverged (f32, f16, bf16: 0.999; int8 and QDQ models: 0.99)"),
     arg("--report", help="write the report (every tensor's figures) as JSON here"),
+    arg("--repro", metavar="DIR", help="write the first bad node as a one-op model and its inputs here"),
     arg("--quiet", action="store_true", help="no progress bar"),
+    arg("--calib", metavar="CALIB.npz", help="int8: calibration samples keyed by input name, each (N, *shape)"),
+    *CALIB_ARGS,
 ])
 def compare_cmd(args):
-    from .compiler.compare import compare_with_onnxruntime
+    from .compiler.compare import compare_with_onnxruntime, write_repro
 
     with np.load(args.inputs, allow_pickle=False) as z:
         inputs = {k: z[k] for k in z.files}
+    try:
+        calib = calibration_table(args)
+    except (OSError, *_compile_errors()) as e:
+        return _fail(str(e))
     bar = _Bar("compile", not args.quiet)
     try:
         rep = compare_with_onnxruntime(args.model, inputs, target=args.target, precision=args.precision,
-                                       threshold=args.threshold, progress=bar)
+                                       threshold=args.threshold, progress=bar,
+                                       calib=calib)
     except _compile_errors() as e:
         return _fail(f"{args.model}: {str(e).split(chr(10) + 'C++ backtrace')[0]}")
     finally:
@@ -134,6 +217,21 @@ def compare_cmd(args):
         return 0
     print(f"first divergent: `{first['name']}` of node `{first['node']}` ({first['op_type']}), "
           f"cosine {first['cosine']:.6f}")
+    jump = rep["first_jump"]
+    if jump is None:
+        print(f"no node's SQNR drops by {rep['jump_db']:g} dB or more below its inputs': the error builds up")
+    else:
+        ins = ", ".join(f"{i['name']} {tuple(i['shape'])}" + (" const" if i["constant"] else "")
+                        for i in jump["inputs"])
+        q = ", ".join(f"{k} {v}" for k, v in jump["quantisation"].items()) or "none"
+        merged = f" (merged with {', '.join(jump['group'][:-1])})" if jump.get("group") else ""
+        print(f"first jump: node `{jump['node']}` ({jump['op_type']}){merged}: SQNR {jump['sqnr_db']:.1f} dB, its inputs "
+              f"{jump['input_sqnr_db']:.1f} dB; inputs {ins}; output `{jump['name']}` {tuple(jump['shape'])}; "
+              f"quantisation: {q}")
+    if args.repro:
+        path = write_repro(rep, args.repro)
+        if path:
+            print(f"repro: {path} (with inputs.npz, outputs.npz and node.json)")
     return 1
 
 

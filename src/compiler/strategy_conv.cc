@@ -13,10 +13,19 @@
  * are placed at compile time (a loop in the generator), so every DMA has constant
  * extents; rows, output channels and images are loops, spread over the cores.
  * A depthwise Conv (Cg = Mg = 1) runs on the vector engine instead (LowerDepthwise).
+ *
+ * Precisions (tc_precision, docs/precision.md): in f16/bf16 the patch, col and weight
+ * tiles hold the narrow type (the DMA converts f32 data, nearest even) and tile.mm
+ * accumulates in f32. In int8 the patch is DMAed in f32 and quantised in L1 (multiply by
+ * f32(1 / tc_x_scale), add the zero point, tcvt to i8: nearest even, saturating); the
+ * int8 weights are DMAed as they are, tile.mm accumulates in i32 over the K chunks, then
+ * the int32 bias is added, the sum converted to f32 and multiplied by the per-channel
+ * f32(tc_x_scale * w_scale[m]).
  */
 #include <algorithm>
 
 #include "kernel_util.h"
+#include "matrix_precision.h"
 #include "tilecore/ffi/reflection.h"
 
 namespace tilecore {
@@ -284,11 +293,18 @@ PrimFunc LowerConv(const OpCall& call) {
   Params p = MakeParams(call);
   if (g.G > 1 && g.Cg == 1 && g.Mg == 1) return LowerDepthwise(call, g, p);
   DataType f32 = DataType::Float(32);
+  MatrixPrecision mp = GetMatrixPrecision(call.attrs);
+  const bool q = mp.int8();
+  const DataType ot = mp.operand, acc_t = mp.accum;
+  const double inv_scale = q ? InverseScale(AttrFloat(call.attrs, "tc_x_scale", 1.0)) : 1.0;
+  const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
+  const int64_t zp = AttrInt(call.attrs, "tc_x_zero_point", 0);
   Buffer X = View(p.in[0], {g.N, g.C, g.H, g.W}, "X");
   int64_t KK = g.KH * g.KW;
   Buffer Wt = View(p.in[1], {g.G, g.Mg, g.Cg * KK}, "Wm");
   bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
   Buffer Bv = has_bias ? View(p.in[2], {g.M, 1}, "Bias") : Buffer();
+  Buffer Sv = q ? View(p.in[3], {g.M, 1}, "WScale") : Buffer();
   Buffer Y = View(p.out[0], {g.N, g.M, g.OH, g.OW}, "Y");
   int64_t TW = std::min(g.OW, kMaxP);
   int64_t R = TW == g.OW ? std::max<int64_t>(1, std::min(g.OH, kMaxP / g.OW)) : 1;
@@ -299,7 +315,14 @@ PrimFunc LowerConv(const OpCall& call) {
   // largest CC and R: halve the channels per chunk (down to 16), then the rows.
   auto l1_bytes = [&](int64_t rows, int64_t cc) {
     int64_t rin = (rows - 1) * g.sh + (g.KH - 1) * g.dh + 1, win = (TW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
-    return 4 * (cc * rin * win + cc * KK * rows * TW + TM * cc * KK + TM * rows * TW);
+    if (mp.name == "f32") return 4 * (cc * rin * win + cc * KK * rows * TW + TM * cc * KK + TM * rows * TW);
+    // the planner starts a buffer at a 64 KiB bank when it fits: count each rounded up
+    auto bank = [](int64_t bytes) { return (bytes + 65535) / 65536 * 65536; };
+    int64_t ob = mp.operand_bytes(), acc = TM * rows * TW * 4;
+    int64_t sum = bank(cc * rin * win * ob) + bank(ob * cc * KK * rows * TW) + bank(ob * TM * cc * KK) + bank(acc);
+    if (q) sum += bank(cc * rin * win * 4) + bank(acc) + 2 * bank(TM * 4);  // f32 patch, f32 result, bias, scales
+    else sum += bank(TM * 4);
+    return sum;
   };
   const int64_t budget = call.l1_bytes - (int64_t{32} << 10);  // DMA state and the planner's slack
   while (l1_bytes(R, CC) > budget) {
@@ -338,13 +361,27 @@ PrimFunc LowerConv(const OpCall& call) {
             PrimExpr m0 = I32(mbase) + mi * I32(TM);
             PrimExpr oh0 = I32(rbase) + ri * I32(R);
             int64_t P = r * tw, kcmax = CC * KK;
-            Buffer Xp = Local({CC, rin, win}, f32, "Xp");
-            Buffer Col = Local({kcmax, r, tw}, f32, "Col");
-            Buffer Colm = Buffer(Col->data, f32, {I32(kcmax), I32(P)}, Array<PrimExpr>(), I32(0), "local", "Colm");
-            Buffer Al = Local({tm, kcmax}, f32, "Al");
-            Buffer Cl = Local({tm, P}, f32, "Cl");
-            Buffer Cl3 = Buffer(Cl->data, f32, {I32(tm), I32(r), I32(tw)}, Array<PrimExpr>(), I32(0), "local", "Cl3");
+            Buffer Xp = Local({CC, rin, win}, q ? f32 : ot, "Xp");
+            Buffer Xq = q ? Local({CC, rin, win}, ot, "Xq") : Xp;  // what im2col reads
+            Buffer Col = Local({kcmax, r, tw}, ot, "Col");
+            Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(), I32(0), "local", "Colm");
+            Buffer Al = Local({tm, kcmax}, ot, "Al");
+            Buffer Cl = Local({tm, P}, acc_t, "Cl");
+            Buffer Cf = q ? Local({tm, P}, f32, "Cf") : Cl;  // the f32 result
+            Buffer Cl3 = Buffer(Cf->data, f32, {I32(tm), I32(r), I32(tw)}, Array<PrimExpr>(), I32(0), "local", "Cl3");
             std::vector<Stmt> s;
+            // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
+            // a vector-engine add would saturate), so every chunk accumulates
+            const bool preset = q && has_bias;
+            Buffer Bl = Local({tm, 1}, acc_t, "Bl");
+            std::vector<int64_t> cd{tm, P};
+            if (preset) {
+              Buffer bv = StridedView(Bl, cd, {1, 0}, 0, "Bb");
+              Buffer clv = StridedView(Cl, cd, {P, 1}, 0, "Clv");
+              s.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
+                                  Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0));
+              s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) { return BufferStore(clv, BufferLoad(bv, i), i); }));
+            }
             bool first = true;
             for (auto [ccount, cc] : Segs(g.Cg, CC)) {
               int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
@@ -365,12 +402,27 @@ PrimFunc LowerConv(const OpCall& call) {
                   }));
                   st.push_back(Intrin("tile.wait", {I32(0)}));
                 }
+                if (q) {  // quantise the patch on load
+                  std::vector<int64_t> pd{cc, rin, win};
+                  Buffer xf = StridedView(Xp, pd, {rin * win, win, 1}, 0, "Xf");
+                  Buffer xq = StridedView(Xq, pd, {rin * win, win, 1}, 0, "Xqv");
+                  st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                    return BufferStore(xf, BufferLoad(xf, i) * F32(inv_scale), i);
+                  }));
+                  if (zp != 0)
+                    st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                      return BufferStore(xf, BufferLoad(xf, i) + F32(static_cast<double>(zp)), i);
+                    }));
+                  st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                    return BufferStore(xq, Cast(ot, BufferLoad(xf, i)), i);
+                  }));
+                }
                 // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw + kw * dw],
                 // one vector copy per tap between strided views of Xp and Col (the engine
                 // reads a strided source; a loop over x * sw it could not take as one command)
                 for (int64_t kh = 0; kh < g.KH; ++kh) {
                   for (int64_t kw = 0; kw < g.KW; ++kw) {
-                    Buffer src = StridedView(Xp, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
+                    Buffer src = StridedView(Xq, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
                                              kh * g.dh * win + kw * g.dw, "Tap");
                     Buffer dst = StridedView(Col, {cc, r, tw}, {KK * r * tw, tw, 1}, (kh * g.KW + kw) * r * tw, "ColTap");
                     st.push_back(CopyNest(dst, src, {cc, r, tw}));
@@ -384,15 +436,33 @@ PrimFunc LowerConv(const OpCall& call) {
                 return Seq(st);
               };
               if (first) {
-                s.push_back(chunk(I32(0), false));
+                s.push_back(chunk(I32(0), preset));
                 if (ccount > 1) s.push_back(Loop("ci", ccount - 1, [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
                 first = false;
               } else {
                 s.push_back(Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
               }
             }
-            Stmt r_stmt;
-            if (has_bias) {
+            if (q) {  // dequantise: f32(acc) * f32(x_scale * w_scale[m])
+              std::vector<Stmt> dq;
+              Buffer Sl = Local({tm, 1}, f32, "Sl");
+              Buffer clv = StridedView(Cl, cd, {P, 1}, 0, "Clv");
+              Buffer cfv = StridedView(Cf, cd, {P, 1}, 0, "Cfv");
+              dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
+                return BufferStore(cfv, Cast(f32, BufferLoad(clv, i)), i);
+              }));
+              dq.push_back(DmaWait(Region(Sl, {I32(0), I32(0)}, {tm, 1}),
+                                   Region(Sv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0));
+              Buffer slv = StridedView(Sl, {tm}, {1}, 0, "Slv");
+              dq.push_back(Nest({tm}, [&](const Array<PrimExpr>& i) {
+                return BufferStore(slv, BufferLoad(slv, i) * F32(static_cast<float>(x_scale)), i);
+              }));
+              Buffer sv = StridedView(Sl, cd, {1, 0}, 0, "Sb");
+              dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
+                return BufferStore(cfv, BufferLoad(cfv, i) * BufferLoad(sv, i), i);
+              }));
+              s.push_back(Allocate(Sl, Seq(dq)));
+            } else if (has_bias) {
               Buffer Bl = Local({tm, 1}, f32, "Bl");
               s.push_back(Allocate(Bl, Seq({DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
                                                     Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0),
@@ -405,7 +475,10 @@ PrimFunc LowerConv(const OpCall& call) {
             }
             s.push_back(DmaWait(Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
                                 Region(Cl3, {I32(0), I32(0), I32(0)}, {tm, r, tw}), 1));
-            return Allocate(Xp, Allocate(Col, Allocate(Al, Allocate(Cl, Seq(s)))));
+            Stmt tile = Allocate(Xp, Allocate(Col, Allocate(Al, Allocate(Cl, Seq(s)))));
+            if (q) tile = Allocate(Xq, Allocate(Cf, tile));
+            if (preset) tile = Allocate(Bl, tile);
+            return tile;
           }));
         }
       }
@@ -417,10 +490,12 @@ PrimFunc LowerConv(const OpCall& call) {
 
 std::string CheckConv(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
   if (ins.size() < 2 || !ins[0].defined() || !ins[1].defined()) return "Conv: expects X and W";
-  std::string why = CheckDTypes(ins, {DataType::Float(32)}, op);
+  std::string why = CheckMatrixInputs(op, attrs, ins);
   if (!why.empty()) return why;
   ConvGeom g;
   if (!Geometry(ins, attrs, &g, &why)) return why;
+  if (g.G > 1 && g.Cg == 1 && g.Mg == 1 && GetMatrixPrecision(attrs).name != "f32")
+    return "Conv: a depthwise Conv runs on the vector engine in f32 only";
   return "";
 }
 

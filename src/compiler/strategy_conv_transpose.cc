@@ -19,6 +19,7 @@
 #include <algorithm>
 
 #include "kernel_util.h"
+#include "matrix_precision.h"
 #include "tilecore/ffi/reflection.h"
 
 namespace tilecore {
@@ -141,6 +142,9 @@ PrimFunc LowerConvTranspose(const OpCall& call) {
   Geometry(call.inputs, &call.outputs, call.attrs, &g, &why);
   Params p = MakeParams(call);
   DataType f32 = DataType::Float(32);
+  // f16/bf16 (tc_precision): the patch, col and weight tiles in the narrow type (the DMA
+  // converts), f32 accumulation
+  const DataType ot = GetMatrixPrecision(call.attrs).operand;
   if (g.N == 0 || g.M == 0 || g.OH <= 0 || g.OW <= 0) return MakeFunc(call, p, Evaluate(I32(0)));
   Buffer X = View(p.in[0], {g.N, g.C, g.H, g.W}, "X");
   int64_t KK = g.KH * g.KW;
@@ -186,16 +190,16 @@ PrimFunc LowerConvTranspose(const OpCall& call) {
             PrimExpr m0 = I32(mbase) + mi * I32(TM);
             PrimExpr oh0 = I32(rbase) + ri * I32(R);
             int64_t P = r * tw, kcmax = CC * KK;
-            Buffer Xp = Local({CC, rin, win}, f32, "Xp");
+            Buffer Xp = Local({CC, rin, win}, ot, "Xp");
             // Xp with a leading flat offset and a column stride of sw: where input columns land
             // (rank 4, unlike Xp: the engine ordering tracks Xp's slabs by the outermost index of
             // views of Xp's rank)
-            Buffer Xs(Xp->data, f32, {I32(CC * rin * win), I32(1), I32(CC), I32(std::max<int64_t>(ncols, 1))},
+            Buffer Xs(Xp->data, ot, {I32(CC * rin * win), I32(1), I32(CC), I32(std::max<int64_t>(ncols, 1))},
                       {I32(1), I32(1), I32(rin * win), I32(g.sw)}, I32(0), "local", "Xs");
-            Buffer Col = Local({kcmax, r, tw}, f32, "Col");
-            Buffer Colm = Buffer(Col->data, f32, {I32(kcmax), I32(P)}, Array<PrimExpr>(), I32(0), "local", "Colm");
-            Buffer Al3 = Local({tm, CC, KK}, f32, "Al3");
-            Buffer Al = Buffer(Al3->data, f32, {I32(tm), I32(kcmax)}, Array<PrimExpr>(), I32(0), "local", "Al");
+            Buffer Col = Local({kcmax, r, tw}, ot, "Col");
+            Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(), I32(0), "local", "Colm");
+            Buffer Al3 = Local({tm, CC, KK}, ot, "Al3");
+            Buffer Al = Buffer(Al3->data, ot, {I32(tm), I32(kcmax)}, Array<PrimExpr>(), I32(0), "local", "Al");
             Buffer Cl = Local({tm, P}, f32, "Cl");
             Buffer Cl3 = Buffer(Cl->data, f32, {I32(tm), I32(r), I32(tw)}, Array<PrimExpr>(), I32(0), "local", "Cl3");
             std::vector<Stmt> s;
@@ -236,7 +240,7 @@ PrimFunc LowerConvTranspose(const OpCall& call) {
                   });
                 }));
                 // the weight tile: Al[m, (c, k)] = W[g * Cg + c0 + c, m0 + m, k]
-                Buffer Ws(p.in[1]->data, f32, {I32(wnumel), I32(tm), I32(cc), I32(KK)},
+                Buffer Ws(p.in[1]->data, p.in[1]->dtype, {I32(wnumel), I32(tm), I32(cc), I32(KK)},
                           {I32(1), I32(KK), I32(g.Mg * KK), I32(1)}, I32(0), p.in[1]->scope, "Ws");
                 PrimExpr woff = ((gi * I32(g.Cg) + c0) * I32(g.Mg) + m0) * I32(KK);
                 st.push_back(DmaWait(Region(Al3, {I32(0), I32(0), I32(0)}, {tm, cc, KK}),
@@ -279,7 +283,8 @@ PrimFunc LowerConvTranspose(const OpCall& call) {
 
 std::string CheckConvTranspose(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
   if (ins.size() < 2 || !ins[0].defined() || !ins[1].defined()) return "ConvTranspose: expects X and W";
-  std::string why = CheckDTypes(ins, {DataType::Float(32)}, op);
+  if (GetMatrixPrecision(attrs).int8()) return "ConvTranspose: no int8 strategy (f32, f16 or bf16)";
+  std::string why = CheckMatrixInputs(op, attrs, ins);
   if (!why.empty()) return why;
   TGeom g;
   if (!Geometry(ins, nullptr, attrs, &g, &why)) return why;

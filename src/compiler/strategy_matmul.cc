@@ -7,10 +7,21 @@
  * their own constant sizes (a full part and a remainder per dimension), so every DMA
  * and every tile.mm has constant extents. The output tiles (batch x M-tiles x
  * N-tiles) are spread over the cores round robin.
+ *
+ * Precisions (tc_precision, docs/precision.md): f16/bf16 keep the A and B tiles in the
+ * narrow type (the DMA converts f32 data, nearest even) with f32 accumulation. int8
+ * DMAs f32 activations into an f32 tile and quantises them in L1 (times f32(1 / scale),
+ * plus the zero point, tcvt to i8); int8 weights are DMAed as they are; tile.mm
+ * accumulates in i32 over K, then the int32 bias is added and the sum converted to f32
+ * and multiplied by f32(x_scale * w_scale[n]) (or x_scale * b_scale for two activations):
+ * in the mm's fused epilogue when K fits one mm (K <= 256), else the accumulator starts
+ * at the bias and two vector commands dequantise after the last K step.
  */
 #include <algorithm>
+#include <limits>
 
 #include "kernel_util.h"
+#include "matrix_precision.h"
 #include "tilecore/ffi/reflection.h"
 
 namespace tilecore {
@@ -54,10 +65,34 @@ struct GemmPlan {
   Buffer A, B, C;   // views: A [nbA, M, K] (or [nbA, K, M]), B [nbB, K, N] (or [nbB, N, K]), C [nbC, M, N]
   Buffer bias;      // Gemm's C as a [bm, bn] view (bm in {1, M}, bn in {1, N}), or undefined
   int64_t bm = 0, bn = 0;
+  // int8 (the quantised-node form): a [1, N] int32 bias and [1, N] w_scale, or a MatMul
+  // of two activations whose B is quantised with b_scale
+  MatrixPrecision mp;
+  double x_scale = 1.0, b_scale = 1.0;
+  int64_t zp = 0;
+  bool b_act = false;
+  Buffer qbias, wscale;
 };
+
+/*! \brief dst[i, k] = i8(src[i, k] * inv + zp) over [rows, cols]: quantise on load. */
+Stmt Quantise(const Buffer& dst, const Buffer& src, int64_t rows, int64_t cols, double inv, int64_t zp) {
+  auto over = [&](const std::function<Stmt(PrimExpr, PrimExpr)>& f) {
+    return Loop("i", rows, [&](PrimExpr i) { return Loop("k", cols, [&](PrimExpr k) { return f(i, k); }); });
+  };
+  std::vector<Stmt> s;
+  s.push_back(over([&](PrimExpr i, PrimExpr k) { return BufferStore(src, BufferLoad(src, {i, k}) * F32(inv), {i, k}); }));
+  if (zp != 0)
+    s.push_back(over([&](PrimExpr i, PrimExpr k) {
+      return BufferStore(src, BufferLoad(src, {i, k}) + F32(static_cast<double>(zp)), {i, k});
+    }));
+  s.push_back(over([&](PrimExpr i, PrimExpr k) { return BufferStore(dst, Cast(dst->dtype, BufferLoad(src, {i, k})), {i, k}); }));
+  return Seq(s);
+}
 
 Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
   DataType f32 = DataType::Float(32);
+  const bool q = g.mp.int8();
+  const DataType ot = g.mp.operand;
   int64_t nb = Numel(g.out_batch);
   int64_t rotation = 0;
   return OverCores(call.cores, [&](PrimExpr core) {
@@ -75,15 +110,44 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
           PrimExpr n0 = I32(nbase_seg) + ni * I32(kTN);
           PrimExpr ab = BatchIndex(ob, g.out_batch, g.a_batch);
           PrimExpr bb = BatchIndex(ob, g.out_batch, g.b_batch);
-          Buffer Cl = Local({tm, tn}, f32, "Cl");
+          Buffer Cl = Local({tm, tn}, g.mp.accum, "Cl");
+          Buffer Cf = q ? Local({tm, tn}, f32, "Cf") : Cl;  // the f32 result
           // One set of A and B tiles for every K step: the engines order their accesses by
           // buffer, so the steps must not get fresh buffers at reused addresses.
           int64_t kmax = std::max<int64_t>(std::min(g.K, kTK), 1);
-          Buffer Al = Local({tm, kmax}, f32, "Al");
-          Buffer Bl = Local({kmax, tn}, f32, "Bl");
-          Buffer At = Local({kmax, tm}, f32, "At");
-          Buffer Bt = Local({tn, kmax}, f32, "Bt");
+          Buffer Al = Local({tm, kmax}, ot, "Al");
+          Buffer Bl = Local({kmax, tn}, ot, "Bl");
+          Buffer At = Local({kmax, tm}, ot, "At");
+          Buffer Bt = Local({tn, kmax}, ot, "Bt");
+          Buffer Af = q ? Local({tm, kmax}, f32, "Af") : Buffer();  // int8: f32 tiles quantised on load
+          Buffer Bf = q && g.b_act ? Local({kmax, tn}, f32, "Bf") : Buffer();
           std::vector<Stmt> s;
+          // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
+          // a vector-engine add would saturate), so every K step accumulates
+          // int8 with K in one mm: the dequantisation is the mm's fused epilogue (bias, then
+          // f32 times the per-channel or scalar scale, f32 out)
+          const bool fused = q && g.K > 0 && g.K <= kTK;
+          const bool preset = q && !fused && g.qbias.defined();
+          Buffer Ql = Local({1, tn}, g.mp.accum, "Ql");
+          Buffer Sl = Local({1, tn}, f32, "Sl");
+          const bool channel_scale = q && !g.b_act;
+          auto load_scales = [&]() {  // Sl = f32(x_scale * w_scale[n])
+            return Seq({DmaWait(Region(Sl, {I32(0), I32(0)}, {1, tn}), Region(g.wscale, {I32(0), n0}, {1, tn}), 0),
+                        Loop("j", tn, [&](PrimExpr j) {
+                          return BufferStore(Sl, BufferLoad(Sl, {I32(0), j}) * F32(static_cast<float>(g.x_scale)),
+                                             {I32(0), j});
+                        })});
+          };
+          const double b_act_scale = static_cast<float>(static_cast<float>(g.x_scale) * static_cast<float>(g.b_scale));
+          if (fused && g.qbias.defined())
+            s.push_back(DmaWait(Region(Ql, {I32(0), I32(0)}, {1, tn}), Region(g.qbias, {I32(0), n0}, {1, tn}), 0));
+          if (fused && channel_scale) s.push_back(load_scales());
+          if (preset) {
+            s.push_back(DmaWait(Region(Ql, {I32(0), I32(0)}, {1, tn}), Region(g.qbias, {I32(0), n0}, {1, tn}), 0));
+            s.push_back(Loop("i", tm, [&](PrimExpr i) {
+              return Loop("j", tn, [&](PrimExpr j) { return BufferStore(Cl, BufferLoad(Ql, {I32(0), j}), {i, j}); });
+            }));
+          }
           bool first = true;
           for (auto [kcount, tk] : Segments(g.K, kTK)) {
             int64_t kbase = tk == kTK ? 0 : (g.K / kTK) * kTK;
@@ -91,7 +155,10 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
               PrimExpr k0 = I32(kbase) + kk * I32(kTK);
               std::vector<Stmt> st;
               Stmt loadA, loadB;
-              if (!g.transA) {
+              if (q) {  // transA is not in the int8 form
+                loadA = Seq({DmaWait(Region(Af, {I32(0), I32(0)}, {tm, tk}), Region(g.A, {ab, m0, k0}, {1, tm, tk}), 0),
+                             Quantise(Al, Af, tm, tk, InverseScale(g.x_scale), g.zp)});
+              } else if (!g.transA) {
                 loadA = DmaWait(Region(Al, {I32(0), I32(0)}, {tm, tk}), Region(g.A, {ab, m0, k0}, {1, tm, tk}), 0);
               } else {
                 loadA = (Seq({DmaWait(Region(At, {I32(0), I32(0)}, {tk, tm}),
@@ -102,7 +169,10 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
                                             });
                                           })}));
               }
-              if (!g.transB) {
+              if (q && g.b_act) {
+                loadB = Seq({DmaWait(Region(Bf, {I32(0), I32(0)}, {tk, tn}), Region(g.B, {bb, k0, n0}, {1, tk, tn}), 0),
+                             Quantise(Bl, Bf, tk, tn, InverseScale(g.b_scale), 0)});
+              } else if (!g.transB) {
                 loadB = DmaWait(Region(Bl, {I32(0), I32(0)}, {tk, tn}), Region(g.B, {bb, k0, n0}, {1, tk, tn}), 0);
               } else {
                 loadB = (Seq({DmaWait(Region(Bt, {I32(0), I32(0)}, {tn, tk}),
@@ -113,13 +183,23 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
                                             });
                                           })}));
               }
-              Stmt mm = Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, tn}), Region(Al, {I32(0), I32(0)}, {tm, tk}),
-                                           Region(Bl, {I32(0), I32(0)}, {tk, tn}),
-                                           IntImm(DataType::Bool(), accumulate ? 1 : 0)});
+              Stmt mm;
+              if (fused) {
+                const double big = std::numeric_limits<float>::max();
+                PrimExpr bias = g.qbias.defined() ? PrimExpr(Region(Ql, {I32(0), I32(0)}, {1, tn})) : I32(0);
+                PrimExpr scale = channel_scale ? PrimExpr(Region(Sl, {I32(0), I32(0)}, {1, tn})) : F32(b_act_scale);
+                mm = Intrin("tile.mm", {Region(Cf, {I32(0), I32(0)}, {tm, tn}), Region(Al, {I32(0), I32(0)}, {tm, tk}),
+                                        Region(Bl, {I32(0), I32(0)}, {tk, tn}), IntImm(DataType::Bool(), 0), bias,
+                                        scale, I32(0), I32(0), StringImm("none"), F32(-big), F32(big)});
+              } else {
+                mm = Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, tn}), Region(Al, {I32(0), I32(0)}, {tm, tk}),
+                                        Region(Bl, {I32(0), I32(0)}, {tk, tn}),
+                                        IntImm(DataType::Bool(), accumulate ? 1 : 0)});
+              }
               return Seq({loadA, loadB, mm});
             };
             if (first) {
-              s.push_back(step(I32(0), false));
+              s.push_back(step(I32(0), preset));
               if (kcount > 1)
                 s.push_back(Loop("kk", kcount - 1, [&](PrimExpr kk) { return step(kk + I32(1), true); }));
               first = false;
@@ -137,10 +217,26 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
               return Loop("j", tn, [&](PrimExpr j) { return BufferStore(Cl, f(i, j), {i, j}); });
             });
           };
-          if (g.alpha != 1.0) s.push_back(over_c([&](PrimExpr i, PrimExpr j) {
+          if (q && !fused) {  // dequantise: f32(acc) * f32(x_scale * w_scale[n])
+            s.push_back(Loop("i", tm, [&](PrimExpr i) {
+              return Loop("j", tn, [&](PrimExpr j) { return BufferStore(Cf, Cast(f32, BufferLoad(Cl, {i, j})), {i, j}); });
+            }));
+            auto over_f = [&](const std::function<PrimExpr(PrimExpr, PrimExpr)>& f) {
+              return Loop("i", tm, [&](PrimExpr i) {
+                return Loop("j", tn, [&](PrimExpr j) { return BufferStore(Cf, f(i, j), {i, j}); });
+              });
+            };
+            if (g.b_act) {
+              s.push_back(over_f([&](PrimExpr i, PrimExpr j) { return BufferLoad(Cf, {i, j}) * F32(b_act_scale); }));
+            } else {
+              s.push_back(load_scales());
+              s.push_back(over_f([&](PrimExpr i, PrimExpr j) { return BufferLoad(Cf, {i, j}) * BufferLoad(Sl, {I32(0), j}); }));
+            }
+          }
+          if (!q && g.alpha != 1.0) s.push_back(over_c([&](PrimExpr i, PrimExpr j) {
             return BufferLoad(Cl, {i, j}) * F32(g.alpha);
           }));
-          if (g.bias.defined() && g.beta != 0.0) {
+          if (!q && g.bias.defined() && g.beta != 0.0) {
             int64_t rm = g.bm == 1 ? 1 : tm, rn = g.bn == 1 ? 1 : tn;
             Buffer Tl = Local({rm, rn}, f32, "Tl");
             std::vector<Stmt> bs;
@@ -157,8 +253,12 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
             }));
             s.push_back(Allocate(Tl, Seq(bs)));
           }
-          s.push_back(DmaWait(Region(g.C, {ob, m0, n0}, {1, tm, tn}), Region(Cl, {I32(0), I32(0)}, {tm, tn}), 1));
+          s.push_back(DmaWait(Region(g.C, {ob, m0, n0}, {1, tm, tn}), Region(Cf, {I32(0), I32(0)}, {tm, tn}), 1));
           Stmt r = Allocate(Cl, Allocate(Al, Allocate(Bl, Seq(s))));
+          if (q) r = Allocate(Cf, Allocate(Af, r));
+          if (preset || (fused && g.qbias.defined())) r = Allocate(Ql, r);
+          if (channel_scale) r = Allocate(Sl, r);
+          if (Bf.defined()) r = Allocate(Bf, r);
           if (g.transA) r = Allocate(At, r);
           if (g.transB) r = Allocate(Bt, r);
           return r;
@@ -167,10 +267,6 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
     }
     return Seq(body);
   });
-}
-
-std::string CheckF32(const std::string& op, const Map<String, Any>&, const std::vector<TensorSpec>& ins) {
-  return CheckDTypes(ins, {DataType::Float(32)}, op);
 }
 
 std::vector<int64_t> Broadcast(std::vector<int64_t> a, std::vector<int64_t> b) {
@@ -182,6 +278,19 @@ std::vector<int64_t> Broadcast(std::vector<int64_t> a, std::vector<int64_t> b) {
     out[off + i] = x == 1 ? y : x;
   }
   return out;
+}
+
+/*! \brief The int8 form's fields of `g` from the attributes and inputs 2, 3 (bias, w_scale). */
+void SetQuant(const OpCall& call, const Params& p, int64_t N, GemmPlan* g) {
+  g->mp = GetMatrixPrecision(call.attrs);
+  if (!g->mp.int8()) return;
+  g->x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
+  g->zp = AttrInt(call.attrs, "tc_x_zero_point", 0);
+  g->b_act = (AttrFloat(call.attrs, "tc_b_scale", 0) > 0);
+  g->b_scale = AttrFloat(call.attrs, "tc_b_scale", 1.0);
+  if (g->b_act) return;
+  if (call.inputs[2].defined()) g->qbias = View(p.in[2], {1, N}, "QBias");
+  g->wscale = View(p.in[3], {1, N}, "WScale");
 }
 
 PrimFunc LowerMatMul(const OpCall& call) {
@@ -199,14 +308,19 @@ PrimFunc LowerMatMul(const OpCall& call) {
   g.A = View(p.in[0], {Numel(g.a_batch), g.M, g.K}, "A");
   g.B = View(p.in[1], {Numel(g.b_batch), g.K, g.N}, "B");
   g.C = View(p.out[0], {Numel(g.out_batch), g.M, g.N}, "Y");
+  SetQuant(call, p, g.N, &g);
   return MakeFunc(call, p, LowerGemm(call, g));
 }
 
 std::string CheckMatMul(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
-  if (ins.size() != 2 || !ins[0].defined() || !ins[1].defined()) return op + ": expects 2 inputs";
-  std::string why = CheckF32(op, attrs, ins);
+  bool int8 = GetMatrixPrecision(attrs).int8() && !(AttrFloat(attrs, "tc_b_scale", 0) > 0);
+  if (ins.size() != (int8 ? 4u : 2u) || !ins[0].defined() || !ins[1].defined())
+    return op + (int8 ? ": int8 expects inputs A, W, bias (may be omitted), w_scale" : ": expects 2 inputs");
+  std::string why = CheckMatrixInputs(op, attrs, ins);
   if (!why.empty()) return why;
   auto as = Shape(ins[0]), bs = Shape(ins[1]);
+  if (int8 && (bs.size() != 2 || ins[3]->shape[0] != bs[1]))
+    return op + ": int8 weights must be a 2-D [K, N] with one w_scale per column";
   if (as.empty() || bs.empty()) return op + ": scalar operands";
   if (as.size() == 1) as.insert(as.begin(), 1);
   if (bs.size() == 1) bs.push_back(1);
@@ -239,18 +353,26 @@ PrimFunc LowerGemmOp(const OpCall& call) {
     g.bn = cs[1];
     g.bias = View(p.in[2], {g.bm, g.bn}, "Cb");
   }
+  SetQuant(call, p, g.N, &g);
   return MakeFunc(call, p, LowerGemm(call, g));
 }
 
 std::string CheckGemm(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
   if (ins.size() < 2 || !ins[0].defined() || !ins[1].defined()) return op + ": expects A and B";
-  std::string why = CheckF32(op, attrs, ins);
+  std::string why = CheckMatrixInputs(op, attrs, ins);
   if (!why.empty()) return why;
   auto as = Shape(ins[0]), bs = Shape(ins[1]);
   if (as.size() != 2 || bs.size() != 2) return op + ": A and B must be 2-D";
   bool ta = AttrInt(attrs, "transA", 0) != 0, tb = AttrInt(attrs, "transB", 0) != 0;
   int64_t M = ta ? as[1] : as[0], K = ta ? as[0] : as[1], K2 = tb ? bs[1] : bs[0], N = tb ? bs[0] : bs[1];
   if (K != K2) return op + ": inner dimensions differ";
+  if (GetMatrixPrecision(attrs).int8()) {
+    if (ta) return op + ": int8 takes transA = 0";
+    if (AttrFloat(attrs, "alpha", 1.0) != 1.0 || AttrFloat(attrs, "beta", 1.0) != 1.0)
+      return op + ": int8 takes alpha = beta = 1 (fold them into w_scale and the bias)";
+    if (ins[3]->shape[0] != N) return op + ": w_scale must have N values";
+    return "";
+  }
   if (ins.size() > 2 && ins[2].defined()) {
     auto cs = Shape(ins[2]);
     if (cs.size() > 2) return op + ": C has more than 2 dimensions";

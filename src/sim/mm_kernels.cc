@@ -1,5 +1,6 @@
 // src/sim/mm_kernels.cc — int8 and f32 GEMM kernels for the matrix engine.
 //
+// int8 paths: AVX-512 VNNI, else AVX2 (vpmaddwd on int16 pairs), else portable.
 // VNNI path: vpdpbusd multiplies unsigned by signed bytes, so A is biased to
 // unsigned (a + 128 == a ^ 0x80) and the bias is removed with 128 * colsum(B).
 // B is packed into [16-column block][K/4][16][4] so each 64-byte load feeds one
@@ -130,6 +131,68 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void gemm_i8_vnni(int m, 
   }
 }
 
+bool have_avx2_i8() {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+
+// AVX2 path: pairs of k (a[i][k], a[i][k+1]) times the rows B[k], B[k+1] interleaved as
+// int16 pairs, summed by vpmaddwd into int32 (|a * b| <= 2^14, so a pair never
+// overflows); 4 rows x 16 columns of C stay in registers over K. unpack{lo,hi}_epi16
+// interleave within 128-bit lanes, so the two products hold columns {0-3, 8-11} and
+// {4-7, 12-15}; permute2x128 puts them back in order at the end. Exact like the
+// portable loop (int32 sums wrap modulo 2^32 either way).
+__attribute__((target("avx2"))) void gemm_i8_avx2(int m, int n, int k, const int8_t* a, int lda, const int8_t* b,
+                                                  int ldb, int32_t* c, int ldc, bool accumulate) {
+  const int n16 = n / 16 * 16;
+  const __m128i zero16 = _mm_setzero_si128();
+  int i = 0;
+  for (; i + 4 <= m; i += 4) {
+    for (int j = 0; j < n16; j += 16) {
+      __m256i lo[4], hi[4];
+      for (int r = 0; r < 4; ++r) lo[r] = hi[r] = _mm256_setzero_si256();
+      for (int kk = 0; kk < k; kk += 2) {
+        const bool pair = kk + 1 < k;
+        __m256i b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + int64_t(kk) * ldb + j)));
+        __m256i b1 = pair ? _mm256_cvtepi8_epi16(
+                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + int64_t(kk + 1) * ldb + j)))
+                          : _mm256_cvtepi8_epi16(zero16);
+        __m256i bl = _mm256_unpacklo_epi16(b0, b1), bh = _mm256_unpackhi_epi16(b0, b1);
+        for (int r = 0; r < 4; ++r) {
+          const int8_t* arow = a + int64_t(i + r) * lda;
+          uint32_t pa = uint16_t(int16_t(arow[kk])) | (uint32_t(uint16_t(int16_t(pair ? arow[kk + 1] : 0))) << 16);
+          __m256i av = _mm256_set1_epi32(int32_t(pa));
+          lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(av, bl));
+          hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(av, bh));
+        }
+      }
+      for (int r = 0; r < 4; ++r) {
+        int32_t* crow = c + int64_t(i + r) * ldc + j;
+        __m256i c0 = _mm256_permute2x128_si256(lo[r], hi[r], 0x20);  // columns 0-7
+        __m256i c1 = _mm256_permute2x128_si256(lo[r], hi[r], 0x31);  // columns 8-15
+        if (accumulate) {
+          c0 = _mm256_add_epi32(c0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(crow)));
+          c1 = _mm256_add_epi32(c1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(crow + 8)));
+        }
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(crow), c0);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(crow + 8), c1);
+      }
+    }
+    if (n16 < n) {  // the columns past the last block of 16
+      for (int r = 0; r < 4; ++r) {
+        int32_t* crow = c + int64_t(i + r) * ldc;
+        const int8_t* arow = a + int64_t(i + r) * lda;
+        for (int j = n16; j < n; ++j) {
+          int32_t s = accumulate ? crow[j] : 0;
+          for (int kk = 0; kk < k; ++kk) s += int32_t(arow[kk]) * int32_t(b[int64_t(kk) * ldb + j]);
+          crow[j] = s;
+        }
+      }
+    }
+  }
+  if (i < m) gemm_i8_portable(m - i, n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc, accumulate);
+}
+
 bool have_vnni() {
   static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                          __builtin_cpu_supports("avx512vnni");
@@ -143,6 +206,7 @@ void gemm_i8(int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int
              bool accumulate) {
 #ifdef TC1_HAVE_X86
   if (have_vnni()) return gemm_i8_vnni(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  if (have_avx2_i8()) return gemm_i8_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 #endif
   gemm_i8_portable(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
@@ -150,6 +214,7 @@ void gemm_i8(int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int
 const char* gemm_i8_path() {
 #ifdef TC1_HAVE_X86
   if (have_vnni()) return "avx512-vnni";
+  if (have_avx2_i8()) return "avx2";
 #endif
   return "portable";
 }

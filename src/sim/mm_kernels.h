@@ -2,8 +2,8 @@
 //
 // Whole-tile kernels, not per-element interpretation: the functional GEMM
 // throughput of the simulator is the throughput of these. The int8 kernel has
-// an AVX-512 VNNI path chosen at run time and a portable path the compiler
-// vectorises; both are exact (int32 accumulation wraps modulo 2^32). The f32 kernel
+// an AVX-512 VNNI path and an AVX2 path chosen at run time and a portable path the
+// compiler vectorises; both are exact (int32 accumulation wraps modulo 2^32). The f32 kernel
 // has an AVX2 path (4 x 16 register blocks, no FMA) chosen at run time, bit-identical
 // to its portable loop.
 #pragma once
@@ -21,7 +21,7 @@ void gemm_i8(int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int
 void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
               bool accumulate);
 
-/// Which int8 path runs on this host ("avx512-vnni" or "portable").
+/// Which int8 path runs on this host ("avx512-vnni", "avx2" or "portable").
 const char* gemm_i8_path();
 
 }  // namespace tilecore::sim

@@ -14,6 +14,9 @@ The steps, in order (docs/compiler.md, "The driver"):
    (Reshape, Flatten, Squeeze, Unsqueeze, Identity: its output aliases its input's
    bytes, no step) or is unsupported — then compiling fails with one error naming
    every such node, its op type and both reasons;
+   then a quantised model's matrix nodes are folded into the int8 quantised-node form
+   (``qdq.py``; QOperator models were imported in their QDQ form, ``qlinear.py``) and
+   the precision pass assigns the others (``precision.py``);
 4. lowering and building, one kernel per distinct (op, attributes, shapes, dtypes);
 5. the DDR memory plan (``compiler.PlanMemory``, C++): buffers whose live ranges do not
    meet share bytes, 64-byte aligned; constants are constant buffers;
@@ -36,12 +39,16 @@ from .._base import _ffi_core
 
 # Ops whose output, in the row-major layout every buffer has, is the input's bytes.
 VIEW_OPS = frozenset({"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
-PRECISIONS = ("f32",)
+PRECISIONS = ("f32", "f16", "bf16", "int8")
 ALIGNMENT = 64
 
 
 class CompileError(ValueError):
     """A model the driver cannot compile: the message names every node at fault."""
+
+
+def _itemsize(dtype):
+    return 2 if str(dtype) == "bfloat16" else np.dtype(dtype).itemsize  # numpy has no bfloat16 of its own
 
 
 def _host_api():
@@ -215,21 +222,72 @@ def _shape_dtype(value, where):
     return tuple(int(d) for d in shape), str(dtype)
 
 
+def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, keep_intermediates, progress, report,
+                        calib, calib_samples, qtable):
+    from . import auto_mixed as _am
+
+    if not calib_samples:
+        raise CompileError("auto_mixed needs calib_samples= (input name -> array (N, *shape)) to measure the cosine")
+    if isinstance(model, os.PathLike):
+        model = os.fspath(model)
+    n = min(len(v) for v in calib_samples.values())
+    feeds = [{k: np.asarray(v[i]) for k, v in calib_samples.items()} for i in range(min(4, n))]
+    kw = {"target": target, "input_shapes": input_shapes, "progress": progress}
+    if calib is not None:
+        kw["calib"] = calib
+    else:
+        kw["calib_samples"] = calib_samples
+
+    def compile_fn(m, **k):
+        exe = compile(m, **k, **kw)
+        th = k["report"]["precision"].get("thresholds")
+        if "calib_samples" in kw and th:  # calibrate once
+            kw.pop("calib_samples")
+            kw["calib"] = th
+        return exe
+
+    try:
+        exe, info, rep = _am.search(compile_fn, model, target_cosine, precision, qtable, {}, feeds)
+    except ValueError as e:
+        raise CompileError(str(e)) from None
+    if keep_intermediates:
+        rep = {}
+        exe = compile(model, precision=precision, qtable=info["qtable"], keep_intermediates=True, report=rep, **kw)
+    if report is not None:
+        report.update(rep)
+        report["auto_mixed"] = info
+    return exe
+
+
 def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, keep_intermediates=False,  # noqa: A001
-            progress=None, report=None):
+            progress=None, report=None, calib=None, calib_samples=None, qtable=None, auto_mixed=None):
     """Compiles a model to an :class:`tilecore.runtime.Executable`.
 
     :param model: a :class:`tilecore.ir.graph.Graph`, a path to a ``.onnx`` file, its
         bytes, or an ``onnx.ModelProto``.
     :param target: the npu target (``"npu -cores=N"``); host steps run through ``c``.
-    :param precision: ``"f32"`` (the only one today).
+    :param precision: ``"f32"``, ``"f16"``, ``"bf16"`` or ``"int8"``: what the matrix ops
+        (Conv, MatMul, Gemm) compute in (docs/precision.md); other ops run in f32.
+    :param calib: int8 activation thresholds: a mapping value name -> threshold (symmetric
+        absmax) or an object with a ``.thresholds`` mapping of that form.
+    :param calib_samples: without ``calib``, the thresholds are the min/max of the values
+        over these samples (input name -> array (N, *shape), sample i is array[i]).
+    :param qtable: ONNX node name -> precision, overriding ``precision`` per node.
+    :param auto_mixed: a target cosine: the most sensitive matrix nodes move to bf16 (to
+        f32 from f16/bf16) until the outputs' cosine against the f32 compilation on the
+        first 4 of ``calib_samples`` reaches it (compiler/auto_mixed.py); the report's
+        ``auto_mixed`` says which nodes moved and the cosine reached.
     :param input_shapes: input name -> shape, binding symbolic dimensions.
     :param keep_intermediates: every value in its own buffer, and every intermediate
         value an extra output named by its (ONNX) value name.
     :param progress: ``progress(i, n, node_name)`` called before each node is lowered.
     :param report: a dict, filled with what was done: step counts, ``host_ops`` (name,
         op type, reason), ``memory`` (``arena_size``, ``total_size`` without reuse,
-        ``lower_bound``: the most bytes alive at one step) and ``seconds`` per stage.
+        ``lower_bound``: the most bytes alive at one step), ``seconds`` per stage and
+        ``precision`` (``assigned``: node -> precision of the matrix nodes not in f32,
+        ``fallbacks``: nodes kept in f32 with the reason) and ``qdq`` (``folded``: the
+        quantised model's matrix nodes now in int8, ``kept``: those left in f32 with
+        the reason).
     :raises CompileError: (a ValueError) unsupported nodes, non-static shapes, a bad
         precision — naming the node, its op type and the reason.
     """
@@ -239,8 +297,20 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
 
     if precision not in PRECISIONS:
         raise CompileError(f"precision `{precision}` is not supported (supported: {', '.join(PRECISIONS)})")
+    if auto_mixed is not None:
+        return _compile_auto_mixed(model, float(auto_mixed), target, precision, input_shapes, keep_intermediates,
+                                   progress, report, calib, calib_samples, qtable)
+    for node_name, p in (qtable or {}).items():
+        if p not in PRECISIONS:
+            raise CompileError(f"qtable: node `{node_name}` has precision `{p}` (supported: {', '.join(PRECISIONS)})")
     timings = {}
     t0 = time.perf_counter()
+    from . import qdq as _qdq
+
+    if not hasattr(model, "nodes"):  # QOperator nodes in the QDQ form; the DQ constants before folding
+        model, dq_consts = _qdq.prepare(os.fspath(model) if isinstance(model, os.PathLike) else model)
+    else:
+        dq_consts = {}
     graph = _load_graph(model, input_shapes)
     graph = transform.CanonicalizeGraph()(graph)
     graph = _decompose(graph, HasStrategy, TensorSpec)
@@ -294,6 +364,32 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
                            "\n".join(unsupported))
     timings["partition"] = time.perf_counter() - t0
 
+    # ---- precision (docs/precision.md) ---------------------------------------------------
+    t0 = time.perf_counter()
+    qdq_report = _qdq.fold(nodes, info, graph_outputs, keep_intermediates, HasStrategy, TensorSpec, dq_consts)
+    from . import precision as _prec
+
+    precision_report = {"assigned": {}, "fallbacks": []}
+    wanted = {precision} | set((qtable or {}).values())
+    if True:  # nodes already in a precision's form are reported too
+        thresholds = None
+        if "int8" in wanted:
+            try:
+                thresholds = _prec.thresholds_of(calib)
+                if thresholds is None:
+                    names = set()
+                    for nd in nodes:
+                        if nd.where == "npu" and (qtable or {}).get(nd.name, precision) == "int8":
+                            names.update(_prec.quantisable_inputs(nd) or ())
+                    thresholds = _prec.minmax_thresholds(graph, calib_samples, names)
+            except ValueError as e:
+                raise CompileError(str(e)) from None
+        try:
+            precision_report = _prec.assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec)
+        except ValueError as e:
+            raise CompileError(str(e)) from None
+    timings["precision"] = time.perf_counter() - t0
+
     # ---- lower and build ----------------------------------------------------------------
     t0 = time.perf_counter()
     b = ExecutableBuilder(precision=precision)
@@ -303,7 +399,7 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
     for i, nd in enumerate(nodes):
         if progress is not None:
             progress(i, len(nodes), nd.name)
-        if nd.where == "view":
+        if nd.where in ("view", "dropped"):
             continue
         out_specs = [TensorSpec(*info[str(v.name)]) if str(v.name) else None for v in nd.outs]
         if any(s is None for s in out_specs):
@@ -406,7 +502,7 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
     for r, d in bufs.items():
         if d["const"] is not None:
             d["first"], d["last"] = -1, n_steps
-    sizes = [int(np.prod(bufs[r]["shape"], dtype=np.int64)) * np.dtype(bufs[r]["dtype"]).itemsize for r in order]
+    sizes = [int(np.prod(bufs[r]["shape"], dtype=np.int64)) * _itemsize(bufs[r]["dtype"]) for r in order]
     if keep_intermediates:
         offsets, at = [], 0
         for s in sizes:
@@ -466,5 +562,8 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
                      if nd.where == "host"],
         "memory": plan,
         "seconds": timings,
+        "precision": precision_report,
+        "qdq": qdq_report,
+        "graph_outputs": [str(v.name) for v in graph.outputs],
     })
     return exe

@@ -160,7 +160,11 @@ class ExecutableBuilder:
         from .. import nd
 
         array = np.ascontiguousarray(array)
-        b = self.add_buffer(name, array.shape, array.dtype, offset)
+        if array.dtype.name == "bfloat16":  # ml_dtypes' bfloat16: DLPack has none, so pass the bits
+            b = self.add_buffer(name, array.shape, "bfloat16", offset)
+            array = array.view(np.uint16)
+        else:
+            b = self.add_buffer(name, array.shape, array.dtype, offset)
         self._constants.append({"buffer": b})
         self._arrays.append(nd.array(array))
         return b

@@ -156,7 +156,7 @@ TEST(MatrixEngine, EpilogueInputsCostStreamingCycles) {
 }
 
 TEST(MatrixEngine, HostKernelOddShapes) {
-  // The VNNI kernel's remainders (rows % 4, columns % 16, K % 4) against a plain loop.
+  // The SIMD kernels' remainders (rows % 4, columns % 16, K % 4 or odd K) against a plain loop.
   for (auto [m, n, k] : {std::tuple{1, 1, 1}, {5, 37, 13}, {7, 16, 4}, {4, 64, 3}, {33, 65, 129}, {6, 40, 12}, {9, 48, 64}}) {
     std::mt19937 g(uint32_t(m * 1000 + n));
     std::vector<int8_t> a(size_t(m * k)), b(size_t(k * n));

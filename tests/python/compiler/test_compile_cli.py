@@ -117,3 +117,25 @@ def test_compile_of_a_missing_or_broken_file_is_one_line(tmp_path, capsys):
     assert cli.main(["compile", str(tmp_path / "bad.onnx"), "-o", str(tmp_path / "m.tcx"), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert "bad.onnx" in err and "Traceback" not in err and not (tmp_path / "m.tcx").exists()
+
+
+def test_compile_precisions_calib_qtable_auto_mixed(tmp_path, capsys):
+    model, w = chain_model((4, 16))
+    onnx.save(model, tmp_path / "m.onnx")
+    x = np.random.default_rng(5).standard_normal((6, 4, 16)).astype(np.float32)
+    np.savez(tmp_path / "calib.npz", x=x)
+    (tmp_path / "q.txt").write_text("fc bf16\n")
+    base = ["compile", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.tcx"), "--quiet"]
+    assert cli.main(base + ["--precision", "int8", "--calib", str(tmp_path / "calib.npz")]) == 0
+    assert "1 matrix node(s) in int8" in capsys.readouterr().out
+    exe = runtime.load_executable(tmp_path / "m.tcx")
+    y = exe.run({"x": x[0]})["y"]
+    ref = 1 / (1 + np.exp(-np.maximum(x[0] @ w, 0)))
+    assert np.abs(y - ref).max() < 0.05 and not np.allclose(y, ref, rtol=1e-6, atol=1e-7)  # int8, not f32
+    assert cli.main(base + ["--qtable", str(tmp_path / "q.txt")]) == 0
+    assert "1 matrix node(s) in bf16" in capsys.readouterr().out
+    rc = cli.main(base + ["--precision", "int8", "--calib", str(tmp_path / "calib.npz"), "--auto-mixed", "0.9999999"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "auto-mixed: cosine" in out and "moved to bf16" in out and "    fc" in out
+    assert cli.main(base + ["--precision", "int8"]) == 1
+    assert "calib" in capsys.readouterr().err

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _conv
+from . import _conv, precision_form
 from ._util import dim_add, dim_mul, fail, is_int, tensor
+from .precision_form import PRECISION_ATTRS, in_precision_form
 from .registry import register_op
 
 _CONV_ATTRS = {
@@ -83,10 +84,17 @@ def _conv_infer(attrs, inputs):
     return [tensor((x.shape[0], m, *spatial), x.dtype)]
 
 
-@register_op("Conv", attrs=_CONV_ATTRS, inputs=(2, 3), since_version=1, infer=_conv_infer)
-def conv(attrs, x, w, b=None):
+@register_op("Conv", attrs=dict(_CONV_ATTRS, **PRECISION_ATTRS), inputs=(2, 4), since_version=1,
+             infer=_conv_infer)
+def conv(attrs, x, w, b=None, w_scale=None):
     """Y = conv(X, W) + B over N-d images (N, C, D1..Dk); float16/32/64, bfloat16.
-    Groups, dilations, strides, explicit or auto pads."""
+    Groups, dilations, strides, explicit or auto pads. With ``tc_precision`` the
+    precision form (precision_form.py): W may be int8, input 3 is w_scale."""
+    if in_precision_form(attrs):
+        plain = {k: v for k, v in attrs.items() if k not in PRECISION_ATTRS}
+        plain.update(tc_precision="f32")
+        return precision_form.reference("Conv", attrs, lambda a, ww, bb: conv(plain, a, ww, bb), 1,
+                                        lambda ww: ww.reshape(ww.shape[0], -1).sum(axis=1), x, w, b, w_scale)
     k = x.ndim - 2
     kernel, strides, dilations, pads, auto_pad = window_attrs("Conv", attrs, k, w.shape[2:])
     if x.shape[1] != w.shape[1] * attrs["group"]:

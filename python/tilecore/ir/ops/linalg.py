@@ -10,9 +10,11 @@ import re
 
 import numpy as np
 
+from . import precision_form
 from ._conv import accum_dtype
 from ._util import fail, is_int, tensor
 from .infer import broadcast_shapes
+from .precision_form import PRECISION_ATTRS, in_precision_form
 from .registry import REQUIRED, register_op
 
 
@@ -40,14 +42,21 @@ def _matmul_shape(a, b):
 
 
 def _matmul_infer(attrs, inputs):
-    a, b = inputs
+    a, b = inputs[0], inputs[1]
     return [tensor(_matmul_shape(a.shape, b.shape), a.dtype)]
 
 
-@register_op("MatMul", inputs=(2, 2), since_version=1, infer=_matmul_infer)
-def matmul(attrs, a, b):
+@register_op("MatMul", attrs=dict(PRECISION_ATTRS), inputs=(2, 4), since_version=1, infer=_matmul_infer)
+def matmul(attrs, a, b, bias=None, w_scale=None):
     """numpy.matmul semantics (batch broadcasting, 1-D operands promoted then
-    dropped); float16/32/64, bfloat16, int32/64, uint32/64."""
+    dropped); float16/32/64, bfloat16, int32/64, uint32/64. With ``tc_precision`` the
+    precision form (precision_form.py): B may be int8 [K, N], inputs 2, 3 the int32 bias
+    and w_scale."""
+    if in_precision_form(attrs):
+        return precision_form.reference("MatMul", attrs, lambda x, w, _: np.matmul(x, w), -1,
+                                        lambda w: w.sum(axis=0), a, b, bias, w_scale)
+    if bias is not None or w_scale is not None:
+        raise fail("MatMul", "inputs 2 and 3 belong to the int8 form (tc_precision)")
     _matmul_shape(a.shape, b.shape)
     a2, b2 = _acc(a, b)
     return np.matmul(a2, b2).astype(a.dtype)
@@ -70,11 +79,26 @@ def _gemm_infer(attrs, inputs):
 
 
 @register_op("Gemm", attrs={"alpha": ("float", 1.0), "beta": ("float", 1.0), "transA": ("int", 0),
-                            "transB": ("int", 0), "broadcast": ("int", 0)},
-             inputs=(2, 3), since_version=1, infer=_gemm_infer)
-def gemm(attrs, a, b, c=None):
+                            "transB": ("int", 0), "broadcast": ("int", 0), **PRECISION_ATTRS},
+             inputs=(2, 4), since_version=1, infer=_gemm_infer)
+def gemm(attrs, a, b, c=None, w_scale=None):
     """Y = alpha * A' B' + beta * C, A' = A^T if transA, B' = B^T if transB, C
-    broadcast to (M, N) (optional from opset 11); float and int32/64 types."""
+    broadcast to (M, N) (optional from opset 11); float and int32/64 types. With
+    ``tc_precision`` the precision form (precision_form.py; int8: alpha = beta = 1)."""
+    if in_precision_form(attrs):
+        tb = attrs["transB"]
+        if attrs["tc_precision"] == "int8" and (attrs["transA"] or attrs["alpha"] != 1.0 or attrs["beta"] != 1.0):
+            raise fail("Gemm", "int8 takes transA = 0 and alpha = beta = 1")
+
+        def compute(x, w, bias):
+            x = x.T if attrs["transA"] else x
+            y = np.matmul(x, w.T if tb else w) * attrs["alpha"]
+            return y if bias is None else y + attrs["beta"] * bias
+
+        return precision_form.reference("Gemm", attrs, compute, -1, lambda w: w.sum(axis=1 if tb else 0), a, b, c,
+                                        w_scale)
+    if w_scale is not None:
+        raise fail("Gemm", "input 3 belongs to the int8 form (tc_precision)")
     a2, b2 = _acc(a, b)
     if attrs["transA"]:
         a2 = a2.T

@@ -1,0 +1,362 @@
+"""Activation calibration for int8: a threshold per tensor from sample inputs.
+
+    table = calibrate("model.onnx", {"input": x16})   # x16: (N, *input_shape), sample i = x16[i]
+    table.thresholds["conv1_out"]                     # symmetric absmax: scale = threshold / 127
+    table.methods["conv1_out"]                        # "minmax", "percentile" or "kl"
+    table.save("calib.json"); CalibTable.load("calib.json")
+
+Every float tensor of the model (its inputs and every node output) is collected by ONNX
+Runtime with all values added as graph outputs, one sample at a time, in two passes: the
+first finds each tensor's absolute maximum, the second fills a histogram of |x| of
+``bins`` (2048) bins over [0, absmax]. The thresholds, all from that histogram:
+
+* ``minmax``: the absolute maximum;
+* ``percentile``: the upper edge of the bin where the cumulative count reaches
+  ``percentile`` (99.99) per cent of the values;
+* ``kl``: TensorRT's entropy calibration: for each candidate i of 128..bins bins, the
+  reference distribution is the first i bins with the clipped tail added to the last
+  one, the candidate is those i bins merged into 128 levels and spread back uniformly
+  over the non-empty bins; the i of the least KL divergence gives the threshold
+  (i + 0.5) bin widths. Exact zeros are left out of its histogram: they quantise
+  exactly at any threshold, and a Relu's spike of zeros merged into the first level
+  would push the search to the narrowest levels (a threshold of 1/8 of the maximum);
+* ``auto``: per tensor, the one of the three whose symmetric int8 quantisation
+  (scale threshold / 127, round, clip to +-127) has the least mean squared error over
+  the histogram (each bin's values taken at the bin centre, exact zeros without error).
+
+A tensor that is zero on every sample gets threshold 1e-6, so its scale stays positive.
+The table is a JSON file (``save``/``load``) meant to be edited: ``load`` validates the
+version and every entry and names the entry at fault.
+"""
+import json
+import math
+
+import numpy as np
+
+METHODS = ("minmax", "percentile", "kl")
+FORMAT = "tilecore-calibration"
+VERSION = 1
+ZERO_THRESHOLD = 1e-6
+_KL_LEVELS = 128
+
+
+class CalibrationError(ValueError):
+    """Bad samples or a bad calibration table: the message names the input or entry."""
+
+
+class CalibTable:
+    """Per-tensor int8 thresholds (symmetric absmax) and how each was chosen.
+
+    ``thresholds``: value name -> float (what ``compile(..., calib=)`` consumes);
+    ``methods``: value name -> the method that gave it; ``stats``: value name -> dict of
+    ``absmax`` and every candidate threshold (informative); ``meta``: how it was made.
+    """
+
+    def __init__(self, thresholds, methods=None, stats=None, meta=None):
+        self.thresholds = {str(k): float(v) for k, v in thresholds.items()}
+        self.methods = dict(methods or {})
+        self.stats = dict(stats or {})
+        self.meta = dict(meta or {})
+
+    def __repr__(self):
+        return f"CalibTable({len(self.thresholds)} tensors, method={self.meta.get('method', '?')})"
+
+    def scale(self, name):
+        """The int8 scale of ``name``: threshold / 127."""
+        return self.thresholds[name] / 127.0
+
+    def with_method(self, method):
+        """A table of the same tensors with ``method``'s threshold for each (from the
+        candidates an ``auto`` calibration keeps; a tensor without one keeps its own)."""
+        if method not in METHODS:
+            raise CalibrationError(f"calibration method `{method}` is not one of {', '.join(METHODS)}")
+        thresholds, methods = dict(self.thresholds), dict(self.methods)
+        for n, st in self.stats.items():
+            cand = st.get("candidates", {}) if isinstance(st, dict) else {}
+            if method in cand and n in thresholds:
+                thresholds[n] = max(float(cand[method]), ZERO_THRESHOLD)
+                methods[n] = method
+        return CalibTable(thresholds, methods, self.stats, dict(self.meta, method=method))
+
+    def to_json(self):
+        tensors = {}
+        for name, t in self.thresholds.items():
+            e = {"threshold": t, "method": self.methods.get(name, "manual")}
+            if name in self.stats:
+                e.update(self.stats[name])
+            tensors[name] = e
+        return {"format": FORMAT, "version": VERSION, **self.meta, "tensors": tensors}
+
+    def save(self, path):
+        with open(path, "w") as f:
+            json.dump(self.to_json(), f, indent=1)
+            f.write("\n")
+
+    @classmethod
+    def from_json(cls, doc, where="calibration table"):
+        if not isinstance(doc, dict):
+            raise CalibrationError(f"{where}: expected a JSON object, got {type(doc).__name__}")
+        if doc.get("format", FORMAT) != FORMAT:
+            raise CalibrationError(f"{where}: format `{doc.get('format')}` is not `{FORMAT}`")
+        if "version" not in doc:
+            raise CalibrationError(f"{where}: no `version` field")
+        if doc["version"] != VERSION:
+            raise CalibrationError(f"{where}: version {doc['version']!r} is not supported (this tilecore reads "
+                                   f"version {VERSION})")
+        tensors = doc.get("tensors")
+        if not isinstance(tensors, dict):
+            raise CalibrationError(f"{where}: `tensors` must be an object of value name -> entry")
+        thresholds, methods, stats = {}, {}, {}
+        for name, e in tensors.items():
+            here = f"{where}: entry `{name}`"
+            if isinstance(e, (int, float)) and not isinstance(e, bool):
+                e = {"threshold": e}  # the short hand-edited form: name -> threshold
+            if not isinstance(e, dict):
+                raise CalibrationError(f"{here}: expected an object with `threshold` or a number")
+            t = e.get("threshold")
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+                raise CalibrationError(f"{here}: threshold must be a positive finite number, got {t!r}")
+            m = e.get("method", "manual")
+            if m not in METHODS + ("manual",):
+                raise CalibrationError(f"{here}: method `{m}` is not one of {', '.join(METHODS + ('manual',))}")
+            thresholds[name] = float(t)
+            methods[name] = m
+            extra = {k: v for k, v in e.items() if k not in ("threshold", "method")}
+            if extra:
+                stats[name] = extra
+        meta = {k: v for k, v in doc.items() if k not in ("format", "version", "tensors")}
+        return cls(thresholds, methods, stats, meta)
+
+    @classmethod
+    def load(cls, path):
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except json.JSONDecodeError as e:
+            raise CalibrationError(f"calibration table `{path}`: not JSON: {e}") from None
+        return cls.from_json(doc, where=f"calibration table `{path}`")
+
+
+# ---- thresholds from a histogram of |x| ----------------------------------------------------
+
+def threshold_percentile(hist, width, percentile):
+    """Upper edge of the bin where the cumulative count reaches ``percentile`` %."""
+    total = hist.sum()
+    if total == 0:
+        return 0.0
+    cdf = np.cumsum(hist)
+    i = int(np.searchsorted(cdf, total * percentile / 100.0))
+    return float(min(i + 1, len(hist)) * width)
+
+
+def threshold_kl(hist, width, levels=_KL_LEVELS):
+    """TensorRT-style entropy calibration over ``hist`` (bins of ``width``).
+
+    Every candidate i of ``levels``..n bins at once, from prefix sums: with P the first i
+    bins (the tail sum(hist[i:]) added to bin i-1) and Q those bins merged into
+    ``levels`` levels (the last level takes the remainder) and spread back uniformly over
+    the non-empty bins, KL(P/|P| || Q/|Q|) is
+    ``(sum p log p - sum p log q) / |P| + (W / |P|) (log |Q| - log |P|)`` over the bins
+    where q > 0 (W their mass), plus, when bin i-1 is empty but the tail is not, the
+    tail's term against a q of 1e-12. The first i of least divergence wins."""
+    h = np.asarray(hist, dtype=np.float64)
+    n = len(h)
+    total = h.sum()
+    if total == 0:
+        return 0.0
+    if n <= levels:
+        return float(n * width)
+    i = np.arange(levels, n + 1)
+    cs = np.concatenate([[0.0], np.cumsum(h)])
+    nzc = np.concatenate([[0], np.cumsum(h > 0)])
+    hlogh = np.concatenate([[0.0], np.cumsum(np.where(h > 0, h * np.log(np.where(h > 0, h, 1.0)), 0.0))])
+    merged = i // levels
+    starts = merged[:, None] * np.arange(levels)[None, :]
+    ends = starts + merged[:, None]
+    ends[:, -1] = i
+    level_sum = cs[ends] - cs[starts]
+    level_nz = nzc[ends] - nzc[starts]
+    ok = level_nz > 0
+    avg = np.where(ok, level_sum / np.where(ok, level_nz, 1), 1.0)
+    # sum over the non-empty bins j < i of hist[j] log q[j]
+    plogq = np.sum(np.where(ok, level_sum * np.log(np.where(ok, avg, 1.0)), 0.0), axis=1)
+    qs = cs[i]
+    tail = total - qs
+    last = h[i - 1]
+    p_last = last + tail
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl_last_full = ((hlogh[i - 1] + p_last * np.log(np.where(p_last > 0, p_last, 1.0))
+                         - plogq - tail * np.log(avg[:, -1])) / total + (np.log(qs) - np.log(total)))
+        tail_p = tail / total
+        smoothed = np.where(tail > 0, tail_p * np.log(np.where(tail > 0, tail_p, 1.0) / 1e-12), 0.0)
+        kl_last_empty = (hlogh[i - 1] - plogq) / total + (qs / total) * (np.log(qs) - np.log(total)) + smoothed
+        kl = np.where(last > 0, kl_last_full, kl_last_empty)
+    kl = np.where(qs > 0, kl, np.inf)
+    return float((i[int(np.argmin(kl))] + 0.5) * width)
+
+
+def quantisation_mse(hist, width, threshold, qmax=127):
+    """Mean squared error of symmetric int8 quantisation with ``threshold`` over the
+    histogram of |x| (values at their bin centres)."""
+    total = hist.sum()
+    if total == 0 or threshold <= 0:
+        return 0.0
+    centres = (np.arange(len(hist)) + 0.5) * width
+    scale = threshold / qmax
+    q = np.clip(np.round(centres / scale), 0, qmax) * scale
+    return float(np.dot(hist, (centres - q) ** 2) / total)
+
+
+# ---- collecting the tensors -----------------------------------------------------------------
+
+def _float_values(model):
+    """Names of the float32 tensors of ``model``: graph inputs and node outputs."""
+    import onnx
+
+    inferred = onnx.shape_inference.infer_shapes(model)
+    types = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+        types[vi.name] = vi.type.tensor_type.elem_type
+    inits = {t.name for t in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in inits]
+    for node in model.graph.node:
+        names.extend(o for o in node.output if o)
+    f32 = onnx.TensorProto.FLOAT
+    return [n for n in names if types.get(n) == f32]
+
+
+_ORT_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
+              "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(int8)": np.int8,
+              "tensor(uint8)": np.uint8, "tensor(bool)": np.bool_}
+
+
+class _Collector:
+    """Runs the model on one sample at a time with every float tensor as an output."""
+
+    def __init__(self, model, samples):
+        import onnx
+        import onnxruntime as ort
+        from onnx import helper
+
+        from .compare import _load_model
+
+        model = _load_model(model)
+        inits = {t.name for t in model.graph.initializer}
+        self.inputs = [i.name for i in model.graph.input if i.name not in inits]
+        self.names = _float_values(model)
+        m = onnx.ModelProto()
+        m.CopyFrom(model)
+        have = {o.name for o in m.graph.output}
+        for n in self.names:
+            if n not in have and n not in self.inputs:
+                m.graph.output.append(helper.make_empty_tensor_value_info(n))
+                m.graph.output[-1].type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        self.sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        self.out_names = [o.name for o in self.sess.get_outputs()]
+        self.samples, self.count = self._check(samples)
+
+    def _check(self, samples):
+        missing = [n for n in self.inputs if n not in samples]
+        if missing:
+            raise CalibrationError(f"calibration samples: no array for input(s) {', '.join(missing)} "
+                                   f"(have {', '.join(sorted(samples)) or 'none'})")
+        count, arrays = None, {}
+        shapes = {i.name: i.shape for i in self.sess.get_inputs()}
+        types = {i.name: _ORT_TYPES.get(i.type) for i in self.sess.get_inputs()}
+        for n in self.inputs:
+            a = np.asarray(samples[n])
+            want_t = types.get(n)
+            if want_t is not None and a.dtype != want_t:
+                if a.dtype.kind == "f" and np.dtype(want_t).kind == "f":
+                    a = a.astype(want_t)  # float64 samples for a float32 model: converted
+                else:
+                    raise CalibrationError(f"calibration samples: input `{n}` is {a.dtype}, the model takes "
+                                           f"{np.dtype(want_t)}")
+            want = shapes[n]
+            if a.ndim != len(want) + 1:
+                raise CalibrationError(f"calibration samples: input `{n}` has shape {a.shape}, expected "
+                                       f"(N, {', '.join(str(d) for d in want)})")
+            for d, w in zip(a.shape[1:], want):
+                if isinstance(w, int) and d != w:
+                    raise CalibrationError(f"calibration samples: input `{n}` has shape {a.shape}, expected "
+                                           f"(N, {', '.join(str(d) for d in want)})")
+            if count is not None and a.shape[0] != count:
+                raise CalibrationError(f"calibration samples: input `{n}` has {a.shape[0]} samples, the others "
+                                       f"{count}")
+            count = a.shape[0]
+            arrays[n] = a
+        if not count:
+            raise CalibrationError("calibration samples: no samples (N = 0)")
+        return arrays, count
+
+    def __iter__(self):
+        """One dict name -> array per sample."""
+        for i in range(self.count):
+            feed = {n: np.ascontiguousarray(a[i]) for n, a in self.samples.items()}
+            res = dict(zip(self.out_names, self.sess.run(self.out_names, feed)))
+            res.update(feed)
+            yield {n: res[n] for n in self.names if n in res}
+
+
+def calibrate(model, samples, method="auto", percentile=99.99, bins=2048):
+    """A :class:`CalibTable` of every float tensor of ``model`` (an ONNX path, bytes or
+    ModelProto) over ``samples`` (input name -> array (N, *input_shape)).
+
+    :param method: ``"auto"`` (least quantisation MSE of the three per tensor),
+        ``"minmax"``, ``"percentile"`` or ``"kl"``.
+    :raises CalibrationError: a missing input, a shape or sample-count mismatch, a bad method.
+    """
+    if method not in METHODS + ("auto",):
+        raise CalibrationError(f"calibration method `{method}` is not one of auto, {', '.join(METHODS)}")
+    if not 0 < percentile <= 100:
+        raise CalibrationError(f"percentile {percentile} is not in (0, 100]")
+    col = _Collector(model, samples)
+    absmax = {}
+    for values in col:
+        for n, v in values.items():
+            m = float(np.max(np.abs(v))) if v.size else 0.0
+            absmax[n] = max(absmax.get(n, 0.0), m)
+    hists = {n: np.zeros(bins, dtype=np.float64) for n in absmax}
+    zeros = dict.fromkeys(absmax, 0)  # exact zeros: quantised exactly at any threshold
+    for values in col:
+        for n, v in values.items():
+            if absmax[n] > 0:
+                h, _ = np.histogram(np.abs(v), bins=bins, range=(0.0, absmax[n]))
+                hists[n] += h
+                zeros[n] += int(v.size - np.count_nonzero(v))
+    thresholds, methods, stats = {}, {}, {}
+    for n in col.names:
+        if n not in absmax:
+            continue
+        amax = absmax[n]
+        if amax == 0:
+            thresholds[n], methods[n] = ZERO_THRESHOLD, "minmax"
+            stats[n] = {"absmax": 0.0}
+            continue
+        width = amax / bins
+        h = hists[n]
+        cand = {"minmax": amax}
+        if method in ("percentile", "auto"):
+            cand["percentile"] = threshold_percentile(h, width, percentile)
+        nonzero = h.copy()
+        nonzero[0] -= zeros[n]  # a Relu's zeros: no error at any threshold, and a spike KL cannot merge
+        if method in ("kl", "auto"):
+            cand["kl"] = threshold_kl(nonzero, width) if nonzero.sum() > 0 else amax
+        if method == "auto":
+            mse = {k: quantisation_mse(nonzero, width, t) * nonzero.sum() / h.sum() for k, t in cand.items()}
+            chosen = min(METHODS, key=lambda k: (mse[k], METHODS.index(k)))
+        else:
+            chosen = method
+        thresholds[n] = max(float(cand[chosen]), ZERO_THRESHOLD)
+        methods[n] = chosen
+        stats[n] = {"absmax": amax, "candidates": {k: float(v) for k, v in cand.items()}}
+    meta = {"method": method, "samples": col.count, "bins": bins, "percentile": percentile}
+    return CalibTable(thresholds, methods, stats, meta)
+
+
+def load_samples(path):
+    """The ``.npz`` of calibration samples: input name -> (N, *input_shape)."""
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}

@@ -1,0 +1,318 @@
+"""Precision assignment for the model compiler's matrix ops (docs/precision.md).
+
+The driver calls :func:`assign` after partitioning: each npu Conv, MatMul and Gemm node
+gets the precision asked for it (``precision``, or its entry in a ``qtable``) by
+rewriting its attributes and constant inputs:
+
+- ``f16``/``bf16``: attribute ``tc_precision``; a constant weight (input 1) is stored
+  in the narrow type (rounded to nearest even), activations are converted in L1;
+- ``int8``: the quantised-node form: ``tc_x_scale`` (and ``tc_b_scale`` for a MatMul
+  of two activations) from the activation thresholds, symmetric per-output-channel int8
+  weights, an int32 bias and the per-channel ``w_scale`` as input 3.
+
+A node already in the quantised form (made by an importer from a model's own scales)
+is left as it is. A node the strategy cannot take in the asked precision (a depthwise
+Conv runs on the vector engine in f32) stays f32 and is listed in the report.
+
+Thresholds are symmetric absolute maxima: ``scale = threshold / 127``. Without a
+calibration table they are the min/max over :func:`tilecore.frontend.evaluate`'s values
+on the calibration samples (:func:`minmax_thresholds`).
+"""
+import numpy as np
+
+MATRIX_OPS = ("Conv", "MatMul", "Gemm", "ConvTranspose")  # ConvTranspose: f16/bf16 only
+INT8_OPS = ("Conv", "MatMul", "Gemm")
+NARROW = {"f16": "float16", "bf16": "bfloat16"}
+QMAX = 127
+
+
+class ConstantValue:
+    """A constant the precision pass made (a converted weight, an int32 bias, w_scale):
+    what the driver reads of a graph value (name, data, numpy())."""
+
+    __slots__ = ("data", "name")
+
+    def __init__(self, name, data):
+        self.name = name
+        self.data = data
+
+    def numpy(self):
+        return self.data
+
+
+def narrow_array(a, precision):
+    """``a`` rounded to f16/bf16 (nearest even) as a numpy array of that type."""
+    if precision == "bf16":
+        import ml_dtypes
+
+        return np.asarray(a, np.float32).astype(ml_dtypes.bfloat16)
+    return np.asarray(a, np.float32).astype(np.float16)
+
+
+def quantise_weights(w, axis):
+    """Symmetric per-channel int8: (q int8, scale f32 per channel along ``axis``) with
+    ``scale = f32(absmax / 127)`` (1 for an all-zero channel) and
+    ``q = clip(round_half_even(w / scale), -127, 127)`` computed in float64."""
+    w = np.asarray(w, np.float32)
+    red = tuple(i for i in range(w.ndim) if i != axis)
+    amax = np.max(np.abs(w), axis=red).astype(np.float64)
+    scale = np.where(amax > 0, amax / QMAX, 1.0).astype(np.float32)
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    q = np.clip(np.rint(w.astype(np.float64) / scale.astype(np.float64).reshape(shape)), -QMAX, QMAX)
+    return q.astype(np.int8), scale
+
+
+def quantise_bias(b, x_scale, w_scale):
+    """int32 ``round_half_even(b / (x_scale * w_scale))`` (float64), saturated."""
+    s = np.float64(np.float32(x_scale)) * np.asarray(w_scale, np.float64)
+    q = np.rint(np.asarray(b, np.float64) / s)
+    return np.clip(q, -(2 ** 31), 2 ** 31 - 1).astype(np.int32)
+
+
+def activation_scale(threshold, unsigned=False):
+    """The per-tensor scale of an activation of symmetric threshold ``threshold`` (over
+    255 steps for a value that is >= 0 by construction)."""
+    t = float(threshold)
+    return float(np.float32(t / (2 * QMAX + 1 if unsigned else QMAX))) if t > 0 else 1.0
+
+
+def thresholds_of(calib):
+    """A mapping value name -> threshold from ``calib`` (a mapping, or an object with a
+    ``.thresholds`` mapping)."""
+    if calib is None:
+        return None
+    t = getattr(calib, "thresholds", calib)
+    try:
+        out = {str(k): float(v) for k, v in dict(t).items()}
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"calib: expected a mapping value name -> threshold (float) or an object with "
+                         f".thresholds of that form ({e})") from None
+    bad = [k for k, v in out.items() if not (np.isfinite(v) and v > 0)]
+    if bad:
+        raise ValueError(f"calib: thresholds must be finite and > 0: {', '.join(f'`{k}` = {out[k]}' for k in bad[:5])}")
+    return out
+
+
+def minmax_thresholds(graph, samples, names):
+    """max |v| of each value in ``names`` over the samples (dict input -> (N, *shape)),
+    evaluated with the reference implementations (``tilecore.frontend.evaluate``)."""
+    from ..ir.graph import evaluate
+
+    if not samples:
+        raise ValueError("int8 needs calib= (thresholds) or calib_samples= (input name -> array (N, *shape))")
+    counts = {k: len(v) for k, v in samples.items()}
+    n = min(counts.values())
+    if n == 0 or len(set(counts.values())) != 1:
+        raise ValueError(f"calib_samples: every input needs the same number N > 0 of samples, got {counts}")
+    want = set(names)
+    out = {}
+    for i in range(n):
+        feed = {k: np.asarray(v[i]) for k, v in samples.items()}
+        vals = dict(evaluate(graph, feed, keep_intermediates=True))
+        vals.update(feed)  # the graph inputs are not among the intermediates
+        for k in want:
+            if k in vals:
+                m = float(np.max(np.abs(np.asarray(vals[k], np.float64)))) if np.size(vals[k]) else 0.0
+                out[k] = max(out.get(k, 0.0), m)
+    return out
+
+
+def load_qtable(path):
+    """A per-node precision table from a file: a JSON object {"node name": "precision"}, or
+    text with one `node_name precision` per line (`#` starts a comment; the name is all
+    but the last word, so it may hold spaces)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if text.lstrip().startswith("{"):
+        import json
+
+        try:
+            table = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not valid JSON ({e})") from None
+        if not all(isinstance(v, str) for v in table.values()):
+            raise ValueError(f"{path}: every value must be a precision name")
+        return {str(k): v for k, v in table.items()}
+    table = {}
+    for i, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name, _, prec = line.rpartition(" ")
+        if not name.strip():
+            raise ValueError(f"{path}:{i}: expected `node_name precision`, got `{line}`")
+        table[name.strip()] = prec
+    return table
+
+
+# ops whose output is >= 0 whatever the input, and ops that keep their input's sign
+_NONNEGATIVE_OPS = frozenset({"Relu", "Sigmoid", "Softmax", "Abs"})
+_SIGN_KEEPING_OPS = frozenset({"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Flatten", "Reshape",
+                               "Squeeze", "Unsqueeze", "Transpose", "Identity"})
+
+
+def nonnegative_values(nodes):
+    """Names of the values that are >= 0 by construction (after a Relu, a Clip at a
+    non-negative minimum, a Softmax, ..., through pooling and layout ops)."""
+    out = set()
+    for nd in nodes:  # topological order
+        op, ins = nd.op, [v for v in nd.ins]
+        ok = False
+        if op in _NONNEGATIVE_OPS:
+            ok = True
+        elif op == "Clip":
+            lo = nd.attrs.get("min")
+            if lo is None and len(ins) > 1 and _is_const(ins[1]):
+                lo = float(np.asarray(ins[1].numpy()).ravel()[0]) if np.size(ins[1].numpy()) else None
+            ok = lo is not None and float(lo) >= 0
+        elif op in _SIGN_KEEPING_OPS:
+            ok = bool(ins) and ins[0] is not None and str(ins[0].name) in out
+        elif op == "Concat":
+            ok = all(v is not None and str(v.name) in out for v in ins)
+        if ok:
+            out.update(str(v.name) for v in nd.outs)
+    return out
+
+
+def _is_const(v):
+    return v is not None and getattr(v, "data", None) is not None
+
+
+def quantisable_inputs(nd):
+    """Names of the activations an int8 node quantises (input 0, and B of a MatMul of
+    two activations), or None when the node has no int8 form here."""
+    if nd.op not in INT8_OPS or len(nd.ins) < 2 or nd.ins[0] is None or _is_const(nd.ins[0]):
+        return None
+    if nd.op == "MatMul" and not _is_const(nd.ins[1]):
+        return [str(nd.ins[0].name), str(nd.ins[1].name)]
+    if not _is_const(nd.ins[1]):
+        return None
+    return [str(nd.ins[0].name)]
+
+
+def _to_int8(nd, info, thresholds, fresh, nonnegative=frozenset()):
+    """Rewrites ``nd`` into the quantised-node form; returns the reason when it cannot.
+    A data input that is >= 0 by construction uses the whole int8 range: scale =
+    threshold / 255 and zero point -128 (folded into the int32 bias)."""
+    names = quantisable_inputs(nd)
+    if names is None:
+        return "no int8 form (constant data input or non-constant weights)"
+    missing = [n for n in names if n not in thresholds]
+    if missing:
+        return f"no threshold for {', '.join(missing)}"
+    unsigned = names[0] in nonnegative and len(names) == 1  # a zero point needs B's column sums: constant W only
+    x_scale = activation_scale(thresholds[names[0]], unsigned)
+    zp = -128 if unsigned else 0
+    attrs = dict(nd.attrs)
+    attrs.update(tc_precision="int8", tc_x_scale=x_scale)
+    if zp:
+        attrs["tc_x_zero_point"] = zp
+    if len(names) == 2:  # MatMul of two activations
+        attrs["tc_b_scale"] = activation_scale(thresholds[names[1]])
+        nd.attrs = attrs
+        return ""
+    w = np.asarray(nd.ins[1].numpy(), np.float32)
+    bias = np.asarray(nd.ins[2].numpy(), np.float32) if len(nd.ins) > 2 and _is_const(nd.ins[2]) else None
+    if len(nd.ins) > 2 and nd.ins[2] is not None and bias is None:
+        return "a non-constant bias"
+    if nd.op == "Conv":
+        axis = 0
+    elif nd.op == "MatMul":
+        if w.ndim != 2:
+            return "int8 MatMul weights must be 2-D"
+        axis = 1
+    else:  # Gemm
+        if int(attrs.get("transA", 0)):
+            return "Gemm with transA"
+        axis = 0 if int(attrs.get("transB", 0)) else 1
+        alpha, beta = float(attrs.pop("alpha", 1.0)), float(attrs.pop("beta", 1.0))
+        w = w * np.float32(alpha)
+        if bias is not None:
+            n = w.shape[axis]
+            if bias.size not in (1, n) or (bias.ndim == 2 and bias.shape[0] != 1):
+                return "Gemm's C is not a per-column bias"
+            bias = np.broadcast_to(bias.reshape(-1), (n,)) * np.float32(beta)
+    q, w_scale = quantise_weights(w, axis)
+    base = str(nd.ins[1].name)
+    new_w = ConstantValue(fresh(base + "/int8"), q)
+    new_s = ConstantValue(fresh(base + "/w_scale"), w_scale)
+    new_b = None
+    if bias is not None or zp:
+        n = w_scale.shape[0]
+        qb = np.zeros(n, np.int64) if bias is None else quantise_bias(bias.reshape(-1), x_scale, w_scale).astype(np.int64)
+        if zp:  # sum_k (q - zp) w = sum_k q w - zp * sum_k w
+            red = tuple(i for i in range(q.ndim) if i != axis)
+            qb = qb - zp * q.astype(np.int64).sum(axis=red)
+        qb = np.clip(qb, -(2 ** 31), 2 ** 31 - 1).astype(np.int32)
+        bname = str(nd.ins[2].name) if bias is not None else base
+        new_b = ConstantValue(fresh(bname + "/int32"), qb)
+    nd.ins = [nd.ins[0], new_w, new_b, new_s]
+    for v in (new_w, new_s, new_b):
+        if v is not None:
+            info[v.name] = (tuple(v.data.shape), str(v.data.dtype))
+    nd.attrs = attrs
+    return ""
+
+
+def _to_narrow(nd, precision, info, fresh):
+    attrs = dict(nd.attrs)
+    attrs["tc_precision"] = precision
+    nd.attrs = attrs
+    if len(nd.ins) > 1 and _is_const(nd.ins[1]):
+        a = narrow_array(nd.ins[1].numpy(), precision)
+        v = ConstantValue(fresh(f"{nd.ins[1].name}/{precision}"), a)
+        info[v.name] = (tuple(a.shape), NARROW[precision])
+        nd.ins = [nd.ins[0], v] + list(nd.ins[2:])
+    return ""
+
+
+def assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec):
+    """Sets each npu matrix node's precision (rewriting ``nd.attrs``, ``nd.ins``,
+    ``nd.in_specs``, adding the new constants to ``info``). Returns
+    {"assigned": {node: precision}, "fallbacks": [{node, op_type, asked, reason}],
+    "io": {node: (data input, output)} of every npu matrix node, "thresholds": the ones used}."""
+    used = set(info)
+    counter = {}
+
+    def fresh(base):
+        name, k = base, counter.get(base, 1)
+        while name in used:
+            k += 1
+            name = f"{base}_{k}"
+        counter[base] = k
+        used.add(name)
+        return name
+
+    known = {nd.name for nd in nodes}
+    unknown = sorted(set(qtable or {}) - known)
+    if unknown:
+        raise ValueError(f"qtable: no node named {', '.join(f'`{n}`' for n in unknown[:5])} in the graph "
+                         "(names are the ONNX node names after the graph passes)")
+    assigned, fallbacks, io = {}, [], {}
+    nonnegative = nonnegative_values(nodes)
+    for nd in nodes:
+        if nd.where != "npu" or nd.op not in MATRIX_OPS:
+            continue
+        if nd.ins and nd.ins[0] is not None and nd.outs:
+            io[nd.name] = (str(nd.ins[0].name), str(nd.outs[0].name))
+        if str(nd.attrs.get("tc_precision", "f32")) not in ("f32", ""):  # already in a form (an importer's)
+            assigned[nd.name] = str(nd.attrs["tc_precision"])
+            continue
+        want = (qtable or {}).get(nd.name, precision)
+        if want == "f32":
+            continue
+        saved = (nd.attrs, list(nd.ins), nd.in_specs)
+        if want == "int8":
+            why = _to_int8(nd, info, thresholds or {}, fresh, nonnegative)
+        else:
+            why = _to_narrow(nd, want, info, fresh)
+        if not why:
+            nd.in_specs = [None if v is None else TensorSpec(*info[str(v.name)]) for v in nd.ins]
+            why = str(HasStrategy(nd.op, nd.attrs, nd.in_specs))
+        if why:
+            nd.attrs, nd.ins, nd.in_specs = saved
+            fallbacks.append({"node": nd.name, "op_type": nd.op, "asked": want, "reason": why})
+            continue
+        assigned[nd.name] = want
+    return {"assigned": assigned, "fallbacks": fallbacks, "io": io, "thresholds": dict(thresholds or {})}

@@ -1,0 +1,143 @@
+"""QOperator models (QLinearConv, QLinearMatMul, MatMulInteger) rewritten into the QDQ form
+before import, so they take the QDQ path: Q/DQ on the vector engine, the matrix op folded
+into the int8 quantised-node form with the model's scales (``qdq.py``).
+
+    QLinearConv(x, xs, xz, w, ws, wz, ys, yz, B)
+        -> QuantizeLinear(Conv(DQ(x, xs, xz), DQ(w, ws, wz), DQ(B, xs * ws, 0)), ys, yz)
+    QLinearMatMul(a, as, az, b, bs, bz, ys, yz)
+        -> QuantizeLinear(MatMul(DQ(a, as, az), DQ(b, bs, bz)), ys, yz)
+    MatMulInteger(a, b, az, bz)
+        -> Cast<int32>(MatMul(DQ(a, 1, az), DQ(b, 1, bz)))
+    DynamicQuantizeLinear(x) -> y, s, z with
+        s = (Max(ReduceMax(x), 0) - Min(ReduceMin(x), 0)) / 255,
+        z = QuantizeLinear(-Min(ReduceMin(x), 0), s, uint8 0)    (= saturate(round(-min / s))),
+        y = QuantizeLinear(x, s, z)
+
+MatMulInteger's products are summed in f32 here: exact while every partial sum stays
+below 2^24 in magnitude (K * 255 * 255 < 2^24, i.e. K <= 258, always; beyond, only when
+the values allow). The rewritten nodes keep the original node's name (the Conv or MatMul
+gets it, the Q/DQ nodes a suffix).
+"""
+import numpy as np
+
+QLINEAR_OPS = ("QLinearConv", "QLinearMatMul", "MatMulInteger", "DynamicQuantizeLinear")
+
+
+def has_qlinear(proto):
+    return any(n.op_type in QLINEAR_OPS and n.domain in ("", "ai.onnx") for n in proto.graph.node)
+
+
+def _dynamic_quantize(n, fresh, const, helper, onnx):
+    """DynamicQuantizeLinear as reductions, arithmetic and two QuantizeLinear (whose
+    round half to even and saturation give the zero point as ONNX defines it)."""
+    x = n.input[0]
+    y, s, z = (list(n.output) + ["", "", ""])[:3]
+    s = s or fresh(f"{n.name}/scale")
+    z = z or fresh(f"{n.name}/zero_point")
+    zero = const(f"{n.name}/zero", np.array(0.0, np.float32))
+    levels = const(f"{n.name}/levels", np.array(255.0, np.float32))
+    zp0 = const(f"{n.name}/zp0", np.array(0, np.uint8))
+    mx, mn, mx0, mn0, rng, neg = (fresh(f"{n.name}/{k}") for k in ("max", "min", "max0", "min0", "range", "neg_min"))
+    nodes = [
+        helper.make_node("ReduceMax", [x], [mx], name=f"{n.name}/max", keepdims=0),
+        helper.make_node("ReduceMin", [x], [mn], name=f"{n.name}/min", keepdims=0),
+        helper.make_node("Max", [mx, zero], [mx0], name=f"{n.name}/max0"),
+        helper.make_node("Min", [mn, zero], [mn0], name=f"{n.name}/min0"),
+        helper.make_node("Sub", [mx0, mn0], [rng], name=f"{n.name}/range"),
+        helper.make_node("Div", [rng, levels], [s], name=f"{n.name}/scale"),
+        helper.make_node("Neg", [mn0], [neg], name=f"{n.name}/neg_min"),
+        helper.make_node("QuantizeLinear", [neg, s, zp0], [z], name=f"{n.name}/zero_point"),
+    ]
+    if y:
+        nodes.append(helper.make_node("QuantizeLinear", [x, s, z], [y], name=n.name))
+    return nodes
+
+
+def expand(proto):
+    """A copy of ``proto`` with its QOperator nodes in the QDQ form (``proto`` itself when
+    it has none). Scales it needs to multiply (a bias's ``xs * ws``) must be constants."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    if not has_qlinear(proto):
+        return proto
+    m = onnx.ModelProto()
+    m.CopyFrom(proto)
+    consts = {t.name: t for t in m.graph.initializer}
+    names = {o for n in m.graph.node for o in n.output} | {i.name for i in m.graph.input} | set(consts)
+
+    def fresh(base):
+        name, k = base, 1
+        while name in names:
+            k += 1
+            name = f"{base}_{k}"
+        names.add(name)
+        return name
+
+    def const(name_hint, array):
+        name = fresh(name_hint)
+        m.graph.initializer.append(numpy_helper.from_array(array, name))
+        return name
+
+    def opt(n, i):
+        return n.input[i] if len(n.input) > i and n.input[i] else ""
+
+    def dq(n, x, s, z, tag, axis=None):
+        out = fresh(f"{x}/dequantized")
+        ins = [x, s] + ([z] if z else [])
+        kw = {} if axis is None else {"axis": axis}
+        return out, helper.make_node("DequantizeLinear", ins, [out], name=f"{n.name}/{tag}", **kw)
+
+    nodes = []
+    for n in m.graph.node:
+        if n.op_type not in QLINEAR_OPS or n.domain not in ("", "ai.onnx"):
+            nodes.append(n)
+            continue
+        attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+        where = f"node `{n.name}` ({n.op_type})"
+        if n.op_type == "QLinearConv":
+            x, na = dq(n, n.input[0], n.input[1], n.input[2], "dq_x")
+            w, nw = dq(n, n.input[3], n.input[4], n.input[5], "dq_w", axis=0)
+            ins = [x, w]
+            new = [na, nw]
+            if opt(n, 8):
+                if n.input[1] not in consts or n.input[4] not in consts:
+                    raise ValueError(f"{where}: a bias needs constant x and w scales")
+                bs = (numpy_helper.to_array(consts[n.input[1]]).astype(np.float32) *
+                      numpy_helper.to_array(consts[n.input[4]]).astype(np.float32)).reshape(-1)
+                b, nb = dq(n, n.input[8], const(f"{n.input[8]}_scale", bs), "", "dq_b", axis=0)
+                ins.append(b)
+                new.append(nb)
+            y = fresh(f"{n.output[0]}/float")
+            new.append(helper.make_node("Conv", ins, [y], name=n.name, **attrs))
+            new.append(helper.make_node("QuantizeLinear", [y, n.input[6], n.input[7]], [n.output[0]],
+                                        name=f"{n.name}/q_y"))
+        elif n.op_type == "QLinearMatMul":
+            a, na = dq(n, n.input[0], n.input[1], n.input[2], "dq_a")
+            b_axis = None
+            if n.input[4] in consts and numpy_helper.to_array(consts[n.input[4]]).size > 1:
+                b_axis = -1  # per column of B
+            b, nb = dq(n, n.input[3], n.input[4], n.input[5], "dq_b", axis=b_axis)
+            y = fresh(f"{n.output[0]}/float")
+            new = [na, nb, helper.make_node("MatMul", [a, b], [y], name=n.name),
+                   helper.make_node("QuantizeLinear", [y, n.input[6], n.input[7]], [n.output[0]],
+                                    name=f"{n.name}/q_y")]
+        elif n.op_type == "DynamicQuantizeLinear":
+            new = _dynamic_quantize(n, fresh, const, helper, onnx)
+        else:  # MatMulInteger
+            one = const(f"{n.name}/unit_scale", np.array(1.0, np.float32))
+            a, na = dq(n, n.input[0], one, opt(n, 2), "dq_a")
+            b_axis = None
+            if opt(n, 3) and opt(n, 3) in consts and numpy_helper.to_array(consts[n.input[3]]).size > 1:
+                b_axis = -1
+                ones = np.ones(numpy_helper.to_array(consts[n.input[3]]).size, np.float32)
+                b, nb = dq(n, n.input[1], const(f"{n.name}/unit_scales", ones), n.input[3], "dq_b", axis=b_axis)
+            else:
+                b, nb = dq(n, n.input[1], one, opt(n, 3), "dq_b")
+            y = fresh(f"{n.output[0]}/float")
+            new = [na, nb, helper.make_node("MatMul", [a, b], [y], name=n.name),
+                   helper.make_node("Cast", [y], [n.output[0]], name=f"{n.name}/to_int32", to=onnx.TensorProto.INT32)]
+        nodes.extend(new)
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    return m

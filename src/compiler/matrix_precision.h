@@ -1,0 +1,99 @@
+/*
+ * src/compiler/matrix_precision.h — what a matrix op (Conv, MatMul, Gemm) computes in,
+ * read from its `tc_precision` attribute (docs/precision.md): f32 (no attribute),
+ * f16/bf16 (operands rounded to the narrow type in L1, f32 accumulation) or int8 (the
+ * quantised-node form: activations quantised on load, int8 weights, i32 accumulation,
+ * per-channel dequantisation to f32).
+ */
+#ifndef TILECORE_SRC_COMPILER_MATRIX_PRECISION_H_
+#define TILECORE_SRC_COMPILER_MATRIX_PRECISION_H_
+
+#include <string>
+#include <vector>
+
+#include "kernel_util.h"
+
+namespace tilecore {
+namespace compiler {
+namespace detail {
+
+struct MatrixPrecision {
+  std::string name = "f32";  // f32, f16, bf16, int8
+  DataType operand = DataType::Float(32);
+  DataType accum = DataType::Float(32);
+  bool int8() const { return name == "int8"; }
+  int64_t operand_bytes() const { return operand.bits() / 8; }
+};
+
+/*! \brief The precision of a matrix op; `why` gets the reason for an unknown name. */
+inline MatrixPrecision GetMatrixPrecision(const Map<String, Any>& attrs, std::string* why = nullptr) {
+  MatrixPrecision p;
+  p.name = AttrStr(attrs, "tc_precision", "f32");
+  if (p.name == "f16") {
+    p.operand = DataType::Float(16);
+  } else if (p.name == "bf16") {
+    p.operand = DataType::BFloat16();
+  } else if (p.name == "int8") {
+    p.operand = DataType::Int(8);
+    p.accum = DataType::Int(32);
+  } else if (p.name.empty()) {
+    p.name = "f32";
+  } else if (p.name != "f32" && why != nullptr) {
+    *why = "tc_precision `" + p.name + "` (expected f32, f16, bf16 or int8)";
+  }
+  return p;
+}
+
+/*!
+ * \brief "" when the inputs have the dtypes the precision's quantised-node form gives
+ * them (docs/precision.md), else the reason. A positive tc_b_scale marks a MatMul of
+ * two activations (no int8 weights, no w_scale).
+ */
+inline std::string CheckMatrixInputs(const std::string& op, const Map<String, Any>& attrs,
+                                     const std::vector<TensorSpec>& ins) {
+  std::string why;
+  MatrixPrecision p = GetMatrixPrecision(attrs, &why);
+  if (!why.empty()) return op + ": " + why;
+  DataType f32 = DataType::Float(32);
+  auto dtype_is = [&](size_t i, DataType t, const char* what) -> std::string {
+    if (i >= ins.size() || !ins[i].defined()) return "";
+    if (ins[i]->dtype == t) return "";
+    return op + ": input " + std::to_string(i) + " (" + what + ") has dtype " + ins[i]->dtype.str() + "; " + p.name +
+           " takes " + t.str();
+  };
+  if (!p.int8()) {
+    for (size_t i = 0; i < ins.size(); ++i) {
+      if (!ins[i].defined() || ins[i]->dtype == f32) continue;
+      if (i == 1 && p.operand != f32 && ins[i]->dtype == p.operand) continue;  // a weight stored narrow
+      return dtype_is(i, f32, i == 1 ? "weights" : "data");
+    }
+    return "";
+  }
+  for (auto r : {dtype_is(0, f32, "data"), dtype_is(2, DataType::Int(32), "int32 bias")})
+    if (!r.empty()) return r;
+  if (!(AttrFloat(attrs, "tc_x_scale", 0) > 0))
+    return op + ": int8 needs a positive tc_x_scale";
+  int64_t zp = AttrInt(attrs, "tc_x_zero_point", 0);
+  if (zp < -128 || zp > 127) return op + ": tc_x_zero_point out of the int8 range";
+  bool b_act = (AttrFloat(attrs, "tc_b_scale", 0) > 0);
+  if (b_act) {
+    if (op != "MatMul") return op + ": tc_b_scale is for MatMul only";
+    if (ins.size() != 2) return op + ": an int8 MatMul of two activations takes 2 inputs";
+    return dtype_is(1, f32, "B");
+  }
+  if (ins.size() != 4 || !ins[3].defined()) return op + ": int8 expects inputs X, W, bias (may be omitted), w_scale";
+  for (auto r : {dtype_is(1, DataType::Int(8), "int8 weights"), dtype_is(3, f32, "w_scale")})
+    if (!r.empty()) return r;
+  if (ins[3]->shape.size() != 1) return op + ": w_scale must be 1-D";
+  if (ins[2].defined() && (ins[2]->shape.size() != 1 || ins[2]->shape[0] != ins[3]->shape[0]))
+    return op + ": the int32 bias and w_scale must both have one value per output channel";
+  return "";
+}
+
+/*! \brief f32(1 / scale), the multiplier that quantises on load. */
+inline double InverseScale(double scale) { return static_cast<double>(static_cast<float>(1.0 / scale)); }
+
+}  // namespace detail
+}  // namespace compiler
+}  // namespace tilecore
+#endif  // TILECORE_SRC_COMPILER_MATRIX_PRECISION_H_

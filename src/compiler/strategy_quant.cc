@@ -1,0 +1,219 @@
+/*
+ * src/compiler/strategy_quant.cc — QuantizeLinear and DequantizeLinear on the vector
+ * engine, per tensor (a scalar or one-element scale) and per axis (a 1-D scale along
+ * `axis`), so a QDQ model compiles whatever the matrix-engine folding makes of it.
+ *
+ *   QuantizeLinear:   y = saturate(round_half_even(x / scale) + zero_point)   (int8, uint8)
+ *   DequantizeLinear: y = (x - zero_point) * scale                             (f32)
+ *
+ * The order of the steps is the ONNX one (round, then add the zero point: rounding
+ * x / scale + zero_point instead differs on ties). TC1's float-to-int conversion rounds
+ * to nearest even and saturates; the rounded value goes back to f32 (exact) to add the
+ * zero point (the vector engine's int32 add saturates where TIR's wraps, so the
+ * emitter would leave it scalar), and the clamp to the output range is explicit before
+ * the narrowing conversion. DequantizeLinear subtracts the zero point in f32 too: exact
+ * for int8/uint8, and for int32 while |x| < 2^24 (an int32 bias has zero point 0).
+ *
+ * Tiling as the element-wise strategy: the data walked flat in tiles of up to 16384
+ * elements, round robin over the cores; the scale and zero point (widened to int32) are
+ * loaded whole into L1 once per core and read at the element's channel, (flat index /
+ * inner) mod C. Per tensor, every pass over a tile is one vector command (the scale and
+ * zero point broadcast with stride 0). Per axis with rows (the `inner` elements of one
+ * channel) of at least 16 elements, tiles hold whole rows and the passes that read the
+ * scale or zero point are one vector command per row; with shorter rows they are scalar
+ * loops (the channel index is not affine in the element).
+ */
+#include <algorithm>
+
+#include "kernel_util.h"
+#include "tilecore/ffi/reflection.h"
+
+namespace tilecore {
+namespace compiler {
+namespace detail {
+namespace {
+
+constexpr int64_t kQTile = 16384;
+constexpr int64_t kMaxChannels = 16384;
+
+/*! \brief The axis the scale runs along, normalised (0 when per tensor). */
+int64_t QuantAxis(const Map<String, Any>& attrs, int64_t rank) {
+  int64_t axis = AttrInt(attrs, "axis", 1);
+  return axis < 0 ? axis + rank : axis;
+}
+
+bool PerTensor(const TensorSpec& scale) { return scale->numel() == 1; }
+
+std::string CheckQuant(const std::string& op, const Map<String, Any>& attrs,
+                       const std::vector<TensorSpec>& in) {
+  if (in.size() < 2 || in.size() > 3)
+    return op + ": expects 2 or 3 inputs, got " + std::to_string(in.size());
+  if (!in[0].defined() || !in[1].defined()) return op + ": the input and the scale are required";
+  if (AttrInt(attrs, "block_size", 0) != 0)
+    return op + ": blocked quantisation (block_size) is not supported";
+  DataType xt = in[0]->dtype, st = in[1]->dtype;
+  if (st != DataType::Float(32)) return op + ": scale of dtype " + st.str() + " (float32 only)";
+  bool has_zp = in.size() == 3 && in[2].defined();
+  if (op == "QuantizeLinear") {
+    if (xt != DataType::Float(32)) return op + ": input of dtype " + xt.str() + " (float32 only)";
+    if (has_zp && in[2]->dtype != DataType::Int(8) && in[2]->dtype != DataType::UInt(8))
+      return op + ": zero point of dtype " + in[2]->dtype.str() + " (int8 or uint8 only)";
+    if (AttrInt(attrs, "saturate", 1) != 1) return op + ": saturate=0 (only float8 outputs use it)";
+  } else {
+    if (xt != DataType::Int(8) && xt != DataType::UInt(8) && xt != DataType::Int(32))
+      return op + ": input of dtype " + xt.str() + " (int8, uint8 or int32 only)";
+    if (has_zp && in[2]->dtype != xt) return op + ": zero point dtype differs from the input's";
+  }
+  int64_t rank = static_cast<int64_t>(in[0]->shape.size());
+  if (!PerTensor(in[1])) {
+    if (in[1]->shape.size() != 1) return op + ": scale must be a scalar or 1-D (per axis)";
+    int64_t axis = QuantAxis(attrs, rank);
+    if (axis < 0 || axis >= rank)
+      return op + ": axis " + std::to_string(AttrInt(attrs, "axis", 1)) +
+             " out of range for rank " + std::to_string(rank);
+    if (Shape(in[0])[static_cast<size_t>(axis)] != in[1]->numel())
+      return op + ": scale has " + std::to_string(in[1]->numel()) + " elements, the input's axis " +
+             std::to_string(axis) + " has " +
+             std::to_string(Shape(in[0])[static_cast<size_t>(axis)]);
+    if (in[1]->numel() > kMaxChannels) return op + ": more than 16384 channels";
+  }
+  if (has_zp && in[2]->numel() != in[1]->numel())
+    return op + ": zero point and scale differ in size";
+  return "";
+}
+
+PrimFunc LowerQuant(const OpCall& call) {
+  Params p = MakeParams(call);
+  bool quantize = call.op_type == "QuantizeLinear";
+  std::vector<int64_t> xshape = Shape(call.inputs[0]);
+  int64_t N = Numel(xshape);
+  int64_t C = call.inputs[1]->numel();
+  int64_t inner = 1;
+  if (C > 1) {
+    int64_t axis = QuantAxis(call.attrs, static_cast<int64_t>(xshape.size()));
+    for (size_t d = static_cast<size_t>(axis) + 1; d < xshape.size(); ++d) inner *= xshape[d];
+  }
+  bool has_zp = call.inputs.size() == 3 && call.inputs[2].defined();
+  DataType xdt = call.inputs[0]->dtype, odt = call.outputs[0]->dtype, i32 = DataType::Int(32),
+           f32 = DataType::Float(32);
+  DataType zdt = has_zp ? call.inputs[2]->dtype : (quantize ? odt : xdt);
+  Buffer X = View(p.in[0], {std::max<int64_t>(N, 1)}, "X");
+  Buffer S = View(p.in[1], {C}, "S");
+  Buffer Z = has_zp ? View(p.in[2], {C}, "Z") : Buffer();
+  Buffer Y = View(p.out[0], {std::max<int64_t>(N, 1)}, "Y");
+  int64_t lo = odt.is_uint() ? 0 : -(int64_t{1} << (odt.bits() - 1));
+  int64_t hi =
+      odt.is_uint() ? (int64_t{1} << odt.bits()) - 1 : (int64_t{1} << (odt.bits() - 1)) - 1;
+  // per axis with rows of at least 16 elements: tiles of whole rows, each pass a loop over
+  // rows around a loop over the row, the row's scale one operand of the vector command
+  bool rows = C > 1 && inner >= 16 && inner <= kQTile;
+  int64_t T = rows ? inner * std::max<int64_t>(1, std::min(kQTile, N) / inner)
+                   : std::min(kQTile, std::max<int64_t>(N, 1));
+  int64_t rotation = 0;
+  Stmt body = OverCores(call.cores, [&](PrimExpr core) {
+    Buffer Sw = Local({C}, f32, "Sw");
+    Buffer Zw = has_zp ? Local({C}, zdt, "Zw") : Buffer();
+    // the zero point in f32 once, so the tile passes stay vector commands
+    Buffer Zi = has_zp ? Local({C}, f32, "Zi") : Buffer();
+    std::vector<Stmt> pre{DmaWait(Region(Sw, {I32(0)}, {C}), Region(S, {I32(0)}, {C}), 0)};
+    if (has_zp) {
+      pre.push_back(DmaWait(Region(Zw, {I32(0)}, {C}), Region(Z, {I32(0)}, {C}), 0));
+      pre.push_back(Loop("c", C, [&](PrimExpr c) {
+        return BufferStore(Zi, cast(f32, BufferLoad(Zw, {c})), {c});
+      }));
+    }
+    std::vector<Stmt> tiles;
+    for (auto [count, size] :
+         std::vector<std::pair<int64_t, int64_t>>{{N / T, T}, {N % T ? 1 : 0, N % T}}) {
+      int64_t base = size == T ? 0 : (N / T) * T;
+      tiles.push_back(ForEachItem(
+          core, call.cores, count, &rotation, "t", [&, size = size, base = base](PrimExpr t) {
+            PrimExpr start = I32(base) + t * I32(T);
+            PrimExpr row;  // rows: the tile's row of the element being built
+            auto channel = [&](PrimExpr i) -> PrimExpr {
+              if (C == 1) return I32(0);
+              if (rows) return floormod(I32(base / inner) + t * I32(T / inner) + row, I32(C));
+              return floormod(floordiv(start + i, I32(inner)), I32(C));
+            };
+            auto zp = [&](PrimExpr i) -> PrimExpr { return BufferLoad(Zi, {channel(i)}); };
+            Buffer Xl = Local({size}, xdt, "Xl"), Yl = Local({size}, odt, "Yl");
+            std::vector<Stmt> s{
+                DmaWait(Region(Xl, {I32(0)}, {size}), Region(X, {start}, {size}), 0)};
+            // per_channel: the pass reads the scale or zero point at the element's channel
+            auto pass = [&](const Buffer& dst, const std::function<PrimExpr(PrimExpr)>& v,
+                            bool per_channel = false) {
+              if (!rows || !per_channel) {
+                s.push_back(
+                    Loop("i", size, [&](PrimExpr i) { return BufferStore(dst, v(i), {i}); }));
+                return;
+              }
+              s.push_back(Loop("j", size / inner, [&](PrimExpr j) {
+                row = j;
+                return Loop("e", inner, [&](PrimExpr e) {
+                  PrimExpr i = j * I32(inner) + e;
+                  return BufferStore(dst, v(i), {i});
+                });
+              }));
+            };
+            std::vector<Buffer> tmp;
+            if (quantize) {
+              Buffer Tf = Local({size}, f32, "Tf"), Ti = Local({size}, i32, "Ti");
+              tmp = {Tf, Ti};
+              pass(
+                  Tf,
+                  [&](PrimExpr i) { return BufferLoad(Xl, {i}) / BufferLoad(Sw, {channel(i)}); },
+                  true);
+              pass(Ti, [&](PrimExpr i) {
+                return cast(i32, BufferLoad(Tf, {i}));
+              });  // nearest even, saturating
+              if (has_zp) {
+                // the zero point is added to the rounded value in f32, exact for these integers
+                pass(Tf, [&](PrimExpr i) { return cast(f32, BufferLoad(Ti, {i})); });
+                pass(
+                    Tf, [&](PrimExpr i) { return BufferLoad(Tf, {i}) + zp(i); }, true);
+                pass(Tf, [&](PrimExpr i) {
+                  return max(BufferLoad(Tf, {i}), F32(static_cast<double>(lo)));
+                });
+                pass(Tf, [&](PrimExpr i) {
+                  return min(BufferLoad(Tf, {i}), F32(static_cast<double>(hi)));
+                });
+                pass(Yl, [&](PrimExpr i) { return cast(odt, BufferLoad(Tf, {i})); });
+              } else {
+                pass(Ti, [&](PrimExpr i) { return max(BufferLoad(Ti, {i}), I32(lo)); });
+                pass(Ti, [&](PrimExpr i) { return min(BufferLoad(Ti, {i}), I32(hi)); });
+                pass(Yl, [&](PrimExpr i) { return cast(odt, BufferLoad(Ti, {i})); });
+              }
+            } else {
+              pass(Yl, [&](PrimExpr i) { return cast(f32, BufferLoad(Xl, {i})); });
+              if (has_zp)
+                pass(
+                    Yl, [&](PrimExpr i) { return BufferLoad(Yl, {i}) - zp(i); }, true);
+              pass(
+                  Yl,
+                  [&](PrimExpr i) { return BufferLoad(Yl, {i}) * BufferLoad(Sw, {channel(i)}); },
+                  true);
+            }
+            s.push_back(DmaWait(Region(Y, {start}, {size}), Region(Yl, {I32(0)}, {size}), 1));
+            Stmt r = Seq(s);
+            for (const Buffer& b : tmp) r = Allocate(b, r);
+            return Allocate(Xl, Allocate(Yl, r));
+          }));
+    }
+    Stmt r = Seq({Seq(pre), Seq(tiles)});
+    if (has_zp) r = Allocate(Zw, Allocate(Zi, r));
+    return Allocate(Sw, r);
+  });
+  return MakeFunc(call, p, body);
+}
+
+}  // namespace
+}  // namespace detail
+
+TILECORE_FFI_STATIC_INIT_BLOCK({
+  for (const char* name : {"QuantizeLinear", "DequantizeLinear"})
+    RegisterStrategy(name, Strategy{detail::CheckQuant, detail::LowerQuant,
+                                    [](const OpCall&, int) { return std::string("onnx"); }, -1});
+});
+
+}  // namespace compiler
+}  // namespace tilecore

@@ -1,0 +1,134 @@
+"""QOperator models (QLinearConv, QLinearMatMul from ONNX Runtime's quantiser in
+QOperator format; MatMulInteger built here) compile through their QDQ form, with the
+matrix ops folded into int8, and match ONNX Runtime's run of the same model."""
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+quant = pytest.importorskip("onnxruntime.quantization")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import tilecore  # noqa: E402
+
+
+class _Reader(quant.CalibrationDataReader):
+    def __init__(self, name, samples):
+        self.it = iter([{name: s} for s in samples])
+
+    def get_next(self):
+        return next(self.it, None)
+
+
+def _ort(model, feed):
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feed)[0]
+
+
+def _ours(model, feed, report):
+    return list(tilecore.compile(model, report=report).run(feed).values())[0]
+
+
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_qlinearconv_chain(tmp_path, per_channel):
+    from test_compare_precision import _float_model
+
+    rng = np.random.default_rng(6)
+    onnx.save(_float_model(rng), tmp_path / "f.onnx")
+    quant.quantize_static(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"),
+                          _Reader("x", rng.standard_normal((8, 1, 3, 16, 16)).astype(np.float32)),
+                          quant_format=quant.QuantFormat.QOperator, per_channel=per_channel)
+    q = onnx.load(tmp_path / "q.onnx")
+    assert sum(n.op_type == "QLinearConv" for n in q.graph.node) == 4
+    x = {"x": rng.standard_normal((1, 3, 16, 16)).astype(np.float32)}
+    report = {}
+    ours, ref = _ours(q, x, report), _ort(q, x)
+    assert len(report["qdq"]["folded"]) == 4
+    last = [n for n in q.graph.node if n.op_type == "QLinearConv"][-1]
+    scale = float(numpy_helper.to_array(next(t for t in q.graph.initializer if t.name == last.input[6])))
+    np.testing.assert_allclose(ours, ref, rtol=0, atol=scale * 1.001)  # at most one output step off
+
+
+def test_qlinearmatmul(tmp_path):
+    rng = np.random.default_rng(7)
+    w = (rng.standard_normal((32, 16)) * 0.2).astype(np.float32)
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "mm",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 32])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])],
+                          [numpy_helper.from_array(w, "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, tmp_path / "f.onnx")
+    quant.quantize_static(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"),
+                          _Reader("x", rng.standard_normal((8, 4, 32)).astype(np.float32)),
+                          quant_format=quant.QuantFormat.QOperator)
+    q = onnx.load(tmp_path / "q.onnx")
+    assert "QLinearMatMul" in [n.op_type for n in q.graph.node]
+    x = {"x": rng.standard_normal((4, 32)).astype(np.float32)}
+    report = {}
+    ours, ref = _ours(q, x, report), _ort(q, x)
+    assert report["qdq"]["folded"] == ["mm_quant"]
+    scale = float(numpy_helper.to_array(next(t for t in q.graph.initializer if t.name == "y_scale")))
+    np.testing.assert_allclose(ours, ref, rtol=0, atol=scale * 1.001)
+
+
+@pytest.mark.parametrize("adtype,per_column", [(np.uint8, False), (np.int8, True)])
+def test_matmulinteger_is_exact(adtype, per_column):
+    rng = np.random.default_rng(8)
+    lo, hi = (0, 256) if adtype == np.uint8 else (-128, 128)
+    b = rng.integers(-128, 128, (48, 10)).astype(np.int8)
+    a_zp = np.array(7 if adtype == np.uint8 else -3, adtype)
+    b_zp = rng.integers(-5, 5, 10).astype(np.int8) if per_column else np.array(2, np.int8)
+    a_type = TensorProto.UINT8 if adtype == np.uint8 else TensorProto.INT8
+    g = helper.make_graph([helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"], name="mmi")], "mmi",
+                          [helper.make_tensor_value_info("a", a_type, [3, 48])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT32, [3, 10])],
+                          [numpy_helper.from_array(b, "b"), numpy_helper.from_array(a_zp, "az"),
+                           numpy_helper.from_array(b_zp, "bz")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    a = rng.integers(lo, hi, (3, 48)).astype(adtype)
+    ours = list(tilecore.compile(m).run({"a": a}).values())[0]
+    want = (a.astype(np.int64) - int(a_zp)) @ (b.astype(np.int64) - b_zp.astype(np.int64))  # numpy, exact
+    np.testing.assert_array_equal(ours, want.astype(np.int32))
+    np.testing.assert_array_equal(ours, _ort(m, {"a": a}))
+
+
+def test_dynamic_quantize_linear_against_numpy():
+    g = helper.make_graph([helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"], name="dq")], "dql",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 50])],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, [6, 50]),
+                           helper.make_tensor_value_info("s", TensorProto.FLOAT, []),
+                           helper.make_tensor_value_info("z", TensorProto.UINT8, [])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    exe = tilecore.compile(m)
+    rng = np.random.default_rng(10)
+    for x in (rng.standard_normal((6, 50)) * 3, rng.uniform(0.5, 2, (6, 50)), -rng.uniform(0.5, 2, (6, 50))):
+        x = x.astype(np.float32)
+        out = exe.run({"x": x})
+        # the ONNX definition, in numpy
+        scale = np.float32((max(0.0, x.max()) - min(0.0, x.min())) / np.float32(255))
+        zp = np.uint8(np.clip(np.rint(np.float32(-min(0.0, x.min())) / scale), 0, 255))
+        y = np.clip(np.rint(x / scale) + int(zp), 0, 255).astype(np.uint8)
+        assert out["s"] == pytest.approx(scale, rel=1e-7) and out["z"] == zp
+        np.testing.assert_array_equal(out["y"], y)
+
+
+def test_dynamically_quantised_matmul(tmp_path):
+    # quantize_dynamic: DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul, exact
+    rng = np.random.default_rng(11)
+    w = (rng.standard_normal((32, 16)) * 0.2).astype(np.float32)
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "mm",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 32])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])],
+                          [numpy_helper.from_array(w, "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, tmp_path / "f.onnx")
+    quant.quantize_dynamic(str(tmp_path / "f.onnx"), str(tmp_path / "d.onnx"))
+    q = onnx.load(tmp_path / "d.onnx")
+    assert {"DynamicQuantizeLinear", "MatMulInteger"} <= {n.op_type for n in q.graph.node}
+    exe = tilecore.compile(q)
+    for k in range(3):
+        x = {"x": (rng.standard_normal((4, 32)) * (k + 1)).astype(np.float32)}
+        np.testing.assert_array_equal(list(exe.run(x).values())[0], _ort(q, x))
