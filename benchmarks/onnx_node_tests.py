@@ -26,7 +26,6 @@ import os
 import re
 import sys
 import time
-import traceback
 import warnings
 
 import numpy as np

@@ -13,7 +13,7 @@ that mirrors every op of the Python op library into the C++ registry.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from .core import CommandError, _suggest, complete_node_names, ffi, mnemonics, parse_int
+from .core import CommandError, _suggest, ffi, mnemonics, parse_int
 from .plugins import SPACES, Plugin, complete_words, parse_location, split_core
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import tilecore
-from tilecore import ir, transform
+from tilecore import ir
 
 pytestmark = pytest.mark.skipif(tilecore.get_global_func("codegen.build_npu", allow_missing=True) is None,
                                 reason="built without TILECORE_ENABLE_NPU")

@@ -73,7 +73,6 @@ def test_clip_and_prelu():
 def test_clip_runs_on_the_vector_engine():
     # ReLU6 (MobileNet's activation) as two vector commands per tile, not a scalar loop:
     # about as fast as Relu, with bounds as inputs or as attributes
-    from strategy_util import run_op
 
     x = rand((8, 64, 32), 5, -10, 10)
     _, _, relu = run_op("Relu", {}, [x])
@@ -86,7 +85,6 @@ def test_clip_runs_on_the_vector_engine():
 @pytest.mark.parametrize("attrs", [{}, {"approximate": "tanh"}])
 def test_gelu_runs_as_vector_passes(attrs):
     # BERT's activation: one vector command per pass, not a scalar polynomial per element
-    from strategy_util import run_op
 
     x = rand((64, 300), 6, -6, 6)  # a remainder tile too (19200 elements)
     _, _, relu = run_op("Relu", {}, [x])

@@ -1,5 +1,4 @@
 """MatMul and Gemm strategies on 4 simulated TC1 cores against the op library's numpy reference."""
-import numpy as np
 import pytest
 
 from tilecore import compiler

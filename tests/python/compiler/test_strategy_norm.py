@@ -2,7 +2,6 @@
 reference: LayerNormalization (axes, with and without B, the Mean and InvStdDev
 outputs), InstanceNormalization, BatchNormalization in inference mode; rows too long
 for one tile, a tensor bigger than L1, and the reasons what is left stays on the host."""
-import numpy as np
 import pytest
 
 from tilecore import compiler

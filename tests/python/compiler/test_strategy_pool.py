@@ -2,7 +2,6 @@
 MaxPool, AveragePool and LpPool 1-D, 2-D and 3-D with strides, dilations, explicit and automatic
 pads, ceil_mode and count_include_pad; the global poolings; a tensor bigger than L1;
 the reasons what is left stays on the host."""
-import numpy as np
 import pytest
 
 from tilecore import compiler

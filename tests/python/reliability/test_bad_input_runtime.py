@@ -110,7 +110,7 @@ def _module_file(modules):
 def test_import_cycle_in_a_file_is_refused(tmp_path):
     # C3: a hand-made file whose imports form a cycle.
     payload_path = tmp_path / "one.tcm"
-    out = run_isolated(f"""
+    out = run_isolated("""
         m = tilecore.build(add_kernel(), 'npu')
         RESULT = bytes(tilecore.get_global_func('runtime.ModuleSaveToBytes')(m))
     """)

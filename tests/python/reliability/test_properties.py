@@ -1,7 +1,6 @@
 """Property tests (Hypothesis) for the IR builders, JSON round trips and the assembler:
 random valid inputs round-trip; random invalid ones raise named errors, never crash.
 The crash-prone property (mutated JSON) runs in a child process."""
-import json
 
 import pytest
 

@@ -290,7 +290,6 @@ def test_integer_sums_are_batched_float_sums_are_not(monkeypatch):
     def make():
         return [a, f, np.zeros(1, np.int8), np.zeros(1, np.float32), np.zeros(2, np.int32), 48, -5]
 
-    b0, f0 = batch.stats["batched"], batch.stats["fallback"]
     fast, _, nb, nf = run_both(sums, make, monkeypatch)
     assert (nb, nf) == (1, 2)
     assert fast[2][0] == np.int8((int(a.astype(np.int64).sum()) - 5 + 128) % 256 - 128)  # wraps

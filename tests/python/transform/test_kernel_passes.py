@@ -1,7 +1,6 @@
 """LoopPartition, VectorizeLoop, EmitTileIntrinsics, FlattenBuffer and DefaultKernelPipeline from Python."""
 import pytest
 
-import tilecore
 from tilecore import ir, transform
 
 

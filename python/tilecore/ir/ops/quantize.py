@@ -56,7 +56,7 @@ def _out_type(attrs, zp, name):
 
 
 def _q_infer(attrs, inputs):
-    x, scale = inputs[0], inputs[1]
+    x = inputs[0]
     zp = inputs[2] if len(inputs) > 2 else None
     check_dtype("QuantizeLinear", x, lambda dt: is_float(dt) or np.dtype(dt) == np.int32, "float or int32 input")
     out = _out_type(attrs, zp, "QuantizeLinear")

@@ -42,7 +42,7 @@ import numpy as np
 
 from .. import registry
 from .. import types as T
-from ..control import sim_range, unroll
+from ..control import sim_range
 from ..errors import KernelError, located
 from . import batch
 from .racecheck import RaceChecker
