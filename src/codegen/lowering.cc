@@ -17,7 +17,8 @@ using namespace ir;  // NOLINT
 
 namespace {
 
-std::string At(const Span& span) {
+/*! \brief ", at file:line" of a statement with a known line (codegen messages name lines, not columns). */
+std::string AtLine(const Span& span) {
   if (!span.defined() || span->line <= 0) return "";
   std::ostringstream os;
   os << ", at " << span->file.view() << ":" << span->line;
@@ -40,7 +41,7 @@ void CheckKernelBounds(const PrimFunc& f, const std::string& name) {
       if (i && n && (*i < 0 || *i >= *n)) {
         TILECORE_THROW(ValueError) << "kernel `" << name << "`: " << what << " of buffer `" << b->name.view()
                                    << "` at constant index " << *i << " is out of bounds for dimension " << k
-                                   << " of extent " << *n << At(span);
+                                   << " of extent " << *n << AtLine(span);
       }
     }
   };
@@ -59,7 +60,7 @@ void CheckKernelBounds(const PrimFunc& f, const std::string& name) {
             TILECORE_THROW(ValueError) << "kernel `" << name << "`: the region [" << *b << ":" << (*b + *e)
                                        << "] of buffer `" << r->buffer->name.view() << "` in `" << c->op.view()
                                        << "` is larger than the buffer (dimension " << k << " has extent " << *n << ")"
-                                       << At(c->span);
+                                       << AtLine(c->span);
           }
         }
       }

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <limits>
 
-#include "src/ir/ir_internal.h"
 #include "tilecore/ffi/function.h"
 #include "tilecore/ffi/reflection.h"
 #include "tilecore/ir/intrinsics.h"

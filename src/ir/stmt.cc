@@ -4,7 +4,6 @@
  */
 #include "tilecore/ir/stmt.h"
 
-#include "src/ir/ir_internal.h"
 #include "tilecore/ffi/function.h"
 #include "tilecore/ffi/reflection.h"
 #include "tilecore/ir/function.h"

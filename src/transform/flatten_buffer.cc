@@ -6,7 +6,6 @@
 #include <limits>
 #include <unordered_map>
 
-#include "src/ir/ir_internal.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/transform/analyzer.h"

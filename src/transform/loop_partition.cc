@@ -6,7 +6,6 @@
 #include <optional>
 #include <unordered_set>
 
-#include "src/ir/ir_internal.h"
 #include "tilecore/ffi/structural.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/op.h"

@@ -3,7 +3,6 @@
  */
 #include "tilecore/transform/lower_async_dma.h"
 
-#include "src/ir/ir_internal.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/op.h"
 

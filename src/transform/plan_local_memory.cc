@@ -6,7 +6,6 @@
 #include <sstream>
 #include <vector>
 
-#include "src/ir/ir_internal.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/transform/analyzer.h"

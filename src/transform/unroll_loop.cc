@@ -3,7 +3,6 @@
  */
 #include "tilecore/transform/unroll_loop.h"
 
-#include "src/ir/ir_internal.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/transform/simplify.h"

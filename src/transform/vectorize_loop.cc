@@ -9,7 +9,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "src/ir/ir_internal.h"
 #include "tilecore/ffi/structural.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/intrinsics.h"

@@ -32,3 +32,18 @@ def test_rule_checker_sees_a_violation(tmp_path):
     # The pattern must recognise both include spellings, or the test above proves nothing.
     text = '#include "tilecore/compiler/x.h"\n#include "src/debug/y.h"\n'
     assert INCLUDE.findall(text) == ["compiler", "debug"]
+
+
+PRIVATE = re.compile(r'^\s*#\s*include\s+"src/([a-z_]+)/', re.M)
+
+
+def test_private_headers_stay_in_their_layer():
+    # src/<layer>/*.h are that layer's own helpers; what another layer needs from it goes
+    # into a public header under include/tilecore/<layer>/.
+    violations = []
+    for layer in LAYERS:
+        for path in layer_files(layer):
+            for used in PRIVATE.findall(path.read_text(encoding="utf-8", errors="replace")):
+                if used != layer:
+                    violations.append(f"{path.relative_to(ROOT)} ({layer}) includes a private header of {used}")
+    assert not violations, "\n".join(violations)

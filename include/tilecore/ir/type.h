@@ -109,6 +109,10 @@ class Span : public ObjectRef {
   TILECORE_FFI_DEFINE_OBJECT_REF_METHODS(Span, ObjectRef, SpanNode);
 };
 
+/*! \brief " (at file:line:col)" for a defined span, "" otherwise: the tail of the
+ * messages of the ir and transform layers. */
+std::string At(const Span& span);
+
 // ---------------------------------------------------------------------------
 // Types of variables
 // ---------------------------------------------------------------------------
