@@ -1,8 +1,6 @@
 """tdb in a terminal: a pseudo-terminal session where tab completion is seen on screen."""
 import os
-import pty
 import re
-import select
 import sys
 import time
 
@@ -11,42 +9,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import tdb_kernels as K  # noqa: E402
+from pty_terminal import Terminal  # noqa: E402
 
 
-class Terminal:
-    def __init__(self, argv, env):
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:
-            os.execvpe(argv[0], argv, env)
-        self.screen = b""
-
-    def read_until(self, text, timeout=120, since=0):
-        """Reads until ``text`` is on the screen (after byte ``since``); returns the screen."""
-        end = time.time() + timeout
-        while text.encode() not in self.screen[since:].replace(b"\x07", b""):  # without readline's bell
-            left = end - time.time()
-            if left <= 0:
-                raise AssertionError(f"did not see {text!r}; screen so far:\n{self.screen.decode(errors='replace')[-2000:]}")
-            r, _, _ = select.select([self.fd], [], [], left)
-            if r:
-                try:
-                    chunk = os.read(self.fd, 4096)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                self.screen += chunk
-        return self.screen.replace(b"\x07", b"").decode(errors="replace")
-
-    def send(self, text):
-        os.write(self.fd, text.encode())
-
-    def close(self):
-        try:
-            os.kill(self.pid, 9)
-        except ProcessLookupError:
-            pass
-        os.waitpid(self.pid, 0)
 
 
 @pytest.fixture

@@ -2,9 +2,7 @@
 model commands and breakpoint kinds, data-checked against ONNX Runtime, and a terminal
 session (pseudo-terminal) where tab completion of node names is seen on screen."""
 import os
-import pty
 import re
-import select
 import subprocess
 import sys
 import time
@@ -16,6 +14,7 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 import tilecore  # noqa: E402
+from pty_terminal import Terminal  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -93,40 +92,6 @@ def test_scripted_session_on_resnet18(resnet18):
     assert re.search(r"data-check: (\d+) node\(s\) compared, \1 passed, 0 failed", check), check
 
 
-class Terminal:
-    def __init__(self, argv, env):
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:
-            os.execvpe(argv[0], argv, env)
-        self.screen = b""
-
-    def read_until(self, text, timeout=120, since=0):
-        end = time.time() + timeout
-        while text.encode() not in self.screen[since:].replace(b"\x07", b""):
-            left = end - time.time()
-            if left <= 0:
-                raise AssertionError(f"did not see {text!r}; screen:\n{self.screen.decode(errors='replace')[-2000:]}")
-            r, _, _ = select.select([self.fd], [], [], left)
-            if r:
-                try:
-                    chunk = os.read(self.fd, 4096)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                self.screen += chunk
-        return self.screen.replace(b"\x07", b"").decode(errors="replace")
-
-    def send(self, text):
-        os.write(self.fd, text.encode())
-
-    def close(self):
-        if self.pid:
-            try:
-                os.kill(self.pid, 9)
-            except ProcessLookupError:
-                pass
-            os.waitpid(self.pid, 0)
 
 
 def test_terminal_completes_node_names(resnet18):
