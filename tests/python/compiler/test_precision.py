@@ -109,6 +109,11 @@ def test_narrow_weights_are_stored_narrow(tmp_path):
         tilecore.compile(model, precision=p).save(str(tmp_path / f"{p}.tcx"))
         sizes[p] = (tmp_path / f"{p}.tcx").stat().st_size
     assert sizes["f32"] - sizes["bf16"] >= w.nbytes // 2 - 1024
+    from tilecore import runtime
+
+    x = randn(1, 64, 8, 8)
+    loaded = runtime.load_executable(tmp_path / "bf16.tcx")
+    np.testing.assert_array_equal(loaded.run({"x": x})["y"], tilecore.compile(model, precision="bf16").run({"x": x})["y"])
 
 
 # ---- int8: an independent numpy reference -------------------------------------------------
