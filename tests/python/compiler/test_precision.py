@@ -60,6 +60,7 @@ CONVS = [  # (x shape, w shape, attrs) on the matrix engine
     ((2, 40, 9, 9), (24, 40, 3, 3), dict(pads=[1, 1, 1, 1], strides=[2, 2])),   # K = 360: two K chunks
     ((1, 12, 11, 11), (18, 4, 3, 3), dict(group=3, dilations=[2, 2])),          # grouped, dilated
     ((1, 16, 7, 7), (160, 16, 1, 1), {}),                                       # M = 160: two M tiles
+    ((1, 8, 5, 5), (300, 8, 1, 1), {}),                                         # M = 300: three M tiles
 ]
 
 
