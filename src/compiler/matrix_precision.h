@@ -26,7 +26,8 @@ struct MatrixPrecision {
 };
 
 /*! \brief The precision of a matrix op; `why` gets the reason for an unknown name. */
-inline MatrixPrecision GetMatrixPrecision(const Map<String, Any>& attrs, std::string* why = nullptr) {
+inline MatrixPrecision GetMatrixPrecision(const Map<String, Any>& attrs,
+                                          std::string* why = nullptr) {
   MatrixPrecision p;
   p.name = AttrStr(attrs, "tc_precision", "f32");
   if (p.name == "f16") {
@@ -58,21 +59,21 @@ inline std::string CheckMatrixInputs(const std::string& op, const Map<String, An
   auto dtype_is = [&](size_t i, DataType t, const char* what) -> std::string {
     if (i >= ins.size() || !ins[i].defined()) return "";
     if (ins[i]->dtype == t) return "";
-    return op + ": input " + std::to_string(i) + " (" + what + ") has dtype " + ins[i]->dtype.str() + "; " + p.name +
-           " takes " + t.str();
+    return op + ": input " + std::to_string(i) + " (" + what + ") has dtype " +
+           ins[i]->dtype.str() + "; " + p.name + " takes " + t.str();
   };
   if (!p.int8()) {
     for (size_t i = 0; i < ins.size(); ++i) {
       if (!ins[i].defined() || ins[i]->dtype == f32) continue;
-      if (i == 1 && p.operand != f32 && ins[i]->dtype == p.operand) continue;  // a weight stored narrow
+      if (i == 1 && p.operand != f32 && ins[i]->dtype == p.operand)
+        continue;  // a weight stored narrow
       return dtype_is(i, f32, i == 1 ? "weights" : "data");
     }
     return "";
   }
   for (auto r : {dtype_is(0, f32, "data"), dtype_is(2, DataType::Int(32), "int32 bias")})
     if (!r.empty()) return r;
-  if (!(AttrFloat(attrs, "tc_x_scale", 0) > 0))
-    return op + ": int8 needs a positive tc_x_scale";
+  if (!(AttrFloat(attrs, "tc_x_scale", 0) > 0)) return op + ": int8 needs a positive tc_x_scale";
   int64_t zp = AttrInt(attrs, "tc_x_zero_point", 0);
   if (zp < -128 || zp > 127) return op + ": tc_x_zero_point out of the int8 range";
   bool b_act = (AttrFloat(attrs, "tc_b_scale", 0) > 0);
@@ -81,7 +82,8 @@ inline std::string CheckMatrixInputs(const std::string& op, const Map<String, An
     if (ins.size() != 2) return op + ": an int8 MatMul of two activations takes 2 inputs";
     return dtype_is(1, f32, "B");
   }
-  if (ins.size() != 4 || !ins[3].defined()) return op + ": int8 expects inputs X, W, bias (may be omitted), w_scale";
+  if (ins.size() != 4 || !ins[3].defined())
+    return op + ": int8 expects inputs X, W, bias (may be omitted), w_scale";
   for (auto r : {dtype_is(1, DataType::Int(8), "int8 weights"), dtype_is(3, f32, "w_scale")})
     if (!r.empty()) return r;
   if (ins[3]->shape.size() != 1) return op + ": w_scale must be 1-D";
@@ -91,7 +93,9 @@ inline std::string CheckMatrixInputs(const std::string& op, const Map<String, An
 }
 
 /*! \brief f32(1 / scale), the multiplier that quantises on load. */
-inline double InverseScale(double scale) { return static_cast<double>(static_cast<float>(1.0 / scale)); }
+inline double InverseScale(double scale) {
+  return static_cast<double>(static_cast<float>(1.0 / scale));
+}
 
 }  // namespace detail
 }  // namespace compiler

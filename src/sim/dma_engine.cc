@@ -48,6 +48,7 @@ void Machine::execute_dma(Core& c, const Command& cmd) {
 
   uint8_t fill[4];
   std::memcpy(fill, &d.fill_bits, 4);
+  const bool to_half = d.src_dtype == DType::F32 && (d.dst_dtype == DType::F16 || d.dst_dtype == DType::BF16);
   bool plain = !d.fill() && d.src_dtype == d.dst_dtype && ss[3] == 1 && ds[3] == 1 &&
                lo == std::array<int64_t, 4>{0, 0, 0, 0} && win == shape;
   for (int64_t i0 = 0; i0 < shape[0]; ++i0)
@@ -64,8 +65,19 @@ void Machine::execute_dma(Core& c, const Command& cmd) {
         for (int64_t i3 = 0; i3 < shape[3]; ++i3) {
           int64_t j3 = i3 - lo[3];
           uint8_t* dp = drow + i3 * ds[3] * des;
-          if (row_in && j3 >= 0 && j3 < win[3]) arch::convert_element(d.dst_dtype, dp, d.src_dtype, srow + j3 * ss[3] * ses);
-          else std::memcpy(dp, fill, size_t(des));
+          if (row_in && j3 >= 0 && j3 < win[3]) {
+            const uint8_t* sp = srow + j3 * ss[3] * ses;
+            if (to_half) {  // f32 -> f16/bf16, the narrow matrix operands: as convert_element, without its switches
+              float f;
+              std::memcpy(&f, sp, 4);
+              uint16_t h = d.dst_dtype == DType::F16 ? arch::f32_to_f16(f) : arch::f32_to_bf16(f);
+              std::memcpy(dp, &h, 2);
+            } else {
+              arch::convert_element(d.dst_dtype, dp, d.src_dtype, sp);
+            }
+          } else {
+            std::memcpy(dp, fill, size_t(des));
+          }
         }
       }
 }

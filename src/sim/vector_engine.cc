@@ -206,7 +206,25 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
     case Opcode::Tcvt: {
       DType st = i.src_dtype();
       int ses = arch::dtype_size(st);
-      for_each(w, [&](int64_t od, int64_t oa, int64_t) { arch::convert_element(dt, D + od * es, st, A + oa * ses); });
+      // the conversions around int8 matrix ops (quantise on load, dequantise) without the
+      // generic loader's switches; the same results as convert_element
+      if (st == DType::F32 && dt == DType::I8) {
+        for_each(w, [&](int64_t od, int64_t oa, int64_t) {
+          float f;
+          std::memcpy(&f, A + oa * 4, 4);
+          int8_t q = std::isnan(f) ? 0 : f <= -128.0f ? -128 : f >= 127.0f ? 127 : int8_t(std::nearbyint(f));
+          std::memcpy(D + od, &q, 1);
+        });
+      } else if (st == DType::I32 && dt == DType::F32) {
+        for_each(w, [&](int64_t od, int64_t oa, int64_t) {
+          int32_t x;
+          std::memcpy(&x, A + oa * 4, 4);
+          float f = float(x);  // nearest even
+          std::memcpy(D + od * 4, &f, 4);
+        });
+      } else {
+        for_each(w, [&](int64_t od, int64_t oa, int64_t) { arch::convert_element(dt, D + od * es, st, A + oa * ses); });
+      }
       break;
     }
     case Opcode::Trequant:

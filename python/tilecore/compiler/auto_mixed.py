@@ -3,7 +3,9 @@
 The model is compiled in the asked precision (int8, f16 or bf16) and run next to its f32
 compilation on the evaluation samples. While the lowest output cosine is below the
 target, the most sensitive matrix nodes still in the narrow precision move to bf16 (to
-f32 when the precision is bf16 or f16): one node, then two, four, ... per round.
+f32 when the precision is bf16 or f16): one node, then two, four, ... per round; the
+round that meets the target is then bisected, so no more nodes move than the target needs
+(among the most sensitive first).
 
 A node's sensitivity is the output cosine it costs alone: ``1 - cos`` of the model's
 outputs on the first evaluation sample when only that node is in the narrow precision
@@ -50,18 +52,34 @@ def search(compile_fn, model, target_cosine, precision, qtable, compile_kw, samp
             e = compile_fn(model, precision=precision, qtable=alone, keep_intermediates=False, report={}, **compile_kw)
             sensitivity[n] = 1.0 - _output_cosine(e, ref, samples[:1], outputs)
         order = sorted(narrow, key=lambda n: -sensitivity[n])
-        batch = 1
-        while cos < target_cosine and order:
-            take, order = order[:batch], order[batch:]
-            for n in take:
-                qtable[n] = fallback
-                moved.append(n)
-            rep = {}
-            exe = compile_fn(model, precision=precision, qtable=qtable, keep_intermediates=False, report=rep,
-                             **compile_kw)
-            cos = _output_cosine(exe, ref, samples, outputs)
-            rounds.append({"moved": len(moved), "cosine": cos})
+        base = dict(qtable)
+
+        def attempt(count):
+            table = dict(base)
+            table.update({n: fallback for n in order[:count]})
+            r = {}
+            e = compile_fn(model, precision=precision, qtable=table, keep_intermediates=False, report=r, **compile_kw)
+            c = _output_cosine(e, ref, samples, outputs)
+            rounds.append({"moved": count, "cosine": c})
+            return e, r, c, table
+
+        lo, count, batch = 0, 0, 1
+        while cos < target_cosine and count < len(order):
+            lo, count = count, min(count + batch, len(order))
+            exe, rep, cos, qtable = attempt(count)
             batch *= 2
+        # the last round may have moved more than needed: bisect between it and the one before
+        hi = count
+        while cos >= target_cosine and hi - lo > 1:
+            mid = (lo + hi) // 2
+            e, r, c, t = attempt(mid)
+            if c >= target_cosine:
+                hi, exe, rep, cos, qtable = mid, e, r, c, t
+            else:
+                lo = mid
+        if cos >= target_cosine:
+            count = hi
+        moved = order[:count]
     return exe, {"target": float(target_cosine), "cosine": cos, "met": bool(cos >= target_cosine),
                  "moved": moved, "moved_to": fallback, "sensitivity": {n: sensitivity[n] for n in moved},
                  "rounds": rounds, "qtable": qtable, "samples": len(samples)}, rep

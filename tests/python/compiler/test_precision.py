@@ -4,13 +4,16 @@ numpy reference applying the same quantisation (written here, independently of t
 compiler's), plus the quantised-node form given in the graph, qtables and errors."""
 import json
 
-import ml_dtypes
 import numpy as np
 import pytest
-import tilecore
 from onnx import helper
-from test_driver import make_model
+
+import tilecore
 from tilecore.compiler.driver import CompileError
+
+from test_driver import make_model
+
+ml_dtypes = pytest.importorskip("ml_dtypes")  # bfloat16 in numpy (onnx depends on it)
 
 RNG = np.random.default_rng(12)
 
@@ -57,6 +60,7 @@ CONVS = [  # (x shape, w shape, attrs) on the matrix engine
     ((2, 40, 9, 9), (24, 40, 3, 3), dict(pads=[1, 1, 1, 1], strides=[2, 2])),   # K = 360: two K chunks
     ((1, 12, 11, 11), (18, 4, 3, 3), dict(group=3, dilations=[2, 2])),          # grouped, dilated
     ((1, 16, 7, 7), (160, 16, 1, 1), {}),                                       # M = 160: two M tiles
+    ((1, 8, 5, 5), (300, 8, 1, 1), {}),                                         # M = 300: three M tiles
 ]
 
 
@@ -106,6 +110,11 @@ def test_narrow_weights_are_stored_narrow(tmp_path):
         tilecore.compile(model, precision=p).save(str(tmp_path / f"{p}.tcx"))
         sizes[p] = (tmp_path / f"{p}.tcx").stat().st_size
     assert sizes["f32"] - sizes["bf16"] >= w.nbytes // 2 - 1024
+    from tilecore import runtime
+
+    x = randn(1, 64, 8, 8)
+    loaded = runtime.load_executable(tmp_path / "bf16.tcx")
+    np.testing.assert_array_equal(loaded.run({"x": x})["y"], tilecore.compile(model, precision="bf16").run({"x": x})["y"])
 
 
 # ---- int8: an independent numpy reference -------------------------------------------------
