@@ -226,7 +226,8 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
         value an extra output named by its (ONNX) value name.
     :param progress: ``progress(i, n, node_name)`` called before each node is lowered.
     :param report: a dict, filled with what was done: step counts, ``host_ops`` (name,
-        op type, reason), ``memory`` (``arena_size``, ``total_size`` without reuse,
+        op type, reason), ``placement`` (name, op type and ``npu``, ``host`` or ``view``
+        for every node), ``memory`` (``arena_size``, ``total_size`` without reuse,
         ``lower_bound``: the most bytes alive at one step) and ``seconds`` per stage.
     :raises CompileError: (a ValueError) unsupported nodes, non-static shapes, a bad
         precision — naming the node, its op type and the reason.
@@ -448,6 +449,8 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
         "kernels": len(cache),
         "host_ops": [{"name": nd.step_name, "op_type": nd.op, "reason": nd.reason} for nd, *_ in steps
                      if nd.where == "host"],
+        "placement": [{"name": nd.step_name or nd.name or f"{nd.op}_{nd.index}", "op_type": nd.op, "where": nd.where}
+                      for nd in nodes],
         "memory": plan,
         "seconds": timings,
     })
