@@ -278,3 +278,54 @@ def test_constant_inputs_reach_the_strategies_as_attributes():
     assert rep["host_steps"] == 0 and rep["npu_steps"] == 4
     x = RNG.standard_normal((2, 4, 6, 5)).astype(np.float32)
     np.testing.assert_allclose(exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"], rtol=1e-5, atol=1e-6)
+
+
+def test_ops_that_run_nowhere_are_expanded_into_their_function_bodies():
+    # SoftmaxCrossEntropyLoss and Attention have neither an npu strategy nor a host kernel:
+    # their ONNX function bodies (simpler ops) run instead.
+    x = RNG.standard_normal((3, 5)).astype(np.float32)
+    labels = np.array([0, 4, 2], np.int64)
+    sce = helper.make_node("SoftmaxCrossEntropyLoss", ["x", "labels"], ["loss"], reduction="mean")
+    g = helper.make_graph([sce], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5]),
+                                       helper.make_tensor_value_info("labels", TensorProto.INT64, [3])],
+                          [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    report = {}
+    got = tilecore.compile(model, report=report).run({"x": x, "labels": labels})["loss"]
+    want = ort_run(model, {"x": x, "labels": labels})["loss"]
+    assert got.shape == () and np.allclose(got, want, rtol=1e-4, atol=1e-6)
+    assert "SoftmaxCrossEntropyLoss" not in {p["op_type"] for p in report["placement"]}
+
+    q, k, v = (RNG.standard_normal((1, 2, 4, 8)).astype(np.float32) for _ in range(3))
+    att = helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=1)
+    g = helper.make_graph([att], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 4, 8])
+                                       for n in "qkv"],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 8])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
+    feeds = {"q": q, "k": k, "v": v}
+    got = tilecore.compile(model).run(feeds)["y"]
+    assert np.allclose(got, ort_run(model, feeds)["y"], rtol=1e-4, atol=1e-5)
+
+
+def test_scalar_inputs_and_constant_scalar_outputs_keep_their_rank():
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    lo, hi = np.array(-0.5, np.float32), np.array(0.25, np.float32)
+    nodes = [helper.make_node("Clip", ["x", "lo", "hi"], ["y"]), helper.make_node("Size", ["x"], ["n"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                                       helper.make_tensor_value_info("lo", TensorProto.FLOAT, []),
+                                       helper.make_tensor_value_info("hi", TensorProto.FLOAT, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("n", TensorProto.INT64, [])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    got = tilecore.compile(model).run({"x": x, "lo": lo, "hi": hi})
+    assert np.array_equal(got["y"], np.clip(x, lo, hi))
+    assert got["n"].shape == () and int(got["n"]) == x.size
+
+
+def test_cumsum_axis_input_is_read_when_compiling():
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    node = helper.make_node("CumSum", ["x", "axis"], ["y"], reverse=1)
+    model = make_model([node], [("x", [3, 4], np.float32)], ["y"], inits=[("axis", np.array(1, np.int64))],
+                       opset=14)
+    got = tilecore.compile(model).run({"x": x})["y"]
+    assert np.allclose(got, np.flip(np.cumsum(np.flip(x, 1), 1), 1), rtol=1e-5, atol=1e-6)
