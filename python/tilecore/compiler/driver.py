@@ -66,6 +66,20 @@ def _load_graph(model, input_shapes):
     return frontend.from_onnx(_expand_unsupported(model), input_shapes=input_shapes)
 
 
+def _fold_to_fixed_point(graph, rounds=4):
+    """FoldConstants and InferTypes again while nodes fold: values the passes learnt late
+    (a Shape folded by type inference) make their users constant (Slice's starts from
+    Shape - 1, ConstantOfShape of a computed shape), and those make static shapes."""
+    from .. import transform
+
+    for _ in range(rounds):
+        n = len(graph.nodes)
+        graph = transform.FoldConstants()(transform.InferTypes({})(graph))
+        if len(graph.nodes) == n:
+            break
+    return graph
+
+
 def _runs_nowhere(op_type, domain):
     """True when ``op_type`` has neither an npu strategy nor a host kernel at all."""
     from . import HasStrategy
@@ -284,6 +298,7 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
     t0 = time.perf_counter()
     graph = _load_graph(model, input_shapes)
     graph = transform.CanonicalizeGraph()(graph)
+    graph = _fold_to_fixed_point(graph)
     graph = _decompose(graph, HasStrategy, TensorSpec)
     timings["import_and_passes"] = time.perf_counter() - t0
 

@@ -329,3 +329,16 @@ def test_cumsum_axis_input_is_read_when_compiling():
                        opset=14)
     got = tilecore.compile(model).run({"x": x})["y"]
     assert np.allclose(got, np.flip(np.cumsum(np.flip(x, 1), 1), 1), rtol=1e-5, atol=1e-6)
+
+
+def test_values_computed_from_shapes_fold_before_partition():
+    # Slice's starts come from Shape(x)[2] - 2: known only after shape folding, yet a
+    # compile-time value of the host/npu Slice.
+    x = RNG.standard_normal((2, 3, 7)).astype(np.float32)
+    nodes = [helper.make_node("Shape", ["x"], ["len"], start=2, end=3),
+             helper.make_node("Sub", ["len", "two"], ["start"]),
+             helper.make_node("Slice", ["x", "start", "len", "axes"], ["y"])]
+    model = make_model(nodes, [("x", [2, 3, 7], np.float32)], ["y"],
+                       inits=[("two", np.array([2], np.int64)), ("axes", np.array([2], np.int64))], opset=17)
+    got = tilecore.compile(model).run({"x": x})["y"]
+    assert np.array_equal(got, x[:, :, 5:])
