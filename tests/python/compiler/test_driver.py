@@ -342,3 +342,13 @@ def test_values_computed_from_shapes_fold_before_partition():
                        inits=[("two", np.array([2], np.int64)), ("axes", np.array([2], np.int64))], opset=17)
     got = tilecore.compile(model).run({"x": x})["y"]
     assert np.array_equal(got, x[:, :, 5:])
+
+
+def test_a_node_whose_first_output_is_omitted_reaches_the_partition():
+    # LSTM with Y omitted: the graph passes index nodes by their first named output
+    w = RNG.standard_normal((1, 8, 3)).astype(np.float32)
+    r = RNG.standard_normal((1, 8, 2)).astype(np.float32)
+    node = helper.make_node("LSTM", ["x", "w", "r"], ["", "y_h"], hidden_size=2)
+    model = make_model([node], [("x", [4, 1, 3], np.float32)], ["y_h"], inits=[("w", w), ("r", r)], opset=14)
+    with pytest.raises(CompileError, match="LSTM"):
+        tilecore.compile(model)
