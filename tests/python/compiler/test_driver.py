@@ -352,3 +352,21 @@ def test_a_node_whose_first_output_is_omitted_reaches_the_partition():
     model = make_model([node], [("x", [4, 1, 3], np.float32)], ["y_h"], inits=[("w", w), ("r", r)], opset=14)
     with pytest.raises(CompileError, match="LSTM"):
         tilecore.compile(model)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_trigonometric_ops_run_on_the_host(dtype):
+    fns = {"Sin": np.sin, "Cos": np.cos, "Tan": np.tan, "Asin": np.arcsin, "Acos": np.arccos, "Atan": np.arctan,
+           "Sinh": np.sinh, "Cosh": np.cosh, "Asinh": np.arcsinh, "Acosh": np.arccosh, "Atanh": np.arctanh}
+    x = RNG.uniform(-0.9, 0.9, (3, 4)).astype(dtype)
+    x1 = (1.5 + np.abs(x)).astype(dtype)  # Acosh's domain
+    nodes = [helper.make_node(op, ["x1" if op == "Acosh" else "x"], [op.lower()]) for op in fns]
+    model = make_model(nodes, [("x", [3, 4], dtype), ("x1", [3, 4], dtype)], [op.lower() for op in fns],
+                       opset=13, out_dtype=dtype)
+    report = {}
+    got = tilecore.compile(model, report=report).run({"x": x, "x1": x1})
+    for op, f in fns.items():
+        want = f(x1 if op == "Acosh" else x)
+        assert got[op.lower()].dtype == dtype
+        assert np.allclose(got[op.lower()], want, rtol=1e-6, atol=1e-6), op
+    assert {p["op_type"]: p["where"] for p in report["placement"]} == {op: "host" for op in fns}
