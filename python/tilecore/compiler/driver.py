@@ -129,6 +129,7 @@ CONSTANT_INPUT_ATTRS = {
     "Resize": ((1, "roi", "floats"), (2, "scales", "floats"), (3, "sizes", "ints")),
     "Upsample": ((1, "scales", "floats"),),
     "CumSum": ((1, "axis", "int"),),
+    "CumProd": ((1, "axis", "int"),),
     **{op: ((1, "axes", "ints"),) for op in _REDUCE_OPS},
 }
 

@@ -370,3 +370,18 @@ def test_trigonometric_ops_run_on_the_host(dtype):
         assert got[op.lower()].dtype == dtype
         assert np.allclose(got[op.lower()], want, rtol=1e-6, atol=1e-6), op
     assert {p["op_type"]: p["where"] for p in report["placement"]} == {op: "host" for op in fns}
+
+
+@pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_cumprod_runs_on_the_host(exclusive, reverse):
+    x = RNG.uniform(0.5, 1.5, (2, 5, 3)).astype(np.float32)
+    node = helper.make_node("CumProd", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)
+    model = make_model([node], [("x", [2, 5, 3], np.float32)], ["y"], inits=[("axis", np.array(1, np.int64))],
+                       opset=26)
+    got = tilecore.compile(model).run({"x": x})["y"]
+    v = np.flip(x, 1) if reverse else x
+    want = np.cumprod(v, 1)
+    if exclusive:
+        want = np.concatenate([np.ones_like(want[:, :1]), want[:, :-1]], 1)
+    want = np.flip(want, 1) if reverse else want
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-6)
