@@ -213,7 +213,8 @@ def _first_line(exc):
 COMPILE_TIME_OPERANDS = {
     "Slice": (1, 2, 3, 4), "Pad": (1, 2, 3), "Split": (1,), "Tile": (1,), "Resize": (1, 2, 3), "Upsample": (1,),
     "Reshape": (1,), "Expand": (1,), "ConstantOfShape": (0,), "Squeeze": (1,), "Unsqueeze": (1,), "CumSum": (1,), "CumProd": (1,),
-    "TopK": (1,), "Range": (0, 1, 2), "OneHot": (1,),
+    "TopK": (1,), "Range": (0, 1, 2), "OneHot": (1,), "CenterCropPad": (1,),
+    "BlackmanWindow": (0,), "HannWindow": (0,), "HammingWindow": (0,),
     **{op: (1,) for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare",
                            "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp")},
 }

@@ -385,3 +385,18 @@ def test_cumprod_runs_on_the_host(exclusive, reverse):
         want = np.concatenate([np.ones_like(want[:, :1]), want[:, :-1]], 1)
     want = np.flip(want, 1) if reverse else want
     assert np.allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_bfloat16_inputs_and_outputs_cross_the_run_boundary():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    nodes = [helper.make_node("Cast", ["x"], ["b"], to=TensorProto.BFLOAT16),
+             helper.make_node("Cast", ["b"], ["y"], to=TensorProto.FLOAT)]
+    model = make_model(nodes, [("x", [3, 4], np.float32)], ["b", "y"], opset=13)
+    model.graph.output[0].type.tensor_type.elem_type = TensorProto.BFLOAT16
+    got = tilecore.compile(model).run({"x": x})
+    want = x.astype(ml_dtypes.bfloat16)
+    assert got["b"].dtype == ml_dtypes.bfloat16 and np.array_equal(got["b"].view(np.uint16), want.view(np.uint16))
+    assert np.array_equal(got["y"], want.astype(np.float32))
+    from tilecore import nd
+    assert np.array_equal(nd.array(want).numpy().view(np.uint16), want.view(np.uint16))
