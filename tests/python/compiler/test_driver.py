@@ -400,3 +400,30 @@ def test_bfloat16_inputs_and_outputs_cross_the_run_boundary():
     assert np.array_equal(got["y"], want.astype(np.float32))
     from tilecore import nd
     assert np.array_equal(nd.array(want).numpy().view(np.uint16), want.view(np.uint16))
+
+
+@pytest.mark.parametrize("equation,shapes,dtype", [
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)], np.float32),
+    ("...ii->...i", [(2, 3, 3)], np.float32),
+    ("ij->", [(3, 4)], np.float64),
+    ("i,i", [(5,), (5,)], np.int32),
+    ("ij,jk", [(2, 3), (3, 2)], np.float32),
+    ("...j,j->...", [(2, 1, 3), (3,)], np.float32),
+])
+def test_einsum_runs_on_the_host(equation, shapes, dtype):
+    xs = [(RNG.standard_normal(s) * 3).astype(dtype) for s in shapes]
+    want = np.einsum(equation, *xs)
+    names = [f"x{i}" for i in range(len(xs))]
+    node = helper.make_node("Einsum", names, ["y"], equation=equation)
+    model = make_model([node], [(n, list(s), dtype) for n, s in zip(names, shapes)], ["y"], opset=12,
+                       out_dtype=dtype)
+    got = tilecore.compile(model).run(dict(zip(names, xs)))["y"]
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_einsum_with_a_bad_equation_is_a_named_error():
+    node = helper.make_node("Einsum", ["x"], ["y"], equation="ijk->i")
+    model = make_model([node], [("x", [2, 3], np.float32)], ["y"], opset=12)
+    with pytest.raises((CompileError, ValueError), match="Einsum"):
+        tilecore.compile(model)
