@@ -427,3 +427,15 @@ def test_einsum_with_a_bad_equation_is_a_named_error():
     model = make_model([node], [("x", [2, 3], np.float32)], ["y"], opset=12)
     with pytest.raises((CompileError, ValueError), match="Einsum"):
         tilecore.compile(model)
+
+
+@pytest.mark.parametrize("mode,padding,align", [("linear", "zeros", 0), ("nearest", "border", 1),
+                                                ("cubic", "zeros", 0), ("linear", "border", 0)])
+def test_grid_sample_runs_on_the_host(mode, padding, align):
+    x = RNG.standard_normal((1, 2, 3, 4)).astype(np.float32)
+    grid = RNG.uniform(-1.3, 1.3, (1, 2, 3, 2)).astype(np.float32)
+    node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode, padding_mode=padding, align_corners=align)
+    model = make_model([node], [("x", [1, 2, 3, 4], np.float32), ("grid", [1, 2, 3, 2], np.float32)], ["y"], opset=20)
+    got = tilecore.compile(model).run({"x": x, "grid": grid})["y"]
+    want = ort_run(model, {"x": x, "grid": grid})["y"]
+    assert got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
