@@ -22,6 +22,15 @@ class NDArray(_ffi_core.NDArray):
         import numpy as np
 
         host = self if self.device.device_type == kDLCPU else self.copyto(cpu(0))
+        if str(host.dtype) == "bfloat16":  # numpy's DLPack import lacks bfloat16: ml_dtypes' type, by bytes
+            import ctypes
+
+            import ml_dtypes
+
+            out = np.empty(tuple(host.shape), ml_dtypes.bfloat16)
+            if out.nbytes:
+                ctypes.memmove(out.ctypes.data, int(host.data_ptr) + int(host.byte_offset), out.nbytes)
+            return out
         return np.from_dlpack(host).copy()
 
     def copyto(self, target):
@@ -83,6 +92,13 @@ def array(data, device=None, dtype=None):
         host = np.ascontiguousarray(host)
     if host.dtype == object:
         raise TypeError("nd.array: data of dtype object cannot become an NDArray")
+    if host.dtype.name == "bfloat16":  # ml_dtypes' bfloat16 has no DLPack export: copied by bytes
+        import ctypes
+
+        out = empty(host.shape, "bfloat16", device)
+        if host.nbytes:
+            ctypes.memmove(int(out.data_ptr) + int(out.byte_offset), host.ctypes.data, host.nbytes)
+        return out
     out = empty(host.shape, str(host.dtype), device)
     _ffi_core._ndarray_copy_from_to(from_dlpack(host), out)
     return out

@@ -413,6 +413,15 @@ class CPrinter {
     if (op == "tir.log") return math("tc_log", "log");
     if (op == "tir.sqrt") return math("tc_sqrt", "sqrt");
     if (op == "tir.tanh") return math("tc_tanh", "tanh");
+    // the libm functions of the same names, in double and rounded once (the C symbol is
+    // the function's: a kernel must not be named like one of them)
+    static const std::unordered_set<std::string> kLibm = {"tir.sin",  "tir.cos",  "tir.tan",   "tir.asin",
+                                                          "tir.acos", "tir.atan", "tir.sinh",  "tir.cosh",
+                                                          "tir.asinh", "tir.acosh", "tir.atanh"};
+    if (kLibm.count(op)) {
+      std::string fn = op.substr(4);
+      return f64 ? fn + "(" + arg(0) + ")" : "((float)" + fn + "((double)(" + arg(0) + ")))";
+    }
     if (op == "tir.rsqrt") return f64 ? "(1.0 / sqrt(" + arg(0) + "))" : math("tc_rsqrt", "");
     if (op == "tir.recip") return f64 ? "(1.0 / (" + arg(0) + "))" : math("tc_recip", "");
     if (op == "tir.sigmoid") return f64 ? "(1.0 / (1.0 + exp(-(" + arg(0) + "))))" : math("tc_sigmoid", "");

@@ -9,6 +9,7 @@
  * the output element (or at the same flat index when it has the output's element
  * count, which also covers the reshaping copies).
  */
+#include <cctype>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -145,6 +146,11 @@ const std::map<std::string, Op>& Ops() {
     unary("Sqrt", [](PrimExpr x, const OpCall&) { return call("tir.sqrt", {x}); }, kFloat);
     unary("Tanh", [](PrimExpr x, const OpCall&) { return call("tir.tanh", {x}); }, kFloat);
     unary("Sigmoid", [](PrimExpr x, const OpCall&) { return call("tir.sigmoid", {x}); }, kFloat);
+    for (const char* f : {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"}) {
+      std::string intrinsic = "tir." + std::string(f);
+      intrinsic[4] = static_cast<char>(std::tolower(intrinsic[4]));
+      unary(f, [intrinsic](PrimExpr x, const OpCall&) { return call(intrinsic, {x}); }, kFloat);
+    }
     unary("Reciprocal", [](PrimExpr x, const OpCall&) { return C(x, 1) / x; }, kFloat);
     unary("Floor", [](PrimExpr x, const OpCall&) { return Floor(x); }, kFloat);
     unary("Ceil", [](PrimExpr x, const OpCall&) { return Ceil(x); }, kFloat);

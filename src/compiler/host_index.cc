@@ -1,6 +1,6 @@
 /*
  * src/compiler/host_index.cc — host kernels of the index and shape ops in any dtype:
- * ArgMax/ArgMin, Hardmax, CumSum, TopK, Softmax/LogSoftmax, LayerNormalization, NegativeLogLikelihoodLoss, Dropout (inference), Pad, Slice, the reductions (ReduceSum Mean Max Min Prod L1 L2 SumSquare
+ * ArgMax/ArgMin, Hardmax, CumSum, CumProd, TopK, Softmax/LogSoftmax, LayerNormalization, NegativeLogLikelihoodLoss, Dropout (inference), Pad, Slice, the reductions (ReduceSum Mean Max Min Prod L1 L2 SumSquare
  * LogSum LogSumExp), Gather, GatherElements, GatherND, ScatterElements, ScatterND,
  * Concat, Split, Transpose, Tile, Trilu, Range, OneHot and ConstantOfShape.
  *
@@ -211,15 +211,17 @@ PrimFunc LowerArg(const OpCall& call) {
   return MakeFunc(call, p, Seq({best.scope(at.scope(body))}));
 }
 
-// CumSum: the axis input is a compile-time constant, passed as the attribute `axis`
+// CumSum and CumProd: the axis input is a compile-time constant, passed as the attribute `axis`
 PrimFunc LowerCumSum(const OpCall& call) {
+  const std::string& op = call.op_type;
+  bool prod = op == "CumProd";
   NeedOutputs(call, 1);
   Params p = MakeParams(call);
   std::vector<int64_t> in = Shape(call.inputs[0]);
   int64_t rank = static_cast<int64_t>(in.size());
   if (!HasAttr(call.attrs, "axis"))
-    TILECORE_THROW(ValueError) << "LowerHostOp(CumSum): the axis input's value must be given as the attribute axis";
-  int64_t axis = Axis("CumSum", AttrInt(call.attrs, "axis", 0), rank);
+    TILECORE_THROW(ValueError) << "LowerHostOp(" << op << "): the axis input's value must be given as the attribute axis";
+  int64_t axis = Axis(op, AttrInt(call.attrs, "axis", 0), rank);
   bool excl = AttrInt(call.attrs, "exclusive", 0) != 0, rev = AttrInt(call.attrs, "reverse", 0) != 0;
   int64_t A = in[axis], inner = 1, outer = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= in[d];
@@ -228,11 +230,12 @@ PrimFunc LowerCumSum(const OpCall& call) {
   Scalar acc(X->dtype, "acc");
   Stmt body = Loop("o", outer * inner, [&](PrimExpr o) {
     PrimExpr base = floordiv(o, I32(inner)) * I32(A * inner) + floormod(o, I32(inner));
-    return Seq({acc.set(make_zero(X->dtype)), Loop("k", A, [&](PrimExpr k0) {
+    return Seq({acc.set(prod ? make_const(X->dtype, 1) : make_zero(X->dtype)), Loop("k", A, [&](PrimExpr k0) {
                   PrimExpr k = rev ? I32(A - 1) - k0 : k0;
                   PrimExpr at = base + k * I32(inner);
-                  if (excl) return Seq({BufferStore(Y, acc.get(), {at}), acc.set(acc.get() + BufferLoad(X, {at}))});
-                  return Seq({acc.set(acc.get() + BufferLoad(X, {at})), BufferStore(Y, acc.get(), {at})});
+                  PrimExpr next = prod ? acc.get() * BufferLoad(X, {at}) : acc.get() + BufferLoad(X, {at});
+                  if (excl) return Seq({BufferStore(Y, acc.get(), {at}), acc.set(next)});
+                  return Seq({acc.set(next), BufferStore(Y, acc.get(), {at})});
                 })});
   });
   return MakeFunc(call, p, Seq({acc.scope(body)}));
@@ -809,6 +812,7 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
   RegisterHostKernel("Dropout", HostKernel{CheckDropout, LowerDropout, 1});
   RegisterHostKernel("Pad", HostKernel{Inputs(1, 4), LowerPad, 1});
   RegisterHostKernel("CumSum", HostKernel{Inputs(1, 2), LowerCumSum, 1});
+  RegisterHostKernel("CumProd", HostKernel{Inputs(1, 2), LowerCumSum, 1});
   RegisterHostKernel("TopK", HostKernel{Inputs(1, 2), LowerTopK, 1});
   RegisterHostKernel("Gather", HostKernel{IndexInputs(2, 2, 1), LowerGather, 2});
   RegisterHostKernel("GatherElements", HostKernel{IndexInputs(2, 2, 1), LowerGatherElements, 2});

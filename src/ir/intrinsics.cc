@@ -48,6 +48,18 @@ std::vector<IntrinsicInfo> MakeTable() {
   add("tir.recip", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "1 / x (float)");
   add("tir.tanh", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "hyperbolic tangent (float)");
   add("tir.sigmoid", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "1 / (1 + exp(-x)) (float)");
+  // trigonometric and hyperbolic functions (host kernels through the c target; no TC1 instruction)
+  add("tir.sin", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "sine (float)");
+  add("tir.cos", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "cosine (float)");
+  add("tir.tan", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "tangent (float)");
+  add("tir.asin", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "arc sine (float)");
+  add("tir.acos", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "arc cosine (float)");
+  add("tir.atan", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "arc tangent (float)");
+  add("tir.sinh", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "hyperbolic sine (float)");
+  add("tir.cosh", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "hyperbolic cosine (float)");
+  add("tir.asinh", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "inverse hyperbolic sine (float)");
+  add("tir.acosh", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "inverse hyperbolic cosine (float)");
+  add("tir.atanh", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "inverse hyperbolic tangent (float)");
   // --- bitwise operations and shifts (pure; integers, scalar or vector) ---------------
   add("tir.bitwise_and", {A::kIntAny, A::kIntAny}, R::kArg0, Rule::kIntegerOnly, false, "front end", "a, b",
       "a & b, lane-wise on vectors (and / vand)");

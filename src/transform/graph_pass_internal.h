@@ -200,9 +200,15 @@ class Rewriter {
 
  private:
   size_t Index(const Node& n) const {
-    auto it = producer_.find(Name(n->outputs[0]));
-    TILECORE_ICHECK(it != producer_.end()) << "node has no registered output";
-    return static_cast<size_t>(it->second);
+    // the first named output: an optional one (LSTM's Y) may be omitted
+    for (const Value& o : n->outputs) {
+      if (o->name.empty()) continue;
+      auto it = producer_.find(Name(o));
+      TILECORE_ICHECK(it != producer_.end()) << "node has no registered output";
+      return static_cast<size_t>(it->second);
+    }
+    TILECORE_ICHECK(false) << "node has no named output";
+    return 0;
   }
   Graph g_;
   std::unordered_map<std::string, int> producer_;

@@ -5,7 +5,9 @@
 
 The steps, in order (docs/compiler.md, "The driver"):
 
-1. import (``tilecore.frontend.from_onnx``) and the graph passes (``CanonicalizeGraph``:
+1. ONNX nodes with neither an npu strategy nor a host kernel replaced by their ONNX
+   function bodies (``expand_functions.py``: Attention, SoftmaxCrossEntropyLoss, ...);
+   import (``tilecore.frontend.from_onnx``) and the graph passes (``CanonicalizeGraph``:
    constants and BatchNorm folded, Gemm as MatMul + Add, activations recognised);
 2. static shapes: every value a step touches must have one (``input_shapes`` binds the
    symbolic dimensions);
@@ -70,7 +72,58 @@ def _load_graph(model, input_shapes):
         return model
     if isinstance(model, os.PathLike):
         model = os.fspath(model)
-    return frontend.from_onnx(model, input_shapes=input_shapes)
+    return frontend.from_onnx(_expand_unsupported(model), input_shapes=input_shapes)
+
+
+def _fold_to_fixed_point(graph, rounds=4):
+    """FoldConstants and InferTypes again while nodes fold: values the passes learnt late
+    (a Shape folded by type inference) make their users constant (Slice's starts from
+    Shape - 1, ConstantOfShape of a computed shape), and those make static shapes."""
+    from .. import transform
+
+    for _ in range(rounds):
+        n = len(graph.nodes)
+        graph = transform.FoldConstants()(transform.InferTypes({})(graph))
+        if len(graph.nodes) == n:
+            break
+    return graph
+
+
+def _runs_nowhere(op_type, domain):
+    """True when ``op_type`` has neither an npu strategy nor a host kernel at all."""
+    from . import HasStrategy
+
+    op = op_type if domain in ("", "ai.onnx", "tilecore") else f"{domain}::{op_type}"
+    host = _host_api()
+    return (str(HasStrategy(op, {}, [])).startswith("no npu strategy for") and
+            (host is None or str(host[0](op, {}, [])).startswith("no npu strategy and no host kernel for")))
+
+
+def _expand_unsupported(model):
+    """``model`` (a path, bytes or ModelProto) with the nodes that run nowhere replaced by
+    their ONNX function bodies (compiler/expand_functions.py); unchanged when none."""
+    import onnx
+
+    from .expand_functions import expand_functions
+
+    proto = model
+    if isinstance(model, (bytes, bytearray)):
+        try:
+            proto = onnx.ModelProto.FromString(bytes(model))
+        except Exception:  # noqa: BLE001 — the importer reports a malformed file
+            return model
+    elif isinstance(model, str):
+        try:
+            proto = onnx.load(model, load_external_data=False)
+        except Exception:  # noqa: BLE001
+            return model
+        if not any(_runs_nowhere(n.op_type, n.domain) for n in proto.graph.node):
+            return model
+        proto = onnx.load(model)  # with its external data
+    if not isinstance(proto, onnx.ModelProto):
+        return model
+    expanded = expand_functions(proto, _runs_nowhere)
+    return model if expanded is proto else expanded
 
 
 # Constant inputs whose values a strategy needs when compiling, read from attributes of
@@ -84,6 +137,8 @@ CONSTANT_INPUT_ATTRS = {
     "Tile": ((1, "repeats", "ints"),),
     "Resize": ((1, "roi", "floats"), (2, "scales", "floats"), (3, "sizes", "ints")),
     "Upsample": ((1, "scales", "floats"),),
+    "CumSum": ((1, "axis", "int"),),
+    "CumProd": ((1, "axis", "int"),),
     **{op: ((1, "axes", "ints"),) for op in _REDUCE_OPS},
 }
 
@@ -99,6 +154,8 @@ def _fold_constant_inputs(nd):
             continue
         if kind == "ints":
             nd.attrs[attr] = [int(x) for x in a.ravel()]
+        elif kind == "int":
+            nd.attrs[attr] = int(a.ravel()[0])
         elif kind == "floats":
             nd.attrs[attr] = [float(x) for x in a.ravel()]
         else:
@@ -282,7 +339,8 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
         value an extra output named by its (ONNX) value name.
     :param progress: ``progress(i, n, node_name)`` called before each node is lowered.
     :param report: a dict, filled with what was done: step counts, ``host_ops`` (name,
-        op type, reason), ``memory`` (``arena_size``, ``total_size`` without reuse,
+        op type, reason), ``placement`` (name, op type and ``npu``, ``host`` or ``view``
+        for every node), ``memory`` (``arena_size``, ``total_size`` without reuse,
         ``lower_bound``: the most bytes alive at one step), ``seconds`` per stage and
         ``precision`` (``assigned``: node -> precision of the matrix nodes not in f32,
         ``fallbacks``: nodes kept in f32 with the reason) and ``qdq`` (``folded``: the
@@ -313,6 +371,7 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
         dq_consts = {}
     graph = _load_graph(model, input_shapes)
     graph = transform.CanonicalizeGraph()(graph)
+    graph = _fold_to_fixed_point(graph)
     graph = _decompose(graph, HasStrategy, TensorSpec)
     timings["import_and_passes"] = time.perf_counter() - t0
 
@@ -496,6 +555,7 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
         if r not in bufs:  # an output that is a constant or an input
             v = next((v for v in graph.outputs if str(v.name) == name), None)
             if v is not None and v.data is not None:
+                info.setdefault(name, (tuple(int(d) for d in v.numpy().shape), str(v.numpy().dtype)))
                 buf(name)
                 bufs[r]["const"] = v.numpy()
         use(name, n_steps)
@@ -560,6 +620,8 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
         "kernels": len(cache),
         "host_ops": [{"name": nd.step_name, "op_type": nd.op, "reason": nd.reason} for nd, *_ in steps
                      if nd.where == "host"],
+        "placement": [{"name": nd.step_name or nd.name or f"{nd.op}_{nd.index}", "op_type": nd.op, "where": nd.where}
+                      for nd in nodes],
         "memory": plan,
         "seconds": timings,
         "precision": precision_report,

@@ -74,7 +74,7 @@ class Executable(Object):
             if isinstance(value, nd.NDArray):
                 arr = value
             elif isinstance(value, np.ndarray) or not hasattr(value, "__dlpack__"):
-                arr = nd.array(np.ascontiguousarray(value))
+                arr = nd.array(np.asarray(value))  # (np.ascontiguousarray would make a 0-d input 1-d)
             else:
                 arr = nd.from_dlpack(value)
             names.append(str(name))
@@ -159,7 +159,9 @@ class ExecutableBuilder:
     def add_constant(self, name, array, offset=None):
         from .. import nd
 
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array)
+        if not array.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+            array = np.ascontiguousarray(array)
         if array.dtype.name == "bfloat16":  # ml_dtypes' bfloat16: DLPack has none, so pass the bits
             b = self.add_buffer(name, array.shape, "bfloat16", offset)
             array = array.view(np.uint16)

@@ -278,3 +278,164 @@ def test_constant_inputs_reach_the_strategies_as_attributes():
     assert rep["host_steps"] == 0 and rep["npu_steps"] == 4
     x = RNG.standard_normal((2, 4, 6, 5)).astype(np.float32)
     np.testing.assert_allclose(exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"], rtol=1e-5, atol=1e-6)
+
+
+def test_ops_that_run_nowhere_are_expanded_into_their_function_bodies():
+    # SoftmaxCrossEntropyLoss and Attention have neither an npu strategy nor a host kernel:
+    # their ONNX function bodies (simpler ops) run instead.
+    x = RNG.standard_normal((3, 5)).astype(np.float32)
+    labels = np.array([0, 4, 2], np.int64)
+    sce = helper.make_node("SoftmaxCrossEntropyLoss", ["x", "labels"], ["loss"], reduction="mean")
+    g = helper.make_graph([sce], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5]),
+                                       helper.make_tensor_value_info("labels", TensorProto.INT64, [3])],
+                          [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    report = {}
+    got = tilecore.compile(model, report=report).run({"x": x, "labels": labels})["loss"]
+    want = ort_run(model, {"x": x, "labels": labels})["loss"]
+    assert got.shape == () and np.allclose(got, want, rtol=1e-4, atol=1e-6)
+    assert "SoftmaxCrossEntropyLoss" not in {p["op_type"] for p in report["placement"]}
+
+    q, k, v = (RNG.standard_normal((1, 2, 4, 8)).astype(np.float32) for _ in range(3))
+    att = helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=1)
+    g = helper.make_graph([att], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 4, 8])
+                                       for n in "qkv"],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 8])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
+    feeds = {"q": q, "k": k, "v": v}
+    got = tilecore.compile(model).run(feeds)["y"]
+    assert np.allclose(got, ort_run(model, feeds)["y"], rtol=1e-4, atol=1e-5)
+
+
+def test_scalar_inputs_and_constant_scalar_outputs_keep_their_rank():
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    lo, hi = np.array(-0.5, np.float32), np.array(0.25, np.float32)
+    nodes = [helper.make_node("Clip", ["x", "lo", "hi"], ["y"]), helper.make_node("Size", ["x"], ["n"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                                       helper.make_tensor_value_info("lo", TensorProto.FLOAT, []),
+                                       helper.make_tensor_value_info("hi", TensorProto.FLOAT, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3]),
+                           helper.make_tensor_value_info("n", TensorProto.INT64, [])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    got = tilecore.compile(model).run({"x": x, "lo": lo, "hi": hi})
+    assert np.array_equal(got["y"], np.clip(x, lo, hi))
+    assert got["n"].shape == () and int(got["n"]) == x.size
+
+
+def test_cumsum_axis_input_is_read_when_compiling():
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    node = helper.make_node("CumSum", ["x", "axis"], ["y"], reverse=1)
+    model = make_model([node], [("x", [3, 4], np.float32)], ["y"], inits=[("axis", np.array(1, np.int64))],
+                       opset=14)
+    got = tilecore.compile(model).run({"x": x})["y"]
+    assert np.allclose(got, np.flip(np.cumsum(np.flip(x, 1), 1), 1), rtol=1e-5, atol=1e-6)
+
+
+def test_values_computed_from_shapes_fold_before_partition():
+    # Slice's starts come from Shape(x)[2] - 2: known only after shape folding, yet a
+    # compile-time value of the host/npu Slice.
+    x = RNG.standard_normal((2, 3, 7)).astype(np.float32)
+    nodes = [helper.make_node("Shape", ["x"], ["len"], start=2, end=3),
+             helper.make_node("Sub", ["len", "two"], ["start"]),
+             helper.make_node("Slice", ["x", "start", "len", "axes"], ["y"])]
+    model = make_model(nodes, [("x", [2, 3, 7], np.float32)], ["y"],
+                       inits=[("two", np.array([2], np.int64)), ("axes", np.array([2], np.int64))], opset=17)
+    got = tilecore.compile(model).run({"x": x})["y"]
+    assert np.array_equal(got, x[:, :, 5:])
+
+
+def test_a_node_whose_first_output_is_omitted_reaches_the_partition():
+    # LSTM with Y omitted: the graph passes index nodes by their first named output
+    w = RNG.standard_normal((1, 8, 3)).astype(np.float32)
+    r = RNG.standard_normal((1, 8, 2)).astype(np.float32)
+    node = helper.make_node("LSTM", ["x", "w", "r"], ["", "y_h"], hidden_size=2)
+    model = make_model([node], [("x", [4, 1, 3], np.float32)], ["y_h"], inits=[("w", w), ("r", r)], opset=14)
+    with pytest.raises(CompileError, match="LSTM"):
+        tilecore.compile(model)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_trigonometric_ops_run_on_the_host(dtype):
+    fns = {"Sin": np.sin, "Cos": np.cos, "Tan": np.tan, "Asin": np.arcsin, "Acos": np.arccos, "Atan": np.arctan,
+           "Sinh": np.sinh, "Cosh": np.cosh, "Asinh": np.arcsinh, "Acosh": np.arccosh, "Atanh": np.arctanh}
+    x = RNG.uniform(-0.9, 0.9, (3, 4)).astype(dtype)
+    x1 = (1.5 + np.abs(x)).astype(dtype)  # Acosh's domain
+    nodes = [helper.make_node(op, ["x1" if op == "Acosh" else "x"], [op.lower()]) for op in fns]
+    model = make_model(nodes, [("x", [3, 4], dtype), ("x1", [3, 4], dtype)], [op.lower() for op in fns],
+                       opset=13, out_dtype=dtype)
+    report = {}
+    got = tilecore.compile(model, report=report).run({"x": x, "x1": x1})
+    for op, f in fns.items():
+        want = f(x1 if op == "Acosh" else x)
+        assert got[op.lower()].dtype == dtype
+        assert np.allclose(got[op.lower()], want, rtol=1e-6, atol=1e-6), op
+    assert {p["op_type"]: p["where"] for p in report["placement"]} == {op: "host" for op in fns}
+
+
+@pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_cumprod_runs_on_the_host(exclusive, reverse):
+    x = RNG.uniform(0.5, 1.5, (2, 5, 3)).astype(np.float32)
+    node = helper.make_node("CumProd", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)
+    model = make_model([node], [("x", [2, 5, 3], np.float32)], ["y"], inits=[("axis", np.array(1, np.int64))],
+                       opset=26)
+    got = tilecore.compile(model).run({"x": x})["y"]
+    v = np.flip(x, 1) if reverse else x
+    want = np.cumprod(v, 1)
+    if exclusive:
+        want = np.concatenate([np.ones_like(want[:, :1]), want[:, :-1]], 1)
+    want = np.flip(want, 1) if reverse else want
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_bfloat16_inputs_and_outputs_cross_the_run_boundary():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    nodes = [helper.make_node("Cast", ["x"], ["b"], to=TensorProto.BFLOAT16),
+             helper.make_node("Cast", ["b"], ["y"], to=TensorProto.FLOAT)]
+    model = make_model(nodes, [("x", [3, 4], np.float32)], ["b", "y"], opset=13)
+    model.graph.output[0].type.tensor_type.elem_type = TensorProto.BFLOAT16
+    got = tilecore.compile(model).run({"x": x})
+    want = x.astype(ml_dtypes.bfloat16)
+    assert got["b"].dtype == ml_dtypes.bfloat16 and np.array_equal(got["b"].view(np.uint16), want.view(np.uint16))
+    assert np.array_equal(got["y"], want.astype(np.float32))
+    from tilecore import nd
+    assert np.array_equal(nd.array(want).numpy().view(np.uint16), want.view(np.uint16))
+
+
+@pytest.mark.parametrize("equation,shapes,dtype", [
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)], np.float32),
+    ("...ii->...i", [(2, 3, 3)], np.float32),
+    ("ij->", [(3, 4)], np.float64),
+    ("i,i", [(5,), (5,)], np.int32),
+    ("ij,jk", [(2, 3), (3, 2)], np.float32),
+    ("...j,j->...", [(2, 1, 3), (3,)], np.float32),
+])
+def test_einsum_runs_on_the_host(equation, shapes, dtype):
+    xs = [(RNG.standard_normal(s) * 3).astype(dtype) for s in shapes]
+    want = np.einsum(equation, *xs)
+    names = [f"x{i}" for i in range(len(xs))]
+    node = helper.make_node("Einsum", names, ["y"], equation=equation)
+    model = make_model([node], [(n, list(s), dtype) for n, s in zip(names, shapes)], ["y"], opset=12,
+                       out_dtype=dtype)
+    got = tilecore.compile(model).run(dict(zip(names, xs)))["y"]
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_einsum_with_a_bad_equation_is_a_named_error():
+    node = helper.make_node("Einsum", ["x"], ["y"], equation="ijk->i")
+    model = make_model([node], [("x", [2, 3], np.float32)], ["y"], opset=12)
+    with pytest.raises((CompileError, ValueError), match="Einsum"):
+        tilecore.compile(model)
+
+
+@pytest.mark.parametrize("mode,padding,align", [("linear", "zeros", 0), ("nearest", "border", 1),
+                                                ("cubic", "zeros", 0), ("linear", "border", 0)])
+def test_grid_sample_runs_on_the_host(mode, padding, align):
+    x = RNG.standard_normal((1, 2, 3, 4)).astype(np.float32)
+    grid = RNG.uniform(-1.3, 1.3, (1, 2, 3, 2)).astype(np.float32)
+    node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode, padding_mode=padding, align_corners=align)
+    model = make_model([node], [("x", [1, 2, 3, 4], np.float32), ("grid", [1, 2, 3, 2], np.float32)], ["y"], opset=20)
+    got = tilecore.compile(model).run({"x": x, "grid": grid})["y"]
+    want = ort_run(model, {"x": x, "grid": grid})["y"]
+    assert got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)

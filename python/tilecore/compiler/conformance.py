@@ -1,0 +1,446 @@
+"""The ONNX backend node tests compiled and run by tilecore, case by case.
+
+Each case of the node tests shipped in the ``onnx`` package (one small model, its data
+sets of inputs and expected outputs) is first run by ONNX Runtime, the oracle: a case it
+fails does not count. Then ``tilecore.compile`` builds the model (npu strategies and
+tilecore's own host kernels) and ``Executable.run`` runs every data set; the outputs are
+compared with the expected ones with the case's tolerances (the backend tests' rtol=1e-3,
+atol=1e-7 unless the case says otherwise). Ops whose outputs are random draws are compared
+by shape and dtype only. Graph inputs that only feed operands tilecore needs when compiling
+(Slice's starts, Resize's scales, a reduction's axes, ...: COMPILE_TIME_OPERANDS) are bound
+to each data set's values as initializers, as a deployed model carries them.
+
+    from tilecore.compiler import conformance
+    cases = conformance.load_cases(r"^test_(relu|add)$")
+    row = conformance.run_case(cases[0])  # {"case", "status", "reason", "places", ...}
+
+``status`` is ``pass``, ``fail`` (wrong values, shape or dtype: ``reason`` gives the max
+error), ``compile`` (``tilecore.compile`` raised: the first line of its message), ``run``
+(``Executable.run`` raised) or ``skip`` (ONNX Runtime fails the case). ``places`` maps each
+node (as compiled) to ``npu``, ``host`` or ``view``. ``run_parallel`` runs cases in worker
+processes, so a crash or a hang costs one case. benchmarks/compiled_node_tests.py is the
+full sweep; tests/python/compiler/test_compiled_node_tests.py a slice of it.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+import warnings
+
+import numpy as np
+
+#: Ops whose outputs are random draws: only shape and dtype can agree.
+RANDOM_OPS = frozenset({"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform",
+                        "RandomUniformLike"})
+
+_CASES = None
+
+
+def _all_cases():
+    global _CASES
+    if _CASES is None:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            from onnx.backend.test.case.node import collect_testcases
+
+            _CASES = [c for c in collect_testcases() if c.model is not None and c.data_sets]
+    return _CASES
+
+
+def load_cases(name_regex=None):
+    """The node-test cases (onnx's TestCase: name, model, data_sets, rtol, atol) whose
+    names match ``name_regex`` (``re.search``), in the onnx package's order."""
+    pat = re.compile(name_regex) if name_regex else None
+    return [c for c in _all_cases() if pat is None or pat.search(c.name)]
+
+
+def case_op_type(case):
+    """The op type a case tests: its one node's, or (an ``_expanded`` function body) the
+    most common one."""
+    kinds = collections.Counter(n.op_type for n in case.model.graph.node)
+    return kinds.most_common(1)[0][0] if kinds else ""
+
+
+def _as_array(value):
+    from onnx import TensorProto, numpy_helper
+
+    if isinstance(value, TensorProto):
+        return numpy_helper.to_array(value)
+    if isinstance(value, list):
+        return [_as_array(v) for v in value]
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    return value
+
+
+def data_sets(case):
+    """[(feed by input name, output names, expected outputs)], one per data set."""
+    inits = {init.name for init in case.model.graph.initializer}
+    names_in = [i.name for i in case.model.graph.input if i.name not in inits]
+    names_out = [o.name for o in case.model.graph.output]
+    out = []
+    for inputs, outputs in case.data_sets:
+        out.append((dict(zip(names_in, [_as_array(v) for v in inputs])), names_out, [_as_array(v) for v in outputs]))
+    return out
+
+
+def compare(expected, actual, rtol, atol):
+    """Why ``actual`` differs from ``expected`` (with the max error), or None."""
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return f"expected a sequence of {len(expected)}, got {type(actual).__name__}"
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            why = compare(e, a, rtol, atol)
+            if why:
+                return f"element {i}: {why}"
+        return None
+    if expected is None:
+        return None if actual is None else "expected an empty optional"
+    if actual is None:
+        return "no output"
+    expected, actual = np.asarray(expected), np.asarray(actual)
+    if tuple(actual.shape) != tuple(expected.shape):
+        return f"shape {tuple(actual.shape)} != expected {tuple(expected.shape)}"
+    if expected.dtype == object or actual.dtype == object:
+        return None if expected.tolist() == actual.tolist() else "string values differ"
+    if expected.dtype != actual.dtype:
+        return f"dtype {actual.dtype} != expected {expected.dtype}"
+    if expected.dtype.kind in "biu":
+        bad = np.flatnonzero(expected != actual)
+        if bad.size == 0:
+            return None
+        err = np.abs(expected.astype(np.float64) - actual.astype(np.float64)).max()
+        return f"{bad.size} of {expected.size} values differ (max abs error {err:.4g})"
+    e, a = expected.astype(np.float64), actual.astype(np.float64)
+    with np.errstate(all="ignore"):
+        ok = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+        if ok.all():
+            return None
+        diff = np.abs(a - e)[~ok]
+        err = np.nanmax(diff) if np.isfinite(diff).any() or not np.isnan(diff).all() else float("nan")
+    return f"{int((~ok).sum())} of {e.size} values differ (max abs error {err:.4g})"
+
+
+def _compare_case(case, expected, actual):
+    if {n.op_type for n in case.model.graph.node} & RANDOM_OPS and not isinstance(expected, list) \
+            and expected is not None and actual is not None:
+        e, a = np.asarray(expected), np.asarray(actual)
+        if e.shape != a.shape or e.dtype != a.dtype:
+            return f"random output: shape/dtype {a.shape} {a.dtype} != expected {e.shape} {e.dtype}"
+        return None
+    return compare(expected, actual, case.rtol, case.atol)
+
+
+def _ort_bits(array):
+    """The unsigned type of the same width for bfloat16/float8 arrays (ONNX Runtime's Python
+    API takes those as raw bits only), else None."""
+    if array.dtype.kind == "V" or (array.dtype.kind == "f" and array.dtype.type.__module__.startswith("ml_dtypes")):
+        return {1: np.uint8, 2: np.uint16}.get(array.dtype.itemsize)
+    return None
+
+
+def _ort_run(ort, sess, case, feed, names_out, expected):
+    from onnx import helper
+
+    if not any(_ort_bits(v) for v in list(feed.values()) + expected if isinstance(v, np.ndarray)):
+        return sess.run(None, feed)
+    types = {v.name: v.type.tensor_type.elem_type for v in list(case.model.graph.input) + list(case.model.graph.output)}
+    binding = sess.io_binding()
+    for name, value in feed.items():
+        bits = _ort_bits(value) if isinstance(value, np.ndarray) else None
+        if bits is None:
+            binding.bind_cpu_input(name, np.ascontiguousarray(value))
+        else:
+            binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(
+                np.ascontiguousarray(value).view(bits), types[name]))
+    buffers = {}
+    for name, e in zip(names_out, expected):
+        e = np.asarray(e)
+        bits = _ort_bits(e)
+        if bits is None:
+            binding.bind_output(name, "cpu")
+        else:
+            buffers[name] = np.zeros(e.shape, bits)
+            binding.bind_ortvalue_output(name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(
+                buffers[name], types[name]))
+    sess.run_with_iobinding(binding)
+    outs = binding.get_outputs()
+    return [buffers[n].view(helper.tensor_dtype_to_np_dtype(types[n])) if n in buffers else outs[i].numpy()
+            for i, n in enumerate(names_out)]
+
+
+def ort_reason(case):
+    """None when ONNX Runtime passes every data set of the case, else why not."""
+    import onnxruntime as ort
+
+    ort.set_default_logger_severity(3)
+    try:
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        sess = ort.InferenceSession(case.model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        for feed, names_out, expected in data_sets(case):
+            got = _ort_run(ort, sess, case, feed, names_out, expected)
+            for name, e, a in zip(names_out, expected, got):
+                why = _compare_case(case, e, a)
+                if why:
+                    return f"output {name}: {why}"
+    except Exception as exc:  # noqa: BLE001 — the oracle fails: the case does not count
+        return f"{type(exc).__name__}: {_first_line(exc)}"
+    return None
+
+
+def _first_line(exc):
+    """The message's first line; when it only announces a list ("cannot compile 1 node(s)
+    of graph g:"), the list's first entry too."""
+    lines = [ln.strip() for ln in str(exc).strip().splitlines()]
+    if not lines or not lines[0]:
+        return type(exc).__name__
+    s = lines[0]
+    if s.endswith(":") and len(lines) > 1:
+        s = f"{s} {lines[1]}"
+    return s[:400]
+
+
+#: Operands whose values tilecore needs when compiling (they set shapes or index
+#: arithmetic): op type -> input positions. A deployed model carries them as initializers.
+COMPILE_TIME_OPERANDS = {
+    "Slice": (1, 2, 3, 4), "Pad": (1, 2, 3), "Split": (1,), "Tile": (1,), "Resize": (1, 2, 3), "Upsample": (1,),
+    "Reshape": (1,), "Expand": (1,), "ConstantOfShape": (0,), "Squeeze": (1,), "Unsqueeze": (1,), "CumSum": (1,), "CumProd": (1,),
+    "TopK": (1,), "Range": (0, 1, 2), "OneHot": (1,), "CenterCropPad": (1,),
+    "BlackmanWindow": (0,), "HannWindow": (0,), "HammingWindow": (0,),
+    **{op: (1,) for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare",
+                           "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp")},
+}
+
+
+def compile_time_inputs(model):
+    """The graph inputs that only feed COMPILE_TIME_OPERANDS (in the main graph)."""
+    inits = {i.name for i in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in inits]
+    uses = collections.defaultdict(list)
+    for node in model.graph.node:
+        for k, x in enumerate(node.input):
+            uses[x].append(k in COMPILE_TIME_OPERANDS.get(node.op_type, ()))
+        for a in node.attribute:  # a subgraph may read any outer value at run time
+            for g in list(a.graphs) + ([a.g] if a.HasField("g") else []):
+                for n in g.node:
+                    for x in n.input:
+                        uses[x].append(False)
+    return [n for n in names if uses[n] and all(uses[n])]
+
+
+def bind_inputs(model, values):
+    """A copy of ``model`` with the inputs in ``values`` made initializers."""
+    from onnx import ModelProto, numpy_helper
+
+    m = ModelProto.FromString(model.SerializeToString())
+    keep = [i for i in m.graph.input if i.name not in values]
+    del m.graph.input[:]
+    m.graph.input.extend(keep)
+    for name, v in values.items():
+        m.graph.initializer.append(numpy_helper.from_array(np.asarray(v), name))
+    return m
+
+
+def run_case(case, check_ort=True):
+    """One case compiled and run: a dict with ``case``, ``op_type``, ``status``, ``reason``,
+    ``places`` (node name -> [op type, npu/host/view]) and ``seconds``."""
+    import tilecore
+
+    t0 = time.perf_counter()
+    row = {"case": case.name, "op_type": case_op_type(case), "status": "pass", "reason": "", "places": {}}
+    if check_ort:
+        why = ort_reason(case)
+        if why:
+            row.update(status="skip", reason=f"onnxruntime: {why}", seconds=time.perf_counter() - t0)
+            return row
+    bound = compile_time_inputs(case.model)
+    if bound:
+        row["bound_inputs"] = bound
+    exe, exe_key = None, None
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for k, (feed, names_out, expected) in enumerate(data_sets(case)):
+            model = case.model
+            if bound:
+                fixed = {n: feed.pop(n) for n in bound}
+                model = bind_inputs(case.model, fixed)
+                key = repr([(n, np.asarray(v).tolist()) for n, v in fixed.items()])
+            else:
+                key = ""
+            if exe is None or key != exe_key:
+                report = {}
+                try:
+                    exe, exe_key = tilecore.compile(model, report=report), key
+                except Exception as exc:  # noqa: BLE001 — reported per case
+                    row.update(status="compile", reason=f"{type(exc).__name__}: {_first_line(exc)}")
+                    break
+                row["places"] = {p["name"]: [p["op_type"], p["where"]] for p in report.get("placement", [])}
+            try:
+                got = exe.run(feed)
+            except Exception as exc:  # noqa: BLE001
+                row.update(status="run", reason=f"{type(exc).__name__}: {_first_line(exc)}")
+                break
+            why = None
+            for name, e in zip(names_out, expected):
+                why = _compare_case(case, e, got.get(name))
+                if why:
+                    why = f"output {name}: {why}" + (f" (data set {k})" if k else "")
+                    break
+            if why:
+                row.update(status="fail", reason=why)
+                break
+    row["seconds"] = time.perf_counter() - t0
+    return row
+
+
+# ---- worker processes ----------------------------------------------------------------------
+
+def _worker_main():
+    """Reads case names on stdin, writes one JSON row per line on stdout."""
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # stray prints (from C code or libraries) must not break the protocol
+    by_name = {c.name: c for c in _all_cases()}
+    out.write(json.dumps({"ready": True}) + "\n")
+    for line in sys.stdin:
+        name = line.strip()
+        if not name:
+            continue
+        case = by_name.get(name)
+        if case is None:
+            row = {"case": name, "op_type": "", "status": "run", "reason": "no such case", "places": {}}
+        else:
+            row = run_case(case)
+        out.write(json.dumps(row) + "\n")
+
+
+class _Worker:
+    def __init__(self, env):
+        self.proc = subprocess.Popen([sys.executable, "-m", "tilecore.compiler.conformance", "--worker"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, bufsize=1, env=env)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def get(self, timeout):
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            return "timeout"
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def run_parallel(names, jobs=2, timeout=120.0, on_row=None, nice=0):
+    """Rows of the cases ``names``, run in ``jobs`` worker processes; a case that crashes
+    its worker or takes more than ``timeout`` seconds is a ``run`` failure saying so, and
+    the worker is replaced."""
+    env = dict(os.environ)
+    todo = queue.Queue()
+    for n in names:
+        todo.put(n)
+    rows, lock = [], threading.Lock()
+
+    def start():
+        w = _Worker(env)
+        if nice:
+            try:
+                os.setpriority(os.PRIO_PROCESS, w.proc.pid, nice)
+            except OSError:
+                pass
+        first = w.get(600)
+        if first in (None, "timeout"):
+            w.kill()
+            raise RuntimeError("a worker process failed to start (is tilecore importable?)")
+        return w
+
+    def loop():
+        w = start()
+        try:
+            while True:
+                try:
+                    name = todo.get_nowait()
+                except queue.Empty:
+                    return
+                w.proc.stdin.write(name + "\n")
+                w.proc.stdin.flush()
+                line = w.get(timeout)
+                if line in (None, "timeout"):
+                    code = w.proc.poll()
+                    w.kill()
+                    why = f"timeout after {timeout:.0f} s" if line == "timeout" else f"worker crashed (exit {code})"
+                    row = {"case": name, "op_type": "", "status": "run", "reason": why, "places": {}}
+                    w = start()
+                else:
+                    row = json.loads(line)
+                with lock:
+                    rows.append(row)
+                    if on_row is not None:
+                        on_row(row)
+        finally:
+            w.proc.stdin.close()
+            w.kill()
+
+    threads = [threading.Thread(target=loop) for _ in range(max(1, jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    order = {n: i for i, n in enumerate(names)}
+    return sorted(rows, key=lambda r: order.get(r["case"], 0))
+
+
+def summarize(rows):
+    """Figures of a sweep: counts, pass rate, the op types run on the npu in passing cases
+    and the failures grouped by reason."""
+    counted = [r for r in rows if r["status"] != "skip"]
+    passed = [r for r in counted if r["status"] == "pass"]
+    npu_ops = sorted({p[0] for r in passed for p in r["places"].values() if p[1] == "npu"})
+    groups = collections.defaultdict(list)
+    for r in counted:
+        if r["status"] != "pass":
+            groups[reason_group(r)].append(r["case"])
+    return {
+        "cases": len(rows),
+        "ort_passes": len(counted),
+        "ort_skipped": len(rows) - len(counted),
+        "passes": len(passed),
+        "pass_rate": len(passed) / max(1, len(counted)),
+        "npu_op_types": npu_ops,
+        "failure_groups": dict(sorted(groups.items(), key=lambda kv: -len(kv[1]))),
+    }
+
+
+def reason_group(row):
+    """A failure's reason with its case-specific details (numbers, value names) dropped."""
+    why = row["reason"]
+    if row["status"] == "fail":
+        why = re.sub(r"^output \S+: ", "", why)
+        why = re.sub(r"\d+ of \d+ values differ.*", "values differ", why)
+        why = re.sub(r"\(data set \d+\)", "", why)
+    why = re.sub(r"^CompileError: cannot compile \d+ node\(s\) of graph `[^`]*`: ", "", why)
+    why = re.sub(r"`[^`]*`", "`…`", why)
+    why = re.sub(r"\((ai\.onnx\.ml::|com\.microsoft::)?[A-Z]\w*\)", "(op)", why)
+    why = re.sub(r"(for|kernel for) (ai\.onnx\.ml::|com\.microsoft::)?[A-Z]\w*", r"\1 op", why)
+    why = re.sub(r"^node `…` \(op\): npu: no npu strategy for op; host: .*", "no npu strategy and no host kernel", why)
+    why = re.sub(r"\d+", "N", why)
+    return f"{row['status']}: {why.strip()}"[:200]
+
+
+if __name__ == "__main__" and "--worker" in sys.argv:
+    _worker_main()
