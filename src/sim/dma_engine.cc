@@ -5,6 +5,7 @@
 // converted from src_dtype to dst_dtype; otherwise (or with the fill flag) it
 // receives the fill value. Bounds were checked at issue. Overlapping source and
 // destination behave as if the source were read completely first.
+#include <algorithm>
 #include <cstring>
 
 #include "machine.h"
@@ -48,6 +49,7 @@ void Machine::execute_dma(Core& c, const Command& cmd) {
 
   uint8_t fill[4];
   std::memcpy(fill, &d.fill_bits, 4);
+  const bool same = d.src_dtype == d.dst_dtype;
   bool plain = !d.fill() && d.src_dtype == d.dst_dtype && ss[3] == 1 && ds[3] == 1 &&
                lo == std::array<int64_t, 4>{0, 0, 0, 0} && win == shape;
   for (int64_t i0 = 0; i0 < shape[0]; ++i0)
@@ -61,6 +63,20 @@ void Machine::execute_dma(Core& c, const Command& cmd) {
         int64_t j0 = i0 - lo[0], j1 = i1 - lo[1], j2 = i2 - lo[2];
         bool row_in = !d.fill() && j0 >= 0 && j0 < win[0] && j1 >= 0 && j1 < win[1] && j2 >= 0 && j2 < win[2];
         const uint8_t* srow = row_in ? s0 + (j0 * ss[0] + j1 * ss[1] + j2 * ss[2]) * ses : nullptr;
+        if (same && row_in) {
+          // Same dtype: the in-window part of the row is a byte copy (memmove when both
+          // sides are contiguous), the padding on either side the fill value.
+          int64_t k0 = std::clamp<int64_t>(lo[3], 0, shape[3]), k1 = std::clamp<int64_t>(lo[3] + win[3], k0, shape[3]);
+          for (int64_t i3 = 0; i3 < k0; ++i3) std::memcpy(drow + i3 * ds[3] * des, fill, size_t(des));
+          if (ss[3] == 1 && ds[3] == 1) {
+            std::memmove(drow + k0 * des, srow + (k0 - lo[3]) * ses, size_t((k1 - k0) * des));
+          } else {
+            for (int64_t i3 = k0; i3 < k1; ++i3)
+              std::memcpy(drow + i3 * ds[3] * des, srow + (i3 - lo[3]) * ss[3] * ses, size_t(des));
+          }
+          for (int64_t i3 = k1; i3 < shape[3]; ++i3) std::memcpy(drow + i3 * ds[3] * des, fill, size_t(des));
+          continue;
+        }
         for (int64_t i3 = 0; i3 < shape[3]; ++i3) {
           int64_t j3 = i3 - lo[3];
           uint8_t* dp = drow + i3 * ds[3] * des;

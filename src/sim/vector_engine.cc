@@ -63,6 +63,38 @@ double fmin_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NA
 /// specification asks for (double rounding is innocuous for these operations).
 template <typename F>
 void f32_binary(const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, F f) {
+  if (w.d[3] == 1 && w.a[3] == 1 && (w.b[3] == 1 || w.b[3] == 0)) {
+    // Unit-stride rows (b contiguous or broadcast): a loop the compiler vectorises,
+    // the same float operation per element as below.
+    const int64_t n = w.shape[3];
+    const bool bcast = w.b[3] == 0;
+    Walk outer = w;
+    outer.shape[3] = 1;
+    for_each(outer, [&](int64_t od, int64_t oa, int64_t ob) {
+      uint8_t* d = D + od * 4;
+      const uint8_t* a = A + oa * 4;
+      const uint8_t* b = B + ob * 4;
+      if (bcast) {
+        float y;
+        std::memcpy(&y, b, 4);
+        for (int64_t k = 0; k < n; ++k) {
+          float x;
+          std::memcpy(&x, a + k * 4, 4);
+          float r = f(x, y);
+          std::memcpy(d + k * 4, &r, 4);
+        }
+      } else {
+        for (int64_t k = 0; k < n; ++k) {
+          float x, y;
+          std::memcpy(&x, a + k * 4, 4);
+          std::memcpy(&y, b + k * 4, 4);
+          float r = f(x, y);
+          std::memcpy(d + k * 4, &r, 4);
+        }
+      }
+    });
+    return;
+  }
   for_each(w, [&](int64_t od, int64_t oa, int64_t ob) {
     float x, y;
     std::memcpy(&x, A + oa * 4, 4);
@@ -118,9 +150,13 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
   std::vector<uint8_t> a_copy, b_copy;
   const uint8_t* A = l1 + cmd.addr[1];
   const uint8_t* B = l1 + cmd.addr[2];
+  // The destination is the last range (issue.cc); a source that does not overlap it
+  // is read in place.
+  const Range* dst_range = cmd.nranges ? &cmd.ranges[size_t(cmd.nranges - 1)] : nullptr;
   auto snapshot = [&](int k, std::vector<uint8_t>& buf, const uint8_t*& p, uint32_t addr) {
-    if (k >= cmd.nranges) return;
+    if (k >= cmd.nranges - 1) return;
     const Range& r = cmd.ranges[size_t(k)];
+    if (dst_range && (r.hi <= dst_range->lo || dst_range->hi <= r.lo)) return;
     buf.assign(l1 + r.lo, l1 + r.hi);
     p = buf.data() + (int64_t(addr) - int64_t(r.lo));
   };
@@ -128,9 +164,25 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
   if (arch::info(op).format == arch::Format::Tile3) snapshot(1, b_copy, B, cmd.addr[2]);
   uint8_t* D = l1 + cmd.addr[0];
 
-  auto ld = [&](const uint8_t* base, int64_t off, DType t) { return arch::load_as_double(t, base + off * arch::dtype_size(t)); };
+  // f32 inline (the same conversions as arch::load_as_double / store_from_double), the
+  // rest through the out-of-line converters.
+  auto ld = [&](const uint8_t* base, int64_t off, DType t) -> double {
+    if (t == DType::F32) {
+      float f;
+      std::memcpy(&f, base + off * 4, 4);
+      return f;
+    }
+    return arch::load_as_double(t, base + off * arch::dtype_size(t));
+  };
   auto li = [&](const uint8_t* base, int64_t off, DType t) { return arch::load_as_int(t, base + off * arch::dtype_size(t)); };
-  auto st_f = [&](int64_t off, double x) { arch::store_from_double(dt, x, D + off * es); };
+  auto st_f = [&](int64_t off, double x) {
+    if (dt == DType::F32) {
+      float f = float(x);
+      std::memcpy(D + off * 4, &f, 4);
+    } else {
+      arch::store_from_double(dt, x, D + off * es);
+    }
+  };
   auto st_i = [&](int64_t off, int64_t x) { arch::store_from_int(dt, x, D + off * es); };
 
   if (dt == DType::F32 && f32_fast(op, w, D, A, B, v.scalar)) return;
