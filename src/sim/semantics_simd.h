@@ -42,6 +42,27 @@ Outcome binary(Core& c, const Inst& i, IOp iop, FOp fop) {
   std::array<uint8_t, 32> a = c.v[i.b], b = c.v[i.c];
   uint8_t* d = c.v[i.a].data();
   uint32_t m = pred(c, i.d);
+  if (t == DType::F32 || (t == DType::I32 && !Saturate)) {
+    // The common 32-bit lanes with inline loads and stores: the same conversions as
+    // get_f / put_f (f32 <-> double) and get_i / put_wrap (int32, low 32 bits).
+    for (int l = 0; l < 8; ++l) {
+      if (!(m >> l & 1)) continue;
+      if (t == DType::F32) {
+        float x, y;
+        std::memcpy(&x, a.data() + 4 * l, 4);
+        std::memcpy(&y, b.data() + 4 * l, 4);
+        float r = float(fop(double(x), double(y)));
+        std::memcpy(d + 4 * l, &r, 4);
+      } else {
+        int32_t x, y;
+        std::memcpy(&x, a.data() + 4 * l, 4);
+        std::memcpy(&y, b.data() + 4 * l, 4);
+        uint32_t r = uint32_t(uint64_t(iop(int64_t(x), int64_t(y))));
+        std::memcpy(d + 4 * l, &r, 4);
+      }
+    }
+    return {};
+  }
   for (int l = 0; l < lanes(t); ++l) {
     if (!(m >> l & 1)) continue;
     if (is_float(t)) {

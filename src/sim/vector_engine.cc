@@ -104,8 +104,9 @@ void f32_binary(const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, F
   });
 }
 
-float fmaxf_nan(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); }
-float fminf_nan(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); }
+// Lambdas (not function pointers) so the row loops inline and vectorise them.
+constexpr auto fmaxf_nan = [](float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); };
+constexpr auto fminf_nan = [](float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); };
 
 /// Runs an f32 binary or scalar command on the fast path; false if not covered.
 bool f32_fast(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, float s) {
