@@ -259,6 +259,22 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
     case Opcode::Tcvt: {
       DType st = i.src_dtype();
       int ses = arch::dtype_size(st);
+      if (st == dt) {
+        // A same-type conversion is a copy (what convert_element does per element): whole
+        // rows at once when both sides are unit-stride.
+        Walk outer = w;
+        outer.shape[3] = 1;
+        const int64_t n = w.shape[3];
+        const bool rows = w.d[3] == 1 && w.a[3] == 1;
+        for_each(outer, [&](int64_t od, int64_t oa, int64_t) {
+          if (rows) {
+            std::memcpy(D + od * es, A + oa * es, size_t(n * es));
+          } else {
+            for (int64_t k = 0; k < n; ++k) std::memcpy(D + (od + k * w.d[3]) * es, A + (oa + k * w.a[3]) * es, size_t(es));
+          }
+        });
+        break;
+      }
       for_each(w, [&](int64_t od, int64_t oa, int64_t) { arch::convert_element(dt, D + od * es, st, A + oa * ses); });
       break;
     }

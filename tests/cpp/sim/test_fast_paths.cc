@@ -125,3 +125,34 @@ TEST(FastPaths, PaddedDmaRowsAgreeWithReference) {
     }
   }
 }
+
+TEST(FastPaths, SameTypeConvertIsACopyOnAnyStrides) {
+  // tcvt.t.t moves the bytes unchanged (NaN payloads included): rows at once when both
+  // sides are unit-stride, element by element otherwise.
+  const uint32_t kA = 0x10000, kD = 0x30000;
+  const Layout layouts[] = {
+      {"contiguous", {35, 7, 1}, {35, 7, 1}, {0, 0, 0}, false},
+      {"a strided", {35, 7, 1}, {70, 14, 2}, {0, 0, 0}, false},
+      {"destination strided, rows transposed", {1, 21, 3}, {35, 7, 1}, {0, 0, 0}, false},
+  };
+  for (DType t : {DType::F32, DType::I16, DType::U8})
+    for (const Layout& l : layouts) {
+      int es = ref::size(t);
+      std::vector<uint8_t> a(size_t(210 * es));
+      for (size_t i = 0; i < a.size(); ++i) a[i] = uint8_t(i * 131 + 7);
+      std::string desc = "d: .vecdesc shape=[3, 5, 7] d_stride=" + list(l.d) + " a_stride=" + list(l.a);
+      std::string sfx = "." + std::string(tilecore::arch::dtype_name(t));
+      ref::Run r;
+      r.go(desc, "li x1, " + std::to_string(kD) + "\nli x2, " + std::to_string(kA) + "\ntcvt" + sfx + sfx +
+                     " x1, x2, [x0 + d]\nwait sc, vec, 1",
+           {{kA, a}});
+      auto out = r.l1(kD, size_t(210 * es));
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 5; ++j)
+          for (int k = 0; k < 7; ++k)
+            for (int byte = 0; byte < es; ++byte)
+              ASSERT_EQ(out[size_t((i * l.d[0] + j * l.d[1] + k * l.d[2]) * es + byte)],
+                        a[size_t((i * l.a[0] + j * l.a[1] + k * l.a[2]) * es + byte)])
+                  << tilecore::arch::dtype_name(t) << " " << l.what << " [" << i << "," << j << "," << k << "]";
+    }
+}
