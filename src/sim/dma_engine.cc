@@ -13,6 +13,29 @@
 
 namespace tilecore::sim {
 
+namespace {
+
+/// n elements of des bytes at dst, stride elements apart, set to the fill value: typed
+/// stores (a memset for bytes) instead of a variable-size copy per element.
+void fill_elements(uint8_t* dst, int64_t n, int64_t stride, int des, const uint8_t* fill) {
+  auto typed = [&](auto v) {
+    std::memcpy(&v, fill, sizeof v);
+    for (int64_t k = 0; k < n; ++k) std::memcpy(dst + k * stride * int64_t(sizeof v), &v, sizeof v);
+  };
+  switch (des) {
+    case 1:
+      if (stride == 1) std::memset(dst, fill[0], size_t(n));
+      else typed(uint8_t{});
+      break;
+    case 2: typed(uint16_t{}); break;
+    case 4: typed(uint32_t{}); break;
+    default:
+      for (int64_t k = 0; k < n; ++k) std::memcpy(dst + k * stride * des, fill, size_t(des));
+  }
+}
+
+}  // namespace
+
 void Machine::execute_dma(Core& c, const Command& cmd) {
   const arch::DmaDesc& d = std::get<arch::DmaDesc>(cmd.desc);
   int rank = d.rank;
@@ -67,14 +90,18 @@ void Machine::execute_dma(Core& c, const Command& cmd) {
           // Same dtype: the in-window part of the row is a byte copy (memmove when both
           // sides are contiguous), the padding on either side the fill value.
           int64_t k0 = std::clamp<int64_t>(lo[3], 0, shape[3]), k1 = std::clamp<int64_t>(lo[3] + win[3], k0, shape[3]);
-          for (int64_t i3 = 0; i3 < k0; ++i3) std::memcpy(drow + i3 * ds[3] * des, fill, size_t(des));
+          fill_elements(drow, k0, ds[3], des, fill);
           if (ss[3] == 1 && ds[3] == 1) {
             std::memmove(drow + k0 * des, srow + (k0 - lo[3]) * ses, size_t((k1 - k0) * des));
           } else {
             for (int64_t i3 = k0; i3 < k1; ++i3)
               std::memcpy(drow + i3 * ds[3] * des, srow + (i3 - lo[3]) * ss[3] * ses, size_t(des));
           }
-          for (int64_t i3 = k1; i3 < shape[3]; ++i3) std::memcpy(drow + i3 * ds[3] * des, fill, size_t(des));
+          fill_elements(drow + k1 * ds[3] * des, shape[3] - k1, ds[3], des, fill);
+          continue;
+        }
+        if (!row_in) {
+          fill_elements(drow, shape[3], ds[3], des, fill);
           continue;
         }
         for (int64_t i3 = 0; i3 < shape[3]; ++i3) {

@@ -85,7 +85,7 @@ TEST(FastPaths, VectorF32AgreesWithReferenceOnOddShapesAndStrides) {
 
 TEST(FastPaths, PaddedDmaRowsAgreeWithReference) {
   // dst[i][j] = src[i - lo0][j - lo1] inside the window, else the fill value; unit and
-  // non-unit innermost strides (one copy per row, or element by element), f32 and i16.
+  // non-unit innermost strides (one copy per row, or element by element), f32, i16 and u8.
   struct Case {
     DType t;
     std::array<int, 2> shape, lo, hi, ss, ds;
@@ -96,18 +96,20 @@ TEST(FastPaths, PaddedDmaRowsAgreeWithReference) {
       {DType::F32, {5, 6}, {0, 0}, {2, 3}, {3, 1}, {16, 2}},
       {DType::I16, {3, 9}, {2, 4}, {0, 0}, {5, 1}, {9, 1}},
       {DType::I16, {3, 9}, {0, 1}, {1, 5}, {3, 1}, {9, 1}},
+      {DType::U8, {3, 9}, {1, 2}, {1, 3}, {5, 1}, {9, 1}},
+      {DType::U8, {4, 5}, {2, 1}, {0, 1}, {3, 1}, {11, 2}},
   };
   const double fill = 7.0;
   for (const Case& c : cases) {
     int es = ref::size(c.t);
     std::vector<double> src(64);
-    for (size_t i = 0; i < src.size(); ++i) src[i] = double(int(i * 37 % 101) - 50);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = double(int(i * 37 % 101) - (c.t == DType::U8 ? 0 : 50));
     auto l2 = [](const std::array<int, 2>& v) { return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]"; };
     std::string desc = "d: .dmadesc dtype=" + std::string(tilecore::arch::dtype_name(c.t)) + " shape=" + l2(c.shape) +
                        " pad_lo=" + l2(c.lo) + " pad_hi=" + l2(c.hi) + " src_stride=" + l2(c.ss) +
                        " dst_stride=" + l2(c.ds) + " fill=7";
     ref::Run r;
-    std::vector<double> sentinel(256, -99.0);
+    std::vector<double> sentinel(256, 99.0);
     r.go(desc, "li x1, 0x2000\nli x2, 0x1000\ndma.in l1:x1, l1:x2, [x0 + d]\nwait sc, din, 1",
          {{0x2000, ref::encode_all(c.t, sentinel)}, {0x1000, ref::encode_all(c.t, src)}});
     auto out = ref::decode_all(c.t, r.l1(0x2000, size_t(256 * es)));
@@ -121,7 +123,7 @@ TEST(FastPaths, PaddedDmaRowsAgreeWithReference) {
             << tilecore::arch::dtype_name(c.t) << " case ss=" << l2(c.ss) << " ds=" << l2(c.ds) << " [" << i << "," << j << "]";
       }
     if (c.ds[1] == 2) {
-      EXPECT_EQ(out[1], -99.0) << "gaps between strided destination elements stay untouched";
+      EXPECT_EQ(out[1], 99.0) << "gaps between strided destination elements stay untouched";
     }
   }
 }
