@@ -10,6 +10,7 @@
 
 #include "machine.h"
 #include "tilecore/arch/numeric.h"
+#include "tilecore/arch/tile_ops.h"
 
 namespace tilecore::sim {
 
@@ -154,15 +155,33 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
   // The destination is the last range (issue.cc); a source that does not overlap it
   // is read in place.
   const Range* dst_range = cmd.nranges ? &cmd.ranges[size_t(cmd.nranges - 1)] : nullptr;
-  auto snapshot = [&](int k, std::vector<uint8_t>& buf, const uint8_t*& p, uint32_t addr) {
+  // Nor does an elementwise source that is exactly the destination (same address, same
+  // element type and strides) over a compact destination walk: every element is read
+  // just before its own write and no other element touches it, as with a copy.
+  const arch::TileOpInfo* top = arch::FindTileOpByOpcode(op);
+  const bool elementwise = top != nullptr && top->form != arch::TileForm::Reduce && op != Opcode::Tlut &&
+                           op != Opcode::Trequant && (op != Opcode::Tcvt || i.src_dtype() == dt);
+  auto compact = [&] {
+    int64_t expect = 1;
+    for (int k = 3; k >= 0; --k) {
+      if (w.shape[size_t(k)] == 1) continue;
+      if (w.d[size_t(k)] != expect) return false;
+      expect *= w.shape[size_t(k)];
+    }
+    return true;
+  };
+  const bool d_compact = elementwise && compact();
+  auto snapshot = [&](int k, std::vector<uint8_t>& buf, const uint8_t*& p, uint32_t addr,
+                      const std::array<int64_t, 4>& strides) {
     if (k >= cmd.nranges - 1) return;
     const Range& r = cmd.ranges[size_t(k)];
     if (dst_range && (r.hi <= dst_range->lo || dst_range->hi <= r.lo)) return;
+    if (d_compact && addr == cmd.addr[0] && strides == w.d) return;
     buf.assign(l1 + r.lo, l1 + r.hi);
     p = buf.data() + (int64_t(addr) - int64_t(r.lo));
   };
-  snapshot(0, a_copy, A, cmd.addr[1]);
-  if (arch::info(op).format == arch::Format::Tile3) snapshot(1, b_copy, B, cmd.addr[2]);
+  snapshot(0, a_copy, A, cmd.addr[1], w.a);
+  if (arch::info(op).format == arch::Format::Tile3) snapshot(1, b_copy, B, cmd.addr[2], w.b);
   uint8_t* D = l1 + cmd.addr[0];
 
   // f32 inline (the same conversions as arch::load_as_double / store_from_double), the

@@ -50,6 +50,8 @@ TEST(FastPaths, VectorF32AgreesWithReferenceOnOddShapesAndStrides) {
       {"destination strided", {70, 14, 2}, {35, 7, 1}, {35, 7, 1}, false},
       {"in place", {35, 7, 1}, {35, 7, 1}, {35, 7, 1}, true},
       {"in place, b broadcast", {35, 7, 1}, {35, 7, 1}, {0, 0, 0}, true},
+      {"in place, strided", {70, 14, 2}, {70, 14, 2}, {35, 7, 1}, true},
+      {"in place, a shifted", {35, 7, 1}, {35, 7, 2}, {35, 7, 1}, true},
   };
   const char* ops[] = {"tadd", "tsub", "tmul", "tdiv", "tmax", "tmin", "tadds", "tmuls", "tmaxs", "tmins"};
   const uint32_t kA = 0x10000, kB = 0x20000, kD = 0x30000;
