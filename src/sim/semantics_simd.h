@@ -108,8 +108,22 @@ template <> struct Semantics<Opcode::Vsplat> {
     uint32_t x = c.x[i.b];
     if (t == DType::Bool) x = x != 0;
     uint32_t m = simd::pred(c, i.d);
-    for (int l = 0; l < simd::lanes(t); ++l)
-      if (m >> l & 1) simd::put_wrap(t, c.v[i.a].data(), l, int64_t(x));
+    uint8_t* d = c.v[i.a].data();
+    // The low bytes of x in each selected lane (what put_wrap stores), with a fixed-size
+    // store per lane width instead of a variable-size copy.
+    auto splat = [&](auto v) {
+      constexpr int w = int(sizeof v);
+      for (int l = 0; l < 32 / w; ++l)
+        if (m >> l & 1) std::memcpy(d + l * w, &v, w);
+    };
+    switch (arch::dtype_size(t)) {
+      case 4: splat(uint32_t(x)); break;
+      case 2: splat(uint16_t(x)); break;
+      case 1: splat(uint8_t(x)); break;
+      default:
+        for (int l = 0; l < simd::lanes(t); ++l)
+          if (m >> l & 1) simd::put_wrap(t, d, l, int64_t(x));
+    }
     return {};
   }
 };
