@@ -5,12 +5,36 @@
 // converted from src_dtype to dst_dtype; otherwise (or with the fill flag) it
 // receives the fill value. Bounds were checked at issue. Overlapping source and
 // destination behave as if the source were read completely first.
+#include <algorithm>
 #include <cstring>
 
 #include "machine.h"
 #include "tilecore/arch/numeric.h"
 
 namespace tilecore::sim {
+
+namespace {
+
+/// n elements of des bytes at dst, stride elements apart, set to the fill value: typed
+/// stores (a memset for bytes) instead of a variable-size copy per element.
+void fill_elements(uint8_t* dst, int64_t n, int64_t stride, int des, const uint8_t* fill) {
+  auto typed = [&](auto v) {
+    std::memcpy(&v, fill, sizeof v);
+    for (int64_t k = 0; k < n; ++k) std::memcpy(dst + k * stride * int64_t(sizeof v), &v, sizeof v);
+  };
+  switch (des) {
+    case 1:
+      if (stride == 1) std::memset(dst, fill[0], size_t(n));
+      else typed(uint8_t{});
+      break;
+    case 2: typed(uint16_t{}); break;
+    case 4: typed(uint32_t{}); break;
+    default:
+      for (int64_t k = 0; k < n; ++k) std::memcpy(dst + k * stride * des, fill, size_t(des));
+  }
+}
+
+}  // namespace
 
 void Machine::execute_dma(Core& c, const Command& cmd) {
   const arch::DmaDesc& d = std::get<arch::DmaDesc>(cmd.desc);
@@ -49,6 +73,7 @@ void Machine::execute_dma(Core& c, const Command& cmd) {
   uint8_t fill[4];
   std::memcpy(fill, &d.fill_bits, 4);
   const bool to_half = d.src_dtype == DType::F32 && (d.dst_dtype == DType::F16 || d.dst_dtype == DType::BF16);
+  const bool same = d.src_dtype == d.dst_dtype;
   bool plain = !d.fill() && d.src_dtype == d.dst_dtype && ss[3] == 1 && ds[3] == 1 &&
                lo == std::array<int64_t, 4>{0, 0, 0, 0} && win == shape;
   for (int64_t i0 = 0; i0 < shape[0]; ++i0)
@@ -62,6 +87,24 @@ void Machine::execute_dma(Core& c, const Command& cmd) {
         int64_t j0 = i0 - lo[0], j1 = i1 - lo[1], j2 = i2 - lo[2];
         bool row_in = !d.fill() && j0 >= 0 && j0 < win[0] && j1 >= 0 && j1 < win[1] && j2 >= 0 && j2 < win[2];
         const uint8_t* srow = row_in ? s0 + (j0 * ss[0] + j1 * ss[1] + j2 * ss[2]) * ses : nullptr;
+        if (same && row_in) {
+          // Same dtype: the in-window part of the row is a byte copy (memmove when both
+          // sides are contiguous), the padding on either side the fill value.
+          int64_t k0 = std::clamp<int64_t>(lo[3], 0, shape[3]), k1 = std::clamp<int64_t>(lo[3] + win[3], k0, shape[3]);
+          fill_elements(drow, k0, ds[3], des, fill);
+          if (ss[3] == 1 && ds[3] == 1) {
+            std::memmove(drow + k0 * des, srow + (k0 - lo[3]) * ses, size_t((k1 - k0) * des));
+          } else {
+            for (int64_t i3 = k0; i3 < k1; ++i3)
+              std::memcpy(drow + i3 * ds[3] * des, srow + (i3 - lo[3]) * ss[3] * ses, size_t(des));
+          }
+          fill_elements(drow + k1 * ds[3] * des, shape[3] - k1, ds[3], des, fill);
+          continue;
+        }
+        if (!row_in) {
+          fill_elements(drow, shape[3], ds[3], des, fill);
+          continue;
+        }
         for (int64_t i3 = 0; i3 < shape[3]; ++i3) {
           int64_t j3 = i3 - lo[3];
           uint8_t* dp = drow + i3 * ds[3] * des;

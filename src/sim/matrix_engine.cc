@@ -77,12 +77,19 @@ void Machine::execute_matrix(Core& c, const Command& cmd) {
     acc_f.assign(size_t(m) * size_t(n), 0.0f);
     if (acc_flag)
       for (int i = 0; i < m; ++i) std::memcpy(&acc_f[size_t(i) * size_t(n)], C + int64_t(i) * d.ldc * 4, size_t(n) * 4);
-    int es = arch::dtype_size(in);
-    std::vector<float> a(size_t(m) * size_t(k)), b(size_t(k) * size_t(n));
-    for (int i = 0; i < m; ++i) RowToF32(in, l1 + cmd.addr[1] + int64_t(i) * d.lda * es, k, &a[size_t(i) * size_t(k)]);
-    for (int kk = 0; kk < k; ++kk)
-      RowToF32(in, l1 + cmd.addr[2] + int64_t(kk) * d.ldb * es, n, &b[size_t(kk) * size_t(n)]);
-    gemm_f32(m, n, k, a.data(), k, b.data(), n, acc_f.data(), n, acc_flag);
+    if (in == DType::F32) {
+      // f32 operands are read in place (4-byte aligned, checked at issue); the product
+      // goes to acc_f, so C may overlap them.
+      gemm_f32(m, n, k, reinterpret_cast<const float*>(l1 + cmd.addr[1]), int(d.lda),
+               reinterpret_cast<const float*>(l1 + cmd.addr[2]), int(d.ldb), acc_f.data(), n, acc_flag);
+    } else {
+      int es = arch::dtype_size(in);
+      std::vector<float> a(size_t(m) * size_t(k)), b(size_t(k) * size_t(n));
+      for (int i = 0; i < m; ++i) RowToF32(in, l1 + cmd.addr[1] + int64_t(i) * d.lda * es, k, &a[size_t(i) * size_t(k)]);
+      for (int kk = 0; kk < k; ++kk)
+        RowToF32(in, l1 + cmd.addr[2] + int64_t(kk) * d.ldb * es, n, &b[size_t(kk) * size_t(n)]);
+      gemm_f32(m, n, k, a.data(), k, b.data(), n, acc_f.data(), n, acc_flag);
+    }
   }
 
   if (!d.epilogue()) {

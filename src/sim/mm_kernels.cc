@@ -279,6 +279,54 @@ __attribute__((target("avx2"))) void gemm_f32_avx2(int m, int n, int k, const fl
     gemm_f32_portable(m - i, n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc, accumulate);
   }
 }
+
+bool have_avx512f() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+
+// AVX-512: blocks of 8 rows x 32 columns (16 accumulators) over the whole K loop, the
+// same multiply-then-add per element, k ascending, as the loops above. The explicitly
+// rounded (round-to-nearest-even) forms keep the compiler from contracting the pair into
+// an FMA, which avx512f enables; tests/cpp/sim/test_mm_kernels.cc checks bit for bit.
+// The edges go to the AVX2 kernel, which computes each element the same way.
+// (The maskz forms with every lane selected: the unmasked ones trip GCC 12's
+// maybe-uninitialized warning inside its own header.)
+constexpr int kRn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+constexpr __mmask16 kAll = 0xFFFF;
+__attribute__((target("avx512f"))) void gemm_f32_avx512(int m, int n, int k, const float* a, int lda, const float* b,
+                                                       int ldb, float* c, int ldc, bool accumulate) {
+  const int n32 = n / 32 * 32;
+  int i = 0;
+  for (; i + 8 <= m && n32 > 0; i += 8) {
+    for (int j = 0; j < n32; j += 32) {
+      __m512 acc[8][2];
+      for (int r = 0; r < 8; ++r) {
+        float* crow = c + int64_t(i + r) * ldc + j;
+        acc[r][0] = accumulate ? _mm512_loadu_ps(crow) : _mm512_setzero_ps();
+        acc[r][1] = accumulate ? _mm512_loadu_ps(crow + 16) : _mm512_setzero_ps();
+      }
+      const float* arow = a + int64_t(i) * lda;
+      for (int kk = 0; kk < k; ++kk) {
+        const float* brow = b + int64_t(kk) * ldb + j;
+        __m512 b0 = _mm512_loadu_ps(brow), b1 = _mm512_loadu_ps(brow + 16);
+        for (int r = 0; r < 8; ++r) {
+          __m512 av = _mm512_set1_ps(arow[int64_t(r) * lda + kk]);
+          acc[r][0] = _mm512_maskz_add_round_ps(kAll, acc[r][0], _mm512_maskz_mul_round_ps(kAll, av, b0, kRn), kRn);
+          acc[r][1] = _mm512_maskz_add_round_ps(kAll, acc[r][1], _mm512_maskz_mul_round_ps(kAll, av, b1, kRn), kRn);
+        }
+      }
+      for (int r = 0; r < 8; ++r) {
+        float* crow = c + int64_t(i + r) * ldc + j;
+        _mm512_storeu_ps(crow, acc[r][0]);
+        _mm512_storeu_ps(crow + 16, acc[r][1]);
+      }
+    }
+  }
+  // the columns past the last block of 32 (rows [0, i)), then the rows past the last block of 8
+  if (i > 0 && n32 < n) gemm_f32_avx2(i, n - n32, k, a, lda, b + n32, ldb, c + n32, ldc, accumulate);
+  if (i < m) gemm_f32_avx2(m - i, n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc, accumulate);
+}
 #endif
 
 }  // namespace
@@ -286,6 +334,7 @@ __attribute__((target("avx2"))) void gemm_f32_avx2(int m, int n, int k, const fl
 void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
               bool accumulate) {
 #ifdef TC1_HAVE_X86
+  if (have_avx512f()) return gemm_f32_avx512(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
   if (have_avx2()) return gemm_f32_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 #endif
   gemm_f32_portable(m, n, k, a, lda, b, ldb, c, ldc, accumulate);

@@ -4,8 +4,8 @@
 // throughput of the simulator is the throughput of these. The int8 kernel has
 // an AVX-512 VNNI path and an AVX2 path chosen at run time and a portable path the
 // compiler vectorises; both are exact (int32 accumulation wraps modulo 2^32). The f32 kernel
-// has an AVX2 path (4 x 16 register blocks, no FMA) chosen at run time, bit-identical
-// to its portable loop.
+// has an AVX-512 path (8 x 32 register blocks) and an AVX2 path (4 x 16), no FMA, chosen at
+// run time, bit-identical to its portable loop.
 #pragma once
 
 #include <cstdint>

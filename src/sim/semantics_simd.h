@@ -42,6 +42,27 @@ Outcome binary(Core& c, const Inst& i, IOp iop, FOp fop) {
   std::array<uint8_t, 32> a = c.v[i.b], b = c.v[i.c];
   uint8_t* d = c.v[i.a].data();
   uint32_t m = pred(c, i.d);
+  if (t == DType::F32 || (t == DType::I32 && !Saturate)) {
+    // The common 32-bit lanes with inline loads and stores: the same conversions as
+    // get_f / put_f (f32 <-> double) and get_i / put_wrap (int32, low 32 bits).
+    for (int l = 0; l < 8; ++l) {
+      if (!(m >> l & 1)) continue;
+      if (t == DType::F32) {
+        float x, y;
+        std::memcpy(&x, a.data() + 4 * l, 4);
+        std::memcpy(&y, b.data() + 4 * l, 4);
+        float r = float(fop(double(x), double(y)));
+        std::memcpy(d + 4 * l, &r, 4);
+      } else {
+        int32_t x, y;
+        std::memcpy(&x, a.data() + 4 * l, 4);
+        std::memcpy(&y, b.data() + 4 * l, 4);
+        uint32_t r = uint32_t(uint64_t(iop(int64_t(x), int64_t(y))));
+        std::memcpy(d + 4 * l, &r, 4);
+      }
+    }
+    return {};
+  }
   for (int l = 0; l < lanes(t); ++l) {
     if (!(m >> l & 1)) continue;
     if (is_float(t)) {
@@ -87,8 +108,22 @@ template <> struct Semantics<Opcode::Vsplat> {
     uint32_t x = c.x[i.b];
     if (t == DType::Bool) x = x != 0;
     uint32_t m = simd::pred(c, i.d);
-    for (int l = 0; l < simd::lanes(t); ++l)
-      if (m >> l & 1) simd::put_wrap(t, c.v[i.a].data(), l, int64_t(x));
+    uint8_t* d = c.v[i.a].data();
+    // The low bytes of x in each selected lane (what put_wrap stores), with a fixed-size
+    // store per lane width instead of a variable-size copy.
+    auto splat = [&](auto v) {
+      constexpr int w = int(sizeof v);
+      for (int l = 0; l < 32 / w; ++l)
+        if (m >> l & 1) std::memcpy(d + l * w, &v, w);
+    };
+    switch (arch::dtype_size(t)) {
+      case 4: splat(uint32_t(x)); break;
+      case 2: splat(uint16_t(x)); break;
+      case 1: splat(uint8_t(x)); break;
+      default:
+        for (int l = 0; l < simd::lanes(t); ++l)
+          if (m >> l & 1) simd::put_wrap(t, d, l, int64_t(x));
+    }
     return {};
   }
 };

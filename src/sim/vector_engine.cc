@@ -10,6 +10,7 @@
 
 #include "machine.h"
 #include "tilecore/arch/numeric.h"
+#include "tilecore/arch/tile_ops.h"
 
 namespace tilecore::sim {
 
@@ -63,6 +64,38 @@ double fmin_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NA
 /// specification asks for (double rounding is innocuous for these operations).
 template <typename F>
 void f32_binary(const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, F f) {
+  if (w.d[3] == 1 && w.a[3] == 1 && (w.b[3] == 1 || w.b[3] == 0)) {
+    // Unit-stride rows (b contiguous or broadcast): a loop the compiler vectorises,
+    // the same float operation per element as below.
+    const int64_t n = w.shape[3];
+    const bool bcast = w.b[3] == 0;
+    Walk outer = w;
+    outer.shape[3] = 1;
+    for_each(outer, [&](int64_t od, int64_t oa, int64_t ob) {
+      uint8_t* d = D + od * 4;
+      const uint8_t* a = A + oa * 4;
+      const uint8_t* b = B + ob * 4;
+      if (bcast) {
+        float y;
+        std::memcpy(&y, b, 4);
+        for (int64_t k = 0; k < n; ++k) {
+          float x;
+          std::memcpy(&x, a + k * 4, 4);
+          float r = f(x, y);
+          std::memcpy(d + k * 4, &r, 4);
+        }
+      } else {
+        for (int64_t k = 0; k < n; ++k) {
+          float x, y;
+          std::memcpy(&x, a + k * 4, 4);
+          std::memcpy(&y, b + k * 4, 4);
+          float r = f(x, y);
+          std::memcpy(d + k * 4, &r, 4);
+        }
+      }
+    });
+    return;
+  }
   for_each(w, [&](int64_t od, int64_t oa, int64_t ob) {
     float x, y;
     std::memcpy(&x, A + oa * 4, 4);
@@ -72,8 +105,9 @@ void f32_binary(const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, F
   });
 }
 
-float fmaxf_nan(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); }
-float fminf_nan(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); }
+// Lambdas (not function pointers) so the row loops inline and vectorise them.
+constexpr auto fmaxf_nan = [](float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); };
+constexpr auto fminf_nan = [](float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); };
 
 /// Runs an f32 binary or scalar command on the fast path; false if not covered.
 bool f32_fast(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, float s) {
@@ -118,19 +152,57 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
   std::vector<uint8_t> a_copy, b_copy;
   const uint8_t* A = l1 + cmd.addr[1];
   const uint8_t* B = l1 + cmd.addr[2];
-  auto snapshot = [&](int k, std::vector<uint8_t>& buf, const uint8_t*& p, uint32_t addr) {
-    if (k >= cmd.nranges) return;
+  // The destination is the last range (issue.cc); a source that does not overlap it
+  // is read in place.
+  const Range* dst_range = cmd.nranges ? &cmd.ranges[size_t(cmd.nranges - 1)] : nullptr;
+  // Nor does an elementwise source that is exactly the destination (same address, same
+  // element type and strides) over a compact destination walk: every element is read
+  // just before its own write and no other element touches it, as with a copy.
+  const arch::TileOpInfo* top = arch::FindTileOpByOpcode(op);
+  const bool elementwise = top != nullptr && top->form != arch::TileForm::Reduce && op != Opcode::Tlut &&
+                           op != Opcode::Trequant && (op != Opcode::Tcvt || i.src_dtype() == dt);
+  auto compact = [&] {
+    int64_t expect = 1;
+    for (int k = 3; k >= 0; --k) {
+      if (w.shape[size_t(k)] == 1) continue;
+      if (w.d[size_t(k)] != expect) return false;
+      expect *= w.shape[size_t(k)];
+    }
+    return true;
+  };
+  const bool d_compact = elementwise && compact();
+  auto snapshot = [&](int k, std::vector<uint8_t>& buf, const uint8_t*& p, uint32_t addr,
+                      const std::array<int64_t, 4>& strides) {
+    if (k >= cmd.nranges - 1) return;
     const Range& r = cmd.ranges[size_t(k)];
+    if (dst_range && (r.hi <= dst_range->lo || dst_range->hi <= r.lo)) return;
+    if (d_compact && addr == cmd.addr[0] && strides == w.d) return;
     buf.assign(l1 + r.lo, l1 + r.hi);
     p = buf.data() + (int64_t(addr) - int64_t(r.lo));
   };
-  snapshot(0, a_copy, A, cmd.addr[1]);
-  if (arch::info(op).format == arch::Format::Tile3) snapshot(1, b_copy, B, cmd.addr[2]);
+  snapshot(0, a_copy, A, cmd.addr[1], w.a);
+  if (arch::info(op).format == arch::Format::Tile3) snapshot(1, b_copy, B, cmd.addr[2], w.b);
   uint8_t* D = l1 + cmd.addr[0];
 
-  auto ld = [&](const uint8_t* base, int64_t off, DType t) { return arch::load_as_double(t, base + off * arch::dtype_size(t)); };
+  // f32 inline (the same conversions as arch::load_as_double / store_from_double), the
+  // rest through the out-of-line converters.
+  auto ld = [&](const uint8_t* base, int64_t off, DType t) -> double {
+    if (t == DType::F32) {
+      float f;
+      std::memcpy(&f, base + off * 4, 4);
+      return f;
+    }
+    return arch::load_as_double(t, base + off * arch::dtype_size(t));
+  };
   auto li = [&](const uint8_t* base, int64_t off, DType t) { return arch::load_as_int(t, base + off * arch::dtype_size(t)); };
-  auto st_f = [&](int64_t off, double x) { arch::store_from_double(dt, x, D + off * es); };
+  auto st_f = [&](int64_t off, double x) {
+    if (dt == DType::F32) {
+      float f = float(x);
+      std::memcpy(D + off * 4, &f, 4);
+    } else {
+      arch::store_from_double(dt, x, D + off * es);
+    }
+  };
   auto st_i = [&](int64_t off, int64_t x) { arch::store_from_int(dt, x, D + off * es); };
 
   if (dt == DType::F32 && f32_fast(op, w, D, A, B, v.scalar)) return;
@@ -206,6 +278,22 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
     case Opcode::Tcvt: {
       DType st = i.src_dtype();
       int ses = arch::dtype_size(st);
+      if (st == dt) {
+        // A same-type conversion is a copy (what convert_element does per element): whole
+        // rows at once when both sides are unit-stride.
+        Walk outer = w;
+        outer.shape[3] = 1;
+        const int64_t n = w.shape[3];
+        const bool rows = w.d[3] == 1 && w.a[3] == 1;
+        for_each(outer, [&](int64_t od, int64_t oa, int64_t) {
+          if (rows) {
+            std::memcpy(D + od * es, A + oa * es, size_t(n * es));
+          } else {
+            for (int64_t k = 0; k < n; ++k) std::memcpy(D + (od + k * w.d[3]) * es, A + (oa + k * w.a[3]) * es, size_t(es));
+          }
+        });
+        break;
+      }
       // the conversions around int8 matrix ops (quantise on load, dequantise) without the
       // generic loader's switches; the same results as convert_element
       if (st == DType::F32 && dt == DType::I8) {
