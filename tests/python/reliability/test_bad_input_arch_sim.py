@@ -99,3 +99,9 @@ def test_full_disk_trace_raises():
 def test_messages_keep_text_after_a_nul():
     # M7
     expect_error("tilecore.arch.assemble('li x1, 5\\x00garbage\\nhalt')", "AsmError", "\\0garbage")
+
+
+@pytest.mark.parametrize("word,exc,words", [("2**70", "OverflowError", ["64-bit"]), ("2.5", "TypeError", ["int"])])
+def test_disassemble_word_is_not_masked(word, exc, words):
+    # S18: a word wider than 64 bits is refused, not masked to its low bits.
+    expect_error(f"tilecore.arch.disassemble_word({word})", exc, *words)

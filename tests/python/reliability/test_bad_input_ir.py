@@ -152,3 +152,34 @@ def test_builder_still_takes_python_ints_for_float_buffers():
 def test_load_json_runs_the_constructors_checks(mutation, words):
     # S10
     expect_error(_MUTATE + mutation + "\ntilecore.load_json(json.dumps(d))", "Error", "LoadJSON", *words)
+
+
+@pytest.mark.parametrize("call,exc,words", [
+    ("tilecore.transform.prim_func_pass(lambda f, m, c: None, name='nothing')(add_kernel())",
+     "TypeError", ["pass `nothing`", "returned `None`", "ir.PrimFunc"]),
+    ("b = ir.GraphBuilder('m'); b.output(b.input('x', (4,), 'float32'))\n"
+     "tilecore.transform.graph_pass(lambda g, c: 3, name='three')(b.build())",
+     "TypeError", ["pass `three`", "returned `int`", "ir.Graph"]),
+    ("tilecore.transform.PassContext(config={'no.such.option': 1})", "ValueError", ["unknown option", "no.such.option"]),
+    ("tilecore.transform.PassContext(config={'transform.UnrollLoop.max_extent': 'many'})", "TypeError",
+     ["max_extent", "must be int"]),
+    ("i = ir.Var('i', 'int32'); tilecore.transform.const_int_bound(i + 1, {i: (0, -5)})", "ValueError",
+     ["range of `i`", "extent -5"]),
+    ("ir.FloatImm('float16', 1e10)", "ValueError", ["does not fit float16"]),
+    ("ir.FloatImm('float32', 1e39)", "ValueError", ["does not fit float32"]),
+])
+def test_other_silent_acceptances_are_named_errors(call, exc, words):
+    # S18: a pass that returns nothing, a misspelt option, an empty range, a constant beyond its dtype.
+    expect_error(call, exc, *words)
+
+
+def test_float_limits_still_fit_and_folding_overflows_to_inf():
+    # S18: the largest finite value and inf are kept; folded arithmetic rounds as IEEE does.
+    out = run_isolated("""
+        a = ir.FloatImm('float16', 65504.0); b = ir.FloatImm('float16', float('inf'))
+        c = tilecore.transform.simplify_expr(ir.FloatImm('float16', 60000.0) * ir.FloatImm('float16', 2.0))
+        with tilecore.transform.PassContext(config={'transform.VectorizeLoop.strict': True}):
+            pass
+        RESULT = (a.value, b.value, c.value)
+    """)
+    assert out.expect_ok() == repr((65504.0, float("inf"), float("inf")))
