@@ -92,7 +92,7 @@ def test_python_cpp_python_recursion_is_a_recursion_error():
         def rec(n):
             return tilecore.testing.apply(rec, n + 1)
         rec(0)
-    """, "RecursionError", "recursion", timeout=300)
+    """, "RecursionError", "recursion", timeout=60)
 
 
 def test_freeing_a_deeply_nested_array_does_not_overflow_the_stack():
