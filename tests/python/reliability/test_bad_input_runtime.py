@@ -179,3 +179,12 @@ def test_loader_that_returns_none_is_named(tmp_path):
         tilecore.register_func('runtime.module.loadbinary_npu', lambda b: None, override=True)
         tilecore.runtime.load_module({str(p)!r})
     """, "ValueError", "loadbinary_npu returned `None`", "runtime.Module")
+
+
+def test_device_with_too_little_l1_for_the_arguments_is_named():
+    # M10: the argument block's fixed L1 address must exist on the configured device.
+    expect_error("""
+        tilecore.runtime.npu_configure(0, 'npu -cores=4 -l1=1KiB')
+        tilecore.build(add_kernel(), 'npu')['add'](np.ones(256, 'int32'), np.ones(256, 'int32'),
+                                                   np.zeros(256, 'int32'))
+    """, "ValueError", "npu:0 has 1024 bytes of L1", "npu_configure")
