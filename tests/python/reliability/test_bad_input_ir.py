@@ -183,3 +183,19 @@ def test_float_limits_still_fit_and_folding_overflows_to_inf():
         RESULT = (a.value, b.value, c.value)
     """)
     assert out.expect_ok() == repr((65504.0, float("inf"), float("inf")))
+
+
+def test_python_repr_of_a_shared_array_is_bounded():
+    # H3: Python's repr of 40 levels of [x, x] builds each distinct Array's text once and
+    # cuts it, instead of printing 2^40 leaves; a plain container prints as before.
+    out = run_isolated("""
+        import json, time
+        doc = json.dumps({'root': 40, 'nodes': [{'type': 'int', 'data': 1}] +
+                          [{'type': 'ffi.Array', 'data': [i, i]} for i in range(40)]})
+        x = tilecore.load_json(doc)
+        t = time.time()
+        text = repr(x)
+        RESULT = (time.time() - t < 20, text.endswith('(truncated)'), len(text) < 2 << 20,
+                  repr(tilecore.convert([1, [2, 'a'], {'k': [3]}])))
+    """, timeout=120)
+    assert out.expect_ok() == repr((True, True, True, "[1, [2, 'a'], {'k': [3]}]"))
