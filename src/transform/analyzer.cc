@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 #include <vector>
 
 #include "tilecore/ffi/function.h"
@@ -171,6 +172,16 @@ bool IsScalarInt(const PrimExpr& e) { return e.dtype().is_integer() && e.dtype()
 class ExprSimplifier : public IRMutator {
  public:
   explicit ExprSimplifier(Analyzer* an) : an_(an) {}
+
+  // A subexpression shared at many places (e = e + e) is simplified once per call: the
+  // analyzer's bounds do not change during one Simplify, so the result cannot either.
+  PrimExpr VisitExpr(const PrimExpr& e) override {
+    if (!e.defined()) return e;
+    if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
+    PrimExpr r = IRMutator::VisitExpr(e);
+    memo_.emplace(e.get(), r);
+    return r;
+  }
 
   PrimExpr VisitExpr_(const AddNode* op) override {
     PrimExpr a = VisitExpr(op->a), b = VisitExpr(op->b);
@@ -464,6 +475,7 @@ class ExprSimplifier : public IRMutator {
   }
 
   Analyzer* an_;
+  std::unordered_map<const Object*, PrimExpr> memo_;
 };
 
 }  // namespace

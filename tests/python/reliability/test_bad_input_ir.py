@@ -199,3 +199,39 @@ def test_python_repr_of_a_shared_array_is_bounded():
                   repr(tilecore.convert([1, [2, 'a'], {'k': [3]}])))
     """, timeout=120)
     assert out.expect_ok() == repr((True, True, True, "[1, [2, 'a'], {'k': [3]}]"))
+
+
+@pytest.mark.parametrize("use", ["tilecore.build(ib.get(), 'npu')", "tilecore.build(ib.get(), 'c')",
+                                 "tilecore.transform.simplify_expr(e)"])
+def test_build_and_simplify_of_a_shared_expression_are_linear(use):
+    # H3: e = e + e forty times (2^40 paths, 41 nodes) builds and simplifies at once; the
+    # analyses that walk it (post-order visits, substitution, the simplifier, the written-
+    # buffer scan of the kernel-call convention) visit each node once.
+    out = run_isolated(f"""
+        import time
+        ib = ir.IRBuilder('k'); A = ib.buffer_param('A', (4,), 'int32')
+        e = A[0]
+        for _ in range(40):
+            e = e + e
+        A[1] = e
+        t = time.time()
+        {use}
+        RESULT = time.time() - t < 20
+    """, timeout=120)
+    assert out.expect_ok() == "True"
+
+
+@pytest.mark.parametrize("target", ["npu", "c"])
+def test_shared_expression_computes_the_unshared_value(target):
+    # Visiting a shared node once must not change the result: 3 * 2^5 through five e + e.
+    out = run_isolated(f"""
+        ib = ir.IRBuilder('k'); A = ib.buffer_param('A', (4,), 'int32')
+        e = A[0]
+        for _ in range(5):
+            e = e + e
+        A[1] = e
+        x = np.array([3, 0, 0, 0], 'int32')
+        tilecore.build(ib.get(), {target!r})['k'](x)
+        RESULT = x.tolist()
+    """)
+    assert out.expect_ok() == repr([3, 3 * 2 ** 5, 0, 0])
