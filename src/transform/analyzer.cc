@@ -23,14 +23,8 @@ using namespace ir;  // NOLINT(*)
 namespace {
 
 /*! \brief A folded float constant; beyond its dtype's range it is +-inf, as IEEE arithmetic
- *  gives (FloatImm itself refuses a finite value that does not fit). */
-PrimExpr FoldedFloat(DataType t, double v) {
-  try {
-    return FloatImm(t, v);
-  } catch (const ffi::Error&) {
-    return FloatImm(t, v > 0 ? INFINITY : -INFINITY);
-  }
-}
+ *  gives (make_const rounds so; FloatImm itself refuses a finite value that does not fit). */
+PrimExpr FoldedFloat(DataType t, double v) { return make_const(t, v); }
 
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
