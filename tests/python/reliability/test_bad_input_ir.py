@@ -235,3 +235,14 @@ def test_shared_expression_computes_the_unshared_value(target):
         RESULT = x.tolist()
     """)
     assert out.expect_ok() == repr([3, 3 * 2 ** 5, 0, 0])
+
+
+@pytest.mark.parametrize("element,type_key", [('next(i for i, n in enumerate(nodes) if n["type"] == "int")', "int"),
+                                              ("none", "None")])
+def test_load_json_names_the_refused_element(element, type_key):
+    # M12 (and C2's params[0] -> null): the element, not the container, is named.
+    expect_error(_MUTATE + f"""
+root = nodes[d["root"]]["data"]
+nodes[root["params"]]["data"][0] = {element}
+tilecore.load_json(json.dumps(d))
+""", "TypeError", "field `params[0]`", f"cannot be `{type_key}`", "Array[ir.Var]")
