@@ -42,6 +42,25 @@ PyObject* ErrorClassFor(PyObject* kind) {
 void AddNote(PyObject* exc, const char* header, PyObject* text) {
   // BaseException.add_note exists from Python 3.11; older versions just lose the note.
   if (PyUnicode_GET_LENGTH(text) == 0) return;
+  // An exception that crosses many Python <-> C++ levels (deep recursion through callbacks)
+  // keeps the note of the innermost crossing only: one per level would make the exception
+  // grow with the depth, and printing it quadratic.
+  if (PyObject* notes = PyObject_GetAttrString(exc, "__notes__")) {
+    bool seen = false;
+    PyObject* head = PyUnicode_FromString(header);
+    if (head != nullptr && PyList_Check(notes)) {
+      for (Py_ssize_t i = 0; i < PyList_GET_SIZE(notes) && !seen; ++i) {
+        PyObject* n = PyList_GET_ITEM(notes, i);
+        seen = PyUnicode_Check(n) && PyUnicode_Tailmatch(n, head, 0, PY_SSIZE_T_MAX, -1) == 1;
+      }
+    }
+    Py_XDECREF(head);
+    Py_DECREF(notes);
+    PyErr_Clear();
+    if (seen) return;
+  } else {
+    PyErr_Clear();
+  }
   PyObject* note = PyUnicode_FromFormat("%s\n%U", header, text);
   if (note == nullptr) {
     PyErr_Clear();
@@ -67,10 +86,21 @@ PyObject* KindOf(PyObject* exc) {
   return PyUnicode_FromString("RuntimeError");
 }
 
+constexpr int kMaxNoteFrames = 20;
+
 PyObject* FormatTraceback(PyObject* tb) {
   if (tb == nullptr || tb == Py_None) return PyUnicode_FromStringAndSize("", 0);
   PyObject* traceback = PyImport_ImportModule("traceback");
   if (traceback == nullptr) return nullptr;
+  // The innermost frames only (the tail of the linked list): the traceback of an exception that unwinds
+  // through deep recursion holds every level, and formatting it whole at each C++ crossing
+  // made the unwinding quadratic in the depth. The exception keeps its whole traceback.
+  Py_ssize_t n = 0;
+  for (PyObject* t = tb; t != nullptr && t != Py_None; t = reinterpret_cast<PyObject*>(
+                                                            reinterpret_cast<PyTracebackObject*>(t)->tb_next)) {
+    ++n;
+  }
+  for (; n > kMaxNoteFrames; --n) tb = reinterpret_cast<PyObject*>(reinterpret_cast<PyTracebackObject*>(tb)->tb_next);
   PyObject* lines = PyObject_CallMethod(traceback, "format_tb", "O", tb);
   Py_DECREF(traceback);
   if (lines == nullptr) return nullptr;

@@ -9,6 +9,7 @@ A mistake in the source raises :class:`AsmError` (a ``ValueError``) whose messag
 starts with the line number; a malformed image raises :class:`ProgramFormatError`
 naming the byte offset. The assembly language is described in docs/tc1.md.
 """
+import operator
 import re
 
 from ._base import _ffi_core
@@ -150,7 +151,14 @@ def disassemble(program):
 
 def disassemble_word(word, pc=0):
     """One instruction word as text (``.inst 0x...`` when it does not decode)."""
-    word = int(word) & 0xFFFFFFFFFFFFFFFF
+    try:
+        word = operator.index(word)
+    except TypeError:
+        raise TypeError(f"disassemble_word: the word must be an int, got {type(word).__name__}") from None
+    # A word is 64 bits: as unsigned or as signed, but never masked down from something wider.
+    if not -(1 << 63) <= word < 1 << 64:
+        raise OverflowError(f"disassemble_word: {word:#x} does not fit in a 64-bit instruction word")
+    word &= 0xFFFFFFFFFFFFFFFF
     if word >= 1 << 63:
         word -= 1 << 64
     return _ffi.DisassembleWord(word, pc)

@@ -19,6 +19,31 @@ from ._base import _ffi_core
 from .object import Object, TypeIndex, register_object
 
 
+# A container that shares its elements (the same Array at many places) stands for a tree
+# exponentially larger than itself: its text is built once per distinct container (by
+# handle) and cut at this many characters, as the C++ printer cuts its own.
+_REPR_MAX_CHARS = 1 << 20
+_TRUNCATED = "...(truncated)"
+
+
+def _repr_of(root):
+    memo = {}
+
+    def text(x):
+        if not isinstance(x, (Array, Map)):
+            return repr(x)
+        key = x.handle.value
+        if key not in memo:
+            if isinstance(x, Array):
+                s = "[" + ", ".join(text(e) for e in x) + "]"
+            else:
+                s = "{" + ", ".join(f"{text(k)}: {text(v)}" for k, v in x.items()) + "}"
+            memo[key] = s if len(s) <= _REPR_MAX_CHARS else s[:_REPR_MAX_CHARS] + _TRUNCATED
+        return memo[key]
+
+    return text(root)
+
+
 @register_object(TypeIndex.Array)
 class Array(Object):
     """An immutable sequence of tilecore values (``ffi.Array``)."""
@@ -57,7 +82,7 @@ class Array(Object):
     __hash__ = Object.__hash__
 
     def __repr__(self):
-        return "[" + ", ".join(repr(x) for x in self) + "]"
+        return _repr_of(self)
 
 
 @register_object(TypeIndex.Map)
@@ -106,7 +131,7 @@ class Map(Object):
     __hash__ = Object.__hash__
 
     def __repr__(self):
-        return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self.items()) + "}"
+        return _repr_of(self)
 
 
 @register_object(TypeIndex.Shape)

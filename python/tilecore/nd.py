@@ -21,6 +21,19 @@ class NDArray(_ffi_core.NDArray):
         """A numpy array holding a copy of the data (from any device)."""
         import numpy as np
 
+        # tilecore holds dtypes numpy has no form for (int3, int8x4, float8, bfloat16):
+        # say so, instead of numpy's "Unsupported dtype in DLTensor".
+        name = str(self.dtype)
+        try:
+            ok = np.dtype(name).name == name
+        except TypeError:
+            ok = False
+        if name == "bfloat16":  # numpy has it through ml_dtypes, below
+            import importlib.util
+
+            ok = importlib.util.find_spec("ml_dtypes") is not None
+        if not ok:
+            raise TypeError(f"NDArray.numpy: {name} has no numpy equivalent (shape {tuple(self.shape)})")
         host = self if self.device.device_type == kDLCPU else self.copyto(cpu(0))
         if str(host.dtype) == "bfloat16":  # numpy's DLPack import lacks bfloat16: ml_dtypes' type, by bytes
             import ctypes
@@ -31,7 +44,10 @@ class NDArray(_ffi_core.NDArray):
             if out.nbytes:
                 ctypes.memmove(out.ctypes.data, int(host.data_ptr) + int(host.byte_offset), out.nbytes)
             return out
-        return np.from_dlpack(host).copy()
+        try:
+            return np.from_dlpack(host).copy()
+        except RuntimeError as e:  # e.g. more dimensions than numpy supports
+            raise ValueError(f"NDArray.numpy: numpy cannot hold a {len(self.shape)}-d {name} array ({e})") from None
 
     def copyto(self, target):
         """Copies into ``target``: a Device (returns a new array there) or an NDArray."""

@@ -207,10 +207,11 @@ class CPrinter {
     if (from == to || (IsHalf(from) && IsHalf(to) && from.code == to.code)) return v;
     if (to.is_bool()) return "(uint8_t)((" + v + ") != 0)";
     if (to.is_integer() && from.is_float()) {
-      int64_t lo = to.is_uint() ? 0 : -(int64_t(1) << (to.bits() - 1));
-      int64_t hi = to.is_uint() ? (to.bits() == 64 ? INT64_MAX : (int64_t(1) << to.bits()) - 1)
-                                : (int64_t(1) << (to.bits() - 1)) - 1;
-      if (to.bits() == 64) lo = to.is_uint() ? 0 : INT64_MIN;
+      // 64 bits apart: -(1 << 63) overflows int64 (UBSan reports it).
+      int64_t lo = to.is_uint() ? 0 : to.bits() == 64 ? INT64_MIN : -(int64_t(1) << (to.bits() - 1));
+      int64_t hi = to.bits() == 64 ? INT64_MAX
+                   : to.is_uint()  ? (int64_t(1) << to.bits()) - 1
+                                   : (int64_t(1) << (to.bits() - 1)) - 1;
       return "(" + CType(to) + ")tc_f2i((double)(" + v + "), " + std::to_string(lo) + "LL, " + std::to_string(hi) +
              "LL)";
     }

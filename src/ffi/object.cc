@@ -120,7 +120,9 @@ class TypeTable {
         {kTCFFINone, "None"},         {kTCFFIInt, "int"},          {kTCFFIBool, "bool"},
         {kTCFFIFloat, "float"},       {kTCFFIOpaquePtr, "void*"},  {kTCFFIDataType, "DataType"},
         {kTCFFIDevice, "Device"},     {kTCFFIDLTensorPtr, "DLTensor*"}, {kTCFFIRawStr, "str"},
-        {kTCFFIByteArrayPtr, "bytes"}, {kTCFFISmallStr, "str"},    {kTCFFISmallBytes, "bytes"}};
+        {kTCFFIByteArrayPtr, "bytes"}, {kTCFFISmallStr, "str"},    {kTCFFISmallBytes, "bytes"},
+        // A foreign object with no tilecore form: messages name it, not its number.
+        {kTCFFIOpaquePyObject, "Python object"}};
     for (const auto& [index, key] : pods) {
       auto entry = std::make_unique<TypeEntry>();
       entry->key = key;
@@ -189,10 +191,23 @@ void Any::FromBorrowedOnly(const AnyView& view) {
   if (TCFFIAnyViewToOwnedAny(view.raw(), &data_) != 0) details::ThrowRaisedError();
 }
 
+namespace {
+/*!
+ * \brief The foreign object an opaque box holds: each crossing of a Python object makes a new
+ *  box, so a box is keyed (hashed, compared) by what it holds, not by itself.
+ */
+const void* OpaqueIdentity(const TCFFIAny* r) {
+  if (r->type_index != kTCFFIOpaquePyObject) return nullptr;
+  const char* obj = reinterpret_cast<const char*>(r->v_obj);
+  return reinterpret_cast<const TCFFIOpaqueObjectCell*>(obj + sizeof(TCFFIObject))->handle;
+}
+}  // namespace
+
 size_t AnyHash::operator()(const Any& a) const {
   std::string_view s;
   if (details::AnyGetStringView(a.raw(), &s)) return std::hash<std::string_view>()(s);
   const TCFFIAny* r = a.raw();
+  if (const void* id = OpaqueIdentity(r)) return std::hash<const void*>()(id);
   if (r->type_index == kTCFFIFloat) return std::hash<double>()(r->v_float64);
   if (r->type_index == kTCFFIBool) return std::hash<int64_t>()(r->v_int64);
   return std::hash<int64_t>()(r->v_int64) ^ (static_cast<size_t>(r->type_index) << 48);
@@ -206,6 +221,7 @@ bool AnyEqual::operator()(const Any& a, const Any& b) const {
   const TCFFIAny* x = a.raw();
   const TCFFIAny* y = b.raw();
   if (x->type_index == kTCFFIFloat && y->type_index == kTCFFIFloat) return x->v_float64 == y->v_float64;
+  if (const void* id = OpaqueIdentity(x)) return id == OpaqueIdentity(y);
   // bool and int are different keys, as for C++ users; Python normalises before calling.
   return x->type_index == y->type_index && x->v_int64 == y->v_int64;
 }

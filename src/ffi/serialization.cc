@@ -457,6 +457,35 @@ class GraphReader {
     return s;
   }
 
+  /*!
+   * \brief For an array a field refused: the first element it refuses and its type. The
+   *  setter only knows the array is not an Array of its element type; each element is
+   *  tried alone on a scratch object of the same kind to name the first it refuses.
+   */
+  static std::pair<int64_t, std::string> RefusedElement(const Node& n, const TCFFIFieldInfo* f, const Any& value) {
+    if (value.type_index() != kTCFFIArray) return {-1, ""};
+    Array<Any> arr = value.cast<Array<Any>>();
+    TCFFIObjectHandle scratch = nullptr;
+    if (n.info->creator(&scratch) != 0) {
+      TCFFIObjectHandle ignored = nullptr;
+      TCFFIErrorMoveFromRaised(&ignored);
+      if (ignored != nullptr) details::DecRef(ignored);
+      return {-1, ""};
+    }
+    ObjectPtr<Object> keep = details::ObjectUnsafe::MoveFromHandle(scratch);
+    void* addr = reinterpret_cast<char*>(scratch) + f->offset;
+    for (size_t k = 0; k < arr.size(); ++k) {
+      Array<Any> one{arr[k]};
+      Any one_any(one);
+      if (f->setter(addr, one_any.raw()) == 0) continue;
+      TCFFIObjectHandle ignored = nullptr;
+      TCFFIErrorMoveFromRaised(&ignored);
+      if (ignored != nullptr) details::DecRef(ignored);
+      return {static_cast<int64_t>(k), arr[k].GetTypeKey()};
+    }
+    return {-1, ""};
+  }
+
   [[noreturn]] void Fail(int64_t i, const std::string& what) const {
     TILECORE_THROW(ValueError) << Where(i) << ": " << what;
   }
@@ -764,9 +793,19 @@ class GraphReader {
         TCFFIErrorMoveFromRaised(&err_handle);
         if (err_handle == nullptr) Fail(i, "field `" + std::string(details::FieldName(*f)) + "` was refused");
         Error err(details::ObjectUnsafe::MoveFromHandle(err_handle));
-        throw Error(std::string(err.kind()),
-                    Where(i) + " field `" + std::string(details::FieldName(*f)) + "`: " +
-                        std::string(err.message()),
+        std::string field(details::FieldName(*f));
+        std::string message(err.message());
+        // An array refused as a whole: name the element (params[0]) and what the field holds.
+        if (auto [index, type] = RefusedElement(n, f, values[n.refs[k]]); index >= 0) {
+          std::string expected = message;
+          if (size_t a = message.find("expected `"), b = message.find("` but got"); a != std::string::npos &&
+                                                                                  b != std::string::npos && b > a) {
+            expected = message.substr(a + 10, b - a - 10);
+          }
+          field += "[" + std::to_string(index) + "]";
+          message = "an element cannot be `" + type + "` (the field is `" + expected + "`)";
+        }
+        throw Error(std::string(err.kind()), Where(i) + " field `" + field + "`: " + message,
                     std::string(err.backtrace()));
       }
     }

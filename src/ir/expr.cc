@@ -52,6 +52,20 @@ FloatImm::FloatImm(DataType dtype, double value, Span span) {
   if (!dtype.is_float() || !dtype.is_scalar()) {
     TILECORE_THROW(TypeError) << "FloatImm: dtype must be a scalar float, got " << dtype.str() << At(span);
   }
+  // A finite value that would round to infinity in its dtype is an error, as for IntImm;
+  // inf and nan stay what they are. The limit is the largest value plus half an ulp.
+  double limit = 0;
+  if (dtype.code == kDLBfloat && dtype.bits() == 16) {
+    limit = std::ldexp(1.0, 128) * (1 - std::ldexp(1.0, -9));
+  } else if (dtype.code == kDLFloat && dtype.bits() == 16) {
+    limit = 65520.0;
+  } else if (dtype.code == kDLFloat && dtype.bits() == 32) {
+    limit = std::ldexp(1.0, 128) * (1 - std::ldexp(1.0, -25));
+  }
+  if (limit != 0 && std::isfinite(value) && std::fabs(value) >= limit) {
+    TILECORE_THROW(ValueError) << "FloatImm: value " << value << " does not fit " << dtype.str()
+                               << " (it would round to infinity)" << At(span);
+  }
   auto n = make_object<FloatImmNode>();
   n->dtype = dtype;
   n->value = value;

@@ -4,6 +4,8 @@
 #include "tilecore/ffi/stack_guard.h"
 #include "tilecore/ir/functor.h"
 
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace tilecore {
@@ -293,27 +295,37 @@ Stmt IRMutator::VisitStmt_(const EvaluateNode* op) {
 // Helpers
 // ---------------------------------------------------------------------------
 namespace {
+// Each node once, however often the graph shares it (e = e + e is 2^n paths but n nodes).
 class PostOrder : public IRVisitor {
  public:
   explicit PostOrder(const std::function<void(const ObjectRef&)>& f) : f_(f) {}
   void VisitExpr(const PrimExpr& e) override {
-    if (!e.defined()) return;
+    if (!e.defined() || !visited_.insert(e.get()).second) return;
     IRVisitor::VisitExpr(e);
     f_(e);
   }
   void VisitStmt(const Stmt& s) override {
-    if (!s.defined()) return;
+    if (!s.defined() || !visited_.insert(s.get()).second) return;
     IRVisitor::VisitStmt(s);
     f_(s);
   }
 
  private:
   const std::function<void(const ObjectRef&)>& f_;
+  std::unordered_set<const Object*> visited_;
 };
 
+// The substitution of a shared subexpression is the same wherever it occurs: made once.
 class Substituter : public IRMutator {
  public:
   explicit Substituter(const std::function<std::optional<PrimExpr>(const VarNode*)>& f) : f_(f) {}
+  PrimExpr VisitExpr(const PrimExpr& e) override {
+    if (!e.defined()) return e;
+    if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
+    PrimExpr r = IRMutator::VisitExpr(e);
+    memo_.emplace(e.get(), r);
+    return r;
+  }
   PrimExpr VisitExpr_(const VarNode* op) override {
     if (auto r = f_(op)) return *r;
     return GetRef<PrimExpr>(op);
@@ -321,6 +333,7 @@ class Substituter : public IRMutator {
 
  private:
   const std::function<std::optional<PrimExpr>(const VarNode*)>& f_;
+  std::unordered_map<const Object*, PrimExpr> memo_;
 };
 
 std::function<std::optional<PrimExpr>(const VarNode*)> FromMap(const Map<Var, PrimExpr>& vmap) {

@@ -11,16 +11,29 @@
 namespace tilecore {
 namespace ir {
 
+namespace {
+/*! \brief `value` converted to the float type `e` as a cast does: beyond its range, +-inf
+ *  (FloatImm itself refuses a finite value that does not fit: that is a user's literal). */
+PrimExpr FloatConst(DataType e, double value, Span span) {
+  try {
+    return FloatImm(e, value, span);
+  } catch (const ffi::Error& err) {
+    if (err.kind() != "ValueError") throw;
+    return FloatImm(e, value > 0 ? INFINITY : -INFINITY, span);
+  }
+}
+}  // namespace
+
 PrimExpr make_const(DataType t, int64_t value, Span span) {
   DataType e = t.element_of();
-  PrimExpr c = e.is_float() ? PrimExpr(FloatImm(e, static_cast<double>(value), span))
+  PrimExpr c = e.is_float() ? FloatConst(e, static_cast<double>(value), span)
                             : PrimExpr(IntImm(e, value, span));
   return t.is_vector() ? PrimExpr(Broadcast(c, t.lanes(), span)) : c;
 }
 
 PrimExpr make_const(DataType t, double value, Span span) {
   DataType e = t.element_of();
-  PrimExpr c = e.is_float() ? PrimExpr(FloatImm(e, value, span))
+  PrimExpr c = e.is_float() ? FloatConst(e, value, span)
                             : PrimExpr(IntImm(e, static_cast<int64_t>(value), span));
   return t.is_vector() ? PrimExpr(Broadcast(c, t.lanes(), span)) : c;
 }

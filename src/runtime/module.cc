@@ -198,7 +198,14 @@ Module Module::LoadFromBytes(std::string_view bytes) {
     if (!loader) {
       r.fail("no loader for module kind `" + kind + "` (is its library loaded, or was tilecore built without it?)");
     }
-    mods.push_back((*loader)(ffi::Bytes(payload)).cast<Module>());
+    // A loader registered by a user may return anything: name it.
+    ffi::Any loaded = (*loader)(ffi::Bytes(payload));
+    std::optional<Module> mod = loaded.try_cast<Module>();
+    if (!mod || !mod->defined()) {
+      r.fail("the loader runtime.module.loadbinary_" + kind + " returned `" + loaded.GetTypeKey() +
+             "`, expected `runtime.Module`");
+    }
+    mods.push_back(*std::move(mod));
     uint32_t ni = r.count(n);
     for (uint32_t i = 0; i < ni; ++i) {
       uint32_t idx = r.u32();

@@ -157,6 +157,14 @@ class NpuModuleNode final : public ModuleNode {
                                  << " (reconfigure it: tilecore.runtime.npu_configure(" << dev_id << ", \"npu -cores="
                                  << k.cores << "\"))";
     }
+    // The argument block sits at a fixed L1 address: a device configured with less L1 than
+    // that cannot take the call (a usage error, not a fault inside the run).
+    if (uint64_t l1 = uint64_t(sim->sim.config().l1_bytes); l1 < uint64_t(kNpuArgBlock) + 1024) {
+      TILECORE_THROW(ValueError) << "kernel `" << k.name << "`: npu:" << dev_id << " has " << l1
+                                 << " bytes of L1, but compiled kernels take their arguments at L1 address "
+                                 << kNpuArgBlock << " (npu needs at least " << (uint64_t(kNpuArgBlock) + 1024)
+                                 << " bytes of L1: reconfigure it with tilecore.runtime.npu_configure)";
+    }
     // Arguments: device arrays in place, host arrays staged into DDR.
     std::vector<uint32_t> words(args.size(), 0);
     std::vector<std::pair<ffi::NDArray, ffi::NDArray>> staged;  // (host, device) to copy back

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "dispatch.h"
 #include "fault_text.h"
@@ -24,13 +25,19 @@ using arch::Engine;
 
 void Memory::FreeDeleter::operator()(uint8_t* p) const { std::free(p); }
 
-Memory::Memory(const SimConfig& cfg)
+// A memory that cannot be had is a usage error naming what was asked for (each size is
+// capped, but cores x L1 together may still exceed the host).
+Memory::Memory(const SimConfig& cfg) try
     : ddr_(static_cast<uint8_t*>(std::calloc(size_t(cfg.ddr_bytes ? cfg.ddr_bytes : 1), 1))),
       ddr_size_(cfg.ddr_bytes),
       l2_(size_t(cfg.l2_bytes)),
       l1_(size_t(cfg.cores), std::vector<uint8_t>(size_t(cfg.l1_bytes))),
       l1_size_(cfg.l1_bytes) {
   if (!ddr_) throw SimError(SimError::Kind::Usage, -1, 0, "", "cannot allocate " + size_text(cfg.ddr_bytes) + " of DDR");
+} catch (const std::bad_alloc&) {
+  throw SimError(SimError::Kind::Usage, -1, 0, "",
+                 "cannot allocate " + size_text(cfg.l2_bytes) + " of L2 and " + std::to_string(cfg.cores) + " x " +
+                     size_text(cfg.l1_bytes) + " of L1 (" + std::to_string(cfg.cores) + " cores)");
 }
 
 void Memory::clear() {

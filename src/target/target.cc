@@ -246,6 +246,11 @@ int64_t BufferSpan(const ir::Buffer& b) {
 class WrittenPointers : public ir::IRVisitor {
  public:
   std::unordered_set<const ir::VarNode*> vars;
+  // It collects sets: each shared subexpression once (e = e + e is 2^n paths, n nodes).
+  std::unordered_set<const ffi::Object*> visited;
+  void VisitExpr(const ir::PrimExpr& e) override {
+    if (e.defined() && visited.insert(e.get()).second) IRVisitor::VisitExpr(e);
+  }
   void VisitStmt_(const ir::BufferStoreNode* op) override {
     vars.insert(op->buffer->data.get());
     IRVisitor::VisitStmt_(op);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 #include <vector>
 
 #include "tilecore/ffi/function.h"
@@ -20,6 +21,10 @@ namespace transform {
 using namespace ir;  // NOLINT(*)
 
 namespace {
+
+/*! \brief A folded float constant; beyond its dtype's range it is +-inf, as IEEE arithmetic
+ *  gives (make_const rounds so; FloatImm itself refuses a finite value that does not fit). */
+PrimExpr FoldedFloat(DataType t, double v) { return make_const(t, v); }
 
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -162,18 +167,28 @@ class ExprSimplifier : public IRMutator {
  public:
   explicit ExprSimplifier(Analyzer* an) : an_(an) {}
 
+  // A subexpression shared at many places (e = e + e) is simplified once per call: the
+  // analyzer's bounds do not change during one Simplify, so the result cannot either.
+  PrimExpr VisitExpr(const PrimExpr& e) override {
+    if (!e.defined()) return e;
+    if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
+    PrimExpr r = IRMutator::VisitExpr(e);
+    memo_.emplace(e.get(), r);
+    return r;
+  }
+
   PrimExpr VisitExpr_(const AddNode* op) override {
     PrimExpr a = VisitExpr(op->a), b = VisitExpr(op->b);
     if (auto v = FoldVector(op, a, b)) return *v;
     if (IsScalarInt(a)) return Canonical(ir::Add(a, b, op->span));
-    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb) return FloatImm(op->dtype, *fa + *fb);
+    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb) return FoldedFloat(op->dtype, *fa + *fb);
     return Rebuild<ir::Add>(op, a, b);
   }
   PrimExpr VisitExpr_(const SubNode* op) override {
     PrimExpr a = VisitExpr(op->a), b = VisitExpr(op->b);
     if (auto v = FoldVector(op, a, b)) return *v;
     if (IsScalarInt(a)) return Canonical(ir::Sub(a, b, op->span));
-    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb) return FloatImm(op->dtype, *fa - *fb);
+    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb) return FoldedFloat(op->dtype, *fa - *fb);
     return Rebuild<ir::Sub>(op, a, b);
   }
   PrimExpr VisitExpr_(const MulNode* op) override {
@@ -183,7 +198,7 @@ class ExprSimplifier : public IRMutator {
       if (as_const_int(a) || as_const_int(b)) return Canonical(ir::Mul(a, b, op->span));
       return Rebuild<ir::Mul>(op, a, b);
     }
-    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb) return FloatImm(op->dtype, *fa * *fb);
+    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb) return FoldedFloat(op->dtype, *fa * *fb);
     if (auto fb = as_const_float(b); fb && *fb == 1.0) return a;
     if (auto fa = as_const_float(a); fa && *fa == 1.0) return b;
     return Rebuild<ir::Mul>(op, a, b);
@@ -196,7 +211,7 @@ class ExprSimplifier : public IRMutator {
       if (auto ca = as_const_int(a); ca && cb && *cb != 0) return IntImm(op->dtype, Wrap(op->dtype, TruncDivI(*ca, *cb)));
       if (cb && *cb > 0 && an_->ConstIntBound(a).lo >= 0) return FloorDivide(a, *cb, op->dtype);
     }
-    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb && *fb != 0) return FloatImm(op->dtype, *fa / *fb);
+    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb && *fb != 0) return FoldedFloat(op->dtype, *fa / *fb);
     if (auto fb = as_const_float(b); fb && *fb == 1.0) return a;
     return Rebuild<ir::Div>(op, a, b);
   }
@@ -342,7 +357,7 @@ class ExprSimplifier : public IRMutator {
     PrimExpr v = VisitExpr(op->value);
     if (v.dtype() == op->dtype) return v;
     if (auto c = as_const_int(v); c && op->dtype.is_scalar()) {
-      if (op->dtype.is_float()) return FloatImm(op->dtype, static_cast<double>(*c));
+      if (op->dtype.is_float()) return FoldedFloat(op->dtype, static_cast<double>(*c));
       if (op->dtype.is_integer()) {  // int -> int saturates on TC1
         IntBound r = DTypeRange(op->dtype);
         return IntImm(op->dtype, std::clamp(*c, r.lo, r.hi));
@@ -454,6 +469,7 @@ class ExprSimplifier : public IRMutator {
   }
 
   Analyzer* an_;
+  std::unordered_map<const Object*, PrimExpr> memo_;
 };
 
 }  // namespace
@@ -573,7 +589,19 @@ TILECORE_REGISTER_GLOBAL("transform.SimplifyExpr").set_body_typed([](PrimExpr e)
 TILECORE_REGISTER_GLOBAL("transform.ConstIntBound").set_body_typed([](PrimExpr e, ffi::AnyView ranges) {
   Analyzer an;
   if (!ranges.is_none()) {
-    for (const auto& [v, r] : ranges.cast<Map<Var, Array<int64_t>>>().items()) an.Bind(v, r[0], r[1]);
+    for (const auto& [v, r] : ranges.cast<Map<Var, Array<int64_t>>>().items()) {
+      // A range the caller gives is (min, extent) of values the variable takes: never empty.
+      if (r.size() != 2) {
+        TILECORE_THROW(ValueError) << "const_int_bound: the range of `" << v->name.view() << "` must be (min, extent), got "
+                                   << r.size() << " numbers";
+      }
+      int64_t last;
+      if (r[1] <= 0 || __builtin_add_overflow(r[0], r[1] - 1, &last)) {
+        TILECORE_THROW(ValueError) << "const_int_bound: the range of `" << v->name.view() << "` (min " << r[0]
+                                   << ", extent " << r[1] << ") holds no value or leaves int64";
+      }
+      an.Bind(v, r[0], r[1]);
+    }
   }
   IntBound b = an.ConstIntBound(e);
   return Array<int64_t>{b.lo, b.hi};

@@ -98,7 +98,14 @@ IRModule Pass::operator()(IRModule mod, const PassContext& ctx) const {
   }
   IRModule out = mod;
   if (p->func.defined()) {
-    out = p->func(mod, ctx).cast<IRModule>();
+    // A pass written in Python may return anything: name the pass, not just the types.
+    ffi::Any r = p->func(mod, ctx);
+    std::optional<IRModule> m = r.try_cast<IRModule>();
+    if (!m) {
+      TILECORE_THROW(TypeError) << "pass `" << p->info->name << "` returned `" << r.GetTypeKey()
+                                << "`, expected `ir.IRModule`";
+    }
+    out = *std::move(m);
   } else {
     for (const ObjectRef& sub : p->passes) out = Pass(ffi::ObjectRefUnsafe::GetPtr(sub))(out, ctx);
   }
@@ -249,11 +256,45 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
   refl::ObjectDef<PassInstrumentNode>(kTCFFISEqualIdentity).def_ro("name", &PassInstrumentNode::name);
 });
 
+namespace {
+/*!
+ * \brief The options passes read with GetConfig, and the type each value must convert to
+ *  (docs/passes.md lists them). A context made from the front end refuses any other key, so a
+ *  misspelt option is an error instead of being silently ignored.
+ */
+void CheckConfigOption(const String& key, const Any& value) {
+  static const std::vector<std::pair<std::string, bool>> kOptions = {  // (key, is a bool)
+      {"transform.UnrollLoop.auto_max_extent", false},
+      {"transform.UnrollLoop.max_extent", false},
+      {"transform.VectorizeLoop.strict", true},
+      {"transform.LoopPartition.max_pieces", false},
+      {"transform.EmitTileIntrinsics.allow_saturation", true},
+      {"tc1.l1_bytes", false},
+      {"tc1.l2_bytes", false},
+  };
+  for (const auto& [k, is_bool] : kOptions) {
+    if (key.view() != k) continue;
+    bool ok = is_bool ? value.try_cast<bool>().has_value() : value.try_cast<int64_t>().has_value();
+    if (!ok) {
+      TILECORE_THROW(TypeError) << "PassContext option `" << k << "` must be " << (is_bool ? "bool" : "int")
+                                << ", got " << value.GetTypeKey();
+    }
+    return;
+  }
+  std::string known;
+  for (const auto& [k, is_bool] : kOptions) known += (known.empty() ? "" : ", ") + k;
+  TILECORE_THROW(ValueError) << "PassContext: unknown option `" << key.view() << "` (the options are " << known << ")";
+}
+}  // namespace
+
 TILECORE_REGISTER_GLOBAL("transform.PassContext")
     .set_body_typed([](int64_t opt_level, ffi::AnyView config, ffi::AnyView disabled, ffi::AnyView instruments) {
       PassContext ctx = PassContext::Create();
       ctx->opt_level = opt_level;
-      if (!config.is_none()) ctx->config = config.cast<Map<String, Any>>();
+      if (!config.is_none()) {
+        ctx->config = config.cast<Map<String, Any>>();
+        for (const auto& [k, v] : ctx->config.items()) CheckConfigOption(k, v);
+      }
       if (!disabled.is_none()) ctx->disabled = disabled.cast<Array<String>>();
       if (!instruments.is_none()) ctx->instruments = instruments.cast<Array<PassInstrument>>();
       return ctx;
@@ -273,7 +314,17 @@ TILECORE_REGISTER_GLOBAL("transform.RunPass").set_body_typed([](Pass p, ffi::Any
   return p(target.cast<IRModule>());
 });
 TILECORE_REGISTER_GLOBAL("transform.CreateGraphPass").set_body_typed([](Function fn, int64_t opt_level, String name) {
-  return CreateGraphPass([fn](ir::Graph g, PassContext c) { return fn(g, c).cast<ir::Graph>(); }, opt_level, name);
+  return CreateGraphPass(
+      [fn, name](ir::Graph g, PassContext c) {
+        ffi::Any r = fn(g, c);
+        std::optional<ir::Graph> out = r.try_cast<ir::Graph>();
+        if (!out) {
+          TILECORE_THROW(TypeError) << "graph pass `" << name << "` returned `" << r.GetTypeKey()
+                                    << "`, expected `ir.Graph`";
+        }
+        return *std::move(out);
+      },
+      opt_level, name);
 });
 TILECORE_REGISTER_GLOBAL("transform.Sequential").set_body_typed([](Array<Pass> passes, String name) {
   return Sequential(passes, name);
@@ -296,7 +347,16 @@ TILECORE_REGISTER_GLOBAL("transform.DumpIRInstrument").set_body_typed([](String 
 TILECORE_REGISTER_GLOBAL("transform.CreatePrimFuncPass")
     .set_body_typed([](Function fn, int64_t opt_level, String name) {
       return CreatePrimFuncPass(
-          [fn](PrimFunc f, IRModule m, PassContext c) { return fn(f, m, c).cast<PrimFunc>(); }, opt_level, name);
+          [fn, name](PrimFunc f, IRModule m, PassContext c) {
+            ffi::Any r = fn(f, m, c);
+            std::optional<PrimFunc> g = r.try_cast<PrimFunc>();
+            if (!g) {
+              TILECORE_THROW(TypeError) << "prim_func pass `" << name << "` returned `" << r.GetTypeKey()
+                                        << "` for a function, expected `ir.PrimFunc`";
+            }
+            return *std::move(g);
+          },
+          opt_level, name);
     });
 
 }  // namespace transform

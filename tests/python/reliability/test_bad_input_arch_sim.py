@@ -1,6 +1,8 @@
 """Bad input at the assembler and the simulator: data that does not fit its directive,
 circular constants, unbounded data, programs for absent cores, partial loads, budgets,
 narrowed indices and target strings."""
+import os
+
 import pytest
 
 from reliability_helpers import expect_error, run_isolated
@@ -99,3 +101,16 @@ def test_full_disk_trace_raises():
 def test_messages_keep_text_after_a_nul():
     # M7
     expect_error("tilecore.arch.assemble('li x1, 5\\x00garbage\\nhalt')", "AsmError", "\\0garbage")
+
+
+@pytest.mark.parametrize("word,exc,words", [("2**70", "OverflowError", ["64-bit"]), ("2.5", "TypeError", ["int"])])
+def test_disassemble_word_is_not_masked(word, exc, words):
+    # S18: a word wider than 64 bits is refused, not masked to its low bits.
+    expect_error(f"tilecore.arch.disassemble_word({word})", exc, *words)
+
+
+@pytest.mark.skipif("asan" in os.environ.get("LD_PRELOAD", ""), reason="needs a memory limit (ASan reserves terabytes)")
+def test_memory_the_host_cannot_give_is_named():
+    # M5: 16 cores x 4 GiB of L1 (each within its cap) under a 2 GiB address-space limit.
+    expect_error("tilecore.sim.Simulator('npu -cores=16 -l1=4GiB')", "SimError", "cannot allocate", "16 x 4096 MiB of L1",
+                 mem_bytes=2 << 30)

@@ -115,3 +115,30 @@ def test_string_annotation_error_names_the_parameter(tmp_path):
 
 def test_prim_func_of_a_non_function(tmp_path):
     expect_error("from tilecore import script as S\nS.prim_func(5)", "TypeError", "decorates a Python function")
+
+
+_VECTORS = """
+@S.prim_func(num_cores=1)
+def k(a: S.ptr("int32", "global"), b: S.ptr("int32", "global"), off: S.int32):
+    S.vstore(S.vload(a + off), b)
+"""
+
+
+@pytest.mark.parametrize("off,ok", [(1, False), (4, False), (8, True), (16, True)])
+def test_pysim_refuses_a_misaligned_vector_load_as_tc1_does(tmp_path, off, ok):
+    # S11: vld reads 32 aligned bytes; PySim and the compiled kernel agree on which offsets fault.
+    use = f"""
+        a = np.arange(64, dtype=np.int32)
+        outcome = []
+        for run in (lambda b: k(a, b, {off}), lambda b: tilecore.build(k)['k'](a, b, {off})):
+            b = np.zeros(64, np.int32)
+            try:
+                run(b)
+                outcome.append(b[:8].tolist())
+            except Exception as e:
+                outcome.append('aligned' in str(e))
+        RESULT = outcome
+    """
+    result = eval(run_isolated(_kernel_snippet(tmp_path, _VECTORS, use)).expect_ok())  # noqa: S307
+    expected = list(range(off, off + 8)) if ok else True
+    assert result == [expected, expected], result

@@ -92,7 +92,7 @@ def test_python_cpp_python_recursion_is_a_recursion_error():
         def rec(n):
             return tilecore.testing.apply(rec, n + 1)
         rec(0)
-    """, "RecursionError", "recursion", timeout=300)
+    """, "RecursionError", "recursion", timeout=60)
 
 
 def test_freeing_a_deeply_nested_array_does_not_overflow_the_stack():
@@ -157,3 +157,36 @@ def test_structural_mismatch_text_separates_words():
 def test_empty_handles_say_so(call):
     # M8
     expect_error(call, "ValueError", "empty", "moved or never created")
+
+
+def test_loading_another_copy_of_libtilecore_is_refused(tmp_path):
+    # M4: a second copy would register into a second type table; refused before it runs.
+    # The library already loaded (the same file) is a no-op.
+    out = run_isolated("""
+        import glob, os, shutil
+        import tilecore.config
+        lib = tilecore.config.get_library_path()
+        tilecore.load_library(lib)
+        copy = os.path.join(os.environ['COPY_DIR'], 'libtilecore_copy.so')
+        shutil.copy(lib, copy)
+        tilecore.load_library(copy)
+    """, env={"COPY_DIR": str(tmp_path)})
+    out.expect("ValueError", "another copy of libtilecore")
+
+
+def test_python_objects_are_named_and_keyed_by_identity():
+    # M6: an opaque Python object is "Python object" in messages, and the same object is
+    # the same map key however often it crosses.
+    expect_error("tilecore.save_json(object())", "TypeError", "`Python object`")
+    out = run_isolated("""
+        k = object()
+        m = tilecore.convert({k: 1})
+        RESULT = (m[k], object() in m)
+    """)
+    assert out.expect_ok() == repr((1, False))
+
+
+@pytest.mark.parametrize("dtype", ["int3", "int8x4", "float8"])
+def test_numpy_of_a_dtype_numpy_lacks_is_named(dtype):
+    # M9
+    expect_error(f"tilecore.nd.empty((8,), {dtype!r}).numpy()", "TypeError", dtype, "no numpy equivalent")

@@ -49,11 +49,12 @@ def test_load_json_keeps_fields_that_may_be_none():
     "tilecore.transform.simplify_expr(e)",
 ])
 def test_deep_expression_is_a_value_error(use):
-    # C7: recursive walks check the C stack and name the depth.
+    # C7: recursive walks check the C stack and name the depth. 200,000 levels exceed any
+    # stack the tests run with (8 MiB; 64 MiB under the sanitizers, where 20,000 fit).
     expect_error(f"""
         ib = ir.IRBuilder('k'); A = ib.buffer_param('A', (4,), 'int32')
         e = A[0]
-        for _ in range(20000):
+        for _ in range(200000):
             e = e + 1
         A[1] = e
         {use}
@@ -152,3 +153,97 @@ def test_builder_still_takes_python_ints_for_float_buffers():
 def test_load_json_runs_the_constructors_checks(mutation, words):
     # S10
     expect_error(_MUTATE + mutation + "\ntilecore.load_json(json.dumps(d))", "Error", "LoadJSON", *words)
+
+
+@pytest.mark.parametrize("call,exc,words", [
+    ("tilecore.transform.prim_func_pass(lambda f, m, c: None, name='nothing')(add_kernel())",
+     "TypeError", ["pass `nothing`", "returned `None`", "ir.PrimFunc"]),
+    ("b = ir.GraphBuilder('m'); b.output(b.input('x', (4,), 'float32'))\n"
+     "tilecore.transform.graph_pass(lambda g, c: 3, name='three')(b.build())",
+     "TypeError", ["pass `three`", "returned `int`", "ir.Graph"]),
+    ("tilecore.transform.PassContext(config={'no.such.option': 1})", "ValueError", ["unknown option", "no.such.option"]),
+    ("tilecore.transform.PassContext(config={'transform.UnrollLoop.max_extent': 'many'})", "TypeError",
+     ["max_extent", "must be int"]),
+    ("i = ir.Var('i', 'int32'); tilecore.transform.const_int_bound(i + 1, {i: (0, -5)})", "ValueError",
+     ["range of `i`", "extent -5"]),
+    ("ir.FloatImm('float16', 1e10)", "ValueError", ["does not fit float16"]),
+    ("ir.FloatImm('float32', 1e39)", "ValueError", ["does not fit float32"]),
+])
+def test_other_silent_acceptances_are_named_errors(call, exc, words):
+    # S18: a pass that returns nothing, a misspelt option, an empty range, a constant beyond its dtype.
+    expect_error(call, exc, *words)
+
+
+def test_float_limits_still_fit_and_folding_overflows_to_inf():
+    # S18: the largest finite value and inf are kept; folded arithmetic rounds as IEEE does.
+    out = run_isolated("""
+        a = ir.FloatImm('float16', 65504.0); b = ir.FloatImm('float16', float('inf'))
+        c = tilecore.transform.simplify_expr(ir.FloatImm('float16', 60000.0) * ir.FloatImm('float16', 2.0))
+        with tilecore.transform.PassContext(config={'transform.VectorizeLoop.strict': True}):
+            pass
+        RESULT = (a.value, b.value, c.value)
+    """)
+    assert out.expect_ok() == repr((65504.0, float("inf"), float("inf")))
+
+
+def test_python_repr_of_a_shared_array_is_bounded():
+    # H3: Python's repr of 40 levels of [x, x] builds each distinct Array's text once and
+    # cuts it, instead of printing 2^40 leaves; a plain container prints as before.
+    out = run_isolated("""
+        import json, time
+        doc = json.dumps({'root': 40, 'nodes': [{'type': 'int', 'data': 1}] +
+                          [{'type': 'ffi.Array', 'data': [i, i]} for i in range(40)]})
+        x = tilecore.load_json(doc)
+        t = time.time()
+        text = repr(x)
+        RESULT = (time.time() - t < 20, text.endswith('(truncated)'), len(text) < 2 << 20,
+                  repr(tilecore.convert([1, [2, 'a'], {'k': [3]}])))
+    """, timeout=120)
+    assert out.expect_ok() == repr((True, True, True, "[1, [2, 'a'], {'k': [3]}]"))
+
+
+@pytest.mark.parametrize("use", ["tilecore.build(ib.get(), 'npu')", "tilecore.build(ib.get(), 'c')",
+                                 "tilecore.transform.simplify_expr(e)"])
+def test_build_and_simplify_of_a_shared_expression_are_linear(use):
+    # H3: e = e + e forty times (2^40 paths, 41 nodes) builds and simplifies at once; the
+    # analyses that walk it (post-order visits, substitution, the simplifier, the written-
+    # buffer scan of the kernel-call convention) visit each node once.
+    out = run_isolated(f"""
+        import time
+        ib = ir.IRBuilder('k'); A = ib.buffer_param('A', (4,), 'int32')
+        e = A[0]
+        for _ in range(40):
+            e = e + e
+        A[1] = e
+        t = time.time()
+        {use}
+        RESULT = time.time() - t < 20
+    """, timeout=120)
+    assert out.expect_ok() == "True"
+
+
+@pytest.mark.parametrize("target", ["npu", "c"])
+def test_shared_expression_computes_the_unshared_value(target):
+    # Visiting a shared node once must not change the result: 3 * 2^5 through five e + e.
+    out = run_isolated(f"""
+        ib = ir.IRBuilder('k'); A = ib.buffer_param('A', (4,), 'int32')
+        e = A[0]
+        for _ in range(5):
+            e = e + e
+        A[1] = e
+        x = np.array([3, 0, 0, 0], 'int32')
+        tilecore.build(ib.get(), {target!r})['k'](x)
+        RESULT = x.tolist()
+    """)
+    assert out.expect_ok() == repr([3, 3 * 2 ** 5, 0, 0])
+
+
+@pytest.mark.parametrize("element,type_key", [('next(i for i, n in enumerate(nodes) if n["type"] == "int")', "int"),
+                                              ("none", "None")])
+def test_load_json_names_the_refused_element(element, type_key):
+    # M12 (and C2's params[0] -> null): the element, not the container, is named.
+    expect_error(_MUTATE + f"""
+root = nodes[d["root"]]["data"]
+nodes[root["params"]]["data"][0] = {element}
+tilecore.load_json(json.dumps(d))
+""", "TypeError", "field `params[0]`", f"cannot be `{type_key}`", "Array[ir.Var]")

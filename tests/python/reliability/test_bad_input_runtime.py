@@ -169,3 +169,22 @@ def test_lookup_of_a_missing_name_through_a_diamond_of_imports():
         m1.import_module(m2); m1.import_module(m3); m2.import_module(m4); m3.import_module(m4)
         m1['nosuch']
     """, "AttributeError", "no function")
+
+
+def test_loader_that_returns_none_is_named(tmp_path):
+    # S18: a module loader registered by the user that returns None.
+    p = tmp_path / "m.tcm"
+    expect_error(f"""
+        tilecore.build(add_kernel(), 'npu').save({str(p)!r})
+        tilecore.register_func('runtime.module.loadbinary_npu', lambda b: None, override=True)
+        tilecore.runtime.load_module({str(p)!r})
+    """, "ValueError", "loadbinary_npu returned `None`", "runtime.Module")
+
+
+def test_device_with_too_little_l1_for_the_arguments_is_named():
+    # M10: the argument block's fixed L1 address must exist on the configured device.
+    expect_error("""
+        tilecore.runtime.npu_configure(0, 'npu -cores=4 -l1=1KiB')
+        tilecore.build(add_kernel(), 'npu')['add'](np.ones(256, 'int32'), np.ones(256, 'int32'),
+                                                   np.zeros(256, 'int32'))
+    """, "ValueError", "npu:0 has 1024 bytes of L1", "npu_configure")

@@ -101,15 +101,30 @@ def core_fault(a: S.ptr("int32", "global"), b: S.ptr("int32", "global")):
     S.vstore(v, b + cid * 10)
 
 
+@S.prim_func
+def core_oob(a: S.ptr("int32", "global"), b: S.ptr("int32", "global")):
+    cid = S.get_local_id()
+    v = S.vload(a + cid * 8)
+    S.vstore(v, b + cid * 8)
+
+
 def test_out_of_bounds_pointer_names_core_and_line():
-    # b holds 32 elements: core 3 writes b[30:38].
+    # b holds 24 elements: core 3 writes b[24:32].
     with pytest.raises(IndexError) as info:
-        core_fault(np.zeros(32, np.int32), np.zeros(32, np.int32))
+        core_oob(np.zeros(32, np.int32), np.zeros(24, np.int32))
     err = info.value
     assert err.core == 3
-    assert err.line == line_of(core_fault, "S.vstore(v, b + cid * 10)")
-    assert f"{HERE}:{err.line} (core 3): vstore: lane access `b[32]` is out of bounds: `b` has 32 elements" \
+    assert err.line == line_of(core_oob, "S.vstore(v, b + cid * 8)")
+    assert f"{HERE}:{err.line} (core 3): vstore: lane access `b[24]` is out of bounds: `b` has 24 elements" \
         in str(err)
+
+
+def test_misaligned_vector_store_names_core_and_line():
+    # core_fault's core 1 stores at b + 10: not 32-byte aligned, a fault on TC1 and in PySim.
+    with pytest.raises(ValueError) as info:
+        core_fault(np.zeros(32, np.int32), np.zeros(32, np.int32))
+    assert info.value.core == 1
+    assert "misaligned vstore: `b[10]`" in str(info.value)
 
 
 def test_out_of_bounds_compiled_on_the_simulator():

@@ -410,6 +410,21 @@ def _indices_py(op, p):
     return idx, active
 
 
+def _check_aligned(op, p, offsets):
+    """TC1's vld/vst read 32 contiguous bytes at a 32-byte aligned address (docs/tc1.md);
+    a contiguous (literal stride 1) vector access compiles to one of them, so PySim refuses
+    the misaligned ones the machine faults on. Buffers start aligned, so the element offset
+    decides."""
+    if type(p.stride) is not int or p.stride != 1:
+        return  # strided: gathered one element at a time
+    step = 32 // np.dtype(storage(p.elem)).itemsize
+    bad = np.asarray(offsets) % step
+    if bad.any():
+        off = int(np.asarray(offsets).reshape(-1)[np.argmax(bad.reshape(-1) != 0)])
+        raise ValueError(f"misaligned {op}: `{p.ptr.mem.name}[{off}]` is not 32-byte aligned (TC1's vld/vst need "
+                         f"an element offset that is a multiple of {step} for {p.elem}; the compiled kernel faults)")
+
+
 @vload.ir
 def _vload_ir(p):
     load = irv.node("BufferLoad", p.ptr.buffer, [_ramp_ir(p)])
@@ -425,6 +440,7 @@ _ALL_ACTIVE = {n: np.ones(n, dtype=bool) for n in (8, 16, 32)}
 
 @vload.py
 def _vload_py(p):
+    _check_aligned("vload", p, p.ptr.offset)
     if p.mask is None and p.count is None and type(p.stride) is int and p.stride == 1:
         off = p.ptr.offset
         if 0 <= off and off + p.lanes <= p.ptr.mem.extent:  # contiguous, in bounds: one slice copy
@@ -463,6 +479,7 @@ def _vstore_ir(p):
 
 @vstore.py
 def _vstore_py(p):
+    _check_aligned("vstore", p, p.ptr.offset)
     if p.mask is None and p.count is None and type(p.stride) is int and p.stride == 1:
         off = p.ptr.offset
         if 0 <= off and off + p.lanes <= p.ptr.mem.extent:

@@ -507,8 +507,12 @@ def _ptr_add(ctx, name, p):
 def _vector_indices(ctx, p):
     if p.mask is not None and isinstance(p.mask, BatchValue) or isinstance(p.stride, BatchValue):
         raise _Fallback("batched mask or stride")
-    from ..api.vector import _active_py
+    from ..api.vector import _active_py, _check_aligned
 
+    try:
+        _check_aligned("", p, p.ptr.offset)
+    except ValueError:
+        raise _Fallback("misaligned vector access") from None  # reported per core, with its line
     stride = p.stride if isinstance(p.stride, int) else int(p.stride.data[0])
     active = _active_py(p)
     lanes = np.arange(p.lanes)[active] * stride
