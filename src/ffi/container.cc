@@ -36,14 +36,17 @@ std::optional<Shape> TypeTraits<Shape>::TryCastFromAnyView(const TCFFIAny* v) {
 
 namespace {
 const ArrayObj* ArrayOf(const AnyView& v, const char* fname) {
-  if (v.type_index() == kTCFFINone) TILECORE_THROW(ValueError) << "Array is empty (moved or never created)";
+  if (v.type_index() == kTCFFINone)
+    TILECORE_THROW(ValueError) << "Array is empty (moved or never created)";
   if (v.type_index() != kTCFFIArray) {
-    TILECORE_THROW(TypeError) << fname << ": expected `ffi.Array` but got `" << v.GetTypeKey() << "`";
+    TILECORE_THROW(TypeError) << fname << ": expected `ffi.Array` but got `" << v.GetTypeKey()
+                              << "`";
   }
   return reinterpret_cast<const ArrayObj*>(v.raw()->v_obj);
 }
 const MapObj* MapOf(const AnyView& v, const char* fname) {
-  if (v.type_index() == kTCFFINone) TILECORE_THROW(ValueError) << "Map is empty (moved or never created)";
+  if (v.type_index() == kTCFFINone)
+    TILECORE_THROW(ValueError) << "Map is empty (moved or never created)";
   if (v.type_index() != kTCFFIMap) {
     TILECORE_THROW(TypeError) << fname << ": expected `ffi.Map` but got `" << v.GetTypeKey() << "`";
   }
@@ -54,8 +57,8 @@ const MapObj* MapOf(const AnyView& v, const char* fname) {
 // The raw container functions read their arguments by index: the count is checked first.
 static void CheckArgCount(const PackedArgs& args, int32_t n, const char* name) {
   if (args.size() != n) {
-    TILECORE_THROW(TypeError) << name << " takes " << n << (n == 1 ? " argument" : " arguments") << ", got "
-                              << args.size();
+    TILECORE_THROW(TypeError) << name << " takes " << n << (n == 1 ? " argument" : " arguments")
+                              << ", got " << args.size();
   }
 }
 
@@ -76,12 +79,15 @@ TILECORE_REGISTER_GLOBAL("ffi.ArrayGetItem").set_body([](PackedArgs args, Any* r
   const ArrayObj* arr = ArrayOf(args[0], "ffi.ArrayGetItem");
   int64_t i = args[1].cast<int64_t>();
   int64_t n = static_cast<int64_t>(arr->data.size());
-  if (i < 0 || i >= n) TILECORE_THROW(IndexError) << "Array index " << i << " out of range [0, " << n << ")";
+  if (i < 0 || i >= n)
+    TILECORE_THROW(IndexError) << "Array index " << i << " out of range [0, " << n << ")";
   *rv = arr->data[i];
 });
 
 TILECORE_REGISTER_GLOBAL("ffi.Map").set_body([](PackedArgs args, Any* rv) {
-  if (args.size() % 2 != 0) TILECORE_THROW(ValueError) << "ffi.Map takes key, value pairs; got an odd count " << args.size();
+  if (args.size() % 2 != 0)
+    TILECORE_THROW(ValueError) << "ffi.Map takes key, value pairs; got an odd count "
+                               << args.size();
   auto m = make_object<MapObj>();
   for (int32_t i = 0; i < args.size(); i += 2) m->Set(Any(args[i]), Any(args[i + 1]));
   *rv = Map<Any, Any>(ObjectPtr<Object>(std::move(m)));

@@ -6,8 +6,8 @@
 #include <charconv>
 #include <mutex>
 #include <optional>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/function.h"
@@ -21,8 +21,8 @@ struct DeviceName {
   const char* name;
 };
 constexpr DeviceName kDeviceNames[] = {
-    {kDLCPU, "cpu"},     {kDLCUDA, "cuda"},      {kDLCUDAHost, "cuda_host"}, {kDLOpenCL, "opencl"},
-    {kDLVulkan, "vulkan"}, {kDLMetal, "metal"},  {kDLROCM, "rocm"},          {kDLNPU, "npu"},
+    {kDLCPU, "cpu"},       {kDLCUDA, "cuda"},   {kDLCUDAHost, "cuda_host"}, {kDLOpenCL, "opencl"},
+    {kDLVulkan, "vulkan"}, {kDLMetal, "metal"}, {kDLROCM, "rocm"},          {kDLNPU, "npu"},
 };
 
 /*! \brief Names of device kinds added at run time (out-of-tree devices). */
@@ -36,26 +36,29 @@ class ExtraDeviceNames {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& d : kDeviceNames) {
       if (d.type == type || name == d.name) {
-        TILECORE_THROW(ValueError) << "Device `" << name << "` (type " << type << ") clashes with the built-in `"
-                                   << d.name << "` (type " << d.type << ")";
+        TILECORE_THROW(ValueError)
+            << "Device `" << name << "` (type " << type << ") clashes with the built-in `" << d.name
+            << "` (type " << d.type << ")";
       }
     }
     for (const auto& [t, n] : names_) {
       if ((t == type) != (n == name)) {
-        TILECORE_THROW(ValueError) << "Device `" << name << "` (type " << type << ") clashes with `" << n
-                                   << "` (type " << t << ")";
+        TILECORE_THROW(ValueError) << "Device `" << name << "` (type " << type << ") clashes with `"
+                                   << n << "` (type " << t << ")";
       }
     }
     names_.emplace_back(type, std::move(name));
   }
   std::optional<std::string> NameOf(int32_t type) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [t, n] : names_) if (t == type) return n;
+    for (const auto& [t, n] : names_)
+      if (t == type) return n;
     return std::nullopt;
   }
   std::optional<int32_t> TypeOf(std::string_view name) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [t, n] : names_) if (n == name) return t;
+    for (const auto& [t, n] : names_)
+      if (n == name) return t;
     return std::nullopt;
   }
   std::string Known() {
@@ -121,13 +124,27 @@ DLDataType StringToDLDataType(std::string_view str) {
 std::string DLDataTypeToString(DLDataType dtype) {
   std::string s;
   switch (dtype.code) {
-    case kDLInt: s = "int"; break;
-    case kDLUInt: s = "uint"; break;
-    case kDLFloat: s = "float"; break;
-    case kDLBfloat: s = "bfloat"; break;
-    case kDLBool: s = "bool"; break;
-    case kDLOpaqueHandle: s = "handle"; break;
-    case kDLComplex: s = "complex"; break;
+    case kDLInt:
+      s = "int";
+      break;
+    case kDLUInt:
+      s = "uint";
+      break;
+    case kDLFloat:
+      s = "float";
+      break;
+    case kDLBfloat:
+      s = "bfloat";
+      break;
+    case kDLBool:
+      s = "bool";
+      break;
+    case kDLOpaqueHandle:
+      s = "handle";
+      break;
+    case kDLComplex:
+      s = "complex";
+      break;
     default:
       s = "custom";
       s += std::to_string(dtype.code);

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "src/ffi/safe_call.h"
 #include "tilecore/ffi/container/array.h"
 #include "tilecore/ffi/function.h"
-#include "src/ffi/safe_call.h"
 
 namespace tilecore {
 namespace ffi {
@@ -96,7 +96,8 @@ class GlobalRegistry {
 
   // Called with mutex_ held.
   void Publish(std::string_view name, Function func) {
-    entries_.push_back(std::make_unique<RegistryEntry>(RegistryEntry{std::string(name), std::move(func)}));
+    entries_.push_back(
+        std::make_unique<RegistryEntry>(RegistryEntry{std::string(name), std::move(func)}));
     RegistryEntry* entry = entries_.back().get();
     RegistryTable* table = table_.load(std::memory_order_relaxed);
     if ((used_ + 1) * 2 > table->slots.size()) {
@@ -131,7 +132,7 @@ class GlobalRegistry {
   std::mutex mutex_;
   std::atomic<RegistryTable*> table_;
   size_t used_{0};
-  std::vector<std::unique_ptr<RegistryTable>> tables_;    // current and retired
+  std::vector<std::unique_ptr<RegistryTable>> tables_;   // current and retired
   std::vector<std::unique_ptr<RegistryEntry>> entries_;  // current and retired
 };
 
@@ -193,16 +194,20 @@ std::optional<Function> Function::GetGlobal(std::string_view name) {
 
 Function Function::GetGlobalRequired(std::string_view name) {
   std::optional<Function> f = GetGlobal(name);
-  if (!f.has_value()) TILECORE_THROW(ValueError) << "Global function `" << name << "` is not registered";
+  if (!f.has_value())
+    TILECORE_THROW(ValueError) << "Global function `" << name << "` is not registered";
   return *f;
 }
 
 void Function::SetGlobal(std::string_view name, Function func, bool allow_override) {
-  if (!func.defined()) TILECORE_THROW(ValueError) << "Cannot register a null function as `" << name << "`";
+  if (!func.defined())
+    TILECORE_THROW(ValueError) << "Cannot register a null function as `" << name << "`";
   GlobalRegistry::Global()->Set(name, std::move(func), allow_override);
 }
 
-bool Function::RemoveGlobal(std::string_view name) { return GlobalRegistry::Global()->Remove(name); }
+bool Function::RemoveGlobal(std::string_view name) {
+  return GlobalRegistry::Global()->Remove(name);
+}
 
 std::vector<String> Function::ListGlobalNames() { return GlobalRegistry::Global()->ListNames(); }
 
@@ -217,7 +222,8 @@ void GlobalFunctionRegistration::Register(Function f) {
 }
 
 GlobalFunctionRegistration& GlobalFunctionRegistration::release_gil() {
-  if (func_.defined()) const_cast<FunctionObj*>(func_.get())->cell.flags |= kTCFFIFunctionReleaseGIL;
+  if (func_.defined())
+    const_cast<FunctionObj*>(func_.get())->cell.flags |= kTCFFIFunctionReleaseGIL;
   return *this;
 }
 
@@ -250,7 +256,8 @@ int TCFFIFunctionCall(TCFFIObjectHandle func, const TCFFIAny* args, int32_t num_
 int TCFFIFunctionSetGlobal(const TCFFIByteArray* name, TCFFIObjectHandle func, int allow_override) {
   TILECORE_FFI_SAFE_CALL_BEGIN();
   if (func == nullptr || func->type_index != kTCFFIFunction) {
-    TILECORE_THROW(TypeError) << "TCFFIFunctionSetGlobal: `" << std::string_view(name->data, name->size)
+    TILECORE_THROW(TypeError) << "TCFFIFunctionSetGlobal: `"
+                              << std::string_view(name->data, name->size)
                               << "` must be given a Function";
   }
   Function::SetGlobal(std::string_view(name->data, name->size),
@@ -261,9 +268,9 @@ int TCFFIFunctionSetGlobal(const TCFFIByteArray* name, TCFFIObjectHandle func, i
 int TCFFIFunctionGetGlobal(const TCFFIByteArray* name, TCFFIObjectHandle* out) {
   TILECORE_FFI_SAFE_CALL_BEGIN();
   std::optional<Function> f = Function::GetGlobal(std::string_view(name->data, name->size));
-  *out = f.has_value() ? details::ObjectUnsafe::MoveToHandle(
-                             ObjectPtr<Object>(ObjectRefUnsafe::GetPtr(*f)))
-                       : nullptr;
+  *out = f.has_value()
+             ? details::ObjectUnsafe::MoveToHandle(ObjectPtr<Object>(ObjectRefUnsafe::GetPtr(*f)))
+             : nullptr;
   TILECORE_FFI_SAFE_CALL_END();
 }
 

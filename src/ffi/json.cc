@@ -127,8 +127,10 @@ class Parser {
   Any ParseValue(int depth) {
     if (pos_ >= text_.size()) Fail(pos_, "a value");
     switch (text_[pos_]) {
-      case '{': return ParseObject(depth + 1);
-      case '[': return ParseArray(depth + 1);
+      case '{':
+        return ParseObject(depth + 1);
+      case '[':
+        return ParseArray(depth + 1);
       case '"': {
         return Any(ParseString());
       }
@@ -169,7 +171,8 @@ class Parser {
       size_t key_pos = pos_;
       std::string key = ParseString();
       Any key_any(key);
-      if (m->Find(key_any) != nullptr) Fail(key_pos, "a member name not used before in this object");
+      if (m->Find(key_any) != nullptr)
+        Fail(key_pos, "a member name not used before in this object");
       SkipWhitespace();
       if (pos_ >= text_.size() || text_[pos_] != ':') Fail(pos_, "':' after a member name");
       ++pos_;
@@ -250,18 +253,35 @@ class Parser {
         if (pos_ >= text_.size()) Fail(pos_, "an escape character");
         char e = text_[pos_++];
         switch (e) {
-          case '"': out.push_back('"'); break;
-          case '\\': out.push_back('\\'); break;
-          case '/': out.push_back('/'); break;
-          case 'b': out.push_back('\b'); break;
-          case 'f': out.push_back('\f'); break;
-          case 'n': out.push_back('\n'); break;
-          case 'r': out.push_back('\r'); break;
-          case 't': out.push_back('\t'); break;
+          case '"':
+            out.push_back('"');
+            break;
+          case '\\':
+            out.push_back('\\');
+            break;
+          case '/':
+            out.push_back('/');
+            break;
+          case 'b':
+            out.push_back('\b');
+            break;
+          case 'f':
+            out.push_back('\f');
+            break;
+          case 'n':
+            out.push_back('\n');
+            break;
+          case 'r':
+            out.push_back('\r');
+            break;
+          case 't':
+            out.push_back('\t');
+            break;
           case 'u': {
             size_t esc_pos = pos_ - 2;
             uint32_t cp = ParseHex4();
-            if (cp >= 0xDC00 && cp <= 0xDFFF) Fail(esc_pos, "a high surrogate before a low surrogate");
+            if (cp >= 0xDC00 && cp <= 0xDFFF)
+              Fail(esc_pos, "a high surrogate before a low surrogate");
             if (cp >= 0xD800 && cp <= 0xDBFF) {
               if (!Consume("\\u")) Fail(pos_, "a \\u low surrogate after a high surrogate");
               uint32_t lo = ParseHex4();
@@ -376,21 +396,35 @@ class Writer {
       if (c >= 0x80) {
         size_t len = Utf8SequenceLength(s, i);
         if (len == 0) {
-          TILECORE_THROW(ValueError) << "JSON: string at " << PathString() << " is not valid UTF-8 (byte "
-                                     << i << ")";
+          TILECORE_THROW(ValueError)
+              << "JSON: string at " << PathString() << " is not valid UTF-8 (byte " << i << ")";
         }
         out_.append(s.data() + i, len);
         i += len;
         continue;
       }
       switch (c) {
-        case '"': out_ += "\\\""; break;
-        case '\\': out_ += "\\\\"; break;
-        case '\n': out_ += "\\n"; break;
-        case '\r': out_ += "\\r"; break;
-        case '\t': out_ += "\\t"; break;
-        case '\b': out_ += "\\b"; break;
-        case '\f': out_ += "\\f"; break;
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
+        case '\r':
+          out_ += "\\r";
+          break;
+        case '\t':
+          out_ += "\\t";
+          break;
+        case '\b':
+          out_ += "\\b";
+          break;
+        case '\f':
+          out_ += "\\f";
+          break;
         default:
           if (c < 0x20) {
             char buf[8];
@@ -425,13 +459,22 @@ class Writer {
       return;
     }
     switch (v.type_index) {
-      case kTCFFINone: out_ += "null"; return;
-      case kTCFFIBool: out_ += v.v_int64 ? "true" : "false"; return;
-      case kTCFFIInt: out_ += std::to_string(v.v_int64); return;
-      case kTCFFIFloat: WriteFloat(v.v_float64); return;
+      case kTCFFINone:
+        out_ += "null";
+        return;
+      case kTCFFIBool:
+        out_ += v.v_int64 ? "true" : "false";
+        return;
+      case kTCFFIInt:
+        out_ += std::to_string(v.v_int64);
+        return;
+      case kTCFFIFloat:
+        WriteFloat(v.v_float64);
+        return;
       case kTCFFIArray: {
         if (depth >= max_depth_) {
-          TILECORE_THROW(ValueError) << "JSON: nesting deeper than " << max_depth_ << " at " << PathString();
+          TILECORE_THROW(ValueError)
+              << "JSON: nesting deeper than " << max_depth_ << " at " << PathString();
         }
         const auto* arr = reinterpret_cast<const ArrayObj*>(v.v_obj);
         out_.push_back('[');
@@ -448,7 +491,8 @@ class Writer {
       }
       case kTCFFIMap: {
         if (depth >= max_depth_) {
-          TILECORE_THROW(ValueError) << "JSON: nesting deeper than " << max_depth_ << " at " << PathString();
+          TILECORE_THROW(ValueError)
+              << "JSON: nesting deeper than " << max_depth_ << " at " << PathString();
         }
         const auto* m = reinterpret_cast<const MapObj*>(v.v_obj);
         out_.push_back('{');

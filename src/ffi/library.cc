@@ -27,12 +27,14 @@ bool DefinesDynamicSymbol(const std::string& path, const char* symbol) {
   if (!f) return false;
   std::vector<char> d((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   auto fits = [&](uint64_t off, uint64_t len) { return off <= d.size() && len <= d.size() - off; };
-  if (!fits(0, sizeof(Elf64_Ehdr)) || std::memcmp(d.data(), ELFMAG, SELFMAG) != 0 || d[EI_CLASS] != ELFCLASS64) {
+  if (!fits(0, sizeof(Elf64_Ehdr)) || std::memcmp(d.data(), ELFMAG, SELFMAG) != 0 ||
+      d[EI_CLASS] != ELFCLASS64) {
     return false;
   }
   Elf64_Ehdr eh;
   std::memcpy(&eh, d.data(), sizeof(eh));
-  if (eh.e_shentsize != sizeof(Elf64_Shdr) || !fits(eh.e_shoff, uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr))) {
+  if (eh.e_shentsize != sizeof(Elf64_Shdr) ||
+      !fits(eh.e_shoff, uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr))) {
     return false;
   }
   auto section = [&](size_t i) {
@@ -42,7 +44,8 @@ bool DefinesDynamicSymbol(const std::string& path, const char* symbol) {
   };
   for (size_t i = 0; i < eh.e_shnum; ++i) {
     Elf64_Shdr sym = section(i);
-    if (sym.sh_type != SHT_DYNSYM || sym.sh_link >= eh.e_shnum || !fits(sym.sh_offset, sym.sh_size)) continue;
+    if (sym.sh_type != SHT_DYNSYM || sym.sh_link >= eh.e_shnum || !fits(sym.sh_offset, sym.sh_size))
+      continue;
     Elf64_Shdr str = section(sym.sh_link);
     if (!fits(str.sh_offset, str.sh_size)) continue;
     for (uint64_t k = 0; k + sizeof(Elf64_Sym) <= sym.sh_size; k += sizeof(Elf64_Sym)) {
@@ -50,7 +53,9 @@ bool DefinesDynamicSymbol(const std::string& path, const char* symbol) {
       std::memcpy(&s, d.data() + sym.sh_offset + k, sizeof(s));
       if (s.st_shndx == SHN_UNDEF || s.st_name >= str.sh_size) continue;
       const char* name = d.data() + str.sh_offset + s.st_name;
-      if (strnlen(name, str.sh_size - s.st_name) == std::strlen(symbol) && std::strcmp(name, symbol) == 0) return true;
+      if (strnlen(name, str.sh_size - s.st_name) == std::strlen(symbol) &&
+          std::strcmp(name, symbol) == 0)
+        return true;
     }
   }
   return false;
@@ -71,21 +76,24 @@ TILECORE_REGISTER_GLOBAL("ffi.LoadLibrary").set_body_typed([](std::string path) 
   // table and registry: refuse it before it runs (libtilecore defines the C ABI; an
   // extension only uses it).
   if (DefinesDynamicSymbol(path, "TCFFIObjectIncRef")) {
-    TILECORE_THROW(ValueError) << "Cannot load library `" << path
-                               << "`: it is another copy of libtilecore (defines the tilecore C ABI); a process "
-                                  "holds one libtilecore, and it is already loaded";
+    TILECORE_THROW(ValueError)
+        << "Cannot load library `" << path
+        << "`: it is another copy of libtilecore (defines the tilecore C ABI); a process "
+           "holds one libtilecore, and it is already loaded";
   }
   // RTLD_GLOBAL: an extension's symbols must be visible to libraries loaded after it.
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    TILECORE_THROW(OSError) << "Cannot load library `" << path << "`: " << (why ? why : "unknown error");
+    TILECORE_THROW(OSError) << "Cannot load library `" << path
+                            << "`: " << (why ? why : "unknown error");
   }
   std::vector<std::string> errors = TakePendingRegistrationErrors();
   if (!errors.empty()) {
     std::string all;
     for (const std::string& e : errors) all += "\n  " + e;
-    TILECORE_THROW(ValueError) << "Library `" << path << "` registered functions that clash:" << all;
+    TILECORE_THROW(ValueError) << "Library `" << path
+                               << "` registered functions that clash:" << all;
   }
 });
 

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <memory>
 
-#include "tilecore/ffi/function.h"
 #include "src/ffi/safe_call.h"
+#include "tilecore/ffi/function.h"
 
 namespace tilecore {
 namespace ffi {
@@ -46,7 +46,8 @@ class DeviceAllocators {
   }
   void Register(int32_t device_type, const TCFFIDeviceAllocator& a) {
     if (device_type < 0 || device_type >= kMaxDeviceType) {
-      TILECORE_THROW(ValueError) << "Device type " << device_type << " is out of range [0, " << kMaxDeviceType << ")";
+      TILECORE_THROW(ValueError) << "Device type " << device_type << " is out of range [0, "
+                                 << kMaxDeviceType << ")";
     }
     // Allocators are retired, not freed: arrays allocated earlier still call their free.
     owned_.push_back(std::make_unique<TCFFIDeviceAllocator>(a));
@@ -123,10 +124,12 @@ void DeleteDLPack(DLManagedTensor* self) {
 }
 
 void CheckDLTensor(const DLTensor& t) {
-  if (t.ndim < 0 || t.ndim > 64) TILECORE_THROW(ValueError) << "DLPack tensor has invalid ndim " << t.ndim;
+  if (t.ndim < 0 || t.ndim > 64)
+    TILECORE_THROW(ValueError) << "DLPack tensor has invalid ndim " << t.ndim;
   if (t.ndim > 0 && t.shape == nullptr) TILECORE_THROW(ValueError) << "DLPack tensor has no shape";
   for (int i = 0; i < t.ndim; ++i) {
-    if (t.shape[i] < 0) TILECORE_THROW(ValueError) << "DLPack tensor has negative dimension " << t.shape[i];
+    if (t.shape[i] < 0)
+      TILECORE_THROW(ValueError) << "DLPack tensor has negative dimension " << t.shape[i];
   }
 }
 
@@ -157,7 +160,8 @@ NDArray WrapForeign(Managed* m, NDArrayObj::Owner owner) {
 NDArrayObj::~NDArrayObj() {
   switch (owner) {
     case Owner::kSelf:
-      if (tensor.data) DeviceAllocators::Global()->Get(tensor.device.device_type).free(tensor.device, tensor.data);
+      if (tensor.data)
+        DeviceAllocators::Global()->Get(tensor.device.device_type).free(tensor.device, tensor.data);
       break;
     case Owner::kDLPack: {
       auto* m = static_cast<DLManagedTensor*>(foreign);
@@ -180,9 +184,9 @@ int64_t DLTensorNumElements(const DLTensor& t) {
 
 void CopyDLTensor(const DLTensor& from, const DLTensor& to) {
   if (from.ndim != to.ndim || !(from.dtype == to.dtype)) {
-    TILECORE_THROW(ValueError) << "Cannot copy a " << DLDataTypeToString(from.dtype) << " tensor of rank "
-                               << from.ndim << " into a " << DLDataTypeToString(to.dtype)
-                               << " tensor of rank " << to.ndim;
+    TILECORE_THROW(ValueError) << "Cannot copy a " << DLDataTypeToString(from.dtype)
+                               << " tensor of rank " << from.ndim << " into a "
+                               << DLDataTypeToString(to.dtype) << " tensor of rank " << to.ndim;
   }
   for (int i = 0; i < from.ndim; ++i) {
     if (from.shape[i] != to.shape[i]) {
@@ -198,12 +202,14 @@ void CopyDLTensor(const DLTensor& from, const DLTensor& to) {
                 DataTypeBytes(from.dtype));
     return;
   }
-  int32_t device_type = from.device.device_type != kDLCPU ? from.device.device_type : to.device.device_type;
+  int32_t device_type =
+      from.device.device_type != kDLCPU ? from.device.device_type : to.device.device_type;
   CheckCall(DeviceAllocators::Global()->Get(device_type).copy(&from, &to));
 }
 
 NDArray NDArray::Empty(const std::vector<int64_t>& shape, DLDataType dtype, DLDevice device) {
-  if (dtype.bits == 0 || dtype.lanes == 0) TILECORE_THROW(ValueError) << "NDArray.empty: invalid dtype";
+  if (dtype.bits == 0 || dtype.lanes == 0)
+    TILECORE_THROW(ValueError) << "NDArray.empty: invalid dtype";
   auto shape_str = [&] {
     std::string s = "(";
     for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -245,8 +251,8 @@ NDArray NDArray::FromDLPackVersioned(DLManagedTensorVersioned* tensor) {
   if (tensor != nullptr && tensor->version.major != DLPACK_MAJOR_VERSION) {
     uint32_t major = tensor->version.major;
     if (tensor->deleter) tensor->deleter(tensor);
-    TILECORE_THROW(ValueError) << "from_dlpack: DLPack major version " << major << " is not supported (expected "
-                               << DLPACK_MAJOR_VERSION << ")";
+    TILECORE_THROW(ValueError) << "from_dlpack: DLPack major version " << major
+                               << " is not supported (expected " << DLPACK_MAJOR_VERSION << ")";
   }
   bool read_only = tensor != nullptr && (tensor->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
   NDArray out = WrapForeign(tensor, NDArrayObj::Owner::kDLPackVersioned);
@@ -277,7 +283,9 @@ DLManagedTensor* NDArray::ToDLPack() const {
 }
 
 int64_t NDArray::NumElements() const { return DLTensorNumElements(get()->tensor); }
-size_t NDArray::NumBytes() const { return static_cast<size_t>(NumElements()) * DataTypeBytes(dtype()); }
+size_t NDArray::NumBytes() const {
+  return static_cast<size_t>(NumElements()) * DataTypeBytes(dtype());
+}
 
 bool NDArray::IsContiguous() const { return DLTensorIsContiguous(get()->tensor); }
 
@@ -292,7 +300,8 @@ bool DLTensorIsContiguous(const DLTensor& t) {
 }
 
 void NDArray::CopyTo(const NDArray& other) const {
-  if (other->read_only) TILECORE_THROW(ValueError) << "Cannot copy: the destination array is read-only";
+  if (other->read_only)
+    TILECORE_THROW(ValueError) << "Cannot copy: the destination array is read-only";
   CopyDLTensor(get()->tensor, other->tensor);
 }
 
@@ -302,15 +311,15 @@ NDArray NDArray::CopyTo(DLDevice device) const {
   return out;
 }
 
-TILECORE_REGISTER_GLOBAL("ffi.NDArrayEmpty").set_body_typed([](Shape shape, DLDataType dtype, DLDevice device) {
-  return NDArray::Empty(std::vector<int64_t>(shape.begin(), shape.end()), dtype, device);
-});
+TILECORE_REGISTER_GLOBAL("ffi.NDArrayEmpty")
+    .set_body_typed([](Shape shape, DLDataType dtype, DLDevice device) {
+      return NDArray::Empty(std::vector<int64_t>(shape.begin(), shape.end()), dtype, device);
+    });
 TILECORE_REGISTER_GLOBAL("ffi.NDArrayCopyFromTo").set_body_typed([](NDArray from, NDArray to) {
   from.CopyTo(to);
 });
-TILECORE_REGISTER_GLOBAL("ffi.NDArrayCopyToDevice").set_body_typed([](NDArray from, DLDevice device) {
-  return from.CopyTo(device);
-});
+TILECORE_REGISTER_GLOBAL("ffi.NDArrayCopyToDevice")
+    .set_body_typed([](NDArray from, DLDevice device) { return from.CopyTo(device); });
 
 }  // namespace ffi
 }  // namespace tilecore
@@ -340,7 +349,8 @@ int TCFFINDArrayCopyFromTo(const DLTensor* from, const DLTensor* to) {
 
 int TCFFINDArrayCopyFromToArrays(TCFFIObjectHandle from, TCFFIObjectHandle to) {
   TILECORE_FFI_SAFE_CALL_BEGIN();
-  NDArray(details::ObjectUnsafe::CopyFromHandle(from)).CopyTo(NDArray(details::ObjectUnsafe::CopyFromHandle(to)));
+  NDArray(details::ObjectUnsafe::CopyFromHandle(from))
+      .CopyTo(NDArray(details::ObjectUnsafe::CopyFromHandle(to)));
   TILECORE_FFI_SAFE_CALL_END();
 }
 

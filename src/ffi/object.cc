@@ -14,11 +14,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "src/ffi/safe_call.h"
 #include "tilecore/ffi/any.h"
 #include "tilecore/ffi/c_api.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/string.h"
-#include "src/ffi/safe_call.h"
 
 namespace tilecore {
 namespace ffi {
@@ -38,7 +38,8 @@ struct TypeEntry {
 class TypeTable {
  public:
   static TypeTable* Global() {
-    static TypeTable* table = new TypeTable();  // lives for the process: objects may outlive statics
+    static TypeTable* table =
+        new TypeTable();  // lives for the process: objects may outlive statics
     return table;
   }
 
@@ -117,10 +118,18 @@ class TypeTable {
     for (auto& e : entries_) e.store(nullptr);
     // POD kinds get entries too, so that every index has a printable key.
     const std::pair<int32_t, const char*> pods[] = {
-        {kTCFFINone, "None"},         {kTCFFIInt, "int"},          {kTCFFIBool, "bool"},
-        {kTCFFIFloat, "float"},       {kTCFFIOpaquePtr, "void*"},  {kTCFFIDataType, "DataType"},
-        {kTCFFIDevice, "Device"},     {kTCFFIDLTensorPtr, "DLTensor*"}, {kTCFFIRawStr, "str"},
-        {kTCFFIByteArrayPtr, "bytes"}, {kTCFFISmallStr, "str"},    {kTCFFISmallBytes, "bytes"},
+        {kTCFFINone, "None"},
+        {kTCFFIInt, "int"},
+        {kTCFFIBool, "bool"},
+        {kTCFFIFloat, "float"},
+        {kTCFFIOpaquePtr, "void*"},
+        {kTCFFIDataType, "DataType"},
+        {kTCFFIDevice, "Device"},
+        {kTCFFIDLTensorPtr, "DLTensor*"},
+        {kTCFFIRawStr, "str"},
+        {kTCFFIByteArrayPtr, "bytes"},
+        {kTCFFISmallStr, "str"},
+        {kTCFFISmallBytes, "bytes"},
         // A foreign object with no tilecore form: messages name it, not its number.
         {kTCFFIOpaquePyObject, "Python object"}};
     for (const auto& [index, key] : pods) {
@@ -220,7 +229,8 @@ bool AnyEqual::operator()(const Any& a, const Any& b) const {
   if (a_str || b_str) return a_str && b_str && sa == sb;
   const TCFFIAny* x = a.raw();
   const TCFFIAny* y = b.raw();
-  if (x->type_index == kTCFFIFloat && y->type_index == kTCFFIFloat) return x->v_float64 == y->v_float64;
+  if (x->type_index == kTCFFIFloat && y->type_index == kTCFFIFloat)
+    return x->v_float64 == y->v_float64;
   if (const void* id = OpaqueIdentity(x)) return id == OpaqueIdentity(y);
   // bool and int are different keys, as for C++ users; Python normalises before calling.
   return x->type_index == y->type_index && x->v_int64 == y->v_int64;
@@ -333,11 +343,14 @@ int TCFFITypeRegisterField(int32_t type_index, const TCFFIFieldInfo* info) {
   std::lock_guard<std::recursive_mutex> lock(table->mutex());
   TypeEntry* e = table->GetEntry(type_index);
   if (e == nullptr || type_index < kTCFFIStaticObjectBegin) {
-    TILECORE_THROW(ValueError) << "Cannot register a field on unknown object type index " << type_index;
+    TILECORE_THROW(ValueError) << "Cannot register a field on unknown object type index "
+                               << type_index;
   }
   std::string name(info->name.data, info->name.size);
   for (const std::string& n : e->field_names) {
-    if (n == name) TILECORE_THROW(ValueError) << "Field `" << name << "` of `" << e->key << "` is already registered";
+    if (n == name)
+      TILECORE_THROW(ValueError) << "Field `" << name << "` of `" << e->key
+                                 << "` is already registered";
   }
   // Names and docs are owned by the entry; deques would keep pointers stable, but fields are
   // registered at static-initialisation time, so re-pointing after growth is enough.

@@ -55,9 +55,15 @@ class Printer {
       return;
     }
     switch (v.type_index) {
-      case kTCFFINone: os_ << "None"; return;
-      case kTCFFIInt: os_ << v.v_int64; return;
-      case kTCFFIBool: os_ << (v.v_int64 ? "True" : "False"); return;
+      case kTCFFINone:
+        os_ << "None";
+        return;
+      case kTCFFIInt:
+        os_ << v.v_int64;
+        return;
+      case kTCFFIBool:
+        os_ << (v.v_int64 ? "True" : "False");
+        return;
       case kTCFFIFloat: {
         std::ostringstream f;
         f.precision(17);
@@ -65,10 +71,17 @@ class Printer {
         os_ << f.str();
         return;
       }
-      case kTCFFIDataType: os_ << DLDataTypeToString(v.v_dtype); return;
-      case kTCFFIDevice: os_ << DLDeviceToString(v.v_device); return;
-      case kTCFFIOpaquePtr: os_ << "<opaque " << v.v_ptr << ">"; return;
-      default: break;
+      case kTCFFIDataType:
+        os_ << DLDataTypeToString(v.v_dtype);
+        return;
+      case kTCFFIDevice:
+        os_ << DLDeviceToString(v.v_device);
+        return;
+      case kTCFFIOpaquePtr:
+        os_ << "<opaque " << v.v_ptr << ">";
+        return;
+      default:
+        break;
     }
     if (v.type_index < kTCFFIStaticObjectBegin) {
       os_ << "<" << ::tilecore::ffi::details::AnyTypeName(&v) << ">";
@@ -119,18 +132,22 @@ class Printer {
       case kTCFFINDArray: {
         const auto* a = static_cast<const NDArrayObj*>(obj);
         os_ << "NDArray(shape=[";
-        for (size_t i = 0; i < a->shape_storage.size(); ++i) os_ << (i ? ", " : "") << a->shape_storage[i];
+        for (size_t i = 0; i < a->shape_storage.size(); ++i)
+          os_ << (i ? ", " : "") << a->shape_storage[i];
         os_ << "], dtype=" << DLDataTypeToString(a->tensor.dtype)
             << ", device=" << DLDeviceToString(a->tensor.device) << ")";
         return;
       }
-      case kTCFFIFunction: os_ << "<Function at " << obj << ">"; return;
+      case kTCFFIFunction:
+        os_ << "<Function at " << obj << ">";
+        return;
       case kTCFFIError: {
         const auto* e = static_cast<const ErrorObj*>(obj);
         os_ << e->kind_storage << "(\"" << e->message_storage << "\")";
         return;
       }
-      default: break;
+      default:
+        break;
     }
     const TCFFITypeInfo* info = TCFFIGetTypeInfo(v.type_index);
     os_ << std::string_view(info->type_key.data, info->type_key.size) << "(";
@@ -160,7 +177,8 @@ class Printer {
 std::string Repr(const AnyView& value) { return Printer().Print(value); }
 
 TILECORE_REGISTER_GLOBAL("ffi.Repr").set_body([](PackedArgs args, Any* rv) {
-  if (args.size() != 1) TILECORE_THROW(TypeError) << "ffi.Repr takes 1 argument, got " << args.size();
+  if (args.size() != 1)
+    TILECORE_THROW(TypeError) << "ffi.Repr takes 1 argument, got " << args.size();
   *rv = Repr(args[0]);
 });
 

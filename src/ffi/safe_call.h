@@ -9,11 +9,11 @@
 #include "tilecore/ffi/function.h"
 
 #define TILECORE_FFI_SAFE_CALL_BEGIN() try {
-#define TILECORE_FFI_SAFE_CALL_END()                                   \
-  return 0;                                                            \
-  }                                                                    \
-  catch (...) {                                                        \
-    return ::tilecore::ffi::details::SetRaisedFromCurrentException();  \
+#define TILECORE_FFI_SAFE_CALL_END()                                  \
+  return 0;                                                           \
+  }                                                                   \
+  catch (...) {                                                       \
+    return ::tilecore::ffi::details::SetRaisedFromCurrentException(); \
   }
 
 #endif  // TILECORE_SRC_FFI_SAFE_CALL_H_

@@ -44,7 +44,8 @@ constexpr int64_t kMaxNDim = 1024;
 // ---------------------------------------------------------------------------
 // base64 (RFC 4648, with padding)
 // ---------------------------------------------------------------------------
-constexpr char kBase64Alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+constexpr char kBase64Alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 std::string Base64Encode(std::string_view in) {
   std::string out;
@@ -144,8 +145,8 @@ class GraphWriter {
   }
 
   [[noreturn]] void FailType(const TCFFIAny& v, std::string_view why) const {
-    TILECORE_THROW(TypeError) << "SaveJSON: cannot save a value of type `" << details::AnyTypeName(&v)
-                              << "` at " << PathString() << ": " << why;
+    TILECORE_THROW(TypeError) << "SaveJSON: cannot save a value of type `"
+                              << details::AnyTypeName(&v) << "` at " << PathString() << ": " << why;
   }
 
   int64_t Add(std::string_view type, const Any* data) {
@@ -174,7 +175,8 @@ class GraphWriter {
    * out of line so that each level of recursion keeps a small stack frame.
    */
   int64_t Visit(const TCFFIAny& v, int depth) {
-    if (v.type_index < kTCFFIStaticObjectBegin || v.type_index == kTCFFIStr || v.type_index == kTCFFIBytes) {
+    if (v.type_index < kTCFFIStaticObjectBegin || v.type_index == kTCFFIStr ||
+        v.type_index == kTCFFIBytes) {
       return VisitLiteral(v);
     }
     return VisitObjectRef(v, depth);
@@ -193,7 +195,8 @@ class GraphWriter {
       return Literal(std::string("s").append(s), "str", &data);
     }
     switch (v.type_index) {
-      case kTCFFINone: return Literal("n", "None", nullptr);
+      case kTCFFINone:
+        return Literal("n", "None", nullptr);
       case kTCFFIBool: {
         Any data(v.v_int64 != 0);
         return Literal(Key('b', v.v_int64), "bool", &data);
@@ -226,7 +229,8 @@ class GraphWriter {
         DLDevice d = v.v_device;
         return Literal(Key('d', d), "Device", &data);
       }
-      case kTCFFISmallBytes: return VisitBytes(std::string_view(v.v_bytes, v.small_len));
+      case kTCFFISmallBytes:
+        return VisitBytes(std::string_view(v.v_bytes, v.small_len));
       case kTCFFIByteArrayPtr: {
         const auto* b = static_cast<const TCFFIByteArray*>(v.v_ptr);
         return VisitBytes(std::string_view(b->data, b->size));
@@ -235,9 +239,12 @@ class GraphWriter {
         const auto* obj = reinterpret_cast<const BytesObj*>(v.v_obj);
         return VisitBytes(obj->view());
       }
-      case kTCFFIOpaquePtr: FailType(v, "opaque pointers have no meaning outside this process");
-      case kTCFFIDLTensorPtr: FailType(v, "a borrowed DLTensor* has no owner; pass an NDArray");
-      default: break;
+      case kTCFFIOpaquePtr:
+        FailType(v, "opaque pointers have no meaning outside this process");
+      case kTCFFIDLTensorPtr:
+        FailType(v, "a borrowed DLTensor* has no owner; pass an NDArray");
+      default:
+        break;
     }
     FailType(v, "unknown value kind");
   }
@@ -271,11 +278,16 @@ class GraphWriter {
 
   int64_t VisitObject(const TCFFIAny& v, const Object* obj, int depth) {
     switch (v.type_index) {
-      case kTCFFIArray: return VisitArray(static_cast<const ArrayObj*>(obj), depth);
-      case kTCFFIMap: return VisitMap(static_cast<const MapObj*>(obj), depth);
-      case kTCFFIShape: return VisitShape(static_cast<const ShapeObj*>(obj));
-      case kTCFFINDArray: return VisitNDArray(v);
-      default: return VisitFields(v, depth);
+      case kTCFFIArray:
+        return VisitArray(static_cast<const ArrayObj*>(obj), depth);
+      case kTCFFIMap:
+        return VisitMap(static_cast<const MapObj*>(obj), depth);
+      case kTCFFIShape:
+        return VisitShape(static_cast<const ShapeObj*>(obj));
+      case kTCFFINDArray:
+        return VisitNDArray(v);
+      default:
+        return VisitFields(v, depth);
     }
   }
 
@@ -315,8 +327,9 @@ class GraphWriter {
   [[gnu::noinline]] int64_t VisitFields(const TCFFIAny& v, int depth) {
     const TCFFITypeInfo* info = TCFFIGetTypeInfo(v.type_index);
     if (info == nullptr || info->creator == nullptr) {
-      FailType(v, "the kind has no creator, so it could not be loaded again "
-                  "(only reflected kinds declared with ObjectDef can be saved)");
+      FailType(v,
+               "the kind has no creator, so it could not be loaded again "
+               "(only reflected kinds declared with ObjectDef can be saved)");
     }
     auto fields = make_object<MapObj>();
     for (const TCFFIFieldInfo* f : details::ReflectedFields(info)) {
@@ -388,7 +401,9 @@ class GraphReader {
       TILECORE_THROW(ValueError) << "LoadJSON: not valid JSON: " << e.message();
     }
     const MapObj* top = AsMap(doc);
-    if (top == nullptr) TILECORE_THROW(ValueError) << "LoadJSON: expected a JSON object at the top, got " << Kind(doc);
+    if (top == nullptr)
+      TILECORE_THROW(ValueError) << "LoadJSON: expected a JSON object at the top, got "
+                                 << Kind(doc);
     for (const auto& [k, v] : top->entries) {
       std::string_view key = StrOf(k);
       if (key != "root" && key != "nodes" && key != "tilecore_version") {
@@ -397,27 +412,31 @@ class GraphReader {
       }
     }
     const Any* nodes = top->Find(Any("nodes"));
-    if (nodes == nullptr) TILECORE_THROW(ValueError) << "LoadJSON: missing top-level member \"nodes\"";
+    if (nodes == nullptr)
+      TILECORE_THROW(ValueError) << "LoadJSON: missing top-level member \"nodes\"";
     if (nodes->type_index() != kTCFFIArray) {
       TILECORE_THROW(ValueError) << "LoadJSON: \"nodes\" must be an array, got " << Kind(*nodes);
     }
     const Any* version = top->Find(Any("tilecore_version"));
     if (version != nullptr && !IsStr(*version)) {
-      TILECORE_THROW(ValueError) << "LoadJSON: \"tilecore_version\" must be a string, got " << Kind(*version);
+      TILECORE_THROW(ValueError) << "LoadJSON: \"tilecore_version\" must be a string, got "
+                                 << Kind(*version);
     }
     const auto* arr = reinterpret_cast<const ArrayObj*>(nodes->raw()->v_obj);
     nodes_.resize(arr->data.size());
     for (size_t i = 0; i < arr->data.size(); ++i) Prepare(static_cast<int64_t>(i), arr->data[i]);
 
     const Any* root = top->Find(Any("root"));
-    if (root == nullptr) TILECORE_THROW(ValueError) << "LoadJSON: missing top-level member \"root\"";
+    if (root == nullptr)
+      TILECORE_THROW(ValueError) << "LoadJSON: missing top-level member \"root\"";
     if (root->type_index() != kTCFFIInt) {
-      TILECORE_THROW(ValueError) << "LoadJSON: \"root\" must be a node index (int), got " << Kind(*root);
+      TILECORE_THROW(ValueError) << "LoadJSON: \"root\" must be a node index (int), got "
+                                 << Kind(*root);
     }
     int64_t r = root->raw()->v_int64;
     if (r < 0 || r >= static_cast<int64_t>(nodes_.size())) {
-      TILECORE_THROW(ValueError) << "LoadJSON: \"root\" refers to node " << r << ", out of range [0, "
-                                 << nodes_.size() << ")";
+      TILECORE_THROW(ValueError) << "LoadJSON: \"root\" refers to node " << r
+                                 << ", out of range [0, " << nodes_.size() << ")";
     }
     return Build(r);
   }
@@ -427,7 +446,8 @@ class GraphReader {
     return v.type_index() == kTCFFIMap ? reinterpret_cast<const MapObj*>(v.raw()->v_obj) : nullptr;
   }
   static const ArrayObj* AsArray(const Any& v) {
-    return v.type_index() == kTCFFIArray ? reinterpret_cast<const ArrayObj*>(v.raw()->v_obj) : nullptr;
+    return v.type_index() == kTCFFIArray ? reinterpret_cast<const ArrayObj*>(v.raw()->v_obj)
+                                         : nullptr;
   }
   static bool IsStr(const Any& v) {
     std::string_view s;
@@ -441,13 +461,20 @@ class GraphReader {
   /*! \brief The JSON kind of a parsed value, for messages. */
   static std::string Kind(const Any& v) {
     switch (v.type_index()) {
-      case kTCFFINone: return "null";
-      case kTCFFIBool: return "a boolean";
-      case kTCFFIInt: return "an integer";
-      case kTCFFIFloat: return "a number";
-      case kTCFFIArray: return "an array";
-      case kTCFFIMap: return "an object";
-      default: return IsStr(v) ? "a string" : v.GetTypeKey();
+      case kTCFFINone:
+        return "null";
+      case kTCFFIBool:
+        return "a boolean";
+      case kTCFFIInt:
+        return "an integer";
+      case kTCFFIFloat:
+        return "a number";
+      case kTCFFIArray:
+        return "an array";
+      case kTCFFIMap:
+        return "an object";
+      default:
+        return IsStr(v) ? "a string" : v.GetTypeKey();
     }
   }
 
@@ -462,7 +489,8 @@ class GraphReader {
    *  setter only knows the array is not an Array of its element type; each element is
    *  tried alone on a scratch object of the same kind to name the first it refuses.
    */
-  static std::pair<int64_t, std::string> RefusedElement(const Node& n, const TCFFIFieldInfo* f, const Any& value) {
+  static std::pair<int64_t, std::string> RefusedElement(const Node& n, const TCFFIFieldInfo* f,
+                                                        const Any& value) {
     if (value.type_index() != kTCFFIArray) return {-1, ""};
     Array<Any> arr = value.cast<Array<Any>>();
     TCFFIObjectHandle scratch = nullptr;
@@ -532,7 +560,8 @@ class GraphReader {
   void Prepare(int64_t i, const Any& raw) {
     Node& node = nodes_[i];
     const MapObj* m = AsMap(raw);
-    if (m == nullptr) Fail(i, "expected a JSON object {\"type\": ..., \"data\": ...}, got " + Kind(raw));
+    if (m == nullptr)
+      Fail(i, "expected a JSON object {\"type\": ..., \"data\": ...}, got " + Kind(raw));
     for (const auto& [k, v] : m->entries) {
       if (StrOf(k) != "type" && StrOf(k) != "data") {
         Fail(i, "unknown member \"" + std::string(StrOf(k)) + "\" (expected type, data)");
@@ -562,7 +591,8 @@ class GraphReader {
       node.value = data;
     } else if (t == "bytes") {
       std::string decoded;
-      if (!IsStr(data) || !Base64Decode(StrOf(data), &decoded)) Fail(i, "data must be a base64 string");
+      if (!IsStr(data) || !Base64Decode(StrOf(data), &decoded))
+        Fail(i, "data must be a base64 string");
       TCFFIByteArray b{decoded.data(), decoded.size()};
       TCFFIAny view{};
       view.type_index = kTCFFIByteArrayPtr;
@@ -576,8 +606,9 @@ class GraphReader {
       DLDevice d;
       d.device_type = static_cast<DLDeviceType>(
           Int(i, a->data[0], "device_type", 0, std::numeric_limits<int32_t>::max()));
-      d.device_id = static_cast<int32_t>(Int(i, a->data[1], "device_id", std::numeric_limits<int32_t>::min(),
-                                             std::numeric_limits<int32_t>::max()));
+      d.device_id =
+          static_cast<int32_t>(Int(i, a->data[1], "device_id", std::numeric_limits<int32_t>::min(),
+                                   std::numeric_limits<int32_t>::max()));
       node.value = Any(d);
     } else if (t == "ffi.Shape") {
       const ArrayObj* a = AsArray(data);
@@ -585,7 +616,8 @@ class GraphReader {
       std::vector<int64_t> dims;
       for (size_t k = 0; k < a->data.size(); ++k) {
         dims.push_back(Int(i, a->data[k], "dimension " + std::to_string(k),
-                           std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
+                           std::numeric_limits<int64_t>::min(),
+                           std::numeric_limits<int64_t>::max()));
       }
       node.value = Shape(std::move(dims));
     } else if (t == "ffi.NDArray") {
@@ -594,7 +626,8 @@ class GraphReader {
       const ArrayObj* a = AsArray(data);
       if (a == nullptr) Fail(i, "data must be an array of node indices, got " + Kind(data));
       bool is_map = t == "ffi.Map";
-      if (is_map && a->data.size() % 2 != 0) Fail(i, "data must hold key, value pairs; got an odd length");
+      if (is_map && a->data.size() % 2 != 0)
+        Fail(i, "data must hold key, value pairs; got an odd length");
       node.kind = is_map ? NodeKind::kMap : NodeKind::kArray;
       for (size_t k = 0; k < a->data.size(); ++k) {
         std::string what = is_map ? (k % 2 ? "value " : "key ") + std::to_string(k / 2)
@@ -636,10 +669,12 @@ class GraphReader {
     const Any* shape = m->Find(Any("shape"));
     const Any* dtype = m->Find(Any("dtype"));
     const Any* bytes = m->Find(Any("data"));
-    if (shape == nullptr || dtype == nullptr || bytes == nullptr) Fail(i, "data needs shape, dtype and data");
+    if (shape == nullptr || dtype == nullptr || bytes == nullptr)
+      Fail(i, "data needs shape, dtype and data");
     const ArrayObj* dims = AsArray(*shape);
     if (dims == nullptr) Fail(i, "shape must be an array of integers, got " + Kind(*shape));
-    if (static_cast<int64_t>(dims->data.size()) > kMaxNDim) Fail(i, "shape has more than 1024 dimensions");
+    if (static_cast<int64_t>(dims->data.size()) > kMaxNDim)
+      Fail(i, "shape has more than 1024 dimensions");
     DLDataType t = ParseDataType(i, *dtype, "dtype");
     if (t.bits == 0 || t.lanes == 0) Fail(i, "dtype has zero bits or lanes");
     std::vector<int64_t> extents;
@@ -650,15 +685,18 @@ class GraphReader {
       int64_t d = Int(i, dims->data[k], "shape[" + std::to_string(k) + "]", 0,
                       std::numeric_limits<int64_t>::max());
       extents.push_back(d);
-      if (d != 0 && numel > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d)) overflow = true;
+      if (d != 0 && numel > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d))
+        overflow = true;
       numel *= static_cast<uint64_t>(d);
     }
     std::string decoded;
-    if (!IsStr(*bytes) || !Base64Decode(StrOf(*bytes), &decoded)) Fail(i, "data.data must be a base64 string");
+    if (!IsStr(*bytes) || !Base64Decode(StrOf(*bytes), &decoded))
+      Fail(i, "data.data must be a base64 string");
     uint64_t elem = DataTypeBytes(t);
     if (overflow || (numel != 0 && elem > std::numeric_limits<uint64_t>::max() / numel) ||
         numel * elem != decoded.size()) {
-      Fail(i, "data holds " + std::to_string(decoded.size()) + " bytes, which does not match the shape and dtype");
+      Fail(i, "data holds " + std::to_string(decoded.size()) +
+                  " bytes, which does not match the shape and dtype");
     }
     NDArray arr = NDArray::Empty(extents, t, DLDevice{kDLCPU, 0});
     if (!decoded.empty()) std::memcpy(arr.data<char>(), decoded.data(), decoded.size());
@@ -693,7 +731,8 @@ class GraphReader {
         for (const TCFFIFieldInfo* f : fields) {
           names += (names.empty() ? "" : ", ") + std::string(details::FieldName(*f));
         }
-        Fail(i, "unknown field `" + std::string(name) + "` (fields: " + (names.empty() ? "none" : names) + ")");
+        Fail(i, "unknown field `" + std::string(name) +
+                    "` (fields: " + (names.empty() ? "none" : names) + ")");
       }
     }
     for (const TCFFIFieldInfo* f : fields) {
@@ -708,9 +747,12 @@ class GraphReader {
   std::string RefLabel(int64_t i, size_t k) const {
     const Node& n = nodes_[i];
     switch (n.kind) {
-      case NodeKind::kObject: return "field `" + std::string(details::FieldName(*n.fields[k])) + "`";
-      case NodeKind::kMap: return (k % 2 ? "value " : "key ") + std::to_string(k / 2);
-      default: return "element " + std::to_string(k);
+      case NodeKind::kObject:
+        return "field `" + std::string(details::FieldName(*n.fields[k])) + "`";
+      case NodeKind::kMap:
+        return (k % 2 ? "value " : "key ") + std::to_string(k / 2);
+      default:
+        return "element " + std::to_string(k);
     }
   }
 
@@ -749,7 +791,8 @@ class GraphReader {
       }
       for (int64_t r : nodes_[cur].refs) height[cur] = std::max(height[cur], height[r] + 1);
       if (height[cur] > kMaxGraphDepth) {
-        Fail(cur, "the graph below this node is nested deeper than " + std::to_string(kMaxGraphDepth) + " levels");
+        Fail(cur, "the graph below this node is nested deeper than " +
+                      std::to_string(kMaxGraphDepth) + " levels");
       }
       values[cur] = Make(cur, values);
       state[cur] = kDone;
@@ -761,7 +804,8 @@ class GraphReader {
   Any Make(int64_t i, const std::vector<Any>& values) const {
     const Node& n = nodes_[i];
     switch (n.kind) {
-      case NodeKind::kLiteral: return n.value;
+      case NodeKind::kLiteral:
+        return n.value;
       case NodeKind::kArray: {
         auto arr = make_object<ArrayObj>();
         arr->data.reserve(n.refs.size());
@@ -780,7 +824,8 @@ class GraphReader {
         }
         return Map<Any, Any>(ObjectPtr<Object>(std::move(m)));
       }
-      case NodeKind::kObject: break;
+      case NodeKind::kObject:
+        break;
     }
     TCFFIObjectHandle handle = nullptr;
     if (n.info->creator(&handle) != 0) details::ThrowRaisedError();
@@ -791,15 +836,16 @@ class GraphReader {
       if (f->setter(addr, values[n.refs[k]].raw()) != 0) {
         TCFFIObjectHandle err_handle = nullptr;
         TCFFIErrorMoveFromRaised(&err_handle);
-        if (err_handle == nullptr) Fail(i, "field `" + std::string(details::FieldName(*f)) + "` was refused");
+        if (err_handle == nullptr)
+          Fail(i, "field `" + std::string(details::FieldName(*f)) + "` was refused");
         Error err(details::ObjectUnsafe::MoveFromHandle(err_handle));
         std::string field(details::FieldName(*f));
         std::string message(err.message());
         // An array refused as a whole: name the element (params[0]) and what the field holds.
         if (auto [index, type] = RefusedElement(n, f, values[n.refs[k]]); index >= 0) {
           std::string expected = message;
-          if (size_t a = message.find("expected `"), b = message.find("` but got"); a != std::string::npos &&
-                                                                                  b != std::string::npos && b > a) {
+          if (size_t a = message.find("expected `"), b = message.find("` but got");
+              a != std::string::npos && b != std::string::npos && b > a) {
             expected = message.substr(a + 10, b - a - 10);
           }
           field += "[" + std::to_string(index) + "]";
@@ -828,14 +874,20 @@ class GraphReader {
 
 }  // namespace
 
-void RegisterLoadCheck(int32_t type_index, void (*check)(const Object* obj)) { LoadChecks()[type_index] = check; }
+void RegisterLoadCheck(int32_t type_index, void (*check)(const Object* obj)) {
+  LoadChecks()[type_index] = check;
+}
 
 std::string SaveJSON(const AnyView& value) { return GraphWriter().Save(*value.raw()); }
 
 Any LoadJSON(std::string_view json) { return GraphReader().Load(json); }
 
-TILECORE_REGISTER_GLOBAL("ffi.SaveJSON").set_body_typed([](AnyView value) { return SaveJSON(value); });
-TILECORE_REGISTER_GLOBAL("ffi.LoadJSON").set_body_typed([](std::string json) { return LoadJSON(json); });
+TILECORE_REGISTER_GLOBAL("ffi.SaveJSON").set_body_typed([](AnyView value) {
+  return SaveJSON(value);
+});
+TILECORE_REGISTER_GLOBAL("ffi.LoadJSON").set_body_typed([](std::string json) {
+  return LoadJSON(json);
+});
 
 }  // namespace ffi
 }  // namespace tilecore

@@ -56,13 +56,25 @@ class SEqualHandler {
     std::string s = "root";
     for (const Segment& seg : path_) {
       switch (seg.kind) {
-        case Segment::kField: s.append(".").append(seg.name); break;
+        case Segment::kField:
+          s.append(".").append(seg.name);
+          break;
         case Segment::kIndex:
-        case Segment::kIntKey: s.append("[").append(std::to_string(seg.index)).append("]"); break;
-        case Segment::kStrKey: s.append("[\"").append(seg.name).append("\"]"); break;
-        case Segment::kOtherKey: s.append("[<key>]"); break;
-        case Segment::kEntryKey: s.append("[<key ").append(std::to_string(seg.index)).append(">]"); break;
-        case Segment::kEntryValue: s.append("[<value ").append(std::to_string(seg.index)).append(">]"); break;
+        case Segment::kIntKey:
+          s.append("[").append(std::to_string(seg.index)).append("]");
+          break;
+        case Segment::kStrKey:
+          s.append("[\"").append(seg.name).append("\"]");
+          break;
+        case Segment::kOtherKey:
+          s.append("[<key>]");
+          break;
+        case Segment::kEntryKey:
+          s.append("[<key ").append(std::to_string(seg.index)).append(">]");
+          break;
+        case Segment::kEntryValue:
+          s.append("[<value ").append(std::to_string(seg.index)).append(">]");
+          break;
       }
     }
     return s;
@@ -72,7 +84,8 @@ class SEqualHandler {
   bool Fail(bool lhs_missing = false, bool rhs_missing = false) {
     if (record_ && !mismatch_.has_value()) {
       std::string p = PathString();
-      mismatch_.emplace(p + (lhs_missing ? " (missing)" : ""), p + (rhs_missing ? " (missing)" : ""));
+      mismatch_.emplace(p + (lhs_missing ? " (missing)" : ""),
+                        p + (rhs_missing ? " (missing)" : ""));
     }
     return false;
   }
@@ -87,18 +100,24 @@ class SEqualHandler {
     if (a_bytes || b_bytes) return a_bytes && b_bytes && sa == sb ? true : Fail();
     if (a.type_index != b.type_index) return Fail();
     switch (a.type_index) {
-      case kTCFFINone: return true;
+      case kTCFFINone:
+        return true;
       case kTCFFIInt:
-      case kTCFFIBool: return a.v_int64 == b.v_int64 ? true : Fail();
+      case kTCFFIBool:
+        return a.v_int64 == b.v_int64 ? true : Fail();
       case kTCFFIFloat: {
         double x = a.v_float64, y = b.v_float64;
         return x == y || (std::isnan(x) && std::isnan(y)) ? true : Fail();
       }
-      case kTCFFIDataType: return a.v_dtype == b.v_dtype ? true : Fail();
-      case kTCFFIDevice: return a.v_device == b.v_device ? true : Fail();
+      case kTCFFIDataType:
+        return a.v_dtype == b.v_dtype ? true : Fail();
+      case kTCFFIDevice:
+        return a.v_device == b.v_device ? true : Fail();
       case kTCFFIOpaquePtr:
-      case kTCFFIDLTensorPtr: return a.v_ptr == b.v_ptr ? true : Fail();
-      default: break;
+      case kTCFFIDLTensorPtr:
+        return a.v_ptr == b.v_ptr ? true : Fail();
+      default:
+        break;
     }
     if (a.type_index < kTCFFIStaticObjectBegin) return a.v_int64 == b.v_int64 ? true : Fail();
     if (depth > structural::kMaxDepth) {
@@ -116,21 +135,28 @@ class SEqualHandler {
 
   bool EqualObject(const TCFFIAny& a, const TCFFIAny& b, bool def, int depth) {
     switch (a.type_index) {
-      case kTCFFIArray: return EqualArray(a, b, def, depth);
-      case kTCFFIMap: return EqualMap(a, b, def, depth);
+      case kTCFFIArray:
+        return EqualArray(a, b, def, depth);
+      case kTCFFIMap:
+        return EqualMap(a, b, def, depth);
       case kTCFFIShape: {
         const auto* x = reinterpret_cast<const ShapeObj*>(a.v_obj);
         const auto* y = reinterpret_cast<const ShapeObj*>(b.v_obj);
         return x->storage == y->storage ? true : Fail();
       }
-      case kTCFFINDArray: return EqualNDArray(a, b);
-      default: break;
+      case kTCFFINDArray:
+        return EqualNDArray(a, b);
+      default:
+        break;
     }
     const TCFFITypeInfo* info;
     switch (structural::SEqualKindOf(a.type_index, &info)) {
-      case kTCFFISEqualTreeNode: return EqualFields(a, b, info, def, depth);
-      case kTCFFISEqualFreeVar: return EqualVar(a, b, info, def, depth);
-      default: return a.v_obj == b.v_obj ? true : Fail();
+      case kTCFFISEqualTreeNode:
+        return EqualFields(a, b, info, def, depth);
+      case kTCFFISEqualFreeVar:
+        return EqualVar(a, b, info, def, depth);
+      default:
+        return a.v_obj == b.v_obj ? true : Fail();
     }
   }
 
@@ -201,7 +227,8 @@ class SEqualHandler {
     return structural::NDArrayBytes(a, &hx) == structural::NDArrayBytes(b, &hy) ? true : Fail();
   }
 
-  bool EqualFields(const TCFFIAny& a, const TCFFIAny& b, const TCFFITypeInfo* info, bool def, int depth) {
+  bool EqualFields(const TCFFIAny& a, const TCFFIAny& b, const TCFFITypeInfo* info, bool def,
+                   int depth) {
     for (const TCFFIFieldInfo* f : fields_.Get(info)) {
       Scope scope(this, {Segment::kField, details::FieldName(*f), 0});
       Any x = details::GetReflectedField(a.v_obj, *f);
@@ -212,7 +239,8 @@ class SEqualHandler {
     return true;
   }
 
-  bool EqualVar(const TCFFIAny& a, const TCFFIAny& b, const TCFFITypeInfo* info, bool def, int depth) {
+  bool EqualVar(const TCFFIAny& a, const TCFFIAny& b, const TCFFITypeInfo* info, bool def,
+                int depth) {
     const Object* x = details::ObjectUnsafe::FromHandle(a.v_obj);
     const Object* y = details::ObjectUnsafe::FromHandle(b.v_obj);
     auto it = lhs_to_rhs_.find(x);
@@ -247,8 +275,9 @@ bool StructuralEqual(const AnyView& lhs, const AnyView& rhs, bool map_free_vars)
   return SEqualHandler(map_free_vars, false).Run(*lhs.raw(), *rhs.raw());
 }
 
-std::optional<std::pair<std::string, std::string>> GetFirstMismatch(const AnyView& lhs, const AnyView& rhs,
-                                                                     bool map_free_vars) {
+std::optional<std::pair<std::string, std::string>> GetFirstMismatch(const AnyView& lhs,
+                                                                    const AnyView& rhs,
+                                                                    bool map_free_vars) {
   SEqualHandler handler(map_free_vars, true);
   if (handler.Run(*lhs.raw(), *rhs.raw())) return std::nullopt;
   return handler.mismatch();

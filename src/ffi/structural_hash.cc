@@ -43,9 +43,23 @@ uint64_t HashBytes(std::string_view s) {
 
 // Tags keep values of different kinds apart (an int 1 and a bool true, ...).
 enum Tag : uint64_t {
-  kTagNone = 1, kTagInt, kTagBool, kTagFloat, kTagStr, kTagBytes, kTagDataType, kTagDevice,
-  kTagPtr, kTagArray, kTagLookupMap, kTagEntryMap, kTagShape, kTagNDArray, kTagIdentity,
-  kTagBoundVar, kTagTreeNode
+  kTagNone = 1,
+  kTagInt,
+  kTagBool,
+  kTagFloat,
+  kTagStr,
+  kTagBytes,
+  kTagDataType,
+  kTagDevice,
+  kTagPtr,
+  kTagArray,
+  kTagLookupMap,
+  kTagEntryMap,
+  kTagShape,
+  kTagNDArray,
+  kTagIdentity,
+  kTagBoundVar,
+  kTagTreeNode
 };
 
 class SHashHandler {
@@ -57,9 +71,12 @@ class SHashHandler {
     if (details::AnyGetStringView(&v, &s)) return Combine(kTagStr, HashBytes(s));
     if (structural::GetBytesView(&v, &s)) return Combine(kTagBytes, HashBytes(s));
     switch (v.type_index) {
-      case kTCFFINone: return Fmix64(kTagNone);
-      case kTCFFIInt: return Combine(kTagInt, static_cast<uint64_t>(v.v_int64));
-      case kTCFFIBool: return Combine(kTagBool, static_cast<uint64_t>(v.v_int64));
+      case kTCFFINone:
+        return Fmix64(kTagNone);
+      case kTCFFIInt:
+        return Combine(kTagInt, static_cast<uint64_t>(v.v_int64));
+      case kTCFFIBool:
+        return Combine(kTagBool, static_cast<uint64_t>(v.v_int64));
       case kTCFFIFloat: {
         double d = structural::CanonicalFloat(v.v_float64);
         uint64_t bits;
@@ -67,19 +84,21 @@ class SHashHandler {
         return Combine(kTagFloat, bits);
       }
       case kTCFFIDataType:
-        return Combine(kTagDataType, (uint64_t{v.v_dtype.code} << 24) | (uint64_t{v.v_dtype.bits} << 16) |
-                                         v.v_dtype.lanes);
+        return Combine(kTagDataType, (uint64_t{v.v_dtype.code} << 24) |
+                                         (uint64_t{v.v_dtype.bits} << 16) | v.v_dtype.lanes);
       case kTCFFIDevice:
         return Combine(Combine(kTagDevice, static_cast<uint64_t>(v.v_device.device_type)),
                        static_cast<uint64_t>(static_cast<uint32_t>(v.v_device.device_id)));
-      default: break;
+      default:
+        break;
     }
     if (v.type_index < kTCFFIStaticObjectBegin) {
-      return Combine(Combine(kTagPtr, static_cast<uint64_t>(v.type_index)), static_cast<uint64_t>(v.v_int64));
+      return Combine(Combine(kTagPtr, static_cast<uint64_t>(v.type_index)),
+                     static_cast<uint64_t>(v.v_int64));
     }
     if (depth > structural::kMaxDepth) {
-      TILECORE_THROW(ValueError) << "StructuralHash: the graph is nested deeper than " << structural::kMaxDepth
-                                 << " levels";
+      TILECORE_THROW(ValueError) << "StructuralHash: the graph is nested deeper than "
+                                 << structural::kMaxDepth << " levels";
     }
     // A graph may share subgraphs (a DAG): a node's hash is remembered, so each node is
     // hashed once instead of once per path to it. Only hashes that bound no variable are
@@ -107,7 +126,8 @@ class SHashHandler {
         for (const Any& e : data) h = Combine(h, Hash(*e.raw(), def, depth + 1));
         return h;
       }
-      case kTCFFIMap: return HashMap(v, def, depth);
+      case kTCFFIMap:
+        return HashMap(v, def, depth);
       case kTCFFIShape: {
         const auto& dims = reinterpret_cast<const ShapeObj*>(v.v_obj)->storage;
         uint64_t h = Combine(kTagShape, dims.size());
@@ -118,11 +138,13 @@ class SHashHandler {
         const DLTensor& t = *TCFFINDArrayGetDLTensorPtr(v.v_obj);
         uint64_t h = Combine(kTagNDArray, static_cast<uint64_t>(t.ndim));
         for (int i = 0; i < t.ndim; ++i) h = Combine(h, static_cast<uint64_t>(t.shape[i]));
-        h = Combine(h, (uint64_t{t.dtype.code} << 24) | (uint64_t{t.dtype.bits} << 16) | t.dtype.lanes);
+        h = Combine(
+            h, (uint64_t{t.dtype.code} << 24) | (uint64_t{t.dtype.bits} << 16) | t.dtype.lanes);
         NDArray holder;
         return Combine(h, HashBytes(structural::NDArrayBytes(v, &holder)));
       }
-      default: break;
+      default:
+        break;
     }
     const TCFFITypeInfo* info;
     switch (structural::SEqualKindOf(v.type_index, &info)) {
@@ -130,7 +152,8 @@ class SHashHandler {
         uint64_t h = Combine(kTagTreeNode, HashBytes(details::TypeKeyOf(info)));
         return HashFields(h, v, info, def, depth);
       }
-      case kTCFFISEqualFreeVar: return HashVar(v, info, def, depth);
+      case kTCFFISEqualFreeVar:
+        return HashVar(v, info, def, depth);
       default:
         return Combine(Combine(kTagIdentity, static_cast<uint64_t>(v.type_index)),
                        reinterpret_cast<uintptr_t>(v.v_obj));
@@ -155,7 +178,8 @@ class SHashHandler {
     return h;
   }
 
-  uint64_t HashFields(uint64_t h, const TCFFIAny& v, const TCFFITypeInfo* info, bool def, int depth) {
+  uint64_t HashFields(uint64_t h, const TCFFIAny& v, const TCFFITypeInfo* info, bool def,
+                      int depth) {
     for (const TCFFIFieldInfo* f : fields_.Get(info)) {
       Any value = details::GetReflectedField(v.v_obj, *f);
       bool field_def = def || (f->flags & kTCFFIFieldDefRegion);
@@ -197,9 +221,10 @@ uint64_t StructuralHash(const AnyView& value, bool map_free_vars) {
   return SHashHandler(map_free_vars).Hash(*value.raw(), false, 0);
 }
 
-TILECORE_REGISTER_GLOBAL("ffi.StructuralHash").set_body_typed([](AnyView value, bool map_free_vars) {
-  return static_cast<int64_t>(StructuralHash(value, map_free_vars));
-});
+TILECORE_REGISTER_GLOBAL("ffi.StructuralHash")
+    .set_body_typed([](AnyView value, bool map_free_vars) {
+      return static_cast<int64_t>(StructuralHash(value, map_free_vars));
+    });
 
 }  // namespace ffi
 }  // namespace tilecore

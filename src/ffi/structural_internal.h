@@ -29,14 +29,19 @@ constexpr int kMaxDepth = 4096;
 /*! \brief The bytes of a bytes value in any of its three forms. */
 inline bool GetBytesView(const TCFFIAny* v, std::string_view* out) {
   switch (v->type_index) {
-    case kTCFFISmallBytes: *out = std::string_view(v->v_bytes, v->small_len); return true;
+    case kTCFFISmallBytes:
+      *out = std::string_view(v->v_bytes, v->small_len);
+      return true;
     case kTCFFIByteArrayPtr: {
       const auto* b = static_cast<const TCFFIByteArray*>(v->v_ptr);
       *out = std::string_view(b->data, b->size);
       return true;
     }
-    case kTCFFIBytes: *out = reinterpret_cast<const BytesObj*>(v->v_obj)->view(); return true;
-    default: return false;
+    case kTCFFIBytes:
+      *out = reinterpret_cast<const BytesObj*>(v->v_obj)->view();
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -91,7 +96,8 @@ inline std::vector<const std::pair<Any, Any>*> SortedEntries(const MapObj* m) {
 /*! \brief The compact bytes of an array; `holder` keeps a CPU copy alive when one is needed. */
 inline std::string_view NDArrayBytes(const TCFFIAny& v, NDArray* holder) {
   NDArray arr(::tilecore::ffi::details::ObjectUnsafe::CopyFromHandle(v.v_obj));
-  if (arr.device().device_type != kDLCPU || !arr.IsContiguous()) arr = arr.CopyTo(DLDevice{kDLCPU, 0});
+  if (arr.device().device_type != kDLCPU || !arr.IsContiguous())
+    arr = arr.CopyTo(DLDevice{kDLCPU, 0});
   *holder = arr;
   if (arr.NumBytes() == 0) return {};
   return std::string_view(arr.data<char>(), arr.NumBytes());

@@ -55,8 +55,10 @@ TILECORE_REGISTER_GLOBAL("testing.nop").set_body([](PackedArgs, Any*) {});
 
 TILECORE_REGISTER_GLOBAL("testing.echo").set_body([](PackedArgs args, Any* rv) {
   if (args.size() != 1) {
-    TILECORE_THROW(TypeError) << "Mismatched number of arguments when calling `testing.echo(0: Any) -> Any`: "
-                                 "expected 1 but got " << args.size();
+    TILECORE_THROW(TypeError)
+        << "Mismatched number of arguments when calling `testing.echo(0: Any) -> Any`: "
+           "expected 1 but got "
+        << args.size();
   }
   *rv = Any(args[0]);
 });
@@ -67,26 +69,29 @@ TILECORE_REGISTER_GLOBAL("testing.apply").set_body([](PackedArgs args, Any* rv) 
   *rv = f.CallPacked(args.Slice(1));
 });
 
-TILECORE_REGISTER_GLOBAL("testing.apply_in_thread").set_body([](PackedArgs args, Any* rv) {
-  if (args.size() < 1) TILECORE_THROW(TypeError) << "testing.apply_in_thread(f, *args): missing f";
-  Function f = args[0].cast<Function>();
-  // Own the arguments: the new thread must not depend on the caller's borrowed views.
-  std::vector<Any> owned;
-  for (int32_t i = 1; i < args.size(); ++i) owned.emplace_back(args[i]);
-  Any result;
-  std::exception_ptr error;
-  std::thread worker([&] {
-    try {
-      result = f.CallPacked(PackedArgs(reinterpret_cast<const AnyView*>(owned.data()),
-                                       static_cast<int32_t>(owned.size())));
-    } catch (...) {
-      error = std::current_exception();
-    }
-  });
-  worker.join();
-  if (error) std::rethrow_exception(error);
-  *rv = std::move(result);
-}).release_gil();
+TILECORE_REGISTER_GLOBAL("testing.apply_in_thread")
+    .set_body([](PackedArgs args, Any* rv) {
+      if (args.size() < 1)
+        TILECORE_THROW(TypeError) << "testing.apply_in_thread(f, *args): missing f";
+      Function f = args[0].cast<Function>();
+      // Own the arguments: the new thread must not depend on the caller's borrowed views.
+      std::vector<Any> owned;
+      for (int32_t i = 1; i < args.size(); ++i) owned.emplace_back(args[i]);
+      Any result;
+      std::exception_ptr error;
+      std::thread worker([&] {
+        try {
+          result = f.CallPacked(PackedArgs(reinterpret_cast<const AnyView*>(owned.data()),
+                                           static_cast<int32_t>(owned.size())));
+        } catch (...) {
+          error = std::current_exception();
+        }
+      });
+      worker.join();
+      if (error) std::rethrow_exception(error);
+      *rv = std::move(result);
+    })
+    .release_gil();
 
 TILECORE_REGISTER_GLOBAL("testing.call_n").set_body_typed([](Function f, int64_t n) {
   for (int64_t i = 0; i < n; ++i) f(i);
@@ -123,12 +128,13 @@ TILECORE_REGISTER_GLOBAL("testing.make_test_let").set_body_typed([](Any var, Any
   return ObjectRef(std::move(n));
 });
 
-TILECORE_REGISTER_GLOBAL("testing.device_test").set_body_typed([](DLDevice dev, int32_t type, int32_t id) {
-  if (dev.device_type != type || dev.device_id != id) {
-    TILECORE_THROW(ValueError) << "testing.device_test: got " << DLDeviceToString(dev);
-  }
-  return dev;
-});
+TILECORE_REGISTER_GLOBAL("testing.device_test")
+    .set_body_typed([](DLDevice dev, int32_t type, int32_t id) {
+      if (dev.device_type != type || dev.device_id != id) {
+        TILECORE_THROW(ValueError) << "testing.device_test: got " << DLDeviceToString(dev);
+      }
+      return dev;
+    });
 
 TILECORE_REGISTER_GLOBAL("testing.throw").set_body_typed([](std::string kind, std::string message) {
   throw Error(kind, message, CaptureBacktrace(1));

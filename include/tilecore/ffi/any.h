@@ -347,9 +347,9 @@ template <typename T>
 struct HasTemplateTypeTraits : std::false_type {};
 
 template <typename TRef>
-struct TypeTraits<TRef, std::enable_if_t<std::is_base_of_v<ObjectRef, TRef> &&
-                                         !std::is_same_v<TRef, String> &&
-                                         !HasTemplateTypeTraits<TRef>::value>>
+struct TypeTraits<
+    TRef, std::enable_if_t<std::is_base_of_v<ObjectRef, TRef> && !std::is_same_v<TRef, String> &&
+                           !HasTemplateTypeTraits<TRef>::value>>
     : public ObjectRefTypeTraitsBase<TRef> {};
 
 // Any and AnyView carry any value; their traits are declared before the classes
@@ -388,7 +388,9 @@ class AnyView {
   AnyView(const T& value) {  // NOLINT(*)
     TypeTraitsNoCR<T>::CopyToAnyView(value, &data_);
   }
-  AnyView(const char* value) { TypeTraits<const char*>::CopyToAnyView(value, &data_); }  // NOLINT(*)
+  AnyView(const char* value) {
+    TypeTraits<const char*>::CopyToAnyView(value, &data_);
+  }                         // NOLINT(*)
   AnyView(const Any& any);  // NOLINT(*)
 
   int32_t type_index() const { return data_.type_index; }

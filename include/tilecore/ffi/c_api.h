@@ -52,29 +52,29 @@ extern "C" {
  * extensions add object kinds without a central table.
  */
 typedef enum {
-  kTCFFINone = 0,          /*!< None / nullptr; payload is zero. */
-  kTCFFIInt = 1,           /*!< int64_t in v_int64. */
-  kTCFFIBool = 2,          /*!< bool in v_int64 (0 or 1). */
-  kTCFFIFloat = 3,         /*!< double in v_float64. */
-  kTCFFIOpaquePtr = 4,     /*!< void* in v_ptr, never owned. */
-  kTCFFIDataType = 5,      /*!< DLDataType in v_dtype. */
-  kTCFFIDevice = 6,        /*!< DLDevice in v_device. */
-  kTCFFIDLTensorPtr = 7,   /*!< DLTensor* in v_ptr; borrowed, AnyView only. */
-  kTCFFIRawStr = 8,        /*!< NUL-terminated const char* in v_c_str; borrowed, AnyView only. */
-  kTCFFIByteArrayPtr = 9,  /*!< TCFFIByteArray* in v_ptr; borrowed, AnyView only. */
-  kTCFFISmallStr = 10,     /*!< string of small_len <= 7 bytes inline in v_bytes, NUL-terminated. */
-  kTCFFISmallBytes = 11,   /*!< bytes of small_len <= 7 inline in v_bytes. */
+  kTCFFINone = 0,         /*!< None / nullptr; payload is zero. */
+  kTCFFIInt = 1,          /*!< int64_t in v_int64. */
+  kTCFFIBool = 2,         /*!< bool in v_int64 (0 or 1). */
+  kTCFFIFloat = 3,        /*!< double in v_float64. */
+  kTCFFIOpaquePtr = 4,    /*!< void* in v_ptr, never owned. */
+  kTCFFIDataType = 5,     /*!< DLDataType in v_dtype. */
+  kTCFFIDevice = 6,       /*!< DLDevice in v_device. */
+  kTCFFIDLTensorPtr = 7,  /*!< DLTensor* in v_ptr; borrowed, AnyView only. */
+  kTCFFIRawStr = 8,       /*!< NUL-terminated const char* in v_c_str; borrowed, AnyView only. */
+  kTCFFIByteArrayPtr = 9, /*!< TCFFIByteArray* in v_ptr; borrowed, AnyView only. */
+  kTCFFISmallStr = 10,    /*!< string of small_len <= 7 bytes inline in v_bytes, NUL-terminated. */
+  kTCFFISmallBytes = 11,  /*!< bytes of small_len <= 7 inline in v_bytes. */
   kTCFFIStaticObjectBegin = 64,
-  kTCFFIObject = 64,       /*!< root of the object hierarchy. */
-  kTCFFIStr = 65,          /*!< immutable UTF-8 string (TCFFIStrCell). */
-  kTCFFIBytes = 66,        /*!< immutable byte string (TCFFIStrCell). */
-  kTCFFIError = 67,        /*!< error object (TCFFIErrorCell). */
-  kTCFFIFunction = 68,     /*!< callable (TCFFIFunctionCell). */
-  kTCFFIShape = 69,        /*!< immutable int64 tuple (TCFFIShapeCell). */
-  kTCFFINDArray = 70,      /*!< n-d array with owner (DLTensor follows the header). */
-  kTCFFIArray = 71,        /*!< immutable sequence of Any. */
-  kTCFFIMap = 72,          /*!< immutable hash map Any -> Any. */
-  kTCFFIModule = 73,       /*!< runtime module (reserved for the runtime layer). */
+  kTCFFIObject = 64,         /*!< root of the object hierarchy. */
+  kTCFFIStr = 65,            /*!< immutable UTF-8 string (TCFFIStrCell). */
+  kTCFFIBytes = 66,          /*!< immutable byte string (TCFFIStrCell). */
+  kTCFFIError = 67,          /*!< error object (TCFFIErrorCell). */
+  kTCFFIFunction = 68,       /*!< callable (TCFFIFunctionCell). */
+  kTCFFIShape = 69,          /*!< immutable int64 tuple (TCFFIShapeCell). */
+  kTCFFINDArray = 70,        /*!< n-d array with owner (DLTensor follows the header). */
+  kTCFFIArray = 71,          /*!< immutable sequence of Any. */
+  kTCFFIMap = 72,            /*!< immutable hash map Any -> Any. */
+  kTCFFIModule = 73,         /*!< runtime module (reserved for the runtime layer). */
   kTCFFIOpaquePyObject = 74, /*!< a foreign (Python) object kept alive by the FFI. */
   kTCFFIStaticObjectEnd,
   kTCFFIDynObjectBegin = 128
@@ -312,8 +312,8 @@ typedef struct {
  * Registering a known key again with a different parent is a ValueError.
  */
 TILECORE_FFI_DLL int TCFFITypeGetOrAllocIndex(const TCFFIByteArray* type_key,
-                                              int32_t static_type_index,
-                                              int32_t parent_type_index, int32_t* out);
+                                              int32_t static_type_index, int32_t parent_type_index,
+                                              int32_t* out);
 /*! \brief Index of a registered key; KeyError if unknown. */
 TILECORE_FFI_DLL int TCFFITypeKeyToIndex(const TCFFIByteArray* type_key, int32_t* out);
 /*! \brief Type info of an index, or NULL if none is registered there. Never raises. */

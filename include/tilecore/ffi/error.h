@@ -66,7 +66,8 @@ namespace details {
 /*! \brief Accumulates a message and throws it when destroyed (end of the full expression). */
 class ErrorBuilder {
  public:
-  ErrorBuilder(const char* kind, const char* file, int line) : kind_(kind), file_(file), line_(line) {}
+  ErrorBuilder(const char* kind, const char* file, int line)
+      : kind_(kind), file_(file), line_(line) {}
   [[noreturn]] ~ErrorBuilder() noexcept(false);
   template <typename T>
   ErrorBuilder& operator<<(const T& value) {
@@ -86,9 +87,9 @@ class ErrorBuilder {
 #define TILECORE_THROW(Kind) ::tilecore::ffi::details::ErrorBuilder(#Kind, __FILE__, __LINE__)
 
 /*! \brief Checks an internal invariant; failure is an InternalError (a bug in tilecore). */
-#define TILECORE_ICHECK(cond)                                                         \
-  if (__builtin_expect(!(cond), 0))                                                   \
-  ::tilecore::ffi::details::ErrorBuilder("InternalError", __FILE__, __LINE__)         \
+#define TILECORE_ICHECK(cond)                                                 \
+  if (__builtin_expect(!(cond), 0))                                           \
+  ::tilecore::ffi::details::ErrorBuilder("InternalError", __FILE__, __LINE__) \
       << "Check failed: (" #cond ") at " << __FILE__ << ":" << __LINE__ << ": "
 
 /*! \brief Checks a user-facing condition; failure is an error of the given kind. */

@@ -193,7 +193,8 @@ void CallTyped(const F& f, const std::string* name, const PackedArgs& args, Any*
   if constexpr (std::is_void_v<typename Sig::Return>) {
     f(UnpackArg<std::tuple_element_t<I, typename Sig::ArgsTuple>>(args, I, name, sig)...);
   } else {
-    *rv = Any(f(UnpackArg<std::tuple_element_t<I, typename Sig::ArgsTuple>>(args, I, name, sig)...));
+    *rv =
+        Any(f(UnpackArg<std::tuple_element_t<I, typename Sig::ArgsTuple>>(args, I, name, sig)...));
   }
 }
 }  // namespace details
@@ -228,8 +229,9 @@ class Function : public ObjectRef {
     details::SetNone(&result);
     const FunctionObj* f = get();
     if (f == nullptr) details::ThrowCallOfEmptyFunction();
-    if (f->cell.safe_call(const_cast<FunctionObj*>(f), reinterpret_cast<const TCFFIAny*>(args.data()),
-                          args.size(), &result) != 0) {
+    if (f->cell.safe_call(const_cast<FunctionObj*>(f),
+                          reinterpret_cast<const TCFFIAny*>(args.data()), args.size(),
+                          &result) != 0) {
       details::ThrowRaisedError();
     }
     return Any::MoveFromRaw(&result);
@@ -270,9 +272,10 @@ class GlobalFunctionRegistration {
   /*! \brief A packed body; its arguments carry this function's name for conversion errors. */
   template <typename TCallable>
   GlobalFunctionRegistration& set_body(TCallable callable) {
-    Register(Function::FromPacked([f = std::move(callable), name = name_](PackedArgs args, Any* rv) {
-      f(PackedArgs(args.data(), args.size(), name.c_str()), rv);
-    }));
+    Register(
+        Function::FromPacked([f = std::move(callable), name = name_](PackedArgs args, Any* rv) {
+          f(PackedArgs(args.data(), args.size(), name.c_str()), rv);
+        }));
     return *this;
   }
   template <typename TCallable>
@@ -301,10 +304,9 @@ std::vector<std::string> TakePendingRegistrationErrors();
 #define TILECORE_FFI_STR_CONCAT_(a, b) a##b
 #define TILECORE_FFI_STR_CONCAT(a, b) TILECORE_FFI_STR_CONCAT_(a, b)
 /*! \brief Registers a global function at static-initialisation time. */
-#define TILECORE_REGISTER_GLOBAL(Name)                                                  \
-  [[maybe_unused]] static ::tilecore::ffi::GlobalFunctionRegistration                    \
-      TILECORE_FFI_STR_CONCAT(__tilecore_registration_, __COUNTER__) =                   \
-          ::tilecore::ffi::GlobalFunctionRegistration(Name)
+#define TILECORE_REGISTER_GLOBAL(Name)                                                         \
+  [[maybe_unused]] static ::tilecore::ffi::GlobalFunctionRegistration TILECORE_FFI_STR_CONCAT( \
+      __tilecore_registration_, __COUNTER__) = ::tilecore::ffi::GlobalFunctionRegistration(Name)
 
 template <>
 struct TypeTraits<Function> : public ObjectRefTypeTraitsBase<Function> {

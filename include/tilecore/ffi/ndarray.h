@@ -24,7 +24,8 @@ class NDArrayObj : public Object {
   DLTensor tensor{};
   std::vector<int64_t> shape_storage;
   std::vector<int64_t> strides_storage;
-  /*! \brief Who owns `tensor.data`: this object (allocated on tensor.device) or a foreign producer. */
+  /*! \brief Who owns `tensor.data`: this object (allocated on tensor.device) or a foreign producer.
+   */
   enum class Owner { kSelf, kDLPack, kDLPackVersioned } owner{Owner::kSelf};
   void* foreign{nullptr};
   /*! \brief The producer marked the data read-only (DLPACK_FLAG_BITMASK_READ_ONLY): copies

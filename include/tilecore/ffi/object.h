@@ -102,25 +102,26 @@ static_assert(sizeof(Object) == sizeof(TCFFIObject), "Object must be exactly the
  * \brief Declares the kind of an object class whose index is allocated at run time.
  * Use inside the class body; ParentType is the direct base.
  */
-#define TILECORE_FFI_DECLARE_OBJECT_INFO(TypeKey, TypeName, ParentType)                      \
-  static constexpr const char* _type_key = TypeKey;                                         \
-  static constexpr int32_t _type_index = -1;                                                \
-  static constexpr bool _type_final = false;                                                \
-  using _type_parent = ParentType;                                                          \
-  static int32_t RuntimeTypeIndex() {                                                       \
-    static const int32_t tindex = ::tilecore::ffi::details::GetOrAllocTypeIndex(            \
-        TypeKey, -1, ParentType::RuntimeTypeIndex());                                       \
-    return tindex;                                                                          \
-  }                                                                                         \
+#define TILECORE_FFI_DECLARE_OBJECT_INFO(TypeKey, TypeName, ParentType)          \
+  static constexpr const char* _type_key = TypeKey;                              \
+  static constexpr int32_t _type_index = -1;                                     \
+  static constexpr bool _type_final = false;                                     \
+  using _type_parent = ParentType;                                               \
+  static int32_t RuntimeTypeIndex() {                                            \
+    static const int32_t tindex = ::tilecore::ffi::details::GetOrAllocTypeIndex( \
+        TypeKey, -1, ParentType::RuntimeTypeIndex());                            \
+    return tindex;                                                               \
+  }                                                                              \
   static int32_t RuntimeTypeDepth() { return ParentType::RuntimeTypeDepth() + 1; }
 
-/*! \brief Like TILECORE_FFI_DECLARE_OBJECT_INFO, for a kind with no subclasses (faster isinstance). */
-#define TILECORE_FFI_DECLARE_OBJECT_INFO_FINAL(TypeKey, TypeName, ParentType)                \
-  TILECORE_FFI_DECLARE_OBJECT_INFO(TypeKey, TypeName, ParentType)                           \
+/*! \brief Like TILECORE_FFI_DECLARE_OBJECT_INFO, for a kind with no subclasses (faster isinstance).
+ */
+#define TILECORE_FFI_DECLARE_OBJECT_INFO_FINAL(TypeKey, TypeName, ParentType) \
+  TILECORE_FFI_DECLARE_OBJECT_INFO(TypeKey, TypeName, ParentType)             \
   static constexpr bool _type_final_marker = true;
 
 /*! \brief Declares a kind with a fixed index from TCFFITypeIndex (the ffi's own kinds). */
-#define TILECORE_FFI_DECLARE_STATIC_OBJECT_INFO(TypeKey, TypeName, ParentType, StaticIndex)  \
+#define TILECORE_FFI_DECLARE_STATIC_OBJECT_INFO(TypeKey, TypeName, ParentType, StaticIndex) \
   static constexpr const char* _type_key = TypeKey;                                         \
   static constexpr int32_t _type_index = StaticIndex;                                       \
   static constexpr bool _type_final_marker = true;                                          \
@@ -315,20 +316,20 @@ struct ObjectRefUnsafe {
 };
 
 /*! \brief Standard members of an ObjectRef subclass `TypeName` holding `ObjectName`. */
-#define TILECORE_FFI_DEFINE_OBJECT_REF_METHODS(TypeName, ParentType, ObjectName)             \
-  TypeName() = default;                                                                     \
-  explicit TypeName(::tilecore::ffi::ObjectPtr<::tilecore::ffi::Object> n)                   \
-      : ParentType(std::move(n)) {}                                                         \
-  template <typename U, typename = std::enable_if_t<std::is_base_of_v<ObjectName, U>>>      \
-  TypeName(::tilecore::ffi::ObjectPtr<U> n) /* NOLINT(*) */                                 \
-      : ParentType(::tilecore::ffi::ObjectPtr<::tilecore::ffi::Object>(std::move(n))) {}     \
+#define TILECORE_FFI_DEFINE_OBJECT_REF_METHODS(TypeName, ParentType, ObjectName)               \
+  TypeName() = default;                                                                        \
+  explicit TypeName(::tilecore::ffi::ObjectPtr<::tilecore::ffi::Object> n)                     \
+      : ParentType(std::move(n)) {}                                                            \
+  template <typename U, typename = std::enable_if_t<std::is_base_of_v<ObjectName, U>>>         \
+  TypeName(::tilecore::ffi::ObjectPtr<U> n) /* NOLINT(*) */                                    \
+      : ParentType(::tilecore::ffi::ObjectPtr<::tilecore::ffi::Object>(std::move(n))) {}       \
   const ObjectName* operator->() const { return static_cast<const ObjectName*>(data_.get()); } \
-  const ObjectName* get() const { return operator->(); }                                     \
+  const ObjectName* get() const { return operator->(); }                                       \
   using ContainerType = ObjectName;
 
 /*! \brief Like TILECORE_FFI_DEFINE_OBJECT_REF_METHODS, plus mutable access for copy-on-write. */
-#define TILECORE_FFI_DEFINE_MUTABLE_OBJECT_REF_METHODS(TypeName, ParentType, ObjectName)     \
-  TILECORE_FFI_DEFINE_OBJECT_REF_METHODS(TypeName, ParentType, ObjectName)                   \
+#define TILECORE_FFI_DEFINE_MUTABLE_OBJECT_REF_METHODS(TypeName, ParentType, ObjectName) \
+  TILECORE_FFI_DEFINE_OBJECT_REF_METHODS(TypeName, ParentType, ObjectName)               \
   ObjectName* operator->() { return static_cast<ObjectName*>(data_.get()); }
 
 }  // namespace ffi

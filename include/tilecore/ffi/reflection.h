@@ -101,12 +101,14 @@ class ObjectDef {
 
   /*! \brief A read-only field (set only by JSON load). */
   template <typename Class, typename FieldT>
-  ObjectDef& def_ro(const char* name, FieldT Class::*member, const char* doc = "", int64_t flags = 0) {
+  ObjectDef& def_ro(const char* name, FieldT Class::*member, const char* doc = "",
+                    int64_t flags = 0) {
     return Add(name, member, doc, flags);
   }
   /*! \brief A field that Python may also set. */
   template <typename Class, typename FieldT>
-  ObjectDef& def_rw(const char* name, FieldT Class::*member, const char* doc = "", int64_t flags = 0) {
+  ObjectDef& def_rw(const char* name, FieldT Class::*member, const char* doc = "",
+                    int64_t flags = 0) {
     return Add(name, member, doc, flags | kTCFFIFieldWritable);
   }
 
@@ -121,7 +123,7 @@ class ObjectDef {
     info.offset = details::FieldOffset<T, FieldT>(static_cast<FieldT T::*>(member));
     info.getter = details::GetField<FieldT>;
     info.setter = (flags & kTCFFIFieldMayBeNone) ? details::SetField<FieldT, true>
-                                                  : details::SetField<FieldT, false>;
+                                                 : details::SetField<FieldT, false>;
     details::Check(TCFFITypeRegisterField(T::RuntimeTypeIndex(), &info));
     return *this;
   }
@@ -130,9 +132,9 @@ class ObjectDef {
 }  // namespace reflection
 
 /*! \brief Runs `body` once at static-initialisation time. */
-#define TILECORE_FFI_STATIC_INIT_BLOCK(body)                                                   \
-  [[maybe_unused]] static const int TILECORE_FFI_STR_CONCAT(__tilecore_static_init_, __COUNTER__) = \
-      [] { body return 0; }()
+#define TILECORE_FFI_STATIC_INIT_BLOCK(body)                                         \
+  [[maybe_unused]] static const int TILECORE_FFI_STR_CONCAT(__tilecore_static_init_, \
+                                                            __COUNTER__) = [] { body return 0; }()
 
 }  // namespace ffi
 }  // namespace tilecore

@@ -46,8 +46,8 @@ class BytesObj : public StrObj {
 class String : public ObjectRef {
  public:
   String() : String(std::string()) {}
-  String(std::string s);            // NOLINT(*)
-  String(const char* s) : String(std::string(s)) {}  // NOLINT(*)
+  String(std::string s);                                  // NOLINT(*)
+  String(const char* s) : String(std::string(s)) {}       // NOLINT(*)
   String(std::string_view s) : String(std::string(s)) {}  // NOLINT(*)
   explicit String(ObjectPtr<Object> n) : ObjectRef(std::move(n)) {}
 

@@ -51,8 +51,8 @@ bool StructuralEqual(const AnyView& lhs, const AnyView& rhs, bool map_free_vars 
  * A side that lacks the element has ` (missing)` appended to its path.
  */
 std::optional<std::pair<std::string, std::string>> GetFirstMismatch(const AnyView& lhs,
-                                                                     const AnyView& rhs,
-                                                                     bool map_free_vars = false);
+                                                                    const AnyView& rhs,
+                                                                    bool map_free_vars = false);
 
 /*! \brief A hash consistent with StructuralEqual under the same `map_free_vars`. */
 uint64_t StructuralHash(const AnyView& value, bool map_free_vars = false);

@@ -46,7 +46,8 @@ class Array : public ObjectRef {
   bool empty() const { return size() == 0; }
   T operator[](size_t i) const { return Get(i); }
   T Get(size_t i) const {
-    if (i >= size()) TILECORE_THROW(IndexError) << "Array index " << i << " out of range [0, " << size() << ")";
+    if (i >= size())
+      TILECORE_THROW(IndexError) << "Array index " << i << " out of range [0, " << size() << ")";
     if constexpr (std::is_same_v<T, Any>) {
       return obj()->data[i];
     } else {
@@ -58,7 +59,8 @@ class Array : public ObjectRef {
 
   void push_back(T v) { CopyOnWrite()->data.emplace_back(Any(std::move(v))); }
   void Set(size_t i, T v) {
-    if (i >= size()) TILECORE_THROW(IndexError) << "Array index " << i << " out of range [0, " << size() << ")";
+    if (i >= size())
+      TILECORE_THROW(IndexError) << "Array index " << i << " out of range [0, " << size() << ")";
     CopyOnWrite()->data[i] = Any(std::move(v));
   }
   void clear() { CopyOnWrite()->data.clear(); }
@@ -105,7 +107,8 @@ struct TypeTraits<Array<T>> : public ObjectRefTypeTraitsBase<Array<T>> {
     } else {
       const auto* arr = reinterpret_cast<const ArrayObj*>(v->v_obj);
       for (const Any& e : arr->data) {
-        if (!ElementNotNone<T>(e.raw()) || !TypeTraitsNoCR<T>::CheckAnyStrict(e.raw())) return false;
+        if (!ElementNotNone<T>(e.raw()) || !TypeTraitsNoCR<T>::CheckAnyStrict(e.raw()))
+          return false;
       }
       return true;
     }

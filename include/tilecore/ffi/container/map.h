@@ -72,7 +72,8 @@ class Map : public ObjectRef {
   std::vector<std::pair<K, V>> items() const {
     std::vector<std::pair<K, V>> out;
     out.reserve(size());
-    for (const auto& [k, v] : obj()->entries) out.emplace_back(k.template cast<K>(), v.template cast<V>());
+    for (const auto& [k, v] : obj()->entries)
+      out.emplace_back(k.template cast<K>(), v.template cast<V>());
     return out;
   }
 
@@ -117,7 +118,8 @@ struct TypeTraits<Map<K, V>> : public ObjectRefTypeTraitsBase<Map<K, V>> {
       const auto* m = reinterpret_cast<const MapObj*>(v->v_obj);
       for (const auto& [k, val] : m->entries) {
         if (!ElementNotNone<K>(k.raw()) || !ElementNotNone<V>(val.raw()) ||
-            !TypeTraitsNoCR<K>::CheckAnyStrict(k.raw()) || !TypeTraitsNoCR<V>::CheckAnyStrict(val.raw()))
+            !TypeTraitsNoCR<K>::CheckAnyStrict(k.raw()) ||
+            !TypeTraitsNoCR<V>::CheckAnyStrict(val.raw()))
           return false;
       }
       return true;

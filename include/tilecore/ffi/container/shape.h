@@ -30,7 +30,8 @@ class ShapeObj : public Object {
 class Shape : public ObjectRef {
  public:
   Shape() : Shape(std::vector<int64_t>{}) {}
-  Shape(std::vector<int64_t> dims) : ObjectRef(make_object<ShapeObj>(std::move(dims))) {}  // NOLINT(*)
+  Shape(std::vector<int64_t> dims)
+      : ObjectRef(make_object<ShapeObj>(std::move(dims))) {}  // NOLINT(*)
   Shape(std::initializer_list<int64_t> dims) : Shape(std::vector<int64_t>(dims)) {}
   explicit Shape(ObjectPtr<Object> n) : ObjectRef(std::move(n)) {}
 
