@@ -29,9 +29,12 @@ using ffi::String;
 
 const char* SpaceName(Space s) {
   switch (s) {
-    case Space::DDR: return "ddr";
-    case Space::L2: return "l2";
-    case Space::L1: return "l1";
+    case Space::DDR:
+      return "ddr";
+    case Space::L2:
+      return "l2";
+    case Space::L1:
+      return "l1";
   }
   return "?";
 }
@@ -63,8 +66,8 @@ std::span<const uint8_t> BytesArg(const ffi::AnyView& v) {
     case kTCFFISmallBytes:
       return {reinterpret_cast<const uint8_t*>(raw->v_bytes), raw->small_len};
     case kTCFFIBytes: {
-      const auto* cell = reinterpret_cast<const TCFFIStrCell*>(reinterpret_cast<const char*>(raw->v_obj) +
-                                                               sizeof(TCFFIObject));
+      const auto* cell = reinterpret_cast<const TCFFIStrCell*>(
+          reinterpret_cast<const char*>(raw->v_obj) + sizeof(TCFFIObject));
       return {reinterpret_cast<const uint8_t*>(cell->bytes.data), cell->bytes.size};
     }
     default:
@@ -72,16 +75,18 @@ std::span<const uint8_t> BytesArg(const ffi::AnyView& v) {
   }
   if (auto a = v.is_none() ? std::nullopt : v.try_cast<ffi::NDArray>()) {
     const DLTensor& t = a->tensor();
-    if (t.device.device_type == kDLCPU && t.dtype.bits == 8 && t.dtype.lanes == 1 && a->IsContiguous()) {
+    if (t.device.device_type == kDLCPU && t.dtype.bits == 8 && t.dtype.lanes == 1 &&
+        a->IsContiguous()) {
       return {a->data<const uint8_t>(), static_cast<size_t>(a->NumElements())};
     }
   }
-  TILECORE_THROW(TypeError) << "arch.ProgramFromBytes: expected bytes, got `" << ffi::details::AnyTypeName(raw)
-                            << "`";
+  TILECORE_THROW(TypeError) << "arch.ProgramFromBytes: expected bytes, got `"
+                            << ffi::details::AnyTypeName(raw) << "`";
 }
 
 void FromBytes(ffi::PackedArgs args, Any* rv) {
-  if (args.size() != 1) TILECORE_THROW(TypeError) << "arch.ProgramFromBytes(bytes) takes 1 argument";
+  if (args.size() != 1)
+    TILECORE_THROW(TypeError) << "arch.ProgramFromBytes(bytes) takes 1 argument";
   std::span<const uint8_t> data = BytesArg(args[0]);
   try {
     *rv = Any(ProgramRef(Program::from_bytes(data)));
@@ -125,7 +130,8 @@ const TextSection& SectionAt(const ProgramRef& p, int64_t index) {
 
 // The table of tile operations (tile_ops.def), for the DSL: one map per row.
 Array<Any> TileOps() {
-  static constexpr const char* kForms[] = {"binary", "scalar", "unary", "reduce", "convert", "requant"};
+  static constexpr const char* kForms[] = {"binary", "scalar",  "unary",
+                                           "reduce", "convert", "requant"};
   static constexpr const char* kTypes[] = {"numeric", "float", "any", "integer"};
   Array<Any> out;
   for (const TileOpInfo& r : kTileOpRows) {

@@ -30,8 +30,10 @@ std::vector<std::string_view> split_operands(std::string_view s) {
   size_t start = 0;
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
-    if (c == '[' || c == '(') ++depth;
-    else if (c == ']' || c == ')') --depth;
+    if (c == '[' || c == '(')
+      ++depth;
+    else if (c == ']' || c == ')')
+      --depth;
     else if (c == ',' && depth == 0) {
       out.push_back(trim(s.substr(start, i - start)));
       start = i + 1;
@@ -55,21 +57,26 @@ class Assembler final : public AsmContext {
   }
 
   bool is_final() const override { return final_; }
-  std::vector<std::string_view> split(std::string_view s) const override { return split_operands(s); }
+  std::vector<std::string_view> split(std::string_view s) const override {
+    return split_operands(s);
+  }
 
   Program run() {
     pass(false);
     pass(true);
     Program p;
-    for (auto& t : text_) if (!t.words.empty()) p.text.push_back(std::move(t));
-    for (auto& d : data_) if (!d.bytes.empty()) p.data.push_back(std::move(d));
+    for (auto& t : text_)
+      if (!t.words.empty()) p.text.push_back(std::move(t));
+    for (auto& d : data_)
+      if (!d.bytes.empty()) p.data.push_back(std::move(d));
     return p;
   }
 
  private:
   // ---- errors -------------------------------------------------------------------------------
   [[noreturn]] void error(const std::string& msg) const override {
-    std::string src(trim(line_no_ > 0 && size_t(line_no_) <= lines_.size() ? lines_[size_t(line_no_ - 1)] : ""));
+    std::string src(trim(
+        line_no_ > 0 && size_t(line_no_) <= lines_.size() ? lines_[size_t(line_no_ - 1)] : ""));
     throw AsmError(line_no_, EscapeNul(msg), EscapeNul(src));
   }
   // Messages travel as C strings: an embedded NUL would cut them, so it is spelled out.
@@ -89,10 +96,15 @@ class Assembler final : public AsmContext {
     static int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
     static int64_t wrap_sub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
     static int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
-    void skip() { while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i; }
+    void skip() {
+      while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+    }
     bool eat(std::string_view tok) {
       skip();
-      if (s.substr(i, tok.size()) == tok) { i += tok.size(); return true; }
+      if (s.substr(i, tok.size()) == tok) {
+        i += tok.size();
+        return true;
+      }
       return false;
     }
     struct Nest {
@@ -107,20 +119,41 @@ class Assembler final : public AsmContext {
       if (i >= s.size()) as.error("expression expected");
       char c = s[i];
       Nest nest(*this);
-      if (c == '(') { ++i; int64_t v = parse(); if (!eat(")")) as.error("missing ')'"); return v; }
-      if (c == '-') { ++i; return wrap_sub(0, primary()); }
-      if (c == '+') { ++i; return primary(); }
-      if (c == '~') { ++i; return ~primary(); }
+      if (c == '(') {
+        ++i;
+        int64_t v = parse();
+        if (!eat(")")) as.error("missing ')'");
+        return v;
+      }
+      if (c == '-') {
+        ++i;
+        return wrap_sub(0, primary());
+      }
+      if (c == '+') {
+        ++i;
+        return primary();
+      }
+      if (c == '~') {
+        ++i;
+        return ~primary();
+      }
       if (std::isdigit(static_cast<unsigned char>(c))) {
         size_t j = i;
         int base = 10;
-        if (s.substr(i, 2) == "0x" || s.substr(i, 2) == "0X") { base = 16; j += 2; }
-        else if (s.substr(i, 2) == "0b" || s.substr(i, 2) == "0B") { base = 2; j += 2; }
+        if (s.substr(i, 2) == "0x" || s.substr(i, 2) == "0X") {
+          base = 16;
+          j += 2;
+        } else if (s.substr(i, 2) == "0b" || s.substr(i, 2) == "0B") {
+          base = 2;
+          j += 2;
+        }
         uint64_t v = 0;
         size_t digits = 0;
         for (; j < s.size(); ++j) {
           char d = char(std::tolower(static_cast<unsigned char>(s[j])));
-          int dv = std::isdigit(static_cast<unsigned char>(d)) ? d - '0' : (d >= 'a' && d <= 'f') ? d - 'a' + 10 : 99;
+          int dv = std::isdigit(static_cast<unsigned char>(d)) ? d - '0'
+                   : (d >= 'a' && d <= 'f')                    ? d - 'a' + 10
+                                                               : 99;
           if (dv >= base) break;
           if (v > (UINT64_MAX - uint64_t(dv)) / uint64_t(base))
             as.error("number too large: '" + std::string(s.substr(i, j - i + 1)) + "'");
@@ -132,7 +165,11 @@ class Assembler final : public AsmContext {
         i = j;
         return int64_t(v);
       }
-      if (c == '\'' && i + 2 < s.size() && s[i + 2] == '\'') { int64_t v = s[i + 1]; i += 3; return v; }
+      if (c == '\'' && i + 2 < s.size() && s[i + 2] == '\'') {
+        int64_t v = s[i + 1];
+        i += 3;
+        return v;
+      }
       if (is_ident_start(c)) {
         size_t j = i;
         while (j < s.size() && is_ident_char(s[j])) ++j;
@@ -145,31 +182,59 @@ class Assembler final : public AsmContext {
     int64_t mul() {
       int64_t v = primary();
       for (;;) {
-        if (eat("*")) v = wrap_mul(v, primary());
-        else if (eat("/")) { int64_t d = primary(); if (d == 0) as.error("division by zero in expression"); v = d == -1 ? wrap_sub(0, v) : v / d; }
-        else if (eat("%")) { int64_t d = primary(); if (d == 0) as.error("division by zero in expression"); v = d == -1 ? 0 : v % d; }
-        else return v;
+        if (eat("*"))
+          v = wrap_mul(v, primary());
+        else if (eat("/")) {
+          int64_t d = primary();
+          if (d == 0) as.error("division by zero in expression");
+          v = d == -1 ? wrap_sub(0, v) : v / d;
+        } else if (eat("%")) {
+          int64_t d = primary();
+          if (d == 0) as.error("division by zero in expression");
+          v = d == -1 ? 0 : v % d;
+        } else
+          return v;
       }
     }
     int64_t add() {
       int64_t v = mul();
       for (;;) {
-        if (eat("+")) v = wrap_add(v, mul());
-        else if (eat("-")) v = wrap_sub(v, mul());
-        else return v;
+        if (eat("+"))
+          v = wrap_add(v, mul());
+        else if (eat("-"))
+          v = wrap_sub(v, mul());
+        else
+          return v;
       }
     }
     int64_t shift() {
       int64_t v = add();
       for (;;) {
-        if (eat("<<")) { int64_t n = add(); v = (n >= 0 && n < 64) ? int64_t(uint64_t(v) << n) : 0; }
-        else if (eat(">>")) { int64_t n = add(); v = (n >= 0 && n < 63) ? (v >> n) : 0; }
-        else return v;
+        if (eat("<<")) {
+          int64_t n = add();
+          v = (n >= 0 && n < 64) ? int64_t(uint64_t(v) << n) : 0;
+        } else if (eat(">>")) {
+          int64_t n = add();
+          v = (n >= 0 && n < 63) ? (v >> n) : 0;
+        } else
+          return v;
       }
     }
-    int64_t band() { int64_t v = shift(); while (eat("&")) v &= shift(); return v; }
-    int64_t bxor() { int64_t v = band(); while (eat("^")) v ^= band(); return v; }
-    int64_t parse() { int64_t v = bxor(); while (eat("|")) v |= bxor(); return v; }
+    int64_t band() {
+      int64_t v = shift();
+      while (eat("&")) v &= shift();
+      return v;
+    }
+    int64_t bxor() {
+      int64_t v = band();
+      while (eat("^")) v ^= band();
+      return v;
+    }
+    int64_t parse() {
+      int64_t v = bxor();
+      while (eat("|")) v |= bxor();
+      return v;
+    }
   };
 
   int64_t symbol(const std::string& name) const {
@@ -181,7 +246,10 @@ class Assembler final : public AsmContext {
     }
     auto it = symbols_.find(name);
     if (it != symbols_.end()) return it->second;
-    if (!final_) { ++undefined_; return 0; }
+    if (!final_) {
+      ++undefined_;
+      return 0;
+    }
     error("undefined symbol '" + name + "'");
   }
 
@@ -217,7 +285,8 @@ class Assembler final : public AsmContext {
   int64_t eval_known(std::string_view s) const {
     int before = undefined_;
     int64_t v = eval(s);
-    if (undefined_ != before) error("'" + std::string(trim(s)) + "' must be defined before this line");
+    if (undefined_ != before)
+      error("'" + std::string(trim(s)) + "' must be defined before this line");
     return v;
   }
 
@@ -244,21 +313,25 @@ class Assembler final : public AsmContext {
   int reg(std::string_view s, char kind, int count) const {
     s = trim(s);
     if (kind == 'x' && s == "zero") return 0;
-    if (s.size() < 2 || s[0] != kind) error(std::string("expected a ") + kind + " register, got '" + std::string(s) + "'");
+    if (s.size() < 2 || s[0] != kind)
+      error(std::string("expected a ") + kind + " register, got '" + std::string(s) + "'");
     int v = 0;
     for (size_t i = 1; i < s.size(); ++i) {
       if (!std::isdigit(static_cast<unsigned char>(s[i])) || v > 100)
         error(std::string("expected a ") + kind + " register, got '" + std::string(s) + "'");
       v = v * 10 + (s[i] - '0');
     }
-    if (v >= count) error("register '" + std::string(s) + "' does not exist (" + kind + "0.." + kind + std::to_string(count - 1) + ")");
+    if (v >= count)
+      error("register '" + std::string(s) + "' does not exist (" + kind + "0.." + kind +
+            std::to_string(count - 1) + ")");
     return v;
   }
 
   static bool looks_like_xreg(std::string_view s) {
     if (s == "zero") return true;
     if (s.size() < 2 || s[0] != 'x') return false;
-    for (size_t i = 1; i < s.size(); ++i) if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
+    for (size_t i = 1; i < s.size(); ++i)
+      if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
     return true;
   }
 
@@ -272,10 +345,12 @@ class Assembler final : public AsmContext {
       int r = reg(head, 'x', 32);
       std::string_view rest = trim(s.substr(j));
       if (rest.empty()) return {r, 0};
-      if (rest[0] != '+' && rest[0] != '-') error("expected '+' or '-' after register in '" + std::string(s) + "'");
+      if (rest[0] != '+' && rest[0] != '-')
+        error("expected '+' or '-' after register in '" + std::string(s) + "'");
       int64_t v = eval(rest.substr(1));
       if (rest[0] == '-') v = int64_t(0 - uint64_t(v));
-      if (final_ && (v < INT32_MIN || v > INT32_MAX)) error("offset " + std::to_string(v) + " does not fit in 32 bits");
+      if (final_ && (v < INT32_MIN || v > INT32_MAX))
+        error("offset " + std::to_string(v) + " does not fit in 32 bits");
       return {r, int32_t(v)};
     }
     return {0, eval_imm32(s)};
@@ -289,22 +364,39 @@ class Assembler final : public AsmContext {
 
   static void set_field(Inst& i, Field f, unsigned v) {
     switch (f) {
-      case Field::A: i.a = uint8_t(v); break;
-      case Field::B: i.b = uint8_t(v); break;
-      case Field::C: i.c = uint8_t(v); break;
-      case Field::D: i.d = uint8_t(v); break;
-      case Field::E: i.e = uint8_t(v); break;
-      case Field::Imm: break;
+      case Field::A:
+        i.a = uint8_t(v);
+        break;
+      case Field::B:
+        i.b = uint8_t(v);
+        break;
+      case Field::C:
+        i.c = uint8_t(v);
+        break;
+      case Field::D:
+        i.d = uint8_t(v);
+        break;
+      case Field::E:
+        i.e = uint8_t(v);
+        break;
+      case Field::Imm:
+        break;
     }
   }
   static unsigned get_field(const Inst& i, Field f) {
     switch (f) {
-      case Field::A: return i.a;
-      case Field::B: return i.b;
-      case Field::C: return i.c;
-      case Field::D: return i.d;
-      case Field::E: return i.e;
-      case Field::Imm: return 0;
+      case Field::A:
+        return i.a;
+      case Field::B:
+        return i.b;
+      case Field::C:
+        return i.c;
+      case Field::D:
+        return i.d;
+      case Field::E:
+        return i.e;
+      case Field::Imm:
+        return 0;
     }
     return 0;
   }
@@ -315,14 +407,16 @@ class Assembler final : public AsmContext {
     size_t p = 0;
     for (;;) {
       size_t dot = mn_full.find('.', p);
-      parts.push_back(mn_full.substr(p, dot == std::string_view::npos ? std::string_view::npos : dot - p));
+      parts.push_back(
+          mn_full.substr(p, dot == std::string_view::npos ? std::string_view::npos : dot - p));
       if (dot == std::string_view::npos) break;
       p = dot + 1;
     }
     std::optional<Opcode> op;
     size_t used = 0;
     for (size_t k = parts.size(); k >= 1 && !op; --k) {
-      std::string_view cand = mn_full.substr(0, size_t(parts[k - 1].data() + parts[k - 1].size() - mn_full.data()));
+      std::string_view cand =
+          mn_full.substr(0, size_t(parts[k - 1].data() + parts[k - 1].size() - mn_full.data()));
       if ((op = find_opcode(cand))) used = k;
     }
     if (!op) error("unknown instruction '" + std::string(mn_full) + "'");
@@ -331,8 +425,11 @@ class Assembler final : public AsmContext {
     size_t nsuf = parts.size() - used;
     if (int(nsuf) != fmt.num_dtypes) {
       if (fmt.num_dtypes == 0) error("'" + std::string(row.mnemonic) + "' takes no dtype suffix");
-      error("'" + std::string(row.mnemonic) + "' needs " + std::to_string(fmt.num_dtypes) + " dtype suffix" +
-            (fmt.num_dtypes == 2 ? "es (.dst.src)" : " (e.g. ." + std::string(dtype_name(DType(__builtin_ctz(row.dtypes)))) + ")"));
+      error("'" + std::string(row.mnemonic) + "' needs " + std::to_string(fmt.num_dtypes) +
+            " dtype suffix" +
+            (fmt.num_dtypes == 2
+                 ? "es (.dst.src)"
+                 : " (e.g. ." + std::string(dtype_name(DType(__builtin_ctz(row.dtypes)))) + ")"));
     }
     Inst inst;
     inst.op = *op;
@@ -343,8 +440,10 @@ class Assembler final : public AsmContext {
         if (!(row.dtypes >> unsigned(*dt) & 1)) {
           std::string allowed;
           for (int t = 0; t < kNumDTypes; ++t)
-            if (row.dtypes >> t & 1) allowed += (allowed.empty() ? "" : " ") + std::string(dtype_name(DType(t)));
-          error("'" + std::string(row.mnemonic) + "' does not accept dtype " + std::string(dtype_name(*dt)) + " (accepts " + allowed + ")");
+            if (row.dtypes >> t & 1)
+              allowed += (allowed.empty() ? "" : " ") + std::string(dtype_name(DType(t)));
+          error("'" + std::string(row.mnemonic) + "' does not accept dtype " +
+                std::string(dtype_name(*dt)) + " (accepts " + allowed + ")");
         }
         inst.e = uint8_t(*dt);
       } else {
@@ -353,19 +452,32 @@ class Assembler final : public AsmContext {
     }
     std::vector<std::string_view> args = split_operands(ops);
     int required = 0;
-    for (int k = 0; k < fmt.num_operands; ++k) if (fmt.operands[size_t(k)].kind != OperandKind::PredOpt) ++required;
+    for (int k = 0; k < fmt.num_operands; ++k)
+      if (fmt.operands[size_t(k)].kind != OperandKind::PredOpt) ++required;
     if (int(args.size()) < required || int(args.size()) > fmt.num_operands)
       error("'" + std::string(row.mnemonic) + "' expects " +
-            (required == fmt.num_operands ? std::to_string(required) : std::to_string(required) + " or " + std::to_string(fmt.num_operands)) +
+            (required == fmt.num_operands
+                 ? std::to_string(required)
+                 : std::to_string(required) + " or " + std::to_string(fmt.num_operands)) +
             " operands (" + std::string(fmt.syntax) + "), got " + std::to_string(args.size()));
     for (size_t k = 0; k < args.size(); ++k) {
       const OperandSpec& o = fmt.operands[k];
       std::string_view a = args[k];
       switch (o.kind) {
-        case OperandKind::XReg: set_field(inst, o.f0, unsigned(reg(a, 'x', 32))); break;
-        case OperandKind::VReg: set_field(inst, o.f0, unsigned(reg(a, 'v', 32))); break;
-        case OperandKind::PReg: case OperandKind::PredOpt: set_field(inst, o.f0, unsigned(reg(a, 'p', 8))); break;
-        case OperandKind::Imm: case OperandKind::Lane: inst.imm = eval_imm32(a); break;
+        case OperandKind::XReg:
+          set_field(inst, o.f0, unsigned(reg(a, 'x', 32)));
+          break;
+        case OperandKind::VReg:
+          set_field(inst, o.f0, unsigned(reg(a, 'v', 32)));
+          break;
+        case OperandKind::PReg:
+        case OperandKind::PredOpt:
+          set_field(inst, o.f0, unsigned(reg(a, 'p', 8)));
+          break;
+        case OperandKind::Imm:
+        case OperandKind::Lane:
+          inst.imm = eval_imm32(a);
+          break;
         case OperandKind::Label: {
           int64_t target = (!a.empty() && a[0] == '@') ? eval(a.substr(1)) : eval(a);
           int64_t rel = target - pc;
@@ -375,16 +487,21 @@ class Assembler final : public AsmContext {
         }
         case OperandKind::Csr: {
           auto c = parse_csr(trim(a));
-          if (!c) error("unknown CSR '" + std::string(trim(a)) + "' (coreid ncores cycle instret cnt.din cnt.dout cnt.mm cnt.vec)");
+          if (!c)
+            error("unknown CSR '" + std::string(trim(a)) +
+                  "' (coreid ncores cycle instret cnt.din cnt.dout cnt.mm cnt.vec)");
           inst.imm = int32_t(*c);
           break;
         }
         case OperandKind::Mem: {
           a = trim(a);
-          if (a.size() < 2 || a.front() != '[' || a.back() != ']') error("expected a memory operand [space: xbase + offset], got '" + std::string(a) + "'");
+          if (a.size() < 2 || a.front() != '[' || a.back() != ']')
+            error("expected a memory operand [space: xbase + offset], got '" + std::string(a) +
+                  "'");
           std::string_view in = a.substr(1, a.size() - 2);
           size_t colon = in.find(':');
-          if (colon == std::string_view::npos) error("memory operand needs a space: [ddr|l2|l1: xbase + offset]");
+          if (colon == std::string_view::npos)
+            error("memory operand needs a space: [ddr|l2|l1: xbase + offset]");
           set_field(inst, o.f1, unsigned(space(in.substr(0, colon))));
           auto [r, imm] = reg_plus(in.substr(colon + 1));
           set_field(inst, o.f0, unsigned(r));
@@ -393,9 +510,11 @@ class Assembler final : public AsmContext {
         }
         case OperandKind::Desc: {
           a = trim(a);
-          if (a.size() < 2 || a.front() != '[' || a.back() != ']') error("expected a descriptor operand [xbase + offset], got '" + std::string(a) + "'");
+          if (a.size() < 2 || a.front() != '[' || a.back() != ']')
+            error("expected a descriptor operand [xbase + offset], got '" + std::string(a) + "'");
           std::string_view in = a.substr(1, a.size() - 2);
-          if (in.find(':') != std::string_view::npos) error("descriptors are always in local L1: write [xbase + offset] without a space");
+          if (in.find(':') != std::string_view::npos)
+            error("descriptors are always in local L1: write [xbase + offset] without a space");
           auto [r, imm] = reg_plus(in);
           set_field(inst, o.f0, unsigned(r));
           inst.imm = imm;
@@ -403,7 +522,8 @@ class Assembler final : public AsmContext {
         }
         case OperandKind::SpaceAddr: {
           size_t colon = a.find(':');
-          if (colon == std::string_view::npos) error("expected space:xreg (e.g. ddr:x5), got '" + std::string(a) + "'");
+          if (colon == std::string_view::npos)
+            error("expected space:xreg (e.g. ddr:x5), got '" + std::string(a) + "'");
           unsigned sp = unsigned(space(a.substr(0, colon)));
           set_field(inst, o.f1, get_field(inst, o.f1) | sp << o.shift);
           set_field(inst, o.f0, unsigned(reg(a.substr(colon + 1), 'x', 32)));
@@ -411,9 +531,12 @@ class Assembler final : public AsmContext {
         }
         case OperandKind::Queue: {
           std::string_view q = trim(a);
-          if (q == "sc") set_field(inst, o.f0, 0);
-          else if (auto e = parse_engine(q)) set_field(inst, o.f0, unsigned(*e) + 1);
-          else error("unknown queue '" + std::string(q) + "' (sc din dout mm vec)");
+          if (q == "sc")
+            set_field(inst, o.f0, 0);
+          else if (auto e = parse_engine(q))
+            set_field(inst, o.f0, unsigned(*e) + 1);
+          else
+            error("unknown queue '" + std::string(q) + "' (sc din dout mm vec)");
           break;
         }
         case OperandKind::Engine: {
@@ -476,7 +599,8 @@ class Assembler final : public AsmContext {
       size_t dash = part.find('-');
       int64_t lo = eval_known(part.substr(0, dash));
       int64_t hi = dash == std::string_view::npos ? lo : eval_known(part.substr(dash + 1));
-      if (lo < 0 || hi > 15 || lo > hi) error("core numbers must be in 0..15, got '" + std::string(part) + "'");
+      if (lo < 0 || hi > 15 || lo > hi)
+        error("core numbers must be in 0..15, got '" + std::string(part) + "'");
       for (int64_t c = lo; c <= hi; ++c) mask |= 1u << c;
     }
     if (!mask) error(".core needs core numbers or 'all'");
@@ -484,14 +608,17 @@ class Assembler final : public AsmContext {
   }
 
   TextSection& cur_text() {
-    for (auto& t : text_) if (t.core_mask == cur_mask_) return t;
     for (auto& t : text_)
-      if (t.core_mask & cur_mask_) error("a core of this .core selection already has code in another section");
+      if (t.core_mask == cur_mask_) return t;
+    for (auto& t : text_)
+      if (t.core_mask & cur_mask_)
+        error("a core of this .core selection already has code in another section");
     text_.push_back(TextSection{cur_mask_, {}, {}});
     return text_.back();
   }
   int64_t text_size() const {
-    for (auto& t : text_) if (t.core_mask == cur_mask_) return int64_t(t.words.size());
+    for (auto& t : text_)
+      if (t.core_mask == cur_mask_) return int64_t(t.words.size());
     return 0;
   }
 
@@ -532,16 +659,22 @@ class Assembler final : public AsmContext {
       for (auto a : split_operands(rest)) {
         int64_t v = eval(a);
         if (final_) check_fits(name, v, name == ".byte" ? 8 : name == ".half" ? 16 : 32);
-        if (name == ".byte") emit(uint8_t(v));
-        else if (name == ".half") emit(uint16_t(v));
-        else emit(uint32_t(v));
+        if (name == ".byte")
+          emit(uint8_t(v));
+        else if (name == ".half")
+          emit(uint16_t(v));
+        else
+          emit(uint32_t(v));
       }
     } else if (name == ".float" || name == ".f16" || name == ".bf16") {
       for (auto a : split_operands(rest)) {
         float f = float(eval_float(a));
-        if (name == ".float") emit(f);
-        else if (name == ".f16") emit(f32_to_f16(f));
-        else emit(f32_to_bf16(f));
+        if (name == ".float")
+          emit(f);
+        else if (name == ".f16")
+          emit(f32_to_f16(f));
+        else
+          emit(f32_to_bf16(f));
       }
     } else if (name == ".zero") {
       int64_t n = eval_known(rest);
@@ -559,11 +692,14 @@ class Assembler final : public AsmContext {
       auto& d = cur_data();
       while ((d.addr + d.bytes.size()) % uint64_t(n)) d.bytes.push_back(0);
     } else if (name == ".dmadesc") {
-      cur_data(); dmadesc(rest);
+      cur_data();
+      dmadesc(rest);
     } else if (name == ".vecdesc") {
-      cur_data(); vecdesc(rest);
+      cur_data();
+      vecdesc(rest);
     } else if (name == ".mmdesc") {
-      cur_data(); mmdesc(rest);
+      cur_data();
+      mmdesc(rest);
     } else if (name == ".inst") {
       if (!in_text_) error(".inst outside a text section");
       int64_t v = eval(rest);
@@ -594,7 +730,9 @@ class Assembler final : public AsmContext {
         if (j < s.size() && s[j] == ':' && s.substr(0, j).find('.') != 0) {
           std::string name(s.substr(0, j));
           define(name, in_text_ ? text_size()
-                                : (data_.empty() ? 0 : int64_t(data_.back().addr + data_.back().bytes.size())));
+                                : (data_.empty()
+                                       ? 0
+                                       : int64_t(data_.back().addr + data_.back().bytes.size())));
           s = trim(s.substr(j + 1));
         } else {
           break;
@@ -621,7 +759,8 @@ class Assembler final : public AsmContext {
   std::vector<std::string_view> lines_;
   mutable std::unordered_map<std::string, int64_t> symbols_;
   std::unordered_map<std::string, std::string> equ_expr_;  // .equ/.set name -> its expression
-  mutable std::unordered_set<std::string> equ_done_, equ_busy_;  // final pass: evaluated / being evaluated
+  mutable std::unordered_set<std::string> equ_done_,
+      equ_busy_;  // final pass: evaluated / being evaluated
   std::vector<TextSection> text_;
   std::vector<DataSegment> data_;
   uint32_t cur_mask_ = kAllCoresMask;

@@ -77,7 +77,8 @@ std::string disassemble(const Program& p) {
   }
   for (const DataSegment& d : p.data) {
     out += "\n";
-    if (d.space == Space::L1) out += ".core " + mask_text(d.core_mask ? d.core_mask : kAllCoresMask) + "\n";
+    if (d.space == Space::L1)
+      out += ".core " + mask_text(d.core_mask ? d.core_mask : kAllCoresMask) + "\n";
     out += ".data " + std::string(space_name(d.space)) + ", " + hex(d.addr) + "\n";
     for (size_t i = 0; i < d.bytes.size(); i += 16) {
       out += "    .byte ";

@@ -6,8 +6,8 @@
 namespace tilecore::arch {
 
 namespace {
-constexpr std::array<std::string_view, kNumDTypes> kNames = {
-    "i8", "u8", "i16", "u16", "i32", "u32", "f16", "bf16", "f32", "bool"};
+constexpr std::array<std::string_view, kNumDTypes> kNames = {"i8",  "u8",  "i16",  "u16", "i32",
+                                                             "u32", "f16", "bf16", "f32", "bool"};
 }  // namespace
 
 std::string_view dtype_name(DType t) {

@@ -67,7 +67,8 @@ constexpr bool table_is_consistent() {
   }
   return true;
 }
-static_assert(table_is_consistent(), "isa.def: row order or dtype column disagrees with its format");
+static_assert(table_is_consistent(),
+              "isa.def: row order or dtype column disagrees with its format");
 static_assert(kNumOpcodes <= 256, "opcode is 8 bits");
 
 constexpr std::array<std::string_view, kNumSpaces> kSpaceNames = {"ddr", "l2", "l1"};
@@ -77,12 +78,18 @@ constexpr std::array<std::string_view, kNumCsrs> kCsrNames = {
 
 uint8_t get_field(const Inst& i, Field f) {
   switch (f) {
-    case F::A: return i.a;
-    case F::B: return i.b;
-    case F::C: return i.c;
-    case F::D: return i.d;
-    case F::E: return i.e;
-    case F::Imm: return 0;
+    case F::A:
+      return i.a;
+    case F::B:
+      return i.b;
+    case F::C:
+      return i.c;
+    case F::D:
+      return i.d;
+    case F::E:
+      return i.e;
+    case F::Imm:
+      return 0;
   }
   return 0;
 }
@@ -115,13 +122,17 @@ std::optional<Opcode> find_opcode(std::string_view mnemonic) {
 
 bool is_tile_unit(Unit u) { return u != Unit::Scalar && u != Unit::Simd; }
 
-std::string_view space_name(Space s) { return unsigned(s) < kNumSpaces ? kSpaceNames[size_t(s)] : "?"; }
+std::string_view space_name(Space s) {
+  return unsigned(s) < kNumSpaces ? kSpaceNames[size_t(s)] : "?";
+}
 std::optional<Space> parse_space(std::string_view s) {
   for (size_t i = 0; i < kSpaceNames.size(); ++i)
     if (kSpaceNames[i] == s) return Space(i);
   return std::nullopt;
 }
-std::string_view engine_name(Engine e) { return unsigned(e) < kNumEngines ? kEngineNames[size_t(e)] : "?"; }
+std::string_view engine_name(Engine e) {
+  return unsigned(e) < kNumEngines ? kEngineNames[size_t(e)] : "?";
+}
 std::optional<Engine> parse_engine(std::string_view s) {
   for (size_t i = 0; i < kEngineNames.size(); ++i)
     if (kEngineNames[i] == s) return Engine(i);
@@ -129,11 +140,16 @@ std::optional<Engine> parse_engine(std::string_view s) {
 }
 std::optional<Engine> unit_engine(Unit u) {
   switch (u) {
-    case Unit::DmaIn: return Engine::DmaIn;
-    case Unit::DmaOut: return Engine::DmaOut;
-    case Unit::Matrix: return Engine::Matrix;
-    case Unit::Vector: return Engine::Vector;
-    default: return std::nullopt;
+    case Unit::DmaIn:
+      return Engine::DmaIn;
+    case Unit::DmaOut:
+      return Engine::DmaOut;
+    case Unit::Matrix:
+      return Engine::Matrix;
+    case Unit::Vector:
+      return Engine::Vector;
+    default:
+      return std::nullopt;
   }
 }
 std::string_view csr_name(Csr c) { return unsigned(c) < kNumCsrs ? kCsrNames[size_t(c)] : "?"; }
@@ -175,21 +191,27 @@ std::optional<Inst> decode(uint64_t w, std::string* why) {
   if (fmt.num_dtypes >= 1 && !(is_valid_dtype(i.e) && (row.dtypes >> i.e & 1)))
     return fail(std::string(row.mnemonic) + ": dtype code " + std::to_string(i.e) + " not allowed");
   if (fmt.num_dtypes == 2 && !is_valid_dtype(i.c))
-    return fail(std::string(row.mnemonic) + ": source dtype code " + std::to_string(i.c) + " is invalid");
+    return fail(std::string(row.mnemonic) + ": source dtype code " + std::to_string(i.c) +
+                " is invalid");
   if (row.op == Opcode::Trequant && i.c != uint8_t(DType::I32))
     return fail("trequant: source dtype must be i32");
   for (int k = 0; k < fmt.num_operands; ++k) {
     const OperandSpec& o = fmt.operands[size_t(k)];
     uint8_t v0 = get_field(i, o.f0);
     switch (o.kind) {
-      case OK::PReg: case OK::PredOpt:
-        if (v0 >= 8) return fail(std::string(row.mnemonic) + ": predicate register p" + std::to_string(v0) + " does not exist");
+      case OK::PReg:
+      case OK::PredOpt:
+        if (v0 >= 8)
+          return fail(std::string(row.mnemonic) + ": predicate register p" + std::to_string(v0) +
+                      " does not exist");
         break;
       case OK::Mem:
-        if (get_field(i, o.f1) >= kNumSpaces) return fail(std::string(row.mnemonic) + ": bad memory space code");
+        if (get_field(i, o.f1) >= kNumSpaces)
+          return fail(std::string(row.mnemonic) + ": bad memory space code");
         break;
       case OK::SpaceAddr:
-        if ((get_field(i, o.f1) >> o.shift & 3) >= kNumSpaces) return fail(std::string(row.mnemonic) + ": bad memory space code");
+        if ((get_field(i, o.f1) >> o.shift & 3) >= kNumSpaces)
+          return fail(std::string(row.mnemonic) + ": bad memory space code");
         break;
       case OK::Queue:
         if (v0 > kNumEngines) return fail("wait: bad queue code " + std::to_string(v0));
@@ -198,20 +220,25 @@ std::optional<Inst> decode(uint64_t w, std::string* why) {
         if (v0 >= kNumEngines) return fail("wait: bad engine code " + std::to_string(v0));
         break;
       case OK::Csr:
-        if (uint32_t(i.imm) >= uint32_t(kNumCsrs)) return fail("csrr: unknown CSR " + std::to_string(i.imm));
+        if (uint32_t(i.imm) >= uint32_t(kNumCsrs))
+          return fail("csrr: unknown CSR " + std::to_string(i.imm));
         break;
       case OK::Lane:
-        if (i.imm < 0 || i.imm >= lanes_of(i.dtype())) return fail(std::string(row.mnemonic) + ": lane " + std::to_string(i.imm) + " out of range");
+        if (i.imm < 0 || i.imm >= lanes_of(i.dtype()))
+          return fail(std::string(row.mnemonic) + ": lane " + std::to_string(i.imm) +
+                      " out of range");
         break;
-      default: break;
+      default:
+        break;
     }
   }
-  if (row.format == Format::Dma && (i.d >> 4) != 0) return fail("dma: reserved space bits are not zero");
+  if (row.format == Format::Dma && (i.d >> 4) != 0)
+    return fail("dma: reserved space bits are not zero");
   return i;
 }
 
-std::string format_instruction(const Inst& i, int64_t pc,
-                               std::string (*label_of)(int64_t, void*), void* ctx) {
+std::string format_instruction(const Inst& i, int64_t pc, std::string (*label_of)(int64_t, void*),
+                               void* ctx) {
   const InstrInfo& row = info(i.op);
   const FormatInfo& fmt = format_info(row.format);
   std::string s(row.mnemonic);
@@ -225,28 +252,49 @@ std::string format_instruction(const Inst& i, int64_t pc,
     s += first ? " " : ", ";
     first = false;
     switch (o.kind) {
-      case OK::XReg: s += reg('x', v0); break;
-      case OK::VReg: s += reg('v', v0); break;
-      case OK::PReg: case OK::PredOpt: s += reg('p', v0); break;
-      case OK::Imm: case OK::Lane: s += std::to_string(i.imm); break;
+      case OK::XReg:
+        s += reg('x', v0);
+        break;
+      case OK::VReg:
+        s += reg('v', v0);
+        break;
+      case OK::PReg:
+      case OK::PredOpt:
+        s += reg('p', v0);
+        break;
+      case OK::Imm:
+      case OK::Lane:
+        s += std::to_string(i.imm);
+        break;
       case OK::Label: {
         int64_t target = pc + i.imm;
         s += label_of ? label_of(target, ctx) : "@" + std::to_string(target);
         break;
       }
-      case OK::Csr: s += csr_name(Csr(i.imm)); break;
-      case OK::Mem:
-        s += "[" + std::string(space_name(Space(get_field(i, o.f1)))) + ": " + reg('x', v0) + offset_text(i.imm) + "]";
+      case OK::Csr:
+        s += csr_name(Csr(i.imm));
         break;
-      case OK::Desc: s += "[" + reg('x', v0) + offset_text(i.imm) + "]"; break;
+      case OK::Mem:
+        s += "[" + std::string(space_name(Space(get_field(i, o.f1)))) + ": " + reg('x', v0) +
+             offset_text(i.imm) + "]";
+        break;
+      case OK::Desc:
+        s += "[" + reg('x', v0) + offset_text(i.imm) + "]";
+        break;
       case OK::SpaceAddr:
         s += std::string(space_name(Space(get_field(i, o.f1) >> o.shift & 3))) + ":" + reg('x', v0);
         break;
-      case OK::Queue: s += v0 == 0 ? std::string("sc") : std::string(engine_name(Engine(v0 - 1))); break;
-      case OK::Engine: s += engine_name(Engine(v0)); break;
+      case OK::Queue:
+        s += v0 == 0 ? std::string("sc") : std::string(engine_name(Engine(v0 - 1)));
+        break;
+      case OK::Engine:
+        s += engine_name(Engine(v0));
+        break;
       case OK::Count:
-        if (v0 == 0) s += std::to_string(i.imm);
-        else s += reg('x', v0) + offset_text(i.imm);
+        if (v0 == 0)
+          s += std::to_string(i.imm);
+        else
+          s += reg('x', v0) + offset_text(i.imm);
         break;
     }
   }

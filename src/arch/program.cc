@@ -30,8 +30,9 @@ class Reader {
   }
   void need(uint64_t n, const char* what) {
     if (n > b_.size() - pos_)
-      throw ProgramFormatError(pos_, std::string("truncated ") + what + " (need " + std::to_string(n) +
-                                         " bytes, " + std::to_string(b_.size() - pos_) + " left)");
+      throw ProgramFormatError(pos_, std::string("truncated ") + what + " (need " +
+                                         std::to_string(n) + " bytes, " +
+                                         std::to_string(b_.size() - pos_) + " left)");
   }
   const uint8_t* take(uint64_t n, const char* what) {
     need(n, what);
@@ -80,9 +81,11 @@ std::vector<uint8_t> Program::to_bytes() const {
 
 Program Program::from_bytes(std::span<const uint8_t> bytes) {
   Reader r(bytes);
-  if (r.get<uint32_t>("header") != kMagic) throw ProgramFormatError(0, "not a TC1 program (bad magic)");
+  if (r.get<uint32_t>("header") != kMagic)
+    throw ProgramFormatError(0, "not a TC1 program (bad magic)");
   uint32_t version = r.get<uint32_t>("header");
-  if (version != kVersion) throw ProgramFormatError(4, "unsupported version " + std::to_string(version));
+  if (version != kVersion)
+    throw ProgramFormatError(4, "unsupported version " + std::to_string(version));
   uint32_t n_text = r.get<uint32_t>("header"), n_data = r.get<uint32_t>("header");
   Program p;
   uint32_t seen = 0;
@@ -90,7 +93,8 @@ Program Program::from_bytes(std::span<const uint8_t> bytes) {
     size_t at = r.pos();
     TextSection t;
     t.core_mask = r.get<uint32_t>("text section");
-    if (t.core_mask & ~kAllCoresMask) throw ProgramFormatError(at, "core mask names a core above 15");
+    if (t.core_mask & ~kAllCoresMask)
+      throw ProgramFormatError(at, "core mask names a core above 15");
     if (t.core_mask & seen) throw ProgramFormatError(at, "two text sections for the same core");
     seen |= t.core_mask;
     uint32_t n = r.get<uint32_t>("text section");
@@ -107,9 +111,11 @@ Program Program::from_bytes(std::span<const uint8_t> bytes) {
     uint8_t space = r.get<uint8_t>("data segment");
     r.get<uint8_t>("data segment");
     r.get<uint16_t>("data segment");
-    if (space >= kNumSpaces) throw ProgramFormatError(at, "bad space code " + std::to_string(space));
+    if (space >= kNumSpaces)
+      throw ProgramFormatError(at, "bad space code " + std::to_string(space));
     d.space = Space(space);
-    if (d.core_mask & ~kAllCoresMask) throw ProgramFormatError(at, "core mask names a core above 15");
+    if (d.core_mask & ~kAllCoresMask)
+      throw ProgramFormatError(at, "core mask names a core above 15");
     d.addr = r.get<uint64_t>("data segment");
     uint32_t n = r.get<uint32_t>("data segment");
     const uint8_t* src = r.take(n, "data bytes");

@@ -11,7 +11,9 @@ class AsmError : public std::runtime_error {
  public:
   AsmError(int line, std::string message, std::string source_line)
       : std::runtime_error(render(line, message, source_line)),
-        line_(line), message_(std::move(message)), source_line_(std::move(source_line)) {}
+        line_(line),
+        message_(std::move(message)),
+        source_line_(std::move(source_line)) {}
   int line() const { return line_; }
   const std::string& message() const { return message_; }
   const std::string& source_line() const { return source_line_; }

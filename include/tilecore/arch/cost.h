@@ -24,9 +24,9 @@ constexpr int l1_bank(uint64_t addr) { return int((addr / tc1::kL1BankBytes) % t
 int64_t level_latency(Space s);
 
 struct DmaCost {
-  int64_t beats = 0;         // 64-byte beats on the engine (one cycle each)
-  int64_t latency = 0;       // added once per command: the farther level's latency
-  uint64_t bytes_read = 0;   // from the source space (padding and fill read nothing)
+  int64_t beats = 0;        // 64-byte beats on the engine (one cycle each)
+  int64_t latency = 0;      // added once per command: the farther level's latency
+  uint64_t bytes_read = 0;  // from the source space (padding and fill read nothing)
   uint64_t bytes_written = 0;
   uint64_t elements = 0;
   /// Cycles the shared level is occupied: DDR 64 B/cycle, L2 256 B/cycle

@@ -31,8 +31,8 @@ using DTypeMask = uint16_t;
 
 constexpr DTypeMask dtype_bit(DType t) { return DTypeMask(1u << unsigned(t)); }
 
-inline constexpr DTypeMask kIntTypes = 0x3F;           // i8 u8 i16 u16 i32 u32
-inline constexpr DTypeMask kFloatTypes = 0x1C0;        // f16 bf16 f32
+inline constexpr DTypeMask kIntTypes = 0x3F;     // i8 u8 i16 u16 i32 u32
+inline constexpr DTypeMask kFloatTypes = 0x1C0;  // f16 bf16 f32
 inline constexpr DTypeMask kNumTypes = kIntTypes | kFloatTypes;
 inline constexpr DTypeMask kAllTypes = kNumTypes | dtype_bit(DType::Bool);
 inline constexpr DTypeMask kNoDType = 0;
@@ -43,9 +43,19 @@ constexpr bool is_valid_dtype(unsigned v) { return v < unsigned(kNumDTypes); }
 
 constexpr int dtype_size(DType t) {
   switch (t) {
-    case DType::I8: case DType::U8: case DType::Bool: return 1;
-    case DType::I16: case DType::U16: case DType::F16: case DType::BF16: return 2;
-    case DType::I32: case DType::U32: case DType::F32: return 4;
+    case DType::I8:
+    case DType::U8:
+    case DType::Bool:
+      return 1;
+    case DType::I16:
+    case DType::U16:
+    case DType::F16:
+    case DType::BF16:
+      return 2;
+    case DType::I32:
+    case DType::U32:
+    case DType::F32:
+      return 4;
   }
   return 1;
 }

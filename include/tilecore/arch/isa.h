@@ -36,13 +36,47 @@ enum class Unit : uint8_t { Scalar, Simd, DmaIn, DmaOut, Matrix, Vector };
 
 /// Cost class: selects the formula in cost.h.
 enum class CostClass : uint8_t {
-  Scalar, ScalarMem, Branch, Barrier, Wait, Simd, SimdMem, Dma, Matrix, Vector, VectorSlow
+  Scalar,
+  ScalarMem,
+  Branch,
+  Barrier,
+  Wait,
+  Simd,
+  SimdMem,
+  Dma,
+  Matrix,
+  Vector,
+  VectorSlow
 };
 
 enum class Format : uint8_t {
-  None, R, I, LI, Load, Store, Branch, Jal, Jalr, Csr, Wait,
-  VR, VSplat, VLoad, VStore, VCmp, VSel, VRed, VExt, VCvt, PWhile, PLogic, PNot,
-  Dma, Tile3, Tile2, TileCvt,
+  None,
+  R,
+  I,
+  LI,
+  Load,
+  Store,
+  Branch,
+  Jal,
+  Jalr,
+  Csr,
+  Wait,
+  VR,
+  VSplat,
+  VLoad,
+  VStore,
+  VCmp,
+  VSel,
+  VRed,
+  VExt,
+  VCvt,
+  PWhile,
+  PLogic,
+  PNot,
+  Dma,
+  Tile3,
+  Tile2,
+  TileCvt,
   kCount
 };
 
@@ -79,7 +113,7 @@ struct FormatInfo {
   int num_dtypes;  // dtype suffixes: 0, 1 (field e) or 2 (.dst in e, .src in c)
   std::array<OperandSpec, 4> operands;
   int num_operands;
-  uint8_t used_fields;  // bit per Field A..E (imm is always allowed)
+  uint8_t used_fields;      // bit per Field A..E (imm is always allowed)
   std::string_view syntax;  // for docs
 };
 

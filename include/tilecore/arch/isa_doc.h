@@ -12,7 +12,8 @@
 
 namespace tilecore::arch {
 
-inline constexpr std::string_view kIsaDocBegin = "<!-- BEGIN GENERATED: instruction reference (isa_reference_markdown) -->";
+inline constexpr std::string_view kIsaDocBegin =
+    "<!-- BEGIN GENERATED: instruction reference (isa_reference_markdown) -->";
 inline constexpr std::string_view kIsaDocEnd = "<!-- END GENERATED: instruction reference -->";
 
 /// Markdown: the format table and one entry per instruction (opcode, syntax,

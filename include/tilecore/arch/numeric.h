@@ -18,8 +18,16 @@
 
 namespace tilecore::arch {
 
-inline float bits_to_f32(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
-inline uint32_t f32_to_bits(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
+inline float bits_to_f32(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+inline uint32_t f32_to_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
 
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);

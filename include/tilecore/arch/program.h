@@ -29,7 +29,9 @@ struct TextSection {
   std::vector<uint64_t> words;
   /// Source line of each word (1-based), when assembled from text; empty otherwise.
   std::vector<int> lines;
-  bool operator==(const TextSection& o) const { return core_mask == o.core_mask && words == o.words; }
+  bool operator==(const TextSection& o) const {
+    return core_mask == o.core_mask && words == o.words;
+  }
 };
 
 struct DataSegment {

@@ -19,7 +19,7 @@ enum class TileTypes : uint8_t { Numeric, Float, Any, Integer };
 struct TileOpInfo {
   Opcode op;
   std::string_view mnemonic;
-  std::string_view name;     // IR `tile.vec_<name>`, DSL `S.tile_<name>`
+  std::string_view name;  // IR `tile.vec_<name>`, DSL `S.tile_<name>`
   TileForm form;
   TileTypes types;
   std::string_view scalar;   // scalar intrinsic EmitTileIntrinsics maps to it, or ""
