@@ -28,7 +28,11 @@ struct SimState::Impl {
   std::vector<AgentSlot> slots;
   std::vector<uint64_t> barrier_arrival;
   std::vector<bool> at_barrier;
-  struct HeapCopy { uint64_t t; uint32_t id; uint32_t gen; };
+  struct HeapCopy {
+    uint64_t t;
+    uint32_t id;
+    uint32_t gen;
+  };
   std::vector<HeapCopy> heap;
   uint64_t ddr_free = 0, l2_free = 0, makespan = 0;
   uint64_t instructions = 0, commands = 0, work = 0;
@@ -40,7 +44,8 @@ struct SimState::Impl {
 SimState Machine::save_state() const {
   auto st = std::make_shared<SimState::Impl>();
   for (const Core& c : cores)
-    st->cores.push_back(CoreRegs{c.x, c.v, c.p, c.pc, c.instret, c.halted, c.barrier_released, c.eng, c.counters});
+    st->cores.push_back(
+        CoreRegs{c.x, c.v, c.p, c.pc, c.instret, c.halted, c.barrier_released, c.eng, c.counters});
   st->slots = slots_;
   st->barrier_arrival = barrier_arrival_;
   st->at_barrier = at_barrier_;
@@ -61,13 +66,16 @@ SimState Machine::save_state() const {
 
 void Machine::restore_state(const SimState& saved) {
   const SimState::Impl& st = *saved.impl;
-  if (st.cores.size() != cores.size() || st.trace_size > trace.size() || st.hazards_size > hazards.size())
-    throw SimError(SimError::Kind::Usage, -1, 0, "", "restore_state: the state was saved from another run");
+  if (st.cores.size() != cores.size() || st.trace_size > trace.size() ||
+      st.hazards_size > hazards.size())
+    throw SimError(SimError::Kind::Usage, -1, 0, "",
+                   "restore_state: the state was saved from another run");
   for (size_t k = 0; k < cores.size(); ++k) {
     Core& c = cores[k];
     const CoreRegs& r = st.cores[k];
     c.x = r.x, c.v = r.v, c.p = r.p, c.pc = r.pc, c.instret = r.instret;
-    c.halted = r.halted, c.barrier_released = r.barrier_released, c.eng = r.eng, c.counters = r.counters;
+    c.halted = r.halted, c.barrier_released = r.barrier_released, c.eng = r.eng,
+    c.counters = r.counters;
   }
   slots_ = st.slots;
   barrier_arrival_ = st.barrier_arrival;
@@ -94,13 +102,18 @@ uint64_t Simulator::instructions() const { return m_->instructions; }
 
 static const Core& checked_core(const Machine& m, int core) {
   if (core < 0 || core >= m.cfg.cores)
-    throw SimError(SimError::Kind::Usage, -1, 0, "", "core " + std::to_string(core) + " does not exist");
+    throw SimError(SimError::Kind::Usage, -1, 0, "",
+                   "core " + std::to_string(core) + " does not exist");
   return m.cores[size_t(core)];
 }
 
-uint64_t Simulator::completed(int core, arch::Engine e) const { return checked_core(*m_, core).eng[size_t(e)].done; }
+uint64_t Simulator::completed(int core, arch::Engine e) const {
+  return checked_core(*m_, core).eng[size_t(e)].done;
+}
 
-size_t Simulator::queued(int core, arch::Engine e) const { return checked_core(*m_, core).eng[size_t(e)].queue.size(); }
+size_t Simulator::queued(int core, arch::Engine e) const {
+  return checked_core(*m_, core).eng[size_t(e)].queue.size();
+}
 
 uint64_t Simulator::issued(int core, arch::Engine e) const {
   const EngineState& es = checked_core(*m_, core).eng[size_t(e)];
@@ -109,6 +122,8 @@ uint64_t Simulator::issued(int core, arch::Engine e) const {
   return n;
 }
 
-std::string Simulator::describe_core(int core) const { return m_->describe_core(checked_core(*m_, core)); }
+std::string Simulator::describe_core(int core) const {
+  return m_->describe_core(checked_core(*m_, core));
+}
 
 }  // namespace tilecore::sim

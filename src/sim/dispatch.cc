@@ -11,8 +11,9 @@
 
 namespace tilecore::sim {
 
-#define TC1_INST(Id, mn, fmt, unit, dts, cost, summary)                                  \
-  static_assert(HasExec<Semantics<Opcode::Id>>, "isa.def row '" mn "' has no semantics: " \
+#define TC1_INST(Id, mn, fmt, unit, dts, cost, summary)                \
+  static_assert(HasExec<Semantics<Opcode::Id>>, "isa.def row '" mn     \
+                                                "' has no semantics: " \
                                                 "specialise Semantics<Opcode::" #Id ">");
 #include "tilecore/arch/isa.def"
 #undef TC1_INST

@@ -24,11 +24,17 @@ void fill_elements(uint8_t* dst, int64_t n, int64_t stride, int des, const uint8
   };
   switch (des) {
     case 1:
-      if (stride == 1) std::memset(dst, fill[0], size_t(n));
-      else typed(uint8_t{});
+      if (stride == 1)
+        std::memset(dst, fill[0], size_t(n));
+      else
+        typed(uint8_t{});
       break;
-    case 2: typed(uint16_t{}); break;
-    case 4: typed(uint32_t{}); break;
+    case 2:
+      typed(uint16_t{});
+      break;
+    case 4:
+      typed(uint32_t{});
+      break;
     default:
       for (int64_t k = 0; k < n; ++k) std::memcpy(dst + k * stride * des, fill, size_t(des));
   }
@@ -40,7 +46,8 @@ void Machine::execute_dma(Core& c, const Command& cmd) {
   const arch::DmaDesc& d = std::get<arch::DmaDesc>(cmd.desc);
   int rank = d.rank;
   // Normalise to 4-D, innermost last.
-  std::array<int64_t, 4> shape{1, 1, 1, 1}, ss{0, 0, 0, 0}, ds{0, 0, 0, 0}, lo{0, 0, 0, 0}, win{1, 1, 1, 1};
+  std::array<int64_t, 4> shape{1, 1, 1, 1}, ss{0, 0, 0, 0}, ds{0, 0, 0, 0}, lo{0, 0, 0, 0},
+      win{1, 1, 1, 1};
   for (int k = 0; k < rank; ++k) {
     size_t o = size_t(4 - rank + k);
     shape[o] = d.shape[size_t(k)];
@@ -72,7 +79,8 @@ void Machine::execute_dma(Core& c, const Command& cmd) {
 
   uint8_t fill[4];
   std::memcpy(fill, &d.fill_bits, 4);
-  const bool to_half = d.src_dtype == DType::F32 && (d.dst_dtype == DType::F16 || d.dst_dtype == DType::BF16);
+  const bool to_half =
+      d.src_dtype == DType::F32 && (d.dst_dtype == DType::F16 || d.dst_dtype == DType::BF16);
   const bool same = d.src_dtype == d.dst_dtype;
   bool plain = !d.fill() && d.src_dtype == d.dst_dtype && ss[3] == 1 && ds[3] == 1 &&
                lo == std::array<int64_t, 4>{0, 0, 0, 0} && win == shape;
@@ -81,16 +89,19 @@ void Machine::execute_dma(Core& c, const Command& cmd) {
       for (int64_t i2 = 0; i2 < shape[2]; ++i2) {
         uint8_t* drow = dst + (i0 * ds[0] + i1 * ds[1] + i2 * ds[2]) * des;
         if (plain) {
-          std::memmove(drow, s0 + (i0 * ss[0] + i1 * ss[1] + i2 * ss[2]) * ses, size_t(shape[3] * des));
+          std::memmove(drow, s0 + (i0 * ss[0] + i1 * ss[1] + i2 * ss[2]) * ses,
+                       size_t(shape[3] * des));
           continue;
         }
         int64_t j0 = i0 - lo[0], j1 = i1 - lo[1], j2 = i2 - lo[2];
-        bool row_in = !d.fill() && j0 >= 0 && j0 < win[0] && j1 >= 0 && j1 < win[1] && j2 >= 0 && j2 < win[2];
+        bool row_in =
+            !d.fill() && j0 >= 0 && j0 < win[0] && j1 >= 0 && j1 < win[1] && j2 >= 0 && j2 < win[2];
         const uint8_t* srow = row_in ? s0 + (j0 * ss[0] + j1 * ss[1] + j2 * ss[2]) * ses : nullptr;
         if (same && row_in) {
           // Same dtype: the in-window part of the row is a byte copy (memmove when both
           // sides are contiguous), the padding on either side the fill value.
-          int64_t k0 = std::clamp<int64_t>(lo[3], 0, shape[3]), k1 = std::clamp<int64_t>(lo[3] + win[3], k0, shape[3]);
+          int64_t k0 = std::clamp<int64_t>(lo[3], 0, shape[3]),
+                  k1 = std::clamp<int64_t>(lo[3] + win[3], k0, shape[3]);
           fill_elements(drow, k0, ds[3], des, fill);
           if (ss[3] == 1 && ds[3] == 1) {
             std::memmove(drow + k0 * des, srow + (k0 - lo[3]) * ses, size_t((k1 - k0) * des));
@@ -110,7 +121,8 @@ void Machine::execute_dma(Core& c, const Command& cmd) {
           uint8_t* dp = drow + i3 * ds[3] * des;
           if (row_in && j3 >= 0 && j3 < win[3]) {
             const uint8_t* sp = srow + j3 * ss[3] * ses;
-            if (to_half) {  // f32 -> f16/bf16, the narrow matrix operands: as convert_element, without its switches
+            if (to_half) {  // f32 -> f16/bf16, the narrow matrix operands: as convert_element,
+                            // without its switches
               float f;
               std::memcpy(&f, sp, 4);
               uint16_t h = d.dst_dtype == DType::F16 ? arch::f32_to_f16(f) : arch::f32_to_bf16(f);

@@ -61,7 +61,8 @@ void Machine::hz_access(int agent, const Range& r, const Core& c, uint32_t pc) {
     hz->seen.insert(key);
     Hazard h;
     h.kind = rec.r.write ? (r.write ? "WAW" : "RAW") : "WAR";
-    h.space = std::string(arch::space_name(r.space)) + (r.space == Space::L1 ? "[" + std::to_string(r.core) + "]" : "");
+    h.space = std::string(arch::space_name(r.space)) +
+              (r.space == Space::L1 ? "[" + std::to_string(r.core) + "]" : "");
     h.lo = std::max(rec.r.lo, r.lo);
     h.hi = std::min(rec.r.hi, r.hi);
     h.first_core = rec.core;
@@ -78,8 +79,10 @@ void Machine::hz_access(int agent, const Range& r, const Core& c, uint32_t pc) {
     hazards.push_back(std::move(h));
   }
   HazardState::Rec rec{r, agent, mine[size_t(agent)], pc, c.id};
-  if (hz->log.size() < kWindow) hz->log.push_back(rec);
-  else hz->log[hz->next++ % kWindow] = rec;
+  if (hz->log.size() < kWindow)
+    hz->log.push_back(rec);
+  else
+    hz->log[hz->next++ % kWindow] = rec;
 }
 
 }  // namespace tilecore::sim

@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "tilecore/arch/tile_ops.h"
-#include "machine.h"
 #include "fault_text.h"
+#include "machine.h"
+#include "tilecore/arch/tile_ops.h"
 
 namespace tilecore::sim {
 
@@ -25,8 +25,10 @@ bool extent(const std::array<uint32_t, 4>& shape, const std::array<int32_t, 4>& 
   for (int i = 0; i < rank; ++i) {
     if (shape[size_t(i)] == 0) return false;
     int64_t span = int64_t(shape[size_t(i)] - 1) * stride[size_t(i)];
-    if (span < 0) lo += span;
-    else hi += span;
+    if (span < 0)
+      lo += span;
+    else
+      hi += span;
   }
   return true;
 }
@@ -50,7 +52,9 @@ Outcome Machine::issue(Core& c, const Inst& i) {
     return {Outcome::Block};
   }
   auto bad = [&](const std::string& why) { fault(SimError::Kind::BadDescriptor, c, c.pc, why); };
-  auto mem_fault = [&](const std::string& why) { fault(SimError::Kind::MemoryFault, c, c.pc, why); };
+  auto mem_fault = [&](const std::string& why) {
+    fault(SimError::Kind::MemoryFault, c, c.pc, why);
+  };
 
   Command cmd;
   cmd.inst = i;
@@ -60,27 +64,32 @@ Outcome Machine::issue(Core& c, const Inst& i) {
   // Descriptor: local L1, 4-byte aligned, snapshotted now.
   uint8_t desc_reg = row.format == arch::Format::Dma ? i.c : i.d;
   uint64_t daddr = uint32_t(c.x[desc_reg] + uint32_t(i.imm));
-  size_t dbytes = row.format == arch::Format::Dma ? arch::DmaDesc::kBytes
+  size_t dbytes = row.format == arch::Format::Dma  ? arch::DmaDesc::kBytes
                   : row.unit == arch::Unit::Matrix ? arch::MmDesc::kBytes
                                                    : arch::VecDesc::kBytes;
   // A matrix descriptor is extended to 64 bytes by flag bits in its byte 26.
-  if (row.unit == arch::Unit::Matrix && row.format != arch::Format::Dma && mem.in_bounds(Space::L1, daddr, 27))
+  if (row.unit == arch::Unit::Matrix && row.format != arch::Format::Dma &&
+      mem.in_bounds(Space::L1, daddr, 27))
     dbytes = arch::MmDesc::size_for_flags(mem.base(Space::L1, c.id)[daddr + 26]);
   if (!mem.in_bounds(Space::L1, daddr, dbytes))
-    mem_fault("descriptor at l1[" + std::to_string(c.id) + "]:" + hex(daddr) + " (" + std::to_string(dbytes) +
-              " bytes) is outside local L1");
+    mem_fault("descriptor at l1[" + std::to_string(c.id) + "]:" + hex(daddr) + " (" +
+              std::to_string(dbytes) + " bytes) is outside local L1");
   if (daddr % 4) mem_fault("descriptor address " + hex(daddr) + " is not 4-byte aligned");
   std::span<const uint8_t> db(mem.base(Space::L1, c.id) + daddr, dbytes);
   std::string why;
 
-  auto add_range = [&](Space s, uint64_t base, int64_t lo, int64_t hi, int es_bytes, bool write, const char* what) {
+  auto add_range = [&](Space s, uint64_t base, int64_t lo, int64_t hi, int es_bytes, bool write,
+                       const char* what) {
     int64_t blo = int64_t(base) + lo * es_bytes, bhi = int64_t(base) + (hi + 1) * es_bytes;
     if (blo < 0 || !mem.in_bounds(s, uint64_t(blo), uint64_t(bhi - blo)))
-      mem_fault(std::string(what) + " tensor spans " + space_text(s, c.id) + " [" + (blo < 0 ? "-" + hex(uint64_t(-blo)) : hex(uint64_t(blo))) +
-                ", " + hex(uint64_t(bhi)) + "), outside the " + size_text(mem.size(s)) + " memory");
+      mem_fault(std::string(what) + " tensor spans " + space_text(s, c.id) + " [" +
+                (blo < 0 ? "-" + hex(uint64_t(-blo)) : hex(uint64_t(blo))) + ", " +
+                hex(uint64_t(bhi)) + "), outside the " + size_text(mem.size(s)) + " memory");
     if (base % uint64_t(es_bytes))
-      mem_fault(std::string(what) + " address " + hex(base) + " is not aligned to its " + std::to_string(es_bytes) + "-byte elements");
-    if (cmd.nranges < int(cmd.ranges.size())) cmd.ranges[size_t(cmd.nranges++)] = Range{s, c.id, uint64_t(blo), uint64_t(bhi), write};
+      mem_fault(std::string(what) + " address " + hex(base) + " is not aligned to its " +
+                std::to_string(es_bytes) + "-byte elements");
+    if (cmd.nranges < int(cmd.ranges.size()))
+      cmd.ranges[size_t(cmd.nranges++)] = Range{s, c.id, uint64_t(blo), uint64_t(bhi), write};
   };
 
   if (row.format == arch::Format::Dma) {
@@ -92,15 +101,19 @@ Outcome Machine::issue(Core& c, const Inst& i) {
     cmd.addr[1] = c.x[i.b];
     uint64_t n = elements_of(d->shape, d->rank);
     if (n > cfg.max_command_elements)
-      bad("DMA of " + std::to_string(n) + " elements exceeds the limit of " + std::to_string(cfg.max_command_elements));
+      bad("DMA of " + std::to_string(n) + " elements exceeds the limit of " +
+          std::to_string(cfg.max_command_elements));
     int64_t lo, hi;
     if (extent(d->shape, d->dst_stride, d->rank, lo, hi))
-      add_range(cmd.dst_space, cmd.addr[0], lo, hi, arch::dtype_size(d->dst_dtype), true, "DMA destination");
+      add_range(cmd.dst_space, cmd.addr[0], lo, hi, arch::dtype_size(d->dst_dtype), true,
+                "DMA destination");
     if (!d->fill()) {
       std::array<uint32_t, 4> src_shape = d->shape;
-      for (int k = 0; k < d->rank; ++k) src_shape[size_t(k)] -= d->pad_lo[size_t(k)] + d->pad_hi[size_t(k)];
+      for (int k = 0; k < d->rank; ++k)
+        src_shape[size_t(k)] -= d->pad_lo[size_t(k)] + d->pad_hi[size_t(k)];
       if (extent(src_shape, d->src_stride, d->rank, lo, hi))
-        add_range(cmd.src_space, cmd.addr[1], lo, hi, arch::dtype_size(d->src_dtype), false, "DMA source");
+        add_range(cmd.src_space, cmd.addr[1], lo, hi, arch::dtype_size(d->src_dtype), false,
+                  "DMA source");
     }
     arch::cost::DmaCost k = arch::cost::dma(*d, cmd.dst_space, cmd.src_space);
     cmd.cycles = k.beats;
@@ -120,19 +133,26 @@ Outcome Machine::issue(Core& c, const Inst& i) {
     cmd.addr[0] = c.x[i.a];
     cmd.addr[1] = c.x[i.b];
     cmd.addr[2] = c.x[i.c];
-    add_range(Space::L1, cmd.addr[1], 0, int64_t(d->m - 1) * d->lda + d->k - 1, ies, false, "matrix A");
-    add_range(Space::L1, cmd.addr[2], 0, int64_t(d->k - 1) * d->ldb + d->n - 1, ies, false, "matrix B");
+    add_range(Space::L1, cmd.addr[1], 0, int64_t(d->m - 1) * d->lda + d->k - 1, ies, false,
+              "matrix A");
+    add_range(Space::L1, cmd.addr[2], 0, int64_t(d->k - 1) * d->ldb + d->n - 1, ies, false,
+              "matrix B");
     bool acc_flag = i.op == Opcode::Mma;
     if (d->epilogue()) {
-      if (acc_flag) add_range(Space::L1, cmd.addr[0], 0, int64_t(d->m - 1) * d->ldc + d->n - 1, 4, false, "matrix C");
-      add_range(Space::L1, cmd.addr[0], 0, int64_t(d->m - 1) * d->ldo + d->n - 1, arch::dtype_size(d->out_dtype), true, "matrix output");
+      if (acc_flag)
+        add_range(Space::L1, cmd.addr[0], 0, int64_t(d->m - 1) * d->ldc + d->n - 1, 4, false,
+                  "matrix C");
+      add_range(Space::L1, cmd.addr[0], 0, int64_t(d->m - 1) * d->ldo + d->n - 1,
+                arch::dtype_size(d->out_dtype), true, "matrix output");
       if (d->bias()) add_range(Space::L1, d->bias_addr, 0, d->n - 1, 4, false, "matrix bias");
-      if (d->channel_scale()) add_range(Space::L1, d->scale_addr, 0, d->n - 1, 4, false, "matrix scale");
+      if (d->channel_scale())
+        add_range(Space::L1, d->scale_addr, 0, d->n - 1, 4, false, "matrix scale");
       if (d->residual())
-        add_range(Space::L1, d->res_addr, 0, int64_t(d->m - 1) * d->ldr + d->n - 1, arch::dtype_size(d->res_dtype), false,
-                  "matrix residual");
+        add_range(Space::L1, d->res_addr, 0, int64_t(d->m - 1) * d->ldr + d->n - 1,
+                  arch::dtype_size(d->res_dtype), false, "matrix residual");
     } else {
-      add_range(Space::L1, cmd.addr[0], 0, int64_t(d->m - 1) * d->ldc + d->n - 1, arch::dtype_size(acc), true, "matrix C");
+      add_range(Space::L1, cmd.addr[0], 0, int64_t(d->m - 1) * d->ldc + d->n - 1,
+                arch::dtype_size(acc), true, "matrix C");
     }
     bool conflict = arch::cost::l1_bank(cmd.addr[1]) == arch::cost::l1_bank(cmd.addr[2]);
     arch::cost::MmCost k = arch::cost::matrix(in, *d, conflict);
@@ -145,13 +165,15 @@ Outcome Machine::issue(Core& c, const Inst& i) {
     cmd.bytes_read = (uint64_t(d->m) * d->k + uint64_t(d->k) * d->n) * uint64_t(ies);
     cmd.bytes_written = uint64_t(d->m) * d->n * 4;
     if (d->channel_scale()) cmd.bytes_read += uint64_t(d->n) * 4;
-    if (d->residual()) cmd.bytes_read += uint64_t(d->m) * d->n * uint64_t(arch::dtype_size(d->res_dtype));
+    if (d->residual())
+      cmd.bytes_read += uint64_t(d->m) * d->n * uint64_t(arch::dtype_size(d->res_dtype));
     cmd.desc = *d;
   } else {
     auto d = arch::VecDesc::parse(db, &why);
     if (!d) bad(why);
     DType dt = i.dtype();
-    DType at = (row.format == arch::Format::TileCvt) ? i.src_dtype() : (i.op == Opcode::Tlut ? DType::U8 : dt);
+    DType at = (row.format == arch::Format::TileCvt) ? i.src_dtype()
+                                                     : (i.op == Opcode::Tlut ? DType::U8 : dt);
     const arch::TileOpInfo* top = arch::FindTileOpByOpcode(i.op);
     bool reduce = top != nullptr && top->form == arch::TileForm::Reduce;
     cmd.addr[0] = c.x[i.a];
@@ -159,14 +181,16 @@ Outcome Machine::issue(Core& c, const Inst& i) {
     cmd.addr[2] = row.format == arch::Format::Tile3 ? c.x[i.c] : 0;
     uint64_t n = elements_of(d->shape, d->rank);
     if (n > cfg.max_command_elements)
-      bad("vector command of " + std::to_string(n) + " elements exceeds the limit of " + std::to_string(cfg.max_command_elements));
+      bad("vector command of " + std::to_string(n) + " elements exceeds the limit of " +
+          std::to_string(cfg.max_command_elements));
     int64_t lo, hi;
     std::array<int32_t, 4> dstr = d->d_stride;
     if (reduce) dstr[size_t(d->rank - 1)] = 0;
     if (extent(d->shape, d->a_stride, d->rank, lo, hi))
       add_range(Space::L1, cmd.addr[1], lo, hi, arch::dtype_size(at), false, "vector source a");
     if (row.format == arch::Format::Tile3) {
-      if (i.op == Opcode::Tlut) add_range(Space::L1, cmd.addr[2], 0, 255, arch::dtype_size(dt), false, "lookup table");
+      if (i.op == Opcode::Tlut)
+        add_range(Space::L1, cmd.addr[2], 0, 255, arch::dtype_size(dt), false, "lookup table");
       else if (extent(d->shape, d->b_stride, d->rank, lo, hi))
         add_range(Space::L1, cmd.addr[2], lo, hi, arch::dtype_size(dt), false, "vector source b");
     }
@@ -176,7 +200,8 @@ Outcome Machine::issue(Core& c, const Inst& i) {
                     arch::cost::l1_bank(cmd.addr[1]) == arch::cost::l1_bank(cmd.addr[2]);
     cmd.cycles = arch::cost::vector(i.op, dt, at, n, conflict);
     cmd.work = n;
-    cmd.bytes_read = n * uint64_t(arch::dtype_size(at)) * (row.format == arch::Format::Tile3 ? 2 : 1);
+    cmd.bytes_read =
+        n * uint64_t(arch::dtype_size(at)) * (row.format == arch::Format::Tile3 ? 2 : 1);
     cmd.bytes_written = n * uint64_t(arch::dtype_size(dt));
     cmd.desc = *d;
   }
@@ -186,7 +211,8 @@ Outcome Machine::issue(Core& c, const Inst& i) {
   }
   es.queue.push_back(std::move(cmd));
   AgentSlot& eng = slot(c.id, Agent(int(e) + 1));
-  if (eng.state == AgentState::Blocked && eng.why == BlockReason::EmptyQueue) wake(c.id * kNumAgents + int(e) + 1, now(c));
+  if (eng.state == AgentState::Blocked && eng.why == BlockReason::EmptyQueue)
+    wake(c.id * kNumAgents + int(e) + 1, now(c));
   return {};
 }
 
@@ -230,7 +256,8 @@ Outcome Machine::wait_instruction(Core& c, const Inst& i) {
   }
   es.queue.push_back(std::move(cmd));
   AgentSlot& eng = slot(c.id, Agent(int(q) + 1));
-  if (eng.state == AgentState::Blocked && eng.why == BlockReason::EmptyQueue) wake(c.id * kNumAgents + int(q) + 1, now(c));
+  if (eng.state == AgentState::Blocked && eng.why == BlockReason::EmptyQueue)
+    wake(c.id * kNumAgents + int(q) + 1, now(c));
   return {};
 }
 
@@ -269,7 +296,8 @@ Outcome Machine::barrier(Core& c) {
 void Machine::host_call(Core& c, uint32_t block) {
   if (!host_call_fn) {
     fault(SimError::Kind::IllegalInstruction, c, c.pc,
-          "hcall: no host services calls on this simulator (kernels with host calls run through the npu module, "
+          "hcall: no host services calls on this simulator (kernels with host calls run through "
+          "the npu module, "
           "or install a handler with Simulator::set_host_call)");
   }
   host_call_fn(c.id, block);
@@ -284,7 +312,8 @@ Outcome Machine::fence(Core& c) {
       return {Outcome::Block};
     }
     last = std::max(last, slot(c.id, Agent(e + 1)).t);
-    if (hazard_mode() && c.eng[size_t(e)].done > 0) hz_join(c.id * kNumAgents, c.eng[size_t(e)].done_vc.back());
+    if (hazard_mode() && c.eng[size_t(e)].done > 0)
+      hz_join(c.id * kNumAgents, c.eng[size_t(e)].done_vc.back());
   }
   int64_t stall = last > now(c) ? int64_t(last - now(c)) : 0;
   return {Outcome::Next, 0, 1 + stall, stall};
@@ -302,7 +331,8 @@ void Machine::check_waiters(Core& c) {
         break;
       }
       case BlockReason::QueueFull:
-        if (int(c.eng[size_t(s.on_engine)].queue.size()) < cfg.queue_depth) wake(id, c.eng[size_t(s.on_engine)].last_pop);
+        if (int(c.eng[size_t(s.on_engine)].queue.size()) < cfg.queue_depth)
+          wake(id, c.eng[size_t(s.on_engine)].last_pop);
         break;
       case BlockReason::Fence: {
         bool empty = true;
@@ -314,7 +344,8 @@ void Machine::check_waiters(Core& c) {
         if (empty) wake(id, last);
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
 }

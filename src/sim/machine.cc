@@ -33,11 +33,14 @@ Memory::Memory(const SimConfig& cfg) try
       l2_(size_t(cfg.l2_bytes)),
       l1_(size_t(cfg.cores), std::vector<uint8_t>(size_t(cfg.l1_bytes))),
       l1_size_(cfg.l1_bytes) {
-  if (!ddr_) throw SimError(SimError::Kind::Usage, -1, 0, "", "cannot allocate " + size_text(cfg.ddr_bytes) + " of DDR");
+  if (!ddr_)
+    throw SimError(SimError::Kind::Usage, -1, 0, "",
+                   "cannot allocate " + size_text(cfg.ddr_bytes) + " of DDR");
 } catch (const std::bad_alloc&) {
   throw SimError(SimError::Kind::Usage, -1, 0, "",
-                 "cannot allocate " + size_text(cfg.l2_bytes) + " of L2 and " + std::to_string(cfg.cores) + " x " +
-                     size_text(cfg.l1_bytes) + " of L1 (" + std::to_string(cfg.cores) + " cores)");
+                 "cannot allocate " + size_text(cfg.l2_bytes) + " of L2 and " +
+                     std::to_string(cfg.cores) + " x " + size_text(cfg.l1_bytes) + " of L1 (" +
+                     std::to_string(cfg.cores) + " cores)");
 }
 
 void Memory::clear() {
@@ -71,24 +74,27 @@ void Machine::load(const arch::Program& p) {
     return c;
   };
   for (const auto& t : p.text) {
-    if (t.core_mask == 0) throw SimError(SimError::Kind::Usage, -1, 0, "", "program has a text section for no core (core mask 0)");
+    if (t.core_mask == 0)
+      throw SimError(SimError::Kind::Usage, -1, 0, "",
+                     "program has a text section for no core (core mask 0)");
     if (!t.words.empty() && (t.core_mask & present) == 0) {
       throw SimError(SimError::Kind::Usage, -1, 0, "",
-                     "program has code for core " + std::to_string(first_core(t.core_mask)) + "; the simulator has " +
-                         std::to_string(cfg.cores) + " cores");
+                     "program has code for core " + std::to_string(first_core(t.core_mask)) +
+                         "; the simulator has " + std::to_string(cfg.cores) + " cores");
     }
   }
   for (const auto& d : p.data) {
     if (d.space == Space::L1 && !d.bytes.empty() && (d.core_mask & present) == 0) {
       throw SimError(SimError::Kind::Usage, -1, 0, "",
-                     "program has L1 data for core " + std::to_string(first_core(d.core_mask)) + "; the simulator has " +
-                         std::to_string(cfg.cores) + " cores");
+                     "program has L1 data for core " + std::to_string(first_core(d.core_mask)) +
+                         "; the simulator has " + std::to_string(cfg.cores) + " cores");
     }
     if (!mem.in_bounds(d.space, d.addr, d.bytes.size())) {
       int core = d.space == Space::L1 ? first_core(d.core_mask & present) : 0;
       throw SimError(SimError::Kind::Usage, -1, 0, "",
-                     "data segment " + space_text(d.space, core) + ":" + hex(d.addr) + " (" + std::to_string(d.bytes.size()) +
-                         " bytes) does not fit the " + size_text(mem.size(d.space)) + " memory");
+                     "data segment " + space_text(d.space, core) + ":" + hex(d.addr) + " (" +
+                         std::to_string(d.bytes.size()) + " bytes) does not fit the " +
+                         size_text(mem.size(d.space)) + " memory");
     }
   }
   heap_.clear();
@@ -103,8 +109,9 @@ void Machine::load(const arch::Program& p) {
       if (d.space == Space::L1 && !(d.core_mask >> core & 1)) continue;
       if (!mem.in_bounds(d.space, d.addr, d.bytes.size()))
         throw SimError(SimError::Kind::Usage, -1, 0, "",
-                       "data segment " + space_text(d.space, core) + ":" + hex(d.addr) + " (" + std::to_string(d.bytes.size()) +
-                           " bytes) does not fit the " + size_text(mem.size(d.space)) + " memory");
+                       "data segment " + space_text(d.space, core) + ":" + hex(d.addr) + " (" +
+                           std::to_string(d.bytes.size()) + " bytes) does not fit the " +
+                           size_text(mem.size(d.space)) + " memory");
       std::memcpy(mem.base(d.space, core) + d.addr, d.bytes.data(), d.bytes.size());
       if (d.space != Space::L1) break;
     }
@@ -124,8 +131,10 @@ void Machine::load(const arch::Program& p) {
       for (size_t k = 0; k < c.words.size(); ++k) {
         std::string why;
         auto inst = arch::decode(c.words[k], &why);
-        if (inst) c.code[k] = *inst;
-        else c.decode_error[k] = why.empty() ? "illegal instruction" : why;
+        if (inst)
+          c.code[k] = *inst;
+        else
+          c.decode_error[k] = why.empty() ? "illegal instruction" : why;
       }
     }
     for (auto& e : c.eng) e.queue.reset(cfg.queue_depth);
@@ -158,7 +167,8 @@ void Machine::schedule(int agent) {
 
 void Machine::wake(int agent, uint64_t at) {
   AgentSlot& s = slots_[size_t(agent)];
-  if (s.why != BlockReason::EmptyQueue) s.stats.stalled_dep += at > s.blocked_at ? at - s.blocked_at : 0;
+  if (s.why != BlockReason::EmptyQueue)
+    s.stats.stalled_dep += at > s.blocked_at ? at - s.blocked_at : 0;
   s.t = std::max(s.t, at);
   schedule(agent);
 }
@@ -182,32 +192,41 @@ std::string Machine::inst_text(const Core& c, uint32_t pc) const {
   return arch::format_instruction(c.code[pc], pc);
 }
 
-void Machine::fault(SimError::Kind kind, const Core& c, uint32_t pc, const std::string& reason) const {
+void Machine::fault(SimError::Kind kind, const Core& c, uint32_t pc,
+                    const std::string& reason) const {
   int line = pc < c.lines.size() ? c.lines[pc] : 0;
   throw SimError(kind, c.id, pc, inst_text(c, pc), reason, line);
 }
 
 void Machine::count_bytes(Space s, uint64_t n, bool write) {
   switch (s) {
-    case Space::DDR: (write ? ddr_written : ddr_read) += n; break;
-    case Space::L2: (write ? l2_written : l2_read) += n; break;
-    case Space::L1: (write ? l1_written : l1_read) += n; break;
+    case Space::DDR:
+      (write ? ddr_written : ddr_read) += n;
+      break;
+    case Space::L2:
+      (write ? l2_written : l2_read) += n;
+      break;
+    case Space::L1:
+      (write ? l1_written : l1_read) += n;
+      break;
   }
 }
 
 uint8_t* Machine::access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t align, bool write) {
   if (!mem.in_bounds(s, addr, n))
     fault(SimError::Kind::MemoryFault, c, c.pc,
-          "out-of-bounds " + std::string(write ? "store to " : "load from ") + space_text(s, c.id) + " [" + hex(addr) +
-              ", " + hex(addr + n) + "): the memory is " + size_text(mem.size(s)));
+          "out-of-bounds " + std::string(write ? "store to " : "load from ") + space_text(s, c.id) +
+              " [" + hex(addr) + ", " + hex(addr + n) + "): the memory is " +
+              size_text(mem.size(s)));
   if (addr % align)
     fault(SimError::Kind::MemoryFault, c, c.pc,
-          "misaligned " + std::string(write ? "store" : "load") + ": address " + hex(addr) + " is not " +
-              std::to_string(align) + "-byte aligned");
+          "misaligned " + std::string(write ? "store" : "load") + ": address " + hex(addr) +
+              " is not " + std::to_string(align) + "-byte aligned");
   count_bytes(s, n, write);
   if (hazard_mode()) hz_access(c.id * kNumAgents, Range{s, c.id, addr, addr + n, write}, c, c.pc);
   if (dbg && (write ? dbg->want_writes : dbg->want_reads))
-    dbg->on_access(MemAccess{s, c.id, addr, addr + n, write, c.id, 0, c.pc, c.code[c.pc].op, mem.base(s, c.id) + addr});
+    dbg->on_access(MemAccess{s, c.id, addr, addr + n, write, c.id, 0, c.pc, c.code[c.pc].op,
+                             mem.base(s, c.id) + addr});
   return mem.base(s, c.id) + addr;
 }
 
@@ -218,14 +237,22 @@ uint32_t Machine::csr(Core& c, arch::Csr which) {
     return uint32_t(std::upper_bound(dt.begin(), dt.end(), t) - dt.begin());
   };
   switch (which) {
-    case arch::Csr::CoreId: return uint32_t(c.id);
-    case arch::Csr::NCores: return uint32_t(cfg.cores);
-    case arch::Csr::Cycle: return uint32_t(t);
-    case arch::Csr::Instret: return uint32_t(c.instret);
-    case arch::Csr::CntDin: return count(Engine::DmaIn);
-    case arch::Csr::CntDout: return count(Engine::DmaOut);
-    case arch::Csr::CntMm: return count(Engine::Matrix);
-    case arch::Csr::CntVec: return count(Engine::Vector);
+    case arch::Csr::CoreId:
+      return uint32_t(c.id);
+    case arch::Csr::NCores:
+      return uint32_t(cfg.cores);
+    case arch::Csr::Cycle:
+      return uint32_t(t);
+    case arch::Csr::Instret:
+      return uint32_t(c.instret);
+    case arch::Csr::CntDin:
+      return count(Engine::DmaIn);
+    case arch::Csr::CntDout:
+      return count(Engine::DmaOut);
+    case arch::Csr::CntMm:
+      return count(Engine::Matrix);
+    case arch::Csr::CntVec:
+      return count(Engine::Vector);
   }
   return 0;
 }
@@ -235,10 +262,11 @@ uint32_t Machine::csr(Core& c, arch::Csr which) {
 bool Machine::step_scalar(Core& c, AgentSlot& s) {
   if (c.pc >= c.code.size())
     fault(SimError::Kind::PcOutOfRange, c, c.pc,
-          "pc " + std::to_string(c.pc) + " is outside the program (" + std::to_string(c.code.size()) +
-              " instructions); every core must end with halt");
+          "pc " + std::to_string(c.pc) + " is outside the program (" +
+              std::to_string(c.code.size()) + " instructions); every core must end with halt");
   if (!c.decode_error[c.pc].empty())
-    fault(SimError::Kind::IllegalInstruction, c, c.pc, "illegal instruction: " + c.decode_error[c.pc]);
+    fault(SimError::Kind::IllegalInstruction, c, c.pc,
+          "illegal instruction: " + c.decode_error[c.pc]);
   const Inst& inst = c.code[c.pc];
   Outcome o = kDispatch[size_t(inst.op)](*this, c, inst);
   if (o.kind == Outcome::Block) {
@@ -256,13 +284,18 @@ bool Machine::step_scalar(Core& c, AgentSlot& s) {
   ++instructions;
   if (hazard_mode()) hz_tick(c.id * kNumAgents);
   switch (o.kind) {
-    case Outcome::Next: ++c.pc; break;
-    case Outcome::Jump: c.pc = o.target; break;
+    case Outcome::Next:
+      ++c.pc;
+      break;
+    case Outcome::Jump:
+      c.pc = o.target;
+      break;
     case Outcome::Halt:
       c.halted = true;
       s.state = AgentState::Done;
       break;
-    default: break;
+    default:
+      break;
   }
   makespan_ = std::max(makespan_, s.t);
   return true;
@@ -315,20 +348,29 @@ void Machine::step_engine(Core& c, int e, AgentSlot& s) {
   work += cmd.work;
   if (cfg.max_work && work > cfg.max_work)
     fault(SimError::Kind::Budget, c, cmd.pc,
-          "work budget of " + std::to_string(cfg.max_work) + " element operations exhausted by this command");
+          "work budget of " + std::to_string(cfg.max_work) +
+              " element operations exhausted by this command");
   if (dbg) {
     for (int k = 0; k < cmd.nranges; ++k) {
       const Range& r = cmd.ranges[size_t(k)];
       if (!(r.write ? dbg->want_writes : dbg->want_reads)) continue;
-      dbg->on_access(MemAccess{r.space, r.core, r.lo, r.hi, r.write, c.id, e + 1, cmd.pc, cmd.inst.op,
+      dbg->on_access(MemAccess{r.space, r.core, r.lo, r.hi, r.write, c.id, e + 1, cmd.pc,
+                               cmd.inst.op,
                                functional() ? mem.base(r.space, r.core) + r.lo : nullptr});
     }
   }
   if (functional()) {
     switch (arch::info(cmd.inst.op).unit) {
-      case arch::Unit::DmaIn: case arch::Unit::DmaOut: execute_dma(c, cmd); break;
-      case arch::Unit::Matrix: execute_matrix(c, cmd); break;
-      default: execute_vector(c, cmd); break;
+      case arch::Unit::DmaIn:
+      case arch::Unit::DmaOut:
+        execute_dma(c, cmd);
+        break;
+      case arch::Unit::Matrix:
+        execute_matrix(c, cmd);
+        break;
+      default:
+        execute_vector(c, cmd);
+        break;
     }
   }
   uint64_t end = start, stall_bw = 0;
@@ -355,7 +397,8 @@ void Machine::step_engine(Core& c, int e, AgentSlot& s) {
   c.counters.peak_macs += cmd.peak_macs_per_cycle * uint64_t(cmd.cycles);
   if (cmd.nranges) {
     if (arch::info(cmd.inst.op).format == arch::Format::Dma) {
-      if (!std::get<arch::DmaDesc>(cmd.desc).fill()) count_bytes(cmd.src_space, cmd.bytes_read, false);
+      if (!std::get<arch::DmaDesc>(cmd.desc).fill())
+        count_bytes(cmd.src_space, cmd.bytes_read, false);
       count_bytes(cmd.dst_space, cmd.bytes_written, true);
     } else {
       count_bytes(Space::L1, cmd.bytes_read, false);
@@ -376,18 +419,28 @@ void Machine::step_engine(Core& c, int e, AgentSlot& s) {
 std::string Machine::describe_wait(const Core& c) const {
   std::string s = "core " + std::to_string(c.id) + ": ";
   const AgentSlot& sc = slot(c.id, Agent::Scalar);
-  if (c.halted) s += "halted";
+  if (c.halted)
+    s += "halted";
   else if (sc.state == AgentState::Blocked) {
     s += "front end at pc " + std::to_string(c.pc) + " (`" + inst_text(c, c.pc) + "`) ";
     switch (sc.why) {
       case BlockReason::Counter:
-        s += "waits for " + std::string(arch::engine_name(sc.on_engine)) + " counter >= " + std::to_string(sc.on_count) +
-             " (it is " + std::to_string(c.eng[size_t(sc.on_engine)].done) + ")";
+        s += "waits for " + std::string(arch::engine_name(sc.on_engine)) +
+             " counter >= " + std::to_string(sc.on_count) + " (it is " +
+             std::to_string(c.eng[size_t(sc.on_engine)].done) + ")";
         break;
-      case BlockReason::Barrier: s += "waits at the barrier"; break;
-      case BlockReason::QueueFull: s += "waits for room in the " + std::string(arch::engine_name(sc.on_engine)) + " queue"; break;
-      case BlockReason::Fence: s += "waits for its queues to drain"; break;
-      default: s += "is blocked"; break;
+      case BlockReason::Barrier:
+        s += "waits at the barrier";
+        break;
+      case BlockReason::QueueFull:
+        s += "waits for room in the " + std::string(arch::engine_name(sc.on_engine)) + " queue";
+        break;
+      case BlockReason::Fence:
+        s += "waits for its queues to drain";
+        break;
+      default:
+        s += "is blocked";
+        break;
     }
   } else {
     s += "running";
@@ -396,9 +449,10 @@ std::string Machine::describe_wait(const Core& c) const {
     const AgentSlot& es = slot(c.id, Agent(e + 1));
     if (es.state == AgentState::Blocked && es.why == BlockReason::Counter) {
       const Command& head = c.eng[size_t(e)].queue.front();
-      s += "; " + std::string(arch::engine_name(Engine(e))) + " queue (wait from pc " + std::to_string(head.pc) +
-           ") waits for " + std::string(arch::engine_name(es.on_engine)) + " counter >= " + std::to_string(es.on_count) +
-           " (it is " + std::to_string(c.eng[size_t(es.on_engine)].done) + ")";
+      s += "; " + std::string(arch::engine_name(Engine(e))) + " queue (wait from pc " +
+           std::to_string(head.pc) + ") waits for " + std::string(arch::engine_name(es.on_engine)) +
+           " counter >= " + std::to_string(es.on_count) + " (it is " +
+           std::to_string(c.eng[size_t(es.on_engine)].done) + ")";
     }
   }
   return s;
@@ -413,14 +467,18 @@ void Machine::deadlock() const {
 
 void Machine::run(uint64_t budget, bool throw_on_budget, uint64_t* executed) {
   // Two instances of one loop: without a debugger the checks are compiled out.
-  if (dbg) run_loop<true>(budget, throw_on_budget, executed);
-  else run_loop<false>(budget, throw_on_budget, executed);
+  if (dbg)
+    run_loop<true>(budget, throw_on_budget, executed);
+  else
+    run_loop<false>(budget, throw_on_budget, executed);
 }
 
 template <bool kDebug>
 void Machine::run_loop(uint64_t budget, bool throw_on_budget, uint64_t* executed) {
   uint64_t done = 0;
-  auto later = [](const HeapEntry& a, const HeapEntry& b) { return a.t != b.t ? a.t > b.t : a.id > b.id; };
+  auto later = [](const HeapEntry& a, const HeapEntry& b) {
+    return a.t != b.t ? a.t > b.t : a.id > b.id;
+  };
   while (true) {
     if (heap_.empty()) {
       if (executed) *executed = done;
@@ -442,12 +500,14 @@ void Machine::run_loop(uint64_t budget, bool throw_on_budget, uint64_t* executed
           if (executed) *executed = done;
           if (throw_on_budget)
             fault(SimError::Kind::Budget, c, c.pc,
-                  "instruction budget of " + std::to_string(budget) + " exhausted before the program finished (runaway loop?)");
+                  "instruction budget of " + std::to_string(budget) +
+                      " exhausted before the program finished (runaway loop?)");
           return;
         }
         if constexpr (kDebug) {
           if (dbg->want_instructions) {
-            const Inst* inst = c.pc < c.code.size() && c.decode_error[c.pc].empty() ? &c.code[c.pc] : nullptr;
+            const Inst* inst =
+                c.pc < c.code.size() && c.decode_error[c.pc].empty() ? &c.code[c.pc] : nullptr;
             if (dbg->before_instruction(c.id, c.pc, inst, instructions)) {
               dbg->stop = true;  // stop before this instruction
               schedule(int(top.id));
@@ -491,9 +551,12 @@ Stats Machine::stats() const {
   st.cycles = makespan_;
   st.instructions = instructions;
   st.commands = commands;
-  st.ddr_read = ddr_read; st.ddr_written = ddr_written;
-  st.l2_read = l2_read; st.l2_written = l2_written;
-  st.l1_read = l1_read; st.l1_written = l1_written;
+  st.ddr_read = ddr_read;
+  st.ddr_written = ddr_written;
+  st.l2_read = l2_read;
+  st.l2_written = l2_written;
+  st.l1_read = l1_read;
+  st.l1_written = l1_written;
   for (const auto& c : cores) {
     CoreStats cs = c.counters;
     for (int a = 0; a < kNumAgents; ++a) {

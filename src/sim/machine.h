@@ -7,14 +7,14 @@
 // (clock, id), which is what makes every run deterministic.
 #pragma once
 
-#include <functional>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -39,14 +39,22 @@ using arch::Space;
 class Memory {
  public:
   Memory(const SimConfig& cfg);
-  uint8_t* base(Space s, int core) { return s == Space::DDR ? ddr_.get() : s == Space::L2 ? l2_.data() : l1_[size_t(core)].data(); }
+  uint8_t* base(Space s, int core) {
+    return s == Space::DDR ? ddr_.get() : s == Space::L2 ? l2_.data() : l1_[size_t(core)].data();
+  }
   const uint8_t* base(Space s, int core) const { return const_cast<Memory*>(this)->base(s, core); }
-  uint64_t size(Space s) const { return s == Space::DDR ? ddr_size_ : s == Space::L2 ? l2_.size() : l1_size_; }
-  bool in_bounds(Space s, uint64_t addr, uint64_t n) const { return addr <= size(s) && n <= size(s) - addr; }
+  uint64_t size(Space s) const {
+    return s == Space::DDR ? ddr_size_ : s == Space::L2 ? l2_.size() : l1_size_;
+  }
+  bool in_bounds(Space s, uint64_t addr, uint64_t n) const {
+    return addr <= size(s) && n <= size(s) - addr;
+  }
   void clear();
 
  private:
-  struct FreeDeleter { void operator()(uint8_t* p) const; };
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const;
+  };
   std::unique_ptr<uint8_t[], FreeDeleter> ddr_;  // calloc'd: pages stay untouched until used
   uint64_t ddr_size_;
   std::vector<uint8_t> l2_;
@@ -57,7 +65,7 @@ class Memory {
 /// A byte range one command or instruction touches (for bounds and hazards).
 struct Range {
   Space space = Space::L1;
-  int core = 0;          // for L1
+  int core = 0;  // for L1
   uint64_t lo = 0, hi = 0;
   bool write = false;
 };
@@ -70,21 +78,21 @@ struct Command {
   Inst inst;
   uint32_t pc = 0;
   uint64_t issue_time = 0;
-  bool marker = false;                 // a `wait <queue>, ...` entry
+  bool marker = false;  // a `wait <queue>, ...` entry
   arch::Engine wait_engine = arch::Engine::DmaIn;
   uint32_t wait_count = 0;
-  uint32_t addr[3] = {0, 0, 0};        // dst, a (DMA: src), b
+  uint32_t addr[3] = {0, 0, 0};  // dst, a (DMA: src), b
   Space dst_space = Space::L1, src_space = Space::L1;
   std::variant<std::monostate, arch::DmaDesc, arch::VecDesc, arch::MmDesc> desc;
-  int64_t cycles = 0;                  // engine cycles without bandwidth stalls
-  int64_t latency = 0;                 // DMA: added after the data phase
-  int64_t occ_ddr = 0, occ_l2 = 0;     // DMA: shared-level occupancy (cycles)
+  int64_t cycles = 0;               // engine cycles without bandwidth stalls
+  int64_t latency = 0;              // DMA: added after the data phase
+  int64_t occ_ddr = 0, occ_l2 = 0;  // DMA: shared-level occupancy (cycles)
   uint64_t bytes_read = 0, bytes_written = 0;
   uint64_t macs = 0, issued_macs = 0, peak_macs_per_cycle = 0;
-  uint64_t work = 0;                   // host work: elements, or MACs for mm
+  uint64_t work = 0;              // host work: elements, or MACs for mm
   std::array<Range, 8> ranges{};  // mm with every epilogue input uses 7
   int nranges = 0;
-  uint32_t vc = 0;                     // HazardCheck: index of the issuer's clock snapshot
+  uint32_t vc = 0;  // HazardCheck: index of the issuer's clock snapshot
 };
 
 // ---- per-core state ---------------------------------------------------------------------------
@@ -94,8 +102,8 @@ enum class AgentState : uint8_t { Ready, Blocked, Done };
 enum class BlockReason : uint8_t { None, EmptyQueue, Counter, Barrier, QueueFull, Fence };
 
 struct AgentSlot {
-  uint64_t t = 0;          // local clock: when this agent can act next
-  uint32_t gen = 0;        // heap entries with an older gen are stale
+  uint64_t t = 0;    // local clock: when this agent can act next
+  uint32_t gen = 0;  // heap entries with an older gen are stale
   AgentState state = AgentState::Ready;
   BlockReason why = BlockReason::None;
   arch::Engine on_engine = arch::Engine::DmaIn;  // Counter / QueueFull
@@ -132,15 +140,15 @@ class CommandQueue {
 
 struct EngineState {
   CommandQueue queue;
-  uint64_t done = 0;                    // completion counter
-  uint64_t last_pop = 0;                // when the head entry last left the queue (it starts)
-  std::vector<uint64_t> done_time;      // done_time[k] = completion time of command k+1
-  std::vector<uint32_t> done_vc;        // HazardCheck: clock snapshot at each completion
+  uint64_t done = 0;                // completion counter
+  uint64_t last_pop = 0;            // when the head entry last left the queue (it starts)
+  std::vector<uint64_t> done_time;  // done_time[k] = completion time of command k+1
+  std::vector<uint32_t> done_vc;    // HazardCheck: clock snapshot at each completion
 };
 
 struct Core {
   int id = 0;
-  bool active = false;                  // has code
+  bool active = false;  // has code
   std::array<uint32_t, 32> x{};
   std::array<std::array<uint8_t, 32>, 32> v{};
   std::array<uint32_t, 8> p{};
@@ -148,12 +156,12 @@ struct Core {
   uint64_t instret = 0;
   bool halted = false;
   bool barrier_released = false;
-  std::vector<uint64_t> words;          // the core's text section (a copy: the Program may go away)
-  std::vector<int> lines;               // source line per word, when assembled from text
-  std::vector<Inst> code;               // pre-decoded
+  std::vector<uint64_t> words;  // the core's text section (a copy: the Program may go away)
+  std::vector<int> lines;       // source line per word, when assembled from text
+  std::vector<Inst> code;       // pre-decoded
   std::vector<std::string> decode_error;  // non-empty for words that do not decode
   std::array<EngineState, arch::kNumEngines> eng;
-  CoreStats counters;                   // macs
+  CoreStats counters;  // macs
 };
 
 /// HazardCheck state (hazard.cc): vector clocks and the recent-access window.
@@ -177,8 +185,8 @@ struct HazardState {
 struct Outcome {
   enum Kind : uint8_t { Next, Jump, Block, Halt } kind = Next;
   uint32_t target = 0;
-  int64_t cost = 1;        // cycles including stall
-  int64_t stall = 0;       // part of cost spent waiting (stalled_dep)
+  int64_t cost = 1;   // cycles including stall
+  int64_t stall = 0;  // part of cost spent waiting (stalled_dep)
 };
 
 class Machine {
@@ -193,7 +201,8 @@ class Machine {
   std::string trace_json() const;
 
   // ---- used by semantics and engines ----
-  [[noreturn]] void fault(SimError::Kind kind, const Core& c, uint32_t pc, const std::string& reason) const;
+  [[noreturn]] void fault(SimError::Kind kind, const Core& c, uint32_t pc,
+                          const std::string& reason) const;
   std::string inst_text(const Core& c, uint32_t pc) const;
   /// Checks a front-end access and returns its host pointer.
   uint8_t* access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t align, bool write);
@@ -210,7 +219,9 @@ class Machine {
   uint64_t now(const Core& c) const { return slot(c.id, Agent::Scalar).t; }
 
   AgentSlot& slot(int core, Agent a) { return slots_[size_t(core * kNumAgents + int(a))]; }
-  const AgentSlot& slot(int core, Agent a) const { return slots_[size_t(core * kNumAgents + int(a))]; }
+  const AgentSlot& slot(int core, Agent a) const {
+    return slots_[size_t(core * kNumAgents + int(a))];
+  }
 
   SimConfig cfg;
   Memory mem;
@@ -232,13 +243,19 @@ class Machine {
   // HazardCheck (hazard.cc).
   std::unique_ptr<HazardState> hz;
   void hz_init();
-  void hz_tick(int agent);                       // a new event of `agent`
-  uint32_t hz_snapshot(int agent);               // returns snapshot id
+  void hz_tick(int agent);          // a new event of `agent`
+  uint32_t hz_snapshot(int agent);  // returns snapshot id
   void hz_join(int agent, uint32_t snapshot);
   void hz_access(int agent, const Range& r, const Core& c, uint32_t pc);
   void hz_barrier(const std::vector<int>& cores);
 
-  struct TraceEvent { int core; int agent; uint64_t start, dur; Opcode op; uint32_t pc; };
+  struct TraceEvent {
+    int core;
+    int agent;
+    uint64_t start, dur;
+    Opcode op;
+    uint32_t pc;
+  };
   std::vector<TraceEvent> trace;
 
   uint64_t instructions = 0, commands = 0, work = 0;
@@ -261,12 +278,16 @@ class Machine {
   [[noreturn]] void deadlock() const;
   std::string describe_wait(const Core& c) const;
 
-  struct HeapEntry { uint64_t t; uint32_t id; uint32_t gen; };
+  struct HeapEntry {
+    uint64_t t;
+    uint32_t id;
+    uint32_t gen;
+  };
   std::vector<HeapEntry> heap_;
   std::vector<AgentSlot> slots_;
   std::vector<uint64_t> barrier_arrival_;
   std::vector<bool> at_barrier_;
-  uint64_t ddr_free_ = 0, l2_free_ = 0;   // fluid bandwidth model: when each shared level drains
+  uint64_t ddr_free_ = 0, l2_free_ = 0;  // fluid bandwidth model: when each shared level drains
   uint64_t makespan_ = 0;
 };
 

@@ -70,22 +70,27 @@ void Machine::execute_matrix(Core& c, const Command& cmd) {
   if (in == DType::I8) {
     acc_i.assign(size_t(m) * size_t(n), 0);
     if (acc_flag)
-      for (int i = 0; i < m; ++i) std::memcpy(&acc_i[size_t(i) * size_t(n)], C + int64_t(i) * d.ldc * 4, size_t(n) * 4);
+      for (int i = 0; i < m; ++i)
+        std::memcpy(&acc_i[size_t(i) * size_t(n)], C + int64_t(i) * d.ldc * 4, size_t(n) * 4);
     gemm_i8(m, n, k, reinterpret_cast<const int8_t*>(l1 + cmd.addr[1]), int(d.lda),
-            reinterpret_cast<const int8_t*>(l1 + cmd.addr[2]), int(d.ldb), acc_i.data(), n, acc_flag);
+            reinterpret_cast<const int8_t*>(l1 + cmd.addr[2]), int(d.ldb), acc_i.data(), n,
+            acc_flag);
   } else {
     acc_f.assign(size_t(m) * size_t(n), 0.0f);
     if (acc_flag)
-      for (int i = 0; i < m; ++i) std::memcpy(&acc_f[size_t(i) * size_t(n)], C + int64_t(i) * d.ldc * 4, size_t(n) * 4);
+      for (int i = 0; i < m; ++i)
+        std::memcpy(&acc_f[size_t(i) * size_t(n)], C + int64_t(i) * d.ldc * 4, size_t(n) * 4);
     if (in == DType::F32) {
       // f32 operands are read in place (4-byte aligned, checked at issue); the product
       // goes to acc_f, so C may overlap them.
       gemm_f32(m, n, k, reinterpret_cast<const float*>(l1 + cmd.addr[1]), int(d.lda),
-               reinterpret_cast<const float*>(l1 + cmd.addr[2]), int(d.ldb), acc_f.data(), n, acc_flag);
+               reinterpret_cast<const float*>(l1 + cmd.addr[2]), int(d.ldb), acc_f.data(), n,
+               acc_flag);
     } else {
       int es = arch::dtype_size(in);
       std::vector<float> a(size_t(m) * size_t(k)), b(size_t(k) * size_t(n));
-      for (int i = 0; i < m; ++i) RowToF32(in, l1 + cmd.addr[1] + int64_t(i) * d.lda * es, k, &a[size_t(i) * size_t(k)]);
+      for (int i = 0; i < m; ++i)
+        RowToF32(in, l1 + cmd.addr[1] + int64_t(i) * d.lda * es, k, &a[size_t(i) * size_t(k)]);
       for (int kk = 0; kk < k; ++kk)
         RowToF32(in, l1 + cmd.addr[2] + int64_t(kk) * d.ldb * es, n, &b[size_t(kk) * size_t(n)]);
       gemm_f32(m, n, k, a.data(), k, b.data(), n, acc_f.data(), n, acc_flag);
@@ -94,8 +99,9 @@ void Machine::execute_matrix(Core& c, const Command& cmd) {
 
   if (!d.epilogue()) {
     for (int i = 0; i < m; ++i)
-      std::memcpy(C + int64_t(i) * d.ldc * 4, in == DType::I8 ? static_cast<const void*>(&acc_i[size_t(i) * size_t(n)])
-                                                               : static_cast<const void*>(&acc_f[size_t(i) * size_t(n)]),
+      std::memcpy(C + int64_t(i) * d.ldc * 4,
+                  in == DType::I8 ? static_cast<const void*>(&acc_i[size_t(i) * size_t(n)])
+                                  : static_cast<const void*>(&acc_f[size_t(i) * size_t(n)]),
                   size_t(n) * 4);
     return;
   }
@@ -127,7 +133,8 @@ void Machine::execute_matrix(Core& c, const Command& cmd) {
       float s = d.scale;
       if (d.channel_scale()) std::memcpy(&s, scales + j * 4, 4);
       v = v * s;
-      if (d.residual()) v = v + float(arch::load_as_double(d.res_dtype, res + (int64_t(i) * d.ldr + j) * res_es));
+      if (d.residual())
+        v = v + float(arch::load_as_double(d.res_dtype, res + (int64_t(i) * d.ldr + j) * res_es));
       if (d.act == arch::Activation::Relu && v < 0.0f) v = 0.0f;
       v = v + zp;
       if (v < d.clamp_lo) v = d.clamp_lo;

@@ -19,8 +19,8 @@ namespace tilecore::sim {
 
 namespace {
 
-void gemm_i8_portable(int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int ldb, int32_t* c, int ldc,
-                      bool accumulate) {
+void gemm_i8_portable(int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int ldb,
+                      int32_t* c, int ldc, bool accumulate) {
   for (int i = 0; i < m; ++i) {
     int32_t* crow = c + int64_t(i) * ldc;
     if (!accumulate) std::memset(crow, 0, size_t(n) * 4);
@@ -34,11 +34,13 @@ void gemm_i8_portable(int m, int n, int k, const int8_t* a, int lda, const int8_
 }
 
 #ifdef TC1_HAVE_X86
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void gemm_i8_vnni(int m, int n, int k, const int8_t* a, int lda,
-                                                                         const int8_t* b, int ldb, int32_t* c, int ldc,
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void gemm_i8_vnni(int m, int n, int k,
+                                                                         const int8_t* a, int lda,
+                                                                         const int8_t* b, int ldb,
+                                                                         int32_t* c, int ldc,
                                                                          bool accumulate) {
-  const int kg = (k + 3) / 4;          // groups of 4 along K
-  const int nb = (n + 15) / 16;        // 16-column blocks
+  const int kg = (k + 3) / 4;    // groups of 4 along K
+  const int nb = (n + 15) / 16;  // 16-column blocks
   const int np = nb * 16;
   // Pack B: block jb, group g -> 64 bytes = 16 columns x 4 k values.
   std::vector<int8_t> bp(size_t(nb) * size_t(kg) * 64, 0);
@@ -85,9 +87,11 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void gemm_i8_vnni(int m, 
       for (int r = 0; r < 4; ++r)
         for (int q = 0; q < 4; ++q) acc[r][q] = _mm512_setzero_si512();
       const uint8_t* arows[4];
-      for (int r = 0; r < 4; ++r) arows[r] = ap.data() + size_t(i + (r < nr ? r : 0)) * size_t(kg) * 4;
+      for (int r = 0; r < 4; ++r)
+        arows[r] = ap.data() + size_t(i + (r < nr ? r : 0)) * size_t(kg) * 4;
       const int8_t* bblk[4];
-      for (int q = 0; q < 4; ++q) bblk[q] = bp.data() + size_t(jb + (q < nq ? q : 0)) * size_t(kg) * 64;
+      for (int q = 0; q < 4; ++q)
+        bblk[q] = bp.data() + size_t(jb + (q < nq ? q : 0)) * size_t(kg) * 64;
       if (nr == 4 && nq == 4) {
         for (int g = 0; g < kg; ++g) {
           __m512i b0 = _mm512_loadu_si512(bblk[0] + size_t(g) * 64);
@@ -142,8 +146,9 @@ bool have_avx2_i8() {
 // interleave within 128-bit lanes, so the two products hold columns {0-3, 8-11} and
 // {4-7, 12-15}; permute2x128 puts them back in order at the end. Exact like the
 // portable loop (int32 sums wrap modulo 2^32 either way).
-__attribute__((target("avx2"))) void gemm_i8_avx2(int m, int n, int k, const int8_t* a, int lda, const int8_t* b,
-                                                  int ldb, int32_t* c, int ldc, bool accumulate) {
+__attribute__((target("avx2"))) void gemm_i8_avx2(int m, int n, int k, const int8_t* a, int lda,
+                                                  const int8_t* b, int ldb, int32_t* c, int ldc,
+                                                  bool accumulate) {
   const int n16 = n / 16 * 16;
   const __m128i zero16 = _mm_setzero_si128();
   int i = 0;
@@ -153,14 +158,16 @@ __attribute__((target("avx2"))) void gemm_i8_avx2(int m, int n, int k, const int
       for (int r = 0; r < 4; ++r) lo[r] = hi[r] = _mm256_setzero_si256();
       for (int kk = 0; kk < k; kk += 2) {
         const bool pair = kk + 1 < k;
-        __m256i b0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + int64_t(kk) * ldb + j)));
-        __m256i b1 = pair ? _mm256_cvtepi8_epi16(
-                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + int64_t(kk + 1) * ldb + j)))
+        __m256i b0 = _mm256_cvtepi8_epi16(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + int64_t(kk) * ldb + j)));
+        __m256i b1 = pair ? _mm256_cvtepi8_epi16(_mm_loadu_si128(
+                                reinterpret_cast<const __m128i*>(b + int64_t(kk + 1) * ldb + j)))
                           : _mm256_cvtepi8_epi16(zero16);
         __m256i bl = _mm256_unpacklo_epi16(b0, b1), bh = _mm256_unpackhi_epi16(b0, b1);
         for (int r = 0; r < 4; ++r) {
           const int8_t* arow = a + int64_t(i + r) * lda;
-          uint32_t pa = uint16_t(int16_t(arow[kk])) | (uint32_t(uint16_t(int16_t(pair ? arow[kk + 1] : 0))) << 16);
+          uint32_t pa = uint16_t(int16_t(arow[kk])) |
+                        (uint32_t(uint16_t(int16_t(pair ? arow[kk + 1] : 0))) << 16);
           __m256i av = _mm256_set1_epi32(int32_t(pa));
           lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(av, bl));
           hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(av, bh));
@@ -190,7 +197,9 @@ __attribute__((target("avx2"))) void gemm_i8_avx2(int m, int n, int k, const int
       }
     }
   }
-  if (i < m) gemm_i8_portable(m - i, n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc, accumulate);
+  if (i < m)
+    gemm_i8_portable(m - i, n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc,
+                     accumulate);
 }
 
 bool have_vnni() {
@@ -202,8 +211,8 @@ bool have_vnni() {
 
 }  // namespace
 
-void gemm_i8(int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int ldb, int32_t* c, int ldc,
-             bool accumulate) {
+void gemm_i8(int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int ldb, int32_t* c,
+             int ldc, bool accumulate) {
 #ifdef TC1_HAVE_X86
   if (have_vnni()) return gemm_i8_vnni(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
   if (have_avx2_i8()) return gemm_i8_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
@@ -221,8 +230,8 @@ const char* gemm_i8_path() {
 
 namespace {
 
-void gemm_f32_portable(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
-                       bool accumulate, int j0 = 0) {
+void gemm_f32_portable(int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+                       float* c, int ldc, bool accumulate, int j0 = 0) {
   for (int i = 0; i < m; ++i) {
     float* crow = c + int64_t(i) * ldc;
     if (!accumulate) std::memset(crow + j0, 0, size_t(n - j0) * 4);
@@ -245,8 +254,9 @@ bool have_avx2() {
 // the same operations in the same order as the portable loop (a multiply, then an add,
 // k ascending; no FMA, which target("avx2") does not enable), so the results are
 // bit-identical, several times faster than reloading C per k.
-__attribute__((target("avx2"))) void gemm_f32_avx2(int m, int n, int k, const float* a, int lda, const float* b,
-                                                   int ldb, float* c, int ldc, bool accumulate) {
+__attribute__((target("avx2"))) void gemm_f32_avx2(int m, int n, int k, const float* a, int lda,
+                                                   const float* b, int ldb, float* c, int ldc,
+                                                   bool accumulate) {
   const int n16 = n / 16 * 16;
   int i = 0;
   for (; i + 4 <= m; i += 4) {
@@ -276,7 +286,8 @@ __attribute__((target("avx2"))) void gemm_f32_avx2(int m, int n, int k, const fl
   // the columns past the last block of 16, and the rows past the last block of 4
   if (n16 < n) gemm_f32_portable(i, n, k, a, lda, b, ldb, c, ldc, accumulate, n16);
   if (i < m) {
-    gemm_f32_portable(m - i, n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc, accumulate);
+    gemm_f32_portable(m - i, n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc,
+                      accumulate);
   }
 }
 
@@ -294,8 +305,9 @@ bool have_avx512f() {
 // maybe-uninitialized warning inside its own header.)
 constexpr int kRn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 constexpr __mmask16 kAll = 0xFFFF;
-__attribute__((target("avx512f"))) void gemm_f32_avx512(int m, int n, int k, const float* a, int lda, const float* b,
-                                                       int ldb, float* c, int ldc, bool accumulate) {
+__attribute__((target("avx512f"))) void gemm_f32_avx512(int m, int n, int k, const float* a,
+                                                        int lda, const float* b, int ldb, float* c,
+                                                        int ldc, bool accumulate) {
   const int n32 = n / 32 * 32;
   int i = 0;
   for (; i + 8 <= m && n32 > 0; i += 8) {
@@ -312,8 +324,10 @@ __attribute__((target("avx512f"))) void gemm_f32_avx512(int m, int n, int k, con
         __m512 b0 = _mm512_loadu_ps(brow), b1 = _mm512_loadu_ps(brow + 16);
         for (int r = 0; r < 8; ++r) {
           __m512 av = _mm512_set1_ps(arow[int64_t(r) * lda + kk]);
-          acc[r][0] = _mm512_maskz_add_round_ps(kAll, acc[r][0], _mm512_maskz_mul_round_ps(kAll, av, b0, kRn), kRn);
-          acc[r][1] = _mm512_maskz_add_round_ps(kAll, acc[r][1], _mm512_maskz_mul_round_ps(kAll, av, b1, kRn), kRn);
+          acc[r][0] = _mm512_maskz_add_round_ps(kAll, acc[r][0],
+                                                _mm512_maskz_mul_round_ps(kAll, av, b0, kRn), kRn);
+          acc[r][1] = _mm512_maskz_add_round_ps(kAll, acc[r][1],
+                                                _mm512_maskz_mul_round_ps(kAll, av, b1, kRn), kRn);
         }
       }
       for (int r = 0; r < 8; ++r) {
@@ -324,15 +338,18 @@ __attribute__((target("avx512f"))) void gemm_f32_avx512(int m, int n, int k, con
     }
   }
   // the columns past the last block of 32 (rows [0, i)), then the rows past the last block of 8
-  if (i > 0 && n32 < n) gemm_f32_avx2(i, n - n32, k, a, lda, b + n32, ldb, c + n32, ldc, accumulate);
-  if (i < m) gemm_f32_avx2(m - i, n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc, accumulate);
+  if (i > 0 && n32 < n)
+    gemm_f32_avx2(i, n - n32, k, a, lda, b + n32, ldb, c + n32, ldc, accumulate);
+  if (i < m)
+    gemm_f32_avx2(m - i, n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc,
+                  accumulate);
 }
 #endif
 
 }  // namespace
 
-void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
-              bool accumulate) {
+void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+              int ldc, bool accumulate) {
 #ifdef TC1_HAVE_X86
   if (have_avx512f()) return gemm_f32_avx512(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
   if (have_avx2()) return gemm_f32_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);

@@ -13,13 +13,13 @@
 namespace tilecore::sim {
 
 /// C[M x N] (row stride ldc) = (accumulate ? C : 0) + A[M x K] * B[K x N], int8 -> int32.
-void gemm_i8(int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int ldb, int32_t* c, int ldc,
-             bool accumulate);
+void gemm_i8(int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int ldb, int32_t* c,
+             int ldc, bool accumulate);
 
 /// Same for f32 operands and accumulator: c[i][j] += a[i][k] * b[k][j] for k
 /// ascending, each product and sum rounded to f32 (no fused multiply-add).
-void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
-              bool accumulate);
+void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+              int ldc, bool accumulate);
 
 /// Which int8 path runs on this host ("avx512-vnni", "avx2" or "portable").
 const char* gemm_i8_path();

@@ -26,13 +26,19 @@ inline void set_p(Core& c, unsigned p, uint32_t v) {
 }
 inline uint32_t lane_mask(DType t) { return lanes(t) == 32 ? 0xFFFFFFFFu : (1u << lanes(t)) - 1; }
 
-inline int64_t get_i(DType t, const uint8_t* v, int lane) { return arch::load_as_int(t, v + lane * dtype_size(t)); }
-inline double get_f(DType t, const uint8_t* v, int lane) { return arch::load_as_double(t, v + lane * dtype_size(t)); }
+inline int64_t get_i(DType t, const uint8_t* v, int lane) {
+  return arch::load_as_int(t, v + lane * dtype_size(t));
+}
+inline double get_f(DType t, const uint8_t* v, int lane) {
+  return arch::load_as_double(t, v + lane * dtype_size(t));
+}
 inline void put_wrap(DType t, uint8_t* v, int lane, int64_t x) {
   uint64_t u = uint64_t(x);
   std::memcpy(v + lane * dtype_size(t), &u, size_t(dtype_size(t)));  // little-endian low bytes
 }
-inline void put_f(DType t, uint8_t* v, int lane, double x) { arch::store_from_double(t, x, v + lane * dtype_size(t)); }
+inline void put_f(DType t, uint8_t* v, int lane, double x) {
+  arch::store_from_double(t, x, v + lane * dtype_size(t));
+}
 
 /// Binary lane-wise op: IOp(int64, int64) -> int64 (stored wrapping or
 /// saturating), FOp(double, double) -> double.
@@ -69,40 +75,52 @@ Outcome binary(Core& c, const Inst& i, IOp iop, FOp fop) {
       put_f(t, d, l, fop(get_f(t, a.data(), l), get_f(t, b.data(), l)));
     } else {
       int64_t r = iop(get_i(t, a.data(), l), get_i(t, b.data(), l));
-      if (Saturate) arch::store_from_int(t, r, d + l * dtype_size(t));
-      else put_wrap(t, d, l, r);
+      if (Saturate)
+        arch::store_from_int(t, r, d + l * dtype_size(t));
+      else
+        put_wrap(t, d, l, r);
     }
   }
   return {};
 }
 
-inline double fmin_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); }
-inline double fmax_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); }
+inline double fmin_nan(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b);
+}
+inline double fmax_nan(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b);
+}
 inline int64_t mul_low(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
 
 }  // namespace simd
 
-#define TC1_SIMD_BIN(Id, Sat, iexpr, fexpr)                                                     \
-  template <>                                                                                   \
-  struct Semantics<Opcode::Id> {                                                                \
-    static Outcome exec(Machine&, Core& c, const Inst& i) {                                     \
-      return simd::binary<Sat>(c, i, [](int64_t a, int64_t b) -> int64_t { return iexpr; },     \
-                               [](double a, double b) -> double { (void)a; (void)b; return fexpr; }); \
-    }                                                                                           \
+#define TC1_SIMD_BIN(Id, Sat, iexpr, fexpr)                            \
+  template <>                                                          \
+  struct Semantics<Opcode::Id> {                                       \
+    static Outcome exec(Machine&, Core& c, const Inst& i) {            \
+      return simd::binary<Sat>(                                        \
+          c, i, [](int64_t a, int64_t b) -> int64_t { return iexpr; }, \
+          [](double a, double b) -> double {                           \
+            (void)a;                                                   \
+            (void)b;                                                   \
+            return fexpr;                                              \
+          });                                                          \
+    }                                                                  \
   };
 TC1_SIMD_BIN(Vadd, false, a + b, a + b)
 TC1_SIMD_BIN(Vsub, false, a - b, a - b)
-TC1_SIMD_BIN(Vmul, false, simd::mul_low(a, b), a * b)
+TC1_SIMD_BIN(Vmul, false, simd::mul_low(a, b), a* b)
 TC1_SIMD_BIN(Vmin, false, a < b ? a : b, simd::fmin_nan(a, b))
 TC1_SIMD_BIN(Vmax, false, a > b ? a : b, simd::fmax_nan(a, b))
-TC1_SIMD_BIN(Vand, false, a & b, 0.0)
+TC1_SIMD_BIN(Vand, false, a& b, 0.0)
 TC1_SIMD_BIN(Vor, false, a | b, 0.0)
 TC1_SIMD_BIN(Vxor, false, a ^ b, 0.0)
 TC1_SIMD_BIN(Vadds, true, a + b, 0.0)
 TC1_SIMD_BIN(Vsubs, true, a - b, 0.0)
 #undef TC1_SIMD_BIN
 
-template <> struct Semantics<Opcode::Vsplat> {
+template <>
+struct Semantics<Opcode::Vsplat> {
   static Outcome exec(Machine&, Core& c, const Inst& i) {
     DType t = i.dtype();
     uint32_t x = c.x[i.b];
@@ -117,9 +135,15 @@ template <> struct Semantics<Opcode::Vsplat> {
         if (m >> l & 1) std::memcpy(d + l * w, &v, w);
     };
     switch (arch::dtype_size(t)) {
-      case 4: splat(uint32_t(x)); break;
-      case 2: splat(uint16_t(x)); break;
-      case 1: splat(uint8_t(x)); break;
+      case 4:
+        splat(uint32_t(x));
+        break;
+      case 2:
+        splat(uint16_t(x));
+        break;
+      case 1:
+        splat(uint8_t(x));
+        break;
       default:
         for (int l = 0; l < simd::lanes(t); ++l)
           if (m >> l & 1) simd::put_wrap(t, d, l, int64_t(x));
@@ -128,7 +152,8 @@ template <> struct Semantics<Opcode::Vsplat> {
   }
 };
 
-template <> struct Semantics<Opcode::Vld> {
+template <>
+struct Semantics<Opcode::Vld> {
   static Outcome exec(Machine& m, Core& c, const Inst& i) {
     Space sp = Space(i.c);
     uint64_t addr = uint32_t(c.x[i.b] + uint32_t(i.imm));
@@ -138,7 +163,8 @@ template <> struct Semantics<Opcode::Vld> {
   }
 };
 
-template <> struct Semantics<Opcode::Vst> {
+template <>
+struct Semantics<Opcode::Vst> {
   static Outcome exec(Machine& m, Core& c, const Inst& i) {
     Space sp = Space(i.c);
     DType t = i.dtype();
@@ -152,34 +178,35 @@ template <> struct Semantics<Opcode::Vst> {
   }
 };
 
-#define TC1_SIMD_CMP(Id, iexpr, fexpr)                                                      \
-  template <>                                                                               \
-  struct Semantics<Opcode::Id> {                                                            \
-    static Outcome exec(Machine&, Core& c, const Inst& i) {                                 \
-      DType t = i.dtype();                                                                  \
-      uint32_t m = simd::pred(c, i.d), r = 0;                                               \
-      for (int l = 0; l < simd::lanes(t); ++l) {                                            \
-        if (!(m >> l & 1)) continue;                                                        \
-        bool bit;                                                                           \
-        if (arch::is_float(t)) {                                                            \
-          double a = simd::get_f(t, c.v[i.b].data(), l), b = simd::get_f(t, c.v[i.c].data(), l); \
-          bit = fexpr;                                                                      \
-        } else {                                                                            \
+#define TC1_SIMD_CMP(Id, iexpr, fexpr)                                                            \
+  template <>                                                                                     \
+  struct Semantics<Opcode::Id> {                                                                  \
+    static Outcome exec(Machine&, Core& c, const Inst& i) {                                       \
+      DType t = i.dtype();                                                                        \
+      uint32_t m = simd::pred(c, i.d), r = 0;                                                     \
+      for (int l = 0; l < simd::lanes(t); ++l) {                                                  \
+        if (!(m >> l & 1)) continue;                                                              \
+        bool bit;                                                                                 \
+        if (arch::is_float(t)) {                                                                  \
+          double a = simd::get_f(t, c.v[i.b].data(), l), b = simd::get_f(t, c.v[i.c].data(), l);  \
+          bit = fexpr;                                                                            \
+        } else {                                                                                  \
           int64_t a = simd::get_i(t, c.v[i.b].data(), l), b = simd::get_i(t, c.v[i.c].data(), l); \
-          bit = iexpr;                                                                      \
-        }                                                                                   \
-        r |= uint32_t(bit) << l;                                                            \
-      }                                                                                     \
-      simd::set_p(c, i.a, r);                                                               \
-      return {};                                                                            \
-    }                                                                                       \
+          bit = iexpr;                                                                            \
+        }                                                                                         \
+        r |= uint32_t(bit) << l;                                                                  \
+      }                                                                                           \
+      simd::set_p(c, i.a, r);                                                                     \
+      return {};                                                                                  \
+    }                                                                                             \
   };
 TC1_SIMD_CMP(Vcmpeq, a == b, a == b)
 TC1_SIMD_CMP(Vcmplt, a < b, a < b)
 TC1_SIMD_CMP(Vcmple, a <= b, a <= b)
 #undef TC1_SIMD_CMP
 
-template <> struct Semantics<Opcode::Vsel> {
+template <>
+struct Semantics<Opcode::Vsel> {
   static Outcome exec(Machine&, Core& c, const Inst& i) {
     DType t = i.dtype();
     int es = arch::dtype_size(t);
@@ -204,9 +231,12 @@ Outcome simd_reduce(Core& c, const Inst& i) {
     for (int l = 0; l < simd::lanes(t); ++l) {
       if (!(m >> l & 1)) continue;
       float x = float(simd::get_f(t, a.data(), l));
-      if (Kind == 0) acc = acc + x;
-      else if (std::isnan(x) || std::isnan(acc)) acc = NAN;
-      else acc = Kind == 1 ? std::max(acc, x) : std::min(acc, x);
+      if (Kind == 0)
+        acc = acc + x;
+      else if (std::isnan(x) || std::isnan(acc))
+        acc = NAN;
+      else
+        acc = Kind == 1 ? std::max(acc, x) : std::min(acc, x);
     }
     simd::put_f(t, out.data(), 0, acc);
   } else {
@@ -221,11 +251,21 @@ Outcome simd_reduce(Core& c, const Inst& i) {
   c.v[i.a] = out;
   return {};
 }
-template <> struct Semantics<Opcode::Vredsum> { static Outcome exec(Machine&, Core& c, const Inst& i) { return simd_reduce<0>(c, i); } };
-template <> struct Semantics<Opcode::Vredmax> { static Outcome exec(Machine&, Core& c, const Inst& i) { return simd_reduce<1>(c, i); } };
-template <> struct Semantics<Opcode::Vredmin> { static Outcome exec(Machine&, Core& c, const Inst& i) { return simd_reduce<2>(c, i); } };
+template <>
+struct Semantics<Opcode::Vredsum> {
+  static Outcome exec(Machine&, Core& c, const Inst& i) { return simd_reduce<0>(c, i); }
+};
+template <>
+struct Semantics<Opcode::Vredmax> {
+  static Outcome exec(Machine&, Core& c, const Inst& i) { return simd_reduce<1>(c, i); }
+};
+template <>
+struct Semantics<Opcode::Vredmin> {
+  static Outcome exec(Machine&, Core& c, const Inst& i) { return simd_reduce<2>(c, i); }
+};
 
-template <> struct Semantics<Opcode::Vext> {
+template <>
+struct Semantics<Opcode::Vext> {
   static Outcome exec(Machine&, Core& c, const Inst& i) {
     DType t = i.dtype();
     const uint8_t* p = c.v[i.b].data() + i.imm * arch::dtype_size(t);
@@ -241,36 +281,55 @@ template <> struct Semantics<Opcode::Vext> {
   }
 };
 
-template <> struct Semantics<Opcode::Vcvt> {
+template <>
+struct Semantics<Opcode::Vcvt> {
   static Outcome exec(Machine&, Core& c, const Inst& i) {
     DType dt = i.dtype(), st = i.src_dtype();
     int n = std::min(simd::lanes(dt), simd::lanes(st));
     std::array<uint8_t, 32> a = c.v[i.b], out{};
     for (int l = 0; l < n; ++l)
-      arch::convert_element(dt, out.data() + l * arch::dtype_size(dt), st, a.data() + l * arch::dtype_size(st));
+      arch::convert_element(dt, out.data() + l * arch::dtype_size(dt), st,
+                            a.data() + l * arch::dtype_size(st));
     c.v[i.a] = out;
     return {};
   }
 };
 
-template <> struct Semantics<Opcode::Pwhile> {
+template <>
+struct Semantics<Opcode::Pwhile> {
   static Outcome exec(Machine&, Core& c, const Inst& i) {
     uint32_t n = std::min<uint32_t>(c.x[i.b], uint32_t(simd::lanes(i.dtype())));
     simd::set_p(c, i.a, n >= 32 ? 0xFFFFFFFFu : (1u << n) - 1);
     return {};
   }
 };
-template <> struct Semantics<Opcode::Pand> {
-  static Outcome exec(Machine&, Core& c, const Inst& i) { simd::set_p(c, i.a, simd::pred(c, i.b) & simd::pred(c, i.c)); return {}; }
+template <>
+struct Semantics<Opcode::Pand> {
+  static Outcome exec(Machine&, Core& c, const Inst& i) {
+    simd::set_p(c, i.a, simd::pred(c, i.b) & simd::pred(c, i.c));
+    return {};
+  }
 };
-template <> struct Semantics<Opcode::Por> {
-  static Outcome exec(Machine&, Core& c, const Inst& i) { simd::set_p(c, i.a, simd::pred(c, i.b) | simd::pred(c, i.c)); return {}; }
+template <>
+struct Semantics<Opcode::Por> {
+  static Outcome exec(Machine&, Core& c, const Inst& i) {
+    simd::set_p(c, i.a, simd::pred(c, i.b) | simd::pred(c, i.c));
+    return {};
+  }
 };
-template <> struct Semantics<Opcode::Pxor> {
-  static Outcome exec(Machine&, Core& c, const Inst& i) { simd::set_p(c, i.a, simd::pred(c, i.b) ^ simd::pred(c, i.c)); return {}; }
+template <>
+struct Semantics<Opcode::Pxor> {
+  static Outcome exec(Machine&, Core& c, const Inst& i) {
+    simd::set_p(c, i.a, simd::pred(c, i.b) ^ simd::pred(c, i.c));
+    return {};
+  }
 };
-template <> struct Semantics<Opcode::Pnot> {
-  static Outcome exec(Machine&, Core& c, const Inst& i) { simd::set_p(c, i.a, ~simd::pred(c, i.b)); return {}; }
+template <>
+struct Semantics<Opcode::Pnot> {
+  static Outcome exec(Machine&, Core& c, const Inst& i) {
+    simd::set_p(c, i.a, ~simd::pred(c, i.b));
+    return {};
+  }
 };
 
 }  // namespace tilecore::sim

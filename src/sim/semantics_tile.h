@@ -10,10 +10,10 @@
 
 namespace tilecore::sim {
 
-#define TC1_TILE(Id)                                                                      \
-  template <>                                                                             \
-  struct Semantics<Opcode::Id> {                                                          \
-    static Outcome exec(Machine& m, Core& c, const Inst& i) { return m.issue(c, i); }     \
+#define TC1_TILE(Id)                                                                  \
+  template <>                                                                         \
+  struct Semantics<Opcode::Id> {                                                      \
+    static Outcome exec(Machine& m, Core& c, const Inst& i) { return m.issue(c, i); } \
   };
 TC1_TILE(DmaIn)
 TC1_TILE(DmaOut)

@@ -22,10 +22,10 @@ namespace {
 // Core and register indices arrive as int64; one that does not fit an int is refused
 // here instead of being narrowed to a different, valid index.
 int Narrow(int64_t v, const char* what) {
-  if (v < INT32_MIN || v > INT32_MAX) TILECORE_THROW(ValueError) << what << " index " << v << " is out of range";
+  if (v < INT32_MIN || v > INT32_MAX)
+    TILECORE_THROW(ValueError) << what << " index " << v << " is out of range";
   return static_cast<int>(v);
 }
-
 
 using ffi::Any;
 using ffi::Array;
@@ -35,13 +35,20 @@ using ffi::String;
 
 const char* KindName(SimError::Kind k) {
   switch (k) {
-    case SimError::Kind::IllegalInstruction: return "IllegalInstruction";
-    case SimError::Kind::MemoryFault: return "MemoryFault";
-    case SimError::Kind::BadDescriptor: return "BadDescriptor";
-    case SimError::Kind::Deadlock: return "Deadlock";
-    case SimError::Kind::Budget: return "Budget";
-    case SimError::Kind::PcOutOfRange: return "PcOutOfRange";
-    case SimError::Kind::Usage: return "Usage";
+    case SimError::Kind::IllegalInstruction:
+      return "IllegalInstruction";
+    case SimError::Kind::MemoryFault:
+      return "MemoryFault";
+    case SimError::Kind::BadDescriptor:
+      return "BadDescriptor";
+    case SimError::Kind::Deadlock:
+      return "Deadlock";
+    case SimError::Kind::Budget:
+      return "Budget";
+    case SimError::Kind::PcOutOfRange:
+      return "PcOutOfRange";
+    case SimError::Kind::Usage:
+      return "Usage";
   }
   return "Unknown";
 }
@@ -144,20 +151,26 @@ TILECORE_REGISTER_GLOBAL("sim.Load").set_body_typed([](SimulatorRef s, arch::Pro
   With(s, [&](Simulator& sim) { sim.load(p->program); });
 });
 TILECORE_REGISTER_GLOBAL("sim.Write")
-    .set_body_typed([](SimulatorRef s, std::string space, int64_t addr, NDArray data, int64_t core) {
+    .set_body_typed([](SimulatorRef s, std::string space, int64_t addr, NDArray data,
+                       int64_t core) {
       std::span<uint8_t> bytes = HostBytes(data, "Simulator.write");
       if (addr < 0) TILECORE_THROW(ValueError) << "Simulator.write: negative address " << addr;
-      With(s, [&](Simulator& sim) { sim.write(ParseSpace(space), uint64_t(addr), bytes, Narrow(core, "core")); });
+      With(s, [&](Simulator& sim) {
+        sim.write(ParseSpace(space), uint64_t(addr), bytes, Narrow(core, "core"));
+      });
     });
 TILECORE_REGISTER_GLOBAL("sim.ReadInto")
     .set_body_typed([](SimulatorRef s, std::string space, int64_t addr, NDArray out, int64_t core) {
       std::span<uint8_t> bytes = HostBytes(out, "Simulator.read");
       if (addr < 0) TILECORE_THROW(ValueError) << "Simulator.read: negative address " << addr;
-      With(s, [&](Simulator& sim) { sim.read_into(ParseSpace(space), uint64_t(addr), bytes, Narrow(core, "core")); });
+      With(s, [&](Simulator& sim) {
+        sim.read_into(ParseSpace(space), uint64_t(addr), bytes, Narrow(core, "core"));
+      });
     });
 TILECORE_REGISTER_GLOBAL("sim.Run")
     .set_body_typed([](SimulatorRef s, int64_t max_instructions) {
-      uint64_t budget = max_instructions <= 0 ? Simulator::kDefaultBudget : uint64_t(max_instructions);
+      uint64_t budget =
+          max_instructions <= 0 ? Simulator::kDefaultBudget : uint64_t(max_instructions);
       With(s, [&](Simulator& sim) { sim.run(budget); });
     })
     .release_gil();
@@ -190,17 +203,23 @@ TILECORE_REGISTER_GLOBAL("sim.WriteTrace").set_body_typed([](SimulatorRef s, std
 });
 TILECORE_REGISTER_GLOBAL("sim.Hazards").set_body_typed(HazardsOf);
 TILECORE_REGISTER_GLOBAL("sim.XReg").set_body_typed([](SimulatorRef s, int64_t core, int64_t r) {
-  return static_cast<int64_t>(With(s, [&](Simulator& sim) { return sim.xreg(Narrow(core, "core"), Narrow(r, "register")); }));
+  return static_cast<int64_t>(With(
+      s, [&](Simulator& sim) { return sim.xreg(Narrow(core, "core"), Narrow(r, "register")); }));
 });
-TILECORE_REGISTER_GLOBAL("sim.SetXReg").set_body_typed([](SimulatorRef s, int64_t core, int64_t r, int64_t v) {
-  With(s, [&](Simulator& sim) { sim.set_xreg(Narrow(core, "core"), Narrow(r, "register"), uint32_t(v)); });
-});
+TILECORE_REGISTER_GLOBAL("sim.SetXReg")
+    .set_body_typed([](SimulatorRef s, int64_t core, int64_t r, int64_t v) {
+      With(s, [&](Simulator& sim) {
+        sim.set_xreg(Narrow(core, "core"), Narrow(r, "register"), uint32_t(v));
+      });
+    });
 TILECORE_REGISTER_GLOBAL("sim.VReg").set_body_typed([](SimulatorRef s, int64_t core, int64_t r) {
-  auto v = With(s, [&](Simulator& sim) { return sim.vreg(Narrow(core, "core"), Narrow(r, "register")); });
+  auto v = With(
+      s, [&](Simulator& sim) { return sim.vreg(Narrow(core, "core"), Narrow(r, "register")); });
   return ffi::Bytes(std::string(v.begin(), v.end()));
 });
 TILECORE_REGISTER_GLOBAL("sim.PReg").set_body_typed([](SimulatorRef s, int64_t core, int64_t r) {
-  return static_cast<int64_t>(With(s, [&](Simulator& sim) { return sim.preg(Narrow(core, "core"), Narrow(r, "register")); }));
+  return static_cast<int64_t>(With(
+      s, [&](Simulator& sim) { return sim.preg(Narrow(core, "core"), Narrow(r, "register")); }));
 });
 TILECORE_REGISTER_GLOBAL("sim.PC").set_body_typed([](SimulatorRef s, int64_t core) {
   return With(s, [&](Simulator& sim) { return sim.pc(Narrow(core, "core")); });
@@ -211,12 +230,16 @@ TILECORE_REGISTER_GLOBAL("sim.Halted").set_body_typed([](SimulatorRef s, int64_t
 TILECORE_REGISTER_GLOBAL("sim.Cycle").set_body_typed([](SimulatorRef s) {
   return static_cast<int64_t>(With(s, [](Simulator& sim) { return sim.cycle(); }));
 });
-TILECORE_REGISTER_GLOBAL("sim.InstructionAt").set_body_typed([](SimulatorRef s, int64_t core, int64_t pc) {
-  return String(With(s, [&](Simulator& sim) { return sim.instruction_at(Narrow(core, "core"), pc); }));
-});
-TILECORE_REGISTER_GLOBAL("sim.SourceLine").set_body_typed([](SimulatorRef s, int64_t core, int64_t pc) {
-  return static_cast<int64_t>(With(s, [&](Simulator& sim) { return sim.source_line(Narrow(core, "core"), pc); }));
-});
+TILECORE_REGISTER_GLOBAL("sim.InstructionAt")
+    .set_body_typed([](SimulatorRef s, int64_t core, int64_t pc) {
+      return String(
+          With(s, [&](Simulator& sim) { return sim.instruction_at(Narrow(core, "core"), pc); }));
+    });
+TILECORE_REGISTER_GLOBAL("sim.SourceLine")
+    .set_body_typed([](SimulatorRef s, int64_t core, int64_t pc) {
+      return static_cast<int64_t>(
+          With(s, [&](Simulator& sim) { return sim.source_line(Narrow(core, "core"), pc); }));
+    });
 TILECORE_REGISTER_GLOBAL("sim.LastFault").set_body([](ffi::PackedArgs, Any* rv) {
   if (t_last_fault != nullptr) *rv = Any(*t_last_fault);
 });

@@ -11,11 +11,15 @@ namespace tilecore::sim {
 
 namespace {
 
-[[noreturn]] void usage(const std::string& msg) { throw SimError(SimError::Kind::Usage, -1, 0, "", msg); }
+[[noreturn]] void usage(const std::string& msg) {
+  throw SimError(SimError::Kind::Usage, -1, 0, "", msg);
+}
 
 void check_config(const SimConfig& c) {
-  if (c.cores < 1 || c.cores > arch::tc1::kMaxCores) usage("cores must be 1..16, got " + std::to_string(c.cores));
-  if (c.ddr_bytes == 0 || c.ddr_bytes > arch::tc1::kMaxDdrBytes) usage("ddr_bytes must be 1 .. 4 GiB");
+  if (c.cores < 1 || c.cores > arch::tc1::kMaxCores)
+    usage("cores must be 1..16, got " + std::to_string(c.cores));
+  if (c.ddr_bytes == 0 || c.ddr_bytes > arch::tc1::kMaxDdrBytes)
+    usage("ddr_bytes must be 1 .. 4 GiB");
   if (c.l2_bytes == 0 || c.l2_bytes > (uint64_t(1) << 32)) usage("l2_bytes must be 1 .. 4 GiB");
   if (c.l1_bytes == 0 || c.l1_bytes > (uint64_t(1) << 32)) usage("l1_bytes must be 1 .. 4 GiB");
   if (c.queue_depth < 1) usage("queue_depth must be at least 1");
@@ -36,13 +40,16 @@ const SimConfig& Simulator::config() const { return m_->cfg; }
 void Simulator::load(const arch::Program& program) { m_->load(program); }
 
 static void check_range(const Machine& m, arch::Space s, uint64_t addr, uint64_t n, int core) {
-  if (core < 0 || core >= m.cfg.cores) usage("core " + std::to_string(core) + " does not exist (cores 0.." + std::to_string(m.cfg.cores - 1) + ")");
+  if (core < 0 || core >= m.cfg.cores)
+    usage("core " + std::to_string(core) + " does not exist (cores 0.." +
+          std::to_string(m.cfg.cores - 1) + ")");
   if (unsigned(s) >= unsigned(arch::kNumSpaces)) usage("bad memory space");
   if (!m.mem.in_bounds(s, addr, n)) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "host access %s [0x%llx, +%llu bytes) is outside the %llu-byte memory",
-                  std::string(arch::space_name(s)).c_str(), (unsigned long long)addr, (unsigned long long)n,
-                  (unsigned long long)m.mem.size(s));
+    std::snprintf(buf, sizeof buf,
+                  "host access %s [0x%llx, +%llu bytes) is outside the %llu-byte memory",
+                  std::string(arch::space_name(s)).c_str(), (unsigned long long)addr,
+                  (unsigned long long)n, (unsigned long long)m.mem.size(s));
     usage(buf);
   }
 }
@@ -52,13 +59,15 @@ void Simulator::write(arch::Space space, uint64_t addr, std::span<const uint8_t>
   if (!bytes.empty()) std::memcpy(m_->mem.base(space, core) + addr, bytes.data(), bytes.size());
 }
 
-std::vector<uint8_t> Simulator::read(arch::Space space, uint64_t addr, uint64_t nbytes, int core) const {
+std::vector<uint8_t> Simulator::read(arch::Space space, uint64_t addr, uint64_t nbytes,
+                                     int core) const {
   check_range(*m_, space, addr, nbytes, core);
   const uint8_t* p = m_->mem.base(space, core) + addr;
   return std::vector<uint8_t>(p, p + nbytes);
 }
 
-void Simulator::read_into(arch::Space space, uint64_t addr, std::span<uint8_t> out, int core) const {
+void Simulator::read_into(arch::Space space, uint64_t addr, std::span<uint8_t> out,
+                          int core) const {
   check_range(*m_, space, addr, out.size(), core);
   if (!out.empty()) std::memcpy(out.data(), m_->mem.base(space, core) + addr, out.size());
 }
@@ -96,7 +105,9 @@ uint32_t Simulator::xreg(int core, int r) const {
   if (r < 0 || r >= 32) usage("x register index must be 0..31");
   return core_at(*m_, core).x[size_t(r)];
 }
-void Simulator::set_host_call(std::function<void(int core, uint32_t block)> fn) { m_->host_call_fn = std::move(fn); }
+void Simulator::set_host_call(std::function<void(int core, uint32_t block)> fn) {
+  m_->host_call_fn = std::move(fn);
+}
 
 void Simulator::set_xreg(int core, int r, uint32_t value) {
   if (r < 0 || r >= 32) usage("x register index must be 0..31");

@@ -14,21 +14,26 @@ std::string Machine::trace_json() const {
   char buf[256];
   bool first = true;
   for (const auto& c : cores) {
-    std::snprintf(buf, sizeof buf, "%s{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"core %d\"}}",
+    std::snprintf(buf, sizeof buf,
+                  "%s{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": "
+                  "\"core %d\"}}",
                   first ? "" : ",\n", c.id, c.id);
     s += buf;
     first = false;
     for (int a = 0; a < kNumAgents; ++a) {
-      std::snprintf(buf, sizeof buf, ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, \"args\": {\"name\": \"%s\"}}",
+      std::snprintf(buf, sizeof buf,
+                    ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
+                    "\"args\": {\"name\": \"%s\"}}",
                     c.id, a, agent_name(Agent(a)));
       s += buf;
     }
   }
   for (const auto& e : trace) {
     std::snprintf(buf, sizeof buf,
-                  ",\n{\"ph\": \"X\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"pc\": %u}}",
-                  std::string(arch::info(e.op).mnemonic).c_str(), e.core, e.agent, double(e.start) / 1000.0,
-                  double(e.dur) / 1000.0, e.pc);
+                  ",\n{\"ph\": \"X\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, "
+                  "\"dur\": %.3f, \"args\": {\"pc\": %u}}",
+                  std::string(arch::info(e.op).mnemonic).c_str(), e.core, e.agent,
+                  double(e.start) / 1000.0, double(e.dur) / 1000.0, e.pc);
     s += buf;
   }
   return s + "\n]}\n";

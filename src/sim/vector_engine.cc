@@ -43,7 +43,8 @@ void for_each(const Walk& w, F f) {
         int64_t od = i0 * w.d[0] + i1 * w.d[1] + i2 * w.d[2];
         int64_t oa = i0 * w.a[0] + i1 * w.a[1] + i2 * w.a[2];
         int64_t ob = i0 * w.b[0] + i1 * w.b[1] + i2 * w.b[2];
-        for (int64_t i3 = 0; i3 < w.shape[3]; ++i3) f(od + i3 * w.d[3], oa + i3 * w.a[3], ob + i3 * w.b[3]);
+        for (int64_t i3 = 0; i3 < w.shape[3]; ++i3)
+          f(od + i3 * w.d[3], oa + i3 * w.a[3], ob + i3 * w.b[3]);
       }
 }
 
@@ -56,8 +57,12 @@ int64_t mul_clamped(int64_t a, int64_t b) {
   return int64_t(p);
 }
 
-double fmax_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); }
-double fmin_nan(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); }
+double fmax_nan(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b);
+}
+double fmin_nan(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b);
+}
 
 /// f32 fast path for the commonest commands: typed loads and float arithmetic,
 /// which for + - * / min max gives exactly the double-then-round result the
@@ -106,8 +111,12 @@ void f32_binary(const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, F
 }
 
 // Lambdas (not function pointers) so the row loops inline and vectorise them.
-constexpr auto fmaxf_nan = [](float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); };
-constexpr auto fminf_nan = [](float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); };
+constexpr auto fmaxf_nan = [](float a, float b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b);
+};
+constexpr auto fminf_nan = [](float a, float b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b);
+};
 
 /// Runs an f32 binary or scalar command on the fast path; false if not covered.
 bool f32_fast(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, float s) {
@@ -115,21 +124,43 @@ bool f32_fast(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint
   Walk ws = w;
   const uint8_t* S = reinterpret_cast<const uint8_t*>(&s);
   switch (op) {
-    case Opcode::Tadd: f32_binary(w, D, A, B, [](float x, float y) { return x + y; }); return true;
-    case Opcode::Tsub: f32_binary(w, D, A, B, [](float x, float y) { return x - y; }); return true;
-    case Opcode::Tmul: f32_binary(w, D, A, B, [](float x, float y) { return x * y; }); return true;
-    case Opcode::Tdiv: f32_binary(w, D, A, B, [](float x, float y) { return x / y; }); return true;
-    case Opcode::Tmax: f32_binary(w, D, A, B, fmaxf_nan); return true;
-    case Opcode::Tmin: f32_binary(w, D, A, B, fminf_nan); return true;
-    default: break;
+    case Opcode::Tadd:
+      f32_binary(w, D, A, B, [](float x, float y) { return x + y; });
+      return true;
+    case Opcode::Tsub:
+      f32_binary(w, D, A, B, [](float x, float y) { return x - y; });
+      return true;
+    case Opcode::Tmul:
+      f32_binary(w, D, A, B, [](float x, float y) { return x * y; });
+      return true;
+    case Opcode::Tdiv:
+      f32_binary(w, D, A, B, [](float x, float y) { return x / y; });
+      return true;
+    case Opcode::Tmax:
+      f32_binary(w, D, A, B, fmaxf_nan);
+      return true;
+    case Opcode::Tmin:
+      f32_binary(w, D, A, B, fminf_nan);
+      return true;
+    default:
+      break;
   }
   ws.b = {0, 0, 0, 0};
   switch (op) {
-    case Opcode::Tadds: f32_binary(ws, D, A, S, [](float x, float y) { return x + y; }); return true;
-    case Opcode::Tmuls: f32_binary(ws, D, A, S, [](float x, float y) { return x * y; }); return true;
-    case Opcode::Tmaxs: f32_binary(ws, D, A, S, fmaxf_nan); return true;
-    case Opcode::Tmins: f32_binary(ws, D, A, S, fminf_nan); return true;
-    default: return false;
+    case Opcode::Tadds:
+      f32_binary(ws, D, A, S, [](float x, float y) { return x + y; });
+      return true;
+    case Opcode::Tmuls:
+      f32_binary(ws, D, A, S, [](float x, float y) { return x * y; });
+      return true;
+    case Opcode::Tmaxs:
+      f32_binary(ws, D, A, S, fmaxf_nan);
+      return true;
+    case Opcode::Tmins:
+      f32_binary(ws, D, A, S, fminf_nan);
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -159,8 +190,9 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
   // element type and strides) over a compact destination walk: every element is read
   // just before its own write and no other element touches it, as with a copy.
   const arch::TileOpInfo* top = arch::FindTileOpByOpcode(op);
-  const bool elementwise = top != nullptr && top->form != arch::TileForm::Reduce && op != Opcode::Tlut &&
-                           op != Opcode::Trequant && (op != Opcode::Tcvt || i.src_dtype() == dt);
+  const bool elementwise = top != nullptr && top->form != arch::TileForm::Reduce &&
+                           op != Opcode::Tlut && op != Opcode::Trequant &&
+                           (op != Opcode::Tcvt || i.src_dtype() == dt);
   auto compact = [&] {
     int64_t expect = 1;
     for (int k = 3; k >= 0; --k) {
@@ -194,7 +226,9 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
     }
     return arch::load_as_double(t, base + off * arch::dtype_size(t));
   };
-  auto li = [&](const uint8_t* base, int64_t off, DType t) { return arch::load_as_int(t, base + off * arch::dtype_size(t)); };
+  auto li = [&](const uint8_t* base, int64_t off, DType t) {
+    return arch::load_as_int(t, base + off * arch::dtype_size(t));
+  };
   auto st_f = [&](int64_t off, double x) {
     if (dt == DType::F32) {
       float f = float(x);
@@ -208,33 +242,63 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
   if (dt == DType::F32 && f32_fast(op, w, D, A, B, v.scalar)) return;
 
   switch (op) {
-    case Opcode::Tadd: case Opcode::Tsub: case Opcode::Tmul: case Opcode::Tmax: case Opcode::Tmin: case Opcode::Tdiv:
+    case Opcode::Tadd:
+    case Opcode::Tsub:
+    case Opcode::Tmul:
+    case Opcode::Tmax:
+    case Opcode::Tmin:
+    case Opcode::Tdiv:
       for_each(w, [&](int64_t od, int64_t oa, int64_t ob) {
         if (isf) {
           double x = ld(A, oa, dt), y = ld(B, ob, dt), r = 0;
           switch (op) {
-            case Opcode::Tadd: r = x + y; break;
-            case Opcode::Tsub: r = x - y; break;
-            case Opcode::Tmul: r = x * y; break;
-            case Opcode::Tmax: r = fmax_nan(x, y); break;
-            case Opcode::Tmin: r = fmin_nan(x, y); break;
-            default: r = x / y; break;
+            case Opcode::Tadd:
+              r = x + y;
+              break;
+            case Opcode::Tsub:
+              r = x - y;
+              break;
+            case Opcode::Tmul:
+              r = x * y;
+              break;
+            case Opcode::Tmax:
+              r = fmax_nan(x, y);
+              break;
+            case Opcode::Tmin:
+              r = fmin_nan(x, y);
+              break;
+            default:
+              r = x / y;
+              break;
           }
           st_f(od, r);
         } else {
           int64_t x = li(A, oa, dt), y = li(B, ob, dt), r = 0;
           switch (op) {
-            case Opcode::Tadd: r = x + y; break;
-            case Opcode::Tsub: r = x - y; break;
-            case Opcode::Tmul: r = mul_clamped(x, y); break;
-            case Opcode::Tmax: r = std::max(x, y); break;
-            default: r = std::min(x, y); break;
+            case Opcode::Tadd:
+              r = x + y;
+              break;
+            case Opcode::Tsub:
+              r = x - y;
+              break;
+            case Opcode::Tmul:
+              r = mul_clamped(x, y);
+              break;
+            case Opcode::Tmax:
+              r = std::max(x, y);
+              break;
+            default:
+              r = std::min(x, y);
+              break;
           }
           st_i(od, r);
         }
       });
       break;
-    case Opcode::Tadds: case Opcode::Tmuls: case Opcode::Tmaxs: case Opcode::Tmins: {
+    case Opcode::Tadds:
+    case Opcode::Tmuls:
+    case Opcode::Tmaxs:
+    case Opcode::Tmins: {
       // The scalar is first converted to the dtype (rounded, saturated).
       uint8_t sb[4];
       arch::store_from_double(dt, double(v.scalar), sb);
@@ -243,36 +307,64 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
       for_each(w, [&](int64_t od, int64_t oa, int64_t) {
         if (isf) {
           double x = ld(A, oa, dt);
-          double r = op == Opcode::Tadds ? x + sf : op == Opcode::Tmuls ? x * sf : op == Opcode::Tmaxs ? fmax_nan(x, sf) : fmin_nan(x, sf);
+          double r = op == Opcode::Tadds   ? x + sf
+                     : op == Opcode::Tmuls ? x * sf
+                     : op == Opcode::Tmaxs ? fmax_nan(x, sf)
+                                           : fmin_nan(x, sf);
           st_f(od, r);
         } else {
           int64_t x = li(A, oa, dt);
-          int64_t r = op == Opcode::Tadds ? x + si : op == Opcode::Tmuls ? mul_clamped(x, si) : op == Opcode::Tmaxs ? std::max(x, si) : std::min(x, si);
+          int64_t r = op == Opcode::Tadds   ? x + si
+                      : op == Opcode::Tmuls ? mul_clamped(x, si)
+                      : op == Opcode::Tmaxs ? std::max(x, si)
+                                            : std::min(x, si);
           st_i(od, r);
         }
       });
       break;
     }
-    case Opcode::Texp: case Opcode::Tlog: case Opcode::Trecip: case Opcode::Tsqrt: case Opcode::Trsqrt:
-    case Opcode::Ttanh: case Opcode::Tsigmoid:
+    case Opcode::Texp:
+    case Opcode::Tlog:
+    case Opcode::Trecip:
+    case Opcode::Tsqrt:
+    case Opcode::Trsqrt:
+    case Opcode::Ttanh:
+    case Opcode::Tsigmoid:
       for_each(w, [&](int64_t od, int64_t oa, int64_t) {
         double x = ld(A, oa, dt), r = 0;
         switch (op) {
-          case Opcode::Texp: r = std::exp(x); break;
-          case Opcode::Tlog: r = std::log(x); break;
-          case Opcode::Trecip: r = 1.0 / x; break;
-          case Opcode::Tsqrt: r = std::sqrt(x); break;
-          case Opcode::Trsqrt: r = 1.0 / std::sqrt(x); break;
-          case Opcode::Ttanh: r = std::tanh(x); break;
-          default: r = 1.0 / (1.0 + std::exp(-x)); break;
+          case Opcode::Texp:
+            r = std::exp(x);
+            break;
+          case Opcode::Tlog:
+            r = std::log(x);
+            break;
+          case Opcode::Trecip:
+            r = 1.0 / x;
+            break;
+          case Opcode::Tsqrt:
+            r = std::sqrt(x);
+            break;
+          case Opcode::Trsqrt:
+            r = 1.0 / std::sqrt(x);
+            break;
+          case Opcode::Ttanh:
+            r = std::tanh(x);
+            break;
+          default:
+            r = 1.0 / (1.0 + std::exp(-x));
+            break;
         }
         st_f(od, r);
       });
       break;
     case Opcode::Trelu:
       for_each(w, [&](int64_t od, int64_t oa, int64_t) {
-        if (isf) { double x = ld(A, oa, dt); st_f(od, std::isnan(x) ? x : (x > 0 ? x : 0.0)); }
-        else st_i(od, std::max<int64_t>(li(A, oa, dt), 0));
+        if (isf) {
+          double x = ld(A, oa, dt);
+          st_f(od, std::isnan(x) ? x : (x > 0 ? x : 0.0));
+        } else
+          st_i(od, std::max<int64_t>(li(A, oa, dt), 0));
       });
       break;
     case Opcode::Tcvt: {
@@ -289,7 +381,8 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
           if (rows) {
             std::memcpy(D + od * es, A + oa * es, size_t(n * es));
           } else {
-            for (int64_t k = 0; k < n; ++k) std::memcpy(D + (od + k * w.d[3]) * es, A + (oa + k * w.a[3]) * es, size_t(es));
+            for (int64_t k = 0; k < n; ++k)
+              std::memcpy(D + (od + k * w.d[3]) * es, A + (oa + k * w.a[3]) * es, size_t(es));
           }
         });
         break;
@@ -300,7 +393,10 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
         for_each(w, [&](int64_t od, int64_t oa, int64_t) {
           float f;
           std::memcpy(&f, A + oa * 4, 4);
-          int8_t q = std::isnan(f) ? 0 : f <= -128.0f ? -128 : f >= 127.0f ? 127 : int8_t(std::nearbyint(f));
+          int8_t q = std::isnan(f)  ? 0
+                     : f <= -128.0f ? -128
+                     : f >= 127.0f  ? 127
+                                    : int8_t(std::nearbyint(f));
           std::memcpy(D + od, &q, 1);
         });
       } else if (st == DType::I32 && dt == DType::F32) {
@@ -311,7 +407,9 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
           std::memcpy(D + od * 4, &f, 4);
         });
       } else {
-        for_each(w, [&](int64_t od, int64_t oa, int64_t) { arch::convert_element(dt, D + od * es, st, A + oa * ses); });
+        for_each(w, [&](int64_t od, int64_t oa, int64_t) {
+          arch::convert_element(dt, D + od * es, st, A + oa * ses);
+        });
       }
       break;
     }
@@ -322,7 +420,9 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
         st_i(od, r);
       });
       break;
-    case Opcode::Tredsum: case Opcode::Tredmax: case Opcode::Tredmin: {
+    case Opcode::Tredsum:
+    case Opcode::Tredmax:
+    case Opcode::Tredmin: {
       Walk outer = w;
       int64_t n = outer.shape[3], sa = outer.a[3];
       outer.shape[3] = 1;
@@ -331,16 +431,23 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
           float acc = op == Opcode::Tredsum ? 0.0f : op == Opcode::Tredmax ? -INFINITY : INFINITY;
           for (int64_t k = 0; k < n; ++k) {
             float x = float(ld(A, oa + k * sa, dt));
-            if (op == Opcode::Tredsum) acc = acc + x;
-            else if (std::isnan(x) || std::isnan(acc)) acc = NAN;
-            else acc = op == Opcode::Tredmax ? std::max(acc, x) : std::min(acc, x);
+            if (op == Opcode::Tredsum)
+              acc = acc + x;
+            else if (std::isnan(x) || std::isnan(acc))
+              acc = NAN;
+            else
+              acc = op == Opcode::Tredmax ? std::max(acc, x) : std::min(acc, x);
           }
           st_f(od, acc);
         } else {
-          int64_t acc = op == Opcode::Tredsum ? 0 : op == Opcode::Tredmax ? arch::int_min(dt) : arch::int_max(dt);
+          int64_t acc = op == Opcode::Tredsum   ? 0
+                        : op == Opcode::Tredmax ? arch::int_min(dt)
+                                                : arch::int_max(dt);
           for (int64_t k = 0; k < n; ++k) {
             int64_t x = li(A, oa + k * sa, dt);
-            acc = op == Opcode::Tredsum ? acc + x : op == Opcode::Tredmax ? std::max(acc, x) : std::min(acc, x);
+            acc = op == Opcode::Tredsum   ? acc + x
+                  : op == Opcode::Tredmax ? std::max(acc, x)
+                                          : std::min(acc, x);
           }
           st_i(od, acc);
         }
@@ -348,7 +455,9 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
       break;
     }
     case Opcode::Tlut:
-      for_each(w, [&](int64_t od, int64_t oa, int64_t) { std::memcpy(D + od * es, B + int64_t(A[oa]) * es, size_t(es)); });
+      for_each(w, [&](int64_t od, int64_t oa, int64_t) {
+        std::memcpy(D + od * es, B + int64_t(A[oa]) * es, size_t(es));
+      });
       break;
     default:
       fault(SimError::Kind::IllegalInstruction, c, cmd.pc, "not a vector-engine command");

@@ -27,12 +27,12 @@ namespace tilecore::sim {
 /// One memory access about to happen.
 struct MemAccess {
   arch::Space space = arch::Space::DDR;
-  int mem_core = 0;            // whose L1 (Space::L1)
-  uint64_t lo = 0, hi = 0;     // byte range [lo, hi) (a tile command's bounding range)
+  int mem_core = 0;         // whose L1 (Space::L1)
+  uint64_t lo = 0, hi = 0;  // byte range [lo, hi) (a tile command's bounding range)
   bool write = false;
-  int core = 0;                // the core whose instruction or command accesses it
-  int agent = 0;               // 0 front end, 1 din, 2 dout, 3 mm, 4 vec
-  uint32_t pc = 0;             // the instruction (or the command's issuing instruction)
+  int core = 0;     // the core whose instruction or command accesses it
+  int agent = 0;    // 0 front end, 1 din, 2 dout, 3 mm, 4 vec
+  uint32_t pc = 0;  // the instruction (or the command's issuing instruction)
   arch::Opcode op{};
   const uint8_t* data = nullptr;  // host pointer to byte lo; null when no data moves (timing mode)
 };
@@ -44,7 +44,8 @@ class DebugHook {
   /// is null when the pc is past the text or the word does not decode). `position`
   /// is the number of front-end instructions all cores have executed so far.
   /// Returning true stops before the instruction executes.
-  virtual bool before_instruction(int core, uint32_t pc, const arch::Inst* inst, uint64_t position) = 0;
+  virtual bool before_instruction(int core, uint32_t pc, const arch::Inst* inst,
+                                  uint64_t position) = 0;
   /// Before an access takes effect; set `stop` to end the run after this step.
   virtual void on_access(const MemAccess& a) = 0;
   bool stop = false;

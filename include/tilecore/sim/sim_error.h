@@ -15,13 +15,27 @@ namespace tilecore::sim {
 
 class SimError : public std::runtime_error {
  public:
-  enum class Kind { IllegalInstruction, MemoryFault, BadDescriptor, Deadlock, Budget, PcOutOfRange, Usage };
+  enum class Kind {
+    IllegalInstruction,
+    MemoryFault,
+    BadDescriptor,
+    Deadlock,
+    Budget,
+    PcOutOfRange,
+    Usage
+  };
 
   /// `core` < 0 when the fault is not tied to one core (deadlock, usage);
   /// `line` is the assembly source line of the instruction, 0 when unknown.
-  SimError(Kind kind, int core, int64_t pc, std::string instruction, std::string reason, int line = 0)
+  SimError(Kind kind, int core, int64_t pc, std::string instruction, std::string reason,
+           int line = 0)
       : std::runtime_error(render(core, pc, instruction, reason, line)),
-        kind_(kind), core_(core), pc_(pc), line_(line), instruction_(std::move(instruction)), reason_(std::move(reason)) {}
+        kind_(kind),
+        core_(core),
+        pc_(pc),
+        line_(line),
+        instruction_(std::move(instruction)),
+        reason_(std::move(reason)) {}
 
   Kind kind() const { return kind_; }
   int core() const { return core_; }
@@ -31,7 +45,8 @@ class SimError : public std::runtime_error {
   const std::string& reason() const { return reason_; }
 
  private:
-  static std::string render(int core, int64_t pc, const std::string& inst, const std::string& reason, int line) {
+  static std::string render(int core, int64_t pc, const std::string& inst,
+                            const std::string& reason, int line) {
     std::string s;
     if (core >= 0) {
       s = "core " + std::to_string(core) + ", pc " + std::to_string(pc);

@@ -17,9 +17,9 @@
 //   std::cout << sim.stats().to_string();
 #pragma once
 
-#include <functional>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>

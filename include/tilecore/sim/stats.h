@@ -14,24 +14,24 @@ inline constexpr int kNumAgents = 5;
 const char* agent_name(Agent a);  // "sc" "din" "dout" "mm" "vec"
 
 struct EngineStats {
-  uint64_t commands = 0;         // front end: instructions retired
-  uint64_t busy = 0;             // cycles executing
-  uint64_t stalled_dep = 0;      // waiting on a counter, barrier or full queue
-  uint64_t stalled_bw = 0;       // waiting for a shared level's bandwidth (DMA)
-  uint64_t idle = 0;             // the rest of the run
+  uint64_t commands = 0;     // front end: instructions retired
+  uint64_t busy = 0;         // cycles executing
+  uint64_t stalled_dep = 0;  // waiting on a counter, barrier or full queue
+  uint64_t stalled_bw = 0;   // waiting for a shared level's bandwidth (DMA)
+  uint64_t idle = 0;         // the rest of the run
 };
 
 struct CoreStats {
   std::array<EngineStats, kNumAgents> agents{};
-  uint64_t macs = 0;             // useful multiply-accumulates
-  uint64_t issued_macs = 0;      // including padding to the native block
-  uint64_t peak_macs = 0;        // peak rate x busy matrix cycles (per dtype)
+  uint64_t macs = 0;         // useful multiply-accumulates
+  uint64_t issued_macs = 0;  // including padding to the native block
+  uint64_t peak_macs = 0;    // peak rate x busy matrix cycles (per dtype)
 };
 
 struct Stats {
-  uint64_t cycles = 0;           // makespan of the run(s) so far
-  uint64_t instructions = 0;     // front-end instructions, all cores
-  uint64_t commands = 0;         // tile commands, all cores
+  uint64_t cycles = 0;        // makespan of the run(s) so far
+  uint64_t instructions = 0;  // front-end instructions, all cores
+  uint64_t commands = 0;      // tile commands, all cores
   std::vector<CoreStats> cores;
   // Bytes moved per level: DMA traffic plus scalar/SIMD accesses.
   uint64_t ddr_read = 0, ddr_written = 0;
@@ -48,9 +48,9 @@ struct Stats {
 
 /// An unsynchronised pair of overlapping accesses found in HazardCheck mode.
 struct Hazard {
-  std::string kind;          // "RAW", "WAR" or "WAW" (first access, then second)
-  std::string space;         // "ddr", "l2", "l1[core]"
-  uint64_t lo = 0, hi = 0;   // overlapping byte range [lo, hi)
+  std::string kind;         // "RAW", "WAR" or "WAW" (first access, then second)
+  std::string space;        // "ddr", "l2", "l1[core]"
+  uint64_t lo = 0, hi = 0;  // overlapping byte range [lo, hi)
   int first_core = 0, second_core = 0;
   std::string first_agent, second_agent;
   int64_t first_pc = 0, second_pc = 0;
