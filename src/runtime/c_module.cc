@@ -12,8 +12,8 @@
 #include <fstream>
 #include <mutex>
 
-#include "tilecore/ffi/ndarray.h"
 #include "tilecore/ffi/error.h"
+#include "tilecore/ffi/ndarray.h"
 #include "tilecore/runtime/device_api.h"
 #include "tilecore/runtime/kernel.h"
 
@@ -43,8 +43,12 @@ class CModuleNode final : public ModuleNode {
  public:
   CModuleNode(std::string source, std::string lib, std::vector<std::string> names,
               std::vector<std::vector<KernelParam>> params)
-      : source_(std::move(source)), lib_(std::move(lib)), names_(std::move(names)), params_(std::move(params)) {
-    if (names_.size() != params_.size()) TILECORE_THROW(ValueError) << "c module: one parameter list per function";
+      : source_(std::move(source)),
+        lib_(std::move(lib)),
+        names_(std::move(names)),
+        params_(std::move(params)) {
+    if (names_.size() != params_.size())
+      TILECORE_THROW(ValueError) << "c module: one parameter list per function";
     const char* tmp = std::getenv("TMPDIR");
     std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/tilecore_cmod_XXXXXX";
     std::vector<char> buf(path.begin(), path.end());
@@ -74,7 +78,8 @@ class CModuleNode final : public ModuleNode {
     }
     for (const std::string& n : names_) {
       void* sym = dlsym(handle_, ("tc_" + n).c_str());
-      if (sym == nullptr) TILECORE_THROW(ValueError) << "c module: the library has no symbol `tc_" << n << "`";
+      if (sym == nullptr)
+        TILECORE_THROW(ValueError) << "c module: the library has no symbol `tc_" << n << "`";
       fns_.push_back(reinterpret_cast<KernelFn>(sym));
     }
   }
@@ -92,9 +97,10 @@ class CModuleNode final : public ModuleNode {
       const std::vector<KernelParam>* params = &params_[i];
       std::string kname = names_[i];
       CModuleNode* node = this;
-      ffi::Function f = ffi::Function::FromPacked([self, fn, params, kname, node](ffi::PackedArgs args, ffi::Any*) {
-        node->Call(kname, fn, *params, args);
-      });
+      ffi::Function f = ffi::Function::FromPacked(
+          [self, fn, params, kname, node](ffi::PackedArgs args, ffi::Any*) {
+            node->Call(kname, fn, *params, args);
+          });
       // The kernel runs with the GIL released: its cores may be threads, and a core's call
       // to a Python function (tir.call_packed) takes the GIL from its own thread.
       const_cast<ffi::FunctionObj*>(f.get())->cell.flags |= kTCFFIFunctionReleaseGIL;
@@ -135,7 +141,8 @@ class CModuleNode final : public ModuleNode {
     std::string source = r.str();
     std::string lib = r.str();
     // The library is dlopen'ed (its code runs): a corrupted one is refused first.
-    if (r.u64() != ModuleChecksum(lib)) r.fail("checksum mismatch: the shared library is corrupted");
+    if (r.u64() != ModuleChecksum(lib))
+      r.fail("checksum mismatch: the shared library is corrupted");
     uint32_t n = r.count(1 << 16);
     std::vector<std::string> names;
     std::vector<std::vector<KernelParam>> params;
@@ -175,7 +182,8 @@ class CModuleNode final : public ModuleNode {
     return rc;
   }
 
-  void Call(const std::string& name, KernelFn fn, const std::vector<KernelParam>& params, ffi::PackedArgs args) {
+  void Call(const std::string& name, KernelFn fn, const std::vector<KernelParam>& params,
+            ffi::PackedArgs args) {
     CheckKernelArgs(name, params, args);
     std::vector<void*> ptrs(params.size(), nullptr);
     std::vector<int64_t> ints(params.size(), 0);
@@ -215,10 +223,12 @@ class CModuleNode final : public ModuleNode {
       if (err) std::rethrow_exception(err);
     }
     if (rc == 2) {
-      TILECORE_THROW(RuntimeError) << "kernel `" << name
-                                   << "` could not start a thread for each of its cores (pthread_create failed)";
+      TILECORE_THROW(RuntimeError)
+          << "kernel `" << name
+          << "` could not start a thread for each of its cores (pthread_create failed)";
     }
-    if (rc != 0) TILECORE_THROW(RuntimeError) << "kernel `" << name << "` returned error code " << rc;
+    if (rc != 0)
+      TILECORE_THROW(RuntimeError) << "kernel `" << name << "` returned error code " << rc;
     for (auto& [orig, host] : staged) host.CopyTo(orig);
   }
 
@@ -235,8 +245,8 @@ class CModuleNode final : public ModuleNode {
 
 Module CModuleCreate(std::string source, std::string shared_library, std::vector<std::string> names,
                      std::vector<std::vector<KernelParam>> params) {
-  return Module(std::make_unique<CModuleNode>(std::move(source), std::move(shared_library), std::move(names),
-                                              std::move(params)));
+  return Module(std::make_unique<CModuleNode>(std::move(source), std::move(shared_library),
+                                              std::move(names), std::move(params)));
 }
 
 TILECORE_REGISTER_GLOBAL("runtime.module.loadbinary_c").set_body_typed([](ffi::Bytes b) {
@@ -245,18 +255,21 @@ TILECORE_REGISTER_GLOBAL("runtime.module.loadbinary_c").set_body_typed([](ffi::B
 
 // runtime.CModuleCreate(source, library bytes, [{name, params}, ...])
 TILECORE_REGISTER_GLOBAL("runtime.CModuleCreate").set_body([](ffi::PackedArgs args, ffi::Any* rv) {
-      if (args.size() != 3) TILECORE_THROW(TypeError) << "runtime.CModuleCreate(source, library, functions) takes 3 arguments";
-      std::string source = args[0].cast<std::string>();
-      std::string lib = BytesArg(args[1]);
-      auto funcs = args[2].cast<ffi::Array<ffi::Any>>();
-      std::vector<std::string> names;
-      std::vector<std::vector<KernelParam>> params;
-      for (const ffi::Any& a : funcs) {
-        auto m = a.cast<ffi::Map<ffi::String, ffi::Any>>();
-        names.push_back(m["name"].cast<std::string>());
-        params.push_back(ParamsFromArray(m["params"].cast<ffi::Array<ffi::Any>>()));
-      }
-      *rv = ffi::Any(CModuleCreate(std::move(source), std::move(lib), std::move(names), std::move(params)));
-    });
+  if (args.size() != 3)
+    TILECORE_THROW(TypeError)
+        << "runtime.CModuleCreate(source, library, functions) takes 3 arguments";
+  std::string source = args[0].cast<std::string>();
+  std::string lib = BytesArg(args[1]);
+  auto funcs = args[2].cast<ffi::Array<ffi::Any>>();
+  std::vector<std::string> names;
+  std::vector<std::vector<KernelParam>> params;
+  for (const ffi::Any& a : funcs) {
+    auto m = a.cast<ffi::Map<ffi::String, ffi::Any>>();
+    names.push_back(m["name"].cast<std::string>());
+    params.push_back(ParamsFromArray(m["params"].cast<ffi::Array<ffi::Any>>()));
+  }
+  *rv = ffi::Any(
+      CModuleCreate(std::move(source), std::move(lib), std::move(names), std::move(params)));
+});
 
 }  // namespace tilecore::runtime

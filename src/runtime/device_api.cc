@@ -15,7 +15,9 @@
 namespace tilecore::runtime {
 namespace {
 
-std::string TypeKey(int32_t device_type) { return "runtime.device_api_of_type." + std::to_string(device_type); }
+std::string TypeKey(int32_t device_type) {
+  return "runtime.device_api_of_type." + std::to_string(device_type);
+}
 
 // The FFI's hooks: each looks the API up in the registry by device type.
 int AllocHook(DLDevice dev, size_t nbytes, size_t alignment, void** out) {
@@ -35,7 +37,8 @@ void FreeHook(DLDevice dev, void* ptr) {
 }
 int CopyHook(const DLTensor* from, const DLTensor* to) {
   try {
-    int32_t t = from->device.device_type != kDLCPU ? from->device.device_type : to->device.device_type;
+    int32_t t =
+        from->device.device_type != kDLCPU ? from->device.device_type : to->device.device_type;
     DeviceAPI::ForDeviceType(t)->Copy(*from, *to);
     return 0;
   } catch (...) {
@@ -122,8 +125,10 @@ void DeviceAPI::ReleaseWorkspace(DLDevice dev) {
   if (it == ws_.end()) return;
   std::vector<WorkspaceBlock> keep;
   for (const WorkspaceBlock& b : it->second) {
-    if (b.in_use) keep.push_back(b);
-    else Free(dev, b.ptr);
+    if (b.in_use)
+      keep.push_back(b);
+    else
+      Free(dev, b.ptr);
   }
   it->second = std::move(keep);
 }
@@ -134,9 +139,11 @@ std::shared_ptr<DeviceAPI> DeviceAPI::Get(const std::string& name) {
     std::string known;
     for (const ffi::String& n : ffi::Function::ListGlobalNames()) {
       std::string_view v = n.view();
-      if (v.rfind("device_api.", 0) == 0) known += (known.empty() ? "" : ", ") + std::string(v.substr(11));
+      if (v.rfind("device_api.", 0) == 0)
+        known += (known.empty() ? "" : ", ") + std::string(v.substr(11));
     }
-    TILECORE_THROW(ValueError) << "no device API `" << name << "` is registered (known: " << known << ")";
+    TILECORE_THROW(ValueError) << "no device API `" << name << "` is registered (known: " << known
+                               << ")";
   }
   return (*f)().cast<DeviceAPIRef>()->api;
 }
@@ -144,8 +151,8 @@ std::shared_ptr<DeviceAPI> DeviceAPI::Get(const std::string& name) {
 std::shared_ptr<DeviceAPI> DeviceAPI::ForDeviceType(int32_t device_type) {
   auto f = ffi::Function::GetGlobal(TypeKey(device_type));
   if (!f) {
-    TILECORE_THROW(ValueError) << "no device API is registered for device type " << device_type << " ("
-                               << ffi::DeviceTypeToName(device_type) << ")";
+    TILECORE_THROW(ValueError) << "no device API is registered for device type " << device_type
+                               << " (" << ffi::DeviceTypeToName(device_type) << ")";
   }
   return (*f)().cast<DeviceAPIRef>()->api;
 }
@@ -153,12 +160,14 @@ std::shared_ptr<DeviceAPI> DeviceAPI::ForDeviceType(int32_t device_type) {
 void RegisterDeviceAPI(std::shared_ptr<DeviceAPI> api, bool allow_override) {
   TILECORE_ICHECK(api != nullptr);
   DeviceAPIRef ref(ffi::make_object<DeviceAPIObj>(api));
-  ffi::Function getter = ffi::Function::FromPacked([ref](ffi::PackedArgs, ffi::Any* rv) { *rv = ffi::Any(ref); });
+  ffi::Function getter =
+      ffi::Function::FromPacked([ref](ffi::PackedArgs, ffi::Any* rv) { *rv = ffi::Any(ref); });
   ffi::Function::SetGlobal("device_api." + api->name(), getter, allow_override);
   ffi::Function::SetGlobal(TypeKey(api->device_type()), getter, true);
   if (api->device_type() != kDLCPU) {
     TCFFIDeviceAllocator hooks{AllocHook, FreeHook, CopyHook};
-    if (TCFFIDeviceAllocatorRegister(api->device_type(), &hooks) != 0) ffi::details::ThrowRaisedError();
+    if (TCFFIDeviceAllocatorRegister(api->device_type(), &hooks) != 0)
+      ffi::details::ThrowRaisedError();
   }
 }
 
@@ -179,11 +188,14 @@ TILECORE_REGISTER_GLOBAL("runtime.DeviceAttributes").set_body_typed([](DLDevice 
 });
 // Workspace from Python and C: the block's address as an integer (npu: a DDR address).
 TILECORE_REGISTER_GLOBAL("runtime.AllocWorkspace").set_body_typed([](DLDevice dev, int64_t nbytes) {
-  if (nbytes < 0) TILECORE_THROW(ValueError) << "runtime.AllocWorkspace: nbytes must be >= 0, got " << nbytes;
-  return int64_t(reinterpret_cast<uintptr_t>(DeviceAPI::ForDeviceType(dev.device_type)->AllocWorkspace(dev, size_t(nbytes))));
+  if (nbytes < 0)
+    TILECORE_THROW(ValueError) << "runtime.AllocWorkspace: nbytes must be >= 0, got " << nbytes;
+  return int64_t(reinterpret_cast<uintptr_t>(
+      DeviceAPI::ForDeviceType(dev.device_type)->AllocWorkspace(dev, size_t(nbytes))));
 });
 TILECORE_REGISTER_GLOBAL("runtime.FreeWorkspace").set_body_typed([](DLDevice dev, int64_t addr) {
-  DeviceAPI::ForDeviceType(dev.device_type)->FreeWorkspace(dev, reinterpret_cast<void*>(uintptr_t(addr)));
+  DeviceAPI::ForDeviceType(dev.device_type)
+      ->FreeWorkspace(dev, reinterpret_cast<void*>(uintptr_t(addr)));
 });
 TILECORE_REGISTER_GLOBAL("runtime.WorkspaceInfo").set_body_typed([](DLDevice dev) {
   return DeviceAPI::ForDeviceType(dev.device_type)->WorkspaceInfo(dev);

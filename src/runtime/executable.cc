@@ -34,7 +34,8 @@ std::string ShapeStr(const std::vector<int64_t>& shape) {
 }
 
 /*! \brief Bytes of dtype x shape, or nullopt on a bad dtype, a negative dim or overflow. */
-std::optional<uint64_t> ByteSize(const std::string& dtype, const std::vector<int64_t>& shape, std::string* why) {
+std::optional<uint64_t> ByteSize(const std::string& dtype, const std::vector<int64_t>& shape,
+                                 std::string* why) {
   DLDataType t;
   try {
     t = ffi::StringToDLDataType(dtype);
@@ -71,7 +72,8 @@ std::optional<std::vector<KernelParam>> FunctionParams(const Module& m, const st
   if (!info.count("functions")) return std::nullopt;
   for (const ffi::Any& f : info["functions"].cast<ffi::Array<ffi::Any>>()) {
     auto fm = f.cast<ffi::Map<ffi::String, ffi::Any>>();
-    if (fm["name"].cast<std::string>() == name) return ParamsFromArray(fm["params"].cast<ffi::Array<ffi::Any>>());
+    if (fm["name"].cast<std::string>() == name)
+      return ParamsFromArray(fm["params"].cast<ffi::Array<ffi::Any>>());
   }
   return std::nullopt;
 }
@@ -80,7 +82,9 @@ std::optional<std::vector<KernelParam>> FunctionParams(const Module& m, const st
 
 uint64_t PeakMacsPerCycle(const std::string& precision) {
   if (precision == "int8" || precision == "i8") return 2048;
-  if (precision == "f16" || precision == "bf16" || precision == "float16" || precision == "bfloat16") return 1024;
+  if (precision == "f16" || precision == "bf16" || precision == "float16" ||
+      precision == "bfloat16")
+    return 1024;
   return 256;
 }
 
@@ -95,11 +99,15 @@ std::string DescribeSignature(const ExecutableSpec& spec, bool inputs) {
 }
 
 void ValidateExecutable(const ExecutableSpec& s) {
-  auto fail = [](const std::string& m) { TILECORE_THROW(ValueError) << "invalid executable: " << m; };
-  if (s.precision != "f32" && s.precision != "f16" && s.precision != "bf16" && s.precision != "int8") {
+  auto fail = [](const std::string& m) {
+    TILECORE_THROW(ValueError) << "invalid executable: " << m;
+  };
+  if (s.precision != "f32" && s.precision != "f16" && s.precision != "bf16" &&
+      s.precision != "int8") {
     fail("precision `" + s.precision + "` (expected f32, f16, bf16 or int8)");
   }
-  if (s.arena_size > kExecutableMaxArena) fail("arena of " + std::to_string(s.arena_size) + " bytes exceeds 4 GiB");
+  if (s.arena_size > kExecutableMaxArena)
+    fail("arena of " + std::to_string(s.arena_size) + " bytes exceeds 4 GiB");
   const uint32_t nb = uint32_t(s.buffers.size());
   for (uint32_t i = 0; i < nb; ++i) {
     const ExecBuffer& b = s.buffers[i];
@@ -107,13 +115,15 @@ void ValidateExecutable(const ExecutableSpec& s) {
     auto size = ByteSize(b.dtype, b.shape, &why);
     if (!size) fail(BufName(s, i) + ": " + why);
     if (*size != b.size) {
-      fail(BufName(s, i) + ": size " + std::to_string(b.size) + " but " + b.dtype + ShapeStr(b.shape) + " needs " +
-           std::to_string(*size));
+      fail(BufName(s, i) + ": size " + std::to_string(b.size) + " but " + b.dtype +
+           ShapeStr(b.shape) + " needs " + std::to_string(*size));
     }
-    if (b.offset % kExecutableAlign != 0) fail(BufName(s, i) + ": offset " + std::to_string(b.offset) + " is not 64-byte aligned");
+    if (b.offset % kExecutableAlign != 0)
+      fail(BufName(s, i) + ": offset " + std::to_string(b.offset) + " is not 64-byte aligned");
     if (b.offset > s.arena_size || b.size > s.arena_size - b.offset) {
-      fail(BufName(s, i) + ": bytes [" + std::to_string(b.offset) + ", " + std::to_string(b.offset + b.size) +
-           ") exceed the arena of " + std::to_string(s.arena_size));
+      fail(BufName(s, i) + ": bytes [" + std::to_string(b.offset) + ", " +
+           std::to_string(b.offset + b.size) + ") exceed the arena of " +
+           std::to_string(s.arena_size));
     }
   }
   // Live ranges: [first, last] step index; -1 = before the first step, n = after the last.
@@ -126,11 +136,14 @@ void ValidateExecutable(const ExecutableSpec& s) {
   std::set<uint32_t> constant_bufs;
   for (size_t c = 0; c < s.constants.size(); ++c) {
     const ExecConstant& k = s.constants[c];
-    if (k.buffer >= nb) fail("constant " + std::to_string(c) + ": buffer index " + std::to_string(k.buffer) + " out of range");
-    if (!constant_bufs.insert(k.buffer).second) fail("constant " + std::to_string(c) + ": " + BufName(s, k.buffer) + " has two constants");
+    if (k.buffer >= nb)
+      fail("constant " + std::to_string(c) + ": buffer index " + std::to_string(k.buffer) +
+           " out of range");
+    if (!constant_bufs.insert(k.buffer).second)
+      fail("constant " + std::to_string(c) + ": " + BufName(s, k.buffer) + " has two constants");
     if (k.data.size() != s.buffers[k.buffer].size) {
-      fail("constant " + std::to_string(c) + ": " + std::to_string(k.data.size()) + " bytes for " + BufName(s, k.buffer) +
-           " of " + std::to_string(s.buffers[k.buffer].size));
+      fail("constant " + std::to_string(c) + ": " + std::to_string(k.data.size()) + " bytes for " +
+           BufName(s, k.buffer) + " of " + std::to_string(s.buffers[k.buffer].size));
     }
     use(k.buffer, -1);
     use(k.buffer, n);
@@ -143,8 +156,11 @@ void ValidateExecutable(const ExecutableSpec& s) {
       const ExecIO& e = list[i];
       if (e.name.empty()) fail(std::string(what) + " " + std::to_string(i) + " has no name");
       if (!names.insert(e.name).second) fail(std::string(what) + " `" + e.name + "` appears twice");
-      if (e.buffer >= nb) fail(std::string(what) + " `" + e.name + "`: buffer index " + std::to_string(e.buffer) + " out of range");
-      if (io == 0 && constant_bufs.count(e.buffer)) fail(std::string("input `") + e.name + "` is a constant's " + BufName(s, e.buffer));
+      if (e.buffer >= nb)
+        fail(std::string(what) + " `" + e.name + "`: buffer index " + std::to_string(e.buffer) +
+             " out of range");
+      if (io == 0 && constant_bufs.count(e.buffer))
+        fail(std::string("input `") + e.name + "` is a constant's " + BufName(s, e.buffer));
       use(e.buffer, io == 0 ? -1 : n);
     }
   }
@@ -152,26 +168,36 @@ void ValidateExecutable(const ExecutableSpec& s) {
   for (int t = 0; t < n; ++t) {
     const ExecStep& st = s.steps[size_t(t)];
     std::string name = "step " + std::to_string(t) + " `" + st.node + "`";
-    if (st.kind != ExecStep::kNpu && st.kind != ExecStep::kHost) fail(name + ": kind " + std::to_string(st.kind));
-    if (st.module >= s.modules.size()) fail(name + ": module index " + std::to_string(st.module) + " out of range");
+    if (st.kind != ExecStep::kNpu && st.kind != ExecStep::kHost)
+      fail(name + ": kind " + std::to_string(st.kind));
+    if (st.module >= s.modules.size())
+      fail(name + ": module index " + std::to_string(st.module) + " out of range");
     const Module& m = s.modules[st.module];
     std::string kind = m.node()->kind();
     if ((st.kind == ExecStep::kNpu) != (kind == "npu")) {
-      fail(name + ": a " + (st.kind == ExecStep::kNpu ? "npu" : "host") + " step calls a `" + kind + "` module");
+      fail(name + ": a " + (st.kind == ExecStep::kNpu ? "npu" : "host") + " step calls a `" + kind +
+           "` module");
     }
     auto params = FunctionParams(m, st.function);
-    if (!params) fail(name + ": module " + std::to_string(st.module) + " (" + kind + ") has no function `" + st.function + "`");
+    if (!params)
+      fail(name + ": module " + std::to_string(st.module) + " (" + kind + ") has no function `" +
+           st.function + "`");
     if (params->size() != st.args.size()) {
-      fail(name + ": " + std::to_string(st.args.size()) + " arguments for " + KernelSignature(st.function, *params));
+      fail(name + ": " + std::to_string(st.args.size()) + " arguments for " +
+           KernelSignature(st.function, *params));
     }
     for (size_t a = 0; a < st.args.size(); ++a) {
       uint32_t b = st.args[a];
       const KernelParam& p = (*params)[a];
-      if (b >= nb) fail(name + ": argument " + std::to_string(a) + ": buffer index " + std::to_string(b) + " out of range");
-      if (p.kind != "buffer") fail(name + ": parameter `" + p.name + "` of " + KernelSignature(st.function, *params) + " is not a buffer");
+      if (b >= nb)
+        fail(name + ": argument " + std::to_string(a) + ": buffer index " + std::to_string(b) +
+             " out of range");
+      if (p.kind != "buffer")
+        fail(name + ": parameter `" + p.name + "` of " + KernelSignature(st.function, *params) +
+             " is not a buffer");
       if (p.dtype != s.buffers[b].dtype) {
-        fail(name + ": parameter `" + p.name + "` of " + KernelSignature(st.function, *params) + " gets " + BufName(s, b) +
-             " of dtype " + s.buffers[b].dtype);
+        fail(name + ": parameter `" + p.name + "` of " + KernelSignature(st.function, *params) +
+             " gets " + BufName(s, b) + " of dtype " + s.buffers[b].dtype);
       }
       // Rationale: no check that constants are only read: codegen marks parameters `written`
       // conservatively, so the flag cannot tell a reader from a writer.
@@ -183,16 +209,19 @@ void ValidateExecutable(const ExecutableSpec& s) {
   for (uint32_t i = 0; i < nb; ++i) {
     if (last[i] >= first[i] && s.buffers[i].size > 0) order.push_back(i);
   }
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return s.buffers[a].offset < s.buffers[b].offset; });
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return s.buffers[a].offset < s.buffers[b].offset; });
   for (size_t x = 0; x < order.size(); ++x) {
     const ExecBuffer& a = s.buffers[order[x]];
     for (size_t y = x + 1; y < order.size(); ++y) {
       const ExecBuffer& b = s.buffers[order[y]];
       if (b.offset >= a.offset + a.size) break;
       if (first[order[x]] <= last[order[y]] && first[order[y]] <= last[order[x]]) {
-        fail(BufName(s, order[x]) + " [" + std::to_string(a.offset) + ", " + std::to_string(a.offset + a.size) + ") and " +
-             BufName(s, order[y]) + " [" + std::to_string(b.offset) + ", " + std::to_string(b.offset + b.size) +
-             ") overlap while both are live (steps " + std::to_string(std::max(first[order[x]], first[order[y]])) + ".." +
+        fail(BufName(s, order[x]) + " [" + std::to_string(a.offset) + ", " +
+             std::to_string(a.offset + a.size) + ") and " + BufName(s, order[y]) + " [" +
+             std::to_string(b.offset) + ", " + std::to_string(b.offset + b.size) +
+             ") overlap while both are live (steps " +
+             std::to_string(std::max(first[order[x]], first[order[y]])) + ".." +
              std::to_string(std::min(last[order[x]], last[order[y]])) + ")");
       }
     }
@@ -263,26 +292,28 @@ std::string Executable::SaveToBytes() const {
 
 Executable Executable::LoadFromBytes(std::string_view bytes) {
   if (bytes.size() < 8 || std::memcmp(bytes.data(), kExecutableMagic, 8) != 0) {
-    TILECORE_THROW(ValueError) << "not a tilecore executable (the magic \"TCEXEC\" is missing at byte 0)";
+    TILECORE_THROW(ValueError)
+        << "not a tilecore executable (the magic \"TCEXEC\" is missing at byte 0)";
   }
   if (bytes.size() < kHeaderBytes) {
-    TILECORE_THROW(ValueError) << "executable, byte " << bytes.size() << ": truncated header (" << kHeaderBytes
-                               << " bytes needed, " << bytes.size() << " present)";
+    TILECORE_THROW(ValueError) << "executable, byte " << bytes.size() << ": truncated header ("
+                               << kHeaderBytes << " bytes needed, " << bytes.size() << " present)";
   }
   ByteReader h(bytes.substr(0, kHeaderBytes), "executable");
   h.u64();  // magic
   uint32_t version = h.u32();
   if (version != kExecutableVersion) {
-    TILECORE_THROW(ValueError) << "executable, byte 8: unsupported version " << version << " (this tilecore reads version "
-                               << kExecutableVersion << ")";
+    TILECORE_THROW(ValueError) << "executable, byte 8: unsupported version " << version
+                               << " (this tilecore reads version " << kExecutableVersion << ")";
   }
   uint32_t flags = h.u32();
   if (flags != 0) TILECORE_THROW(ValueError) << "executable, byte 12: unknown flags " << flags;
   uint64_t size = h.u64();
   uint64_t sum = h.u64();
   if (size != bytes.size() - kHeaderBytes) {
-    TILECORE_THROW(ValueError) << "executable, byte 16: the header announces a payload of " << size << " bytes but "
-                               << bytes.size() - kHeaderBytes << " follow (truncated or padded file)";
+    TILECORE_THROW(ValueError) << "executable, byte 16: the header announces a payload of " << size
+                               << " bytes but " << bytes.size() - kHeaderBytes
+                               << " follow (truncated or padded file)";
   }
   std::string_view payload = bytes.substr(kHeaderBytes);
   if (Fnv1a(payload) != sum) {
@@ -301,11 +332,13 @@ Executable Executable::LoadFromBytes(std::string_view bytes) {
     try {
       s.modules.push_back(Module::LoadFromBytes(blob));
     } catch (const ffi::Error& e) {
-      TILECORE_THROW(ValueError) << "executable, byte " << at << ": module " << i << ": " << e.message();
+      TILECORE_THROW(ValueError) << "executable, byte " << at << ": module " << i << ": "
+                                 << e.message();
     }
   }
   s.arena_size = r.u64();
-  if (s.arena_size > kExecutableMaxArena) r.fail("arena of " + std::to_string(s.arena_size) + " bytes exceeds 4 GiB");
+  if (s.arena_size > kExecutableMaxArena)
+    r.fail("arena of " + std::to_string(s.arena_size) + " bytes exceeds 4 GiB");
   s.buffers.resize(r.count(left() / 28));  // a buffer record takes at least 28 bytes
   for (ExecBuffer& b : s.buffers) {
     b.name = r.str();
@@ -332,7 +365,8 @@ Executable Executable::LoadFromBytes(std::string_view bytes) {
     size_t at = r.pos();
     uint32_t kind = r.u32();
     if (kind > 1) {
-      TILECORE_THROW(ValueError) << "executable, byte " << at << ": step kind " << kind << " (0 npu, 1 host)";
+      TILECORE_THROW(ValueError) << "executable, byte " << at << ": step kind " << kind
+                                 << " (0 npu, 1 host)";
     }
     st.kind = ExecStep::Kind(kind);
     st.module = r.u32();

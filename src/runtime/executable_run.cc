@@ -19,7 +19,8 @@ using ffi::Any;
 using JMap = ffi::Map<ffi::String, ffi::Any>;
 using JArr = ffi::Array<ffi::Any>;
 
-[[maybe_unused]] double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+[[maybe_unused]] double Seconds(std::chrono::steady_clock::time_point a,
+                                std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
@@ -46,15 +47,19 @@ using JArr = ffi::Array<ffi::Any>;
   return ffi::NDArray::FromDLPack(m);
 }
 
-[[maybe_unused]] std::string JsonEscape(const std::string& s) { return ffi::json::Stringify(ffi::String(s)); }
+[[maybe_unused]] std::string JsonEscape(const std::string& s) {
+  return ffi::json::Stringify(ffi::String(s));
+}
 
 }  // namespace
 
-std::map<std::string, ffi::NDArray> Executable::Run(const std::map<std::string, ffi::NDArray>& inputs,
-                                                    int device_id, const ffi::Function* progress) const {
+std::map<std::string, ffi::NDArray> Executable::Run(
+    const std::map<std::string, ffi::NDArray>& inputs, int device_id,
+    const ffi::Function* progress) const {
 #if !TILECORE_ENABLE_NPU
   (void)inputs, (void)device_id, (void)progress;
-  TILECORE_THROW(RuntimeError) << "tilecore was built without the npu device; an executable cannot run";
+  TILECORE_THROW(RuntimeError)
+      << "tilecore was built without the npu device; an executable cannot run";
 #else
   const ExecutableSpec& s = get()->spec;
   auto t_start = std::chrono::steady_clock::now();
@@ -63,22 +68,24 @@ std::map<std::string, ffi::NDArray> Executable::Run(const std::map<std::string, 
     bool known = false;
     for (const ExecIO& io : s.inputs) known = known || io.name == name;
     if (!known) {
-      TILECORE_THROW(ValueError) << "unknown input `" << name << "`; the executable expects " << DescribeSignature(s, true);
+      TILECORE_THROW(ValueError) << "unknown input `" << name << "`; the executable expects "
+                                 << DescribeSignature(s, true);
     }
   }
   for (const ExecIO& io : s.inputs) {
     auto it = inputs.find(io.name);
     const ExecBuffer& b = s.buffers[io.buffer];
     if (it == inputs.end()) {
-      TILECORE_THROW(ValueError) << "missing input `" << io.name << "`; the executable expects " << DescribeSignature(s, true);
+      TILECORE_THROW(ValueError) << "missing input `" << io.name << "`; the executable expects "
+                                 << DescribeSignature(s, true);
     }
     std::string dt = ffi::DLDataTypeToString(it->second.dtype());
     if (dt != b.dtype || it->second.shape() != b.shape) {
       std::string got = dt + "[";
       auto sh = it->second.shape();
       for (size_t i = 0; i < sh.size(); ++i) got += (i ? ", " : "") + std::to_string(sh[i]);
-      TILECORE_THROW(ValueError) << "input `" << io.name << "` is " << got << "]; the executable expects "
-                                 << DescribeSignature(s, true);
+      TILECORE_THROW(ValueError) << "input `" << io.name << "` is " << got
+                                 << "]; the executable expects " << DescribeSignature(s, true);
     }
   }
   // ---- memory: one arena on the device, views per buffer
@@ -99,8 +106,10 @@ std::map<std::string, ffi::NDArray> Executable::Run(const std::map<std::string, 
       std::lock_guard<std::mutex> lock(simref.mut()->mu);
       uint64_t addr = reinterpret_cast<uint64_t>(v.tensor().data) + v.tensor().byte_offset;
       sim::TranslateSimError([&] {
-        simref.mut()->sim.write(arch::Space::DDR, addr,
-                                std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data.data()), c.data.size()));
+        simref.mut()->sim.write(
+            arch::Space::DDR, addr,
+            std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data.data()),
+                                     c.data.size()));
       });
       continue;
     }
@@ -116,18 +125,26 @@ std::map<std::string, ffi::NDArray> Executable::Run(const std::map<std::string, 
   std::string trace = "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n";
   char buf[512];
   for (int c = 0; c < cores; ++c) {
-    std::snprintf(buf, sizeof buf, "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"core %d\"}},\n", c, c);
+    std::snprintf(buf, sizeof buf,
+                  "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": "
+                  "\"core %d\"}},\n",
+                  c, c);
     trace += buf;
     for (int a = 0; a < sim::kNumAgents; ++a) {
-      std::snprintf(buf, sizeof buf, "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, \"args\": {\"name\": \"%s\"}},\n",
+      std::snprintf(buf, sizeof buf,
+                    "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
+                    "\"args\": {\"name\": \"%s\"}},\n",
                     c, a, sim::agent_name(sim::Agent(a)));
       trace += buf;
     }
   }
   const int host_pid = 1000;
-  std::snprintf(buf, sizeof buf, "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"host\"}},\n"
-                "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": \"cpu\"}}",
-                host_pid, host_pid);
+  std::snprintf(
+      buf, sizeof buf,
+      "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"host\"}},\n"
+      "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": "
+      "\"cpu\"}}",
+      host_pid, host_pid);
   trace += buf;
   uint64_t total_cycles = 0, total_macs = 0, npu_macs = 0, timeline_ns = 0;
   uint64_t ddr_r = 0, ddr_w = 0, l2_r = 0, l2_w = 0, l1_r = 0, l1_w = 0;
@@ -135,7 +152,9 @@ std::map<std::string, ffi::NDArray> Executable::Run(const std::map<std::string, 
   for (size_t t = 0; t < s.steps.size(); ++t) {
     const ExecStep& st = s.steps[t];
     std::optional<ffi::Function> f = s.modules[st.module].GetFunction(st.function);
-    if (!f) TILECORE_THROW(InternalError) << "step " << t << ": function `" << st.function << "` vanished";
+    if (!f)
+      TILECORE_THROW(InternalError)
+          << "step " << t << ": function `" << st.function << "` vanished";
     if (progress) (*progress)(int64_t(t), int64_t(s.steps.size()), ffi::String(st.node));
     std::vector<ffi::AnyView> args;
     for (uint32_t a : st.args) args.emplace_back(views[a]);
@@ -145,7 +164,8 @@ std::map<std::string, ffi::NDArray> Executable::Run(const std::map<std::string, 
     } catch (const ffi::Error& e) {
       if (e.kind() == "SimError") throw;  // keeps core, pc and instruction for Python
       throw ffi::Error(std::string(e.kind()),
-                       "step " + std::to_string(t) + " `" + st.node + "` (" + st.op_type + "): " + std::string(e.message()),
+                       "step " + std::to_string(t) + " `" + st.node + "` (" + st.op_type +
+                           "): " + std::string(e.message()),
                        std::string(e.backtrace()));
     }
     auto t1 = std::chrono::steady_clock::now();
@@ -178,12 +198,14 @@ std::map<std::string, ffi::NDArray> Executable::Run(const std::map<std::string, 
           per_core.Set(sim::agent_name(sim::Agent(a)), Any(int64_t(e.busy)));
           if (e.busy > bound_busy) bound_busy = e.busy, bound = sim::agent_name(sim::Agent(a));
           if (e.busy > 0) {
-            std::snprintf(buf, sizeof buf,
-                          ",\n{\"ph\": \"X\", \"name\": %s, \"pid\": %zu, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
-                          "\"args\": {\"op_type\": %s, \"busy_cycles\": %llu, \"stalled_cycles\": %llu}}",
-                          JsonEscape(st.node).c_str(), c, a, double(timeline_ns) / 1000.0, double(ss.cycles) / 1000.0,
-                          JsonEscape(st.op_type).c_str(), (unsigned long long)e.busy,
-                          (unsigned long long)(e.stalled_dep + e.stalled_bw));
+            std::snprintf(
+                buf, sizeof buf,
+                ",\n{\"ph\": \"X\", \"name\": %s, \"pid\": %zu, \"tid\": %d, \"ts\": %.3f, "
+                "\"dur\": %.3f, "
+                "\"args\": {\"op_type\": %s, \"busy_cycles\": %llu, \"stalled_cycles\": %llu}}",
+                JsonEscape(st.node).c_str(), c, a, double(timeline_ns) / 1000.0,
+                double(ss.cycles) / 1000.0, JsonEscape(st.op_type).c_str(),
+                (unsigned long long)e.busy, (unsigned long long)(e.stalled_dep + e.stalled_bw));
             trace += buf;
           }
         }
@@ -213,11 +235,12 @@ std::map<std::string, ffi::NDArray> Executable::Run(const std::map<std::string, 
     } else {
       host_seconds += secs;
       uint64_t ns = uint64_t(secs * 1e9);
-      std::snprintf(buf, sizeof buf,
-                    ",\n{\"ph\": \"X\", \"name\": %s, \"pid\": %d, \"tid\": 0, \"ts\": %.3f, \"dur\": %.3f, "
-                    "\"args\": {\"op_type\": %s, \"host\": true}}",
-                    JsonEscape(st.node).c_str(), host_pid, double(timeline_ns) / 1000.0, double(ns) / 1000.0,
-                    JsonEscape(st.op_type).c_str());
+      std::snprintf(
+          buf, sizeof buf,
+          ",\n{\"ph\": \"X\", \"name\": %s, \"pid\": %d, \"tid\": 0, \"ts\": %.3f, \"dur\": %.3f, "
+          "\"args\": {\"op_type\": %s, \"host\": true}}",
+          JsonEscape(st.node).c_str(), host_pid, double(timeline_ns) / 1000.0, double(ns) / 1000.0,
+          JsonEscape(st.op_type).c_str());
       trace += buf;
       timeline_ns += ns;
       op.Set("cycles", Any(int64_t(0)));
@@ -280,11 +303,13 @@ T Get(const JMap& m, const char* key, const std::string& where) {
 
 uint32_t Index(const JMap& m, const char* key, const std::string& where) {
   int64_t v = Get<int64_t>(m, key, where);
-  if (v < 0 || v > int64_t(UINT32_MAX)) TILECORE_THROW(ValueError) << where << ": `" << key << "` = " << v;
+  if (v < 0 || v > int64_t(UINT32_MAX))
+    TILECORE_THROW(ValueError) << where << ": `" << key << "` = " << v;
   return uint32_t(v);
 }
 
-ExecutableSpec SpecFromJson(ffi::Array<Module> modules, const std::string& text, ffi::Array<ffi::NDArray> constants) {
+ExecutableSpec SpecFromJson(ffi::Array<Module> modules, const std::string& text,
+                            ffi::Array<ffi::NDArray> constants) {
   JMap d = ffi::json::Parse(text).cast<JMap>();
   ExecutableSpec s;
   for (const Module& m : modules) s.modules.push_back(m);
@@ -317,7 +342,8 @@ ExecutableSpec SpecFromJson(ffi::Array<Module> modules, const std::string& text,
   if (d.count("constants")) {
     JArr cs = d["constants"].cast<JArr>();
     if (cs.size() != constants.size()) {
-      TILECORE_THROW(ValueError) << "executable: " << cs.size() << " constant records but " << constants.size() << " arrays";
+      TILECORE_THROW(ValueError) << "executable: " << cs.size() << " constant records but "
+                                 << constants.size() << " arrays";
     }
     for (size_t i = 0; i < cs.size(); ++i) {
       ExecConstant c;
@@ -342,13 +368,15 @@ ExecutableSpec SpecFromJson(ffi::Array<Module> modules, const std::string& text,
     JMap m = steps[i].cast<JMap>();
     ExecStep st;
     std::string kind = Get<std::string>(m, "kind", w);
-    if (kind != "npu" && kind != "host") TILECORE_THROW(ValueError) << w << ": kind `" << kind << "` (npu or host)";
+    if (kind != "npu" && kind != "host")
+      TILECORE_THROW(ValueError) << w << ": kind `" << kind << "` (npu or host)";
     st.kind = kind == "npu" ? ExecStep::kNpu : ExecStep::kHost;
     st.module = Index(m, "module", w);
     st.function = Get<std::string>(m, "function", w);
     for (const Any& a : Get<JArr>(m, "args", w)) {
       int64_t v = a.cast<int64_t>();
-      if (v < 0 || v > int64_t(UINT32_MAX)) TILECORE_THROW(ValueError) << w << ": argument buffer " << v;
+      if (v < 0 || v > int64_t(UINT32_MAX))
+        TILECORE_THROW(ValueError) << w << ": argument buffer " << v;
       st.args.push_back(uint32_t(v));
     }
     st.node = Get<std::string>(m, "node", w);
@@ -356,7 +384,8 @@ ExecutableSpec SpecFromJson(ffi::Array<Module> modules, const std::string& text,
     st.macs = m.count("macs") ? uint64_t(std::max<int64_t>(0, m["macs"].cast<int64_t>())) : 0;
     st.source_node = m.count("source_node") ? m["source_node"].cast<std::string>() : std::string();
     if (m.count("debug")) {
-      for (const auto& [k, v] : m["debug"].cast<JMap>().items()) st.debug[std::string(k)] = v.cast<std::string>();
+      for (const auto& [k, v] : m["debug"].cast<JMap>().items())
+        st.debug[std::string(k)] = v.cast<std::string>();
     }
     s.steps.push_back(std::move(st));
   }
@@ -427,12 +456,12 @@ std::string SpecToJson(const ExecutableSpec& s) {
 }  // namespace
 
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableCreate")
-    .set_body_typed([](ffi::Array<Module> modules, std::string desc, ffi::Array<ffi::NDArray> constants) {
+    .set_body_typed([](ffi::Array<Module> modules, std::string desc,
+                       ffi::Array<ffi::NDArray> constants) {
       return Executable::Build(SpecFromJson(modules, desc, constants));
     });
-TILECORE_REGISTER_GLOBAL("runtime.ExecutableSaveToFile").set_body_typed([](Executable e, std::string path) {
-  e.SaveToFile(path);
-});
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableSaveToFile")
+    .set_body_typed([](Executable e, std::string path) { e.SaveToFile(path); });
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableLoadFromFile").set_body_typed([](std::string path) {
   return Executable::LoadFromFile(path);
 });
@@ -441,8 +470,10 @@ TILECORE_REGISTER_GLOBAL("runtime.ExecutableSaveToBytes").set_body_typed([](Exec
 });
 // runtime.ExecutableLoadFromBytes(data): the file's bytes as a host uint8 NDArray.
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableLoadFromBytes").set_body_typed([](ffi::NDArray a) {
-  if (a.device().device_type != kDLCPU || a.dtype().bits != 8 || a.dtype().lanes != 1 || !a.IsContiguous()) {
-    TILECORE_THROW(TypeError) << "runtime.ExecutableLoadFromBytes: expected a contiguous host uint8 array";
+  if (a.device().device_type != kDLCPU || a.dtype().bits != 8 || a.dtype().lanes != 1 ||
+      !a.IsContiguous()) {
+    TILECORE_THROW(TypeError)
+        << "runtime.ExecutableLoadFromBytes: expected a contiguous host uint8 array";
   }
   return Executable::LoadFromBytes(std::string_view(a.data<const char>(), a.NumBytes()));
 });
@@ -454,11 +485,13 @@ TILECORE_REGISTER_GLOBAL("runtime.ExecutableModules").set_body_typed([](Executab
   for (const Module& m : e->spec.modules) out.push_back(m);
   return out;
 });
-// runtime.ExecutableRun(exe, names, arrays, device_id, progress or None) -> [output names..., output arrays...]
+// runtime.ExecutableRun(exe, names, arrays, device_id, progress or None) -> [output names...,
+// output arrays...]
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableRun")
-    .set_body_typed([](Executable e, ffi::Array<ffi::String> names, ffi::Array<ffi::NDArray> arrays, int64_t dev,
-                       ffi::Any progress) {
-      if (names.size() != arrays.size()) TILECORE_THROW(ValueError) << "names and arrays differ in length";
+    .set_body_typed([](Executable e, ffi::Array<ffi::String> names, ffi::Array<ffi::NDArray> arrays,
+                       int64_t dev, ffi::Any progress) {
+      if (names.size() != arrays.size())
+        TILECORE_THROW(ValueError) << "names and arrays differ in length";
       std::map<std::string, ffi::NDArray> in;
       for (size_t i = 0; i < names.size(); ++i) in.emplace(std::string(names[i]), arrays[i]);
       std::optional<ffi::Function> cb;
@@ -474,13 +507,15 @@ TILECORE_REGISTER_GLOBAL("runtime.ExecutableRun")
 // simulator's DDR at base + its buffer's offset (a debugger laying out the arena itself).
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableWriteConstants")
     .set_body_typed([](Executable e, sim::SimulatorRef s, int64_t base) {
-      if (base < 0) TILECORE_THROW(ValueError) << "runtime.ExecutableWriteConstants: negative base " << base;
+      if (base < 0)
+        TILECORE_THROW(ValueError) << "runtime.ExecutableWriteConstants: negative base " << base;
       std::lock_guard<std::mutex> lock(s.mut()->mu);
       sim::TranslateSimError([&] {
         for (const ExecConstant& c : e->spec.constants) {
           const ExecBuffer& b = e->spec.buffers[c.buffer];
           s.mut()->sim.write(arch::Space::DDR, uint64_t(base) + b.offset,
-                             std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data.data()), c.data.size()));
+                             std::span<const uint8_t>(
+                                 reinterpret_cast<const uint8_t*>(c.data.data()), c.data.size()));
         }
       });
     });

@@ -17,44 +17,51 @@ std::string KernelSignature(const std::string& name, const std::vector<KernelPar
   std::string s = name + "(";
   for (size_t i = 0; i < params.size(); ++i) {
     const KernelParam& p = params[i];
-    s += (i ? ", " : "") + p.name + ": " + (p.kind == "buffer" ? "buffer[" + p.dtype + "]" : p.dtype);
+    s += (i ? ", " : "") + p.name + ": " +
+         (p.kind == "buffer" ? "buffer[" + p.dtype + "]" : p.dtype);
   }
   return s + ")";
 }
 
-void CheckKernelArgs(const std::string& name, const std::vector<KernelParam>& params, ffi::PackedArgs args) {
+void CheckKernelArgs(const std::string& name, const std::vector<KernelParam>& params,
+                     ffi::PackedArgs args) {
   if (args.size() != static_cast<int32_t>(params.size())) {
-    TILECORE_THROW(TypeError) << "kernel `" << KernelSignature(name, params) << "` takes " << params.size()
-                              << " arguments but " << args.size() << " were given";
+    TILECORE_THROW(TypeError) << "kernel `" << KernelSignature(name, params) << "` takes "
+                              << params.size() << " arguments but " << args.size() << " were given";
   }
   for (int32_t i = 0; i < args.size(); ++i) {
     const KernelParam& p = params[size_t(i)];
     if (p.kind == "buffer") {
       auto a = args[i].is_none() ? std::nullopt : args[i].try_cast<ffi::NDArray>();
       if (!a) {
-        TILECORE_THROW(TypeError) << "kernel `" << KernelSignature(name, params) << "`: argument #" << i << " ("
-                                  << p.name << ") must be an array, got `"
+        TILECORE_THROW(TypeError) << "kernel `" << KernelSignature(name, params) << "`: argument #"
+                                  << i << " (" << p.name << ") must be an array, got `"
                                   << ffi::details::AnyTypeName(args[i].raw()) << "`";
       }
       std::string dt = ffi::DLDataTypeToString(a->dtype());
       if (dt != p.dtype) {
-        TILECORE_THROW(TypeError) << "kernel `" << KernelSignature(name, params) << "`: argument #" << i << " ("
-                                  << p.name << ") must have dtype " << p.dtype << ", got " << dt;
+        TILECORE_THROW(TypeError) << "kernel `" << KernelSignature(name, params) << "`: argument #"
+                                  << i << " (" << p.name << ") must have dtype " << p.dtype
+                                  << ", got " << dt;
       }
       int64_t n = a->NumElements();
       if (p.elements >= 0 && n < p.elements) {
-        TILECORE_THROW(ValueError) << "kernel `" << KernelSignature(name, params) << "`: argument #" << i << " ("
-                                   << p.name << ") has " << n << " elements, the kernel needs " << p.elements;
+        TILECORE_THROW(ValueError)
+            << "kernel `" << KernelSignature(name, params) << "`: argument #" << i << " (" << p.name
+            << ") has " << n << " elements, the kernel needs " << p.elements;
       }
       if (p.written && a->get()->read_only) {
-        TILECORE_THROW(ValueError) << "kernel `" << KernelSignature(name, params) << "`: argument #" << i << " ("
-                                   << p.name << ") is read-only, and the kernel writes it";
+        TILECORE_THROW(ValueError)
+            << "kernel `" << KernelSignature(name, params) << "`: argument #" << i << " (" << p.name
+            << ") is read-only, and the kernel writes it";
       }
     } else {
-      bool ok = p.kind == "int" ? args[i].try_cast<int64_t>().has_value() : args[i].try_cast<double>().has_value();
+      bool ok = p.kind == "int" ? args[i].try_cast<int64_t>().has_value()
+                                : args[i].try_cast<double>().has_value();
       if (!ok) {
-        TILECORE_THROW(TypeError) << "kernel `" << KernelSignature(name, params) << "`: argument #" << i << " ("
-                                  << p.name << ") must be " << (p.kind == "int" ? "an int" : "a float") << ", got `"
+        TILECORE_THROW(TypeError) << "kernel `" << KernelSignature(name, params) << "`: argument #"
+                                  << i << " (" << p.name << ") must be "
+                                  << (p.kind == "int" ? "an int" : "a float") << ", got `"
                                   << ffi::details::AnyTypeName(args[i].raw()) << "`";
       }
     }
@@ -77,7 +84,8 @@ std::vector<KernelParam> ReadParams(ByteReader* r) {
   for (KernelParam& p : out) {
     p.name = r->str();
     p.kind = r->str();
-    if (p.kind != "buffer" && p.kind != "int" && p.kind != "float") r->fail("bad parameter kind `" + p.kind + "`");
+    if (p.kind != "buffer" && p.kind != "int" && p.kind != "float")
+      r->fail("bad parameter kind `" + p.kind + "`");
     p.dtype = r->str();
     p.written = r->u32() != 0;
     p.elements = r->i64();
@@ -111,8 +119,8 @@ std::vector<KernelParam> ParamsFromArray(const ffi::Array<ffi::Any>& arr) {
     p.written = m.count("written") ? m["written"].cast<bool>() : true;
     p.elements = m.count("elements") ? m["elements"].cast<int64_t>() : -1;
     if (p.kind != "buffer" && p.kind != "int" && p.kind != "float") {
-      TILECORE_THROW(ValueError) << "kernel parameter `" << p.name << "`: kind must be buffer, int or float, got `"
-                                 << p.kind << "`";
+      TILECORE_THROW(ValueError) << "kernel parameter `" << p.name
+                                 << "`: kind must be buffer, int or float, got `" << p.kind << "`";
     }
     out.push_back(p);
   }
@@ -126,17 +134,28 @@ namespace {
 
 DLDataType HostArgDType(int32_t code) {
   switch (code) {
-    case 0: return DLDataType{kDLInt, 8, 1};
-    case 1: return DLDataType{kDLUInt, 8, 1};
-    case 2: return DLDataType{kDLInt, 16, 1};
-    case 3: return DLDataType{kDLUInt, 16, 1};
-    case 4: return DLDataType{kDLInt, 32, 1};
-    case 5: return DLDataType{kDLUInt, 32, 1};
-    case 6: return DLDataType{kDLFloat, 16, 1};
-    case 7: return DLDataType{kDLBfloat, 16, 1};
-    case 8: return DLDataType{kDLFloat, 32, 1};
-    case 9: return DLDataType{kDLBool, 8, 1};
-    default: TILECORE_THROW(ValueError) << "dtype code " << code << " is not a TC1 dtype (0..9)";
+    case 0:
+      return DLDataType{kDLInt, 8, 1};
+    case 1:
+      return DLDataType{kDLUInt, 8, 1};
+    case 2:
+      return DLDataType{kDLInt, 16, 1};
+    case 3:
+      return DLDataType{kDLUInt, 16, 1};
+    case 4:
+      return DLDataType{kDLInt, 32, 1};
+    case 5:
+      return DLDataType{kDLUInt, 32, 1};
+    case 6:
+      return DLDataType{kDLFloat, 16, 1};
+    case 7:
+      return DLDataType{kDLBfloat, 16, 1};
+    case 8:
+      return DLDataType{kDLFloat, 32, 1};
+    case 9:
+      return DLDataType{kDLBool, 8, 1};
+    default:
+      TILECORE_THROW(ValueError) << "dtype code " << code << " is not a TC1 dtype (0..9)";
   }
 }
 
@@ -149,7 +168,8 @@ struct HostView {
 
 ffi::NDArray ViewOf(const TCHostArg& a, int32_t index) {
   if (a.ndim < 1 || a.ndim > 4) {
-    TILECORE_THROW(ValueError) << "argument " << index << ": tensor rank " << a.ndim << " is not in 1..4";
+    TILECORE_THROW(ValueError) << "argument " << index << ": tensor rank " << a.ndim
+                               << " is not in 1..4";
   }
   auto v = std::make_unique<HostView>();
   for (int k = 0; k < a.ndim; ++k) {
@@ -164,7 +184,9 @@ ffi::NDArray ViewOf(const TCHostArg& a, int32_t index) {
   v->mt.dl_tensor.strides = v->strides;
   v->mt.dl_tensor.byte_offset = 0;
   v->mt.manager_ctx = v.get();
-  v->mt.deleter = [](DLManagedTensor* self) { std::unique_ptr<HostView>(static_cast<HostView*>(self->manager_ctx)); };
+  v->mt.deleter = [](DLManagedTensor* self) {
+    std::unique_ptr<HostView>(static_cast<HostView*>(self->manager_ctx));
+  };
   DLManagedTensor* mt = &v.release()->mt;
   return ffi::NDArray::FromDLPack(mt);
 }
@@ -218,12 +240,15 @@ void KernelPrintf(std::string_view coded, int32_t n, const TCHostArg* args) {
       if (conv == 'c') {
         std::snprintf(buf, sizeof buf, ("%" + flags + "c").c_str(), int(v));
       } else {
-        std::snprintf(buf, sizeof buf, ("%" + flags + "ll" + (conv == 'i' || conv == 'u' ? 'd' : conv)).c_str(),
+        std::snprintf(buf, sizeof buf,
+                      ("%" + flags + "ll" + (conv == 'i' || conv == 'u' ? 'd' : conv)).c_str(),
                       static_cast<long long>(v));
       }
     } else {  // %s: the value as Python's str would show it
-      if (is_float) std::snprintf(buf, sizeof buf, "%g", a.f);
-      else std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(a.i));
+      if (is_float)
+        std::snprintf(buf, sizeof buf, "%g", a.f);
+      else
+        std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(a.i));
     }
     out += buf;
   }
@@ -234,7 +259,8 @@ void KernelPrintf(std::string_view coded, int32_t n, const TCHostArg* args) {
 
 }  // namespace
 
-int32_t HostCallPacked(const char* name, int32_t n, const TCHostArg* args, std::exception_ptr* error) noexcept {
+int32_t HostCallPacked(const char* name, int32_t n, const TCHostArg* args,
+                       std::exception_ptr* error) noexcept {
   try {
     std::string_view sv(name);
     if (sv.substr(0, kPrintfPrefix.size()) == kPrintfPrefix) {
@@ -251,12 +277,18 @@ int32_t HostCallPacked(const char* name, int32_t n, const TCHostArg* args, std::
     for (int32_t i = 0; i < n; ++i) {
       const TCHostArg& a = args[i];
       switch (a.kind) {
-        case 0: values.emplace_back(a.i); break;
-        case 1: values.emplace_back(a.f); break;
-        case 2: values.emplace_back(ViewOf(a, i)); break;
+        case 0:
+          values.emplace_back(a.i);
+          break;
+        case 1:
+          values.emplace_back(a.f);
+          break;
+        case 2:
+          values.emplace_back(ViewOf(a, i));
+          break;
         default:
-          TILECORE_THROW(ValueError) << "call_packed `" << name << "`: argument " << i << " has kind " << a.kind
-                                     << " (0 int, 1 float, 2 tensor)";
+          TILECORE_THROW(ValueError) << "call_packed `" << name << "`: argument " << i
+                                     << " has kind " << a.kind << " (0 int, 1 float, 2 tensor)";
       }
     }
     std::vector<ffi::AnyView> views(values.begin(), values.end());

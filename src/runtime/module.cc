@@ -3,9 +3,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
-#include <algorithm>
 #include <sstream>
 
 #include "tilecore/ffi/error.h"
@@ -56,9 +56,11 @@ std::string ModuleNode::SaveToBytes() const {
 ModuleObj::ModuleObj(std::unique_ptr<ModuleNode> n) : node(std::move(n)) {}
 ModuleObj::~ModuleObj() = default;
 
-Module::Module(std::unique_ptr<ModuleNode> node) : Module(ffi::make_object<ModuleObj>(std::move(node))) {}
+Module::Module(std::unique_ptr<ModuleNode> node)
+    : Module(ffi::make_object<ModuleObj>(std::move(node))) {}
 
-std::optional<ffi::Function> Module::GetFunction(const std::string& name, bool query_imports) const {
+std::optional<ffi::Function> Module::GetFunction(const std::string& name,
+                                                 bool query_imports) const {
   if (auto f = node()->GetFunction(name, *this)) return f;
   if (!query_imports) return std::nullopt;
   // Depth-first over the import DAG, iteratively and visiting each module once, so a
@@ -83,8 +85,9 @@ void Module::Import(const Module& other) const {
     if (i.same_as(other)) return;  // already imported: importing again changes nothing
   }
   if (Reaches(other, *this)) {
-    TILECORE_THROW(ValueError) << "import_module: the `" << other.node()->kind() << "` module already imports this `"
-                               << node()->kind() << "` module (directly or indirectly); imports cannot form a cycle";
+    TILECORE_THROW(ValueError) << "import_module: the `" << other.node()->kind()
+                               << "` module already imports this `" << node()->kind()
+                               << "` module (directly or indirectly); imports cannot form a cycle";
   }
   mut()->imports.push_back(other);
 }
@@ -106,7 +109,8 @@ void ByteReader::fail(const std::string& message) const {
 }
 void ByteReader::need(size_t n) {
   if (data_.size() - pos_ < n) {
-    fail("truncated (need " + std::to_string(n) + " bytes, " + std::to_string(data_.size() - pos_) + " left)");
+    fail("truncated (need " + std::to_string(n) + " bytes, " + std::to_string(data_.size() - pos_) +
+         " left)");
   }
 }
 uint32_t ByteReader::u32() {
@@ -134,8 +138,9 @@ uint32_t ByteReader::count(uint64_t limit, uint64_t min_item_bytes) {
   uint32_t n = u32();
   if (n > limit) fail("count " + std::to_string(n) + " exceeds the limit " + std::to_string(limit));
   if (min_item_bytes > 0 && n > left() / min_item_bytes) {
-    fail("count " + std::to_string(n) + " needs at least " + std::to_string(uint64_t(n) * min_item_bytes) +
-         " bytes, only " + std::to_string(left()) + " left");
+    fail("count " + std::to_string(n) + " needs at least " +
+         std::to_string(uint64_t(n) * min_item_bytes) + " bytes, only " + std::to_string(left()) +
+         " left");
   }
   return n;
 }
@@ -196,7 +201,8 @@ Module Module::LoadFromBytes(std::string_view bytes) {
     std::string payload = r.str();
     auto loader = ffi::Function::GetGlobal("runtime.module.loadbinary_" + kind);
     if (!loader) {
-      r.fail("no loader for module kind `" + kind + "` (is its library loaded, or was tilecore built without it?)");
+      r.fail("no loader for module kind `" + kind +
+             "` (is its library loaded, or was tilecore built without it?)");
     }
     // A loader registered by a user may return anything: name it.
     ffi::Any loaded = (*loader)(ffi::Bytes(payload));
@@ -231,7 +237,8 @@ Module Module::LoadFromBytes(std::string_view bytes) {
         continue;
       }
       uint32_t i = imports[k][next++];
-      if (state[i] == 1) r.fail("module imports form a cycle (through module " + std::to_string(i) + ")");
+      if (state[i] == 1)
+        r.fail("module imports form a cycle (through module " + std::to_string(i) + ")");
       if (state[i] == 0) {
         state[i] = 1;
         stack.push_back({i, 0});
@@ -255,11 +262,14 @@ void Module::SaveToFile(const std::string& path) const {
 
 Module Module::LoadFromFile(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) TILECORE_THROW(OSError) << "cannot open module file `" << path << "`";
-  if (!S_ISREG(st.st_mode)) TILECORE_THROW(ValueError) << path << ": not a regular file (a module file is read whole)";
+  if (::stat(path.c_str(), &st) != 0)
+    TILECORE_THROW(OSError) << "cannot open module file `" << path << "`";
+  if (!S_ISREG(st.st_mode))
+    TILECORE_THROW(ValueError) << path << ": not a regular file (a module file is read whole)";
   if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
-    TILECORE_THROW(ValueError) << path << ": " << st.st_size << " bytes is larger than a module file can be ("
-                               << kMaxFileBytes << ")";
+    TILECORE_THROW(ValueError) << path << ": " << st.st_size
+                               << " bytes is larger than a module file can be (" << kMaxFileBytes
+                               << ")";
   }
   std::ifstream f(path, std::ios::binary);
   if (!f) TILECORE_THROW(OSError) << "cannot open module file `" << path << "`";
@@ -288,14 +298,20 @@ TILECORE_REGISTER_GLOBAL("runtime.ModuleListFunctions").set_body_typed([](Module
 TILECORE_REGISTER_GLOBAL("runtime.ModuleGetSource").set_body_typed([](Module m, std::string fmt) {
   return ffi::String(m.node()->GetSource(fmt));
 });
-TILECORE_REGISTER_GLOBAL("runtime.ModuleKind").set_body_typed([](Module m) { return ffi::String(m.node()->kind()); });
-TILECORE_REGISTER_GLOBAL("runtime.ModuleInfo").set_body_typed([](Module m) { return m.node()->Info(); });
+TILECORE_REGISTER_GLOBAL("runtime.ModuleKind").set_body_typed([](Module m) {
+  return ffi::String(m.node()->kind());
+});
+TILECORE_REGISTER_GLOBAL("runtime.ModuleInfo").set_body_typed([](Module m) {
+  return m.node()->Info();
+});
 TILECORE_REGISTER_GLOBAL("runtime.ModuleImports").set_body_typed([](Module m) {
   ffi::Array<Module> out;
   for (const Module& i : m->imports) out.push_back(i);
   return out;
 });
-TILECORE_REGISTER_GLOBAL("runtime.ModuleImport").set_body_typed([](Module m, Module other) { m.Import(other); });
+TILECORE_REGISTER_GLOBAL("runtime.ModuleImport").set_body_typed([](Module m, Module other) {
+  m.Import(other);
+});
 TILECORE_REGISTER_GLOBAL("runtime.ModuleSaveToFile").set_body_typed([](Module m, std::string path) {
   m.SaveToFile(path);
 });

@@ -21,7 +21,8 @@ sim::SimulatorRef NpuDevice::simulator() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!sim_.defined()) {
     sim_ = sim::TranslateSimError([&] {
-      return sim::SimulatorRef(ffi::make_object<sim::SimulatorObj>(sim::SimConfig::from_target(target_)));
+      return sim::SimulatorRef(
+          ffi::make_object<sim::SimulatorObj>(sim::SimConfig::from_target(target_)));
     });
     free_.clear();
     used_.clear();
@@ -65,8 +66,9 @@ uint64_t NpuDevice::alloc(uint64_t nbytes, uint64_t alignment) {
     used_[start] = size;
     return start;
   }
-  TILECORE_THROW(MemoryError) << "npu:" << id_ << ": out of device memory allocating " << nbytes << " bytes ("
-                              << bytes_in_use_locked() << " of " << sim_->sim.config().ddr_bytes
+  TILECORE_THROW(MemoryError) << "npu:" << id_ << ": out of device memory allocating " << nbytes
+                              << " bytes (" << bytes_in_use_locked() << " of "
+                              << sim_->sim.config().ddr_bytes
                               << " bytes in use; configure a larger -ddr=)";
 }
 
@@ -110,7 +112,8 @@ size_t NpuDevice::live_allocations() const {
 
 namespace {
 int DeviceId(int64_t id) {
-  if (id < 0 || id >= kMaxNpuDevices) TILECORE_THROW(ValueError) << "npu:" << id << " does not exist (npu:0 .. npu:15)";
+  if (id < 0 || id >= kMaxNpuDevices)
+    TILECORE_THROW(ValueError) << "npu:" << id << " does not exist (npu:0 .. npu:15)";
   return static_cast<int>(id);
 }
 }  // namespace
@@ -118,7 +121,8 @@ int DeviceId(int64_t id) {
 NpuDevice& GetNpuDevice(int id) {
   static std::array<std::unique_ptr<NpuDevice>, kMaxNpuDevices> devices;
   static std::mutex mu;
-  if (id < 0 || id >= kMaxNpuDevices) TILECORE_THROW(ValueError) << "npu:" << id << " does not exist (npu:0 .. npu:15)";
+  if (id < 0 || id >= kMaxNpuDevices)
+    TILECORE_THROW(ValueError) << "npu:" << id << " does not exist (npu:0 .. npu:15)";
   std::lock_guard<std::mutex> lock(mu);
   if (!devices[size_t(id)]) devices[size_t(id)] = std::make_unique<NpuDevice>(id);
   return *devices[size_t(id)];
@@ -130,7 +134,9 @@ size_t NumBytes(const DLTensor& t) {
   return size_t(ffi::DLTensorNumElements(t)) * ((t.dtype.bits * t.dtype.lanes + 7) / 8);
 }
 
-uint64_t DdrAddress(const DLTensor& t) { return reinterpret_cast<uint64_t>(t.data) + t.byte_offset; }
+uint64_t DdrAddress(const DLTensor& t) {
+  return reinterpret_cast<uint64_t>(t.data) + t.byte_offset;
+}
 
 class NpuDeviceAPI final : public DeviceAPI {
  public:
@@ -145,8 +151,10 @@ class NpuDeviceAPI final : public DeviceAPI {
     }
   }
   void Copy(const DLTensor& from, const DLTensor& to) override {
-    bool from_npu = from.device.device_type == ffi::kDLNPU, to_npu = to.device.device_type == ffi::kDLNPU;
-    if ((from_npu && !ffi::DLTensorIsContiguous(from)) || (to_npu && !ffi::DLTensorIsContiguous(to))) {
+    bool from_npu = from.device.device_type == ffi::kDLNPU,
+         to_npu = to.device.device_type == ffi::kDLNPU;
+    if ((from_npu && !ffi::DLTensorIsContiguous(from)) ||
+        (to_npu && !ffi::DLTensorIsContiguous(to))) {
       TILECORE_THROW(ValueError) << "npu: copies need compact (C-contiguous) arrays on the device";
     }
     if (from_npu && to_npu) {
@@ -165,7 +173,8 @@ class NpuDeviceAPI final : public DeviceAPI {
       std::lock_guard<std::recursive_mutex> lock(d.launch_mutex());
       sim::SimulatorRef s = d.simulator();
       std::lock_guard<std::mutex> sim_lock(s.mut()->mu);
-      std::span<const uint8_t> bytes(static_cast<const uint8_t*>(src->data) + src->byte_offset, NumBytes(*src));
+      std::span<const uint8_t> bytes(static_cast<const uint8_t*>(src->data) + src->byte_offset,
+                                     NumBytes(*src));
       sim::TranslateSimError([&] { s.mut()->sim.write(arch::Space::DDR, DdrAddress(to), bytes); });
       return;
     }

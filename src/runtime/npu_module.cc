@@ -41,7 +41,8 @@ class NpuModuleNode final : public ModuleNode {
     for (size_t i = 0; i < kernels_.size(); ++i) {
       if (kernels_[i].name != name) continue;
       const NpuKernel* k = &kernels_[i];
-      return ffi::Function::FromPacked([self, k](ffi::PackedArgs args, ffi::Any* rv) { Launch(*k, args); });
+      return ffi::Function::FromPacked(
+          [self, k](ffi::PackedArgs args, ffi::Any* rv) { Launch(*k, args); });
     }
     return std::nullopt;
   }
@@ -55,11 +56,13 @@ class NpuModuleNode final : public ModuleNode {
 
   std::string GetSource(const std::string& format) const override {
     if (!format.empty() && format != "asm" && format != "s") {
-      TILECORE_THROW(ValueError) << "an npu module has source in format `asm`, not `" << format << "`";
+      TILECORE_THROW(ValueError) << "an npu module has source in format `asm`, not `" << format
+                                 << "`";
     }
     std::string s;
     for (const NpuKernel& k : kernels_) {
-      s += "# ---- kernel " + KernelSignature(k.name, k.params) + " on " + std::to_string(k.cores) + " cores\n";
+      s += "# ---- kernel " + KernelSignature(k.name, k.params) + " on " + std::to_string(k.cores) +
+           " cores\n";
       s += k.assembly;
       if (!s.empty() && s.back() != '\n') s += '\n';
     }
@@ -126,8 +129,9 @@ class NpuModuleNode final : public ModuleNode {
       m.Set("program", ffi::Any(arch::ProgramRef(k.program)));
       ffi::Array<ffi::Any> lines;
       for (const LineEntry& e : k.lines) {
-        lines.push_back(ffi::Any(ffi::Array<ffi::Any>{ffi::Any(int64_t{e.section}), ffi::Any(int64_t{e.pc}),
-                                                      ffi::Any(ffi::String(e.location))}));
+        lines.push_back(
+            ffi::Any(ffi::Array<ffi::Any>{ffi::Any(int64_t{e.section}), ffi::Any(int64_t{e.pc}),
+                                          ffi::Any(ffi::String(e.location))}));
       }
       m.Set("line_table", ffi::Any(lines));
       funcs.push_back(ffi::Any(m));
@@ -152,18 +156,20 @@ class NpuModuleNode final : public ModuleNode {
     std::lock_guard<std::recursive_mutex> launch(dev.launch_mutex());
     sim::SimulatorRef sim = dev.simulator();
     if (sim->sim.config().cores < k.cores) {
-      TILECORE_THROW(ValueError) << "kernel `" << k.name << "` needs " << k.cores << " cores but npu:" << dev_id
-                                 << " simulates " << sim->sim.config().cores
-                                 << " (reconfigure it: tilecore.runtime.npu_configure(" << dev_id << ", \"npu -cores="
-                                 << k.cores << "\"))";
+      TILECORE_THROW(ValueError) << "kernel `" << k.name << "` needs " << k.cores
+                                 << " cores but npu:" << dev_id << " simulates "
+                                 << sim->sim.config().cores
+                                 << " (reconfigure it: tilecore.runtime.npu_configure(" << dev_id
+                                 << ", \"npu -cores=" << k.cores << "\"))";
     }
     // The argument block sits at a fixed L1 address: a device configured with less L1 than
     // that cannot take the call (a usage error, not a fault inside the run).
     if (uint64_t l1 = uint64_t(sim->sim.config().l1_bytes); l1 < uint64_t(kNpuArgBlock) + 1024) {
-      TILECORE_THROW(ValueError) << "kernel `" << k.name << "`: npu:" << dev_id << " has " << l1
-                                 << " bytes of L1, but compiled kernels take their arguments at L1 address "
-                                 << kNpuArgBlock << " (npu needs at least " << (uint64_t(kNpuArgBlock) + 1024)
-                                 << " bytes of L1: reconfigure it with tilecore.runtime.npu_configure)";
+      TILECORE_THROW(ValueError)
+          << "kernel `" << k.name << "`: npu:" << dev_id << " has " << l1
+          << " bytes of L1, but compiled kernels take their arguments at L1 address "
+          << kNpuArgBlock << " (npu needs at least " << (uint64_t(kNpuArgBlock) + 1024)
+          << " bytes of L1: reconfigure it with tilecore.runtime.npu_configure)";
     }
     // Arguments: device arrays in place, host arrays staged into DDR.
     std::vector<uint32_t> words(args.size(), 0);
@@ -175,13 +181,15 @@ class NpuModuleNode final : public ModuleNode {
         ffi::NDArray a = args[i].cast<ffi::NDArray>();
         ffi::NDArray d = a;
         if (a.device().device_type != ffi::kDLNPU || a.device().device_id != dev_id) {
-          d = ffi::NDArray::Empty(a.shape(), a.dtype(), DLDevice{static_cast<DLDeviceType>(ffi::kDLNPU), dev_id});
+          d = ffi::NDArray::Empty(a.shape(), a.dtype(),
+                                  DLDevice{static_cast<DLDeviceType>(ffi::kDLNPU), dev_id});
           a.CopyTo(d);
           keep.push_back(d);
           if (p.written) staged.emplace_back(a, d);
         }
         uint64_t addr = reinterpret_cast<uint64_t>(d.tensor().data) + d.tensor().byte_offset;
-        if (addr > 0xFFFFFFFFull) TILECORE_THROW(ValueError) << "argument " << p.name << ": DDR address beyond 4 GiB";
+        if (addr > 0xFFFFFFFFull)
+          TILECORE_THROW(ValueError) << "argument " << p.name << ": DDR address beyond 4 GiB";
         words[size_t(i)] = static_cast<uint32_t>(addr);
       } else if (p.kind == "int") {
         words[size_t(i)] = static_cast<uint32_t>(args[i].cast<int64_t>());
@@ -196,7 +204,8 @@ class NpuModuleNode final : public ModuleNode {
         sim::Simulator& s = sim.mut()->sim;
         s.load(k.program);
         InstallHostCalls(s);
-        std::span<const uint8_t> block(reinterpret_cast<const uint8_t*>(words.data()), words.size() * 4);
+        std::span<const uint8_t> block(reinterpret_cast<const uint8_t*>(words.data()),
+                                       words.size() * 4);
         for (int c = 0; c < k.cores; ++c) s.write(arch::Space::L1, kNpuArgBlock, block, c);
         try {
           s.run();
@@ -225,7 +234,8 @@ void InstallHostCalls(sim::Simulator& s) {
   s.set_host_call([sp](int core, uint32_t block) {
     auto word = [&](uint64_t addr) {
       uint32_t v;
-      sp->read_into(arch::Space::L1, addr, std::span<uint8_t>(reinterpret_cast<uint8_t*>(&v), 4), core);
+      sp->read_into(arch::Space::L1, addr, std::span<uint8_t>(reinterpret_cast<uint8_t*>(&v), 4),
+                    core);
       return v;
     };
     uint32_t name_addr = word(block), nargs = word(uint64_t(block) + 4);
@@ -255,10 +265,12 @@ void InstallHostCalls(sim::Simulator& s) {
       a.i = iv;
       a.f = fv;
       if (a.kind != 2) continue;
-      if (r[3] > 2) TILECORE_THROW(ValueError) << "hcall `" << name << "`: argument " << i << " has space " << int(r[3]);
+      if (r[3] > 2)
+        TILECORE_THROW(ValueError)
+            << "hcall `" << name << "`: argument " << i << " has space " << int(r[3]);
       if (a.dtype < 0 || a.dtype > 9 || a.ndim < 1 || a.ndim > 4) {
-        TILECORE_THROW(ValueError) << "hcall `" << name << "`: argument " << i << " has dtype " << a.dtype << ", rank "
-                                   << a.ndim;
+        TILECORE_THROW(ValueError) << "hcall `" << name << "`: argument " << i << " has dtype "
+                                   << a.dtype << ", rank " << a.ndim;
       }
       static const int kSize[10] = {1, 1, 2, 2, 4, 4, 2, 2, 4, 1};
       int64_t last = 0;  // the element span, from the first element
@@ -267,17 +279,21 @@ void InstallHostCalls(sim::Simulator& s) {
         int32_t st;
         std::memcpy(&ext, &r[16 + 4 * k], 4);
         std::memcpy(&st, &r[32 + 4 * k], 4);
-        if (st < 0) TILECORE_THROW(ValueError) << "hcall `" << name << "`: argument " << i << " has a negative stride";
+        if (st < 0)
+          TILECORE_THROW(ValueError)
+              << "hcall `" << name << "`: argument " << i << " has a negative stride";
         a.shape[k] = ext;
         a.strides[k] = st;
         if (ext > 0) last += int64_t(ext - 1) * st;
       }
       where[i] = {arch::Space(r[3]), addr};
-      spans[i] = sp->read(arch::Space(r[3]), addr, uint64_t(last + 1) * uint64_t(kSize[a.dtype]), core);
+      spans[i] =
+          sp->read(arch::Space(r[3]), addr, uint64_t(last + 1) * uint64_t(kSize[a.dtype]), core);
       a.data = spans[i].data();
     }
     std::exception_ptr err;
-    if (HostCallPacked(name.c_str(), int32_t(nargs), args.data(), &err) != 0) std::rethrow_exception(err);
+    if (HostCallPacked(name.c_str(), int32_t(nargs), args.data(), &err) != 0)
+      std::rethrow_exception(err);
     for (uint32_t i = 0; i < nargs; ++i) {
       if (args[i].kind == 2) sp->write(where[i].first, where[i].second, spans[i], core);
     }
@@ -287,8 +303,8 @@ void InstallHostCalls(sim::Simulator& s) {
 Module NpuModuleCreate(std::vector<NpuKernel> kernels) {
   for (const NpuKernel& k : kernels) {
     if (k.params.size() > size_t(kNpuMaxArgs)) {
-      TILECORE_THROW(ValueError) << "kernel `" << k.name << "` has " << k.params.size() << " parameters (at most "
-                                 << kNpuMaxArgs << ")";
+      TILECORE_THROW(ValueError) << "kernel `" << k.name << "` has " << k.params.size()
+                                 << " parameters (at most " << kNpuMaxArgs << ")";
     }
   }
   return Module(std::make_unique<NpuModuleNode>(std::move(kernels)));
@@ -316,7 +332,8 @@ TILECORE_REGISTER_GLOBAL("runtime.NpuModuleCreate").set_body_typed([](ffi::Array
     if (m.count("line_table")) {
       for (const ffi::Any& e : m["line_table"].cast<ffi::Array<ffi::Any>>()) {
         auto t = e.cast<ffi::Array<ffi::Any>>();
-        k.lines.push_back(LineEntry{static_cast<int32_t>(t[0].cast<int64_t>()), static_cast<int32_t>(t[1].cast<int64_t>()),
+        k.lines.push_back(LineEntry{static_cast<int32_t>(t[0].cast<int64_t>()),
+                                    static_cast<int32_t>(t[1].cast<int64_t>()),
                                     t[2].cast<std::string>()});
       }
     }

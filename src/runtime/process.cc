@@ -17,13 +17,15 @@ extern char** environ;
 namespace tilecore::runtime {
 
 int RunProcess(const std::vector<std::string>& argv, const std::string& output_path) {
-  if (argv.empty() || argv[0].empty()) TILECORE_THROW(ValueError) << "RunProcess: no program to run";
+  if (argv.empty() || argv[0].empty())
+    TILECORE_THROW(ValueError) << "RunProcess: no program to run";
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, 1, output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0600);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
   pid_t pid = 0;
   int err = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
@@ -35,7 +37,8 @@ int RunProcess(const std::vector<std::string>& argv, const std::string& output_p
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) TILECORE_THROW(OSError) << "waiting for `" << argv[0] << "` failed: " << std::strerror(errno);
+    if (errno != EINTR)
+      TILECORE_THROW(OSError) << "waiting for `" << argv[0] << "` failed: " << std::strerror(errno);
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);

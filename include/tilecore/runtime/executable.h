@@ -42,8 +42,8 @@ inline constexpr uint64_t kExecutableMaxArena = uint64_t{1} << 32;
 struct ExecBuffer {
   std::string name;
   uint64_t offset = 0;
-  uint64_t size = 0;           // = product(shape) x dtype bytes
-  std::string dtype;           // "int8", "float32", ...
+  uint64_t size = 0;  // = product(shape) x dtype bytes
+  std::string dtype;  // "int8", "float32", ...
   std::vector<int64_t> shape;
 };
 
@@ -66,12 +66,12 @@ struct ExecStep {
   uint32_t module = 0;
   std::string function;
   std::vector<uint32_t> args;
-  std::string node;       // the graph node this step computes
-  std::string op_type;    // its op type ("Conv", "MatMul", ...)
-  uint64_t macs = 0;      // multiply-accumulates of the op (for statistics)
+  std::string node;     // the graph node this step computes
+  std::string op_type;  // its op type ("Conv", "MatMul", ...)
+  uint64_t macs = 0;    // multiply-accumulates of the op (for statistics)
   // ---- debug info (the module's own line table maps npu instructions to Kernel IR lines)
-  std::string source_node;                    // the model's node name (e.g. the ONNX node)
-  std::map<std::string, std::string> debug;   // room for more: key -> value
+  std::string source_node;                   // the model's node name (e.g. the ONNX node)
+  std::map<std::string, std::string> debug;  // room for more: key -> value
 };
 
 struct ExecutableSpec {
@@ -108,7 +108,8 @@ class Executable : public ffi::ObjectRef {
   /// copies constants and inputs into a fresh arena, runs the steps, returns the outputs on the
   /// host. Statistics and the trace of the run are kept (last_stats, last_trace).
   /// `progress`, when given, is called before each step with (index, count, node name).
-  std::map<std::string, ffi::NDArray> Run(const std::map<std::string, ffi::NDArray>& inputs, int device_id = 0,
+  std::map<std::string, ffi::NDArray> Run(const std::map<std::string, ffi::NDArray>& inputs,
+                                          int device_id = 0,
                                           const ffi::Function* progress = nullptr) const;
 };
 
@@ -121,7 +122,8 @@ void ValidateExecutable(const ExecutableSpec& spec);
 /// "name: int8[1, 3, 224, 224]" lines of the inputs (or outputs), for error messages.
 std::string DescribeSignature(const ExecutableSpec& spec, bool inputs);
 
-/// MACs per cycle per core of TC1's matrix engine at a precision ("int8" 2048, "f16"/"bf16" 1024, "f32" 256).
+/// MACs per cycle per core of TC1's matrix engine at a precision ("int8" 2048, "f16"/"bf16" 1024,
+/// "f32" 256).
 uint64_t PeakMacsPerCycle(const std::string& precision);
 
 }  // namespace tilecore::runtime

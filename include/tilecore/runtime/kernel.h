@@ -23,10 +23,11 @@ namespace tilecore::runtime {
 
 struct KernelParam {
   std::string name;
-  std::string kind;   // "buffer", "int" or "float"
-  std::string dtype;  // element dtype of a buffer; the scalar's dtype otherwise
+  std::string kind;     // "buffer", "int" or "float"
+  std::string dtype;    // element dtype of a buffer; the scalar's dtype otherwise
   bool written = true;  // a buffer the kernel may write (copied back after a staged call)
-  int64_t elements = -1;  // elements of a buffer the kernel addresses; -1 if not known (symbolic shape)
+  int64_t elements =
+      -1;  // elements of a buffer the kernel addresses; -1 if not known (symbolic shape)
 };
 
 /// "name(a: buffer[int8], n: int)" for messages.
@@ -34,7 +35,8 @@ std::string KernelSignature(const std::string& name, const std::vector<KernelPar
 /// The kernel-call convention's check, run by every kind of kernel module before a call:
 /// count and kinds (TypeError), each array's dtype (TypeError), its size against the
 /// buffer's elements and, for a buffer the kernel writes, that it is writable (ValueError).
-void CheckKernelArgs(const std::string& name, const std::vector<KernelParam>& params, ffi::PackedArgs args);
+void CheckKernelArgs(const std::string& name, const std::vector<KernelParam>& params,
+                     ffi::PackedArgs args);
 void WriteParams(ByteWriter* w, const std::vector<KernelParam>& params);
 std::vector<KernelParam> ReadParams(ByteReader* r);
 ffi::Array<ffi::Any> ParamsToArray(const std::vector<KernelParam>& params);
@@ -47,15 +49,15 @@ std::vector<KernelParam> ParamsFromArray(const ffi::Array<ffi::Any>& arr);
 /// call; the npu target writes them to memory and traps to the simulator's host.
 /// Plain C layout (104 bytes); the generated C source repeats it as `tc_host_arg`.
 struct TCHostArg {
-  int32_t kind;          // 0 int (`i`), 1 float (`f`), 2 tensor (`data`, dtype, ndim, shape, strides)
-  int32_t dtype;         // tensor element type, TC1 code (i8=0 u8 i16 u16 i32 u32 f16 bf16 f32 bool=9)
-  int32_t ndim;          // tensor rank, 1..4
-  int32_t reserved;      // zero
-  int64_t i;             // int value
-  double f;              // float value
-  void* data;            // tensor: address of its first element (host memory)
-  int64_t shape[4];      // tensor: extents, outermost first
-  int64_t strides[4];    // tensor: strides in elements
+  int32_t kind;      // 0 int (`i`), 1 float (`f`), 2 tensor (`data`, dtype, ndim, shape, strides)
+  int32_t dtype;     // tensor element type, TC1 code (i8=0 u8 i16 u16 i32 u32 f16 bf16 f32 bool=9)
+  int32_t ndim;      // tensor rank, 1..4
+  int32_t reserved;  // zero
+  int64_t i;         // int value
+  double f;          // float value
+  void* data;        // tensor: address of its first element (host memory)
+  int64_t shape[4];  // tensor: extents, outermost first
+  int64_t strides[4];  // tensor: strides in elements
 };
 // [TCHostArg.end]
 static_assert(sizeof(TCHostArg) == 104, "TCHostArg layout");
@@ -64,7 +66,8 @@ static_assert(sizeof(TCHostArg) == 104, "TCHostArg layout");
 /// NDArray views on the CPU of the memory they describe, valid during the call only.
 /// Returns 0; on an error (unknown function, bad argument, an exception of the
 /// function) stores it in `*error` and returns -1. Never throws.
-int32_t HostCallPacked(const char* name, int32_t n, const TCHostArg* args, std::exception_ptr* error) noexcept;
+int32_t HostCallPacked(const char* name, int32_t n, const TCHostArg* args,
+                       std::exception_ptr* error) noexcept;
 
 /// Services the `hcall` instruction of `s` (docs/tc1.md, "Host calls") with
 /// HostCallPacked: tensors are copied out of simulator memory for the call and back

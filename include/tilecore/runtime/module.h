@@ -76,7 +76,8 @@ class Module : public ffi::ObjectRef {
   ModuleNode* node() const { return get()->node.get(); }
 
   /// Looks `name` up here, then (query_imports) in the imports, depth first.
-  std::optional<ffi::Function> GetFunction(const std::string& name, bool query_imports = true) const;
+  std::optional<ffi::Function> GetFunction(const std::string& name,
+                                           bool query_imports = true) const;
   void Import(const Module& other) const;
   void SaveToFile(const std::string& path) const;
   static Module LoadFromFile(const std::string& path);

@@ -47,8 +47,8 @@ class NpuDevice {
   sim::SimulatorRef sim_;
   mutable std::mutex mu_;
   std::recursive_mutex launch_mu_;
-  std::map<uint64_t, uint64_t> free_;   // address -> size
-  std::map<uint64_t, uint64_t> used_;   // address -> size
+  std::map<uint64_t, uint64_t> free_;  // address -> size
+  std::map<uint64_t, uint64_t> used_;  // address -> size
 };
 
 /// Device `npu:id`; ValueError for an id outside 0..15.
