@@ -25,21 +25,23 @@ PrimExpr::PrimExpr(float value) : PrimExpr(FloatImm(DataType::Float(32), value))
 
 IntImm::IntImm(DataType dtype, int64_t value, Span span) {
   if (!(dtype.is_integer() || dtype.is_bool()) || !dtype.is_scalar()) {
-    TILECORE_THROW(TypeError) << "IntImm: dtype must be a scalar integer or bool, got " << dtype.str()
-                              << At(span);
+    TILECORE_THROW(TypeError) << "IntImm: dtype must be a scalar integer or bool, got "
+                              << dtype.str() << At(span);
   }
   bool fits = true;
   if (dtype.is_bool()) {
     fits = value == 0 || value == 1;
   } else if (dtype.bits() < 64) {
     int64_t lo = dtype.is_int() ? -(int64_t(1) << (dtype.bits() - 1)) : 0;
-    int64_t hi = dtype.is_int() ? (int64_t(1) << (dtype.bits() - 1)) - 1 : (int64_t(1) << dtype.bits()) - 1;
+    int64_t hi =
+        dtype.is_int() ? (int64_t(1) << (dtype.bits() - 1)) - 1 : (int64_t(1) << dtype.bits()) - 1;
     fits = value >= lo && value <= hi;
   } else if (dtype.is_uint()) {
     fits = value >= 0;
   }
   if (!fits) {
-    TILECORE_THROW(ValueError) << "IntImm: value " << value << " does not fit " << dtype.str() << At(span);
+    TILECORE_THROW(ValueError) << "IntImm: value " << value << " does not fit " << dtype.str()
+                               << At(span);
   }
   auto n = make_object<IntImmNode>();
   n->dtype = dtype;
@@ -50,7 +52,8 @@ IntImm::IntImm(DataType dtype, int64_t value, Span span) {
 
 FloatImm::FloatImm(DataType dtype, double value, Span span) {
   if (!dtype.is_float() || !dtype.is_scalar()) {
-    TILECORE_THROW(TypeError) << "FloatImm: dtype must be a scalar float, got " << dtype.str() << At(span);
+    TILECORE_THROW(TypeError) << "FloatImm: dtype must be a scalar float, got " << dtype.str()
+                              << At(span);
   }
   // A finite value that would round to infinity in its dtype is an error, as for IntImm;
   // inf and nan stay what they are. The limit is the largest value plus half an ulp.
@@ -82,7 +85,8 @@ StringImm::StringImm(String value, Span span) {
 }
 
 Var::Var(String name, DataType dtype, Span span) {
-  if (dtype.is_void()) TILECORE_THROW(TypeError) << "Var `" << name.view() << "`: dtype cannot be void";
+  if (dtype.is_void())
+    TILECORE_THROW(TypeError) << "Var `" << name.view() << "`: dtype cannot be void";
   auto n = make_object<VarNode>();
   n->dtype = dtype;
   n->name = std::move(name);
@@ -97,7 +101,8 @@ Var::Var(String name, Type type_annotation, Span span) {
   } else if (type_annotation.as<PointerTypeNode>()) {
     n->dtype = DataType::Handle();
   } else {
-    TILECORE_THROW(TypeError) << "Var `" << name.view() << "`: type annotation must be a PrimType or PointerType";
+    TILECORE_THROW(TypeError) << "Var `" << name.view()
+                              << "`: type annotation must be a PrimType or PointerType";
   }
   n->name = std::move(name);
   n->type_annotation = std::move(type_annotation);
@@ -119,25 +124,31 @@ ObjectPtr<TNode> MakeBinary(const char* name, BinKind kind, PrimExpr a, PrimExpr
   CheckDefined(b, name, "b");
   DataType ta = a.dtype(), tb = b.dtype();
   if (ta != tb) {
-    TILECORE_THROW(TypeError) << name << ": operand dtypes differ: " << ta.str() << " vs " << tb.str()
-                              << (ta.lanes() == tb.lanes() ? " (insert a Cast)" : " (lanes differ; Broadcast the scalar)")
+    TILECORE_THROW(TypeError) << name << ": operand dtypes differ: " << ta.str() << " vs "
+                              << tb.str()
+                              << (ta.lanes() == tb.lanes()
+                                      ? " (insert a Cast)"
+                                      : " (lanes differ; Broadcast the scalar)")
                               << At(span);
   }
   switch (kind) {
     case BinKind::kArith:
     case BinKind::kCompare:
       if (ta.is_handle() || ta.is_void() || (kind == BinKind::kArith && ta.is_bool())) {
-        TILECORE_THROW(TypeError) << name << ": operands must be numbers, got " << ta.str() << At(span);
+        TILECORE_THROW(TypeError) << name << ": operands must be numbers, got " << ta.str()
+                                  << At(span);
       }
       break;
     case BinKind::kIntArith:
       if (!ta.is_integer()) {
-        TILECORE_THROW(TypeError) << name << ": operands must be integers, got " << ta.str() << At(span);
+        TILECORE_THROW(TypeError) << name << ": operands must be integers, got " << ta.str()
+                                  << At(span);
       }
       break;
     case BinKind::kLogic:
       if (!ta.is_bool()) {
-        TILECORE_THROW(TypeError) << name << ": operands must be bool, got " << ta.str() << At(span);
+        TILECORE_THROW(TypeError) << name << ": operands must be bool, got " << ta.str()
+                                  << At(span);
       }
       break;
   }
@@ -151,9 +162,10 @@ ObjectPtr<TNode> MakeBinary(const char* name, BinKind kind, PrimExpr a, PrimExpr
 
 }  // namespace
 
-#define TILECORE_IR_DEFINE_BINARY(Name, Kind) \
+#define TILECORE_IR_DEFINE_BINARY(Name, Kind)   \
   Name::Name(PrimExpr a, PrimExpr b, Span span) \
-      : BinaryOp(MakeBinary<Name##Node>(#Name, Kind, std::move(a), std::move(b), std::move(span))) {}
+      : BinaryOp(                               \
+            MakeBinary<Name##Node>(#Name, Kind, std::move(a), std::move(b), std::move(span))) {}
 TILECORE_IR_DEFINE_BINARY(Add, BinKind::kArith)
 TILECORE_IR_DEFINE_BINARY(Sub, BinKind::kArith)
 TILECORE_IR_DEFINE_BINARY(Mul, BinKind::kArith)
@@ -191,11 +203,13 @@ Select::Select(PrimExpr condition, PrimExpr true_value, PrimExpr false_value, Sp
   CheckDefined(false_value, "Select", "false_value");
   DataType c = condition.dtype(), t = true_value.dtype(), f = false_value.dtype();
   if (!c.is_bool() || (c.lanes() != 1 && c.lanes() != t.lanes())) {
-    TILECORE_THROW(TypeError) << "Select: condition must be bool (scalar or with the values' lanes), got "
-                              << c.str() << " for values of " << t.str() << At(span);
+    TILECORE_THROW(TypeError)
+        << "Select: condition must be bool (scalar or with the values' lanes), got " << c.str()
+        << " for values of " << t.str() << At(span);
   }
   if (t != f) {
-    TILECORE_THROW(TypeError) << "Select: value dtypes differ: " << t.str() << " vs " << f.str() << At(span);
+    TILECORE_THROW(TypeError) << "Select: value dtypes differ: " << t.str() << " vs " << f.str()
+                              << At(span);
   }
   auto n = make_object<SelectNode>();
   n->dtype = t;
@@ -209,8 +223,10 @@ Select::Select(PrimExpr condition, PrimExpr true_value, PrimExpr false_value, Sp
 Cast::Cast(DataType dtype, PrimExpr value, Span span) {
   CheckDefined(value, "Cast", "value");
   if (dtype.lanes() != value.dtype().lanes() || dtype.is_void() || value.dtype().is_void()) {
-    TILECORE_THROW(TypeError) << "Cast: cannot convert " << value.dtype().str() << " to " << dtype.str()
-                              << (dtype.lanes() != value.dtype().lanes() ? " (lanes differ)" : "") << At(span);
+    TILECORE_THROW(TypeError) << "Cast: cannot convert " << value.dtype().str() << " to "
+                              << dtype.str()
+                              << (dtype.lanes() != value.dtype().lanes() ? " (lanes differ)" : "")
+                              << At(span);
   }
   auto n = make_object<CastNode>();
   n->dtype = dtype;
@@ -223,8 +239,9 @@ Let::Let(Var var, PrimExpr value, PrimExpr body, Span span) {
   CheckDefined(value, "Let", "value");
   CheckDefined(body, "Let", "body");
   if (var.dtype() != value.dtype()) {
-    TILECORE_THROW(TypeError) << "Let: variable `" << var->name.view() << "` is " << var.dtype().str()
-                              << " but the value is " << value.dtype().str() << At(span);
+    TILECORE_THROW(TypeError) << "Let: variable `" << var->name.view() << "` is "
+                              << var.dtype().str() << " but the value is " << value.dtype().str()
+                              << At(span);
   }
   auto n = make_object<LetNode>();
   n->dtype = body.dtype();
@@ -257,10 +274,12 @@ Ramp::Ramp(PrimExpr base, PrimExpr stride, int64_t lanes, Span span) {
 Broadcast::Broadcast(PrimExpr value, int64_t lanes, Span span) {
   CheckDefined(value, "Broadcast", "value");
   if (!value.dtype().is_scalar() || value.dtype().is_void()) {
-    TILECORE_THROW(TypeError) << "Broadcast: value must be a scalar, got " << value.dtype().str() << At(span);
+    TILECORE_THROW(TypeError) << "Broadcast: value must be a scalar, got " << value.dtype().str()
+                              << At(span);
   }
   if (lanes < 2 || lanes > 65535) {
-    TILECORE_THROW(ValueError) << "Broadcast: lanes must be in [2, 65535], got " << lanes << At(span);
+    TILECORE_THROW(ValueError) << "Broadcast: lanes must be in [2, 65535], got " << lanes
+                               << At(span);
   }
   auto n = make_object<BroadcastNode>();
   n->dtype = value.dtype().with_lanes(static_cast<int>(lanes));
@@ -273,7 +292,8 @@ Broadcast::Broadcast(PrimExpr value, int64_t lanes, Span span) {
 Call::Call(DataType dtype, String op, Array<PrimExpr> args, Span span) {
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i].defined()) {
-      TILECORE_THROW(ValueError) << "Call `" << op.view() << "`: argument " << i << " is undefined" << At(span);
+      TILECORE_THROW(ValueError) << "Call `" << op.view() << "`: argument " << i << " is undefined"
+                                 << At(span);
     }
   }
   DataType t;
@@ -281,7 +301,8 @@ Call::Call(DataType dtype, String op, Array<PrimExpr> args, Span span) {
     t = CheckIntrinsicCall(op.view(), args, dtype);
   } catch (const ffi::Error& e) {
     if (!span.defined()) throw;
-    throw ffi::Error(std::string(e.kind()), std::string(e.message()) + At(span), std::string(e.backtrace()));
+    throw ffi::Error(std::string(e.kind()), std::string(e.message()) + At(span),
+                     std::string(e.backtrace()));
   }
   auto n = make_object<CallNode>();
   n->dtype = t;
@@ -294,17 +315,20 @@ Call::Call(DataType dtype, String op, Array<PrimExpr> args, Span span) {
 // ---------------------------------------------------------------------------
 // Buffers
 // ---------------------------------------------------------------------------
-Buffer::Buffer(Var data, DataType dtype, Array<PrimExpr> shape, Array<PrimExpr> strides, PrimExpr elem_offset,
-               String scope, String name, Span span) {
+Buffer::Buffer(Var data, DataType dtype, Array<PrimExpr> shape, Array<PrimExpr> strides,
+               PrimExpr elem_offset, String scope, String name, Span span) {
   if (!data.defined() || !data.dtype().is_handle()) {
-    TILECORE_THROW(TypeError) << "Buffer `" << name.view() << "`: data must be a handle Var" << At(span);
+    TILECORE_THROW(TypeError) << "Buffer `" << name.view() << "`: data must be a handle Var"
+                              << At(span);
   }
   if (!IsValidScope(scope.view())) {
-    TILECORE_THROW(ValueError) << "Buffer `" << name.view() << "`: unknown memory scope `" << scope.view()
-                               << "` (expected global, shared or local)" << At(span);
+    TILECORE_THROW(ValueError) << "Buffer `" << name.view() << "`: unknown memory scope `"
+                               << scope.view() << "` (expected global, shared or local)"
+                               << At(span);
   }
   if (dtype.is_void() || dtype.is_handle()) {
-    TILECORE_THROW(TypeError) << "Buffer `" << name.view() << "`: element dtype cannot be " << dtype.str() << At(span);
+    TILECORE_THROW(TypeError) << "Buffer `" << name.view() << "`: element dtype cannot be "
+                              << dtype.str() << At(span);
   }
   if (!strides.empty() && strides.size() != shape.size()) {
     TILECORE_THROW(ValueError) << "Buffer `" << name.view() << "`: " << strides.size()
@@ -314,7 +338,8 @@ Buffer::Buffer(Var data, DataType dtype, Array<PrimExpr> shape, Array<PrimExpr> 
     if (!e.defined() || !e.dtype().is_integer() || !e.dtype().is_scalar()) {
       TILECORE_THROW(TypeError) << "Buffer `" << name.view() << "`: " << what << "[" << i
                                 << "] must be a scalar integer"
-                                << (e.defined() ? ", got " + e.dtype().str() : std::string()) << At(span);
+                                << (e.defined() ? ", got " + e.dtype().str() : std::string())
+                                << At(span);
     }
   };
   for (size_t i = 0; i < shape.size(); ++i) check_int(shape[i], "shape", i);
@@ -335,20 +360,23 @@ Buffer::Buffer(Var data, DataType dtype, Array<PrimExpr> shape, Array<PrimExpr> 
 
 Buffer DeclBuffer(Array<PrimExpr> shape, DataType dtype, String name, String scope, Span span) {
   if (!IsValidScope(scope.view())) {
-    TILECORE_THROW(ValueError) << "Buffer `" << name.view() << "`: unknown memory scope `" << scope.view()
-                               << "` (expected global, shared or local)" << At(span);
+    TILECORE_THROW(ValueError) << "Buffer `" << name.view() << "`: unknown memory scope `"
+                               << scope.view() << "` (expected global, shared or local)"
+                               << At(span);
   }
   Var data(name, PointerType(dtype, scope), span);
-  return Buffer(data, dtype, std::move(shape), Array<PrimExpr>(), IntImm(DataType::Int(32), 0), scope, name, span);
+  return Buffer(data, dtype, std::move(shape), Array<PrimExpr>(), IntImm(DataType::Int(32), 0),
+                scope, name, span);
 }
 
 namespace {
-int CheckIndices(const char* node, const Buffer& buffer, const Array<PrimExpr>& indices, const Span& span) {
+int CheckIndices(const char* node, const Buffer& buffer, const Array<PrimExpr>& indices,
+                 const Span& span) {
   if (!buffer.defined()) TILECORE_THROW(ValueError) << node << ": buffer is undefined" << At(span);
   if (indices.size() != buffer->shape.size()) {
     TILECORE_THROW(ValueError) << node << ": buffer `" << buffer->name.view() << "` has rank "
-                               << buffer->shape.size() << " but " << indices.size() << " indices were given"
-                               << At(span);
+                               << buffer->shape.size() << " but " << indices.size()
+                               << " indices were given" << At(span);
   }
   int lanes = 1;
   for (size_t i = 0; i < indices.size(); ++i) {
@@ -356,12 +384,13 @@ int CheckIndices(const char* node, const Buffer& buffer, const Array<PrimExpr>& 
     if (!idx.defined() || !idx.dtype().is_integer()) {
       TILECORE_THROW(TypeError) << node << ": index " << i << " of `" << buffer->name.view()
                                 << "` must be an integer, got "
-                                << (idx.defined() ? idx.dtype().str() : std::string("undefined")) << At(span);
+                                << (idx.defined() ? idx.dtype().str() : std::string("undefined"))
+                                << At(span);
     }
     if (idx.dtype().lanes() > 1) {
       if (lanes > 1) {
-        TILECORE_THROW(TypeError) << node << ": more than one vector index into `" << buffer->name.view() << "`"
-                                  << At(span);
+        TILECORE_THROW(TypeError) << node << ": more than one vector index into `"
+                                  << buffer->name.view() << "`" << At(span);
       }
       lanes = idx.dtype().lanes();
     }
@@ -380,17 +409,20 @@ BufferLoad::BufferLoad(Buffer buffer, Array<PrimExpr> indices, Span span) {
   data_ = std::move(n);
 }
 
-BufferRegion::BufferRegion(Buffer buffer, Array<PrimExpr> begin, Array<PrimExpr> extents, Span span) {
-  if (!buffer.defined()) TILECORE_THROW(ValueError) << "BufferRegion: buffer is undefined" << At(span);
+BufferRegion::BufferRegion(Buffer buffer, Array<PrimExpr> begin, Array<PrimExpr> extents,
+                           Span span) {
+  if (!buffer.defined())
+    TILECORE_THROW(ValueError) << "BufferRegion: buffer is undefined" << At(span);
   size_t rank = buffer->shape.size();
   if (begin.size() != rank || extents.size() != rank) {
-    TILECORE_THROW(ValueError) << "BufferRegion: buffer `" << buffer->name.view() << "` has rank " << rank
-                               << " but the region has " << begin.size() << " begins and " << extents.size()
-                               << " extents" << At(span);
+    TILECORE_THROW(ValueError) << "BufferRegion: buffer `" << buffer->name.view() << "` has rank "
+                               << rank << " but the region has " << begin.size() << " begins and "
+                               << extents.size() << " extents" << At(span);
   }
   for (size_t i = 0; i < rank; ++i) {
     if (!begin[i].defined() || !begin[i].dtype().is_integer() || !begin[i].dtype().is_scalar() ||
-        !extents[i].defined() || !extents[i].dtype().is_integer() || !extents[i].dtype().is_scalar()) {
+        !extents[i].defined() || !extents[i].dtype().is_integer() ||
+        !extents[i].dtype().is_scalar()) {
       TILECORE_THROW(TypeError) << "BufferRegion: dimension " << i << " of `" << buffer->name.view()
                                 << "` needs scalar integer begin and extent" << At(span);
     }
@@ -406,7 +438,8 @@ BufferRegion::BufferRegion(Buffer buffer, Array<PrimExpr> begin, Array<PrimExpr>
 
 BufferRegion BufferRegion::Full(Buffer buffer, Span span) {
   Array<PrimExpr> begin;
-  for (size_t i = 0; i < buffer->shape.size(); ++i) begin.push_back(IntImm(buffer->shape[i].dtype(), 0));
+  for (size_t i = 0; i < buffer->shape.size(); ++i)
+    begin.push_back(IntImm(buffer->shape[i].dtype(), 0));
   return BufferRegion(buffer, begin, buffer->shape, std::move(span));
 }
 
@@ -444,7 +477,8 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
   refl::ObjectDef<VarNode>(kTCFFISEqualFreeVar)
       .def_ro("dtype", &PrimExprNode::dtype)
       .def_ro("name", &VarNode::name, "a hint for printing; not part of identity", kIgnore)
-      .def_ro("type_annotation", &VarNode::type_annotation, "PrimType or PointerType, may be None", kTCFFIFieldMayBeNone)
+      .def_ro("type_annotation", &VarNode::type_annotation, "PrimType or PointerType, may be None",
+              kTCFFIFieldMayBeNone)
       .def_ro("span", &PrimExprNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   ReflectBinary<AddNode>();
   ReflectBinary<SubNode>();
@@ -524,22 +558,25 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
 // ---------------------------------------------------------------------------
 // Constructors for Python (`ir.<Node>`); dtypes may be strings.
 // ---------------------------------------------------------------------------
-TILECORE_REGISTER_GLOBAL("ir.IntImm").set_body_typed([](ffi::AnyView dtype, int64_t value, Span span) {
-  return IntImm(DataTypeFromAny(dtype, "IntImm"), value, span);
-});
-TILECORE_REGISTER_GLOBAL("ir.FloatImm").set_body_typed([](ffi::AnyView dtype, double value, Span span) {
-  return FloatImm(DataTypeFromAny(dtype, "FloatImm"), value, span);
-});
+TILECORE_REGISTER_GLOBAL("ir.IntImm")
+    .set_body_typed([](ffi::AnyView dtype, int64_t value, Span span) {
+      return IntImm(DataTypeFromAny(dtype, "IntImm"), value, span);
+    });
+TILECORE_REGISTER_GLOBAL("ir.FloatImm")
+    .set_body_typed([](ffi::AnyView dtype, double value, Span span) {
+      return FloatImm(DataTypeFromAny(dtype, "FloatImm"), value, span);
+    });
 TILECORE_REGISTER_GLOBAL("ir.StringImm").set_body_typed([](String value, Span span) {
   return StringImm(value, span);
 });
-TILECORE_REGISTER_GLOBAL("ir.Var").set_body_typed([](String name, ffi::AnyView dtype_or_type, Span span) {
+TILECORE_REGISTER_GLOBAL("ir.Var").set_body_typed([](String name, ffi::AnyView dtype_or_type,
+                                                     Span span) {
   if (auto t = dtype_or_type.as<Type>(); t.has_value() && t->defined()) return Var(name, *t, span);
   return Var(name, DataTypeFromAny(dtype_or_type, "Var"), span);
 });
-#define TILECORE_IR_REGISTER_BINARY(Name)                                                   \
+#define TILECORE_IR_REGISTER_BINARY(Name)                                                      \
   TILECORE_REGISTER_GLOBAL("ir." #Name).set_body_typed([](PrimExpr a, PrimExpr b, Span span) { \
-    return Name(a, b, span);                                                                \
+    return Name(a, b, span);                                                                   \
   });
 TILECORE_IR_REGISTER_BINARY(Add)
 TILECORE_IR_REGISTER_BINARY(Sub)
@@ -559,39 +596,49 @@ TILECORE_IR_REGISTER_BINARY(GE)
 TILECORE_IR_REGISTER_BINARY(And)
 TILECORE_IR_REGISTER_BINARY(Or)
 #undef TILECORE_IR_REGISTER_BINARY
-TILECORE_REGISTER_GLOBAL("ir.Not").set_body_typed([](PrimExpr a, Span span) { return Not(a, span); });
-TILECORE_REGISTER_GLOBAL("ir.Select").set_body_typed([](PrimExpr c, PrimExpr t, PrimExpr f, Span span) {
-  return Select(c, t, f, span);
+TILECORE_REGISTER_GLOBAL("ir.Not").set_body_typed([](PrimExpr a, Span span) {
+  return Not(a, span);
 });
-TILECORE_REGISTER_GLOBAL("ir.Cast").set_body_typed([](ffi::AnyView dtype, PrimExpr value, Span span) {
+TILECORE_REGISTER_GLOBAL("ir.Select")
+    .set_body_typed([](PrimExpr c, PrimExpr t, PrimExpr f, Span span) {
+      return Select(c, t, f, span);
+    });
+TILECORE_REGISTER_GLOBAL("ir.Cast").set_body_typed([](ffi::AnyView dtype, PrimExpr value,
+                                                      Span span) {
   return Cast(DataTypeFromAny(dtype, "Cast"), value, span);
 });
-TILECORE_REGISTER_GLOBAL("ir.Let").set_body_typed([](Var var, PrimExpr value, PrimExpr body, Span span) {
+TILECORE_REGISTER_GLOBAL("ir.Let").set_body_typed([](Var var, PrimExpr value, PrimExpr body,
+                                                     Span span) {
   return Let(var, value, body, span);
 });
-TILECORE_REGISTER_GLOBAL("ir.Ramp").set_body_typed([](PrimExpr base, PrimExpr stride, int64_t lanes, Span span) {
+TILECORE_REGISTER_GLOBAL("ir.Ramp").set_body_typed([](PrimExpr base, PrimExpr stride, int64_t lanes,
+                                                      Span span) {
   return Ramp(base, stride, lanes, span);
 });
-TILECORE_REGISTER_GLOBAL("ir.Broadcast").set_body_typed([](PrimExpr value, int64_t lanes, Span span) {
-  return Broadcast(value, lanes, span);
-});
-TILECORE_REGISTER_GLOBAL("ir.Call")
-    .set_body_typed([](ffi::AnyView dtype, String op, Array<PrimExpr> args, Span span) {
-      DataType t = dtype.is_none() ? DataType::Void() : DataTypeFromAny(dtype, "Call");
-      return Call(t, op, args, span);
+TILECORE_REGISTER_GLOBAL("ir.Broadcast")
+    .set_body_typed([](PrimExpr value, int64_t lanes, Span span) {
+      return Broadcast(value, lanes, span);
     });
+TILECORE_REGISTER_GLOBAL("ir.Call").set_body_typed([](ffi::AnyView dtype, String op,
+                                                      Array<PrimExpr> args, Span span) {
+  DataType t = dtype.is_none() ? DataType::Void() : DataTypeFromAny(dtype, "Call");
+  return Call(t, op, args, span);
+});
 TILECORE_REGISTER_GLOBAL("ir.Buffer")
     .set_body_typed([](Var data, ffi::AnyView dtype, Array<PrimExpr> shape, Array<PrimExpr> strides,
                        PrimExpr elem_offset, String scope, String name, Span span) {
-      return Buffer(data, DataTypeFromAny(dtype, "Buffer"), shape, strides, elem_offset, scope, name, span);
+      return Buffer(data, DataTypeFromAny(dtype, "Buffer"), shape, strides, elem_offset, scope,
+                    name, span);
     });
 TILECORE_REGISTER_GLOBAL("ir.DeclBuffer")
-    .set_body_typed([](Array<PrimExpr> shape, ffi::AnyView dtype, String name, String scope, Span span) {
+    .set_body_typed([](Array<PrimExpr> shape, ffi::AnyView dtype, String name, String scope,
+                       Span span) {
       return DeclBuffer(shape, DataTypeFromAny(dtype, "DeclBuffer"), name, scope, span);
     });
-TILECORE_REGISTER_GLOBAL("ir.BufferLoad").set_body_typed([](Buffer buffer, Array<PrimExpr> indices, Span span) {
-  return BufferLoad(buffer, indices, span);
-});
+TILECORE_REGISTER_GLOBAL("ir.BufferLoad")
+    .set_body_typed([](Buffer buffer, Array<PrimExpr> indices, Span span) {
+      return BufferLoad(buffer, indices, span);
+    });
 TILECORE_REGISTER_GLOBAL("ir.BufferRegion")
     .set_body_typed([](Buffer buffer, Array<PrimExpr> begin, Array<PrimExpr> extents, Span span) {
       return BufferRegion(buffer, begin, extents, span);

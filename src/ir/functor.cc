@@ -1,8 +1,8 @@
 /*
  * src/ir/functor.cc — kind dispatch, IRVisitor, IRMutator, Substitute.
  */
-#include "tilecore/ffi/stack_guard.h"
 #include "tilecore/ir/functor.h"
+#include "tilecore/ffi/stack_guard.h"
 
 #include <unordered_map>
 #include <unordered_set>
@@ -14,8 +14,8 @@ namespace ir {
 namespace {
 std::vector<NodeKind> BuildKindTable() {
 #define TILECORE_IR_KIND_ENTRY(Name) {Name##Node::RuntimeTypeIndex(), NodeKind::k##Name},
-  std::vector<std::pair<int32_t, NodeKind>> entries = {
-      TILECORE_IR_FOR_EACH_EXPR(TILECORE_IR_KIND_ENTRY) TILECORE_IR_FOR_EACH_STMT(TILECORE_IR_KIND_ENTRY)};
+  std::vector<std::pair<int32_t, NodeKind>> entries = {TILECORE_IR_FOR_EACH_EXPR(
+      TILECORE_IR_KIND_ENTRY) TILECORE_IR_FOR_EACH_STMT(TILECORE_IR_KIND_ENTRY)};
 #undef TILECORE_IR_KIND_ENTRY
   int32_t max_index = 0;
   for (const auto& e : entries) max_index = std::max(max_index, e.first);
@@ -41,11 +41,13 @@ void IRVisitor::VisitExpr(const PrimExpr& e) {
   const Object* n = e.get();
   switch (NodeKindOf(n)) {
 #define TILECORE_IR_CASE(Name) \
-  case NodeKind::k##Name: return VisitExpr_(static_cast<const Name##Node*>(n));
+  case NodeKind::k##Name:      \
+    return VisitExpr_(static_cast<const Name##Node*>(n));
     TILECORE_IR_FOR_EACH_EXPR(TILECORE_IR_CASE)
 #undef TILECORE_IR_CASE
     default:
-      TILECORE_THROW(TypeError) << "IRVisitor: `" << n->GetTypeKey() << "` is not an expression of the Kernel IR";
+      TILECORE_THROW(TypeError) << "IRVisitor: `" << n->GetTypeKey()
+                                << "` is not an expression of the Kernel IR";
   }
 }
 
@@ -55,18 +57,20 @@ void IRVisitor::VisitStmt(const Stmt& s) {
   const Object* n = s.get();
   switch (NodeKindOf(n)) {
 #define TILECORE_IR_CASE(Name) \
-  case NodeKind::k##Name: return VisitStmt_(static_cast<const Name##Node*>(n));
+  case NodeKind::k##Name:      \
+    return VisitStmt_(static_cast<const Name##Node*>(n));
     TILECORE_IR_FOR_EACH_STMT(TILECORE_IR_CASE)
 #undef TILECORE_IR_CASE
     default:
-      TILECORE_THROW(TypeError) << "IRVisitor: `" << n->GetTypeKey() << "` is not a statement of the Kernel IR";
+      TILECORE_THROW(TypeError) << "IRVisitor: `" << n->GetTypeKey()
+                                << "` is not a statement of the Kernel IR";
   }
 }
 
-#define TILECORE_IR_VISIT_BINARY(Name)                 \
-  void IRVisitor::VisitExpr_(const Name##Node* op) {   \
-    VisitExpr(op->a);                                  \
-    VisitExpr(op->b);                                  \
+#define TILECORE_IR_VISIT_BINARY(Name)               \
+  void IRVisitor::VisitExpr_(const Name##Node* op) { \
+    VisitExpr(op->a);                                \
+    VisitExpr(op->b);                                \
   }
 TILECORE_IR_FOR_EACH_BINARY(TILECORE_IR_VISIT_BINARY)
 #undef TILECORE_IR_VISIT_BINARY
@@ -142,11 +146,13 @@ PrimExpr IRMutator::VisitExpr(const PrimExpr& e) {
   const Object* n = e.get();
   switch (NodeKindOf(n)) {
 #define TILECORE_IR_CASE(Name) \
-  case NodeKind::k##Name: return VisitExpr_(static_cast<const Name##Node*>(n));
+  case NodeKind::k##Name:      \
+    return VisitExpr_(static_cast<const Name##Node*>(n));
     TILECORE_IR_FOR_EACH_EXPR(TILECORE_IR_CASE)
 #undef TILECORE_IR_CASE
     default:
-      TILECORE_THROW(TypeError) << "IRMutator: `" << n->GetTypeKey() << "` is not an expression of the Kernel IR";
+      TILECORE_THROW(TypeError) << "IRMutator: `" << n->GetTypeKey()
+                                << "` is not an expression of the Kernel IR";
   }
 }
 
@@ -156,11 +162,13 @@ Stmt IRMutator::VisitStmt(const Stmt& s) {
   const Object* n = s.get();
   switch (NodeKindOf(n)) {
 #define TILECORE_IR_CASE(Name) \
-  case NodeKind::k##Name: return VisitStmt_(static_cast<const Name##Node*>(n));
+  case NodeKind::k##Name:      \
+    return VisitStmt_(static_cast<const Name##Node*>(n));
     TILECORE_IR_FOR_EACH_STMT(TILECORE_IR_CASE)
 #undef TILECORE_IR_CASE
     default:
-      TILECORE_THROW(TypeError) << "IRMutator: `" << n->GetTypeKey() << "` is not a statement of the Kernel IR";
+      TILECORE_THROW(TypeError) << "IRMutator: `" << n->GetTypeKey()
+                                << "` is not a statement of the Kernel IR";
   }
 }
 
@@ -181,12 +189,12 @@ PrimExpr IRMutator::VisitExpr_(const FloatImmNode* op) { return GetRef<PrimExpr>
 PrimExpr IRMutator::VisitExpr_(const StringImmNode* op) { return GetRef<PrimExpr>(op); }
 PrimExpr IRMutator::VisitExpr_(const VarNode* op) { return GetRef<PrimExpr>(op); }
 
-#define TILECORE_IR_MUTATE_BINARY(Name)                        \
-  PrimExpr IRMutator::VisitExpr_(const Name##Node* op) {       \
-    PrimExpr a = VisitExpr(op->a);                             \
-    PrimExpr b = VisitExpr(op->b);                             \
+#define TILECORE_IR_MUTATE_BINARY(Name)                                    \
+  PrimExpr IRMutator::VisitExpr_(const Name##Node* op) {                   \
+    PrimExpr a = VisitExpr(op->a);                                         \
+    PrimExpr b = VisitExpr(op->b);                                         \
     if (a.same_as(op->a) && b.same_as(op->b)) return GetRef<PrimExpr>(op); \
-    return Name(a, b, op->span);                               \
+    return Name(a, b, op->span);                                           \
   }
 TILECORE_IR_FOR_EACH_BINARY(TILECORE_IR_MUTATE_BINARY)
 #undef TILECORE_IR_MUTATE_BINARY
@@ -196,8 +204,10 @@ PrimExpr IRMutator::VisitExpr_(const NotNode* op) {
   return a.same_as(op->a) ? GetRef<PrimExpr>(op) : Not(a, op->span);
 }
 PrimExpr IRMutator::VisitExpr_(const SelectNode* op) {
-  PrimExpr c = VisitExpr(op->condition), t = VisitExpr(op->true_value), f = VisitExpr(op->false_value);
-  if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) return GetRef<PrimExpr>(op);
+  PrimExpr c = VisitExpr(op->condition), t = VisitExpr(op->true_value),
+           f = VisitExpr(op->false_value);
+  if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value))
+    return GetRef<PrimExpr>(op);
   return Select(c, t, f, op->span);
 }
 PrimExpr IRMutator::VisitExpr_(const CastNode* op) {
@@ -231,7 +241,8 @@ PrimExpr IRMutator::VisitExpr_(const BufferLoadNode* op) {
 PrimExpr IRMutator::VisitExpr_(const BufferRegionNode* op) {
   Buffer buf = VisitBuffer(op->buffer);
   Array<PrimExpr> begin = VisitArray(op->begin), ext = VisitArray(op->extents);
-  if (buf.same_as(op->buffer) && begin.same_as(op->begin) && ext.same_as(op->extents)) return GetRef<PrimExpr>(op);
+  if (buf.same_as(op->buffer) && begin.same_as(op->begin) && ext.same_as(op->extents))
+    return GetRef<PrimExpr>(op);
   return BufferRegion(buf, begin, ext, op->span);
 }
 
@@ -240,7 +251,8 @@ Stmt IRMutator::VisitStmt_(const BufferStoreNode* op) {
   PrimExpr v = VisitExpr(op->value);
   Array<PrimExpr> idx = VisitArray(op->indices);
   PrimExpr pred = VisitExpr(op->predicate);
-  if (buf.same_as(op->buffer) && v.same_as(op->value) && idx.same_as(op->indices) && pred.same_as(op->predicate)) {
+  if (buf.same_as(op->buffer) && v.same_as(op->value) && idx.same_as(op->indices) &&
+      pred.same_as(op->predicate)) {
     return GetRef<Stmt>(op);
   }
   return BufferStore(buf, v, idx, pred, op->span);
@@ -254,7 +266,8 @@ Stmt IRMutator::VisitStmt_(const LetStmtNode* op) {
 Stmt IRMutator::VisitStmt_(const ForNode* op) {
   PrimExpr mn = VisitExpr(op->min), ext = VisitExpr(op->extent);
   Stmt b = VisitStmt(op->body);
-  if (mn.same_as(op->min) && ext.same_as(op->extent) && b.same_as(op->body)) return GetRef<Stmt>(op);
+  if (mn.same_as(op->min) && ext.same_as(op->extent) && b.same_as(op->body))
+    return GetRef<Stmt>(op);
   return For(op->loop_var, mn, ext, op->kind, b, op->annotations, op->span);
 }
 Stmt IRMutator::VisitStmt_(const WhileNode* op) {
@@ -266,7 +279,8 @@ Stmt IRMutator::VisitStmt_(const WhileNode* op) {
 Stmt IRMutator::VisitStmt_(const IfThenElseNode* op) {
   PrimExpr c = VisitExpr(op->condition);
   Stmt t = VisitStmt(op->then_case), e = VisitStmt(op->else_case);
-  if (c.same_as(op->condition) && t.same_as(op->then_case) && e.same_as(op->else_case)) return GetRef<Stmt>(op);
+  if (c.same_as(op->condition) && t.same_as(op->then_case) && e.same_as(op->else_case))
+    return GetRef<Stmt>(op);
   return IfThenElse(c, t, e, op->span);
 }
 Stmt IRMutator::VisitStmt_(const AllocateNode* op) {
@@ -354,14 +368,19 @@ void PostOrderVisit(const ObjectRef& node, const std::function<void(const Object
   }
 }
 
-PrimExpr Substitute(const PrimExpr& e, const std::function<std::optional<PrimExpr>(const VarNode*)>& vmap) {
+PrimExpr Substitute(const PrimExpr& e,
+                    const std::function<std::optional<PrimExpr>(const VarNode*)>& vmap) {
   return Substituter(vmap).VisitExpr(e);
 }
 Stmt Substitute(const Stmt& s, const std::function<std::optional<PrimExpr>(const VarNode*)>& vmap) {
   return Substituter(vmap).VisitStmt(s);
 }
-PrimExpr Substitute(const PrimExpr& e, const Map<Var, PrimExpr>& vmap) { return Substitute(e, FromMap(vmap)); }
-Stmt Substitute(const Stmt& s, const Map<Var, PrimExpr>& vmap) { return Substitute(s, FromMap(vmap)); }
+PrimExpr Substitute(const PrimExpr& e, const Map<Var, PrimExpr>& vmap) {
+  return Substitute(e, FromMap(vmap));
+}
+Stmt Substitute(const Stmt& s, const Map<Var, PrimExpr>& vmap) {
+  return Substitute(s, FromMap(vmap));
+}
 
 bool UsesVar(const ObjectRef& node, const std::function<bool(const VarNode*)>& pred) {
   bool found = false;

@@ -24,12 +24,14 @@ QuantParams::QuantParams(NDArray scale, NDArray zero_point, int64_t axis, String
   data_ = std::move(n);
 }
 
-TensorType::TensorType(Array<Any> shape, String dtype, String layout, QuantParams quant, bool rank_known) {
+TensorType::TensorType(Array<Any> shape, String dtype, String layout, QuantParams quant,
+                       bool rank_known) {
   for (size_t i = 0; i < shape.size(); ++i) {
     const Any& d = shape.raw(i);
     bool ok = d.is_none() || d.as<int64_t>().has_value() || d.try_cast<String>().has_value();
     if (!ok) {
-      TILECORE_THROW(TypeError) << "TensorType: dimension " << i << " must be an int, a symbol (str) or None, got `"
+      TILECORE_THROW(TypeError) << "TensorType: dimension " << i
+                                << " must be an int, a symbol (str) or None, got `"
                                 << d.GetTypeKey() << "`";
     }
     if (auto v = d.as<int64_t>(); v.has_value() && *v < 0) {
@@ -82,14 +84,14 @@ Node::Node(String op_type, String domain, String name, Map<String, Any> attrs, A
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Any& v = inputs.raw(i);
     if (!v.is_none() && !AsObject<Value>(v).has_value()) {
-      TILECORE_THROW(TypeError) << "Node `" << name.view() << "` (" << op_type.view() << "): input " << i
-                                << " must be a Value or None, got `" << v.GetTypeKey() << "`";
+      TILECORE_THROW(TypeError) << "Node `" << name.view() << "` (" << op_type.view() << "): input "
+                                << i << " must be a Value or None, got `" << v.GetTypeKey() << "`";
     }
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].defined()) {
-      TILECORE_THROW(ValueError) << "Node `" << name.view() << "` (" << op_type.view() << "): output " << i
-                                 << " is undefined";
+      TILECORE_THROW(ValueError) << "Node `" << name.view() << "` (" << op_type.view()
+                                 << "): output " << i << " is undefined";
     }
   }
   auto n = make_object<NodeObj>();
@@ -114,7 +116,8 @@ std::string Node::Where() const {
   return s + std::string(get()->op_type.view()) + ")";
 }
 
-Graph::Graph(String name, Array<Value> inputs, Array<Value> outputs, Array<Node> nodes, Map<String, int64_t> opsets) {
+Graph::Graph(String name, Array<Value> inputs, Array<Value> outputs, Array<Node> nodes,
+             Map<String, int64_t> opsets) {
   auto n = make_object<GraphNode>();
   n->name = std::move(name);
   n->inputs = std::move(inputs);
@@ -168,19 +171,24 @@ Value GraphBuilder::Constant(const std::string& name, NDArray data) {
   return Value(String(FreshName(name)), TensorType(dims, String(DtypeOfNDArray(data))), Any(data));
 }
 
-Array<Value> GraphBuilder::Add(const std::string& op_type, Array<Any> inputs, Map<String, Any> attrs, int num_outputs,
-                               std::string name, std::string domain) {
+Array<Value> GraphBuilder::Add(const std::string& op_type, Array<Any> inputs,
+                               Map<String, Any> attrs, int num_outputs, std::string name,
+                               std::string domain) {
   std::string node_name = FreshName(name.empty() ? op_type : name);
   Array<Value> outs;
   for (int i = 0; i < num_outputs; ++i) {
-    outs.push_back(Value(String(FreshName(num_outputs == 1 ? node_name + "_out" : node_name + "_out" + std::to_string(i))),
-                         Type()));
+    outs.push_back(
+        Value(String(FreshName(num_outputs == 1 ? node_name + "_out"
+                                                : node_name + "_out" + std::to_string(i))),
+              Type()));
   }
   nodes_.push_back(Node(String(op_type), String(domain), String(node_name), attrs, inputs, outs));
   return outs;
 }
 
-Graph GraphBuilder::Build() const { return Graph(String(name_), inputs_, outputs_, nodes_, opsets_); }
+Graph GraphBuilder::Build() const {
+  return Graph(String(name_), inputs_, outputs_, nodes_, opsets_);
+}
 
 // ---------------------------------------------------------------------------
 // Reflection and registration
@@ -198,12 +206,14 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
       .def_ro("dtype", &TensorTypeNode::dtype, "numpy spelling")
       .def_ro("layout", &TensorTypeNode::layout)
       .def_ro("quant", &TensorTypeNode::quant, "QuantParams or None", kTCFFIFieldMayBeNone);
-  refl::ObjectDef<SequenceTypeNode>().def_ro("elem", &SequenceTypeNode::elem, "", kTCFFIFieldMayBeNone);
-  refl::ObjectDef<OptionalTypeNode>().def_ro("elem", &OptionalTypeNode::elem, "", kTCFFIFieldMayBeNone);
+  refl::ObjectDef<SequenceTypeNode>().def_ro("elem", &SequenceTypeNode::elem, "",
+                                             kTCFFIFieldMayBeNone);
+  refl::ObjectDef<OptionalTypeNode>().def_ro("elem", &OptionalTypeNode::elem, "",
+                                             kTCFFIFieldMayBeNone);
   refl::ObjectDef<ValueNode>()
       .def_ro("name", &ValueNode::name)
       .def_ro("type", &ValueNode::type, "TensorType | SequenceType | OptionalType | None (unknown)",
-               kTCFFIFieldMayBeNone)
+              kTCFFIFieldMayBeNone)
       .def_ro("data", &ValueNode::data, "the constant, or None");
   refl::ObjectDef<NodeObj>()
       .def_ro("op_type", &NodeObj::op_type)
@@ -245,17 +255,20 @@ TILECORE_REGISTER_GLOBAL("ir.SequenceType").set_body_typed([](ffi::AnyView elem)
 TILECORE_REGISTER_GLOBAL("ir.OptionalType").set_body_typed([](ffi::AnyView elem) {
   return OptionalType(elem.is_none() ? Type() : elem.cast<Type>());
 });
-TILECORE_REGISTER_GLOBAL("ir.Value").set_body_typed([](String name, ffi::AnyView type, ffi::AnyView data) {
-  return Value(name, type.is_none() ? Type() : type.cast<Type>(), Any(data));
-});
-TILECORE_REGISTER_GLOBAL("ir.Node")
-    .set_body_typed([](String op_type, String domain, String name, ffi::AnyView attrs, Array<Any> inputs,
-                       Array<Value> outputs) {
-      return Node(op_type, domain, name, attrs.is_none() ? Map<String, Any>() : attrs.cast<Map<String, Any>>(), inputs,
-                  outputs);
+TILECORE_REGISTER_GLOBAL("ir.Value")
+    .set_body_typed([](String name, ffi::AnyView type, ffi::AnyView data) {
+      return Value(name, type.is_none() ? Type() : type.cast<Type>(), Any(data));
     });
+TILECORE_REGISTER_GLOBAL("ir.Node").set_body_typed([](String op_type, String domain, String name,
+                                                      ffi::AnyView attrs, Array<Any> inputs,
+                                                      Array<Value> outputs) {
+  return Node(op_type, domain, name,
+              attrs.is_none() ? Map<String, Any>() : attrs.cast<Map<String, Any>>(), inputs,
+              outputs);
+});
 TILECORE_REGISTER_GLOBAL("ir.Graph")
-    .set_body_typed([](String name, Array<Value> inputs, Array<Value> outputs, Array<Node> nodes, ffi::AnyView opsets) {
+    .set_body_typed([](String name, Array<Value> inputs, Array<Value> outputs, Array<Node> nodes,
+                       ffi::AnyView opsets) {
       return Graph(name, inputs, outputs, nodes,
                    opsets.is_none() ? Map<String, int64_t>() : opsets.cast<Map<String, int64_t>>());
     });

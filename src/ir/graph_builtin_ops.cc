@@ -32,7 +32,8 @@ NDArray Map1(const NDArray& x, F f) {
 Array<Any> SiLUReference(Map<String, Any>, Array<Any> inputs) {
   if (inputs.size() != 1) TILECORE_THROW(ValueError) << "SiLU takes 1 input, got " << inputs.size();
   auto x = inputs.raw(0).try_cast<NDArray>();
-  if (!x.has_value()) TILECORE_THROW(TypeError) << "SiLU: expected an array, got " << inputs.raw(0).GetTypeKey();
+  if (!x.has_value())
+    TILECORE_THROW(TypeError) << "SiLU: expected an array, got " << inputs.raw(0).GetTypeKey();
   if (x->device().device_type != kDLCPU || !x->IsContiguous()) {
     TILECORE_THROW(ValueError) << "SiLU: expected a contiguous host array";
   }
@@ -43,7 +44,8 @@ Array<Any> SiLUReference(Map<String, Any>, Array<Any> inputs) {
   } else if (t.code == kDLFloat && t.bits == 64) {
     out.push_back(Map1<double>(*x, [](double v) { return v / (1.0 + std::exp(-v)); }));
   } else {
-    TILECORE_THROW(TypeError) << "SiLU: dtype " << DtypeOfNDArray(*x) << " is not supported (float32, float64)";
+    TILECORE_THROW(TypeError) << "SiLU: dtype " << DtypeOfNDArray(*x)
+                              << " is not supported (float32, float64)";
   }
   return out;
 }

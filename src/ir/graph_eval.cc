@@ -33,7 +33,8 @@ struct Env {
 };
 
 [[noreturn]] void Rethrow(const ffi::Error& e, const std::string& prefix) {
-  throw ffi::Error(std::string(e.kind()), prefix + std::string(e.message()), std::string(e.backtrace()));
+  throw ffi::Error(std::string(e.kind()), prefix + std::string(e.message()),
+                   std::string(e.backtrace()));
 }
 
 void RunGraph(const Graph& graph, Env* env, bool keep, Map<String, Any>* intermediates);
@@ -41,19 +42,20 @@ void RunGraph(const Graph& graph, Env* env, bool keep, Map<String, Any>* interme
 Function MakeBody(const Graph& body, const Env* outer) {
   return Function::FromPacked([body, outer](ffi::PackedArgs args, Any* rv) {
     if (static_cast<size_t>(args.size()) > body->inputs.size()) {
-      TILECORE_THROW(ValueError) << "subgraph `" << body->name.view() << "` takes " << body->inputs.size()
-                                 << " inputs, got " << args.size();
+      TILECORE_THROW(ValueError) << "subgraph `" << body->name.view() << "` takes "
+                                 << body->inputs.size() << " inputs, got " << args.size();
     }
     Env env;
     env.parent = outer;
-    for (int i = 0; i < args.size(); ++i) env.values[std::string(body->inputs[i]->name.view())] = Any(args[i]);
+    for (int i = 0; i < args.size(); ++i)
+      env.values[std::string(body->inputs[i]->name.view())] = Any(args[i]);
     RunGraph(body, &env, false, nullptr);
     Array<Any> outs;
     for (const Value& v : body->outputs) {
       const Any* a = v->is_constant() ? &v->data : env.Find(std::string(v->name.view()));
       if (a == nullptr) {
-        TILECORE_THROW(ValueError) << "subgraph `" << body->name.view() << "`: output `" << v->name.view()
-                                   << "` is never computed";
+        TILECORE_THROW(ValueError) << "subgraph `" << body->name.view() << "`: output `"
+                                   << v->name.view() << "` is never computed";
       }
       outs.push_back(*a);
     }
@@ -66,9 +68,10 @@ void RunGraph(const Graph& graph, Env* env, bool keep, Map<String, Any>* interme
     GraphOpDef op = GetGraphOp(std::string(node->op_type.view()), std::string(node->domain.view()));
     int64_t opset = graph.Opset(std::string(node->domain.view()));
     if (!op.defined() || !op->reference.defined()) {
-      TILECORE_THROW(NotImplementedError) << node.Where() << ": no reference implementation of "
-                                          << (node->domain.empty() ? "" : std::string(node->domain.view()) + "::")
-                                          << node->op_type.view() << " (opset " << opset << ") is registered";
+      TILECORE_THROW(NotImplementedError)
+          << node.Where() << ": no reference implementation of "
+          << (node->domain.empty() ? "" : std::string(node->domain.view()) + "::")
+          << node->op_type.view() << " (opset " << opset << ") is registered";
     }
     Map<String, Any> attrs = NodeAttrsForOp(node, op, opset);
     for (const auto& [k, v] : attrs.items()) {
@@ -87,8 +90,9 @@ void RunGraph(const Graph& graph, Env* env, bool keep, Map<String, Any>* interme
       }
       const Any* a = env->Find(std::string(v->name.view()));
       if (a == nullptr) {
-        TILECORE_THROW(ValueError) << node.Where() << ": input " << i << " `" << v->name.view()
-                                   << "` is neither a graph input, a constant nor computed by an earlier node";
+        TILECORE_THROW(ValueError)
+            << node.Where() << ": input " << i << " `" << v->name.view()
+            << "` is neither a graph input, a constant nor computed by an earlier node";
       }
       args.push_back(*a);
     }
@@ -100,8 +104,8 @@ void RunGraph(const Graph& graph, Env* env, bool keep, Map<String, Any>* interme
     }
     auto outs = AsObject<Array<Any>>(result);
     if (!outs.has_value()) {
-      TILECORE_THROW(TypeError) << node.Where() << ": the reference returned `" << result.GetTypeKey()
-                                << "`, expected an Array of outputs";
+      TILECORE_THROW(TypeError) << node.Where() << ": the reference returned `"
+                                << result.GetTypeKey() << "`, expected an Array of outputs";
     }
     for (size_t i = 0; i < node->outputs.size(); ++i) {
       const std::string name(node->outputs[i]->name.view());
@@ -118,7 +122,8 @@ void RunGraph(const Graph& graph, Env* env, bool keep, Map<String, Any>* interme
 
 }  // namespace
 
-Map<String, Any> EvaluateGraph(const Graph& graph, const Map<String, Any>& feed, bool keep_intermediates) {
+Map<String, Any> EvaluateGraph(const Graph& graph, const Map<String, Any>& feed,
+                               bool keep_intermediates) {
   Env env;
   for (const Value& in : graph->inputs) {
     auto v = feed.Get(in->name);
@@ -127,8 +132,9 @@ Map<String, Any> EvaluateGraph(const Graph& graph, const Map<String, Any>& feed,
         env.values[std::string(in->name.view())] = in->data;
         continue;
       }
-      TILECORE_THROW(ValueError) << "EvaluateGraph: graph `" << graph->name.view() << "` needs the input `"
-                                 << in->name.view() << "`, which is not given";
+      TILECORE_THROW(ValueError) << "EvaluateGraph: graph `" << graph->name.view()
+                                 << "` needs the input `" << in->name.view()
+                                 << "`, which is not given";
     }
     env.values[std::string(in->name.view())] = *v;
   }
@@ -137,7 +143,8 @@ Map<String, Any> EvaluateGraph(const Graph& graph, const Map<String, Any>& feed,
   for (const Value& v : graph->outputs) {
     const Any* a = v->is_constant() ? &v->data : env.Find(std::string(v->name.view()));
     if (a == nullptr) {
-      TILECORE_THROW(ValueError) << "EvaluateGraph: output `" << v->name.view() << "` is never computed";
+      TILECORE_THROW(ValueError) << "EvaluateGraph: output `" << v->name.view()
+                                 << "` is never computed";
     }
     out.Set(v->name, *a);
   }
@@ -146,7 +153,8 @@ Map<String, Any> EvaluateGraph(const Graph& graph, const Map<String, Any>& feed,
 
 TILECORE_REGISTER_GLOBAL("ir.EvaluateGraph")
     .set_body_typed([](Graph graph, ffi::AnyView feed, bool keep_intermediates) {
-      return EvaluateGraph(graph, feed.is_none() ? Map<String, Any>() : feed.cast<Map<String, Any>>(),
+      return EvaluateGraph(graph,
+                           feed.is_none() ? Map<String, Any>() : feed.cast<Map<String, Any>>(),
                            keep_intermediates);
     });
 

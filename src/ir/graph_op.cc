@@ -28,9 +28,9 @@ OpTable& Table() {
 std::string NormDomain(const std::string& d) { return d == "ai.onnx" ? std::string() : d; }
 }  // namespace
 
-GraphOpDef::GraphOpDef(String name, String domain, Map<String, Any> attrs, int64_t min_inputs, int64_t max_inputs,
-                       int64_t min_outputs, int64_t max_outputs, int64_t since_version, Function infer,
-                       Function reference, String doc) {
+GraphOpDef::GraphOpDef(String name, String domain, Map<String, Any> attrs, int64_t min_inputs,
+                       int64_t max_inputs, int64_t min_outputs, int64_t max_outputs,
+                       int64_t since_version, Function infer, Function reference, String doc) {
   if (name.empty()) TILECORE_THROW(ValueError) << "GraphOpDef: empty op name";
   auto n = make_object<GraphOpDefNode>();
   n->name = std::move(name);
@@ -52,7 +52,8 @@ void RegisterGraphOp(GraphOpDef def, bool override) {
   std::unique_lock lock(t.mu);
   auto key = std::make_pair(std::string(def->domain.view()), std::string(def->name.view()));
   if (t.ops.count(key) && !override) {
-    TILECORE_THROW(ValueError) << "graph op " << (key.first.empty() ? "" : key.first + "::") << key.second
+    TILECORE_THROW(ValueError) << "graph op " << (key.first.empty() ? "" : key.first + "::")
+                               << key.second
                                << " is already registered (pass override=True to replace it)";
   }
   t.ops[key] = std::move(def);
@@ -85,8 +86,9 @@ Map<String, Any> NodeAttrsForOp(const Node& node, const GraphOpDef& op, int64_t 
       if (!s.has_value() || s->size() < 3) continue;
       bool required = s->raw(2).try_cast<bool>().value_or(false);
       if (required) {
-        TILECORE_THROW(ValueError) << node.Where() << " needs the attribute `" << k.view() << "` ("
-                                   << s->raw(0).try_cast<String>().value_or(String("?")).view() << ")";
+        TILECORE_THROW(ValueError)
+            << node.Where() << " needs the attribute `" << k.view() << "` ("
+            << s->raw(0).try_cast<String>().value_or(String("?")).view() << ")";
       }
       out.Set(k, s->raw(1));
     }
@@ -113,10 +115,12 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
 });
 
 TILECORE_REGISTER_GLOBAL("ir.GraphOpDef")
-    .set_body_typed([](String name, String domain, ffi::AnyView attrs, int64_t min_inputs, int64_t max_inputs,
-                       int64_t min_outputs, int64_t max_outputs, int64_t since_version, ffi::AnyView infer,
-                       ffi::AnyView reference, String doc) {
-      return GraphOpDef(name, domain, attrs.is_none() ? Map<String, Any>() : attrs.cast<Map<String, Any>>(),
+    .set_body_typed([](String name, String domain, ffi::AnyView attrs, int64_t min_inputs,
+                       int64_t max_inputs, int64_t min_outputs, int64_t max_outputs,
+                       int64_t since_version, ffi::AnyView infer, ffi::AnyView reference,
+                       String doc) {
+      return GraphOpDef(name, domain,
+                        attrs.is_none() ? Map<String, Any>() : attrs.cast<Map<String, Any>>(),
                         min_inputs, max_inputs, min_outputs, max_outputs, since_version,
                         infer.is_none() ? Function() : infer.cast<Function>(),
                         reference.is_none() ? Function() : reference.cast<Function>(), doc);

@@ -27,9 +27,10 @@ namespace ir {
 
 std::string ShortDtype(const std::string& dtype) {
   static const std::pair<const char*, const char*> kShort[] = {
-      {"float32", "f32"}, {"float16", "f16"}, {"float64", "f64"}, {"bfloat16", "bf16"}, {"int8", "i8"},
-      {"int16", "i16"},   {"int32", "i32"},   {"int64", "i64"},   {"uint8", "u8"},      {"uint16", "u16"},
-      {"uint32", "u32"},  {"uint64", "u64"},  {"bool", "bool"},   {"string", "str"},    {"object", "str"}};
+      {"float32", "f32"}, {"float16", "f16"}, {"float64", "f64"}, {"bfloat16", "bf16"},
+      {"int8", "i8"},     {"int16", "i16"},   {"int32", "i32"},   {"int64", "i64"},
+      {"uint8", "u8"},    {"uint16", "u16"},  {"uint32", "u32"},  {"uint64", "u64"},
+      {"bool", "bool"},   {"string", "str"},  {"object", "str"}};
   for (const auto& [k, v] : kShort) {
     if (dtype == k) return v;
   }
@@ -70,21 +71,32 @@ void PrintScalarOfArray(std::ostream& os, const NDArray& a, int64_t i) {
   const char* base = static_cast<const char*>(t.data) + t.byte_offset;
   switch (t.dtype.code) {
     case kDLFloat:
-      if (t.dtype.bits == 32) os << reinterpret_cast<const float*>(base)[i];
-      else if (t.dtype.bits == 64) os << reinterpret_cast<const double*>(base)[i];
-      else os << "_";
+      if (t.dtype.bits == 32)
+        os << reinterpret_cast<const float*>(base)[i];
+      else if (t.dtype.bits == 64)
+        os << reinterpret_cast<const double*>(base)[i];
+      else
+        os << "_";
       return;
     case kDLInt:
-      if (t.dtype.bits == 64) os << reinterpret_cast<const int64_t*>(base)[i];
-      else if (t.dtype.bits == 32) os << reinterpret_cast<const int32_t*>(base)[i];
-      else if (t.dtype.bits == 16) os << reinterpret_cast<const int16_t*>(base)[i];
-      else if (t.dtype.bits == 8) os << static_cast<int>(reinterpret_cast<const int8_t*>(base)[i]);
-      else os << "_";
+      if (t.dtype.bits == 64)
+        os << reinterpret_cast<const int64_t*>(base)[i];
+      else if (t.dtype.bits == 32)
+        os << reinterpret_cast<const int32_t*>(base)[i];
+      else if (t.dtype.bits == 16)
+        os << reinterpret_cast<const int16_t*>(base)[i];
+      else if (t.dtype.bits == 8)
+        os << static_cast<int>(reinterpret_cast<const int8_t*>(base)[i]);
+      else
+        os << "_";
       return;
     case kDLUInt:
-      if (t.dtype.bits == 8) os << static_cast<int>(reinterpret_cast<const uint8_t*>(base)[i]);
-      else if (t.dtype.bits == 32) os << reinterpret_cast<const uint32_t*>(base)[i];
-      else os << "_";
+      if (t.dtype.bits == 8)
+        os << static_cast<int>(reinterpret_cast<const uint8_t*>(base)[i]);
+      else if (t.dtype.bits == 32)
+        os << reinterpret_cast<const uint32_t*>(base)[i];
+      else
+        os << "_";
       return;
     case kDLBool:
       os << (reinterpret_cast<const uint8_t*>(base)[i] ? "true" : "false");
@@ -214,7 +226,8 @@ class GraphPrinter {
         PrintValueRef(n->inputs.raw(i));
       }
       os_ << ")";
-      std::vector<std::pair<String, Any>> shown;  // "_opset" and other importer keys are not printed
+      std::vector<std::pair<String, Any>>
+          shown;  // "_opset" and other importer keys are not printed
       for (const auto& [k, v] : n->attrs.items()) {
         if (!k.empty() && k.view()[0] != '_') shown.emplace_back(k, v);
       }

@@ -18,10 +18,11 @@ namespace {
 void CheckDType(const DataType& t, const char* field = "dtype") {
   const DLDataType& d = static_cast<const DLDataType&>(t);
   auto bad = [&]() {
-    TILECORE_THROW(ValueError) << "field `" << field << "`: not a dtype (code " << int(d.code) << ", bits "
-                               << int(d.bits) << ", lanes " << d.lanes << ")";
+    TILECORE_THROW(ValueError) << "field `" << field << "`: not a dtype (code " << int(d.code)
+                               << ", bits " << int(d.bits) << ", lanes " << d.lanes << ")";
   };
-  if (d.code == kDLOpaqueHandle) return;  // a pointer or void: "handle", whatever its bits and lanes
+  if (d.code == kDLOpaqueHandle)
+    return;  // a pointer or void: "handle", whatever its bits and lanes
   if (d.bits == 0 || d.lanes == 0) bad();
   DLDataType back{};
   try {
@@ -34,8 +35,10 @@ void CheckDType(const DataType& t, const char* field = "dtype") {
 
 // An expression node: its dtype must be valid and the one its constructor derives.
 void SameDType(const PrimExprNode* n, const PrimExpr& rebuilt) {
-  if (!ffi::operator==(static_cast<const DLDataType&>(rebuilt.dtype()), static_cast<const DLDataType&>(n->dtype))) {
-    TILECORE_THROW(TypeError) << "dtype " << ffi::DLDataTypeToString(n->dtype) << " does not match its operands ("
+  if (!ffi::operator==(static_cast<const DLDataType&>(rebuilt.dtype()),
+                       static_cast<const DLDataType&>(n->dtype))) {
+    TILECORE_THROW(TypeError) << "dtype " << ffi::DLDataTypeToString(n->dtype)
+                              << " does not match its operands ("
                               << ffi::DLDataTypeToString(rebuilt.dtype()) << ")";
   }
 }
@@ -45,11 +48,11 @@ const TNode* As(const ffi::Object* o) {
   return static_cast<const TNode*>(o);
 }
 
-#define TILECORE_IR_BINARY_CHECK(Name)                                            \
-  void Check##Name(const ffi::Object* o) {                                          \
-    const auto* n = As<Name##Node>(o);                                              \
-    CheckDType(n->dtype);                                                           \
-    SameDType(n, Name(n->a, n->b));                                                 \
+#define TILECORE_IR_BINARY_CHECK(Name)     \
+  void Check##Name(const ffi::Object* o) { \
+    const auto* n = As<Name##Node>(o);     \
+    CheckDType(n->dtype);                  \
+    SameDType(n, Name(n->a, n->b));        \
   }
 TILECORE_IR_FOR_EACH_BINARY(TILECORE_IR_BINARY_CHECK)
 #undef TILECORE_IR_BINARY_CHECK
@@ -163,7 +166,8 @@ void CheckPointerType(const ffi::Object* o) {
   PointerType(n->element_dtype, n->scope);
 }
 
-#define TILECORE_IR_REGISTER_CHECK(Name) ffi::RegisterLoadCheck(Name##Node::RuntimeTypeIndex(), Check##Name);
+#define TILECORE_IR_REGISTER_CHECK(Name) \
+  ffi::RegisterLoadCheck(Name##Node::RuntimeTypeIndex(), Check##Name);
 void RegisterChecks() {
   TILECORE_IR_FOR_EACH_BINARY(TILECORE_IR_REGISTER_CHECK)
   TILECORE_IR_REGISTER_CHECK(IntImm)

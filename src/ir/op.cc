@@ -92,15 +92,16 @@ void BinaryOpMatchTypes(PrimExpr* a, PrimExpr* b) {
   // A scalar next to a vector is broadcast.
   if (a->dtype().is_scalar() && b->dtype().is_vector() && a->dtype() == b->dtype().element_of()) {
     *a = Broadcast(*a, b->dtype().lanes());
-  } else if (b->dtype().is_scalar() && a->dtype().is_vector() && b->dtype() == a->dtype().element_of()) {
+  } else if (b->dtype().is_scalar() && a->dtype().is_vector() &&
+             b->dtype() == a->dtype().element_of()) {
     *b = Broadcast(*b, a->dtype().lanes());
   }
 }
 
-#define TILECORE_IR_BINARY_OPERATOR(Fn, Node)   \
-  PrimExpr Fn(PrimExpr a, PrimExpr b) {        \
-    BinaryOpMatchTypes(&a, &b);                \
-    return Node(std::move(a), std::move(b));   \
+#define TILECORE_IR_BINARY_OPERATOR(Fn, Node) \
+  PrimExpr Fn(PrimExpr a, PrimExpr b) {       \
+    BinaryOpMatchTypes(&a, &b);               \
+    return Node(std::move(a), std::move(b));  \
   }
 TILECORE_IR_BINARY_OPERATOR(operator+, Add)
 TILECORE_IR_BINARY_OPERATOR(operator-, Sub)

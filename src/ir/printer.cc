@@ -76,10 +76,12 @@ class ScriptPrinter {
     // A buffer is named after its data pointer's name when that pointer is a parameter.
     auto it = names_.find(b);
     if (it != names_.end()) return it->second;
-    // A view of a declared buffer that keeps its name (FlattenBuffer's flat views) prints as that buffer.
+    // A view of a declared buffer that keeps its name (FlattenBuffer's flat views) prints as that
+    // buffer.
     auto d = names_.find(b->data.get());
     constexpr std::string_view kData = ".data";
-    if (d != names_.end() && b->name.view() == b->data->name.view() && d->second.size() > kData.size() &&
+    if (d != names_.end() && b->name.view() == b->data->name.view() &&
+        d->second.size() > kData.size() &&
         std::string_view(d->second).substr(d->second.size() - kData.size()) == kData) {
       std::string base = d->second.substr(0, d->second.size() - kData.size());
       names_.emplace(b, base);
@@ -174,11 +176,16 @@ class ScriptPrinter {
         }
         return op->dtype.str() + "(" + FloatText(op->value) + ")";
       }
-      case NodeKind::kStringImm: return Quote(static_cast<const StringImmNode*>(n)->value.view());
-      case NodeKind::kVar: return VarName(static_cast<const VarNode*>(n));
-      case NodeKind::kAdd: return Bin(static_cast<const BinaryOpNode*>(n), "+", kAddSub, prec);
-      case NodeKind::kSub: return Bin(static_cast<const BinaryOpNode*>(n), "-", kAddSub, prec);
-      case NodeKind::kMul: return Bin(static_cast<const BinaryOpNode*>(n), "*", kMulDiv, prec);
+      case NodeKind::kStringImm:
+        return Quote(static_cast<const StringImmNode*>(n)->value.view());
+      case NodeKind::kVar:
+        return VarName(static_cast<const VarNode*>(n));
+      case NodeKind::kAdd:
+        return Bin(static_cast<const BinaryOpNode*>(n), "+", kAddSub, prec);
+      case NodeKind::kSub:
+        return Bin(static_cast<const BinaryOpNode*>(n), "-", kAddSub, prec);
+      case NodeKind::kMul:
+        return Bin(static_cast<const BinaryOpNode*>(n), "*", kMulDiv, prec);
       case NodeKind::kDiv: {
         const auto* op = static_cast<const BinaryOpNode*>(n);
         if (op->dtype.is_float()) return Bin(op, "/", kMulDiv, prec);
@@ -188,8 +195,10 @@ class ScriptPrinter {
         const auto* op = static_cast<const BinaryOpNode*>(n);
         return Fn("truncmod", {op->a, op->b});
       }
-      case NodeKind::kFloorDiv: return Bin(static_cast<const BinaryOpNode*>(n), "//", kMulDiv, prec);
-      case NodeKind::kFloorMod: return Bin(static_cast<const BinaryOpNode*>(n), "%", kMulDiv, prec);
+      case NodeKind::kFloorDiv:
+        return Bin(static_cast<const BinaryOpNode*>(n), "//", kMulDiv, prec);
+      case NodeKind::kFloorMod:
+        return Bin(static_cast<const BinaryOpNode*>(n), "%", kMulDiv, prec);
       case NodeKind::kMin: {
         const auto* op = static_cast<const BinaryOpNode*>(n);
         return Fn("min", {op->a, op->b});
@@ -198,14 +207,22 @@ class ScriptPrinter {
         const auto* op = static_cast<const BinaryOpNode*>(n);
         return Fn("max", {op->a, op->b});
       }
-      case NodeKind::kEQ: return Bin(static_cast<const BinaryOpNode*>(n), "==", kCmp, prec);
-      case NodeKind::kNE: return Bin(static_cast<const BinaryOpNode*>(n), "!=", kCmp, prec);
-      case NodeKind::kLT: return Bin(static_cast<const BinaryOpNode*>(n), "<", kCmp, prec);
-      case NodeKind::kLE: return Bin(static_cast<const BinaryOpNode*>(n), "<=", kCmp, prec);
-      case NodeKind::kGT: return Bin(static_cast<const BinaryOpNode*>(n), ">", kCmp, prec);
-      case NodeKind::kGE: return Bin(static_cast<const BinaryOpNode*>(n), ">=", kCmp, prec);
-      case NodeKind::kAnd: return Bin(static_cast<const BinaryOpNode*>(n), "and", kAnd, prec);
-      case NodeKind::kOr: return Bin(static_cast<const BinaryOpNode*>(n), "or", kOr, prec);
+      case NodeKind::kEQ:
+        return Bin(static_cast<const BinaryOpNode*>(n), "==", kCmp, prec);
+      case NodeKind::kNE:
+        return Bin(static_cast<const BinaryOpNode*>(n), "!=", kCmp, prec);
+      case NodeKind::kLT:
+        return Bin(static_cast<const BinaryOpNode*>(n), "<", kCmp, prec);
+      case NodeKind::kLE:
+        return Bin(static_cast<const BinaryOpNode*>(n), "<=", kCmp, prec);
+      case NodeKind::kGT:
+        return Bin(static_cast<const BinaryOpNode*>(n), ">", kCmp, prec);
+      case NodeKind::kGE:
+        return Bin(static_cast<const BinaryOpNode*>(n), ">=", kCmp, prec);
+      case NodeKind::kAnd:
+        return Bin(static_cast<const BinaryOpNode*>(n), "and", kAnd, prec);
+      case NodeKind::kOr:
+        return Bin(static_cast<const BinaryOpNode*>(n), "or", kOr, prec);
       case NodeKind::kNot:
         *prec = kNot;
         return "not " + Expr(static_cast<const NotNode*>(n)->a, kNot);
@@ -251,19 +268,22 @@ class ScriptPrinter {
         for (size_t i = 0; i < op->begin.size(); ++i) {
           PrimExpr b = op->begin[i], x = op->extents[i];
           auto cb = as_const_int(b), cx = as_const_int(x);
-          std::string stop = cb && cx ? std::to_string(*cb + *cx)
+          std::string stop = cb && cx         ? std::to_string(*cb + *cx)
                              : cb && *cb == 0 ? Expr(x)
-                             : Expr(b, kAddSub) + " + " + Expr(x, kAddSub + 1);
+                                              : Expr(b, kAddSub) + " + " + Expr(x, kAddSub + 1);
           s += (i ? ", " : "") + Expr(b) + ":" + stop;
         }
         return s + "]";
       }
-      default: return "<" + n->GetTypeKey() + ">";
+      default:
+        return "<" + n->GetTypeKey() + ">";
     }
   }
 
   // -- statements ----------------------------------------------------------------
-  void Line(int indent, const std::string& text) { os_ << std::string(static_cast<size_t>(indent) * 4, ' ') << text << "\n"; }
+  void Line(int indent, const std::string& text) {
+    os_ << std::string(static_cast<size_t>(indent) * 4, ' ') << text << "\n";
+  }
 
   std::string Shape(const Array<PrimExpr>& shape) {
     std::string s = "(";
@@ -295,7 +315,8 @@ class ScriptPrinter {
         names_.emplace(p.get(), n + ".data");
         params += n + ": " + BufferDecl(buf->get());
       } else if (const auto* pt = p->type_annotation.as<PointerTypeNode>()) {
-        params += VarName(p.get()) + ": ptr(" + Quote(pt->element_dtype.str()) + ", " + Quote(pt->scope.view()) + ")";
+        params += VarName(p.get()) + ": ptr(" + Quote(pt->element_dtype.str()) + ", " +
+                  Quote(pt->scope.view()) + ")";
       } else {
         params += VarName(p.get()) + ": " + p->dtype.str();
       }
@@ -360,7 +381,8 @@ class ScriptPrinter {
       case NodeKind::kBufferStore: {
         const auto* op = static_cast<const BufferStoreNode*>(n);
         std::string idx;
-        for (size_t i = 0; i < op->indices.size(); ++i) idx += (i ? ", " : "") + Expr(op->indices[i]);
+        for (size_t i = 0; i < op->indices.size(); ++i)
+          idx += (i ? ", " : "") + Expr(op->indices[i]);
         if (op->predicate.defined()) {
           Line(indent, BufName(op->buffer.get()) + ".store([" + idx + "], " + Expr(op->value) +
                            ", mask=" + Expr(op->predicate) + ")");
@@ -392,7 +414,8 @@ class ScriptPrinter {
         } else {
           stop = Expr(op->min, kAddSub) + " + " + Expr(op->extent, kAddSub + 1);
         }
-        std::string head = "for " + VarName(op->loop_var.get()) + " in " + fn + "(" + Expr(op->min) + ", " + stop + ")";
+        std::string head = "for " + VarName(op->loop_var.get()) + " in " + fn + "(" +
+                           Expr(op->min) + ", " + stop + ")";
         if (op->loop_var->dtype != DataType::Int(32)) head += "  # " + op->loop_var->dtype.str();
         std::string ann;
         for (const auto& [k, v] : op->annotations.items()) {
@@ -440,7 +463,9 @@ class ScriptPrinter {
         Line(indent, Expr(op->value));
         return;
       }
-      default: Line(indent, "<" + n->GetTypeKey() + ">"); return;
+      default:
+        Line(indent, "<" + n->GetTypeKey() + ">");
+        return;
     }
   }
 
@@ -453,7 +478,9 @@ class ScriptPrinter {
 
 std::string AsScript(const ObjectRef& node) { return ScriptPrinter().Print(node); }
 
-TILECORE_REGISTER_GLOBAL("ir.AsScript").set_body_typed([](ObjectRef node) { return AsScript(node); });
+TILECORE_REGISTER_GLOBAL("ir.AsScript").set_body_typed([](ObjectRef node) {
+  return AsScript(node);
+});
 
 }  // namespace ir
 }  // namespace tilecore

@@ -15,10 +15,14 @@ using ffi::make_object;
 
 const char* ForKindName(ForKind kind) {
   switch (kind) {
-    case ForKind::kSerial: return "serial";
-    case ForKind::kUnrolled: return "unrolled";
-    case ForKind::kVectorized: return "vectorized";
-    case ForKind::kCores: return "cores";
+    case ForKind::kSerial:
+      return "serial";
+    case ForKind::kUnrolled:
+      return "unrolled";
+    case ForKind::kVectorized:
+      return "vectorized";
+    case ForKind::kCores:
+      return "cores";
   }
   return "serial";
 }
@@ -34,27 +38,34 @@ ForKind ForKindFromName(std::string_view name) {
 
 namespace {
 void CheckStmt(const Stmt& s, const char* node, const char* field, const Span& span) {
-  if (!s.defined()) TILECORE_THROW(ValueError) << node << ": `" << field << "` is undefined" << At(span);
+  if (!s.defined())
+    TILECORE_THROW(ValueError) << node << ": `" << field << "` is undefined" << At(span);
 }
 void CheckExpr(const PrimExpr& e, const char* node, const char* field, const Span& span) {
-  if (!e.defined()) TILECORE_THROW(ValueError) << node << ": `" << field << "` is undefined" << At(span);
+  if (!e.defined())
+    TILECORE_THROW(ValueError) << node << ": `" << field << "` is undefined" << At(span);
 }
 }  // namespace
 
-BufferStore::BufferStore(Buffer buffer, PrimExpr value, Array<PrimExpr> indices, PrimExpr predicate, Span span) {
+BufferStore::BufferStore(Buffer buffer, PrimExpr value, Array<PrimExpr> indices, PrimExpr predicate,
+                         Span span) {
   CheckExpr(value, "BufferStore", "value", span);
-  if (!buffer.defined()) TILECORE_THROW(ValueError) << "BufferStore: buffer is undefined" << At(span);
+  if (!buffer.defined())
+    TILECORE_THROW(ValueError) << "BufferStore: buffer is undefined" << At(span);
   // The indices' lanes decide the stored dtype; BufferLoad checks them the same way.
   DataType expect = BufferLoad(buffer, indices, span).dtype();
   if (value.dtype() != expect) {
     TILECORE_THROW(TypeError) << "BufferStore: storing " << value.dtype().str() << " into `"
                               << buffer->name.view() << "` expects " << expect.str()
-                              << (value.dtype().lanes() == expect.lanes() ? " (insert a Cast)" : " (lanes differ)")
+                              << (value.dtype().lanes() == expect.lanes() ? " (insert a Cast)"
+                                                                          : " (lanes differ)")
                               << At(span);
   }
-  if (predicate.defined() && (!predicate.dtype().is_bool() || predicate.dtype().lanes() != expect.lanes())) {
-    TILECORE_THROW(TypeError) << "BufferStore: predicate of a store to `" << buffer->name.view() << "` must be bool x"
-                              << expect.lanes() << ", got " << predicate.dtype().str() << At(span);
+  if (predicate.defined() &&
+      (!predicate.dtype().is_bool() || predicate.dtype().lanes() != expect.lanes())) {
+    TILECORE_THROW(TypeError) << "BufferStore: predicate of a store to `" << buffer->name.view()
+                              << "` must be bool x" << expect.lanes() << ", got "
+                              << predicate.dtype().str() << At(span);
   }
   auto n = make_object<BufferStoreNode>();
   n->buffer = std::move(buffer);
@@ -69,8 +80,9 @@ LetStmt::LetStmt(Var var, PrimExpr value, Stmt body, Span span) {
   CheckExpr(value, "LetStmt", "value", span);
   CheckStmt(body, "LetStmt", "body", span);
   if (var.dtype() != value.dtype()) {
-    TILECORE_THROW(TypeError) << "LetStmt: variable `" << var->name.view() << "` is " << var.dtype().str()
-                              << " but the value is " << value.dtype().str() << At(span);
+    TILECORE_THROW(TypeError) << "LetStmt: variable `" << var->name.view() << "` is "
+                              << var.dtype().str() << " but the value is " << value.dtype().str()
+                              << At(span);
   }
   auto n = make_object<LetStmtNode>();
   n->var = std::move(var);
@@ -80,16 +92,17 @@ LetStmt::LetStmt(Var var, PrimExpr value, Stmt body, Span span) {
   data_ = std::move(n);
 }
 
-For::For(Var loop_var, PrimExpr min, PrimExpr extent, ForKind kind, Stmt body, Map<String, Any> annotations,
-         Span span) {
+For::For(Var loop_var, PrimExpr min, PrimExpr extent, ForKind kind, Stmt body,
+         Map<String, Any> annotations, Span span) {
   CheckExpr(min, "For", "min", span);
   CheckExpr(extent, "For", "extent", span);
   CheckStmt(body, "For", "body", span);
   DataType t = loop_var.dtype();
   if (!t.is_integer() || !t.is_scalar() || min.dtype() != t || extent.dtype() != t) {
     TILECORE_THROW(TypeError) << "For: loop variable `" << loop_var->name.view() << "` (" << t.str()
-                              << "), min (" << min.dtype().str() << ") and extent (" << extent.dtype().str()
-                              << ") must share one scalar integer dtype" << At(span);
+                              << "), min (" << min.dtype().str() << ") and extent ("
+                              << extent.dtype().str() << ") must share one scalar integer dtype"
+                              << At(span);
   }
   auto n = make_object<ForNode>();
   n->loop_var = std::move(loop_var);
@@ -106,8 +119,8 @@ While::While(PrimExpr condition, Stmt body, Span span) {
   CheckExpr(condition, "While", "condition", span);
   CheckStmt(body, "While", "body", span);
   if (!condition.dtype().is_bool() || !condition.dtype().is_scalar()) {
-    TILECORE_THROW(TypeError) << "While: condition must be a scalar bool, got " << condition.dtype().str()
-                              << At(span);
+    TILECORE_THROW(TypeError) << "While: condition must be a scalar bool, got "
+                              << condition.dtype().str() << At(span);
   }
   auto n = make_object<WhileNode>();
   n->condition = std::move(condition);
@@ -120,8 +133,8 @@ IfThenElse::IfThenElse(PrimExpr condition, Stmt then_case, Stmt else_case, Span 
   CheckExpr(condition, "IfThenElse", "condition", span);
   CheckStmt(then_case, "IfThenElse", "then_case", span);
   if (!condition.dtype().is_bool() || !condition.dtype().is_scalar()) {
-    TILECORE_THROW(TypeError) << "IfThenElse: condition must be a scalar bool, got " << condition.dtype().str()
-                              << At(span);
+    TILECORE_THROW(TypeError) << "IfThenElse: condition must be a scalar bool, got "
+                              << condition.dtype().str() << At(span);
   }
   auto n = make_object<IfThenElseNode>();
   n->condition = std::move(condition);
@@ -135,11 +148,11 @@ Allocate::Allocate(Buffer buffer, Stmt body, Span span) {
   if (!buffer.defined()) TILECORE_THROW(ValueError) << "Allocate: buffer is undefined" << At(span);
   CheckStmt(body, "Allocate", "body", span);
   if (buffer->scope.view() != "local" && buffer->scope.view() != "shared") {
-    TILECORE_THROW(ValueError) << "Allocate: buffer `" << buffer->name.view() << "` is in scope `"
-                               << buffer->scope.view()
-                               << "`; only local (L1) and shared (L2) buffers are allocated by a kernel — global "
-                                  "memory comes from the parameters"
-                               << At(span);
+    TILECORE_THROW(ValueError)
+        << "Allocate: buffer `" << buffer->name.view() << "` is in scope `" << buffer->scope.view()
+        << "`; only local (L1) and shared (L2) buffers are allocated by a kernel — global "
+           "memory comes from the parameters"
+        << At(span);
   }
   auto n = make_object<AllocateNode>();
   n->buffer = std::move(buffer);
@@ -192,18 +205,20 @@ bool IsNoOp(const Stmt& s) {
 // ---------------------------------------------------------------------------
 // PrimFunc and IRModule
 // ---------------------------------------------------------------------------
-PrimFunc::PrimFunc(Array<Var> params, Stmt body, Map<Var, Buffer> buffer_map, Map<String, Any> attrs, Span span) {
+PrimFunc::PrimFunc(Array<Var> params, Stmt body, Map<Var, Buffer> buffer_map,
+                   Map<String, Any> attrs, Span span) {
   CheckStmt(body, "PrimFunc", "body", span);
   for (const auto& [var, buf] : buffer_map.items()) {
     bool is_param = false;
     for (const Var& p : params) is_param = is_param || p.same_as(var);
     if (!is_param) {
-      TILECORE_THROW(ValueError) << "PrimFunc: buffer_map key `" << var->name.view() << "` is not a parameter"
-                                 << At(span);
+      TILECORE_THROW(ValueError) << "PrimFunc: buffer_map key `" << var->name.view()
+                                 << "` is not a parameter" << At(span);
     }
     if (!buf->data.same_as(var)) {
       TILECORE_THROW(ValueError) << "PrimFunc: buffer `" << buf->name.view() << "` of parameter `"
-                                 << var->name.view() << "` must have that parameter as its data" << At(span);
+                                 << var->name.view() << "` must have that parameter as its data"
+                                 << At(span);
     }
   }
   auto n = make_object<PrimFuncNode>();
@@ -255,9 +270,10 @@ PrimFunc IRModule::Lookup(const String& name) const {
   auto f = get()->functions.Get(name);
   if (!f.has_value()) {
     std::string names;
-    for (const auto& [k, v] : get()->functions.items()) names += (names.empty() ? "" : ", ") + std::string(k.view());
-    TILECORE_THROW(KeyError) << "IRModule has no function `" << name.view() << "` (it has: "
-                             << (names.empty() ? "none" : names) << ")";
+    for (const auto& [k, v] : get()->functions.items())
+      names += (names.empty() ? "" : ", ") + std::string(k.view());
+    TILECORE_THROW(KeyError) << "IRModule has no function `" << name.view()
+                             << "` (it has: " << (names.empty() ? "none" : names) << ")";
   }
   return *f;
 }
@@ -276,7 +292,8 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
       .def_ro("buffer", &BufferStoreNode::buffer)
       .def_ro("value", &BufferStoreNode::value)
       .def_ro("indices", &BufferStoreNode::indices)
-      .def_ro("predicate", &BufferStoreNode::predicate, "bool vector mask, or None", kTCFFIFieldMayBeNone)
+      .def_ro("predicate", &BufferStoreNode::predicate, "bool vector mask, or None",
+              kTCFFIFieldMayBeNone)
       .def_ro("span", &StmtNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<LetStmtNode>()
       .def_ro("var", &LetStmtNode::var, "the bound variable", kDef)
@@ -312,7 +329,8 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
       .def_ro("span", &StmtNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<PrimFuncNode>()
       .def_ro("params", &PrimFuncNode::params, "scalar and pointer parameters", kDef)
-      .def_ro("buffer_map", &PrimFuncNode::buffer_map, "buffer view of each pointer parameter", kDef)
+      .def_ro("buffer_map", &PrimFuncNode::buffer_map, "buffer view of each pointer parameter",
+              kDef)
       .def_ro("body", &PrimFuncNode::body)
       .def_ro("attrs", &PrimFuncNode::attrs, "global_symbol and pass results")
       .def_ro("span", &PrimFuncNode::span, "source location", kIgnore | kTCFFIFieldMayBeNone);
@@ -325,49 +343,66 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
 // Constructors for Python
 // ---------------------------------------------------------------------------
 TILECORE_REGISTER_GLOBAL("ir.BufferStore")
-    .set_body_typed([](Buffer buffer, PrimExpr value, Array<PrimExpr> indices, std::optional<PrimExpr> predicate,
-                       Span span) {
+    .set_body_typed([](Buffer buffer, PrimExpr value, Array<PrimExpr> indices,
+                       std::optional<PrimExpr> predicate, Span span) {
       return BufferStore(buffer, value, indices, predicate.value_or(PrimExpr()), span);
     });
-TILECORE_REGISTER_GLOBAL("ir.LetStmt").set_body_typed([](Var var, PrimExpr value, Stmt body, Span span) {
-  return LetStmt(var, value, body, span);
-});
-TILECORE_REGISTER_GLOBAL("ir.For")
-    .set_body_typed([](Var loop_var, PrimExpr min, PrimExpr extent, ForKind kind, Stmt body,
-                       ffi::AnyView annotations, Span span) {
-      Map<String, Any> ann = annotations.is_none() ? Map<String, Any>() : annotations.cast<Map<String, Any>>();
-      return For(loop_var, min, extent, kind, body, ann, span);
+TILECORE_REGISTER_GLOBAL("ir.LetStmt")
+    .set_body_typed([](Var var, PrimExpr value, Stmt body, Span span) {
+      return LetStmt(var, value, body, span);
     });
+TILECORE_REGISTER_GLOBAL("ir.For").set_body_typed([](Var loop_var, PrimExpr min, PrimExpr extent,
+                                                     ForKind kind, Stmt body,
+                                                     ffi::AnyView annotations, Span span) {
+  Map<String, Any> ann =
+      annotations.is_none() ? Map<String, Any>() : annotations.cast<Map<String, Any>>();
+  return For(loop_var, min, extent, kind, body, ann, span);
+});
 TILECORE_REGISTER_GLOBAL("ir.While").set_body_typed([](PrimExpr cond, Stmt body, Span span) {
   return While(cond, body, span);
 });
 TILECORE_REGISTER_GLOBAL("ir.IfThenElse")
     .set_body_typed([](PrimExpr cond, Stmt then_case, std::optional<Stmt> else_case, Span span) {
       return IfThenElse(cond, then_case, else_case.value_or(Stmt()), span);
-});
+    });
 TILECORE_REGISTER_GLOBAL("ir.Allocate").set_body_typed([](Buffer buffer, Stmt body, Span span) {
   return Allocate(buffer, body, span);
 });
-TILECORE_REGISTER_GLOBAL("ir.SeqStmt").set_body_typed([](Array<Stmt> seq, Span span) { return SeqStmt(seq, span); });
-TILECORE_REGISTER_GLOBAL("ir.SeqStmtFlatten").set_body_typed([](Array<Stmt> seq) { return SeqStmt::Flatten(seq); });
-TILECORE_REGISTER_GLOBAL("ir.Evaluate").set_body_typed([](PrimExpr value, Span span) { return Evaluate(value, span); });
+TILECORE_REGISTER_GLOBAL("ir.SeqStmt").set_body_typed([](Array<Stmt> seq, Span span) {
+  return SeqStmt(seq, span);
+});
+TILECORE_REGISTER_GLOBAL("ir.SeqStmtFlatten").set_body_typed([](Array<Stmt> seq) {
+  return SeqStmt::Flatten(seq);
+});
+TILECORE_REGISTER_GLOBAL("ir.Evaluate").set_body_typed([](PrimExpr value, Span span) {
+  return Evaluate(value, span);
+});
 TILECORE_REGISTER_GLOBAL("ir.PrimFunc")
-    .set_body_typed([](Array<Var> params, Stmt body, ffi::AnyView buffer_map, ffi::AnyView attrs, Span span) {
-      Map<Var, Buffer> bm = buffer_map.is_none() ? Map<Var, Buffer>() : buffer_map.cast<Map<Var, Buffer>>();
+    .set_body_typed([](Array<Var> params, Stmt body, ffi::AnyView buffer_map, ffi::AnyView attrs,
+                       Span span) {
+      Map<Var, Buffer> bm =
+          buffer_map.is_none() ? Map<Var, Buffer>() : buffer_map.cast<Map<Var, Buffer>>();
       Map<String, Any> at = attrs.is_none() ? Map<String, Any>() : attrs.cast<Map<String, Any>>();
       return PrimFunc(params, body, bm, at, span);
     });
-TILECORE_REGISTER_GLOBAL("ir.PrimFuncWithAttr").set_body_typed([](PrimFunc f, String key, Any value) {
-  return f.WithAttr(key, value);
+TILECORE_REGISTER_GLOBAL("ir.PrimFuncWithAttr")
+    .set_body_typed([](PrimFunc f, String key, Any value) { return f.WithAttr(key, value); });
+TILECORE_REGISTER_GLOBAL("ir.PrimFuncWithBody").set_body_typed([](PrimFunc f, Stmt body) {
+  return f.WithBody(body);
 });
-TILECORE_REGISTER_GLOBAL("ir.PrimFuncWithBody").set_body_typed([](PrimFunc f, Stmt body) { return f.WithBody(body); });
-TILECORE_REGISTER_GLOBAL("ir.IRModule").set_body_typed([](ffi::AnyView functions, ffi::AnyView attrs) {
-  Map<String, PrimFunc> fns = functions.is_none() ? Map<String, PrimFunc>() : functions.cast<Map<String, PrimFunc>>();
-  Map<String, Any> at = attrs.is_none() ? Map<String, Any>() : attrs.cast<Map<String, Any>>();
-  return IRModule(fns, at);
+TILECORE_REGISTER_GLOBAL("ir.IRModule")
+    .set_body_typed([](ffi::AnyView functions, ffi::AnyView attrs) {
+      Map<String, PrimFunc> fns =
+          functions.is_none() ? Map<String, PrimFunc>() : functions.cast<Map<String, PrimFunc>>();
+      Map<String, Any> at = attrs.is_none() ? Map<String, Any>() : attrs.cast<Map<String, Any>>();
+      return IRModule(fns, at);
+    });
+TILECORE_REGISTER_GLOBAL("ir.IRModuleFromFunction").set_body_typed([](PrimFunc f) {
+  return IRModule::FromFunction(f);
 });
-TILECORE_REGISTER_GLOBAL("ir.IRModuleFromFunction").set_body_typed([](PrimFunc f) { return IRModule::FromFunction(f); });
-TILECORE_REGISTER_GLOBAL("ir.IRModuleLookup").set_body_typed([](IRModule m, String name) { return m.Lookup(name); });
+TILECORE_REGISTER_GLOBAL("ir.IRModuleLookup").set_body_typed([](IRModule m, String name) {
+  return m.Lookup(name);
+});
 
 }  // namespace ir
 }  // namespace tilecore

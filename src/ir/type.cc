@@ -25,8 +25,8 @@ DataType DataType::Parse(std::string_view text) {
 DataType DataTypeFromAny(const ffi::AnyView& v, const char* what) {
   auto t = v.try_cast<DataType>();
   if (!t.has_value()) {
-    TILECORE_THROW(TypeError) << what << ": expected a dtype (e.g. \"int32\"), got `" << v.GetTypeKey()
-                              << "`";
+    TILECORE_THROW(TypeError) << what << ": expected a dtype (e.g. \"int32\"), got `"
+                              << v.GetTypeKey() << "`";
   }
   return *t;
 }
@@ -76,11 +76,13 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
       .def_ro("column", &SpanNode::column, "1-based column, 0 if unknown");
   refl::ObjectDef<PrimTypeNode>()
       .def_ro("dtype", &PrimTypeNode::dtype)
-      .def_ro("span", &TypeNode::span, "source location", kTCFFIFieldSEqualIgnore | kTCFFIFieldMayBeNone);
+      .def_ro("span", &TypeNode::span, "source location",
+              kTCFFIFieldSEqualIgnore | kTCFFIFieldMayBeNone);
   refl::ObjectDef<PointerTypeNode>()
       .def_ro("element_dtype", &PointerTypeNode::element_dtype)
       .def_ro("scope", &PointerTypeNode::scope, "global, shared or local")
-      .def_ro("span", &TypeNode::span, "source location", kTCFFIFieldSEqualIgnore | kTCFFIFieldMayBeNone);
+      .def_ro("span", &TypeNode::span, "source location",
+              kTCFFIFieldSEqualIgnore | kTCFFIFieldMayBeNone);
 });
 
 TILECORE_REGISTER_GLOBAL("ir.Span").set_body_typed([](String file, int64_t line, int64_t column) {

@@ -129,15 +129,15 @@ class BinaryOp : public PrimExpr {
   TILECORE_FFI_DEFINE_OBJECT_REF_METHODS(BinaryOp, PrimExpr, BinaryOpNode);
 };
 
-#define TILECORE_IR_DECLARE_BINARY(Name)                                                 \
-  class Name##Node : public BinaryOpNode {                                               \
-   public:                                                                               \
-    TILECORE_FFI_DECLARE_OBJECT_INFO_FINAL("ir." #Name, Name##Node, BinaryOpNode);         \
-  };                                                                                     \
-  class Name : public BinaryOp {                                                         \
-   public:                                                                               \
-    Name(PrimExpr a, PrimExpr b, Span span = Span());                                    \
-    TILECORE_FFI_DEFINE_OBJECT_REF_METHODS(Name, BinaryOp, Name##Node);                   \
+#define TILECORE_IR_DECLARE_BINARY(Name)                                           \
+  class Name##Node : public BinaryOpNode {                                         \
+   public:                                                                         \
+    TILECORE_FFI_DECLARE_OBJECT_INFO_FINAL("ir." #Name, Name##Node, BinaryOpNode); \
+  };                                                                               \
+  class Name : public BinaryOp {                                                   \
+   public:                                                                         \
+    Name(PrimExpr a, PrimExpr b, Span span = Span());                              \
+    TILECORE_FFI_DEFINE_OBJECT_REF_METHODS(Name, BinaryOp, Name##Node);            \
   };
 
 // Arithmetic: operands of one dtype (not bool, not handle); result of that dtype.

@@ -30,12 +30,14 @@ namespace ir {
 
 // The node kinds, listed once: the NodeKind enum, the kind table and the visitor and
 // mutator dispatch are all generated from these lists.
-#define TILECORE_IR_FOR_EACH_BINARY(X) \
-  X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(FloorDiv) X(FloorMod) X(Min) X(Max) \
-  X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or)
-#define TILECORE_IR_FOR_EACH_EXPR(X)                                                   \
-  X(IntImm) X(FloatImm) X(StringImm) X(Var) TILECORE_IR_FOR_EACH_BINARY(X) X(Not)      \
-  X(Select) X(Cast) X(Let) X(Ramp) X(Broadcast) X(Call) X(BufferLoad) X(BufferRegion)
+#define TILECORE_IR_FOR_EACH_BINARY(X)                                                            \
+  X(Add)                                                                                          \
+  X(Sub) X(Mul) X(Div) X(Mod) X(FloorDiv) X(FloorMod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) \
+      X(GE) X(And) X(Or)
+#define TILECORE_IR_FOR_EACH_EXPR(X)                                                             \
+  X(IntImm)                                                                                      \
+  X(FloatImm) X(StringImm) X(Var) TILECORE_IR_FOR_EACH_BINARY(X) X(Not) X(Select) X(Cast) X(Let) \
+      X(Ramp) X(Broadcast) X(Call) X(BufferLoad) X(BufferRegion)
 #define TILECORE_IR_FOR_EACH_STMT(X) \
   X(BufferStore) X(LetStmt) X(For) X(While) X(IfThenElse) X(Allocate) X(SeqStmt) X(Evaluate)
 
@@ -43,7 +45,7 @@ namespace ir {
 enum class NodeKind : uint8_t {
   kUnknown,
   TILECORE_IR_FOR_EACH_EXPR(TILECORE_IR_KIND_ENUMERATOR)
-  TILECORE_IR_FOR_EACH_STMT(TILECORE_IR_KIND_ENUMERATOR)
+      TILECORE_IR_FOR_EACH_STMT(TILECORE_IR_KIND_ENUMERATOR)
 };
 #undef TILECORE_IR_KIND_ENUMERATOR
 
@@ -56,7 +58,6 @@ TRef GetRef(const TNode* node) {
   return TRef(ffi::details::ObjectUnsafe::CopyFromHandle(
       reinterpret_cast<TCFFIObject*>(const_cast<TNode*>(node))));
 }
-
 
 class IRVisitor {
  public:
@@ -136,7 +137,8 @@ class IRMutator {
 void PostOrderVisit(const ObjectRef& node, const std::function<void(const ObjectRef&)>& f);
 
 /*! \brief Replaces variables by expressions (keys compared by identity). */
-PrimExpr Substitute(const PrimExpr& e, const std::function<std::optional<PrimExpr>(const VarNode*)>& vmap);
+PrimExpr Substitute(const PrimExpr& e,
+                    const std::function<std::optional<PrimExpr>(const VarNode*)>& vmap);
 Stmt Substitute(const Stmt& s, const std::function<std::optional<PrimExpr>(const VarNode*)>& vmap);
 PrimExpr Substitute(const PrimExpr& e, const Map<Var, PrimExpr>& vmap);
 Stmt Substitute(const Stmt& s, const Map<Var, PrimExpr>& vmap);

@@ -72,7 +72,8 @@ class QuantParams : public ObjectRef {
   TILECORE_FFI_DEFINE_OBJECT_REF_METHODS(QuantParams, ObjectRef, QuantParamsNode);
 };
 
-/*! \brief A tensor: shape (int | String | None per dim; undefined = unknown rank), dtype, layout. */
+/*! \brief A tensor: shape (int | String | None per dim; undefined = unknown rank), dtype, layout.
+ */
 class TensorTypeNode : public TypeNode {
  public:
   Array<Any> shape;
@@ -85,8 +86,8 @@ class TensorTypeNode : public TypeNode {
 };
 class TensorType : public Type {
  public:
-  TensorType(Array<Any> shape, String dtype, String layout = String(""), QuantParams quant = QuantParams(),
-             bool rank_known = true);
+  TensorType(Array<Any> shape, String dtype, String layout = String(""),
+             QuantParams quant = QuantParams(), bool rank_known = true);
   /*! \brief The static shape, or false when a dimension is symbolic or unknown. */
   bool StaticShape(std::vector<int64_t>* out) const;
   TILECORE_FFI_DEFINE_OBJECT_REF_METHODS(TensorType, Type, TensorTypeNode);
@@ -121,7 +122,8 @@ class ValueNode : public Object {
  public:
   String name;
   Type type;
-  /*! \brief NDArray for a constant tensor (or, for a dtype DLPack cannot carry, an opaque host object). */
+  /*! \brief NDArray for a constant tensor (or, for a dtype DLPack cannot carry, an opaque host
+   * object). */
   Any data;
   bool is_constant() const { return !data.is_none(); }
   TILECORE_FFI_DECLARE_OBJECT_INFO_FINAL("ir.Value", ValueNode, Object);
@@ -148,7 +150,8 @@ class NodeObj : public Object {
 };
 class Node : public ObjectRef {
  public:
-  Node(String op_type, String domain, String name, Map<String, Any> attrs, Array<Any> inputs, Array<Value> outputs);
+  Node(String op_type, String domain, String name, Map<String, Any> attrs, Array<Any> inputs,
+       Array<Value> outputs);
   /*! \brief Input i as a Value, or an undefined Value when omitted or out of range. */
   Value input(size_t i) const;
   /*! \brief "`name` (Domain::OpType)" for messages. */
@@ -181,12 +184,14 @@ class Graph : public ObjectRef {
 /*! \brief Builds a Graph node by node; every value gets a unique name. */
 class GraphBuilder {
  public:
-  explicit GraphBuilder(std::string name = "main", Map<String, int64_t> opsets = Map<String, int64_t>());
+  explicit GraphBuilder(std::string name = "main",
+                        Map<String, int64_t> opsets = Map<String, int64_t>());
   Value Input(const std::string& name, Type type);
   Value Constant(const std::string& name, NDArray data);
   /*! \brief Adds a node with `num_outputs` outputs named `<name>_out<i>` (or `name` for one). */
-  Array<Value> Add(const std::string& op_type, Array<Any> inputs, Map<String, Any> attrs = Map<String, Any>(),
-                   int num_outputs = 1, std::string name = "", std::string domain = "");
+  Array<Value> Add(const std::string& op_type, Array<Any> inputs,
+                   Map<String, Any> attrs = Map<String, Any>(), int num_outputs = 1,
+                   std::string name = "", std::string domain = "");
   void Output(Value v) { outputs_.push_back(v); }
   Graph Build() const;
   /*! \brief A name not used yet, from `hint`. */

@@ -14,8 +14,8 @@
  *       -> Array<Any>, one array per output (an Array of arrays for a sequence).
  *
  * `attrs` holds the node's attributes plus "_opset" (the graph's opset of the
- * node's domain) and "_num_outputs" (how many outputs the node has). A subgraph attribute reaches `reference` as a Function
- * body(*arrays) -> Array and `infer` as the Graph itself.
+ * node's domain) and "_num_outputs" (how many outputs the node has). A subgraph attribute reaches
+ * `reference` as a Function body(*arrays) -> Array and `infer` as the Graph itself.
  *
  * The Python op library (tilecore.ir.ops) mirrors every `register_op` here, and an
  * out-of-tree library registers its ops from a static initialiser (see
@@ -56,9 +56,9 @@ class GraphOpDefNode : public Object {
 };
 class GraphOpDef : public ObjectRef {
  public:
-  GraphOpDef(String name, String domain, Map<String, Any> attrs, int64_t min_inputs, int64_t max_inputs,
-             int64_t min_outputs, int64_t max_outputs, int64_t since_version, Function infer, Function reference,
-             String doc = String(""));
+  GraphOpDef(String name, String domain, Map<String, Any> attrs, int64_t min_inputs,
+             int64_t max_inputs, int64_t min_outputs, int64_t max_outputs, int64_t since_version,
+             Function infer, Function reference, String doc = String(""));
   TILECORE_FFI_DEFINE_OBJECT_REF_METHODS(GraphOpDef, ObjectRef, GraphOpDefNode);
 };
 
@@ -69,7 +69,8 @@ GraphOpDef GetGraphOp(const std::string& name, const std::string& domain = "");
 /*! \brief Every op (of one domain when `domain` is given), sorted by (domain, name). */
 Array<GraphOpDef> ListGraphOps(std::optional<std::string> domain = std::nullopt);
 
-/*! \brief `node`'s attributes with the schema's defaults filled in, "_opset" and "_num_outputs" set. */
+/*! \brief `node`'s attributes with the schema's defaults filled in, "_opset" and "_num_outputs"
+ * set. */
 Map<String, Any> NodeAttrsForOp(const Node& node, const GraphOpDef& op, int64_t opset);
 
 /*!
@@ -80,7 +81,8 @@ Map<String, Any> NodeAttrsForOp(const Node& node, const GraphOpDef& op, int64_t 
  * Errors name the node (ONNX name and op type) whose reference failed, or the
  * missing input.
  */
-Map<String, Any> EvaluateGraph(const Graph& graph, const Map<String, Any>& feed, bool keep_intermediates = false);
+Map<String, Any> EvaluateGraph(const Graph& graph, const Map<String, Any>& feed,
+                               bool keep_intermediates = false);
 
 }  // namespace ir
 }  // namespace tilecore

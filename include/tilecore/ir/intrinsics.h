@@ -31,21 +31,21 @@ namespace ir {
 
 /*! \brief What an argument must be. */
 enum class IntrinArg : uint8_t {
-  kInt,     // a scalar integer expression
-  kFloat,   // a scalar float expression
-  kScalar,  // a scalar int or float expression
-  kBool,    // a scalar bool expression
-  kVector,  // a vector (lanes > 1) int or float expression
-  kIntAny,  // an integer expression, scalar or vector (bitwise operations, shifts)
-  kRegion,  // a BufferRegion
-  kString,  // a StringImm
-  kRegionOrNone,    // a BufferRegion, or the integer constant 0 for "absent" (optional tile operands)
+  kInt,           // a scalar integer expression
+  kFloat,         // a scalar float expression
+  kScalar,        // a scalar int or float expression
+  kBool,          // a scalar bool expression
+  kVector,        // a vector (lanes > 1) int or float expression
+  kIntAny,        // an integer expression, scalar or vector (bitwise operations, shifts)
+  kRegion,        // a BufferRegion
+  kString,        // a StringImm
+  kRegionOrNone,  // a BufferRegion, or the integer constant 0 for "absent" (optional tile operands)
   kRegionOrScalar,  // a BufferRegion or a scalar int/float expression (tile.mm's scale)
 };
 
 /*! \brief How the result dtype follows from the arguments. */
 enum class IntrinResult : uint8_t {
-  kVoid,       // evaluated for its effect
+  kVoid,  // evaluated for its effect
   kInt32,
   kArg0,       // the first argument's dtype
   kArg0Elem,   // the first argument's element dtype (vector reductions)
@@ -57,9 +57,9 @@ enum class IntrinRule : uint8_t {
   kNone,
   kSameDType,        // all non-region arguments share one dtype
   kSameRegionDType,  // all region arguments share one dtype (vector engine)
-  kMatmul,           // tile.mm: A, B of i8/f16/bf16/f32; C i32 for i8, else f32 (any dtype with an epilogue)
-  kIntegerOnly,      // the first argument is an integer (saturating SIMD)
-  kFloatOnly,        // math: the first argument (or region) is a float
+  kMatmul,  // tile.mm: A, B of i8/f16/bf16/f32; C i32 for i8, else f32 (any dtype with an epilogue)
+  kIntegerOnly,  // the first argument is an integer (saturating SIMD)
+  kFloatOnly,    // math: the first argument (or region) is a float
 };
 
 struct IntrinsicInfo {

@@ -38,13 +38,16 @@ using ffi::String;
  */
 struct DataType : public DLDataType {
   constexpr DataType() : DLDataType{kDLOpaqueHandle, 0, 0} {}  // void
-  constexpr DataType(DLDataType t) : DLDataType(t) {}           // NOLINT(*)
+  constexpr DataType(DLDataType t) : DLDataType(t) {}          // NOLINT(*)
   constexpr DataType(int code, int bits, int lanes = 1)
-      : DLDataType{static_cast<uint8_t>(code), static_cast<uint8_t>(bits), static_cast<uint16_t>(lanes)} {}
+      : DLDataType{static_cast<uint8_t>(code), static_cast<uint8_t>(bits),
+                   static_cast<uint16_t>(lanes)} {}
 
   static constexpr DataType Int(int bits, int lanes = 1) { return DataType(kDLInt, bits, lanes); }
   static constexpr DataType UInt(int bits, int lanes = 1) { return DataType(kDLUInt, bits, lanes); }
-  static constexpr DataType Float(int bits, int lanes = 1) { return DataType(kDLFloat, bits, lanes); }
+  static constexpr DataType Float(int bits, int lanes = 1) {
+    return DataType(kDLFloat, bits, lanes);
+  }
   static constexpr DataType BFloat16(int lanes = 1) { return DataType(kDLBfloat, 16, lanes); }
   static constexpr DataType Bool(int lanes = 1) { return DataType(kDLBool, 8, lanes); }
   static constexpr DataType Handle() { return DataType(kDLOpaqueHandle, 64, 1); }
