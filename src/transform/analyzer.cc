@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "tilecore/ffi/function.h"
-#include "tilecore/ffi/structural.h"
 #include "tilecore/ffi/stack_guard.h"
+#include "tilecore/ffi/structural.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/op.h"
 
@@ -58,7 +58,8 @@ IntBound Mul(IntBound a, IntBound b) {
     if (b.is_const() && b.lo == 0) return {0, 0};
     return {kMin, kMax};
   }
-  __int128 c[4] = {__int128(a.lo) * b.lo, __int128(a.lo) * b.hi, __int128(a.hi) * b.lo, __int128(a.hi) * b.hi};
+  __int128 c[4] = {__int128(a.lo) * b.lo, __int128(a.lo) * b.hi, __int128(a.hi) * b.lo,
+                   __int128(a.hi) * b.hi};
   return {Sat(*std::min_element(c, c + 4)), Sat(*std::max_element(c, c + 4))};
 }
 // Division as TC1 defines it, never trapping on the host: x / 0 = -1 and x % 0 = x;
@@ -80,10 +81,12 @@ int64_t FloorDivI(int64_t a, int64_t b) {
 }
 int64_t FloorModI(int64_t a, int64_t b) {
   if (b == 0) return a;
-  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(FloorDivI(a, b)) * static_cast<uint64_t>(b));
+  return static_cast<int64_t>(static_cast<uint64_t>(a) -
+                              static_cast<uint64_t>(FloorDivI(a, b)) * static_cast<uint64_t>(b));
 }
 
-/*! \brief Wraps an int64 result to the dtype's width (two's complement), as the scalar unit does. */
+/*! \brief Wraps an int64 result to the dtype's width (two's complement), as the scalar unit does.
+ */
 int64_t Wrap(DataType t, int64_t v) {
   if (t.is_bool()) return v != 0;
   if (t.bits() >= 64) return v;
@@ -110,7 +113,9 @@ struct Linear {
     terms.emplace_back(atom, coef);
   }
   void Compact() {
-    terms.erase(std::remove_if(terms.begin(), terms.end(), [](const auto& t) { return t.second == 0; }), terms.end());
+    terms.erase(
+        std::remove_if(terms.begin(), terms.end(), [](const auto& t) { return t.second == 0; }),
+        terms.end());
   }
 };
 
@@ -141,7 +146,8 @@ PrimExpr FromLinear(Linear lin, DataType t) {
   lin.Compact();
   PrimExpr acc;
   // Positive terms first keep `a - b` rather than `-b + a`.
-  std::stable_partition(lin.terms.begin(), lin.terms.end(), [](const auto& x) { return x.second > 0; });
+  std::stable_partition(lin.terms.begin(), lin.terms.end(),
+                        [](const auto& x) { return x.second > 0; });
   for (const auto& [atom, coef] : lin.terms) {
     int64_t mag = coef < 0 ? -coef : coef;
     PrimExpr term = mag == 1 ? atom : PrimExpr(ir::Mul(atom, IntImm(t, Wrap(t, mag))));
@@ -181,14 +187,16 @@ class ExprSimplifier : public IRMutator {
     PrimExpr a = VisitExpr(op->a), b = VisitExpr(op->b);
     if (auto v = FoldVector(op, a, b)) return *v;
     if (IsScalarInt(a)) return Canonical(ir::Add(a, b, op->span));
-    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb) return FoldedFloat(op->dtype, *fa + *fb);
+    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb)
+      return FoldedFloat(op->dtype, *fa + *fb);
     return Rebuild<ir::Add>(op, a, b);
   }
   PrimExpr VisitExpr_(const SubNode* op) override {
     PrimExpr a = VisitExpr(op->a), b = VisitExpr(op->b);
     if (auto v = FoldVector(op, a, b)) return *v;
     if (IsScalarInt(a)) return Canonical(ir::Sub(a, b, op->span));
-    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb) return FoldedFloat(op->dtype, *fa - *fb);
+    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb)
+      return FoldedFloat(op->dtype, *fa - *fb);
     return Rebuild<ir::Sub>(op, a, b);
   }
   PrimExpr VisitExpr_(const MulNode* op) override {
@@ -198,7 +206,8 @@ class ExprSimplifier : public IRMutator {
       if (as_const_int(a) || as_const_int(b)) return Canonical(ir::Mul(a, b, op->span));
       return Rebuild<ir::Mul>(op, a, b);
     }
-    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb) return FoldedFloat(op->dtype, *fa * *fb);
+    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb)
+      return FoldedFloat(op->dtype, *fa * *fb);
     if (auto fb = as_const_float(b); fb && *fb == 1.0) return a;
     if (auto fa = as_const_float(a); fa && *fa == 1.0) return b;
     return Rebuild<ir::Mul>(op, a, b);
@@ -208,31 +217,36 @@ class ExprSimplifier : public IRMutator {
     if (IsScalarInt(a)) {
       auto cb = as_const_int(b);
       if (cb && *cb == 1) return a;
-      if (auto ca = as_const_int(a); ca && cb && *cb != 0) return IntImm(op->dtype, Wrap(op->dtype, TruncDivI(*ca, *cb)));
+      if (auto ca = as_const_int(a); ca && cb && *cb != 0)
+        return IntImm(op->dtype, Wrap(op->dtype, TruncDivI(*ca, *cb)));
       if (cb && *cb > 0 && an_->ConstIntBound(a).lo >= 0) return FloorDivide(a, *cb, op->dtype);
     }
-    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb && *fb != 0) return FoldedFloat(op->dtype, *fa / *fb);
+    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb && *fb != 0)
+      return FoldedFloat(op->dtype, *fa / *fb);
     if (auto fb = as_const_float(b); fb && *fb == 1.0) return a;
     return Rebuild<ir::Div>(op, a, b);
   }
   PrimExpr VisitExpr_(const ModNode* op) override {
     PrimExpr a = VisitExpr(op->a), b = VisitExpr(op->b);
     auto cb = as_const_int(b);
-    if (auto ca = as_const_int(a); ca && cb && *cb != 0) return IntImm(op->dtype, Wrap(op->dtype, TruncModI(*ca, *cb)));
+    if (auto ca = as_const_int(a); ca && cb && *cb != 0)
+      return IntImm(op->dtype, Wrap(op->dtype, TruncModI(*ca, *cb)));
     if (cb && *cb > 0 && an_->ConstIntBound(a).lo >= 0) return FloorModulo(a, *cb, op->dtype);
     return Rebuild<ir::Mod>(op, a, b);
   }
   PrimExpr VisitExpr_(const FloorDivNode* op) override {
     PrimExpr a = VisitExpr(op->a), b = VisitExpr(op->b);
     auto cb = as_const_int(b);
-    if (auto ca = as_const_int(a); ca && cb && *cb != 0) return IntImm(op->dtype, Wrap(op->dtype, FloorDivI(*ca, *cb)));
+    if (auto ca = as_const_int(a); ca && cb && *cb != 0)
+      return IntImm(op->dtype, Wrap(op->dtype, FloorDivI(*ca, *cb)));
     if (cb && *cb > 0 && op->dtype.is_scalar()) return FloorDivide(a, *cb, op->dtype);
     return Rebuild<ir::FloorDiv>(op, a, b);
   }
   PrimExpr VisitExpr_(const FloorModNode* op) override {
     PrimExpr a = VisitExpr(op->a), b = VisitExpr(op->b);
     auto cb = as_const_int(b);
-    if (auto ca = as_const_int(a); ca && cb && *cb != 0) return IntImm(op->dtype, Wrap(op->dtype, FloorModI(*ca, *cb)));
+    if (auto ca = as_const_int(a); ca && cb && *cb != 0)
+      return IntImm(op->dtype, Wrap(op->dtype, FloorModI(*ca, *cb)));
     if (cb && *cb > 0 && op->dtype.is_scalar()) return FloorModulo(a, *cb, op->dtype);
     return Rebuild<ir::FloorMod>(op, a, b);
   }
@@ -257,17 +271,17 @@ class ExprSimplifier : public IRMutator {
     return Rebuild<ir::Max>(op, a, b);
   }
 
-#define TILECORE_CMP(Name, Cmp)                                                        \
-  PrimExpr VisitExpr_(const Name##Node* op) override {                                 \
-    PrimExpr a = VisitExpr(op->a), b = VisitExpr(op->b);                               \
-    if (IsScalarInt(a)) {                                                              \
-      std::optional<bool> r = Cmp(DifferenceBound(a, b));                             \
-      if (r) return IntImm(DataType::Bool(), *r);                                      \
-    }                                                                                  \
-    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb) {               \
-      return IntImm(DataType::Bool(), FloatCmp##Name(*fa, *fb));                       \
-    }                                                                                  \
-    return Rebuild<ir::Name>(op, a, b);                                                \
+#define TILECORE_CMP(Name, Cmp)                                          \
+  PrimExpr VisitExpr_(const Name##Node* op) override {                   \
+    PrimExpr a = VisitExpr(op->a), b = VisitExpr(op->b);                 \
+    if (IsScalarInt(a)) {                                                \
+      std::optional<bool> r = Cmp(DifferenceBound(a, b));                \
+      if (r) return IntImm(DataType::Bool(), *r);                        \
+    }                                                                    \
+    if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb) { \
+      return IntImm(DataType::Bool(), FloatCmp##Name(*fa, *fb));         \
+    }                                                                    \
+    return Rebuild<ir::Name>(op, a, b);                                  \
   }
   /*! \brief The exact range of a - b (not wrapped: a comparison of wrapping values is
    *  decided by it). From the linear forms when both equal their expressions (LinearFits),
@@ -306,14 +320,20 @@ class ExprSimplifier : public IRMutator {
     if (d.lo > 0) return false;
     return std::nullopt;
   }
-  static std::optional<bool> GtCmp(IntBound d) { return LeCmp(d).has_value() ? std::optional<bool>(!*LeCmp(d)) : std::nullopt; }
-  static std::optional<bool> GeCmp(IntBound d) { return LtCmp(d).has_value() ? std::optional<bool>(!*LtCmp(d)) : std::nullopt; }
+  static std::optional<bool> GtCmp(IntBound d) {
+    return LeCmp(d).has_value() ? std::optional<bool>(!*LeCmp(d)) : std::nullopt;
+  }
+  static std::optional<bool> GeCmp(IntBound d) {
+    return LtCmp(d).has_value() ? std::optional<bool>(!*LtCmp(d)) : std::nullopt;
+  }
   static std::optional<bool> EqCmp(IntBound d) {
     if (d.is_const()) return d.lo == 0;
     if (d.lo > 0 || d.hi < 0) return false;
     return std::nullopt;
   }
-  static std::optional<bool> NeCmp(IntBound d) { return EqCmp(d).has_value() ? std::optional<bool>(!*EqCmp(d)) : std::nullopt; }
+  static std::optional<bool> NeCmp(IntBound d) {
+    return EqCmp(d).has_value() ? std::optional<bool>(!*EqCmp(d)) : std::nullopt;
+  }
   static bool FloatCmpLT(double a, double b) { return a < b; }
   static bool FloatCmpLE(double a, double b) { return a <= b; }
   static bool FloatCmpGT(double a, double b) { return a > b; }
@@ -350,7 +370,8 @@ class ExprSimplifier : public IRMutator {
     PrimExpr c = VisitExpr(op->condition);
     if (auto cc = as_const_int(c)) return VisitExpr(*cc ? op->true_value : op->false_value);
     PrimExpr t = VisitExpr(op->true_value), f = VisitExpr(op->false_value);
-    if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) return GetRef<PrimExpr>(op);
+    if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value))
+      return GetRef<PrimExpr>(op);
     return ir::Select(c, t, f, op->span);
   }
   PrimExpr VisitExpr_(const CastNode* op) override {
@@ -374,7 +395,8 @@ class ExprSimplifier : public IRMutator {
     return TCtor(a, b, op->span);
   }
 
-  /*! \brief Broadcast(x) op Broadcast(y) -> Broadcast(x op y); Ramp +- Broadcast folds into the base. */
+  /*! \brief Broadcast(x) op Broadcast(y) -> Broadcast(x op y); Ramp +- Broadcast folds into the
+   * base. */
   template <typename TNode>
   std::optional<PrimExpr> FoldVector(const TNode* op, const PrimExpr& a, const PrimExpr& b) {
     if (!op->dtype.is_vector()) return std::nullopt;
@@ -392,13 +414,16 @@ class ExprSimplifier : public IRMutator {
     }
     const auto* ra = a.as<RampNode>();
     if (ra && bb && (kAdd || kSub)) {
-      PrimExpr base = kAdd ? PrimExpr(ir::Add(ra->base, bb->value)) : PrimExpr(ir::Sub(ra->base, bb->value));
+      PrimExpr base =
+          kAdd ? PrimExpr(ir::Add(ra->base, bb->value)) : PrimExpr(ir::Sub(ra->base, bb->value));
       return PrimExpr(Ramp(VisitExpr(base), ra->stride, ra->lanes));
     }
     const auto* rb = b.as<RampNode>();
-    if (rb && ba && kAdd) return PrimExpr(Ramp(VisitExpr(ir::Add(ba->value, rb->base)), rb->stride, rb->lanes));
+    if (rb && ba && kAdd)
+      return PrimExpr(Ramp(VisitExpr(ir::Add(ba->value, rb->base)), rb->stride, rb->lanes));
     if (ra && bb && kMul) {
-      return PrimExpr(Ramp(VisitExpr(ir::Mul(ra->base, bb->value)), VisitExpr(ir::Mul(ra->stride, bb->value)), ra->lanes));
+      return PrimExpr(Ramp(VisitExpr(ir::Mul(ra->base, bb->value)),
+                           VisitExpr(ir::Mul(ra->stride, bb->value)), ra->lanes));
     }
     return std::nullopt;
   }
@@ -498,7 +523,9 @@ IntBound Analyzer::ConstIntBound(const PrimExpr& e) {
   const Object* n = e.get();
   DataType t = e.dtype();
   IntBound full = DTypeRange(t);
-  auto clip = [&](IntBound b) { return IntBound{std::max(b.lo, full.lo), std::min(b.hi, full.hi)}; };
+  auto clip = [&](IntBound b) {
+    return IntBound{std::max(b.lo, full.lo), std::min(b.hi, full.hi)};
+  };
   switch (NodeKindOf(n)) {
     case NodeKind::kIntImm: {
       int64_t v = static_cast<const IntImmNode*>(n)->value;
@@ -568,7 +595,8 @@ IntBound Analyzer::ConstIntBound(const PrimExpr& e) {
       if (op->op == "tir.num_cores") return {1, 16};
       return full;
     }
-    default: return full;
+    default:
+      return full;
   }
 }
 
@@ -586,26 +614,28 @@ TILECORE_REGISTER_GLOBAL("transform.SimplifyExpr").set_body_typed([](PrimExpr e)
   Analyzer an;
   return an.Simplify(e);
 });
-TILECORE_REGISTER_GLOBAL("transform.ConstIntBound").set_body_typed([](PrimExpr e, ffi::AnyView ranges) {
-  Analyzer an;
-  if (!ranges.is_none()) {
-    for (const auto& [v, r] : ranges.cast<Map<Var, Array<int64_t>>>().items()) {
-      // A range the caller gives is (min, extent) of values the variable takes: never empty.
-      if (r.size() != 2) {
-        TILECORE_THROW(ValueError) << "const_int_bound: the range of `" << v->name.view() << "` must be (min, extent), got "
-                                   << r.size() << " numbers";
+TILECORE_REGISTER_GLOBAL("transform.ConstIntBound")
+    .set_body_typed([](PrimExpr e, ffi::AnyView ranges) {
+      Analyzer an;
+      if (!ranges.is_none()) {
+        for (const auto& [v, r] : ranges.cast<Map<Var, Array<int64_t>>>().items()) {
+          // A range the caller gives is (min, extent) of values the variable takes: never empty.
+          if (r.size() != 2) {
+            TILECORE_THROW(ValueError) << "const_int_bound: the range of `" << v->name.view()
+                                       << "` must be (min, extent), got " << r.size() << " numbers";
+          }
+          int64_t last;
+          if (r[1] <= 0 || __builtin_add_overflow(r[0], r[1] - 1, &last)) {
+            TILECORE_THROW(ValueError)
+                << "const_int_bound: the range of `" << v->name.view() << "` (min " << r[0]
+                << ", extent " << r[1] << ") holds no value or leaves int64";
+          }
+          an.Bind(v, r[0], r[1]);
+        }
       }
-      int64_t last;
-      if (r[1] <= 0 || __builtin_add_overflow(r[0], r[1] - 1, &last)) {
-        TILECORE_THROW(ValueError) << "const_int_bound: the range of `" << v->name.view() << "` (min " << r[0]
-                                   << ", extent " << r[1] << ") holds no value or leaves int64";
-      }
-      an.Bind(v, r[0], r[1]);
-    }
-  }
-  IntBound b = an.ConstIntBound(e);
-  return Array<int64_t>{b.lo, b.hi};
-});
+      IntBound b = an.ConstIntBound(e);
+      return Array<int64_t>{b.lo, b.hi};
+    });
 
 }  // namespace transform
 }  // namespace tilecore

@@ -16,12 +16,15 @@ namespace tilecore {
 namespace transform {
 
 Pass CanonicalizeGraph() {
-  return Sequential({EliminateCommonSubexpr(), FoldConstants(), FoldBatchNorm(), GemmToMatMul(),
-                     RecognizeActivations(), RecognizeNormalization(), EliminateDeadCode(), InferTypes()},
-                    String("CanonicalizeGraph"));
+  return Sequential(
+      {EliminateCommonSubexpr(), FoldConstants(), FoldBatchNorm(), GemmToMatMul(),
+       RecognizeActivations(), RecognizeNormalization(), EliminateDeadCode(), InferTypes()},
+      String("CanonicalizeGraph"));
 }
 
-TILECORE_REGISTER_GLOBAL("transform.CanonicalizeGraph").set_body_typed([]() { return CanonicalizeGraph(); });
+TILECORE_REGISTER_GLOBAL("transform.CanonicalizeGraph").set_body_typed([]() {
+  return CanonicalizeGraph();
+});
 
 }  // namespace transform
 }  // namespace tilecore

@@ -18,7 +18,8 @@ namespace transform {
 
 Pass DefaultKernelPipeline(int64_t opt_level) {
   if (opt_level < 0) {
-    TILECORE_THROW(ValueError) << "DefaultKernelPipeline: opt_level must be >= 0, got " << opt_level;
+    TILECORE_THROW(ValueError) << "DefaultKernelPipeline: opt_level must be >= 0, got "
+                               << opt_level;
   }
   Array<Pass> passes;
   if (opt_level >= 1) {

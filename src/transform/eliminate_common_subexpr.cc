@@ -22,7 +22,8 @@ std::string Key(const Node& n) {
     k += v.defined() ? Name(v) : std::string("<none>");
     k += ",";
   }
-  k += ")" + std::to_string(n->outputs.size()) + "#" + std::to_string(ffi::StructuralHash(n->attrs));
+  k +=
+      ")" + std::to_string(n->outputs.size()) + "#" + std::to_string(ffi::StructuralHash(n->attrs));
   return k;
 }
 
@@ -55,7 +56,8 @@ Graph Eliminate(const Graph& g, PassContext ctx) {
       nodes.push_back(node);
       continue;
     }
-    for (size_t i = 0; i < node->outputs.size(); ++i) map[Name(node->outputs[i])] = (*same)->outputs[i];
+    for (size_t i = 0; i < node->outputs.size(); ++i)
+      map[Name(node->outputs[i])] = (*same)->outputs[i];
     ++merged;
   }
   if (merged == 0) return g;
@@ -65,7 +67,9 @@ Graph Eliminate(const Graph& g, PassContext ctx) {
 
 }  // namespace
 
-Pass EliminateCommonSubexpr() { return CreateGraphPass(Eliminate, 0, String("EliminateCommonSubexpr")); }
+Pass EliminateCommonSubexpr() {
+  return CreateGraphPass(Eliminate, 0, String("EliminateCommonSubexpr"));
+}
 
 TILECORE_REGISTER_GLOBAL("transform.EliminateCommonSubexpr").set_body_typed([]() {
   return EliminateCommonSubexpr();

@@ -52,7 +52,9 @@ Graph Eliminate(const Graph& g, PassContext ctx) {
 
 Pass EliminateDeadCode() { return CreateGraphPass(Eliminate, 0, String("EliminateDeadCode")); }
 
-TILECORE_REGISTER_GLOBAL("transform.EliminateDeadCode").set_body_typed([]() { return EliminateDeadCode(); });
+TILECORE_REGISTER_GLOBAL("transform.EliminateDeadCode").set_body_typed([]() {
+  return EliminateDeadCode();
+});
 
 }  // namespace transform
 }  // namespace tilecore

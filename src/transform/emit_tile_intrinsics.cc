@@ -7,8 +7,8 @@
  * analyses every access against the nest's loops (AccessMap) and builds the
  * operand regions. A failed match leaves a reason for the report.
  */
-#include "tilecore/arch/tile_ops.h"
 #include "tilecore/transform/emit_tile_intrinsics.h"
+#include "tilecore/arch/tile_ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -55,7 +55,9 @@ struct AccessMap {
   Array<PrimExpr> indices;
   std::vector<int> loop_of_dim;  // loop index used by each dimension, or -1
   Array<PrimExpr> begin;         // each index with the loop variables at their minimum
-  bool Uses(int j) const { return std::find(loop_of_dim.begin(), loop_of_dim.end(), j) != loop_of_dim.end(); }
+  bool Uses(int j) const {
+    return std::find(loop_of_dim.begin(), loop_of_dim.end(), j) != loop_of_dim.end();
+  }
   int DimOf(int j) const {
     for (size_t k = 0; k < loop_of_dim.size(); ++k) {
       if (loop_of_dim[k] == j) return static_cast<int>(k);
@@ -78,10 +80,13 @@ class Matcher {
       const auto* kloop = seq->seq[1].as<ForNode>();
       if (init && kloop && kloop->kind == ForKind::kSerial && kloop->body.as<BufferStoreNode>()) {
         auto ext = as_const_int(an_->Simplify(kloop->extent));
-        if (!ext) Fail("the extent of loop `" + std::string(kloop->loop_var->name.view()) + "` is not constant");
+        if (!ext)
+          Fail("the extent of loop `" + std::string(kloop->loop_var->name.view()) +
+               "` is not constant");
         for (const Loop& l : loops_) {
           if (UsesVar(kloop->min, [&](const VarNode* x) { return x == l.var.get(); })) {
-            Fail("the bounds of loop `" + std::string(kloop->loop_var->name.view()) + "` depend on another loop");
+            Fail("the bounds of loop `" + std::string(kloop->loop_var->name.view()) +
+                 "` depend on another loop");
           }
         }
         loops_.push_back(Loop{kloop->loop_var, kloop->min, *ext});
@@ -100,7 +105,8 @@ class Matcher {
       for (size_t j = 0; j < loops_.size(); ++j) {
         const VarNode* v = loops_[j].var.get();
         if (!UsesVar(idx, [&](const VarNode* x) { return x == v; })) continue;
-        if (used >= 0) Fail("index " + std::to_string(k) + " of " + Name(buf) + " mixes two loop variables");
+        if (used >= 0)
+          Fail("index " + std::to_string(k) + " of " + Name(buf) + " mixes two loop variables");
         used = static_cast<int>(j);
       }
       if (used < 0) {
@@ -147,7 +153,8 @@ class Matcher {
 
   void CheckLocal(const Buffer& b) {
     if (b->scope.view() != "local") {
-      Fail(Name(b) + " is in " + std::string(b->scope.view()) + " memory; tile engines read and write L1 only");
+      Fail(Name(b) + " is in " + std::string(b->scope.view()) +
+           " memory; tile engines read and write L1 only");
     }
     if (b->dtype.is_bool()) Fail(Name(b) + " holds bool, which the engines do not compute on");
   }
@@ -177,7 +184,8 @@ class Matcher {
     // A source with a constant index after its last loop dim (X[i, j, 0]) as a plain
     // window would make that extent-1 dim the innermost, the one a reduction folds;
     // its view puts the constant dims outermost instead.
-    for (size_t k = static_cast<size_t>(std::max(last, 0)) + 1; allow_view && plain && k < am.loop_of_dim.size(); ++k) {
+    for (size_t k = static_cast<size_t>(std::max(last, 0)) + 1;
+         allow_view && plain && k < am.loop_of_dim.size(); ++k) {
       if (am.loop_of_dim[k] < 0) plain = false;
     }
     DataType it = DataType::Int(32);
@@ -207,8 +215,8 @@ class Matcher {
       begin.push_back(k < 0 ? PrimExpr(IntImm(it, 0)) : am.begin[k]);
       ext.push_back(IntImm(it, loops_[j].extent));
     }
-    Buffer view(am.buffer->data, am.buffer->dtype, shape, vstrides, am.buffer->elem_offset, am.buffer->scope,
-                std::string(am.buffer->name.view()) + "_view", am.buffer->span);
+    Buffer view(am.buffer->data, am.buffer->dtype, shape, vstrides, am.buffer->elem_offset,
+                am.buffer->scope, std::string(am.buffer->name.view()) + "_view", am.buffer->span);
     return BufferRegion(view, begin, ext);
   }
 
@@ -220,7 +228,8 @@ class Matcher {
 
   // -- element-wise ---------------------------------------------------------------
   Stmt MatchStore(const BufferStoreNode* st) {
-    if (st->predicate.defined() || st->value.dtype().is_vector()) Fail("the store is a vector store");
+    if (st->predicate.defined() || st->value.dtype().is_vector())
+      Fail("the store is a vector store");
     AccessMap d = Analyze(st->buffer, st->indices);
     bool all = true;
     for (size_t j = 0; j < loops_.size(); ++j) all = all && d.Uses(static_cast<int>(j));
@@ -228,8 +237,9 @@ class Matcher {
       if (loops_.size() == 3) {
         if (auto mm = TryMatmul(st, d, /*accumulate=*/true)) return *mm;
       }
-      Fail("the store to " + Name(st->buffer) +
-           " does not use every loop variable (a reduction needs an initial store before its loop)");
+      Fail(
+          "the store to " + Name(st->buffer) +
+          " does not use every loop variable (a reduction needs an initial store before its loop)");
     }
     if (loops_.size() > kMaxEngineRank) Fail("the nest is deeper than 4 loops");
     return Elementwise(st, d);
@@ -239,7 +249,8 @@ class Matcher {
 
   BufferRegion Source(const BufferLoadNode* ld, const BufferStoreNode* st) {
     if (ld->dtype.is_vector()) Fail("a source is a vector load");
-    if (ld->buffer->data.same_as(st->buffer->data) && !ffi::StructuralEqual(ld->indices, st->indices)) {
+    if (ld->buffer->data.same_as(st->buffer->data) &&
+        !ffi::StructuralEqual(ld->indices, st->indices)) {
       Fail("the store reads its destination " + Name(st->buffer) + " at another index");
     }
     return Region(Analyze(ld->buffer, ld->indices), AllLoops(loops_.size()), true);
@@ -271,7 +282,8 @@ class Matcher {
     const PrimExpr& v = st->value;
     auto saturating = [&](const char* what) {
       if (t.is_integer() && !allow_sat_) {
-        Fail(std::string("integer ") + what + " saturates on the vector engine but wraps in the IR "
+        Fail(std::string("integer ") + what +
+             " saturates on the vector engine but wraps in the IR "
              "(set transform.EmitTileIntrinsics.allow_saturation to accept)");
       }
     };
@@ -284,7 +296,8 @@ class Matcher {
       // The scalar intrinsic's tile operation, from the table of tile operations.
       const arch::TileOpInfo* row = arch::FindTileOpForScalar(c->op.view());
       if (row == nullptr || c->args.size() != 1 || !AsLoad(c->args[0])) {
-        Fail("the call `" + std::string(c->op.view()) + "` has no vector-engine form for these arguments");
+        Fail("the call `" + std::string(c->op.view()) +
+             "` has no vector-engine form for these arguments");
       }
       return Emit("tile.vec_" + std::string(row->name), {d, Source(AsLoad(c->args[0]), st)});
     }
@@ -295,15 +308,24 @@ class Matcher {
     const BufferLoadNode* lb = AsLoad(bin->b);
     if (la && lb) {
       switch (kind) {
-        case NodeKind::kAdd: saturating("add"); return Emit("tile.vec_add", {d, Source(la, st), Source(lb, st)});
-        case NodeKind::kSub: saturating("sub"); return Emit("tile.vec_sub", {d, Source(la, st), Source(lb, st)});
-        case NodeKind::kMul: saturating("mul"); return Emit("tile.vec_mul", {d, Source(la, st), Source(lb, st)});
-        case NodeKind::kMax: return Emit("tile.vec_max", {d, Source(la, st), Source(lb, st)});
-        case NodeKind::kMin: return Emit("tile.vec_min", {d, Source(la, st), Source(lb, st)});
+        case NodeKind::kAdd:
+          saturating("add");
+          return Emit("tile.vec_add", {d, Source(la, st), Source(lb, st)});
+        case NodeKind::kSub:
+          saturating("sub");
+          return Emit("tile.vec_sub", {d, Source(la, st), Source(lb, st)});
+        case NodeKind::kMul:
+          saturating("mul");
+          return Emit("tile.vec_mul", {d, Source(la, st), Source(lb, st)});
+        case NodeKind::kMax:
+          return Emit("tile.vec_max", {d, Source(la, st), Source(lb, st)});
+        case NodeKind::kMin:
+          return Emit("tile.vec_min", {d, Source(la, st), Source(lb, st)});
         case NodeKind::kDiv:
           if (!t.is_float()) Fail("integer division has no vector-engine form");
           return Emit("tile.vec_div", {d, Source(la, st), Source(lb, st)});
-        default: Fail("the operation `" + v->GetTypeKey() + "` has no vector-engine form");
+        default:
+          Fail("the operation `" + v->GetTypeKey() + "` has no vector-engine form");
       }
     }
     // One load and one constant.
@@ -320,31 +342,41 @@ class Matcher {
     if (!c) Fail("the scalar operand is not a constant that f32 holds exactly");
     switch (kind) {
       case NodeKind::kAdd:
-      case NodeKind::kSub: saturating("add"); return Emit("tile.vec_adds", {d, Source(ld, st), *c});
-      case NodeKind::kMul: saturating("mul"); return Emit("tile.vec_muls", {d, Source(ld, st), *c});
+      case NodeKind::kSub:
+        saturating("add");
+        return Emit("tile.vec_adds", {d, Source(ld, st), *c});
+      case NodeKind::kMul:
+        saturating("mul");
+        return Emit("tile.vec_muls", {d, Source(ld, st), *c});
       case NodeKind::kMax:
         if (is_const_int(*c, 0) || (as_const_float(*c) && *as_const_float(*c) == 0.0)) {
           return Emit("tile.vec_relu", {d, Source(ld, st)});
         }
         return Emit("tile.vec_maxs", {d, Source(ld, st), *c});
-      case NodeKind::kMin: return Emit("tile.vec_mins", {d, Source(ld, st), *c});
-      default: Fail("the operation `" + v->GetTypeKey() + "` with a constant has no vector-engine form");
+      case NodeKind::kMin:
+        return Emit("tile.vec_mins", {d, Source(ld, st), *c});
+      default:
+        Fail("the operation `" + v->GetTypeKey() + "` with a constant has no vector-engine form");
     }
   }
 
   // -- reductions and matmul with an initial store ---------------------------------
   Stmt MatchInitialized(const BufferStoreNode* init, const BufferStoreNode* acc) {
-    if (!init->buffer->data.same_as(acc->buffer->data) || !ffi::StructuralEqual(init->indices, acc->indices)) {
+    if (!init->buffer->data.same_as(acc->buffer->data) ||
+        !ffi::StructuralEqual(init->indices, acc->indices)) {
       Fail("the initial store and the loop's store differ");
     }
     AccessMap d = Analyze(acc->buffer, acc->indices);
     int k = static_cast<int>(loops_.size()) - 1;
     if (d.Uses(k)) Fail("the store in the inner loop uses its variable: not a reduction");
     for (int j = 0; j < k; ++j) {
-      if (!d.Uses(j)) Fail("the reduction's destination does not use loop `" + std::string(loops_[j].var->name.view()) + "`");
+      if (!d.Uses(j))
+        Fail("the reduction's destination does not use loop `" +
+             std::string(loops_[j].var->name.view()) + "`");
     }
     if (loops_.size() == 3) {
-      if (!is_const_int(init->value, 0) && !(as_const_float(init->value) && *as_const_float(init->value) == 0.0)) {
+      if (!is_const_int(init->value, 0) &&
+          !(as_const_float(init->value) && *as_const_float(init->value) == 0.0)) {
         Fail("the matmul's initial value is not 0");
       }
       if (auto mm = TryMatmul(acc, d, /*accumulate=*/false)) return *mm;
@@ -362,21 +394,27 @@ class Matcher {
     }
     auto is_self = [&](const PrimExpr& e) {
       const auto* l = e.as<BufferLoadNode>();
-      return l && l->buffer->data.same_as(acc->buffer->data) && ffi::StructuralEqual(l->indices, acc->indices);
+      return l && l->buffer->data.same_as(acc->buffer->data) &&
+             ffi::StructuralEqual(l->indices, acc->indices);
     };
-    const BufferLoadNode* src = is_self(bin->a) ? AsLoad(bin->b) : (is_self(bin->b) ? AsLoad(bin->a) : nullptr);
+    const BufferLoadNode* src =
+        is_self(bin->a) ? AsLoad(bin->b) : (is_self(bin->b) ? AsLoad(bin->a) : nullptr);
     if (src == nullptr) Fail("the reduction does not combine its destination with a load");
-    if (src->buffer->data.same_as(acc->buffer->data)) Fail("the reduction reads its own destination");
+    if (src->buffer->data.same_as(acc->buffer->data))
+      Fail("the reduction reads its own destination");
     const char* op = nullptr;
     bool identity = false;
     if (kind == NodeKind::kAdd) {
       op = "tile.vec_redsum";
       if (t.is_integer() && !allow_sat_) {
-        Fail("integer sums saturate on the vector engine but wrap in the IR "
-             "(set transform.EmitTileIntrinsics.allow_saturation to accept)");
+        Fail(
+            "integer sums saturate on the vector engine but wrap in the IR "
+            "(set transform.EmitTileIntrinsics.allow_saturation to accept)");
       }
-      if (t.is_float() && t.bits() != 32) Fail("the engine sums " + t.str() + " in f32, the IR in " + t.str());
-      identity = is_const_int(init->value, 0) || (as_const_float(init->value) && *as_const_float(init->value) == 0.0);
+      if (t.is_float() && t.bits() != 32)
+        Fail("the engine sums " + t.str() + " in f32, the IR in " + t.str());
+      identity = is_const_int(init->value, 0) ||
+                 (as_const_float(init->value) && *as_const_float(init->value) == 0.0);
     } else {
       bool is_max = kind == NodeKind::kMax;
       op = is_max ? "tile.vec_redmax" : "tile.vec_redmin";
@@ -384,7 +422,8 @@ class Matcher {
         identity = std::isinf(*f) && ((*f < 0) == is_max);
       } else if (auto i = as_const_int(init->value)) {
         int64_t lo = t.is_uint() ? 0 : -(int64_t(1) << (t.bits() - 1));
-        int64_t hi = t.is_uint() ? (int64_t(1) << t.bits()) - 1 : (int64_t(1) << (t.bits() - 1)) - 1;
+        int64_t hi =
+            t.is_uint() ? (int64_t(1) << t.bits()) - 1 : (int64_t(1) << (t.bits() - 1)) - 1;
         identity = *i == (is_max ? lo : hi);
       }
     }
@@ -400,14 +439,16 @@ class Matcher {
   // -- matmul ------------------------------------------------------------------------
   /*! \brief The load inside `e`, through a widening cast to `acc`. */
   const BufferLoadNode* Factor(const PrimExpr& e, DataType acc) {
-    if (const auto* l = AsLoad(e)) return l->dtype == acc && acc == DataType::Float(32) ? l : nullptr;
+    if (const auto* l = AsLoad(e))
+      return l->dtype == acc && acc == DataType::Float(32) ? l : nullptr;
     const auto* c = e.as<CastNode>();
     if (c == nullptr || c->dtype != acc) return nullptr;
     const auto* l = AsLoad(c->value);
     if (l == nullptr) return nullptr;
     DataType in = l->dtype;
-    bool ok = (acc == DataType::Int(32) && in == DataType::Int(8)) ||
-              (acc == DataType::Float(32) && (in == DataType::Float(16) || in == DataType::BFloat16()));
+    bool ok =
+        (acc == DataType::Int(32) && in == DataType::Int(8)) ||
+        (acc == DataType::Float(32) && (in == DataType::Float(16) || in == DataType::BFloat16()));
     return ok ? l : nullptr;
   }
 
@@ -418,7 +459,8 @@ class Matcher {
     if (add == nullptr) return std::nullopt;
     auto is_self = [&](const PrimExpr& e) {
       const auto* l = e.as<BufferLoadNode>();
-      return l && l->buffer->data.same_as(st->buffer->data) && ffi::StructuralEqual(l->indices, st->indices);
+      return l && l->buffer->data.same_as(st->buffer->data) &&
+             ffi::StructuralEqual(l->indices, st->indices);
     };
     PrimExpr prod = is_self(add->a) ? add->b : (is_self(add->b) ? add->a : PrimExpr());
     const auto* mul = prod.defined() ? prod.as<MulNode>() : nullptr;
@@ -428,7 +470,8 @@ class Matcher {
     if (f0 == nullptr || f1 == nullptr || f0->dtype != f1->dtype) return std::nullopt;
     // C uses i (its row) and j (its column); k is the third loop.
     int rank_c = static_cast<int>(cmap.loop_of_dim.size());
-    if (rank_c < 2) Fail("the matmul destination " + Name(st->buffer) + " has fewer than 2 dimensions");
+    if (rank_c < 2)
+      Fail("the matmul destination " + Name(st->buffer) + " has fewer than 2 dimensions");
     int i = cmap.loop_of_dim[rank_c - 2], j = cmap.loop_of_dim[rank_c - 1];
     if (i < 0 || j < 0) Fail("the matmul destination's last two dimensions are not its loops");
     int k = 3 - i - j;
@@ -450,17 +493,22 @@ class Matcher {
       a = &m1;
       b = &m0;
     } else {
-      Fail("the matmul operands are not A[i, k] and B[k, j] in their last two dimensions (a transposed operand?)");
+      Fail(
+          "the matmul operands are not A[i, k] and B[k, j] in their last two dimensions (a "
+          "transposed operand?)");
     }
     for (const AccessMap* m : {&cmap, a, b}) {
       CheckLocal(m->buffer);
-      if (ConstStrides(m->buffer).back() != 1) Fail("the rows of " + Name(m->buffer) + " are not contiguous");
-      if (m != &cmap && m->buffer->data.same_as(st->buffer->data)) Fail("the matmul reads its destination");
+      if (ConstStrides(m->buffer).back() != 1)
+        Fail("the rows of " + Name(m->buffer) + " are not contiguous");
+      if (m != &cmap && m->buffer->data.same_as(st->buffer->data))
+        Fail("the matmul reads its destination");
     }
     for (int q : {i, j, k}) {
       if (loops_[q].extent > kMaxMatrixDim) Fail("a matmul dimension exceeds 4096");
     }
-    BufferRegion rc = Region(cmap, {i, j}, false), ra = Region(*a, {i, k}, false), rb = Region(*b, {k, j}, false);
+    BufferRegion rc = Region(cmap, {i, j}, false), ra = Region(*a, {i, k}, false),
+                 rb = Region(*b, {k, j}, false);
     return Emit("tile.mm", {rc, ra, rb, IntImm(DataType::Bool(), accumulate)});
   }
 
@@ -501,8 +549,9 @@ class NestEmitter : public IRMutator {
     Stmt inner = VisitStmt(body);
     if (Total() == before) {
       if (pragma) {
-        TILECORE_THROW(ValueError) << "EmitTileIntrinsics: " << where
-                                   << " is marked pragma_tile but no tile command matches: " << reason;
+        TILECORE_THROW(ValueError)
+            << "EmitTileIntrinsics: " << where
+            << " is marked pragma_tile but no tile command matches: " << reason;
       }
       report.push_back(where + ": kept as a loop: " + reason);
     }
@@ -523,8 +572,8 @@ class NestEmitter : public IRMutator {
   }
 
   /*! \brief Tries the suffixes of the chain, longest first. */
-  std::optional<Stmt> TryChain(const std::vector<const ForNode*>& chain, const Stmt& body, const std::string& where,
-                               std::string* reason) {
+  std::optional<Stmt> TryChain(const std::vector<const ForNode*>& chain, const Stmt& body,
+                               const std::string& where, std::string* reason) {
     for (size_t s = 0; s < chain.size(); ++s) {
       std::vector<Loop> loops;
       bool ok = true;
@@ -546,19 +595,22 @@ class NestEmitter : public IRMutator {
         });
       }
       if (!ok) {
-        if (reason->empty()) *reason = "a loop extent is not constant, or a loop's bounds depend on another loop";
+        if (reason->empty())
+          *reason = "a loop extent is not constant, or a loop's bounds depend on another loop";
         continue;
       }
       Matcher m(loops, allow_sat_, &an_);
       try {
         Stmt cmd = m.Match(body);
         std::string shape;
-        for (const Loop& l : m.loops()) shape += (shape.empty() ? "" : " x ") + std::to_string(l.extent);
+        for (const Loop& l : m.loops())
+          shape += (shape.empty() ? "" : " x ") + std::to_string(l.extent);
         counts.Set(m.matched_op, counts.Get(m.matched_op).value_or(0) + 1);
         report.push_back(where + ": " + m.matched_op + " over " + shape +
                          (s ? " inside " + std::to_string(s) + " loop(s)" : std::string()));
-        for (size_t q = s; q-- > 0;) cmd = For(chain[q]->loop_var, chain[q]->min, chain[q]->extent, chain[q]->kind,
-                                               cmd, chain[q]->annotations, chain[q]->span);
+        for (size_t q = s; q-- > 0;)
+          cmd = For(chain[q]->loop_var, chain[q]->min, chain[q]->extent, chain[q]->kind, cmd,
+                    chain[q]->annotations, chain[q]->span);
         return cmd;
       } catch (const NoMatch& e) {
         if (reason->empty()) *reason = e.reason;
@@ -589,7 +641,8 @@ class NestEmitter : public IRMutator {
     for (const BufferStoreNode* st : stores) written.emplace(st->buffer->data.get(), st->indices);
     try {
       for (size_t p = 0; p < stores.size(); ++p) {
-        std::vector<std::pair<Buffer, Array<PrimExpr>>> accesses{{stores[p]->buffer, stores[p]->indices}};
+        std::vector<std::pair<Buffer, Array<PrimExpr>>> accesses{
+            {stores[p]->buffer, stores[p]->indices}};
         PostOrderVisit(stores[p]->value, [&](const ObjectRef& n) {
           if (const auto* l = n.as<BufferLoadNode>()) accesses.emplace_back(l->buffer, l->indices);
         });
@@ -619,11 +672,11 @@ class NestEmitter : public IRMutator {
       }
       Stmt loop = GetRef<Stmt>(st);
       for (size_t q = chain.size(); q-- > 0;) {
-        loop = For(chain[q]->loop_var, chain[q]->min, chain[q]->extent, chain[q]->kind, loop, chain[q]->annotations,
-                   chain[q]->span);
+        loop = For(chain[q]->loop_var, chain[q]->min, chain[q]->extent, chain[q]->kind, loop,
+                   chain[q]->annotations, chain[q]->span);
       }
-      lines.push_back(where + ": after fission, the store to `" + std::string(st->buffer->name.view()) +
-                      "` stays a loop: " + reason);
+      lines.push_back(where + ": after fission, the store to `" +
+                      std::string(st->buffer->name.view()) + "` stays a loop: " + reason);
       pieces.push_back(loop);
     }
     if (!any) return std::nullopt;
@@ -649,7 +702,9 @@ Pass EmitTileIntrinsics() {
       0, "EmitTileIntrinsics");
 }
 
-TILECORE_REGISTER_GLOBAL("transform.EmitTileIntrinsics").set_body_typed([]() { return EmitTileIntrinsics(); });
+TILECORE_REGISTER_GLOBAL("transform.EmitTileIntrinsics").set_body_typed([]() {
+  return EmitTileIntrinsics();
+});
 
 }  // namespace transform
 }  // namespace tilecore

@@ -27,7 +27,8 @@ PrimExpr AsIndex(const PrimExpr& e) {
 /*! \brief `e * s` keeping a Ramp a Ramp and a Broadcast a Broadcast. */
 PrimExpr Scale(const PrimExpr& e, const PrimExpr& s) {
   if (is_const_int(s, 1)) return e;
-  if (const auto* r = e.as<RampNode>()) return Ramp(AsIndex(r->base) * s, AsIndex(r->stride) * s, r->lanes);
+  if (const auto* r = e.as<RampNode>())
+    return Ramp(AsIndex(r->base) * s, AsIndex(r->stride) * s, r->lanes);
   if (const auto* b = e.as<BroadcastNode>()) return Broadcast(AsIndex(b->value) * s, b->lanes);
   return e * s;
 }
@@ -39,7 +40,8 @@ PrimExpr AddIndex(const PrimExpr& a, const PrimExpr& b) {
   const PrimExpr& sc = a.dtype().is_vector() ? b : a;
   if (!vec.dtype().is_vector()) return is_const_int(a, 0) ? b : (is_const_int(b, 0) ? a : a + b);
   if (const auto* r = vec.as<RampNode>()) return Ramp(AsIndex(r->base) + sc, r->stride, r->lanes);
-  if (const auto* bc = vec.as<BroadcastNode>()) return Broadcast(AsIndex(bc->value) + sc, bc->lanes);
+  if (const auto* bc = vec.as<BroadcastNode>())
+    return Broadcast(AsIndex(bc->value) + sc, bc->lanes);
   return vec + sc;
 }
 
@@ -51,7 +53,8 @@ class Flattener : public IRMutator {
       if (idx.same_as(op->indices)) return GetRef<PrimExpr>(op);
       return BufferLoad(op->buffer, idx, op->span);
     }
-    return BufferLoad(FlatView(op->buffer, op->span), {FlatElementOffset(op->buffer, idx)}, op->span);
+    return BufferLoad(FlatView(op->buffer, op->span), {FlatElementOffset(op->buffer, idx)},
+                      op->span);
   }
 
   Stmt VisitStmt_(const BufferStoreNode* op) override {
@@ -64,8 +67,8 @@ class Flattener : public IRMutator {
       }
       return BufferStore(op->buffer, value, idx, pred, op->span);
     }
-    return BufferStore(FlatView(op->buffer, op->span), value, {FlatElementOffset(op->buffer, idx)}, pred,
-                       op->span);
+    return BufferStore(FlatView(op->buffer, op->span), value, {FlatElementOffset(op->buffer, idx)},
+                       pred, op->span);
   }
 
  private:
@@ -92,9 +95,10 @@ class Flattener : public IRMutator {
     if (all_const && off) {
       n += *off;
       if (n > std::numeric_limits<int32_t>::max()) {
-        TILECORE_THROW(ValueError) << "FlattenBuffer: buffer `" << b->name.view() << "` spans "
-                                   << static_cast<int64_t>(n) << " elements; element offsets must fit in int32 "
-                                   << "(TC1 addresses are 32-bit)" << At(span.defined() ? span : b->span);
+        TILECORE_THROW(ValueError)
+            << "FlattenBuffer: buffer `" << b->name.view() << "` spans " << static_cast<int64_t>(n)
+            << " elements; element offsets must fit in int32 "
+            << "(TC1 addresses are 32-bit)" << At(span.defined() ? span : b->span);
       }
       extent = IntImm(kIndex, static_cast<int64_t>(n));
     } else {
@@ -149,7 +153,9 @@ Pass FlattenBuffer() {
       0, "FlattenBuffer");
 }
 
-TILECORE_REGISTER_GLOBAL("transform.FlattenBuffer").set_body_typed([]() { return FlattenBuffer(); });
+TILECORE_REGISTER_GLOBAL("transform.FlattenBuffer").set_body_typed([]() {
+  return FlattenBuffer();
+});
 
 }  // namespace transform
 }  // namespace tilecore

@@ -37,7 +37,8 @@ Graph Fold(const Graph& g, PassContext ctx) {
     if (bn->outputs.size() != 1 || IntAttr(bn, "training_mode", 0) != 0) continue;
     Value x = bn.input(0);
     Node prod = rw.Producer(x);
-    if (!prod.defined() || rw.Uses(x) != 1 || !prod->domain.empty() || prod->outputs.size() != 1) continue;
+    if (!prod.defined() || rw.Uses(x) != 1 || !prod->domain.empty() || prod->outputs.size() != 1)
+      continue;
     bool conv = prod->op_type == "Conv";
     bool gemm = prod->op_type == "Gemm";
     if (!conv && !gemm) continue;
@@ -112,7 +113,9 @@ Graph Fold(const Graph& g, PassContext ctx) {
 
 Pass FoldBatchNorm() { return CreateGraphPass(Fold, 0, String("FoldBatchNorm")); }
 
-TILECORE_REGISTER_GLOBAL("transform.FoldBatchNorm").set_body_typed([]() { return FoldBatchNorm(); });
+TILECORE_REGISTER_GLOBAL("transform.FoldBatchNorm").set_body_typed([]() {
+  return FoldBatchNorm();
+});
 
 }  // namespace transform
 }  // namespace tilecore

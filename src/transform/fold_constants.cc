@@ -43,7 +43,8 @@ Graph Fold(const Graph& g, PassContext ctx) {
       continue;
     }
     int64_t opset = g.Opset(std::string(node->domain.view()));
-    ir::GraphOpDef op = ir::GetGraphOp(std::string(node->op_type.view()), std::string(node->domain.view()));
+    ir::GraphOpDef op =
+        ir::GetGraphOp(std::string(node->op_type.view()), std::string(node->domain.view()));
     if (!op.defined() || !op->reference.defined()) {
       nodes.push_back(node);
       continue;
@@ -84,7 +85,9 @@ Graph Fold(const Graph& g, PassContext ctx) {
 
 Pass FoldConstants() { return CreateGraphPass(Fold, 0, String("FoldConstants")); }
 
-TILECORE_REGISTER_GLOBAL("transform.FoldConstants").set_body_typed([]() { return FoldConstants(); });
+TILECORE_REGISTER_GLOBAL("transform.FoldConstants").set_body_typed([]() {
+  return FoldConstants();
+});
 
 }  // namespace transform
 }  // namespace tilecore

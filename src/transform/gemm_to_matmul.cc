@@ -24,7 +24,8 @@ double FloatAttr(const Node& n, const char* key, double fallback) {
 bool IsFloat32Const2D(const Value& v) {
   if (!v.defined() || !v->is_constant()) return false;
   auto a = ir::AsObject<ffi::NDArray>(v->data);
-  return a.has_value() && a->dtype().code == kDLFloat && a->dtype().bits == 32 && a->shape().size() == 2;
+  return a.has_value() && a->dtype().code == kDLFloat && a->dtype().bits == 32 &&
+         a->shape().size() == 2;
 }
 
 Graph Rewrite(const Graph& g, PassContext ctx) {
@@ -62,11 +63,13 @@ Graph Rewrite(const Graph& g, PassContext ctx) {
     if (IntAttr(gemm, "transA", 0)) a = transpose(a);
     if (IntAttr(gemm, "transB", 0)) b = transpose(b);
     bool last_is_matmul = !c.defined() && alpha == 1.0;
-    Value prod = last_is_matmul ? gemm->outputs[0] : Value(String(rw.Fresh(base + "_matmul")), ir::Type());
+    Value prod =
+        last_is_matmul ? gemm->outputs[0] : Value(String(rw.Fresh(base + "_matmul")), ir::Type());
     out.push_back(MakeNode("MatMul", {a, b}, {prod}, Map<String, Any>(), loc, 13));
     if (alpha != 1.0) {
       Value k = Float32Const(rw.Fresh(base + "_alpha"), {}, {alpha});
-      Value r = !c.defined() ? gemm->outputs[0] : Value(String(rw.Fresh(base + "_scaled")), ir::Type());
+      Value r =
+          !c.defined() ? gemm->outputs[0] : Value(String(rw.Fresh(base + "_scaled")), ir::Type());
       out.push_back(MakeNode("Mul", {prod, k}, {r}, Map<String, Any>(), loc, 14));
       prod = r;
     }

@@ -9,12 +9,12 @@
 #include <cmath>
 #include <optional>
 #include <string>
-#include <vector>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
-#include "tilecore/ir/graph.h"
 #include "tilecore/ffi/structural.h"
+#include "tilecore/ir/graph.h"
 #include "tilecore/ir/graph_op.h"
 #include "tilecore/transform/pass.h"
 
@@ -67,8 +67,10 @@ inline bool HasSubgraph(const Node& node) {
   return false;
 }
 
-/*! \brief Names of every value used (as a node input or output) inside subgraph attributes, at any depth. */
-inline void CollectSubgraphUses(const Graph& g, std::unordered_set<std::string>* out, bool inside = false) {
+/*! \brief Names of every value used (as a node input or output) inside subgraph attributes, at any
+ * depth. */
+inline void CollectSubgraphUses(const Graph& g, std::unordered_set<std::string>* out,
+                                bool inside = false) {
   for (const Node& n : g->nodes) {
     if (inside) {
       for (size_t i = 0; i < n->inputs.size(); ++i) {
@@ -93,21 +95,23 @@ inline bool IsNondeterministic(const Node& n) {
 
 /*! \brief The registered op of `node`, or a ValueError naming op type, node, opset and domain. */
 inline ir::GraphOpDef RequireOp(const Node& node, int64_t opset) {
-  ir::GraphOpDef op = ir::GetGraphOp(std::string(node->op_type.view()), std::string(node->domain.view()));
+  ir::GraphOpDef op =
+      ir::GetGraphOp(std::string(node->op_type.view()), std::string(node->domain.view()));
   if (!op.defined()) {
     std::string domain = node->domain.empty() ? "ai.onnx" : std::string(node->domain.view());
     size_t n = ir::ListGraphOps(std::string(node->domain.view())).size();
-    TILECORE_THROW(NotImplementedError) << "unsupported op " << node->op_type.view() << ": " << node.Where()
-                                        << ", opset " << opset << " of domain " << domain << "; " << n
-                                        << " op types are registered in that domain"
-                                        << " (tilecore.ir.ops.list_ops() lists them)";
+    TILECORE_THROW(NotImplementedError)
+        << "unsupported op " << node->op_type.view() << ": " << node.Where() << ", opset " << opset
+        << " of domain " << domain << "; " << n << " op types are registered in that domain"
+        << " (tilecore.ir.ops.list_ops() lists them)";
   }
   return op;
 }
 
 /*! \brief `e` rethrown with `prefix` before its message, kind kept. */
 [[noreturn]] inline void RethrowWith(const ffi::Error& e, const std::string& prefix) {
-  throw ffi::Error(std::string(e.kind()), prefix + std::string(e.message()), std::string(e.backtrace()));
+  throw ffi::Error(std::string(e.kind()), prefix + std::string(e.message()),
+                   std::string(e.backtrace()));
 }
 
 /*! \brief The TensorType of a host array. */
@@ -124,7 +128,6 @@ inline ir::Type TypeOfArray(const ffi::Any& a, const ir::Type& fallback) {
   }
   return ir::TensorType(dims, ffi::String(ir::DtypeOfNDArray(*nd)), layout, quant);
 }
-
 
 /*! \brief Producers and use counts of a graph's values, and node-level rewriting:
  * matched nodes are marked dead and replacement nodes are placed at the position of
@@ -222,17 +225,23 @@ class Rewriter {
 inline std::optional<std::vector<double>> ConstValues(const Value& v) {
   if (!v.defined() || !v->is_constant()) return std::nullopt;
   auto a = ir::AsObject<ffi::NDArray>(v->data);
-  if (!a.has_value() || a->device().device_type != kDLCPU || !a->IsContiguous()) return std::nullopt;
+  if (!a.has_value() || a->device().device_type != kDLCPU || !a->IsContiguous())
+    return std::nullopt;
   DLDataType t = a->dtype();
   int64_t n = a->NumElements();
   std::vector<double> out(static_cast<size_t>(n));
   const char* base = static_cast<const char*>(a->tensor().data) + a->tensor().byte_offset;
   for (int64_t i = 0; i < n; ++i) {
-    if (t.code == kDLFloat && t.bits == 32) out[i] = reinterpret_cast<const float*>(base)[i];
-    else if (t.code == kDLFloat && t.bits == 64) out[i] = reinterpret_cast<const double*>(base)[i];
-    else if (t.code == kDLInt && t.bits == 64) out[i] = static_cast<double>(reinterpret_cast<const int64_t*>(base)[i]);
-    else if (t.code == kDLInt && t.bits == 32) out[i] = reinterpret_cast<const int32_t*>(base)[i];
-    else return std::nullopt;
+    if (t.code == kDLFloat && t.bits == 32)
+      out[i] = reinterpret_cast<const float*>(base)[i];
+    else if (t.code == kDLFloat && t.bits == 64)
+      out[i] = reinterpret_cast<const double*>(base)[i];
+    else if (t.code == kDLInt && t.bits == 64)
+      out[i] = static_cast<double>(reinterpret_cast<const int64_t*>(base)[i]);
+    else if (t.code == kDLInt && t.bits == 32)
+      out[i] = reinterpret_cast<const int32_t*>(base)[i];
+    else
+      return std::nullopt;
   }
   return out;
 }
@@ -249,7 +258,8 @@ inline bool Near(std::optional<double> v, double want, double tol = 1e-4) {
 }
 
 /*! \brief A float32 host array of `shape` holding `vals`. */
-inline ffi::NDArray Float32Array(const std::vector<int64_t>& shape, const std::vector<double>& vals) {
+inline ffi::NDArray Float32Array(const std::vector<int64_t>& shape,
+                                 const std::vector<double>& vals) {
   ffi::NDArray a = ffi::NDArray::Empty(shape, DLDataType{kDLFloat, 32, 1}, DLDevice{kDLCPU, 0});
   float* p = a.data<float>();
   for (size_t i = 0; i < vals.size(); ++i) p[i] = static_cast<float>(vals[i]);
@@ -257,7 +267,8 @@ inline ffi::NDArray Float32Array(const std::vector<int64_t>& shape, const std::v
 }
 
 /*! \brief A constant Value named `name` holding a float32 array. */
-inline Value Float32Const(const std::string& name, const std::vector<int64_t>& shape, const std::vector<double>& vals) {
+inline Value Float32Const(const std::string& name, const std::vector<int64_t>& shape,
+                          const std::vector<double>& vals) {
   ffi::NDArray a = Float32Array(shape, vals);
   return Value(String(name), TypeOfArray(ffi::Any(a), ir::Type()), ffi::Any(a));
 }
@@ -269,8 +280,8 @@ inline std::string DtypeOf(const Value& v) {
 }
 
 /*! \brief A node of the default domain with "_opset" set. */
-inline Node MakeNode(const std::string& op, Array<ffi::Any> inputs, Array<Value> outputs, Map<String, ffi::Any> attrs,
-                     const String& name, int64_t opset) {
+inline Node MakeNode(const std::string& op, Array<ffi::Any> inputs, Array<Value> outputs,
+                     Map<String, ffi::Any> attrs, const String& name, int64_t opset) {
   attrs.Set(String("_opset"), ffi::Any(opset));
   return Node(String(op), String(""), name, attrs, inputs, outputs);
 }

@@ -26,8 +26,8 @@ Array<Value> BindInputs(const Graph& g, const Map<String, Any>& input_shapes, Va
     if (!known.count(std::string(name.view()))) {
       std::string names;
       for (const Value& in : g->inputs) names += (names.empty() ? "" : ", ") + Name(in);
-      TILECORE_THROW(KeyError) << "input_shapes: the graph has no input `" << name.view() << "` (its inputs: "
-                               << (names.empty() ? "none" : names) << ")";
+      TILECORE_THROW(KeyError) << "input_shapes: the graph has no input `" << name.view()
+                               << "` (its inputs: " << (names.empty() ? "none" : names) << ")";
     }
   }
   Array<Value> out;
@@ -40,11 +40,13 @@ Array<Value> BindInputs(const Graph& g, const Map<String, Any>& input_shapes, Va
     }
     auto dims = given->try_cast<Array<Any>>();
     if (!dims.has_value()) {
-      TILECORE_THROW(TypeError) << "input_shapes[`" << in->name.view() << "`] must be a list of ints";
+      TILECORE_THROW(TypeError) << "input_shapes[`" << in->name.view()
+                                << "`] must be a list of ints";
     }
     if (t != nullptr && t->rank_known && t->shape.size() != dims->size()) {
-      TILECORE_THROW(ValueError) << "input_shapes[`" << in->name.view() << "`] has rank " << dims->size()
-                                 << " but the input is " << ir::TypeToText(in->type);
+      TILECORE_THROW(ValueError) << "input_shapes[`" << in->name.view() << "`] has rank "
+                                 << dims->size() << " but the input is "
+                                 << ir::TypeToText(in->type);
     }
     for (size_t i = 0; i < dims->size(); ++i) {
       auto v = dims->raw(i).try_cast<int64_t>();
@@ -55,14 +57,14 @@ Array<Value> BindInputs(const Graph& g, const Map<String, Any>& input_shapes, Va
       if (t == nullptr || !t->rank_known) continue;
       const Any& decl = t->shape.raw(i);
       if (auto s = decl.as<int64_t>(); s.has_value() && *s != *v) {
-        TILECORE_THROW(ValueError) << "input_shapes[`" << in->name.view() << "`]: dimension " << i << " is " << *v
-                                   << " but the model fixes it to " << *s;
+        TILECORE_THROW(ValueError) << "input_shapes[`" << in->name.view() << "`]: dimension " << i
+                                   << " is " << *v << " but the model fixes it to " << *s;
       }
       if (auto sym = decl.try_cast<String>()) {
         auto [it, fresh] = symbols.emplace(std::string(sym->view()), *v);
         if (!fresh && it->second != *v) {
-          TILECORE_THROW(ValueError) << "input_shapes: symbol `" << sym->view() << "` is bound to both "
-                                     << it->second << " and " << *v;
+          TILECORE_THROW(ValueError) << "input_shapes: symbol `" << sym->view()
+                                     << "` is bound to both " << it->second << " and " << *v;
         }
       }
     }
@@ -115,13 +117,15 @@ Type Merge(const Type& inferred, const Type& declared, const Node& node, size_t 
   const auto* b = declared.as<TensorTypeNode>();
   if (a == nullptr || b == nullptr) return inferred;
   auto mismatch = [&](const std::string& what) {
-    TILECORE_THROW(ValueError) << "inconsistent shape: " << node.Where() << " output " << index << " `"
-                               << node->outputs[index]->name.view() << "` is inferred as " << ir::TypeToText(inferred)
-                               << " but the model declares " << ir::TypeToText(declared) << " (" << what << ")";
+    TILECORE_THROW(ValueError) << "inconsistent shape: " << node.Where() << " output " << index
+                               << " `" << node->outputs[index]->name.view() << "` is inferred as "
+                               << ir::TypeToText(inferred) << " but the model declares "
+                               << ir::TypeToText(declared) << " (" << what << ")";
   };
   if (!a->dtype.empty() && !b->dtype.empty() && a->dtype != b->dtype) mismatch("dtype");
   if (!a->rank_known) {
-    return TensorType(b->shape, a->dtype.empty() ? b->dtype : a->dtype, b->layout, b->quant, b->rank_known);
+    return TensorType(b->shape, a->dtype.empty() ? b->dtype : a->dtype, b->layout, b->quant,
+                      b->rank_known);
   }
   if (!b->rank_known) return inferred;
   if (a->shape.size() != b->shape.size()) mismatch("rank");
@@ -138,7 +142,8 @@ Type Merge(const Type& inferred, const Type& declared, const Node& node, size_t 
       dims.push_back(a->shape.raw(i));
     }
   }
-  return TensorType(dims, a->dtype.empty() ? b->dtype : a->dtype, a->layout.empty() ? b->layout : a->layout,
+  return TensorType(dims, a->dtype.empty() ? b->dtype : a->dtype,
+                    a->layout.empty() ? b->layout : a->layout,
                     a->quant.defined() ? a->quant : b->quant);
 }
 
@@ -209,12 +214,14 @@ ir::Graph InferGraphTypes(const ir::Graph& g, const Map<String, Any>& input_shap
 }
 
 Pass InferTypes(Map<String, Any> input_shapes) {
-  return CreateGraphPass([input_shapes](ir::Graph g, PassContext) { return InferGraphTypes(g, input_shapes); }, 0,
-                         String("InferTypes"));
+  return CreateGraphPass(
+      [input_shapes](ir::Graph g, PassContext) { return InferGraphTypes(g, input_shapes); }, 0,
+      String("InferTypes"));
 }
 
 TILECORE_REGISTER_GLOBAL("transform.InferTypes").set_body_typed([](ffi::AnyView input_shapes) {
-  return InferTypes(input_shapes.is_none() ? Map<String, Any>() : input_shapes.cast<Map<String, Any>>());
+  return InferTypes(input_shapes.is_none() ? Map<String, Any>()
+                                           : input_shapes.cast<Map<String, Any>>());
 });
 
 }  // namespace transform

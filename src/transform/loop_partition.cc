@@ -36,7 +36,8 @@ std::unordered_set<const VarNode*> BoundVars(const Stmt& s) {
   return out;
 }
 
-/*! \brief Comparisons found in the conditions of the `if`s of a statement, in pre-order of the ifs. */
+/*! \brief Comparisons found in the conditions of the `if`s of a statement, in pre-order of the ifs.
+ */
 class AtomCollector : public IRVisitor {
  public:
   std::vector<PrimExpr> atoms;
@@ -66,7 +67,8 @@ class AtomReplacer : public IRMutator {
  public:
   AtomReplacer(PrimExpr atom, bool value) : atom_(std::move(atom)), value_(value) {}
   PrimExpr VisitExpr(const PrimExpr& e) override {
-    if (e.defined() && NodeKindOf(e.get()) == NodeKindOf(atom_.get()) && ffi::StructuralEqual(e, atom_)) {
+    if (e.defined() && NodeKindOf(e.get()) == NodeKindOf(atom_.get()) &&
+        ffi::StructuralEqual(e, atom_)) {
       return IntImm(DataType::Bool(), value_);
     }
     return IRMutator::VisitExpr(e);
@@ -130,32 +132,40 @@ class Partitioner : public IRMutator {
         hi - lo == as_const_int(f->extent).value_or(-1)) {
       return GetRef<Stmt>(f);
     }
-    return For(f->loop_var, IntImm(t, lo), IntImm(t, hi - lo), f->kind, body, f->annotations, f->span);
+    return For(f->loop_var, IntImm(t, lo), IntImm(t, hi - lo), f->kind, body, f->annotations,
+               f->span);
   }
 
   /*! \brief `atom` as `c * v + r < 0` with constant c != 0 and r; the point where it flips. */
-  std::optional<Split> FindSplit(const PrimExpr& atom, const Var& v, const std::unordered_set<const VarNode*>& inner) {
+  std::optional<Split> FindSplit(const PrimExpr& atom, const Var& v,
+                                 const std::unordered_set<const VarNode*>& inner) {
     const auto* bin = atom.as<BinaryOpNode>();
     if (!bin->a.dtype().is_integer() || !bin->a.dtype().is_scalar()) return std::nullopt;
     if (UsesVar(atom, [&](const VarNode* x) { return inner.count(x) > 0; })) return std::nullopt;
     if (!UsesVar(atom, [&](const VarNode* x) { return x == v.get(); })) return std::nullopt;
     PrimExpr d;
-    if (atom.as<LTNode>()) d = bin->a - bin->b;
-    else if (atom.as<LENode>()) d = bin->a - bin->b - 1;
-    else if (atom.as<GTNode>()) d = bin->b - bin->a;
-    else d = bin->b - bin->a - 1;
+    if (atom.as<LTNode>())
+      d = bin->a - bin->b;
+    else if (atom.as<LENode>())
+      d = bin->a - bin->b - 1;
+    else if (atom.as<GTNode>())
+      d = bin->b - bin->a;
+    else
+      d = bin->b - bin->a - 1;
     d = an_.Simplify(d);
     auto at = [&](int64_t x) {
-      return as_const_int(an_.Simplify(Substitute(d, [&](const VarNode* u) -> std::optional<PrimExpr> {
-        if (u == v.get()) return IntImm(v->dtype, x);
-        return std::nullopt;
-      })));
+      return as_const_int(
+          an_.Simplify(Substitute(d, [&](const VarNode* u) -> std::optional<PrimExpr> {
+            if (u == v.get()) return IntImm(v->dtype, x);
+            return std::nullopt;
+          })));
     };
     auto r = at(0), r1 = at(1);
     if (!r || !r1 || *r1 == *r) return std::nullopt;
     int64_t c = *r1 - *r;
     // Affine check: d - (c * v + r) must vanish.
-    if (!is_const_int(an_.Simplify(d - (v * IntImm(v->dtype, c) + IntImm(v->dtype, *r))), 0)) return std::nullopt;
+    if (!is_const_int(an_.Simplify(d - (v * IntImm(v->dtype, c) + IntImm(v->dtype, *r))), 0))
+      return std::nullopt;
     if (c > 0) return Split{FloorDiv64(-*r + c - 1, c), true};  // true for v < ceil(-r / c)
     return Split{FloorDiv64(*r, -c) + 1, false};                // true for v > r / -c
   }
@@ -171,8 +181,9 @@ Pass LoopPartition() {
       [](PrimFunc f, IRModule, PassContext ctx) {
         int64_t max_pieces = ctx.GetConfig<int64_t>("transform.LoopPartition.max_pieces", 8);
         if (max_pieces < 1) {
-          TILECORE_THROW(ValueError) << "LoopPartition: option transform.LoopPartition.max_pieces must be at least 1, "
-                                     << "got " << max_pieces;
+          TILECORE_THROW(ValueError)
+              << "LoopPartition: option transform.LoopPartition.max_pieces must be at least 1, "
+              << "got " << max_pieces;
         }
         Stmt body = Partitioner(max_pieces).VisitStmt(f->body);
         return body.same_as(f->body) ? f : f.WithBody(body);
@@ -180,7 +191,9 @@ Pass LoopPartition() {
       0, "LoopPartition");
 }
 
-TILECORE_REGISTER_GLOBAL("transform.LoopPartition").set_body_typed([]() { return LoopPartition(); });
+TILECORE_REGISTER_GLOBAL("transform.LoopPartition").set_body_typed([]() {
+  return LoopPartition();
+});
 
 }  // namespace transform
 }  // namespace tilecore

@@ -38,7 +38,8 @@ class Lowerer : public IRMutator {
 
   Stmt VisitStmt_(const ForNode* op) override {
     if (op->kind == ForKind::kCores && UsesAsyncDma(op->body)) {
-      return For(op->loop_var, op->min, op->extent, op->kind, WithState(op->body), op->annotations, op->span);
+      return For(op->loop_var, op->min, op->extent, op->kind, WithState(op->body), op->annotations,
+                 op->span);
     }
     return IRMutator::VisitStmt_(op);
   }
@@ -48,7 +49,8 @@ class Lowerer : public IRMutator {
     if (c == nullptr || !IsAsyncDma(c)) return IRMutator::VisitStmt_(op);
     if (!state_.defined()) {
       TILECORE_THROW(ValueError) << "LowerAsyncDMA: `" << c->op.view()
-                                 << "` outside the cores loop of a kernel that has one" << At(op->span);
+                                 << "` outside the cores loop of a kernel that has one"
+                                 << At(op->span);
     }
     PrimExpr event = c->args.back();
     if (auto ce = as_const_int(event); ce && (*ce < 0 || *ce >= kNumDmaEvents)) {
@@ -58,8 +60,9 @@ class Lowerer : public IRMutator {
     PrimExpr slot = event * 2 + 2;
     Span sp = op->span;
     if (c->op == "tile.wait") {
-      return SeqStmt({Evaluate(call("tc1.wait", {StringImm("sc"), StringImm("din"), Load(slot)}), sp),
-                      Evaluate(call("tc1.wait", {StringImm("sc"), StringImm("dout"), Load(slot + 1)}), sp)});
+      return SeqStmt(
+          {Evaluate(call("tc1.wait", {StringImm("sc"), StringImm("din"), Load(slot)}), sp),
+           Evaluate(call("tc1.wait", {StringImm("sc"), StringImm("dout"), Load(slot + 1)}), sp)});
     }
     const auto* dst = c->args[0].as<BufferRegionNode>();
     bool out_engine = false;
@@ -75,7 +78,8 @@ class Lowerer : public IRMutator {
     Array<PrimExpr> args{c->args[0], c->args[1]};
     Array<Stmt> seq;
     seq.push_back(Evaluate(call(op_name, args, c->span), sp));
-    seq.push_back(BufferStore(state_, Load(counter) + 1, {IntImm(DataType::Int(32), counter)}, PrimExpr(), sp));
+    seq.push_back(BufferStore(state_, Load(counter) + 1, {IntImm(DataType::Int(32), counter)},
+                              PrimExpr(), sp));
     seq.push_back(BufferStore(state_, Load(counter), {slot + counter}, PrimExpr(), sp));
     return SeqStmt(seq, sp);
   }
@@ -85,7 +89,8 @@ class Lowerer : public IRMutator {
 
   Stmt WithState(const Stmt& body) {
     Buffer saved = state_;
-    state_ = DeclBuffer({IntImm(DataType::Int(32), 2 + 2 * kNumDmaEvents)}, DataType::Int(32), "dma_state", "local");
+    state_ = DeclBuffer({IntImm(DataType::Int(32), 2 + 2 * kNumDmaEvents)}, DataType::Int(32),
+                        "dma_state", "local");
     Var k("k");
     Stmt init = For(k, 0, 2 + 2 * kNumDmaEvents, ForKind::kSerial,
                     BufferStore(state_, IntImm(DataType::Int(32), 0), {k}));
@@ -109,7 +114,9 @@ Pass LowerAsyncDMA() {
       0, "LowerAsyncDMA");
 }
 
-TILECORE_REGISTER_GLOBAL("transform.LowerAsyncDMA").set_body_typed([]() { return LowerAsyncDMA(); });
+TILECORE_REGISTER_GLOBAL("transform.LowerAsyncDMA").set_body_typed([]() {
+  return LowerAsyncDMA();
+});
 
 }  // namespace transform
 }  // namespace tilecore

@@ -26,8 +26,8 @@ PassInfo::PassInfo(String name, int64_t opt_level) {
   data_ = std::move(n);
 }
 
-PassInstrument::PassInstrument(String name, Function enter_ctx, Function exit_ctx, Function should_run,
-                               Function before, Function after) {
+PassInstrument::PassInstrument(String name, Function enter_ctx, Function exit_ctx,
+                               Function should_run, Function before, Function after) {
   auto n = make_object<PassInstrumentNode>();
   n->name = std::move(name);
   n->enter_ctx = std::move(enter_ctx);
@@ -70,7 +70,8 @@ void PassContext::EnterWithScope() const {
 
 void PassContext::ExitWithScope() const {
   auto& stack = ContextStack();
-  TILECORE_ICHECK(!stack.empty() && stack.back().same_as(*this)) << "PassContext exited out of order";
+  TILECORE_ICHECK(!stack.empty() && stack.back().same_as(*this))
+      << "PassContext exited out of order";
   stack.pop_back();
   for (const PassInstrument& pi : get()->instruments) {
     if (pi->exit_ctx.defined()) pi->exit_ctx();
@@ -88,7 +89,9 @@ bool PassContext::ShouldRun(const IRModule& mod, const PassInfo& info) const {
   return true;
 }
 
-IRModule Pass::operator()(IRModule mod) const { return (*this)(std::move(mod), PassContext::Current()); }
+IRModule Pass::operator()(IRModule mod) const {
+  return (*this)(std::move(mod), PassContext::Current());
+}
 
 IRModule Pass::operator()(IRModule mod, const PassContext& ctx) const {
   const PassNode* p = get();
@@ -115,15 +118,17 @@ IRModule Pass::operator()(IRModule mod, const PassContext& ctx) const {
   return out;
 }
 
-Pass CreateModulePass(std::function<IRModule(IRModule, PassContext)> fn, int64_t opt_level, String name) {
+Pass CreateModulePass(std::function<IRModule(IRModule, PassContext)> fn, int64_t opt_level,
+                      String name) {
   auto n = make_object<PassNode>();
   n->info = PassInfo(name, opt_level);
-  n->func = Function::FromTyped([fn](IRModule m, PassContext c) { return fn(m, c); }, std::string(name.view()));
+  n->func = Function::FromTyped([fn](IRModule m, PassContext c) { return fn(m, c); },
+                                std::string(name.view()));
   return Pass(ffi::ObjectPtr<Object>(std::move(n)));
 }
 
-Pass CreatePrimFuncPass(std::function<PrimFunc(PrimFunc, IRModule, PassContext)> fn, int64_t opt_level,
-                        String name) {
+Pass CreatePrimFuncPass(std::function<PrimFunc(PrimFunc, IRModule, PassContext)> fn,
+                        int64_t opt_level, String name) {
   return CreateModulePass(
       [fn](IRModule mod, PassContext ctx) {
         Map<String, PrimFunc> out;
@@ -147,12 +152,15 @@ IRModule GraphModule(const ir::Graph& g) {
 ir::Graph ModuleGraph(const IRModule& mod, const std::string& pass) {
   auto g = mod->attrs.Get(String("graph"));
   if (!g.has_value() || !ir::AsObject<ir::Graph>(*g).has_value()) {
-    TILECORE_THROW(TypeError) << pass << " is a graph pass: run it on a Graph (or a module holding one in attrs[\"graph\"])";
+    TILECORE_THROW(TypeError)
+        << pass
+        << " is a graph pass: run it on a Graph (or a module holding one in attrs[\"graph\"])";
   }
   return g->cast<ir::Graph>();
 }
 
-Pass CreateGraphPass(std::function<ir::Graph(ir::Graph, PassContext)> fn, int64_t opt_level, String name) {
+Pass CreateGraphPass(std::function<ir::Graph(ir::Graph, PassContext)> fn, int64_t opt_level,
+                     String name) {
   std::string pass_name(name.view());
   return CreateModulePass(
       [fn, pass_name](IRModule mod, PassContext ctx) {
@@ -203,10 +211,12 @@ PassInstrument PassTimingInstrument() {
     if (s->open.empty()) return;
     auto [i, t0] = s->open.back();
     s->open.pop_back();
-    s->records[i].us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    s->records[i].us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   });
   PassInstrument pi("PassTiming", Function(), Function(), Function(), before, after);
-  const_cast<PassInstrumentNode*>(pi.get())->state = ObjectRef(ffi::ObjectPtr<Object>(std::move(state)));
+  const_cast<PassInstrumentNode*>(pi.get())->state =
+      ObjectRef(ffi::ObjectPtr<Object>(std::move(state)));
   return pi;
 }
 
@@ -215,7 +225,8 @@ std::string RenderPassTiming(const PassInstrument& timing) {
   if (s == nullptr) TILECORE_THROW(TypeError) << "RenderPassTiming: not a PassTimingInstrument";
   std::ostringstream os;
   os << std::fixed << std::setprecision(0);
-  for (const auto& r : s->records) os << std::string(static_cast<size_t>(r.depth) * 2, ' ') << r.name << ": " << r.us << " us\n";
+  for (const auto& r : s->records)
+    os << std::string(static_cast<size_t>(r.depth) * 2, ' ') << r.name << ": " << r.us << " us\n";
   return os.str();
 }
 
@@ -225,9 +236,12 @@ PassInstrument DumpIRInstrument(String folder) {
   auto dump = [dir, counter](const IRModule& mod, const PassInfo& info, const char* when) {
     std::filesystem::create_directories(dir);
     std::ostringstream name;
-    name << std::setw(3) << std::setfill('0') << (*counter)++ << "_" << info->name.view() << "_" << when << ".txt";
+    name << std::setw(3) << std::setfill('0') << (*counter)++ << "_" << info->name.view() << "_"
+         << when << ".txt";
     std::ofstream f(std::filesystem::path(dir) / name.str());
-    if (!f) TILECORE_THROW(RuntimeError) << "DumpIR: cannot write " << (std::filesystem::path(dir) / name.str()).string();
+    if (!f)
+      TILECORE_THROW(RuntimeError)
+          << "DumpIR: cannot write " << (std::filesystem::path(dir) / name.str()).string();
     auto g = mod->attrs.Get(String("graph"));
     if (g.has_value() && ir::AsObject<ir::Graph>(*g).has_value() && mod->functions.empty()) {
       f << ir::GraphToText(g->cast<ir::Graph>()) << "\n";
@@ -235,8 +249,10 @@ PassInstrument DumpIRInstrument(String folder) {
       f << ir::AsScript(mod) << "\n";
     }
   };
-  Function before = Function::FromTyped([dump](IRModule m, PassInfo info) { dump(m, info, "before"); });
-  Function after = Function::FromTyped([dump](IRModule m, PassInfo info) { dump(m, info, "after"); });
+  Function before =
+      Function::FromTyped([dump](IRModule m, PassInfo info) { dump(m, info, "before"); });
+  Function after =
+      Function::FromTyped([dump](IRModule m, PassInfo info) { dump(m, info, "after"); });
   return PassInstrument("DumpIR", Function(), Function(), Function(), before, after);
 }
 
@@ -245,15 +261,20 @@ PassInstrument DumpIRInstrument(String folder) {
 // ---------------------------------------------------------------------------
 TILECORE_FFI_STATIC_INIT_BLOCK({
   namespace refl = ffi::reflection;
-  refl::ObjectDef<PassInfoNode>().def_ro("name", &PassInfoNode::name).def_ro("opt_level", &PassInfoNode::opt_level);
-  refl::ObjectDef<PassNode>(kTCFFISEqualIdentity).def_ro("info", &PassNode::info).def_ro("passes", &PassNode::passes);
+  refl::ObjectDef<PassInfoNode>()
+      .def_ro("name", &PassInfoNode::name)
+      .def_ro("opt_level", &PassInfoNode::opt_level);
+  refl::ObjectDef<PassNode>(kTCFFISEqualIdentity)
+      .def_ro("info", &PassNode::info)
+      .def_ro("passes", &PassNode::passes);
   refl::ObjectDef<PassContextNode>(kTCFFISEqualIdentity)
       .def_rw("opt_level", &PassContextNode::opt_level)
       .def_rw("config", &PassContextNode::config)
       .def_rw("disabled", &PassContextNode::disabled)
       .def_rw("instruments", &PassContextNode::instruments)
       .def_rw("stats", &PassContextNode::stats);
-  refl::ObjectDef<PassInstrumentNode>(kTCFFISEqualIdentity).def_ro("name", &PassInstrumentNode::name);
+  refl::ObjectDef<PassInstrumentNode>(kTCFFISEqualIdentity)
+      .def_ro("name", &PassInstrumentNode::name);
 });
 
 namespace {
@@ -263,7 +284,8 @@ namespace {
  *  misspelt option is an error instead of being silently ignored.
  */
 void CheckConfigOption(const String& key, const Any& value) {
-  static const std::vector<std::pair<std::string, bool>> kOptions = {  // (key, is a bool)
+  static const std::vector<std::pair<std::string, bool>> kOptions = {
+      // (key, is a bool)
       {"transform.UnrollLoop.auto_max_extent", false},
       {"transform.UnrollLoop.max_extent", false},
       {"transform.VectorizeLoop.strict", true},
@@ -276,19 +298,21 @@ void CheckConfigOption(const String& key, const Any& value) {
     if (key.view() != k) continue;
     bool ok = is_bool ? value.try_cast<bool>().has_value() : value.try_cast<int64_t>().has_value();
     if (!ok) {
-      TILECORE_THROW(TypeError) << "PassContext option `" << k << "` must be " << (is_bool ? "bool" : "int")
-                                << ", got " << value.GetTypeKey();
+      TILECORE_THROW(TypeError) << "PassContext option `" << k << "` must be "
+                                << (is_bool ? "bool" : "int") << ", got " << value.GetTypeKey();
     }
     return;
   }
   std::string known;
   for (const auto& [k, is_bool] : kOptions) known += (known.empty() ? "" : ", ") + k;
-  TILECORE_THROW(ValueError) << "PassContext: unknown option `" << key.view() << "` (the options are " << known << ")";
+  TILECORE_THROW(ValueError) << "PassContext: unknown option `" << key.view()
+                             << "` (the options are " << known << ")";
 }
 }  // namespace
 
 TILECORE_REGISTER_GLOBAL("transform.PassContext")
-    .set_body_typed([](int64_t opt_level, ffi::AnyView config, ffi::AnyView disabled, ffi::AnyView instruments) {
+    .set_body_typed([](int64_t opt_level, ffi::AnyView config, ffi::AnyView disabled,
+                       ffi::AnyView instruments) {
       PassContext ctx = PassContext::Create();
       ctx->opt_level = opt_level;
       if (!config.is_none()) {
@@ -299,45 +323,55 @@ TILECORE_REGISTER_GLOBAL("transform.PassContext")
       if (!instruments.is_none()) ctx->instruments = instruments.cast<Array<PassInstrument>>();
       return ctx;
     });
-TILECORE_REGISTER_GLOBAL("transform.PassContextCurrent").set_body_typed([]() { return PassContext::Current(); });
-TILECORE_REGISTER_GLOBAL("transform.EnterPassContext").set_body_typed([](PassContext c) { c.EnterWithScope(); });
-TILECORE_REGISTER_GLOBAL("transform.ExitPassContext").set_body_typed([](PassContext c) { c.ExitWithScope(); });
-TILECORE_REGISTER_GLOBAL("transform.RunPass").set_body_typed([](Pass p, ffi::AnyView target) -> Any {
-  if (auto f = target.as<PrimFunc>(); f.has_value() && f->defined()) {
-    IRModule m = p(IRModule::FromFunction(*f));
-    return m->functions.items().front().second;
-  }
-  if (auto g = ir::AsObject<ir::Graph>(target); g.has_value() && g->defined()) {
-    IRModule m = p(GraphModule(*g));
-    return ModuleGraph(m, std::string(p->info->name.view()));
-  }
-  return p(target.cast<IRModule>());
+TILECORE_REGISTER_GLOBAL("transform.PassContextCurrent").set_body_typed([]() {
+  return PassContext::Current();
 });
-TILECORE_REGISTER_GLOBAL("transform.CreateGraphPass").set_body_typed([](Function fn, int64_t opt_level, String name) {
-  return CreateGraphPass(
-      [fn, name](ir::Graph g, PassContext c) {
-        ffi::Any r = fn(g, c);
-        std::optional<ir::Graph> out = r.try_cast<ir::Graph>();
-        if (!out) {
-          TILECORE_THROW(TypeError) << "graph pass `" << name << "` returned `" << r.GetTypeKey()
-                                    << "`, expected `ir.Graph`";
-        }
-        return *std::move(out);
-      },
-      opt_level, name);
+TILECORE_REGISTER_GLOBAL("transform.EnterPassContext").set_body_typed([](PassContext c) {
+  c.EnterWithScope();
 });
-TILECORE_REGISTER_GLOBAL("transform.Sequential").set_body_typed([](Array<Pass> passes, String name) {
-  return Sequential(passes, name);
+TILECORE_REGISTER_GLOBAL("transform.ExitPassContext").set_body_typed([](PassContext c) {
+  c.ExitWithScope();
 });
+TILECORE_REGISTER_GLOBAL("transform.RunPass")
+    .set_body_typed([](Pass p, ffi::AnyView target) -> Any {
+      if (auto f = target.as<PrimFunc>(); f.has_value() && f->defined()) {
+        IRModule m = p(IRModule::FromFunction(*f));
+        return m->functions.items().front().second;
+      }
+      if (auto g = ir::AsObject<ir::Graph>(target); g.has_value() && g->defined()) {
+        IRModule m = p(GraphModule(*g));
+        return ModuleGraph(m, std::string(p->info->name.view()));
+      }
+      return p(target.cast<IRModule>());
+    });
+TILECORE_REGISTER_GLOBAL("transform.CreateGraphPass")
+    .set_body_typed([](Function fn, int64_t opt_level, String name) {
+      return CreateGraphPass(
+          [fn, name](ir::Graph g, PassContext c) {
+            ffi::Any r = fn(g, c);
+            std::optional<ir::Graph> out = r.try_cast<ir::Graph>();
+            if (!out) {
+              TILECORE_THROW(TypeError) << "graph pass `" << name << "` returned `"
+                                        << r.GetTypeKey() << "`, expected `ir.Graph`";
+            }
+            return *std::move(out);
+          },
+          opt_level, name);
+    });
+TILECORE_REGISTER_GLOBAL("transform.Sequential")
+    .set_body_typed([](Array<Pass> passes, String name) { return Sequential(passes, name); });
 TILECORE_REGISTER_GLOBAL("transform.PassInstrument")
     .set_body_typed([](String name, std::optional<Function> enter, std::optional<Function> exit,
                        std::optional<Function> should_run, std::optional<Function> before,
                        std::optional<Function> after) {
       // A hook left out (None) is not called.
       return PassInstrument(name, enter.value_or(Function()), exit.value_or(Function()),
-                            should_run.value_or(Function()), before.value_or(Function()), after.value_or(Function()));
+                            should_run.value_or(Function()), before.value_or(Function()),
+                            after.value_or(Function()));
     });
-TILECORE_REGISTER_GLOBAL("transform.PassTimingInstrument").set_body_typed([]() { return PassTimingInstrument(); });
+TILECORE_REGISTER_GLOBAL("transform.PassTimingInstrument").set_body_typed([]() {
+  return PassTimingInstrument();
+});
 TILECORE_REGISTER_GLOBAL("transform.RenderPassTiming").set_body_typed([](PassInstrument p) {
   return RenderPassTiming(p);
 });
@@ -351,8 +385,9 @@ TILECORE_REGISTER_GLOBAL("transform.CreatePrimFuncPass")
             ffi::Any r = fn(f, m, c);
             std::optional<PrimFunc> g = r.try_cast<PrimFunc>();
             if (!g) {
-              TILECORE_THROW(TypeError) << "prim_func pass `" << name << "` returned `" << r.GetTypeKey()
-                                        << "` for a function, expected `ir.PrimFunc`";
+              TILECORE_THROW(TypeError)
+                  << "prim_func pass `" << name << "` returned `" << r.GetTypeKey()
+                  << "` for a function, expected `ir.PrimFunc`";
             }
             return *std::move(g);
           },

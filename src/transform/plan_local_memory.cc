@@ -24,7 +24,10 @@ int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 class Planner : public IRVisitor {
  public:
-  Planner(int64_t l1, int64_t l2) { cap_[0] = l1; cap_[1] = l2; }
+  Planner(int64_t l1, int64_t l2) {
+    cap_[0] = l1;
+    cap_[1] = l2;
+  }
 
   void VisitStmt_(const AllocateNode* op) override {
     const BufferNode* b = op->buffer.get();
@@ -34,9 +37,10 @@ class Planner : public IRVisitor {
     for (size_t i = 0; i < b->shape.size(); ++i) {
       auto c = as_const_int(an.Simplify(b->shape[i]));
       if (!c) {
-        TILECORE_THROW(ValueError) << "PlanLocalMemory: buffer `" << b->name.view() << "` has a shape that is not "
-                                   << "constant (dimension " << i << "); local and shared buffers need constant shapes"
-                                   << At(op->span);
+        TILECORE_THROW(ValueError)
+            << "PlanLocalMemory: buffer `" << b->name.view() << "` has a shape that is not "
+            << "constant (dimension " << i << "); local and shared buffers need constant shapes"
+            << At(op->span);
       }
       elems *= *c;
     }
@@ -49,9 +53,9 @@ class Planner : public IRVisitor {
       std::ostringstream msg;
       int64_t total = 0;
       for (const auto& [n, sz] : live_[s]) total += sz;
-      msg << "PlanLocalMemory: " << (s == 0 ? "local memory (L1)" : "shared memory (L2)") << " overflows: "
-          << cap_[s] << " bytes available" << (s == 0 ? " per core" : "") << ", the live buffers need " << total
-          << " bytes (";
+      msg << "PlanLocalMemory: " << (s == 0 ? "local memory (L1)" : "shared memory (L2)")
+          << " overflows: " << cap_[s] << " bytes available" << (s == 0 ? " per core" : "")
+          << ", the live buffers need " << total << " bytes (";
       for (size_t i = 0; i < live_[s].size(); ++i) {
         msg << (i ? ", " : "") << "`" << live_[s][i].first << "` " << live_[s][i].second << " B";
       }
@@ -87,7 +91,8 @@ Pass PlanLocalMemory() {
         } catch (const ffi::Error& e) {
           std::string fn = f.global_symbol();
           if (fn.empty()) throw;
-          throw ffi::Error(std::string(e.kind()), "kernel `" + fn + "`: " + std::string(e.message()),
+          throw ffi::Error(std::string(e.kind()),
+                           "kernel `" + fn + "`: " + std::string(e.message()),
                            std::string(e.backtrace()));
         }
         return f.WithAttr("memory_plan", p.plan_)
@@ -97,7 +102,9 @@ Pass PlanLocalMemory() {
       0, "PlanLocalMemory");
 }
 
-TILECORE_REGISTER_GLOBAL("transform.PlanLocalMemory").set_body_typed([]() { return PlanLocalMemory(); });
+TILECORE_REGISTER_GLOBAL("transform.PlanLocalMemory").set_body_typed([]() {
+  return PlanLocalMemory();
+});
 
 }  // namespace transform
 }  // namespace tilecore

@@ -13,7 +13,9 @@ using namespace graph_internal;  // NOLINT(*)
 
 namespace {
 
-bool SameValue(const Value& a, const Value& b) { return a.defined() && b.defined() && a->name == b->name; }
+bool SameValue(const Value& a, const Value& b) {
+  return a.defined() && b.defined() && a->name == b->name;
+}
 
 /*! \brief For a binary node: the operand that is a constant ~= `c` -> the other operand. */
 Value OtherThanConst(const Node& n, double c) {
@@ -73,7 +75,9 @@ Graph Recognize(const Graph& g, PassContext ctx) {
   Rewriter rw(g);
   int64_t silu = 0, hswish = 0, gelu_erf = 0, gelu_tanh = 0;
   for (const Node& root : g->nodes) {
-    if (rw.IsDead(root) || !root->domain.empty() || root->outputs.size() != 1 || root->inputs.size() != 2) continue;
+    if (rw.IsDead(root) || !root->domain.empty() || root->outputs.size() != 1 ||
+        root->inputs.size() != 2)
+      continue;
     const String& loc = root->name;
     if (root->op_type == "Mul") {
       bool done = false;
@@ -82,14 +86,17 @@ Graph Recognize(const Graph& g, PassContext ctx) {
         Value x = root.input(static_cast<size_t>(1 - side));
         Value y = root.input(static_cast<size_t>(side));
         if (Node s = rw.ProducerIf(y, "Sigmoid"); s.defined() && SameValue(s.input(0), x)) {
-          Node n(String("SiLU"), String("tilecore"), loc, Map<String, Any>(), Array<Any>({Any(x)}), root->outputs);
+          Node n(String("SiLU"), String("tilecore"), loc, Map<String, Any>(), Array<Any>({Any(x)}),
+                 root->outputs);
           rw.Replace({s}, root, {n});
           ++silu;
           done = true;
-        } else if (Node h = rw.ProducerIf(y, "HardSigmoid"); h.defined() && SameValue(h.input(0), x) &&
-                                                               Near(FloatAttrOr(h, "alpha", 0.2), 1.0 / 6) &&
-                                                               Near(FloatAttrOr(h, "beta", 0.5), 0.5)) {
-          rw.Replace({h}, root, {MakeNode("HardSwish", {x}, root->outputs, Map<String, Any>(), loc, 14)});
+        } else if (Node h = rw.ProducerIf(y, "HardSigmoid");
+                   h.defined() && SameValue(h.input(0), x) &&
+                   Near(FloatAttrOr(h, "alpha", 0.2), 1.0 / 6) &&
+                   Near(FloatAttrOr(h, "beta", 0.5), 0.5)) {
+          rw.Replace({h}, root,
+                     {MakeNode("HardSwish", {x}, root->outputs, Map<String, Any>(), loc, 14)});
           ++hswish;
           done = true;
         }
@@ -154,7 +161,8 @@ Graph Recognize(const Graph& g, PassContext ctx) {
                                                    Near(FloatAttrOr(clip, "max", -1), 6.0);
       Node add = rw.ProducerIf(clip.input(0), "Add");
       if (!bounds || !add.defined() || !SameValue(OtherThanConst(add, 3.0), x)) continue;
-      rw.Replace({mul, clip, add}, root, {MakeNode("HardSwish", {x}, root->outputs, Map<String, Any>(), loc, 14)});
+      rw.Replace({mul, clip, add}, root,
+                 {MakeNode("HardSwish", {x}, root->outputs, Map<String, Any>(), loc, 14)});
       ++hswish;
       break;
     }
@@ -169,9 +177,13 @@ Graph Recognize(const Graph& g, PassContext ctx) {
 
 }  // namespace
 
-Pass RecognizeActivations() { return CreateGraphPass(Recognize, 0, String("RecognizeActivations")); }
+Pass RecognizeActivations() {
+  return CreateGraphPass(Recognize, 0, String("RecognizeActivations"));
+}
 
-TILECORE_REGISTER_GLOBAL("transform.RecognizeActivations").set_body_typed([]() { return RecognizeActivations(); });
+TILECORE_REGISTER_GLOBAL("transform.RecognizeActivations").set_body_typed([]() {
+  return RecognizeActivations();
+});
 
 }  // namespace transform
 }  // namespace tilecore

@@ -13,14 +13,17 @@ using namespace graph_internal;  // NOLINT(*)
 
 namespace {
 
-bool SameValue(const Value& a, const Value& b) { return a.defined() && b.defined() && a->name == b->name; }
+bool SameValue(const Value& a, const Value& b) {
+  return a.defined() && b.defined() && a->name == b->name;
+}
 
 int64_t Rank(const Value& v) {
   const auto* t = v.defined() ? v->type.as<ir::TensorTypeNode>() : nullptr;
   return t != nullptr && t->rank_known ? static_cast<int64_t>(t->shape.size()) : -1;
 }
 
-/*! \brief The single reduction axis of a keepdims reduce node (normalised when the rank is known), or nullopt. */
+/*! \brief The single reduction axis of a keepdims reduce node (normalised when the rank is known),
+ * or nullopt. */
 std::optional<int64_t> ReduceAxis(const Node& n, const Value& x) {
   auto keep = n->attrs.Get(String("keepdims"));
   if (keep.has_value() && keep->try_cast<int64_t>().value_or(1) != 1) return std::nullopt;
@@ -28,7 +31,8 @@ std::optional<int64_t> ReduceAxis(const Node& n, const Value& x) {
   if (auto a = n->attrs.Get(String("axes"))) {
     auto arr = a->try_cast<Array<Any>>();
     if (!arr.has_value()) return std::nullopt;
-    for (size_t i = 0; i < arr->size(); ++i) axes.push_back(static_cast<double>(arr->raw(i).cast<int64_t>()));
+    for (size_t i = 0; i < arr->size(); ++i)
+      axes.push_back(static_cast<double>(arr->raw(i).cast<int64_t>()));
   } else if (n->inputs.size() >= 2) {
     auto v = ConstValues(n.input(1));
     if (!v.has_value()) return std::nullopt;
@@ -46,7 +50,9 @@ Graph Recognize(const Graph& g, PassContext ctx) {
   Rewriter rw(g);
   int64_t ln = 0, sm = 0;
   for (const Node& root : g->nodes) {
-    if (rw.IsDead(root) || !root->domain.empty() || root->outputs.size() != 1 || root->inputs.size() != 2) continue;
+    if (rw.IsDead(root) || !root->domain.empty() || root->outputs.size() != 1 ||
+        root->inputs.size() != 2)
+      continue;
     const String& loc = root->name;
     if (root->op_type == "Add") {
       for (int side = 0; side < 2; ++side) {
@@ -69,11 +75,13 @@ Graph Recognize(const Graph& g, PassContext ctx) {
           std::optional<double> eps;
           for (int es = 0; es < 2 && !var.defined(); ++es) {
             eps = ScalarConst(add_eps.input(static_cast<size_t>(1 - es)));
-            if (eps.has_value()) var = rw.ProducerIf(add_eps.input(static_cast<size_t>(es)), "ReduceMean");
+            if (eps.has_value())
+              var = rw.ProducerIf(add_eps.input(static_cast<size_t>(es)), "ReduceMean");
           }
           if (!var.defined()) continue;
           Node sq = rw.ProducerIf(var.input(0), "Pow");
-          bool square = sq.defined() && SameValue(sq.input(0), d) && Near(ScalarConst(sq.input(1)), 2.0);
+          bool square =
+              sq.defined() && SameValue(sq.input(0), d) && Near(ScalarConst(sq.input(1)), 2.0);
           if (!square) {
             sq = rw.ProducerIf(var.input(0), "Mul");
             square = sq.defined() && SameValue(sq.input(0), d) && SameValue(sq.input(1), d);
@@ -84,8 +92,9 @@ Graph Recognize(const Graph& g, PassContext ctx) {
           Map<String, Any> attrs;
           attrs.Set(String("axis"), Any(int64_t{-1}));
           attrs.Set(String("epsilon"), Any(*eps));
-          rw.Replace({mul, div, sub, sqrt, mean, add_eps, var, sq}, root,
-                     {MakeNode("LayerNormalization", {x, gamma, beta}, root->outputs, attrs, loc, 17)});
+          rw.Replace(
+              {mul, div, sub, sqrt, mean, add_eps, var, sq}, root,
+              {MakeNode("LayerNormalization", {x, gamma, beta}, root->outputs, attrs, loc, 17)});
           ++ln;
           side = 2;
           break;
@@ -97,7 +106,8 @@ Graph Recognize(const Graph& g, PassContext ctx) {
       Value e = root.input(0);
       Node exp = rw.ProducerIf(e, "Exp", false);
       Node sum = rw.ProducerIf(root.input(1), "ReduceSum");
-      if (!exp.defined() || !sum.defined() || rw.Uses(e) != 2 || !SameValue(sum.input(0), e)) continue;
+      if (!exp.defined() || !sum.defined() || rw.Uses(e) != 2 || !SameValue(sum.input(0), e))
+        continue;
       Value y = exp.input(0);
       Value x = y;
       std::vector<Node> matched = {exp, sum};
@@ -129,7 +139,9 @@ Graph Recognize(const Graph& g, PassContext ctx) {
 
 }  // namespace
 
-Pass RecognizeNormalization() { return CreateGraphPass(Recognize, 0, String("RecognizeNormalization")); }
+Pass RecognizeNormalization() {
+  return CreateGraphPass(Recognize, 0, String("RecognizeNormalization"));
+}
 
 TILECORE_REGISTER_GLOBAL("transform.RecognizeNormalization").set_body_typed([]() {
   return RecognizeNormalization();

@@ -34,7 +34,8 @@ class StmtSimplifier : public IRMutator {
     Stmt body = VisitStmt(op->body);
     an_.Unbind(op->loop_var);
     if (IsNoOp(body)) return Evaluate(IntImm(DataType::Int(32), 0));
-    if (mn.same_as(op->min) && ext.same_as(op->extent) && body.same_as(op->body)) return GetRef<Stmt>(op);
+    if (mn.same_as(op->min) && ext.same_as(op->extent) && body.same_as(op->body))
+      return GetRef<Stmt>(op);
     return For(op->loop_var, mn, ext, op->kind, body, op->annotations, op->span);
   }
 
@@ -42,12 +43,14 @@ class StmtSimplifier : public IRMutator {
     PrimExpr c = VisitExpr(op->condition);
     if (auto cc = as_const_int(c)) {
       if (*cc) return VisitStmt(op->then_case);
-      return op->else_case.defined() ? VisitStmt(op->else_case) : Evaluate(IntImm(DataType::Int(32), 0));
+      return op->else_case.defined() ? VisitStmt(op->else_case)
+                                     : Evaluate(IntImm(DataType::Int(32), 0));
     }
     Stmt t = VisitStmt(op->then_case), e = VisitStmt(op->else_case);
     if (e.defined() && IsNoOp(e)) e = Stmt();
     if (IsNoOp(t) && !e.defined()) return Evaluate(IntImm(DataType::Int(32), 0));
-    if (c.same_as(op->condition) && t.same_as(op->then_case) && e.same_as(op->else_case)) return GetRef<Stmt>(op);
+    if (c.same_as(op->condition) && t.same_as(op->then_case) && e.same_as(op->else_case))
+      return GetRef<Stmt>(op);
     return IfThenElse(c, t, e, op->span);
   }
 
@@ -61,8 +64,10 @@ class StmtSimplifier : public IRMutator {
       return VisitStmt(body);
     }
     IntBound b = an_.ConstIntBound(v);
-    constexpr int64_t kLo = std::numeric_limits<int32_t>::min(), kHi = std::numeric_limits<int32_t>::max();
-    if (op->var->dtype.is_integer() && b.lo >= kLo && b.hi <= kHi) an_.Bind(op->var, b.lo, b.hi - b.lo + 1);
+    constexpr int64_t kLo = std::numeric_limits<int32_t>::min(),
+                      kHi = std::numeric_limits<int32_t>::max();
+    if (op->var->dtype.is_integer() && b.lo >= kLo && b.hi <= kHi)
+      an_.Bind(op->var, b.lo, b.hi - b.lo + 1);
     Stmt body = VisitStmt(op->body);
     an_.Unbind(op->var);
     if (v.same_as(op->value) && body.same_as(op->body)) return GetRef<Stmt>(op);
@@ -73,7 +78,8 @@ class StmtSimplifier : public IRMutator {
     Stmt s = IRMutator::VisitStmt_(op);
     if (const auto* q = s.as<SeqStmtNode>()) {
       Stmt flat = SeqStmt::Flatten(q->seq);
-      if (const auto* fq = flat.as<SeqStmtNode>(); fq && fq->seq.empty()) return Evaluate(IntImm(DataType::Int(32), 0));
+      if (const auto* fq = flat.as<SeqStmtNode>(); fq && fq->seq.empty())
+        return Evaluate(IntImm(DataType::Int(32), 0));
       return flat;
     }
     return s;
@@ -105,7 +111,9 @@ Pass Simplify() {
 }
 
 TILECORE_REGISTER_GLOBAL("transform.Simplify").set_body_typed([]() { return Simplify(); });
-TILECORE_REGISTER_GLOBAL("transform.SimplifyStmt").set_body_typed([](Stmt s) { return SimplifyStmt(s); });
+TILECORE_REGISTER_GLOBAL("transform.SimplifyStmt").set_body_typed([](Stmt s) {
+  return SimplifyStmt(s);
+});
 
 }  // namespace transform
 }  // namespace tilecore

@@ -16,7 +16,8 @@ namespace {
 
 bool HasLoop(const Stmt& s) {
   bool found = false;
-  PostOrderVisit(s, [&](const ObjectRef& n) { found = found || n.as<ForNode>() || n.as<WhileNode>(); });
+  PostOrderVisit(
+      s, [&](const ObjectRef& n) { found = found || n.as<ForNode>() || n.as<WhileNode>(); });
   return found;
 }
 
@@ -31,13 +32,17 @@ class Unroller : public IRMutator {
     auto ext = as_const_int(SimplifyExprOf(op->extent));
     if (want && (!mn || !ext)) {
       TILECORE_THROW(ValueError) << "UnrollLoop: loop `" << op->loop_var->name.view()
-                                 << "` is marked unrolled but its bounds are not constant" << At(op->span);
+                                 << "` is marked unrolled but its bounds are not constant"
+                                 << At(op->span);
     }
     if (want && *ext > max_extent_) {
-      TILECORE_THROW(ValueError) << "UnrollLoop: loop `" << op->loop_var->name.view() << "` has extent " << *ext
-                                 << ", more than transform.UnrollLoop.max_extent = " << max_extent_ << At(op->span);
+      TILECORE_THROW(ValueError) << "UnrollLoop: loop `" << op->loop_var->name.view()
+                                 << "` has extent " << *ext
+                                 << ", more than transform.UnrollLoop.max_extent = " << max_extent_
+                                 << At(op->span);
     }
-    if (!want && op->kind == ForKind::kSerial && mn && ext && *ext <= auto_max_ && !HasLoop(body)) want = true;
+    if (!want && op->kind == ForKind::kSerial && mn && ext && *ext <= auto_max_ && !HasLoop(body))
+      want = true;
     if (!want) {
       if (body.same_as(op->body)) return GetRef<Stmt>(op);
       return For(op->loop_var, op->min, op->extent, op->kind, body, op->annotations, op->span);
@@ -45,10 +50,11 @@ class Unroller : public IRMutator {
     Array<Stmt> copies;
     for (int64_t k = 0; k < *ext; ++k) {
       PrimExpr value = IntImm(op->loop_var->dtype, *mn + k);
-      copies.push_back(SimplifyStmt(Substitute(body, [&](const VarNode* v) -> std::optional<PrimExpr> {
-        if (v == op->loop_var.get()) return value;
-        return std::nullopt;
-      })));
+      copies.push_back(
+          SimplifyStmt(Substitute(body, [&](const VarNode* v) -> std::optional<PrimExpr> {
+            if (v == op->loop_var.get()) return value;
+            return std::nullopt;
+          })));
     }
     return SeqStmt::Flatten(copies);
   }

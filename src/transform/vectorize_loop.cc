@@ -71,7 +71,7 @@ class BodyVectorizer {
       return LetStmt(nv, value, VisitStmt(let->body), let->span);
     }
     if (IsNoOp(s)) return s;
-    const char* what = s.as<ForNode>()         ? "a loop"
+    const char* what = s.as<ForNode>()          ? "a loop"
                        : s.as<IfThenElseNode>() ? "an if"
                        : s.as<AllocateNode>()   ? "an allocation"
                        : s.as<WhileNode>()      ? "a while loop"
@@ -91,17 +91,19 @@ class BodyVectorizer {
     if (vec_dim < 0) return idx;
     std::string name(buf->name.view());
     const auto* ramp = idx[vec_dim].as<RampNode>();
-    if (vec_dim + 1 != static_cast<int>(indices.size()) || ramp == nullptr || !is_const_int(ramp->stride, 1) ||
+    if (vec_dim + 1 != static_cast<int>(indices.size()) || ramp == nullptr ||
+        !is_const_int(ramp->stride, 1) ||
         !is_const_int(an_->Simplify(BufferStrides(buf).back()), 1)) {
-      Fail(std::string("the ") + what + " `" + name + "` is not contiguous in `" + std::string(v_->name.view()) +
-           "` (TC1 vld/vst read 32 consecutive bytes)");
+      Fail(std::string("the ") + what + " `" + name + "` is not contiguous in `" +
+           std::string(v_->name.view()) + "` (TC1 vld/vst read 32 consecutive bytes)");
     }
     Array<PrimExpr> first = idx;
     first.Set(vec_dim, ramp->base);
     PrimExpr offset = FlatElementOffset(buf, first);
     if (!is_const_int(an_->Simplify(floormod(offset, IntImm(offset.dtype(), lanes_))), 0)) {
-      Fail(std::string("the ") + what + " `" + name + "` at element offset " + AsScript(an_->Simplify(offset)) +
-           " is not provably a multiple of " + std::to_string(lanes_) + " lanes (vld/vst need 32-byte alignment)");
+      Fail(std::string("the ") + what + " `" + name + "` at element offset " +
+           AsScript(an_->Simplify(offset)) + " is not provably a multiple of " +
+           std::to_string(lanes_) + " lanes (vld/vst need 32-byte alignment)");
     }
     return idx;
   }
@@ -123,35 +125,40 @@ class BodyVectorizer {
         if (t.is_vector() && !t.is_bool() && t.bits() != width_ && bad.empty()) bad = t.str();
         IRVisitor::VisitExpr(e);
       }
-      void VisitExpr_(const BufferLoadNode*) override {}  // indices are addresses, not register values
+      void VisitExpr_(const BufferLoadNode*) override {
+      }  // indices are addresses, not register values
      private:
       int width_;
     } w(width_);
     w.VisitExpr(e);
     if (!w.bad.empty()) {
-      Fail("an intermediate value is " + w.bad + ", wider or narrower than the " + std::to_string(lanes_) +
-           " lanes of " + std::to_string(width_) + " bits in one register");
+      Fail("an intermediate value is " + w.bad + ", wider or narrower than the " +
+           std::to_string(lanes_) + " lanes of " + std::to_string(width_) +
+           " bits in one register");
     }
   }
 
   // -- expressions --------------------------------------------------------------
-  PrimExpr Bcast(const PrimExpr& e) { return e.dtype().is_vector() ? e : PrimExpr(Broadcast(e, lanes_)); }
+  PrimExpr Bcast(const PrimExpr& e) {
+    return e.dtype().is_vector() ? e : PrimExpr(Broadcast(e, lanes_));
+  }
 
   PrimExpr Vec(const PrimExpr& e) {
     switch (NodeKindOf(e.get())) {
       case NodeKind::kIntImm:
       case NodeKind::kFloatImm:
-      case NodeKind::kStringImm: return e;
+      case NodeKind::kStringImm:
+        return e;
       case NodeKind::kVar: {
         const auto* var = e.as<VarNode>();
         if (var == v_.get()) return Ramp(base_, IntImm(v_->dtype, 1), lanes_);
         auto it = lets_.find(var);
         return it == lets_.end() ? e : PrimExpr(it->second);
       }
-#define TILECORE_VEC_BINARY(Name)                        \
-  case NodeKind::k##Name: {                              \
-    const auto* op = e.as<Name##Node>();                 \
-    return Binary<Name>(e, op->a, op->b);                \
+#define TILECORE_VEC_BINARY(Name)         \
+  case NodeKind::k##Name: {               \
+    const auto* op = e.as<Name##Node>();  \
+    return Binary<Name>(e, op->a, op->b); \
   }
         TILECORE_IR_FOR_EACH_BINARY(TILECORE_VEC_BINARY)
 #undef TILECORE_VEC_BINARY
@@ -179,11 +186,13 @@ class BodyVectorizer {
         const auto* op = e.as<CallNode>();
         for (const PrimExpr& a : op->args) {
           if (Vec(a).dtype().is_vector()) {
-            Fail("the call `" + std::string(op->op.view()) + "` takes an argument that depends on `" +
-                 std::string(v_->name.view()) + "` and has no SIMD form");
+            Fail("the call `" + std::string(op->op.view()) +
+                 "` takes an argument that depends on `" + std::string(v_->name.view()) +
+                 "` and has no SIMD form");
           }
         }
-        if (CallHasEffect(op)) Fail("the body calls `" + std::string(op->op.view()) + "`, which has an effect");
+        if (CallHasEffect(op))
+          Fail("the body calls `" + std::string(op->op.view()) + "`, which has an effect");
         return e;
       }
       case NodeKind::kBufferLoad: {
@@ -194,11 +203,15 @@ class BodyVectorizer {
         for (size_t k = 0; k < idx.size(); ++k) same = same && idx[k].same_as(op->indices[k]);
         return same ? e : PrimExpr(BufferLoad(op->buffer, idx, op->span));
       }
-      case NodeKind::kLet: Fail("the body holds a let expression");
+      case NodeKind::kLet:
+        Fail("the body holds a let expression");
       case NodeKind::kRamp:
-      case NodeKind::kBroadcast: Fail("the body already holds vectors");
-      case NodeKind::kBufferRegion: Fail("the body passes a buffer region");
-      default: Fail("the body holds an expression of unknown kind");
+      case NodeKind::kBroadcast:
+        Fail("the body already holds vectors");
+      case NodeKind::kBufferRegion:
+        Fail("the body passes a buffer region");
+      default:
+        Fail("the body holds an expression of unknown kind");
     }
   }
 
@@ -212,7 +225,8 @@ class BodyVectorizer {
     const auto* rb = b.as<RampNode>();
     if constexpr (std::is_same_v<Node, Add> || std::is_same_v<Node, Sub>) {
       if (ra && !vb) return Ramp(Node(ra->base, b), ra->stride, lanes_);
-      if (rb && !va && std::is_same_v<Node, Add>) return Ramp(Node(a, rb->base), rb->stride, lanes_);
+      if (rb && !va && std::is_same_v<Node, Add>)
+        return Ramp(Node(a, rb->base), rb->stride, lanes_);
       if (ra && rb) return Ramp(Node(ra->base, rb->base), Node(ra->stride, rb->stride), lanes_);
     }
     if constexpr (std::is_same_v<Node, Mul>) {
@@ -222,7 +236,8 @@ class BodyVectorizer {
     return Node(Bcast(a), Bcast(b));
   }
 
-  /*! \brief A buffer stored in the loop may be loaded only at the stored index (no loop-carried dependence). */
+  /*! \brief A buffer stored in the loop may be loaded only at the stored index (no loop-carried
+   * dependence). */
   void CheckDependences(const Stmt& body) {
     std::unordered_map<const VarNode*, Array<PrimExpr>> stored;
     PostOrderVisit(body, [&](const ObjectRef& n) {
@@ -266,11 +281,13 @@ class LoopVectorizer : public IRMutator {
       return Vectorize(op, body, where);
     } catch (const NotVectorizable& e) {
       if (strict_) {
-        TILECORE_THROW(ValueError) << "VectorizeLoop: " << where << " cannot be vectorized: " << e.reason
-                                   << " (transform.VectorizeLoop.strict is set)";
+        TILECORE_THROW(ValueError)
+            << "VectorizeLoop: " << where << " cannot be vectorized: " << e.reason
+            << " (transform.VectorizeLoop.strict is set)";
       }
       report.push_back(where + ": serial fallback: " + e.reason);
-      return For(op->loop_var, op->min, op->extent, ForKind::kSerial, body, op->annotations, op->span);
+      return For(op->loop_var, op->min, op->extent, ForKind::kSerial, body, op->annotations,
+                 op->span);
     }
   }
 
@@ -289,7 +306,9 @@ class LoopVectorizer : public IRMutator {
     });
     if (width == 0) Fail("it stores nothing");
     int lanes = kSimdBits / width;
-    if (*ext < lanes) Fail("its extent " + std::to_string(*ext) + " is less than the " + std::to_string(lanes) + " lanes");
+    if (*ext < lanes)
+      Fail("its extent " + std::to_string(*ext) + " is less than the " + std::to_string(lanes) +
+           " lanes");
     int64_t outer = *ext / lanes, tail = *ext % lanes;
     DataType t = op->loop_var->dtype;
     Var vo(std::string(op->loop_var->name.view()) + "_o", t, op->loop_var->span);
@@ -303,12 +322,14 @@ class LoopVectorizer : public IRMutator {
       throw;
     }
     an_.Unbind(vo);
-    Stmt main = For(vo, IntImm(t, 0), IntImm(t, outer), ForKind::kSerial, vec, op->annotations, op->span);
-    report.push_back(where + ": vectorized, " + std::to_string(lanes) + " lanes x " + std::to_string(outer) +
+    Stmt main =
+        For(vo, IntImm(t, 0), IntImm(t, outer), ForKind::kSerial, vec, op->annotations, op->span);
+    report.push_back(where + ": vectorized, " + std::to_string(lanes) + " lanes x " +
+                     std::to_string(outer) +
                      (tail ? ", serial tail of " + std::to_string(tail) : std::string()));
     if (tail == 0) return main;
-    Stmt rest = For(op->loop_var, IntImm(t, *mn + outer * lanes), IntImm(t, tail), ForKind::kSerial, body,
-                    op->annotations, op->span);
+    Stmt rest = For(op->loop_var, IntImm(t, *mn + outer * lanes), IntImm(t, tail), ForKind::kSerial,
+                    body, op->annotations, op->span);
     return SeqStmt({main, rest});
   }
 
@@ -324,12 +345,15 @@ Pass VectorizeLoop() {
         LoopVectorizer v(ctx.GetConfig<bool>("transform.VectorizeLoop.strict", false));
         Stmt body = v.VisitStmt(f->body);
         if (body.same_as(f->body)) return f;
-        return v.report.empty() ? f.WithBody(body) : f.WithBody(body).WithAttr("vectorize_report", v.report);
+        return v.report.empty() ? f.WithBody(body)
+                                : f.WithBody(body).WithAttr("vectorize_report", v.report);
       },
       0, "VectorizeLoop");
 }
 
-TILECORE_REGISTER_GLOBAL("transform.VectorizeLoop").set_body_typed([]() { return VectorizeLoop(); });
+TILECORE_REGISTER_GLOBAL("transform.VectorizeLoop").set_body_typed([]() {
+  return VectorizeLoop();
+});
 
 }  // namespace transform
 }  // namespace tilecore

@@ -33,7 +33,8 @@ namespace transform {
 /*! \brief The buffer's strides in elements: its own, or row-major from its shape. */
 ir::Array<ir::PrimExpr> BufferStrides(const ir::Buffer& buffer);
 
-/*! \brief `elem_offset + sum(indices[k] * strides[k])`; a vector index gives a vector (Ramp kept as Ramp). */
+/*! \brief `elem_offset + sum(indices[k] * strides[k])`; a vector index gives a vector (Ramp kept as
+ * Ramp). */
 ir::PrimExpr FlatElementOffset(const ir::Buffer& buffer, const ir::Array<ir::PrimExpr>& indices);
 
 /*! \brief The pass `transform.FlattenBuffer`. */

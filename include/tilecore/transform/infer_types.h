@@ -25,7 +25,8 @@ namespace transform {
 /*! \brief The pass `transform.InferTypes`. */
 Pass InferTypes(Map<String, Any> input_shapes = Map<String, Any>());
 /*! \brief The rewrite itself, for callers that hold a Graph. */
-ir::Graph InferGraphTypes(const ir::Graph& g, const Map<String, Any>& input_shapes = Map<String, Any>());
+ir::Graph InferGraphTypes(const ir::Graph& g,
+                          const Map<String, Any>& input_shapes = Map<String, Any>());
 
 }  // namespace transform
 }  // namespace tilecore

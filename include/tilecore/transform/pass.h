@@ -76,8 +76,8 @@ class PassInstrumentNode : public Object {
 };
 class PassInstrument : public ObjectRef {
  public:
-  PassInstrument(String name, Function enter_ctx, Function exit_ctx, Function should_run, Function before,
-                 Function after);
+  PassInstrument(String name, Function enter_ctx, Function exit_ctx, Function should_run,
+                 Function before, Function after);
   TILECORE_FFI_DEFINE_OBJECT_REF_METHODS(PassInstrument, ObjectRef, PassInstrumentNode);
 };
 
@@ -88,7 +88,8 @@ class PassContextNode : public Object {
   Map<String, Any> config;
   Array<String> disabled;
   Array<PassInstrument> instruments;
-  /*! \brief Counters passes add to (e.g. {"transform.FoldBatchNorm.folded": 3}); read them after the run. */
+  /*! \brief Counters passes add to (e.g. {"transform.FoldBatchNorm.folded": 3}); read them after
+   * the run. */
   Map<String, Any> stats;
   /*! \brief Adds `n` to stats[key]. */
   void AddStat(const std::string& key, int64_t n = 1);
@@ -99,15 +100,16 @@ class PassContext : public ObjectRef {
   static PassContext Create();
   /*! \brief The innermost entered context of this thread, or a default one. */
   static PassContext Current();
-  /*! \brief config[key] converted to T, or `fallback`; TypeError naming the key if it does not convert. */
+  /*! \brief config[key] converted to T, or `fallback`; TypeError naming the key if it does not
+   * convert. */
   template <typename T>
   T GetConfig(const std::string& key, T fallback) const {
     auto v = get()->config.Get(key);
     if (!v.has_value()) return fallback;
     auto c = v->try_cast<T>();
     if (!c.has_value()) {
-      TILECORE_THROW(TypeError) << "PassContext option `" << key << "` must be " << ffi::TypeTraits<T>::TypeStr()
-                                << ", got " << v->GetTypeKey();
+      TILECORE_THROW(TypeError) << "PassContext option `" << key << "` must be "
+                                << ffi::TypeTraits<T>::TypeStr() << ", got " << v->GetTypeKey();
     }
     return *c;
   }
@@ -147,15 +149,18 @@ class Pass : public ObjectRef {
   TILECORE_FFI_DEFINE_OBJECT_REF_METHODS(Pass, ObjectRef, PassNode);
 };
 
-Pass CreateModulePass(std::function<IRModule(IRModule, PassContext)> fn, int64_t opt_level, String name);
+Pass CreateModulePass(std::function<IRModule(IRModule, PassContext)> fn, int64_t opt_level,
+                      String name);
 /*! \brief A pass that rewrites each PrimFunc of the module. */
-Pass CreatePrimFuncPass(std::function<PrimFunc(PrimFunc, IRModule, PassContext)> fn, int64_t opt_level, String name);
+Pass CreatePrimFuncPass(std::function<PrimFunc(PrimFunc, IRModule, PassContext)> fn,
+                        int64_t opt_level, String name);
 /*!
  * \brief A pass over the Graph IR. The graph travels in the module's attrs under
  * "graph" (GraphModule/ModuleGraph below), so graph passes share the pass manager,
  * contexts and instruments with the kernel passes.
  */
-Pass CreateGraphPass(std::function<ir::Graph(ir::Graph, PassContext)> fn, int64_t opt_level, String name);
+Pass CreateGraphPass(std::function<ir::Graph(ir::Graph, PassContext)> fn, int64_t opt_level,
+                     String name);
 /*! \brief A module holding `g` in attrs["graph"]. */
 IRModule GraphModule(const ir::Graph& g);
 /*! \brief The graph of a module made by GraphModule; TypeError naming `pass` otherwise. */
