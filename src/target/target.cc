@@ -60,14 +60,16 @@ bool ParseSize(std::string v, int64_t* out) {
     }
     return false;
   };
-  strip("GiB", int64_t(1) << 30) || strip("MiB", int64_t(1) << 20) || strip("KiB", int64_t(1) << 10);
+  strip("GiB", int64_t(1) << 30) || strip("MiB", int64_t(1) << 20) ||
+      strip("KiB", int64_t(1) << 10);
   int64_t n = 0;
   if (!ParseInt(v, &n) || n < 0 || n > (INT64_MAX / mult)) return false;
   *out = n * mult;
   return true;
 }
 
-ffi::Any ParseValue(const std::string& kind, const TargetOption& o, const std::string& value, bool has_value) {
+ffi::Any ParseValue(const std::string& kind, const TargetOption& o, const std::string& value,
+                    bool has_value) {
   auto bad = [&]() {
     TILECORE_THROW(ValueError) << "target `" << kind << "`: bad value for option -" << o.name << "="
                                << value << ": expected " << Describe(o);
@@ -78,8 +80,8 @@ ffi::Any ParseValue(const std::string& kind, const TargetOption& o, const std::s
     bad();
   }
   if (!has_value) {
-    TILECORE_THROW(ValueError) << "target `" << kind << "`: option -" << o.name << " needs a value: "
-                               << Describe(o);
+    TILECORE_THROW(ValueError) << "target `" << kind << "`: option -" << o.name
+                               << " needs a value: " << Describe(o);
   }
   if (o.type == "str") {
     if (!o.choices.empty()) {
@@ -96,7 +98,8 @@ ffi::Any ParseValue(const std::string& kind, const TargetOption& o, const std::s
 }
 
 std::string Render(const ffi::Any& v) {
-  if (auto b = v.try_cast<bool>(); b && v.raw()->type_index == kTCFFIBool) return *b ? "true" : "false";
+  if (auto b = v.try_cast<bool>(); b && v.raw()->type_index == kTCFFIBool)
+    return *b ? "true" : "false";
   if (auto i = v.try_cast<int64_t>()) return std::to_string(*i);
   return v.cast<std::string>();
 }
@@ -126,15 +129,16 @@ void RegisterTargetKind(TargetKindInfo info, bool allow_override) {
   if (info.name.empty()) TILECORE_THROW(ValueError) << "a target kind needs a name";
   for (const TargetOption& o : info.options) {
     if (o.type != "int" && o.type != "bool" && o.type != "str" && o.type != "size") {
-      TILECORE_THROW(ValueError) << "target kind `" << info.name << "`: option -" << o.name << " has unknown type `"
-                                 << o.type << "` (int, bool, str, size)";
+      TILECORE_THROW(ValueError) << "target kind `" << info.name << "`: option -" << o.name
+                                 << " has unknown type `" << o.type << "` (int, bool, str, size)";
     }
   }
   std::string name = info.name;
   TargetKind kind(ffi::make_object<TargetKindObj>(std::move(info)));
-  ffi::Function::SetGlobal("target.kind." + name,
-                           ffi::Function::FromPacked([kind](ffi::PackedArgs, ffi::Any* rv) { *rv = ffi::Any(kind); }),
-                           allow_override);
+  ffi::Function::SetGlobal(
+      "target.kind." + name,
+      ffi::Function::FromPacked([kind](ffi::PackedArgs, ffi::Any* rv) { *rv = ffi::Any(kind); }),
+      allow_override);
 }
 
 Target Target::Parse(const std::string& spec) {
@@ -147,7 +151,8 @@ Target Target::Parse(const std::string& spec) {
     if (j > i) tokens.push_back(spec.substr(i, j - i));
     i = j;
   }
-  if (tokens.empty()) TILECORE_THROW(ValueError) << "empty target string (expected e.g. \"npu -cores=4\" or \"c\")";
+  if (tokens.empty())
+    TILECORE_THROW(ValueError) << "empty target string (expected e.g. \"npu -cores=4\" or \"c\")";
   TargetKind kind = TargetKind::Get(tokens[0]);
   const TargetKindInfo& k = kind->info;
   auto obj = ffi::make_object<TargetObj>();
@@ -157,7 +162,8 @@ Target Target::Parse(const std::string& spec) {
   for (size_t t = 1; t < tokens.size(); ++t) {
     const std::string& tok = tokens[t];
     if (tok.size() < 2 || tok[0] != '-') {
-      TILECORE_THROW(ValueError) << "target `" << k.name << "`: expected an option like -name=value, got `" << tok
+      TILECORE_THROW(ValueError) << "target `" << k.name
+                                 << "`: expected an option like -name=value, got `" << tok
                                  << "` (valid: " << OptionList(k) << ")";
     }
     size_t eq = tok.find('=');
@@ -175,7 +181,8 @@ Target Target::Parse(const std::string& spec) {
   }
   ffi::Map<ffi::String, ffi::Any> opts;
   for (size_t o = 0; o < k.options.size(); ++o) {
-    const ffi::Any& v = values[o].raw()->type_index != kTCFFINone ? values[o] : k.options[o].default_value;
+    const ffi::Any& v =
+        values[o].raw()->type_index != kTCFFINone ? values[o] : k.options[o].default_value;
     if (v.raw()->type_index != kTCFFINone) opts.Set(ffi::String(k.options[o].name), v);
   }
   obj->options = opts;
@@ -205,7 +212,8 @@ std::string Target::GetStr(const std::string& option) const {
   return Render(get()->options[ffi::String(option)]);
 }
 bool Target::GetBool(const std::string& option) const {
-  return get()->options.count(ffi::String(option)) && get()->options[ffi::String(option)].cast<bool>();
+  return get()->options.count(ffi::String(option)) &&
+         get()->options[ffi::String(option)].cast<bool>();
 }
 
 namespace {
@@ -232,7 +240,8 @@ int64_t BufferSpan(const ir::Buffer& b) {
       int64_t d = 0, st = 0, term = 0;
       if (!constant(b->shape[i], &d) || !constant(b->strides[i], &st) || d < 0 || st < 0) return -1;
       if (d == 0) return 0;
-      if (__builtin_mul_overflow(d - 1, st, &term) || __builtin_add_overflow(last, term, &last)) return -1;
+      if (__builtin_mul_overflow(d - 1, st, &term) || __builtin_add_overflow(last, term, &last))
+        return -1;
     }
     span = last + 1;
   }
@@ -325,7 +334,8 @@ void RecordBufferSizes(const ffi::Any& ir_module, const ffi::Any& built) {
       if ((*params)[i].kind == "buffer" && func->buffer_map.count(p)) {
         (*params)[i].elements = BufferSpan(func->buffer_map[p]);
         // Only a buffer the kernel may write must be writable (and is copied back when staged).
-        (*params)[i].written = written.vars.count(p.get()) > 0 || written.vars.count(func->buffer_map[p]->data.get()) > 0;
+        (*params)[i].written = written.vars.count(p.get()) > 0 ||
+                               written.vars.count(func->buffer_map[p]->data.get()) > 0;
       }
     }
   }
@@ -335,8 +345,9 @@ ffi::Any Build(const ffi::Any& ir_module, const Target& target) {
   std::string name = "codegen.build_" + std::string(target->kind.view());
   auto f = ffi::Function::GetGlobal(name);
   if (!f) {
-    TILECORE_THROW(ValueError) << "no code generator for target kind `" << target->kind.view() << "` (`" << name
-                               << "` is not registered; was tilecore built with it, or its plugin loaded?)";
+    TILECORE_THROW(ValueError)
+        << "no code generator for target kind `" << target->kind.view() << "` (`" << name
+        << "` is not registered; was tilecore built with it, or its plugin loaded?)";
   }
   ffi::Any built = (*f)(ir_module, target);
   RecordBufferSizes(ir_module, built);
@@ -345,8 +356,9 @@ ffi::Any Build(const ffi::Any& ir_module, const Target& target) {
 
 // ---- built-in kinds ------------------------------------------------------------------------
 namespace {
-TargetOption Opt(std::string name, std::string type, std::string doc, ffi::Any def, int64_t lo = INT64_MIN,
-                 int64_t hi = INT64_MAX, std::vector<std::string> choices = {}) {
+TargetOption Opt(std::string name, std::string type, std::string doc, ffi::Any def,
+                 int64_t lo = INT64_MIN, int64_t hi = INT64_MAX,
+                 std::vector<std::string> choices = {}) {
   TargetOption o;
   o.name = std::move(name);
   o.type = std::move(type);
@@ -367,22 +379,29 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
       .def_ro("device_type", &TargetObj::device_type, "DLPack device type the code runs on");
 #if TILECORE_ENABLE_NPU
   RegisterTargetKind(TargetKindInfo{
-      "npu", 12, "the TC1 NPU (run on the simulator)",
+      "npu",
+      12,
+      "the TC1 NPU (run on the simulator)",
       {Opt("model", "str", "chip model", ffi::Any(ffi::String("tc1")), 0, 0, {"tc1"}),
        Opt("cores", "int", "cores the kernel is split across", ffi::Any(int64_t{4}), 1, 16),
-       Opt("l1", "size", "local SRAM per core the compiler may use", ffi::Any(int64_t{1} << 20), 4096, int64_t{1} << 20),
-       Opt("device", "int", "npu device number the module runs on by default", ffi::Any(int64_t{0}), 0, 15)}});
+       Opt("l1", "size", "local SRAM per core the compiler may use", ffi::Any(int64_t{1} << 20),
+           4096, int64_t{1} << 20),
+       Opt("device", "int", "npu device number the module runs on by default", ffi::Any(int64_t{0}),
+           0, 15)}});
 #endif
-  RegisterTargetKind(TargetKindInfo{
-      "c", 1, "C source compiled with the host C compiler and loaded (runs on the cpu)",
-      {Opt("cc", "str", "C compiler command", ffi::Any(ffi::String("cc"))),
-       Opt("opt", "int", "optimisation level (-O<opt>)", ffi::Any(int64_t{2}), 0, 3),
-       Opt("keep", "bool", "keep the generated files", ffi::Any(false))}});
+  RegisterTargetKind(
+      TargetKindInfo{"c",
+                     1,
+                     "C source compiled with the host C compiler and loaded (runs on the cpu)",
+                     {Opt("cc", "str", "C compiler command", ffi::Any(ffi::String("cc"))),
+                      Opt("opt", "int", "optimisation level (-O<opt>)", ffi::Any(int64_t{2}), 0, 3),
+                      Opt("keep", "bool", "keep the generated files", ffi::Any(false))}});
 });
 
 void AddTargetPass(const std::string& kind, const ffi::Any& pass) {
   if (pass.type_index() < kTCFFIStaticObjectBegin) {
-    TILECORE_THROW(TypeError) << "target.AddPass(`" << kind << "`, pass): pass must be a transform.Pass, got `"
+    TILECORE_THROW(TypeError) << "target.AddPass(`" << kind
+                              << "`, pass): pass must be a transform.Pass, got `"
                               << pass.GetTypeKey() << "`";
   }
   TargetKind k = TargetKind::Get(kind);
@@ -411,8 +430,9 @@ std::string PostprocSource(const std::string& kind, const std::string& code) {
   ffi::Any r = (*f)(ffi::String(code));
   auto s = r.try_cast<ffi::String>();
   if (!s) {
-    TILECORE_THROW(TypeError) << "codegen.postproc_" << kind << " must return the source as a string, got `"
-                              << r.GetTypeKey() << "`";
+    TILECORE_THROW(TypeError) << "codegen.postproc_" << kind
+                              << " must return the source as a string, got `" << r.GetTypeKey()
+                              << "`";
   }
   return std::string(s->view());
 }
@@ -425,12 +445,19 @@ TILECORE_REGISTER_GLOBAL("target.ListPasses").set_body_typed([](std::string kind
   for (const ffi::Any& p : TargetPasses(kind)) out.push_back(p);
   return out;
 });
-TILECORE_REGISTER_GLOBAL("target.ClearPasses").set_body_typed([](std::string kind) { ClearTargetPasses(kind); });
-TILECORE_REGISTER_GLOBAL("target.PostprocSource").set_body_typed([](std::string kind, std::string code) {
-  return ffi::String(PostprocSource(kind, code));
+TILECORE_REGISTER_GLOBAL("target.ClearPasses").set_body_typed([](std::string kind) {
+  ClearTargetPasses(kind);
 });
-TILECORE_REGISTER_GLOBAL("target.Target").set_body_typed([](std::string spec) { return Target::Parse(spec); });
-TILECORE_REGISTER_GLOBAL("target.TargetStr").set_body_typed([](Target t) { return ffi::String(t.str()); });
+TILECORE_REGISTER_GLOBAL("target.PostprocSource")
+    .set_body_typed([](std::string kind, std::string code) {
+      return ffi::String(PostprocSource(kind, code));
+    });
+TILECORE_REGISTER_GLOBAL("target.Target").set_body_typed([](std::string spec) {
+  return Target::Parse(spec);
+});
+TILECORE_REGISTER_GLOBAL("target.TargetStr").set_body_typed([](Target t) {
+  return ffi::String(t.str());
+});
 TILECORE_REGISTER_GLOBAL("target.ListKinds").set_body_typed([]() {
   ffi::Array<ffi::String> out;
   for (const std::string& n : TargetKind::ListNames()) out.push_back(ffi::String(n));
@@ -451,7 +478,8 @@ TILECORE_REGISTER_GLOBAL("target.KindOptions").set_body_typed([](std::string nam
 });
 // target.RegisterKind(name, device_type, [{name, type, doc, default, min, max, choices}], override)
 TILECORE_REGISTER_GLOBAL("target.RegisterKind")
-    .set_body_typed([](std::string name, int64_t device_type, ffi::Array<ffi::Any> options, bool allow_override) {
+    .set_body_typed([](std::string name, int64_t device_type, ffi::Array<ffi::Any> options,
+                       bool allow_override) {
       TargetKindInfo info;
       info.name = name;
       info.device_type = static_cast<int32_t>(device_type);
@@ -465,12 +493,15 @@ TILECORE_REGISTER_GLOBAL("target.RegisterKind")
         if (m.count("min")) o.min = m["min"].cast<int64_t>();
         if (m.count("max")) o.max = m["max"].cast<int64_t>();
         if (m.count("choices")) {
-          for (const ffi::Any& c : m["choices"].cast<ffi::Array<ffi::Any>>()) o.choices.push_back(c.cast<std::string>());
+          for (const ffi::Any& c : m["choices"].cast<ffi::Array<ffi::Any>>())
+            o.choices.push_back(c.cast<std::string>());
         }
         info.options.push_back(o);
       }
       RegisterTargetKind(info, allow_override);
     });
-TILECORE_REGISTER_GLOBAL("target.Build").set_body_typed([](ffi::Any mod, Target t) { return Build(mod, t); });
+TILECORE_REGISTER_GLOBAL("target.Build").set_body_typed([](ffi::Any mod, Target t) {
+  return Build(mod, t);
+});
 
 }  // namespace tilecore::target

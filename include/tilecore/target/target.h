@@ -25,17 +25,17 @@ namespace tilecore::target {
 
 /// One option of a target kind.
 struct TargetOption {
-  std::string name;                  // without the dash: "cores"
-  std::string type;                  // "int", "bool", "str" or "size" ("256MiB" -> bytes)
+  std::string name;  // without the dash: "cores"
+  std::string type;  // "int", "bool", "str" or "size" ("256MiB" -> bytes)
   std::string doc;
-  ffi::Any default_value;            // None: absent unless given
+  ffi::Any default_value;                    // None: absent unless given
   int64_t min = INT64_MIN, max = INT64_MAX;  // "int" and "size"
-  std::vector<std::string> choices{};  // "str": empty = any string
+  std::vector<std::string> choices{};        // "str": empty = any string
 };
 
 struct TargetKindInfo {
   std::string name;
-  int32_t device_type = 1;           // DLPack device type the kind runs on
+  int32_t device_type = 1;  // DLPack device type the kind runs on
   std::string doc;
   std::vector<TargetOption> options;
 };
