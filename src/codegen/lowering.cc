@@ -17,7 +17,8 @@ using namespace ir;  // NOLINT
 
 namespace {
 
-/*! \brief ", at file:line" of a statement with a known line (codegen messages name lines, not columns). */
+/*! \brief ", at file:line" of a statement with a known line (codegen messages name lines, not
+ * columns). */
 std::string AtLine(const Span& span) {
   if (!span.defined() || span->line <= 0) return "";
   std::ostringstream os;
@@ -33,21 +34,25 @@ std::optional<int64_t> ConstExtent(const Buffer& b, size_t k) {
 }  // namespace
 
 void CheckKernelBounds(const PrimFunc& f, const std::string& name) {
-  auto check_index = [&](const Buffer& b, const Array<PrimExpr>& indices, const Span& span, const char* what) {
+  auto check_index = [&](const Buffer& b, const Array<PrimExpr>& indices, const Span& span,
+                         const char* what) {
     if (indices.size() != b->shape.size()) return;
     for (size_t k = 0; k < indices.size(); ++k) {
       auto i = as_const_int(indices[k]);
       auto n = ConstExtent(b, k);
       if (i && n && (*i < 0 || *i >= *n)) {
-        TILECORE_THROW(ValueError) << "kernel `" << name << "`: " << what << " of buffer `" << b->name.view()
-                                   << "` at constant index " << *i << " is out of bounds for dimension " << k
-                                   << " of extent " << *n << AtLine(span);
+        TILECORE_THROW(ValueError)
+            << "kernel `" << name << "`: " << what << " of buffer `" << b->name.view()
+            << "` at constant index " << *i << " is out of bounds for dimension " << k
+            << " of extent " << *n << AtLine(span);
       }
     }
   };
   PostOrderVisit(f->body, [&](const ObjectRef& o) {
-    if (const auto* l = o.as<BufferLoadNode>()) check_index(l->buffer, l->indices, l->span, "a load");
-    if (const auto* s = o.as<BufferStoreNode>()) check_index(s->buffer, s->indices, s->span, "a store");
+    if (const auto* l = o.as<BufferLoadNode>())
+      check_index(l->buffer, l->indices, l->span, "a load");
+    if (const auto* s = o.as<BufferStoreNode>())
+      check_index(s->buffer, s->indices, s->span, "a store");
     if (const auto* c = o.as<CallNode>()) {
       for (const PrimExpr& a : c->args) {
         const auto* r = a.as<BufferRegionNode>();
@@ -57,10 +62,11 @@ void CheckKernelBounds(const PrimFunc& f, const std::string& name) {
           auto e = as_const_int(r->extents[k]);
           auto n = ConstExtent(r->buffer, k);
           if (b && e && n && (*b < 0 || *b + *e > *n)) {
-            TILECORE_THROW(ValueError) << "kernel `" << name << "`: the region [" << *b << ":" << (*b + *e)
-                                       << "] of buffer `" << r->buffer->name.view() << "` in `" << c->op.view()
-                                       << "` is larger than the buffer (dimension " << k << " has extent " << *n << ")"
-                                       << AtLine(c->span);
+            TILECORE_THROW(ValueError)
+                << "kernel `" << name << "`: the region [" << *b << ":" << (*b + *e)
+                << "] of buffer `" << r->buffer->name.view() << "` in `" << c->op.view()
+                << "` is larger than the buffer (dimension " << k << " has extent " << *n << ")"
+                << AtLine(c->span);
           }
         }
       }
@@ -69,7 +75,8 @@ void CheckKernelBounds(const PrimFunc& f, const std::string& name) {
 }
 
 IRModule LowerKernels(const IRModule& mod, const LowerOptions& opts) {
-  for (const auto& [gname, func] : mod->functions.items()) CheckKernelBounds(func, KernelSymbol(std::string(gname.view())));
+  for (const auto& [gname, func] : mod->functions.items())
+    CheckKernelBounds(func, KernelSymbol(std::string(gname.view())));
   transform::PassContext cur = transform::PassContext::Current();
   transform::PassContext ctx = transform::PassContext::Create();
   ctx->opt_level = cur->opt_level;
@@ -79,8 +86,10 @@ IRModule LowerKernels(const IRModule& mod, const LowerOptions& opts) {
   auto set = [&](const char* key, const std::optional<int64_t>& v) {
     if (!v) return;
     auto have = config.Get(key);
-    if (!have) config.Set(key, Any(*v));
-    else if (opts.cap) config.Set(key, Any(std::min<int64_t>(*v, have->cast<int64_t>())));
+    if (!have)
+      config.Set(key, Any(*v));
+    else if (opts.cap)
+      config.Set(key, Any(std::min<int64_t>(*v, have->cast<int64_t>())));
   };
   set("tc1.l1_bytes", opts.l1_bytes);
   set("tc1.l2_bytes", opts.l2_bytes);
@@ -88,7 +97,8 @@ IRModule LowerKernels(const IRModule& mod, const LowerOptions& opts) {
   transform::PassContextScope scope(ctx);
   IRModule out = transform::DefaultKernelPipeline(ctx->opt_level)(mod);
   if (!opts.target_kind.empty()) {
-    for (const ffi::Any& extra : target::TargetPasses(opts.target_kind)) out = extra.cast<transform::Pass>()(out);
+    for (const ffi::Any& extra : target::TargetPasses(opts.target_kind))
+      out = extra.cast<transform::Pass>()(out);
   }
   return out;
 }
@@ -118,7 +128,8 @@ std::vector<runtime::KernelParam> KernelParams(const PrimFunc& f) {
 
 IRModule AsIRModule(const ffi::Any& v) {
   // try_cast takes None for a nullable ObjectRef (a null handle); a kernel is never None.
-  if (v.is_none()) TILECORE_THROW(TypeError) << "build: expected an ir.PrimFunc or ir.IRModule, got None";
+  if (v.is_none())
+    TILECORE_THROW(TypeError) << "build: expected an ir.PrimFunc or ir.IRModule, got None";
   if (auto m = v.try_cast<IRModule>()) return *m;
   if (auto f = v.try_cast<PrimFunc>()) return IRModule::FromFunction(*f);
   TILECORE_THROW(TypeError) << "build: expected an ir.PrimFunc or ir.IRModule, got `"

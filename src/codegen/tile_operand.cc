@@ -27,8 +27,8 @@ TileOperand DecodeTileOperand(const PrimExpr& arg, const CallNode* call,
     auto ext = as_const_int(an.Simplify(r->extents[k]));
     auto st = as_const_int(an.Simplify(strides[k]));
     if (!ext || !st) {
-      fail("`" + std::string(call->op.view()) + "` on a region of `" + std::string(r->buffer->name.view()) +
-           "` with a non-constant shape or stride");
+      fail("`" + std::string(call->op.view()) + "` on a region of `" +
+           std::string(r->buffer->name.view()) + "` with a non-constant shape or stride");
       TILECORE_ICHECK(false) << "fail() must throw";
     }
     t.shape.push_back(*ext);
@@ -74,12 +74,12 @@ MatmulEpilogue DecodeMatmulEpilogue(const CallNode* call, int64_t m, int64_t n,
     e.residual = DecodeTileOperand(call->args[7], call, fail);
     const TileOperand& r = e.residual;
     size_t rk = r.shape.size();
-    bool ok = rk >= 2 && r.shape[rk - 2] == m && r.shape[rk - 1] == n && (r.strides[rk - 1] == 1 || n == 1) &&
-              (m == 1 || r.strides[rk - 2] >= n);
+    bool ok = rk >= 2 && r.shape[rk - 2] == m && r.shape[rk - 1] == n &&
+              (r.strides[rk - 1] == 1 || n == 1) && (m == 1 || r.strides[rk - 2] >= n);
     for (size_t k = 0; ok && k + 2 < rk; ++k) ok = r.shape[k] == 1;
     if (!ok) {
-      fail("`tile.mm` epilogue: the residual must be a " + std::to_string(m) + " x " + std::to_string(n) +
-           " matrix with contiguous rows");
+      fail("`tile.mm` epilogue: the residual must be a " + std::to_string(m) + " x " +
+           std::to_string(n) + " matrix with contiguous rows");
       TILECORE_ICHECK(false) << "fail() must throw";
     }
     e.ldr = m == 1 ? n : r.strides[rk - 2];

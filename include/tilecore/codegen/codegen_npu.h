@@ -22,8 +22,8 @@
 //     vector / matrix command counts, the rest a pool (sized from arch::tc1) for
 //     variables (loop variables, lets, scalar parameters) and expression
 //     temporaries; a variable that finds the pool short lives in an L1 slot, and
-//     a temporary held while a deep sibling expression is evaluated spills to one. v0-v2 are scratch for scalar float
-//     arithmetic (TC1 has no scalar float unit: it runs in SIMD lane 0).
+//     a temporary held while a deep sibling expression is evaluated spills to one. v0-v2 are
+//     scratch for scalar float arithmetic (TC1 has no scalar float unit: it runs in SIMD lane 0).
 //   - Tile intrinsics become descriptors in the data segment (dynamic scalar
 //     fields are stored into a per-site descriptor before the command) plus the
 //     command. Vector- and matrix-engine commands are ordered like stores in the

@@ -28,7 +28,7 @@ namespace tilecore::codegen {
 struct LowerOptions {
   std::optional<int64_t> l1_bytes;
   std::optional<int64_t> l2_bytes;
-  bool cap = true;  // true: min(config, these); false: these only where the config has none
+  bool cap = true;          // true: min(config, these); false: these only where the config has none
   std::string target_kind;  // its plugin passes (target::TargetPasses) run after the pipeline
 };
 

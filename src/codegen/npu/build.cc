@@ -10,7 +10,8 @@ namespace tilecore::codegen {
 
 using namespace ir;  // NOLINT
 
-NpuAssembly GenerateNpuAssembly(const PrimFunc& lowered, const std::string& name, int max_cores, int64_t l1_limit) {
+NpuAssembly GenerateNpuAssembly(const PrimFunc& lowered, const std::string& name, int max_cores,
+                                int64_t l1_limit) {
   return npu::NpuEmitter(lowered, name, max_cores, l1_limit).Run();
 }
 
@@ -29,7 +30,8 @@ runtime::Module BuildNpu(const IRModule& mod, const target::Target& target) {
     k.params = KernelParams(func);
     k.cores = a.cores;
     for (size_t pc = 0; pc < a.line_locations.size(); ++pc) {
-      if (!a.line_locations[pc].empty()) k.lines.push_back(runtime::LineEntry{0, int32_t(pc), a.line_locations[pc]});
+      if (!a.line_locations[pc].empty())
+        k.lines.push_back(runtime::LineEntry{0, int32_t(pc), a.line_locations[pc]});
     }
     kernels.push_back(std::move(k));
   }

@@ -44,8 +44,8 @@ inline constexpr int kFirstPoolX = 4, kLastPoolX = kVecCount - 1;
 inline constexpr int kFirstPoolV = 3;
 inline constexpr int kFirstPoolP = 1;
 inline constexpr int kMinFreeForTemps = 8;  // variables leave this many x registers to temporaries
-inline constexpr int kSpillBelowX = 6;      // a held temporary spills when fewer x registers are free
-inline constexpr int kSpillBelowV = 3;      // ... or fewer v registers
+inline constexpr int kSpillBelowX = 6;  // a held temporary spills when fewer x registers are free
+inline constexpr int kSpillBelowV = 3;  // ... or fewer v registers
 inline constexpr int kVecBytes = arch::tc1::kSimdBytes;
 inline constexpr int kLaneSlots = 4;  // operands + result of a lane-wise fallback
 
@@ -107,18 +107,25 @@ class NpuEmitter {
  private:
   friend struct EmitterAccess;
   // ---- emitter.cc: output helpers ---------------------------------------------------------
-  void E(Op op, std::initializer_list<O> ops, arch::DType dt = arch::DType::I8, arch::DType src = arch::DType::I8) {
+  void E(Op op, std::initializer_list<O> ops, arch::DType dt = arch::DType::I8,
+         arch::DType src = arch::DType::I8) {
     b_.Emit(op, ops, dt, src);
   }
   void R3(Op op, int d, int a, int c) { E(op, {O::X(d), O::X(a), O::X(c)}); }
   void RI(Op op, int d, int a, int64_t imm) { E(op, {O::X(d), O::X(a), O::Imm(imm)}); }
   void Li(int d, int64_t v) { E(Op::Li, {O::X(d), O::Imm(v)}); }
   void Mov(int d, int s) { R3(Op::Add, d, s, 0); }
-  void LdL1(Op op, int d, int64_t addr, int base = 0) { E(op, {O::X(d), O::Mem(arch::Space::L1, base, addr)}); }
-  void StL1(Op op, int s, int64_t addr, int base = 0) { E(op, {O::X(s), O::Mem(arch::Space::L1, base, addr)}); }
+  void LdL1(Op op, int d, int64_t addr, int base = 0) {
+    E(op, {O::X(d), O::Mem(arch::Space::L1, base, addr)});
+  }
+  void StL1(Op op, int s, int64_t addr, int base = 0) {
+    E(op, {O::X(s), O::Mem(arch::Space::L1, base, addr)});
+  }
   void Branch(Op op, int a, int c, Label l) { E(op, {O::X(a), O::X(c), O::To(l)}); }
   void Jump(Label l) { E(Op::Jal, {O::X(0), O::To(l)}); }
-  void WaitFor(O queue, arch::Engine e, int count_reg) { E(Op::Wait, {queue, O::Engine(e), O::Count(count_reg)}); }
+  void WaitFor(O queue, arch::Engine e, int count_reg) {
+    E(Op::Wait, {queue, O::Engine(e), O::Count(count_reg)});
+  }
 
   [[noreturn]] void Fail(const std::string& what, const ir::Span& span = ir::Span());
   int64_t Descriptor(std::span<const uint8_t> bytes, bool shared, const std::string& note) {
@@ -223,7 +230,8 @@ class NpuEmitter {
   Unit UnitOf(const PrimExpr& region);
   void WaitUnit(const Unit& u, O queue, arch::Engine engine);
   void RecordUnit(const Unit& u, arch::Engine engine);
-  void Compute(arch::Engine engine, const std::vector<PrimExpr>& regions, const std::function<void()>& issue);
+  void Compute(arch::Engine engine, const std::vector<PrimExpr>& regions,
+               const std::function<void()>& issue);
   void SyncFrontEnd(const ir::Buffer& b);
 
   ir::PrimFunc f_;

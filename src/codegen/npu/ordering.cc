@@ -55,7 +55,8 @@ NpuEmitter::Unit NpuEmitter::UnitOf(const PrimExpr& region) {
 // Makes `queue` wait for the last command of `engine` on each unit of `u`.
 void NpuEmitter::WaitUnit(const Unit& u, O queue, arch::Engine engine) {
   int slot = Slot(engine);
-  if (!u.track || !(u.track->engines & (1 << slot))) return;  // that engine never touches the buffer
+  if (!u.track || !(u.track->engines & (1 << slot)))
+    return;  // that engine never touches the buffer
   if (u.index.defined()) {
     if (auto c = as_const_int(u.index)) {
       LdL1(Op::Lw, kScratch1, u.track->addr + *c * 8 + slot * 4);
@@ -94,7 +95,8 @@ void NpuEmitter::RecordUnit(const Unit& u, arch::Engine engine) {
 }
 
 // A compute command on `engine` over `regions`: waits, issue, bookkeeping.
-void NpuEmitter::Compute(arch::Engine engine, const std::vector<PrimExpr>& regions, const std::function<void()>& issue) {
+void NpuEmitter::Compute(arch::Engine engine, const std::vector<PrimExpr>& regions,
+                         const std::function<void()>& issue) {
   arch::Engine other = engine == arch::Engine::Matrix ? arch::Engine::Vector : arch::Engine::Matrix;
   std::vector<Unit> units;
   for (const PrimExpr& r : regions) units.push_back(UnitOf(r));

@@ -30,7 +30,8 @@ arch::DType TC1Type(DataType t) {
     if (t.bits() == 16) return arch::DType::U16;
     if (t.bits() == 32) return arch::DType::U32;
   }
-  TILECORE_THROW(ValueError) << "npu codegen: dtype " << t.str() << " has no TC1 type (nothing 64-bit on the NPU)";
+  TILECORE_THROW(ValueError) << "npu codegen: dtype " << t.str()
+                             << " has no TC1 type (nothing 64-bit on the NPU)";
 }
 
 arch::Space SpaceOf(const std::string& scope) {
@@ -69,7 +70,8 @@ uint32_t HalfBits(double v, bool bf16) {
   if (e <= 0) {
     if (e < -10) return s;
     m |= 0x800000;
-    uint32_t shift = uint32_t(14 - e), r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    uint32_t shift = uint32_t(14 - e), r = m >> shift, rem = m & ((1u << shift) - 1),
+             half = 1u << (shift - 1);
     if (rem > half || (rem == half && (r & 1))) ++r;
     return s | r;
   }
@@ -94,21 +96,25 @@ XR NpuEmitter::Imm(int64_t v) {
 }
 
 XR NpuEmitter::Eval(const PrimExpr& e) {
-  if (e.dtype().is_vector()) Fail("a vector value where a scalar is needed (" + e.dtype().str() + ")", e->span);
+  if (e.dtype().is_vector())
+    Fail("a vector value where a scalar is needed (" + e.dtype().str() + ")", e->span);
   const Object* n = e.get();
   DataType t = e.dtype();
   switch (NodeKindOf(n)) {
     case NodeKind::kIntImm: {
       int64_t v = static_cast<const IntImmNode*>(n)->value;
       if (v == 0) return XR{0, false};
-      bool fits = t.is_uint() ? (v >= 0 && v <= int64_t(UINT32_MAX)) : (v >= INT32_MIN && v <= INT32_MAX);
+      bool fits =
+          t.is_uint() ? (v >= 0 && v <= int64_t(UINT32_MAX)) : (v >= INT32_MIN && v <= INT32_MAX);
       if (!fits) {
         Fail("the constant " + std::to_string(v) + " (beyond TC1's 32-bit registers)", e->span);
       }
       return Imm(v);
     }
-    case NodeKind::kFloatImm: return Imm(ScalarBits(t, static_cast<const FloatImmNode*>(n)->value));
-    case NodeKind::kVar: return GetVar(static_cast<const VarNode*>(n));
+    case NodeKind::kFloatImm:
+      return Imm(ScalarBits(t, static_cast<const FloatImmNode*>(n)->value));
+    case NodeKind::kVar:
+      return GetVar(static_cast<const VarNode*>(n));
     case NodeKind::kAdd:
     case NodeKind::kSub:
     case NodeKind::kMul:
@@ -117,13 +123,15 @@ XR NpuEmitter::Eval(const PrimExpr& e) {
     case NodeKind::kFloorDiv:
     case NodeKind::kFloorMod:
     case NodeKind::kMin:
-    case NodeKind::kMax: return Arith(NodeKindOf(n), static_cast<const BinaryOpNode*>(n));
+    case NodeKind::kMax:
+      return Arith(NodeKindOf(n), static_cast<const BinaryOpNode*>(n));
     case NodeKind::kEQ:
     case NodeKind::kNE:
     case NodeKind::kLT:
     case NodeKind::kLE:
     case NodeKind::kGT:
-    case NodeKind::kGE: return Compare(NodeKindOf(n), static_cast<const BinaryOpNode*>(n));
+    case NodeKind::kGE:
+      return Compare(NodeKindOf(n), static_cast<const BinaryOpNode*>(n));
     case NodeKind::kAnd:
     case NodeKind::kOr: {
       auto* b = static_cast<const BinaryOpNode*>(n);
@@ -178,18 +186,23 @@ XR NpuEmitter::Eval(const PrimExpr& e) {
     }
     case NodeKind::kBufferLoad: {
       auto* l = static_cast<const BufferLoadNode*>(n);
-      if (l->indices.size() != 1) Fail("a multi-dimensional load (run FlattenBuffer first)", e->span);
+      if (l->indices.size() != 1)
+        Fail("a multi-dimensional load (run FlattenBuffer first)", e->span);
       TC1Type(l->buffer->dtype);
       SyncFrontEnd(l->buffer);
       Addr a = ElementAddr(l->buffer, l->indices[0]);
       int d = Dest(a.base);
       DataType bt = l->buffer->dtype;
-      Op op = bt.bits() == 8 ? (bt.is_int() ? Op::Lb : Op::Lbu) : bt.bits() == 16 ? (bt.is_int() ? Op::Lh : Op::Lhu) : Op::Lw;
+      Op op = bt.bits() == 8    ? (bt.is_int() ? Op::Lb : Op::Lbu)
+              : bt.bits() == 16 ? (bt.is_int() ? Op::Lh : Op::Lhu)
+                                : Op::Lw;
       E(op, {O::X(d), Mem(a)});
       return XR{d, true};
     }
-    case NodeKind::kCall: return CallScalar(static_cast<const CallNode*>(n));
-    default: Fail("expression `" + std::string(e->GetTypeKey()) + "`", e->span);
+    case NodeKind::kCall:
+      return CallScalar(static_cast<const CallNode*>(n));
+    default:
+      Fail("expression `" + std::string(e->GetTypeKey()) + "`", e->span);
   }
 }
 
@@ -223,8 +236,8 @@ XR NpuEmitter::Arith(NodeKind k, const BinaryOpNode* b) {
   bool u = t.is_uint();
   auto c = as_const_int(b->b);
   // Immediate forms.
-  if (c && (k == NodeKind::kAdd || k == NodeKind::kSub || k == NodeKind::kMul) && *c >= INT32_MIN + 1 &&
-      *c <= INT32_MAX) {
+  if (c && (k == NodeKind::kAdd || k == NodeKind::kSub || k == NodeKind::kMul) &&
+      *c >= INT32_MIN + 1 && *c <= INT32_MAX) {
     XR x = Reload(Eval(b->a));
     int d = Dest(x);
     int64_t v = k == NodeKind::kSub ? -*c : *c;
@@ -233,12 +246,15 @@ XR NpuEmitter::Arith(NodeKind k, const BinaryOpNode* b) {
     return XR{d, true};
   }
   if (c && *c > 0 && Log2(*c) >= 0 &&
-      (k == NodeKind::kFloorDiv || k == NodeKind::kFloorMod || (u && (k == NodeKind::kDiv || k == NodeKind::kMod)))) {
+      (k == NodeKind::kFloorDiv || k == NodeKind::kFloorMod ||
+       (u && (k == NodeKind::kDiv || k == NodeKind::kMod)))) {
     XR x = Reload(Eval(b->a));
     int d = Dest(x);
     bool div = k == NodeKind::kFloorDiv || k == NodeKind::kDiv;
-    if (div) RI(u ? Op::Srli : Op::Srai, d, x.r, Log2(*c));
-    else RI(Op::Andi, d, x.r, *c - 1);
+    if (div)
+      RI(u ? Op::Srli : Op::Srai, d, x.r, Log2(*c));
+    else
+      RI(Op::Andi, d, x.r, *c - 1);
     return XR{d, true};
   }
   XR x = Hold(Eval(b->a));
@@ -248,13 +264,31 @@ XR NpuEmitter::Arith(NodeKind k, const BinaryOpNode* b) {
   int d = floor_signed ? -1 : Dest(x, y);
   auto rr = [&](Op op) { R3(op, d, x.r, y.r); };
   switch (k) {
-    case NodeKind::kAdd: rr(Op::Add); Normalize(d, t); break;
-    case NodeKind::kSub: rr(Op::Sub); Normalize(d, t); break;
-    case NodeKind::kMul: rr(Op::Mul); Normalize(d, t); break;
-    case NodeKind::kDiv: rr(u ? Op::Divu : Op::Div); Normalize(d, t); break;
-    case NodeKind::kMod: rr(u ? Op::Remu : Op::Rem); break;
-    case NodeKind::kMin: rr(u ? Op::Minu : Op::Min); break;
-    case NodeKind::kMax: rr(u ? Op::Maxu : Op::Max); break;
+    case NodeKind::kAdd:
+      rr(Op::Add);
+      Normalize(d, t);
+      break;
+    case NodeKind::kSub:
+      rr(Op::Sub);
+      Normalize(d, t);
+      break;
+    case NodeKind::kMul:
+      rr(Op::Mul);
+      Normalize(d, t);
+      break;
+    case NodeKind::kDiv:
+      rr(u ? Op::Divu : Op::Div);
+      Normalize(d, t);
+      break;
+    case NodeKind::kMod:
+      rr(u ? Op::Remu : Op::Rem);
+      break;
+    case NodeKind::kMin:
+      rr(u ? Op::Minu : Op::Min);
+      break;
+    case NodeKind::kMax:
+      rr(u ? Op::Maxu : Op::Max);
+      break;
     case NodeKind::kFloorDiv:
     case NodeKind::kFloorMod: {
       if (u) {
@@ -271,14 +305,17 @@ XR NpuEmitter::Arith(NodeKind k, const BinaryOpNode* b) {
       R3(Op::And, tt, tt, kScratch1);
       if (k == NodeKind::kFloorMod) R3(Op::Mul, tt, tt, y.r);
       d = Dest(x, y);
-      if (k == NodeKind::kFloorDiv) R3(Op::Sub, d, q, tt);
-      else R3(Op::Add, d, r, tt);
+      if (k == NodeKind::kFloorDiv)
+        R3(Op::Sub, d, q, tt);
+      else
+        R3(Op::Add, d, r, tt);
       xpool_.Free(r);
       xpool_.Free(q);
       xpool_.Free(tt);
       break;
     }
-    default: Fail(b->GetTypeKey(), b->span);
+    default:
+      Fail(b->GetTypeKey(), b->span);
   }
   return XR{d, true};
 }
@@ -293,7 +330,7 @@ XR NpuEmitter::Compare(NodeKind k, const BinaryOpNode* b) {
     bool swap = k == NodeKind::kGT || k == NodeKind::kGE;
     E(Op::Vsplat, {O::V(0), O::X((swap ? y : x).r)}, dt);
     E(Op::Vsplat, {O::V(1), O::X((swap ? x : y).r)}, dt);
-    Op op = (k == NodeKind::kEQ || k == NodeKind::kNE) ? Op::Vcmpeq
+    Op op = (k == NodeKind::kEQ || k == NodeKind::kNE)   ? Op::Vcmpeq
             : (k == NodeKind::kLT || k == NodeKind::kGT) ? Op::Vcmplt
                                                          : Op::Vcmple;
     int p = AllocP();
@@ -312,8 +349,12 @@ XR NpuEmitter::Compare(NodeKind k, const BinaryOpNode* b) {
   int d = Dest(x, y);
   Op slt = u ? Op::Sltu : Op::Slt;
   switch (k) {
-    case NodeKind::kLT: R3(slt, d, x.r, y.r); break;
-    case NodeKind::kGT: R3(slt, d, y.r, x.r); break;
+    case NodeKind::kLT:
+      R3(slt, d, x.r, y.r);
+      break;
+    case NodeKind::kGT:
+      R3(slt, d, y.r, x.r);
+      break;
     case NodeKind::kLE:
       R3(slt, d, y.r, x.r);
       RI(Op::Xori, d, d, 1);
@@ -338,7 +379,9 @@ XR NpuEmitter::Compare(NodeKind k, const BinaryOpNode* b) {
 XR NpuEmitter::CastScalar(XR v, DataType from, DataType to) {
   if (from == to) return v;
   arch::DType s = TC1Type(from), d = TC1Type(to);
-  if (from.is_integer() && to.is_integer() && from.bits() == 32 && to.bits() == 32 && from.code == to.code) return v;
+  if (from.is_integer() && to.is_integer() && from.bits() == 32 && to.bits() == 32 &&
+      from.code == to.code)
+    return v;
   E(Op::Vsplat, {O::V(0), O::X(v.r)}, s);
   E(Op::Vcvt, {O::V(1), O::V(0)}, d, s);
   int r = Dest(v);
@@ -367,8 +410,10 @@ XR NpuEmitter::TileScalar(Op op, std::vector<PrimExpr> args, DataType t) {
   Li(kScratch2, scratch_ + kVecBytes);
   Li(kScratch3, scratch_ + 2 * kVecBytes);
   arch::DType dt = TC1Type(t);
-  if (args.size() == 2) E(op, {O::X(kScratch3), O::X(kScratch1), O::X(kScratch2), O::Desc(0, desc)}, dt);
-  else E(op, {O::X(kScratch3), O::X(kScratch1), O::Desc(0, desc)}, dt);
+  if (args.size() == 2)
+    E(op, {O::X(kScratch3), O::X(kScratch1), O::X(kScratch2), O::Desc(0, desc)}, dt);
+  else
+    E(op, {O::X(kScratch3), O::X(kScratch1), O::Desc(0, desc)}, dt);
   RI(Op::Addi, kVecCount, kVecCount, 1);
   WaitFor(O::FrontEnd(), arch::Engine::Vector, kVecCount);
   LdL1(esz == 2 ? Op::Lhu : Op::Lw, r.r, scratch_ + 2 * kVecBytes);
@@ -385,8 +430,9 @@ XR NpuEmitter::CallScalar(const CallNode* c) {
   }
   if (op == "tir.num_cores") return Imm(cores_);
   static const std::map<std::string, Op> math = {
-      {"tir.exp", Op::Texp},     {"tir.log", Op::Tlog},   {"tir.sqrt", Op::Tsqrt},      {"tir.rsqrt", Op::Trsqrt},
-      {"tir.recip", Op::Trecip}, {"tir.tanh", Op::Ttanh}, {"tir.sigmoid", Op::Tsigmoid}};
+      {"tir.exp", Op::Texp},        {"tir.log", Op::Tlog},     {"tir.sqrt", Op::Tsqrt},
+      {"tir.rsqrt", Op::Trsqrt},    {"tir.recip", Op::Trecip}, {"tir.tanh", Op::Ttanh},
+      {"tir.sigmoid", Op::Tsigmoid}};
   if (auto it = math.find(op); it != math.end()) return TileScalar(it->second, {c->args[0]}, t);
   static const std::map<std::string, Op> bit = {{"tir.bitwise_and", Op::And},
                                                 {"tir.bitwise_or", Op::Or},

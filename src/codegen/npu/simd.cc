@@ -13,13 +13,17 @@ using namespace ir;  // NOLINT
 namespace {
 // Lane count -> a dtype of that many lanes per register.
 arch::DType LaneType(int lanes) {
-  return lanes == kVecBytes / 4 ? arch::DType::I32 : lanes == kVecBytes / 2 ? arch::DType::I16 : arch::DType::I8;
+  return lanes == kVecBytes / 4   ? arch::DType::I32
+         : lanes == kVecBytes / 2 ? arch::DType::I16
+                                  : arch::DType::I8;
 }
 }  // namespace
 
 void NpuEmitter::CheckFull(DataType t, const Span& sp) {
   if (!t.is_bool() && t.lanes() * t.bits() != kVecBytes * 8) {
-    Fail("vector type " + t.str() + " (TC1 vectors fill one " + std::to_string(kVecBytes * 8) + "-bit register)", sp);
+    Fail("vector type " + t.str() + " (TC1 vectors fill one " + std::to_string(kVecBytes * 8) +
+             "-bit register)",
+         sp);
   }
 }
 
@@ -88,10 +92,14 @@ VR NpuEmitter::EvalV(const PrimExpr& e) {
       // TC1 has no SIMD divide: lane by lane with the scalar div/rem (same results as scalar code).
       return LaneWise(t, {b->a, b->b}, [k](const std::vector<Var>& v) -> PrimExpr {
         switch (k) {
-          case NodeKind::kDiv: return v[0] / v[1];
-          case NodeKind::kMod: return v[0] % v[1];
-          case NodeKind::kFloorDiv: return floordiv(v[0], v[1]);
-          default: return floormod(v[0], v[1]);
+          case NodeKind::kDiv:
+            return v[0] / v[1];
+          case NodeKind::kMod:
+            return v[0] % v[1];
+          case NodeKind::kFloorDiv:
+            return floordiv(v[0], v[1]);
+          default:
+            return floormod(v[0], v[1]);
         }
       });
     }
@@ -148,12 +156,15 @@ VR NpuEmitter::EvalV(const PrimExpr& e) {
       std::string op(c->op.view());
       if (op == "tc1.vadds") return VBin(Op::Vadds, c->args[0], c->args[1], dt);
       if (op == "tc1.vsubs") return VBin(Op::Vsubs, c->args[0], c->args[1], dt);
-      static const std::map<std::string, Op> bit = {
-          {"tir.bitwise_and", Op::Vand}, {"tir.bitwise_or", Op::Vor}, {"tir.bitwise_xor", Op::Vxor}};
-      if (auto it = bit.find(op); it != bit.end()) return VBin(it->second, c->args[0], c->args[1], dt);
+      static const std::map<std::string, Op> bit = {{"tir.bitwise_and", Op::Vand},
+                                                    {"tir.bitwise_or", Op::Vor},
+                                                    {"tir.bitwise_xor", Op::Vxor}};
+      if (auto it = bit.find(op); it != bit.end())
+        return VBin(it->second, c->args[0], c->args[1], dt);
       static const std::map<std::string, Op> math = {
-          {"tir.exp", Op::Texp},     {"tir.log", Op::Tlog},   {"tir.sqrt", Op::Tsqrt},      {"tir.rsqrt", Op::Trsqrt},
-          {"tir.recip", Op::Trecip}, {"tir.tanh", Op::Ttanh}, {"tir.sigmoid", Op::Tsigmoid}};
+          {"tir.exp", Op::Texp},        {"tir.log", Op::Tlog},     {"tir.sqrt", Op::Tsqrt},
+          {"tir.rsqrt", Op::Trsqrt},    {"tir.recip", Op::Trecip}, {"tir.tanh", Op::Ttanh},
+          {"tir.sigmoid", Op::Tsigmoid}};
       if (auto it = math.find(op); it != math.end()) return TileVector(it->second, {c->args[0]}, t);
       if (op == "tir.bitwise_not") {
         VR a = ReloadV(EvalV(c->args[0]));
@@ -175,13 +186,15 @@ VR NpuEmitter::EvalV(const PrimExpr& e) {
         });
       }
       if (op == "tc1.vshls") {
-        return LaneWiseRegs(t, {c->args[0], c->args[1]},
-                            [&](const std::vector<Var>& v) { return SaturatingShiftLeft(t.element_of(), v[0], v[1]); });
+        return LaneWiseRegs(t, {c->args[0], c->args[1]}, [&](const std::vector<Var>& v) {
+          return SaturatingShiftLeft(t.element_of(), v[0], v[1]);
+        });
       }
       if (op == "tc1.vcvt") return ConvertPart(c, t);
       Fail("intrinsic `" + op + "` on vectors", c->span);
     }
-    default: Fail("vector expression `" + std::string(e->GetTypeKey()) + "`", e->span);
+    default:
+      Fail("vector expression `" + std::string(e->GetTypeKey()) + "`", e->span);
   }
 }
 
@@ -215,14 +228,17 @@ VR NpuEmitter::VectorLoad(const BufferLoadNode* l, DataType t, const Span& sp) {
 void NpuEmitter::VectorStore(const BufferStoreNode* st) {
   const PrimExpr& idx = st->indices[0];
   const auto* rp = idx.as<RampNode>();
-  if (!rp || !is_const_int(rp->stride, 1)) Fail("a vector store with a non-contiguous index (scatter)", st->span);
+  if (!rp || !is_const_int(rp->stride, 1))
+    Fail("a vector store with a non-contiguous index (scatter)", st->span);
   CheckFull(st->value.dtype(), st->span);
   VR v = HoldV(EvalV(st->value));
   int p = st->predicate.defined() ? EvalP(st->predicate) : 0;
   Addr a = ElementAddr(st->buffer, rp->base);
   v = ReloadV(v);
-  if (p) E(Op::Vst, {O::V(v.r), Mem(a), O::P(p)}, TC1Type(st->buffer->dtype));
-  else E(Op::Vst, {O::V(v.r), Mem(a)}, TC1Type(st->buffer->dtype));
+  if (p)
+    E(Op::Vst, {O::V(v.r), Mem(a), O::P(p)}, TC1Type(st->buffer->dtype));
+  else
+    E(Op::Vst, {O::V(v.r), Mem(a)}, TC1Type(st->buffer->dtype));
   Free(a.base);
   Free(v);
   FreeP(p);
@@ -252,12 +268,15 @@ VR NpuEmitter::TileVector(Op op, std::vector<PrimExpr> args, DataType t) {
   vd.rank = 1;
   vd.shape = {uint32_t(t.lanes()), 1, 1, 1};
   vd.d_stride = vd.a_stride = vd.b_stride = {1, 0, 0, 0};
-  int64_t desc = Descriptor(vd.to_bytes(), true, "vecdesc shape=[" + std::to_string(t.lanes()) + "]");
+  int64_t desc =
+      Descriptor(vd.to_bytes(), true, "vecdesc shape=[" + std::to_string(t.lanes()) + "]");
   Li(kScratch1, scratch_);
   Li(kScratch2, scratch_ + kVecBytes);
   Li(kScratch3, scratch_ + 2 * kVecBytes);
-  if (args.size() == 2) E(op, {O::X(kScratch3), O::X(kScratch1), O::X(kScratch2), O::Desc(0, desc)}, dt);
-  else E(op, {O::X(kScratch3), O::X(kScratch1), O::Desc(0, desc)}, dt);
+  if (args.size() == 2)
+    E(op, {O::X(kScratch3), O::X(kScratch1), O::X(kScratch2), O::Desc(0, desc)}, dt);
+  else
+    E(op, {O::X(kScratch3), O::X(kScratch1), O::Desc(0, desc)}, dt);
   RI(Op::Addi, kVecCount, kVecCount, 1);
   WaitFor(O::FrontEnd(), arch::Engine::Vector, kVecCount);
   VR r{AllocV(), true};
@@ -300,7 +319,7 @@ int NpuEmitter::EvalP(const PrimExpr& e) {
       VR x = HoldV(EvalV(swap ? b->b : b->a));
       VR y = ReloadV(EvalV(swap ? b->a : b->b));
       x = ReloadV(x);
-      Op op = (k == NodeKind::kEQ || k == NodeKind::kNE) ? Op::Vcmpeq
+      Op op = (k == NodeKind::kEQ || k == NodeKind::kNE)   ? Op::Vcmpeq
               : (k == NodeKind::kLT || k == NodeKind::kGT) ? Op::Vcmplt
                                                            : Op::Vcmple;
       int p = AllocP();
@@ -339,7 +358,8 @@ int NpuEmitter::EvalP(const PrimExpr& e) {
       E(Op::Por, {O::P(p), O::P(it->second.preg), O::P(it->second.preg)});
       return p;
     }
-    default: Fail("bool vector `" + std::string(e->GetTypeKey()) + "`", e->span);
+    default:
+      Fail("bool vector `" + std::string(e->GetTypeKey()) + "`", e->span);
   }
 }
 
@@ -365,7 +385,8 @@ VR NpuEmitter::LaneWiseRegs(DataType t, const std::vector<PrimExpr>& vargs,
   if (int(vargs.size()) + 1 > kLaneSlots) Fail("a lane-wise fallback with this many operands");
   for (const PrimExpr& a : vargs) {
     CheckFull(a.dtype(), span_);
-    if (a.dtype().lanes() != t.lanes()) Fail("a lane-wise operation over vectors of different lane counts");
+    if (a.dtype().lanes() != t.lanes())
+      Fail("a lane-wise operation over vectors of different lane counts");
   }
   // Evaluate every operand first (nested fallbacks use the scratch), then store them.
   std::vector<VR> regs;
@@ -373,12 +394,14 @@ VR NpuEmitter::LaneWiseRegs(DataType t, const std::vector<PrimExpr>& vargs,
   int64_t base = LaneScratch();
   for (size_t i = 0; i < regs.size(); ++i) {
     VR r = ReloadV(regs[i]);
-    E(Op::Vst, {O::V(r.r), O::Mem(arch::Space::L1, 0, base + kVecBytes * int64_t(i))}, TC1Type(vargs[i].dtype()));
+    E(Op::Vst, {O::V(r.r), O::Mem(arch::Space::L1, 0, base + kVecBytes * int64_t(i))},
+      TC1Type(vargs[i].dtype()));
     Free(r);
   }
   int64_t out = base + kVecBytes * int64_t(vargs.size());
   std::vector<Var> vars;
-  for (size_t i = 0; i < vargs.size(); ++i) vars.push_back(Var("lane" + std::to_string(i), Wide(vargs[i].dtype())));
+  for (size_t i = 0; i < vargs.size(); ++i)
+    vars.push_back(Var("lane" + std::to_string(i), Wide(vargs[i].dtype())));
   for (int lane = 0; lane < t.lanes(); ++lane) {
     for (size_t i = 0; i < vargs.size(); ++i) {
       DataType et = vargs[i].dtype().element_of();
@@ -458,7 +481,8 @@ VR NpuEmitter::ConvertPart(const CallNode* c, DataType t) {
   int64_t lt = t.lanes(), la = from.lanes();
   int d = AllocV();
   if (lt <= la) {  // widening (or same width): bring lanes [part*lt, ...) to lane 0
-    if (*part < 0 || (*part + 1) * lt > la) Fail("`tc1.vcvt` part " + std::to_string(*part) + " beyond the source lanes", c->span);
+    if (*part < 0 || (*part + 1) * lt > la)
+      Fail("`tc1.vcvt` part " + std::to_string(*part) + " beyond the source lanes", c->span);
     int64_t off = *part * lt * from.element_of().lane_bytes();
     if (off == 0) {
       E(Op::Vcvt, {O::V(d), O::V(v.r)}, dt, st);
@@ -472,7 +496,8 @@ VR NpuEmitter::ConvertPart(const CallNode* c, DataType t) {
       E(Op::Vcvt, {O::V(d), O::V(0)}, dt, st);
     }
   } else {  // narrowing: converted lanes go to [part*la, ...)
-    if (*part < 0 || (*part + 1) * la > lt) Fail("`tc1.vcvt` part " + std::to_string(*part) + " beyond the result lanes", c->span);
+    if (*part < 0 || (*part + 1) * la > lt)
+      Fail("`tc1.vcvt` part " + std::to_string(*part) + " beyond the result lanes", c->span);
     E(Op::Vcvt, {O::V(d), O::V(v.r)}, dt, st);
     int64_t off = *part * la * t.element_of().lane_bytes();
     if (off != 0) {
@@ -505,8 +530,10 @@ VR NpuEmitter::StridedLoad(const BufferLoadNode* l, const RampNode* rp, DataType
   stride = Reload(stride);
   int step = AllocX();
   int k = Log2(esize);
-  if (k > 0) RI(Op::Slli, step, stride.r, k);
-  else Mov(step, stride.r);
+  if (k > 0)
+    RI(Op::Slli, step, stride.r, k);
+  else
+    Mov(step, stride.r);
   Free(stride);
   int x = AllocX();
   for (int lane = 0; lane < t.lanes(); ++lane) {

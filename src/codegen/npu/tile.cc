@@ -98,8 +98,8 @@ arch::VecDesc MakeVecDesc(const Tensor& d, const Tensor& a, const Tensor* b) {
 }
 
 std::string VecNote(const Tensor& d, const Tensor& a, const Tensor* b) {
-  return "vecdesc shape=" + List(a.shape) + " d_stride=" + List(d.strides) + " a_stride=" + List(a.strides) +
-         (b ? " b_stride=" + List(b->strides) : std::string());
+  return "vecdesc shape=" + List(a.shape) + " d_stride=" + List(d.strides) +
+         " a_stride=" + List(a.strides) + (b ? " b_stride=" + List(b->strides) : std::string());
 }
 
 std::optional<double> ConstValue(const PrimExpr& v) {
@@ -135,11 +135,13 @@ void NpuEmitter::Align(std::vector<Tensor*> ts, const CallNode* c) {
       }
       t->shape = model->shape;
       t->strides.assign(t->shape.size(), 1);
-      for (size_t i = t->shape.size() - 1; i-- > 0;) t->strides[i] = t->strides[i + 1] * t->shape[i + 1];
+      for (size_t i = t->shape.size() - 1; i-- > 0;)
+        t->strides[i] = t->strides[i + 1] * t->shape[i + 1];
     }
   }
   MergeJoint(ts);
-  if (ts[0]->shape.size() > kMaxRank) Fail("`" + std::string(c->op.view()) + "` over more than 4 dimensions", c->span);
+  if (ts[0]->shape.size() > kMaxRank)
+    Fail("`" + std::string(c->op.view()) + "` over more than 4 dimensions", c->span);
 }
 
 void NpuEmitter::Dma(const CallNode* c, const std::string& op) {
@@ -148,7 +150,8 @@ void NpuEmitter::Dma(const CallNode* c, const std::string& op) {
   arch::Engine queue = op == "tc1.dma_out" ? arch::Engine::DmaOut : arch::Engine::DmaIn;
   Tensor d = Region(c->args[0], c);
   Tensor s = fill ? d : Region(c->args[1], c);
-  if (!fill && Count(d) != Count(s)) Fail("`" + op + "` between regions of different sizes", c->span);
+  if (!fill && Count(d) != Count(s))
+    Fail("`" + op + "` between regions of different sizes", c->span);
   if (!fill) {
     Align({&d, &s}, c);
   } else {
@@ -171,8 +174,9 @@ void NpuEmitter::Dma(const CallNode* c, const std::string& op) {
   desc.src_stride = Dims<int32_t>(s.strides, 0);
   desc.dst_stride = Dims<int32_t>(d.strides, 0);
   std::string note = "dmadesc src=" + std::string(arch::dtype_name(desc.src_dtype)) +
-                     " dst=" + std::string(arch::dtype_name(desc.dst_dtype)) + " shape=" + List(d.shape) +
-                     " src_stride=" + List(s.strides) + " dst_stride=" + List(d.strides);
+                     " dst=" + std::string(arch::dtype_name(desc.dst_dtype)) +
+                     " shape=" + List(d.shape) + " src_stride=" + List(s.strides) +
+                     " dst_stride=" + List(d.strides);
   int64_t addr;
   if (fill) {
     desc.flags |= arch::DmaDesc::kFill;
@@ -197,7 +201,8 @@ void NpuEmitter::Dma(const CallNode* c, const std::string& op) {
   XR sa = fill ? XR{0, false} : TensorAddr(s);
   da = Reload(da);
   arch::Space sspace = SpaceOf(std::string((fill ? d : s).buffer->scope.view()));
-  E(opcode, {O::At(SpaceOf(std::string(d.buffer->scope.view())), da.r), O::At(sspace, sa.r), O::Desc(0, addr)});
+  E(opcode, {O::At(SpaceOf(std::string(d.buffer->scope.view())), da.r), O::At(sspace, sa.r),
+             O::Desc(0, addr)});
   Free(da);
   Free(sa);
 }
@@ -210,7 +215,8 @@ void NpuEmitter::Matmul(const CallNode* c) {
     for (size_t i = 0; i + 2 < r; ++i) {
       if (t.shape[i] != 1) Fail(std::string("`tile.mm` with a batched ") + what, c->span);
     }
-    if (t.strides[r - 1] != 1 && t.shape[r - 1] != 1) Fail(std::string("`tile.mm` with non-contiguous rows in ") + what, c->span);
+    if (t.strides[r - 1] != 1 && t.shape[r - 1] != 1)
+      Fail(std::string("`tile.mm` with non-contiguous rows in ") + what, c->span);
   };
   mat(C, "c");
   mat(A, "a");
@@ -219,7 +225,8 @@ void NpuEmitter::Matmul(const CallNode* c) {
   auto cols = [](const Tensor& t) { return t.shape[t.shape.size() - 1]; };
   auto ld = [](const Tensor& t) { return t.strides[t.strides.size() - 2]; };
   int64_t M = rows(C), N = cols(C), K = cols(A);
-  if (rows(A) != M || rows(B) != K || cols(B) != N) Fail("`tile.mm` with mismatched shapes", c->span);
+  if (rows(A) != M || rows(B) != K || cols(B) != N)
+    Fail("`tile.mm` with mismatched shapes", c->span);
   int64_t lim = arch::tc1::kMaxMmDim;
   if (M > lim || N > lim || K > lim) {
     Fail("`tile.mm` larger than " + std::to_string(lim) + " in a dimension", c->span);
@@ -232,12 +239,14 @@ void NpuEmitter::Matmul(const CallNode* c) {
   md.ldb = uint32_t(ld(B));
   md.ldc = uint32_t(ld(C));
   md.ldo = uint32_t(N);
-  std::string note = "mmdesc m=" + std::to_string(M) + " n=" + std::to_string(N) + " k=" + std::to_string(K) +
-                     " lda=" + std::to_string(ld(A)) + " ldb=" + std::to_string(ld(B)) + " ldc=" + std::to_string(ld(C));
+  std::string note = "mmdesc m=" + std::to_string(M) + " n=" + std::to_string(N) +
+                     " k=" + std::to_string(K) + " lda=" + std::to_string(ld(A)) +
+                     " ldb=" + std::to_string(ld(B)) + " ldc=" + std::to_string(ld(C));
   // The fused epilogue (tile.mm's optional block): C is the output (ldo); bias, scales and
   // residual are L1 addresses stored into this site's descriptor before the command, as
   // are a non-constant scale and zero point.
-  MatmulEpilogue epi = DecodeMatmulEpilogue(c, M, N, [&](const std::string& what) { Fail(what, c->span); });
+  MatmulEpilogue epi =
+      DecodeMatmulEpilogue(c, M, N, [&](const std::string& what) { Fail(what, c->span); });
   std::vector<PrimExpr> regions{c->args[0], c->args[1], c->args[2]};
   std::vector<std::pair<int64_t, PrimExpr>> dyn;  // (byte offset, f32 / i32 value)
   std::vector<std::pair<int64_t, int>> addrs;     // (byte offset, argument index)
@@ -247,8 +256,8 @@ void NpuEmitter::Matmul(const CallNode* c) {
     md.ldo = uint32_t(ld(C));
     md.out_dtype = TC1Type(C.dtype);
     md.act = epi.relu ? arch::Activation::Relu : arch::Activation::None;
-    note += " ldo=" + std::to_string(ld(C)) + " out=" + std::string(arch::dtype_name(md.out_dtype)) +
-            (epi.relu ? " act=relu" : "");
+    note += " ldo=" + std::to_string(ld(C)) +
+            " out=" + std::string(arch::dtype_name(md.out_dtype)) + (epi.relu ? " act=relu" : "");
     auto f32_field = [&](const PrimExpr& v, float* field, const char* key, int64_t offset) {
       auto cv = ConstValue(v);
       if (cv && std::isfinite(*cv)) {
@@ -331,7 +340,10 @@ void NpuEmitter::Matmul(const CallNode* c) {
 // `fence` first, so the host sees every tile command before it completed.
 void NpuEmitter::CallPacked(const CallNode* c) {
   std::string name(c->args[0].as<StringImmNode>()->value.view());
-  if (name.empty() || name.size() > 255) Fail("`tir.call_packed` with a function name of " + std::to_string(name.size()) + " bytes (1..255)", c->span);
+  if (name.empty() || name.size() > 255)
+    Fail("`tir.call_packed` with a function name of " + std::to_string(name.size()) +
+             " bytes (1..255)",
+         c->span);
   size_t n = c->args.size() - 1;
   if (n > 16) Fail("`tir.call_packed` with more than 16 arguments", c->span);
   std::vector<uint8_t> nm(name.begin(), name.end());
@@ -350,13 +362,17 @@ void NpuEmitter::CallPacked(const CallNode* c) {
     if (a.as<BufferRegionNode>()) {
       Tensor t = Region(a, c);
       if (t.shape.size() > 4) Squeeze(&t);
-      if (t.shape.size() > 4) Fail("`tir.call_packed` argument " + std::to_string(i + 1) + " over more than 4 dimensions", c->span);
+      if (t.shape.size() > 4)
+        Fail("`tir.call_packed` argument " + std::to_string(i + 1) + " over more than 4 dimensions",
+             c->span);
       blk[r] = 2;
       blk[r + 1] = uint8_t(TC1Type(t.dtype));
       blk[r + 2] = uint8_t(t.shape.size());
       blk[r + 3] = uint8_t(SpaceOf(std::string(t.buffer->scope.view())));
       for (size_t k = 0; k < t.shape.size(); ++k) {
-        if (t.strides[k] < 0) Fail("`tir.call_packed` argument " + std::to_string(i + 1) + " with a negative stride", c->span);
+        if (t.strides[k] < 0)
+          Fail("`tir.call_packed` argument " + std::to_string(i + 1) + " with a negative stride",
+               c->span);
         put32(r + 16 + 4 * k, uint32_t(t.shape[k]));
         put32(r + 32 + 4 * k, uint32_t(t.strides[k]));
       }
@@ -371,8 +387,10 @@ void NpuEmitter::CallPacked(const CallNode* c) {
         dyn.emplace_back(int64_t(r + 8), a);
       }
     } else {
-      if (auto ci = as_const_int(a)) put32(r + 4, uint32_t(int32_t(*ci)));
-      else dyn.emplace_back(int64_t(r + 4), a);
+      if (auto ci = as_const_int(a))
+        put32(r + 4, uint32_t(int32_t(*ci)));
+      else
+        dyn.emplace_back(int64_t(r + 4), a);
     }
   }
   int64_t block = Descriptor(blk, false, "host call " + name);
@@ -431,7 +449,8 @@ void NpuEmitter::VecOp(const CallNode* c, const std::string& op) {
     // a: [..., K]; d: [..., 1] or [...]; the innermost axis is folded.
     std::vector<int64_t> dstr = d.strides;
     if (d.shape.size() + 1 == a.shape.size()) dstr.push_back(0);
-    if (dstr.size() != a.shape.size()) Fail("`" + op + "` with operands of different ranks", c->span);
+    if (dstr.size() != a.shape.size())
+      Fail("`" + op + "` with operands of different ranks", c->span);
     std::vector<int64_t> sh, as, ds;
     for (size_t i = 0; i < a.shape.size(); ++i) {
       if (a.shape[i] == 1 && i + 1 != a.shape.size()) continue;

@@ -36,8 +36,8 @@ struct Label {
 /// One assembly operand, of one of the kinds of arch::OperandKind.
 struct Operand {
   arch::OperandKind kind = arch::OperandKind::Imm;
-  int reg = 0;          // XReg/VReg/PReg/Mem/Desc/SpaceAddr/Count register; Queue/Engine/Csr code
-  int64_t imm = 0;      // Imm/Lane value, Mem/Desc/Count offset
+  int reg = 0;      // XReg/VReg/PReg/Mem/Desc/SpaceAddr/Count register; Queue/Engine/Csr code
+  int64_t imm = 0;  // Imm/Lane value, Mem/Desc/Count offset
   arch::Space space = arch::Space::DDR;
   int label = -1;
 
@@ -48,7 +48,9 @@ struct Operand {
   static Operand To(Label l) { return {arch::OperandKind::Label, 0, 0, arch::Space::DDR, l.id}; }
   static Operand Csr(arch::Csr c) { return {arch::OperandKind::Csr, int(c)}; }
   /// [space: x`base` + imm]
-  static Operand Mem(arch::Space s, int base, int64_t imm) { return {arch::OperandKind::Mem, base, imm, s}; }
+  static Operand Mem(arch::Space s, int base, int64_t imm) {
+    return {arch::OperandKind::Mem, base, imm, s};
+  }
   /// [x`base` + imm], a descriptor in local L1
   static Operand Desc(int base, int64_t imm) { return {arch::OperandKind::Desc, base, imm}; }
   /// space:x`r`, a DMA address
@@ -90,7 +92,8 @@ class InstrBuilder {
   int64_t Block(int64_t bytes, int64_t align);
   /// Initialised bytes (descriptors, tables). A `shared` block with the same bytes
   /// as an earlier shared one is not emitted again. `note` goes into the source.
-  int64_t Data(std::span<const uint8_t> bytes, bool shared, std::string note = "", int64_t align = 4);
+  int64_t Data(std::span<const uint8_t> bytes, bool shared, std::string note = "",
+               int64_t align = 4);
   int64_t data_base() const { return data_base_; }
   int64_t data_top() const { return data_top_; }
 

@@ -1,4 +1,5 @@
-// include/tilecore/codegen/npu/registers.h — register pools and spill slots of the npu code generator.
+// include/tilecore/codegen/npu/registers.h — register pools and spill slots of the npu code
+// generator.
 //
 // A RegisterPool hands out the registers of one class (x, v or p) in a range the
 // code generator reserves for values (the rest are fixed scratch and counters,
