@@ -37,7 +37,8 @@ struct Equation {
   std::map<int, int64_t> size;
 };
 
-/*! \brief `term` as labels for a tensor of `rank` dims (ell: the ellipsis rank of the whole equation). */
+/*! \brief `term` as labels for a tensor of `rank` dims (ell: the ellipsis rank of the whole
+ * equation). */
 std::vector<int> Labels(const std::string& term, int64_t rank, int64_t ell, std::string* err) {
   std::vector<int> out;
   size_t dots = term.find("...");
@@ -59,8 +60,8 @@ std::vector<int> Labels(const std::string& term, int64_t rank, int64_t ell, std:
     }
   }
   if (rank >= 0 && static_cast<int64_t>(out.size()) != rank)
-    *err = "term `" + term + "` has " + std::to_string(out.size()) + " labels for an operand of rank " +
-           std::to_string(rank);
+    *err = "term `" + term + "` has " + std::to_string(out.size()) +
+           " labels for an operand of rank " + std::to_string(rank);
   return out;
 }
 
@@ -78,7 +79,8 @@ Equation Parse(std::string eq, const std::vector<std::vector<int64_t>>& shapes, 
     at = comma + 1;
   }
   if (terms.size() != shapes.size()) {
-    *err = "the equation has " + std::to_string(terms.size()) + " operand(s), the node " + std::to_string(shapes.size());
+    *err = "the equation has " + std::to_string(terms.size()) + " operand(s), the node " +
+           std::to_string(shapes.size());
     return r;
   }
   int64_t ell = 0;
@@ -98,7 +100,8 @@ Equation Parse(std::string eq, const std::vector<std::vector<int64_t>>& shapes, 
       if (it == r.size.end() || it->second == 1) {
         r.size[l] = n;
       } else if (n != 1 && n != it->second) {
-        *err = "label sizes disagree (" + std::to_string(it->second) + " and " + std::to_string(n) + ")";
+        *err = "label sizes disagree (" + std::to_string(it->second) + " and " + std::to_string(n) +
+               ")";
         return r;
       }
       ++count[l];
@@ -122,7 +125,8 @@ std::vector<std::vector<int64_t>> Shapes(const std::vector<TensorSpec>& in) {
   return s;
 }
 
-std::string CheckEinsum(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& in) {
+std::string CheckEinsum(const std::string& op, const Map<String, Any>& attrs,
+                        const std::vector<TensorSpec>& in) {
   std::string w = NeedInputs(op, in, 1, 16);
   if (!w.empty()) return w;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -143,7 +147,8 @@ PrimFunc LowerEinsum(const OpCall& call) {
   std::vector<int64_t> out_sizes;
   for (int l : eq.output) out_sizes.push_back(eq.size[l]);
   std::vector<int64_t> want = Shape(call.outputs[0]);
-  if (want != out_sizes) TILECORE_THROW(ValueError) << "LowerHostOp(Einsum): the output shape does not fit the equation";
+  if (want != out_sizes)
+    TILECORE_THROW(ValueError) << "LowerHostOp(Einsum): the output shape does not fit the equation";
   std::vector<int> reduced;
   for (const auto& [l, n] : eq.size)
     if (std::find(eq.output.begin(), eq.output.end(), l) == eq.output.end()) reduced.push_back(l);
@@ -170,7 +175,8 @@ PrimFunc LowerEinsum(const OpCall& call) {
       for (size_t i = 0; i < X.size(); ++i) {
         std::vector<int64_t> shape = Shape(call.inputs[i]);
         std::vector<PrimExpr> c;
-        for (size_t d = 0; d < shape.size(); ++d) c.push_back(shape[d] == 1 ? I32(0) : at[eq.inputs[i][d]]);
+        for (size_t d = 0; d < shape.size(); ++d)
+          c.push_back(shape[d] == 1 ? I32(0) : at[eq.inputs[i][d]]);
         PrimExpr v = cast(acc_t, BufferLoad(X[i], {Ravel(c, shape)}));
         prod = prod.defined() ? prod * v : v;
       }
@@ -184,7 +190,9 @@ PrimFunc LowerEinsum(const OpCall& call) {
 }  // namespace
 }  // namespace host
 
-TILECORE_FFI_STATIC_INIT_BLOCK({ RegisterHostKernel("Einsum", HostKernel{host::CheckEinsum, host::LowerEinsum, -1}); });
+TILECORE_FFI_STATIC_INIT_BLOCK({
+  RegisterHostKernel("Einsum", HostKernel{host::CheckEinsum, host::LowerEinsum, -1});
+});
 
 }  // namespace compiler
 }  // namespace tilecore

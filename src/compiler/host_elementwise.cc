@@ -24,12 +24,18 @@ namespace {
 
 using Fn = std::function<PrimExpr(const std::vector<PrimExpr>& x, const OpCall& call)>;
 
-enum Kinds : unsigned { kBool = 1, kInt = 2, kFloat = 4, kNum = kInt | kFloat, kAny = kBool | kNum };
+enum Kinds : unsigned {
+  kBool = 1,
+  kInt = 2,
+  kFloat = 4,
+  kNum = kInt | kFloat,
+  kAny = kBool | kNum
+};
 
 struct Op {
   Fn fn;
   size_t min_inputs, max_inputs;
-  unsigned kinds;       // what the data inputs may be
+  unsigned kinds;        // what the data inputs may be
   int data_inputs = -1;  // params (-1: all)
   bool same_dtype = true;
 };
@@ -38,7 +44,8 @@ unsigned KindOf(DataType t) { return t.is_bool() ? kBool : t.is_float() ? kFloat
 
 PrimExpr Zero(const PrimExpr& x) { return make_zero(x.dtype()); }
 PrimExpr C(const PrimExpr& like, double v) {
-  return like.dtype().is_float() ? make_const(like.dtype(), v) : make_const(like.dtype(), static_cast<int64_t>(v));
+  return like.dtype().is_float() ? make_const(like.dtype(), v)
+                                 : make_const(like.dtype(), static_cast<int64_t>(v));
 }
 // unsigned operands of a comparison compared as int64 (comparisons of uint8/16/32 values
 // were folded to false by the build pipeline)
@@ -80,15 +87,31 @@ const std::map<std::string, Op>& Ops() {
                    return r / C(r, static_cast<double>(x.size()));
                  },
                  1, 8, kFloat};
-    m["Equal"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return eq(W(x[0]), W(x[1])); }, 2, 2, kAny};
-    m["Less"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return W(x[0]) < W(x[1]); }, 2, 2, kNum};
-    m["LessOrEqual"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return W(x[0]) <= W(x[1]); }, 2, 2, kNum};
-    m["Greater"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return W(x[0]) > W(x[1]); }, 2, 2, kNum};
-    m["GreaterOrEqual"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return W(x[0]) >= W(x[1]); }, 2, 2, kNum};
-    m["And"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return Truthy(x[0]) && Truthy(x[1]); }, 2, 2, kBool};
-    m["Or"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return Truthy(x[0]) || Truthy(x[1]); }, 2, 2, kBool};
-    m["Xor"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return ne(Truthy(x[0]), Truthy(x[1])); }, 2, 2, kBool};
-    m["Not"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return !Truthy(x[0]); }, 1, 1, kBool};
+    m["Equal"] = {
+        [](const std::vector<PrimExpr>& x, const OpCall&) { return eq(W(x[0]), W(x[1])); }, 2, 2,
+        kAny};
+    m["Less"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return W(x[0]) < W(x[1]); }, 2,
+                 2, kNum};
+    m["LessOrEqual"] = {
+        [](const std::vector<PrimExpr>& x, const OpCall&) { return W(x[0]) <= W(x[1]); }, 2, 2,
+        kNum};
+    m["Greater"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return W(x[0]) > W(x[1]); },
+                    2, 2, kNum};
+    m["GreaterOrEqual"] = {
+        [](const std::vector<PrimExpr>& x, const OpCall&) { return W(x[0]) >= W(x[1]); }, 2, 2,
+        kNum};
+    m["And"] = {
+        [](const std::vector<PrimExpr>& x, const OpCall&) { return Truthy(x[0]) && Truthy(x[1]); },
+        2, 2, kBool};
+    m["Or"] = {
+        [](const std::vector<PrimExpr>& x, const OpCall&) { return Truthy(x[0]) || Truthy(x[1]); },
+        2, 2, kBool};
+    m["Xor"] = {[](const std::vector<PrimExpr>& x, const OpCall&) {
+                  return ne(Truthy(x[0]), Truthy(x[1]));
+                },
+                2, 2, kBool};
+    m["Not"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return !Truthy(x[0]); }, 1, 1,
+                kBool};
     auto bit = [](const char* f) {
       return [f](const std::vector<PrimExpr>& x, const OpCall&) {
         Array<PrimExpr> a;
@@ -100,17 +123,20 @@ const std::map<std::string, Op>& Ops() {
     m["BitwiseOr"] = {bit("tir.bitwise_or"), 2, 2, kInt};
     m["BitwiseXor"] = {bit("tir.bitwise_xor"), 2, 2, kInt};
     m["BitwiseNot"] = {bit("tir.bitwise_not"), 1, 1, kInt};
-    m["BitShift"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
-                       bool left = AttrStr(c.attrs, "direction", "") == "LEFT";
-                       // a shift by the type's width or more gives 0, as numpy does for unsigned types
-                       // (compared in int64: a uint8 comparison folded to true in the simplifier)
-                       PrimExpr w = I64(x[0].dtype().bits());
-                       PrimExpr s = Call(x[0].dtype(), String(left ? "tir.shift_left" : "tir.shift_right"), {x[0], x[1]});
-                       PrimExpr big = Zero(x[0]);  // a signed right shift by the width or more keeps the sign
-                       if (!left && x[0].dtype().is_int()) big = select(x[0] < Zero(x[0]), C(x[0], -1), Zero(x[0]));
-                       return select(cast(DataType::Int(64), x[1]) >= w, big, s);
-                     },
-                     2, 2, kInt};
+    m["BitShift"] = {
+        [](const std::vector<PrimExpr>& x, const OpCall& c) {
+          bool left = AttrStr(c.attrs, "direction", "") == "LEFT";
+          // a shift by the type's width or more gives 0, as numpy does for unsigned types
+          // (compared in int64: a uint8 comparison folded to true in the simplifier)
+          PrimExpr w = I64(x[0].dtype().bits());
+          PrimExpr s =
+              Call(x[0].dtype(), String(left ? "tir.shift_left" : "tir.shift_right"), {x[0], x[1]});
+          PrimExpr big = Zero(x[0]);  // a signed right shift by the width or more keeps the sign
+          if (!left && x[0].dtype().is_int())
+            big = select(x[0] < Zero(x[0]), C(x[0], -1), Zero(x[0]));
+          return select(cast(DataType::Int(64), x[1]) >= w, big, s);
+        },
+        2, 2, kInt};
     m["Mod"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
                   bool fmod = AttrInt(c.attrs, "fmod", 0) != 0;
                   PrimExpr a = x[0], b = x[1];
@@ -122,54 +148,98 @@ const std::map<std::string, Op>& Ops() {
                   return floormod(a, b);
                 },
                 2, 2, kNum};
-    auto unary = [&](const std::string& name, std::function<PrimExpr(PrimExpr, const OpCall&)> f, unsigned kinds) {
-      m[name] = {[f](const std::vector<PrimExpr>& x, const OpCall& c) { return f(x[0], c); }, 1, 1, kinds};
+    auto unary = [&](const std::string& name, std::function<PrimExpr(PrimExpr, const OpCall&)> f,
+                     unsigned kinds) {
+      m[name] = {[f](const std::vector<PrimExpr>& x, const OpCall& c) { return f(x[0], c); }, 1, 1,
+                 kinds};
     };
-    unary("Neg", [](PrimExpr x, const OpCall&) { return Zero(x) - x; }, kNum);
-    unary("Abs", [](PrimExpr x, const OpCall&) { return select(x < Zero(x), Zero(x) - x, x); }, kNum);
-    unary("Relu", [](PrimExpr x, const OpCall&) { return HMax(x, Zero(x)); }, kNum);
-    unary("Sign", [](PrimExpr x, const OpCall&) {
-      return select(x > Zero(x), C(x, 1), select(x < Zero(x), C(x, -1), Zero(x)));
-    }, kNum);
-    unary("IsNaN", [](PrimExpr x, const OpCall&) { return ne(x, x); }, kFloat);
-    unary("IsInf", [](PrimExpr x, const OpCall& c) {
-      // x - x is NaN exactly for the infinities (and NaN)
-      PrimExpr inf = ne(x - x, x - x) && eq(x, x);
-      bool pos = AttrInt(c.attrs, "detect_positive", 1) != 0, neg = AttrInt(c.attrs, "detect_negative", 1) != 0;
-      if (pos && neg) return inf;
-      if (pos) return inf && x > Zero(x);
-      if (neg) return inf && x < Zero(x);
-      return eq(x, x) && ne(x, x);
-    }, kFloat);
-    unary("Exp", [](PrimExpr x, const OpCall&) { return call("tir.exp", {x}); }, kFloat);
-    unary("Log", [](PrimExpr x, const OpCall&) { return call("tir.log", {x}); }, kFloat);
-    unary("Sqrt", [](PrimExpr x, const OpCall&) { return call("tir.sqrt", {x}); }, kFloat);
-    unary("Tanh", [](PrimExpr x, const OpCall&) { return call("tir.tanh", {x}); }, kFloat);
-    unary("Sigmoid", [](PrimExpr x, const OpCall&) { return call("tir.sigmoid", {x}); }, kFloat);
-    for (const char* f : {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"}) {
+    unary(
+        "Neg", [](PrimExpr x, const OpCall&) { return Zero(x) - x; }, kNum);
+    unary(
+        "Abs", [](PrimExpr x, const OpCall&) { return select(x < Zero(x), Zero(x) - x, x); }, kNum);
+    unary(
+        "Relu", [](PrimExpr x, const OpCall&) { return HMax(x, Zero(x)); }, kNum);
+    unary(
+        "Sign",
+        [](PrimExpr x, const OpCall&) {
+          return select(x > Zero(x), C(x, 1), select(x < Zero(x), C(x, -1), Zero(x)));
+        },
+        kNum);
+    unary(
+        "IsNaN", [](PrimExpr x, const OpCall&) { return ne(x, x); }, kFloat);
+    unary(
+        "IsInf",
+        [](PrimExpr x, const OpCall& c) {
+          // x - x is NaN exactly for the infinities (and NaN)
+          PrimExpr inf = ne(x - x, x - x) && eq(x, x);
+          bool pos = AttrInt(c.attrs, "detect_positive", 1) != 0,
+               neg = AttrInt(c.attrs, "detect_negative", 1) != 0;
+          if (pos && neg) return inf;
+          if (pos) return inf && x > Zero(x);
+          if (neg) return inf && x < Zero(x);
+          return eq(x, x) && ne(x, x);
+        },
+        kFloat);
+    unary(
+        "Exp", [](PrimExpr x, const OpCall&) { return call("tir.exp", {x}); }, kFloat);
+    unary(
+        "Log", [](PrimExpr x, const OpCall&) { return call("tir.log", {x}); }, kFloat);
+    unary(
+        "Sqrt", [](PrimExpr x, const OpCall&) { return call("tir.sqrt", {x}); }, kFloat);
+    unary(
+        "Tanh", [](PrimExpr x, const OpCall&) { return call("tir.tanh", {x}); }, kFloat);
+    unary(
+        "Sigmoid", [](PrimExpr x, const OpCall&) { return call("tir.sigmoid", {x}); }, kFloat);
+    for (const char* f :
+         {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"}) {
       std::string intrinsic = "tir." + std::string(f);
       intrinsic[4] = static_cast<char>(std::tolower(intrinsic[4]));
-      unary(f, [intrinsic](PrimExpr x, const OpCall&) { return call(intrinsic, {x}); }, kFloat);
+      unary(
+          f, [intrinsic](PrimExpr x, const OpCall&) { return call(intrinsic, {x}); }, kFloat);
     }
-    unary("Reciprocal", [](PrimExpr x, const OpCall&) { return C(x, 1) / x; }, kFloat);
-    unary("Floor", [](PrimExpr x, const OpCall&) { return Floor(x); }, kFloat);
-    unary("Ceil", [](PrimExpr x, const OpCall&) { return Ceil(x); }, kFloat);
+    unary(
+        "Reciprocal", [](PrimExpr x, const OpCall&) { return C(x, 1) / x; }, kFloat);
+    unary(
+        "Floor", [](PrimExpr x, const OpCall&) { return Floor(x); }, kFloat);
+    unary(
+        "Ceil", [](PrimExpr x, const OpCall&) { return Ceil(x); }, kFloat);
     // ONNX rounds half to even, as the conversion to an integer does
-    unary("Round", [](PrimExpr x, const OpCall&) { return cast(x.dtype(), cast(DataType::Int(64), x)); }, kFloat);
-    unary("Celu", [](PrimExpr x, const OpCall& c) {
-      PrimExpr a = C(x, AttrFloat(c.attrs, "alpha", 1.0));
-      return HMax(x, Zero(x)) + HMin(Zero(x), a * (call("tir.exp", {x / a}) - C(x, 1)));
-    }, kFloat);
-    m["Where"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return select(Truthy(x[0]), x[1], x[2]); }, 3, 3,
-                  kAny, -1, false};
+    unary(
+        "Round",
+        [](PrimExpr x, const OpCall&) { return cast(x.dtype(), cast(DataType::Int(64), x)); },
+        kFloat);
+    unary(
+        "Celu",
+        [](PrimExpr x, const OpCall& c) {
+          PrimExpr a = C(x, AttrFloat(c.attrs, "alpha", 1.0));
+          return HMax(x, Zero(x)) + HMin(Zero(x), a * (call("tir.exp", {x / a}) - C(x, 1)));
+        },
+        kFloat);
+    m["Where"] = {[](const std::vector<PrimExpr>& x, const OpCall&) {
+                    return select(Truthy(x[0]), x[1], x[2]);
+                  },
+                  3,
+                  3,
+                  kAny,
+                  -1,
+                  false};
     auto copy = [](const std::vector<PrimExpr>& x, const OpCall&) { return x[0]; };
     m["Identity"] = {copy, 1, 1, kAny};
     m["Flatten"] = {copy, 1, 1, kAny};
-    for (const char* n : {"Reshape", "Squeeze", "Unsqueeze", "Expand"}) m[n] = {copy, 1, 2, kAny, 1};
-    m["Cast"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) { return Convert(c.outputs[0]->dtype, x[0]); }, 1, 1,
-                 kAny};
-    m["CastLike"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) { return Convert(c.outputs[0]->dtype, x[0]); },
-                     2, 2, kAny, 1, false};
+    for (const char* n : {"Reshape", "Squeeze", "Unsqueeze", "Expand"})
+      m[n] = {copy, 1, 2, kAny, 1};
+    m["Cast"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
+                   return Convert(c.outputs[0]->dtype, x[0]);
+                 },
+                 1, 1, kAny};
+    m["CastLike"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
+                       return Convert(c.outputs[0]->dtype, x[0]);
+                     },
+                     2,
+                     2,
+                     kAny,
+                     1,
+                     false};
     return m;
   }();
   return ops;
@@ -182,9 +252,12 @@ std::vector<int64_t> Padded(const std::vector<int64_t>& s, size_t rank) {
   return out;
 }
 
-size_t ParamCount(const Op& op, size_t n) { return op.data_inputs < 0 ? n : std::min<size_t>(n, op.data_inputs); }
+size_t ParamCount(const Op& op, size_t n) {
+  return op.data_inputs < 0 ? n : std::min<size_t>(n, op.data_inputs);
+}
 
-std::string Check(const std::string& op_type, const Map<String, Any>&, const std::vector<TensorSpec>& in) {
+std::string Check(const std::string& op_type, const Map<String, Any>&,
+                  const std::vector<TensorSpec>& in) {
   const Op& op = Ops().at(op_type);
   std::string w = NeedInputs(op_type, in, op.min_inputs, op.max_inputs);
   if (!w.empty()) return w;
@@ -193,9 +266,11 @@ std::string Check(const std::string& op_type, const Map<String, Any>&, const std
   for (size_t i = first; i < n; ++i) {
     if (!in[i].defined()) continue;
     if (!(KindOf(in[i]->dtype) & op.kinds))
-      return op_type + ": input " + std::to_string(i) + " has dtype " + in[i]->dtype.str() + ", which the op does not take";
+      return op_type + ": input " + std::to_string(i) + " has dtype " + in[i]->dtype.str() +
+             ", which the op does not take";
     if (in[i]->dtype != in[first]->dtype && (op.same_dtype || op_type == "Where"))
-      return op_type + ": inputs of different dtypes (" + in[first]->dtype.str() + ", " + in[i]->dtype.str() + ")";
+      return op_type + ": inputs of different dtypes (" + in[first]->dtype.str() + ", " +
+             in[i]->dtype.str() + ")";
   }
   // broadcasting
   size_t rank = 0;
@@ -205,7 +280,8 @@ std::string Check(const std::string& op_type, const Map<String, Any>&, const std
   for (size_t i = 0; i < n && op.data_inputs < 0; ++i) {
     auto s = Padded(Shape(in[i]), rank);
     for (size_t d = 0; d < rank; ++d) {
-      if (s[d] != 1 && out[d] != 1 && s[d] != out[d]) return op_type + ": input shapes do not broadcast";
+      if (s[d] != 1 && out[d] != 1 && s[d] != out[d])
+        return op_type + ": input shapes do not broadcast";
       if (s[d] != 1) out[d] = s[d];
     }
   }
@@ -228,7 +304,8 @@ PrimFunc Lower(const OpCall& call) {
     std::vector<int64_t> s = Padded(Shape(call.inputs[i]), rank);
     int64_t ni = Numel(s);
     if (ni != N && s.size() != rank)
-      TILECORE_THROW(ValueError) << "LowerHostOp(" << call.op_type << "): input " << i << " of shape rank " << s.size()
+      TILECORE_THROW(ValueError) << "LowerHostOp(" << call.op_type << "): input " << i
+                                 << " of shape rank " << s.size()
                                  << " does not broadcast to the output's rank " << rank;
     for (size_t d = 0; d < s.size() && ni != N; ++d)
       if (s[d] != 1 && s[d] != oshape[d])
@@ -250,7 +327,8 @@ PrimFunc Lower(const OpCall& call) {
       } else if (nk > 1) {
         int64_t ostride = 1, istride = 1;
         for (size_t d = rank; d-- > 0;) {
-          if (shapes[k][d] != 1) idx = idx + floormod(floordiv(g, I32(ostride)), I32(oshape[d])) * I32(istride);
+          if (shapes[k][d] != 1)
+            idx = idx + floormod(floordiv(g, I32(ostride)), I32(oshape[d])) * I32(istride);
           ostride *= oshape[d];
           istride *= shapes[k][d];
         }
@@ -265,7 +343,8 @@ PrimFunc Lower(const OpCall& call) {
 }
 
 // Shape and Size: the values are known when compiling
-std::string CheckShape(const std::string& op_type, const Map<String, Any>&, const std::vector<TensorSpec>& in) {
+std::string CheckShape(const std::string& op_type, const Map<String, Any>&,
+                       const std::vector<TensorSpec>& in) {
   if (in.size() != 1 || !in[0].defined()) return op_type + ": expected one input";
   return "";
 }
@@ -285,8 +364,9 @@ PrimFunc LowerShape(const OpCall& call) {
   }
   Buffer O = Flat(p.out[0], "Y");
   if (call.outputs[0]->numel() != static_cast<int64_t>(values.size()))
-    TILECORE_THROW(ValueError) << "LowerHostOp(" << call.op_type << "): the output has " << call.outputs[0]->numel()
-                               << " elements, expected " << values.size();
+    TILECORE_THROW(ValueError) << "LowerHostOp(" << call.op_type << "): the output has "
+                               << call.outputs[0]->numel() << " elements, expected "
+                               << values.size();
   std::vector<Stmt> st;
   for (size_t i = 0; i < values.size(); ++i)
     st.push_back(BufferStore(O, make_const(O->dtype, values[i]), {I32(static_cast<int64_t>(i))}));
@@ -297,7 +377,8 @@ PrimFunc LowerShape(const OpCall& call) {
 }  // namespace host
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
-  for (const auto& [name, op] : host::Ops()) RegisterHostKernel(name, HostKernel{host::Check, host::Lower, op.data_inputs});
+  for (const auto& [name, op] : host::Ops())
+    RegisterHostKernel(name, HostKernel{host::Check, host::Lower, op.data_inputs});
   RegisterHostKernel("Shape", HostKernel{host::CheckShape, host::LowerShape, 0});
   RegisterHostKernel("Size", HostKernel{host::CheckShape, host::LowerShape, 0});
 });

@@ -45,7 +45,9 @@ PrimExpr Reflect(PrimExpr x, double lo, double hi) {
   return select(x < D64(lo), below, select(x > D64(hi), above, x));
 }
 
-PrimExpr Clamp(PrimExpr v, PrimExpr lo, PrimExpr hi) { return select(v < lo, lo, select(v > hi, hi, v)); }
+PrimExpr Clamp(PrimExpr v, PrimExpr lo, PrimExpr hi) {
+  return select(v < lo, lo, select(v > hi, hi, v));
+}
 
 /*! \brief The cubic convolution weight of tap t (0..3, at -1, 0, 1, 2) for the fraction f. */
 PrimExpr CubicWeight(int t, PrimExpr f) {
@@ -55,14 +57,18 @@ PrimExpr CubicWeight(int t, PrimExpr f) {
   return ((D64(a) * x - D64(5 * a)) * x + D64(8 * a)) * x - D64(4 * a);
 }
 
-std::string CheckGridSample(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& in) {
+std::string CheckGridSample(const std::string& op, const Map<String, Any>& attrs,
+                            const std::vector<TensorSpec>& in) {
   std::string w = NeedInputs(op, in, 2, 2);
   if (!w.empty()) return w;
   if (!in[0]->dtype.is_float() || !in[1]->dtype.is_float())
-    return op + ": X and grid must be float tensors, got " + in[0]->dtype.str() + " and " + in[1]->dtype.str();
+    return op + ": X and grid must be float tensors, got " + in[0]->dtype.str() + " and " +
+           in[1]->dtype.str();
   size_t r = in[0]->shape.size();
-  if (r < 3 || r > 5 || in[1]->shape.size() != r) return op + ": X and grid must both have rank 3, 4 or 5";
-  std::string mode = AttrStr(attrs, "mode", "linear"), pad = AttrStr(attrs, "padding_mode", "zeros");
+  if (r < 3 || r > 5 || in[1]->shape.size() != r)
+    return op + ": X and grid must both have rank 3, 4 or 5";
+  std::string mode = AttrStr(attrs, "mode", "linear"),
+              pad = AttrStr(attrs, "padding_mode", "zeros");
   if (mode == "bilinear") mode = "linear";
   if (mode == "bicubic") mode = "cubic";
   if (mode != "nearest" && mode != "linear" && mode != "cubic") return op + ": mode " + mode;
@@ -72,11 +78,13 @@ std::string CheckGridSample(const std::string& op, const Map<String, Any>& attrs
 
 PrimFunc LowerGridSample(const OpCall& call) {
   NeedOutputs(call, 1);
-  std::vector<int64_t> xs = Shape(call.inputs[0]), gs = Shape(call.inputs[1]), ys = Shape(call.outputs[0]);
+  std::vector<int64_t> xs = Shape(call.inputs[0]), gs = Shape(call.inputs[1]),
+                       ys = Shape(call.outputs[0]);
   int64_t D = static_cast<int64_t>(xs.size()) - 2;
   if (gs.back() != D || ys.size() != xs.size())
     TILECORE_THROW(ValueError) << "LowerHostOp(GridSample): the grid's last dim must be " << D;
-  std::string mode = AttrStr(call.attrs, "mode", "linear"), pad = AttrStr(call.attrs, "padding_mode", "zeros");
+  std::string mode = AttrStr(call.attrs, "mode", "linear"),
+              pad = AttrStr(call.attrs, "padding_mode", "zeros");
   if (mode == "bilinear") mode = "linear";
   if (mode == "bicubic") mode = "cubic";
   bool align = AttrInt(call.attrs, "align_corners", 0) != 0;
@@ -99,17 +107,21 @@ PrimFunc LowerGridSample(const OpCall& call) {
   for (int64_t d = 0; d < D; ++d) combos *= taps;
 
   Stmt body = Loop("g", N * C * OS, [&](PrimExpr g) {
-    PrimExpr n = floordiv(g, I32(C * OS)), c = floormod(floordiv(g, I32(OS)), I32(C)), o = floormod(g, I32(OS));
+    PrimExpr n = floordiv(g, I32(C * OS)), c = floormod(floordiv(g, I32(OS)), I32(C)),
+             o = floormod(g, I32(OS));
     std::vector<Stmt> s;
     for (int64_t d = 0; d < D; ++d) {
       double len = static_cast<double>(xs[2 + d]);
       PrimExpr v = cast(kF64, BufferLoad(G, {(n * I32(OS) + o) * I32(D) + I32(D - 1 - d)}));
-      PrimExpr x = align ? (v + D64(1)) / D64(2) * D64(len - 1) : ((v + D64(1)) * D64(len) - D64(1)) / D64(2);
+      PrimExpr x = align ? (v + D64(1)) / D64(2) * D64(len - 1)
+                         : ((v + D64(1)) * D64(len) - D64(1)) / D64(2);
       if (mode == "nearest") x = cast(kF64, cast(kI64, x));  // the c target converts half to even
-      if (pad == "border") x = select(x < D64(lo[d]) || x > D64(hi[d]), Clamp(x, D64(0), D64(len - 1)), x);
+      if (pad == "border")
+        x = select(x < D64(lo[d]) || x > D64(hi[d]), Clamp(x, D64(0), D64(len - 1)), x);
       s.push_back(BufferStore(pos, x, {I32(d)}));
       // (reflected from the stored value: the expression would repeat x a dozen times)
-      if (pad == "reflection") s.push_back(BufferStore(pos, Reflect(BufferLoad(pos, {I32(d)}), lo[d], hi[d]), {I32(d)}));
+      if (pad == "reflection")
+        s.push_back(BufferStore(pos, Reflect(BufferLoad(pos, {I32(d)}), lo[d], hi[d]), {I32(d)}));
     }
     // each dim's taps first (index, weight, in range), so the sum over the combinations
     // of taps is loads and products only
@@ -132,7 +144,8 @@ PrimFunc LowerGridSample(const OpCall& call) {
           s.push_back(BufferStore(tap_index, cast(DataType::Int(32), i), {at}));
           i = Convert(kI64, Reflect(cast(kF64, BufferLoad(tap_index, {at})), lo[d], hi[d]));
         }
-        s.push_back(BufferStore(tap_index, cast(DataType::Int(32), Clamp(i, L64(0), L64(len - 1))), {at}));
+        s.push_back(
+            BufferStore(tap_index, cast(DataType::Int(32), Clamp(i, L64(0), L64(len - 1))), {at}));
         s.push_back(BufferStore(tap_weight, weight * ok, {at}));
       }
     }
@@ -153,7 +166,8 @@ PrimFunc LowerGridSample(const OpCall& call) {
     s.push_back(BufferStore(Y, cast(Y->dtype, sum), {g}));
     return Seq(s);
   });
-  return MakeFunc(call, p, Allocate(pos, Seq({Allocate(tap_index, Seq({Allocate(tap_weight, Seq({body}))}))})));
+  return MakeFunc(
+      call, p, Allocate(pos, Seq({Allocate(tap_index, Seq({Allocate(tap_weight, Seq({body}))}))})));
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 /*
  * src/compiler/host_index.cc — host kernels of the index and shape ops in any dtype:
- * ArgMax/ArgMin, Hardmax, CumSum, CumProd, TopK, Softmax/LogSoftmax, LayerNormalization, NegativeLogLikelihoodLoss, Dropout (inference), Pad, Slice, the reductions (ReduceSum Mean Max Min Prod L1 L2 SumSquare
- * LogSum LogSumExp), Gather, GatherElements, GatherND, ScatterElements, ScatterND,
- * Concat, Split, Transpose, Tile, Trilu, Range, OneHot and ConstantOfShape.
+ * ArgMax/ArgMin, Hardmax, CumSum, CumProd, TopK, Softmax/LogSoftmax, LayerNormalization,
+ * NegativeLogLikelihoodLoss, Dropout (inference), Pad, Slice, the reductions (ReduceSum Mean Max
+ * Min Prod L1 L2 SumSquare LogSum LogSumExp), Gather, GatherElements, GatherND, ScatterElements,
+ * ScatterND, Concat, Split, Transpose, Tile, Trilu, Range, OneHot and ConstantOfShape.
  *
  * Plain scalar loops over the global buffers. Where an op takes a value the specs do
  * not carry (a reduction's `axes` input, Tile's `repeats`, Split's `split`), the
@@ -21,17 +22,18 @@ namespace compiler {
 namespace host {
 namespace {
 
-using Check = std::function<std::string(const std::string&, const Map<String, Any>&, const std::vector<TensorSpec>&)>;
+using Check = std::function<std::string(const std::string&, const Map<String, Any>&,
+                                        const std::vector<TensorSpec>&)>;
 
 Check Inputs(size_t lo, size_t hi) {
-  return [lo, hi](const std::string& op, const Map<String, Any>&, const std::vector<TensorSpec>& in) {
-    return NeedInputs(op, in, lo, hi);
-  };
+  return [lo, hi](const std::string& op, const Map<String, Any>&,
+                  const std::vector<TensorSpec>& in) { return NeedInputs(op, in, lo, hi); };
 }
 
 std::string NeedInt(const std::string& op, const std::vector<TensorSpec>& in, size_t i) {
   if (i < in.size() && in[i].defined() && !in[i]->dtype.is_integer())
-    return op + ": input " + std::to_string(i) + " must be an integer tensor, got " + in[i]->dtype.str();
+    return op + ": input " + std::to_string(i) + " must be an integer tensor, got " +
+           in[i]->dtype.str();
   return "";
 }
 
@@ -59,8 +61,8 @@ PrimExpr NegInf(DataType t) {
 // ---- reductions and arg reductions -------------------------------------------------
 
 /*! \brief The reduced axes: attr `axes`, else read from the output shape, else all. */
-std::vector<bool> ReducedAxes(const OpCall& call, const std::vector<int64_t>& in, const std::vector<int64_t>& out,
-                              bool keep) {
+std::vector<bool> ReducedAxes(const OpCall& call, const std::vector<int64_t>& in,
+                              const std::vector<int64_t>& out, bool keep) {
   size_t r = in.size();
   std::vector<bool> red(r, false);
   bool noop = AttrInt(call.attrs, "noop_with_empty_axes", 0) != 0;
@@ -73,7 +75,8 @@ std::vector<bool> ReducedAxes(const OpCall& call, const std::vector<int64_t>& in
     if (!noop) red.assign(r, true);
     return red;
   }
-  bool axes_input = call.inputs.size() > 1 && call.inputs[1].defined() && call.inputs[1]->numel() > 0;
+  bool axes_input =
+      call.inputs.size() > 1 && call.inputs[1].defined() && call.inputs[1]->numel() > 0;
   if (!axes_input) {
     if (!noop) red.assign(r, true);
     return red;
@@ -86,11 +89,14 @@ std::vector<bool> ReducedAxes(const OpCall& call, const std::vector<int64_t>& in
   // equal dims make it ambiguous, the later one is taken as reduced)
   size_t j = 0;
   for (size_t d = 0; d < r; ++d) {
-    if (j < out.size() && in[d] == out[j]) ++j;
-    else red[d] = true;
+    if (j < out.size() && in[d] == out[j])
+      ++j;
+    else
+      red[d] = true;
   }
   if (j != out.size())
-    TILECORE_THROW(ValueError) << "LowerHostOp(" << call.op_type << "): the output shape does not follow from the input";
+    TILECORE_THROW(ValueError) << "LowerHostOp(" << call.op_type
+                               << "): the output shape does not follow from the input";
   return red;
 }
 
@@ -105,8 +111,8 @@ PrimFunc LowerReduce(const OpCall& call) {
   for (size_t d = 0; d < in.size(); ++d) (red[d] ? reduced : kept).push_back(in[d]);
   int64_t K = Numel(kept), R = Numel(reduced);
   if (K != call.outputs[0]->numel())
-    TILECORE_THROW(ValueError) << "LowerHostOp(" << op << "): output of " << call.outputs[0]->numel()
-                               << " elements, expected " << K;
+    TILECORE_THROW(ValueError) << "LowerHostOp(" << op << "): output of "
+                               << call.outputs[0]->numel() << " elements, expected " << K;
   Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
   DataType xt = X->dtype, yt = Y->dtype;
   DataType acc_t = xt.is_float() ? DataType::Float(64) : DataType::Int(64);
@@ -120,19 +126,25 @@ PrimFunc LowerReduce(const OpCall& call) {
       std::vector<PrimExpr> rc = Unravel(r, reduced);
       PrimExpr idx = I32(0);
       size_t ki = 0, ri = 0;
-      for (size_t d = 0; d < in.size(); ++d) idx = idx + (red[d] ? rc[ri++] : kc[ki++]) * I32(st[d]);
+      for (size_t d = 0; d < in.size(); ++d)
+        idx = idx + (red[d] ? rc[ri++] : kc[ki++]) * I32(st[d]);
       return cast(acc_t, BufferLoad(X, {idx}));
     };
     PrimExpr init;
-    if (is_max) init = R > 0 ? load(I32(0)) : NegInf(acc_t);
-    else if (is_min) init = R > 0 ? load(I32(0)) : make_zero(acc_t) - NegInf(acc_t);
-    else if (is_prod) init = make_const(acc_t, 1);
-    else init = make_zero(acc_t);
+    if (is_max)
+      init = R > 0 ? load(I32(0)) : NegInf(acc_t);
+    else if (is_min)
+      init = R > 0 ? load(I32(0)) : make_zero(acc_t) - NegInf(acc_t);
+    else if (is_prod)
+      init = make_const(acc_t, 1);
+    else
+      init = make_zero(acc_t);
     if (lse && R == 0) return BufferStore(Y, Convert(yt, NegInf(acc_t)), {o});
     if (lse) init = load(I32(0));  // the max, first
     std::vector<Stmt> s{acc.set(init)};
     auto step = [&](std::function<PrimExpr(PrimExpr, PrimExpr)> f, int64_t from) {
-      s.push_back(Loop("r", I32(R - from), [&](PrimExpr r) { return acc.set(f(acc.get(), load(r + I32(from)))); }));
+      s.push_back(Loop("r", I32(R - from),
+                       [&](PrimExpr r) { return acc.set(f(acc.get(), load(r + I32(from)))); }));
     };
     if (is_max || is_min) {
       if (R > 1) step([&](PrimExpr a, PrimExpr v) { return is_max ? HMax(a, v) : HMin(a, v); }, 1);
@@ -143,20 +155,27 @@ PrimFunc LowerReduce(const OpCall& call) {
       if (R > 1) step([](PrimExpr a, PrimExpr v) { return HMax(a, v); }, 1);
       Scalar m(acc_t, "m");
       std::vector<Stmt> t{m.set(acc.get()), acc.set(make_zero(acc_t))};
-      t.push_back(Loop("r", R, [&](PrimExpr r) { return acc.set(acc.get() + ir::call("tir.exp", {load(r) - m.get()})); }));
+      t.push_back(Loop("r", R, [&](PrimExpr r) {
+        return acc.set(acc.get() + ir::call("tir.exp", {load(r) - m.get()}));
+      }));
       t.push_back(BufferStore(Y, Convert(yt, m.get() + ir::call("tir.log", {acc.get()})), {o}));
       s.push_back(m.scope(Seq(t)));
       return Seq(s);
     }
-    step([&](PrimExpr a, PrimExpr v) -> PrimExpr {
-      if (is_prod) return a * v;
-      if (op == "ReduceL1") return a + select(v < make_zero(v.dtype()), make_zero(v.dtype()) - v, v);
-      if (op == "ReduceL2" || op == "ReduceSumSquare") return a + v * v;
-      return a + v;
-    }, 0);
+    step(
+        [&](PrimExpr a, PrimExpr v) -> PrimExpr {
+          if (is_prod) return a * v;
+          if (op == "ReduceL1")
+            return a + select(v < make_zero(v.dtype()), make_zero(v.dtype()) - v, v);
+          if (op == "ReduceL2" || op == "ReduceSumSquare") return a + v * v;
+          return a + v;
+        },
+        0);
     PrimExpr r = acc.get();
-    if (op == "ReduceMean") r = xt.is_float() ? r / make_const(acc_t, static_cast<double>(std::max<int64_t>(R, 1)))
-                                              : r / make_const(acc_t, std::max<int64_t>(R, 1));  // truncates, as numpy's cast does
+    if (op == "ReduceMean")
+      r = xt.is_float()
+              ? r / make_const(acc_t, static_cast<double>(std::max<int64_t>(R, 1)))
+              : r / make_const(acc_t, std::max<int64_t>(R, 1));  // truncates, as numpy's cast does
     if (op == "ReduceL2") r = ir::call("tir.sqrt", {cast(DataType::Float(64), r)});
     if (op == "ReduceLogSum") r = ir::call("tir.log", {cast(DataType::Float(64), r)});
     s.push_back(BufferStore(Y, Convert(yt, r), {o}));
@@ -184,8 +203,9 @@ PrimFunc LowerArg(const OpCall& call) {
   }
   if (A == 0) TILECORE_THROW(ValueError) << "LowerHostOp(" << op << "): the axis is empty";
   if (!hard && call.outputs[0]->numel() != outer * inner)
-    TILECORE_THROW(ValueError) << "LowerHostOp(" << op << "): output of " << call.outputs[0]->numel()
-                               << " elements, expected " << outer * inner;
+    TILECORE_THROW(ValueError) << "LowerHostOp(" << op << "): output of "
+                               << call.outputs[0]->numel() << " elements, expected "
+                               << outer * inner;
   Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
   bool last = AttrInt(call.attrs, "select_last_index", 0) != 0;
   bool is_max = op != "ArgMin";
@@ -201,7 +221,8 @@ PrimFunc LowerArg(const OpCall& call) {
     }));
     if (hard) {
       s.push_back(Loop("k", I32(A), [&](PrimExpr k) {
-        return BufferStore(Y, select(eq(k, at.get()), make_const(Y->dtype, 1), make_zero(Y->dtype)), {base + k * I32(inner)});
+        return BufferStore(Y, select(eq(k, at.get()), make_const(Y->dtype, 1), make_zero(Y->dtype)),
+                           {base + k * I32(inner)});
       }));
     } else {
       s.push_back(BufferStore(Y, cast(Y->dtype, at.get()), {o}));
@@ -220,9 +241,11 @@ PrimFunc LowerCumSum(const OpCall& call) {
   std::vector<int64_t> in = Shape(call.inputs[0]);
   int64_t rank = static_cast<int64_t>(in.size());
   if (!HasAttr(call.attrs, "axis"))
-    TILECORE_THROW(ValueError) << "LowerHostOp(" << op << "): the axis input's value must be given as the attribute axis";
+    TILECORE_THROW(ValueError) << "LowerHostOp(" << op
+                               << "): the axis input's value must be given as the attribute axis";
   int64_t axis = Axis(op, AttrInt(call.attrs, "axis", 0), rank);
-  bool excl = AttrInt(call.attrs, "exclusive", 0) != 0, rev = AttrInt(call.attrs, "reverse", 0) != 0;
+  bool excl = AttrInt(call.attrs, "exclusive", 0) != 0,
+       rev = AttrInt(call.attrs, "reverse", 0) != 0;
   int64_t A = in[axis], inner = 1, outer = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= in[d];
   for (int64_t d = axis + 1; d < rank; ++d) inner *= in[d];
@@ -230,10 +253,12 @@ PrimFunc LowerCumSum(const OpCall& call) {
   Scalar acc(X->dtype, "acc");
   Stmt body = Loop("o", outer * inner, [&](PrimExpr o) {
     PrimExpr base = floordiv(o, I32(inner)) * I32(A * inner) + floormod(o, I32(inner));
-    return Seq({acc.set(prod ? make_const(X->dtype, 1) : make_zero(X->dtype)), Loop("k", A, [&](PrimExpr k0) {
+    return Seq({acc.set(prod ? make_const(X->dtype, 1) : make_zero(X->dtype)),
+                Loop("k", A, [&](PrimExpr k0) {
                   PrimExpr k = rev ? I32(A - 1) - k0 : k0;
                   PrimExpr at = base + k * I32(inner);
-                  PrimExpr next = prod ? acc.get() * BufferLoad(X, {at}) : acc.get() + BufferLoad(X, {at});
+                  PrimExpr next =
+                      prod ? acc.get() * BufferLoad(X, {at}) : acc.get() + BufferLoad(X, {at});
                   if (excl) return Seq({BufferStore(Y, acc.get(), {at}), acc.set(next)});
                   return Seq({acc.set(next), BufferStore(Y, acc.get(), {at})});
                 })});
@@ -250,7 +275,8 @@ PrimFunc LowerTopK(const OpCall& call) {
   int64_t axis = Axis("TopK", AttrInt(call.attrs, "axis", -1), rank);
   bool largest = AttrInt(call.attrs, "largest", 1) != 0;
   int64_t A = in[axis], K = out.size() == in.size() ? out[axis] : -1, inner = 1, outer = 1;
-  if (K < 0 || K > A) TILECORE_THROW(ValueError) << "LowerHostOp(TopK): the output shape does not fit the input's";
+  if (K < 0 || K > A)
+    TILECORE_THROW(ValueError) << "LowerHostOp(TopK): the output shape does not fit the input's";
   for (int64_t d = 0; d < axis; ++d) outer *= in[d];
   for (int64_t d = axis + 1; d < rank; ++d) inner *= in[d];
   Buffer X = Flat(p.in[0], "X"), V = Flat(p.out[0], "V"), I = Flat(p.out[1], "I");
@@ -264,7 +290,8 @@ PrimFunc LowerTopK(const OpCall& call) {
       Stmt scan = Loop("a", A, [&](PrimExpr a) {
         PrimExpr v = BufferLoad(X, {b + a * I32(inner)});
         PrimExpr better = at.get() < I32(0) || (largest ? v > best.get() : v < best.get());
-        return IfThenElse(eq(BufferLoad(taken, {a}), I32(0)) && better, Seq({best.set(v), at.set(a)}));
+        return IfThenElse(eq(BufferLoad(taken, {a}), I32(0)) && better,
+                          Seq({best.set(v), at.set(a)}));
       });
       return Seq({at.set(I32(-1)), scan, BufferStore(taken, I32(1), {at.get()}),
                   BufferStore(V, best.get(), {ob + j * I32(inner)}),
@@ -275,7 +302,8 @@ PrimFunc LowerTopK(const OpCall& call) {
   return MakeFunc(call, p, Seq({Allocate(taken, best.scope(at.scope(body)))}));
 }
 
-// Softmax / LogSoftmax along one axis (opset < 13: over the input read as 2-D from axis), in float64
+// Softmax / LogSoftmax along one axis (opset < 13: over the input read as 2-D from axis), in
+// float64
 PrimFunc LowerSoftmax(const OpCall& call) {
   NeedOutputs(call, 1);
   Params p = MakeParams(call);
@@ -297,9 +325,13 @@ PrimFunc LowerSoftmax(const OpCall& call) {
   Stmt body = Loop("o", outer * inner, [&](PrimExpr o) {
     PrimExpr b = floordiv(o, I32(inner)) * I32(A * inner) + floormod(o, I32(inner));
     auto x = [&](PrimExpr k) { return cast(f64, BufferLoad(X, {b + k * I32(inner)})); };
-    return Seq({m.set(x(I32(0))), Loop("k", A, [&](PrimExpr k) { return m.set(HMax(m.get(), x(k))); }),
+    return Seq({m.set(x(I32(0))),
+                Loop("k", A, [&](PrimExpr k) { return m.set(HMax(m.get(), x(k))); }),
                 sum.set(make_zero(f64)),
-                Loop("k", A, [&](PrimExpr k) { return sum.set(sum.get() + ir::call("tir.exp", {x(k) - m.get()})); }),
+                Loop("k", A,
+                     [&](PrimExpr k) {
+                       return sum.set(sum.get() + ir::call("tir.exp", {x(k) - m.get()}));
+                     }),
                 Loop("k", A, [&](PrimExpr k) {
                   PrimExpr v = log ? x(k) - m.get() - ir::call("tir.log", {sum.get()})
                                    : ir::call("tir.exp", {x(k) - m.get()}) / sum.get();
@@ -310,7 +342,8 @@ PrimFunc LowerSoftmax(const OpCall& call) {
   return MakeFunc(call, p, Seq({m.scope(sum.scope(Seq({body})))}));
 }
 
-// LayerNormalization over the dims from `axis` on, in float64; outputs Y and optionally Mean, InvStdDev
+// LayerNormalization over the dims from `axis` on, in float64; outputs Y and optionally Mean,
+// InvStdDev
 PrimFunc LowerLayerNorm(const OpCall& call) {
   if (call.outputs.empty() || call.outputs.size() > 3)
     TILECORE_THROW(ValueError) << "LowerHostOp(LayerNormalization): expected 1 to 3 outputs";
@@ -330,11 +363,13 @@ PrimFunc LowerLayerNorm(const OpCall& call) {
     if (i >= p.in.size() || !call.inputs[i].defined()) return nullptr;
     std::vector<int64_t> s = Shape(call.inputs[i]);
     if (s.size() > norm.size())
-      TILECORE_THROW(ValueError) << "LowerHostOp(LayerNormalization): input " << i << " has more dims than the normalized shape";
+      TILECORE_THROW(ValueError) << "LowerHostOp(LayerNormalization): input " << i
+                                 << " has more dims than the normalized shape";
     s.insert(s.begin(), norm.size() - s.size(), 1);
     for (size_t d = 0; d < s.size(); ++d)
       if (s[d] != 1 && s[d] != norm[d])
-        TILECORE_THROW(ValueError) << "LowerHostOp(LayerNormalization): input " << i << " does not broadcast";
+        TILECORE_THROW(ValueError)
+            << "LowerHostOp(LayerNormalization): input " << i << " does not broadcast";
     Buffer B = Flat(p.in[i], "B" + std::to_string(i));
     return [B, s, norm = norm](PrimExpr r) {
       std::vector<PrimExpr> c = Unravel(r, norm);
@@ -350,20 +385,25 @@ PrimFunc LowerLayerNorm(const OpCall& call) {
     PrimExpr n = make_const(f64, static_cast<double>(std::max<int64_t>(R, 1)));
     std::vector<Stmt> s{mean.set(make_zero(f64)),
                         Loop("r", R, [&](PrimExpr r) { return mean.set(mean.get() + x(r)); }),
-                        mean.set(mean.get() / n), var.set(make_zero(f64)),
-                        Loop("r", R, [&](PrimExpr r) {
-                          PrimExpr d = x(r) - mean.get();
-                          return var.set(var.get() + d * d);
-                        }),
-                        var.set(make_const(f64, 1.0) / ir::call("tir.sqrt", {var.get() / n + make_const(f64, eps)}))};
+                        mean.set(mean.get() / n),
+                        var.set(make_zero(f64)),
+                        Loop("r", R,
+                             [&](PrimExpr r) {
+                               PrimExpr d = x(r) - mean.get();
+                               return var.set(var.get() + d * d);
+                             }),
+                        var.set(make_const(f64, 1.0) /
+                                ir::call("tir.sqrt", {var.get() / n + make_const(f64, eps)}))};
     s.push_back(Loop("r", R, [&](PrimExpr r) {
       PrimExpr v = (x(r) - mean.get()) * var.get();
       if (scale) v = v * scale(r);
       if (bias) v = v + bias(r);
       return BufferStore(Y, cast(Y->dtype, v), {o * I32(R) + r});
     }));
-    if (p.out.size() > 1) s.push_back(BufferStore(Flat(p.out[1], "M"), cast(p.out[1]->dtype, mean.get()), {o}));
-    if (p.out.size() > 2) s.push_back(BufferStore(Flat(p.out[2], "S"), cast(p.out[2]->dtype, var.get()), {o}));
+    if (p.out.size() > 1)
+      s.push_back(BufferStore(Flat(p.out[1], "M"), cast(p.out[1]->dtype, mean.get()), {o}));
+    if (p.out.size() > 2)
+      s.push_back(BufferStore(Flat(p.out[2], "S"), cast(p.out[2]->dtype, var.get()), {o}));
     return Seq(s);
   });
   return MakeFunc(call, p, Seq({mean.scope(var.scope(Seq({body})))}));
@@ -375,8 +415,8 @@ PrimFunc LowerNll(const OpCall& call) {
   Params p = MakeParams(call);
   std::vector<int64_t> xs = Shape(call.inputs[0]), ts = Shape(call.inputs[1]);
   if (xs.size() < 2 || ts.size() + 1 != xs.size())
-    TILECORE_THROW(ValueError) << "LowerHostOp(NegativeLogLikelihoodLoss): input of rank " << xs.size()
-                               << " and target of rank " << ts.size();
+    TILECORE_THROW(ValueError) << "LowerHostOp(NegativeLogLikelihoodLoss): input of rank "
+                               << xs.size() << " and target of rank " << ts.size();
   int64_t N = xs[0], C = xs[1], D = 1;
   for (size_t d = 2; d < xs.size(); ++d) D *= xs[d];
   std::string red = AttrStr(call.attrs, "reduction", "mean");
@@ -387,11 +427,13 @@ PrimFunc LowerNll(const OpCall& call) {
   Scalar acc(f64, "acc"), wsum(f64, "wsum");
   Stmt loop = Loop("i", N * D, [&](PrimExpr i) {
     PrimExpr t = cast(DataType::Int(64), BufferLoad(T, {i}));
-    PrimExpr skip = HasAttr(call.attrs, "ignore_index") ? eq(t, I64(ignore)) : make_const(DataType::Bool(), 0);
+    PrimExpr skip =
+        HasAttr(call.attrs, "ignore_index") ? eq(t, I64(ignore)) : make_const(DataType::Bool(), 0);
     PrimExpr tc = cast(DataType::Int(32), select(skip, I64(0), t));
     PrimExpr w = has_w ? cast(f64, BufferLoad(Flat(p.in[2], "W"), {tc})) : make_const(f64, 1.0);
     w = select(skip, make_zero(f64), w);
-    PrimExpr x = cast(f64, BufferLoad(X, {floordiv(i, I32(D)) * I32(C * D) + tc * I32(D) + floormod(i, I32(D))}));
+    PrimExpr x = cast(
+        f64, BufferLoad(X, {floordiv(i, I32(D)) * I32(C * D) + tc * I32(D) + floormod(i, I32(D))}));
     PrimExpr loss = make_zero(f64) - x * w;
     if (red == "none") return Stmt(BufferStore(Y, cast(Y->dtype, loss), {i}));
     return Seq({acc.set(acc.get() + loss), wsum.set(wsum.get() + w)});
@@ -399,7 +441,8 @@ PrimFunc LowerNll(const OpCall& call) {
   Stmt body = loop;
   if (red != "none") {
     PrimExpr r = red == "mean" ? acc.get() / wsum.get() : acc.get();
-    body = Seq({acc.set(make_zero(f64)), wsum.set(make_zero(f64)), loop, BufferStore(Y, cast(Y->dtype, r), {I32(0)})});
+    body = Seq({acc.set(make_zero(f64)), wsum.set(make_zero(f64)), loop,
+                BufferStore(Y, cast(Y->dtype, r), {I32(0)})});
   }
   return MakeFunc(call, p, Seq({acc.scope(wsum.scope(Seq({body})))}));
 }
@@ -409,15 +452,18 @@ PrimFunc LowerDropout(const OpCall& call) {
   Params p = MakeParams(call);
   Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
   int64_t n = call.inputs[0]->numel();
-  std::vector<Stmt> s{Loop("i", n, [&](PrimExpr i) { return BufferStore(Y, BufferLoad(X, {i}), {i}); })};
+  std::vector<Stmt> s{
+      Loop("i", n, [&](PrimExpr i) { return BufferStore(Y, BufferLoad(X, {i}), {i}); })};
   if (p.out.size() > 1) {
     Buffer M = Flat(p.out[1], "M");
-    s.push_back(Loop("i", n, [&](PrimExpr i) { return BufferStore(M, make_const(M->dtype, 1), {i}); }));
+    s.push_back(
+        Loop("i", n, [&](PrimExpr i) { return BufferStore(M, make_const(M->dtype, 1), {i}); }));
   }
   return MakeFunc(call, p, Seq(s));
 }
 
-std::string CheckDropout(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& in) {
+std::string CheckDropout(const std::string& op, const Map<String, Any>& attrs,
+                         const std::vector<TensorSpec>& in) {
   std::string w = NeedInputs(op, in, 1, 3);
   if (!w.empty()) return w;
   if (AttrInt(attrs, "training_mode", 0) != 0)
@@ -432,13 +478,15 @@ PrimFunc LowerPad(const OpCall& call) {
   std::vector<int64_t> in = Shape(call.inputs[0]), out = Shape(call.outputs[0]);
   int64_t rank = static_cast<int64_t>(in.size());
   if (!HasAttr(call.attrs, "pads"))
-    TILECORE_THROW(ValueError) << "LowerHostOp(Pad): the value of pads must be given as the attribute pads";
+    TILECORE_THROW(ValueError)
+        << "LowerHostOp(Pad): the value of pads must be given as the attribute pads";
   std::vector<int64_t> pads = AttrInts(call.attrs, "pads", {});
   std::vector<int64_t> axes = AttrInts(call.attrs, "axes", {});
   if (axes.empty())
     for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
   if (pads.size() != 2 * axes.size() || static_cast<int64_t>(out.size()) != rank)
-    TILECORE_THROW(ValueError) << "LowerHostOp(Pad): " << pads.size() << " pads for " << axes.size() << " axes";
+    TILECORE_THROW(ValueError) << "LowerHostOp(Pad): " << pads.size() << " pads for " << axes.size()
+                               << " axes";
   std::vector<int64_t> begin(rank, 0);
   for (size_t i = 0; i < axes.size(); ++i) begin[Axis("Pad", axes[i], rank)] = pads[i];
   std::string mode = AttrStr(call.attrs, "mode", "constant");
@@ -475,21 +523,26 @@ PrimFunc LowerSlice(const OpCall& call) {
   std::vector<int64_t> in = Shape(call.inputs[0]), out = Shape(call.outputs[0]);
   int64_t rank = static_cast<int64_t>(in.size());
   if (!HasAttr(call.attrs, "starts") || !HasAttr(call.attrs, "ends"))
-    TILECORE_THROW(ValueError) << "LowerHostOp(Slice): the values of starts and ends must be given as attributes";
-  std::vector<int64_t> starts = AttrInts(call.attrs, "starts", {}), ends = AttrInts(call.attrs, "ends", {});
+    TILECORE_THROW(ValueError)
+        << "LowerHostOp(Slice): the values of starts and ends must be given as attributes";
+  std::vector<int64_t> starts = AttrInts(call.attrs, "starts", {}),
+                       ends = AttrInts(call.attrs, "ends", {});
   std::vector<int64_t> axes = AttrInts(call.attrs, "axes", {});
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  std::vector<int64_t> steps = AttrInts(call.attrs, "steps", std::vector<int64_t>(starts.size(), 1));
-  if (axes.size() != starts.size() || steps.size() != starts.size() || ends.size() != starts.size() ||
-      static_cast<int64_t>(out.size()) != rank)
-    TILECORE_THROW(ValueError) << "LowerHostOp(Slice): starts, ends, axes and steps differ in length";
+  std::vector<int64_t> steps =
+      AttrInts(call.attrs, "steps", std::vector<int64_t>(starts.size(), 1));
+  if (axes.size() != starts.size() || steps.size() != starts.size() ||
+      ends.size() != starts.size() || static_cast<int64_t>(out.size()) != rank)
+    TILECORE_THROW(ValueError)
+        << "LowerHostOp(Slice): starts, ends, axes and steps differ in length";
   std::vector<int64_t> begin(rank, 0), step(rank, 1);
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t d = Axis("Slice", axes[i], rank), dim = in[d], st = steps[i];
     if (st == 0) TILECORE_THROW(ValueError) << "LowerHostOp(Slice): a step is 0";
     int64_t b = starts[i] < 0 ? starts[i] + dim : starts[i];
-    b = st > 0 ? std::clamp<int64_t>(b, 0, dim) : std::clamp<int64_t>(b, 0, std::max<int64_t>(dim - 1, 0));
+    b = st > 0 ? std::clamp<int64_t>(b, 0, dim)
+               : std::clamp<int64_t>(b, 0, std::max<int64_t>(dim - 1, 0));
     begin[d] = b;
     step[d] = st;
   }
@@ -507,11 +560,13 @@ PrimFunc LowerSlice(const OpCall& call) {
 PrimFunc LowerGather(const OpCall& call) {
   NeedOutputs(call, 1);
   Params p = MakeParams(call);
-  std::vector<int64_t> ds = Shape(call.inputs[0]), is = Shape(call.inputs[1]), os = Shape(call.outputs[0]);
+  std::vector<int64_t> ds = Shape(call.inputs[0]), is = Shape(call.inputs[1]),
+                       os = Shape(call.outputs[0]);
   int64_t rank = static_cast<int64_t>(ds.size()), ri = static_cast<int64_t>(is.size());
   int64_t axis = Axis("Gather", AttrInt(call.attrs, "axis", 0), rank);
   if (static_cast<int64_t>(os.size()) != rank - 1 + ri)
-    TILECORE_THROW(ValueError) << "LowerHostOp(Gather): output rank " << os.size() << ", expected " << rank - 1 + ri;
+    TILECORE_THROW(ValueError) << "LowerHostOp(Gather): output rank " << os.size() << ", expected "
+                               << rank - 1 + ri;
   Buffer X = Flat(p.in[0], "X"), I = Flat(p.in[1], "I"), Y = Flat(p.out[0], "Y");
   std::vector<int64_t> st = Strides(ds);
   Stmt body = Loop("o", Numel(os), [&](PrimExpr o) {
@@ -532,7 +587,8 @@ PrimFunc LowerGatherElements(const OpCall& call) {
   std::vector<int64_t> ds = Shape(call.inputs[0]), is = Shape(call.inputs[1]);
   int64_t rank = static_cast<int64_t>(ds.size());
   if (static_cast<int64_t>(is.size()) != rank)
-    TILECORE_THROW(ValueError) << "LowerHostOp(GatherElements): indices of rank " << is.size() << ", data of rank " << rank;
+    TILECORE_THROW(ValueError) << "LowerHostOp(GatherElements): indices of rank " << is.size()
+                               << ", data of rank " << rank;
   int64_t axis = Axis("GatherElements", AttrInt(call.attrs, "axis", 0), rank);
   Buffer X = Flat(p.in[0], "X"), I = Flat(p.in[1], "I"), Y = Flat(p.out[0], "Y");
   std::vector<int64_t> st = Strides(ds);
@@ -549,13 +605,15 @@ PrimFunc LowerGatherElements(const OpCall& call) {
 PrimFunc LowerGatherND(const OpCall& call) {
   NeedOutputs(call, 1);
   Params p = MakeParams(call);
-  std::vector<int64_t> ds = Shape(call.inputs[0]), is = Shape(call.inputs[1]), os = Shape(call.outputs[0]);
+  std::vector<int64_t> ds = Shape(call.inputs[0]), is = Shape(call.inputs[1]),
+                       os = Shape(call.outputs[0]);
   int64_t b = AttrInt(call.attrs, "batch_dims", 0);
-  if (is.empty()) TILECORE_THROW(ValueError) << "LowerHostOp(GatherND): indices must have rank >= 1";
+  if (is.empty())
+    TILECORE_THROW(ValueError) << "LowerHostOp(GatherND): indices must have rank >= 1";
   int64_t k = is.back();
   if (b < 0 || b + k > static_cast<int64_t>(ds.size()))
-    TILECORE_THROW(ValueError) << "LowerHostOp(GatherND): batch_dims " << b << " + index depth " << k
-                               << " exceed the data rank " << ds.size();
+    TILECORE_THROW(ValueError) << "LowerHostOp(GatherND): batch_dims " << b << " + index depth "
+                               << k << " exceed the data rank " << ds.size();
   std::vector<int64_t> rows(is.begin(), is.end() - 1);
   int64_t inner = 1;
   for (size_t d = b + k; d < ds.size(); ++d) inner *= ds[d];
@@ -592,7 +650,8 @@ PrimFunc LowerScatterElements(const OpCall& call) {
   int64_t rank = static_cast<int64_t>(ds.size());
   int64_t axis = Axis(call.op_type, AttrInt(call.attrs, "axis", 0), rank);
   std::string red = AttrStr(call.attrs, "reduction", "none");
-  Buffer X = Flat(p.in[0], "X"), I = Flat(p.in[1], "I"), U = Flat(p.in[2], "U"), Y = Flat(p.out[0], "Y");
+  Buffer X = Flat(p.in[0], "X"), I = Flat(p.in[1], "I"), U = Flat(p.in[2], "U"),
+         Y = Flat(p.out[0], "Y");
   std::vector<int64_t> st = Strides(ds);
   Stmt scatter = Loop("u", Numel(is), [&](PrimExpr u) {
     std::vector<PrimExpr> c = Unravel(u, is);
@@ -608,21 +667,26 @@ PrimFunc LowerScatterND(const OpCall& call) {
   NeedOutputs(call, 1);
   Params p = MakeParams(call);
   std::vector<int64_t> ds = Shape(call.inputs[0]), is = Shape(call.inputs[1]);
-  if (is.empty()) TILECORE_THROW(ValueError) << "LowerHostOp(ScatterND): indices must have rank >= 1";
+  if (is.empty())
+    TILECORE_THROW(ValueError) << "LowerHostOp(ScatterND): indices must have rank >= 1";
   int64_t k = is.back();
   if (k > static_cast<int64_t>(ds.size()))
-    TILECORE_THROW(ValueError) << "LowerHostOp(ScatterND): index depth " << k << " exceeds the data rank " << ds.size();
+    TILECORE_THROW(ValueError) << "LowerHostOp(ScatterND): index depth " << k
+                               << " exceeds the data rank " << ds.size();
   std::string red = AttrStr(call.attrs, "reduction", "none");
   int64_t rows = Numel(std::vector<int64_t>(is.begin(), is.end() - 1)), inner = 1;
   for (size_t d = k; d < ds.size(); ++d) inner *= ds[d];
   std::vector<int64_t> st = Strides(ds);
-  Buffer X = Flat(p.in[0], "X"), I = Flat(p.in[1], "I"), U = Flat(p.in[2], "U"), Y = Flat(p.out[0], "Y");
+  Buffer X = Flat(p.in[0], "X"), I = Flat(p.in[1], "I"), U = Flat(p.in[2], "U"),
+         Y = Flat(p.out[0], "Y");
   Stmt scatter = Loop("u", rows, [&](PrimExpr u) {
     PrimExpr base = I32(0);
-    for (int64_t t = 0; t < k; ++t) base = base + WrapIndex(BufferLoad(I, {u * I32(k) + I32(t)}), ds[t]) * I32(st[t]);
+    for (int64_t t = 0; t < k; ++t)
+      base = base + WrapIndex(BufferLoad(I, {u * I32(k) + I32(t)}), ds[t]) * I32(st[t]);
     return Loop("j", inner, [&](PrimExpr j) {
       PrimExpr idx = base + j;
-      return BufferStore(Y, Combine(red, BufferLoad(Y, {idx}), BufferLoad(U, {u * I32(inner) + j})), {idx});
+      return BufferStore(Y, Combine(red, BufferLoad(Y, {idx}), BufferLoad(U, {u * I32(inner) + j})),
+                         {idx});
     });
   });
   return MakeFunc(call, p, Seq({Seq({CopyAll(Y, X, Numel(ds)), scatter})}));
@@ -643,7 +707,8 @@ PrimFunc LowerConcat(const OpCall& call) {
   for (size_t i = 0; i < p.in.size(); ++i) {
     std::vector<int64_t> is = Shape(call.inputs[i]);
     if (static_cast<int64_t>(is.size()) != rank)
-      TILECORE_THROW(ValueError) << "LowerHostOp(Concat): input " << i << " has rank " << is.size() << ", expected " << rank;
+      TILECORE_THROW(ValueError) << "LowerHostOp(Concat): input " << i << " has rank " << is.size()
+                                 << ", expected " << rank;
     Buffer X = Flat(p.in[i], "X" + std::to_string(i));
     s.push_back(Loop("i", Numel(is), [&](PrimExpr g) {
       std::vector<PrimExpr> c = Unravel(g, is);
@@ -658,7 +723,8 @@ PrimFunc LowerConcat(const OpCall& call) {
     });
     off += is[axis];
   }
-  if (off != os[axis]) TILECORE_THROW(ValueError) << "LowerHostOp(Concat): the inputs do not add up to the output";
+  if (off != os[axis])
+    TILECORE_THROW(ValueError) << "LowerHostOp(Concat): the inputs do not add up to the output";
   return MakeFunc(call, p, Seq({Seq(s)}));
 }
 
@@ -680,7 +746,8 @@ PrimFunc LowerSplit(const OpCall& call) {
     }));
     off += os[axis];
   }
-  if (off != is[axis]) TILECORE_THROW(ValueError) << "LowerHostOp(Split): the outputs do not add up to the input";
+  if (off != is[axis])
+    TILECORE_THROW(ValueError) << "LowerHostOp(Split): the outputs do not add up to the input";
   return MakeFunc(call, p, Seq({Seq(s)}));
 }
 
@@ -693,8 +760,10 @@ PrimFunc LowerTranspose(const OpCall& call) {
   for (int64_t d = rank; d-- > 0;) perm.push_back(d);
   perm = AttrInts(call.attrs, "perm", perm);
   std::set<int64_t> seen(perm.begin(), perm.end());
-  if (static_cast<int64_t>(perm.size()) != rank || static_cast<int64_t>(seen.size()) != rank || (rank && (*seen.begin() != 0 || *seen.rbegin() != rank - 1)))
-    TILECORE_THROW(ValueError) << "LowerHostOp(Transpose): perm is not a permutation of the " << rank << " axes";
+  if (static_cast<int64_t>(perm.size()) != rank || static_cast<int64_t>(seen.size()) != rank ||
+      (rank && (*seen.begin() != 0 || *seen.rbegin() != rank - 1)))
+    TILECORE_THROW(ValueError) << "LowerHostOp(Transpose): perm is not a permutation of the "
+                               << rank << " axes";
   std::vector<int64_t> os;
   for (int64_t d : perm) os.push_back(is[d]);
   std::vector<int64_t> st = Strides(is);
@@ -712,7 +781,8 @@ PrimFunc LowerTile(const OpCall& call) {
   NeedOutputs(call, 1);
   Params p = MakeParams(call);
   std::vector<int64_t> is = Shape(call.inputs[0]), os = Shape(call.outputs[0]);
-  if (is.size() != os.size()) TILECORE_THROW(ValueError) << "LowerHostOp(Tile): output rank differs from the input's";
+  if (is.size() != os.size())
+    TILECORE_THROW(ValueError) << "LowerHostOp(Tile): output rank differs from the input's";
   Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
   Stmt body = Loop("o", Numel(os), [&](PrimExpr o) {
     std::vector<PrimExpr> c = Unravel(o, os);
@@ -728,14 +798,16 @@ PrimFunc LowerTrilu(const OpCall& call) {
   NeedOutputs(call, 1);
   Params p = MakeParams(call);
   std::vector<int64_t> s = Shape(call.inputs[0]);
-  if (s.size() < 2) TILECORE_THROW(ValueError) << "LowerHostOp(Trilu): the input must have rank >= 2";
+  if (s.size() < 2)
+    TILECORE_THROW(ValueError) << "LowerHostOp(Trilu): the input must have rank >= 2";
   bool upper = AttrInt(call.attrs, "upper", 1) != 0;
   bool has_k = p.in.size() > 1 && call.inputs[1].defined();
   Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
   PrimExpr k = has_k ? cast(DataType::Int(64), BufferLoad(Flat(p.in[1], "K"), {I32(0)})) : I64(0);
   int64_t H = s[s.size() - 2], W = s.back();
   Stmt body = Loop("o", Numel(s), [&](PrimExpr o) {
-    PrimExpr j = cast(DataType::Int(64), floormod(o, I32(W))), i = cast(DataType::Int(64), floormod(floordiv(o, I32(W)), I32(H)));
+    PrimExpr j = cast(DataType::Int(64), floormod(o, I32(W))),
+             i = cast(DataType::Int(64), floormod(floordiv(o, I32(W)), I32(H)));
     PrimExpr keep = upper ? (j - i >= k) : (j - i <= k);
     PrimExpr x = BufferLoad(X, {o});
     return BufferStore(Y, select(keep, x, make_zero(X->dtype)), {o});
@@ -761,7 +833,8 @@ PrimFunc LowerOneHot(const OpCall& call) {
   int64_t rank = static_cast<int64_t>(os.size());
   int64_t axis = Axis("OneHot", AttrInt(call.attrs, "axis", -1), rank);
   if (static_cast<int64_t>(is.size()) + 1 != rank)
-    TILECORE_THROW(ValueError) << "LowerHostOp(OneHot): output rank " << rank << ", expected " << is.size() + 1;
+    TILECORE_THROW(ValueError) << "LowerHostOp(OneHot): output rank " << rank << ", expected "
+                               << is.size() + 1;
   int64_t depth = os[axis];
   Buffer I = Flat(p.in[0], "I"), V = Flat(p.in[2], "V"), Y = Flat(p.out[0], "Y");
   Stmt body = Loop("o", Numel(os), [&](PrimExpr o) {
@@ -772,7 +845,8 @@ PrimFunc LowerOneHot(const OpCall& call) {
     PrimExpr raw = Convert(DataType::Int(64), BufferLoad(I, {Ravel(c, is)}));
     PrimExpr k = select(raw < I64(0), raw + I64(depth), raw);
     PrimExpr on = eq(k, cast(DataType::Int(64), pos));
-    return BufferStore(Y, cast(Y->dtype, select(on, BufferLoad(V, {I32(1)}), BufferLoad(V, {I32(0)}))), {o});
+    return BufferStore(
+        Y, cast(Y->dtype, select(on, BufferLoad(V, {I32(1)}), BufferLoad(V, {I32(0)}))), {o});
   });
   return MakeFunc(call, p, Seq({body}));
 }
@@ -784,10 +858,13 @@ PrimFunc LowerConstantOfShape(const OpCall& call) {
   DataType t = Y->dtype;
   double v = HasAttr(call.attrs, "value") ? AttrFloat(call.attrs, "value", 0.0) : 0.0;
   PrimExpr c = t.is_float() ? make_const(t, v) : make_const(t, static_cast<int64_t>(v));
-  return MakeFunc(call, p, Seq({Loop("i", call.outputs[0]->numel(), [&](PrimExpr i) { return BufferStore(Y, c, {i}); })}));
+  return MakeFunc(call, p, Seq({Loop("i", call.outputs[0]->numel(), [&](PrimExpr i) {
+                    return BufferStore(Y, c, {i});
+                  })}));
 }
 
-std::string CheckConstantOfShape(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& in) {
+std::string CheckConstantOfShape(const std::string& op, const Map<String, Any>& attrs,
+                                 const std::vector<TensorSpec>& in) {
   if (HasAttr(attrs, "value")) {
     auto v = attrs.Get(String("value"));
     if (!v->try_cast<double>()) return "ConstantOfShape: the attribute value must be a number";
@@ -800,10 +877,12 @@ std::string CheckConstantOfShape(const std::string& op, const Map<String, Any>& 
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
   using namespace host;  // NOLINT(build/namespaces)
-  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-                         "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"})
+  for (const char* op :
+       {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+        "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"})
     RegisterHostKernel(op, HostKernel{Inputs(1, 2), LowerReduce, 1});
-  for (const char* op : {"ArgMax", "ArgMin", "Hardmax"}) RegisterHostKernel(op, HostKernel{Inputs(1, 1), LowerArg, 1});
+  for (const char* op : {"ArgMax", "ArgMin", "Hardmax"})
+    RegisterHostKernel(op, HostKernel{Inputs(1, 1), LowerArg, 1});
   RegisterHostKernel("Softmax", HostKernel{Inputs(1, 1), LowerSoftmax, 1});
   RegisterHostKernel("LogSoftmax", HostKernel{Inputs(1, 1), LowerSoftmax, 1});
   RegisterHostKernel("Slice", HostKernel{Inputs(1, 5), LowerSlice, 1});

@@ -35,7 +35,8 @@ const HostKernel* FindHost(const std::string& op_type) {
 }
 
 int64_t DataInputs(int declared, size_t n) {
-  return declared < 0 ? static_cast<int64_t>(n) : std::min<int64_t>(static_cast<int64_t>(n), declared);
+  return declared < 0 ? static_cast<int64_t>(n)
+                      : std::min<int64_t>(static_cast<int64_t>(n), declared);
 }
 
 // The dtype a tensor is computed in by the strategy fallback: mode 0 keeps every dtype,
@@ -48,7 +49,8 @@ DataType Substitute(DataType t, int mode) {
   return t;
 }
 
-std::vector<TensorSpec> SubstituteAll(const std::vector<TensorSpec>& specs, size_t count, int mode) {
+std::vector<TensorSpec> SubstituteAll(const std::vector<TensorSpec>& specs, size_t count,
+                                      int mode) {
   std::vector<TensorSpec> out = specs;
   for (size_t i = 0; i < std::min(count, out.size()); ++i)
     if (out[i].defined()) out[i] = TensorSpec(out[i]->shape, Substitute(out[i]->dtype, mode));
@@ -61,7 +63,8 @@ bool Has64(const std::vector<TensorSpec>& specs, size_t count) {
   return false;
 }
 
-/*! \brief The first fallback mode whose substituted inputs the strategy accepts (-1: none; *why: the reason). */
+/*! \brief The first fallback mode whose substituted inputs the strategy accepts (-1: none; *why:
+ * the reason). */
 int FallbackMode(const Strategy& s, const std::string& op_type, const Map<String, Any>& attrs,
                  const std::vector<TensorSpec>& inputs, std::string* why) {
   size_t data = static_cast<size_t>(DataInputs(s.data_inputs, inputs.size()));
@@ -80,8 +83,11 @@ int FallbackMode(const Strategy& s, const std::string& op_type, const Map<String
 Stmt CopyConvert(const Buffer& dst, const Buffer& src) {
   int64_t n = 1;
   for (const PrimExpr& d : dst->shape) n *= static_cast<const IntImmNode*>(d.get())->value;
-  Buffer d = View(dst, {std::max<int64_t>(n, 1)}, "cd"), s = View(src, {std::max<int64_t>(n, 1)}, "cs");
-  return Loop("i", n, [&](PrimExpr i) { return BufferStore(d, Convert(dst->dtype, BufferLoad(s, {i})), {i}); });
+  Buffer d = View(dst, {std::max<int64_t>(n, 1)}, "cd"),
+         s = View(src, {std::max<int64_t>(n, 1)}, "cs");
+  return Loop("i", n, [&](PrimExpr i) {
+    return BufferStore(d, Convert(dst->dtype, BufferLoad(s, {i})), {i});
+  });
 }
 
 PrimFunc LowerFallback(const Strategy& s, const OpCall& call, int mode) {
@@ -94,8 +100,9 @@ PrimFunc LowerFallback(const Strategy& s, const OpCall& call, int mode) {
   std::vector<Buffer> real_bufs = real.in;
   real_bufs.insert(real_bufs.end(), real.out.begin(), real.out.end());
   if (real_bufs.size() != f->params.size())
-    TILECORE_THROW(InternalError) << "LowerHostOp(" << call.op_type << "): the strategy's PrimFunc has "
-                                  << f->params.size() << " params, expected " << real_bufs.size();
+    TILECORE_THROW(InternalError) << "LowerHostOp(" << call.op_type
+                                  << "): the strategy's PrimFunc has " << f->params.size()
+                                  << " params, expected " << real_bufs.size();
   Array<Var> params;
   Map<Var, Buffer> map;
   std::vector<Stmt> pre, post;
@@ -111,13 +118,17 @@ PrimFunc LowerFallback(const Strategy& s, const OpCall& call, int mode) {
     params.push_back(real_bufs[i]->data);
     map.Set(real_bufs[i]->data, real_bufs[i]);
     temps.push_back(ib);
-    if (i < n_in) pre.push_back(CopyConvert(ib, real_bufs[i]));
-    else post.push_back(CopyConvert(real_bufs[i], ib));
+    if (i < n_in)
+      pre.push_back(CopyConvert(ib, real_bufs[i]));
+    else
+      post.push_back(CopyConvert(real_bufs[i], ib));
   }
   Stmt body = Seq({Seq(pre), f->body, Seq(post)});
   // the strategy's param buffers become temporaries of the host kernel
   for (const Buffer& t : temps)
-    body = Allocate(Buffer(t->data, t->dtype, t->shape, t->strides, t->elem_offset, String("local"), t->name), body);
+    body = Allocate(
+        Buffer(t->data, t->dtype, t->shape, t->strides, t->elem_offset, String("local"), t->name),
+        body);
   Map<String, Any> attrs = f->attrs;
   attrs.Set("host", String(mode == 0 ? "npu strategy" : "npu strategy on float32/int32 copies"));
   return PrimFunc(params, body, map, attrs);
@@ -155,26 +166,37 @@ namespace {
 // "host_<op>": a bare op name such as "exp" would clash with the c target's math helpers
 PrimFunc HostSymbol(PrimFunc f, const std::string& op_type) {
   std::string sym = "host_";
-  for (char ch : op_type) sym += static_cast<char>(std::isalnum(static_cast<unsigned char>(ch)) ? std::tolower(ch) : '_');
+  for (char ch : op_type)
+    sym += static_cast<char>(std::isalnum(static_cast<unsigned char>(ch)) ? std::tolower(ch) : '_');
   return f.WithAttr("global_symbol", String(sym));
 }
 PrimFunc LowerHostOpImpl(const std::string& op_type, const Map<String, Any>& attrs,
-                         const std::vector<TensorSpec>& inputs, const std::vector<TensorSpec>& outputs);
+                         const std::vector<TensorSpec>& inputs,
+                         const std::vector<TensorSpec>& outputs);
 }  // namespace
 
-PrimFunc LowerHostOp(const std::string& op_type, const Map<String, Any>& attrs, const std::vector<TensorSpec>& inputs,
+PrimFunc LowerHostOp(const std::string& op_type, const Map<String, Any>& attrs,
+                     const std::vector<TensorSpec>& inputs,
                      const std::vector<TensorSpec>& outputs) {
   return HostSymbol(LowerHostOpImpl(op_type, attrs, inputs, outputs), op_type);
 }
 
 namespace {
 PrimFunc LowerHostOpImpl(const std::string& op_type, const Map<String, Any>& attrs,
-                         const std::vector<TensorSpec>& inputs, const std::vector<TensorSpec>& outputs) {
+                         const std::vector<TensorSpec>& inputs,
+                         const std::vector<TensorSpec>& outputs) {
   for (size_t i = 0; i < outputs.size(); ++i)
-    if (!outputs[i].defined()) TILECORE_THROW(ValueError) << "LowerHostOp(" << op_type << "): output " << i << " is None";
+    if (!outputs[i].defined())
+      TILECORE_THROW(ValueError) << "LowerHostOp(" << op_type << "): output " << i << " is None";
   if (const HostKernel* k = FindHost(op_type)) {
     if ((k->check ? k->check(op_type, attrs, inputs) : "").empty()) {
-      OpCall call{op_type, attrs, inputs, outputs, 1, int64_t{1} << 20, DataInputs(k->data_inputs, inputs.size())};
+      OpCall call{op_type,
+                  attrs,
+                  inputs,
+                  outputs,
+                  1,
+                  int64_t{1} << 20,
+                  DataInputs(k->data_inputs, inputs.size())};
       return k->lower(call);
     }
   }
@@ -182,7 +204,13 @@ PrimFunc LowerHostOpImpl(const std::string& op_type, const Map<String, Any>& att
   std::string why = HasHostKernel(op_type, attrs, inputs);
   if (!s || !why.empty()) TILECORE_THROW(ValueError) << "LowerHostOp(" << op_type << "): " << why;
   int mode = FallbackMode(*s, op_type, attrs, inputs, &why);
-  OpCall call{op_type, attrs, inputs, outputs, 1, int64_t{1} << 20, DataInputs(s->data_inputs, inputs.size())};
+  OpCall call{op_type,
+              attrs,
+              inputs,
+              outputs,
+              1,
+              int64_t{1} << 20,
+              DataInputs(s->data_inputs, inputs.size())};
   return LowerFallback(*s, call, mode);
 }
 }  // namespace
@@ -200,7 +228,8 @@ TILECORE_REGISTER_GLOBAL("compiler.HasHostKernel")
       return String(HasHostKernel(std::string(op_type), attrs, Specs(inputs)));
     });
 TILECORE_REGISTER_GLOBAL("compiler.LowerHostOp")
-    .set_body_typed([](String op_type, Map<String, Any> attrs, Array<Any> inputs, Array<Any> outputs) {
+    .set_body_typed([](String op_type, Map<String, Any> attrs, Array<Any> inputs,
+                       Array<Any> outputs) {
       return LowerHostOp(std::string(op_type), attrs, Specs(inputs), Specs(outputs));
     });
 TILECORE_REGISTER_GLOBAL("compiler.ListHostKernels").set_body_typed([]() {

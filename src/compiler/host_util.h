@@ -16,7 +16,7 @@ namespace tilecore {
 namespace compiler {
 namespace host {
 
-using namespace tilecore::ir;               // NOLINT(build/namespaces)
+using namespace tilecore::ir;                // NOLINT(build/namespaces)
 using namespace tilecore::compiler::detail;  // NOLINT(build/namespaces)
 
 inline PrimExpr I64(int64_t v) { return IntImm(DataType::Int(64), v); }
@@ -38,7 +38,8 @@ inline std::vector<int64_t> Strides(const std::vector<int64_t>& shape) {
 inline std::vector<PrimExpr> Unravel(const PrimExpr& g, const std::vector<int64_t>& shape) {
   std::vector<int64_t> st = Strides(shape);
   std::vector<PrimExpr> c;
-  for (size_t d = 0; d < shape.size(); ++d) c.push_back(floormod(floordiv(g, I32(st[d])), I32(shape[d])));
+  for (size_t d = 0; d < shape.size(); ++d)
+    c.push_back(floormod(floordiv(g, I32(st[d])), I32(shape[d])));
   return c;
 }
 
@@ -62,14 +63,19 @@ inline int64_t Axis(const std::string& op, int64_t axis, int64_t rank) {
 inline std::string PlainDType(const std::string& op, size_t i, const TensorSpec& t) {
   if (!t.defined()) return "";
   DataType d = t->dtype;
-  bool ok = d.lanes() == 1 && (d.is_integer() || d.is_bool() || (d.is_float() && (d.bits() == 16 || d.bits() == 32 || d.bits() == 64)));
-  return ok ? "" : op + ": input " + std::to_string(i) + " has dtype " + d.str() + ", which no host kernel takes";
+  bool ok =
+      d.lanes() == 1 && (d.is_integer() || d.is_bool() ||
+                         (d.is_float() && (d.bits() == 16 || d.bits() == 32 || d.bits() == 64)));
+  return ok ? ""
+            : op + ": input " + std::to_string(i) + " has dtype " + d.str() +
+                  ", which no host kernel takes";
 }
 
-inline std::string NeedInputs(const std::string& op, const std::vector<TensorSpec>& in, size_t lo, size_t hi) {
+inline std::string NeedInputs(const std::string& op, const std::vector<TensorSpec>& in, size_t lo,
+                              size_t hi) {
   if (in.size() < lo || in.size() > hi)
-    return op + ": expected " + std::to_string(lo) + (hi != lo ? ".." + std::to_string(hi) : "") + " inputs, got " +
-           std::to_string(in.size());
+    return op + ": expected " + std::to_string(lo) + (hi != lo ? ".." + std::to_string(hi) : "") +
+           " inputs, got " + std::to_string(in.size());
   for (size_t i = 0; i < lo; ++i)
     if (!in[i].defined()) return op + ": input " + std::to_string(i) + " is missing";
   for (size_t i = 0; i < in.size(); ++i) {
@@ -82,8 +88,8 @@ inline std::string NeedInputs(const std::string& op, const std::vector<TensorSpe
 /*! \brief ValueError unless the call has `n` outputs. */
 inline void NeedOutputs(const OpCall& call, size_t n) {
   if (call.outputs.size() != n)
-    TILECORE_THROW(ValueError) << "LowerHostOp(" << call.op_type << "): expected " << n << " outputs, got "
-                               << call.outputs.size();
+    TILECORE_THROW(ValueError) << "LowerHostOp(" << call.op_type << "): expected " << n
+                               << " outputs, got " << call.outputs.size();
 }
 
 /*! \brief float -> integer truncating toward zero (the c target's conversion rounds to nearest). */

@@ -36,19 +36,21 @@ inline Stmt Intrin(const std::string& op, Array<PrimExpr> args) {
 }
 
 /*! \brief `for v in range(extent): body(v)`; a loop of one iteration is just body(0). */
-inline Stmt Loop(const std::string& name, PrimExpr extent, const std::function<Stmt(PrimExpr)>& body,
-                 ForKind kind = ForKind::kSerial) {
+inline Stmt Loop(const std::string& name, PrimExpr extent,
+                 const std::function<Stmt(PrimExpr)>& body, ForKind kind = ForKind::kSerial) {
   if (kind == ForKind::kSerial && is_const_int(extent, 1)) return body(I32(0));
   if (kind == ForKind::kSerial && is_const_int(extent, 0)) return Stmt();
   Var v{String(name)};
   return For(v, I32(0), extent, kind, body(v));
 }
-inline Stmt Loop(const std::string& name, int64_t extent, const std::function<Stmt(PrimExpr)>& body) {
+inline Stmt Loop(const std::string& name, int64_t extent,
+                 const std::function<Stmt(PrimExpr)>& body) {
   return Loop(name, I32(extent), body);
 }
 
 /*! \brief A region with constant extents. */
-inline BufferRegion Region(const Buffer& b, const std::vector<PrimExpr>& begin, const std::vector<int64_t>& ext) {
+inline BufferRegion Region(const Buffer& b, const std::vector<PrimExpr>& begin,
+                           const std::vector<int64_t>& ext) {
   Array<PrimExpr> bg, ex;
   for (const PrimExpr& x : begin) bg.push_back(x);
   for (int64_t e : ext) ex.push_back(I32(e));
@@ -61,10 +63,12 @@ inline Stmt DmaWait(const BufferRegion& dst, const BufferRegion& src, int event)
 }
 
 /*! \brief A row-major view of `param`'s data with another shape (same element count). */
-inline Buffer View(const Buffer& param, const std::vector<int64_t>& shape, const std::string& name) {
+inline Buffer View(const Buffer& param, const std::vector<int64_t>& shape,
+                   const std::string& name) {
   Array<PrimExpr> s;
   for (int64_t d : shape) s.push_back(I32(d));
-  return Buffer(param->data, param->dtype, s, Array<PrimExpr>(), I32(0), param->scope, String(name));
+  return Buffer(param->data, param->dtype, s, Array<PrimExpr>(), I32(0), param->scope,
+                String(name));
 }
 
 inline Buffer Local(const std::vector<int64_t>& shape, DataType t, const std::string& name) {
@@ -107,7 +111,8 @@ PrimFunc MakeFunc(const OpCall& call, const Params& p, Stmt body);
 // attributes
 int64_t AttrInt(const Map<String, Any>& attrs, const std::string& name, int64_t dflt);
 double AttrFloat(const Map<String, Any>& attrs, const std::string& name, double dflt);
-std::string AttrStr(const Map<String, Any>& attrs, const std::string& name, const std::string& dflt);
+std::string AttrStr(const Map<String, Any>& attrs, const std::string& name,
+                    const std::string& dflt);
 std::vector<int64_t> AttrInts(const Map<String, Any>& attrs, const std::string& name,
                               const std::vector<int64_t>& dflt);
 bool HasAttr(const Map<String, Any>& attrs, const std::string& name);

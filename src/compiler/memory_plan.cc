@@ -23,18 +23,22 @@ int64_t AlignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 MemoryPlan PlanMemory(const std::vector<BufferLife>& buffers, int64_t alignment) {
   if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
-    TILECORE_THROW(ValueError) << "PlanMemory: alignment " << alignment << " is not a positive power of two";
+    TILECORE_THROW(ValueError) << "PlanMemory: alignment " << alignment
+                               << " is not a positive power of two";
   }
   const size_t n = buffers.size();
   std::vector<int64_t> size(n);
   for (size_t i = 0; i < n; ++i) {
     const BufferLife& b = buffers[i];
-    if (b.size < 0) TILECORE_THROW(ValueError) << "PlanMemory: buffer " << i << " has negative size " << b.size;
+    if (b.size < 0)
+      TILECORE_THROW(ValueError) << "PlanMemory: buffer " << i << " has negative size " << b.size;
     if (b.first > b.last) {
-      TILECORE_THROW(ValueError) << "PlanMemory: buffer " << i << " has live range [" << b.first << ", " << b.last
-                                 << "] (first after last)";
+      TILECORE_THROW(ValueError) << "PlanMemory: buffer " << i << " has live range [" << b.first
+                                 << ", " << b.last << "] (first after last)";
     }
-    if (b.size > (int64_t{1} << 48)) TILECORE_THROW(ValueError) << "PlanMemory: buffer " << i << " of " << b.size << " bytes is too large";
+    if (b.size > (int64_t{1} << 48))
+      TILECORE_THROW(ValueError) << "PlanMemory: buffer " << i << " of " << b.size
+                                 << " bytes is too large";
     size[i] = AlignUp(b.size, alignment);
   }
   MemoryPlan plan;
@@ -59,7 +63,8 @@ MemoryPlan PlanMemory(const std::vector<BufferLife>& buffers, int64_t alignment)
     return buffers[a].first < buffers[b].first;
   });
   std::vector<size_t> placed;
-  std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, end) of placed buffers alive with this one
+  std::vector<std::pair<int64_t, int64_t>>
+      busy;  // [offset, end) of placed buffers alive with this one
   for (size_t i : order) {
     if (size[i] == 0) continue;
     busy.clear();
@@ -84,11 +89,12 @@ MemoryPlan PlanMemory(const std::vector<BufferLife>& buffers, int64_t alignment)
 }
 
 TILECORE_REGISTER_GLOBAL("compiler.PlanMemory")
-    .set_body_typed([](ffi::Array<int64_t> sizes, ffi::Array<int64_t> first, ffi::Array<int64_t> last,
-                       int64_t alignment) {
+    .set_body_typed([](ffi::Array<int64_t> sizes, ffi::Array<int64_t> first,
+                       ffi::Array<int64_t> last, int64_t alignment) {
       if (sizes.size() != first.size() || sizes.size() != last.size()) {
-        TILECORE_THROW(ValueError) << "compiler.PlanMemory: " << sizes.size() << " sizes, " << first.size()
-                                   << " first uses and " << last.size() << " last uses (expected equal counts)";
+        TILECORE_THROW(ValueError)
+            << "compiler.PlanMemory: " << sizes.size() << " sizes, " << first.size()
+            << " first uses and " << last.size() << " last uses (expected equal counts)";
       }
       std::vector<BufferLife> bufs(sizes.size());
       for (size_t i = 0; i < bufs.size(); ++i) bufs[i] = BufferLife{sizes[i], first[i], last[i]};

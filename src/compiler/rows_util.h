@@ -43,9 +43,11 @@ inline std::vector<Seg> Segs(int64_t n, int64_t t) {
 }
 
 /*! \brief Loops over `ext` (outermost first), body(indices). */
-inline Stmt Nest(const std::vector<int64_t>& ext, const std::function<Stmt(const std::vector<PrimExpr>&)>& body,
+inline Stmt Nest(const std::vector<int64_t>& ext,
+                 const std::function<Stmt(const std::vector<PrimExpr>&)>& body,
                  const std::string& prefix = "i") {
-  std::function<Stmt(size_t, std::vector<PrimExpr>)> rec = [&](size_t d, std::vector<PrimExpr> idx) -> Stmt {
+  std::function<Stmt(size_t, std::vector<PrimExpr>)> rec = [&](size_t d,
+                                                               std::vector<PrimExpr> idx) -> Stmt {
     if (d == ext.size()) return body(idx);
     return Loop(prefix + std::to_string(d), ext[d], [&](PrimExpr v) {
       idx.push_back(v);
@@ -85,9 +87,7 @@ struct TileView {
     if (out.empty()) out.push_back(I32(0));
     return out;
   }
-  PrimExpr Load(const std::vector<PrimExpr>& i) const {
-    return BufferLoad(buf, Idx(i));
-  }
+  PrimExpr Load(const std::vector<PrimExpr>& i) const { return BufferLoad(buf, Idx(i)); }
   Stmt Store(PrimExpr v, const std::vector<PrimExpr>& i) const {
     return BufferStore(buf, v, Idx(i));
   }
@@ -100,7 +100,8 @@ struct TileView {
     return Region(buf, std::vector<PrimExpr>(ext.size(), I32(0)), ext);
   }
 };
-inline TileView MakeView(const Buffer& alloc, const std::vector<int64_t>& dims, const std::string& name) {
+inline TileView MakeView(const Buffer& alloc, const std::vector<int64_t>& dims,
+                         const std::string& name) {
   std::vector<int64_t> s;
   for (int64_t d : dims)
     if (d != 1) s.push_back(d);
@@ -116,7 +117,9 @@ inline Stmt ReduceTile(const TileView& D, const TileView& S, Red red) {
   int64_t ta = S.dims[0], tr = S.dims[1], tb = S.dims[2];
   DataType t = D.buf->dtype;
   if (tr == 1) {  // nothing to fold: a copy
-    return Nest({ta, tb}, [&](const std::vector<PrimExpr>& i) { return D.Store(S.Load({i[0], I32(0), i[1]}), i); });
+    return Nest({ta, tb}, [&](const std::vector<PrimExpr>& i) {
+      return D.Store(S.Load({i[0], I32(0), i[1]}), i);
+    });
   }
   if (ta * tb == 1 && tr >= 4 && red != Red::kProd) {
     // one destination element: a reduction needs an outer loop, so fold two halves on
@@ -125,11 +128,12 @@ inline Stmt ReduceTile(const TileView& D, const TileView& S, Red red) {
     Buffer T = Local({2}, t, "Half");
     Buffer S2 = View(S.buf, {2, w}, "Halves");
     Var j{String("j")}, r{String("r")};
-    Stmt fold = For(j, I32(0), I32(2), ForKind::kSerial,
-                    SeqStmt::Flatten(Array<Stmt>{
-                        BufferStore(T, Identity(red, t), {j}),
-                        For(r, I32(0), I32(w), ForKind::kSerial,
-                            BufferStore(T, Combine(red, BufferLoad(T, {j}), BufferLoad(S2, {j, r})), {j}))}));
+    Stmt fold = For(
+        j, I32(0), I32(2), ForKind::kSerial,
+        SeqStmt::Flatten(Array<Stmt>{
+            BufferStore(T, Identity(red, t), {j}),
+            For(r, I32(0), I32(w), ForKind::kSerial,
+                BufferStore(T, Combine(red, BufferLoad(T, {j}), BufferLoad(S2, {j, r})), {j}))}));
     PrimExpr v = Combine(red, BufferLoad(T, {I32(0)}), BufferLoad(T, {I32(1)}));
     if (tr % 2) v = Combine(red, v, BufferLoad(S.buf, {I32(tr - 1)}));
     return Allocate(T, SeqStmt::Flatten(Array<Stmt>{fold, D.Store(v, {I32(0), I32(0)})}));
@@ -144,22 +148,27 @@ inline Stmt ReduceTile(const TileView& D, const TileView& S, Red red) {
 }
 
 /*! \brief V[i] = f(V[i], i) over V's dims. */
-inline Stmt MapTile(const TileView& V, const std::function<PrimExpr(PrimExpr v, const std::vector<PrimExpr>& i)>& f) {
+inline Stmt MapTile(const TileView& V,
+                    const std::function<PrimExpr(PrimExpr v, const std::vector<PrimExpr>& i)>& f) {
   return Nest(V.dims, [&](const std::vector<PrimExpr>& i) { return V.Store(f(V.Load(i), i), i); });
 }
 
-/*! \brief A float constant that f32 holds exactly (so the vector engine can take it as its scalar). */
+/*! \brief A float constant that f32 holds exactly (so the vector engine can take it as its scalar).
+ */
 inline PrimExpr F32Exact(double v) { return F32(static_cast<double>(static_cast<float>(v))); }
 
-/*! \brief The tile sizes of [A, R, B] within kRowTile: tb (whole rows of R when 64 columns of them fit), then tr, then ta. */
+/*! \brief The tile sizes of [A, R, B] within kRowTile: tb (whole rows of R when 64 columns of them
+ * fit), then tr, then ta. */
 struct Tiles {
   int64_t ta, tr, tb;
 };
-inline Tiles ChooseTiles(int64_t A, int64_t R, int64_t B, int64_t cores = 1, int64_t budget = kRowTile) {
+inline Tiles ChooseTiles(int64_t A, int64_t R, int64_t B, int64_t cores = 1,
+                         int64_t budget = kRowTile) {
   Tiles t;
   t.tb = std::max<int64_t>(1, std::min(B, budget));
   // a short R with a long B (softmax over channels): whole rows, fewer columns
-  if (R > 0 && R * std::min<int64_t>(B, 64) <= budget) t.tb = std::max<int64_t>(1, std::min(B, budget / R));
+  if (R > 0 && R * std::min<int64_t>(B, 64) <= budget)
+    t.tb = std::max<int64_t>(1, std::min(B, budget / R));
   t.tr = std::max<int64_t>(1, std::min(R, budget / t.tb));
   t.ta = std::max<int64_t>(1, std::min(A, budget / (t.tr * t.tb)));
   // one tile of B and few of A: smaller A tiles, so that every core gets one
@@ -171,18 +180,21 @@ inline Tiles ChooseTiles(int64_t A, int64_t R, int64_t B, int64_t cores = 1, int
  * \brief The (a, b) tiles of [A, ., B] over the cores: body(a0, ta, b0, tb) builds one
  * item for a tile of constant size ta x tb starting at (a0, b0).
  */
-inline Stmt ForTiles(const OpCall& call, int64_t A, int64_t B, const Tiles& t,
-                     const std::function<Stmt(PrimExpr a0, int64_t ta, PrimExpr b0, int64_t tb)>& body) {
+inline Stmt ForTiles(
+    const OpCall& call, int64_t A, int64_t B, const Tiles& t,
+    const std::function<Stmt(PrimExpr a0, int64_t ta, PrimExpr b0, int64_t tb)>& body) {
   int64_t rotation = 0;
   return OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> groups;
     for (const Seg& sa : Segs(A, t.ta)) {
       for (const Seg& sb : Segs(B, t.tb)) {
-        groups.push_back(ForEachItem(core, call.cores, sa.count * sb.count, &rotation, "t", [&](PrimExpr it) {
-          PrimExpr ai = sb.count == 1 ? it : floordiv(it, I32(sb.count));
-          PrimExpr bi = sb.count == 1 ? I32(0) : floormod(it, I32(sb.count));
-          return body(I32(sa.base) + ai * I32(t.ta), sa.size, I32(sb.base) + bi * I32(t.tb), sb.size);
-        }));
+        groups.push_back(
+            ForEachItem(core, call.cores, sa.count * sb.count, &rotation, "t", [&](PrimExpr it) {
+              PrimExpr ai = sb.count == 1 ? it : floordiv(it, I32(sb.count));
+              PrimExpr bi = sb.count == 1 ? I32(0) : floormod(it, I32(sb.count));
+              return body(I32(sa.base) + ai * I32(t.ta), sa.size, I32(sb.base) + bi * I32(t.tb),
+                          sb.size);
+            }));
       }
     }
     return Seq(groups);
@@ -193,8 +205,10 @@ inline Stmt ForTiles(const OpCall& call, int64_t A, int64_t B, const Tiles& t,
  * \brief As ForTiles, with an outer extent K0 before [A, ., B] (A = per_outer):
  * body(k0, a0, ta, b0, tb).
  */
-inline Stmt ForTiles(const OpCall& call, int64_t outer_times_a, int64_t B, const Tiles& t, int64_t A,
-                     const std::function<Stmt(PrimExpr k0, PrimExpr a0, int64_t ta, PrimExpr b0, int64_t tb)>& body) {
+inline Stmt ForTiles(const OpCall& call, int64_t outer_times_a, int64_t B, const Tiles& t,
+                     int64_t A,
+                     const std::function<Stmt(PrimExpr k0, PrimExpr a0, int64_t ta, PrimExpr b0,
+                                              int64_t tb)>& body) {
   int64_t K0 = A > 0 ? outer_times_a / A : 0;
   int64_t rotation = 0;
   return OverCores(call.cores, [&](PrimExpr core) {
@@ -207,7 +221,8 @@ inline Stmt ForTiles(const OpCall& call, int64_t outer_times_a, int64_t B, const
           PrimExpr rest = K0 == 1 ? it : floormod(it, I32(per));
           PrimExpr ai = sb.count == 1 ? rest : floordiv(rest, I32(sb.count));
           PrimExpr bi = sb.count == 1 ? I32(0) : floormod(rest, I32(sb.count));
-          return body(k0, I32(sa.base) + ai * I32(t.ta), sa.size, I32(sb.base) + bi * I32(t.tb), sb.size);
+          return body(k0, I32(sa.base) + ai * I32(t.ta), sa.size, I32(sb.base) + bi * I32(t.tb),
+                      sb.size);
         }));
       }
     }
@@ -219,11 +234,14 @@ inline Stmt ForTiles(const OpCall& call, int64_t outer_times_a, int64_t B, const
  * \brief The chunks of R in steps of tr: chunk(r0, size, first) for the first full chunk,
  * a loop over the other full chunks, then the remainder.
  */
-inline Stmt ForChunks(int64_t R, int64_t tr, const std::function<Stmt(PrimExpr r0, int64_t size, bool first)>& chunk) {
+inline Stmt ForChunks(int64_t R, int64_t tr,
+                      const std::function<Stmt(PrimExpr r0, int64_t size, bool first)>& chunk) {
   std::vector<Stmt> s;
   int64_t full = R / tr, rem = R % tr;
   if (full > 0) s.push_back(chunk(I32(0), tr, true));
-  if (full > 1) s.push_back(Loop("rc", full - 1, [&](PrimExpr i) { return chunk((i + I32(1)) * I32(tr), tr, false); }));
+  if (full > 1)
+    s.push_back(
+        Loop("rc", full - 1, [&](PrimExpr i) { return chunk((i + I32(1)) * I32(tr), tr, false); }));
   if (rem > 0) s.push_back(chunk(I32(full * tr), rem, full == 0));
   return Seq(s);
 }

@@ -65,10 +65,9 @@ void RegisterStrategy(const std::string& op_type, Strategy s) {
   }
   ffi::Function::SetGlobal(
       "compiler.strategy." + op_type,
-      ffi::Function::FromTyped([op_type](Map<String, Any> attrs, Array<TensorSpec> inputs, Array<TensorSpec> outputs,
-                                         target::Target target) {
-        return LowerOp(op_type, attrs, ToVec(inputs),
-                       ToVec(outputs), target);
+      ffi::Function::FromTyped([op_type](Map<String, Any> attrs, Array<TensorSpec> inputs,
+                                         Array<TensorSpec> outputs, target::Target target) {
+        return LowerOp(op_type, attrs, ToVec(inputs), ToVec(outputs), target);
       }),
       true);
 }
@@ -88,27 +87,33 @@ std::string HasStrategy(const std::string& op_type, const Map<String, Any>& attr
   for (size_t i = 0; i < n; ++i) {
     if (!inputs[i].defined()) continue;
     ir::DataType t = inputs[i]->dtype;
-    if (t.bits() == 64) return op_type + ": input " + std::to_string(i) + " is " + t.str() + " (TC1 has no 64-bit types)";
+    if (t.bits() == 64)
+      return op_type + ": input " + std::to_string(i) + " is " + t.str() +
+             " (TC1 has no 64-bit types)";
   }
   return s->check ? s->check(op_type, attrs, inputs) : "";
 }
 
-ir::PrimFunc LowerOp(const std::string& op_type, const Map<String, Any>& attrs, const std::vector<TensorSpec>& inputs,
-                     const std::vector<TensorSpec>& outputs, const target::Target& target) {
+ir::PrimFunc LowerOp(const std::string& op_type, const Map<String, Any>& attrs,
+                     const std::vector<TensorSpec>& inputs, const std::vector<TensorSpec>& outputs,
+                     const target::Target& target) {
   if (target->kind != "npu") {
-    TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): strategies target npu, not " << target->kind;
+    TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): strategies target npu, not "
+                               << target->kind;
   }
   std::string why = HasStrategy(op_type, attrs, inputs);
   if (!why.empty()) TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): " << why;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    if (!outputs[i].defined()) TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): output " << i << " is None";
+    if (!outputs[i].defined())
+      TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): output " << i << " is None";
     if (outputs[i]->dtype.bits() == 64)
-      TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): output " << i << " is " << outputs[i]->dtype.str()
-                                 << " (TC1 has no 64-bit types)";
+      TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): output " << i << " is "
+                                 << outputs[i]->dtype.str() << " (TC1 has no 64-bit types)";
   }
   const Strategy* s = Find(op_type);
-  int64_t data = s->data_inputs < 0 ? static_cast<int64_t>(inputs.size())
-                                    : std::min<int64_t>(static_cast<int64_t>(inputs.size()), s->data_inputs);
+  int64_t data = s->data_inputs < 0
+                     ? static_cast<int64_t>(inputs.size())
+                     : std::min<int64_t>(static_cast<int64_t>(inputs.size()), s->data_inputs);
   OpCall call{op_type, attrs, inputs, outputs, target.GetInt("cores"), target.GetInt("l1"), data};
   return s->lower(call);
 }
@@ -133,21 +138,25 @@ Params MakeParams(const OpCall& call) {
     }
     add(call.inputs[i], "in" + std::to_string(i), &p.in);
   }
-  for (size_t i = 0; i < call.outputs.size(); ++i) add(call.outputs[i], "out" + std::to_string(i), &p.out);
+  for (size_t i = 0; i < call.outputs.size(); ++i)
+    add(call.outputs[i], "out" + std::to_string(i), &p.out);
   return p;
 }
 
 PrimFunc MakeFunc(const OpCall& call, const Params& p, Stmt body) {
   Map<String, Any> attrs;
   std::string sym;
-  for (char ch : call.op_type) sym += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (char ch : call.op_type)
+    sym += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   attrs.Set("global_symbol", String(sym));
   attrs.Set("op_type", String(call.op_type));
   attrs.Set("input_params", call.data_inputs);
   return PrimFunc(p.vars, body, p.map, attrs);
 }
 
-bool HasAttr(const Map<String, Any>& attrs, const std::string& name) { return attrs.count(String(name)) != 0; }
+bool HasAttr(const Map<String, Any>& attrs, const std::string& name) {
+  return attrs.count(String(name)) != 0;
+}
 
 int64_t AttrInt(const Map<String, Any>& attrs, const std::string& name, int64_t dflt) {
   auto v = attrs.Get(String(name));
@@ -165,7 +174,8 @@ double AttrFloat(const Map<String, Any>& attrs, const std::string& name, double 
   return dflt;
 }
 
-std::string AttrStr(const Map<String, Any>& attrs, const std::string& name, const std::string& dflt) {
+std::string AttrStr(const Map<String, Any>& attrs, const std::string& name,
+                    const std::string& dflt) {
   auto v = attrs.Get(String(name));
   if (!v) return dflt;
   if (auto s = v->try_cast<String>()) return std::string(*s);
@@ -208,7 +218,8 @@ std::string CheckDTypes(const std::vector<TensorSpec>& ins, const std::vector<Da
     for (DataType t : dtypes) ok = ok || ins[i]->dtype == t;
     if (!ok) {
       std::ostringstream os;
-      os << op << ": input " << i << " has dtype " << ins[i]->dtype.str() << "; the npu strategy takes";
+      os << op << ": input " << i << " has dtype " << ins[i]->dtype.str()
+         << "; the npu strategy takes";
       for (DataType t : dtypes) os << " " << t.str();
       return os.str();
     }
@@ -225,9 +236,10 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
       .def_ro("dtype", &TensorSpecObj::dtype, "the element type");
 });
 
-TILECORE_REGISTER_GLOBAL("compiler.TensorSpec").set_body_typed([](Array<int64_t> shape, String dtype) {
-  return TensorSpec(shape, ir::DataType::Parse(std::string(dtype)));
-});
+TILECORE_REGISTER_GLOBAL("compiler.TensorSpec")
+    .set_body_typed([](Array<int64_t> shape, String dtype) {
+      return TensorSpec(shape, ir::DataType::Parse(std::string(dtype)));
+    });
 TILECORE_REGISTER_GLOBAL("compiler.HasStrategy")
     .set_body_typed([](String op_type, Map<String, Any> attrs, Array<Any> inputs) {
       std::vector<TensorSpec> in;
@@ -235,8 +247,8 @@ TILECORE_REGISTER_GLOBAL("compiler.HasStrategy")
       return String(HasStrategy(std::string(op_type), attrs, in));
     });
 TILECORE_REGISTER_GLOBAL("compiler.LowerOp")
-    .set_body_typed([](String op_type, Map<String, Any> attrs, Array<Any> inputs, Array<TensorSpec> outputs,
-                       target::Target target) {
+    .set_body_typed([](String op_type, Map<String, Any> attrs, Array<Any> inputs,
+                       Array<TensorSpec> outputs, target::Target target) {
       std::vector<TensorSpec> in;
       for (const Any& a : inputs) in.push_back(a.is_none() ? TensorSpec() : a.cast<TensorSpec>());
       return LowerOp(std::string(op_type), attrs, in, ToVec(outputs), target);

@@ -9,10 +9,10 @@
  * input channels (CC * KH * KW <= 256). For each chunk the input rows the tile needs
  * are DMAed row by row into a zero-filled L1 patch (padding = the zeros left), the
  * patch is unfolded into col (im2col, in L1, one vector copy per tap from a strided view
- * of the patch), and tile.mm accumulates (CC, then R, shrink when they would overflow L1). Column tiles
- * are placed at compile time (a loop in the generator), so every DMA has constant
- * extents; rows, output channels and images are loops, spread over the cores.
- * A depthwise Conv (Cg = Mg = 1) runs on the vector engine instead (LowerDepthwise).
+ * of the patch), and tile.mm accumulates (CC, then R, shrink when they would overflow L1). Column
+ * tiles are placed at compile time (a loop in the generator), so every DMA has constant extents;
+ * rows, output channels and images are loops, spread over the cores. A depthwise Conv (Cg = Mg = 1)
+ * runs on the vector engine instead (LowerDepthwise).
  *
  * Precisions (tc_precision, docs/precision.md): in f16/bf16 the patch, col and weight
  * tiles hold the narrow type (the DMA converts f32 data, nearest even) and tile.mm
@@ -40,7 +40,8 @@ struct ConvGeom {
   int64_t sh, sw, dh, dw, pt, pl, pb, pr;
 };
 
-bool Geometry(const std::vector<TensorSpec>& ins, const Map<String, Any>& attrs, ConvGeom* g, std::string* why) {
+bool Geometry(const std::vector<TensorSpec>& ins, const Map<String, Any>& attrs, ConvGeom* g,
+              std::string* why) {
   auto xs = Shape(ins[0]), ws = Shape(ins[1]);
   if (xs.size() != ws.size() || (xs.size() != 3 && xs.size() != 4)) {
     *why = "Conv: only 1-D and 2-D convolutions (X and W of rank 3 or 4)";
@@ -124,8 +125,8 @@ std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
 
 /*! \brief A view of an L1 allocation with logical dims `dims` and element `strides`,
  * unit dims dropped (the engines take up to 4 dims). */
-Buffer StridedView(const Buffer& alloc, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
-                   int64_t offset, const std::string& name) {
+Buffer StridedView(const Buffer& alloc, const std::vector<int64_t>& dims,
+                   const std::vector<int64_t>& strides, int64_t offset, const std::string& name) {
   Array<PrimExpr> shape, st;
   for (size_t k = 0; k < dims.size(); ++k) {
     if (dims[k] == 1) continue;
@@ -159,7 +160,8 @@ Stmt CopyNest(const Buffer& dst, const Buffer& src, const std::vector<int64_t>& 
 }
 
 /*! \brief `body(idx)` over the non-unit dims of `dims` (the index of StridedView's views). */
-Stmt Nest(const std::vector<int64_t>& dims, const std::function<Stmt(const Array<PrimExpr>&)>& body) {
+Stmt Nest(const std::vector<int64_t>& dims,
+          const std::function<Stmt(const Array<PrimExpr>&)>& body) {
   std::vector<int64_t> ext;
   for (int64_t d : dims) {
     if (d != 1) ext.push_back(d);
@@ -198,12 +200,15 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
   int64_t TW = std::min<int64_t>(g.OW, 256);
   int64_t R = std::max<int64_t>(1, std::min(g.OH, kElems / TW));
   while (R > 1 && rin(R) * win(TW) > kPatch) R = (R + 1) / 2;
-  int64_t CC = std::max<int64_t>(1, std::min(g.C, std::min(kElems / (R * TW), kPatch / (rin(R) * win(TW)))));
+  int64_t CC =
+      std::max<int64_t>(1, std::min(g.C, std::min(kElems / (R * TW), kPatch / (rin(R) * win(TW)))));
   int64_t cols = (g.OW + TW - 1) / TW;
   auto items = [&]() { return g.N * cols * ((g.C + CC - 1) / CC) * ((g.OH + R - 1) / R); };
   while (items() < 2 * call.cores && (CC > 1 || R > 1)) {
-    if (CC > 1) CC = (CC + 1) / 2;
-    else R = (R + 1) / 2;
+    if (CC > 1)
+      CC = (CC + 1) / 2;
+    else
+      R = (R + 1) / 2;
   }
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
@@ -216,68 +221,75 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
         int64_t rbase = r == R ? 0 : (g.OH / R) * R, rn = rin(r);
         for (auto [ccount, cc] : Segs(g.C, CC)) {
           int64_t cbase = cc == CC ? 0 : (g.C / CC) * CC;
-          groups.push_back(ForEachItem(core, call.cores, g.N * rcount * ccount, &rotation, "t",
-                                       [&, r = r, rbase = rbase, rn = rn, cc = cc, cbase = cbase, rcount = rcount,
-                                        ccount = ccount](PrimExpr t) {
-            PrimExpr ci = floormod(t, I32(ccount));
-            PrimExpr ri = floormod(floordiv(t, I32(ccount)), I32(rcount));
-            PrimExpr n = floordiv(t, I32(ccount * rcount));
-            PrimExpr c0 = I32(cbase) + ci * I32(CC), oh0 = I32(rbase) + ri * I32(R);
-            Buffer Xp = Local({cc, rn, wn}, f32, "Xp");
-            Buffer Wl = Local({cc, KK}, f32, "Wl");
-            Buffer O = Local({cc, r, tw}, f32, "O");
-            Buffer T = Local({cc, r, tw}, f32, "T");
-            std::vector<int64_t> dims{cc, r, tw};
-            std::vector<Stmt> s;
-            s.push_back(Intrin("tile.dma_fill", {Region(Xp, {I32(0), I32(0), I32(0)}, {cc, rn, wn}), F32(0), I32(0)}));
-            s.push_back(Intrin("tile.wait", {I32(0)}));
-            if (vhi > vlo) {
-              s.push_back(Loop("rr", rn, [&](PrimExpr rr) {
-                PrimExpr ih = oh0 * I32(g.sh) - I32(g.pt) + rr;
-                return IfThenElse(ih >= I32(0) && ih < I32(g.H),
-                                  Intrin("tile.dma_copy", {Region(Xp, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
-                                                           Region(X, {n, c0, ih, I32(vlo)}, {1, cc, 1, vhi - vlo}),
-                                                           I32(0)}));
-              }));
-              s.push_back(Intrin("tile.wait", {I32(0)}));
-            }
-            s.push_back(DmaWait(Region(Wl, {I32(0), I32(0)}, {cc, KK}), Region(Wv, {c0, I32(0)}, {cc, KK}), 0));
-            Buffer Ov = StridedView(O, dims, {r * tw, tw, 1}, 0, "Ov");
-            Buffer Tv = StridedView(T, dims, {r * tw, tw, 1}, 0, "Tv");
-            for (int64_t kh = 0; kh < g.KH; ++kh) {
-              for (int64_t kw = 0; kw < g.KW; ++kw) {
-                Buffer tap = StridedView(Xp, dims, {rn * wn, g.sh * wn, g.sw}, kh * g.dh * wn + kw * g.dw, "Tap");
-                Buffer wt = StridedView(Wl, dims, {KK, 0, 0}, kh * g.KW + kw, "Wtap");
-                bool first = kh == 0 && kw == 0;
-                const Buffer& dst = first ? Ov : Tv;
-                s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
-                  return BufferStore(dst, BufferLoad(tap, i) * BufferLoad(wt, i), i);
-                }));
-                if (!first) {
-                  s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
-                    return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(Tv, i), i);
+          groups.push_back(ForEachItem(
+              core, call.cores, g.N * rcount * ccount, &rotation, "t",
+              [&, r = r, rbase = rbase, rn = rn, cc = cc, cbase = cbase, rcount = rcount,
+               ccount = ccount](PrimExpr t) {
+                PrimExpr ci = floormod(t, I32(ccount));
+                PrimExpr ri = floormod(floordiv(t, I32(ccount)), I32(rcount));
+                PrimExpr n = floordiv(t, I32(ccount * rcount));
+                PrimExpr c0 = I32(cbase) + ci * I32(CC), oh0 = I32(rbase) + ri * I32(R);
+                Buffer Xp = Local({cc, rn, wn}, f32, "Xp");
+                Buffer Wl = Local({cc, KK}, f32, "Wl");
+                Buffer O = Local({cc, r, tw}, f32, "O");
+                Buffer T = Local({cc, r, tw}, f32, "T");
+                std::vector<int64_t> dims{cc, r, tw};
+                std::vector<Stmt> s;
+                s.push_back(
+                    Intrin("tile.dma_fill",
+                           {Region(Xp, {I32(0), I32(0), I32(0)}, {cc, rn, wn}), F32(0), I32(0)}));
+                s.push_back(Intrin("tile.wait", {I32(0)}));
+                if (vhi > vlo) {
+                  s.push_back(Loop("rr", rn, [&](PrimExpr rr) {
+                    PrimExpr ih = oh0 * I32(g.sh) - I32(g.pt) + rr;
+                    return IfThenElse(
+                        ih >= I32(0) && ih < I32(g.H),
+                        Intrin("tile.dma_copy",
+                               {Region(Xp, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
+                                Region(X, {n, c0, ih, I32(vlo)}, {1, cc, 1, vhi - vlo}), I32(0)}));
                   }));
+                  s.push_back(Intrin("tile.wait", {I32(0)}));
                 }
-              }
-            }
-            Stmt tile;
-            if (has_bias) {
-              Buffer Bl = Local({cc, 1}, f32, "Bl");
-              Buffer bv = StridedView(Bl, dims, {1, 0, 0}, 0, "Bb");
-              s.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {cc, 1}), Region(Bv, {c0, I32(0)}, {cc, 1}), 0));
-              s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
-                return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(bv, i), i);
+                s.push_back(DmaWait(Region(Wl, {I32(0), I32(0)}, {cc, KK}),
+                                    Region(Wv, {c0, I32(0)}, {cc, KK}), 0));
+                Buffer Ov = StridedView(O, dims, {r * tw, tw, 1}, 0, "Ov");
+                Buffer Tv = StridedView(T, dims, {r * tw, tw, 1}, 0, "Tv");
+                for (int64_t kh = 0; kh < g.KH; ++kh) {
+                  for (int64_t kw = 0; kw < g.KW; ++kw) {
+                    Buffer tap = StridedView(Xp, dims, {rn * wn, g.sh * wn, g.sw},
+                                             kh * g.dh * wn + kw * g.dw, "Tap");
+                    Buffer wt = StridedView(Wl, dims, {KK, 0, 0}, kh * g.KW + kw, "Wtap");
+                    bool first = kh == 0 && kw == 0;
+                    const Buffer& dst = first ? Ov : Tv;
+                    s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
+                      return BufferStore(dst, BufferLoad(tap, i) * BufferLoad(wt, i), i);
+                    }));
+                    if (!first) {
+                      s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
+                        return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(Tv, i), i);
+                      }));
+                    }
+                  }
+                }
+                Stmt tile;
+                if (has_bias) {
+                  Buffer Bl = Local({cc, 1}, f32, "Bl");
+                  Buffer bv = StridedView(Bl, dims, {1, 0, 0}, 0, "Bb");
+                  s.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {cc, 1}),
+                                      Region(Bv, {c0, I32(0)}, {cc, 1}), 0));
+                  s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
+                    return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(bv, i), i);
+                  }));
+                  s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}),
+                                      Region(O, {I32(0), I32(0), I32(0)}, {cc, r, tw}), 1));
+                  tile = Allocate(Bl, Seq(s));
+                } else {
+                  s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}),
+                                      Region(O, {I32(0), I32(0), I32(0)}, {cc, r, tw}), 1));
+                  tile = Seq(s);
+                }
+                return Allocate(Xp, Allocate(Wl, Allocate(O, Allocate(T, tile))));
               }));
-              s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}),
-                                  Region(O, {I32(0), I32(0), I32(0)}, {cc, r, tw}), 1));
-              tile = Allocate(Bl, Seq(s));
-            } else {
-              s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}),
-                                  Region(O, {I32(0), I32(0), I32(0)}, {cc, r, tw}), 1));
-              tile = Seq(s);
-            }
-            return Allocate(Xp, Allocate(Wl, Allocate(O, Allocate(T, tile))));
-          }));
         }
       }
     }
@@ -314,14 +326,20 @@ PrimFunc LowerConv(const OpCall& call) {
   // strided window (a 1x1 stride-2 conv over 256 channels) can overflow L1 with the
   // largest CC and R: halve the channels per chunk (down to 16), then the rows.
   auto l1_bytes = [&](int64_t rows, int64_t cc) {
-    int64_t rin = (rows - 1) * g.sh + (g.KH - 1) * g.dh + 1, win = (TW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
-    if (mp.name == "f32") return 4 * (cc * rin * win + cc * KK * rows * TW + TM * cc * KK + TM * rows * TW);
+    int64_t rin = (rows - 1) * g.sh + (g.KH - 1) * g.dh + 1,
+            win = (TW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
+    if (mp.name == "f32")
+      return 4 * (cc * rin * win + cc * KK * rows * TW + TM * cc * KK + TM * rows * TW);
     // the planner starts a buffer at a 64 KiB bank when it fits: count each rounded up
     auto bank = [](int64_t bytes) { return (bytes + 65535) / 65536 * 65536; };
     int64_t ob = mp.operand_bytes(), acc = TM * rows * TW * 4;
-    int64_t sum = bank(cc * rin * win * ob) + bank(ob * cc * KK * rows * TW) + bank(ob * TM * cc * KK) + bank(acc);
-    if (q) sum += bank(cc * rin * win * 4) + bank(acc) + 2 * bank(TM * 4);  // f32 patch, f32 result, bias, scales
-    else sum += bank(TM * 4);
+    int64_t sum = bank(cc * rin * win * ob) + bank(ob * cc * KK * rows * TW) +
+                  bank(ob * TM * cc * KK) + bank(acc);
+    if (q)
+      sum += bank(cc * rin * win * 4) + bank(acc) +
+             2 * bank(TM * 4);  // f32 patch, f32 result, bias, scales
+    else
+      sum += bank(TM * 4);
     return sum;
   };
   const int64_t budget = call.l1_bytes - (int64_t{32} << 10);  // DMA state and the planner's slack
@@ -342,144 +360,163 @@ PrimFunc LowerConv(const OpCall& call) {
     for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW) {
       int64_t tw = std::min(TW, g.OW - ow0);
       int64_t win = (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1;  // patch columns
-      int64_t iw0 = ow0 * g.sw - g.pl;                       // input column of patch column 0
-      int64_t vlo = std::max<int64_t>(0, iw0), vhi = std::min<int64_t>(g.W, iw0 + win);  // valid input columns
+      int64_t iw0 = ow0 * g.sw - g.pl;                        // input column of patch column 0
+      int64_t vlo = std::max<int64_t>(0, iw0),
+              vhi = std::min<int64_t>(g.W, iw0 + win);  // valid input columns
       for (auto [rcount, r] : Segs(g.OH, R)) {
         int64_t rbase = r == R ? 0 : (g.OH / R) * R;
         int64_t rin = (r - 1) * g.sh + (g.KH - 1) * g.dh + 1;
         for (auto [mcount, tm] : Segs(g.Mg, TM)) {
           int64_t mbase = tm == TM ? 0 : (g.Mg / TM) * TM;
           int64_t items = g.N * g.G * rcount * mcount;
-          groups.push_back(ForEachItem(core, call.cores, items, &rotation, "t", [&, r = r, rbase = rbase, rin = rin,
-                                                                                 tm = tm, mbase = mbase,
-                                                                                 rcount = rcount,
-                                                                                 mcount = mcount](PrimExpr t) {
-            PrimExpr mi = floormod(t, I32(mcount));
-            PrimExpr ri = floormod(floordiv(t, I32(mcount)), I32(rcount));
-            PrimExpr gi = floormod(floordiv(t, I32(mcount * rcount)), I32(g.G));
-            PrimExpr n = floordiv(t, I32(mcount * rcount * g.G));
-            PrimExpr m0 = I32(mbase) + mi * I32(TM);
-            PrimExpr oh0 = I32(rbase) + ri * I32(R);
-            int64_t P = r * tw, kcmax = CC * KK;
-            Buffer Xp = Local({CC, rin, win}, q ? f32 : ot, "Xp");
-            Buffer Xq = q ? Local({CC, rin, win}, ot, "Xq") : Xp;  // what im2col reads
-            Buffer Col = Local({kcmax, r, tw}, ot, "Col");
-            Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(), I32(0), "local", "Colm");
-            Buffer Al = Local({tm, kcmax}, ot, "Al");
-            Buffer Cl = Local({tm, P}, acc_t, "Cl");
-            Buffer Cf = q ? Local({tm, P}, f32, "Cf") : Cl;  // the f32 result
-            Buffer Cl3 = Buffer(Cf->data, f32, {I32(tm), I32(r), I32(tw)}, Array<PrimExpr>(), I32(0), "local", "Cl3");
-            std::vector<Stmt> s;
-            // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
-            // a vector-engine add would saturate), so every chunk accumulates
-            const bool preset = q && has_bias;
-            Buffer Bl = Local({tm, 1}, acc_t, "Bl");
-            std::vector<int64_t> cd{tm, P};
-            if (preset) {
-              Buffer bv = StridedView(Bl, cd, {1, 0}, 0, "Bb");
-              Buffer clv = StridedView(Cl, cd, {P, 1}, 0, "Clv");
-              s.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
-                                  Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0));
-              s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) { return BufferStore(clv, BufferLoad(bv, i), i); }));
-            }
-            bool first = true;
-            for (auto [ccount, cc] : Segs(g.Cg, CC)) {
-              int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
-              auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
-                PrimExpr c0 = I32(cbase) + ci * I32(CC);
-                int64_t kc = cc * KK;
-                std::vector<Stmt> st;
-                st.push_back(Intrin("tile.dma_fill", {Region(Xp, {I32(0), I32(0), I32(0)}, {cc, rin, win}), F32(0), I32(0)}));
-                st.push_back(Intrin("tile.wait", {I32(0)}));
-                if (vhi > vlo) {
-                  st.push_back(Loop("rr", rin, [&](PrimExpr rr) {
-                    PrimExpr ih = oh0 * I32(g.sh) - I32(g.pt) + rr;
-                    return IfThenElse(ih >= I32(0) && ih < I32(g.H),
-                                      Intrin("tile.dma_copy", {Region(Xp, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
-                                                               Region(X, {n, gi * I32(g.Cg) + c0, ih, I32(vlo)},
-                                                                      {1, cc, 1, vhi - vlo}),
-                                                               I32(0)}));
-                  }));
-                  st.push_back(Intrin("tile.wait", {I32(0)}));
-                }
-                if (q) {  // quantise the patch on load
-                  std::vector<int64_t> pd{cc, rin, win};
-                  Buffer xf = StridedView(Xp, pd, {rin * win, win, 1}, 0, "Xf");
-                  Buffer xq = StridedView(Xq, pd, {rin * win, win, 1}, 0, "Xqv");
-                  st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
-                    return BufferStore(xf, BufferLoad(xf, i) * F32(inv_scale), i);
-                  }));
-                  if (zp != 0)
-                    st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
-                      return BufferStore(xf, BufferLoad(xf, i) + F32(static_cast<double>(zp)), i);
-                    }));
-                  st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
-                    return BufferStore(xq, Cast(ot, BufferLoad(xf, i)), i);
+          groups.push_back(ForEachItem(
+              core, call.cores, items, &rotation, "t",
+              [&, r = r, rbase = rbase, rin = rin, tm = tm, mbase = mbase, rcount = rcount,
+               mcount = mcount](PrimExpr t) {
+                PrimExpr mi = floormod(t, I32(mcount));
+                PrimExpr ri = floormod(floordiv(t, I32(mcount)), I32(rcount));
+                PrimExpr gi = floormod(floordiv(t, I32(mcount * rcount)), I32(g.G));
+                PrimExpr n = floordiv(t, I32(mcount * rcount * g.G));
+                PrimExpr m0 = I32(mbase) + mi * I32(TM);
+                PrimExpr oh0 = I32(rbase) + ri * I32(R);
+                int64_t P = r * tw, kcmax = CC * KK;
+                Buffer Xp = Local({CC, rin, win}, q ? f32 : ot, "Xp");
+                Buffer Xq = q ? Local({CC, rin, win}, ot, "Xq") : Xp;  // what im2col reads
+                Buffer Col = Local({kcmax, r, tw}, ot, "Col");
+                Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(), I32(0),
+                                     "local", "Colm");
+                Buffer Al = Local({tm, kcmax}, ot, "Al");
+                Buffer Cl = Local({tm, P}, acc_t, "Cl");
+                Buffer Cf = q ? Local({tm, P}, f32, "Cf") : Cl;  // the f32 result
+                Buffer Cl3 = Buffer(Cf->data, f32, {I32(tm), I32(r), I32(tw)}, Array<PrimExpr>(),
+                                    I32(0), "local", "Cl3");
+                std::vector<Stmt> s;
+                // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
+                // a vector-engine add would saturate), so every chunk accumulates
+                const bool preset = q && has_bias;
+                Buffer Bl = Local({tm, 1}, acc_t, "Bl");
+                std::vector<int64_t> cd{tm, P};
+                if (preset) {
+                  Buffer bv = StridedView(Bl, cd, {1, 0}, 0, "Bb");
+                  Buffer clv = StridedView(Cl, cd, {P, 1}, 0, "Clv");
+                  s.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
+                                      Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0));
+                  s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
+                    return BufferStore(clv, BufferLoad(bv, i), i);
                   }));
                 }
-                // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw + kw * dw],
-                // one vector copy per tap between strided views of Xp and Col (the engine
-                // reads a strided source; a loop over x * sw it could not take as one command)
-                for (int64_t kh = 0; kh < g.KH; ++kh) {
-                  for (int64_t kw = 0; kw < g.KW; ++kw) {
-                    Buffer src = StridedView(Xq, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
-                                             kh * g.dh * win + kw * g.dw, "Tap");
-                    Buffer dst = StridedView(Col, {cc, r, tw}, {KK * r * tw, tw, 1}, (kh * g.KW + kw) * r * tw, "ColTap");
-                    st.push_back(CopyNest(dst, src, {cc, r, tw}));
+                bool first = true;
+                for (auto [ccount, cc] : Segs(g.Cg, CC)) {
+                  int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
+                  auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
+                    PrimExpr c0 = I32(cbase) + ci * I32(CC);
+                    int64_t kc = cc * KK;
+                    std::vector<Stmt> st;
+                    st.push_back(Intrin(
+                        "tile.dma_fill",
+                        {Region(Xp, {I32(0), I32(0), I32(0)}, {cc, rin, win}), F32(0), I32(0)}));
+                    st.push_back(Intrin("tile.wait", {I32(0)}));
+                    if (vhi > vlo) {
+                      st.push_back(Loop("rr", rin, [&](PrimExpr rr) {
+                        PrimExpr ih = oh0 * I32(g.sh) - I32(g.pt) + rr;
+                        return IfThenElse(
+                            ih >= I32(0) && ih < I32(g.H),
+                            Intrin("tile.dma_copy",
+                                   {Region(Xp, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
+                                    Region(X, {n, gi * I32(g.Cg) + c0, ih, I32(vlo)},
+                                           {1, cc, 1, vhi - vlo}),
+                                    I32(0)}));
+                      }));
+                      st.push_back(Intrin("tile.wait", {I32(0)}));
+                    }
+                    if (q) {  // quantise the patch on load
+                      std::vector<int64_t> pd{cc, rin, win};
+                      Buffer xf = StridedView(Xp, pd, {rin * win, win, 1}, 0, "Xf");
+                      Buffer xq = StridedView(Xq, pd, {rin * win, win, 1}, 0, "Xqv");
+                      st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                        return BufferStore(xf, BufferLoad(xf, i) * F32(inv_scale), i);
+                      }));
+                      if (zp != 0)
+                        st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                          return BufferStore(xf, BufferLoad(xf, i) + F32(static_cast<double>(zp)),
+                                             i);
+                        }));
+                      st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                        return BufferStore(xq, Cast(ot, BufferLoad(xf, i)), i);
+                      }));
+                    }
+                    // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw +
+                    // kw * dw], one vector copy per tap between strided views of Xp and Col (the
+                    // engine reads a strided source; a loop over x * sw it could not take as one
+                    // command)
+                    for (int64_t kh = 0; kh < g.KH; ++kh) {
+                      for (int64_t kw = 0; kw < g.KW; ++kw) {
+                        Buffer src = StridedView(Xq, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
+                                                 kh * g.dh * win + kw * g.dw, "Tap");
+                        Buffer dst = StridedView(Col, {cc, r, tw}, {KK * r * tw, tw, 1},
+                                                 (kh * g.KW + kw) * r * tw, "ColTap");
+                        st.push_back(CopyNest(dst, src, {cc, r, tw}));
+                      }
+                    }
+                    st.push_back(DmaWait(Region(Al, {I32(0), I32(0)}, {tm, kc}),
+                                         Region(Wt, {gi, m0, c0 * I32(KK)}, {1, tm, kc}), 0));
+                    st.push_back(Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, P}),
+                                                    Region(Al, {I32(0), I32(0)}, {tm, kc}),
+                                                    Region(Colm, {I32(0), I32(0)}, {kc, P}),
+                                                    IntImm(DataType::Bool(), acc ? 1 : 0)}));
+                    return Seq(st);
+                  };
+                  if (first) {
+                    s.push_back(chunk(I32(0), preset));
+                    if (ccount > 1)
+                      s.push_back(Loop("ci", ccount - 1,
+                                       [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
+                    first = false;
+                  } else {
+                    s.push_back(Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
                   }
                 }
-                st.push_back(DmaWait(Region(Al, {I32(0), I32(0)}, {tm, kc}),
-                                     Region(Wt, {gi, m0, c0 * I32(KK)}, {1, tm, kc}), 0));
-                st.push_back(Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, P}), Region(Al, {I32(0), I32(0)}, {tm, kc}),
-                                                Region(Colm, {I32(0), I32(0)}, {kc, P}),
-                                                IntImm(DataType::Bool(), acc ? 1 : 0)}));
-                return Seq(st);
-              };
-              if (first) {
-                s.push_back(chunk(I32(0), preset));
-                if (ccount > 1) s.push_back(Loop("ci", ccount - 1, [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
-                first = false;
-              } else {
-                s.push_back(Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
-              }
-            }
-            if (q) {  // dequantise: f32(acc) * f32(x_scale * w_scale[m])
-              std::vector<Stmt> dq;
-              Buffer Sl = Local({tm, 1}, f32, "Sl");
-              Buffer clv = StridedView(Cl, cd, {P, 1}, 0, "Clv");
-              Buffer cfv = StridedView(Cf, cd, {P, 1}, 0, "Cfv");
-              dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
-                return BufferStore(cfv, Cast(f32, BufferLoad(clv, i)), i);
+                if (q) {  // dequantise: f32(acc) * f32(x_scale * w_scale[m])
+                  std::vector<Stmt> dq;
+                  Buffer Sl = Local({tm, 1}, f32, "Sl");
+                  Buffer clv = StridedView(Cl, cd, {P, 1}, 0, "Clv");
+                  Buffer cfv = StridedView(Cf, cd, {P, 1}, 0, "Cfv");
+                  dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
+                    return BufferStore(cfv, Cast(f32, BufferLoad(clv, i)), i);
+                  }));
+                  dq.push_back(DmaWait(Region(Sl, {I32(0), I32(0)}, {tm, 1}),
+                                       Region(Sv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0));
+                  Buffer slv = StridedView(Sl, {tm}, {1}, 0, "Slv");
+                  dq.push_back(Nest({tm}, [&](const Array<PrimExpr>& i) {
+                    return BufferStore(slv, BufferLoad(slv, i) * F32(static_cast<float>(x_scale)),
+                                       i);
+                  }));
+                  Buffer sv = StridedView(Sl, cd, {1, 0}, 0, "Sb");
+                  dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
+                    return BufferStore(cfv, BufferLoad(cfv, i) * BufferLoad(sv, i), i);
+                  }));
+                  s.push_back(Allocate(Sl, Seq(dq)));
+                } else if (has_bias) {
+                  Buffer Bl = Local({tm, 1}, f32, "Bl");
+                  s.push_back(Allocate(
+                      Bl, Seq({DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
+                                       Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0),
+                               Loop("i", tm, [&](PrimExpr i) {
+                                 return Loop("j", P, [&](PrimExpr j) {
+                                   return BufferStore(
+                                       Cl, BufferLoad(Cl, {i, j}) + BufferLoad(Bl, {i, I32(0)}),
+                                       {i, j});
+                                 });
+                               })})));
+                }
+                s.push_back(
+                    DmaWait(Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
+                            Region(Cl3, {I32(0), I32(0), I32(0)}, {tm, r, tw}), 1));
+                Stmt tile = Allocate(Xp, Allocate(Col, Allocate(Al, Allocate(Cl, Seq(s)))));
+                if (q) tile = Allocate(Xq, Allocate(Cf, tile));
+                if (preset) tile = Allocate(Bl, tile);
+                return tile;
               }));
-              dq.push_back(DmaWait(Region(Sl, {I32(0), I32(0)}, {tm, 1}),
-                                   Region(Sv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0));
-              Buffer slv = StridedView(Sl, {tm}, {1}, 0, "Slv");
-              dq.push_back(Nest({tm}, [&](const Array<PrimExpr>& i) {
-                return BufferStore(slv, BufferLoad(slv, i) * F32(static_cast<float>(x_scale)), i);
-              }));
-              Buffer sv = StridedView(Sl, cd, {1, 0}, 0, "Sb");
-              dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
-                return BufferStore(cfv, BufferLoad(cfv, i) * BufferLoad(sv, i), i);
-              }));
-              s.push_back(Allocate(Sl, Seq(dq)));
-            } else if (has_bias) {
-              Buffer Bl = Local({tm, 1}, f32, "Bl");
-              s.push_back(Allocate(Bl, Seq({DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
-                                                    Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0),
-                                            Loop("i", tm, [&](PrimExpr i) {
-                                              return Loop("j", P, [&](PrimExpr j) {
-                                                return BufferStore(Cl, BufferLoad(Cl, {i, j}) + BufferLoad(Bl, {i, I32(0)}),
-                                                                   {i, j});
-                                              });
-                                            })})));
-            }
-            s.push_back(DmaWait(Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
-                                Region(Cl3, {I32(0), I32(0), I32(0)}, {tm, r, tw}), 1));
-            Stmt tile = Allocate(Xp, Allocate(Col, Allocate(Al, Allocate(Cl, Seq(s)))));
-            if (q) tile = Allocate(Xq, Allocate(Cf, tile));
-            if (preset) tile = Allocate(Bl, tile);
-            return tile;
-          }));
         }
       }
     }
@@ -488,7 +525,8 @@ PrimFunc LowerConv(const OpCall& call) {
   return MakeFunc(call, p, body);
 }
 
-std::string CheckConv(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
+std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
+                      const std::vector<TensorSpec>& ins) {
   if (ins.size() < 2 || !ins[0].defined() || !ins[1].defined()) return "Conv: expects X and W";
   std::string why = CheckMatrixInputs(op, attrs, ins);
   if (!why.empty()) return why;

@@ -62,8 +62,8 @@ std::vector<int64_t> BeginPads(const Map<String, Any>& attrs, const std::vector<
   return b;
 }
 
-bool Geometry(const std::vector<TensorSpec>& ins, const std::vector<TensorSpec>* outs, const Map<String, Any>& attrs,
-              TGeom* g, std::string* why) {
+bool Geometry(const std::vector<TensorSpec>& ins, const std::vector<TensorSpec>* outs,
+              const Map<String, Any>& attrs, TGeom* g, std::string* why) {
   auto xs = Shape(ins[0]), ws = Shape(ins[1]);
   if (xs.size() != ws.size() || (xs.size() != 3 && xs.size() != 4)) {
     *why = "ConvTranspose: only 1-D and 2-D (X and W of rank 3 or 4)";
@@ -160,8 +160,8 @@ PrimFunc LowerConvTranspose(const OpCall& call) {
     int64_t rin = (R - 1) + (g.KH - 1) * g.dh + 1, win = (TW - 1) + (g.KW - 1) * g.dw + 1;
     int64_t bytes = 4 * (CC * rin * win + 2 * CC * KK * R * TW + TM * CC * KK + TM * R * TW + TM);
     if (bytes > call.l1_bytes - 64 * 1024)
-      TILECORE_THROW(ValueError) << "LowerOp(ConvTranspose): a tile needs " << bytes << " bytes of L1 (dilation "
-                                 << g.dh << "x" << g.dw << ")";
+      TILECORE_THROW(ValueError) << "LowerOp(ConvTranspose): a tile needs " << bytes
+                                 << " bytes of L1 (dilation " << g.dh << "x" << g.dw << ")";
   }
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
@@ -179,100 +179,122 @@ PrimFunc LowerConvTranspose(const OpCall& call) {
         for (auto [mcount, tm] : Segs(g.Mg, TM)) {
           int64_t mbase = tm == TM ? 0 : (g.Mg / TM) * TM;
           int64_t items = g.N * g.G * rcount * mcount;
-          groups.push_back(ForEachItem(core, call.cores, items, &rotation, "t", [&, r = r, rbase = rbase, rin = rin,
-                                                                                 tm = tm, mbase = mbase,
-                                                                                 rcount = rcount,
-                                                                                 mcount = mcount](PrimExpr t) {
-            PrimExpr mi = floormod(t, I32(mcount));
-            PrimExpr ri = floormod(floordiv(t, I32(mcount)), I32(rcount));
-            PrimExpr gi = floormod(floordiv(t, I32(mcount * rcount)), I32(g.G));
-            PrimExpr n = floordiv(t, I32(mcount * rcount * g.G));
-            PrimExpr m0 = I32(mbase) + mi * I32(TM);
-            PrimExpr oh0 = I32(rbase) + ri * I32(R);
-            int64_t P = r * tw, kcmax = CC * KK;
-            Buffer Xp = Local({CC, rin, win}, ot, "Xp");
-            // Xp with a leading flat offset and a column stride of sw: where input columns land
-            // (rank 4, unlike Xp: the engine ordering tracks Xp's slabs by the outermost index of
-            // views of Xp's rank)
-            Buffer Xs(Xp->data, ot, {I32(CC * rin * win), I32(1), I32(CC), I32(std::max<int64_t>(ncols, 1))},
-                      {I32(1), I32(1), I32(rin * win), I32(g.sw)}, I32(0), "local", "Xs");
-            Buffer Col = Local({kcmax, r, tw}, ot, "Col");
-            Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(), I32(0), "local", "Colm");
-            Buffer Al3 = Local({tm, CC, KK}, ot, "Al3");
-            Buffer Al = Buffer(Al3->data, ot, {I32(tm), I32(kcmax)}, Array<PrimExpr>(), I32(0), "local", "Al");
-            Buffer Cl = Local({tm, P}, f32, "Cl");
-            Buffer Cl3 = Buffer(Cl->data, f32, {I32(tm), I32(r), I32(tw)}, Array<PrimExpr>(), I32(0), "local", "Cl3");
-            std::vector<Stmt> s;
-            bool first = true;
-            for (auto [ccount, cc] : Segs(g.Cg, CC)) {
-              int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
-              auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
-                PrimExpr c0 = I32(cbase) + ci * I32(CC);
-                int64_t kc = cc * KK;
-                std::vector<Stmt> st;
-                st.push_back(Intrin("tile.dma_fill", {Region(Xp, {I32(0), I32(0), I32(0)}, {cc, rin, win}), F32(0), I32(0)}));
-                st.push_back(Intrin("tile.wait", {I32(0)}));
-                if (ncols > 0) {
-                  st.push_back(Loop("rr", rin, [&](PrimExpr rr) {
-                    PrimExpr q = oh0 + rr - I32(g.zh);
-                    PrimExpr ih = floordiv(q, I32(g.sh));
-                    PrimExpr ok = eq(floormod(q, I32(g.sh)), I32(0)) && q >= I32(0) && ih < I32(g.H);
-                    return IfThenElse(ok, Intrin("tile.dma_copy",
-                                                 {Region(Xs, {rr * I32(win) + I32(col0), I32(0), I32(0), I32(0)}, {1, 1, cc, ncols}),
-                                                  Region(X, {n, gi * I32(g.Cg) + c0, ih, I32(iwlo)}, {1, cc, 1, ncols}),
-                                                  I32(0)}));
-                  }));
-                  st.push_back(Intrin("tile.wait", {I32(0)}));
-                }
-                // im2col with the flipped kernel: Col[(c, kh, kw), y, x] = Xp[c, y + (KH-1-kh) dh, x + (KW-1-kw) dw]
-                st.push_back(Loop("c", cc, [&](PrimExpr c) {
-                  return Loop("kh", g.KH, [&](PrimExpr kh) {
-                    return Loop("kw", g.KW, [&](PrimExpr kw) {
-                      return Loop("y", r, [&](PrimExpr y) {
-                        return Loop("x", tw, [&](PrimExpr x) {
-                          // kh, kw walk the patch offsets; the weight tap they meet is flipped
-                          PrimExpr row = (c * I32(g.KH) + I32(g.KH - 1) - kh) * I32(g.KW) + I32(g.KW - 1) - kw;
-                          return BufferStore(Col, BufferLoad(Xp, {c, y + kh * I32(g.dh), x + kw * I32(g.dw)}),
-                                             {row, y, x});
+          groups.push_back(ForEachItem(
+              core, call.cores, items, &rotation, "t",
+              [&, r = r, rbase = rbase, rin = rin, tm = tm, mbase = mbase, rcount = rcount,
+               mcount = mcount](PrimExpr t) {
+                PrimExpr mi = floormod(t, I32(mcount));
+                PrimExpr ri = floormod(floordiv(t, I32(mcount)), I32(rcount));
+                PrimExpr gi = floormod(floordiv(t, I32(mcount * rcount)), I32(g.G));
+                PrimExpr n = floordiv(t, I32(mcount * rcount * g.G));
+                PrimExpr m0 = I32(mbase) + mi * I32(TM);
+                PrimExpr oh0 = I32(rbase) + ri * I32(R);
+                int64_t P = r * tw, kcmax = CC * KK;
+                Buffer Xp = Local({CC, rin, win}, ot, "Xp");
+                // Xp with a leading flat offset and a column stride of sw: where input columns land
+                // (rank 4, unlike Xp: the engine ordering tracks Xp's slabs by the outermost index
+                // of views of Xp's rank)
+                Buffer Xs(Xp->data, ot,
+                          {I32(CC * rin * win), I32(1), I32(CC), I32(std::max<int64_t>(ncols, 1))},
+                          {I32(1), I32(1), I32(rin * win), I32(g.sw)}, I32(0), "local", "Xs");
+                Buffer Col = Local({kcmax, r, tw}, ot, "Col");
+                Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(), I32(0),
+                                     "local", "Colm");
+                Buffer Al3 = Local({tm, CC, KK}, ot, "Al3");
+                Buffer Al = Buffer(Al3->data, ot, {I32(tm), I32(kcmax)}, Array<PrimExpr>(), I32(0),
+                                   "local", "Al");
+                Buffer Cl = Local({tm, P}, f32, "Cl");
+                Buffer Cl3 = Buffer(Cl->data, f32, {I32(tm), I32(r), I32(tw)}, Array<PrimExpr>(),
+                                    I32(0), "local", "Cl3");
+                std::vector<Stmt> s;
+                bool first = true;
+                for (auto [ccount, cc] : Segs(g.Cg, CC)) {
+                  int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
+                  auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
+                    PrimExpr c0 = I32(cbase) + ci * I32(CC);
+                    int64_t kc = cc * KK;
+                    std::vector<Stmt> st;
+                    st.push_back(Intrin(
+                        "tile.dma_fill",
+                        {Region(Xp, {I32(0), I32(0), I32(0)}, {cc, rin, win}), F32(0), I32(0)}));
+                    st.push_back(Intrin("tile.wait", {I32(0)}));
+                    if (ncols > 0) {
+                      st.push_back(Loop("rr", rin, [&](PrimExpr rr) {
+                        PrimExpr q = oh0 + rr - I32(g.zh);
+                        PrimExpr ih = floordiv(q, I32(g.sh));
+                        PrimExpr ok =
+                            eq(floormod(q, I32(g.sh)), I32(0)) && q >= I32(0) && ih < I32(g.H);
+                        return IfThenElse(
+                            ok,
+                            Intrin("tile.dma_copy",
+                                   {Region(Xs, {rr * I32(win) + I32(col0), I32(0), I32(0), I32(0)},
+                                           {1, 1, cc, ncols}),
+                                    Region(X, {n, gi * I32(g.Cg) + c0, ih, I32(iwlo)},
+                                           {1, cc, 1, ncols}),
+                                    I32(0)}));
+                      }));
+                      st.push_back(Intrin("tile.wait", {I32(0)}));
+                    }
+                    // im2col with the flipped kernel: Col[(c, kh, kw), y, x] = Xp[c, y + (KH-1-kh)
+                    // dh, x + (KW-1-kw) dw]
+                    st.push_back(Loop("c", cc, [&](PrimExpr c) {
+                      return Loop("kh", g.KH, [&](PrimExpr kh) {
+                        return Loop("kw", g.KW, [&](PrimExpr kw) {
+                          return Loop("y", r, [&](PrimExpr y) {
+                            return Loop("x", tw, [&](PrimExpr x) {
+                              // kh, kw walk the patch offsets; the weight tap they meet is flipped
+                              PrimExpr row = (c * I32(g.KH) + I32(g.KH - 1) - kh) * I32(g.KW) +
+                                             I32(g.KW - 1) - kw;
+                              return BufferStore(
+                                  Col, BufferLoad(Xp, {c, y + kh * I32(g.dh), x + kw * I32(g.dw)}),
+                                  {row, y, x});
+                            });
+                          });
                         });
                       });
-                    });
-                  });
-                }));
-                // the weight tile: Al[m, (c, k)] = W[g * Cg + c0 + c, m0 + m, k]
-                Buffer Ws(p.in[1]->data, p.in[1]->dtype, {I32(wnumel), I32(tm), I32(cc), I32(KK)},
-                          {I32(1), I32(KK), I32(g.Mg * KK), I32(1)}, I32(0), p.in[1]->scope, "Ws");
-                PrimExpr woff = ((gi * I32(g.Cg) + c0) * I32(g.Mg) + m0) * I32(KK);
-                st.push_back(DmaWait(Region(Al3, {I32(0), I32(0), I32(0)}, {tm, cc, KK}),
-                                     Region(Ws, {woff, I32(0), I32(0), I32(0)}, {1, tm, cc, KK}), 0));
-                st.push_back(Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, P}), Region(Al, {I32(0), I32(0)}, {tm, kc}),
-                                                Region(Colm, {I32(0), I32(0)}, {kc, P}),
-                                                IntImm(DataType::Bool(), acc ? 1 : 0)}));
-                return Seq(st);
-              };
-              if (first) {
-                s.push_back(chunk(I32(0), false));
-                if (ccount > 1) s.push_back(Loop("ci", ccount - 1, [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
-                first = false;
-              } else {
-                s.push_back(Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
-              }
-            }
-            if (has_bias) {
-              Buffer Bl = Local({tm, 1}, f32, "Bl");
-              s.push_back(Allocate(Bl, Seq({DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
-                                                    Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0),
-                                            Loop("i", tm, [&](PrimExpr i) {
-                                              return Loop("j", P, [&](PrimExpr j) {
-                                                return BufferStore(Cl, BufferLoad(Cl, {i, j}) + BufferLoad(Bl, {i, I32(0)}),
-                                                                   {i, j});
-                                              });
-                                            })})));
-            }
-            s.push_back(DmaWait(Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
-                                Region(Cl3, {I32(0), I32(0), I32(0)}, {tm, r, tw}), 1));
-            return Allocate(Xp, Allocate(Col, Allocate(Al3, Allocate(Cl, Seq(s)))));
-          }));
+                    }));
+                    // the weight tile: Al[m, (c, k)] = W[g * Cg + c0 + c, m0 + m, k]
+                    Buffer Ws(
+                        p.in[1]->data, p.in[1]->dtype, {I32(wnumel), I32(tm), I32(cc), I32(KK)},
+                        {I32(1), I32(KK), I32(g.Mg * KK), I32(1)}, I32(0), p.in[1]->scope, "Ws");
+                    PrimExpr woff = ((gi * I32(g.Cg) + c0) * I32(g.Mg) + m0) * I32(KK);
+                    st.push_back(
+                        DmaWait(Region(Al3, {I32(0), I32(0), I32(0)}, {tm, cc, KK}),
+                                Region(Ws, {woff, I32(0), I32(0), I32(0)}, {1, tm, cc, KK}), 0));
+                    st.push_back(Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, P}),
+                                                    Region(Al, {I32(0), I32(0)}, {tm, kc}),
+                                                    Region(Colm, {I32(0), I32(0)}, {kc, P}),
+                                                    IntImm(DataType::Bool(), acc ? 1 : 0)}));
+                    return Seq(st);
+                  };
+                  if (first) {
+                    s.push_back(chunk(I32(0), false));
+                    if (ccount > 1)
+                      s.push_back(Loop("ci", ccount - 1,
+                                       [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
+                    first = false;
+                  } else {
+                    s.push_back(Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
+                  }
+                }
+                if (has_bias) {
+                  Buffer Bl = Local({tm, 1}, f32, "Bl");
+                  s.push_back(Allocate(
+                      Bl, Seq({DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
+                                       Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0),
+                               Loop("i", tm, [&](PrimExpr i) {
+                                 return Loop("j", P, [&](PrimExpr j) {
+                                   return BufferStore(
+                                       Cl, BufferLoad(Cl, {i, j}) + BufferLoad(Bl, {i, I32(0)}),
+                                       {i, j});
+                                 });
+                               })})));
+                }
+                s.push_back(
+                    DmaWait(Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
+                            Region(Cl3, {I32(0), I32(0), I32(0)}, {tm, r, tw}), 1));
+                return Allocate(Xp, Allocate(Col, Allocate(Al3, Allocate(Cl, Seq(s)))));
+              }));
         }
       }
     }
@@ -281,8 +303,10 @@ PrimFunc LowerConvTranspose(const OpCall& call) {
   return MakeFunc(call, p, body);
 }
 
-std::string CheckConvTranspose(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
-  if (ins.size() < 2 || !ins[0].defined() || !ins[1].defined()) return "ConvTranspose: expects X and W";
+std::string CheckConvTranspose(const std::string& op, const Map<String, Any>& attrs,
+                               const std::vector<TensorSpec>& ins) {
+  if (ins.size() < 2 || !ins[0].defined() || !ins[1].defined())
+    return "ConvTranspose: expects X and W";
   if (GetMatrixPrecision(attrs).int8()) return "ConvTranspose: no int8 strategy (f32, f16 or bf16)";
   std::string why = CheckMatrixInputs(op, attrs, ins);
   if (!why.empty()) return why;
@@ -295,8 +319,9 @@ std::string CheckConvTranspose(const std::string& op, const Map<String, Any>& at
 }  // namespace detail
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
-  RegisterStrategy("ConvTranspose", Strategy{detail::CheckConvTranspose, detail::LowerConvTranspose,
-                                             [](const OpCall&, int) { return std::string("onnx"); }});
+  RegisterStrategy("ConvTranspose",
+                   Strategy{detail::CheckConvTranspose, detail::LowerConvTranspose,
+                            [](const OpCall&, int) { return std::string("onnx"); }});
 });
 
 }  // namespace compiler

@@ -49,7 +49,9 @@ PrimExpr Erf(PrimExpr x) {
   // Abramowitz and Stegun 7.1.26 (|error| < 1.5e-7)
   PrimExpr ax = Abs(x);
   PrimExpr t = call("tir.recip", {F32(1.0) + F32(0.3275911) * ax});
-  PrimExpr poly = ((((F32(1.061405429) * t + F32(-1.453152027)) * t + F32(1.421413741)) * t + F32(-0.284496736)) * t +
+  PrimExpr poly = ((((F32(1.061405429) * t + F32(-1.453152027)) * t + F32(1.421413741)) * t +
+                    F32(-0.284496736)) *
+                       t +
                    F32(0.254829592)) *
                   t;
   PrimExpr y = F32(1.0) - poly * Exp(F32(0.0) - x * x);
@@ -69,7 +71,9 @@ const std::map<std::string, EwOp>& Ops() {
   static const std::map<std::string, EwOp> ops = [] {
     std::map<std::string, EwOp> m;
     DataType f32 = DataType::Float(32), i32 = DataType::Int(32);
-    auto attr = [](const OpCall& c, const char* n, double d) { return F32(AttrFloat(c.attrs, n, d)); };
+    auto attr = [](const OpCall& c, const char* n, double d) {
+      return F32(AttrFloat(c.attrs, n, d));
+    };
     auto fold = [](std::function<PrimExpr(PrimExpr, PrimExpr)> f) {
       return [f](const std::vector<PrimExpr>& x, const OpCall&) {
         PrimExpr r = x[0];
@@ -89,27 +93,55 @@ const std::map<std::string, EwOp>& Ops() {
                    for (size_t i = 1; i < x.size(); ++i) r = r + x[i];
                    return r * F32(1.0 / static_cast<double>(x.size()));
                  },
-                 1, 8, {f32}};
-    m["Pow"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return Pow(x[0], x[1]); }, 2, 2, {f32}};
+                 1,
+                 8,
+                 {f32}};
+    m["Pow"] = {
+        [](const std::vector<PrimExpr>& x, const OpCall&) { return Pow(x[0], x[1]); }, 2, 2, {f32}};
     m["PRelu"] = {[](const std::vector<PrimExpr>& x, const OpCall&) {
                     return select(x[0] < F32(0.0), x[0] * x[1], x[0]);
                   },
-                  2, 2, {f32}};
-    m["Where"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return select(ne(x[0], make_zero(x[0].dtype())), x[1], x[2]); },
-                  3, 3, {f32, i32}};
-    m["Equal"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return eq(x[0], x[1]); }, 2, 2, {f32, i32}};
-    m["Less"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] < x[1]; }, 2, 2, {f32, i32}};
-    m["LessOrEqual"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] <= x[1]; }, 2, 2, {f32, i32}};
-    m["Greater"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] > x[1]; }, 2, 2, {f32, i32}};
-    m["GreaterOrEqual"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] >= x[1]; }, 2, 2, {f32, i32}};
+                  2,
+                  2,
+                  {f32}};
+    m["Where"] = {[](const std::vector<PrimExpr>& x, const OpCall&) {
+                    return select(ne(x[0], make_zero(x[0].dtype())), x[1], x[2]);
+                  },
+                  3,
+                  3,
+                  {f32, i32}};
+    m["Equal"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return eq(x[0], x[1]); },
+                  2,
+                  2,
+                  {f32, i32}};
+    m["Less"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] < x[1]; },
+                 2,
+                 2,
+                 {f32, i32}};
+    m["LessOrEqual"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] <= x[1]; },
+                        2,
+                        2,
+                        {f32, i32}};
+    m["Greater"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] > x[1]; },
+                    2,
+                    2,
+                    {f32, i32}};
+    m["GreaterOrEqual"] = {
+        [](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] >= x[1]; },
+        2,
+        2,
+        {f32, i32}};
     auto unary = [&](const std::string& name, std::function<PrimExpr(PrimExpr, const OpCall&)> f,
                      std::vector<DataType> dt) {
-      m[name] = {[f](const std::vector<PrimExpr>& x, const OpCall& c) { return f(x[0], c); }, 1, 1, dt};
+      m[name] = {[f](const std::vector<PrimExpr>& x, const OpCall& c) { return f(x[0], c); }, 1, 1,
+                 dt};
     };
     unary("Relu", [](PrimExpr x, const OpCall&) { return max(x, Zero(x)); }, {f32, i32});
-    unary("LeakyRelu", [attr](PrimExpr x, const OpCall& c) {
-      return select(x < F32(0.0), x * attr(c, "alpha", 0.01), x);
-    }, {f32});
+    unary("LeakyRelu",
+          [attr](PrimExpr x, const OpCall& c) {
+            return select(x < F32(0.0), x * attr(c, "alpha", 0.01), x);
+          },
+          {f32});
     unary("Sigmoid", [](PrimExpr x, const OpCall&) { return call("tir.sigmoid", {x}); }, {f32});
     unary("Tanh", [](PrimExpr x, const OpCall&) { return call("tir.tanh", {x}); }, {f32});
     unary("Exp", [](PrimExpr x, const OpCall&) { return Exp(x); }, {f32});
@@ -119,49 +151,72 @@ const std::map<std::string, EwOp>& Ops() {
     unary("Neg", [](PrimExpr x, const OpCall&) { return x * C(x, -1); }, {f32, i32});
     unary("Abs", [](PrimExpr x, const OpCall&) { return Abs(x); }, {f32, i32});
     unary("Erf", [](PrimExpr x, const OpCall&) { return Erf(x); }, {f32});
-    unary("Gelu", [](PrimExpr x, const OpCall& c) {
-      if (AttrStr(c.attrs, "approximate", "none") == "tanh") {
-        PrimExpr in = F32(std::sqrt(2.0 / M_PI)) * (x + F32(0.044715) * x * x * x);
-        return F32(0.5) * x * (F32(1.0) + call("tir.tanh", {in}));
-      }
-      return F32(0.5) * x * (F32(1.0) + Erf(x * F32(M_SQRT1_2)));
-    }, {f32});
-    unary("HardSigmoid", [attr](PrimExpr x, const OpCall& c) {
-      return min(max(x * attr(c, "alpha", 0.2) + attr(c, "beta", 0.5), F32(0.0)), F32(1.0));
-    }, {f32});
-    unary("HardSwish", [](PrimExpr x, const OpCall&) {
-      return x * min(max(x * F32(1.0 / 6.0) + F32(0.5), F32(0.0)), F32(1.0));
-    }, {f32});
-    unary("Elu", [attr](PrimExpr x, const OpCall& c) {
-      return select(x < F32(0.0), attr(c, "alpha", 1.0) * (Exp(x) - F32(1.0)), x);
-    }, {f32});
-    unary("Selu", [attr](PrimExpr x, const OpCall& c) {
-      PrimExpr a = attr(c, "alpha", 1.67326319217681884765625), g = attr(c, "gamma", 1.05070102214813232421875);
-      return g * select(x <= F32(0.0), a * (Exp(x) - F32(1.0)), x);
-    }, {f32});
-    unary("Softplus", [](PrimExpr x, const OpCall&) {
-      // log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|))
-      return max(x, F32(0.0)) + Log(F32(1.0) + Exp(F32(0.0) - Abs(x)));
-    }, {f32});
+    unary("Gelu",
+          [](PrimExpr x, const OpCall& c) {
+            if (AttrStr(c.attrs, "approximate", "none") == "tanh") {
+              PrimExpr in = F32(std::sqrt(2.0 / M_PI)) * (x + F32(0.044715) * x * x * x);
+              return F32(0.5) * x * (F32(1.0) + call("tir.tanh", {in}));
+            }
+            return F32(0.5) * x * (F32(1.0) + Erf(x * F32(M_SQRT1_2)));
+          },
+          {f32});
+    unary("HardSigmoid",
+          [attr](PrimExpr x, const OpCall& c) {
+            return min(max(x * attr(c, "alpha", 0.2) + attr(c, "beta", 0.5), F32(0.0)), F32(1.0));
+          },
+          {f32});
+    unary("HardSwish",
+          [](PrimExpr x, const OpCall&) {
+            return x * min(max(x * F32(1.0 / 6.0) + F32(0.5), F32(0.0)), F32(1.0));
+          },
+          {f32});
+    unary("Elu",
+          [attr](PrimExpr x, const OpCall& c) {
+            return select(x < F32(0.0), attr(c, "alpha", 1.0) * (Exp(x) - F32(1.0)), x);
+          },
+          {f32});
+    unary("Selu",
+          [attr](PrimExpr x, const OpCall& c) {
+            PrimExpr a = attr(c, "alpha", 1.67326319217681884765625),
+                     g = attr(c, "gamma", 1.05070102214813232421875);
+            return g * select(x <= F32(0.0), a * (Exp(x) - F32(1.0)), x);
+          },
+          {f32});
+    unary("Softplus",
+          [](PrimExpr x, const OpCall&) {
+            // log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|))
+            return max(x, F32(0.0)) + Log(F32(1.0) + Exp(F32(0.0) - Abs(x)));
+          },
+          {f32});
     unary("Softsign", [](PrimExpr x, const OpCall&) { return x / (F32(1.0) + Abs(x)); }, {f32});
-    unary("ThresholdedRelu", [attr](PrimExpr x, const OpCall& c) {
-      return select(x > attr(c, "alpha", 1.0), x, F32(0.0));
-    }, {f32});
-    unary("Sign", [](PrimExpr x, const OpCall&) {
-      return select(x > Zero(x), C(x, 1), select(x < Zero(x), C(x, -1), Zero(x)));
-    }, {f32, i32});
+    unary("ThresholdedRelu",
+          [attr](PrimExpr x, const OpCall& c) {
+            return select(x > attr(c, "alpha", 1.0), x, F32(0.0));
+          },
+          {f32});
+    unary("Sign",
+          [](PrimExpr x, const OpCall&) {
+            return select(x > Zero(x), C(x, 1), select(x < Zero(x), C(x, -1), Zero(x)));
+          },
+          {f32, i32});
     // Clip: min and max are optional scalar inputs (opset >= 11) or attributes (older)
     m["Clip"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
                    PrimExpr r = x[0];
                    bool has_lo = c.inputs.size() > 1 && c.inputs[1].defined();
                    bool has_hi = c.inputs.size() > 2 && c.inputs[2].defined();
-                   if (has_lo) r = max(r, x[1]);
-                   else if (HasAttr(c.attrs, "min")) r = max(r, F32(AttrFloat(c.attrs, "min", 0)));
-                   if (has_hi) r = min(r, x[2]);
-                   else if (HasAttr(c.attrs, "max")) r = min(r, F32(AttrFloat(c.attrs, "max", 0)));
+                   if (has_lo)
+                     r = max(r, x[1]);
+                   else if (HasAttr(c.attrs, "min"))
+                     r = max(r, F32(AttrFloat(c.attrs, "min", 0)));
+                   if (has_hi)
+                     r = min(r, x[2]);
+                   else if (HasAttr(c.attrs, "max"))
+                     r = min(r, F32(AttrFloat(c.attrs, "max", 0)));
                    return r;
                  },
-                 1, 3, {f32}};
+                 1,
+                 3,
+                 {f32}};
     auto copy = [](const std::vector<PrimExpr>& x, const OpCall&) { return x[0]; };
     for (const char* n : {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand"})
       m[n] = {copy, 1, 2, {}};
@@ -179,7 +234,9 @@ const std::map<std::string, EwOp>& Ops() {
                    }
                    return cast(to, x[0]);
                  },
-                 1, 1, {}};
+                 1,
+                 1,
+                 {}};
     return m;
   }();
   return ops;
@@ -229,9 +286,10 @@ PrimFunc LowerElementwise(const OpCall& call) {
     ins.push_back(in);
   }
   int64_t T = std::min(kTile, std::max<int64_t>(N, 1));
-  bool is_copy = call.inputs[0]->dtype == odt &&
-                 (call.op_type == "Identity" || call.op_type == "Reshape" || call.op_type == "Flatten" ||
-                  call.op_type == "Squeeze" || call.op_type == "Unsqueeze" || call.op_type == "Expand");
+  bool is_copy =
+      call.inputs[0]->dtype == odt &&
+      (call.op_type == "Identity" || call.op_type == "Reshape" || call.op_type == "Flatten" ||
+       call.op_type == "Squeeze" || call.op_type == "Unsqueeze" || call.op_type == "Expand");
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     // broadcast inputs, whole, once per core
@@ -239,143 +297,158 @@ PrimFunc LowerElementwise(const OpCall& call) {
     std::vector<Stmt> pre;
     for (size_t i = 0; i < nin; ++i) {
       if (!ins[i].present || ins[i].tiled) continue;
-      whole[i] = Local({std::max<int64_t>(ins[i].numel, 1)}, ins[i].view->dtype, "W" + std::to_string(i));
-      pre.push_back(DmaWait(Region(whole[i], {I32(0)}, {ins[i].numel}), Region(ins[i].view, {I32(0)}, {ins[i].numel}), 0));
+      whole[i] =
+          Local({std::max<int64_t>(ins[i].numel, 1)}, ins[i].view->dtype, "W" + std::to_string(i));
+      pre.push_back(DmaWait(Region(whole[i], {I32(0)}, {ins[i].numel}),
+                            Region(ins[i].view, {I32(0)}, {ins[i].numel}), 0));
     }
     std::vector<Stmt> tiles;
-    for (auto [count, size] : std::vector<std::pair<int64_t, int64_t>>{{N / T, T}, {N % T ? 1 : 0, N % T}}) {
+    for (auto [count, size] :
+         std::vector<std::pair<int64_t, int64_t>>{{N / T, T}, {N % T ? 1 : 0, N % T}}) {
       int64_t base = size == T ? 0 : (N / T) * T;
-      tiles.push_back(ForEachItem(core, call.cores, count, &rotation, "t", [&, size = size, base = base](PrimExpr t) {
-        PrimExpr start = I32(base) + t * I32(T);
-        std::vector<Buffer> tl(nin);
-        std::vector<Stmt> s;
-        for (size_t i = 0; i < nin; ++i) {
-          if (!ins[i].present || !ins[i].tiled) continue;
-          tl[i] = Local({size}, ins[i].view->dtype, "L" + std::to_string(i));
-          s.push_back(DmaWait(Region(tl[i], {I32(0)}, {size}), Region(ins[i].view, {start}, {size}), 0));
-        }
-        Buffer Ol;
-        std::vector<Buffer> gelu_tmp;  // Gelu's temporaries, one tile each
-        if (is_copy && tl[0].defined()) {
-          Ol = tl[0];
-        } else {
-          Ol = Local({size}, odt, "Ol");
-          auto gather = [&](PrimExpr i) {
-            std::vector<PrimExpr> x;
-            for (size_t k = 0; k < nin; ++k) {
-              if (!ins[k].present) {
-                x.push_back(F32(0));
-              } else if (ins[k].tiled) {
-                x.push_back(BufferLoad(tl[k], {i}));
-              } else {
-                // broadcast index of the flat output index start + i
-                PrimExpr g = start + i, idx = I32(0);
-                int64_t ostride = 1, istride = 1;
-                for (size_t d = rank; d-- > 0;) {
-                  if (ins[k].shape[d] != 1)
-                    idx = idx + floormod(floordiv(g, I32(ostride)), I32(oshape[d])) * I32(istride);
-                  ostride *= oshape[d];
-                  istride *= ins[k].shape[d];
-                }
-                x.push_back(BufferLoad(whole[k], {idx}));
-              }
+      tiles.push_back(ForEachItem(
+          core, call.cores, count, &rotation, "t", [&, size = size, base = base](PrimExpr t) {
+            PrimExpr start = I32(base) + t * I32(T);
+            std::vector<Buffer> tl(nin);
+            std::vector<Stmt> s;
+            for (size_t i = 0; i < nin; ++i) {
+              if (!ins[i].present || !ins[i].tiled) continue;
+              tl[i] = Local({size}, ins[i].view->dtype, "L" + std::to_string(i));
+              s.push_back(DmaWait(Region(tl[i], {I32(0)}, {size}),
+                                  Region(ins[i].view, {start}, {size}), 0));
             }
-            return x;
-          };
-          if (call.op_type == "Clip") {
-            // two passes, max then min, so each is one vector command (a nested
-            // min(max(x, lo), hi) is not one the engine has)
-            bool has_lo = nin > 1 && ins[1].present, has_hi = nin > 2 && ins[2].present;
-            auto bound = [&](const std::vector<PrimExpr>& x, bool from_input, size_t k, const char* attr)
-                -> std::optional<PrimExpr> {
-              if (from_input) return x[k];
-              if (HasAttr(call.attrs, attr)) return F32(AttrFloat(call.attrs, attr, 0));
-              return std::nullopt;
-            };
-            s.push_back(Loop("i", size, [&](PrimExpr i) {
-              std::vector<PrimExpr> x = gather(i);
-              auto lo = bound(x, has_lo, 1, "min");
-              return BufferStore(Ol, lo ? max(x[0], *lo) : x[0], {i});
-            }));
-            s.push_back(Loop("i", size, [&](PrimExpr i) {
-              std::vector<PrimExpr> x = gather(i);
-              auto hi = bound(x, has_hi, 2, "max");
-              PrimExpr cur = BufferLoad(Ol, {i});
-              return BufferStore(Ol, hi ? min(cur, *hi) : cur, {i});
-            }));
-          } else if (call.op_type == "Gelu" && tl[0].defined()) {
-            // one vector command per pass over the tile (the one-expression form is a
-            // scalar loop: erf's polynomial and select have no single engine command)
-            std::vector<Buffer> tmp;
-            auto local = [&](const char* name) {
-              tmp.push_back(Local({size}, DataType::Float(32), name));
-              return tmp.back();
-            };
-            auto pass = [&](const Buffer& dst, const std::function<PrimExpr(PrimExpr)>& v) {
-              s.push_back(Loop("i", size, [&](PrimExpr i) { return BufferStore(dst, v(i), {i}); }));
-            };
-            auto ld = [](const Buffer& b) { return [b](PrimExpr i) { return BufferLoad(b, {i}); }; };
-            // constants rounded to f32 first: the engine's scalar operands are f32
-            auto F32f = [](double v) { return F32(static_cast<double>(static_cast<float>(v))); };
-            const Buffer& X = tl[0];
-            auto x = ld(X), o = ld(Ol);
-            if (AttrStr(call.attrs, "approximate", "none") == "tanh") {
-              // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-              Buffer T = local("T");
-              auto t = ld(T);
-              pass(T, [&](PrimExpr i) { return x(i) * x(i); });
-              pass(T, [&](PrimExpr i) { return t(i) * x(i); });
-              pass(T, [&](PrimExpr i) { return t(i) * F32f(0.044715); });
-              pass(T, [&](PrimExpr i) { return t(i) + x(i); });
-              pass(T, [&](PrimExpr i) { return t(i) * F32f(std::sqrt(2.0 / M_PI)); });
-              pass(T, [&](PrimExpr i) { return ir::Call(DataType::Float(32), String("tir.tanh"), {t(i)}); });
-              pass(T, [&](PrimExpr i) { return t(i) + F32f(1.0); });
-              pass(T, [&](PrimExpr i) { return t(i) * x(i); });
-              pass(Ol, [&](PrimExpr i) { return t(i) * F32f(0.5); });
+            Buffer Ol;
+            std::vector<Buffer> gelu_tmp;  // Gelu's temporaries, one tile each
+            if (is_copy && tl[0].defined()) {
+              Ol = tl[0];
             } else {
-              // 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x + a erf(a) / sqrt 2 with a = |x| / sqrt 2,
-              // erf(a) by Abramowitz and Stegun 7.1.26 as in Erf above
-              Buffer A = local("A"), T = local("T"), P = local("P"), E = local("E");
-              auto a = ld(A), t = ld(T), q = ld(P), e = ld(E);
-              pass(A, [&](PrimExpr i) { return x(i) * F32f(M_SQRT1_2); });
-              pass(T, [&](PrimExpr i) { return a(i) * F32f(-1.0); });
-              pass(A, [&](PrimExpr i) { return max(a(i), t(i)); });
-              pass(T, [&](PrimExpr i) { return a(i) * F32f(0.3275911); });
-              pass(T, [&](PrimExpr i) { return t(i) + F32f(1.0); });
-              pass(T, [&](PrimExpr i) { return ir::Call(DataType::Float(32), String("tir.recip"), {t(i)}); });
-              pass(P, [&](PrimExpr i) { return t(i) * F32f(1.061405429); });
-              for (double c : {-1.453152027, 1.421413741, -0.284496736, 0.254829592}) {
-                pass(P, [&](PrimExpr i) { return q(i) + F32f(c); });
-                pass(P, [&](PrimExpr i) { return q(i) * t(i); });
+              Ol = Local({size}, odt, "Ol");
+              auto gather = [&](PrimExpr i) {
+                std::vector<PrimExpr> x;
+                for (size_t k = 0; k < nin; ++k) {
+                  if (!ins[k].present) {
+                    x.push_back(F32(0));
+                  } else if (ins[k].tiled) {
+                    x.push_back(BufferLoad(tl[k], {i}));
+                  } else {
+                    // broadcast index of the flat output index start + i
+                    PrimExpr g = start + i, idx = I32(0);
+                    int64_t ostride = 1, istride = 1;
+                    for (size_t d = rank; d-- > 0;) {
+                      if (ins[k].shape[d] != 1)
+                        idx = idx +
+                              floormod(floordiv(g, I32(ostride)), I32(oshape[d])) * I32(istride);
+                      ostride *= oshape[d];
+                      istride *= ins[k].shape[d];
+                    }
+                    x.push_back(BufferLoad(whole[k], {idx}));
+                  }
+                }
+                return x;
+              };
+              if (call.op_type == "Clip") {
+                // two passes, max then min, so each is one vector command (a nested
+                // min(max(x, lo), hi) is not one the engine has)
+                bool has_lo = nin > 1 && ins[1].present, has_hi = nin > 2 && ins[2].present;
+                auto bound = [&](const std::vector<PrimExpr>& x, bool from_input, size_t k,
+                                 const char* attr) -> std::optional<PrimExpr> {
+                  if (from_input) return x[k];
+                  if (HasAttr(call.attrs, attr)) return F32(AttrFloat(call.attrs, attr, 0));
+                  return std::nullopt;
+                };
+                s.push_back(Loop("i", size, [&](PrimExpr i) {
+                  std::vector<PrimExpr> x = gather(i);
+                  auto lo = bound(x, has_lo, 1, "min");
+                  return BufferStore(Ol, lo ? max(x[0], *lo) : x[0], {i});
+                }));
+                s.push_back(Loop("i", size, [&](PrimExpr i) {
+                  std::vector<PrimExpr> x = gather(i);
+                  auto hi = bound(x, has_hi, 2, "max");
+                  PrimExpr cur = BufferLoad(Ol, {i});
+                  return BufferStore(Ol, hi ? min(cur, *hi) : cur, {i});
+                }));
+              } else if (call.op_type == "Gelu" && tl[0].defined()) {
+                // one vector command per pass over the tile (the one-expression form is a
+                // scalar loop: erf's polynomial and select have no single engine command)
+                std::vector<Buffer> tmp;
+                auto local = [&](const char* name) {
+                  tmp.push_back(Local({size}, DataType::Float(32), name));
+                  return tmp.back();
+                };
+                auto pass = [&](const Buffer& dst, const std::function<PrimExpr(PrimExpr)>& v) {
+                  s.push_back(
+                      Loop("i", size, [&](PrimExpr i) { return BufferStore(dst, v(i), {i}); }));
+                };
+                auto ld = [](const Buffer& b) {
+                  return [b](PrimExpr i) { return BufferLoad(b, {i}); };
+                };
+                // constants rounded to f32 first: the engine's scalar operands are f32
+                auto F32f = [](double v) {
+                  return F32(static_cast<double>(static_cast<float>(v)));
+                };
+                const Buffer& X = tl[0];
+                auto x = ld(X), o = ld(Ol);
+                if (AttrStr(call.attrs, "approximate", "none") == "tanh") {
+                  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+                  Buffer T = local("T");
+                  auto t = ld(T);
+                  pass(T, [&](PrimExpr i) { return x(i) * x(i); });
+                  pass(T, [&](PrimExpr i) { return t(i) * x(i); });
+                  pass(T, [&](PrimExpr i) { return t(i) * F32f(0.044715); });
+                  pass(T, [&](PrimExpr i) { return t(i) + x(i); });
+                  pass(T, [&](PrimExpr i) { return t(i) * F32f(std::sqrt(2.0 / M_PI)); });
+                  pass(T, [&](PrimExpr i) {
+                    return ir::Call(DataType::Float(32), String("tir.tanh"), {t(i)});
+                  });
+                  pass(T, [&](PrimExpr i) { return t(i) + F32f(1.0); });
+                  pass(T, [&](PrimExpr i) { return t(i) * x(i); });
+                  pass(Ol, [&](PrimExpr i) { return t(i) * F32f(0.5); });
+                } else {
+                  // 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x + a erf(a) / sqrt 2 with a = |x| / sqrt 2,
+                  // erf(a) by Abramowitz and Stegun 7.1.26 as in Erf above
+                  Buffer A = local("A"), T = local("T"), P = local("P"), E = local("E");
+                  auto a = ld(A), t = ld(T), q = ld(P), e = ld(E);
+                  pass(A, [&](PrimExpr i) { return x(i) * F32f(M_SQRT1_2); });
+                  pass(T, [&](PrimExpr i) { return a(i) * F32f(-1.0); });
+                  pass(A, [&](PrimExpr i) { return max(a(i), t(i)); });
+                  pass(T, [&](PrimExpr i) { return a(i) * F32f(0.3275911); });
+                  pass(T, [&](PrimExpr i) { return t(i) + F32f(1.0); });
+                  pass(T, [&](PrimExpr i) {
+                    return ir::Call(DataType::Float(32), String("tir.recip"), {t(i)});
+                  });
+                  pass(P, [&](PrimExpr i) { return t(i) * F32f(1.061405429); });
+                  for (double c : {-1.453152027, 1.421413741, -0.284496736, 0.254829592}) {
+                    pass(P, [&](PrimExpr i) { return q(i) + F32f(c); });
+                    pass(P, [&](PrimExpr i) { return q(i) * t(i); });
+                  }
+                  pass(E, [&](PrimExpr i) { return a(i) * a(i); });
+                  pass(E, [&](PrimExpr i) { return e(i) * F32f(-1.0); });
+                  pass(E, [&](PrimExpr i) { return Exp(e(i)); });
+                  pass(P, [&](PrimExpr i) { return q(i) * e(i); });
+                  pass(P, [&](PrimExpr i) { return q(i) * F32f(-1.0); });
+                  pass(P, [&](PrimExpr i) { return q(i) + F32f(1.0); });
+                  pass(P, [&](PrimExpr i) { return q(i) * a(i); });
+                  pass(P, [&](PrimExpr i) { return q(i) * F32f(M_SQRT1_2); });
+                  pass(Ol, [&](PrimExpr i) { return x(i) * F32f(0.5); });
+                  pass(Ol, [&](PrimExpr i) { return o(i) + q(i); });
+                }
+                gelu_tmp = tmp;
+              } else {
+                s.push_back(Loop("i", size, [&](PrimExpr i) {
+                  PrimExpr v = op.fn(gather(i), call);
+                  if (v.dtype() != odt) v = cast(odt, v);
+                  return BufferStore(Ol, v, {i});
+                }));
               }
-              pass(E, [&](PrimExpr i) { return a(i) * a(i); });
-              pass(E, [&](PrimExpr i) { return e(i) * F32f(-1.0); });
-              pass(E, [&](PrimExpr i) { return Exp(e(i)); });
-              pass(P, [&](PrimExpr i) { return q(i) * e(i); });
-              pass(P, [&](PrimExpr i) { return q(i) * F32f(-1.0); });
-              pass(P, [&](PrimExpr i) { return q(i) + F32f(1.0); });
-              pass(P, [&](PrimExpr i) { return q(i) * a(i); });
-              pass(P, [&](PrimExpr i) { return q(i) * F32f(M_SQRT1_2); });
-              pass(Ol, [&](PrimExpr i) { return x(i) * F32f(0.5); });
-              pass(Ol, [&](PrimExpr i) { return o(i) + q(i); });
             }
-            gelu_tmp = tmp;
-          } else {
-            s.push_back(Loop("i", size, [&](PrimExpr i) {
-              PrimExpr v = op.fn(gather(i), call);
-              if (v.dtype() != odt) v = cast(odt, v);
-              return BufferStore(Ol, v, {i});
-            }));
-          }
-        }
-        s.push_back(DmaWait(Region(O, {start}, {size}), Region(Ol, {I32(0)}, {size}), 1));
-        Stmt r = Seq(s);
-        for (const Buffer& b : gelu_tmp) r = Allocate(b, r);
-        if (!(is_copy && tl[0].defined())) r = Allocate(Ol, r);
-        for (size_t i = 0; i < nin; ++i)
-          if (tl[i].defined()) r = Allocate(tl[i], r);
-        return r;
-      }));
+            s.push_back(DmaWait(Region(O, {start}, {size}), Region(Ol, {I32(0)}, {size}), 1));
+            Stmt r = Seq(s);
+            for (const Buffer& b : gelu_tmp) r = Allocate(b, r);
+            if (!(is_copy && tl[0].defined())) r = Allocate(Ol, r);
+            for (size_t i = 0; i < nin; ++i)
+              if (tl[i].defined()) r = Allocate(tl[i], r);
+            return r;
+          }));
     }
     Stmt r = Seq({Seq(pre), Seq(tiles)});
     for (size_t i = 0; i < nin; ++i)
@@ -388,7 +461,8 @@ PrimFunc LowerElementwise(const OpCall& call) {
 std::string CheckElementwise(const std::string& op_type, const Map<String, Any>& attrs,
                              const std::vector<TensorSpec>& inputs) {
   const EwOp& op = Ops().at(op_type);
-  if (static_cast<int>(inputs.size()) < op.min_inputs || static_cast<int>(inputs.size()) > op.max_inputs)
+  if (static_cast<int>(inputs.size()) < op.min_inputs ||
+      static_cast<int>(inputs.size()) > op.max_inputs)
     return op_type + ": unexpected number of inputs " + std::to_string(inputs.size());
   size_t nin = DataInputs(op_type, inputs.size());
   if (!inputs[0].defined()) return op_type + ": input 0 is missing";
@@ -398,7 +472,8 @@ std::string CheckElementwise(const std::string& op_type, const Map<String, Any>&
     std::string why = CheckDTypes(typed, op.dtypes, op_type);
     if (!why.empty()) return why;
     for (const TensorSpec& t : typed)
-      if (t.defined() && t->dtype != typed[0]->dtype) return op_type + ": inputs of different dtypes";
+      if (t.defined() && t->dtype != typed[0]->dtype)
+        return op_type + ": inputs of different dtypes";
   } else {
     for (size_t i = 0; i < nin; ++i) {
       DataType t = inputs[i]->dtype;
@@ -413,7 +488,8 @@ std::string CheckElementwise(const std::string& op_type, const Map<String, Any>&
     if (to == 10 || to == 16 || inputs[0]->dtype.bits() == 16)
       return "Cast: float16 and bfloat16 are not taken by the npu strategy yet";
     if (to != 1 && to != 2 && to != 3 && to != 4 && to != 5 && to != 6 && to != 9 && to != 12)
-      return "Cast: to the ONNX type " + std::to_string(to) + ", which the npu strategy does not produce";
+      return "Cast: to the ONNX type " + std::to_string(to) +
+             ", which the npu strategy does not produce";
   }
   // an input smaller than the output is broadcast from one whole copy in L1
   size_t rank = 0;
@@ -425,7 +501,8 @@ std::string CheckElementwise(const std::string& op_type, const Map<String, Any>&
     auto s = Padded(Shape(inputs[i]), rank);
     if (s.size() != rank) continue;
     for (size_t d = 0; d < rank; ++d) {
-      if (s[d] != 1 && out[d] != 1 && s[d] != out[d]) return op_type + ": input shapes do not broadcast";
+      if (s[d] != 1 && out[d] != 1 && s[d] != out[d])
+        return op_type + ": input shapes do not broadcast";
       if (s[d] != 1) out[d] = s[d];
     }
   }
@@ -442,7 +519,8 @@ std::string CheckElementwise(const std::string& op_type, const Map<String, Any>&
 
 }  // namespace
 
-/*! \brief The output element count is only known at lowering: broadcast inputs must fit L1 there. */
+/*! \brief The output element count is only known at lowering: broadcast inputs must fit L1 there.
+ */
 PrimFunc LowerElementwiseChecked(const OpCall& call) {
   int64_t N = Numel(Shape(call.outputs[0]));
   size_t nin = DataInputs(call.op_type, call.inputs.size());
@@ -453,7 +531,8 @@ PrimFunc LowerElementwiseChecked(const OpCall& call) {
   }
   if (bytes > kBroadcastBytes)
     TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): broadcast inputs of " << bytes
-                               << " bytes exceed the " << kBroadcastBytes << " bytes the strategy keeps in L1";
+                               << " bytes exceed the " << kBroadcastBytes
+                               << " bytes the strategy keeps in L1";
   return LowerElementwise(call);
 }
 
@@ -463,7 +542,8 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
   for (const auto& [name, op] : detail::Ops()) {
     int data = static_cast<int>(detail::DataInputs(name, 8));
     RegisterStrategy(name, Strategy{detail::CheckElementwise, detail::LowerElementwiseChecked,
-                                    [](const OpCall&, int) { return std::string("onnx"); }, data == 8 ? -1 : data});
+                                    [](const OpCall&, int) { return std::string("onnx"); },
+                                    data == 8 ? -1 : data});
   }
 });
 

@@ -44,12 +44,12 @@ PrimFunc LowerGather(const OpCall& c) {
   for (int64_t d = 0; d < axis; ++d) outer *= ds[d];
   for (int64_t d = axis + 1; d < r; ++d) inner *= ds[d];
   int64_t K = c.inputs[1]->numel();
-  if (c.outputs.size() != 1 || c.outputs[0]->numel() != outer * K * inner || c.outputs[0]->dtype != c.inputs[0]->dtype)
-    TILECORE_THROW(ValueError) << "LowerOp(Gather): the output must be " << outer * K * inner << " elements of "
-                               << c.inputs[0]->dtype.str();
+  if (c.outputs.size() != 1 || c.outputs[0]->numel() != outer * K * inner ||
+      c.outputs[0]->dtype != c.inputs[0]->dtype)
+    TILECORE_THROW(ValueError) << "LowerOp(Gather): the output must be " << outer * K * inner
+                               << " elements of " << c.inputs[0]->dtype.str();
   if (outer == 0 || inner == 0 || K == 0) return MakeFunc(c, p, Evaluate(I32(0)));
-  if (A == 0)
-    TILECORE_THROW(ValueError) << "LowerOp(Gather): indices into an empty axis " << axis;
+  if (A == 0) TILECORE_THROW(ValueError) << "LowerOp(Gather): indices into an empty axis " << axis;
   Buffer X = View(p.in[0], {outer, A, inner}, "X");
   Buffer I = View(p.in[1], {K}, "I");
   Buffer Y = View(p.out[0], {outer, K, inner}, "Y");
@@ -58,22 +58,25 @@ PrimFunc LowerGather(const OpCall& c) {
   Stmt body = OverCores(c.cores, [&](PrimExpr core) {
     Buffer L = Local({ck}, DataType::Int(32), "Il");
     std::vector<Stmt> s;
-    for (auto [count, size] : std::vector<std::pair<int64_t, int64_t>>{{K / ck, ck}, {K % ck ? 1 : 0, K % ck}}) {
+    for (auto [count, size] :
+         std::vector<std::pair<int64_t, int64_t>>{{K / ck, ck}, {K % ck ? 1 : 0, K % ck}}) {
       int64_t base = size == ck ? 0 : (K / ck) * ck;
-      s.push_back(ForEachItem(core, c.cores, count, &rotation, "t", [&, size = size, base = base](PrimExpr t) {
-        PrimExpr start = I32(base) + t * I32(ck);
-        Stmt load = DmaWait(Region(L, {I32(0)}, {size}), Region(I, {start}, {size}), 0);
-        Stmt copies = Loop("j", size, [&](PrimExpr j) {
-          Var v("v", DataType::Int(32));
-          PrimExpr raw = BufferLoad(L, {j});
-          PrimExpr wrapped = select(raw < I32(0), raw + I32(A), raw);
-          PrimExpr idx = max(min(v, I32(A - 1)), I32(0));
-          Stmt cp = Intrin("tile.dma_copy", {Region(Y, {I32(0), start + j, I32(0)}, {outer, 1, inner}),
-                                             Region(X, {I32(0), idx, I32(0)}, {outer, 1, inner}), I32(0)});
-          return LetStmt(v, wrapped, cp);
-        });
-        return Seq({load, copies});
-      }));
+      s.push_back(ForEachItem(
+          core, c.cores, count, &rotation, "t", [&, size = size, base = base](PrimExpr t) {
+            PrimExpr start = I32(base) + t * I32(ck);
+            Stmt load = DmaWait(Region(L, {I32(0)}, {size}), Region(I, {start}, {size}), 0);
+            Stmt copies = Loop("j", size, [&](PrimExpr j) {
+              Var v("v", DataType::Int(32));
+              PrimExpr raw = BufferLoad(L, {j});
+              PrimExpr wrapped = select(raw < I32(0), raw + I32(A), raw);
+              PrimExpr idx = max(min(v, I32(A - 1)), I32(0));
+              Stmt cp = Intrin("tile.dma_copy",
+                               {Region(Y, {I32(0), start + j, I32(0)}, {outer, 1, inner}),
+                                Region(X, {I32(0), idx, I32(0)}, {outer, 1, inner}), I32(0)});
+              return LetStmt(v, wrapped, cp);
+            });
+            return Seq({load, copies});
+          }));
     }
     s.push_back(Intrin("tile.wait", {I32(0)}));
     return Allocate(L, Seq(s));
@@ -81,18 +84,22 @@ PrimFunc LowerGather(const OpCall& c) {
   return MakeFunc(c, p, body);
 }
 
-std::string CheckGather(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& inputs) {
-  if (inputs.size() != 2 || !inputs[0].defined() || !inputs[1].defined()) return "Gather: expects data and indices";
-  std::string why = CheckDTypes({inputs[0]},
-                                {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
-                                 DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
-                                op);
+std::string CheckGather(const std::string& op, const Map<String, Any>& attrs,
+                        const std::vector<TensorSpec>& inputs) {
+  if (inputs.size() != 2 || !inputs[0].defined() || !inputs[1].defined())
+    return "Gather: expects data and indices";
+  std::string why =
+      CheckDTypes({inputs[0]},
+                  {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
+                   DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
+                  op);
   if (!why.empty()) return why;
   if (inputs[1]->dtype != DataType::Int(32))
     return "Gather: indices are " + inputs[1]->dtype.str() + "; the npu reads int32 indices";
   int64_t r = static_cast<int64_t>(inputs[0]->shape.size());
   int64_t axis = AttrInt(attrs, "axis", 0);
-  if (r == 0 || axis < -r || axis >= r) return "Gather: axis " + std::to_string(axis) + " out of range";
+  if (r == 0 || axis < -r || axis >= r)
+    return "Gather: axis " + std::to_string(axis) + " out of range";
   return "";
 }
 
@@ -103,16 +110,20 @@ struct GeGeom {
   int64_t outer = 1, A = 1, K = 1, inner = 1, es = 4;
 };
 
-std::string GeGeometry(const std::vector<TensorSpec>& ins, const Map<String, Any>& attrs, GeGeom* g) {
+std::string GeGeometry(const std::vector<TensorSpec>& ins, const Map<String, Any>& attrs,
+                       GeGeom* g) {
   auto ds = Shape(ins[0]), is = Shape(ins[1]);
   int64_t r = static_cast<int64_t>(ds.size());
   int64_t axis = AttrInt(attrs, "axis", 0);
-  if (r == 0 || axis < -r || axis >= r) return "GatherElements: axis " + std::to_string(axis) + " out of range";
+  if (r == 0 || axis < -r || axis >= r)
+    return "GatherElements: axis " + std::to_string(axis) + " out of range";
   if (axis < 0) axis += r;
-  if (static_cast<int64_t>(is.size()) != r) return "GatherElements: indices of another rank than data";
+  if (static_cast<int64_t>(is.size()) != r)
+    return "GatherElements: indices of another rank than data";
   for (int64_t d = 0; d < r; ++d)
     if (d != axis && is[d] != ds[d])
-      return "GatherElements: indices narrower than data off the axis (the npu strategy needs them equal)";
+      return "GatherElements: indices narrower than data off the axis (the npu strategy needs them "
+             "equal)";
   for (int64_t d = 0; d < axis; ++d) g->outer *= ds[d];
   for (int64_t d = axis + 1; d < r; ++d) g->inner *= ds[d];
   g->A = ds[axis];
@@ -130,7 +141,8 @@ PrimFunc LowerGatherElements(const OpCall& c) {
   if (!why.empty()) TILECORE_THROW(ValueError) << "LowerOp(GatherElements): " << why;
   if (c.outputs.size() != 1 || c.outputs[0]->numel() != c.inputs[1]->numel() ||
       c.outputs[0]->dtype != c.inputs[0]->dtype)
-    TILECORE_THROW(ValueError) << "LowerOp(GatherElements): the output must have the indices' shape and the data's dtype";
+    TILECORE_THROW(ValueError)
+        << "LowerOp(GatherElements): the output must have the indices' shape and the data's dtype";
   if (g.outer * g.K * g.inner == 0) return MakeFunc(c, p, Evaluate(I32(0)));
   if (g.A == 0) TILECORE_THROW(ValueError) << "LowerOp(GatherElements): indices into an empty axis";
   DataType dt = c.inputs[0]->dtype, i32 = DataType::Int(32);
@@ -139,35 +151,41 @@ PrimFunc LowerGatherElements(const OpCall& c) {
   Buffer Y = View(p.out[0], {g.outer, g.K, g.inner}, "Y");
   int64_t ic = std::min(g.inner, kElementsBytes / ((g.A + g.K) * g.es + g.K * 4));
   // enough items for the cores
-  if (g.outer < c.cores) ic = std::min(ic, std::max<int64_t>(1, (g.inner * g.outer + c.cores - 1) / c.cores));
+  if (g.outer < c.cores)
+    ic = std::min(ic, std::max<int64_t>(1, (g.inner * g.outer + c.cores - 1) / c.cores));
   int64_t rotation = 0;
   Stmt body = OverCores(c.cores, [&](PrimExpr core) {
-    Buffer D = Local({g.A, ic}, dt, "Dl"), L = Local({g.K, ic}, i32, "Il"), O = Local({g.K, ic}, dt, "Ol");
+    Buffer D = Local({g.A, ic}, dt, "Dl"), L = Local({g.K, ic}, i32, "Il"),
+           O = Local({g.K, ic}, dt, "Ol");
     std::vector<Stmt> s;
     int64_t nfull = g.inner / ic, rem = g.inner % ic;
     for (auto [count, size, start] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
              {g.outer * nfull, ic, 0}, {rem ? g.outer : 0, rem, nfull * ic}}) {
       int64_t per = size == ic ? nfull : 1;
-      s.push_back(ForEachItem(core, c.cores, count, &rotation, "t", [&, size = size, start = start,
-                                                                    per = per](PrimExpr t) {
-        PrimExpr o = floordiv(t, I32(per)), i0 = I32(start) + floormod(t, I32(per)) * I32(ic);
-        std::vector<Stmt> st;
-        st.push_back(Intrin("tile.wait", {I32(1)}));  // the previous item has left O
-        st.push_back(DmaWait(Region(D, {I32(0), I32(0)}, {g.A, size}), Region(X, {o, I32(0), i0}, {1, g.A, size}), 0));
-        st.push_back(DmaWait(Region(L, {I32(0), I32(0)}, {g.K, size}), Region(I, {o, I32(0), i0}, {1, g.K, size}), 0));
-        st.push_back(Loop("k", g.K, [&](PrimExpr k) {
-          return Loop("i", size, [&](PrimExpr i) {
-            Var v("v", i32);
-            PrimExpr raw = BufferLoad(L, {k, i});
-            PrimExpr idx = max(min(v, I32(g.A - 1)), I32(0));
-            return Stmt(LetStmt(v, select(raw < I32(0), raw + I32(g.A), raw),
-                                BufferStore(O, BufferLoad(D, {idx, i}), {k, i})));
-          });
-        }));
-        st.push_back(Intrin("tile.dma_copy", {Region(Y, {o, I32(0), i0}, {1, g.K, size}),
-                                              Region(O, {I32(0), I32(0)}, {g.K, size}), I32(1)}));
-        return Seq(st);
-      }));
+      s.push_back(ForEachItem(
+          core, c.cores, count, &rotation, "t",
+          [&, size = size, start = start, per = per](PrimExpr t) {
+            PrimExpr o = floordiv(t, I32(per)), i0 = I32(start) + floormod(t, I32(per)) * I32(ic);
+            std::vector<Stmt> st;
+            st.push_back(Intrin("tile.wait", {I32(1)}));  // the previous item has left O
+            st.push_back(DmaWait(Region(D, {I32(0), I32(0)}, {g.A, size}),
+                                 Region(X, {o, I32(0), i0}, {1, g.A, size}), 0));
+            st.push_back(DmaWait(Region(L, {I32(0), I32(0)}, {g.K, size}),
+                                 Region(I, {o, I32(0), i0}, {1, g.K, size}), 0));
+            st.push_back(Loop("k", g.K, [&](PrimExpr k) {
+              return Loop("i", size, [&](PrimExpr i) {
+                Var v("v", i32);
+                PrimExpr raw = BufferLoad(L, {k, i});
+                PrimExpr idx = max(min(v, I32(g.A - 1)), I32(0));
+                return Stmt(LetStmt(v, select(raw < I32(0), raw + I32(g.A), raw),
+                                    BufferStore(O, BufferLoad(D, {idx, i}), {k, i})));
+              });
+            }));
+            st.push_back(
+                Intrin("tile.dma_copy", {Region(Y, {o, I32(0), i0}, {1, g.K, size}),
+                                         Region(O, {I32(0), I32(0)}, {g.K, size}), I32(1)}));
+            return Seq(st);
+          }));
     }
     s.push_back(Intrin("tile.wait", {I32(1)}));
     return Allocate(D, Allocate(L, Allocate(O, Seq(s))));
@@ -179,13 +197,15 @@ std::string CheckGatherElements(const std::string& op, const Map<String, Any>& a
                                 const std::vector<TensorSpec>& inputs) {
   if (inputs.size() != 2 || !inputs[0].defined() || !inputs[1].defined())
     return "GatherElements: expects data and indices";
-  std::string why = CheckDTypes({inputs[0]},
-                                {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
-                                 DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
-                                op);
+  std::string why =
+      CheckDTypes({inputs[0]},
+                  {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
+                   DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
+                  op);
   if (!why.empty()) return why;
   if (inputs[1]->dtype != DataType::Int(32))
-    return "GatherElements: indices are " + inputs[1]->dtype.str() + "; the npu reads int32 indices";
+    return "GatherElements: indices are " + inputs[1]->dtype.str() +
+           "; the npu reads int32 indices";
   GeGeom g;
   return GeGeometry(inputs, attrs, &g);
 }
@@ -194,8 +214,9 @@ std::string CheckGatherElements(const std::string& op, const Map<String, Any>& a
 }  // namespace detail
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
-  RegisterStrategy("GatherElements", Strategy{detail::CheckGatherElements, detail::LowerGatherElements,
-                                              [](const OpCall&, int) { return std::string("onnx"); }, -1});
+  RegisterStrategy("GatherElements",
+                   Strategy{detail::CheckGatherElements, detail::LowerGatherElements,
+                            [](const OpCall&, int) { return std::string("onnx"); }, -1});
   RegisterStrategy("Gather", Strategy{detail::CheckGather, detail::LowerGather,
                                       [](const OpCall&, int) { return std::string("onnx"); }, -1});
 });

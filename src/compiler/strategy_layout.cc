@@ -54,8 +54,8 @@ bool Normalize(Box* b) {
 }
 
 /*! \brief A view of `param` with a leading flat offset dimension and the box's strides. */
-Buffer StridedView(const Buffer& param, const std::vector<int64_t>& ext, const std::vector<int64_t>& strides,
-                   int64_t numel, const std::string& name) {
+Buffer StridedView(const Buffer& param, const std::vector<int64_t>& ext,
+                   const std::vector<int64_t>& strides, int64_t numel, const std::string& name) {
   Array<PrimExpr> s{I32(std::max<int64_t>(numel, 1))}, st{I32(1)};
   for (size_t i = 0; i < ext.size(); ++i) {
     s.push_back(I32(ext[i]));
@@ -77,8 +77,8 @@ int64_t ParamNumel(const Buffer& b) {
  * and go back as tj rows of tl contiguous elements; the other dims and the tiles are
  * the work items. Stmt() when the box is not of that form.
  */
-Stmt TiledTranspose(const OpCall& call, const Params& p, const Box& b, const PrimExpr& core, int64_t* rotation,
-                    int bi) {
+Stmt TiledTranspose(const OpCall& call, const Params& p, const Box& b, const PrimExpr& core,
+                    int64_t* rotation, int bi) {
   size_t r = b.dims.size();
   if (r < 2 || r > kDmaRank || b.dims[r - 1].ds != 1) return Stmt();
   size_t j = r;
@@ -105,30 +105,36 @@ Stmt TiledTranspose(const OpCall& call, const Params& p, const Box& b, const Pri
   std::vector<Stmt> s;
   for (auto [jc, tj, j0] : segs(b.dims[j].n, TJ)) {
     for (auto [lc, tl, l0] : segs(b.dims[l].n, TL)) {
-      s.push_back(ForEachItem(core, call.cores, nother * jc * lc, rotation, "t", [&, tj = tj, j0 = j0, tl = tl, l0 = l0,
-                                                                                  jc = jc, lc = lc](PrimExpr t) {
-        PrimExpr li = floormod(t, I32(lc)), ji = floormod(floordiv(t, I32(lc)), I32(jc));
-        PrimExpr o = floordiv(t, I32(lc * jc));
-        PrimExpr pj = I32(j0) + ji * I32(TJ), pl = I32(l0) + li * I32(TL);
-        PrimExpr soff = I32(b.src_base) + pj * I32(b.dims[j].ss) + pl * I32(b.dims[l].ss);
-        PrimExpr doff = I32(b.dst_base) + pj * I32(b.dims[j].ds) + pl * I32(b.dims[l].ds);
-        for (size_t k = others.size(); k-- > 0;) {
-          const BoxDim& d = b.dims[others[k]];
-          PrimExpr idx = floormod(o, I32(d.n));
-          o = floordiv(o, I32(d.n));
-          soff = soff + idx * I32(d.ss);
-          doff = doff + idx * I32(d.ds);
-        }
-        // A[l, j] (rows of j contiguous in the source), B[j, l] (rows of l contiguous in the destination)
-        Buffer SV = StridedView(sp, {tl, tj}, {b.dims[l].ss, 1}, ParamNumel(sp), "TS" + std::to_string(bi));
-        Buffer AV = StridedView(Al, {tj, tl}, {1, tj}, TL * TJ, "TA" + std::to_string(bi));
-        Buffer DV = StridedView(dp, {tj, tl}, {b.dims[j].ds, 1}, ParamNumel(dp), "TD" + std::to_string(bi));
-        return Seq({DmaWait(Region(Al, {I32(0)}, {tl * tj}), Region(SV, {soff, I32(0), I32(0)}, {1, tl, tj}), 0),
-                    Intrin("tile.wait", {I32(1)}),  // the previous tile has left B
-                    DmaWait(Region(Bl, {I32(0)}, {tj * tl}), Region(AV, {I32(0), I32(0), I32(0)}, {1, tj, tl}), 0),
-                    Intrin("tile.dma_copy",
-                           {Region(DV, {doff, I32(0), I32(0)}, {1, tj, tl}), Region(Bl, {I32(0)}, {tj * tl}), I32(1)})});
-      }));
+      s.push_back(ForEachItem(
+          core, call.cores, nother * jc * lc, rotation, "t",
+          [&, tj = tj, j0 = j0, tl = tl, l0 = l0, jc = jc, lc = lc](PrimExpr t) {
+            PrimExpr li = floormod(t, I32(lc)), ji = floormod(floordiv(t, I32(lc)), I32(jc));
+            PrimExpr o = floordiv(t, I32(lc * jc));
+            PrimExpr pj = I32(j0) + ji * I32(TJ), pl = I32(l0) + li * I32(TL);
+            PrimExpr soff = I32(b.src_base) + pj * I32(b.dims[j].ss) + pl * I32(b.dims[l].ss);
+            PrimExpr doff = I32(b.dst_base) + pj * I32(b.dims[j].ds) + pl * I32(b.dims[l].ds);
+            for (size_t k = others.size(); k-- > 0;) {
+              const BoxDim& d = b.dims[others[k]];
+              PrimExpr idx = floormod(o, I32(d.n));
+              o = floordiv(o, I32(d.n));
+              soff = soff + idx * I32(d.ss);
+              doff = doff + idx * I32(d.ds);
+            }
+            // A[l, j] (rows of j contiguous in the source), B[j, l] (rows of l contiguous in the
+            // destination)
+            Buffer SV = StridedView(sp, {tl, tj}, {b.dims[l].ss, 1}, ParamNumel(sp),
+                                    "TS" + std::to_string(bi));
+            Buffer AV = StridedView(Al, {tj, tl}, {1, tj}, TL * TJ, "TA" + std::to_string(bi));
+            Buffer DV = StridedView(dp, {tj, tl}, {b.dims[j].ds, 1}, ParamNumel(dp),
+                                    "TD" + std::to_string(bi));
+            return Seq({DmaWait(Region(Al, {I32(0)}, {tl * tj}),
+                                Region(SV, {soff, I32(0), I32(0)}, {1, tl, tj}), 0),
+                        Intrin("tile.wait", {I32(1)}),  // the previous tile has left B
+                        DmaWait(Region(Bl, {I32(0)}, {tj * tl}),
+                                Region(AV, {I32(0), I32(0), I32(0)}, {1, tj, tl}), 0),
+                        Intrin("tile.dma_copy", {Region(DV, {doff, I32(0), I32(0)}, {1, tj, tl}),
+                                                 Region(Bl, {I32(0)}, {tj * tl}), I32(1)})});
+          }));
     }
   }
   s.push_back(Intrin("tile.wait", {I32(1)}));
@@ -142,7 +148,8 @@ Stmt TiledTranspose(const OpCall& call, const Params& p, const Box& b, const Pri
  * chunk goes DDR -> L1 whole, is rearranged L1 -> L1 by the strided DMA (L1 is not a
  * shared level) and goes back L1 -> DDR whole. Stmt() when the box does not qualify.
  */
-Stmt Staged(const OpCall& call, const Params& p, const Box& b, const PrimExpr& core, int64_t* rotation, int bi) {
+Stmt Staged(const OpCall& call, const Params& p, const Box& b, const PrimExpr& core,
+            int64_t* rotation, int bi) {
   size_t r = b.dims.size();
   if (b.fill || r > kDmaRank) return Stmt();
   if (b.dims.back().ss == 1 && b.dims.back().ds == 1) return Stmt();
@@ -171,8 +178,8 @@ Stmt Staged(const OpCall& call, const Params& p, const Box& b, const PrimExpr& c
   Buffer Sflat = View(sp, {ParamNumel(sp)}, "Sf" + std::to_string(bi));
   Buffer Dflat = View(dp, {ParamNumel(dp)}, "Df" + std::to_string(bi));
   std::vector<Stmt> s;
-  for (auto [count, size, start] :
-       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{nfull, kc, 0}, {rem ? 1 : 0, rem, nfull * kc}}) {
+  for (auto [count, size, start] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {nfull, kc, 0}, {rem ? 1 : 0, rem, nfull * kc}}) {
     std::vector<int64_t> ext{size}, sst{ss0};
     for (size_t i = 1; i < r; ++i) {
       ext.push_back(b.dims[i].n);
@@ -180,7 +187,8 @@ Stmt Staged(const OpCall& call, const Params& p, const Box& b, const PrimExpr& c
     }
     s.push_back(ForEachItem(core, call.cores, count, rotation, "t", [&](PrimExpr t) {
       PrimExpr pos = I32(start) + t * I32(kc);
-      PrimExpr soff = I32(b.src_base) + pos * I32(ss0), doff = I32(b.dst_base) + pos * I32(b.dims[0].ds);
+      PrimExpr soff = I32(b.src_base) + pos * I32(ss0),
+               doff = I32(b.dst_base) + pos * I32(b.dims[0].ds);
       int64_t fp = footprint(size), cnt = size * inner;
       Buffer SV = StridedView(Sl, ext, sst, footprint(kc), "SV" + std::to_string(bi));
       std::vector<PrimExpr> zb(ext.size() + 1, I32(0));
@@ -189,7 +197,8 @@ Stmt Staged(const OpCall& call, const Params& p, const Box& b, const PrimExpr& c
       return Seq({DmaWait(Region(Sl, {I32(0)}, {fp}), Region(Sflat, {soff}, {fp}), 0),
                   Intrin("tile.wait", {I32(1)}),  // the previous chunk has left Dl
                   DmaWait(Region(Dl, {I32(0)}, {cnt}), Region(SV, zb, rext), 0),
-                  Intrin("tile.dma_copy", {Region(Dflat, {doff}, {cnt}), Region(Dl, {I32(0)}, {cnt}), I32(1)})});
+                  Intrin("tile.dma_copy",
+                         {Region(Dflat, {doff}, {cnt}), Region(Dl, {I32(0)}, {cnt}), I32(1)})});
     }));
   }
   s.push_back(Intrin("tile.wait", {I32(1)}));
@@ -218,19 +227,23 @@ Stmt EmitBoxes(const OpCall& call, const Params& p, std::vector<Box> boxes) {
       (d.ds < 0 ? dlo : dhi) += (d.n - 1) * d.ds;
       n *= d.n;
     }
-    bool ok = b.dst >= 0 && b.dst < static_cast<int>(p.out.size()) && dlo >= 0 && dhi < ParamNumel(p.out[b.dst]);
+    bool ok = b.dst >= 0 && b.dst < static_cast<int>(p.out.size()) && dlo >= 0 &&
+              dhi < ParamNumel(p.out[b.dst]);
     if (ok && !b.fill)
-      ok = b.src >= 0 && b.src < static_cast<int>(p.in.size()) && slo >= 0 && shi < ParamNumel(p.in[b.src]);
+      ok = b.src >= 0 && b.src < static_cast<int>(p.in.size()) && slo >= 0 &&
+           shi < ParamNumel(p.in[b.src]);
     if (!ok)
-      TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type
-                                 << "): the output shapes do not agree with the inputs and attributes (a copy "
-                                    "would leave its buffer)";
+      TILECORE_THROW(ValueError)
+          << "LowerOp(" << call.op_type
+          << "): the output shapes do not agree with the inputs and attributes (a copy "
+             "would leave its buffer)";
     written[b.dst] += n;
   }
   for (size_t i = 0; i < p.out.size(); ++i)
     if (written[i] != call.outputs[i]->numel())
       TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): output " << i << " has "
-                                 << call.outputs[i]->numel() << " elements; the op writes " << written[i];
+                                 << call.outputs[i]->numel() << " elements; the op writes "
+                                 << written[i];
   int64_t rotation = 0;
   return OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> s;
@@ -286,7 +299,8 @@ Stmt EmitBoxes(const OpCall& call, const Params& p, std::vector<Box> boxes) {
           Buffer D = StridedView(dp, ext, dst, ParamNumel(dp), "D" + std::to_string(bi));
           if (b.fill) {
             DataType t = dp->dtype;
-            PrimExpr v = t.is_float() ? make_const(t, b.value) : make_const(t, static_cast<int64_t>(b.value));
+            PrimExpr v = t.is_float() ? make_const(t, b.value)
+                                      : make_const(t, static_cast<int64_t>(b.value));
             return Intrin("tile.dma_fill", {Region(D, db, rext), v, I32(0)});
           }
           Buffer S = StridedView(sp, ext, sst, ParamNumel(sp), "S" + std::to_string(bi));
@@ -305,8 +319,8 @@ using Dim = BoxDim;
 std::vector<int64_t> Strides(const std::vector<int64_t>& shape) { return RowMajorStrides(shape); }
 
 /*! \brief A box copying the whole of a contiguous source shape with given strides and bases. */
-Box Plain(const std::vector<int64_t>& shape, const std::vector<int64_t>& ss, const std::vector<int64_t>& ds,
-          int64_t sbase, int64_t dbase, int src, int dst) {
+Box Plain(const std::vector<int64_t>& shape, const std::vector<int64_t>& ss,
+          const std::vector<int64_t>& ds, int64_t sbase, int64_t dbase, int src, int dst) {
   Box b;
   for (size_t i = 0; i < shape.size(); ++i) b.dims.push_back({shape[i], ss[i], ds[i]});
   b.src_base = sbase;
@@ -456,9 +470,12 @@ std::vector<Box> PadBoxes(const OpCall& c) {
     std::vector<Seg>& v = segs[d];
     // left padding, output [0, plo)
     if (plo > 0) {
-      if (mode == "constant") v.push_back({0, plo, 0, 0, true});
-      else if (mode == "edge") v.push_back({0, plo, 0, 0, false});
-      else if (mode == "reflect") v.push_back({0, plo, plo, -1, false});
+      if (mode == "constant")
+        v.push_back({0, plo, 0, 0, true});
+      else if (mode == "edge")
+        v.push_back({0, plo, 0, 0, false});
+      else if (mode == "reflect")
+        v.push_back({0, plo, plo, -1, false});
       else  // wrap, around the dimension as often as it takes
         for (int64_t o = 0; o < plo;) {
           int64_t i = ((o - plo) % n + n) % n, len = std::min(n - i, plo - o);
@@ -469,9 +486,12 @@ std::vector<Box> PadBoxes(const OpCall& c) {
     if (ihi > ilo) v.push_back({plo, ihi - ilo, ilo, 1, false});
     int64_t o = plo + std::max<int64_t>(0, ihi - ilo);
     if (phi > 0) {
-      if (mode == "constant") v.push_back({o, phi, 0, 0, true});
-      else if (mode == "edge") v.push_back({o, phi, n - 1, 0, false});
-      else if (mode == "reflect") v.push_back({o, phi, n - 2, -1, false});
+      if (mode == "constant")
+        v.push_back({o, phi, 0, 0, true});
+      else if (mode == "edge")
+        v.push_back({o, phi, n - 1, 0, false});
+      else if (mode == "reflect")
+        v.push_back({o, phi, n - 2, -1, false});
       else  // wrap
         for (int64_t k = 0; k < phi;) {
           int64_t i = k % n, len = std::min(n - i, phi - k);
@@ -552,12 +572,12 @@ PrimFunc LowerLayout(const OpCall& call) {
   const std::string& op = call.op_type;
   for (const TensorSpec& o : call.outputs)
     if (o->shape.size() != call.inputs[0]->shape.size())
-      TILECORE_THROW(ValueError) << "LowerOp(" << op << "): output of rank " << o->shape.size() << " for an input of rank "
-                                 << call.inputs[0]->shape.size();
+      TILECORE_THROW(ValueError) << "LowerOp(" << op << "): output of rank " << o->shape.size()
+                                 << " for an input of rank " << call.inputs[0]->shape.size();
   for (const TensorSpec& o : call.outputs)
     if (o->dtype != call.inputs[0]->dtype)
-      TILECORE_THROW(ValueError) << "LowerOp(" << op << "): output dtype " << o->dtype.str() << " differs from the input's "
-                                 << call.inputs[0]->dtype.str();
+      TILECORE_THROW(ValueError) << "LowerOp(" << op << "): output dtype " << o->dtype.str()
+                                 << " differs from the input's " << call.inputs[0]->dtype.str();
   std::vector<Box> boxes = op == "Concat"      ? ConcatBoxes(call)
                            : op == "Split"     ? SplitBoxes(call)
                            : op == "Transpose" ? TransposeBoxes(call)
@@ -568,12 +588,14 @@ PrimFunc LowerLayout(const OpCall& call) {
   return MakeFunc(call, p, EmitBoxes(call, p, boxes));
 }
 
-std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& inputs) {
+std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs,
+                        const std::vector<TensorSpec>& inputs) {
   if (inputs.empty() || !inputs[0].defined()) return op + ": input 0 is missing";
-  std::string why = CheckDTypes(op == "Concat" ? inputs : std::vector<TensorSpec>{inputs[0]},
-                                {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
-                                 DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
-                                op);
+  std::string why =
+      CheckDTypes(op == "Concat" ? inputs : std::vector<TensorSpec>{inputs[0]},
+                  {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
+                   DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
+                  op);
   if (!why.empty()) return why;
   size_t r = inputs[0]->shape.size();
   int64_t rank = static_cast<int64_t>(r);
@@ -598,7 +620,8 @@ std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs, co
   }
   if (op == "Slice" && (inputs.size() > 1 || HasAttr(attrs, "starts"))) {
     if (!HasAttr(attrs, "starts") || !HasAttr(attrs, "ends"))
-      return "Slice: starts and ends must be known when compiling (constant inputs, given as attributes)";
+      return "Slice: starts and ends must be known when compiling (constant inputs, given as "
+             "attributes)";
     size_t n = AttrInts(attrs, "starts", {}).size();
     auto steps = AttrInts(attrs, "steps", std::vector<int64_t>(n, 1));
     std::vector<int64_t> dflt(n);
@@ -609,22 +632,27 @@ std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs, co
     std::vector<bool> seen(r, false);
     for (size_t i = 0; i < n; ++i) {
       if (steps[i] == 0) return "Slice: a step of 0";
-      if (!axis_ok(axes[i]) || seen[Axis(axes[i], r)]) return "Slice: axes out of range or repeated";
+      if (!axis_ok(axes[i]) || seen[Axis(axes[i], r)])
+        return "Slice: axes out of range or repeated";
       seen[Axis(axes[i], r)] = true;
     }
   }
   if (op == "Pad") {
     if (inputs.size() > 1 && inputs[1].defined() && !HasAttr(attrs, "pads"))
-      return "Pad: pads must be known when compiling (a constant input, given as the attribute `pads`)";
-    if (inputs.size() > 2 && inputs[2].defined() && !HasAttr(attrs, "value") && !HasAttr(attrs, "constant_value"))
+      return "Pad: pads must be known when compiling (a constant input, given as the attribute "
+             "`pads`)";
+    if (inputs.size() > 2 && inputs[2].defined() && !HasAttr(attrs, "value") &&
+        !HasAttr(attrs, "constant_value"))
       return "Pad: constant_value must be known when compiling (given as the attribute `value`)";
     std::string mode = AttrStr(attrs, "mode", "constant");
-    if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap") return "Pad: mode " + mode;
+    if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+      return "Pad: mode " + mode;
     auto pads = AttrInts(attrs, "pads", std::vector<int64_t>(2 * r, 0));
     std::vector<int64_t> dflt(pads.size() / 2);
     std::iota(dflt.begin(), dflt.end(), 0);
     auto axes = AttrInts(attrs, "axes", dflt);
-    if (pads.size() != 2 * axes.size() || axes.size() > r) return "Pad: pads must hold a begin and an end per axis";
+    if (pads.size() != 2 * axes.size() || axes.size() > r)
+      return "Pad: pads must hold a begin and an end per axis";
     std::vector<bool> seen(r, false);
     for (int64_t a : axes) {
       if (!axis_ok(a) || seen[Axis(a, r)]) return "Pad: axes out of range or repeated";
@@ -637,7 +665,8 @@ std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs, co
         for (int64_t pd : {pads[d], pads[d + r]}) {
           if (pd <= 0) continue;
           if (mode == "edge" && n == 0) return "Pad: edge padding of an empty dimension";
-          if (mode == "reflect" && pd > n - 1) return "Pad: reflect padding wider than the dimension minus one";
+          if (mode == "reflect" && pd > n - 1)
+            return "Pad: reflect padding wider than the dimension minus one";
           if (mode == "wrap" && n == 0) return "Pad: wrap padding of an empty dimension";
           if (pads[d] < 0 || pads[d + r] < 0) return "Pad: " + mode + " padding with cropping";
         }
@@ -652,7 +681,8 @@ std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs, co
     int64_t bs = AttrInt(attrs, "blocksize", 0);
     auto sh = Shape(inputs[0]);
     if (bs <= 0) return op + ": blocksize must be positive";
-    if (op == "DepthToSpace" && sh[1] % (bs * bs) != 0) return "DepthToSpace: channels not a multiple of blocksize^2";
+    if (op == "DepthToSpace" && sh[1] % (bs * bs) != 0)
+      return "DepthToSpace: channels not a multiple of blocksize^2";
     if (op == "SpaceToDepth" && (sh[2] % bs != 0 || sh[3] % bs != 0))
       return "SpaceToDepth: height and width not multiples of blocksize";
   }

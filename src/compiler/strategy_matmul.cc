@@ -40,7 +40,8 @@ std::vector<std::pair<int64_t, int64_t>> Segments(int64_t n, int64_t t) {
 }
 
 /*! \brief Flat batch index of an operand from the output batch index (broadcast dims give 0). */
-PrimExpr BatchIndex(const PrimExpr& ob, const std::vector<int64_t>& out_batch, const std::vector<int64_t>& in_batch) {
+PrimExpr BatchIndex(const PrimExpr& ob, const std::vector<int64_t>& out_batch,
+                    const std::vector<int64_t>& in_batch) {
   // in_batch is right-aligned against out_batch
   PrimExpr idx = I32(0);
   int64_t in_stride = 1, out_stride = 1;
@@ -62,8 +63,9 @@ struct GemmPlan {
   bool transA = false, transB = false;
   double alpha = 1.0, beta = 1.0;
   std::vector<int64_t> out_batch, a_batch, b_batch;
-  Buffer A, B, C;   // views: A [nbA, M, K] (or [nbA, K, M]), B [nbB, K, N] (or [nbB, N, K]), C [nbC, M, N]
-  Buffer bias;      // Gemm's C as a [bm, bn] view (bm in {1, M}, bn in {1, N}), or undefined
+  Buffer A, B,
+      C;  // views: A [nbA, M, K] (or [nbA, K, M]), B [nbB, K, N] (or [nbB, N, K]), C [nbC, M, N]
+  Buffer bias;  // Gemm's C as a [bm, bn] view (bm in {1, M}, bn in {1, N}), or undefined
   int64_t bm = 0, bn = 0;
   // int8 (the quantised-node form): a [1, N] int32 bias and [1, N] w_scale, or a MatMul
   // of two activations whose B is quantised with b_scale
@@ -75,17 +77,23 @@ struct GemmPlan {
 };
 
 /*! \brief dst[i, k] = i8(src[i, k] * inv + zp) over [rows, cols]: quantise on load. */
-Stmt Quantise(const Buffer& dst, const Buffer& src, int64_t rows, int64_t cols, double inv, int64_t zp) {
+Stmt Quantise(const Buffer& dst, const Buffer& src, int64_t rows, int64_t cols, double inv,
+              int64_t zp) {
   auto over = [&](const std::function<Stmt(PrimExpr, PrimExpr)>& f) {
-    return Loop("i", rows, [&](PrimExpr i) { return Loop("k", cols, [&](PrimExpr k) { return f(i, k); }); });
+    return Loop("i", rows,
+                [&](PrimExpr i) { return Loop("k", cols, [&](PrimExpr k) { return f(i, k); }); });
   };
   std::vector<Stmt> s;
-  s.push_back(over([&](PrimExpr i, PrimExpr k) { return BufferStore(src, BufferLoad(src, {i, k}) * F32(inv), {i, k}); }));
+  s.push_back(over([&](PrimExpr i, PrimExpr k) {
+    return BufferStore(src, BufferLoad(src, {i, k}) * F32(inv), {i, k});
+  }));
   if (zp != 0)
     s.push_back(over([&](PrimExpr i, PrimExpr k) {
       return BufferStore(src, BufferLoad(src, {i, k}) + F32(static_cast<double>(zp)), {i, k});
     }));
-  s.push_back(over([&](PrimExpr i, PrimExpr k) { return BufferStore(dst, Cast(dst->dtype, BufferLoad(src, {i, k})), {i, k}); }));
+  s.push_back(over([&](PrimExpr i, PrimExpr k) {
+    return BufferStore(dst, Cast(dst->dtype, BufferLoad(src, {i, k})), {i, k});
+  }));
   return Seq(s);
 }
 
@@ -119,7 +127,8 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
           Buffer Bl = Local({kmax, tn}, ot, "Bl");
           Buffer At = Local({kmax, tm}, ot, "At");
           Buffer Bt = Local({tn, kmax}, ot, "Bt");
-          Buffer Af = q ? Local({tm, kmax}, f32, "Af") : Buffer();  // int8: f32 tiles quantised on load
+          Buffer Af =
+              q ? Local({tm, kmax}, f32, "Af") : Buffer();  // int8: f32 tiles quantised on load
           Buffer Bf = q && g.b_act ? Local({kmax, tn}, f32, "Bf") : Buffer();
           std::vector<Stmt> s;
           // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
@@ -132,20 +141,27 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
           Buffer Sl = Local({1, tn}, f32, "Sl");
           const bool channel_scale = q && !g.b_act;
           auto load_scales = [&]() {  // Sl = f32(x_scale * w_scale[n])
-            return Seq({DmaWait(Region(Sl, {I32(0), I32(0)}, {1, tn}), Region(g.wscale, {I32(0), n0}, {1, tn}), 0),
+            return Seq({DmaWait(Region(Sl, {I32(0), I32(0)}, {1, tn}),
+                                Region(g.wscale, {I32(0), n0}, {1, tn}), 0),
                         Loop("j", tn, [&](PrimExpr j) {
-                          return BufferStore(Sl, BufferLoad(Sl, {I32(0), j}) * F32(static_cast<float>(g.x_scale)),
-                                             {I32(0), j});
+                          return BufferStore(
+                              Sl, BufferLoad(Sl, {I32(0), j}) * F32(static_cast<float>(g.x_scale)),
+                              {I32(0), j});
                         })});
           };
-          const double b_act_scale = static_cast<float>(static_cast<float>(g.x_scale) * static_cast<float>(g.b_scale));
+          const double b_act_scale =
+              static_cast<float>(static_cast<float>(g.x_scale) * static_cast<float>(g.b_scale));
           if (fused && g.qbias.defined())
-            s.push_back(DmaWait(Region(Ql, {I32(0), I32(0)}, {1, tn}), Region(g.qbias, {I32(0), n0}, {1, tn}), 0));
+            s.push_back(DmaWait(Region(Ql, {I32(0), I32(0)}, {1, tn}),
+                                Region(g.qbias, {I32(0), n0}, {1, tn}), 0));
           if (fused && channel_scale) s.push_back(load_scales());
           if (preset) {
-            s.push_back(DmaWait(Region(Ql, {I32(0), I32(0)}, {1, tn}), Region(g.qbias, {I32(0), n0}, {1, tn}), 0));
+            s.push_back(DmaWait(Region(Ql, {I32(0), I32(0)}, {1, tn}),
+                                Region(g.qbias, {I32(0), n0}, {1, tn}), 0));
             s.push_back(Loop("i", tm, [&](PrimExpr i) {
-              return Loop("j", tn, [&](PrimExpr j) { return BufferStore(Cl, BufferLoad(Ql, {I32(0), j}), {i, j}); });
+              return Loop("j", tn, [&](PrimExpr j) {
+                return BufferStore(Cl, BufferLoad(Ql, {I32(0), j}), {i, j});
+              });
             }));
           }
           bool first = true;
@@ -156,43 +172,52 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
               std::vector<Stmt> st;
               Stmt loadA, loadB;
               if (q) {  // transA is not in the int8 form
-                loadA = Seq({DmaWait(Region(Af, {I32(0), I32(0)}, {tm, tk}), Region(g.A, {ab, m0, k0}, {1, tm, tk}), 0),
+                loadA = Seq({DmaWait(Region(Af, {I32(0), I32(0)}, {tm, tk}),
+                                     Region(g.A, {ab, m0, k0}, {1, tm, tk}), 0),
                              Quantise(Al, Af, tm, tk, InverseScale(g.x_scale), g.zp)});
               } else if (!g.transA) {
-                loadA = DmaWait(Region(Al, {I32(0), I32(0)}, {tm, tk}), Region(g.A, {ab, m0, k0}, {1, tm, tk}), 0);
+                loadA = DmaWait(Region(Al, {I32(0), I32(0)}, {tm, tk}),
+                                Region(g.A, {ab, m0, k0}, {1, tm, tk}), 0);
               } else {
                 loadA = (Seq({DmaWait(Region(At, {I32(0), I32(0)}, {tk, tm}),
-                                                  Region(g.A, {ab, k0, m0}, {1, tk, tm}), 0),
-                                          Loop("i", tm, [&](PrimExpr i) {
-                                            return Loop("k", tk, [&](PrimExpr k) {
-                                              return BufferStore(Al, BufferLoad(At, {k, i}), {i, k});
-                                            });
-                                          })}));
+                                      Region(g.A, {ab, k0, m0}, {1, tk, tm}), 0),
+                              Loop("i", tm, [&](PrimExpr i) {
+                                return Loop("k", tk, [&](PrimExpr k) {
+                                  return BufferStore(Al, BufferLoad(At, {k, i}), {i, k});
+                                });
+                              })}));
               }
               if (q && g.b_act) {
-                loadB = Seq({DmaWait(Region(Bf, {I32(0), I32(0)}, {tk, tn}), Region(g.B, {bb, k0, n0}, {1, tk, tn}), 0),
+                loadB = Seq({DmaWait(Region(Bf, {I32(0), I32(0)}, {tk, tn}),
+                                     Region(g.B, {bb, k0, n0}, {1, tk, tn}), 0),
                              Quantise(Bl, Bf, tk, tn, InverseScale(g.b_scale), 0)});
               } else if (!g.transB) {
-                loadB = DmaWait(Region(Bl, {I32(0), I32(0)}, {tk, tn}), Region(g.B, {bb, k0, n0}, {1, tk, tn}), 0);
+                loadB = DmaWait(Region(Bl, {I32(0), I32(0)}, {tk, tn}),
+                                Region(g.B, {bb, k0, n0}, {1, tk, tn}), 0);
               } else {
                 loadB = (Seq({DmaWait(Region(Bt, {I32(0), I32(0)}, {tn, tk}),
-                                                  Region(g.B, {bb, n0, k0}, {1, tn, tk}), 0),
-                                          Loop("k", tk, [&](PrimExpr k) {
-                                            return Loop("j", tn, [&](PrimExpr j) {
-                                              return BufferStore(Bl, BufferLoad(Bt, {j, k}), {k, j});
-                                            });
-                                          })}));
+                                      Region(g.B, {bb, n0, k0}, {1, tn, tk}), 0),
+                              Loop("k", tk, [&](PrimExpr k) {
+                                return Loop("j", tn, [&](PrimExpr j) {
+                                  return BufferStore(Bl, BufferLoad(Bt, {j, k}), {k, j});
+                                });
+                              })}));
               }
               Stmt mm;
               if (fused) {
                 const double big = std::numeric_limits<float>::max();
-                PrimExpr bias = g.qbias.defined() ? PrimExpr(Region(Ql, {I32(0), I32(0)}, {1, tn})) : I32(0);
-                PrimExpr scale = channel_scale ? PrimExpr(Region(Sl, {I32(0), I32(0)}, {1, tn})) : F32(b_act_scale);
-                mm = Intrin("tile.mm", {Region(Cf, {I32(0), I32(0)}, {tm, tn}), Region(Al, {I32(0), I32(0)}, {tm, tk}),
-                                        Region(Bl, {I32(0), I32(0)}, {tk, tn}), IntImm(DataType::Bool(), 0), bias,
-                                        scale, I32(0), I32(0), StringImm("none"), F32(-big), F32(big)});
+                PrimExpr bias =
+                    g.qbias.defined() ? PrimExpr(Region(Ql, {I32(0), I32(0)}, {1, tn})) : I32(0);
+                PrimExpr scale = channel_scale ? PrimExpr(Region(Sl, {I32(0), I32(0)}, {1, tn}))
+                                               : F32(b_act_scale);
+                mm = Intrin(
+                    "tile.mm",
+                    {Region(Cf, {I32(0), I32(0)}, {tm, tn}), Region(Al, {I32(0), I32(0)}, {tm, tk}),
+                     Region(Bl, {I32(0), I32(0)}, {tk, tn}), IntImm(DataType::Bool(), 0), bias,
+                     scale, I32(0), I32(0), StringImm("none"), F32(-big), F32(big)});
               } else {
-                mm = Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, tn}), Region(Al, {I32(0), I32(0)}, {tm, tk}),
+                mm = Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, tn}),
+                                        Region(Al, {I32(0), I32(0)}, {tm, tk}),
                                         Region(Bl, {I32(0), I32(0)}, {tk, tn}),
                                         IntImm(DataType::Bool(), accumulate ? 1 : 0)});
               }
@@ -201,7 +226,8 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
             if (first) {
               s.push_back(step(I32(0), preset));
               if (kcount > 1)
-                s.push_back(Loop("kk", kcount - 1, [&](PrimExpr kk) { return step(kk + I32(1), true); }));
+                s.push_back(
+                    Loop("kk", kcount - 1, [&](PrimExpr kk) { return step(kk + I32(1), true); }));
               first = false;
             } else {
               s.push_back(Loop("kk", kcount, [&](PrimExpr kk) { return step(kk, true); }));
@@ -219,7 +245,9 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
           };
           if (q && !fused) {  // dequantise: f32(acc) * f32(x_scale * w_scale[n])
             s.push_back(Loop("i", tm, [&](PrimExpr i) {
-              return Loop("j", tn, [&](PrimExpr j) { return BufferStore(Cf, Cast(f32, BufferLoad(Cl, {i, j})), {i, j}); });
+              return Loop("j", tn, [&](PrimExpr j) {
+                return BufferStore(Cf, Cast(f32, BufferLoad(Cl, {i, j})), {i, j});
+              });
             }));
             auto over_f = [&](const std::function<PrimExpr(PrimExpr, PrimExpr)>& f) {
               return Loop("i", tm, [&](PrimExpr i) {
@@ -227,21 +255,27 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
               });
             };
             if (g.b_act) {
-              s.push_back(over_f([&](PrimExpr i, PrimExpr j) { return BufferLoad(Cf, {i, j}) * F32(b_act_scale); }));
+              s.push_back(over_f([&](PrimExpr i, PrimExpr j) {
+                return BufferLoad(Cf, {i, j}) * F32(b_act_scale);
+              }));
             } else {
               s.push_back(load_scales());
-              s.push_back(over_f([&](PrimExpr i, PrimExpr j) { return BufferLoad(Cf, {i, j}) * BufferLoad(Sl, {I32(0), j}); }));
+              s.push_back(over_f([&](PrimExpr i, PrimExpr j) {
+                return BufferLoad(Cf, {i, j}) * BufferLoad(Sl, {I32(0), j});
+              }));
             }
           }
-          if (!q && g.alpha != 1.0) s.push_back(over_c([&](PrimExpr i, PrimExpr j) {
-            return BufferLoad(Cl, {i, j}) * F32(g.alpha);
-          }));
+          if (!q && g.alpha != 1.0)
+            s.push_back(over_c([&](PrimExpr i, PrimExpr j) {
+              return BufferLoad(Cl, {i, j}) * F32(g.alpha);
+            }));
           if (!q && g.bias.defined() && g.beta != 0.0) {
             int64_t rm = g.bm == 1 ? 1 : tm, rn = g.bn == 1 ? 1 : tn;
             Buffer Tl = Local({rm, rn}, f32, "Tl");
             std::vector<Stmt> bs;
-            bs.push_back(DmaWait(Region(Tl, {I32(0), I32(0)}, {rm, rn}),
-                                 Region(g.bias, {g.bm == 1 ? I32(0) : m0, g.bn == 1 ? I32(0) : n0}, {rm, rn}), 0));
+            bs.push_back(DmaWait(
+                Region(Tl, {I32(0), I32(0)}, {rm, rn}),
+                Region(g.bias, {g.bm == 1 ? I32(0) : m0, g.bn == 1 ? I32(0) : n0}, {rm, rn}), 0));
             if (g.beta != 1.0)
               bs.push_back(Loop("i", rm, [&](PrimExpr i) {
                 return Loop("j", rn, [&](PrimExpr j) {
@@ -249,11 +283,13 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
                 });
               }));
             bs.push_back(over_c([&](PrimExpr i, PrimExpr j) {
-              return BufferLoad(Cl, {i, j}) + BufferLoad(Tl, {rm == 1 ? I32(0) : i, rn == 1 ? I32(0) : j});
+              return BufferLoad(Cl, {i, j}) +
+                     BufferLoad(Tl, {rm == 1 ? I32(0) : i, rn == 1 ? I32(0) : j});
             }));
             s.push_back(Allocate(Tl, Seq(bs)));
           }
-          s.push_back(DmaWait(Region(g.C, {ob, m0, n0}, {1, tm, tn}), Region(Cf, {I32(0), I32(0)}, {tm, tn}), 1));
+          s.push_back(DmaWait(Region(g.C, {ob, m0, n0}, {1, tm, tn}),
+                              Region(Cf, {I32(0), I32(0)}, {tm, tn}), 1));
           Stmt r = Allocate(Cl, Allocate(Al, Allocate(Bl, Seq(s))));
           if (q) r = Allocate(Cf, Allocate(Af, r));
           if (preset || (fused && g.qbias.defined())) r = Allocate(Ql, r);
@@ -312,10 +348,12 @@ PrimFunc LowerMatMul(const OpCall& call) {
   return MakeFunc(call, p, LowerGemm(call, g));
 }
 
-std::string CheckMatMul(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
+std::string CheckMatMul(const std::string& op, const Map<String, Any>& attrs,
+                        const std::vector<TensorSpec>& ins) {
   bool int8 = GetMatrixPrecision(attrs).int8() && !(AttrFloat(attrs, "tc_b_scale", 0) > 0);
   if (ins.size() != (int8 ? 4u : 2u) || !ins[0].defined() || !ins[1].defined())
-    return op + (int8 ? ": int8 expects inputs A, W, bias (may be omitted), w_scale" : ": expects 2 inputs");
+    return op + (int8 ? ": int8 expects inputs A, W, bias (may be omitted), w_scale"
+                      : ": expects 2 inputs");
   std::string why = CheckMatrixInputs(op, attrs, ins);
   if (!why.empty()) return why;
   auto as = Shape(ins[0]), bs = Shape(ins[1]);
@@ -357,14 +395,16 @@ PrimFunc LowerGemmOp(const OpCall& call) {
   return MakeFunc(call, p, LowerGemm(call, g));
 }
 
-std::string CheckGemm(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
+std::string CheckGemm(const std::string& op, const Map<String, Any>& attrs,
+                      const std::vector<TensorSpec>& ins) {
   if (ins.size() < 2 || !ins[0].defined() || !ins[1].defined()) return op + ": expects A and B";
   std::string why = CheckMatrixInputs(op, attrs, ins);
   if (!why.empty()) return why;
   auto as = Shape(ins[0]), bs = Shape(ins[1]);
   if (as.size() != 2 || bs.size() != 2) return op + ": A and B must be 2-D";
   bool ta = AttrInt(attrs, "transA", 0) != 0, tb = AttrInt(attrs, "transB", 0) != 0;
-  int64_t M = ta ? as[1] : as[0], K = ta ? as[0] : as[1], K2 = tb ? bs[1] : bs[0], N = tb ? bs[0] : bs[1];
+  int64_t M = ta ? as[1] : as[0], K = ta ? as[0] : as[1], K2 = tb ? bs[1] : bs[0],
+          N = tb ? bs[0] : bs[1];
   if (K != K2) return op + ": inner dimensions differ";
   if (GetMatrixPrecision(attrs).int8()) {
     if (ta) return op + ": int8 takes transA = 0";
@@ -377,7 +417,8 @@ std::string CheckGemm(const std::string& op, const Map<String, Any>& attrs, cons
     auto cs = Shape(ins[2]);
     if (cs.size() > 2) return op + ": C has more than 2 dimensions";
     while (cs.size() < 2) cs.insert(cs.begin(), 1);
-    if ((cs[0] != 1 && cs[0] != M) || (cs[1] != 1 && cs[1] != N)) return op + ": C does not broadcast to (M, N)";
+    if ((cs[0] != 1 && cs[0] != M) || (cs[1] != 1 && cs[1] != N))
+      return op + ": C does not broadcast to (M, N)";
   }
   return "";
 }
@@ -388,7 +429,8 @@ std::string OnnxLayout(const OpCall&, int) { return "onnx"; }
 }  // namespace detail
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
-  RegisterStrategy("MatMul", Strategy{detail::CheckMatMul, detail::LowerMatMul, detail::OnnxLayout});
+  RegisterStrategy("MatMul",
+                   Strategy{detail::CheckMatMul, detail::LowerMatMul, detail::OnnxLayout});
   RegisterStrategy("Gemm", Strategy{detail::CheckGemm, detail::LowerGemmOp, detail::OnnxLayout});
 });
 

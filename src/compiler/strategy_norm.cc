@@ -37,11 +37,12 @@ PrimExpr Math(const char* op, PrimExpr x) { return call(op, {x}); }
 
 struct NormGeom {
   int64_t A, R, C;  // rows, row length, channels (per-channel ops)
-  int64_t G = 1, S = 1, P = 0;  // GroupNormalization: groups, spatial size, scale/bias length (C or G)
+  int64_t G = 1, S = 1,
+          P = 0;  // GroupNormalization: groups, spatial size, scale/bias length (C or G)
 };
 
-bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins, NormGeom* g,
-              std::string* why) {
+bool Geometry(const std::string& op, const Map<String, Any>& attrs,
+              const std::vector<TensorSpec>& ins, NormGeom* g, std::string* why) {
   auto s = Shape(ins[0]);
   int64_t rank = static_cast<int64_t>(s.size());
   if (op == "MeanVarianceNormalization") {
@@ -50,7 +51,8 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
     for (int64_t a : AttrInts(attrs, "axes", {0, 2, 3})) {
       int64_t ax;
       if (!NormAxis(a, rank, &ax)) {
-        *why = op + ": axis " + std::to_string(a) + " out of range for rank " + std::to_string(rank);
+        *why =
+            op + ": axis " + std::to_string(a) + " out of range for rank " + std::to_string(rank);
         return false;
       }
       red.insert(ax);
@@ -73,7 +75,8 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
   if (op == "LayerNormalization" || op == "RMSNormalization") {
     int64_t axis = AttrInt(attrs, "axis", -1), ax;
     if (rank == 0 || !NormAxis(axis, rank, &ax)) {
-      *why = op + ": axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank);
+      *why =
+          op + ": axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank);
       return false;
     }
     g->A = Prod(s, 0, ax);
@@ -82,7 +85,8 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
     for (size_t i = 1; i < ins.size(); ++i) {
       if (ins[i].defined() && ins[i]->numel() != g->R) {
         *why = op + ": " + (i == 1 ? "Scale" : "B") + " of " + std::to_string(ins[i]->numel()) +
-               " elements, not the normalised " + std::to_string(g->R) + " (broadcast parameters have no npu strategy)";
+               " elements, not the normalised " + std::to_string(g->R) +
+               " (broadcast parameters have no npu strategy)";
         return false;
       }
     }
@@ -98,7 +102,8 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
   if (op == "GroupNormalization") {
     g->G = AttrInt(attrs, "num_groups", 0);
     if (g->G <= 0 || g->C % g->G != 0) {
-      *why = op + ": " + std::to_string(g->C) + " channels do not split into num_groups = " + std::to_string(g->G);
+      *why = op + ": " + std::to_string(g->C) +
+             " channels do not split into num_groups = " + std::to_string(g->G);
       return false;
     }
     g->S = g->R;
@@ -108,12 +113,14 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
     for (size_t i = 1; i < 3; ++i) {
       if (ins[i]->shape.size() != 1 || (ins[i]->shape[0] != g->C && ins[i]->shape[0] != g->G) ||
           ins[i]->shape[0] != g->P) {
-        *why = op + ": scale and bias must hold one value per channel (or, before opset 21, per group)";
+        *why = op +
+               ": scale and bias must hold one value per channel (or, before opset 21, per group)";
         return false;
       }
     }
     if (g->S > kRowTile && g->R > kRowTile) {
-      *why = op + ": a channel of more than " + std::to_string(kRowTile) + " elements in a group that does not fit one tile";
+      *why = op + ": a channel of more than " + std::to_string(kRowTile) +
+             " elements in a group that does not fit one tile";
       return false;
     }
     if (g->C > kRowTile) {
@@ -135,9 +142,12 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
   return true;
 }
 
-std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
+std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs,
+                      const std::vector<TensorSpec>& ins) {
   bool ln = op == "LayerNormalization";
-  size_t need = ln || op == "RMSNormalization" ? 2 : (op == "InstanceNormalization" || op == "GroupNormalization" ? 3 : 5);
+  size_t need = ln || op == "RMSNormalization"
+                    ? 2
+                    : (op == "InstanceNormalization" || op == "GroupNormalization" ? 3 : 5);
   if (op == "MeanVarianceNormalization") need = 1;
   if (ins.size() < need || (!ln && ins.size() != need) || ins.size() > need + 1)
     return op + ": unexpected number of inputs " + std::to_string(ins.size());
@@ -147,7 +157,8 @@ std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs, cons
   if (!why.empty()) return why;
   if (op == "BatchNormalization" && AttrInt(attrs, "training_mode", 0) != 0)
     return "BatchNormalization: training mode has no npu strategy";
-  if (op != "InstanceNormalization" && op != "BatchNormalization" && AttrInt(attrs, "stash_type", 1) != 1)
+  if (op != "InstanceNormalization" && op != "BatchNormalization" &&
+      AttrInt(attrs, "stash_type", 1) != 1)
     return op + ": stash_type other than float32 has no npu strategy";
   NormGeom g;
   if (!Geometry(op, attrs, ins, &g, &why)) return why;
@@ -160,10 +171,12 @@ PrimFunc LowerNorm(const OpCall& call) {
   std::string why;
   Geometry(op, call.attrs, call.inputs, &g, &why);
   bool rms = op == "RMSNormalization";
-  bool ln = op == "LayerNormalization" || rms, bn = op == "BatchNormalization", gn = op == "GroupNormalization";
+  bool ln = op == "LayerNormalization" || rms, bn = op == "BatchNormalization",
+       gn = op == "GroupNormalization";
   bool mvn = op == "MeanVarianceNormalization";
   if (bn && call.outputs.size() > 1)
-    TILECORE_THROW(ValueError) << "LowerOp(" << op << "): the running statistics outputs have no npu strategy";
+    TILECORE_THROW(ValueError) << "LowerOp(" << op
+                               << "): the running statistics outputs have no npu strategy";
   Params p = MakeParams(call);
   DataType f32 = DataType::Float(32);
   int64_t A = g.A, R = g.R, C = g.C;
@@ -177,7 +190,8 @@ PrimFunc LowerNorm(const OpCall& call) {
   Buffer Bi = !mvn && (has_bias || !ln) ? View(p.in[2], {plen}, "Bias") : Buffer();
   bool stats = ln && call.outputs.size() > 1;
   Tiles t = ChooseTiles(A, R, 1, call.cores);
-  if (gn && t.tr < R) t.tr = std::max<int64_t>(1, kRowTile / g.S) * g.S, t.ta = 1;  // chunks of whole channels
+  if (gn && t.tr < R)
+    t.tr = std::max<int64_t>(1, kRowTile / g.S) * g.S, t.ta = 1;  // chunks of whole channels
   bool resident = t.tr == R;
   PrimExpr inv_r = F32Exact(1.0 / static_cast<double>(R));
   PrimExpr eps_c = F32Exact(eps);
@@ -185,15 +199,22 @@ PrimFunc LowerNorm(const OpCall& call) {
     Buffer Xa = Local({ta * t.tr}, f32, "Xt");
     Buffer Ea = Local({ta * t.tr}, f32, "Et");
     Buffer Ma = Local({ta}, f32, "Mean"), Va = Local({ta}, f32, "Inv"), Pa = Local({ta}, f32, "P");
-    TileView M = MakeView(Ma, {ta, 1}, "Mv"), V = MakeView(Va, {ta, 1}, "Vv"), P = MakeView(Pa, {ta, 1}, "Pv");
+    TileView M = MakeView(Ma, {ta, 1}, "Mv"), V = MakeView(Va, {ta, 1}, "Vv"),
+             P = MakeView(Pa, {ta, 1}, "Pv");
     auto xt = [&](int64_t n) { return MakeView(Xa, {ta, n, 1}, "Xv"); };
     auto et = [&](int64_t n) { return MakeView(Ea, {ta, n, 1}, "Ev"); };
-    auto load = [&](PrimExpr r0, int64_t n) { return DmaWait(xt(n).All(), Region(X, {a0, r0, I32(0)}, {ta, n, 1}), 0); };
-    auto store = [&](PrimExpr r0, int64_t n) { return DmaWait(Region(Y, {a0, r0, I32(0)}, {ta, n, 1}), xt(n).All(), 1); };
+    auto load = [&](PrimExpr r0, int64_t n) {
+      return DmaWait(xt(n).All(), Region(X, {a0, r0, I32(0)}, {ta, n, 1}), 0);
+    };
+    auto store = [&](PrimExpr r0, int64_t n) {
+      return DmaWait(Region(Y, {a0, r0, I32(0)}, {ta, n, 1}), xt(n).All(), 1);
+    };
     auto fold = [&](const TileView& src, bool first, const TileView& into) {
       if (first) return ReduceTile(into, src, Red::kSum);
       return Seq({ReduceTile(P, src, Red::kSum),
-                  MapTile(into, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + P.Load(i); })});
+                  MapTile(into, [&](PrimExpr v, const std::vector<PrimExpr>& i) {
+                    return v + P.Load(i);
+                  })});
     };
     auto by_row = [](const TileView& v, bool sub) {
       return [v, sub](PrimExpr x, const std::vector<PrimExpr>& i) {
@@ -202,14 +223,17 @@ PrimFunc LowerNorm(const OpCall& call) {
     };
     auto sq = [&](int64_t n) {  // Et = Xt * Xt
       TileView x = xt(n), e = et(n);
-      return Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(x.Load(i) * x.Load(i), i); });
+      return Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
+        return e.Store(x.Load(i) * x.Load(i), i);
+      });
     };
     std::vector<Stmt> s;
     std::vector<Buffer> extra;
     // the per-row affine of the per-channel ops: K (scale) and Bk (shift) per row
     Buffer Ka = Local({ta}, f32, "K"), Bka = Local({ta}, f32, "Bk");
     TileView K = MakeView(Ka, {ta, 1}, "Kv"), Bk = MakeView(Bka, {ta, 1}, "Bkv");
-    auto gather = [&](const Buffer& from, int64_t row, const TileView& to) {  // to[a] = from[row, (a0 + a) % C]
+    auto gather = [&](const Buffer& from, int64_t row,
+                      const TileView& to) {  // to[a] = from[row, (a0 + a) % C]
       return Loop("a", ta, [&](PrimExpr a) {
         return to.Store(BufferLoad(from, {I32(row), floormod(a0 + a, I32(C))}), {a, I32(0)});
       });
@@ -221,22 +245,32 @@ PrimFunc LowerNorm(const OpCall& call) {
       Buffer Ch2 = View(Ch, {4, C}, "Ch2");
       std::vector<TileView> ch;
       for (int i = 0; i < 4; ++i) {
-        Buffer v = Buffer(Ch->data, f32, {I32(C)}, Array<PrimExpr>(), I32(i * C), "local", "Ch" + std::to_string(i));
+        Buffer v = Buffer(Ch->data, f32, {I32(C)}, Array<PrimExpr>(), I32(i * C), "local",
+                          "Ch" + std::to_string(i));
         ch.push_back(TileView{v, {C}});
         s.push_back(DmaWait(Region(Ch2, {I32(i), I32(0)}, {1, C}),
-                            Region(View(p.in[1 + i], {C}, "P" + std::to_string(i)), {I32(0)}, {C}), 0));
+                            Region(View(p.in[1 + i], {C}, "P" + std::to_string(i)), {I32(0)}, {C}),
+                            0));
       }
       // ch: 0 scale, 1 B, 2 mean, 3 var
-      s.push_back(MapTile(ch[3], [&](PrimExpr v, const std::vector<PrimExpr>&) { return v + eps_c; }));
-      s.push_back(MapTile(ch[3], [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
-      s.push_back(MapTile(ch[0], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v / ch[3].Load(i); }));
-      s.push_back(MapTile(ch[2], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * ch[0].Load(i); }));
-      s.push_back(MapTile(ch[1], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v - ch[2].Load(i); }));
+      s.push_back(
+          MapTile(ch[3], [&](PrimExpr v, const std::vector<PrimExpr>&) { return v + eps_c; }));
+      s.push_back(MapTile(
+          ch[3], [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
+      s.push_back(MapTile(
+          ch[0], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v / ch[3].Load(i); }));
+      s.push_back(MapTile(
+          ch[2], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * ch[0].Load(i); }));
+      s.push_back(MapTile(
+          ch[1], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v - ch[2].Load(i); }));
       s.push_back(gather(Ch2, 0, K));
       s.push_back(gather(Ch2, 1, Bk));
       s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) {
         return Seq({load(r0, n), MapTile(xt(n), by_row(K, false)),
-                    MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>& i) { return x + Bk.Load({i[0], I32(0)}); }),
+                    MapTile(xt(n),
+                            [&](PrimExpr x, const std::vector<PrimExpr>& i) {
+                              return x + Bk.Load({i[0], I32(0)});
+                            }),
                     store(r0, n)});
       }));
     } else {
@@ -251,10 +285,14 @@ PrimFunc LowerNorm(const OpCall& call) {
           return Seq({load(r0, n), fold(xt(n), first, M)});
         }));
       }
-      if (!rms) s.push_back(MapTile(M, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v * inv_r; }));
+      if (!rms)
+        s.push_back(
+            MapTile(M, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v * inv_r; }));
       if (resident) {
-        if (rms) s.push_back(load(I32(0), R));
-        else s.push_back(MapTile(xt(R), by_row(M, true)));
+        if (rms)
+          s.push_back(load(I32(0), R));
+        else
+          s.push_back(MapTile(xt(R), by_row(M, true)));
         s.push_back(sq(R));
         s.push_back(ReduceTile(V, et(R), Red::kSum));
       } else {
@@ -264,10 +302,16 @@ PrimFunc LowerNorm(const OpCall& call) {
         }));
       }
       s.push_back(MapTile(V, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v * inv_r; }));
-      if (!mvn) s.push_back(MapTile(V, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v + eps_c; }));
-      s.push_back(MapTile(V, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
-      if (mvn) s.push_back(MapTile(V, [](PrimExpr v, const std::vector<PrimExpr>&) { return v + F32Exact(1e-9); }));
-      s.push_back(MapTile(V, [](PrimExpr v, const std::vector<PrimExpr>&) { return F32(1.0) / v; }));
+      if (!mvn)
+        s.push_back(
+            MapTile(V, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v + eps_c; }));
+      s.push_back(
+          MapTile(V, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
+      if (mvn)
+        s.push_back(MapTile(
+            V, [](PrimExpr v, const std::vector<PrimExpr>&) { return v + F32Exact(1e-9); }));
+      s.push_back(
+          MapTile(V, [](PrimExpr v, const std::vector<PrimExpr>&) { return F32(1.0) / v; }));
       if (stats) {
         for (size_t o = 1; o < call.outputs.size() && o < 3; ++o) {
           Buffer out = View(p.out[o], {A, 1}, o == 1 ? "MeanOut" : "InvOut");
@@ -282,39 +326,54 @@ PrimFunc LowerNorm(const OpCall& call) {
           c.push_back(store(r0, n));
           return Seq(c);
         };
-        if (resident) s.push_back(out(I32(0), R, false));
-        else s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return out(r0, n, true); }));
+        if (resident)
+          s.push_back(out(I32(0), R, false));
+        else
+          s.push_back(
+              ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return out(r0, n, true); }));
       } else if (gn) {
         // y = x * k[a, c] + b[a, c] over the tile seen as [ta, channels, S]:
         // k = inv[a] * scale, b = bias (resident: x is centred already) or bias - mean * k
         int64_t Cg = C / g.G, cmax = t.tr / g.S;
         bool per_channel = g.P == C;
-        Buffer Ch = Local({2 * g.P}, f32, "Chan"), Kc = Local({ta * cmax}, f32, "Kc"), Bc = Local({ta * cmax}, f32, "Bc");
+        Buffer Ch = Local({2 * g.P}, f32, "Chan"), Kc = Local({ta * cmax}, f32, "Kc"),
+               Bc = Local({ta * cmax}, f32, "Bc");
         extra.insert(extra.end(), {Ch, Kc, Bc});
         Buffer Ch2 = View(Ch, {2, g.P}, "Ch2");
-        s.push_back(DmaWait(Region(Ch2, {I32(0), I32(0)}, {1, g.P}), Region(Sc, {I32(0)}, {g.P}), 0));
-        s.push_back(DmaWait(Region(Ch2, {I32(1), I32(0)}, {1, g.P}), Region(Bi, {I32(0)}, {g.P}), 0));
+        s.push_back(
+            DmaWait(Region(Ch2, {I32(0), I32(0)}, {1, g.P}), Region(Sc, {I32(0)}, {g.P}), 0));
+        s.push_back(
+            DmaWait(Region(Ch2, {I32(1), I32(0)}, {1, g.P}), Region(Bi, {I32(0)}, {g.P}), 0));
         auto out = [&](PrimExpr r0, int64_t n, bool reload) {
           int64_t nc = n / g.S;
-          TileView x3 = MakeView(Xa, {ta, nc, g.S}, "X3"), K = MakeView(Kc, {ta, nc}, "Kv"), B = MakeView(Bc, {ta, nc}, "Bv");
+          TileView x3 = MakeView(Xa, {ta, nc, g.S}, "X3"), K = MakeView(Kc, {ta, nc}, "Kv"),
+                   B = MakeView(Bc, {ta, nc}, "Bv");
           PrimExpr c0 = floordiv(r0, I32(g.S));  // the tile's first channel within its group
           std::vector<Stmt> c;
           if (reload) c.push_back(load(r0, n));
-          c.push_back(Nest({ta, nc}, [&](const std::vector<PrimExpr>& i) {  // front end: gather per row
-            PrimExpr grp = floormod(a0 + i[0], I32(g.G));
-            PrimExpr idx = per_channel ? grp * I32(Cg) + c0 + i[1] : grp;
-            PrimExpr k = BufferLoad(Ch2, {I32(0), idx}) * V.Load({i[0], I32(0)});
-            PrimExpr b = BufferLoad(Ch2, {I32(1), idx});
-            if (reload) b = b - M.Load({i[0], I32(0)}) * k;
-            return Seq({K.Store(k, i), B.Store(b, i)});
+          c.push_back(
+              Nest({ta, nc}, [&](const std::vector<PrimExpr>& i) {  // front end: gather per row
+                PrimExpr grp = floormod(a0 + i[0], I32(g.G));
+                PrimExpr idx = per_channel ? grp * I32(Cg) + c0 + i[1] : grp;
+                PrimExpr k = BufferLoad(Ch2, {I32(0), idx}) * V.Load({i[0], I32(0)});
+                PrimExpr b = BufferLoad(Ch2, {I32(1), idx});
+                if (reload) b = b - M.Load({i[0], I32(0)}) * k;
+                return Seq({K.Store(k, i), B.Store(b, i)});
+              }));
+          c.push_back(MapTile(x3, [&](PrimExpr v, const std::vector<PrimExpr>& i) {
+            return v * K.Load({i[0], i[1]});
           }));
-          c.push_back(MapTile(x3, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * K.Load({i[0], i[1]}); }));
-          c.push_back(MapTile(x3, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + B.Load({i[0], i[1]}); }));
+          c.push_back(MapTile(x3, [&](PrimExpr v, const std::vector<PrimExpr>& i) {
+            return v + B.Load({i[0], i[1]});
+          }));
           c.push_back(store(r0, n));
           return Seq(c);
         };
-        if (resident) s.push_back(out(I32(0), R, false));
-        else s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return out(r0, n, true); }));
+        if (resident)
+          s.push_back(out(I32(0), R, false));
+        else
+          s.push_back(
+              ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return out(r0, n, true); }));
       } else if (ln) {
         // y = (x - mean) * inv * Scale[r] + B[r]; Scale and B per chunk
         Buffer Ga = Local({t.tr}, f32, "Gamma"), Ba = Local({t.tr}, f32, "Beta");
@@ -328,14 +387,21 @@ PrimFunc LowerNorm(const OpCall& call) {
           c.push_back(DmaWait(Gv.All(), Region(Sc, {r0}, {n}), 0));
           if (has_bias) c.push_back(DmaWait(Bv.All(), Region(Bi, {r0}, {n}), 0));
           c.push_back(MapTile(xt(n), by_row(V, false)));
-          c.push_back(MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>& i) { return x * Gv.Load({i[1]}); }));
+          c.push_back(MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>& i) {
+            return x * Gv.Load({i[1]});
+          }));
           if (has_bias)
-            c.push_back(MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>& i) { return x + Bv.Load({i[1]}); }));
+            c.push_back(MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>& i) {
+              return x + Bv.Load({i[1]});
+            }));
           c.push_back(store(r0, n));
           return Seq(c);
         };
-        if (resident) s.push_back(out(I32(0), R, false));
-        else s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return out(r0, n, true); }));
+        if (resident)
+          s.push_back(out(I32(0), R, false));
+        else
+          s.push_back(
+              ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return out(r0, n, true); }));
       } else {
         // instance norm: k = inv * scale[c], b = B[c] - mean * k; y = x * k + b
         Buffer Ch = Local({2 * C}, f32, "Chan");
@@ -345,24 +411,35 @@ PrimFunc LowerNorm(const OpCall& call) {
         s.push_back(DmaWait(Region(Ch2, {I32(1), I32(0)}, {1, C}), Region(Bi, {I32(0)}, {C}), 0));
         s.push_back(gather(Ch2, 0, K));
         s.push_back(gather(Ch2, 1, Bk));
-        s.push_back(MapTile(K, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * V.Load(i); }));
+        s.push_back(
+            MapTile(K, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * V.Load(i); }));
         if (!resident) {  // from x itself: the shift absorbs the mean
-          s.push_back(MapTile(P, [&](PrimExpr, const std::vector<PrimExpr>& i) { return M.Load(i) * K.Load(i); }));
-          s.push_back(MapTile(Bk, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v - P.Load(i); }));
+          s.push_back(MapTile(
+              P, [&](PrimExpr, const std::vector<PrimExpr>& i) { return M.Load(i) * K.Load(i); }));
+          s.push_back(MapTile(
+              Bk, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v - P.Load(i); }));
         }
-        auto out = [&](PrimExpr r0, int64_t n, bool reload) {  // resident: the tile holds x - mean already
+        auto out = [&](PrimExpr r0, int64_t n,
+                       bool reload) {  // resident: the tile holds x - mean already
           std::vector<Stmt> c;
           if (reload) c.push_back(load(r0, n));
           c.push_back(MapTile(xt(n), by_row(K, false)));
-          c.push_back(MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>& i) { return x + Bk.Load({i[0], I32(0)}); }));
+          c.push_back(MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>& i) {
+            return x + Bk.Load({i[0], I32(0)});
+          }));
           c.push_back(store(r0, n));
           return Seq(c);
         };
-        if (resident) s.push_back(out(I32(0), R, false));
-        else s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return out(r0, n, true); }));
+        if (resident)
+          s.push_back(out(I32(0), R, false));
+        else
+          s.push_back(
+              ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return out(r0, n, true); }));
       }
     }
-    Stmt res = Allocate(Xa, Allocate(Ea, Allocate(Ma, Allocate(Va, Allocate(Pa, Allocate(Ka, Allocate(Bka, Seq(s))))))));
+    Stmt res = Allocate(
+        Xa, Allocate(
+                Ea, Allocate(Ma, Allocate(Va, Allocate(Pa, Allocate(Ka, Allocate(Bka, Seq(s))))))));
     for (const Buffer& b : extra) res = Allocate(b, res);
     return res;
   });
@@ -373,8 +450,9 @@ PrimFunc LowerNorm(const OpCall& call) {
 }  // namespace detail
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
-  for (const char* op : {"LayerNormalization", "RMSNormalization", "GroupNormalization", "InstanceNormalization",
-                         "BatchNormalization", "MeanVarianceNormalization"}) {
+  for (const char* op :
+       {"LayerNormalization", "RMSNormalization", "GroupNormalization", "InstanceNormalization",
+        "BatchNormalization", "MeanVarianceNormalization"}) {
     RegisterStrategy(op, Strategy{detail::CheckNorm, detail::LowerNorm,
                                   [](const OpCall&, int) { return std::string("onnx"); }});
   }

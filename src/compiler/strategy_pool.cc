@@ -5,17 +5,17 @@
  * ReduceMax over the spatial axes, strategy_reduce.cc).
  *
  * Tiling: the output [N, C, OD, OH, OW] (OD = 1 below 3-D) is cut into tiles of one
- * depth plane x cc channels x r rows x tw columns (columns placed at compile time, channels and rows in full tiles and one
- * remainder); the tiles go to the cores round robin. Per tile the input patch the
- * windows read — [cc, (KD-1)*dd + 1, (r-1)*sh + (KH-1)*dh + 1, (tw-1)*sw + (KW-1)*dw + 1] — is
- * filled with the neutral value (-inf, or 0 for the average) and the input rows that
- * exist are DMAed into it, so what stays filled is the padding and the ceil_mode
- * overhang. Each kernel tap (kd, kh, kw) is then one vector command over the whole
- * tile: the tap's view of the patch has strides (sh x patch width, sw) and starts at
- * (kd*dd x patch height + kh*dh) x patch width + kw*dw, so `tile.vec_max` / `vec_add` read it directly. The
- * average multiplies by 1 / count per row and per column (the count separates),
- * a `vec_muls` when every window counts the same. LpPool squares the patch (|x| is its
- * square root; p > 2: exp(p log |x|)), sums the taps and takes the p-th root.
+ * depth plane x cc channels x r rows x tw columns (columns placed at compile time, channels and
+ * rows in full tiles and one remainder); the tiles go to the cores round robin. Per tile the input
+ * patch the windows read — [cc, (KD-1)*dd + 1, (r-1)*sh + (KH-1)*dh + 1, (tw-1)*sw + (KW-1)*dw + 1]
+ * — is filled with the neutral value (-inf, or 0 for the average) and the input rows that exist are
+ * DMAed into it, so what stays filled is the padding and the ceil_mode overhang. Each kernel tap
+ * (kd, kh, kw) is then one vector command over the whole tile: the tap's view of the patch has
+ * strides (sh x patch width, sw) and starts at (kd*dd x patch height + kh*dh) x patch width +
+ * kw*dw, so `tile.vec_max` / `vec_add` read it directly. The average multiplies by 1 / count per
+ * row and per column (the count separates), a `vec_muls` when every window counts the same. LpPool
+ * squares the patch (|x| is its square root; p > 2: exp(p log |x|)), sums the taps and takes the
+ * p-th root.
  */
 #include <algorithm>
 
@@ -37,15 +37,16 @@ PrimExpr Math(const char* op, PrimExpr x) { return call(op, {x}); }
 
 struct PoolGeom {
   int64_t N, C, D, H, W, OD, OH, OW;
-  int64_t k[3], s[3], d[3], pb[3], pe[3];  // per spatial dim (D, H, W); 2-D pools have D = 1, 1-D also H = 1
+  int64_t k[3], s[3], d[3], pb[3],
+      pe[3];  // per spatial dim (D, H, W); 2-D pools have D = 1, 1-D also H = 1
   int64_t in[3], out[3];
   bool max, include_pad;
   int64_t lp = 0;  // LpPool's p (1 or 2), else 0
   int64_t Ek(int i) const { return (k[i] - 1) * d[i] + 1; }
 };
 
-bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::vector<int64_t>& xs, PoolGeom* g,
-              std::string* why) {
+bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::vector<int64_t>& xs,
+              PoolGeom* g, std::string* why) {
   if (xs.size() < 3 || xs.size() > 5) {
     *why = op + ": only 1-D, 2-D and 3-D pooling (input of rank 3 to 5)";
     return false;
@@ -115,14 +116,15 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
     return false;
   }
   if (g->Ek(0) * g->Ek(1) * g->Ek(2) > kPatch) {
-    *why = op + ": kernel window of " + std::to_string(g->Ek(0) * g->Ek(1) * g->Ek(2)) + " elements exceeds the " +
-           std::to_string(kPatch) + " the strategy keeps in L1";
+    *why = op + ": kernel window of " + std::to_string(g->Ek(0) * g->Ek(1) * g->Ek(2)) +
+           " elements exceeds the " + std::to_string(kPatch) + " the strategy keeps in L1";
     return false;
   }
   return true;
 }
 
-/*! \brief How many taps of output position o (dim i) read inside [lo, hi) of the input coordinates. */
+/*! \brief How many taps of output position o (dim i) read inside [lo, hi) of the input coordinates.
+ */
 int64_t Count(const PoolGeom& g, int i, int64_t o, int64_t lo, int64_t hi) {
   int64_t n = 0;
   for (int64_t t = 0; t < g.k[i]; ++t) {
@@ -144,8 +146,8 @@ PrimExpr CountExpr(const PoolGeom& g, int i, PrimExpr o, int64_t lo, int64_t hi)
 }
 
 /*! \brief A strided view of an L1 allocation with logical dims `dims`, unit dims dropped. */
-TileView Strided(const Buffer& alloc, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
-                 int64_t offset, const std::string& name) {
+TileView Strided(const Buffer& alloc, const std::vector<int64_t>& dims,
+                 const std::vector<int64_t>& strides, int64_t offset, const std::string& name) {
   Array<PrimExpr> shape, st;
   for (size_t k = 0; k < dims.size(); ++k) {
     if (dims[k] == 1) continue;
@@ -156,7 +158,8 @@ TileView Strided(const Buffer& alloc, const std::vector<int64_t>& dims, const st
     shape.push_back(I32(1));
     st.push_back(I32(1));
   }
-  return TileView{Buffer(alloc->data, alloc->dtype, shape, st, I32(offset), alloc->scope, String(name)), dims};
+  return TileView{
+      Buffer(alloc->data, alloc->dtype, shape, st, I32(offset), alloc->scope, String(name)), dims};
 }
 
 PrimFunc LowerPool(const OpCall& call) {
@@ -165,7 +168,8 @@ PrimFunc LowerPool(const OpCall& call) {
   if (!Geometry(call.op_type, call.attrs, Shape(call.inputs[0]), &g, &why))
     TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): " << why;
   if (call.outputs.size() != 1)
-    TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): the Indices output has no npu strategy";
+    TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type
+                               << "): the Indices output has no npu strategy";
   Params p = MakeParams(call);
   DataType f32 = DataType::Float(32);
   Buffer X = View(p.in[0], {g.N, g.C, g.D, g.H, g.W}, "X");
@@ -180,15 +184,19 @@ PrimFunc LowerPool(const OpCall& call) {
   int64_t R = std::max<int64_t>(1, std::min(g.OH, kOut / TW));
   R = std::max<int64_t>(1, std::min(R, (kPatch / (win(TW) * ekd) - g.Ek(1)) / g.s[1] + 1));
   auto channels = [&](int64_t r) {
-    return std::max<int64_t>(1, std::min({g.C, kPatch / (ekd * rin(r) * win(TW)), kOut / (r * TW)}));
+    return std::max<int64_t>(1,
+                             std::min({g.C, kPatch / (ekd * rin(r) * win(TW)), kOut / (r * TW)}));
   };
-  auto items = [&](int64_t r, int64_t cc) { return g.N * g.OD * ((g.C + cc - 1) / cc) * ((g.OH + r - 1) / r) * ncol; };
+  auto items = [&](int64_t r, int64_t cc) {
+    return g.N * g.OD * ((g.C + cc - 1) / cc) * ((g.OH + r - 1) / r) * ncol;
+  };
   // rows per tile: the fewest estimated cycles per core, counting a DMA per patch row
   // (200 cycles of DDR latency plus 64 B/cycle), the output DMA and a command per tap
   auto cost = [&](int64_t r, int64_t cc) {
     int64_t per_core = (items(r, cc) + call.cores - 1) / call.cores;
     int64_t row_bytes = cc * std::min(win(TW), g.W) * 4, out = cc * r * TW;
-    return per_core * (ekd * rin(r) * (200 + row_bytes / 64) + 200 + out * 4 / 64 + g.k[0] * g.k[1] * g.k[2] * (8 + out / 64));
+    return per_core * (ekd * rin(r) * (200 + row_bytes / 64) + 200 + out * 4 / 64 +
+                       g.k[0] * g.k[1] * g.k[2] * (8 + out / 64));
   };
   int64_t best = -1;
   for (int64_t r = R; r >= 1; --r) {
@@ -206,7 +214,8 @@ PrimFunc LowerPool(const OpCall& call) {
   bool uniform[3];
   for (int i = 0; i < 3; ++i) {
     uniform[i] = true;
-    for (int64_t o = 0; o < g.out[i]; ++o) uniform[i] = uniform[i] && Count(g, i, o, lo[i], hi[i]) == g.k[i];
+    for (int64_t o = 0; o < g.out[i]; ++o)
+      uniform[i] = uniform[i] && Count(g, i, o, lo[i], hi[i]) == g.k[i];
   }
   PrimExpr fill = g.max ? F32(-INFINITY) : F32(0.0);
   int64_t rotation = 0;
@@ -220,91 +229,112 @@ PrimFunc LowerPool(const OpCall& call) {
       for (const Seg& sr : Segs(g.OH, R)) {
         for (const Seg& sc : Segs(g.C, CC)) {
           int64_t count = g.N * g.OD * sr.count * sc.count;
-          groups.push_back(ForEachItem(core, call.cores, count, &rotation, "t", [&, tw, pw, iw0, vlo, vhi](PrimExpr t) {
-            int64_t r = sr.size, cc = sc.size, ph = rin(r);
-            PrimExpr ci = floormod(t, I32(sc.count));
-            PrimExpr ri = floormod(floordiv(t, I32(sc.count)), I32(sr.count));
-            PrimExpr od = floormod(floordiv(t, I32(sc.count * sr.count)), I32(g.OD));
-            PrimExpr n = floordiv(t, I32(sc.count * sr.count * g.OD));
-            PrimExpr c0 = I32(sc.base) + ci * I32(CC);
-            PrimExpr oh0 = I32(sr.base) + ri * I32(R);
-            Buffer Pa = Local({cc * ekd * ph * pw}, f32, "Patch");
-            Buffer Oa = Local({cc * r * tw}, f32, "Ot");
-            TileView Pv = MakeView(Pa, {cc, ekd, ph, pw}, "Pv");
-            TileView O = MakeView(Oa, {cc, r, tw}, "Ov");
-            std::vector<Stmt> s;
-            s.push_back(Intrin("tile.dma_fill", {Pv.All(), fill, I32(0)}));
-            s.push_back(Intrin("tile.wait", {I32(0)}));
-            if (vhi > vlo) {
-              Buffer P4 = View(Pa, {cc, ekd, ph, pw}, "P4");
-              s.push_back(Loop("z", ekd, [&](PrimExpr z) {
-                PrimExpr id = od * I32(g.s[0]) - I32(g.pb[0]) + z;
-                return Loop("rr", ph, [&](PrimExpr rr) {
-                  PrimExpr ih = oh0 * I32(g.s[1]) - I32(g.pb[1]) + rr;
-                  return IfThenElse(id >= I32(0) && id < I32(g.D) && ih >= I32(0) && ih < I32(g.H),
-                                    Intrin("tile.dma_copy",
-                                           {Region(P4, {I32(0), z, rr, I32(vlo - iw0)}, {cc, 1, 1, vhi - vlo}),
-                                            Region(X, {n, c0, id, ih, I32(vlo)}, {1, cc, 1, 1, vhi - vlo}), I32(0)}));
-                });
-              }));
-              s.push_back(Intrin("tile.wait", {I32(0)}));
-            }
-            auto apply = [&](const TileView& v, const char* fn) {
-              s.push_back(MapTile(v, [fn](PrimExpr x, const std::vector<PrimExpr>&) { return Math(fn, x); }));
-            };
-            auto scale = [&](const TileView& v, double k) {
-              s.push_back(MapTile(v, [k](PrimExpr x, const std::vector<PrimExpr>&) { return x * F32Exact(k); }));
-            };
-            if (g.lp) {  // |x|^p in place: x * x; |x| = its square root; other p: exp(p log|x|)
-              s.push_back(MapTile(Pv, [](PrimExpr v, const std::vector<PrimExpr>&) { return v * v; }));
-              if (g.lp != 2) apply(Pv, "tir.sqrt");
-              if (g.lp > 2) apply(Pv, "tir.log"), scale(Pv, static_cast<double>(g.lp)), apply(Pv, "tir.exp");
-            }
-            bool first = true;
-            for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-              for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-                for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                  TileView tap = Strided(Pa, {cc, r, tw}, {ekd * ph * pw, g.s[1] * pw, g.s[2]},
-                                         (kd * g.d[0] * ph + kh * g.d[1]) * pw + kw * g.d[2], "Tap");
-                  s.push_back(Nest(O.dims, [&](const std::vector<PrimExpr>& i) {
-                    PrimExpr v = tap.Load(i);
-                    if (!first) v = g.max ? max(O.Load(i), v) : O.Load(i) + v;
-                    return O.Store(v, i);
+          groups.push_back(ForEachItem(
+              core, call.cores, count, &rotation, "t", [&, tw, pw, iw0, vlo, vhi](PrimExpr t) {
+                int64_t r = sr.size, cc = sc.size, ph = rin(r);
+                PrimExpr ci = floormod(t, I32(sc.count));
+                PrimExpr ri = floormod(floordiv(t, I32(sc.count)), I32(sr.count));
+                PrimExpr od = floormod(floordiv(t, I32(sc.count * sr.count)), I32(g.OD));
+                PrimExpr n = floordiv(t, I32(sc.count * sr.count * g.OD));
+                PrimExpr c0 = I32(sc.base) + ci * I32(CC);
+                PrimExpr oh0 = I32(sr.base) + ri * I32(R);
+                Buffer Pa = Local({cc * ekd * ph * pw}, f32, "Patch");
+                Buffer Oa = Local({cc * r * tw}, f32, "Ot");
+                TileView Pv = MakeView(Pa, {cc, ekd, ph, pw}, "Pv");
+                TileView O = MakeView(Oa, {cc, r, tw}, "Ov");
+                std::vector<Stmt> s;
+                s.push_back(Intrin("tile.dma_fill", {Pv.All(), fill, I32(0)}));
+                s.push_back(Intrin("tile.wait", {I32(0)}));
+                if (vhi > vlo) {
+                  Buffer P4 = View(Pa, {cc, ekd, ph, pw}, "P4");
+                  s.push_back(Loop("z", ekd, [&](PrimExpr z) {
+                    PrimExpr id = od * I32(g.s[0]) - I32(g.pb[0]) + z;
+                    return Loop("rr", ph, [&](PrimExpr rr) {
+                      PrimExpr ih = oh0 * I32(g.s[1]) - I32(g.pb[1]) + rr;
+                      return IfThenElse(
+                          id >= I32(0) && id < I32(g.D) && ih >= I32(0) && ih < I32(g.H),
+                          Intrin(
+                              "tile.dma_copy",
+                              {Region(P4, {I32(0), z, rr, I32(vlo - iw0)}, {cc, 1, 1, vhi - vlo}),
+                               Region(X, {n, c0, id, ih, I32(vlo)}, {1, cc, 1, 1, vhi - vlo}),
+                               I32(0)}));
+                    });
                   }));
-                  first = false;
+                  s.push_back(Intrin("tile.wait", {I32(0)}));
                 }
-              }
-            }
-            std::vector<Buffer> extra;
-            if (g.lp == 2) apply(O, "tir.sqrt");  // the p-th root
-            if (g.lp > 2) apply(O, "tir.log"), scale(O, 1.0 / static_cast<double>(g.lp)), apply(O, "tir.exp");
-            if (!g.max && !g.lp) {
-              if (uniform[0] && uniform[1] && uniform[2]) {
-                s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>&) {
-                  return v * F32Exact(1.0 / static_cast<double>(g.k[0] * g.k[1] * g.k[2]));
-                }));
-              } else {
-                Buffer Fh = Local({r}, f32, "Fh"), Fw = Local({tw}, f32, "Fw");
-                extra = {Fh, Fw};
-                TileView Fhv = MakeView(Fh, {r}, "Fhv"), Fwv = MakeView(Fw, {tw}, "Fwv");
-                s.push_back(Loop("y", r, [&](PrimExpr y) {
-                  // the depth's count rides on the rows'
-                  PrimExpr cnt = CountExpr(g, 1, oh0 + y, lo[1], hi[1]) * CountExpr(g, 0, od, lo[0], hi[0]);
-                  return Fhv.Store(F32(1.0) / cast(f32, cnt), {y});
-                }));
-                std::vector<Stmt> cols;
-                for (int64_t x = 0; x < tw; ++x)
-                  cols.push_back(Fwv.Store(F32(1.0 / static_cast<double>(Count(g, 2, ow0 + x, lo[2], hi[2]))), {I32(x)}));
-                s.push_back(Seq(cols));
-                s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * Fhv.Load({i[1]}); }));
-                s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * Fwv.Load({i[2]}); }));
-              }
-            }
-            s.push_back(DmaWait(Region(Y, {n, c0, od, oh0, I32(ow0)}, {1, cc, 1, r, tw}), O.All(), 1));
-            Stmt res = Allocate(Pa, Allocate(Oa, Seq(s)));
-            for (const Buffer& b : extra) res = Allocate(b, res);
-            return res;
-          }));
+                auto apply = [&](const TileView& v, const char* fn) {
+                  s.push_back(MapTile(
+                      v, [fn](PrimExpr x, const std::vector<PrimExpr>&) { return Math(fn, x); }));
+                };
+                auto scale = [&](const TileView& v, double k) {
+                  s.push_back(MapTile(v, [k](PrimExpr x, const std::vector<PrimExpr>&) {
+                    return x * F32Exact(k);
+                  }));
+                };
+                if (g.lp) {  // |x|^p in place: x * x; |x| = its square root; other p: exp(p log|x|)
+                  s.push_back(
+                      MapTile(Pv, [](PrimExpr v, const std::vector<PrimExpr>&) { return v * v; }));
+                  if (g.lp != 2) apply(Pv, "tir.sqrt");
+                  if (g.lp > 2)
+                    apply(Pv, "tir.log"), scale(Pv, static_cast<double>(g.lp)),
+                        apply(Pv, "tir.exp");
+                }
+                bool first = true;
+                for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+                  for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+                    for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                      TileView tap =
+                          Strided(Pa, {cc, r, tw}, {ekd * ph * pw, g.s[1] * pw, g.s[2]},
+                                  (kd * g.d[0] * ph + kh * g.d[1]) * pw + kw * g.d[2], "Tap");
+                      s.push_back(Nest(O.dims, [&](const std::vector<PrimExpr>& i) {
+                        PrimExpr v = tap.Load(i);
+                        if (!first) v = g.max ? max(O.Load(i), v) : O.Load(i) + v;
+                        return O.Store(v, i);
+                      }));
+                      first = false;
+                    }
+                  }
+                }
+                std::vector<Buffer> extra;
+                if (g.lp == 2) apply(O, "tir.sqrt");  // the p-th root
+                if (g.lp > 2)
+                  apply(O, "tir.log"), scale(O, 1.0 / static_cast<double>(g.lp)),
+                      apply(O, "tir.exp");
+                if (!g.max && !g.lp) {
+                  if (uniform[0] && uniform[1] && uniform[2]) {
+                    s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>&) {
+                      return v * F32Exact(1.0 / static_cast<double>(g.k[0] * g.k[1] * g.k[2]));
+                    }));
+                  } else {
+                    Buffer Fh = Local({r}, f32, "Fh"), Fw = Local({tw}, f32, "Fw");
+                    extra = {Fh, Fw};
+                    TileView Fhv = MakeView(Fh, {r}, "Fhv"), Fwv = MakeView(Fw, {tw}, "Fwv");
+                    s.push_back(Loop("y", r, [&](PrimExpr y) {
+                      // the depth's count rides on the rows'
+                      PrimExpr cnt = CountExpr(g, 1, oh0 + y, lo[1], hi[1]) *
+                                     CountExpr(g, 0, od, lo[0], hi[0]);
+                      return Fhv.Store(F32(1.0) / cast(f32, cnt), {y});
+                    }));
+                    std::vector<Stmt> cols;
+                    for (int64_t x = 0; x < tw; ++x)
+                      cols.push_back(Fwv.Store(
+                          F32(1.0 / static_cast<double>(Count(g, 2, ow0 + x, lo[2], hi[2]))),
+                          {I32(x)}));
+                    s.push_back(Seq(cols));
+                    s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>& i) {
+                      return v * Fhv.Load({i[1]});
+                    }));
+                    s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>& i) {
+                      return v * Fwv.Load({i[2]});
+                    }));
+                  }
+                }
+                s.push_back(
+                    DmaWait(Region(Y, {n, c0, od, oh0, I32(ow0)}, {1, cc, 1, r, tw}), O.All(), 1));
+                Stmt res = Allocate(Pa, Allocate(Oa, Seq(s)));
+                for (const Buffer& b : extra) res = Allocate(b, res);
+                return res;
+              }));
         }
       }
     }
@@ -313,17 +343,20 @@ PrimFunc LowerPool(const OpCall& call) {
   return MakeFunc(call, p, body);
 }
 
-std::string CheckPool(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
+std::string CheckPool(const std::string& op, const Map<String, Any>& attrs,
+                      const std::vector<TensorSpec>& ins) {
   if (ins.size() != 1 || !ins[0].defined()) return op + ": expects one input";
   std::string why = CheckDTypes(ins, {DataType::Float(32)}, op);
   if (!why.empty()) return why;
-  if (AttrInt(attrs, "storage_order", 0) != 0) return op + ": storage_order (of the Indices output) has no npu strategy";
+  if (AttrInt(attrs, "storage_order", 0) != 0)
+    return op + ": storage_order (of the Indices output) has no npu strategy";
   PoolGeom g;
   if (!Geometry(op, attrs, Shape(ins[0]), &g, &why)) return why;
   return "";
 }
 
-std::string CheckGlobal(const std::string& op, const Map<String, Any>&, const std::vector<TensorSpec>& ins) {
+std::string CheckGlobal(const std::string& op, const Map<String, Any>&,
+                        const std::vector<TensorSpec>& ins) {
   if (ins.size() != 1 || !ins[0].defined()) return op + ": expects one input";
   std::string why = CheckDTypes(ins, {DataType::Float(32)}, op);
   if (!why.empty()) return why;

@@ -49,8 +49,8 @@ struct AxesSpec {
   std::vector<int64_t> axes;  // normalised, sorted; empty with !from_input && !noop: every axis
 };
 
-bool ReadAxes(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins, AxesSpec* a,
-              std::string* why) {
+bool ReadAxes(const std::string& op, const Map<String, Any>& attrs,
+              const std::vector<TensorSpec>& ins, AxesSpec* a, std::string* why) {
   int64_t rank = static_cast<int64_t>(ins[0]->shape.size());
   int64_t opset = AttrInt(attrs, "_opset", 18);
   int64_t input_opset = op == "ReduceSum" ? 13 : 18;
@@ -83,13 +83,15 @@ bool ReadAxes(const std::string& op, const Map<String, Any>& attrs, const std::v
 }
 
 /*! \brief The axes an output shape implies; false with the reason when none or several fit. */
-bool AxesFromOutput(const std::string& op, const std::vector<int64_t>& in, const std::vector<int64_t>& out,
-                    bool keepdims, std::vector<int64_t>* axes, std::string* why) {
+bool AxesFromOutput(const std::string& op, const std::vector<int64_t>& in,
+                    const std::vector<int64_t>& out, bool keepdims, std::vector<int64_t>* axes,
+                    std::string* why) {
   size_t r = in.size();
   std::set<std::vector<int64_t>> effective;  // the reduced dims of size > 1, per reading
   if (keepdims) {
     if (out.size() != r) {
-      *why = op + ": output rank " + std::to_string(out.size()) + " with keepdims=1 and input rank " + std::to_string(r);
+      *why = op + ": output rank " + std::to_string(out.size()) +
+             " with keepdims=1 and input rank " + std::to_string(r);
       return false;
     }
     std::vector<int64_t> e;
@@ -105,7 +107,8 @@ bool AxesFromOutput(const std::string& op, const std::vector<int64_t>& in, const
     return true;
   }
   if (out.size() > r || r > 16) {
-    *why = op + ": output rank " + std::to_string(out.size()) + " does not fit input rank " + std::to_string(r);
+    *why = op + ": output rank " + std::to_string(out.size()) + " does not fit input rank " +
+           std::to_string(r);
     return false;
   }
   size_t k = r - out.size();
@@ -122,9 +125,11 @@ bool AxesFromOutput(const std::string& op, const std::vector<int64_t>& in, const
     if (kept == out) effective.insert(e);
   }
   if (effective.size() != 1) {
-    *why = op + (effective.empty() ? ": output shape does not follow from the input shape"
-                                   : ": the output shape leaves the reduced axes ambiguous; give the constant axes "
-                                     "as the attribute `axes`");
+    *why =
+        op + (effective.empty()
+                  ? ": output shape does not follow from the input shape"
+                  : ": the output shape leaves the reduced axes ambiguous; give the constant axes "
+                    "as the attribute `axes`");
     return false;
   }
   *axes = *effective.begin();
@@ -141,26 +146,31 @@ struct Groups {
   int64_t Kept() const { return K0 * K1 * K2; }
 };
 
-bool Merge(const std::string& op, const std::vector<int64_t>& in, const std::vector<int64_t>& axes, Groups* g,
-           std::string* why) {
+bool Merge(const std::string& op, const std::vector<int64_t>& in, const std::vector<int64_t>& axes,
+           Groups* g, std::string* why) {
   std::set<int64_t> red(axes.begin(), axes.end());
   std::vector<std::pair<bool, int64_t>> runs;  // (reduced, extent)
   for (size_t d = 0; d < in.size(); ++d) {
     if (in[d] == 1) continue;
     bool r = red.count(static_cast<int64_t>(d)) != 0;
-    if (!runs.empty() && runs.back().first == r) runs.back().second *= in[d];
-    else runs.push_back({r, in[d]});
+    if (!runs.empty() && runs.back().first == r)
+      runs.back().second *= in[d];
+    else
+      runs.push_back({r, in[d]});
   }
   int nred = 0;
   for (auto& x : runs) nred += x.first;
   if (nred > 2) {
-    *why = op + ": the reduced axes form more than two separate groups (after dropping size-1 dims)";
+    *why =
+        op + ": the reduced axes form more than two separate groups (after dropping size-1 dims)";
     return false;
   }
   *g = Groups();
   std::vector<int64_t*> slots;  // where the runs go, in order
-  if (nred == 2) slots = {&g->K0, &g->R0, &g->K1, &g->R1, &g->K2};
-  else slots = {&g->K1, &g->R1, &g->K2};
+  if (nred == 2)
+    slots = {&g->K0, &g->R0, &g->K1, &g->R1, &g->K2};
+  else
+    slots = {&g->K1, &g->R1, &g->K2};
   size_t k = 0;
   for (auto& x : runs) {
     // advance to the next slot of the run's kind (kept slots are even, reduced odd)
@@ -172,10 +182,12 @@ bool Merge(const std::string& op, const std::vector<int64_t>& in, const std::vec
 }
 
 /*! \brief With the axes an input, can every axes value of that length be lowered? */
-std::string CheckAxesInput(const std::string& op, const std::vector<int64_t>& in, int64_t k, bool keepdims) {
+std::string CheckAxesInput(const std::string& op, const std::vector<int64_t>& in, int64_t k,
+                           bool keepdims) {
   size_t r = in.size();
   if (r > 16) return op + ": rank above 16";
-  std::map<std::vector<int64_t>, std::set<std::vector<int64_t>>> readings;  // kept shape -> effective axes
+  std::map<std::vector<int64_t>, std::set<std::vector<int64_t>>>
+      readings;  // kept shape -> effective axes
   for (uint32_t m = 0; m < (1u << r); ++m) {
     if (__builtin_popcount(m) != k) continue;
     std::vector<int64_t> kept, e;
@@ -194,19 +206,24 @@ std::string CheckAxesInput(const std::string& op, const std::vector<int64_t>& in
   }
   for (auto& [shape, sets] : readings) {
     if (sets.size() > 1 && !keepdims)
-      return op + ": with keepdims=0 the shapes leave the axes input ambiguous; its value is needed as the "
-                  "attribute `axes`";
+      return op +
+             ": with keepdims=0 the shapes leave the axes input ambiguous; its value is needed as "
+             "the "
+             "attribute `axes`";
   }
   return "";
 }
 
-std::string CheckReduce(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
-  if (ins.empty() || ins.size() > 2 || !ins[0].defined()) return op + ": expects data and optional axes";
+std::string CheckReduce(const std::string& op, const Map<String, Any>& attrs,
+                        const std::vector<TensorSpec>& ins) {
+  if (ins.empty() || ins.size() > 2 || !ins[0].defined())
+    return op + ": expects data and optional axes";
   std::vector<DataType> ok{DataType::Float(32)};
   if (IntAllowed(op)) ok.push_back(DataType::Int(32));
   std::string why = CheckDTypes({ins[0]}, ok, op);
   if (!why.empty()) return why;
-  if (ins.size() > 1 && ins[1].defined() && ins[1]->shape.size() != 1) return op + ": axes must be 1-D";
+  if (ins.size() > 1 && ins[1].defined() && ins[1]->shape.size() != 1)
+    return op + ": axes must be 1-D";
   AxesSpec a;
   if (!ReadAxes(op, attrs, ins, &a, &why)) return why;
   Groups g;
@@ -219,7 +236,8 @@ std::string CheckReduce(const std::string& op, const Map<String, Any>& attrs, co
 /*! \brief The value of a reduction over nothing (ONNX: the identity; the mean: NaN). */
 PrimExpr EmptyValue(const std::string& op, DataType t) {
   if (op == "ReduceProd") return make_const(t, 1);
-  if (op == "ReduceMax" || op == "ReduceLogSum" || op == "ReduceLogSumExp") return Identity(Red::kMax, t);
+  if (op == "ReduceMax" || op == "ReduceLogSum" || op == "ReduceLogSumExp")
+    return Identity(Red::kMax, t);
   if (op == "ReduceMin") return Identity(Red::kMin, t);
   if (op == "ReduceMean") return FloatImm(t, NAN);
   return make_zero(t);
@@ -229,7 +247,8 @@ PrimExpr EmptyValue(const std::string& op, DataType t) {
  * \brief Two groups with a long outer one: fold R0 in tiles of [K0, R0, K1 x R1 x K2]
  * (the whole inner block a row), then R1 of the partial result in L1.
  */
-Stmt OuterFirst(const OpCall& call, const Params& p, const Groups& g, Red red, bool square, bool absolute,
+Stmt OuterFirst(const OpCall& call, const Params& p, const Groups& g, Red red, bool square,
+                bool absolute,
                 const std::function<void(std::vector<Stmt>*, const TileView&)>& post) {
   DataType t = call.inputs[0]->dtype;
   int64_t inner = g.K1 * g.R1 * g.K2;
@@ -242,29 +261,37 @@ Stmt OuterFirst(const OpCall& call, const Params& p, const Groups& g, Red red, b
   Buffer Y = View(p.out[0], {g.K0, g.K1 * g.K2}, "Y");
   return ForTiles(call, g.K0, inner, tl, [&](PrimExpr a0, int64_t ta, PrimExpr, int64_t) {
     Buffer Xa = Local({ta * tl.tr * inner}, t, "Xt"), Ea = Local({ta * tl.tr * inner}, t, "Et");
-    Buffer Qa = Local({ta * inner}, t, "Q"), Pa = Local({ta * inner}, t, "P"), Sa = Local({ta * g.K1 * g.K2}, t, "S");
+    Buffer Qa = Local({ta * inner}, t, "Q"), Pa = Local({ta * inner}, t, "P"),
+           Sa = Local({ta * g.K1 * g.K2}, t, "S");
     TileView Q = MakeView(Qa, {ta, inner}, "Qv"), P = MakeView(Pa, {ta, inner}, "Pv");
     TileView S = MakeView(Sa, {ta * g.K1, g.K2}, "Sv");
     std::vector<Stmt> s;
     s.push_back(ForChunks(g.R0, tl.tr, [&](PrimExpr r0, int64_t n, bool first) {
       TileView x = MakeView(Xa, {ta, n, inner}, "Xv"), e = MakeView(Ea, {ta, n, inner}, "Ev");
       std::vector<Stmt> c{DmaWait(x.All(), Region(X, {a0, r0, I32(0)}, {ta, n, inner}), 0)};
-      if (square) c.push_back(MapTile(x, [](PrimExpr v, const std::vector<PrimExpr>&) { return v * v; }));
+      if (square)
+        c.push_back(MapTile(x, [](PrimExpr v, const std::vector<PrimExpr>&) { return v * v; }));
       if (absolute) {
-        c.push_back(Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(x.Load(i) * F32(-1.0), i); }));
-        c.push_back(MapTile(x, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return max(v, e.Load(i)); }));
+        c.push_back(Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
+          return e.Store(x.Load(i) * F32(-1.0), i);
+        }));
+        c.push_back(MapTile(
+            x, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return max(v, e.Load(i)); }));
       }
       if (first) {
         c.push_back(ReduceTile(Q, x, red));
       } else {
         c.push_back(ReduceTile(P, x, red));
-        c.push_back(MapTile(Q, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return Combine(red, v, P.Load(i)); }));
+        c.push_back(MapTile(Q, [&](PrimExpr v, const std::vector<PrimExpr>& i) {
+          return Combine(red, v, P.Load(i));
+        }));
       }
       return Seq(c);
     }));
     s.push_back(ReduceTile(S, MakeView(Qa, {ta * g.K1, g.R1, g.K2}, "Q3"), red));
     post(&s, S);
-    s.push_back(DmaWait(Region(Y, {a0, I32(0)}, {ta, g.K1 * g.K2}), MakeView(Sa, {ta, g.K1 * g.K2}, "S2").All(), 1));
+    s.push_back(DmaWait(Region(Y, {a0, I32(0)}, {ta, g.K1 * g.K2}),
+                        MakeView(Sa, {ta, g.K1 * g.K2}, "S2").All(), 1));
     return Allocate(Xa, Allocate(Ea, Allocate(Qa, Allocate(Pa, Allocate(Sa, Seq(s))))));
   });
 }
@@ -283,7 +310,8 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
     TILECORE_THROW(ValueError) << "LowerOp(" << op << "): " << why;
   Groups g;
   g.K1 = Numel(in);
-  if (!a.noop && !Merge(op, in, a.axes, &g, &why)) TILECORE_THROW(ValueError) << "LowerOp(" << op << "): " << why;
+  if (!a.noop && !Merge(op, in, a.axes, &g, &why))
+    TILECORE_THROW(ValueError) << "LowerOp(" << op << "): " << why;
   if (!a.noop) {
     // a zero-size dim among the reduced ones: Merge kept it in a group; recount
     for (int64_t x : a.axes)
@@ -291,14 +319,17 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
   }
   int64_t kept = a.noop ? Numel(in) : Numel(out);
   if (g.R() != 0 && Numel(out) != g.Kept())
-    TILECORE_THROW(ValueError) << "LowerOp(" << op << "): output of " << Numel(out) << " elements, expected "
-                               << g.Kept();
+    TILECORE_THROW(ValueError) << "LowerOp(" << op << "): output of " << Numel(out)
+                               << " elements, expected " << g.Kept();
   if (kept == 0) return MakeFunc(call, p, Evaluate(I32(0)));
   if (g.R() == 0) {  // an empty reduction: the identity everywhere, by core 0
     Buffer Y = View(p.out[0], {kept}, "Y");
-    Stmt fill = Seq({Intrin("tile.dma_fill", {Region(Y, {I32(0)}, {kept}), EmptyValue(op, t), I32(1)}),
-                     Intrin("tile.wait", {I32(1)})});
-    return MakeFunc(call, p, OverCores(call.cores, [&](PrimExpr core) { return IfThenElse(eq(core, I32(0)), fill); }));
+    Stmt fill =
+        Seq({Intrin("tile.dma_fill", {Region(Y, {I32(0)}, {kept}), EmptyValue(op, t), I32(1)}),
+             Intrin("tile.wait", {I32(1)})});
+    return MakeFunc(call, p, OverCores(call.cores, [&](PrimExpr core) {
+                      return IfThenElse(eq(core, I32(0)), fill);
+                    }));
   }
   int64_t R = g.R();
   Buffer X = View(p.in[0], {g.K0, g.R0, g.K1, g.R1, g.K2}, "X");
@@ -307,14 +338,16 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
   if (op == "ReduceMax") red = Red::kMax;
   if (op == "ReduceMin") red = Red::kMin;
   if (op == "ReduceProd") red = Red::kProd;
-  bool square = op == "ReduceSumSquare" || op == "ReduceL2", absolute = op == "ReduceL1", lse = op == "ReduceLogSumExp";
+  bool square = op == "ReduceSumSquare" || op == "ReduceL2", absolute = op == "ReduceL1",
+       lse = op == "ReduceLogSumExp";
   if (a.noop) red = Red::kSum, square = absolute = lse = false;
   auto post_ops = [&](std::vector<Stmt>* s, const TileView& S) {
     auto post = [&](std::function<PrimExpr(PrimExpr)> f) {
       s->push_back(MapTile(S, [f](PrimExpr v, const std::vector<PrimExpr>&) { return f(v); }));
     };
     if (a.noop) return;
-    if (op == "ReduceMean") post([R](PrimExpr v) { return v * F32Exact(1.0 / static_cast<double>(R)); });
+    if (op == "ReduceMean")
+      post([R](PrimExpr v) { return v * F32Exact(1.0 / static_cast<double>(R)); });
     if (op == "ReduceL2") post([](PrimExpr v) { return Math("tir.sqrt", v); });
     if (op == "ReduceLogSum") post([](PrimExpr v) { return Math("tir.log", v); });
   };
@@ -324,71 +357,94 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
     return MakeFunc(call, p, OuterFirst(call, p, g, red, square, absolute, post_ops));
   Tiles tl = ChooseTiles(g.K1, g.R1, g.K2, std::max<int64_t>(1, call.cores / g.K0));
   bool resident = tl.tr == g.R1 && g.R0 == 1;
-  Stmt body = ForTiles(call, g.K0 * g.K1, g.K2, tl, g.K1, [&](PrimExpr k0, PrimExpr a0, int64_t ta, PrimExpr b0,
-                                                                int64_t tb) {
-    Buffer Xa = Local({ta * tl.tr * tb}, t, "Xt");
-    Buffer Ea = Local({ta * tl.tr * tb}, t, "Et");
-    Buffer Sa = Local({ta * tb}, t, "S");
-    Buffer Ma = Local({ta * tb}, t, "M");
-    Buffer Pa = Local({ta * tb}, t, "P");
-    TileView S = MakeView(Sa, {ta, tb}, "Sv"), M = MakeView(Ma, {ta, tb}, "Mv"), P = MakeView(Pa, {ta, tb}, "Pv");
-    auto xt = [&](int64_t n) { return MakeView(Xa, {ta, n, tb}, "Xv"); };
-    auto et = [&](int64_t n) { return MakeView(Ea, {ta, n, tb}, "Ev"); };
-    auto load = [&](PrimExpr r0, PrimExpr c0, int64_t n) {
-      return DmaWait(xt(n).All(), Region(X, {k0, r0, a0, c0, b0}, {1, 1, ta, n, tb}), 0);
-    };
-    // every chunk of the reduced extent: R0 (a loop) times the chunks of R1
-    auto over_r = [&](const std::function<Stmt(PrimExpr r0, PrimExpr c0, int64_t n, bool first)>& fn) {
-      Stmt head = ForChunks(g.R1, tl.tr, [&](PrimExpr c0, int64_t n, bool first) { return fn(I32(0), c0, n, first); });
-      if (g.R0 == 1) return head;
-      return Seq({head, Loop("r0", g.R0 - 1, [&](PrimExpr i) {
-                    return ForChunks(g.R1, tl.tr, [&](PrimExpr c0, int64_t n, bool) { return fn(i + I32(1), c0, n, false); });
-                  })});
-    };
-    auto fold = [&](const TileView& src, bool first, Red r, const TileView& into) {
-      if (first) return ReduceTile(into, src, r);
-      return Seq({ReduceTile(P, src, r),
-                  MapTile(into, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return Combine(r, v, P.Load(i)); })});
-    };
-    // what each element contributes, in place in Xt
-    auto pre = [&](int64_t n) -> Stmt {
-      TileView x = xt(n), e = et(n);
-      if (square) return MapTile(x, [](PrimExpr v, const std::vector<PrimExpr>&) { return v * v; });
-      if (absolute) {
-        return Seq({Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(x.Load(i) * F32(-1.0), i); }),
-                    MapTile(x, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return max(v, e.Load(i)); })});
-      }
-      if (lse) {
-        return Seq({MapTile(x, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v - M.Load({i[0], i[2]}); }),
-                    MapTile(x, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.exp", v); })});
-      }
-      return Stmt();
-    };
-    std::vector<Stmt> s;
-    if (lse && !resident) {
-      s.push_back(over_r([&](PrimExpr r0, PrimExpr c0, int64_t n, bool first) {
-        return Seq({load(r0, c0, n), fold(xt(n), first, Red::kMax, M)});
-      }));
-    }
-    s.push_back(over_r([&](PrimExpr r0, PrimExpr c0, int64_t n, bool first) {
-      std::vector<Stmt> c{load(r0, c0, n)};
-      if (lse && resident) c.push_back(ReduceTile(M, xt(n), Red::kMax));
-      c.push_back(pre(n));
-      c.push_back(fold(xt(n), first, red, S));
-      return Seq(c);
-    }));
-    auto post = [&](std::function<PrimExpr(PrimExpr)> f) {
-      s.push_back(MapTile(S, [f](PrimExpr v, const std::vector<PrimExpr>&) { return f(v); }));
-    };
-    if (!a.noop) {
-      if (op == "ReduceMean") post([R](PrimExpr v) { return v * F32Exact(1.0 / static_cast<double>(R)); });
-      if (op == "ReduceL2") post([](PrimExpr v) { return Math("tir.sqrt", v); });
-      if (op == "ReduceLogSum" || lse) post([](PrimExpr v) { return Math("tir.log", v); });
-      if (lse) s.push_back(MapTile(S, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + M.Load(i); }));
-    }
-    s.push_back(DmaWait(Region(Y, {k0, a0, b0}, {1, ta, tb}), S.All(), 1));
-    return Allocate(Xa, Allocate(Ea, Allocate(Sa, Allocate(Ma, Allocate(Pa, Seq(s))))));
-  });
+  Stmt body = ForTiles(
+      call, g.K0 * g.K1, g.K2, tl, g.K1,
+      [&](PrimExpr k0, PrimExpr a0, int64_t ta, PrimExpr b0, int64_t tb) {
+        Buffer Xa = Local({ta * tl.tr * tb}, t, "Xt");
+        Buffer Ea = Local({ta * tl.tr * tb}, t, "Et");
+        Buffer Sa = Local({ta * tb}, t, "S");
+        Buffer Ma = Local({ta * tb}, t, "M");
+        Buffer Pa = Local({ta * tb}, t, "P");
+        TileView S = MakeView(Sa, {ta, tb}, "Sv"), M = MakeView(Ma, {ta, tb}, "Mv"),
+                 P = MakeView(Pa, {ta, tb}, "Pv");
+        auto xt = [&](int64_t n) { return MakeView(Xa, {ta, n, tb}, "Xv"); };
+        auto et = [&](int64_t n) { return MakeView(Ea, {ta, n, tb}, "Ev"); };
+        auto load = [&](PrimExpr r0, PrimExpr c0, int64_t n) {
+          return DmaWait(xt(n).All(), Region(X, {k0, r0, a0, c0, b0}, {1, 1, ta, n, tb}), 0);
+        };
+        // every chunk of the reduced extent: R0 (a loop) times the chunks of R1
+        auto over_r =
+            [&](const std::function<Stmt(PrimExpr r0, PrimExpr c0, int64_t n, bool first)>& fn) {
+              Stmt head = ForChunks(g.R1, tl.tr, [&](PrimExpr c0, int64_t n, bool first) {
+                return fn(I32(0), c0, n, first);
+              });
+              if (g.R0 == 1) return head;
+              return Seq({head, Loop("r0", g.R0 - 1, [&](PrimExpr i) {
+                            return ForChunks(g.R1, tl.tr, [&](PrimExpr c0, int64_t n, bool) {
+                              return fn(i + I32(1), c0, n, false);
+                            });
+                          })});
+            };
+        auto fold = [&](const TileView& src, bool first, Red r, const TileView& into) {
+          if (first) return ReduceTile(into, src, r);
+          return Seq({ReduceTile(P, src, r),
+                      MapTile(into, [&](PrimExpr v, const std::vector<PrimExpr>& i) {
+                        return Combine(r, v, P.Load(i));
+                      })});
+        };
+        // what each element contributes, in place in Xt
+        auto pre = [&](int64_t n) -> Stmt {
+          TileView x = xt(n), e = et(n);
+          if (square)
+            return MapTile(x, [](PrimExpr v, const std::vector<PrimExpr>&) { return v * v; });
+          if (absolute) {
+            return Seq({Nest(x.dims,
+                             [&](const std::vector<PrimExpr>& i) {
+                               return e.Store(x.Load(i) * F32(-1.0), i);
+                             }),
+                        MapTile(x, [&](PrimExpr v, const std::vector<PrimExpr>& i) {
+                          return max(v, e.Load(i));
+                        })});
+          }
+          if (lse) {
+            return Seq({MapTile(x,
+                                [&](PrimExpr v, const std::vector<PrimExpr>& i) {
+                                  return v - M.Load({i[0], i[2]});
+                                }),
+                        MapTile(x, [](PrimExpr v, const std::vector<PrimExpr>&) {
+                          return Math("tir.exp", v);
+                        })});
+          }
+          return Stmt();
+        };
+        std::vector<Stmt> s;
+        if (lse && !resident) {
+          s.push_back(over_r([&](PrimExpr r0, PrimExpr c0, int64_t n, bool first) {
+            return Seq({load(r0, c0, n), fold(xt(n), first, Red::kMax, M)});
+          }));
+        }
+        s.push_back(over_r([&](PrimExpr r0, PrimExpr c0, int64_t n, bool first) {
+          std::vector<Stmt> c{load(r0, c0, n)};
+          if (lse && resident) c.push_back(ReduceTile(M, xt(n), Red::kMax));
+          c.push_back(pre(n));
+          c.push_back(fold(xt(n), first, red, S));
+          return Seq(c);
+        }));
+        auto post = [&](std::function<PrimExpr(PrimExpr)> f) {
+          s.push_back(MapTile(S, [f](PrimExpr v, const std::vector<PrimExpr>&) { return f(v); }));
+        };
+        if (!a.noop) {
+          if (op == "ReduceMean")
+            post([R](PrimExpr v) { return v * F32Exact(1.0 / static_cast<double>(R)); });
+          if (op == "ReduceL2") post([](PrimExpr v) { return Math("tir.sqrt", v); });
+          if (op == "ReduceLogSum" || lse) post([](PrimExpr v) { return Math("tir.log", v); });
+          if (lse)
+            s.push_back(MapTile(
+                S, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + M.Load(i); }));
+        }
+        s.push_back(DmaWait(Region(Y, {k0, a0, b0}, {1, ta, tb}), S.All(), 1));
+        return Allocate(Xa, Allocate(Ea, Allocate(Sa, Allocate(Ma, Allocate(Pa, Seq(s))))));
+      });
   return MakeFunc(call, p, body);
 }
 
@@ -396,7 +452,8 @@ namespace {
 
 PrimFunc LowerReduce(const OpCall& call) { return LowerReduction(call, call.op_type); }
 
-std::string CheckArg(const std::string& op, const Map<String, Any>&, const std::vector<TensorSpec>&) {
+std::string CheckArg(const std::string& op, const Map<String, Any>&,
+                     const std::vector<TensorSpec>&) {
   return op + ": the output is int64 (TC1 has no 64-bit types)";
 }
 
@@ -404,13 +461,15 @@ std::string CheckArg(const std::string& op, const Map<String, Any>&, const std::
 }  // namespace detail
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
-  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1",
-                         "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"}) {
+  for (const char* op :
+       {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare",
+        "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"}) {
     RegisterStrategy(op, Strategy{detail::CheckReduce, detail::LowerReduce,
                                   [](const OpCall&, int) { return std::string("onnx"); }, 1});
   }
   for (const char* op : {"ArgMax", "ArgMin"}) {
-    RegisterStrategy(op, Strategy{detail::CheckArg, nullptr, [](const OpCall&, int) { return std::string("onnx"); }});
+    RegisterStrategy(op, Strategy{detail::CheckArg, nullptr,
+                                  [](const OpCall&, int) { return std::string("onnx"); }});
   }
 });
 

@@ -42,9 +42,12 @@ std::vector<double> AttrFloats(const Map<String, Any>& attrs, const std::string&
   auto a = v->try_cast<Array<Any>>();
   if (!a) TILECORE_THROW(TypeError) << "attribute " << name << ": expected a list of numbers";
   for (const Any& x : *a) {
-    if (auto f = x.try_cast<double>()) out.push_back(*f);
-    else if (auto i = x.try_cast<int64_t>()) out.push_back(static_cast<double>(*i));
-    else TILECORE_THROW(TypeError) << "attribute " << name << ": expected a list of numbers";
+    if (auto f = x.try_cast<double>())
+      out.push_back(*f);
+    else if (auto i = x.try_cast<int64_t>())
+      out.push_back(static_cast<double>(*i));
+    else
+      TILECORE_THROW(TypeError) << "attribute " << name << ": expected a list of numbers";
   }
   return out;
 }
@@ -66,7 +69,8 @@ std::vector<double> Scales(const OpCall& c) {
   auto axes = AttrInts(c.attrs, "axes", dflt);
   for (int64_t& a : axes) a = a < 0 ? a + static_cast<int64_t>(r) : a;
   if (!sc.empty()) {
-    for (size_t i = 0; i < axes.size() && i < sc.size(); ++i) full[axes[i]] = static_cast<float>(sc[i]);
+    for (size_t i = 0; i < axes.size() && i < sc.size(); ++i)
+      full[axes[i]] = static_cast<float>(sc[i]);
     return full;
   }
   std::vector<int64_t> sizes = AttrInts(c.attrs, "sizes", {});
@@ -88,15 +92,19 @@ std::vector<double> Scales(const OpCall& c) {
 }
 
 std::string CoordMode(const OpCall& c) {
-  return IsUpsample(c.op_type) ? "asymmetric" : AttrStr(c.attrs, "coordinate_transformation_mode", "half_pixel");
+  return IsUpsample(c.op_type) ? "asymmetric"
+                               : AttrStr(c.attrs, "coordinate_transformation_mode", "half_pixel");
 }
 
 /*! \brief x = a * o + b, the source coordinate of output index o on one axis. */
-std::pair<double, double> Affine(const std::string& mode, int64_t out_len, int64_t in_len, double scale) {
+std::pair<double, double> Affine(const std::string& mode, int64_t out_len, int64_t in_len,
+                                 double scale) {
   double out_f = scale * static_cast<double>(in_len);
-  if (mode == "align_corners") return out_f == 1 ? std::pair{0.0, 0.0} : std::pair{(in_len - 1) / (out_f - 1), 0.0};
+  if (mode == "align_corners")
+    return out_f == 1 ? std::pair{0.0, 0.0} : std::pair{(in_len - 1) / (out_f - 1), 0.0};
   if (mode == "asymmetric") return {1.0 / scale, 0.0};
-  if (mode == "pytorch_half_pixel") return out_f == 1 ? std::pair{0.0, -0.5} : std::pair{1.0 / scale, 0.5 / scale - 0.5};
+  if (mode == "pytorch_half_pixel")
+    return out_f == 1 ? std::pair{0.0, -0.5} : std::pair{1.0 / scale, 0.5 / scale - 0.5};
   if (mode == "half_pixel") return {1.0 / scale, 0.5 / scale - 0.5};
   // half_pixel_symmetric
   double offset = in_len / 2.0 * (1 - out_len / out_f);
@@ -104,7 +112,8 @@ std::pair<double, double> Affine(const std::string& mode, int64_t out_len, int64
 }
 
 /*! \brief The source coordinate of output index o, as ONNX computes it (float64). */
-double SourceCoord(const std::string& mode, int64_t o, int64_t out_len, int64_t in_len, double scale) {
+double SourceCoord(const std::string& mode, int64_t o, int64_t out_len, int64_t in_len,
+                   double scale) {
   double y = static_cast<double>(o), out_f = scale * static_cast<double>(in_len);
   if (mode == "align_corners") return out_f == 1 ? 0.0 : y * (in_len - 1) / (out_f - 1);
   if (mode == "asymmetric") return y / scale;
@@ -116,17 +125,23 @@ double SourceCoord(const std::string& mode, int64_t o, int64_t out_len, int64_t 
 
 std::vector<int64_t> NearestTable(const OpCall& c, int64_t out_len, int64_t in_len, double scale) {
   std::string mode = CoordMode(c);
-  std::string nm = IsUpsample(c.op_type) ? "simple" : AttrStr(c.attrs, "nearest_mode", "round_prefer_floor");
+  std::string nm =
+      IsUpsample(c.op_type) ? "simple" : AttrStr(c.attrs, "nearest_mode", "round_prefer_floor");
   std::vector<int64_t> t(out_len);
   for (int64_t o = 0; o < out_len; ++o) {
     double x = SourceCoord(mode, o, out_len, in_len, scale);
     bool whole = x == std::floor(x);
     double i;
-    if (nm == "round_prefer_floor") i = whole ? x : std::ceil(x - 0.5);
-    else if (nm == "round_prefer_ceil") i = whole ? x : std::floor(x + 0.5);
-    else if (nm == "floor") i = std::floor(x);
-    else if (nm == "ceil") i = std::ceil(x);
-    else i = scale < 1 ? std::ceil(x) : std::trunc(x);  // "simple" (Upsample)
+    if (nm == "round_prefer_floor")
+      i = whole ? x : std::ceil(x - 0.5);
+    else if (nm == "round_prefer_ceil")
+      i = whole ? x : std::floor(x + 0.5);
+    else if (nm == "floor")
+      i = std::floor(x);
+    else if (nm == "ceil")
+      i = std::ceil(x);
+    else
+      i = scale < 1 ? std::ceil(x) : std::trunc(x);  // "simple" (Upsample)
     t[o] = std::clamp<int64_t>(static_cast<int64_t>(i), 0, in_len - 1);
   }
   return t;
@@ -190,8 +205,8 @@ PrimFunc LowerNearest(const OpCall& c, const Params& p) {
   int64_t total = 1;
   for (const auto& sg : segs) total *= static_cast<int64_t>(sg.size());
   if (total > kMaxBoxes)
-    TILECORE_THROW(ValueError) << "LowerOp(" << c.op_type << "): the nearest index tables make " << total
-                               << " copies (at most " << kMaxBoxes << ")";
+    TILECORE_THROW(ValueError) << "LowerOp(" << c.op_type << "): the nearest index tables make "
+                               << total << " copies (at most " << kMaxBoxes << ")";
   std::vector<Box> boxes;
   std::vector<size_t> idx(r, 0);
   while (true) {
@@ -225,7 +240,8 @@ struct Taps {
 };
 /*! \brief body(taps of o), each intermediate bound once (the front end has no common
  * subexpression elimination). */
-Stmt WithTaps(PrimExpr o, double a, double b, int64_t in_len, const std::function<Stmt(const Taps&)>& body) {
+Stmt WithTaps(PrimExpr o, double a, double b, int64_t in_len,
+              const std::function<Stmt(const Taps&)>& body) {
   DataType f32 = DataType::Float(32), i32 = DataType::Int(32);
   Var x("x", f32), r("r", i32), bs("bs", i32), rt("rt", f32), b2("b2", i32), r2("r2", f32);
   auto clip = [&](PrimExpr i) { return max(min(i, I32(in_len - 1)), I32(0)); };
@@ -264,8 +280,8 @@ PrimFunc LowerLinear(const OpCall& c, const Params& p) {
            F1 = Local({OW}, f32, "F1");
     Stmt tables = Loop("ow", OW, [&](PrimExpr ow) {
       return WithTaps(ow, aw, bw, W, [&](const Taps& tw) {
-        return Seq({BufferStore(I0, tw.i0, {ow}), BufferStore(I1, tw.i1, {ow}), BufferStore(F0, tw.w0, {ow}),
-                    BufferStore(F1, tw.w1, {ow})});
+        return Seq({BufferStore(I0, tw.i0, {ow}), BufferStore(I1, tw.i1, {ow}),
+                    BufferStore(F0, tw.w0, {ow}), BufferStore(F1, tw.w1, {ow})});
       });
     });
     Stmt rows = ForEachItem(core, c.cores, P * OH, &rotation, "t", [&](PrimExpr t) {
@@ -273,20 +289,25 @@ PrimFunc LowerLinear(const OpCall& c, const Params& p) {
       auto row = [&](const Taps& th) -> Stmt {
         std::vector<Stmt> s;
         Var h0("h0", i32), h1("h1", i32), vh0("wh0", f32), vh1("wh1", f32);
-        s.push_back(DmaWait(Region(A, {I32(0)}, {W}), Region(X, {plane * I32(H) + h0, I32(0)}, {1, W}), 0));
+        s.push_back(
+            DmaWait(Region(A, {I32(0)}, {W}), Region(X, {plane * I32(H) + h0, I32(0)}, {1, W}), 0));
         if (!rows_kept)
-          s.push_back(DmaWait(Region(B, {I32(0)}, {W}), Region(X, {plane * I32(H) + h1, I32(0)}, {1, W}), 0));
+          s.push_back(DmaWait(Region(B, {I32(0)}, {W}),
+                              Region(X, {plane * I32(H) + h1, I32(0)}, {1, W}), 0));
         s.push_back(Loop("ow", OW, [&](PrimExpr ow) {
           Var w0("w0", i32), w1("w1", i32), f0("f0", f32), f1("f1", f32);
           PrimExpr ra = BufferLoad(A, {w0}) * f0 + BufferLoad(A, {w1}) * f1;
-          PrimExpr v = rows_kept ? ra : vh0 * ra + vh1 * (BufferLoad(B, {w0}) * f0 + BufferLoad(B, {w1}) * f1);
+          PrimExpr v = rows_kept
+                           ? ra
+                           : vh0 * ra + vh1 * (BufferLoad(B, {w0}) * f0 + BufferLoad(B, {w1}) * f1);
           Stmt st = BufferStore(O, v, {ow});
           st = LetStmt(f1, BufferLoad(F1, {ow}), st);
           st = LetStmt(f0, BufferLoad(F0, {ow}), st);
           st = LetStmt(w1, BufferLoad(I1, {ow}), st);
           return Stmt(LetStmt(w0, BufferLoad(I0, {ow}), st));
         }));
-        s.push_back(DmaWait(Region(Y, {plane * I32(OH) + oh, I32(0)}, {1, OW}), Region(O, {I32(0)}, {OW}), 1));
+        s.push_back(DmaWait(Region(Y, {plane * I32(OH) + oh, I32(0)}, {1, OW}),
+                            Region(O, {I32(0)}, {OW}), 1));
         Stmt r = Seq(s);
         r = LetStmt(vh1, th.w1, r);
         r = LetStmt(vh0, th.w0, r);
@@ -296,8 +317,11 @@ PrimFunc LowerLinear(const OpCall& c, const Params& p) {
       if (rows_kept) return row(Taps{oh, oh, F32(1), F32(0)});
       return WithTaps(oh, ah, bh, H, row);
     });
-    return Allocate(A, Allocate(B, Allocate(O, Allocate(I0, Allocate(I1, Allocate(F0, Allocate(F1,
-                    Seq({tables, rows}))))))));
+    return Allocate(
+        A, Allocate(
+               B, Allocate(
+                      O, Allocate(I0,
+                                  Allocate(I1, Allocate(F0, Allocate(F1, Seq({tables, rows}))))))));
   });
   return MakeFunc(c, p, body);
 }
@@ -305,7 +329,8 @@ PrimFunc LowerLinear(const OpCall& c, const Params& p) {
 PrimFunc LowerResize(const OpCall& call) {
   Params p = MakeParams(call);
   if (call.outputs[0]->dtype != call.inputs[0]->dtype)
-    TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): output dtype differs from the input's";
+    TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type
+                               << "): output dtype differs from the input's";
   std::string mode = AttrStr(call.attrs, "mode", "nearest");
   if (mode == "nearest") return LowerNearest(call, p);
   auto is = Shape(call.inputs[0]), os = Shape(call.outputs[0]);
@@ -315,18 +340,22 @@ PrimFunc LowerResize(const OpCall& call) {
       TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): linear resize of axis " << d
                                  << " (only the last two axes)";
   if (is.back() > kMaxRow || os.back() > kMaxRow)
-    TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): rows longer than " << kMaxRow << " elements";
+    TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): rows longer than " << kMaxRow
+                               << " elements";
   return LowerLinear(call, p);
 }
 
-std::string CheckResize(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& inputs) {
+std::string CheckResize(const std::string& op, const Map<String, Any>& attrs,
+                        const std::vector<TensorSpec>& inputs) {
   if (inputs.empty() || !inputs[0].defined()) return op + ": input 0 is missing";
   if (inputs[0]->shape.empty()) return op + ": a scalar input";
   bool given = HasAttr(attrs, "scales") || HasAttr(attrs, "sizes");
   for (size_t i = 1; i < inputs.size(); ++i) {
     bool roi = op == "Resize" && inputs.size() > 2 && i == 1;
     if (!roi && inputs[i].defined() && inputs[i]->numel() > 0 && !given)
-      return op + ": scales or sizes must be known when compiling (constant inputs, given as attributes)";
+      return op +
+             ": scales or sizes must be known when compiling (constant inputs, given as "
+             "attributes)";
   }
   {
     int64_t r = static_cast<int64_t>(inputs[0]->shape.size());
@@ -343,12 +372,14 @@ std::string CheckResize(const std::string& op, const Map<String, Any>& attrs, co
   }
   std::string mode = AttrStr(attrs, "mode", "nearest");
   if (mode == "bilinear") mode = "linear";
-  if (mode != "nearest" && mode != "linear") return op + ": mode " + mode + " (nearest and linear run on the npu)";
+  if (mode != "nearest" && mode != "linear")
+    return op + ": mode " + mode + " (nearest and linear run on the npu)";
   if (mode == "nearest") {
-    std::string why = CheckDTypes({inputs[0]},
-                                  {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
-                                   DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
-                                  op);
+    std::string why = CheckDTypes(
+        {inputs[0]},
+        {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
+         DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
+        op);
     if (!why.empty()) return why;
     // with the scales or sizes known, the copy count is known too
     auto is = Shape(inputs[0]);
@@ -365,7 +396,8 @@ std::string CheckResize(const std::string& op, const Map<String, Any>& attrs, co
       for (size_t i = 0; i < ax.size(); ++i) {
         int64_t a = ax[i] < 0 ? ax[i] + static_cast<int64_t>(r) : ax[i];
         if (a < 0 || a >= static_cast<int64_t>(r)) return op + ": axes out of range";
-        os[a] = static_cast<int64_t>(std::floor(static_cast<float>(sc[i]) * static_cast<double>(is[a])));
+        os[a] = static_cast<int64_t>(
+            std::floor(static_cast<float>(sc[i]) * static_cast<double>(is[a])));
       }
       known = true;
     } else if (!sizes.empty() && sizes.size() == axes.size() &&
@@ -380,7 +412,8 @@ std::string CheckResize(const std::string& op, const Map<String, Any>& attrs, co
     if (known) {
       Array<int64_t> oshape;
       for (int64_t d : os) oshape.push_back(std::max<int64_t>(d, 0));
-      OpCall call{op, attrs, inputs, {TensorSpec(oshape, inputs[0]->dtype)}, 4, int64_t{1} << 20, 1};
+      OpCall call{op, attrs, inputs, {TensorSpec(oshape, inputs[0]->dtype)}, 4, int64_t{1} << 20,
+                  1};
       int64_t n = NearestCopies(call);
       if (n > kMaxBoxes)
         return op + ": the nearest index tables make " + std::to_string(n) + " copies (at most " +
@@ -391,12 +424,13 @@ std::string CheckResize(const std::string& op, const Map<String, Any>& attrs, co
     if (!why.empty()) return why;
     if (AttrInt(attrs, "antialias", 0) != 0) return op + ": antialias";
     if (AttrInt(attrs, "exclude_outside", 0) != 0) return op + ": exclude_outside";
-    if (inputs[0]->shape.back() > kMaxRow) return op + ": rows longer than " + std::to_string(kMaxRow) + " elements";
+    if (inputs[0]->shape.back() > kMaxRow)
+      return op + ": rows longer than " + std::to_string(kMaxRow) + " elements";
   }
   if (!IsUpsample(op)) {
     std::string ct = AttrStr(attrs, "coordinate_transformation_mode", "half_pixel");
-    if (ct != "half_pixel" && ct != "asymmetric" && ct != "align_corners" && ct != "pytorch_half_pixel" &&
-        ct != "half_pixel_symmetric")
+    if (ct != "half_pixel" && ct != "asymmetric" && ct != "align_corners" &&
+        ct != "pytorch_half_pixel" && ct != "half_pixel_symmetric")
       return op + ": coordinate_transformation_mode " + ct;
     std::string nm = AttrStr(attrs, "nearest_mode", "round_prefer_floor");
     if (nm != "round_prefer_floor" && nm != "round_prefer_ceil" && nm != "floor" && nm != "ceil")

@@ -27,8 +27,8 @@ using namespace rows;  // NOLINT(build/namespaces)
 PrimExpr Math(const char* op, PrimExpr x) { return call(op, {x}); }
 
 /*! \brief [A, R, B] of the op's input; false with the reason when the axis is bad. */
-bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::vector<int64_t>& s, int64_t* A,
-              int64_t* R, int64_t* B, std::string* why) {
+bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::vector<int64_t>& s,
+              int64_t* A, int64_t* R, int64_t* B, std::string* why) {
   int64_t rank = static_cast<int64_t>(s.size());
   int64_t opset = AttrInt(attrs, "_opset", 13);
   bool legacy = opset > 0 && opset < 13 && op != "LpNormalization";
@@ -49,7 +49,8 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs, const std::v
   return true;
 }
 
-std::string CheckSoftmax(const std::string& op, const Map<String, Any>& attrs, const std::vector<TensorSpec>& ins) {
+std::string CheckSoftmax(const std::string& op, const Map<String, Any>& attrs,
+                         const std::vector<TensorSpec>& ins) {
   if (ins.size() != 1 || !ins[0].defined()) return op + ": expects one input";
   std::string why = CheckDTypes(ins, {DataType::Float(32)}, op);
   if (!why.empty()) return why;
@@ -80,10 +81,13 @@ PrimFunc LowerSoftmax(const OpCall& call) {
     Buffer Ma = Local({ta * tb}, f32, "M");
     Buffer Sa = Local({ta * tb}, f32, "S");
     Buffer Pa = Local({ta * tb}, f32, "P");
-    TileView M = MakeView(Ma, {ta, tb}, "Mv"), S = MakeView(Sa, {ta, tb}, "Sv"), P = MakeView(Pa, {ta, tb}, "Pv");
+    TileView M = MakeView(Ma, {ta, tb}, "Mv"), S = MakeView(Sa, {ta, tb}, "Sv"),
+             P = MakeView(Pa, {ta, tb}, "Pv");
     auto xt = [&](int64_t n) { return MakeView(Xa, {ta, n, tb}, "Xv"); };
     auto et = [&](int64_t n) { return MakeView(Ea, {ta, n, tb}, "Ev"); };
-    auto load = [&](PrimExpr r0, int64_t n) { return DmaWait(xt(n).All(), Region(X, {a0, r0, b0}, {ta, n, tb}), 0); };
+    auto load = [&](PrimExpr r0, int64_t n) {
+      return DmaWait(xt(n).All(), Region(X, {a0, r0, b0}, {ta, n, tb}), 0);
+    };
     auto store = [&](PrimExpr r0, const TileView& from) {
       return DmaWait(Region(Y, {a0, r0, b0}, from.dims), from.All(), 1);
     };
@@ -95,12 +99,16 @@ PrimFunc LowerSoftmax(const OpCall& call) {
     };
     auto fold = [&](const TileView& src, bool first, Red red, const TileView& into) {
       if (first) return ReduceTile(into, src, red);
-      return Seq({ReduceTile(P, src, red),
-                  MapTile(into, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return Combine(red, v, P.Load(i)); })});
+      return Seq(
+          {ReduceTile(P, src, red), MapTile(into, [&](PrimExpr v, const std::vector<PrimExpr>& i) {
+             return Combine(red, v, P.Load(i));
+           })});
     };
     auto expo = [&](int64_t n) {  // Et = exp(Xt)
       TileView x = xt(n), e = et(n);
-      return Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(Math("tir.exp", x.Load(i)), i); });
+      return Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
+        return e.Store(Math("tir.exp", x.Load(i)), i);
+      });
     };
     auto recip = [](PrimExpr v, const std::vector<PrimExpr>&) { return F32(1.0) / v; };
     auto logf = [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.log", v); };
@@ -113,13 +121,15 @@ PrimFunc LowerSoftmax(const OpCall& call) {
         TileView x = xt(n), e = et(n);
         return Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
           PrimExpr r = cast(f32, r0 + i[1]);
-          return e.Store(select(eq(x.Load(i), M.Load({i[0], i[2]})), r, F32(static_cast<double>(R))), i);
+          return e.Store(
+              select(eq(x.Load(i), M.Load({i[0], i[2]})), r, F32(static_cast<double>(R))), i);
         });
       };
       auto one_hot = [&](PrimExpr r0, int64_t n) {
         TileView x = xt(n);
         return Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
-          return x.Store(select(eq(cast(f32, r0 + i[1]), S.Load({i[0], i[2]})), F32(1.0), F32(0.0)), i);
+          return x.Store(select(eq(cast(f32, r0 + i[1]), S.Load({i[0], i[2]})), F32(1.0), F32(0.0)),
+                         i);
         });
       };
       s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool first) {
@@ -132,20 +142,34 @@ PrimFunc LowerSoftmax(const OpCall& call) {
         c.push_back(fold(et(n), first, Red::kMin, S));
         return Seq(c);
       }));
-      s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) { return Seq({one_hot(r0, n), store(r0, xt(n))}); }));
+      s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) {
+        return Seq({one_hot(r0, n), store(r0, xt(n))});
+      }));
     } else if (lp) {
       // Et = |x|^p (p = 1: max(x, -x)); S = its sum, the norm, at least FLT_MIN (x / 0 -> 0)
       auto contrib = [&](int64_t n) -> Stmt {
         TileView x = xt(n), e = et(n);
-        if (p_norm == 2) return Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(x.Load(i) * x.Load(i), i); });
-        return Seq({Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(x.Load(i) * F32(-1.0), i); }),
-                    MapTile(e, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return max(v, x.Load(i)); })});
+        if (p_norm == 2)
+          return Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
+            return e.Store(x.Load(i) * x.Load(i), i);
+          });
+        return Seq({Nest(x.dims,
+                         [&](const std::vector<PrimExpr>& i) {
+                           return e.Store(x.Load(i) * F32(-1.0), i);
+                         }),
+                    MapTile(e, [&](PrimExpr v, const std::vector<PrimExpr>& i) {
+                      return max(v, x.Load(i));
+                    })});
       };
       s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool first) {
         return Seq({load(r0, n), contrib(n), fold(et(n), first, Red::kSum, S)});
       }));
-      if (p_norm == 2) s.push_back(MapTile(S, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
-      s.push_back(MapTile(S, [](PrimExpr v, const std::vector<PrimExpr>&) { return max(v, F32(1.1754943508222875e-38)); }));
+      if (p_norm == 2)
+        s.push_back(MapTile(
+            S, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
+      s.push_back(MapTile(S, [](PrimExpr v, const std::vector<PrimExpr>&) {
+        return max(v, F32(1.1754943508222875e-38));
+      }));
       s.push_back(MapTile(S, recip));
       s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) {
         std::vector<Stmt> c;
@@ -176,11 +200,13 @@ PrimFunc LowerSoftmax(const OpCall& call) {
       }));
       // pass 2: the sum of exp(x - max)
       s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool first) {
-        return Seq({load(r0, n), MapTile(xt(n), minus(M)), expo(n), fold(et(n), first, Red::kSum, S)});
+        return Seq(
+            {load(r0, n), MapTile(xt(n), minus(M)), expo(n), fold(et(n), first, Red::kSum, S)});
       }));
       if (log_sm) {
         s.push_back(MapTile(S, logf));
-        s.push_back(MapTile(M, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + S.Load(i); }));
+        s.push_back(
+            MapTile(M, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + S.Load(i); }));
       } else {
         s.push_back(MapTile(S, recip));
       }

@@ -54,7 +54,8 @@ std::string HasHostKernel(const std::string& op_type, const Map<String, Any>& at
                           const std::vector<TensorSpec>& inputs);
 /*! \brief The host PrimFunc; ValueError naming the op and the reason when HasHostKernel fails. */
 ir::PrimFunc LowerHostOp(const std::string& op_type, const Map<String, Any>& attrs,
-                         const std::vector<TensorSpec>& inputs, const std::vector<TensorSpec>& outputs);
+                         const std::vector<TensorSpec>& inputs,
+                         const std::vector<TensorSpec>& outputs);
 
 /*! \brief The npu strategy registered for `op_type`, or nullptr (for the host fallback). */
 const Strategy* FindStrategy(const std::string& op_type);
