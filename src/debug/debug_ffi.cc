@@ -60,10 +60,14 @@ arch::Space ParseSpace(const std::string& s) {
 
 const char* KindName(StopKind k) {
   switch (k) {
-    case StopKind::Mnemonic: return "mnemonic";
-    case StopKind::Pc: return "pc";
-    case StopKind::Command: return "command";
-    case StopKind::Watch: return "watch";
+    case StopKind::Mnemonic:
+      return "mnemonic";
+    case StopKind::Pc:
+      return "pc";
+    case StopKind::Command:
+      return "command";
+    case StopKind::Watch:
+      return "watch";
   }
   return "?";
 }
@@ -89,7 +93,8 @@ Map<String, Any> HitToMap(const Hit& h) {
 }
 
 Map<String, Any> ReportToMap(const StopReport& r) {
-  static const char* reasons[] = {"step", "breakpoint", "watchpoint", "transient", "finished", "history-start"};
+  static const char* reasons[] = {"step",      "breakpoint", "watchpoint",
+                                  "transient", "finished",   "history-start"};
   Map<String, Any> m;
   m.Set("reason", Any(String(reasons[r.reason])));
   m.Set("executed", Any(static_cast<int64_t>(r.executed)));
@@ -110,8 +115,9 @@ Map<String, Any> StopToMap(const Stop& s) {
   return m;
 }
 
-int64_t AddStop(EngineRef e, std::string kind, int64_t core, std::string op, int64_t pc, std::string engine,
-                int64_t command, std::string space, int64_t lo, int64_t hi, std::string mode) {
+int64_t AddStop(EngineRef e, std::string kind, int64_t core, std::string op, int64_t pc,
+                std::string engine, int64_t command, std::string space, int64_t lo, int64_t hi,
+                std::string mode) {
   Stop s;
   s.core = int(core);
   if (kind == "mnemonic") {
@@ -120,7 +126,8 @@ int64_t AddStop(EngineRef e, std::string kind, int64_t core, std::string op, int
     s.kind = StopKind::Mnemonic;
     s.op = *o;
   } else if (kind == "pc") {
-    if (pc < 0 || pc > int64_t(UINT32_MAX)) TILECORE_THROW(ValueError) << "pc " << pc << " is out of range";
+    if (pc < 0 || pc > int64_t(UINT32_MAX))
+      TILECORE_THROW(ValueError) << "pc " << pc << " is out of range";
     s.kind = StopKind::Pc;
     s.pc = uint32_t(pc);
   } else if (kind == "command") {
@@ -133,18 +140,26 @@ int64_t AddStop(EngineRef e, std::string kind, int64_t core, std::string op, int
   } else if (kind == "watch") {
     s.kind = StopKind::Watch;
     s.space = ParseSpace(space);
-    if (lo < 0 || hi <= lo) TILECORE_THROW(ValueError) << "watch range [" << lo << ", " << hi << ") is empty or negative";
+    if (lo < 0 || hi <= lo)
+      TILECORE_THROW(ValueError) << "watch range [" << lo << ", " << hi << ") is empty or negative";
     s.lo = uint64_t(lo);
     s.hi = uint64_t(hi);
-    if (mode == "read") s.mode = kWatchRead;
-    else if (mode == "write") s.mode = kWatchWrite;
-    else if (mode == "access") s.mode = kWatchAccess;
-    else TILECORE_THROW(ValueError) << "watch mode must be read, write or access, got '" << mode << "'";
+    if (mode == "read")
+      s.mode = kWatchRead;
+    else if (mode == "write")
+      s.mode = kWatchWrite;
+    else if (mode == "access")
+      s.mode = kWatchAccess;
+    else
+      TILECORE_THROW(ValueError) << "watch mode must be read, write or access, got '" << mode
+                                 << "'";
   } else {
     TILECORE_THROW(ValueError) << "unknown stop kind '" << kind << "'";
   }
   return With(e, [&](Engine& eng, sim::Simulator& sm) {
-    if (s.core >= sm.cores()) TILECORE_THROW(ValueError) << "core " << s.core << " does not exist (cores 0.." << sm.cores() - 1 << ")";
+    if (s.core >= sm.cores())
+      TILECORE_THROW(ValueError) << "core " << s.core << " does not exist (cores 0.."
+                                 << sm.cores() - 1 << ")";
     return int64_t{eng.add_stop(s)};
   });
 }
@@ -196,14 +211,15 @@ TILECORE_REGISTER_GLOBAL("debug.RemoveStop").set_body_typed([](EngineRef e, int6
   With(e, [&](Engine& eng, sim::Simulator&) { eng.remove_stop(int(id)); });
 });
 // debug.SetStop(engine, id, enabled (-1 keeps it), ignore (-1 keeps it))
-TILECORE_REGISTER_GLOBAL("debug.SetStop").set_body_typed([](EngineRef e, int64_t id, int64_t enabled, int64_t ignore) {
-  With(e, [&](Engine& eng, sim::Simulator&) {
-    Stop& s = eng.stop_ref(int(id));
-    if (enabled >= 0) s.enabled = enabled != 0;
-    if (ignore >= 0) s.ignore = uint64_t(ignore);
-    eng.stops_changed();
-  });
-});
+TILECORE_REGISTER_GLOBAL("debug.SetStop")
+    .set_body_typed([](EngineRef e, int64_t id, int64_t enabled, int64_t ignore) {
+      With(e, [&](Engine& eng, sim::Simulator&) {
+        Stop& s = eng.stop_ref(int(id));
+        if (enabled >= 0) s.enabled = enabled != 0;
+        if (ignore >= 0) s.ignore = uint64_t(ignore);
+        eng.stops_changed();
+      });
+    });
 TILECORE_REGISTER_GLOBAL("debug.Stops").set_body_typed([](EngineRef e) {
   return With(e, [](Engine& eng, sim::Simulator&) {
     Array<Any> out;
@@ -215,12 +231,15 @@ TILECORE_REGISTER_GLOBAL("debug.Resume").set_body_typed(Resume).release_gil();
 TILECORE_REGISTER_GLOBAL("debug.ReverseTo")
     .set_body_typed([](EngineRef e, int64_t position) {
       if (position < 0) TILECORE_THROW(ValueError) << "position must be >= 0, got " << position;
-      return With(e, [&](Engine& eng, sim::Simulator&) { return ReportToMap(eng.reverse_to(uint64_t(position))); });
+      return With(e, [&](Engine& eng, sim::Simulator&) {
+        return ReportToMap(eng.reverse_to(uint64_t(position)));
+      });
     })
     .release_gil();
 TILECORE_REGISTER_GLOBAL("debug.ReverseContinue")
     .set_body_typed([](EngineRef e) {
-      return With(e, [](Engine& eng, sim::Simulator&) { return ReportToMap(eng.reverse_continue()); });
+      return With(e,
+                  [](Engine& eng, sim::Simulator&) { return ReportToMap(eng.reverse_continue()); });
     })
     .release_gil();
 TILECORE_REGISTER_GLOBAL("debug.Position").set_body_typed([](EngineRef e) {
@@ -240,27 +259,30 @@ TILECORE_REGISTER_GLOBAL("debug.History").set_body_typed([](EngineRef e) {
 TILECORE_REGISTER_GLOBAL("debug.SetRecording").set_body_typed([](EngineRef e, bool on) {
   With(e, [&](Engine& eng, sim::Simulator&) { eng.set_recording(on); });
 });
-TILECORE_REGISTER_GLOBAL("debug.LastWrite").set_body_typed([](EngineRef e, std::string space, int64_t core, int64_t addr) {
-  arch::Space sp = ParseSpace(space);
-  return With(e, [&](Engine& eng, sim::Simulator&) {
-    Map<String, Any> m;
-    WriteRecord r;
-    bool found = addr >= 0 && eng.last_write(sp, int(core), uint64_t(addr), &r);
-    m.Set("found", Any(found));
-    if (found) {
-      m.Set("position", Any(static_cast<int64_t>(r.position)));
-      m.Set("core", Any(int64_t{r.core}));
-      m.Set("agent", Any(String(AgentName(r.agent))));
-      m.Set("pc", Any(int64_t{r.pc}));
-      m.Set("op", Any(String(r.agent < 0 ? std::string("set") : std::string(arch::info(r.op).mnemonic))));
-      m.Set("lo", Any(static_cast<int64_t>(r.lo)));
-      m.Set("hi", Any(static_cast<int64_t>(r.hi)));
-    }
-    return m;
-  });
-});
+TILECORE_REGISTER_GLOBAL("debug.LastWrite")
+    .set_body_typed([](EngineRef e, std::string space, int64_t core, int64_t addr) {
+      arch::Space sp = ParseSpace(space);
+      return With(e, [&](Engine& eng, sim::Simulator&) {
+        Map<String, Any> m;
+        WriteRecord r;
+        bool found = addr >= 0 && eng.last_write(sp, int(core), uint64_t(addr), &r);
+        m.Set("found", Any(found));
+        if (found) {
+          m.Set("position", Any(static_cast<int64_t>(r.position)));
+          m.Set("core", Any(int64_t{r.core}));
+          m.Set("agent", Any(String(AgentName(r.agent))));
+          m.Set("pc", Any(int64_t{r.pc}));
+          m.Set("op", Any(String(r.agent < 0 ? std::string("set")
+                                             : std::string(arch::info(r.op).mnemonic))));
+          m.Set("lo", Any(static_cast<int64_t>(r.lo)));
+          m.Set("hi", Any(static_cast<int64_t>(r.hi)));
+        }
+        return m;
+      });
+    });
 TILECORE_REGISTER_GLOBAL("debug.HostWrite")
-    .set_body_typed([](EngineRef e, std::string space, int64_t core, int64_t addr, ffi::NDArray data) {
+    .set_body_typed([](EngineRef e, std::string space, int64_t core, int64_t addr,
+                       ffi::NDArray data) {
       arch::Space sp = ParseSpace(space);
       if (addr < 0) TILECORE_THROW(ValueError) << "negative address " << addr;
       With(e, [&](Engine& eng, sim::Simulator&) {
@@ -280,10 +302,13 @@ TILECORE_REGISTER_GLOBAL("debug.WrittenRanges").set_body_typed([](EngineRef e) {
     for (size_t k = 0; k < r.size();) {
       auto [space, core, lo, hi] = r[k];
       size_t j = k + 1;
-      for (; j < r.size() && std::get<0>(r[j]) == space && std::get<1>(r[j]) == core && std::get<2>(r[j]) <= hi; ++j)
+      for (; j < r.size() && std::get<0>(r[j]) == space && std::get<1>(r[j]) == core &&
+             std::get<2>(r[j]) <= hi;
+           ++j)
         hi = std::max(hi, std::get<3>(r[j]));
-      out.push_back(Any(Array<Any>{Any(String(std::string(arch::space_name(arch::Space(space))))), Any(int64_t{core}),
-                                   Any(static_cast<int64_t>(lo)), Any(static_cast<int64_t>(hi))}));
+      out.push_back(Any(Array<Any>{Any(String(std::string(arch::space_name(arch::Space(space))))),
+                                   Any(int64_t{core}), Any(static_cast<int64_t>(lo)),
+                                   Any(static_cast<int64_t>(hi))}));
       k = j;
     }
     return out;
@@ -296,7 +321,8 @@ TILECORE_REGISTER_GLOBAL("debug.Mnemonics").set_body_typed([]() {
   Array<Any> out;
   for (int k = 0; k < arch::kNumOpcodes; ++k) {
     const arch::InstrInfo& i = arch::info(arch::Opcode(k));
-    out.push_back(Any(Array<Any>{Any(String(std::string(i.mnemonic))), Any(String(units[int(i.unit)]))}));
+    out.push_back(
+        Any(Array<Any>{Any(String(std::string(i.mnemonic))), Any(String(units[int(i.unit)]))}));
   }
   return out;
 });

@@ -10,7 +10,9 @@ namespace {
 
 constexpr size_t kMaxSnapshots = 64;
 
-bool overlaps(uint64_t lo1, uint64_t hi1, uint64_t lo2, uint64_t hi2) { return lo1 < hi2 && lo2 < hi1; }
+bool overlaps(uint64_t lo1, uint64_t hi1, uint64_t lo2, uint64_t hi2) {
+  return lo1 < hi2 && lo2 < hi1;
+}
 
 }  // namespace
 
@@ -42,7 +44,9 @@ void Engine::set_recording(bool on) {
   if (on) take_snapshot();
 }
 
-uint64_t Engine::history_start() const { return snaps_.empty() ? position() : snaps_.front().position; }
+uint64_t Engine::history_start() const {
+  return snaps_.empty() ? position() : snaps_.front().position;
+}
 
 // ---- stops ------------------------------------------------------------------------------------
 
@@ -80,7 +84,9 @@ void Engine::stops_changed() {
       want_writes = want_writes || (s.mode & kWatchWrite);
     }
     switch (s.kind) {
-      case StopKind::Mnemonic: op_stop_[size_t(s.op)] = 1; break;
+      case StopKind::Mnemonic:
+        op_stop_[size_t(s.op)] = 1;
+        break;
       case StopKind::Pc:
         for (int c = 0; c < sim_->cores(); ++c) {
           if (s.core >= 0 && s.core != c) continue;
@@ -89,8 +95,12 @@ void Engine::stops_changed() {
           v[s.pc] = 1;
         }
         break;
-      case StopKind::Command: any_command_stop_ = true; break;
-      case StopKind::Watch: any_watch_ = true; break;
+      case StopKind::Command:
+        any_command_stop_ = true;
+        break;
+      case StopKind::Watch:
+        any_watch_ = true;
+        break;
     }
   }
   update_wants();
@@ -102,7 +112,8 @@ void Engine::update_wants() {
   want_instructions = replaying_ ? (collect_ && any) : (any || transient_);
 }
 
-bool Engine::match_instruction(int core, uint32_t pc, const arch::Inst* inst, std::vector<Hit>* out, bool count) {
+bool Engine::match_instruction(int core, uint32_t pc, const arch::Inst* inst, std::vector<Hit>* out,
+                               bool count) {
   const auto& pcs = pc_stop_[size_t(core)];
   bool pc_flag = pc < pcs.size() && pcs[pc];
   bool op_flag = inst && op_stop_[size_t(inst->op)];
@@ -114,10 +125,17 @@ bool Engine::match_instruction(int core, uint32_t pc, const arch::Inst* inst, st
     if (!s.enabled || (s.core >= 0 && s.core != core)) continue;
     bool m = false;
     switch (s.kind) {
-      case StopKind::Mnemonic: m = op_flag && inst->op == s.op; break;
-      case StopKind::Pc: m = pc_flag && s.pc == pc; break;
-      case StopKind::Command: m = eng && *eng == s.engine && sim_->issued(core, *eng) == s.command; break;
-      case StopKind::Watch: break;
+      case StopKind::Mnemonic:
+        m = op_flag && inst->op == s.op;
+        break;
+      case StopKind::Pc:
+        m = pc_flag && s.pc == pc;
+        break;
+      case StopKind::Command:
+        m = eng && *eng == s.engine && sim_->issued(core, *eng) == s.command;
+        break;
+      case StopKind::Watch:
+        break;
     }
     if (!m) continue;
     if (count) {
@@ -147,14 +165,16 @@ bool Engine::before_instruction(int core, uint32_t pc, const arch::Inst* inst, u
   // Fast path: nothing can match this instruction.
   const auto& pcs = pc_stop_[size_t(core)];
   bool candidate = (pc < pcs.size() && pcs[pc]) ||
-                   (inst && (op_stop_[size_t(inst->op)] || (any_command_stop_ && op_is_tile_[size_t(inst->op)])));
+                   (inst && (op_stop_[size_t(inst->op)] ||
+                             (any_command_stop_ && op_is_tile_[size_t(inst->op)])));
   if (!candidate && !transient_) return false;
   // Resuming steps over a breakpoint at the position it resumes from (not over transient stops).
   bool stop = candidate && pos != skip_position_ && match_instruction(core, pc, inst, &hits_, true);
   if (transient_) {
     const Transient& t = *transient_;
-    bool hit = (inst && (t.unit_mask >> unsigned(arch::info(inst->op).unit) & 1)) ||
-               (size_t(core) < t.pcs.size() && pc < t.pcs[size_t(core)].size() && t.pcs[size_t(core)][pc]);
+    bool hit =
+        (inst && (t.unit_mask >> unsigned(arch::info(inst->op).unit) & 1)) ||
+        (size_t(core) < t.pcs.size() && pc < t.pcs[size_t(core)].size() && t.pcs[size_t(core)][pc]);
     if (hit) {
       transient_hit_ = true;
       Hit h;
@@ -192,7 +212,8 @@ void Engine::on_access(const sim::MemAccess& a) {
   for (Stop& s : stops_) {
     if (s.kind != StopKind::Watch || !s.enabled || s.space != a.space) continue;
     if (a.space == arch::Space::L1 && s.core >= 0 && s.core != a.mem_core) continue;
-    if (!(s.mode & (a.write ? kWatchWrite : kWatchRead)) || !overlaps(s.lo, s.hi, a.lo, a.hi)) continue;
+    if (!(s.mode & (a.write ? kWatchWrite : kWatchRead)) || !overlaps(s.lo, s.hi, a.lo, a.hi))
+      continue;
     if (!replaying_) {
       ++s.hits;
       if (s.ignore) {
@@ -258,7 +279,9 @@ StopReport Engine::resume(uint64_t max_instructions, const Transient& t) {
       for (const Hit& h : hits_)
         if (h.id && stop_ref(h.id).kind == StopKind::Watch) watch = true;
       bool user = std::any_of(hits_.begin(), hits_.end(), [](const Hit& h) { return h.id != 0; });
-      rep.reason = watch ? StopReport::Watchpoint : user ? StopReport::Breakpoint : StopReport::Transient;
+      rep.reason = watch  ? StopReport::Watchpoint
+                   : user ? StopReport::Breakpoint
+                          : StopReport::Transient;
       return rep;
     }
     if (recording_ && n == chunk && position() == next_snap) {
@@ -296,7 +319,9 @@ void Engine::restore(const Snapshot& s) {
   // Undo the writes made after the snapshot, newest first.
   while (log_.size() > s.log_size) {
     const WriteRecord& r = log_.back();
-    if (r.has_bytes) sim_->write(r.space, r.lo, std::span<const uint8_t>(pool_.data() + r.undo, r.hi - r.lo), r.mem_core);
+    if (r.has_bytes)
+      sim_->write(r.space, r.lo, std::span<const uint8_t>(pool_.data() + r.undo, r.hi - r.lo),
+                  r.mem_core);
     log_.pop_back();
   }
   pool_.resize(s.pool_size);
@@ -327,7 +352,8 @@ void Engine::replay_to(uint64_t target, std::vector<Hit>* hits) {
 }
 
 StopReport Engine::reverse_to(uint64_t target) {
-  if (!recording_ || snaps_.empty()) throw std::invalid_argument("reverse execution needs recording (record on)");
+  if (!recording_ || snaps_.empty())
+    throw std::invalid_argument("reverse execution needs recording (record on)");
   StopReport rep;
   uint64_t start = history_start();
   if (target < start) target = start;
@@ -342,7 +368,8 @@ StopReport Engine::reverse_to(uint64_t target) {
 }
 
 StopReport Engine::reverse_continue() {
-  if (!recording_ || snaps_.empty()) throw std::invalid_argument("reverse execution needs recording (record on)");
+  if (!recording_ || snaps_.empty())
+    throw std::invalid_argument("reverse execution needs recording (record on)");
   uint64_t now = position();
   uint64_t end = now;
   while (true) {
@@ -387,7 +414,8 @@ StopReport Engine::reverse_continue() {
 bool Engine::last_write(arch::Space space, int mem_core, uint64_t addr, WriteRecord* out) const {
   for (size_t k = log_.size(); k-- > 0;) {
     const WriteRecord& r = log_[k];
-    if (r.space == space && (space != arch::Space::L1 || r.mem_core == mem_core) && r.lo <= addr && addr < r.hi) {
+    if (r.space == space && (space != arch::Space::L1 || r.mem_core == mem_core) && r.lo <= addr &&
+        addr < r.hi) {
       *out = r;
       return true;
     }
@@ -395,7 +423,8 @@ bool Engine::last_write(arch::Space space, int mem_core, uint64_t addr, WriteRec
   return false;
 }
 
-void Engine::host_write(arch::Space space, int mem_core, uint64_t addr, const uint8_t* data, uint64_t n) {
+void Engine::host_write(arch::Space space, int mem_core, uint64_t addr, const uint8_t* data,
+                        uint64_t n) {
   std::vector<uint8_t> old = sim_->read(space, addr, n, mem_core);  // also checks the range
   if (recording_) {
     WriteRecord r;

@@ -42,25 +42,27 @@ struct Stop {
   StopKind kind = StopKind::Pc;
   bool enabled = true;
   int core = -1;
-  arch::Opcode op{};                        // Mnemonic
-  uint32_t pc = 0;                          // Pc
-  arch::Engine engine = arch::Engine::DmaIn;  // Command: the `command`-th (from 0) issued to `engine`
+  arch::Opcode op{};  // Mnemonic
+  uint32_t pc = 0;    // Pc
+  arch::Engine engine =
+      arch::Engine::DmaIn;  // Command: the `command`-th (from 0) issued to `engine`
   uint64_t command = 0;
-  arch::Space space = arch::Space::DDR;     // Watch: [lo, hi) in `space` (L1 of `core`, or of any core)
+  arch::Space space =
+      arch::Space::DDR;  // Watch: [lo, hi) in `space` (L1 of `core`, or of any core)
   uint64_t lo = 0, hi = 0;
   uint8_t mode = kWatchWrite;
-  uint64_t ignore = 0;                      // hits still to pass over
-  uint64_t hits = 0;                        // every hit, ignored ones included
+  uint64_t ignore = 0;  // hits still to pass over
+  uint64_t hits = 0;    // every hit, ignored ones included
 };
 
 /// One stop that fired.
 struct Hit {
-  int id = 0;                // the Stop, or 0 for a transient stop
+  int id = 0;  // the Stop, or 0 for a transient stop
   int core = 0;
-  uint32_t pc = 0;           // the instruction (or the command's issuing instruction)
-  int agent = 0;             // 0 front end, 1 din, 2 dout, 3 mm, 4 vec
+  uint32_t pc = 0;  // the instruction (or the command's issuing instruction)
+  int agent = 0;    // 0 front end, 1 din, 2 dout, 3 mm, 4 vec
   arch::Opcode op{};
-  bool write = false;        // watchpoints: the access
+  bool write = false;  // watchpoints: the access
   arch::Space space = arch::Space::DDR;
   uint64_t lo = 0, hi = 0;
   uint64_t position = 0;
@@ -68,15 +70,15 @@ struct Hit {
 
 /// A logged memory write.
 struct WriteRecord {
-  uint64_t position = 0;     // instructions executed before it
-  int core = 0, agent = 0;   // agent -1: the host (a debugger's `set`)
+  uint64_t position = 0;    // instructions executed before it
+  int core = 0, agent = 0;  // agent -1: the host (a debugger's `set`)
   uint32_t pc = 0;
   arch::Opcode op{};
   arch::Space space = arch::Space::DDR;
   int mem_core = 0;
   uint64_t lo = 0, hi = 0;
-  uint64_t undo = 0;         // offset of the old bytes in the undo pool
-  bool has_bytes = false;    // false when no data moved (timing mode)
+  uint64_t undo = 0;       // offset of the old bytes in the undo pool
+  bool has_bytes = false;  // false when no data moved (timing mode)
 };
 
 struct StopReport {
@@ -103,11 +105,11 @@ class Engine final : public sim::DebugHook {
   /// Call after load() and writing the inputs: clears the history and starts it here.
   void begin();
 
-  int add_stop(Stop s);            // returns the id (s.id if nonzero)
-  void remove_stop(int id);        // throws std::invalid_argument for an unknown id
+  int add_stop(Stop s);      // returns the id (s.id if nonzero)
+  void remove_stop(int id);  // throws std::invalid_argument for an unknown id
   Stop& stop_ref(int id);
   const std::vector<Stop>& stops() const { return stops_; }
-  void stops_changed();            // after editing a Stop through stop_ref
+  void stops_changed();  // after editing a Stop through stop_ref
 
   /// Runs until a stop fires, `max_instructions` have executed, or the program
   /// finishes. Throws sim::SimError on a fault.
@@ -132,7 +134,8 @@ class Engine final : public sim::DebugHook {
   const std::vector<WriteRecord>& write_log() const { return log_; }
 
   // sim::DebugHook
-  bool before_instruction(int core, uint32_t pc, const arch::Inst* inst, uint64_t position) override;
+  bool before_instruction(int core, uint32_t pc, const arch::Inst* inst,
+                          uint64_t position) override;
   void on_access(const sim::MemAccess& a) override;
 
  private:
@@ -141,7 +144,8 @@ class Engine final : public sim::DebugHook {
     size_t log_size, pool_size;
     sim::SimState state;
   };
-  bool match_instruction(int core, uint32_t pc, const arch::Inst* inst, std::vector<Hit>* out, bool count);
+  bool match_instruction(int core, uint32_t pc, const arch::Inst* inst, std::vector<Hit>* out,
+                         bool count);
   void take_snapshot();
   void restore(const Snapshot& s);
   void replay_to(uint64_t position, std::vector<Hit>* hits);
@@ -152,8 +156,8 @@ class Engine final : public sim::DebugHook {
   std::vector<Stop> stops_;
   int next_id_ = 1;
   // Fast filters, rebuilt by stops_changed().
-  std::array<uint8_t, 256> op_stop_{};           // 1 = some enabled Mnemonic stop
-  std::array<uint8_t, 256> op_is_tile_{};        // 1 = the opcode issues a tile command
+  std::array<uint8_t, 256> op_stop_{};         // 1 = some enabled Mnemonic stop
+  std::array<uint8_t, 256> op_is_tile_{};      // 1 = the opcode issues a tile command
   std::vector<std::vector<uint8_t>> pc_stop_;  // per core, 1 = some enabled Pc stop
   bool any_pc_stop_any_core_ = false, any_command_stop_ = false, any_watch_ = false;
   // Current resume.
