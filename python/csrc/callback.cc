@@ -37,7 +37,8 @@ bool CStackNearlyFull() { return tilecore::ffi::CStackBelow(kStackReserve); }
 int CallPython(PyObject* callable, const TCFFIAny* args, int32_t num_args, TCFFIAny* result) {
   // A caller that `_move()`d arguments published them; if this callback received that
   // very array it is the direct callee, and takes those references over (an rvalue).
-  MoveFrame* move = g_num_move_frames.load(std::memory_order_relaxed) != 0 ? CurrentMoveFrame() : nullptr;
+  MoveFrame* move =
+      g_num_move_frames.load(std::memory_order_relaxed) != 0 ? CurrentMoveFrame() : nullptr;
   if (move != nullptr) {
     CurrentMoveFrame() = nullptr;  // nested calls start clean
     if (move->args != args) move = nullptr;

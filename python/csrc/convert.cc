@@ -65,7 +65,8 @@ int IntArg(PyObject* o, int i, TCFFIAny* out, PyObject* fname) {
 #else
   Py_ssize_t size = Py_SIZE(o);
   if (size >= -1 && size <= 1) {
-    SetPOD(out, kTCFFIInt, size * static_cast<int64_t>(reinterpret_cast<PyLongObject*>(o)->ob_digit[0]));
+    SetPOD(out, kTCFFIInt,
+           size * static_cast<int64_t>(reinterpret_cast<PyLongObject*>(o)->ob_digit[0]));
     return 0;
   }
 #endif
@@ -128,8 +129,8 @@ int StrArg(PyObject* o, int i, ArgFrame& frame, PyObject* fname) {
 // list/tuple -> Array and dict -> Map: the items are converted into their own frame
 // (recursively) and handed to the library's constructor functions.
 int ContainerArg(PyObject* o, int i, ArgFrame& frame, PyObject* fname, bool is_map) {
-  TCFFIObject* ctor = is_map ? GetCachedGlobal("ffi.Map", &g_map_fn)
-                             : GetCachedGlobal("ffi.Array", &g_array_fn);
+  TCFFIObject* ctor =
+      is_map ? GetCachedGlobal("ffi.Map", &g_map_fn) : GetCachedGlobal("ffi.Array", &g_array_fn);
   if (ctor == nullptr) return -1;
   // A snapshot, so code run by a conversion (__index__, __dlpack__) cannot mutate the
   // container under us and free an item we hold borrowed.

@@ -26,7 +26,6 @@ bool CheckInt32(long v, const char* what) {
   return true;
 }
 
-
 int ParseDeviceName(PyObject* name, DLDevice* out) {
   // "npu" or "npu:1"
   Py_ssize_t colon = PyUnicode_FindChar(name, ':', 0, PyUnicode_GET_LENGTH(name), 1);
@@ -85,7 +84,8 @@ PyObject* DeviceTypeName(PyObject* self, void* = nullptr) {
 PyObject* DeviceRepr(PyObject* self) {
   PyObject* name = DeviceTypeName(self);
   if (name == nullptr) return nullptr;
-  PyObject* r = PyUnicode_FromFormat("%U(%d)", name, reinterpret_cast<PyTCDevice*>(self)->device.device_id);
+  PyObject* r =
+      PyUnicode_FromFormat("%U(%d)", name, reinterpret_cast<PyTCDevice*>(self)->device.device_id);
   Py_DECREF(name);
   return r;
 }
@@ -94,7 +94,8 @@ PyObject* DeviceRichCompare(PyObject* a, PyObject* b, int op) {
   if ((op != Py_EQ && op != Py_NE) || Py_TYPE(b) != &DeviceType || Py_TYPE(a) != &DeviceType) {
     Py_RETURN_NOTIMPLEMENTED;
   }
-  DLDevice x = reinterpret_cast<PyTCDevice*>(a)->device, y = reinterpret_cast<PyTCDevice*>(b)->device;
+  DLDevice x = reinterpret_cast<PyTCDevice*>(a)->device,
+           y = reinterpret_cast<PyTCDevice*>(b)->device;
   bool eq = x.device_type == y.device_type && x.device_id == y.device_id;
   return PyBool_FromLong((op == Py_EQ) == eq);
 }
@@ -164,7 +165,8 @@ int DeviceFromPy(PyObject* obj, DLDevice* out) {
     *out = DLDevice{static_cast<DLDeviceType>(t), static_cast<int32_t>(id)};
     return 0;
   }
-  PyErr_Format(PyExc_TypeError, "expected a Device, a device name or (device_type, device_id), got '%s'",
+  PyErr_Format(PyExc_TypeError,
+               "expected a Device, a device name or (device_type, device_id), got '%s'",
                Py_TYPE(obj)->tp_name);
   return -1;
 }

@@ -73,13 +73,20 @@ PyObject* DataTypeRichCompare(PyObject* a, PyObject* b, int op) {
 
 Py_hash_t DataTypeHash(PyObject* self) {
   DLDataType t = reinterpret_cast<PyTCDataType*>(self)->dtype;
-  Py_hash_t h = (static_cast<Py_hash_t>(t.code) << 24) ^ (static_cast<Py_hash_t>(t.bits) << 16) ^ t.lanes;
+  Py_hash_t h =
+      (static_cast<Py_hash_t>(t.code) << 24) ^ (static_cast<Py_hash_t>(t.bits) << 16) ^ t.lanes;
   return h == -1 ? -2 : h;
 }
 
-PyObject* GetCode(PyObject* self, void*) { return PyLong_FromLong(reinterpret_cast<PyTCDataType*>(self)->dtype.code); }
-PyObject* GetBits(PyObject* self, void*) { return PyLong_FromLong(reinterpret_cast<PyTCDataType*>(self)->dtype.bits); }
-PyObject* GetLanes(PyObject* self, void*) { return PyLong_FromLong(reinterpret_cast<PyTCDataType*>(self)->dtype.lanes); }
+PyObject* GetCode(PyObject* self, void*) {
+  return PyLong_FromLong(reinterpret_cast<PyTCDataType*>(self)->dtype.code);
+}
+PyObject* GetBits(PyObject* self, void*) {
+  return PyLong_FromLong(reinterpret_cast<PyTCDataType*>(self)->dtype.bits);
+}
+PyObject* GetLanes(PyObject* self, void*) {
+  return PyLong_FromLong(reinterpret_cast<PyTCDataType*>(self)->dtype.lanes);
+}
 PyObject* GetItemSize(PyObject* self, void*) {
   DLDataType t = reinterpret_cast<PyTCDataType*>(self)->dtype;
   return PyLong_FromLong((static_cast<long>(t.bits) * t.lanes + 7) / 8);
@@ -96,7 +103,8 @@ PyMethodDef kDataTypeMethods[] = {{"__reduce__", DataTypeReduce, METH_NOARGS, nu
                                   {nullptr, nullptr, 0, nullptr}};
 
 PyGetSetDef kDataTypeGetSet[] = {
-    {"type_code", GetCode, nullptr, "DLPack type code (int 0, uint 1, float 2, bfloat 4, bool 6).", nullptr},
+    {"type_code", GetCode, nullptr, "DLPack type code (int 0, uint 1, float 2, bfloat 4, bool 6).",
+     nullptr},
     {"bits", GetBits, nullptr, "Bits per lane.", nullptr},
     {"lanes", GetLanes, nullptr, "Vector lanes (1 for scalars).", nullptr},
     {"itemsize", GetItemSize, nullptr, "Bytes per element.", nullptr},

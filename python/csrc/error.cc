@@ -92,15 +92,16 @@ PyObject* FormatTraceback(PyObject* tb) {
   if (tb == nullptr || tb == Py_None) return PyUnicode_FromStringAndSize("", 0);
   PyObject* traceback = PyImport_ImportModule("traceback");
   if (traceback == nullptr) return nullptr;
-  // The innermost frames only (the tail of the linked list): the traceback of an exception that unwinds
-  // through deep recursion holds every level, and formatting it whole at each C++ crossing
+  // The innermost frames only (the tail of the linked list): the traceback of an exception that
+  // unwinds through deep recursion holds every level, and formatting it whole at each C++ crossing
   // made the unwinding quadratic in the depth. The exception keeps its whole traceback.
   Py_ssize_t n = 0;
-  for (PyObject* t = tb; t != nullptr && t != Py_None; t = reinterpret_cast<PyObject*>(
-                                                            reinterpret_cast<PyTracebackObject*>(t)->tb_next)) {
+  for (PyObject* t = tb; t != nullptr && t != Py_None;
+       t = reinterpret_cast<PyObject*>(reinterpret_cast<PyTracebackObject*>(t)->tb_next)) {
     ++n;
   }
-  for (; n > kMaxNoteFrames; --n) tb = reinterpret_cast<PyObject*>(reinterpret_cast<PyTracebackObject*>(tb)->tb_next);
+  for (; n > kMaxNoteFrames; --n)
+    tb = reinterpret_cast<PyObject*>(reinterpret_cast<PyTracebackObject*>(tb)->tb_next);
   PyObject* lines = PyObject_CallMethod(traceback, "format_tb", "O", tb);
   Py_DECREF(traceback);
   if (lines == nullptr) return nullptr;

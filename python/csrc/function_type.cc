@@ -33,8 +33,7 @@ int CallWithMoves(TCFFIFunctionCell* cell, TCFFIObject* h, ArgFrame& frame, int3
   g_num_move_frames.fetch_add(1, std::memory_order_relaxed);
   int rc;
   if (cell->flags & kTCFFIFunctionReleaseGIL) {
-    Py_BEGIN_ALLOW_THREADS
-    rc = cell->safe_call(h, frame.args(), nargs, result);
+    Py_BEGIN_ALLOW_THREADS rc = cell->safe_call(h, frame.args(), nargs, result);
     Py_END_ALLOW_THREADS
   } else {
     rc = cell->safe_call(h, frame.args(), nargs, result);
@@ -54,7 +53,8 @@ PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t n
   }
   TCFFIObject* h = self->base.handle;
   if (h == nullptr) {
-    return PyErr_Format(PyExc_ValueError, "cannot call an empty Function (its reference was moved)");
+    return PyErr_Format(PyExc_ValueError,
+                        "cannot call an empty Function (its reference was moved)");
   }
   if (nargs > INT32_MAX) return PyErr_Format(PyExc_TypeError, "too many arguments");
   ArgFrame frame(nargs);
@@ -70,8 +70,8 @@ PyObject* FunctionVectorcall(PyObject* callable, PyObject* const* args, size_t n
   if (frame.has_moved()) {
     rc = CallWithMoves(cell, h, frame, static_cast<int32_t>(nargs), &result);
   } else if (cell->flags & kTCFFIFunctionReleaseGIL) {
-    Py_BEGIN_ALLOW_THREADS
-    rc = cell->safe_call(h, frame.args(), static_cast<int32_t>(nargs), &result);
+    Py_BEGIN_ALLOW_THREADS rc =
+        cell->safe_call(h, frame.args(), static_cast<int32_t>(nargs), &result);
     Py_END_ALLOW_THREADS
   } else {
     rc = cell->safe_call(h, frame.args(), static_cast<int32_t>(nargs), &result);
@@ -183,7 +183,8 @@ PyObject* RegisterGlobalFunc(PyObject*, PyObject* const* args, Py_ssize_t nargs)
     Py_XDECREF(made);
     return nullptr;
   }
-  if (TCFFIFunctionSetGlobal(&key, reinterpret_cast<PyTCObject*>(func)->handle, allow_override) != 0) {
+  if (TCFFIFunctionSetGlobal(&key, reinterpret_cast<PyTCObject*>(func)->handle, allow_override) !=
+      0) {
     Py_XDECREF(made);
     return RaiseFromFFIError(-1, nullptr);
   }
@@ -204,7 +205,8 @@ PyObject* RemoveGlobalFunc(PyObject*, PyObject* name) {
 PyObject* ConvertToFunction(PyObject*, PyObject* callable) {
   if (Py_TYPE(callable) == &FunctionType) return Py_NewRef(callable);
   if (!PyCallable_Check(callable)) {
-    return PyErr_Format(PyExc_TypeError, "expected a callable, got '%s'", Py_TYPE(callable)->tp_name);
+    return PyErr_Format(PyExc_TypeError, "expected a callable, got '%s'",
+                        Py_TYPE(callable)->tp_name);
   }
   TCFFIObject* h = FunctionFromCallable(callable);
   if (h == nullptr) return nullptr;
@@ -233,7 +235,7 @@ PyObject* CallHandle(TCFFIObject* func, PyObject* const* args, Py_ssize_t nargs,
   }
   TCFFIAny result{};
   int rc = CellOf<TCFFIFunctionCell>(func)->safe_call(func, frame.args(),
-                                                       static_cast<int32_t>(nargs), &result);
+                                                      static_cast<int32_t>(nargs), &result);
   if (rc != 0) return RaiseFromFFIError(rc, fname);
   return ResultToPy(&result, args, nargs);
 }
@@ -250,7 +252,8 @@ TCFFIObject* GetCachedGlobal(const char* name, TCFFIObject** cache) {
   }
   if (h == nullptr) {
     PyErr_Format(PyExc_RuntimeError,
-                 "global function '%s' is not registered: the tilecore library is incomplete", name);
+                 "global function '%s' is not registered: the tilecore library is incomplete",
+                 name);
     return nullptr;
   }
   *cache = h;

@@ -38,8 +38,7 @@ namespace tilecore_py {
 /*! \brief Every tilecore object seen from Python: one strong reference to `handle`
  * (NULL once the reference was handed over with `_move()`). */
 struct PyTCObject {
-  PyObject_HEAD
-  TCFFIObject* handle;
+  PyObject_HEAD TCFFIObject* handle;
 };
 
 /*! \brief A Function: the object plus the vectorcall entry point (PEP 590). */
@@ -53,18 +52,15 @@ struct PyTCFunction {
 /*! \brief The result of `obj._move()`: owns the reference taken from `obj`; passing it
  * as an argument hands that reference to the callee. */
 struct PyTCRValueRef {
-  PyObject_HEAD
-  TCFFIObject* handle;
+  PyObject_HEAD TCFFIObject* handle;
 };
 
 struct PyTCDevice {
-  PyObject_HEAD
-  DLDevice device;
+  PyObject_HEAD DLDevice device;
 };
 
 struct PyTCDataType {
-  PyObject_HEAD
-  DLDataType dtype;
+  PyObject_HEAD DLDataType dtype;
 };
 
 extern PyTypeObject ObjectType;
@@ -92,9 +88,8 @@ inline bool IsTCObject(PyObject* o) {
   PyTypeObject* t = Py_TYPE(o);
   // Registered Python classes (Array, Map, user kinds) derive directly from Object or
   // NDArray: one more comparison before walking the MRO.
-  return t == &FunctionType || t == &ObjectType || t == &NDArrayType ||
-         t->tp_base == &ObjectType || t->tp_base == &NDArrayType ||
-         PyType_IsSubtype(t, &ObjectType);
+  return t == &FunctionType || t == &ObjectType || t == &NDArrayType || t->tp_base == &ObjectType ||
+         t->tp_base == &NDArrayType || PyType_IsSubtype(t, &ObjectType);
 }
 
 /* ---------------------------------------------------------------------------

@@ -41,11 +41,30 @@ bool DLTypeOfFormat(const char* format, Py_ssize_t itemsize, DLDataType* out) {
   if (format[0] == '\0' || format[1] != '\0') return false;
   uint8_t code;
   switch (format[0]) {
-    case '?': code = kDLBool; break;
-    case 'b': case 'h': case 'i': case 'l': case 'q': code = kDLInt; break;
-    case 'B': case 'H': case 'I': case 'L': case 'Q': code = kDLUInt; break;
-    case 'e': case 'f': case 'd': code = kDLFloat; break;
-    default: return false;
+    case '?':
+      code = kDLBool;
+      break;
+    case 'b':
+    case 'h':
+    case 'i':
+    case 'l':
+    case 'q':
+      code = kDLInt;
+      break;
+    case 'B':
+    case 'H':
+    case 'I':
+    case 'L':
+    case 'Q':
+      code = kDLUInt;
+      break;
+    case 'e':
+    case 'f':
+    case 'd':
+      code = kDLFloat;
+      break;
+    default:
+      return false;
   }
   if (itemsize != 1 && itemsize != 2 && itemsize != 4 && itemsize != 8) return false;
   *out = DLDataType{code, static_cast<uint8_t>(itemsize * 8), 1};

@@ -95,7 +95,8 @@ PyObject* GetDataPtr(PyObject* self, void*) {
 void CapsuleDestructor(PyObject* capsule) {
   // Only a capsule nobody consumed still carries its original name.
   if (PyCapsule_IsValid(capsule, kCapsuleVersioned)) {
-    auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, kCapsuleVersioned));
+    auto* m =
+        static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, kCapsuleVersioned));
     if (m != nullptr && m->deleter != nullptr) m->deleter(m);
   } else if (PyCapsule_IsValid(capsule, kCapsule)) {
     auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, kCapsule));
@@ -131,7 +132,8 @@ PyObject* NDArrayDLPack(PyObject* self, PyObject* args, PyObject* kwargs) {
   bool versioned = false;
   if (max_version != Py_None) {
     if (!PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) < 1) {
-      return PyErr_Format(PyExc_TypeError, "__dlpack__: max_version must be a (major, minor) tuple");
+      return PyErr_Format(PyExc_TypeError,
+                          "__dlpack__: max_version must be a (major, minor) tuple");
     }
     long major = PyLong_AsLong(PyTuple_GET_ITEM(max_version, 0));
     if (major == -1 && PyErr_Occurred()) return nullptr;
@@ -199,7 +201,8 @@ PyMethodDef kNDArrayMethods[] = {
 
 PyGetSetDef kNDArrayGetSet[] = {
     {"shape", GetShape, nullptr, "Dimensions, a tuple of int.", nullptr},
-    {"strides", GetStrides, nullptr, "Strides in elements, or None when compact row-major.", nullptr},
+    {"strides", GetStrides, nullptr, "Strides in elements, or None when compact row-major.",
+     nullptr},
     {"ndim", GetNDim, nullptr, "Number of dimensions.", nullptr},
     {"dtype", GetDType, nullptr, "Element type, a tilecore.DataType.", nullptr},
     {"device", GetDevice, nullptr, "Where the data lives, a tilecore.Device.", nullptr},
@@ -215,8 +218,8 @@ PyObject* CallDLPack(PyObject* obj) {
   static PyObject* version = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
   if (name == nullptr || kwnames == nullptr || version == nullptr) return nullptr;
   PyObject* call_args[2] = {obj, version};
-  PyObject* capsule = PyObject_VectorcallMethod(name, call_args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                                kwnames);
+  PyObject* capsule =
+      PyObject_VectorcallMethod(name, call_args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
   if (capsule != nullptr || !PyErr_ExceptionMatches(PyExc_TypeError)) return capsule;
   PyErr_Clear();
   return PyObject_VectorcallMethod(name, call_args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
@@ -264,10 +267,9 @@ PyObject* ModuleCopyFromTo(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (!CheckNotEmpty(args[0]) || !CheckNotEmpty(args[1])) return nullptr;
   int rc;
   Py_BEGIN_ALLOW_THREADS  // a large copy (or a device copy) need not block other threads
-  rc = TCFFINDArrayCopyFromToArrays(reinterpret_cast<PyTCObject*>(args[0])->handle,
-                                    reinterpret_cast<PyTCObject*>(args[1])->handle);
-  Py_END_ALLOW_THREADS
-  if (rc != 0) return RaiseFromFFIError(-1, nullptr);
+      rc = TCFFINDArrayCopyFromToArrays(reinterpret_cast<PyTCObject*>(args[0])->handle,
+                                        reinterpret_cast<PyTCObject*>(args[1])->handle);
+  Py_END_ALLOW_THREADS if (rc != 0) return RaiseFromFFIError(-1, nullptr);
   Py_RETURN_NONE;
 }
 
@@ -277,8 +279,8 @@ void ViewDeleter(DLManagedTensor* self) { std::free(self); }
 
 TCFFIObject* NDArrayFromDLPackObject(PyObject* obj) {
   static PyObject* dlpack_name = PyUnicode_InternFromString("__dlpack__");
-  if (!PyCapsule_CheckExact(obj) && (dlpack_name == nullptr ||
-                                     _PyType_Lookup(Py_TYPE(obj), dlpack_name) == nullptr)) {
+  if (!PyCapsule_CheckExact(obj) &&
+      (dlpack_name == nullptr || _PyType_Lookup(Py_TYPE(obj), dlpack_name) == nullptr)) {
     PyErr_Format(ErrorClassForKind("TypeError", PyExc_TypeError),
                  "from_dlpack: expected an object with __dlpack__ or a DLPack capsule, got '%s'",
                  Py_TYPE(obj)->tp_name);
@@ -291,7 +293,8 @@ TCFFIObject* NDArrayFromDLPackObject(PyObject* obj) {
   // The capsule is renamed *before* the call: the library owns the tensor from then on,
   // even if it refuses it (it calls the deleter itself in that case).
   if (PyCapsule_IsValid(capsule, kCapsuleVersioned)) {
-    auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, kCapsuleVersioned));
+    auto* m =
+        static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, kCapsuleVersioned));
     PyCapsule_SetName(capsule, kCapsuleVersionedUsed);
     rc = TCFFINDArrayFromDLPackVersioned(m, &out);
   } else if (PyCapsule_IsValid(capsule, kCapsule)) {
@@ -300,9 +303,10 @@ TCFFIObject* NDArrayFromDLPackObject(PyObject* obj) {
     rc = TCFFINDArrayFromDLPack(m, &out);
   } else {
     Py_DECREF(capsule);
-    PyErr_Format(PyExc_TypeError,
-                 "from_dlpack: expected an object with __dlpack__ or an unused DLPack capsule, got '%s'",
-                 Py_TYPE(obj)->tp_name);
+    PyErr_Format(
+        PyExc_TypeError,
+        "from_dlpack: expected an object with __dlpack__ or an unused DLPack capsule, got '%s'",
+        Py_TYPE(obj)->tp_name);
     return nullptr;
   }
   Py_DECREF(capsule);

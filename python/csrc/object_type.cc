@@ -47,8 +47,8 @@ PyTypeObject* RegisteredClass(int32_t index) {
   if (cls == nullptr && !PyErr_Occurred() && PyDict_GET_SIZE(g_pending) > 0) {
     const TCFFITypeInfo* info = TCFFIGetTypeInfo(index);
     if (info != nullptr) {
-      PyObject* type_key = PyUnicode_FromStringAndSize(info->type_key.data,
-                                                       static_cast<Py_ssize_t>(info->type_key.size));
+      PyObject* type_key = PyUnicode_FromStringAndSize(
+          info->type_key.data, static_cast<Py_ssize_t>(info->type_key.size));
       if (type_key != nullptr) {
         cls = PyDict_GetItemWithError(g_pending, type_key);
         if (cls != nullptr) {
@@ -70,7 +70,8 @@ PyTypeObject* RegisteredClass(int32_t index) {
 }
 
 PyTypeObject* ResolveClass(int32_t index) {
-  if (index >= 0 && static_cast<size_t>(index) < g_resolved.size() && g_resolved[index] != nullptr) {
+  if (index >= 0 && static_cast<size_t>(index) < g_resolved.size() &&
+      g_resolved[index] != nullptr) {
     return g_resolved[index];
   }
   PyTypeObject* found = RegisteredClass(index);
@@ -98,9 +99,8 @@ const TCFFIFieldInfo* FindField(int32_t type_index, const char* name, size_t len
   const TCFFITypeInfo* info = TCFFIGetTypeInfo(type_index);
   if (info == nullptr) return nullptr;
   for (int32_t level = info->type_depth; level >= 0; --level) {
-    const TCFFITypeInfo* t = level == info->type_depth
-                                 ? info
-                                 : TCFFIGetTypeInfo(info->type_ancestors[level]);
+    const TCFFITypeInfo* t =
+        level == info->type_depth ? info : TCFFIGetTypeInfo(info->type_ancestors[level]);
     if (t == nullptr) continue;
     for (int32_t i = 0; i < t->num_fields; ++i) {
       const TCFFIFieldInfo& f = t->fields[i];
@@ -169,7 +169,8 @@ PyObject* ObjectGetAttro(PyObject* self, PyObject* name) {
   if (h == nullptr) {
     return PyErr_Format(ErrorClassForKind("AttributeError", PyExc_AttributeError),
                         "'%s' object is empty (it holds no C++ object, or its reference was "
-                        "moved); it has no attribute '%U'", Py_TYPE(self)->tp_name, name);
+                        "moved); it has no attribute '%U'",
+                        Py_TYPE(self)->tp_name, name);
   }
   const TCFFIFieldInfo* field = FindField(h->type_index, s, static_cast<size_t>(len));
   if (field == nullptr || field->getter == nullptr) {
@@ -217,8 +218,8 @@ int ObjectSetAttro(PyObject* self, PyObject* name, PyObject* value) {
 
 PyObject* ObjectDir(PyObject* self, PyObject*) {
   // object.__dir__ plus the reflected fields of the kind and its ancestors.
-  PyObject* names = PyObject_CallMethod(reinterpret_cast<PyObject*>(&PyBaseObject_Type), "__dir__",
-                                        "O", self);
+  PyObject* names =
+      PyObject_CallMethod(reinterpret_cast<PyObject*>(&PyBaseObject_Type), "__dir__", "O", self);
   if (names == nullptr) return nullptr;
   TCFFIObject* h = reinterpret_cast<PyTCObject*>(self)->handle;
   const TCFFITypeInfo* info = h ? TCFFIGetTypeInfo(h->type_index) : nullptr;
@@ -267,7 +268,8 @@ PyObject* ObjectInitByConstructor(PyObject* self, PyObject* const* args, Py_ssiz
   }
   TCFFIObject* f = reinterpret_cast<PyTCObject*>(args[0])->handle;
   if (f == nullptr) return PyErr_Format(PyExc_ValueError, "constructor Function is empty");
-  PyObject* made = CallHandle(f, args + 1, nargs - 1, reinterpret_cast<PyTCFunction*>(args[0])->name);
+  PyObject* made =
+      CallHandle(f, args + 1, nargs - 1, reinterpret_cast<PyTCFunction*>(args[0])->name);
   if (made == nullptr) return nullptr;
   if (!IsTCObject(made)) {
     Py_DECREF(made);
@@ -340,10 +342,10 @@ PyMethodDef kObjectMethods[] = {
     {"same_as", ObjectSameAs, METH_O, "Whether both refer to the same C++ object."},
     {"__reduce__", ObjectReduce, METH_NOARGS, "Pickles the object graph as tilecore JSON."},
     {"__dir__", ObjectDir, METH_NOARGS, nullptr},
-    {"_init_handle_by_constructor", AsPyCFunction(ObjectInitByConstructor),
-     METH_FASTCALL, "Sets the handle to the object returned by fconstructor(*args)."},
-    {"__init_handle_by_constructor__", AsPyCFunction(ObjectInitByConstructor),
-     METH_FASTCALL, "Alias of _init_handle_by_constructor."},
+    {"_init_handle_by_constructor", AsPyCFunction(ObjectInitByConstructor), METH_FASTCALL,
+     "Sets the handle to the object returned by fconstructor(*args)."},
+    {"__init_handle_by_constructor__", AsPyCFunction(ObjectInitByConstructor), METH_FASTCALL,
+     "Alias of _init_handle_by_constructor."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyGetSetDef kObjectGetSet[] = {
