@@ -38,7 +38,8 @@ Map<String, Any> ScaledTanhAttrs() {
 double FloatAttr(const Map<String, Any>& attrs, const char* name) {
   Any v = attrs.at(String(name));
   if (auto d = v.try_cast<double>()) return *d;
-  TILECORE_THROW(TypeError) << "ScaledTanh: attribute `" << name << "` must be a float, got " << v.GetTypeKey();
+  TILECORE_THROW(TypeError) << "ScaledTanh: attribute `" << name << "` must be a float, got "
+                            << v.GetTypeKey();
 }
 // [custom_op_attr.end]
 
@@ -54,7 +55,8 @@ Array<Any> ScaledTanhInfer(Map<String, Any>, Array<Any> inputs) {
   }
   auto t = (*x)->type.as<TensorTypeNode>();
   if (t != nullptr && t->dtype != "float32" && t->dtype != "float64") {
-    TILECORE_THROW(TypeError) << "ScaledTanh: input dtype " << t->dtype.view() << " is not supported (float32, float64)";
+    TILECORE_THROW(TypeError) << "ScaledTanh: input dtype " << t->dtype.view()
+                              << " is not supported (float32, float64)";
   }
   out.push_back(Any((*x)->type));
   return out;
@@ -75,9 +77,12 @@ NDArray Apply(const NDArray& x, double alpha, double beta) {
 
 // The reference implementation: host arrays in, one array per output out.
 Array<Any> ScaledTanhReference(Map<String, Any> attrs, Array<Any> inputs) {
-  if (inputs.size() != 1) TILECORE_THROW(ValueError) << "ScaledTanh takes 1 input, got " << inputs.size();
+  if (inputs.size() != 1)
+    TILECORE_THROW(ValueError) << "ScaledTanh takes 1 input, got " << inputs.size();
   auto x = inputs.raw(0).try_cast<NDArray>();
-  if (!x.has_value()) TILECORE_THROW(TypeError) << "ScaledTanh: expected an array, got " << inputs.raw(0).GetTypeKey();
+  if (!x.has_value())
+    TILECORE_THROW(TypeError) << "ScaledTanh: expected an array, got "
+                              << inputs.raw(0).GetTypeKey();
   if (x->device().device_type != kDLCPU || !x->IsContiguous()) {
     TILECORE_THROW(ValueError) << "ScaledTanh: expected a contiguous host array";
   }
@@ -101,9 +106,10 @@ Array<Any> ScaledTanhReference(Map<String, Any> attrs, Array<Any> inputs) {
 // Registered when the library is loaded (tilecore.load_library): name, domain,
 // attribute schema, inputs (min, max), outputs (min, max), since_version, infer, reference.
 TILECORE_FFI_STATIC_INIT_BLOCK({
-  RegisterGraphOp(GraphOpDef(String("ScaledTanh"), String("example"), ScaledTanhAttrs(), 1, 1, 1, 1, 1,
-                             Function::FromTyped(ScaledTanhInfer, "example::ScaledTanh.infer"),
-                             Function::FromTyped(ScaledTanhReference, "example::ScaledTanh.reference"),
-                             String("alpha * tanh(beta * x)")));
+  RegisterGraphOp(
+      GraphOpDef(String("ScaledTanh"), String("example"), ScaledTanhAttrs(), 1, 1, 1, 1, 1,
+                 Function::FromTyped(ScaledTanhInfer, "example::ScaledTanh.infer"),
+                 Function::FromTyped(ScaledTanhReference, "example::ScaledTanh.reference"),
+                 String("alpha * tanh(beta * x)")));
 });
 // [custom_op_register.end]

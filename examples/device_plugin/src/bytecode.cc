@@ -21,18 +21,30 @@ std::string Str(DataType t) { return tilecore::ffi::DLDataTypeToString(t); }
 
 const char* OpName(const Insn& in) {
   switch (in.op) {
-    case Op::kPush: return "push";
-    case Op::kGet: return "get";
-    case Op::kSet: return "set";
-    case Op::kLoad: return "load";
-    case Op::kStore: return "store";
-    case Op::kBinary: return kBinaryOps[in.operand];
-    case Op::kNot: return "not";
-    case Op::kSelect: return "select";
-    case Op::kCast: return "cast";
-    case Op::kJump: return "jump";
-    case Op::kJumpZero: return "jumpz";
-    case Op::kRet: return "ret";
+    case Op::kPush:
+      return "push";
+    case Op::kGet:
+      return "get";
+    case Op::kSet:
+      return "set";
+    case Op::kLoad:
+      return "load";
+    case Op::kStore:
+      return "store";
+    case Op::kBinary:
+      return kBinaryOps[in.operand];
+    case Op::kNot:
+      return "not";
+    case Op::kSelect:
+      return "select";
+    case Op::kCast:
+      return "cast";
+    case Op::kJump:
+      return "jump";
+    case Op::kJumpZero:
+      return "jumpz";
+    case Op::kRet:
+      return "ret";
   }
   return "?";
 }
@@ -51,15 +63,26 @@ std::string Format(const Kernel& k, const Insn& in) {
       }
       break;
     case Op::kGet:
-    case Op::kSet: os << " " << in.operand << "  ; " << k.slots[in.operand]; break;
+    case Op::kSet:
+      os << " " << in.operand << "  ; " << k.slots[in.operand];
+      break;
     case Op::kLoad:
-    case Op::kStore: os << " " << Str(in.dtype) << " " << k.params[in.operand].name; break;
+    case Op::kStore:
+      os << " " << Str(in.dtype) << " " << k.params[in.operand].name;
+      break;
     case Op::kBinary:
-    case Op::kSelect: os << " " << Str(in.dtype); break;
-    case Op::kCast: os << " " << Str(in.dtype) << " " << Str(in.from); break;
+    case Op::kSelect:
+      os << " " << Str(in.dtype);
+      break;
+    case Op::kCast:
+      os << " " << Str(in.dtype) << " " << Str(in.from);
+      break;
     case Op::kJump:
-    case Op::kJumpZero: os << " L" << in.operand; break;
-    default: break;
+    case Op::kJumpZero:
+      os << " L" << in.operand;
+      break;
+    default:
+      break;
   }
   return os.str();
 }
@@ -90,13 +113,14 @@ int64_t FloatToInt(double v, DataType to) {
   double hi = to.is_uint() ? std::ldexp(1.0, to.bits()) : std::ldexp(1.0, to.bits() - 1);
   v = std::trunc(v);
   if (v <= lo) return to.is_uint() ? 0 : (to.bits() == 64 ? INT64_MIN : int64_t(lo));
-  if (v >= hi) return to.bits() == 64 ? (to.is_uint() ? -1 : INT64_MAX) : Wrap(int64_t(uint64_t(hi) - 1), to);
+  if (v >= hi)
+    return to.bits() == 64 ? (to.is_uint() ? -1 : INT64_MAX) : Wrap(int64_t(uint64_t(hi) - 1), to);
   return to.is_uint() && v >= 9.2233720368547758e18 ? int64_t(uint64_t(v)) : Wrap(int64_t(v), to);
 }
 
 [[noreturn]] void Fail(const Kernel& k, size_t pc, const std::string& what) {
-  TILECORE_THROW(RuntimeError) << "toyacc kernel `" << k.name << "`, pc " << pc << " (`" << Format(k, k.code[pc])
-                               << "`): " << what;
+  TILECORE_THROW(RuntimeError) << "toyacc kernel `" << k.name << "`, pc " << pc << " (`"
+                               << Format(k, k.code[pc]) << "`): " << what;
 }
 
 Slot Binary(const Kernel& k, size_t pc, int op, DataType t, Slot a, Slot b) {
@@ -104,18 +128,33 @@ Slot Binary(const Kernel& k, size_t pc, int op, DataType t, Slot a, Slot b) {
   Slot r;
   if (t.is_float()) {
     double x = a.f, y = b.f;
-    if (name == "add") r.f = x + y;
-    else if (name == "sub") r.f = x - y;
-    else if (name == "mul") r.f = x * y;
-    else if (name == "div") r.f = x / y;
-    else if (name == "mod") r.f = std::fmod(x, y);
-    else if (name == "floordiv") r.f = std::floor(x / y);
-    else if (name == "floormod") r.f = x - std::floor(x / y) * y;
-    else if (name == "min") r.f = x < y ? x : y;
-    else if (name == "max") r.f = x > y ? x : y;
-    else if (name == "and" || name == "or") Fail(k, pc, "`" + name + "` needs integer or bool operands");
-    else r.i = name == "eq" ? x == y : name == "ne" ? x != y : name == "lt" ? x < y
-             : name == "le" ? x <= y : name == "gt" ? x > y : x >= y;
+    if (name == "add")
+      r.f = x + y;
+    else if (name == "sub")
+      r.f = x - y;
+    else if (name == "mul")
+      r.f = x * y;
+    else if (name == "div")
+      r.f = x / y;
+    else if (name == "mod")
+      r.f = std::fmod(x, y);
+    else if (name == "floordiv")
+      r.f = std::floor(x / y);
+    else if (name == "floormod")
+      r.f = x - std::floor(x / y) * y;
+    else if (name == "min")
+      r.f = x < y ? x : y;
+    else if (name == "max")
+      r.f = x > y ? x : y;
+    else if (name == "and" || name == "or")
+      Fail(k, pc, "`" + name + "` needs integer or bool operands");
+    else
+      r.i = name == "eq"   ? x == y
+            : name == "ne" ? x != y
+            : name == "lt" ? x < y
+            : name == "le" ? x <= y
+            : name == "gt" ? x > y
+                           : x >= y;
     r.f = Round(r.f, t);
     return r;
   }
@@ -140,15 +179,27 @@ Slot Binary(const Kernel& k, size_t pc, int op, DataType t, Slot a, Slot b) {
       }
     }
     r.i = (name == "div" || name == "floordiv") ? q : m;
-  } else if (name == "add") r.i = int64_t(uint64_t(x) + uint64_t(y));
-  else if (name == "sub") r.i = int64_t(uint64_t(x) - uint64_t(y));
-  else if (name == "mul") r.i = int64_t(uint64_t(x) * uint64_t(y));
-  else if (name == "min") r.i = less(x, y) ? x : y;
-  else if (name == "max") r.i = less(x, y) ? y : x;
-  else if (name == "and") return Slot{x != 0 && y != 0};
-  else if (name == "or") return Slot{x != 0 || y != 0};
-  else return Slot{name == "eq" ? x == y : name == "ne" ? x != y : name == "lt" ? less(x, y)
-                 : name == "le" ? !less(y, x) : name == "gt" ? less(y, x) : !less(x, y)};
+  } else if (name == "add")
+    r.i = int64_t(uint64_t(x) + uint64_t(y));
+  else if (name == "sub")
+    r.i = int64_t(uint64_t(x) - uint64_t(y));
+  else if (name == "mul")
+    r.i = int64_t(uint64_t(x) * uint64_t(y));
+  else if (name == "min")
+    r.i = less(x, y) ? x : y;
+  else if (name == "max")
+    r.i = less(x, y) ? y : x;
+  else if (name == "and")
+    return Slot{x != 0 && y != 0};
+  else if (name == "or")
+    return Slot{x != 0 || y != 0};
+  else
+    return Slot{name == "eq"   ? x == y
+                : name == "ne" ? x != y
+                : name == "lt" ? less(x, y)
+                : name == "le" ? !less(y, x)
+                : name == "gt" ? less(y, x)
+                               : !less(x, y)};
   r.i = Wrap(r.i, t);
   return r;
 }
@@ -205,7 +256,8 @@ std::string Print(const std::vector<Kernel>& kernels) {
   for (const Kernel& k : kernels) {
     os << ".kernel " << k.name << "\n";
     for (const auto& p : k.params) {
-      os << ".param " << p.name << " " << p.kind << " " << p.dtype << (p.written ? " rw" : " ro") << "\n";
+      os << ".param " << p.name << " " << p.kind << " " << p.dtype << (p.written ? " rw" : " ro")
+         << "\n";
     }
     os << ".slots";
     for (const std::string& s : k.slots) os << " " << s;
@@ -226,8 +278,8 @@ std::string Print(const std::vector<Kernel>& kernels) {
 std::vector<Kernel> Assemble(const std::string& text) {
   std::vector<Kernel> out;
   Kernel* k = nullptr;
-  std::unordered_map<std::string, size_t> labels;                  // of the current kernel
-  std::vector<std::pair<size_t, std::string>> fixups;              // jumps to resolve at .end
+  std::unordered_map<std::string, size_t> labels;      // of the current kernel
+  std::vector<std::pair<size_t, std::string>> fixups;  // jumps to resolve at .end
   std::istringstream is(text);
   int line_no = 0;
   auto fail = [&](const std::string& what) { AssemblyError(line_no, what); };
@@ -270,7 +322,8 @@ std::vector<Kernel> Assemble(const std::string& text) {
     if (op == ".param") {
       want(5);
       tilecore::runtime::KernelParam p{w[1], w[2], w[3], w[4] == "rw"};
-      if (p.kind != "buffer" && p.kind != "int" && p.kind != "float") fail("bad parameter kind `" + p.kind + "`");
+      if (p.kind != "buffer" && p.kind != "int" && p.kind != "float")
+        fail("bad parameter kind `" + p.kind + "`");
       dtype(p.dtype);
       k->params.push_back(p);
     } else if (op == ".slots") {
@@ -286,7 +339,8 @@ std::vector<Kernel> Assemble(const std::string& text) {
         if (it == labels.end()) fail("kernel `" + k->name + "`: undefined label `" + label + "`");
         k->code[pc].operand = int64_t(it->second);
       }
-      if (k->code.empty() || k->code.back().op != Op::kRet) fail("kernel `" + k->name + "` must end with `ret`");
+      if (k->code.empty() || k->code.back().op != Op::kRet)
+        fail("kernel `" + k->name + "` must end with `ret`");
       k = nullptr;
     } else if (op.back() == ':') {
       want(1);
@@ -297,11 +351,13 @@ std::vector<Kernel> Assemble(const std::string& text) {
         for (size_t i = 0; i < k->params.size(); ++i) {
           if (k->params[i].name == name && k->params[i].kind == "buffer") return int64_t(i);
         }
-        AssemblyError(line_no, "`" + name + "` is not a buffer parameter of kernel `" + k->name + "`");
+        AssemblyError(line_no,
+                      "`" + name + "` is not a buffer parameter of kernel `" + k->name + "`");
       };
       auto slot = [&](const std::string& s) {
         int64_t n = number(s);
-        if (n < 0 || n >= int64_t(k->slots.size())) fail("slot " + s + " is not declared in `.slots`");
+        if (n < 0 || n >= int64_t(k->slots.size()))
+          fail("slot " + s + " is not declared in `.slots`");
         return n;
       };
       size_t bin = 0;
@@ -367,21 +423,30 @@ void Run(const Kernel& k, const std::vector<Arg>& args) {
   for (; pc < k.code.size(); ++pc) {
     const Insn& in = k.code[pc];
     switch (in.op) {
-      case Op::kPush: stack.push_back(Slot{in.operand, Round(in.literal, in.dtype)}); break;
-      case Op::kGet: stack.push_back(locals[in.operand]); break;
-      case Op::kSet: locals[in.operand] = pop(); break;
+      case Op::kPush:
+        stack.push_back(Slot{in.operand, Round(in.literal, in.dtype)});
+        break;
+      case Op::kGet:
+        stack.push_back(locals[in.operand]);
+        break;
+      case Op::kSet:
+        locals[in.operand] = pop();
+        break;
       case Op::kLoad:
       case Op::kStore: {
         Slot value = in.op == Op::kStore ? pop() : Slot{};
         int64_t index = pop().i;
         const BufferView& b = args[in.operand].buffer;
         if (index < 0 || index >= b.size) {
-          Fail(k, pc, "index " + std::to_string(index) + " is outside `" + k.params[in.operand].name + "` (" +
-                          std::to_string(b.size) + " elements)");
+          Fail(k, pc,
+               "index " + std::to_string(index) + " is outside `" + k.params[in.operand].name +
+                   "` (" + std::to_string(b.size) + " elements)");
         }
         char* p = b.data + index * in.dtype.lane_bytes();
-        if (in.op == Op::kLoad) stack.push_back(LoadElem(p, in.dtype));
-        else StoreElem(p, in.dtype, value);
+        if (in.op == Op::kLoad)
+          stack.push_back(LoadElem(p, in.dtype));
+        else
+          StoreElem(p, in.dtype, value);
         break;
       }
       case Op::kBinary: {
@@ -389,7 +454,9 @@ void Run(const Kernel& k, const std::vector<Arg>& args) {
         stack.push_back(Binary(k, pc, int(in.operand), in.dtype, a, b));
         break;
       }
-      case Op::kNot: stack.push_back(Slot{pop().i == 0}); break;
+      case Op::kNot:
+        stack.push_back(Slot{pop().i == 0});
+        break;
       case Op::kSelect: {
         Slot f = pop(), t = pop(), c = pop();
         stack.push_back(c.i ? t : f);
@@ -397,18 +464,25 @@ void Run(const Kernel& k, const std::vector<Arg>& args) {
       }
       case Op::kCast: {
         Slot v = pop(), r;
-        if (in.from.is_float() && in.dtype.is_float()) r.f = Round(v.f, in.dtype);
-        else if (in.from.is_float()) r.i = FloatToInt(v.f, in.dtype);
-        else if (in.dtype.is_float()) r.f = Round(IsUnsigned(in.from) ? double(uint64_t(v.i)) : double(v.i), in.dtype);
-        else r.i = Wrap(v.i, in.dtype);
+        if (in.from.is_float() && in.dtype.is_float())
+          r.f = Round(v.f, in.dtype);
+        else if (in.from.is_float())
+          r.i = FloatToInt(v.f, in.dtype);
+        else if (in.dtype.is_float())
+          r.f = Round(IsUnsigned(in.from) ? double(uint64_t(v.i)) : double(v.i), in.dtype);
+        else
+          r.i = Wrap(v.i, in.dtype);
         stack.push_back(r);
         break;
       }
-      case Op::kJump: pc = size_t(in.operand) - 1; break;
+      case Op::kJump:
+        pc = size_t(in.operand) - 1;
+        break;
       case Op::kJumpZero:
         if (pop().i == 0) pc = size_t(in.operand) - 1;
         break;
-      case Op::kRet: return;
+      case Op::kRet:
+        return;
     }
   }
 }

@@ -60,13 +60,16 @@ class Emitter : public IRVisitor {
     Check(e.dtype(), e.get(), e->span);
     IRVisitor::VisitExpr(e);
   }
-  void VisitExpr_(const IntImmNode* op) override { Push({Op::kPush, op->dtype, op->dtype, op->value}, +1); }
+  void VisitExpr_(const IntImmNode* op) override {
+    Push({Op::kPush, op->dtype, op->dtype, op->value}, +1);
+  }
   void VisitExpr_(const FloatImmNode* op) override {
     Push({Op::kPush, op->dtype, op->dtype, 0, op->value}, +1);
   }
   void VisitExpr_(const VarNode* op) override {
     auto it = slots_.find(op);
-    if (it == slots_.end()) Unsupported(op, op->span, "variable `" + std::string(op->name.view()) + "`");
+    if (it == slots_.end())
+      Unsupported(op, op->span, "variable `" + std::string(op->name.view()) + "`");
     Push({Op::kGet, op->dtype, op->dtype, it->second}, +1);
   }
 #define TOYACC_BINARY(Name) \
@@ -168,7 +171,8 @@ class Emitter : public IRVisitor {
     if (NodeKindOf(op->value.get()) == NodeKind::kIntImm) return;  // a no-op
     auto* call = op->value.as<CallNode>();
     if (call && call->op == "tir.barrier") return;  // iterations run one after another
-    Unsupported(op->value.get(), op->span, call ? "intrinsic `" + std::string(call->op.view()) + "`" : "");
+    Unsupported(op->value.get(), op->span,
+                call ? "intrinsic `" + std::string(call->op.view()) + "`" : "");
   }
   void VisitStmt_(const AllocateNode* op) override {
     Unsupported(op, op->span, "an allocation (toyacc kernels use their parameters' buffers only)");
@@ -214,7 +218,8 @@ class Emitter : public IRVisitor {
   // Pushes the flat element index of buffer[indices]; returns the buffer's parameter.
   int64_t Index(const Buffer& b, const Array<PrimExpr>& indices, const Object* node) {
     auto it = buffers_.find(b->data.get());
-    if (it == buffers_.end()) Unsupported(node, Span(), "buffer `" + std::string(b->name.view()) + "`");
+    if (it == buffers_.end())
+      Unsupported(node, Span(), "buffer `" + std::string(b->name.view()) + "`");
     DataType t = indices.size() ? indices[0].dtype() : DataType::Int(32);
     auto add = [&] { Push({Op::kBinary, t, t, BinaryIndex("add")}, -1); };
     auto mul = [&] { Push({Op::kBinary, t, t, BinaryIndex("mul")}, -1); };
@@ -248,7 +253,8 @@ class Emitter : public IRVisitor {
     if (!ok) Unsupported(node, span, "dtype " + ffi::DLDataTypeToString(t));
   }
 
-  [[noreturn]] void Unsupported(const Object* node, const Span& span, const std::string& what = "") {
+  [[noreturn]] void Unsupported(const Object* node, const Span& span,
+                                const std::string& what = "") {
     std::ostringstream os;
     os << "toyacc codegen: kernel `" << k_.name << "`: cannot emit `" << node->GetTypeKey() << "`";
     if (!what.empty()) os << " (" << what << ")";
@@ -266,13 +272,15 @@ class Emitter : public IRVisitor {
 }  // namespace
 
 // [toyacc.codegen.begin]
-tilecore::runtime::Module Build(const tilecore::ir::IRModule& mod, const tilecore::target::Target& target) {
+tilecore::runtime::Module Build(const tilecore::ir::IRModule& mod,
+                                const tilecore::target::Target& target) {
   std::vector<Kernel> kernels;
   for (const auto& [name, func] : mod->functions.items()) {
     Kernel k = Emitter(func, std::string(name.view())).Emit();
     if (k.stack_size > target.GetInt("stack")) {
-      TILECORE_THROW(ValueError) << "toyacc codegen: kernel `" << k.name << "` needs " << k.stack_size
-                                 << " stack slots; the target allows -stack=" << target.GetInt("stack");
+      TILECORE_THROW(ValueError) << "toyacc codegen: kernel `" << k.name << "` needs "
+                                 << k.stack_size << " stack slots; the target allows -stack="
+                                 << target.GetInt("stack");
     }
     kernels.push_back(std::move(k));
   }

@@ -30,7 +30,8 @@ class ToyaccDeviceAPI final : public runtime::DeviceAPI {
     CheckId(dev);
     size_t a = alignment < 64 ? 64 : alignment;
     void* p = std::aligned_alloc(a, (nbytes + a - 1) / a * a + (nbytes == 0 ? a : 0));
-    if (p == nullptr) TILECORE_THROW(MemoryError) << "toyacc:" << dev.device_id << ": out of memory";
+    if (p == nullptr)
+      TILECORE_THROW(MemoryError) << "toyacc:" << dev.device_id << ": out of memory";
     std::lock_guard<std::mutex> lock(mu_);
     blocks_[p] = {dev.device_id, nbytes};
     return p;
@@ -65,7 +66,8 @@ class ToyaccDeviceAPI final : public runtime::DeviceAPI {
  private:
   static void CheckId(DLDevice dev) {
     if (dev.device_id < 0 || dev.device_id >= kNumDevices) {
-      TILECORE_THROW(ValueError) << "toyacc has devices 0.." << kNumDevices - 1 << ", not " << dev.device_id;
+      TILECORE_THROW(ValueError) << "toyacc has devices 0.." << kNumDevices - 1 << ", not "
+                                 << dev.device_id;
     }
   }
   struct Block {
@@ -81,7 +83,9 @@ class ToyaccDeviceAPI final : public runtime::DeviceAPI {
 }  // namespace toyacc
 
 // [toyacc.device_api_register.begin]
-TILECORE_FFI_STATIC_INIT_BLOCK({ tilecore::runtime::RegisterDeviceAPI(std::make_shared<toyacc::ToyaccDeviceAPI>()); });
+TILECORE_FFI_STATIC_INIT_BLOCK({
+  tilecore::runtime::RegisterDeviceAPI(std::make_shared<toyacc::ToyaccDeviceAPI>());
+});
 
 // Python has no name for device type 32: `tilecore.get_global_func("toyacc.device")(0)`.
 TILECORE_REGISTER_GLOBAL("toyacc.device").set_body_typed([](int64_t id) {

@@ -9,10 +9,10 @@
 // Calls run on toyacc:<device>: array arguments elsewhere (numpy arrays, cpu
 // NDArrays) are copied there first, and the ones the kernel writes are copied back,
 // as the npu module does with the simulator's memory.
+#include "tilecore/runtime/module.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/ndarray.h"
 #include "tilecore/runtime/kernel.h"
-#include "tilecore/runtime/module.h"
 #include "toyacc.h"
 
 namespace toyacc {
@@ -34,20 +34,21 @@ class ToyaccModuleNode final : public runtime::ModuleNode {
     return names;
   }
 
-  std::optional<ffi::Function> GetFunction(const std::string& name, const runtime::Module& self) override {
+  std::optional<ffi::Function> GetFunction(const std::string& name,
+                                           const runtime::Module& self) override {
     for (const Kernel& k : kernels_) {
       if (k.name != name) continue;
       // The Function holds `self`, so the module (and `k`) outlive every call.
-      return ffi::Function::FromPacked([self, &k, dev = device()](ffi::PackedArgs args, ffi::Any*) {
-        Call(k, dev, args);
-      });
+      return ffi::Function::FromPacked(
+          [self, &k, dev = device()](ffi::PackedArgs args, ffi::Any*) { Call(k, dev, args); });
     }
     return std::nullopt;
   }
 
   std::string GetSource(const std::string& format) const override {
     if (!format.empty() && format != "toyacc") {
-      TILECORE_THROW(ValueError) << "a toyacc module has source in format `toyacc`, not `" << format << "`";
+      TILECORE_THROW(ValueError) << "a toyacc module has source in format `toyacc`, not `" << format
+                                 << "`";
     }
     return Print(kernels_);
   }
@@ -89,10 +90,11 @@ class ToyaccModuleNode final : public runtime::ModuleNode {
 
   // [toyacc.call.begin]
   static void Call(const Kernel& k, DLDevice dev, ffi::PackedArgs args) {
-    runtime::CheckKernelArgs(k.name, k.params, args);  // count, kinds, dtypes: TypeError quoting the signature
+    runtime::CheckKernelArgs(k.name, k.params,
+                             args);  // count, kinds, dtypes: TypeError quoting the signature
     std::vector<Arg> values(k.params.size());
     std::vector<std::pair<ffi::NDArray, ffi::NDArray>> copy_back;  // (caller's array, toyacc copy)
-    std::vector<ffi::NDArray> keep;                                // copies live until the call returns
+    std::vector<ffi::NDArray> keep;  // copies live until the call returns
     for (size_t i = 0; i < k.params.size(); ++i) {
       const runtime::KernelParam& p = k.params[i];
       const ffi::AnyView& a = args[int32_t(i)];
@@ -110,7 +112,8 @@ class ToyaccModuleNode final : public runtime::ModuleNode {
       }
       int64_t n = 1;
       for (int d = 0; d < x.tensor().ndim; ++d) n *= x.tensor().shape[d];
-      values[i].buffer = BufferView{static_cast<char*>(x.tensor().data) + x.tensor().byte_offset, n};
+      values[i].buffer =
+          BufferView{static_cast<char*>(x.tensor().data) + x.tensor().byte_offset, n};
     }
     Run(k, values);
     for (auto& [original, copy] : copy_back) copy.CopyTo(original);
@@ -130,7 +133,8 @@ runtime::Module ModuleCreate(std::vector<Kernel> kernels, int32_t device_id) {
 }  // namespace toyacc
 
 // [toyacc.loader.begin]
-TILECORE_REGISTER_GLOBAL("runtime.module.loadbinary_toyacc").set_body_typed([](tilecore::ffi::Bytes bytes) {
-  return toyacc::ToyaccModuleNode::LoadFromBytes(bytes);
-});
+TILECORE_REGISTER_GLOBAL("runtime.module.loadbinary_toyacc")
+    .set_body_typed([](tilecore::ffi::Bytes bytes) {
+      return toyacc::ToyaccModuleNode::LoadFromBytes(bytes);
+    });
 // [toyacc.loader.end]

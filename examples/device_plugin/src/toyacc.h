@@ -34,25 +34,25 @@ inline constexpr int32_t kNumDevices = 4;
 /// Every value on the stack is a 64-bit slot: integers (and bool) sign- or zero-
 /// extended from their dtype, floats as doubles rounded to their dtype.
 enum class Op : uint8_t {
-  kPush,     // push <dtype> <literal>      -> v
-  kGet,      // get <slot>                  -> locals[slot]
-  kSet,      // set <slot>               v  ->              locals[slot] = v
-  kLoad,     // load <dtype> <param>     i  -> param[i]
-  kStore,    // store <dtype> <param>  i v  ->              param[i] = v
-  kBinary,   // add|sub|...|ge <dtype> a b  -> a op b       (comparisons give a bool)
-  kNot,      // not                      v  -> !v
-  kSelect,   // select <dtype>       c t f  -> c ? t : f
-  kCast,     // cast <dtype> <from>      v  -> v converted
-  kJump,     // jump <label>
-  kJumpZero, // jumpz <label>            v  ->              jump if v == 0
-  kRet,      // ret
+  kPush,      // push <dtype> <literal>      -> v
+  kGet,       // get <slot>                  -> locals[slot]
+  kSet,       // set <slot>               v  ->              locals[slot] = v
+  kLoad,      // load <dtype> <param>     i  -> param[i]
+  kStore,     // store <dtype> <param>  i v  ->              param[i] = v
+  kBinary,    // add|sub|...|ge <dtype> a b  -> a op b       (comparisons give a bool)
+  kNot,       // not                      v  -> !v
+  kSelect,    // select <dtype>       c t f  -> c ? t : f
+  kCast,      // cast <dtype> <from>      v  -> v converted
+  kJump,      // jump <label>
+  kJumpZero,  // jumpz <label>            v  ->              jump if v == 0
+  kRet,       // ret
 };
 
 /// Binary operators, spelled as in the text. div/mod truncate (as C and TC1 do);
 /// floordiv/floormod round down (as Python does).
-inline const char* const kBinaryOps[] = {"add", "sub", "mul", "div", "mod", "floordiv", "floormod",
-                                          "min", "max", "eq",  "ne",  "lt",  "le",  "gt", "ge",
-                                          "and", "or"};
+inline const char* const kBinaryOps[] = {"add",      "sub", "mul", "div", "mod", "floordiv",
+                                         "floormod", "min", "max", "eq",  "ne",  "lt",
+                                         "le",       "gt",  "ge",  "and", "or"};
 
 struct Insn {
   Op op;
