@@ -45,10 +45,11 @@ void Load(const std::string& file) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  ffi::Function::SetGlobal("runtime.module.loadbinary_c", ffi::Function::FromPacked([](ffi::PackedArgs, ffi::Any*) {
-                             TILECORE_THROW(ValueError) << "c modules are not loaded by this fuzzer";
-                           }),
-                           /*allow_override=*/true);
+  ffi::Function::SetGlobal(
+      "runtime.module.loadbinary_c", ffi::Function::FromPacked([](ffi::PackedArgs, ffi::Any*) {
+        TILECORE_THROW(ValueError) << "c modules are not loaded by this fuzzer";
+      }),
+      /*allow_override=*/true);
   return 0;
 }
 

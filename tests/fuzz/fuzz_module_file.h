@@ -21,7 +21,8 @@ inline std::string U64(uint64_t v) { return U32(uint32_t(v)) + U32(uint32_t(v >>
 
 // A module file (format version 2) around `body` (the module count onwards).
 inline std::string FileAround(std::string_view body) {
-  return std::string("TCMODULE") + U32(2) + U64(tilecore::runtime::ModuleChecksum(body)) + std::string(body);
+  return std::string("TCMODULE") + U32(2) + U64(tilecore::runtime::ModuleChecksum(body)) +
+         std::string(body);
 }
 
 // One module of `kind` whose payload is `payload`, importing nothing.

@@ -152,7 +152,8 @@ TEST(Assembler, EveryInstructionIsCovered) {
   std::set<Opcode> seen;
   for (const auto& t : p.text)
     for (uint64_t w : t.words) seen.insert(decode(w)->op);
-  for (const auto& row : instruction_table()) EXPECT_TRUE(seen.count(row.op)) << row.mnemonic << " missing from the test";
+  for (const auto& row : instruction_table())
+    EXPECT_TRUE(seen.count(row.op)) << row.mnemonic << " missing from the test";
 }
 
 TEST(Assembler, RoundTripIsStable) {
@@ -182,7 +183,8 @@ TEST(Assembler, SectionsLabelsAndData) {
   EXPECT_EQ(p.data[0].core_mask, 0u);
   // .byte 1,2,3 / align 4 / .half BEEF / .word table(=0x1000), -1 / floats
   std::vector<uint8_t> head(d.begin(), d.begin() + 14);
-  EXPECT_EQ(head, (std::vector<uint8_t>{1, 2, 3, 0, 0xEF, 0xBE, 0x00, 0x10, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF}));
+  EXPECT_EQ(head, (std::vector<uint8_t>{1, 2, 3, 0, 0xEF, 0xBE, 0x00, 0x10, 0, 0, 0xFF, 0xFF, 0xFF,
+                                        0xFF}));
   EXPECT_EQ(p.data[1].space, Space::L1);
   EXPECT_EQ(p.data[1].core_mask, 1u);
   EXPECT_EQ(p.data[1].bytes.size(), DmaDesc::kBytes + VecDesc::kBytes + MmDesc::kBytes);
@@ -227,7 +229,8 @@ TEST(Assembler, DiagnosticsNameLineAndProblem) {
       {".zero N\n.equ N, 4\n", 1, "must be defined before this line"},
       {"li x1, 1 +\n", 1, "expression expected"},
       {".frob\n", 1, "unknown directive '.frob'"},
-      {"li x1, " + std::string(300, '(') + "1" + std::string(300, ')') + "\n", 1, "expression nested too deeply"},
+      {"li x1, " + std::string(300, '(') + "1" + std::string(300, ')') + "\n", 1,
+       "expression nested too deeply"},
   };
   for (const auto& c : cases) {
     try {
@@ -235,14 +238,17 @@ TEST(Assembler, DiagnosticsNameLineAndProblem) {
       ADD_FAILURE() << "no error for: " << c.text;
     } catch (const AsmError& e) {
       EXPECT_EQ(e.line(), c.line) << c.text << " -> " << e.what();
-      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << c.text << " -> " << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos)
+          << c.text << " -> " << e.what();
     }
   }
 }
 
 TEST(Assembler, ExpressionsWrapInsteadOfOverflowing) {
   // 2^63 arithmetic wraps like the 64-bit words it feeds; the low 32 bits land in imm.
-  Program p = assemble(".inst 0x7fffffffffffffff + 1\n.inst -(0x8000000000000000)\nli x1, 0x100000000 * 0x100000000 + 5\n");
+  Program p = assemble(
+      ".inst 0x7fffffffffffffff + 1\n.inst -(0x8000000000000000)\nli x1, 0x100000000 * 0x100000000 "
+      "+ 5\n");
   EXPECT_EQ(p.text[0].words[0], 0x8000000000000000ull);
   EXPECT_EQ(p.text[0].words[1], 0x8000000000000000ull);
   EXPECT_EQ(decode(p.text[0].words[2])->imm, 5);
@@ -257,7 +263,8 @@ TEST(Assembler, ProgramImageRejectsGarbage) {
 }
 
 TEST(Disassembler, UndecodableWordsStayRaw) {
-  Program p = assemble(".inst 0xFF\nhalt\n.inst 0xffffff0008000010\n");  // a full 64-bit raw word (found by fuzzing)
+  Program p = assemble(
+      ".inst 0xFF\nhalt\n.inst 0xffffff0008000010\n");  // a full 64-bit raw word (found by fuzzing)
   std::string text = disassemble(p);
   EXPECT_NE(text.find(".inst 0xff"), std::string::npos) << text;
   EXPECT_EQ(assemble(text), p);

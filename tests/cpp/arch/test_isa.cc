@@ -63,6 +63,10 @@ TEST(Isa, FormatInstruction) {
   EXPECT_EQ(format_instruction(i), "lw x1, [ddr: x2 + 16]");
   Inst v;
   v.op = Opcode::Vadd;
-  v.a = 1; v.b = 2; v.c = 3; v.d = 4; v.e = uint8_t(DType::I16);
+  v.a = 1;
+  v.b = 2;
+  v.c = 3;
+  v.d = 4;
+  v.e = uint8_t(DType::I16);
   EXPECT_EQ(format_instruction(v), "vadd.i16 v1, v2, v3, p4");
 }

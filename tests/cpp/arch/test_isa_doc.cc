@@ -20,7 +20,8 @@ std::string doc_path() { return std::string(TILECORE_SOURCE_DIR) + "/docs/tc1.md
 TEST(IsaDoc, EveryInstructionHasAnEntry) {
   std::string md = isa_reference_markdown();
   for (const auto& row : instruction_table())
-    EXPECT_NE(md.find("#### `" + std::string(row.mnemonic) + "`"), std::string::npos) << row.mnemonic;
+    EXPECT_NE(md.find("#### `" + std::string(row.mnemonic) + "`"), std::string::npos)
+        << row.mnemonic;
 }
 
 TEST(IsaDoc, DocsCarryTheGeneratedReference) {
@@ -41,5 +42,6 @@ TEST(IsaDoc, DocsCarryTheGeneratedReference) {
     out << doc.substr(0, body) << want << doc.substr(e);
     GTEST_SKIP() << "rewrote the instruction reference in " << path;
   }
-  EXPECT_EQ(have, want) << "docs/tc1.md is out of date: run the arch tests with TILECORE_UPDATE_DOCS=1";
+  EXPECT_EQ(have, want)
+      << "docs/tc1.md is out of date: run the arch tests with TILECORE_UPDATE_DOCS=1";
 }

@@ -17,11 +17,12 @@ TEST(TileOps, EveryRowIsAVectorEngineInstructionOfItsMnemonic) {
     EXPECT_EQ(ins.mnemonic, r.mnemonic) << r.name;
     EXPECT_EQ(ins.unit, Unit::Vector) << r.name;
     EXPECT_EQ(ins.summary, r.summary) << r.name;
-    Format want = r.form == TileForm::Binary ? Format::Tile3
+    Format want = r.form == TileForm::Binary                                     ? Format::Tile3
                   : (r.form == TileForm::Convert || r.form == TileForm::Requant) ? Format::TileCvt
-                                                                                  : Format::Tile2;
+                                                                                 : Format::Tile2;
     EXPECT_EQ(ins.format, want) << r.name;
-    EXPECT_EQ(ins.cost, r.types == TileTypes::Float ? CostClass::VectorSlow : CostClass::Vector) << r.name;
+    EXPECT_EQ(ins.cost, r.types == TileTypes::Float ? CostClass::VectorSlow : CostClass::Vector)
+        << r.name;
   }
 }
 

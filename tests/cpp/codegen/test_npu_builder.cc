@@ -25,10 +25,13 @@ TEST(NpuBuilder, TypedInstructionsEncodeLikeTheAssembler) {
   b.Emit(Opcode::Beq, {Operand::X(5), Operand::X(0), Operand::To(done)});
   b.Emit(Opcode::Jal, {Operand::X(0), Operand::To(top)});
   b.Bind(done);
-  b.Emit(Opcode::Vadd, {Operand::V(3), Operand::V(4), Operand::V(5), Operand::P(2)}, arch::DType::I16);
+  b.Emit(Opcode::Vadd, {Operand::V(3), Operand::V(4), Operand::V(5), Operand::P(2)},
+         arch::DType::I16);
   b.Emit(Opcode::Lw, {Operand::X(6), Operand::Mem(arch::Space::L1, 0, 1024)});
-  b.Emit(Opcode::Wait, {Operand::FrontEnd(), Operand::Engine(arch::Engine::Vector), Operand::Count(30)});
-  b.Emit(Opcode::Tcvt, {Operand::X(1), Operand::X(2), Operand::Desc(0, 1024)}, arch::DType::I8, arch::DType::F32);
+  b.Emit(Opcode::Wait,
+         {Operand::FrontEnd(), Operand::Engine(arch::Engine::Vector), Operand::Count(30)});
+  b.Emit(Opcode::Tcvt, {Operand::X(1), Operand::X(2), Operand::Desc(0, 1024)}, arch::DType::I8,
+         arch::DType::F32);
   b.Emit(Opcode::Halt, {});
   arch::Program p = b.Finish(2);
   const char* text =
@@ -52,10 +55,13 @@ TEST(NpuBuilder, TypedInstructionsEncodeLikeTheAssembler) {
 
 TEST(NpuBuilder, OperandMismatchIsAnInternalError) {
   InstrBuilder b;
-  EXPECT_ANY_THROW(b.Emit(Opcode::Add, {Operand::X(1), Operand::X(2)}));                    // too few
-  EXPECT_ANY_THROW(b.Emit(Opcode::Add, {Operand::X(1), Operand::X(2), Operand::Imm(3)}));   // wrong kind
-  EXPECT_ANY_THROW(b.Emit(Opcode::Vand, {Operand::V(1), Operand::V(2), Operand::V(3)}, arch::DType::F32));
-  EXPECT_ANY_THROW(b.Emit(Opcode::Add, {Operand::X(arch::tc1::kNumXRegs), Operand::X(0), Operand::X(0)}));
+  EXPECT_ANY_THROW(b.Emit(Opcode::Add, {Operand::X(1), Operand::X(2)}));  // too few
+  EXPECT_ANY_THROW(
+      b.Emit(Opcode::Add, {Operand::X(1), Operand::X(2), Operand::Imm(3)}));  // wrong kind
+  EXPECT_ANY_THROW(
+      b.Emit(Opcode::Vand, {Operand::V(1), Operand::V(2), Operand::V(3)}, arch::DType::F32));
+  EXPECT_ANY_THROW(
+      b.Emit(Opcode::Add, {Operand::X(arch::tc1::kNumXRegs), Operand::X(0), Operand::X(0)}));
   EXPECT_ANY_THROW(b.Emit(Opcode::Li, {Operand::X(1), Operand::Imm(int64_t(1) << 40)}));
   EXPECT_EQ(b.size(), 0);
 }
@@ -89,7 +95,8 @@ TEST(NpuBuilder, DataSegmentSharesIdenticalDescriptors) {
   EXPECT_EQ(p.data[0].space, arch::Space::L1);
   ASSERT_EQ(p.data[0].bytes.size(), size_t(b.data_top() - 4096));
   std::string why;
-  EXPECT_TRUE(arch::VecDesc::parse(std::span(p.data[0].bytes).subspan(size_t(d1 - 4096), arch::VecDesc::kBytes), &why))
+  EXPECT_TRUE(arch::VecDesc::parse(
+      std::span(p.data[0].bytes).subspan(size_t(d1 - 4096), arch::VecDesc::kBytes), &why))
       << why;
   EXPECT_EQ(arch::assemble(b.Source("data")), p);
 }
@@ -142,5 +149,7 @@ TEST(NpuRegions, MergeJointMergesOnlyWhatIsContiguousInEveryOperand) {
 }  // namespace
 }  // namespace tilecore::codegen::npu
 #else
-TEST(NpuBuilder, NeedsTheNpuDevice) { GTEST_SKIP() << "tilecore was built with TILECORE_ENABLE_NPU=OFF"; }
+TEST(NpuBuilder, NeedsTheNpuDevice) {
+  GTEST_SKIP() << "tilecore was built with TILECORE_ENABLE_NPU=OFF";
+}
 #endif  // TILECORE_ENABLE_NPU

@@ -19,7 +19,8 @@ void ExpectValid(const std::vector<BufferLife>& b, const MemoryPlan& p, int64_t 
     for (size_t j = i + 1; j < b.size(); ++j) {
       if (b[i].size == 0 || b[j].size == 0) continue;
       bool live = b[i].first <= b[j].last && b[j].first <= b[i].last;
-      bool overlap = p.offsets[i] < p.offsets[j] + b[j].size && p.offsets[j] < p.offsets[i] + b[i].size;
+      bool overlap =
+          p.offsets[i] < p.offsets[j] + b[j].size && p.offsets[j] < p.offsets[i] + b[i].size;
       EXPECT_FALSE(live && overlap) << "buffers " << i << " and " << j;
     }
   }

@@ -16,7 +16,9 @@ using namespace tilecore::compiler;  // NOLINT
 using ir::DataType;
 
 namespace {
-TensorSpec F32(std::initializer_list<int64_t> s) { return TensorSpec(ffi::Array<int64_t>(s), DataType::Float(32)); }
+TensorSpec F32(std::initializer_list<int64_t> s) {
+  return TensorSpec(ffi::Array<int64_t>(s), DataType::Float(32));
+}
 
 int CountCalls(const ir::PrimFunc& f, const std::string& op) {
   struct V : ir::IRVisitor {
@@ -47,7 +49,8 @@ TEST(Strategy, HasStrategyGivesReasons) {
   EXPECT_NE(HasStrategy("NoSuchOp", none, {F32({4})}).find("no npu strategy"), std::string::npos);
   TensorSpec i64(ffi::Array<int64_t>{4}, DataType::Int(64));
   EXPECT_NE(HasStrategy("Add", none, {i64, i64}).find("64-bit"), std::string::npos);
-  EXPECT_NE(HasStrategy("MatMul", none, {F32({4, 8}), F32({7, 3})}).find("inner"), std::string::npos);
+  EXPECT_NE(HasStrategy("MatMul", none, {F32({4, 8}), F32({7, 3})}).find("inner"),
+            std::string::npos);
 }
 
 TEST(Strategy, LowerOpRejectsUnsupportedWithTheReason) {

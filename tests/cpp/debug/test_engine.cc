@@ -106,7 +106,8 @@ TEST(DebugEngine, WatchpointNamesTheWriterAndTheLogKnowsIt) {
   ASSERT_EQ(r.reason, StopReport::Watchpoint);
   EXPECT_EQ(arch::info(r.hits[0].op).mnemonic, "dma.in");
   EXPECT_EQ(r.hits[0].agent, 1);  // the DMA-in engine
-  EXPECT_EQ(f.sim.read(arch::Space::DDR, 0x2010, 1)[0], uint8_t(16 * 3));  // stopped after the write
+  EXPECT_EQ(f.sim.read(arch::Space::DDR, 0x2010, 1)[0],
+            uint8_t(16 * 3));  // stopped after the write
   WriteRecord rec;
   ASSERT_TRUE(f.eng.last_write(arch::Space::DDR, 0, 0x2013, &rec));
   EXPECT_EQ(rec.pc, 12u);
@@ -119,8 +120,9 @@ TEST(DebugEngine, ReverseToIsExact) {
   Fixture f;
   f.eng.resume(150);
   auto snap = [&] {
-    std::vector<uint64_t> v{f.eng.position(), f.sim.cycle(), uint64_t(f.sim.pc(0)), uint64_t(f.sim.pc(1)), f.word(0x100),
-                            f.word(0x200), f.sim.xreg(0, 1), f.sim.xreg(1, 3)};
+    std::vector<uint64_t> v{f.eng.position(),      f.sim.cycle(),   uint64_t(f.sim.pc(0)),
+                            uint64_t(f.sim.pc(1)), f.word(0x100),   f.word(0x200),
+                            f.sim.xreg(0, 1),      f.sim.xreg(1, 3)};
     auto m = f.sim.read(arch::Space::DDR, 0x2000, 64);
     v.insert(v.end(), m.begin(), m.end());
     return v;

@@ -27,8 +27,8 @@ TEST(Any, PodsRoundTrip) {
 
 TEST(Any, StrictVersusConvenientConversion) {
   Any i = 3;
-  EXPECT_FALSE(i.as<double>().has_value());      // stored as int, not float
-  EXPECT_DOUBLE_EQ(i.cast<double>(), 3.0);        // but converts
+  EXPECT_FALSE(i.as<double>().has_value());  // stored as int, not float
+  EXPECT_DOUBLE_EQ(i.cast<double>(), 3.0);   // but converts
   Any f = 3.5;
   EXPECT_FALSE(f.try_cast<int64_t>().has_value());  // float never silently truncates
   Any big = int64_t{1} << 40;
@@ -172,8 +172,8 @@ TEST(Device, OutOfTreeDeviceNames) {
   EXPECT_EQ(DeviceTypeToName(41), "testacc");
   EXPECT_EQ(DeviceNameToType("testacc"), 41);
   EXPECT_EQ(DLDeviceToString(DLDevice{static_cast<DLDeviceType>(41), 2}), "testacc:2");
-  EXPECT_THROW(RegisterDeviceName(42, "testacc"), Error);  // name taken by another type
-  EXPECT_THROW(RegisterDeviceName(41, "other"), Error);    // type taken by another name
+  EXPECT_THROW(RegisterDeviceName(42, "testacc"), Error);    // name taken by another type
+  EXPECT_THROW(RegisterDeviceName(41, "other"), Error);      // type taken by another name
   EXPECT_THROW(RegisterDeviceName(kDLNPU, "mynpu"), Error);  // built-in type
   try {
     DeviceNameToType("nosuch");

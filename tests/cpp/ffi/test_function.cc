@@ -23,9 +23,11 @@ TEST(Function, PackedBody) {
 }
 
 TEST(Function, TypedBodyConvertsArguments) {
-  Function f = Function::FromTyped([](int64_t a, double b, String s) {
-    return std::string(s.view()) + std::to_string(a + static_cast<int64_t>(b));
-  }, "concat");
+  Function f = Function::FromTyped(
+      [](int64_t a, double b, String s) {
+        return std::string(s.view()) + std::to_string(a + static_cast<int64_t>(b));
+      },
+      "concat");
   EXPECT_EQ(f(1, 2.0, "x").cast<std::string>(), "x3");
 }
 
@@ -49,13 +51,15 @@ TEST(Function, ArgumentCountErrorNamesSignature) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), "TypeError");
-    EXPECT_EQ(e.message(),
-              "Mismatched number of arguments when calling `one(0: int) -> int`: expected 1 but got 2");
+    EXPECT_EQ(
+        e.message(),
+        "Mismatched number of arguments when calling `one(0: int) -> int`: expected 1 but got 2");
   }
 }
 
 TEST(Function, ErrorsCrossTheCAbiAsObjects) {
-  Function f = Function::FromPacked([](PackedArgs, Any*) { TILECORE_THROW(IndexError) << "out of range: 7"; });
+  Function f = Function::FromPacked(
+      [](PackedArgs, Any*) { TILECORE_THROW(IndexError) << "out of range: 7"; });
   TCFFIAny result;
   result.type_index = kTCFFINone;
   TCFFIObject* handle = reinterpret_cast<TCFFIObject*>(const_cast<FunctionObj*>(f.get()));
@@ -63,7 +67,8 @@ TEST(Function, ErrorsCrossTheCAbiAsObjects) {
   TCFFIObjectHandle err = nullptr;
   TCFFIErrorMoveFromRaised(&err);
   ASSERT_NE(err, nullptr);
-  const auto* cell = reinterpret_cast<const TCFFIErrorCell*>(reinterpret_cast<char*>(err) + sizeof(TCFFIObject));
+  const auto* cell =
+      reinterpret_cast<const TCFFIErrorCell*>(reinterpret_cast<char*>(err) + sizeof(TCFFIObject));
   EXPECT_EQ(std::string(cell->kind.data, cell->kind.size), "IndexError");
   EXPECT_EQ(std::string(cell->message.data, cell->message.size), "out of range: 7");
   TCFFIObjectDecRef(err);
@@ -93,7 +98,9 @@ TEST(Function, CreatedFromCCallback) {
   static int64_t bias = 100;
   static int deleted = 0;
   TCFFIObjectHandle h = nullptr;
-  ASSERT_EQ(TCFFIFunctionCreate(&bias, CAdd, [](void*) { ++deleted; }, &h), 0);
+  ASSERT_EQ(TCFFIFunctionCreate(
+                &bias, CAdd, [](void*) { ++deleted; }, &h),
+            0);
   {
     Function f(details::ObjectUnsafe::MoveFromHandle(h));
     EXPECT_EQ(f(1, 2).cast<int64_t>(), 103);
@@ -102,9 +109,9 @@ TEST(Function, CreatedFromCCallback) {
 }
 
 TEST(Function, ClosuresReturnedFromFunctions) {
-  Function addy = Function::FromTyped([](int64_t y) {
-    return Function::FromTyped([y](int64_t x) { return x + y; }, "add");
-  }, "addy");
+  Function addy = Function::FromTyped(
+      [](int64_t y) { return Function::FromTyped([y](int64_t x) { return x + y; }, "add"); },
+      "addy");
   Function add10 = addy(10).cast<Function>();
   EXPECT_EQ(add10(11).cast<int64_t>(), 21);
 }
@@ -126,7 +133,8 @@ TEST(Registry, RegisterGetListRemove) {
     EXPECT_EQ(e.kind(), "ValueError");
     EXPECT_NE(e.message().find("already registered"), std::string_view::npos);
   }
-  Function::SetGlobal("test.registry.double", Function::FromTyped([](int64_t x) { return x * 3; }), true);
+  Function::SetGlobal("test.registry.double", Function::FromTyped([](int64_t x) { return x * 3; }),
+                      true);
   EXPECT_EQ((*Function::GetGlobal("test.registry.double"))(2).cast<int64_t>(), 6);
   EXPECT_TRUE(Function::RemoveGlobal("test.registry.double"));
   EXPECT_FALSE(Function::GetGlobal("test.registry.double").has_value());

@@ -53,7 +53,8 @@ TEST(JSON, ParsesStringsAndEscapes) {
   EXPECT_EQ(json::Parse(R"("abc")").cast<std::string>(), "abc");
   EXPECT_EQ(json::Parse(R"("a long string, over seven bytes")").cast<std::string>(),
             "a long string, over seven bytes");
-  EXPECT_EQ(json::Parse(R"("q\"b\\s\/n\nt\tr\rb\bf\f")").cast<std::string>(), "q\"b\\s/n\nt\tr\rb\bf\f");
+  EXPECT_EQ(json::Parse(R"("q\"b\\s\/n\nt\tr\rb\bf\f")").cast<std::string>(),
+            "q\"b\\s/n\nt\tr\rb\bf\f");
   EXPECT_EQ(json::Parse(R"("\u0041\u00e9\u20AC")").cast<std::string>(), "A\xC3\xA9\xE2\x82\xAC");
   // U+1F600 as a surrogate pair is the 4-byte UTF-8 sequence F0 9F 98 80.
   EXPECT_EQ(json::Parse(R"("\uD83D\uDE00")").cast<std::string>(), "\xF0\x9F\x98\x80");
@@ -89,7 +90,8 @@ TEST(JSON, WritesCompactAndIndented) {
   m.Set(Any("empty"), Array<Any>());
   EXPECT_EQ(json::Stringify(m), R"({"name":"conv\"1\"","dims":[1,2.0,true,null],"empty":[]})");
   EXPECT_EQ(json::Stringify(m, 2),
-            "{\n  \"name\": \"conv\\\"1\\\"\",\n  \"dims\": [\n    1,\n    2.0,\n    true,\n    null\n  ],\n"
+            "{\n  \"name\": \"conv\\\"1\\\"\",\n  \"dims\": [\n    1,\n    2.0,\n    true,\n    "
+            "null\n  ],\n"
             "  \"empty\": []\n}");
 }
 
@@ -117,57 +119,81 @@ TEST(JSON, RoundTripsNestedDocument) {
 TEST(JSONErrors, NamesLineColumnAndExpectation) {
   EXPECT_EQ(ParseError("{\n  \"a\": 1,\n  \"b\" 2\n}"),
             "JSON: line 3, column 7: expected ':' after a member name, found '2'");
-  EXPECT_EQ(ParseError("[1, 2"), "JSON: line 1, column 6: expected ',' or ']' after an array element, found end of input");
+  EXPECT_EQ(
+      ParseError("[1, 2"),
+      "JSON: line 1, column 6: expected ',' or ']' after an array element, found end of input");
   EXPECT_EQ(ParseError(""), "JSON: line 1, column 1: expected a value, found end of input");
-  EXPECT_EQ(ParseError("1 2"), "JSON: line 1, column 3: expected end of input after the top-level value, found '2'");
+  EXPECT_EQ(ParseError("1 2"),
+            "JSON: line 1, column 3: expected end of input after the top-level value, found '2'");
 }
 
 TEST(JSONErrors, RejectsNonStandardSyntax) {
   EXPECT_EQ(ParseError("[1,]"),
-            "JSON: line 1, column 4: expected a value (object, array, string, number, true, false or null), found ']'");
-  EXPECT_EQ(ParseError("{\"a\":1,}"), "JSON: line 1, column 8: expected a member name string, found '}'");
+            "JSON: line 1, column 4: expected a value (object, array, string, number, true, false "
+            "or null), found ']'");
+  EXPECT_EQ(ParseError("{\"a\":1,}"),
+            "JSON: line 1, column 8: expected a member name string, found '}'");
   EXPECT_EQ(ParseError("NaN"),
-            "JSON: line 1, column 1: expected a value (object, array, string, number, true, false or null), found 'N'");
+            "JSON: line 1, column 1: expected a value (object, array, string, number, true, false "
+            "or null), found 'N'");
   EXPECT_EQ(ParseError("// c\n1"),
-            "JSON: line 1, column 1: expected a value (object, array, string, number, true, false or null), found '/'");
+            "JSON: line 1, column 1: expected a value (object, array, string, number, true, false "
+            "or null), found '/'");
   EXPECT_EQ(ParseError("'a'"),
-            "JSON: line 1, column 1: expected a value (object, array, string, number, true, false or null), found '''");
-  EXPECT_EQ(ParseError("{a: 1}"), "JSON: line 1, column 2: expected a member name string, found 'a'");
+            "JSON: line 1, column 1: expected a value (object, array, string, number, true, false "
+            "or null), found '''");
+  EXPECT_EQ(ParseError("{a: 1}"),
+            "JSON: line 1, column 2: expected a member name string, found 'a'");
   EXPECT_EQ(ParseError("tru"),
-            "JSON: line 1, column 1: expected a value (object, array, string, number, true, false or null), found 't'");
+            "JSON: line 1, column 1: expected a value (object, array, string, number, true, false "
+            "or null), found 't'");
 }
 
 TEST(JSONErrors, RejectsBadNumbers) {
-  EXPECT_EQ(ParseError("01"), "JSON: line 1, column 2: expected end of input after the top-level value, found '1'");
-  EXPECT_EQ(ParseError("1."), "JSON: line 1, column 3: expected a digit after '.', found end of input");
+  EXPECT_EQ(ParseError("01"),
+            "JSON: line 1, column 2: expected end of input after the top-level value, found '1'");
+  EXPECT_EQ(ParseError("1."),
+            "JSON: line 1, column 3: expected a digit after '.', found end of input");
   EXPECT_EQ(ParseError("-"), "JSON: line 1, column 2: expected a digit, found end of input");
-  EXPECT_EQ(ParseError("1e+"), "JSON: line 1, column 4: expected a digit in the exponent, found end of input");
+  EXPECT_EQ(ParseError("1e+"),
+            "JSON: line 1, column 4: expected a digit in the exponent, found end of input");
   EXPECT_EQ(ParseError("+1"),
-            "JSON: line 1, column 1: expected a value (object, array, string, number, true, false or null), found '+'");
+            "JSON: line 1, column 1: expected a value (object, array, string, number, true, false "
+            "or null), found '+'");
   EXPECT_EQ(ParseError("9223372036854775808"),
             "JSON: line 1, column 1: expected an integer in the int64 range, found '9'");
-  EXPECT_EQ(ParseError("1e400"), "JSON: line 1, column 1: expected a number in the range of a double, found '1'");
+  EXPECT_EQ(ParseError("1e400"),
+            "JSON: line 1, column 1: expected a number in the range of a double, found '1'");
 }
 
 TEST(JSONErrors, RejectsBadStrings) {
-  EXPECT_EQ(ParseError("\"abc"), "JSON: line 1, column 5: expected '\"' closing the string, found end of input");
+  EXPECT_EQ(ParseError("\"abc"),
+            "JSON: line 1, column 5: expected '\"' closing the string, found end of input");
   EXPECT_EQ(ParseError("\"a\nb\""),
-            "JSON: line 1, column 3: expected a string character (control characters must be escaped), found byte 0x0A");
-  EXPECT_EQ(ParseError(R"("\x")"), "JSON: line 1, column 3: expected an escape (one of \" \\ / b f n r t u), found 'x'");
-  EXPECT_EQ(ParseError(R"("\u12G4")"), "JSON: line 1, column 6: expected 4 hex digits after \\u, found 'G'");
+            "JSON: line 1, column 3: expected a string character (control characters must be "
+            "escaped), found byte 0x0A");
+  EXPECT_EQ(ParseError(R"("\x")"),
+            "JSON: line 1, column 3: expected an escape (one of \" \\ / b f n r t u), found 'x'");
+  EXPECT_EQ(ParseError(R"("\u12G4")"),
+            "JSON: line 1, column 6: expected 4 hex digits after \\u, found 'G'");
   EXPECT_EQ(ParseError(R"("\uDE00")"),
             "JSON: line 1, column 2: expected a high surrogate before a low surrogate, found '\\'");
-  EXPECT_EQ(ParseError(R"("\uD83D")"),
-            "JSON: line 1, column 8: expected a \\u low surrogate after a high surrogate, found '\"'");
-  EXPECT_EQ(ParseError("\"\xC3\""), "JSON: line 1, column 2: expected valid UTF-8, found byte 0xC3");
+  EXPECT_EQ(
+      ParseError(R"("\uD83D")"),
+      "JSON: line 1, column 8: expected a \\u low surrogate after a high surrogate, found '\"'");
+  EXPECT_EQ(ParseError("\"\xC3\""),
+            "JSON: line 1, column 2: expected valid UTF-8, found byte 0xC3");
   // Overlong encoding of '/' and an encoded surrogate are not UTF-8.
-  EXPECT_EQ(ParseError("\"\xC0\xAF\""), "JSON: line 1, column 2: expected valid UTF-8, found byte 0xC0");
-  EXPECT_EQ(ParseError("\"\xED\xA0\x80\""), "JSON: line 1, column 2: expected valid UTF-8, found byte 0xED");
+  EXPECT_EQ(ParseError("\"\xC0\xAF\""),
+            "JSON: line 1, column 2: expected valid UTF-8, found byte 0xC0");
+  EXPECT_EQ(ParseError("\"\xED\xA0\x80\""),
+            "JSON: line 1, column 2: expected valid UTF-8, found byte 0xED");
 }
 
 TEST(JSONErrors, RejectsDuplicateMembers) {
-  EXPECT_EQ(ParseError(R"({"a": 1, "a": 2})"),
-            "JSON: line 1, column 10: expected a member name not used before in this object, found '\"'");
+  EXPECT_EQ(
+      ParseError(R"({"a": 1, "a": 2})"),
+      "JSON: line 1, column 10: expected a member name not used before in this object, found '\"'");
 }
 
 TEST(JSONErrors, LimitsNesting) {
@@ -177,7 +203,8 @@ TEST(JSONErrors, LimitsNesting) {
             "JSON: line 1, column 5: expected at most 4 levels of nesting, found '['");
   // Hostile depth far beyond any stack: refused, not crashed.
   std::string deep(1000000, '[');
-  EXPECT_EQ(ParseError(deep), "JSON: line 1, column 513: expected at most 512 levels of nesting, found '['");
+  EXPECT_EQ(ParseError(deep),
+            "JSON: line 1, column 513: expected at most 512 levels of nesting, found '['");
   std::string deep_objects;
   for (int i = 0; i < 100000; ++i) deep_objects += "{\"a\":";
   EXPECT_NE(ParseError(deep_objects).find("levels of nesting"), std::string::npos);
@@ -191,7 +218,9 @@ TEST(JSONErrors, WriterNamesThePath) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), "ValueError");
-    EXPECT_EQ(e.message(), "JSON: float nan at value[\"ops\"][1] has no JSON form (JSON has no NaN or Infinity)");
+    EXPECT_EQ(
+        e.message(),
+        "JSON: float nan at value[\"ops\"][1] has no JSON form (JSON has no NaN or Infinity)");
   }
   Map<Any, Any> bad_key;
   bad_key.Set(Any(int64_t{3}), Any(int64_t{4}));
@@ -200,7 +229,8 @@ TEST(JSONErrors, WriterNamesThePath) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), "TypeError");
-    EXPECT_EQ(e.message(), "JSON: object keys must be strings, but value[0] has a key of type `int`");
+    EXPECT_EQ(e.message(),
+              "JSON: object keys must be strings, but value[0] has a key of type `int`");
   }
   try {
     json::Stringify(Array<Any>{Any(tilecore::ffi::Shape({1, 2}))});

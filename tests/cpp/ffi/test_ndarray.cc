@@ -17,8 +17,9 @@ TEST(NDArray, EmptyIsCompactAndAligned) {
   EXPECT_TRUE(a.IsContiguous());
   EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data<float>()) % 64, 0u);
   // The DLTensor sits right after the header, as the C ABI promises.
-  EXPECT_EQ(TCFFINDArrayGetDLTensorPtr(reinterpret_cast<TCFFIObject*>(const_cast<NDArrayObj*>(a.get()))),
-            &a->tensor);
+  EXPECT_EQ(
+      TCFFINDArrayGetDLTensorPtr(reinterpret_cast<TCFFIObject*>(const_cast<NDArrayObj*>(a.get()))),
+      &a->tensor);
   EXPECT_THROW(NDArray::Empty({-1}, StringToDLDataType("int8"), kCPU), Error);
 }
 

@@ -62,7 +62,8 @@ std::string SaveError(const AnyView& value) {
 
 /*! \brief A document with the given nodes (JSON text) and root. */
 std::string Doc(const std::string& nodes, int64_t root) {
-  return "{\"root\": " + std::to_string(root) + ", \"nodes\": [" + nodes + "], \"tilecore_version\": \"0.1.0\"}";
+  return "{\"root\": " + std::to_string(root) + ", \"nodes\": [" + nodes +
+         "], \"tilecore_version\": \"0.1.0\"}";
 }
 
 TEST(SaveJSON, ExactFormatOfASmallGraph) {
@@ -78,10 +79,17 @@ TEST(SaveJSON, ExactFormatOfASmallGraph) {
 }
 
 TEST(SaveJSON, ExactFormatOfLiterals) {
-  EXPECT_EQ(SaveJSON(Any()), "{\"root\": 0, \"nodes\": [\n  {\"type\":\"None\"}\n], \"tilecore_version\": \"0.1.0\"}");
-  Array<Any> values{Any(std::nan("")), Any(-std::numeric_limits<double>::infinity()), Any(-0.0),
-                    Any(true), Any(Bytes(std::string("abcd"))), Any(StringToDLDataType("int32x8")),
-                    Any(DLDevice{kDLCPU, 2}), Any(Shape({2, 3}))};
+  EXPECT_EQ(
+      SaveJSON(Any()),
+      "{\"root\": 0, \"nodes\": [\n  {\"type\":\"None\"}\n], \"tilecore_version\": \"0.1.0\"}");
+  Array<Any> values{Any(std::nan("")),
+                    Any(-std::numeric_limits<double>::infinity()),
+                    Any(-0.0),
+                    Any(true),
+                    Any(Bytes(std::string("abcd"))),
+                    Any(StringToDLDataType("int32x8")),
+                    Any(DLDevice{kDLCPU, 2}),
+                    Any(Shape({2, 3}))};
   EXPECT_EQ(SaveJSON(values),
             "{\"root\": 8, \"nodes\": [\n"
             "  {\"type\":\"float\",\"data\":\"nan\"},\n"
@@ -101,10 +109,12 @@ TEST(SaveJSON, NDArrayBytesAreBase64) {
   a.data<uint8_t>()[0] = 0;
   a.data<uint8_t>()[1] = 1;
   a.data<uint8_t>()[2] = 2;
-  EXPECT_EQ(SaveJSON(a),
-            "{\"root\": 0, \"nodes\": [\n"
-            "  {\"type\":\"ffi.NDArray\",\"data\":{\"shape\":[3],\"dtype\":\"uint8\",\"data\":\"AAEC\"}}\n"
-            "], \"tilecore_version\": \"0.1.0\"}");
+  EXPECT_EQ(
+      SaveJSON(a),
+      "{\"root\": 0, \"nodes\": [\n"
+      "  "
+      "{\"type\":\"ffi.NDArray\",\"data\":{\"shape\":[3],\"dtype\":\"uint8\",\"data\":\"AAEC\"}}\n"
+      "], \"tilecore_version\": \"0.1.0\"}");
 }
 
 TEST(SaveLoadJSON, RoundTripsEveryValueKind) {
@@ -113,12 +123,24 @@ TEST(SaveLoadJSON, RoundTripsEveryValueKind) {
   m.Set(Any(int64_t{3}), Any("three, a long string value"));
   NDArray nd = NDArray::Empty({2, 3}, StringToDLDataType("float32"), DLDevice{kDLCPU, 0});
   for (int i = 0; i < 6; ++i) nd.data<float>()[i] = 0.5f * i - 1;
-  DLDataType odd{static_cast<uint8_t>(kDLOpaqueHandle), 64, 1};  // no spelling: saved as [code, bits, lanes]
-  Array<Any> values{Any(), Any(int64_t{-9223372036854775807 - 1}), Any(false), Any(3.25),
-                    Any(std::numeric_limits<double>::infinity()), Any("s"), Any("a string over seven bytes"),
-                    Any(Bytes(std::string("\x00\xFF\x10", 3))), Any(Bytes(std::string(100, '\x7F'))),
-                    Any(StringToDLDataType("bfloat16")), Any(odd), Any(DLDevice{kDLExtDev, 1}),
-                    Any(Shape(std::vector<int64_t>{})), Any(m), Any(nd), Any(Array<Any>{Any(Array<Any>())}),
+  DLDataType odd{static_cast<uint8_t>(kDLOpaqueHandle), 64,
+                 1};  // no spelling: saved as [code, bits, lanes]
+  Array<Any> values{Any(),
+                    Any(int64_t{-9223372036854775807 - 1}),
+                    Any(false),
+                    Any(3.25),
+                    Any(std::numeric_limits<double>::infinity()),
+                    Any("s"),
+                    Any("a string over seven bytes"),
+                    Any(Bytes(std::string("\x00\xFF\x10", 3))),
+                    Any(Bytes(std::string(100, '\x7F'))),
+                    Any(StringToDLDataType("bfloat16")),
+                    Any(odd),
+                    Any(DLDevice{kDLExtDev, 1}),
+                    Any(Shape(std::vector<int64_t>{})),
+                    Any(m),
+                    Any(nd),
+                    Any(Array<Any>{Any(Array<Any>())}),
                     MakeObject(1, "n", Any(Shape({4})))};
   Any loaded = LoadJSON(SaveJSON(values));
   EXPECT_TRUE(StructuralEqual(loaded, values));
@@ -130,7 +152,8 @@ TEST(SaveLoadJSON, RoundTripsEveryValueKind) {
   Any item7 = (*arr)[7];  // keep the element alive while its raw payload is read
   const TCFFIAny* small = item7.raw();
   ASSERT_EQ(small->type_index, kTCFFISmallBytes);
-  EXPECT_EQ(std::string_view(small->v_bytes, small->small_len), std::string_view("\x00\xFF\x10", 3));
+  EXPECT_EQ(std::string_view(small->v_bytes, small->small_len),
+            std::string_view("\x00\xFF\x10", 3));
   EXPECT_TRUE((*arr)[10].as<DLDataType>().value() == odd);
   EXPECT_EQ((*arr)[11].as<DLDevice>()->device_id, 1);
   auto nd2 = (*arr)[14].as<NDArray>();
@@ -188,15 +211,19 @@ TEST(SaveJSONErrors, NamesThePathToAnUnsavableValue) {
   Function f = Function::FromTyped([](int64_t x) { return x; });
   Any obj = MakeObject(1, "n", Array<Any>{Any(int64_t{0}), Any(int64_t{1}), f});
   EXPECT_EQ(SaveError(obj),
-            "TypeError: SaveJSON: cannot save a value of type `ffi.Function` at root.payload[2]: the kind has "
-            "no creator, so it could not be loaded again (only reflected kinds declared with ObjectDef can be saved)");
+            "TypeError: SaveJSON: cannot save a value of type `ffi.Function` at root.payload[2]: "
+            "the kind has "
+            "no creator, so it could not be loaded again (only reflected kinds declared with "
+            "ObjectDef can be saved)");
   Map<Any, Any> m;
   m.Set(Any("p"), Any(static_cast<void*>(&m)));
   EXPECT_EQ(SaveError(m),
-            "TypeError: SaveJSON: cannot save a value of type `void*` at root[\"p\"]: opaque pointers have no "
+            "TypeError: SaveJSON: cannot save a value of type `void*` at root[\"p\"]: opaque "
+            "pointers have no "
             "meaning outside this process");
-  EXPECT_EQ(SaveError(Array<Any>{Any(std::string("\xFF\xFE"))}),
-            "ValueError: SaveJSON: the string at root[0] is not valid UTF-8; save binary data as bytes");
+  EXPECT_EQ(
+      SaveError(Array<Any>{Any(std::string("\xFF\xFE"))}),
+      "ValueError: SaveJSON: the string at root[0] is not valid UTF-8; save binary data as bytes");
 }
 
 TEST(SaveJSONErrors, RefusesCyclesAndDepth) {
@@ -204,25 +231,31 @@ TEST(SaveJSONErrors, RefusesCyclesAndDepth) {
   cyclic->data.emplace_back(int64_t{1});
   cyclic->data.emplace_back(Array<Any>(ObjectPtr<Object>(cyclic)));
   Array<Any> a{ObjectPtr<Object>(cyclic)};
-  EXPECT_EQ(SaveError(a), "ValueError: SaveJSON: reference cycle: the `ffi.Array` at root[1] contains itself");
+  EXPECT_EQ(SaveError(a),
+            "ValueError: SaveJSON: reference cycle: the `ffi.Array` at root[1] contains itself");
   cyclic->data.clear();  // break the cycle so the test does not leak
 
   Array<Any> deep{Any(int64_t{0})};
   for (int i = 0; i < 3000; ++i) deep = Array<Any>{deep};
-  EXPECT_NE(SaveError(deep).find("ValueError: SaveJSON: the graph is nested deeper than 2048 levels at root[0][0]"),
+  EXPECT_NE(SaveError(deep).find(
+                "ValueError: SaveJSON: the graph is nested deeper than 2048 levels at root[0][0]"),
             std::string::npos);
 }
 
 TEST(LoadJSONErrors, Document) {
   EXPECT_EQ(LoadError("[1,2"),
-            "ValueError: LoadJSON: not valid JSON: JSON: line 1, column 5: expected ',' or ']' after an array "
+            "ValueError: LoadJSON: not valid JSON: JSON: line 1, column 5: expected ',' or ']' "
+            "after an array "
             "element, found end of input");
   EXPECT_EQ(LoadError("null"), "ValueError: LoadJSON: expected a JSON object at the top, got null");
   EXPECT_EQ(LoadError("{\"root\": 0}"), "ValueError: LoadJSON: missing top-level member \"nodes\"");
-  EXPECT_EQ(LoadError("{\"nodes\": []}"), "ValueError: LoadJSON: missing top-level member \"root\"");
-  EXPECT_EQ(LoadError("{\"root\": 0, \"nodes\": {}}"), "ValueError: LoadJSON: \"nodes\" must be an array, got an object");
+  EXPECT_EQ(LoadError("{\"nodes\": []}"),
+            "ValueError: LoadJSON: missing top-level member \"root\"");
+  EXPECT_EQ(LoadError("{\"root\": 0, \"nodes\": {}}"),
+            "ValueError: LoadJSON: \"nodes\" must be an array, got an object");
   EXPECT_EQ(LoadError("{\"root\": 0, \"nodes\": [], \"extra\": 1}"),
-            "ValueError: LoadJSON: unknown top-level member \"extra\" (expected root, nodes, tilecore_version)");
+            "ValueError: LoadJSON: unknown top-level member \"extra\" (expected root, nodes, "
+            "tilecore_version)");
   EXPECT_EQ(LoadError(Doc("{\"type\":\"None\"}", 1)),
             "ValueError: LoadJSON: \"root\" refers to node 1, out of range [0, 1)");
   EXPECT_EQ(LoadError(Doc("{\"type\":\"None\"}", -1)),
@@ -231,82 +264,115 @@ TEST(LoadJSONErrors, Document) {
 
 TEST(LoadJSONErrors, Nodes) {
   EXPECT_EQ(LoadError(Doc("7", 0)),
-            "ValueError: LoadJSON: node 0: expected a JSON object {\"type\": ..., \"data\": ...}, got an integer");
-  EXPECT_EQ(LoadError(Doc("{\"data\": 1}", 0)), "ValueError: LoadJSON: node 0: missing \"type\" string");
-  EXPECT_EQ(LoadError(Doc("{\"type\":\"int\"}", 0)), "ValueError: LoadJSON: node 0 (`int`): missing \"data\"");
+            "ValueError: LoadJSON: node 0: expected a JSON object {\"type\": ..., \"data\": ...}, "
+            "got an integer");
+  EXPECT_EQ(LoadError(Doc("{\"data\": 1}", 0)),
+            "ValueError: LoadJSON: node 0: missing \"type\" string");
+  EXPECT_EQ(LoadError(Doc("{\"type\":\"int\"}", 0)),
+            "ValueError: LoadJSON: node 0 (`int`): missing \"data\"");
   EXPECT_EQ(LoadError(Doc("{\"type\":\"int\",\"data\":1,\"x\":2}", 0)),
             "ValueError: LoadJSON: node 0: unknown member \"x\" (expected type, data)");
   EXPECT_EQ(LoadError(Doc("{\"type\":\"int\",\"data\":1.5}", 0)),
             "ValueError: LoadJSON: node 0 (`int`): data must be an integer, got a number");
   EXPECT_EQ(LoadError(Doc("{\"type\":\"float\",\"data\":\"infinity\"}", 0)),
-            "ValueError: LoadJSON: node 0 (`float`): data must be a number or one of \"nan\", \"inf\", \"-inf\", "
+            "ValueError: LoadJSON: node 0 (`float`): data must be a number or one of \"nan\", "
+            "\"inf\", \"-inf\", "
             "got a string");
   EXPECT_EQ(LoadError(Doc("{\"type\":\"bytes\",\"data\":\"YWJjZA=\"}", 0)),
             "ValueError: LoadJSON: node 0 (`bytes`): data must be a base64 string");
   EXPECT_EQ(LoadError(Doc("{\"type\":\"DataType\",\"data\":[2, 32]}", 0)),
-            "ValueError: LoadJSON: node 0 (`DataType`): data must be a dtype string or [code, bits, lanes], got an "
+            "ValueError: LoadJSON: node 0 (`DataType`): data must be a dtype string or [code, "
+            "bits, lanes], got an "
             "array");
-  EXPECT_EQ(LoadError(Doc("{\"type\":\"Device\",\"data\":[-1, 0]}", 0)),
-            "ValueError: LoadJSON: node 0 (`Device`): device_type -1 is out of range [0, 2147483647]");
+  EXPECT_EQ(
+      LoadError(Doc("{\"type\":\"Device\",\"data\":[-1, 0]}", 0)),
+      "ValueError: LoadJSON: node 0 (`Device`): device_type -1 is out of range [0, 2147483647]");
   EXPECT_EQ(LoadError(Doc("{\"type\":\"no.such.Type\",\"data\":{}}", 0)),
             "ValueError: LoadJSON: node 0 (`no.such.Type`): unknown type key");
   EXPECT_EQ(LoadError(Doc("{\"type\":\"ffi.Function\",\"data\":{}}", 0)),
-            "ValueError: LoadJSON: node 0 (`ffi.Function`): this kind has no creator and cannot be loaded");
+            "ValueError: LoadJSON: node 0 (`ffi.Function`): this kind has no creator and cannot be "
+            "loaded");
 }
 
 TEST(LoadJSONErrors, References) {
   EXPECT_EQ(LoadError(Doc("{\"type\":\"ffi.Array\",\"data\":[0, 5]}", 0)),
-            "ValueError: LoadJSON: node 0 (`ffi.Array`): element 1 refers to node 5, out of range [0, 1)");
+            "ValueError: LoadJSON: node 0 (`ffi.Array`): element 1 refers to node 5, out of range "
+            "[0, 1)");
   EXPECT_EQ(LoadError(Doc("{\"type\":\"ffi.Array\",\"data\":[\"0\"]}", 0)),
-            "ValueError: LoadJSON: node 0 (`ffi.Array`): element 0 must be a node index (int), got a string");
+            "ValueError: LoadJSON: node 0 (`ffi.Array`): element 0 must be a node index (int), got "
+            "a string");
   EXPECT_EQ(LoadError(Doc("{\"type\":\"ffi.Map\",\"data\":[0]}", 0)),
-            "ValueError: LoadJSON: node 0 (`ffi.Map`): data must hold key, value pairs; got an odd length");
+            "ValueError: LoadJSON: node 0 (`ffi.Map`): data must hold key, value pairs; got an odd "
+            "length");
   EXPECT_EQ(LoadError(Doc("{\"type\":\"int\",\"data\":1},{\"type\":\"int\",\"data\":1},"
                           "{\"type\":\"ffi.Map\",\"data\":[0,0,1,0]}",
                           2)),
             "ValueError: LoadJSON: node 2 (`ffi.Map`): key 1 (node 1) repeats an earlier key");
-  EXPECT_EQ(LoadError(Doc("{\"type\":\"ffi.Array\",\"data\":[1]},{\"type\":\"ffi.Array\",\"data\":[2]},"
-                          "{\"type\":\"ffi.Array\",\"data\":[0]}",
-                          0)),
-            "ValueError: LoadJSON: node 2 (`ffi.Array`): element 0 refers back to node 0: reference cycle "
-            "0 -> 1 -> 2 -> 0");
+  EXPECT_EQ(
+      LoadError(Doc("{\"type\":\"ffi.Array\",\"data\":[1]},{\"type\":\"ffi.Array\",\"data\":[2]},"
+                    "{\"type\":\"ffi.Array\",\"data\":[0]}",
+                    0)),
+      "ValueError: LoadJSON: node 2 (`ffi.Array`): element 0 refers back to node 0: reference "
+      "cycle "
+      "0 -> 1 -> 2 -> 0");
   EXPECT_EQ(LoadError(Doc("{\"type\":\"ffi.Array\",\"data\":[0]}", 0)),
-            "ValueError: LoadJSON: node 0 (`ffi.Array`): element 0 refers back to node 0: reference cycle 0 -> 0");
+            "ValueError: LoadJSON: node 0 (`ffi.Array`): element 0 refers back to node 0: "
+            "reference cycle 0 -> 0");
 }
 
 TEST(LoadJSONErrors, Fields) {
   const std::string leaves = "{\"type\":\"int\",\"data\":1},{\"type\":\"str\",\"data\":\"n\"},";
-  EXPECT_EQ(LoadError(Doc(leaves + "{\"type\":\"testing.TestObject\",\"data\":{\"value\":0,\"name\":1,"
-                                   "\"payload\":0,\"valu\":0}}",
-                          2)),
-            "ValueError: LoadJSON: node 2 (`testing.TestObject`): unknown field `valu` (fields: value, name, payload)");
-  EXPECT_EQ(LoadError(Doc(leaves + "{\"type\":\"testing.TestObject\",\"data\":{\"value\":0,\"payload\":0}}", 2)),
-            "ValueError: LoadJSON: node 2 (`testing.TestObject`): missing field `name`");
-  EXPECT_EQ(LoadError(Doc(leaves + "{\"type\":\"testing.TestObject\",\"data\":{\"value\":1,\"name\":1,"
-                                   "\"payload\":0}}",
-                          2)),
-            "TypeError: LoadJSON: node 2 (`testing.TestObject`) field `value`: expected `int` but got `str`");
-  EXPECT_EQ(LoadError(Doc(leaves + "{\"type\":\"testing.TestObject\",\"data\":{\"value\":0,\"name\":0,"
-                                   "\"payload\":9}}",
-                          2)),
-            "ValueError: LoadJSON: node 2 (`testing.TestObject`): field `payload` refers to node 9, out of range "
-            "[0, 3)");
+  EXPECT_EQ(
+      LoadError(Doc(leaves + "{\"type\":\"testing.TestObject\",\"data\":{\"value\":0,\"name\":1,"
+                             "\"payload\":0,\"valu\":0}}",
+                    2)),
+      "ValueError: LoadJSON: node 2 (`testing.TestObject`): unknown field `valu` (fields: value, "
+      "name, payload)");
+  EXPECT_EQ(
+      LoadError(Doc(
+          leaves + "{\"type\":\"testing.TestObject\",\"data\":{\"value\":0,\"payload\":0}}", 2)),
+      "ValueError: LoadJSON: node 2 (`testing.TestObject`): missing field `name`");
+  EXPECT_EQ(
+      LoadError(Doc(leaves + "{\"type\":\"testing.TestObject\",\"data\":{\"value\":1,\"name\":1,"
+                             "\"payload\":0}}",
+                    2)),
+      "TypeError: LoadJSON: node 2 (`testing.TestObject`) field `value`: expected `int` but got "
+      "`str`");
+  EXPECT_EQ(
+      LoadError(Doc(leaves + "{\"type\":\"testing.TestObject\",\"data\":{\"value\":0,\"name\":0,"
+                             "\"payload\":9}}",
+                    2)),
+      "ValueError: LoadJSON: node 2 (`testing.TestObject`): field `payload` refers to node 9, out "
+      "of range "
+      "[0, 3)");
   EXPECT_EQ(LoadError(Doc(leaves + "{\"type\":\"testing.TestObject\",\"data\":[0, 1, 0]}", 2)),
-            "ValueError: LoadJSON: node 2 (`testing.TestObject`): data must be an object of fields, got an array");
+            "ValueError: LoadJSON: node 2 (`testing.TestObject`): data must be an object of "
+            "fields, got an array");
 }
 
 TEST(LoadJSONErrors, NDArray) {
-  EXPECT_EQ(LoadError(Doc("{\"type\":\"ffi.NDArray\",\"data\":{\"shape\":[4],\"dtype\":\"uint8\",\"data\":\"AAEC\"}}", 0)),
-            "ValueError: LoadJSON: node 0 (`ffi.NDArray`): data holds 3 bytes, which does not match the shape and "
-            "dtype");
-  EXPECT_EQ(LoadError(Doc("{\"type\":\"ffi.NDArray\",\"data\":{\"shape\":[4611686018427387904, 4],\"dtype\":"
-                          "\"uint8\",\"data\":\"\"}}",
+  EXPECT_EQ(LoadError(Doc("{\"type\":\"ffi.NDArray\",\"data\":{\"shape\":[4],\"dtype\":\"uint8\","
+                          "\"data\":\"AAEC\"}}",
                           0)),
-            "ValueError: LoadJSON: node 0 (`ffi.NDArray`): data holds 0 bytes, which does not match the shape and "
+            "ValueError: LoadJSON: node 0 (`ffi.NDArray`): data holds 3 bytes, which does not "
+            "match the shape and "
             "dtype");
-  EXPECT_EQ(LoadError(Doc("{\"type\":\"ffi.NDArray\",\"data\":{\"shape\":[-1],\"dtype\":\"uint8\",\"data\":\"\"}}", 0)),
-            "ValueError: LoadJSON: node 0 (`ffi.NDArray`): shape[0] -1 is out of range [0, 9223372036854775807]");
-  EXPECT_EQ(LoadError(Doc("{\"type\":\"ffi.NDArray\",\"data\":{\"shape\":[1],\"dtype\":\"uint9x\",\"data\":\"AA==\"}}", 0))
+  EXPECT_EQ(LoadError(Doc(
+                "{\"type\":\"ffi.NDArray\",\"data\":{\"shape\":[4611686018427387904, 4],\"dtype\":"
+                "\"uint8\",\"data\":\"\"}}",
+                0)),
+            "ValueError: LoadJSON: node 0 (`ffi.NDArray`): data holds 0 bytes, which does not "
+            "match the shape and "
+            "dtype");
+  EXPECT_EQ(
+      LoadError(Doc(
+          "{\"type\":\"ffi.NDArray\",\"data\":{\"shape\":[-1],\"dtype\":\"uint8\",\"data\":\"\"}}",
+          0)),
+      "ValueError: LoadJSON: node 0 (`ffi.NDArray`): shape[0] -1 is out of range [0, "
+      "9223372036854775807]");
+  EXPECT_EQ(LoadError(Doc("{\"type\":\"ffi.NDArray\",\"data\":{\"shape\":[1],\"dtype\":\"uint9x\","
+                          "\"data\":\"AA==\"}}",
+                          0))
                 .rfind("ValueError: LoadJSON: node 0 (`ffi.NDArray`): dtype: ", 0),
             0u);
 }
@@ -314,9 +380,11 @@ TEST(LoadJSONErrors, NDArray) {
 TEST(LoadJSONErrors, DeepChainsAreRefusedNotCrashed) {
   // 100000 arrays, each holding the next: built without recursion, then refused by depth.
   std::string nodes = "{\"type\":\"None\"}";
-  for (int i = 1; i < 100000; ++i) nodes += ",{\"type\":\"ffi.Array\",\"data\":[" + std::to_string(i - 1) + "]}";
+  for (int i = 1; i < 100000; ++i)
+    nodes += ",{\"type\":\"ffi.Array\",\"data\":[" + std::to_string(i - 1) + "]}";
   EXPECT_EQ(LoadError(Doc(nodes, 99999)),
-            "ValueError: LoadJSON: node 2049 (`ffi.Array`): the graph below this node is nested deeper than 2048 "
+            "ValueError: LoadJSON: node 2049 (`ffi.Array`): the graph below this node is nested "
+            "deeper than 2048 "
             "levels");
   // Exactly at the limit is fine.
   Array<Any> deep{Any(int64_t{0})};
@@ -349,11 +417,19 @@ TEST(LoadJSONFuzz, MutatedInputLoadsOrRaisesError) {
     for (int e = 0; e < edits && !text.empty(); ++e) {
       size_t pos = rng() % text.size();
       switch (rng() % 5) {
-        case 0: text[pos] = alphabet[rng() % alphabet.size()]; break;      // replace
-        case 1: text.erase(pos, 1 + rng() % 8); break;                       // delete
-        case 2: text.insert(pos, 1, alphabet[rng() % alphabet.size()]); break;  // insert
-        case 3: text[pos] = static_cast<char>(rng() & 0xFF); break;           // any byte
-        case 4:                                                               // nudge a digit (node refs)
+        case 0:
+          text[pos] = alphabet[rng() % alphabet.size()];
+          break;  // replace
+        case 1:
+          text.erase(pos, 1 + rng() % 8);
+          break;  // delete
+        case 2:
+          text.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+          break;  // insert
+        case 3:
+          text[pos] = static_cast<char>(rng() & 0xFF);
+          break;  // any byte
+        case 4:   // nudge a digit (node refs)
           if (text[pos] >= '0' && text[pos] <= '9') text[pos] = static_cast<char>('0' + rng() % 10);
           break;
       }
@@ -362,7 +438,8 @@ TEST(LoadJSONFuzz, MutatedInputLoadsOrRaisesError) {
       LoadJSON(text);
       ++loaded;
     } catch (const Error& e) {
-      EXPECT_TRUE(e.kind() == "ValueError" || e.kind() == "TypeError") << e.kind() << ": " << e.message();
+      EXPECT_TRUE(e.kind() == "ValueError" || e.kind() == "TypeError")
+          << e.kind() << ": " << e.message();
       ++refused;
     }
   }

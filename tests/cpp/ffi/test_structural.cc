@@ -23,7 +23,9 @@ using Paths = std::optional<std::pair<std::string, std::string>>;
 Any Obj(int64_t value, const std::string& name, Any payload) {
   return Function::GetGlobalRequired("testing.make_test_object")(value, name, payload);
 }
-Any Var(const std::string& name) { return Function::GetGlobalRequired("testing.make_test_var")(name); }
+Any Var(const std::string& name) {
+  return Function::GetGlobalRequired("testing.make_test_var")(name);
+}
 Any Let(Any var, Any value, Any body) {
   return Function::GetGlobalRequired("testing.make_test_let")(var, value, body);
 }
@@ -60,8 +62,8 @@ TEST(StructuralEqual, PODsByValue) {
 }
 
 TEST(StructuralEqual, StringsByBytesWhateverTheirForm) {
-  Any small("abc");                           // inline small string
-  Any object(String(std::string("abc")));     // a Str object
+  Any small("abc");                        // inline small string
+  Any object(String(std::string("abc")));  // a Str object
   ASSERT_EQ(small.type_index(), kTCFFISmallStr);
   ASSERT_EQ(object.type_index(), kTCFFIStr);
   ExpectEqual(small, object);
@@ -135,7 +137,8 @@ TEST(StructuralEqual, TreeNodesFieldByField) {
   ExpectEqual(lhs, Obj(1, "n", Array<Any>{I(1), I(2), I(3)}));
   EXPECT_EQ(GetFirstMismatch(lhs, Obj(1, "n", Array<Any>{I(1), I(2), I(4)})),
             P("root.payload[2]", "root.payload[2]"));
-  EXPECT_EQ(GetFirstMismatch(lhs, Obj(1, "m", Array<Any>{I(1), I(2), I(3)})), P("root.name", "root.name"));
+  EXPECT_EQ(GetFirstMismatch(lhs, Obj(1, "m", Array<Any>{I(1), I(2), I(3)})),
+            P("root.name", "root.name"));
   EXPECT_EQ(GetFirstMismatch(Obj(0, "a", Obj(5, "in", Any())), Obj(0, "a", Obj(6, "in", Any()))),
             P("root.payload.value", "root.payload.value"));
   EXPECT_EQ(GetFirstMismatch(lhs, Var("n")), P("root", "root"));
@@ -211,8 +214,10 @@ TEST(StructuralEqual, RefusesGraphsTooDeepForTheStack) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), "ValueError");
-    EXPECT_EQ(std::string(e.message()).rfind("StructuralEqual: the graph is nested deeper than 4096 levels at root[0]", 0),
-              0u);
+    EXPECT_EQ(
+        std::string(e.message())
+            .rfind("StructuralEqual: the graph is nested deeper than 4096 levels at root[0]", 0),
+        0u);
   }
   EXPECT_THROW(StructuralHash(deep), Error);
 }

@@ -34,7 +34,8 @@ TEST(IRNodes, ArithmeticTypes) {
 TEST(IRNodes, AddOfIntAndFloatIsATypeError) {
   Var i("i");
   Var x("x", DataType::Float(32));
-  EXPECT_EQ(ErrorOf([&] { Add(i, x); }), "TypeError: Add: operand dtypes differ: int32 vs float32 (insert a Cast)");
+  EXPECT_EQ(ErrorOf([&] { Add(i, x); }),
+            "TypeError: Add: operand dtypes differ: int32 vs float32 (insert a Cast)");
 }
 
 TEST(IRNodes, LaneMismatchIsATypeError) {
@@ -47,7 +48,9 @@ TEST(IRNodes, StoreOfWrongDTypeIsATypeError) {
   Buffer buf = DeclBuffer({16}, DataType::Int(8), "A");
   Var x("x", DataType::Float(32));
   std::string msg = ErrorOf([&] { BufferStore(buf, x, {0}); });
-  EXPECT_NE(msg.find("TypeError: BufferStore: storing float32 into `A` expects int8"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("TypeError: BufferStore: storing float32 into `A` expects int8"),
+            std::string::npos)
+      << msg;
 }
 
 TEST(IRNodes, VectorLoadFromRamp) {
@@ -63,16 +66,22 @@ TEST(IRNodes, ModOfFloatIsATypeError) {
 }
 
 TEST(IRNodes, IntImmRange) {
-  EXPECT_NE(ErrorOf([] { IntImm(DataType::Int(8), 200); }).find("does not fit int8"), std::string::npos);
+  EXPECT_NE(ErrorOf([] { IntImm(DataType::Int(8), 200); }).find("does not fit int8"),
+            std::string::npos);
 }
 
 TEST(IRNodes, GlobalAllocateIsAnError) {
   Buffer buf = DeclBuffer({16}, DataType::Int(8), "G", "global");
-  EXPECT_NE(ErrorOf([&] { Allocate(buf, Evaluate(PrimExpr(0))); }).find("only local (L1) and shared (L2)"), std::string::npos);
+  EXPECT_NE(ErrorOf([&] {
+              Allocate(buf, Evaluate(PrimExpr(0)));
+            }).find("only local (L1) and shared (L2)"),
+            std::string::npos);
 }
 
 TEST(IRNodes, UnknownScopeIsAnError) {
-  EXPECT_NE(ErrorOf([] { DeclBuffer({16}, DataType::Int(8), "A", "l3"); }).find("unknown memory scope `l3`"),
+  EXPECT_NE(ErrorOf([] {
+              DeclBuffer({16}, DataType::Int(8), "A", "l3");
+            }).find("unknown memory scope `l3`"),
             std::string::npos);
 }
 
@@ -81,15 +90,20 @@ TEST(IRNodes, IntrinsicChecks) {
   Buffer b = DeclBuffer({16, 16}, DataType::Int(8), "b", "local");
   Buffer c = DeclBuffer({16, 16}, DataType::Int(32), "c", "local");
   Buffer cf = DeclBuffer({16, 16}, DataType::Float(32), "cf", "local");
-  PrimExpr mm = call("tile.mm", {BufferRegion::Full(c), BufferRegion::Full(a), BufferRegion::Full(b), IntImm(DataType::Bool(), 0)});
+  PrimExpr mm = call("tile.mm", {BufferRegion::Full(c), BufferRegion::Full(a),
+                                 BufferRegion::Full(b), IntImm(DataType::Bool(), 0)});
   EXPECT_TRUE(mm.dtype().is_void());
   EXPECT_NE(ErrorOf([&] {
-              call("tile.mm", {BufferRegion::Full(cf), BufferRegion::Full(a), BufferRegion::Full(b), IntImm(DataType::Bool(), 0)});
+              call("tile.mm", {BufferRegion::Full(cf), BufferRegion::Full(a), BufferRegion::Full(b),
+                               IntImm(DataType::Bool(), 0)});
             }).find("accumulator c must be int32"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([] { call("tile.nope", {}); }).find("unknown intrinsic `tile.nope`"), std::string::npos);
+  EXPECT_NE(ErrorOf([] { call("tile.nope", {}); }).find("unknown intrinsic `tile.nope`"),
+            std::string::npos);
   EXPECT_NE(ErrorOf([] { call("tile.wait", {}); }).find("expected 1 arguments"), std::string::npos);
-  EXPECT_NE(ErrorOf([&] { call("tile.vec_exp", {BufferRegion::Full(a), BufferRegion::Full(b)}); }).find("float only"),
+  EXPECT_NE(ErrorOf([&] {
+              call("tile.vec_exp", {BufferRegion::Full(a), BufferRegion::Full(b)});
+            }).find("float only"),
             std::string::npos);
   EXPECT_EQ(call("tir.core_id", {}).dtype(), DataType::Int(32));
   EXPECT_GE(ListIntrinsics().size(), 30u);

@@ -30,17 +30,20 @@ TEST(Printer, Kernel) {
   Buffer B = DeclBuffer({128}, DataType::Int(32), "B");
   Buffer T = DeclBuffer({32}, DataType::Int(32), "T", "local");
   Var c("c"), i("i");
-  Stmt inner = For(i, 0, 32, ForKind::kSerial,
-                   IfThenElse(i < 16, BufferStore(T, BufferLoad(T, {i}) * 2, {i}), BufferStore(T, 0, {i})));
-  Stmt body = For(c, 0, 4, ForKind::kCores,
-                  Allocate(T, SeqStmt({Evaluate(call("tile.dma_copy", {BufferRegion(T, {0}, {32}),
-                                                                        BufferRegion(A, {c * 32}, {32}), 0})),
-                                       Evaluate(call("tile.wait", {0})), inner,
-                                       Evaluate(call("tile.dma_copy", {BufferRegion(B, {c * 32}, {32}),
-                                                                        BufferRegion(T, {0}, {32}), 1})),
-                                       Evaluate(call("tile.wait", {1}))})));
+  Stmt inner =
+      For(i, 0, 32, ForKind::kSerial,
+          IfThenElse(i < 16, BufferStore(T, BufferLoad(T, {i}) * 2, {i}), BufferStore(T, 0, {i})));
+  Stmt body = For(
+      c, 0, 4, ForKind::kCores,
+      Allocate(T, SeqStmt({Evaluate(call("tile.dma_copy", {BufferRegion(T, {0}, {32}),
+                                                           BufferRegion(A, {c * 32}, {32}), 0})),
+                           Evaluate(call("tile.wait", {0})), inner,
+                           Evaluate(call("tile.dma_copy", {BufferRegion(B, {c * 32}, {32}),
+                                                           BufferRegion(T, {0}, {32}), 1})),
+                           Evaluate(call("tile.wait", {1}))})));
   PrimFunc f({A->data, B->data}, body, Map<Var, Buffer>{{A->data, A}, {B->data, B}},
-             Map<tilecore::ffi::String, tilecore::ffi::Any>{{"global_symbol", tilecore::ffi::Any("double_it")}});
+             Map<tilecore::ffi::String, tilecore::ffi::Any>{
+                 {"global_symbol", tilecore::ffi::Any("double_it")}});
   EXPECT_EQ(AsScript(f),
             "@prim_func\n"
             "def double_it(A: Buffer((128,), \"int32\"), B: Buffer((128,), \"int32\")):\n"

@@ -77,7 +77,8 @@ std::string Message(const std::function<void()>& f) {
 }
 
 ffi::NDArray Host(std::vector<int32_t> v) {
-  ffi::NDArray a = ffi::NDArray::Empty({int64_t(v.size())}, ffi::StringToDLDataType("int32"), DLDevice{kDLCPU, 0});
+  ffi::NDArray a = ffi::NDArray::Empty({int64_t(v.size())}, ffi::StringToDLDataType("int32"),
+                                       DLDevice{kDLCPU, 0});
   std::memcpy(a.data<int32_t>(), v.data(), v.size() * 4);
   return a;
 }
@@ -104,7 +105,8 @@ TEST(Executable, SaveLoadRoundTrip) {
 TEST(Executable, EveryTruncationIsNamed) {
   std::string bytes = Executable::Build(Pipeline()).SaveToBytes();
   for (size_t n = 0; n < bytes.size(); ++n) {
-    std::string m = Message([&] { Executable::LoadFromBytes(std::string_view(bytes).substr(0, n)); });
+    std::string m =
+        Message([&] { Executable::LoadFromBytes(std::string_view(bytes).substr(0, n)); });
     ASSERT_EQ(m.rfind("ValueError: ", 0), 0u) << n << ": " << m;
     ASSERT_NE(m.find(n < 8 ? "magic" : "byte"), std::string::npos) << n << ": " << m;
   }
@@ -131,26 +133,36 @@ TEST(Executable, ResealedCorruptionNeverCrashes) {
   EXPECT_GT(errors, 500);  // flips in names, assembly text or padding can leave a valid file
   std::string flipped = good;
   flipped[40] = char(flipped[40] ^ 1);
-  EXPECT_NE(Message([&] { Executable::LoadFromBytes(flipped); }).find("byte 24: checksum mismatch"), std::string::npos);
+  EXPECT_NE(Message([&] { Executable::LoadFromBytes(flipped); }).find("byte 24: checksum mismatch"),
+            std::string::npos);
 }
 
 TEST(Executable, OverlappingLiveBuffersRejected) {
   ExecutableSpec s = Pipeline();
   s.buffers[2].offset = 64;  // y on t's bytes: both live at step 1
-  EXPECT_NE(Message([&] { Executable::Build(s); }).find("`t` [64, 80) and buffer 2 `y` [64, 80) overlap while both are live (steps 1..1)"),
-            std::string::npos);
+  EXPECT_NE(
+      Message([&] {
+        Executable::Build(s);
+      }).find("`t` [64, 80) and buffer 2 `y` [64, 80) overlap while both are live (steps 1..1)"),
+      std::string::npos);
   s = Pipeline();
   s.buffers[1].offset = 0;  // t on x's bytes: both live at step 0
-  EXPECT_NE(Message([&] { Executable::Build(s); }).find("overlap while both are live (steps 0..0)"), std::string::npos);
+  EXPECT_NE(Message([&] { Executable::Build(s); }).find("overlap while both are live (steps 0..0)"),
+            std::string::npos);
 }
 
 TEST(Executable, BadInputsListTheSignature) {
   Executable e = Executable::Build(Pipeline());
-  EXPECT_EQ(Message([&] { e.Run({{"z", Host({1, 2, 3, 4})}}); }),
+  EXPECT_EQ(Message([&] {
+              e.Run({{"z", Host({1, 2, 3, 4})}});
+            }),
             "ValueError: unknown input `z`; the executable expects x: int32[4]");
-  EXPECT_EQ(Message([&] { e.Run({{"x", Host({1, 2, 3})}}); }),
+  EXPECT_EQ(Message([&] {
+              e.Run({{"x", Host({1, 2, 3})}});
+            }),
             "ValueError: input `x` is int32[3]; the executable expects x: int32[4]");
-  EXPECT_EQ(Message([&] { e.Run({}); }), "ValueError: missing input `x`; the executable expects x: int32[4]");
+  EXPECT_EQ(Message([&] { e.Run({}); }),
+            "ValueError: missing input `x`; the executable expects x: int32[4]");
 }
 
 }  // namespace

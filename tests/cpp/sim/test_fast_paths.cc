@@ -30,7 +30,8 @@ double round_f32(double x) {
 }
 
 std::string list(const std::array<int, 3>& s) {
-  return "[" + std::to_string(s[0]) + ", " + std::to_string(s[1]) + ", " + std::to_string(s[2]) + "]";
+  return "[" + std::to_string(s[0]) + ", " + std::to_string(s[1]) + ", " + std::to_string(s[2]) +
+         "]";
 }
 
 struct Layout {
@@ -53,7 +54,8 @@ TEST(FastPaths, VectorF32AgreesWithReferenceOnOddShapesAndStrides) {
       {"in place, strided", {70, 14, 2}, {70, 14, 2}, {35, 7, 1}, true},
       {"in place, a shifted", {35, 7, 1}, {35, 7, 2}, {35, 7, 1}, true},
   };
-  const char* ops[] = {"tadd", "tsub", "tmul", "tdiv", "tmax", "tmin", "tadds", "tmuls", "tmaxs", "tmins"};
+  const char* ops[] = {"tadd", "tsub",  "tmul",  "tdiv",  "tmax",
+                       "tmin", "tadds", "tmuls", "tmaxs", "tmins"};
   const uint32_t kA = 0x10000, kB = 0x20000, kD = 0x30000;
   const double s = -1.75;
   for (const Layout& l : layouts)
@@ -62,13 +64,15 @@ TEST(FastPaths, VectorF32AgreesWithReferenceOnOddShapesAndStrides) {
       bool scalar = n.back() == 's';
       auto a = random_f32(210, 5), b = random_f32(105, 6);
       uint32_t dst = l.in_place ? kA : kD;
-      std::string desc = "d: .vecdesc shape=" + list(shape) + " d_stride=" + list(l.d) + " a_stride=" + list(l.a) +
-                         " b_stride=" + list(l.b) + " scalar=" + std::to_string(s);
-      std::string body = "li x1, " + std::to_string(dst) + "\nli x2, " + std::to_string(kA) + "\nli x3, " +
-                         std::to_string(kB) + "\n" + n + ".f32 x1, x2, " + (scalar ? "" : "x3, ") +
-                         "[x0 + d]\nwait sc, vec, 1";
+      std::string desc = "d: .vecdesc shape=" + list(shape) + " d_stride=" + list(l.d) +
+                         " a_stride=" + list(l.a) + " b_stride=" + list(l.b) +
+                         " scalar=" + std::to_string(s);
+      std::string body = "li x1, " + std::to_string(dst) + "\nli x2, " + std::to_string(kA) +
+                         "\nli x3, " + std::to_string(kB) + "\n" + n + ".f32 x1, x2, " +
+                         (scalar ? "" : "x3, ") + "[x0 + d]\nwait sc, vec, 1";
       ref::Run r;
-      r.go(desc, body, {{kA, ref::encode_all(DType::F32, a)}, {kB, ref::encode_all(DType::F32, b)}});
+      r.go(desc, body,
+           {{kA, ref::encode_all(DType::F32, a)}, {kB, ref::encode_all(DType::F32, b)}});
       auto out = ref::decode_all(DType::F32, r.l1(dst, 210 * 4));
       for (int i = 0; i < shape[0]; ++i)
         for (int j = 0; j < shape[1]; ++j)
@@ -76,11 +80,17 @@ TEST(FastPaths, VectorF32AgreesWithReferenceOnOddShapesAndStrides) {
             double x = round_f32(a[size_t(i * l.a[0] + j * l.a[1] + k * l.a[2])]);
             double y = scalar ? s : round_f32(b[size_t(i * l.b[0] + j * l.b[1] + k * l.b[2])]);
             std::string base = scalar ? n.substr(0, n.size() - 1) : n;
-            double e = base == "tadd" ? x + y : base == "tsub" ? x - y : base == "tmul" ? x * y : base == "tdiv" ? x / y
-                     : std::isnan(x) || std::isnan(y) ? NAN : base == "tmax" ? std::max(x, y) : std::min(x, y);
+            double e = base == "tadd"                   ? x + y
+                       : base == "tsub"                 ? x - y
+                       : base == "tmul"                 ? x * y
+                       : base == "tdiv"                 ? x / y
+                       : std::isnan(x) || std::isnan(y) ? NAN
+                       : base == "tmax"                 ? std::max(x, y)
+                                                        : std::min(x, y);
             double got = out[size_t(i * l.d[0] + j * l.d[1] + k * l.d[2])];
             ASSERT_TRUE(ref::same(got, round_f32(e)))
-                << op << " " << l.what << " [" << i << "," << j << "," << k << "] " << x << ", " << y << " -> " << got;
+                << op << " " << l.what << " [" << i << "," << j << "," << k << "] " << x << ", "
+                << y << " -> " << got;
           }
     }
 }
@@ -105,11 +115,14 @@ TEST(FastPaths, PaddedDmaRowsAgreeWithReference) {
   for (const Case& c : cases) {
     int es = ref::size(c.t);
     std::vector<double> src(64);
-    for (size_t i = 0; i < src.size(); ++i) src[i] = double(int(i * 37 % 101) - (c.t == DType::U8 ? 0 : 50));
-    auto l2 = [](const std::array<int, 2>& v) { return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]"; };
-    std::string desc = "d: .dmadesc dtype=" + std::string(tilecore::arch::dtype_name(c.t)) + " shape=" + l2(c.shape) +
-                       " pad_lo=" + l2(c.lo) + " pad_hi=" + l2(c.hi) + " src_stride=" + l2(c.ss) +
-                       " dst_stride=" + l2(c.ds) + " fill=7";
+    for (size_t i = 0; i < src.size(); ++i)
+      src[i] = double(int(i * 37 % 101) - (c.t == DType::U8 ? 0 : 50));
+    auto l2 = [](const std::array<int, 2>& v) {
+      return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "]";
+    };
+    std::string desc = "d: .dmadesc dtype=" + std::string(tilecore::arch::dtype_name(c.t)) +
+                       " shape=" + l2(c.shape) + " pad_lo=" + l2(c.lo) + " pad_hi=" + l2(c.hi) +
+                       " src_stride=" + l2(c.ss) + " dst_stride=" + l2(c.ds) + " fill=7";
     ref::Run r;
     std::vector<double> sentinel(256, 99.0);
     r.go(desc, "li x1, 0x2000\nli x2, 0x1000\ndma.in l1:x1, l1:x2, [x0 + d]\nwait sc, din, 1",
@@ -122,7 +135,8 @@ TEST(FastPaths, PaddedDmaRowsAgreeWithReference) {
         bool inside = si >= 0 && si < win0 && sj >= 0 && sj < win1;
         double want = inside ? src[size_t(si * c.ss[0] + sj * c.ss[1])] : fill;
         EXPECT_EQ(out[size_t(i * c.ds[0] + j * c.ds[1])], want)
-            << tilecore::arch::dtype_name(c.t) << " case ss=" << l2(c.ss) << " ds=" << l2(c.ds) << " [" << i << "," << j << "]";
+            << tilecore::arch::dtype_name(c.t) << " case ss=" << l2(c.ss) << " ds=" << l2(c.ds)
+            << " [" << i << "," << j << "]";
       }
     if (c.ds[1] == 2) {
       EXPECT_EQ(out[1], 99.0) << "gaps between strided destination elements stay untouched";
@@ -144,11 +158,13 @@ TEST(FastPaths, SameTypeConvertIsACopyOnAnyStrides) {
       int es = ref::size(t);
       std::vector<uint8_t> a(size_t(210 * es));
       for (size_t i = 0; i < a.size(); ++i) a[i] = uint8_t(i * 131 + 7);
-      std::string desc = "d: .vecdesc shape=[3, 5, 7] d_stride=" + list(l.d) + " a_stride=" + list(l.a);
+      std::string desc =
+          "d: .vecdesc shape=[3, 5, 7] d_stride=" + list(l.d) + " a_stride=" + list(l.a);
       std::string sfx = "." + std::string(tilecore::arch::dtype_name(t));
       ref::Run r;
-      r.go(desc, "li x1, " + std::to_string(kD) + "\nli x2, " + std::to_string(kA) + "\ntcvt" + sfx + sfx +
-                     " x1, x2, [x0 + d]\nwait sc, vec, 1",
+      r.go(desc,
+           "li x1, " + std::to_string(kD) + "\nli x2, " + std::to_string(kA) + "\ntcvt" + sfx +
+               sfx + " x1, x2, [x0 + d]\nwait sc, vec, 1",
            {{kA, a}});
       auto out = r.l1(kD, size_t(210 * es));
       for (int i = 0; i < 3; ++i)
@@ -157,6 +173,7 @@ TEST(FastPaths, SameTypeConvertIsACopyOnAnyStrides) {
             for (int byte = 0; byte < es; ++byte)
               ASSERT_EQ(out[size_t((i * l.d[0] + j * l.d[1] + k * l.d[2]) * es + byte)],
                         a[size_t((i * l.a[0] + j * l.a[1] + k * l.a[2]) * es + byte)])
-                  << tilecore::arch::dtype_name(t) << " " << l.what << " [" << i << "," << j << "," << k << "]";
+                  << tilecore::arch::dtype_name(t) << " " << l.what << " [" << i << "," << j << ","
+                  << k << "]";
     }
 }

@@ -10,7 +10,8 @@ using sim::SimError;
 
 namespace {
 
-SimError run_expecting_fault(const std::string& text, int cores = 1, uint64_t budget = sim::Simulator::kDefaultBudget) {
+SimError run_expecting_fault(const std::string& text, int cores = 1,
+                             uint64_t budget = sim::Simulator::kDefaultBudget) {
   sim::Simulator s(sim::SimConfig{.cores = cores});
   s.load(arch::assemble(text));
   try {
@@ -63,7 +64,10 @@ TEST(Faults, OutOfBoundsScalarAccess) {
   EXPECT_EQ(e.pc(), 1);
   EXPECT_EQ(e.instruction(), "lw x2, [l1: x1]");
   EXPECT_EQ(e.line(), 2);
-  EXPECT_EQ(std::string(e.what()).rfind("core 0, pc 1, line 2 (`lw x2, [l1: x1]`): out-of-bounds load from l1[0]", 0), 0u) << e.what();
+  EXPECT_EQ(std::string(e.what()).rfind(
+                "core 0, pc 1, line 2 (`lw x2, [l1: x1]`): out-of-bounds load from l1[0]", 0),
+            0u)
+      << e.what();
   EXPECT_NE(e.reason().find("out-of-bounds"), std::string::npos) << e.what();
 }
 
@@ -105,21 +109,27 @@ d: .word 0, 0, 0
 TEST(Faults, DeadlockOnACounterThatNeverArrives) {
   auto e = run_expecting_fault("li x1, 3\nwait sc, din, x1\nhalt\n");
   EXPECT_EQ(e.kind(), SimError::Kind::Deadlock);
-  EXPECT_NE(e.reason().find("core 0: front end at pc 1 (`wait sc, din, x1`) waits for din counter >= 3 (it is 0)"),
-            std::string::npos)
+  EXPECT_NE(
+      e.reason().find(
+          "core 0: front end at pc 1 (`wait sc, din, x1`) waits for din counter >= 3 (it is 0)"),
+      std::string::npos)
       << e.what();
 }
 
 TEST(Faults, DeadlockInAQueueWait) {
   auto e = run_expecting_fault("wait mm, din, 1\nhalt\n");
   EXPECT_EQ(e.kind(), SimError::Kind::Deadlock);
-  EXPECT_NE(e.reason().find("mm queue (wait from pc 0) waits for din counter >= 1 (it is 0)"), std::string::npos) << e.what();
+  EXPECT_NE(e.reason().find("mm queue (wait from pc 0) waits for din counter >= 1 (it is 0)"),
+            std::string::npos)
+      << e.what();
 }
 
 TEST(Faults, DeadlockAtABarrierAfterAHalt) {
   auto e = run_expecting_fault(".core 0\nbarrier\nhalt\n.core 1\nhalt\n", 2);
   EXPECT_EQ(e.kind(), SimError::Kind::Deadlock);
-  EXPECT_NE(e.reason().find("core 0: front end at pc 0 (`barrier`) waits at the barrier"), std::string::npos) << e.what();
+  EXPECT_NE(e.reason().find("core 0: front end at pc 0 (`barrier`) waits at the barrier"),
+            std::string::npos)
+      << e.what();
   EXPECT_NE(e.reason().find("core 1: halted"), std::string::npos) << e.what();
 }
 
@@ -158,43 +168,53 @@ TEST(Faults, MalformedDescriptorsNameTheField) {
       {".byte 0, 0, 1, 2\n.zero 68", "dma.in l1:x0, ddr:x0, [x0 + d]", "unknown flag bits"},
       {".byte 12, 0, 1, 0\n.zero 68", "dma.in l1:x0, ddr:x0, [x0 + d]", "invalid dtype code"},
       // (the assembler refuses to write this one, so spell it in bytes)
-      {".byte 0, 0, 1, 0\n.word 0, 4, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 0\n.half 3, 0, 0, 0, 2, 0, 0, 0", "dma.in l1:x0, ddr:x0, [x0 + d]",
-       "padding of dim 0 exceeds"},
+      {".byte 0, 0, 1, 0\n.word 0, 4, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 0\n.half 3, 0, 0, 0, 2, 0, 0, "
+       "0",
+       "dma.in l1:x0, ddr:x0, [x0 + d]", "padding of dim 0 exceeds"},
       {".byte 0\n.zero 79", "tadd.f32 x0, x0, x0, [x0 + d]", "rank 0 not in 1..4"},
       {".byte 1, 1, 0, 0\n.zero 76", "tadd.f32 x0, x0, x0, [x0 + d]", "reserved bytes"},
-      {".vecdesc shape=[4097, 4096] a_stride=[0, 0] b_stride=[0, 0] d_stride=[0, 0]", "tadd.i8 x0, x0, x0, [x0 + d]",
-       "exceeds the limit of 16777216"},
+      {".vecdesc shape=[4097, 4096] a_stride=[0, 0] b_stride=[0, 0] d_stride=[0, 0]",
+       "tadd.i8 x0, x0, x0, [x0 + d]", "exceeds the limit of 16777216"},
       {".word 16, 16, 16, 8, 16, 16\n.zero 28", "mm.i8 x0, x0, x0, [x0 + d]", "lda >= K"},
       {".mmdesc m=16 n=16 k=16", "mm.i8 x0, x0, x0, [x0 + 0xFFFF0]", "outside local L1"},
       // residual flag (8) + epilogue (1), residual dtype 12 (invalid)
-      {".word 16, 16, 16, 16, 16, 16\n.byte 0, 0, 9, 12\n.zero 36", "mm.i8 x0, x0, x0, [x0 + d]", "invalid residual dtype"},
+      {".word 16, 16, 16, 16, 16, 16\n.byte 0, 0, 9, 12\n.zero 36", "mm.i8 x0, x0, x0, [x0 + d]",
+       "invalid residual dtype"},
       // residual row stride 8 < N = 16
-      {".word 16, 16, 16, 16, 16, 16\n.byte 0, 0, 9, 0\n.word 0, 0, 0, 0, 0, 16, 0, 0, 8", "mm.i8 x0, x0, x0, [x0 + d]",
-       "ldr >= N"},
+      {".word 16, 16, 16, 16, 16, 16\n.byte 0, 0, 9, 0\n.word 0, 0, 0, 0, 0, 16, 0, 0, 8",
+       "mm.i8 x0, x0, x0, [x0 + d]", "ldr >= N"},
       // per-channel scale flag (4) without the epilogue flag
-      {".word 16, 16, 16, 16, 16, 16\n.byte 0, 0, 4, 0\n.zero 36", "mm.i8 x0, x0, x0, [x0 + d]", "need the epilogue flag"},
-      {".mmdesc m=16 n=16 k=16 scales=0x100000", "mm.i8 x0, x0, x0, [x0 + d]", "matrix scale tensor spans"},
+      {".word 16, 16, 16, 16, 16, 16\n.byte 0, 0, 4, 0\n.zero 36", "mm.i8 x0, x0, x0, [x0 + d]",
+       "need the epilogue flag"},
+      {".mmdesc m=16 n=16 k=16 scales=0x100000", "mm.i8 x0, x0, x0, [x0 + d]",
+       "matrix scale tensor spans"},
       {".mmdesc m=16 n=16 k=16", "mm.i8 x0, x0, x0, [x0 + d + 2]", "not 4-byte aligned"},
   };
   for (const auto& c : cases) {
-    auto e = run_expecting_fault(std::string(".data l1, 0xF0000\nd: ") + c.data + "\n.text\n" + c.command + "\nhalt\n");
+    auto e = run_expecting_fault(std::string(".data l1, 0xF0000\nd: ") + c.data + "\n.text\n" +
+                                 c.command + "\nhalt\n");
     EXPECT_NE(e.reason().find(c.reason), std::string::npos) << c.command << " -> " << e.what();
     EXPECT_EQ(e.pc(), 0) << e.what();
   }
 }
 
 TEST(Faults, MisalignedTensorBase) {
-  auto e = run_expecting_fault(".data l1, 0xF0000\nd: .vecdesc shape=[8]\n.text\nli x1, 2\ntadd.f32 x1, x0, x0, [x0 + d]\nhalt\n");
+  auto e = run_expecting_fault(
+      ".data l1, 0xF0000\nd: .vecdesc shape=[8]\n.text\nli x1, 2\ntadd.f32 x1, x0, x0, [x0 + "
+      "d]\nhalt\n");
   EXPECT_EQ(e.kind(), SimError::Kind::MemoryFault);
-  EXPECT_NE(e.reason().find("vector destination address 0x2 is not aligned to its 4-byte elements"), std::string::npos) << e.what();
+  EXPECT_NE(e.reason().find("vector destination address 0x2 is not aligned to its 4-byte elements"),
+            std::string::npos)
+      << e.what();
 }
 
 TEST(Faults, WorkBudgetBoundsHostTime) {
   // Ten 4096-element vector commands against a budget of 20000 element operations:
   // the fifth command (work 20480) faults, naming the tadd instruction.
   sim::Simulator s(sim::SimConfig{.cores = 1, .max_work = 20000});
-  s.load(arch::assemble(".data l1, 0xF0000\nv: .vecdesc shape=[4096]\n.text\nli x1, 0\nli x2, 10\n"
-                        "loop: tadd.i8 x0, x0, x0, [x0 + v]\naddi x1, x1, 1\nblt x1, x2, loop\nfence\nhalt\n"));
+  s.load(arch::assemble(
+      ".data l1, 0xF0000\nv: .vecdesc shape=[4096]\n.text\nli x1, 0\nli x2, 10\n"
+      "loop: tadd.i8 x0, x0, x0, [x0 + v]\naddi x1, x1, 1\nblt x1, x2, loop\nfence\nhalt\n"));
   try {
     s.run();
     ADD_FAILURE() << "no fault";
@@ -209,10 +229,13 @@ TEST(Faults, EmptyTensorsWithHugeOtherDimsAreNoOps) {
   // shape [65536, 65536, 65536, 0] has no elements; the engines must not walk
   // the other dimensions (found by fuzzing).
   sim::Simulator s(sim::SimConfig{.cores = 1});
-  s.load(arch::assemble(".data l1, 0xF0000\nv: .vecdesc shape=[65536, 65536, 65536, 0] a_stride=[0, 0, 0, 0] "
-                        "b_stride=[0, 0, 0, 0] d_stride=[0, 0, 0, 0]\n"
-                        "d: .dmadesc dtype=i8 shape=[65536, 65536, 65536, 0] src_stride=[0, 0, 0, 0] dst_stride=[0, 0, 0, 0]\n"
-                        ".text\ntredsum.f32 x0, x0, [x0 + v]\ntadd.i8 x0, x0, x0, [x0 + v]\ndma.in l1:x0, ddr:x0, [x0 + d]\nfence\nhalt\n"));
+  s.load(arch::assemble(
+      ".data l1, 0xF0000\nv: .vecdesc shape=[65536, 65536, 65536, 0] a_stride=[0, 0, 0, 0] "
+      "b_stride=[0, 0, 0, 0] d_stride=[0, 0, 0, 0]\n"
+      "d: .dmadesc dtype=i8 shape=[65536, 65536, 65536, 0] src_stride=[0, 0, 0, 0] dst_stride=[0, "
+      "0, 0, 0]\n"
+      ".text\ntredsum.f32 x0, x0, [x0 + v]\ntadd.i8 x0, x0, x0, [x0 + v]\ndma.in l1:x0, ddr:x0, "
+      "[x0 + d]\nfence\nhalt\n"));
   s.run();
   EXPECT_EQ(s.stats().commands, 3u);
 }

@@ -17,12 +17,15 @@ std::vector<sim::Hazard> hazards_of(const std::string& text, int cores = 1) {
   return s.hazards();
 }
 
-const char* kDesc = ".data l1, 0xF0000\nd: .dmadesc dtype=i8 shape=[64]\nv: .vecdesc shape=[64]\n.text\n";
+const char* kDesc =
+    ".data l1, 0xF0000\nd: .dmadesc dtype=i8 shape=[64]\nv: .vecdesc shape=[64]\n.text\n";
 
 }  // namespace
 
 TEST(Hazard, DmaThenVectorWithoutWaitIsReported) {
-  auto h = hazards_of(std::string(kDesc) + "li x1, 0x100\ndma.in l1:x1, ddr:x0, [x0 + d]\ntadd.i8 x1, x1, x1, [x0 + v]\nfence\nhalt\n");
+  auto h = hazards_of(
+      std::string(kDesc) +
+      "li x1, 0x100\ndma.in l1:x1, ddr:x0, [x0 + d]\ntadd.i8 x1, x1, x1, [x0 + v]\nfence\nhalt\n");
   ASSERT_FALSE(h.empty());
   EXPECT_EQ(h[0].kind, "RAW");
   EXPECT_EQ(h[0].first_agent, "din");
@@ -34,32 +37,43 @@ TEST(Hazard, DmaThenVectorWithoutWaitIsReported) {
   EXPECT_EQ(h[0].first_line, 6);  // kDesc is lines 1-4, then li (5), dma.in (6), tadd (7)
   EXPECT_EQ(h[0].second_line, 7);
   EXPECT_EQ(h[0].to_string(),
-            "RAW hazard on l1[0] [0x100, 0x140): core 0 din pc 1 line 6 (`dma.in l1:x1, ddr:x0, [x0 + 983040]`) and "
-            "core 0 vec pc 2 line 7 (`tadd.i8 x1, x1, x1, [x0 + 983112]`) are not ordered by any wait or barrier");
+            "RAW hazard on l1[0] [0x100, 0x140): core 0 din pc 1 line 6 (`dma.in l1:x1, ddr:x0, "
+            "[x0 + 983040]`) and "
+            "core 0 vec pc 2 line 7 (`tadd.i8 x1, x1, x1, [x0 + 983112]`) are not ordered by any "
+            "wait or barrier");
 }
 
 TEST(Hazard, QueueWaitOrdersTheAccesses) {
-  auto h = hazards_of(std::string(kDesc) + "li x1, 0x100\ndma.in l1:x1, ddr:x0, [x0 + d]\nwait vec, din, 1\ntadd.i8 x1, x1, x1, [x0 + v]\nfence\nhalt\n");
+  auto h = hazards_of(std::string(kDesc) +
+                      "li x1, 0x100\ndma.in l1:x1, ddr:x0, [x0 + d]\nwait vec, din, 1\ntadd.i8 x1, "
+                      "x1, x1, [x0 + v]\nfence\nhalt\n");
   for (const auto& x : h) ADD_FAILURE() << x.to_string();
 }
 
 TEST(Hazard, ScalarReadBeforeWaitIsReported) {
-  auto h = hazards_of(std::string(kDesc) + "li x1, 0x100\ndma.in l1:x1, ddr:x0, [x0 + d]\nlw x2, [l1: x1 + 4]\nwait sc, din, 1\nhalt\n");
+  auto h = hazards_of(
+      std::string(kDesc) +
+      "li x1, 0x100\ndma.in l1:x1, ddr:x0, [x0 + d]\nlw x2, [l1: x1 + 4]\nwait sc, din, 1\nhalt\n");
   ASSERT_EQ(h.size(), 1u);
   EXPECT_EQ(h[0].second_agent, "sc");
-  auto ok = hazards_of(std::string(kDesc) + "li x1, 0x100\ndma.in l1:x1, ddr:x0, [x0 + d]\nwait sc, din, 1\nlw x2, [l1: x1 + 4]\nhalt\n");
+  auto ok = hazards_of(
+      std::string(kDesc) +
+      "li x1, 0x100\ndma.in l1:x1, ddr:x0, [x0 + d]\nwait sc, din, 1\nlw x2, [l1: x1 + 4]\nhalt\n");
   EXPECT_TRUE(ok.empty());
 }
 
 TEST(Hazard, CrossCoreWritesNeedABarrier) {
-  const char* racy = ".core 0\nli x1, 7\nsw x1, [l2: x0 + 64]\nhalt\n.core 1\nlw x2, [l2: x0 + 64]\nhalt\n";
+  const char* racy =
+      ".core 0\nli x1, 7\nsw x1, [l2: x0 + 64]\nhalt\n.core 1\nlw x2, [l2: x0 + 64]\nhalt\n";
   auto h = hazards_of(racy, 2);
   ASSERT_EQ(h.size(), 1u);
   // Core 1's load runs first (core 0 spends a cycle on li): a write-after-read.
   EXPECT_EQ(h[0].kind, "WAR");
   EXPECT_EQ(h[0].first_core, 1);
   EXPECT_EQ(h[0].second_core, 0);
-  const char* ordered = ".core 0\nli x1, 7\nsw x1, [l2: x0 + 64]\nbarrier\nhalt\n.core 1\nbarrier\nlw x2, [l2: x0 + 64]\nhalt\n";
+  const char* ordered =
+      ".core 0\nli x1, 7\nsw x1, [l2: x0 + 64]\nbarrier\nhalt\n.core 1\nbarrier\nlw x2, [l2: x0 + "
+      "64]\nhalt\n";
   EXPECT_TRUE(hazards_of(ordered, 2).empty());
 }
 

@@ -10,7 +10,8 @@
 #include "sim/mm_kernels.h"
 
 namespace {
-void Reference(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc, bool acc) {
+void Reference(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+               int ldc, bool acc) {
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
       float s = acc ? c[i * ldc + j] : 0.0f;
@@ -26,10 +27,14 @@ void Reference(int m, int n, int k, const float* a, int lda, const float* b, int
 TEST(MmKernels, GemmF32IsBitIdenticalToTheSpecifiedLoop) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-3.0f, 3.0f);
-  struct Case { int m, n, k; bool acc; };
-  for (Case cs : {Case{1, 1, 1, false}, Case{4, 16, 8, false}, Case{7, 37, 5, true}, Case{128, 128, 256, true},
-                  Case{9, 15, 300, false}, Case{5, 48, 1, true}, Case{8, 32, 7, false}, Case{17, 70, 33, true},
-                  Case{16, 96, 64, false}, Case{8, 31, 3, true}}) {
+  struct Case {
+    int m, n, k;
+    bool acc;
+  };
+  for (Case cs : {Case{1, 1, 1, false}, Case{4, 16, 8, false}, Case{7, 37, 5, true},
+                  Case{128, 128, 256, true}, Case{9, 15, 300, false}, Case{5, 48, 1, true},
+                  Case{8, 32, 7, false}, Case{17, 70, 33, true}, Case{16, 96, 64, false},
+                  Case{8, 31, 3, true}}) {
     int lda = cs.k + 3, ldb = cs.n + 5, ldc = cs.n + 2;
     std::vector<float> a(size_t(cs.m) * lda), b(size_t(cs.k) * ldb), c(size_t(cs.m) * ldc);
     for (float& x : a) x = u(rng);

@@ -21,19 +21,22 @@ std::vector<int8_t> random_i8(size_t n, uint32_t seed) {
   return v;
 }
 
-std::vector<int32_t> reference_gemm(const std::vector<int8_t>& a, const std::vector<int8_t>& b, int M, int N, int K) {
+std::vector<int32_t> reference_gemm(const std::vector<int8_t>& a, const std::vector<int8_t>& b,
+                                    int M, int N, int K) {
   std::vector<int32_t> c(size_t(M) * size_t(N), 0);
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {
       int32_t s = 0;
-      for (int k = 0; k < K; ++k) s += int32_t(a[size_t(i) * size_t(K) + size_t(k)]) * int32_t(b[size_t(k) * size_t(N) + size_t(j)]);
+      for (int k = 0; k < K; ++k)
+        s += int32_t(a[size_t(i) * size_t(K) + size_t(k)]) *
+             int32_t(b[size_t(k) * size_t(N) + size_t(j)]);
       c[size_t(i) * size_t(N) + size_t(j)] = s;
     }
   return c;
 }
 
-std::vector<int32_t> run_gemm(sim::Simulator& s, int M, int N, int K, int TM, int TN, const std::vector<int8_t>& a,
-                              const std::vector<int8_t>& b) {
+std::vector<int32_t> run_gemm(sim::Simulator& s, int M, int N, int K, int TM, int TN,
+                              const std::vector<int8_t>& a, const std::vector<int8_t>& b) {
   s.load(arch::assemble(tc1_programs::gemm_i8(M, N, K, TM, TN, s.cores())));
   s.write(Space::DDR, 0, std::span(reinterpret_cast<const uint8_t*>(a.data()), a.size()));
   s.write(Space::DDR, 0x1000000, std::span(reinterpret_cast<const uint8_t*>(b.data()), b.size()));
@@ -65,7 +68,8 @@ TEST(Programs, DISABLED_GemmThroughput) {
   auto t0 = std::chrono::steady_clock::now();
   auto c = run_gemm(s, M, N, K, 128, 128, a, b);
   double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("functional int8 GEMM 1024^3 on 4 cores: %.3f s, %.2f GMAC/s\n", dt, double(M) * N * K / dt / 1e9);
+  std::printf("functional int8 GEMM 1024^3 on 4 cores: %.3f s, %.2f GMAC/s\n", dt,
+              double(M) * N * K / dt / 1e9);
   EXPECT_EQ(c[0], reference_gemm(std::vector<int8_t>(a.begin(), a.begin() + K), b, 1, N, K)[0]);
 }
 
@@ -77,9 +81,11 @@ TEST(Programs, DISABLED_TimingOnlyCommandRate) {
   s.run();
   double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto st = s.stats();
-  std::printf("timing-only: %llu tile commands (+ %llu instructions) in %.3f s: %.2f M commands/s, %llu cycles\n",
-              (unsigned long long)st.commands, (unsigned long long)st.instructions, dt, double(st.commands) / dt / 1e6,
-              (unsigned long long)st.cycles);
+  std::printf(
+      "timing-only: %llu tile commands (+ %llu instructions) in %.3f s: %.2f M commands/s, %llu "
+      "cycles\n",
+      (unsigned long long)st.commands, (unsigned long long)st.instructions, dt,
+      double(st.commands) / dt / 1e6, (unsigned long long)st.cycles);
   EXPECT_EQ(st.commands, 4u * 4u * 250000u);
 }
 
@@ -218,7 +224,8 @@ TEST(Programs, TiledGemmCyclesDerivedByHand) {
   EXPECT_EQ(c, reference_gemm(a, b, M, N, K));
   auto st = s.stats();
   EXPECT_EQ(st.cycles, 1315u);
-  EXPECT_EQ(st.cores[3].agents[2].busy + st.cores[3].agents[2].stalled_bw, 1313u - 721u);  // dout back to back
+  EXPECT_EQ(st.cores[3].agents[2].busy + st.cores[3].agents[2].stalled_bw,
+            1313u - 721u);  // dout back to back
   EXPECT_EQ(st.cores[0].macs, 2u * 16u * 32u * 64u);
 }
 

@@ -91,7 +91,8 @@ TEST(Scalar, AluSemantics) {
       {"csrr x10, coreid", 0u},
       {"csrr x10, ncores", 1u},
       {"nop\nnop\ncsrr x10, instret", 2u},
-      {"li x1, 1\njal x5, skip\nli x1, 2\nskip: add x10, x1, x5", 3u},  // x5 = 2 (return index), x1 = 1
+      {"li x1, 1\njal x5, skip\nli x1, 2\nskip: add x10, x1, x5",
+       3u},  // x5 = 2 (return index), x1 = 1
       {"li x1, 4\njalr x0, x1, 0\nli x10, 9\nhalt\nli x10, 7", 7u},
       {"li x1, 1\nli x2, 1\nli x10, 0\nbne x1, x2, t\nli x10, 5\nt: nop", 5u},
       {"li x1, -1\nli x2, 1\nli x10, 0\nbgeu x1, x2, t\nli x10, 5\nt: nop", 0u},

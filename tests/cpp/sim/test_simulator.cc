@@ -35,8 +35,9 @@ v: .vecdesc shape=[32, 32]
 TEST(Simulator, ModesAgreeOnResultsAndCycles) {
   auto run = [](sim::Mode mode) {
     sim::Simulator s(sim::SimConfig{.cores = 2, .mode = mode});
-    s.load(arch::assemble(std::string(kPipeline).replace(std::string(kPipeline).find("v: .vecdesc shape=[32, 32]"), 26,
-                                                        "v: .vecdesc shape=[32, 32] scalar=5")));
+    s.load(arch::assemble(
+        std::string(kPipeline).replace(std::string(kPipeline).find("v: .vecdesc shape=[32, 32]"),
+                                       26, "v: .vecdesc shape=[32, 32] scalar=5")));
     std::vector<uint8_t> in(4096);
     for (size_t i = 0; i < in.size(); i += 4) in[i] = uint8_t(i / 4);
     s.write(Space::DDR, 0, in);
@@ -49,8 +50,8 @@ TEST(Simulator, ModesAgreeOnResultsAndCycles) {
   EXPECT_EQ(full[0], 5);
   EXPECT_EQ(full[4 * 7], 12);
   EXPECT_EQ(func, full);
-  EXPECT_EQ(fcycles, 0u);                 // functional mode charges nothing
-  EXPECT_EQ(tcycles, cycles);             // timing mode charges the same
+  EXPECT_EQ(fcycles, 0u);                            // functional mode charges nothing
+  EXPECT_EQ(tcycles, cycles);                        // timing mode charges the same
   EXPECT_EQ(timing, std::vector<uint8_t>(4096, 0));  // but moves no data
 }
 
@@ -60,7 +61,8 @@ TEST(Simulator, StatisticsAddUpToTheMakespan) {
   s.run();
   auto st = s.stats();
   for (const auto& c : st.cores)
-    for (const auto& e : c.agents) EXPECT_EQ(e.busy + e.stalled_dep + e.stalled_bw + e.idle, st.cycles);
+    for (const auto& e : c.agents)
+      EXPECT_EQ(e.busy + e.stalled_dep + e.stalled_bw + e.idle, st.cycles);
   EXPECT_EQ(st.commands, 6u);
   EXPECT_EQ(st.instructions, 18u);
   EXPECT_EQ(st.ddr_read, 2u * 4096u);
@@ -91,10 +93,12 @@ TEST(Simulator, ChromeTraceHasOneEventPerCommand) {
   std::string json = ss.str();
   EXPECT_EQ(json.rfind("{\"displayTimeUnit\"", 0), 0u);
   size_t events = 0;
-  for (size_t p = json.find("\"ph\": \"X\", \"name\": \""); p != std::string::npos; p = json.find("\"ph\": \"X\", \"name\": \"", p + 1))
+  for (size_t p = json.find("\"ph\": \"X\", \"name\": \""); p != std::string::npos;
+       p = json.find("\"ph\": \"X\", \"name\": \"", p + 1))
     if (json.compare(p + 20, 3, "dma") == 0 || json.compare(p + 20, 5, "tadds") == 0) ++events;
   EXPECT_EQ(events, 3u);
-  EXPECT_NE(json.find("\"thread_name\", \"pid\": 0, \"tid\": 3, \"args\": {\"name\": \"mm\"}"), std::string::npos);
+  EXPECT_NE(json.find("\"thread_name\", \"pid\": 0, \"tid\": 3, \"args\": {\"name\": \"mm\"}"),
+            std::string::npos);
   std::remove(path.c_str());
 }
 
@@ -116,7 +120,8 @@ TEST(Simulator, CountersAndCycleCsrs) {
   // 1 after the wait; `cycle` is the core's clock.
   ref::Run r;
   r.go("d: .dmadesc dtype=i8 shape=[64]",
-       "li x1, 0\ndma.in l1:x1, ddr:x0, [x0 + d]\ncsrr x10, cnt.din\nwait sc, din, 1\ncsrr x11, cnt.din\ncsrr x12, cycle\n"
+       "li x1, 0\ndma.in l1:x1, ddr:x0, [x0 + d]\ncsrr x10, cnt.din\nwait sc, din, 1\ncsrr x11, "
+       "cnt.din\ncsrr x12, cycle\n"
        "csrr x13, cnt.dout\ncsrr x14, cnt.mm\ncsrr x15, cnt.vec",
        {});
   EXPECT_EQ(r.sim.xreg(0, 10), 0u);
@@ -130,16 +135,19 @@ TEST(Simulator, CountersAndCycleCsrs) {
 TEST(Simulator, CompareLessOrEqualAndQueueBackPressure) {
   ref::Run r;
   std::vector<double> a = {1, 2, 3, 4, 5, 6, 7, 8}, b = {2, 2, 2, 2, 6, 6, 6, 6};
-  r.go("", "vld v1, [l1: x0 + 0x1000]\nvld v2, [l1: x0 + 0x1020]\nvcmple.u32 p1, v1, v2", {{0x1000, ref::encode_all(ref::DType::U32, a)},
-                                                                                          {0x1020, ref::encode_all(ref::DType::U32, b)}});
+  r.go("", "vld v1, [l1: x0 + 0x1000]\nvld v2, [l1: x0 + 0x1020]\nvcmple.u32 p1, v1, v2",
+       {{0x1000, ref::encode_all(ref::DType::U32, a)},
+        {0x1020, ref::encode_all(ref::DType::U32, b)}});
   EXPECT_EQ(r.sim.preg(0, 1), 0b00110011u);  // 1<=2 2<=2 3>2 4>2 5<=6 6<=6 7>6 8>6
   // A queue of depth 1 (an entry is freed when its command starts): dma 1 starts at
   // 1 and ends at 202 (1 beat + 200); dma 2, issued at 2, waits in the queue until
   // 202; dma 3 finds the queue full at 3 and the front end stalls until dma 2
   // starts at 202, issues (203), halts (204). dma 2 ends 403, dma 3 runs 403 -> 604.
   sim::Simulator s(sim::SimConfig{.cores = 1, .queue_depth = 1});
-  s.load(arch::assemble(".data l1, 0xF0000\nd: .dmadesc dtype=i8 shape=[64]\n.text\nli x1, 0\n"
-                        "dma.in l1:x1, ddr:x0, [x0 + d]\ndma.in l1:x1, ddr:x0, [x0 + d]\ndma.in l1:x1, ddr:x0, [x0 + d]\nhalt\n"));
+  s.load(
+      arch::assemble(".data l1, 0xF0000\nd: .dmadesc dtype=i8 shape=[64]\n.text\nli x1, 0\n"
+                     "dma.in l1:x1, ddr:x0, [x0 + d]\ndma.in l1:x1, ddr:x0, [x0 + d]\ndma.in "
+                     "l1:x1, ddr:x0, [x0 + d]\nhalt\n"));
   s.run();
   EXPECT_EQ(s.stats().cores[0].agents[0].stalled_dep, 202u - 3u);
   EXPECT_EQ(s.stats().cycles, 604u);

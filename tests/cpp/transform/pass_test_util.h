@@ -17,7 +17,8 @@ inline ir::PrimFunc ApplyPass(transform::Pass pass, ir::PrimFunc f) {
   return pass(ir::IRModule::FromFunction(f))->functions.items().front().second;
 }
 
-/*! \brief A function whose params are the buffers' data vars, in order, each bound to its buffer. */
+/*! \brief A function whose params are the buffers' data vars, in order, each bound to its buffer.
+ */
 inline ir::PrimFunc Wrap(const std::vector<ir::Buffer>& buffers, ir::Stmt body) {
   ffi::Array<ir::Var> params;
   ffi::Map<ir::Var, ir::Buffer> buffer_map;
@@ -37,7 +38,8 @@ inline std::string ReportLines(const ir::PrimFunc& f, const char* key) {
   auto report = f->attrs.Get(key);
   if (!report.has_value()) return "";
   std::string text;
-  for (const ffi::String& line : report->cast<ffi::Array<ffi::String>>()) text += std::string(line.view()) + "\n";
+  for (const ffi::String& line : report->cast<ffi::Array<ffi::String>>())
+    text += std::string(line.view()) + "\n";
   return text;
 }
 

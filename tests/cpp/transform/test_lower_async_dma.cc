@@ -1,10 +1,10 @@
 // tests/cpp/transform/test_lower_async_dma.cc — LowerAsyncDMA.
 #include <gtest/gtest.h>
 
+#include "pass_test_util.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/ir/printer.h"
 #include "tilecore/transform/lower_async_dma.h"
-#include "pass_test_util.h"
 
 using namespace tilecore;             // NOLINT
 using namespace tilecore::ir;         // NOLINT
@@ -15,10 +15,13 @@ namespace {
 PrimFunc Kernel(PrimExpr event) {
   Buffer A = DeclBuffer({64}, DataType::Int(8), "A");
   Buffer T = DeclBuffer({64}, DataType::Int(8), "T", "local");
-  Stmt body = Allocate(T, SeqStmt({Evaluate(call("tile.dma_copy", {BufferRegion::Full(T), BufferRegion::Full(A), event})),
-                                   Evaluate(call("tile.wait", {event})),
-                                   Evaluate(call("tile.dma_copy", {BufferRegion::Full(A), BufferRegion::Full(T), event})),
-                                   Evaluate(call("tile.wait", {event}))}));
+  Stmt body = Allocate(
+      T,
+      SeqStmt(
+          {Evaluate(call("tile.dma_copy", {BufferRegion::Full(T), BufferRegion::Full(A), event})),
+           Evaluate(call("tile.wait", {event})),
+           Evaluate(call("tile.dma_copy", {BufferRegion::Full(A), BufferRegion::Full(T), event})),
+           Evaluate(call("tile.wait", {event}))}));
   return PrimFunc({A->data}, body, Map<Var, Buffer>{{A->data, A}});
 }
 }  // namespace
@@ -47,6 +50,7 @@ TEST(LowerAsyncDMA, EventOutOfRangeIsAnError) {
     ApplyPass(LowerAsyncDMA(), Kernel(16));
     FAIL();
   } catch (const ffi::Error& e) {
-    EXPECT_NE(std::string(e.message()).find("uses event 16; events are 0..15"), std::string::npos) << e.message();
+    EXPECT_NE(std::string(e.message()).find("uses event 16; events are 0..15"), std::string::npos)
+        << e.message();
   }
 }

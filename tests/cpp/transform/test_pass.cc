@@ -15,7 +15,8 @@ namespace {
 IRModule Module() {
   Buffer A = DeclBuffer({8}, DataType::Int(32), "A");
   Var i("i");
-  return IRModule::FromFunction(PrimFunc({A->data}, For(i, 0, 8, ForKind::kSerial, BufferStore(A, i + 0, {i})),
+  return IRModule::FromFunction(PrimFunc({A->data},
+                                         For(i, 0, 8, ForKind::kSerial, BufferStore(A, i + 0, {i})),
                                          Map<Var, Buffer>{{A->data, A}}));
 }
 }  // namespace
@@ -59,6 +60,7 @@ TEST(Pass, BadConfigTypeIsAnError) {
     UnrollLoop()(Module(), ctx);
     FAIL();
   } catch (const ffi::Error& e) {
-    EXPECT_NE(std::string(e.message()).find("option `transform.UnrollLoop.max_extent` must be int"), std::string::npos);
+    EXPECT_NE(std::string(e.message()).find("option `transform.UnrollLoop.max_extent` must be int"),
+              std::string::npos);
   }
 }

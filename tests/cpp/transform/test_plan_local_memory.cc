@@ -1,9 +1,9 @@
 // tests/cpp/transform/test_plan_local_memory.cc — PlanLocalMemory.
 #include <gtest/gtest.h>
 
+#include "pass_test_util.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/transform/plan_local_memory.h"
-#include "pass_test_util.h"
 
 using namespace tilecore;             // NOLINT
 using namespace tilecore::ir;         // NOLINT
@@ -48,7 +48,8 @@ TEST(PlanLocalMemory, L1OverflowNamesTheBuffers) {
   } catch (const ffi::Error& e) {
     EXPECT_EQ(std::string(e.kind()), "ValueError");
     EXPECT_EQ(std::string(e.message()),
-              "kernel `two`: PlanLocalMemory: local memory (L1) overflows: 1048576 bytes available per core, the "
+              "kernel `two`: PlanLocalMemory: local memory (L1) overflows: 1048576 bytes available "
+              "per core, the "
               "live buffers need 1600000 bytes (`X` 800000 B, `Y` 800000 B)");
   }
 }
@@ -58,7 +59,9 @@ TEST(PlanLocalMemory, L2Overflow) {
     ApplyPass(PlanLocalMemory(), TwoBuffers(600000, "shared"));
     FAIL();
   } catch (const ffi::Error& e) {
-    EXPECT_NE(std::string(e.message()).find("shared memory (L2) overflows: 4194304 bytes available"), std::string::npos);
+    EXPECT_NE(
+        std::string(e.message()).find("shared memory (L2) overflows: 4194304 bytes available"),
+        std::string::npos);
   }
 }
 
@@ -70,6 +73,7 @@ TEST(PlanLocalMemory, SymbolicShapeIsAnError) {
     ApplyPass(PlanLocalMemory(), f);
     FAIL();
   } catch (const ffi::Error& e) {
-    EXPECT_NE(std::string(e.message()).find("buffer `X` has a shape that is not constant"), std::string::npos);
+    EXPECT_NE(std::string(e.message()).find("buffer `X` has a shape that is not constant"),
+              std::string::npos);
   }
 }

@@ -53,7 +53,8 @@ TEST(Simplify, Statements) {
   Var i("i"), j("j");
   // A loop of extent 1 disappears; an if with a provable condition keeps its branch.
   Stmt in = For(j, 0, 1, ForKind::kSerial,
-                For(i, 0, 16, ForKind::kSerial, IfThenElse(i < 16, BufferStore(A, i + j, {i}), BufferStore(A, 0, {i}))));
+                For(i, 0, 16, ForKind::kSerial,
+                    IfThenElse(i < 16, BufferStore(A, i + j, {i}), BufferStore(A, 0, {i}))));
   Stmt expect = For(i, 0, 16, ForKind::kSerial, BufferStore(A, i, {i}));
   Stmt out = SimplifyStmt(in);
   EXPECT_TRUE(ffi::StructuralEqual(out, expect, true)) << AsScript(out);

@@ -1,11 +1,11 @@
 // tests/cpp/transform/test_unroll_loop.cc — UnrollLoop.
 #include <gtest/gtest.h>
 
+#include "pass_test_util.h"
 #include "tilecore/ffi/structural.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/ir/printer.h"
 #include "tilecore/transform/unroll_loop.h"
-#include "pass_test_util.h"
 
 using namespace tilecore;             // NOLINT
 using namespace tilecore::ir;         // NOLINT
@@ -41,7 +41,8 @@ TEST(UnrollLoop, SymbolicExtentIsAnError) {
     ApplyPass(UnrollLoop(), f);
     FAIL();
   } catch (const ffi::Error& e) {
-    EXPECT_NE(std::string(e.message()).find("loop `i` is marked unrolled but its bounds are not constant"),
+    EXPECT_NE(std::string(e.message())
+                  .find("loop `i` is marked unrolled but its bounds are not constant"),
               std::string::npos);
   }
 }
@@ -54,7 +55,8 @@ TEST(UnrollLoop, TooLongIsAnError) {
     ApplyPass(UnrollLoop(), f);
     FAIL();
   } catch (const ffi::Error& e) {
-    EXPECT_NE(std::string(e.message()).find("has extent 1000, more than transform.UnrollLoop.max_extent"),
-              std::string::npos);
+    EXPECT_NE(
+        std::string(e.message()).find("has extent 1000, more than transform.UnrollLoop.max_extent"),
+        std::string::npos);
   }
 }

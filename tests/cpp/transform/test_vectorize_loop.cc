@@ -1,11 +1,11 @@
 // tests/cpp/transform/test_vectorize_loop.cc — VectorizeLoop.
 #include <gtest/gtest.h>
 
+#include "pass_test_util.h"
 #include "tilecore/ffi/structural.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/ir/printer.h"
 #include "tilecore/transform/vectorize_loop.h"
-#include "pass_test_util.h"
 
 using namespace tilecore;             // NOLINT
 using namespace tilecore::ir;         // NOLINT
@@ -20,7 +20,8 @@ const DataType f32 = DataType::Float(32);
 TEST(VectorizeLoop, FloatLoopBecomesEightLanes) {
   Buffer A = DeclBuffer({64}, f32, "A"), B = DeclBuffer({64}, f32, "B");
   Var i("i");
-  PrimFunc f = Wrap({A, B}, For(i, 0, 64, ForKind::kVectorized, BufferStore(B, BufferLoad(A, {i}) * 2.0f, {i})));
+  PrimFunc f = Wrap(
+      {A, B}, For(i, 0, 64, ForKind::kVectorized, BufferStore(B, BufferLoad(A, {i}) * 2.0f, {i})));
   PrimFunc g = ApplyPass(VectorizeLoop(), f);
   Var io("i_o");
   PrimExpr idx = Ramp(io * 8, 1, 8);
@@ -47,17 +48,18 @@ TEST(VectorizeLoop, Int8RowsOfATwoDimensionalBuffer) {
   Buffer A = DeclBuffer({4, 64}, DataType::Int(8), "A", "local");
   Buffer B = DeclBuffer({4, 64}, DataType::Int(8), "B", "local");
   Var r("r"), i("i"), s("s", DataType::Int(8));
-  Stmt body = For(r, 0, 4, ForKind::kSerial,
-                  For(i, 0, 64, ForKind::kVectorized,
-                      BufferStore(B, max(BufferLoad(A, {r, i}), s), {r, i})));
+  Stmt body = For(
+      r, 0, 4, ForKind::kSerial,
+      For(i, 0, 64, ForKind::kVectorized, BufferStore(B, max(BufferLoad(A, {r, i}), s), {r, i})));
   PrimFunc f = PrimFunc({s}, Allocate(A, Allocate(B, body)));
   PrimFunc g = ApplyPass(VectorizeLoop(), f);
   Var io("i_o");
   PrimExpr idx = Ramp(io * 32, 1, 32);
-  Stmt expect = Allocate(A, Allocate(B, For(r, 0, 4, ForKind::kSerial,
-                                            For(io, 0, 2, ForKind::kSerial,
-                                                BufferStore(B, Max(BufferLoad(A, {r, idx}), Broadcast(s, 32)),
-                                                            {r, idx})))));
+  Stmt expect =
+      Allocate(A, Allocate(B, For(r, 0, 4, ForKind::kSerial,
+                                  For(io, 0, 2, ForKind::kSerial,
+                                      BufferStore(B, Max(BufferLoad(A, {r, idx}), Broadcast(s, 32)),
+                                                  {r, idx})))));
   EXPECT_TRUE(ffi::StructuralEqual(g->body, expect, true)) << AsScript(g->body);
 }
 
@@ -69,11 +71,15 @@ TEST(VectorizeLoop, SelectCastAndLet) {
   PrimFunc g = ApplyPass(VectorizeLoop(), Wrap({A, B}, For(i, 0, 16, ForKind::kVectorized, body)));
   std::string text = AsScript(g->body);
   EXPECT_NE(text.find("A[ramp(i_o * 8, 1, 8)] * broadcast(3, 8)"), std::string::npos) << text;
-  EXPECT_NE(text.find("B[ramp(i_o * 8, 1, 8)] = cast(\"float32x8\", select(t > broadcast(0, 8), t, broadcast(0, 8)))"), std::string::npos) << text;
+  EXPECT_NE(text.find("B[ramp(i_o * 8, 1, 8)] = cast(\"float32x8\", select(t > broadcast(0, 8), t, "
+                      "broadcast(0, 8)))"),
+            std::string::npos)
+      << text;
 }
 
 TEST(VectorizeLoop, FallbacksAreSerialWithAReason) {
-  Buffer A = DeclBuffer({64}, f32, "A"), B = DeclBuffer({64}, f32, "B"), S = DeclBuffer({1}, f32, "S");
+  Buffer A = DeclBuffer({64}, f32, "A"), B = DeclBuffer({64}, f32, "B"),
+         S = DeclBuffer({1}, f32, "S");
   Buffer C = DeclBuffer({64}, DataType::Int(8), "C");
   Var i("i");
   struct Case {
@@ -86,7 +92,8 @@ TEST(VectorizeLoop, FallbacksAreSerialWithAReason) {
       {BufferStore(S, BufferLoad(S, {0}) + BufferLoad(A, {i}), {0}), 64, "does not depend on `i`"},
       {BufferStore(B, BufferLoad(A, {i + 1}), {i}), 63, "is not provably a multiple of 8 lanes"},
       {BufferStore(B, BufferLoad(B, {i + 1}), {i}), 63, "a dependence between iterations"},
-      {BufferStore(B, call("tir.exp", {BufferLoad(A, {i})}), {i}), 64, "`tir.exp` takes an argument"},
+      {BufferStore(B, call("tir.exp", {BufferLoad(A, {i})}), {i}), 64,
+       "`tir.exp` takes an argument"},
       {BufferStore(B, Cast(f32, BufferLoad(C, {i})), {i}), 64, "an intermediate value is int8x8"},
       {BufferStore(B, BufferLoad(A, {i}), {i}), 4, "its extent 4 is less than the 8 lanes"},
       {IfThenElse(i < 3, BufferStore(B, 0.0f, {i})), 64, "the body contains an if"},
@@ -103,7 +110,8 @@ TEST(VectorizeLoop, FallbacksAreSerialWithAReason) {
 TEST(VectorizeLoop, StrictModeMakesAFallbackAnError) {
   Buffer A = DeclBuffer({64}, f32, "A"), B = DeclBuffer({64}, f32, "B");
   Var i("i");
-  PrimFunc f = Wrap({A, B}, For(i, 0, 32, ForKind::kVectorized, BufferStore(B, BufferLoad(A, {i * 2}), {i})));
+  PrimFunc f = Wrap(
+      {A, B}, For(i, 0, 32, ForKind::kVectorized, BufferStore(B, BufferLoad(A, {i * 2}), {i})));
   PassContext ctx = PassContext::Create();
   ctx->config.Set("transform.VectorizeLoop.strict", ffi::Any(true));
   PassContextScope scope(ctx);
@@ -111,8 +119,9 @@ TEST(VectorizeLoop, StrictModeMakesAFallbackAnError) {
     ApplyPass(VectorizeLoop(), f);
     FAIL();
   } catch (const ffi::Error& e) {
-    EXPECT_NE(std::string(e.message()).find("VectorizeLoop: loop `i` cannot be vectorized: the load from `A` is not "
-                                            "contiguous"),
+    EXPECT_NE(std::string(e.message())
+                  .find("VectorizeLoop: loop `i` cannot be vectorized: the load from `A` is not "
+                        "contiguous"),
               std::string::npos)
         << e.message();
   }
