@@ -30,18 +30,16 @@ namespace ir {
 
 // The node kinds, listed once: the NodeKind enum, the kind table and the visitor and
 // mutator dispatch are all generated from these lists.
-#define TILECORE_IR_FOR_EACH_BINARY(X)                                                           \
-  X(Add)                                                                                         \
-  X(Sub)                                                                                         \
-  X(Mul) X(Div) X(Mod) X(FloorDiv) X(FloorMod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) \
-      X(And) X(Or)
-#define TILECORE_IR_FOR_EACH_EXPR(X)                                                         \
-  X(IntImm)                                                                                  \
-  X(FloatImm)                                                                                \
-  X(StringImm) X(Var) TILECORE_IR_FOR_EACH_BINARY(X) X(Not) X(Select) X(Cast) X(Let) X(Ramp) \
-      X(Broadcast) X(Call) X(BufferLoad) X(BufferRegion)
+// clang-format off
+#define TILECORE_IR_FOR_EACH_BINARY(X) \
+  X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(FloorDiv) X(FloorMod) X(Min) X(Max) \
+  X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or)
+#define TILECORE_IR_FOR_EACH_EXPR(X) \
+  X(IntImm) X(FloatImm) X(StringImm) X(Var) TILECORE_IR_FOR_EACH_BINARY(X) X(Not) X(Select) \
+  X(Cast) X(Let) X(Ramp) X(Broadcast) X(Call) X(BufferLoad) X(BufferRegion)
 #define TILECORE_IR_FOR_EACH_STMT(X) \
   X(BufferStore) X(LetStmt) X(For) X(While) X(IfThenElse) X(Allocate) X(SeqStmt) X(Evaluate)
+// clang-format on
 
 #define TILECORE_IR_KIND_ENUMERATOR(Name) k##Name,
 enum class NodeKind : uint8_t {
