@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# scripts/test.sh — the whole test suite: builds tilecore, runs the C++ tests (also
-# under AddressSanitizer + UndefinedBehaviorSanitizer), the C++ and Python tests of a
-# build without the npu (scripts/test_without_npu.sh), a bounded fuzz run, then the
-# Python tests, whose summary line ends the output.
+# scripts/test.sh — the whole test suite: builds tilecore, checks the style (clang-format,
+# ruff), runs the C++ tests (also under AddressSanitizer + UndefinedBehaviorSanitizer),
+# the C++ and Python tests of a build without the npu (scripts/test_without_npu.sh), a
+# bounded fuzz run, then the Python tests, whose summary line ends the output.
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    skip the sanitizer build, the build without the npu and the fuzz run
@@ -14,6 +14,9 @@ QUICK=0
 
 bash "$ROOT/scripts/bootstrap.sh" || { echo "tilecore: build failed"; exit 1; }
 status=0
+
+echo "== style: clang-format and ruff (docs/contributing.md)"
+bash "$ROOT/scripts/check_style.sh" || status=1
 
 echo "== C++ tests"
 ctest --test-dir "$ROOT/build" --output-on-failure -j2 || status=1
