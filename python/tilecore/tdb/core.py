@@ -126,6 +126,25 @@ class Debugger(cmd.Cmd):
     def error(self, text):
         print("***", text, file=self.stdout)
 
+    def progress(self, done, total, what):
+        """With -v: a tqdm bar on a terminal's stderr, else a line per report."""
+        bar = getattr(self, "_bar", None)
+        if bar is None and sys.stderr.isatty() and total:
+            try:
+                from tqdm import tqdm
+
+                bar = self._bar = tqdm(total=total, leave=False, file=sys.stderr)
+            except ImportError:
+                bar = self._bar = False
+        if bar:
+            bar.set_postfix_str(what[:40], refresh=False)
+            bar.update(max(done - bar.n, 0))
+            if done >= total:
+                bar.close()
+                self._bar = None
+            return
+        self.message(f"progress: {what}")
+
     # ---- plugins -------------------------------------------------------------------------
     def add_plugin(self, plugin):
         """Adds a plugin class (or a path of a Python file whose Plugin subclasses are added)."""
@@ -323,8 +342,10 @@ class Debugger(cmd.Cmd):
             elif self.verbose and max_instructions == 0:
                 rep = dict(ffi.Resume(self.engine, 1 << 20, mask, pc_lists).items())
                 if rep["reason"] == "step":
-                    self.message(f"progress: {self.position()} instructions, {self.sim.cycle()} cycles"
-                                 + (f" ({100 * self.position() // self.total_instructions}%)" if self.total_instructions else ""))
+                    self.progress(self.position(), self.total_instructions,
+                                  f"{self.position()} instructions, {self.sim.cycle()} cycles"
+                                  + (f" ({100 * self.position() // self.total_instructions}%)"
+                                     if self.total_instructions else ""))
                     continue
             else:
                 rep = dict(ffi.Resume(self.engine, left, mask, pc_lists).items())
@@ -364,7 +385,7 @@ class Debugger(cmd.Cmd):
             first = False
             if node.where == "npu":
                 if self.verbose:
-                    self.message(f"progress: node {node.index + 1} of {len(m.nodes)} {node.describe()}")
+                    self.progress(node.index + 1, len(m.nodes), f"node {node.index + 1} of {len(m.nodes)} {node.describe()}")
                 rep = self._resume_kernel(left, units)
                 executed += rep["executed"]
                 if rep["reason"] != "finished":
