@@ -176,6 +176,7 @@ def test_bad_samples_name_the_input():
     assert calibrate(m, s64).thresholds == calibrate(m, _samples()).thresholds
 
 
+@pytest.mark.npu
 def test_cli_compile_writes_then_reuses_the_table(tmp_path, capsys):
     from tilecore import cli
 

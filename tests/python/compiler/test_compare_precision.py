@@ -100,6 +100,7 @@ def test_mis_set_scale_is_the_first_jump(qdq, factor, tmp_path):
     assert info["node"] == "r1_QuantizeLinear" and info["shape"] == [1, 8, 16, 16]
 
 
+@pytest.mark.npu
 def test_cli_compare_repro(qdq, tmp_path, capsys):
     model, x = qdq
     onnx.save(_mis_set(model, "r2", 100.0), tmp_path / "m.onnx")

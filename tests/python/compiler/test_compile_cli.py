@@ -119,6 +119,7 @@ def test_compile_of_a_missing_or_broken_file_is_one_line(tmp_path, capsys):
     assert "bad.onnx" in err and "Traceback" not in err and not (tmp_path / "m.tcx").exists()
 
 
+@pytest.mark.npu
 def test_compile_precisions_calib_qtable_auto_mixed(tmp_path, capsys):
     model, w = chain_model((4, 16))
     onnx.save(model, tmp_path / "m.onnx")

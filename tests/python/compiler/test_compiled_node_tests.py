@@ -62,6 +62,7 @@ def test_every_case_of_the_slice_passes(rows):
     assert not bad, bad
 
 
+@pytest.mark.npu
 def test_the_slice_runs_on_both_the_npu_and_the_host(rows):
     places = [w for r in rows.values() for _, w in r["places"].values()]
     assert places.count("npu") >= 60 and places.count("host") >= 30

@@ -57,6 +57,7 @@ def test_small_qdq_conv_chain(tmp_path, per_channel, activations):
     np.testing.assert_allclose(ours, ref, rtol=0, atol=out_scale * 1.001)  # at most one step off
 
 
+@pytest.mark.npu
 def test_folding_refuses_what_it_cannot_express(tmp_path, capsys):
     # a weight DequantizeLinear with a non-zero zero point is not the symmetric int8 form
     from test_compare_precision import _float_model

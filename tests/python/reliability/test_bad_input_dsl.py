@@ -124,6 +124,7 @@ def k(a: S.ptr("int32", "global"), b: S.ptr("int32", "global"), off: S.int32):
 """
 
 
+@pytest.mark.npu
 @pytest.mark.parametrize("off,ok", [(1, False), (4, False), (8, True), (16, True)])
 def test_pysim_refuses_a_misaligned_vector_load_as_tc1_does(tmp_path, off, ok):
     # S11: vld reads 32 aligned bytes; PySim and the compiled kernel agree on which offsets fault.
