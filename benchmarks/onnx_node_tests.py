@@ -30,6 +30,10 @@ import warnings
 
 import numpy as np
 
+# The ONNX Runtime oracle and the reading of case data are the compiled-mode sweep's
+# (tilecore.compiler.conformance), so both sweeps gate on the same thing.
+from tilecore.compiler.conformance import _as_array, _ort_run
+
 
 def _load_cases(op_filter=None, name_filter=None):
     """(cases kept by the filters, the op type of every case by name)."""
@@ -101,19 +105,6 @@ def _close(expected, actual, rtol, atol):
     return f"{bad.size} of {e.size} values differ (first at {i}: {a.ravel()[i]!r} vs {e.ravel()[i]!r})"
 
 
-def _as_array(value):
-    """A data-set entry as numpy: TensorProto (used for bfloat16, float8 and 4-bit types)
-    and numpy scalars become arrays; sequences and optionals keep their structure."""
-    from onnx import TensorProto, numpy_helper
-    if isinstance(value, TensorProto):
-        return numpy_helper.to_array(value)
-    if isinstance(value, list):
-        return [_as_array(v) for v in value]
-    if isinstance(value, np.generic):
-        return np.asarray(value)
-    return value
-
-
 def _case_data(case):
     inputs, outputs = case.data_sets[0]
     inputs, outputs = [_as_array(v) for v in inputs], [_as_array(v) for v in outputs]
@@ -122,48 +113,6 @@ def _case_data(case):
     names_out = [o.name for o in case.model.graph.output]
     feed = dict(zip(names_in, inputs))
     return feed, names_out, list(outputs)
-
-
-def _ort_bits(array):
-    """The unsigned dtype of the same width for 8- and 16-bit types numpy lacks (bfloat16,
-    float8), which ONNX Runtime's Python API only takes as raw bits; else None."""
-    if array.dtype.kind == "V" or (array.dtype.kind == "f" and array.dtype.type.__module__.startswith("ml_dtypes")):
-        return {1: np.uint8, 2: np.uint16}.get(array.dtype.itemsize)
-    return None
-
-
-def _run_ort_bits(ort, sess, case, feed, names_out, expected):
-    """sess run with bfloat16/float8 tensors passed as raw bits (OrtValues with their ONNX type)
-    and outputs written into buffers of the expected shapes."""
-    from onnx import helper
-    types = {v.name: v.type.tensor_type.elem_type for v in list(case.model.graph.input) + list(case.model.graph.output)}
-    binding = sess.io_binding()
-    for name, value in feed.items():
-        bits = _ort_bits(value) if isinstance(value, np.ndarray) else None
-        if bits is None:
-            binding.bind_cpu_input(name, np.ascontiguousarray(value))
-        else:
-            binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(
-                np.ascontiguousarray(value).view(bits), types[name]))
-    buffers = {}
-    for name, e in zip(names_out, expected):
-        e = np.asarray(e)
-        bits = _ort_bits(e)
-        if bits is None:
-            binding.bind_output(name, "cpu")
-        else:
-            buffers[name] = np.zeros(e.shape, bits)
-            binding.bind_ortvalue_output(name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(
-                buffers[name], types[name]))
-    sess.run_with_iobinding(binding)
-    outs = binding.get_outputs()
-    got = []
-    for i, (name, e) in enumerate(zip(names_out, expected)):
-        if name in buffers:
-            got.append(buffers[name].view(helper.tensor_dtype_to_np_dtype(types[name])))
-        else:
-            got.append(outs[i].numpy())
-    return got
 
 
 def run_ort(case):
@@ -175,10 +124,7 @@ def run_ort(case):
         so = ort.SessionOptions()
         so.log_severity_level = 3
         sess = ort.InferenceSession(case.model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-        if any(_ort_bits(v) for v in list(feed.values()) + expected if isinstance(v, np.ndarray)):
-            got = _run_ort_bits(ort, sess, case, feed, names_out, expected)
-        else:
-            got = sess.run(None, {k: v for k, v in feed.items()})
+        got = _ort_run(ort, sess, case, feed, names_out, expected)
     except Exception as exc:  # the oracle fails: the case does not count
         return f"onnxruntime: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
     for name, e, a in zip(names_out, expected, got):
