@@ -4,8 +4,10 @@
  *
  * Saving walks the graph depth first and emits a node after the nodes it refers
  * to. Loading validates every node up front (shape, type key, references, field
- * names), then builds the nodes reachable from the root with an explicit stack,
- * so a hostile chain of a million references cannot overflow the C++ stack.
+ * names), then builds the nodes reachable from the root. Both walks keep their
+ * place on an explicit heap stack, and freeing a value releases its children
+ * without recursion (object.h), so depth is bounded by memory alone: a chain of a
+ * million nested values saves and loads without touching the C++ stack.
  */
 #include "tilecore/ffi/serialization.h"
 
@@ -36,9 +38,6 @@ static std::unordered_map<int32_t, void (*)(const Object*)>& LoadChecks() {
 namespace {
 
 constexpr const char* kFormatVersion = "0.1.0";
-// Saving recurses once per level of the object graph, and so do destructors of
-// nested values; deeper graphs are refused (by both sides) rather than risking the stack.
-constexpr int kMaxGraphDepth = 2048;
 constexpr int64_t kMaxNDim = 1024;
 
 // ---------------------------------------------------------------------------
@@ -125,7 +124,17 @@ Any MakeNode(std::string_view type, const Any* data) {
 class GraphWriter {
  public:
   std::string Save(const TCFFIAny& root) {
-    int64_t root_index = Visit(root, 0);
+    int64_t root_index = Visit(root);
+    while (!stack_.empty()) {
+      if (Advance(stack_.back())) continue;  // a child frame was pushed
+      int64_t index = Finish(stack_.back());
+      stack_.pop_back();
+      if (stack_.empty()) {
+        root_index = index;
+      } else {
+        Deliver(stack_.back(), index);
+      }
+    }
     std::string out = "{\"root\": " + std::to_string(root_index) + ", \"nodes\": [";
     for (size_t i = 0; i < nodes_.size(); ++i) {
       out += i ? ",\n  " : "\n  ";
@@ -171,15 +180,31 @@ class GraphWriter {
   }
 
   /*!
-   * \brief The node of any value. Only objects recurse; everything else is handled
-   * out of line so that each level of recursion keeps a small stack frame.
+   * \brief A container or reflected object whose children are being saved. The walk
+   * keeps these on a heap stack instead of the C stack, so a chain a million levels
+   * deep costs memory, not stack frames; children are visited in the order a
+   * recursive walk would take, so node numbering is the same.
    */
-  int64_t Visit(const TCFFIAny& v, int depth) {
+  struct Frame {
+    enum Kind { kArray, kMap, kFields } kind;
+    TCFFIAny value;       // the object (kept alive by keep_alive_)
+    size_t next{0};       // the next child (kMap: 2 * entry + 0 for the key, 1 for the value)
+    ObjectPtr<ArrayObj> refs{};                 // kArray, kMap: the children's node indices
+    ObjectPtr<MapObj> fields{};                 // kFields: field name -> node index
+    const TCFFITypeInfo* info{nullptr};         // kFields
+    std::vector<const TCFFIFieldInfo*> order{}; // kFields
+  };
+
+  /*!
+   * \brief The node of a value, or -1 when a frame was pushed for an object whose
+   * children must be saved first (its node index is delivered to the parent later).
+   */
+  int64_t Visit(const TCFFIAny& v) {
     if (v.type_index < kTCFFIStaticObjectBegin || v.type_index == kTCFFIStr ||
         v.type_index == kTCFFIBytes) {
       return VisitLiteral(v);
     }
-    return VisitObjectRef(v, depth);
+    return VisitObjectRef(v);
   }
 
   [[gnu::noinline]] int64_t VisitLiteral(const TCFFIAny& v) {
@@ -249,23 +274,49 @@ class GraphWriter {
     FailType(v, "unknown value kind");
   }
 
-  [[noreturn, gnu::noinline]] void FailDepth() const {
-    TILECORE_THROW(ValueError) << "SaveJSON: the graph is nested deeper than " << kMaxGraphDepth
-                               << " levels at " << PathString();
-  }
   [[noreturn, gnu::noinline]] void FailCycle(const Object* obj) const {
     TILECORE_THROW(ValueError) << "SaveJSON: reference cycle: the `" << obj->GetTypeKey() << "` at "
                                << PathString() << " contains itself";
   }
 
-  int64_t VisitObjectRef(const TCFFIAny& v, int depth) {
+  int64_t VisitObjectRef(const TCFFIAny& v) {
     const Object* obj = details::ObjectUnsafe::FromHandle(v.v_obj);
     auto it = object_index_.find(obj);
     if (it != object_index_.end()) return it->second;
-    if (depth >= kMaxGraphDepth) FailDepth();
     if (!on_path_.insert(obj).second) FailCycle(obj);
     keep_alive_.emplace_back(AnyView::FromRaw(v));  // pointers stay unique while we index by them
-    int64_t index = VisitObject(v, obj, depth);
+    switch (v.type_index) {
+      case kTCFFIArray:
+        stack_.push_back(Frame{Frame::kArray, v});
+        stack_.back().refs = make_object<ArrayObj>();
+        return -1;
+      case kTCFFIMap:
+        stack_.push_back(Frame{Frame::kMap, v});
+        stack_.back().refs = make_object<ArrayObj>();
+        return -1;
+      case kTCFFIShape:
+        return Finished(obj, VisitShape(static_cast<const ShapeObj*>(obj)));
+      case kTCFFINDArray:
+        return Finished(obj, VisitNDArray(v));
+      default:
+        break;
+    }
+    const TCFFITypeInfo* info = TCFFIGetTypeInfo(v.type_index);
+    if (info == nullptr || info->creator == nullptr) {
+      FailType(v,
+               "the kind has no creator, so it could not be loaded again "
+               "(only reflected kinds declared with ObjectDef can be saved)");
+    }
+    stack_.push_back(Frame{Frame::kFields, v});
+    Frame& f = stack_.back();
+    f.fields = make_object<MapObj>();
+    f.info = info;
+    f.order = details::ReflectedFields(info);
+    return -1;
+  }
+
+  /*! \brief Records the node of an object whose children are all saved. */
+  int64_t Finished(const Object* obj, int64_t index) {
     on_path_.erase(obj);
     object_index_.emplace(obj, index);
     return index;
@@ -276,45 +327,84 @@ class GraphWriter {
     return Literal(std::string("y").append(b), "bytes", &data);
   }
 
-  int64_t VisitObject(const TCFFIAny& v, const Object* obj, int depth) {
-    switch (v.type_index) {
-      case kTCFFIArray:
-        return VisitArray(static_cast<const ArrayObj*>(obj), depth);
-      case kTCFFIMap:
-        return VisitMap(static_cast<const MapObj*>(obj), depth);
-      case kTCFFIShape:
-        return VisitShape(static_cast<const ShapeObj*>(obj));
-      case kTCFFINDArray:
-        return VisitNDArray(v);
-      default:
-        return VisitFields(v, depth);
+  /*!
+   * \brief Saves children of `f` until one needs a frame of its own (true) or none is
+   * left (false). The child's path segment stays pushed until its index is delivered.
+   * `f` is not used after a push, which may move it.
+   */
+  bool Advance(Frame& f) {
+    while (true) {
+      const Any* child = nullptr;
+      Any field_value;
+      switch (f.kind) {
+        case Frame::kArray: {
+          const auto& data = reinterpret_cast<const ArrayObj*>(f.value.v_obj)->data;
+          if (f.next == data.size()) return false;
+          path_.push_back(std::string("[").append(std::to_string(f.next)).append("]"));
+          child = &data[f.next];
+          break;
+        }
+        case Frame::kMap: {
+          const auto& entries = reinterpret_cast<const MapObj*>(f.value.v_obj)->entries;
+          if (f.next == 2 * entries.size()) return false;
+          const auto& [key, value] = entries[f.next / 2];
+          if (f.next % 2 == 0) {
+            path_.push_back("<key " + std::to_string(f.next / 2) + ">");
+            child = &key;
+          } else {
+            child = &value;  // Deliver already turned the key's segment into the value's
+          }
+          break;
+        }
+        case Frame::kFields: {
+          if (f.next == f.order.size()) return false;
+          path_.push_back("." + std::string(details::FieldName(*f.order[f.next])));
+          field_value = details::GetReflectedField(f.value.v_obj, *f.order[f.next]);
+          child = &field_value;
+          break;
+        }
+      }
+      ++f.next;
+      int64_t ref = Visit(*child->raw());
+      if (ref < 0) return true;
+      Deliver(f, ref);
     }
   }
 
-  [[gnu::noinline]] int64_t VisitArray(const ArrayObj* arr, int depth) {
-    auto refs = make_object<ArrayObj>();
-    for (size_t i = 0; i < arr->data.size(); ++i) {
-      path_.push_back(std::string("[").append(std::to_string(i)).append("]"));
-      refs->data.emplace_back(Visit(*arr->data[i].raw(), depth + 1));
-      path_.pop_back();
+  /*! \brief Hands the node index of the child `f` last visited to `f`. */
+  void Deliver(Frame& f, int64_t ref) {
+    size_t k = f.next - 1;
+    switch (f.kind) {
+      case Frame::kArray:
+        f.refs->data.emplace_back(ref);
+        path_.pop_back();
+        return;
+      case Frame::kMap: {
+        f.refs->data.emplace_back(ref);
+        if (k % 2 == 0) {
+          const Any& key = reinterpret_cast<const MapObj*>(f.value.v_obj)->entries[k / 2].first;
+          path_.back() = "[" + KeyText(key, k / 2) + "]";
+        } else {
+          path_.pop_back();
+        }
+        return;
+      }
+      case Frame::kFields:
+        f.fields->Set(Any(std::string(details::FieldName(*f.order[k]))), Any(ref));
+        path_.pop_back();
+        return;
     }
-    Any data = Array<Any>(ObjectPtr<Object>(std::move(refs)));
-    return Add("ffi.Array", &data);
   }
 
-  [[gnu::noinline]] int64_t VisitMap(const MapObj* m, int depth) {
-    auto refs = make_object<ArrayObj>();
-    size_t i = 0;
-    for (const auto& [key, value] : m->entries) {
-      path_.push_back("<key " + std::to_string(i) + ">");
-      refs->data.emplace_back(Visit(*key.raw(), depth + 1));
-      path_.back() = "[" + KeyText(key, i) + "]";
-      refs->data.emplace_back(Visit(*value.raw(), depth + 1));
-      path_.pop_back();
-      ++i;
+  /*! \brief Adds the node of the top frame's object, all of whose children are saved. */
+  int64_t Finish(Frame& f) {
+    const Object* obj = details::ObjectUnsafe::FromHandle(f.value.v_obj);
+    if (f.kind == Frame::kFields) {
+      Any data = Map<Any, Any>(ObjectPtr<Object>(std::move(f.fields)));
+      return Finished(obj, Add(details::TypeKeyOf(f.info), &data));
     }
-    Any data = Array<Any>(ObjectPtr<Object>(std::move(refs)));
-    return Add("ffi.Map", &data);
+    Any data = Array<Any>(ObjectPtr<Object>(std::move(f.refs)));
+    return Finished(obj, Add(f.kind == Frame::kArray ? "ffi.Array" : "ffi.Map", &data));
   }
 
   [[gnu::noinline]] int64_t VisitShape(const ShapeObj* shape) {
@@ -322,26 +412,6 @@ class GraphWriter {
     for (int64_t d : shape->storage) dims->data.emplace_back(d);
     Any data = Array<Any>(ObjectPtr<Object>(std::move(dims)));
     return Add("ffi.Shape", &data);
-  }
-
-  [[gnu::noinline]] int64_t VisitFields(const TCFFIAny& v, int depth) {
-    const TCFFITypeInfo* info = TCFFIGetTypeInfo(v.type_index);
-    if (info == nullptr || info->creator == nullptr) {
-      FailType(v,
-               "the kind has no creator, so it could not be loaded again "
-               "(only reflected kinds declared with ObjectDef can be saved)");
-    }
-    auto fields = make_object<MapObj>();
-    for (const TCFFIFieldInfo* f : details::ReflectedFields(info)) {
-      std::string_view name = details::FieldName(*f);
-      path_.push_back("." + std::string(name));
-      Any value = details::GetReflectedField(v.v_obj, *f);
-      int64_t ref = Visit(*value.raw(), depth + 1);
-      path_.pop_back();
-      fields->Set(Any(std::string(name)), Any(ref));
-    }
-    Any data = Map<Any, Any>(ObjectPtr<Object>(std::move(fields)));
-    return Add(details::TypeKeyOf(info), &data);
   }
 
   static std::string KeyText(const Any& key, size_t i) {
@@ -375,6 +445,7 @@ class GraphWriter {
   std::unordered_set<const Object*> on_path_;
   std::vector<Any> keep_alive_;
   std::vector<std::string> path_;
+  std::vector<Frame> stack_;
 };
 
 // ---------------------------------------------------------------------------
@@ -761,7 +832,6 @@ class GraphReader {
     enum : uint8_t { kNew, kOnStack, kDone };
     std::vector<uint8_t> state(nodes_.size(), kNew);
     std::vector<Any> values(nodes_.size());
-    std::vector<int32_t> height(nodes_.size(), 0);
     struct Frame {
       int64_t node;
       size_t next;
@@ -788,11 +858,6 @@ class GraphReader {
         state[child] = kOnStack;
         stack.push_back({child, 0});
         continue;
-      }
-      for (int64_t r : nodes_[cur].refs) height[cur] = std::max(height[cur], height[r] + 1);
-      if (height[cur] > kMaxGraphDepth) {
-        Fail(cur, "the graph below this node is nested deeper than " +
-                      std::to_string(kMaxGraphDepth) + " levels");
       }
       values[cur] = Make(cur, values);
       state[cur] = kDone;

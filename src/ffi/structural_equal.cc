@@ -5,6 +5,9 @@
  * One walk serves both: it stops at the first mismatch and, when asked, renders
  * the access path it was at. Paths are kept as cheap segments and only turned into
  * text on a mismatch, so plain equality pays nothing for them.
+ *
+ * The walk keeps the object pairs it is inside on a heap stack, not the C stack, so
+ * its depth is bounded by memory alone (a chain of a million nodes is fine).
  */
 #include <unordered_map>
 #include <unordered_set>
@@ -31,8 +34,6 @@ class SEqualHandler {
  public:
   SEqualHandler(bool map_free_vars, bool record) : map_free_vars_(map_free_vars), record_(record) {}
 
-  bool Run(const TCFFIAny& lhs, const TCFFIAny& rhs) { return Equal(lhs, rhs, false, 0); }
-
   std::optional<std::pair<std::string, std::string>> mismatch() const { return mismatch_; }
 
  private:
@@ -40,16 +41,6 @@ class SEqualHandler {
     enum Kind { kField, kIndex, kStrKey, kIntKey, kOtherKey, kEntryKey, kEntryValue } kind;
     std::string_view name;
     int64_t index;
-  };
-
-  /*! \brief Pushes a path segment for the lifetime of the scope. */
-  class Scope {
-   public:
-    Scope(SEqualHandler* h, Segment s) : h_(h) { h_->path_.push_back(s); }
-    ~Scope() { h_->path_.pop_back(); }
-
-   private:
-    SEqualHandler* h_;
   };
 
   std::string PathString() const {
@@ -90,87 +81,172 @@ class SEqualHandler {
     return false;
   }
 
-  bool Equal(const TCFFIAny& a, const TCFFIAny& b, bool def, int depth) {
-    std::string_view sa, sb;
-    bool a_str = details::AnyGetStringView(&a, &sa);
-    bool b_str = details::AnyGetStringView(&b, &sb);
-    if (a_str || b_str) return a_str && b_str && sa == sb ? true : Fail();
-    bool a_bytes = structural::GetBytesView(&a, &sa);
-    bool b_bytes = structural::GetBytesView(&b, &sb);
-    if (a_bytes || b_bytes) return a_bytes && b_bytes && sa == sb ? true : Fail();
-    if (a.type_index != b.type_index) return Fail();
-    switch (a.type_index) {
-      case kTCFFINone:
-        return true;
-      case kTCFFIInt:
-      case kTCFFIBool:
-        return a.v_int64 == b.v_int64 ? true : Fail();
-      case kTCFFIFloat: {
-        double x = a.v_float64, y = b.v_float64;
-        return x == y || (std::isnan(x) && std::isnan(y)) ? true : Fail();
-      }
-      case kTCFFIDataType:
-        return a.v_dtype == b.v_dtype ? true : Fail();
-      case kTCFFIDevice:
-        return a.v_device == b.v_device ? true : Fail();
-      case kTCFFIOpaquePtr:
-      case kTCFFIDLTensorPtr:
-        return a.v_ptr == b.v_ptr ? true : Fail();
-      default:
-        break;
+  /*!
+   * \brief One object pair whose children are being compared. The walk keeps these on
+   * a heap stack instead of the C stack, so a chain a million levels deep costs memory,
+   * not stack frames. Children are visited in the same order a recursive walk would.
+   */
+  struct Frame {
+    enum Kind { kArray, kLookupMap, kEntryMap, kFields } kind;
+    const TCFFIObject* a;
+    const TCFFIObject* b;
+    bool def;
+    bool has_segment;  // the root pair was reached by no path segment
+    size_t next{0};    // the next child (for kEntryMap: 2 * entry + 0 for the key, 1 for the value)
+    const std::vector<const TCFFIFieldInfo*>* fields{nullptr};  // kFields
+    std::vector<const std::pair<Any, Any>*> sorted{};             // kLookupMap: x's entries
+    Any hold_a{}, hold_b{};  // a field getter's references, in case it made the values afresh
+  };
+
+  enum class Step { kEqual, kUnequal, kPushed };
+
+ public:
+  bool Run(const TCFFIAny& lhs, const TCFFIAny& rhs) {
+    Step root = Visit(lhs, rhs, false, nullptr);
+    if (root != Step::kPushed) return root == Step::kEqual;
+    while (!stack_.empty()) {
+      Step s = Advance();
+      if (s == Step::kUnequal) return false;
+      if (s == Step::kEqual) Finish();
     }
-    if (a.type_index < kTCFFIStaticObjectBegin) return a.v_int64 == b.v_int64 ? true : Fail();
-    if (depth > structural::kMaxDepth) {
-      TILECORE_THROW(ValueError) << "StructuralEqual: the graph is nested deeper than "
-                                 << structural::kMaxDepth << " levels at " << PathString();
-    }
-    // A pair proven equal stays equal: variable mappings only grow. Without this, a
-    // DAG that shares subtrees (common subexpressions) costs one visit per path.
-    ObjectPair key{a.v_obj, b.v_obj};
-    if (proven_.count(key)) return true;
-    if (!EqualObject(a, b, def, depth)) return false;
-    proven_.insert(key);
     return true;
   }
 
-  bool EqualObject(const TCFFIAny& a, const TCFFIAny& b, bool def, int depth) {
+ private:
+  /*! \brief Pops the finished top frame: its pair is proven equal. */
+  void Finish() {
+    const Frame& f = stack_.back();
+    proven_.insert({f.a, f.b});
+    if (f.has_segment) path_.pop_back();
+    stack_.pop_back();
+  }
+
+  /*!
+   * \brief Compares a child pair met under `segment` (nullptr at the root): settles it
+   * at once (kEqual, kUnequal), or pushes a frame for its children (kPushed).
+   */
+  Step Visit(const TCFFIAny& a, const TCFFIAny& b, bool def, const Segment* segment) {
+    if (segment != nullptr) path_.push_back(*segment);
+    Step s = VisitAt(a, b, def, segment != nullptr);
+    if (s == Step::kEqual && segment != nullptr) path_.pop_back();
+    // On kUnequal the path stays as it is: the walk ends there.
+    return s;
+  }
+
+  static Step Result(bool equal) { return equal ? Step::kEqual : Step::kUnequal; }
+
+  Step VisitAt(const TCFFIAny& a, const TCFFIAny& b, bool def, bool has_segment) {
+    std::string_view sa, sb;
+    bool a_str = details::AnyGetStringView(&a, &sa);
+    bool b_str = details::AnyGetStringView(&b, &sb);
+    if (a_str || b_str) return Result(a_str && b_str && sa == sb ? true : Fail());
+    bool a_bytes = structural::GetBytesView(&a, &sa);
+    bool b_bytes = structural::GetBytesView(&b, &sb);
+    if (a_bytes || b_bytes) return Result(a_bytes && b_bytes && sa == sb ? true : Fail());
+    if (a.type_index != b.type_index) return Result(Fail());
+    switch (a.type_index) {
+      case kTCFFINone:
+        return Step::kEqual;
+      case kTCFFIInt:
+      case kTCFFIBool:
+        return Result(a.v_int64 == b.v_int64 ? true : Fail());
+      case kTCFFIFloat: {
+        double x = a.v_float64, y = b.v_float64;
+        return Result(x == y || (std::isnan(x) && std::isnan(y)) ? true : Fail());
+      }
+      case kTCFFIDataType:
+        return Result(a.v_dtype == b.v_dtype ? true : Fail());
+      case kTCFFIDevice:
+        return Result(a.v_device == b.v_device ? true : Fail());
+      case kTCFFIOpaquePtr:
+      case kTCFFIDLTensorPtr:
+        return Result(a.v_ptr == b.v_ptr ? true : Fail());
+      default:
+        break;
+    }
+    if (a.type_index < kTCFFIStaticObjectBegin) return Result(a.v_int64 == b.v_int64 ? true : Fail());
+    // A pair proven equal stays equal: variable mappings only grow. Without this, a
+    // DAG that shares subtrees (common subexpressions) costs one visit per path.
+    ObjectPair key{a.v_obj, b.v_obj};
+    if (proven_.count(key)) return Step::kEqual;
+    Step s = VisitObject(a, b, def, has_segment);
+    if (s == Step::kEqual) proven_.insert(key);
+    return s;
+  }
+
+  Step Push(Frame::Kind kind, const TCFFIAny& a, const TCFFIAny& b, bool def, bool has_segment) {
+    stack_.push_back(Frame{kind, a.v_obj, b.v_obj, def, has_segment});
+    return Step::kPushed;
+  }
+
+  Step VisitObject(const TCFFIAny& a, const TCFFIAny& b, bool def, bool has_segment) {
     switch (a.type_index) {
       case kTCFFIArray:
-        return EqualArray(a, b, def, depth);
-      case kTCFFIMap:
-        return EqualMap(a, b, def, depth);
+        return Push(Frame::kArray, a, b, def, has_segment);
+      case kTCFFIMap: {
+        const auto* x = reinterpret_cast<const MapObj*>(a.v_obj);
+        const auto* y = reinterpret_cast<const MapObj*>(b.v_obj);
+        if (structural::MapUsesLookup(x) && structural::MapUsesLookup(y)) {
+          Push(Frame::kLookupMap, a, b, def, has_segment);
+          stack_.back().sorted = structural::SortedEntries(x);
+          return Step::kPushed;
+        }
+        // Object keys: identity lookup would miss structurally equal keys, so pair
+        // entries by position.
+        return Push(Frame::kEntryMap, a, b, def, has_segment);
+      }
       case kTCFFIShape: {
         const auto* x = reinterpret_cast<const ShapeObj*>(a.v_obj);
         const auto* y = reinterpret_cast<const ShapeObj*>(b.v_obj);
-        return x->storage == y->storage ? true : Fail();
+        return Result(x->storage == y->storage ? true : Fail());
       }
       case kTCFFINDArray:
-        return EqualNDArray(a, b);
+        return Result(EqualNDArray(a, b));
       default:
         break;
     }
     const TCFFITypeInfo* info;
     switch (structural::SEqualKindOf(a.type_index, &info)) {
       case kTCFFISEqualTreeNode:
-        return EqualFields(a, b, info, def, depth);
+        Push(Frame::kFields, a, b, def, has_segment);
+        stack_.back().fields = &fields_.Get(info);
+        return Step::kPushed;
       case kTCFFISEqualFreeVar:
-        return EqualVar(a, b, info, def, depth);
+        return VisitVar(a, b, info, def, has_segment);
       default:
-        return a.v_obj == b.v_obj ? true : Fail();
+        return Result(a.v_obj == b.v_obj ? true : Fail());
     }
   }
 
-  bool EqualArray(const TCFFIAny& a, const TCFFIAny& b, bool def, int depth) {
-    const auto& x = reinterpret_cast<const ArrayObj*>(a.v_obj)->data;
-    const auto& y = reinterpret_cast<const ArrayObj*>(b.v_obj)->data;
-    size_t common = std::min(x.size(), y.size());
-    for (size_t i = 0; i < common; ++i) {
-      Scope scope(this, {Segment::kIndex, {}, static_cast<int64_t>(i)});
-      if (!Equal(*x[i].raw(), *y[i].raw(), def, depth + 1)) return false;
+  /*! \brief Compares the next child of the top frame; kEqual once it has no more. */
+  Step Advance() {
+    Frame& f = stack_.back();
+    switch (f.kind) {
+      case Frame::kArray:
+        return AdvanceArray(f);
+      case Frame::kLookupMap:
+        return AdvanceLookupMap(f);
+      case Frame::kEntryMap:
+        return AdvanceEntryMap(f);
+      case Frame::kFields:
+        return AdvanceFields(f);
     }
-    if (x.size() == y.size()) return true;
-    Scope scope(this, {Segment::kIndex, {}, static_cast<int64_t>(common)});
-    return Fail(x.size() < y.size(), y.size() < x.size());
+    return Step::kEqual;
+  }
+
+  Step AdvanceArray(Frame& f) {
+    const auto& x = reinterpret_cast<const ArrayObj*>(f.a)->data;
+    const auto& y = reinterpret_cast<const ArrayObj*>(f.b)->data;
+    size_t common = std::min(x.size(), y.size());
+    while (f.next < common) {
+      size_t i = f.next++;
+      Segment seg{Segment::kIndex, {}, static_cast<int64_t>(i)};
+      Step s = Visit(*x[i].raw(), *y[i].raw(), f.def, &seg);
+      if (s != Step::kEqual) return s;
+    }
+    if (x.size() == y.size()) return Step::kEqual;
+    path_.push_back({Segment::kIndex, {}, static_cast<int64_t>(common)});
+    return Result(Fail(x.size() < y.size(), y.size() < x.size()));
   }
 
   static Segment KeySegment(const Any& key) {
@@ -180,40 +256,66 @@ class SEqualHandler {
     return {Segment::kOtherKey, {}, 0};
   }
 
-  bool EqualMap(const TCFFIAny& a, const TCFFIAny& b, bool def, int depth) {
-    const auto* x = reinterpret_cast<const MapObj*>(a.v_obj);
-    const auto* y = reinterpret_cast<const MapObj*>(b.v_obj);
-    if (structural::MapUsesLookup(x) && structural::MapUsesLookup(y)) {
-      for (const auto* e : structural::SortedEntries(x)) {
-        Scope scope(this, KeySegment(e->first));
-        const Any* other = y->Find(e->first);
-        if (other == nullptr) return Fail(false, true);
-        if (!Equal(*e->second.raw(), *other->raw(), def, depth + 1)) return false;
+  Step AdvanceLookupMap(Frame& f) {
+    const auto* x = reinterpret_cast<const MapObj*>(f.a);
+    const auto* y = reinterpret_cast<const MapObj*>(f.b);
+    while (f.next < f.sorted.size()) {
+      const auto* e = f.sorted[f.next++];
+      Segment seg = KeySegment(e->first);
+      const Any* other = y->Find(e->first);
+      if (other == nullptr) {
+        path_.push_back(seg);
+        return Result(Fail(false, true));
       }
-      if (x->entries.size() == y->entries.size()) return true;
-      for (const auto* e : structural::SortedEntries(y)) {
-        if (x->Find(e->first) == nullptr) {
-          Scope scope(this, KeySegment(e->first));
-          return Fail(true, false);
-        }
-      }
-      return true;
+      Step s = Visit(*e->second.raw(), *other->raw(), f.def, &seg);
+      if (s != Step::kEqual) return s;
     }
-    // Object keys: identity lookup would miss structurally equal keys, so pair entries by position.
+    if (x->entries.size() == y->entries.size()) return Step::kEqual;
+    for (const auto* e : structural::SortedEntries(y)) {
+      if (x->Find(e->first) == nullptr) {
+        path_.push_back(KeySegment(e->first));
+        return Result(Fail(true, false));
+      }
+    }
+    return Step::kEqual;
+  }
+
+  Step AdvanceEntryMap(Frame& f) {
+    const auto* x = reinterpret_cast<const MapObj*>(f.a);
+    const auto* y = reinterpret_cast<const MapObj*>(f.b);
     size_t common = std::min(x->entries.size(), y->entries.size());
-    for (size_t i = 0; i < common; ++i) {
+    while (f.next < 2 * common) {
+      size_t i = f.next / 2;
+      bool value = f.next % 2;
+      ++f.next;
       const auto& [xk, xv] = x->entries[i];
       const auto& [yk, yv] = y->entries[i];
-      {
-        Scope scope(this, {Segment::kEntryKey, {}, static_cast<int64_t>(i)});
-        if (!Equal(*xk.raw(), *yk.raw(), def, depth + 1)) return false;
-      }
-      Scope scope(this, {Segment::kEntryValue, {}, static_cast<int64_t>(i)});
-      if (!Equal(*xv.raw(), *yv.raw(), def, depth + 1)) return false;
+      Segment seg{value ? Segment::kEntryValue : Segment::kEntryKey, {}, static_cast<int64_t>(i)};
+      Step s = value ? Visit(*xv.raw(), *yv.raw(), f.def, &seg)
+                     : Visit(*xk.raw(), *yk.raw(), f.def, &seg);
+      if (s != Step::kEqual) return s;
     }
-    if (x->entries.size() == y->entries.size()) return true;
-    Scope scope(this, {Segment::kEntryKey, {}, static_cast<int64_t>(common)});
-    return Fail(x->entries.size() < y->entries.size(), y->entries.size() < x->entries.size());
+    if (x->entries.size() == y->entries.size()) return Step::kEqual;
+    path_.push_back({Segment::kEntryKey, {}, static_cast<int64_t>(common)});
+    return Result(
+        Fail(x->entries.size() < y->entries.size(), y->entries.size() < x->entries.size()));
+  }
+
+  Step AdvanceFields(Frame& f) {
+    while (f.next < f.fields->size()) {
+      const TCFFIFieldInfo* field = (*f.fields)[f.next++];
+      Segment seg{Segment::kField, details::FieldName(*field), 0};
+      Any x = details::GetReflectedField(f.a, *field);
+      Any y = details::GetReflectedField(f.b, *field);
+      bool field_def = f.def || (field->flags & kTCFFIFieldDefRegion);
+      Step s = Visit(*x.raw(), *y.raw(), field_def, &seg);
+      if (s == Step::kPushed) {  // `f` may have moved: the new frame is on top
+        stack_.back().hold_a = std::move(x);
+        stack_.back().hold_b = std::move(y);
+      }
+      if (s != Step::kEqual) return s;
+    }
+    return Step::kEqual;
   }
 
   bool EqualNDArray(const TCFFIAny& a, const TCFFIAny& b) {
@@ -227,41 +329,33 @@ class SEqualHandler {
     return structural::NDArrayBytes(a, &hx) == structural::NDArrayBytes(b, &hy) ? true : Fail();
   }
 
-  bool EqualFields(const TCFFIAny& a, const TCFFIAny& b, const TCFFITypeInfo* info, bool def,
-                   int depth) {
-    for (const TCFFIFieldInfo* f : fields_.Get(info)) {
-      Scope scope(this, {Segment::kField, details::FieldName(*f), 0});
-      Any x = details::GetReflectedField(a.v_obj, *f);
-      Any y = details::GetReflectedField(b.v_obj, *f);
-      bool field_def = def || (f->flags & kTCFFIFieldDefRegion);
-      if (!Equal(*x.raw(), *y.raw(), field_def, depth + 1)) return false;
-    }
-    return true;
-  }
-
-  bool EqualVar(const TCFFIAny& a, const TCFFIAny& b, const TCFFITypeInfo* info, bool def,
-                int depth) {
+  Step VisitVar(const TCFFIAny& a, const TCFFIAny& b, const TCFFITypeInfo* info, bool def,
+                bool has_segment) {
     const Object* x = details::ObjectUnsafe::FromHandle(a.v_obj);
     const Object* y = details::ObjectUnsafe::FromHandle(b.v_obj);
     auto it = lhs_to_rhs_.find(x);
-    if (it != lhs_to_rhs_.end()) return it->second == y ? true : Fail();
-    if (rhs_to_lhs_.count(y)) return Fail();  // y is bound to another variable
+    if (it != lhs_to_rhs_.end()) return Result(it->second == y ? true : Fail());
+    if (rhs_to_lhs_.count(y)) return Result(Fail());  // y is bound to another variable
     bool bind = def || map_free_vars_;
-    if (!bind && x != y) return Fail();
+    if (!bind && x != y) return Result(Fail());
     // Bind before comparing the variables' own fields, so a field that mentions the
     // variable itself compares consistently.
     lhs_to_rhs_.emplace(x, y);
     rhs_to_lhs_.emplace(y, x);
     keep_alive_.emplace_back(AnyView::FromRaw(a));
     keep_alive_.emplace_back(AnyView::FromRaw(b));
-    if (x == y) return true;
-    return EqualFields(a, b, info, false, depth);
+    if (x == y) return Step::kEqual;
+    // The variables' own fields are no binding site.
+    Push(Frame::kFields, a, b, false, has_segment);
+    stack_.back().fields = &fields_.Get(info);
+    return Step::kPushed;
   }
 
   bool map_free_vars_;
   bool record_;
   std::unordered_set<ObjectPair, ObjectPairHash> proven_;
   std::vector<Segment> path_;
+  std::vector<Frame> stack_;
   std::optional<std::pair<std::string, std::string>> mismatch_;
   std::unordered_map<const Object*, const Object*> lhs_to_rhs_;
   std::unordered_map<const Object*, const Object*> rhs_to_lhs_;

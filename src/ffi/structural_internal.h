@@ -23,9 +23,6 @@ namespace tilecore {
 namespace ffi {
 namespace structural {
 
-/*! \brief Recursion limit of both walks. */
-constexpr int kMaxDepth = 4096;
-
 /*! \brief The bytes of a bytes value in any of its three forms. */
 inline bool GetBytesView(const TCFFIAny* v, std::string_view* out) {
   switch (v->type_index) {

@@ -24,7 +24,7 @@
  * Equal literals (ints, strings, ...) share one node; nodes come after the nodes
  * they refer to, and the root is last.
  *
- * Graphs nested deeper than 2048 levels are refused on both sides (ValueError).
+ * Depth is bounded by memory only: neither side recurses on the C stack.
  *
  * SaveJSON raises TypeError naming the path (`root.payload[2]`) of a value that
  * cannot be saved: functions, errors, opaque pointers, kinds without a creator,

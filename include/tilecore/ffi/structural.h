@@ -25,9 +25,9 @@
  * hash by the order in which they are bound, so alpha-equivalent graphs hash alike;
  * identity kinds hash by address, so their hashes differ between runs.
  *
- * Assumes the graph is acyclic; graphs nested deeper than a few thousand levels
- * are refused with a ValueError rather than risking the stack. Shared subgraphs are
- * visited once per path that reaches them.
+ * Assumes the graph is acyclic. Both walks keep their place on a heap stack, so depth
+ * is bounded by memory, not the C stack; a shared subgraph is walked once (pairs proven
+ * equal, and hashes that bind no variable, are remembered), so a DAG costs linear time.
  */
 #ifndef TILECORE_FFI_STRUCTURAL_H_
 #define TILECORE_FFI_STRUCTURAL_H_
