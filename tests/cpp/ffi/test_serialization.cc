@@ -18,10 +18,12 @@
 #include "tilecore/ffi/ndarray.h"
 #include "tilecore/ffi/serialization.h"
 #include "tilecore/ffi/structural.h"
+#include "small_stack.h"
 
 namespace {
 
 using namespace tilecore::ffi;  // NOLINT(*)
+using tilecore::testing::RunOnSmallStack;
 
 Any MakeObject(int64_t value, const std::string& name, Any payload) {
   return Function::GetGlobalRequired("testing.make_test_object")(value, name, payload);
@@ -226,7 +228,7 @@ TEST(SaveJSONErrors, NamesThePathToAnUnsavableValue) {
       "ValueError: SaveJSON: the string at root[0] is not valid UTF-8; save binary data as bytes");
 }
 
-TEST(SaveJSONErrors, RefusesCyclesAndDepth) {
+TEST(SaveJSONErrors, RefusesCycles) {
   auto cyclic = make_object<ArrayObj>();
   cyclic->data.emplace_back(int64_t{1});
   cyclic->data.emplace_back(Array<Any>(ObjectPtr<Object>(cyclic)));
@@ -234,12 +236,51 @@ TEST(SaveJSONErrors, RefusesCyclesAndDepth) {
   EXPECT_EQ(SaveError(a),
             "ValueError: SaveJSON: reference cycle: the `ffi.Array` at root[1] contains itself");
   cyclic->data.clear();  // break the cycle so the test does not leak
+}
 
-  Array<Any> deep{Any(int64_t{0})};
-  for (int i = 0; i < 3000; ++i) deep = Array<Any>{deep};
-  EXPECT_NE(SaveError(deep).find(
-                "ValueError: SaveJSON: the graph is nested deeper than 2048 levels at root[0][0]"),
-            std::string::npos);
+// Chains far deeper than a recursive walk's C stack would allow (each test runs on a
+// 256 KiB stack, in well under a second).
+constexpr int kChainDepth = 100000;
+
+TEST(SaveLoadJSON, DeepArrayChainsRoundTrip) {
+  RunOnSmallStack([] {
+    auto chain = [](int64_t leaf) {
+      Any node(leaf);
+      for (int i = 0; i < kChainDepth; ++i) node = Array<Any>{node};
+      return node;
+    };
+    Any a = chain(1);
+    std::string text = SaveJSON(a);
+    Any back = LoadJSON(text);
+    EXPECT_TRUE(StructuralEqual(back, a));
+    EXPECT_EQ(StructuralHash(back), StructuralHash(a));
+    EXPECT_FALSE(StructuralEqual(back, chain(2)));
+    // One node per array plus the leaf; the root is the outermost array, written last.
+    EXPECT_EQ(text.rfind("{\"root\": " + std::to_string(kChainDepth) + ",", 0), 0u);
+  });
+}
+
+TEST(SaveLoadJSON, DeepObjectAndMapChainsRoundTrip) {
+  RunOnSmallStack([] {
+    Any objects = MakeObject(-1, "leaf", Any());
+    Any maps = Any(int64_t{-1});
+    for (int i = 0; i < kChainDepth; ++i) {
+      objects = MakeObject(i, "level", objects);
+      Map<Any, Any> m;
+      m.Set(Any("next"), maps);
+      maps = m;
+    }
+    for (const Any& value : {objects, maps}) {
+      Any back = LoadJSON(SaveJSON(value));
+      EXPECT_TRUE(StructuralEqual(back, value));
+      EXPECT_EQ(GetFirstMismatch(back, value), std::nullopt);
+      EXPECT_EQ(StructuralHash(back), StructuralHash(value));
+    }
+    // The bottom payload survives: walk down the loaded chain by its fields.
+    Any node = LoadJSON(SaveJSON(objects));
+    for (int i = 0; i < kChainDepth; ++i) node = Field(node, "payload");
+    EXPECT_EQ(Field(node, "value").cast<int64_t>(), -1);
+  });
 }
 
 TEST(LoadJSONErrors, Document) {
@@ -377,19 +418,27 @@ TEST(LoadJSONErrors, NDArray) {
             0u);
 }
 
-TEST(LoadJSONErrors, DeepChainsAreRefusedNotCrashed) {
-  // 100000 arrays, each holding the next: built without recursion, then refused by depth.
-  std::string nodes = "{\"type\":\"None\"}";
-  for (int i = 1; i < 100000; ++i)
-    nodes += ",{\"type\":\"ffi.Array\",\"data\":[" + std::to_string(i - 1) + "]}";
-  EXPECT_EQ(LoadError(Doc(nodes, 99999)),
-            "ValueError: LoadJSON: node 2049 (`ffi.Array`): the graph below this node is nested "
-            "deeper than 2048 "
-            "levels");
-  // Exactly at the limit is fine.
-  Array<Any> deep{Any(int64_t{0})};
-  for (int i = 1; i < 2048; ++i) deep = Array<Any>{deep};
-  EXPECT_TRUE(StructuralEqual(LoadJSON(SaveJSON(deep)), deep));
+TEST(LoadJSON, DeepChainsOfReferencesLoad) {
+  RunOnSmallStack([] {
+    // 100000 arrays, each holding the one before: written by hand, not by SaveJSON.
+    std::string nodes = "{\"type\":\"None\"}";
+    for (int i = 1; i < kChainDepth; ++i)
+      nodes += ",{\"type\":\"ffi.Array\",\"data\":[" + std::to_string(i - 1) + "]}";
+    Any loaded = LoadJSON(Doc(nodes, kChainDepth - 1));
+    Any expected;
+    for (int i = 1; i < kChainDepth; ++i) expected = Array<Any>{expected};
+    EXPECT_TRUE(StructuralEqual(loaded, expected));
+    // A cycle at the bottom of a deep chain is still found and named.
+    std::string cyclic = "{\"type\":\"ffi.Array\",\"data\":[1]}";
+    for (int i = 1; i < kChainDepth; ++i)
+      cyclic += ",{\"type\":\"ffi.Array\",\"data\":[" + std::to_string(i - 1) + "]}";
+    std::string error = LoadError(Doc(cyclic, kChainDepth - 1));
+    EXPECT_EQ(error.rfind("ValueError: LoadJSON: node 0 (`ffi.Array`): element 0 refers back to "
+                          "node 1: reference cycle 1 -> 0 -> 1",
+                          0),
+              0u)
+        << error.substr(0, 200);
+  });
 }
 
 TEST(LoadJSONFuzz, MutatedInputLoadsOrRaisesError) {
