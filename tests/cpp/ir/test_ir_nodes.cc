@@ -7,6 +7,7 @@
 #include "tilecore/ir/intrinsics.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/ir/printer.h"
+#include "../ffi/small_stack.h"
 
 using namespace tilecore;      // NOLINT
 using namespace tilecore::ir;  // NOLINT
@@ -121,6 +122,35 @@ TEST(IRNodes, StructuralEqualityMapsBoundVars) {
   EXPECT_EQ(ffi::StructuralHash(f), ffi::StructuralHash(g));
   // JSON round trip keeps the structure.
   EXPECT_TRUE(ffi::StructuralEqual(f, ffi::LoadJSON(ffi::SaveJSON(f))));
+}
+
+TEST(IRNodes, DeepExpressionChainsSaveLoadCompareAndHash) {
+  // let i = 0 in (((i + c0) + c1) + ... ): 100000 Adds, on a 256 KiB stack, so no walk
+  // (save, load, equality, hash, destruction) may use a C stack frame per level.
+  constexpr int kDepth = 100000;
+  tilecore::testing::RunOnSmallStack([] {
+    auto chain = [](int64_t bottom) {
+      Var i("i");
+      PrimExpr e = Add(i, IntImm(DataType::Int(32), bottom));
+      for (int k = 1; k < kDepth; ++k) e = Add(e, IntImm(DataType::Int(32), k % 7));
+      return Let(i, IntImm(DataType::Int(32), 0), e);
+    };
+    PrimExpr a = chain(1), b = chain(1), c = chain(2);
+    EXPECT_TRUE(ffi::StructuralEqual(a, b));
+    EXPECT_EQ(ffi::StructuralHash(a), ffi::StructuralHash(b));
+    PrimExpr back = ffi::LoadJSON(ffi::SaveJSON(a)).cast<PrimExpr>();
+    EXPECT_TRUE(ffi::StructuralEqual(back, a));
+    EXPECT_EQ(ffi::StructuralHash(back), ffi::StructuralHash(a));
+    EXPECT_FALSE(ffi::StructuralEqual(a, c));
+    EXPECT_NE(ffi::StructuralHash(a), ffi::StructuralHash(c));
+    std::string bottom = "root.body";
+    for (int k = 1; k < kDepth; ++k) bottom += ".a";
+    bottom += ".b.value";
+    auto mismatch = ffi::GetFirstMismatch(a, c);
+    ASSERT_TRUE(mismatch.has_value());
+    EXPECT_EQ(mismatch->first, bottom);
+    EXPECT_EQ(mismatch->second, bottom);
+  });
 }
 
 TEST(IRNodes, SpansAreIgnoredByEquality) {
