@@ -20,28 +20,42 @@ from .object import Object, TypeIndex, register_object
 
 
 # A container that shares its elements (the same Array at many places) stands for a tree
-# exponentially larger than itself: its text is built once per distinct container (by
-# handle) and cut at this many characters, as the C++ printer cuts its own.
+# exponentially larger than itself, and a chain of nested containers may be far deeper
+# than Python's recursion limit: the text is written by a loop over an explicit stack and
+# cut at this many characters, as the C++ printer cuts its own.
 _REPR_MAX_CHARS = 1 << 20
 _TRUNCATED = "...(truncated)"
 
 
 def _repr_of(root):
-    memo = {}
-
-    def text(x):
-        if not isinstance(x, (Array, Map)):
-            return repr(x)
-        key = x.handle.value
-        if key not in memo:
-            if isinstance(x, Array):
-                s = "[" + ", ".join(text(e) for e in x) + "]"
-            else:
-                s = "{" + ", ".join(f"{text(k)}: {text(v)}" for k, v in x.items()) + "}"
-            memo[key] = s if len(s) <= _REPR_MAX_CHARS else s[:_REPR_MAX_CHARS] + _TRUNCATED
-        return memo[key]
-
-    return text(root)
+    out = []
+    size = 0
+    # (True, text) is text to write; (False, value) a value whose text is still to come.
+    todo = [(False, root)]
+    while todo:
+        is_text, x = todo.pop()
+        if is_text:
+            piece = x
+        elif isinstance(x, Array):
+            parts = []
+            for i, e in enumerate(x):
+                parts += [(True, ", "), (False, e)] if i else [(False, e)]
+            todo.extend(reversed(parts + [(True, "]")]))
+            piece = "["
+        elif isinstance(x, Map):
+            parts = []
+            for i, (k, v) in enumerate(x.items()):
+                parts += [(True, ", ")] if i else []
+                parts += [(False, k), (True, ": "), (False, v)]
+            todo.extend(reversed(parts + [(True, "}")]))
+            piece = "{"
+        else:
+            piece = repr(x)
+        out.append(piece)
+        size += len(piece)
+        if size > _REPR_MAX_CHARS:
+            return "".join(out)[:_REPR_MAX_CHARS] + _TRUNCATED
+    return "".join(out)
 
 
 @register_object(TypeIndex.Array)

@@ -19,13 +19,22 @@ def get_first_structural_mismatch(lhs, rhs, map_free_vars=False):
     return None if found is None else (found[0], found[1])
 
 
+def _printed(value):
+    """repr of a side of a failed check; a tree too deep for its printer must not hide
+    the mismatch path, so that printer's refusal is shown in its place."""
+    try:
+        return repr(value)
+    except (ValueError, RecursionError) as e:
+        return f"<not printable: {e}>"
+
+
 def assert_structural_equal(lhs, rhs, map_free_vars=False):
     """Raises :class:`tilecore.error.ValueError` naming the first mismatch's paths."""
     mismatch = get_first_structural_mismatch(lhs, rhs, map_free_vars)
     if mismatch is not None:
         raise error.ValueError(
             "structural equality check failed: first mismatch at "
-            f"lhs {mismatch[0]} vs rhs {mismatch[1]}\nlhs: {lhs!r}\nrhs: {rhs!r}"
+            f"lhs {mismatch[0]} vs rhs {mismatch[1]}\nlhs: {_printed(lhs)}\nrhs: {_printed(rhs)}"
         )
 
 
