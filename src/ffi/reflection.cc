@@ -12,7 +12,6 @@
 #include "tilecore/ffi/container/map.h"
 #include "tilecore/ffi/container/shape.h"
 #include "tilecore/ffi/ndarray.h"
-#include "tilecore/ffi/stack_guard.h"
 
 namespace tilecore {
 namespace ffi {
@@ -29,7 +28,22 @@ namespace {
 class Printer {
  public:
   std::string Print(const AnyView& v) {
-    Visit(*v.raw());
+    todo_.push_back(Item::Value(*v.raw()));
+    while (!todo_.empty()) {
+      Item item = std::move(todo_.back());
+      todo_.pop_back();
+      switch (item.kind) {
+        case Item::kText:
+          os_ << item.text;
+          break;
+        case Item::kLeave:
+          visiting_.erase(item.obj);
+          break;
+        case Item::kValue:
+          Visit(*item.value.raw());
+          break;
+      }
+    }
     return truncated_ ? os_.str() + "... (truncated)" : os_.str();
   }
 
@@ -38,12 +52,26 @@ class Printer {
   // exponentially with its depth; the text is cut at this length.
   static constexpr std::streamoff kMaxChars = 1 << 20;
 
+  /*!
+   * \brief What is left to print, last first: a value, literal text, or the end of an
+   * object's text (it leaves the path checked for cycles). A work list instead of
+   * recursion, so a chain of any depth prints without using the C stack.
+   */
+  struct Item {
+    enum Kind { kValue, kText, kLeave } kind;
+    Any value{};
+    std::string text{};
+    const Object* obj{nullptr};
+    static Item Value(const TCFFIAny& v) { return Item{kValue, Any(AnyView::FromRaw(v))}; }
+    static Item Text(std::string t) { return Item{kText, Any(), std::move(t)}; }
+    static Item Leave(const Object* o) { return Item{kLeave, Any(), std::string(), o}; }
+  };
+
   void Visit(const TCFFIAny& v) {
     if (truncated_ || os_.tellp() > kMaxChars) {
       truncated_ = true;
       return;
     }
-    ::tilecore::ffi::StackGuard guard("repr");
     std::string_view s;
     if (::tilecore::ffi::details::AnyGetStringView(&v, &s)) {
       os_ << '"';
@@ -92,8 +120,8 @@ class Printer {
       os_ << "<cycle>";
       return;
     }
+    todo_.push_back(Item::Leave(obj));  // runs after the items VisitObject pushes
     VisitObject(v, obj);
-    visiting_.erase(obj);
   }
 
   void VisitObject(const TCFFIAny& v, const Object* obj) {
@@ -101,25 +129,24 @@ class Printer {
       case kTCFFIArray: {
         const auto* arr = static_cast<const ArrayObj*>(obj);
         os_ << "[";
-        for (size_t i = 0; i < arr->data.size(); ++i) {
-          if (i) os_ << ", ";
-          Visit(*arr->data[i].raw());
+        todo_.push_back(Item::Text("]"));
+        for (size_t i = arr->data.size(); i-- > 0;) {
+          todo_.push_back(Item::Value(*arr->data[i].raw()));
+          if (i) todo_.push_back(Item::Text(", "));
         }
-        os_ << "]";
         return;
       }
       case kTCFFIMap: {
         const auto* m = static_cast<const MapObj*>(obj);
         os_ << "{";
-        bool first = true;
-        for (const auto& [k, val] : m->entries) {
-          if (!first) os_ << ", ";
-          first = false;
-          Visit(*k.raw());
-          os_ << ": ";
-          Visit(*val.raw());
+        todo_.push_back(Item::Text("}"));
+        for (size_t i = m->entries.size(); i-- > 0;) {
+          const auto& [k, val] = m->entries[i];
+          todo_.push_back(Item::Value(*val.raw()));
+          todo_.push_back(Item::Text(": "));
+          todo_.push_back(Item::Value(*k.raw()));
+          if (i) todo_.push_back(Item::Text(", "));
         }
-        os_ << "}";
         return;
       }
       case kTCFFIShape: {
@@ -151,24 +178,24 @@ class Printer {
     }
     const TCFFITypeInfo* info = TCFFIGetTypeInfo(v.type_index);
     os_ << std::string_view(info->type_key.data, info->type_key.size) << "(";
-    for (int32_t i = 0; i < info->num_fields; ++i) {
+    todo_.push_back(Item::Text(")"));
+    for (int32_t i = info->num_fields; i-- > 0;) {
       const TCFFIFieldInfo& f = info->fields[i];
-      if (i) os_ << ", ";
-      os_ << std::string_view(f.name.data, f.name.size) << "=";
       TCFFIAny value;
       ::tilecore::ffi::details::SetNone(&value);
       if (f.getter(reinterpret_cast<char*>(v.v_obj) + f.offset, &value) != 0) {
         ::tilecore::ffi::details::ThrowRaisedError();
       }
       Any owned = Any::MoveFromRaw(&value);
-      Visit(*owned.raw());
+      todo_.push_back(Item::Value(*owned.raw()));
+      todo_.push_back(Item::Text((i ? ", " : "") + std::string(f.name.data, f.name.size) + "="));
     }
-    os_ << ")";
   }
 
   std::ostringstream os_;
   bool truncated_{false};
   std::unordered_set<const Object*> visiting_;
+  std::vector<Item> todo_;
 };
 
 }  // namespace

@@ -88,6 +88,13 @@ def test_object_and_map_chains_round_trip():
         for _ in range(DEPTH):
             node = node.payload
         assert node.value == 1 and node.name == "leaf"
+        # repr (ffi.Repr, through reflection) prints the first MiB and says it cut.
+        expected = "".join(f'testing.TestObject(value={i}, name="level", payload='
+                           for i in reversed(range(DEPTH)))
+        expected += 'testing.TestObject(value=1, name="leaf", payload=None)' + ")" * DEPTH
+        text = repr(back)
+        assert text.endswith("... (truncated)")
+        assert text[:1 << 20] == expected[:1 << 20]
 
         maps = tilecore.convert(0)
         for _ in range(DEPTH):
