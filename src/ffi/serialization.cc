@@ -187,12 +187,12 @@ class GraphWriter {
    */
   struct Frame {
     enum Kind { kArray, kMap, kFields } kind;
-    TCFFIAny value;       // the object (kept alive by keep_alive_)
-    size_t next{0};       // the next child (kMap: 2 * entry + 0 for the key, 1 for the value)
-    ObjectPtr<ArrayObj> refs{};                 // kArray, kMap: the children's node indices
-    ObjectPtr<MapObj> fields{};                 // kFields: field name -> node index
-    const TCFFITypeInfo* info{nullptr};         // kFields
-    std::vector<const TCFFIFieldInfo*> order{}; // kFields
+    TCFFIAny value;  // the object (kept alive by keep_alive_)
+    size_t next{0};  // the next child (kMap: 2 * entry + 0 for the key, 1 for the value)
+    ObjectPtr<ArrayObj> refs{};                  // kArray, kMap: the children's node indices
+    ObjectPtr<MapObj> fields{};                  // kFields: field name -> node index
+    const TCFFITypeInfo* info{nullptr};          // kFields
+    std::vector<const TCFFIFieldInfo*> order{};  // kFields
   };
 
   /*!

@@ -94,7 +94,7 @@ class SEqualHandler {
     bool has_segment;  // the root pair was reached by no path segment
     size_t next{0};    // the next child (for kEntryMap: 2 * entry + 0 for the key, 1 for the value)
     const std::vector<const TCFFIFieldInfo*>* fields{nullptr};  // kFields
-    std::vector<const std::pair<Any, Any>*> sorted{};             // kLookupMap: x's entries
+    std::vector<const std::pair<Any, Any>*> sorted{};           // kLookupMap: x's entries
     Any hold_a{}, hold_b{};  // a field getter's references, in case it made the values afresh
   };
 
@@ -164,7 +164,8 @@ class SEqualHandler {
       default:
         break;
     }
-    if (a.type_index < kTCFFIStaticObjectBegin) return Result(a.v_int64 == b.v_int64 ? true : Fail());
+    if (a.type_index < kTCFFIStaticObjectBegin)
+      return Result(a.v_int64 == b.v_int64 ? true : Fail());
     // A pair proven equal stays equal: variable mappings only grow. Without this, a
     // DAG that shares subtrees (common subexpressions) costs one visit per path.
     ObjectPair key{a.v_obj, b.v_obj};

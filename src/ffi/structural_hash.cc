@@ -78,7 +78,8 @@ class SHashHandler {
       Frame& f = stack_.back();
       if (Advance(f)) continue;  // a child frame was pushed
       uint64_t done = f.h;
-      if (f.memo && next_number_ == f.numbered) memo_.emplace(std::make_pair(static_cast<const void*>(f.obj), f.def), done);
+      if (f.memo && next_number_ == f.numbered)
+        memo_.emplace(std::make_pair(static_cast<const void*>(f.obj), f.def), done);
       stack_.pop_back();
       if (stack_.empty()) return done;
       stack_.back().h = Combine(stack_.back().h, done);
@@ -102,7 +103,7 @@ class SHashHandler {
     bool memo{true};   // false for a variable's fields (never remembered)
     size_t next{0};    // the next child (maps: 2 * entry + 0 for the key, 1 for the value)
     const std::vector<const TCFFIFieldInfo*>* fields{nullptr};  // kFields
-    std::vector<const std::pair<Any, Any>*> sorted{};             // kLookupMap
+    std::vector<const std::pair<Any, Any>*> sorted{};           // kLookupMap
     Any hold{};  // a field getter's reference, in case it made the value afresh
   };
 

@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "small_stack.h"
 #include "tilecore/ffi/container/array.h"
 #include "tilecore/ffi/container/map.h"
 #include "tilecore/ffi/container/shape.h"
@@ -18,7 +19,6 @@
 #include "tilecore/ffi/ndarray.h"
 #include "tilecore/ffi/serialization.h"
 #include "tilecore/ffi/structural.h"
-#include "small_stack.h"
 
 namespace {
 

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "small_stack.h"
 #include "tilecore/ffi/container/array.h"
 #include "tilecore/ffi/container/map.h"
 #include "tilecore/ffi/container/shape.h"
 #include "tilecore/ffi/function.h"
 #include "tilecore/ffi/ndarray.h"
 #include "tilecore/ffi/structural.h"
-#include "small_stack.h"
 
 namespace {
 
@@ -260,7 +260,8 @@ TEST(StructuralEqual, DeepBindingSitesMapVariables) {
     auto lets = [](const std::string& prefix, bool swap) {
       std::vector<Any> vars;
       for (int i = 0; i < kChainDepth; ++i) vars.push_back(Var(prefix + std::to_string(i)));
-      Any body = swap ? Array<Any>{vars.back(), vars.front()} : Array<Any>{vars.front(), vars.back()};
+      Any body =
+          swap ? Array<Any>{vars.back(), vars.front()} : Array<Any>{vars.front(), vars.back()};
       for (int i = kChainDepth - 1; i >= 0; --i) body = Let(vars[i], I(i), body);
       return body;
     };

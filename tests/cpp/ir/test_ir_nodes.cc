@@ -1,13 +1,13 @@
 // tests/cpp/ir/test_ir_nodes.cc — Kernel IR constructors, type checks and reflection.
 #include <gtest/gtest.h>
 
+#include "../ffi/small_stack.h"
 #include "tilecore/ffi/serialization.h"
 #include "tilecore/ffi/structural.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/intrinsics.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/ir/printer.h"
-#include "../ffi/small_stack.h"
 
 using namespace tilecore;      // NOLINT
 using namespace tilecore::ir;  // NOLINT
