@@ -35,6 +35,8 @@ constexpr int kDin = 0, kDout = 1, kMm = 2, kVec = 3;
 constexpr int64_t kIssueCycles = 4;
 constexpr int64_t kLoopCycles = 3;
 constexpr int64_t kWaitCycles = 2;
+// A scalar load or store: its address arithmetic and the access.
+constexpr int64_t kScalarAccessCycles = 3;
 
 /*! \brief One entry of a core's program as the front end sees it. */
 struct Event {
@@ -189,15 +191,20 @@ class Walker {
       double v = Eval(n->value);
       return n->dtype.is_float() ? v : std::trunc(v);
     }
-    if (const auto* n = e.as<SelectNode>())
-      return Eval(n->condition) != 0 ? Eval(n->true_value) : Eval(n->false_value);
+    if (const auto* n = e.as<SelectNode>()) {  // scalar code evaluates both sides
+      double cond = Eval(n->condition), a = Eval(n->true_value), b = Eval(n->false_value);
+      return cond != 0 ? a : b;
+    }
+    if (const auto* n = e.as<CallNode>()) return ScalarCall(n);
     if (const auto* n = e.as<NotNode>()) return Eval(n->a) == 0 ? 1 : 0;
     if (const auto* n = e.as<LetNode>()) {
       env_[n->var.get()] = Eval(n->value);
       return Eval(n->body);
     }
     if (const auto* n = e.as<BufferLoadNode>()) {
-      ++scalar_ops_;
+      scalar_ops_ += kScalarAccessCycles;
+      Space sp = SpaceOfScope(n->buffer->scope);
+      if (sp != Space::L1) scalar_ops_ += arch::cost::level_latency(sp);
       auto it = mem_.find(n->buffer->data.get());
       if (it == mem_.end() || n->indices.size() != 1) return 0;
       auto idx = int64_t(Eval(n->indices[0]));
@@ -278,11 +285,50 @@ class Walker {
     }
   }
 
+  // A math function in scalar code is a one-element vector command the front end waits
+  // for (the codegen's TileScalar); other calls cost an instruction.
+  double ScalarCall(const CallNode* c) {
+    static const std::unordered_map<std::string, arch::Opcode> math = {
+        {"tir.exp", arch::Opcode::Texp},         {"tir.log", arch::Opcode::Tlog},
+        {"tir.sqrt", arch::Opcode::Tsqrt},       {"tir.rsqrt", arch::Opcode::Trsqrt},
+        {"tir.recip", arch::Opcode::Trecip},     {"tir.tanh", arch::Opcode::Ttanh},
+        {"tir.sigmoid", arch::Opcode::Tsigmoid}};
+    std::vector<double> args;
+    for (const PrimExpr& a : c->args) args.push_back(Eval(a));
+    ++scalar_ops_;
+    auto it = math.find(std::string(c->op.view()));
+    if (it == math.end()) return 0;
+    scalar_ops_ += 2 * kScalarAccessCycles;  // the operand to scratch and the result back
+    Flush();
+    Event e(Event::kIssue);
+    e.engine = kVec;
+    arch::DType dt = ToArch(c->dtype);
+    e.cycles = arch::cost::vector(it->second, dt, dt, 1, false);
+    e.cost = kIssueCycles;
+    events_.push_back(std::move(e));
+    Event w(Event::kWaitFrontEnd);
+    w.engine = kVec;
+    w.count = ++issued_[kVec];
+    w.cost = kWaitCycles;
+    events_.push_back(std::move(w));
+    double x = args.empty() ? 0 : args[0];
+    switch (it->second) {
+      case arch::Opcode::Texp:
+        return std::exp(x);
+      case arch::Opcode::Tlog:
+        return x > 0 ? std::log(x) : 0;
+      case arch::Opcode::Tsqrt:
+        return x > 0 ? std::sqrt(x) : 0;
+      default:
+        return x;
+    }
+  }
+
   void Store(const BufferStoreNode* n) {
     const VarNode* data = n->buffer->data.get();
     if (compute_bufs_.count(data)) SyncFrontEnd();
     double v = Eval(n->value);
-    ++scalar_ops_;
+    scalar_ops_ += kScalarAccessCycles;
     Space sp = SpaceOfScope(n->buffer->scope);
     if (sp != Space::L1) scalar_ops_ += arch::cost::level_latency(sp);
     auto it = mem_.find(data);
