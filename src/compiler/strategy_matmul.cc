@@ -22,6 +22,8 @@
 
 #include "kernel_util.h"
 #include "matrix_precision.h"
+#include "tilecore/codegen/lowering.h"
+#include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/reflection.h"
 
 namespace tilecore {
@@ -305,6 +307,181 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
   });
 }
 
+/*!
+ * \brief int8 with constant weights, B resident: core c keeps its N / cores columns of
+ * the int8 weights (and their bias and scales) in L1 for the whole op, and the rows of A
+ * stream through in chunks of `tm`: each core quantises a quarter of the next chunk and
+ * copies it to a shared L2 buffer (so A is read from the DDR once), a barrier, then every
+ * core loads the whole int8 chunk from L2 while its matrix engine multiplies the previous
+ * one (K in one mm, dequantisation in the fused epilogue) and its f32 result drains to the
+ * DDR. Chunk buffers in L1 and L2 are double-buffered, so the DMA of chunk r + 1, the mm of
+ * chunk r and the store of chunk r - 1 overlap.
+ */
+struct ResidentPlan {
+  int64_t rows = 0;  // M with the batch folded in (A rows share one weight matrix)
+  int64_t nc = 0;    // columns per core
+  int64_t tm = 0;    // rows per chunk
+};
+
+/*! \brief L1 bytes per core of the plan (each buffer rounded to 64 bytes). */
+int64_t ResidentL1Bytes(const GemmPlan& g, const ResidentPlan& r, int64_t cores) {
+  auto al = [](int64_t b) { return (b + 63) / 64 * 64; };
+  int64_t sr = (r.tm + cores - 1) / cores;
+  return al(g.K * r.nc) + 2 * al(r.nc * 4) + al(sr * g.K * 4) + al(sr * g.K) + al(2 * r.tm * g.K) +
+         al(2 * r.tm * r.nc * 4) + 256;
+}
+
+Stmt LowerGemmInt8Resident(const OpCall& call, const GemmPlan& g, const ResidentPlan& rp) {
+  DataType f32 = DataType::Float(32), i8 = DataType::Int(8);
+  const int64_t P = call.cores, K = g.K, NC = rp.nc, TM = rp.tm;
+  Buffer A2 = View(g.A, {rp.rows, K}, "A2");
+  Buffer Y2 = View(g.C, {rp.rows, g.N}, "Y2");
+  Buffer B2 = View(g.B, {K, g.N}, "B2");
+  Buffer Ash = DeclBuffer({I32(2), I32(TM), I32(K)}, i8, String("Ash"), "shared");
+  // chunks: (count, rows) — the full ones, then the rest
+  auto segs = Segments(rp.rows, TM);
+  std::vector<std::pair<int64_t, int64_t>> chunks;  // (first row, rows) of each chunk
+  for (int64_t r = 0; r < rp.rows; r += TM) chunks.push_back({r, std::min(TM, rp.rows - r)});
+  const int64_t n_chunks = static_cast<int64_t>(chunks.size());
+  const double big = std::numeric_limits<float>::max();
+  Stmt body = OverCores(P, [&](PrimExpr c) {
+    Buffer Bres = Local({K, NC}, i8, "Bres");
+    Buffer Qb = Local({1, NC}, g.mp.accum, "Qb");
+    Buffer Sc = Local({1, NC}, f32, "Sc");
+    const int64_t sr_max = (TM + P - 1) / P;
+    Buffer Af = Local({sr_max, K}, f32, "Af");
+    Buffer Aq = Local({sr_max, K}, i8, "Aq");
+    Buffer Al = Local({2, TM, K}, i8, "Al");
+    Buffer Cf = Local({2, TM, NC}, f32, "Cf");
+    PrimExpr n0 = c * I32(NC);
+    std::vector<Stmt> s;
+    // Chunk i (static) into Ash[i % 2]: each core quantises its share of the rows (all of
+    // them on core 0 when the rows do not split evenly).
+    auto stage = [&](int64_t i) {
+      auto [r0, rows] = chunks[size_t(i)];
+      int64_t slot = i % 2;
+      bool even = rows % P == 0;
+      int64_t sr = even ? rows / P : rows;
+      PrimExpr first = even ? PrimExpr(I32(r0) + c * I32(sr)) : PrimExpr(I32(r0));
+      PrimExpr dst_row = even ? PrimExpr(c * I32(sr)) : PrimExpr(I32(0));
+      Stmt st = Seq({Intrin("tile.dma_copy",
+                            {Region(Af, {I32(0), I32(0)}, {sr, K}), Region(A2, {first, I32(0)}, {sr, K}),
+                             I32(2)}),
+                     Intrin("tile.wait", {I32(2)}),
+                     Quantise(Aq, Af, sr, K, InverseScale(g.x_scale), g.zp),
+                     Intrin("tile.dma_copy", {Region(Ash, {I32(slot), dst_row, I32(0)}, {1, sr, K}),
+                                              Region(Aq, {I32(0), I32(0)}, {sr, K}), I32(3)}),
+                     Intrin("tile.wait", {I32(3)})});
+      return even ? st : IfThenElse(c == I32(0), st, Stmt());
+    };
+    auto load_chunk = [&](int64_t i) {
+      auto [r0, rows] = chunks[size_t(i)];
+      int64_t slot = i % 2;
+      return Intrin("tile.dma_copy", {Region(Al, {I32(slot), I32(0), I32(0)}, {1, rows, K}),
+                                      Region(Ash, {I32(slot), I32(0), I32(0)}, {1, rows, K}), I32(1)});
+    };
+    // The weights, bias and scales of this core's columns; chunk 0 is staged meanwhile.
+    s.push_back(Intrin("tile.dma_copy",
+                       {Region(Bres, {I32(0), I32(0)}, {K, NC}), Region(B2, {I32(0), n0}, {K, NC}), I32(0)}));
+    if (g.qbias.defined())
+      s.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, NC}),
+                                           Region(g.qbias, {I32(0), n0}, {1, NC}), I32(0)}));
+    s.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
+                                         Region(g.wscale, {I32(0), n0}, {1, NC}), I32(0)}));
+    s.push_back(stage(0));
+    s.push_back(Intrin("tir.barrier", {}));
+    s.push_back(load_chunk(0));
+    s.push_back(Intrin("tile.wait", {I32(0)}));
+    s.push_back(Loop("j", NC, [&](PrimExpr j) {
+      return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(static_cast<float>(g.x_scale)), {I32(0), j});
+    }));
+    for (int64_t i = 0; i < n_chunks; ++i) {
+      auto [r0, rows] = chunks[size_t(i)];
+      int64_t slot = i % 2;
+      if (i + 1 < n_chunks) s.push_back(stage(i + 1));
+      s.push_back(Intrin("tile.wait", {I32(1)}));  // chunk i is in L1 on every core ...
+      if (i + 1 < n_chunks) {
+        s.push_back(Intrin("tir.barrier", {}));  // ... and chunk i + 1 in L2
+        s.push_back(load_chunk(i + 1));
+      }
+      if (i >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));  // Cf[slot] has drained
+      PrimExpr bias = g.qbias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(0)}, {1, NC})) : I32(0);
+      s.push_back(Intrin("tile.mm", {Region(Cf, {I32(slot), I32(0), I32(0)}, {1, rows, NC}),
+                                     Region(Al, {I32(slot), I32(0), I32(0)}, {1, rows, K}),
+                                     Region(Bres, {I32(0), I32(0)}, {K, NC}), IntImm(DataType::Bool(), 0),
+                                     bias, Region(Sc, {I32(0), I32(0)}, {1, NC}), I32(0), I32(0),
+                                     StringImm("none"), F32(-big), F32(big)}));
+      s.push_back(Intrin("tile.dma_copy", {Region(Y2, {I32(r0), n0}, {rows, NC}),
+                                           Region(Cf, {I32(slot), I32(0), I32(0)}, {1, rows, NC}),
+                                           I32(4 + slot)}));
+    }
+    s.push_back(Intrin("tile.wait", {I32(4)}));
+    s.push_back(Intrin("tile.wait", {I32(5)}));
+    Stmt r = Seq(s);
+    // Outermost first: the large buffers take whole banks, the small ones are packed last.
+    for (const Buffer& b : {Sc, Qb, Aq, Af, Cf, Al, Bres}) r = Allocate(b, r);
+    return r;
+  });
+  (void)segs;
+  return Allocate(Ash, body);
+}
+
+/*! \brief The resident-B plans that fit L1 and L2 (none when the op is not of that form). */
+std::vector<ResidentPlan> ResidentPlans(const OpCall& call, const GemmPlan& g) {
+  std::vector<ResidentPlan> out;
+  const int64_t P = call.cores;
+  if (!g.mp.int8() || g.b_act || g.transA || g.transB || !g.b_batch.empty() || g.K <= 0 ||
+      g.N % P != 0 || g.out_batch != g.a_batch)
+    return out;
+  const int64_t lim = 4096;  // the matrix engine's largest dimension
+  ResidentPlan r;
+  r.rows = Numel(g.a_batch) * g.M;
+  r.nc = g.N / P;
+  if (g.K > lim || r.nc > lim || r.rows <= 0) return out;
+  for (int64_t tm : {16, 32, 64, 128, 256, 512}) {
+    if (tm > lim) break;
+    r.tm = std::min(tm, r.rows);
+    if (ResidentL1Bytes(g, r, P) > call.l1_bytes - 4096) continue;
+    if (2 * r.tm * g.K > (int64_t{4} << 20)) continue;  // Ash in L2
+    if (!out.empty() && out.back().tm == r.tm) continue;
+    out.push_back(r);
+  }
+  return out;
+}
+
+/*!
+ * \brief The lowering of a Gemm plan: the tiled form, or a resident-B plan when one fits,
+ * whichever the cost model (cost_model.h) estimates fastest.
+ */
+PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
+  PrimFunc best = MakeFunc(call, p, LowerGemm(call, g));
+  std::vector<ResidentPlan> plans = ResidentPlans(call, g);
+  if (plans.empty()) return best;
+  auto estimate = [&](const PrimFunc& f) {
+    IRModule m = codegen::LowerKernels(IRModule::FromFunction(f),
+                                       codegen::LowerOptions{call.l1_bytes, std::nullopt, true, "npu"});
+    int64_t cycles = 0;
+    for (const auto& [name, fn] : m->functions.items())
+      cycles += EstimateKernel(fn, static_cast<int>(call.cores)).cycles;
+    return cycles;
+  };
+  int64_t best_cycles = estimate(best);
+  for (const ResidentPlan& r : plans) {
+    PrimFunc f = MakeFunc(call, p, LowerGemmInt8Resident(call, g, r));
+    int64_t cycles = 0;
+    try {
+      cycles = estimate(f);
+    } catch (const ffi::Error&) {
+      continue;  // does not fit once the buffers are placed in banks
+    }
+    if (cycles < best_cycles) {
+      best = f;
+      best_cycles = cycles;
+    }
+  }
+  return best;
+}
+
 std::vector<int64_t> Broadcast(std::vector<int64_t> a, std::vector<int64_t> b) {
   if (a.size() < b.size()) std::swap(a, b);
   std::vector<int64_t> out = a;
@@ -345,7 +522,7 @@ PrimFunc LowerMatMul(const OpCall& call) {
   g.B = View(p.in[1], {Numel(g.b_batch), g.K, g.N}, "B");
   g.C = View(p.out[0], {Numel(g.out_batch), g.M, g.N}, "Y");
   SetQuant(call, p, g.N, &g);
-  return MakeFunc(call, p, LowerGemm(call, g));
+  return ChooseGemm(call, p, g);
 }
 
 std::string CheckMatMul(const std::string& op, const Map<String, Any>& attrs,
@@ -392,7 +569,7 @@ PrimFunc LowerGemmOp(const OpCall& call) {
     g.bias = View(p.in[2], {g.bm, g.bn}, "Cb");
   }
   SetQuant(call, p, g.N, &g);
-  return MakeFunc(call, p, LowerGemm(call, g));
+  return ChooseGemm(call, p, g);
 }
 
 std::string CheckGemm(const std::string& op, const Map<String, Any>& attrs,
