@@ -64,6 +64,8 @@ struct Site {
   int es_a = 1, es_b = 1;
   bool check_conflict = false;
   std::vector<const VarNode*> buffers;  // every buffer the command touches
+  std::vector<int64_t> units;           // its slab count (codegen ordering.cc), per buffer
+  std::vector<PrimExpr> slab;           // the slab it touches, or undefined for all
   bool dma = false;
   uint64_t macs = 0, ddr_bytes = 0;
 };
@@ -420,20 +422,28 @@ class Walker {
     }
     // The codegen's ordering: a command waits in its queue for the last command of the
     // other compute engine (both, for a DMA) on each buffer it touches.
-    for (const VarNode* b : site.buffers) {
-      auto it = last_.find(b);
+    std::vector<int64_t> slabs(site.buffers.size(), -1);
+    for (size_t k = 0; k < site.buffers.size(); ++k) {
+      if (site.slab[k].defined()) slabs[k] = int64_t(Eval(site.slab[k]));
+      auto it = last_.find(site.buffers[k]);
       if (it == last_.end()) continue;
+      auto& per = it->second;
       for (int other : {kMm, kVec}) {
-        if (other == site.engine || it->second[size_t(other - kMm)] == 0) continue;
-        e.deps.emplace_back(int8_t(other), it->second[size_t(other - kMm)]);
+        if (other == site.engine) continue;
+        int64_t cnt = 0;
+        for (size_t u = 0; u < per.size(); ++u)
+          if (slabs[k] < 0 || int64_t(u) == slabs[k]) cnt = std::max(cnt, per[u][size_t(other - kMm)]);
+        if (cnt > 0) e.deps.emplace_back(int8_t(other), cnt);
       }
     }
     Flush();
     int64_t n = ++issued_[size_t(site.engine)];
     if (compute) {
-      for (const VarNode* b : site.buffers) {
-        auto& l = last_[b];
-        l[size_t(site.engine - kMm)] = n;
+      for (size_t k = 0; k < site.buffers.size(); ++k) {
+        auto& per = last_[site.buffers[k]];
+        if (per.empty()) per.assign(size_t(site.units[k]), {0, 0});
+        for (size_t u = 0; u < per.size(); ++u)
+          if (slabs[k] < 0 || int64_t(u) == slabs[k]) per[u][size_t(site.engine - kMm)] = n;
       }
       pending_compute_ = true;
     }
@@ -450,6 +460,17 @@ class Walker {
     auto decode = [&](const PrimExpr& arg) {
       codegen::TileOperand t = codegen::DecodeTileOperand(arg, c, fail);
       s.buffers.push_back(t.buffer->data.get());
+      // The codegen tracks a buffer per slab of its outermost dimension when that has 2..8
+      // entries; a region of one slab (constant or not) waits for that slab only.
+      const auto* r = arg.as<BufferRegionNode>();
+      int64_t units = 1;
+      PrimExpr slab;
+      if (r->buffer->shape.size() >= 2) {
+        if (auto n0 = as_const_int(r->buffer->shape[0]); n0 && *n0 > 1 && *n0 <= 8) units = *n0;
+      }
+      if (units > 1 && is_const_int(r->extents[0], 1)) slab = r->begin[0];
+      s.units.push_back(units);
+      s.slab.push_back(slab);
       return t;
     };
     if (op.rfind("tc1.dma", 0) == 0) {
@@ -546,7 +567,8 @@ class Walker {
   std::unordered_map<const VarNode*, std::vector<double>> mem_;
   std::unordered_map<const CallNode*, Site> sites_;
   std::unordered_set<const VarNode*> compute_bufs_;
-  std::unordered_map<const VarNode*, std::array<int64_t, 2>> last_;
+  // per buffer and slab: the count of the last mm and vector command that touched it
+  std::unordered_map<const VarNode*, std::vector<std::array<int64_t, 2>>> last_;
   std::array<int64_t, 4> issued_{};
   std::vector<Event> events_;
   int64_t scalar_ops_ = 0, fe_pending_ = 0;
@@ -580,7 +602,9 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
     while (c.pos < prog.size()) {
       const Event& e = prog[c.pos];
       if (e.kind == Event::kIssue) return;
-      if (e.kind == Event::kBarrier) {
+      if (e.kind == Event::kBarrier) {  // the codegen fences before a barrier: every
+        for (int64_t f : c.free) c.fe = std::max(c.fe, f);  // queue drains first
+        c.fe += 1;
         c.at_barrier = true;
         return;
       }

@@ -308,154 +308,180 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
 }
 
 /*!
- * \brief int8 with constant weights, B resident: core c keeps its N / cores columns of
- * the int8 weights (and their bias and scales) in L1 for the whole op, and the rows of A
- * stream through in chunks of `tm`: each core quantises a quarter of the next chunk and
- * copies it to a shared L2 buffer (so A is read from the DDR once), a barrier, then every
- * core loads the whole int8 chunk from L2 while its matrix engine multiplies the previous
- * one (K in one mm, dequantisation in the fused epilogue) and its f32 result drains to the
- * DDR. Chunk buffers in L1 and L2 are double-buffered, so the DMA of chunk r + 1, the mm of
- * chunk r and the store of chunk r - 1 overlap.
+ * \brief int8 with constant weights, pipelined: the cores stage the int8 weights once in
+ * the shared L2 (a share of the rows each, then a barrier), so the DDR delivers them once.
+ * Core c then owns rows [c M/P, (c+1) M/P) of A and Y. It walks them in chunks of `tm`
+ * rows (quantised int8 in L1) and, per chunk, the weights in blocks of `tn` columns from
+ * L2: K in one mm whose fused epilogue adds the int32 bias and dequantises to f32. The
+ * weight blocks and results are double-buffered and the next chunk of A is loaded and
+ * quantised in pieces between the mms of the current one, so the DMA of block t + 1, the
+ * mm of block t and the store of block t - 1 overlap.
  */
-struct ResidentPlan {
-  int64_t rows = 0;  // M with the batch folded in (A rows share one weight matrix)
-  int64_t nc = 0;    // columns per core
-  int64_t tm = 0;    // rows per chunk
+struct PipelinePlan {
+  int64_t mc = 0;  // rows per core (the batch folded into M: A rows share the weights)
+  int64_t tm = 0;  // rows per chunk
+  int64_t tn = 0;  // columns per weight block
+  int64_t pr = 0;  // rows of A per quantisation piece
+  int64_t t0 = 0;  // rows of the first chunk: the mms wait for it (and the weights in L2)
 };
 
-/*! \brief L1 bytes per core of the plan (each buffer rounded to 64 bytes). */
-int64_t ResidentL1Bytes(const GemmPlan& g, const ResidentPlan& r, int64_t cores) {
-  auto al = [](int64_t b) { return (b + 63) / 64 * 64; };
-  int64_t sr = (r.tm + cores - 1) / cores;
-  return al(g.K * r.nc) + 2 * al(r.nc * 4) + al(sr * g.K * 4) + al(sr * g.K) + al(2 * r.tm * g.K) +
-         al(2 * r.tm * r.nc * 4) + 256;
-}
+constexpr int64_t kMaxPipelineSteps = 1024;  // chunks x blocks per core, unrolled in the IR
 
-Stmt LowerGemmInt8Resident(const OpCall& call, const GemmPlan& g, const ResidentPlan& rp) {
+Stmt LowerGemmInt8Pipelined(const OpCall& call, const GemmPlan& g, const PipelinePlan& pp) {
   DataType f32 = DataType::Float(32), i8 = DataType::Int(8);
-  const int64_t P = call.cores, K = g.K, NC = rp.nc, TM = rp.tm;
-  Buffer A2 = View(g.A, {rp.rows, K}, "A2");
-  Buffer Y2 = View(g.C, {rp.rows, g.N}, "Y2");
-  Buffer B2 = View(g.B, {K, g.N}, "B2");
-  Buffer Ash = DeclBuffer({I32(2), I32(TM), I32(K)}, i8, String("Ash"), "shared");
-  // chunks: (count, rows) — the full ones, then the rest
-  auto segs = Segments(rp.rows, TM);
-  std::vector<std::pair<int64_t, int64_t>> chunks;  // (first row, rows) of each chunk
-  for (int64_t r = 0; r < rp.rows; r += TM) chunks.push_back({r, std::min(TM, rp.rows - r)});
-  const int64_t n_chunks = static_cast<int64_t>(chunks.size());
+  const int64_t P = call.cores, K = g.K, N = g.N, TM = pp.tm, TN = pp.tn, PR = pp.pr;
+  const int64_t rows_total = pp.mc * P;
+  Buffer A2 = View(g.A, {rows_total, K}, "A2");
+  Buffer Y2 = View(g.C, {rows_total, N}, "Y2");
+  Buffer B2 = View(g.B, {K, N}, "B2");
+  Buffer Bsh = DeclBuffer({I32(K), I32(N)}, i8, String("Bsh"), "shared");
+  std::vector<std::pair<int64_t, int64_t>> chunks, blocks;  // (first, size)
+  chunks.push_back({0, std::min(pp.t0, pp.mc)});
+  for (int64_t r = chunks[0].second; r < pp.mc; r += TM) chunks.push_back({r, std::min(TM, pp.mc - r)});
+  for (int64_t n = 0; n < N; n += TN) blocks.push_back({n, std::min(TN, N - n)});
   const double big = std::numeric_limits<float>::max();
   Stmt body = OverCores(P, [&](PrimExpr c) {
-    Buffer Bres = Local({K, NC}, i8, "Bres");
-    Buffer Qb = Local({1, NC}, g.mp.accum, "Qb");
-    Buffer Sc = Local({1, NC}, f32, "Sc");
-    const int64_t sr_max = (TM + P - 1) / P;
-    Buffer Af = Local({sr_max, K}, f32, "Af");
-    Buffer Aq = Local({sr_max, K}, i8, "Aq");
+    Buffer Bl = Local({2, K, TN}, i8, "Bl");
     Buffer Al = Local({2, TM, K}, i8, "Al");
-    Buffer Cf = Local({2, TM, NC}, f32, "Cf");
-    PrimExpr n0 = c * I32(NC);
+    Buffer Cf = Local({2, TM, TN}, f32, "Cf");
+    Buffer Af = Local({PR, K}, f32, "Af");
+    Buffer Qb = Local({1, N}, g.mp.accum, "Qb");
+    Buffer Sc = Local({1, N}, f32, "Sc");
+    PrimExpr row0 = c * I32(pp.mc);
     std::vector<Stmt> s;
-    // Chunk i (static) into Ash[i % 2]: each core quantises its share of the rows (all of
-    // them on core 0 when the rows do not split evenly).
-    auto stage = [&](int64_t i) {
+    // Piece p of chunk i: f32 rows from the DDR, quantised into Al[i % 2].
+    auto pieces_of = [&](int64_t i) { return (chunks[size_t(i)].second + PR - 1) / PR; };
+    auto piece = [&](int64_t i, int64_t p) {
       auto [r0, rows] = chunks[size_t(i)];
-      int64_t slot = i % 2;
-      bool even = rows % P == 0;
-      int64_t sr = even ? rows / P : rows;
-      PrimExpr first = even ? PrimExpr(I32(r0) + c * I32(sr)) : PrimExpr(I32(r0));
-      PrimExpr dst_row = even ? PrimExpr(c * I32(sr)) : PrimExpr(I32(0));
-      Stmt st = Seq({Intrin("tile.dma_copy",
-                            {Region(Af, {I32(0), I32(0)}, {sr, K}), Region(A2, {first, I32(0)}, {sr, K}),
-                             I32(2)}),
-                     Intrin("tile.wait", {I32(2)}),
-                     Quantise(Aq, Af, sr, K, InverseScale(g.x_scale), g.zp),
-                     Intrin("tile.dma_copy", {Region(Ash, {I32(slot), dst_row, I32(0)}, {1, sr, K}),
-                                              Region(Aq, {I32(0), I32(0)}, {sr, K}), I32(3)}),
-                     Intrin("tile.wait", {I32(3)})});
-      return even ? st : IfThenElse(c == I32(0), st, Stmt());
+      int64_t pr0 = p * PR, n = std::min(PR, rows - pr0), slot = i % 2;
+      double inv = InverseScale(g.x_scale);
+      auto over = [&](const std::function<Stmt(PrimExpr, PrimExpr)>& f) {
+        return Loop("i", n, [&](PrimExpr a) { return Loop("k", K, [&](PrimExpr k) { return f(a, k); }); });
+      };
+      std::vector<Stmt> st;
+      st.push_back(Intrin("tile.dma_copy", {Region(Af, {I32(0), I32(0)}, {n, K}),
+                                            Region(A2, {row0 + I32(r0 + pr0), I32(0)}, {n, K}), I32(3)}));
+      st.push_back(Intrin("tile.wait", {I32(3)}));
+      st.push_back(over([&](PrimExpr a, PrimExpr k) {
+        return BufferStore(Af, BufferLoad(Af, {a, k}) * F32(inv), {a, k});
+      }));
+      if (g.zp != 0)
+        st.push_back(over([&](PrimExpr a, PrimExpr k) {
+          return BufferStore(Af, BufferLoad(Af, {a, k}) + F32(static_cast<double>(g.zp)), {a, k});
+        }));
+      st.push_back(over([&](PrimExpr a, PrimExpr k) {
+        return BufferStore(Al, Cast(i8, BufferLoad(Af, {a, k})), {I32(slot), I32(pr0) + a, k});
+      }));
+      return Seq(st);
     };
-    auto load_chunk = [&](int64_t i) {
-      auto [r0, rows] = chunks[size_t(i)];
-      int64_t slot = i % 2;
-      return Intrin("tile.dma_copy", {Region(Al, {I32(slot), I32(0), I32(0)}, {1, rows, K}),
-                                      Region(Ash, {I32(slot), I32(0), I32(0)}, {1, rows, K}), I32(1)});
+    auto load_block = [&](int64_t t) {
+      auto [n0, tn] = blocks[size_t(t % int64_t(blocks.size()))];
+      int64_t slot = t % 2;
+      return Intrin("tile.dma_copy", {Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
+                                      Region(Bsh, {I32(0), I32(n0)}, {K, tn}), I32(1 + slot)});
     };
-    // The weights, bias and scales of this core's columns; chunk 0 is staged meanwhile.
-    s.push_back(Intrin("tile.dma_copy",
-                       {Region(Bres, {I32(0), I32(0)}, {K, NC}), Region(B2, {I32(0), n0}, {K, NC}), I32(0)}));
+    const int64_t nb = static_cast<int64_t>(blocks.size()), steps = nb * int64_t(chunks.size());
+    auto store = [&](int64_t t) {
+      auto [r0, rows] = chunks[size_t(t / nb)];
+      auto [n0, tn] = blocks[size_t(t % nb)];
+      int64_t slot = t % 2;
+      return Intrin("tile.dma_copy", {Region(Y2, {row0 + I32(r0), I32(n0)}, {rows, tn}),
+                                      Region(Cf, {I32(slot), I32(0), I32(0)}, {1, rows, tn}), I32(4 + slot)});
+    };
+    // Prologue: this core's share of the weights into L2, the bias and scales, chunk 0.
+    bool even = K % P == 0;
+    int64_t kr = even ? K / P : K;
+    Stmt to_l2 = Seq({Intrin("tile.dma_copy", {Region(Bsh, {even ? c * I32(kr) : I32(0), I32(0)}, {kr, N}),
+                                               Region(B2, {even ? c * I32(kr) : I32(0), I32(0)}, {kr, N}),
+                                               I32(0)})});
+    s.push_back(even ? to_l2 : IfThenElse(c == I32(0), to_l2, Stmt()));
     if (g.qbias.defined())
-      s.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, NC}),
-                                           Region(g.qbias, {I32(0), n0}, {1, NC}), I32(0)}));
-    s.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
-                                         Region(g.wscale, {I32(0), n0}, {1, NC}), I32(0)}));
-    s.push_back(stage(0));
-    s.push_back(Intrin("tir.barrier", {}));
-    s.push_back(load_chunk(0));
+      s.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, N}),
+                                           Region(g.qbias, {I32(0), I32(0)}, {1, N}), I32(0)}));
+    s.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, N}),
+                                         Region(g.wscale, {I32(0), I32(0)}, {1, N}), I32(0)}));
+    for (int64_t p = 0; p < pieces_of(0); ++p) s.push_back(piece(0, p));
     s.push_back(Intrin("tile.wait", {I32(0)}));
-    s.push_back(Loop("j", NC, [&](PrimExpr j) {
+    s.push_back(Intrin("tir.barrier", {}));  // the weights are in L2
+    s.push_back(Loop("j", N, [&](PrimExpr j) {
       return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(static_cast<float>(g.x_scale)), {I32(0), j});
     }));
-    for (int64_t i = 0; i < n_chunks; ++i) {
+    s.push_back(load_block(0));
+    for (int64_t t = 0; t < steps; ++t) {
+      int64_t i = t / nb, j = t % nb, slot = t % 2;
       auto [r0, rows] = chunks[size_t(i)];
-      int64_t slot = i % 2;
-      if (i + 1 < n_chunks) s.push_back(stage(i + 1));
-      s.push_back(Intrin("tile.wait", {I32(1)}));  // chunk i is in L1 on every core ...
-      if (i + 1 < n_chunks) {
-        s.push_back(Intrin("tir.barrier", {}));  // ... and chunk i + 1 in L2
-        s.push_back(load_chunk(i + 1));
+      auto [n0, tn] = blocks[size_t(j)];
+      // the next chunk's pieces, spread over this chunk's blocks
+      if (i + 1 < int64_t(chunks.size())) {
+        int64_t np = pieces_of(i + 1);
+        for (int64_t p = j * np / nb; p < (j + 1) * np / nb; ++p) s.push_back(piece(i + 1, p));
       }
-      if (i >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));  // Cf[slot] has drained
-      PrimExpr bias = g.qbias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(0)}, {1, NC})) : I32(0);
-      s.push_back(Intrin("tile.mm", {Region(Cf, {I32(slot), I32(0), I32(0)}, {1, rows, NC}),
-                                     Region(Al, {I32(slot), I32(0), I32(0)}, {1, rows, K}),
-                                     Region(Bres, {I32(0), I32(0)}, {K, NC}), IntImm(DataType::Bool(), 0),
-                                     bias, Region(Sc, {I32(0), I32(0)}, {1, NC}), I32(0), I32(0),
+      s.push_back(Intrin("tile.wait", {I32(1 + slot)}));  // weight block t is in L1
+      if (t >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));  // Cf[slot] has drained
+      PrimExpr bias = g.qbias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0);
+      s.push_back(Intrin("tile.mm", {Region(Cf, {I32(slot), I32(0), I32(0)}, {1, rows, tn}),
+                                     Region(Al, {I32(i % 2), I32(0), I32(0)}, {1, rows, K}),
+                                     Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
+                                     IntImm(DataType::Bool(), 0), bias,
+                                     Region(Sc, {I32(0), I32(n0)}, {1, tn}), I32(0), I32(0),
                                      StringImm("none"), F32(-big), F32(big)}));
-      s.push_back(Intrin("tile.dma_copy", {Region(Y2, {I32(r0), n0}, {rows, NC}),
-                                           Region(Cf, {I32(slot), I32(0), I32(0)}, {1, rows, NC}),
-                                           I32(4 + slot)}));
+      // The store of block t - 1 goes after the mm of block t: the DMA-out queue is in
+      // order and a store waits there for its mm.
+      if (t >= 1) s.push_back(store(t - 1));
+      // Block t + 1 replaces block t - 1, so its copy waits in the DMA-in queue for mm
+      // t - 1: issued last, it holds up nothing the front end waits for.
+      if (t + 1 < steps) s.push_back(load_block(t + 1));
     }
+    s.push_back(store(steps - 1));
     s.push_back(Intrin("tile.wait", {I32(4)}));
     s.push_back(Intrin("tile.wait", {I32(5)}));
     Stmt r = Seq(s);
     // Outermost first: the large buffers take whole banks, the small ones are packed last.
-    for (const Buffer& b : {Sc, Qb, Aq, Af, Cf, Al, Bres}) r = Allocate(b, r);
+    for (const Buffer& b : {Sc, Qb, Af, Cf, Al, Bl}) r = Allocate(b, r);
     return r;
   });
-  (void)segs;
-  return Allocate(Ash, body);
+  return Allocate(Bsh, body);
 }
 
-/*! \brief The resident-B plans that fit L1 and L2 (none when the op is not of that form). */
-std::vector<ResidentPlan> ResidentPlans(const OpCall& call, const GemmPlan& g) {
-  std::vector<ResidentPlan> out;
-  const int64_t P = call.cores;
+/*! \brief The pipelined plans worth estimating (none when the op is not of that form). */
+std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
+  std::vector<PipelinePlan> out;
+  const int64_t P = call.cores, lim = 4096;  // lim: the matrix engine's largest dimension
   if (!g.mp.int8() || g.b_act || g.transA || g.transB || !g.b_batch.empty() || g.K <= 0 ||
-      g.N % P != 0 || g.out_batch != g.a_batch)
+      g.K > lim || g.N <= 0 || g.N > lim || g.out_batch != g.a_batch || P < 1)
     return out;
-  const int64_t lim = 4096;  // the matrix engine's largest dimension
-  ResidentPlan r;
-  r.rows = Numel(g.a_batch) * g.M;
-  r.nc = g.N / P;
-  if (g.K > lim || r.nc > lim || r.rows <= 0) return out;
-  for (int64_t tm : {16, 32, 64, 128, 256, 512}) {
-    if (tm > lim) break;
-    r.tm = std::min(tm, r.rows);
-    if (ResidentL1Bytes(g, r, P) > call.l1_bytes - 4096) continue;
-    if (2 * r.tm * g.K > (int64_t{4} << 20)) continue;  // Ash in L2
-    if (!out.empty() && out.back().tm == r.tm) continue;
-    out.push_back(r);
+  int64_t rows = Numel(g.a_batch) * g.M;
+  if (rows % P != 0 || g.K * g.N > (int64_t{3} << 20)) return out;  // the weights fit L2
+  PipelinePlan pp;
+  pp.mc = rows / P;
+  pp.pr = std::max<int64_t>(1, std::min<int64_t>(16384 / g.K, pp.mc));  // Af up to 64 KiB
+  auto al = [](int64_t b) { return (b + 65535) / 65536 * 65536; };  // whole banks
+  for (int64_t tm : {32, 64, 128, 256}) {
+    for (int64_t tn : {64, 128, 256}) {
+      for (bool small_first : {false, true}) {
+        pp.tm = std::min(tm, pp.mc);
+        pp.tn = std::min(tn, g.N);
+        pp.t0 = small_first ? std::min(pp.pr, pp.tm) : pp.tm;
+        int64_t bytes = al(2 * g.K * pp.tn) + al(2 * pp.tm * g.K) + al(2 * pp.tm * pp.tn * 4) +
+                        al(pp.pr * g.K * 4) + 2 * al(g.N * 4) + 65536;
+        int64_t steps = (1 + (pp.mc - pp.t0 + pp.tm - 1) / pp.tm) * ((g.N + pp.tn - 1) / pp.tn);
+        if (bytes > call.l1_bytes || steps > kMaxPipelineSteps) continue;
+        bool seen = false;
+        for (const auto& o : out) seen = seen || (o.tm == pp.tm && o.tn == pp.tn && o.t0 == pp.t0);
+        if (!seen) out.push_back(pp);
+      }
+    }
   }
   return out;
 }
 
 /*!
- * \brief The lowering of a Gemm plan: the tiled form, or a resident-B plan when one fits,
+ * \brief The lowering of a Gemm plan: the tiled form, or a pipelined plan when one fits,
  * whichever the cost model (cost_model.h) estimates fastest.
  */
 PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
   PrimFunc best = MakeFunc(call, p, LowerGemm(call, g));
-  std::vector<ResidentPlan> plans = ResidentPlans(call, g);
+  std::vector<PipelinePlan> plans = PipelinePlans(call, g);
   if (plans.empty()) return best;
   auto estimate = [&](const PrimFunc& f) {
     IRModule m = codegen::LowerKernels(IRModule::FromFunction(f),
@@ -466,8 +492,8 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
     return cycles;
   };
   int64_t best_cycles = estimate(best);
-  for (const ResidentPlan& r : plans) {
-    PrimFunc f = MakeFunc(call, p, LowerGemmInt8Resident(call, g, r));
+  for (const PipelinePlan& r : plans) {
+    PrimFunc f = MakeFunc(call, p, LowerGemmInt8Pipelined(call, g, r));
     int64_t cycles = 0;
     try {
       cycles = estimate(f);

@@ -12,7 +12,8 @@
  * end has issued it (queue depth 32); DMAs share the DDR (64 B/cycle) and the L2
  * (256 B/cycle) of the cluster as the simulator's fluid bandwidth model does; the
  * front end pays an estimate of its scalar instructions (loops, counters, address
- * arithmetic) and blocks on tc1.wait and barriers. What is not modelled: the exact
+ * arithmetic) and blocks on tc1.wait and on barriers (which the codegen precedes with a
+ * fence: every queue of the core drains first). What is not modelled: the exact
  * scalar instruction count (estimated per statement) and the order in which cores
  * reach the shared levels (taken in front-end time order).
  *
