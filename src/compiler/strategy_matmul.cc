@@ -394,7 +394,7 @@ Stmt LowerGemmInt8Pipelined(const OpCall& call, const GemmPlan& g, const Pipelin
     Stmt to_l2 = Seq({Intrin("tile.dma_copy", {Region(Bsh, {even ? c * I32(kr) : I32(0), I32(0)}, {kr, N}),
                                                Region(B2, {even ? c * I32(kr) : I32(0), I32(0)}, {kr, N}),
                                                I32(0)})});
-    s.push_back(even ? to_l2 : IfThenElse(c == I32(0), to_l2, Stmt()));
+    s.push_back(even ? to_l2 : IfThenElse(eq(c, I32(0)), to_l2, Stmt()));
     if (g.qbias.defined())
       s.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, N}),
                                            Region(g.qbias, {I32(0), I32(0)}, {1, N}), I32(0)}));
