@@ -322,7 +322,7 @@ struct PipelinePlan {
   int64_t tm = 0;  // rows per chunk
   int64_t tn = 0;  // columns per weight block
   int64_t pr = 0;  // rows of A per quantisation piece
-  int64_t t0 = 0;  // rows of the first chunk: the mms wait for it (and the weights in L2)
+  int64_t t0 = 0;  // rows of the first and last chunks: the mms wait for the first
 };
 
 constexpr int64_t kMaxPipelineSteps = 1024;  // chunks x blocks per core, unrolled in the IR
@@ -336,8 +336,13 @@ Stmt LowerGemmInt8Pipelined(const OpCall& call, const GemmPlan& g, const Pipelin
   Buffer B2 = View(g.B, {K, N}, "B2");
   Buffer Bsh = DeclBuffer({I32(K), I32(N)}, i8, String("Bsh"), "shared");
   std::vector<std::pair<int64_t, int64_t>> chunks, blocks;  // (first, size)
+  // A short first chunk starts the mms early; a short last one leaves the DDR (with no
+  // chunk left to load) idle for less time.
   chunks.push_back({0, std::min(pp.t0, pp.mc)});
-  for (int64_t r = chunks[0].second; r < pp.mc; r += TM) chunks.push_back({r, std::min(TM, pp.mc - r)});
+  int64_t last = std::min(pp.t0, pp.mc - chunks[0].second);
+  for (int64_t r = chunks[0].second; r < pp.mc - last; r += TM)
+    chunks.push_back({r, std::min(TM, pp.mc - last - r)});
+  if (last > 0) chunks.push_back({pp.mc - last, last});
   for (int64_t n = 0; n < N; n += TN) blocks.push_back({n, std::min(TN, N - n)});
   const double big = std::numeric_limits<float>::max();
   Stmt body = OverCores(P, [&](PrimExpr c) {
@@ -458,13 +463,13 @@ std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
   auto al = [](int64_t b) { return (b + 65535) / 65536 * 65536; };  // whole banks
   for (int64_t tm : {32, 64, 128, 256}) {
     for (int64_t tn : {64, 128, 256}) {
-      for (bool small_first : {false, true}) {
+      for (int64_t first : {1, 2, 4}) {  // the first chunk: tm, tm / 2 or tm / 4 rows
         pp.tm = std::min(tm, pp.mc);
         pp.tn = std::min(tn, g.N);
-        pp.t0 = small_first ? std::min(pp.pr, pp.tm) : pp.tm;
+        pp.t0 = std::max<int64_t>(1, pp.tm / first);
         int64_t bytes = al(2 * g.K * pp.tn) + al(2 * pp.tm * g.K) + al(2 * pp.tm * pp.tn * 4) +
                         al(pp.pr * g.K * 4) + 2 * al(g.N * 4) + 65536;
-        int64_t steps = (1 + (pp.mc - pp.t0 + pp.tm - 1) / pp.tm) * ((g.N + pp.tn - 1) / pp.tn);
+        int64_t steps = (2 + (pp.mc + pp.tm - 1) / pp.tm) * ((g.N + pp.tn - 1) / pp.tn);
         if (bytes > call.l1_bytes || steps > kMaxPipelineSteps) continue;
         bool seen = false;
         for (const auto& o : out) seen = seen || (o.tm == pp.tm && o.tn == pp.tn && o.t0 == pp.t0);
