@@ -481,13 +481,151 @@ std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
 }
 
 /*!
- * \brief The lowering of a Gemm plan: the tiled form, or a pipelined plan when one fits,
+ * \brief int8 with constant weights and few rows, A resident: the cores quantise a share of
+ * A's rows each into the shared L2 (A is read from the DDR once) and, after a barrier, each
+ * loads all of int8 A into L1; core c then streams its N / P columns of the weights from
+ * the DDR in blocks of `tn` (each weight byte crosses the DDR once, with no L2 staging
+ * before the first mm): all rows in one mm per block, blocks and results double-buffered.
+ */
+struct ColumnPlan {
+  int64_t rows = 0;  // M with the batch folded in
+  int64_t tn = 0;    // columns per weight block
+  int64_t pr = 0;    // rows of A per quantisation piece
+};
+
+Stmt LowerGemmInt8Columns(const OpCall& call, const GemmPlan& g, const ColumnPlan& cp) {
+  DataType f32 = DataType::Float(32), i8 = DataType::Int(8);
+  const int64_t P = call.cores, K = g.K, N = g.N, M = cp.rows, NC = N / P, TN = cp.tn, PR = cp.pr;
+  Buffer A2 = View(g.A, {M, K}, "A2");
+  Buffer Y2 = View(g.C, {M, N}, "Y2");
+  Buffer B2 = View(g.B, {K, N}, "B2");
+  Buffer Ash = DeclBuffer({I32(M), I32(K)}, i8, String("Ash"), "shared");
+  std::vector<std::pair<int64_t, int64_t>> blocks;  // (first column within the core's, size)
+  for (int64_t n = 0; n < NC; n += TN) blocks.push_back({n, std::min(TN, NC - n)});
+  const int64_t steps = static_cast<int64_t>(blocks.size());
+  const double big = std::numeric_limits<float>::max();
+  Stmt body = OverCores(P, [&](PrimExpr c) {
+    Buffer Al = Local({M, K}, i8, "Al");
+    Buffer Bl = Local({2, K, TN}, i8, "Bl");
+    Buffer Cf = Local({2, M, TN}, f32, "Cf");
+    Buffer Af = Local({PR, K}, f32, "Af");
+    Buffer Aq = Local({PR, K}, i8, "Aq");
+    Buffer Qb = Local({1, NC}, g.mp.accum, "Qb");
+    Buffer Sc = Local({1, NC}, f32, "Sc");
+    PrimExpr c0 = c * I32(NC);
+    std::vector<Stmt> s;
+    auto load_block = [&](int64_t t) {
+      auto [n0, tn] = blocks[size_t(t)];
+      int64_t slot = t % 2;
+      return Intrin("tile.dma_copy", {Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
+                                      Region(B2, {I32(0), c0 + I32(n0)}, {K, tn}), I32(1 + slot)});
+    };
+    auto store = [&](int64_t t) {
+      auto [n0, tn] = blocks[size_t(t)];
+      int64_t slot = t % 2;
+      return Intrin("tile.dma_copy", {Region(Y2, {I32(0), c0 + I32(n0)}, {M, tn}),
+                                      Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}), I32(4 + slot)});
+    };
+    // This core's share of A's rows, quantised piece by piece into L2.
+    bool even = M % P == 0;
+    int64_t share = even ? M / P : M;
+    PrimExpr first = even ? PrimExpr(c * I32(share)) : PrimExpr(I32(0));
+    std::vector<Stmt> stage;
+    double inv = InverseScale(g.x_scale);
+    for (int64_t r = 0; r < share; r += PR) {
+      int64_t n = std::min(PR, share - r);
+      auto over = [&](const std::function<Stmt(PrimExpr, PrimExpr)>& f) {
+        return Loop("i", n, [&](PrimExpr a) { return Loop("k", K, [&](PrimExpr k) { return f(a, k); }); });
+      };
+      stage.push_back(Intrin("tile.dma_copy", {Region(Af, {I32(0), I32(0)}, {n, K}),
+                                               Region(A2, {first + I32(r), I32(0)}, {n, K}), I32(3)}));
+      stage.push_back(Intrin("tile.wait", {I32(3)}));
+      stage.push_back(over([&](PrimExpr a, PrimExpr k) {
+        return BufferStore(Af, BufferLoad(Af, {a, k}) * F32(inv), {a, k});
+      }));
+      if (g.zp != 0)
+        stage.push_back(over([&](PrimExpr a, PrimExpr k) {
+          return BufferStore(Af, BufferLoad(Af, {a, k}) + F32(static_cast<double>(g.zp)), {a, k});
+        }));
+      stage.push_back(over([&](PrimExpr a, PrimExpr k) {
+        return BufferStore(Aq, Cast(i8, BufferLoad(Af, {a, k})), {a, k});
+      }));
+      stage.push_back(Intrin("tile.dma_copy", {Region(Ash, {first + I32(r), I32(0)}, {n, K}),
+                                               Region(Aq, {I32(0), I32(0)}, {n, K}), I32(0)}));
+    }
+    // The first weight block and the scales load while A is staged.
+    s.push_back(load_block(0));
+    if (g.qbias.defined())
+      s.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, NC}),
+                                           Region(g.qbias, {I32(0), c0}, {1, NC}), I32(0)}));
+    s.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
+                                         Region(g.wscale, {I32(0), c0}, {1, NC}), I32(0)}));
+    s.push_back(even ? Seq(stage) : IfThenElse(eq(c, I32(0)), Seq(stage), Stmt()));
+    s.push_back(Intrin("tile.wait", {I32(0)}));
+    s.push_back(Intrin("tir.barrier", {}));  // int8 A is in L2
+    s.push_back(Intrin("tile.dma_copy", {Region(Al, {I32(0), I32(0)}, {M, K}),
+                                         Region(Ash, {I32(0), I32(0)}, {M, K}), I32(0)}));
+    s.push_back(Loop("j", NC, [&](PrimExpr j) {
+      return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(static_cast<float>(g.x_scale)), {I32(0), j});
+    }));
+    s.push_back(Intrin("tile.wait", {I32(0)}));
+    for (int64_t t = 0; t < steps; ++t) {
+      auto [n0, tn] = blocks[size_t(t)];
+      int64_t slot = t % 2;
+      s.push_back(Intrin("tile.wait", {I32(1 + slot)}));  // weight block t is in L1
+      if (t >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));  // Cf[slot] has drained
+      PrimExpr bias = g.qbias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0);
+      s.push_back(Intrin("tile.mm", {Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}),
+                                     Region(Al, {I32(0), I32(0)}, {M, K}),
+                                     Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
+                                     IntImm(DataType::Bool(), 0), bias,
+                                     Region(Sc, {I32(0), I32(n0)}, {1, tn}), I32(0), I32(0),
+                                     StringImm("none"), F32(-big), F32(big)}));
+      if (t >= 1) s.push_back(store(t - 1));
+      if (t + 1 < steps) s.push_back(load_block(t + 1));  // replaces block t - 1: after mm t
+    }
+    s.push_back(store(steps - 1));
+    s.push_back(Intrin("tile.wait", {I32(4)}));
+    s.push_back(Intrin("tile.wait", {I32(5)}));
+    Stmt r = Seq(s);
+    for (const Buffer& b : {Sc, Qb, Aq, Af, Cf, Bl, Al}) r = Allocate(b, r);
+    return r;
+  });
+  return Allocate(Ash, body);
+}
+
+/*! \brief The column plans worth estimating (none when the op is not of that form). */
+std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
+  std::vector<ColumnPlan> out;
+  const int64_t P = call.cores, lim = 4096;
+  if (!g.mp.int8() || g.b_act || g.transA || g.transB || !g.b_batch.empty() || g.K <= 0 ||
+      g.K > lim || g.N <= 0 || g.N % P != 0 || g.out_batch != g.a_batch || P < 1)
+    return out;
+  ColumnPlan cp;
+  cp.rows = Numel(g.a_batch) * g.M;
+  if (cp.rows <= 0 || cp.rows > lim || cp.rows * g.K > (int64_t{3} << 20)) return out;
+  cp.pr = std::max<int64_t>(1, std::min<int64_t>(16384 / g.K, cp.rows));
+  auto al = [](int64_t b) { return (b + 65535) / 65536 * 65536; };  // whole banks
+  const int64_t nc = g.N / P;
+  for (int64_t tn : {64, 128, 256, 512}) {
+    cp.tn = std::min(tn, nc);
+    int64_t bytes = al(cp.rows * g.K) + al(2 * g.K * cp.tn) + al(2 * cp.rows * cp.tn * 4) +
+                    al(cp.pr * g.K * 4) + al(cp.pr * g.K) + 2 * al(nc * 4) + 65536;
+    if (bytes > call.l1_bytes || (nc + cp.tn - 1) / cp.tn > kMaxPipelineSteps) continue;
+    if (out.empty() || out.back().tn != cp.tn) out.push_back(cp);
+  }
+  return out;
+}
+
+/*!
+ * \brief The lowering of a Gemm plan: the tiled form, or a pipelined or column plan that fits,
  * whichever the cost model (cost_model.h) estimates fastest.
  */
 PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
   PrimFunc best = MakeFunc(call, p, LowerGemm(call, g));
   std::vector<PipelinePlan> plans = PipelinePlans(call, g);
-  if (plans.empty()) return best;
+  std::vector<ColumnPlan> columns = ColumnPlans(call, g);
+  if (plans.empty() && columns.empty()) return best;
   auto estimate = [&](const PrimFunc& f) {
     IRModule m = codegen::LowerKernels(IRModule::FromFunction(f),
                                        codegen::LowerOptions{call.l1_bytes, std::nullopt, true, "npu"});
@@ -497,19 +635,21 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
     return cycles;
   };
   int64_t best_cycles = estimate(best);
-  for (const PipelinePlan& r : plans) {
-    PrimFunc f = MakeFunc(call, p, LowerGemmInt8Pipelined(call, g, r));
+  auto consider = [&](const Stmt& body) {
+    PrimFunc f = MakeFunc(call, p, body);
     int64_t cycles = 0;
     try {
       cycles = estimate(f);
     } catch (const ffi::Error&) {
-      continue;  // does not fit once the buffers are placed in banks
+      return;  // does not fit once the buffers are placed in banks
     }
     if (cycles < best_cycles) {
       best = f;
       best_cycles = cycles;
     }
-  }
+  };
+  for (const PipelinePlan& r : plans) consider(LowerGemmInt8Pipelined(call, g, r));
+  for (const ColumnPlan& r : columns) consider(LowerGemmInt8Columns(call, g, r));
   return best;
 }
 

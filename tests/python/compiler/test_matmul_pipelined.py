@@ -59,3 +59,18 @@ def test_matmul_after_relu_zero_point_bit_exact():
     u = np.clip(np.rint(np.maximum(a, 0) * inv) - 128, -128, 127).astype(np.int64) + 128
     wq, sw = q_weights(w, 1)
     np.testing.assert_array_equal(y, dequant(u @ wq, None, scale, sw, -1))
+
+
+def test_few_rows_column_plan_bit_exact():
+    """Few rows (50, not a multiple of the cores: core 0 quantises all of A into L2), each core
+    streaming its 130 columns of the weights from the DDR (a partial last block)."""
+    a, w = randn(50, 512), randn(512, 520, scale=0.1)
+    model = make_model([helper.make_node("MatMul", ["a", "w"], ["y"], name="mm")],
+                       [("a", [50, 512], np.float32)], ["y"], [("w", w)])
+    calib = calib_of(("a", a))
+    exe, scripts = compile_int8(model, calib)
+    assert any('allocate((50, 512), "int8", "shared")' in s for s in scripts), "the column plan is expected here"
+    y = exe.run({"a": a})["y"]
+    aq, sa = q_act(a, calib["a"])
+    wq, sw = q_weights(w, 1)
+    np.testing.assert_array_equal(y, dequant(aq @ wq, None, sa, sw, -1))
