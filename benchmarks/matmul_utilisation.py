@@ -24,7 +24,6 @@ PEAK = {"int8": 2048, "f16": 1024, "bf16": 1024, "f32": 256}
 
 
 def matmul_model(m, k, n, seed=0):
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)

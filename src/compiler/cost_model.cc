@@ -57,8 +57,8 @@ struct Event {
 struct Site {
   int engine = 0;
   int64_t cycles = 0, latency = 0, occ_ddr = 0, occ_l2 = 0;
-  int64_t cycles_conflict = 0;    // compute: the cycles when the sources share an L1 bank
-  PrimExpr off_a, off_b;          // compute: source element offsets (bank check)
+  int64_t cycles_conflict = 0;     // compute: the cycles when the sources share an L1 bank
+  PrimExpr off_a, off_b;           // compute: source element offsets (bank check)
   const VarNode* buf_a = nullptr;  // and their buffers
   const VarNode* buf_b = nullptr;
   int es_a = 1, es_b = 1;
@@ -127,7 +127,8 @@ void Align(std::vector<Shape*> ts) {
     if (t->shape == model->shape) continue;
     t->shape = model->shape;
     t->strides.assign(t->shape.size(), 1);
-    for (size_t i = t->shape.size() - 1; i-- > 0;) t->strides[i] = t->strides[i + 1] * t->shape[i + 1];
+    for (size_t i = t->shape.size() - 1; i-- > 0;)
+      t->strides[i] = t->strides[i + 1] * t->shape[i + 1];
   }
   bool changed = true;
   while (changed) {
@@ -291,9 +292,9 @@ class Walker {
   // for (the codegen's TileScalar); other calls cost an instruction.
   double ScalarCall(const CallNode* c) {
     static const std::unordered_map<std::string, arch::Opcode> math = {
-        {"tir.exp", arch::Opcode::Texp},         {"tir.log", arch::Opcode::Tlog},
-        {"tir.sqrt", arch::Opcode::Tsqrt},       {"tir.rsqrt", arch::Opcode::Trsqrt},
-        {"tir.recip", arch::Opcode::Trecip},     {"tir.tanh", arch::Opcode::Ttanh},
+        {"tir.exp", arch::Opcode::Texp},        {"tir.log", arch::Opcode::Tlog},
+        {"tir.sqrt", arch::Opcode::Tsqrt},      {"tir.rsqrt", arch::Opcode::Trsqrt},
+        {"tir.recip", arch::Opcode::Trecip},    {"tir.tanh", arch::Opcode::Ttanh},
         {"tir.sigmoid", arch::Opcode::Tsigmoid}};
     std::vector<double> args;
     for (const PrimExpr& a : c->args) args.push_back(Eval(a));
@@ -432,7 +433,8 @@ class Walker {
         if (other == site.engine) continue;
         int64_t cnt = 0;
         for (size_t u = 0; u < per.size(); ++u)
-          if (slabs[k] < 0 || int64_t(u) == slabs[k]) cnt = std::max(cnt, per[u][size_t(other - kMm)]);
+          if (slabs[k] < 0 || int64_t(u) == slabs[k])
+            cnt = std::max(cnt, per[u][size_t(other - kMm)]);
         if (cnt > 0) e.deps.emplace_back(int8_t(other), cnt);
       }
     }
@@ -613,8 +615,7 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
       } else if (e.kind == Event::kWaitFrontEnd) {
         c.fe = std::max(c.fe, done_at(c, e.engine, e.count)) + e.cost;
       } else {  // kWaitQueue: the queue's later commands start no earlier
-        c.gate[size_t(e.queue)] =
-            std::max(c.gate[size_t(e.queue)], done_at(c, e.engine, e.count));
+        c.gate[size_t(e.queue)] = std::max(c.gate[size_t(e.queue)], done_at(c, e.engine, e.count));
         c.fe += e.cost;
       }
       c.fe_busy += e.cost;
@@ -737,8 +738,8 @@ TILECORE_REGISTER_GLOBAL("compiler.EstimateKernelCost")
     .set_body_typed([](PrimFunc f, target::Target target) {
       auto cores = static_cast<int>(target.GetInt("cores"));
       int64_t l1 = target.GetInt("l1");
-      IRModule lowered = codegen::LowerKernels(IRModule::FromFunction(f),
-                                               codegen::LowerOptions{l1, std::nullopt, true, "npu"});
+      IRModule lowered = codegen::LowerKernels(
+          IRModule::FromFunction(f), codegen::LowerOptions{l1, std::nullopt, true, "npu"});
       KernelCost k;
       for (const auto& [name, fn] : lowered->functions.items()) {
         KernelCost one = EstimateKernel(fn, cores);

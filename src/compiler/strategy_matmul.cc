@@ -361,11 +361,13 @@ Stmt LowerGemmInt8Pipelined(const OpCall& call, const GemmPlan& g, const Pipelin
       int64_t pr0 = p * PR, n = std::min(PR, rows - pr0), slot = i % 2;
       double inv = InverseScale(g.x_scale);
       auto over = [&](const std::function<Stmt(PrimExpr, PrimExpr)>& f) {
-        return Loop("i", n, [&](PrimExpr a) { return Loop("k", K, [&](PrimExpr k) { return f(a, k); }); });
+        return Loop("i", n,
+                    [&](PrimExpr a) { return Loop("k", K, [&](PrimExpr k) { return f(a, k); }); });
       };
       std::vector<Stmt> st;
-      st.push_back(Intrin("tile.dma_copy", {Region(Af, {I32(0), I32(0)}, {n, K}),
-                                            Region(A2, {row0 + I32(r0 + pr0), I32(0)}, {n, K}), I32(3)}));
+      st.push_back(
+          Intrin("tile.dma_copy", {Region(Af, {I32(0), I32(0)}, {n, K}),
+                                   Region(A2, {row0 + I32(r0 + pr0), I32(0)}, {n, K}), I32(3)}));
       st.push_back(Intrin("tile.wait", {I32(3)}));
       st.push_back(over([&](PrimExpr a, PrimExpr k) {
         return BufferStore(Af, BufferLoad(Af, {a, k}) * F32(inv), {a, k});
@@ -390,15 +392,16 @@ Stmt LowerGemmInt8Pipelined(const OpCall& call, const GemmPlan& g, const Pipelin
       auto [r0, rows] = chunks[size_t(t / nb)];
       auto [n0, tn] = blocks[size_t(t % nb)];
       int64_t slot = t % 2;
-      return Intrin("tile.dma_copy", {Region(Y2, {row0 + I32(r0), I32(n0)}, {rows, tn}),
-                                      Region(Cf, {I32(slot), I32(0), I32(0)}, {1, rows, tn}), I32(4 + slot)});
+      return Intrin("tile.dma_copy",
+                    {Region(Y2, {row0 + I32(r0), I32(n0)}, {rows, tn}),
+                     Region(Cf, {I32(slot), I32(0), I32(0)}, {1, rows, tn}), I32(4 + slot)});
     };
     // Prologue: this core's share of the weights into L2, the bias and scales, chunk 0.
     bool even = K % P == 0;
     int64_t kr = even ? K / P : K;
-    Stmt to_l2 = Seq({Intrin("tile.dma_copy", {Region(Bsh, {even ? c * I32(kr) : I32(0), I32(0)}, {kr, N}),
-                                               Region(B2, {even ? c * I32(kr) : I32(0), I32(0)}, {kr, N}),
-                                               I32(0)})});
+    Stmt to_l2 = Seq({Intrin(
+        "tile.dma_copy", {Region(Bsh, {even ? c * I32(kr) : I32(0), I32(0)}, {kr, N}),
+                          Region(B2, {even ? c * I32(kr) : I32(0), I32(0)}, {kr, N}), I32(0)})});
     s.push_back(even ? to_l2 : IfThenElse(eq(c, I32(0)), to_l2, Stmt()));
     if (g.qbias.defined())
       s.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, N}),
@@ -409,7 +412,8 @@ Stmt LowerGemmInt8Pipelined(const OpCall& call, const GemmPlan& g, const Pipelin
     s.push_back(Intrin("tile.wait", {I32(0)}));
     s.push_back(Intrin("tir.barrier", {}));  // the weights are in L2
     s.push_back(Loop("j", N, [&](PrimExpr j) {
-      return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(static_cast<float>(g.x_scale)), {I32(0), j});
+      return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(static_cast<float>(g.x_scale)),
+                         {I32(0), j});
     }));
     s.push_back(load_block(0));
     for (int64_t t = 0; t < steps; ++t) {
@@ -421,15 +425,15 @@ Stmt LowerGemmInt8Pipelined(const OpCall& call, const GemmPlan& g, const Pipelin
         int64_t np = pieces_of(i + 1);
         for (int64_t p = j * np / nb; p < (j + 1) * np / nb; ++p) s.push_back(piece(i + 1, p));
       }
-      s.push_back(Intrin("tile.wait", {I32(1 + slot)}));  // weight block t is in L1
+      s.push_back(Intrin("tile.wait", {I32(1 + slot)}));              // weight block t is in L1
       if (t >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));  // Cf[slot] has drained
       PrimExpr bias = g.qbias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0);
-      s.push_back(Intrin("tile.mm", {Region(Cf, {I32(slot), I32(0), I32(0)}, {1, rows, tn}),
-                                     Region(Al, {I32(i % 2), I32(0), I32(0)}, {1, rows, K}),
-                                     Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
-                                     IntImm(DataType::Bool(), 0), bias,
-                                     Region(Sc, {I32(0), I32(n0)}, {1, tn}), I32(0), I32(0),
-                                     StringImm("none"), F32(-big), F32(big)}));
+      s.push_back(Intrin("tile.mm",
+                         {Region(Cf, {I32(slot), I32(0), I32(0)}, {1, rows, tn}),
+                          Region(Al, {I32(i % 2), I32(0), I32(0)}, {1, rows, K}),
+                          Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
+                          IntImm(DataType::Bool(), 0), bias, Region(Sc, {I32(0), I32(n0)}, {1, tn}),
+                          I32(0), I32(0), StringImm("none"), F32(-big), F32(big)}));
       // The store of block t - 1 goes after the mm of block t: the DMA-out queue is in
       // order and a store waits there for its mm.
       if (t >= 1) s.push_back(store(t - 1));
@@ -460,7 +464,7 @@ std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
   PipelinePlan pp;
   pp.mc = rows / P;
   pp.pr = std::max<int64_t>(1, std::min<int64_t>(16384 / g.K, pp.mc));  // Af up to 64 KiB
-  auto al = [](int64_t b) { return (b + 65535) / 65536 * 65536; };  // whole banks
+  auto al = [](int64_t b) { return (b + 65535) / 65536 * 65536; };      // whole banks
   for (int64_t tm : {32, 64, 128, 256}) {
     for (int64_t tn : {64, 128, 256}) {
       for (int64_t first : {1, 2, 4}) {  // the first chunk: tm, tm / 2 or tm / 4 rows
@@ -523,8 +527,9 @@ Stmt LowerGemmInt8Columns(const OpCall& call, const GemmPlan& g, const ColumnPla
     auto store = [&](int64_t t) {
       auto [n0, tn] = blocks[size_t(t)];
       int64_t slot = t % 2;
-      return Intrin("tile.dma_copy", {Region(Y2, {I32(0), c0 + I32(n0)}, {M, tn}),
-                                      Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}), I32(4 + slot)});
+      return Intrin("tile.dma_copy",
+                    {Region(Y2, {I32(0), c0 + I32(n0)}, {M, tn}),
+                     Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}), I32(4 + slot)});
     };
     // This core's share of A's rows, quantised piece by piece into L2.
     bool even = M % P == 0;
@@ -535,10 +540,12 @@ Stmt LowerGemmInt8Columns(const OpCall& call, const GemmPlan& g, const ColumnPla
     for (int64_t r = 0; r < share; r += PR) {
       int64_t n = std::min(PR, share - r);
       auto over = [&](const std::function<Stmt(PrimExpr, PrimExpr)>& f) {
-        return Loop("i", n, [&](PrimExpr a) { return Loop("k", K, [&](PrimExpr k) { return f(a, k); }); });
+        return Loop("i", n,
+                    [&](PrimExpr a) { return Loop("k", K, [&](PrimExpr k) { return f(a, k); }); });
       };
-      stage.push_back(Intrin("tile.dma_copy", {Region(Af, {I32(0), I32(0)}, {n, K}),
-                                               Region(A2, {first + I32(r), I32(0)}, {n, K}), I32(3)}));
+      stage.push_back(
+          Intrin("tile.dma_copy", {Region(Af, {I32(0), I32(0)}, {n, K}),
+                                   Region(A2, {first + I32(r), I32(0)}, {n, K}), I32(3)}));
       stage.push_back(Intrin("tile.wait", {I32(3)}));
       stage.push_back(over([&](PrimExpr a, PrimExpr k) {
         return BufferStore(Af, BufferLoad(Af, {a, k}) * F32(inv), {a, k});
@@ -566,21 +573,22 @@ Stmt LowerGemmInt8Columns(const OpCall& call, const GemmPlan& g, const ColumnPla
     s.push_back(Intrin("tile.dma_copy", {Region(Al, {I32(0), I32(0)}, {M, K}),
                                          Region(Ash, {I32(0), I32(0)}, {M, K}), I32(0)}));
     s.push_back(Loop("j", NC, [&](PrimExpr j) {
-      return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(static_cast<float>(g.x_scale)), {I32(0), j});
+      return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(static_cast<float>(g.x_scale)),
+                         {I32(0), j});
     }));
     s.push_back(Intrin("tile.wait", {I32(0)}));
     for (int64_t t = 0; t < steps; ++t) {
       auto [n0, tn] = blocks[size_t(t)];
       int64_t slot = t % 2;
-      s.push_back(Intrin("tile.wait", {I32(1 + slot)}));  // weight block t is in L1
+      s.push_back(Intrin("tile.wait", {I32(1 + slot)}));              // weight block t is in L1
       if (t >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));  // Cf[slot] has drained
       PrimExpr bias = g.qbias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0);
-      s.push_back(Intrin("tile.mm", {Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}),
-                                     Region(Al, {I32(0), I32(0)}, {M, K}),
-                                     Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
-                                     IntImm(DataType::Bool(), 0), bias,
-                                     Region(Sc, {I32(0), I32(n0)}, {1, tn}), I32(0), I32(0),
-                                     StringImm("none"), F32(-big), F32(big)}));
+      s.push_back(Intrin("tile.mm",
+                         {Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}),
+                          Region(Al, {I32(0), I32(0)}, {M, K}),
+                          Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
+                          IntImm(DataType::Bool(), 0), bias, Region(Sc, {I32(0), I32(n0)}, {1, tn}),
+                          I32(0), I32(0), StringImm("none"), F32(-big), F32(big)}));
       if (t >= 1) s.push_back(store(t - 1));
       if (t + 1 < steps) s.push_back(load_block(t + 1));  // replaces block t - 1: after mm t
     }
@@ -627,8 +635,8 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
   std::vector<ColumnPlan> columns = ColumnPlans(call, g);
   if (plans.empty() && columns.empty()) return best;
   auto estimate = [&](const PrimFunc& f) {
-    IRModule m = codegen::LowerKernels(IRModule::FromFunction(f),
-                                       codegen::LowerOptions{call.l1_bytes, std::nullopt, true, "npu"});
+    IRModule m = codegen::LowerKernels(
+        IRModule::FromFunction(f), codegen::LowerOptions{call.l1_bytes, std::nullopt, true, "npu"});
     int64_t cycles = 0;
     for (const auto& [name, fn] : m->functions.items())
       cycles += EstimateKernel(fn, static_cast<int>(call.cores)).cycles;

@@ -7,6 +7,8 @@ import pytest
 import tilecore
 from tilecore.compiler import LowerOp, TensorSpec, estimate_cost
 
+pytestmark = pytest.mark.npu
+
 
 def simulated_cycles(f, *arrays):
     mod = tilecore.build(f, target="npu -cores=4")

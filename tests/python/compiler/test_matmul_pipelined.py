@@ -2,11 +2,14 @@
 rows in chunks per core, weight blocks from L2, quantisation between mms): bit-exact against
 numpy applying the same quantisation, on shapes with uneven chunks, blocks and K shares."""
 import numpy as np
+import pytest
 from onnx import helper
 
 import tilecore
 from test_driver import make_model
 from test_precision import calib_of, dequant, q_act, q_weights, randn
+
+pytestmark = pytest.mark.npu
 
 
 def compile_int8(model, calib):
