@@ -308,14 +308,15 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
 }
 
 /*!
- * \brief int8 with constant weights, pipelined: the cores stage the int8 weights once in
- * the shared L2 (a share of the rows each, then a barrier), so the DDR delivers them once.
- * Core c then owns rows [c M/P, (c+1) M/P) of A and Y. It walks them in chunks of `tm`
- * rows (quantised int8 in L1) and, per chunk, the weights in blocks of `tn` columns from
- * L2: K in one mm whose fused epilogue adds the int32 bias and dequantises to f32. The
- * weight blocks and results are double-buffered and the next chunk of A is loaded and
- * quantised in pieces between the mms of the current one, so the DMA of block t + 1, the
- * mm of block t and the store of block t - 1 overlap.
+ * \brief Pipelined (int8 with constant weights, or f16/bf16 with a 2-D B): the cores stage
+ * the weights once in the shared L2 in the operand type (a share of the rows each, then a
+ * barrier), so the DDR delivers them once. Core c then owns rows [c M/P, (c+1) M/P) of A
+ * and Y. It walks them in chunks of `tm` rows (quantised to int8, or rounded to f16/bf16
+ * by the DMA, in L1) and, per chunk, the weights in blocks of `tn` columns from L2: K in
+ * one mm (int8: its fused epilogue adds the int32 bias and dequantises to f32). The weight
+ * blocks and results are double-buffered and the next chunk of A is loaded in pieces
+ * between the mms of the current one, so the DMA of block t + 1, the mm of block t and
+ * the store of block t - 1 overlap.
  */
 struct PipelinePlan {
   int64_t mc = 0;  // rows per core (the batch folded into M: A rows share the weights)
@@ -327,14 +328,15 @@ struct PipelinePlan {
 
 constexpr int64_t kMaxPipelineSteps = 1024;  // chunks x blocks per core, unrolled in the IR
 
-Stmt LowerGemmInt8Pipelined(const OpCall& call, const GemmPlan& g, const PipelinePlan& pp) {
-  DataType f32 = DataType::Float(32), i8 = DataType::Int(8);
+Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePlan& pp) {
+  DataType f32 = DataType::Float(32), i8 = DataType::Int(8), ot = g.mp.operand;
+  const bool q = g.mp.int8();
   const int64_t P = call.cores, K = g.K, N = g.N, TM = pp.tm, TN = pp.tn, PR = pp.pr;
   const int64_t rows_total = pp.mc * P;
   Buffer A2 = View(g.A, {rows_total, K}, "A2");
   Buffer Y2 = View(g.C, {rows_total, N}, "Y2");
   Buffer B2 = View(g.B, {K, N}, "B2");
-  Buffer Bsh = DeclBuffer({I32(K), I32(N)}, i8, String("Bsh"), "shared");
+  Buffer Bsh = DeclBuffer({I32(K), I32(N)}, ot, String("Bsh"), "shared");
   std::vector<std::pair<int64_t, int64_t>> chunks, blocks;  // (first, size)
   // A short first chunk starts the mms early; a short last one leaves the DDR (with no
   // chunk left to load) idle for less time.
@@ -346,10 +348,10 @@ Stmt LowerGemmInt8Pipelined(const OpCall& call, const GemmPlan& g, const Pipelin
   for (int64_t n = 0; n < N; n += TN) blocks.push_back({n, std::min(TN, N - n)});
   const double big = std::numeric_limits<float>::max();
   Stmt body = OverCores(P, [&](PrimExpr c) {
-    Buffer Bl = Local({2, K, TN}, i8, "Bl");
-    Buffer Al = Local({2, TM, K}, i8, "Al");
+    Buffer Bl = Local({2, K, TN}, ot, "Bl");
+    Buffer Al = Local({2, TM, K}, ot, "Al");
     Buffer Cf = Local({2, TM, TN}, f32, "Cf");
-    Buffer Af = Local({PR, K}, f32, "Af");
+    Buffer Af = Local({PR, K}, f32, "Af");  // int8: the f32 rows quantised on load
     Buffer Qb = Local({1, N}, g.mp.accum, "Qb");
     Buffer Sc = Local({1, N}, f32, "Sc");
     PrimExpr row0 = c * I32(pp.mc);
@@ -359,6 +361,11 @@ Stmt LowerGemmInt8Pipelined(const OpCall& call, const GemmPlan& g, const Pipelin
     auto piece = [&](int64_t i, int64_t p) {
       auto [r0, rows] = chunks[size_t(i)];
       int64_t pr0 = p * PR, n = std::min(PR, rows - pr0), slot = i % 2;
+      if (!q)  // f16/bf16: the DMA rounds the f32 rows into the chunk buffer
+        return Seq(
+            {Intrin("tile.dma_copy", {Region(Al, {I32(slot), I32(pr0), I32(0)}, {1, n, K}),
+                                      Region(A2, {row0 + I32(r0 + pr0), I32(0)}, {n, K}), I32(3)}),
+             Intrin("tile.wait", {I32(3)})});
       double inv = InverseScale(g.x_scale);
       auto over = [&](const std::function<Stmt(PrimExpr, PrimExpr)>& f) {
         return Loop("i", n,
@@ -406,15 +413,17 @@ Stmt LowerGemmInt8Pipelined(const OpCall& call, const GemmPlan& g, const Pipelin
     if (g.qbias.defined())
       s.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, N}),
                                            Region(g.qbias, {I32(0), I32(0)}, {1, N}), I32(0)}));
-    s.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, N}),
-                                         Region(g.wscale, {I32(0), I32(0)}, {1, N}), I32(0)}));
+    if (q)
+      s.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, N}),
+                                           Region(g.wscale, {I32(0), I32(0)}, {1, N}), I32(0)}));
     for (int64_t p = 0; p < pieces_of(0); ++p) s.push_back(piece(0, p));
     s.push_back(Intrin("tile.wait", {I32(0)}));
     s.push_back(Intrin("tir.barrier", {}));  // the weights are in L2
-    s.push_back(Loop("j", N, [&](PrimExpr j) {
-      return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(static_cast<float>(g.x_scale)),
-                         {I32(0), j});
-    }));
+    if (q)
+      s.push_back(Loop("j", N, [&](PrimExpr j) {
+        return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(static_cast<float>(g.x_scale)),
+                           {I32(0), j});
+      }));
     s.push_back(load_block(0));
     for (int64_t t = 0; t < steps; ++t) {
       int64_t i = t / nb, j = t % nb, slot = t % 2;
@@ -427,13 +436,17 @@ Stmt LowerGemmInt8Pipelined(const OpCall& call, const GemmPlan& g, const Pipelin
       }
       s.push_back(Intrin("tile.wait", {I32(1 + slot)}));              // weight block t is in L1
       if (t >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));  // Cf[slot] has drained
-      PrimExpr bias = g.qbias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0);
-      s.push_back(Intrin("tile.mm",
-                         {Region(Cf, {I32(slot), I32(0), I32(0)}, {1, rows, tn}),
-                          Region(Al, {I32(i % 2), I32(0), I32(0)}, {1, rows, K}),
-                          Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
-                          IntImm(DataType::Bool(), 0), bias, Region(Sc, {I32(0), I32(n0)}, {1, tn}),
-                          I32(0), I32(0), StringImm("none"), F32(-big), F32(big)}));
+      Array<PrimExpr> mm{Region(Cf, {I32(slot), I32(0), I32(0)}, {1, rows, tn}),
+                         Region(Al, {I32(i % 2), I32(0), I32(0)}, {1, rows, K}),
+                         Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
+                         IntImm(DataType::Bool(), 0)};
+      if (q) {  // the int32 bias and the dequantisation in the fused epilogue
+        mm.push_back(g.qbias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0));
+        for (PrimExpr e : {PrimExpr(Region(Sc, {I32(0), I32(n0)}, {1, tn})), I32(0), I32(0),
+                           PrimExpr(StringImm("none")), F32(-big), F32(big)})
+          mm.push_back(e);
+      }
+      s.push_back(Intrin("tile.mm", mm));
       // The store of block t - 1 goes after the mm of block t: the DMA-out queue is in
       // order and a store waits there for its mm.
       if (t >= 1) s.push_back(store(t - 1));
@@ -446,7 +459,8 @@ Stmt LowerGemmInt8Pipelined(const OpCall& call, const GemmPlan& g, const Pipelin
     s.push_back(Intrin("tile.wait", {I32(5)}));
     Stmt r = Seq(s);
     // Outermost first: the large buffers take whole banks, the small ones are packed last.
-    for (const Buffer& b : {Sc, Qb, Af, Cf, Al, Bl}) r = Allocate(b, r);
+    if (q) r = Allocate(Sc, Allocate(Qb, Allocate(Af, r)));
+    for (const Buffer& b : {Cf, Al, Bl}) r = Allocate(b, r);
     return r;
   });
   return Allocate(Bsh, body);
@@ -456,11 +470,15 @@ Stmt LowerGemmInt8Pipelined(const OpCall& call, const GemmPlan& g, const Pipelin
 std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
   std::vector<PipelinePlan> out;
   const int64_t P = call.cores, lim = 4096;  // lim: the matrix engine's largest dimension
-  if (!g.mp.int8() || g.b_act || g.transA || g.transB || !g.b_batch.empty() || g.K <= 0 ||
-      g.K > lim || g.N <= 0 || g.N > lim || g.out_batch != g.a_batch || P < 1)
+  const bool q = g.mp.int8(), narrow = !q && g.mp.operand != DataType::Float(32);
+  // int8 with constant weights, or f16/bf16 without Gemm's alpha and C
+  if (!(q && !g.b_act) && !(narrow && !g.bias.defined() && g.alpha == 1.0)) return out;
+  if (g.transA || g.transB || !g.b_batch.empty() || g.K <= 0 || g.K > lim || g.N <= 0 ||
+      g.N > lim || g.out_batch != g.a_batch || P < 1)
     return out;
+  const int64_t ob = g.mp.operand_bytes();
   int64_t rows = Numel(g.a_batch) * g.M;
-  if (rows % P != 0 || g.K * g.N > (int64_t{3} << 20)) return out;  // the weights fit L2
+  if (rows % P != 0 || g.K * g.N * ob > (int64_t{3} << 20)) return out;  // the weights fit L2
   PipelinePlan pp;
   pp.mc = rows / P;
   pp.pr = std::max<int64_t>(1, std::min<int64_t>(16384 / g.K, pp.mc));  // Af up to 64 KiB
@@ -471,8 +489,9 @@ std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
         pp.tm = std::min(tm, pp.mc);
         pp.tn = std::min(tn, g.N);
         pp.t0 = std::max<int64_t>(1, pp.tm / first);
-        int64_t bytes = al(2 * g.K * pp.tn) + al(2 * pp.tm * g.K) + al(2 * pp.tm * pp.tn * 4) +
-                        al(pp.pr * g.K * 4) + 2 * al(g.N * 4) + 65536;
+        int64_t bytes = al(2 * g.K * pp.tn * ob) + al(2 * pp.tm * g.K * ob) +
+                        al(2 * pp.tm * pp.tn * 4) +
+                        (q ? al(pp.pr * g.K * 4) + 2 * al(g.N * 4) : 0) + 65536;
         int64_t steps = (2 + (pp.mc + pp.tm - 1) / pp.tm) * ((g.N + pp.tn - 1) / pp.tn);
         if (bytes > call.l1_bytes || steps > kMaxPipelineSteps) continue;
         bool seen = false;
@@ -656,7 +675,7 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
       best_cycles = cycles;
     }
   };
-  for (const PipelinePlan& r : plans) consider(LowerGemmInt8Pipelined(call, g, r));
+  for (const PipelinePlan& r : plans) consider(LowerGemmPipelined(call, g, r));
   for (const ColumnPlan& r : columns) consider(LowerGemmInt8Columns(call, g, r));
   return best;
 }

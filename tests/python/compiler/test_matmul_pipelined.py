@@ -77,3 +77,20 @@ def test_few_rows_column_plan_bit_exact():
     aq, sa = q_act(a, calib["a"])
     wq, sw = q_weights(w, 1)
     np.testing.assert_array_equal(y, dequant(aq @ wq, None, sa, sw, -1))
+
+
+@pytest.mark.parametrize("precision", ["f16", "bf16"])
+def test_narrow_matmul_pipelined_matches_rounded_operands(precision):
+    """f16/bf16 on the pipelined plan: A rounded by the DMA, the weights staged narrow in L2,
+    f32 accumulation over K in one mm: numpy's product of the rounded operands."""
+    from test_precision import rounded
+
+    a, w = randn(256, 512), randn(512, 384, scale=0.1)
+    model = make_model([helper.make_node("MatMul", ["a", "w"], ["y"], name="mm")],
+                       [("a", [256, 512], np.float32)], ["y"], [("w", w)])
+    rep = {}
+    exe = tilecore.compile(model, precision=precision, report=rep)
+    assert any('"shared"' in f.script() for f in rep["npu_funcs"].values()), "the pipelined plan is expected here"
+    y = exe.run({"a": a})["y"]
+    ref = rounded(a, precision) @ rounded(w, precision)
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
