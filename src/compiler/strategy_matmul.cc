@@ -504,11 +504,12 @@ std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
 }
 
 /*!
- * \brief int8 with constant weights and few rows, A resident: the cores quantise a share of
- * A's rows each into the shared L2 (A is read from the DDR once) and, after a barrier, each
- * loads all of int8 A into L1; core c then streams its N / P columns of the weights from
- * the DDR in blocks of `tn` (each weight byte crosses the DDR once, with no L2 staging
- * before the first mm): all rows in one mm per block, blocks and results double-buffered.
+ * \brief Few rows, A resident (int8 with constant weights, or f16/bf16 with a 2-D B): the
+ * cores quantise (or the DMA rounds) a share of A's rows each into the shared L2 (A is read
+ * from the DDR once) and, after a barrier, each loads all of A into L1; core c then streams its N /
+ * P columns of the weights from the DDR in blocks of `tn` (each weight byte crosses the DDR once,
+ * with no L2 staging before the first mm): all rows in one mm per block, blocks and results
+ * double-buffered.
  */
 struct ColumnPlan {
   int64_t rows = 0;  // M with the batch folded in
@@ -516,20 +517,21 @@ struct ColumnPlan {
   int64_t pr = 0;    // rows of A per quantisation piece
 };
 
-Stmt LowerGemmInt8Columns(const OpCall& call, const GemmPlan& g, const ColumnPlan& cp) {
-  DataType f32 = DataType::Float(32), i8 = DataType::Int(8);
+Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& cp) {
+  DataType f32 = DataType::Float(32), i8 = DataType::Int(8), ot = g.mp.operand;
+  const bool q = g.mp.int8();
   const int64_t P = call.cores, K = g.K, N = g.N, M = cp.rows, NC = N / P, TN = cp.tn, PR = cp.pr;
   Buffer A2 = View(g.A, {M, K}, "A2");
   Buffer Y2 = View(g.C, {M, N}, "Y2");
   Buffer B2 = View(g.B, {K, N}, "B2");
-  Buffer Ash = DeclBuffer({I32(M), I32(K)}, i8, String("Ash"), "shared");
+  Buffer Ash = DeclBuffer({I32(M), I32(K)}, ot, String("Ash"), "shared");
   std::vector<std::pair<int64_t, int64_t>> blocks;  // (first column within the core's, size)
   for (int64_t n = 0; n < NC; n += TN) blocks.push_back({n, std::min(TN, NC - n)});
   const int64_t steps = static_cast<int64_t>(blocks.size());
   const double big = std::numeric_limits<float>::max();
   Stmt body = OverCores(P, [&](PrimExpr c) {
-    Buffer Al = Local({M, K}, i8, "Al");
-    Buffer Bl = Local({2, K, TN}, i8, "Bl");
+    Buffer Al = Local({M, K}, ot, "Al");
+    Buffer Bl = Local({2, K, TN}, ot, "Bl");
     Buffer Cf = Local({2, M, TN}, f32, "Cf");
     Buffer Af = Local({PR, K}, f32, "Af");
     Buffer Aq = Local({PR, K}, i8, "Aq");
@@ -556,7 +558,10 @@ Stmt LowerGemmInt8Columns(const OpCall& call, const GemmPlan& g, const ColumnPla
     PrimExpr first = even ? PrimExpr(c * I32(share)) : PrimExpr(I32(0));
     std::vector<Stmt> stage;
     double inv = InverseScale(g.x_scale);
-    for (int64_t r = 0; r < share; r += PR) {
+    if (!q)  // f16/bf16: the DMA rounds the rows straight into L2
+      stage.push_back(Intrin("tile.dma_copy", {Region(Ash, {first, I32(0)}, {share, K}),
+                                               Region(A2, {first, I32(0)}, {share, K}), I32(0)}));
+    for (int64_t r = 0; q && r < share; r += PR) {
       int64_t n = std::min(PR, share - r);
       auto over = [&](const std::function<Stmt(PrimExpr, PrimExpr)>& f) {
         return Loop("i", n,
@@ -584,30 +589,35 @@ Stmt LowerGemmInt8Columns(const OpCall& call, const GemmPlan& g, const ColumnPla
     if (g.qbias.defined())
       s.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, NC}),
                                            Region(g.qbias, {I32(0), c0}, {1, NC}), I32(0)}));
-    s.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
-                                         Region(g.wscale, {I32(0), c0}, {1, NC}), I32(0)}));
+    if (q)
+      s.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
+                                           Region(g.wscale, {I32(0), c0}, {1, NC}), I32(0)}));
     s.push_back(even ? Seq(stage) : IfThenElse(eq(c, I32(0)), Seq(stage), Stmt()));
     s.push_back(Intrin("tile.wait", {I32(0)}));
-    s.push_back(Intrin("tir.barrier", {}));  // int8 A is in L2
+    s.push_back(Intrin("tir.barrier", {}));  // A is in L2
     s.push_back(Intrin("tile.dma_copy", {Region(Al, {I32(0), I32(0)}, {M, K}),
                                          Region(Ash, {I32(0), I32(0)}, {M, K}), I32(0)}));
-    s.push_back(Loop("j", NC, [&](PrimExpr j) {
-      return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(static_cast<float>(g.x_scale)),
-                         {I32(0), j});
-    }));
+    if (q)
+      s.push_back(Loop("j", NC, [&](PrimExpr j) {
+        return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(static_cast<float>(g.x_scale)),
+                           {I32(0), j});
+      }));
     s.push_back(Intrin("tile.wait", {I32(0)}));
     for (int64_t t = 0; t < steps; ++t) {
       auto [n0, tn] = blocks[size_t(t)];
       int64_t slot = t % 2;
       s.push_back(Intrin("tile.wait", {I32(1 + slot)}));              // weight block t is in L1
       if (t >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));  // Cf[slot] has drained
-      PrimExpr bias = g.qbias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0);
-      s.push_back(Intrin("tile.mm",
-                         {Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}),
-                          Region(Al, {I32(0), I32(0)}, {M, K}),
-                          Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
-                          IntImm(DataType::Bool(), 0), bias, Region(Sc, {I32(0), I32(n0)}, {1, tn}),
-                          I32(0), I32(0), StringImm("none"), F32(-big), F32(big)}));
+      Array<PrimExpr> mm{
+          Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}), Region(Al, {I32(0), I32(0)}, {M, K}),
+          Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}), IntImm(DataType::Bool(), 0)};
+      if (q) {  // the int32 bias and the dequantisation in the fused epilogue
+        mm.push_back(g.qbias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0));
+        for (PrimExpr e : {PrimExpr(Region(Sc, {I32(0), I32(n0)}, {1, tn})), I32(0), I32(0),
+                           PrimExpr(StringImm("none")), F32(-big), F32(big)})
+          mm.push_back(e);
+      }
+      s.push_back(Intrin("tile.mm", mm));
       if (t >= 1) s.push_back(store(t - 1));
       if (t + 1 < steps) s.push_back(load_block(t + 1));  // replaces block t - 1: after mm t
     }
@@ -615,7 +625,8 @@ Stmt LowerGemmInt8Columns(const OpCall& call, const GemmPlan& g, const ColumnPla
     s.push_back(Intrin("tile.wait", {I32(4)}));
     s.push_back(Intrin("tile.wait", {I32(5)}));
     Stmt r = Seq(s);
-    for (const Buffer& b : {Sc, Qb, Aq, Af, Cf, Bl, Al}) r = Allocate(b, r);
+    if (q) r = Allocate(Sc, Allocate(Qb, Allocate(Aq, Allocate(Af, r))));
+    for (const Buffer& b : {Cf, Bl, Al}) r = Allocate(b, r);
     return r;
   });
   return Allocate(Ash, body);
@@ -625,19 +636,23 @@ Stmt LowerGemmInt8Columns(const OpCall& call, const GemmPlan& g, const ColumnPla
 std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
   std::vector<ColumnPlan> out;
   const int64_t P = call.cores, lim = 4096;
-  if (!g.mp.int8() || g.b_act || g.transA || g.transB || !g.b_batch.empty() || g.K <= 0 ||
-      g.K > lim || g.N <= 0 || g.N % P != 0 || g.out_batch != g.a_batch || P < 1)
+  const bool q = g.mp.int8(), narrow = !q && g.mp.operand != DataType::Float(32);
+  if (!(q && !g.b_act) && !(narrow && !g.bias.defined() && g.alpha == 1.0)) return out;
+  if (g.transA || g.transB || !g.b_batch.empty() || g.K <= 0 || g.K > lim || g.N <= 0 ||
+      g.N % P != 0 || g.out_batch != g.a_batch || P < 1)
     return out;
+  const int64_t ob = g.mp.operand_bytes();
   ColumnPlan cp;
   cp.rows = Numel(g.a_batch) * g.M;
-  if (cp.rows <= 0 || cp.rows > lim || cp.rows * g.K > (int64_t{3} << 20)) return out;
+  if (cp.rows <= 0 || cp.rows > lim || cp.rows * g.K * ob > (int64_t{3} << 20)) return out;
   cp.pr = std::max<int64_t>(1, std::min<int64_t>(16384 / g.K, cp.rows));
   auto al = [](int64_t b) { return (b + 65535) / 65536 * 65536; };  // whole banks
   const int64_t nc = g.N / P;
   for (int64_t tn : {64, 128, 256, 512}) {
     cp.tn = std::min(tn, nc);
-    int64_t bytes = al(cp.rows * g.K) + al(2 * g.K * cp.tn) + al(2 * cp.rows * cp.tn * 4) +
-                    al(cp.pr * g.K * 4) + al(cp.pr * g.K) + 2 * al(nc * 4) + 65536;
+    int64_t bytes = al(cp.rows * g.K * ob) + al(2 * g.K * cp.tn * ob) +
+                    al(2 * cp.rows * cp.tn * 4) +
+                    (q ? al(cp.pr * g.K * 4) + al(cp.pr * g.K) + 2 * al(nc * 4) : 0) + 65536;
     if (bytes > call.l1_bytes || (nc + cp.tn - 1) / cp.tn > kMaxPipelineSteps) continue;
     if (out.empty() || out.back().tn != cp.tn) out.push_back(cp);
   }
@@ -676,7 +691,7 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
     }
   };
   for (const PipelinePlan& r : plans) consider(LowerGemmPipelined(call, g, r));
-  for (const ColumnPlan& r : columns) consider(LowerGemmInt8Columns(call, g, r));
+  for (const ColumnPlan& r : columns) consider(LowerGemmColumns(call, g, r));
   return best;
 }
 

@@ -94,3 +94,19 @@ def test_narrow_matmul_pipelined_matches_rounded_operands(precision):
     y = exe.run({"a": a})["y"]
     ref = rounded(a, precision) @ rounded(w, precision)
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+def test_narrow_few_rows_column_plan_matches_rounded_operands():
+    """f16 with few rows (50): A rounded by the DMA into L2, each core's columns of the
+    weights streamed from the DDR."""
+    from test_precision import rounded
+
+    a, w = randn(50, 512), randn(512, 520, scale=0.1)
+    model = make_model([helper.make_node("MatMul", ["a", "w"], ["y"], name="mm")],
+                       [("a", [50, 512], np.float32)], ["y"], [("w", w)])
+    rep = {}
+    exe = tilecore.compile(model, precision="f16", report=rep)
+    assert any('allocate((50, 512), "float16", "shared")' in f.script() for f in rep["npu_funcs"].values())
+    y = exe.run({"a": a})["y"]
+    ref = rounded(a, "f16") @ rounded(w, "f16")
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
