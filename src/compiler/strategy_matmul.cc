@@ -16,6 +16,12 @@
  * and multiplied by f32(x_scale * w_scale[n]) (or x_scale * b_scale for two activations):
  * in the mm's fused epilogue when K fits one mm (K <= 256), else the accumulator starts
  * at the bias and two vector commands dequantise after the last K step.
+ *
+ * Two more plans compete with that tiling when they fit (int8 with constant weights, or a
+ * 2-D B in the other precisions; K in one mm): pipelined (weights staged once in L2, rows
+ * in chunks per core) and column (few rows: A in L1 on every core, each core streaming
+ * its columns of the weights). The cost model (cost_model.h) ranks every candidate and
+ * the fastest estimate is lowered; docs/compiler.md describes them.
  */
 #include <algorithm>
 #include <limits>
@@ -308,7 +314,7 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
 }
 
 /*!
- * \brief Pipelined (int8 with constant weights, or f16/bf16 with a 2-D B): the cores stage
+ * \brief Pipelined (int8 with constant weights, or f32/f16/bf16 with a 2-D B): the cores stage
  * the weights once in the shared L2 in the operand type (a share of the rows each, then a
  * barrier), so the DDR delivers them once. Core c then owns rows [c M/P, (c+1) M/P) of A
  * and Y. It walks them in chunks of `tm` rows (quantised to int8, or rounded to f16/bf16
@@ -361,7 +367,7 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
     auto piece = [&](int64_t i, int64_t p) {
       auto [r0, rows] = chunks[size_t(i)];
       int64_t pr0 = p * PR, n = std::min(PR, rows - pr0), slot = i % 2;
-      if (!q)  // f16/bf16: the DMA rounds the f32 rows into the chunk buffer
+      if (!q)  // f32/f16/bf16: the DMA copies (and rounds) the rows into the chunk buffer
         return Seq(
             {Intrin("tile.dma_copy", {Region(Al, {I32(slot), I32(pr0), I32(0)}, {1, n, K}),
                                       Region(A2, {row0 + I32(r0 + pr0), I32(0)}, {n, K}), I32(3)}),
@@ -470,9 +476,9 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
 std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
   std::vector<PipelinePlan> out;
   const int64_t P = call.cores, lim = 4096;  // lim: the matrix engine's largest dimension
-  const bool q = g.mp.int8(), narrow = !q && g.mp.operand != DataType::Float(32);
+  const bool q = g.mp.int8(), plain = !q;    // plain: f32, f16 or bf16 operands
   // int8 with constant weights, or f16/bf16 without Gemm's alpha and C
-  if (!(q && !g.b_act) && !(narrow && !g.bias.defined() && g.alpha == 1.0)) return out;
+  if (!(q && !g.b_act) && !(plain && !g.bias.defined() && g.alpha == 1.0)) return out;
   if (g.transA || g.transB || !g.b_batch.empty() || g.K <= 0 || g.K > lim || g.N <= 0 ||
       g.N > lim || g.out_batch != g.a_batch || P < 1)
     return out;
@@ -504,7 +510,7 @@ std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
 }
 
 /*!
- * \brief Few rows, A resident (int8 with constant weights, or f16/bf16 with a 2-D B): the
+ * \brief Few rows, A resident (int8 with constant weights, or f32/f16/bf16 with a 2-D B): the
  * cores quantise (or the DMA rounds) a share of A's rows each into the shared L2 (A is read
  * from the DDR once) and, after a barrier, each loads all of A into L1; core c then streams its N /
  * P columns of the weights from the DDR in blocks of `tn` (each weight byte crosses the DDR once,
@@ -558,7 +564,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     PrimExpr first = even ? PrimExpr(c * I32(share)) : PrimExpr(I32(0));
     std::vector<Stmt> stage;
     double inv = InverseScale(g.x_scale);
-    if (!q)  // f16/bf16: the DMA rounds the rows straight into L2
+    if (!q)  // f32/f16/bf16: the DMA copies (and rounds) the rows straight into L2
       stage.push_back(Intrin("tile.dma_copy", {Region(Ash, {first, I32(0)}, {share, K}),
                                                Region(A2, {first, I32(0)}, {share, K}), I32(0)}));
     for (int64_t r = 0; q && r < share; r += PR) {
@@ -636,8 +642,8 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
 std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
   std::vector<ColumnPlan> out;
   const int64_t P = call.cores, lim = 4096;
-  const bool q = g.mp.int8(), narrow = !q && g.mp.operand != DataType::Float(32);
-  if (!(q && !g.b_act) && !(narrow && !g.bias.defined() && g.alpha == 1.0)) return out;
+  const bool q = g.mp.int8(), plain = !q;  // plain: f32, f16 or bf16 operands
+  if (!(q && !g.b_act) && !(plain && !g.bias.defined() && g.alpha == 1.0)) return out;
   if (g.transA || g.transB || !g.b_batch.empty() || g.K <= 0 || g.K > lim || g.N <= 0 ||
       g.N % P != 0 || g.out_batch != g.a_batch || P < 1)
     return out;

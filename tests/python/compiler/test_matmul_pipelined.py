@@ -110,3 +110,17 @@ def test_narrow_few_rows_column_plan_matches_rounded_operands():
     y = exe.run({"a": a})["y"]
     ref = rounded(a, "f16") @ rounded(w, "f16")
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("rows", [128, 512])
+def test_f32_matmul_on_the_planned_kernels_matches_numpy(rows):
+    """f32 MatMul with 2-D weights: the column plan (128 rows) or the pipelined one (512
+    rows) when the cost model prefers them, against numpy's float64 product."""
+    a, w = randn(rows, 768), randn(768, 256, scale=0.1)
+    model = make_model([helper.make_node("MatMul", ["a", "w"], ["y"], name="mm")],
+                       [("a", [rows, 768], np.float32)], ["y"], [("w", w)])
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    assert any('"float32", "shared")' in f.script() for f in rep["npu_funcs"].values())
+    ref = a.astype(np.float64) @ w.astype(np.float64)
+    np.testing.assert_allclose(exe.run({"a": a})["y"], ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
