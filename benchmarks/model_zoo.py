@@ -2,10 +2,13 @@
 and inputs.
 
     PYTHONPATH=python:build-dev/python python benchmarks/model_zoo.py [--models resnet18,resnet50] [--runs 5] [--ort-threads 1]
-        [--precision f32,f16,bf16,int8] [--eval 8] [--calib 16] [--auto-mixed TARGET]
+        [--precision f32,f16,bf16,int8] [--eval 8] [--calib 16] [--auto-mixed TARGET] [--layers N]
 
 Per model: compile time (tilecore.compile, the whole driver, on one thread of this
-process), simulated cycles and MAC utilisation (against the f32 peak of 4 cores), the host
+process), simulated cycles and MAC utilisation (against the peak of 4 cores in the
+model's precision), the share of the npu cycles in steps bound by a compute engine (mm,
+vec) and by the DMA engines (din, dout; the rest is the front end), the DDR traffic over
+its lower bound (weights + inputs + outputs moved once; runtime/model_report.py), the host
 wall time of the simulated run and ONNX Runtime's time on the same inputs (both medians of
 --runs runs after a warm-up; ONNX Runtime on the CPU provider with one thread, like the
 simulator, unless --ort-threads says otherwise),
@@ -17,7 +20,9 @@ on --calib samples (zoo.sample_inputs seed 0, thresholds by min/max). The cosine
 then the lowest over --eval other samples (seed 1), the accuracy gate of docs/precision.md;
 "fallback" counts the matrix nodes kept in f32 (depthwise Convs). --auto-mixed TARGET
 compiles each non-f32 precision with auto_mixed=TARGET (searched on the first 4
-calibration samples) and prints the nodes it moved.
+calibration samples) and prints the nodes it moved. --layers N prints each model's N
+costliest layers (tilecore profile's table: cycles, MACs, utilisation, DDR bytes, the
+bounding engine and its class) and its model report.
 """
 import argparse
 import statistics
@@ -51,6 +56,10 @@ def bench(name, runs, ort_threads, precision="f32", n_eval=1, n_calib=16, auto_m
         outs = exe.run(inputs)
         sim.append(exe.stats()["wall_seconds"])
     st = exe.stats()
+    from tilecore.runtime.model_report import model_report
+    from tilecore.runtime_cli import format_profile
+    mrep = model_report(exe, st)
+    profile = format_profile(st, exe)
     so = ort.SessionOptions()
     if ort_threads:
         so.intra_op_num_threads = ort_threads
@@ -78,7 +87,7 @@ def bench(name, runs, ort_threads, precision="f32", n_eval=1, n_calib=16, auto_m
     return {"model": name, "precision": precision, "fallback": len(report["precision"]["fallbacks"]),
             "compile_s": compile_s, "steps": report["steps"], "host_steps": report["host_steps"],
             "cycles": st["cycles"], "mac_util": st["mac_utilisation"], "sim_s": statistics.median(sim),
-            "ort_s": statistics.median(ort_t), "cosine": cos}
+            "ort_s": statistics.median(ort_t), "cosine": cos, "report": mrep, "profile": profile}
 
 
 def main():
@@ -93,9 +102,11 @@ def main():
     ap.add_argument("--eval", type=int, default=8, help="evaluation samples for a precision's cosine (seed 1)")
     ap.add_argument("--calib", type=int, default=16, help="int8 calibration samples (seed 0)")
     ap.add_argument("--auto-mixed", type=float, default=None, help="compile with auto_mixed=TARGET")
+    ap.add_argument("--layers", type=int, default=0,
+                    help="print the N costliest layers of each model (tilecore profile's table) and its model report")
     a = ap.parse_args()
     print(f"{'model':<14} {'prec':>4} {'fb':>3} {'compile s':>9} {'steps':>5} {'host':>4} {'cycles':>12} {'MAC util':>8} "
-          f"{'sim run s':>9} {'ORT ms':>8} {'sim/ORT':>8} {'cosine':>10}")
+          f"{'compute':>7} {'DMA':>5} {'DDR/LB':>6} {'sim run s':>9} {'ORT ms':>8} {'sim/ORT':>8} {'cosine':>10}")
     for name in a.models.split(","):
         for prec in a.precision.split(","):
             prec = prec.strip()
@@ -104,9 +115,16 @@ def main():
             if "error" in r:
                 print(f"{name:<14} {prec:>4} does not compile: {r['error'][:300]}", flush=True)
                 continue
+            mr = r["report"]
+            npu = max(sum(mr["bound_cycles"].values()), 1)
+            share = lambda k: 100.0 * mr["bound_cycles"].get(k, 0) / npu  # noqa: E731
             print(f"{r['model']:<14} {prec:>4} {r['fallback']:>3} {r['compile_s']:>9.2f} {r['steps']:>5} "
-                  f"{r['host_steps']:>4} {r['cycles']:>12} {100 * r['mac_util']:>7.1f}% {r['sim_s']:>9.2f} "
+                  f"{r['host_steps']:>4} {r['cycles']:>12} {100 * r['mac_util']:>7.1f}% {share('compute'):>6.1f}% "
+                  f"{share('dma'):>4.0f}% {mr['ddr_ratio']:>5.1f}x {r['sim_s']:>9.2f} "
                   f"{r['ort_s'] * 1e3:>8.1f} {r['sim_s'] / r['ort_s']:>7.0f}x {r['cosine']:>10.7f}", flush=True)
+            if a.layers:
+                lines = r["profile"].splitlines()
+                print("\n".join("    " + ln for ln in lines[:1 + a.layers] + lines[-4:]), flush=True)
 
 
 if __name__ == "__main__":

@@ -94,19 +94,26 @@ def run_cmd(args):
     return 0
 
 
-def format_profile(st):
-    """The per-op table of a run's statistics, sorted by cycles (largest first)."""
+def format_profile(st, exe=None):
+    """The per-op table of a run's statistics, sorted by cycles (largest first); with the
+    executable, the model report (runtime/model_report.py) follows the total."""
+    from .runtime.model_report import bound_class, format_model_report, model_report
+
     ops = sorted(st["ops"], key=lambda o: -o["cycles"])
     total = max(st["cycles"], 1)
     w = max([len("op")] + [len(o["name"]) for o in ops])
-    lines = [f"{'op':<{w}}  {'type':<16} {'where':<5} {'cycles':>12} {'share':>7} {'MACs':>14} {'util':>7}  bound by"]
+    lines = [f"{'op':<{w}}  {'type':<16} {'where':<5} {'cycles':>12} {'share':>7} {'MACs':>14} {'util':>7}  "
+             f"{'DDR MiB':>8}  bound by"]
     for o in ops:
+        ddr = (o["bytes"]["ddr_read"] + o["bytes"]["ddr_written"]) / (1 << 20) if "bytes" in o else 0.0
         lines.append(f"{o['name']:<{w}}  {o['op_type'][:16]:<16} {o['where']:<5} {o['cycles']:>12} "
                      f"{100.0 * o['cycles'] / total:>6.1f}% {o['macs']:>14} {100.0 * o['mac_utilisation']:>6.2f}%  "
-                     f"{o['bound_by']}")
+                     f"{ddr:>8.2f}  {o['bound_by']} ({bound_class(o)})")
     lines.append(f"total: {st['cycles']} cycles = {st['cycles'] / 1e3:.1f} us at 1 GHz, {st['macs']} MACs, "
                  f"MAC utilisation {100.0 * st['mac_utilisation']:.2f}% of the {st['precision']} peak; "
                  f"host wall {st['wall_seconds'] * 1e3:.1f} ms")
+    if exe is not None:
+        lines.append(format_model_report(model_report(exe, st)))
     return "\n".join(lines)
 
 
@@ -120,5 +127,5 @@ def profile_cmd(args):
     exe, _, rc = _run(args)
     if rc:
         return rc
-    print(format_profile(exe.stats()))
+    print(format_profile(exe.stats(), exe))
     return 0

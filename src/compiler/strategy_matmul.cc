@@ -16,12 +16,20 @@
  * and multiplied by f32(x_scale * w_scale[n]) (or x_scale * b_scale for two activations):
  * in the mm's fused epilogue when K fits one mm (K <= 256), else the accumulator starts
  * at the bias and two vector commands dequantise after the last K step.
+ *
+ * Two more plans compete with that tiling when they fit (int8 with constant weights, or a
+ * 2-D B in the other precisions; K in one mm): pipelined (weights staged once in L2, rows
+ * in chunks per core) and column (few rows: A in L1 on every core, each core streaming
+ * its columns of the weights). The cost model (cost_model.h) ranks every candidate and
+ * the fastest estimate is lowered; docs/compiler.md describes them.
  */
 #include <algorithm>
 #include <limits>
 
 #include "kernel_util.h"
 #include "matrix_precision.h"
+#include "tilecore/codegen/lowering.h"
+#include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/reflection.h"
 
 namespace tilecore {
@@ -305,6 +313,394 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
   });
 }
 
+/*!
+ * \brief Pipelined (int8 with constant weights, or f32/f16/bf16 with a 2-D B): the cores stage
+ * the weights once in the shared L2 in the operand type (a share of the rows each, then a
+ * barrier), so the DDR delivers them once. Core c then owns rows [c M/P, (c+1) M/P) of A
+ * and Y. It walks them in chunks of `tm` rows (quantised to int8, or rounded to f16/bf16
+ * by the DMA, in L1) and, per chunk, the weights in blocks of `tn` columns from L2: K in
+ * one mm (int8: its fused epilogue adds the int32 bias and dequantises to f32). The weight
+ * blocks and results are double-buffered and the next chunk of A is loaded in pieces
+ * between the mms of the current one, so the DMA of block t + 1, the mm of block t and
+ * the store of block t - 1 overlap.
+ */
+struct PipelinePlan {
+  int64_t mc = 0;  // rows per core (the batch folded into M: A rows share the weights)
+  int64_t tm = 0;  // rows per chunk
+  int64_t tn = 0;  // columns per weight block
+  int64_t pr = 0;  // rows of A per quantisation piece
+  int64_t t0 = 0;  // rows of the first and last chunks: the mms wait for the first
+};
+
+constexpr int64_t kMaxPipelineSteps = 1024;  // chunks x blocks per core, unrolled in the IR
+
+Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePlan& pp) {
+  DataType f32 = DataType::Float(32), i8 = DataType::Int(8), ot = g.mp.operand;
+  const bool q = g.mp.int8();
+  const int64_t P = call.cores, K = g.K, N = g.N, TM = pp.tm, TN = pp.tn, PR = pp.pr;
+  const int64_t rows_total = pp.mc * P;
+  Buffer A2 = View(g.A, {rows_total, K}, "A2");
+  Buffer Y2 = View(g.C, {rows_total, N}, "Y2");
+  Buffer B2 = View(g.B, {K, N}, "B2");
+  Buffer Bsh = DeclBuffer({I32(K), I32(N)}, ot, String("Bsh"), "shared");
+  std::vector<std::pair<int64_t, int64_t>> chunks, blocks;  // (first, size)
+  // A short first chunk starts the mms early; a short last one leaves the DDR (with no
+  // chunk left to load) idle for less time.
+  chunks.push_back({0, std::min(pp.t0, pp.mc)});
+  int64_t last = std::min(pp.t0, pp.mc - chunks[0].second);
+  for (int64_t r = chunks[0].second; r < pp.mc - last; r += TM)
+    chunks.push_back({r, std::min(TM, pp.mc - last - r)});
+  if (last > 0) chunks.push_back({pp.mc - last, last});
+  for (int64_t n = 0; n < N; n += TN) blocks.push_back({n, std::min(TN, N - n)});
+  const double big = std::numeric_limits<float>::max();
+  Stmt body = OverCores(P, [&](PrimExpr c) {
+    Buffer Bl = Local({2, K, TN}, ot, "Bl");
+    Buffer Al = Local({2, TM, K}, ot, "Al");
+    Buffer Cf = Local({2, TM, TN}, f32, "Cf");
+    Buffer Af = Local({PR, K}, f32, "Af");  // int8: the f32 rows quantised on load
+    Buffer Qb = Local({1, N}, g.mp.accum, "Qb");
+    Buffer Sc = Local({1, N}, f32, "Sc");
+    PrimExpr row0 = c * I32(pp.mc);
+    std::vector<Stmt> s;
+    // Piece p of chunk i: f32 rows from the DDR, quantised into Al[i % 2].
+    auto pieces_of = [&](int64_t i) { return (chunks[size_t(i)].second + PR - 1) / PR; };
+    auto piece = [&](int64_t i, int64_t p) {
+      auto [r0, rows] = chunks[size_t(i)];
+      int64_t pr0 = p * PR, n = std::min(PR, rows - pr0), slot = i % 2;
+      if (!q)  // f32/f16/bf16: the DMA copies (and rounds) the rows into the chunk buffer
+        return Seq(
+            {Intrin("tile.dma_copy", {Region(Al, {I32(slot), I32(pr0), I32(0)}, {1, n, K}),
+                                      Region(A2, {row0 + I32(r0 + pr0), I32(0)}, {n, K}), I32(3)}),
+             Intrin("tile.wait", {I32(3)})});
+      double inv = InverseScale(g.x_scale);
+      auto over = [&](const std::function<Stmt(PrimExpr, PrimExpr)>& f) {
+        return Loop("i", n,
+                    [&](PrimExpr a) { return Loop("k", K, [&](PrimExpr k) { return f(a, k); }); });
+      };
+      std::vector<Stmt> st;
+      st.push_back(
+          Intrin("tile.dma_copy", {Region(Af, {I32(0), I32(0)}, {n, K}),
+                                   Region(A2, {row0 + I32(r0 + pr0), I32(0)}, {n, K}), I32(3)}));
+      st.push_back(Intrin("tile.wait", {I32(3)}));
+      st.push_back(over([&](PrimExpr a, PrimExpr k) {
+        return BufferStore(Af, BufferLoad(Af, {a, k}) * F32(inv), {a, k});
+      }));
+      if (g.zp != 0)
+        st.push_back(over([&](PrimExpr a, PrimExpr k) {
+          return BufferStore(Af, BufferLoad(Af, {a, k}) + F32(static_cast<double>(g.zp)), {a, k});
+        }));
+      st.push_back(over([&](PrimExpr a, PrimExpr k) {
+        return BufferStore(Al, Cast(i8, BufferLoad(Af, {a, k})), {I32(slot), I32(pr0) + a, k});
+      }));
+      return Seq(st);
+    };
+    auto load_block = [&](int64_t t) {
+      auto [n0, tn] = blocks[size_t(t % int64_t(blocks.size()))];
+      int64_t slot = t % 2;
+      return Intrin("tile.dma_copy", {Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
+                                      Region(Bsh, {I32(0), I32(n0)}, {K, tn}), I32(1 + slot)});
+    };
+    const int64_t nb = static_cast<int64_t>(blocks.size()), steps = nb * int64_t(chunks.size());
+    auto store = [&](int64_t t) {
+      auto [r0, rows] = chunks[size_t(t / nb)];
+      auto [n0, tn] = blocks[size_t(t % nb)];
+      int64_t slot = t % 2;
+      return Intrin("tile.dma_copy",
+                    {Region(Y2, {row0 + I32(r0), I32(n0)}, {rows, tn}),
+                     Region(Cf, {I32(slot), I32(0), I32(0)}, {1, rows, tn}), I32(4 + slot)});
+    };
+    // Prologue: this core's share of the weights into L2, the bias and scales, chunk 0.
+    bool even = K % P == 0;
+    int64_t kr = even ? K / P : K;
+    Stmt to_l2 = Seq({Intrin(
+        "tile.dma_copy", {Region(Bsh, {even ? c * I32(kr) : I32(0), I32(0)}, {kr, N}),
+                          Region(B2, {even ? c * I32(kr) : I32(0), I32(0)}, {kr, N}), I32(0)})});
+    s.push_back(even ? to_l2 : IfThenElse(eq(c, I32(0)), to_l2, Stmt()));
+    if (g.qbias.defined())
+      s.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, N}),
+                                           Region(g.qbias, {I32(0), I32(0)}, {1, N}), I32(0)}));
+    if (q)
+      s.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, N}),
+                                           Region(g.wscale, {I32(0), I32(0)}, {1, N}), I32(0)}));
+    for (int64_t p = 0; p < pieces_of(0); ++p) s.push_back(piece(0, p));
+    s.push_back(Intrin("tile.wait", {I32(0)}));
+    s.push_back(Intrin("tir.barrier", {}));  // the weights are in L2
+    if (q)
+      s.push_back(Loop("j", N, [&](PrimExpr j) {
+        return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(static_cast<float>(g.x_scale)),
+                           {I32(0), j});
+      }));
+    s.push_back(load_block(0));
+    for (int64_t t = 0; t < steps; ++t) {
+      int64_t i = t / nb, j = t % nb, slot = t % 2;
+      auto [r0, rows] = chunks[size_t(i)];
+      auto [n0, tn] = blocks[size_t(j)];
+      // the next chunk's pieces, spread over this chunk's blocks
+      if (i + 1 < int64_t(chunks.size())) {
+        int64_t np = pieces_of(i + 1);
+        for (int64_t p = j * np / nb; p < (j + 1) * np / nb; ++p) s.push_back(piece(i + 1, p));
+      }
+      s.push_back(Intrin("tile.wait", {I32(1 + slot)}));              // weight block t is in L1
+      if (t >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));  // Cf[slot] has drained
+      Array<PrimExpr> mm{Region(Cf, {I32(slot), I32(0), I32(0)}, {1, rows, tn}),
+                         Region(Al, {I32(i % 2), I32(0), I32(0)}, {1, rows, K}),
+                         Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
+                         IntImm(DataType::Bool(), 0)};
+      if (q) {  // the int32 bias and the dequantisation in the fused epilogue
+        mm.push_back(g.qbias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0));
+        for (PrimExpr e : {PrimExpr(Region(Sc, {I32(0), I32(n0)}, {1, tn})), I32(0), I32(0),
+                           PrimExpr(StringImm("none")), F32(-big), F32(big)})
+          mm.push_back(e);
+      }
+      s.push_back(Intrin("tile.mm", mm));
+      // The store of block t - 1 goes after the mm of block t: the DMA-out queue is in
+      // order and a store waits there for its mm.
+      if (t >= 1) s.push_back(store(t - 1));
+      // Block t + 1 replaces block t - 1, so its copy waits in the DMA-in queue for mm
+      // t - 1: issued last, it holds up nothing the front end waits for.
+      if (t + 1 < steps) s.push_back(load_block(t + 1));
+    }
+    s.push_back(store(steps - 1));
+    s.push_back(Intrin("tile.wait", {I32(4)}));
+    s.push_back(Intrin("tile.wait", {I32(5)}));
+    Stmt r = Seq(s);
+    // Outermost first: the large buffers take whole banks, the small ones are packed last.
+    if (q) r = Allocate(Sc, Allocate(Qb, Allocate(Af, r)));
+    for (const Buffer& b : {Cf, Al, Bl}) r = Allocate(b, r);
+    return r;
+  });
+  return Allocate(Bsh, body);
+}
+
+/*! \brief The pipelined plans worth estimating (none when the op is not of that form). */
+std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
+  std::vector<PipelinePlan> out;
+  const int64_t P = call.cores, lim = 4096;  // lim: the matrix engine's largest dimension
+  const bool q = g.mp.int8(), plain = !q;    // plain: f32, f16 or bf16 operands
+  // int8 with constant weights, or f16/bf16 without Gemm's alpha and C
+  if (!(q && !g.b_act) && !(plain && !g.bias.defined() && g.alpha == 1.0)) return out;
+  if (g.transA || g.transB || !g.b_batch.empty() || g.K <= 0 || g.K > lim || g.N <= 0 ||
+      g.N > lim || g.out_batch != g.a_batch || P < 1)
+    return out;
+  const int64_t ob = g.mp.operand_bytes();
+  int64_t rows = Numel(g.a_batch) * g.M;
+  if (rows % P != 0 || g.K * g.N * ob > (int64_t{3} << 20)) return out;  // the weights fit L2
+  PipelinePlan pp;
+  pp.mc = rows / P;
+  pp.pr = std::max<int64_t>(1, std::min<int64_t>(16384 / g.K, pp.mc));  // Af up to 64 KiB
+  auto al = [](int64_t b) { return (b + 65535) / 65536 * 65536; };      // whole banks
+  for (int64_t tm : {32, 64, 128, 256}) {
+    for (int64_t tn : {64, 128, 256}) {
+      for (int64_t first : {1, 2, 4}) {  // the first chunk: tm, tm / 2 or tm / 4 rows
+        pp.tm = std::min(tm, pp.mc);
+        pp.tn = std::min(tn, g.N);
+        pp.t0 = std::max<int64_t>(1, pp.tm / first);
+        int64_t bytes = al(2 * g.K * pp.tn * ob) + al(2 * pp.tm * g.K * ob) +
+                        al(2 * pp.tm * pp.tn * 4) +
+                        (q ? al(pp.pr * g.K * 4) + 2 * al(g.N * 4) : 0) + 65536;
+        int64_t steps = (2 + (pp.mc + pp.tm - 1) / pp.tm) * ((g.N + pp.tn - 1) / pp.tn);
+        if (bytes > call.l1_bytes || steps > kMaxPipelineSteps) continue;
+        bool seen = false;
+        for (const auto& o : out) seen = seen || (o.tm == pp.tm && o.tn == pp.tn && o.t0 == pp.t0);
+        if (!seen) out.push_back(pp);
+      }
+    }
+  }
+  return out;
+}
+
+/*!
+ * \brief Few rows, A resident (int8 with constant weights, or f32/f16/bf16 with a 2-D B): the
+ * cores quantise (or the DMA rounds) a share of A's rows each into the shared L2 (A is read
+ * from the DDR once) and, after a barrier, each loads all of A into L1; core c then streams its N /
+ * P columns of the weights from the DDR in blocks of `tn` (each weight byte crosses the DDR once,
+ * with no L2 staging before the first mm): all rows in one mm per block, blocks and results
+ * double-buffered.
+ */
+struct ColumnPlan {
+  int64_t rows = 0;  // M with the batch folded in
+  int64_t tn = 0;    // columns per weight block
+  int64_t pr = 0;    // rows of A per quantisation piece
+};
+
+Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& cp) {
+  DataType f32 = DataType::Float(32), i8 = DataType::Int(8), ot = g.mp.operand;
+  const bool q = g.mp.int8();
+  const int64_t P = call.cores, K = g.K, N = g.N, M = cp.rows, NC = N / P, TN = cp.tn, PR = cp.pr;
+  Buffer A2 = View(g.A, {M, K}, "A2");
+  Buffer Y2 = View(g.C, {M, N}, "Y2");
+  Buffer B2 = View(g.B, {K, N}, "B2");
+  Buffer Ash = DeclBuffer({I32(M), I32(K)}, ot, String("Ash"), "shared");
+  std::vector<std::pair<int64_t, int64_t>> blocks;  // (first column within the core's, size)
+  for (int64_t n = 0; n < NC; n += TN) blocks.push_back({n, std::min(TN, NC - n)});
+  const int64_t steps = static_cast<int64_t>(blocks.size());
+  const double big = std::numeric_limits<float>::max();
+  Stmt body = OverCores(P, [&](PrimExpr c) {
+    Buffer Al = Local({M, K}, ot, "Al");
+    Buffer Bl = Local({2, K, TN}, ot, "Bl");
+    Buffer Cf = Local({2, M, TN}, f32, "Cf");
+    Buffer Af = Local({PR, K}, f32, "Af");
+    Buffer Aq = Local({PR, K}, i8, "Aq");
+    Buffer Qb = Local({1, NC}, g.mp.accum, "Qb");
+    Buffer Sc = Local({1, NC}, f32, "Sc");
+    PrimExpr c0 = c * I32(NC);
+    std::vector<Stmt> s;
+    auto load_block = [&](int64_t t) {
+      auto [n0, tn] = blocks[size_t(t)];
+      int64_t slot = t % 2;
+      return Intrin("tile.dma_copy", {Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
+                                      Region(B2, {I32(0), c0 + I32(n0)}, {K, tn}), I32(1 + slot)});
+    };
+    auto store = [&](int64_t t) {
+      auto [n0, tn] = blocks[size_t(t)];
+      int64_t slot = t % 2;
+      return Intrin("tile.dma_copy",
+                    {Region(Y2, {I32(0), c0 + I32(n0)}, {M, tn}),
+                     Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}), I32(4 + slot)});
+    };
+    // This core's share of A's rows, quantised piece by piece into L2.
+    bool even = M % P == 0;
+    int64_t share = even ? M / P : M;
+    PrimExpr first = even ? PrimExpr(c * I32(share)) : PrimExpr(I32(0));
+    std::vector<Stmt> stage;
+    double inv = InverseScale(g.x_scale);
+    if (!q)  // f32/f16/bf16: the DMA copies (and rounds) the rows straight into L2
+      stage.push_back(Intrin("tile.dma_copy", {Region(Ash, {first, I32(0)}, {share, K}),
+                                               Region(A2, {first, I32(0)}, {share, K}), I32(0)}));
+    for (int64_t r = 0; q && r < share; r += PR) {
+      int64_t n = std::min(PR, share - r);
+      auto over = [&](const std::function<Stmt(PrimExpr, PrimExpr)>& f) {
+        return Loop("i", n,
+                    [&](PrimExpr a) { return Loop("k", K, [&](PrimExpr k) { return f(a, k); }); });
+      };
+      stage.push_back(
+          Intrin("tile.dma_copy", {Region(Af, {I32(0), I32(0)}, {n, K}),
+                                   Region(A2, {first + I32(r), I32(0)}, {n, K}), I32(3)}));
+      stage.push_back(Intrin("tile.wait", {I32(3)}));
+      stage.push_back(over([&](PrimExpr a, PrimExpr k) {
+        return BufferStore(Af, BufferLoad(Af, {a, k}) * F32(inv), {a, k});
+      }));
+      if (g.zp != 0)
+        stage.push_back(over([&](PrimExpr a, PrimExpr k) {
+          return BufferStore(Af, BufferLoad(Af, {a, k}) + F32(static_cast<double>(g.zp)), {a, k});
+        }));
+      stage.push_back(over([&](PrimExpr a, PrimExpr k) {
+        return BufferStore(Aq, Cast(i8, BufferLoad(Af, {a, k})), {a, k});
+      }));
+      stage.push_back(Intrin("tile.dma_copy", {Region(Ash, {first + I32(r), I32(0)}, {n, K}),
+                                               Region(Aq, {I32(0), I32(0)}, {n, K}), I32(0)}));
+    }
+    // The first weight block and the scales load while A is staged.
+    s.push_back(load_block(0));
+    if (g.qbias.defined())
+      s.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, NC}),
+                                           Region(g.qbias, {I32(0), c0}, {1, NC}), I32(0)}));
+    if (q)
+      s.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
+                                           Region(g.wscale, {I32(0), c0}, {1, NC}), I32(0)}));
+    s.push_back(even ? Seq(stage) : IfThenElse(eq(c, I32(0)), Seq(stage), Stmt()));
+    s.push_back(Intrin("tile.wait", {I32(0)}));
+    s.push_back(Intrin("tir.barrier", {}));  // A is in L2
+    s.push_back(Intrin("tile.dma_copy", {Region(Al, {I32(0), I32(0)}, {M, K}),
+                                         Region(Ash, {I32(0), I32(0)}, {M, K}), I32(0)}));
+    if (q)
+      s.push_back(Loop("j", NC, [&](PrimExpr j) {
+        return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(static_cast<float>(g.x_scale)),
+                           {I32(0), j});
+      }));
+    s.push_back(Intrin("tile.wait", {I32(0)}));
+    for (int64_t t = 0; t < steps; ++t) {
+      auto [n0, tn] = blocks[size_t(t)];
+      int64_t slot = t % 2;
+      s.push_back(Intrin("tile.wait", {I32(1 + slot)}));              // weight block t is in L1
+      if (t >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));  // Cf[slot] has drained
+      Array<PrimExpr> mm{
+          Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}), Region(Al, {I32(0), I32(0)}, {M, K}),
+          Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}), IntImm(DataType::Bool(), 0)};
+      if (q) {  // the int32 bias and the dequantisation in the fused epilogue
+        mm.push_back(g.qbias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0));
+        for (PrimExpr e : {PrimExpr(Region(Sc, {I32(0), I32(n0)}, {1, tn})), I32(0), I32(0),
+                           PrimExpr(StringImm("none")), F32(-big), F32(big)})
+          mm.push_back(e);
+      }
+      s.push_back(Intrin("tile.mm", mm));
+      if (t >= 1) s.push_back(store(t - 1));
+      if (t + 1 < steps) s.push_back(load_block(t + 1));  // replaces block t - 1: after mm t
+    }
+    s.push_back(store(steps - 1));
+    s.push_back(Intrin("tile.wait", {I32(4)}));
+    s.push_back(Intrin("tile.wait", {I32(5)}));
+    Stmt r = Seq(s);
+    if (q) r = Allocate(Sc, Allocate(Qb, Allocate(Aq, Allocate(Af, r))));
+    for (const Buffer& b : {Cf, Bl, Al}) r = Allocate(b, r);
+    return r;
+  });
+  return Allocate(Ash, body);
+}
+
+/*! \brief The column plans worth estimating (none when the op is not of that form). */
+std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
+  std::vector<ColumnPlan> out;
+  const int64_t P = call.cores, lim = 4096;
+  const bool q = g.mp.int8(), plain = !q;  // plain: f32, f16 or bf16 operands
+  if (!(q && !g.b_act) && !(plain && !g.bias.defined() && g.alpha == 1.0)) return out;
+  if (g.transA || g.transB || !g.b_batch.empty() || g.K <= 0 || g.K > lim || g.N <= 0 ||
+      g.N % P != 0 || g.out_batch != g.a_batch || P < 1)
+    return out;
+  const int64_t ob = g.mp.operand_bytes();
+  ColumnPlan cp;
+  cp.rows = Numel(g.a_batch) * g.M;
+  if (cp.rows <= 0 || cp.rows > lim || cp.rows * g.K * ob > (int64_t{3} << 20)) return out;
+  cp.pr = std::max<int64_t>(1, std::min<int64_t>(16384 / g.K, cp.rows));
+  auto al = [](int64_t b) { return (b + 65535) / 65536 * 65536; };  // whole banks
+  const int64_t nc = g.N / P;
+  for (int64_t tn : {64, 128, 256, 512}) {
+    cp.tn = std::min(tn, nc);
+    int64_t bytes = al(cp.rows * g.K * ob) + al(2 * g.K * cp.tn * ob) +
+                    al(2 * cp.rows * cp.tn * 4) +
+                    (q ? al(cp.pr * g.K * 4) + al(cp.pr * g.K) + 2 * al(nc * 4) : 0) + 65536;
+    if (bytes > call.l1_bytes || (nc + cp.tn - 1) / cp.tn > kMaxPipelineSteps) continue;
+    if (out.empty() || out.back().tn != cp.tn) out.push_back(cp);
+  }
+  return out;
+}
+
+/*!
+ * \brief The lowering of a Gemm plan: the tiled form, or a pipelined or column plan that fits,
+ * whichever the cost model (cost_model.h) estimates fastest.
+ */
+PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
+  PrimFunc best = MakeFunc(call, p, LowerGemm(call, g));
+  std::vector<PipelinePlan> plans = PipelinePlans(call, g);
+  std::vector<ColumnPlan> columns = ColumnPlans(call, g);
+  if (plans.empty() && columns.empty()) return best;
+  auto estimate = [&](const PrimFunc& f) {
+    IRModule m = codegen::LowerKernels(
+        IRModule::FromFunction(f), codegen::LowerOptions{call.l1_bytes, std::nullopt, true, "npu"});
+    int64_t cycles = 0;
+    for (const auto& [name, fn] : m->functions.items())
+      cycles += EstimateKernel(fn, static_cast<int>(call.cores)).cycles;
+    return cycles;
+  };
+  int64_t best_cycles = estimate(best);
+  auto consider = [&](const Stmt& body) {
+    PrimFunc f = MakeFunc(call, p, body);
+    int64_t cycles = 0;
+    try {
+      cycles = estimate(f);
+    } catch (const ffi::Error&) {
+      return;  // does not fit once the buffers are placed in banks
+    }
+    if (cycles < best_cycles) {
+      best = f;
+      best_cycles = cycles;
+    }
+  };
+  for (const PipelinePlan& r : plans) consider(LowerGemmPipelined(call, g, r));
+  for (const ColumnPlan& r : columns) consider(LowerGemmColumns(call, g, r));
+  return best;
+}
+
 std::vector<int64_t> Broadcast(std::vector<int64_t> a, std::vector<int64_t> b) {
   if (a.size() < b.size()) std::swap(a, b);
   std::vector<int64_t> out = a;
@@ -345,7 +741,7 @@ PrimFunc LowerMatMul(const OpCall& call) {
   g.B = View(p.in[1], {Numel(g.b_batch), g.K, g.N}, "B");
   g.C = View(p.out[0], {Numel(g.out_batch), g.M, g.N}, "Y");
   SetQuant(call, p, g.N, &g);
-  return MakeFunc(call, p, LowerGemm(call, g));
+  return ChooseGemm(call, p, g);
 }
 
 std::string CheckMatMul(const std::string& op, const Map<String, Any>& attrs,
@@ -392,7 +788,7 @@ PrimFunc LowerGemmOp(const OpCall& call) {
     g.bias = View(p.in[2], {g.bm, g.bn}, "Cb");
   }
   SetQuant(call, p, g.N, &g);
-  return MakeFunc(call, p, LowerGemm(call, g));
+  return ChooseGemm(call, p, g);
 }
 
 std::string CheckGemm(const std::string& op, const Map<String, Any>& attrs,

@@ -105,7 +105,22 @@ def PlanMemory(sizes, first, last, alignment=64):
     return res[:n], res[n], res[n + 1], res[n + 2]
 
 
+def estimate_cost(func, target="npu -cores=4"):
+    """The cost model's estimate of an npu PrimFunc (a strategy's, before the kernel
+    pipeline) on ``target``, priced with the simulator's per-command formulas (C++,
+    docs/cost_model.md): a dict with ``cycles``, ``engine_busy`` (per core: din, dout,
+    mm, vec and sc cycles), ``ddr_cycles`` and ``l2_cycles`` (shared-level occupancy),
+    ``ddr_bytes``, ``macs``, ``commands`` and ``bound_by``."""
+    m = _ffi.EstimateKernelCost(func, Target(target))
+    out = {str(k): v for k, v in m.items()}
+    out["bound_by"] = str(out["bound_by"])
+    out["engine_busy"] = [{str(k): int(v) for k, v in c.items()} for c in out["engine_busy"]]
+    for k in ("cycles", "ddr_cycles", "l2_cycles", "ddr_bytes", "macs", "commands"):
+        out[k] = int(out[k])
+    return out
+
+
 from .driver import CompileError, compile  # noqa: E402,A004
 
 __all__ = ["TensorSpec", "HasStrategy", "LowerOp", "list_strategies", "HasHostKernel", "LowerHostOp",
-           "list_host_kernels", "PlanMemory", "CompileError", "compile"]
+           "list_host_kernels", "PlanMemory", "estimate_cost", "CompileError", "compile"]

@@ -345,7 +345,8 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
         ``precision`` (``assigned``: node -> precision of the matrix nodes not in f32,
         ``fallbacks``: nodes kept in f32 with the reason) and ``qdq`` (``folded``: the
         quantised model's matrix nodes now in int8, ``kept``: those left in f32 with
-        the reason).
+        the reason); ``npu_funcs``: step name -> the strategy's PrimFunc of each npu step
+        (what ``compiler.estimate_cost`` prices).
     :raises CompileError: (a ValueError) unsupported nodes, non-static shapes, a bad
         precision — naming the node, its op type and the reason.
     """
@@ -454,6 +455,7 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
     b = ExecutableBuilder(precision=precision)
     cache = {}  # kernel key -> (Module, function name, input params)
     steps = []  # (node, module, function, input params)
+    npu_funcs, step_funcs = {}, {}  # kernel key -> the strategy's PrimFunc; step name -> it
     used_names = set()
     for i, nd in enumerate(nodes):
         if progress is not None:
@@ -472,6 +474,7 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
                 if nd.where == "npu":
                     f = LowerOp(nd.op, nd.attrs, nd.in_specs, out_specs, target)
                     mod = _build(f, target=target)
+                    npu_funcs[key] = f
                 else:
                     f = host[1](nd.op, nd.attrs, [_spec(s) for s in nd.in_specs], out_specs)
                     mod = _build(f, target="c")
@@ -490,6 +493,8 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
             step_name = f"{base}#{k}"
         used_names.add(step_name)
         nd.step_name = step_name
+        if key in npu_funcs:
+            step_funcs[step_name] = npu_funcs[key]
         steps.append((nd,) + hit)
     timings["lower_and_build"] = time.perf_counter() - t0
 
@@ -627,5 +632,6 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
         "precision": precision_report,
         "qdq": qdq_report,
         "graph_outputs": [str(v.name) for v in graph.outputs],
+        "npu_funcs": step_funcs,
     })
     return exe

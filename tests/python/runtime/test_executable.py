@@ -222,7 +222,13 @@ def test_cli_run_and_profile(exe, tmp_path):
     rows = r.stdout.splitlines()
     assert rows[0].split()[:3] == ["op", "type", "where"]
     assert [row.split()[0] for row in rows[1:4]] == ["/layer/Add", "/layer/MatMul", "/layer/Relu"]  # by cycles
-    assert rows[2].split()[-1] == st["ops"][0]["bound_by"]
+    assert rows[2].split()[-2:] == [st["ops"][0]["bound_by"], "(dma)" if st["ops"][0]["bound_by"] in ("din", "dout")
+                                    else "(compute)" if st["ops"][0]["bound_by"] in ("mm", "vec") else "(front"]
+    # the model report: DDR traffic against weights + input + output moved once
+    out = P.reference(x, w, bias)
+    lower = (w.nbytes + bias.nbytes + x.nbytes + out.nbytes) / 2 ** 20
+    assert rows[-1].startswith("DDR traffic:") and f"lower bound {lower:.2f} MiB" in rows[-1], rows[-1]
+    assert rows[-3].startswith("MAC utilisation:") and rows[-2].startswith("npu cycles by bound:")
     np.savez(inp, x=np.zeros((2, 2), "float32"))
     r = subprocess.run([sys.executable, "-m", "tilecore", "run", p, "--inputs", inp], capture_output=True, text=True,
                        env=env)

@@ -1,0 +1,56 @@
+/*
+ * include/tilecore/compiler/cost_model.h — the compiler's estimate of a kernel's
+ * cycles on TC1, priced with the simulator's own per-command formulas (arch/cost.h).
+ *
+ * EstimateKernel walks a kernel after the default kernel pipeline (tc1.dma_in/out,
+ * tile.mm, tile.vec_*, tc1.wait), core by core, with its loops executed and its
+ * scalar DMA counters evaluated, so it knows every command each core issues. Each
+ * command costs what arch::cost charges for it (DMA beats and latency, matrix blocks,
+ * vector elements, bank conflicts at the planned L1 addresses). A schedule then
+ * places the commands on the engines of all cores together: engines run in parallel,
+ * a command starts when its engine is free, its queue's waits are met and the front
+ * end has issued it (queue depth 32); DMAs share the DDR (64 B/cycle) and the L2
+ * (256 B/cycle) of the cluster as the simulator's fluid bandwidth model does; the
+ * front end pays an estimate of its scalar instructions (loops, counters, address
+ * arithmetic) and blocks on tc1.wait and on barriers (which the codegen precedes with a
+ * fence: every queue of the core drains first). What is not modelled: the exact
+ * scalar instruction count (estimated per statement) and the order in which cores
+ * reach the shared levels (taken in front-end time order).
+ *
+ * The FFI function `compiler.EstimateKernelCost(func, target)` lowers a strategy's
+ * PrimFunc with the kernel pipeline and returns the estimate as a map.
+ */
+#ifndef TILECORE_COMPILER_COST_MODEL_H_
+#define TILECORE_COMPILER_COST_MODEL_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tilecore/ir/function.h"
+
+namespace tilecore {
+namespace compiler {
+
+/*! \brief The estimate for one kernel. Engines are indexed as arch::Engine (din, dout, mm, vec). */
+struct KernelCost {
+  int64_t cycles = 0;                               // the kernel's makespan over all cores
+  std::vector<std::array<int64_t, 4>> engine_busy;  // per core, busy cycles of each engine
+  std::vector<int64_t> front_end;                   // per core, front-end cycles (issue + scalar)
+  int64_t ddr_cycles = 0;                           // DDR occupancy summed over cores
+  int64_t l2_cycles = 0;                            // L2 occupancy summed over cores
+  uint64_t ddr_bytes = 0;                           // DDR bytes read + written by DMAs
+  uint64_t macs = 0;
+  int64_t commands = 0;
+  /*! \brief "din", "dout", "mm", "vec", "ddr" (the shared DDR) or "sc" (the front end):
+   * the resource with the most busy cycles, the one that bounds the kernel. */
+  std::string bound_by;
+};
+
+/*! \brief The estimate of `lowered` (after the kernel pipeline) on `cores` cores. */
+KernelCost EstimateKernel(const ir::PrimFunc& lowered, int cores);
+
+}  // namespace compiler
+}  // namespace tilecore
+#endif  // TILECORE_COMPILER_COST_MODEL_H_

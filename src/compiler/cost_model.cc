@@ -1,0 +1,770 @@
+/*
+ * src/compiler/cost_model.cc — EstimateKernel (cost_model.h): the commands each core
+ * issues, priced by arch/cost.h, placed on the engines of all cores.
+ */
+#include "tilecore/compiler/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tilecore/arch/cost.h"
+#include "tilecore/arch/tile_ops.h"
+#include "tilecore/codegen/lowering.h"
+#include "tilecore/codegen/tile_operand.h"
+#include "tilecore/ffi/error.h"
+#include "tilecore/ffi/function.h"
+#include "tilecore/ir/op.h"
+#include "tilecore/ir/stmt.h"
+#include "tilecore/target/target.h"
+
+namespace tilecore {
+namespace compiler {
+
+using namespace ir;  // NOLINT
+using arch::Space;
+
+namespace {
+
+constexpr int kDin = 0, kDout = 1, kMm = 2, kVec = 3;
+// Front-end estimates (scalar instructions at one cycle each): a command's address
+// arithmetic and issue; a loop iteration's increment, compare and taken branch.
+constexpr int64_t kIssueCycles = 4;
+constexpr int64_t kLoopCycles = 3;
+constexpr int64_t kWaitCycles = 2;
+// A scalar load or store: its address arithmetic and the access.
+constexpr int64_t kScalarAccessCycles = 3;
+
+/*! \brief One entry of a core's program as the front end sees it. */
+struct Event {
+  enum Kind : uint8_t { kIssue, kWaitFrontEnd, kWaitQueue, kBarrier, kScalar };
+  explicit Event(Kind k) : kind(k) {}
+  Kind kind;
+  int8_t engine = 0;    // kIssue: its queue; kWait*: the engine waited on
+  int8_t queue = 0;     // kWaitQueue: the queue that waits
+  int64_t count = 0;    // kWait*: completion count waited for
+  int64_t cost = 0;     // front-end cycles (kIssue, kScalar)
+  int64_t cycles = 0;   // kIssue: engine cycles (DMA: beats)
+  int64_t latency = 0;  // kIssue: added after the data
+  int64_t occ_ddr = 0, occ_l2 = 0;
+  std::vector<std::pair<int8_t, int64_t>> deps;  // kIssue: (engine, count) its queue waits for
+};
+
+/*! \brief A call site's constant facts, decoded once. */
+struct Site {
+  int engine = 0;
+  int64_t cycles = 0, latency = 0, occ_ddr = 0, occ_l2 = 0;
+  int64_t cycles_conflict = 0;     // compute: the cycles when the sources share an L1 bank
+  PrimExpr off_a, off_b;           // compute: source element offsets (bank check)
+  const VarNode* buf_a = nullptr;  // and their buffers
+  const VarNode* buf_b = nullptr;
+  int es_a = 1, es_b = 1;
+  bool check_conflict = false;
+  std::vector<const VarNode*> buffers;  // every buffer the command touches
+  std::vector<int64_t> units;           // its slab count (codegen ordering.cc), per buffer
+  std::vector<PrimExpr> slab;           // the slab it touches, or undefined for all
+  bool dma = false;
+  uint64_t macs = 0, ddr_bytes = 0;
+};
+
+Space SpaceOfScope(const String& scope) {
+  std::string s(scope.view());
+  if (s == "local") return Space::L1;
+  if (s == "shared") return Space::L2;
+  return Space::DDR;
+}
+
+arch::DType ToArch(DataType t) {
+  if (t.code == kDLBfloat) return arch::DType::BF16;
+  if (t.is_float()) return t.bits() == 16 ? arch::DType::F16 : arch::DType::F32;
+  if (t.is_bool()) return arch::DType::Bool;
+  bool u = t.is_uint();
+  switch (t.bits()) {
+    case 8:
+      return u ? arch::DType::U8 : arch::DType::I8;
+    case 16:
+      return u ? arch::DType::U16 : arch::DType::I16;
+    default:
+      return u ? arch::DType::U32 : arch::DType::I32;
+  }
+}
+
+struct Shape {
+  std::vector<int64_t> shape, strides;
+};
+
+// The codegen's normalisation of DMA and vector operands: drop extents of 1, merge
+// dimensions contiguous in every operand.
+void Squeeze(Shape* t) {
+  Shape o;
+  for (size_t i = 0; i < t->shape.size(); ++i)
+    if (t->shape[i] != 1) {
+      o.shape.push_back(t->shape[i]);
+      o.strides.push_back(t->strides[i]);
+    }
+  if (o.shape.empty()) o = Shape{{1}, {1}};
+  *t = o;
+}
+
+bool IsContiguous(const Shape& t) {
+  int64_t s = 1;
+  for (size_t i = t.shape.size(); i-- > 0;) {
+    if (t.shape[i] != 1 && t.strides[i] != s) return false;
+    s *= t.shape[i];
+  }
+  return true;
+}
+
+void Align(std::vector<Shape*> ts) {
+  for (Shape* t : ts) Squeeze(t);
+  const Shape* model = ts[0];
+  for (Shape* t : ts)
+    if (!IsContiguous(*t)) model = t;
+  for (Shape* t : ts) {
+    if (t->shape == model->shape) continue;
+    t->shape = model->shape;
+    t->strides.assign(t->shape.size(), 1);
+    for (size_t i = t->shape.size() - 1; i-- > 0;)
+      t->strides[i] = t->strides[i + 1] * t->shape[i + 1];
+  }
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    size_t r = ts[0]->shape.size();
+    for (size_t k = 0; k + 1 < r && !changed; ++k) {
+      bool ok = true;
+      for (Shape* t : ts) ok = ok && t->strides[k] == t->shape[k + 1] * t->strides[k + 1];
+      if (!ok) continue;
+      for (Shape* t : ts) {
+        t->shape[k] *= t->shape[k + 1];
+        t->strides[k] = t->strides[k + 1];
+        t->shape.erase(t->shape.begin() + long(k) + 1);
+        t->strides.erase(t->strides.begin() + long(k) + 1);
+      }
+      changed = true;
+    }
+  }
+}
+
+template <typename T>
+std::array<T, 4> Dims(const std::vector<int64_t>& v, T fill) {
+  std::array<T, 4> a{fill, fill, fill, fill};
+  for (size_t i = 0; i < v.size() && i < 4; ++i) a[i] = T(v[i]);
+  return a;
+}
+
+class Walker {
+ public:
+  Walker(const PrimFunc& f, int cores) : f_(f), cores_(cores) {
+    if (auto v = f->attrs.Get("memory_plan")) {
+      auto plan = v->cast<Map<Var, Array<Any>>>();
+      for (const auto& [var, entry] : plan.items()) plan_[var.get()] = entry[0].cast<int64_t>();
+    }
+  }
+
+  /*! \brief The events of core `core` (of `ncores` the kernel's cores loop spans). */
+  std::vector<Event> Run(int core) {
+    core_ = core;
+    events_.clear();
+    env_.clear();
+    mem_.clear();
+    issued_ = {0, 0, 0, 0};
+    last_.clear();
+    fe_pending_ = 0;
+    Visit(f_->body);
+    Flush();
+    return std::move(events_);
+  }
+
+  uint64_t macs = 0, ddr_bytes = 0;
+
+ private:
+  // ---- expressions -------------------------------------------------------------------------
+  double Eval(const PrimExpr& e) {
+    if (const auto* n = e.as<IntImmNode>()) return double(n->value);
+    if (const auto* n = e.as<FloatImmNode>()) return n->value;
+    if (const auto* n = e.as<VarNode>()) {
+      auto it = env_.find(n);
+      return it == env_.end() ? 0.0 : it->second;
+    }
+    if (const auto* n = e.as<CastNode>()) {
+      double v = Eval(n->value);
+      return n->dtype.is_float() ? v : std::trunc(v);
+    }
+    if (const auto* n = e.as<SelectNode>()) {  // scalar code evaluates both sides
+      double cond = Eval(n->condition), a = Eval(n->true_value), b = Eval(n->false_value);
+      return cond != 0 ? a : b;
+    }
+    if (const auto* n = e.as<CallNode>()) return ScalarCall(n);
+    if (const auto* n = e.as<NotNode>()) return Eval(n->a) == 0 ? 1 : 0;
+    if (const auto* n = e.as<LetNode>()) {
+      env_[n->var.get()] = Eval(n->value);
+      return Eval(n->body);
+    }
+    if (const auto* n = e.as<BufferLoadNode>()) {
+      scalar_ops_ += kScalarAccessCycles;
+      Space sp = SpaceOfScope(n->buffer->scope);
+      if (sp != Space::L1) scalar_ops_ += arch::cost::level_latency(sp);
+      auto it = mem_.find(n->buffer->data.get());
+      if (it == mem_.end() || n->indices.size() != 1) return 0;
+      auto idx = int64_t(Eval(n->indices[0]));
+      return idx >= 0 && size_t(idx) < it->second.size() ? it->second[size_t(idx)] : 0.0;
+    }
+    if (const auto* n = e.as<BinaryOpNode>()) {
+      ++scalar_ops_;
+      double a = Eval(n->a), b = Eval(n->b);
+      bool fl = n->a.dtype().is_float();
+      if (e.as<AddNode>()) return a + b;
+      if (e.as<SubNode>()) return a - b;
+      if (e.as<MulNode>()) return a * b;
+      if (e.as<DivNode>()) return b == 0 ? 0 : (fl ? a / b : std::trunc(a / b));
+      if (e.as<ModNode>()) return b == 0 ? 0 : std::fmod(a, b);
+      if (e.as<FloorDivNode>()) return b == 0 ? 0 : std::floor(a / b);
+      if (e.as<FloorModNode>()) return b == 0 ? 0 : a - std::floor(a / b) * b;
+      if (e.as<MinNode>()) return std::min(a, b);
+      if (e.as<MaxNode>()) return std::max(a, b);
+      if (e.as<EQNode>()) return a == b;
+      if (e.as<NENode>()) return a != b;
+      if (e.as<LTNode>()) return a < b;
+      if (e.as<LENode>()) return a <= b;
+      if (e.as<GTNode>()) return a > b;
+      if (e.as<GENode>()) return a >= b;
+      if (e.as<AndNode>()) return (a != 0) && (b != 0);
+      if (e.as<OrNode>()) return (a != 0) || (b != 0);
+    }
+    return 0;
+  }
+
+  // ---- statements --------------------------------------------------------------------------
+  void Visit(const Stmt& s) {
+    if (!s.defined()) return;
+    if (const auto* n = s.as<SeqStmtNode>()) {
+      for (const Stmt& x : n->seq) Visit(x);
+    } else if (const auto* n = s.as<ForNode>()) {
+      auto lo = int64_t(Eval(n->min)), ext = int64_t(Eval(n->extent));
+      if (n->kind == ForKind::kCores) {
+        if (core_ >= ext) return;
+        env_[n->loop_var.get()] = double(lo + core_);
+        Visit(n->body);
+        return;
+      }
+      if (n->kind == ForKind::kVectorized) {  // SIMD: about one instruction per 8 lanes
+        env_[n->loop_var.get()] = double(lo);
+        int64_t before = scalar_ops_;
+        Visit(n->body);
+        scalar_ops_ = before + (scalar_ops_ - before) * std::max<int64_t>(1, ext / 8);
+        return;
+      }
+      for (int64_t i = 0; i < ext; ++i) {
+        env_[n->loop_var.get()] = double(lo + i);
+        if (n->kind != ForKind::kUnrolled) scalar_ops_ += kLoopCycles;
+        Visit(n->body);
+      }
+    } else if (const auto* n = s.as<AllocateNode>()) {
+      const BufferNode* b = n->buffer.get();
+      if (b->dtype.is_int() && b->shape.size() == 1) {
+        if (auto sz = as_const_int(b->shape[0]); sz && *sz <= 4096)
+          mem_[b->data.get()].assign(size_t(*sz), 0.0);
+      }
+      Visit(n->body);
+    } else if (const auto* n = s.as<LetStmtNode>()) {
+      env_[n->var.get()] = Eval(n->value);
+      Visit(n->body);
+    } else if (const auto* n = s.as<IfThenElseNode>()) {
+      ++scalar_ops_;
+      if (Eval(n->condition) != 0)
+        Visit(n->then_case);
+      else
+        Visit(n->else_case);
+    } else if (const auto* n = s.as<WhileNode>()) {
+      for (int guard = 0; guard < 1000000 && Eval(n->condition) != 0; ++guard) Visit(n->body);
+    } else if (const auto* n = s.as<BufferStoreNode>()) {
+      Store(n);
+    } else if (const auto* n = s.as<EvaluateNode>()) {
+      if (const auto* c = n->value.as<CallNode>()) Call(c);
+    }
+  }
+
+  // A math function in scalar code is a one-element vector command the front end waits
+  // for (the codegen's TileScalar); other calls cost an instruction.
+  double ScalarCall(const CallNode* c) {
+    static const std::unordered_map<std::string, arch::Opcode> math = {
+        {"tir.exp", arch::Opcode::Texp},        {"tir.log", arch::Opcode::Tlog},
+        {"tir.sqrt", arch::Opcode::Tsqrt},      {"tir.rsqrt", arch::Opcode::Trsqrt},
+        {"tir.recip", arch::Opcode::Trecip},    {"tir.tanh", arch::Opcode::Ttanh},
+        {"tir.sigmoid", arch::Opcode::Tsigmoid}};
+    std::vector<double> args;
+    for (const PrimExpr& a : c->args) args.push_back(Eval(a));
+    ++scalar_ops_;
+    auto it = math.find(std::string(c->op.view()));
+    if (it == math.end()) return 0;
+    scalar_ops_ += 2 * kScalarAccessCycles;  // the operand to scratch and the result back
+    Flush();
+    Event e(Event::kIssue);
+    e.engine = kVec;
+    arch::DType dt = ToArch(c->dtype);
+    e.cycles = arch::cost::vector(it->second, dt, dt, 1, false);
+    e.cost = kIssueCycles;
+    events_.push_back(std::move(e));
+    Event w(Event::kWaitFrontEnd);
+    w.engine = kVec;
+    w.count = ++issued_[kVec];
+    w.cost = kWaitCycles;
+    events_.push_back(std::move(w));
+    double x = args.empty() ? 0 : args[0];
+    switch (it->second) {
+      case arch::Opcode::Texp:
+        return std::exp(x);
+      case arch::Opcode::Tlog:
+        return x > 0 ? std::log(x) : 0;
+      case arch::Opcode::Tsqrt:
+        return x > 0 ? std::sqrt(x) : 0;
+      default:
+        return x;
+    }
+  }
+
+  void Store(const BufferStoreNode* n) {
+    const VarNode* data = n->buffer->data.get();
+    if (compute_bufs_.count(data)) SyncFrontEnd();
+    double v = Eval(n->value);
+    scalar_ops_ += kScalarAccessCycles;
+    Space sp = SpaceOfScope(n->buffer->scope);
+    if (sp != Space::L1) scalar_ops_ += arch::cost::level_latency(sp);
+    auto it = mem_.find(data);
+    if (it != mem_.end() && n->indices.size() == 1) {
+      auto idx = int64_t(Eval(n->indices[0]));
+      if (idx >= 0 && size_t(idx) < it->second.size()) it->second[size_t(idx)] = v;
+    }
+  }
+
+  // Pending scalar cycles become one front-end event before the next synchronising one.
+  void Flush() {
+    int64_t c = scalar_ops_ + fe_pending_;
+    scalar_ops_ = fe_pending_ = 0;
+    if (c <= 0) return;
+    Event e(Event::kScalar);
+    e.cost = c;
+    events_.push_back(std::move(e));
+  }
+
+  void SyncFrontEnd() {
+    for (int eng : {kMm, kVec}) {
+      if (!pending_compute_) break;
+      Flush();
+      Event w(Event::kWaitFrontEnd);
+      w.engine = int8_t(eng);
+      w.count = issued_[size_t(eng)];
+      w.cost = kWaitCycles;
+      events_.push_back(std::move(w));
+    }
+    pending_compute_ = false;
+  }
+
+  static std::optional<arch::Engine> EngineOf(const PrimExpr& e) {
+    const auto* s = e.as<StringImmNode>();
+    if (!s) return std::nullopt;
+    return arch::parse_engine(std::string(s->value.view()));
+  }
+
+  void Call(const CallNode* c) {
+    std::string op(c->op.view());
+    if (op == "tc1.wait") {
+      auto on = EngineOf(c->args[1]);
+      if (!on) return;
+      auto count = int64_t(Eval(c->args[2]));
+      Flush();
+      const auto* q = c->args[0].as<StringImmNode>();
+      if (q && std::string(q->value.view()) == "sc") {
+        Event w(Event::kWaitFrontEnd);
+        w.engine = int8_t(*on);
+        w.count = count;
+        w.cost = kWaitCycles;
+        events_.push_back(std::move(w));
+      } else if (auto qe = EngineOf(c->args[0])) {
+        Event w(Event::kWaitQueue);
+        w.engine = int8_t(*on);
+        w.queue = int8_t(*qe);
+        w.count = count;
+        w.cost = kWaitCycles;
+        events_.push_back(std::move(w));
+      }
+      return;
+    }
+    if (op == "tir.barrier") {
+      Flush();
+      events_.push_back(Event(Event::kBarrier));
+      return;
+    }
+    bool dma = op == "tc1.dma_in" || op == "tc1.dma_out" || op == "tc1.dma_fill_in";
+    bool compute = op == "tile.mm" || op.rfind("tile.vec_", 0) == 0;
+    if (!dma && !compute) return;
+    const Site& site = SiteOf(c, op);
+    macs += site.macs;
+    ddr_bytes += site.ddr_bytes;
+    Event e(Event::kIssue);
+    e.engine = int8_t(site.engine);
+    e.cycles = site.cycles;
+    e.latency = site.latency;
+    e.occ_ddr = site.occ_ddr;
+    e.occ_l2 = site.occ_l2;
+    e.cost = kIssueCycles;
+    if (site.check_conflict) {
+      auto addr = [&](const VarNode* b, const PrimExpr& off, int es) {
+        auto it = plan_.find(b);
+        return uint64_t((it == plan_.end() ? 0 : it->second) + int64_t(Eval(off)) * es);
+      };
+      if (arch::cost::l1_bank(addr(site.buf_a, site.off_a, site.es_a)) ==
+          arch::cost::l1_bank(addr(site.buf_b, site.off_b, site.es_b)))
+        e.cycles = site.cycles_conflict;
+    }
+    // The codegen's ordering: a command waits in its queue for the last command of the
+    // other compute engine (both, for a DMA) on each buffer it touches.
+    std::vector<int64_t> slabs(site.buffers.size(), -1);
+    for (size_t k = 0; k < site.buffers.size(); ++k) {
+      if (site.slab[k].defined()) slabs[k] = int64_t(Eval(site.slab[k]));
+      auto it = last_.find(site.buffers[k]);
+      if (it == last_.end()) continue;
+      auto& per = it->second;
+      for (int other : {kMm, kVec}) {
+        if (other == site.engine) continue;
+        int64_t cnt = 0;
+        for (size_t u = 0; u < per.size(); ++u)
+          if (slabs[k] < 0 || int64_t(u) == slabs[k])
+            cnt = std::max(cnt, per[u][size_t(other - kMm)]);
+        if (cnt > 0) e.deps.emplace_back(int8_t(other), cnt);
+      }
+    }
+    Flush();
+    int64_t n = ++issued_[size_t(site.engine)];
+    if (compute) {
+      for (size_t k = 0; k < site.buffers.size(); ++k) {
+        auto& per = last_[site.buffers[k]];
+        if (per.empty()) per.assign(size_t(site.units[k]), {0, 0});
+        for (size_t u = 0; u < per.size(); ++u)
+          if (slabs[k] < 0 || int64_t(u) == slabs[k]) per[u][size_t(site.engine - kMm)] = n;
+      }
+      pending_compute_ = true;
+    }
+    events_.push_back(std::move(e));
+  }
+
+  const Site& SiteOf(const CallNode* c, const std::string& op) {
+    auto it = sites_.find(c);
+    if (it != sites_.end()) return it->second;
+    auto fail = [&](const std::string& what) {
+      TILECORE_THROW(ValueError) << "cost model: " << what;
+    };
+    Site s;
+    auto decode = [&](const PrimExpr& arg) {
+      codegen::TileOperand t = codegen::DecodeTileOperand(arg, c, fail);
+      s.buffers.push_back(t.buffer->data.get());
+      // The codegen tracks a buffer per slab of its outermost dimension when that has 2..8
+      // entries; a region of one slab (constant or not) waits for that slab only.
+      const auto* r = arg.as<BufferRegionNode>();
+      int64_t units = 1;
+      PrimExpr slab;
+      if (r->buffer->shape.size() >= 2) {
+        if (auto n0 = as_const_int(r->buffer->shape[0]); n0 && *n0 > 1 && *n0 <= 8) units = *n0;
+      }
+      if (units > 1 && is_const_int(r->extents[0], 1)) slab = r->begin[0];
+      s.units.push_back(units);
+      s.slab.push_back(slab);
+      return t;
+    };
+    if (op.rfind("tc1.dma", 0) == 0) {
+      bool fill = op == "tc1.dma_fill_in";
+      s.dma = true;
+      s.engine = op == "tc1.dma_out" ? kDout : kDin;
+      codegen::TileOperand d = decode(c->args[0]);
+      codegen::TileOperand src = fill ? d : decode(c->args[1]);
+      Shape ds{d.shape, d.strides}, ss{src.shape, src.strides};
+      if (fill) {
+        Align({&ds});
+        ss = ds;
+      } else {
+        Align({&ds, &ss});
+      }
+      arch::DmaDesc desc;
+      desc.src_dtype = ToArch(src.dtype);
+      desc.dst_dtype = ToArch(d.dtype);
+      desc.rank = uint8_t(std::min<size_t>(ds.shape.size(), 4));
+      desc.shape = Dims<uint32_t>(ds.shape, 1);
+      desc.src_stride = Dims<int32_t>(ss.strides, 0);
+      desc.dst_stride = Dims<int32_t>(ds.strides, 0);
+      if (fill) desc.flags |= arch::DmaDesc::kFill;
+      Space dsp = SpaceOfScope(d.buffer->scope), ssp = SpaceOfScope(src.buffer->scope);
+      arch::cost::DmaCost k = arch::cost::dma(desc, dsp, ssp);
+      s.cycles = k.beats;
+      s.latency = k.latency;
+      s.occ_ddr = k.occupancy(Space::DDR, dsp, ssp, fill);
+      s.occ_l2 = k.occupancy(Space::L2, dsp, ssp, fill);
+      s.ddr_bytes = (dsp == Space::DDR ? k.bytes_written : 0) +
+                    (ssp == Space::DDR && !fill ? k.bytes_read : 0);
+    } else if (op == "tile.mm") {
+      s.engine = kMm;
+      codegen::TileOperand C = decode(c->args[0]), A = decode(c->args[1]), B = decode(c->args[2]);
+      auto rows = [](const codegen::TileOperand& t) { return t.shape[t.shape.size() - 2]; };
+      auto cols = [](const codegen::TileOperand& t) { return t.shape.back(); };
+      arch::MmDesc md;
+      md.m = uint32_t(rows(C));
+      md.n = uint32_t(cols(C));
+      md.k = uint32_t(cols(A));
+      codegen::MatmulEpilogue epi = codegen::DecodeMatmulEpilogue(c, md.m, md.n, fail);
+      if (epi.present) {
+        md.flags = arch::MmDesc::kEpilogue;
+        md.out_dtype = ToArch(C.dtype);
+        if (epi.channel_scale) md.flags |= arch::MmDesc::kChannelScale;
+        if (epi.has_residual) {
+          md.flags |= arch::MmDesc::kResidual;
+          md.res_dtype = ToArch(epi.residual.dtype);
+        }
+      }
+      arch::DType in = ToArch(A.dtype);
+      s.cycles = arch::cost::matrix(in, md, false).cycles;
+      s.cycles_conflict = arch::cost::matrix(in, md, true).cycles;
+      s.macs = arch::cost::matrix(in, md, false).macs;
+      s.check_conflict = true;
+      s.buf_a = A.buffer->data.get();
+      s.buf_b = B.buffer->data.get();
+      s.off_a = A.offset;
+      s.off_b = B.offset;
+      s.es_a = s.es_b = A.dtype.bits() / 8;
+    } else {
+      s.engine = kVec;
+      const arch::TileOpInfo* row = arch::FindTileIntrinsic(op);
+      if (row == nullptr) fail("unknown vector intrinsic `" + op + "`");
+      codegen::TileOperand d = decode(c->args[0]), a = decode(c->args[1]);
+      uint64_t n = 1;
+      for (int64_t x : a.shape) n *= uint64_t(x);
+      arch::DType dt = ToArch(d.dtype), at = dt;
+      if (row->form == arch::TileForm::Convert || row->form == arch::TileForm::Requant)
+        at = ToArch(a.dtype);
+      s.cycles = arch::cost::vector(row->op, dt, at, n, false);
+      s.cycles_conflict = arch::cost::vector(row->op, dt, at, n, true);
+      if (row->form == arch::TileForm::Binary) {
+        codegen::TileOperand b = decode(c->args[2]);
+        s.check_conflict = true;
+        s.buf_a = a.buffer->data.get();
+        s.buf_b = b.buffer->data.get();
+        s.off_a = a.offset;
+        s.off_b = b.offset;
+        s.es_a = s.es_b = std::max(1, d.dtype.bits() / 8);
+      }
+      for (const VarNode* b : s.buffers) compute_bufs_.insert(b);
+    }
+    if (s.engine == kMm)
+      for (const VarNode* b : s.buffers) compute_bufs_.insert(b);
+    return sites_.emplace(c, std::move(s)).first->second;
+  }
+
+  PrimFunc f_;
+  int cores_;
+  int core_ = 0;
+  std::unordered_map<const VarNode*, int64_t> plan_;
+  std::unordered_map<const VarNode*, double> env_;
+  std::unordered_map<const VarNode*, std::vector<double>> mem_;
+  std::unordered_map<const CallNode*, Site> sites_;
+  std::unordered_set<const VarNode*> compute_bufs_;
+  // per buffer and slab: the count of the last mm and vector command that touched it
+  std::unordered_map<const VarNode*, std::vector<std::array<int64_t, 2>>> last_;
+  std::array<int64_t, 4> issued_{};
+  std::vector<Event> events_;
+  int64_t scalar_ops_ = 0, fe_pending_ = 0;
+  bool pending_compute_ = false;
+};
+
+/*! \brief Places every core's events on its engines and the shared levels. */
+KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
+  const int64_t kDepth = 32;
+  struct Core {
+    size_t pos = 0;
+    int64_t fe = 0, fe_busy = 0;
+    std::array<int64_t, 4> free{};
+    std::array<int64_t, 4> gate{};  // queue waits met no earlier than this
+    std::array<std::vector<int64_t>, 4> done, start;
+    std::array<int64_t, 4> busy{};
+    bool at_barrier = false;
+  };
+  std::vector<Core> cs(progs.size());
+  int64_t ddr_free = 0, l2_free = 0, ddr_total = 0, l2_total = 0;
+  int64_t commands = 0;
+  auto done_at = [](const Core& c, int eng, int64_t count) -> int64_t {
+    if (count <= 0) return 0;
+    const auto& d = c.done[size_t(eng)];
+    if (d.empty()) return 0;
+    return d[size_t(std::min<int64_t>(count, int64_t(d.size())) - 1)];
+  };
+  // Advances a core's front end to its next command (or barrier, or end): everything
+  // before it depends on that core alone.
+  auto advance = [&](Core& c, const std::vector<Event>& prog) {
+    while (c.pos < prog.size()) {
+      const Event& e = prog[c.pos];
+      if (e.kind == Event::kIssue) return;
+      if (e.kind == Event::kBarrier) {  // the codegen fences before a barrier: every
+        for (int64_t f : c.free) c.fe = std::max(c.fe, f);  // queue drains first
+        c.fe += 1;
+        c.at_barrier = true;
+        return;
+      }
+      if (e.kind == Event::kScalar) {
+        c.fe += e.cost;
+      } else if (e.kind == Event::kWaitFrontEnd) {
+        c.fe = std::max(c.fe, done_at(c, e.engine, e.count)) + e.cost;
+      } else {  // kWaitQueue: the queue's later commands start no earlier
+        c.gate[size_t(e.queue)] = std::max(c.gate[size_t(e.queue)], done_at(c, e.engine, e.count));
+        c.fe += e.cost;
+      }
+      c.fe_busy += e.cost;
+      ++c.pos;
+    }
+  };
+  // When the next command of a core (at an issue event) would start.
+  auto start_of = [&](const Core& c, const Event& e, int64_t* issued) {
+    size_t q = size_t(e.engine);
+    int64_t fe = c.fe;
+    const auto& st = c.start[q];
+    if (int64_t(st.size()) >= kDepth)  // the queue is full until its oldest entry starts
+      fe = std::max(fe, st[st.size() - size_t(kDepth)]);
+    fe += e.cost;
+    *issued = fe;
+    int64_t t = std::max({fe, c.free[q], c.gate[q]});
+    for (auto [eng, cnt] : e.deps) t = std::max(t, done_at(c, eng, cnt));
+    return t;
+  };
+  // Commands are placed in the order they start on any core, as the simulator's events
+  // run, so the shared levels see them in time order.
+  for (;;) {
+    int pick = -1;
+    int64_t pick_t = 0, pick_issued = 0;
+    bool any_left = false;
+    for (size_t i = 0; i < cs.size(); ++i) {
+      Core& c = cs[i];
+      advance(c, progs[i]);
+      if (c.pos >= progs[i].size()) continue;
+      any_left = true;
+      if (c.at_barrier) continue;
+      int64_t issued = 0;
+      int64_t t = start_of(c, progs[i][c.pos], &issued);
+      if (pick < 0 || t < pick_t) {
+        pick = int(i);
+        pick_t = t;
+        pick_issued = issued;
+      }
+    }
+    if (!any_left) break;
+    if (pick < 0) {  // every unfinished core waits at the barrier
+      int64_t release = 0;
+      for (auto& c : cs) release = std::max(release, c.fe);
+      release += arch::tc1::kBarrierLatency;
+      for (auto& c : cs) {
+        if (!c.at_barrier) continue;
+        c.at_barrier = false;
+        c.fe = release;
+        ++c.pos;
+      }
+      continue;
+    }
+    Core& c = cs[size_t(pick)];
+    const Event& e = progs[size_t(pick)][c.pos];
+    size_t q = size_t(e.engine);
+    c.fe_busy += e.cost;
+    c.fe = pick_issued;
+    int64_t t = pick_t;
+    int64_t data_end = t + e.cycles, drained = data_end;
+    if (e.occ_ddr) {
+      ddr_free = std::max(ddr_free, t) + e.occ_ddr;
+      drained = std::max(drained, ddr_free);
+      ddr_total += e.occ_ddr;
+    }
+    if (e.occ_l2) {
+      l2_free = std::max(l2_free, t) + e.occ_l2;
+      drained = std::max(drained, l2_free);
+      l2_total += e.occ_l2;
+    }
+    int64_t end = drained + e.latency;
+    c.busy[q] += end - t - (drained - data_end);
+    c.start[q].push_back(t);
+    c.done[q].push_back(end);
+    c.free[q] = end;
+    ++commands;
+    ++c.pos;
+  }
+  KernelCost k;
+  for (const Core& c : cs) {
+    int64_t end = c.fe;
+    for (int64_t f : c.free) end = std::max(end, f);
+    k.cycles = std::max(k.cycles, end);
+    k.engine_busy.push_back(c.busy);
+    k.front_end.push_back(c.fe_busy);
+  }
+  k.ddr_cycles = ddr_total;
+  k.l2_cycles = l2_total;
+  k.commands = commands;
+  // The bounding resource: the busiest engine of any core, or the shared DDR.
+  int64_t best = -1;
+  const char* names[4] = {"din", "dout", "mm", "vec"};
+  for (const Core& c : cs) {
+    for (int q = 0; q < 4; ++q)
+      if (c.busy[size_t(q)] > best) {
+        best = c.busy[size_t(q)];
+        k.bound_by = names[q];
+      }
+    if (c.fe_busy > best) {
+      best = c.fe_busy;
+      k.bound_by = "sc";
+    }
+  }
+  if (ddr_total > best) k.bound_by = "ddr";
+  return k;
+}
+
+}  // namespace
+
+KernelCost EstimateKernel(const PrimFunc& lowered, int cores) {
+  Walker w(lowered, cores);
+  std::vector<std::vector<Event>> progs;
+  for (int c = 0; c < cores; ++c) progs.push_back(w.Run(c));
+  KernelCost k = Schedule(progs);
+  k.macs = w.macs;
+  k.ddr_bytes = w.ddr_bytes;
+  return k;
+}
+
+TILECORE_REGISTER_GLOBAL("compiler.EstimateKernelCost")
+    .set_body_typed([](PrimFunc f, target::Target target) {
+      auto cores = static_cast<int>(target.GetInt("cores"));
+      int64_t l1 = target.GetInt("l1");
+      IRModule lowered = codegen::LowerKernels(
+          IRModule::FromFunction(f), codegen::LowerOptions{l1, std::nullopt, true, "npu"});
+      KernelCost k;
+      for (const auto& [name, fn] : lowered->functions.items()) {
+        KernelCost one = EstimateKernel(fn, cores);
+        one.cycles += k.cycles;  // functions of one module run one after another
+        k = one;
+      }
+      Map<String, Any> out;
+      out.Set("cycles", Any(k.cycles));
+      out.Set("ddr_cycles", Any(k.ddr_cycles));
+      out.Set("l2_cycles", Any(k.l2_cycles));
+      out.Set("ddr_bytes", Any(int64_t(k.ddr_bytes)));
+      out.Set("macs", Any(int64_t(k.macs)));
+      out.Set("commands", Any(k.commands));
+      out.Set("bound_by", Any(String(k.bound_by)));
+      Array<Any> per_core;
+      for (size_t i = 0; i < k.engine_busy.size(); ++i) {
+        Map<String, Any> m;
+        const char* names[4] = {"din", "dout", "mm", "vec"};
+        for (int q = 0; q < 4; ++q) m.Set(names[q], Any(k.engine_busy[i][size_t(q)]));
+        m.Set("sc", Any(k.front_end[i]));
+        per_core.push_back(Any(m));
+      }
+      out.Set("engine_busy", Any(per_core));
+      return out;
+    });
+
+}  // namespace compiler
+}  // namespace tilecore

@@ -1,0 +1,15 @@
+"""Runs the python code blocks of docs/cost_model.md, in order, as one program."""
+import pytest
+
+from doc_examples import code_blocks, run_page
+
+pytestmark = pytest.mark.npu
+
+
+def test_doc_has_examples():
+    assert len(list(code_blocks("cost_model.md"))) >= 1
+
+
+def test_doc_examples_run(tmp_path):
+    proc = run_page("cost_model.md", tmp_path)
+    assert proc.returncode == 0, f"docs/cost_model.md example failed:\n{proc.stderr}"

@@ -1,0 +1,126 @@
+"""int8 MatMul / Gemm with constant weights on the pipelined plan (weights staged once in L2,
+rows in chunks per core, weight blocks from L2, quantisation between mms): bit-exact against
+numpy applying the same quantisation, on shapes with uneven chunks, blocks and K shares."""
+import numpy as np
+import pytest
+from onnx import helper
+
+import tilecore
+from test_driver import make_model
+from test_precision import calib_of, dequant, q_act, q_weights, randn
+
+pytestmark = pytest.mark.npu
+
+
+def compile_int8(model, calib):
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib=calib, report=rep)
+    scripts = [f.script() for f in rep["npu_funcs"].values()]
+    return exe, scripts
+
+
+def test_matmul_int8_pipelined_bit_exact_with_saturation():
+    a, w = randn(256, 640), randn(640, 320, scale=0.1)
+    model = make_model([helper.make_node("MatMul", ["a", "w"], ["y"], name="mm")],
+                       [("a", [256, 640], np.float32)], ["y"], [("w", w)])
+    t = float(np.abs(a).max()) * 0.7  # some activations saturate
+    exe, scripts = compile_int8(model, {"a": t})
+    assert any('"shared"' in s for s in scripts), "the cost model should pick the pipelined plan here"
+    y = exe.run({"a": a})["y"]
+    aq, sa = q_act(a, t)
+    wq, sw = q_weights(w, 1)
+    np.testing.assert_array_equal(y, dequant(aq @ wq, None, sa, sw, -1))
+
+
+def test_batched_matmul_with_bias_uneven_blocks_bit_exact():
+    """The batch folds into the rows; K = 202 does not split over 4 cores (core 0 stages the
+    weights), N = 200 is not a whole number of weight blocks; the bias is folded into int32."""
+    a, w, b = randn(2, 96, 202), randn(202, 200, scale=0.1), randn(200)
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["m"], name="mm"),
+             helper.make_node("Add", ["m", "b"], ["y"], name="add")]
+    model = make_model(nodes, [("a", [2, 96, 202], np.float32)], ["y"], [("w", w), ("b", b)])
+    calib = calib_of(("a", a))
+    exe, scripts = compile_int8(model, calib)
+    y = exe.run({"a": a})["y"]
+    aq, sa = q_act(a, calib["a"])
+    wq, sw = q_weights(w, 1)
+    folded = len(exe.stats()["ops"]) == 1  # the Add became the int32 bias of the MatMul
+    want = dequant(aq @ wq, b if folded else None, sa, sw, -1)
+    np.testing.assert_array_equal(y, want if folded else want + b)
+
+
+def test_matmul_after_relu_zero_point_bit_exact():
+    """A Relu input is quantised over 255 steps with zero point -128 (folded into the bias)."""
+    a, w = randn(128, 256), randn(256, 192, scale=0.1)
+    nodes = [helper.make_node("Relu", ["a"], ["r"], name="relu"),
+             helper.make_node("MatMul", ["r", "w"], ["y"], name="mm")]
+    model = make_model(nodes, [("a", [128, 256], np.float32)], ["y"], [("w", w)])
+    t = 2.0
+    y = tilecore.compile(model, precision="int8", calib={"r": t}).run({"a": a})["y"]
+    scale = np.float32(t / 255.0)
+    inv = np.float32(1.0 / np.float64(scale))
+    u = np.clip(np.rint(np.maximum(a, 0) * inv) - 128, -128, 127).astype(np.int64) + 128
+    wq, sw = q_weights(w, 1)
+    np.testing.assert_array_equal(y, dequant(u @ wq, None, scale, sw, -1))
+
+
+def test_few_rows_column_plan_bit_exact():
+    """Few rows (50, not a multiple of the cores: core 0 quantises all of A into L2), each core
+    streaming its 130 columns of the weights from the DDR (a partial last block)."""
+    a, w = randn(50, 512), randn(512, 520, scale=0.1)
+    model = make_model([helper.make_node("MatMul", ["a", "w"], ["y"], name="mm")],
+                       [("a", [50, 512], np.float32)], ["y"], [("w", w)])
+    calib = calib_of(("a", a))
+    exe, scripts = compile_int8(model, calib)
+    assert any('allocate((50, 512), "int8", "shared")' in s for s in scripts), "the column plan is expected here"
+    y = exe.run({"a": a})["y"]
+    aq, sa = q_act(a, calib["a"])
+    wq, sw = q_weights(w, 1)
+    np.testing.assert_array_equal(y, dequant(aq @ wq, None, sa, sw, -1))
+
+
+@pytest.mark.parametrize("precision", ["f16", "bf16"])
+def test_narrow_matmul_pipelined_matches_rounded_operands(precision):
+    """f16/bf16 on the pipelined plan: A rounded by the DMA, the weights staged narrow in L2,
+    f32 accumulation over K in one mm: numpy's product of the rounded operands."""
+    from test_precision import rounded
+
+    a, w = randn(256, 512), randn(512, 384, scale=0.1)
+    model = make_model([helper.make_node("MatMul", ["a", "w"], ["y"], name="mm")],
+                       [("a", [256, 512], np.float32)], ["y"], [("w", w)])
+    rep = {}
+    exe = tilecore.compile(model, precision=precision, report=rep)
+    assert any('"shared"' in f.script() for f in rep["npu_funcs"].values()), "the pipelined plan is expected here"
+    y = exe.run({"a": a})["y"]
+    ref = rounded(a, precision) @ rounded(w, precision)
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+def test_narrow_few_rows_column_plan_matches_rounded_operands():
+    """f16 with few rows (50): A rounded by the DMA into L2, each core's columns of the
+    weights streamed from the DDR."""
+    from test_precision import rounded
+
+    a, w = randn(50, 512), randn(512, 520, scale=0.1)
+    model = make_model([helper.make_node("MatMul", ["a", "w"], ["y"], name="mm")],
+                       [("a", [50, 512], np.float32)], ["y"], [("w", w)])
+    rep = {}
+    exe = tilecore.compile(model, precision="f16", report=rep)
+    assert any('allocate((50, 512), "float16", "shared")' in f.script() for f in rep["npu_funcs"].values())
+    y = exe.run({"a": a})["y"]
+    ref = rounded(a, "f16") @ rounded(w, "f16")
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("rows", [128, 512])
+def test_f32_matmul_on_the_planned_kernels_matches_numpy(rows):
+    """f32 MatMul with 2-D weights: the column plan (128 rows) or the pipelined one (512
+    rows) when the cost model prefers them, against numpy's float64 product."""
+    a, w = randn(rows, 768), randn(768, 256, scale=0.1)
+    model = make_model([helper.make_node("MatMul", ["a", "w"], ["y"], name="mm")],
+                       [("a", [rows, 768], np.float32)], ["y"], [("w", w)])
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    assert any('"float32", "shared")' in f.script() for f in rep["npu_funcs"].values())
+    ref = a.astype(np.float64) @ w.astype(np.float64)
+    np.testing.assert_allclose(exe.run({"a": a})["y"], ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
