@@ -7,7 +7,7 @@
 The code generator is the global function ``codegen.build_<kind>``; a kind added out
 of tree plugs in by registering one.
 """
-from ._base import _ffi_core
+from .ffi._base import _ffi_core
 from .target import Target
 
 

@@ -30,7 +30,7 @@ def get_include_dir():
 
 def get_library_path():
     """Full path of the libtilecore shared library the extension uses."""
-    from ._base import _ffi_core
+    from .ffi._base import _ffi_core
 
     ext_dir = os.path.dirname(os.path.abspath(_ffi_core.__file__))
     for c in (os.path.join(ext_dir, "lib", "libtilecore.so"), os.path.join(ext_dir, "libtilecore.so")):

@@ -8,8 +8,8 @@ L1 and split over the cores. See docs/compiler.md.
     compiler.HasHostKernel("ArgMax", {}, [a])     # "" or the reason it runs nowhere
     f = compiler.LowerHostOp("ArgMax", {"axis": 1}, [a], [y])   # build with target="c"
 """
-from .._base import _ffi_core
-from ..object import Object, register_object
+from ..ffi._base import _ffi_core
+from ..ffi.object import Object, register_object
 from ..target import Target
 
 

@@ -36,7 +36,7 @@ import time
 
 import numpy as np
 
-from .._base import _ffi_core
+from ..ffi._base import _ffi_core
 
 
 # Ops whose output, in the row-major layout every buffer has, is the input's bytes.
@@ -262,7 +262,7 @@ class _Node:
 
 
 def _py(v):
-    from ..container import Array
+    from ..ffi.container import Array
 
     return [_py(x) for x in v] if isinstance(v, Array) else v
 

@@ -18,7 +18,7 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-from .. import error as _error
+from ..ffi import error as _error
 from ..ir import graph as G
 
 #: The oldest default-domain opset the importer takes.

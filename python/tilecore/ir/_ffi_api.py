@@ -1,5 +1,5 @@
 """The `ir.*` global functions of the C++ library, looked up on first use."""
-from .._base import _ffi_core
+from ..ffi._base import _ffi_core
 
 
 def __getattr__(name):

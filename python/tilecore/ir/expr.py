@@ -14,7 +14,7 @@ identity (so nodes can be dict keys); use :func:`eq` / :func:`ne` or the
 """
 import operator
 
-from ..object import Object, register_object
+from ..ffi.object import Object, register_object
 from . import _ffi_api
 
 
@@ -442,7 +442,7 @@ def _index(buf, index):
 
 
 def _simplify(e):
-    from .._base import _ffi_core
+    from ..ffi._base import _ffi_core
 
     f = _ffi_core._get_global_func("transform.SimplifyExpr")
     return f(e) if f is not None else e

@@ -17,8 +17,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from ..object import Object, register_object
-from .._base import _ffi_core
+from ..ffi.object import Object, register_object
+from ..ffi._base import _ffi_core
 from . import _ffi_api
 
 # ---------------------------------------------------------------------------
@@ -60,7 +60,7 @@ def to_ffi_array(a):
     if _dlpackable(a):
         if not a.flags.c_contiguous:
             a = np.ascontiguousarray(a)
-        from ..nd import from_dlpack
+        from ..ffi.nd import from_dlpack
 
         return from_dlpack(a)
     return HostArray(a)
@@ -328,8 +328,11 @@ class GraphInfo:
     def infer(self, input_infos):
         """The body's output infos with its inputs typed from ``input_infos`` (the
         declared output types when the body cannot be inferred)."""
-        from .. import transform
+        # Type inference is a transform pass; the IR reaches it by its registered name, as
+        # a lower layer reaches a later one (docs/architecture.md), not by importing it.
+        from ..ffi.function import get_global_func
 
+        infer_types = get_global_func("transform.InferTypes")(None)
         g = self.graph
         declared = [_type_to_info(o.type, o.data) for o in g.outputs]
         infos = list(input_infos or [])
@@ -341,7 +344,7 @@ class GraphInfo:
                 t = t.type
             inputs.append(Value(v.name, t if t is not None else v.type))
         try:
-            typed = transform.InferTypes()(Graph(g.name, inputs, list(g.outputs), list(g.nodes), dict(g.opsets)))
+            typed = infer_types(Graph(g.name, inputs, list(g.outputs), list(g.nodes), dict(g.opsets)))
         except Exception:  # noqa: BLE001  (the op's own checks report a bad body when it runs)
             return declared
         out = []

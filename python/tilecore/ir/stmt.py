@@ -1,5 +1,5 @@
 """Statements of the Kernel IR and the function/module containers (see docs/ir.md)."""
-from ..object import register_object
+from ..ffi.object import register_object
 from . import _ffi_api
 from .expr import Node, _expr, _index_expr
 

@@ -11,8 +11,8 @@ Device ``npu:N`` is a TC1 simulator (default ``"npu -cores=4"``);
 :func:`npu_configure` changes it and :func:`npu_simulator` gives it to you as a
 :class:`tilecore.sim.Simulator` (statistics of the last kernel, traces, state).
 """
-from .._base import _ffi_core
-from ..object import Object, TypeIndex, register_object
+from ..ffi._base import _ffi_core
+from ..ffi.object import Object, TypeIndex, register_object
 
 
 class _Api:
@@ -89,7 +89,7 @@ class Module(Object):
 
 
 def _to_py(x):
-    from ..container import Array, Map
+    from ..ffi.container import Array, Map
 
     if isinstance(x, Map):
         return {k: _to_py(v) for k, v in x.items()}

@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 
-from ..object import Object, register_object
+from ..ffi.object import Object, register_object
 
 
 def _api():
@@ -65,7 +65,7 @@ class Executable(Object):
         wrongly shaped/typed input is a ValueError listing what the executable expects.
         ``progress(step, n_steps, node)``, when given, is called before each step.
         """
-        from .. import nd
+        from ..ffi import nd
 
         if not isinstance(inputs, dict):
             raise TypeError(f"inputs must be a dict from input names to arrays, not {type(inputs).__name__}")
@@ -114,7 +114,7 @@ def load_executable(path):
 
 def load_executable_bytes(data):
     """Like :func:`load_executable`, from the file's bytes."""
-    from .. import nd
+    from ..ffi import nd
 
     return _api().ExecutableLoadFromBytes(nd.array(np.frombuffer(bytes(data), dtype=np.uint8).copy()))
 
@@ -157,7 +157,7 @@ class ExecutableBuilder:
         return len(self._buffers) - 1
 
     def add_constant(self, name, array, offset=None):
-        from .. import nd
+        from ..ffi import nd
 
         array = np.asarray(array)
         if not array.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)

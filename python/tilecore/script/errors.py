@@ -13,7 +13,7 @@ PySim adds the core: ``kernels.py:14 (core 2): ...``.
 """
 import builtins
 
-from ..error import TilecoreError
+from ..ffi.error import TilecoreError
 
 
 class KernelError(TilecoreError):

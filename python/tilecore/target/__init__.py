@@ -9,8 +9,8 @@ unknown option or a bad value raises ``ValueError`` naming it and listing the va
 ones. Kinds added out of tree register with :func:`register_kind` (or from C++) and
 provide ``codegen.build_<kind>``.
 """
-from .._base import _ffi_core
-from ..object import Object, register_object
+from ..ffi._base import _ffi_core
+from ..ffi.object import Object, register_object
 
 
 class _Api:

@@ -16,7 +16,7 @@ import traceback
 import numpy as np
 
 from .. import sim as _sim
-from ..error import TilecoreError
+from ..ffi.error import TilecoreError
 from .target import Target, TargetError, open_target
 
 UNITS = ("scalar", "simd", "din", "dout", "mm", "vec")
@@ -26,7 +26,7 @@ ENGINE_UNITS = {"dma": ("din", "dout"), "din": ("din",), "dout": ("dout",), "mm"
 
 class _Api:
     def __getattr__(self, name):
-        from .._base import _ffi_core
+        from ..ffi._base import _ffi_core
 
         f = _ffi_core._get_global_func("debug." + name)
         if f is None:

@@ -198,7 +198,7 @@ class ModelTarget(Target):
     def prepare(self, sim, inputs):
         """Writes the constants and the inputs into the arena; returns {value name: Symbol}
         (every graph value, in the buffer and row-major layout the compiler chose)."""
-        from .._base import _ffi_core
+        from ..ffi._base import _ffi_core
 
         inputs = dict(inputs or {})
         missing = [n for n in self.input_names if n not in inputs]
@@ -222,7 +222,7 @@ class ModelTarget(Target):
 
     def load_node(self, sim, node):
         """Loads an npu node's kernel with its argument block, as the runtime's launch does."""
-        from .._base import _ffi_core
+        from ..ffi._base import _ffi_core
 
         k = self.kernel(node)
         sim.load(k.program)
@@ -235,7 +235,7 @@ class ModelTarget(Target):
 
     def run_host_node(self, sim, node):
         """Runs a host node: its buffers from the simulated DDR, the call, its outputs back."""
-        from .. import nd
+        from ..ffi import nd
 
         arrays = []
         for a in node.step["args"]:

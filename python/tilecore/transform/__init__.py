@@ -7,8 +7,8 @@
 A pass applies to an IRModule or to a single PrimFunc (wrapped in a module and
 unwrapped again). See docs/passes.md.
 """
-from ..object import Object, register_object
-from .._base import _ffi_core
+from ..ffi.object import Object, register_object
+from ..ffi._base import _ffi_core
 
 
 def _api(name):

@@ -97,7 +97,7 @@ def _simplify(e):
 
 
 def registry_simplify():
-    from ..._base import _ffi_core
+    from ...ffi._base import _ffi_core
 
     return _ffi_core._get_global_func("transform.SimplifyExpr")
 

@@ -478,7 +478,7 @@ def _def_reduce(row):
 
 
 def _tile_op_rows():
-    from ..._base import _ffi_core
+    from ...ffi._base import _ffi_core
 
     return [dict(row.items()) for row in _ffi_core._get_global_func("arch.TileOps")()]
 

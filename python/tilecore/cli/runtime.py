@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from .cli import _fail, arg, command
+from . import _fail, arg, command
 
 
 class _Progress:
@@ -50,8 +50,8 @@ def _load_inputs(path):
 
 
 def _run(args):
-    from . import runtime
-    from .error import TilecoreError
+    from .. import runtime
+    from ..ffi.error import TilecoreError
 
     try:
         exe = runtime.load_executable(args.executable)

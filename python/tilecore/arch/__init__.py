@@ -12,9 +12,9 @@ naming the byte offset. The assembly language is described in docs/tc1.md.
 import operator
 import re
 
-from ._base import _ffi_core
-from .error import TilecoreError, register_error
-from .object import Object, register_object
+from ..ffi._base import _ffi_core
+from ..ffi.error import TilecoreError, register_error
+from ..ffi.object import Object, register_object
 
 
 def _api(name):

@@ -1,7 +1,7 @@
 """``tilecore tdb``: the debugger's command line (tilecore.tdb)."""
 import sys
 
-from .cli import arg, command
+from . import arg, command
 
 
 @command(
@@ -20,8 +20,8 @@ from .cli import arg, command
     ],
 )
 def _tdb(args):
-    from .tdb import Debugger
-    from .tdb.target import open_target
+    from ..tdb import Debugger
+    from ..tdb.target import open_target
 
     try:
         target = open_target(args.target, args.function)
@@ -58,8 +58,8 @@ def _check(args):
     import io
     import json
 
-    from .tdb import Debugger
-    from .tdb.model import ModelTarget
+    from ..tdb import Debugger
+    from ..tdb.model import ModelTarget
 
     try:
         target = ModelTarget(args.target)
@@ -106,11 +106,11 @@ def _check(args):
 def _viz(args):
     import json
 
-    from .tdb import graphview
+    from ..tdb import graphview
 
     try:
         if args.model.endswith(".tcx"):
-            from .tdb.model import ModelTarget
+            from ..tdb.model import ModelTarget
 
             g = graphview.from_model_target(ModelTarget(args.model))
         else:

@@ -15,7 +15,7 @@ Subcommands:
                                              the graph, coloured by where each node runs
     tilecore demo [--size N]                 a tiled int8 GEMM on 4 simulated cores,
                                              checked against numpy
-    tilecore run OUT.tcx --inputs IN.npz     run an executable (tilecore/runtime_cli.py)
+    tilecore run OUT.tcx --inputs IN.npz     run an executable (tilecore/cli/runtime.py)
     tilecore profile OUT.tcx --inputs IN.npz its per-op profile
 
 A subcommand is a function decorated with :func:`command`; another module adds one
@@ -31,7 +31,7 @@ import sys
 _COMMANDS = {}
 # Modules that define further subcommands with @command; imported when the parser is built.
 # A module that is missing (not written yet, or an optional dependency) is skipped.
-_PLUGIN_MODULES = ("tilecore.compile_cli", "tilecore.tdb_cli", "tilecore.runtime_cli")
+_PLUGIN_MODULES = ("tilecore.cli.compile", "tilecore.cli.tdb", "tilecore.cli.runtime")
 
 
 def command(name, help, arguments=()):  # noqa: A002  (argparse's word)
@@ -84,7 +84,7 @@ def _positive_int(text):
 
 def _load_program(path):
     """A Program from an assembly file or a program image (detected by its magic)."""
-    from . import arch
+    from .. import arch
 
     data = _read_input(path)
     if data[:4] == b"TC1P":
@@ -106,7 +106,7 @@ def _load_program(path):
     [arg("source", help="assembly file (.s)"), arg("-o", "--output", help="image to write (default: SOURCE with .bin)")],
 )
 def _asm(args):
-    from . import arch
+    from .. import arch
 
     try:
         text = _read_input(args.source).decode("utf-8")
@@ -134,7 +134,7 @@ def _asm(args):
      arg("-o", "--output", help="write the text here")],
 )
 def _disasm(args):
-    from . import arch
+    from .. import arch
 
     try:
         head = _read_input(args.image)[:8]
@@ -143,11 +143,11 @@ def _disasm(args):
     if head in (b"TCEXEC\0\0", b"TCMODULE"):
         try:
             if head == b"TCMODULE":
-                from . import runtime
+                from .. import runtime
 
                 text = runtime.load_module(args.image).get_source()
             else:
-                from .tdb.model import ModelTarget
+                from ..tdb.model import ModelTarget
 
                 text = ModelTarget(args.image).disassemble()
         except (ValueError, OSError) as e:
@@ -190,7 +190,7 @@ def _disasm(args):
 def _sim(args):
     import json
 
-    from . import arch, sim
+    from .. import arch, sim
 
     try:
         program = _load_program(args.program)
@@ -226,7 +226,7 @@ def _sim(args):
 # ---- demo --------------------------------------------------------------------------------
 def _repo_file(*parts):
     here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(here, "..", "..", *parts)
+    return os.path.join(here, "..", "..", "..", *parts)  # python/tilecore/cli -> the repository
 
 
 @command(
@@ -241,7 +241,7 @@ def _repo_file(*parts):
 )
 def _demo(args):
     if not args.gemm:
-        from .compile_cli import model_demo
+        from .compile import model_demo
 
         return model_demo(args)
     return _gemm_demo(args)
@@ -252,7 +252,7 @@ def _gemm_demo(args):
 
     import numpy as np
 
-    from . import arch, sim
+    from .. import arch, sim
 
     n, cores, tile = args.size, 4, 128
     if n <= 0 or n % (cores * tile):
@@ -316,7 +316,7 @@ def main(argv=None):
     if not getattr(args, "_func", None):
         parser.print_help()
         return 2
-    from .error import TilecoreError
+    from ..ffi.error import TilecoreError
 
     # Every failure the user can cause is one line on stderr and rc 1, never a traceback.
     try:

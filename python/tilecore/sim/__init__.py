@@ -18,10 +18,10 @@ import numbers
 import operator
 import re
 
-from ._base import _ffi_core
-from .arch import Program
-from .error import TilecoreError, register_error
-from .object import Object, register_object
+from ..ffi._base import _ffi_core
+from ..arch import Program
+from ..ffi.error import TilecoreError, register_error
+from ..ffi.object import Object, register_object
 
 
 class _Api:
@@ -140,7 +140,7 @@ class Simulator:
         program's data segments; other memory is kept.
         """
         if isinstance(program, str):
-            from .arch import assemble
+            from ..arch import assemble
 
             program = assemble(program)
         elif isinstance(program, (bytes, bytearray, memoryview)):

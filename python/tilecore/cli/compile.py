@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from .cli import _fail, arg, command
+from . import _fail, arg, command
 
 
 class _Bar:
@@ -53,7 +53,7 @@ def parse_input_shape(text):
 
 
 def _compile_errors():
-    from .error import TilecoreError
+    from ..ffi.error import TilecoreError
 
     return (ValueError, TypeError, NotImplementedError, TilecoreError)
 
@@ -69,7 +69,7 @@ CALIB_ARGS = (
 
 def calibration_table(args):
     """The CalibTable the calibration flags ask for, or None; prints where it went."""
-    from .compiler.calibration import CalibTable, calibrate, load_samples
+    from ..compiler.calibration import CalibTable, calibrate, load_samples
 
     if getattr(args, "calib", None):
         table = calibrate(args.model, load_samples(args.calib), method=args.calib_method)
@@ -101,8 +101,8 @@ def calibration_table(args):
     *CALIB_ARGS,
 ])
 def compile_cmd(args):
-    from .compiler.driver import compile as _compile
-    from .compiler.precision import load_qtable
+    from ..compiler.driver import compile as _compile
+    from ..compiler.precision import load_qtable
 
     shapes = dict(parse_input_shape(s) for s in args.input_shape)
     try:
@@ -115,7 +115,7 @@ def compile_cmd(args):
         qtable = load_qtable(args.qtable) if args.qtable else None
         samples = None
         if args.calib:  # auto-mixed measures its cosine on them
-            from .compiler.calibration import load_samples
+            from ..compiler.calibration import load_samples
 
             samples = load_samples(args.calib)
         exe = _compile(args.model, target=args.target, precision=args.precision, input_shapes=shapes or None,
@@ -190,7 +190,7 @@ def format_compare(report, limit=None):
     *CALIB_ARGS,
 ])
 def compare_cmd(args):
-    from .compiler.compare import compare_with_onnxruntime, write_repro
+    from ..compiler.compare import compare_with_onnxruntime, write_repro
 
     with np.load(args.inputs, allow_pickle=False) as z:
         inputs = {k: z[k] for k in z.files}
@@ -240,10 +240,10 @@ def model_demo(args):
     ONNX Runtime; prints the per-op profile (top ops) and the whole-model figures."""
     import time
 
-    from . import zoo
-    from .compiler.compare import metrics
-    from .compiler.driver import compile as _compile
-    from .runtime_cli import _Progress, format_profile
+    from .. import zoo
+    from ..compiler.compare import metrics
+    from ..compiler.driver import compile as _compile
+    from .runtime import _Progress, format_profile
 
     if args.model not in zoo.names():
         return _fail(f"--model `{args.model}`: not a zoo model ({', '.join(zoo.names())})")
