@@ -8,8 +8,15 @@ fields, arrays shared with numpy and PyTorch through DLPack.
     >>> tilecore.get_global_func("testing.echo")(42)
     42
 """
+
+from __future__ import annotations
+
 import pkgutil as _pkgutil
 import sys as _sys
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from .runtime import Executable
 
 # A plain CMake build puts the compiled extension in <build>/python/tilecore while the
 # Python sources stay in python/tilecore; with both folders on sys.path the package
@@ -58,8 +65,9 @@ from .target import Target  # noqa: E402
 from .build import build  # noqa: E402
 
 
-def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, keep_intermediates=False,  # noqa: A001
-            **kwargs):
+def compile(model: Any, target: str | Target = "npu -cores=4",  # noqa: A001
+            precision: str = "f32", input_shapes: Mapping[str, Sequence[int]] | None = None,
+            keep_intermediates: bool = False, **kwargs: Any) -> Executable:
     """A model (ONNX path, bytes, ModelProto, or Graph) compiled to a runtime Executable:
     see :func:`tilecore.compiler.compile` and docs/compiler.md, "The driver"."""
     from .compiler.driver import compile as _compile

@@ -22,11 +22,15 @@ A subcommand is a function decorated with :func:`command`; another module adds o
 (``compile``, ``run``, ``tdb``, ...) by decorating its own function and being listed
 in ``_PLUGIN_MODULES`` (imported lazily, so ``tilecore asm`` stays fast).
 """
+
+from __future__ import annotations
+
 import argparse
 import importlib
 import os
 import stat
 import sys
+from typing import Any, Callable, Iterable
 
 _COMMANDS = {}
 # Modules that define further subcommands with @command; imported when the parser is built.
@@ -34,7 +38,9 @@ _COMMANDS = {}
 _PLUGIN_MODULES = ("tilecore.cli.compile", "tilecore.cli.tdb", "tilecore.cli.runtime")
 
 
-def command(name, help, arguments=()):  # noqa: A002  (argparse's word)
+def command(name: str, help: str,  # noqa: A002  (argparse's word)
+            arguments: Iterable[tuple[tuple, dict]] = ()) -> Callable[[Callable[[argparse.Namespace], int]],
+                                                                     Callable[[argparse.Namespace], int]]:
     """Registers ``func(args) -> int`` as subcommand ``name``.
 
     :param arguments: ``(args, kwargs)`` pairs for ``ArgumentParser.add_argument``.
@@ -47,11 +53,11 @@ def command(name, help, arguments=()):  # noqa: A002  (argparse's word)
     return register
 
 
-def arg(*args, **kwargs):
+def arg(*args: Any, **kwargs: Any) -> tuple[tuple, dict]:
     return (args, kwargs)
 
 
-def _fail(message):
+def _fail(message) -> int:
     print(f"tilecore: error: {message}", file=sys.stderr)
     return 1
 
@@ -293,7 +299,7 @@ def _gemm_demo(args):
 
 
 # ---- entry point -------------------------------------------------------------------------
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     for name in _PLUGIN_MODULES:
         try:
             importlib.import_module(name)
@@ -310,7 +316,7 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_func", None):

@@ -7,9 +7,18 @@ tensor of the compiled model next to ONNX Runtime's.
     tilecore compare MODEL.onnx --inputs IN.npz [--precision P] [--calib CALIB.npz] [--calib-method M]
                      [--calib-table T.json] [--report R.json] [--repro DIR]
 """
+
+from __future__ import annotations
+
 import json
 import math
 import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
+
+    from ..compiler.calibration import CalibTable
 
 import numpy as np
 
@@ -19,10 +28,10 @@ from . import _fail, arg, command
 class _Bar:
     """A tqdm progress bar over the nodes (silent when stderr is not a terminal)."""
 
-    def __init__(self, desc, enabled=True):
+    def __init__(self, desc, enabled: bool = True) -> None:
         self.desc, self.enabled, self.bar = desc, enabled and sys.stderr.isatty(), None
 
-    def __call__(self, i, n, node):
+    def __call__(self, i, n, node) -> None:
         if not self.enabled:
             return
         if self.bar is None:
@@ -35,12 +44,12 @@ class _Bar:
         self.bar.set_postfix_str(str(node)[:30], refresh=False)
         self.bar.update(i + 1 - self.bar.n)
 
-    def close(self):
+    def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
 
 
-def parse_input_shape(text):
+def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
     """``NAME:D0,D1,...`` -> (name, (D0, D1, ...)); ValueError naming the text otherwise."""
     name, sep, dims = text.rpartition(":")
     try:
@@ -67,7 +76,7 @@ CALIB_ARGS = (
 )
 
 
-def calibration_table(args):
+def calibration_table(args: argparse.Namespace) -> CalibTable | None:
     """The CalibTable the calibration flags ask for, or None; prints where it went."""
     from ..compiler.calibration import CalibTable, calibrate, load_samples
 
@@ -100,7 +109,7 @@ def calibration_table(args):
     arg("--quiet", action="store_true", help="no progress bar"),
     *CALIB_ARGS,
 ])
-def compile_cmd(args):
+def compile_cmd(args: argparse.Namespace) -> int:
     from ..compiler.driver import compile as _compile
     from ..compiler.precision import load_qtable
 
@@ -157,7 +166,7 @@ def compile_cmd(args):
     return 0
 
 
-def format_compare(report, limit=None):
+def format_compare(report: dict[str, Any], limit: int | None = None) -> str:
     """The per-tensor table of a compare report, in topological order."""
     rows = report["tensors"]
     w = max([len("tensor")] + [len(r["name"]) for r in rows])
@@ -189,7 +198,7 @@ def format_compare(report, limit=None):
     arg("--calib", metavar="CALIB.npz", help="int8: calibration samples keyed by input name, each (N, *shape)"),
     *CALIB_ARGS,
 ])
-def compare_cmd(args):
+def compare_cmd(args: argparse.Namespace) -> int:
     from ..compiler.compare import compare_with_onnxruntime, write_repro
 
     with np.load(args.inputs, allow_pickle=False) as z:
@@ -235,7 +244,7 @@ def compare_cmd(args):
     return 1
 
 
-def model_demo(args):
+def model_demo(args: argparse.Namespace) -> int:
     """``tilecore demo``: a zoo model compiled for TC1, run on the simulator, compared with
     ONNX Runtime; prints the per-op profile (top ops) and the whole-model figures."""
     import time

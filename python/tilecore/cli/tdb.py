@@ -1,4 +1,7 @@
 """``tilecore tdb``: the debugger's command line (tilecore.tdb)."""
+
+from __future__ import annotations
+
 import sys
 
 from . import arg, command
@@ -19,7 +22,7 @@ from . import arg, command
         arg("--do", dest="commands", help="commands separated by ';' to run, then exit"),
     ],
 )
-def _tdb(args):
+def _tdb(args) -> int:
     from ..tdb import Debugger
     from ..tdb.target import open_target
 
@@ -54,7 +57,7 @@ def _tdb(args):
         arg("--ddr_size", help="simulated DDR size, e.g. 1GiB"),
     ],
 )
-def _check(args):
+def _check(args) -> int:
     import io
     import json
 
@@ -103,7 +106,7 @@ def _check(args):
         arg("--check", help="a tilecore check --report JSON: failed nodes in red"),
     ],
 )
-def _viz(args):
+def _viz(args) -> int:
     import json
 
     from ..tdb import graphview

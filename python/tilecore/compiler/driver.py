@@ -30,6 +30,11 @@ The steps, in order (docs/compiler.md, "The driver"):
 and makes every intermediate value an extra output named by its value name, for
 ``tilecore compare``.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
 import json
 import os
 import time
@@ -37,6 +42,10 @@ import time
 import numpy as np
 
 from ..ffi._base import _ffi_core
+
+if TYPE_CHECKING:
+    from ..runtime import Executable
+    from ..target import Target
 
 
 # Ops whose output, in the row-major layout every buffer has, is the input's bytes.
@@ -143,7 +152,7 @@ CONSTANT_INPUT_ATTRS = {
 }
 
 
-def _fold_constant_inputs(nd):
+def _fold_constant_inputs(nd) -> None:
     """Copies the values of ``nd``'s constant inputs listed in CONSTANT_INPUT_ATTRS into its
     attributes (an attribute already set wins; empty tensors mean "not given")."""
     for index, attr, kind in CONSTANT_INPUT_ATTRS.get(nd.op, ()):
@@ -246,7 +255,7 @@ class _Node:
 
     __slots__ = ("index", "node", "name", "op", "attrs", "ins", "outs", "in_specs", "where", "reason", "step_name")
 
-    def __init__(self, index, node):
+    def __init__(self, index, node) -> None:
         self.index = index
         self.node = node
         self.name = str(node.name)
@@ -316,8 +325,12 @@ def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, k
     return exe
 
 
-def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, keep_intermediates=False,  # noqa: A001
-            progress=None, report=None, calib=None, calib_samples=None, qtable=None, auto_mixed=None):
+def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = "f32",
+            input_shapes: Mapping[str, Sequence[int]] | None = None, keep_intermediates: bool = False,
+            progress: Callable[..., Any] | None = None, report: dict[str, Any] | None = None, calib: Any = None,
+            calib_samples: Mapping[str, np.ndarray] | None = None,
+            qtable: Mapping[str, str] | str | os.PathLike[str] | None = None,
+            auto_mixed: float | None = None) -> Executable:
     """Compiles a model to an :class:`tilecore.runtime.Executable`.
 
     :param model: a :class:`tilecore.ir.graph.Graph`, a path to a ``.onnx`` file, its

@@ -12,6 +12,9 @@ modules are also reachable under their older top-level names (``tilecore.nd``,
 ``tilecore.error``, ...): :data:`MODULES` lists them and tilecore/__init__.py
 registers the aliases.
 """
+
+from __future__ import annotations
+
 from ._base import _ffi_core
 from . import error
 from . import object

@@ -4,6 +4,9 @@ A development build named on PYTHONPATH (``PYTHONPATH=python:<build>/python``) w
 over an installed copy: an editable install's import hook would otherwise keep
 serving the extension it built, not the one just rebuilt.
 """
+
+from __future__ import annotations
+
 import importlib.machinery
 import importlib.util
 import os

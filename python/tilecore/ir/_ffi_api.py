@@ -1,4 +1,7 @@
 """The `ir.*` global functions of the C++ library, looked up on first use."""
+
+from __future__ import annotations
+
 from ..ffi._base import _ffi_core
 
 

@@ -13,6 +13,9 @@ Scopes: ``for_range`` (kinds serial, unrolled, vectorized, cores), ``while_loop`
 enclosing scope. ``emit`` appends a statement, or an intrinsic call (wrapped in
 Evaluate). Buffers returned by the builder accept ``A[i] = v`` stores.
 """
+
+from __future__ import annotations
+
 import contextlib
 
 from . import _ffi_api
@@ -26,14 +29,14 @@ class BufferProxy:
 
     __slots__ = ("buffer", "_ib")
 
-    def __init__(self, buffer, ib):
+    def __init__(self, buffer, ib) -> None:
         self.buffer = buffer
         self._ib = ib
 
     def __getitem__(self, index):
         return _index(self.buffer, index)
 
-    def __setitem__(self, index, value):
+    def __setitem__(self, index, value) -> None:
         if not isinstance(index, tuple):
             index = (index,)
         self._ib.store(self.buffer, index, value)
@@ -44,7 +47,7 @@ class BufferProxy:
     def __getattr__(self, name):
         return getattr(self.buffer, name)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"BufferProxy({self.buffer.name}: {self.buffer.dtype}{list(self.buffer.shape)} {self.buffer.scope})"
 
 
@@ -55,7 +58,7 @@ def _unwrap(b):
 class IRBuilder:
     """Builds one PrimFunc. ``name`` becomes its ``global_symbol``."""
 
-    def __init__(self, name="main"):
+    def __init__(self, name="main") -> None:
         self.name = name
         self._params = []
         self._buffer_map = {}
@@ -83,7 +86,7 @@ class IRBuilder:
         return BufferProxy(buf, self)
 
     # -- emitting ---------------------------------------------------------------
-    def set_span(self, span):
+    def set_span(self, span) -> None:
         """Spans given to statements emitted from now on (None to stop)."""
         self._span = span
 
@@ -95,7 +98,7 @@ class IRBuilder:
             raise TypeError(f"emit: expected a statement or an expression, got {type(stmt_or_expr).__name__}")
         self._scopes[-1].append(stmt_or_expr)
 
-    def call(self, op, *args):
+    def call(self, op, *args) -> None:
         """Emits ``Evaluate(call(op, *args))``; regions may be given as BufferProxy slices."""
         self.emit(call(op, *[_unwrap(a) for a in args]))
 
@@ -128,7 +131,7 @@ class IRBuilder:
         return BufferProxy(buf, self)
 
     # -- scopes -------------------------------------------------------------------
-    def _push(self):
+    def _push(self) -> None:
         self._scopes.append([])
 
     def _pop(self):

@@ -12,6 +12,9 @@ an expression becomes an immediate of that expression's dtype. ``==`` stays
 identity (so nodes can be dict keys); use :func:`eq` / :func:`ne` or the
 ``.eq()`` / ``.ne()`` methods to build comparisons.
 """
+
+from __future__ import annotations
+
 import operator
 
 from ..ffi.object import Object, register_object
@@ -27,7 +30,7 @@ class Node(Object):
 
     __slots__ = ()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return _ffi_api.AsScript(self)
 
     def script(self):
@@ -41,7 +44,7 @@ class Span(Object):
 
     __slots__ = ()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Span({self.file!r}, {self.line}, {self.column})"
 
 
@@ -187,7 +190,7 @@ class ExprOp:
             return self
         return _ffi_api.Cast(_dtype_str(dtype), self, None)
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         raise TypeError(
             "an IR expression has no truth value while building; use ib.if_scope(cond) "
             "or ir.Select(cond, a, b)"
@@ -207,10 +210,10 @@ class IntImm(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, dtype, value, span=None):
+    def __init__(self, dtype, value, span=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.IntImm, _dtype_str(dtype), int(value), span)
 
-    def __int__(self):
+    def __int__(self) -> int:
         return self.value
 
 
@@ -220,10 +223,10 @@ class FloatImm(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, dtype, value, span=None):
+    def __init__(self, dtype, value, span=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.FloatImm, _dtype_str(dtype), float(value), span)
 
-    def __float__(self):
+    def __float__(self) -> float:
         return self.value
 
 
@@ -233,7 +236,7 @@ class StringImm(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, value, span=None):
+    def __init__(self, value, span=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.StringImm, value, span)
 
 
@@ -245,7 +248,7 @@ class Var(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, name, dtype="int32", span=None):
+    def __init__(self, name, dtype="int32", span=None) -> None:
         if not isinstance(dtype, Type):
             dtype = _dtype_str(dtype)
         self.__init_handle_by_constructor__(_ffi_api.Var, name, dtype, span)
@@ -259,7 +262,7 @@ class BinaryOp(PrimExpr):
 
 
 def _binary_init(name):
-    def __init__(self, a, b, span=None):
+    def __init__(self, a, b, span=None) -> None:
         a, b = _ffi_api._BinaryOpMatchTypes(_expr(a), _expr(b))
         self.__init_handle_by_constructor__(getattr(_ffi_api, name), a, b, span)
 
@@ -297,7 +300,7 @@ class Not(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, a, span=None):
+    def __init__(self, a, span=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.Not, _expr(a), span)
 
 
@@ -307,7 +310,7 @@ class Select(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, condition, true_value, false_value, span=None):
+    def __init__(self, condition, true_value, false_value, span=None) -> None:
         t, f = _ffi_api._BinaryOpMatchTypes(_expr(true_value), _expr(false_value))
         self.__init_handle_by_constructor__(_ffi_api.Select, _expr(condition), t, f, span)
 
@@ -318,7 +321,7 @@ class Cast(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, dtype, value, span=None):
+    def __init__(self, dtype, value, span=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.Cast, _dtype_str(dtype), _expr(value), span)
 
 
@@ -328,7 +331,7 @@ class Let(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, var, value, body, span=None):
+    def __init__(self, var, value, body, span=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.Let, var, _expr(value), _expr(body), span)
 
 
@@ -338,7 +341,7 @@ class Ramp(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, base, stride, lanes, span=None):
+    def __init__(self, base, stride, lanes, span=None) -> None:
         b, s = _ffi_api._BinaryOpMatchTypes(_expr(base), _expr(stride))
         self.__init_handle_by_constructor__(_ffi_api.Ramp, b, s, int(lanes), span)
 
@@ -349,7 +352,7 @@ class Broadcast(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, value, lanes, span=None):
+    def __init__(self, value, lanes, span=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.Broadcast, _expr(value), int(lanes), span)
 
 
@@ -359,7 +362,7 @@ class Call(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, op, args, dtype=None, span=None):
+    def __init__(self, op, args, dtype=None, span=None) -> None:
         self.__init_handle_by_constructor__(
             _ffi_api.Call, None if dtype is None else _dtype_str(dtype), op, [_expr(a) for a in args], span)
 
@@ -370,7 +373,7 @@ class BufferLoad(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, buffer, indices, span=None):
+    def __init__(self, buffer, indices, span=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.BufferLoad, buffer, [_index_expr(i) for i in indices], span)
 
 
@@ -380,7 +383,7 @@ class BufferRegion(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, buffer, begin, extents, span=None):
+    def __init__(self, buffer, begin, extents, span=None) -> None:
         self.__init_handle_by_constructor__(
             _ffi_api.BufferRegion, buffer, [_index_expr(b) for b in begin], [_index_expr(e) for e in extents], span)
 

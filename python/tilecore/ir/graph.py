@@ -33,10 +33,10 @@ class HostArray:
 
     __slots__ = ("array",)
 
-    def __init__(self, array):
+    def __init__(self, array) -> None:
         self.array = array
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"HostArray({self.array!r})"
 
 
@@ -94,7 +94,7 @@ class QuantParams(Object):
 
     __slots__ = ()
 
-    def __init__(self, scale, zero_point, axis=-1, dtype="int8"):
+    def __init__(self, scale, zero_point, axis=-1, dtype="int8") -> None:
         self.__init_handle_by_constructor__(_ffi_api.QuantParams, to_ffi_array(np.asarray(scale)),
                                             to_ffi_array(np.asarray(zero_point)), int(axis), str(dtype))
 
@@ -106,7 +106,7 @@ class TensorType(Object):
 
     __slots__ = ()
 
-    def __init__(self, shape, dtype="float32", layout="", quant=None):
+    def __init__(self, shape, dtype="float32", layout="", quant=None) -> None:
         dims = None if shape is None else [None if d is None else (d if isinstance(d, str) else int(d))
                                            for d in shape]
         self.__init_handle_by_constructor__(_ffi_api.TensorType, dims, _dtype_name(dtype), layout, quant)
@@ -115,7 +115,7 @@ class TensorType(Object):
     def static_shape(self):
         return static_shape_of_type(self)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return _text_of_type(self)
 
 
@@ -123,10 +123,10 @@ class TensorType(Object):
 class SequenceType(Object):
     __slots__ = ()
 
-    def __init__(self, elem=None):
+    def __init__(self, elem=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.SequenceType, elem)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return _text_of_type(self)
 
 
@@ -134,10 +134,10 @@ class SequenceType(Object):
 class OptionalType(Object):
     __slots__ = ()
 
-    def __init__(self, elem=None):
+    def __init__(self, elem=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.OptionalType, elem)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return _text_of_type(self)
 
 
@@ -147,7 +147,7 @@ class Value(Object):
 
     __slots__ = ()
 
-    def __init__(self, name, type=None, data=None):  # noqa: A002
+    def __init__(self, name, type=None, data=None) -> None:  # noqa: A002
         self.__init_handle_by_constructor__(_ffi_api.Value, str(name), type,
                                             None if data is None else to_ffi_array(data))
 
@@ -155,7 +155,7 @@ class Value(Object):
         """The constant as a numpy array (None when not constant)."""
         return to_numpy(self.data)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"%{self.name}: {_text_of_type(self.type)}"
 
 
@@ -165,11 +165,11 @@ class Node(Object):
 
     __slots__ = ()
 
-    def __init__(self, op_type, inputs, outputs, attrs=None, name="", domain=""):
+    def __init__(self, op_type, inputs, outputs, attrs=None, name="", domain="") -> None:
         self.__init_handle_by_constructor__(_ffi_api.Node, op_type, domain, name, _attrs_to_ffi(attrs or {}),
                                             list(inputs), list(outputs))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Node({self.op_type} @ {self.name!r})"
 
 
@@ -179,17 +179,17 @@ class Graph(Object):
 
     __slots__ = ()
 
-    def __init__(self, name, inputs, outputs, nodes, opsets=None):
+    def __init__(self, name, inputs, outputs, nodes, opsets=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.Graph, name, list(inputs), list(outputs), list(nodes),
                                             dict(opsets or {}))
 
     def text(self):
         return _ffi_api.GraphToText(self)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.text()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Graph {self.name}: {len(self.nodes)} nodes>"
 
 
@@ -199,7 +199,7 @@ class GraphOpDef(Object):
 
     __slots__ = ()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"GraphOpDef({(self.domain + '::') if self.domain else ''}{self.name})"
 
 
@@ -257,7 +257,7 @@ def _attrs_to_ffi(attrs: Dict[str, Any]) -> Dict[str, Any]:
 class GraphBuilder:
     """Builds a Graph node by node (names made unique)."""
 
-    def __init__(self, name="main", opsets=None):
+    def __init__(self, name="main", opsets=None) -> None:
         self.name = name
         self.opsets = dict(opsets if opsets is not None else {"": 17})
         self._inputs: List[Value] = []
@@ -299,7 +299,7 @@ class GraphBuilder:
         self._nodes.append(Node(op_type, inputs, outs, attrs, node_name, domain))
         return outs
 
-    def output(self, *values: Value):
+    def output(self, *values: Value) -> None:
         self._outputs.extend(values)
 
     def build(self) -> Graph:
@@ -322,7 +322,7 @@ def _attr_to_py(v):
 class GraphInfo:
     """A subgraph attribute at inference time: ``infer(input_infos)`` gives its outputs' infos."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph) -> None:
         self.graph = graph
 
     def infer(self, input_infos):

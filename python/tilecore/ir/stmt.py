@@ -1,4 +1,7 @@
 """Statements of the Kernel IR and the function/module containers (see docs/ir.md)."""
+
+from __future__ import annotations
+
 from ..ffi.object import register_object
 from . import _ffi_api
 from .expr import Node, _expr, _index_expr
@@ -17,7 +20,7 @@ class BufferStore(Stmt):
 
     __slots__ = ()
 
-    def __init__(self, buffer, value, indices, predicate=None, span=None):
+    def __init__(self, buffer, value, indices, predicate=None, span=None) -> None:
         self.__init_handle_by_constructor__(
             _ffi_api.BufferStore, buffer, _expr(value), [_index_expr(i) for i in indices], predicate, span)
 
@@ -28,7 +31,7 @@ class LetStmt(Stmt):
 
     __slots__ = ()
 
-    def __init__(self, var, value, body, span=None):
+    def __init__(self, var, value, body, span=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.LetStmt, var, _expr(value), body, span)
 
 
@@ -39,7 +42,7 @@ class For(Stmt):
 
     __slots__ = ()
 
-    def __init__(self, loop_var, min, extent, kind, body, annotations=None, span=None):  # noqa: A002
+    def __init__(self, loop_var, min, extent, kind, body, annotations=None, span=None) -> None:  # noqa: A002
         self.__init_handle_by_constructor__(
             _ffi_api.For, loop_var, _index_expr(min), _index_expr(extent), kind, body, annotations, span)
 
@@ -50,7 +53,7 @@ class While(Stmt):
 
     __slots__ = ()
 
-    def __init__(self, condition, body, span=None):
+    def __init__(self, condition, body, span=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.While, condition, body, span)
 
 
@@ -60,7 +63,7 @@ class IfThenElse(Stmt):
 
     __slots__ = ()
 
-    def __init__(self, condition, then_case, else_case=None, span=None):
+    def __init__(self, condition, then_case, else_case=None, span=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.IfThenElse, condition, then_case, else_case, span)
 
 
@@ -70,7 +73,7 @@ class Allocate(Stmt):
 
     __slots__ = ()
 
-    def __init__(self, buffer, body, span=None):
+    def __init__(self, buffer, body, span=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.Allocate, buffer, body, span)
 
 
@@ -80,7 +83,7 @@ class SeqStmt(Stmt):
 
     __slots__ = ()
 
-    def __init__(self, seq, span=None):
+    def __init__(self, seq, span=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.SeqStmt, list(seq), span)
 
 
@@ -90,7 +93,7 @@ class Evaluate(Stmt):
 
     __slots__ = ()
 
-    def __init__(self, value, span=None):
+    def __init__(self, value, span=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.Evaluate, _expr(value), span)
 
 
@@ -100,7 +103,7 @@ class PrimFunc(Node):
 
     __slots__ = ()
 
-    def __init__(self, params, body, buffer_map=None, attrs=None, span=None):
+    def __init__(self, params, body, buffer_map=None, attrs=None, span=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.PrimFunc, list(params), body, buffer_map, attrs, span)
 
     def with_attr(self, key, value):
@@ -116,7 +119,7 @@ class IRModule(Node):
 
     __slots__ = ()
 
-    def __init__(self, functions=None, attrs=None):
+    def __init__(self, functions=None, attrs=None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.IRModule, dict(functions or {}), attrs)
 
     def __getitem__(self, name):

@@ -6,13 +6,16 @@ tilecore: ``BuildManager.build`` parses the kernel (the syntax and type check th
 Compass documentation describes) and compiles it with ``tilecore.build`` for the
 NPU when the compiler is available; PySim needs only the parse.
 """
+
+from __future__ import annotations
+
 import types as _types
 
 
 class BuildManager:
     """``BuildManager(target="npu").build(kernel)``: parse and, if possible, compile."""
 
-    def __init__(self, target="npu"):
+    def __init__(self, target="npu") -> None:
         self.target = target
 
     def build(self, kernel):

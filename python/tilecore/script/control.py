@@ -11,6 +11,9 @@
 PySim runs the kernel with ``range`` bound to :func:`sim_range`, so the loop variable
 is an int32 kernel value there too and ``i / 2`` truncates as on TC1.
 """
+
+from __future__ import annotations
+
 import builtins
 
 from . import frontend as fe

@@ -11,6 +11,9 @@ works) and carries where it happened::
 
 PySim adds the core: ``kernels.py:14 (core 2): ...``.
 """
+
+from __future__ import annotations
+
 import builtins
 
 from ..ffi.error import TilecoreError

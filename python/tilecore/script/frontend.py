@@ -21,6 +21,9 @@ an error, and a float literal next to an integer is an error); a scalar next to 
 vector of the same element dtype is broadcast; anything else that differs is a
 ``TypeError`` that names both dtypes. Use ``S.cast`` to convert.
 """
+
+from __future__ import annotations
+
 import numbers
 from types import SimpleNamespace as Plan
 
@@ -126,7 +129,7 @@ INTEGER = T.INT_DTYPES
 ANY = T.NUMERIC_DTYPES + ("bool",)
 
 
-def binary(op, a, b, allowed=NUMERIC, result="same", scalar_only=False):
+def binary(op, a, b, allowed=NUMERIC, result="same", scalar_only: bool = False):
     """Type inference for a two-operand operation.
 
     Returns a plan with ``a``, ``b`` (literals converted to Python numbers checked to

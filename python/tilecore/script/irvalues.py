@@ -6,6 +6,9 @@ element offset, ``IRBuffer`` an allocated or viewed buffer, ``IRRegion`` a windo
 The IR implementations of the DSL APIs (api/*.py) build nodes through :func:`node`,
 :func:`call`, :func:`emit`, which give every node the current span.
 """
+
+from __future__ import annotations
+
 from .. import ir
 from ..ir import _ffi_api
 from . import registry
@@ -24,14 +27,14 @@ class IRValue(ValueOps):
 
     __slots__ = ("node",)
 
-    def __init__(self, node):
+    def __init__(self, node) -> None:
         self.node = node
 
     @property
     def dtype(self):
         return str(self.node.dtype)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"IRValue({self.node!r}: {self.dtype})"
 
 
@@ -41,7 +44,7 @@ class IRPointer(MemoryOps):
     __slots__ = ("buffer", "offset", "base")
     dsl_kind = "pointer"
 
-    def __init__(self, buffer, offset, base=None):
+    def __init__(self, buffer, offset, base=None) -> None:
         self.buffer = buffer
         self.offset = offset
         self.base = base  # the IRBuffer this points into, if any
@@ -65,7 +68,7 @@ class IRBuffer(MemoryOps):
     __slots__ = ("buffer", "flat")
     dsl_kind = "buffer"
 
-    def __init__(self, buffer, flat):
+    def __init__(self, buffer, flat) -> None:
         self.buffer = buffer
         self.flat = flat
 
@@ -92,7 +95,7 @@ class IRRegion:
     __slots__ = ("buffer", "begin", "extents")
     dsl_kind = "region"
 
-    def __init__(self, buffer, begin, extents):
+    def __init__(self, buffer, begin, extents) -> None:
         self.buffer = buffer
         self.begin = begin
         self.extents = extents
@@ -166,7 +169,7 @@ def call(op, *args, dtype=None):
     return _ffi_api.Call(dtype, op, list(args), cur_span())
 
 
-def emit(stmt_or_call):
+def emit(stmt_or_call) -> None:
     registry.context().emit(stmt_or_call)
 
 

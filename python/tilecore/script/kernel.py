@@ -7,6 +7,9 @@ The decorated function becomes a :class:`Kernel`:
   holding it; ``kernel.script()`` prints it.
 - ``kernel(*arrays)`` runs it in PySim (pysim/runner.py).
 """
+
+from __future__ import annotations
+
 import functools
 import inspect
 import threading
@@ -19,7 +22,7 @@ from .parser import parse
 class Kernel:
     """A DSL kernel (see the module docstring). ``num_cores`` cores run it (default 4)."""
 
-    def __init__(self, func, num_cores=4, name=None):
+    def __init__(self, func, num_cores=4, name=None) -> None:
         if not 1 <= int(num_cores) <= 16:
             raise ValueError(f"S.prim_func: num_cores must be 1..16 (TC1 clusters), got {num_cores}")
         self.py_func = func
@@ -92,7 +95,7 @@ class Kernel:
         opts = {k: kwargs.pop(k) for k in ("seed", "racecheck") if k in kwargs and k not in names}
         return run(self, args, kwargs, **opts)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<S.prim_func {self.name} ({self.num_cores} cores)>"
 
 

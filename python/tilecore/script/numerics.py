@@ -15,6 +15,9 @@ The rules are those of docs/tc1.md ("Numerics"), which the simulator implements 
 Arrays hold each dtype in its numpy storage type (``types.NP_STORAGE``); bfloat16
 is kept as its uint16 bit pattern.
 """
+
+from __future__ import annotations
+
 import numpy as np
 
 from .types import NP_STORAGE, int_range

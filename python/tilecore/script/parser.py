@@ -20,6 +20,9 @@ symbolic extent ``<name>_len``. Every statement's span (file, line, column) is
 given to every node built for it; any error is re-raised as a KernelError naming
 the kernel's file, line and source text.
 """
+
+from __future__ import annotations
+
 import ast
 import builtins
 import inspect
@@ -41,7 +44,7 @@ class MutVar:
 
     __slots__ = ("name", "dtype", "buffer")
 
-    def __init__(self, name, dtype, buffer):
+    def __init__(self, name, dtype, buffer) -> None:
         self.name = name
         self.dtype = dtype
         self.buffer = buffer
@@ -62,7 +65,7 @@ _STATIC_WHILE_LIMIT = 100000
 _STATIC_UNROLL_LIMIT = 100000
 
 
-def _is_dsl(x):
+def _is_dsl(x) -> bool:
     return fe.kind(x) in ("value", "pointer", "buffer", "region")
 
 
@@ -83,14 +86,14 @@ def _assigned_names(stmts):
 class _Block:
     __slots__ = ("items",)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.items = []
 
 
 class KernelSource:
     """The kernel function's source, AST and location."""
 
-    def __init__(self, func):
+    def __init__(self, func) -> None:
         self.func = func
         try:
             lines, first = inspect.getsourcelines(func)
@@ -123,7 +126,7 @@ class KernelSource:
 class Parser:
     """Parses one kernel; the context of mode "ir" (see registry.py)."""
 
-    def __init__(self, source, params, num_cores, name):
+    def __init__(self, source, params, num_cores, name) -> None:
         self.src = source
         self.params = params  # [(name, annotation object)]
         self.num_cores = num_cores
@@ -147,14 +150,14 @@ class Parser:
         self.cur_node = None
 
     # -- context protocol used by the IR implementations -------------------------
-    def emit(self, stmt_or_expr):
+    def emit(self, stmt_or_expr) -> None:
         if stmt_or_expr is None:
             return
         if isinstance(stmt_or_expr, ir.PrimExpr):
             stmt_or_expr = _ffi_api.Evaluate(stmt_or_expr, self.span)
         self.blocks[-1].items.append(stmt_or_expr)
 
-    def allocate(self, buf):
+    def allocate(self, buf) -> None:
         self.blocks[-1].items.append(("alloc", buf, self.span))
 
     def fresh_name(self, prefix):
@@ -163,7 +166,7 @@ class Parser:
         return prefix if n == 0 else f"{prefix}_{n}"
 
     # -- blocks --------------------------------------------------------------------
-    def _push(self):
+    def _push(self) -> None:
         self.blocks.append(_Block())
 
     def _pop(self):
@@ -231,7 +234,7 @@ class Parser:
         return ir.span(self.src.file, self.src.line(node), getattr(node, "col_offset", 0) + 1 + self.src.indent)
 
     # -- statements ---------------------------------------------------------------------
-    def stmts(self, stmts, top=False):
+    def stmts(self, stmts, top: bool = False) -> None:
         for i, s in enumerate(stmts):
             if top and isinstance(s, ast.Return) and i == len(stmts) - 1 and s.value is None:
                 continue
@@ -258,17 +261,17 @@ class Parser:
         finally:
             self.span, self.cur_node = old
 
-    def s_Expr(self, node):
+    def s_Expr(self, node) -> None:
         if isinstance(node.value, ast.Constant):
             return
         v = self.ev(node.value)
         if isinstance(v, IRValue):
             self.emit(_ffi_api.Evaluate(v.node, self.span))
 
-    def s_Pass(self, node):
+    def s_Pass(self, node) -> None:
         pass
 
-    def s_Assign(self, node):
+    def s_Assign(self, node) -> None:
         value = self.ev(node.value)
         for t in node.targets:
             self.assign(t, value)
@@ -313,7 +316,7 @@ class Parser:
             msg = self.ev(node.msg) if node.msg is not None else "assertion failed"
             raise AssertionError(msg)
 
-    def s_If(self, node):
+    def s_If(self, node) -> None:
         cond = self.ev(node.test)
         if not _is_dsl(cond):
             self.stmts(node.body if cond else node.orelse)
@@ -425,7 +428,7 @@ class Parser:
         self._restore(saved)
         return body
 
-    def _restore(self, saved):
+    def _restore(self, saved) -> None:
         for n in list(self.vars):
             if n not in saved:
                 del self.vars[n]
@@ -456,7 +459,7 @@ class Parser:
             self.store_mut(mv, v)
             self.vars[n] = mv
 
-    def store_mut(self, mv, value):
+    def store_mut(self, mv, value) -> None:
         k = fe.kind(value)
         if k == "literal":
             value = fe.check_literal(f"assignment to `{mv.name}`", value, T.split(mv.dtype)[0])
@@ -476,7 +479,7 @@ class Parser:
             return imm(0, "int32")
         return _ffi_api.Ramp(imm(0, "int32"), imm(1, "int32"), lanes, self.span)
 
-    def bind(self, name, value):
+    def bind(self, name, value) -> None:
         cur = self.vars.get(name)
         if isinstance(cur, MutVar):
             self.store_mut(cur, value)

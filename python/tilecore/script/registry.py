@@ -19,6 +19,9 @@ The path is chosen per thread: the parser and each PySim core thread enter
 call is an error that says so. PySim's batched loops (pysim/batch.py) enter mode
 ``"batch"``, whose context dispatches each call itself.
 """
+
+from __future__ import annotations
+
 import contextlib
 import functools
 import threading
@@ -30,7 +33,7 @@ _state = threading.local()
 class Api:
     """A DSL function: front end + IR implementation + Python implementation."""
 
-    def __init__(self, name, front):
+    def __init__(self, name, front) -> None:
         self.name = name
         self.front = front
         self.ir_impl = None
@@ -70,7 +73,7 @@ class Api:
             return self.py_impl(plan)
         return self.ir_impl(self.front(*args, **kwargs))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<DSL API S.{self.name}>"
 
 

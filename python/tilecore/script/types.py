@@ -9,6 +9,9 @@ Type objects are used three ways: as parameter annotations (``n: S.int32``,
 ``a: S.ptr("int8", "global")``), as constructors inside a kernel (``S.int32(5)``,
 ``S.int32x8(1)`` broadcasts), and as dtype names anywhere a dtype is expected.
 """
+
+from __future__ import annotations
+
 import numpy as np
 
 #: Element dtypes TC1 knows, with their width in bits.
@@ -59,15 +62,15 @@ def join(elem, lanes):
     return elem if lanes == 1 else f"{elem}x{lanes}"
 
 
-def is_int(dtype):
+def is_int(dtype) -> bool:
     return split(dtype)[0] in INT_DTYPES
 
 
-def is_signed(dtype):
+def is_signed(dtype) -> bool:
     return split(dtype)[0] in ("int8", "int16", "int32")
 
 
-def is_float(dtype):
+def is_float(dtype) -> bool:
     return split(dtype)[0] in FLOAT_DTYPES
 
 
@@ -106,7 +109,7 @@ class DSLType:
 
     __slots__ = ("name", "elem", "lanes")
 
-    def __init__(self, name):
+    def __init__(self, name) -> None:
         self.name = name
         self.elem, self.lanes = split(name)
 
@@ -120,10 +123,10 @@ class DSLType:
             return const(value, self.name)
         return vbcast(value, self.name)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"S.{self.name}"
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
     def __eq__(self, other):
@@ -138,7 +141,7 @@ class PointerType:
 
     __slots__ = ("dtype", "scope")
 
-    def __init__(self, dtype, scope="global"):
+    def __init__(self, dtype, scope="global") -> None:
         self.dtype = dtype_name(dtype)
         if split(self.dtype)[1] != 1:
             raise ValueError(f"S.ptr: the element dtype must be a scalar dtype, got {self.dtype}")
@@ -146,7 +149,7 @@ class PointerType:
             raise ValueError(f"S.ptr: unknown memory scope `{scope}` (expected one of {', '.join(SCOPES)})")
         self.scope = scope
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"S.ptr({self.dtype!r}, {self.scope!r})"
 
 

@@ -12,6 +12,9 @@ logical for unsigned dtypes); ``&``, ``|``, ``^``, ``~`` are bitwise on integers
 logical on bools (masks). ``==`` builds a comparison, so kernel values are not
 hashable.
 """
+
+from __future__ import annotations
+
 from . import registry
 
 
@@ -68,10 +71,10 @@ class ValueOps:
     def __abs__(self):
         return _api("vabs")(self)
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return _api("truth")(self)
 
-    def __index__(self):
+    def __index__(self) -> int:
         raise TypeError(f"a kernel value ({self.dtype}) is not a compile-time integer: it cannot index a "
                         "Python list or size a Python object")
 
@@ -88,7 +91,7 @@ class MemoryOps:
     def __getitem__(self, index):
         return _api("load")(self, index)
 
-    def __setitem__(self, index, value):
+    def __setitem__(self, index, value) -> None:
         _api("store")(self, index, value)
 
     def __add__(self, offset):

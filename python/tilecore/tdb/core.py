@@ -8,6 +8,9 @@ the last command, and every line of output goes through :meth:`message` or
 are plugins (``plugins.py``); the core calls each plugin at load, start, before and
 after each step (only for plugins that ask: ``wants_steps``), stop and end.
 """
+
+from __future__ import annotations
+
 import cmd
 import rlcompleter
 import sys
@@ -73,8 +76,8 @@ class Debugger(cmd.Cmd):
     identchars = cmd.Cmd.identchars + "-"  # reverse-next, reverse-continue
     doc_header = "Commands (help COMMAND for details):"
 
-    def __init__(self, target, inputs=None, plugins=(), stdin=None, stdout=None, verbose=False,
-                 sim_target=None, function=None, mode="functional+timing", ref_data=None):
+    def __init__(self, target, inputs=None, plugins=(), stdin=None, stdout=None, verbose: bool = False,
+                 sim_target=None, function=None, mode="functional+timing", ref_data=None) -> None:
         super().__init__(stdin=stdin, stdout=stdout)
         if stdin is not None:
             self.use_rawinput = False
@@ -120,13 +123,13 @@ class Debugger(cmd.Cmd):
         self._call("on_load")
 
     # ---- output ------------------------------------------------------------------------
-    def message(self, text=""):
+    def message(self, text="") -> None:
         print(text, file=self.stdout)
 
-    def error(self, text):
+    def error(self, text) -> None:
         print("***", text, file=self.stdout)
 
-    def progress(self, done, total, what):
+    def progress(self, done, total, what) -> None:
         """With -v: a tqdm bar on a terminal's stderr, else a line per report."""
         bar = getattr(self, "_bar", None)
         if bar is None and sys.stderr.isatty() and total:
@@ -169,14 +172,14 @@ class Debugger(cmd.Cmd):
                 return p
         return None
 
-    def _call(self, hook, *args):
+    def _call(self, hook, *args) -> None:
         for p in self.plugins:
             getattr(p, hook)(*args)
 
     def get_names(self):
         return dir(self)
 
-    def preloop(self):
+    def preloop(self) -> None:
         # Complete whole node and value names (`/layer1/conv/Conv`, `%x`, `loc:n`, `ddr:0x10`):
         # '/', ':', '%', '#', '-' are not word breaks here, unlike readline's default.
         try:
@@ -224,7 +227,7 @@ class Debugger(cmd.Cmd):
             return self.onecmd(self.lastcmd)
         return False
 
-    def run_commands(self, commands):
+    def run_commands(self, commands) -> bool:
         """Runs commands (a list, or one string separated by ';'); stops at quit."""
         if isinstance(commands, str):
             commands = [c for c in commands.split(";")]
@@ -278,7 +281,7 @@ class Debugger(cmd.Cmd):
         loc = self.target.location(core, pc)
         return f"core {core} pc {pc}: {text}" + (f"    at {loc}" if loc else "")
 
-    def start(self):
+    def start(self) -> None:
         """Loads the program, writes the inputs and prepares the debugging engine."""
         self.finished = False
         self.fault = None
@@ -305,7 +308,7 @@ class Debugger(cmd.Cmd):
             raise CommandError(f"the program faulted at core {self.fault.core} pc {self.fault.pc} "
                                "(go back with reverse-next, or start again with run)")
 
-    def resume(self, max_instructions=0, units=(), pcs=None, stop_before=None, node_end=False):
+    def resume(self, max_instructions=0, units=(), pcs=None, stop_before=None, node_end: bool = False):
         """Runs until a stop, ``max_instructions`` (0: no limit) or the end; reports the stop.
 
         For a model, ``stop_before(node)`` (true: stop before that node starts) and
@@ -356,7 +359,7 @@ class Debugger(cmd.Cmd):
         return rep
 
     # ---- models: node after node ------------------------------------------------------------
-    def enter_node(self, index):
+    def enter_node(self, index) -> None:
         """Makes node ``index`` current: an npu node's kernel is loaded (stopped before its
         first instruction) and the reverse-execution history restarts there."""
         m = self.model
@@ -414,7 +417,7 @@ class Debugger(cmd.Cmd):
                 return {"reason": "node" if messages or node_end else "step", "executed": executed, "hits": [],
                         "messages": messages}
 
-    def report(self, rep):
+    def report(self, rep) -> None:
         self.last_stop = rep
         if rep["hits"]:
             self.core = rep["hits"][0]["core"]
@@ -464,7 +467,7 @@ class Debugger(cmd.Cmd):
 
     do_s = do_start
 
-    def sim_clear(self):
+    def sim_clear(self) -> None:
         """Zeroes what the previous run wrote (the simulator is reused): the buffers,
         every range in the write log, L2 and each core's L1. Clearing all of DDR
         would touch every page of it."""
@@ -724,7 +727,7 @@ class Debugger(cmd.Cmd):
         except Exception as e:  # noqa: BLE001  (the user's expression)
             raise CommandError(f"{type(e).__name__}: {e}") from None
 
-    def do_quit(self, arg):
+    def do_quit(self, arg) -> bool:
         """q(uit)
         Leave the debugger."""
         self._call("on_quit")
@@ -732,7 +735,7 @@ class Debugger(cmd.Cmd):
 
     do_q = do_exit = do_quit
 
-    def do_EOF(self, arg):  # noqa: N802  (cmd's name for end of input)
+    def do_EOF(self, arg) -> bool:  # noqa: N802  (cmd's name for end of input)
         self.message("")
         return True
 
@@ -774,7 +777,7 @@ class _Namespace(dict):
     """Locals for conditions, display and py: registers of one core, pc, core, cycle,
     and buffers by name (read from simulated memory when used)."""
 
-    def __init__(self, tdb, core):
+    def __init__(self, tdb, core) -> None:
         super().__init__()
         self.tdb, self.c = tdb, core
         self.assigned = {}
@@ -804,10 +807,10 @@ class _Namespace(dict):
             return sim.read(s.space, s.address, s.shape, s.dtype, core=s.core)
         raise KeyError(key)
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key, value) -> None:
         self.assigned[key] = value
 
-    def __contains__(self, key):
+    def __contains__(self, key) -> bool:
         try:
             self[key]
             return True

@@ -14,6 +14,9 @@ diverges and after each later node that is wrong itself (not after nodes that on
 inherit a difference). ``tilecore check`` runs the whole model with ``stop`` off and
 writes every node's result to a JSON report.
 """
+
+from __future__ import annotations
+
 import os
 
 import numpy as np
@@ -101,7 +104,7 @@ class DataCheckPlugin(Plugin):
 
     name = "data-check"
 
-    def __init__(self, tdb):
+    def __init__(self, tdb) -> None:
         super().__init__(tdb)
         self.ref = {}
         self.thresholds = dict(DEFAULTS)
@@ -110,13 +113,13 @@ class DataCheckPlugin(Plugin):
         self.results = {}    # node index -> result dict
         self.first = None    # the first divergent node's result
 
-    def on_load(self):
+    def on_load(self) -> None:
         self.tdb.info_handlers["check"] = (self.info_check, None)
 
-    def set_reference(self, ref_data):
+    def set_reference(self, ref_data) -> None:
         self.ref = load_reference(ref_data)
 
-    def on_start(self):
+    def on_start(self) -> None:
         self.results = {}
         self.first = None
 
@@ -179,7 +182,7 @@ class DataCheckPlugin(Plugin):
                 "wrong_nodes": [r["onnx_name"] for r in rows if r["status"] == "fail" and r.get("inputs_match")],
                 "first_divergence": self.first}
 
-    def info_check(self, arg):
+    def info_check(self, arg) -> None:
         t = self.tdb
         if not self.ref:
             t.message("No reference data (give --ref_data REF.npz)")

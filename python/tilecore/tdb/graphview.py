@@ -8,6 +8,9 @@ one: its inputs already differed). Edges are the values between nodes; weights a
 other constants are left out. Rendering needs Graphviz's ``dot`` (Debian package
 ``graphviz``); ``.dot`` output does not.
 """
+
+from __future__ import annotations
+
 import html
 import os
 import shutil
@@ -28,7 +31,7 @@ def _q(text):
 class GraphSpec:
     """What is drawn: nodes (id, label, where, op_type, onnx_name) and edges (from, to, value)."""
 
-    def __init__(self, name):
+    def __init__(self, name) -> None:
         self.name = name
         self.nodes = []       # dicts: id, name, op_type, where
         self.edges = []       # (from id, to id, value name)

@@ -1,6 +1,9 @@
 """The display and info plugins: display/undisplay, info asm|reg|engines|progress|
 loc|src|ir|writes|symbols|history, x (examine memory as a typed array), p (a graph
 value of a model) and set."""
+
+from __future__ import annotations
+
 import os
 import re
 
@@ -10,7 +13,7 @@ from .core import CommandError, ffi, parse_int
 from .plugins import SPACES, DTYPES, Plugin, complete_words, parse_format, parse_location, split_core
 
 
-def summarize(arr, full=False):
+def summarize(arr, full: bool = False):
     """A tensor as text: all of it when small (or ``full``), else its statistics and first elements."""
     if full or arr.size <= 64:
         with np.printoptions(threshold=max(arr.size, 1000), linewidth=100):
@@ -32,15 +35,15 @@ class DisplayPlugin(Plugin):
 
     name = "display"
 
-    def __init__(self, tdb):
+    def __init__(self, tdb) -> None:
         super().__init__(tdb)
         self.items = {}
         self.next_number = 1
 
-    def on_load(self):
+    def on_load(self) -> None:
         self.tdb.info_handlers["display"] = (self.info_display, None)
 
-    def show(self, n, expr):
+    def show(self, n, expr) -> None:
         t = self.tdb
         if expr.split()[0] in ("x", "info", "p", "print") or expr.startswith("x/"):
             t.message(f"{n}: {expr}")
@@ -84,13 +87,13 @@ class DisplayPlugin(Plugin):
                 raise CommandError(f"no display number {n}")
             del self.items[n]
 
-    def info_display(self, arg):
+    def info_display(self, arg) -> None:
         if not self.items:
             self.tdb.message("No display expressions")
         for n, e in self.items.items():
             self.tdb.message(f"{n}: {e}")
 
-    def on_stop(self, report):
+    def on_stop(self, report) -> None:
         if report["reason"] == "finished":
             return
         for n, e in self.items.items():
@@ -104,7 +107,7 @@ class InfoPlugin(Plugin):
 
     name = "info"
 
-    def on_load(self):
+    def on_load(self) -> None:
         h = self.tdb.info_handlers
         h.update({"asm": (self.info_asm, None), "reg": (self.info_reg, None), "registers": (self.info_reg, None),
                   "engines": (self.info_engines, None), "progress": (self.info_progress, None),
@@ -112,7 +115,7 @@ class InfoPlugin(Plugin):
                   "symbols": (self.info_symbols, None), "history": (self.info_history, None),
                   "ir": (self.info_ir, None), "nodes": (self.info_ir, None)})
 
-    def on_stop(self, report):
+    def on_stop(self, report) -> None:
         t = self.tdb
         if report["reason"] == "finished":
             return
@@ -177,7 +180,7 @@ class InfoPlugin(Plugin):
         else:
             raise CommandError(f"register file must be x, v or p, got '{which}'")
 
-    def info_engines(self, arg):
+    def info_engines(self, arg) -> None:
         t = self.tdb
         t.require_started()
         for c in range(t.sim.cores):
@@ -187,7 +190,7 @@ class InfoPlugin(Plugin):
             t.message(st["state"])
             t.message("    " + "; ".join(parts))
 
-    def info_progress(self, arg):
+    def info_progress(self, arg) -> None:
         t = self.tdb
         t.require_started()
         if t.model is not None:
@@ -206,7 +209,7 @@ class InfoPlugin(Plugin):
         for c in range(t.sim.cores):
             t.message("  " + t.where(c))
 
-    def info_loc(self, arg):
+    def info_loc(self, arg) -> None:
         t = self.tdb
         t.require_started()
         if t.model is not None:
@@ -289,14 +292,14 @@ class InfoPlugin(Plugin):
         t.message(f"{space}:{addr:#x} was last written by core {w['core']} pc {w['pc']} `{inst}` ({unit}), "
                   f"range [{w['lo']:#x}, {w['hi']:#x}), after {w['position']} instructions" + (f", at {loc}" if loc else ""))
 
-    def info_symbols(self, arg):
+    def info_symbols(self, arg) -> None:
         t = self.tdb
         if not t.symbols:
             t.message("No buffers")
         for s in t.symbols.values():
             t.message(repr(s))
 
-    def info_history(self, arg):
+    def info_history(self, arg) -> None:
         t = self.tdb
         t.require_started()
         h = ffi.History(t.engine)

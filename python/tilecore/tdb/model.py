@@ -10,6 +10,9 @@ view (Reshape, Flatten, ...) has no code and only gives its input's bytes a new 
 and shape. Graph values are found by their ONNX names through the executable's debug
 info (``inputs``, ``outputs`` and ``views`` of each step, docs/executable.md).
 """
+
+from __future__ import annotations
+
 import json
 import os
 
@@ -23,7 +26,7 @@ ARENA_BASE = 0x10000  # runtime::kNpuHeapBase: the first address the npu device 
 class Value:
     """A graph value: where its bytes are (a buffer of the arena) and its type."""
 
-    def __init__(self, name, buffer, shape, dtype, producer=None):
+    def __init__(self, name, buffer, shape, dtype, producer=None) -> None:
         self.name, self.buffer, self.shape, self.dtype = name, buffer, tuple(shape), np.dtype(dtype)
         self.producer = producer  # index of the node that writes it; None: an input or a constant
 
@@ -35,14 +38,14 @@ class Value:
 class Node:
     """One node of the model in execution order: ``where`` is npu, host or view."""
 
-    def __init__(self, index, where, name, onnx_name, op_type, inputs, outputs, step=None):
+    def __init__(self, index, where, name, onnx_name, op_type, inputs, outputs, step=None) -> None:
         self.index, self.where, self.name, self.onnx_name, self.op_type = index, where, name, onnx_name, op_type
         self.inputs, self.outputs = list(inputs), list(outputs)
         self.step = step          # the executable's step (dict), None for a view
         self.kernel = None        # KernelModuleTarget of an npu node (made when first needed)
         self.module = None
 
-    def describe(self):
+    def describe(self) -> str:
         return f"`{self.onnx_name}` ({self.op_type}, {self.where})"
 
 
@@ -51,7 +54,7 @@ class ModelTarget(Target):
 
     kind = "model"
 
-    def __init__(self, exe):
+    def __init__(self, exe) -> None:
         from .. import runtime
 
         if isinstance(exe, (str, os.PathLike)):
@@ -89,12 +92,12 @@ class ModelTarget(Target):
         self.current = 0  # the node the debugger is at (set by the debugger)
 
     # ---- building the node list -------------------------------------------------------------
-    def _add_value(self, name, buffer, shape=None, producer=None):
+    def _add_value(self, name, buffer, shape=None, producer=None) -> None:
         b = self.buffers[buffer]
         dtype = "uint16" if b["dtype"] == "bfloat16" else b["dtype"]
         self.values[name] = Value(name, buffer, b["shape"] if shape is None else shape, dtype, producer)
 
-    def _add_step(self, step):
+    def _add_step(self, step) -> None:
         dbg = step.get("debug", {})
         for view in json.loads(dbg["views"]) if dbg.get("views") else []:
             vname, op, src, out, shape = view
@@ -220,7 +223,7 @@ class ModelTarget(Target):
             sim.write("ddr", self.value_address(v), a)
         return {name: Symbol(name, "ddr", self.value_address(v), v.dtype, v.shape) for name, v in self.values.items()}
 
-    def load_node(self, sim, node):
+    def load_node(self, sim, node) -> None:
         """Loads an npu node's kernel with its argument block, as the runtime's launch does."""
         from ..ffi._base import _ffi_core
 
@@ -233,7 +236,7 @@ class ModelTarget(Target):
             for core in range(k.cores):
                 sim.write("l1", block, words, core=core)
 
-    def run_host_node(self, sim, node):
+    def run_host_node(self, sim, node) -> None:
         """Runs a host node: its buffers from the simulated DDR, the call, its outputs back."""
         from ..ffi import nd
 

@@ -15,6 +15,9 @@ A plugin receives the debugger's lifecycle callbacks and may add commands: any
 Plugins that set ``wants_steps`` make tdb single-step (a Python call per
 instruction); the built-in ones do not, so ``continue`` runs at the simulator's speed.
 """
+
+from __future__ import annotations
+
 import importlib.util
 import os
 import re
@@ -36,22 +39,22 @@ class Plugin:
     #: Python call per instruction); False: the simulator runs freely between stops.
     wants_steps = False
 
-    def __init__(self, tdb):
+    def __init__(self, tdb) -> None:
         self.tdb = tdb
 
-    def on_load(self):
+    def on_load(self) -> None:
         """The target is loaded and every plugin registered."""
 
-    def on_start(self):
+    def on_start(self) -> None:
         """The program was (re)loaded and its inputs written (start, run)."""
 
-    def before_step(self):
+    def before_step(self) -> None:
         """Before each instruction (only with wants_steps)."""
 
-    def after_step(self):
+    def after_step(self) -> None:
         """After each instruction (only with wants_steps)."""
 
-    def on_node_load(self, node):
+    def on_node_load(self, node) -> None:
         """Models: an npu node's kernel was loaded (before its first instruction)."""
 
     def before_node(self, node):
@@ -62,17 +65,17 @@ class Plugin:
         """Models: the node has run (its outputs are in memory); return messages to stop."""
         return None
 
-    def accept_stop(self, report):
+    def accept_stop(self, report) -> bool:
         """Return False to ignore this breakpoint stop and continue (conditions)."""
         return True
 
-    def on_stop(self, report):
+    def on_stop(self, report) -> None:
         """Execution stopped; ``report`` has reason, executed and hits."""
 
-    def on_end(self):
+    def on_end(self) -> None:
         """The program finished."""
 
-    def on_quit(self):
+    def on_quit(self) -> None:
         """The debugger is leaving."""
 
 

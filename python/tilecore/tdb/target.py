@@ -7,6 +7,9 @@ pc to the kernel's ``file:line``. :class:`AssemblyTarget` is a TC1 assembly file
 (``model.py``: node after node). Every target gives the same small interface, so most
 of the debugger's commands do not know which kind they run.
 """
+
+from __future__ import annotations
+
 import os
 
 import numpy as np
@@ -23,7 +26,7 @@ class TargetError(ValueError):
 class Symbol:
     """A named array in simulated memory (a kernel's buffer argument)."""
 
-    def __init__(self, name, space, address, dtype, shape, core=0):
+    def __init__(self, name, space, address, dtype, shape, core=0) -> None:
         self.name, self.space, self.address = name, space, int(address)
         self.dtype, self.shape, self.core = np.dtype(dtype), tuple(shape), core
 
@@ -31,7 +34,7 @@ class Symbol:
     def nbytes(self):
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{self.name}: {self.dtype}{list(self.shape)} at {self.space}:{self.address:#x}"
 
 
@@ -56,7 +59,7 @@ class Target:
         """The assembly listing, as a list of lines (line 1 first)."""
         return self.program.disassemble().splitlines()
 
-    def listing_line(self, core, pc):
+    def listing_line(self, core, pc) -> int:
         """The listing line (1-based) of the instruction, or 0."""
         return 0
 
@@ -90,7 +93,7 @@ def _sections_by_core(program):
 class _LineTable:
     """pc -> "file:line" per text section, and the reverse."""
 
-    def __init__(self, program, entries):
+    def __init__(self, program, entries) -> None:
         self.by_core = _sections_by_core(program)
         self.loc = {}      # (section, pc) -> (file, line)
         for section, pc, where in entries:
@@ -154,7 +157,7 @@ class KernelModuleTarget(Target):
 
     kind = "kernel module"
 
-    def __init__(self, module, function=None):
+    def __init__(self, module, function=None) -> None:
         from .. import runtime
 
         if isinstance(module, (str, os.PathLike)):
@@ -253,7 +256,7 @@ class AssemblyTarget(Target):
 
     kind = "assembly"
 
-    def __init__(self, path):
+    def __init__(self, path) -> None:
         from .. import arch
 
         self.path = os.fspath(path)

@@ -20,7 +20,7 @@ def _sigmoid(x):
         return np.where(x >= 0, 1 / (1 + np.exp(-np.abs(x))), np.exp(-np.abs(x)) / (1 + np.exp(-np.abs(x))))
 
 
-def _float_infer(name, allow_int=False):
+def _float_infer(name, allow_int: bool = False):
     def infer(attrs, inputs):
         x = inputs[0]
         check_dtype(name, x, (lambda dt: is_float(dt) or is_int(dt)) if allow_int else is_float,
@@ -29,7 +29,7 @@ def _float_infer(name, allow_int=False):
     return infer
 
 
-def _act(name, fn, since, attrs, doc, allow_int=False):
+def _act(name, fn, since, attrs, doc, allow_int: bool = False) -> None:
     def reference(a, x):
         x = np.asarray(x)
         with np.errstate(all="ignore"):

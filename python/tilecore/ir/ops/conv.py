@@ -44,7 +44,7 @@ def window_attrs(op, attrs, k, kernel=None):
     return kernel, strides, dilations, (list(pads) if pads is not None else None), auto_pad
 
 
-def window_out_dims(op, in_dims, kernel, strides, dilations, pads, auto_pad, ceil_mode=False, pool=False):
+def window_out_dims(op, in_dims, kernel, strides, dilations, pads, auto_pad, ceil_mode: bool = False, pool: bool = False):
     """Output spatial dims of a sliding window over `in_dims` (ints, symbols or None)."""
     k = len(in_dims)
     out = []

@@ -33,7 +33,7 @@ def _unary_infer(name, allowed, what):
     return infer
 
 
-def _unary_float(name, fn, since, doc):
+def _unary_float(name, fn, since, doc) -> None:
     def reference(attrs, x):
         return float_compute(fn, x)
     reference.__doc__ = doc
@@ -55,7 +55,7 @@ for _name, _fn, _since, _what in [
     _unary_float(_name, _fn, _since, f"{_name}(x): {_what}, element-wise; float16/bfloat16/float/double.")
 
 
-def _unary_num(name, fn, since, doc):
+def _unary_num(name, fn, since, doc) -> None:
     def reference(attrs, x):
         x = np.asarray(x)
         return float_compute(fn, x) if is_float(x.dtype) else np.asarray(fn(x)).astype(x.dtype, copy=False)
@@ -70,7 +70,7 @@ _unary_num("Sign", np.sign, 9, "Sign(x): -1, 0 or 1 (NaN stays NaN), element-wis
 
 # ---- broadcasting binary arithmetic -------------------------------------------------------------
 
-def _binary_infer(name, allowed=_is_num, what="numeric types", same=True):
+def _binary_infer(name, allowed=_is_num, what="numeric types", same: bool = True):
     def infer(attrs, inputs):
         a, b = inputs
         if same:
@@ -92,7 +92,7 @@ def _int_div(a, b):
         return np.where(b == 0, np.zeros_like(q), q).astype(dtype, copy=False)
 
 
-def _arith(name, fn, doc):
+def _arith(name, fn, doc) -> None:
     def reference(attrs, a, b):
         a, b = np.asarray(a), np.asarray(b)
         if is_float(a.dtype):
@@ -163,7 +163,7 @@ def _variadic_infer(name, allowed=_is_num, what="numeric types"):
     return infer
 
 
-def _variadic(name, fn, doc, final=None, allowed=_is_num):
+def _variadic(name, fn, doc, final=None, allowed=_is_num) -> None:
     def reference(attrs, *xs):
         xs = [np.asarray(x) for x in xs if x is not None]
         dtype = xs[0].dtype

@@ -12,7 +12,7 @@ from .infer import broadcast_shapes
 from .registry import OpError, TensorInfo, register_op
 
 
-def _any(dt):
+def _any(dt) -> bool:
     return True
 
 
@@ -20,7 +20,7 @@ def _is_bool(dt):
     return np.dtype(dt) == np.bool_
 
 
-def _binary(name, fn, since, doc, allowed, what, out_bool):
+def _binary(name, fn, since, doc, allowed, what, out_bool) -> None:
     def infer(attrs, inputs):
         a, b = inputs
         same_dtypes(name, a, b)

@@ -16,7 +16,7 @@ from .registry import OpError, TensorInfo, register_op
 
 
 def _float_x(name):
-    def check(x):
+    def check(x) -> None:
         check_dtype(name, x, is_float, "float types")
     return check
 

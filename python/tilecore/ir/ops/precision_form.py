@@ -19,7 +19,7 @@ PRECISION_ATTRS = {
 }
 
 
-def in_precision_form(attrs):
+def in_precision_form(attrs) -> bool:
     return attrs.get("tc_precision", "f32") not in ("f32", "", None)
 
 

@@ -16,7 +16,7 @@ from ._util import INT64, fail, ints_of, ints_value, is_int, onnx_dtype, seq_ele
 from .registry import REQUIRED, SequenceInfo, TensorInfo, register_op
 
 
-def _position(op, pos, length, insert=False):
+def _position(op, pos, length, insert: bool = False):
     p = int(np.asarray(pos).reshape(-1)[0])
     hi = length if insert else length - 1
     if not -length <= p <= hi:

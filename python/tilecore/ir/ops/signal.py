@@ -30,7 +30,7 @@ def _window_infer(name):
     return infer
 
 
-def _window(name, fn, doc):
+def _window(name, fn, doc) -> None:
     def reference(attrs, size):
         n = _scalar_int(size, "size", name)
         if n < 0:

@@ -263,7 +263,7 @@ def slice_(attrs, x, starts=None, ends=None, axes=None, steps=None):
 _PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
-def _pad_args(attrs, inputs_or_arrays, rank, infer=False):
+def _pad_args(attrs, inputs_or_arrays, rank, infer: bool = False):
     """(pads per axis as (begin, end) list, or None if unknown)."""
     if attrs.get("_opset", 11) < 11 or attrs.get("pads") is not None:
         pads = list(attrs["pads"])

@@ -11,6 +11,9 @@ Operands: regions, whole buffers, or a pointer plus ``n`` elements. Both sides h
 the same number of elements; when their dtypes differ the DMA converts with TC1's
 rules (round to nearest even, saturate).
 """
+
+from __future__ import annotations
+
 import numpy as np
 
 from .. import frontend as fe
@@ -53,7 +56,7 @@ def dma_copy(dst, src, n=None):
 
 
 @dma_copy.ir
-def _dma_copy_ir(p):
+def _dma_copy_ir(p) -> None:
     irv.emit(irv.call("tile.dma_copy", ir_region(p.dst), ir_region(p.src), irv.index(p.event)))
     irv.emit(irv.call("tile.wait", irv.index(p.event)))
 
@@ -66,7 +69,7 @@ def _converted(op, p):
 
 
 @dma_copy.py
-def _dma_copy_py(p):
+def _dma_copy_py(p) -> None:
     dst, data = _converted("dma_copy", p)
     dst[...] = data
 
@@ -87,7 +90,7 @@ async_dma_copy.ir(lambda p: irv.emit(irv.call("tile.dma_copy", ir_region(p.dst),
 
 
 @async_dma_copy.py
-def _async_py(p):
+def _async_py(p) -> None:
     dst, data = _converted("async_dma_copy", p)
     registry.context().pending_dma.setdefault(p.event, []).append((dst, data))
 
@@ -101,13 +104,13 @@ def wait_events(*events):
 
 
 @wait_events.ir
-def _wait_ir(p):
+def _wait_ir(p) -> None:
     for e in p.events:
         irv.emit(irv.call("tile.wait", irv.index(e)))
 
 
 @wait_events.py
-def _wait_py(p):
+def _wait_py(p) -> None:
     core = registry.context()
     for e in p.events:
         for dst, data in core.pending_dma.pop(e, []):
@@ -130,7 +133,7 @@ def dma_fill(dst, value, n=None):
 
 
 @dma_fill.ir
-def _fill_ir(p):
+def _fill_ir(p) -> None:
     v = p.value.node if hasattr(p.value, "node") else irv.const(
         p.value, "float32" if isinstance(p.value, float) else "int32")
     irv.emit(irv.call("tile.dma_fill", ir_region(p.dst), v, irv.index(SYNC_EVENT)))
@@ -138,7 +141,7 @@ def _fill_ir(p):
 
 
 @dma_fill.py
-def _fill_py(p):
+def _fill_py(p) -> None:
     dst = py_view("dma_fill", p.dst)
     if hasattr(p.value, "data"):
         dst[...] = convert(p.value.data[:1], p.value.dtype, elem_of(p.dst))[0]

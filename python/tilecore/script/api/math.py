@@ -5,6 +5,9 @@ not in SIMD registers; these scalar forms exist for the front end (loop-invarian
 constants, per-row factors). Each is computed in double and rounded once to the
 dtype (float32, then float16/bfloat16), as the simulator does.
 """
+
+from __future__ import annotations
+
 import math
 
 import numpy as np

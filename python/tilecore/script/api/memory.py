@@ -11,6 +11,9 @@ PySim checks every access against the real extent of the array behind the
 pointer (the numpy array passed in, or the allocation) and raises ``IndexError``
 naming the access, the array and its extent.
 """
+
+from __future__ import annotations
+
 import math
 
 import numpy as np
@@ -202,7 +205,7 @@ def store(x, index, value):
 
 
 @store.ir
-def _store_ir(p):
+def _store_ir(p) -> None:
     x = p.x
     v = irv.operand(p.value, x.elem)
     if fe.kind(x) == "pointer":
@@ -215,7 +218,7 @@ def _store_ir(p):
 
 
 @store.py
-def _store_py(p):
+def _store_py(p) -> None:
     off = _py_flat("store", p.x, p.items)
     p.x.mem.array[off] = sem.lanes_of(p.value, p.x.elem)[0] if fe.kind(p.value) != "literal" \
         else scalar_to_storage(p.value, p.x.elem)

@@ -4,6 +4,9 @@
 kernels print too: the call becomes ``tir.call_packed("tilecore.printf:<format>", core,
 values...)``, which the runtime services on the host (npu: ``hcall``; c: a direct call).
 """
+
+from __future__ import annotations
+
 import re
 import sys
 
@@ -89,7 +92,7 @@ def _printf_name(fmt):
 
 
 @printf.ir
-def _printf_ir(p):
+def _printf_ir(p) -> None:
     # Literals are formatted now; kernel values travel to the host. A vector prints as
     # its type (its lanes print in PySim only).
     from .. import registry
@@ -119,7 +122,7 @@ def _printf_ir(p):
 
 
 @printf.py
-def _printf_py(p):
+def _printf_py(p) -> None:
     from .. import registry
 
     core = registry.context()
@@ -163,7 +166,7 @@ def call_packed(name, *args):
 
 
 @call_packed.ir
-def _call_packed_ir(p):
+def _call_packed_ir(p) -> None:
     from .operands import ir_region
 
     nodes = [irv.node("StringImm", p.name)]

@@ -3,6 +3,9 @@
 A tile operand is a region (``buf[0:16, 0:32]``, ``a[0:64]``), a whole buffer
 (``buf``), or — for DMA only — a pointer with an element count (``S.dma_copy(dst, a + i, 64)``).
 """
+
+from __future__ import annotations
+
 from .. import frontend as fe
 from .. import irvalues as irv
 

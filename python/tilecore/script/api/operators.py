@@ -5,6 +5,9 @@ Each operator is a registered API (front end + IR + PySim), reached through the
 dunder methods of values.py or, for ``and``/``or``/``not``/``if-else``/``min``/``max``,
 from the parser and from PySim's builtins. See values.py for the semantics.
 """
+
+from __future__ import annotations
+
 import numpy as np
 
 from .. import frontend as fe

@@ -4,6 +4,9 @@ Every core runs the whole kernel (SPMD); ``S.get_local_id()`` tells them apart.
 ``S.barrier()`` waits until every core has reached it. It orders the cores' front
 ends only: wait for your DMA events first, or other cores may not see the data.
 """
+
+from __future__ import annotations
+
 from .. import frontend as fe
 from .. import irvalues as irv
 from .. import registry

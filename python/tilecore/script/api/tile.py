@@ -11,6 +11,9 @@ and rounded once to float32, then to the dtype. Math functions and ``tile_div`` 
 float only. Reductions fold the innermost axis in index order into ``d[..., 0]``;
 float sums accumulate in float32, integer sums saturate at the end.
 """
+
+from __future__ import annotations
+
 import numpy as np
 
 from .. import frontend as fe
@@ -29,7 +32,7 @@ _F32_MAX = float(np.finfo(np.float32).max)
 
 
 @api("mm")
-def mm(c, a, b, accumulate=False, *, bias=None, scale=None, zero_point=0, residual=None, relu=False, clamp=None):
+def mm(c, a, b, accumulate: bool = False, *, bias=None, scale=None, zero_point=0, residual=None, relu: bool = False, clamp=None):
     """``c = (accumulate ? c : 0) + a @ b`` on the matrix engine (TC1 mm / mma), with an
     optional fused epilogue.
 
@@ -128,7 +131,7 @@ def mm(c, a, b, accumulate=False, *, bias=None, scale=None, zero_point=0, residu
 
 
 @mm.ir
-def _mm_ir(p):
+def _mm_ir(p) -> None:
     acc = irv.const(p.accumulate, "bool") if isinstance(p.accumulate, bool) else p.accumulate.node
     args = [ir_region(p.c), ir_region(p.a), ir_region(p.b), acc]
     if p.epi:
@@ -146,8 +149,8 @@ def _mm_ir(p):
     irv.emit(irv.call("tile.mm", *args))
 
 
-def mm_epilogue_reference(acc, elem_out, bias=None, scale=1.0, zero_point=0, residual=None, res_elem=None,
-                          relu=False, lo=-_F32_MAX, hi=_F32_MAX):
+def mm_epilogue_reference(acc, elem_out, bias=None, scale: float = 1.0, zero_point=0, residual=None, res_elem=None,
+                          relu: bool = False, lo=-_F32_MAX, hi=_F32_MAX):
     """TC1's mm epilogue in numpy over an accumulator array (int32 or float32), as
     docs/tc1.md states it; returns the output in ``elem_out``'s storage."""
     with np.errstate(all="ignore"):
@@ -173,7 +176,7 @@ def mm_epilogue_reference(acc, elem_out, bias=None, scale=1.0, zero_point=0, res
 
 
 @mm.py
-def _mm_py(p):
+def _mm_py(p) -> None:
     c, a, b = py_view("mm", p.c), py_view("mm", p.a), py_view("mm", p.b)
     accumulate = p.accumulate if isinstance(p.accumulate, bool) else bool(p.accumulate.data[0])
     if p.elem == "int8":
@@ -267,7 +270,7 @@ def _def_binary(row):
     f.ir(lambda p: irv.emit(irv.call(f"tile.vec_{name}", ir_region(p.d), ir_region(p.a), ir_region(p.b))))
 
     @f.py
-    def _py(p):
+    def _py(p) -> None:
         d, a, b = (py_view(api_name, x) for x in (p.d, p.a, p.b))
         if T.is_float(p.elem):
             d[...] = _f64_op(fn, p.elem, a, b)
@@ -306,12 +309,12 @@ def _def_scalar(row):
     f = api(api_name)(front)
 
     @f.ir
-    def _ir(p):
+    def _ir(p) -> None:
         s = irv.const(float(p.s), "float32") if not hasattr(p.s, "node") else p.s.node
         irv.emit(irv.call(f"tile.vec_{name}", ir_region(p.d), ir_region(p.a), s))
 
     @f.py
-    def _py(p):
+    def _py(p) -> None:
         d, a = py_view(api_name, p.d), py_view(api_name, p.a)
         s = p.s if not hasattr(p.s, "data") else p.s.item()
         s32 = np.float32(s)
@@ -354,7 +357,7 @@ def _def_unary(row):
     f.ir(lambda p: irv.emit(irv.call(f"tile.vec_{name}", ir_region(p.d), ir_region(p.a))))
 
     @f.py
-    def _py(p):
+    def _py(p) -> None:
         d, a = py_view(api_name, p.d), py_view(api_name, p.a)
         if name == "relu":
             if T.is_float(p.elem):
@@ -383,7 +386,7 @@ tile_copy.ir(lambda p: irv.emit(irv.call("tile.vec_copy", ir_region(p.d), ir_reg
 
 
 @tile_copy.py
-def _tile_copy_py(p):
+def _tile_copy_py(p) -> None:
     d, a = py_view("tile_copy", p.d), py_view("tile_copy", p.a)
     d[...] = convert(a, elem_of(p.a), elem_of(p.d))
 
@@ -413,14 +416,14 @@ def tile_requant(d, a, scale, zero_point=0):
 
 
 @tile_requant.ir
-def _requant_ir(p):
+def _requant_ir(p) -> None:
     scale = irv.const(p.scale, "float32") if isinstance(p.scale, float) else p.scale.node
     zp = irv.const(p.zp, "int32") if isinstance(p.zp, int) else p.zp.node
     irv.emit(irv.call("tile.vec_requant", ir_region(p.d), ir_region(p.a), scale, zp))
 
 
 @tile_requant.py
-def _requant_py(p):
+def _requant_py(p) -> None:
     d, a = py_view("tile_requant", p.d), py_view("tile_requant", p.a)
     scale = np.float32(p.scale if isinstance(p.scale, float) else p.scale.item())
     zp = p.zp if isinstance(p.zp, int) else p.zp.item()
@@ -456,7 +459,7 @@ def _def_reduce(row):
     f.ir(lambda p: irv.emit(irv.call(f"tile.vec_{row['name']}", ir_region(p.d), ir_region(p.a))))
 
     @f.py
-    def _py(p):
+    def _py(p) -> None:
         d, a = py_view(api_name, p.d), py_view(api_name, p.a)
         if T.is_float(p.elem):
             fa = to_f64(a, p.elem).astype(np.float32)

@@ -17,6 +17,9 @@ Common rules (each function's docstring lists its dtypes):
 - **Floats** are computed exactly and rounded once to float32, then to the dtype
   (round to nearest even); ``vmax``/``vmin`` return NaN if either input is NaN.
 """
+
+from __future__ import annotations
+
 import numpy as np
 
 from .. import frontend as fe
@@ -27,7 +30,7 @@ from ..pysim import semantics as sem
 from ..registry import api
 
 
-def _vec_binary(op, a, b, allowed, mask, r, saturate=False, saturate_ok=False):
+def _vec_binary(op, a, b, allowed, mask, r, saturate: bool = False, saturate_ok: bool = False):
     p = fe.binary(op, a, b, allowed=allowed)
     if p.lanes == 1:
         raise TypeError(f"{op}: needs a vector operand, got {p.dtype} (use the operator for scalars)")
@@ -79,7 +82,7 @@ _DTYPES_DOC = {
 }
 
 
-def _doc(what, dtypes, extra=""):
+def _doc(what, dtypes, extra="") -> str:
     return (f"{what}\n\n    :param a, b: vectors (or one vector and a scalar / literal, broadcast); element "
             f"dtypes: {_DTYPES_DOC[dtypes]}.\n"
             f"    :param mask: optional bool vector; inactive lanes of the result take ``r`` (default 0).\n"
@@ -87,7 +90,7 @@ def _doc(what, dtypes, extra=""):
 
 
 def _def_arith(name, sem_op, node_name, intrin_sat=None, doc=""):
-    def front(a, b, mask=None, r=None, saturate=False):
+    def front(a, b, mask=None, r=None, saturate: bool = False):
         return _vec_binary(name, a, b, fe.NUMERIC, mask, r, saturate, saturate_ok=intrin_sat is not None)
 
     front.__name__ = name
@@ -165,7 +168,7 @@ vnot.py(lambda p: _py_masked(p, np.logical_not(p.a.data) if p.elem == "bool" els
 
 
 def _def_shift(name, op):
-    def front(a, b, mask=None, r=None, saturate=False):
+    def front(a, b, mask=None, r=None, saturate: bool = False):
         return _vec_binary(name, a, b, fe.INTEGER, mask, r, saturate, saturate_ok=(op == "shl"))
 
     front.__name__ = name
@@ -192,7 +195,7 @@ vshr = _def_shift("vshr", "shr")
 
 
 @api("vabs")
-def vabs(a, mask=None, r=None, saturate=False):
+def vabs(a, mask=None, r=None, saturate: bool = False):
     """Lane-wise absolute value: ``max(a, 0 - a)``. Integers wrap (``|INT_MIN|`` is
     INT_MIN) unless ``saturate=True`` (then INT_MAX); unsigned values are unchanged.
 
@@ -471,14 +474,14 @@ def vstore(value, ptr, mask=None, lanes=None, stride=1):
 
 
 @vstore.ir
-def _vstore_ir(p):
+def _vstore_ir(p) -> None:
     from ...ir import _ffi_api
 
     irv.emit(_ffi_api.BufferStore(p.ptr.buffer, p.value.node, [_ramp_ir(p)], _active_ir(p), irv.cur_span()))
 
 
 @vstore.py
-def _vstore_py(p):
+def _vstore_py(p) -> None:
     _check_aligned("vstore", p, p.ptr.offset)
     if p.mask is None and p.count is None and type(p.stride) is int and p.stride == 1:
         off = p.ptr.offset

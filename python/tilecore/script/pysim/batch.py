@@ -36,6 +36,9 @@ a time, exactly as without batching (so errors are reported as before). Batching
 off in the seeded-scheduling and race-checking modes (runner.py), which must see every
 access, and with ``TILECORE_PYSIM_BATCH=0``.
 """
+
+from __future__ import annotations
+
 import ast
 import builtins
 import copy
@@ -74,7 +77,7 @@ class BatchValue(SimValue):
     def values(self):
         raise _Fallback("the lanes of a batched kernel value")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{self.dtype}(<{self.data.shape[0]} iterations>)"
 
     __str__ = __repr__
@@ -85,7 +88,7 @@ class BatchPointer(SimPointer):
 
     __slots__ = ()
 
-    def __init__(self, mem, offset):  # noqa: D107  (no int() of the offsets)
+    def __init__(self, mem, offset) -> None:  # noqa: D107  (no int() of the offsets)
         self.mem = mem
         self.offset = offset
 
@@ -97,7 +100,7 @@ class BatchRegion:
     __slots__ = ("mem", "idx", "batched", "shape")
     dsl_kind = "region"
 
-    def __init__(self, mem, idx, batched, shape):
+    def __init__(self, mem, idx, batched, shape) -> None:
         self.mem = mem
         self.idx = idx
         self.batched = batched
@@ -106,14 +109,14 @@ class BatchRegion:
     elem = property(lambda self: self.mem.elem)
     scope = property(lambda self: self.mem.scope)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{self.mem.name}[<region of {list(self.shape)}>]"
 
 
 _BATCH_TYPES = (BatchValue, BatchPointer, BatchRegion)
 
 
-def _has_batch(items):
+def _has_batch(items) -> bool:
     for a in items:
         if isinstance(a, _BATCH_TYPES):
             return True
@@ -159,7 +162,7 @@ _TILE_REDUCE = frozenset(_FORMS["reduce"])
 class _Private:
     __slots__ = ("mem", "arr", "written", "early")
 
-    def __init__(self, mem, n):
+    def __init__(self, mem, n) -> None:
         self.mem = mem
         self.arr = np.repeat(mem.array[None, :], n, axis=0)
         self.written = np.zeros(mem.extent, bool)  # written earlier in this iteration
@@ -169,7 +172,7 @@ class _Private:
 class BatchContext:
     """The context of mode ``"batch"`` (registry.py): one batched execution of a loop body."""
 
-    def __init__(self, core_ctx, n):
+    def __init__(self, core_ctx, n) -> None:
         self.core_ctx = core_ctx
         self.core = core_ctx.core
         self.num_cores = core_ctx.num_cores
@@ -260,7 +263,7 @@ class BatchContext:
         self.reads.append((mem, idx))
         return mem.array[idx]
 
-    def write(self, mem, idx, batched, data, raw=False):
+    def write(self, mem, idx, batched, data, raw: bool = False):
         self._bounds(mem, idx)
         data = np.asarray(data).astype(storage(mem.elem), copy=False)
         if mem.scope == "local":
@@ -325,7 +328,7 @@ class BatchContext:
             raise _Fallback("operand")
         return BatchRegion(r[0], r[1], False, r[2])
 
-    def gather(self, r, mark=True):
+    def gather(self, r, mark: bool = True):
         """One array of shape (n,) + r.shape with the region's elements in every iteration."""
         if mark:
             data = self.read(r.mem, r.idx, r.batched)
@@ -336,7 +339,7 @@ class BatchContext:
             data = np.broadcast_to(data, (self.n,) + data.shape)
         return np.array(data).reshape((self.n,) + r.shape)
 
-    def tile(self, api, p):
+    def tile(self, api, p) -> None:
         name = api.name
         fake = copy.copy(p)
         d = self.operand(p.d)
@@ -375,7 +378,7 @@ def operand_indices(x):
     return None
 
 
-def _scalar_tile(name, p, s):
+def _scalar_tile(name, p, s) -> None:
     """tile_adds / muls / maxs / mins with a scalar that differs per iteration (as tile.py's
     implementation, one scalar per iteration)."""
     from ..api.tile import _BINARY, _f64_op
@@ -471,7 +474,7 @@ def _region(ctx, x, items):
     return BatchRegion(x.mem, grid.reshape(-1), False, shape)
 
 
-def _store(ctx, name, p):
+def _store(ctx, name, p) -> None:
     x = p.x
     off, batched = _flat(ctx, x, p.items)
     v = p.value
@@ -530,7 +533,7 @@ def _vload(ctx, name, p):
     return BatchValue(out, p.dtype) if b else SimValue(out, p.dtype)
 
 
-def _vstore(ctx, name, p):
+def _vstore(ctx, name, p) -> None:
     idx, batched, active = _vector_indices(ctx, p)
     v = p.value
     data = v.data[..., active]
@@ -542,7 +545,7 @@ def _vstore(ctx, name, p):
     ctx.write(p.ptr.mem, idx, batched, np.broadcast_to(data, idx.shape) if batched else data)
 
 
-def _dma_copy(ctx, name, p):
+def _dma_copy(ctx, name, p) -> None:
     src, dst = ctx.operand(p.src), ctx.operand(p.dst)
     data = ctx.gather(src)
     data = convert(data, src.mem.elem, dst.mem.elem).reshape(ctx.n, -1)
@@ -573,7 +576,7 @@ class LoopResult:
 
     __slots__ = ("serial", "finals")
 
-    def __init__(self, serial, finals=None):
+    def __init__(self, serial, finals=None) -> None:
         self.serial = serial
         self.finals = finals
 
@@ -632,7 +635,7 @@ def pysim_loop(body, inits, *args):
 
 # --- the static analysis and the transformation ------------------------------------------
 class _Resolver:
-    def __init__(self, func):
+    def __init__(self, func) -> None:
         self.globals = func.__globals__
         self.closure = {}
         if func.__closure__:
@@ -664,7 +667,7 @@ _OK_UNARY = (ast.USub, ast.UAdd, ast.Invert)
 class _Eligibility:
     """Checks one ``for`` loop (see the module docstring, rule 1)."""
 
-    def __init__(self, resolver, loop, local_names):
+    def __init__(self, resolver, loop, local_names) -> None:
         self.r = resolver
         self.loop = loop
         self.local = local_names  # names stored inside the loop
@@ -673,7 +676,7 @@ class _Eligibility:
     def fail(self):
         raise _Fallback("not eligible")
 
-    def expr(self, node):
+    def expr(self, node) -> None:
         if isinstance(node, ast.Constant):
             return
         if isinstance(node, ast.Name):
@@ -724,7 +727,7 @@ class _Eligibility:
             return
         self.fail()
 
-    def store(self, t):
+    def store(self, t) -> None:
         if isinstance(t, ast.Name):
             self.assigned.add(t.id)
         elif isinstance(t, ast.Subscript):
@@ -733,7 +736,7 @@ class _Eligibility:
         else:
             self.fail()
 
-    def stmts(self, body):
+    def stmts(self, body) -> None:
         for s in body:
             if isinstance(s, ast.Pass):
                 continue
@@ -806,7 +809,7 @@ def _uncovered_names(fdef, loop, names):
                  any(x is loop for x in ast.walk(n)) and n is not loop]
     found = set()
 
-    def visit(node, covered):
+    def visit(node, covered) -> None:
         if node is loop:
             return
         if isinstance(node, ast.For):

@@ -18,6 +18,9 @@ The races found are raised at the end of the run as :class:`DataRaceError` (afte
 other error of the kernel). Every DSL operation is checked one at a time, so batched
 loops are off in this mode.
 """
+
+from __future__ import annotations
+
 import linecache
 import sys
 import threading
@@ -36,7 +39,7 @@ class DataRaceError(RuntimeError):
 class _Shadow:
     __slots__ = ("w_core", "w_clk", "w_line", "r_clk", "r_line")
 
-    def __init__(self, extent, cores):
+    def __init__(self, extent, cores) -> None:
         self.w_core = np.full(extent, -1, np.int16)
         self.w_clk = np.zeros(extent, np.int64)
         self.w_line = np.zeros(extent, np.int32)
@@ -98,7 +101,7 @@ def accesses(name, p):
 class RaceChecker:
     """Shared by the cores of one run (see the module docstring)."""
 
-    def __init__(self, cores, code):
+    def __init__(self, cores, code) -> None:
         self.cores = cores
         self.code = code
         self.lock = threading.Lock()
@@ -110,7 +113,7 @@ class RaceChecker:
         self.seen = set()
 
     # -- hooks -------------------------------------------------------------------------
-    def barrier_release(self):
+    def barrier_release(self) -> None:
         """Every core passed a barrier: all clocks join, then each core's own ticks."""
         with self.lock:
             m = self.vc.max(axis=0)
@@ -160,7 +163,7 @@ class RaceChecker:
             return None
         old = [m.array[i].copy() for m, i in writes]
 
-        def check():
+        def check() -> None:
             with self.lock:
                 for (m, i), o, line in zip(writes, old, lines):
                     new = m.array[i]
@@ -182,13 +185,13 @@ class RaceChecker:
         text = linecache.getline(self.code.co_filename, line).strip() if line else ""
         return f"{self.code.co_filename}:{line}" + (f" `{text}`" if text else "")
 
-    def _report(self, key, text):
+    def _report(self, key, text) -> None:
         if key in self.seen or len(self.reports) >= _MAX_REPORTS:
             return
         self.seen.add(key)
         self.reports.append(text)
 
-    def _inflight(self, core, mem, idx, write, line):
+    def _inflight(self, core, mem, idx, write, line) -> None:
         for ev, dmem, didx, smem, sidx, iline in self.inflight[core]:
             for what, m, i in (("destination", dmem, didx), ("source", smem, sidx)):
                 if m is not mem or what == "source" and not write:
@@ -201,7 +204,7 @@ class RaceChecker:
                                  f"{self._src(iline)} is still in flight with it as {what} (S.wait_events({ev}) "
                                  "first)")
 
-    def _access(self, core, mem, idx, write, line, dma_line=None):
+    def _access(self, core, mem, idx, write, line, dma_line=None) -> None:
         if mem.scope not in ("global", "shared") or idx.size == 0:
             return
         sh = self.shadow.get(mem)
@@ -232,7 +235,7 @@ class RaceChecker:
             sh.r_clk[core, idx] = vc[core]
             sh.r_line[core, idx] = line
 
-    def _race(self, mem, addr, core, verb, line, other, overb, oline):
+    def _race(self, mem, addr, core, verb, line, other, overb, oline) -> None:
         key = ("race", mem.name, frozenset((line, oline)))
         self._report(key, f"data race on `{mem.name}`[{addr}] ({mem.scope}): core {core} {verb} it at "
                           f"{self._src(line)}; core {other} {overb} it at {self._src(oline)}, with no barrier "

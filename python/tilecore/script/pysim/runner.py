@@ -32,6 +32,9 @@ Calling a ``@S.prim_func`` kernel with numpy arrays runs it here:
 9. ``racecheck=True`` (or ``TILECORE_PYSIM_RACECHECK=1``): racecheck.py reports races
    between cores and with in-flight DMA as a DataRaceError at the end of the run.
 """
+
+from __future__ import annotations
+
 import os
 import random
 import sys
@@ -104,7 +107,7 @@ class _Scheduler:
     ``(core, operation)`` in the trace and a seeded RNG picks which ready core runs next, so
     one seed gives one interleaving, replayed exactly by the next run with that seed."""
 
-    def __init__(self, seed, n):
+    def __init__(self, seed, n) -> None:
         self.rng = random.Random(seed)
         self.n = n
         self.cond = threading.Condition()
@@ -116,7 +119,7 @@ class _Scheduler:
         self.deadlock = None
         self.on_release = None
 
-    def _pick(self):
+    def _pick(self) -> None:
         self.current = self.rng.choice(sorted(self.ready)) if self.ready else None
         self.cond.notify_all()
 
@@ -130,7 +133,7 @@ class _Scheduler:
         if self.deadlock is not None:
             raise _Aborted()
 
-    def start(self, core):
+    def start(self, core) -> None:
         with self.cond:
             self.ready.add(core)
             self.started += 1
@@ -138,13 +141,13 @@ class _Scheduler:
                 self._pick()
             self._wait(core)
 
-    def point(self, core, what):
+    def point(self, core, what) -> None:
         with self.cond:
             self.trace.append((core, what))
             self._pick()
             self._wait(core)
 
-    def barrier(self, core):
+    def barrier(self, core) -> None:
         with self.cond:
             self.ready.discard(core)
             self.blocked.add(core)
@@ -152,7 +155,7 @@ class _Scheduler:
             self._wait(core)
             self.blocked.discard(core)
 
-    def _release_or_deadlock(self):
+    def _release_or_deadlock(self) -> None:
         if self.ready:
             self._pick()
         elif self.blocked and self.done:
@@ -166,7 +169,7 @@ class _Scheduler:
             self.blocked.clear()
             self._pick()
 
-    def finish(self, core):
+    def finish(self, core) -> None:
         with self.cond:
             self.ready.discard(core)
             self.blocked.discard(core)
@@ -174,7 +177,7 @@ class _Scheduler:
             if not self.aborted and (self.current == core or self.current is None):
                 self._release_or_deadlock()
 
-    def abort(self):
+    def abort(self) -> None:
         with self.cond:
             self.aborted = True
             self.cond.notify_all()
@@ -188,7 +191,7 @@ class _Barrier:
     """threading.Barrier plus deadlock detection: a core that finishes while others wait
     (or waits while others have finished) releases the waiters with a deadlock error."""
 
-    def __init__(self, n):
+    def __init__(self, n) -> None:
         self.n = n
         self.cond = threading.Condition()
         self.waiting = set()
@@ -197,7 +200,7 @@ class _Barrier:
         self.broken = None  # None, "abort" or the deadlock message
         self.on_release = None
 
-    def _check_deadlock(self):
+    def _check_deadlock(self) -> None:
         if self.waiting and len(self.waiting) + len(self.finished) == self.n and self.finished:
             self.broken = (f"deadlock: core(s) {', '.join(map(str, sorted(self.waiting)))} wait at the barrier, "
                            f"which core(s) {', '.join(map(str, sorted(self.finished)))} finished without reaching")
@@ -226,27 +229,27 @@ class _Barrier:
     def _error(self):
         return threading.BrokenBarrierError() if self.broken == "abort" else _Deadlock(self.broken)
 
-    def finish(self, core):
+    def finish(self, core) -> None:
         with self.cond:
             self.finished.add(core)
             if self.broken is None:
                 self._check_deadlock()
 
-    def abort(self):
+    def abort(self) -> None:
         with self.cond:
             if self.broken is None:
                 self.broken = "abort"
             self.cond.notify_all()
 
 
-def single_thread_mode():
+def single_thread_mode() -> bool:
     return os.environ.get(_ENV_SINGLE, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class _Run:
     """What the cores of one kernel run share."""
 
-    def __init__(self, num_cores, single, out, seed=None, race=None):
+    def __init__(self, num_cores, single, out, seed=None, race=None) -> None:
         self.num_cores = num_cores
         self.race = race
         self.sched = None if seed is None else _Scheduler(seed, num_cores)
@@ -266,7 +269,7 @@ class _Run:
 class CoreContext:
     """The context of one core (mode "py" in registry.py)."""
 
-    def __init__(self, run, core):
+    def __init__(self, run, core) -> None:
         self.run = run
         self.core = core
         self.num_cores = run.num_cores
@@ -314,10 +317,10 @@ class CoreContext:
                              "shared buffers in the same order")
         return mem
 
-    def output(self, text):
+    def output(self, text) -> None:
         self.run.out.write(text + "\n")
 
-    def finish(self):
+    def finish(self) -> None:
         after = self.race.finish(self.core) if self.race is not None else None
         for ev in sorted(self.pending_dma):
             for dst, data in self.pending_dma[ev]:
@@ -447,7 +450,7 @@ def run(kernel, args, kwargs, seed=None, racecheck=None):
                 out.append(b)
         return out
 
-    def run_core(core):
+    def run_core(core) -> None:
         ctx = CoreContext(run_state, core)
         try:
             if sched is not None:

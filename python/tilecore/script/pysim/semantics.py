@@ -5,6 +5,9 @@ element dtype, and returns the result array. Integer arithmetic is done in int64
 (exact for every 32-bit operand here) and then wrapped or saturated; float
 arithmetic in float64 and rounded once to float32, then to the dtype.
 """
+
+from __future__ import annotations
+
 import numpy as np
 
 from .. import types as T
@@ -39,7 +42,7 @@ def _i64(a):
     return a.astype(np.int64)
 
 
-def arith(op, a, b, elem, saturating=False):
+def arith(op, a, b, elem, saturating: bool = False):
     """``add sub mul min max`` lane-wise."""
     if elem in T.FLOAT_DTYPES:
         fa, fb = to_f64(a, elem), to_f64(b, elem)
@@ -78,7 +81,7 @@ def divide(op, a, b, elem):
     return wrap(np.array([r]), elem)
 
 
-def shift(op, a, b, elem, saturating=False):
+def shift(op, a, b, elem, saturating: bool = False):
     bits = T.ELEMENT_BITS[elem]
     amt = _i64(b) & (bits - 1)
     if op == "shl":

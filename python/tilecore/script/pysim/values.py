@@ -6,6 +6,9 @@ parameter, an allocation) with its real extent; ``SimPointer`` / ``SimBuffer`` /
 ``SimRegion`` point into a Memory. Every access is checked against the Memory's
 extent, so an out-of-bounds kernel fails at the access that goes out, not later.
 """
+
+from __future__ import annotations
+
 import numpy as np
 
 from .. import types as T
@@ -15,7 +18,7 @@ from ..values import MemoryOps, ValueOps
 class SimValue(ValueOps):
     __slots__ = ("data", "dtype")
 
-    def __init__(self, data, dtype):
+    def __init__(self, data, dtype) -> None:
         self.data = data
         self.dtype = dtype
 
@@ -40,17 +43,17 @@ class SimValue(ValueOps):
             return [float(x) for x in to_f64(self.data, elem)]
         return self.data.tolist()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if T.split(self.dtype)[1] == 1:
             return f"{self.dtype}({self.item()})"
         return f"{self.dtype}({self.values()})"
 
     __str__ = __repr__
 
-    def __int__(self):
+    def __int__(self) -> int:
         return int(self.item())
 
-    def __float__(self):
+    def __float__(self) -> float:
         return float(self.item())
 
 
@@ -59,7 +62,7 @@ class Memory:
 
     __slots__ = ("array", "elem", "scope", "name")
 
-    def __init__(self, array, elem, scope, name):
+    def __init__(self, array, elem, scope, name) -> None:
         self.array = array  # 1-D, storage dtype
         self.elem = elem
         self.scope = scope
@@ -83,7 +86,7 @@ class SimPointer(MemoryOps):
     __slots__ = ("mem", "offset")
     dsl_kind = "pointer"
 
-    def __init__(self, mem, offset):
+    def __init__(self, mem, offset) -> None:
         self.mem = mem
         self.offset = int(offset)
 
@@ -91,7 +94,7 @@ class SimPointer(MemoryOps):
     scope = property(lambda self: self.mem.scope)
     name = property(lambda self: self.mem.name)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"ptr({self.mem.name} + {self.offset})"
 
 
@@ -101,7 +104,7 @@ class SimBuffer(MemoryOps):
     __slots__ = ("mem", "offset", "shape")
     dsl_kind = "buffer"
 
-    def __init__(self, mem, offset, shape):
+    def __init__(self, mem, offset, shape) -> None:
         self.mem = mem
         self.offset = int(offset)
         self.shape = tuple(int(s) for s in shape)
@@ -118,7 +121,7 @@ class SimBuffer(MemoryOps):
         """A copy of the contents (for printing and debugging)."""
         return self.ndarray().copy()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Buffer({self.mem.name}: {self.elem}{list(self.shape)} {self.scope})"
 
 
@@ -128,7 +131,7 @@ class SimRegion:
     __slots__ = ("mem", "view", "text")
     dsl_kind = "region"
 
-    def __init__(self, mem, view, text):
+    def __init__(self, mem, view, text) -> None:
         self.mem = mem
         self.view = view
         self.text = text
@@ -137,5 +140,5 @@ class SimRegion:
     scope = property(lambda self: self.mem.scope)
     shape = property(lambda self: self.view.shape)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return self.text
