@@ -21,7 +21,7 @@ from .stmt import (
 from .builder import BufferProxy, IRBuilder
 
 
-def script(node):
+def script(node: Node) -> str:
     """The node as script text (Python-like, like TVMScript)."""
     return _ffi_api.AsScript(node)
 from . import graph  # noqa: E402

@@ -7,13 +7,15 @@ truncates toward zero, Mod follows `fmod`.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 import numpy as np
 
 from ._numeric import check_dtype, float_compute, is_float, is_int, opset, same_dtypes, wide
 from .infer import broadcast_shapes
-from .registry import OpError, TensorInfo, register_op
+from .registry import OpError, Operand, Result, TensorInfo, register_op
 
 try:
     from scipy.special import erf as _erf
@@ -112,7 +114,7 @@ _arith("Div", np.divide, "Div(a, b): a / b with numpy broadcasting; ints truncat
 
 
 @register_op("Mod", attrs={"fmod": ("int", 0)}, inputs=(2, 2), since_version=10, infer=_binary_infer("Mod"))
-def mod(attrs, a, b):
+def mod(attrs: dict[str, Any], a: Operand, b: Operand) -> Result:
     """Mod(a, b): remainder with broadcasting; fmod=0 (ints only) takes the divisor's sign,
     fmod=1 the dividend's (C fmod). x mod 0 is 0 for ints, NaN for floats."""
     a, b = np.asarray(a), np.asarray(b)
@@ -134,7 +136,7 @@ def _pow_infer(attrs, inputs):
 
 
 @register_op("Pow", inputs=(2, 2), since_version=7, infer=_pow_infer)
-def pow_(attrs, x, y):
+def pow_(attrs: dict[str, Any], x: Operand, y: Operand) -> Result:
     """Pow(x, y): x ** y with broadcasting; the result has x's dtype (from opset 12 y may
     have another numeric dtype); integer bases are computed in float64 and truncated."""
     x, y = np.asarray(x), np.asarray(y)
@@ -202,7 +204,7 @@ def _clip_infer(attrs, inputs):
 
 @register_op("Clip", attrs={"min": ("float", None), "max": ("float", None)}, inputs=(1, 3), since_version=6,
              infer=_clip_infer)
-def clip(attrs, x, lo=None, hi=None):
+def clip(attrs: dict[str, Any], x: Operand, lo: Operand = None, hi: Operand = None) -> Result:
     """Clip(x, min, max): min(max(x, min), max) element-wise, so every value becomes max
     when min > max; NaN stays NaN. min/max are attributes before opset 11, scalar inputs after."""
     x = np.asarray(x)
