@@ -54,14 +54,6 @@ PENDING = {
     "tilecore.script.stubgen",
     "tilecore.script.types",
     "tilecore.script.values",
-    "tilecore.tdb.breakpoints",
-    "tilecore.tdb.core",
-    "tilecore.tdb.datacheck",
-    "tilecore.tdb.graphview",
-    "tilecore.tdb.inspection",
-    "tilecore.tdb.model",
-    "tilecore.tdb.plugins",
-    "tilecore.tdb.target",
 }
 
 

@@ -18,6 +18,8 @@ instruction); the built-in ones do not, so ``continue`` runs at the simulator's 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Iterable
+
 import importlib.util
 import os
 import re
@@ -25,6 +27,11 @@ import re
 import numpy as np
 
 from .core import CommandError, parse_int
+
+if TYPE_CHECKING:
+    from .core import Debugger
+    from .model import Node
+    from .target import Symbol
 
 SPACES = ("ddr", "l2", "l1")
 DTYPES = {"i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "i32": "int32", "u32": "uint32",
@@ -39,7 +46,7 @@ class Plugin:
     #: Python call per instruction); False: the simulator runs freely between stops.
     wants_steps = False
 
-    def __init__(self, tdb) -> None:
+    def __init__(self, tdb: Debugger) -> None:
         self.tdb = tdb
 
     def on_load(self) -> None:
@@ -54,22 +61,22 @@ class Plugin:
     def after_step(self) -> None:
         """After each instruction (only with wants_steps)."""
 
-    def on_node_load(self, node) -> None:
+    def on_node_load(self, node: Node) -> None:
         """Models: an npu node's kernel was loaded (before its first instruction)."""
 
-    def before_node(self, node):
+    def before_node(self, node: Node) -> list[str] | None:
         """Models: the node is about to start; return messages to stop before it."""
         return None
 
-    def after_node(self, node):
+    def after_node(self, node: Node) -> list[str] | None:
         """Models: the node has run (its outputs are in memory); return messages to stop."""
         return None
 
-    def accept_stop(self, report) -> bool:
+    def accept_stop(self, report: dict[str, Any]) -> bool:
         """Return False to ignore this breakpoint stop and continue (conditions)."""
         return True
 
-    def on_stop(self, report) -> None:
+    def on_stop(self, report: dict[str, Any]) -> None:
         """Execution stopped; ``report`` has reason, executed and hits."""
 
     def on_end(self) -> None:
@@ -79,7 +86,7 @@ class Plugin:
         """The debugger is leaving."""
 
 
-def load_plugin_file(path):
+def load_plugin_file(path: str | os.PathLike[str]) -> list[type[Plugin]]:
     """The Plugin subclasses defined in a Python file."""
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -96,14 +103,14 @@ def load_plugin_file(path):
 
 # ---- shared parsing -----------------------------------------------------------------------------
 
-def split_core(args):
+def split_core(args: list[str]) -> tuple[list[str], int | None]:
     """Removes a trailing ``core N`` from a list of words; returns (words, core or None)."""
     if len(args) >= 2 and args[-2] == "core":
         return args[:-2], parse_int(args[-1], "core")
     return args, None
 
 
-def parse_location(tdb, text):
+def parse_location(tdb: Debugger, text: str) -> tuple[str, int, int | None, np.dtype | None, Symbol | None]:
     """``SPACE:ADDR[+LEN]``, ``SYMBOL`` or ``SYMBOL[I]`` -> (space, addr, nbytes or None, dtype or None, core)."""
     text = text.strip()
     m = re.fullmatch(r"(\w+)\[(.+)\]", text)
@@ -128,7 +135,7 @@ def parse_location(tdb, text):
     return m.group(1), addr, n, None, None
 
 
-def parse_format(fmt):
+def parse_format(fmt: str) -> tuple[tuple[int, ...] | None, str | None]:
     """``x`` format ``[COUNT[xCOUNT...]][DTYPE]`` -> (shape or None, numpy dtype name or None)."""
     m = re.fullmatch(r"(\d+(?:x\d+)*)?(i8|u8|i16|u16|i32|u32|f16|bf16|f32)?", fmt)
     if not m or not fmt:
@@ -139,7 +146,7 @@ def parse_format(fmt):
     return shape, (DTYPES[m.group(2)] if m.group(2) else None)
 
 
-def complete_words(text, words):
+def complete_words(text: str, words: Iterable[str]) -> list[str]:
     return sorted(w for w in words if w.startswith(text))
 
 
