@@ -43,6 +43,6 @@ globals().update(_VECTORS)
 _registry.check_complete()
 
 
-def list_apis():
+def list_apis() -> list[str]:
     """The names of every registered DSL function (each has an IR and a PySim implementation)."""
     return sorted(_registry.all_apis())

@@ -69,7 +69,7 @@ def _docstring(obj, indent="    "):
     return f'{indent}"""{body[len(indent):]}\n{indent}"""\n'
 
 
-def render():
+def render() -> str:
     """The stub's text for the tilecore.script that is imported now."""
     import tilecore.script as S
     from tilecore.script.registry import Api
@@ -97,7 +97,7 @@ def render():
     return "".join(out)
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     text = render()
     if "--check" in argv:

@@ -15,7 +15,17 @@ hashable.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from . import registry
+
+if TYPE_CHECKING:
+    from .types import DSLType
+
+#: A kernel value: an IR value while the parser runs a kernel (irvalues.py), numpy data
+#: while PySim runs it (pysim/values.py). The DSL's functions take either, and Python
+#: numbers where a scalar is meant; what they return is of the same path.
+KernelValue = Any
 
 
 def _api(name):
@@ -78,7 +88,7 @@ class ValueOps:
         raise TypeError(f"a kernel value ({self.dtype}) is not a compile-time integer: it cannot index a "
                         "Python list or size a Python object")
 
-    def astype(self, dtype):
+    def astype(self, dtype: str | DSLType) -> KernelValue:
         """``S.cast(self, dtype)``."""
         return _api("cast")(self, dtype)
 
@@ -102,6 +112,6 @@ class MemoryOps:
     def __sub__(self, offset):
         return _api("ptr_add")(self, -offset if not hasattr(offset, "dsl_kind") else 0 - offset)
 
-    def addr_of(self, *index):
+    def addr_of(self, *index: KernelValue) -> KernelValue:
         """A pointer to element ``index`` (flat offset of a multi-dimensional buffer)."""
         return _api("addr_of")(self, *index)

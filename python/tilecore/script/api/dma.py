@@ -14,6 +14,8 @@ rules (round to nearest even, saturate).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import frontend as fe
@@ -22,6 +24,10 @@ from .. import registry
 from ..numerics import convert, scalar_to_storage
 from ..registry import api
 from .operands import elem_of, ir_region, py_view, shape_of, tile_operand
+
+if TYPE_CHECKING:
+    from ..frontend import Plan
+    from ..values import KernelValue
 
 #: Event ids 0..14 are the kernel's; 15 is used by synchronous copies.
 NUM_EVENTS = 15
@@ -44,7 +50,7 @@ def _n(op, n):
 
 
 @api("dma_copy")
-def dma_copy(dst, src, n=None):
+def dma_copy(dst: KernelValue, src: KernelValue, n: KernelValue = None) -> Plan:
     """Copies ``src`` to ``dst`` and waits for it (TC1 dma.in / dma.out).
 
     :param dst, src: regions, buffers, or pointers (then ``n`` is the element count), in
@@ -75,7 +81,7 @@ def _dma_copy_py(p) -> None:
 
 
 @api("async_dma_copy")
-def async_dma_copy(dst, src, n=None, event=0):
+def async_dma_copy(dst: KernelValue, src: KernelValue, n: KernelValue = None, event: int = 0) -> Plan:
     """Starts copying ``src`` to ``dst``; ``S.wait_events(event)`` waits for it.
 
     :param dst, src, n: as for :func:`dma_copy`.
@@ -96,7 +102,7 @@ def _async_py(p) -> None:
 
 
 @api("wait_events")
-def wait_events(*events):
+def wait_events(*events: KernelValue) -> Plan:
     """Waits until every copy issued so far on each of ``events`` (ids 0..14) is done."""
     fe.require(events, "wait_events: give at least one event id")
     evs = [fe.const_int("wait_events", "event", e, lo=0, hi=NUM_EVENTS - 1) for e in events]
@@ -118,7 +124,7 @@ def _wait_py(p) -> None:
 
 
 @api("dma_fill")
-def dma_fill(dst, value, n=None):
+def dma_fill(dst: KernelValue, value: KernelValue, n: KernelValue = None) -> Plan:
     """Fills ``dst`` (a region, a buffer, or a pointer with ``n``) with ``value`` converted
     to its dtype, and waits for it.
 

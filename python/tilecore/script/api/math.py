@@ -8,6 +8,8 @@ dtype (float32, then float16/bfloat16), as the simulator does.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 
 import numpy as np
@@ -18,6 +20,10 @@ from .. import types as T
 from ..numerics import round_float, to_f64
 from ..pysim import semantics as sem
 from ..registry import api
+
+if TYPE_CHECKING:
+    from ..frontend import Plan
+    from ..values import KernelValue
 
 
 def _sigmoid(x):
@@ -39,7 +45,7 @@ _FUNCS = {
 def _def(name):
     fn, what = _FUNCS[name]
 
-    def front(x):
+    def front(x: KernelValue) -> Plan:
         if fe.kind(x) == "value" and T.split(x.dtype)[1] > 1:
             raise TypeError(f"{name}: TC1 has no SIMD {name}; compute it over a tile on the vector engine "
                             f"(S.tile_{name}), got {x.dtype}")

@@ -7,6 +7,8 @@ values...)``, which the runtime services on the host (npu: ``hcall``; c: a direc
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import re
 import sys
 
@@ -19,9 +21,14 @@ from ..numerics import scalar_to_storage, to_f64
 from ..pysim import semantics as sem
 from ..registry import api
 
+if TYPE_CHECKING:
+    from ..frontend import Plan
+    from ..types import DSLType
+    from ..values import KernelValue
+
 
 @api("const")
-def const(value, dtype):
+def const(value: KernelValue, dtype: str | DSLType) -> Plan:
     """A typed scalar constant: ``S.const(3, "int8")``, also written ``S.int8(3)``.
     Literals are converted with TC1's rules (float to int rounds to nearest even and
     saturates); a kernel value is converted like ``S.cast``."""
@@ -65,7 +72,7 @@ def _fmt_value(v):
 
 
 @api("printf")
-def printf(fmt, *args):
+def printf(fmt: str, *args: KernelValue) -> Plan:
     """Prints ``fmt % args`` (C-style ``%d %u %x %f %s``), prefixed with the core id, from
     PySim and from compiled kernels (one line each). Vectors print as lists in PySim and
     as their type in compiled code."""
@@ -132,7 +139,7 @@ def _printf_py(p) -> None:
 
 
 @api("call_packed")
-def call_packed(name, *args):
+def call_packed(name: str, *args: KernelValue) -> Plan:
     """Calls the registered global function ``name`` on the host (IR ``tir.call_packed``).
 
     :param name: a string literal: the name given to ``tilecore.register_func``.

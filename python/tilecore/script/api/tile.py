@@ -14,6 +14,8 @@ float sums accumulate in float32, integer sums saturate at the end.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import frontend as fe
@@ -22,6 +24,10 @@ from .. import types as T
 from ..numerics import convert, round_float, saturate, scalar_to_storage, storage, to_f64, wrap
 from ..registry import api
 from .operands import elem_of, ir_region, py_view, shape_of, tile_operand
+
+if TYPE_CHECKING:
+    from ..frontend import Plan
+    from ..values import KernelValue
 
 # ---------------------------------------------------------------------------
 # Matrix engine
@@ -32,7 +38,9 @@ _F32_MAX = float(np.finfo(np.float32).max)
 
 
 @api("mm")
-def mm(c, a, b, accumulate: bool = False, *, bias=None, scale=None, zero_point=0, residual=None, relu: bool = False, clamp=None):
+def mm(c: KernelValue, a: KernelValue, b: KernelValue, accumulate: bool = False, *, bias: KernelValue = None,
+       scale: KernelValue = None, zero_point: int = 0, residual: KernelValue = None, relu: bool = False,
+       clamp: tuple[float, float] | None = None) -> Plan:
     """``c = (accumulate ? c : 0) + a @ b`` on the matrix engine (TC1 mm / mma), with an
     optional fused epilogue.
 
@@ -149,8 +157,9 @@ def _mm_ir(p) -> None:
     irv.emit(irv.call("tile.mm", *args))
 
 
-def mm_epilogue_reference(acc, elem_out, bias=None, scale: float = 1.0, zero_point=0, residual=None, res_elem=None,
-                          relu: bool = False, lo=-_F32_MAX, hi=_F32_MAX):
+def mm_epilogue_reference(acc: np.ndarray, elem_out: str, bias: np.ndarray | None = None, scale: float = 1.0,
+                          zero_point: int = 0, residual: np.ndarray | None = None, res_elem: str | None = None,
+                          relu: bool = False, lo: float = -_F32_MAX, hi: float = _F32_MAX) -> np.ndarray:
     """TC1's mm epilogue in numpy over an accumulator array (int32 or float32), as
     docs/tc1.md states it; returns the output in ``elem_out``'s storage."""
     with np.errstate(all="ignore"):
@@ -257,7 +266,7 @@ def _def_binary(row):
     allowed = _allowed(row)
     api_name = f"tile_{name}"
 
-    def front(d, a, b):
+    def front(d: KernelValue, a: KernelValue, b: KernelValue) -> Plan:
         ops = [tile_operand(api_name, n, x) for n, x in (("d", d), ("a", a), ("b", b))]
         elem = _same_dtype(api_name, "dab", ops, allowed)
         _same_shape(api_name, "dab", ops)
@@ -295,7 +304,7 @@ def _def_scalar(row):
     fn = _semantics(_BINARY, row)
     api_name = f"tile_{name}"
 
-    def front(d, a, s):
+    def front(d: KernelValue, a: KernelValue, s: KernelValue) -> Plan:
         ops = [tile_operand(api_name, n, x) for n, x in (("d", d), ("a", a))]
         elem = _same_dtype(api_name, "da", ops, T.NUMERIC_DTYPES)
         _same_shape(api_name, "da", ops)
@@ -344,7 +353,7 @@ def _def_unary(row):
     api_name = f"tile_{name}"
     allowed = _allowed(row)
 
-    def front(d, a):
+    def front(d: KernelValue, a: KernelValue) -> Plan:
         ops = [tile_operand(api_name, n, x) for n, x in (("d", d), ("a", a))]
         elem = _same_dtype(api_name, "da", ops, allowed)
         _same_shape(api_name, "da", ops)
@@ -371,7 +380,7 @@ def _def_unary(row):
 
 
 @api("tile_copy")
-def tile_copy(d, a):
+def tile_copy(d: KernelValue, a: KernelValue) -> Plan:
     """Vector engine: ``d = convert(a)`` to d's dtype with TC1 rounding and saturation
     (a plain copy when the dtypes match) (TC1 tcvt).
 
@@ -392,7 +401,7 @@ def _tile_copy_py(p) -> None:
 
 
 @api("tile_requant")
-def tile_requant(d, a, scale, zero_point=0):
+def tile_requant(d: KernelValue, a: KernelValue, scale: KernelValue, zero_point: int = 0) -> Plan:
     """Vector engine: ``d = saturate(round_even(f32(a) * scale) + zero_point)`` (TC1 trequant).
 
     :param d: local tile of an integer dtype (int8 uint8 int16 uint16 int32 uint32).
@@ -441,7 +450,7 @@ def _def_reduce(row):
     name = _semantics(_REDUCE, row)
     api_name = f"tile_{row['name']}"
 
-    def front(d, a):
+    def front(d: KernelValue, a: KernelValue) -> Plan:
         ops = [tile_operand(api_name, n, x) for n, x in (("d", d), ("a", a))]
         elem = _same_dtype(api_name, "da", ops, T.NUMERIC_DTYPES)
         sd, sa = shape_of(ops[0]), shape_of(ops[1])

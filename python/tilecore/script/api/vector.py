@@ -20,6 +20,8 @@ Common rules (each function's docstring lists its dtypes):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import frontend as fe
@@ -28,6 +30,11 @@ from .. import types as T
 from ..numerics import convert, storage
 from ..pysim import semantics as sem
 from ..registry import api
+
+if TYPE_CHECKING:
+    from ..frontend import Plan
+    from ..types import DSLType
+    from ..values import KernelValue
 
 
 def _vec_binary(op, a, b, allowed, mask, r, saturate: bool = False, saturate_ok: bool = False):
@@ -90,7 +97,8 @@ def _doc(what, dtypes, extra="") -> str:
 
 
 def _def_arith(name, sem_op, node_name, intrin_sat=None, doc=""):
-    def front(a, b, mask=None, r=None, saturate: bool = False):
+    def front(a: KernelValue, b: KernelValue, mask: KernelValue = None, r: KernelValue = None,
+              saturate: bool = False) -> Plan:
         return _vec_binary(name, a, b, fe.NUMERIC, mask, r, saturate, saturate_ok=intrin_sat is not None)
 
     front.__name__ = name
@@ -125,7 +133,7 @@ _BIT = {"vand": ("and", "tir.bitwise_and", "And"), "vor": ("or", "tir.bitwise_or
 def _def_bitwise(name):
     op, intrin, bool_node = _BIT[name]
 
-    def front(a, b, mask=None, r=None):
+    def front(a: KernelValue, b: KernelValue, mask: KernelValue = None, r: KernelValue = None) -> Plan:
         return _vec_binary(name, a, b, fe.INTEGER + ("bool",), mask, r)
 
     front.__name__ = name
@@ -148,7 +156,7 @@ vxor = _def_bitwise("vxor")
 
 
 @api("vnot")
-def vnot(a, mask=None, r=None):
+def vnot(a: KernelValue, mask: KernelValue = None, r: KernelValue = None) -> Plan:
     """Lane-wise bitwise not of an integer vector, logical not of a mask.
 
     :param a: vector; element dtypes: int8 uint8 int16 uint16 int32 uint32, bool.
@@ -168,7 +176,8 @@ vnot.py(lambda p: _py_masked(p, np.logical_not(p.a.data) if p.elem == "bool" els
 
 
 def _def_shift(name, op):
-    def front(a, b, mask=None, r=None, saturate: bool = False):
+    def front(a: KernelValue, b: KernelValue, mask: KernelValue = None, r: KernelValue = None,
+              saturate: bool = False) -> Plan:
         return _vec_binary(name, a, b, fe.INTEGER, mask, r, saturate, saturate_ok=(op == "shl"))
 
     front.__name__ = name
@@ -195,7 +204,7 @@ vshr = _def_shift("vshr", "shr")
 
 
 @api("vabs")
-def vabs(a, mask=None, r=None, saturate: bool = False):
+def vabs(a: KernelValue, mask: KernelValue = None, r: KernelValue = None, saturate: bool = False) -> Plan:
     """Lane-wise absolute value: ``max(a, 0 - a)``. Integers wrap (``|INT_MIN|`` is
     INT_MIN) unless ``saturate=True`` (then INT_MAX); unsigned values are unchanged.
 
@@ -236,7 +245,7 @@ _CMP = {"vceq": ("eq", "EQ"), "vcne": ("ne", "NE"), "vclt": ("lt", "LT"), "vcle"
 def _def_compare(name):
     op, node_name = _CMP[name]
 
-    def front(a, b, mask=None):
+    def front(a: KernelValue, b: KernelValue, mask: KernelValue = None) -> Plan:
         allowed = fe.ANY if op in ("eq", "ne") else fe.NUMERIC
         p = fe.binary(name, a, b, allowed=allowed, result="bool")
         fe.require(p.lanes > 1, f"{name}: needs a vector operand, got {p.dtype}")
@@ -275,7 +284,7 @@ vcge = _def_compare("vcge")
 
 
 @api("vsel")
-def vsel(a, b, mask):
+def vsel(a: KernelValue, b: KernelValue, mask: KernelValue) -> Plan:
     """Lane-wise ``mask ? a : b`` (TC1 vsel).
 
     :param a, b: vectors of one dtype (or a scalar / literal, broadcast); any element dtype.
@@ -306,7 +315,7 @@ def _identity(op, elem):
 def _def_reduce(name):
     op = _RED[name]
 
-    def front(a, mask=None):
+    def front(a: KernelValue, mask: KernelValue = None) -> Plan:
         dt = fe.value_dtype(name, "a", a, allowed=fe.NUMERIC, vector=True)
         elem, lanes = T.split(dt)
         return fe.Plan(a=a, dtype=dt, elem=elem, mask=fe.mask_for(name, mask, lanes), result=elem)
@@ -341,7 +350,7 @@ vredmin = _def_reduce("vredmin")
 
 
 @api("vload")
-def vload(ptr, mask=None, lanes=None, stride=1):
+def vload(ptr: KernelValue, mask: KernelValue = None, lanes: int | None = None, stride: KernelValue = 1) -> Plan:
     """Loads one vector register from memory (TC1 vld).
 
     :param ptr: a pointer (or buffer: its first element); its element dtype gives the
@@ -455,7 +464,8 @@ def _vload_py(p):
 
 
 @api("vstore")
-def vstore(value, ptr, mask=None, lanes=None, stride=1):
+def vstore(value: KernelValue, ptr: KernelValue, mask: KernelValue = None, lanes: int | None = None,
+           stride: KernelValue = 1) -> Plan:
     """Stores the active lanes of a vector to memory (TC1 vst); inactive lanes leave
     memory untouched (and are not bounds-checked).
 
@@ -493,7 +503,7 @@ def _vstore_py(p) -> None:
 
 
 @api("vbcast")
-def vbcast(x, dtype=None):
+def vbcast(x: KernelValue, dtype: str | DSLType | None = None) -> Plan:
     """A vector with every lane equal to the scalar ``x`` (TC1 vsplat); ``S.int32x8(x)``.
 
     :param x: a scalar kernel value or a literal.
@@ -526,7 +536,7 @@ vbcast.py(lambda p: sem.value(sem.lanes_of(p.x, p.dtype).copy(), p.dtype))
 
 
 @api("tail_mask")
-def tail_mask(n, lanes):
+def tail_mask(n: KernelValue, lanes: int | None) -> Plan:
     """The mask whose lanes ``0 .. n-1`` are active (TC1 pwhile): ``n`` an int scalar or
     literal (clamped to 0 .. lanes), ``lanes`` a compile-time lane count (8, 16, 32) or a
     vector type."""
@@ -548,7 +558,7 @@ tail_mask.py(lambda p: sem.value(np.arange(p.lanes) < (p.n if isinstance(p.n, in
 
 
 @api("cast")
-def cast(x, dtype, part="low"):
+def cast(x: KernelValue, dtype: str | DSLType, part: str = "low") -> Plan:
     """Converts a scalar or a vector with TC1's rules: float to int rounds to nearest
     even and saturates (NaN gives 0); int to int saturates; float to float rounds to
     nearest even; to bool is ``x != 0``.

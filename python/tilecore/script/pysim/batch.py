@@ -39,6 +39,8 @@ access, and with ``TILECORE_PYSIM_BATCH=0``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NoReturn, Sequence
+
 import ast
 import builtins
 import copy
@@ -53,6 +55,13 @@ from ..control import sim_range, static_range, unroll
 from ..numerics import convert, round_float, saturate, scalar_to_storage, storage, to_f64, wrap
 from . import semantics as sem
 from .values import SimBuffer, SimPointer, SimRegion, SimValue
+
+if TYPE_CHECKING:
+    from ..frontend import Plan
+    from ..registry import Api
+    from ..values import KernelValue
+    from .runner import CoreContext
+    from .values import Memory
 
 #: Private copies of local buffers larger than this (elements, all iterations) are not made.
 PRIVATE_LIMIT = 1 << 24
@@ -71,10 +80,10 @@ class BatchValue(SimValue):
 
     __slots__ = ()
 
-    def item(self):
+    def item(self) -> NoReturn:
         raise _Fallback("the value of a batched kernel value")
 
-    def values(self):
+    def values(self) -> NoReturn:
         raise _Fallback("the lanes of a batched kernel value")
 
     def __repr__(self) -> str:
@@ -88,7 +97,7 @@ class BatchPointer(SimPointer):
 
     __slots__ = ()
 
-    def __init__(self, mem, offset) -> None:  # noqa: D107  (no int() of the offsets)
+    def __init__(self, mem: Memory, offset: np.ndarray) -> None:  # noqa: D107  (no int() of the offsets)
         self.mem = mem
         self.offset = offset
 
@@ -100,14 +109,19 @@ class BatchRegion:
     __slots__ = ("mem", "idx", "batched", "shape")
     dsl_kind = "region"
 
-    def __init__(self, mem, idx, batched, shape) -> None:
+    def __init__(self, mem: Memory, idx: np.ndarray, batched: bool, shape: tuple[int, ...]) -> None:
         self.mem = mem
         self.idx = idx
         self.batched = batched
         self.shape = tuple(shape)
 
-    elem = property(lambda self: self.mem.elem)
-    scope = property(lambda self: self.mem.scope)
+    @property
+    def elem(self) -> str:
+        return self.mem.elem
+
+    @property
+    def scope(self) -> str:
+        return self.mem.scope
 
     def __repr__(self) -> str:
         return f"{self.mem.name}[<region of {list(self.shape)}>]"
@@ -172,7 +186,7 @@ class _Private:
 class BatchContext:
     """The context of mode ``"batch"`` (registry.py): one batched execution of a loop body."""
 
-    def __init__(self, core_ctx, n) -> None:
+    def __init__(self, core_ctx: CoreContext, n: int) -> None:
         self.core_ctx = core_ctx
         self.core = core_ctx.core
         self.num_cores = core_ctx.num_cores
@@ -183,7 +197,7 @@ class BatchContext:
         self.writes = []  # (mem, idx, data), idx and data of one shape
 
     # -- dispatch ----------------------------------------------------------------------
-    def call(self, api, args, kwargs):
+    def call(self, api: Api, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
         name = api.name
         ctx = self.core_ctx
         ctx.ops += self.n
@@ -211,7 +225,7 @@ class BatchContext:
             return api.py_impl(api.front(*args, **kwargs))
         raise _Fallback(name)
 
-    def vreduce(self, name, p):
+    def vreduce(self, name: str, p: Plan) -> KernelValue:
         """vredsum / vredmax / vredmin of every iteration's vector (as semantics.reduce, per row)."""
         from ..api.vector import _identity
 
@@ -250,7 +264,7 @@ class BatchContext:
         if idx.size and (idx.min() < 0 or idx.max() >= mem.extent):
             raise _Fallback("out of bounds")
 
-    def read(self, mem, idx, batched):
+    def read(self, mem: Memory, idx: np.ndarray, batched: bool) -> np.ndarray:
         """Elements ``idx`` of ``mem``: shape ``(n,) + idx.shape[1:]`` if batched or private,
         else ``idx.shape`` (the same for every iteration)."""
         self._bounds(mem, idx)
@@ -263,7 +277,7 @@ class BatchContext:
         self.reads.append((mem, idx))
         return mem.array[idx]
 
-    def write(self, mem, idx, batched, data, raw: bool = False):
+    def write(self, mem: Memory, idx: np.ndarray, batched: bool, data: np.ndarray, raw: bool = False) -> None:
         self._bounds(mem, idx)
         data = np.asarray(data).astype(storage(mem.elem), copy=False)
         if mem.scope == "local":
@@ -278,7 +292,7 @@ class BatchContext:
             idx = np.broadcast_to(idx, (self.n,) + idx.shape)
         self.writes.append((mem, idx, np.broadcast_to(data, idx.shape)))
 
-    def commit(self):
+    def commit(self) -> None:
         for p in self.private.values():
             if (p.early & p.written).any():
                 raise _Fallback("a local buffer carries values between iterations")
@@ -308,7 +322,7 @@ class BatchContext:
             p.mem.array[:] = p.arr[-1]
 
     # -- operands ----------------------------------------------------------------------
-    def index(self, v):
+    def index(self, v: KernelValue) -> tuple[int | np.ndarray, bool]:
         """An index operand: (int or int64 array of shape (n,), batched)."""
         if isinstance(v, int):
             return v, False
@@ -316,7 +330,7 @@ class BatchContext:
             return v.data[:, 0].astype(np.int64), True
         return int(v.data[0]), False
 
-    def operand(self, x):
+    def operand(self, x: KernelValue) -> BatchRegion:
         """A region, buffer or (pointer, n) operand as a BatchRegion."""
         if isinstance(x, BatchRegion):
             return x
@@ -328,7 +342,7 @@ class BatchContext:
             raise _Fallback("operand")
         return BatchRegion(r[0], r[1], False, r[2])
 
-    def gather(self, r, mark: bool = True):
+    def gather(self, r: BatchRegion, mark: bool = True) -> np.ndarray:
         """One array of shape (n,) + r.shape with the region's elements in every iteration."""
         if mark:
             data = self.read(r.mem, r.idx, r.batched)
@@ -339,7 +353,7 @@ class BatchContext:
             data = np.broadcast_to(data, (self.n,) + data.shape)
         return np.array(data).reshape((self.n,) + r.shape)
 
-    def tile(self, api, p) -> None:
+    def tile(self, api: Api, p: Plan) -> None:
         name = api.name
         fake = copy.copy(p)
         d = self.operand(p.d)
@@ -360,7 +374,7 @@ class BatchContext:
             self._priv(d.mem).written[d.idx.reshape(d.shape)[..., 0].reshape(-1)] = True
 
 
-def operand_indices(x):
+def operand_indices(x: KernelValue) -> tuple[Memory, np.ndarray, tuple[int, ...]]:
     """(memory, flat element indices, shape) of a tile / DMA operand (a region, a buffer or a
     (pointer, n) pair), or None for anything else."""
     if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], SimPointer):
@@ -576,7 +590,7 @@ class LoopResult:
 
     __slots__ = ("serial", "finals")
 
-    def __init__(self, serial, finals=None) -> None:
+    def __init__(self, serial: Iterable[KernelValue], finals: Any = None) -> None:
         self.serial = serial
         self.finals = finals
 
@@ -594,7 +608,7 @@ def _sum_up(init, val, n):
     return init + total
 
 
-def pysim_loop(body, inits, *args):
+def pysim_loop(body: Callable[..., Any], inits: Any, *args: KernelValue) -> LoopResult:
     """Runs a transformed ``range`` loop (see the module docstring): tries ``body`` batched and
     returns a LoopResult; ``inits`` gives the values of the loop's sums before it (or is None)."""
     ctx = registry.context()
@@ -866,7 +880,7 @@ def _eligible(resolver, fdef, loop):
     return sums
 
 
-def transform(func):
+def transform(func: Callable[..., Any]) -> Callable[..., Any] | None:
     """``func`` (a kernel's Python function) with every eligible loop made batchable, or None
     when it has none (or its source cannot be transformed)."""
     from ..parser import KernelSource

@@ -21,6 +21,8 @@ loops are off in this mode.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable
+
 import linecache
 import sys
 import threading
@@ -28,6 +30,11 @@ import threading
 import numpy as np
 
 from .batch import operand_indices
+
+if TYPE_CHECKING:
+    from types import CodeType
+
+    from ..frontend import Plan
 
 _MAX_REPORTS = 20
 
@@ -72,7 +79,7 @@ def _operand(x, write):
     return [] if r is None else [(r[0], r[1], write)]
 
 
-def accesses(name, p):
+def accesses(name: str, p: Plan) -> list[tuple[Any, np.ndarray, bool]]:
     """The memory accesses of DSL operation ``name`` with plan ``p``: [(memory, indices, write)]."""
     if name == "load":
         return [] if p.region else _flat_access(p, False)
@@ -101,7 +108,7 @@ def accesses(name, p):
 class RaceChecker:
     """Shared by the cores of one run (see the module docstring)."""
 
-    def __init__(self, cores, code) -> None:
+    def __init__(self, cores: int, code: CodeType) -> None:
         self.cores = cores
         self.code = code
         self.lock = threading.Lock()
@@ -120,7 +127,7 @@ class RaceChecker:
             self.vc[:] = m
             self.vc[np.arange(self.cores), np.arange(self.cores)] += 1
 
-    def line(self):
+    def line(self) -> int:
         f = sys._getframe(2)
         while f is not None:
             if f.f_code is self.code:
@@ -128,7 +135,7 @@ class RaceChecker:
             f = f.f_back
         return 0
 
-    def operation(self, core, name, p):
+    def operation(self, core: int, name: str, p: Plan) -> Callable[[], None] | None:
         """Called before DSL operation ``name`` runs on ``core``; returns None or a function to
         call after it ran (writes are checked then, see :meth:`_after`)."""
         if name == "wait_events":
@@ -174,7 +181,7 @@ class RaceChecker:
 
         return check
 
-    def finish(self, core):
+    def finish(self, core: int) -> Callable[[], None] | None:
         """The core ends: copies still in flight complete now (call the result afterwards)."""
         with self.lock:
             done, self.inflight[core] = self.inflight[core], []
@@ -241,7 +248,7 @@ class RaceChecker:
                           f"{self._src(line)}; core {other} {overb} it at {self._src(oline)}, with no barrier "
                           "between them")
 
-    def error(self, kernel_name):
+    def error(self, kernel_name: str) -> DataRaceError | None:
         if not self.reports:
             return None
         more = "" if len(self.reports) < _MAX_REPORTS else f"\n  (stopped after {_MAX_REPORTS} reports)"

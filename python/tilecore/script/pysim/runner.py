@@ -35,6 +35,8 @@ Calling a ``@S.prim_func`` kernel with numpy arrays runs it here:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
 import os
 import random
 import sys
@@ -51,6 +53,9 @@ from . import batch
 from .racecheck import RaceChecker
 from .semantics import value as make_value
 from .values import Memory, SimPointer
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
 
 _ENV_SINGLE = "TILECORE_PYSIM_SINGLE_THREAD"
 _ENV_MAX_OPS = "TILECORE_PYSIM_MAX_OPS"
@@ -269,7 +274,7 @@ class _Run:
 class CoreContext:
     """The context of one core (mode "py" in registry.py)."""
 
-    def __init__(self, run, core) -> None:
+    def __init__(self, run: Any, core: int) -> None:
         self.run = run
         self.core = core
         self.num_cores = run.num_cores
@@ -279,7 +284,7 @@ class CoreContext:
         self.batching = run.batching
         self.race = run.race
 
-    def tick(self, what=None):
+    def tick(self, what: str | None = None) -> None:
         """Counts one DSL operation against the core's budget; a scheduling point when seeded."""
         if self.run.sched is not None and (what in _SCHED_POINTS or what.startswith("tile_")):
             self.run.sched.point(self.core, what)
@@ -288,7 +293,7 @@ class CoreContext:
             raise RuntimeError(f"instruction budget exhausted: core {self.core} ran more than {self.run.max_ops} "
                                f"DSL operations (PySim's budget; set {_ENV_MAX_OPS} for a longer kernel)")
 
-    def barrier(self):
+    def barrier(self) -> None:
         if self.run.single:
             raise RuntimeError(f"S.barrier: PySim runs the cores one after another ({_ENV_SINGLE}=1), so a barrier "
                                f"cannot be honoured; unset {_ENV_SINGLE} to run the cores as threads")
@@ -302,7 +307,7 @@ class CoreContext:
         except _Deadlock as e:
             raise RuntimeError(str(e)) from None
 
-    def shared_allocation(self, name, n, elem):
+    def shared_allocation(self, name: str | None, n: int, elem: str) -> Memory:
         """The k-th shared allocation of every core is one buffer."""
         k = self.shared_count
         self.shared_count += 1
@@ -317,7 +322,7 @@ class CoreContext:
                              "shared buffers in the same order")
         return mem
 
-    def output(self, text) -> None:
+    def output(self, text: str) -> None:
         self.run.out.write(text + "\n")
 
     def finish(self) -> None:
@@ -425,7 +430,8 @@ def _source_line(file, line):
     return linecache.getline(file, line).rstrip("\n") if line else ""
 
 
-def run(kernel, args, kwargs, seed=None, racecheck=None):
+def run(kernel: Kernel, args: Sequence[Any], kwargs: Mapping[str, Any], seed: int | None = None,
+        racecheck: bool | None = None) -> None:
     kernel.prim_func  # parse first: PySim rejects what the compiler rejects  # noqa: B018
     bound = _bind_args(kernel, args, kwargs)
     single = single_thread_mode()
