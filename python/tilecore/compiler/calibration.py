@@ -31,11 +31,10 @@ version and every entry and names the entry at fault.
 
 from __future__ import annotations
 
-import os
-from typing import Any, Mapping
-
 import json
 import math
+import os
+from typing import Any, Mapping
 
 import numpy as np
 

@@ -33,12 +33,11 @@ the BatchNorm folded into it, say) have no tilecore counterpart and are listed a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
-
 import json
 import math
 import os
 import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 

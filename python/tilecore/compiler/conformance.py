@@ -23,8 +23,6 @@ full sweep; tests/python/compiler/test_compiled_node_tests.py a slice of it.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
-
 import collections
 import json
 import os
@@ -35,6 +33,7 @@ import sys
 import threading
 import time
 import warnings
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 

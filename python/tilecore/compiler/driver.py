@@ -33,11 +33,10 @@ and makes every intermediate value an extra output named by its value name, for
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
-
 import json
 import os
 import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 

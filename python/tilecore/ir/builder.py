@@ -16,9 +16,8 @@ Evaluate). Buffers returned by the builder accept ``A[i] = v`` stores.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator, Sequence
-
 import contextlib
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from . import _ffi_api
 from .expr import Buffer, PrimExpr, _expr, _index, _index_expr, call, const, decl_buffer, ptr, var

@@ -9,9 +9,8 @@ NPU when the compiler is available; PySim needs only the parse.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import types as _types
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .kernel import Kernel

@@ -14,9 +14,8 @@ is an int32 kernel value there too and ``i / 2`` truncates as on TC1.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Iterator
-
 import builtins
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from . import frontend as fe
 from .pysim import semantics as sem

@@ -24,10 +24,9 @@ vector of the same element dtype is broadcast; anything else that differs is a
 
 from __future__ import annotations
 
-from typing import Any, Collection, Sequence
-
 import numbers
 from types import SimpleNamespace as Plan
+from typing import Any, Collection, Sequence
 
 import numpy as np
 

@@ -10,11 +10,10 @@ The decorated function becomes a :class:`Kernel`:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
-
 import functools
 import inspect
 import threading
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import ir
 from . import types as T

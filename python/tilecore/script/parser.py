@@ -23,13 +23,12 @@ the kernel's file, line and source text.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence
-
 import ast
 import builtins
 import inspect
 import operator
 import textwrap
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .. import ir
 from ..ir import _ffi_api

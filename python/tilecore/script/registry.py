@@ -22,11 +22,10 @@ call is an error that says so. PySim's batched loops (pysim/batch.py) enter mode
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
-
 import contextlib
 import functools
 import threading
+from typing import Any, Callable, Iterator
 
 _APIS = {}
 _state = threading.local()

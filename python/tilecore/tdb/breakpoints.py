@@ -5,10 +5,9 @@ breakpoints are handled here, when a stop happens."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import os
 import re
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

@@ -11,13 +11,12 @@ after each step (only for plugins that ask: ``wants_steps``), stop and end.
 
 from __future__ import annotations
 
-import os
-from typing import IO, TYPE_CHECKING, Any, Iterable, Mapping, Sequence
-
 import cmd
+import os
 import rlcompleter
 import sys
 import traceback
+from typing import IO, TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 

@@ -17,9 +17,8 @@ writes every node's result to a JSON report.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
-
 import os
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 

@@ -11,12 +11,11 @@ other constants are left out. Rendering needs Graphviz's ``dot`` (Debian package
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
-
 import html
 import os
 import shutil
 import subprocess
+from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
     from .model import ModelTarget

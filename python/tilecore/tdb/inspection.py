@@ -4,10 +4,9 @@ value of a model) and set."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import os
 import re
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 

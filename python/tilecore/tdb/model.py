@@ -13,10 +13,9 @@ info (``inputs``, ``outputs`` and ``views`` of each step, docs/executable.md).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
-
 import json
 import os
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 

@@ -18,11 +18,10 @@ instruction); the built-in ones do not, so ``continue`` runs at the simulator's 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
-
 import importlib.util
 import os
 import re
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 

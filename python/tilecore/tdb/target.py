@@ -10,9 +10,8 @@ of the debugger's commands do not know which kind they run.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
-
 import os
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 

@@ -7,9 +7,8 @@ truncates toward zero, Mod follows `fmod`.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import math
+from typing import Any
 
 import numpy as np
 

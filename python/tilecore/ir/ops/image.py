@@ -9,9 +9,8 @@ extrapolation_value where the source falls outside the input.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import math
+from typing import Any
 
 import numpy as np
 

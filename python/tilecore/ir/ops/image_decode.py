@@ -2,9 +2,8 @@
 WebP, ... as bytes) to pixels, through Pillow when it is installed."""
 from __future__ import annotations
 
-from typing import Any
-
 import io
+from typing import Any
 
 import numpy as np
 

@@ -6,9 +6,8 @@ MatMul in int64, cast back to the input type.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import re
+from typing import Any
 
 import numpy as np
 

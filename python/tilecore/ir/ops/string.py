@@ -5,9 +5,8 @@ Strings are numpy object arrays of Python str.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import re
+from typing import Any
 
 import numpy as np
 

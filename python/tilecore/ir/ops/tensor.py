@@ -11,9 +11,8 @@ can fold them.
 """
 from __future__ import annotations
 
-from typing import Any
-
 from collections import Counter
+from typing import Any
 
 import numpy as np
 

@@ -8,9 +8,8 @@ dtype (float32, then float16/bfloat16), as the simulator does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 

@@ -14,9 +14,8 @@ naming the access, the array and its extent.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
-
 import math
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 

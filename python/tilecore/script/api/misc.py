@@ -7,10 +7,9 @@ values...)``, which the runtime services on the host (npu: ``hcall``; c: a direc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import re
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 

@@ -39,13 +39,12 @@ access, and with ``TILECORE_PYSIM_BATCH=0``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NoReturn, Sequence
-
 import ast
 import builtins
 import copy
 import math
 import threading
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NoReturn, Sequence
 
 import numpy as np
 

@@ -21,11 +21,10 @@ loops are off in this mode.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
-
 import linecache
 import sys
 import threading
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 

@@ -35,13 +35,12 @@ Calling a ``@S.prim_func`` kernel with numpy arrays runs it here:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
-
 import os
 import random
 import sys
 import threading
 import types as pytypes
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
