@@ -16,7 +16,7 @@ if ctest --test-dir "$BUILD" -j2 >"$BUILD/ctest.log" 2>&1; then
 else
   cat "$BUILD/ctest.log"; status=1
 fi
-# The build named on PYTHONPATH wins over the editable install's (python/tilecore/_base.py);
+# The build named on PYTHONPATH wins over the editable install's (python/tilecore/ffi/_base.py);
 # make sure it did, or the run would test the npu build twice.
 export PYTHONPATH="$ROOT/python:$BUILD/python"
 "$PYTHON" -c "

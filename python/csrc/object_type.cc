@@ -287,7 +287,7 @@ PyObject* ObjectInitByConstructor(PyObject* self, PyObject* const* args, Py_ssiz
 PyObject* ObjectReduce(PyObject* self, PyObject*) {
   // Pickling (and copy.deepcopy) go through JSON: (tilecore.load_json, (save_json(self),)).
   // Kinds JSON cannot save (functions, arrays) fail with save_json's error.
-  PyObject* ser = PyImport_ImportModule("tilecore.serialization");
+  PyObject* ser = PyImport_ImportModule("tilecore.ffi.serialization");
   if (ser == nullptr) return nullptr;
   PyObject* save = PyObject_GetAttrString(ser, "save_json");
   PyObject* load = PyObject_GetAttrString(ser, "load_json");

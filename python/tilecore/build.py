@@ -7,11 +7,19 @@
 The code generator is the global function ``codegen.build_<kind>``; a kind added out
 of tree plugs in by registering one.
 """
-from ._base import _ffi_core
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .ffi._base import _ffi_core
 from .target import Target
 
+if TYPE_CHECKING:
+    from .runtime import Module
 
-def build(func, target="npu"):
+
+def build(func: Any, target: str | Target = "npu") -> Module:
     """Compiles a PrimFunc, an IRModule or a DSL kernel (``@S.prim_func``) for ``target``
     (a Target or a target string).
 

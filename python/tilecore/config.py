@@ -9,6 +9,9 @@ An installed package carries the headers in ``tilecore/include`` and the library
 ``tilecore/lib``. In a source checkout the headers are the repository's ``include/``
 and the library is the one the loaded extension is linked against.
 """
+
+from __future__ import annotations
+
 import argparse
 import os
 import sys
@@ -16,7 +19,7 @@ import sys
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def get_include_dir():
+def get_include_dir() -> str:
     """Directory holding ``tilecore/ffi/c_api.h``."""
     candidates = [
         os.path.join(_PKG_DIR, "include"),
@@ -28,9 +31,9 @@ def get_include_dir():
     raise RuntimeError("tilecore headers not found; is tilecore installed?")
 
 
-def get_library_path():
+def get_library_path() -> str:
     """Full path of the libtilecore shared library the extension uses."""
-    from ._base import _ffi_core
+    from .ffi._base import _ffi_core
 
     ext_dir = os.path.dirname(os.path.abspath(_ffi_core.__file__))
     for c in (os.path.join(ext_dir, "lib", "libtilecore.so"), os.path.join(ext_dir, "libtilecore.so")):
@@ -48,11 +51,11 @@ def get_library_path():
     raise RuntimeError("libtilecore not found next to tilecore._ffi_core")
 
 
-def get_library_dir():
+def get_library_dir() -> str:
     return os.path.dirname(get_library_path())
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tilecore.config", description=__doc__.split("\n")[0])
     parser.add_argument("--includes", action="store_true", help="print -I flags")
     parser.add_argument("--libs", action="store_true", help="print linker flags")

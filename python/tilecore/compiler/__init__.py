@@ -8,8 +8,13 @@ L1 and split over the cores. See docs/compiler.md.
     compiler.HasHostKernel("ArgMax", {}, [a])     # "" or the reason it runs nowhere
     f = compiler.LowerHostOp("ArgMax", {"axis": 1}, [a], [y])   # build with target="c"
 """
-from .._base import _ffi_core
-from ..object import Object, register_object
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from ..ffi._base import _ffi_core
+from ..ffi.object import Object, register_object
 from ..target import Target
 
 
@@ -35,7 +40,7 @@ class TensorSpec(Object):
         shape = [int(d) for d in shape]
         return _ffi.TensorSpec(shape, str(dtype))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"TensorSpec({tuple(int(d) for d in self.shape)}, {str(self.dtype)!r})"
 
 
@@ -62,41 +67,43 @@ def _attrs(attrs):
     return out
 
 
-def HasStrategy(op_type, attrs, inputs):
+def HasStrategy(op_type: str, attrs: Mapping[str, Any] | None, inputs: Sequence[Any]) -> str:
     """"" when ``op_type`` with these attributes and inputs has an npu strategy, else the reason."""
     return str(_ffi.HasStrategy(op_type, _attrs(attrs), [_spec(x) for x in inputs]))
 
 
-def LowerOp(op_type, attrs, inputs, outputs, target="npu -cores=4"):
+def LowerOp(op_type: str, attrs: Mapping[str, Any] | None, inputs: Sequence[Any], outputs: Sequence[Any],
+            target: str | Target = "npu -cores=4") -> Any:
     """The PrimFunc of one op: params are the inputs then the outputs, as global buffers."""
     return _ffi.LowerOp(op_type, _attrs(attrs), [_spec(x) for x in inputs], [_spec(x) for x in outputs],
                         Target(target))
 
 
-def HasHostKernel(op_type, attrs, inputs):
+def HasHostKernel(op_type: str, attrs: Mapping[str, Any] | None, inputs: Sequence[Any]) -> str:
     """"" when ``op_type`` can run on the host (a host kernel, or its npu strategy on
     float32/int32 copies when only the dtypes stop it), else why it runs nowhere."""
     return str(_ffi.HasHostKernel(op_type, _attrs(attrs), [_spec(x) for x in inputs]))
 
 
-def LowerHostOp(op_type, attrs, inputs, outputs):
+def LowerHostOp(op_type: str, attrs: Mapping[str, Any] | None, inputs: Sequence[Any], outputs: Sequence[Any]) -> Any:
     """The host PrimFunc of one op, built with ``tilecore.build(f, target="c")``: params are
     the data inputs then the outputs, as for LowerOp."""
     return _ffi.LowerHostOp(op_type, _attrs(attrs), [_spec(x) for x in inputs], [_spec(x) for x in outputs])
 
 
-def list_host_kernels():
+def list_host_kernels() -> list[str]:
     """The op types with a host kernel of their own (others may run on the host through
     their npu strategy)."""
     return [str(s) for s in _ffi.ListHostKernels()]
 
 
-def list_strategies():
+def list_strategies() -> list[str]:
     """The op types with a strategy."""
     return [str(s) for s in _ffi.ListStrategies()]
 
 
-def PlanMemory(sizes, first, last, alignment=64):
+def PlanMemory(sizes: Sequence[int], first: Sequence[int], last: Sequence[int],
+               alignment: int = 64) -> tuple[list[int], int, int, int]:
     """Offsets for buffers of ``sizes`` bytes live over steps [first, last] (C++, greedy by
     size): returns ``(offsets, arena_size, total_size, lower_bound)``."""
     res = [int(x) for x in _ffi.PlanMemory([int(s) for s in sizes], [int(x) for x in first],
@@ -105,7 +112,7 @@ def PlanMemory(sizes, first, last, alignment=64):
     return res[:n], res[n], res[n + 1], res[n + 2]
 
 
-def estimate_cost(func, target="npu -cores=4"):
+def estimate_cost(func: Any, target: str = "npu -cores=4") -> dict[str, Any]:
     """The cost model's estimate of an npu PrimFunc (a strategy's, before the kernel
     pipeline) on ``target``, priced with the simulator's per-command formulas (C++,
     docs/cost_model.md): a dict with ``cycles``, ``engine_busy`` (per core: din, dout,

@@ -16,7 +16,14 @@ layers look worst while the error comes from the early ones. The result says whi
 nodes moved, their sensitivities and the cosine after each round.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
 from .compare import metrics
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _output_cosine(exe, ref_outs, samples, outputs):
@@ -28,7 +35,9 @@ def _output_cosine(exe, ref_outs, samples, outputs):
     return worst
 
 
-def search(compile_fn, model, target_cosine, precision, qtable, compile_kw, samples, fallback="bf16"):
+def search(compile_fn: Callable[..., Any], model: Any, target_cosine: float, precision: str,
+           qtable: Mapping[str, str] | None, compile_kw: dict[str, Any], samples: Sequence[Mapping[str, np.ndarray]],
+           fallback: str = "bf16") -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """(executable, report, compile report): the mixed-precision executable meeting
     ``target_cosine`` on ``samples`` (a list of feeds) if moving nodes can, and what was
     done. ``compile_fn(model, precision=, qtable=, keep_intermediates=, report=, **compile_kw)``."""

@@ -28,8 +28,13 @@ A tensor that is zero on every sample gets threshold 1e-6, so its scale stays po
 The table is a JSON file (``save``/``load``) meant to be edited: ``load`` validates the
 version and every entry and names the entry at fault.
 """
+
+from __future__ import annotations
+
 import json
 import math
+import os
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -52,20 +57,21 @@ class CalibTable:
     ``absmax`` and every candidate threshold (informative); ``meta``: how it was made.
     """
 
-    def __init__(self, thresholds, methods=None, stats=None, meta=None):
+    def __init__(self, thresholds: Mapping[str, float], methods: Mapping[str, str] | None = None,
+                 stats: Mapping[str, Any] | None = None, meta: Mapping[str, Any] | None = None) -> None:
         self.thresholds = {str(k): float(v) for k, v in thresholds.items()}
         self.methods = dict(methods or {})
         self.stats = dict(stats or {})
         self.meta = dict(meta or {})
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"CalibTable({len(self.thresholds)} tensors, method={self.meta.get('method', '?')})"
 
-    def scale(self, name):
+    def scale(self, name: str) -> float:
         """The int8 scale of ``name``: threshold / 127."""
         return self.thresholds[name] / 127.0
 
-    def with_method(self, method):
+    def with_method(self, method: str) -> CalibTable:
         """A table of the same tensors with ``method``'s threshold for each (from the
         candidates an ``auto`` calibration keeps; a tensor without one keeps its own)."""
         if method not in METHODS:
@@ -78,7 +84,7 @@ class CalibTable:
                 methods[n] = method
         return CalibTable(thresholds, methods, self.stats, dict(self.meta, method=method))
 
-    def to_json(self):
+    def to_json(self) -> dict[str, Any]:
         tensors = {}
         for name, t in self.thresholds.items():
             e = {"threshold": t, "method": self.methods.get(name, "manual")}
@@ -87,13 +93,13 @@ class CalibTable:
             tensors[name] = e
         return {"format": FORMAT, "version": VERSION, **self.meta, "tensors": tensors}
 
-    def save(self, path):
+    def save(self, path: str | os.PathLike[str]) -> None:
         with open(path, "w") as f:
             json.dump(self.to_json(), f, indent=1)
             f.write("\n")
 
     @classmethod
-    def from_json(cls, doc, where="calibration table"):
+    def from_json(cls, doc: Mapping[str, Any], where: str = "calibration table") -> CalibTable:
         if not isinstance(doc, dict):
             raise CalibrationError(f"{where}: expected a JSON object, got {type(doc).__name__}")
         if doc.get("format", FORMAT) != FORMAT:
@@ -128,7 +134,7 @@ class CalibTable:
         return cls(thresholds, methods, stats, meta)
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: str | os.PathLike[str]) -> CalibTable:
         try:
             with open(path) as f:
                 doc = json.load(f)
@@ -139,7 +145,7 @@ class CalibTable:
 
 # ---- thresholds from a histogram of |x| ----------------------------------------------------
 
-def threshold_percentile(hist, width, percentile):
+def threshold_percentile(hist: np.ndarray, width: float, percentile: float) -> float:
     """Upper edge of the bin where the cumulative count reaches ``percentile`` %."""
     total = hist.sum()
     if total == 0:
@@ -149,7 +155,7 @@ def threshold_percentile(hist, width, percentile):
     return float(min(i + 1, len(hist)) * width)
 
 
-def threshold_kl(hist, width, levels=_KL_LEVELS):
+def threshold_kl(hist: np.ndarray, width: float, levels: int = _KL_LEVELS) -> float:
     """TensorRT-style entropy calibration over ``hist`` (bins of ``width``).
 
     Every candidate i of ``levels``..n bins at once, from prefix sums: with P the first i
@@ -195,7 +201,7 @@ def threshold_kl(hist, width, levels=_KL_LEVELS):
     return float((i[int(np.argmin(kl))] + 0.5) * width)
 
 
-def quantisation_mse(hist, width, threshold, qmax=127):
+def quantisation_mse(hist: np.ndarray, width: float, threshold: float, qmax: int = 127) -> float:
     """Mean squared error of symmetric int8 quantisation with ``threshold`` over the
     histogram of |x| (values at their bin centres)."""
     total = hist.sum()
@@ -233,7 +239,7 @@ _ORT_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor
 class _Collector:
     """Runs the model on one sample at a time with every float tensor as an output."""
 
-    def __init__(self, model, samples):
+    def __init__(self, model, samples) -> None:
         import onnx
         import onnxruntime as ort
         from onnx import helper
@@ -300,7 +306,8 @@ class _Collector:
             yield {n: res[n] for n in self.names if n in res}
 
 
-def calibrate(model, samples, method="auto", percentile=99.99, bins=2048):
+def calibrate(model: Any, samples: Mapping[str, np.ndarray], method: str = "auto", percentile: float = 99.99,
+              bins: int = 2048) -> CalibTable:
     """A :class:`CalibTable` of every float tensor of ``model`` (an ONNX path, bytes or
     ModelProto) over ``samples`` (input name -> array (N, *input_shape)).
 
@@ -356,7 +363,7 @@ def calibrate(model, samples, method="auto", percentile=99.99, bins=2048):
     return CalibTable(thresholds, methods, stats, meta)
 
 
-def load_samples(path):
+def load_samples(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """The ``.npz`` of calibration samples: input name -> (N, *input_shape)."""
     with np.load(path, allow_pickle=False) as z:
         return {k: z[k] for k in z.files}

@@ -30,12 +30,19 @@ value added as a graph output. Values the graph passes removed (a Conv's output 
 the BatchNorm folded into it, say) have no tilecore counterpart and are listed as
 ``not_compared``.
 """
+
+from __future__ import annotations
+
 import json
 import math
 import os
 import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 # Below these cosines a tensor has diverged, per precision.
 THRESHOLDS = {"f32": 0.999, "f16": 0.999, "bf16": 0.999, "int8": 0.99}
@@ -43,7 +50,7 @@ JUMP_DB = 10.0
 EXACT_DB = 200.0  # the SQNR a graph input or constant counts as
 
 
-def metrics(ours, ref):
+def metrics(ours: npt.ArrayLike, ref: npt.ArrayLike) -> dict[str, float]:
     """cosine, max abs error and SQNR (dB) of ``ours`` against ``ref`` (in float64)."""
     a = np.asarray(ours, dtype=np.float64).ravel()
     r = np.asarray(ref, dtype=np.float64).ravel()
@@ -82,7 +89,8 @@ def _load_model(model):
     return onnx.load(str(model))
 
 
-def onnxruntime_with_intermediates(model, inputs, names):
+def onnxruntime_with_intermediates(model: Any, inputs: Mapping[str, np.ndarray],
+                                   names: Mapping[str, tuple[Sequence[int], str]]) -> tuple[dict[str, np.ndarray], float]:
     """ONNX Runtime's values of ``names`` (a dict name -> (shape, dtype)) and its outputs;
     returns ({name: array}, seconds of the run)."""
     import onnx
@@ -109,7 +117,7 @@ class CompareReport(dict):
     compiled run's values (``ours``), the model (``model``) and each row's nodes
     (``groups``)."""
 
-    def __init__(self, fields, ours=None, model=None, groups=None):
+    def __init__(self, fields: Mapping[str, Any], ours: Any = None, model: Any = None, groups: Any = None) -> None:
         super().__init__(fields)
         self.ours = ours or {}
         self.model = model
@@ -143,7 +151,7 @@ def _attr(node, name, default):
     return default
 
 
-def float_reference(model):
+def float_reference(model: Any) -> tuple[Any, dict[str, str], dict[str, str]]:
     """``model`` without its fake quantisation, and the aliases: (ModelProto, {value name
     of a DequantizeLinear output: the value it stands for}, {DequantizeLinear output:
     its QuantizeLinear node}). The model itself when it has no QuantizeLinear ->
@@ -256,8 +264,10 @@ def _group(node, producer, available, limit=16):
     return group, outside
 
 
-def compare_with_onnxruntime(model, inputs, target="npu -cores=4", precision="f32", threshold=None,
-                             progress=None, calib=None, jump_db=JUMP_DB):
+def compare_with_onnxruntime(model: Any, inputs: Mapping[str, np.ndarray], target: str = "npu -cores=4",
+                             precision: str = "f32", threshold: float | None = None,
+                             progress: Callable[..., Any] | None = None, calib: Any = None,
+                             jump_db: float = JUMP_DB) -> CompareReport:
     """Compiles ``model`` with every intermediate kept, runs it and ONNX Runtime (f32; a
     QDQ model without its fake quantisation) on ``inputs`` and compares each tensor both
     have. ``calib`` goes to the compiler (int8). Returns the report (a JSON-able dict)."""
@@ -374,7 +384,7 @@ def compare_with_onnxruntime(model, inputs, target="npu -cores=4", precision="f3
     }, ours={**{k: np.asarray(v) for k, v in inputs.items()}, **ours}, model=proto, groups=groups)
 
 
-def write_repro(report, directory):
+def write_repro(report: CompareReport, directory: str | os.PathLike[str]) -> str | None:
     """Writes the first jump (else the first divergent) node of ``report`` (a
     :class:`CompareReport`) as a one-op
     ONNX model (a QDQ pair: its two nodes; nodes the graph passes merged, a Conv and

@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 import warnings
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -54,14 +55,14 @@ def _all_cases():
     return _CASES
 
 
-def load_cases(name_regex=None):
+def load_cases(name_regex: str | None = None) -> list[Any]:
     """The node-test cases (onnx's TestCase: name, model, data_sets, rtol, atol) whose
     names match ``name_regex`` (``re.search``), in the onnx package's order."""
     pat = re.compile(name_regex) if name_regex else None
     return [c for c in _all_cases() if pat is None or pat.search(c.name)]
 
 
-def case_op_type(case):
+def case_op_type(case: Any) -> str:
     """The op type a case tests: its one node's, or (an ``_expanded`` function body) the
     most common one."""
     kinds = collections.Counter(n.op_type for n in case.model.graph.node)
@@ -80,7 +81,7 @@ def _as_array(value):
     return value
 
 
-def data_sets(case):
+def data_sets(case: Any) -> list[tuple[dict[str, Any], list[str], list[Any]]]:
     """[(feed by input name, output names, expected outputs)], one per data set."""
     inits = {init.name for init in case.model.graph.initializer}
     names_in = [i.name for i in case.model.graph.input if i.name not in inits]
@@ -91,7 +92,7 @@ def data_sets(case):
     return out
 
 
-def compare(expected, actual, rtol, atol):
+def compare(expected: Any, actual: Any, rtol: float, atol: float) -> str | None:
     """Why ``actual`` differs from ``expected`` (with the max error), or None."""
     if isinstance(expected, list):
         if not isinstance(actual, list) or len(actual) != len(expected):
@@ -176,7 +177,7 @@ def _ort_run(ort, sess, case, feed, names_out, expected):
             for i, n in enumerate(names_out)]
 
 
-def ort_reason(case):
+def ort_reason(case: Any) -> str | None:
     """None when ONNX Runtime passes every data set of the case, else why not."""
     import onnxruntime as ort
 
@@ -220,7 +221,7 @@ COMPILE_TIME_OPERANDS = {
 }
 
 
-def compile_time_inputs(model):
+def compile_time_inputs(model: Any) -> list[str]:
     """The graph inputs that only feed COMPILE_TIME_OPERANDS (in the main graph)."""
     inits = {i.name for i in model.graph.initializer}
     names = [i.name for i in model.graph.input if i.name not in inits]
@@ -236,7 +237,7 @@ def compile_time_inputs(model):
     return [n for n in names if uses[n] and all(uses[n])]
 
 
-def bind_inputs(model, values):
+def bind_inputs(model: Any, values: Mapping[str, Any]) -> Any:
     """A copy of ``model`` with the inputs in ``values`` made initializers."""
     from onnx import ModelProto, numpy_helper
 
@@ -249,7 +250,7 @@ def bind_inputs(model, values):
     return m
 
 
-def run_case(case, check_ort=True):
+def run_case(case: Any, check_ort: bool = True) -> dict[str, Any]:
     """One case compiled and run: a dict with ``case``, ``op_type``, ``status``, ``reason``,
     ``places`` (node name -> [op type, npu/host/view]) and ``seconds``."""
     import tilecore
@@ -303,7 +304,7 @@ def run_case(case, check_ort=True):
 
 # ---- worker processes ----------------------------------------------------------------------
 
-def _worker_main():
+def _worker_main() -> None:
     """Reads case names on stdin, writes one JSON row per line on stdout."""
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # stray prints (from C code or libraries) must not break the protocol
@@ -322,14 +323,14 @@ def _worker_main():
 
 
 class _Worker:
-    def __init__(self, env):
+    def __init__(self, env) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "tilecore.compiler.conformance", "--worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, bufsize=1, env=env)
         self.lines = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
-    def _read(self):
+    def _read(self) -> None:
         for line in self.proc.stdout:
             self.lines.put(line)
         self.lines.put(None)
@@ -340,13 +341,14 @@ class _Worker:
         except queue.Empty:
             return "timeout"
 
-    def kill(self):
+    def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
 
 
-def run_parallel(names, jobs=2, timeout=120.0, on_row=None, nice=0):
+def run_parallel(names: Sequence[str], jobs: int = 2, timeout: float = 120.0,
+                 on_row: Callable[[dict[str, Any]], Any] | None = None, nice: int = 0) -> list[dict[str, Any]]:
     """Rows of the cases ``names``, run in ``jobs`` worker processes; a case that crashes
     its worker or takes more than ``timeout`` seconds is a ``run`` failure saying so, and
     the worker is replaced."""
@@ -369,7 +371,7 @@ def run_parallel(names, jobs=2, timeout=120.0, on_row=None, nice=0):
             raise RuntimeError("a worker process failed to start (is tilecore importable?)")
         return w
 
-    def loop():
+    def loop() -> None:
         w = start()
         try:
             while True:
@@ -405,7 +407,7 @@ def run_parallel(names, jobs=2, timeout=120.0, on_row=None, nice=0):
     return sorted(rows, key=lambda r: order.get(r["case"], 0))
 
 
-def summarize(rows):
+def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Figures of a sweep: counts, pass rate, the op types run on the npu in passing cases
     and the failures grouped by reason."""
     counted = [r for r in rows if r["status"] != "skip"]
@@ -426,7 +428,7 @@ def summarize(rows):
     }
 
 
-def reason_group(row):
+def reason_group(row: Mapping[str, Any]) -> str:
     """A failure's reason with its case-specific details (numbers, value names) dropped."""
     why = row["reason"]
     if row["status"] == "fail":

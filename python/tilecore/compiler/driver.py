@@ -30,13 +30,21 @@ The steps, in order (docs/compiler.md, "The driver"):
 and makes every intermediate value an extra output named by its value name, for
 ``tilecore compare``.
 """
+
+from __future__ import annotations
+
 import json
 import os
 import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .._base import _ffi_core
+from ..ffi._base import _ffi_core
+
+if TYPE_CHECKING:
+    from ..runtime import Executable
+    from ..target import Target
 
 
 # Ops whose output, in the row-major layout every buffer has, is the input's bytes.
@@ -143,7 +151,7 @@ CONSTANT_INPUT_ATTRS = {
 }
 
 
-def _fold_constant_inputs(nd):
+def _fold_constant_inputs(nd) -> None:
     """Copies the values of ``nd``'s constant inputs listed in CONSTANT_INPUT_ATTRS into its
     attributes (an attribute already set wins; empty tensors mean "not given")."""
     for index, attr, kind in CONSTANT_INPUT_ATTRS.get(nd.op, ()):
@@ -246,7 +254,7 @@ class _Node:
 
     __slots__ = ("index", "node", "name", "op", "attrs", "ins", "outs", "in_specs", "where", "reason", "step_name")
 
-    def __init__(self, index, node):
+    def __init__(self, index, node) -> None:
         self.index = index
         self.node = node
         self.name = str(node.name)
@@ -262,7 +270,7 @@ class _Node:
 
 
 def _py(v):
-    from ..container import Array
+    from ..ffi.container import Array
 
     return [_py(x) for x in v] if isinstance(v, Array) else v
 
@@ -316,8 +324,12 @@ def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, k
     return exe
 
 
-def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, keep_intermediates=False,  # noqa: A001
-            progress=None, report=None, calib=None, calib_samples=None, qtable=None, auto_mixed=None):
+def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = "f32",
+            input_shapes: Mapping[str, Sequence[int]] | None = None, keep_intermediates: bool = False,
+            progress: Callable[..., Any] | None = None, report: dict[str, Any] | None = None, calib: Any = None,
+            calib_samples: Mapping[str, np.ndarray] | None = None,
+            qtable: Mapping[str, str] | str | os.PathLike[str] | None = None,
+            auto_mixed: float | None = None) -> Executable:
     """Compiles a model to an :class:`tilecore.runtime.Executable`.
 
     :param model: a :class:`tilecore.ir.graph.Graph`, a path to a ``.onnx`` file, its

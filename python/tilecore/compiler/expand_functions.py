@@ -9,6 +9,8 @@ npu or the host instead. Context-dependent bodies are built from the node's inpu
 """
 from __future__ import annotations
 
+from typing import Any, Callable
+
 
 def _schema_function(schema, opset, node, input_types):
     """The FunctionProto of ``schema`` for a model at ``opset``, or None."""
@@ -83,7 +85,7 @@ def _inline(node, f, schema, prefix):
     return out
 
 
-def expand_functions(model, unsupported, max_rounds=4):
+def expand_functions(model: Any, unsupported: Callable[[str, str], bool], max_rounds: int = 4) -> Any:
     """A copy of ``model`` (ModelProto) whose nodes with ``unsupported(op_type, domain)``
     true and a function body are inlined; ``model`` itself when there is none."""
     import onnx

@@ -18,7 +18,16 @@ Thresholds are symmetric absolute maxima: ``scale = threshold / 127``. Without a
 calibration table they are the min/max over :func:`tilecore.frontend.evaluate`'s values
 on the calibration samples (:func:`minmax_thresholds`).
 """
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+
 import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 MATRIX_OPS = ("Conv", "MatMul", "Gemm", "ConvTranspose")  # ConvTranspose: f16/bf16 only
 INT8_OPS = ("Conv", "MatMul", "Gemm")
@@ -32,15 +41,15 @@ class ConstantValue:
 
     __slots__ = ("data", "name")
 
-    def __init__(self, name, data):
+    def __init__(self, name: str, data: np.ndarray) -> None:
         self.name = name
         self.data = data
 
-    def numpy(self):
+    def numpy(self) -> np.ndarray:
         return self.data
 
 
-def narrow_array(a, precision):
+def narrow_array(a: npt.ArrayLike, precision: str) -> np.ndarray:
     """``a`` rounded to f16/bf16 (nearest even) as a numpy array of that type."""
     if precision == "bf16":
         import ml_dtypes
@@ -49,7 +58,7 @@ def narrow_array(a, precision):
     return np.asarray(a, np.float32).astype(np.float16)
 
 
-def quantise_weights(w, axis):
+def quantise_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """Symmetric per-channel int8: (q int8, scale f32 per channel along ``axis``) with
     ``scale = f32(absmax / 127)`` (1 for an all-zero channel) and
     ``q = clip(round_half_even(w / scale), -127, 127)`` computed in float64."""
@@ -63,21 +72,21 @@ def quantise_weights(w, axis):
     return q.astype(np.int8), scale
 
 
-def quantise_bias(b, x_scale, w_scale):
+def quantise_bias(b: np.ndarray, x_scale: float, w_scale: np.ndarray | float) -> np.ndarray:
     """int32 ``round_half_even(b / (x_scale * w_scale))`` (float64), saturated."""
     s = np.float64(np.float32(x_scale)) * np.asarray(w_scale, np.float64)
     q = np.rint(np.asarray(b, np.float64) / s)
     return np.clip(q, -(2 ** 31), 2 ** 31 - 1).astype(np.int32)
 
 
-def activation_scale(threshold, unsigned=False):
+def activation_scale(threshold: float, unsigned: bool = False) -> float:
     """The per-tensor scale of an activation of symmetric threshold ``threshold`` (over
     255 steps for a value that is >= 0 by construction)."""
     t = float(threshold)
     return float(np.float32(t / (2 * QMAX + 1 if unsigned else QMAX))) if t > 0 else 1.0
 
 
-def thresholds_of(calib):
+def thresholds_of(calib: Any) -> dict[str, float] | None:
     """A mapping value name -> threshold from ``calib`` (a mapping, or an object with a
     ``.thresholds`` mapping)."""
     if calib is None:
@@ -94,7 +103,7 @@ def thresholds_of(calib):
     return out
 
 
-def minmax_thresholds(graph, samples, names):
+def minmax_thresholds(graph: Any, samples: Mapping[str, np.ndarray], names: Iterable[str]) -> dict[str, float]:
     """max |v| of each value in ``names`` over the samples (dict input -> (N, *shape)),
     evaluated with the reference implementations (``tilecore.frontend.evaluate``)."""
     from ..ir.graph import evaluate
@@ -118,7 +127,7 @@ def minmax_thresholds(graph, samples, names):
     return out
 
 
-def load_qtable(path):
+def load_qtable(path: str | os.PathLike[str]) -> dict[str, str]:
     """A per-node precision table from a file: a JSON object {"node name": "precision"}, or
     text with one `node_name precision` per line (`#` starts a comment; the name is all
     but the last word, so it may hold spaces)."""
@@ -152,7 +161,7 @@ _SIGN_KEEPING_OPS = frozenset({"MaxPool", "AveragePool", "GlobalAveragePool", "G
                                "Squeeze", "Unsqueeze", "Transpose", "Identity"})
 
 
-def nonnegative_values(nodes):
+def nonnegative_values(nodes: Sequence[Any]) -> set[str]:
     """Names of the values that are >= 0 by construction (after a Relu, a Clip at a
     non-negative minimum, a Softmax, ..., through pooling and layout ops)."""
     out = set()
@@ -175,11 +184,11 @@ def nonnegative_values(nodes):
     return out
 
 
-def _is_const(v):
+def _is_const(v) -> bool:
     return v is not None and getattr(v, "data", None) is not None
 
 
-def quantisable_inputs(nd):
+def quantisable_inputs(nd: Any) -> list[str] | None:
     """Names of the activations an int8 node quantises (input 0, and B of a MatMul of
     two activations), or None when the node has no int8 form here."""
     if nd.op not in INT8_OPS or len(nd.ins) < 2 or nd.ins[0] is None or _is_const(nd.ins[0]):
@@ -191,7 +200,7 @@ def quantisable_inputs(nd):
     return [str(nd.ins[0].name)]
 
 
-def _to_int8(nd, info, thresholds, fresh, nonnegative=frozenset()):
+def _to_int8(nd, info, thresholds, fresh, nonnegative=frozenset()) -> str:
     """Rewrites ``nd`` into the quantised-node form; returns the reason when it cannot.
     A data input that is >= 0 by construction uses the whole int8 range: scale =
     threshold / 255 and zero point -128 (folded into the int32 bias)."""
@@ -255,7 +264,7 @@ def _to_int8(nd, info, thresholds, fresh, nonnegative=frozenset()):
     return ""
 
 
-def _to_narrow(nd, precision, info, fresh):
+def _to_narrow(nd, precision, info, fresh) -> str:
     attrs = dict(nd.attrs)
     attrs["tc_precision"] = precision
     nd.attrs = attrs
@@ -267,7 +276,8 @@ def _to_narrow(nd, precision, info, fresh):
     return ""
 
 
-def assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec):
+def assign(nodes: Sequence[Any], info: dict[str, Any], precision: str, qtable: Mapping[str, str] | None,
+           thresholds: Mapping[str, float] | None, HasStrategy: Callable[..., str], TensorSpec: type) -> dict[str, Any]:
     """Sets each npu matrix node's precision (rewriting ``nd.attrs``, ``nd.ins``,
     ``nd.in_specs``, adding the new constants to ``info``). Returns
     {"assigned": {node: precision}, "fallbacks": [{node, op_type, asked, reason}],

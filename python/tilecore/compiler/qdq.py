@@ -17,6 +17,11 @@ ONNX model first. A node the int8 strategy refuses stays in f32 on the dequantis
 values, with the reason in the report; the QuantizeLinear/DequantizeLinear nodes left
 without readers are dropped.
 """
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping
+
 import numpy as np
 
 from .precision import ConstantValue, quantise_bias
@@ -24,7 +29,7 @@ from .precision import ConstantValue, quantise_bias
 MATRIX_OPS = ("Conv", "MatMul", "Gemm")
 
 
-def prepare(model):
+def prepare(model: Any) -> tuple[Any, dict[str, tuple]]:
     """(what to import, the DequantizeLinear constants) for ``model`` (a path, bytes or
     ModelProto): a model with QLinearConv/QLinearMatMul/MatMulInteger is imported in its
     QDQ form (``qlinear.expand``); others unchanged. Not ONNX, or no onnx package: the
@@ -52,7 +57,7 @@ def prepare(model):
     return model, dequantized_constants(proto)
 
 
-def dequantized_constants(proto):
+def dequantized_constants(proto: Any) -> dict[str, tuple]:
     """value name -> (q, scale, zero point or None, axis) of every DequantizeLinear of a
     constant in the ONNX ModelProto ``proto``."""
     from onnx import numpy_helper
@@ -83,7 +88,7 @@ def dequantized_constants(proto):
     return out
 
 
-def _const(v):
+def _const(v) -> bool:
     return v is not None and getattr(v, "data", None) is not None
 
 
@@ -207,7 +212,8 @@ def _fold_two_activations(nd, act, producer, info, TensorSpec, HasStrategy):
     return None
 
 
-def fold(nodes, info, graph_outputs, keep_intermediates, HasStrategy, TensorSpec, dq_consts):
+def fold(nodes: list[Any], info: dict[str, Any], graph_outputs: Iterable[str], keep_intermediates: bool,
+         HasStrategy: Callable[..., str], TensorSpec: type, dq_consts: Mapping[str, tuple]) -> dict[str, Any]:
     """Rewrites the npu matrix nodes of ``nodes`` (the driver's) that read QDQ-quantised
     data and weights into the quantised-node form, drops the Q/DQ nodes nobody reads
     any more (unless ``keep_intermediates``). Returns the report
@@ -285,7 +291,7 @@ def fold(nodes, info, graph_outputs, keep_intermediates, HasStrategy, TensorSpec
     return report
 
 
-def _drop_unread(nodes, graph_outputs):
+def _drop_unread(nodes, graph_outputs) -> None:
     """Marks QuantizeLinear/DequantizeLinear nodes whose outputs nobody reads as dropped,
     until none is left (a DQ dropped can leave its Q unread)."""
     while True:

@@ -18,12 +18,17 @@ below 2^24 in magnitude (K * 255 * 255 < 2^24, i.e. K <= 258, always; beyond, on
 the values allow). The rewritten nodes keep the original node's name (the Conv or MatMul
 gets it, the Q/DQ nodes a suffix).
 """
+
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 
 QLINEAR_OPS = ("QLinearConv", "QLinearMatMul", "MatMulInteger", "DynamicQuantizeLinear")
 
 
-def has_qlinear(proto):
+def has_qlinear(proto: Any) -> bool:
     return any(n.op_type in QLINEAR_OPS and n.domain in ("", "ai.onnx") for n in proto.graph.node)
 
 
@@ -53,7 +58,7 @@ def _dynamic_quantize(n, fresh, const, helper, onnx):
     return nodes
 
 
-def expand(proto):
+def expand(proto: Any) -> Any:
     """A copy of ``proto`` with its QOperator nodes in the QDQ form (``proto`` itself when
     it has none). Scales it needs to multiply (a bias's ``xs * ws``) must be constants."""
     import onnx

@@ -6,11 +6,16 @@
 
 See docs/frontend.md.
 """
+
+from __future__ import annotations
+
+from typing import Any
+
 from .onnx import ImportError_ as ONNXImportError, from_onnx  # noqa: F401
 from ..ir.graph import evaluate, static_shape_of_type
 
 
-def static_shape(value):
+def static_shape(value: Any) -> tuple[int, ...] | None:
     """The static shape of a Value (tuple of int), or None when a dimension is
     symbolic or unknown or the value is not a tensor."""
     return static_shape_of_type(getattr(value, "type", None))

@@ -18,7 +18,7 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-from .. import error as _error
+from ..ffi import error as _error
 from ..ir import graph as G
 
 #: The oldest default-domain opset the importer takes.
@@ -174,11 +174,11 @@ def _sparse_to_array(sp, where: str):
 # Graphs
 # ---------------------------------------------------------------------------
 class _Importer:
-    def __init__(self, where: str, opsets: Dict[str, int]):
+    def __init__(self, where: str, opsets: Dict[str, int]) -> None:
         self.where = where
         self.opsets = opsets
 
-    def node_where(self, node, index):
+    def node_where(self, node, index) -> str:
         name = node.name or f"#{index}"
         domain = node.domain if node.domain not in ("", "ai.onnx") else ""
         return (f"{self.where}: node '{name}' ({domain + '::' if domain else ''}{node.op_type}, opset "
@@ -300,7 +300,8 @@ class _Importer:
         return G.Graph(name or gp.name or "main", inputs, outputs, nodes, opsets)
 
 
-def from_onnx(path_or_model, input_shapes: Optional[Dict[str, Any]] = None, fold_constants: bool = True):
+def from_onnx(path_or_model: str | os.PathLike[str] | bytes | Any, input_shapes: Optional[Dict[str, Any]] = None,
+              fold_constants: bool = True) -> G.Graph:
     """An ONNX model as a Graph, types inferred and constants folded.
 
     :param path_or_model: a path to a .onnx file (external data is read from beside

@@ -4,6 +4,9 @@ See docs/ir.md. Every node is a C++ object (type key ``ir.<Name>``); this packag
 gives them Python classes whose constructors call the registered C++ functions
 (``ir.Add(a, b)`` calls ``ir.Add``), operator overloads, and an IRBuilder.
 """
+
+from __future__ import annotations
+
 from . import _ffi_api
 from .expr import (
     Add, And, BinaryOp, Broadcast, Buffer, BufferLoad, BufferRegion, Call, Cast, Div, EQ, ExprOp, FloatImm,
@@ -18,7 +21,7 @@ from .stmt import (
 from .builder import BufferProxy, IRBuilder
 
 
-def script(node):
+def script(node: Node) -> str:
     """The node as script text (Python-like, like TVMScript)."""
     return _ffi_api.AsScript(node)
 from . import graph  # noqa: E402

@@ -1,5 +1,8 @@
 """The `ir.*` global functions of the C++ library, looked up on first use."""
-from .._base import _ffi_core
+
+from __future__ import annotations
+
+from ..ffi._base import _ffi_core
 
 
 def __getattr__(name):

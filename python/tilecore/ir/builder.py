@@ -13,11 +13,19 @@ Scopes: ``for_range`` (kinds serial, unrolled, vectorized, cores), ``while_loop`
 enclosing scope. ``emit`` appends a statement, or an intrinsic call (wrapped in
 Evaluate). Buffers returned by the builder accept ``A[i] = v`` stores.
 """
+
+from __future__ import annotations
+
 import contextlib
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from . import _ffi_api
 from .expr import Buffer, PrimExpr, _expr, _index, _index_expr, call, const, decl_buffer, ptr, var
 from .stmt import Stmt
+
+if TYPE_CHECKING:
+    from .expr import BufferRegion, DTypeLike, ExprLike, Span, Var
+    from .stmt import PrimFunc
 
 
 class BufferProxy:
@@ -26,25 +34,25 @@ class BufferProxy:
 
     __slots__ = ("buffer", "_ib")
 
-    def __init__(self, buffer, ib):
+    def __init__(self, buffer: Buffer, ib: IRBuilder) -> None:
         self.buffer = buffer
         self._ib = ib
 
     def __getitem__(self, index):
         return _index(self.buffer, index)
 
-    def __setitem__(self, index, value):
+    def __setitem__(self, index, value) -> None:
         if not isinstance(index, tuple):
             index = (index,)
         self._ib.store(self.buffer, index, value)
 
-    def region(self, *ranges):
+    def region(self, *ranges: tuple[ExprLike, ExprLike]) -> BufferRegion:
         return self.buffer.region(*ranges)
 
     def __getattr__(self, name):
         return getattr(self.buffer, name)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"BufferProxy({self.buffer.name}: {self.buffer.dtype}{list(self.buffer.shape)} {self.buffer.scope})"
 
 
@@ -55,7 +63,7 @@ def _unwrap(b):
 class IRBuilder:
     """Builds one PrimFunc. ``name`` becomes its ``global_symbol``."""
 
-    def __init__(self, name="main"):
+    def __init__(self, name: str = "main") -> None:
         self.name = name
         self._params = []
         self._buffer_map = {}
@@ -63,19 +71,20 @@ class IRBuilder:
         self._span = None
 
     # -- parameters -----------------------------------------------------------
-    def scalar_param(self, name, dtype="int32"):
+    def scalar_param(self, name: str, dtype: DTypeLike = "int32") -> Var:
         """A scalar parameter (a Var)."""
         v = var(name, dtype)
         self._params.append(v)
         return v
 
-    def pointer_param(self, name, dtype, scope="global"):
+    def pointer_param(self, name: str, dtype: DTypeLike, scope: str = "global") -> Var:
         """A raw pointer parameter (no buffer view)."""
         v = ptr(name, dtype, scope)
         self._params.append(v)
         return v
 
-    def buffer_param(self, name, shape, dtype, scope="global"):
+    def buffer_param(self, name: str, shape: Sequence[ExprLike], dtype: DTypeLike,
+                     scope: str = "global") -> BufferProxy:
         """A pointer parameter with a buffer view of ``shape``; returns a BufferProxy."""
         buf = decl_buffer(shape, dtype, name, scope)
         self._params.append(buf.data)
@@ -83,11 +92,11 @@ class IRBuilder:
         return BufferProxy(buf, self)
 
     # -- emitting ---------------------------------------------------------------
-    def set_span(self, span):
+    def set_span(self, span: Span | None) -> None:
         """Spans given to statements emitted from now on (None to stop)."""
         self._span = span
 
-    def emit(self, stmt_or_expr):
+    def emit(self, stmt_or_expr: Stmt | PrimExpr) -> None:
         """Appends a statement; an expression (intrinsic call) is wrapped in Evaluate."""
         if isinstance(stmt_or_expr, PrimExpr):
             stmt_or_expr = _ffi_api.Evaluate(stmt_or_expr, self._span)
@@ -95,11 +104,12 @@ class IRBuilder:
             raise TypeError(f"emit: expected a statement or an expression, got {type(stmt_or_expr).__name__}")
         self._scopes[-1].append(stmt_or_expr)
 
-    def call(self, op, *args):
+    def call(self, op: str, *args: ExprLike) -> None:
         """Emits ``Evaluate(call(op, *args))``; regions may be given as BufferProxy slices."""
         self.emit(call(op, *[_unwrap(a) for a in args]))
 
-    def store(self, buffer, indices, value, predicate=None):
+    def store(self, buffer: Buffer | BufferProxy, indices: Sequence[ExprLike], value: ExprLike,
+              predicate: ExprLike | None = None) -> None:
         buffer = _unwrap(buffer)
         idx = [_index_expr(i) for i in indices]
         # A Python number takes the buffer's dtype, if it is of the same kind: an int for an
@@ -114,21 +124,22 @@ class IRBuilder:
         value = _expr(value)
         self.emit(_ffi_api.BufferStore(buffer, value, idx, predicate, self._span))
 
-    def let(self, name, value):
+    def let(self, name: str, value: ExprLike) -> Var:
         """Binds ``value`` to a new variable for the rest of the current scope."""
         value = _expr(value)
         v = var(name, str(value.dtype))
         self._scopes[-1].append(("let", v, value, self._span))
         return v
 
-    def allocate(self, dtype, shape, name="buf", scope="local"):
+    def allocate(self, dtype: DTypeLike, shape: Sequence[ExprLike], name: str = "buf",
+                 scope: str = "local") -> BufferProxy:
         """Allocates a buffer (local = L1, shared = L2) for the rest of the current scope."""
         buf = decl_buffer(shape, dtype, name, scope)
         self._scopes[-1].append(("alloc", buf, None, self._span))
         return BufferProxy(buf, self)
 
     # -- scopes -------------------------------------------------------------------
-    def _push(self):
+    def _push(self) -> None:
         self._scopes.append([])
 
     def _pop(self):
@@ -153,7 +164,8 @@ class IRBuilder:
         return _ffi_api.SeqStmtFlatten(list(reversed(rest)))
 
     @contextlib.contextmanager
-    def for_range(self, begin, end, name="i", kind="serial", dtype="int32"):
+    def for_range(self, begin: ExprLike, end: ExprLike, name: str = "i", kind: str = "serial",
+                  dtype: DTypeLike = "int32") -> Iterator[Var]:
         """``for name in range(begin, end)``; kind: serial, unrolled, vectorized, cores."""
         begin_e, end_e = _index_expr(begin), _index_expr(end)
         loop_var = var(name, dtype)
@@ -170,14 +182,14 @@ class IRBuilder:
         self.emit(_ffi_api.For(loop_var, begin_e, extent, kind, body, None, span))
 
     @contextlib.contextmanager
-    def while_loop(self, condition):
+    def while_loop(self, condition: ExprLike) -> Iterator[None]:
         span = self._span
         self._push()
         yield
         self.emit(_ffi_api.While(condition, self._pop(), span))
 
     @contextlib.contextmanager
-    def if_scope(self, condition):
+    def if_scope(self, condition: ExprLike) -> Iterator[None]:
         """``if condition:``; may be followed by ``with ib.else_scope():``."""
         span = self._span
         self._push()
@@ -185,7 +197,7 @@ class IRBuilder:
         self.emit(_ffi_api.IfThenElse(condition, self._pop(), None, span))
 
     @contextlib.contextmanager
-    def else_scope(self):
+    def else_scope(self) -> Iterator[None]:
         scope = self._scopes[-1]
         if not scope or not isinstance(scope[-1], Stmt) or scope[-1].__class__.__name__ != "IfThenElse" \
                 or scope[-1].else_case is not None:
@@ -197,12 +209,12 @@ class IRBuilder:
         self.emit(_ffi_api.IfThenElse(prev.condition, prev.then_case, else_case, prev.span))
 
     # -- result ---------------------------------------------------------------------
-    def get_body(self):
+    def get_body(self) -> Stmt:
         if len(self._scopes) != 1:
             raise ValueError("IRBuilder.get: a with-scope is still open")
         return self._seal(self._scopes[0])
 
-    def get(self):
+    def get(self) -> PrimFunc:
         """The PrimFunc built so far."""
         return _ffi_api.PrimFunc(self._params, self.get_body(), self._buffer_map,
                                  {"global_symbol": self.name}, None)

@@ -12,10 +12,17 @@ an expression becomes an immediate of that expression's dtype. ``==`` stays
 identity (so nodes can be dict keys); use :func:`eq` / :func:`ne` or the
 ``.eq()`` / ``.ne()`` methods to build comparisons.
 """
-import operator
 
-from ..object import Object, register_object
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any, Sequence, Union
+
+from ..ffi.object import Object, register_object
 from . import _ffi_api
+
+if TYPE_CHECKING:
+    from ..ffi.dtype import DataType
 
 
 def _dtype_str(dtype):
@@ -27,10 +34,10 @@ class Node(Object):
 
     __slots__ = ()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return _ffi_api.AsScript(self)
 
-    def script(self):
+    def script(self) -> str:
         """The node as script text (what repr shows)."""
         return _ffi_api.AsScript(self)
 
@@ -41,11 +48,11 @@ class Span(Object):
 
     __slots__ = ()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Span({self.file!r}, {self.line}, {self.column})"
 
 
-def span(file, line, column=0):
+def span(file: str, line: int, column: int = 0) -> Span:
     """Makes a :class:`Span`."""
     return _ffi_api.Span(file, line, column)
 
@@ -65,16 +72,16 @@ class PointerType(Type):
     __slots__ = ()
 
 
-def prim_type(dtype, span=None):
+def prim_type(dtype: DTypeLike, span: Span | None = None) -> PrimType:
     return _ffi_api.PrimType(_dtype_str(dtype), span)
 
 
-def pointer_type(dtype, scope="global", span=None):
+def pointer_type(dtype: DTypeLike, scope: str = "global", span: Span | None = None) -> PointerType:
     """The type of a pointer to ``dtype`` elements in ``scope`` (global, shared, local)."""
     return _ffi_api.PointerType(_dtype_str(dtype), scope, span)
 
 
-def const(value, dtype=None, span=None):
+def const(value: ExprLike, dtype: DTypeLike | None = None, span: Span | None = None) -> PrimExpr:
     """An immediate: ``const(1)`` is int32, ``const(1.0)`` float32, ``const(True)`` bool.
 
     With ``dtype`` a vector type (``"int32x8"``) the constant is broadcast.
@@ -173,21 +180,21 @@ class ExprOp:
     def __invert__(self):
         return _ffi_api.Not(self, None)
 
-    def eq(self, other):
+    def eq(self, other: ExprLike) -> PrimExpr:
         """``self == other`` as an EQ node."""
         return _binary("EQ", self, other)
 
-    def ne(self, other):
+    def ne(self, other: ExprLike) -> PrimExpr:
         """``self != other`` as an NE node."""
         return _binary("NE", self, other)
 
-    def astype(self, dtype):
+    def astype(self, dtype: DTypeLike) -> PrimExpr:
         """A Cast to ``dtype`` (no node when the dtype already matches)."""
         if str(self.dtype) == _dtype_str(dtype):
             return self
         return _ffi_api.Cast(_dtype_str(dtype), self, None)
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         raise TypeError(
             "an IR expression has no truth value while building; use ib.if_scope(cond) "
             "or ir.Select(cond, a, b)"
@@ -201,16 +208,22 @@ class PrimExpr(ExprOp, Node):
     __slots__ = ()
 
 
+#: An expression argument: an expression, or a Python number made a constant.
+ExprLike = Union[PrimExpr, int, float, bool]
+#: A dtype argument: a spelling (``"int32"``, ``"float16x8"``) or a DataType.
+DTypeLike = Union[str, "DataType"]
+
+
 @register_object("ir.IntImm")
 class IntImm(PrimExpr):
     """An integer or bool constant: ``IntImm("int32", 5)``."""
 
     __slots__ = ()
 
-    def __init__(self, dtype, value, span=None):
+    def __init__(self, dtype: DTypeLike, value: int, span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.IntImm, _dtype_str(dtype), int(value), span)
 
-    def __int__(self):
+    def __int__(self) -> int:
         return self.value
 
 
@@ -220,10 +233,10 @@ class FloatImm(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, dtype, value, span=None):
+    def __init__(self, dtype: DTypeLike, value: float, span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.FloatImm, _dtype_str(dtype), float(value), span)
 
-    def __float__(self):
+    def __float__(self) -> float:
         return self.value
 
 
@@ -233,7 +246,7 @@ class StringImm(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, value, span=None):
+    def __init__(self, value: str, span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.StringImm, value, span)
 
 
@@ -245,7 +258,7 @@ class Var(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, name, dtype="int32", span=None):
+    def __init__(self, name: str, dtype: DTypeLike = "int32", span: Span | None = None) -> None:
         if not isinstance(dtype, Type):
             dtype = _dtype_str(dtype)
         self.__init_handle_by_constructor__(_ffi_api.Var, name, dtype, span)
@@ -259,7 +272,7 @@ class BinaryOp(PrimExpr):
 
 
 def _binary_init(name):
-    def __init__(self, a, b, span=None):
+    def __init__(self, a: ExprLike, b: ExprLike, span: Span | None = None) -> None:
         a, b = _ffi_api._BinaryOpMatchTypes(_expr(a), _expr(b))
         self.__init_handle_by_constructor__(getattr(_ffi_api, name), a, b, span)
 
@@ -297,7 +310,7 @@ class Not(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, a, span=None):
+    def __init__(self, a: ExprLike, span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.Not, _expr(a), span)
 
 
@@ -307,7 +320,8 @@ class Select(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, condition, true_value, false_value, span=None):
+    def __init__(self, condition: ExprLike, true_value: ExprLike, false_value: ExprLike,
+                 span: Span | None = None) -> None:
         t, f = _ffi_api._BinaryOpMatchTypes(_expr(true_value), _expr(false_value))
         self.__init_handle_by_constructor__(_ffi_api.Select, _expr(condition), t, f, span)
 
@@ -318,7 +332,7 @@ class Cast(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, dtype, value, span=None):
+    def __init__(self, dtype: DTypeLike, value: ExprLike, span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.Cast, _dtype_str(dtype), _expr(value), span)
 
 
@@ -328,7 +342,7 @@ class Let(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, var, value, body, span=None):
+    def __init__(self, var: Var, value: ExprLike, body: ExprLike, span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.Let, var, _expr(value), _expr(body), span)
 
 
@@ -338,7 +352,7 @@ class Ramp(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, base, stride, lanes, span=None):
+    def __init__(self, base: ExprLike, stride: ExprLike, lanes: int, span: Span | None = None) -> None:
         b, s = _ffi_api._BinaryOpMatchTypes(_expr(base), _expr(stride))
         self.__init_handle_by_constructor__(_ffi_api.Ramp, b, s, int(lanes), span)
 
@@ -349,7 +363,7 @@ class Broadcast(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, value, lanes, span=None):
+    def __init__(self, value: ExprLike, lanes: int, span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.Broadcast, _expr(value), int(lanes), span)
 
 
@@ -359,7 +373,8 @@ class Call(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, op, args, dtype=None, span=None):
+    def __init__(self, op: str, args: Sequence[ExprLike], dtype: DTypeLike | None = None,
+                 span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(
             _ffi_api.Call, None if dtype is None else _dtype_str(dtype), op, [_expr(a) for a in args], span)
 
@@ -370,7 +385,7 @@ class BufferLoad(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, buffer, indices, span=None):
+    def __init__(self, buffer: Buffer, indices: Sequence[ExprLike], span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.BufferLoad, buffer, [_index_expr(i) for i in indices], span)
 
 
@@ -380,7 +395,8 @@ class BufferRegion(PrimExpr):
 
     __slots__ = ()
 
-    def __init__(self, buffer, begin, extents, span=None):
+    def __init__(self, buffer: Buffer, begin: Sequence[ExprLike], extents: Sequence[ExprLike],
+                 span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(
             _ffi_api.BufferRegion, buffer, [_index_expr(b) for b in begin], [_index_expr(e) for e in extents], span)
 
@@ -398,10 +414,10 @@ class Buffer(Node):
     def __getitem__(self, index):
         return _index(self, index)
 
-    def load(self, *indices, span=None):
+    def load(self, *indices: ExprLike, span: Span | None = None) -> BufferLoad:
         return _ffi_api.BufferLoad(self, [_expr(i) for i in indices], span)
 
-    def region(self, *ranges, span=None):
+    def region(self, *ranges: tuple[ExprLike, ExprLike], span: Span | None = None) -> BufferRegion:
         """The window ``[(begin, extent), ...]``; no arguments = the whole buffer."""
         if not ranges:
             ranges = [(0, s) for s in self.shape]
@@ -442,7 +458,7 @@ def _index(buf, index):
 
 
 def _simplify(e):
-    from .._base import _ffi_core
+    from ..ffi._base import _ffi_core
 
     f = _ffi_core._get_global_func("transform.SimplifyExpr")
     return f(e) if f is not None else e
@@ -451,84 +467,85 @@ def _simplify(e):
 # ---------------------------------------------------------------------------
 # Constructors (thin wrappers over the registered C++ functions)
 # ---------------------------------------------------------------------------
-def var(name, dtype="int32", span=None):
+def var(name: str, dtype: DTypeLike = "int32", span: Span | None = None) -> Var:
     """A new variable (``var("n")`` is int32)."""
     return Var(name, dtype, span)
 
 
-def ptr(name, dtype, scope="global", span=None):
+def ptr(name: str, dtype: DTypeLike, scope: str = "global", span: Span | None = None) -> Var:
     """A pointer variable to ``dtype`` elements in ``scope``."""
     return _ffi_api.Var(name, pointer_type(dtype, scope), span)
 
 
-def cast(dtype, value, span=None):
+def cast(dtype: DTypeLike, value: ExprLike, span: Span | None = None) -> PrimExpr:
     return _ffi_api.Cast(_dtype_str(dtype), _expr(value), span)
 
 
-def select(cond, true_value, false_value, span=None):
+def select(cond: ExprLike, true_value: ExprLike, false_value: ExprLike, span: Span | None = None) -> PrimExpr:
     t, f = _ffi_api._BinaryOpMatchTypes(_expr(true_value), _expr(false_value))
     return _ffi_api.Select(_expr(cond), t, f, span)
 
 
-def eq(a, b):
+def eq(a: ExprLike, b: ExprLike) -> PrimExpr:
     return _binary("EQ", a, b)
 
 
-def ne(a, b):
+def ne(a: ExprLike, b: ExprLike) -> PrimExpr:
     return _binary("NE", a, b)
 
 
-def min(a, b):  # noqa: A001  (mirrors the IR node)
+def min(a: ExprLike, b: ExprLike) -> PrimExpr:  # noqa: A001  (mirrors the IR node)
     return _binary("Min", a, b)
 
 
-def max(a, b):  # noqa: A001
+def max(a: ExprLike, b: ExprLike) -> PrimExpr:  # noqa: A001
     return _binary("Max", a, b)
 
 
-def floordiv(a, b):
+def floordiv(a: ExprLike, b: ExprLike) -> PrimExpr:
     return _binary("FloorDiv", a, b)
 
 
-def floormod(a, b):
+def floormod(a: ExprLike, b: ExprLike) -> PrimExpr:
     return _binary("FloorMod", a, b)
 
 
-def truncdiv(a, b):
+def truncdiv(a: ExprLike, b: ExprLike) -> PrimExpr:
     return _binary("Div", a, b)
 
 
-def truncmod(a, b):
+def truncmod(a: ExprLike, b: ExprLike) -> PrimExpr:
     return _binary("Mod", a, b)
 
 
-def ramp(base, stride, lanes, span=None):
+def ramp(base: ExprLike, stride: ExprLike, lanes: int, span: Span | None = None) -> PrimExpr:
     b, s = _ffi_api._BinaryOpMatchTypes(_expr(base), _expr(stride))
     return _ffi_api.Ramp(b, s, lanes, span)
 
 
-def broadcast(value, lanes, span=None):
+def broadcast(value: ExprLike, lanes: int, span: Span | None = None) -> PrimExpr:
     return _ffi_api.Broadcast(_expr(value), lanes, span)
 
 
-def let(v, value, body, span=None):
+def let(v: Var, value: ExprLike, body: ExprLike, span: Span | None = None) -> PrimExpr:
     return _ffi_api.Let(v, _expr(value), _expr(body), span)
 
 
-def call(op, *args, dtype=None, span=None):
+def call(op: str, *args: ExprLike, dtype: DTypeLike | None = None, span: Span | None = None) -> PrimExpr:
     """A call of intrinsic ``op`` (see :func:`list_intrinsics`); its dtype comes from the table."""
     return _ffi_api.Call(None if dtype is None else _dtype_str(dtype), op, [_expr(a) for a in args], span)
 
 
-def string(value, span=None):
+def string(value: str, span: Span | None = None) -> PrimExpr:
     return _ffi_api.StringImm(value, span)
 
 
-def decl_buffer(shape, dtype, name="buf", scope="global", span=None):
+def decl_buffer(shape: Sequence[ExprLike], dtype: DTypeLike, name: str = "buf", scope: str = "global",
+                span: Span | None = None) -> Buffer:
     """A new contiguous buffer with a fresh data pointer in ``scope``."""
     return _ffi_api.DeclBuffer([_index_expr(s) for s in shape], _dtype_str(dtype), name, scope, span)
 
 
-def list_intrinsics():
+def list_intrinsics() -> list[dict[str, Any]]:
     """The intrinsic table: a list of dicts (name, args, arg_names, result, has_effect, unit, doc)."""
     return [dict(row.items()) for row in _ffi_api.ListIntrinsics()]

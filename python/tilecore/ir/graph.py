@@ -13,13 +13,16 @@ that mirrors every op of the Python op library into the C++ registry.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from ..object import Object, register_object
-from .._base import _ffi_core
+from ..ffi.object import Object, register_object
+from ..ffi._base import _ffi_core
 from . import _ffi_api
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 # ---------------------------------------------------------------------------
 # Arrays between numpy and the FFI
@@ -33,10 +36,10 @@ class HostArray:
 
     __slots__ = ("array",)
 
-    def __init__(self, array):
+    def __init__(self, array: np.ndarray) -> None:
         self.array = array
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"HostArray({self.array!r})"
 
 
@@ -46,7 +49,7 @@ def _dlpackable(a: np.ndarray) -> bool:
         "float16", "float32", "float64"}
 
 
-def to_ffi_array(a):
+def to_ffi_array(a: Any) -> Any:
     """numpy (or scalar, list of arrays) -> what the C++ evaluator stores: an NDArray
     sharing the memory, a list for a sequence, a HostArray for other dtypes."""
     if a is None:
@@ -60,13 +63,13 @@ def to_ffi_array(a):
     if _dlpackable(a):
         if not a.flags.c_contiguous:
             a = np.ascontiguousarray(a)
-        from ..nd import from_dlpack
+        from ..ffi.nd import from_dlpack
 
         return from_dlpack(a)
     return HostArray(a)
 
 
-def to_numpy(a):
+def to_numpy(a: Any) -> Any:
     """The inverse of to_ffi_array (zero copy for NDArrays on the host)."""
     if a is None:
         return None
@@ -94,7 +97,7 @@ class QuantParams(Object):
 
     __slots__ = ()
 
-    def __init__(self, scale, zero_point, axis=-1, dtype="int8"):
+    def __init__(self, scale: npt.ArrayLike, zero_point: npt.ArrayLike, axis: int = -1, dtype: str = "int8") -> None:
         self.__init_handle_by_constructor__(_ffi_api.QuantParams, to_ffi_array(np.asarray(scale)),
                                             to_ffi_array(np.asarray(zero_point)), int(axis), str(dtype))
 
@@ -106,16 +109,17 @@ class TensorType(Object):
 
     __slots__ = ()
 
-    def __init__(self, shape, dtype="float32", layout="", quant=None):
+    def __init__(self, shape: Sequence[int | str | None] | None, dtype: npt.DTypeLike = "float32", layout: str = "",
+                 quant: QuantParams | None = None) -> None:
         dims = None if shape is None else [None if d is None else (d if isinstance(d, str) else int(d))
                                            for d in shape]
         self.__init_handle_by_constructor__(_ffi_api.TensorType, dims, _dtype_name(dtype), layout, quant)
 
     @property
-    def static_shape(self):
+    def static_shape(self) -> tuple[int, ...] | None:
         return static_shape_of_type(self)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return _text_of_type(self)
 
 
@@ -123,10 +127,10 @@ class TensorType(Object):
 class SequenceType(Object):
     __slots__ = ()
 
-    def __init__(self, elem=None):
+    def __init__(self, elem: Any = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.SequenceType, elem)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return _text_of_type(self)
 
 
@@ -134,10 +138,10 @@ class SequenceType(Object):
 class OptionalType(Object):
     __slots__ = ()
 
-    def __init__(self, elem=None):
+    def __init__(self, elem: Any = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.OptionalType, elem)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return _text_of_type(self)
 
 
@@ -147,15 +151,15 @@ class Value(Object):
 
     __slots__ = ()
 
-    def __init__(self, name, type=None, data=None):  # noqa: A002
+    def __init__(self, name: str, type: Any = None, data: Any = None) -> None:  # noqa: A002
         self.__init_handle_by_constructor__(_ffi_api.Value, str(name), type,
                                             None if data is None else to_ffi_array(data))
 
-    def numpy(self):
+    def numpy(self) -> np.ndarray | None:
         """The constant as a numpy array (None when not constant)."""
         return to_numpy(self.data)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"%{self.name}: {_text_of_type(self.type)}"
 
 
@@ -165,11 +169,12 @@ class Node(Object):
 
     __slots__ = ()
 
-    def __init__(self, op_type, inputs, outputs, attrs=None, name="", domain=""):
+    def __init__(self, op_type: str, inputs: Sequence[Value | None], outputs: Sequence[Value],
+                 attrs: Mapping[str, Any] | None = None, name: str = "", domain: str = "") -> None:
         self.__init_handle_by_constructor__(_ffi_api.Node, op_type, domain, name, _attrs_to_ffi(attrs or {}),
                                             list(inputs), list(outputs))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Node({self.op_type} @ {self.name!r})"
 
 
@@ -179,17 +184,18 @@ class Graph(Object):
 
     __slots__ = ()
 
-    def __init__(self, name, inputs, outputs, nodes, opsets=None):
+    def __init__(self, name: str, inputs: Sequence[Value], outputs: Sequence[Value], nodes: Sequence[Node],
+                 opsets: Mapping[str, int] | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.Graph, name, list(inputs), list(outputs), list(nodes),
                                             dict(opsets or {}))
 
-    def text(self):
+    def text(self) -> str:
         return _ffi_api.GraphToText(self)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.text()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Graph {self.name}: {len(self.nodes)} nodes>"
 
 
@@ -199,7 +205,7 @@ class GraphOpDef(Object):
 
     __slots__ = ()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"GraphOpDef({(self.domain + '::') if self.domain else ''}{self.name})"
 
 
@@ -215,7 +221,7 @@ def _dtype_name(dtype) -> str:
     return dt.name
 
 
-def numpy_dtype(name: str):
+def numpy_dtype(name: str) -> np.dtype | None:
     """The numpy dtype of a Graph IR dtype name ("string" -> object)."""
     if not name:
         return None
@@ -229,7 +235,7 @@ def numpy_dtype(name: str):
         return np.dtype(getattr(ml_dtypes, name))
 
 
-def static_shape_of_type(t) -> Optional[tuple]:
+def static_shape_of_type(t: Any) -> Optional[tuple]:
     if not isinstance(t, TensorType) or not t.rank_known:
         return None
     dims = list(t.shape)
@@ -257,7 +263,7 @@ def _attrs_to_ffi(attrs: Dict[str, Any]) -> Dict[str, Any]:
 class GraphBuilder:
     """Builds a Graph node by node (names made unique)."""
 
-    def __init__(self, name="main", opsets=None):
+    def __init__(self, name: str = "main", opsets: Mapping[str, int] | None = None) -> None:
         self.name = name
         self.opsets = dict(opsets if opsets is not None else {"": 17})
         self._inputs: List[Value] = []
@@ -281,16 +287,18 @@ class GraphBuilder:
         self._used.add(name)
         return name
 
-    def input(self, name, shape, dtype="float32") -> Value:
+    def input(self, name: str, shape: Sequence[int | str | None], dtype: npt.DTypeLike = "float32") -> Value:
         v = Value(self.fresh(name), TensorType(shape, dtype))
         self._inputs.append(v)
         return v
 
-    def constant(self, name, array) -> Value:
+    def constant(self, name: str, array: npt.ArrayLike) -> Value:
         a = np.asarray(array)
         return Value(self.fresh(name), TensorType(a.shape, a.dtype), a)
 
-    def add(self, op_type, inputs, attrs=None, num_outputs=1, name=None, domain="", outputs=None) -> List[Value]:
+    def add(self, op_type: str, inputs: Sequence[Value | None], attrs: Mapping[str, Any] | None = None,
+            num_outputs: int = 1, name: str | None = None, domain: str = "",
+            outputs: Sequence[str] | None = None) -> List[Value]:
         """Appends a node; returns its output Values (untyped until InferTypes)."""
         node_name = self.fresh(name or op_type)
         if outputs is None:
@@ -299,7 +307,7 @@ class GraphBuilder:
         self._nodes.append(Node(op_type, inputs, outs, attrs, node_name, domain))
         return outs
 
-    def output(self, *values: Value):
+    def output(self, *values: Value) -> None:
         self._outputs.extend(values)
 
     def build(self) -> Graph:
@@ -322,14 +330,17 @@ def _attr_to_py(v):
 class GraphInfo:
     """A subgraph attribute at inference time: ``infer(input_infos)`` gives its outputs' infos."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph) -> None:
         self.graph = graph
 
-    def infer(self, input_infos):
+    def infer(self, input_infos: Sequence[Any] | None) -> list[Any]:
         """The body's output infos with its inputs typed from ``input_infos`` (the
         declared output types when the body cannot be inferred)."""
-        from .. import transform
+        # Type inference is a transform pass; the IR reaches it by its registered name, as
+        # a lower layer reaches a later one (docs/architecture.md), not by importing it.
+        from ..ffi.function import get_global_func
 
+        infer_types = get_global_func("transform.InferTypes")(None)
         g = self.graph
         declared = [_type_to_info(o.type, o.data) for o in g.outputs]
         infos = list(input_infos or [])
@@ -341,7 +352,7 @@ class GraphInfo:
                 t = t.type
             inputs.append(Value(v.name, t if t is not None else v.type))
         try:
-            typed = transform.InferTypes()(Graph(g.name, inputs, list(g.outputs), list(g.nodes), dict(g.opsets)))
+            typed = infer_types(Graph(g.name, inputs, list(g.outputs), list(g.nodes), dict(g.opsets)))
         except Exception:  # noqa: BLE001  (the op's own checks report a bad body when it runs)
             return declared
         out = []
@@ -476,12 +487,12 @@ def install_registry_bridge() -> None:
     registry.on_register(_mirror)
 
 
-def get_graph_op(name, domain=""):
+def get_graph_op(name: str, domain: str = "") -> GraphOpDef | None:
     """The C++ registry's entry for an op, or None."""
     return _ffi_api.GetGraphOp(name, domain)
 
 
-def list_graph_ops(domain=None):
+def list_graph_ops(domain: str | None = None) -> list[GraphOpDef]:
     return list(_ffi_api.ListGraphOps(domain))
 
 

@@ -1,7 +1,15 @@
 """Statements of the Kernel IR and the function/module containers (see docs/ir.md)."""
-from ..object import register_object
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from ..ffi.object import register_object
 from . import _ffi_api
 from .expr import Node, _expr, _index_expr
+
+if TYPE_CHECKING:
+    from .expr import Buffer, ExprLike, Span, Var
 
 
 @register_object("ir.Stmt")
@@ -17,7 +25,8 @@ class BufferStore(Stmt):
 
     __slots__ = ()
 
-    def __init__(self, buffer, value, indices, predicate=None, span=None):
+    def __init__(self, buffer: Buffer, value: ExprLike, indices: Sequence[ExprLike], predicate: ExprLike | None = None,
+                 span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(
             _ffi_api.BufferStore, buffer, _expr(value), [_index_expr(i) for i in indices], predicate, span)
 
@@ -28,7 +37,7 @@ class LetStmt(Stmt):
 
     __slots__ = ()
 
-    def __init__(self, var, value, body, span=None):
+    def __init__(self, var: Var, value: ExprLike, body: Stmt, span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.LetStmt, var, _expr(value), body, span)
 
 
@@ -39,7 +48,8 @@ class For(Stmt):
 
     __slots__ = ()
 
-    def __init__(self, loop_var, min, extent, kind, body, annotations=None, span=None):  # noqa: A002
+    def __init__(self, loop_var: Var, min: ExprLike, extent: ExprLike, kind: str, body: Stmt,  # noqa: A002
+                 annotations: Mapping[str, Any] | None = None, span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(
             _ffi_api.For, loop_var, _index_expr(min), _index_expr(extent), kind, body, annotations, span)
 
@@ -50,7 +60,7 @@ class While(Stmt):
 
     __slots__ = ()
 
-    def __init__(self, condition, body, span=None):
+    def __init__(self, condition: ExprLike, body: Stmt, span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.While, condition, body, span)
 
 
@@ -60,7 +70,8 @@ class IfThenElse(Stmt):
 
     __slots__ = ()
 
-    def __init__(self, condition, then_case, else_case=None, span=None):
+    def __init__(self, condition: ExprLike, then_case: Stmt, else_case: Stmt | None = None,
+                 span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.IfThenElse, condition, then_case, else_case, span)
 
 
@@ -70,7 +81,7 @@ class Allocate(Stmt):
 
     __slots__ = ()
 
-    def __init__(self, buffer, body, span=None):
+    def __init__(self, buffer: Buffer, body: Stmt, span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.Allocate, buffer, body, span)
 
 
@@ -80,7 +91,7 @@ class SeqStmt(Stmt):
 
     __slots__ = ()
 
-    def __init__(self, seq, span=None):
+    def __init__(self, seq: Sequence[Stmt], span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.SeqStmt, list(seq), span)
 
 
@@ -90,7 +101,7 @@ class Evaluate(Stmt):
 
     __slots__ = ()
 
-    def __init__(self, value, span=None):
+    def __init__(self, value: ExprLike, span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.Evaluate, _expr(value), span)
 
 
@@ -100,13 +111,14 @@ class PrimFunc(Node):
 
     __slots__ = ()
 
-    def __init__(self, params, body, buffer_map=None, attrs=None, span=None):
+    def __init__(self, params: Sequence[Var], body: Stmt, buffer_map: Mapping[Var, Buffer] | None = None,
+                 attrs: Mapping[str, Any] | None = None, span: Span | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.PrimFunc, list(params), body, buffer_map, attrs, span)
 
-    def with_attr(self, key, value):
+    def with_attr(self, key: str, value: Any) -> PrimFunc:
         return _ffi_api.PrimFuncWithAttr(self, key, value)
 
-    def with_body(self, body):
+    def with_body(self, body: Stmt) -> PrimFunc:
         return _ffi_api.PrimFuncWithBody(self, body)
 
 
@@ -116,18 +128,18 @@ class IRModule(Node):
 
     __slots__ = ()
 
-    def __init__(self, functions=None, attrs=None):
+    def __init__(self, functions: Mapping[str, PrimFunc] | None = None, attrs: Mapping[str, Any] | None = None) -> None:
         self.__init_handle_by_constructor__(_ffi_api.IRModule, dict(functions or {}), attrs)
 
     def __getitem__(self, name):
         return _ffi_api.IRModuleLookup(self, name)
 
     @staticmethod
-    def from_function(func):
+    def from_function(func: PrimFunc) -> IRModule:
         """A module holding ``func`` under its global_symbol (or "main")."""
         return _ffi_api.IRModuleFromFunction(func)
 
 
-def seq(*stmts):
+def seq(*stmts: Stmt | ExprLike) -> Stmt:
     """Statements in order, flattened (one statement stays itself)."""
     return _ffi_api.SeqStmtFlatten(list(stmts))

@@ -9,11 +9,21 @@
 :class:`ExecutableBuilder` assembles one from modules, a memory plan and steps (what the
 model compiler calls). The file format and the statistics are described in docs/executable.md.
 """
+
+from __future__ import annotations
+
 import json
+import os
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..object import Object, register_object
+from ..ffi.object import Object, register_object
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from . import Module
 
 
 def _api():
@@ -28,21 +38,21 @@ class Executable(Object):
 
     __slots__ = ()
 
-    def describe(self):
+    def describe(self) -> dict[str, Any]:
         """The plan and steps as a dict (buffers, constants, inputs, outputs, steps)."""
         return json.loads(_api().ExecutableDescribe(self))
 
     @property
-    def modules(self):
+    def modules(self) -> list[Module]:
         return list(_api().ExecutableModules(self))
 
     @property
-    def inputs(self):
+    def inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
         """{name: (shape, dtype)} of the inputs, in order."""
         return self._io("inputs")
 
     @property
-    def outputs(self):
+    def outputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
         return self._io("outputs")
 
     def _io(self, which):
@@ -50,14 +60,15 @@ class Executable(Object):
         return {io["name"]: (tuple(d["buffers"][io["buffer"]]["shape"]), d["buffers"][io["buffer"]]["dtype"])
                 for io in d[which]}
 
-    def save(self, path):
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the ``.tcx`` file; :func:`load_executable` reads it back."""
         _api().ExecutableSaveToFile(self, str(path))
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         return bytes(_api().ExecutableSaveToBytes(self))
 
-    def run(self, inputs, device=0, progress=None):
+    def run(self, inputs: Mapping[str, Any], device: int = 0,
+            progress: Callable[[int, int, str], Any] | None = None) -> dict[str, np.ndarray]:
         """Runs on ``npu:device`` (its simulator) and the CPU.
 
         ``inputs`` maps input names to numpy arrays (or anything with ``__dlpack__``, or
@@ -65,7 +76,7 @@ class Executable(Object):
         wrongly shaped/typed input is a ValueError listing what the executable expects.
         ``progress(step, n_steps, node)``, when given, is called before each step.
         """
-        from .. import nd
+        from ..ffi import nd
 
         if not isinstance(inputs, dict):
             raise TypeError(f"inputs must be a dict from input names to arrays, not {type(inputs).__name__}")
@@ -83,14 +94,14 @@ class Executable(Object):
         n = len(res) // 2
         return {str(res[i]): res[n + i].numpy() for i in range(n)}
 
-    def stats(self):
+    def stats(self) -> dict[str, Any]:
         """Statistics of the last run (docs/executable.md); ValueError before any run."""
         text = _api().ExecutableStatsJSON(self)
         if not text:
             raise ValueError("no statistics yet: run the executable first")
         return json.loads(text)
 
-    def trace(self, path=None):
+    def trace(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
         """The Chrome/Perfetto trace of the last run: written to ``path``, or returned as a dict."""
         text = _api().ExecutableTraceJSON(self)
         if not text:
@@ -101,20 +112,20 @@ class Executable(Object):
             f.write(text)
         return None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         d = self.describe()
         return (f"<tilecore.runtime.Executable {len(d['steps'])} steps, {len(d['modules'])} modules, "
                 f"arena {d['arena_size']} B, inputs {[i['name'] for i in d['inputs']]}>")
 
 
-def load_executable(path):
+def load_executable(path: str | os.PathLike[str]) -> Executable:
     """Reads a ``.tcx`` file (ValueError naming the field and byte of any problem)."""
     return _api().ExecutableLoadFromFile(str(path))
 
 
-def load_executable_bytes(data):
+def load_executable_bytes(data: bytes | bytearray | memoryview) -> Executable:
     """Like :func:`load_executable`, from the file's bytes."""
-    from .. import nd
+    from ..ffi import nd
 
     return _api().ExecutableLoadFromBytes(nd.array(np.frombuffer(bytes(data), dtype=np.uint8).copy()))
 
@@ -133,19 +144,19 @@ class ExecutableBuilder:
     Offsets are 64-byte aligned; ``offset=None`` places a buffer after the last one.
     """
 
-    def __init__(self, precision="f32"):
+    def __init__(self, precision: str = "f32") -> None:
         self.precision = precision
         self._modules, self._buffers, self._constants, self._arrays = [], [], [], []
         self._inputs, self._outputs, self._steps = [], [], []
 
-    def add_module(self, module):
+    def add_module(self, module: Module) -> int:
         for i, m in enumerate(self._modules):
             if m is module:
                 return i
         self._modules.append(module)
         return len(self._modules) - 1
 
-    def add_buffer(self, name, shape, dtype, offset=None):
+    def add_buffer(self, name: str, shape: Sequence[int], dtype: npt.DTypeLike, offset: int | None = None) -> int:
         itemsize = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize  # numpy has no bfloat16
         dtype = dtype if dtype == "bfloat16" else str(np.dtype(dtype))
         size = int(np.prod(shape, dtype=np.int64)) * itemsize
@@ -156,8 +167,8 @@ class ExecutableBuilder:
                               "shape": [int(d) for d in shape]})
         return len(self._buffers) - 1
 
-    def add_constant(self, name, array, offset=None):
-        from .. import nd
+    def add_constant(self, name: str, array: npt.ArrayLike, offset: int | None = None) -> int:
+        from ..ffi import nd
 
         array = np.asarray(array)
         if not array.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
@@ -171,13 +182,14 @@ class ExecutableBuilder:
         self._arrays.append(nd.array(array))
         return b
 
-    def add_input(self, name, buffer):
+    def add_input(self, name: str, buffer: int) -> None:
         self._inputs.append({"name": name, "buffer": int(buffer)})
 
-    def add_output(self, name, buffer):
+    def add_output(self, name: str, buffer: int) -> None:
         self._outputs.append({"name": name, "buffer": int(buffer)})
 
-    def add_step(self, kind, module, function, args, node, op_type="", macs=0, source_node="", debug=None):
+    def add_step(self, kind: str, module: int | Module, function: str, args: Sequence[int], node: str,
+                 op_type: str = "", macs: int = 0, source_node: str = "", debug: Mapping[str, Any] | None = None) -> None:
         """One call: ``kind`` "npu" or "host"; ``module`` an index from add_module (or a Module)."""
         if not isinstance(module, int):
             module = self.add_module(module)
@@ -185,10 +197,10 @@ class ExecutableBuilder:
                             "node": node, "op_type": op_type, "macs": int(macs), "source_node": source_node or node,
                             "debug": {str(k): str(v) for k, v in (debug or {}).items()}})
 
-    def arena_size(self):
+    def arena_size(self) -> int:
         return max((b["offset"] + b["size"] for b in self._buffers), default=0)
 
-    def build(self, arena_size=None):
+    def build(self, arena_size: int | None = None) -> Executable:
         desc = {"precision": self.precision, "arena_size": int(arena_size if arena_size is not None else self.arena_size()),
                 "buffers": self._buffers, "constants": self._constants, "inputs": self._inputs,
                 "outputs": self._outputs, "steps": self._steps}

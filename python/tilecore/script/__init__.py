@@ -15,6 +15,9 @@
 Every API has an IR and a Python implementation sharing one front end
 (registry.py, frontend.py); the parser is parser.py, PySim is pysim/.
 """
+
+# No `from __future__ import annotations` here: it would add a name `annotations` to the
+# DSL's namespace (S.annotations), where every public name is a DSL function.
 from . import registry as _registry
 from .types import DSLType, PointerType, ptr, SCALAR_TYPES as _SCALARS, VECTOR_TYPES as _VECTORS
 from .kernel import Kernel, prim_func
@@ -40,6 +43,6 @@ globals().update(_VECTORS)
 _registry.check_complete()
 
 
-def list_apis():
+def list_apis() -> list[str]:
     """The names of every registered DSL function (each has an IR and a PySim implementation)."""
     return sorted(_registry.all_apis())

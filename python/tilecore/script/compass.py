@@ -6,16 +6,23 @@ tilecore: ``BuildManager.build`` parses the kernel (the syntax and type check th
 Compass documentation describes) and compiles it with ``tilecore.build`` for the
 NPU when the compiler is available; PySim needs only the parse.
 """
+
+from __future__ import annotations
+
 import types as _types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .kernel import Kernel
 
 
 class BuildManager:
     """``BuildManager(target="npu").build(kernel)``: parse and, if possible, compile."""
 
-    def __init__(self, target="npu"):
+    def __init__(self, target: str = "npu") -> None:
         self.target = target
 
-    def build(self, kernel):
+    def build(self, kernel: Kernel) -> Any:
         """Parses ``kernel`` (a ``@S.prim_func``) and compiles it with ``tilecore.build``.
 
         Returns the compiled executable, or the parsed PrimFunc when this tilecore has
@@ -40,7 +47,7 @@ class BuildManager:
             raise
 
 
-def compiler_missing(exc):
+def compiler_missing(exc: BaseException) -> bool:
     """Whether ``exc`` from ``tilecore.build`` says the compiler (or its target) is not there yet."""
     text = str(exc)
     return isinstance(exc, NotImplementedError) or (

@@ -11,13 +11,20 @@
 PySim runs the kernel with ``range`` bound to :func:`sim_range`, so the loop variable
 is an int32 kernel value there too and ``i / 2`` truncates as on TC1.
 """
+
+from __future__ import annotations
+
 import builtins
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from . import frontend as fe
 from .pysim import semantics as sem
 
+if TYPE_CHECKING:
+    from .values import KernelValue
 
-def static_range(*args):
+
+def static_range(*args: KernelValue) -> range:
     """``range`` unrolled at compile time: the loop variable is a Python int."""
     return builtins.range(*[fe.const_int("static_range", "bound", a) for a in args])
 
@@ -30,7 +37,7 @@ def _bound(x):
     return int(x.data[0])
 
 
-def sim_range(*args):
+def sim_range(*args: KernelValue) -> Iterator[KernelValue]:
     """PySim's ``range``: yields int32 kernel values."""
     fe.require(1 <= len(args) <= 3, f"range: expected 1 to 3 arguments, got {len(args)}")
     if len(args) == 3:
@@ -39,6 +46,6 @@ def sim_range(*args):
         yield sem.value([i], "int32")
 
 
-def unroll(*args):
+def unroll(*args: KernelValue) -> Iterable[KernelValue]:
     """``range`` that the compiler unrolls (a ``For`` of kind ``unrolled``)."""
     return sim_range(*args)

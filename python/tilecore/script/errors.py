@@ -11,9 +11,12 @@ works) and carries where it happened::
 
 PySim adds the core: ``kernels.py:14 (core 2): ...``.
 """
+
+from __future__ import annotations
+
 import builtins
 
-from ..error import TilecoreError
+from ..ffi.error import TilecoreError
 
 
 class KernelError(TilecoreError):
@@ -47,12 +50,12 @@ def _class_for(base):
     return cls
 
 
-def format_location(file, line, core=None):
+def format_location(file: str, line: int, core: int | None = None) -> str:
     where = f"{file}:{line}"
     return where if core is None else f"{where} (core {core})"
 
 
-def located(exc, file, line, source="", core=None):
+def located(exc: BaseException, file: str, line: int, source: str = "", core: int | None = None) -> BaseException:
     """A KernelError of ``exc``'s kind, naming ``file:line`` (and the core)."""
     if isinstance(exc, KernelError):
         return exc  # already names its place

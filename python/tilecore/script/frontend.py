@@ -21,8 +21,12 @@ an error, and a float literal next to an integer is an error); a scalar next to 
 vector of the same element dtype is broadcast; anything else that differs is a
 ``TypeError`` that names both dtypes. Use ``S.cast`` to convert.
 """
+
+from __future__ import annotations
+
 import numbers
 from types import SimpleNamespace as Plan
+from typing import Any, Collection, Sequence
 
 import numpy as np
 
@@ -31,7 +35,7 @@ from . import types as T
 __all__ = ["Plan", "kind", "dtype_of", "binary", "require", "const_int", "literal_value"]
 
 
-def kind(x):
+def kind(x: Any) -> str:
     """``literal``, ``value``, ``pointer``, ``buffer``, ``region`` or ``python``."""
     t = type(x)
     if t is int or t is float or t is bool:
@@ -44,7 +48,7 @@ def kind(x):
     return "python"
 
 
-def literal_value(x):
+def literal_value(x: Any) -> bool | int | float:
     """A literal as a Python bool/int/float."""
     t = type(x)
     if t is int or t is float or t is bool:
@@ -56,11 +60,11 @@ def literal_value(x):
     return float(x)
 
 
-def dtype_of(x):
+def dtype_of(x: Any) -> str | None:
     return x.dtype if kind(x) == "value" else None
 
 
-def describe(x):
+def describe(x: Any) -> str:
     k = kind(x)
     if k == "value":
         return x.dtype
@@ -71,12 +75,12 @@ def describe(x):
     return f"a Python {type(x).__name__}"
 
 
-def require(cond, message, exc=TypeError):
+def require(cond: Any, message: str, exc: type[Exception] = TypeError) -> None:
     if not cond:
         raise exc(message)
 
 
-def check_literal(op, value, elem):
+def check_literal(op: str, value: bool | int | float, elem: str) -> bool | int | float:
     """Checks that literal ``value`` can stand next to ``elem`` values; returns it."""
     value = literal_value(value)
     if elem == "bool":
@@ -93,7 +97,7 @@ def check_literal(op, value, elem):
     return value
 
 
-def const_int(op, name, x, lo=None, hi=None):
+def const_int(op: str, name: str, x: Any, lo: int | None = None, hi: int | None = None) -> int:
     """A compile-time integer argument (a literal), checked against [lo, hi]."""
     if type(x) is int and lo is None and hi is None:
         return x
@@ -105,7 +109,7 @@ def const_int(op, name, x, lo=None, hi=None):
     return v
 
 
-def value_dtype(op, name, x, allowed=None, vector=None):
+def value_dtype(op: str, name: str, x: Any, allowed: Collection[str] | None = None, vector: bool | None = None) -> str:
     """The dtype of kernel value ``x`` (checked); literals are not accepted here."""
     if kind(x) != "value":
         raise TypeError(f"{op}: `{name}` must be a kernel value, got {describe(x)}")
@@ -126,7 +130,8 @@ INTEGER = T.INT_DTYPES
 ANY = T.NUMERIC_DTYPES + ("bool",)
 
 
-def binary(op, a, b, allowed=NUMERIC, result="same", scalar_only=False):
+def binary(op: str, a: Any, b: Any, allowed: Collection[str] = NUMERIC, result: str = "same",
+           scalar_only: bool = False) -> Plan:
     """Type inference for a two-operand operation.
 
     Returns a plan with ``a``, ``b`` (literals converted to Python numbers checked to
@@ -162,7 +167,7 @@ def binary(op, a, b, allowed=NUMERIC, result="same", scalar_only=False):
     return Plan(op=op, a=a, b=b, dtype=dtype, result=res, elem=elem, lanes=lanes)
 
 
-def mask_for(op, mask, lanes):
+def mask_for(op: str, mask: Any, lanes: int) -> Any:
     """Checks an optional ``mask=`` argument: a bool vector of ``lanes`` lanes (or None)."""
     if mask is None:
         return None
@@ -171,7 +176,7 @@ def mask_for(op, mask, lanes):
     return mask
 
 
-def condition(op, c):
+def condition(op: str, c: Any) -> Any:
     """A condition of if / while / select: a scalar bool kernel value or a literal."""
     if kind(c) == "literal":
         return bool(c)
@@ -180,12 +185,12 @@ def condition(op, c):
     return c
 
 
-def memory_operand(op, name, x, kinds=("pointer",)):
+def memory_operand(op: str, name: str, x: Any, kinds: Sequence[str] = ("pointer",)) -> Any:
     require(kind(x) in kinds, f"{op}: `{name}` must be a {' or '.join(kinds)}, got {describe(x)}")
     return x
 
 
-def same_shape(op, names, operands):
+def same_shape(op: str, names: Sequence[str], operands: Sequence[Any]) -> tuple[int, ...]:
     shapes = [tuple(int(s) for s in o.shape) for o in operands]
     for n, s in zip(names[1:], shapes[1:]):
         require(s == shapes[0], f"{op}: `{n}` has shape {list(s)} but `{names[0]}` has {list(shapes[0])}",

@@ -6,6 +6,11 @@ element offset, ``IRBuffer`` an allocated or viewed buffer, ``IRRegion`` a windo
 The IR implementations of the DSL APIs (api/*.py) build nodes through :func:`node`,
 :func:`call`, :func:`emit`, which give every node the current span.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
 from .. import ir
 from ..ir import _ffi_api
 from . import registry
@@ -13,8 +18,13 @@ from . import types as T
 from .frontend import kind, literal_value
 from .values import MemoryOps, ValueOps
 
+if TYPE_CHECKING:
+    from ..ir.expr import Buffer, BufferRegion, ExprLike, PrimExpr, Span
+    from ..ir.stmt import Stmt
+    from .values import KernelValue
 
-def cur_span():
+
+def cur_span() -> Span | None:
     ctx = registry.context()
     return getattr(ctx, "span", None)
 
@@ -24,14 +34,14 @@ class IRValue(ValueOps):
 
     __slots__ = ("node",)
 
-    def __init__(self, node):
+    def __init__(self, node: PrimExpr) -> None:
         self.node = node
 
     @property
-    def dtype(self):
+    def dtype(self) -> str:
         return str(self.node.dtype)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"IRValue({self.node!r}: {self.dtype})"
 
 
@@ -41,21 +51,21 @@ class IRPointer(MemoryOps):
     __slots__ = ("buffer", "offset", "base")
     dsl_kind = "pointer"
 
-    def __init__(self, buffer, offset, base=None):
+    def __init__(self, buffer: Buffer, offset: ExprLike, base: IRBuffer | None = None) -> None:
         self.buffer = buffer
         self.offset = offset
         self.base = base  # the IRBuffer this points into, if any
 
     @property
-    def elem(self):
+    def elem(self) -> str:
         return str(self.buffer.dtype)
 
     @property
-    def scope(self):
+    def scope(self) -> str:
         return str(self.buffer.scope)
 
     @property
-    def name(self):
+    def name(self) -> str:
         return str(self.buffer.name)
 
 
@@ -65,24 +75,24 @@ class IRBuffer(MemoryOps):
     __slots__ = ("buffer", "flat")
     dsl_kind = "buffer"
 
-    def __init__(self, buffer, flat):
+    def __init__(self, buffer: Buffer, flat: Buffer) -> None:
         self.buffer = buffer
         self.flat = flat
 
     @property
-    def elem(self):
+    def elem(self) -> str:
         return str(self.buffer.dtype)
 
     @property
-    def scope(self):
+    def scope(self) -> str:
         return str(self.buffer.scope)
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         return tuple(int(s) for s in self.buffer.shape)
 
     @property
-    def name(self):
+    def name(self) -> str:
         return str(self.buffer.name)
 
 
@@ -92,24 +102,24 @@ class IRRegion:
     __slots__ = ("buffer", "begin", "extents")
     dsl_kind = "region"
 
-    def __init__(self, buffer, begin, extents):
+    def __init__(self, buffer: Buffer, begin: Sequence[ExprLike], extents: Sequence[ExprLike]) -> None:
         self.buffer = buffer
         self.begin = begin
         self.extents = extents
 
     @property
-    def elem(self):
+    def elem(self) -> str:
         return str(self.buffer.dtype)
 
     @property
-    def scope(self):
+    def scope(self) -> str:
         return str(self.buffer.scope)
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         return tuple(int(e) for e in self.extents)
 
-    def node(self):
+    def node(self) -> BufferRegion:
         return _ffi_api.BufferRegion(self.buffer, [index(b) for b in self.begin], [index(e) for e in self.extents],
                                      cur_span())
 
@@ -117,7 +127,7 @@ class IRRegion:
 # ---------------------------------------------------------------------------
 # Building nodes
 # ---------------------------------------------------------------------------
-def const(value, dtype):
+def const(value: bool | int | float, dtype: str) -> PrimExpr:
     """An immediate of ``dtype`` (broadcast for a vector dtype)."""
     elem, lanes = T.split(dtype)
     value = literal_value(value)
@@ -127,14 +137,14 @@ def const(value, dtype):
     return node if lanes == 1 else _ffi_api.Broadcast(node, lanes, cur_span())
 
 
-def imm(value, elem):
+def imm(value: bool | int | float, elem: str) -> PrimExpr:
     """A scalar immediate of element dtype ``elem`` carrying the current span."""
     if T.is_float(elem):
         return _ffi_api.FloatImm(elem, float(value), cur_span())
     return _ffi_api.IntImm(elem, int(value), cur_span())
 
 
-def operand(x, dtype):
+def operand(x: KernelValue, dtype: str) -> PrimExpr:
     """``x`` (literal, scalar or vector value) as an expression of ``dtype``."""
     if kind(x) == "literal":
         return const(x, dtype)
@@ -145,7 +155,7 @@ def operand(x, dtype):
     return node
 
 
-def index(x):
+def index(x: KernelValue) -> PrimExpr:
     """An index expression (int32) from a literal or an integer kernel value."""
     if isinstance(x, ir.PrimExpr):
         return x
@@ -157,18 +167,18 @@ def index(x):
     return node
 
 
-def node(name, *args):
+def node(name: str, *args: Any) -> Any:
     """``ir.<name>(*args, span)`` with the current span."""
     return getattr(_ffi_api, name)(*args, cur_span())
 
 
-def call(op, *args, dtype=None):
+def call(op: str, *args: PrimExpr, dtype: str | None = None) -> PrimExpr:
     return _ffi_api.Call(dtype, op, list(args), cur_span())
 
 
-def emit(stmt_or_call):
+def emit(stmt_or_call: Stmt | PrimExpr) -> None:
     registry.context().emit(stmt_or_call)
 
 
-def wrap(n):
+def wrap(n: PrimExpr) -> IRValue:
     return IRValue(n)

@@ -7,19 +7,26 @@ The decorated function becomes a :class:`Kernel`:
   holding it; ``kernel.script()`` prints it.
 - ``kernel(*arrays)`` runs it in PySim (pysim/runner.py).
 """
+
+from __future__ import annotations
+
 import functools
 import inspect
 import threading
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import ir
 from . import types as T
 from .parser import parse
 
+if TYPE_CHECKING:
+    from ..ir.stmt import IRModule, PrimFunc
+
 
 class Kernel:
     """A DSL kernel (see the module docstring). ``num_cores`` cores run it (default 4)."""
 
-    def __init__(self, func, num_cores=4, name=None):
+    def __init__(self, func: Callable[..., Any], num_cores: int = 4, name: str | None = None) -> None:
         if not 1 <= int(num_cores) <= 16:
             raise ValueError(f"S.prim_func: num_cores must be 1..16 (TC1 clusters), got {num_cores}")
         self.py_func = func
@@ -64,7 +71,7 @@ class Kernel:
         return params
 
     @property
-    def prim_func(self):
+    def prim_func(self) -> PrimFunc:
         """The kernel as a Kernel IR PrimFunc (parsed on first use)."""
         with self._lock:
             if self._prim_func is None:
@@ -72,15 +79,15 @@ class Kernel:
             return self._prim_func
 
     @property
-    def mod(self):
+    def mod(self) -> IRModule:
         """An IRModule holding :attr:`prim_func`."""
         return ir.IRModule.from_function(self.prim_func)
 
-    def script(self):
+    def script(self) -> str:
         """The Kernel IR as script text."""
         return ir.script(self.prim_func)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Runs the kernel in PySim on numpy arrays (see tilecore.script.pysim).
 
         ``seed=N`` runs the cores in the seeded interleaving N (as ``TILECORE_PYSIM_SEED``;
@@ -92,11 +99,12 @@ class Kernel:
         opts = {k: kwargs.pop(k) for k in ("seed", "racecheck") if k in kwargs and k not in names}
         return run(self, args, kwargs, **opts)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<S.prim_func {self.name} ({self.num_cores} cores)>"
 
 
-def prim_func(func=None, *, num_cores=4, name=None):
+def prim_func(func: Callable[..., Any] | None = None, *, num_cores: int = 4,
+              name: str | None = None) -> Kernel | Callable[[Callable[..., Any]], Kernel]:
     """Decorates a kernel: ``@S.prim_func`` or ``@S.prim_func(num_cores=2)``.
 
     Parameters must be annotated: ``S.ptr(dtype, scope)`` for pointers, a scalar type

@@ -15,24 +15,32 @@ The rules are those of docs/tc1.md ("Numerics"), which the simulator implements 
 Arrays hold each dtype in its numpy storage type (``types.NP_STORAGE``); bfloat16
 is kept as its uint16 bit pattern.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .types import NP_STORAGE, int_range
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 _F16_QNAN = np.uint16(0x7E00)
 _BF16_QNAN = np.uint16(0x7FC0)
 
 
-def storage(elem):
+def storage(elem: str) -> type:
     return NP_STORAGE[elem]
 
 
-def bf16_to_f32(bits):
+def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
     bits = np.asarray(bits, dtype=np.uint16)
     return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
-def f32_to_bf16(x):
+def f32_to_bf16(x: npt.ArrayLike) -> np.ndarray:
     x = np.asarray(x, dtype=np.float32)
     u = x.view(np.uint32).astype(np.uint64)
     rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
@@ -40,14 +48,14 @@ def f32_to_bf16(x):
     return np.where(np.isnan(x), _BF16_QNAN, out).astype(np.uint16)
 
 
-def to_f64(arr, elem):
+def to_f64(arr: np.ndarray, elem: str) -> np.ndarray:
     """Values of a float array (in its storage) as float64."""
     if elem == "bfloat16":
         return bf16_to_f32(arr).astype(np.float64)
     return np.asarray(arr).astype(np.float64)
 
 
-def round_float(x, elem):
+def round_float(x: npt.ArrayLike, elem: str) -> np.ndarray:
     """float64 values rounded once to float32, then to ``elem`` (float16/bfloat16/float32)."""
     with np.errstate(over="ignore", invalid="ignore"):
         f32 = np.asarray(x, dtype=np.float64).astype(np.float32)
@@ -59,18 +67,18 @@ def round_float(x, elem):
         return f32_to_bf16(f32)
 
 
-def saturate(x, elem):
+def saturate(x: npt.ArrayLike, elem: str) -> np.ndarray:
     """Integers (any int dtype or Python ints) clamped to ``elem``'s range."""
     lo, hi = int_range(elem)
     return np.clip(np.asarray(x, dtype=np.int64), lo, hi).astype(storage(elem))
 
 
-def wrap(x, elem):
+def wrap(x: npt.ArrayLike, elem: str) -> np.ndarray:
     """Integers reduced to ``elem`` two's complement (the low bits)."""
     return np.asarray(x, dtype=np.int64).astype(storage(elem))
 
 
-def convert(arr, src, dst):
+def convert(arr: npt.ArrayLike, src: str, dst: str) -> np.ndarray:
     """TC1 conversion of an array from element dtype ``src`` to ``dst``."""
     from .types import FLOAT_DTYPES, INT_DTYPES
 
@@ -102,7 +110,7 @@ def convert(arr, src, dst):
     return r.astype(np.int64).astype(storage(dst))
 
 
-def scalar_to_storage(value, elem):
+def scalar_to_storage(value: float | int | bool, elem: str) -> np.generic:
     """A Python number as a one-element value of ``elem`` (TC1 conversion from int/float)."""
     if isinstance(value, (bool, np.bool_)):
         return convert(np.array([int(value)], np.int64), "int32", elem)[0] if elem != "bool" else np.bool_(value)

@@ -20,11 +20,15 @@ symbolic extent ``<name>_len``. Every statement's span (file, line, column) is
 given to every node built for it; any error is re-raised as a KernelError naming
 the kernel's file, line and source text.
 """
+
+from __future__ import annotations
+
 import ast
 import builtins
 import inspect
 import operator
 import textwrap
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .. import ir
 from ..ir import _ffi_api
@@ -35,13 +39,18 @@ from .control import static_range, unroll
 from .errors import KernelError, located
 from .irvalues import IRBuffer, IRPointer, IRValue, cur_span, imm
 
+if TYPE_CHECKING:
+    from ..ir.expr import Buffer, PrimExpr
+    from ..ir.stmt import PrimFunc, Stmt
+    from .values import KernelValue
+
 
 class MutVar:
     """A name that changes at run time: a one-element (or one-vector) local buffer."""
 
     __slots__ = ("name", "dtype", "buffer")
 
-    def __init__(self, name, dtype, buffer):
+    def __init__(self, name: str, dtype: str, buffer: Buffer) -> None:
         self.name = name
         self.dtype = dtype
         self.buffer = buffer
@@ -62,7 +71,7 @@ _STATIC_WHILE_LIMIT = 100000
 _STATIC_UNROLL_LIMIT = 100000
 
 
-def _is_dsl(x):
+def _is_dsl(x) -> bool:
     return fe.kind(x) in ("value", "pointer", "buffer", "region")
 
 
@@ -83,14 +92,14 @@ def _assigned_names(stmts):
 class _Block:
     __slots__ = ("items",)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.items = []
 
 
 class KernelSource:
     """The kernel function's source, AST and location."""
 
-    def __init__(self, func):
+    def __init__(self, func: Callable[..., Any]) -> None:
         self.func = func
         try:
             lines, first = inspect.getsourcelines(func)
@@ -109,21 +118,21 @@ class KernelSource:
             raise TypeError(f"S.prim_func: `{func.__name__}` is not a plain function")
         self.fdef = fdef
 
-    def line(self, node):
+    def line(self, node: ast.AST) -> int:
         return self.first + node.lineno - 1
 
-    def text(self, node):
+    def text(self, node: ast.AST) -> str:
         i = node.lineno - 1
         return self.lines[i].rstrip("\n") if 0 <= i < len(self.lines) else ""
 
-    def short_file(self):
+    def short_file(self) -> str:
         return self.file
 
 
 class Parser:
     """Parses one kernel; the context of mode "ir" (see registry.py)."""
 
-    def __init__(self, source, params, num_cores, name):
+    def __init__(self, source: KernelSource, params: Sequence[Any], num_cores: int, name: str) -> None:
         self.src = source
         self.params = params  # [(name, annotation object)]
         self.num_cores = num_cores
@@ -147,23 +156,23 @@ class Parser:
         self.cur_node = None
 
     # -- context protocol used by the IR implementations -------------------------
-    def emit(self, stmt_or_expr):
+    def emit(self, stmt_or_expr: Stmt | PrimExpr) -> None:
         if stmt_or_expr is None:
             return
         if isinstance(stmt_or_expr, ir.PrimExpr):
             stmt_or_expr = _ffi_api.Evaluate(stmt_or_expr, self.span)
         self.blocks[-1].items.append(stmt_or_expr)
 
-    def allocate(self, buf):
+    def allocate(self, buf: Buffer) -> None:
         self.blocks[-1].items.append(("alloc", buf, self.span))
 
-    def fresh_name(self, prefix):
+    def fresh_name(self, prefix: str) -> str:
         n = self.names.get(prefix, 0)
         self.names[prefix] = n + 1
         return prefix if n == 0 else f"{prefix}_{n}"
 
     # -- blocks --------------------------------------------------------------------
-    def _push(self):
+    def _push(self) -> None:
         self.blocks.append(_Block())
 
     def _pop(self):
@@ -189,7 +198,7 @@ class Parser:
         return _ffi_api.SeqStmtFlatten(list(reversed(rest)))
 
     # -- entry -------------------------------------------------------------------------
-    def parse(self):
+    def parse(self) -> PrimFunc:
         with registry.mode("ir", self):
             return self._parse()
 
@@ -231,7 +240,7 @@ class Parser:
         return ir.span(self.src.file, self.src.line(node), getattr(node, "col_offset", 0) + 1 + self.src.indent)
 
     # -- statements ---------------------------------------------------------------------
-    def stmts(self, stmts, top=False):
+    def stmts(self, stmts: Sequence[ast.stmt], top: bool = False) -> None:
         for i, s in enumerate(stmts):
             if top and isinstance(s, ast.Return) and i == len(stmts) - 1 and s.value is None:
                 continue
@@ -242,7 +251,7 @@ class Parser:
             return exc
         return located(exc, self.src.short_file(), self.src.line(node), self.src.text(node))
 
-    def stmt(self, node):
+    def stmt(self, node: ast.stmt) -> None:
         old = self.span, self.cur_node
         self.span = self._span(node)
         self.cur_node = node
@@ -258,22 +267,22 @@ class Parser:
         finally:
             self.span, self.cur_node = old
 
-    def s_Expr(self, node):
+    def s_Expr(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant):
             return
         v = self.ev(node.value)
         if isinstance(v, IRValue):
             self.emit(_ffi_api.Evaluate(v.node, self.span))
 
-    def s_Pass(self, node):
+    def s_Pass(self, node: ast.Pass) -> None:
         pass
 
-    def s_Assign(self, node):
+    def s_Assign(self, node: ast.Assign) -> None:
         value = self.ev(node.value)
         for t in node.targets:
             self.assign(t, value)
 
-    def s_AugAssign(self, node):
+    def s_AugAssign(self, node: ast.AugAssign) -> None:
         op = _BINOPS[type(node.op)]
         t = node.target
         if isinstance(t, ast.Name):
@@ -284,7 +293,7 @@ class Parser:
         else:
             raise SyntaxError("augmented assignment to this target is not supported")
 
-    def s_AnnAssign(self, node):
+    def s_AnnAssign(self, node: ast.AnnAssign) -> None:
         if not isinstance(node.target, ast.Name):
             raise SyntaxError("annotated assignment needs a plain name")
         ann = self.ev(node.annotation)
@@ -297,23 +306,23 @@ class Parser:
         if node.value is not None:
             self.store_mut(mv, self.ev(node.value))
 
-    def s_Return(self, node):
+    def s_Return(self, node: ast.Return) -> None:
         raise SyntaxError("kernels return nothing; `return` is allowed only as the last statement, without a value")
 
-    def s_Break(self, node):
+    def s_Break(self, node: ast.Break) -> None:
         raise SyntaxError("`break` is not supported in kernels (use a while loop with a condition)")
 
-    def s_Continue(self, node):
+    def s_Continue(self, node: ast.Continue) -> None:
         raise SyntaxError("`continue` is not supported in kernels (use if)")
 
-    def s_Assert(self, node):
+    def s_Assert(self, node: ast.Assert) -> None:
         test = self.ev(node.test)
         fe.require(not _is_dsl(test), "assert: only compile-time conditions can be asserted in kernels")
         if not test:
             msg = self.ev(node.msg) if node.msg is not None else "assertion failed"
             raise AssertionError(msg)
 
-    def s_If(self, node):
+    def s_If(self, node: ast.If) -> None:
         cond = self.ev(node.test)
         if not _is_dsl(cond):
             self.stmts(node.body if cond else node.orelse)
@@ -325,7 +334,7 @@ class Parser:
         other = self._scoped(node.orelse) if node.orelse else None
         self.emit(_ffi_api.IfThenElse(cond.node, then, other, span))
 
-    def s_While(self, node):
+    def s_While(self, node: ast.While) -> None:
         if node.orelse:
             raise SyntaxError("`while ... else` is not supported in kernels")
         self._promote(_assigned_names(node.body), "a while loop")
@@ -344,7 +353,7 @@ class Parser:
         body = self._scoped(node.body)
         self.emit(_ffi_api.While(cond.node, body, span))
 
-    def s_For(self, node):
+    def s_For(self, node: ast.For) -> None:
         if node.orelse:
             raise SyntaxError("`for ... else` is not supported in kernels")
         it = node.iter
@@ -413,7 +422,7 @@ class Parser:
         self._restore(saved)
         self.emit(_ffi_api.For(v, loop_min, extent_e, kind, body, None, span))
 
-    def s_FunctionDef(self, node):
+    def s_FunctionDef(self, node: ast.FunctionDef) -> None:
         raise SyntaxError("nested function definitions are not supported in kernels (define helpers outside)")
 
     # -- scoping and variables --------------------------------------------------------
@@ -425,7 +434,7 @@ class Parser:
         self._restore(saved)
         return body
 
-    def _restore(self, saved):
+    def _restore(self, saved) -> None:
         for n in list(self.vars):
             if n not in saved:
                 del self.vars[n]
@@ -456,7 +465,7 @@ class Parser:
             self.store_mut(mv, v)
             self.vars[n] = mv
 
-    def store_mut(self, mv, value):
+    def store_mut(self, mv: MutVar, value: KernelValue) -> None:
         k = fe.kind(value)
         if k == "literal":
             value = fe.check_literal(f"assignment to `{mv.name}`", value, T.split(mv.dtype)[0])
@@ -476,7 +485,7 @@ class Parser:
             return imm(0, "int32")
         return _ffi_api.Ramp(imm(0, "int32"), imm(1, "int32"), lanes, self.span)
 
-    def bind(self, name, value):
+    def bind(self, name: str, value: Any) -> None:
         cur = self.vars.get(name)
         if isinstance(cur, MutVar):
             self.store_mut(cur, value)
@@ -489,7 +498,7 @@ class Parser:
                 value = IRValue(v)
         self.vars[name] = value
 
-    def assign(self, target, value):
+    def assign(self, target: ast.expr, value: Any) -> None:
         if isinstance(target, ast.Name):
             self.bind(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -504,7 +513,7 @@ class Parser:
         else:
             raise SyntaxError("this assignment target is not supported in kernels")
 
-    def lookup(self, name, node):
+    def lookup(self, name: str, node: ast.AST) -> Any:
         if name in self.vars:
             v = self.vars[name]
             if isinstance(v, MutVar):
@@ -524,7 +533,7 @@ class Parser:
         raise NameError(f"name `{name}` is not defined")
 
     # -- expressions ----------------------------------------------------------------------
-    def ev_index(self, node):
+    def ev_index(self, node: ast.expr) -> Any:
         if isinstance(node, ast.Slice):
             return slice(None if node.lower is None else self.ev(node.lower),
                          None if node.upper is None else self.ev(node.upper),
@@ -533,7 +542,7 @@ class Parser:
             return tuple(self.ev_index(e) for e in node.elts)
         return self.ev(node)
 
-    def ev(self, node):
+    def ev(self, node: ast.expr) -> Any:
         method = getattr(self, "e_" + type(node).__name__, None)
         if method is None:
             return self._fallback(node)
@@ -548,22 +557,22 @@ class Parser:
         code = compile(ast.Expression(body=node), self.src.file, "eval")
         return eval(code, ns)  # noqa: S307  (the kernel's own source)
 
-    def e_Constant(self, node):
+    def e_Constant(self, node: ast.Constant) -> Any:
         return node.value
 
-    def e_Name(self, node):
+    def e_Name(self, node: ast.Name) -> Any:
         return self.lookup(node.id, node)
 
-    def e_Attribute(self, node):
+    def e_Attribute(self, node: ast.Attribute) -> Any:
         return getattr(self.ev(node.value), node.attr)
 
-    def e_Subscript(self, node):
+    def e_Subscript(self, node: ast.Subscript) -> Any:
         return self.ev(node.value)[self.ev_index(node.slice)]
 
-    def e_BinOp(self, node):
+    def e_BinOp(self, node: ast.BinOp) -> Any:
         return _BINOPS[type(node.op)](self.ev(node.left), self.ev(node.right))
 
-    def e_UnaryOp(self, node):
+    def e_UnaryOp(self, node: ast.UnaryOp) -> Any:
         v = self.ev(node.operand)
         if isinstance(node.op, ast.Not):
             return registry.get("logical_not")(v) if _is_dsl(v) else (not v)
@@ -573,7 +582,7 @@ class Parser:
             return +v
         return ~v
 
-    def e_BoolOp(self, node):
+    def e_BoolOp(self, node: ast.BoolOp) -> Any:
         is_and = isinstance(node.op, ast.And)
         result = self.ev(node.values[0])
         for vnode in node.values[1:]:
@@ -586,7 +595,7 @@ class Parser:
             result = registry.get("logical_and" if is_and else "logical_or")(result, other)
         return result
 
-    def e_Compare(self, node):
+    def e_Compare(self, node: ast.Compare) -> Any:
         left = self.ev(node.left)
         result = None
         for op, rnode in zip(node.ops, node.comparators):
@@ -601,13 +610,13 @@ class Parser:
             left = right
         return result
 
-    def e_IfExp(self, node):
+    def e_IfExp(self, node: ast.IfExp) -> Any:
         c = self.ev(node.test)
         if not _is_dsl(c):
             return self.ev(node.body if c else node.orelse)
         return registry.get("select")(c, self.ev(node.body), self.ev(node.orelse))
 
-    def e_Call(self, node):
+    def e_Call(self, node: ast.Call) -> Any:
         f = self.ev(node.func)
         args = []
         for a in node.args:
@@ -639,13 +648,13 @@ class Parser:
                               "and nested launches are not supported)")
         return f(*args, **kwargs)
 
-    def e_Tuple(self, node):
+    def e_Tuple(self, node: ast.Tuple) -> tuple:
         return tuple(self.ev(e) for e in node.elts)
 
-    def e_List(self, node):
+    def e_List(self, node: ast.List) -> list:
         return [self.ev(e) for e in node.elts]
 
-    def e_Dict(self, node):
+    def e_Dict(self, node: ast.Dict) -> dict:
         return {self.ev(k): self.ev(v) for k, v in zip(node.keys, node.values)}
 
 
@@ -655,7 +664,7 @@ def _simplify(e):
     return s(e)
 
 
-def parse(func, params, num_cores, name):
+def parse(func: Callable[..., Any], params: Sequence[Any], num_cores: int, name: str) -> PrimFunc:
     """Parses kernel function ``func`` into a PrimFunc (see the module docstring)."""
     src = KernelSource(func)
     return Parser(src, params, num_cores, name).parse()

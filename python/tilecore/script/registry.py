@@ -19,9 +19,13 @@ The path is chosen per thread: the parser and each PySim core thread enter
 call is an error that says so. PySim's batched loops (pysim/batch.py) enter mode
 ``"batch"``, whose context dispatches each call itself.
 """
+
+from __future__ import annotations
+
 import contextlib
 import functools
 import threading
+from typing import Any, Callable, Iterator
 
 _APIS = {}
 _state = threading.local()
@@ -30,26 +34,26 @@ _state = threading.local()
 class Api:
     """A DSL function: front end + IR implementation + Python implementation."""
 
-    def __init__(self, name, front):
+    def __init__(self, name: str, front: Callable[..., Any]) -> None:
         self.name = name
         self.front = front
         self.ir_impl = None
         self.py_impl = None
         functools.update_wrapper(self, front)
 
-    def ir(self, fn):
+    def ir(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         if self.ir_impl is not None:
             raise RuntimeError(f"S.{self.name}: a second IR implementation was registered")
         self.ir_impl = fn
         return fn
 
-    def py(self, fn):
+    def py(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         if self.py_impl is not None:
             raise RuntimeError(f"S.{self.name}: a second Python implementation was registered")
         self.py_impl = fn
         return fn
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         m = getattr(_state, "mode", None)
         if m == "batch":
             return _state.context.call(self, args, kwargs)  # pysim/batch.py
@@ -70,11 +74,11 @@ class Api:
             return self.py_impl(plan)
         return self.ir_impl(self.front(*args, **kwargs))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<DSL API S.{self.name}>"
 
 
-def api(name=None):
+def api(name: str | None = None) -> Callable[[Callable[..., Any]], Api]:
     """Registers the decorated front end as DSL API ``name`` (default: its __name__)."""
 
     def deco(front):
@@ -88,15 +92,15 @@ def api(name=None):
     return deco
 
 
-def get(name):
+def get(name: str) -> Api:
     return _APIS[name]
 
 
-def all_apis():
+def all_apis() -> dict[str, Api]:
     return dict(_APIS)
 
 
-def check_complete():
+def check_complete() -> None:
     """Raises ImportError naming every API without both implementations."""
     missing = [f"S.{n} (no {'IR' if a.ir_impl is None else 'Python'} implementation)"
                for n, a in _APIS.items() if a.ir_impl is None or a.py_impl is None]
@@ -105,7 +109,7 @@ def check_complete():
 
 
 @contextlib.contextmanager
-def mode(kind, context):
+def mode(kind: str, context: Any) -> Iterator[None]:
     """Runs DSL calls of this thread in ``kind`` ("ir" or "py") with ``context``."""
     old = getattr(_state, "mode", None), getattr(_state, "context", None)
     _state.mode, _state.context = kind, context
@@ -115,10 +119,10 @@ def mode(kind, context):
         _state.mode, _state.context = old
 
 
-def current_mode():
+def current_mode() -> str | None:
     return getattr(_state, "mode", None)
 
 
-def context():
+def context() -> Any:
     """The parser (mode "ir") or the PySim core (mode "py") of this thread."""
     return getattr(_state, "context", None)

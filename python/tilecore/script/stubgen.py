@@ -9,6 +9,9 @@ tests/python/script/test_stubs.py fails when it no longer matches the registry.
     python -m tilecore.script.stubgen          # rewrites python/tilecore/script/__init__.pyi
     python -m tilecore.script.stubgen --check  # exit 1 when the committed stub is stale
 """
+
+from __future__ import annotations
+
 import inspect
 import os
 import sys
@@ -66,7 +69,7 @@ def _docstring(obj, indent="    "):
     return f'{indent}"""{body[len(indent):]}\n{indent}"""\n'
 
 
-def render():
+def render() -> str:
     """The stub's text for the tilecore.script that is imported now."""
     import tilecore.script as S
     from tilecore.script.registry import Api
@@ -94,7 +97,7 @@ def render():
     return "".join(out)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     text = render()
     if "--check" in argv:

@@ -9,7 +9,15 @@ Type objects are used three ways: as parameter annotations (``n: S.int32``,
 ``a: S.ptr("int8", "global")``), as constructors inside a kernel (``S.int32(5)``,
 ``S.int32x8(1)`` broadcasts), and as dtype names anywhere a dtype is expected.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from .values import KernelValue
 
 #: Element dtypes TC1 knows, with their width in bits.
 ELEMENT_BITS = {
@@ -29,12 +37,12 @@ NP_STORAGE = {
 }
 
 
-def register_lanes(elem):
+def register_lanes(elem: str) -> int:
     """Lanes of one 256-bit register of ``elem`` (bool: as many as the narrowest data, 32)."""
     return REGISTER_BITS // ELEMENT_BITS[elem]
 
 
-def split(dtype):
+def split(dtype: str | DSLType) -> tuple[str, int]:
     """``"int32x8"`` -> ``("int32", 8)``; ``"int32"`` -> ``("int32", 1)``."""
     dtype = dtype if type(dtype) is str else str(dtype)
     r = _SPLIT_CACHE.get(dtype)
@@ -55,39 +63,39 @@ def _split(dtype):
     raise ValueError(f"unknown dtype `{dtype}` (element dtypes: {', '.join(ELEMENT_BITS)})")
 
 
-def join(elem, lanes):
+def join(elem: str, lanes: int) -> str:
     return elem if lanes == 1 else f"{elem}x{lanes}"
 
 
-def is_int(dtype):
+def is_int(dtype: str | DSLType) -> bool:
     return split(dtype)[0] in INT_DTYPES
 
 
-def is_signed(dtype):
+def is_signed(dtype: str | DSLType) -> bool:
     return split(dtype)[0] in ("int8", "int16", "int32")
 
 
-def is_float(dtype):
+def is_float(dtype: str | DSLType) -> bool:
     return split(dtype)[0] in FLOAT_DTYPES
 
 
-def is_bool(dtype):
+def is_bool(dtype: str | DSLType) -> bool:
     return split(dtype)[0] == "bool"
 
 
-def int_range(elem):
+def int_range(elem: str) -> tuple[int, int]:
     bits = ELEMENT_BITS[elem]
     if elem.startswith("u"):
         return 0, (1 << bits) - 1
     return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
 
-def vector_of(elem):
+def vector_of(elem: str) -> str:
     """The register vector type of ``elem``: ``int32`` -> ``int32x8``."""
     return join(elem, register_lanes(elem))
 
 
-def dtype_name(d):
+def dtype_name(d: str | DSLType | np.dtype) -> str:
     """A dtype given as a string, a DSL type object or a numpy dtype, as its name."""
     if isinstance(d, DSLType):
         return d.name
@@ -106,11 +114,11 @@ class DSLType:
 
     __slots__ = ("name", "elem", "lanes")
 
-    def __init__(self, name):
+    def __init__(self, name: str) -> None:
         self.name = name
         self.elem, self.lanes = split(name)
 
-    def __call__(self, value):
+    def __call__(self, value: KernelValue) -> KernelValue:
         """``S.int32(5)`` a typed constant; ``S.int32x8(x)`` broadcasts a scalar."""
         from .api.vector import vbcast  # late: the API module imports this one
 
@@ -120,10 +128,10 @@ class DSLType:
             return const(value, self.name)
         return vbcast(value, self.name)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"S.{self.name}"
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
     def __eq__(self, other):
@@ -138,7 +146,7 @@ class PointerType:
 
     __slots__ = ("dtype", "scope")
 
-    def __init__(self, dtype, scope="global"):
+    def __init__(self, dtype: str | DSLType, scope: str = "global") -> None:
         self.dtype = dtype_name(dtype)
         if split(self.dtype)[1] != 1:
             raise ValueError(f"S.ptr: the element dtype must be a scalar dtype, got {self.dtype}")
@@ -146,11 +154,11 @@ class PointerType:
             raise ValueError(f"S.ptr: unknown memory scope `{scope}` (expected one of {', '.join(SCOPES)})")
         self.scope = scope
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"S.ptr({self.dtype!r}, {self.scope!r})"
 
 
-def ptr(dtype, scope="global"):
+def ptr(dtype: str | DSLType, scope: str = "global") -> PointerType:
     """The type of a pointer parameter to ``dtype`` elements in ``scope``.
 
     :param dtype: one of int8 uint8 int16 uint16 int32 uint32 float16 bfloat16 float32 bool.

@@ -12,7 +12,20 @@ logical for unsigned dtypes); ``&``, ``|``, ``^``, ``~`` are bitwise on integers
 logical on bools (masks). ``==`` builds a comparison, so kernel values are not
 hashable.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from . import registry
+
+if TYPE_CHECKING:
+    from .types import DSLType
+
+#: A kernel value: an IR value while the parser runs a kernel (irvalues.py), numpy data
+#: while PySim runs it (pysim/values.py). The DSL's functions take either, and Python
+#: numbers where a scalar is meant; what they return is of the same path.
+KernelValue = Any
 
 
 def _api(name):
@@ -68,14 +81,14 @@ class ValueOps:
     def __abs__(self):
         return _api("vabs")(self)
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return _api("truth")(self)
 
-    def __index__(self):
+    def __index__(self) -> int:
         raise TypeError(f"a kernel value ({self.dtype}) is not a compile-time integer: it cannot index a "
                         "Python list or size a Python object")
 
-    def astype(self, dtype):
+    def astype(self, dtype: str | DSLType) -> KernelValue:
         """``S.cast(self, dtype)``."""
         return _api("cast")(self, dtype)
 
@@ -88,7 +101,7 @@ class MemoryOps:
     def __getitem__(self, index):
         return _api("load")(self, index)
 
-    def __setitem__(self, index, value):
+    def __setitem__(self, index, value) -> None:
         _api("store")(self, index, value)
 
     def __add__(self, offset):
@@ -99,6 +112,6 @@ class MemoryOps:
     def __sub__(self, offset):
         return _api("ptr_add")(self, -offset if not hasattr(offset, "dsl_kind") else 0 - offset)
 
-    def addr_of(self, *index):
+    def addr_of(self, *index: KernelValue) -> KernelValue:
         """A pointer to element ``index`` (flat offset of a multi-dimensional buffer)."""
         return _api("addr_of")(self, *index)

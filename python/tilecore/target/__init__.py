@@ -9,8 +9,13 @@ unknown option or a bad value raises ``ValueError`` naming it and listing the va
 ones. Kinds added out of tree register with :func:`register_kind` (or from C++) and
 provide ``codegen.build_<kind>``.
 """
-from .._base import _ffi_core
-from ..object import Object, register_object
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from ..ffi._base import _ffi_core
+from ..ffi.object import Object, register_object
 
 
 class _Api:
@@ -38,13 +43,13 @@ class Target(Object):
             raise TypeError(f"Target: expected a target string like 'npu -cores=4', got {type(spec).__name__}")
         return _ffi.Target(spec)
 
-    def __init__(self, spec=None):
+    def __init__(self, spec: str | Target | None = None) -> None:
         pass
 
-    def __str__(self):
+    def __str__(self) -> str:
         return _ffi.TargetStr(self)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Target({str(self)!r})"
 
     def __eq__(self, other):
@@ -59,17 +64,18 @@ class Target(Object):
         return self.options[option]
 
 
-def list_kinds():
+def list_kinds() -> list[str]:
     """Names of the registered target kinds."""
     return list(_ffi.ListKinds())
 
 
-def kind_options(kind):
+def kind_options(kind: str) -> list[dict[str, Any]]:
     """The options of a kind: dicts with name, type, doc, default, description."""
     return [dict(o.items()) for o in _ffi.KindOptions(kind)]
 
 
-def register_kind(name, device_type, options=(), override=False):
+def register_kind(name: str, device_type: int, options: Iterable[Mapping[str, Any]] = (),
+                  override: bool = False) -> None:
     """Registers a target kind from Python (see docs/adding-a-device.md).
 
     :param options: dicts ``{"name", "type" ("int" "bool" "str" "size"), "doc",

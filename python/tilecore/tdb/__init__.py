@@ -9,6 +9,9 @@ The core (:class:`Debugger`) controls execution; breakpoints, display, the
 info commands and data-check are :class:`Plugin` subclasses. The stop conditions and the history
 for reverse execution live in C++ (``debug.*``, include/tilecore/debug/engine.h).
 """
+
+from __future__ import annotations
+
 from .core import CommandError, Debugger, mnemonics
 from .datacheck import DataCheckPlugin
 from .model import ModelTarget

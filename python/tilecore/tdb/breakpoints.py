@@ -2,17 +2,26 @@
 delete, watch/rwatch/awatch and info b. Each breakpoint is one or more stops of
 the C++ engine (a source line has a pc per core); conditions and temporary
 breakpoints are handled here, when a stop happens."""
+
+from __future__ import annotations
+
 import os
 import re
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .core import CommandError, _suggest, ffi, mnemonics, parse_int
 from .plugins import SPACES, Plugin, complete_words, parse_location, split_core
 
+if TYPE_CHECKING:
+    from .core import Debugger
+    from .model import Node
+
 
 class Breakpoint:
-    def __init__(self, number, spec, kind, stops, temporary=False, condition=None):
+    def __init__(self, number: int, spec: str, kind: str, stops: Any, temporary: bool = False,
+                 condition: str | None = None) -> None:
         self.number, self.spec, self.kind, self.stops = number, spec, kind, stops
         self.temporary, self.condition, self.enabled = temporary, condition, True
         self.rejected = 0  # hits whose condition was false
@@ -24,7 +33,8 @@ class GraphBreakpoint(Breakpoint):
     ``value`` after the node producing the value has run, and ``value-watch`` after a node
     produces a value (one, or any with ``*``) that has NaN, Inf or elements outside [lo, hi]."""
 
-    def __init__(self, number, spec, gkind, target, label, temporary=False, condition=None, test=None):
+    def __init__(self, number: int, spec: str, gkind: str, target: str, label: str, temporary: bool = False,
+                 condition: str | None = None, test: tuple = None) -> None:
         super().__init__(number, spec, label, [], temporary, condition)
         self.gkind, self.target, self.test = gkind, target, test
         self.kind_args = []
@@ -35,7 +45,7 @@ class GraphBreakpoint(Breakpoint):
 VALUE_TESTS = ("nan", "inf", "outside")
 
 
-def value_problem(arr, test):
+def value_problem(arr: np.ndarray, test: tuple) -> str | None:
     """A description of what ``test`` (("nan",), ("inf",), ("outside", lo, hi)) finds in arr, or None."""
     flat = np.asarray(arr).reshape(-1)
     if test[0] == "nan":
@@ -61,20 +71,20 @@ class BreakpointPlugin(Plugin):
 
     name = "breakpoints"
 
-    def __init__(self, tdb):
+    def __init__(self, tdb: Debugger) -> None:
         super().__init__(tdb)
         self.bps = {}
         self.by_stop = {}
         self.next_number = 1
         self.pending = []  # specs given before start: set when the engine exists
 
-    def on_load(self):
+    def on_load(self) -> None:
         self.tdb.info_handlers["breakpoints"] = (self.info_breakpoints, None)
         self.tdb.info_handlers["b"] = (self.info_breakpoints, None)
         self.tdb.info_handlers["break"] = (self.info_breakpoints, None)
         self.tdb.info_handlers["watchpoints"] = (self.info_breakpoints, None)
 
-    def on_start(self):
+    def on_start(self) -> None:
         # A new engine (first start) has no stops: recreate them. Same engine: keep.
         for bp in self.bps.values():
             if not bp.stops:
@@ -191,7 +201,7 @@ class BreakpointPlugin(Plugin):
     def _graph_bps(self, *kinds):
         return [bp for bp in list(self.bps.values()) if isinstance(bp, GraphBreakpoint) and bp.gkind in kinds]
 
-    def before_node(self, node):
+    def before_node(self, node: Node) -> list[str] | None:
         out = []
         for bp in self._graph_bps("location", "op"):
             if (bp.gkind == "location" and bp.target in (node.onnx_name, node.name)) or \
@@ -224,7 +234,7 @@ class BreakpointPlugin(Plugin):
                             found.append((bp, verb, name, max(lo, a["lo"]), min(lo + v.nbytes, a["hi"])))
         return found
 
-    def after_node(self, node):
+    def after_node(self, node: Node) -> list[str] | None:
         out = []
         m = self.tdb.model
         if node.where == "host":
@@ -261,7 +271,7 @@ class BreakpointPlugin(Plugin):
                                    a.get("lo", 0), a.get("hi", 0), a.get("mode", "")))
         return ids
 
-    def add(self, arg, temporary=False, what="break"):
+    def add(self, arg: str, temporary: bool = False, what: str = "break") -> Breakpoint | None:
         arg = arg.strip()
         if not arg:
             return self.info_breakpoints("")
@@ -316,7 +326,7 @@ class BreakpointPlugin(Plugin):
                          + (f" if {cond}" if cond else ""))
         return bp
 
-    def do_break(self, arg):
+    def do_break(self, arg: str) -> None:
         """b(reak) [SPEC [core N] [if CONDITION]]
         Set a breakpoint; without argument, list them. SPEC is an instruction mnemonic (dma.in, mm,
         tadd, ...), *PC (an instruction index), ENGINE#N (the N-th command, from 0, issued to din,
@@ -328,7 +338,7 @@ class BreakpointPlugin(Plugin):
 
     do_b = do_break
 
-    def do_tbreak(self, arg):
+    def do_tbreak(self, arg: str) -> None:
         """tbreak SPEC [core N] [if CONDITION]
         Set a temporary breakpoint, deleted when first hit."""
         self.add(arg, temporary=True, what="tbreak")
@@ -367,19 +377,19 @@ class BreakpointPlugin(Plugin):
         return self._register(desc, [("watch", dict(core=core, space=space, lo=addr, hi=addr + n, mode=mode))], False,
                               None, "watchpoint")
 
-    def do_watch(self, arg):
+    def do_watch(self, arg: str) -> None:
         """watch LOCATION [core N] | watch VALUE|* nan|inf|outside LO HI
         Stop after an instruction or command writes the location (SPACE:ADDR[+LEN], BUFFER, BUFFER[I]).
         In a model, with a condition: stop after the node producing VALUE (any value with *) when the
         value has a NaN, an Inf, or an element outside [LO, HI]."""
         self._watch(arg, "write", "watch")
 
-    def do_rwatch(self, arg):
+    def do_rwatch(self, arg: str) -> None:
         """rwatch LOCATION [core N]
         Stop after an instruction or command reads the location."""
         self._watch(arg, "read", "rwatch")
 
-    def do_awatch(self, arg):
+    def do_awatch(self, arg: str) -> None:
         """awatch LOCATION [core N]
         Stop after an instruction or command reads or writes the location."""
         self._watch(arg, "access", "awatch")
@@ -399,7 +409,7 @@ class BreakpointPlugin(Plugin):
                 raise CommandError(f"no breakpoint number {n}")
         return nums
 
-    def _register_failed(self, bp):
+    def _register_failed(self, bp) -> None:
         for sid in bp.stops:
             ffi.RemoveStop(self.tdb.engine, sid)
 
@@ -412,13 +422,13 @@ class BreakpointPlugin(Plugin):
         node = self.tdb.model.node()
         return node is not None and node.where == "npu" and (node.step["module"], node.step["function"]) == kernel
 
-    def on_node_load(self, node):
+    def on_node_load(self, node: Node) -> None:
         for bp in self.bps.values():
             if getattr(bp, "kernel", None) is not None:
                 for sid in bp.stops:
                     ffi.SetStop(self.tdb.engine, sid, 1 if self._armed(bp) else 0, -1)
 
-    def _set_enabled(self, arg, on, what):
+    def _set_enabled(self, arg, on, what) -> None:
         nums = self._numbers(arg, what) if arg.strip() else list(self.bps)
         for n in nums:
             self.bps[n].enabled = on
@@ -426,17 +436,17 @@ class BreakpointPlugin(Plugin):
                 ffi.SetStop(self.tdb.engine, sid, 1 if self._armed(self.bps[n]) else 0, -1)
         self.tdb.message(f"{'Enabled' if on else 'Disabled'} breakpoint(s) {', '.join(map(str, nums))}")
 
-    def do_enable(self, arg):
+    def do_enable(self, arg: str) -> None:
         """enable [N[,N...]]
         Enable breakpoints (all without argument); a list may use commas and ranges: 1,2,5-7."""
         self._set_enabled(arg, True, "enable")
 
-    def do_disable(self, arg):
+    def do_disable(self, arg: str) -> None:
         """disable [N[,N...]]
         Disable breakpoints (all without argument)."""
         self._set_enabled(arg, False, "disable")
 
-    def do_delete(self, arg):
+    def do_delete(self, arg: str) -> None:
         """d(elete) [N[,N...]]
         Delete breakpoints (all without argument)."""
         nums = self._numbers(arg, "delete") if arg.strip() else list(self.bps)
@@ -446,13 +456,13 @@ class BreakpointPlugin(Plugin):
 
     do_d = do_delete
 
-    def _remove(self, n):
+    def _remove(self, n) -> None:
         bp = self.bps.pop(n)
         for sid in bp.stops:
             ffi.RemoveStop(self.tdb.engine, sid)
             self.by_stop.pop(sid, None)
 
-    def do_condition(self, arg):
+    def do_condition(self, arg: str) -> bool | None:
         """condition N [CONDITION]
         Stop at breakpoint N only when the Python expression CONDITION is true (none: always)."""
         words = arg.split(None, 1)
@@ -468,7 +478,7 @@ class BreakpointPlugin(Plugin):
         self.bps[n].condition = cond
         self.tdb.message(f"Breakpoint {n} is now {'conditional: ' + cond if cond else 'unconditional'}")
 
-    def do_ignore(self, arg):
+    def do_ignore(self, arg: str) -> bool | None:
         """ignore N COUNT
         Pass over the next COUNT hits of breakpoint N."""
         words = arg.split()
@@ -484,7 +494,7 @@ class BreakpointPlugin(Plugin):
             ffi.SetStop(self.tdb.engine, sid, -1, count)
         self.tdb.message(f"Will ignore next {count} crossings of breakpoint {n}.")
 
-    def hits(self, bp):
+    def hits(self, bp: Breakpoint) -> int:
         if isinstance(bp, GraphBreakpoint):
             return bp.count - bp.rejected
         total = getattr(bp, "host_hits", 0)
@@ -493,7 +503,7 @@ class BreakpointPlugin(Plugin):
                 total += s["hits"]
         return total - bp.rejected
 
-    def info_breakpoints(self, arg):
+    def info_breakpoints(self, arg: str) -> None:
         if not self.bps:
             self.tdb.message("No breakpoints")
             return
@@ -503,7 +513,7 @@ class BreakpointPlugin(Plugin):
             self.tdb.message(f"{n:<4}{bp.kind:<12}{'del' if bp.temporary else 'keep':<5}{'y' if bp.enabled else 'n':<4}"
                              f"{self.hits(bp):>6}  {what}")
 
-    def accept_stop(self, report):
+    def accept_stop(self, report: dict[str, Any]) -> bool:
         keep = []
         for h in report["hits"]:
             bp = self.by_stop.get(h["id"])
@@ -522,7 +532,7 @@ class BreakpointPlugin(Plugin):
         report["hits"] = keep
         return True
 
-    def on_stop(self, report):
+    def on_stop(self, report: dict[str, Any]) -> None:
         t = self.tdb
         shown = set()
         for h in report["hits"]:
@@ -544,7 +554,7 @@ class BreakpointPlugin(Plugin):
                 self._remove(n)
 
     # -- completion
-    def complete_break(self, text, line, begidx, endidx):
+    def complete_break(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
         t = self.tdb
         words = list(mnemonics()) + [f"{e}#" for e in ("din", "dout", "mm", "vec")] + [f"{s}:" for s in SPACES]
         words += ["asm:"] + [os.path.basename(f) + ":" for f in t.target.files()]
@@ -555,12 +565,12 @@ class BreakpointPlugin(Plugin):
 
     complete_b = complete_tbreak = complete_break
 
-    def complete_enable(self, text, line, begidx, endidx):
+    def complete_enable(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
         return complete_words(text, [str(n) for n in self.bps])
 
     complete_disable = complete_delete = complete_d = complete_condition = complete_ignore = complete_enable
 
-    def complete_watch(self, text, line, begidx, endidx):
+    def complete_watch(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
         if len(line[:begidx].split()) >= 2 and self.tdb.model is not None:
             return complete_words(text, ["nan", "inf", "outside"])
         m = self.tdb.model

@@ -8,16 +8,24 @@ the last command, and every line of output goes through :meth:`message` or
 are plugins (``plugins.py``); the core calls each plugin at load, start, before and
 after each step (only for plugins that ask: ``wants_steps``), stop and end.
 """
+
+from __future__ import annotations
+
 import cmd
+import os
 import rlcompleter
 import sys
 import traceback
+from typing import IO, TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from .. import sim as _sim
-from ..error import TilecoreError
+from ..ffi.error import TilecoreError
 from .target import Target, TargetError, open_target
+
+if TYPE_CHECKING:
+    from .plugins import Plugin
 
 UNITS = ("scalar", "simd", "din", "dout", "mm", "vec")
 ENGINE_UNITS = {"dma": ("din", "dout"), "din": ("din",), "dout": ("dout",), "mm": ("mm",), "vec": ("vec",),
@@ -26,7 +34,7 @@ ENGINE_UNITS = {"dma": ("din", "dout"), "din": ("din",), "dout": ("dout",), "mm"
 
 class _Api:
     def __getattr__(self, name):
-        from .._base import _ffi_core
+        from ..ffi._base import _ffi_core
 
         f = _ffi_core._get_global_func("debug." + name)
         if f is None:
@@ -42,14 +50,14 @@ class CommandError(Exception):
     """A mistake in a debugger command; shown as ``*** command: message``."""
 
 
-def mnemonics():
+def mnemonics() -> dict[str, str]:
     """{mnemonic: unit} of every TC1 instruction, from the instruction table."""
     if not hasattr(mnemonics, "cache"):
         mnemonics.cache = {str(m): str(u) for m, u in ffi.Mnemonics()}
     return mnemonics.cache
 
 
-def parse_int(text, what="number"):
+def parse_int(text: str, what: str = "number") -> int:
     try:
         return int(str(text), 0)
     except ValueError:
@@ -73,8 +81,10 @@ class Debugger(cmd.Cmd):
     identchars = cmd.Cmd.identchars + "-"  # reverse-next, reverse-continue
     doc_header = "Commands (help COMMAND for details):"
 
-    def __init__(self, target, inputs=None, plugins=(), stdin=None, stdout=None, verbose=False,
-                 sim_target=None, function=None, mode="functional+timing", ref_data=None):
+    def __init__(self, target: Target | str | os.PathLike[str], inputs: Mapping[str, Any] | None = None,
+                 plugins: Iterable[type | str] = (), stdin: IO[str] | None = None, stdout: IO[str] | None = None,
+                 verbose: bool = False, sim_target: str | None = None, function: str | None = None,
+                 mode: str = "functional+timing", ref_data: Any = None) -> None:
         super().__init__(stdin=stdin, stdout=stdout)
         if stdin is not None:
             self.use_rawinput = False
@@ -120,13 +130,13 @@ class Debugger(cmd.Cmd):
         self._call("on_load")
 
     # ---- output ------------------------------------------------------------------------
-    def message(self, text=""):
+    def message(self, text: str = "") -> None:
         print(text, file=self.stdout)
 
-    def error(self, text):
+    def error(self, text: str) -> None:
         print("***", text, file=self.stdout)
 
-    def progress(self, done, total, what):
+    def progress(self, done: int, total: int, what: str) -> None:
         """With -v: a tqdm bar on a terminal's stderr, else a line per report."""
         bar = getattr(self, "_bar", None)
         if bar is None and sys.stderr.isatty() and total:
@@ -146,7 +156,7 @@ class Debugger(cmd.Cmd):
         self.message(f"progress: {what}")
 
     # ---- plugins -------------------------------------------------------------------------
-    def add_plugin(self, plugin):
+    def add_plugin(self, plugin: type | str | os.PathLike[str]) -> Plugin:
         """Adds a plugin class (or a path of a Python file whose Plugin subclasses are added)."""
         from .plugins import Plugin, load_plugin_file
 
@@ -163,20 +173,20 @@ class Debugger(cmd.Cmd):
                 setattr(self, attr, getattr(inst, attr))
         return inst
 
-    def plugin(self, name):
+    def plugin(self, name: str) -> Plugin | None:
         for p in self.plugins:
             if p.name == name:
                 return p
         return None
 
-    def _call(self, hook, *args):
+    def _call(self, hook, *args) -> None:
         for p in self.plugins:
             getattr(p, hook)(*args)
 
-    def get_names(self):
+    def get_names(self) -> list[str]:
         return dir(self)
 
-    def preloop(self):
+    def preloop(self) -> None:
         # Complete whole node and value names (`/layer1/conv/Conv`, `%x`, `loc:n`, `ddr:0x10`):
         # '/', ':', '%', '#', '-' are not word breaks here, unlike readline's default.
         try:
@@ -186,7 +196,7 @@ class Debugger(cmd.Cmd):
         readline.set_completer_delims(" \t\n`!@$^&*()=+[{]};'\",<>?|~")
 
     # ---- command dispatch ----------------------------------------------------------------
-    def onecmd(self, line):
+    def onecmd(self, line: str) -> bool:
         name = self.parseline(line)[0] or (line.split()[0] if line.split() else "")
         try:
             return super().onecmd(line)
@@ -206,7 +216,7 @@ class Debugger(cmd.Cmd):
                 traceback.print_exc(file=self.stdout)
         return False
 
-    def parseline(self, line):
+    def parseline(self, line: str) -> tuple[str | None, str | None, str]:
         command, arg, line = super().parseline(line)
         return (command.replace("-", "_") if command else command), arg, line
 
@@ -214,17 +224,17 @@ class Debugger(cmd.Cmd):
         f = getattr(self, "do_" + name.replace("-", "_"), None)
         return f.__name__[3:].replace("_", "-") if f is not None and hasattr(f, "__name__") else name
 
-    def default(self, line):
+    def default(self, line: str) -> bool | None:
         if line.startswith("!"):
             return self.do_py(line[1:])
         self.error(f"{line.split()[0]}: unknown command (try 'help')")
 
-    def emptyline(self):
+    def emptyline(self) -> bool:
         if self.lastcmd:
             return self.onecmd(self.lastcmd)
         return False
 
-    def run_commands(self, commands):
+    def run_commands(self, commands: str | Sequence[str]) -> bool:
         """Runs commands (a list, or one string separated by ';'); stops at quit."""
         if isinstance(commands, str):
             commands = [c for c in commands.split(";")]
@@ -238,22 +248,22 @@ class Debugger(cmd.Cmd):
         return False
 
     # ---- state ---------------------------------------------------------------------------
-    def require_started(self):
+    def require_started(self) -> None:
         if not self.started:
             raise CommandError("the program is not started (use 'start' or 'run')")
 
-    def current_pc(self, core=None):
+    def current_pc(self, core: int | None = None) -> int:
         return self.sim.pc(self.core if core is None else core)
 
-    def position(self):
+    def position(self) -> Any:
         return ffi.Position(self.engine) if self.engine is not None else 0
 
-    def stopped_core(self):
+    def stopped_core(self) -> int:
         """The core of the last stop, else the selected core."""
         hits = (self.last_stop or {}).get("hits") or []
         return hits[0]["core"] if hits else self.core
 
-    def where(self, core=None):
+    def where(self, core: int | None = None) -> str:
         """``core C pc P `inst` at file:line`` for a core."""
         core = self.core if core is None else core
         if self.model is not None:
@@ -278,7 +288,7 @@ class Debugger(cmd.Cmd):
         loc = self.target.location(core, pc)
         return f"core {core} pc {pc}: {text}" + (f"    at {loc}" if loc else "")
 
-    def start(self):
+    def start(self) -> None:
         """Loads the program, writes the inputs and prepares the debugging engine."""
         self.finished = False
         self.fault = None
@@ -297,7 +307,7 @@ class Debugger(cmd.Cmd):
         self._call("on_start")
 
     # ---- running ------------------------------------------------------------------------
-    def require_runnable(self):
+    def require_runnable(self) -> None:
         self.require_started()
         if self.finished:
             raise CommandError("the program has finished (use 'run' to start again)")
@@ -305,7 +315,9 @@ class Debugger(cmd.Cmd):
             raise CommandError(f"the program faulted at core {self.fault.core} pc {self.fault.pc} "
                                "(go back with reverse-next, or start again with run)")
 
-    def resume(self, max_instructions=0, units=(), pcs=None, stop_before=None, node_end=False):
+    def resume(self, max_instructions: int = 0, units: Iterable[str] = (),
+               pcs: Mapping[int, Sequence[int]] | None = None, stop_before: Any = None,
+               node_end: bool = False) -> dict[str, Any]:
         """Runs until a stop, ``max_instructions`` (0: no limit) or the end; reports the stop.
 
         For a model, ``stop_before(node)`` (true: stop before that node starts) and
@@ -356,7 +368,7 @@ class Debugger(cmd.Cmd):
         return rep
 
     # ---- models: node after node ------------------------------------------------------------
-    def enter_node(self, index):
+    def enter_node(self, index: int) -> None:
         """Makes node ``index`` current: an npu node's kernel is loaded (stopped before its
         first instruction) and the reverse-execution history restarts there."""
         m = self.model
@@ -414,7 +426,7 @@ class Debugger(cmd.Cmd):
                 return {"reason": "node" if messages or node_end else "step", "executed": executed, "hits": [],
                         "messages": messages}
 
-    def report(self, rep):
+    def report(self, rep: dict[str, Any]) -> None:
         self.last_stop = rep
         if rep["hits"]:
             self.core = rep["hits"][0]["core"]
@@ -442,7 +454,7 @@ class Debugger(cmd.Cmd):
             return
         self._call("on_stop", rep)
 
-    def run_to_position(self, position):
+    def run_to_position(self, position: Any) -> dict[str, Any]:
         rep = dict(ffi.ReverseTo(self.engine, int(position)).items())
         rep["hits"] = []
         self.finished = False
@@ -450,7 +462,7 @@ class Debugger(cmd.Cmd):
         return rep
 
     # ---- commands --------------------------------------------------------------------------
-    def do_start(self, arg):
+    def do_start(self, arg: str) -> bool | None:
         """s(tart)
         Load the target and initialise the simulator (memory cleared, inputs written); stop before the first instruction."""
         if arg.strip():
@@ -464,7 +476,7 @@ class Debugger(cmd.Cmd):
 
     do_s = do_start
 
-    def sim_clear(self):
+    def sim_clear(self) -> None:
         """Zeroes what the previous run wrote (the simulator is reused): the buffers,
         every range in the write log, L2 and each core's L1. Clearing all of DDR
         would touch every page of it."""
@@ -480,7 +492,7 @@ class Debugger(cmd.Cmd):
             for c in range(self.sim.cores):
                 self.sim.write("l1", 0, np.zeros(cfg["l1_bytes"], np.uint8), core=c)
 
-    def do_run(self, arg):
+    def do_run(self, arg: str) -> bool | None:
         """r(un)
         Run from the start (re-initialising) until a breakpoint or the end."""
         if arg.strip():
@@ -491,7 +503,7 @@ class Debugger(cmd.Cmd):
 
     do_r = do_run
 
-    def do_next(self, arg):
+    def do_next(self, arg: str) -> bool | None:
         """n(ext) [N] | n(ext) dma|din|dout|mm|vec|scalar [N] | n(ext) node [N]
         Execute the next N instructions (default 1) of all cores, in simulation order (in a model,
         a host node or a view counts as one); with an engine, run until just before the N-th next
@@ -540,10 +552,10 @@ class Debugger(cmd.Cmd):
 
     do_n = do_next
 
-    def complete_next(self, text, line, begidx, endidx):
+    def complete_next(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
         return [u for u in list(ENGINE_UNITS) + (["node"] if self.model is not None else []) if u.startswith(text)]
 
-    def do_continue(self, arg):
+    def do_continue(self, arg: str) -> bool | None:
         """c(ont(inue))
         Continue until a breakpoint or watchpoint stops, or the program ends."""
         if arg.strip():
@@ -559,7 +571,7 @@ class Debugger(cmd.Cmd):
         f, _, ln = loc.rpartition(":")
         return f, int(ln)
 
-    def do_until(self, arg):
+    def do_until(self, arg: str) -> bool | None:
         """unt(il) [LINE] | unt(il) [NODE]
         Without argument, continue until a kernel source line greater than the current one is
         reached (on the current core); with LINE, until a line >= LINE is reached.
@@ -584,12 +596,12 @@ class Debugger(cmd.Cmd):
 
     do_unt = do_until
 
-    def complete_until(self, text, line, begidx, endidx):
+    def complete_until(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
         return complete_node_names(self, text)
 
     complete_unt = complete_until
 
-    def do_finish(self, arg):
+    def do_finish(self, arg: str) -> bool | None:
         """finish
         Continue until the current core leaves the current kernel source line (its statement);
         in a model, until the current node has run (stopping before the next one)."""
@@ -619,14 +631,14 @@ class Debugger(cmd.Cmd):
             yield core, n
             n += 1
 
-    def require_kernel_history(self):
+    def require_kernel_history(self) -> None:
         if self.model is None:
             return
         node = self.model.node()
         if node is None or node.where != "npu":
             raise CommandError(f"{self.where()}: reverse execution goes back within an npu node's kernel only")
 
-    def do_reverse_next(self, arg):
+    def do_reverse_next(self, arg: str) -> bool | None:
         """reverse-next [N] (rn)
         Go back N instructions (default 1): memory, registers, queues and clocks as they were
         (in a model, within the current npu node, with 'record on')."""
@@ -641,7 +653,7 @@ class Debugger(cmd.Cmd):
 
     do_rn = do_reverse_next
 
-    def do_reverse_continue(self, arg):
+    def do_reverse_continue(self, arg: str) -> bool | None:
         """reverse-continue (rc)
         Go back to the most recent breakpoint or watchpoint hit before the current position
         (in a model, within the current npu node)."""
@@ -657,7 +669,7 @@ class Debugger(cmd.Cmd):
 
     do_rc = do_reverse_continue
 
-    def do_record(self, arg):
+    def do_record(self, arg: str) -> bool | None:
         """record [on|off]
         Show or switch the history that reverse-next, reverse-continue and info writes use
         (on by default; off saves the cost of logging every memory write)."""
@@ -670,10 +682,10 @@ class Debugger(cmd.Cmd):
         h = ffi.History(self.engine)
         self.message(f"recording {'on' if h['recording'] else 'off'}")
 
-    def complete_record(self, text, line, begidx, endidx):
+    def complete_record(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
         return [w for w in ("on", "off") if w.startswith(text)]
 
-    def do_core(self, arg):
+    def do_core(self, arg: str) -> bool | None:
         """core [N]
         Show or select the core that info, x, set and finish refer to."""
         if arg.strip():
@@ -683,7 +695,7 @@ class Debugger(cmd.Cmd):
             self.core = n
         self.message(f"core {self.core}")
 
-    def do_py(self, arg):
+    def do_py(self, arg: str) -> bool | None:
         """py STATEMENT
         Run a Python statement in the debugger's namespace (tdb, sim, np, symbols; buffers by name)."""
         if not arg.strip():
@@ -704,7 +716,7 @@ class Debugger(cmd.Cmd):
         for k, v in ns.assigned.items():
             self.namespace[k] = v
 
-    def complete_py(self, text, line, begidx, endidx):
+    def complete_py(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
         completer = rlcompleter.Completer(dict(self.namespace, **{k: None for k in self.symbols}))
         out, i = [], 0
         while True:
@@ -714,17 +726,17 @@ class Debugger(cmd.Cmd):
             out.append(c)
             i += 1
 
-    def eval_namespace(self, core=None):
+    def eval_namespace(self, core: int | None = None) -> Mapping[str, Any]:
         return _Namespace(self, self.core if core is None else core)
 
-    def evaluate(self, expr, core=None):
+    def evaluate(self, expr: str, core: int | None = None) -> Any:
         """Evaluates a Python expression with registers, pc, core and buffers by name."""
         try:
             return eval(expr, self.namespace, self.eval_namespace(core))  # noqa: S307
         except Exception as e:  # noqa: BLE001  (the user's expression)
             raise CommandError(f"{type(e).__name__}: {e}") from None
 
-    def do_quit(self, arg):
+    def do_quit(self, arg: str) -> bool:
         """q(uit)
         Leave the debugger."""
         self._call("on_quit")
@@ -732,11 +744,11 @@ class Debugger(cmd.Cmd):
 
     do_q = do_exit = do_quit
 
-    def do_EOF(self, arg):  # noqa: N802  (cmd's name for end of input)
+    def do_EOF(self, arg: str) -> bool:  # noqa: N802  (cmd's name for end of input)
         self.message("")
         return True
 
-    def do_help(self, arg):
+    def do_help(self, arg: str) -> bool | None:
         """h(elp) [COMMAND]
         List the commands, or show the usage and description of one."""
         if arg.strip():
@@ -749,7 +761,7 @@ class Debugger(cmd.Cmd):
 
     do_h = do_help
 
-    def completenames(self, text, *ignored):
+    def completenames(self, text: str, *ignored) -> list[str]:
         return sorted({n[3:].replace("_", "-") for n in self.get_names()
                        if n.startswith("do_" + text.replace("-", "_")) and n != "do_EOF"})
 
@@ -761,7 +773,7 @@ def _suggest(name, names):
     return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
-def complete_node_names(tdb, text):
+def complete_node_names(tdb: Debugger, text: str) -> list[str]:
     return sorted(n for n in tdb.model.node_names() if n.startswith(text)) if tdb.model is not None else []
 
 
@@ -774,7 +786,7 @@ class _Namespace(dict):
     """Locals for conditions, display and py: registers of one core, pc, core, cycle,
     and buffers by name (read from simulated memory when used)."""
 
-    def __init__(self, tdb, core):
+    def __init__(self, tdb: Debugger, core: int) -> None:
         super().__init__()
         self.tdb, self.c = tdb, core
         self.assigned = {}
@@ -804,10 +816,10 @@ class _Namespace(dict):
             return sim.read(s.space, s.address, s.shape, s.dtype, core=s.core)
         raise KeyError(key)
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key, value) -> None:
         self.assigned[key] = value
 
-    def __contains__(self, key):
+    def __contains__(self, key) -> bool:
         try:
             self[key]
             return True

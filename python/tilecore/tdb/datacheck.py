@@ -14,17 +14,27 @@ diverges and after each later node that is wrong itself (not after nodes that on
 inherit a difference). ``tilecore check`` runs the whole model with ``stop`` off and
 writes every node's result to a JSON report.
 """
+
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
 from .core import CommandError
 from .plugins import Plugin, complete_words
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from .core import Debugger
+    from .model import Node
+
 DEFAULTS = {"rtol": 1e-4, "atol": 1e-5, "cosine": 0.999, "euclid": 0.99}
 
 
-def similarity(ours, ref):
+def similarity(ours: npt.ArrayLike, ref: npt.ArrayLike) -> tuple[float, float, float]:
     """(cosine, Euclidean similarity, max abs error) in float64; Euclidean similarity is
     1 - |a - b| / |(a + b) / 2| (1 for two zero tensors)."""
     a = np.asarray(ours, np.float64).reshape(-1)
@@ -43,7 +53,7 @@ def similarity(ours, ref):
     return cos, euclid, float(np.max(np.abs(a - b))) if a.size else 0.0
 
 
-def compare(ours, ref, thresholds=DEFAULTS):
+def compare(ours: npt.ArrayLike, ref: npt.ArrayLike, thresholds: Mapping[str, float] = DEFAULTS) -> dict[str, Any]:
     """One tensor against its reference: a dict with status equal|close|similar|different|shape."""
     ours, ref = np.asarray(ours), np.asarray(ref)
     row = {"shape": list(ours.shape), "ref_shape": list(ref.shape)}
@@ -72,7 +82,7 @@ def compare(ours, ref, thresholds=DEFAULTS):
     return row
 
 
-def describe(row):
+def describe(row: Mapping[str, Any]) -> str:
     if row["status"] == "shape":
         return f"shape {row['shape']} against the reference's {row['ref_shape']}"
     if "cosine" in row:
@@ -81,7 +91,7 @@ def describe(row):
     return row["status"] + (f" ({row['mismatches']} elements differ)" if "mismatches" in row else "")
 
 
-def load_reference(ref_data):
+def load_reference(ref_data: Any) -> dict[str, np.ndarray]:
     """{name: array} from .npz paths (later files win) or a dict."""
     if ref_data is None:
         return {}
@@ -101,7 +111,7 @@ class DataCheckPlugin(Plugin):
 
     name = "data-check"
 
-    def __init__(self, tdb):
+    def __init__(self, tdb: Debugger) -> None:
         super().__init__(tdb)
         self.ref = {}
         self.thresholds = dict(DEFAULTS)
@@ -110,20 +120,20 @@ class DataCheckPlugin(Plugin):
         self.results = {}    # node index -> result dict
         self.first = None    # the first divergent node's result
 
-    def on_load(self):
+    def on_load(self) -> None:
         self.tdb.info_handlers["check"] = (self.info_check, None)
 
-    def set_reference(self, ref_data):
+    def set_reference(self, ref_data: Any) -> None:
         self.ref = load_reference(ref_data)
 
-    def on_start(self):
+    def on_start(self) -> None:
         self.results = {}
         self.first = None
 
     def _value(self, name):
         return self.tdb.model.read_value(self.tdb.sim, name)
 
-    def after_node(self, node):
+    def after_node(self, node: Node) -> list[str] | None:
         t = self.tdb
         if not self.enabled or not self.ref or t.model is None:
             return None
@@ -169,7 +179,7 @@ class DataCheckPlugin(Plugin):
             lines.append(f"  input `{r['name']}`: {describe(r)}")
         return ["\n".join(lines)]
 
-    def report(self):
+    def report(self) -> dict[str, Any]:
         """The JSON-able summary of every node checked so far."""
         rows = [self.results[k] for k in sorted(self.results)]
         return {"thresholds": dict(self.thresholds), "nodes": rows,
@@ -179,7 +189,7 @@ class DataCheckPlugin(Plugin):
                 "wrong_nodes": [r["onnx_name"] for r in rows if r["status"] == "fail" and r.get("inputs_match")],
                 "first_divergence": self.first}
 
-    def info_check(self, arg):
+    def info_check(self, arg: str) -> None:
         t = self.tdb
         if not self.ref:
             t.message("No reference data (give --ref_data REF.npz)")
@@ -191,7 +201,7 @@ class DataCheckPlugin(Plugin):
             if r["status"] == "fail":
                 t.message(f"  {r['index'] + 1:4d} {r['onnx_name']} ({r['op_type']}): {r['verdict']}")
 
-    def do_check(self, arg):
+    def do_check(self, arg: str) -> bool | None:
         """check [on|off] | check stop|nostop | check set NAME=X ... | check VALUE
         Data-check against --ref_data: switch it, whether it stops at a divergence, set thresholds
         (rtol, atol, cosine, euclid), or compare one graph value with its reference now."""
@@ -226,7 +236,7 @@ class DataCheckPlugin(Plugin):
             raise CommandError(f"the reference data has no `{name}`")
         t.message(f"`{name}`: {describe(compare(self._value(name), self.ref[name], self.thresholds))}")
 
-    def do_viz(self, arg):
+    def do_viz(self, arg: str) -> bool | None:
         """viz FILE
         Draw the model's graph (FILE .svg, .html, .png or .dot), nodes coloured by where they run and
         those that failed the data-check so far in red."""
@@ -243,5 +253,5 @@ class DataCheckPlugin(Plugin):
             raise CommandError(str(e)) from None
         t.message(f"wrote {path}")
 
-    def complete_check(self, text, line, begidx, endidx):
+    def complete_check(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
         return complete_words(text, ["on", "off", "stop", "nostop", "set"] + list(self.ref))

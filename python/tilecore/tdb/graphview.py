@@ -8,10 +8,17 @@ one: its inputs already differed). Edges are the values between nodes; weights a
 other constants are left out. Rendering needs Graphviz's ``dot`` (Debian package
 ``graphviz``); ``.dot`` output does not.
 """
+
+from __future__ import annotations
+
 import html
 import os
 import shutil
 import subprocess
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from .model import ModelTarget
 
 COLOURS = {"npu": "#9ecae1", "host": "#fdae6b", "view": "#c7e9c0", "folded": "#ffffff"}
 FAILED, FAILED_INHERITED = "#ef3b2c", "#fcbba1"
@@ -28,14 +35,14 @@ def _q(text):
 class GraphSpec:
     """What is drawn: nodes (id, label, where, op_type, onnx_name) and edges (from, to, value)."""
 
-    def __init__(self, name):
+    def __init__(self, name: str) -> None:
         self.name = name
         self.nodes = []       # dicts: id, name, op_type, where
         self.edges = []       # (from id, to id, value name)
         self.inputs, self.outputs = [], []
 
 
-def from_model_target(target):
+def from_model_target(target: ModelTarget) -> GraphSpec:
     """The graph of a ``.tcx`` (a :class:`tilecore.tdb.model.ModelTarget`): its nodes in order."""
     g = GraphSpec(target.name)
     producer = {}
@@ -58,7 +65,7 @@ def from_model_target(target):
     return g
 
 
-def from_onnx(path, placement=None):
+def from_onnx(path: str | os.PathLike[str], placement: Mapping[str, str] | None = None) -> GraphSpec:
     """The graph of an ONNX model; ``placement`` maps ONNX node names to npu|host|view
     (default: compile the model with tilecore.compile to find out)."""
     import onnx
@@ -93,7 +100,7 @@ def from_onnx(path, placement=None):
     return g
 
 
-def onnx_placement(model):
+def onnx_placement(model: Any) -> dict[str, str]:
     """{ONNX node name: npu|host|view} from compiling the model (nodes absent were folded)."""
     from ..compiler.driver import compile as _compile
     from .model import ModelTarget
@@ -108,7 +115,7 @@ def onnx_placement(model):
     return out
 
 
-def to_dot(g, check=None):
+def to_dot(g: GraphSpec, check: Mapping[str, Any] | None = None) -> str:
     """DOT text. ``check`` is a data-check report (``tilecore check --report``) or None."""
     failed = {}
     for r in (check or {}).get("nodes", []):
@@ -149,7 +156,7 @@ def _esc(text):
     return str(text).replace("\\", "\\\\").replace('"', '\\"')
 
 
-def render(dot_text, fmt):
+def render(dot_text: str, fmt: str) -> bytes:
     """Runs ``dot -T<fmt>``; returns the bytes."""
     exe = shutil.which("dot")
     if exe is None:
@@ -160,7 +167,7 @@ def render(dot_text, fmt):
     return r.stdout
 
 
-def write(g, path, check=None):
+def write(g: GraphSpec, path: str | os.PathLike[str], check: Mapping[str, Any] | None = None) -> str | os.PathLike[str]:
     """Writes ``g`` to ``path`` in the format its extension names (.dot .svg .png .html)."""
     path = os.fspath(path)
     ext = os.path.splitext(path)[1].lower()

@@ -1,16 +1,23 @@
 """The display and info plugins: display/undisplay, info asm|reg|engines|progress|
 loc|src|ir|writes|symbols|history, x (examine memory as a typed array), p (a graph
 value of a model) and set."""
+
+from __future__ import annotations
+
 import os
 import re
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .core import CommandError, ffi, parse_int
 from .plugins import SPACES, DTYPES, Plugin, complete_words, parse_format, parse_location, split_core
 
+if TYPE_CHECKING:
+    from .core import Debugger
 
-def summarize(arr, full=False):
+
+def summarize(arr: np.ndarray, full: bool = False) -> str:
     """A tensor as text: all of it when small (or ``full``), else its statistics and first elements."""
     if full or arr.size <= 64:
         with np.printoptions(threshold=max(arr.size, 1000), linewidth=100):
@@ -32,15 +39,15 @@ class DisplayPlugin(Plugin):
 
     name = "display"
 
-    def __init__(self, tdb):
+    def __init__(self, tdb: Debugger) -> None:
         super().__init__(tdb)
         self.items = {}
         self.next_number = 1
 
-    def on_load(self):
+    def on_load(self) -> None:
         self.tdb.info_handlers["display"] = (self.info_display, None)
 
-    def show(self, n, expr):
+    def show(self, n: int, expr: str) -> None:
         t = self.tdb
         if expr.split()[0] in ("x", "info", "p", "print") or expr.startswith("x/"):
             t.message(f"{n}: {expr}")
@@ -55,7 +62,7 @@ class DisplayPlugin(Plugin):
             value = value.item()
         t.message(f"{n}: {expr} = {value!r}" if not isinstance(value, np.ndarray) else f"{n}: {expr} =\n{value}")
 
-    def do_display(self, arg):
+    def do_display(self, arg: str) -> bool | None:
         """display [EXPR]
         Show EXPR at every stop (a Python expression with registers and buffers by name, or an
         'x ...' / 'info ...' / 'p ...' command); without argument, show all now."""
@@ -75,7 +82,7 @@ class DisplayPlugin(Plugin):
         if self.tdb.started:
             self.show(n, expr)
 
-    def do_undisplay(self, arg):
+    def do_undisplay(self, arg: str) -> bool | None:
         """undisplay [N[,N...]]
         Stop showing display expressions (all without argument)."""
         nums = [parse_int(x, "display number") for x in re.split(r"[,\s]+", arg.strip()) if x] or list(self.items)
@@ -84,13 +91,13 @@ class DisplayPlugin(Plugin):
                 raise CommandError(f"no display number {n}")
             del self.items[n]
 
-    def info_display(self, arg):
+    def info_display(self, arg: str) -> None:
         if not self.items:
             self.tdb.message("No display expressions")
         for n, e in self.items.items():
             self.tdb.message(f"{n}: {e}")
 
-    def on_stop(self, report):
+    def on_stop(self, report: dict[str, Any]) -> None:
         if report["reason"] == "finished":
             return
         for n, e in self.items.items():
@@ -104,7 +111,7 @@ class InfoPlugin(Plugin):
 
     name = "info"
 
-    def on_load(self):
+    def on_load(self) -> None:
         h = self.tdb.info_handlers
         h.update({"asm": (self.info_asm, None), "reg": (self.info_reg, None), "registers": (self.info_reg, None),
                   "engines": (self.info_engines, None), "progress": (self.info_progress, None),
@@ -112,7 +119,7 @@ class InfoPlugin(Plugin):
                   "symbols": (self.info_symbols, None), "history": (self.info_history, None),
                   "ir": (self.info_ir, None), "nodes": (self.info_ir, None)})
 
-    def on_stop(self, report):
+    def on_stop(self, report: dict[str, Any]) -> None:
         t = self.tdb
         if report["reason"] == "finished":
             return
@@ -120,7 +127,7 @@ class InfoPlugin(Plugin):
             t.message("reached the start of the recorded history")
         t.message(t.where(t.core))
 
-    def do_info(self, arg):
+    def do_info(self, arg: str) -> bool | None:
         """i(nfo) WHAT [ARGS]
         WHAT: asm [N] (listing around the pc), reg [x|v|p] [core N], engines, progress,
         loc, src [N], ir [N] (models: the graph nodes around the current one), writes LOCATION,
@@ -135,14 +142,14 @@ class InfoPlugin(Plugin):
 
     do_i = do_info
 
-    def complete_info(self, text, line, begidx, endidx):
+    def complete_info(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
         if len(line[:begidx].split()) <= 1:
             return complete_words(text, self.tdb.info_handlers)
         return complete_words(text, list(self.tdb.symbols) + [f"{s}:" for s in SPACES] + ["core"])
 
     complete_i = complete_info
 
-    def info_asm(self, arg):
+    def info_asm(self, arg: str) -> None:
         t = self.tdb
         t.require_started()
         if t.model is not None and (t.model.node() is None or t.model.node().where != "npu"):
@@ -157,7 +164,7 @@ class InfoPlugin(Plugin):
             ln = t.target.listing_line(core, p)
             t.message(f"{'=>' if p == pc else '  '} {p:5d}  {text:<48s}" + (f" ; asm:{ln}" if ln else ""))
 
-    def info_reg(self, arg):
+    def info_reg(self, arg: str) -> None:
         t = self.tdb
         t.require_started()
         words, core = split_core(arg.split())
@@ -177,7 +184,7 @@ class InfoPlugin(Plugin):
         else:
             raise CommandError(f"register file must be x, v or p, got '{which}'")
 
-    def info_engines(self, arg):
+    def info_engines(self, arg: str) -> None:
         t = self.tdb
         t.require_started()
         for c in range(t.sim.cores):
@@ -187,7 +194,7 @@ class InfoPlugin(Plugin):
             t.message(st["state"])
             t.message("    " + "; ".join(parts))
 
-    def info_progress(self, arg):
+    def info_progress(self, arg: str) -> None:
         t = self.tdb
         t.require_started()
         if t.model is not None:
@@ -206,7 +213,7 @@ class InfoPlugin(Plugin):
         for c in range(t.sim.cores):
             t.message("  " + t.where(c))
 
-    def info_loc(self, arg):
+    def info_loc(self, arg: str) -> None:
         t = self.tdb
         t.require_started()
         if t.model is not None:
@@ -239,7 +246,7 @@ class InfoPlugin(Plugin):
             if src and int(line) <= len(src):
                 t.message(f"  {os.path.basename(file)}:{line}: {src[int(line) - 1].strip()}")
 
-    def info_ir(self, arg):
+    def info_ir(self, arg: str) -> None:
         """Models: the graph nodes around the current one (where each runs, values read and written)."""
         t = self.tdb
         if t.model is None:
@@ -253,7 +260,7 @@ class InfoPlugin(Plugin):
         if cur >= len(m.nodes):
             t.message("=> (finished)")
 
-    def info_src(self, arg):
+    def info_src(self, arg: str) -> None:
         t = self.tdb
         t.require_started()
         n = parse_int(arg.strip(), "count") if arg.strip() else 5
@@ -268,7 +275,7 @@ class InfoPlugin(Plugin):
         for k in range(max(line - n, 1), min(line + n, len(src)) + 1):
             t.message(f"{'->' if k == line else '  '} {k:4d}  {src[k - 1]}")
 
-    def info_writes(self, arg):
+    def info_writes(self, arg: str) -> None:
         t = self.tdb
         t.require_started()
         words, core = split_core(arg.split())
@@ -289,14 +296,14 @@ class InfoPlugin(Plugin):
         t.message(f"{space}:{addr:#x} was last written by core {w['core']} pc {w['pc']} `{inst}` ({unit}), "
                   f"range [{w['lo']:#x}, {w['hi']:#x}), after {w['position']} instructions" + (f", at {loc}" if loc else ""))
 
-    def info_symbols(self, arg):
+    def info_symbols(self, arg: str) -> None:
         t = self.tdb
         if not t.symbols:
             t.message("No buffers")
         for s in t.symbols.values():
             t.message(repr(s))
 
-    def info_history(self, arg):
+    def info_history(self, arg: str) -> None:
         t = self.tdb
         t.require_started()
         h = ffi.History(t.engine)
@@ -304,7 +311,7 @@ class InfoPlugin(Plugin):
                   f"snapshots, {h['writes']} writes logged ({h['undo_bytes']} bytes to undo)")
 
     # -- x
-    def do_x(self, arg):
+    def do_x(self, arg: str) -> bool | None:
         """x[/FMT] LOCATION [core N]
         Examine memory as a typed array. FMT is COUNT[xCOUNT...] then a type (i8 u8 i16 u16 i32 u32
         f16 bf16 f32), e.g. x/16i32 ddr:0x10000, x/4x8f32 l1:0x100 core 1, x C, x/4 C, x C[3].
@@ -340,12 +347,12 @@ class InfoPlugin(Plugin):
             t.message(str(arr))
         t.namespace["_"] = arr
 
-    def complete_x(self, text, line, begidx, endidx):
+    def complete_x(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
         names = list(self.tdb.model.values) if self.tdb.model is not None else list(self.tdb.symbols)
         return complete_words(text, names + [f"{s}:" for s in SPACES] + ["core"])
 
     # -- p (graph values)
-    def do_print(self, arg):
+    def do_print(self, arg: str) -> bool | None:
         """p(rint)[/full] VALUE | p(rint) EXPR
         Print a graph value of a model (ONNX value name) as the typed tensor the compiler laid out,
         saying where it lives and whether it is produced yet (large tensors: their statistics and
@@ -383,14 +390,14 @@ class InfoPlugin(Plugin):
 
     do_p = do_print
 
-    def complete_print(self, text, line, begidx, endidx):
+    def complete_print(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
         m = self.tdb.model
         return complete_words(text, list(m.values) if m is not None else list(self.tdb.symbols))
 
     complete_p = complete_print
 
     # -- set
-    def do_set(self, arg):
+    def do_set(self, arg: str) -> bool | None:
         """set xN = VALUE [core N] | set BUFFER[I] = VALUE | set/TYPE SPACE:ADDR = V[, V...] [core N]
         Change a register or memory (VALUE is a Python expression). Memory writes are logged, so
         reverse execution undoes them."""

@@ -10,12 +10,23 @@ view (Reshape, Flatten, ...) has no code and only gives its input's bytes a new 
 and shape. Graph values are found by their ONNX names through the executable's debug
 info (``inputs``, ``outputs`` and ``views`` of each step, docs/executable.md).
 """
+
+from __future__ import annotations
+
 import json
 import os
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
 from .target import ARG_BLOCK_FROM_END, KernelModuleTarget, Symbol, Target, TargetError
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from ..arch import Program
+    from ..runtime import Executable
+    from ..sim import Simulator
 
 ARENA_BASE = 0x10000  # runtime::kNpuHeapBase: the first address the npu device allocates
 
@@ -23,26 +34,28 @@ ARENA_BASE = 0x10000  # runtime::kNpuHeapBase: the first address the npu device 
 class Value:
     """A graph value: where its bytes are (a buffer of the arena) and its type."""
 
-    def __init__(self, name, buffer, shape, dtype, producer=None):
+    def __init__(self, name: str, buffer: int, shape: Sequence[int], dtype: npt.DTypeLike,
+                 producer: int | None = None) -> None:
         self.name, self.buffer, self.shape, self.dtype = name, buffer, tuple(shape), np.dtype(dtype)
         self.producer = producer  # index of the node that writes it; None: an input or a constant
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
 
 class Node:
     """One node of the model in execution order: ``where`` is npu, host or view."""
 
-    def __init__(self, index, where, name, onnx_name, op_type, inputs, outputs, step=None):
+    def __init__(self, index: int, where: str, name: str, onnx_name: str, op_type: str, inputs: list[str],
+                 outputs: list[str], step: Mapping[str, Any] | None = None) -> None:
         self.index, self.where, self.name, self.onnx_name, self.op_type = index, where, name, onnx_name, op_type
         self.inputs, self.outputs = list(inputs), list(outputs)
         self.step = step          # the executable's step (dict), None for a view
         self.kernel = None        # KernelModuleTarget of an npu node (made when first needed)
         self.module = None
 
-    def describe(self):
+    def describe(self) -> str:
         return f"`{self.onnx_name}` ({self.op_type}, {self.where})"
 
 
@@ -51,7 +64,7 @@ class ModelTarget(Target):
 
     kind = "model"
 
-    def __init__(self, exe):
+    def __init__(self, exe: Executable) -> None:
         from .. import runtime
 
         if isinstance(exe, (str, os.PathLike)):
@@ -89,12 +102,12 @@ class ModelTarget(Target):
         self.current = 0  # the node the debugger is at (set by the debugger)
 
     # ---- building the node list -------------------------------------------------------------
-    def _add_value(self, name, buffer, shape=None, producer=None):
+    def _add_value(self, name, buffer, shape=None, producer=None) -> None:
         b = self.buffers[buffer]
         dtype = "uint16" if b["dtype"] == "bfloat16" else b["dtype"]
         self.values[name] = Value(name, buffer, b["shape"] if shape is None else shape, dtype, producer)
 
-    def _add_step(self, step):
+    def _add_step(self, step) -> None:
         dbg = step.get("debug", {})
         for view in json.loads(dbg["views"]) if dbg.get("views") else []:
             vname, op, src, out, shape = view
@@ -126,29 +139,29 @@ class ModelTarget(Target):
             n.module = self.modules[step["module"]]
 
     # ---- queries -------------------------------------------------------------------------------
-    def node(self, index=None):
+    def node(self, index: int | None = None) -> Node | None:
         index = self.current if index is None else index
         return self.nodes[index] if 0 <= index < len(self.nodes) else None
 
-    def find_nodes(self, name):
+    def find_nodes(self, name: str) -> list[Node]:
         """Nodes whose ONNX name or step name is ``name``."""
         return [n for n in self.nodes if name in (n.onnx_name, n.name)]
 
-    def op_types(self):
+    def op_types(self) -> list[str]:
         return sorted({n.op_type for n in self.nodes})
 
-    def node_names(self):
+    def node_names(self) -> list[str]:
         return sorted({n.onnx_name for n in self.nodes} | {n.name for n in self.nodes})
 
-    def kernel(self, node):
+    def kernel(self, node: Node) -> KernelModuleTarget:
         if node.kernel is None and node.where == "npu":
             node.kernel = KernelModuleTarget(node.module, node.step["function"])
         return node.kernel
 
-    def value_address(self, value):
+    def value_address(self, value: Value) -> int:
         return ARENA_BASE + int(self.buffers[value.buffer]["offset"])
 
-    def clobbered_by(self, value):
+    def clobbered_by(self, value: Value) -> Node | None:
         """The first node after the value's producer that writes bytes of its buffer (or None)."""
         lo = self.value_address(value)
         hi = lo + value.nbytes
@@ -167,38 +180,38 @@ class ModelTarget(Target):
 
     # ---- Target interface (delegated to the current npu node's kernel) ---------------------
     @property
-    def program(self):
+    def program(self) -> Program | None:
         n = self.node()
         return self.kernel(n).program if n is not None and n.where == "npu" else None
 
-    def location(self, core, pc):
+    def location(self, core: int, pc: int) -> str | None:
         n = self.node()
         return self.kernel(n).location(core, pc) if n is not None and n.where == "npu" else None
 
-    def listing(self):
+    def listing(self) -> list[str]:
         n = self.node()
         return self.kernel(n).listing() if n is not None and n.where == "npu" else []
 
-    def listing_line(self, core, pc):
+    def listing_line(self, core: int, pc: int) -> int:
         n = self.node()
         return self.kernel(n).listing_line(core, pc) if n is not None and n.where == "npu" else 0
 
-    def pcs_at_listing_line(self, line):
+    def pcs_at_listing_line(self, line: int) -> dict[int, list[int]]:
         n = self.node()
         return self.kernel(n).pcs_at_listing_line(line) if n is not None and n.where == "npu" else {}
 
-    def pcs_at_location(self, file, line):
+    def pcs_at_location(self, file: str, line: int) -> dict[int, list[int]]:
         n = self.node()
         return self.kernel(n).pcs_at_location(file, line) if n is not None and n.where == "npu" else {}
 
-    def files(self):
+    def files(self) -> list[str]:
         return []
 
     # ---- running --------------------------------------------------------------------------------
-    def prepare(self, sim, inputs):
+    def prepare(self, sim: Simulator, inputs: Mapping[str, Any] | None) -> dict[str, Symbol]:
         """Writes the constants and the inputs into the arena; returns {value name: Symbol}
         (every graph value, in the buffer and row-major layout the compiler chose)."""
-        from .._base import _ffi_core
+        from ..ffi._base import _ffi_core
 
         inputs = dict(inputs or {})
         missing = [n for n in self.input_names if n not in inputs]
@@ -220,9 +233,9 @@ class ModelTarget(Target):
             sim.write("ddr", self.value_address(v), a)
         return {name: Symbol(name, "ddr", self.value_address(v), v.dtype, v.shape) for name, v in self.values.items()}
 
-    def load_node(self, sim, node):
+    def load_node(self, sim: Simulator, node: Node) -> None:
         """Loads an npu node's kernel with its argument block, as the runtime's launch does."""
-        from .._base import _ffi_core
+        from ..ffi._base import _ffi_core
 
         k = self.kernel(node)
         sim.load(k.program)
@@ -233,9 +246,9 @@ class ModelTarget(Target):
             for core in range(k.cores):
                 sim.write("l1", block, words, core=core)
 
-    def run_host_node(self, sim, node):
+    def run_host_node(self, sim: Simulator, node: Node) -> None:
         """Runs a host node: its buffers from the simulated DDR, the call, its outputs back."""
-        from .. import nd
+        from ..ffi import nd
 
         arrays = []
         for a in node.step["args"]:
@@ -248,12 +261,12 @@ class ModelTarget(Target):
         for a, arr in zip(node.step["args"][len(arrays) - n_out:], arrays[len(arrays) - n_out:]):
             sim.write("ddr", ARENA_BASE + int(self.buffers[a]["offset"]), arr.numpy())
 
-    def read_value(self, sim, name, node_index=None):
+    def read_value(self, sim: Simulator, name: str, node_index: int | None = None) -> np.ndarray:
         """The value's array as the simulated DDR holds it now."""
         v = self.values[name]
         return sim.read("ddr", self.value_address(v), v.shape, v.dtype)
 
-    def disassemble(self):
+    def disassemble(self) -> str:
         """The executable's code as annotated assembly: each node in order with its ONNX name,
         op type, where it runs and its values, then its kernel's TC1 assembly (once per kernel)."""
         out = [f"# {self.name}: {len(self.nodes)} nodes, arena {self.arena_size} bytes at ddr:{ARENA_BASE:#x}"]

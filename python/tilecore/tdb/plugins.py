@@ -15,13 +15,22 @@ A plugin receives the debugger's lifecycle callbacks and may add commands: any
 Plugins that set ``wants_steps`` make tdb single-step (a Python call per
 instruction); the built-in ones do not, so ``continue`` runs at the simulator's speed.
 """
+
+from __future__ import annotations
+
 import importlib.util
 import os
 import re
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
 from .core import CommandError, parse_int
+
+if TYPE_CHECKING:
+    from .core import Debugger
+    from .model import Node
+    from .target import Symbol
 
 SPACES = ("ddr", "l2", "l1")
 DTYPES = {"i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "i32": "int32", "u32": "uint32",
@@ -36,47 +45,47 @@ class Plugin:
     #: Python call per instruction); False: the simulator runs freely between stops.
     wants_steps = False
 
-    def __init__(self, tdb):
+    def __init__(self, tdb: Debugger) -> None:
         self.tdb = tdb
 
-    def on_load(self):
+    def on_load(self) -> None:
         """The target is loaded and every plugin registered."""
 
-    def on_start(self):
+    def on_start(self) -> None:
         """The program was (re)loaded and its inputs written (start, run)."""
 
-    def before_step(self):
+    def before_step(self) -> None:
         """Before each instruction (only with wants_steps)."""
 
-    def after_step(self):
+    def after_step(self) -> None:
         """After each instruction (only with wants_steps)."""
 
-    def on_node_load(self, node):
+    def on_node_load(self, node: Node) -> None:
         """Models: an npu node's kernel was loaded (before its first instruction)."""
 
-    def before_node(self, node):
+    def before_node(self, node: Node) -> list[str] | None:
         """Models: the node is about to start; return messages to stop before it."""
         return None
 
-    def after_node(self, node):
+    def after_node(self, node: Node) -> list[str] | None:
         """Models: the node has run (its outputs are in memory); return messages to stop."""
         return None
 
-    def accept_stop(self, report):
+    def accept_stop(self, report: dict[str, Any]) -> bool:
         """Return False to ignore this breakpoint stop and continue (conditions)."""
         return True
 
-    def on_stop(self, report):
+    def on_stop(self, report: dict[str, Any]) -> None:
         """Execution stopped; ``report`` has reason, executed and hits."""
 
-    def on_end(self):
+    def on_end(self) -> None:
         """The program finished."""
 
-    def on_quit(self):
+    def on_quit(self) -> None:
         """The debugger is leaving."""
 
 
-def load_plugin_file(path):
+def load_plugin_file(path: str | os.PathLike[str]) -> list[type[Plugin]]:
     """The Plugin subclasses defined in a Python file."""
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -93,14 +102,14 @@ def load_plugin_file(path):
 
 # ---- shared parsing -----------------------------------------------------------------------------
 
-def split_core(args):
+def split_core(args: list[str]) -> tuple[list[str], int | None]:
     """Removes a trailing ``core N`` from a list of words; returns (words, core or None)."""
     if len(args) >= 2 and args[-2] == "core":
         return args[:-2], parse_int(args[-1], "core")
     return args, None
 
 
-def parse_location(tdb, text):
+def parse_location(tdb: Debugger, text: str) -> tuple[str, int, int | None, np.dtype | None, Symbol | None]:
     """``SPACE:ADDR[+LEN]``, ``SYMBOL`` or ``SYMBOL[I]`` -> (space, addr, nbytes or None, dtype or None, core)."""
     text = text.strip()
     m = re.fullmatch(r"(\w+)\[(.+)\]", text)
@@ -125,7 +134,7 @@ def parse_location(tdb, text):
     return m.group(1), addr, n, None, None
 
 
-def parse_format(fmt):
+def parse_format(fmt: str) -> tuple[tuple[int, ...] | None, str | None]:
     """``x`` format ``[COUNT[xCOUNT...]][DTYPE]`` -> (shape or None, numpy dtype name or None)."""
     m = re.fullmatch(r"(\d+(?:x\d+)*)?(i8|u8|i16|u16|i32|u32|f16|bf16|f32)?", fmt)
     if not m or not fmt:
@@ -136,7 +145,7 @@ def parse_format(fmt):
     return shape, (DTYPES[m.group(2)] if m.group(2) else None)
 
 
-def complete_words(text, words):
+def complete_words(text: str, words: Iterable[str]) -> list[str]:
     return sorted(w for w in words if w.startswith(text))
 
 

@@ -7,9 +7,20 @@ pc to the kernel's ``file:line``. :class:`AssemblyTarget` is a TC1 assembly file
 (``model.py``: node after node). Every target gives the same small interface, so most
 of the debugger's commands do not know which kind they run.
 """
+
+from __future__ import annotations
+
 import os
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from ..arch import Program
+    from ..runtime import Module
+    from ..sim import Simulator
 
 ARG_BLOCK_FROM_END = 1024  # runtime::kNpuArgBlock = L1 size - 1024
 BUFFER_BASE = 0x10000      # where tdb places buffer arguments in DDR
@@ -23,15 +34,16 @@ class TargetError(ValueError):
 class Symbol:
     """A named array in simulated memory (a kernel's buffer argument)."""
 
-    def __init__(self, name, space, address, dtype, shape, core=0):
+    def __init__(self, name: str, space: str, address: int, dtype: npt.DTypeLike, shape: Sequence[int],
+                 core: int = 0) -> None:
         self.name, self.space, self.address = name, space, int(address)
         self.dtype, self.shape, self.core = np.dtype(dtype), tuple(shape), core
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{self.name}: {self.dtype}{list(self.shape)} at {self.space}:{self.address:#x}"
 
 
@@ -44,30 +56,30 @@ class Target:
     cores = 1          # cores the program needs
     source_path = None  # the main source file (for bare line numbers)
 
-    def prepare(self, sim, inputs):
+    def prepare(self, sim: Simulator, inputs: Mapping[str, Any] | None) -> dict[str, Symbol]:
         """Writes the inputs into ``sim`` (after load); returns {name: Symbol}."""
         return {}
 
-    def location(self, core, pc):
+    def location(self, core: int, pc: int) -> str | None:
         """``file:line`` of the source that produced the instruction, or None."""
         return None
 
-    def listing(self):
+    def listing(self) -> list[str]:
         """The assembly listing, as a list of lines (line 1 first)."""
         return self.program.disassemble().splitlines()
 
-    def listing_line(self, core, pc):
+    def listing_line(self, core: int, pc: int) -> int:
         """The listing line (1-based) of the instruction, or 0."""
         return 0
 
-    def pcs_at_location(self, file, line):
+    def pcs_at_location(self, file: str, line: int) -> dict[int, list[int]]:
         """{core: [pc, ...]} of the instructions of source ``file:line``."""
         return {}
 
-    def pcs_at_listing_line(self, line):
+    def pcs_at_listing_line(self, line: int) -> dict[int, list[int]]:
         return {}
 
-    def source_lines(self, file):
+    def source_lines(self, file: str) -> list[str] | None:
         """The text lines of a source file, or None when it cannot be read."""
         try:
             with open(file, encoding="utf-8") as f:
@@ -75,7 +87,7 @@ class Target:
         except OSError:
             return None
 
-    def files(self):
+    def files(self) -> list[str]:
         return []
 
 
@@ -90,7 +102,7 @@ def _sections_by_core(program):
 class _LineTable:
     """pc -> "file:line" per text section, and the reverse."""
 
-    def __init__(self, program, entries):
+    def __init__(self, program: Program, entries: Any) -> None:
         self.by_core = _sections_by_core(program)
         self.loc = {}      # (section, pc) -> (file, line)
         for section, pc, where in entries:
@@ -99,14 +111,14 @@ class _LineTable:
                 self.loc[(int(section), int(pc))] = (file, int(line))
         self.cores = sorted(self.by_core)
 
-    def location(self, core, pc):
+    def location(self, core: int, pc: int) -> str | None:
         s = self.by_core.get(core)
         return None if s is None else self.loc.get((s, pc))
 
-    def files(self):
+    def files(self) -> list[str]:
         return sorted({f for f, _ in self.loc.values()})
 
-    def pcs(self, file, line):
+    def pcs(self, file: str, line: int) -> dict[int, list[int]]:
         """The first pc of every run of instructions of ``file:line``, per core (a
         breakpoint on a line stops where the line starts, not at each instruction)."""
         out = {}
@@ -154,7 +166,7 @@ class KernelModuleTarget(Target):
 
     kind = "kernel module"
 
-    def __init__(self, module, function=None):
+    def __init__(self, module: Module | str | os.PathLike[str], function: str | None = None) -> None:
         from .. import runtime
 
         if isinstance(module, (str, os.PathLike)):
@@ -189,10 +201,10 @@ class KernelModuleTarget(Target):
             if self.program.lines(index):
                 self._asm_lines[index] = self.program.lines(index)
 
-    def files(self):
+    def files(self) -> list[str]:
         return self.table.files()
 
-    def prepare(self, sim, inputs):
+    def prepare(self, sim: Simulator, inputs: Mapping[str, Any] | None) -> dict[str, Symbol]:
         inputs = dict(inputs or {})
         symbols, words, addr = {}, [], BUFFER_BASE
         for p in self.params:
@@ -224,22 +236,22 @@ class KernelModuleTarget(Target):
                 sim.write("l1", block, np.array(words, dtype=np.uint32), core=core)
         return symbols
 
-    def location(self, core, pc):
+    def location(self, core: int, pc: int) -> str | None:
         loc = self.table.location(core, pc)
         return None if loc is None else f"{loc[0]}:{loc[1]}"
 
-    def listing(self):
+    def listing(self) -> list[str]:
         return self._listing
 
-    def listing_line(self, core, pc):
+    def listing_line(self, core: int, pc: int) -> int:
         s = self.table.by_core.get(core)
         lines = self._asm_lines.get(s, [])
         return lines[pc] if 0 <= pc < len(lines) else 0
 
-    def pcs_at_location(self, file, line):
+    def pcs_at_location(self, file: str, line: int) -> dict[int, list[int]]:
         return self.table.pcs(file, line)
 
-    def pcs_at_listing_line(self, line):
+    def pcs_at_listing_line(self, line: int) -> dict[int, list[int]]:
         out = {}
         for core, s in self.table.by_core.items():
             pcs = [pc for pc, ln in enumerate(self._asm_lines.get(s, [])) if ln == line]
@@ -253,7 +265,7 @@ class AssemblyTarget(Target):
 
     kind = "assembly"
 
-    def __init__(self, path):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         from .. import arch
 
         self.path = os.fspath(path)
@@ -272,10 +284,10 @@ class AssemblyTarget(Target):
         self.cores = max(self.by_core) + 1 if self.by_core else 1
         self._lines = {i: self.program.lines(i) for i in range(len(self.program.sections))}
 
-    def files(self):
+    def files(self) -> list[str]:
         return [self.path]
 
-    def prepare(self, sim, inputs):
+    def prepare(self, sim: Simulator, inputs: Mapping[str, Any] | None) -> dict[str, Symbol]:
         symbols = {}
         for name, value in (inputs or {}).items():
             space, _, addr = name.partition("_")  # arrays named like ddr_0x1000
@@ -287,21 +299,21 @@ class AssemblyTarget(Target):
             symbols[name] = Symbol(name, space, int(addr, 0), a.dtype, a.shape)
         return symbols
 
-    def location(self, core, pc):
+    def location(self, core: int, pc: int) -> str | None:
         line = self.listing_line(core, pc)
         return f"{self.path}:{line}" if line else None
 
-    def listing(self):
+    def listing(self) -> list[str]:
         return self.text.splitlines()
 
-    def listing_line(self, core, pc):
+    def listing_line(self, core: int, pc: int) -> int:
         lines = self._lines.get(self.by_core.get(core), [])
         return lines[pc] if 0 <= pc < len(lines) else 0
 
-    def pcs_at_location(self, file, line):
+    def pcs_at_location(self, file: str, line: int) -> dict[int, list[int]]:
         return self.pcs_at_listing_line(line) if _same_file(self.path, file) else {}
 
-    def pcs_at_listing_line(self, line):
+    def pcs_at_listing_line(self, line: int) -> dict[int, list[int]]:
         out = {}
         for core, s in self.by_core.items():
             pcs = [pc for pc, ln in enumerate(self._lines.get(s, [])) if ln == line]
@@ -310,7 +322,7 @@ class AssemblyTarget(Target):
         return out
 
 
-def open_target(path, function=None):
+def open_target(path: str | os.PathLike[str], function: str | None = None) -> Target:
     """The target for a file: a kernel module (``.tcm``), TC1 assembly (``.s``) or a model (``.tcx``)."""
     path = os.fspath(path)
     if path.endswith((".s", ".S", ".asm")):

@@ -7,8 +7,14 @@
 A pass applies to an IRModule or to a single PrimFunc (wrapped in a module and
 unwrapped again). See docs/passes.md.
 """
-from ..object import Object, register_object
-from .._base import _ffi_core
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterable, Mapping
+
+from ..ffi.object import Object, register_object
+from ..ffi._base import _ffi_core
 
 
 def _api(name):
@@ -29,10 +35,10 @@ class Pass(Object):
 
     __slots__ = ()
 
-    def __call__(self, mod_or_func):
+    def __call__(self, mod_or_func: Any) -> Any:
         return _api("RunPass")(self, mod_or_func)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Pass({self.info.name})"
 
 
@@ -55,7 +61,8 @@ class PassContext(Object):
 
     __slots__ = ()
 
-    def __init__(self, opt_level=2, config=None, disabled=None, instruments=None):
+    def __init__(self, opt_level: int = 2, config: Mapping[str, Any] | None = None,
+                 disabled: Iterable[str] | None = None, instruments: Iterable[PassInstrument] | None = None) -> None:
         self.__init_handle_by_constructor__(
             _api("PassContext"), opt_level, dict(config or {}), list(disabled or []), list(instruments or []))
 
@@ -63,56 +70,59 @@ class PassContext(Object):
         _api("EnterPassContext")(self)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> bool:
         _api("ExitPassContext")(self)
         return False
 
     @staticmethod
-    def current():
+    def current() -> PassContext:
         return _api("PassContextCurrent")()
 
 
-def make_instrument(name, enter_ctx=None, exit_ctx=None, should_run=None, before=None, after=None):
+def make_instrument(name: str, enter_ctx: Callable[[], Any] | None = None, exit_ctx: Callable[[], Any] | None = None,
+                    should_run: Callable[[Any, PassInfo], bool] | None = None,
+                    before: Callable[[Any, PassInfo], Any] | None = None,
+                    after: Callable[[Any, PassInfo], Any] | None = None) -> PassInstrument:
     """A PassInstrument from Python callables; before/after/should_run get (mod, info)."""
     return _api("PassInstrument")(name, enter_ctx, exit_ctx, should_run, before, after)
 
 
-def PassTimingInstrument():  # noqa: N802
+def PassTimingInstrument() -> PassInstrument:  # noqa: N802
     """Records each pass's wall time; read it with :func:`render_pass_timing`."""
     return _api("PassTimingInstrument")()
 
 
-def render_pass_timing(instrument):
+def render_pass_timing(instrument: PassInstrument) -> str:
     return _api("RenderPassTiming")(instrument)
 
 
-def DumpIR(folder):  # noqa: N802
+def DumpIR(folder: str | os.PathLike[str]) -> PassInstrument:  # noqa: N802
     """Writes the module's script text before and after each pass into ``folder``."""
     return _api("DumpIRInstrument")(str(folder))
 
 
-def Sequential(passes, name="Sequential"):  # noqa: N802
+def Sequential(passes: Iterable[Pass], name: str = "Sequential") -> Pass:  # noqa: N802
     return _api("Sequential")(list(passes), name)
 
 
-def prim_func_pass(fn, opt_level=0, name=None):
+def prim_func_pass(fn: Callable[[Any, Any, PassContext], Any], opt_level: int = 0, name: str | None = None) -> Pass:
     """A pass from a Python function ``fn(func, mod, ctx) -> func``."""
     return _api("CreatePrimFuncPass")(fn, opt_level, name or getattr(fn, "__name__", "PythonPass"))
 
 
-def simplify_expr(expr):
+def simplify_expr(expr: Any) -> Any:
     """Simplifies one expression (free variables have unknown ranges)."""
     return _api("SimplifyExpr")(expr)
 
 
-def const_int_bound(expr, ranges=None):
+def const_int_bound(expr: Any, ranges: Mapping[Any, tuple[int, int]] | None = None) -> tuple[int, int]:
     """``(lo, hi)`` of an integer expression; ``ranges`` maps Var -> (min, extent)."""
     r = _api("ConstIntBound")(expr, {k: list(v) for k, v in (ranges or {}).items()} if ranges else None)
     return (r[0], r[1])
 
 
 def _pass(name):
-    def make():
+    def make() -> Pass:
         return _api(name)()
 
     make.__name__ = name
@@ -130,7 +140,7 @@ EmitTileIntrinsics = _pass("EmitTileIntrinsics")
 FlattenBuffer = _pass("FlattenBuffer")
 
 
-def DefaultKernelPipeline(opt_level=2):  # noqa: N802
+def DefaultKernelPipeline(opt_level: int = 2) -> Pass:  # noqa: N802
     """The kernel passes in the order the codegen runs them (``transform.DefaultKernelPipeline``).
 
     :param opt_level: 0 runs only what the codegen needs (VectorizeLoop, UnrollLoop,
@@ -144,7 +154,7 @@ def DefaultKernelPipeline(opt_level=2):  # noqa: N802
 # ---------------------------------------------------------------------------
 # Graph passes (run on an ir.Graph; see docs/frontend.md)
 # ---------------------------------------------------------------------------
-def InferTypes(input_shapes=None):  # noqa: N802
+def InferTypes(input_shapes: Mapping[str, Iterable[int]] | None = None) -> Pass:  # noqa: N802
     """``transform.InferTypes``: every value's type from its op's registered infer.
 
     :param input_shapes: input name -> shape, binding the inputs' symbolic dimensions.
@@ -153,7 +163,7 @@ def InferTypes(input_shapes=None):  # noqa: N802
     return _api("InferTypes")(shapes)
 
 
-def graph_pass(fn, opt_level=0, name=None):
+def graph_pass(fn: Callable[[Any, PassContext], Any], opt_level: int = 0, name: str | None = None) -> Pass:
     """A graph pass from a Python function ``fn(graph, ctx) -> graph``."""
     return _api("CreateGraphPass")(fn, opt_level, name or getattr(fn, "__name__", "PythonGraphPass"))
 

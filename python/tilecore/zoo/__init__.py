@@ -19,6 +19,9 @@ BatchNorm statistics and the exporter are chosen for that). Importing this packa
 does not import torch; :func:`export` does when the file is not cached yet, and says
 which package is missing when one is.
 """
+
+from __future__ import annotations
+
 import dataclasses
 import importlib
 import importlib.metadata
@@ -26,6 +29,7 @@ import os
 import tempfile
 import time
 import zlib
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +86,7 @@ _MODELS = {
 }
 
 
-def names():
+def names() -> list[str]:
     """The names of the zoo's models, in a stable order."""
     return list(_MODELS)
 
@@ -99,7 +103,7 @@ def _check_int(what, value, minimum):
     return int(value)
 
 
-def info(name):
+def info(name: str) -> dict[str, Any]:
     """A dict describing model ``name``: ``description``, ``family`` (the defining module),
     ``inputs`` and ``outputs`` (name -> shape at batch 1; inputs also give ``dtype`` and
     the ``distribution`` :func:`sample_inputs` draws from) and ``config``."""
@@ -127,7 +131,7 @@ def _name_key(name):
     return zlib.crc32(name.encode())
 
 
-def sample_inputs(name, n, seed, batch=1):
+def sample_inputs(name: str, n: int, seed: int, batch: int = 1) -> dict[str, np.ndarray]:
     """``n`` seeded input samples of model ``name``: a dict from each ONNX input name to a
     float32 array of shape ``(n, batch, *shape)``, sample ``i`` being ``array[i]`` (the
     layout of a calibration ``.npz``). Sample ``i`` depends only on (name, seed, batch, i),
@@ -143,7 +147,7 @@ def sample_inputs(name, n, seed, batch=1):
     return out
 
 
-def cache_dir():
+def cache_dir() -> str:
     """Where exports are cached: ``$TILECORE_CACHE/zoo``, else ``~/.cache/tilecore/zoo``."""
     root = os.environ.get("TILECORE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "tilecore")
     return os.path.join(root, "zoo")
@@ -194,14 +198,15 @@ def _torch_version():
         return import_torch().__version__  # raises the ZooError naming the package
 
 
-def cache_path(name, batch=1, seed=0):
+def cache_path(name: str, batch: int = 1, seed: int = 0) -> str:
     """The cache file of (name, batch, seed) for the installed torch version."""
     _spec(name)
     version = _torch_version().replace("+", "_")
     return os.path.join(cache_dir(), f"{name}-b{batch}-s{seed}-torch{version}-z{ZOO_FORMAT}.onnx")
 
 
-def export(name, path=None, batch=1, seed=0, cache=True):
+def export(name: str, path: str | os.PathLike[str] | None = None, batch: int = 1, seed: int = 0,
+           cache: bool = True) -> str:
     """Exports model ``name`` with batch size ``batch`` and weights from ``seed`` and returns
     the path of the ``.onnx`` file: ``path`` when given (the file is also cached), else the
     cache file. ``cache=False`` rebuilds and re-exports even when a cached file exists
@@ -227,7 +232,7 @@ def export(name, path=None, batch=1, seed=0, cache=True):
     return os.fspath(path)
 
 
-def check(name, batch=1, seed=0, runs=10):
+def check(name: str, batch: int = 1, seed: int = 0, runs: int = 10) -> dict[str, Any]:
     """Exports ``name`` (or takes it from the cache), runs it in ONNX Runtime on
     ``sample_inputs(name, 1, seed, batch)`` and returns a dict: ``path``, ``export_s``
     (0 when cached), ``nodes`` (op type -> count), ``outputs`` (name -> shape),

@@ -13,6 +13,9 @@
 Errors (an unknown model, a missing package) print one line prefixed ``error:`` and
 exit with status 1.
 """
+
+from __future__ import annotations
+
 import argparse
 import sys
 
@@ -25,7 +28,7 @@ def _shape(shape):
     return "x".join(str(d) for d in shape)
 
 
-def _list(args, out):
+def _list(args, out) -> None:
     for n in names():
         i = info(n)
         ins = ", ".join(f"{k} {_shape(v['shape'])}" for k, v in i["inputs"].items())
@@ -34,7 +37,7 @@ def _list(args, out):
         print(f"{'':<14} in: {ins}; out: {outs}", file=out)
 
 
-def _export(args, out):
+def _export(args, out) -> None:
     print(export(args.name, path=args.output, batch=args.batch, seed=args.seed), file=out)
 
 
@@ -51,12 +54,12 @@ def _check(args, out):
         raise ZooError(f"{args.name}: ONNX Runtime produced non-finite outputs")
 
 
-def _inputs(args, out):
+def _inputs(args, out) -> None:
     np.savez(args.output, **sample_inputs(args.name, args.n, args.seed, args.batch))
     print(args.output, file=out)
 
 
-def main(argv=None, out=None):
+def main(argv=None, out=None) -> int:
     out = out or sys.stdout
     p = argparse.ArgumentParser(prog="python -m tilecore.zoo",
                                 description="tilecore's offline model zoo (seeded weights, ONNX export)")

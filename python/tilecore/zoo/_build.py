@@ -17,6 +17,9 @@ pass on one thread is independent of the thread count, and rounding the statisti
 16 significant bits hides the last-bit differences another SIMD width or BLAS could
 make in float64 (a difference survives only when a value sits on a rounding boundary).
 """
+
+from __future__ import annotations
+
 import contextlib
 import io
 import warnings
@@ -60,7 +63,7 @@ def import_onnxruntime():
     return onnxruntime
 
 
-def _kaiming_std(weight_shape, mode="fan_out", gain=2.0):
+def _kaiming_std(weight_shape, mode="fan_out", gain: float = 2.0):
     # torch.nn.init._calculate_fan_in_and_fan_out: fan_in = size(1) * receptive field,
     # fan_out = size(0) * receptive field (so a grouped conv counts per group).
     receptive = int(np.prod(weight_shape[2:])) if len(weight_shape) > 2 else 1
@@ -68,7 +71,7 @@ def _kaiming_std(weight_shape, mode="fan_out", gain=2.0):
     return float(np.sqrt(gain / fan))
 
 
-def seeded_init(model, seed, conv_mode="fan_out"):
+def seeded_init(model, seed, conv_mode="fan_out") -> None:
     """Fills every parameter of ``model`` from ``default_rng(seed)``, module by module in
     ``named_modules()`` order:
 
@@ -84,7 +87,7 @@ def seeded_init(model, seed, conv_mode="fan_out"):
     nn = torch.nn
     rng = np.random.default_rng(seed)
 
-    def put(param, array):
+    def put(param, array) -> None:
         with torch.no_grad():
             param.copy_(torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32)))
 

@@ -7,6 +7,9 @@ projection and its BatchNorm), ``features.18`` the 1x1 conv to 1280 channels, an
 
 Written here rather than imported, for the reason given in ``resnet.py``.
 """
+
+from __future__ import annotations
+
 from ._build import import_torch
 
 torch = import_torch()
@@ -25,7 +28,7 @@ def _make_divisible(v, divisor, min_value=None):
 class Conv2dNormActivation(nn.Sequential):
     """torchvision.ops.misc.Conv2dNormActivation with BatchNorm2d and ReLU6: modules 0, 1, 2."""
 
-    def __init__(self, in_channels, out_channels, kernel_size=3, stride=1, groups=1):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int = 3, stride: int = 1, groups: int = 1) -> None:
         padding = (kernel_size - 1) // 2
         super().__init__(
             nn.Conv2d(in_channels, out_channels, kernel_size, stride, padding, groups=groups, bias=False),
@@ -36,7 +39,7 @@ class Conv2dNormActivation(nn.Sequential):
 
 
 class InvertedResidual(nn.Module):
-    def __init__(self, inp, oup, stride, expand_ratio):
+    def __init__(self, inp: int, oup: int, stride: int, expand_ratio: int) -> None:
         super().__init__()
         self.stride = stride
         hidden_dim = int(round(inp * expand_ratio))
@@ -53,14 +56,14 @@ class InvertedResidual(nn.Module):
         self.out_channels = oup
         self._is_cn = stride > 1
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.use_res_connect:
             return x + self.conv(x)
         return self.conv(x)
 
 
 class MobileNetV2(nn.Module):
-    def __init__(self, num_classes=1000, width_mult=1.0, round_nearest=8, dropout=0.2):
+    def __init__(self, num_classes: int = 1000, width_mult: float = 1.0, round_nearest: int = 8, dropout: float = 0.2) -> None:
         super().__init__()
         input_channel = 32
         last_channel = 1280
@@ -85,12 +88,12 @@ class MobileNetV2(nn.Module):
         self.features = nn.Sequential(*features)
         self.classifier = nn.Sequential(nn.Dropout(p=dropout), nn.Linear(self.last_channel, num_classes))
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.features(x)
         x = nn.functional.adaptive_avg_pool2d(x, (1, 1))
         x = torch.flatten(x, 1)
         return self.classifier(x)
 
 
-def mobilenet_v2():
+def mobilenet_v2() -> nn.Module:
     return MobileNetV2()

@@ -15,6 +15,11 @@
 Every Conv block is Conv (no bias) + BatchNorm + SiLU; SiLU exports as Sigmoid + Mul at
 opset 17 (ONNX has no SiLU op).
 """
+
+from __future__ import annotations
+
+from typing import Sequence
+
 from ._build import import_torch
 
 torch = import_torch()
@@ -27,30 +32,30 @@ STRIDES = (8, 16, 32)
 
 
 class Conv(nn.Module):
-    def __init__(self, c1, c2, k=1, s=1, p=None):
+    def __init__(self, c1: int, c2: int, k: int = 1, s: int = 1, p: int | None = None) -> None:
         super().__init__()
         self.conv = nn.Conv2d(c1, c2, k, s, k // 2 if p is None else p, bias=False)
         self.bn = nn.BatchNorm2d(c2, eps=1e-3, momentum=0.03)
         self.act = nn.SiLU()
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.act(self.bn(self.conv(x)))
 
 
 class Bottleneck(nn.Module):
-    def __init__(self, c1, c2, shortcut=True):
+    def __init__(self, c1: int, c2: int, shortcut: bool = True) -> None:
         super().__init__()
         self.cv1 = Conv(c1, c2, 1, 1)
         self.cv2 = Conv(c2, c2, 3, 1)
         self.add = shortcut and c1 == c2
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.cv2(self.cv1(x))
         return x + y if self.add else y
 
 
 class C3(nn.Module):
-    def __init__(self, c1, c2, n=1, shortcut=True):
+    def __init__(self, c1: int, c2: int, n: int = 1, shortcut: bool = True) -> None:
         super().__init__()
         c_ = c2 // 2
         self.cv1 = Conv(c1, c_, 1, 1)
@@ -58,19 +63,19 @@ class C3(nn.Module):
         self.cv3 = Conv(2 * c_, c2, 1)
         self.m = nn.Sequential(*(Bottleneck(c_, c_, shortcut) for _ in range(n)))
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.cv3(torch.cat((self.m(self.cv1(x)), self.cv2(x)), 1))
 
 
 class SPPF(nn.Module):
-    def __init__(self, c1, c2, k=5):
+    def __init__(self, c1: int, c2: int, k: int = 5) -> None:
         super().__init__()
         c_ = c1 // 2
         self.cv1 = Conv(c1, c_, 1, 1)
         self.cv2 = Conv(c_ * 4, c2, 1, 1)
         self.m = nn.MaxPool2d(kernel_size=k, stride=1, padding=k // 2)
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.cv1(x)
         y1 = self.m(x)
         y2 = self.m(y1)
@@ -78,7 +83,7 @@ class SPPF(nn.Module):
 
 
 class Detect(nn.Module):
-    def __init__(self, channels, image=IMAGE, nc=NUM_CLASSES, anchors=ANCHORS, strides=STRIDES):
+    def __init__(self, channels: Sequence[int], image: int = IMAGE, nc: int = NUM_CLASSES, anchors: Sequence[Sequence[int]] = ANCHORS, strides: Sequence[int] = STRIDES) -> None:
         super().__init__()
         self.nc, self.no, self.na = nc, nc + 5, len(anchors[0]) // 2
         self.m = nn.ModuleList(nn.Conv2d(c, self.no * self.na, 1) for c in channels)
@@ -95,7 +100,7 @@ class Detect(nn.Module):
             self.register_buffer(f"anchor_grid{i}", anchor.expand(1, self.na, ny, nx, 2).contiguous(),
                                  persistent=False)
 
-    def forward(self, xs):
+    def forward(self, xs: Sequence[torch.Tensor]) -> torch.Tensor | list[torch.Tensor]:
         if self.training:  # as YOLOv5: raw maps, no decode (the BatchNorm statistics pass)
             return [m(x) for m, x in zip(self.m, xs)]
         z = []
@@ -111,7 +116,7 @@ class Detect(nn.Module):
 
 
 class YoloLike(nn.Module):
-    def __init__(self, image=IMAGE, nc=NUM_CLASSES):
+    def __init__(self, image: int = IMAGE, nc: int = NUM_CLASSES) -> None:
         super().__init__()
         w = (16, 32, 64, 128, 256)
         self.model = nn.Sequential(
@@ -138,7 +143,7 @@ class YoloLike(nn.Module):
             Detect((w[2], w[3], w[4]), image, nc),  # 20
         )
 
-    def forward(self, x):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         m = self.model
         x = m[1](m[0](x))
         p3 = m[4](m[3](m[2](x)))
@@ -151,5 +156,5 @@ class YoloLike(nn.Module):
         return m[20]((out3, out4, out5))
 
 
-def yolo_like():
+def yolo_like() -> nn.Module:
     return YoloLike()

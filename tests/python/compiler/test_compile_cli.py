@@ -7,7 +7,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from tilecore import cli, runtime
-from tilecore.compile_cli import parse_input_shape
+from tilecore.cli.compile import parse_input_shape
 
 pytest.importorskip("onnxruntime")
 

@@ -2,6 +2,9 @@
 reference implementation for each (see registry.py and docs/frontend.md).
 
 Importing this package registers the whole op library."""
+
+from __future__ import annotations
+
 from .registry import (  # noqa: F401
     ATTR_KINDS, REQUIRED, OpError, OpSchema, SequenceInfo, TensorInfo, get_op, list_ops, on_register, register_op,
 )

@@ -7,12 +7,14 @@ normalise over the whole second dimension; from 13 they work along one axis (def
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._numeric import check_dtype, float_compute, is_float, is_int, opset, same_dtypes, wide
 from .elementwise import _erf
 from .infer import broadcast_shapes, normalize_axis
-from .registry import OpError, TensorInfo, register_op
+from .registry import OpError, Operand, Result, TensorInfo, register_op
 
 
 def _sigmoid(x):
@@ -20,7 +22,7 @@ def _sigmoid(x):
         return np.where(x >= 0, 1 / (1 + np.exp(-np.abs(x))), np.exp(-np.abs(x)) / (1 + np.exp(-np.abs(x))))
 
 
-def _float_infer(name, allow_int=False):
+def _float_infer(name, allow_int: bool = False):
     def infer(attrs, inputs):
         x = inputs[0]
         check_dtype(name, x, (lambda dt: is_float(dt) or is_int(dt)) if allow_int else is_float,
@@ -29,7 +31,7 @@ def _float_infer(name, allow_int=False):
     return infer
 
 
-def _act(name, fn, since, attrs, doc, allow_int=False):
+def _act(name, fn, since, attrs, doc, allow_int: bool = False) -> None:
     def reference(a, x):
         x = np.asarray(x)
         with np.errstate(all="ignore"):
@@ -111,7 +113,7 @@ def _prelu_infer(attrs, inputs):
 
 
 @register_op("PRelu", inputs=(2, 2), since_version=7, infer=_prelu_infer)
-def prelu(attrs, x, slope):
+def prelu(attrs: dict[str, Any], x: Operand, slope: Operand) -> Result:
     """PRelu(x, slope): x for x >= 0, slope * x below; slope broadcasts to x; numeric types."""
     x = np.asarray(x)
     return float_compute(lambda w, s: np.where(w >= 0, w, w * s), x, np.asarray(slope)) if is_float(x.dtype) \
@@ -134,7 +136,7 @@ def _swiglu_infer(attrs, inputs):
 
 
 @register_op("SwiGLU", attrs={"alpha": ("float", 1.0)}, inputs=(2, 2), since_version=28, infer=_swiglu_infer)
-def swiglu(attrs, a, b):
+def swiglu(attrs: dict[str, Any], a: Operand, b: Operand) -> Result:
     """SwiGLU(a, b): a * sigmoid(alpha * a) * b, a and b of one shape; float types."""
     if np.shape(a) != np.shape(b):
         raise OpError(f"SwiGLU: A {np.shape(a)} and B {np.shape(b)} must have one shape")
@@ -191,18 +193,18 @@ _SM_ATTRS = {"axis": ("int", None)}
 
 
 @register_op("Softmax", attrs=dict(_SM_ATTRS), since_version=1, infer=_softmax_infer("Softmax"))
-def softmax(attrs, x):
+def softmax(attrs: dict[str, Any], x: Operand) -> Result:
     """Softmax(x): exp(x) / sum(exp(x)) along `axis` (see the module note on opsets < 13); float types."""
     return _along_axis(attrs, x, "Softmax", _softmax)
 
 
 @register_op("LogSoftmax", attrs=dict(_SM_ATTRS), since_version=1, infer=_softmax_infer("LogSoftmax"))
-def logsoftmax(attrs, x):
+def logsoftmax(attrs: dict[str, Any], x: Operand) -> Result:
     """LogSoftmax(x): x - log(sum(exp(x))) along `axis`; float types."""
     return _along_axis(attrs, x, "LogSoftmax", _logsoftmax)
 
 
 @register_op("Hardmax", attrs=dict(_SM_ATTRS), since_version=1, infer=_softmax_infer("Hardmax"))
-def hardmax(attrs, x):
+def hardmax(attrs: dict[str, Any], x: Operand) -> Result:
     """Hardmax(x): 1 at the first maximum along `axis`, 0 elsewhere; float types."""
     return _along_axis(attrs, x, "Hardmax", _hardmax)

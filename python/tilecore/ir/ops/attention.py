@@ -12,11 +12,13 @@ promoting float16 to float32 drifts from the node tests' expected values by a fe
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._conv import accum_dtype
 from ._util import dim_add, dim_mul, fail, is_int, tensor
-from .registry import REQUIRED, register_op
+from .registry import REQUIRED, Operand, Result, register_op
 
 _SOFTMAX_PRECISION = {1: np.float32, 10: np.float16, 11: np.float64}
 
@@ -82,7 +84,8 @@ _ATTENTION_ATTRS = {
 
 @register_op("Attention", attrs=_ATTENTION_ATTRS, inputs=(3, 7), outputs=(1, 4), since_version=23,
              infer=_attention_infer)
-def attention(attrs, q, k, v, attn_mask=None, past_key=None, past_value=None, nonpad_kv_seqlen=None):
+def attention(attrs: dict[str, Any], q: Operand, k: Operand, v: Operand, attn_mask: Operand = None,
+              past_key: Operand = None, past_value: Operand = None, nonpad_kv_seqlen: Operand = None) -> Result:
     """Scaled dot-product attention of Q (B, Hq, S, D) or (B, S, Hq*D) with K, V,
     optional mask, KV cache and causal / sliding-window masking; float types.
     Returns Y, present_key, present_value and the QK scores of qk_matmul_output_mode."""
@@ -190,7 +193,7 @@ def _call_graph(body, x, what):
 @register_op("FlexAttention", domain="ai.onnx.preview", inputs=(3, 3), since_version=1, infer=_flex_infer,
              attrs={"scale": ("float", None), "score_mod": ("graph", None), "prob_mod": ("graph", None),
                     "softmax_precision": ("int", None)})
-def flex_attention(attrs, q, k, v):
+def flex_attention(attrs: dict[str, Any], q: Operand, k: Operand, v: Operand) -> Result:
     """Attention of 4-D Q, K, V whose scores and probabilities pass through the
     score_mod / prob_mod subgraphs; half types softmax in float32."""
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
@@ -228,7 +231,8 @@ def _linear_infer(attrs, inputs):
 @register_op("LinearAttention", since_version=27, inputs=(3, 6), outputs=(2, 2), infer=_linear_infer,
              attrs={"chunk_size": ("int", 64), "kv_num_heads": ("int", REQUIRED), "q_num_heads": ("int", REQUIRED),
                     "scale": ("float", 0.0), "update_rule": ("string", "gated_delta")})
-def linear_attention(attrs, query, key, value, past_state=None, decay=None, beta=None):
+def linear_attention(attrs: dict[str, Any], query: Operand, key: Operand, value: Operand, past_state: Operand = None,
+                     decay: Operand = None, beta: Operand = None) -> Result:
     """Recurrent linear attention over (B, T, H*D) inputs with a (B, Hkv, dk, dv)
     state, update rule linear / gated (decay) / delta (beta) / gated_delta; the
     recurrence runs in float32. Returns (output, present_state)."""
@@ -282,7 +286,8 @@ def _rotary_infer(attrs, inputs):
 
 @register_op("RotaryEmbedding", since_version=23, inputs=(3, 4), infer=_rotary_infer,
              attrs={"interleaved": ("int", 0), "num_heads": ("int", None), "rotary_embedding_dim": ("int", 0)})
-def rotary_embedding(attrs, x, cos_cache, sin_cache, position_ids=None):
+def rotary_embedding(attrs: dict[str, Any], x: Operand, cos_cache: Operand, sin_cache: Operand,
+                     position_ids: Operand = None) -> Result:
     """Rotates the first rotary_embedding_dim features of each head of X (B, H, S, D)
     or (B, S, H*D) by the cached cos/sin of each position (halves, or interleaved
     pairs); float types."""

@@ -7,10 +7,12 @@ rounds the exponent by `round_mode`; strings parse "1e-5", "INF", "-inf", "NaN".
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._numeric import NARROW_FLOATS, SMALL_INTS, _ml, onnx_dtype, opset, wide
-from .registry import OpError, TensorInfo, register_op
+from .registry import OpError, Operand, Result, TensorInfo, register_op
 
 _F8 = tuple(d for d in (_ml("float8_e4m3fn"), _ml("float8_e4m3fnuz"), _ml("float8_e5m2"), _ml("float8_e5m2fnuz"))
             if d is not None)
@@ -120,7 +122,7 @@ def _cast_infer(attrs, inputs):
 
 @register_op("Cast", attrs={"to": ("int", None), "saturate": ("int", 1), "round_mode": ("string", "up")},
              since_version=6, infer=_cast_infer)
-def cast(attrs, x):
+def cast(attrs: dict[str, Any], x: Operand) -> Result:
     """Cast(x): x converted to the ONNX element type `to`; every numeric type, bool, string,
     bfloat16, float8/float4 and 2/4-bit ints (rules in the module docstring)."""
     if attrs["to"] is None:
@@ -131,7 +133,7 @@ def cast(attrs, x):
 
 @register_op("CastLike", attrs={"saturate": ("int", 1), "round_mode": ("string", "up")}, inputs=(2, 2),
              since_version=15, infer=lambda attrs, inputs: [TensorInfo(inputs[0].shape, inputs[1].dtype)])
-def cast_like(attrs, x, like):
+def cast_like(attrs: dict[str, Any], x: Operand, like: Operand) -> Result:
     """CastLike(x, like): x converted to the dtype of `like` with Cast's rules."""
     return cast_array(x, np.asarray(like).dtype, attrs["saturate"], attrs["round_mode"], "CastLike")
 
@@ -156,7 +158,7 @@ def _bitcast_infer(attrs, inputs):
 
 
 @register_op("BitCast", attrs={"to": ("int", None)}, since_version=26, infer=_bitcast_infer)
-def bitcast(attrs, x):
+def bitcast(attrs: dict[str, Any], x: Operand) -> Result:
     """BitCast(x): the bits of x read as the ONNX element type `to` of the same width; not strings."""
     x = np.asarray(x)
     to = _bitcast_infer(attrs, [TensorInfo.of(x, keep_value=False)])[0].dtype

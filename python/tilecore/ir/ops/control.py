@@ -8,10 +8,12 @@ output descriptions (the evaluator takes the types from the values).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._util import fail
-from .registry import REQUIRED, SequenceInfo, TensorInfo, register_op
+from .registry import REQUIRED, Operand, Result, SequenceInfo, TensorInfo, register_op
 
 
 def _inferable(body):
@@ -41,7 +43,7 @@ def _if_infer(attrs, inputs):
 
 @register_op("If", attrs={"then_branch": ("graph", REQUIRED), "else_branch": ("graph", REQUIRED)}, inputs=(1, 1),
              outputs=(1, -1), since_version=1, infer=_if_infer)
-def if_(attrs, cond):
+def if_(attrs: dict[str, Any], cond: Operand) -> Result:
     """Runs then_branch when the one-element bool `cond` is true, else else_branch;
     their outputs (tensors, sequences or optionals) are the op's."""
     c = np.asarray(cond)
@@ -69,7 +71,7 @@ def _loop_infer(attrs, inputs):
 
 @register_op("Loop", attrs={"body": ("graph", REQUIRED)}, inputs=(2, -1), outputs=(1, -1), since_version=1,
              infer=_loop_infer)
-def loop(attrs, trip_count, cond, *carried):
+def loop(attrs: dict[str, Any], trip_count: Operand, cond: Operand, *carried: Operand) -> Result:
     """Runs body(iteration, cond, *carried) -> (cond, *carried, *scan) while the
     iteration is below the optional int64 trip count M and the optional bool cond
     holds; returns the final carried values and the scan outputs stacked on a new
@@ -174,7 +176,7 @@ _SCAN_ATTRS = {"body": ("graph", REQUIRED), "num_scan_inputs": ("int", REQUIRED)
 
 
 @register_op("Scan", attrs=_SCAN_ATTRS, inputs=(1, -1), outputs=(1, -1), since_version=8, infer=_scan_infer)
-def scan(attrs, *inputs):
+def scan(attrs: dict[str, Any], *inputs: Operand) -> Result:
     """Runs body(*states, *slices) -> (*states, *scan_out) over the scan inputs'
     slices along their scan axes (reversed per scan_input_directions), stacking the
     per-step outputs on scan_output_axes. Opset 8 takes a leading sequence_lens

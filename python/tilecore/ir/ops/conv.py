@@ -6,12 +6,14 @@ compared with; this file holds the schemas, attribute handling and shape inferen
 """
 from __future__ import annotations
 
+from typing import Any, Mapping, Sequence
+
 import numpy as np
 
 from . import _conv, precision_form
 from ._util import dim_add, dim_mul, fail, is_int, tensor
 from .precision_form import PRECISION_ATTRS, in_precision_form
-from .registry import register_op
+from .registry import Operand, Result, register_op
 
 _CONV_ATTRS = {
     "auto_pad": ("string", "NOTSET"),
@@ -24,7 +26,8 @@ _CONV_ATTRS = {
 _AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 
-def window_attrs(op, attrs, k, kernel=None):
+def window_attrs(op: str, attrs: Mapping[str, Any], k: int,
+                 kernel: Sequence[int] | None = None) -> tuple[list[int], list[int], list[int], list[int] | None, str]:
     """(kernel, strides, dilations, pads-or-None, auto_pad) checked for `k` spatial dims."""
     kernel = list(attrs.get("kernel_shape") or kernel or [])
     strides = list(attrs.get("strides") or [1] * k)
@@ -44,7 +47,9 @@ def window_attrs(op, attrs, k, kernel=None):
     return kernel, strides, dilations, (list(pads) if pads is not None else None), auto_pad
 
 
-def window_out_dims(op, in_dims, kernel, strides, dilations, pads, auto_pad, ceil_mode=False, pool=False):
+def window_out_dims(op: str, in_dims: Sequence[Any], kernel: Sequence[int], strides: Sequence[int],
+                    dilations: Sequence[int], pads: Sequence[int] | None, auto_pad: str, ceil_mode: bool = False,
+                    pool: bool = False) -> list[Any]:
     """Output spatial dims of a sliding window over `in_dims` (ints, symbols or None)."""
     k = len(in_dims)
     out = []
@@ -86,7 +91,7 @@ def _conv_infer(attrs, inputs):
 
 @register_op("Conv", attrs=dict(_CONV_ATTRS, **PRECISION_ATTRS), inputs=(2, 4), since_version=1,
              infer=_conv_infer)
-def conv(attrs, x, w, b=None, w_scale=None):
+def conv(attrs: dict[str, Any], x: Operand, w: Operand, b: Operand = None, w_scale: Operand = None) -> Result:
     """Y = conv(X, W) + B over N-d images (N, C, D1..Dk); float16/32/64, bfloat16.
     Groups, dilations, strides, explicit or auto pads. With ``tc_precision`` the
     precision form (precision_form.py): W may be int8, input 3 is w_scale."""
@@ -135,7 +140,7 @@ def _convt_infer(attrs, inputs):
 
 
 @register_op("ConvTranspose", attrs=_CONVT_ATTRS, inputs=(2, 3), since_version=1, infer=_convt_infer)
-def conv_transpose(attrs, x, w, b=None):
+def conv_transpose(attrs: dict[str, Any], x: Operand, w: Operand, b: Operand = None) -> Result:
     """Transposed (fractionally strided) convolution; W is (C, M/group, k...). Output
     size from pads and output_padding, or from output_shape / SAME auto_pad."""
     geo = _convt_geometry(attrs, x.shape[2:], w.shape[2:])
@@ -159,7 +164,8 @@ def _causal_infer(attrs, inputs):
 
 @register_op("CausalConvWithState", attrs={"activation": ("string", "none")}, inputs=(2, 4), outputs=(2, 2),
              since_version=27, infer=_causal_infer)
-def causal_conv_with_state(attrs, x, w, b=None, past_state=None):
+def causal_conv_with_state(attrs: dict[str, Any], x: Operand, w: Operand, b: Operand = None,
+                           past_state: Operand = None) -> Result:
     """Depthwise causal 1-D conv (B, C, L) with a carried state of the last k-1
     inputs; optional fused SiLU. Returns (output, present_state)."""
     act = attrs["activation"]

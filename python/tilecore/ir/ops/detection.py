@@ -6,10 +6,12 @@ exceeds iou_threshold, at most max_output_boxes_per_class kept (ONNX Runtime's r
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._util import INT64, fail, tensor
-from .registry import register_op
+from .registry import Operand, Result, register_op
 
 
 def _corners(boxes, center_point_box):
@@ -45,7 +47,8 @@ def _nms_infer(attrs, inputs):
 
 @register_op("NonMaxSuppression", attrs={"center_point_box": ("int", 0)}, inputs=(2, 5), since_version=10,
              infer=_nms_infer)
-def non_max_suppression(attrs, boxes, scores, max_per_class=None, iou_threshold=None, score_threshold=None):
+def non_max_suppression(attrs: dict[str, Any], boxes: Operand, scores: Operand, max_per_class: Operand = None,
+                        iou_threshold: Operand = None, score_threshold: Operand = None) -> Result:
     """Selected boxes as int64 rows (batch, class, box) from boxes (B, N, 4) and
     scores (B, C, N); corners [y1, x1, y2, x2] or, with center_point_box, [xc, yc,
     w, h]."""

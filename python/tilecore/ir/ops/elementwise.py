@@ -8,12 +8,13 @@ truncates toward zero, Mod follows `fmod`.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from ._numeric import check_dtype, float_compute, is_float, is_int, opset, same_dtypes, wide
 from .infer import broadcast_shapes
-from .registry import OpError, TensorInfo, register_op
+from .registry import OpError, Operand, Result, TensorInfo, register_op
 
 try:
     from scipy.special import erf as _erf
@@ -33,7 +34,7 @@ def _unary_infer(name, allowed, what):
     return infer
 
 
-def _unary_float(name, fn, since, doc):
+def _unary_float(name, fn, since, doc) -> None:
     def reference(attrs, x):
         return float_compute(fn, x)
     reference.__doc__ = doc
@@ -55,7 +56,7 @@ for _name, _fn, _since, _what in [
     _unary_float(_name, _fn, _since, f"{_name}(x): {_what}, element-wise; float16/bfloat16/float/double.")
 
 
-def _unary_num(name, fn, since, doc):
+def _unary_num(name, fn, since, doc) -> None:
     def reference(attrs, x):
         x = np.asarray(x)
         return float_compute(fn, x) if is_float(x.dtype) else np.asarray(fn(x)).astype(x.dtype, copy=False)
@@ -70,7 +71,7 @@ _unary_num("Sign", np.sign, 9, "Sign(x): -1, 0 or 1 (NaN stays NaN), element-wis
 
 # ---- broadcasting binary arithmetic -------------------------------------------------------------
 
-def _binary_infer(name, allowed=_is_num, what="numeric types", same=True):
+def _binary_infer(name, allowed=_is_num, what="numeric types", same: bool = True):
     def infer(attrs, inputs):
         a, b = inputs
         if same:
@@ -92,7 +93,7 @@ def _int_div(a, b):
         return np.where(b == 0, np.zeros_like(q), q).astype(dtype, copy=False)
 
 
-def _arith(name, fn, doc):
+def _arith(name, fn, doc) -> None:
     def reference(attrs, a, b):
         a, b = np.asarray(a), np.asarray(b)
         if is_float(a.dtype):
@@ -112,7 +113,7 @@ _arith("Div", np.divide, "Div(a, b): a / b with numpy broadcasting; ints truncat
 
 
 @register_op("Mod", attrs={"fmod": ("int", 0)}, inputs=(2, 2), since_version=10, infer=_binary_infer("Mod"))
-def mod(attrs, a, b):
+def mod(attrs: dict[str, Any], a: Operand, b: Operand) -> Result:
     """Mod(a, b): remainder with broadcasting; fmod=0 (ints only) takes the divisor's sign,
     fmod=1 the dividend's (C fmod). x mod 0 is 0 for ints, NaN for floats."""
     a, b = np.asarray(a), np.asarray(b)
@@ -134,7 +135,7 @@ def _pow_infer(attrs, inputs):
 
 
 @register_op("Pow", inputs=(2, 2), since_version=7, infer=_pow_infer)
-def pow_(attrs, x, y):
+def pow_(attrs: dict[str, Any], x: Operand, y: Operand) -> Result:
     """Pow(x, y): x ** y with broadcasting; the result has x's dtype (from opset 12 y may
     have another numeric dtype); integer bases are computed in float64 and truncated."""
     x, y = np.asarray(x), np.asarray(y)
@@ -163,7 +164,7 @@ def _variadic_infer(name, allowed=_is_num, what="numeric types"):
     return infer
 
 
-def _variadic(name, fn, doc, final=None, allowed=_is_num):
+def _variadic(name, fn, doc, final=None, allowed=_is_num) -> None:
     def reference(attrs, *xs):
         xs = [np.asarray(x) for x in xs if x is not None]
         dtype = xs[0].dtype
@@ -202,7 +203,7 @@ def _clip_infer(attrs, inputs):
 
 @register_op("Clip", attrs={"min": ("float", None), "max": ("float", None)}, inputs=(1, 3), since_version=6,
              infer=_clip_infer)
-def clip(attrs, x, lo=None, hi=None):
+def clip(attrs: dict[str, Any], x: Operand, lo: Operand = None, hi: Operand = None) -> Result:
     """Clip(x, min, max): min(max(x, min), max) element-wise, so every value becomes max
     when min > max; NaN stays NaN. min/max are attributes before opset 11, scalar inputs after."""
     x = np.asarray(x)

@@ -10,13 +10,14 @@ extrapolation_value where the source falls outside the input.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from . import _conv
 from ._util import dim_mul, fail, ints_of, ints_value, is_int, tensor
 from .conv import window_attrs
-from .registry import REQUIRED, register_op
+from .registry import REQUIRED, Operand, Result, register_op
 
 # ---------------------------------------------------------------------------------------------- Resize
 
@@ -209,7 +210,7 @@ _RESIZE_ATTRS = {
 
 
 @register_op("Resize", attrs=_RESIZE_ATTRS, inputs=(1, 4), since_version=10, infer=_resize_infer)
-def resize(attrs, x, *rest):
+def resize(attrs: dict[str, Any], x: Operand, *rest: Operand) -> Result:
     """Resizes X by scales or to sizes (opset 10: X, scales; from 11: X, roi, scales,
     sizes) with nearest / linear / cubic interpolation and ONNX's coordinate
     transformations; float and 8-bit int types."""
@@ -244,7 +245,7 @@ def _upsample_infer(attrs, inputs):
 
 @register_op("Upsample", attrs={"mode": ("string", "nearest"), "scales": ("floats", None)}, inputs=(1, 2),
              since_version=7, infer=_upsample_infer)
-def upsample(attrs, x, scales=None):
+def upsample(attrs: dict[str, Any], x: Operand, scales: Operand = None) -> Result:
     """The deprecated Resize: X scaled by `scales` (attribute at opset 7, input from
     9) with nearest or (bi)linear interpolation on asymmetric coordinates."""
     sc = _upsample_scales(attrs, scales)
@@ -288,7 +289,7 @@ def _grid_infer(attrs, inputs):
 @register_op("GridSample", attrs={"align_corners": ("int", 0), "mode": ("string", "linear"),
                                   "padding_mode": ("string", "zeros")},
              inputs=(2, 2), since_version=16, infer=_grid_infer)
-def grid_sample(attrs, x, grid):
+def grid_sample(attrs: dict[str, Any], x: Operand, grid: Operand) -> Result:
     """Samples X (N, C, D1..Dk) at the normalised grid (N, O1..Ok, k) locations
     (last grid coordinate = last spatial dim) with nearest / linear / cubic
     interpolation and zeros / border / reflection padding."""
@@ -375,7 +376,7 @@ def _affine_infer(attrs, inputs):
 
 @register_op("AffineGrid", attrs={"align_corners": ("int", 0)}, inputs=(2, 2), since_version=20,
              infer=_affine_infer)
-def affine_grid(attrs, theta, size):
+def affine_grid(attrs: dict[str, Any], theta: Operand, size: Operand) -> Result:
     """The sampling grid (N, H, W, 2) or (N, D, H, W, 3) of the affine maps theta
     (N, 2, 3) or (N, 3, 4) over normalised [-1, 1] coordinates of `size`."""
     sz = ints_of(size)
@@ -411,7 +412,7 @@ def _roi_infer(attrs, inputs):
                                 "output_height": ("int", 1), "output_width": ("int", 1),
                                 "sampling_ratio": ("int", 0), "spatial_scale": ("float", 1.0)},
              inputs=(3, 3), since_version=10, infer=_roi_infer)
-def roi_align(attrs, x, rois, batch_indices):
+def roi_align(attrs: dict[str, Any], x: Operand, rois: Operand, batch_indices: Operand) -> Result:
     """Bilinearly sampled average (or max) pooling of X (N, C, H, W) over each ROI
     (x1, y1, x2, y2) of the image batch_indices[r] into (R, C, oh, ow)."""
     mode = attrs["mode"]
@@ -499,7 +500,8 @@ def _bilinear_zero(img, yy, xx):
 @register_op("DeformConv", attrs={"dilations": ("ints", None), "group": ("int", 1), "kernel_shape": ("ints", None),
                                   "offset_group": ("int", 1), "pads": ("ints", None), "strides": ("ints", None)},
              inputs=(3, 5), since_version=19, infer=_deform_infer)
-def deform_conv(attrs, x, w, offset, b=None, mask=None):
+def deform_conv(attrs: dict[str, Any], x: Operand, w: Operand, offset: Operand, b: Operand = None,
+                mask: Operand = None) -> Result:
     """2-D deformable convolution: each kernel tap samples X bilinearly at its grid
     position plus a learned offset (per offset group), scaled by the optional mask."""
     if x.ndim != 4:
@@ -555,7 +557,7 @@ def _col2im_infer(attrs, inputs):
 
 @register_op("Col2Im", attrs={"dilations": ("ints", None), "pads": ("ints", None), "strides": ("ints", None)},
              inputs=(3, 3), since_version=18, infer=_col2im_infer)
-def col2im(attrs, x, image_shape, block_shape):
+def col2im(attrs: dict[str, Any], x: Operand, image_shape: Operand, block_shape: Operand) -> Result:
     """Sums the column blocks (N, C*prod(block), L) back into images (N, C, *image)
     — the adjoint of im2col with strides, dilations and pads."""
     img = ints_of(image_shape)
@@ -599,7 +601,7 @@ def _ccp_infer(attrs, inputs):
 
 
 @register_op("CenterCropPad", attrs={"axes": ("ints", None)}, inputs=(2, 2), since_version=18, infer=_ccp_infer)
-def center_crop_pad(attrs, x, shape):
+def center_crop_pad(attrs: dict[str, Any], x: Operand, shape: Operand) -> Result:
     """X centre-cropped or zero-padded to `shape` on `axes` (the extra element of
     an odd difference goes to the end); any dtype."""
     rank = x.ndim
@@ -639,7 +641,7 @@ def _d2s_infer(attrs, inputs):
 
 @register_op("DepthToSpace", attrs={"blocksize": ("int", REQUIRED), "mode": ("string", "DCR")}, since_version=1,
              infer=_d2s_infer)
-def depth_to_space(attrs, x):
+def depth_to_space(attrs: dict[str, Any], x: Operand) -> Result:
     """Moves channel blocks of (N, C, H, W) into b x b spatial blocks (DCR: depth,
     column, row order; CRD: column, row, depth); any dtype."""
     b = attrs["blocksize"]
@@ -669,7 +671,7 @@ def _s2d_infer(attrs, inputs):
 
 @register_op("SpaceToDepth", attrs={"blocksize": ("int", REQUIRED), "mode": ("string", "DCR")}, since_version=1,
              infer=_s2d_infer)
-def space_to_depth(attrs, x):
+def space_to_depth(attrs: dict[str, Any], x: Operand) -> Result:
     """Moves b x b spatial blocks of (N, C, H, W) into channels (the inverse of
     DepthToSpace in the same mode); any dtype."""
     b = attrs["blocksize"]

@@ -3,10 +3,11 @@ WebP, ... as bytes) to pixels, through Pillow when it is installed."""
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import numpy as np
 
-from .registry import OpError, TensorInfo, register_op
+from .registry import OpError, Operand, Result, TensorInfo, register_op
 
 _FORMATS = ("RGB", "BGR", "Grayscale")
 
@@ -30,7 +31,7 @@ def _decoder_infer(attrs, inputs):
 
 
 @register_op("ImageDecoder", attrs={"pixel_format": ("string", "RGB")}, since_version=20, infer=_decoder_infer)
-def image_decoder(attrs, encoded):
+def image_decoder(attrs: dict[str, Any], encoded: Operand) -> Result:
     """ImageDecoder(encoded_stream): the uint8 image [H, W, 3] (pixel_format RGB or BGR) or [H, W, 1]
     (Grayscale) decoded from the bytes of an image file; needs Pillow."""
     fmt = attrs["pixel_format"]

@@ -9,10 +9,12 @@ leave the dim None otherwise.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._util import INT64, fail, ints_value, is_int, tensor
-from .registry import TensorInfo, register_op
+from .registry import Operand, Result, TensorInfo, register_op
 
 _FOLD_LIMIT = 64
 _REDUCTIONS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
@@ -47,7 +49,7 @@ def _gather_infer(attrs, inputs):
 
 
 @register_op("Gather", attrs={"axis": ("int", 0)}, inputs=(2, 2), since_version=1, infer=_gather_infer)
-def gather(attrs, data, indices):
+def gather(attrs: dict[str, Any], data: Operand, indices: Operand) -> Result:
     """Slices of data along `axis` picked by int32/int64 indices (negative from the
     end): out shape data[:axis] + indices + data[axis+1:]; any data dtype."""
     ax = _axis("Gather", attrs["axis"], data.ndim)
@@ -63,7 +65,7 @@ def _gather_elements_infer(attrs, inputs):
 
 @register_op("GatherElements", attrs={"axis": ("int", 0)}, inputs=(2, 2), since_version=11,
              infer=_gather_elements_infer)
-def gather_elements(attrs, data, indices):
+def gather_elements(attrs: dict[str, Any], data: Operand, indices: Operand) -> Result:
     """out[i][j][k] = data[indices[i][j][k]][j][k] (for axis 0), indices of the rank
     of data; any data dtype."""
     ax = _axis("GatherElements", attrs["axis"], data.ndim)
@@ -82,7 +84,7 @@ def _gather_nd_infer(attrs, inputs):
 
 
 @register_op("GatherND", attrs={"batch_dims": ("int", 0)}, inputs=(2, 2), since_version=11, infer=_gather_nd_infer)
-def gather_nd(attrs, data, indices):
+def gather_nd(attrs: dict[str, Any], data: Operand, indices: Operand) -> Result:
     """Slices of data addressed by the last dim of int64 `indices` (k leading coords
     after batch_dims shared batch dims); out shape indices[:-1] + data[b+k:]."""
     b = attrs["batch_dims"]
@@ -125,21 +127,21 @@ def _scatter_elements(op, data, indices, updates, ax, reduction):
 
 @register_op("ScatterElements", attrs={"axis": ("int", 0), "reduction": ("string", "none")}, inputs=(3, 3),
              since_version=11, infer=_scatter_infer)
-def scatter_elements(attrs, data, indices, updates):
+def scatter_elements(attrs: dict[str, Any], data: Operand, indices: Operand, updates: Operand) -> Result:
     """A copy of data with data[indices[i][j]][j] (axis 0) set to (or reduced with,
     opset 16/18: add, mul, max, min) updates[i][j]; any data dtype."""
     return _scatter_elements("ScatterElements", data, indices, updates, attrs["axis"], attrs["reduction"])
 
 
 @register_op("Scatter", attrs={"axis": ("int", 0)}, inputs=(3, 3), since_version=9, infer=_scatter_infer)
-def scatter(attrs, data, indices, updates):
+def scatter(attrs: dict[str, Any], data: Operand, indices: Operand, updates: Operand) -> Result:
     """The deprecated name of ScatterElements without reduction."""
     return _scatter_elements("Scatter", data, indices, updates, attrs["axis"], "none")
 
 
 @register_op("ScatterND", attrs={"reduction": ("string", "none")}, inputs=(3, 3), since_version=11,
              infer=_scatter_infer)
-def scatter_nd(attrs, data, indices, updates):
+def scatter_nd(attrs: dict[str, Any], data: Operand, indices: Operand, updates: Operand) -> Result:
     """A copy of data with the slices addressed by the last dim of int64 indices set
     to (or reduced with: add, mul, max, min) updates; later indices win."""
     k = indices.shape[-1]
@@ -164,7 +166,7 @@ def scatter_nd(attrs, data, indices, updates):
 
 @register_op("TensorScatter", attrs={"axis": ("int", -2), "mode": ("string", "linear")}, inputs=(2, 3),
              since_version=24, infer=_scatter_infer)
-def tensor_scatter(attrs, past, update, write_indices=None):
+def tensor_scatter(attrs: dict[str, Any], past: Operand, update: Operand, write_indices: Operand = None) -> Result:
     """A KV-cache write: update's rows along `axis` written into a copy of past_cache
     from write_indices[batch] on (wrapping around in 'circular' mode)."""
     mode = attrs["mode"]
@@ -216,7 +218,7 @@ def _compress_infer(attrs, inputs):
 
 
 @register_op("Compress", attrs={"axis": ("int", None)}, inputs=(2, 2), since_version=9, infer=_compress_infer)
-def compress(attrs, x, condition):
+def compress(attrs: dict[str, Any], x: Operand, condition: Operand) -> Result:
     """The slices of X along `axis` (X flattened when none) where the bool condition
     holds; a shorter condition leaves the rest out. Any dtype."""
     c = np.asarray(condition).astype(bool).reshape(-1)
@@ -240,7 +242,7 @@ def _nonzero_infer(attrs, inputs):
 
 
 @register_op("NonZero", since_version=9, infer=_nonzero_infer)
-def non_zero(attrs, x):
+def non_zero(attrs: dict[str, Any], x: Operand) -> Result:
     """The int64 coordinates (rank, count) of the non-zero elements, row-major order."""
     return np.asarray(np.nonzero(x), dtype=np.int64).reshape(x.ndim, -1)
 
@@ -265,7 +267,7 @@ def _topk_infer(attrs, inputs):
 
 @register_op("TopK", attrs={"axis": ("int", -1), "largest": ("int", 1), "sorted": ("int", 1), "k": ("int", None)},
              inputs=(1, 2), outputs=(2, 2), since_version=1, infer=_topk_infer)
-def top_k(attrs, x, k=None):
+def top_k(attrs: dict[str, Any], x: Operand, k: Operand = None) -> Result:
     """The k largest (or smallest) values along `axis` and their int64 indices; equal
     values keep the lower index first. k is an attribute before opset 10."""
     kk = _topk_k(attrs, k)
@@ -306,7 +308,7 @@ def _unique_infer(attrs, inputs):
 
 @register_op("Unique", attrs={"axis": ("int", None), "sorted": ("int", 1)}, outputs=(1, 4), since_version=11,
              infer=_unique_infer)
-def unique(attrs, x):
+def unique(attrs: dict[str, Any], x: Operand) -> Result:
     """The unique elements (or slices along `axis`) of X, sorted or in order of first
     occurrence, with int64 first-occurrence indices, inverse indices and counts."""
     ax = attrs.get("axis")
@@ -331,7 +333,7 @@ def _revseq_infer(attrs, inputs):
 
 @register_op("ReverseSequence", attrs={"batch_axis": ("int", 1), "time_axis": ("int", 0)}, inputs=(2, 2),
              since_version=10, infer=_revseq_infer)
-def reverse_sequence(attrs, x, sequence_lens):
+def reverse_sequence(attrs: dict[str, Any], x: Operand, sequence_lens: Operand) -> Result:
     """For each batch entry b, the first sequence_lens[b] (int64) steps along
     time_axis reversed, the rest kept; any dtype."""
     b_ax, t_ax = attrs["batch_axis"], attrs["time_axis"]

@@ -7,6 +7,7 @@ MatMul in int64, cast back to the input type.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from ._conv import accum_dtype
 from ._util import fail, is_int, tensor
 from .infer import broadcast_shapes
 from .precision_form import PRECISION_ATTRS, in_precision_form
-from .registry import REQUIRED, register_op
+from .registry import REQUIRED, Operand, Result, register_op
 
 
 def _acc(*xs):
@@ -47,7 +48,7 @@ def _matmul_infer(attrs, inputs):
 
 
 @register_op("MatMul", attrs=dict(PRECISION_ATTRS), inputs=(2, 4), since_version=1, infer=_matmul_infer)
-def matmul(attrs, a, b, bias=None, w_scale=None):
+def matmul(attrs: dict[str, Any], a: Operand, b: Operand, bias: Operand = None, w_scale: Operand = None) -> Result:
     """numpy.matmul semantics (batch broadcasting, 1-D operands promoted then
     dropped); float16/32/64, bfloat16, int32/64, uint32/64. With ``tc_precision`` the
     precision form (precision_form.py): B may be int8 [K, N], inputs 2, 3 the int32 bias
@@ -81,7 +82,7 @@ def _gemm_infer(attrs, inputs):
 @register_op("Gemm", attrs={"alpha": ("float", 1.0), "beta": ("float", 1.0), "transA": ("int", 0),
                             "transB": ("int", 0), "broadcast": ("int", 0), **PRECISION_ATTRS},
              inputs=(2, 4), since_version=1, infer=_gemm_infer)
-def gemm(attrs, a, b, c=None, w_scale=None):
+def gemm(attrs: dict[str, Any], a: Operand, b: Operand, c: Operand = None, w_scale: Operand = None) -> Result:
     """Y = alpha * A' B' + beta * C, A' = A^T if transA, B' = B^T if transB, C
     broadcast to (M, N) (optional from opset 11); float and int32/64 types. With
     ``tc_precision`` the precision form (precision_form.py; int8: alpha = beta = 1)."""
@@ -165,7 +166,7 @@ def _einsum_infer(attrs, inputs):
 
 
 @register_op("Einsum", attrs={"equation": ("string", REQUIRED)}, inputs=(1, -1), since_version=12, infer=_einsum_infer)
-def einsum(attrs, *xs):
+def einsum(attrs: dict[str, Any], *xs: Operand) -> Result:
     """Einstein summation by `equation` (explicit '->' or implicit output, '...'
     broadcasting); float and integer types."""
     _parse_einsum(attrs["equation"], len(xs))

@@ -5,14 +5,16 @@ Comparisons broadcast like numpy and give bool; NaN compares unequal to everythi
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._numeric import check_dtype, is_float, is_int, same_dtypes, wide
 from .infer import broadcast_shapes
-from .registry import OpError, TensorInfo, register_op
+from .registry import OpError, Operand, Result, TensorInfo, register_op
 
 
-def _any(dt):
+def _any(dt) -> bool:
     return True
 
 
@@ -20,7 +22,7 @@ def _is_bool(dt):
     return np.dtype(dt) == np.bool_
 
 
-def _binary(name, fn, since, doc, allowed, what, out_bool):
+def _binary(name, fn, since, doc, allowed, what, out_bool) -> None:
     def infer(attrs, inputs):
         a, b = inputs
         same_dtypes(name, a, b)
@@ -57,7 +59,7 @@ for _name, _fn in [("BitwiseAnd", np.bitwise_and), ("BitwiseOr", np.bitwise_or),
 
 
 @register_op("Not", infer=lambda attrs, inputs: [TensorInfo(inputs[0].shape, np.dtype(np.bool_))])
-def not_(attrs, x):
+def not_(attrs: dict[str, Any], x: Operand) -> Result:
     """Not(x): logical negation of a bool tensor."""
     return np.logical_not(x)
 
@@ -68,7 +70,7 @@ def _bitwise_not_infer(attrs, inputs):
 
 
 @register_op("BitwiseNot", since_version=18, infer=_bitwise_not_infer)
-def bitwise_not(attrs, x):
+def bitwise_not(attrs: dict[str, Any], x: Operand) -> Result:
     """BitwiseNot(x): ~x element-wise; integer types."""
     return np.invert(x)
 
@@ -84,7 +86,7 @@ def _bitshift_infer(attrs, inputs):
 
 @register_op("BitShift", attrs={"direction": ("string", None)}, inputs=(2, 2), since_version=11,
              infer=_bitshift_infer)
-def bitshift(attrs, x, y):
+def bitshift(attrs: dict[str, Any], x: Operand, y: Operand) -> Result:
     """BitShift(x, y): x << y (direction LEFT) or x >> y (RIGHT), with broadcasting; integer types
     (signed from opset 28: right shifts are arithmetic). A shift below 0 or by at least the width
     leaves only the sign fill: -1 for a right shift of a negative x, else 0."""
@@ -110,14 +112,14 @@ def _isx_infer(name):
 
 
 @register_op("IsNaN", since_version=9, infer=_isx_infer("IsNaN"))
-def isnan(attrs, x):
+def isnan(attrs: dict[str, Any], x: Operand) -> Result:
     """IsNaN(x): bool, true where x is NaN; float types (float8 included)."""
     return np.isnan(wide(x))
 
 
 @register_op("IsInf", attrs={"detect_negative": ("int", 1), "detect_positive": ("int", 1)}, since_version=10,
              infer=_isx_infer("IsInf"))
-def isinf(attrs, x):
+def isinf(attrs: dict[str, Any], x: Operand) -> Result:
     """IsInf(x): bool, true at +inf (if detect_positive) and -inf (if detect_negative); float types."""
     x = wide(x)
     out = np.zeros(x.shape, np.bool_)
@@ -137,7 +139,7 @@ def _where_infer(attrs, inputs):
 
 
 @register_op("Where", inputs=(3, 3), since_version=9, infer=_where_infer)
-def where(attrs, c, x, y):
+def where(attrs: dict[str, Any], c: Operand, x: Operand, y: Operand) -> Result:
     """Where(cond, x, y): x where cond else y, the three broadcast together; any dtype."""
     x = np.asarray(x)
     return np.where(c, x, y).astype(x.dtype, copy=False)

@@ -7,10 +7,12 @@ of the targets used.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._numeric import check_dtype, is_float, wide
-from .registry import OpError, TensorInfo, register_op
+from .registry import OpError, Operand, Result, TensorInfo, register_op
 
 _REDUCTIONS = ("none", "sum", "mean")
 
@@ -59,7 +61,7 @@ def _nll_infer(attrs, inputs):
 
 @register_op("NegativeLogLikelihoodLoss", attrs={"reduction": ("string", "mean"), "ignore_index": ("int", None)},
              inputs=(2, 3), since_version=12, infer=_nll_infer)
-def nll_loss(attrs, x, target, weight=None):
+def nll_loss(attrs: dict[str, Any], x: Operand, target: Operand, weight: Operand = None) -> Result:
     """NegativeLogLikelihoodLoss(input, target, weight): -input[n, target[n, ...], ...] * weight[target],
     reduced by `reduction`; float input, int32/int64 target."""
     x = np.asarray(x)
@@ -74,7 +76,7 @@ def _sce_infer(attrs, inputs):
 
 @register_op("SoftmaxCrossEntropyLoss", attrs={"reduction": ("string", "mean"), "ignore_index": ("int", None)},
              inputs=(2, 3), outputs=(1, 2), since_version=12, infer=_sce_infer)
-def sce_loss(attrs, scores, labels, weights=None):
+def sce_loss(attrs: dict[str, Any], scores: Operand, labels: Operand, weights: Operand = None) -> Result:
     """SoftmaxCrossEntropyLoss(scores, labels, weights): NegativeLogLikelihoodLoss of the log-softmax
     of `scores` over axis 1; also returns that log-probability; float scores, int labels."""
     scores = np.asarray(scores)

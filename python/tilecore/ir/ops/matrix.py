@@ -1,10 +1,12 @@
 """tilecore/ir/ops/matrix.py — Det (determinants of square matrices) and EyeLike."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._numeric import check_dtype, is_float, onnx_dtype, wide
-from .registry import OpError, TensorInfo, register_op
+from .registry import OpError, Operand, Result, TensorInfo, register_op
 
 
 def _det_infer(attrs, inputs):
@@ -21,7 +23,7 @@ def _det_infer(attrs, inputs):
 
 
 @register_op("Det", since_version=11, infer=_det_infer)
-def det(attrs, x):
+def det(attrs: dict[str, Any], x: Operand) -> Result:
     """Det(X): determinants of the square matrices in the last two axes of X ([..., M, M] -> [...]);
     float types (computed in float64 by LU)."""
     x = np.asarray(x)
@@ -38,7 +40,7 @@ def _eye_infer(attrs, inputs):
 
 
 @register_op("EyeLike", attrs={"dtype": ("int", None), "k": ("int", 0)}, since_version=9, infer=_eye_infer)
-def eye_like(attrs, x):
+def eye_like(attrs: dict[str, Any], x: Operand) -> Result:
     """EyeLike(input): a 2-D tensor of input's shape with ones on diagonal k (k > 0 above the main one),
     in `dtype` (default: input's dtype)."""
     x = np.asarray(x)

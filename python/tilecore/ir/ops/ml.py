@@ -2,10 +2,12 @@
 Binarizer, LabelEncoder and TreeEnsemble (opset 5 of ai.onnx.ml)."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._numeric import check_dtype, is_float, wide
-from .registry import OpError, TensorInfo, register_op
+from .registry import OpError, Operand, Result, TensorInfo, register_op
 
 ML = "ai.onnx.ml"
 
@@ -23,7 +25,7 @@ def _afe_infer(attrs, inputs):
 
 
 @register_op("ArrayFeatureExtractor", domain=ML, inputs=(2, 2), since_version=1, infer=_afe_infer)
-def array_feature_extractor(attrs, x, y):
+def array_feature_extractor(attrs: dict[str, Any], x: Operand, y: Operand) -> Result:
     """ArrayFeatureExtractor(X, Y): X[..., Y] (the features at the int64 indices Y of the last axis);
     a 1-D X gives shape [1, len(Y)]; numeric or string X."""
     x = np.asarray(x)
@@ -37,7 +39,7 @@ def array_feature_extractor(attrs, x, y):
 
 @register_op("Binarizer", domain=ML, attrs={"threshold": ("float", 0.0)}, since_version=1,
              infer=lambda attrs, inputs: [TensorInfo(inputs[0].shape, inputs[0].dtype)])
-def binarizer(attrs, x):
+def binarizer(attrs: dict[str, Any], x: Operand) -> Result:
     """Binarizer(X): 1 where X > threshold, else 0, in X's dtype; numeric types."""
     x = np.asarray(x)
     return (wide(x) > attrs["threshold"]).astype(x.dtype)
@@ -91,7 +93,7 @@ def _le_infer(attrs, inputs):
     "keys_strings": ("strings", None), "keys_tensor": ("tensor", None), "values_floats": ("floats", None),
     "values_int64s": ("ints", None), "values_strings": ("strings", None), "values_tensor": ("tensor", None)},
     since_version=2, infer=_le_infer)
-def label_encoder(attrs, x):
+def label_encoder(attrs: dict[str, Any], x: Operand) -> Result:
     """LabelEncoder(X): each element of X looked up in keys_* and replaced by the matching values_*
     entry, or the default_* value; keys/values are strings, int64, float or (opset 4) tensors; NaN keys
     match NaN."""
@@ -140,7 +142,7 @@ def _probit(v):
     "nodes_splits": ("tensor", None), "nodes_trueleafs": ("ints", None), "nodes_truenodeids": ("ints", None),
     "post_transform": ("int", 0), "tree_roots": ("ints", None)},
     since_version=5, infer=_te_infer)
-def tree_ensemble(attrs, x):
+def tree_ensemble(attrs: dict[str, Any], x: Operand) -> Result:
     """TreeEnsemble(X): [N, n_targets] scores of the trees' leaves reached by each row of X
     (branch modes LEQ LT GTE GT EQ NEQ MEMBER, NaN per missing_value_tracks_true), aggregated by
     AVERAGE/SUM/MIN/MAX and post-transformed (NONE SOFTMAX LOGISTIC SOFTMAX_ZERO PROBIT); float types."""

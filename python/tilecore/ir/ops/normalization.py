@@ -8,15 +8,17 @@ Variances are population variances (divided by N).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._numeric import check_dtype, is_float, onnx_dtype, opset, wide
 from .infer import normalize_axis
-from .registry import OpError, TensorInfo, register_op
+from .registry import OpError, Operand, Result, TensorInfo, register_op
 
 
 def _float_x(name):
-    def check(x):
+    def check(x) -> None:
         check_dtype(name, x, is_float, "float types")
     return check
 
@@ -51,7 +53,7 @@ def _bn_infer(attrs, inputs):
 @register_op("BatchNormalization", attrs={"epsilon": ("float", 1e-5), "momentum": ("float", 0.9),
                                           "training_mode": ("int", 0), "spatial": ("int", 1)},
              inputs=(5, 5), outputs=(1, 5), since_version=7, infer=_bn_infer)
-def batch_norm(attrs, x, scale, b, mean, var):
+def batch_norm(attrs: dict[str, Any], x: Operand, scale: Operand, b: Operand, mean: Operand, var: Operand) -> Result:
     """BatchNormalization(X, scale, B, mean, var): scale * (X - mean) / sqrt(var + eps) + B per
     channel (axis 1); with training_mode=1 (opset 14) the batch statistics are used and the
     running mean/var (momentum-weighted) are returned too; float types."""
@@ -87,7 +89,7 @@ def _same_infer(name, rank_min=0):
 
 @register_op("InstanceNormalization", attrs={"epsilon": ("float", 1e-5)}, inputs=(3, 3), since_version=6,
              infer=_same_infer("InstanceNormalization", 3))
-def instance_norm(attrs, x, scale, b):
+def instance_norm(attrs: dict[str, Any], x: Operand, scale: Operand, b: Operand) -> Result:
     """InstanceNormalization(X, scale, B): per sample and channel, normalised over the spatial
     axes, then scale * . + B per channel; float types, X of rank >= 3."""
     x = np.asarray(x)
@@ -124,7 +126,7 @@ def _ln_infer(name, with_stats):
 
 @register_op("LayerNormalization", attrs={"axis": ("int", -1), "epsilon": ("float", 1e-5), "stash_type": ("int", 1)},
              inputs=(2, 3), outputs=(1, 3), since_version=17, infer=_ln_infer("LayerNormalization", True))
-def layer_norm(attrs, x, scale, b=None):
+def layer_norm(attrs: dict[str, Any], x: Operand, scale: Operand, b: Operand = None) -> Result:
     """LayerNormalization(X, Scale, B): X normalised over the axes from `axis` on (mean, inverse
     standard deviation in `stash_type`, also returned), then * Scale + B; float types."""
     x = np.asarray(x)
@@ -145,7 +147,7 @@ def layer_norm(attrs, x, scale, b=None):
 
 @register_op("RMSNormalization", attrs={"axis": ("int", -1), "epsilon": ("float", 1e-5), "stash_type": ("int", 1)},
              inputs=(2, 2), since_version=23, infer=_ln_infer("RMSNormalization", False))
-def rms_norm(attrs, x, scale):
+def rms_norm(attrs: dict[str, Any], x: Operand, scale: Operand) -> Result:
     """RMSNormalization(X, Scale): X / sqrt(mean(X**2) + eps) over the axes from `axis` on
     (in `stash_type`), then * Scale; float types."""
     x = np.asarray(x)
@@ -174,7 +176,7 @@ def _gn_infer(attrs, inputs):
 @register_op("GroupNormalization", attrs={"num_groups": ("int", None), "epsilon": ("float", 1e-5),
                                           "stash_type": ("int", 1)},
              inputs=(3, 3), since_version=18, infer=_gn_infer)
-def group_norm(attrs, x, scale, bias):
+def group_norm(attrs: dict[str, Any], x: Operand, scale: Operand, bias: Operand) -> Result:
     """GroupNormalization(X, scale, bias): per sample, the channels in `num_groups` groups each
     normalised, then scale * . + bias — per channel from opset 21, per group before; float types."""
     x = np.asarray(x)
@@ -207,7 +209,7 @@ def _lp_infer(attrs, inputs):
 
 
 @register_op("LpNormalization", attrs={"axis": ("int", -1), "p": ("int", 2)}, since_version=1, infer=_lp_infer)
-def lp_norm(attrs, x):
+def lp_norm(attrs: dict[str, Any], x: Operand) -> Result:
     """LpNormalization(x): x / ||x||_p along `axis` (p 1 or 2), 0 where the norm is 0; float types."""
     x = np.asarray(x)
     if attrs["p"] not in (1, 2):
@@ -223,7 +225,7 @@ def lp_norm(attrs, x):
 
 @register_op("MeanVarianceNormalization", attrs={"axes": ("ints", [0, 2, 3])}, since_version=9,
              infer=_same_infer("MeanVarianceNormalization"))
-def mvn(attrs, x):
+def mvn(attrs: dict[str, Any], x: Operand) -> Result:
     """MeanVarianceNormalization(X): (X - E[X]) / (sqrt(E[X**2] - E[X]**2) + 1e-9) over `axes`; float types."""
     x = np.asarray(x)
     w = wide(x)
@@ -242,7 +244,7 @@ def _lrn_infer(attrs, inputs):
 
 @register_op("LRN", attrs={"size": ("int", None), "alpha": ("float", 1e-4), "beta": ("float", 0.75),
                            "bias": ("float", 1.0)}, since_version=1, infer=_lrn_infer)
-def lrn(attrs, x):
+def lrn(attrs: dict[str, Any], x: Operand) -> Result:
     """LRN(X): X / (bias + alpha / size * sum of X**2 over `size` neighbouring channels) ** beta;
     float types, X of shape (N, C, ...)."""
     x = np.asarray(x)
@@ -269,7 +271,7 @@ def _dropout_infer(attrs, inputs):
 
 @register_op("Dropout", attrs={"ratio": ("float", 0.5), "seed": ("int", None)}, inputs=(1, 3), outputs=(1, 2),
              since_version=7, infer=_dropout_infer)
-def dropout(attrs, x, ratio=None, training_mode=None):
+def dropout(attrs: dict[str, Any], x: Operand, ratio: Operand = None, training_mode: Operand = None) -> Result:
     """Dropout(data, ratio, training_mode): identity with an all-True mask unless training_mode
     (opset 12) is true, then each value is zeroed with probability `ratio` and the kept ones
     scaled by 1/(1-ratio) (random numbers from `seed`); float types."""

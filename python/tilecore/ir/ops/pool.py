@@ -7,12 +7,14 @@ last window needs (never counted by AveragePool, whatever count_include_pad says
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from . import _conv
 from ._util import INT64, fail, ints_of, is_int, tensor
 from .conv import window_attrs, window_out_dims
-from .registry import REQUIRED, register_op
+from .registry import REQUIRED, Operand, Result, register_op
 
 _POOL_ATTRS = {
     "auto_pad": ("string", "NOTSET"),
@@ -78,7 +80,7 @@ def _lowest(dtype):
 
 @register_op("AveragePool", attrs=dict(_POOL_ATTRS, count_include_pad=("int", 0)), since_version=1,
              infer=_pool_infer("AveragePool"))
-def average_pool(attrs, x):
+def average_pool(attrs: dict[str, Any], x: Operand) -> Result:
     """Mean over each window of (N, C, D1..Dk); float types. Pads count in the
     divisor only with count_include_pad; the ceil_mode overhang never does."""
     geometry = _windows("AveragePool", attrs, x)
@@ -95,7 +97,7 @@ def average_pool(attrs, x):
 
 @register_op("MaxPool", attrs=dict(_POOL_ATTRS, storage_order=("int", 0)), outputs=(1, 2), since_version=1,
              infer=_pool_infer("MaxPool", 2))
-def max_pool(attrs, x):
+def max_pool(attrs: dict[str, Any], x: Operand) -> Result:
     """Max over each window of (N, C, D1..Dk); float and 8-bit int types. Indices
     (int64) are flat offsets into X, spatial dims row-major (storage_order 0) or
     column-major (1); the first maximum in window order wins."""
@@ -124,7 +126,7 @@ def max_pool(attrs, x):
 
 
 @register_op("LpPool", attrs=dict(_POOL_ATTRS, p=("int", 2)), since_version=1, infer=_pool_infer("LpPool"))
-def lp_pool(attrs, x):
+def lp_pool(attrs: dict[str, Any], x: Operand) -> Result:
     """(sum |x|^p)^(1/p) over each window, pads contributing zero; float types."""
     geometry = _windows("LpPool", attrs, x)
     k = x.ndim - 2
@@ -144,14 +146,14 @@ def _global_infer(attrs, inputs):
 
 
 @register_op("GlobalAveragePool", since_version=1, infer=_global_infer)
-def global_average_pool(attrs, x):
+def global_average_pool(attrs: dict[str, Any], x: Operand) -> Result:
     """Mean over all spatial dims of (N, C, ...), kept as size-1 dims; float types."""
     axes = tuple(range(2, x.ndim))
     return x.astype(_conv.accum_dtype(x.dtype)).mean(axis=axes, keepdims=True).astype(x.dtype)
 
 
 @register_op("GlobalMaxPool", since_version=1, infer=_global_infer)
-def global_max_pool(attrs, x):
+def global_max_pool(attrs: dict[str, Any], x: Operand) -> Result:
     """Max over all spatial dims of (N, C, ...), kept as size-1 dims; float types."""
     return x.max(axis=tuple(range(2, x.ndim)), keepdims=True)
 
@@ -182,7 +184,7 @@ def _unpool_infer(attrs, inputs):
 
 @register_op("MaxUnpool", attrs={"kernel_shape": ("ints", REQUIRED), "pads": ("ints", None), "strides": ("ints", None)},
              inputs=(2, 3), since_version=9, infer=_unpool_infer)
-def max_unpool(attrs, x, indices, output_shape=None):
+def max_unpool(attrs: dict[str, Any], x: Operand, indices: Operand, output_shape: Operand = None) -> Result:
     """Inverse of MaxPool: X scattered to the flat positions `indices` (int64) of a
     zero tensor of the default (or given) output shape."""
     shape = _unpool_shape(attrs, x.shape, None if output_shape is None else ints_of(output_shape))

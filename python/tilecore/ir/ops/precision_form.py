@@ -7,9 +7,14 @@ f32); int8 quantises X on load, accumulates exactly and dequantises per channel.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
 import numpy as np
 
 from ._util import fail
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 PRECISION_ATTRS = {
     "tc_precision": ("string", "f32"),
@@ -19,7 +24,7 @@ PRECISION_ATTRS = {
 }
 
 
-def in_precision_form(attrs):
+def in_precision_form(attrs: Mapping[str, Any]) -> bool:
     return attrs.get("tc_precision", "f32") not in ("f32", "", None)
 
 
@@ -31,13 +36,15 @@ def _rounded(a, precision):
     return np.asarray(a, np.float32).astype(np.float16).astype(np.float64)
 
 
-def quantise_on_load(x, scale, zero_point=0):
+def quantise_on_load(x: npt.ArrayLike, scale: float, zero_point: int = 0) -> np.ndarray:
     """sat_i8(round_half_even(f32(x) * f32(1 / scale)) + zero_point) as float64."""
     inv = np.float32(1.0 / np.float64(np.float32(scale)))
     return np.clip(np.rint(np.asarray(x, np.float32) * inv) + zero_point, -128, 127).astype(np.float64)
 
 
-def reference(op, attrs, compute, channel_axis, weight_sums, x, w, b=None, w_scale=None):
+def reference(op: str, attrs: Mapping[str, Any], compute: Callable[..., np.ndarray], channel_axis: int,
+              weight_sums: Callable[[np.ndarray], np.ndarray], x: np.ndarray, w: np.ndarray,
+              b: np.ndarray | None = None, w_scale: np.ndarray | None = None) -> np.ndarray:
     """Y of a node in the precision form. ``compute(x, w, b)`` is the float64 op (b may be
     None); ``channel_axis`` the output's channel axis; ``weight_sums(w)`` the per-channel
     sum of W (for a zero point)."""

@@ -10,13 +10,18 @@ requantise the accumulator with a float32 multiplier a_scale * b_scale / y_scale
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ._conv_int import conv_nd, conv_output_shape
 from ._numeric import SMALL_INTS, check_dtype, is_float, onnx_dtype, opset, wide
 from .cast import cast_array
 from .infer import broadcast_shapes, normalize_axis
-from .registry import OpError, TensorInfo, register_op
+from .registry import OpError, Operand, Result, TensorInfo, register_op
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 
 def _int_range(dt):
@@ -65,7 +70,8 @@ def _q_infer(attrs, inputs):
     return [TensorInfo(x.shape, out)]
 
 
-def quantize(x, scale, zp, out, axis=1, block=0, saturate=1, name="QuantizeLinear"):
+def quantize(x: npt.ArrayLike, scale: npt.ArrayLike, zp: npt.ArrayLike | None, out: npt.DTypeLike, axis: int = 1,
+             block: int = 0, saturate: int = 1, name: str = "QuantizeLinear") -> np.ndarray:
     """round(x / scale) + zp, saturated to `out`."""
     x = np.asarray(x)
     s = wide(_param(scale, x, axis, block, name, "scale"))
@@ -86,7 +92,7 @@ def quantize(x, scale, zp, out, axis=1, block=0, saturate=1, name="QuantizeLinea
 @register_op("QuantizeLinear", attrs={"axis": ("int", 1), "saturate": ("int", 1), "block_size": ("int", 0),
                                       "output_dtype": ("int", 0), "precision": ("int", 0)},
              inputs=(2, 3), since_version=10, infer=_q_infer)
-def quantize_linear(attrs, x, scale, zp=None):
+def quantize_linear(attrs: dict[str, Any], x: Operand, scale: Operand, zp: Operand = None) -> Result:
     """QuantizeLinear(x, y_scale, y_zero_point): saturate(round(x / scale) + zero_point) in the zero
     point's type (else output_dtype, else uint8); float or int32 x."""
     out = _out_type(attrs, None if zp is None else np.asarray(zp), "QuantizeLinear")
@@ -106,7 +112,7 @@ def _dq_infer(attrs, inputs):
 
 @register_op("DequantizeLinear", attrs={"axis": ("int", 1), "block_size": ("int", 0), "output_dtype": ("int", 0)},
              inputs=(2, 3), since_version=10, infer=_dq_infer)
-def dequantize_linear(attrs, x, scale, zp=None):
+def dequantize_linear(attrs: dict[str, Any], x: Operand, scale: Operand, zp: Operand = None) -> Result:
     """DequantizeLinear(x, x_scale, x_zero_point): (x - zero_point) * scale in the scale's dtype
     (or output_dtype, opset 23); int2/4/8/16/32, uint likewise and float8 x."""
     x = np.asarray(x)
@@ -126,7 +132,7 @@ def dequantize_linear(attrs, x, scale, zp=None):
 @register_op("DynamicQuantizeLinear", outputs=(3, 3), since_version=11,
              infer=lambda attrs, inputs: [TensorInfo(inputs[0].shape, np.dtype(np.uint8)),
                                           TensorInfo((), np.dtype(np.float32)), TensorInfo((), np.dtype(np.uint8))])
-def dynamic_quantize_linear(attrs, x):
+def dynamic_quantize_linear(attrs: dict[str, Any], x: Operand) -> Result:
     """DynamicQuantizeLinear(x): uint8 quantisation with scale (max(0, max x) - min(0, min x)) / 255 and
     zero point round(-min / scale); returns (y, scale, zero point); float32 x."""
     x = np.asarray(x, np.float32)
@@ -175,7 +181,7 @@ def _mmi_infer(attrs, inputs):
 
 
 @register_op("MatMulInteger", inputs=(2, 4), since_version=10, infer=_mmi_infer)
-def matmul_integer(attrs, a, b, a_zp=None, b_zp=None):
+def matmul_integer(attrs: dict[str, Any], a: Operand, b: Operand, a_zp: Operand = None, b_zp: Operand = None) -> Result:
     """MatMulInteger(A, B, a_zero_point, b_zero_point): (A - a_zp) @ (B - b_zp) in int32; int8/uint8
     operands, a_zp per tensor or per row of A, b_zp per tensor or per column of B."""
     a64 = np.asarray(a).astype(np.int64)
@@ -200,7 +206,8 @@ def _qlmm_infer(attrs, inputs):
 
 
 @register_op("QLinearMatMul", inputs=(8, 8), since_version=10, infer=_qlmm_infer)
-def qlinear_matmul(attrs, a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp):
+def qlinear_matmul(attrs: dict[str, Any], a: Operand, a_scale: Operand, a_zp: Operand, b: Operand, b_scale: Operand,
+                   b_zp: Operand, y_scale: Operand, y_zp: Operand) -> Result:
     """QLinearMatMul(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp): the quantised product
     requantised to y's scale and zero point; int8/uint8, scales per tensor (b: or per column)."""
     a64 = np.asarray(a).astype(np.int64) - _zp_rows(a_zp, np.asarray(a))
@@ -239,7 +246,7 @@ def _w_zp(w_zp, m, rank):
 
 @register_op("ConvInteger", attrs=dict(_CONV_ATTRS), inputs=(2, 4), since_version=10,
              infer=_conv_infer("ConvInteger", 0, 1, lambda inputs: np.dtype(np.int32)))
-def conv_integer(attrs, x, w, x_zp=None, w_zp=None):
+def conv_integer(attrs: dict[str, Any], x: Operand, w: Operand, x_zp: Operand = None, w_zp: Operand = None) -> Result:
     """ConvInteger(x, w, x_zero_point, w_zero_point): convolution of the zero-point-shifted int8/uint8
     operands in int32 (w_zp per tensor or per output channel)."""
     x64 = np.asarray(x).astype(np.int64)
@@ -253,7 +260,8 @@ def conv_integer(attrs, x, w, x_zp=None, w_zp=None):
 
 @register_op("QLinearConv", attrs=dict(_CONV_ATTRS), inputs=(8, 9), since_version=10,
              infer=_conv_infer("QLinearConv", 0, 3, lambda inputs: np.dtype(inputs[7].dtype)))
-def qlinear_conv(attrs, x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, bias=None):
+def qlinear_conv(attrs: dict[str, Any], x: Operand, x_scale: Operand, x_zp: Operand, w: Operand, w_scale: Operand,
+                 w_zp: Operand, y_scale: Operand, y_zp: Operand, bias: Operand = None) -> Result:
     """QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B): quantised convolution plus the
     int32 bias, requantised to y's scale and zero point; w_scale/w_zp per tensor or per output channel."""
     x64 = np.asarray(x).astype(np.int64) - np.asarray(x_zp).astype(np.int64).reshape(())

@@ -2,10 +2,12 @@
 reproducible across implementations (values follow `seed` with numpy's generator)."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._numeric import check_dtype, is_float, onnx_dtype, wide
-from .registry import TensorInfo, register_op
+from .registry import Operand, Result, TensorInfo, register_op
 
 
 def _bernoulli_infer(attrs, inputs):
@@ -17,7 +19,7 @@ def _bernoulli_infer(attrs, inputs):
 
 @register_op("Bernoulli", attrs={"dtype": ("int", None), "seed": ("float", None)}, since_version=15,
              infer=_bernoulli_infer)
-def bernoulli(attrs, x):
+def bernoulli(attrs: dict[str, Any], x: Operand) -> Result:
     """Bernoulli(input): 1 with probability input[i], else 0, element-wise; the output in `dtype`
     (default: input's); float probabilities."""
     x = np.asarray(x)

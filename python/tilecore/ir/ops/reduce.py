@@ -105,7 +105,7 @@ def _mean(w, axis, keepdims):
 _KINDS["ReduceMean"] = _mean
 
 
-def _register_reduce(name):
+def _register_reduce(name) -> None:
     fn = _KINDS[name]
     allowed = (lambda dt: is_float(dt) or is_int(dt) or np.dtype(dt) == np.bool_) if name in (
         "ReduceMax", "ReduceMin") else (lambda dt: is_float(dt) or is_int(dt))
@@ -150,7 +150,7 @@ def _arg_infer(name):
     return infer
 
 
-def _arg(name, fn):
+def _arg(name, fn) -> None:
     def reference(attrs, x):
         x = wide(np.asarray(x))
         axis = normalize_axis(attrs["axis"], max(x.ndim, 1), where=name)
@@ -187,7 +187,7 @@ def _scan_infer(name):
     return infer
 
 
-def _scan(name, fn, identity, since):
+def _scan(name, fn, identity, since) -> None:
     def reference(attrs, x, axis):
         x = np.asarray(x)
         ax = normalize_axis(int(np.asarray(axis).ravel()[0]), max(x.ndim, 1), where=name)

@@ -20,9 +20,15 @@ returns one per output; it raises OpError for input the op cannot take.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
+
+#: An input of a reference implementation: an array, None for an omitted optional
+#: input, a list of arrays for a sequence.
+Operand = Optional[Union[np.ndarray, List[np.ndarray]]]
+#: What a reference implementation returns: one output, or a tuple of them.
+Result = Union[Operand, Tuple[Operand, ...]]
 
 ATTR_KINDS = ("int", "float", "string", "ints", "floats", "strings", "tensor", "graph", "graphs")
 

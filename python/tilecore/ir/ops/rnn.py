@@ -8,11 +8,13 @@ step) and the activation functions ONNX lists, with their alpha/beta.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._conv import accum_dtype
 from ._util import fail, tensor
-from .registry import register_op
+from .registry import Operand, Result, register_op
 
 
 def _sigmoid(x):
@@ -144,7 +146,8 @@ def _clip(attrs):
 
 @register_op("RNN", attrs=_RNN_COMMON, inputs=(3, 6), outputs=(0, 2), since_version=1,
              infer=_rnn_infer("RNN", 1))
-def rnn(attrs, x, w, r, b=None, seq_lens=None, initial_h=None):
+def rnn(attrs: dict[str, Any], x: Operand, w: Operand, r: Operand, b: Operand = None, seq_lens: Operand = None,
+        initial_h: Operand = None) -> Result:
     """Elman RNN: H_t = f(X_t W^T + H_{t-1} R^T + Wb + Rb); float types. Returns
     Y (seq, dirs, batch, hidden) and Y_h (dirs, batch, hidden)."""
     dirs, work, xs, seq, batch, hidden, b, lens, (h0,) = _prepare("RNN", attrs, x, w, r, b, seq_lens,
@@ -168,7 +171,8 @@ def rnn(attrs, x, w, r, b=None, seq_lens=None, initial_h=None):
 
 @register_op("GRU", attrs=dict(_RNN_COMMON, linear_before_reset=("int", 0)), inputs=(3, 6), outputs=(0, 2),
              since_version=1, infer=_rnn_infer("GRU", 1))
-def gru(attrs, x, w, r, b=None, seq_lens=None, initial_h=None):
+def gru(attrs: dict[str, Any], x: Operand, w: Operand, r: Operand, b: Operand = None, seq_lens: Operand = None,
+        initial_h: Operand = None) -> Result:
     """GRU with gates z, r, h (linear_before_reset applies r after R_h); float
     types. Returns Y and Y_h as RNN does."""
     dirs, work, xs, seq, batch, hidden, b, lens, (h0,) = _prepare("GRU", attrs, x, w, r, b, seq_lens,
@@ -202,7 +206,8 @@ def gru(attrs, x, w, r, b=None, seq_lens=None, initial_h=None):
 
 @register_op("LSTM", attrs=dict(_RNN_COMMON, input_forget=("int", 0)), inputs=(3, 8), outputs=(0, 3),
              since_version=1, infer=_rnn_infer("LSTM", 2))
-def lstm(attrs, x, w, r, b=None, seq_lens=None, initial_h=None, initial_c=None, p=None):
+def lstm(attrs: dict[str, Any], x: Operand, w: Operand, r: Operand, b: Operand = None, seq_lens: Operand = None,
+         initial_h: Operand = None, initial_c: Operand = None, p: Operand = None) -> Result:
     """LSTM with gates i, o, f, c, optional peepholes P (i, o, f) and coupled
     input-forget gate; float types. Returns Y, Y_h and Y_c."""
     dirs, work, xs, seq, batch, hidden, b, lens, (h0, c0) = _prepare("LSTM", attrs, x, w, r, b, seq_lens,

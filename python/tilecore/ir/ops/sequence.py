@@ -10,13 +10,15 @@ passes when it infers on values.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._util import INT64, fail, ints_of, ints_value, is_int, onnx_dtype, seq_elem, seq_length, tensor
-from .registry import REQUIRED, SequenceInfo, TensorInfo, register_op
+from .registry import REQUIRED, Operand, Result, SequenceInfo, TensorInfo, register_op
 
 
-def _position(op, pos, length, insert=False):
+def _position(op, pos, length, insert: bool = False):
     p = int(np.asarray(pos).reshape(-1)[0])
     hi = length if insert else length - 1
     if not -length <= p <= hi:
@@ -31,7 +33,7 @@ def _seq(elem, length=None):
 @register_op("SequenceEmpty", attrs={"dtype": ("int", None)}, inputs=(0, 0), since_version=11,
              infer=lambda attrs, inputs: [_seq(TensorInfo(None, onnx_dtype(attrs.get("dtype") or 1,
                                                                             "SequenceEmpty")), 0)])
-def sequence_empty(attrs):
+def sequence_empty(attrs: dict[str, Any]) -> Result:
     """An empty sequence of tensors of `dtype` (float32 by default)."""
     onnx_dtype(attrs.get("dtype") or 1, "SequenceEmpty")
     return []
@@ -47,7 +49,7 @@ def _construct_infer(attrs, inputs):
 
 
 @register_op("SequenceConstruct", inputs=(1, -1), since_version=11, infer=_construct_infer)
-def sequence_construct(attrs, *xs):
+def sequence_construct(attrs: dict[str, Any], *xs: Operand) -> Result:
     """A sequence of the input tensors (one dtype)."""
     return list(xs)
 
@@ -58,7 +60,7 @@ def _insert_infer(attrs, inputs):
 
 
 @register_op("SequenceInsert", inputs=(2, 3), since_version=11, infer=_insert_infer)
-def sequence_insert(attrs, seq, x, position=None):
+def sequence_insert(attrs: dict[str, Any], seq: Operand, x: Operand, position: Operand = None) -> Result:
     """The sequence with `x` inserted at `position` (int scalar, negative from the
     end; appended when absent)."""
     out = list(seq)
@@ -76,7 +78,7 @@ def _at_infer(attrs, inputs):
 
 
 @register_op("SequenceAt", inputs=(2, 2), since_version=11, infer=_at_infer)
-def sequence_at(attrs, seq, position):
+def sequence_at(attrs: dict[str, Any], seq: Operand, position: Operand) -> Result:
     """The tensor at `position` (int scalar, negative from the end)."""
     return seq[_position("SequenceAt", position, len(seq))]
 
@@ -87,7 +89,7 @@ def _erase_infer(attrs, inputs):
 
 
 @register_op("SequenceErase", inputs=(1, 2), since_version=11, infer=_erase_infer)
-def sequence_erase(attrs, seq, position=None):
+def sequence_erase(attrs: dict[str, Any], seq: Operand, position: Operand = None) -> Result:
     """The sequence without the tensor at `position` (the last when absent)."""
     out = list(seq)
     if not out:
@@ -102,7 +104,7 @@ def _length_infer(attrs, inputs):
 
 
 @register_op("SequenceLength", since_version=11, infer=_length_infer)
-def sequence_length(attrs, seq):
+def sequence_length(attrs: dict[str, Any], seq: Operand) -> Result:
     """The number of tensors in the sequence, an int64 scalar."""
     return np.asarray(len(seq), dtype=np.int64)
 
@@ -143,7 +145,7 @@ def _split_seq_infer(attrs, inputs):
 
 @register_op("SplitToSequence", attrs={"axis": ("int", 0), "keepdims": ("int", 1)}, inputs=(1, 2),
              since_version=11, infer=_split_seq_infer)
-def split_to_sequence(attrs, x, split=None):
+def split_to_sequence(attrs: dict[str, Any], x: Operand, split: Operand = None) -> Result:
     """X split along `axis` into a sequence: parts of the sizes in the 1-D `split`,
     chunks of the scalar `split` (last one shorter), or size-1 slices (squeezed
     unless keepdims) when `split` is absent."""
@@ -177,7 +179,7 @@ def _concat_seq_infer(attrs, inputs):
 
 @register_op("ConcatFromSequence", attrs={"axis": ("int", REQUIRED), "new_axis": ("int", 0)}, since_version=11,
              infer=_concat_seq_infer)
-def concat_from_sequence(attrs, seq):
+def concat_from_sequence(attrs: dict[str, Any], seq: Operand) -> Result:
     """The sequence's tensors joined along `axis` (stacked on a new axis when
     new_axis is 1)."""
     if not seq:
@@ -199,7 +201,7 @@ def _map_infer(attrs, inputs):
 
 @register_op("SequenceMap", attrs={"body": ("graph", REQUIRED)}, inputs=(1, -1), outputs=(1, -1), since_version=17,
              infer=_map_infer)
-def sequence_map(attrs, seq, *extra):
+def sequence_map(attrs: dict[str, Any], seq: Operand, *extra: Operand) -> Result:
     """Runs `body` on each element of the input sequence (and the matching element
     of each extra sequence, or the extra tensor itself); one output sequence per
     body output."""
@@ -225,7 +227,7 @@ def _optional_infer(attrs, inputs):
 
 
 @register_op("Optional", attrs={"type": ("string", None)}, inputs=(0, 1), since_version=15, infer=_optional_infer)
-def optional(attrs, x=None):
+def optional(attrs: dict[str, Any], x: Operand = None) -> Result:
     """An optional holding the input (a tensor or sequence), or an empty optional
     (None) of `type` when there is no input. The `type` attribute is an ONNX
     TypeProto, kept as given."""
@@ -237,7 +239,7 @@ def _has_infer(attrs, inputs):
 
 
 @register_op("OptionalHasElement", inputs=(0, 1), since_version=15, infer=_has_infer)
-def optional_has_element(attrs, x=None):
+def optional_has_element(attrs: dict[str, Any], x: Operand = None) -> Result:
     """A bool scalar: true when the optional (or, from opset 18, plain tensor or
     sequence) input holds a value."""
     return np.asarray(x is not None)
@@ -248,7 +250,7 @@ def _get_infer(attrs, inputs):
 
 
 @register_op("OptionalGetElement", since_version=15, infer=_get_infer)
-def optional_get_element(attrs, x):
+def optional_get_element(attrs: dict[str, Any], x: Operand) -> Result:
     """The value held by the optional input (a plain tensor or sequence passes
     through, opset 18); an empty optional is an error."""
     if x is None:

@@ -6,11 +6,13 @@ of 1 is a real signal. Transforms run in float64 and are rounded to the input dt
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._numeric import is_float, onnx_dtype, opset, wide
 from .infer import normalize_axis
-from .registry import OpError, TensorInfo, register_op
+from .registry import OpError, Operand, Result, TensorInfo, register_op
 
 
 def _scalar_int(v, what, name):
@@ -30,7 +32,7 @@ def _window_infer(name):
     return infer
 
 
-def _window(name, fn, doc):
+def _window(name, fn, doc) -> None:
     def reference(attrs, size):
         n = _scalar_int(size, "size", name)
         if n < 0:
@@ -109,7 +111,7 @@ def _from_complex(c, dtype):
 
 @register_op("DFT", attrs={"axis": ("int", None), "inverse": ("int", 0), "onesided": ("int", 0)}, inputs=(1, 3),
              since_version=17, infer=_dft_infer)
-def dft(attrs, x, dft_length=None, axis_in=None):
+def dft(attrs: dict[str, Any], x: Operand, dft_length: Operand = None, axis_in: Operand = None) -> Result:
     """DFT(input, dft_length, axis): the (inverse, 1/N-scaled) discrete Fourier transform along `axis`
     (attribute before opset 20, default 1; input after, default -2) of a real [..., 1] or complex [..., 2]
     signal, zero-padded or cut to dft_length; onesided keeps N//2 + 1 bins, and with inverse takes such a
@@ -170,7 +172,8 @@ def _stft_infer(attrs, inputs):
 
 
 @register_op("STFT", attrs={"onesided": ("int", 1)}, inputs=(2, 4), since_version=17, infer=_stft_infer)
-def stft(attrs, signal, frame_step, window=None, frame_length=None):
+def stft(attrs: dict[str, Any], signal: Operand, frame_step: Operand, window: Operand = None,
+         frame_length: Operand = None) -> Result:
     """STFT(signal, frame_step, window, frame_length): [batch, frames, bins, 2], the DFT of each frame of
     frame_length samples every frame_step, times the window; onesided keeps length//2 + 1 bins."""
     signal = np.asarray(signal)
@@ -197,7 +200,8 @@ def _mel_infer(attrs, inputs):
 
 @register_op("MelWeightMatrix", attrs={"output_datatype": ("int", 1)}, inputs=(5, 5), since_version=17,
              infer=_mel_infer)
-def mel_weight_matrix(attrs, num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz):
+def mel_weight_matrix(attrs: dict[str, Any], num_mel_bins: Operand, dft_length: Operand, sample_rate: Operand,
+                      lower_edge_hertz: Operand, upper_edge_hertz: Operand) -> Result:
     """MelWeightMatrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz):
     [dft_length//2 + 1, num_mel_bins] triangular filters with peak 1 whose edges step by
     (mel(upper) - mel(lower)) / (num_mel_bins + 2) on the scale mel(f) = 2595 log10(1 + f/700), as ONNX

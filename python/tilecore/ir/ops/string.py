@@ -6,11 +6,12 @@ Strings are numpy object arrays of Python str.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 
 from .infer import broadcast_shapes
-from .registry import OpError, TensorInfo, register_op
+from .registry import OpError, Operand, Result, TensorInfo, register_op
 
 _OBJ = np.dtype(object)
 
@@ -27,7 +28,7 @@ def _concat_infer(attrs, inputs):
 
 
 @register_op("StringConcat", inputs=(2, 2), since_version=20, infer=_concat_infer)
-def string_concat(attrs, x, y):
+def string_concat(attrs: dict[str, Any], x: Operand, y: Operand) -> Result:
     """StringConcat(X, Y): X + Y element-wise with broadcasting; strings."""
     x, y = np.broadcast_arrays(np.asarray(x, dtype=object), np.asarray(y, dtype=object))
     out = np.empty(x.shape, dtype=object)
@@ -52,7 +53,7 @@ def _compile(attrs):
 
 
 @register_op("RegexFullMatch", attrs={"pattern": ("string", None)}, since_version=20, infer=_regex_infer)
-def regex_full_match(attrs, x):
+def regex_full_match(attrs: dict[str, Any], x: Operand) -> Result:
     """RegexFullMatch(X): bool, true where the whole string matches `pattern` (RE2 syntax, run with
     Python's re, which agrees on the common subset); strings."""
     pat = _compile(attrs)
@@ -78,7 +79,7 @@ def _split_infer(attrs, inputs):
 
 @register_op("StringSplit", attrs={"delimiter": ("string", None), "maxsplit": ("int", None)}, outputs=(2, 2),
              since_version=20, infer=_split_infer)
-def string_split(attrs, x):
+def string_split(attrs: dict[str, Any], x: Operand) -> Result:
     """StringSplit(X): (Y, Z): each string split at `delimiter` (default: runs of whitespace, trimmed)
     at most `maxsplit` times, padded with "" to the longest split along a new last axis; Z the counts."""
     x = np.asarray(x, dtype=object)
@@ -106,7 +107,7 @@ def _normalizer_infer(attrs, inputs):
 @register_op("StringNormalizer", attrs={"case_change_action": ("string", "NONE"), "is_case_sensitive": ("int", 0),
                                         "locale": ("string", None), "stopwords": ("strings", None)},
              since_version=10, infer=_normalizer_infer)
-def string_normalizer(attrs, x):
+def string_normalizer(attrs: dict[str, Any], x: Operand) -> Result:
     """StringNormalizer(X): X of shape [C] or [1, C] without the `stopwords` (compared case-insensitively
     unless is_case_sensitive), then lower- or upper-cased; an all-removed row keeps one ""."""
     x = np.asarray(x, dtype=object)
@@ -169,7 +170,7 @@ def _tfidf_infer(attrs, inputs):
                                        "pool_int64s": ("ints", None), "pool_strings": ("strings", None),
                                        "weights": ("floats", None)},
              since_version=9, infer=_tfidf_infer)
-def tfidf_vectorizer(attrs, x):
+def tfidf_vectorizer(attrs: dict[str, Any], x: Operand) -> Result:
     """TfIdfVectorizer(X): per row of X ([C] or [N, C], int32/int64 or strings), the counts of the pool's
     n-grams (lengths min..max_gram_length, gaps up to max_skip_count) at their ngram_indexes, as TF,
     IDF (weight where present) or TFIDF (count * weight); float32."""

@@ -12,13 +12,14 @@ can fold them.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
 from ._util import (INT64, dim_add, dim_mul, dims_prod, fail, ints_of, ints_value, is_int, seq_elem, seq_length,
                     tensor)
 from .infer import broadcast_shapes
-from .registry import SequenceInfo, TensorInfo, register_op
+from .registry import Operand, Result, SequenceInfo, TensorInfo, register_op
 
 #: Largest integer result whose value inference carries along (shape arithmetic).
 _FOLD_LIMIT = 64
@@ -90,7 +91,7 @@ def _concat_infer(attrs, inputs):
 
 
 @register_op("Concat", attrs={"axis": ("int", None)}, inputs=(1, -1), since_version=1, infer=_concat_infer)
-def concat(attrs, *xs):
+def concat(attrs: dict[str, Any], *xs: Operand) -> Result:
     """Joins the inputs (any one dtype, same rank) along `axis` (required from opset 4)."""
     ax = attrs["axis"] if attrs["axis"] is not None else 1
     return np.concatenate([x for x in xs if x is not None], axis=ax)
@@ -154,7 +155,7 @@ def _split_infer(attrs, inputs):
 
 @register_op("Split", attrs={"axis": ("int", 0), "split": ("ints", None), "num_outputs": ("int", None)},
              inputs=(1, 2), outputs=(1, -1), since_version=1, infer=_split_infer)
-def split(attrs, x, split_in=None):
+def split(attrs: dict[str, Any], x: Operand, split_in: Operand = None) -> Result:
     """Splits X along `axis` into parts of the sizes `split` (attribute before opset
     13, int64 input from 13) or into num_outputs parts (opset 18); any dtype. Equal
     parts without num_outputs need the node's output count as attrs["_num_outputs"]."""
@@ -237,7 +238,8 @@ def _slice_infer(attrs, inputs):
 
 @register_op("Slice", attrs={"starts": ("ints", None), "ends": ("ints", None), "axes": ("ints", None)},
              inputs=(1, 5), since_version=1, infer=_slice_infer)
-def slice_(attrs, x, starts=None, ends=None, axes=None, steps=None):
+def slice_(attrs: dict[str, Any], x: Operand, starts: Operand = None, ends: Operand = None, axes: Operand = None,
+           steps: Operand = None) -> Result:
     """x[starts:ends:steps] on `axes`, indices clamped as ONNX says; starts/ends/axes
     are attributes before opset 10, int32/int64 inputs (with steps) from 10."""
     if attrs.get("_opset", 13) < 10 or attrs.get("starts") is not None:
@@ -263,7 +265,7 @@ def slice_(attrs, x, starts=None, ends=None, axes=None, steps=None):
 _PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
-def _pad_args(attrs, inputs_or_arrays, rank, infer=False):
+def _pad_args(attrs, inputs_or_arrays, rank, infer: bool = False):
     """(pads per axis as (begin, end) list, or None if unknown)."""
     if attrs.get("_opset", 11) < 11 or attrs.get("pads") is not None:
         pads = list(attrs["pads"])
@@ -305,7 +307,8 @@ def _pad_infer(attrs, inputs):
 
 @register_op("Pad", attrs={"mode": ("string", "constant"), "pads": ("ints", None), "value": ("float", 0.0)},
              inputs=(1, 4), since_version=1, infer=_pad_infer)
-def pad(attrs, x, pads=None, constant_value=None, axes=None):
+def pad(attrs: dict[str, Any], x: Operand, pads: Operand = None, constant_value: Operand = None,
+        axes: Operand = None) -> Result:
     """Pads (negative values crop) X by `pads` (begins then ends, on `axes`; an
     attribute before opset 11) with constant_value, or reflect/edge/wrap; any dtype."""
     mode = attrs["mode"]
@@ -394,7 +397,7 @@ def _reshape_infer(attrs, inputs):
 
 @register_op("Reshape", attrs={"allowzero": ("int", 0), "shape": ("ints", None)}, inputs=(1, 2), since_version=1,
              infer=_reshape_infer)
-def reshape(attrs, x, shape=None):
+def reshape(attrs: dict[str, Any], x: Operand, shape: Operand = None) -> Result:
     """X with the shape `shape` (int64 input; attribute before opset 5): 0 copies the
     input dim (unless allowzero, opset 14), -1 takes what is left; any dtype."""
     target = list(attrs["shape"]) if attrs.get("shape") is not None else ints_of(shape)
@@ -418,7 +421,7 @@ def _flatten_infer(attrs, inputs):
 
 
 @register_op("Flatten", attrs={"axis": ("int", 1)}, since_version=1, infer=_flatten_infer)
-def flatten(attrs, x):
+def flatten(attrs: dict[str, Any], x: Operand) -> Result:
     """X as a matrix (prod(dims[:axis]), prod(dims[axis:])); any dtype."""
     ax = attrs["axis"] + x.ndim if attrs["axis"] < 0 else attrs["axis"]
     if not 0 <= ax <= x.ndim:
@@ -452,7 +455,7 @@ def _squeeze_infer(attrs, inputs):
 
 
 @register_op("Squeeze", attrs={"axes": ("ints", None)}, inputs=(1, 2), since_version=1, infer=_squeeze_infer)
-def squeeze(attrs, x, axes=None):
+def squeeze(attrs: dict[str, Any], x: Operand, axes: Operand = None) -> Result:
     """Removes the size-1 `axes` (all size-1 dims when none; an attribute before
     opset 13, an int64 input from 13); any dtype."""
     ax = attrs["axes"] if attrs.get("axes") is not None else (None if axes is None else ints_of(axes))
@@ -488,7 +491,7 @@ def _unsqueeze_infer(attrs, inputs):
 
 
 @register_op("Unsqueeze", attrs={"axes": ("ints", None)}, inputs=(1, 2), since_version=1, infer=_unsqueeze_infer)
-def unsqueeze(attrs, x, axes=None):
+def unsqueeze(attrs: dict[str, Any], x: Operand, axes: Operand = None) -> Result:
     """Inserts size-1 dims at `axes` of the output (an attribute before opset 13, an
     int64 input from 13); any dtype."""
     ax = attrs["axes"] if attrs.get("axes") is not None else ints_of(axes)
@@ -516,7 +519,7 @@ def _transpose_infer(attrs, inputs):
 
 
 @register_op("Transpose", attrs={"perm": ("ints", None)}, since_version=1, infer=_transpose_infer)
-def transpose(attrs, x):
+def transpose(attrs: dict[str, Any], x: Operand) -> Result:
     """Permutes the axes of X (reversed when no perm); any dtype."""
     return np.transpose(x, _perm(attrs, x.ndim))
 
@@ -538,7 +541,7 @@ def _expand_infer(attrs, inputs):
 
 
 @register_op("Expand", inputs=(2, 2), since_version=8, infer=_expand_infer)
-def expand(attrs, x, shape):
+def expand(attrs: dict[str, Any], x: Operand, shape: Operand) -> Result:
     """X broadcast (numpy rules, both ways) with the int64 `shape`; any dtype."""
     target = broadcast_shapes(x.shape, tuple(int(v) for v in shape), where="Expand")
     return np.broadcast_to(x, target).copy()
@@ -557,7 +560,7 @@ def _tile_infer(attrs, inputs):
 
 
 @register_op("Tile", inputs=(2, 2), since_version=6, infer=_tile_infer)
-def tile(attrs, x, repeats):
+def tile(attrs: dict[str, Any], x: Operand, repeats: Operand) -> Result:
     """X repeated `repeats` (int64, one per dim) times along each dim; any dtype."""
     reps = ints_of(repeats)
     if len(reps) != x.ndim:
@@ -576,7 +579,7 @@ def _trilu_infer(attrs, inputs):
 
 
 @register_op("Trilu", attrs={"upper": ("int", 1)}, inputs=(1, 2), since_version=14, infer=_trilu_infer)
-def trilu(attrs, x, k=None):
+def trilu(attrs: dict[str, Any], x: Operand, k: Operand = None) -> Result:
     """The upper (or lower) triangle of the last two dims from diagonal k (int64
     scalar, default 0), the rest zero; any dtype."""
     kk = 0 if k is None else int(np.asarray(k).reshape(-1)[0])
@@ -601,7 +604,7 @@ def _onehot_infer(attrs, inputs):
 
 
 @register_op("OneHot", attrs={"axis": ("int", -1)}, inputs=(3, 3), since_version=9, infer=_onehot_infer)
-def one_hot(attrs, indices, depth, values):
+def one_hot(attrs: dict[str, Any], indices: Operand, depth: Operand, values: Operand) -> Result:
     """values[1] where the new `axis` equals the index (negative indices count from
     depth; out-of-range ones give an all-off row), values[0] elsewhere."""
     d = int(np.asarray(depth).reshape(-1)[0])
@@ -633,7 +636,7 @@ def _range_count(start, limit, delta):
 
 
 @register_op("Range", inputs=(3, 3), since_version=11, infer=_range_infer)
-def range_(attrs, start, limit, delta):
+def range_(attrs: dict[str, Any], start: Operand, limit: Operand, delta: Operand) -> Result:
     """start + i * delta for i in [0, ceil((limit - start) / delta)); scalars of one
     numeric dtype, output of that dtype."""
     n = _range_count(start, limit, delta)
@@ -663,7 +666,7 @@ def _cos_infer(attrs, inputs):
 
 
 @register_op("ConstantOfShape", attrs={"value": ("tensor", None)}, since_version=9, infer=_cos_infer)
-def constant_of_shape(attrs, shape):
+def constant_of_shape(attrs: dict[str, Any], shape: Operand) -> Result:
     """A tensor of the int64 `shape` filled with the one-element `value` (float32 0
     by default), of value's dtype."""
     fill = _cos_fill(attrs)
@@ -720,7 +723,7 @@ def _constant_infer(attrs, inputs):
 
 
 @register_op("Constant", attrs=_CONST_ATTRS, inputs=(0, 0), since_version=1, infer=_constant_infer)
-def constant(attrs):
+def constant(attrs: dict[str, Any]) -> Result:
     """The tensor held by whichever one of the value attributes is set."""
     return _constant_value(attrs).copy()
 
@@ -747,7 +750,7 @@ def _shape_infer(attrs, inputs):
 
 
 @register_op("Shape", attrs={"start": ("int", 0), "end": ("int", None)}, since_version=1, infer=_shape_infer)
-def shape(attrs, x):
+def shape(attrs: dict[str, Any], x: Operand) -> Result:
     """The dims [start, end) (clamped, opset 15) of X as an int64 vector."""
     a, b = _shape_range(attrs, x.ndim)
     return np.asarray(x.shape[a:b], dtype=np.int64)
@@ -760,7 +763,7 @@ def _size_infer(attrs, inputs):
 
 
 @register_op("Size", since_version=1, infer=_size_infer)
-def size(attrs, x):
+def size(attrs: dict[str, Any], x: Operand) -> Result:
     """The number of elements of X as an int64 scalar."""
     return np.asarray(x.size, dtype=np.int64)
 
@@ -775,7 +778,7 @@ def _identity_infer(attrs, inputs):
 
 
 @register_op("Identity", since_version=1, infer=_identity_infer)
-def identity(attrs, x):
+def identity(attrs: dict[str, Any], x: Operand) -> Result:
     """X itself: a tensor, a sequence (opset 14) or an optional (opset 16)."""
     if isinstance(x, list):
         return list(x)

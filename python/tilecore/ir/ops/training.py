@@ -4,9 +4,11 @@ the tensors to optimise, their gradients and their optimiser states (all X's, th
 G's, ...), and returns the new tensors followed by the new states."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from .registry import OpError, TensorInfo, register_op
+from .registry import OpError, Operand, Result, TensorInfo, register_op
 
 TRAINING = "ai.onnx.preview.training"
 
@@ -37,7 +39,7 @@ def _scalar(v):
 @register_op("Adagrad", domain=TRAINING, attrs={"decay_factor": ("float", 0.0), "epsilon": ("float", 1e-6),
                                                  "norm_coefficient": ("float", 0.0)},
              inputs=(2, -1), outputs=(1, -1), since_version=1, infer=_infer("Adagrad", 3, 2))
-def adagrad(attrs, r, t, *rest):
+def adagrad(attrs: dict[str, Any], r: Operand, t: Operand, *rest: Operand) -> Result:
     """Adagrad(R, T, X..., G..., H...): X - r * G' / (sqrt(H + G'**2) + eps) with G' = G + norm * X and
     r = R / (1 + T * decay_factor); returns the new X's then the new H's; float types."""
     xs, gs, hs = _groups("Adagrad", (r, t) + rest, 3)
@@ -54,7 +56,7 @@ def adagrad(attrs, r, t, *rest):
 @register_op("Momentum", domain=TRAINING, attrs={"alpha": ("float", None), "beta": ("float", None),
                                                   "mode": ("string", None), "norm_coefficient": ("float", None)},
              inputs=(2, -1), outputs=(1, -1), since_version=1, infer=_infer("Momentum", 3, 2))
-def momentum(attrs, r, t, *rest):
+def momentum(attrs: dict[str, Any], r: Operand, t: Operand, *rest: Operand) -> Result:
     """Momentum(R, T, X..., G..., V...): V' = alpha * V + beta' * G' (beta' = 1 at T = 0), G' = G + norm * X;
     X - R * V' (mode "standard") or X - R * (G' + alpha * V') ("nesterov"); returns X's then V's."""
     for a in ("alpha", "beta", "mode", "norm_coefficient"):
@@ -79,7 +81,7 @@ def momentum(attrs, r, t, *rest):
                                               "epsilon": ("float", 1e-6), "norm_coefficient": ("float", 0.0),
                                               "norm_coefficient_post": ("float", 0.0)},
              inputs=(2, -1), outputs=(1, -1), since_version=1, infer=_infer("Adam", 4, 3))
-def adam(attrs, r, t, *rest):
+def adam(attrs: dict[str, Any], r: Operand, t: Operand, *rest: Operand) -> Result:
     """Adam(R, T, X..., G..., V..., H...): first and second moments V, H of G' = G + norm * X, the
     bias-corrected step R * sqrt(1 - beta**T) / (1 - alpha**T) (R at T = 0), X scaled by
     (1 - norm_coefficient_post) after the step; returns X's, V's, H's; float types."""

@@ -11,6 +11,11 @@ Operands: regions, whole buffers, or a pointer plus ``n`` elements. Both sides h
 the same number of elements; when their dtypes differ the DMA converts with TC1's
 rules (round to nearest even, saturate).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import frontend as fe
@@ -19,6 +24,10 @@ from .. import registry
 from ..numerics import convert, scalar_to_storage
 from ..registry import api
 from .operands import elem_of, ir_region, py_view, shape_of, tile_operand
+
+if TYPE_CHECKING:
+    from ..frontend import Plan
+    from ..values import KernelValue
 
 #: Event ids 0..14 are the kernel's; 15 is used by synchronous copies.
 NUM_EVENTS = 15
@@ -41,7 +50,7 @@ def _n(op, n):
 
 
 @api("dma_copy")
-def dma_copy(dst, src, n=None):
+def dma_copy(dst: KernelValue, src: KernelValue, n: KernelValue = None) -> Plan:
     """Copies ``src`` to ``dst`` and waits for it (TC1 dma.in / dma.out).
 
     :param dst, src: regions, buffers, or pointers (then ``n`` is the element count), in
@@ -53,7 +62,7 @@ def dma_copy(dst, src, n=None):
 
 
 @dma_copy.ir
-def _dma_copy_ir(p):
+def _dma_copy_ir(p) -> None:
     irv.emit(irv.call("tile.dma_copy", ir_region(p.dst), ir_region(p.src), irv.index(p.event)))
     irv.emit(irv.call("tile.wait", irv.index(p.event)))
 
@@ -66,13 +75,13 @@ def _converted(op, p):
 
 
 @dma_copy.py
-def _dma_copy_py(p):
+def _dma_copy_py(p) -> None:
     dst, data = _converted("dma_copy", p)
     dst[...] = data
 
 
 @api("async_dma_copy")
-def async_dma_copy(dst, src, n=None, event=0):
+def async_dma_copy(dst: KernelValue, src: KernelValue, n: KernelValue = None, event: int = 0) -> Plan:
     """Starts copying ``src`` to ``dst``; ``S.wait_events(event)`` waits for it.
 
     :param dst, src, n: as for :func:`dma_copy`.
@@ -87,13 +96,13 @@ async_dma_copy.ir(lambda p: irv.emit(irv.call("tile.dma_copy", ir_region(p.dst),
 
 
 @async_dma_copy.py
-def _async_py(p):
+def _async_py(p) -> None:
     dst, data = _converted("async_dma_copy", p)
     registry.context().pending_dma.setdefault(p.event, []).append((dst, data))
 
 
 @api("wait_events")
-def wait_events(*events):
+def wait_events(*events: KernelValue) -> Plan:
     """Waits until every copy issued so far on each of ``events`` (ids 0..14) is done."""
     fe.require(events, "wait_events: give at least one event id")
     evs = [fe.const_int("wait_events", "event", e, lo=0, hi=NUM_EVENTS - 1) for e in events]
@@ -101,13 +110,13 @@ def wait_events(*events):
 
 
 @wait_events.ir
-def _wait_ir(p):
+def _wait_ir(p) -> None:
     for e in p.events:
         irv.emit(irv.call("tile.wait", irv.index(e)))
 
 
 @wait_events.py
-def _wait_py(p):
+def _wait_py(p) -> None:
     core = registry.context()
     for e in p.events:
         for dst, data in core.pending_dma.pop(e, []):
@@ -115,7 +124,7 @@ def _wait_py(p):
 
 
 @api("dma_fill")
-def dma_fill(dst, value, n=None):
+def dma_fill(dst: KernelValue, value: KernelValue, n: KernelValue = None) -> Plan:
     """Fills ``dst`` (a region, a buffer, or a pointer with ``n``) with ``value`` converted
     to its dtype, and waits for it.
 
@@ -130,7 +139,7 @@ def dma_fill(dst, value, n=None):
 
 
 @dma_fill.ir
-def _fill_ir(p):
+def _fill_ir(p) -> None:
     v = p.value.node if hasattr(p.value, "node") else irv.const(
         p.value, "float32" if isinstance(p.value, float) else "int32")
     irv.emit(irv.call("tile.dma_fill", ir_region(p.dst), v, irv.index(SYNC_EVENT)))
@@ -138,7 +147,7 @@ def _fill_ir(p):
 
 
 @dma_fill.py
-def _fill_py(p):
+def _fill_py(p) -> None:
     dst = py_view("dma_fill", p.dst)
     if hasattr(p.value, "data"):
         dst[...] = convert(p.value.data[:1], p.value.dtype, elem_of(p.dst))[0]

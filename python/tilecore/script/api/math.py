@@ -5,7 +5,11 @@ not in SIMD registers; these scalar forms exist for the front end (loop-invarian
 constants, per-row factors). Each is computed in double and rounded once to the
 dtype (float32, then float16/bfloat16), as the simulator does.
 """
+
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,6 +19,10 @@ from .. import types as T
 from ..numerics import round_float, to_f64
 from ..pysim import semantics as sem
 from ..registry import api
+
+if TYPE_CHECKING:
+    from ..frontend import Plan
+    from ..values import KernelValue
 
 
 def _sigmoid(x):
@@ -36,7 +44,7 @@ _FUNCS = {
 def _def(name):
     fn, what = _FUNCS[name]
 
-    def front(x):
+    def front(x: KernelValue) -> Plan:
         if fe.kind(x) == "value" and T.split(x.dtype)[1] > 1:
             raise TypeError(f"{name}: TC1 has no SIMD {name}; compute it over a tile on the vector engine "
                             f"(S.tile_{name}), got {x.dtype}")

@@ -11,7 +11,11 @@ PySim checks every access against the real extent of the array behind the
 pointer (the numpy array passed in, or the allocation) and raises ``IndexError``
 naming the access, the array and its extent.
 """
+
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -24,6 +28,14 @@ from ..numerics import scalar_to_storage, storage
 from ..pysim import semantics as sem
 from ..pysim.values import Memory, SimBuffer, SimPointer, SimRegion
 from ..registry import api
+
+if TYPE_CHECKING:
+    from ...ffi.function import Function
+
+if TYPE_CHECKING:
+    from ..frontend import Plan
+    from ..types import DSLType
+    from ..values import KernelValue
 
 
 def _int_index(op, name, x):
@@ -66,7 +78,7 @@ def _normalise_index(op, x, index):
 
 
 @api("load")
-def load(x, index):
+def load(x: KernelValue, index: KernelValue) -> Plan:
     """``x[i]`` / ``buf[i, j]``: one element (a scalar of the element dtype), or with
     slices a region (see the module docstring)."""
     fe.require(fe.kind(x) in ("pointer", "buffer"), f"subscript: cannot index {fe.describe(x)}")
@@ -96,8 +108,8 @@ def _simplify(e):
     return f(e) if f is not None else e
 
 
-def registry_simplify():
-    from ..._base import _ffi_core
+def registry_simplify() -> Function:
+    from ...ffi._base import _ffi_core
 
     return _ffi_core._get_global_func("transform.SimplifyExpr")
 
@@ -184,7 +196,7 @@ def _load_py(p):
 
 
 @api("store")
-def store(x, index, value):
+def store(x: KernelValue, index: KernelValue, value: KernelValue) -> Plan:
     """``x[i] = v`` / ``buf[i, j] = v``: stores one element. ``v`` must have the
     element dtype (a literal must fit it); use ``S.cast`` otherwise."""
     fe.require(fe.kind(x) in ("pointer", "buffer"), f"store: cannot assign into {fe.describe(x)}")
@@ -202,7 +214,7 @@ def store(x, index, value):
 
 
 @store.ir
-def _store_ir(p):
+def _store_ir(p) -> None:
     x = p.x
     v = irv.operand(p.value, x.elem)
     if fe.kind(x) == "pointer":
@@ -215,14 +227,14 @@ def _store_ir(p):
 
 
 @store.py
-def _store_py(p):
+def _store_py(p) -> None:
     off = _py_flat("store", p.x, p.items)
     p.x.mem.array[off] = sem.lanes_of(p.value, p.x.elem)[0] if fe.kind(p.value) != "literal" \
         else scalar_to_storage(p.value, p.x.elem)
 
 
 @api("ptr_add")
-def ptr_add(x, offset):
+def ptr_add(x: KernelValue, offset: KernelValue) -> Plan:
     """``p + k`` / ``p - k``: the pointer ``k`` elements further (a buffer gives a
     pointer into its flat storage)."""
     if fe.kind(x) not in ("pointer", "buffer"):
@@ -246,7 +258,7 @@ def _ptr_add_py(p):
 
 
 @api("addr_of")
-def addr_of(x, *index):
+def addr_of(x: KernelValue, *index: KernelValue) -> Plan:
     """``buf.addr_of(i, j)``: a pointer to element ``(i, j)`` of a buffer (row-major)."""
     fe.require(fe.kind(x) in ("pointer", "buffer"), f"addr_of: not a buffer: {fe.describe(x)}")
     is_region, items = _normalise_index("addr_of", x, tuple(index))
@@ -286,7 +298,8 @@ def _shape(op, shape):
 
 
 @api("alloc_buffer")
-def alloc_buffer(shape, dtype, scope="local", name=None):
+def alloc_buffer(shape: int | Sequence[int], dtype: str | DSLType, scope: str = "local",
+                 name: str | None = None) -> Plan:
     """Allocates a buffer of ``shape`` (compile-time ints, rank 1..4) and ``dtype`` in
     ``scope``: ``"local"`` (this core's L1, 1 MiB) or ``"shared"`` (the cluster's L2,
     4 MiB, one buffer seen by every core).
@@ -326,7 +339,7 @@ def _alloc_py(p):
 
 
 @api("view")
-def view(x, shape):
+def view(x: KernelValue, shape: int | Sequence[int]) -> Plan:
     """``S.view(p, (M, K))``: the memory at pointer ``p`` seen as a row-major buffer of
     ``shape`` (compile-time ints), e.g. to take 2-D regions of a global matrix for DMA.
     PySim checks that the whole view lies inside the pointer's array."""

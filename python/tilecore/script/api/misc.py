@@ -4,8 +4,12 @@
 kernels print too: the call becomes ``tir.call_packed("tilecore.printf:<format>", core,
 values...)``, which the runtime services on the host (npu: ``hcall``; c: a direct call).
 """
+
+from __future__ import annotations
+
 import re
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,9 +20,14 @@ from ..numerics import scalar_to_storage, to_f64
 from ..pysim import semantics as sem
 from ..registry import api
 
+if TYPE_CHECKING:
+    from ..frontend import Plan
+    from ..types import DSLType
+    from ..values import KernelValue
+
 
 @api("const")
-def const(value, dtype):
+def const(value: KernelValue, dtype: str | DSLType) -> Plan:
     """A typed scalar constant: ``S.const(3, "int8")``, also written ``S.int8(3)``.
     Literals are converted with TC1's rules (float to int rounds to nearest even and
     saturates); a kernel value is converted like ``S.cast``."""
@@ -62,7 +71,7 @@ def _fmt_value(v):
 
 
 @api("printf")
-def printf(fmt, *args):
+def printf(fmt: str, *args: KernelValue) -> Plan:
     """Prints ``fmt % args`` (C-style ``%d %u %x %f %s``), prefixed with the core id, from
     PySim and from compiled kernels (one line each). Vectors print as lists in PySim and
     as their type in compiled code."""
@@ -89,7 +98,7 @@ def _printf_name(fmt):
 
 
 @printf.ir
-def _printf_ir(p):
+def _printf_ir(p) -> None:
     # Literals are formatted now; kernel values travel to the host. A vector prints as
     # its type (its lanes print in PySim only).
     from .. import registry
@@ -119,7 +128,7 @@ def _printf_ir(p):
 
 
 @printf.py
-def _printf_py(p):
+def _printf_py(p) -> None:
     from .. import registry
 
     core = registry.context()
@@ -129,7 +138,7 @@ def _printf_py(p):
 
 
 @api("call_packed")
-def call_packed(name, *args):
+def call_packed(name: str, *args: KernelValue) -> Plan:
     """Calls the registered global function ``name`` on the host (IR ``tir.call_packed``).
 
     :param name: a string literal: the name given to ``tilecore.register_func``.
@@ -163,7 +172,7 @@ def call_packed(name, *args):
 
 
 @call_packed.ir
-def _call_packed_ir(p):
+def _call_packed_ir(p) -> None:
     from .operands import ir_region
 
     nodes = [irv.node("StringImm", p.name)]

@@ -3,11 +3,23 @@
 A tile operand is a region (``buf[0:16, 0:32]``, ``a[0:64]``), a whole buffer
 (``buf``), or — for DMA only — a pointer with an element count (``S.dma_copy(dst, a + i, 64)``).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
 from .. import frontend as fe
 from .. import irvalues as irv
 
+if TYPE_CHECKING:
+    import numpy as np
 
-def tile_operand(op, name, x, scopes=("local",), n=None):
+    from ...ir.expr import BufferRegion
+    from ..values import KernelValue
+
+
+def tile_operand(op: str, name: str, x: KernelValue, scopes: Sequence[str] = ("local",),
+                 n: KernelValue = None) -> KernelValue:
     """Checks operand ``x`` (kind, memory scope); returns it unchanged or, for a
     pointer, a plan item ``(pointer, n)``."""
     k = fe.kind(x)
@@ -26,15 +38,15 @@ def tile_operand(op, name, x, scopes=("local",), n=None):
     return x
 
 
-def elem_of(x):
+def elem_of(x: KernelValue) -> str:
     return x[0].elem if isinstance(x, tuple) else x.elem
 
 
-def shape_of(x):
+def shape_of(x: KernelValue) -> tuple[int, ...]:
     return (x[1],) if isinstance(x, tuple) else tuple(int(s) for s in x.shape)
 
 
-def ir_region(x):
+def ir_region(x: KernelValue) -> BufferRegion:
     """The BufferRegion node of an operand."""
     if isinstance(x, tuple):
         p, n = x
@@ -44,7 +56,7 @@ def ir_region(x):
     return x.node()
 
 
-def py_view(op, x):
+def py_view(op: str, x: KernelValue) -> np.ndarray:
     """The numpy view of an operand (bounds-checked)."""
     if isinstance(x, tuple):
         p, n = x

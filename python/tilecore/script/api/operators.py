@@ -5,6 +5,11 @@ Each operator is a registered API (front end + IR + PySim), reached through the
 dunder methods of values.py or, for ``and``/``or``/``not``/``if-else``/``min``/``max``,
 from the parser and from PySim's builtins. See values.py for the semantics.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import frontend as fe
@@ -12,6 +17,10 @@ from .. import irvalues as irv
 from .. import types as T
 from ..pysim import semantics as sem
 from ..registry import api
+
+if TYPE_CHECKING:
+    from ..frontend import Plan
+    from ..values import KernelValue
 
 _ARITH_NODE = {"add": "Add", "sub": "Sub", "mul": "Mul", "truediv": "Div", "floordiv": "FloorDiv",
                "mod": "FloorMod", "min": "Min", "max": "Max",
@@ -33,7 +42,7 @@ def _py_operands(p):
 def _def_arith(name, sem_op):
     sym = _SYMBOL[name]
 
-    def front(a, b):
+    def front(a: KernelValue, b: KernelValue) -> Plan:
         return fe.binary(f"`{sym}`", a, b, allowed=fe.NUMERIC)
 
     front.__name__ = name
@@ -53,7 +62,7 @@ def _def_div(name):
     sym = _SYMBOL[name]
     allowed = fe.NUMERIC if name == "truediv" else fe.INTEGER
 
-    def front(a, b):
+    def front(a: KernelValue, b: KernelValue) -> Plan:
         return fe.binary(f"`{sym}`", a, b, allowed=allowed,
                          scalar_only=" (TC1's SIMD unit has no divide; use S.tile_div on the vector engine)")
 
@@ -73,7 +82,7 @@ def _def_compare(name):
     sym = _SYMBOL[name]
     allowed = fe.ANY if name in ("eq", "ne") else fe.NUMERIC
 
-    def front(a, b):
+    def front(a: KernelValue, b: KernelValue) -> Plan:
         return fe.binary(f"`{sym}`", a, b, allowed=allowed, result="bool")
 
     front.__name__ = name
@@ -92,7 +101,7 @@ ne = _def_compare("ne")
 
 
 def _def_minmax(name):
-    def front(a, b):
+    def front(a: KernelValue, b: KernelValue) -> Plan:
         return fe.binary(name, a, b, allowed=fe.NUMERIC)
 
     front.__name__ = name
@@ -112,7 +121,7 @@ _BOOL_NODE = {"and_": "And", "or_": "Or", "xor": "NE"}
 def _def_bitwise(name):
     sym = _SYMBOL[name]
 
-    def front(a, b):
+    def front(a: KernelValue, b: KernelValue) -> Plan:
         return fe.binary(f"`{sym}`", a, b, allowed=fe.INTEGER + ("bool",))
 
     front.__name__ = name
@@ -137,7 +146,7 @@ xor = _def_bitwise("xor")
 def _def_shift(name, op):
     sym = _SYMBOL[name]
 
-    def front(a, b):
+    def front(a: KernelValue, b: KernelValue) -> Plan:
         return fe.binary(f"`{sym}`", a, b, allowed=fe.INTEGER)
 
     front.__name__ = name
@@ -153,7 +162,7 @@ rshift = _def_shift("rshift", "shr")
 
 
 @api("neg")
-def neg(a):
+def neg(a: KernelValue) -> Plan:
     """``-a`` = ``0 - a`` (integers wrap: -INT_MIN is INT_MIN)."""
     return fe.binary("unary `-`", 0, a, allowed=fe.NUMERIC)
 
@@ -163,7 +172,7 @@ neg.py(lambda p: sem.value(sem.arith("sub", *_py_operands(p), p.elem), p.dtype))
 
 
 @api("invert")
-def invert(a):
+def invert(a: KernelValue) -> Plan:
     """``~a``: bitwise not of integers, logical not of bools (masks)."""
     dt = fe.value_dtype("`~`", "a", a, allowed=fe.INTEGER + ("bool",))
     return fe.Plan(a=a, dtype=dt, elem=T.split(dt)[0])
@@ -182,7 +191,7 @@ def _invert_py(p):
 
 
 def _def_logic(name, node_name, np_fn):
-    def front(a, b):
+    def front(a: KernelValue, b: KernelValue) -> Plan:
         pa = fe.condition(name, a) if fe.kind(a) != "value" or T.split(a.dtype)[1] == 1 else a
         pb = fe.condition(name, b) if fe.kind(b) != "value" or T.split(b.dtype)[1] == 1 else b
         return fe.binary(f"`{name}`", pa, pb, allowed=("bool",))
@@ -199,7 +208,7 @@ logical_or = _def_logic("or", "Or", np.logical_or)
 
 
 @api("logical_not")
-def logical_not(a):
+def logical_not(a: KernelValue) -> Plan:
     """``not a`` for a scalar bool kernel value."""
     c = fe.condition("`not`", a)
     return fe.Plan(a=c)
@@ -210,7 +219,7 @@ logical_not.py(lambda p: sem.value(np.logical_not(p.a.data), "bool"))
 
 
 @api("select")
-def select(cond, a, b):
+def select(cond: KernelValue, a: KernelValue, b: KernelValue) -> Plan:
     """``a if cond else b`` with a kernel-value condition (both sides are evaluated)."""
     c = fe.condition("`if-else` expression", cond)
     p = fe.binary("`if-else` expression", a, b, allowed=fe.ANY)
@@ -224,7 +233,7 @@ select.py(lambda p: sem.value(np.where(p.cond.data[0], *_py_operands(p)), p.dtyp
 
 
 @api("truth")
-def truth(x):
+def truth(x: KernelValue) -> Plan:
     """The truth value of a kernel value in Python code that PySim runs (``if x:`` in a helper)."""
     return fe.Plan(c=fe.condition("condition", x))
 

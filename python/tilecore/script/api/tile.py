@@ -11,6 +11,11 @@ and rounded once to float32, then to the dtype. Math functions and ``tile_div`` 
 float only. Reductions fold the innermost axis in index order into ``d[..., 0]``;
 float sums accumulate in float32, integer sums saturate at the end.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import frontend as fe
@@ -19,6 +24,10 @@ from .. import types as T
 from ..numerics import convert, round_float, saturate, scalar_to_storage, storage, to_f64, wrap
 from ..registry import api
 from .operands import elem_of, ir_region, py_view, shape_of, tile_operand
+
+if TYPE_CHECKING:
+    from ..frontend import Plan
+    from ..values import KernelValue
 
 # ---------------------------------------------------------------------------
 # Matrix engine
@@ -29,7 +38,9 @@ _F32_MAX = float(np.finfo(np.float32).max)
 
 
 @api("mm")
-def mm(c, a, b, accumulate=False, *, bias=None, scale=None, zero_point=0, residual=None, relu=False, clamp=None):
+def mm(c: KernelValue, a: KernelValue, b: KernelValue, accumulate: bool = False, *, bias: KernelValue = None,
+       scale: KernelValue = None, zero_point: int = 0, residual: KernelValue = None, relu: bool = False,
+       clamp: tuple[float, float] | None = None) -> Plan:
     """``c = (accumulate ? c : 0) + a @ b`` on the matrix engine (TC1 mm / mma), with an
     optional fused epilogue.
 
@@ -128,7 +139,7 @@ def mm(c, a, b, accumulate=False, *, bias=None, scale=None, zero_point=0, residu
 
 
 @mm.ir
-def _mm_ir(p):
+def _mm_ir(p) -> None:
     acc = irv.const(p.accumulate, "bool") if isinstance(p.accumulate, bool) else p.accumulate.node
     args = [ir_region(p.c), ir_region(p.a), ir_region(p.b), acc]
     if p.epi:
@@ -146,8 +157,9 @@ def _mm_ir(p):
     irv.emit(irv.call("tile.mm", *args))
 
 
-def mm_epilogue_reference(acc, elem_out, bias=None, scale=1.0, zero_point=0, residual=None, res_elem=None,
-                          relu=False, lo=-_F32_MAX, hi=_F32_MAX):
+def mm_epilogue_reference(acc: np.ndarray, elem_out: str, bias: np.ndarray | None = None, scale: float = 1.0,
+                          zero_point: int = 0, residual: np.ndarray | None = None, res_elem: str | None = None,
+                          relu: bool = False, lo: float = -_F32_MAX, hi: float = _F32_MAX) -> np.ndarray:
     """TC1's mm epilogue in numpy over an accumulator array (int32 or float32), as
     docs/tc1.md states it; returns the output in ``elem_out``'s storage."""
     with np.errstate(all="ignore"):
@@ -173,7 +185,7 @@ def mm_epilogue_reference(acc, elem_out, bias=None, scale=1.0, zero_point=0, res
 
 
 @mm.py
-def _mm_py(p):
+def _mm_py(p) -> None:
     c, a, b = py_view("mm", p.c), py_view("mm", p.a), py_view("mm", p.b)
     accumulate = p.accumulate if isinstance(p.accumulate, bool) else bool(p.accumulate.data[0])
     if p.elem == "int8":
@@ -254,7 +266,7 @@ def _def_binary(row):
     allowed = _allowed(row)
     api_name = f"tile_{name}"
 
-    def front(d, a, b):
+    def front(d: KernelValue, a: KernelValue, b: KernelValue) -> Plan:
         ops = [tile_operand(api_name, n, x) for n, x in (("d", d), ("a", a), ("b", b))]
         elem = _same_dtype(api_name, "dab", ops, allowed)
         _same_shape(api_name, "dab", ops)
@@ -267,7 +279,7 @@ def _def_binary(row):
     f.ir(lambda p: irv.emit(irv.call(f"tile.vec_{name}", ir_region(p.d), ir_region(p.a), ir_region(p.b))))
 
     @f.py
-    def _py(p):
+    def _py(p) -> None:
         d, a, b = (py_view(api_name, x) for x in (p.d, p.a, p.b))
         if T.is_float(p.elem):
             d[...] = _f64_op(fn, p.elem, a, b)
@@ -292,7 +304,7 @@ def _def_scalar(row):
     fn = _semantics(_BINARY, row)
     api_name = f"tile_{name}"
 
-    def front(d, a, s):
+    def front(d: KernelValue, a: KernelValue, s: KernelValue) -> Plan:
         ops = [tile_operand(api_name, n, x) for n, x in (("d", d), ("a", a))]
         elem = _same_dtype(api_name, "da", ops, T.NUMERIC_DTYPES)
         _same_shape(api_name, "da", ops)
@@ -306,12 +318,12 @@ def _def_scalar(row):
     f = api(api_name)(front)
 
     @f.ir
-    def _ir(p):
+    def _ir(p) -> None:
         s = irv.const(float(p.s), "float32") if not hasattr(p.s, "node") else p.s.node
         irv.emit(irv.call(f"tile.vec_{name}", ir_region(p.d), ir_region(p.a), s))
 
     @f.py
-    def _py(p):
+    def _py(p) -> None:
         d, a = py_view(api_name, p.d), py_view(api_name, p.a)
         s = p.s if not hasattr(p.s, "data") else p.s.item()
         s32 = np.float32(s)
@@ -341,7 +353,7 @@ def _def_unary(row):
     api_name = f"tile_{name}"
     allowed = _allowed(row)
 
-    def front(d, a):
+    def front(d: KernelValue, a: KernelValue) -> Plan:
         ops = [tile_operand(api_name, n, x) for n, x in (("d", d), ("a", a))]
         elem = _same_dtype(api_name, "da", ops, allowed)
         _same_shape(api_name, "da", ops)
@@ -354,7 +366,7 @@ def _def_unary(row):
     f.ir(lambda p: irv.emit(irv.call(f"tile.vec_{name}", ir_region(p.d), ir_region(p.a))))
 
     @f.py
-    def _py(p):
+    def _py(p) -> None:
         d, a = py_view(api_name, p.d), py_view(api_name, p.a)
         if name == "relu":
             if T.is_float(p.elem):
@@ -368,7 +380,7 @@ def _def_unary(row):
 
 
 @api("tile_copy")
-def tile_copy(d, a):
+def tile_copy(d: KernelValue, a: KernelValue) -> Plan:
     """Vector engine: ``d = convert(a)`` to d's dtype with TC1 rounding and saturation
     (a plain copy when the dtypes match) (TC1 tcvt).
 
@@ -383,13 +395,13 @@ tile_copy.ir(lambda p: irv.emit(irv.call("tile.vec_copy", ir_region(p.d), ir_reg
 
 
 @tile_copy.py
-def _tile_copy_py(p):
+def _tile_copy_py(p) -> None:
     d, a = py_view("tile_copy", p.d), py_view("tile_copy", p.a)
     d[...] = convert(a, elem_of(p.a), elem_of(p.d))
 
 
 @api("tile_requant")
-def tile_requant(d, a, scale, zero_point=0):
+def tile_requant(d: KernelValue, a: KernelValue, scale: KernelValue, zero_point: int = 0) -> Plan:
     """Vector engine: ``d = saturate(round_even(f32(a) * scale) + zero_point)`` (TC1 trequant).
 
     :param d: local tile of an integer dtype (int8 uint8 int16 uint16 int32 uint32).
@@ -413,14 +425,14 @@ def tile_requant(d, a, scale, zero_point=0):
 
 
 @tile_requant.ir
-def _requant_ir(p):
+def _requant_ir(p) -> None:
     scale = irv.const(p.scale, "float32") if isinstance(p.scale, float) else p.scale.node
     zp = irv.const(p.zp, "int32") if isinstance(p.zp, int) else p.zp.node
     irv.emit(irv.call("tile.vec_requant", ir_region(p.d), ir_region(p.a), scale, zp))
 
 
 @tile_requant.py
-def _requant_py(p):
+def _requant_py(p) -> None:
     d, a = py_view("tile_requant", p.d), py_view("tile_requant", p.a)
     scale = np.float32(p.scale if isinstance(p.scale, float) else p.scale.item())
     zp = p.zp if isinstance(p.zp, int) else p.zp.item()
@@ -438,7 +450,7 @@ def _def_reduce(row):
     name = _semantics(_REDUCE, row)
     api_name = f"tile_{row['name']}"
 
-    def front(d, a):
+    def front(d: KernelValue, a: KernelValue) -> Plan:
         ops = [tile_operand(api_name, n, x) for n, x in (("d", d), ("a", a))]
         elem = _same_dtype(api_name, "da", ops, T.NUMERIC_DTYPES)
         sd, sa = shape_of(ops[0]), shape_of(ops[1])
@@ -456,7 +468,7 @@ def _def_reduce(row):
     f.ir(lambda p: irv.emit(irv.call(f"tile.vec_{row['name']}", ir_region(p.d), ir_region(p.a))))
 
     @f.py
-    def _py(p):
+    def _py(p) -> None:
         d, a = py_view(api_name, p.d), py_view(api_name, p.a)
         if T.is_float(p.elem):
             fa = to_f64(a, p.elem).astype(np.float32)
@@ -478,7 +490,7 @@ def _def_reduce(row):
 
 
 def _tile_op_rows():
-    from ..._base import _ffi_core
+    from ...ffi._base import _ffi_core
 
     return [dict(row.items()) for row in _ffi_core._get_global_func("arch.TileOps")()]
 

@@ -17,6 +17,11 @@ Common rules (each function's docstring lists its dtypes):
 - **Floats** are computed exactly and rounded once to float32, then to the dtype
   (round to nearest even); ``vmax``/``vmin`` return NaN if either input is NaN.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import frontend as fe
@@ -26,8 +31,13 @@ from ..numerics import convert, storage
 from ..pysim import semantics as sem
 from ..registry import api
 
+if TYPE_CHECKING:
+    from ..frontend import Plan
+    from ..types import DSLType
+    from ..values import KernelValue
 
-def _vec_binary(op, a, b, allowed, mask, r, saturate=False, saturate_ok=False):
+
+def _vec_binary(op, a, b, allowed, mask, r, saturate: bool = False, saturate_ok: bool = False):
     p = fe.binary(op, a, b, allowed=allowed)
     if p.lanes == 1:
         raise TypeError(f"{op}: needs a vector operand, got {p.dtype} (use the operator for scalars)")
@@ -79,7 +89,7 @@ _DTYPES_DOC = {
 }
 
 
-def _doc(what, dtypes, extra=""):
+def _doc(what, dtypes, extra="") -> str:
     return (f"{what}\n\n    :param a, b: vectors (or one vector and a scalar / literal, broadcast); element "
             f"dtypes: {_DTYPES_DOC[dtypes]}.\n"
             f"    :param mask: optional bool vector; inactive lanes of the result take ``r`` (default 0).\n"
@@ -87,7 +97,8 @@ def _doc(what, dtypes, extra=""):
 
 
 def _def_arith(name, sem_op, node_name, intrin_sat=None, doc=""):
-    def front(a, b, mask=None, r=None, saturate=False):
+    def front(a: KernelValue, b: KernelValue, mask: KernelValue = None, r: KernelValue = None,
+              saturate: bool = False) -> Plan:
         return _vec_binary(name, a, b, fe.NUMERIC, mask, r, saturate, saturate_ok=intrin_sat is not None)
 
     front.__name__ = name
@@ -122,7 +133,7 @@ _BIT = {"vand": ("and", "tir.bitwise_and", "And"), "vor": ("or", "tir.bitwise_or
 def _def_bitwise(name):
     op, intrin, bool_node = _BIT[name]
 
-    def front(a, b, mask=None, r=None):
+    def front(a: KernelValue, b: KernelValue, mask: KernelValue = None, r: KernelValue = None) -> Plan:
         return _vec_binary(name, a, b, fe.INTEGER + ("bool",), mask, r)
 
     front.__name__ = name
@@ -145,7 +156,7 @@ vxor = _def_bitwise("vxor")
 
 
 @api("vnot")
-def vnot(a, mask=None, r=None):
+def vnot(a: KernelValue, mask: KernelValue = None, r: KernelValue = None) -> Plan:
     """Lane-wise bitwise not of an integer vector, logical not of a mask.
 
     :param a: vector; element dtypes: int8 uint8 int16 uint16 int32 uint32, bool.
@@ -165,7 +176,8 @@ vnot.py(lambda p: _py_masked(p, np.logical_not(p.a.data) if p.elem == "bool" els
 
 
 def _def_shift(name, op):
-    def front(a, b, mask=None, r=None, saturate=False):
+    def front(a: KernelValue, b: KernelValue, mask: KernelValue = None, r: KernelValue = None,
+              saturate: bool = False) -> Plan:
         return _vec_binary(name, a, b, fe.INTEGER, mask, r, saturate, saturate_ok=(op == "shl"))
 
     front.__name__ = name
@@ -192,7 +204,7 @@ vshr = _def_shift("vshr", "shr")
 
 
 @api("vabs")
-def vabs(a, mask=None, r=None, saturate=False):
+def vabs(a: KernelValue, mask: KernelValue = None, r: KernelValue = None, saturate: bool = False) -> Plan:
     """Lane-wise absolute value: ``max(a, 0 - a)``. Integers wrap (``|INT_MIN|`` is
     INT_MIN) unless ``saturate=True`` (then INT_MAX); unsigned values are unchanged.
 
@@ -233,7 +245,7 @@ _CMP = {"vceq": ("eq", "EQ"), "vcne": ("ne", "NE"), "vclt": ("lt", "LT"), "vcle"
 def _def_compare(name):
     op, node_name = _CMP[name]
 
-    def front(a, b, mask=None):
+    def front(a: KernelValue, b: KernelValue, mask: KernelValue = None) -> Plan:
         allowed = fe.ANY if op in ("eq", "ne") else fe.NUMERIC
         p = fe.binary(name, a, b, allowed=allowed, result="bool")
         fe.require(p.lanes > 1, f"{name}: needs a vector operand, got {p.dtype}")
@@ -272,7 +284,7 @@ vcge = _def_compare("vcge")
 
 
 @api("vsel")
-def vsel(a, b, mask):
+def vsel(a: KernelValue, b: KernelValue, mask: KernelValue) -> Plan:
     """Lane-wise ``mask ? a : b`` (TC1 vsel).
 
     :param a, b: vectors of one dtype (or a scalar / literal, broadcast); any element dtype.
@@ -303,7 +315,7 @@ def _identity(op, elem):
 def _def_reduce(name):
     op = _RED[name]
 
-    def front(a, mask=None):
+    def front(a: KernelValue, mask: KernelValue = None) -> Plan:
         dt = fe.value_dtype(name, "a", a, allowed=fe.NUMERIC, vector=True)
         elem, lanes = T.split(dt)
         return fe.Plan(a=a, dtype=dt, elem=elem, mask=fe.mask_for(name, mask, lanes), result=elem)
@@ -338,7 +350,7 @@ vredmin = _def_reduce("vredmin")
 
 
 @api("vload")
-def vload(ptr, mask=None, lanes=None, stride=1):
+def vload(ptr: KernelValue, mask: KernelValue = None, lanes: int | None = None, stride: KernelValue = 1) -> Plan:
     """Loads one vector register from memory (TC1 vld).
 
     :param ptr: a pointer (or buffer: its first element); its element dtype gives the
@@ -452,7 +464,8 @@ def _vload_py(p):
 
 
 @api("vstore")
-def vstore(value, ptr, mask=None, lanes=None, stride=1):
+def vstore(value: KernelValue, ptr: KernelValue, mask: KernelValue = None, lanes: int | None = None,
+           stride: KernelValue = 1) -> Plan:
     """Stores the active lanes of a vector to memory (TC1 vst); inactive lanes leave
     memory untouched (and are not bounds-checked).
 
@@ -471,14 +484,14 @@ def vstore(value, ptr, mask=None, lanes=None, stride=1):
 
 
 @vstore.ir
-def _vstore_ir(p):
+def _vstore_ir(p) -> None:
     from ...ir import _ffi_api
 
     irv.emit(_ffi_api.BufferStore(p.ptr.buffer, p.value.node, [_ramp_ir(p)], _active_ir(p), irv.cur_span()))
 
 
 @vstore.py
-def _vstore_py(p):
+def _vstore_py(p) -> None:
     _check_aligned("vstore", p, p.ptr.offset)
     if p.mask is None and p.count is None and type(p.stride) is int and p.stride == 1:
         off = p.ptr.offset
@@ -490,7 +503,7 @@ def _vstore_py(p):
 
 
 @api("vbcast")
-def vbcast(x, dtype=None):
+def vbcast(x: KernelValue, dtype: str | DSLType | None = None) -> Plan:
     """A vector with every lane equal to the scalar ``x`` (TC1 vsplat); ``S.int32x8(x)``.
 
     :param x: a scalar kernel value or a literal.
@@ -523,7 +536,7 @@ vbcast.py(lambda p: sem.value(sem.lanes_of(p.x, p.dtype).copy(), p.dtype))
 
 
 @api("tail_mask")
-def tail_mask(n, lanes):
+def tail_mask(n: KernelValue, lanes: int | None) -> Plan:
     """The mask whose lanes ``0 .. n-1`` are active (TC1 pwhile): ``n`` an int scalar or
     literal (clamped to 0 .. lanes), ``lanes`` a compile-time lane count (8, 16, 32) or a
     vector type."""
@@ -545,7 +558,7 @@ tail_mask.py(lambda p: sem.value(np.arange(p.lanes) < (p.n if isinstance(p.n, in
 
 
 @api("cast")
-def cast(x, dtype, part="low"):
+def cast(x: KernelValue, dtype: str | DSLType, part: str = "low") -> Plan:
     """Converts a scalar or a vector with TC1's rules: float to int rounds to nearest
     even and saturates (NaN gives 0); int to int saturates; float to float rounds to
     nearest even; to bool is ``x != 0``.

@@ -6,3 +6,5 @@ DMA events (``runner.run`` is what calling a kernel does) and the seeded schedul
 ``batch.py`` dependence-free loops run as whole numpy operations, ``racecheck.py`` the
 data-race detector.
 """
+
+from __future__ import annotations

@@ -36,11 +36,15 @@ a time, exactly as without batching (so errors are reported as before). Batching
 off in the seeded-scheduling and race-checking modes (runner.py), which must see every
 access, and with ``TILECORE_PYSIM_BATCH=0``.
 """
+
+from __future__ import annotations
+
 import ast
 import builtins
 import copy
 import math
 import threading
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NoReturn, Sequence
 
 import numpy as np
 
@@ -50,6 +54,13 @@ from ..control import sim_range, static_range, unroll
 from ..numerics import convert, round_float, saturate, scalar_to_storage, storage, to_f64, wrap
 from . import semantics as sem
 from .values import SimBuffer, SimPointer, SimRegion, SimValue
+
+if TYPE_CHECKING:
+    from ..frontend import Plan
+    from ..registry import Api
+    from ..values import KernelValue
+    from .runner import CoreContext
+    from .values import Memory
 
 #: Private copies of local buffers larger than this (elements, all iterations) are not made.
 PRIVATE_LIMIT = 1 << 24
@@ -68,13 +79,13 @@ class BatchValue(SimValue):
 
     __slots__ = ()
 
-    def item(self):
+    def item(self) -> NoReturn:
         raise _Fallback("the value of a batched kernel value")
 
-    def values(self):
+    def values(self) -> NoReturn:
         raise _Fallback("the lanes of a batched kernel value")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{self.dtype}(<{self.data.shape[0]} iterations>)"
 
     __str__ = __repr__
@@ -85,7 +96,7 @@ class BatchPointer(SimPointer):
 
     __slots__ = ()
 
-    def __init__(self, mem, offset):  # noqa: D107  (no int() of the offsets)
+    def __init__(self, mem: Memory, offset: np.ndarray) -> None:  # noqa: D107  (no int() of the offsets)
         self.mem = mem
         self.offset = offset
 
@@ -97,23 +108,28 @@ class BatchRegion:
     __slots__ = ("mem", "idx", "batched", "shape")
     dsl_kind = "region"
 
-    def __init__(self, mem, idx, batched, shape):
+    def __init__(self, mem: Memory, idx: np.ndarray, batched: bool, shape: tuple[int, ...]) -> None:
         self.mem = mem
         self.idx = idx
         self.batched = batched
         self.shape = tuple(shape)
 
-    elem = property(lambda self: self.mem.elem)
-    scope = property(lambda self: self.mem.scope)
+    @property
+    def elem(self) -> str:
+        return self.mem.elem
 
-    def __repr__(self):
+    @property
+    def scope(self) -> str:
+        return self.mem.scope
+
+    def __repr__(self) -> str:
         return f"{self.mem.name}[<region of {list(self.shape)}>]"
 
 
 _BATCH_TYPES = (BatchValue, BatchPointer, BatchRegion)
 
 
-def _has_batch(items):
+def _has_batch(items) -> bool:
     for a in items:
         if isinstance(a, _BATCH_TYPES):
             return True
@@ -159,7 +175,7 @@ _TILE_REDUCE = frozenset(_FORMS["reduce"])
 class _Private:
     __slots__ = ("mem", "arr", "written", "early")
 
-    def __init__(self, mem, n):
+    def __init__(self, mem, n) -> None:
         self.mem = mem
         self.arr = np.repeat(mem.array[None, :], n, axis=0)
         self.written = np.zeros(mem.extent, bool)  # written earlier in this iteration
@@ -169,7 +185,7 @@ class _Private:
 class BatchContext:
     """The context of mode ``"batch"`` (registry.py): one batched execution of a loop body."""
 
-    def __init__(self, core_ctx, n):
+    def __init__(self, core_ctx: CoreContext, n: int) -> None:
         self.core_ctx = core_ctx
         self.core = core_ctx.core
         self.num_cores = core_ctx.num_cores
@@ -180,7 +196,7 @@ class BatchContext:
         self.writes = []  # (mem, idx, data), idx and data of one shape
 
     # -- dispatch ----------------------------------------------------------------------
-    def call(self, api, args, kwargs):
+    def call(self, api: Api, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
         name = api.name
         ctx = self.core_ctx
         ctx.ops += self.n
@@ -208,7 +224,7 @@ class BatchContext:
             return api.py_impl(api.front(*args, **kwargs))
         raise _Fallback(name)
 
-    def vreduce(self, name, p):
+    def vreduce(self, name: str, p: Plan) -> KernelValue:
         """vredsum / vredmax / vredmin of every iteration's vector (as semantics.reduce, per row)."""
         from ..api.vector import _identity
 
@@ -247,7 +263,7 @@ class BatchContext:
         if idx.size and (idx.min() < 0 or idx.max() >= mem.extent):
             raise _Fallback("out of bounds")
 
-    def read(self, mem, idx, batched):
+    def read(self, mem: Memory, idx: np.ndarray, batched: bool) -> np.ndarray:
         """Elements ``idx`` of ``mem``: shape ``(n,) + idx.shape[1:]`` if batched or private,
         else ``idx.shape`` (the same for every iteration)."""
         self._bounds(mem, idx)
@@ -260,7 +276,7 @@ class BatchContext:
         self.reads.append((mem, idx))
         return mem.array[idx]
 
-    def write(self, mem, idx, batched, data, raw=False):
+    def write(self, mem: Memory, idx: np.ndarray, batched: bool, data: np.ndarray, raw: bool = False) -> None:
         self._bounds(mem, idx)
         data = np.asarray(data).astype(storage(mem.elem), copy=False)
         if mem.scope == "local":
@@ -275,7 +291,7 @@ class BatchContext:
             idx = np.broadcast_to(idx, (self.n,) + idx.shape)
         self.writes.append((mem, idx, np.broadcast_to(data, idx.shape)))
 
-    def commit(self):
+    def commit(self) -> None:
         for p in self.private.values():
             if (p.early & p.written).any():
                 raise _Fallback("a local buffer carries values between iterations")
@@ -305,7 +321,7 @@ class BatchContext:
             p.mem.array[:] = p.arr[-1]
 
     # -- operands ----------------------------------------------------------------------
-    def index(self, v):
+    def index(self, v: KernelValue) -> tuple[int | np.ndarray, bool]:
         """An index operand: (int or int64 array of shape (n,), batched)."""
         if isinstance(v, int):
             return v, False
@@ -313,7 +329,7 @@ class BatchContext:
             return v.data[:, 0].astype(np.int64), True
         return int(v.data[0]), False
 
-    def operand(self, x):
+    def operand(self, x: KernelValue) -> BatchRegion:
         """A region, buffer or (pointer, n) operand as a BatchRegion."""
         if isinstance(x, BatchRegion):
             return x
@@ -325,7 +341,7 @@ class BatchContext:
             raise _Fallback("operand")
         return BatchRegion(r[0], r[1], False, r[2])
 
-    def gather(self, r, mark=True):
+    def gather(self, r: BatchRegion, mark: bool = True) -> np.ndarray:
         """One array of shape (n,) + r.shape with the region's elements in every iteration."""
         if mark:
             data = self.read(r.mem, r.idx, r.batched)
@@ -336,7 +352,7 @@ class BatchContext:
             data = np.broadcast_to(data, (self.n,) + data.shape)
         return np.array(data).reshape((self.n,) + r.shape)
 
-    def tile(self, api, p):
+    def tile(self, api: Api, p: Plan) -> None:
         name = api.name
         fake = copy.copy(p)
         d = self.operand(p.d)
@@ -357,7 +373,7 @@ class BatchContext:
             self._priv(d.mem).written[d.idx.reshape(d.shape)[..., 0].reshape(-1)] = True
 
 
-def operand_indices(x):
+def operand_indices(x: KernelValue) -> tuple[Memory, np.ndarray, tuple[int, ...]]:
     """(memory, flat element indices, shape) of a tile / DMA operand (a region, a buffer or a
     (pointer, n) pair), or None for anything else."""
     if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], SimPointer):
@@ -375,7 +391,7 @@ def operand_indices(x):
     return None
 
 
-def _scalar_tile(name, p, s):
+def _scalar_tile(name, p, s) -> None:
     """tile_adds / muls / maxs / mins with a scalar that differs per iteration (as tile.py's
     implementation, one scalar per iteration)."""
     from ..api.tile import _BINARY, _f64_op
@@ -471,7 +487,7 @@ def _region(ctx, x, items):
     return BatchRegion(x.mem, grid.reshape(-1), False, shape)
 
 
-def _store(ctx, name, p):
+def _store(ctx, name, p) -> None:
     x = p.x
     off, batched = _flat(ctx, x, p.items)
     v = p.value
@@ -530,7 +546,7 @@ def _vload(ctx, name, p):
     return BatchValue(out, p.dtype) if b else SimValue(out, p.dtype)
 
 
-def _vstore(ctx, name, p):
+def _vstore(ctx, name, p) -> None:
     idx, batched, active = _vector_indices(ctx, p)
     v = p.value
     data = v.data[..., active]
@@ -542,7 +558,7 @@ def _vstore(ctx, name, p):
     ctx.write(p.ptr.mem, idx, batched, np.broadcast_to(data, idx.shape) if batched else data)
 
 
-def _dma_copy(ctx, name, p):
+def _dma_copy(ctx, name, p) -> None:
     src, dst = ctx.operand(p.src), ctx.operand(p.dst)
     data = ctx.gather(src)
     data = convert(data, src.mem.elem, dst.mem.elem).reshape(ctx.n, -1)
@@ -573,7 +589,7 @@ class LoopResult:
 
     __slots__ = ("serial", "finals")
 
-    def __init__(self, serial, finals=None):
+    def __init__(self, serial: Iterable[KernelValue], finals: Any = None) -> None:
         self.serial = serial
         self.finals = finals
 
@@ -591,7 +607,7 @@ def _sum_up(init, val, n):
     return init + total
 
 
-def pysim_loop(body, inits, *args):
+def pysim_loop(body: Callable[..., Any], inits: Any, *args: KernelValue) -> LoopResult:
     """Runs a transformed ``range`` loop (see the module docstring): tries ``body`` batched and
     returns a LoopResult; ``inits`` gives the values of the loop's sums before it (or is None)."""
     ctx = registry.context()
@@ -632,7 +648,7 @@ def pysim_loop(body, inits, *args):
 
 # --- the static analysis and the transformation ------------------------------------------
 class _Resolver:
-    def __init__(self, func):
+    def __init__(self, func) -> None:
         self.globals = func.__globals__
         self.closure = {}
         if func.__closure__:
@@ -664,7 +680,7 @@ _OK_UNARY = (ast.USub, ast.UAdd, ast.Invert)
 class _Eligibility:
     """Checks one ``for`` loop (see the module docstring, rule 1)."""
 
-    def __init__(self, resolver, loop, local_names):
+    def __init__(self, resolver, loop, local_names) -> None:
         self.r = resolver
         self.loop = loop
         self.local = local_names  # names stored inside the loop
@@ -673,7 +689,7 @@ class _Eligibility:
     def fail(self):
         raise _Fallback("not eligible")
 
-    def expr(self, node):
+    def expr(self, node) -> None:
         if isinstance(node, ast.Constant):
             return
         if isinstance(node, ast.Name):
@@ -724,7 +740,7 @@ class _Eligibility:
             return
         self.fail()
 
-    def store(self, t):
+    def store(self, t) -> None:
         if isinstance(t, ast.Name):
             self.assigned.add(t.id)
         elif isinstance(t, ast.Subscript):
@@ -733,7 +749,7 @@ class _Eligibility:
         else:
             self.fail()
 
-    def stmts(self, body):
+    def stmts(self, body) -> None:
         for s in body:
             if isinstance(s, ast.Pass):
                 continue
@@ -806,7 +822,7 @@ def _uncovered_names(fdef, loop, names):
                  any(x is loop for x in ast.walk(n)) and n is not loop]
     found = set()
 
-    def visit(node, covered):
+    def visit(node, covered) -> None:
         if node is loop:
             return
         if isinstance(node, ast.For):
@@ -863,7 +879,7 @@ def _eligible(resolver, fdef, loop):
     return sums
 
 
-def transform(func):
+def transform(func: Callable[..., Any]) -> Callable[..., Any] | None:
     """``func`` (a kernel's Python function) with every eligible loop made batchable, or None
     when it has none (or its source cannot be transformed)."""
     from ..parser import KernelSource

@@ -18,13 +18,22 @@ The races found are raised at the end of the run as :class:`DataRaceError` (afte
 other error of the kernel). Every DSL operation is checked one at a time, so batched
 loops are off in this mode.
 """
+
+from __future__ import annotations
+
 import linecache
 import sys
 import threading
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from .batch import operand_indices
+
+if TYPE_CHECKING:
+    from types import CodeType
+
+    from ..frontend import Plan
 
 _MAX_REPORTS = 20
 
@@ -36,7 +45,7 @@ class DataRaceError(RuntimeError):
 class _Shadow:
     __slots__ = ("w_core", "w_clk", "w_line", "r_clk", "r_line")
 
-    def __init__(self, extent, cores):
+    def __init__(self, extent, cores) -> None:
         self.w_core = np.full(extent, -1, np.int16)
         self.w_clk = np.zeros(extent, np.int64)
         self.w_line = np.zeros(extent, np.int32)
@@ -69,7 +78,7 @@ def _operand(x, write):
     return [] if r is None else [(r[0], r[1], write)]
 
 
-def accesses(name, p):
+def accesses(name: str, p: Plan) -> list[tuple[Any, np.ndarray, bool]]:
     """The memory accesses of DSL operation ``name`` with plan ``p``: [(memory, indices, write)]."""
     if name == "load":
         return [] if p.region else _flat_access(p, False)
@@ -98,7 +107,7 @@ def accesses(name, p):
 class RaceChecker:
     """Shared by the cores of one run (see the module docstring)."""
 
-    def __init__(self, cores, code):
+    def __init__(self, cores: int, code: CodeType) -> None:
         self.cores = cores
         self.code = code
         self.lock = threading.Lock()
@@ -110,14 +119,14 @@ class RaceChecker:
         self.seen = set()
 
     # -- hooks -------------------------------------------------------------------------
-    def barrier_release(self):
+    def barrier_release(self) -> None:
         """Every core passed a barrier: all clocks join, then each core's own ticks."""
         with self.lock:
             m = self.vc.max(axis=0)
             self.vc[:] = m
             self.vc[np.arange(self.cores), np.arange(self.cores)] += 1
 
-    def line(self):
+    def line(self) -> int:
         f = sys._getframe(2)
         while f is not None:
             if f.f_code is self.code:
@@ -125,7 +134,7 @@ class RaceChecker:
             f = f.f_back
         return 0
 
-    def operation(self, core, name, p):
+    def operation(self, core: int, name: str, p: Plan) -> Callable[[], None] | None:
         """Called before DSL operation ``name`` runs on ``core``; returns None or a function to
         call after it ran (writes are checked then, see :meth:`_after`)."""
         if name == "wait_events":
@@ -160,7 +169,7 @@ class RaceChecker:
             return None
         old = [m.array[i].copy() for m, i in writes]
 
-        def check():
+        def check() -> None:
             with self.lock:
                 for (m, i), o, line in zip(writes, old, lines):
                     new = m.array[i]
@@ -171,7 +180,7 @@ class RaceChecker:
 
         return check
 
-    def finish(self, core):
+    def finish(self, core: int) -> Callable[[], None] | None:
         """The core ends: copies still in flight complete now (call the result afterwards)."""
         with self.lock:
             done, self.inflight[core] = self.inflight[core], []
@@ -182,13 +191,13 @@ class RaceChecker:
         text = linecache.getline(self.code.co_filename, line).strip() if line else ""
         return f"{self.code.co_filename}:{line}" + (f" `{text}`" if text else "")
 
-    def _report(self, key, text):
+    def _report(self, key, text) -> None:
         if key in self.seen or len(self.reports) >= _MAX_REPORTS:
             return
         self.seen.add(key)
         self.reports.append(text)
 
-    def _inflight(self, core, mem, idx, write, line):
+    def _inflight(self, core, mem, idx, write, line) -> None:
         for ev, dmem, didx, smem, sidx, iline in self.inflight[core]:
             for what, m, i in (("destination", dmem, didx), ("source", smem, sidx)):
                 if m is not mem or what == "source" and not write:
@@ -201,7 +210,7 @@ class RaceChecker:
                                  f"{self._src(iline)} is still in flight with it as {what} (S.wait_events({ev}) "
                                  "first)")
 
-    def _access(self, core, mem, idx, write, line, dma_line=None):
+    def _access(self, core, mem, idx, write, line, dma_line=None) -> None:
         if mem.scope not in ("global", "shared") or idx.size == 0:
             return
         sh = self.shadow.get(mem)
@@ -232,13 +241,13 @@ class RaceChecker:
             sh.r_clk[core, idx] = vc[core]
             sh.r_line[core, idx] = line
 
-    def _race(self, mem, addr, core, verb, line, other, overb, oline):
+    def _race(self, mem, addr, core, verb, line, other, overb, oline) -> None:
         key = ("race", mem.name, frozenset((line, oline)))
         self._report(key, f"data race on `{mem.name}`[{addr}] ({mem.scope}): core {core} {verb} it at "
                           f"{self._src(line)}; core {other} {overb} it at {self._src(oline)}, with no barrier "
                           "between them")
 
-    def error(self, kernel_name):
+    def error(self, kernel_name: str) -> DataRaceError | None:
         if not self.reports:
             return None
         more = "" if len(self.reports) < _MAX_REPORTS else f"\n  (stopped after {_MAX_REPORTS} reports)"

@@ -32,11 +32,15 @@ Calling a ``@S.prim_func`` kernel with numpy arrays runs it here:
 9. ``racecheck=True`` (or ``TILECORE_PYSIM_RACECHECK=1``): racecheck.py reports races
    between cores and with in-flight DMA as a DataRaceError at the end of the run.
 """
+
+from __future__ import annotations
+
 import os
 import random
 import sys
 import threading
 import types as pytypes
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -48,6 +52,9 @@ from . import batch
 from .racecheck import RaceChecker
 from .semantics import value as make_value
 from .values import Memory, SimPointer
+
+if TYPE_CHECKING:
+    from ..kernel import Kernel
 
 _ENV_SINGLE = "TILECORE_PYSIM_SINGLE_THREAD"
 _ENV_MAX_OPS = "TILECORE_PYSIM_MAX_OPS"
@@ -104,7 +111,7 @@ class _Scheduler:
     ``(core, operation)`` in the trace and a seeded RNG picks which ready core runs next, so
     one seed gives one interleaving, replayed exactly by the next run with that seed."""
 
-    def __init__(self, seed, n):
+    def __init__(self, seed, n) -> None:
         self.rng = random.Random(seed)
         self.n = n
         self.cond = threading.Condition()
@@ -116,7 +123,7 @@ class _Scheduler:
         self.deadlock = None
         self.on_release = None
 
-    def _pick(self):
+    def _pick(self) -> None:
         self.current = self.rng.choice(sorted(self.ready)) if self.ready else None
         self.cond.notify_all()
 
@@ -130,7 +137,7 @@ class _Scheduler:
         if self.deadlock is not None:
             raise _Aborted()
 
-    def start(self, core):
+    def start(self, core) -> None:
         with self.cond:
             self.ready.add(core)
             self.started += 1
@@ -138,13 +145,13 @@ class _Scheduler:
                 self._pick()
             self._wait(core)
 
-    def point(self, core, what):
+    def point(self, core, what) -> None:
         with self.cond:
             self.trace.append((core, what))
             self._pick()
             self._wait(core)
 
-    def barrier(self, core):
+    def barrier(self, core) -> None:
         with self.cond:
             self.ready.discard(core)
             self.blocked.add(core)
@@ -152,7 +159,7 @@ class _Scheduler:
             self._wait(core)
             self.blocked.discard(core)
 
-    def _release_or_deadlock(self):
+    def _release_or_deadlock(self) -> None:
         if self.ready:
             self._pick()
         elif self.blocked and self.done:
@@ -166,7 +173,7 @@ class _Scheduler:
             self.blocked.clear()
             self._pick()
 
-    def finish(self, core):
+    def finish(self, core) -> None:
         with self.cond:
             self.ready.discard(core)
             self.blocked.discard(core)
@@ -174,7 +181,7 @@ class _Scheduler:
             if not self.aborted and (self.current == core or self.current is None):
                 self._release_or_deadlock()
 
-    def abort(self):
+    def abort(self) -> None:
         with self.cond:
             self.aborted = True
             self.cond.notify_all()
@@ -188,7 +195,7 @@ class _Barrier:
     """threading.Barrier plus deadlock detection: a core that finishes while others wait
     (or waits while others have finished) releases the waiters with a deadlock error."""
 
-    def __init__(self, n):
+    def __init__(self, n) -> None:
         self.n = n
         self.cond = threading.Condition()
         self.waiting = set()
@@ -197,7 +204,7 @@ class _Barrier:
         self.broken = None  # None, "abort" or the deadlock message
         self.on_release = None
 
-    def _check_deadlock(self):
+    def _check_deadlock(self) -> None:
         if self.waiting and len(self.waiting) + len(self.finished) == self.n and self.finished:
             self.broken = (f"deadlock: core(s) {', '.join(map(str, sorted(self.waiting)))} wait at the barrier, "
                            f"which core(s) {', '.join(map(str, sorted(self.finished)))} finished without reaching")
@@ -226,27 +233,27 @@ class _Barrier:
     def _error(self):
         return threading.BrokenBarrierError() if self.broken == "abort" else _Deadlock(self.broken)
 
-    def finish(self, core):
+    def finish(self, core) -> None:
         with self.cond:
             self.finished.add(core)
             if self.broken is None:
                 self._check_deadlock()
 
-    def abort(self):
+    def abort(self) -> None:
         with self.cond:
             if self.broken is None:
                 self.broken = "abort"
             self.cond.notify_all()
 
 
-def single_thread_mode():
+def single_thread_mode() -> bool:
     return os.environ.get(_ENV_SINGLE, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class _Run:
     """What the cores of one kernel run share."""
 
-    def __init__(self, num_cores, single, out, seed=None, race=None):
+    def __init__(self, num_cores, single, out, seed=None, race=None) -> None:
         self.num_cores = num_cores
         self.race = race
         self.sched = None if seed is None else _Scheduler(seed, num_cores)
@@ -266,7 +273,7 @@ class _Run:
 class CoreContext:
     """The context of one core (mode "py" in registry.py)."""
 
-    def __init__(self, run, core):
+    def __init__(self, run: Any, core: int) -> None:
         self.run = run
         self.core = core
         self.num_cores = run.num_cores
@@ -276,7 +283,7 @@ class CoreContext:
         self.batching = run.batching
         self.race = run.race
 
-    def tick(self, what=None):
+    def tick(self, what: str | None = None) -> None:
         """Counts one DSL operation against the core's budget; a scheduling point when seeded."""
         if self.run.sched is not None and (what in _SCHED_POINTS or what.startswith("tile_")):
             self.run.sched.point(self.core, what)
@@ -285,7 +292,7 @@ class CoreContext:
             raise RuntimeError(f"instruction budget exhausted: core {self.core} ran more than {self.run.max_ops} "
                                f"DSL operations (PySim's budget; set {_ENV_MAX_OPS} for a longer kernel)")
 
-    def barrier(self):
+    def barrier(self) -> None:
         if self.run.single:
             raise RuntimeError(f"S.barrier: PySim runs the cores one after another ({_ENV_SINGLE}=1), so a barrier "
                                f"cannot be honoured; unset {_ENV_SINGLE} to run the cores as threads")
@@ -299,7 +306,7 @@ class CoreContext:
         except _Deadlock as e:
             raise RuntimeError(str(e)) from None
 
-    def shared_allocation(self, name, n, elem):
+    def shared_allocation(self, name: str | None, n: int, elem: str) -> Memory:
         """The k-th shared allocation of every core is one buffer."""
         k = self.shared_count
         self.shared_count += 1
@@ -314,10 +321,10 @@ class CoreContext:
                              "shared buffers in the same order")
         return mem
 
-    def output(self, text):
+    def output(self, text: str) -> None:
         self.run.out.write(text + "\n")
 
-    def finish(self):
+    def finish(self) -> None:
         after = self.race.finish(self.core) if self.race is not None else None
         for ev in sorted(self.pending_dma):
             for dst, data in self.pending_dma[ev]:
@@ -422,7 +429,8 @@ def _source_line(file, line):
     return linecache.getline(file, line).rstrip("\n") if line else ""
 
 
-def run(kernel, args, kwargs, seed=None, racecheck=None):
+def run(kernel: Kernel, args: Sequence[Any], kwargs: Mapping[str, Any], seed: int | None = None,
+        racecheck: bool | None = None) -> None:
     kernel.prim_func  # parse first: PySim rejects what the compiler rejects  # noqa: B018
     bound = _bind_args(kernel, args, kwargs)
     single = single_thread_mode()
@@ -447,7 +455,7 @@ def run(kernel, args, kwargs, seed=None, racecheck=None):
                 out.append(b)
         return out
 
-    def run_core(core):
+    def run_core(core) -> None:
         ctx = CoreContext(run_state, core)
         try:
             if sched is not None:

@@ -5,6 +5,11 @@ element dtype, and returns the result array. Integer arithmetic is done in int64
 (exact for every 32-bit operand here) and then wrapped or saturated; float
 arithmetic in float64 and rounded once to float32, then to the dtype.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import types as T
@@ -12,8 +17,13 @@ from ..frontend import kind
 from ..numerics import round_float, saturate, scalar_to_storage, storage, to_f64, wrap
 from .values import SimValue
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
-def lanes_of(x, dtype):
+    from ..values import KernelValue
+
+
+def lanes_of(x: KernelValue, dtype: str) -> np.ndarray:
     """``x`` (literal or SimValue) as an array of ``dtype``'s lanes."""
     elem, lanes = T.split(dtype)
     if kind(x) == "literal":
@@ -28,7 +38,7 @@ def lanes_of(x, dtype):
 _STORAGE_OF = {}
 
 
-def value(data, dtype):
+def value(data: npt.ArrayLike, dtype: str) -> SimValue:
     st = _STORAGE_OF.get(dtype)
     if st is None:
         st = _STORAGE_OF[dtype] = storage(T.split(dtype)[0])
@@ -39,7 +49,7 @@ def _i64(a):
     return a.astype(np.int64)
 
 
-def arith(op, a, b, elem, saturating=False):
+def arith(op: str, a: np.ndarray, b: np.ndarray, elem: str, saturating: bool = False) -> np.ndarray:
     """``add sub mul min max`` lane-wise."""
     if elem in T.FLOAT_DTYPES:
         fa, fb = to_f64(a, elem), to_f64(b, elem)
@@ -57,7 +67,7 @@ def arith(op, a, b, elem, saturating=False):
     return saturate(r, elem) if saturating else wrap(r, elem)
 
 
-def divide(op, a, b, elem):
+def divide(op: str, a: np.ndarray, b: np.ndarray, elem: str) -> np.ndarray:
     """Scalar ``/`` (truncating for integers; TC1 div: x/0 = -1 (all ones), INT_MIN/-1 = INT_MIN),
     ``//`` and ``%`` (floor; x//0 like x/0, x%0 = x)."""
     if elem in T.FLOAT_DTYPES:
@@ -78,7 +88,7 @@ def divide(op, a, b, elem):
     return wrap(np.array([r]), elem)
 
 
-def shift(op, a, b, elem, saturating=False):
+def shift(op: str, a: np.ndarray, b: np.ndarray, elem: str, saturating: bool = False) -> np.ndarray:
     bits = T.ELEMENT_BITS[elem]
     amt = _i64(b) & (bits - 1)
     if op == "shl":
@@ -87,13 +97,13 @@ def shift(op, a, b, elem, saturating=False):
     return (a >> amt.astype(a.dtype)).astype(a.dtype)
 
 
-def bitwise(op, a, b, elem):
+def bitwise(op: str, a: np.ndarray, b: np.ndarray, elem: str) -> np.ndarray:
     if elem == "bool":
         return {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[op](a, b)
     return {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op](a, b)
 
 
-def compare(op, a, b, elem):
+def compare(op: str, a: np.ndarray, b: np.ndarray, elem: str) -> np.ndarray:
     if elem in T.FLOAT_DTYPES:
         a, b = to_f64(a, elem), to_f64(b, elem)
     with np.errstate(invalid="ignore"):
@@ -101,7 +111,7 @@ def compare(op, a, b, elem):
                 "eq": np.equal, "ne": np.not_equal}[op](a, b)
 
 
-def reduce(op, a, elem):
+def reduce(op: str, a: np.ndarray, elem: str) -> np.ndarray:
     """Lane-order reduction to one value (sum wraps for integers; float sums accumulate in f32)."""
     if elem in T.FLOAT_DTYPES:
         f = to_f64(a, elem).astype(np.float32)

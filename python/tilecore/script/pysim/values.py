@@ -6,6 +6,11 @@ parameter, an allocation) with its real extent; ``SimPointer`` / ``SimBuffer`` /
 ``SimRegion`` point into a Memory. Every access is checked against the Memory's
 extent, so an out-of-bounds kernel fails at the access that goes out, not later.
 """
+
+from __future__ import annotations
+
+from typing import Sequence
+
 import numpy as np
 
 from .. import types as T
@@ -15,11 +20,11 @@ from ..values import MemoryOps, ValueOps
 class SimValue(ValueOps):
     __slots__ = ("data", "dtype")
 
-    def __init__(self, data, dtype):
+    def __init__(self, data: np.ndarray, dtype: str) -> None:
         self.data = data
         self.dtype = dtype
 
-    def item(self):
+    def item(self) -> bool | int | float:
         """The Python value of a scalar (for printing and conditions)."""
         from ..numerics import to_f64
 
@@ -31,7 +36,7 @@ class SimValue(ValueOps):
             return bool(v)
         return float(v) if T.is_float(elem) else int(v)
 
-    def values(self):
+    def values(self) -> list:
         """The lanes as a list of Python numbers."""
         from ..numerics import to_f64
 
@@ -40,17 +45,17 @@ class SimValue(ValueOps):
             return [float(x) for x in to_f64(self.data, elem)]
         return self.data.tolist()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if T.split(self.dtype)[1] == 1:
             return f"{self.dtype}({self.item()})"
         return f"{self.dtype}({self.values()})"
 
     __str__ = __repr__
 
-    def __int__(self):
+    def __int__(self) -> int:
         return int(self.item())
 
-    def __float__(self):
+    def __float__(self) -> float:
         return float(self.item())
 
 
@@ -59,17 +64,17 @@ class Memory:
 
     __slots__ = ("array", "elem", "scope", "name")
 
-    def __init__(self, array, elem, scope, name):
+    def __init__(self, array: np.ndarray, elem: str, scope: str, name: str) -> None:
         self.array = array  # 1-D, storage dtype
         self.elem = elem
         self.scope = scope
         self.name = name
 
     @property
-    def extent(self):
+    def extent(self) -> int:
         return self.array.shape[0]
 
-    def check(self, op, first, count, what=None):
+    def check(self, op: str, first: int, count: int, what: str | None = None) -> None:
         """Raises IndexError unless elements [first, first + count) lie in this memory."""
         if count <= 0:
             return
@@ -83,15 +88,23 @@ class SimPointer(MemoryOps):
     __slots__ = ("mem", "offset")
     dsl_kind = "pointer"
 
-    def __init__(self, mem, offset):
+    def __init__(self, mem: Memory, offset: int) -> None:
         self.mem = mem
         self.offset = int(offset)
 
-    elem = property(lambda self: self.mem.elem)
-    scope = property(lambda self: self.mem.scope)
-    name = property(lambda self: self.mem.name)
+    @property
+    def elem(self) -> str:
+        return self.mem.elem
 
-    def __repr__(self):
+    @property
+    def scope(self) -> str:
+        return self.mem.scope
+
+    @property
+    def name(self) -> str:
+        return self.mem.name
+
+    def __repr__(self) -> str:
         return f"ptr({self.mem.name} + {self.offset})"
 
 
@@ -101,24 +114,33 @@ class SimBuffer(MemoryOps):
     __slots__ = ("mem", "offset", "shape")
     dsl_kind = "buffer"
 
-    def __init__(self, mem, offset, shape):
+    def __init__(self, mem: Memory, offset: int, shape: Sequence[int]) -> None:
         self.mem = mem
         self.offset = int(offset)
         self.shape = tuple(int(s) for s in shape)
 
-    elem = property(lambda self: self.mem.elem)
-    scope = property(lambda self: self.mem.scope)
-    name = property(lambda self: self.mem.name)
+    @property
+    def elem(self) -> str:
+        return self.mem.elem
 
-    def ndarray(self):
+    @property
+    def scope(self) -> str:
+        return self.mem.scope
+
+    @property
+    def name(self) -> str:
+        return self.mem.name
+
+
+    def ndarray(self) -> np.ndarray:
         n = int(np.prod(self.shape))
         return self.mem.array[self.offset:self.offset + n].reshape(self.shape)
 
-    def numpy(self):
+    def numpy(self) -> np.ndarray:
         """A copy of the contents (for printing and debugging)."""
         return self.ndarray().copy()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Buffer({self.mem.name}: {self.elem}{list(self.shape)} {self.scope})"
 
 
@@ -128,14 +150,22 @@ class SimRegion:
     __slots__ = ("mem", "view", "text")
     dsl_kind = "region"
 
-    def __init__(self, mem, view, text):
+    def __init__(self, mem: Memory, view: np.ndarray, text: str) -> None:
         self.mem = mem
         self.view = view
         self.text = text
 
-    elem = property(lambda self: self.mem.elem)
-    scope = property(lambda self: self.mem.scope)
-    shape = property(lambda self: self.view.shape)
+    @property
+    def elem(self) -> str:
+        return self.mem.elem
 
-    def __repr__(self):
+    @property
+    def scope(self) -> str:
+        return self.mem.scope
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.view.shape
+
+    def __repr__(self) -> str:
         return self.text

@@ -1,10 +1,13 @@
 """Loading extension libraries that register functions and object kinds."""
+
+from __future__ import annotations
+
 import os
 
 from . import _ffi_api
 
 
-def load_library(path):
+def load_library(path: str | os.PathLike[str]) -> None:
     """Loads a shared library built against tilecore (see ``python -m tilecore.config``).
 
     The library's ``TILECORE_REGISTER_GLOBAL`` functions and object kinds are in the

@@ -1,7 +1,10 @@
 """``tilecore tdb``: the debugger's command line (tilecore.tdb)."""
+
+from __future__ import annotations
+
 import sys
 
-from .cli import arg, command
+from . import arg, command
 
 
 @command(
@@ -19,9 +22,9 @@ from .cli import arg, command
         arg("--do", dest="commands", help="commands separated by ';' to run, then exit"),
     ],
 )
-def _tdb(args):
-    from .tdb import Debugger
-    from .tdb.target import open_target
+def _tdb(args) -> int:
+    from ..tdb import Debugger
+    from ..tdb.target import open_target
 
     try:
         target = open_target(args.target, args.function)
@@ -54,12 +57,12 @@ def _tdb(args):
         arg("--ddr_size", help="simulated DDR size, e.g. 1GiB"),
     ],
 )
-def _check(args):
+def _check(args) -> int:
     import io
     import json
 
-    from .tdb import Debugger
-    from .tdb.model import ModelTarget
+    from ..tdb import Debugger
+    from ..tdb.model import ModelTarget
 
     try:
         target = ModelTarget(args.target)
@@ -103,14 +106,14 @@ def _check(args):
         arg("--check", help="a tilecore check --report JSON: failed nodes in red"),
     ],
 )
-def _viz(args):
+def _viz(args) -> int:
     import json
 
-    from .tdb import graphview
+    from ..tdb import graphview
 
     try:
         if args.model.endswith(".tcx"):
-            from .tdb.model import ModelTarget
+            from ..tdb.model import ModelTarget
 
             g = graphview.from_model_target(ModelTarget(args.model))
         else:

@@ -6,23 +6,30 @@
 IN.npz and OUT.npz are keyed by the model's input and output names. Progress is shown
 with tqdm when it is installed (plain lines otherwise, on runs of many steps).
 """
+
+from __future__ import annotations
+
 import json
 import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 import numpy as np
 
-from .cli import _fail, arg, command
+from . import _fail, arg, command
 
 
 class _Progress:
     """A per-step progress bar: tqdm when available, else a line every 10% on long runs."""
 
-    def __init__(self, enabled=True):
+    def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled and sys.stderr.isatty()
         self.bar = None
         self.last = -1
 
-    def __call__(self, step, n, node):
+    def __call__(self, step, n, node) -> None:
         if not self.enabled:
             return
         if self.bar is None and self.last < 0:
@@ -39,7 +46,7 @@ class _Progress:
             self.last = (step * 10) // n
             print(f"run: step {step + 1}/{n} ({node})", file=sys.stderr)
 
-    def close(self):
+    def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
 
@@ -50,8 +57,8 @@ def _load_inputs(path):
 
 
 def _run(args):
-    from . import runtime
-    from .error import TilecoreError
+    from .. import runtime
+    from ..ffi.error import TilecoreError
 
     try:
         exe = runtime.load_executable(args.executable)
@@ -75,7 +82,7 @@ def _run(args):
     arg("--device", type=int, default=0, help="npu device id (default 0)"),
     arg("--quiet", action="store_true", help="no progress bar"),
 ])
-def run_cmd(args):
+def run_cmd(args: argparse.Namespace) -> int:
     exe, outs, rc = _run(args)
     if rc:
         return rc
@@ -94,10 +101,10 @@ def run_cmd(args):
     return 0
 
 
-def format_profile(st, exe=None):
+def format_profile(st: dict[str, Any], exe: Any = None) -> str:
     """The per-op table of a run's statistics, sorted by cycles (largest first); with the
     executable, the model report (runtime/model_report.py) follows the total."""
-    from .runtime.model_report import bound_class, format_model_report, model_report
+    from ..runtime.model_report import bound_class, format_model_report, model_report
 
     ops = sorted(st["ops"], key=lambda o: -o["cycles"])
     total = max(st["cycles"], 1)
@@ -123,7 +130,7 @@ def format_profile(st, exe=None):
     arg("--device", type=int, default=0, help="npu device id (default 0)"),
     arg("--quiet", action="store_true", help="no progress bar"),
 ])
-def profile_cmd(args):
+def profile_cmd(args: argparse.Namespace) -> int:
     exe, _, rc = _run(args)
     if rc:
         return rc

@@ -6,9 +6,17 @@
     v = tilecore.nd.from_dlpack(t)      # zero copy from a torch tensor / numpy array
     np.from_dlpack(v), torch.from_dlpack(v)   # zero copy back
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
 from ._base import _ffi_core
 from .device import Device, cpu, kDLCPU
 from .object import TypeIndex, register_object
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @register_object(TypeIndex.NDArray)
@@ -17,7 +25,7 @@ class NDArray(_ffi_core.NDArray):
 
     __slots__ = ()
 
-    def numpy(self):
+    def numpy(self) -> np.ndarray:
         """A numpy array holding a copy of the data (from any device)."""
         import numpy as np
 
@@ -49,7 +57,7 @@ class NDArray(_ffi_core.NDArray):
         except RuntimeError as e:  # e.g. more dimensions than numpy supports
             raise ValueError(f"NDArray.numpy: numpy cannot hold a {len(self.shape)}-d {name} array ({e})") from None
 
-    def copyto(self, target):
+    def copyto(self, target: Device | NDArray) -> NDArray:
         """Copies into ``target``: a Device (returns a new array there) or an NDArray."""
         if isinstance(target, Device):
             target = empty(self.shape, self.dtype, target)
@@ -58,7 +66,7 @@ class NDArray(_ffi_core.NDArray):
         _ffi_core._ndarray_copy_from_to(self, target)
         return target
 
-    def copyfrom(self, source):
+    def copyfrom(self, source: Any) -> NDArray:
         """Copies ``source`` (an NDArray, numpy array or anything array-like) into this array."""
         if not isinstance(source, _ffi_core.NDArray):
             import numpy as np
@@ -71,16 +79,16 @@ class NDArray(_ffi_core.NDArray):
         a = self.numpy()
         return a if dtype is None else a.astype(dtype, copy=False)
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self.ndim == 0:
             raise TypeError("len() of a 0-d NDArray")
         return self.shape[0]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<tilecore.NDArray shape={self.shape} dtype={self.dtype} device={self.device!r}>"
 
 
-def empty(shape, dtype="float32", device=None):
+def empty(shape: int | Sequence[int], dtype: Any = "float32", device: Device | None = None) -> NDArray:
     """An uninitialised compact array.
 
     :param shape: a tuple of int (or an int for 1-D).
@@ -92,7 +100,7 @@ def empty(shape, dtype="float32", device=None):
     return _ffi_core._ndarray_empty(tuple(shape), dtype, device if device is not None else cpu(0))
 
 
-def array(data, device=None, dtype=None):
+def array(data: Any, device: Device | None = None, dtype: Any = None) -> NDArray:
     """A new array on ``device`` holding a copy of ``data``.
 
     :param data: a numpy array, anything ``numpy.asarray`` accepts, or an NDArray.
@@ -120,7 +128,7 @@ def array(data, device=None, dtype=None):
     return out
 
 
-def from_dlpack(x):
+def from_dlpack(x: Any) -> NDArray:
     """An NDArray sharing memory with ``x`` (numpy array, torch tensor, DLPack capsule).
 
     No data is copied: writes through either side are visible to the other.

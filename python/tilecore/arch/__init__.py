@@ -9,12 +9,16 @@ A mistake in the source raises :class:`AsmError` (a ``ValueError``) whose messag
 starts with the line number; a malformed image raises :class:`ProgramFormatError`
 naming the byte offset. The assembly language is described in docs/tc1.md.
 """
+
+from __future__ import annotations
+
 import operator
+import os
 import re
 
-from ._base import _ffi_core
-from .error import TilecoreError, register_error
-from .object import Object, register_object
+from ..ffi._base import _ffi_core
+from ..ffi.error import TilecoreError, register_error
+from ..ffi.object import Object, register_object
 
 
 def _api(name):
@@ -41,7 +45,7 @@ class AsmError(TilecoreError, ValueError):
     """A mistake in TC1 assembly source. ``line`` is the 1-based source line (0 if unknown)."""
 
     @property
-    def line(self):
+    def line(self) -> int:
         m = re.search(r"\bline (\d+):", str(self))
         return int(m.group(1)) if m else 0
 
@@ -51,7 +55,7 @@ class ProgramFormatError(TilecoreError, ValueError):
     """A malformed program image. ``offset`` is the byte offset of the problem."""
 
     @property
-    def offset(self):
+    def offset(self) -> int:
         m = re.search(r"byte (\d+):", str(self))
         return int(m.group(1)) if m else -1
 
@@ -65,12 +69,12 @@ class Program(Object):
 
     __slots__ = ()
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         """The binary image (format in include/tilecore/arch/program.h)."""
         return _ffi.ProgramToBytes(self)
 
     @staticmethod
-    def from_bytes(data):
+    def from_bytes(data: bytes | bytearray | memoryview) -> Program:
         """Parses a binary image; raises :class:`ProgramFormatError` if it is malformed."""
         if isinstance(data, memoryview):
             data = data.tobytes()
@@ -79,7 +83,7 @@ class Program(Object):
         return _ffi.ProgramFromBytes(bytes(data))
 
     @property
-    def sections(self):
+    def sections(self) -> list[dict]:
         """A list of dicts ``{"core_mask", "cores", "words"}``, one per text section."""
         return [
             {"core_mask": s["core_mask"], "cores": list(s["cores"]), "words": s["words"]}
@@ -87,19 +91,19 @@ class Program(Object):
         ]
 
     @property
-    def data_segments(self):
+    def data_segments(self) -> list[dict]:
         """A list of dicts ``{"space", "address", "size", "core_mask"}``."""
         return [dict(d.items()) for d in _ffi.ProgramDataSegments(self)]
 
-    def words(self, section=0):
+    def words(self, section: int = 0) -> list[int]:
         """The instruction words of a text section, as a list of ints."""
         return [w & 0xFFFFFFFFFFFFFFFF for w in _ffi.ProgramWords(self, section)]
 
-    def lines(self, section=0):
+    def lines(self, section: int = 0) -> list[int]:
         """The assembly source line of each word of a section (empty if not assembled from text)."""
         return list(_ffi.ProgramLines(self, section))
 
-    def disassemble(self):
+    def disassemble(self) -> str:
         """Assembly text that assembles back to an equal program."""
         return _ffi.Disassemble(self)
 
@@ -115,12 +119,12 @@ class Program(Object):
     def __hash__(self):
         return hash(self.to_bytes())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         secs = ", ".join(f"cores {s['cores']}: {s['words']} words" for s in self.sections)
         return f"<tilecore.arch.Program {secs}; {len(self.data_segments)} data segments>"
 
 
-def assemble(text):
+def assemble(text: str) -> Program:
     """Assembles TC1 assembly ``text`` into a :class:`Program`.
 
     :raises AsmError: naming the line of the first mistake.
@@ -130,7 +134,7 @@ def assemble(text):
     return _ffi.Assemble(text)
 
 
-def assemble_file(path):
+def assemble_file(path: str | os.PathLike[str]) -> Program:
     """Assembles the file at ``path``; errors name the file and the line."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
@@ -140,7 +144,7 @@ def assemble_file(path):
         raise AsmError(f"{path}: {e}") from None
 
 
-def disassemble(program):
+def disassemble(program: Program | bytes | bytearray | memoryview) -> str:
     """Assembly text for a :class:`Program` (or a program image as bytes)."""
     if isinstance(program, (bytes, bytearray, memoryview)):
         program = Program.from_bytes(program)
@@ -149,7 +153,7 @@ def disassemble(program):
     return _ffi.Disassemble(program)
 
 
-def disassemble_word(word, pc=0):
+def disassemble_word(word: int, pc: int = 0) -> str:
     """One instruction word as text (``.inst 0x...`` when it does not decode)."""
     try:
         word = operator.index(word)

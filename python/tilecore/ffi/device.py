@@ -3,6 +3,9 @@
 ``tilecore.cpu(0)`` is the host; ``tilecore.npu(0)`` is a TC1 NPU (the simulator).
 A :class:`Device` compares by value and crosses the FFI as a plain DLDevice.
 """
+
+from __future__ import annotations
+
 from ._base import _ffi_core
 
 Device = _ffi_core.Device
@@ -12,17 +15,17 @@ kDLCPU = _ffi_core.kDLCPU
 kDLExtDev = _ffi_core.kDLExtDev
 
 
-def cpu(dev_id=0):
+def cpu(dev_id: int = 0) -> Device:
     """The host CPU."""
     return Device(kDLCPU, dev_id)
 
 
-def npu(dev_id=0):
+def npu(dev_id: int = 0) -> Device:
     """TC1 NPU number ``dev_id`` (DLPack device type kDLExtDev)."""
     return Device(kDLExtDev, dev_id)
 
 
-def device(dev_type, dev_id=0):
+def device(dev_type: str | int, dev_id: int = 0) -> Device:
     """A device by name ("cpu", "npu", "npu:1") or DLPack device type number."""
     return Device(dev_type, dev_id)
 

@@ -11,7 +11,11 @@ registered ancestor). Fields that C++ declares by reflection read as attributes:
 ``==`` and ``hash`` are by identity (two handles to one C++ object are equal); use
 :func:`tilecore.structural_equal` to compare contents.
 """
+
+from __future__ import annotations
+
 import enum
+from typing import Callable
 
 from ._base import _ffi_core
 
@@ -35,7 +39,7 @@ class TypeIndex(enum.IntEnum):
     OpaquePyObject = 74
 
 
-def register_object(type_key):
+def register_object(type_key: str | int) -> Callable[[type], type]:
     """Class decorator: wrap C++ objects of ``type_key`` in the decorated class.
 
     :param type_key: the C++ type key (e.g. ``"testing.TestObject"``) or a fixed

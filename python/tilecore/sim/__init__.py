@@ -13,15 +13,25 @@ Modes: ``"functional+timing"`` (default), ``"functional"`` (data only),
 :meth:`Simulator.hazards`). Memory spaces are ``"ddr"``, ``"l2"`` and ``"l1"``
 (``core=`` selects the L1). See docs/tc1.md.
 """
+
+from __future__ import annotations
+
 import json
 import numbers
 import operator
 import re
+from typing import TYPE_CHECKING, Any
 
-from ._base import _ffi_core
-from .arch import Program
-from .error import TilecoreError, register_error
-from .object import Object, register_object
+from ..ffi._base import _ffi_core
+from ..arch import Program
+from ..ffi.error import TilecoreError, register_error
+from ..ffi.object import Object, register_object
+
+if TYPE_CHECKING:
+    import os
+
+    import numpy as np
+    import numpy.typing as npt
 
 
 class _Api:
@@ -50,7 +60,7 @@ class SimError(TilecoreError, RuntimeError):
     source line, 0 if unknown), ``instruction`` (its text) and ``reason``.
     """
 
-    def __init__(self, message="", *args):
+    def __init__(self, message: str = "", *args: Any) -> None:
         super().__init__(message, *args)
         self.fault, self.core, self.pc, self.line, self.instruction, self.reason = "", -1, 0, 0, "", message
         last = None
@@ -101,7 +111,7 @@ class Simulator:
     :param trace: record tile-command events for :meth:`trace`.
     """
 
-    def __init__(self, target="npu", mode=None, trace=False):
+    def __init__(self, target: Any = "npu", mode: str | None = None, trace: bool = False) -> None:
         if mode is not None and mode not in _MODES:
             raise ValueError(f"unknown simulation mode {mode!r} (one of {', '.join(_MODES)})")
         self._h = _ffi.Create(str(target), mode or "", bool(trace))
@@ -115,32 +125,32 @@ class Simulator:
         return self
 
     @property
-    def handle(self):
+    def handle(self) -> Object:
         """The underlying ``sim.Simulator`` FFI object."""
         return self._h
 
     @property
-    def config(self):
+    def config(self) -> dict[str, Any]:
         """A dict: cores, mode, ddr_bytes, l2_bytes, l1_bytes, queue_depth, trace."""
         return dict(_ffi.Config(self._h).items())
 
     @property
-    def cores(self):
+    def cores(self) -> int:
         return self.config["cores"]
 
     @property
-    def program(self):
+    def program(self) -> Program | None:
         """The program last loaded, or None."""
         return self._program
 
-    def load(self, program):
+    def load(self, program: Program | str | bytes | bytearray | memoryview) -> None:
         """Loads a :class:`tilecore.arch.Program` (or assembly text, or an image as bytes).
 
         Resets every core, queue, counter, clock and the statistics, and writes the
         program's data segments; other memory is kept.
         """
         if isinstance(program, str):
-            from .arch import assemble
+            from ..arch import assemble
 
             program = assemble(program)
         elif isinstance(program, (bytes, bytearray, memoryview)):
@@ -150,7 +160,7 @@ class Simulator:
         _ffi.Load(self._h, program)
         self._program = program
 
-    def write(self, space, address, data, core=0):
+    def write(self, space: str, address: int, data: npt.ArrayLike, core: int = 0) -> None:
         """Copies ``data`` (a numpy array or anything array-like; its bytes as laid
         out in C order) into memory ``space`` at byte ``address``."""
         import numpy as np
@@ -161,7 +171,8 @@ class Simulator:
         _ffi.Write(self._h, _space(space), _int_arg("address", address), arr.reshape(-1).view(np.uint8),
                    _int_arg("core", core))
 
-    def read(self, space, address, shape, dtype="uint8", core=0):
+    def read(self, space: str, address: int, shape: int | tuple[int, ...], dtype: npt.DTypeLike = "uint8",
+             core: int = 0) -> np.ndarray:
         """A new numpy array of ``shape`` and ``dtype`` read from ``space`` at ``address``."""
         import numpy as np
 
@@ -170,7 +181,7 @@ class Simulator:
                       _int_arg("core", core))
         return out
 
-    def run(self, max_instructions=None):
+    def run(self, max_instructions: int | None = None) -> Simulator:
         """Runs until every core has halted and every queue has drained.
 
         :param max_instructions: budget of front-end instructions (all cores), a positive int;
@@ -185,30 +196,30 @@ class Simulator:
         _ffi.Run(self._h, 0 if max_instructions is None else int(max_instructions))
         return self
 
-    def step(self, n=1):
+    def step(self, n: int = 1) -> int:
         """Executes up to ``n`` front-end instructions; returns how many ran."""
         return _ffi.Step(self._h, int(n))
 
     @property
-    def finished(self):
+    def finished(self) -> bool:
         """True when every core has halted and every queue is empty."""
         return _ffi.Finished(self._h)
 
-    def stats(self):
+    def stats(self) -> dict[str, Any]:
         """Statistics as a dict: cycles, instructions, commands, mac_utilisation,
         mac_efficiency, bytes per level, and per core the MACs and per agent
         (sc, din, dout, mm, vec) commands / busy / stalled_dep / stalled_bw / idle."""
         return json.loads(_ffi.StatsJSON(self._h))
 
-    def stats_text(self):
+    def stats_text(self) -> str:
         """The statistics as a readable table."""
         return _ffi.StatsText(self._h)
 
-    def hazards(self):
+    def hazards(self) -> list[dict[str, Any]]:
         """Hazards found so far (mode ``"hazard"``): a list of dicts with a ``message``."""
         return [dict(h.items()) for h in _ffi.Hazards(self._h)]
 
-    def trace(self, path=None):
+    def trace(self, path: str | os.PathLike[str] | None = None) -> str | os.PathLike[str]:
         """Writes the Chrome/Perfetto trace to ``path`` (or returns it as a str).
 
         The simulator must have been created with ``trace=True`` (or ``-trace``).
@@ -221,41 +232,41 @@ class Simulator:
         return path
 
     # ---- state, for debuggers ---------------------------------------------------------
-    def xreg(self, core, r):
+    def xreg(self, core: int, r: int) -> int:
         return _ffi.XReg(self._h, core, r)
 
-    def set_xreg(self, core, r, value):
+    def set_xreg(self, core: int, r: int, value: int) -> None:
         _ffi.SetXReg(self._h, core, r, int(value))
 
-    def vreg(self, core, r, dtype="uint8"):
+    def vreg(self, core: int, r: int, dtype: npt.DTypeLike = "uint8") -> np.ndarray:
         import numpy as np
 
         return np.frombuffer(_ffi.VReg(self._h, core, r), dtype=dtype).copy()
 
-    def preg(self, core, r):
+    def preg(self, core: int, r: int) -> int:
         return _ffi.PReg(self._h, core, r)
 
-    def pc(self, core):
+    def pc(self, core: int) -> int:
         return _ffi.PC(self._h, core)
 
-    def halted(self, core):
+    def halted(self, core: int) -> bool:
         return _ffi.Halted(self._h, core)
 
-    def cycle(self):
+    def cycle(self) -> int:
         return _ffi.Cycle(self._h)
 
-    def instruction_at(self, core, pc):
+    def instruction_at(self, core: int, pc: int) -> str:
         return _ffi.InstructionAt(self._h, core, pc)
 
-    def source_line(self, core, pc):
+    def source_line(self, core: int, pc: int) -> int:
         return _ffi.SourceLine(self._h, core, pc)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         c = self.config
         return f"<tilecore.sim.Simulator cores={c['cores']} mode={c['mode']}>"
 
 
-def format_stats(stats):
+def format_stats(stats: dict[str, Any]) -> str:
     """A short human summary of :meth:`Simulator.stats`: cycles, MAC utilisation and
     per-engine busy/stalled/idle cycles summed over cores."""
     lines = [

@@ -4,6 +4,9 @@
 cached as a module attribute after the first lookup, so later calls cost one attribute
 read.
 """
+
+from __future__ import annotations
+
 from ._base import _ffi_core
 
 

@@ -4,6 +4,9 @@
 ``nop``, ``apply``, ``apply_in_thread``, ``call_n``, ``object_use_count``,
 ``make_test_object`` and the others the library registers under ``testing.``.
 """
+
+from __future__ import annotations
+
 from ._base import _ffi_core
 
 

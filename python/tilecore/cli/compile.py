@@ -7,22 +7,31 @@ tensor of the compiled model next to ONNX Runtime's.
     tilecore compare MODEL.onnx --inputs IN.npz [--precision P] [--calib CALIB.npz] [--calib-method M]
                      [--calib-table T.json] [--report R.json] [--repro DIR]
 """
+
+from __future__ import annotations
+
 import json
 import math
 import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
+
+    from ..compiler.calibration import CalibTable
 
 import numpy as np
 
-from .cli import _fail, arg, command
+from . import _fail, arg, command
 
 
 class _Bar:
     """A tqdm progress bar over the nodes (silent when stderr is not a terminal)."""
 
-    def __init__(self, desc, enabled=True):
+    def __init__(self, desc, enabled: bool = True) -> None:
         self.desc, self.enabled, self.bar = desc, enabled and sys.stderr.isatty(), None
 
-    def __call__(self, i, n, node):
+    def __call__(self, i, n, node) -> None:
         if not self.enabled:
             return
         if self.bar is None:
@@ -35,12 +44,12 @@ class _Bar:
         self.bar.set_postfix_str(str(node)[:30], refresh=False)
         self.bar.update(i + 1 - self.bar.n)
 
-    def close(self):
+    def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
 
 
-def parse_input_shape(text):
+def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
     """``NAME:D0,D1,...`` -> (name, (D0, D1, ...)); ValueError naming the text otherwise."""
     name, sep, dims = text.rpartition(":")
     try:
@@ -53,7 +62,7 @@ def parse_input_shape(text):
 
 
 def _compile_errors():
-    from .error import TilecoreError
+    from ..ffi.error import TilecoreError
 
     return (ValueError, TypeError, NotImplementedError, TilecoreError)
 
@@ -67,9 +76,9 @@ CALIB_ARGS = (
 )
 
 
-def calibration_table(args):
+def calibration_table(args: argparse.Namespace) -> CalibTable | None:
     """The CalibTable the calibration flags ask for, or None; prints where it went."""
-    from .compiler.calibration import CalibTable, calibrate, load_samples
+    from ..compiler.calibration import CalibTable, calibrate, load_samples
 
     if getattr(args, "calib", None):
         table = calibrate(args.model, load_samples(args.calib), method=args.calib_method)
@@ -100,9 +109,9 @@ def calibration_table(args):
     arg("--quiet", action="store_true", help="no progress bar"),
     *CALIB_ARGS,
 ])
-def compile_cmd(args):
-    from .compiler.driver import compile as _compile
-    from .compiler.precision import load_qtable
+def compile_cmd(args: argparse.Namespace) -> int:
+    from ..compiler.driver import compile as _compile
+    from ..compiler.precision import load_qtable
 
     shapes = dict(parse_input_shape(s) for s in args.input_shape)
     try:
@@ -115,7 +124,7 @@ def compile_cmd(args):
         qtable = load_qtable(args.qtable) if args.qtable else None
         samples = None
         if args.calib:  # auto-mixed measures its cosine on them
-            from .compiler.calibration import load_samples
+            from ..compiler.calibration import load_samples
 
             samples = load_samples(args.calib)
         exe = _compile(args.model, target=args.target, precision=args.precision, input_shapes=shapes or None,
@@ -157,7 +166,7 @@ def compile_cmd(args):
     return 0
 
 
-def format_compare(report, limit=None):
+def format_compare(report: dict[str, Any], limit: int | None = None) -> str:
     """The per-tensor table of a compare report, in topological order."""
     rows = report["tensors"]
     w = max([len("tensor")] + [len(r["name"]) for r in rows])
@@ -189,8 +198,8 @@ def format_compare(report, limit=None):
     arg("--calib", metavar="CALIB.npz", help="int8: calibration samples keyed by input name, each (N, *shape)"),
     *CALIB_ARGS,
 ])
-def compare_cmd(args):
-    from .compiler.compare import compare_with_onnxruntime, write_repro
+def compare_cmd(args: argparse.Namespace) -> int:
+    from ..compiler.compare import compare_with_onnxruntime, write_repro
 
     with np.load(args.inputs, allow_pickle=False) as z:
         inputs = {k: z[k] for k in z.files}
@@ -235,15 +244,15 @@ def compare_cmd(args):
     return 1
 
 
-def model_demo(args):
+def model_demo(args: argparse.Namespace) -> int:
     """``tilecore demo``: a zoo model compiled for TC1, run on the simulator, compared with
     ONNX Runtime; prints the per-op profile (top ops) and the whole-model figures."""
     import time
 
-    from . import zoo
-    from .compiler.compare import metrics
-    from .compiler.driver import compile as _compile
-    from .runtime_cli import _Progress, format_profile
+    from .. import zoo
+    from ..compiler.compare import metrics
+    from ..compiler.driver import compile as _compile
+    from .runtime import _Progress, format_profile
 
     if args.model not in zoo.names():
         return _fail(f"--model `{args.model}`: not a zoo model ({', '.join(zoo.names())})")

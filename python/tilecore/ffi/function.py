@@ -12,7 +12,11 @@ dict -> Map, callables -> Function, numpy/PyTorch arrays -> NDArray)::
     f = tilecore.get_global_func("demo.add")
     f(1, 2)                 # 3, a call through the registry
 """
+
+from __future__ import annotations
+
 import difflib
+from typing import Any, Callable
 
 from ._base import _ffi_core
 from . import error
@@ -20,7 +24,8 @@ from . import error
 Function = _ffi_core.Function
 
 
-def register_func(func_name=None, f=None, override=False):
+def register_func(func_name: str | Callable[..., Any] | None = None, f: Callable[..., Any] | None = None,
+                  override: bool = False) -> Callable[..., Any]:
     """Registers a Python function as a global function, callable from C++ by name.
 
     Usable as ``@register_func`` (the name is the function's ``__name__``),
@@ -46,7 +51,7 @@ def register_func(func_name=None, f=None, override=False):
     return register(f) if f is not None else register
 
 
-def get_global_func(name, allow_missing=False):
+def get_global_func(name: str, allow_missing: bool = False) -> Function | None:
     """Returns the global function registered under ``name``.
 
     :param allow_missing: return None instead of raising when it is not registered.
@@ -61,14 +66,14 @@ def get_global_func(name, allow_missing=False):
     return func
 
 
-def list_global_func_names():
+def list_global_func_names() -> list[str]:
     """Names of all registered global functions, as a list of str."""
     from . import _ffi_api
 
     return list(_ffi_api.ListGlobalFunctionNames())
 
 
-def remove_global_func(name):
+def remove_global_func(name: str) -> bool:
     """Removes a global function; returns whether it was registered."""
     return _ffi_core._remove_global_func(name)
 

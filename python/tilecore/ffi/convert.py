@@ -1,8 +1,13 @@
 """tilecore.convert: a Python value in its tilecore form."""
+
+from __future__ import annotations
+
+from typing import Any
+
 from ._base import _ffi_core
 
 
-def convert(value):
+def convert(value: Any) -> Any:
     """Converts a Python value to the form it takes when passed to C++.
 
     - list / tuple -> :class:`tilecore.Array` (items converted recursively)

@@ -12,7 +12,11 @@ traceback). An exception raised by a Python callback that C++ called comes back 
 the Python caller as the *same* exception object, with a note listing the C++ frames
 it passed through.
 """
+
+from __future__ import annotations
+
 import builtins
+from typing import Any
 
 from ._base import _ffi_core
 
@@ -26,7 +30,7 @@ class TilecoreError(Exception):
     backtrace = ""
 
 
-def register_error(kind, cls=None):
+def register_error(kind: str, cls: type[BaseException] | None = None) -> Any:
     """Raises ``cls`` for C++ errors of ``kind``; usable as a class decorator.
 
     :param kind: the kind string C++ uses, e.g. ``"CompileError"``.
@@ -60,7 +64,7 @@ class IndexError(TilecoreError, builtins.IndexError):  # noqa: A001
 class KeyError(TilecoreError, builtins.KeyError):  # noqa: A001
     """A missing key (in a Map, a registry, ...)."""
 
-    def __str__(self):
+    def __str__(self) -> str:
         # builtins.KeyError shows repr(key); a tilecore message reads better as text.
         return str(self.args[0]) if len(self.args) == 1 else super().__str__()
 

@@ -7,15 +7,20 @@ several paths is written once and stays shared after loading::
     again = tilecore.load_json(s)
     assert tilecore.structural_equal(again, obj)
 """
+
+from __future__ import annotations
+
+from typing import Any
+
 from . import _ffi_api
 
 
-def save_json(obj):
+def save_json(obj: Any) -> str:
     """Serialises a tilecore value (object graph, Array, Map, number, str) to a JSON str."""
     return _ffi_api.SaveJSON(obj)
 
 
-def load_json(json_str):
+def load_json(json_str: str) -> Any:
     """Rebuilds the value saved by :func:`save_json`.
 
     :raises tilecore.error.ValueError: the text is not a saved tilecore object graph;

@@ -11,7 +11,11 @@ They behave like the Python types they stand for::
 Items are stored as tilecore values: numbers, strings and objects; nested lists
 and dicts become nested Arrays and Maps.
 """
+
+from __future__ import annotations
+
 import operator
+from typing import Any
 
 from . import _ffi_api
 from . import error
@@ -64,7 +68,7 @@ class Array(Object):
 
     __slots__ = ()
 
-    def __len__(self):
+    def __len__(self) -> int:
         return _ffi_api.ArraySize(self)
 
     def __getitem__(self, index):
@@ -95,7 +99,7 @@ class Array(Object):
 
     __hash__ = Object.__hash__
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return _repr_of(self)
 
 
@@ -105,27 +109,27 @@ class Map(Object):
 
     __slots__ = ()
 
-    def __len__(self):
+    def __len__(self) -> int:
         return _ffi_api.MapSize(self)
 
     def __getitem__(self, key):
         return _ffi_api.MapGetItem(self, key)
 
-    def __contains__(self, key):
+    def __contains__(self, key) -> bool:
         return _ffi_api.MapCount(self, key) != 0
 
-    def items(self):
+    def items(self) -> list[tuple[Any, Any]]:
         """(key, value) pairs, as a list."""
         flat = list(_ffi_api.MapItems(self))
         return list(zip(flat[0::2], flat[1::2]))
 
-    def keys(self):
+    def keys(self) -> list[Any]:
         return [k for k, _ in self.items()]
 
-    def values(self):
+    def values(self) -> list[Any]:
         return [v for _, v in self.items()]
 
-    def get(self, key, default=None):
+    def get(self, key: Any, default: Any = None) -> Any:
         return self[key] if key in self else default
 
     def __iter__(self):
@@ -144,7 +148,7 @@ class Map(Object):
 
     __hash__ = Object.__hash__
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return _repr_of(self)
 
 
@@ -162,7 +166,7 @@ class Shape(Object):
     def _tuple(self):
         return _ffi_core._shape_to_tuple(self)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._tuple())
 
     def __getitem__(self, index):
@@ -183,7 +187,7 @@ class Shape(Object):
     def __hash__(self):
         return hash(self._tuple())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Shape{self._tuple()!r}"
 
 

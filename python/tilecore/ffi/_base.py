@@ -4,6 +4,9 @@ A development build named on PYTHONPATH (``PYTHONPATH=python:<build>/python``) w
 over an installed copy: an editable install's import hook would otherwise keep
 serving the extension it built, not the one just rebuilt.
 """
+
+from __future__ import annotations
+
 import importlib.machinery
 import importlib.util
 import os
@@ -37,7 +40,7 @@ try:
     if _path is not None and "tilecore._ffi_core" not in sys.modules:
         _ffi_core = _load_from(_path)
     else:
-        from . import _ffi_core  # noqa: F401
+        from .. import _ffi_core  # noqa: F401
 except ImportError as err:  # pragma: no cover - depends on how tilecore was built
     raise ImportError(
         "tilecore's compiled extension (tilecore._ffi_core) could not be imported: "

@@ -15,26 +15,32 @@ Subcommands:
                                              the graph, coloured by where each node runs
     tilecore demo [--size N]                 a tiled int8 GEMM on 4 simulated cores,
                                              checked against numpy
-    tilecore run OUT.tcx --inputs IN.npz     run an executable (tilecore/runtime_cli.py)
+    tilecore run OUT.tcx --inputs IN.npz     run an executable (tilecore/cli/runtime.py)
     tilecore profile OUT.tcx --inputs IN.npz its per-op profile
 
 A subcommand is a function decorated with :func:`command`; another module adds one
 (``compile``, ``run``, ``tdb``, ...) by decorating its own function and being listed
 in ``_PLUGIN_MODULES`` (imported lazily, so ``tilecore asm`` stays fast).
 """
+
+from __future__ import annotations
+
 import argparse
 import importlib
 import os
 import stat
 import sys
+from typing import Any, Callable, Iterable
 
 _COMMANDS = {}
 # Modules that define further subcommands with @command; imported when the parser is built.
 # A module that is missing (not written yet, or an optional dependency) is skipped.
-_PLUGIN_MODULES = ("tilecore.compile_cli", "tilecore.tdb_cli", "tilecore.runtime_cli")
+_PLUGIN_MODULES = ("tilecore.cli.compile", "tilecore.cli.tdb", "tilecore.cli.runtime")
 
 
-def command(name, help, arguments=()):  # noqa: A002  (argparse's word)
+def command(name: str, help: str,  # noqa: A002  (argparse's word)
+            arguments: Iterable[tuple[tuple, dict]] = ()) -> Callable[[Callable[[argparse.Namespace], int]],
+                                                                     Callable[[argparse.Namespace], int]]:
     """Registers ``func(args) -> int`` as subcommand ``name``.
 
     :param arguments: ``(args, kwargs)`` pairs for ``ArgumentParser.add_argument``.
@@ -47,11 +53,11 @@ def command(name, help, arguments=()):  # noqa: A002  (argparse's word)
     return register
 
 
-def arg(*args, **kwargs):
+def arg(*args: Any, **kwargs: Any) -> tuple[tuple, dict]:
     return (args, kwargs)
 
 
-def _fail(message):
+def _fail(message) -> int:
     print(f"tilecore: error: {message}", file=sys.stderr)
     return 1
 
@@ -84,7 +90,7 @@ def _positive_int(text):
 
 def _load_program(path):
     """A Program from an assembly file or a program image (detected by its magic)."""
-    from . import arch
+    from .. import arch
 
     data = _read_input(path)
     if data[:4] == b"TC1P":
@@ -106,7 +112,7 @@ def _load_program(path):
     [arg("source", help="assembly file (.s)"), arg("-o", "--output", help="image to write (default: SOURCE with .bin)")],
 )
 def _asm(args):
-    from . import arch
+    from .. import arch
 
     try:
         text = _read_input(args.source).decode("utf-8")
@@ -134,7 +140,7 @@ def _asm(args):
      arg("-o", "--output", help="write the text here")],
 )
 def _disasm(args):
-    from . import arch
+    from .. import arch
 
     try:
         head = _read_input(args.image)[:8]
@@ -143,11 +149,11 @@ def _disasm(args):
     if head in (b"TCEXEC\0\0", b"TCMODULE"):
         try:
             if head == b"TCMODULE":
-                from . import runtime
+                from .. import runtime
 
                 text = runtime.load_module(args.image).get_source()
             else:
-                from .tdb.model import ModelTarget
+                from ..tdb.model import ModelTarget
 
                 text = ModelTarget(args.image).disassemble()
         except (ValueError, OSError) as e:
@@ -190,7 +196,7 @@ def _disasm(args):
 def _sim(args):
     import json
 
-    from . import arch, sim
+    from .. import arch, sim
 
     try:
         program = _load_program(args.program)
@@ -226,7 +232,7 @@ def _sim(args):
 # ---- demo --------------------------------------------------------------------------------
 def _repo_file(*parts):
     here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(here, "..", "..", *parts)
+    return os.path.join(here, "..", "..", "..", *parts)  # python/tilecore/cli -> the repository
 
 
 @command(
@@ -241,7 +247,7 @@ def _repo_file(*parts):
 )
 def _demo(args):
     if not args.gemm:
-        from .compile_cli import model_demo
+        from .compile import model_demo
 
         return model_demo(args)
     return _gemm_demo(args)
@@ -252,7 +258,7 @@ def _gemm_demo(args):
 
     import numpy as np
 
-    from . import arch, sim
+    from .. import arch, sim
 
     n, cores, tile = args.size, 4, 128
     if n <= 0 or n % (cores * tile):
@@ -293,7 +299,7 @@ def _gemm_demo(args):
 
 
 # ---- entry point -------------------------------------------------------------------------
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     for name in _PLUGIN_MODULES:
         try:
             importlib.import_module(name)
@@ -310,13 +316,13 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_func", None):
         parser.print_help()
         return 2
-    from .error import TilecoreError
+    from ..ffi.error import TilecoreError
 
     # Every failure the user can cause is one line on stderr and rc 1, never a traceback.
     try:
