@@ -7,16 +7,20 @@ and the DDR traffic against its lower bound.
     rep["ddr_bytes"], rep["ddr_lower_bound"]
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 # stats' `bound_by` engine -> the class of the bound
 BOUND_CLASS = {"mm": "compute", "vec": "compute", "din": "dma", "dout": "dma", "sc": "front end", "host": "host"}
 
 
-def bound_class(op):
+def bound_class(op: dict[str, Any]) -> str:
     """"compute", "dma", "front end" or "host": what bounds a step of ``stats()["ops"]``."""
     return BOUND_CLASS.get(op.get("bound_by", ""), "host" if op.get("where") == "host" else "front end")
 
 
-def model_report(exe, st):
+def model_report(exe: Any, st: dict[str, Any]) -> dict[str, Any]:
     """The model report of a run's statistics ``st`` of executable ``exe``: a dict with
     ``mac_utilisation``, ``cycles``, ``bound_cycles`` and ``bound_steps`` (npu cycles and
     step counts per class of bound), ``ddr_bytes`` (read + written by the npu steps) and
@@ -42,7 +46,7 @@ def model_report(exe, st):
             "ddr_ratio": ddr / lower if lower else 0.0}
 
 
-def format_model_report(rep):
+def format_model_report(rep: dict[str, Any]) -> str:
     """Three lines: utilisation, cycles by bound, DDR traffic against its lower bound."""
     total = max(sum(rep["bound_cycles"].values()), 1)
     parts = ", ".join(f"{k} {100.0 * v / total:.1f}% ({rep['bound_steps'][k]} steps)"
