@@ -78,7 +78,10 @@ TEST(Strategy, MatMulUsesTheMatrixEngineAndTheCores) {
   EXPECT_EQ(f->params.size(), 3u);
   EXPECT_GE(CountCalls(f, "tile.mm"), 4);  // full and remainder tiles in M and N
   EXPECT_GT(CountCalls(f, "tile.dma_copy"), 0);
-  auto loop = f->body.as<ir::ForNode>();
+  // the cores loop, under the allocations shared by the cores (weights staged in L2)
+  ir::Stmt body = f->body;
+  while (auto alloc = body.as<ir::AllocateNode>()) body = alloc->body;
+  auto loop = body.as<ir::ForNode>();
   ASSERT_NE(loop, nullptr);
   EXPECT_EQ(loop->kind, ir::ForKind::kCores);
   // the kernel passes the whole pipeline, L1 plan included
