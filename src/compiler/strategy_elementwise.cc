@@ -1,7 +1,8 @@
 /*
  * src/compiler/strategy_elementwise.cc — element-wise ops with numpy broadcasting:
  * binary and variadic arithmetic (Add Sub Mul Div Max Min Pow Sum Mean PRelu), Where,
- * comparisons, unary activations and math (Relu ... Abs, Celu), rounding (Floor Ceil
+ * comparisons, unary activations and math (Relu ... Abs, Celu Mish Swish Shrink),
+ * EyeLike (from the flat output index), rounding (Floor Ceil
  * Round), IsNaN/IsInf, the trigonometric and hyperbolic functions (Sin ... Atanh), logic
  * on bool (And Or Xor Not), bit operations and Mod on 8- to 32-bit integers, Cast and
  * CastLike, Expand, and the layout ops that are plain copies (Reshape Flatten Squeeze
@@ -45,6 +46,7 @@ struct EwOp {
   Fn fn;
   int min_inputs, max_inputs;
   std::vector<DataType> dtypes;  // accepted input dtypes (Where: of inputs 1, 2)
+  bool uses_index = false;       // fn also gets the flat output index, after the inputs
 };
 
 PrimExpr Exp(PrimExpr x) { return call("tir.exp", {x}); }
@@ -345,6 +347,37 @@ const std::map<std::string, EwOp>& Ops() {
                           F32(0.5) * Log((F32(1.0) + x) / (F32(1.0) - x)));
           },
           {f32});
+    unary("Mish",
+          [](PrimExpr x, const OpCall&) {
+            PrimExpr sp = max(x, F32(0.0)) + Log(F32(1.0) + Exp(F32(0.0) - Abs(x)));
+            return x * call("tir.tanh", {sp});
+          },
+          {f32});
+    unary("Swish",
+          [attr](PrimExpr x, const OpCall& c) {
+            return x * call("tir.sigmoid", {x * attr(c, "alpha", 1.0)});
+          },
+          {f32});
+    unary("Shrink",
+          [attr](PrimExpr x, const OpCall& c) {
+            PrimExpr l = attr(c, "lambd", 0.5), b = attr(c, "bias", 0.0);
+            return select(x < F32(0.0) - l, x + b, select(x > l, x - b, F32(0.0)));
+          },
+          {f32});
+    // EyeLike: only input 0's shape is read; ones where column - row == k
+    m["EyeLike"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
+                      int64_t cols = c.outputs[0]->shape[1];
+                      PrimExpr g = x.back();
+                      PrimExpr on = eq(floormod(g, I32(cols)) - floordiv(g, I32(cols)),
+                                       I32(AttrInt(c.attrs, "k", 0)));
+                      DataType t = c.outputs[0]->dtype;
+                      if (t.is_bool()) return on;
+                      return select(on, make_const(t, 1), make_zero(t));
+                    },
+                    1,
+                    1,
+                    {},
+                    true};
     // logic on bool
     m["And"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] && x[1]; },
                 2,
@@ -656,7 +689,9 @@ PrimFunc LowerElementwise(const OpCall& call) {
                 gelu_tmp = tmp;
               } else {
                 s.push_back(Loop("i", size, [&](PrimExpr i) {
-                  PrimExpr v = op.fn(gather(i), call);
+                  std::vector<PrimExpr> x = gather(i);
+                  if (op.uses_index) x.push_back(start + i);
+                  PrimExpr v = op.fn(x, call);
                   if (v.dtype() != odt) v = cast(odt, v);
                   return BufferStore(Ol, v, {i});
                 }));
@@ -711,6 +746,17 @@ std::string CheckElementwise(const std::string& op_type, const Map<String, Any>&
     if (to != 1 && to != 2 && to != 3 && to != 4 && to != 5 && to != 6 && to != 9 && to != 12)
       return "Cast: to the ONNX type " + std::to_string(to) +
              ", which the npu strategy does not produce";
+  }
+  if (op_type == "EyeLike") {
+    if (inputs[0]->shape.size() != 2) return "EyeLike: input must be 2-D";
+    int64_t to = AttrInt(attrs, "dtype", 0);  // 0: the input's dtype
+    if (to == 7 || to == 11 || to == 13) return "EyeLike: to a 64-bit type (TC1 has no 64-bit types)";
+    if (to != 0 && to != 1 && to != 2 && to != 3 && to != 4 && to != 5 && to != 6 && to != 9 &&
+        to != 12)
+      return "EyeLike: to the ONNX type " + std::to_string(to) +
+             ", which the npu strategy does not produce";
+    if (to == 0 && inputs[0]->dtype.is_float() && inputs[0]->dtype.bits() != 32)
+      return "EyeLike: input dtype " + inputs[0]->dtype.str();
   }
   if (op_type == "CastLike") {
     // the output dtype is input 1's (only its dtype is read)
