@@ -17,9 +17,10 @@
  * touches memory outside the data) and issues one strided DMA of the (outer, 1,
  * inner) slice straight from DDR to DDR. No data passes through L1, so any shape fits.
  *
- * int64 indices (what exporters emit) stay on the host: TC1 has no 64-bit integers,
- * and the front end could not read them (HasStrategy says so for every 64-bit
- * input). Constant int64 indices can be narrowed to int32 when compiling.
+ * int64 indices (what exporters emit): TC1 has no 64-bit integers, so the kernel DMAs
+ * both int32 words of each index and narrows it (NarrowIndex, kernel_util.h): exact
+ * when it fits int32, saturated otherwise, which keeps an index beyond int32 out of
+ * range (docs/compiler.md, "int64 indices").
  */
 #include <algorithm>
 #include <tuple>
@@ -51,12 +52,14 @@ PrimFunc LowerGather(const OpCall& c) {
   if (outer == 0 || inner == 0 || K == 0) return MakeFunc(c, p, Evaluate(I32(0)));
   if (A == 0) TILECORE_THROW(ValueError) << "LowerOp(Gather): indices into an empty axis " << axis;
   Buffer X = View(p.in[0], {outer, A, inner}, "X");
-  Buffer I = View(p.in[1], {K}, "I");
+  bool wide = c.inputs[1]->dtype == DataType::Int(64);  // two words per index
+  int64_t w = wide ? 2 : 1;
+  Buffer I = wide ? Words(p.in[1], {K}, "I") : View(p.in[1], {K}, "I");
   Buffer Y = View(p.out[0], {outer, K, inner}, "Y");
   int64_t ck = std::min(kChunk, std::max<int64_t>(1, (K + c.cores - 1) / c.cores));
   int64_t rotation = 0;
   Stmt body = OverCores(c.cores, [&](PrimExpr core) {
-    Buffer L = Local({ck}, DataType::Int(32), "Il");
+    Buffer L = Local({ck * w}, DataType::Int(32), "Il");
     std::vector<Stmt> s;
     for (auto [count, size] :
          std::vector<std::pair<int64_t, int64_t>>{{K / ck, ck}, {K % ck ? 1 : 0, K % ck}}) {
@@ -64,10 +67,13 @@ PrimFunc LowerGather(const OpCall& c) {
       s.push_back(ForEachItem(
           core, c.cores, count, &rotation, "t", [&, size = size, base = base](PrimExpr t) {
             PrimExpr start = I32(base) + t * I32(ck);
-            Stmt load = DmaWait(Region(L, {I32(0)}, {size}), Region(I, {start}, {size}), 0);
+            Stmt load = DmaWait(Region(L, {I32(0)}, {size * w}),
+                                Region(I, {start * I32(w)}, {size * w}), 0);
             Stmt copies = Loop("j", size, [&](PrimExpr j) {
               Var v("v", DataType::Int(32));
-              PrimExpr raw = BufferLoad(L, {j});
+              PrimExpr raw = wide ? NarrowIndex(BufferLoad(L, {j * I32(2)}),
+                                                BufferLoad(L, {j * I32(2) + I32(1)}))
+                                  : BufferLoad(L, {j});
               PrimExpr wrapped = select(raw < I32(0), raw + I32(A), raw);
               PrimExpr idx = max(min(v, I32(A - 1)), I32(0));
               Stmt cp = Intrin("tile.dma_copy",
@@ -94,8 +100,9 @@ std::string CheckGather(const std::string& op, const Map<String, Any>& attrs,
                    DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
                   op);
   if (!why.empty()) return why;
-  if (inputs[1]->dtype != DataType::Int(32))
-    return "Gather: indices are " + inputs[1]->dtype.str() + "; the npu reads int32 indices";
+  if (inputs[1]->dtype != DataType::Int(32) && inputs[1]->dtype != DataType::Int(64))
+    return "Gather: indices are " + inputs[1]->dtype.str() +
+           "; the npu reads int32 and int64 indices";
   int64_t r = static_cast<int64_t>(inputs[0]->shape.size());
   int64_t axis = AttrInt(attrs, "axis", 0);
   if (r == 0 || axis < -r || axis >= r)
@@ -129,7 +136,7 @@ std::string GeGeometry(const std::vector<TensorSpec>& ins, const Map<String, Any
   g->A = ds[axis];
   g->K = is[axis];
   g->es = std::max(1, (ins[0]->dtype.bits() + 7) / 8);
-  if ((g->A + g->K) * g->es + g->K * 4 > kElementsBytes)
+  if ((g->A + g->K) * g->es + g->K * 8 > kElementsBytes)
     return "GatherElements: the axis is too long for one column of data and indices in L1";
   return "";
 }
@@ -147,15 +154,18 @@ PrimFunc LowerGatherElements(const OpCall& c) {
   if (g.A == 0) TILECORE_THROW(ValueError) << "LowerOp(GatherElements): indices into an empty axis";
   DataType dt = c.inputs[0]->dtype, i32 = DataType::Int(32);
   Buffer X = View(p.in[0], {g.outer, g.A, g.inner}, "X");
-  Buffer I = View(p.in[1], {g.outer, g.K, g.inner}, "I");
+  bool wide = c.inputs[1]->dtype == DataType::Int(64);  // two words per index
+  int64_t w = wide ? 2 : 1;
+  Buffer I = wide ? Words(p.in[1], {g.outer, g.K, g.inner}, "I")
+                  : View(p.in[1], {g.outer, g.K, g.inner}, "I");
   Buffer Y = View(p.out[0], {g.outer, g.K, g.inner}, "Y");
-  int64_t ic = std::min(g.inner, kElementsBytes / ((g.A + g.K) * g.es + g.K * 4));
+  int64_t ic = std::min(g.inner, kElementsBytes / ((g.A + g.K) * g.es + g.K * 4 * w));
   // enough items for the cores
   if (g.outer < c.cores)
     ic = std::min(ic, std::max<int64_t>(1, (g.inner * g.outer + c.cores - 1) / c.cores));
   int64_t rotation = 0;
   Stmt body = OverCores(c.cores, [&](PrimExpr core) {
-    Buffer D = Local({g.A, ic}, dt, "Dl"), L = Local({g.K, ic}, i32, "Il"),
+    Buffer D = Local({g.A, ic}, dt, "Dl"), L = Local({g.K, ic * w}, i32, "Il"),
            O = Local({g.K, ic}, dt, "Ol");
     std::vector<Stmt> s;
     int64_t nfull = g.inner / ic, rem = g.inner % ic;
@@ -170,12 +180,14 @@ PrimFunc LowerGatherElements(const OpCall& c) {
             st.push_back(Intrin("tile.wait", {I32(1)}));  // the previous item has left O
             st.push_back(DmaWait(Region(D, {I32(0), I32(0)}, {g.A, size}),
                                  Region(X, {o, I32(0), i0}, {1, g.A, size}), 0));
-            st.push_back(DmaWait(Region(L, {I32(0), I32(0)}, {g.K, size}),
-                                 Region(I, {o, I32(0), i0}, {1, g.K, size}), 0));
+            st.push_back(DmaWait(Region(L, {I32(0), I32(0)}, {g.K, size * w}),
+                                 Region(I, {o, I32(0), i0 * I32(w)}, {1, g.K, size * w}), 0));
             st.push_back(Loop("k", g.K, [&](PrimExpr k) {
               return Loop("i", size, [&](PrimExpr i) {
                 Var v("v", i32);
-                PrimExpr raw = BufferLoad(L, {k, i});
+                PrimExpr raw = wide ? NarrowIndex(BufferLoad(L, {k, i * I32(2)}),
+                                                  BufferLoad(L, {k, i * I32(2) + I32(1)}))
+                                    : BufferLoad(L, {k, i});
                 PrimExpr idx = max(min(v, I32(g.A - 1)), I32(0));
                 return Stmt(LetStmt(v, select(raw < I32(0), raw + I32(g.A), raw),
                                     BufferStore(O, BufferLoad(D, {idx, i}), {k, i})));
@@ -203,9 +215,9 @@ std::string CheckGatherElements(const std::string& op, const Map<String, Any>& a
                    DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
                   op);
   if (!why.empty()) return why;
-  if (inputs[1]->dtype != DataType::Int(32))
+  if (inputs[1]->dtype != DataType::Int(32) && inputs[1]->dtype != DataType::Int(64))
     return "GatherElements: indices are " + inputs[1]->dtype.str() +
-           "; the npu reads int32 indices";
+           "; the npu reads int32 and int64 indices";
   GeGeom g;
   return GeGeometry(inputs, attrs, &g);
 }
@@ -216,9 +228,10 @@ std::string CheckGatherElements(const std::string& op, const Map<String, Any>& a
 TILECORE_FFI_STATIC_INIT_BLOCK({
   RegisterStrategy("GatherElements",
                    Strategy{detail::CheckGatherElements, detail::LowerGatherElements,
-                            [](const OpCall&, int) { return std::string("onnx"); }, -1});
+                            [](const OpCall&, int) { return std::string("onnx"); }, -1, {1}});
   RegisterStrategy("Gather", Strategy{detail::CheckGather, detail::LowerGather,
-                                      [](const OpCall&, int) { return std::string("onnx"); }, -1});
+                                      [](const OpCall&, int) { return std::string("onnx"); }, -1,
+                                      {1}});
 });
 
 }  // namespace compiler
