@@ -441,7 +441,13 @@ const std::map<std::string, EwOp>& Ops() {
                   PrimExpr a = x[0], b = x[1];
                   if (a.dtype().is_float()) {
                     PrimExpr q = a / b;
-                    return a - b * (fmod ? Trunc(q) : Floor(q));
+                    PrimExpr r = a - b * (fmod ? Trunc(q) : Floor(q));
+                    // a finite a over an infinite b (where b * 0 is NaN): a itself, or, for
+                    // the floored mod with signs that differ, b (as numpy and Python)
+                    PrimExpr finite_a = eq(a - a, a - a), inf_b = ne(b - b, b - b) && eq(b, b);
+                    PrimExpr keep = fmod ? PrimExpr(eq(a, a))
+                                         : (eq(a, F32(0.0)) || eq(a < F32(0.0), b < F32(0.0)));
+                    return select(finite_a && inf_b, select(keep, a, b), r);
                   }
                   PrimExpr wa = wide(a), wb = wide(b);
                   PrimExpr r = fmod || a.dtype().is_uint() ? wa % wb : floormod(wa, wb);

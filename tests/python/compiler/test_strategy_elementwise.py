@@ -206,3 +206,13 @@ def test_castlike_and_eyelike():
         check_op("EyeLike", {"k": k}, [rand((4, 6), 2, 0, 5, np.int32)])
     check_op("EyeLike", {"k": 1, "dtype": 1}, [rand((5, 3), 2, 0, 5, np.int32)])
     assert "64-bit" in compiler.HasStrategy("EyeLike", {"dtype": 7}, [compiler.TensorSpec((2, 2), "int32")])
+
+
+def test_mod_infinite_divisor():
+    # a finite x mod +-inf: x, or (floored, signs that differ) the divisor, as numpy
+    a = np.array([-3, 3, -1, 1, 0, 2.5], np.float32)
+    b = np.array([np.inf, np.inf, -np.inf, -np.inf, np.inf, -np.inf], np.float32)
+    outs, _, _ = run_op("Mod", {"fmod": 0}, [a, b])
+    np.testing.assert_array_equal(outs[0], np.mod(a, b))
+    outs, _, _ = run_op("Mod", {"fmod": 1}, [a, b])
+    np.testing.assert_array_equal(outs[0], np.fmod(a, b))
