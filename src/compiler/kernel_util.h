@@ -73,7 +73,8 @@ inline Buffer View(const Buffer& param, const std::vector<int64_t>& shape,
 
 /*!
  * \brief The data of an int64 parameter viewed as `shape` with the last dimension doubled:
- * int32 words, two per element (little endian: the low word first). TC1 has no 64-bit integers; the kernel reads the words and narrows.
+ * int32 words, two per element (little endian: the low word first). TC1 has no 64-bit integers; the
+ * kernel reads the words and narrows.
  */
 inline Buffer Words(const Buffer& param, std::vector<int64_t> shape, const std::string& name) {
   Array<PrimExpr> s;
@@ -92,10 +93,10 @@ inline Buffer Words(const Buffer& param, std::vector<int64_t> shape, const std::
 inline PrimExpr NarrowIndex(const PrimExpr& lo, const PrimExpr& hi) {
   PrimExpr fits = eq(hi, select(lo < IntImm(DataType::Int(32), 0), IntImm(DataType::Int(32), -1),
                                 IntImm(DataType::Int(32), 0)));
-  return select(fits, lo,
-                select(hi < IntImm(DataType::Int(32), 0),
-                       IntImm(DataType::Int(32), -2147483647 - 1),
-                       IntImm(DataType::Int(32), 2147483647)));
+  return select(
+      fits, lo,
+      select(hi < IntImm(DataType::Int(32), 0), IntImm(DataType::Int(32), -2147483647 - 1),
+             IntImm(DataType::Int(32), 2147483647)));
 }
 
 inline Buffer Local(const std::vector<int64_t>& shape, DataType t, const std::string& name) {

@@ -88,9 +88,9 @@ std::string HasStrategy(const std::string& op_type, const Map<String, Any>& attr
   for (size_t i = 0; i < n; ++i) {
     if (!inputs[i].defined()) continue;
     ir::DataType t = inputs[i]->dtype;
-    bool narrowed = t == ir::DataType::Int(64) &&
-                    std::find(s->int64_inputs.begin(), s->int64_inputs.end(),
-                              static_cast<int>(i)) != s->int64_inputs.end();
+    bool narrowed =
+        t == ir::DataType::Int(64) && std::find(s->int64_inputs.begin(), s->int64_inputs.end(),
+                                                static_cast<int>(i)) != s->int64_inputs.end();
     if (t.bits() == 64 && !narrowed)
       return op_type + ": input " + std::to_string(i) + " is " + t.str() +
              " (TC1 has no 64-bit types)";
@@ -119,7 +119,7 @@ ir::PrimFunc LowerOp(const std::string& op_type, const Map<String, Any>& attrs,
   int64_t data = s->data_inputs < 0
                      ? static_cast<int64_t>(inputs.size())
                      : std::min<int64_t>(static_cast<int64_t>(inputs.size()), s->data_inputs);
-  OpCall call{op_type, attrs,  inputs, outputs, target.GetInt("cores"), target.GetInt("l1"),
+  OpCall call{op_type, attrs, inputs, outputs, target.GetInt("cores"), target.GetInt("l1"),
               data,    true};
   return s->lower(call);
 }

@@ -44,7 +44,8 @@ std::string Geometry(const std::string& op, const Map<String, Any>& attrs,
   if (!IsArg(op) && !HasAttr(attrs, "axis"))
     return op + ": the axis must be a constant (given as the attribute axis)";
   int64_t axis = AttrInt(attrs, "axis", 0);
-  if (r == 0 || axis < -r || axis >= r) return op + ": axis " + std::to_string(axis) + " out of range";
+  if (r == 0 || axis < -r || axis >= r)
+    return op + ": axis " + std::to_string(axis) + " out of range";
   if (axis < 0) axis += r;
   for (int64_t d = 0; d < axis; ++d) g->outer *= s[d];
   for (int64_t d = axis + 1; d < r; ++d) g->inner *= s[d];
@@ -96,20 +97,18 @@ PrimFunc LowerAxisScan(const OpCall& c) {
             st.push_back(Intrin("tile.wait", {I32(1)}));  // the previous item has left O
             st.push_back(DmaWait(Region(D, {I32(0), I32(0)}, {g.A, size}),
                                  Region(X, {o, I32(0), i0}, {1, g.A, size}), 0));
-            auto row = [&](const std::function<Stmt(PrimExpr)>& f) {
-              return Loop("i", size, f);
-            };
+            auto row = [&](const std::function<Stmt(PrimExpr)>& f) { return Loop("i", size, f); };
             if (arg) {
               st.push_back(row([&](PrimExpr i) {
-                return Seq({BufferStore(V, BufferLoad(D, {I32(0), i}), {i}),
-                            BufferStore(J, I32(0), {i})});
+                return Seq(
+                    {BufferStore(V, BufferLoad(D, {I32(0), i}), {i}), BufferStore(J, I32(0), {i})});
               }));
               st.push_back(Loop("k", g.A - 1, [&](PrimExpr k0) {
                 PrimExpr k = k0 + I32(1);
                 return row([&](PrimExpr i) {
                   PrimExpr x = BufferLoad(D, {k, i}), v = BufferLoad(V, {i});
-                  PrimExpr better = op == "ArgMax" ? (last ? x >= v : x > v)
-                                                   : (last ? x <= v : x < v);
+                  PrimExpr better =
+                      op == "ArgMax" ? (last ? x >= v : x > v) : (last ? x <= v : x < v);
                   return Seq({BufferStore(J, select(better, k, BufferLoad(J, {i})), {i}),
                               BufferStore(V, select(better, x, v), {i})});
                 });
@@ -123,8 +122,7 @@ PrimFunc LowerAxisScan(const OpCall& c) {
               auto at = [&](int64_t k) { return rev ? g.A - 1 - k : k; };
               PrimExpr id = prod ? make_const(dt, 1) : make_zero(dt);
               st.push_back(row([&](PrimExpr i) {
-                return BufferStore(O, excl ? id : BufferLoad(D, {I32(at(0)), i}),
-                                   {I32(at(0)), i});
+                return BufferStore(O, excl ? id : BufferLoad(D, {I32(at(0)), i}), {I32(at(0)), i});
               }));
               st.push_back(Loop("k", g.A - 1, [&](PrimExpr k0) {
                 PrimExpr k = rev ? I32(g.A - 2) - k0 : k0 + I32(1);
@@ -136,9 +134,9 @@ PrimFunc LowerAxisScan(const OpCall& c) {
                 });
               }));
             }
-            st.push_back(Intrin(
-                "tile.dma_copy", {Region(Y, {o, I32(0), i0 * I32(w)}, {1, out_rows, size * w}),
-                                  Region(O, {I32(0), I32(0)}, {out_rows, size * w}), I32(1)}));
+            st.push_back(Intrin("tile.dma_copy",
+                                {Region(Y, {o, I32(0), i0 * I32(w)}, {1, out_rows, size * w}),
+                                 Region(O, {I32(0), I32(0)}, {out_rows, size * w}), I32(1)}));
             return Seq(st);
           }));
     }

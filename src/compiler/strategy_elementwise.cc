@@ -326,18 +326,17 @@ const std::map<std::string, EwOp>& Ops() {
             return select(Abs(x) < F32(0.5), series, F32(0.5) * (Exp(x) - Exp(F32(0.0) - x)));
           },
           {f32});
-    unary("Cosh",
-          [](PrimExpr x, const OpCall&) { return F32(0.5) * (Exp(x) + Exp(F32(0.0) - x)); },
+    unary("Cosh", [](PrimExpr x, const OpCall&) { return F32(0.5) * (Exp(x) + Exp(F32(0.0) - x)); },
           {f32});
-    unary("Asinh",
-          [](PrimExpr x, const OpCall&) {
-            PrimExpr a = Abs(x), a2 = a * a;
-            PrimExpr series =
-                a + a * a2 * Poly(a2, {-1.0 / 6, 3.0 / 40, -15.0 / 336, 105.0 / 3456});
-            PrimExpr r = select(a < F32(0.125), series, LogHypot(a, 1.0));
-            return select(x < F32(0.0), F32(0.0) - r, r);
-          },
-          {f32});
+    unary(
+        "Asinh",
+        [](PrimExpr x, const OpCall&) {
+          PrimExpr a = Abs(x), a2 = a * a;
+          PrimExpr series = a + a * a2 * Poly(a2, {-1.0 / 6, 3.0 / 40, -15.0 / 336, 105.0 / 3456});
+          PrimExpr r = select(a < F32(0.125), series, LogHypot(a, 1.0));
+          return select(x < F32(0.0), F32(0.0) - r, r);
+        },
+        {f32});
     unary("Acosh", [](PrimExpr x, const OpCall&) { return LogHypot(x, -1.0); }, {f32});
     unary("Atanh",
           [](PrimExpr x, const OpCall&) {
@@ -379,18 +378,12 @@ const std::map<std::string, EwOp>& Ops() {
                     {},
                     true};
     // logic on bool
-    m["And"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] && x[1]; },
-                2,
-                2,
-                {b8}};
-    m["Or"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] || x[1]; },
-               2,
-               2,
-               {b8}};
-    m["Xor"] = {[](const std::vector<PrimExpr>& x, const OpCall&) { return ne(x[0], x[1]); },
-                2,
-                2,
-                {b8}};
+    m["And"] = {
+        [](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] && x[1]; }, 2, 2, {b8}};
+    m["Or"] = {
+        [](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] || x[1]; }, 2, 2, {b8}};
+    m["Xor"] = {
+        [](const std::vector<PrimExpr>& x, const OpCall&) { return ne(x[0], x[1]); }, 2, 2, {b8}};
     unary("Not", [](PrimExpr x, const OpCall&) { return !x; }, {b8});
     // bit operations: narrow integers are widened to int32 (the front end's registers),
     // the result converted back exactly (masked to the width first)
@@ -433,9 +426,7 @@ const std::map<std::string, EwOp>& Ops() {
           if (!left && t.is_int()) big = select(x[0] < make_zero(t), make_const(t, -1), big);
           return select(ge, big, s);
         },
-        2,
-        2,
-        ints};
+        2, 2, ints};
     m["Mod"] = {[wide](const std::vector<PrimExpr>& x, const OpCall& c) {
                   bool fmod = AttrInt(c.attrs, "fmod", 0) != 0;
                   PrimExpr a = x[0], b = x[1];
@@ -478,22 +469,23 @@ const std::map<std::string, EwOp>& Ops() {
     for (const char* n : {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand"})
       m[n] = {copy, 1, 2, {}};
     m["Cast"] = m["CastLike"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
-                   DataType to = c.outputs[0]->dtype;
-                   if (to.is_bool()) return ne(x[0], make_zero(x[0].dtype()));
-                   if (x[0].dtype() == to) return x[0];
-                   if (x[0].dtype().is_float() && !to.is_float()) {
-                     // ONNX truncates toward zero; TC1's conversion rounds to nearest
-                     PrimExpr r = cast(to, x[0]);
-                     PrimExpr back = cast(x[0].dtype(), r);
-                     PrimExpr one = make_const(to, 1), zero = make_zero(to);
-                     return r - select(x[0] >= F32(0) && back > x[0], one, zero) +
-                            select(x[0] < F32(0) && back < x[0], one, zero);
-                   }
-                   return cast(to, x[0]);
-                 },
-                 1,
-                 1,
-                 {}};
+                                   DataType to = c.outputs[0]->dtype;
+                                   if (to.is_bool()) return ne(x[0], make_zero(x[0].dtype()));
+                                   if (x[0].dtype() == to) return x[0];
+                                   if (x[0].dtype().is_float() && !to.is_float()) {
+                                     // ONNX truncates toward zero; TC1's conversion rounds to
+                                     // nearest
+                                     PrimExpr r = cast(to, x[0]);
+                                     PrimExpr back = cast(x[0].dtype(), r);
+                                     PrimExpr one = make_const(to, 1), zero = make_zero(to);
+                                     return r - select(x[0] >= F32(0) && back > x[0], one, zero) +
+                                            select(x[0] < F32(0) && back < x[0], one, zero);
+                                   }
+                                   return cast(to, x[0]);
+                                 },
+                                 1,
+                                 1,
+                                 {}};
     m["CastLike"].min_inputs = m["CastLike"].max_inputs = 2;
     return m;
   }();
@@ -504,8 +496,7 @@ const std::map<std::string, EwOp>& Ops() {
 
 /*! \brief How many inputs take part in the element-wise computation (shape inputs do not). */
 size_t DataInputs(const std::string& op, size_t n) {
-  if (op == "Reshape" || op == "Expand" || op == "Squeeze" || op == "Unsqueeze" ||
-      op == "CastLike")
+  if (op == "Reshape" || op == "Expand" || op == "Squeeze" || op == "Unsqueeze" || op == "CastLike")
     return 1;
   return n;
 }
@@ -756,7 +747,8 @@ std::string CheckElementwise(const std::string& op_type, const Map<String, Any>&
   if (op_type == "EyeLike") {
     if (inputs[0]->shape.size() != 2) return "EyeLike: input must be 2-D";
     int64_t to = AttrInt(attrs, "dtype", 0);  // 0: the input's dtype
-    if (to == 7 || to == 11 || to == 13) return "EyeLike: to a 64-bit type (TC1 has no 64-bit types)";
+    if (to == 7 || to == 11 || to == 13)
+      return "EyeLike: to a 64-bit type (TC1 has no 64-bit types)";
     if (to != 0 && to != 1 && to != 2 && to != 3 && to != 4 && to != 5 && to != 6 && to != 9 &&
         to != 12)
       return "EyeLike: to the ONNX type " + std::to_string(to) +
@@ -770,8 +762,8 @@ std::string CheckElementwise(const std::string& op_type, const Map<String, Any>&
     if (to.bits() == 64) return "CastLike: to a 64-bit type (TC1 has no 64-bit types)";
     if (to.bits() == 16 || inputs[0]->dtype.bits() == 16)
       return "CastLike: float16 and bfloat16 are not taken by the npu strategy yet";
-    if (to.lanes() != 1 || !(to.is_bool() || to.is_int() || to.is_uint() ||
-                             (to.is_float() && to.bits() == 32)))
+    if (to.lanes() != 1 ||
+        !(to.is_bool() || to.is_int() || to.is_uint() || (to.is_float() && to.bits() == 32)))
       return "CastLike: to " + to.str() + ", which the npu strategy does not produce";
   }
   // an input smaller than the output is broadcast from one whole copy in L1

@@ -227,10 +227,15 @@ std::string CheckGatherElements(const std::string& op, const Map<String, Any>& a
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
   RegisterStrategy("GatherElements",
-                   Strategy{detail::CheckGatherElements, detail::LowerGatherElements,
-                            [](const OpCall&, int) { return std::string("onnx"); }, -1, {1}});
-  RegisterStrategy("Gather", Strategy{detail::CheckGather, detail::LowerGather,
-                                      [](const OpCall&, int) { return std::string("onnx"); }, -1,
+                   Strategy{detail::CheckGatherElements,
+                            detail::LowerGatherElements,
+                            [](const OpCall&, int) { return std::string("onnx"); },
+                            -1,
+                            {1}});
+  RegisterStrategy("Gather", Strategy{detail::CheckGather,
+                                      detail::LowerGather,
+                                      [](const OpCall&, int) { return std::string("onnx"); },
+                                      -1,
                                       {1}});
 });
 

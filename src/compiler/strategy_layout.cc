@@ -301,7 +301,7 @@ Stmt EmitBoxes(const OpCall& call, const Params& p, std::vector<Box> boxes) {
           if (b.fill) {
             DataType t = dp->dtype;
             // a bool fill value goes as an int (dma_fill converts it to the dtype)
-            PrimExpr v = t.is_float() ? make_const(t, b.value)
+            PrimExpr v = t.is_float()  ? make_const(t, b.value)
                          : t.is_bool() ? I32(b.value != 0)
                                        : make_const(t, static_cast<int64_t>(b.value));
             return Intrin("tile.dma_fill", {Region(D, db, rext), v, I32(0)});
@@ -622,11 +622,11 @@ std::string CheckDropout(const std::string& op, const Map<String, Any>& attrs,
   // the inference form only, where it is absent
   if (AttrInt(attrs, "training_mode", 0) != 0 || (inputs.size() > 2 && inputs[2].defined()))
     return "Dropout: training mode draws random numbers; only inference runs on the npu";
-  return CheckDTypes({inputs[0]},
-                     {DataType::Float(32), DataType::Int(32), DataType::UInt(32),
-                      DataType::Float(16), DataType::Int(16), DataType::Int(8), DataType::UInt(8),
-                      DataType::Bool()},
-                     op);
+  return CheckDTypes(
+      {inputs[0]},
+      {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
+       DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
+      op);
 }
 
 std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs,

@@ -57,7 +57,8 @@ PrimFunc LowerOneHot(const OpCall& c) {
   if (g.outer * g.depth * g.inner == 0) return MakeFunc(c, p, Evaluate(I32(0)));
   DataType it = c.inputs[0]->dtype, vt = c.inputs[2]->dtype, i32 = DataType::Int(32);
   bool wide = g.iw == 2;
-  Buffer I = wide ? Words(p.in[0], {g.outer, g.inner}, "I") : View(p.in[0], {g.outer, g.inner}, "I");
+  Buffer I =
+      wide ? Words(p.in[0], {g.outer, g.inner}, "I") : View(p.in[0], {g.outer, g.inner}, "I");
   Buffer Vg = View(p.in[2], {2}, "V");
   Buffer Y = View(p.out[0], {g.outer, g.depth, g.inner}, "Y");
   int64_t ic = std::min(g.inner, kOneHotBytes / (g.depth * g.es + 4 * g.iw));
@@ -84,7 +85,8 @@ PrimFunc LowerOneHot(const OpCall& c) {
               Var v("v", i32);
               PrimExpr raw;
               if (wide) {
-                raw = NarrowIndex(BufferLoad(L, {i * I32(2)}), BufferLoad(L, {i * I32(2) + I32(1)}));
+                raw =
+                    NarrowIndex(BufferLoad(L, {i * I32(2)}), BufferLoad(L, {i * I32(2) + I32(1)}));
               } else if (it.is_float()) {
                 // truncation toward zero (the conversion rounds to nearest even), within
                 // int32 (beyond it the index is out of range either way)
@@ -136,8 +138,10 @@ std::string CheckOneHot(const std::string& op, const Map<String, Any>& attrs,
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
   // depth (input 1) is never read: the output shape carries it
-  RegisterStrategy("OneHot", Strategy{detail::CheckOneHot, detail::LowerOneHot,
-                                      [](const OpCall&, int) { return std::string("onnx"); }, -1,
+  RegisterStrategy("OneHot", Strategy{detail::CheckOneHot,
+                                      detail::LowerOneHot,
+                                      [](const OpCall&, int) { return std::string("onnx"); },
+                                      -1,
                                       {0, 1}});
 });
 

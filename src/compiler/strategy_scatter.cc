@@ -36,7 +36,8 @@ std::string Geometry(const std::string& op, const std::vector<TensorSpec>& ins,
   auto ds = Shape(ins[0]), is = Shape(ins[1]), us = Shape(ins[2]);
   int64_t r = static_cast<int64_t>(ds.size());
   int64_t axis = AttrInt(attrs, "axis", 0);
-  if (r == 0 || axis < -r || axis >= r) return op + ": axis " + std::to_string(axis) + " out of range";
+  if (r == 0 || axis < -r || axis >= r)
+    return op + ": axis " + std::to_string(axis) + " out of range";
   if (axis < 0) axis += r;
   if (is != us) return op + ": indices and updates of different shapes";
   if (static_cast<int64_t>(is.size()) != r) return op + ": indices of another rank than data";
@@ -93,8 +94,7 @@ PrimFunc LowerScatter(const OpCall& c) {
             st.push_back(DmaWait(Region(D, {I32(0), I32(0)}, {g.A, size}),
                                  Region(X, {o, I32(0), i0}, {1, g.A, size}), 0));
             st.push_back(DmaWait(Region(L, {I32(0), I32(0)}, {g.K, size * g.iw}),
-                                 Region(I, {o, I32(0), i0 * I32(g.iw)}, {1, g.K, size * g.iw}),
-                                 0));
+                                 Region(I, {o, I32(0), i0 * I32(g.iw)}, {1, g.K, size * g.iw}), 0));
             st.push_back(DmaWait(Region(V, {I32(0), I32(0)}, {g.K, size}),
                                  Region(U, {o, I32(0), i0}, {1, g.K, size}), 0));
             // k outer: the updates of one column apply in index order
@@ -132,8 +132,8 @@ std::string CheckScatter(const std::string& op, const Map<String, Any>& attrs,
   if (inputs.size() != 3 || !inputs[0].defined() || !inputs[1].defined() || !inputs[2].defined())
     return op + ": expects data, indices and updates";
   std::vector<DataType> arith = {DataType::Float(32), DataType::Int(32)};
-  std::vector<DataType> any = {DataType::Float(32), DataType::Int(32),  DataType::UInt(32),
-                               DataType::Float(16), DataType::Int(16),  DataType::Int(8),
+  std::vector<DataType> any = {DataType::Float(32), DataType::Int(32), DataType::UInt(32),
+                               DataType::Float(16), DataType::Int(16), DataType::Int(8),
                                DataType::UInt(8),   DataType::Bool()};
   std::string red = AttrStr(attrs, "reduction", "none");
   if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
@@ -142,7 +142,8 @@ std::string CheckScatter(const std::string& op, const Map<String, Any>& attrs,
   if (!why.empty()) return why;
   if (inputs[2]->dtype != inputs[0]->dtype) return op + ": updates of another dtype than data";
   if (inputs[1]->dtype != DataType::Int(32) && inputs[1]->dtype != DataType::Int(64))
-    return op + ": indices are " + inputs[1]->dtype.str() + "; the npu reads int32 and int64 indices";
+    return op + ": indices are " + inputs[1]->dtype.str() +
+           "; the npu reads int32 and int64 indices";
   ScGeom g;
   return Geometry(op, inputs, attrs, &g);
 }
@@ -152,8 +153,11 @@ std::string CheckScatter(const std::string& op, const Map<String, Any>& attrs,
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
   for (const char* op : {"ScatterElements", "Scatter"})
-    RegisterStrategy(op, Strategy{detail::CheckScatter, detail::LowerScatter,
-                                  [](const OpCall&, int) { return std::string("onnx"); }, -1, {1}});
+    RegisterStrategy(op, Strategy{detail::CheckScatter,
+                                  detail::LowerScatter,
+                                  [](const OpCall&, int) { return std::string("onnx"); },
+                                  -1,
+                                  {1}});
 });
 
 }  // namespace compiler
