@@ -95,3 +95,26 @@ def test_gather_elements_int64_indices():
     x = rand((3, 5, 8), 1)
     idx = np.random.default_rng(4).integers(-5, 5, (3, 7, 8)).astype(np.int64)
     check_op("GatherElements", {"axis": 1}, [x, idx])
+
+
+@pytest.mark.parametrize("dshape,ishape,batch_dims", [
+    ((4, 5), (3, 2), 0),               # whole elements
+    ((4, 5, 6), (2, 3, 1), 0),         # rows
+    ((3, 4, 5), (3, 2, 1), 1),         # one batch dim
+    ((2, 3, 4, 5), (2, 3, 7, 1), 2),   # two batch dims, several tuples per batch
+    ((50, 40), (9000, 1), 0),          # several chunks over the cores
+])
+@pytest.mark.parametrize("itype", [np.int32, np.int64])
+def test_gather_nd(dshape, ishape, batch_dims, itype):
+    x = rand(dshape, 1)
+    rng = np.random.default_rng(5)
+    dims = dshape[batch_dims:batch_dims + ishape[-1]]
+    idx = np.stack([rng.integers(-n, n, ishape[:-1]) for n in dims], -1).astype(itype)
+    check_op("GatherND", {"batch_dims": batch_dims}, [x, idx])
+
+
+def test_gather_nd_reasons():
+    x = compiler.TensorSpec((4, 5), "float32")
+    assert "do not fit" in compiler.HasStrategy("GatherND", {}, [x, compiler.TensorSpec((2, 3), "int64")])
+    assert "batch dims" in compiler.HasStrategy("GatherND", {"batch_dims": 1},
+                                                [x, compiler.TensorSpec((3, 1), "int64")])
