@@ -1,6 +1,6 @@
 /*
  * src/compiler/strategy_scatter.cc — ScatterElements (reduction none, add, mul, max,
- * min) and the older Scatter, with run-time int32 or int64 indices.
+ * min), the older Scatter, and ScatterND (below), with run-time int32 or int64 indices.
  *
  * Data and updates are viewed as (outer, A, inner) and (outer, K, inner) around the
  * axis, the indices as the updates (the strategy takes indices as wide as the data off
@@ -148,10 +148,136 @@ std::string CheckScatter(const std::string& op, const Map<String, Any>& attrs,
   return Geometry(op, inputs, attrs, &g);
 }
 
+// ScatterND: data (S, inner) with S the q indexed dims flattened, T index tuples, the
+// updates (T, inner). One core works through the tuples in order (duplicate tuples must
+// apply in order): the data is first copied to the output DDR to DDR; a tuple without a
+// reduction is one DMA of its update slice into the output, with one its output slice
+// and update slice go to L1 in pieces, are combined, and go back.
+constexpr int64_t kNdChunk = 4096;   // index words per chunk in L1
+constexpr int64_t kNdPiece = 16384;  // elements of a slice combined at once
+
+PrimFunc LowerScatterND(const OpCall& c) {
+  Params p = MakeParams(c);
+  auto ds = Shape(c.inputs[0]), is = Shape(c.inputs[1]);
+  int64_t q = is.back(), T = c.inputs[1]->numel() / std::max<int64_t>(q, 1), S = 1, inner = 1;
+  std::vector<int64_t> dims(ds.begin(), ds.begin() + q);
+  for (int64_t d : dims) S *= d;
+  for (size_t d = q; d < ds.size(); ++d) inner *= ds[d];
+  if (c.outputs.size() != 1 || c.outputs[0]->numel() != c.inputs[0]->numel() ||
+      c.outputs[0]->dtype != c.inputs[0]->dtype || c.inputs[2]->numel() != T * inner)
+    TILECORE_THROW(ValueError) << "LowerOp(ScatterND): the output must be like the data and the "
+                                  "updates one slice per index tuple";
+  int64_t N = c.inputs[0]->numel();
+  if (N == 0) return MakeFunc(c, p, Evaluate(I32(0)));
+  std::string red = AttrStr(c.attrs, "reduction", "none");
+  DataType dt = c.inputs[0]->dtype, i32 = DataType::Int(32);
+  bool wide = c.inputs[1]->dtype == DataType::Int(64);
+  int64_t w = wide ? 2 : 1, tw = q * w;
+  Buffer X = View(p.in[0], {N}, "X"), Y = View(p.out[0], {N}, "Y");
+  Buffer Yr = View(p.out[0], {S, inner}, "Yr");
+  Buffer I = wide ? Words(p.in[1], {T * q}, "I") : View(p.in[1], {T * q}, "I");
+  Buffer U = View(p.in[2], {std::max<int64_t>(T, 1), inner}, "U");
+  int64_t ck = std::max<int64_t>(1, std::min(T, kNdChunk / tw));
+  int64_t piece = std::min(inner, kNdPiece);
+  Stmt body = OverCores(c.cores, [&](PrimExpr core) {
+    Buffer L = Local({ck * tw}, i32, "Il"), A = Local({piece}, dt, "Al"),
+           B = Local({piece}, dt, "Bl");
+    std::vector<Stmt> s{DmaWait(Region(Y, {I32(0)}, {N}), Region(X, {I32(0)}, {N}), 1)};
+    for (auto [count, size] :
+         std::vector<std::pair<int64_t, int64_t>>{{T / ck, ck}, {T % ck ? 1 : 0, T % ck}}) {
+      int64_t base = size == ck ? 0 : (T / ck) * ck;
+      s.push_back(Loop("t", count, [&, size = size, base = base](PrimExpr t) {
+        PrimExpr start = I32(base) + t * I32(ck);
+        Stmt load =
+            DmaWait(Region(L, {I32(0)}, {size * tw}), Region(I, {start * I32(tw)}, {size * tw}), 0);
+        Stmt apply = Loop("j", size, [&](PrimExpr j) {
+          PrimExpr off = I32(0);
+          int64_t stride = S;
+          for (int64_t k = 0; k < q; ++k) {
+            PrimExpr at = j * I32(tw) + I32(k * w);
+            PrimExpr raw = wide ? NarrowIndex(BufferLoad(L, {at}), BufferLoad(L, {at + I32(1)}))
+                                : BufferLoad(L, {at});
+            int64_t n = dims[k];
+            stride /= n;
+            off = off + max(min(select(raw < I32(0), raw + I32(n), raw), I32(n - 1)), I32(0)) *
+                            I32(stride);
+          }
+          Var o("off", i32);
+          PrimExpr row = start + j;
+          Stmt st;
+          if (red == "none") {
+            st = DmaWait(Region(Yr, {o, I32(0)}, {1, inner}), Region(U, {row, I32(0)}, {1, inner}),
+                         1);
+          } else {
+            std::vector<Stmt> pieces;
+            for (int64_t p0 = 0; p0 < inner; p0 += piece) {
+              int64_t n = std::min(piece, inner - p0);
+              pieces.push_back(
+                  DmaWait(Region(A, {I32(0)}, {n}), Region(Yr, {o, I32(p0)}, {1, n}), 0));
+              pieces.push_back(
+                  DmaWait(Region(B, {I32(0)}, {n}), Region(U, {row, I32(p0)}, {1, n}), 0));
+              pieces.push_back(Loop("e", n, [&](PrimExpr e) {
+                PrimExpr a = BufferLoad(A, {e}), b = BufferLoad(B, {e});
+                PrimExpr v = red == "add"   ? a + b
+                             : red == "mul" ? a * b
+                             : red == "max" ? max(a, b)
+                                            : min(a, b);
+                return BufferStore(A, v, {e});
+              }));
+              pieces.push_back(
+                  DmaWait(Region(Yr, {o, I32(p0)}, {1, n}), Region(A, {I32(0)}, {n}), 1));
+            }
+            st = Seq(pieces);
+          }
+          return Stmt(LetStmt(o, off, st));
+        });
+        return Seq({load, apply});
+      }));
+    }
+    // one core: duplicate tuples apply in order
+    return IfThenElse(eq(core, I32(0)), Allocate(L, Allocate(A, Allocate(B, Seq(s)))));
+  });
+  return MakeFunc(c, p, body);
+}
+
+std::string CheckScatterND(const std::string& op, const Map<String, Any>& attrs,
+                           const std::vector<TensorSpec>& inputs) {
+  if (inputs.size() != 3 || !inputs[0].defined() || !inputs[1].defined() || !inputs[2].defined())
+    return "ScatterND: expects data, indices and updates";
+  std::string red = AttrStr(attrs, "reduction", "none");
+  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+    return "ScatterND: reduction " + red;
+  std::string why =
+      CheckDTypes({inputs[0]},
+                  red == "none" ? std::vector<DataType>{DataType::Float(32), DataType::Int(32),
+                                                        DataType::UInt(32), DataType::Float(16),
+                                                        DataType::Int(16), DataType::Int(8),
+                                                        DataType::UInt(8), DataType::Bool()}
+                                : std::vector<DataType>{DataType::Float(32), DataType::Int(32)},
+                  op);
+  if (!why.empty()) return why;
+  if (inputs[2]->dtype != inputs[0]->dtype) return "ScatterND: updates of another dtype than data";
+  if (inputs[1]->dtype != DataType::Int(32) && inputs[1]->dtype != DataType::Int(64))
+    return "ScatterND: indices are " + inputs[1]->dtype.str() +
+           "; the npu reads int32 and int64 indices";
+  auto ds = Shape(inputs[0]), is = Shape(inputs[1]), us = Shape(inputs[2]);
+  if (is.empty() || is.back() < 1 || is.back() > static_cast<int64_t>(ds.size()))
+    return "ScatterND: the index depth does not fit the data rank";
+  std::vector<int64_t> want(is.begin(), is.end() - 1);
+  want.insert(want.end(), ds.begin() + is.back(), ds.end());
+  if (us != want) return "ScatterND: updates not of the shape indices and data give";
+  return "";
+}
+
 }  // namespace
 }  // namespace detail
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
+  RegisterStrategy("ScatterND", Strategy{detail::CheckScatterND,
+                                         detail::LowerScatterND,
+                                         [](const OpCall&, int) { return std::string("onnx"); },
+                                         -1,
+                                         {1}});
   for (const char* op : {"ScatterElements", "Scatter"})
     RegisterStrategy(op, Strategy{detail::CheckScatter,
                                   detail::LowerScatter,

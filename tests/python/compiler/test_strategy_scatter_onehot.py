@@ -61,3 +61,29 @@ def test_onehot_wide_and_fractional_indices():
     frac = np.array([1.7, -0.5, -1.2], np.float32)         # truncated toward zero: 1, 0, -1
     out = run_lowered("OneHot", {}, [frac, np.array(3, np.float32), values], [np.zeros((3, 3), np.int32)])[0]
     np.testing.assert_array_equal(out, [[0, 1, 0], [1, 0, 0], [0, 0, 1]])
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize("dshape,ishape", [
+    ((8,), (4, 1)),                 # elements
+    ((4, 4, 4), (2, 1)),            # whole matrices
+    ((5, 6, 7), (3, 2, 2)),         # rows, 2-D grid of tuples
+    ((3, 40000), (5, 1)),           # a slice longer than one piece
+])
+@pytest.mark.parametrize("itype", [np.int32, np.int64])
+def test_scatter_nd(reduction, dshape, ishape, itype):
+    rng = np.random.default_rng(6)
+    q = ishape[-1]
+    idx = np.stack([rng.integers(-n, n, ishape[:-1]) for n in dshape[:q]], -1).astype(itype)
+    x, upd = rand(dshape, 1), rand(ishape[:-1] + dshape[q:], 2)
+    check_op("ScatterND", {"reduction": reduction}, [x, idx, upd], rtol=1e-5, atol=1e-5)
+
+
+def test_scatter_nd_duplicates_apply_in_order():
+    x = np.zeros((4,), np.float32)
+    idx = np.array([[1], [2], [1], [-3]], np.int64)           # -3 is 1 as well
+    upd = np.array([5, 6, 7, 8], np.float32)
+    out = run_lowered("ScatterND", {}, [x, idx, upd], [np.zeros_like(x)])[0]
+    np.testing.assert_array_equal(out, [0, 8, 6, 0])
+    out = run_lowered("ScatterND", {"reduction": "add"}, [x, idx, upd], [np.zeros_like(x)])[0]
+    np.testing.assert_array_equal(out, [0, 20, 6, 0])
