@@ -58,3 +58,18 @@ def test_reasons():
     assert "range" in compiler.HasStrategy("ArgMax", {"axis": 2}, [f])
     assert "64-bit" in compiler.HasStrategy("ArgMax", {}, [compiler.TensorSpec((4,), "int64")])
     assert "float32" in compiler.HasStrategy("CumSum", {"axis": 0}, [compiler.TensorSpec((4,), "int8")])
+
+
+@pytest.mark.parametrize("shape,axis,k", [((3, 4), 1, 3), ((5, 6, 7), 1, 6), ((4, 50), -1, 5), ((2, 9, 300), 1, 2)])
+@pytest.mark.parametrize("largest", [1, 0])
+def test_topk(shape, axis, k, largest):
+    # ties (a few levels of integers) go to the lower index, as a stable sort
+    x = rand(shape, 5, -4, 4, np.int32).astype(np.float32)
+    order = np.argsort(-x if largest else x, axis=axis, kind="stable")
+    idx = np.take(order, np.arange(k), axis=axis)
+    oshape = list(shape)
+    oshape[axis] = k
+    values, indices = run_lowered("TopK", {"axis": axis, "largest": largest}, [x],
+                                  [np.zeros(oshape, np.float32), np.zeros(oshape, np.int64)])
+    np.testing.assert_array_equal(indices, idx)
+    np.testing.assert_array_equal(values, np.take_along_axis(x, idx, axis))
