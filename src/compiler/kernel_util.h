@@ -71,6 +71,34 @@ inline Buffer View(const Buffer& param, const std::vector<int64_t>& shape,
                 String(name));
 }
 
+/*!
+ * \brief The data of an int64 parameter viewed as `shape` with the last dimension doubled:
+ * int32 words, two per element (little endian: the low word first). TC1 has no 64-bit integers; the
+ * kernel reads the words and narrows.
+ */
+inline Buffer Words(const Buffer& param, std::vector<int64_t> shape, const std::string& name) {
+  Array<PrimExpr> s;
+  shape.back() *= 2;
+  for (int64_t d : shape) s.push_back(IntImm(DataType::Int(32), d));
+  return Buffer(param->data, DataType::Int(32), s, Array<PrimExpr>(), IntImm(DataType::Int(32), 0),
+                param->scope, String(name));
+}
+
+/*!
+ * \brief The int32 value of the int64 with words `lo`, `hi`: exact when it fits, else
+ * INT32_MIN or INT32_MAX by its sign. An index beyond int32 is beyond every axis TC1
+ * holds, and so is the saturated one: in-range and out-of-range indices stay what they
+ * were, and the strategy treats the latter as it treats an int32 one out of range.
+ */
+inline PrimExpr NarrowIndex(const PrimExpr& lo, const PrimExpr& hi) {
+  PrimExpr fits = eq(hi, select(lo < IntImm(DataType::Int(32), 0), IntImm(DataType::Int(32), -1),
+                                IntImm(DataType::Int(32), 0)));
+  return select(
+      fits, lo,
+      select(hi < IntImm(DataType::Int(32), 0), IntImm(DataType::Int(32), -2147483647 - 1),
+             IntImm(DataType::Int(32), 2147483647)));
+}
+
 inline Buffer Local(const std::vector<int64_t>& shape, DataType t, const std::string& name) {
   Array<PrimExpr> s;
   for (int64_t d : shape) s.push_back(I32(d));

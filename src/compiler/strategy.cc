@@ -6,6 +6,7 @@
 
 #include "tilecore/compiler/host_kernel.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -87,7 +88,10 @@ std::string HasStrategy(const std::string& op_type, const Map<String, Any>& attr
   for (size_t i = 0; i < n; ++i) {
     if (!inputs[i].defined()) continue;
     ir::DataType t = inputs[i]->dtype;
-    if (t.bits() == 64)
+    bool narrowed =
+        t == ir::DataType::Int(64) && std::find(s->int64_inputs.begin(), s->int64_inputs.end(),
+                                                static_cast<int>(i)) != s->int64_inputs.end();
+    if (t.bits() == 64 && !narrowed)
       return op_type + ": input " + std::to_string(i) + " is " + t.str() +
              " (TC1 has no 64-bit types)";
   }
@@ -106,7 +110,8 @@ ir::PrimFunc LowerOp(const std::string& op_type, const Map<String, Any>& attrs,
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].defined())
       TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): output " << i << " is None";
-    if (outputs[i]->dtype.bits() == 64)
+    bool written = outputs[i]->dtype == ir::DataType::Int(64) && Find(op_type)->int64_outputs;
+    if (outputs[i]->dtype.bits() == 64 && !written)
       TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): output " << i << " is "
                                  << outputs[i]->dtype.str() << " (TC1 has no 64-bit types)";
   }
@@ -114,7 +119,8 @@ ir::PrimFunc LowerOp(const std::string& op_type, const Map<String, Any>& attrs,
   int64_t data = s->data_inputs < 0
                      ? static_cast<int64_t>(inputs.size())
                      : std::min<int64_t>(static_cast<int64_t>(inputs.size()), s->data_inputs);
-  OpCall call{op_type, attrs, inputs, outputs, target.GetInt("cores"), target.GetInt("l1"), data};
+  OpCall call{op_type, attrs, inputs, outputs, target.GetInt("cores"), target.GetInt("l1"),
+              data,    true};
   return s->lower(call);
 }
 
@@ -126,7 +132,12 @@ Params MakeParams(const OpCall& call) {
     Array<PrimExpr> s;
     for (int64_t d : t->shape) s.push_back(I32(d));
     if (s.empty()) s.push_back(I32(1));
-    Buffer b = DeclBuffer(s, t->dtype, String(name), "global");
+    ir::DataType dt = t->dtype;
+    if (call.int64_words && dt == ir::DataType::Int(64)) {
+      dt = ir::DataType::Int(32);
+      s.Set(s.size() - 1, I32(2 * (t->shape.empty() ? 1 : t->shape.back())));
+    }
+    Buffer b = DeclBuffer(s, dt, String(name), "global");
     p.vars.push_back(b->data);
     p.map.Set(b->data, b);
     into->push_back(b);

@@ -1,8 +1,12 @@
 /*
  * src/compiler/strategy_elementwise.cc — element-wise ops with numpy broadcasting:
  * binary and variadic arithmetic (Add Sub Mul Div Max Min Pow Sum Mean PRelu), Where,
- * comparisons, unary activations and math (Relu ... Abs), Cast, Expand, and the
- * layout ops that are plain copies (Reshape Flatten Squeeze Unsqueeze Identity).
+ * comparisons, unary activations and math (Relu ... Abs, Celu Mish Swish Shrink),
+ * EyeLike (from the flat output index), rounding (Floor Ceil
+ * Round), IsNaN/IsInf, the trigonometric and hyperbolic functions (Sin ... Atanh), logic
+ * on bool (And Or Xor Not), bit operations and Mod on 8- to 32-bit integers, Cast and
+ * CastLike, Expand, and the layout ops that are plain copies (Reshape Flatten Squeeze
+ * Unsqueeze Identity).
  *
  * Tiling: the output is walked flat in tiles of up to 16384 elements (64 KiB of f32,
  * one L1 bank each); the tiles go to the cores round robin and the last, shorter tile
@@ -14,6 +18,11 @@
  * EmitTileIntrinsics turns what the vector engine
  * has (add, mul, max, exp, sigmoid, ...) into tile.vec_* commands, and the rest
  * (erf, pow, select, broadcast reads) stays front-end code.
+ *
+ * TC1 has no instruction for floor, sin, atan, ...: floor and ceil correct the
+ * conversion to int32 (which rounds to nearest even), and the trigonometric functions
+ * are polynomials after a range reduction (sin, cos: x = k pi/2 + y; atan: 1/x beyond
+ * 1, then a half-angle step), the inverse hyperbolic ones logarithms (series near 0).
  */
 #include <cmath>
 #include <functional>
@@ -37,6 +46,7 @@ struct EwOp {
   Fn fn;
   int min_inputs, max_inputs;
   std::vector<DataType> dtypes;  // accepted input dtypes (Where: of inputs 1, 2)
+  bool uses_index = false;       // fn also gets the flat output index, after the inputs
 };
 
 PrimExpr Exp(PrimExpr x) { return call("tir.exp", {x}); }
@@ -65,6 +75,69 @@ PrimExpr Pow(PrimExpr a, PrimExpr b) {
   PrimExpr odd = eq(floormod(bi, I32(2)), I32(1));
   PrimExpr neg = select(is_int, select(odd, F32(0.0) - r, r), F32(std::nan("")));
   return select(eq(b, F32(0.0)), F32(1.0), select(a < F32(0.0), neg, r));
+}
+
+// --- rounding: the conversion to int32 rounds to nearest even (TC1's rule); a float of
+// magnitude 2^23 or more (or an infinity or NaN) is already integral and stays as is
+PrimExpr Integral(PrimExpr x, PrimExpr r) { return select(Abs(x) < F32(8388608.0), r, x); }
+PrimExpr RoundEven(PrimExpr x) {
+  return Integral(x, cast(DataType::Float(32), cast(DataType::Int(32), x)));
+}
+PrimExpr Floor(PrimExpr x) {
+  PrimExpr r = cast(DataType::Float(32), cast(DataType::Int(32), x));
+  return Integral(x, select(r > x, r - F32(1.0), r));
+}
+PrimExpr Ceil(PrimExpr x) {
+  PrimExpr r = cast(DataType::Float(32), cast(DataType::Int(32), x));
+  return Integral(x, select(r < x, r + F32(1.0), r));
+}
+PrimExpr Trunc(PrimExpr x) { return select(x < F32(0.0), Ceil(x), Floor(x)); }
+
+// --- trigonometric and hyperbolic functions: TC1 has no instruction for them, so they
+// are polynomials after a range reduction (f32 error a few ulp for moderate arguments)
+PrimExpr Poly(PrimExpr t, const std::vector<double>& c) {  // c[0] + c[1] t + ...
+  PrimExpr r = F32(c.back());
+  for (size_t i = c.size() - 1; i-- > 0;) r = r * t + F32(c[i]);
+  return r;
+}
+struct SinCos {
+  PrimExpr sin, cos;
+};
+SinCos SinCosOf(PrimExpr x) {
+  // x = k pi/2 + y, |y| <= pi/4 (pi/2 in two parts, Cody and Waite)
+  PrimExpr k = cast(DataType::Int(32), x * F32(2.0 / M_PI));
+  PrimExpr kf = cast(DataType::Float(32), k);
+  PrimExpr y = (x - kf * F32(1.5707963705062866)) - kf * F32(-4.371139000186241e-08);
+  PrimExpr y2 = y * y;
+  PrimExpr s = y + y * y2 * Poly(y2, {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880});
+  PrimExpr c = Poly(y2, {1.0, -0.5, 1.0 / 24, -1.0 / 720, 1.0 / 40320, -1.0 / 3628800});
+  PrimExpr q = floormod(k, I32(4));
+  PrimExpr sn = select(eq(q, I32(0)), s,
+                       select(eq(q, I32(1)), c, select(eq(q, I32(2)), F32(0.0) - s, F32(0.0) - c)));
+  PrimExpr cs = select(eq(q, I32(0)), c,
+                       select(eq(q, I32(1)), F32(0.0) - s, select(eq(q, I32(2)), F32(0.0) - c, s)));
+  return {sn, cs};
+}
+PrimExpr Atan(PrimExpr x) {
+  // |x| > 1 through atan(a) = pi/2 - atan(1/a); then the half-angle step
+  // atan(t) = 2 atan(t / (1 + sqrt(1 + t^2))) leaves u <= tan(pi/8) for the odd series
+  PrimExpr a = Abs(x);
+  PrimExpr inv = a > F32(1.0);
+  PrimExpr t = select(inv, call("tir.recip", {a}), a);
+  PrimExpr u = t / (F32(1.0) + call("tir.sqrt", {F32(1.0) + t * t}));
+  PrimExpr u2 = u * u;
+  std::vector<double> c;
+  for (int n = 0; n <= 9; ++n) c.push_back((n % 2 ? -1.0 : 1.0) / (2 * n + 1));
+  PrimExpr r = F32(2.0) * u * Poly(u2, c);
+  r = select(inv, F32(M_PI / 2) - r, r);
+  return select(x < F32(0.0), F32(0.0) - r, r);
+}
+// log(a + sqrt(a^2 + s)) for a >= 0 (asinh: s = 1, acosh: s = -1), as log(2a) once a^2
+// would overflow
+PrimExpr LogHypot(PrimExpr a, double s) {
+  PrimExpr big = a > F32(1e18);
+  PrimExpr safe = select(big, F32(1.0), a);
+  return select(big, Log(a) + F32(M_LN2), Log(safe + call("tir.sqrt", {safe * safe + F32(s)})));
 }
 
 const std::map<std::string, EwOp>& Ops() {
@@ -199,6 +272,181 @@ const std::map<std::string, EwOp>& Ops() {
             return select(x > Zero(x), C(x, 1), select(x < Zero(x), C(x, -1), Zero(x)));
           },
           {f32, i32});
+    DataType b8 = DataType::Bool(), i8 = DataType::Int(8), i16 = DataType::Int(16),
+             u8 = DataType::UInt(8), u16 = DataType::UInt(16), u32 = DataType::UInt(32);
+    std::vector<DataType> ints = {i8, i16, i32, u8, u16, u32};
+    unary("Floor", [](PrimExpr x, const OpCall&) { return Floor(x); }, {f32});
+    unary("Ceil", [](PrimExpr x, const OpCall&) { return Ceil(x); }, {f32});
+    unary("Round", [](PrimExpr x, const OpCall&) { return RoundEven(x); }, {f32});
+    unary("IsNaN", [](PrimExpr x, const OpCall&) { return ne(x, x); }, {f32});
+    unary("IsInf",
+          [](PrimExpr x, const OpCall& c) {
+            // x - x is NaN exactly for the infinities (and NaN)
+            PrimExpr inf = ne(x - x, x - x) && eq(x, x);
+            bool pos = AttrInt(c.attrs, "detect_positive", 1) != 0,
+                 neg = AttrInt(c.attrs, "detect_negative", 1) != 0;
+            if (pos && neg) return inf;
+            if (pos) return inf && x > F32(0.0);
+            if (neg) return inf && x < F32(0.0);
+            return eq(x, x) && ne(x, x);
+          },
+          {f32});
+    unary("Celu",
+          [](PrimExpr x, const OpCall& c) {
+            double a = AttrFloat(c.attrs, "alpha", 1.0);
+            return max(x, F32(0.0)) + min(F32(0.0), F32(a) * (Exp(x * F32(1.0 / a)) - F32(1.0)));
+          },
+          {f32});
+    unary("Sin", [](PrimExpr x, const OpCall&) { return SinCosOf(x).sin; }, {f32});
+    unary("Cos", [](PrimExpr x, const OpCall&) { return SinCosOf(x).cos; }, {f32});
+    unary("Tan",
+          [](PrimExpr x, const OpCall&) {
+            SinCos sc = SinCosOf(x);
+            return sc.sin / sc.cos;
+          },
+          {f32});
+    unary("Atan", [](PrimExpr x, const OpCall&) { return Atan(x); }, {f32});
+    unary("Asin",
+          [](PrimExpr x, const OpCall&) {
+            // asin x = atan(x / sqrt(1 - x^2)); +-1 gives +-inf and atan(+-inf) = +-pi/2
+            return Atan(x / call("tir.sqrt", {(F32(1.0) - x) * (F32(1.0) + x)}));
+          },
+          {f32});
+    unary("Acos",
+          [](PrimExpr x, const OpCall&) {
+            // acos x = 2 atan(sqrt((1 - x) / (1 + x))), accurate near 1
+            return F32(2.0) * Atan(call("tir.sqrt", {(F32(1.0) - x) / (F32(1.0) + x)}));
+          },
+          {f32});
+    unary("Sinh",
+          [](PrimExpr x, const OpCall&) {
+            // the series near 0, where e^x - e^-x cancels
+            PrimExpr x2 = x * x;
+            PrimExpr series = x + x * x2 * Poly(x2, {1.0 / 6, 1.0 / 120, 1.0 / 5040, 1.0 / 362880});
+            return select(Abs(x) < F32(0.5), series, F32(0.5) * (Exp(x) - Exp(F32(0.0) - x)));
+          },
+          {f32});
+    unary("Cosh", [](PrimExpr x, const OpCall&) { return F32(0.5) * (Exp(x) + Exp(F32(0.0) - x)); },
+          {f32});
+    unary(
+        "Asinh",
+        [](PrimExpr x, const OpCall&) {
+          PrimExpr a = Abs(x), a2 = a * a;
+          PrimExpr series = a + a * a2 * Poly(a2, {-1.0 / 6, 3.0 / 40, -15.0 / 336, 105.0 / 3456});
+          PrimExpr r = select(a < F32(0.125), series, LogHypot(a, 1.0));
+          return select(x < F32(0.0), F32(0.0) - r, r);
+        },
+        {f32});
+    unary("Acosh", [](PrimExpr x, const OpCall&) { return LogHypot(x, -1.0); }, {f32});
+    unary("Atanh",
+          [](PrimExpr x, const OpCall&) {
+            PrimExpr x2 = x * x;
+            PrimExpr series = x + x * x2 * Poly(x2, {1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9});
+            return select(Abs(x) < F32(0.125), series,
+                          F32(0.5) * Log((F32(1.0) + x) / (F32(1.0) - x)));
+          },
+          {f32});
+    unary("Mish",
+          [](PrimExpr x, const OpCall&) {
+            PrimExpr sp = max(x, F32(0.0)) + Log(F32(1.0) + Exp(F32(0.0) - Abs(x)));
+            return x * call("tir.tanh", {sp});
+          },
+          {f32});
+    unary("Swish",
+          [attr](PrimExpr x, const OpCall& c) {
+            return x * call("tir.sigmoid", {x * attr(c, "alpha", 1.0)});
+          },
+          {f32});
+    unary("Shrink",
+          [attr](PrimExpr x, const OpCall& c) {
+            PrimExpr l = attr(c, "lambd", 0.5), b = attr(c, "bias", 0.0);
+            return select(x < F32(0.0) - l, x + b, select(x > l, x - b, F32(0.0)));
+          },
+          {f32});
+    // EyeLike: only input 0's shape is read; ones where column - row == k
+    m["EyeLike"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
+                      int64_t cols = c.outputs[0]->shape[1];
+                      PrimExpr g = x.back();
+                      PrimExpr on = eq(floormod(g, I32(cols)) - floordiv(g, I32(cols)),
+                                       I32(AttrInt(c.attrs, "k", 0)));
+                      DataType t = c.outputs[0]->dtype;
+                      if (t.is_bool()) return on;
+                      return select(on, make_const(t, 1), make_zero(t));
+                    },
+                    1,
+                    1,
+                    {},
+                    true};
+    // logic on bool
+    m["And"] = {
+        [](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] && x[1]; }, 2, 2, {b8}};
+    m["Or"] = {
+        [](const std::vector<PrimExpr>& x, const OpCall&) { return x[0] || x[1]; }, 2, 2, {b8}};
+    m["Xor"] = {
+        [](const std::vector<PrimExpr>& x, const OpCall&) { return ne(x[0], x[1]); }, 2, 2, {b8}};
+    unary("Not", [](PrimExpr x, const OpCall&) { return !x; }, {b8});
+    // bit operations: narrow integers are widened to int32 (the front end's registers),
+    // the result converted back exactly (masked to the width first)
+    auto wide = [](const PrimExpr& x) {
+      return x.dtype().bits() < 32 ? cast(DataType::Int(32), x) : x;
+    };
+    auto narrow = [](const PrimExpr& r, DataType t) {
+      if (t.bits() == 32) return r;
+      PrimExpr m = call("tir.bitwise_and", {r, I32((int64_t{1} << t.bits()) - 1)});
+      if (t.is_int()) {  // sign-extend the low bits
+        PrimExpr sign = I32(int64_t{1} << (t.bits() - 1));
+        m = m - call("tir.bitwise_and", {m, sign}) * I32(2);
+      }
+      return cast(t, m);
+    };
+    auto bit = [wide, narrow](const char* f) {
+      return [f, wide, narrow](const std::vector<PrimExpr>& x, const OpCall&) {
+        Array<PrimExpr> a;
+        for (const PrimExpr& e : x) a.push_back(wide(e));
+        PrimExpr w = wide(x[0]);
+        return narrow(PrimExpr(Call(w.dtype(), String(f), a)), x[0].dtype());
+      };
+    };
+    m["BitwiseAnd"] = {bit("tir.bitwise_and"), 2, 2, ints};
+    m["BitwiseOr"] = {bit("tir.bitwise_or"), 2, 2, ints};
+    m["BitwiseXor"] = {bit("tir.bitwise_xor"), 2, 2, ints};
+    m["BitwiseNot"] = {bit("tir.bitwise_not"), 1, 1, ints};
+    m["BitShift"] = {
+        [wide, narrow](const std::vector<PrimExpr>& x, const OpCall& c) {
+          bool left = AttrStr(c.attrs, "direction", "") == "LEFT";
+          DataType t = x[0].dtype();
+          PrimExpr a = wide(x[0]), b = wide(x[1]);
+          PrimExpr s = narrow(
+              Call(a.dtype(), String(left ? "tir.shift_left" : "tir.shift_right"), {a, b}), t);
+          // a shift by the type's width or more gives 0 (a signed right shift: the sign);
+          // a negative amount counts as one (u32 amounts convert saturating, so stay large)
+          PrimExpr amount = cast(DataType::Int(32), x[1]);
+          PrimExpr ge = amount < I32(0) || amount >= I32(t.bits());
+          PrimExpr big = make_zero(t);
+          if (!left && t.is_int()) big = select(x[0] < make_zero(t), make_const(t, -1), big);
+          return select(ge, big, s);
+        },
+        2, 2, ints};
+    m["Mod"] = {[wide](const std::vector<PrimExpr>& x, const OpCall& c) {
+                  bool fmod = AttrInt(c.attrs, "fmod", 0) != 0;
+                  PrimExpr a = x[0], b = x[1];
+                  if (a.dtype().is_float()) {
+                    PrimExpr q = a / b;
+                    PrimExpr r = a - b * (fmod ? Trunc(q) : Floor(q));
+                    // a finite a over an infinite b (where b * 0 is NaN): a itself, or, for
+                    // the floored mod with signs that differ, b (as numpy and Python)
+                    PrimExpr finite_a = eq(a - a, a - a), inf_b = ne(b - b, b - b) && eq(b, b);
+                    PrimExpr keep = fmod ? PrimExpr(eq(a, a))
+                                         : (eq(a, F32(0.0)) || eq(a < F32(0.0), b < F32(0.0)));
+                    return select(finite_a && inf_b, select(keep, a, b), r);
+                  }
+                  PrimExpr wa = wide(a), wb = wide(b);
+                  PrimExpr r = fmod || a.dtype().is_uint() ? wa % wb : floormod(wa, wb);
+                  return cast(a.dtype(), r);
+                },
+                2,
+                2,
+                {f32, i8, i16, i32, u8, u16, u32}};
     // Clip: min and max are optional scalar inputs (opset >= 11) or attributes (older)
     m["Clip"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
                    PrimExpr r = x[0];
@@ -220,23 +468,25 @@ const std::map<std::string, EwOp>& Ops() {
     auto copy = [](const std::vector<PrimExpr>& x, const OpCall&) { return x[0]; };
     for (const char* n : {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand"})
       m[n] = {copy, 1, 2, {}};
-    m["Cast"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
-                   DataType to = c.outputs[0]->dtype;
-                   if (to.is_bool()) return ne(x[0], make_zero(x[0].dtype()));
-                   if (x[0].dtype() == to) return x[0];
-                   if (x[0].dtype().is_float() && !to.is_float()) {
-                     // ONNX truncates toward zero; TC1's conversion rounds to nearest
-                     PrimExpr r = cast(to, x[0]);
-                     PrimExpr back = cast(x[0].dtype(), r);
-                     PrimExpr one = make_const(to, 1), zero = make_zero(to);
-                     return r - select(x[0] >= F32(0) && back > x[0], one, zero) +
-                            select(x[0] < F32(0) && back < x[0], one, zero);
-                   }
-                   return cast(to, x[0]);
-                 },
-                 1,
-                 1,
-                 {}};
+    m["Cast"] = m["CastLike"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
+                                   DataType to = c.outputs[0]->dtype;
+                                   if (to.is_bool()) return ne(x[0], make_zero(x[0].dtype()));
+                                   if (x[0].dtype() == to) return x[0];
+                                   if (x[0].dtype().is_float() && !to.is_float()) {
+                                     // ONNX truncates toward zero; TC1's conversion rounds to
+                                     // nearest
+                                     PrimExpr r = cast(to, x[0]);
+                                     PrimExpr back = cast(x[0].dtype(), r);
+                                     PrimExpr one = make_const(to, 1), zero = make_zero(to);
+                                     return r - select(x[0] >= F32(0) && back > x[0], one, zero) +
+                                            select(x[0] < F32(0) && back < x[0], one, zero);
+                                   }
+                                   return cast(to, x[0]);
+                                 },
+                                 1,
+                                 1,
+                                 {}};
+    m["CastLike"].min_inputs = m["CastLike"].max_inputs = 2;
     return m;
   }();
   return ops;
@@ -246,7 +496,8 @@ const std::map<std::string, EwOp>& Ops() {
 
 /*! \brief How many inputs take part in the element-wise computation (shape inputs do not). */
 size_t DataInputs(const std::string& op, size_t n) {
-  if (op == "Reshape" || op == "Expand" || op == "Squeeze" || op == "Unsqueeze") return 1;
+  if (op == "Reshape" || op == "Expand" || op == "Squeeze" || op == "Unsqueeze" || op == "CastLike")
+    return 1;
   return n;
 }
 
@@ -435,7 +686,9 @@ PrimFunc LowerElementwise(const OpCall& call) {
                 gelu_tmp = tmp;
               } else {
                 s.push_back(Loop("i", size, [&](PrimExpr i) {
-                  PrimExpr v = op.fn(gather(i), call);
+                  std::vector<PrimExpr> x = gather(i);
+                  if (op.uses_index) x.push_back(start + i);
+                  PrimExpr v = op.fn(x, call);
                   if (v.dtype() != odt) v = cast(odt, v);
                   return BufferStore(Ol, v, {i});
                 }));
@@ -490,6 +743,28 @@ std::string CheckElementwise(const std::string& op_type, const Map<String, Any>&
     if (to != 1 && to != 2 && to != 3 && to != 4 && to != 5 && to != 6 && to != 9 && to != 12)
       return "Cast: to the ONNX type " + std::to_string(to) +
              ", which the npu strategy does not produce";
+  }
+  if (op_type == "EyeLike") {
+    if (inputs[0]->shape.size() != 2) return "EyeLike: input must be 2-D";
+    int64_t to = AttrInt(attrs, "dtype", 0);  // 0: the input's dtype
+    if (to == 7 || to == 11 || to == 13)
+      return "EyeLike: to a 64-bit type (TC1 has no 64-bit types)";
+    if (to != 0 && to != 1 && to != 2 && to != 3 && to != 4 && to != 5 && to != 6 && to != 9 &&
+        to != 12)
+      return "EyeLike: to the ONNX type " + std::to_string(to) +
+             ", which the npu strategy does not produce";
+    if (to == 0 && inputs[0]->dtype.is_float() && inputs[0]->dtype.bits() != 32)
+      return "EyeLike: input dtype " + inputs[0]->dtype.str();
+  }
+  if (op_type == "CastLike") {
+    // the output dtype is input 1's (only its dtype is read)
+    DataType to = inputs[1].defined() ? inputs[1]->dtype : DataType::Void();
+    if (to.bits() == 64) return "CastLike: to a 64-bit type (TC1 has no 64-bit types)";
+    if (to.bits() == 16 || inputs[0]->dtype.bits() == 16)
+      return "CastLike: float16 and bfloat16 are not taken by the npu strategy yet";
+    if (to.lanes() != 1 ||
+        !(to.is_bool() || to.is_int() || to.is_uint() || (to.is_float() && to.bits() == 32)))
+      return "CastLike: to " + to.str() + ", which the npu strategy does not produce";
   }
   // an input smaller than the output is broadcast from one whole copy in L1
   size_t rank = 0;

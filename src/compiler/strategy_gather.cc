@@ -1,6 +1,6 @@
 /*
- * src/compiler/strategy_gather.cc — Gather and GatherElements with run-time int32
- * indices.
+ * src/compiler/strategy_gather.cc — Gather, GatherElements and GatherND with run-time
+ * int32 or int64 indices.
  *
  * GatherElements: data and indices are viewed as (outer, A, inner) and (outer, K,
  * inner) around the axis (indices as wide as data off the axis); an item is one
@@ -17,9 +17,10 @@
  * touches memory outside the data) and issues one strided DMA of the (outer, 1,
  * inner) slice straight from DDR to DDR. No data passes through L1, so any shape fits.
  *
- * int64 indices (what exporters emit) stay on the host: TC1 has no 64-bit integers,
- * and the front end could not read them (HasStrategy says so for every 64-bit
- * input). Constant int64 indices can be narrowed to int32 when compiling.
+ * int64 indices (what exporters emit): TC1 has no 64-bit integers, so the kernel DMAs
+ * both int32 words of each index and narrows it (NarrowIndex, kernel_util.h): exact
+ * when it fits int32, saturated otherwise, which keeps an index beyond int32 out of
+ * range (docs/compiler.md, "int64 indices").
  */
 #include <algorithm>
 #include <tuple>
@@ -51,12 +52,14 @@ PrimFunc LowerGather(const OpCall& c) {
   if (outer == 0 || inner == 0 || K == 0) return MakeFunc(c, p, Evaluate(I32(0)));
   if (A == 0) TILECORE_THROW(ValueError) << "LowerOp(Gather): indices into an empty axis " << axis;
   Buffer X = View(p.in[0], {outer, A, inner}, "X");
-  Buffer I = View(p.in[1], {K}, "I");
+  bool wide = c.inputs[1]->dtype == DataType::Int(64);  // two words per index
+  int64_t w = wide ? 2 : 1;
+  Buffer I = wide ? Words(p.in[1], {K}, "I") : View(p.in[1], {K}, "I");
   Buffer Y = View(p.out[0], {outer, K, inner}, "Y");
   int64_t ck = std::min(kChunk, std::max<int64_t>(1, (K + c.cores - 1) / c.cores));
   int64_t rotation = 0;
   Stmt body = OverCores(c.cores, [&](PrimExpr core) {
-    Buffer L = Local({ck}, DataType::Int(32), "Il");
+    Buffer L = Local({ck * w}, DataType::Int(32), "Il");
     std::vector<Stmt> s;
     for (auto [count, size] :
          std::vector<std::pair<int64_t, int64_t>>{{K / ck, ck}, {K % ck ? 1 : 0, K % ck}}) {
@@ -64,10 +67,13 @@ PrimFunc LowerGather(const OpCall& c) {
       s.push_back(ForEachItem(
           core, c.cores, count, &rotation, "t", [&, size = size, base = base](PrimExpr t) {
             PrimExpr start = I32(base) + t * I32(ck);
-            Stmt load = DmaWait(Region(L, {I32(0)}, {size}), Region(I, {start}, {size}), 0);
+            Stmt load = DmaWait(Region(L, {I32(0)}, {size * w}),
+                                Region(I, {start * I32(w)}, {size * w}), 0);
             Stmt copies = Loop("j", size, [&](PrimExpr j) {
               Var v("v", DataType::Int(32));
-              PrimExpr raw = BufferLoad(L, {j});
+              PrimExpr raw = wide ? NarrowIndex(BufferLoad(L, {j * I32(2)}),
+                                                BufferLoad(L, {j * I32(2) + I32(1)}))
+                                  : BufferLoad(L, {j});
               PrimExpr wrapped = select(raw < I32(0), raw + I32(A), raw);
               PrimExpr idx = max(min(v, I32(A - 1)), I32(0));
               Stmt cp = Intrin("tile.dma_copy",
@@ -94,8 +100,9 @@ std::string CheckGather(const std::string& op, const Map<String, Any>& attrs,
                    DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
                   op);
   if (!why.empty()) return why;
-  if (inputs[1]->dtype != DataType::Int(32))
-    return "Gather: indices are " + inputs[1]->dtype.str() + "; the npu reads int32 indices";
+  if (inputs[1]->dtype != DataType::Int(32) && inputs[1]->dtype != DataType::Int(64))
+    return "Gather: indices are " + inputs[1]->dtype.str() +
+           "; the npu reads int32 and int64 indices";
   int64_t r = static_cast<int64_t>(inputs[0]->shape.size());
   int64_t axis = AttrInt(attrs, "axis", 0);
   if (r == 0 || axis < -r || axis >= r)
@@ -129,7 +136,7 @@ std::string GeGeometry(const std::vector<TensorSpec>& ins, const Map<String, Any
   g->A = ds[axis];
   g->K = is[axis];
   g->es = std::max(1, (ins[0]->dtype.bits() + 7) / 8);
-  if ((g->A + g->K) * g->es + g->K * 4 > kElementsBytes)
+  if ((g->A + g->K) * g->es + g->K * 8 > kElementsBytes)
     return "GatherElements: the axis is too long for one column of data and indices in L1";
   return "";
 }
@@ -147,15 +154,18 @@ PrimFunc LowerGatherElements(const OpCall& c) {
   if (g.A == 0) TILECORE_THROW(ValueError) << "LowerOp(GatherElements): indices into an empty axis";
   DataType dt = c.inputs[0]->dtype, i32 = DataType::Int(32);
   Buffer X = View(p.in[0], {g.outer, g.A, g.inner}, "X");
-  Buffer I = View(p.in[1], {g.outer, g.K, g.inner}, "I");
+  bool wide = c.inputs[1]->dtype == DataType::Int(64);  // two words per index
+  int64_t w = wide ? 2 : 1;
+  Buffer I = wide ? Words(p.in[1], {g.outer, g.K, g.inner}, "I")
+                  : View(p.in[1], {g.outer, g.K, g.inner}, "I");
   Buffer Y = View(p.out[0], {g.outer, g.K, g.inner}, "Y");
-  int64_t ic = std::min(g.inner, kElementsBytes / ((g.A + g.K) * g.es + g.K * 4));
+  int64_t ic = std::min(g.inner, kElementsBytes / ((g.A + g.K) * g.es + g.K * 4 * w));
   // enough items for the cores
   if (g.outer < c.cores)
     ic = std::min(ic, std::max<int64_t>(1, (g.inner * g.outer + c.cores - 1) / c.cores));
   int64_t rotation = 0;
   Stmt body = OverCores(c.cores, [&](PrimExpr core) {
-    Buffer D = Local({g.A, ic}, dt, "Dl"), L = Local({g.K, ic}, i32, "Il"),
+    Buffer D = Local({g.A, ic}, dt, "Dl"), L = Local({g.K, ic * w}, i32, "Il"),
            O = Local({g.K, ic}, dt, "Ol");
     std::vector<Stmt> s;
     int64_t nfull = g.inner / ic, rem = g.inner % ic;
@@ -170,12 +180,14 @@ PrimFunc LowerGatherElements(const OpCall& c) {
             st.push_back(Intrin("tile.wait", {I32(1)}));  // the previous item has left O
             st.push_back(DmaWait(Region(D, {I32(0), I32(0)}, {g.A, size}),
                                  Region(X, {o, I32(0), i0}, {1, g.A, size}), 0));
-            st.push_back(DmaWait(Region(L, {I32(0), I32(0)}, {g.K, size}),
-                                 Region(I, {o, I32(0), i0}, {1, g.K, size}), 0));
+            st.push_back(DmaWait(Region(L, {I32(0), I32(0)}, {g.K, size * w}),
+                                 Region(I, {o, I32(0), i0 * I32(w)}, {1, g.K, size * w}), 0));
             st.push_back(Loop("k", g.K, [&](PrimExpr k) {
               return Loop("i", size, [&](PrimExpr i) {
                 Var v("v", i32);
-                PrimExpr raw = BufferLoad(L, {k, i});
+                PrimExpr raw = wide ? NarrowIndex(BufferLoad(L, {k, i * I32(2)}),
+                                                  BufferLoad(L, {k, i * I32(2) + I32(1)}))
+                                    : BufferLoad(L, {k, i});
                 PrimExpr idx = max(min(v, I32(g.A - 1)), I32(0));
                 return Stmt(LetStmt(v, select(raw < I32(0), raw + I32(g.A), raw),
                                     BufferStore(O, BufferLoad(D, {idx, i}), {k, i})));
@@ -203,22 +215,142 @@ std::string CheckGatherElements(const std::string& op, const Map<String, Any>& a
                    DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
                   op);
   if (!why.empty()) return why;
-  if (inputs[1]->dtype != DataType::Int(32))
+  if (inputs[1]->dtype != DataType::Int(32) && inputs[1]->dtype != DataType::Int(64))
     return "GatherElements: indices are " + inputs[1]->dtype.str() +
-           "; the npu reads int32 indices";
+           "; the npu reads int32 and int64 indices";
   GeGeom g;
   return GeGeometry(inputs, attrs, &g);
+}
+
+/*! \brief GatherND as B batches of T index tuples of depth q into (B, S, inner) data. */
+struct NdGeom {
+  int64_t B = 1, T = 1, q = 1, S = 1, inner = 1;
+  std::vector<int64_t> dims;  // the q indexed dims
+};
+
+std::string NdGeometry(const std::vector<TensorSpec>& ins, const Map<String, Any>& attrs,
+                       NdGeom* g) {
+  auto ds = Shape(ins[0]), is = Shape(ins[1]);
+  int64_t b = AttrInt(attrs, "batch_dims", 0);
+  if (is.empty()) return "GatherND: indices must have rank >= 1";
+  g->q = is.back();
+  int64_t r = static_cast<int64_t>(ds.size()), m = static_cast<int64_t>(is.size());
+  if (b < 0 || b >= m || g->q < 1 || b + g->q > r)
+    return "GatherND: batch_dims " + std::to_string(b) + " and index depth " +
+           std::to_string(g->q) + " do not fit the data rank " + std::to_string(r);
+  for (int64_t d = 0; d < b; ++d) {
+    if (is[d] != ds[d]) return "GatherND: batch dims of indices and data differ";
+    g->B *= ds[d];
+  }
+  for (int64_t d = b; d < m - 1; ++d) g->T *= is[d];
+  for (int64_t d = b; d < b + g->q; ++d) {
+    g->dims.push_back(ds[d]);
+    g->S *= ds[d];
+  }
+  for (int64_t d = b + g->q; d < r; ++d) g->inner *= ds[d];
+  return "";
+}
+
+// Each index tuple becomes one DMA of its (1, inner) slice, DDR to DDR, as in Gather:
+// chunks of tuples go to L1 on the cores round robin; every index wraps when negative
+// and clamps into its dim (int64 ones narrowed first).
+PrimFunc LowerGatherND(const OpCall& c) {
+  Params p = MakeParams(c);
+  NdGeom g;
+  std::string why = NdGeometry(c.inputs, c.attrs, &g);
+  if (!why.empty()) TILECORE_THROW(ValueError) << "LowerOp(GatherND): " << why;
+  int64_t N = g.B * g.T;
+  if (c.outputs.size() != 1 || c.outputs[0]->numel() != N * g.inner ||
+      c.outputs[0]->dtype != c.inputs[0]->dtype)
+    TILECORE_THROW(ValueError) << "LowerOp(GatherND): the output must be " << N * g.inner
+                               << " elements of " << c.inputs[0]->dtype.str();
+  if (N == 0 || g.inner == 0) return MakeFunc(c, p, Evaluate(I32(0)));
+  for (int64_t d : g.dims)
+    if (d == 0) TILECORE_THROW(ValueError) << "LowerOp(GatherND): indices into an empty dim";
+  bool wide = c.inputs[1]->dtype == DataType::Int(64);
+  int64_t w = wide ? 2 : 1, tw = g.q * w;  // words per tuple
+  Buffer X = View(p.in[0], {g.B, g.S, g.inner}, "X");
+  Buffer I = wide ? Words(p.in[1], {N * g.q}, "I") : View(p.in[1], {N * g.q}, "I");
+  Buffer Y = View(p.out[0], {N, g.inner}, "Y");
+  int64_t ck = std::min(kChunk / g.q + 1, std::max<int64_t>(1, (N + c.cores - 1) / c.cores));
+  int64_t rotation = 0;
+  Stmt body = OverCores(c.cores, [&](PrimExpr core) {
+    Buffer L = Local({ck * tw}, DataType::Int(32), "Il");
+    std::vector<Stmt> s;
+    for (auto [count, size] :
+         std::vector<std::pair<int64_t, int64_t>>{{N / ck, ck}, {N % ck ? 1 : 0, N % ck}}) {
+      int64_t base = size == ck ? 0 : (N / ck) * ck;
+      s.push_back(ForEachItem(
+          core, c.cores, count, &rotation, "t", [&, size = size, base = base](PrimExpr t) {
+            PrimExpr start = I32(base) + t * I32(ck);
+            Stmt load = DmaWait(Region(L, {I32(0)}, {size * tw}),
+                                Region(I, {start * I32(tw)}, {size * tw}), 0);
+            Stmt copies = Loop("j", size, [&](PrimExpr j) {
+              PrimExpr off = I32(0);
+              int64_t stride = g.S;
+              for (int64_t k = 0; k < g.q; ++k) {
+                PrimExpr at = j * I32(tw) + I32(k * w);
+                PrimExpr raw = wide ? NarrowIndex(BufferLoad(L, {at}), BufferLoad(L, {at + I32(1)}))
+                                    : BufferLoad(L, {at});
+                int64_t n = g.dims[k];
+                stride /= n;
+                PrimExpr v = max(min(select(raw < I32(0), raw + I32(n), raw), I32(n - 1)), I32(0));
+                off = off + v * I32(stride);
+              }
+              Var o("off", DataType::Int(32));
+              PrimExpr row = start + j;
+              Stmt cp = Intrin(
+                  "tile.dma_copy",
+                  {Region(Y, {row, I32(0)}, {1, g.inner}),
+                   Region(X, {floordiv(row, I32(g.T)), o, I32(0)}, {1, 1, g.inner}), I32(0)});
+              return LetStmt(o, off, cp);
+            });
+            return Seq({load, copies});
+          }));
+    }
+    s.push_back(Intrin("tile.wait", {I32(0)}));
+    return Allocate(L, Seq(s));
+  });
+  return MakeFunc(c, p, body);
+}
+
+std::string CheckGatherND(const std::string& op, const Map<String, Any>& attrs,
+                          const std::vector<TensorSpec>& inputs) {
+  if (inputs.size() != 2 || !inputs[0].defined() || !inputs[1].defined())
+    return "GatherND: expects data and indices";
+  std::string why =
+      CheckDTypes({inputs[0]},
+                  {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
+                   DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
+                  op);
+  if (!why.empty()) return why;
+  if (inputs[1]->dtype != DataType::Int(32) && inputs[1]->dtype != DataType::Int(64))
+    return "GatherND: indices are " + inputs[1]->dtype.str() +
+           "; the npu reads int32 and int64 indices";
+  NdGeom g;
+  return NdGeometry(inputs, attrs, &g);
 }
 
 }  // namespace
 }  // namespace detail
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
+  RegisterStrategy("GatherND", Strategy{detail::CheckGatherND,
+                                        detail::LowerGatherND,
+                                        [](const OpCall&, int) { return std::string("onnx"); },
+                                        -1,
+                                        {1}});
   RegisterStrategy("GatherElements",
-                   Strategy{detail::CheckGatherElements, detail::LowerGatherElements,
-                            [](const OpCall&, int) { return std::string("onnx"); }, -1});
-  RegisterStrategy("Gather", Strategy{detail::CheckGather, detail::LowerGather,
-                                      [](const OpCall&, int) { return std::string("onnx"); }, -1});
+                   Strategy{detail::CheckGatherElements,
+                            detail::LowerGatherElements,
+                            [](const OpCall&, int) { return std::string("onnx"); },
+                            -1,
+                            {1}});
+  RegisterStrategy("Gather", Strategy{detail::CheckGather,
+                                      detail::LowerGather,
+                                      [](const OpCall&, int) { return std::string("onnx"); },
+                                      -1,
+                                      {1}});
 });
 
 }  // namespace compiler

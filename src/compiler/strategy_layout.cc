@@ -1,6 +1,7 @@
 /*
  * src/compiler/strategy_layout.cc — ops that only move bytes: Concat, Split, Slice,
- * Transpose, Pad (constant, edge, reflect, wrap), Tile, DepthToSpace, SpaceToDepth.
+ * Transpose, Pad (constant, edge, reflect, wrap), Tile, DepthToSpace, SpaceToDepth,
+ * and Dropout at inference (the output is the input; the optional mask is filled with true).
  *
  * Each op is a list of boxes: an N-D block of the output written from an N-D strided
  * window of an input (strides may be 0 to repeat, or negative to reverse) or filled
@@ -299,8 +300,10 @@ Stmt EmitBoxes(const OpCall& call, const Params& p, std::vector<Box> boxes) {
           Buffer D = StridedView(dp, ext, dst, ParamNumel(dp), "D" + std::to_string(bi));
           if (b.fill) {
             DataType t = dp->dtype;
-            PrimExpr v = t.is_float() ? make_const(t, b.value)
-                                      : make_const(t, static_cast<int64_t>(b.value));
+            // a bool fill value goes as an int (dma_fill converts it to the dtype)
+            PrimExpr v = t.is_float()  ? make_const(t, b.value)
+                         : t.is_bool() ? I32(b.value != 0)
+                                       : make_const(t, static_cast<int64_t>(b.value));
             return Intrin("tile.dma_fill", {Region(D, db, rext), v, I32(0)});
           }
           Buffer S = StridedView(sp, ext, sst, ParamNumel(sp), "S" + std::to_string(bi));
@@ -588,6 +591,44 @@ PrimFunc LowerLayout(const OpCall& call) {
   return MakeFunc(call, p, EmitBoxes(call, p, boxes));
 }
 
+// Dropout at inference: one copy box, and a fill box of true for the mask
+PrimFunc LowerDropout(const OpCall& call) {
+  Params p = MakeParams(call);
+  int64_t n = call.inputs[0]->numel();
+  for (const TensorSpec& o : call.outputs)
+    if (o->numel() != n)
+      TILECORE_THROW(ValueError) << "LowerOp(Dropout): an output of " << o->numel()
+                                 << " elements for an input of " << n;
+  if (call.outputs[0]->dtype != call.inputs[0]->dtype)
+    TILECORE_THROW(ValueError) << "LowerOp(Dropout): output dtype " << call.outputs[0]->dtype.str()
+                               << " differs from the input's " << call.inputs[0]->dtype.str();
+  std::vector<Box> boxes;
+  if (n > 0) {
+    boxes.push_back(Plain({n}, {1}, {1}, 0, 0, 0, 0));
+    if (call.outputs.size() > 1) {
+      Box mask = Plain({n}, {0}, {1}, 0, 0, 0, 1);
+      mask.fill = true;
+      mask.value = 1;
+      boxes.push_back(mask);
+    }
+  }
+  return MakeFunc(call, p, EmitBoxes(call, p, boxes));
+}
+
+std::string CheckDropout(const std::string& op, const Map<String, Any>& attrs,
+                         const std::vector<TensorSpec>& inputs) {
+  if (inputs.empty() || !inputs[0].defined()) return "Dropout: input 0 is missing";
+  // training_mode (an input from opset 12) is only known when running: the npu takes
+  // the inference form only, where it is absent
+  if (AttrInt(attrs, "training_mode", 0) != 0 || (inputs.size() > 2 && inputs[2].defined()))
+    return "Dropout: training mode draws random numbers; only inference runs on the npu";
+  return CheckDTypes(
+      {inputs[0]},
+      {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
+       DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
+      op);
+}
+
 std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs,
                         const std::vector<TensorSpec>& inputs) {
   if (inputs.empty() || !inputs[0].defined()) return op + ": input 0 is missing";
@@ -696,6 +737,7 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
   auto onnx = [](const OpCall&, int) { return std::string("onnx"); };
   for (const char* op : {"Concat", "Transpose", "DepthToSpace", "SpaceToDepth"})
     RegisterStrategy(op, Strategy{detail::CheckLayout, detail::LowerLayout, onnx, -1});
+  RegisterStrategy("Dropout", Strategy{detail::CheckDropout, detail::LowerDropout, onnx, 1});
   for (const char* op : {"Split", "Slice", "Pad", "Tile"})
     RegisterStrategy(op, Strategy{detail::CheckLayout, detail::LowerLayout, onnx, 1});
 });

@@ -1,7 +1,7 @@
 /*
  * src/compiler/strategy_reduce.cc — ReduceSum ReduceMean ReduceMax ReduceMin
- * ReduceProd ReduceSumSquare ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp, and the
- * reasons ArgMax / ArgMin stay on the host (their int64 output).
+ * ReduceProd ReduceSumSquare ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp (ArgMax and
+ * ArgMin, with their int64 output, are in strategy_axis_scan.cc).
  *
  * Axes: the attribute `axes` when the attrs hold it (before opset 18, ReduceSum 13;
  * a compiler that knows a constant `axes` input may also put its value there), else
@@ -452,11 +452,6 @@ namespace {
 
 PrimFunc LowerReduce(const OpCall& call) { return LowerReduction(call, call.op_type); }
 
-std::string CheckArg(const std::string& op, const Map<String, Any>&,
-                     const std::vector<TensorSpec>&) {
-  return op + ": the output is int64 (TC1 has no 64-bit types)";
-}
-
 }  // namespace
 }  // namespace detail
 
@@ -466,10 +461,6 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
         "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"}) {
     RegisterStrategy(op, Strategy{detail::CheckReduce, detail::LowerReduce,
                                   [](const OpCall&, int) { return std::string("onnx"); }, 1});
-  }
-  for (const char* op : {"ArgMax", "ArgMin"}) {
-    RegisterStrategy(op, Strategy{detail::CheckArg, nullptr,
-                                  [](const OpCall&, int) { return std::string("onnx"); }});
   }
 });
 

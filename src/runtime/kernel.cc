@@ -24,7 +24,7 @@ std::string KernelSignature(const std::string& name, const std::vector<KernelPar
 }
 
 void CheckKernelArgs(const std::string& name, const std::vector<KernelParam>& params,
-                     ffi::PackedArgs args) {
+                     ffi::PackedArgs args, bool int64_words) {
   if (args.size() != static_cast<int32_t>(params.size())) {
     TILECORE_THROW(TypeError) << "kernel `" << KernelSignature(name, params) << "` takes "
                               << params.size() << " arguments but " << args.size() << " were given";
@@ -39,12 +39,14 @@ void CheckKernelArgs(const std::string& name, const std::vector<KernelParam>& pa
                                   << ffi::details::AnyTypeName(args[i].raw()) << "`";
       }
       std::string dt = ffi::DLDataTypeToString(a->dtype());
-      if (dt != p.dtype) {
+      // an npu kernel reads an int64 array as int32 words, two per element
+      bool words = int64_words && p.dtype == "int32" && dt == "int64";
+      if (dt != p.dtype && !words) {
         TILECORE_THROW(TypeError) << "kernel `" << KernelSignature(name, params) << "`: argument #"
                                   << i << " (" << p.name << ") must have dtype " << p.dtype
                                   << ", got " << dt;
       }
-      int64_t n = a->NumElements();
+      int64_t n = a->NumElements() * (words ? 2 : 1);
       if (p.elements >= 0 && n < p.elements) {
         TILECORE_THROW(ValueError)
             << "kernel `" << KernelSignature(name, params) << "`: argument #" << i << " (" << p.name

@@ -143,7 +143,7 @@ class NpuModuleNode final : public ModuleNode {
 
  private:
   static void Launch(const NpuKernel& k, ffi::PackedArgs args) {
-    CheckKernelArgs(k.name, k.params, args);
+    CheckKernelArgs(k.name, k.params, args, /*int64_words=*/true);
     // The device: that of the first npu array argument, else npu:0.
     int dev_id = 0;
     for (int32_t i = 0; i < args.size(); ++i) {

@@ -60,6 +60,9 @@ struct OpCall {
   int64_t l1_bytes = int64_t{1} << 20;
   /*! \brief Inputs that are params of the PrimFunc: the data inputs (see Strategy). */
   int64_t data_inputs = 0;
+  /*! \brief int64 params are int32 words, two per element (npu kernels: TC1 has no
+   * 64-bit types; the executable passes the int64 buffer as is). */
+  bool int64_words = false;
 };
 
 struct Strategy {
@@ -74,6 +77,13 @@ struct Strategy {
   /*! \brief Inputs [0, data_inputs) hold data (-1: all); the rest are shapes or indices
    * known when compiling (e.g. Reshape's shape), which may be int64. */
   int data_inputs = -1;
+  /*! \brief Inputs the strategy may take as int64 (index tensors): TC1 has no 64-bit
+   * integers, so the kernel reads each as two int32 words and narrows it (NarrowIndex in
+   * kernel_util.h). Any other 64-bit input keeps the op off the npu. */
+  std::vector<int> int64_inputs = {};
+  /*! \brief The strategy writes its int64 outputs itself (as the low word and its sign
+   * extension); otherwise a 64-bit output keeps the op off the npu. */
+  bool int64_outputs = false;
 };
 
 /*! \brief Registers `s` for `op_type` (also as `compiler.strategy.<op_type>`). */

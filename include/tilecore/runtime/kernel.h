@@ -35,8 +35,10 @@ std::string KernelSignature(const std::string& name, const std::vector<KernelPar
 /// The kernel-call convention's check, run by every kind of kernel module before a call:
 /// count and kinds (TypeError), each array's dtype (TypeError), its size against the
 /// buffer's elements and, for a buffer the kernel writes, that it is writable (ValueError).
+/// With `int64_words` (npu kernels: TC1 has no 64-bit types) an int64 array may go to an
+/// int32 buffer parameter, which then addresses it as two words per element.
 void CheckKernelArgs(const std::string& name, const std::vector<KernelParam>& params,
-                     ffi::PackedArgs args);
+                     ffi::PackedArgs args, bool int64_words = false);
 void WriteParams(ByteWriter* w, const std::vector<KernelParam>& params);
 std::vector<KernelParam> ReadParams(ByteReader* r);
 ffi::Array<ffi::Any> ParamsToArray(const std::vector<KernelParam>& params);

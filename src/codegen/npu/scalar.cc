@@ -394,8 +394,12 @@ XR NpuEmitter::CastScalar(XR v, DataType from, DataType to) {
 XR NpuEmitter::TileScalar(Op op, std::vector<PrimExpr> args, DataType t) {
   int64_t esz = t.lane_bytes();
   if (!scratch_) scratch_ = b_.Block(3 * kVecBytes, kVecBytes);
-  for (size_t i = 0; i < args.size(); ++i) {
-    XR a = Reload(Eval(args[i]));
+  // every operand is evaluated before any is stored: an operand that is itself a tile
+  // scalar op (a / sqrt(y)) goes through the same scratch slots
+  std::vector<XR> vals;
+  for (const PrimExpr& a : args) vals.push_back(Hold(Eval(a)));
+  for (size_t i = 0; i < vals.size(); ++i) {
+    XR a = Reload(vals[i]);
     StL1(esz == 2 ? Op::Sh : Op::Sw, a.r, scratch_ + kVecBytes * int64_t(i));
     Free(a);
   }

@@ -22,6 +22,7 @@ CASES = [
     "test_hardsigmoid", "test_hardswish", "test_softplus_example", "test_softsign", "test_thresholdedrelu_example",
     "test_gelu_default_2", "test_erf", "test_exp", "test_log", "test_sqrt", "test_reciprocal", "test_neg", "test_tanh",
     "test_clip_default_min", "test_mish", "test_swish", "test_sin_example", "test_cos", "test_acosh", "test_atanh_example",
+    "test_atan", "test_asin_example", "test_tan", "test_shrink_soft", "test_bitshift_right_uint16", "test_mod_mixed_sign_int8",
     # matrix, convolution, pooling, normalisation
     "test_gemm_default_no_bias", "test_matmul_1d_3d", "test_conv_with_strides_padding", "test_convtranspose_autopad_same",
     "test_averagepool_2d_ceil_last_window_starts_on_pad", "test_maxpool_3d_dilations_use_ref_impl", "test_globalmaxpool",
@@ -31,14 +32,15 @@ CASES = [
     # reductions and scans
     "test_reduce_mean_keepdims_random", "test_reduce_max_negative_axes_keepdims_random", "test_reduce_sum_empty_set",
     "test_reduce_l2_do_not_keepdims_example", "test_reduce_log_sum_exp_empty_set", "test_reduce_prod_empty_set",
-    "test_argmax_negative_axis_keepdims_random_select_last_index", "test_cumsum_2d_axis_0",
-    "test_cumprod_1d_reverse_exclusive", "test_top_k_same_values_largest",
+    "test_argmax_negative_axis_keepdims_random_select_last_index", "test_cumsum_2d_axis_0", "test_cumsum_2d_int32",
+    "test_cumprod_1d_reverse_exclusive", "test_top_k_same_values_largest", "test_argmin_no_keepdims_example",
     # layout, indexing, shapes
     "test_reshape_allowzero_reordered", "test_flatten_axis3", "test_squeeze", "test_unsqueeze_negative_axes",
     "test_transpose_all_permutations_5", "test_concat_3d_axis_negative_2", "test_split_variable_parts_2d_opset18",
     "test_slice_default_steps", "test_constant_pad", "test_tile_precomputed", "test_expand_dim_unchanged",
     "test_depthtospace_example", "test_spacetodepth_dcr_mode_example", "test_resize_downsample_sizes_nearest",
     "test_upsample_nearest", "test_gather_negative_indices", "test_gather_elements_0", "test_gathernd_example_float32",
+    "test_gather_elements_negative_indices", "test_eyelike_populate_off_main_diagonal",
     "test_scatter_elements_with_reduction_max", "test_scatternd_min", "test_onehot_with_axis", "test_triu_square",
     "test_range_int32_type_negative_delta", "test_shape_start_negative_1", "test_size_example",
     "test_constantofshape_float_ones", "test_constant", "test_identity", "test_cast_DOUBLE_to_FLOAT",
@@ -65,9 +67,12 @@ def test_every_case_of_the_slice_passes(rows):
 @pytest.mark.npu
 def test_the_slice_runs_on_both_the_npu_and_the_host(rows):
     places = [w for r in rows.values() for _, w in r["places"].values()]
-    assert places.count("npu") >= 60 and places.count("host") >= 30
+    assert places.count("npu") >= 100 and places.count("host") >= 10
     npu_ops = {op for r in rows.values() for op, w in r["places"].values() if w == "npu"}
     assert {"Conv", "MatMul", "Softmax", "MaxPool", "Relu", "Transpose"} <= npu_ops
+    # math without a TC1 instruction, bool logic, bit ops, int64 indices and outputs
+    assert {"Sin", "Atan", "Floor", "And", "BitShift", "Mod", "Gather", "GatherElements", "ArgMin",
+            "CumSum", "EyeLike", "Shrink", "GatherND", "OneHot", "ScatterElements"} <= npu_ops
 
 
 def test_compile_time_inputs_are_bound_per_data_set():

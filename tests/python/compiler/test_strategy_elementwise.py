@@ -124,3 +124,95 @@ def test_reasons():
     assert "exceed" in compiler.HasStrategy("Add", {}, [row, compiler.TensorSpec((1, 2, 1), "float32")])
     assert "broadcast" in compiler.HasStrategy("Add", {}, [compiler.TensorSpec((3,), "float32"),
                                                            compiler.TensorSpec((4,), "float32")])
+
+
+MATH = [
+    ("Sin", {}, (-10, 10)), ("Cos", {}, (-10, 10)), ("Tan", {}, (-1.4, 1.4)), ("Asin", {}, (-1, 1)),
+    ("Acos", {}, (-1, 1)), ("Atan", {}, (-20, 20)), ("Sinh", {}, (-5, 5)), ("Cosh", {}, (-5, 5)),
+    ("Asinh", {}, (-30, 30)), ("Acosh", {}, (1, 30)), ("Atanh", {}, (-0.99, 0.99)),
+    ("Floor", {}, (-5, 5)), ("Ceil", {}, (-5, 5)), ("Celu", {"alpha": 0.6}, (-3, 3)), ("Mish", {}, (-6, 6)),
+    ("Swish", {"alpha": 0.7}, (-6, 6)), ("Shrink", {"lambd": 0.8, "bias": 0.3}, (-2, 2)),
+]
+
+
+@pytest.mark.parametrize("op,attrs,rng", MATH, ids=[m[0] for m in MATH])
+def test_math_without_an_instruction(op, attrs, rng):
+    # polynomials, series and conversions: a few ulp against numpy's float64-rounded result
+    x = rand((3, 5, 33), 7, *rng)
+    err = check_op(op, attrs, [x], rtol=1e-5, atol=1e-6)
+    assert err < 1e-4
+
+
+def test_math_edges():
+    x = np.array([0.0, -0.0, 1e-4, -1e-4, 0.5, 2.5, -2.5, 3.5, 1e8, -1e8, np.inf, -np.inf, np.nan,
+                  2**23 + 1, -(2**23) - 1, 1e-30], np.float32)
+    for op in ("Floor", "Ceil", "Round", "IsNaN", "IsInf"):
+        check_op(op, {}, [x])
+    check_op("IsInf", {"detect_negative": 0}, [x])
+    small = np.array([1e-6, -1e-5, 1e-3, 0.12, -0.13, 0.0], np.float32)
+    for op in ("Sin", "Tan", "Atan", "Asin", "Sinh", "Asinh", "Atanh"):
+        check_op(op, {}, [small], rtol=1e-5, atol=1e-12)     # relative accuracy near 0
+    check_op("Asin", {}, [np.array([1, -1], np.float32)], rtol=1e-6)
+    check_op("Acos", {}, [np.array([1, -1, 0.999999], np.float32)], rtol=1e-5, atol=1e-7)
+
+
+def test_logic_and_bits():
+    a, b = rand((4, 6), 1, 0, 1, np.int32) > 0, rand((6,), 2, 0, 1, np.int32) > 0
+    for op in ("And", "Or", "Xor"):
+        check_op(op, {}, [a, b])
+    check_op("Not", {}, [a])
+    for dt in (np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32):
+        info = np.iinfo(dt)
+        x = rand((5, 7), 3, info.min, info.max, dt)
+        y = rand((7,), 4, info.min, info.max, dt)
+        for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
+            check_op(op, {}, [x, y])
+        check_op("BitwiseNot", {}, [x])
+        bits = np.dtype(dt).itemsize * 8
+        amount = rand((5, 7), 5, 0, bits - 1, dt)
+        for d in ("LEFT", "RIGHT"):
+            check_op("BitShift", {"direction": d}, [x, amount])
+        # a shift by the width or more: 0 (a signed right shift: the sign), as numpy
+        wide = np.full((5, 7), bits, dt)
+        for d in ("LEFT", "RIGHT"):
+            outs, _, _ = run_op("BitShift", {"direction": d}, [x, wide])
+            want = np.where(x < 0, -1, 0).astype(dt) if d == "RIGHT" else np.zeros_like(x)
+            np.testing.assert_array_equal(outs[0], want)
+
+
+def test_mod():
+    for fmod in (0, 1):
+        a, b = rand((4, 9), 1, -10, 10), rand((9,), 2, 0.5, 3)
+        b[::2] *= -1
+        check_op("Mod", {"fmod": fmod}, [a, b], rtol=1e-5, atol=1e-5)
+        for dt in (np.int8, np.int16, np.int32, np.uint8, np.uint32):
+            lo = 0 if np.dtype(dt).kind == "u" else -100
+            x, y = rand((4, 9), 3, lo, 100, dt), rand((9,), 4, lo, 100, dt)
+            y[y == 0] = 7
+            if fmod or np.dtype(dt).kind == "u":
+                check_op("Mod", {"fmod": fmod}, [x, y])
+            else:
+                check_op("Mod", {"fmod": 0}, [x, y])
+
+
+def test_castlike_and_eyelike():
+    x = rand((3, 7), 1, -100, 100)
+    for dt in (np.int32, np.uint8, np.bool_, np.float32):
+        # (float to unsigned: values in range; numpy wraps negative ones, TC1 saturates)
+        check_op("CastLike", {}, [np.abs(x) if dt == np.uint8 else x, np.zeros((1,), dt)])
+    assert "64-bit" in compiler.HasStrategy("CastLike", {}, [compiler.TensorSpec((2,), "float32"),
+                                                             compiler.TensorSpec((1,), "int64")])
+    for k in (0, 2, -1, 9):
+        check_op("EyeLike", {"k": k}, [rand((4, 6), 2, 0, 5, np.int32)])
+    check_op("EyeLike", {"k": 1, "dtype": 1}, [rand((5, 3), 2, 0, 5, np.int32)])
+    assert "64-bit" in compiler.HasStrategy("EyeLike", {"dtype": 7}, [compiler.TensorSpec((2, 2), "int32")])
+
+
+def test_mod_infinite_divisor():
+    # a finite x mod +-inf: x, or (floored, signs that differ) the divisor, as numpy
+    a = np.array([-3, 3, -1, 1, 0, 2.5], np.float32)
+    b = np.array([np.inf, np.inf, -np.inf, -np.inf, np.inf, -np.inf], np.float32)
+    outs, _, _ = run_op("Mod", {"fmod": 0}, [a, b])
+    np.testing.assert_array_equal(outs[0], np.mod(a, b))
+    outs, _, _ = run_op("Mod", {"fmod": 1}, [a, b])
+    np.testing.assert_array_equal(outs[0], np.fmod(a, b))

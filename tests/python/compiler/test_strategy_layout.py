@@ -1,5 +1,5 @@
 """Layout strategies (Concat, Split, Slice, Transpose, Pad, Tile, DepthToSpace,
-SpaceToDepth: DMA-only copies) on 4 simulated TC1 cores against the op library's
+SpaceToDepth, Dropout at inference: DMA-only copies) on 4 simulated TC1 cores against the op library's
 numpy reference. Compile-time inputs (Slice's starts..., Pad's pads, Tile's repeats)
 reach the strategy as attributes of the same name; the reference gets them as inputs."""
 import numpy as np
@@ -8,7 +8,7 @@ import pytest
 import tilecore
 from tilecore import compiler
 from tilecore.ir import ops
-from strategy_util import TARGET, check_op, rand
+from strategy_util import TARGET, check_op, rand, run_lowered
 
 
 def run_const(op_type, attrs, data, consts, const_attrs):
@@ -210,3 +210,16 @@ def test_random_layouts_against_numpy():
         want = np.pad(x, [(pads[i], pads[i + rank]) for i in range(rank)], mode=mode)
         out = run_const("Pad", {"mode": mode}, [x], [i64(pads)], {"pads": pads})[0]
         np.testing.assert_array_equal(out, want)
+
+
+def test_dropout_at_inference():
+    x = rand((5, 300, 7), 1)
+    outs = run_lowered("Dropout", {}, [x], [np.zeros(x.shape, np.float32), np.zeros(x.shape, np.bool_)])
+    np.testing.assert_array_equal(outs[0], x)
+    assert outs[1].all()
+    outs = run_lowered("Dropout", {"seed": 3}, [x], [np.zeros(x.shape, np.float32)])
+    np.testing.assert_array_equal(outs[0], x)
+    # training mode draws random numbers: not on the npu
+    f, t = compiler.TensorSpec((4,), "float32"), compiler.TensorSpec((), "bool")
+    assert "training" in compiler.HasStrategy("Dropout", {}, [f, compiler.TensorSpec((), "float32"), t])
+    assert "training" in compiler.HasStrategy("Dropout", {"training_mode": 1}, [f])

@@ -1,7 +1,7 @@
 """Reduce* strategies on 4 simulated TC1 cores against the op library's numpy reference:
 axes as attribute (opset 13) and as input (opset 18), keepdims, negative axes, inner
 axes (strided folds), noop_with_empty_axes, int32, rows too long for one tile, and the
-reasons ArgMax/ArgMin and axes the shapes cannot tell stay on the host."""
+reasons axes the shapes cannot tell stay on the host."""
 import numpy as np
 import pytest
 
@@ -87,8 +87,6 @@ def test_bigger_than_l1():
 
 def test_reasons():
     f = compiler.TensorSpec((4, 5, 6), "float32")
-    assert "64-bit" in compiler.HasStrategy("ArgMax", {"axis": 1}, [f])
-    assert "64-bit" in compiler.HasStrategy("ArgMin", {}, [f])
     five = compiler.TensorSpec((2, 3, 4, 5, 6), "float32")
     assert "more than two" in compiler.HasStrategy("ReduceSum", {"axes": [0, 2, 4]}, [five])
     assert "range" in compiler.HasStrategy("ReduceMax", {"axes": [3]}, [f])
