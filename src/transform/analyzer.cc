@@ -454,9 +454,11 @@ class ExprSimplifier : public IRMutator {
     IntBound range = DTypeRange(t);
     __int128 lo = lin.constant, hi = lin.constant;
     for (const auto& [atom, coef] : lin.terms) {
-      // Index arithmetic over variables is taken not to overflow (as the index
-      // simplifications of every pass assume); loaded and computed values are not.
-      if (atom.as<VarNode>() && an_->ConstIntBound(atom).lo <= range.lo) continue;
+      // Signed index arithmetic over variables is taken not to overflow (as the index
+      // simplifications of every pass assume); loaded and computed values are not, and
+      // neither is unsigned arithmetic, which wraps by definition (x + 1 > x is false at
+      // the type's maximum).
+      if (t.is_int() && atom.as<VarNode>() && an_->ConstIntBound(atom).lo <= range.lo) continue;
       IntBound b = an_->ConstIntBound(atom);
       if (IsInf(b.lo) || IsInf(b.hi)) return false;
       __int128 x = __int128(b.lo) * coef, y = __int128(b.hi) * coef;

@@ -74,6 +74,28 @@ def test_constant_folding_matches_python(t):
     assert folded.value == _value(t, None)
 
 
+_CMP = {"LT": lambda a, b: a < b, "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b, "GE": lambda a, b: a >= b}
+
+
+@_SETTINGS
+@given(st.sampled_from(["uint8", "uint16"]), st.sampled_from(sorted(_CMP)), st.integers(0, 65535), st.integers(0, 65535))
+def test_unsigned_comparisons_fold_only_when_true_for_every_value(dtype, cmp, c1, c2):
+    # Unsigned arithmetic wraps, so (x + c1) < (x + c2) depends on x: a comparison the
+    # simplifier folds must hold for every x, computed with numpy's wrap-around.
+    import numpy as np
+
+    np_t = np.dtype(dtype).type
+    bits = np.iinfo(np_t).bits
+    c1, c2 = c1 % (1 << bits), c2 % (1 << bits)
+    x = ir.Var("x", dtype)
+    e = getattr(ir, cmp)(ir.Add(x, ir.IntImm(dtype, c1)), ir.Add(x, ir.IntImm(dtype, c2)))
+    folded = tilecore.transform.simplify_expr(e)
+    if isinstance(folded, ir.IntImm):
+        xs = np.arange(1 << bits, dtype=np.int64)
+        expect = _CMP[cmp](((xs + c1) % (1 << bits)), ((xs + c2) % (1 << bits)))
+        assert bool(expect.all()) if folded.value else not expect.any(), (cmp, c1, c2, folded)
+
+
 @_SETTINGS
 @given(st.lists(st.tuples(st.integers(1, 64), st.sampled_from(["int8", "int32", "float32"])), min_size=1, max_size=4))
 def test_builder_kernels_round_trip_through_json(params):
