@@ -94,7 +94,7 @@ def calibration_table(args):
     arg("--qtable", metavar="FILE", help="per-node precisions: JSON {node: precision} or lines `node precision`"),
     arg("--auto-mixed", type=float, metavar="TARGET_COSINE",
         help="move the most sensitive matrix nodes to bf16 until the outputs reach this cosine against f32 on the "
-             "first --calib samples"),
+             "--calib samples (the first 16)"),
     arg("--input-shape", action="append", default=[], metavar="NAME:D0,D1,...",
         help="bind an input's shape (repeat per input)"),
     arg("--quiet", action="store_true", help="no progress bar"),

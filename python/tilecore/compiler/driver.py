@@ -279,6 +279,11 @@ def _shape_dtype(value, where):
     return tuple(int(d) for d in shape), str(dtype)
 
 
+# auto_mixed measures the cosine on up to this many calibration samples: the lowest over 16
+# holds on other samples where the lowest over 4 fell just short
+AUTO_MIXED_SAMPLES = 16
+
+
 def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, keep_intermediates, progress, report,
                         calib, calib_samples, qtable, bias_correction=True):
     from . import auto_mixed as _am
@@ -289,7 +294,7 @@ def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, k
     if isinstance(model, os.PathLike):
         model = os.fspath(model)
     n = min(len(v) for v in calib_samples.values())
-    feeds = [{k: np.asarray(v[i]) for k, v in calib_samples.items()} for i in range(min(4, n))]
+    feeds = [{k: np.asarray(v[i]) for k, v in calib_samples.items()} for i in range(min(AUTO_MIXED_SAMPLES, n))]
     kw = {"target": target, "input_shapes": input_shapes, "progress": progress, "bias_correction": bias_correction,
           "calib": calib, "calib_samples": calib_samples}
 
@@ -333,7 +338,7 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
     :param qtable: ONNX node name -> precision, overriding ``precision`` per node.
     :param auto_mixed: a target cosine: the most sensitive matrix nodes move to bf16 (to
         f32 from f16/bf16) until the outputs' cosine against the f32 compilation on the
-        first 4 of ``calib_samples`` reaches it (compiler/auto_mixed.py); the report's
+        first 16 of ``calib_samples`` reaches it (compiler/auto_mixed.py); the report's
         ``auto_mixed`` says which nodes moved and the cosine reached.
     :param bias_correction: with ``calib_samples`` (or a ``calib`` object carrying
         ``channel_means``), the bias of each int8, f16 or bf16 Conv and Gemm (and int8
