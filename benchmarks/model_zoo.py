@@ -19,8 +19,11 @@ samples (seed 1); "fb" counts the matrix nodes kept in f32 (depthwise Convs).
 
 --auto-mixed says how the mixed precision is chosen: `gate` (the default) compiles each
 model and precision that has an accuracy gate in docs/precision.md (GATES below) a second
-time with auto_mixed=GATE (the most sensitive matrix nodes one step wider until the
-calibration samples reach the gate) and prints that compilation's row: "plain" is then the
+time with auto_mixed at the gate with half its error budget kept as margin,
+``1 - (1 - gate) / 2`` (the most sensitive matrix nodes one step wider until the
+calibration samples reach it: a target met just so on the calibration samples is missed on
+others, the per-sample cosines of the YOLO-like model in bf16 spread from 0.993 to 0.9993)
+and prints that compilation's row: "plain" is then the
 cosine with every matrix node in the precision, "cosine" the mixed one, "wider" the nodes
 moved; a number TARGET does the same with that target for every model and precision;
 `none` compiles plainly only.
@@ -39,6 +42,8 @@ GATES = {
     "bert_layer": {"int8": 0.99, "f16": 0.999, "bf16": 0.999},
     "yolo_like": {"f16": 0.999, "bf16": 0.999},
 }
+
+SEARCH_MARGIN = 0.5  # the search's target keeps this fraction of the gate's 1 - cos
 
 
 def _lowest_cosine(exe, sess, names, ev, n_eval):
@@ -66,7 +71,8 @@ def bench(name, runs, ort_threads, precision="f32", n_eval=1, n_calib=16, auto_m
     try:
         kw = {"calib_samples": zoo.sample_inputs(name, n_calib, seed=0)} if precision != "f32" else {}
         if auto_mixed == "gate":
-            auto_mixed = GATES.get(name, {}).get(precision)
+            gate = GATES.get(name, {}).get(precision)
+            auto_mixed = None if gate is None else 1 - (1 - gate) * SEARCH_MARGIN
         if auto_mixed is not None and auto_mixed != "none" and precision != "f32":
             plain = tilecore.compile(path, precision=precision, **kw)
             kw["auto_mixed"] = float(auto_mixed)
