@@ -353,7 +353,8 @@ def compile(model, target="npu -cores=4", precision="f32", input_shapes=None, ke
         for every node), ``memory`` (``arena_size``, ``total_size`` without reuse,
         ``lower_bound``: the most bytes alive at one step), ``seconds`` per stage and
         ``precision`` (``assigned``: node -> precision of the matrix nodes not in f32,
-        ``fallbacks``: nodes kept in f32 with the reason) and ``qdq`` (``folded``: the
+        ``fallbacks``: nodes kept in f32 with the reason, ``bias_correction``: node -> the
+        largest shift its bias absorbed, ``channel_means``: the means it used) and ``qdq`` (``folded``: the
         quantised model's matrix nodes now in int8, ``kept``: those left in f32 with
         the reason).
     :raises CompileError: (a ValueError) unsupported nodes, non-static shapes, a bad

@@ -93,3 +93,20 @@ def test_bias_correction_needs_samples():
     assert rep["precision"]["bias_correction"] == {}
     x = positive_inputs(1)[0]
     np.testing.assert_array_equal(table.run({"x": x})["z"], again.run({"x": x})["z"])
+
+
+def test_measured_means_are_reused_without_the_samples():
+    """What auto_mixed does between its compilations: the thresholds and channel means of a
+    first compilation, given back as a Calibration, give the same executable."""
+    from tilecore.compiler.precision import Calibration
+
+    model, *_ = two_layer_model()
+    calib = positive_inputs(4)
+    rep = {}
+    first = tilecore.compile(model, precision="int8", calib_samples={"x": calib}, report=rep)
+    means = {k: np.asarray(v) for k, v in rep["precision"]["channel_means"].items()}
+    assert set(means) == {"x", "f"}  # the Conv's data input and the Gemm's
+    np.testing.assert_allclose(means["x"], calib.astype(np.float64).mean(axis=(0, 1, 3, 4)), rtol=1e-12)
+    again = tilecore.compile(model, precision="int8", calib=Calibration(rep["precision"]["thresholds"], means))
+    x = positive_inputs(1)[0]
+    np.testing.assert_array_equal(first.run({"x": x})["z"], again.run({"x": x})["z"])
