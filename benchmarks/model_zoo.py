@@ -2,7 +2,7 @@
 and inputs.
 
     PYTHONPATH=python:build-dev/python python benchmarks/model_zoo.py [--models resnet18,resnet50] [--runs 5] [--ort-threads 1]
-        [--precision f32,f16,bf16,int8] [--eval 8] [--calib 16] [--auto-mixed TARGET]
+        [--precision f32,f16,bf16,int8] [--eval 8] [--calib 16] [--auto-mixed gate|TARGET|none]
 
 Per model: compile time (tilecore.compile, the whole driver, on one thread of this
 process), simulated cycles and MAC utilisation (against the f32 peak of 4 cores), the host
