@@ -98,12 +98,12 @@ def calibration_table(args: argparse.Namespace) -> CalibTable | None:
     arg("--target", default="npu -cores=4", help="target string (default 'npu -cores=4')"),
     arg("--precision", default="f32", choices=["f32", "f16", "bf16", "int8"],
         help="what the matrix ops compute in (default f32; docs/precision.md)"),
-    arg("--calib", metavar="CALIB.npz", help="int8: calibration samples keyed by input name, each (N, *shape); "
-        "activation thresholds by --calib-method over them"),
+    arg("--calib", metavar="CALIB.npz", help="calibration samples keyed by input name, each (N, *shape): int8 "
+        "activation thresholds by --calib-method over them, and the bias correction of int8/f16/bf16 nodes"),
     arg("--qtable", metavar="FILE", help="per-node precisions: JSON {node: precision} or lines `node precision`"),
     arg("--auto-mixed", type=float, metavar="TARGET_COSINE",
         help="move the most sensitive matrix nodes to bf16 until the outputs reach this cosine against f32 on the "
-             "first --calib samples"),
+             "--calib samples (the first 16)"),
     arg("--input-shape", action="append", default=[], metavar="NAME:D0,D1,...",
         help="bind an input's shape (repeat per input)"),
     arg("--quiet", action="store_true", help="no progress bar"),

@@ -287,28 +287,33 @@ def _shape_dtype(value, where):
     return tuple(int(d) for d in shape), str(dtype)
 
 
+# auto_mixed measures the cosine on up to this many calibration samples: the lowest over 16
+# holds on other samples where the lowest over 4 fell just short
+AUTO_MIXED_SAMPLES = 16
+
+
 def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, keep_intermediates, progress, report,
-                        calib, calib_samples, qtable):
+                        calib, calib_samples, qtable, bias_correction=True):
     from . import auto_mixed as _am
+    from .precision import Calibration
 
     if not calib_samples:
         raise CompileError("auto_mixed needs calib_samples= (input name -> array (N, *shape)) to measure the cosine")
     if isinstance(model, os.PathLike):
         model = os.fspath(model)
     n = min(len(v) for v in calib_samples.values())
-    feeds = [{k: np.asarray(v[i]) for k, v in calib_samples.items()} for i in range(min(4, n))]
-    kw = {"target": target, "input_shapes": input_shapes, "progress": progress}
-    if calib is not None:
-        kw["calib"] = calib
-    else:
-        kw["calib_samples"] = calib_samples
+    feeds = [{k: np.asarray(v[i]) for k, v in calib_samples.items()} for i in range(min(AUTO_MIXED_SAMPLES, n))]
+    kw = {"target": target, "input_shapes": input_shapes, "progress": progress, "bias_correction": bias_correction,
+          "calib": calib, "calib_samples": calib_samples}
 
     def compile_fn(m, **k):
         exe = compile(m, **k, **kw)
-        th = k["report"]["precision"].get("thresholds")
-        if "calib_samples" in kw and th:  # calibrate once
+        prec = k["report"]["precision"]
+        if "calib_samples" in kw and k["precision"] != "f32":  # calibrate once: the thresholds and means measured, the later compilations reuse
             kw.pop("calib_samples")
-            kw["calib"] = th
+            th = prec.get("thresholds") or {}
+            kw["calib"] = Calibration(th if calib is None else getattr(calib, "thresholds", calib),
+                                      {n: np.asarray(v) for n, v in prec.get("channel_means", {}).items()})
         return exe
 
     try:
@@ -329,7 +334,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             progress: Callable[..., Any] | None = None, report: dict[str, Any] | None = None, calib: Any = None,
             calib_samples: Mapping[str, np.ndarray] | None = None,
             qtable: Mapping[str, str] | str | os.PathLike[str] | None = None,
-            auto_mixed: float | None = None) -> Executable:
+            auto_mixed: float | None = None, bias_correction: bool = True) -> Executable:
     """Compiles a model to an :class:`tilecore.runtime.Executable`.
 
     :param model: a :class:`tilecore.ir.graph.Graph`, a path to a ``.onnx`` file, its
@@ -344,8 +349,12 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     :param qtable: ONNX node name -> precision, overriding ``precision`` per node.
     :param auto_mixed: a target cosine: the most sensitive matrix nodes move to bf16 (to
         f32 from f16/bf16) until the outputs' cosine against the f32 compilation on the
-        first 4 of ``calib_samples`` reaches it (compiler/auto_mixed.py); the report's
+        first 16 of ``calib_samples`` reaches it (compiler/auto_mixed.py); the report's
         ``auto_mixed`` says which nodes moved and the cosine reached.
+    :param bias_correction: with ``calib_samples`` (or a ``calib`` object carrying
+        ``channel_means``), the bias of each int8, f16 or bf16 Conv and Gemm (and int8
+        MatMul) absorbs the expected output shift the rounding of its weights causes, from
+        the per-channel means of its data input on those samples (docs/precision.md).
     :param input_shapes: input name -> shape, binding symbolic dimensions.
     :param keep_intermediates: every value in its own buffer, and every intermediate
         value an extra output named by its (ONNX) value name.
@@ -355,7 +364,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         for every node), ``memory`` (``arena_size``, ``total_size`` without reuse,
         ``lower_bound``: the most bytes alive at one step), ``seconds`` per stage and
         ``precision`` (``assigned``: node -> precision of the matrix nodes not in f32,
-        ``fallbacks``: nodes kept in f32 with the reason) and ``qdq`` (``folded``: the
+        ``fallbacks``: nodes kept in f32 with the reason, ``bias_correction``: node -> the
+        largest shift its bias absorbed, ``channel_means``: the means it used) and ``qdq`` (``folded``: the
         quantised model's matrix nodes now in int8, ``kept``: those left in f32 with
         the reason); ``npu_funcs``: step name -> the strategy's PrimFunc of each npu step
         (what ``compiler.estimate_cost`` prices).
@@ -370,7 +380,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         raise CompileError(f"precision `{precision}` is not supported (supported: {', '.join(PRECISIONS)})")
     if auto_mixed is not None:
         return _compile_auto_mixed(model, float(auto_mixed), target, precision, input_shapes, keep_intermediates,
-                                   progress, report, calib, calib_samples, qtable)
+                                   progress, report, calib, calib_samples, qtable, bias_correction)
     for node_name, p in (qtable or {}).items():
         if p not in PRECISIONS:
             raise CompileError(f"qtable: node `{node_name}` has precision `{p}` (supported: {', '.join(PRECISIONS)})")
@@ -443,23 +453,32 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
 
     precision_report = {"assigned": {}, "fallbacks": []}
     wanted = {precision} | set((qtable or {}).values())
-    if True:  # nodes already in a precision's form are reported too
-        thresholds = None
-        if "int8" in wanted:
-            try:
-                thresholds = _prec.thresholds_of(calib)
-                if thresholds is None:
-                    names = set()
-                    for nd in nodes:
-                        if nd.where == "npu" and (qtable or {}).get(nd.name, precision) == "int8":
-                            names.update(_prec.quantisable_inputs(nd) or ())
-                    thresholds = _prec.minmax_thresholds(graph, calib_samples, names)
-            except ValueError as e:
-                raise CompileError(str(e)) from None
-        try:
-            precision_report = _prec.assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec)
-        except ValueError as e:
-            raise CompileError(str(e)) from None
+    narrow = [nd for nd in nodes if nd.where == "npu" and nd.op in _prec.MATRIX_OPS
+              and (qtable or {}).get(nd.name, precision) != "f32"]
+    means = getattr(calib, "channel_means", None) if bias_correction else None
+    mean_axes = {}
+    if bias_correction and means is None and calib_samples:
+        for nd in narrow:
+            axis = _prec.mean_axis(nd)
+            if axis is not None:
+                mean_axes[str(nd.ins[0].name)] = axis
+    try:
+        thresholds = _prec.thresholds_of(calib) if "int8" in wanted else None
+        names = set()
+        if "int8" in wanted and thresholds is None:
+            for nd in narrow:
+                if (qtable or {}).get(nd.name, precision) == "int8":
+                    names.update(_prec.quantisable_inputs(nd) or ())
+        if names or mean_axes:
+            absmax, computed = _prec.activation_statistics(graph, calib_samples, names, mean_axes)
+            if names:
+                thresholds = absmax
+            if mean_axes:
+                means = computed
+        precision_report = _prec.assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec, means)
+    except ValueError as e:
+        raise CompileError(str(e)) from None
+    precision_report["channel_means"] = {k: [float(x) for x in v] for k, v in (means or {}).items()}
     timings["precision"] = time.perf_counter() - t0
 
     # ---- lower and build ----------------------------------------------------------------

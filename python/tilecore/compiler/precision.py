@@ -49,6 +49,16 @@ class ConstantValue:
         return self.data
 
 
+class Calibration:
+    """What the calibration samples gave, to compile again without them: ``thresholds``
+    (value name -> int8 threshold) and ``channel_means`` (data input name -> per-channel
+    mean, for the bias correction)."""
+
+    def __init__(self, thresholds: Mapping[str, float] | None, channel_means: Mapping[str, np.ndarray] | None) -> None:
+        self.thresholds = dict(thresholds or {})
+        self.channel_means = dict(channel_means or {})
+
+
 def narrow_array(a: npt.ArrayLike, precision: str) -> np.ndarray:
     """``a`` rounded to f16/bf16 (nearest even) as a numpy array of that type."""
     if precision == "bf16":
@@ -106,6 +116,15 @@ def thresholds_of(calib: Any) -> dict[str, float] | None:
 def minmax_thresholds(graph: Any, samples: Mapping[str, np.ndarray], names: Iterable[str]) -> dict[str, float]:
     """max |v| of each value in ``names`` over the samples (dict input -> (N, *shape)),
     evaluated with the reference implementations (``tilecore.frontend.evaluate``)."""
+    return activation_statistics(graph, samples, names, {})[0]
+
+
+def activation_statistics(graph: Any, samples: Mapping[str, np.ndarray], names: Iterable[str],
+                          mean_axes: Mapping[str, int]) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """(absmax, means) over the samples (dict input -> (N, *shape)) evaluated with the
+    reference implementations (``tilecore.frontend.evaluate``): ``absmax`` the max |v| of
+    each value in ``names``, ``means`` the mean of each value of ``mean_axes`` (value name
+    -> channel axis) over every axis but that one (float64, one entry per channel)."""
     from ..ir.graph import evaluate
 
     if not samples:
@@ -115,7 +134,7 @@ def minmax_thresholds(graph: Any, samples: Mapping[str, np.ndarray], names: Iter
     if n == 0 or len(set(counts.values())) != 1:
         raise ValueError(f"calib_samples: every input needs the same number N > 0 of samples, got {counts}")
     want = set(names)
-    out = {}
+    out, sums = {}, {}
     for i in range(n):
         feed = {k: np.asarray(v[i]) for k, v in samples.items()}
         vals = dict(evaluate(graph, feed, keep_intermediates=True))
@@ -124,7 +143,42 @@ def minmax_thresholds(graph: Any, samples: Mapping[str, np.ndarray], names: Iter
             if k in vals:
                 m = float(np.max(np.abs(np.asarray(vals[k], np.float64)))) if np.size(vals[k]) else 0.0
                 out[k] = max(out.get(k, 0.0), m)
-    return out
+        for k, axis in mean_axes.items():
+            v = np.asarray(vals.get(k, ()), np.float64)
+            if v.ndim and -v.ndim <= axis < v.ndim and v.size:
+                red = tuple(j for j in range(v.ndim) if j != axis % v.ndim)
+                sums[k] = sums.get(k, 0.0) + v.mean(axis=red)
+    return out, {k: s / n for k, s in sums.items()}
+
+
+def mean_axis(nd: Any) -> int | None:
+    """The channel axis of a matrix node's data input whose mean :func:`bias_shift` needs
+    (Conv: 1, MatMul and Gemm: the last, the reduced K), or None (no constant weights)."""
+    if nd.op not in INT8_OPS or len(nd.ins) < 2 or not _is_const(nd.ins[1]) or nd.ins[0] is None:
+        return None
+    if nd.op == "Gemm" and int(nd.attrs.get("transA", 0)):
+        return None
+    return 1 if nd.op == "Conv" else -1
+
+
+def bias_shift(op: str, attrs: Mapping[str, Any], w: npt.ArrayLike, w_used: npt.ArrayLike,
+               mean: npt.ArrayLike) -> np.ndarray | None:
+    """The expected output shift, per output channel, that using weights ``w_used``
+    instead of ``w`` causes when the data input's per-channel mean is ``mean``:
+    ``sum_k (w_used - w)[c, k] * E[x_k]`` (float64). A Conv's zero padding is ignored (the
+    border outputs see fewer inputs); grouped Convs take each group's channels."""
+    dw = np.asarray(w_used, np.float64) - np.asarray(w, np.float64)
+    mean = np.asarray(mean, np.float64).reshape(-1)
+    if op == "Conv":
+        m, cg = dw.shape[0], dw.shape[1]
+        group = int(attrs.get("group", 1))
+        if mean.size != cg * group or m % group:
+            return None
+        per_out = mean.reshape(group, cg)[np.arange(m) // (m // group)]  # [M, C/group]
+        return np.einsum("mc,mc->m", dw.reshape(m, cg, -1).sum(axis=2), per_out)
+    if op == "Gemm" and int(attrs.get("transB", 0)):
+        return dw @ mean if dw.ndim == 2 and dw.shape[1] == mean.size else None
+    return mean @ dw if dw.ndim == 2 and dw.shape[0] == mean.size else None
 
 
 def load_qtable(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -200,10 +254,13 @@ def quantisable_inputs(nd: Any) -> list[str] | None:
     return [str(nd.ins[0].name)]
 
 
-def _to_int8(nd, info, thresholds, fresh, nonnegative=frozenset()) -> str:
+def _to_int8(nd, info, thresholds, fresh, nonnegative=frozenset(), mean=None, corrected=None) -> str:
     """Rewrites ``nd`` into the quantised-node form; returns the reason when it cannot.
     A data input that is >= 0 by construction uses the whole int8 range: scale =
-    threshold / 255 and zero point -128 (folded into the int32 bias)."""
+    threshold / 255 and zero point -128 (folded into the int32 bias). With ``mean`` (the
+    data input's per-channel mean on the calibration samples) the bias is corrected for
+    the shift the weights' quantisation causes (:func:`bias_shift`); ``corrected`` gets
+    the node's name -> the largest |shift| relative to the output channels' |bias| + 1."""
     names = quantisable_inputs(nd)
     if names is None:
         return "no int8 form (constant data input or non-constant weights)"
@@ -243,6 +300,14 @@ def _to_int8(nd, info, thresholds, fresh, nonnegative=frozenset()) -> str:
                 return "Gemm's C is not a per-column bias"
             bias = np.broadcast_to(bias.reshape(-1), (n,)) * np.float32(beta)
     q, w_scale = quantise_weights(w, axis)
+    if mean is not None:
+        shape = [1] * w.ndim
+        shape[axis] = -1
+        shift = bias_shift(nd.op, attrs, w, q.astype(np.float64) * w_scale.astype(np.float64).reshape(shape), mean)
+        if shift is not None:
+            bias = (np.zeros(shift.shape) if bias is None else bias.reshape(-1).astype(np.float64)) - shift
+            if corrected is not None:
+                corrected[nd.name] = float(np.max(np.abs(shift)))
     base = str(nd.ins[1].name)
     new_w = ConstantValue(fresh(base + "/int8"), q)
     new_s = ConstantValue(fresh(base + "/w_scale"), w_scale)
@@ -254,7 +319,7 @@ def _to_int8(nd, info, thresholds, fresh, nonnegative=frozenset()) -> str:
             red = tuple(i for i in range(q.ndim) if i != axis)
             qb = qb - zp * q.astype(np.int64).sum(axis=red)
         qb = np.clip(qb, -(2 ** 31), 2 ** 31 - 1).astype(np.int32)
-        bname = str(nd.ins[2].name) if bias is not None else base
+        bname = str(nd.ins[2].name) if len(nd.ins) > 2 and nd.ins[2] is not None else base
         new_b = ConstantValue(fresh(bname + "/int32"), qb)
     nd.ins = [nd.ins[0], new_w, new_b, new_s]
     for v in (new_w, new_s, new_b):
@@ -264,24 +329,60 @@ def _to_int8(nd, info, thresholds, fresh, nonnegative=frozenset()) -> str:
     return ""
 
 
-def _to_narrow(nd, precision, info, fresh) -> str:
+def _to_narrow(nd, precision, info, fresh, mean=None, corrected=None) -> str:
+    """Marks ``nd`` f16/bf16 and stores its constant weights narrow. With ``mean`` (see
+    :func:`_to_int8`) the f32 bias of a Conv or Gemm absorbs the shift the rounding of the
+    weights causes."""
     attrs = dict(nd.attrs)
     attrs["tc_precision"] = precision
     nd.attrs = attrs
     if len(nd.ins) > 1 and _is_const(nd.ins[1]):
-        a = narrow_array(nd.ins[1].numpy(), precision)
+        w = np.asarray(nd.ins[1].numpy(), np.float32)
+        a = narrow_array(w, precision)
         v = ConstantValue(fresh(f"{nd.ins[1].name}/{precision}"), a)
         info[v.name] = (tuple(a.shape), NARROW[precision])
         nd.ins = [nd.ins[0], v] + list(nd.ins[2:])
+        if mean is not None and nd.op in ("Conv", "Gemm"):
+            _correct_narrow_bias(nd, w, a, mean, info, fresh, corrected)
     return ""
 
 
+def _correct_narrow_bias(nd, w, w_used, mean, info, fresh, corrected):
+    shift = bias_shift(nd.op, nd.attrs, w, np.asarray(w_used, np.float32), mean)
+    if shift is None:
+        return
+    n = shift.shape[0]
+    bias = nd.ins[2] if len(nd.ins) > 2 else None
+    if nd.op == "Gemm":  # y = alpha A B + beta C: C absorbs alpha * shift / beta
+        beta = float(nd.attrs.get("beta", 1.0))
+        if bias is None or not _is_const(bias) or beta == 0 or np.size(bias.numpy()) not in (1, n):
+            return
+        c = np.asarray(bias.numpy(), np.float64)
+        if c.ndim == 2 and c.shape[0] != 1:
+            return
+        shift = shift * float(nd.attrs.get("alpha", 1.0)) / beta
+        new = (np.broadcast_to(c.reshape(-1), (n,)) - shift).astype(np.float32).reshape((1, n) if c.ndim == 2 else (n,))
+    else:
+        if bias is not None and not _is_const(bias):
+            return
+        b = np.zeros(n) if bias is None else np.asarray(bias.numpy(), np.float64).reshape(-1)
+        new = (b - shift).astype(np.float32)
+    v = ConstantValue(fresh(f"{bias.name if bias is not None else nd.ins[1].name}/corrected"), new)
+    info[v.name] = (tuple(new.shape), "float32")
+    nd.ins = list(nd.ins[:2]) + [v] + list(nd.ins[3:])
+    if corrected is not None:
+        corrected[nd.name] = float(np.max(np.abs(shift)))
+
+
 def assign(nodes: Sequence[Any], info: dict[str, Any], precision: str, qtable: Mapping[str, str] | None,
-           thresholds: Mapping[str, float] | None, HasStrategy: Callable[..., str], TensorSpec: type) -> dict[str, Any]:
+           thresholds: Mapping[str, float] | None, HasStrategy: Callable[..., str], TensorSpec: type,
+           means: Mapping[str, np.ndarray] | None = None) -> dict[str, Any]:
     """Sets each npu matrix node's precision (rewriting ``nd.attrs``, ``nd.ins``,
-    ``nd.in_specs``, adding the new constants to ``info``). Returns
+    ``nd.in_specs``, adding the new constants to ``info``). ``means``: data input name ->
+    per-channel mean on the calibration samples, for the bias correction. Returns
     {"assigned": {node: precision}, "fallbacks": [{node, op_type, asked, reason}],
-    "io": {node: (data input, output)} of every npu matrix node, "thresholds": the ones used}."""
+    "io": {node: (data input, output)} of every npu matrix node, "thresholds": the ones used,
+    "bias_correction": {node: largest |shift| absorbed by its bias}}."""
     used = set(info)
     counter = {}
 
@@ -299,7 +400,7 @@ def assign(nodes: Sequence[Any], info: dict[str, Any], precision: str, qtable: M
     if unknown:
         raise ValueError(f"qtable: no node named {', '.join(f'`{n}`' for n in unknown[:5])} in the graph "
                          "(names are the ONNX node names after the graph passes)")
-    assigned, fallbacks, io = {}, [], {}
+    assigned, fallbacks, io, corrected = {}, [], {}, {}
     nonnegative = nonnegative_values(nodes)
     for nd in nodes:
         if nd.where != "npu" or nd.op not in MATRIX_OPS:
@@ -313,10 +414,12 @@ def assign(nodes: Sequence[Any], info: dict[str, Any], precision: str, qtable: M
         if want == "f32":
             continue
         saved = (nd.attrs, list(nd.ins), nd.in_specs)
+        mean = (means or {}).get(str(nd.ins[0].name)) if nd.ins and nd.ins[0] is not None else None
+        tried = {}
         if want == "int8":
-            why = _to_int8(nd, info, thresholds or {}, fresh, nonnegative)
+            why = _to_int8(nd, info, thresholds or {}, fresh, nonnegative, mean, tried)
         else:
-            why = _to_narrow(nd, want, info, fresh)
+            why = _to_narrow(nd, want, info, fresh, mean, tried)
         if not why:
             nd.in_specs = [None if v is None else TensorSpec(*info[str(v.name)]) for v in nd.ins]
             why = str(HasStrategy(nd.op, nd.attrs, nd.in_specs))
@@ -325,4 +428,6 @@ def assign(nodes: Sequence[Any], info: dict[str, Any], precision: str, qtable: M
             fallbacks.append({"node": nd.name, "op_type": nd.op, "asked": want, "reason": why})
             continue
         assigned[nd.name] = want
-    return {"assigned": assigned, "fallbacks": fallbacks, "io": io, "thresholds": dict(thresholds or {})}
+        corrected.update(tried)
+    return {"assigned": assigned, "fallbacks": fallbacks, "io": io, "thresholds": dict(thresholds or {}),
+            "bias_correction": corrected}
