@@ -50,7 +50,9 @@ class CompileError(ValueError):
 
 
 def _itemsize(dtype):
-    return 2 if str(dtype) == "bfloat16" else np.dtype(dtype).itemsize  # numpy has no bfloat16 of its own
+    if str(dtype) in ("bfloat16",) or str(dtype).startswith("float8_"):  # numpy has these only via ml_dtypes
+        return 2 if str(dtype) == "bfloat16" else 1
+    return np.dtype(dtype).itemsize
 
 
 def _host_api():
