@@ -551,6 +551,25 @@ class CPrinter {
     if (op == "tir.recip") return f64 ? "(1.0 / (" + arg(0) + "))" : math("tc_recip", "");
     if (op == "tir.sigmoid")
       return f64 ? "(1.0 / (1.0 + exp(-(" + arg(0) + "))))" : math("tc_sigmoid", "");
+    if (op == "tir.reinterpret") {
+      DataType from = c->args[0].dtype(), to = c->dtype;
+      if (from.bits() != to.bits() || from.lanes() != 1 || to.lanes() != 1)
+        TILECORE_THROW(ValueError) << "c codegen: `tir.reinterpret` of "
+                                   << ffi::DLDataTypeToString(from) << " as "
+                                   << ffi::DLDataTypeToString(to) << " (widths differ)"
+                                   << Where(c->span);
+      // the stored form of the value (16-bit floats are computed widened), punned, then
+      // read as a value of `to` again
+      // (a 16-bit float loaded from memory is punned from its stored bits, NaN payloads kept)
+      std::string stored = StoreConvert(arg(0), from);
+      if (auto* l = c->args[0].as<BufferLoadNode>(); l && IsHalf(from))
+        stored = Name(l->buffer->data.get()) + "[" + Offset(l->buffer, l->indices) + "]";
+      std::string bits = "((union { " + CType(from) + " a; " + CType(to) + " b; }){ .a = " +
+                         stored + " }).b";
+      if (to.code == kDLBfloat) return "tc_bf16_to_f32(" + bits + ")";
+      if (IsHalf(to)) return "tc_f16_to_f32(" + bits + ")";
+      return bits;
+    }
     if (op == "tir.narrow_float") {
       if (!IsByteFloat(c->dtype))
         TILECORE_THROW(ValueError) << "c codegen: `tir.narrow_float` to "

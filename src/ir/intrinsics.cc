@@ -58,6 +58,8 @@ std::vector<IntrinsicInfo> MakeTable() {
       "hyperbolic tangent (float)");
   add("tir.sigmoid", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x",
       "1 / (1 + exp(-x)) (float)");
+  add("tir.reinterpret", {A::kScalar}, R::kRequested, Rule::kNone, false, "front end", "x",
+      "the bits of x read as the call's dtype, of the same width (ONNX's BitCast)");
   // the narrow floats (float8_*, float4_e2m1fn) are storage types: a cast to one with
   // ONNX's options (host kernels through the c target; TC1 has no such type)
   add("tir.narrow_float", {A::kFloat, A::kInt, A::kInt}, R::kRequested, Rule::kNone, false,
