@@ -312,8 +312,7 @@ class CPrinter {
 
   std::string StoreConvert(const std::string& v, DataType t) {
     // the value is already one of t's (NarrowRound): exact, so no saturation to apply
-    if (IsByteFloat(t))
-      return "tc_f32_to_f8(" + v + ", " + std::to_string(t.code) + ", 0, 0)";
+    if (IsByteFloat(t)) return "tc_f32_to_f8(" + v + ", " + std::to_string(t.code) + ", 0, 0)";
     if (t.code == kDLBfloat) return "tc_f32_to_bf16(" + v + ")";
     if (IsHalf(t)) return "tc_f32_to_f16(" + v + ")";
     return v;
@@ -554,28 +553,26 @@ class CPrinter {
     if (op == "tir.reinterpret") {
       DataType from = c->args[0].dtype(), to = c->dtype;
       if (from.bits() != to.bits() || from.lanes() != 1 || to.lanes() != 1)
-        TILECORE_THROW(ValueError) << "c codegen: `tir.reinterpret` of "
-                                   << ffi::DLDataTypeToString(from) << " as "
-                                   << ffi::DLDataTypeToString(to) << " (widths differ)"
-                                   << Where(c->span);
+        TILECORE_THROW(ValueError)
+            << "c codegen: `tir.reinterpret` of " << ffi::DLDataTypeToString(from) << " as "
+            << ffi::DLDataTypeToString(to) << " (widths differ)" << Where(c->span);
       // the stored form of the value (16-bit floats are computed widened), punned, then
       // read as a value of `to` again
       // (a 16-bit float loaded from memory is punned from its stored bits, NaN payloads kept)
       std::string stored = StoreConvert(arg(0), from);
       if (auto* l = c->args[0].as<BufferLoadNode>(); l && IsHalf(from))
         stored = Name(l->buffer->data.get()) + "[" + Offset(l->buffer, l->indices) + "]";
-      std::string bits = "((union { " + CType(from) + " a; " + CType(to) + " b; }){ .a = " +
-                         stored + " }).b";
+      std::string bits =
+          "((union { " + CType(from) + " a; " + CType(to) + " b; }){ .a = " + stored + " }).b";
       if (to.code == kDLBfloat) return "tc_bf16_to_f32(" + bits + ")";
       if (IsHalf(to)) return "tc_f16_to_f32(" + bits + ")";
       return bits;
     }
     if (op == "tir.narrow_float") {
       if (!IsByteFloat(c->dtype))
-        TILECORE_THROW(ValueError) << "c codegen: `tir.narrow_float` to "
-                                   << ffi::DLDataTypeToString(c->dtype)
-                                   << " (the c target converts the one-byte narrow floats)"
-                                   << Where(c->span);
+        TILECORE_THROW(ValueError)
+            << "c codegen: `tir.narrow_float` to " << ffi::DLDataTypeToString(c->dtype)
+            << " (the c target converts the one-byte narrow floats)" << Where(c->span);
       return NarrowRound(arg(0), c->dtype, arg(1), arg(2));
     }
     if (op == "tc1.vadds" || op == "tc1.vsubs") {

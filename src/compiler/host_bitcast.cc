@@ -16,8 +16,8 @@ namespace {
 // ONNX TensorProto element types and their widths in bits (0: not a plain number).
 int OnnxBits(int64_t to) {
   switch (to) {
-    case 2:   // uint8
-    case 3:   // int8
+    case 2:  // uint8
+    case 3:  // int8
       return 8;
     case 4:   // uint16
     case 5:   // int16
@@ -55,8 +55,8 @@ PrimFunc LowerBitCast(const OpCall& call) {
   NeedOutputs(call, 1);
   int bits = call.inputs[0]->dtype.bits();
   if (call.outputs[0]->dtype.bits() != bits)
-    TILECORE_THROW(ValueError) << "LowerHostOp(BitCast): " << call.inputs[0]->dtype.str()
-                               << " to " << call.outputs[0]->dtype.str() << " (widths differ)";
+    TILECORE_THROW(ValueError) << "LowerHostOp(BitCast): " << call.inputs[0]->dtype.str() << " to "
+                               << call.outputs[0]->dtype.str() << " (widths differ)";
   Params p = MakeParams(call);
   Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
   Stmt body = Loop("i", call.outputs[0]->numel(), [&](PrimExpr i) {
