@@ -1,7 +1,8 @@
 /*
  * src/compiler/host_elementwise.cc — host kernels of the element-wise ops in any dtype
  * (int64, float64, bool, unsigned, ...), with numpy broadcasting: arithmetic,
- * comparisons, logic and bit operations, Mod, IsNaN/IsInf, Where, unary math, Cast and
+ * comparisons, logic and bit operations, Mod, IsNaN/IsInf, Where, unary math (Shrink
+ * included), Cast and
  * CastLike, the copies (Identity Reshape Flatten Squeeze Unsqueeze Expand), and Shape
  * and Size, whose values are known when compiling (the kernel writes constants).
  *
@@ -225,6 +226,22 @@ const std::map<std::string, Op>& Ops() {
         "Round",
         [](PrimExpr x, const OpCall&) { return cast(x.dtype(), cast(DataType::Int(64), x)); },
         kFloat);
+    // Shrink: x + bias below -lambd, x - bias above lambd, 0 between
+    unary(
+        "Shrink",
+        [](PrimExpr x, const OpCall& c) {
+          double lambd = AttrFloat(c.attrs, "lambd", 0.5), bias = AttrFloat(c.attrs, "bias", 0.0);
+          PrimExpr l = C(x, lambd), b = C(x, bias);
+          if (x.dtype().is_float())
+            return select(x < Zero(x) - l, x + b, select(x > l, x - b, Zero(x)));
+          // integers compare in float64 (lambd and bias are floats)
+          DataType f64 = DataType::Float(64);
+          PrimExpr v = cast(f64, x), l64 = make_const(f64, lambd), b64 = make_const(f64, bias);
+          PrimExpr r = select(v < make_const(f64, -lambd), v + b64,
+                              select(v > l64, v - b64, make_const(f64, 0.0)));
+          return cast(x.dtype(), r);
+        },
+        kNum);
     unary(
         "Celu",
         [](PrimExpr x, const OpCall& c) {
