@@ -4,7 +4,7 @@
  * NegativeLogLikelihoodLoss, Dropout (inference), Pad, Slice, the reductions (ReduceSum Mean Max
  * Min Prod L1 L2 SumSquare LogSum LogSumExp), Gather, GatherElements, GatherND, ScatterElements,
  * ScatterND, Concat, Split, Transpose, Tile, Trilu, Range, OneHot, ConstantOfShape,
- * EyeLike and Compress.
+ * EyeLike, Compress and ReverseSequence.
  *
  * Plain scalar loops over the global buffers. Where an op takes a value the specs do
  * not carry (a reduction's `axes` input, Tile's `repeats`, Split's `split`), the
@@ -816,6 +816,27 @@ PrimFunc LowerTrilu(const OpCall& call) {
   return MakeFunc(call, p, Seq({body}));
 }
 
+// ReverseSequence: y[b, t] = x[b, len[b] - 1 - t] for t < len[b], x[b, t] after.
+PrimFunc LowerReverseSequence(const OpCall& call) {
+  NeedOutputs(call, 1);
+  Params p = MakeParams(call);
+  std::vector<int64_t> s = Shape(call.inputs[0]);
+  int64_t rank = static_cast<int64_t>(s.size());
+  int64_t ta = Axis("ReverseSequence", AttrInt(call.attrs, "time_axis", 0), rank);
+  int64_t ba = Axis("ReverseSequence", AttrInt(call.attrs, "batch_axis", 1), rank);
+  if (ta == ba)
+    TILECORE_THROW(ValueError) << "LowerHostOp(ReverseSequence): time_axis == batch_axis";
+  Buffer X = Flat(p.in[0], "X"), Ln = Flat(p.in[1], "lens"), Y = Flat(p.out[0], "Y");
+  Stmt body = Loop("o", Numel(s), [&](PrimExpr o) {
+    std::vector<PrimExpr> c = Unravel(o, s);
+    PrimExpr len = max(I32(0), min(cast(DataType::Int(32), BufferLoad(Ln, {c[ba]})), I32(s[ta])));
+    PrimExpr t = c[ta];
+    c[ta] = select(t < len, len - I32(1) - t, t);
+    return BufferStore(Y, BufferLoad(X, {Ravel(c, s)}), {o});
+  });
+  return MakeFunc(call, p, Seq({body}));
+}
+
 // EyeLike: ones on the k-th diagonal of a 2-D tensor of x's shape (dtype attribute or x's).
 PrimFunc LowerEyeLike(const OpCall& call) {
   NeedOutputs(call, 1);
@@ -972,6 +993,7 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
   RegisterHostKernel("ConstantOfShape", HostKernel{CheckConstantOfShape, LowerConstantOfShape, 0});
   RegisterHostKernel("EyeLike", HostKernel{CheckEyeLike, LowerEyeLike, 0});
   RegisterHostKernel("Compress", HostKernel{Inputs(2, 2), LowerCompress, 2});
+  RegisterHostKernel("ReverseSequence", HostKernel{IndexInputs(2, 2, 1), LowerReverseSequence, 2});
 });
 
 }  // namespace compiler
