@@ -47,7 +47,7 @@ CASES = [
     "test_bitcast_float32_to_int32", "test_bitcast_uint16_to_int16", "test_dropout_default_old",
     "test_lstm_with_peepholes", "test_gru_bidirectional", "test_simple_rnn_reverse", "test_compress_1",
     "test_eyelike_populate_off_main_diagonal", "test_nonmaxsuppression_center_point_box_format",
-    "test_col2im_5d", "test_lrn", "test_reversesequence_batch", "test_shrink_soft", "test_convinteger_without_padding", "test_nllloss_NCd1_weight",
+    "test_col2im_5d", "test_lrn", "test_reversesequence_batch", "test_det_nd", "test_deform_conv_with_mask_bias", "test_shrink_soft", "test_convinteger_without_padding", "test_nllloss_NCd1_weight",
     # ops without kernels of their own, run as their ONNX function bodies
     "test_attention_4d_attn_mask_bool_4d", "test_sce_none", "test_rotary_embedding_no_position_ids_rotary_dim",
     "test_causal_conv_with_state_with_past_state", "test_attention_4d_expanded", "test_sce_mean_expanded",
