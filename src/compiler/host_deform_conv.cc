@@ -27,8 +27,8 @@ PrimFunc LowerDeformConv(const OpCall& call) {
   NeedOutputs(call, 1);
   Params p = MakeParams(call);
   auto xs = Shape(call.inputs[0]), ws = Shape(call.inputs[1]), os = Shape(call.outputs[0]);
-  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], OC = ws[0], ICg = ws[1], KH = ws[2],
-          KW = ws[3], OH = os[2], OW = os[3];
+  int64_t C = xs[1], H = xs[2], W = xs[3], OC = ws[0], ICg = ws[1], KH = ws[2], KW = ws[3],
+          OH = os[2], OW = os[3];
   int64_t group = AttrInt(call.attrs, "group", 1), og_n = AttrInt(call.attrs, "offset_group", 1);
   if (group <= 0 || og_n <= 0 || C != ICg * group || OC % group != 0 || C % og_n != 0)
     TILECORE_THROW(ValueError) << "LowerHostOp(DeformConv): channels, group and offset_group "
@@ -85,7 +85,6 @@ PrimFunc LowerDeformConv(const OpCall& call) {
     return Seq({BufferStore(acc, b0, {I32(0)}), taps,
                 BufferStore(Y, cast(Y->dtype, BufferLoad(acc, {I32(0)})), {o})});
   });
-  (void)N;
   return MakeFunc(call, p, Allocate(acc, body));
 }
 
