@@ -111,3 +111,11 @@ def test_dtype_names_round_trip():
     assert str(DataType("float8_e4m3fnx4")) == "float8_e4m3fnx4"
     with pytest.raises(ValueError, match="float8_e4m3fn"):
         DataType("float8_e9")
+
+
+@pytest.mark.parametrize("name", list(F8.values()))
+def test_ndarray_round_trip_by_bytes(name):
+    x = np.arange(256, dtype=np.uint8).reshape(16, 16).view(getattr(ml_dtypes, name))
+    a = tilecore.nd.array(x)
+    assert str(a.dtype) == name and a.shape == (16, 16)
+    np.testing.assert_array_equal(a.numpy().view(np.uint8), x.view(np.uint8))
