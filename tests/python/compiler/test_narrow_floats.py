@@ -119,3 +119,14 @@ def test_ndarray_round_trip_by_bytes(name):
     a = tilecore.nd.array(x)
     assert str(a.dtype) == name and a.shape == (16, 16)
     np.testing.assert_array_equal(a.numpy().view(np.uint8), x.view(np.uint8))
+
+
+def test_the_npu_strategy_says_why_it_refuses_them():
+    from tilecore import compiler
+
+    S = compiler.TensorSpec
+    why = compiler.HasStrategy("Cast", {"to": 1}, [S([4], "float8_e5m2")])
+    assert "float8_e5m2" in why and "storage type TC1 has no form of" in why
+    assert "storage types TC1 has no form of" in compiler.HasStrategy("Cast", {"to": 17}, [S([4], "float32")])
+    assert compiler.HasHostKernel("Cast", {"to": 17}, [S([4], "float32")]) == ""
+    assert "which no host kernel takes" in compiler.HasHostKernel("Add", {}, [S([4], "float8_e4m3fn")] * 2)
