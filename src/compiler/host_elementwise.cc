@@ -226,6 +226,14 @@ const std::map<std::string, Op>& Ops() {
         "Round",
         [](PrimExpr x, const OpCall&) { return cast(x.dtype(), cast(DataType::Int(64), x)); },
         kFloat);
+    // ai.onnx.ml Binarizer: 1 above threshold, else 0, in x's dtype
+    unary(
+        "ai.onnx.ml::Binarizer",
+        [](PrimExpr x, const OpCall& c) {
+          PrimExpr th = C(x, AttrFloat(c.attrs, "threshold", 0.0));
+          return select(x > th, C(x, 1), Zero(x));
+        },
+        kNum);
     // Shrink: x + bias below -lambd, x - bias above lambd, 0 between
     unary(
         "Shrink",

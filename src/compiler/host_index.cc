@@ -4,7 +4,7 @@
  * NegativeLogLikelihoodLoss, Dropout (inference), Pad, Slice, the reductions (ReduceSum Mean Max
  * Min Prod L1 L2 SumSquare LogSum LogSumExp), Gather, GatherElements, GatherND, ScatterElements,
  * ScatterND, Concat, Split, Transpose, Tile, Trilu, Range, OneHot, ConstantOfShape,
- * EyeLike, Compress and ReverseSequence.
+ * EyeLike, Compress, ReverseSequence and ai.onnx.ml's ArrayFeatureExtractor.
  *
  * Plain scalar loops over the global buffers. Where an op takes a value the specs do
  * not carry (a reduction's `axes` input, Tile's `repeats`, Split's `split`), the
@@ -837,6 +837,24 @@ PrimFunc LowerReverseSequence(const OpCall& call) {
   return MakeFunc(call, p, Seq({body}));
 }
 
+// ai.onnx.ml ArrayFeatureExtractor: x[..., indices] along the last axis.
+PrimFunc LowerArrayFeatureExtractor(const OpCall& call) {
+  NeedOutputs(call, 1);
+  Params p = MakeParams(call);
+  std::vector<int64_t> s = Shape(call.inputs[0]), os = Shape(call.outputs[0]);
+  int64_t last = s.empty() ? 1 : s.back(), K = Numel(Shape(call.inputs[1]));
+  if (Numel(os) != Numel(s) / std::max<int64_t>(last, 1) * K)
+    TILECORE_THROW(ValueError) << "LowerHostOp(ArrayFeatureExtractor): the output shape does not "
+                                  "fit the input and the indices";
+  Buffer X = Flat(p.in[0], "X"), I = Flat(p.in[1], "I"), Y = Flat(p.out[0], "Y");
+  Stmt body = Loop("o", Numel(os), [&](PrimExpr o) {
+    PrimExpr row = floordiv(o, I32(K)), k = floormod(o, I32(K));
+    PrimExpr i = WrapIndex(BufferLoad(I, {k}), last);
+    return BufferStore(Y, BufferLoad(X, {row * I32(last) + i}), {o});
+  });
+  return MakeFunc(call, p, Seq({body}));
+}
+
 // EyeLike: ones on the k-th diagonal of a 2-D tensor of x's shape (dtype attribute or x's).
 PrimFunc LowerEyeLike(const OpCall& call) {
   NeedOutputs(call, 1);
@@ -993,6 +1011,8 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
   RegisterHostKernel("ConstantOfShape", HostKernel{CheckConstantOfShape, LowerConstantOfShape, 0});
   RegisterHostKernel("EyeLike", HostKernel{CheckEyeLike, LowerEyeLike, 0});
   RegisterHostKernel("Compress", HostKernel{Inputs(2, 2), LowerCompress, 2});
+  RegisterHostKernel("ai.onnx.ml::ArrayFeatureExtractor",
+                     HostKernel{IndexInputs(2, 2, 1), LowerArrayFeatureExtractor, 2});
   RegisterHostKernel("ReverseSequence", HostKernel{IndexInputs(2, 2, 1), LowerReverseSequence, 2});
 });
 

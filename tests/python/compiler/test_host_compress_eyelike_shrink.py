@@ -1,4 +1,5 @@
-"""Compress, EyeLike and Shrink on the host, against numpy."""
+"""Compress, EyeLike, Shrink and ai.onnx.ml's Binarizer and ArrayFeatureExtractor on the host,
+against numpy."""
 import numpy as np
 import pytest
 
@@ -50,3 +51,22 @@ def test_shrink(dtype):
     lambd, bias = 1.5, 1.0
     want = np.where(x < -lambd, x + bias, np.where(x > lambd, x - bias, 0)).astype(dtype)
     np.testing.assert_array_equal(run("Shrink", {"x": x}, x.shape, lambd=lambd, bias=bias), want)
+
+
+def _ml_model(op, inputs, out_shape, inits=(), **attrs):
+    ttype = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int64): TensorProto.INT64}
+    node = helper.make_node(op, list(inputs) + [n for n, _ in inits], ["y"], domain="ai.onnx.ml", **attrs)
+    g = helper.make_graph([node], "ml", [helper.make_tensor_value_info(n, ttype[v.dtype], list(v.shape))
+                                         for n, v in inputs.items()],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out_shape))],
+                          [helper.make_tensor(n, TensorProto.INT64, a.shape, a) for n, a in inits])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("ai.onnx.ml", 3)])
+
+
+def test_ml_binarizer_and_array_feature_extractor():
+    x = np.random.default_rng(2).normal(size=(3, 5)).astype(np.float32)
+    y = tilecore.compile(_ml_model("Binarizer", {"x": x}, x.shape, threshold=0.2)).run({"x": x})["y"]
+    np.testing.assert_array_equal(y, (x > 0.2).astype(np.float32))
+    idx = np.array([4, 0, -1], np.int64)
+    m = _ml_model("ArrayFeatureExtractor", {"x": x}, (3, 3), inits=[("idx", idx)])
+    np.testing.assert_array_equal(tilecore.compile(m).run({"x": x})["y"], x[:, [4, 0, 4]])
