@@ -19,6 +19,10 @@ pip_quiet() { "$PYTHON" -m pip install -q --disable-pip-version-check "$@"; }
 "$PYTHON" -c "import scikit_build_core, cmake, ninja" 2>/dev/null || pip_quiet "scikit-build-core>=0.10" cmake ninja
 "$PYTHON" -c "import numpy, pytest" 2>/dev/null || pip_quiet numpy pytest
 "$PYTHON" -c "import onnx" 2>/dev/null || pip_quiet onnx || echo "tilecore: onnx unavailable; its tests will be skipped"
+# ml_dtypes (onnx depends on it too): numpy's bfloat16 and float8 types, which NDArray and
+# Executable.run take and give.
+"$PYTHON" -c "import ml_dtypes" 2>/dev/null || pip_quiet ml_dtypes \
+  || echo "tilecore: ml_dtypes unavailable; bfloat16 and float8 arrays cannot reach numpy"
 # Hypothesis for the property tests; SciPy (erf) and Pillow (ImageDecoder) for the op library.
 "$PYTHON" -c "import hypothesis, scipy, PIL" 2>/dev/null || pip_quiet hypothesis scipy Pillow \
   || echo "tilecore: hypothesis/scipy/Pillow unavailable; the property tests and ImageDecoder are skipped"

@@ -38,6 +38,12 @@ std::string Where(const Span& span) {
   return os.str();
 }
 
+// The one-byte narrow floats the c target converts (tc_f8_to_f32 / tc_f32_to_f8 below); the
+// 4- and 6-bit ones are packed below a byte, which the c target does not address.
+bool IsByteFloat(DataType t) {
+  return t.code >= kDLFloat8_e4m3fn && t.code <= kDLFloat8_e8m0fnu && t.bits() == 8;
+}
+
 // The C type of one element (of one lane, for vector types).
 std::string CType(DataType t) {
   t = t.element_of();
@@ -47,6 +53,7 @@ std::string CType(DataType t) {
   if (t.code == kDLFloat && t.bits() == 64) return "double";
   if (t.code == kDLFloat && t.bits() == 16) return "uint16_t";  // storage only
   if (t.code == kDLBfloat) return "uint16_t";
+  if (IsByteFloat(t)) return "uint8_t";  // storage only, one byte each
   if (t.is_int()) return "int" + std::to_string(t.bits()) + "_t";
   if (t.is_uint()) return "uint" + std::to_string(t.bits()) + "_t";
   TILECORE_THROW(ValueError) << "c codegen: dtype " << ffi::DLDataTypeToString(t)
@@ -92,6 +99,53 @@ static inline uint16_t tc_f32_to_bf16(float f) {
   uint32_t x; memcpy(&x, &f, 4);
   if ((x & 0x7F800000u) == 0x7F800000u && (x & 0x7FFFFF)) return (uint16_t)(((x >> 16) & 0x8000) | 0x7FC0);
   uint32_t r = x + 0x7FFF + ((x >> 16) & 1); return (uint16_t)(r >> 16);
+}
+/* The narrow floats, one byte each, by DLPack code: 10 float8_e4m3fn, 11 float8_e4m3fnuz,
+   12 float8_e5m2, 13 float8_e5m2fnuz (ONNX's FLOAT8*), 14 float8_e8m0fnu (a biased power of two). */
+static inline float tc_f8_to_f32(uint8_t b, int code) {
+  if (code == 14) return b == 0xFF ? NAN : ldexpf(1.0f, (int)b - 127);
+  int E = code <= 11 ? 4 : 5, M = 7 - E, bias = code == 10 ? 7 : code == 11 ? 8 : code == 12 ? 15 : 16;
+  if ((code == 11 || code == 13) && b == 0x80) return NAN;
+  if (code == 10 && (b & 0x7F) == 0x7F) return NAN;
+  int s = b >> 7, e = (b >> M) & ((1 << E) - 1), m = b & ((1 << M) - 1);
+  if (code == 12 && e == 31) return m ? NAN : (s ? -INFINITY : INFINITY);
+  float v = e == 0 ? ldexpf((float)m, 1 - bias - M) : ldexpf((float)((1 << M) | m), e - bias - M);
+  return s ? -v : v;
+}
+/* f rounded to nearest even (e8m0: round_mode rm 0 nearest, 1 up, 2 down, on the exponent
+   as onnx.numpy_helper.to_float8e8m0 does). Out of range: the largest finite value with
+   sat, else inf (e5m2) or NaN. The fnuz formats have no -0. */
+static inline uint8_t tc_f32_to_f8(float f, int code, int sat, int rm) {
+  uint32_t x; memcpy(&x, &f, 4);
+  if (code == 14) {
+    uint32_t e = (x >> 23) & 0xFF, up = 0;
+    if (e == 0xFF) return 0xFF;
+    if (rm == 0) up = (x & 0x400000) && ((x & 0x200000) || (x & 0x1FFFFF) || e > 0);
+    else if (rm == 1) up = (x & 0x7FFFFF) != 0;
+    if (sat && e == 0xFE) up = 0;
+    return (uint8_t)(e + up);
+  }
+  int E = code <= 11 ? 4 : 5, M = 7 - E, bias = code == 10 ? 7 : code == 11 ? 8 : code == 12 ? 15 : 16;
+  int fnuz = code == 11 || code == 13;
+  uint8_t s = (uint8_t)((x >> 31) << 7);
+  float maxv = code == 10 ? 448.0f : code == 11 ? 240.0f : 57344.0f;
+  if (f != f) return fnuz ? 0x80 : (uint8_t)(s | 0x7F);
+  float a = fabsf(f);
+  if (a != INFINITY) {  /* rounded first: just above the largest value may round down to it */
+    if (a == 0.0f) return fnuz ? 0 : s;
+    int ex; frexpf(a, &ex); ex -= 1;            /* a = 1.m * 2^ex */
+    if (ex < 1 - bias) ex = 1 - bias;           /* subnormal */
+    float r = nearbyintf(ldexpf(a, M - ex));    /* significand in units of the last place */
+    if (r >= (float)(2 << M)) { ex += 1; r = ldexpf(r, -1); }
+    if (ldexpf(r, ex - M) <= maxv) {
+      int ri = (int)r, e = ri < (1 << M) ? 0 : ex + bias, m = ri < (1 << M) ? ri : ri - (1 << M);
+      if (fnuz && e == 0 && m == 0) return 0;
+      return (uint8_t)(s | (e << M) | m);
+    }
+  }
+  if (sat) return (uint8_t)(s | (code == 10 ? 0x7E : code == 12 ? 0x7B : 0x7F));
+  if (code == 12) return (uint8_t)(s | 0x7C);
+  return fnuz ? 0x80 : (uint8_t)(s | 0x7F);
 }
 static inline int64_t tc_f2i(double v, int64_t lo, int64_t hi) {
   if (v != v) return 0;
@@ -190,12 +244,22 @@ class CPrinter {
   std::string LoadValue(const Buffer& b, const Array<PrimExpr>& idx) {
     std::string raw = Name(b->data.get()) + "[" + Offset(b, idx) + "]";
     if (b->dtype.code == kDLBfloat) return "tc_bf16_to_f32(" + raw + ")";
+    if (IsByteFloat(b->dtype))
+      return "tc_f8_to_f32(" + raw + ", " + std::to_string(b->dtype.code) + ")";
     if (IsHalf(b->dtype)) return "tc_f16_to_f32(" + raw + ")";
     return raw;
   }
 
   // C type of a computed value of dtype t (f16/bf16 compute in float).
-  std::string ValueType(DataType t) { return IsHalf(t) ? "float" : CType(t); }
+  std::string ValueType(DataType t) { return IsHalf(t) || IsByteFloat(t) ? "float" : CType(t); }
+
+  // A float value rounded to the narrow float `to` and widened back (exact in float).
+  static std::string NarrowRound(const std::string& v, DataType to, const std::string& saturate,
+                                 const std::string& round_mode) {
+    std::string code = std::to_string(to.code);
+    return "tc_f8_to_f32(tc_f32_to_f8((float)(" + v + "), " + code + ", " + saturate + ", " +
+           round_mode + "), " + code + ")";
+  }
 
   static std::string DtCode(DataType t) {
     t = t.element_of();
@@ -211,6 +275,10 @@ class CPrinter {
   }
 
   std::string Convert(const std::string& v, DataType from, DataType to) {
+    if (IsByteFloat(from) && from != to) from = DataType::Float(32);  // computed in float
+    // ONNX's defaults: saturate, and e8m0 rounds up
+    if (IsByteFloat(to) && from != to)
+      return NarrowRound(v, to, "1", to.code == kDLFloat8_e8m0fnu ? "1" : "0");
     if (from == to || (IsHalf(from) && IsHalf(to) && from.code == to.code)) return v;
     if (to.is_bool()) return "(uint8_t)((" + v + ") != 0)";
     if (to.is_integer() && from.is_float()) {
@@ -243,6 +311,8 @@ class CPrinter {
   }
 
   std::string StoreConvert(const std::string& v, DataType t) {
+    // the value is already one of t's (NarrowRound): exact, so no saturation to apply
+    if (IsByteFloat(t)) return "tc_f32_to_f8(" + v + ", " + std::to_string(t.code) + ", 0, 0)";
     if (t.code == kDLBfloat) return "tc_f32_to_bf16(" + v + ")";
     if (IsHalf(t)) return "tc_f32_to_f16(" + v + ")";
     return v;
@@ -480,6 +550,31 @@ class CPrinter {
     if (op == "tir.recip") return f64 ? "(1.0 / (" + arg(0) + "))" : math("tc_recip", "");
     if (op == "tir.sigmoid")
       return f64 ? "(1.0 / (1.0 + exp(-(" + arg(0) + "))))" : math("tc_sigmoid", "");
+    if (op == "tir.reinterpret") {
+      DataType from = c->args[0].dtype(), to = c->dtype;
+      if (from.bits() != to.bits() || from.lanes() != 1 || to.lanes() != 1)
+        TILECORE_THROW(ValueError)
+            << "c codegen: `tir.reinterpret` of " << ffi::DLDataTypeToString(from) << " as "
+            << ffi::DLDataTypeToString(to) << " (widths differ)" << Where(c->span);
+      // the stored form of the value (16-bit floats are computed widened), punned, then
+      // read as a value of `to` again
+      // (a 16-bit float loaded from memory is punned from its stored bits, NaN payloads kept)
+      std::string stored = StoreConvert(arg(0), from);
+      if (auto* l = c->args[0].as<BufferLoadNode>(); l && IsHalf(from))
+        stored = Name(l->buffer->data.get()) + "[" + Offset(l->buffer, l->indices) + "]";
+      std::string bits =
+          "((union { " + CType(from) + " a; " + CType(to) + " b; }){ .a = " + stored + " }).b";
+      if (to.code == kDLBfloat) return "tc_bf16_to_f32(" + bits + ")";
+      if (IsHalf(to)) return "tc_f16_to_f32(" + bits + ")";
+      return bits;
+    }
+    if (op == "tir.narrow_float") {
+      if (!IsByteFloat(c->dtype))
+        TILECORE_THROW(ValueError)
+            << "c codegen: `tir.narrow_float` to " << ffi::DLDataTypeToString(c->dtype)
+            << " (the c target converts the one-byte narrow floats)" << Where(c->span);
+      return NarrowRound(arg(0), c->dtype, arg(1), arg(2));
+    }
     if (op == "tc1.vadds" || op == "tc1.vsubs") {
       DataType et = c->dtype.element_of();
       return "((" + CType(et) + ")" + (op == "tc1.vadds" ? "tc_sat_add(" : "tc_sat_sub(") +

@@ -1,7 +1,8 @@
 /*
  * src/compiler/host_elementwise.cc — host kernels of the element-wise ops in any dtype
  * (int64, float64, bool, unsigned, ...), with numpy broadcasting: arithmetic,
- * comparisons, logic and bit operations, Mod, IsNaN/IsInf, Where, unary math, Cast and
+ * comparisons, logic and bit operations, Mod, IsNaN/IsInf, Where, unary math (Shrink
+ * included), Cast and
  * CastLike, the copies (Identity Reshape Flatten Squeeze Unsqueeze Expand), and Shape
  * and Size, whose values are known when compiling (the kernel writes constants).
  *
@@ -63,6 +64,23 @@ PrimExpr Ceil(const PrimExpr& x) {
   return select(r < x, r + C(x, 1), r);
 }
 PrimExpr Trunc(const PrimExpr& x) { return select(x < Zero(x), Ceil(x), Floor(x)); }
+
+// ONNX's Cast: to a narrow float with the saturate and round_mode attributes (float8_e8m0fnu
+// rounds up by default), from one through float32 (every float8 value is a float32 one).
+PrimExpr CastTo(DataType to, PrimExpr x, const OpCall& c) {
+  if (x.dtype().is_narrow_float() && x.dtype() != to) x = cast(DataType::Float(32), x);
+  if (!to.is_narrow_float() || x.dtype() == to) return Convert(to, x);
+  std::string mode = AttrStr(c.attrs, "round_mode", "up");
+  int64_t rm = mode == "nearest" ? 0 : mode == "up" ? 1 : mode == "down" ? 2 : -1;
+  if (rm < 0)
+    TILECORE_THROW(ValueError) << c.op_type << ": round_mode `" << mode
+                               << "` (expected up, down or nearest)";
+  if (to.code != kDLFloat8_e8m0fnu) rm = 0;
+  int64_t saturate = AttrInt(c.attrs, "saturate", 1) != 0;
+  return Call(to, "tir.narrow_float",
+              {cast(DataType::Float(32), x), make_const(DataType::Int(32), saturate),
+               make_const(DataType::Int(32), rm)});
+}
 
 const std::map<std::string, Op>& Ops() {
   static const std::map<std::string, Op> ops = [] {
@@ -208,6 +226,30 @@ const std::map<std::string, Op>& Ops() {
         "Round",
         [](PrimExpr x, const OpCall&) { return cast(x.dtype(), cast(DataType::Int(64), x)); },
         kFloat);
+    // ai.onnx.ml Binarizer: 1 above threshold, else 0, in x's dtype
+    unary(
+        "ai.onnx.ml::Binarizer",
+        [](PrimExpr x, const OpCall& c) {
+          PrimExpr th = C(x, AttrFloat(c.attrs, "threshold", 0.0));
+          return select(x > th, C(x, 1), Zero(x));
+        },
+        kNum);
+    // Shrink: x + bias below -lambd, x - bias above lambd, 0 between
+    unary(
+        "Shrink",
+        [](PrimExpr x, const OpCall& c) {
+          double lambd = AttrFloat(c.attrs, "lambd", 0.5), bias = AttrFloat(c.attrs, "bias", 0.0);
+          PrimExpr l = C(x, lambd), b = C(x, bias);
+          if (x.dtype().is_float())
+            return select(x < Zero(x) - l, x + b, select(x > l, x - b, Zero(x)));
+          // integers compare in float64 (lambd and bias are floats)
+          DataType f64 = DataType::Float(64);
+          PrimExpr v = cast(f64, x), l64 = make_const(f64, lambd), b64 = make_const(f64, bias);
+          PrimExpr r = select(v < make_const(f64, -lambd), v + b64,
+                              select(v > l64, v - b64, make_const(f64, 0.0)));
+          return cast(x.dtype(), r);
+        },
+        kNum);
     unary(
         "Celu",
         [](PrimExpr x, const OpCall& c) {
@@ -229,11 +271,11 @@ const std::map<std::string, Op>& Ops() {
     for (const char* n : {"Reshape", "Squeeze", "Unsqueeze", "Expand"})
       m[n] = {copy, 1, 2, kAny, 1};
     m["Cast"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
-                   return Convert(c.outputs[0]->dtype, x[0]);
+                   return CastTo(c.outputs[0]->dtype, x[0], c);
                  },
                  1, 1, kAny};
     m["CastLike"] = {[](const std::vector<PrimExpr>& x, const OpCall& c) {
-                       return Convert(c.outputs[0]->dtype, x[0]);
+                       return CastTo(c.outputs[0]->dtype, x[0], c);
                      },
                      2,
                      2,
@@ -259,7 +301,8 @@ size_t ParamCount(const Op& op, size_t n) {
 std::string Check(const std::string& op_type, const Map<String, Any>&,
                   const std::vector<TensorSpec>& in) {
   const Op& op = Ops().at(op_type);
-  std::string w = NeedInputs(op_type, in, op.min_inputs, op.max_inputs);
+  // the copies, Where and the casts move narrow floats (float8_*) through float
+  std::string w = NeedInputs(op_type, in, op.min_inputs, op.max_inputs, op.kinds == kAny);
   if (!w.empty()) return w;
   size_t n = ParamCount(op, in.size());
   size_t first = op_type == "Where" ? 1 : 0;

@@ -3,7 +3,8 @@
  * ArgMax/ArgMin, Hardmax, CumSum, CumProd, TopK, Softmax/LogSoftmax, LayerNormalization,
  * NegativeLogLikelihoodLoss, Dropout (inference), Pad, Slice, the reductions (ReduceSum Mean Max
  * Min Prod L1 L2 SumSquare LogSum LogSumExp), Gather, GatherElements, GatherND, ScatterElements,
- * ScatterND, Concat, Split, Transpose, Tile, Trilu, Range, OneHot and ConstantOfShape.
+ * ScatterND, Concat, Split, Transpose, Tile, Trilu, Range, OneHot, ConstantOfShape,
+ * EyeLike, Compress, ReverseSequence and ai.onnx.ml's ArrayFeatureExtractor.
  *
  * Plain scalar loops over the global buffers. Where an op takes a value the specs do
  * not carry (a reduction's `axes` input, Tile's `repeats`, Split's `split`), the
@@ -815,6 +816,107 @@ PrimFunc LowerTrilu(const OpCall& call) {
   return MakeFunc(call, p, Seq({body}));
 }
 
+// ReverseSequence: y[b, t] = x[b, len[b] - 1 - t] for t < len[b], x[b, t] after.
+PrimFunc LowerReverseSequence(const OpCall& call) {
+  NeedOutputs(call, 1);
+  Params p = MakeParams(call);
+  std::vector<int64_t> s = Shape(call.inputs[0]);
+  int64_t rank = static_cast<int64_t>(s.size());
+  int64_t ta = Axis("ReverseSequence", AttrInt(call.attrs, "time_axis", 0), rank);
+  int64_t ba = Axis("ReverseSequence", AttrInt(call.attrs, "batch_axis", 1), rank);
+  if (ta == ba)
+    TILECORE_THROW(ValueError) << "LowerHostOp(ReverseSequence): time_axis == batch_axis";
+  Buffer X = Flat(p.in[0], "X"), Ln = Flat(p.in[1], "lens"), Y = Flat(p.out[0], "Y");
+  Stmt body = Loop("o", Numel(s), [&](PrimExpr o) {
+    std::vector<PrimExpr> c = Unravel(o, s);
+    PrimExpr len = max(I32(0), min(cast(DataType::Int(32), BufferLoad(Ln, {c[ba]})), I32(s[ta])));
+    PrimExpr t = c[ta];
+    c[ta] = select(t < len, len - I32(1) - t, t);
+    return BufferStore(Y, BufferLoad(X, {Ravel(c, s)}), {o});
+  });
+  return MakeFunc(call, p, Seq({body}));
+}
+
+// ai.onnx.ml ArrayFeatureExtractor: x[..., indices] along the last axis.
+PrimFunc LowerArrayFeatureExtractor(const OpCall& call) {
+  NeedOutputs(call, 1);
+  Params p = MakeParams(call);
+  std::vector<int64_t> s = Shape(call.inputs[0]), os = Shape(call.outputs[0]);
+  int64_t last = s.empty() ? 1 : s.back(), K = Numel(Shape(call.inputs[1]));
+  if (Numel(os) != Numel(s) / std::max<int64_t>(last, 1) * K)
+    TILECORE_THROW(ValueError) << "LowerHostOp(ArrayFeatureExtractor): the output shape does not "
+                                  "fit the input and the indices";
+  Buffer X = Flat(p.in[0], "X"), I = Flat(p.in[1], "I"), Y = Flat(p.out[0], "Y");
+  Stmt body = Loop("o", Numel(os), [&](PrimExpr o) {
+    PrimExpr row = floordiv(o, I32(K)), k = floormod(o, I32(K));
+    PrimExpr i = WrapIndex(BufferLoad(I, {k}), last);
+    return BufferStore(Y, BufferLoad(X, {row * I32(last) + i}), {o});
+  });
+  return MakeFunc(call, p, Seq({body}));
+}
+
+// EyeLike: ones on the k-th diagonal of a 2-D tensor of x's shape (dtype attribute or x's).
+PrimFunc LowerEyeLike(const OpCall& call) {
+  NeedOutputs(call, 1);
+  Params p = MakeParams(call);
+  std::vector<int64_t> s = Shape(call.outputs[0]);
+  if (s.size() != 2) TILECORE_THROW(ValueError) << "LowerHostOp(EyeLike): the input must be 2-D";
+  int64_t k = AttrInt(call.attrs, "k", 0), W = s[1];
+  Buffer Y = Flat(p.out[0], "Y");
+  DataType t = Y->dtype;
+  auto one = t.is_float() ? make_const(t, 1.0) : make_const(t, int64_t{1});
+  Stmt body = Loop("o", Numel(s), [&](PrimExpr o) {
+    PrimExpr i = floordiv(o, I32(W)), j = floormod(o, I32(W));
+    return BufferStore(Y, select(eq(j - i, I32(k)), one, make_zero(t)), {o});
+  });
+  return MakeFunc(call, p, Seq({body}));
+}
+
+std::string CheckEyeLike(const std::string& op, const Map<String, Any>&,
+                         const std::vector<TensorSpec>& in) {
+  std::string w = NeedInputs(op, in, 1, 1);
+  if (!w.empty()) return w;
+  return in[0]->shape.size() == 2 ? "" : "EyeLike: the input must be 2-D";
+}
+
+// Compress: the slices along `axis` (of the flattened input without it) whose condition
+// is true, in order. The output's length along the axis is the model's (static) one: a
+// condition with fewer true entries leaves zeros, one with more is cut there.
+PrimFunc LowerCompress(const OpCall& call) {
+  NeedOutputs(call, 1);
+  Params p = MakeParams(call);
+  std::vector<int64_t> in = Shape(call.inputs[0]), out = Shape(call.outputs[0]);
+  int64_t outer = 1, A = Numel(in), inner = 1, K = Numel(out);
+  if (HasAttr(call.attrs, "axis")) {
+    int64_t rank = static_cast<int64_t>(in.size());
+    int64_t axis = Axis("Compress", AttrInt(call.attrs, "axis", 0), rank);
+    if (out.size() != in.size())
+      TILECORE_THROW(ValueError) << "LowerHostOp(Compress): output rank " << out.size()
+                                 << ", expected " << in.size();
+    A = in[axis];
+    K = out[axis];
+    outer = inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= in[d];
+    for (int64_t d = axis + 1; d < rank; ++d) inner *= in[d];
+  }
+  int64_t n_cond = std::min<int64_t>(A, Numel(Shape(call.inputs[1])));
+  Buffer X = Flat(p.in[0], "X"), C = Flat(p.in[1], "C"), Y = Flat(p.out[0], "Y");
+  Scalar k(DataType::Int(32), "k");
+  Stmt clear =
+      Loop("o", Numel(out), [&](PrimExpr o) { return BufferStore(Y, make_zero(Y->dtype), {o}); });
+  Stmt pick = Loop("a", n_cond, [&](PrimExpr a) {
+    PrimExpr c = BufferLoad(C, {a});
+    PrimExpr on = (c.dtype().is_bool() ? c : ne(c, make_zero(c.dtype()))) && k.get() < I32(K);
+    Stmt copy = Loop("e", outer * inner, [&](PrimExpr e) {
+      PrimExpr o = floordiv(e, I32(inner)), n = floormod(e, I32(inner));
+      return BufferStore(Y, BufferLoad(X, {(o * I32(A) + a) * I32(inner) + n}),
+                         {(o * I32(K) + k.get()) * I32(inner) + n});
+    });
+    return IfThenElse(on, Seq({copy, k.set(k.get() + I32(1))}));
+  });
+  return MakeFunc(call, p, Seq({k.scope(Seq({clear, k.set(I32(0)), pick}))}));
+}
+
 PrimFunc LowerRange(const OpCall& call) {
   NeedOutputs(call, 1);
   Params p = MakeParams(call);
@@ -907,6 +1009,11 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
   RegisterHostKernel("Range", HostKernel{Inputs(3, 3), LowerRange, 3});
   RegisterHostKernel("OneHot", HostKernel{Inputs(3, 3), LowerOneHot, 3});
   RegisterHostKernel("ConstantOfShape", HostKernel{CheckConstantOfShape, LowerConstantOfShape, 0});
+  RegisterHostKernel("EyeLike", HostKernel{CheckEyeLike, LowerEyeLike, 0});
+  RegisterHostKernel("Compress", HostKernel{Inputs(2, 2), LowerCompress, 2});
+  RegisterHostKernel("ai.onnx.ml::ArrayFeatureExtractor",
+                     HostKernel{IndexInputs(2, 2, 1), LowerArrayFeatureExtractor, 2});
+  RegisterHostKernel("ReverseSequence", HostKernel{IndexInputs(2, 2, 1), LowerReverseSequence, 2});
 });
 
 }  // namespace compiler

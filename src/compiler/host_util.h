@@ -59,27 +59,31 @@ inline int64_t Axis(const std::string& op, int64_t axis, int64_t rank) {
   return a;
 }
 
-/*! \brief "" when `t` is a scalar number or bool type the c target computes with. */
-inline std::string PlainDType(const std::string& op, size_t i, const TensorSpec& t) {
+/*! \brief "" when `t` is a scalar number or bool type the c target computes with; with
+ * `narrow_ok` also the one-byte narrow floats (float8_*), which the c target converts to and
+ * from float (copies and casts) but does no arithmetic on. */
+inline std::string PlainDType(const std::string& op, size_t i, const TensorSpec& t,
+                              bool narrow_ok = false) {
   if (!t.defined()) return "";
   DataType d = t->dtype;
   bool ok =
       d.lanes() == 1 && (d.is_integer() || d.is_bool() ||
-                         (d.is_float() && (d.bits() == 16 || d.bits() == 32 || d.bits() == 64)));
+                         (d.is_float() && (d.bits() == 16 || d.bits() == 32 || d.bits() == 64)) ||
+                         (narrow_ok && d.is_narrow_float() && d.bits() == 8));
   return ok ? ""
             : op + ": input " + std::to_string(i) + " has dtype " + d.str() +
                   ", which no host kernel takes";
 }
 
 inline std::string NeedInputs(const std::string& op, const std::vector<TensorSpec>& in, size_t lo,
-                              size_t hi) {
+                              size_t hi, bool narrow_ok = false) {
   if (in.size() < lo || in.size() > hi)
     return op + ": expected " + std::to_string(lo) + (hi != lo ? ".." + std::to_string(hi) : "") +
            " inputs, got " + std::to_string(in.size());
   for (size_t i = 0; i < lo; ++i)
     if (!in[i].defined()) return op + ": input " + std::to_string(i) + " is missing";
   for (size_t i = 0; i < in.size(); ++i) {
-    std::string w = PlainDType(op, i, in[i]);
+    std::string w = PlainDType(op, i, in[i], narrow_ok);
     if (!w.empty()) return w;
   }
   return "";

@@ -733,6 +733,10 @@ std::string CheckElementwise(const std::string& op_type, const Map<String, Any>&
       if (t.bits() > 32 || t.lanes() != 1) return op_type + ": input dtype " + t.str();
     }
   }
+  for (const TensorSpec& t : inputs)
+    if (t.defined() && t->dtype.is_narrow_float())
+      return op_type + ": " + t->dtype.str() +
+             " is a storage type TC1 has no form of (the host converts it)";
   if (op_type == "Where" && !inputs[0]->dtype.is_bool()) return "Where: condition must be bool";
   if (op_type == "Cast") {
     // the output dtype is the attribute `to` (ONNX TensorProto codes)
@@ -740,6 +744,10 @@ std::string CheckElementwise(const std::string& op_type, const Map<String, Any>&
     if (to == 7 || to == 11 || to == 13) return "Cast: to a 64-bit type (TC1 has no 64-bit types)";
     if (to == 10 || to == 16 || inputs[0]->dtype.bits() == 16)
       return "Cast: float16 and bfloat16 are not taken by the npu strategy yet";
+    if (to >= 17 && to <= 26)
+      return "Cast: to the ONNX type " + std::to_string(to) +
+             " (float8, float4, int4 or int2: storage types TC1 has no form of; the host "
+             "converts them)";
     if (to != 1 && to != 2 && to != 3 && to != 4 && to != 5 && to != 6 && to != 9 && to != 12)
       return "Cast: to the ONNX type " + std::to_string(to) +
              ", which the npu strategy does not produce";

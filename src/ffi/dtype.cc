@@ -73,6 +73,26 @@ class ExtraDeviceNames {
   std::vector<std::pair<int32_t, std::string>> names_;
 };
 
+/*! \brief The narrow float formats of DLPack 1.1, spelled as ml_dtypes (and numpy with it) does. */
+struct NarrowFloatName {
+  uint8_t code;
+  uint8_t bits;
+  const char* name;
+};
+constexpr NarrowFloatName kNarrowFloatNames[] = {
+    {kDLFloat8_e3m4, 8, "float8_e3m4"},
+    {kDLFloat8_e4m3, 8, "float8_e4m3"},
+    {kDLFloat8_e4m3b11fnuz, 8, "float8_e4m3b11fnuz"},
+    {kDLFloat8_e4m3fn, 8, "float8_e4m3fn"},
+    {kDLFloat8_e4m3fnuz, 8, "float8_e4m3fnuz"},
+    {kDLFloat8_e5m2, 8, "float8_e5m2"},
+    {kDLFloat8_e5m2fnuz, 8, "float8_e5m2fnuz"},
+    {kDLFloat8_e8m0fnu, 8, "float8_e8m0fnu"},
+    {kDLFloat6_e2m3fn, 6, "float6_e2m3fn"},
+    {kDLFloat6_e3m2fn, 6, "float6_e3m2fn"},
+    {kDLFloat4_e2m1fn, 4, "float4_e2m1fn"},
+};
+
 bool ParseUInt(std::string_view s, int* out) {
   if (s.empty()) return false;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
@@ -104,15 +124,26 @@ DLDataType StringToDLDataType(std::string_view str) {
     t.bits = 8;
     return t;
   }
+  for (const auto& f : kNarrowFloatNames) {
+    if (s == f.name) {
+      t.code = f.code;
+      t.bits = f.bits;
+      return t;
+    }
+  }
   if (!(take("uint", kDLUInt) || take("int", kDLInt) || take("float", kDLFloat) ||
         take("bfloat", kDLBfloat))) {
     TILECORE_THROW(ValueError) << "Invalid data type `" << str
-                               << "`: expected int<N>, uint<N>, float<N>, bfloat16 or bool, "
+                               << "`: expected int<N>, uint<N>, float<N>, bfloat16, bool or a "
+                                  "narrow float (float8_e4m3fn, float8_e5m2, float4_e2m1fn, ...), "
                                   "optionally followed by x<lanes>";
   }
   int bits = 0;
   if (!ParseUInt(s, &bits) || bits > 255) {
-    TILECORE_THROW(ValueError) << "Invalid data type `" << str << "`: bad bit width";
+    TILECORE_THROW(ValueError) << "Invalid data type `" << str
+                               << "`: bad bit width (the narrow floats are spelled "
+                                  "float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, "
+                                  "float8_e8m0fnu, float4_e2m1fn, ...)";
   }
   t.bits = static_cast<uint8_t>(bits);
   if (t.code == kDLBfloat && bits != 16) {
@@ -123,6 +154,13 @@ DLDataType StringToDLDataType(std::string_view str) {
 
 std::string DLDataTypeToString(DLDataType dtype) {
   std::string s;
+  for (const auto& f : kNarrowFloatNames) {
+    if (dtype.code == f.code && dtype.bits == f.bits) {
+      s = f.name;
+      if (dtype.lanes != 1) s += "x" + std::to_string(dtype.lanes);
+      return s;
+    }
+  }
   switch (dtype.code) {
     case kDLInt:
       s = "int";

@@ -58,6 +58,15 @@ std::vector<IntrinsicInfo> MakeTable() {
       "hyperbolic tangent (float)");
   add("tir.sigmoid", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x",
       "1 / (1 + exp(-x)) (float)");
+  add("tir.reinterpret", {A::kScalar}, R::kRequested, Rule::kNone, false, "front end", "x",
+      "the bits of x read as the call's dtype, of the same width (ONNX's BitCast)");
+  // the narrow floats (float8_*, float4_e2m1fn) are storage types: a cast to one with
+  // ONNX's options (host kernels through the c target; TC1 has no such type)
+  add("tir.narrow_float", {A::kFloat, A::kInt, A::kInt}, R::kRequested, Rule::kNone, false,
+      "front end", "x, saturate, round_mode",
+      "x rounded to the call's narrow float dtype: saturate 1 clamps to the largest finite "
+      "value, 0 overflows to inf or NaN; round_mode 0 nearest even, 1 up, 2 down "
+      "(float8_e8m0fnu; the other formats round to nearest even)");
   // trigonometric and hyperbolic functions (host kernels through the c target; no TC1 instruction)
   add("tir.sin", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x", "sine (float)");
   add("tir.cos", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x",

@@ -73,6 +73,18 @@ typedef enum {
   kDLBfloat = 4U,
   kDLComplex = 5U,
   kDLBool = 6U,
+  /*! \brief The narrow float formats of DLPack 1.1 (storage types; ml_dtypes' names). */
+  kDLFloat8_e3m4 = 7U,
+  kDLFloat8_e4m3 = 8U,
+  kDLFloat8_e4m3b11fnuz = 9U,
+  kDLFloat8_e4m3fn = 10U,
+  kDLFloat8_e4m3fnuz = 11U,
+  kDLFloat8_e5m2 = 12U,
+  kDLFloat8_e5m2fnuz = 13U,
+  kDLFloat8_e8m0fnu = 14U,
+  kDLFloat6_e2m3fn = 15U,
+  kDLFloat6_e3m2fn = 16U,
+  kDLFloat4_e2m1fn = 17U,
 } DLDataTypeCode;
 
 /*! \brief Element type: code, bits per lane, lanes. 4 bytes. */

@@ -2,8 +2,11 @@
  * include/tilecore/ffi/dtype.h — DLDataType and DLDevice as values: parsing,
  * printing and comparison.
  *
- * Data types are spelled as numpy does ("int8", "float32", "bool") plus "bfloat16"
- * and an optional lane count ("int32x8" is a 256-bit SIMD vector of int32).
+ * Data types are spelled as numpy does ("int8", "float32", "bool") plus "bfloat16",
+ * the narrow floats of DLPack 1.1 as ml_dtypes spells them ("float8_e4m3fn",
+ * "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", ...: storage types, converted
+ * to and from wider floats only) and an optional lane count ("int32x8" is a 256-bit
+ * SIMD vector of int32).
  * Devices are spelled "cpu:0", "npu:1".
  */
 #ifndef TILECORE_FFI_DTYPE_H_
@@ -23,6 +26,10 @@ constexpr int32_t kDLNPU = kDLExtDev;
 
 /*! \brief Parses "int8", "float16", "bfloat16", "bool", "int32x8", ...; ValueError otherwise. */
 DLDataType StringToDLDataType(std::string_view str);
+/*! \brief The narrow floats of DLPack 1.1 (kDLFloat8_e3m4 .. kDLFloat4_e2m1fn). */
+inline bool IsNarrowFloat(DLDataType dtype) {
+  return dtype.code >= kDLFloat8_e3m4 && dtype.code <= kDLFloat4_e2m1fn;
+}
 /*! \brief The inverse of StringToDLDataType. */
 std::string DLDataTypeToString(DLDataType dtype);
 /*! \brief Bytes of one element (all lanes), rounding sub-byte types up. */

@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "tilecore/ffi/any.h"
+#include "tilecore/ffi/dtype.h"
 #include "tilecore/ffi/object.h"
 #include "tilecore/ffi/string.h"
 
@@ -64,6 +65,8 @@ struct DataType : public DLDataType {
   bool is_integer() const { return (code == kDLInt || code == kDLUInt); }
   bool is_float() const { return code == kDLFloat || code == kDLBfloat; }
   bool is_bool() const { return code == kDLBool; }
+  /*! \brief float8_*, float6_*, float4_e2m1fn: storage types, not is_float() (no arithmetic). */
+  bool is_narrow_float() const { return ffi::IsNarrowFloat(*this); }
   bool is_handle() const { return code == kDLOpaqueHandle && bits() != 0; }
   bool is_void() const { return code == kDLOpaqueHandle && bits() == 0; }
   /*! \brief Integers and bools: the kinds that index and count. */

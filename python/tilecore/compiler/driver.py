@@ -6,7 +6,8 @@
 The steps, in order (docs/compiler.md, "The driver"):
 
 1. ONNX nodes with neither an npu strategy nor a host kernel replaced by their ONNX
-   function bodies (``expand_functions.py``: Attention, SoftmaxCrossEntropyLoss, ...);
+   function bodies (``expand_functions.py``: Attention, SoftmaxCrossEntropyLoss, ...),
+   RNN/GRU/LSTM unrolled over their time steps (``expand_recurrent.py``);
    import (``tilecore.frontend.from_onnx``) and the graph passes (``CanonicalizeGraph``:
    constants and BatchNorm folded, Gemm as MatMul + Add, activations recognised);
 2. static shapes: every value a step touches must have one (``input_shapes`` binds the
@@ -58,7 +59,9 @@ class CompileError(ValueError):
 
 
 def _itemsize(dtype):
-    return 2 if str(dtype) == "bfloat16" else np.dtype(dtype).itemsize  # numpy has no bfloat16 of its own
+    if str(dtype) in ("bfloat16",) or str(dtype).startswith("float8_"):  # numpy has these only via ml_dtypes
+        return 2 if str(dtype) == "bfloat16" else 1
+    return np.dtype(dtype).itemsize
 
 
 def _host_api():
@@ -109,10 +112,12 @@ def _runs_nowhere(op_type, domain):
 
 def _expand_unsupported(model):
     """``model`` (a path, bytes or ModelProto) with the nodes that run nowhere replaced by
-    their ONNX function bodies (compiler/expand_functions.py); unchanged when none."""
+    their ONNX function bodies (compiler/expand_functions.py), RNN/GRU/LSTM unrolled over
+    their time steps (compiler/expand_recurrent.py); unchanged when none."""
     import onnx
 
     from .expand_functions import expand_functions
+    from .expand_recurrent import expand_recurrent
 
     proto = model
     if isinstance(model, (bytes, bytearray)):
@@ -130,7 +135,7 @@ def _expand_unsupported(model):
         proto = onnx.load(model)  # with its external data
     if not isinstance(proto, onnx.ModelProto):
         return model
-    expanded = expand_functions(proto, _runs_nowhere)
+    expanded = expand_functions(expand_recurrent(proto, _runs_nowhere), _runs_nowhere)
     return model if expanded is proto else expanded
 
 

@@ -8,14 +8,16 @@ into the int8 quantised-node form with the model's scales (``qdq.py``).
         -> QuantizeLinear(MatMul(DQ(a, as, az), DQ(b, bs, bz)), ys, yz)
     MatMulInteger(a, b, az, bz)
         -> Cast<int32>(MatMul(DQ(a, 1, az), DQ(b, 1, bz)))
+    ConvInteger(x, w, xz, wz)
+        -> Cast<int32>(Conv(DQ(x, 1, xz), DQ(w, 1, wz)))
     DynamicQuantizeLinear(x) -> y, s, z with
         s = (Max(ReduceMax(x), 0) - Min(ReduceMin(x), 0)) / 255,
         z = QuantizeLinear(-Min(ReduceMin(x), 0), s, uint8 0)    (= saturate(round(-min / s))),
         y = QuantizeLinear(x, s, z)
 
-MatMulInteger's products are summed in f32 here: exact while every partial sum stays
-below 2^24 in magnitude (K * 255 * 255 < 2^24, i.e. K <= 258, always; beyond, only when
-the values allow). The rewritten nodes keep the original node's name (the Conv or MatMul
+MatMulInteger's and ConvInteger's products are summed in f32 here: exact while every
+partial sum stays below 2^24 in magnitude (K * 255 * 255 < 2^24, i.e. K <= 258, always;
+beyond, only when the values allow). A float16 QLinear result is quantised from float32. The rewritten nodes keep the original node's name (the Conv or MatMul
 gets it, the Q/DQ nodes a suffix).
 """
 
@@ -25,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-QLINEAR_OPS = ("QLinearConv", "QLinearMatMul", "MatMulInteger", "DynamicQuantizeLinear")
+QLINEAR_OPS = ("QLinearConv", "QLinearMatMul", "MatMulInteger", "ConvInteger", "DynamicQuantizeLinear")
 
 
 def has_qlinear(proto: Any) -> bool:
@@ -87,6 +89,20 @@ def expand(proto: Any) -> Any:
     def opt(n, i):
         return n.input[i] if len(n.input) > i and n.input[i] else ""
 
+    types = {i.name: i.type.tensor_type.elem_type for i in list(m.graph.input) + list(m.graph.value_info)}
+    types.update({t.name: t.data_type for t in m.graph.initializer})
+
+    def q_y(n, y, ys, yz):
+        """QuantizeLinear of the float result; a float16 one (and its scale) quantised from
+        float32, as QuantizeLinear's kernels take float32 scales (x / s is exact enough:
+        both are float16 values)."""
+        if types.get(ys) != onnx.TensorProto.FLOAT16:
+            return [helper.make_node("QuantizeLinear", [y, ys, yz], [n.output[0]], name=f"{n.name}/q_y")]
+        y32, s32 = fresh(f"{y}/f32"), fresh(f"{ys}/f32")
+        return [helper.make_node("Cast", [y], [y32], name=f"{n.name}/y_f32", to=onnx.TensorProto.FLOAT),
+                helper.make_node("Cast", [ys], [s32], name=f"{n.name}/scale_f32", to=onnx.TensorProto.FLOAT),
+                helper.make_node("QuantizeLinear", [y32, s32, yz], [n.output[0]], name=f"{n.name}/q_y")]
+
     def dq(n, x, s, z, tag, axis=None):
         out = fresh(f"{x}/dequantized")
         ins = [x, s] + ([z] if z else [])
@@ -115,8 +131,7 @@ def expand(proto: Any) -> Any:
                 new.append(nb)
             y = fresh(f"{n.output[0]}/float")
             new.append(helper.make_node("Conv", ins, [y], name=n.name, **attrs))
-            new.append(helper.make_node("QuantizeLinear", [y, n.input[6], n.input[7]], [n.output[0]],
-                                        name=f"{n.name}/q_y"))
+            new.extend(q_y(n, y, n.input[6], n.input[7]))
         elif n.op_type == "QLinearMatMul":
             a, na = dq(n, n.input[0], n.input[1], n.input[2], "dq_a")
             b_axis = None
@@ -124,11 +139,20 @@ def expand(proto: Any) -> Any:
                 b_axis = -1  # per column of B
             b, nb = dq(n, n.input[3], n.input[4], n.input[5], "dq_b", axis=b_axis)
             y = fresh(f"{n.output[0]}/float")
-            new = [na, nb, helper.make_node("MatMul", [a, b], [y], name=n.name),
-                   helper.make_node("QuantizeLinear", [y, n.input[6], n.input[7]], [n.output[0]],
-                                    name=f"{n.name}/q_y")]
+            new = [na, nb, helper.make_node("MatMul", [a, b], [y], name=n.name)] + q_y(n, y, n.input[6], n.input[7])
         elif n.op_type == "DynamicQuantizeLinear":
             new = _dynamic_quantize(n, fresh, const, helper, onnx)
+        elif n.op_type == "ConvInteger":
+            one = const(f"{n.name}/unit_scale", np.array(1.0, np.float32))
+            x, na = dq(n, n.input[0], one, opt(n, 2), "dq_x")
+            if opt(n, 3) and opt(n, 3) in consts and numpy_helper.to_array(consts[n.input[3]]).size > 1:
+                ones = np.ones(numpy_helper.to_array(consts[n.input[3]]).size, np.float32)
+                w, nw = dq(n, n.input[1], const(f"{n.name}/unit_scales", ones), n.input[3], "dq_w", axis=0)
+            else:
+                w, nw = dq(n, n.input[1], one, opt(n, 3), "dq_w")
+            y = fresh(f"{n.output[0]}/float")
+            new = [na, nw, helper.make_node("Conv", [x, w], [y], name=n.name, **attrs),
+                   helper.make_node("Cast", [y], [n.output[0]], name=f"{n.name}/to_int32", to=onnx.TensorProto.INT32)]
         else:  # MatMulInteger
             one = const(f"{n.name}/unit_scale", np.array(1.0, np.float32))
             a, na = dq(n, n.input[0], one, opt(n, 2), "dq_a")

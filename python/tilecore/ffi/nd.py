@@ -19,6 +19,22 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+#: dtypes numpy holds through ml_dtypes, which DLPack export/import lacks: copied by bytes.
+BYTE_COPIED = frozenset({"bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+                         "float8_e8m0fnu"})
+
+
+def _ml_dtype(name):
+    """ml_dtypes' numpy dtype for a BYTE_COPIED name, or None without ml_dtypes."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    import numpy as np
+
+    return np.dtype(getattr(ml_dtypes, name))
+
+
 @register_object(TypeIndex.NDArray)
 class NDArray(_ffi_core.NDArray):
     """An n-dimensional array on a device (a DLTensor with an owner)."""
@@ -29,26 +45,21 @@ class NDArray(_ffi_core.NDArray):
         """A numpy array holding a copy of the data (from any device)."""
         import numpy as np
 
-        # tilecore holds dtypes numpy has no form for (int3, int8x4, float8, bfloat16):
-        # say so, instead of numpy's "Unsupported dtype in DLTensor".
+        # tilecore holds dtypes numpy has no form for (int3, int8x4, float6): say so, instead of
+        # numpy's "Unsupported dtype in DLTensor"; bfloat16 and float8 come through ml_dtypes.
         name = str(self.dtype)
+        ml = _ml_dtype(name) if name in BYTE_COPIED else None
         try:
-            ok = np.dtype(name).name == name
+            ok = ml is not None or np.dtype(name).name == name
         except TypeError:
             ok = False
-        if name == "bfloat16":  # numpy has it through ml_dtypes, below
-            import importlib.util
-
-            ok = importlib.util.find_spec("ml_dtypes") is not None
         if not ok:
             raise TypeError(f"NDArray.numpy: {name} has no numpy equivalent (shape {tuple(self.shape)})")
         host = self if self.device.device_type == kDLCPU else self.copyto(cpu(0))
-        if str(host.dtype) == "bfloat16":  # numpy's DLPack import lacks bfloat16: ml_dtypes' type, by bytes
+        if ml is not None:  # numpy's DLPack import lacks these: ml_dtypes' type, by bytes
             import ctypes
 
-            import ml_dtypes
-
-            out = np.empty(tuple(host.shape), ml_dtypes.bfloat16)
+            out = np.empty(tuple(host.shape), ml)
             if out.nbytes:
                 ctypes.memmove(out.ctypes.data, int(host.data_ptr) + int(host.byte_offset), out.nbytes)
             return out
@@ -116,10 +127,10 @@ def array(data: Any, device: Device | None = None, dtype: Any = None) -> NDArray
         host = np.ascontiguousarray(host)
     if host.dtype == object:
         raise TypeError("nd.array: data of dtype object cannot become an NDArray")
-    if host.dtype.name == "bfloat16":  # ml_dtypes' bfloat16 has no DLPack export: copied by bytes
+    if host.dtype.name in BYTE_COPIED:  # ml_dtypes' types have no DLPack export: copied by bytes
         import ctypes
 
-        out = empty(host.shape, "bfloat16", device)
+        out = empty(host.shape, host.dtype.name, device)
         if host.nbytes:
             ctypes.memmove(int(out.data_ptr) + int(out.byte_offset), host.ctypes.data, host.nbytes)
         return out

@@ -157,8 +157,14 @@ class ExecutableBuilder:
         return len(self._modules) - 1
 
     def add_buffer(self, name: str, shape: Sequence[int], dtype: npt.DTypeLike, offset: int | None = None) -> int:
-        itemsize = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize  # numpy has no bfloat16
-        dtype = dtype if dtype == "bfloat16" else str(np.dtype(dtype))
+        from ..ffi.nd import BYTE_COPIED
+
+        if str(dtype) in BYTE_COPIED:  # numpy knows these only through ml_dtypes
+            dtype = str(dtype)
+            itemsize = 2 if dtype == "bfloat16" else 1
+        else:
+            itemsize = np.dtype(dtype).itemsize
+            dtype = str(np.dtype(dtype))
         size = int(np.prod(shape, dtype=np.int64)) * itemsize
         if offset is None:
             end = max((b["offset"] + b["size"] for b in self._buffers), default=0)
@@ -173,9 +179,8 @@ class ExecutableBuilder:
         array = np.asarray(array)
         if not array.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
             array = np.ascontiguousarray(array)
-        if array.dtype.name == "bfloat16":  # ml_dtypes' bfloat16: DLPack has none, so pass the bits
-            b = self.add_buffer(name, array.shape, "bfloat16", offset)
-            array = array.view(np.uint16)
+        if array.dtype.name in nd.BYTE_COPIED:  # ml_dtypes' types: DLPack has none (nd.array copies bytes)
+            b = self.add_buffer(name, array.shape, array.dtype.name, offset)
         else:
             b = self.add_buffer(name, array.shape, array.dtype, offset)
         self._constants.append({"buffer": b})

@@ -345,13 +345,22 @@ def test_values_computed_from_shapes_fold_before_partition():
 
 
 def test_a_node_whose_first_output_is_omitted_reaches_the_partition():
-    # LSTM with Y omitted: the graph passes index nodes by their first named output
+    # TopK with its values omitted: the graph passes index nodes by their first named output
+    k = np.array([2], np.int64)
+    node = helper.make_node("TopK", ["x", "k"], ["", "i"], axis=1)
+    model = make_model([node], [("x", [3, 6], np.float32)], ["i"], inits=[("k", k)], opset=14, out_dtype=np.int64)
+    with pytest.raises(CompileError, match="TopK"):
+        tilecore.compile(model)
+
+
+def test_an_lstm_with_its_first_output_omitted_is_unrolled():
     w = RNG.standard_normal((1, 8, 3)).astype(np.float32)
     r = RNG.standard_normal((1, 8, 2)).astype(np.float32)
     node = helper.make_node("LSTM", ["x", "w", "r"], ["", "y_h"], hidden_size=2)
     model = make_model([node], [("x", [4, 1, 3], np.float32)], ["y_h"], inits=[("w", w), ("r", r)], opset=14)
-    with pytest.raises(CompileError, match="LSTM"):
-        tilecore.compile(model)
+    x = RNG.standard_normal((4, 1, 3)).astype(np.float32)
+    got = tilecore.compile(model).run({"x": x})["y_h"]
+    np.testing.assert_allclose(got, ort_run(model, {"x": x})["y_h"], rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

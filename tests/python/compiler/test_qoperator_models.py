@@ -93,6 +93,38 @@ def test_matmulinteger_is_exact(adtype, per_column):
     np.testing.assert_array_equal(ours, _ort(m, {"a": a}))
 
 
+def test_convinteger_is_exact():
+    rng = np.random.default_rng(9)
+    x = rng.integers(0, 256, (1, 3, 7, 7)).astype(np.uint8)
+    w = rng.integers(0, 256, (4, 3, 3, 3)).astype(np.uint8)
+    xz, wz = np.array(9, np.uint8), np.array(131, np.uint8)
+    g = helper.make_graph([helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], name="ci", pads=[1, 1, 1, 1])],
+                          "ci", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 3, 7, 7])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 4, 7, 7])],
+                          [numpy_helper.from_array(w, "w"), numpy_helper.from_array(xz, "xz"),
+                           numpy_helper.from_array(wz, "wz")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    ours = list(tilecore.compile(m).run({"x": x}).values())[0]
+    np.testing.assert_array_equal(ours, _ort(m, {"x": x}))
+
+
+def test_qlinearmatmul_float16_scales():
+    rng = np.random.default_rng(10)
+    b = rng.integers(0, 256, (16, 5)).astype(np.uint8)
+    inits = [numpy_helper.from_array(np.array(v, dt), n) for n, v, dt in
+             [("as", 0.02, np.float16), ("az", 120, np.uint8), ("bs", 0.01, np.float16), ("bz", 128, np.uint8),
+              ("ys", 0.05, np.float16), ("yz", 100, np.uint8)]] + [numpy_helper.from_array(b, "b")]
+    node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"], name="qmm")
+    g = helper.make_graph([node], "qmm", [helper.make_tensor_value_info("a", TensorProto.UINT8, [4, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, [4, 5])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    a = rng.integers(0, 256, (4, 16)).astype(np.uint8)
+    ours = list(tilecore.compile(m).run({"a": a}).values())[0]
+    np.testing.assert_allclose(ours.astype(int), _ort(m, {"a": a}).astype(int), atol=1)  # (one step of rounding)
+
+
 def test_dynamic_quantize_linear_against_numpy():
     g = helper.make_graph([helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"], name="dq")], "dql",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 50])],
