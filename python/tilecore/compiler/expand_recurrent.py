@@ -14,6 +14,8 @@ A node whose X shape is not static, or that uses an activation not listed in
 """
 from __future__ import annotations
 
+from typing import Any, Callable
+
 RECURRENT_OPS = ("RNN", "GRU", "LSTM")
 
 _GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
@@ -258,7 +260,7 @@ def _np_dtype(elem_type):
     return helper.tensor_dtype_to_np_dtype(elem_type)
 
 
-def expand_recurrent(model, unsupported):
+def expand_recurrent(model: Any, unsupported: Callable[[str, str], bool]) -> Any:
     """A copy of ``model`` (ModelProto) with its RNN/GRU/LSTM nodes for which
     ``unsupported(op_type, domain)`` is true unrolled; ``model`` itself when there is none."""
     import onnx
