@@ -311,7 +311,26 @@ PrimFunc LowerConv(const OpCall& call) {
   const double inv_scale = q ? InverseScale(AttrFloat(call.attrs, "tc_x_scale", 1.0)) : 1.0;
   const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
   const int64_t zp = AttrInt(call.attrs, "tc_x_zero_point", 0);
-  Buffer X = View(p.in[0], {g.N, g.C, g.H, g.W}, "X");
+  // A 1x1 Conv with strides and no padding reads only every sh-th row and sw-th column:
+  // the input is viewed as [N, C, OH, sh, OW, sw] and the Conv is a stride-1 one over the
+  // [.., OH, 0, OW, 0] part, so the DMA skips the rest (never loaded nor quantised).
+  const bool skip = g.KH == 1 && g.KW == 1 && (g.sh > 1 || g.sw > 1) && g.pt == 0 &&
+                    g.pl == 0 && g.pb == 0 && g.pr == 0 && g.H == g.OH * g.sh &&
+                    g.W == g.OW * g.sw;
+  Buffer X = skip ? View(p.in[0], {g.N, g.C, g.OH, g.sh, g.OW, g.sw}, "Xs")
+                  : View(p.in[0], {g.N, g.C, g.H, g.W}, "X");
+  if (skip) {
+    g.H = g.OH;
+    g.W = g.OW;
+    g.sh = g.sw = 1;
+  }
+  // X[n, c .. c + cc, ih .. ih + rows, iw .. iw + cols]
+  auto xregion = [&](PrimExpr n, PrimExpr c, PrimExpr ih, int64_t iw, int64_t cc, int64_t rows,
+                     int64_t cols) {
+    if (skip)
+      return Region(X, {n, c, ih, I32(0), I32(iw), I32(0)}, {1, cc, rows, 1, cols, 1});
+    return Region(X, {n, c, ih, I32(iw)}, {1, cc, rows, cols});
+  };
   int64_t KK = g.KH * g.KW;
   Buffer Wt = View(p.in[1], {g.G, g.Mg, g.Cg * KK}, "Wm");
   bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
@@ -412,21 +431,35 @@ PrimFunc LowerConv(const OpCall& call) {
                     PrimExpr c0 = I32(cbase) + ci * I32(CC);
                     int64_t kc = cc * KK;
                     std::vector<Stmt> st;
-                    st.push_back(Intrin(
-                        "tile.dma_fill",
-                        {Region(Xp, {I32(0), I32(0), I32(0)}, {cc, rin, win}), F32(0), I32(0)}));
-                    st.push_back(Intrin("tile.wait", {I32(0)}));
+                    // no padding rows: every tile's rows are inside the image
+                    const bool always_inside = g.pt == 0 && g.pb == 0;
+                    if (!(always_inside && vlo == iw0 && vhi - vlo == win)) {  // zeros: padding
+                      st.push_back(Intrin("tile.dma_fill",
+                                          {Region(Xp, {I32(0), I32(0), I32(0)}, {cc, rin, win}),
+                                           F32(0), I32(0)}));
+                      st.push_back(Intrin("tile.wait", {I32(0)}));
+                    }
                     if (vhi > vlo) {
-                      st.push_back(Loop("rr", rin, [&](PrimExpr rr) {
-                        PrimExpr ih = oh0 * I32(g.sh) - I32(g.pt) + rr;
+                      // All rin rows inside the image (no padding rows): one DMA of the
+                      // whole [cc, rin, cols] block; at the borders one per valid row.
+                      PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
+                      PrimExpr xc = gi * I32(g.Cg) + c0;
+                      Stmt block = Intrin(
+                          "tile.dma_copy",
+                          {Region(Xp, {I32(0), I32(0), I32(vlo - iw0)}, {cc, rin, vhi - vlo}),
+                           xregion(n, xc, ih0, vlo, cc, rin, vhi - vlo), I32(0)});
+                      Stmt rows = Loop("rr", rin, [&](PrimExpr rr) {
+                        PrimExpr ih = ih0 + rr;
                         return IfThenElse(
                             ih >= I32(0) && ih < I32(g.H),
                             Intrin("tile.dma_copy",
                                    {Region(Xp, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
-                                    Region(X, {n, gi * I32(g.Cg) + c0, ih, I32(vlo)},
-                                           {1, cc, 1, vhi - vlo}),
-                                    I32(0)}));
-                      }));
+                                    xregion(n, xc, ih, vlo, cc, 1, vhi - vlo), I32(0)}));
+                      });
+                      st.push_back(always_inside
+                                       ? block
+                                       : IfThenElse(ih0 >= I32(0) && ih0 + I32(rin) <= I32(g.H),
+                                                    block, rows));
                       st.push_back(Intrin("tile.wait", {I32(0)}));
                     }
                     if (q) {  // quantise the patch on load
