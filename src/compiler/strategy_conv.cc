@@ -9,7 +9,12 @@
  * input channels (CC * KH * KW <= 256). For each chunk the input rows the tile needs
  * are DMAed row by row into a zero-filled L1 patch (padding = the zeros left), the
  * patch is unfolded into col (im2col, in L1, one vector copy per tap from a strided view
- * of the patch), and tile.mm accumulates (CC, then R, shrink when they would overflow L1). Column
+ * of the patch), and tile.mm accumulates (CC, then R, shrink when they would overflow L1).
+ * The input block is one DMA when the tile has no padding row (else one per row), and a
+ * Conv with one kernel row and a row stride loads only the rows it uses. A work item
+ * computes MB blocks of TM output channels from each unfolded chunk, so the input is read
+ * once per MB blocks; the cost model (cost_model.h) picks MB among those whose
+ * accumulators fit L1 (fewer items for the cores against less input traffic). Column
  * tiles are placed at compile time (a loop in the generator), so every DMA has constant extents;
  * rows, output channels and images are loops, spread over the cores. A depthwise Conv (Cg = Mg = 1)
  * runs on the vector engine instead (LowerDepthwise).
@@ -26,6 +31,8 @@
 
 #include "kernel_util.h"
 #include "matrix_precision.h"
+#include "tilecore/codegen/lowering.h"
+#include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/reflection.h"
 
 namespace tilecore {
@@ -311,24 +318,22 @@ PrimFunc LowerConv(const OpCall& call) {
   const double inv_scale = q ? InverseScale(AttrFloat(call.attrs, "tc_x_scale", 1.0)) : 1.0;
   const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
   const int64_t zp = AttrInt(call.attrs, "tc_x_zero_point", 0);
-  // A 1x1 Conv with strides and no padding reads only every sh-th row and sw-th column:
-  // the input is viewed as [N, C, OH, sh, OW, sw] and the Conv is a stride-1 one over the
-  // [.., OH, 0, OW, 0] part, so the DMA skips the rest (never loaded nor quantised).
-  const bool skip = g.KH == 1 && g.KW == 1 && (g.sh > 1 || g.sw > 1) && g.pt == 0 &&
-                    g.pl == 0 && g.pb == 0 && g.pr == 0 && g.H == g.OH * g.sh &&
-                    g.W == g.OW * g.sw;
-  Buffer X = skip ? View(p.in[0], {g.N, g.C, g.OH, g.sh, g.OW, g.sw}, "Xs")
+  // A Conv with one kernel row, a row stride and no row padding reads only every sh-th
+  // input row: the input is viewed as [N, C, OH, sh, W] and the Conv is a row-stride-1
+  // one over the [.., OH, 0, W] part, so the DMA skips the other rows (never loaded nor
+  // quantised). The column stride stays in the im2col (a DMA of every other element
+  // would move one element per beat).
+  const bool skip = g.KH == 1 && g.sh > 1 && g.pt == 0 && g.pb == 0 && g.H == g.OH * g.sh;
+  Buffer X = skip ? View(p.in[0], {g.N, g.C, g.OH, g.sh, g.W}, "Xs")
                   : View(p.in[0], {g.N, g.C, g.H, g.W}, "X");
   if (skip) {
     g.H = g.OH;
-    g.W = g.OW;
-    g.sh = g.sw = 1;
+    g.sh = 1;
   }
   // X[n, c .. c + cc, ih .. ih + rows, iw .. iw + cols]
   auto xregion = [&](PrimExpr n, PrimExpr c, PrimExpr ih, int64_t iw, int64_t cc, int64_t rows,
                      int64_t cols) {
-    if (skip)
-      return Region(X, {n, c, ih, I32(0), I32(iw), I32(0)}, {1, cc, rows, 1, cols, 1});
+    if (skip) return Region(X, {n, c, ih, I32(0), I32(iw)}, {1, cc, rows, 1, cols});
     return Region(X, {n, c, ih, I32(iw)}, {1, cc, rows, cols});
   };
   int64_t KK = g.KH * g.KW;
@@ -344,14 +349,14 @@ PrimFunc LowerConv(const OpCall& call) {
   // L1 per tile: the input patch, the column matrix, the weight and output tiles. A wide
   // strided window (a 1x1 stride-2 conv over 256 channels) can overflow L1 with the
   // largest CC and R: halve the channels per chunk (down to 16), then the rows.
-  auto l1_bytes = [&](int64_t rows, int64_t cc) {
+  auto l1_bytes = [&](int64_t rows, int64_t cc, int64_t mb = 1) {
     int64_t rin = (rows - 1) * g.sh + (g.KH - 1) * g.dh + 1,
             win = (TW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
     if (mp.name == "f32")
-      return 4 * (cc * rin * win + cc * KK * rows * TW + TM * cc * KK + TM * rows * TW);
+      return 4 * (cc * rin * win + cc * KK * rows * TW + TM * cc * KK + mb * TM * rows * TW);
     // the planner starts a buffer at a 64 KiB bank when it fits: count each rounded up
     auto bank = [](int64_t bytes) { return (bytes + 65535) / 65536 * 65536; };
-    int64_t ob = mp.operand_bytes(), acc = TM * rows * TW * 4;
+    int64_t ob = mp.operand_bytes(), acc = mb * TM * rows * TW * 4;
     int64_t sum = bank(cc * rin * win * ob) + bank(ob * cc * KK * rows * TW) +
                   bank(ob * TM * cc * KK) + bank(acc);
     if (q)
@@ -373,8 +378,12 @@ PrimFunc LowerConv(const OpCall& call) {
       break;
     }
   }
+  // MB blocks of TM output channels per work item share each loaded and unfolded input
+  // chunk (the input is read once per MB blocks instead of once per block); a larger MB
+  // means fewer items for the cores and larger accumulators in L1.
+  auto build = [&](int64_t MB) {
   int64_t rotation = 0;
-  Stmt body = OverCores(call.cores, [&](PrimExpr core) {
+  return OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> groups;
     for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW) {
       int64_t tw = std::min(TW, g.OW - ow0);
@@ -385,18 +394,21 @@ PrimFunc LowerConv(const OpCall& call) {
       for (auto [rcount, r] : Segs(g.OH, R)) {
         int64_t rbase = r == R ? 0 : (g.OH / R) * R;
         int64_t rin = (r - 1) * g.sh + (g.KH - 1) * g.dh + 1;
-        for (auto [mcount, tm] : Segs(g.Mg, TM)) {
+        for (auto [mblocks, tm] : Segs(g.Mg, TM)) {
           int64_t mbase = tm == TM ? 0 : (g.Mg / TM) * TM;
+          int64_t mb = tm == TM && mblocks % MB == 0 ? MB : 1;  // blocks per item
+          int64_t mcount = mblocks / mb;
           int64_t items = g.N * g.G * rcount * mcount;
           groups.push_back(ForEachItem(
               core, call.cores, items, &rotation, "t",
               [&, r = r, rbase = rbase, rin = rin, tm = tm, mbase = mbase, rcount = rcount,
-               mcount = mcount](PrimExpr t) {
+               mcount = mcount, mb = mb](PrimExpr t) {
                 PrimExpr mi = floormod(t, I32(mcount));
                 PrimExpr ri = floormod(floordiv(t, I32(mcount)), I32(rcount));
                 PrimExpr gi = floormod(floordiv(t, I32(mcount * rcount)), I32(g.G));
                 PrimExpr n = floordiv(t, I32(mcount * rcount * g.G));
-                PrimExpr m0 = I32(mbase) + mi * I32(TM);
+                // first output channel of block j of this item
+                auto m0_of = [&](int64_t j) { return I32(mbase) + (mi * I32(mb) + I32(j)) * I32(TM); };
                 PrimExpr oh0 = I32(rbase) + ri * I32(R);
                 int64_t P = r * tw, kcmax = CC * KK;
                 Buffer Xp = Local({CC, rin, win}, q ? f32 : ot, "Xp");
@@ -405,21 +417,21 @@ PrimFunc LowerConv(const OpCall& call) {
                 Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(), I32(0),
                                      "local", "Colm");
                 Buffer Al = Local({tm, kcmax}, ot, "Al");
-                Buffer Cl = Local({tm, P}, acc_t, "Cl");
-                Buffer Cf = q ? Local({tm, P}, f32, "Cf") : Cl;  // the f32 result
-                Buffer Cl3 = Buffer(Cf->data, f32, {I32(tm), I32(r), I32(tw)}, Array<PrimExpr>(),
-                                    I32(0), "local", "Cl3");
+                Buffer Cl = Local({mb * tm, P}, acc_t, "Cl");
+                Buffer Cf = q ? Local({mb * tm, P}, f32, "Cf") : Cl;  // the f32 result
+                Buffer Cl3 = Buffer(Cf->data, f32, {I32(mb * tm), I32(r), I32(tw)},
+                                    Array<PrimExpr>(), I32(0), "local", "Cl3");
                 std::vector<Stmt> s;
                 // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
                 // a vector-engine add would saturate), so every chunk accumulates
                 const bool preset = q && has_bias;
                 Buffer Bl = Local({tm, 1}, acc_t, "Bl");
                 std::vector<int64_t> cd{tm, P};
-                if (preset) {
+                for (int64_t j = 0; preset && j < mb; ++j) {
                   Buffer bv = StridedView(Bl, cd, {1, 0}, 0, "Bb");
-                  Buffer clv = StridedView(Cl, cd, {P, 1}, 0, "Clv");
+                  Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
                   s.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
-                                      Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0));
+                                      Region(Bv, {gi * I32(g.Mg) + m0_of(j), I32(0)}, {tm, 1}), 0));
                   s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
                     return BufferStore(clv, BufferLoad(bv, i), i);
                   }));
@@ -491,12 +503,14 @@ PrimFunc LowerConv(const OpCall& call) {
                         st.push_back(CopyNest(dst, src, {cc, r, tw}));
                       }
                     }
-                    st.push_back(DmaWait(Region(Al, {I32(0), I32(0)}, {tm, kc}),
-                                         Region(Wt, {gi, m0, c0 * I32(KK)}, {1, tm, kc}), 0));
-                    st.push_back(Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, P}),
-                                                    Region(Al, {I32(0), I32(0)}, {tm, kc}),
-                                                    Region(Colm, {I32(0), I32(0)}, {kc, P}),
-                                                    IntImm(DataType::Bool(), acc ? 1 : 0)}));
+                    for (int64_t j = 0; j < mb; ++j) {  // every block from one unfolded chunk
+                      st.push_back(DmaWait(Region(Al, {I32(0), I32(0)}, {tm, kc}),
+                                           Region(Wt, {gi, m0_of(j), c0 * I32(KK)}, {1, tm, kc}), 0));
+                      st.push_back(Intrin("tile.mm", {Region(Cl, {I32(j * tm), I32(0)}, {tm, P}),
+                                                      Region(Al, {I32(0), I32(0)}, {tm, kc}),
+                                                      Region(Colm, {I32(0), I32(0)}, {kc, P}),
+                                                      IntImm(DataType::Bool(), acc ? 1 : 0)}));
+                    }
                     return Seq(st);
                   };
                   if (first) {
@@ -509,11 +523,13 @@ PrimFunc LowerConv(const OpCall& call) {
                     s.push_back(Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
                   }
                 }
+                for (int64_t j = 0; j < mb; ++j) {
+                PrimExpr m0 = m0_of(j);
                 if (q) {  // dequantise: f32(acc) * f32(x_scale * w_scale[m])
                   std::vector<Stmt> dq;
                   Buffer Sl = Local({tm, 1}, f32, "Sl");
-                  Buffer clv = StridedView(Cl, cd, {P, 1}, 0, "Clv");
-                  Buffer cfv = StridedView(Cf, cd, {P, 1}, 0, "Cfv");
+                  Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
+                  Buffer cfv = StridedView(Cf, cd, {P, 1}, j * tm * P, "Cfv");
                   dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
                     return BufferStore(cfv, Cast(f32, BufferLoad(clv, i)), i);
                   }));
@@ -535,16 +551,18 @@ PrimFunc LowerConv(const OpCall& call) {
                       Bl, Seq({DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
                                        Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0),
                                Loop("i", tm, [&](PrimExpr i) {
-                                 return Loop("j", P, [&](PrimExpr j) {
+                                 return Loop("x", P, [&](PrimExpr x) {
+                                   PrimExpr row = I32(j * tm) + i;
                                    return BufferStore(
-                                       Cl, BufferLoad(Cl, {i, j}) + BufferLoad(Bl, {i, I32(0)}),
-                                       {i, j});
+                                       Cl, BufferLoad(Cl, {row, x}) + BufferLoad(Bl, {i, I32(0)}),
+                                       {row, x});
                                  });
                                })})));
                 }
                 s.push_back(
                     DmaWait(Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
-                            Region(Cl3, {I32(0), I32(0), I32(0)}, {tm, r, tw}), 1));
+                            Region(Cl3, {I32(j * tm), I32(0), I32(0)}, {tm, r, tw}), 1));
+                }
                 Stmt tile = Allocate(Xp, Allocate(Col, Allocate(Al, Allocate(Cl, Seq(s)))));
                 if (q) tile = Allocate(Xq, Allocate(Cf, tile));
                 if (preset) tile = Allocate(Bl, tile);
@@ -555,7 +573,38 @@ PrimFunc LowerConv(const OpCall& call) {
     }
     return Seq(groups);
   });
-  return MakeFunc(call, p, body);
+  };
+  // Candidates: MB dividing the full blocks, the accumulators fitting L1 with R and CC as
+  // chosen; the cost model (cost_model.h) picks the fastest.
+  const int64_t full_blocks = g.Mg / TM;
+  PrimFunc best = MakeFunc(call, p, build(1));
+  std::vector<int64_t> mbs;
+  for (int64_t mb : {2, 4, 8, 16})
+    if (full_blocks % mb == 0 && l1_bytes(R, CC, mb) <= budget) mbs.push_back(mb);
+  if (mbs.empty()) return best;
+  auto estimate = [&](const PrimFunc& f) {
+    IRModule m = codegen::LowerKernels(
+        IRModule::FromFunction(f), codegen::LowerOptions{call.l1_bytes, std::nullopt, true, "npu"});
+    int64_t cycles = 0;
+    for (const auto& [name, fn] : m->functions.items())
+      cycles += EstimateKernel(fn, static_cast<int>(call.cores)).cycles;
+    return cycles;
+  };
+  int64_t best_cycles = estimate(best);
+  for (int64_t mb : mbs) {
+    PrimFunc f = MakeFunc(call, p, build(mb));
+    int64_t cycles = 0;
+    try {
+      cycles = estimate(f);
+    } catch (const ffi::Error&) {
+      continue;  // does not fit once the buffers are placed in banks
+    }
+    if (cycles < best_cycles) {
+      best = f;
+      best_cycles = cycles;
+    }
+  }
+  return best;
 }
 
 std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
