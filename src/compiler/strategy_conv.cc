@@ -367,17 +367,25 @@ PrimFunc LowerConv(const OpCall& call) {
     return sum;
   };
   const int64_t budget = call.l1_bytes - (int64_t{32} << 10);  // DMA state and the planner's slack
-  while (l1_bytes(R, CC) > budget) {
-    if (CC > 16) {
-      CC = (CC + 1) / 2;
-    } else if (R > 1) {
-      R = (R + 1) / 2;
-    } else if (CC > 1) {
-      CC = (CC + 1) / 2;
-    } else {
-      break;
+  const int64_t R0 = R, CC0 = CC;
+  // R and CC for MB blocks per item; whether they fit L1
+  auto fit = [&](int64_t mb) {
+    R = R0;
+    CC = CC0;
+    while (l1_bytes(R, CC, mb) > budget) {
+      if (CC > 16) {
+        CC = (CC + 1) / 2;
+      } else if (R > 1) {
+        R = (R + 1) / 2;
+      } else if (CC > 1) {
+        CC = (CC + 1) / 2;
+      } else {
+        break;
+      }
     }
-  }
+    return l1_bytes(R, CC, mb) <= budget;
+  };
+  fit(1);
   // MB blocks of TM output channels per work item share each loaded and unfolded input
   // chunk (the input is read once per MB blocks instead of once per block); a larger MB
   // means fewer items for the cores and larger accumulators in L1.
@@ -574,13 +582,13 @@ PrimFunc LowerConv(const OpCall& call) {
     return Seq(groups);
   });
   };
-  // Candidates: MB dividing the full blocks, the accumulators fitting L1 with R and CC as
-  // chosen; the cost model (cost_model.h) picks the fastest.
+  // Candidates: MB dividing the full blocks, each with the R and CC that fit L1 with its
+  // accumulators; the cost model (cost_model.h) picks the fastest.
   const int64_t full_blocks = g.Mg / TM;
   PrimFunc best = MakeFunc(call, p, build(1));
   std::vector<int64_t> mbs;
   for (int64_t mb : {2, 4, 8, 16})
-    if (full_blocks % mb == 0 && l1_bytes(R, CC, mb) <= budget) mbs.push_back(mb);
+    if (full_blocks % mb == 0) mbs.push_back(mb);
   if (mbs.empty()) return best;
   auto estimate = [&](const PrimFunc& f) {
     IRModule m = codegen::LowerKernels(
@@ -592,6 +600,7 @@ PrimFunc LowerConv(const OpCall& call) {
   };
   int64_t best_cycles = estimate(best);
   for (int64_t mb : mbs) {
+    if (!fit(mb)) continue;
     PrimFunc f = MakeFunc(call, p, build(mb));
     int64_t cycles = 0;
     try {
