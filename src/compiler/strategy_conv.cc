@@ -247,14 +247,24 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
                            {Region(Xp, {I32(0), I32(0), I32(0)}, {cc, rn, wn}), F32(0), I32(0)}));
                 s.push_back(Intrin("tile.wait", {I32(0)}));
                 if (vhi > vlo) {
-                  s.push_back(Loop("rr", rn, [&](PrimExpr rr) {
-                    PrimExpr ih = oh0 * I32(g.sh) - I32(g.pt) + rr;
+                  // one DMA of the whole block when no padding row is in it
+                  PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
+                  Stmt block = Intrin(
+                      "tile.dma_copy",
+                      {Region(Xp, {I32(0), I32(0), I32(vlo - iw0)}, {cc, rn, vhi - vlo}),
+                       Region(X, {n, c0, ih0, I32(vlo)}, {1, cc, rn, vhi - vlo}), I32(0)});
+                  Stmt rows = Loop("rr", rn, [&](PrimExpr rr) {
+                    PrimExpr ih = ih0 + rr;
                     return IfThenElse(
                         ih >= I32(0) && ih < I32(g.H),
                         Intrin("tile.dma_copy",
                                {Region(Xp, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
                                 Region(X, {n, c0, ih, I32(vlo)}, {1, cc, 1, vhi - vlo}), I32(0)}));
-                  }));
+                  });
+                  s.push_back(g.pt == 0 && g.pb == 0
+                                  ? block
+                                  : IfThenElse(ih0 >= I32(0) && ih0 + I32(rn) <= I32(g.H), block,
+                                               rows));
                   s.push_back(Intrin("tile.wait", {I32(0)}));
                 }
                 s.push_back(DmaWait(Region(Wl, {I32(0), I32(0)}, {cc, KK}),
