@@ -359,18 +359,19 @@ PrimFunc LowerConv(const OpCall& call) {
   // L1 per tile: the input patch, the column matrix, the weight and output tiles. A wide
   // strided window (a 1x1 stride-2 conv over 256 channels) can overflow L1 with the
   // largest CC and R: halve the channels per chunk (down to 16), then the rows.
-  auto l1_bytes = [&](int64_t rows, int64_t cc, int64_t mb = 1) {
+  auto l1_bytes = [&](int64_t rows, int64_t cc, int64_t mb = 1, int64_t slots = 1) {
     int64_t rin = (rows - 1) * g.sh + (g.KH - 1) * g.dh + 1,
             win = (TW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
     if (mp.name == "f32")
-      return 4 * (cc * rin * win + cc * KK * rows * TW + TM * cc * KK + mb * TM * rows * TW);
+      return 4 * (slots * cc * rin * win + cc * KK * rows * TW + TM * cc * KK +
+                  mb * TM * rows * TW);
     // the planner starts a buffer at a 64 KiB bank when it fits: count each rounded up
     auto bank = [](int64_t bytes) { return (bytes + 65535) / 65536 * 65536; };
     int64_t ob = mp.operand_bytes(), acc = mb * TM * rows * TW * 4;
-    int64_t sum = bank(cc * rin * win * ob) + bank(ob * cc * KK * rows * TW) +
+    int64_t sum = bank((q ? 1 : slots) * cc * rin * win * ob) + bank(ob * cc * KK * rows * TW) +
                   bank(ob * TM * cc * KK) + bank(acc);
     if (q)
-      sum += bank(cc * rin * win * 4) + bank(acc) +
+      sum += bank(slots * cc * rin * win * 4) + bank(acc) +
              2 * bank(TM * 4);  // f32 patch, f32 result, bias, scales
     else
       sum += bank(TM * 4);
@@ -379,10 +380,11 @@ PrimFunc LowerConv(const OpCall& call) {
   const int64_t budget = call.l1_bytes - (int64_t{32} << 10);  // DMA state and the planner's slack
   const int64_t R0 = R, CC0 = CC;
   // R and CC for MB blocks per item; whether they fit L1
-  auto fit = [&](int64_t mb) {
+  auto fit = [&](int64_t mb, bool db) {
+    const int64_t slots = db ? 2 : 1;
     R = R0;
     CC = CC0;
-    while (l1_bytes(R, CC, mb) > budget) {
+    while (l1_bytes(R, CC, mb, slots) > budget) {
       if (CC > 16) {
         CC = (CC + 1) / 2;
       } else if (R > 1) {
@@ -393,13 +395,13 @@ PrimFunc LowerConv(const OpCall& call) {
         break;
       }
     }
-    return l1_bytes(R, CC, mb) <= budget;
+    return l1_bytes(R, CC, mb, slots) <= budget;
   };
-  fit(1);
+  fit(1, false);
   // MB blocks of TM output channels per work item share each loaded and unfolded input
   // chunk (the input is read once per MB blocks instead of once per block); a larger MB
   // means fewer items for the cores and larger accumulators in L1.
-  auto build = [&](int64_t MB) {
+  auto build = [&](int64_t MB, bool db) {
   int64_t rotation = 0;
   return OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> groups;
@@ -429,7 +431,7 @@ PrimFunc LowerConv(const OpCall& call) {
                 auto m0_of = [&](int64_t j) { return I32(mbase) + (mi * I32(mb) + I32(j)) * I32(TM); };
                 PrimExpr oh0 = I32(rbase) + ri * I32(R);
                 int64_t P = r * tw, kcmax = CC * KK;
-                Buffer Xp = Local({CC, rin, win}, q ? f32 : ot, "Xp");
+                Buffer Xp = Local({db ? 2 : 1, CC, rin, win}, q ? f32 : ot, "Xp");
                 Buffer Xq = q ? Local({CC, rin, win}, ot, "Xq") : Xp;  // what im2col reads
                 Buffer Col = Local({kcmax, r, tw}, ot, "Col");
                 Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(), I32(0),
@@ -445,6 +447,7 @@ PrimFunc LowerConv(const OpCall& call) {
                 const bool preset = q && has_bias;
                 Buffer Bl = Local({tm, 1}, acc_t, "Bl");
                 std::vector<int64_t> cd{tm, P};
+                if (preset) s.push_back(Intrin("tile.wait", {I32(2)}));  // the last item's stores
                 for (int64_t j = 0; preset && j < mb; ++j) {
                   Buffer bv = StridedView(Bl, cd, {1, 0}, 0, "Bb");
                   Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
@@ -454,91 +457,139 @@ PrimFunc LowerConv(const OpCall& call) {
                     return BufferStore(clv, BufferLoad(bv, i), i);
                   }));
                 }
-                bool first = true;
-                for (auto [ccount, cc] : Segs(g.Cg, CC)) {
-                  int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
-                  auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
-                    PrimExpr c0 = I32(cbase) + ci * I32(CC);
-                    int64_t kc = cc * KK;
-                    std::vector<Stmt> st;
-                    // no padding rows: every tile's rows are inside the image
-                    const bool always_inside = g.pt == 0 && g.pb == 0;
-                    if (!(always_inside && vlo == iw0 && vhi - vlo == win)) {  // zeros: padding
-                      st.push_back(Intrin("tile.dma_fill",
-                                          {Region(Xp, {I32(0), I32(0), I32(0)}, {cc, rin, win}),
-                                           F32(0), I32(0)}));
-                      st.push_back(Intrin("tile.wait", {I32(0)}));
-                    }
-                    if (vhi > vlo) {
-                      // All rin rows inside the image (no padding rows): one DMA of the
-                      // whole [cc, rin, cols] block; at the borders one per valid row.
-                      PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
-                      PrimExpr xc = gi * I32(g.Cg) + c0;
-                      Stmt block = Intrin(
-                          "tile.dma_copy",
-                          {Region(Xp, {I32(0), I32(0), I32(vlo - iw0)}, {cc, rin, vhi - vlo}),
-                           xregion(n, xc, ih0, vlo, cc, rin, vhi - vlo), I32(0)});
-                      Stmt rows = Loop("rr", rin, [&](PrimExpr rr) {
-                        PrimExpr ih = ih0 + rr;
-                        return IfThenElse(
-                            ih >= I32(0) && ih < I32(g.H),
-                            Intrin("tile.dma_copy",
-                                   {Region(Xp, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
-                                    xregion(n, xc, ih, vlo, cc, 1, vhi - vlo), I32(0)}));
-                      });
-                      st.push_back(always_inside
-                                       ? block
-                                       : IfThenElse(ih0 >= I32(0) && ih0 + I32(rin) <= I32(g.H),
-                                                    block, rows));
-                      st.push_back(Intrin("tile.wait", {I32(0)}));
-                    }
-                    if (q) {  // quantise the patch on load
-                      std::vector<int64_t> pd{cc, rin, win};
-                      Buffer xf = StridedView(Xp, pd, {rin * win, win, 1}, 0, "Xf");
-                      Buffer xq = StridedView(Xq, pd, {rin * win, win, 1}, 0, "Xqv");
-                      st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
-                        return BufferStore(xf, BufferLoad(xf, i) * F32(inv_scale), i);
-                      }));
-                      if (zp != 0)
-                        st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
-                          return BufferStore(xf, BufferLoad(xf, i) + F32(static_cast<double>(zp)),
-                                             i);
-                        }));
-                      st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
-                        return BufferStore(xq, Cast(ot, BufferLoad(xf, i)), i);
-                      }));
-                    }
-                    // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw +
-                    // kw * dw], one vector copy per tap between strided views of Xp and Col (the
-                    // engine reads a strided source; a loop over x * sw it could not take as one
-                    // command)
-                    for (int64_t kh = 0; kh < g.KH; ++kh) {
-                      for (int64_t kw = 0; kw < g.KW; ++kw) {
-                        Buffer src = StridedView(Xq, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
-                                                 kh * g.dh * win + kw * g.dw, "Tap");
-                        Buffer dst = StridedView(Col, {cc, r, tw}, {KK * r * tw, tw, 1},
-                                                 (kh * g.KW + kw) * r * tw, "ColTap");
-                        st.push_back(CopyNest(dst, src, {cc, r, tw}));
-                      }
-                    }
-                    for (int64_t j = 0; j < mb; ++j) {  // every block from one unfolded chunk
-                      st.push_back(DmaWait(Region(Al, {I32(0), I32(0)}, {tm, kc}),
-                                           Region(Wt, {gi, m0_of(j), c0 * I32(KK)}, {1, tm, kc}), 0));
-                      st.push_back(Intrin("tile.mm", {Region(Cl, {I32(j * tm), I32(0)}, {tm, P}),
-                                                      Region(Al, {I32(0), I32(0)}, {tm, kc}),
-                                                      Region(Colm, {I32(0), I32(0)}, {kc, P}),
-                                                      IntImm(DataType::Bool(), acc ? 1 : 0)}));
-                    }
-                    return Seq(st);
+                // The patch of chunk (c0, cc) into Xp[slot]: a zero fill where padding is,
+                // then the input block, all signalling `event` (no wait).
+                auto load_patch = [&](PrimExpr c0, int64_t cc, int64_t slot, int64_t event) {
+                  std::vector<Stmt> st;
+                  // no padding rows: every tile's rows are inside the image
+                  const bool always_inside = g.pt == 0 && g.pb == 0;
+                  if (!(always_inside && vlo == iw0 && vhi - vlo == win))  // zeros: padding
+                    st.push_back(Intrin(
+                        "tile.dma_fill",
+                        {Region(Xp, {I32(slot), I32(0), I32(0), I32(0)}, {1, cc, rin, win}),
+                         F32(0), I32(event)}));
+                  if (vhi > vlo) {
+                    // All rin rows inside the image (no padding rows): one DMA of the
+                    // whole [cc, rin, cols] block; at the borders one per valid row.
+                    PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
+                    PrimExpr xc = gi * I32(g.Cg) + c0;
+                    Stmt block = Intrin("tile.dma_copy",
+                                        {Region(Xp, {I32(slot), I32(0), I32(0), I32(vlo - iw0)},
+                                                {1, cc, rin, vhi - vlo}),
+                                         xregion(n, xc, ih0, vlo, cc, rin, vhi - vlo), I32(event)});
+                    Stmt rows = Loop("rr", rin, [&](PrimExpr rr) {
+                      PrimExpr ih = ih0 + rr;
+                      return IfThenElse(
+                          ih >= I32(0) && ih < I32(g.H),
+                          Intrin("tile.dma_copy",
+                                 {Region(Xp, {I32(slot), I32(0), rr, I32(vlo - iw0)},
+                                         {1, cc, 1, vhi - vlo}),
+                                  xregion(n, xc, ih, vlo, cc, 1, vhi - vlo), I32(event)}));
+                    });
+                    st.push_back(always_inside
+                                     ? block
+                                     : IfThenElse(ih0 >= I32(0) && ih0 + I32(rin) <= I32(g.H),
+                                                  block, rows));
+                  }
+                  return st;
+                };
+                // Chunk (c0, cc) from Xp[slot] (loaded): quantise, im2col, the mms of the
+                // MB blocks. `prefetch` (the next chunk's patch) is issued after the first
+                // weight block, so it loads while this chunk is unfolded.
+                auto compute = [&](PrimExpr c0, int64_t cc, int64_t slot, bool acc,
+                                   const std::vector<Stmt>& prefetch) {
+                  int64_t kc = cc * KK, xoff = slot * CC * rin * win;
+                  std::vector<Stmt> st;
+                  auto wregion = [&](int64_t j) {
+                    return Region(Wt, {gi, m0_of(j), c0 * I32(KK)}, {1, tm, kc});
                   };
-                  if (first) {
-                    s.push_back(chunk(I32(0), preset));
-                    if (ccount > 1)
-                      s.push_back(Loop("ci", ccount - 1,
-                                       [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
-                    first = false;
-                  } else {
-                    s.push_back(Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
+                  if (!prefetch.empty()) {
+                    st.push_back(Intrin("tile.dma_copy",
+                                        {Region(Al, {I32(0), I32(0)}, {tm, kc}), wregion(0), I32(0)}));
+                    for (const Stmt& x : prefetch) st.push_back(x);
+                  }
+                  if (q) {  // quantise the patch on load
+                    std::vector<int64_t> pd{cc, rin, win};
+                    Buffer xf = StridedView(Xp, pd, {rin * win, win, 1}, xoff, "Xf");
+                    Buffer xq = StridedView(Xq, pd, {rin * win, win, 1}, 0, "Xqv");
+                    st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                      return BufferStore(xf, BufferLoad(xf, i) * F32(inv_scale), i);
+                    }));
+                    if (zp != 0)
+                      st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                        return BufferStore(xf, BufferLoad(xf, i) + F32(static_cast<double>(zp)),
+                                           i);
+                      }));
+                    st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                      return BufferStore(xq, Cast(ot, BufferLoad(xf, i)), i);
+                    }));
+                  }
+                  // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw +
+                  // kw * dw], one vector copy per tap between strided views of Xp and Col (the
+                  // engine reads a strided source; a loop over x * sw it could not take as one
+                  // command)
+                  for (int64_t kh = 0; kh < g.KH; ++kh) {
+                    for (int64_t kw = 0; kw < g.KW; ++kw) {
+                      Buffer src = StridedView(Xq, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
+                                               (q ? 0 : xoff) + kh * g.dh * win + kw * g.dw, "Tap");
+                      Buffer dst = StridedView(Col, {cc, r, tw}, {KK * r * tw, tw, 1},
+                                               (kh * g.KW + kw) * r * tw, "ColTap");
+                      st.push_back(CopyNest(dst, src, {cc, r, tw}));
+                    }
+                  }
+                  for (int64_t j = 0; j < mb; ++j) {  // every block from one unfolded chunk
+                    if (j == 0 && !acc)  // the first write of the accumulators: the last
+                      st.push_back(Intrin("tile.wait", {I32(2)}));  // item's stores are out
+                    if (j == 0 && !prefetch.empty())
+                      st.push_back(Intrin("tile.wait", {I32(0)}));
+                    else
+                      st.push_back(DmaWait(Region(Al, {I32(0), I32(0)}, {tm, kc}), wregion(j), 0));
+                    st.push_back(Intrin("tile.mm", {Region(Cl, {I32(j * tm), I32(0)}, {tm, P}),
+                                                    Region(Al, {I32(0), I32(0)}, {tm, kc}),
+                                                    Region(Colm, {I32(0), I32(0)}, {kc, P}),
+                                                    IntImm(DataType::Bool(), acc ? 1 : 0)}));
+                  }
+                  return st;
+                };
+                auto push = [&](const std::vector<Stmt>& v) {
+                  for (const Stmt& x : v) s.push_back(x);
+                };
+                if (db) {
+                  // Double-buffered patches, the chunks unrolled: chunk k + 1 loads into
+                  // Xp[(k + 1) % 2] (event 1) while chunk k is unfolded and multiplied.
+                  std::vector<std::pair<int64_t, int64_t>> chunks;  // (first channel, count)
+                  for (int64_t c = 0; c < g.Cg; c += CC) chunks.push_back({c, std::min(CC, g.Cg - c)});
+                  push(load_patch(I32(chunks[0].first), chunks[0].second, 0, 1));
+                  for (size_t k = 0; k < chunks.size(); ++k) {
+                    s.push_back(Intrin("tile.wait", {I32(1)}));  // patch k is in L1
+                    std::vector<Stmt> next;
+                    if (k + 1 < chunks.size())
+                      next = load_patch(I32(chunks[k + 1].first), chunks[k + 1].second,
+                                        int64_t((k + 1) % 2), 1);
+                    if (next.empty()) next.push_back(Evaluate(I32(0)));
+                    push(compute(I32(chunks[k].first), chunks[k].second, int64_t(k % 2),
+                                 k > 0 || preset, next));
+                  }
+                } else {
+                  bool first = true;
+                  for (auto [ccount, cc] : Segs(g.Cg, CC)) {
+                    int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
+                    auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
+                      PrimExpr c0 = I32(cbase) + ci * I32(CC);
+                      std::vector<Stmt> st = load_patch(c0, cc, 0, 0);
+                      st.push_back(Intrin("tile.wait", {I32(0)}));
+                      for (const Stmt& x : compute(c0, cc, 0, acc, {})) st.push_back(x);
+                      return Seq(st);
+                    };
+                    if (first) {
+                      s.push_back(chunk(I32(0), preset));
+                      if (ccount > 1)
+                        s.push_back(Loop("ci", ccount - 1,
+                                         [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
+                      first = false;
+                    } else {
+                      s.push_back(Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
+                    }
                   }
                 }
                 for (int64_t j = 0; j < mb; ++j) {
@@ -577,9 +628,12 @@ PrimFunc LowerConv(const OpCall& call) {
                                  });
                                })})));
                 }
-                s.push_back(
-                    DmaWait(Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
-                            Region(Cl3, {I32(j * tm), I32(0), I32(0)}, {tm, r, tw}), 1));
+                // the store is asynchronous (event 2): the next item waits for it before
+                // it writes the accumulators again
+                s.push_back(Intrin(
+                    "tile.dma_copy",
+                    {Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
+                     Region(Cl3, {I32(j * tm), I32(0), I32(0)}, {tm, r, tw}), I32(2)}));
                 }
                 Stmt tile = Allocate(Xp, Allocate(Col, Allocate(Al, Allocate(Cl, Seq(s)))));
                 if (q) tile = Allocate(Xq, Allocate(Cf, tile));
@@ -589,17 +643,21 @@ PrimFunc LowerConv(const OpCall& call) {
         }
       }
     }
+    groups.push_back(Intrin("tile.wait", {I32(2)}));  // the last stores
     return Seq(groups);
   });
   };
-  // Candidates: MB dividing the full blocks, each with the R and CC that fit L1 with its
-  // accumulators; the cost model (cost_model.h) picks the fastest.
+  // Candidates: MB dividing the full blocks, with or without double-buffered patches (the
+  // chunks unrolled: up to 64), each with the R and CC that fit L1 with its buffers; the
+  // cost model (cost_model.h) picks the fastest.
   const int64_t full_blocks = g.Mg / TM;
-  PrimFunc best = MakeFunc(call, p, build(1));
-  std::vector<int64_t> mbs;
-  for (int64_t mb : {2, 4, 8, 16})
-    if (full_blocks % mb == 0) mbs.push_back(mb);
-  if (mbs.empty()) return best;
+  PrimFunc best = MakeFunc(call, p, build(1, false));
+  std::vector<std::pair<int64_t, bool>> cands;
+  for (int64_t mb : {1, 2, 4, 8, 16}) {
+    if (mb > 1 && full_blocks % mb != 0) continue;
+    if (mb > 1) cands.push_back({mb, false});
+    cands.push_back({mb, true});
+  }
   auto estimate = [&](const PrimFunc& f) {
     IRModule m = codegen::LowerKernels(
         IRModule::FromFunction(f), codegen::LowerOptions{call.l1_bytes, std::nullopt, true, "npu"});
@@ -609,9 +667,9 @@ PrimFunc LowerConv(const OpCall& call) {
     return cycles;
   };
   int64_t best_cycles = estimate(best);
-  for (int64_t mb : mbs) {
-    if (!fit(mb)) continue;
-    PrimFunc f = MakeFunc(call, p, build(mb));
+  for (auto [mb, db] : cands) {
+    if (!fit(mb, db) || (db && (g.Cg + CC - 1) / CC > 64)) continue;
+    PrimFunc f = MakeFunc(call, p, build(mb, db));
     int64_t cycles = 0;
     try {
       cycles = estimate(f);
