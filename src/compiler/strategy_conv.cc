@@ -363,13 +363,13 @@ PrimFunc LowerConv(const OpCall& call) {
     int64_t rin = (rows - 1) * g.sh + (g.KH - 1) * g.dh + 1,
             win = (TW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
     if (mp.name == "f32")
-      return 4 * (slots * cc * rin * win + cc * KK * rows * TW + TM * cc * KK +
+      return 4 * (slots * cc * rin * win + cc * KK * rows * TW + 2 * TM * cc * KK +
                   mb * TM * rows * TW);
     // the planner starts a buffer at a 64 KiB bank when it fits: count each rounded up
     auto bank = [](int64_t bytes) { return (bytes + 65535) / 65536 * 65536; };
     int64_t ob = mp.operand_bytes(), acc = mb * TM * rows * TW * 4;
     int64_t sum = bank((q ? 1 : slots) * cc * rin * win * ob) + bank(ob * cc * KK * rows * TW) +
-                  bank(ob * TM * cc * KK) + bank(acc);
+                  bank(2 * ob * TM * cc * KK) + bank(acc);
     if (q)
       sum += bank(slots * cc * rin * win * 4) + bank(acc) +
              2 * bank(TM * 4);  // f32 patch, f32 result, bias, scales
@@ -436,7 +436,7 @@ PrimFunc LowerConv(const OpCall& call) {
                 Buffer Col = Local({kcmax, r, tw}, ot, "Col");
                 Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(), I32(0),
                                      "local", "Colm");
-                Buffer Al = Local({tm, kcmax}, ot, "Al");
+                Buffer Al = Local({2, tm, kcmax}, ot, "Al");  // weight blocks, double-buffered
                 Buffer Cl = Local({mb * tm, P}, acc_t, "Cl");
                 Buffer Cf = q ? Local({mb * tm, P}, f32, "Cf") : Cl;  // the f32 result
                 Buffer Cl3 = Buffer(Cf->data, f32, {I32(mb * tm), I32(r), I32(tw)},
@@ -500,14 +500,15 @@ PrimFunc LowerConv(const OpCall& call) {
                                    const std::vector<Stmt>& prefetch) {
                   int64_t kc = cc * KK, xoff = slot * CC * rin * win;
                   std::vector<Stmt> st;
-                  auto wregion = [&](int64_t j) {
-                    return Region(Wt, {gi, m0_of(j), c0 * I32(KK)}, {1, tm, kc});
+                  // weight block j into Al[j % 2] (event 0): its DMA waits in the queue for
+                  // the mm that last read that slot
+                  auto wload = [&](int64_t j) {
+                    return Intrin("tile.dma_copy",
+                                  {Region(Al, {I32(j % 2), I32(0), I32(0)}, {1, tm, kc}),
+                                   Region(Wt, {gi, m0_of(j), c0 * I32(KK)}, {1, tm, kc}), I32(0)});
                   };
-                  if (!prefetch.empty()) {
-                    st.push_back(Intrin("tile.dma_copy",
-                                        {Region(Al, {I32(0), I32(0)}, {tm, kc}), wregion(0), I32(0)}));
-                    for (const Stmt& x : prefetch) st.push_back(x);
-                  }
+                  st.push_back(wload(0));
+                  for (const Stmt& x : prefetch) st.push_back(x);
                   if (q) {  // quantise the patch on load
                     std::vector<int64_t> pd{cc, rin, win};
                     Buffer xf = StridedView(Xp, pd, {rin * win, win, 1}, xoff, "Xf");
@@ -540,14 +541,12 @@ PrimFunc LowerConv(const OpCall& call) {
                   for (int64_t j = 0; j < mb; ++j) {  // every block from one unfolded chunk
                     if (j == 0 && !acc)  // the first write of the accumulators: the last
                       st.push_back(Intrin("tile.wait", {I32(2)}));  // item's stores are out
-                    if (j == 0 && !prefetch.empty())
-                      st.push_back(Intrin("tile.wait", {I32(0)}));
-                    else
-                      st.push_back(DmaWait(Region(Al, {I32(0), I32(0)}, {tm, kc}), wregion(j), 0));
+                    st.push_back(Intrin("tile.wait", {I32(0)}));  // weight block j is in L1
                     st.push_back(Intrin("tile.mm", {Region(Cl, {I32(j * tm), I32(0)}, {tm, P}),
-                                                    Region(Al, {I32(0), I32(0)}, {tm, kc}),
+                                                    Region(Al, {I32(j % 2), I32(0), I32(0)}, {1, tm, kc}),
                                                     Region(Colm, {I32(0), I32(0)}, {kc, P}),
                                                     IntImm(DataType::Bool(), acc ? 1 : 0)}));
+                    if (j + 1 < mb) st.push_back(wload(j + 1));  // loads during mm j
                   }
                   return st;
                 };
@@ -592,41 +591,41 @@ PrimFunc LowerConv(const OpCall& call) {
                     }
                   }
                 }
+                // the scales or f32 bias of every block: one buffer, a slice per block (a
+                // buffer per block could share an address the engines do not order by)
+                Buffer Sall = Local({mb * tm, 1}, f32, q ? "Sl" : "Bf");
                 for (int64_t j = 0; j < mb; ++j) {
                 PrimExpr m0 = m0_of(j);
                 if (q) {  // dequantise: f32(acc) * f32(x_scale * w_scale[m])
                   std::vector<Stmt> dq;
-                  Buffer Sl = Local({tm, 1}, f32, "Sl");
                   Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
                   Buffer cfv = StridedView(Cf, cd, {P, 1}, j * tm * P, "Cfv");
                   dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
                     return BufferStore(cfv, Cast(f32, BufferLoad(clv, i)), i);
                   }));
-                  dq.push_back(DmaWait(Region(Sl, {I32(0), I32(0)}, {tm, 1}),
+                  dq.push_back(DmaWait(Region(Sall, {I32(j * tm), I32(0)}, {tm, 1}),
                                        Region(Sv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0));
-                  Buffer slv = StridedView(Sl, {tm}, {1}, 0, "Slv");
+                  Buffer slv = StridedView(Sall, {tm}, {1}, j * tm, "Slv");
                   dq.push_back(Nest({tm}, [&](const Array<PrimExpr>& i) {
                     return BufferStore(slv, BufferLoad(slv, i) * F32(static_cast<float>(x_scale)),
                                        i);
                   }));
-                  Buffer sv = StridedView(Sl, cd, {1, 0}, 0, "Sb");
+                  Buffer sv = StridedView(Sall, cd, {1, 0}, j * tm, "Sb");
                   dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
                     return BufferStore(cfv, BufferLoad(cfv, i) * BufferLoad(sv, i), i);
                   }));
-                  s.push_back(Allocate(Sl, Seq(dq)));
+                  s.push_back(Seq(dq));
                 } else if (has_bias) {
-                  Buffer Bl = Local({tm, 1}, f32, "Bl");
-                  s.push_back(Allocate(
-                      Bl, Seq({DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
+                  s.push_back(Seq({DmaWait(Region(Sall, {I32(j * tm), I32(0)}, {tm, 1}),
                                        Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0),
                                Loop("i", tm, [&](PrimExpr i) {
                                  return Loop("x", P, [&](PrimExpr x) {
                                    PrimExpr row = I32(j * tm) + i;
                                    return BufferStore(
-                                       Cl, BufferLoad(Cl, {row, x}) + BufferLoad(Bl, {i, I32(0)}),
+                                       Cl, BufferLoad(Cl, {row, x}) + BufferLoad(Sall, {row, I32(0)}),
                                        {row, x});
                                  });
-                               })})));
+                               })}));
                 }
                 // the store is asynchronous (event 2): the next item waits for it before
                 // it writes the accumulators again
@@ -638,8 +637,12 @@ PrimFunc LowerConv(const OpCall& call) {
                 Stmt tile = Allocate(Xp, Allocate(Col, Allocate(Al, Allocate(Cl, Seq(s)))));
                 if (q) tile = Allocate(Xq, Allocate(Cf, tile));
                 if (preset) tile = Allocate(Bl, tile);
+                if (q || has_bias) tile = Allocate(Sall, tile);
                 return tile;
               }));
+          // the next group's buffers may take these addresses: its DMAs must not pass
+          // this group's compute and stores (waited for by the front end)
+          groups.push_back(Intrin("tile.wait", {I32(2)}));
         }
       }
     }
