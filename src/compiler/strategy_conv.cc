@@ -362,9 +362,6 @@ PrimFunc LowerConv(const OpCall& call) {
   auto l1_bytes = [&](int64_t rows, int64_t cc, int64_t mb = 1, int64_t slots = 1) {
     int64_t rin = (rows - 1) * g.sh + (g.KH - 1) * g.dh + 1,
             win = (TW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
-    if (mp.name == "f32")
-      return 4 * (slots * cc * rin * win + cc * KK * rows * TW + 2 * TM * cc * KK +
-                  mb * TM * rows * TW);
     // the planner starts a buffer at a 64 KiB bank when it fits: count each rounded up
     auto bank = [](int64_t bytes) { return (bytes + 65535) / 65536 * 65536; };
     int64_t ob = mp.operand_bytes(), acc = mb * TM * rows * TW * 4;
