@@ -9,7 +9,12 @@
  * input channels (CC * KH * KW <= 256). For each chunk the input rows the tile needs
  * are DMAed row by row into a zero-filled L1 patch (padding = the zeros left), the
  * patch is unfolded into col (im2col, in L1, one vector copy per tap from a strided view
- * of the patch), and tile.mm accumulates (CC, then R, shrink when they would overflow L1). Column
+ * of the patch), and tile.mm accumulates (CC, then R, shrink when they would overflow L1).
+ * The input block is one DMA when the tile has no padding row (else one per row), and a
+ * Conv with one kernel row and a row stride loads only the rows it uses. A work item
+ * computes MB blocks of TM output channels from each unfolded chunk, so the input is read
+ * once per MB blocks; the cost model (cost_model.h) picks MB among those whose
+ * accumulators fit L1 (fewer items for the cores against less input traffic). Column
  * tiles are placed at compile time (a loop in the generator), so every DMA has constant extents;
  * rows, output channels and images are loops, spread over the cores. A depthwise Conv (Cg = Mg = 1)
  * runs on the vector engine instead (LowerDepthwise).
@@ -26,6 +31,8 @@
 
 #include "kernel_util.h"
 #include "matrix_precision.h"
+#include "tilecore/codegen/lowering.h"
+#include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/reflection.h"
 
 namespace tilecore {
@@ -240,14 +247,24 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
                            {Region(Xp, {I32(0), I32(0), I32(0)}, {cc, rn, wn}), F32(0), I32(0)}));
                 s.push_back(Intrin("tile.wait", {I32(0)}));
                 if (vhi > vlo) {
-                  s.push_back(Loop("rr", rn, [&](PrimExpr rr) {
-                    PrimExpr ih = oh0 * I32(g.sh) - I32(g.pt) + rr;
+                  // one DMA of the whole block when no padding row is in it
+                  PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
+                  Stmt block = Intrin(
+                      "tile.dma_copy",
+                      {Region(Xp, {I32(0), I32(0), I32(vlo - iw0)}, {cc, rn, vhi - vlo}),
+                       Region(X, {n, c0, ih0, I32(vlo)}, {1, cc, rn, vhi - vlo}), I32(0)});
+                  Stmt rows = Loop("rr", rn, [&](PrimExpr rr) {
+                    PrimExpr ih = ih0 + rr;
                     return IfThenElse(
                         ih >= I32(0) && ih < I32(g.H),
                         Intrin("tile.dma_copy",
                                {Region(Xp, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
                                 Region(X, {n, c0, ih, I32(vlo)}, {1, cc, 1, vhi - vlo}), I32(0)}));
-                  }));
+                  });
+                  s.push_back(g.pt == 0 && g.pb == 0
+                                  ? block
+                                  : IfThenElse(ih0 >= I32(0) && ih0 + I32(rn) <= I32(g.H), block,
+                                               rows));
                   s.push_back(Intrin("tile.wait", {I32(0)}));
                 }
                 s.push_back(DmaWait(Region(Wl, {I32(0), I32(0)}, {cc, KK}),
@@ -311,7 +328,24 @@ PrimFunc LowerConv(const OpCall& call) {
   const double inv_scale = q ? InverseScale(AttrFloat(call.attrs, "tc_x_scale", 1.0)) : 1.0;
   const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
   const int64_t zp = AttrInt(call.attrs, "tc_x_zero_point", 0);
-  Buffer X = View(p.in[0], {g.N, g.C, g.H, g.W}, "X");
+  // A Conv with one kernel row, a row stride and no row padding reads only every sh-th
+  // input row: the input is viewed as [N, C, OH, sh, W] and the Conv is a row-stride-1
+  // one over the [.., OH, 0, W] part, so the DMA skips the other rows (never loaded nor
+  // quantised). The column stride stays in the im2col (a DMA of every other element
+  // would move one element per beat).
+  const bool skip = g.KH == 1 && g.sh > 1 && g.pt == 0 && g.pb == 0 && g.H == g.OH * g.sh;
+  Buffer X = skip ? View(p.in[0], {g.N, g.C, g.OH, g.sh, g.W}, "Xs")
+                  : View(p.in[0], {g.N, g.C, g.H, g.W}, "X");
+  if (skip) {
+    g.H = g.OH;
+    g.sh = 1;
+  }
+  // X[n, c .. c + cc, ih .. ih + rows, iw .. iw + cols]
+  auto xregion = [&](PrimExpr n, PrimExpr c, PrimExpr ih, int64_t iw, int64_t cc, int64_t rows,
+                     int64_t cols) {
+    if (skip) return Region(X, {n, c, ih, I32(0), I32(iw)}, {1, cc, rows, 1, cols});
+    return Region(X, {n, c, ih, I32(iw)}, {1, cc, rows, cols});
+  };
   int64_t KK = g.KH * g.KW;
   Buffer Wt = View(p.in[1], {g.G, g.Mg, g.Cg * KK}, "Wm");
   bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
@@ -325,37 +359,48 @@ PrimFunc LowerConv(const OpCall& call) {
   // L1 per tile: the input patch, the column matrix, the weight and output tiles. A wide
   // strided window (a 1x1 stride-2 conv over 256 channels) can overflow L1 with the
   // largest CC and R: halve the channels per chunk (down to 16), then the rows.
-  auto l1_bytes = [&](int64_t rows, int64_t cc) {
+  auto l1_bytes = [&](int64_t rows, int64_t cc, int64_t mb = 1, int64_t slots = 1) {
     int64_t rin = (rows - 1) * g.sh + (g.KH - 1) * g.dh + 1,
             win = (TW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
-    if (mp.name == "f32")
-      return 4 * (cc * rin * win + cc * KK * rows * TW + TM * cc * KK + TM * rows * TW);
     // the planner starts a buffer at a 64 KiB bank when it fits: count each rounded up
     auto bank = [](int64_t bytes) { return (bytes + 65535) / 65536 * 65536; };
-    int64_t ob = mp.operand_bytes(), acc = TM * rows * TW * 4;
-    int64_t sum = bank(cc * rin * win * ob) + bank(ob * cc * KK * rows * TW) +
-                  bank(ob * TM * cc * KK) + bank(acc);
+    int64_t ob = mp.operand_bytes(), acc = mb * TM * rows * TW * 4;
+    int64_t sum = bank((q ? 1 : slots) * cc * rin * win * ob) + bank(ob * cc * KK * rows * TW) +
+                  bank(2 * ob * TM * cc * KK) + bank(acc);
     if (q)
-      sum += bank(cc * rin * win * 4) + bank(acc) +
+      sum += bank(slots * cc * rin * win * 4) + bank(acc) +
              2 * bank(TM * 4);  // f32 patch, f32 result, bias, scales
     else
       sum += bank(TM * 4);
     return sum;
   };
   const int64_t budget = call.l1_bytes - (int64_t{32} << 10);  // DMA state and the planner's slack
-  while (l1_bytes(R, CC) > budget) {
-    if (CC > 16) {
-      CC = (CC + 1) / 2;
-    } else if (R > 1) {
-      R = (R + 1) / 2;
-    } else if (CC > 1) {
-      CC = (CC + 1) / 2;
-    } else {
-      break;
+  const int64_t R0 = R, CC0 = CC;
+  // R and CC for MB blocks per item; whether they fit L1
+  auto fit = [&](int64_t mb, bool db) {
+    const int64_t slots = db ? 2 : 1;
+    R = R0;
+    CC = CC0;
+    while (l1_bytes(R, CC, mb, slots) > budget) {
+      if (CC > 16) {
+        CC = (CC + 1) / 2;
+      } else if (R > 1) {
+        R = (R + 1) / 2;
+      } else if (CC > 1) {
+        CC = (CC + 1) / 2;
+      } else {
+        break;
+      }
     }
-  }
+    return l1_bytes(R, CC, mb, slots) <= budget;
+  };
+  fit(1, false);
+  // MB blocks of TM output channels per work item share each loaded and unfolded input
+  // chunk (the input is read once per MB blocks instead of once per block); a larger MB
+  // means fewer items for the cores and larger accumulators in L1.
+  auto build = [&](int64_t MB, bool db) {
   int64_t rotation = 0;
-  Stmt body = OverCores(call.cores, [&](PrimExpr core) {
+  return OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> groups;
     for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW) {
       int64_t tw = std::min(TW, g.OW - ow0);
@@ -366,163 +411,277 @@ PrimFunc LowerConv(const OpCall& call) {
       for (auto [rcount, r] : Segs(g.OH, R)) {
         int64_t rbase = r == R ? 0 : (g.OH / R) * R;
         int64_t rin = (r - 1) * g.sh + (g.KH - 1) * g.dh + 1;
-        for (auto [mcount, tm] : Segs(g.Mg, TM)) {
+        for (auto [mblocks, tm] : Segs(g.Mg, TM)) {
           int64_t mbase = tm == TM ? 0 : (g.Mg / TM) * TM;
+          int64_t mb = tm == TM && mblocks % MB == 0 ? MB : 1;  // blocks per item
+          int64_t mcount = mblocks / mb;
           int64_t items = g.N * g.G * rcount * mcount;
           groups.push_back(ForEachItem(
               core, call.cores, items, &rotation, "t",
               [&, r = r, rbase = rbase, rin = rin, tm = tm, mbase = mbase, rcount = rcount,
-               mcount = mcount](PrimExpr t) {
+               mcount = mcount, mb = mb](PrimExpr t) {
                 PrimExpr mi = floormod(t, I32(mcount));
                 PrimExpr ri = floormod(floordiv(t, I32(mcount)), I32(rcount));
                 PrimExpr gi = floormod(floordiv(t, I32(mcount * rcount)), I32(g.G));
                 PrimExpr n = floordiv(t, I32(mcount * rcount * g.G));
-                PrimExpr m0 = I32(mbase) + mi * I32(TM);
+                // first output channel of block j of this item
+                auto m0_of = [&](int64_t j) { return I32(mbase) + (mi * I32(mb) + I32(j)) * I32(TM); };
                 PrimExpr oh0 = I32(rbase) + ri * I32(R);
                 int64_t P = r * tw, kcmax = CC * KK;
-                Buffer Xp = Local({CC, rin, win}, q ? f32 : ot, "Xp");
+                Buffer Xp = Local({db ? 2 : 1, CC, rin, win}, q ? f32 : ot, "Xp");
                 Buffer Xq = q ? Local({CC, rin, win}, ot, "Xq") : Xp;  // what im2col reads
                 Buffer Col = Local({kcmax, r, tw}, ot, "Col");
                 Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(), I32(0),
                                      "local", "Colm");
-                Buffer Al = Local({tm, kcmax}, ot, "Al");
-                Buffer Cl = Local({tm, P}, acc_t, "Cl");
-                Buffer Cf = q ? Local({tm, P}, f32, "Cf") : Cl;  // the f32 result
-                Buffer Cl3 = Buffer(Cf->data, f32, {I32(tm), I32(r), I32(tw)}, Array<PrimExpr>(),
-                                    I32(0), "local", "Cl3");
+                Buffer Al = Local({2, tm, kcmax}, ot, "Al");  // weight blocks, double-buffered
+                Buffer Cl = Local({mb * tm, P}, acc_t, "Cl");
+                Buffer Cf = q ? Local({mb * tm, P}, f32, "Cf") : Cl;  // the f32 result
+                Buffer Cl3 = Buffer(Cf->data, f32, {I32(mb * tm), I32(r), I32(tw)},
+                                    Array<PrimExpr>(), I32(0), "local", "Cl3");
                 std::vector<Stmt> s;
                 // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
                 // a vector-engine add would saturate), so every chunk accumulates
                 const bool preset = q && has_bias;
                 Buffer Bl = Local({tm, 1}, acc_t, "Bl");
                 std::vector<int64_t> cd{tm, P};
-                if (preset) {
+                if (preset) s.push_back(Intrin("tile.wait", {I32(2)}));  // the last item's stores
+                for (int64_t j = 0; preset && j < mb; ++j) {
                   Buffer bv = StridedView(Bl, cd, {1, 0}, 0, "Bb");
-                  Buffer clv = StridedView(Cl, cd, {P, 1}, 0, "Clv");
+                  Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
                   s.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
-                                      Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0));
+                                      Region(Bv, {gi * I32(g.Mg) + m0_of(j), I32(0)}, {tm, 1}), 0));
                   s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
                     return BufferStore(clv, BufferLoad(bv, i), i);
                   }));
                 }
-                bool first = true;
-                for (auto [ccount, cc] : Segs(g.Cg, CC)) {
-                  int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
-                  auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
-                    PrimExpr c0 = I32(cbase) + ci * I32(CC);
-                    int64_t kc = cc * KK;
-                    std::vector<Stmt> st;
+                // The patch of chunk (c0, cc) into Xp[slot]: a zero fill where padding is,
+                // then the input block, all signalling `event` (no wait).
+                auto load_patch = [&](PrimExpr c0, int64_t cc, int64_t slot, int64_t event) {
+                  std::vector<Stmt> st;
+                  // no padding rows: every tile's rows are inside the image
+                  const bool always_inside = g.pt == 0 && g.pb == 0;
+                  if (!(always_inside && vlo == iw0 && vhi - vlo == win))  // zeros: padding
                     st.push_back(Intrin(
                         "tile.dma_fill",
-                        {Region(Xp, {I32(0), I32(0), I32(0)}, {cc, rin, win}), F32(0), I32(0)}));
-                    st.push_back(Intrin("tile.wait", {I32(0)}));
-                    if (vhi > vlo) {
-                      st.push_back(Loop("rr", rin, [&](PrimExpr rr) {
-                        PrimExpr ih = oh0 * I32(g.sh) - I32(g.pt) + rr;
-                        return IfThenElse(
-                            ih >= I32(0) && ih < I32(g.H),
-                            Intrin("tile.dma_copy",
-                                   {Region(Xp, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
-                                    Region(X, {n, gi * I32(g.Cg) + c0, ih, I32(vlo)},
-                                           {1, cc, 1, vhi - vlo}),
-                                    I32(0)}));
-                      }));
-                      st.push_back(Intrin("tile.wait", {I32(0)}));
-                    }
-                    if (q) {  // quantise the patch on load
-                      std::vector<int64_t> pd{cc, rin, win};
-                      Buffer xf = StridedView(Xp, pd, {rin * win, win, 1}, 0, "Xf");
-                      Buffer xq = StridedView(Xq, pd, {rin * win, win, 1}, 0, "Xqv");
+                        {Region(Xp, {I32(slot), I32(0), I32(0), I32(0)}, {1, cc, rin, win}),
+                         F32(0), I32(event)}));
+                  if (vhi > vlo) {
+                    // All rin rows inside the image (no padding rows): one DMA of the
+                    // whole [cc, rin, cols] block; at the borders one per valid row.
+                    PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
+                    PrimExpr xc = gi * I32(g.Cg) + c0;
+                    Stmt block = Intrin("tile.dma_copy",
+                                        {Region(Xp, {I32(slot), I32(0), I32(0), I32(vlo - iw0)},
+                                                {1, cc, rin, vhi - vlo}),
+                                         xregion(n, xc, ih0, vlo, cc, rin, vhi - vlo), I32(event)});
+                    Stmt rows = Loop("rr", rin, [&](PrimExpr rr) {
+                      PrimExpr ih = ih0 + rr;
+                      return IfThenElse(
+                          ih >= I32(0) && ih < I32(g.H),
+                          Intrin("tile.dma_copy",
+                                 {Region(Xp, {I32(slot), I32(0), rr, I32(vlo - iw0)},
+                                         {1, cc, 1, vhi - vlo}),
+                                  xregion(n, xc, ih, vlo, cc, 1, vhi - vlo), I32(event)}));
+                    });
+                    st.push_back(always_inside
+                                     ? block
+                                     : IfThenElse(ih0 >= I32(0) && ih0 + I32(rin) <= I32(g.H),
+                                                  block, rows));
+                  }
+                  return st;
+                };
+                // Chunk (c0, cc) from Xp[slot] (loaded): quantise, im2col, the mms of the
+                // MB blocks. `prefetch` (the next chunk's patch) is issued after the first
+                // weight block, so it loads while this chunk is unfolded.
+                auto compute = [&](PrimExpr c0, int64_t cc, int64_t slot, bool acc,
+                                   const std::vector<Stmt>& prefetch) {
+                  int64_t kc = cc * KK, xoff = slot * CC * rin * win;
+                  std::vector<Stmt> st;
+                  // weight block j into Al[j % 2] (event 0): its DMA waits in the queue for
+                  // the mm that last read that slot
+                  auto wload = [&](int64_t j) {
+                    return Intrin("tile.dma_copy",
+                                  {Region(Al, {I32(j % 2), I32(0), I32(0)}, {1, tm, kc}),
+                                   Region(Wt, {gi, m0_of(j), c0 * I32(KK)}, {1, tm, kc}), I32(0)});
+                  };
+                  st.push_back(wload(0));
+                  for (const Stmt& x : prefetch) st.push_back(x);
+                  if (q) {  // quantise the patch on load
+                    std::vector<int64_t> pd{cc, rin, win};
+                    Buffer xf = StridedView(Xp, pd, {rin * win, win, 1}, xoff, "Xf");
+                    Buffer xq = StridedView(Xq, pd, {rin * win, win, 1}, 0, "Xqv");
+                    st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                      return BufferStore(xf, BufferLoad(xf, i) * F32(inv_scale), i);
+                    }));
+                    if (zp != 0)
                       st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
-                        return BufferStore(xf, BufferLoad(xf, i) * F32(inv_scale), i);
+                        return BufferStore(xf, BufferLoad(xf, i) + F32(static_cast<double>(zp)),
+                                           i);
                       }));
-                      if (zp != 0)
-                        st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
-                          return BufferStore(xf, BufferLoad(xf, i) + F32(static_cast<double>(zp)),
-                                             i);
-                        }));
-                      st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
-                        return BufferStore(xq, Cast(ot, BufferLoad(xf, i)), i);
-                      }));
+                    st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                      return BufferStore(xq, Cast(ot, BufferLoad(xf, i)), i);
+                    }));
+                  }
+                  // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw +
+                  // kw * dw], one vector copy per tap between strided views of Xp and Col (the
+                  // engine reads a strided source; a loop over x * sw it could not take as one
+                  // command)
+                  for (int64_t kh = 0; kh < g.KH; ++kh) {
+                    for (int64_t kw = 0; kw < g.KW; ++kw) {
+                      Buffer src = StridedView(Xq, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
+                                               (q ? 0 : xoff) + kh * g.dh * win + kw * g.dw, "Tap");
+                      Buffer dst = StridedView(Col, {cc, r, tw}, {KK * r * tw, tw, 1},
+                                               (kh * g.KW + kw) * r * tw, "ColTap");
+                      st.push_back(CopyNest(dst, src, {cc, r, tw}));
                     }
-                    // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw +
-                    // kw * dw], one vector copy per tap between strided views of Xp and Col (the
-                    // engine reads a strided source; a loop over x * sw it could not take as one
-                    // command)
-                    for (int64_t kh = 0; kh < g.KH; ++kh) {
-                      for (int64_t kw = 0; kw < g.KW; ++kw) {
-                        Buffer src = StridedView(Xq, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
-                                                 kh * g.dh * win + kw * g.dw, "Tap");
-                        Buffer dst = StridedView(Col, {cc, r, tw}, {KK * r * tw, tw, 1},
-                                                 (kh * g.KW + kw) * r * tw, "ColTap");
-                        st.push_back(CopyNest(dst, src, {cc, r, tw}));
-                      }
-                    }
-                    st.push_back(DmaWait(Region(Al, {I32(0), I32(0)}, {tm, kc}),
-                                         Region(Wt, {gi, m0, c0 * I32(KK)}, {1, tm, kc}), 0));
-                    st.push_back(Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, P}),
-                                                    Region(Al, {I32(0), I32(0)}, {tm, kc}),
+                  }
+                  for (int64_t j = 0; j < mb; ++j) {  // every block from one unfolded chunk
+                    if (j == 0 && !acc)  // the first write of the accumulators: the last
+                      st.push_back(Intrin("tile.wait", {I32(2)}));  // item's stores are out
+                    st.push_back(Intrin("tile.wait", {I32(0)}));  // weight block j is in L1
+                    st.push_back(Intrin("tile.mm", {Region(Cl, {I32(j * tm), I32(0)}, {tm, P}),
+                                                    Region(Al, {I32(j % 2), I32(0), I32(0)}, {1, tm, kc}),
                                                     Region(Colm, {I32(0), I32(0)}, {kc, P}),
                                                     IntImm(DataType::Bool(), acc ? 1 : 0)}));
-                    return Seq(st);
-                  };
-                  if (first) {
-                    s.push_back(chunk(I32(0), preset));
-                    if (ccount > 1)
-                      s.push_back(Loop("ci", ccount - 1,
-                                       [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
-                    first = false;
-                  } else {
-                    s.push_back(Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
+                    if (j + 1 < mb) st.push_back(wload(j + 1));  // loads during mm j
+                  }
+                  return st;
+                };
+                auto push = [&](const std::vector<Stmt>& v) {
+                  for (const Stmt& x : v) s.push_back(x);
+                };
+                if (db) {
+                  // Double-buffered patches, the chunks unrolled: chunk k + 1 loads into
+                  // Xp[(k + 1) % 2] (event 1) while chunk k is unfolded and multiplied.
+                  std::vector<std::pair<int64_t, int64_t>> chunks;  // (first channel, count)
+                  for (int64_t c = 0; c < g.Cg; c += CC) chunks.push_back({c, std::min(CC, g.Cg - c)});
+                  push(load_patch(I32(chunks[0].first), chunks[0].second, 0, 1));
+                  for (size_t k = 0; k < chunks.size(); ++k) {
+                    s.push_back(Intrin("tile.wait", {I32(1)}));  // patch k is in L1
+                    std::vector<Stmt> next;
+                    if (k + 1 < chunks.size())
+                      next = load_patch(I32(chunks[k + 1].first), chunks[k + 1].second,
+                                        int64_t((k + 1) % 2), 1);
+                    if (next.empty()) next.push_back(Evaluate(I32(0)));
+                    push(compute(I32(chunks[k].first), chunks[k].second, int64_t(k % 2),
+                                 k > 0 || preset, next));
+                  }
+                } else {
+                  bool first = true;
+                  for (auto [ccount, cc] : Segs(g.Cg, CC)) {
+                    int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
+                    auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
+                      PrimExpr c0 = I32(cbase) + ci * I32(CC);
+                      std::vector<Stmt> st = load_patch(c0, cc, 0, 0);
+                      st.push_back(Intrin("tile.wait", {I32(0)}));
+                      for (const Stmt& x : compute(c0, cc, 0, acc, {})) st.push_back(x);
+                      return Seq(st);
+                    };
+                    if (first) {
+                      s.push_back(chunk(I32(0), preset));
+                      if (ccount > 1)
+                        s.push_back(Loop("ci", ccount - 1,
+                                         [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
+                      first = false;
+                    } else {
+                      s.push_back(Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
+                    }
                   }
                 }
+                // the scales or f32 bias of every block: one buffer, a slice per block (a
+                // buffer per block could share an address the engines do not order by)
+                Buffer Sall = Local({mb * tm, 1}, f32, q ? "Sl" : "Bf");
+                for (int64_t j = 0; j < mb; ++j) {
+                PrimExpr m0 = m0_of(j);
                 if (q) {  // dequantise: f32(acc) * f32(x_scale * w_scale[m])
                   std::vector<Stmt> dq;
-                  Buffer Sl = Local({tm, 1}, f32, "Sl");
-                  Buffer clv = StridedView(Cl, cd, {P, 1}, 0, "Clv");
-                  Buffer cfv = StridedView(Cf, cd, {P, 1}, 0, "Cfv");
+                  Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
+                  Buffer cfv = StridedView(Cf, cd, {P, 1}, j * tm * P, "Cfv");
                   dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
                     return BufferStore(cfv, Cast(f32, BufferLoad(clv, i)), i);
                   }));
-                  dq.push_back(DmaWait(Region(Sl, {I32(0), I32(0)}, {tm, 1}),
+                  dq.push_back(DmaWait(Region(Sall, {I32(j * tm), I32(0)}, {tm, 1}),
                                        Region(Sv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0));
-                  Buffer slv = StridedView(Sl, {tm}, {1}, 0, "Slv");
+                  Buffer slv = StridedView(Sall, {tm}, {1}, j * tm, "Slv");
                   dq.push_back(Nest({tm}, [&](const Array<PrimExpr>& i) {
                     return BufferStore(slv, BufferLoad(slv, i) * F32(static_cast<float>(x_scale)),
                                        i);
                   }));
-                  Buffer sv = StridedView(Sl, cd, {1, 0}, 0, "Sb");
+                  Buffer sv = StridedView(Sall, cd, {1, 0}, j * tm, "Sb");
                   dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
                     return BufferStore(cfv, BufferLoad(cfv, i) * BufferLoad(sv, i), i);
                   }));
-                  s.push_back(Allocate(Sl, Seq(dq)));
+                  s.push_back(Seq(dq));
                 } else if (has_bias) {
-                  Buffer Bl = Local({tm, 1}, f32, "Bl");
-                  s.push_back(Allocate(
-                      Bl, Seq({DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
+                  s.push_back(Seq({DmaWait(Region(Sall, {I32(j * tm), I32(0)}, {tm, 1}),
                                        Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0),
                                Loop("i", tm, [&](PrimExpr i) {
-                                 return Loop("j", P, [&](PrimExpr j) {
+                                 return Loop("x", P, [&](PrimExpr x) {
+                                   PrimExpr row = I32(j * tm) + i;
                                    return BufferStore(
-                                       Cl, BufferLoad(Cl, {i, j}) + BufferLoad(Bl, {i, I32(0)}),
-                                       {i, j});
+                                       Cl, BufferLoad(Cl, {row, x}) + BufferLoad(Sall, {row, I32(0)}),
+                                       {row, x});
                                  });
-                               })})));
+                               })}));
                 }
-                s.push_back(
-                    DmaWait(Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
-                            Region(Cl3, {I32(0), I32(0), I32(0)}, {tm, r, tw}), 1));
+                // the store is asynchronous (event 2): the next item waits for it before
+                // it writes the accumulators again
+                s.push_back(Intrin(
+                    "tile.dma_copy",
+                    {Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
+                     Region(Cl3, {I32(j * tm), I32(0), I32(0)}, {tm, r, tw}), I32(2)}));
+                }
                 Stmt tile = Allocate(Xp, Allocate(Col, Allocate(Al, Allocate(Cl, Seq(s)))));
                 if (q) tile = Allocate(Xq, Allocate(Cf, tile));
                 if (preset) tile = Allocate(Bl, tile);
+                if (q || has_bias) tile = Allocate(Sall, tile);
                 return tile;
               }));
+          // the next group's buffers may take these addresses: its DMAs must not pass
+          // this group's compute and stores (waited for by the front end)
+          groups.push_back(Intrin("tile.wait", {I32(2)}));
         }
       }
     }
+    groups.push_back(Intrin("tile.wait", {I32(2)}));  // the last stores
     return Seq(groups);
   });
-  return MakeFunc(call, p, body);
+  };
+  // Candidates: MB dividing the full blocks, with or without double-buffered patches (the
+  // chunks unrolled: up to 64), each with the R and CC that fit L1 with its buffers; the
+  // cost model (cost_model.h) picks the fastest.
+  const int64_t full_blocks = g.Mg / TM;
+  PrimFunc best = MakeFunc(call, p, build(1, false));
+  std::vector<std::pair<int64_t, bool>> cands;
+  for (int64_t mb : {1, 2, 4, 8, 16}) {
+    if (mb > 1 && full_blocks % mb != 0) continue;
+    if (mb > 1) cands.push_back({mb, false});
+    cands.push_back({mb, true});
+  }
+  auto estimate = [&](const PrimFunc& f) {
+    IRModule m = codegen::LowerKernels(
+        IRModule::FromFunction(f), codegen::LowerOptions{call.l1_bytes, std::nullopt, true, "npu"});
+    int64_t cycles = 0;
+    for (const auto& [name, fn] : m->functions.items())
+      cycles += EstimateKernel(fn, static_cast<int>(call.cores)).cycles;
+    return cycles;
+  };
+  int64_t best_cycles = estimate(best);
+  for (auto [mb, db] : cands) {
+    if (!fit(mb, db) || (db && (g.Cg + CC - 1) / CC > 64)) continue;
+    PrimFunc f = MakeFunc(call, p, build(mb, db));
+    int64_t cycles = 0;
+    try {
+      cycles = estimate(f);
+    } catch (const ffi::Error&) {
+      continue;  // does not fit once the buffers are placed in banks
+    }
+    if (cycles < best_cycles) {
+      best = f;
+      best_cycles = cycles;
+    }
+  }
+  return best;
 }
 
 std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,

@@ -18,7 +18,8 @@
  * at the bias and two vector commands dequantise after the last K step.
  *
  * Two more plans compete with that tiling when they fit (int8 with constant weights, or a
- * 2-D B in the other precisions; K in one mm): pipelined (weights staged once in L2, rows
+ * 2-D B in the other precisions, Gemm's C a per-column bias added by the mm epilogue; K in
+ * one mm): pipelined (weights staged once in L2, rows
  * in chunks per core) and column (few rows: A in L1 on every core, each core streaming
  * its columns of the weights). The cost model (cost_model.h) ranks every candidate and
  * the fastest estimate is lowered; docs/compiler.md describes them.
@@ -83,6 +84,18 @@ struct GemmPlan {
   bool b_act = false;
   Buffer qbias, wscale;
 };
+
+/*! \brief f32/f16/bf16: no Gemm alpha, and C (if any) a per-column bias the mm epilogue adds. */
+bool FloatBiasFits(const GemmPlan& g) {
+  return g.alpha == 1.0 && (!g.bias.defined() || (g.bm == 1 && g.bn == g.N && g.beta == 1.0));
+}
+
+/*! \brief The [1, N] bias the pipelined and column plans add in the mm epilogue: int8's int32
+ * bias, or Gemm's per-column C in the other precisions (undefined when there is none). */
+Buffer ColumnBias(const GemmPlan& g) {
+  if (g.mp.int8()) return g.qbias;
+  return FloatBiasFits(g) ? g.bias : Buffer();
+}
 
 /*! \brief dst[i, k] = i8(src[i, k] * inv + zp) over [rows, cols]: quantise on load. */
 Stmt Quantise(const Buffer& dst, const Buffer& src, int64_t rows, int64_t cols, double inv,
@@ -358,8 +371,9 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
     Buffer Al = Local({2, TM, K}, ot, "Al");
     Buffer Cf = Local({2, TM, TN}, f32, "Cf");
     Buffer Af = Local({PR, K}, f32, "Af");  // int8: the f32 rows quantised on load
-    Buffer Qb = Local({1, N}, g.mp.accum, "Qb");
+    Buffer Qb = Local({1, N}, g.mp.accum, "Qb");  // the int32 or f32 bias
     Buffer Sc = Local({1, N}, f32, "Sc");
+    const Buffer bias = ColumnBias(g);
     PrimExpr row0 = c * I32(pp.mc);
     std::vector<Stmt> s;
     // Piece p of chunk i: f32 rows from the DDR, quantised into Al[i % 2].
@@ -416,9 +430,9 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
         "tile.dma_copy", {Region(Bsh, {even ? c * I32(kr) : I32(0), I32(0)}, {kr, N}),
                           Region(B2, {even ? c * I32(kr) : I32(0), I32(0)}, {kr, N}), I32(0)})});
     s.push_back(even ? to_l2 : IfThenElse(eq(c, I32(0)), to_l2, Stmt()));
-    if (g.qbias.defined())
+    if (bias.defined())
       s.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, N}),
-                                           Region(g.qbias, {I32(0), I32(0)}, {1, N}), I32(0)}));
+                                           Region(bias, {I32(0), I32(0)}, {1, N}), I32(0)}));
     if (q)
       s.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, N}),
                                            Region(g.wscale, {I32(0), I32(0)}, {1, N}), I32(0)}));
@@ -446,10 +460,10 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
                          Region(Al, {I32(i % 2), I32(0), I32(0)}, {1, rows, K}),
                          Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
                          IntImm(DataType::Bool(), 0)};
-      if (q) {  // the int32 bias and the dequantisation in the fused epilogue
-        mm.push_back(g.qbias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0));
-        for (PrimExpr e : {PrimExpr(Region(Sc, {I32(0), I32(n0)}, {1, tn})), I32(0), I32(0),
-                           PrimExpr(StringImm("none")), F32(-big), F32(big)})
+      if (q || bias.defined()) {  // the bias (and int8's dequantisation) in the fused epilogue
+        mm.push_back(bias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0));
+        for (PrimExpr e : {q ? PrimExpr(Region(Sc, {I32(0), I32(n0)}, {1, tn})) : F32(1.0), I32(0),
+                           I32(0), PrimExpr(StringImm("none")), F32(-big), F32(big)})
           mm.push_back(e);
       }
       s.push_back(Intrin("tile.mm", mm));
@@ -465,7 +479,8 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
     s.push_back(Intrin("tile.wait", {I32(5)}));
     Stmt r = Seq(s);
     // Outermost first: the large buffers take whole banks, the small ones are packed last.
-    if (q) r = Allocate(Sc, Allocate(Qb, Allocate(Af, r)));
+    if (q) r = Allocate(Sc, Allocate(Af, r));
+    if (bias.defined()) r = Allocate(Qb, r);
     for (const Buffer& b : {Cf, Al, Bl}) r = Allocate(b, r);
     return r;
   });
@@ -477,8 +492,8 @@ std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
   std::vector<PipelinePlan> out;
   const int64_t P = call.cores, lim = 4096;  // lim: the matrix engine's largest dimension
   const bool q = g.mp.int8(), plain = !q;    // plain: f32, f16 or bf16 operands
-  // int8 with constant weights, or f16/bf16 without Gemm's alpha and C
-  if (!(q && !g.b_act) && !(plain && !g.bias.defined() && g.alpha == 1.0)) return out;
+  // int8 with constant weights, or f32/f16/bf16 without Gemm's alpha (C a per-column bias)
+  if (!(q && !g.b_act) && !(plain && FloatBiasFits(g))) return out;
   if (g.transA || g.transB || !g.b_batch.empty() || g.K <= 0 || g.K > lim || g.N <= 0 ||
       g.N > lim || g.out_batch != g.a_batch || P < 1)
     return out;
@@ -497,7 +512,7 @@ std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
         pp.t0 = std::max<int64_t>(1, pp.tm / first);
         int64_t bytes = al(2 * g.K * pp.tn * ob) + al(2 * pp.tm * g.K * ob) +
                         al(2 * pp.tm * pp.tn * 4) +
-                        (q ? al(pp.pr * g.K * 4) + 2 * al(g.N * 4) : 0) + 65536;
+                        (q ? al(pp.pr * g.K * 4) + 2 * al(g.N * 4) : al(g.N * 4)) + 65536;
         int64_t steps = (2 + (pp.mc + pp.tm - 1) / pp.tm) * ((g.N + pp.tn - 1) / pp.tn);
         if (bytes > call.l1_bytes || steps > kMaxPipelineSteps) continue;
         bool seen = false;
@@ -541,8 +556,9 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     Buffer Cf = Local({2, M, TN}, f32, "Cf");
     Buffer Af = Local({PR, K}, f32, "Af");
     Buffer Aq = Local({PR, K}, i8, "Aq");
-    Buffer Qb = Local({1, NC}, g.mp.accum, "Qb");
+    Buffer Qb = Local({1, NC}, g.mp.accum, "Qb");  // the int32 or f32 bias
     Buffer Sc = Local({1, NC}, f32, "Sc");
+    const Buffer bias = ColumnBias(g);
     PrimExpr c0 = c * I32(NC);
     std::vector<Stmt> s;
     auto load_block = [&](int64_t t) {
@@ -592,9 +608,9 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     }
     // The first weight block and the scales load while A is staged.
     s.push_back(load_block(0));
-    if (g.qbias.defined())
+    if (bias.defined())
       s.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, NC}),
-                                           Region(g.qbias, {I32(0), c0}, {1, NC}), I32(0)}));
+                                           Region(bias, {I32(0), c0}, {1, NC}), I32(0)}));
     if (q)
       s.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
                                            Region(g.wscale, {I32(0), c0}, {1, NC}), I32(0)}));
@@ -617,10 +633,10 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       Array<PrimExpr> mm{
           Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}), Region(Al, {I32(0), I32(0)}, {M, K}),
           Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}), IntImm(DataType::Bool(), 0)};
-      if (q) {  // the int32 bias and the dequantisation in the fused epilogue
-        mm.push_back(g.qbias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0));
-        for (PrimExpr e : {PrimExpr(Region(Sc, {I32(0), I32(n0)}, {1, tn})), I32(0), I32(0),
-                           PrimExpr(StringImm("none")), F32(-big), F32(big)})
+      if (q || bias.defined()) {  // the bias (and int8's dequantisation) in the fused epilogue
+        mm.push_back(bias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0));
+        for (PrimExpr e : {q ? PrimExpr(Region(Sc, {I32(0), I32(n0)}, {1, tn})) : F32(1.0), I32(0),
+                           I32(0), PrimExpr(StringImm("none")), F32(-big), F32(big)})
           mm.push_back(e);
       }
       s.push_back(Intrin("tile.mm", mm));
@@ -631,7 +647,8 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     s.push_back(Intrin("tile.wait", {I32(4)}));
     s.push_back(Intrin("tile.wait", {I32(5)}));
     Stmt r = Seq(s);
-    if (q) r = Allocate(Sc, Allocate(Qb, Allocate(Aq, Allocate(Af, r))));
+    if (q) r = Allocate(Sc, Allocate(Aq, Allocate(Af, r)));
+    if (bias.defined()) r = Allocate(Qb, r);
     for (const Buffer& b : {Cf, Bl, Al}) r = Allocate(b, r);
     return r;
   });
@@ -643,7 +660,7 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
   std::vector<ColumnPlan> out;
   const int64_t P = call.cores, lim = 4096;
   const bool q = g.mp.int8(), plain = !q;  // plain: f32, f16 or bf16 operands
-  if (!(q && !g.b_act) && !(plain && !g.bias.defined() && g.alpha == 1.0)) return out;
+  if (!(q && !g.b_act) && !(plain && FloatBiasFits(g))) return out;
   if (g.transA || g.transB || !g.b_batch.empty() || g.K <= 0 || g.K > lim || g.N <= 0 ||
       g.N % P != 0 || g.out_batch != g.a_batch || P < 1)
     return out;
@@ -658,7 +675,8 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
     cp.tn = std::min(tn, nc);
     int64_t bytes = al(cp.rows * g.K * ob) + al(2 * g.K * cp.tn * ob) +
                     al(2 * cp.rows * cp.tn * 4) +
-                    (q ? al(cp.pr * g.K * 4) + al(cp.pr * g.K) + 2 * al(nc * 4) : 0) + 65536;
+                    (q ? al(cp.pr * g.K * 4) + al(cp.pr * g.K) + 2 * al(nc * 4) : al(nc * 4)) +
+                    65536;
     if (bytes > call.l1_bytes || (nc + cp.tn - 1) / cp.tn > kMaxPipelineSteps) continue;
     if (out.empty() || out.back().tn != cp.tn) out.push_back(cp);
   }

@@ -399,6 +399,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         dq_consts = {}
     graph = _load_graph(model, input_shapes)
     graph = transform.CanonicalizeGraph()(graph)
+    graph = transform.FoldMatMulBias()(graph)  # the bias into the matrix engine (Gemm's C)
     graph = _fold_to_fixed_point(graph)
     graph = _decompose(graph, HasStrategy, TensorSpec)
     timings["import_and_passes"] = time.perf_counter() - t0
@@ -480,6 +481,13 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                 thresholds = absmax
             if mean_axes:
                 means = computed
+        if thresholds is not None:  # a view (FoldMatMulBias's Reshape) has its input's range
+            thresholds = dict(thresholds)
+            for nd in nodes:
+                if nd.op in VIEW_OPS and nd.ins and nd.ins[0] is not None and nd.outs:
+                    src, dst = str(nd.ins[0].name), str(nd.outs[0].name)
+                    if src in thresholds and dst not in thresholds:
+                        thresholds[dst] = thresholds[src]
         precision_report = _prec.assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec, means)
     except ValueError as e:
         raise CompileError(str(e)) from None

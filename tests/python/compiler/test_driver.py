@@ -243,9 +243,10 @@ def test_silu_recognised_by_the_passes_runs_as_sigmoid_and_mul():
 
 
 def test_step_names_are_unique_and_inputs_may_be_outputs():
-    # Gemm becomes MatMul + Add, two steps of one ONNX node; `x` is an output as well
+    # Gemm becomes MatMul + Add, two steps of one ONNX node (C is [M, N], not a per-column
+    # bias FoldMatMulBias would give back to a Gemm); `x` is an output as well
     w = RNG.standard_normal((4, 3)).astype(np.float32)
-    b = RNG.standard_normal(3).astype(np.float32)
+    b = RNG.standard_normal((2, 3)).astype(np.float32)
     nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="fc"),
              helper.make_node("Identity", ["x"], ["xi"], name="id")]
     model = make_model(nodes, [("x", [2, 4], np.float32)], ["y", "x", "xi"], [("w", w), ("b", b)])

@@ -43,6 +43,21 @@ def test_conv_strided_wide_patch_fits_l1():
 
 
 @pytest.mark.parametrize("xs,ws,attrs,bias", [
+    ((1, 512, 28, 28), (1024, 512, 1, 1), {"strides": [2, 2]}, True),  # ResNet-50 layer3 downsample
+    ((1, 64, 56, 56), (256, 64, 1, 1), {}, True),                        # blocks of 128 channels grouped
+    ((1, 48, 15, 15), (384, 48, 3, 3), {"pads": [1, 1, 1, 1]}, False),  # row tiles at both borders
+])
+def test_conv_channel_blocks_share_the_input(xs, ws, attrs, bias):
+    """Several blocks of output channels from one loaded input (the cost model's pick among
+    the grouped and double-buffered plans), a strided 1x1 Conv loading every other row,
+    tiles that fit L1 once the buffers sit in whole banks."""
+    ins = [rand(xs, 1), rand(ws, 2, -0.1, 0.1)]
+    if bias:
+        ins.append(rand((ws[0],), 3))
+    check_op("Conv", attrs, ins, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("xs,ws,attrs,bias", [
     ((1, 37, 30, 30), (37, 1, 3, 3), {"group": 37, "pads": [1, 1, 1, 1], "strides": [2, 2]}, True),  # channel remainder
     ((2, 5, 9, 300), (5, 1, 3, 5), {"group": 5, "pads": [1, 2, 1, 2], "dilations": [2, 1]}, False),  # column tiles
     ((1, 7, 20), (7, 1, 3), {"group": 7, "pads": [1, 1], "strides": [2]}, True),                       # 1-D
