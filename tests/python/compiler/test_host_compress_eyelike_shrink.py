@@ -9,10 +9,11 @@ from onnx import TensorProto, helper  # noqa: E402
 import tilecore  # noqa: E402
 
 
-def run(op, inputs, out_shape, out_type=None, **attrs):
+def run(op, inputs, out_shape, out_type=None, where="host", **attrs):
     names = list(inputs)
     ttype = {np.dtype(k): v for k, v in [(np.float32, TensorProto.FLOAT), (np.int32, TensorProto.INT32),
-                                         (np.bool_, TensorProto.BOOL), (np.int64, TensorProto.INT64)]}
+                                         (np.bool_, TensorProto.BOOL), (np.int64, TensorProto.INT64),
+                                         (np.float64, TensorProto.DOUBLE)]}
     node = helper.make_node(op, names, ["y"], **attrs)
     out_t = out_type if out_type is not None else ttype[inputs[names[0]].dtype]
     g = helper.make_graph([node], op.lower(), [helper.make_tensor_value_info(n, ttype[v.dtype], list(v.shape))
@@ -21,7 +22,7 @@ def run(op, inputs, out_shape, out_type=None, **attrs):
     report = {}
     y = tilecore.compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]),
                          report=report).run(inputs)["y"]
-    assert [p["where"] for p in report["placement"]] == ["host"]
+    assert [p["where"] for p in report["placement"]] == [where]
     return y
 
 
@@ -39,18 +40,19 @@ def test_compress(axis):
 
 @pytest.mark.parametrize("k", [-2, 0, 3])
 def test_eyelike(k):
-    x = np.zeros((4, 6), np.int32)
+    # int64 input: the host kernel (EyeLike of an int32 or float32 tensor runs on the npu)
+    x = np.zeros((4, 6), np.int64)
     np.testing.assert_array_equal(run("EyeLike", {"x": x}, x.shape, TensorProto.FLOAT, k=k, dtype=TensorProto.FLOAT),
                                   np.eye(4, 6, k, dtype=np.float32))
-    np.testing.assert_array_equal(run("EyeLike", {"x": x}, x.shape, k=k), np.eye(4, 6, k, dtype=np.int32))
+    np.testing.assert_array_equal(run("EyeLike", {"x": x}, x.shape, k=k), np.eye(4, 6, k, dtype=np.int64))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.int64])
-def test_shrink(dtype):
+@pytest.mark.parametrize("dtype,where", [(np.float64, "host"), (np.int64, "host"), (np.float32, "npu")])
+def test_shrink(dtype, where):
     x = np.arange(-5, 6).astype(dtype)
     lambd, bias = 1.5, 1.0
     want = np.where(x < -lambd, x + bias, np.where(x > lambd, x - bias, 0)).astype(dtype)
-    np.testing.assert_array_equal(run("Shrink", {"x": x}, x.shape, lambd=lambd, bias=bias), want)
+    np.testing.assert_array_equal(run("Shrink", {"x": x}, x.shape, where=where, lambd=lambd, bias=bias), want)
 
 
 def _ml_model(op, inputs, out_shape, inits=(), **attrs):
