@@ -249,10 +249,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
                 if (vhi > vlo) {
                   // one DMA of the whole block when no padding row is in it
                   PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
-                  Stmt block = Intrin(
-                      "tile.dma_copy",
-                      {Region(Xp, {I32(0), I32(0), I32(vlo - iw0)}, {cc, rn, vhi - vlo}),
-                       Region(X, {n, c0, ih0, I32(vlo)}, {1, cc, rn, vhi - vlo}), I32(0)});
+                  Stmt block =
+                      Intrin("tile.dma_copy",
+                             {Region(Xp, {I32(0), I32(0), I32(vlo - iw0)}, {cc, rn, vhi - vlo}),
+                              Region(X, {n, c0, ih0, I32(vlo)}, {1, cc, rn, vhi - vlo}), I32(0)});
                   Stmt rows = Loop("rr", rn, [&](PrimExpr rr) {
                     PrimExpr ih = ih0 + rr;
                     return IfThenElse(
@@ -261,10 +261,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
                                {Region(Xp, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
                                 Region(X, {n, c0, ih, I32(vlo)}, {1, cc, 1, vhi - vlo}), I32(0)}));
                   });
-                  s.push_back(g.pt == 0 && g.pb == 0
-                                  ? block
-                                  : IfThenElse(ih0 >= I32(0) && ih0 + I32(rn) <= I32(g.H), block,
-                                               rows));
+                  s.push_back(
+                      g.pt == 0 && g.pb == 0
+                          ? block
+                          : IfThenElse(ih0 >= I32(0) && ih0 + I32(rn) <= I32(g.H), block, rows));
                   s.push_back(Intrin("tile.wait", {I32(0)}));
                 }
                 s.push_back(DmaWait(Region(Wl, {I32(0), I32(0)}, {cc, KK}),
@@ -399,253 +399,263 @@ PrimFunc LowerConv(const OpCall& call) {
   // chunk (the input is read once per MB blocks instead of once per block); a larger MB
   // means fewer items for the cores and larger accumulators in L1.
   auto build = [&](int64_t MB, bool db) {
-  int64_t rotation = 0;
-  return OverCores(call.cores, [&](PrimExpr core) {
-    std::vector<Stmt> groups;
-    for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW) {
-      int64_t tw = std::min(TW, g.OW - ow0);
-      int64_t win = (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1;  // patch columns
-      int64_t iw0 = ow0 * g.sw - g.pl;                        // input column of patch column 0
-      int64_t vlo = std::max<int64_t>(0, iw0),
-              vhi = std::min<int64_t>(g.W, iw0 + win);  // valid input columns
-      for (auto [rcount, r] : Segs(g.OH, R)) {
-        int64_t rbase = r == R ? 0 : (g.OH / R) * R;
-        int64_t rin = (r - 1) * g.sh + (g.KH - 1) * g.dh + 1;
-        for (auto [mblocks, tm] : Segs(g.Mg, TM)) {
-          int64_t mbase = tm == TM ? 0 : (g.Mg / TM) * TM;
-          int64_t mb = tm == TM && mblocks % MB == 0 ? MB : 1;  // blocks per item
-          int64_t mcount = mblocks / mb;
-          int64_t items = g.N * g.G * rcount * mcount;
-          groups.push_back(ForEachItem(
-              core, call.cores, items, &rotation, "t",
-              [&, r = r, rbase = rbase, rin = rin, tm = tm, mbase = mbase, rcount = rcount,
-               mcount = mcount, mb = mb](PrimExpr t) {
-                PrimExpr mi = floormod(t, I32(mcount));
-                PrimExpr ri = floormod(floordiv(t, I32(mcount)), I32(rcount));
-                PrimExpr gi = floormod(floordiv(t, I32(mcount * rcount)), I32(g.G));
-                PrimExpr n = floordiv(t, I32(mcount * rcount * g.G));
-                // first output channel of block j of this item
-                auto m0_of = [&](int64_t j) { return I32(mbase) + (mi * I32(mb) + I32(j)) * I32(TM); };
-                PrimExpr oh0 = I32(rbase) + ri * I32(R);
-                int64_t P = r * tw, kcmax = CC * KK;
-                Buffer Xp = Local({db ? 2 : 1, CC, rin, win}, q ? f32 : ot, "Xp");
-                Buffer Xq = q ? Local({CC, rin, win}, ot, "Xq") : Xp;  // what im2col reads
-                Buffer Col = Local({kcmax, r, tw}, ot, "Col");
-                Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(), I32(0),
-                                     "local", "Colm");
-                Buffer Al = Local({2, tm, kcmax}, ot, "Al");  // weight blocks, double-buffered
-                Buffer Cl = Local({mb * tm, P}, acc_t, "Cl");
-                Buffer Cf = q ? Local({mb * tm, P}, f32, "Cf") : Cl;  // the f32 result
-                Buffer Cl3 = Buffer(Cf->data, f32, {I32(mb * tm), I32(r), I32(tw)},
-                                    Array<PrimExpr>(), I32(0), "local", "Cl3");
-                std::vector<Stmt> s;
-                // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
-                // a vector-engine add would saturate), so every chunk accumulates
-                const bool preset = q && has_bias;
-                Buffer Bl = Local({tm, 1}, acc_t, "Bl");
-                std::vector<int64_t> cd{tm, P};
-                if (preset) s.push_back(Intrin("tile.wait", {I32(2)}));  // the last item's stores
-                for (int64_t j = 0; preset && j < mb; ++j) {
-                  Buffer bv = StridedView(Bl, cd, {1, 0}, 0, "Bb");
-                  Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
-                  s.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
-                                      Region(Bv, {gi * I32(g.Mg) + m0_of(j), I32(0)}, {tm, 1}), 0));
-                  s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
-                    return BufferStore(clv, BufferLoad(bv, i), i);
-                  }));
-                }
-                // The patch of chunk (c0, cc) into Xp[slot]: a zero fill where padding is,
-                // then the input block, all signalling `event` (no wait).
-                auto load_patch = [&](PrimExpr c0, int64_t cc, int64_t slot, int64_t event) {
-                  std::vector<Stmt> st;
-                  // no padding rows: every tile's rows are inside the image
-                  const bool always_inside = g.pt == 0 && g.pb == 0;
-                  if (!(always_inside && vlo == iw0 && vhi - vlo == win))  // zeros: padding
-                    st.push_back(Intrin(
-                        "tile.dma_fill",
-                        {Region(Xp, {I32(slot), I32(0), I32(0), I32(0)}, {1, cc, rin, win}),
-                         F32(0), I32(event)}));
-                  if (vhi > vlo) {
-                    // All rin rows inside the image (no padding rows): one DMA of the
-                    // whole [cc, rin, cols] block; at the borders one per valid row.
-                    PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
-                    PrimExpr xc = gi * I32(g.Cg) + c0;
-                    Stmt block = Intrin("tile.dma_copy",
-                                        {Region(Xp, {I32(slot), I32(0), I32(0), I32(vlo - iw0)},
-                                                {1, cc, rin, vhi - vlo}),
-                                         xregion(n, xc, ih0, vlo, cc, rin, vhi - vlo), I32(event)});
-                    Stmt rows = Loop("rr", rin, [&](PrimExpr rr) {
-                      PrimExpr ih = ih0 + rr;
-                      return IfThenElse(
-                          ih >= I32(0) && ih < I32(g.H),
-                          Intrin("tile.dma_copy",
-                                 {Region(Xp, {I32(slot), I32(0), rr, I32(vlo - iw0)},
-                                         {1, cc, 1, vhi - vlo}),
-                                  xregion(n, xc, ih, vlo, cc, 1, vhi - vlo), I32(event)}));
-                    });
-                    st.push_back(always_inside
-                                     ? block
-                                     : IfThenElse(ih0 >= I32(0) && ih0 + I32(rin) <= I32(g.H),
-                                                  block, rows));
-                  }
-                  return st;
-                };
-                // Chunk (c0, cc) from Xp[slot] (loaded): quantise, im2col, the mms of the
-                // MB blocks. `prefetch` (the next chunk's patch) is issued after the first
-                // weight block, so it loads while this chunk is unfolded.
-                auto compute = [&](PrimExpr c0, int64_t cc, int64_t slot, bool acc,
-                                   const std::vector<Stmt>& prefetch) {
-                  int64_t kc = cc * KK, xoff = slot * CC * rin * win;
-                  std::vector<Stmt> st;
-                  // weight block j into Al[j % 2] (event 0): its DMA waits in the queue for
-                  // the mm that last read that slot
-                  auto wload = [&](int64_t j) {
-                    return Intrin("tile.dma_copy",
-                                  {Region(Al, {I32(j % 2), I32(0), I32(0)}, {1, tm, kc}),
-                                   Region(Wt, {gi, m0_of(j), c0 * I32(KK)}, {1, tm, kc}), I32(0)});
+    int64_t rotation = 0;
+    return OverCores(call.cores, [&](PrimExpr core) {
+      std::vector<Stmt> groups;
+      for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW) {
+        int64_t tw = std::min(TW, g.OW - ow0);
+        int64_t win = (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1;  // patch columns
+        int64_t iw0 = ow0 * g.sw - g.pl;                        // input column of patch column 0
+        int64_t vlo = std::max<int64_t>(0, iw0),
+                vhi = std::min<int64_t>(g.W, iw0 + win);  // valid input columns
+        for (auto [rcount, r] : Segs(g.OH, R)) {
+          int64_t rbase = r == R ? 0 : (g.OH / R) * R;
+          int64_t rin = (r - 1) * g.sh + (g.KH - 1) * g.dh + 1;
+          for (auto [mblocks, tm] : Segs(g.Mg, TM)) {
+            int64_t mbase = tm == TM ? 0 : (g.Mg / TM) * TM;
+            int64_t mb = tm == TM && mblocks % MB == 0 ? MB : 1;  // blocks per item
+            int64_t mcount = mblocks / mb;
+            int64_t items = g.N * g.G * rcount * mcount;
+            groups.push_back(ForEachItem(
+                core, call.cores, items, &rotation, "t",
+                [&, r = r, rbase = rbase, rin = rin, tm = tm, mbase = mbase, rcount = rcount,
+                 mcount = mcount, mb = mb](PrimExpr t) {
+                  PrimExpr mi = floormod(t, I32(mcount));
+                  PrimExpr ri = floormod(floordiv(t, I32(mcount)), I32(rcount));
+                  PrimExpr gi = floormod(floordiv(t, I32(mcount * rcount)), I32(g.G));
+                  PrimExpr n = floordiv(t, I32(mcount * rcount * g.G));
+                  // first output channel of block j of this item
+                  auto m0_of = [&](int64_t j) {
+                    return I32(mbase) + (mi * I32(mb) + I32(j)) * I32(TM);
                   };
-                  st.push_back(wload(0));
-                  for (const Stmt& x : prefetch) st.push_back(x);
-                  if (q) {  // quantise the patch on load
-                    std::vector<int64_t> pd{cc, rin, win};
-                    Buffer xf = StridedView(Xp, pd, {rin * win, win, 1}, xoff, "Xf");
-                    Buffer xq = StridedView(Xq, pd, {rin * win, win, 1}, 0, "Xqv");
-                    st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
-                      return BufferStore(xf, BufferLoad(xf, i) * F32(inv_scale), i);
-                    }));
-                    if (zp != 0)
-                      st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
-                        return BufferStore(xf, BufferLoad(xf, i) + F32(static_cast<double>(zp)),
-                                           i);
-                      }));
-                    st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
-                      return BufferStore(xq, Cast(ot, BufferLoad(xf, i)), i);
+                  PrimExpr oh0 = I32(rbase) + ri * I32(R);
+                  int64_t P = r * tw, kcmax = CC * KK;
+                  Buffer Xp = Local({db ? 2 : 1, CC, rin, win}, q ? f32 : ot, "Xp");
+                  Buffer Xq = q ? Local({CC, rin, win}, ot, "Xq") : Xp;  // what im2col reads
+                  Buffer Col = Local({kcmax, r, tw}, ot, "Col");
+                  Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(),
+                                       I32(0), "local", "Colm");
+                  Buffer Al = Local({2, tm, kcmax}, ot, "Al");  // weight blocks, double-buffered
+                  Buffer Cl = Local({mb * tm, P}, acc_t, "Cl");
+                  Buffer Cf = q ? Local({mb * tm, P}, f32, "Cf") : Cl;  // the f32 result
+                  Buffer Cl3 = Buffer(Cf->data, f32, {I32(mb * tm), I32(r), I32(tw)},
+                                      Array<PrimExpr>(), I32(0), "local", "Cl3");
+                  std::vector<Stmt> s;
+                  // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
+                  // a vector-engine add would saturate), so every chunk accumulates
+                  const bool preset = q && has_bias;
+                  Buffer Bl = Local({tm, 1}, acc_t, "Bl");
+                  std::vector<int64_t> cd{tm, P};
+                  if (preset) s.push_back(Intrin("tile.wait", {I32(2)}));  // the last item's stores
+                  for (int64_t j = 0; preset && j < mb; ++j) {
+                    Buffer bv = StridedView(Bl, cd, {1, 0}, 0, "Bb");
+                    Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
+                    s.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
+                                        Region(Bv, {gi * I32(g.Mg) + m0_of(j), I32(0)}, {tm, 1}),
+                                        0));
+                    s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
+                      return BufferStore(clv, BufferLoad(bv, i), i);
                     }));
                   }
-                  // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw +
-                  // kw * dw], one vector copy per tap between strided views of Xp and Col (the
-                  // engine reads a strided source; a loop over x * sw it could not take as one
-                  // command)
-                  for (int64_t kh = 0; kh < g.KH; ++kh) {
-                    for (int64_t kw = 0; kw < g.KW; ++kw) {
-                      Buffer src = StridedView(Xq, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
-                                               (q ? 0 : xoff) + kh * g.dh * win + kw * g.dw, "Tap");
-                      Buffer dst = StridedView(Col, {cc, r, tw}, {KK * r * tw, tw, 1},
-                                               (kh * g.KW + kw) * r * tw, "ColTap");
-                      st.push_back(CopyNest(dst, src, {cc, r, tw}));
+                  // The patch of chunk (c0, cc) into Xp[slot]: a zero fill where padding is,
+                  // then the input block, all signalling `event` (no wait).
+                  auto load_patch = [&](PrimExpr c0, int64_t cc, int64_t slot, int64_t event) {
+                    std::vector<Stmt> st;
+                    // no padding rows: every tile's rows are inside the image
+                    const bool always_inside = g.pt == 0 && g.pb == 0;
+                    if (!(always_inside && vlo == iw0 && vhi - vlo == win))  // zeros: padding
+                      st.push_back(Intrin(
+                          "tile.dma_fill",
+                          {Region(Xp, {I32(slot), I32(0), I32(0), I32(0)}, {1, cc, rin, win}),
+                           F32(0), I32(event)}));
+                    if (vhi > vlo) {
+                      // All rin rows inside the image (no padding rows): one DMA of the
+                      // whole [cc, rin, cols] block; at the borders one per valid row.
+                      PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
+                      PrimExpr xc = gi * I32(g.Cg) + c0;
+                      Stmt block =
+                          Intrin("tile.dma_copy",
+                                 {Region(Xp, {I32(slot), I32(0), I32(0), I32(vlo - iw0)},
+                                         {1, cc, rin, vhi - vlo}),
+                                  xregion(n, xc, ih0, vlo, cc, rin, vhi - vlo), I32(event)});
+                      Stmt rows = Loop("rr", rin, [&](PrimExpr rr) {
+                        PrimExpr ih = ih0 + rr;
+                        return IfThenElse(
+                            ih >= I32(0) && ih < I32(g.H),
+                            Intrin("tile.dma_copy",
+                                   {Region(Xp, {I32(slot), I32(0), rr, I32(vlo - iw0)},
+                                           {1, cc, 1, vhi - vlo}),
+                                    xregion(n, xc, ih, vlo, cc, 1, vhi - vlo), I32(event)}));
+                      });
+                      st.push_back(always_inside
+                                       ? block
+                                       : IfThenElse(ih0 >= I32(0) && ih0 + I32(rin) <= I32(g.H),
+                                                    block, rows));
                     }
-                  }
-                  for (int64_t j = 0; j < mb; ++j) {  // every block from one unfolded chunk
-                    if (j == 0 && !acc)  // the first write of the accumulators: the last
-                      st.push_back(Intrin("tile.wait", {I32(2)}));  // item's stores are out
-                    st.push_back(Intrin("tile.wait", {I32(0)}));  // weight block j is in L1
-                    st.push_back(Intrin("tile.mm", {Region(Cl, {I32(j * tm), I32(0)}, {tm, P}),
-                                                    Region(Al, {I32(j % 2), I32(0), I32(0)}, {1, tm, kc}),
-                                                    Region(Colm, {I32(0), I32(0)}, {kc, P}),
-                                                    IntImm(DataType::Bool(), acc ? 1 : 0)}));
-                    if (j + 1 < mb) st.push_back(wload(j + 1));  // loads during mm j
-                  }
-                  return st;
-                };
-                auto push = [&](const std::vector<Stmt>& v) {
-                  for (const Stmt& x : v) s.push_back(x);
-                };
-                if (db) {
-                  // Double-buffered patches, the chunks unrolled: chunk k + 1 loads into
-                  // Xp[(k + 1) % 2] (event 1) while chunk k is unfolded and multiplied.
-                  std::vector<std::pair<int64_t, int64_t>> chunks;  // (first channel, count)
-                  for (int64_t c = 0; c < g.Cg; c += CC) chunks.push_back({c, std::min(CC, g.Cg - c)});
-                  push(load_patch(I32(chunks[0].first), chunks[0].second, 0, 1));
-                  for (size_t k = 0; k < chunks.size(); ++k) {
-                    s.push_back(Intrin("tile.wait", {I32(1)}));  // patch k is in L1
-                    std::vector<Stmt> next;
-                    if (k + 1 < chunks.size())
-                      next = load_patch(I32(chunks[k + 1].first), chunks[k + 1].second,
-                                        int64_t((k + 1) % 2), 1);
-                    if (next.empty()) next.push_back(Evaluate(I32(0)));
-                    push(compute(I32(chunks[k].first), chunks[k].second, int64_t(k % 2),
-                                 k > 0 || preset, next));
-                  }
-                } else {
-                  bool first = true;
-                  for (auto [ccount, cc] : Segs(g.Cg, CC)) {
-                    int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
-                    auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
-                      PrimExpr c0 = I32(cbase) + ci * I32(CC);
-                      std::vector<Stmt> st = load_patch(c0, cc, 0, 0);
-                      st.push_back(Intrin("tile.wait", {I32(0)}));
-                      for (const Stmt& x : compute(c0, cc, 0, acc, {})) st.push_back(x);
-                      return Seq(st);
+                    return st;
+                  };
+                  // Chunk (c0, cc) from Xp[slot] (loaded): quantise, im2col, the mms of the
+                  // MB blocks. `prefetch` (the next chunk's patch) is issued after the first
+                  // weight block, so it loads while this chunk is unfolded.
+                  auto compute = [&](PrimExpr c0, int64_t cc, int64_t slot, bool acc,
+                                     const std::vector<Stmt>& prefetch) {
+                    int64_t kc = cc * KK, xoff = slot * CC * rin * win;
+                    std::vector<Stmt> st;
+                    // weight block j into Al[j % 2] (event 0): its DMA waits in the queue for
+                    // the mm that last read that slot
+                    auto wload = [&](int64_t j) {
+                      return Intrin(
+                          "tile.dma_copy",
+                          {Region(Al, {I32(j % 2), I32(0), I32(0)}, {1, tm, kc}),
+                           Region(Wt, {gi, m0_of(j), c0 * I32(KK)}, {1, tm, kc}), I32(0)});
                     };
-                    if (first) {
-                      s.push_back(chunk(I32(0), preset));
-                      if (ccount > 1)
-                        s.push_back(Loop("ci", ccount - 1,
-                                         [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
-                      first = false;
-                    } else {
-                      s.push_back(Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
+                    st.push_back(wload(0));
+                    for (const Stmt& x : prefetch) st.push_back(x);
+                    if (q) {  // quantise the patch on load
+                      std::vector<int64_t> pd{cc, rin, win};
+                      Buffer xf = StridedView(Xp, pd, {rin * win, win, 1}, xoff, "Xf");
+                      Buffer xq = StridedView(Xq, pd, {rin * win, win, 1}, 0, "Xqv");
+                      st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                        return BufferStore(xf, BufferLoad(xf, i) * F32(inv_scale), i);
+                      }));
+                      if (zp != 0)
+                        st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                          return BufferStore(xf, BufferLoad(xf, i) + F32(static_cast<double>(zp)),
+                                             i);
+                        }));
+                      st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                        return BufferStore(xq, Cast(ot, BufferLoad(xf, i)), i);
+                      }));
+                    }
+                    // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw +
+                    // kw * dw], one vector copy per tap between strided views of Xp and Col (the
+                    // engine reads a strided source; a loop over x * sw it could not take as one
+                    // command)
+                    for (int64_t kh = 0; kh < g.KH; ++kh) {
+                      for (int64_t kw = 0; kw < g.KW; ++kw) {
+                        Buffer src =
+                            StridedView(Xq, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
+                                        (q ? 0 : xoff) + kh * g.dh * win + kw * g.dw, "Tap");
+                        Buffer dst = StridedView(Col, {cc, r, tw}, {KK * r * tw, tw, 1},
+                                                 (kh * g.KW + kw) * r * tw, "ColTap");
+                        st.push_back(CopyNest(dst, src, {cc, r, tw}));
+                      }
+                    }
+                    for (int64_t j = 0; j < mb; ++j) {  // every block from one unfolded chunk
+                      if (j == 0 && !acc)  // the first write of the accumulators: the last
+                        st.push_back(Intrin("tile.wait", {I32(2)}));  // item's stores are out
+                      st.push_back(Intrin("tile.wait", {I32(0)}));    // weight block j is in L1
+                      st.push_back(
+                          Intrin("tile.mm", {Region(Cl, {I32(j * tm), I32(0)}, {tm, P}),
+                                             Region(Al, {I32(j % 2), I32(0), I32(0)}, {1, tm, kc}),
+                                             Region(Colm, {I32(0), I32(0)}, {kc, P}),
+                                             IntImm(DataType::Bool(), acc ? 1 : 0)}));
+                      if (j + 1 < mb) st.push_back(wload(j + 1));  // loads during mm j
+                    }
+                    return st;
+                  };
+                  auto push = [&](const std::vector<Stmt>& v) {
+                    for (const Stmt& x : v) s.push_back(x);
+                  };
+                  if (db) {
+                    // Double-buffered patches, the chunks unrolled: chunk k + 1 loads into
+                    // Xp[(k + 1) % 2] (event 1) while chunk k is unfolded and multiplied.
+                    std::vector<std::pair<int64_t, int64_t>> chunks;  // (first channel, count)
+                    for (int64_t c = 0; c < g.Cg; c += CC)
+                      chunks.push_back({c, std::min(CC, g.Cg - c)});
+                    push(load_patch(I32(chunks[0].first), chunks[0].second, 0, 1));
+                    for (size_t k = 0; k < chunks.size(); ++k) {
+                      s.push_back(Intrin("tile.wait", {I32(1)}));  // patch k is in L1
+                      std::vector<Stmt> next;
+                      if (k + 1 < chunks.size())
+                        next = load_patch(I32(chunks[k + 1].first), chunks[k + 1].second,
+                                          int64_t((k + 1) % 2), 1);
+                      if (next.empty()) next.push_back(Evaluate(I32(0)));
+                      push(compute(I32(chunks[k].first), chunks[k].second, int64_t(k % 2),
+                                   k > 0 || preset, next));
+                    }
+                  } else {
+                    bool first = true;
+                    for (auto [ccount, cc] : Segs(g.Cg, CC)) {
+                      int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
+                      auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
+                        PrimExpr c0 = I32(cbase) + ci * I32(CC);
+                        std::vector<Stmt> st = load_patch(c0, cc, 0, 0);
+                        st.push_back(Intrin("tile.wait", {I32(0)}));
+                        for (const Stmt& x : compute(c0, cc, 0, acc, {})) st.push_back(x);
+                        return Seq(st);
+                      };
+                      if (first) {
+                        s.push_back(chunk(I32(0), preset));
+                        if (ccount > 1)
+                          s.push_back(Loop("ci", ccount - 1,
+                                           [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
+                        first = false;
+                      } else {
+                        s.push_back(
+                            Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
+                      }
                     }
                   }
-                }
-                // the scales or f32 bias of every block: one buffer, a slice per block (a
-                // buffer per block could share an address the engines do not order by)
-                Buffer Sall = Local({mb * tm, 1}, f32, q ? "Sl" : "Bf");
-                for (int64_t j = 0; j < mb; ++j) {
-                PrimExpr m0 = m0_of(j);
-                if (q) {  // dequantise: f32(acc) * f32(x_scale * w_scale[m])
-                  std::vector<Stmt> dq;
-                  Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
-                  Buffer cfv = StridedView(Cf, cd, {P, 1}, j * tm * P, "Cfv");
-                  dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
-                    return BufferStore(cfv, Cast(f32, BufferLoad(clv, i)), i);
-                  }));
-                  dq.push_back(DmaWait(Region(Sall, {I32(j * tm), I32(0)}, {tm, 1}),
-                                       Region(Sv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0));
-                  Buffer slv = StridedView(Sall, {tm}, {1}, j * tm, "Slv");
-                  dq.push_back(Nest({tm}, [&](const Array<PrimExpr>& i) {
-                    return BufferStore(slv, BufferLoad(slv, i) * F32(static_cast<float>(x_scale)),
-                                       i);
-                  }));
-                  Buffer sv = StridedView(Sall, cd, {1, 0}, j * tm, "Sb");
-                  dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
-                    return BufferStore(cfv, BufferLoad(cfv, i) * BufferLoad(sv, i), i);
-                  }));
-                  s.push_back(Seq(dq));
-                } else if (has_bias) {
-                  s.push_back(Seq({DmaWait(Region(Sall, {I32(j * tm), I32(0)}, {tm, 1}),
-                                       Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0),
-                               Loop("i", tm, [&](PrimExpr i) {
-                                 return Loop("x", P, [&](PrimExpr x) {
-                                   PrimExpr row = I32(j * tm) + i;
-                                   return BufferStore(
-                                       Cl, BufferLoad(Cl, {row, x}) + BufferLoad(Sall, {row, I32(0)}),
-                                       {row, x});
-                                 });
-                               })}));
-                }
-                // the store is asynchronous (event 2): the next item waits for it before
-                // it writes the accumulators again
-                s.push_back(Intrin(
-                    "tile.dma_copy",
-                    {Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
-                     Region(Cl3, {I32(j * tm), I32(0), I32(0)}, {tm, r, tw}), I32(2)}));
-                }
-                Stmt tile = Allocate(Xp, Allocate(Col, Allocate(Al, Allocate(Cl, Seq(s)))));
-                if (q) tile = Allocate(Xq, Allocate(Cf, tile));
-                if (preset) tile = Allocate(Bl, tile);
-                if (q || has_bias) tile = Allocate(Sall, tile);
-                return tile;
-              }));
-          // the next group's buffers may take these addresses: its DMAs must not pass
-          // this group's compute and stores (waited for by the front end)
-          groups.push_back(Intrin("tile.wait", {I32(2)}));
+                  // the scales or f32 bias of every block: one buffer, a slice per block (a
+                  // buffer per block could share an address the engines do not order by)
+                  Buffer Sall = Local({mb * tm, 1}, f32, q ? "Sl" : "Bf");
+                  for (int64_t j = 0; j < mb; ++j) {
+                    PrimExpr m0 = m0_of(j);
+                    if (q) {  // dequantise: f32(acc) * f32(x_scale * w_scale[m])
+                      std::vector<Stmt> dq;
+                      Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
+                      Buffer cfv = StridedView(Cf, cd, {P, 1}, j * tm * P, "Cfv");
+                      dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
+                        return BufferStore(cfv, Cast(f32, BufferLoad(clv, i)), i);
+                      }));
+                      dq.push_back(DmaWait(Region(Sall, {I32(j * tm), I32(0)}, {tm, 1}),
+                                           Region(Sv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0));
+                      Buffer slv = StridedView(Sall, {tm}, {1}, j * tm, "Slv");
+                      dq.push_back(Nest({tm}, [&](const Array<PrimExpr>& i) {
+                        return BufferStore(
+                            slv, BufferLoad(slv, i) * F32(static_cast<float>(x_scale)), i);
+                      }));
+                      Buffer sv = StridedView(Sall, cd, {1, 0}, j * tm, "Sb");
+                      dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
+                        return BufferStore(cfv, BufferLoad(cfv, i) * BufferLoad(sv, i), i);
+                      }));
+                      s.push_back(Seq(dq));
+                    } else if (has_bias) {
+                      s.push_back(Seq(
+                          {DmaWait(Region(Sall, {I32(j * tm), I32(0)}, {tm, 1}),
+                                   Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0),
+                           Loop("i", tm, [&](PrimExpr i) {
+                             return Loop("x", P, [&](PrimExpr x) {
+                               PrimExpr row = I32(j * tm) + i;
+                               return BufferStore(
+                                   Cl, BufferLoad(Cl, {row, x}) + BufferLoad(Sall, {row, I32(0)}),
+                                   {row, x});
+                             });
+                           })}));
+                    }
+                    // the store is asynchronous (event 2): the next item waits for it before
+                    // it writes the accumulators again
+                    s.push_back(
+                        Intrin("tile.dma_copy",
+                               {Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
+                                Region(Cl3, {I32(j * tm), I32(0), I32(0)}, {tm, r, tw}), I32(2)}));
+                  }
+                  Stmt tile = Allocate(Xp, Allocate(Col, Allocate(Al, Allocate(Cl, Seq(s)))));
+                  if (q) tile = Allocate(Xq, Allocate(Cf, tile));
+                  if (preset) tile = Allocate(Bl, tile);
+                  if (q || has_bias) tile = Allocate(Sall, tile);
+                  return tile;
+                }));
+            // the next group's buffers may take these addresses: its DMAs must not pass
+            // this group's compute and stores (waited for by the front end)
+            groups.push_back(Intrin("tile.wait", {I32(2)}));
+          }
         }
       }
-    }
-    groups.push_back(Intrin("tile.wait", {I32(2)}));  // the last stores
-    return Seq(groups);
-  });
+      groups.push_back(Intrin("tile.wait", {I32(2)}));  // the last stores
+      return Seq(groups);
+    });
   };
   // Candidates: MB dividing the full blocks, with or without double-buffered patches (the
   // chunks unrolled: up to 64), each with the R and CC that fit L1 with its buffers; the

@@ -370,7 +370,7 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
     Buffer Bl = Local({2, K, TN}, ot, "Bl");
     Buffer Al = Local({2, TM, K}, ot, "Al");
     Buffer Cf = Local({2, TM, TN}, f32, "Cf");
-    Buffer Af = Local({PR, K}, f32, "Af");  // int8: the f32 rows quantised on load
+    Buffer Af = Local({PR, K}, f32, "Af");        // int8: the f32 rows quantised on load
     Buffer Qb = Local({1, N}, g.mp.accum, "Qb");  // the int32 or f32 bias
     Buffer Sc = Local({1, N}, f32, "Sc");
     const Buffer bias = ColumnBias(g);
@@ -673,10 +673,9 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
   const int64_t nc = g.N / P;
   for (int64_t tn : {64, 128, 256, 512}) {
     cp.tn = std::min(tn, nc);
-    int64_t bytes = al(cp.rows * g.K * ob) + al(2 * g.K * cp.tn * ob) +
-                    al(2 * cp.rows * cp.tn * 4) +
-                    (q ? al(cp.pr * g.K * 4) + al(cp.pr * g.K) + 2 * al(nc * 4) : al(nc * 4)) +
-                    65536;
+    int64_t bytes =
+        al(cp.rows * g.K * ob) + al(2 * g.K * cp.tn * ob) + al(2 * cp.rows * cp.tn * 4) +
+        (q ? al(cp.pr * g.K * 4) + al(cp.pr * g.K) + 2 * al(nc * 4) : al(nc * 4)) + 65536;
     if (bytes > call.l1_bytes || (nc + cp.tn - 1) / cp.tn > kMaxPipelineSteps) continue;
     if (out.empty() || out.back().tn != cp.tn) out.push_back(cp);
   }

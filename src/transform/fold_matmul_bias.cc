@@ -76,8 +76,8 @@ Graph Rewrite(const Graph& g, PassContext ctx) {
       std::vector<Node> out;
       Map<String, Any> none;
       if (as->size() == 2) {
-        out.push_back(MakeNode("Gemm", {mm.input(0), mm.input(1), b1}, {add->outputs[0]}, none,
-                               loc, 13));
+        out.push_back(
+            MakeNode("Gemm", {mm.input(0), mm.input(1), b1}, {add->outputs[0]}, none, loc, 13));
       } else {
         int64_t rows = 1;
         for (size_t i = 0; i + 1 < as->size(); ++i) rows *= (*as)[i];
@@ -86,8 +86,8 @@ Graph Rewrite(const Graph& g, PassContext ctx) {
         Value a2(String(rw.Fresh(Name(mm.input(0)) + "_2d")), ir::Type());
         Value y2(String(rw.Fresh(base + "_2d")), ir::Type());
         out.push_back(MakeNode("Reshape",
-                               {mm.input(0), Int64Const(rw.Fresh(base + "_rows"), {rows, K})},
-                               {a2}, none, loc, 14));
+                               {mm.input(0), Int64Const(rw.Fresh(base + "_rows"), {rows, K})}, {a2},
+                               none, loc, 14));
         out.push_back(MakeNode("Gemm", {a2, mm.input(1), b1}, {y2}, none, loc, 13));
         out.push_back(MakeNode("Reshape", {y2, Int64Const(rw.Fresh(base + "_shape"), yshape)},
                                {add->outputs[0]}, none, loc, 14));
