@@ -247,3 +247,32 @@ root = nodes[d["root"]]["data"]
 nodes[root["params"]]["data"][0] = {element}
 tilecore.load_json(json.dumps(d))
 """, "TypeError", "field `params[0]`", f"cannot be `{type_key}`", "Array[ir.Var]")
+
+
+def test_visitor_and_mutator_passes_of_a_shared_expression_are_linear():
+    # H3: the IR's visitor and mutator themselves handle a shared node once per expression.
+    # PlanLocalMemory walks the store with the base visitor, FlattenBuffer rewrites its
+    # loads with the base mutator; e = e + e sixty times is 2^60 paths, 61 nodes.
+    out = run_isolated("""
+        import time
+        ib = ir.IRBuilder('k'); A = ib.buffer_param('A', (2, 2), 'int32')
+        ib.allocate('int32', (4,), scope='local')
+        e = A[0, 1]
+        for _ in range(60):
+            e = e + e
+        A[1, 1] = e
+        mod = ir.IRModule.from_function(ib.get())
+        t = time.time()
+        tilecore.transform.PlanLocalMemory()(mod)
+        flat = tilecore.transform.FlattenBuffer()(mod)['k']
+        fast = time.time() - t < 20
+        s = flat.body
+        while not hasattr(s, 'value'):
+            s = s.body if hasattr(s, 'body') else s.seq[-1]
+        v, shared = s.value, True
+        for _ in range(60):
+            shared = shared and v.a.same_as(v.b)
+            v = v.a
+        RESULT = (fast, shared, str(v))
+    """, timeout=120)
+    assert out.expect_ok() == repr((True, True, "A[0 * 2 + 1]"))
