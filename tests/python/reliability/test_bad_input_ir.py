@@ -249,6 +249,20 @@ tilecore.load_json(json.dumps(d))
 """, "TypeError", "field `params[0]`", f"cannot be `{type_key}`", "Array[ir.Var]")
 
 
+@pytest.mark.parametrize("call,words", [
+    ("tilecore.transform.Sequential([None])",
+     ["argument #0", "Array[transform.Pass]", "element [0] is `None`, not `transform.Pass`"]),
+    ("tilecore.transform.Sequential([tilecore.transform.Simplify(), 3])",
+     ["element [1] is `int`, not `transform.Pass`"]),
+    ("ir.IRModule({'a': None})", ["Map[str, ir.PrimFunc]", 'element ["a"] is `None`, not `ir.PrimFunc`']),
+    ("ir.IRModule({5: add_kernel()})", ["key 5 is `int`, not `str`"]),
+])
+def test_function_arguments_name_the_refused_element(call, words):
+    # M12: a container argument refused for one element names it (index or key, its type),
+    # for every registered function, as load_json does for a field.
+    expect_error(call, "TypeError", *words)
+
+
 def test_visitor_and_mutator_passes_of_a_shared_expression_are_linear():
     # H3: the IR's visitor and mutator themselves handle a shared node once per expression.
     # PlanLocalMemory walks the store with the base visitor, FlattenBuffer rewrites its
