@@ -143,3 +143,71 @@ def test_pysim_refuses_a_misaligned_vector_load_as_tc1_does(tmp_path, off, ok):
     result = eval(run_isolated(_kernel_snippet(tmp_path, _VECTORS, use)).expect_ok())  # noqa: S307
     expected = list(range(off, off + 8)) if ok else True
     assert result == [expected, expected], result
+
+
+_PAST_THE_END = """
+@S.prim_func(num_cores=1)
+def k(a: S.ptr("int32", "global"), b: S.ptr("int32", "global")):
+    b[64] = 99
+"""
+
+_DMA_PAST_THE_END = """
+@S.prim_func(num_cores=1)
+def k(a: S.ptr("int32", "global"), b: S.ptr("int32", "global")):
+    T = S.alloc_buffer((128,), "int32")
+    S.dma_copy(T, a, 128)
+    S.dma_copy(b, T, 128)
+"""
+
+
+@pytest.mark.npu
+@pytest.mark.parametrize("source,words", [
+    (_PAST_THE_END, ["store to ddr", "element 64 of `b`, which has 64 elements"]),
+    (_DMA_PAST_THE_END, ["DMA source", "of `a`, which has 64 elements"]),
+])
+def test_pointer_kernel_on_npu_cannot_write_past_an_array(tmp_path, source, words):
+    # S1: an S.ptr parameter has no size, so the call limits the simulator's DDR accesses
+    # to the arrays passed: a store or DMA past one is a SimError naming the kernel and the
+    # array, and the next array in DDR (v) keeps its values. PySim raises IndexError.
+    use = """
+        npu = tilecore.npu(0)
+        a = tilecore.nd.array(np.zeros(64, 'int32'), device=npu)
+        b = tilecore.nd.array(np.zeros(64, 'int32'), device=npu)
+        v = tilecore.nd.array(np.full(64, 7, 'int32'), device=npu)
+        try:
+            tilecore.build(k)['k'](a, b)
+            error = None
+        except Exception as e:
+            error = (type(e).__name__, str(e))
+        try:
+            k(np.zeros(64, np.int32), np.zeros(64, np.int32))
+            pysim = None
+        except IndexError as e:
+            pysim = 'IndexError'
+        RESULT = (error, v.numpy().tolist() == [7] * 64, pysim)
+    """
+    out = run_isolated(_kernel_snippet(tmp_path, source, use))
+    error, victim_kept, pysim = eval(out.expect_ok())
+    assert error is not None and error[0] == "SimError", error
+    for w in ["kernel `k`"] + words:
+        assert w in error[1], (w, error[1])
+    assert victim_kept and pysim == "IndexError"
+
+
+@pytest.mark.npu
+def test_pointer_kernel_on_npu_reaches_every_element_of_its_arrays(tmp_path):
+    # The limit is the arrays' exact extents: the first and last elements, through pointer
+    # arithmetic too, are in; host arrays staged into DDR count as well.
+    src = """
+    @S.prim_func(num_cores=1)
+    def k(a: S.ptr("int32", "global"), b: S.ptr("int32", "global")):
+        b[0] = a[63]
+        c = b + 32
+        c[31] = a[0] + 1
+    """
+    out = run_isolated(_kernel_snippet(tmp_path, src, """
+        a = np.arange(64, dtype=np.int32) + 5; b = np.zeros(64, np.int32)
+        tilecore.build(k)['k'](a, b)
+        RESULT = (int(b[0]), int(b[63]))
+    """))
+    assert out.expect_ok() == repr((68, 6))
