@@ -58,6 +58,40 @@ def test_pysim_has_an_operation_budget(tmp_path):
                  env={"TILECORE_PYSIM_MAX_OPS": "20000"})
 
 
+_SPIN = """
+@S.prim_func(num_cores=1)
+def k(a: S.ptr("int32", "global")):
+    x = 0
+    while a[0] == 0:
+        x = x + 1
+"""
+
+
+def test_pysim_stops_a_loop_without_effect_within_seconds(tmp_path):
+    # H2: at the default settings the busy loop stops after the stall budget (5 s without a
+    # store, DMA, tile command or barrier), not after 10^7 operations (minutes).
+    out = run_isolated(_kernel_snippet(tmp_path, _SPIN, """
+        import time
+        t = time.monotonic()
+        try:
+            k(np.zeros(8, np.int32))
+            error = None
+        except RuntimeError as e:
+            error = str(e)
+        RESULT = (error is not None and 'stall budget exhausted' in error and 'core 0' in error
+                  and 'TILECORE_PYSIM_STALL_SECONDS' in error, time.monotonic() - t < 30)
+    """), timeout=120)
+    assert out.expect_ok() == repr((True, True))
+
+
+def test_pysim_stall_budget_is_configurable(tmp_path):
+    # H2: a shorter stall budget stops sooner; a bad value is refused by name.
+    expect_error(_kernel_snippet(tmp_path, _SPIN, "k(np.zeros(8, np.int32))"), "Error", "stall budget", "0.5 s",
+                 timeout=60, env={"TILECORE_PYSIM_STALL_SECONDS": "0.5"})
+    expect_error(_kernel_snippet(tmp_path, _SPIN, "k(np.zeros(8, np.int32))"), "ValueError",
+                 "TILECORE_PYSIM_STALL_SECONDS='soon'", timeout=60, env={"TILECORE_PYSIM_STALL_SECONDS": "soon"})
+
+
 def test_static_range_has_an_unroll_limit(tmp_path):
     # H4
     src = """
