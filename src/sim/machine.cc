@@ -257,15 +257,24 @@ std::string Machine::outside_ddr_arrays(uint64_t lo, uint64_t hi) const {
          hex(near->addr + near->bytes) + "))";
 }
 
-uint8_t* Machine::access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t align, bool write) {
+uint8_t* Machine::access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t align, bool write,
+                        uint64_t lo, uint64_t len) {
   if (!mem.in_bounds(s, addr, n))
     fault(SimError::Kind::MemoryFault, c, c.pc,
           "out-of-bounds " + std::string(write ? "store to " : "load from ") + space_text(s, c.id) +
               " [" + hex(addr) + ", " + hex(addr + n) + "): the memory is " +
               size_text(mem.size(s)));
-  if (s == Space::DDR && ddr_limited() && !in_ddr_arrays(addr, n))
-    fault(SimError::Kind::MemoryFault, c, c.pc,
-          std::string(write ? "store to " : "load from ") + outside_ddr_arrays(addr, addr + n));
+  // A load needs only its first byte in an array: a vld reads 32 bytes, and one that begins
+  // in the last elements of an array is how masked tail loops read (the lanes past the end
+  // are masked off later; reading them changes nothing). The bytes a store writes (its
+  // active lanes) must lie wholly inside one.
+  if (s == Space::DDR && ddr_limited()) {
+    uint64_t from = write ? addr + lo : addr, bytes = write ? std::min(len, n - lo) : 1;
+    if (bytes != 0 && !in_ddr_arrays(from, bytes))
+      fault(SimError::Kind::MemoryFault, c, c.pc,
+            std::string(write ? "store to " : "load from ") +
+                outside_ddr_arrays(from, from + bytes));
+  }
   if (addr % align)
     fault(SimError::Kind::MemoryFault, c, c.pc,
           "misaligned " + std::string(write ? "store" : "load") + ": address " + hex(addr) +

@@ -205,8 +205,10 @@ class Machine {
   [[noreturn]] void fault(SimError::Kind kind, const Core& c, uint32_t pc,
                           const std::string& reason) const;
   std::string inst_text(const Core& c, uint32_t pc) const;
-  /// Checks a front-end access and returns its host pointer.
-  uint8_t* access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t align, bool write);
+  /// Checks a front-end access and returns its host pointer. A masked store writes only
+  /// bytes [addr + lo, addr + lo + len) of its n (the part that must lie in a call's array).
+  uint8_t* access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t align, bool write,
+                  uint64_t lo = 0, uint64_t len = ~uint64_t(0));
   /// The DDR arrays of the current call (Simulator::set_ddr_arrays); none: all of DDR.
   void set_ddr_arrays(std::vector<DdrArray> arrays);
   bool ddr_limited() const { return ddr_limited_; }

@@ -68,7 +68,9 @@ class Simulator {
 
   /// Limits the program's DDR accesses to `arrays` (and its own DDR data segments) until
   /// the next load(): a scalar or SIMD load or store, or a DMA, that touches DDR outside
-  /// them faults (SimError, MemoryFault) naming the array it ran past and the element.
+  /// them faults (SimError, MemoryFault) naming the array it ran past and the element
+  /// (a scalar or SIMD load needs only to begin in an array: a full-width vld of a masked
+  /// tail reads past the end without effect).
   /// The runtime sets the arrays of each kernel call, so a kernel that indexes past the
   /// end of an argument cannot write into another array. load() lifts the limit.
   void set_ddr_arrays(std::vector<DdrArray> arrays);

@@ -245,3 +245,47 @@ def test_pointer_kernel_on_npu_reaches_every_element_of_its_arrays(tmp_path):
         RESULT = (int(b[0]), int(b[63]))
     """))
     assert out.expect_ok() == repr((68, 6))
+
+
+@pytest.mark.parametrize("source,words", [
+    (_PAST_THE_END, ["store", "to `b`", "element 64", "which has 64 elements"]),
+    (_DMA_PAST_THE_END, ["on `a`", "element 127", "which has 64 elements"]),
+])
+def test_pointer_kernel_on_c_cannot_write_past_an_array(tmp_path, source, words):
+    # S1 on the c target: the code checks each access through an S.ptr parameter against
+    # the element count of the array passed (no host heap overflow): IndexError naming the
+    # kernel and the array, and the array after it in host memory keeps its values.
+    use = """
+        host = np.zeros(2 * 64 + 64, np.int32)
+        a, b, v = host[:64], host[64:128], host[128:]
+        v[:] = 7
+        try:
+            tilecore.build(k, 'c')['k'](a, b)
+            error = None
+        except Exception as e:
+            error = (type(e).__name__, str(e))
+        RESULT = (error, v.tolist() == [7] * 64)
+    """
+    out = run_isolated(_kernel_snippet(tmp_path, source, use))
+    error, victim_kept = eval(out.expect_ok())  # noqa: S307
+    assert error is not None and error[0] == "IndexError", error
+    for w in ["kernel `k`"] + words:
+        assert w in error[1], (w, error[1])
+    assert victim_kept
+
+
+def test_pointer_kernel_on_c_reaches_every_element_of_its_arrays(tmp_path):
+    src = """
+    @S.prim_func(num_cores=4)
+    def k(a: S.ptr("int32", "global"), b: S.ptr("int32", "global")):
+        cid = S.get_local_id()
+        b[cid * 16] = a[63 - cid]
+        c = b + 48
+        c[15] = a[0] + 1
+    """
+    out = run_isolated(_kernel_snippet(tmp_path, src, """
+        a = np.arange(64, dtype=np.int32) + 5; b = np.zeros(64, np.int32)
+        tilecore.build(k, 'c')['k'](a, b)
+        RESULT = (b[::16].tolist(), int(b[63]))
+    """))
+    assert out.expect_ok() == repr(([68, 67, 66, 65], 6))
