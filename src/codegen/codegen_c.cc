@@ -143,8 +143,8 @@ class CPrinter {
         // count, which the runtime passes in args[n_params]; every access is checked against it.
         const auto* len = b->shape.size() == 1 ? b->shape[0].as<VarNode>() : nullptr;
         if (len != nullptr && !param_vars.count(len) && !types_.count(len)) {
-          Line() << "const int64_t " << Name(len) << " = ((const int64_t*)args["
-                 << f->params.size() << "])[" << i << "];\n";
+          Line() << "const int64_t " << Name(len) << " = ((const int64_t*)args[" << f->params.size()
+                 << "])[" << i << "];\n";
           Line() << "(void)" << Name(len) << ";\n";
           types_[len] = {"int64_t", ""};
           extent_var_[b->data.get()] = len;
@@ -237,7 +237,8 @@ class CPrinter {
 
   // An element of `b` read as a computational value (f16/bf16 widened to float).
   std::string LoadValue(const Buffer& b, const Array<PrimExpr>& idx, const Span& span = Span()) {
-    std::string raw = Name(b->data.get()) + "[" + Offset(b, idx, "load" + Where(span) + " from") + "]";
+    std::string raw =
+        Name(b->data.get()) + "[" + Offset(b, idx, "load" + Where(span) + " from") + "]";
     if (b->dtype.code == kDLBfloat) return "tc_bf16_to_f32(" + raw + ")";
     if (IsHalf(b->dtype)) return "tc_f16_to_f32(" + raw + ")";
     return raw;

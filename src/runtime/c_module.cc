@@ -224,8 +224,8 @@ class CModuleNode final : public ModuleNode {
     if (oob_ != nullptr) __atomic_store_n(&oob_[0], 0, __ATOMIC_SEQ_CST);
     int32_t rc = fn(ptrs.data());
     if (rc != 0 && oob_ != nullptr && __atomic_load_n(&oob_[0], __ATOMIC_SEQ_CST) != 0) {
-      TILECORE_THROW(IndexError) << "kernel `" << name << "`: "
-                                 << (oob_what_ && *oob_what_ ? *oob_what_ : "an access")
+      TILECORE_THROW(IndexError) << "kernel `" << name
+                                 << "`: " << (oob_what_ && *oob_what_ ? *oob_what_ : "an access")
                                  << ": element " << oob_[1]
                                  << " is outside the array passed to the call, which has "
                                  << oob_[2] << " elements";
@@ -253,7 +253,7 @@ class CModuleNode final : public ModuleNode {
   std::vector<std::vector<KernelParam>> params_;
   void* handle_ = nullptr;
   std::vector<KernelFn> fns_;
-  int64_t* oob_ = nullptr;            // the library's tc__oob: set, index, length
+  int64_t* oob_ = nullptr;           // the library's tc__oob: set, index, length
   const char** oob_what_ = nullptr;  // the library's tc__oob_what
   std::mutex host_mu_;
   std::exception_ptr host_error_;

@@ -258,7 +258,7 @@ std::string Machine::outside_ddr_arrays(uint64_t lo, uint64_t hi) const {
 }
 
 uint8_t* Machine::access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t align, bool write,
-                        uint64_t lo, uint64_t len) {
+                         uint64_t lo, uint64_t len) {
   if (!mem.in_bounds(s, addr, n))
     fault(SimError::Kind::MemoryFault, c, c.pc,
           "out-of-bounds " + std::string(write ? "store to " : "load from ") + space_text(s, c.id) +
@@ -271,9 +271,9 @@ uint8_t* Machine::access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t a
   if (s == Space::DDR && ddr_limited()) {
     uint64_t from = write ? addr + lo : addr, bytes = write ? std::min(len, n - lo) : 1;
     if (bytes != 0 && !in_ddr_arrays(from, bytes))
-      fault(SimError::Kind::MemoryFault, c, c.pc,
-            std::string(write ? "store to " : "load from ") +
-                outside_ddr_arrays(from, from + bytes));
+      fault(
+          SimError::Kind::MemoryFault, c, c.pc,
+          std::string(write ? "store to " : "load from ") + outside_ddr_arrays(from, from + bytes));
   }
   if (addr % align)
     fault(SimError::Kind::MemoryFault, c, c.pc,

@@ -307,7 +307,7 @@ class Machine {
   std::vector<DdrArray> ddr_arrays_;  // the call's arrays, then the DDR data segments
   size_t last_ddr_array_ = 0;
   bool ddr_limited_ = false;
-  std::vector<DdrArray> ddr_segments_;  // of the loaded program
+  std::vector<DdrArray> ddr_segments_;   // of the loaded program
   uint64_t ddr_free_ = 0, l2_free_ = 0;  // fluid bandwidth model: when each shared level drains
   uint64_t makespan_ = 0;
 };

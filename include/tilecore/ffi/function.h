@@ -54,9 +54,9 @@ class PackedArg : public AnyView {
   T cast() const {
     std::optional<T> r = try_cast<T>();
     if (!r.has_value()) {
-      details::ThrowArgumentTypeMismatch(
-          function_ != nullptr ? function_ : "<anonymous>", index_, TypeTraitsNoCR<T>::TypeStr(),
-          *this, details::RefusalText(details::FirstRefused<T>(raw())));
+      details::ThrowArgumentTypeMismatch(function_ != nullptr ? function_ : "<anonymous>", index_,
+                                         TypeTraitsNoCR<T>::TypeStr(), *this,
+                                         details::RefusalText(details::FirstRefused<T>(raw())));
     }
     return *std::move(r);
   }

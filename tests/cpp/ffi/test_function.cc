@@ -54,8 +54,8 @@ TEST(Function, RefusedContainerArgumentNamesTheElement) {
     }
     return "";
   };
-  Function nested = Function::FromTyped(
-      [](Array<Array<int64_t>> a) { return int64_t(a.size()); }, "nested");
+  Function nested =
+      Function::FromTyped([](Array<Array<int64_t>> a) { return int64_t(a.size()); }, "nested");
   Array<Any> inner{Any(int64_t(1)), Any(2.5)};
   EXPECT_EQ(message(nested, Any(Array<Any>{Any(Array<Any>{}), Any(inner)})),
             "Mismatched type on argument #0 when calling `nested(0: Array[Array[int]]) -> int`: "
