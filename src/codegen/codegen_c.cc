@@ -72,6 +72,15 @@ const char* kPrelude =
 #include <stdlib.h>
 #include <string.h>
 
+/* An access through a parameter of symbolic size (an S.ptr) outside the array the call
+   passed (its element count is args[n_params][i]): the first one is kept here for the
+   runtime, which raises IndexError, and the kernel fails instead of touching the memory. */
+int64_t tc__oob[3];
+const char* tc__oob_what;
+static void tc_oob(const char* what, int64_t index, int64_t length) {
+  if (__sync_bool_compare_and_swap(&tc__oob[0], 0, 1)) { tc__oob[1] = index; tc__oob[2] = length; tc__oob_what = what; }
+}
+
 static inline float tc_f16_to_f32(uint16_t h) {
   uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1F, m = h & 0x3FF, bits;
   if (e == 0) {
@@ -175,6 +184,8 @@ class CPrinter {
     fname_ = name;
     num_cores_ = CountCores(f->body);
     os_ << "int32_t tc_" << name << "(void** args) {\n";
+    std::unordered_set<const Object*> param_vars;
+    for (const Var& p : f->params) param_vars.insert(p.get());
     for (size_t i = 0; i < f->params.size(); ++i) {
       Var p = f->params[i];
       if (f->buffer_map.count(p)) {
@@ -182,6 +193,16 @@ class CPrinter {
         Line() << CType(b->dtype) << "* " << Name(b->data.get()) << " = (" << CType(b->dtype)
                << "*)args[" << i << "];\n";
         types_[b->data.get()] = {CType(b->dtype) + "*", ""};
+        // A buffer of symbolic size (an S.ptr parameter): its length is the array's element
+        // count, which the runtime passes in args[n_params]; every access is checked against it.
+        const auto* len = b->shape.size() == 1 ? b->shape[0].as<VarNode>() : nullptr;
+        if (len != nullptr && !param_vars.count(len) && !types_.count(len)) {
+          Line() << "const int64_t " << Name(len) << " = ((const int64_t*)args[" << f->params.size()
+                 << "])[" << i << "];\n";
+          Line() << "(void)" << Name(len) << ";\n";
+          types_[len] = {"int64_t", ""};
+          extent_var_[b->data.get()] = len;
+        }
       } else {
         DataType t = p->dtype;
         if (t.is_float()) {
@@ -221,7 +242,8 @@ class CPrinter {
   }
 
   // Flattened element offset of `indices` into `b`.
-  std::string Offset(const Buffer& b, const Array<PrimExpr>& indices) {
+  std::string Offset(const Buffer& b, const Array<PrimExpr>& indices,
+                     const std::string& what = "access to") {
     std::string off;
     size_t rank = indices.size();
     for (size_t k = 0; k < rank; ++k) {
@@ -237,12 +259,40 @@ class CPrinter {
       off += (off.empty() ? "" : " + ") + term;
     }
     if (b->elem_offset.defined()) off = "(" + off + ") + (int64_t)(" + Expr(b->elem_offset) + ")";
-    return off.empty() ? "0" : off;
+    if (off.empty()) off = "0";
+    return Checked(b, off, 0, 0, what);
+  }
+
+  // `off` (an element offset into b), checked when b has a symbolic size: elements off + lo
+  // .. off + hi must lie in the array, else the kernel fails naming it (tc_oob). A GNU C
+  // statement expression, so the check sits where the access is, in any expression.
+  std::string Checked(const Buffer& b, const std::string& off, int64_t lo, int64_t hi,
+                      const std::string& what) {
+    auto it = extent_var_.find(b->data.get());
+    if (it == extent_var_.end()) return off;
+    std::string o = "tc_o" + std::to_string(counter_++), len = Name(it->second);
+    std::string text = what + " `" + std::string(b->name.view()) + "`";
+    return "({ int64_t " + o + " = " + off + "; if (" + o + " + " + std::to_string(lo) +
+           "LL < 0 || " + o + " + " + std::to_string(hi) + "LL >= " + len + ") { tc_oob(" +
+           CString(text) + ", " + o + " + (" + o + " + " + std::to_string(lo) + "LL < 0 ? " +
+           std::to_string(lo) + "LL : " + std::to_string(hi) + "LL), " + len + "); " + fail_ +
+           " } " + o + "; })";
+  }
+
+  static std::string CString(const std::string& text) {
+    std::string out = "\"";
+    for (char ch : text) {
+      if (ch == '"' || ch == '\\') out += '\\';
+      if (static_cast<unsigned char>(ch) < 0x20) continue;
+      out += ch;
+    }
+    return out + "\"";
   }
 
   // An element of `b` read as a computational value (f16/bf16 widened to float).
-  std::string LoadValue(const Buffer& b, const Array<PrimExpr>& idx) {
-    std::string raw = Name(b->data.get()) + "[" + Offset(b, idx) + "]";
+  std::string LoadValue(const Buffer& b, const Array<PrimExpr>& idx, const Span& span = Span()) {
+    std::string raw =
+        Name(b->data.get()) + "[" + Offset(b, idx, "load" + Where(span) + " from") + "]";
     if (b->dtype.code == kDLBfloat) return "tc_bf16_to_f32(" + raw + ")";
     if (IsByteFloat(b->dtype))
       return "tc_f8_to_f32(" + raw + ", " + std::to_string(b->dtype.code) + ")";
@@ -474,7 +524,7 @@ class CPrinter {
       }
       case NodeKind::kBufferLoad: {
         auto* l = static_cast<const BufferLoadNode*>(n);
-        return LoadValue(l->buffer, l->indices);
+        return LoadValue(l->buffer, l->indices, l->span);
       }
       case NodeKind::kCall:
         return Call(static_cast<const CallNode*>(n));
@@ -639,8 +689,9 @@ class CPrinter {
         auto* st = static_cast<const BufferStoreNode*>(n);
         if (st->value.dtype().is_vector()) return VectorStore(st);
         std::string v = StoreConvert(Expr(st->value), st->buffer->dtype);
-        std::string target =
-            Name(st->buffer->data.get()) + "[" + Offset(st->buffer, st->indices) + "]";
+        std::string target = Name(st->buffer->data.get()) + "[" +
+                             Offset(st->buffer, st->indices, "store" + Where(st->span) + " to") +
+                             "]";
         if (st->predicate.defined()) {
           Line() << "if (" << Expr(st->predicate) << ") " << target << " = " << v << ";\n";
         } else {
@@ -755,7 +806,8 @@ class CPrinter {
     Line() << raw << " " << tmp << "[" << lanes << "];\n";
     Line() << "for (int " << ln << " = 0; " << ln << " < " << lanes << "; ++" << ln << ") " << tmp
            << "[" << ln << "] = " << StoreConvert(Expr(st->value), st->buffer->dtype) << ";\n";
-    std::string target = Name(st->buffer->data.get()) + "[" + Offset(st->buffer, st->indices) + "]";
+    std::string target = Name(st->buffer->data.get()) + "[" +
+                         Offset(st->buffer, st->indices, "store" + Where(st->span) + " to") + "]";
     Line() << "for (int " << ln << " = 0; " << ln << " < " << lanes << "; ++" << ln << ") ";
     if (st->predicate.defined()) os_ << "if (" << Expr(st->predicate) << ") ";
     os_ << target << " = " << tmp << "[" << ln << "];\n";
@@ -860,6 +912,10 @@ class CPrinter {
       if (const auto* st = o.as<BufferStoreNode>()) note(st->buffer->data.get());
       if (const auto* r = o.as<BufferRegionNode>()) note(r->buffer->data.get());
     });
+    // The lengths the accesses to symbolic-size buffers are checked against.
+    for (size_t k = 0, n = free.size(); k < n; ++k) {
+      if (auto it = extent_var_.find(free[k]); it != extent_var_.end()) note(it->second);
+    }
     note(f->min.get());
     int id = counter_++;
     std::string env = "tc_env_" + fname_ + "_" + std::to_string(id),
@@ -971,7 +1027,19 @@ class CPrinter {
       TILECORE_THROW(ValueError) << "c codegen: `" << c->op.view()
                                  << "` over more than 8 dimensions" << Where(c->span);
     }
-    t.base = "(" + Name(op.buffer->data.get()) + " + (int64_t)(" + Expr(op.offset) + "))";
+    // The region's elements lie at offset + lo .. offset + hi (strides may be negative).
+    int64_t lo = 0, hi = 0;
+    bool empty = false;
+    for (size_t k = 0; k < t.shape.size(); ++k) {
+      if (t.shape[k] <= 0) empty = true;
+      int64_t span = (t.shape[k] - 1) * t.strides[k];
+      (span < 0 ? lo : hi) += span;
+    }
+    std::string off = "(int64_t)(" + Expr(op.offset) + ")";
+    if (!empty)
+      off = Checked(op.buffer, off, lo, hi,
+                    "`" + std::string(c->op.view()) + "`" + Where(c->span) + " on");
+    t.base = "(" + Name(op.buffer->data.get()) + " + " + off + ")";
     return t;
   }
 
@@ -1168,6 +1236,8 @@ class CPrinter {
   std::unordered_map<const Object*, std::string> names_;
   // Declared variables: C type and array suffix (vector lets), for core environments.
   std::unordered_map<const Object*, std::pair<std::string, std::string>> types_;
+  // data var of a symbolic-size buffer parameter -> its length var (bound from the call)
+  std::unordered_map<const Object*, const Object*> extent_var_;
   std::unordered_set<const Object*> vec_vars_;
   std::unordered_set<const Object*> let_vars_;  // bound by Let expressions
   std::unordered_set<const Object*> hoisted_;   // shared buffers allocated before their cores loop

@@ -178,10 +178,11 @@ void ThrowCallOfEmptyFunction() {
 }
 
 void ThrowArgumentTypeMismatch(const std::string& signature, int32_t index,
-                               const std::string& expected, const AnyView& actual) {
+                               const std::string& expected, const AnyView& actual,
+                               const std::string& refusal) {
   TILECORE_THROW(TypeError) << "Mismatched type on argument #" << index << " when calling `"
                             << signature << "`: expected `" << expected << "` but got `"
-                            << actual.GetTypeKey() << "`";
+                            << actual.GetTypeKey() << "`" << refusal;
 }
 
 }  // namespace details

@@ -177,6 +177,23 @@ std::string AnyTypeName(const TCFFIAny* value) {
   return TypeTable::Global()->KeyOf(value->type_index);
 }
 
+std::string RefusalText(const std::optional<RefusedElement>& r) {
+  if (!r) return "";
+  return std::string(r->is_key ? ": its key " : ": its element ") + r->where + " is `" + r->got +
+         "`, not `" + r->expected + "`";
+}
+
+std::string KeyText(const TCFFIAny* key) {
+  AnyView k = AnyView::FromRaw(*key);
+  if (key->type_index == kTCFFIInt) return std::to_string(key->v_int64);
+  if (auto s = k.try_cast<String>(); s && k.type_index() != kTCFFINone) {
+    std::string text(s->data(), s->size());
+    if (text.size() > 40) text = text.substr(0, 40) + "...";
+    return "\"" + text + "\"";
+  }
+  return "<" + AnyTypeName(key) + ">";
+}
+
 void MakeOwnedString(std::string_view s, TCFFIAny* out) {
   if (s.size() <= 7) {
     out->type_index = kTCFFISmallStr;

@@ -35,8 +35,32 @@ NodeKind NodeKindOf(const Object* node) {
 // ---------------------------------------------------------------------------
 // IRVisitor
 // ---------------------------------------------------------------------------
+namespace {
+// The memo lives while the outermost VisitExpr runs (functor.h, "Shared subexpressions").
+template <typename Memo>
+class ExprScope {
+ public:
+  ExprScope(int* depth, Memo* memo) : depth_(depth), memo_(memo) { ++*depth_; }
+  ~ExprScope() {
+    if (--*depth_ == 0 && !memo_->empty()) memo_->clear();
+  }
+
+ private:
+  int* depth_;
+  Memo* memo_;
+};
+
+// Only a node with more than one reference can be reached twice: a node reached along
+// two paths has two parents (or one parent naming it twice). Unshared nodes, most of
+// the IR, skip the memo.
+bool MaybeShared(const PrimExpr& e) { return e.use_count() > 1; }
+}  // namespace
+
 void IRVisitor::VisitExpr(const PrimExpr& e) {
   if (!e.defined()) return;
+  ExprScope scope(&expr_depth_, &visited_);
+  if (sharing_ == Sharing::kOncePerExpression && MaybeShared(e) && !visited_.insert(e).second)
+    return;
   ffi::StackGuard guard("IRVisitor");
   const Object* n = e.get();
   switch (NodeKindOf(n)) {
@@ -142,6 +166,15 @@ void IRVisitor::VisitStmt_(const EvaluateNode* op) { VisitExpr(op->value); }
 // ---------------------------------------------------------------------------
 PrimExpr IRMutator::VisitExpr(const PrimExpr& e) {
   if (!e.defined()) return e;
+  ExprScope scope(&expr_depth_, &memo_);
+  if (sharing_ == Sharing::kEachOccurrence || !MaybeShared(e)) return Dispatch(e);
+  if (auto it = memo_.find(e); it != memo_.end()) return it->second;
+  PrimExpr r = Dispatch(e);
+  memo_.emplace(e, r);
+  return r;
+}
+
+PrimExpr IRMutator::Dispatch(const PrimExpr& e) {
   ffi::StackGuard guard("IRMutator");
   const Object* n = e.get();
   switch (NodeKindOf(n)) {
@@ -329,17 +362,11 @@ class PostOrder : public IRVisitor {
   std::unordered_set<const Object*> visited_;
 };
 
-// The substitution of a shared subexpression is the same wherever it occurs: made once.
+// The substitution of a shared subexpression is the same wherever it occurs: made once
+// (the mutator's memo).
 class Substituter : public IRMutator {
  public:
   explicit Substituter(const std::function<std::optional<PrimExpr>(const VarNode*)>& f) : f_(f) {}
-  PrimExpr VisitExpr(const PrimExpr& e) override {
-    if (!e.defined()) return e;
-    if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
-    PrimExpr r = IRMutator::VisitExpr(e);
-    memo_.emplace(e.get(), r);
-    return r;
-  }
   PrimExpr VisitExpr_(const VarNode* op) override {
     if (auto r = f_(op)) return *r;
     return GetRef<PrimExpr>(op);
@@ -347,7 +374,6 @@ class Substituter : public IRMutator {
 
  private:
   const std::function<std::optional<PrimExpr>(const VarNode*)>& f_;
-  std::unordered_map<const Object*, PrimExpr> memo_;
 };
 
 std::function<std::optional<PrimExpr>(const VarNode*)> FromMap(const Map<Var, PrimExpr>& vmap) {

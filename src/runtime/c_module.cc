@@ -76,6 +76,9 @@ class CModuleNode final : public ModuleNode {
     if (void* set = dlsym(handle_, "tc__set_host_call")) {
       reinterpret_cast<void (*)(HostCallFn, void*)>(set)(&CModuleNode::HostCall, this);
     }
+    // Out-of-bounds accesses through parameters of symbolic size (codegen_c's tc_oob).
+    oob_ = static_cast<int64_t*>(dlsym(handle_, "tc__oob"));
+    oob_what_ = static_cast<const char**>(dlsym(handle_, "tc__oob_what"));
     for (const std::string& n : names_) {
       void* sym = dlsym(handle_, ("tc_" + n).c_str());
       if (sym == nullptr)
@@ -185,7 +188,10 @@ class CModuleNode final : public ModuleNode {
   void Call(const std::string& name, KernelFn fn, const std::vector<KernelParam>& params,
             ffi::PackedArgs args) {
     CheckKernelArgs(name, params, args);
-    std::vector<void*> ptrs(params.size(), nullptr);
+    // args[n_params] points to each parameter's element count (0 for a scalar): the code
+    // checks accesses to buffers of symbolic size against it.
+    std::vector<void*> ptrs(params.size() + 1, nullptr);
+    std::vector<int64_t> extents(params.size(), 0);
     std::vector<int64_t> ints(params.size(), 0);
     std::vector<double> floats(params.size(), 0.0);
     std::vector<std::pair<ffi::NDArray, ffi::NDArray>> staged;  // (original, host copy)
@@ -201,6 +207,7 @@ class CModuleNode final : public ModuleNode {
           if (p.written) staged.emplace_back(a, h);
         }
         ptrs[i] = static_cast<char*>(h.tensor().data) + h.tensor().byte_offset;
+        extents[i] = h.NumElements();
       } else if (p.kind == "int") {
         ints[i] = args[int32_t(i)].cast<int64_t>();
         ptrs[i] = &ints[i];
@@ -213,7 +220,16 @@ class CModuleNode final : public ModuleNode {
       std::lock_guard<std::mutex> lock(host_mu_);
       host_error_ = nullptr;
     }
+    ptrs[params.size()] = extents.data();
+    if (oob_ != nullptr) __atomic_store_n(&oob_[0], 0, __ATOMIC_SEQ_CST);
     int32_t rc = fn(ptrs.data());
+    if (rc != 0 && oob_ != nullptr && __atomic_load_n(&oob_[0], __ATOMIC_SEQ_CST) != 0) {
+      TILECORE_THROW(IndexError) << "kernel `" << name
+                                 << "`: " << (oob_what_ && *oob_what_ ? *oob_what_ : "an access")
+                                 << ": element " << oob_[1]
+                                 << " is outside the array passed to the call, which has "
+                                 << oob_[2] << " elements";
+    }
     if (rc != 0) {
       std::exception_ptr err;
       {
@@ -237,6 +253,8 @@ class CModuleNode final : public ModuleNode {
   std::vector<std::vector<KernelParam>> params_;
   void* handle_ = nullptr;
   std::vector<KernelFn> fns_;
+  int64_t* oob_ = nullptr;           // the library's tc__oob: set, index, length
+  const char** oob_what_ = nullptr;  // the library's tc__oob_what
   std::mutex host_mu_;
   std::exception_ptr host_error_;
 };

@@ -3,6 +3,7 @@
 #include "tilecore/runtime/npu_module.h"
 #include "tilecore/runtime/kernel.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -174,7 +175,8 @@ class NpuModuleNode final : public ModuleNode {
     // Arguments: device arrays in place, host arrays staged into DDR.
     std::vector<uint32_t> words(args.size(), 0);
     std::vector<std::pair<ffi::NDArray, ffi::NDArray>> staged;  // (host, device) to copy back
-    std::vector<ffi::NDArray> keep;  // staged device arrays live until the run is over
+    std::vector<ffi::NDArray> keep;     // staged device arrays live until the run is over
+    std::vector<sim::DdrArray> arrays;  // what the kernel may touch in DDR (S.ptr has no size)
     for (int32_t i = 0; i < args.size(); ++i) {
       const KernelParam& p = k.params[size_t(i)];
       if (p.kind == "buffer") {
@@ -191,6 +193,9 @@ class NpuModuleNode final : public ModuleNode {
         if (addr > 0xFFFFFFFFull)
           TILECORE_THROW(ValueError) << "argument " << p.name << ": DDR address beyond 4 GiB";
         words[size_t(i)] = static_cast<uint32_t>(addr);
+        const DLDataType& t = d.dtype();
+        arrays.push_back(
+            sim::DdrArray{addr, d.NumBytes(), p.name, std::max(1, int(t.bits) * int(t.lanes) / 8)});
       } else if (p.kind == "int") {
         words[size_t(i)] = static_cast<uint32_t>(args[i].cast<int64_t>());
       } else {
@@ -203,6 +208,7 @@ class NpuModuleNode final : public ModuleNode {
       sim::TranslateSimError([&] {
         sim::Simulator& s = sim.mut()->sim;
         s.load(k.program);
+        s.set_ddr_arrays(arrays);
         InstallHostCalls(s);
         std::span<const uint8_t> block(reinterpret_cast<const uint8_t*>(words.data()),
                                        words.size() * 4);

@@ -100,6 +100,14 @@ void Machine::load(const arch::Program& p) {
   heap_.clear();
   trace.clear();
   hazards.clear();
+  ddr_arrays_.clear();
+  last_ddr_array_ = 0;
+  ddr_limited_ = false;
+  ddr_segments_.clear();
+  for (const auto& d : p.data) {
+    if (d.space == Space::DDR && !d.bytes.empty())
+      ddr_segments_.push_back(DdrArray{d.addr, d.bytes.size(), "", 1});
+  }
   instructions = commands = work = 0;
   ddr_read = ddr_written = l2_read = l2_written = l1_read = l1_written = 0;
   ddr_free_ = l2_free_ = makespan_ = 0;
@@ -212,12 +220,61 @@ void Machine::count_bytes(Space s, uint64_t n, bool write) {
   }
 }
 
-uint8_t* Machine::access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t align, bool write) {
+void Machine::set_ddr_arrays(std::vector<DdrArray> arrays) {
+  ddr_arrays_ = std::move(arrays);
+  last_ddr_array_ = 0;
+  ddr_limited_ = true;
+  ddr_arrays_.insert(ddr_arrays_.end(), ddr_segments_.begin(), ddr_segments_.end());
+}
+
+bool Machine::find_ddr_array(uint64_t addr, uint64_t n) {
+  for (size_t k = 0; k < ddr_arrays_.size(); ++k) {
+    const DdrArray& a = ddr_arrays_[k];
+    if (addr >= a.addr && addr - a.addr <= a.bytes && n <= a.bytes - (addr - a.addr)) {
+      last_ddr_array_ = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string Machine::outside_ddr_arrays(uint64_t lo, uint64_t hi) const {
+  std::string text = "ddr [" + hex(lo) + ", " + hex(hi) + ") is outside the arrays of the call";
+  // Name the argument array nearest to the access: the one it ran past (or before).
+  const DdrArray* near = nullptr;
+  uint64_t best = 0;
+  for (const DdrArray& a : ddr_arrays_) {
+    if (a.name.empty()) continue;  // a data segment of the program
+    uint64_t d = lo >= a.addr ? (lo - a.addr >= a.bytes ? lo - a.addr - a.bytes : 0) : a.addr - lo;
+    if (near == nullptr || d < best) near = &a, best = d;
+  }
+  if (near == nullptr) return text;
+  int64_t eb = near->elem_bytes > 0 ? near->elem_bytes : 1;
+  int64_t off = int64_t(lo) - int64_t(near->addr);
+  int64_t elem = off >= 0 ? off / eb : -((-off + eb - 1) / eb);
+  return text + ": element " + std::to_string(elem) + " of `" + near->name + "`, which has " +
+         std::to_string(int64_t(near->bytes) / eb) + " elements (ddr [" + hex(near->addr) + ", " +
+         hex(near->addr + near->bytes) + "))";
+}
+
+uint8_t* Machine::access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t align, bool write,
+                         uint64_t lo, uint64_t len) {
   if (!mem.in_bounds(s, addr, n))
     fault(SimError::Kind::MemoryFault, c, c.pc,
           "out-of-bounds " + std::string(write ? "store to " : "load from ") + space_text(s, c.id) +
               " [" + hex(addr) + ", " + hex(addr + n) + "): the memory is " +
               size_text(mem.size(s)));
+  // A load needs only its first byte in an array: a vld reads 32 bytes, and one that begins
+  // in the last elements of an array is how masked tail loops read (the lanes past the end
+  // are masked off later; reading them changes nothing). The bytes a store writes (its
+  // active lanes) must lie wholly inside one.
+  if (s == Space::DDR && ddr_limited()) {
+    uint64_t from = write ? addr + lo : addr, bytes = write ? std::min(len, n - lo) : 1;
+    if (bytes != 0 && !in_ddr_arrays(from, bytes))
+      fault(
+          SimError::Kind::MemoryFault, c, c.pc,
+          std::string(write ? "store to " : "load from ") + outside_ddr_arrays(from, from + bytes));
+  }
   if (addr % align)
     fault(SimError::Kind::MemoryFault, c, c.pc,
           "misaligned " + std::string(write ? "store" : "load") + ": address " + hex(addr) +

@@ -25,6 +25,7 @@
 #include "tilecore/sim/config.h"
 #include "tilecore/sim/debug_hook.h"
 #include "tilecore/sim/sim_error.h"
+#include "tilecore/sim/simulator.h"
 #include "tilecore/sim/stats.h"
 
 namespace tilecore::sim {
@@ -204,8 +205,23 @@ class Machine {
   [[noreturn]] void fault(SimError::Kind kind, const Core& c, uint32_t pc,
                           const std::string& reason) const;
   std::string inst_text(const Core& c, uint32_t pc) const;
-  /// Checks a front-end access and returns its host pointer.
-  uint8_t* access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t align, bool write);
+  /// Checks a front-end access and returns its host pointer. A masked store writes only
+  /// bytes [addr + lo, addr + lo + len) of its n (the part that must lie in a call's array).
+  uint8_t* access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t align, bool write,
+                  uint64_t lo = 0, uint64_t len = ~uint64_t(0));
+  /// The DDR arrays of the current call (Simulator::set_ddr_arrays); none: all of DDR.
+  void set_ddr_arrays(std::vector<DdrArray> arrays);
+  bool ddr_limited() const { return ddr_limited_; }
+  /// Whether [addr, addr + n) lies inside one array (or DDR data segment) of the call.
+  bool in_ddr_arrays(uint64_t addr, uint64_t n) {
+    if (ddr_arrays_.empty()) return false;
+    const DdrArray& last = ddr_arrays_[last_ddr_array_];  // most accesses hit the last one
+    if (addr >= last.addr && addr - last.addr <= last.bytes && n <= last.bytes - (addr - last.addr))
+      return true;
+    return find_ddr_array(addr, n);
+  }
+  /// "ddr [lo, hi) is outside the arrays of the call: element 64 of `b`, which has ..."
+  std::string outside_ddr_arrays(uint64_t lo, uint64_t hi) const;
   /// Issues a tile command (validated, costed) or returns Block when the queue is full.
   Outcome issue(Core& c, const Inst& i);
   Outcome wait_instruction(Core& c, const Inst& i);
@@ -287,6 +303,11 @@ class Machine {
   std::vector<AgentSlot> slots_;
   std::vector<uint64_t> barrier_arrival_;
   std::vector<bool> at_barrier_;
+  bool find_ddr_array(uint64_t addr, uint64_t n);
+  std::vector<DdrArray> ddr_arrays_;  // the call's arrays, then the DDR data segments
+  size_t last_ddr_array_ = 0;
+  bool ddr_limited_ = false;
+  std::vector<DdrArray> ddr_segments_;   // of the loaded program
   uint64_t ddr_free_ = 0, l2_free_ = 0;  // fluid bandwidth model: when each shared level drains
   uint64_t makespan_ = 0;
 };

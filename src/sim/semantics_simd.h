@@ -169,9 +169,17 @@ struct Semantics<Opcode::Vst> {
     Space sp = Space(i.c);
     DType t = i.dtype();
     uint64_t addr = uint32_t(c.x[i.b] + uint32_t(i.imm));
-    uint8_t* p = m.access(c, sp, addr, 32, 32, true);
     uint32_t mask = simd::pred(c, i.d);
     int es = arch::dtype_size(t);
+    // The bytes of the first to the last active lane are what the store writes.
+    uint32_t active = mask & simd::lane_mask(t);
+    uint64_t lo = 0, len = 0;
+    if (active != 0) {
+      int first = __builtin_ctz(active), last = 31 - __builtin_clz(active);
+      lo = uint64_t(first) * uint64_t(es);
+      len = uint64_t(last - first + 1) * uint64_t(es);
+    }
+    uint8_t* p = m.access(c, sp, addr, 32, 32, true, lo, len);
     for (int l = 0; l < simd::lanes(t); ++l)
       if (mask >> l & 1) std::memcpy(p + l * es, c.v[i.a].data() + l * es, size_t(es));
     return {Outcome::Next, 0, arch::cost::front_end(arch::CostClass::SimdMem, sp), 0};

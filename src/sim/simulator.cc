@@ -38,6 +38,9 @@ Simulator& Simulator::operator=(Simulator&&) noexcept = default;
 const SimConfig& Simulator::config() const { return m_->cfg; }
 
 void Simulator::load(const arch::Program& program) { m_->load(program); }
+void Simulator::set_ddr_arrays(std::vector<DdrArray> arrays) {
+  m_->set_ddr_arrays(std::move(arrays));
+}
 
 static void check_range(const Machine& m, arch::Space s, uint64_t addr, uint64_t n, int core) {
   if (core < 0 || core >= m.cfg.cores)

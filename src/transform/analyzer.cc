@@ -173,15 +173,8 @@ class ExprSimplifier : public IRMutator {
  public:
   explicit ExprSimplifier(Analyzer* an) : an_(an) {}
 
-  // A subexpression shared at many places (e = e + e) is simplified once per call: the
-  // analyzer's bounds do not change during one Simplify, so the result cannot either.
-  PrimExpr VisitExpr(const PrimExpr& e) override {
-    if (!e.defined()) return e;
-    if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
-    PrimExpr r = IRMutator::VisitExpr(e);
-    memo_.emplace(e.get(), r);
-    return r;
-  }
+  // A subexpression shared at many places (e = e + e) is simplified once per call (the
+  // mutator's memo): the analyzer's bounds do not change during one Simplify.
 
   PrimExpr VisitExpr_(const AddNode* op) override {
     PrimExpr a = VisitExpr(op->a), b = VisitExpr(op->b);
@@ -496,7 +489,6 @@ class ExprSimplifier : public IRMutator {
   }
 
   Analyzer* an_;
-  std::unordered_map<const Object*, PrimExpr> memo_;
 };
 
 }  // namespace

@@ -27,9 +27,12 @@ namespace {
 using namespace tilecore;      // NOLINT
 using namespace tilecore::ir;  // NOLINT
 
+// Each occurrence of a shared subexpression pushes its value again, so the visitor asks
+// for every occurrence (IRVisitor visits a shared node once per expression by default).
 class Emitter : public IRVisitor {
  public:
-  explicit Emitter(const PrimFunc& f, std::string name) : f_(f) {
+  explicit Emitter(const PrimFunc& f, std::string name)
+      : IRVisitor(Sharing::kEachOccurrence), f_(f) {
     k_.name = std::move(name);
     k_.params = codegen::KernelParams(f);
     for (size_t i = 0; i < f->params.size(); ++i) {

@@ -342,6 +342,54 @@ bool ElementNotNone(const TCFFIAny* v) {
   return true;
 }
 
+namespace details {
+/*!
+ * \brief The first element of a container value that a container type refuses, so that a
+ * refused Array or Map names it ("element [1] is `None`, not `transform.Pass`") instead of
+ * only the container's type. Containers' TypeTraits define
+ * `static std::optional<RefusedElement> FirstRefused(const TCFFIAny*)`; other types do not.
+ */
+struct RefusedElement {
+  std::string where;  // "[1]", "[\"a\"]", "[0][2]"; for a map key, the key's text
+  std::string got;    // the element's type
+  std::string expected;
+  bool is_key = false;
+};
+
+template <typename T, typename = void>
+struct HasFirstRefused : std::false_type {};
+template <typename T>
+struct HasFirstRefused<
+    T, std::void_t<decltype(TypeTraitsNoCR<T>::FirstRefused(std::declval<const TCFFIAny*>()))>>
+    : std::true_type {};
+
+template <typename T>
+std::optional<RefusedElement> FirstRefused(const TCFFIAny* v) {
+  if constexpr (HasFirstRefused<T>::value) {
+    return TypeTraitsNoCR<T>::FirstRefused(v);
+  } else {
+    return std::nullopt;
+  }
+}
+
+/*! \brief Element `e` of a container of T, found at `where`: why T refuses it, if it does. */
+template <typename T>
+std::optional<RefusedElement> RefusedAs(const TCFFIAny* e, const std::string& where) {
+  if (ElementNotNone<T>(e) && TypeTraitsNoCR<T>::TryCastFromAnyView(e).has_value())
+    return std::nullopt;
+  if (std::optional<RefusedElement> inner = FirstRefused<T>(e)) {
+    inner->where = (inner->is_key ? where + " " : where) + inner->where;
+    return inner;
+  }
+  return RefusedElement{where, AnyTypeName(e), TypeTraitsNoCR<T>::TypeStr()};
+}
+
+/*! \brief ": its element [0] is `None`, not `transform.Pass`", or "" if `r` is empty. */
+std::string RefusalText(const std::optional<RefusedElement>& r);
+/*! \brief A map key for messages: "\"a\"", "5", or its type. */
+std::string KeyText(const TCFFIAny* key);
+}  // namespace details
+
 /*! \brief Set by containers (Array<T>, Map<K, V>) that specialise TypeTraits as templates. */
 template <typename T>
 struct HasTemplateTypeTraits : std::false_type {};
@@ -412,7 +460,8 @@ class AnyView {
     std::optional<T> r = try_cast<T>();
     if (!r.has_value()) {
       TILECORE_THROW(TypeError) << "Cannot convert from type `" << GetTypeKey() << "` to `"
-                                << TypeTraitsNoCR<T>::TypeStr() << "`";
+                                << TypeTraitsNoCR<T>::TypeStr() << "`"
+                                << details::RefusalText(details::FirstRefused<T>(&data_));
     }
     return *std::move(r);
   }
@@ -560,6 +609,10 @@ struct TypeTraits<std::optional<T>> {
     auto r = TypeTraits<T>::TryCastFromAnyView(v);
     if (!r.has_value()) return std::nullopt;
     return std::optional<T>(std::move(*r));
+  }
+  static std::optional<details::RefusedElement> FirstRefused(const TCFFIAny* v) {
+    if (v->type_index == kTCFFINone) return std::nullopt;
+    return details::FirstRefused<T>(v);
   }
   static std::string TypeStr() { return "Optional[" + TypeTraits<T>::TypeStr() + "]"; }
 };

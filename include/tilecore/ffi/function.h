@@ -34,8 +34,10 @@ namespace tilecore {
 namespace ffi {
 
 namespace details {
+/*! \brief `refusal`: which element of a container argument was refused (RefusalText). */
 [[noreturn]] void ThrowArgumentTypeMismatch(const std::string& signature, int32_t index,
-                                            const std::string& expected, const AnyView& actual);
+                                            const std::string& expected, const AnyView& actual,
+                                            const std::string& refusal = "");
 }  // namespace details
 
 /*!
@@ -53,7 +55,8 @@ class PackedArg : public AnyView {
     std::optional<T> r = try_cast<T>();
     if (!r.has_value()) {
       details::ThrowArgumentTypeMismatch(function_ != nullptr ? function_ : "<anonymous>", index_,
-                                         TypeTraitsNoCR<T>::TypeStr(), *this);
+                                         TypeTraitsNoCR<T>::TypeStr(), *this,
+                                         details::RefusalText(details::FirstRefused<T>(raw())));
     }
     return *std::move(r);
   }
@@ -176,7 +179,8 @@ auto UnpackArg(const PackedArgs& args, int32_t i, const std::string* sig_name,
   const AnyView& a = args.data()[i];
   std::optional<T> v = TypeTraits<T>::TryCastFromAnyView(a.raw());
   if (!v.has_value()) {
-    ThrowArgumentTypeMismatch(sig(*sig_name), i, TypeTraits<T>::TypeStr(), a);
+    ThrowArgumentTypeMismatch(sig(*sig_name), i, TypeTraits<T>::TypeStr(), a,
+                              RefusalText(FirstRefused<T>(a.raw())));
   }
   return *std::move(v);
 }

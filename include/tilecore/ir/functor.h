@@ -17,11 +17,24 @@
  * Buffers: the default visitors do not descend into a Buffer's shape and strides
  * (they are bound where the buffer is declared); a pass that rewrites buffers
  * overrides VisitBuffer and keeps its own old -> new map.
+ *
+ * Shared subexpressions: an expression is a DAG (`e = e + e` forty times is 2^40 paths
+ * but 41 nodes), so VisitExpr handles a node that is referenced more than once only at
+ * its first occurrence within one expression (the visitor skips it, the mutator returns
+ * the same result); walks cost what the nodes cost. The memo lasts while the outermost
+ * VisitExpr runs, i.e. one expression of one statement: statements are visited at each
+ * occurrence, as the code runs them, and a pass whose rewrite of an expression depends
+ * on the statement it sits in (loop scopes, conditions, allocations) still sees each.
+ * A pass that must see every occurrence inside one expression (the example above counts
+ * a load once however often one expression repeats it) passes
+ * Sharing::kEachOccurrence to the base constructor.
  */
 #ifndef TILECORE_IR_FUNCTOR_H_
 #define TILECORE_IR_FUNCTOR_H_
 
 #include <functional>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "tilecore/ir/function.h"
 
@@ -59,8 +72,18 @@ TRef GetRef(const TNode* node) {
       reinterpret_cast<TCFFIObject*>(const_cast<TNode*>(node))));
 }
 
+/*! \brief Hashes and compares nodes by identity (the memo of the visitor and mutator). */
+struct ByIdentity {
+  size_t operator()(const ObjectRef& r) const { return std::hash<const Object*>()(r.get()); }
+  bool operator()(const ObjectRef& a, const ObjectRef& b) const { return a.same_as(b); }
+};
+
+/*! \brief Whether VisitExpr visits a shared subexpression once per expression (above). */
+enum class Sharing : uint8_t { kOncePerExpression, kEachOccurrence };
+
 class IRVisitor {
  public:
+  explicit IRVisitor(Sharing sharing = Sharing::kOncePerExpression) : sharing_(sharing) {}
   virtual ~IRVisitor() = default;
   virtual void VisitExpr(const PrimExpr& e);
   virtual void VisitStmt(const Stmt& s);
@@ -92,10 +115,16 @@ class IRVisitor {
   virtual void VisitStmt_(const AllocateNode* op);
   virtual void VisitStmt_(const SeqStmtNode* op);
   virtual void VisitStmt_(const EvaluateNode* op);
+
+ private:
+  Sharing sharing_;
+  int expr_depth_ = 0;  // nesting of VisitExpr; the memo is cleared when it returns to 0
+  std::unordered_set<ObjectRef, ByIdentity, ByIdentity> visited_;
 };
 
 class IRMutator {
  public:
+  explicit IRMutator(Sharing sharing = Sharing::kOncePerExpression) : sharing_(sharing) {}
   virtual ~IRMutator() = default;
   virtual PrimExpr VisitExpr(const PrimExpr& e);
   virtual Stmt VisitStmt(const Stmt& s);
@@ -131,6 +160,13 @@ class IRMutator {
  protected:
   /*! \brief Visits each element; returns the same array when nothing changed. */
   Array<PrimExpr> VisitArray(const Array<PrimExpr>& arr);
+
+ private:
+  PrimExpr Dispatch(const PrimExpr& e);
+  Sharing sharing_;
+  int expr_depth_ = 0;
+  // Keys are held, so a node freed during the walk cannot be mistaken for a new one.
+  std::unordered_map<ObjectRef, PrimExpr, ByIdentity, ByIdentity> memo_;
 };
 
 /*! \brief Calls `f` on every expression and statement node, children first. */

@@ -78,7 +78,9 @@ void InstallHostCalls(sim::Simulator& s);
 
 /// A C kernel module: C source and the shared library built from it (loaded with
 /// dlopen). Function `name` calls the symbol `tc_<name>(void** args)`: a buffer's
-/// args[i] is its data pointer; a scalar's points to an int64_t or a double.
+/// args[i] is its data pointer; a scalar's points to an int64_t or a double; args[n]
+/// (n parameters) points to n int64_t, each array's element count (0 for a scalar),
+/// against which the code checks accesses to buffers of symbolic size (`tc__oob`).
 Module CModuleCreate(std::string source, std::string shared_library, std::vector<std::string> names,
                      std::vector<std::vector<KernelParam>> params);
 

@@ -35,6 +35,14 @@ namespace tilecore::sim {
 
 class Machine;
 
+/// One array a call hands to a program (Simulator::set_ddr_arrays).
+struct DdrArray {
+  uint64_t addr = 0;
+  uint64_t bytes = 0;
+  std::string name;    // the parameter, for messages
+  int elem_bytes = 1;  // to name the element an access reaches
+};
+
 class Simulator {
  public:
   static constexpr uint64_t kDefaultBudget = 1'000'000'000;
@@ -57,6 +65,15 @@ class Simulator {
   void write(arch::Space space, uint64_t addr, std::span<const uint8_t> bytes, int core = 0);
   std::vector<uint8_t> read(arch::Space space, uint64_t addr, uint64_t nbytes, int core = 0) const;
   void read_into(arch::Space space, uint64_t addr, std::span<uint8_t> out, int core = 0) const;
+
+  /// Limits the program's DDR accesses to `arrays` (and its own DDR data segments) until
+  /// the next load(): a scalar or SIMD load or store, or a DMA, that touches DDR outside
+  /// them faults (SimError, MemoryFault) naming the array it ran past and the element
+  /// (a scalar or SIMD load needs only to begin in an array: a full-width vld of a masked
+  /// tail reads past the end without effect).
+  /// The runtime sets the arrays of each kernel call, so a kernel that indexes past the
+  /// end of an argument cannot write into another array. load() lifts the limit.
+  void set_ddr_arrays(std::vector<DdrArray> arrays);
 
   /// Runs until every core has halted and every queue has drained. Throws
   /// SimError on a fault, on deadlock and when more than `max_instructions`

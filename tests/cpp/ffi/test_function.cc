@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tilecore/ffi/container/array.h"
+#include "tilecore/ffi/container/map.h"
 #include "tilecore/ffi/function.h"
 
 namespace {
@@ -42,6 +43,37 @@ TEST(Function, ArgumentTypeErrorNamesEverything) {
               "Mismatched type on argument #1 when calling `myadd(0: int, 1: int) -> int`: "
               "expected `int` but got `str`");
   }
+}
+
+TEST(Function, RefusedContainerArgumentNamesTheElement) {
+  auto message = [](const Function& f, const Any& arg) -> std::string {
+    try {
+      f(arg);
+    } catch (const Error& e) {
+      return std::string(e.message());
+    }
+    return "";
+  };
+  Function nested =
+      Function::FromTyped([](Array<Array<int64_t>> a) { return int64_t(a.size()); }, "nested");
+  Array<Any> inner{Any(int64_t(1)), Any(2.5)};
+  EXPECT_EQ(message(nested, Any(Array<Any>{Any(Array<Any>{}), Any(inner)})),
+            "Mismatched type on argument #0 when calling `nested(0: Array[Array[int]]) -> int`: "
+            "expected `Array[Array[int]]` but got `ffi.Array`: its element [1][1] is `float`, "
+            "not `int`");
+  Function by_name = Function::FromTyped(
+      [](Map<String, Array<int64_t>> m) { return int64_t(m.size()); }, "by_name");
+  Map<Any, Any> m;
+  m.Set(Any(String("k")), Any(Array<Any>{Any()}));
+  EXPECT_NE(message(by_name, Any(m)).find(": its element [\"k\"][0] is `None`, not `int`"),
+            std::string::npos)
+      << message(by_name, Any(m));
+  // A packed body's args[i].cast<T>() names the element too.
+  Function packed = Function::FromPacked(
+      [](PackedArgs args, Any* rv) { *rv = int64_t(args[0].cast<Array<int64_t>>().size()); });
+  EXPECT_NE(message(packed, Any(Array<Any>{Any(int64_t(1)), Any(2.5)}))
+                .find("its element [1] is `float`, not `int`"),
+            std::string::npos);
 }
 
 TEST(Function, ArgumentCountErrorNamesSignature) {

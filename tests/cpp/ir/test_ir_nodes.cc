@@ -170,3 +170,59 @@ TEST(IRNodes, MutatorKeepsUnchangedNodes) {
   PrimExpr s = Substitute(e, Map<Var, PrimExpr>{{i, PrimExpr(2)}});
   EXPECT_EQ(AsScript(s), "2 * 4 + 1");
 }
+
+namespace {
+// e = e + e, `depth` times: 2^depth paths to the leaf, depth + 1 nodes.
+PrimExpr SharedChain(const PrimExpr& leaf, int depth) {
+  PrimExpr e = leaf;
+  for (int k = 0; k < depth; ++k) e = e + e;
+  return e;
+}
+
+struct CountVars : IRVisitor {
+  using IRVisitor::IRVisitor;
+  int64_t n = 0;
+  void VisitExpr_(const VarNode*) override { ++n; }
+};
+}  // namespace
+
+TEST(IRNodes, VisitorVisitsASharedSubexpressionOncePerExpression) {
+  Var x("x");
+  CountVars once;
+  once.VisitExpr(SharedChain(x, 60));  // 2^60 paths: only a memo finishes
+  EXPECT_EQ(once.n, 1);
+  // The memo lasts one expression: the same expression in two statements is seen twice.
+  PrimExpr e = SharedChain(x, 3);
+  Stmt two = SeqStmt({Evaluate(e), Evaluate(e)});
+  CountVars per_statement;
+  per_statement.VisitStmt(two);
+  EXPECT_EQ(per_statement.n, 2);
+  // A visitor that counts occurrences asks for each.
+  CountVars each(Sharing::kEachOccurrence);
+  each.VisitExpr(e);
+  EXPECT_EQ(each.n, 8);
+}
+
+TEST(IRNodes, MutatorRewritesASharedSubexpressionOnce) {
+  Var x("x"), y("y");
+  struct Rename : IRMutator {
+    Var from, to;
+    int64_t calls = 0;
+    PrimExpr VisitExpr_(const VarNode* op) override {
+      ++calls;
+      return op == from.get() ? PrimExpr(to) : GetRef<PrimExpr>(op);
+    }
+  } m;
+  m.from = x;
+  m.to = y;
+  PrimExpr r = m.VisitExpr(SharedChain(x, 60));
+  EXPECT_EQ(m.calls, 1);
+  // The result is shared the same way: each level's two operands are one node.
+  for (int k = 0; k < 60; ++k) {
+    const auto* add = r.as<AddNode>();
+    ASSERT_NE(add, nullptr);
+    EXPECT_TRUE(add->a.same_as(add->b));
+    r = add->a;
+  }
+  EXPECT_TRUE(r.same_as(y));
+}

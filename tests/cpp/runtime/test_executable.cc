@@ -23,7 +23,10 @@ using runtime::Executable;
 using runtime::ExecutableSpec;
 
 // B[i] = A[i] + 1 for 4 int32 (arguments: the two DDR addresses in the L1 argument block).
+// Core 0 only: the call writes the argument block of the kernel's cores, and a core that
+// read DDR through a zero address would be outside the call's arrays.
 constexpr const char* kIncrement = R"(
+    .core 0
     li x9, 0xFFC00
     lw x1, [l1: x9 + 0]
     lw x2, [l1: x9 + 4]

@@ -239,3 +239,29 @@ TEST(Faults, EmptyTensorsWithHugeOtherDimsAreNoOps) {
   s.run();
   EXPECT_EQ(s.stats().commands, 3u);
 }
+
+TEST(Faults, AccessOutsideTheArraysOfACall) {
+  // Two arrays of 16 int32 at 0x1000 and 0x1040: a store to element 16 of the first is the
+  // second's element 0, which a call that limits DDR to its arrays refuses.
+  const char* store = "li x1, 0x1040\nli x2, 99\nsw x2, [ddr: x1 + 0]\nhalt\n";
+  std::vector<sim::DdrArray> arrays = {{0x1000, 64, "a", 4}};
+  sim::Simulator s;
+  s.load(arch::assemble(store));
+  s.set_ddr_arrays(arrays);
+  try {
+    s.run();
+    ADD_FAILURE() << "no fault raised";
+  } catch (const SimError& e) {
+    EXPECT_EQ(e.kind(), SimError::Kind::MemoryFault);
+    EXPECT_EQ(e.pc(), 2);
+    EXPECT_NE(e.reason().find("store to ddr [0x1040, 0x1044) is outside the arrays of the call: "
+                              "element 16 of `a`, which has 16 elements"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(s.read(arch::Space::DDR, 0x1040, 4), std::vector<uint8_t>(4, 0));
+  // load() lifts the limit: without one, the store runs.
+  s.load(arch::assemble(store));
+  s.run();
+  EXPECT_EQ(s.read(arch::Space::DDR, 0x1040, 1)[0], 99);
+}

@@ -247,3 +247,46 @@ root = nodes[d["root"]]["data"]
 nodes[root["params"]]["data"][0] = {element}
 tilecore.load_json(json.dumps(d))
 """, "TypeError", "field `params[0]`", f"cannot be `{type_key}`", "Array[ir.Var]")
+
+
+@pytest.mark.parametrize("call,words", [
+    ("tilecore.transform.Sequential([None])",
+     ["argument #0", "Array[transform.Pass]", "element [0] is `None`, not `transform.Pass`"]),
+    ("tilecore.transform.Sequential([tilecore.transform.Simplify(), 3])",
+     ["element [1] is `int`, not `transform.Pass`"]),
+    ("ir.IRModule({'a': None})", ["Map[str, ir.PrimFunc]", 'element ["a"] is `None`, not `ir.PrimFunc`']),
+    ("ir.IRModule({5: add_kernel()})", ["key 5 is `int`, not `str`"]),
+])
+def test_function_arguments_name_the_refused_element(call, words):
+    # M12: a container argument refused for one element names it (index or key, its type),
+    # for every registered function, as load_json does for a field.
+    expect_error(call, "TypeError", *words)
+
+
+def test_visitor_and_mutator_passes_of_a_shared_expression_are_linear():
+    # H3: the IR's visitor and mutator themselves handle a shared node once per expression.
+    # PlanLocalMemory walks the store with the base visitor, FlattenBuffer rewrites its
+    # loads with the base mutator; e = e + e sixty times is 2^60 paths, 61 nodes.
+    out = run_isolated("""
+        import time
+        ib = ir.IRBuilder('k'); A = ib.buffer_param('A', (2, 2), 'int32')
+        ib.allocate('int32', (4,), scope='local')
+        e = A[0, 1]
+        for _ in range(60):
+            e = e + e
+        A[1, 1] = e
+        mod = ir.IRModule.from_function(ib.get())
+        t = time.time()
+        tilecore.transform.PlanLocalMemory()(mod)
+        flat = tilecore.transform.FlattenBuffer()(mod)['k']
+        fast = time.time() - t < 20
+        s = flat.body
+        while not hasattr(s, 'value'):
+            s = s.body if hasattr(s, 'body') else s.seq[-1]
+        v, shared = s.value, True
+        for _ in range(60):
+            shared = shared and v.a.same_as(v.b)
+            v = v.a
+        RESULT = (fast, shared, str(v))
+    """, timeout=120)
+    assert out.expect_ok() == repr((True, True, "A[0 * 2 + 1]"))

@@ -119,6 +119,19 @@ def test_elementwise_kernel_matches_numpy(toyacc, dtype):
     np.testing.assert_array_equal(c, expect)
 
 
+def test_shared_subexpression_pushes_its_value_at_each_use(toyacc):
+    # e = e + e five times is one node per level; the stack code needs each use: 3 * 2^5.
+    ib = ir.IRBuilder("shared")
+    A = ib.buffer_param("A", (2,), "int32")
+    e = A[0]
+    for _ in range(5):
+        e = e + e
+    A[1] = e
+    a = np.array([3, 0], "int32")
+    tilecore.build(ib.get(), target="toyacc")["shared"](a)
+    assert a.tolist() == [3, 3 * 2**5]
+
+
 def test_two_dimensional_kernel_with_branches_and_casts(toyacc):
     ib = ir.IRBuilder("mix")
     A = ib.buffer_param("A", (8, 33), "int8")

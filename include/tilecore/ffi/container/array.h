@@ -127,6 +127,15 @@ struct TypeTraits<Array<T>> : public ObjectRefTypeTraitsBase<Array<T>> {
     }
     return out;
   }
+  static std::optional<details::RefusedElement> FirstRefused(const TCFFIAny* v) {
+    if (v->type_index != kTCFFIArray) return std::nullopt;
+    const auto* arr = reinterpret_cast<const ArrayObj*>(v->v_obj);
+    for (size_t i = 0; i < arr->data.size(); ++i) {
+      if (auto r = details::RefusedAs<T>(arr->data[i].raw(), "[" + std::to_string(i) + "]"))
+        return r;
+    }
+    return std::nullopt;
+  }
   static std::string TypeStr() { return "Array[" + TypeTraitsNoCR<T>::TypeStr() + "]"; }
 };
 

@@ -139,6 +139,19 @@ struct TypeTraits<Map<K, V>> : public ObjectRefTypeTraitsBase<Map<K, V>> {
     }
     return out;
   }
+  static std::optional<details::RefusedElement> FirstRefused(const TCFFIAny* v) {
+    if (v->type_index != kTCFFIMap) return std::nullopt;
+    const auto* m = reinterpret_cast<const MapObj*>(v->v_obj);
+    for (const auto& [k, val] : m->entries) {
+      std::string key = details::KeyText(k.raw());
+      if (auto r = details::RefusedAs<K>(k.raw(), key)) {
+        r->is_key = true;
+        return r;
+      }
+      if (auto r = details::RefusedAs<V>(val.raw(), "[" + key + "]")) return r;
+    }
+    return std::nullopt;
+  }
   static std::string TypeStr() {
     return "Map[" + TypeTraitsNoCR<K>::TypeStr() + ", " + TypeTraitsNoCR<V>::TypeStr() + "]";
   }

@@ -21,7 +21,12 @@ Calling a ``@S.prim_func`` kernel with numpy arrays runs it here:
 6. As on the simulator, a core that finishes while others wait at a barrier is a
    deadlock (RuntimeError "deadlock ..."), and each core has a budget of DSL
    operations (``TILECORE_PYSIM_MAX_OPS``, default 10^7; RuntimeError "budget ...
-   exhausted"), so a kernel that never ends fails instead of hanging.
+   exhausted"), so a kernel that never ends fails instead of hanging. A loop that
+   spins without effect (``while a[0] == 0: ...`` with nothing to change a[0]) is
+   stopped sooner by the stall budget: when for ``TILECORE_PYSIM_STALL_SECONDS``
+   (default 5) no core has stored to memory, run a DMA or tile command, or passed a
+   barrier while one still runs DSL operations, RuntimeError "stall budget exhausted"
+   (10^7 operations take minutes in PySim; real kernels store long before 5 s).
 7. Loops free of cross-iteration dependences run as whole numpy operations
    (batch.py; ``TILECORE_PYSIM_BATCH=0`` turns that off), with the same results.
 8. ``seed=N`` (or ``TILECORE_PYSIM_SEED=N``): the cores' threads take turns, one at a
@@ -39,6 +44,7 @@ import os
 import random
 import sys
 import threading
+import time
 import types as pytypes
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -61,7 +67,12 @@ _ENV_MAX_OPS = "TILECORE_PYSIM_MAX_OPS"
 _ENV_BATCH = "TILECORE_PYSIM_BATCH"
 _ENV_SEED = "TILECORE_PYSIM_SEED"
 _ENV_RACECHECK = "TILECORE_PYSIM_RACECHECK"
+_ENV_STALL = "TILECORE_PYSIM_STALL_SECONDS"
 _DEFAULT_MAX_OPS = 10_000_000
+_DEFAULT_STALL_SECONDS = 5.0
+# DSL operations with an effect other cores or the caller can see: progress for the stall budget.
+_PROGRESS = frozenset("store vstore dma_copy async_dma_copy dma_fill mm barrier printf call_packed".split())
+_STALL_CHECK_EVERY = 1024  # operations between two looks at the clock
 
 
 def _max_ops():
@@ -75,6 +86,19 @@ def _max_ops():
     if n <= 0:
         raise ValueError(f"{_ENV_MAX_OPS}={text!r}: expected a positive integer")
     return n
+
+
+def _stall_seconds():
+    text = os.environ.get(_ENV_STALL, "").strip()
+    if not text:
+        return _DEFAULT_STALL_SECONDS
+    try:
+        t = float(text)
+    except ValueError:
+        raise ValueError(f"{_ENV_STALL}={text!r}: expected a positive number of seconds") from None
+    if not t > 0:
+        raise ValueError(f"{_ENV_STALL}={text!r}: expected a positive number of seconds")
+    return t
 
 
 def _seed(value):
@@ -260,6 +284,8 @@ class _Run:
         self.single = single and self.sched is None
         self.barrier = None if self.single or self.sched is not None else _Barrier(num_cores)
         self.max_ops = _max_ops()
+        self.stall_seconds = _stall_seconds()
+        self.progress = 0  # effects so far, all cores (a plain int: a lost update only delays the check)
         self.lock = threading.Lock()
         self.shared = []  # shared allocations, in order of first arrival
         for b in (self.barrier, self.sched):
@@ -280,6 +306,8 @@ class CoreContext:
         self.pending_dma = {}
         self.shared_count = 0
         self.ops = 0
+        self.seen_progress = -1  # run.progress at the last look at the clock
+        self.stall_since = 0.0
         self.batching = run.batching
         self.race = run.race
 
@@ -288,9 +316,24 @@ class CoreContext:
         if self.run.sched is not None and (what in _SCHED_POINTS or what.startswith("tile_")):
             self.run.sched.point(self.core, what)
         self.ops += 1
+        if what in _PROGRESS or (what is not None and what.startswith("tile_")):
+            self.run.progress += 1
         if self.ops > self.run.max_ops:
             raise RuntimeError(f"instruction budget exhausted: core {self.core} ran more than {self.run.max_ops} "
                                f"DSL operations (PySim's budget; set {_ENV_MAX_OPS} for a longer kernel)")
+        if self.ops % _STALL_CHECK_EVERY == 0:
+            self._check_stall()
+
+    def _check_stall(self):
+        now = time.monotonic()
+        if self.run.progress != self.seen_progress:
+            self.seen_progress, self.stall_since = self.run.progress, now
+        elif now - self.stall_since > self.run.stall_seconds:
+            raise RuntimeError(
+                f"stall budget exhausted: core {self.core} ran {self.ops} DSL operations, and for "
+                f"{self.run.stall_seconds:g} s no core stored to memory, ran a DMA or tile command or passed "
+                f"a barrier (an endless loop?); set {_ENV_STALL} for a kernel that computes longer "
+                "between stores")
 
     def barrier(self) -> None:
         if self.run.single:
