@@ -52,12 +52,10 @@ inline Stmt ForEachColumnBlock(const PrimExpr& core, int64_t cores, int64_t oute
  * this core takes them all, in order.
  */
 inline Stmt ForEachChunk(const PrimExpr& core, int64_t cores, int64_t n, int64_t ck,
-                         int64_t* rotation,
-                         const std::function<Stmt(PrimExpr, int64_t)>& body) {
+                         int64_t* rotation, const std::function<Stmt(PrimExpr, int64_t)>& body) {
   auto chunks = [&](int64_t count, int64_t size, int64_t base) {
     auto item = [&](PrimExpr t) { return body(I32(base) + t * I32(ck), size); };
-    return rotation ? ForEachItem(core, cores, count, rotation, "t", item)
-                    : Loop("t", count, item);
+    return rotation ? ForEachItem(core, cores, count, rotation, "t", item) : Loop("t", count, item);
   };
   return Seq({chunks(n / ck, ck, 0), chunks(n % ck ? 1 : 0, n % ck, (n / ck) * ck)});
 }
