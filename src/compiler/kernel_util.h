@@ -84,6 +84,12 @@ inline Buffer Words(const Buffer& param, std::vector<int64_t> shape, const std::
                 param->scope, String(name));
 }
 
+/*! \brief Run-time indices as `shape`: as they are, or with `wide` as int64 Words. */
+inline Buffer IndexView(const Buffer& param, const std::vector<int64_t>& shape, bool wide,
+                        const std::string& name) {
+  return wide ? Words(param, shape, name) : View(param, shape, name);
+}
+
 /*!
  * \brief The int32 value of the int64 with words `lo`, `hi`: exact when it fits, else
  * INT32_MIN or INT32_MAX by its sign. An index beyond int32 is beyond every axis TC1

@@ -54,7 +54,7 @@ PrimFunc LowerGather(const OpCall& c) {
   Buffer X = View(p.in[0], {outer, A, inner}, "X");
   bool wide = c.inputs[1]->dtype == DataType::Int(64);  // two words per index
   int64_t w = wide ? 2 : 1;
-  Buffer I = wide ? Words(p.in[1], {K}, "I") : View(p.in[1], {K}, "I");
+  Buffer I = IndexView(p.in[1], {K}, wide, "I");
   Buffer Y = View(p.out[0], {outer, K, inner}, "Y");
   int64_t ck = std::min(kChunk, std::max<int64_t>(1, (K + c.cores - 1) / c.cores));
   int64_t rotation = 0;
@@ -139,8 +139,7 @@ PrimFunc LowerGatherElements(const OpCall& c) {
   Buffer X = View(p.in[0], {g.outer, g.A, g.inner}, "X");
   bool wide = c.inputs[1]->dtype == DataType::Int(64);  // two words per index
   int64_t w = wide ? 2 : 1;
-  Buffer I = wide ? Words(p.in[1], {g.outer, g.K, g.inner}, "I")
-                  : View(p.in[1], {g.outer, g.K, g.inner}, "I");
+  Buffer I = IndexView(p.in[1], {g.outer, g.K, g.inner}, wide, "I");
   Buffer Y = View(p.out[0], {g.outer, g.K, g.inner}, "Y");
   int64_t ic =
       BlockColumns(g.outer, g.inner, c.cores, (g.A + g.K) * g.es + g.K * 4 * w, kElementsBytes);
@@ -227,7 +226,7 @@ PrimFunc LowerGatherND(const OpCall& c) {
   bool wide = c.inputs[1]->dtype == DataType::Int(64);
   int64_t w = wide ? 2 : 1, tw = g.q * w;  // words per tuple
   Buffer X = View(p.in[0], {g.B, g.S, g.inner}, "X");
-  Buffer I = wide ? Words(p.in[1], {N * g.q}, "I") : View(p.in[1], {N * g.q}, "I");
+  Buffer I = IndexView(p.in[1], {N * g.q}, wide, "I");
   Buffer Y = View(p.out[0], {N, g.inner}, "Y");
   int64_t ck = std::min(kChunk / g.q + 1, std::max<int64_t>(1, (N + c.cores - 1) / c.cores));
   int64_t rotation = 0;

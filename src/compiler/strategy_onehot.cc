@@ -57,8 +57,7 @@ PrimFunc LowerOneHot(const OpCall& c) {
   if (g.outer * g.depth * g.inner == 0) return MakeFunc(c, p, Evaluate(I32(0)));
   DataType it = c.inputs[0]->dtype, vt = c.inputs[2]->dtype, i32 = DataType::Int(32);
   bool wide = g.iw == 2;
-  Buffer I =
-      wide ? Words(p.in[0], {g.outer, g.inner}, "I") : View(p.in[0], {g.outer, g.inner}, "I");
+  Buffer I = IndexView(p.in[0], {g.outer, g.inner}, wide, "I");
   Buffer Vg = View(p.in[2], {2}, "V");
   Buffer Y = View(p.out[0], {g.outer, g.depth, g.inner}, "Y");
   int64_t ic = BlockColumns(g.outer, g.inner, c.cores, g.depth * g.es + 4 * g.iw, kOneHotBytes);

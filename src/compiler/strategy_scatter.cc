@@ -78,8 +78,7 @@ PrimFunc LowerScatter(const OpCall& c) {
   DataType dt = c.inputs[0]->dtype, i32 = DataType::Int(32);
   bool wide = g.iw == 2;
   Buffer X = View(p.in[0], {g.outer, g.A, g.inner}, "X");
-  Buffer I = wide ? Words(p.in[1], {g.outer, g.K, g.inner}, "I")
-                  : View(p.in[1], {g.outer, g.K, g.inner}, "I");
+  Buffer I = IndexView(p.in[1], {g.outer, g.K, g.inner}, wide, "I");
   Buffer U = View(p.in[2], {g.outer, g.K, g.inner}, "U");
   Buffer Y = View(p.out[0], {g.outer, g.A, g.inner}, "Y");
   int64_t ic = BlockColumns(g.outer, g.inner, c.cores, ColumnBytes(g), kScatterBytes);
@@ -153,7 +152,7 @@ PrimFunc LowerScatterND(const OpCall& c) {
   int64_t w = wide ? 2 : 1, tw = q * w;
   Buffer X = View(p.in[0], {N}, "X"), Y = View(p.out[0], {N}, "Y");
   Buffer Yr = View(p.out[0], {S, inner}, "Yr");
-  Buffer I = wide ? Words(p.in[1], {T * q}, "I") : View(p.in[1], {T * q}, "I");
+  Buffer I = IndexView(p.in[1], {T * q}, wide, "I");
   Buffer U = View(p.in[2], {std::max<int64_t>(T, 1), inner}, "U");
   int64_t ck = std::max<int64_t>(1, std::min(T, kNdChunk / tw));
   int64_t piece = std::min(inner, kNdPiece);
