@@ -6,17 +6,9 @@ stack, so depth should cost nothing: the deep/wide ratio stays near 1 as N grows
     python benchmarks/deep_graphs.py --nodes 100000 1000000 --repeat 3
 """
 import argparse
-import statistics
 import time
 
-
-def timed(fn, repeat):
-    times, result = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), result
+from timing import timed
 
 
 def deep(tilecore, n, leaf):

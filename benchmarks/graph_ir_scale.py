@@ -7,10 +7,9 @@ check the whole graph).
     python benchmarks/graph_ir_scale.py --nodes 20000 --repeat 3
 """
 import argparse
-import statistics
-import time
 
 import numpy as np
+from timing import timed
 
 
 def chain(n):
@@ -32,15 +31,6 @@ def onnx_chain(n):
     graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("v0", TensorProto.FLOAT, ["N", 4])],
                               [helper.make_tensor_value_info(f"v{n}", TensorProto.FLOAT, ["N", 4])])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-
-
-def timed(fn, repeat):
-    times, result = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), result
 
 
 def main():

@@ -84,6 +84,12 @@ inline Buffer Words(const Buffer& param, std::vector<int64_t> shape, const std::
                 param->scope, String(name));
 }
 
+/*! \brief Run-time indices as `shape`: as they are, or with `wide` as int64 Words. */
+inline Buffer IndexView(const Buffer& param, const std::vector<int64_t>& shape, bool wide,
+                        const std::string& name) {
+  return wide ? Words(param, shape, name) : View(param, shape, name);
+}
+
 /*!
  * \brief The int32 value of the int64 with words `lo`, `hi`: exact when it fits, else
  * INT32_MIN or INT32_MAX by its sign. An index beyond int32 is beyond every axis TC1
@@ -97,6 +103,65 @@ inline PrimExpr NarrowIndex(const PrimExpr& lo, const PrimExpr& hi) {
       fits, lo,
       select(hi < IntImm(DataType::Int(32), 0), IntImm(DataType::Int(32), -2147483647 - 1),
              IntImm(DataType::Int(32), 2147483647)));
+}
+
+/*!
+ * \brief The int32 index at word `at` of the local `L` (after the leading indices `lead`):
+ * that word, or with `wide` the int64 in words at, at + 1, narrowed.
+ */
+inline PrimExpr LoadIndexWord(const Buffer& L, const std::vector<PrimExpr>& lead,
+                              const PrimExpr& at, bool wide) {
+  auto load = [&](const PrimExpr& x) {
+    Array<PrimExpr> idx;
+    for (const PrimExpr& e : lead) idx.push_back(e);
+    idx.push_back(x);
+    return BufferLoad(L, idx);
+  };
+  return wide ? NarrowIndex(load(at), load(at + I32(1))) : load(at);
+}
+
+/*! \brief The int32 index of element `i` along the last axis of `L` (two words each if `wide`). */
+inline PrimExpr LoadIndex(const Buffer& L, const std::vector<PrimExpr>& lead, const PrimExpr& i,
+                          bool wide) {
+  return LoadIndexWord(L, lead, wide ? i * I32(2) : i, wide);
+}
+
+/*! \brief A negative index counted from the end of an axis of `n`, as ONNX counts it. */
+inline PrimExpr WrapIndex(const PrimExpr& raw, int64_t n) {
+  return select(raw < I32(0), raw + I32(n), raw);
+}
+
+/*! \brief An index clamped into [0, n): out of range reads or writes the nearest slice. */
+inline PrimExpr ClampIndex(const PrimExpr& v, int64_t n) { return max(min(v, I32(n - 1)), I32(0)); }
+
+/*!
+ * \brief The row-major offset into `dims` of index tuple `j` of the local `L` (tuples of
+ * dims.size() indices, two words each if `wide`): each index wrapped and clamped.
+ */
+inline PrimExpr TupleOffset(const Buffer& L, const PrimExpr& j, const std::vector<int64_t>& dims,
+                            bool wide) {
+  int64_t w = wide ? 2 : 1, tw = static_cast<int64_t>(dims.size()) * w, stride = 1;
+  for (int64_t n : dims) stride *= n;
+  PrimExpr off = I32(0);
+  for (size_t k = 0; k < dims.size(); ++k) {
+    int64_t n = dims[k];
+    stride /= n;
+    PrimExpr raw = LoadIndexWord(L, {}, j * I32(tw) + I32(static_cast<int64_t>(k) * w), wide);
+    off = off + ClampIndex(WrapIndex(raw, n), n) * I32(stride);
+  }
+  return off;
+}
+
+/*! \brief The dtypes a strategy that only moves elements takes. */
+inline std::vector<DataType> MovableDTypes() {
+  return {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
+          DataType::Int(16),   DataType::Int(8),  DataType::UInt(8),  DataType::Bool()};
+}
+
+/*! \brief "" when `indices` are int32 or int64, else the reason. */
+inline std::string CheckIndexDType(const std::string& op, const TensorSpec& indices) {
+  if (indices->dtype == DataType::Int(32) || indices->dtype == DataType::Int(64)) return "";
+  return op + ": indices are " + indices->dtype.str() + "; the npu reads int32 and int64 indices";
 }
 
 inline Buffer Local(const std::vector<int64_t>& shape, DataType t, const std::string& name) {

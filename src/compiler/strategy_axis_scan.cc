@@ -14,8 +14,8 @@
  * writes each index as two int32 words, the index and 0 (an index is never negative).
  */
 #include <algorithm>
-#include <tuple>
 
+#include "axis_blocks.h"
 #include "kernel_util.h"
 #include "tilecore/ffi/reflection.h"
 
@@ -76,9 +76,7 @@ PrimFunc LowerAxisScan(const OpCall& c) {
   Buffer Y = arg ? Words(p.out[0], {g.outer, 1, g.inner}, "Y")
                  : View(p.out[0], {g.outer, g.A, g.inner}, "Y");
   int64_t w = arg ? 2 : 1;  // output words per element
-  int64_t ic = std::min(g.inner, kSlabBytes / ColumnBytes(op, g));
-  if (g.outer < c.cores)
-    ic = std::min(ic, std::max<int64_t>(1, (g.inner * g.outer + c.cores - 1) / c.cores));
+  int64_t ic = BlockColumns(g.outer, g.inner, c.cores, ColumnBytes(op, g), kSlabBytes);
   bool excl = AttrInt(c.attrs, "exclusive", 0) != 0, rev = AttrInt(c.attrs, "reverse", 0) != 0;
   bool prod = op == "CumProd", last = AttrInt(c.attrs, "select_last_index", 0) != 0;
   int64_t rotation = 0;
@@ -86,64 +84,52 @@ PrimFunc LowerAxisScan(const OpCall& c) {
     Buffer D = Local({g.A, ic}, dt, "Dl");
     Buffer O = Local({out_rows, ic * w}, arg ? i32 : dt, "Ol");
     Buffer V = Local({ic}, dt, "Vl"), J = Local({ic}, i32, "Jl");  // arg: best value, index
-    std::vector<Stmt> s;
-    int64_t nfull = g.inner / ic, rem = g.inner % ic;
-    for (auto [count, size, start] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-             {g.outer * nfull, ic, 0}, {rem ? g.outer : 0, rem, nfull * ic}}) {
-      int64_t per = size == ic ? nfull : 1;
-      s.push_back(ForEachItem(
-          core, c.cores, count, &rotation, "t",
-          [&, size = size, start = start, per = per](PrimExpr t) {
-            PrimExpr o = floordiv(t, I32(per)), i0 = I32(start) + floormod(t, I32(per)) * I32(ic);
-            std::vector<Stmt> st;
-            st.push_back(Intrin("tile.wait", {I32(1)}));  // the previous item has left O
-            st.push_back(DmaWait(Region(D, {I32(0), I32(0)}, {g.A, size}),
-                                 Region(X, {o, I32(0), i0}, {1, g.A, size}), 0));
-            auto row = [&](const std::function<Stmt(PrimExpr)>& f) { return Loop("i", size, f); };
-            if (arg) {
-              st.push_back(row([&](PrimExpr i) {
-                return Seq(
-                    {BufferStore(V, BufferLoad(D, {I32(0), i}), {i}), BufferStore(J, I32(0), {i})});
-              }));
-              st.push_back(Loop("k", g.A - 1, [&](PrimExpr k0) {
-                PrimExpr k = k0 + I32(1);
-                return row([&](PrimExpr i) {
-                  PrimExpr x = BufferLoad(D, {k, i}), v = BufferLoad(V, {i});
-                  PrimExpr better =
-                      op == "ArgMax" ? (last ? x >= v : x > v) : (last ? x <= v : x < v);
-                  return Seq({BufferStore(J, select(better, k, BufferLoad(J, {i})), {i}),
-                              BufferStore(V, select(better, x, v), {i})});
-                });
-              }));
-              st.push_back(row([&](PrimExpr i) {
-                return Seq({BufferStore(O, BufferLoad(J, {i}), {I32(0), i * I32(2)}),
-                            BufferStore(O, I32(0), {I32(0), i * I32(2) + I32(1)})});
-              }));
-            } else {
-              // row k of the output from row k -+ 1 (reverse walks from the end)
-              auto at = [&](int64_t k) { return rev ? g.A - 1 - k : k; };
-              PrimExpr id = prod ? make_const(dt, 1) : make_zero(dt);
-              st.push_back(row([&](PrimExpr i) {
-                return BufferStore(O, excl ? id : BufferLoad(D, {I32(at(0)), i}), {I32(at(0)), i});
-              }));
-              st.push_back(Loop("k", g.A - 1, [&](PrimExpr k0) {
-                PrimExpr k = rev ? I32(g.A - 2) - k0 : k0 + I32(1);
-                PrimExpr before = rev ? k + I32(1) : k - I32(1);
-                PrimExpr src = excl ? before : k;
-                return row([&](PrimExpr i) {
-                  PrimExpr a = BufferLoad(O, {before, i}), x = BufferLoad(D, {src, i});
-                  return BufferStore(O, prod ? a * x : a + x, {k, i});
-                });
-              }));
-            }
-            st.push_back(Intrin("tile.dma_copy",
-                                {Region(Y, {o, I32(0), i0 * I32(w)}, {1, out_rows, size * w}),
-                                 Region(O, {I32(0), I32(0)}, {out_rows, size * w}), I32(1)}));
-            return Seq(st);
-          }));
-    }
-    s.push_back(Intrin("tile.wait", {I32(1)}));
-    Stmt r = Allocate(D, Allocate(O, Seq(s)));
+    Stmt items = ForEachColumnBlock(
+        core, c.cores, g.outer, g.inner, ic, &rotation, [&](PrimExpr o, PrimExpr i0, int64_t size) {
+          std::vector<Stmt> st;
+          st.push_back(Intrin("tile.wait", {I32(1)}));  // the previous item has left O
+          st.push_back(LoadSlab(D, X, o, i0, g.A, size));
+          auto row = [&](const std::function<Stmt(PrimExpr)>& f) { return Loop("i", size, f); };
+          if (arg) {
+            st.push_back(row([&](PrimExpr i) {
+              return Seq(
+                  {BufferStore(V, BufferLoad(D, {I32(0), i}), {i}), BufferStore(J, I32(0), {i})});
+            }));
+            st.push_back(Loop("k", g.A - 1, [&](PrimExpr k0) {
+              PrimExpr k = k0 + I32(1);
+              return row([&](PrimExpr i) {
+                PrimExpr x = BufferLoad(D, {k, i}), v = BufferLoad(V, {i});
+                PrimExpr better =
+                    op == "ArgMax" ? (last ? x >= v : x > v) : (last ? x <= v : x < v);
+                return Seq({BufferStore(J, select(better, k, BufferLoad(J, {i})), {i}),
+                            BufferStore(V, select(better, x, v), {i})});
+              });
+            }));
+            st.push_back(row([&](PrimExpr i) {
+              return Seq({BufferStore(O, BufferLoad(J, {i}), {I32(0), i * I32(2)}),
+                          BufferStore(O, I32(0), {I32(0), i * I32(2) + I32(1)})});
+            }));
+          } else {
+            // row k of the output from row k -+ 1 (reverse walks from the end)
+            auto at = [&](int64_t k) { return rev ? g.A - 1 - k : k; };
+            PrimExpr id = prod ? make_const(dt, 1) : make_zero(dt);
+            st.push_back(row([&](PrimExpr i) {
+              return BufferStore(O, excl ? id : BufferLoad(D, {I32(at(0)), i}), {I32(at(0)), i});
+            }));
+            st.push_back(Loop("k", g.A - 1, [&](PrimExpr k0) {
+              PrimExpr k = rev ? I32(g.A - 2) - k0 : k0 + I32(1);
+              PrimExpr before = rev ? k + I32(1) : k - I32(1);
+              PrimExpr src = excl ? before : k;
+              return row([&](PrimExpr i) {
+                PrimExpr a = BufferLoad(O, {before, i}), x = BufferLoad(D, {src, i});
+                return BufferStore(O, prod ? a * x : a + x, {k, i});
+              });
+            }));
+          }
+          st.push_back(StoreSlab(Y, O, o, i0 * I32(w), out_rows, size * w));
+          return Seq(st);
+        });
+    Stmt r = Allocate(D, Allocate(O, Seq({items, Intrin("tile.wait", {I32(1)})})));
     return arg ? Allocate(V, Allocate(J, r)) : r;
   });
   return MakeFunc(c, p, body);
@@ -169,67 +155,51 @@ PrimFunc LowerTopK(const OpCall& c) {
   Buffer X = View(p.in[0], {g.outer, g.A, g.inner}, "X");
   Buffer Yv = View(p.out[0], {g.outer, K, g.inner}, "Yv");
   Buffer Yi = Words(p.out[1], {g.outer, K, g.inner}, "Yi");
-  int64_t ic = std::min(g.inner, kSlabBytes / ColumnBytes("TopK", g));
-  if (g.outer < c.cores)
-    ic = std::min(ic, std::max<int64_t>(1, (g.inner * g.outer + c.cores - 1) / c.cores));
+  int64_t ic = BlockColumns(g.outer, g.inner, c.cores, ColumnBytes("TopK", g), kSlabBytes);
   int64_t rotation = 0;
   Stmt body = OverCores(c.cores, [&](PrimExpr core) {
     Buffer D = Local({g.A, ic}, dt, "Dl"), T = Local({g.A, ic}, i32, "Tl");
     Buffer V = Local({ic}, dt, "Vl"), J = Local({ic}, i32, "Jl");
     Buffer OV = Local({K, ic}, dt, "OVl"), OI = Local({K, 2 * ic}, i32, "OIl");
-    std::vector<Stmt> s;
-    int64_t nfull = g.inner / ic, rem = g.inner % ic;
-    for (auto [count, size, start] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-             {g.outer * nfull, ic, 0}, {rem ? g.outer : 0, rem, nfull * ic}}) {
-      int64_t per = size == ic ? nfull : 1;
-      s.push_back(ForEachItem(
-          core, c.cores, count, &rotation, "t",
-          [&, size = size, start = start, per = per](PrimExpr t) {
-            PrimExpr o = floordiv(t, I32(per)), i0 = I32(start) + floormod(t, I32(per)) * I32(ic);
-            std::vector<Stmt> st;
-            st.push_back(Intrin("tile.wait", {I32(1)}));  // the previous item has left OV, OI
-            st.push_back(DmaWait(Region(D, {I32(0), I32(0)}, {g.A, size}),
-                                 Region(X, {o, I32(0), i0}, {1, g.A, size}), 0));
-            st.push_back(Loop("a", g.A, [&](PrimExpr a) {
-              return Loop("i", size, [&](PrimExpr i) { return BufferStore(T, I32(0), {a, i}); });
-            }));
-            st.push_back(Loop("j", K, [&](PrimExpr j) {
-              std::vector<Stmt> pass;
-              pass.push_back(
-                  Loop("i", size, [&](PrimExpr i) { return BufferStore(J, I32(-1), {i}); }));
-              pass.push_back(Loop("a", g.A, [&](PrimExpr a) {
-                return Loop("i", size, [&](PrimExpr i) {
-                  PrimExpr x = BufferLoad(D, {a, i}), v = BufferLoad(V, {i}),
-                           at = BufferLoad(J, {i});
-                  // bound once: the stores below change what J and V read
-                  Var take("take", DataType::Bool());
-                  PrimExpr cond = eq(BufferLoad(T, {a, i}), I32(0)) &&
-                                  (at < I32(0) || (largest ? x > v : x < v));
-                  return Stmt(LetStmt(take, cond,
-                                      Seq({BufferStore(J, select(take, a, at), {i}),
-                                           BufferStore(V, select(take, x, v), {i})})));
-                });
-              }));
-              pass.push_back(Loop("i", size, [&](PrimExpr i) {
-                PrimExpr at = BufferLoad(J, {i});
-                return Seq({BufferStore(T, I32(1), {at, i}),
-                            BufferStore(OV, BufferLoad(V, {i}), {j, i}),
-                            BufferStore(OI, at, {j, i * I32(2)}),
-                            BufferStore(OI, I32(0), {j, i * I32(2) + I32(1)})});
-              }));
-              return Seq(pass);
-            }));
-            st.push_back(
-                Intrin("tile.dma_copy", {Region(Yv, {o, I32(0), i0}, {1, K, size}),
-                                         Region(OV, {I32(0), I32(0)}, {K, size}), I32(1)}));
-            st.push_back(
-                Intrin("tile.dma_copy", {Region(Yi, {o, I32(0), i0 * I32(2)}, {1, K, size * 2}),
-                                         Region(OI, {I32(0), I32(0)}, {K, size * 2}), I32(1)}));
-            return Seq(st);
+    Stmt items = ForEachColumnBlock(
+        core, c.cores, g.outer, g.inner, ic, &rotation, [&](PrimExpr o, PrimExpr i0, int64_t size) {
+          std::vector<Stmt> st;
+          st.push_back(Intrin("tile.wait", {I32(1)}));  // the previous item has left OV, OI
+          st.push_back(LoadSlab(D, X, o, i0, g.A, size));
+          st.push_back(Loop("a", g.A, [&](PrimExpr a) {
+            return Loop("i", size, [&](PrimExpr i) { return BufferStore(T, I32(0), {a, i}); });
           }));
-    }
-    s.push_back(Intrin("tile.wait", {I32(1)}));
-    return Allocate(D, Allocate(T, Allocate(V, Allocate(J, Allocate(OV, Allocate(OI, Seq(s)))))));
+          st.push_back(Loop("j", K, [&](PrimExpr j) {
+            std::vector<Stmt> pass;
+            pass.push_back(
+                Loop("i", size, [&](PrimExpr i) { return BufferStore(J, I32(-1), {i}); }));
+            pass.push_back(Loop("a", g.A, [&](PrimExpr a) {
+              return Loop("i", size, [&](PrimExpr i) {
+                PrimExpr x = BufferLoad(D, {a, i}), v = BufferLoad(V, {i}), at = BufferLoad(J, {i});
+                // bound once: the stores below change what J and V read
+                Var take("take", DataType::Bool());
+                PrimExpr cond =
+                    eq(BufferLoad(T, {a, i}), I32(0)) && (at < I32(0) || (largest ? x > v : x < v));
+                return Stmt(LetStmt(take, cond,
+                                    Seq({BufferStore(J, select(take, a, at), {i}),
+                                         BufferStore(V, select(take, x, v), {i})})));
+              });
+            }));
+            pass.push_back(Loop("i", size, [&](PrimExpr i) {
+              PrimExpr at = BufferLoad(J, {i});
+              return Seq({BufferStore(T, I32(1), {at, i}),
+                          BufferStore(OV, BufferLoad(V, {i}), {j, i}),
+                          BufferStore(OI, at, {j, i * I32(2)}),
+                          BufferStore(OI, I32(0), {j, i * I32(2) + I32(1)})});
+            }));
+            return Seq(pass);
+          }));
+          st.push_back(StoreSlab(Yv, OV, o, i0, K, size));
+          st.push_back(StoreSlab(Yi, OI, o, i0 * I32(2), K, size * 2));
+          return Seq(st);
+        });
+    Stmt s = Seq({items, Intrin("tile.wait", {I32(1)})});
+    return Allocate(D, Allocate(T, Allocate(V, Allocate(J, Allocate(OV, Allocate(OI, s))))));
   });
   return MakeFunc(c, p, body);
 }

@@ -23,8 +23,8 @@
  * range (docs/compiler.md, "int64 indices").
  */
 #include <algorithm>
-#include <tuple>
 
+#include "axis_blocks.h"
 #include "kernel_util.h"
 #include "tilecore/ffi/reflection.h"
 
@@ -54,38 +54,26 @@ PrimFunc LowerGather(const OpCall& c) {
   Buffer X = View(p.in[0], {outer, A, inner}, "X");
   bool wide = c.inputs[1]->dtype == DataType::Int(64);  // two words per index
   int64_t w = wide ? 2 : 1;
-  Buffer I = wide ? Words(p.in[1], {K}, "I") : View(p.in[1], {K}, "I");
+  Buffer I = IndexView(p.in[1], {K}, wide, "I");
   Buffer Y = View(p.out[0], {outer, K, inner}, "Y");
   int64_t ck = std::min(kChunk, std::max<int64_t>(1, (K + c.cores - 1) / c.cores));
   int64_t rotation = 0;
   Stmt body = OverCores(c.cores, [&](PrimExpr core) {
     Buffer L = Local({ck * w}, DataType::Int(32), "Il");
-    std::vector<Stmt> s;
-    for (auto [count, size] :
-         std::vector<std::pair<int64_t, int64_t>>{{K / ck, ck}, {K % ck ? 1 : 0, K % ck}}) {
-      int64_t base = size == ck ? 0 : (K / ck) * ck;
-      s.push_back(ForEachItem(
-          core, c.cores, count, &rotation, "t", [&, size = size, base = base](PrimExpr t) {
-            PrimExpr start = I32(base) + t * I32(ck);
-            Stmt load = DmaWait(Region(L, {I32(0)}, {size * w}),
-                                Region(I, {start * I32(w)}, {size * w}), 0);
-            Stmt copies = Loop("j", size, [&](PrimExpr j) {
-              Var v("v", DataType::Int(32));
-              PrimExpr raw = wide ? NarrowIndex(BufferLoad(L, {j * I32(2)}),
-                                                BufferLoad(L, {j * I32(2) + I32(1)}))
-                                  : BufferLoad(L, {j});
-              PrimExpr wrapped = select(raw < I32(0), raw + I32(A), raw);
-              PrimExpr idx = max(min(v, I32(A - 1)), I32(0));
-              Stmt cp = Intrin("tile.dma_copy",
-                               {Region(Y, {I32(0), start + j, I32(0)}, {outer, 1, inner}),
-                                Region(X, {I32(0), idx, I32(0)}, {outer, 1, inner}), I32(0)});
-              return LetStmt(v, wrapped, cp);
-            });
-            return Seq({load, copies});
-          }));
-    }
-    s.push_back(Intrin("tile.wait", {I32(0)}));
-    return Allocate(L, Seq(s));
+    Stmt chunks = ForEachChunk(core, c.cores, K, ck, &rotation, [&](PrimExpr start, int64_t size) {
+      Stmt load =
+          DmaWait(Region(L, {I32(0)}, {size * w}), Region(I, {start * I32(w)}, {size * w}), 0);
+      Stmt copies = Loop("j", size, [&](PrimExpr j) {
+        Var v("v", DataType::Int(32));
+        Stmt cp =
+            Intrin("tile.dma_copy",
+                   {Region(Y, {I32(0), start + j, I32(0)}, {outer, 1, inner}),
+                    Region(X, {I32(0), ClampIndex(v, A), I32(0)}, {outer, 1, inner}), I32(0)});
+        return LetStmt(v, WrapIndex(LoadIndex(L, {}, j, wide), A), cp);
+      });
+      return Seq({load, copies});
+    });
+    return Allocate(L, Seq({chunks, Intrin("tile.wait", {I32(0)})}));
   });
   return MakeFunc(c, p, body);
 }
@@ -94,15 +82,10 @@ std::string CheckGather(const std::string& op, const Map<String, Any>& attrs,
                         const std::vector<TensorSpec>& inputs) {
   if (inputs.size() != 2 || !inputs[0].defined() || !inputs[1].defined())
     return "Gather: expects data and indices";
-  std::string why =
-      CheckDTypes({inputs[0]},
-                  {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
-                   DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
-                  op);
+  std::string why = CheckDTypes({inputs[0]}, MovableDTypes(), op);
   if (!why.empty()) return why;
-  if (inputs[1]->dtype != DataType::Int(32) && inputs[1]->dtype != DataType::Int(64))
-    return "Gather: indices are " + inputs[1]->dtype.str() +
-           "; the npu reads int32 and int64 indices";
+  why = CheckIndexDType(op, inputs[1]);
+  if (!why.empty()) return why;
   int64_t r = static_cast<int64_t>(inputs[0]->shape.size());
   int64_t axis = AttrInt(attrs, "axis", 0);
   if (r == 0 || axis < -r || axis >= r)
@@ -156,51 +139,29 @@ PrimFunc LowerGatherElements(const OpCall& c) {
   Buffer X = View(p.in[0], {g.outer, g.A, g.inner}, "X");
   bool wide = c.inputs[1]->dtype == DataType::Int(64);  // two words per index
   int64_t w = wide ? 2 : 1;
-  Buffer I = wide ? Words(p.in[1], {g.outer, g.K, g.inner}, "I")
-                  : View(p.in[1], {g.outer, g.K, g.inner}, "I");
+  Buffer I = IndexView(p.in[1], {g.outer, g.K, g.inner}, wide, "I");
   Buffer Y = View(p.out[0], {g.outer, g.K, g.inner}, "Y");
-  int64_t ic = std::min(g.inner, kElementsBytes / ((g.A + g.K) * g.es + g.K * 4 * w));
-  // enough items for the cores
-  if (g.outer < c.cores)
-    ic = std::min(ic, std::max<int64_t>(1, (g.inner * g.outer + c.cores - 1) / c.cores));
+  int64_t ic =
+      BlockColumns(g.outer, g.inner, c.cores, (g.A + g.K) * g.es + g.K * 4 * w, kElementsBytes);
   int64_t rotation = 0;
   Stmt body = OverCores(c.cores, [&](PrimExpr core) {
     Buffer D = Local({g.A, ic}, dt, "Dl"), L = Local({g.K, ic * w}, i32, "Il"),
            O = Local({g.K, ic}, dt, "Ol");
-    std::vector<Stmt> s;
-    int64_t nfull = g.inner / ic, rem = g.inner % ic;
-    for (auto [count, size, start] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-             {g.outer * nfull, ic, 0}, {rem ? g.outer : 0, rem, nfull * ic}}) {
-      int64_t per = size == ic ? nfull : 1;
-      s.push_back(ForEachItem(
-          core, c.cores, count, &rotation, "t",
-          [&, size = size, start = start, per = per](PrimExpr t) {
-            PrimExpr o = floordiv(t, I32(per)), i0 = I32(start) + floormod(t, I32(per)) * I32(ic);
-            std::vector<Stmt> st;
-            st.push_back(Intrin("tile.wait", {I32(1)}));  // the previous item has left O
-            st.push_back(DmaWait(Region(D, {I32(0), I32(0)}, {g.A, size}),
-                                 Region(X, {o, I32(0), i0}, {1, g.A, size}), 0));
-            st.push_back(DmaWait(Region(L, {I32(0), I32(0)}, {g.K, size * w}),
-                                 Region(I, {o, I32(0), i0 * I32(w)}, {1, g.K, size * w}), 0));
-            st.push_back(Loop("k", g.K, [&](PrimExpr k) {
-              return Loop("i", size, [&](PrimExpr i) {
-                Var v("v", i32);
-                PrimExpr raw = wide ? NarrowIndex(BufferLoad(L, {k, i * I32(2)}),
-                                                  BufferLoad(L, {k, i * I32(2) + I32(1)}))
-                                    : BufferLoad(L, {k, i});
-                PrimExpr idx = max(min(v, I32(g.A - 1)), I32(0));
-                return Stmt(LetStmt(v, select(raw < I32(0), raw + I32(g.A), raw),
-                                    BufferStore(O, BufferLoad(D, {idx, i}), {k, i})));
-              });
-            }));
-            st.push_back(
-                Intrin("tile.dma_copy", {Region(Y, {o, I32(0), i0}, {1, g.K, size}),
-                                         Region(O, {I32(0), I32(0)}, {g.K, size}), I32(1)}));
-            return Seq(st);
-          }));
-    }
-    s.push_back(Intrin("tile.wait", {I32(1)}));
-    return Allocate(D, Allocate(L, Allocate(O, Seq(s))));
+    Stmt items = ForEachColumnBlock(
+        core, c.cores, g.outer, g.inner, ic, &rotation, [&](PrimExpr o, PrimExpr i0, int64_t size) {
+          Stmt pick = Loop("k", g.K, [&](PrimExpr k) {
+            return Loop("i", size, [&](PrimExpr i) {
+              Var v("v", i32);
+              return Stmt(LetStmt(v, WrapIndex(LoadIndex(L, {k}, i, wide), g.A),
+                                  BufferStore(O, BufferLoad(D, {ClampIndex(v, g.A), i}), {k, i})));
+            });
+          });
+          return Seq({Intrin("tile.wait", {I32(1)}),  // the previous item has left O
+                      LoadSlab(D, X, o, i0, g.A, size),
+                      LoadSlab(L, I, o, i0 * I32(w), g.K, size * w), pick,
+                      StoreSlab(Y, O, o, i0, g.K, size)});
+        });
+    return Allocate(D, Allocate(L, Allocate(O, Seq({items, Intrin("tile.wait", {I32(1)})}))));
   });
   return MakeFunc(c, p, body);
 }
@@ -209,15 +170,10 @@ std::string CheckGatherElements(const std::string& op, const Map<String, Any>& a
                                 const std::vector<TensorSpec>& inputs) {
   if (inputs.size() != 2 || !inputs[0].defined() || !inputs[1].defined())
     return "GatherElements: expects data and indices";
-  std::string why =
-      CheckDTypes({inputs[0]},
-                  {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
-                   DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
-                  op);
+  std::string why = CheckDTypes({inputs[0]}, MovableDTypes(), op);
   if (!why.empty()) return why;
-  if (inputs[1]->dtype != DataType::Int(32) && inputs[1]->dtype != DataType::Int(64))
-    return "GatherElements: indices are " + inputs[1]->dtype.str() +
-           "; the npu reads int32 and int64 indices";
+  why = CheckIndexDType(op, inputs[1]);
+  if (!why.empty()) return why;
   GeGeom g;
   return GeGeometry(inputs, attrs, &g);
 }
@@ -270,46 +226,27 @@ PrimFunc LowerGatherND(const OpCall& c) {
   bool wide = c.inputs[1]->dtype == DataType::Int(64);
   int64_t w = wide ? 2 : 1, tw = g.q * w;  // words per tuple
   Buffer X = View(p.in[0], {g.B, g.S, g.inner}, "X");
-  Buffer I = wide ? Words(p.in[1], {N * g.q}, "I") : View(p.in[1], {N * g.q}, "I");
+  Buffer I = IndexView(p.in[1], {N * g.q}, wide, "I");
   Buffer Y = View(p.out[0], {N, g.inner}, "Y");
   int64_t ck = std::min(kChunk / g.q + 1, std::max<int64_t>(1, (N + c.cores - 1) / c.cores));
   int64_t rotation = 0;
   Stmt body = OverCores(c.cores, [&](PrimExpr core) {
     Buffer L = Local({ck * tw}, DataType::Int(32), "Il");
-    std::vector<Stmt> s;
-    for (auto [count, size] :
-         std::vector<std::pair<int64_t, int64_t>>{{N / ck, ck}, {N % ck ? 1 : 0, N % ck}}) {
-      int64_t base = size == ck ? 0 : (N / ck) * ck;
-      s.push_back(ForEachItem(
-          core, c.cores, count, &rotation, "t", [&, size = size, base = base](PrimExpr t) {
-            PrimExpr start = I32(base) + t * I32(ck);
-            Stmt load = DmaWait(Region(L, {I32(0)}, {size * tw}),
-                                Region(I, {start * I32(tw)}, {size * tw}), 0);
-            Stmt copies = Loop("j", size, [&](PrimExpr j) {
-              PrimExpr off = I32(0);
-              int64_t stride = g.S;
-              for (int64_t k = 0; k < g.q; ++k) {
-                PrimExpr at = j * I32(tw) + I32(k * w);
-                PrimExpr raw = wide ? NarrowIndex(BufferLoad(L, {at}), BufferLoad(L, {at + I32(1)}))
-                                    : BufferLoad(L, {at});
-                int64_t n = g.dims[k];
-                stride /= n;
-                PrimExpr v = max(min(select(raw < I32(0), raw + I32(n), raw), I32(n - 1)), I32(0));
-                off = off + v * I32(stride);
-              }
-              Var o("off", DataType::Int(32));
-              PrimExpr row = start + j;
-              Stmt cp = Intrin(
-                  "tile.dma_copy",
-                  {Region(Y, {row, I32(0)}, {1, g.inner}),
-                   Region(X, {floordiv(row, I32(g.T)), o, I32(0)}, {1, 1, g.inner}), I32(0)});
-              return LetStmt(o, off, cp);
-            });
-            return Seq({load, copies});
-          }));
-    }
-    s.push_back(Intrin("tile.wait", {I32(0)}));
-    return Allocate(L, Seq(s));
+    Stmt chunks = ForEachChunk(core, c.cores, N, ck, &rotation, [&](PrimExpr start, int64_t size) {
+      Stmt load =
+          DmaWait(Region(L, {I32(0)}, {size * tw}), Region(I, {start * I32(tw)}, {size * tw}), 0);
+      Stmt copies = Loop("j", size, [&](PrimExpr j) {
+        Var o("off", DataType::Int(32));
+        PrimExpr row = start + j;
+        Stmt cp =
+            Intrin("tile.dma_copy",
+                   {Region(Y, {row, I32(0)}, {1, g.inner}),
+                    Region(X, {floordiv(row, I32(g.T)), o, I32(0)}, {1, 1, g.inner}), I32(0)});
+        return LetStmt(o, TupleOffset(L, j, g.dims, wide), cp);
+      });
+      return Seq({load, copies});
+    });
+    return Allocate(L, Seq({chunks, Intrin("tile.wait", {I32(0)})}));
   });
   return MakeFunc(c, p, body);
 }
@@ -318,15 +255,10 @@ std::string CheckGatherND(const std::string& op, const Map<String, Any>& attrs,
                           const std::vector<TensorSpec>& inputs) {
   if (inputs.size() != 2 || !inputs[0].defined() || !inputs[1].defined())
     return "GatherND: expects data and indices";
-  std::string why =
-      CheckDTypes({inputs[0]},
-                  {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
-                   DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
-                  op);
+  std::string why = CheckDTypes({inputs[0]}, MovableDTypes(), op);
   if (!why.empty()) return why;
-  if (inputs[1]->dtype != DataType::Int(32) && inputs[1]->dtype != DataType::Int(64))
-    return "GatherND: indices are " + inputs[1]->dtype.str() +
-           "; the npu reads int32 and int64 indices";
+  why = CheckIndexDType(op, inputs[1]);
+  if (!why.empty()) return why;
   NdGeom g;
   return NdGeometry(inputs, attrs, &g);
 }
@@ -335,22 +267,13 @@ std::string CheckGatherND(const std::string& op, const Map<String, Any>& attrs,
 }  // namespace detail
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
-  RegisterStrategy("GatherND", Strategy{detail::CheckGatherND,
-                                        detail::LowerGatherND,
-                                        [](const OpCall&, int) { return std::string("onnx"); },
-                                        -1,
-                                        {1}});
-  RegisterStrategy("GatherElements",
-                   Strategy{detail::CheckGatherElements,
-                            detail::LowerGatherElements,
-                            [](const OpCall&, int) { return std::string("onnx"); },
-                            -1,
-                            {1}});
-  RegisterStrategy("Gather", Strategy{detail::CheckGather,
-                                      detail::LowerGather,
-                                      [](const OpCall&, int) { return std::string("onnx"); },
-                                      -1,
-                                      {1}});
+  auto onnx = [](const OpCall&, int) { return std::string("onnx"); };
+  RegisterStrategy("GatherND",
+                   Strategy{detail::CheckGatherND, detail::LowerGatherND, onnx, -1, {1}});
+  RegisterStrategy(
+      "GatherElements",
+      Strategy{detail::CheckGatherElements, detail::LowerGatherElements, onnx, -1, {1}});
+  RegisterStrategy("Gather", Strategy{detail::CheckGather, detail::LowerGather, onnx, -1, {1}});
 });
 
 }  // namespace compiler

@@ -11,8 +11,8 @@
  * out of range. Float indices are truncated toward zero, as ONNX converts them.
  */
 #include <algorithm>
-#include <tuple>
 
+#include "axis_blocks.h"
 #include "kernel_util.h"
 #include "tilecore/ffi/reflection.h"
 
@@ -57,58 +57,45 @@ PrimFunc LowerOneHot(const OpCall& c) {
   if (g.outer * g.depth * g.inner == 0) return MakeFunc(c, p, Evaluate(I32(0)));
   DataType it = c.inputs[0]->dtype, vt = c.inputs[2]->dtype, i32 = DataType::Int(32);
   bool wide = g.iw == 2;
-  Buffer I =
-      wide ? Words(p.in[0], {g.outer, g.inner}, "I") : View(p.in[0], {g.outer, g.inner}, "I");
+  Buffer I = IndexView(p.in[0], {g.outer, g.inner}, wide, "I");
   Buffer Vg = View(p.in[2], {2}, "V");
   Buffer Y = View(p.out[0], {g.outer, g.depth, g.inner}, "Y");
-  int64_t ic = std::min(g.inner, kOneHotBytes / (g.depth * g.es + 4 * g.iw));
-  if (g.outer < c.cores)
-    ic = std::min(ic, std::max<int64_t>(1, (g.inner * g.outer + c.cores - 1) / c.cores));
+  int64_t ic = BlockColumns(g.outer, g.inner, c.cores, g.depth * g.es + 4 * g.iw, kOneHotBytes);
   int64_t rotation = 0;
   Stmt body = OverCores(c.cores, [&](PrimExpr core) {
     Buffer L = Local({ic * g.iw}, wide ? i32 : it, "Il"), V = Local({2}, vt, "Vl"),
            O = Local({g.depth, ic}, vt, "Ol");
     std::vector<Stmt> s{DmaWait(Region(V, {I32(0)}, {2}), Region(Vg, {I32(0)}, {2}), 0)};
-    int64_t nfull = g.inner / ic, rem = g.inner % ic;
-    for (auto [count, size, start] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-             {g.outer * nfull, ic, 0}, {rem ? g.outer : 0, rem, nfull * ic}}) {
-      int64_t per = size == ic ? nfull : 1;
-      s.push_back(ForEachItem(
-          core, c.cores, count, &rotation, "t",
-          [&, size = size, start = start, per = per](PrimExpr t) {
-            PrimExpr o = floordiv(t, I32(per)), i0 = I32(start) + floormod(t, I32(per)) * I32(ic);
-            std::vector<Stmt> st;
-            st.push_back(Intrin("tile.wait", {I32(1)}));  // the previous item has left O
-            st.push_back(DmaWait(Region(L, {I32(0)}, {size * g.iw}),
-                                 Region(I, {o, i0 * I32(g.iw)}, {1, size * g.iw}), 0));
-            st.push_back(Loop("i", size, [&](PrimExpr i) {
-              Var v("v", i32);
-              PrimExpr raw;
-              if (wide) {
-                raw =
-                    NarrowIndex(BufferLoad(L, {i * I32(2)}), BufferLoad(L, {i * I32(2) + I32(1)}));
-              } else if (it.is_float()) {
-                // truncation toward zero (the conversion rounds to nearest even), within
-                // int32 (beyond it the index is out of range either way)
-                PrimExpr x = max(min(BufferLoad(L, {i}), F32(2e9)), F32(-2e9));
-                PrimExpr r = cast(i32, x), back = cast(DataType::Float(32), r);
-                raw = r - select(x >= F32(0) && back > x, I32(1), I32(0)) +
-                      select(x < F32(0) && back < x, I32(1), I32(0));
-              } else {
-                raw = cast(i32, BufferLoad(L, {i}));
-              }
-              Stmt rows = Loop("d", g.depth, [&](PrimExpr d) {
-                return BufferStore(
-                    O, select(eq(v, d), BufferLoad(V, {I32(1)}), BufferLoad(V, {I32(0)})), {d, i});
-              });
-              return Stmt(LetStmt(v, select(raw < I32(0), raw + I32(g.depth), raw), rows));
-            }));
-            st.push_back(
-                Intrin("tile.dma_copy", {Region(Y, {o, I32(0), i0}, {1, g.depth, size}),
-                                         Region(O, {I32(0), I32(0)}, {g.depth, size}), I32(1)}));
-            return Seq(st);
+    s.push_back(ForEachColumnBlock(
+        core, c.cores, g.outer, g.inner, ic, &rotation, [&](PrimExpr o, PrimExpr i0, int64_t size) {
+          std::vector<Stmt> st;
+          st.push_back(Intrin("tile.wait", {I32(1)}));  // the previous item has left O
+          st.push_back(DmaWait(Region(L, {I32(0)}, {size * g.iw}),
+                               Region(I, {o, i0 * I32(g.iw)}, {1, size * g.iw}), 0));
+          st.push_back(Loop("i", size, [&](PrimExpr i) {
+            Var v("v", i32);
+            PrimExpr raw;
+            if (wide) {
+              raw = LoadIndex(L, {}, i, true);
+            } else if (it.is_float()) {
+              // truncation toward zero (the conversion rounds to nearest even), within
+              // int32 (beyond it the index is out of range either way)
+              PrimExpr x = max(min(BufferLoad(L, {i}), F32(2e9)), F32(-2e9));
+              PrimExpr r = cast(i32, x), back = cast(DataType::Float(32), r);
+              raw = r - select(x >= F32(0) && back > x, I32(1), I32(0)) +
+                    select(x < F32(0) && back < x, I32(1), I32(0));
+            } else {
+              raw = cast(i32, BufferLoad(L, {i}));
+            }
+            Stmt rows = Loop("d", g.depth, [&](PrimExpr d) {
+              return BufferStore(
+                  O, select(eq(v, d), BufferLoad(V, {I32(1)}), BufferLoad(V, {I32(0)})), {d, i});
+            });
+            return Stmt(LetStmt(v, WrapIndex(raw, g.depth), rows));
           }));
-    }
+          st.push_back(StoreSlab(Y, O, o, i0, g.depth, size));
+          return Seq(st);
+        }));
     s.push_back(Intrin("tile.wait", {I32(1)}));
     return Allocate(L, Allocate(V, Allocate(O, Seq(s))));
   });
@@ -123,11 +110,7 @@ std::string CheckOneHot(const std::string& op, const Map<String, Any>& attrs,
   if (it != DataType::Int(32) && it != DataType::Int(64) && it != DataType::Float(32))
     return "OneHot: indices are " + it.str() + "; the npu reads int32, int64 and float32 indices";
   if (inputs[2]->numel() != 2) return "OneHot: values must hold two elements";
-  std::string why =
-      CheckDTypes({inputs[2]},
-                  {DataType::Float(32), DataType::Int(32), DataType::UInt(32), DataType::Float(16),
-                   DataType::Int(16), DataType::Int(8), DataType::UInt(8), DataType::Bool()},
-                  op);
+  std::string why = CheckDTypes({inputs[2]}, MovableDTypes(), op);
   if (!why.empty()) return why;
   OhGeom g;
   return Geometry(inputs, {}, attrs, &g);
@@ -137,12 +120,9 @@ std::string CheckOneHot(const std::string& op, const Map<String, Any>& attrs,
 }  // namespace detail
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
+  auto onnx = [](const OpCall&, int) { return std::string("onnx"); };
   // depth (input 1) is never read: the output shape carries it
-  RegisterStrategy("OneHot", Strategy{detail::CheckOneHot,
-                                      detail::LowerOneHot,
-                                      [](const OpCall&, int) { return std::string("onnx"); },
-                                      -1,
-                                      {0, 1}});
+  RegisterStrategy("OneHot", Strategy{detail::CheckOneHot, detail::LowerOneHot, onnx, -1, {0, 1}});
 });
 
 }  // namespace compiler

@@ -13,8 +13,8 @@
  * as two words and narrowed (NarrowIndex, kernel_util.h).
  */
 #include <algorithm>
-#include <tuple>
 
+#include "axis_blocks.h"
 #include "kernel_util.h"
 #include "tilecore/ffi/reflection.h"
 
@@ -55,6 +55,15 @@ std::string Geometry(const std::string& op, const std::vector<TensorSpec>& ins,
   return "";
 }
 
+/*! \brief What an update `u` leaves of `cur` under `reduction` ("none": u). */
+PrimExpr Combine(const std::string& reduction, const PrimExpr& cur, const PrimExpr& u) {
+  if (reduction == "add") return cur + u;
+  if (reduction == "mul") return cur * u;
+  if (reduction == "max") return max(cur, u);
+  if (reduction == "min") return min(cur, u);
+  return u;
+}
+
 PrimFunc LowerScatter(const OpCall& c) {
   const std::string& op = c.op_type;
   Params p = MakeParams(c);
@@ -69,60 +78,32 @@ PrimFunc LowerScatter(const OpCall& c) {
   DataType dt = c.inputs[0]->dtype, i32 = DataType::Int(32);
   bool wide = g.iw == 2;
   Buffer X = View(p.in[0], {g.outer, g.A, g.inner}, "X");
-  Buffer I = wide ? Words(p.in[1], {g.outer, g.K, g.inner}, "I")
-                  : View(p.in[1], {g.outer, g.K, g.inner}, "I");
+  Buffer I = IndexView(p.in[1], {g.outer, g.K, g.inner}, wide, "I");
   Buffer U = View(p.in[2], {g.outer, g.K, g.inner}, "U");
   Buffer Y = View(p.out[0], {g.outer, g.A, g.inner}, "Y");
-  int64_t ic = std::min(g.inner, kScatterBytes / ColumnBytes(g));
-  if (g.outer < c.cores)
-    ic = std::min(ic, std::max<int64_t>(1, (g.inner * g.outer + c.cores - 1) / c.cores));
+  int64_t ic = BlockColumns(g.outer, g.inner, c.cores, ColumnBytes(g), kScatterBytes);
   int64_t rotation = 0;
   Stmt body = OverCores(c.cores, [&](PrimExpr core) {
     Buffer D = Local({g.A, ic}, dt, "Dl"), L = Local({g.K, ic * g.iw}, i32, "Il"),
            V = Local({g.K, ic}, dt, "Ul");
-    std::vector<Stmt> s;
-    int64_t nfull = g.inner / ic, rem = g.inner % ic;
-    for (auto [count, size, start] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-             {g.outer * nfull, ic, 0}, {rem ? g.outer : 0, rem, nfull * ic}}) {
-      int64_t per = size == ic ? nfull : 1;
-      s.push_back(ForEachItem(
-          core, c.cores, count, &rotation, "t",
-          [&, size = size, start = start, per = per](PrimExpr t) {
-            PrimExpr o = floordiv(t, I32(per)), i0 = I32(start) + floormod(t, I32(per)) * I32(ic);
-            std::vector<Stmt> st;
-            st.push_back(Intrin("tile.wait", {I32(1)}));  // the previous item has left D
-            st.push_back(DmaWait(Region(D, {I32(0), I32(0)}, {g.A, size}),
-                                 Region(X, {o, I32(0), i0}, {1, g.A, size}), 0));
-            st.push_back(DmaWait(Region(L, {I32(0), I32(0)}, {g.K, size * g.iw}),
-                                 Region(I, {o, I32(0), i0 * I32(g.iw)}, {1, g.K, size * g.iw}), 0));
-            st.push_back(DmaWait(Region(V, {I32(0), I32(0)}, {g.K, size}),
-                                 Region(U, {o, I32(0), i0}, {1, g.K, size}), 0));
-            // k outer: the updates of one column apply in index order
-            st.push_back(Loop("k", g.K, [&](PrimExpr k) {
-              return Loop("i", size, [&](PrimExpr i) {
-                Var v("v", i32);
-                PrimExpr raw = wide ? NarrowIndex(BufferLoad(L, {k, i * I32(2)}),
-                                                  BufferLoad(L, {k, i * I32(2) + I32(1)}))
-                                    : BufferLoad(L, {k, i});
-                PrimExpr idx = max(min(v, I32(g.A - 1)), I32(0));
-                PrimExpr cur = BufferLoad(D, {idx, i}), u = BufferLoad(V, {k, i});
-                PrimExpr val = red == "add"   ? cur + u
-                               : red == "mul" ? cur * u
-                               : red == "max" ? max(cur, u)
-                               : red == "min" ? min(cur, u)
-                                              : u;
-                return Stmt(LetStmt(v, select(raw < I32(0), raw + I32(g.A), raw),
-                                    BufferStore(D, val, {idx, i})));
-              });
-            }));
-            st.push_back(
-                Intrin("tile.dma_copy", {Region(Y, {o, I32(0), i0}, {1, g.A, size}),
-                                         Region(D, {I32(0), I32(0)}, {g.A, size}), I32(1)}));
-            return Seq(st);
-          }));
-    }
-    s.push_back(Intrin("tile.wait", {I32(1)}));
-    return Allocate(D, Allocate(L, Allocate(V, Seq(s))));
+    Stmt items = ForEachColumnBlock(
+        core, c.cores, g.outer, g.inner, ic, &rotation, [&](PrimExpr o, PrimExpr i0, int64_t size) {
+          // k outer: the updates of one column apply in index order
+          Stmt apply = Loop("k", g.K, [&](PrimExpr k) {
+            return Loop("i", size, [&](PrimExpr i) {
+              Var v("v", i32);
+              PrimExpr idx = ClampIndex(v, g.A);
+              PrimExpr val = Combine(red, BufferLoad(D, {idx, i}), BufferLoad(V, {k, i}));
+              return Stmt(LetStmt(v, WrapIndex(LoadIndex(L, {k}, i, wide), g.A),
+                                  BufferStore(D, val, {idx, i})));
+            });
+          });
+          return Seq({Intrin("tile.wait", {I32(1)}),  // the previous item has left D
+                      LoadSlab(D, X, o, i0, g.A, size),
+                      LoadSlab(L, I, o, i0 * I32(g.iw), g.K, size * g.iw),
+                      LoadSlab(V, U, o, i0, g.K, size), apply, StoreSlab(Y, D, o, i0, g.A, size)});
+        });
+    return Allocate(D, Allocate(L, Allocate(V, Seq({items, Intrin("tile.wait", {I32(1)})}))));
   });
   return MakeFunc(c, p, body);
 }
@@ -132,18 +113,14 @@ std::string CheckScatter(const std::string& op, const Map<String, Any>& attrs,
   if (inputs.size() != 3 || !inputs[0].defined() || !inputs[1].defined() || !inputs[2].defined())
     return op + ": expects data, indices and updates";
   std::vector<DataType> arith = {DataType::Float(32), DataType::Int(32)};
-  std::vector<DataType> any = {DataType::Float(32), DataType::Int(32), DataType::UInt(32),
-                               DataType::Float(16), DataType::Int(16), DataType::Int(8),
-                               DataType::UInt(8),   DataType::Bool()};
   std::string red = AttrStr(attrs, "reduction", "none");
   if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
     return op + ": reduction " + red;
-  std::string why = CheckDTypes({inputs[0]}, red == "none" ? any : arith, op);
+  std::string why = CheckDTypes({inputs[0]}, red == "none" ? MovableDTypes() : arith, op);
   if (!why.empty()) return why;
   if (inputs[2]->dtype != inputs[0]->dtype) return op + ": updates of another dtype than data";
-  if (inputs[1]->dtype != DataType::Int(32) && inputs[1]->dtype != DataType::Int(64))
-    return op + ": indices are " + inputs[1]->dtype.str() +
-           "; the npu reads int32 and int64 indices";
+  why = CheckIndexDType(op, inputs[1]);
+  if (!why.empty()) return why;
   ScGeom g;
   return Geometry(op, inputs, attrs, &g);
 }
@@ -175,7 +152,7 @@ PrimFunc LowerScatterND(const OpCall& c) {
   int64_t w = wide ? 2 : 1, tw = q * w;
   Buffer X = View(p.in[0], {N}, "X"), Y = View(p.out[0], {N}, "Y");
   Buffer Yr = View(p.out[0], {S, inner}, "Yr");
-  Buffer I = wide ? Words(p.in[1], {T * q}, "I") : View(p.in[1], {T * q}, "I");
+  Buffer I = IndexView(p.in[1], {T * q}, wide, "I");
   Buffer U = View(p.in[2], {std::max<int64_t>(T, 1), inner}, "U");
   int64_t ck = std::max<int64_t>(1, std::min(T, kNdChunk / tw));
   int64_t piece = std::min(inner, kNdPiece);
@@ -183,57 +160,38 @@ PrimFunc LowerScatterND(const OpCall& c) {
     Buffer L = Local({ck * tw}, i32, "Il"), A = Local({piece}, dt, "Al"),
            B = Local({piece}, dt, "Bl");
     std::vector<Stmt> s{DmaWait(Region(Y, {I32(0)}, {N}), Region(X, {I32(0)}, {N}), 1)};
-    for (auto [count, size] :
-         std::vector<std::pair<int64_t, int64_t>>{{T / ck, ck}, {T % ck ? 1 : 0, T % ck}}) {
-      int64_t base = size == ck ? 0 : (T / ck) * ck;
-      s.push_back(Loop("t", count, [&, size = size, base = base](PrimExpr t) {
-        PrimExpr start = I32(base) + t * I32(ck);
-        Stmt load =
-            DmaWait(Region(L, {I32(0)}, {size * tw}), Region(I, {start * I32(tw)}, {size * tw}), 0);
-        Stmt apply = Loop("j", size, [&](PrimExpr j) {
-          PrimExpr off = I32(0);
-          int64_t stride = S;
-          for (int64_t k = 0; k < q; ++k) {
-            PrimExpr at = j * I32(tw) + I32(k * w);
-            PrimExpr raw = wide ? NarrowIndex(BufferLoad(L, {at}), BufferLoad(L, {at + I32(1)}))
-                                : BufferLoad(L, {at});
-            int64_t n = dims[k];
-            stride /= n;
-            off = off + max(min(select(raw < I32(0), raw + I32(n), raw), I32(n - 1)), I32(0)) *
-                            I32(stride);
+    // no rotation: this core takes every chunk, in order
+    s.push_back(ForEachChunk(core, c.cores, T, ck, nullptr, [&](PrimExpr start, int64_t size) {
+      Stmt load =
+          DmaWait(Region(L, {I32(0)}, {size * tw}), Region(I, {start * I32(tw)}, {size * tw}), 0);
+      Stmt apply = Loop("j", size, [&](PrimExpr j) {
+        PrimExpr off = TupleOffset(L, j, dims, wide);
+        Var o("off", i32);
+        PrimExpr row = start + j;
+        Stmt st;
+        if (red == "none") {
+          st =
+              DmaWait(Region(Yr, {o, I32(0)}, {1, inner}), Region(U, {row, I32(0)}, {1, inner}), 1);
+        } else {
+          std::vector<Stmt> pieces;
+          for (int64_t p0 = 0; p0 < inner; p0 += piece) {
+            int64_t n = std::min(piece, inner - p0);
+            pieces.push_back(
+                DmaWait(Region(A, {I32(0)}, {n}), Region(Yr, {o, I32(p0)}, {1, n}), 0));
+            pieces.push_back(
+                DmaWait(Region(B, {I32(0)}, {n}), Region(U, {row, I32(p0)}, {1, n}), 0));
+            pieces.push_back(Loop("e", n, [&](PrimExpr e) {
+              return BufferStore(A, Combine(red, BufferLoad(A, {e}), BufferLoad(B, {e})), {e});
+            }));
+            pieces.push_back(
+                DmaWait(Region(Yr, {o, I32(p0)}, {1, n}), Region(A, {I32(0)}, {n}), 1));
           }
-          Var o("off", i32);
-          PrimExpr row = start + j;
-          Stmt st;
-          if (red == "none") {
-            st = DmaWait(Region(Yr, {o, I32(0)}, {1, inner}), Region(U, {row, I32(0)}, {1, inner}),
-                         1);
-          } else {
-            std::vector<Stmt> pieces;
-            for (int64_t p0 = 0; p0 < inner; p0 += piece) {
-              int64_t n = std::min(piece, inner - p0);
-              pieces.push_back(
-                  DmaWait(Region(A, {I32(0)}, {n}), Region(Yr, {o, I32(p0)}, {1, n}), 0));
-              pieces.push_back(
-                  DmaWait(Region(B, {I32(0)}, {n}), Region(U, {row, I32(p0)}, {1, n}), 0));
-              pieces.push_back(Loop("e", n, [&](PrimExpr e) {
-                PrimExpr a = BufferLoad(A, {e}), b = BufferLoad(B, {e});
-                PrimExpr v = red == "add"   ? a + b
-                             : red == "mul" ? a * b
-                             : red == "max" ? max(a, b)
-                                            : min(a, b);
-                return BufferStore(A, v, {e});
-              }));
-              pieces.push_back(
-                  DmaWait(Region(Yr, {o, I32(p0)}, {1, n}), Region(A, {I32(0)}, {n}), 1));
-            }
-            st = Seq(pieces);
-          }
-          return Stmt(LetStmt(o, off, st));
-        });
-        return Seq({load, apply});
-      }));
-    }
+          st = Seq(pieces);
+        }
+        return Stmt(LetStmt(o, off, st));
+      });
+      return Seq({load, apply});
+    }));
     // one core: duplicate tuples apply in order
     return IfThenElse(eq(core, I32(0)), Allocate(L, Allocate(A, Allocate(B, Seq(s)))));
   });
@@ -249,17 +207,13 @@ std::string CheckScatterND(const std::string& op, const Map<String, Any>& attrs,
     return "ScatterND: reduction " + red;
   std::string why =
       CheckDTypes({inputs[0]},
-                  red == "none" ? std::vector<DataType>{DataType::Float(32), DataType::Int(32),
-                                                        DataType::UInt(32), DataType::Float(16),
-                                                        DataType::Int(16), DataType::Int(8),
-                                                        DataType::UInt(8), DataType::Bool()}
+                  red == "none" ? MovableDTypes()
                                 : std::vector<DataType>{DataType::Float(32), DataType::Int(32)},
                   op);
   if (!why.empty()) return why;
   if (inputs[2]->dtype != inputs[0]->dtype) return "ScatterND: updates of another dtype than data";
-  if (inputs[1]->dtype != DataType::Int(32) && inputs[1]->dtype != DataType::Int(64))
-    return "ScatterND: indices are " + inputs[1]->dtype.str() +
-           "; the npu reads int32 and int64 indices";
+  why = CheckIndexDType("ScatterND", inputs[1]);
+  if (!why.empty()) return why;
   auto ds = Shape(inputs[0]), is = Shape(inputs[1]), us = Shape(inputs[2]);
   if (is.empty() || is.back() < 1 || is.back() > static_cast<int64_t>(ds.size()))
     return "ScatterND: the index depth does not fit the data rank";
@@ -273,17 +227,11 @@ std::string CheckScatterND(const std::string& op, const Map<String, Any>& attrs,
 }  // namespace detail
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
-  RegisterStrategy("ScatterND", Strategy{detail::CheckScatterND,
-                                         detail::LowerScatterND,
-                                         [](const OpCall&, int) { return std::string("onnx"); },
-                                         -1,
-                                         {1}});
+  auto onnx = [](const OpCall&, int) { return std::string("onnx"); };
+  RegisterStrategy("ScatterND",
+                   Strategy{detail::CheckScatterND, detail::LowerScatterND, onnx, -1, {1}});
   for (const char* op : {"ScatterElements", "Scatter"})
-    RegisterStrategy(op, Strategy{detail::CheckScatter,
-                                  detail::LowerScatter,
-                                  [](const OpCall&, int) { return std::string("onnx"); },
-                                  -1,
-                                  {1}});
+    RegisterStrategy(op, Strategy{detail::CheckScatter, detail::LowerScatter, onnx, -1, {1}});
 });
 
 }  // namespace compiler

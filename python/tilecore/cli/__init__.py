@@ -57,6 +57,16 @@ def arg(*args: Any, **kwargs: Any) -> tuple[tuple, dict]:
     return (args, kwargs)
 
 
+def _write_text(text: str, output: str | None) -> int:
+    """Writes ``text`` to the file ``output``, or to stdout without one; the exit code 0."""
+    if output:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def _fail(message) -> int:
     print(f"tilecore: error: {message}", file=sys.stderr)
     return 1
@@ -158,23 +168,13 @@ def _disasm(args):
                 text = ModelTarget(args.image).disassemble()
         except (ValueError, OSError) as e:
             return _fail(f"{args.image}: {str(e).splitlines()[0]}")
-        if args.output:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text)
-        else:
-            sys.stdout.write(text)
-        return 0
+        return _write_text(text, args.output)
     try:
         program = _load_program(args.image)
     except (arch.AsmError, arch.ProgramFormatError) as e:
         return _fail(str(e))
     text = arch.disassemble(program)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    return _write_text(text, args.output)
 
 
 # ---- sim ---------------------------------------------------------------------------------

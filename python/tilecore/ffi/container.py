@@ -31,6 +31,12 @@ _REPR_MAX_CHARS = 1 << 20
 _TRUNCATED = "...(truncated)"
 
 
+def _ne_by_eq(self, other: Any) -> Any:
+    """``!=`` as the negation of the class's own ``__eq__`` (Object's would compare handles)."""
+    eq = self.__eq__(other)
+    return eq if eq is NotImplemented else not eq
+
+
 def _repr_of(root):
     out = []
     size = 0
@@ -93,9 +99,7 @@ class Array(Object):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other))
         return NotImplemented
 
-    def __ne__(self, other):
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
+    __ne__ = _ne_by_eq
 
     __hash__ = Object.__hash__
 
@@ -142,9 +146,7 @@ class Map(Object):
             return all(k in other and other[k] == v for k, v in self.items())
         return NotImplemented
 
-    def __ne__(self, other):
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
+    __ne__ = _ne_by_eq
 
     __hash__ = Object.__hash__
 
@@ -180,9 +182,7 @@ class Shape(Object):
             return self._tuple() == tuple(other)
         return NotImplemented
 
-    def __ne__(self, other):
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
+    __ne__ = _ne_by_eq
 
     def __hash__(self):
         return hash(self._tuple())

@@ -4,14 +4,13 @@ structural equality and hashing, repr and freeing all keep their place on the he
 Each check runs on a thread with a 256 KiB C stack, which one C++ frame per level of a
 100000-deep chain would overflow many times over.
 """
-import threading
-
 import pytest
 
 import tilecore
 from tilecore import testing
 
 from conftest import require_global
+from small_stack import run_on_small_stack
 
 DEPTH = 100000
 
@@ -22,26 +21,12 @@ def _needs_json():
     require_global("ffi.StructuralEqual")
 
 
-def run_on_small_stack(body):
-    """Runs body() on a thread with a 256 KiB stack; re-raises what it raised."""
-    result = {}
-
-    def target():
-        try:
-            result["value"] = body()
-        except BaseException as e:  # noqa: BLE001  (handed back to the test's thread)
-            result["error"] = e
-
-    old = threading.stack_size(256 << 10)
-    try:
-        thread = threading.Thread(target=target)
-        thread.start()
-    finally:
-        threading.stack_size(old)
-    thread.join()
-    if "error" in result:
-        raise result["error"]
-    return result.get("value")
+def round_trip(value):
+    """value through save_json/load_json: the copy is structurally equal, with the same hash."""
+    back = tilecore.load_json(tilecore.save_json(value))
+    assert tilecore.structural_equal(back, value)
+    assert tilecore.structural_hash(back) == tilecore.structural_hash(value)
+    return back
 
 
 def array_chain(leaf):
@@ -61,9 +46,7 @@ def object_chain(leaf):
 def test_array_chain_round_trips_compares_and_prints():
     def body():
         a, c = array_chain(1), array_chain(2)
-        back = tilecore.load_json(tilecore.save_json(a))
-        assert tilecore.structural_equal(back, a)
-        assert tilecore.structural_hash(back) == tilecore.structural_hash(a)
+        back = round_trip(a)
         assert not tilecore.structural_equal(back, c)
         bottom = "root" + "[0]" * DEPTH
         assert tilecore.get_first_structural_mismatch(a, c) == (bottom, bottom)
@@ -79,9 +62,7 @@ def test_array_chain_round_trips_compares_and_prints():
 def test_object_and_map_chains_round_trip():
     def body():
         a, c = object_chain(1), object_chain(2)
-        back = tilecore.load_json(tilecore.save_json(a))
-        assert tilecore.structural_equal(back, a)
-        assert tilecore.structural_hash(back) == tilecore.structural_hash(a)
+        back = round_trip(a)
         bottom = "root" + ".payload" * DEPTH + ".value"
         assert tilecore.get_first_structural_mismatch(back, c) == (bottom, bottom)
         node = back
@@ -99,9 +80,7 @@ def test_object_and_map_chains_round_trip():
         maps = tilecore.convert(0)
         for _ in range(DEPTH):
             maps = tilecore.convert({"next": maps})
-        back = tilecore.load_json(tilecore.save_json(maps))
-        assert tilecore.structural_equal(back, maps)
-        assert tilecore.structural_hash(back) == tilecore.structural_hash(maps)
+        back = round_trip(maps)
         assert repr(back) == "{'next': " * DEPTH + "0" + "}" * DEPTH
 
     run_on_small_stack(body)

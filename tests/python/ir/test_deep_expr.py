@@ -1,34 +1,13 @@
 """A Kernel IR expression 100000 levels deep saves, loads, compares and hashes, on a
 thread with a 256 KiB C stack (no walk may take a C++ frame per level)."""
-import threading
-
 import pytest
 
 import tilecore
 from tilecore import ir
 
+from small_stack import run_on_small_stack
+
 DEPTH = 100000
-
-
-def run_on_small_stack(body):
-    """Runs body() on a thread with a 256 KiB stack; re-raises what it raised."""
-    result = {}
-
-    def target():
-        try:
-            body()
-        except BaseException as e:  # noqa: BLE001  (handed back to the test's thread)
-            result["error"] = e
-
-    old = threading.stack_size(256 << 10)
-    try:
-        thread = threading.Thread(target=target)
-        thread.start()
-    finally:
-        threading.stack_size(old)
-    thread.join()
-    if "error" in result:
-        raise result["error"]
 
 
 def add_chain(bottom):

@@ -53,7 +53,7 @@ from .. import types as T
 from ..control import sim_range, static_range, unroll
 from ..numerics import convert, round_float, saturate, scalar_to_storage, storage, to_f64, wrap
 from . import semantics as sem
-from .values import SimBuffer, SimPointer, SimRegion, SimValue
+from .values import SimBuffer, SimPointer, SimRegion, SimValue, memory_field
 
 if TYPE_CHECKING:
     from ..frontend import Plan
@@ -114,13 +114,8 @@ class BatchRegion:
         self.batched = batched
         self.shape = tuple(shape)
 
-    @property
-    def elem(self) -> str:
-        return self.mem.elem
-
-    @property
-    def scope(self) -> str:
-        return self.mem.scope
+    elem = memory_field("elem")
+    scope = memory_field("scope")
 
     def __repr__(self) -> str:
         return f"{self.mem.name}[<region of {list(self.shape)}>]"

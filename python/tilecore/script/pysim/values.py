@@ -84,6 +84,15 @@ class Memory:
                              f"{self.extent} elements ({self.scope})")
 
 
+def memory_field(field: str) -> property:
+    """A read-only property that reads ``field`` (elem, scope, name) of the value's Memory."""
+
+    def get(self) -> str:
+        return getattr(self.mem, field)
+
+    return property(get, doc=f"The {field} of the Memory this value points into.")
+
+
 class SimPointer(MemoryOps):
     __slots__ = ("mem", "offset")
     dsl_kind = "pointer"
@@ -92,17 +101,9 @@ class SimPointer(MemoryOps):
         self.mem = mem
         self.offset = int(offset)
 
-    @property
-    def elem(self) -> str:
-        return self.mem.elem
-
-    @property
-    def scope(self) -> str:
-        return self.mem.scope
-
-    @property
-    def name(self) -> str:
-        return self.mem.name
+    elem = memory_field("elem")
+    scope = memory_field("scope")
+    name = memory_field("name")
 
     def __repr__(self) -> str:
         return f"ptr({self.mem.name} + {self.offset})"
@@ -119,17 +120,9 @@ class SimBuffer(MemoryOps):
         self.offset = int(offset)
         self.shape = tuple(int(s) for s in shape)
 
-    @property
-    def elem(self) -> str:
-        return self.mem.elem
-
-    @property
-    def scope(self) -> str:
-        return self.mem.scope
-
-    @property
-    def name(self) -> str:
-        return self.mem.name
+    elem = memory_field("elem")
+    scope = memory_field("scope")
+    name = memory_field("name")
 
 
     def ndarray(self) -> np.ndarray:
@@ -155,13 +148,8 @@ class SimRegion:
         self.view = view
         self.text = text
 
-    @property
-    def elem(self) -> str:
-        return self.mem.elem
-
-    @property
-    def scope(self) -> str:
-        return self.mem.scope
+    elem = memory_field("elem")
+    scope = memory_field("scope")
 
     @property
     def shape(self) -> tuple[int, ...]:
