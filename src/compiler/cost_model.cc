@@ -734,18 +734,22 @@ KernelCost EstimateKernel(const PrimFunc& lowered, int cores) {
   return k;
 }
 
+KernelCost EstimateStrategy(const PrimFunc& func, int64_t l1_bytes, int cores) {
+  IRModule lowered = codegen::LowerKernels(
+      IRModule::FromFunction(func), codegen::LowerOptions{l1_bytes, std::nullopt, true, "npu"});
+  KernelCost k;
+  for (const auto& [name, fn] : lowered->functions.items()) {
+    KernelCost one = EstimateKernel(fn, cores);
+    one.cycles += k.cycles;  // functions of one module run one after another
+    k = one;
+  }
+  return k;
+}
+
 TILECORE_REGISTER_GLOBAL("compiler.EstimateKernelCost")
     .set_body_typed([](PrimFunc f, target::Target target) {
-      auto cores = static_cast<int>(target.GetInt("cores"));
-      int64_t l1 = target.GetInt("l1");
-      IRModule lowered = codegen::LowerKernels(
-          IRModule::FromFunction(f), codegen::LowerOptions{l1, std::nullopt, true, "npu"});
-      KernelCost k;
-      for (const auto& [name, fn] : lowered->functions.items()) {
-        KernelCost one = EstimateKernel(fn, cores);
-        one.cycles += k.cycles;  // functions of one module run one after another
-        k = one;
-      }
+      KernelCost k =
+          EstimateStrategy(f, target.GetInt("l1"), static_cast<int>(target.GetInt("cores")));
       Map<String, Any> out;
       out.Set("cycles", Any(k.cycles));
       out.Set("ddr_cycles", Any(k.ddr_cycles));

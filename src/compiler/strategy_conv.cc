@@ -31,7 +31,6 @@
 
 #include "kernel_util.h"
 #include "matrix_precision.h"
-#include "tilecore/codegen/lowering.h"
 #include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/reflection.h"
 
@@ -669,12 +668,7 @@ PrimFunc LowerConv(const OpCall& call) {
     cands.push_back({mb, true});
   }
   auto estimate = [&](const PrimFunc& f) {
-    IRModule m = codegen::LowerKernels(
-        IRModule::FromFunction(f), codegen::LowerOptions{call.l1_bytes, std::nullopt, true, "npu"});
-    int64_t cycles = 0;
-    for (const auto& [name, fn] : m->functions.items())
-      cycles += EstimateKernel(fn, static_cast<int>(call.cores)).cycles;
-    return cycles;
+    return EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
   };
   int64_t best_cycles = estimate(best);
   for (auto [mb, db] : cands) {

@@ -29,7 +29,6 @@
 
 #include "kernel_util.h"
 #include "matrix_precision.h"
-#include "tilecore/codegen/lowering.h"
 #include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/reflection.h"
 
@@ -95,6 +94,19 @@ bool FloatBiasFits(const GemmPlan& g) {
 Buffer ColumnBias(const GemmPlan& g) {
   if (g.mp.int8()) return g.qbias;
   return FloatBiasFits(g) ? g.bias : Buffer();
+}
+
+/*! \brief The fused epilogue operands of a tile.mm over columns [n0, n0 + tn) of the
+ * pipelined and column plans, appended when there is a bias or int8's dequantisation: the
+ * bias block of Qb (or none), the scale block of Sc (or 1), no activation, no clamp. */
+void AppendColumnEpilogue(Array<PrimExpr>* mm, bool int8, bool has_bias, const Buffer& Qb,
+                          const Buffer& Sc, int64_t n0, int64_t tn) {
+  if (!int8 && !has_bias) return;
+  const double big = std::numeric_limits<float>::max();
+  mm->push_back(has_bias ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0));
+  for (PrimExpr e : {int8 ? PrimExpr(Region(Sc, {I32(0), I32(n0)}, {1, tn})) : F32(1.0), I32(0),
+                     I32(0), PrimExpr(StringImm("none")), F32(-big), F32(big)})
+    mm->push_back(e);
 }
 
 /*! \brief dst[i, k] = i8(src[i, k] * inv + zp) over [rows, cols]: quantise on load. */
@@ -365,7 +377,6 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
     chunks.push_back({r, std::min(TM, pp.mc - last - r)});
   if (last > 0) chunks.push_back({pp.mc - last, last});
   for (int64_t n = 0; n < N; n += TN) blocks.push_back({n, std::min(TN, N - n)});
-  const double big = std::numeric_limits<float>::max();
   Stmt body = OverCores(P, [&](PrimExpr c) {
     Buffer Bl = Local({2, K, TN}, ot, "Bl");
     Buffer Al = Local({2, TM, K}, ot, "Al");
@@ -460,12 +471,8 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
                          Region(Al, {I32(i % 2), I32(0), I32(0)}, {1, rows, K}),
                          Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
                          IntImm(DataType::Bool(), 0)};
-      if (q || bias.defined()) {  // the bias (and int8's dequantisation) in the fused epilogue
-        mm.push_back(bias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0));
-        for (PrimExpr e : {q ? PrimExpr(Region(Sc, {I32(0), I32(n0)}, {1, tn})) : F32(1.0), I32(0),
-                           I32(0), PrimExpr(StringImm("none")), F32(-big), F32(big)})
-          mm.push_back(e);
-      }
+      // the bias (and int8's dequantisation) in the fused epilogue
+      AppendColumnEpilogue(&mm, q, bias.defined(), Qb, Sc, n0, tn);
       s.push_back(Intrin("tile.mm", mm));
       // The store of block t - 1 goes after the mm of block t: the DMA-out queue is in
       // order and a store waits there for its mm.
@@ -549,7 +556,6 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
   std::vector<std::pair<int64_t, int64_t>> blocks;  // (first column within the core's, size)
   for (int64_t n = 0; n < NC; n += TN) blocks.push_back({n, std::min(TN, NC - n)});
   const int64_t steps = static_cast<int64_t>(blocks.size());
-  const double big = std::numeric_limits<float>::max();
   Stmt body = OverCores(P, [&](PrimExpr c) {
     Buffer Al = Local({M, K}, ot, "Al");
     Buffer Bl = Local({2, K, TN}, ot, "Bl");
@@ -633,12 +639,8 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       Array<PrimExpr> mm{
           Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}), Region(Al, {I32(0), I32(0)}, {M, K}),
           Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}), IntImm(DataType::Bool(), 0)};
-      if (q || bias.defined()) {  // the bias (and int8's dequantisation) in the fused epilogue
-        mm.push_back(bias.defined() ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0));
-        for (PrimExpr e : {q ? PrimExpr(Region(Sc, {I32(0), I32(n0)}, {1, tn})) : F32(1.0), I32(0),
-                           I32(0), PrimExpr(StringImm("none")), F32(-big), F32(big)})
-          mm.push_back(e);
-      }
+      // the bias (and int8's dequantisation) in the fused epilogue
+      AppendColumnEpilogue(&mm, q, bias.defined(), Qb, Sc, n0, tn);
       s.push_back(Intrin("tile.mm", mm));
       if (t >= 1) s.push_back(store(t - 1));
       if (t + 1 < steps) s.push_back(load_block(t + 1));  // replaces block t - 1: after mm t
@@ -692,12 +694,7 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
   std::vector<ColumnPlan> columns = ColumnPlans(call, g);
   if (plans.empty() && columns.empty()) return best;
   auto estimate = [&](const PrimFunc& f) {
-    IRModule m = codegen::LowerKernels(
-        IRModule::FromFunction(f), codegen::LowerOptions{call.l1_bytes, std::nullopt, true, "npu"});
-    int64_t cycles = 0;
-    for (const auto& [name, fn] : m->functions.items())
-      cycles += EstimateKernel(fn, static_cast<int>(call.cores)).cycles;
-    return cycles;
+    return EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
   };
   int64_t best_cycles = estimate(best);
   auto consider = [&](const Stmt& body) {

@@ -51,6 +51,11 @@ struct KernelCost {
 /*! \brief The estimate of `lowered` (after the kernel pipeline) on `cores` cores. */
 KernelCost EstimateKernel(const ir::PrimFunc& lowered, int cores);
 
+/*! \brief The estimate of a strategy's PrimFunc (before the kernel pipeline): lowered for
+ * an L1 of `l1_bytes` as the build lowers it, its functions run one after another (cycles
+ * summed; the other figures are the last function's). What strategies rank candidates by. */
+KernelCost EstimateStrategy(const ir::PrimFunc& func, int64_t l1_bytes, int cores);
+
 }  // namespace compiler
 }  // namespace tilecore
 #endif  // TILECORE_COMPILER_COST_MODEL_H_
