@@ -29,6 +29,7 @@
  */
 #include <algorithm>
 
+#include "fused_epilogue.h"
 #include "kernel_util.h"
 #include "matrix_precision.h"
 #include "tilecore/compiler/cost_model.h"
@@ -200,6 +201,9 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
   bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
   Buffer Bv = has_bias ? View(p.in[2], {g.C, 1}, "Bias") : Buffer();
   Buffer Y = View(p.out[0], {g.N, g.C, g.OH, g.OW}, "Y");
+  const FusedEpilogue ep = GetFusedEpilogue(call.attrs, call.inputs.size());
+  Buffer Rv = ep.residual >= 0 ? View(p.in[ep.residual], {g.N, g.C, g.OH, g.OW}, "Residual")
+                               : Buffer();
   constexpr int64_t kElems = 8192, kPatch = 49152;  // 32 KiB output tile, 192 KiB patch
   auto rin = [&](int64_t r) { return (r - 1) * g.sh + (g.KH - 1) * g.dh + 1; };
   auto win = [&](int64_t tw) { return (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1; };
@@ -287,23 +291,26 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
                     }
                   }
                 }
-                Stmt tile;
+                Buffer Bl = Local({cc, 1}, f32, "Bl");
                 if (has_bias) {
-                  Buffer Bl = Local({cc, 1}, f32, "Bl");
                   Buffer bv = StridedView(Bl, dims, {1, 0, 0}, 0, "Bb");
                   s.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {cc, 1}),
                                       Region(Bv, {c0, I32(0)}, {cc, 1}), 0));
                   s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
                     return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(bv, i), i);
                   }));
-                  s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}),
-                                      Region(O, {I32(0), I32(0), I32(0)}, {cc, r, tw}), 1));
-                  tile = Allocate(Bl, Seq(s));
-                } else {
-                  s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}),
-                                      Region(O, {I32(0), I32(0), I32(0)}, {cc, r, tw}), 1));
-                  tile = Seq(s);
                 }
+                if (ep.residual >= 0) {  // the residual into T (free now), added
+                  s.push_back(DmaWait(Region(T, {I32(0), I32(0), I32(0)}, {cc, r, tw}),
+                                      Region(Rv, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}), 0));
+                  s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
+                    return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(Tv, i), i);
+                  }));
+                }
+                s.push_back(ApplyActivation(ep, Ov, [&](const auto& body) { return Nest(dims, body); }));
+                s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}),
+                                    Region(O, {I32(0), I32(0), I32(0)}, {cc, r, tw}), 1));
+                Stmt tile = has_bias ? Allocate(Bl, Seq(s)) : Seq(s);
                 return Allocate(Xp, Allocate(Wl, Allocate(O, Allocate(T, tile))));
               }));
         }
@@ -351,6 +358,9 @@ PrimFunc LowerConv(const OpCall& call) {
   Buffer Bv = has_bias ? View(p.in[2], {g.M, 1}, "Bias") : Buffer();
   Buffer Sv = q ? View(p.in[3], {g.M, 1}, "WScale") : Buffer();
   Buffer Y = View(p.out[0], {g.N, g.M, g.OH, g.OW}, "Y");
+  const FusedEpilogue ep = GetFusedEpilogue(call.attrs, call.inputs.size());
+  Buffer Rv = ep.residual >= 0 ? View(p.in[ep.residual], {g.N, g.M, g.OH, g.OW}, "Residual")
+                               : Buffer();
   int64_t TW = std::min(g.OW, kMaxP);
   int64_t R = TW == g.OW ? std::max<int64_t>(1, std::min(g.OH, kMaxP / g.OW)) : 1;
   int64_t CC = std::max<int64_t>(1, std::min(g.Cg, kMaxK / KK));
@@ -371,6 +381,7 @@ PrimFunc LowerConv(const OpCall& call) {
              2 * bank(TM * 4);  // f32 patch, f32 result, bias, scales
     else
       sum += bank(TM * 4);
+    if (ep.residual >= 0) sum += bank(acc);  // the residual tiles
     return sum;
   };
   const int64_t budget = call.l1_bytes - (int64_t{32} << 10);  // DMA state and the planner's slack
@@ -440,6 +451,14 @@ PrimFunc LowerConv(const OpCall& call) {
                   Buffer Cl3 = Buffer(Cf->data, f32, {I32(mb * tm), I32(r), I32(tw)},
                                       Array<PrimExpr>(), I32(0), "local", "Cl3");
                   std::vector<Stmt> s;
+                  // the residual of every block (event 3), loading while the item computes
+                  Buffer Rl = Local({mb * tm, r, tw}, f32, "Rl");
+                  for (int64_t j = 0; ep.residual >= 0 && j < mb; ++j)
+                    s.push_back(Intrin(
+                        "tile.dma_copy",
+                        {Region(Rl, {I32(j * tm), I32(0), I32(0)}, {tm, r, tw}),
+                         Region(Rv, {n, gi * I32(g.Mg) + m0_of(j), oh0, I32(ow0)}, {1, tm, r, tw}),
+                         I32(3)}));
                   // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
                   // a vector-engine add would saturate), so every chunk accumulates
                   const bool preset = q && has_bias;
@@ -633,6 +652,18 @@ PrimFunc LowerConv(const OpCall& call) {
                              });
                            })}));
                     }
+                    if (ep.any()) {  // the fused residual and activation, on the f32 result
+                      Buffer yv = StridedView(q ? Cf : Cl, cd, {P, 1}, j * tm * P, "Yv");
+                      auto over = [&](const auto& body) { return Nest(cd, body); };
+                      if (ep.residual >= 0) {
+                        if (j == 0) s.push_back(Intrin("tile.wait", {I32(3)}));
+                        Buffer rv = StridedView(Rl, cd, {P, 1}, j * tm * P, "Rlv");
+                        s.push_back(over([&](const Array<PrimExpr>& i) {
+                          return BufferStore(yv, BufferLoad(yv, i) + BufferLoad(rv, i), i);
+                        }));
+                      }
+                      s.push_back(ApplyActivation(ep, yv, over));
+                    }
                     // the store is asynchronous (event 2): the next item waits for it before
                     // it writes the accumulators again
                     s.push_back(
@@ -644,6 +675,7 @@ PrimFunc LowerConv(const OpCall& call) {
                   if (q) tile = Allocate(Xq, Allocate(Cf, tile));
                   if (preset) tile = Allocate(Bl, tile);
                   if (q || has_bias) tile = Allocate(Sall, tile);
+                  if (ep.residual >= 0) tile = Allocate(Rl, tile);
                   return tile;
                 }));
             // the next group's buffers may take these addresses: its DMAs must not pass
@@ -691,10 +723,17 @@ PrimFunc LowerConv(const OpCall& call) {
 std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
                       const std::vector<TensorSpec>& ins) {
   if (ins.size() < 2 || !ins[0].defined() || !ins[1].defined()) return "Conv: expects X and W";
-  std::string why = CheckMatrixInputs(op, attrs, ins);
+  std::vector<TensorSpec> operands = ins;  // without a fused residual
+  std::string why = CheckFusedEpilogue(op, attrs, &operands);
+  if (!why.empty()) return why;
+  why = CheckMatrixInputs(op, attrs, operands);
   if (!why.empty()) return why;
   ConvGeom g;
-  if (!Geometry(ins, attrs, &g, &why)) return why;
+  if (!Geometry(operands, attrs, &g, &why)) return why;
+  std::vector<int64_t> out{g.N, g.M, g.OH, g.OW};
+  if (Shape(ins[0]).size() == 3) out.erase(out.begin() + 2);
+  why = CheckResidualShape(op, GetFusedEpilogue(attrs, ins.size()), ins, out);
+  if (!why.empty()) return why;
   if (g.G > 1 && g.Cg == 1 && g.Mg == 1 && GetMatrixPrecision(attrs).name != "f32")
     return "Conv: a depthwise Conv runs on the vector engine in f32 only";
   return "";

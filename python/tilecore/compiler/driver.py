@@ -391,6 +391,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             raise CompileError(f"qtable: node `{node_name}` has precision `{p}` (supported: {', '.join(PRECISIONS)})")
     timings = {}
     t0 = time.perf_counter()
+    from . import fuse_epilogue as _fuse
     from . import qdq as _qdq
 
     if not hasattr(model, "nodes"):  # QOperator nodes in the QDQ form; the DQ constants before folding
@@ -493,6 +494,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         raise CompileError(str(e)) from None
     precision_report["channel_means"] = {k: [float(x) for x in v] for k, v in (means or {}).items()}
     timings["precision"] = time.perf_counter() - t0
+
+    # ---- epilogue fusion (docs/compiler.md): off when every intermediate is kept -------
+    fused = [] if keep_intermediates else _fuse.fuse(nodes, info, graph_outputs, HasStrategy, TensorSpec)
 
     # ---- lower and build ----------------------------------------------------------------
     t0 = time.perf_counter()
@@ -675,6 +679,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         "seconds": timings,
         "precision": precision_report,
         "qdq": qdq_report,
+        "fused": fused,
         "graph_outputs": [str(v.name) for v in graph.outputs],
         "npu_funcs": step_funcs,
     })

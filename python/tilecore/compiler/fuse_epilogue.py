@@ -1,0 +1,116 @@
+"""tilecore/compiler/fuse_epilogue.py — epilogue fusion (docs/compiler.md, "Epilogue
+fusion").
+
+A Conv on the npu whose output only an Add reads (a residual connection: the other
+operand has the Conv's shape, float32), and then, or directly, only a Relu or a Clip
+with constant bounds, computes them in its epilogue: the Conv gets ``tc_residual = 1``
+(the other operand appended as its last input) and ``tc_activation`` (``tc_clip_min``,
+``tc_clip_max``), takes over the last node's output, and the fused nodes are dropped.
+The result is bit-identical (the same f32 operations in the same order), and the
+Add's and the activation's DDR round trips are gone.
+
+The fused Conv runs where the last fused node stood, so the residual's producer (a
+downsample Conv exported after the main branch) has run by then.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+# the Conv input count before an appended residual: X, W, B (f32/f16/bf16) or X, W,
+# int32 bias, w_scale (int8; docs/precision.md)
+_OPERANDS = {"int8": 4}
+
+
+def _const_scalar(v) -> float | None:
+    if v is None or v.data is None:
+        return None
+    a = np.asarray(v.numpy())
+    return float(a.ravel()[0]) if a.size == 1 else None
+
+
+def _activation(nd) -> dict[str, Any] | None:
+    """The fused-epilogue attributes of a Relu or a constant-bounded Clip, else None."""
+    if nd.op == "Relu":
+        return {"tc_activation": "Relu"}
+    if nd.op != "Clip":
+        return None
+    attrs = {"tc_activation": "Clip"}
+    for i, key, name in ((1, "min", "tc_clip_min"), (2, "max", "tc_clip_max")):
+        if i < len(nd.ins) and nd.ins[i] is not None:
+            value = _const_scalar(nd.ins[i])
+            if value is None:
+                return None  # a bound computed at run time
+            attrs[name] = float(np.float32(value))
+        elif key in nd.attrs:
+            attrs[name] = float(np.float32(nd.attrs[key]))
+    return attrs
+
+
+def fuse(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
+         HasStrategy: Callable[..., str], TensorSpec: Callable[..., Any]) -> list[dict[str, Any]]:
+    """Fuses in place (``nodes`` reordered, the fused ones ``where = "dropped"``); returns
+    ``[{"node": conv, "fused": [add, relu]}, ...]``."""
+    readers: dict[str, list[Any]] = {}
+    for nd in nodes:
+        if nd.where == "dropped":
+            continue
+        for v in nd.ins:
+            if v is not None:
+                readers.setdefault(str(v.name), []).append(nd)
+
+    def only_reader(name: str):
+        r = readers.get(name, [])
+        if name in graph_outputs or len(r) != 1 or r[0].where != "npu":
+            return None
+        return r[0]
+
+    fused, place = [], {}  # place: id(last fused node) -> the Conv that runs there
+    for nd in nodes:
+        if nd.op != "Conv" or nd.where != "npu" or len(nd.outs) != 1:
+            continue
+        y = str(nd.outs[0].name)
+        attrs, chain, residual = {}, [], None
+        nxt = only_reader(y)
+        if nxt is not None and nxt.op == "Add" and len(nxt.ins) == 2:
+            names = [str(v.name) if v is not None else "" for v in nxt.ins]
+            other = nxt.ins[1] if names[0] == y else nxt.ins[0]
+            if names.count(y) == 1 and info.get(str(other.name)) == info[y] and info[y][1] == "float32":
+                residual, attrs["tc_residual"] = other, 1
+                chain.append(nxt)
+                nxt = only_reader(str(nxt.outs[0].name))
+        act = _activation(nxt) if nxt is not None else None
+        if act is not None:
+            attrs.update(act)
+            chain.append(nxt)
+        if not chain:
+            continue
+        n_operands = _OPERANDS.get(nd.attrs.get("tc_precision", "f32"), 3)
+        if len(nd.ins) > n_operands:
+            continue
+        ins = list(nd.ins) + [None] * (n_operands - len(nd.ins))
+        if residual is not None:
+            ins.append(residual)
+        new_attrs = dict(nd.attrs, **attrs)
+        specs = [None if v is None else TensorSpec(*info[str(v.name)]) for v in ins]
+        if HasStrategy(nd.op, new_attrs, specs):
+            continue  # the strategy refuses this form: the nodes stay separate
+        nd.attrs, nd.ins, nd.in_specs = new_attrs, ins, specs
+        nd.outs = list(chain[-1].outs)
+        for c in chain:
+            c.where, c.reason = "dropped", f"fused into `{nd.name}`"
+        place[id(chain[-1])] = nd
+        fused.append({"node": nd.name, "fused": [c.name for c in chain]})
+    if place:
+        moved = {id(nd) for nd in place.values()}
+        order = []
+        for nd in nodes:
+            if id(nd) not in moved:
+                order.append(nd)
+            if id(nd) in place:
+                order.append(place[id(nd)])
+        nodes[:] = order
+    return fused
+

@@ -1,0 +1,99 @@
+/*
+ * src/compiler/fused_epilogue.h — what a Conv does to its f32 result before storing it,
+ * when the driver fused the nodes after it (docs/compiler.md, "Epilogue fusion"):
+ *
+ *   tc_residual = 1         the last input (f32, the output's shape) is added
+ *   tc_activation = "Relu"  then max(y, 0)
+ *   tc_activation = "Clip"  then min(max(y, tc_clip_min), tc_clip_max)
+ *
+ * The order is ONNX's Conv -> Add -> Relu/Clip, each rounded to f32 as the separate
+ * nodes would be, so a fused Conv gives the same bits as the unfused nodes. Fusing saves
+ * the Add's and the activation's DDR round trips (read two tensors, write one; read one,
+ * write one): those steps are DMA-bound and take as long as a Conv in ResNet-50.
+ */
+#ifndef TILECORE_SRC_COMPILER_FUSED_EPILOGUE_H_
+#define TILECORE_SRC_COMPILER_FUSED_EPILOGUE_H_
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernel_util.h"
+
+namespace tilecore {
+namespace compiler {
+namespace detail {
+
+struct FusedEpilogue {
+  int64_t residual = -1;   // index of the input added to the result, or -1
+  std::string activation;  // "", "Relu" or "Clip"
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
+  bool any() const { return residual >= 0 || !activation.empty(); }
+};
+
+inline FusedEpilogue GetFusedEpilogue(const Map<String, Any>& attrs, size_t n_inputs) {
+  FusedEpilogue e;
+  if (AttrInt(attrs, "tc_residual", 0) != 0 && n_inputs > 0)
+    e.residual = static_cast<int64_t>(n_inputs) - 1;
+  e.activation = AttrStr(attrs, "tc_activation", "");
+  if (e.activation == "Relu") e.lo = 0;
+  if (e.activation == "Clip") {
+    e.lo = AttrFloat(attrs, "tc_clip_min", e.lo);
+    e.hi = AttrFloat(attrs, "tc_clip_max", e.hi);
+  }
+  return e;
+}
+
+/*!
+ * \brief "" when the fused epilogue of `op` is well formed for an output of shape
+ * `out` (the residual f32 and of that shape; a known activation), else the reason.
+ * `ins` gets the inputs without the residual.
+ */
+inline std::string CheckFusedEpilogue(const std::string& op, const Map<String, Any>& attrs,
+                                      std::vector<TensorSpec>* ins) {
+  FusedEpilogue e = GetFusedEpilogue(attrs, ins->size());
+  if (!e.activation.empty() && e.activation != "Relu" && e.activation != "Clip")
+    return op + ": tc_activation `" + e.activation + "` (expected Relu or Clip)";
+  if (e.lo > e.hi) return op + ": tc_clip_min is above tc_clip_max";
+  if (e.residual < 0) return "";
+  if (e.residual < 3 || !(*ins)[e.residual].defined())
+    return op + ": tc_residual needs the residual as the last input, after the bias (which "
+                "may be omitted)";
+  if ((*ins)[e.residual]->dtype != DataType::Float(32))
+    return op + ": the residual input has dtype " + (*ins)[e.residual]->dtype.str() +
+           "; a fused residual is float32";
+  ins->pop_back();
+  return "";
+}
+
+/*! \brief "" when the residual has the output's shape, else the reason. */
+inline std::string CheckResidualShape(const std::string& op, const FusedEpilogue& e,
+                                      const std::vector<TensorSpec>& ins,
+                                      const std::vector<int64_t>& out) {
+  if (e.residual < 0 || Shape(ins[e.residual]) == out) return "";
+  std::string s;
+  for (int64_t d : out) s += (s.empty() ? "" : ", ") + std::to_string(d);
+  return op + ": the residual input's shape is not the output's [" + s + "]";
+}
+
+/*! \brief The activation of `e` on every element of `v` (a view with dims `dims`); an
+ * empty statement when there is none. */
+inline Stmt ApplyActivation(const FusedEpilogue& e, const Buffer& v,
+                            const std::function<Stmt(const std::function<Stmt(
+                                const Array<PrimExpr>&)>&)>& nest) {
+  if (e.activation.empty()) return Evaluate(I32(0));
+  return nest([&](const Array<PrimExpr>& i) {
+    PrimExpr y = BufferLoad(v, i);
+    if (std::isfinite(e.lo)) y = max(y, F32(e.lo));
+    if (std::isfinite(e.hi)) y = min(y, F32(e.hi));
+    return BufferStore(v, y, i);
+  });
+}
+
+}  // namespace detail
+}  // namespace compiler
+}  // namespace tilecore
+#endif  // TILECORE_SRC_COMPILER_FUSED_EPILOGUE_H_
