@@ -2,7 +2,9 @@
  * src/compiler/fused_epilogue.h — what a Conv does to its f32 result before storing it,
  * when the driver fused the nodes after it (docs/compiler.md, "Epilogue fusion"):
  *
- *   tc_residual = 1         the last input (f32, the output's shape) is added
+ *   tc_residual = 1         the last input (the output's shape) is added: f32, or in an
+ *                           int8 Conv int8 with tc_residual_scale (and _zero_point),
+ *                           dequantised first ((f32(r) - zero point) * scale)
  *   tc_activation = "Relu"  then max(y, 0)
  *   tc_activation = "Clip"  then min(max(y, tc_clip_min), tc_clip_max)
  *
@@ -62,9 +64,16 @@ inline std::string CheckFusedEpilogue(const std::string& op, const Map<String, A
   if (e.residual < 3 || !(*ins)[e.residual].defined())
     return op + ": tc_residual needs the residual as the last input, after the bias (which "
                 "may be omitted)";
-  if ((*ins)[e.residual]->dtype != DataType::Float(32))
-    return op + ": the residual input has dtype " + (*ins)[e.residual]->dtype.str() +
-           "; a fused residual is float32";
+  DataType rt = (*ins)[e.residual]->dtype;
+  if (rt == DataType::Int(8) && AttrStr(attrs, "tc_precision", "f32") == "int8") {
+    if (!(AttrFloat(attrs, "tc_residual_scale", 0) > 0))
+      return op + ": an int8 residual needs a positive tc_residual_scale";
+    int64_t zp = AttrInt(attrs, "tc_residual_zero_point", 0);
+    if (zp < -128 || zp > 127) return op + ": tc_residual_zero_point out of the int8 range";
+  } else if (rt != DataType::Float(32)) {
+    return op + ": the residual input has dtype " + rt.str() +
+           "; a fused residual is float32 (or int8 in an int8 Conv)";
+  }
   ins->pop_back();
   return "";
 }
@@ -77,6 +86,26 @@ inline std::string CheckResidualShape(const std::string& op, const FusedEpilogue
   std::string s;
   for (int64_t d : out) s += (s.empty() ? "" : ", ") + std::to_string(d);
   return op + ": the residual input's shape is not the output's [" + s + "]";
+}
+
+/*! \brief An int8 residual tile `r8` dequantised into the f32 tile `rf` (same dims),
+ * one vector command per step, each rounded to f32 as numpy's float32 would. */
+inline std::vector<Stmt> DequantiseResidual(
+    const Map<String, Any>& attrs, const Buffer& r8, const Buffer& rf,
+    const std::function<Stmt(const std::function<Stmt(const Array<PrimExpr>&)>&)>& nest) {
+  const double scale = static_cast<float>(AttrFloat(attrs, "tc_residual_scale", 1.0));
+  const int64_t zp = AttrInt(attrs, "tc_residual_zero_point", 0);
+  std::vector<Stmt> s;
+  s.push_back(nest([&](const Array<PrimExpr>& i) {
+    return BufferStore(rf, Cast(DataType::Float(32), BufferLoad(r8, i)), i);
+  }));
+  if (zp != 0)
+    s.push_back(nest([&](const Array<PrimExpr>& i) {
+      return BufferStore(rf, BufferLoad(rf, i) - F32(static_cast<double>(zp)), i);
+    }));
+  s.push_back(nest(
+      [&](const Array<PrimExpr>& i) { return BufferStore(rf, BufferLoad(rf, i) * F32(scale), i); }));
+  return s;
 }
 
 /*! \brief The activation of `e` on every element of `v` (a view with dims `dims`); an

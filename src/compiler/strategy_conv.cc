@@ -334,6 +334,15 @@ PrimFunc LowerConv(const OpCall& call) {
   const double inv_scale = q ? InverseScale(AttrFloat(call.attrs, "tc_x_scale", 1.0)) : 1.0;
   const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
   const int64_t zp = AttrInt(call.attrs, "tc_x_zero_point", 0);
+  // int8 activations in DDR (docs/precision.md, "int8 between ops"): an int8 X was
+  // quantised by its producer (loaded as is; padding is the zero point); an int8 Y is
+  // quantised in the epilogue as its consumers would on load, so the bits are the same.
+  const bool qx = q && call.inputs[0]->dtype != DataType::Int(8);  // quantise X on load
+  const bool y_i8 = q && call.outputs[0]->dtype == DataType::Int(8);
+  if (call.outputs[0]->dtype == DataType::Int(8) && !(y_i8 && HasAttr(call.attrs, "tc_y_scale")))
+    TILECORE_THROW(ValueError) << "Conv: an int8 output needs tc_precision int8 and tc_y_scale";
+  const double y_inv = y_i8 ? InverseScale(AttrFloat(call.attrs, "tc_y_scale", 1.0)) : 1.0;
+  const int64_t y_zp = AttrInt(call.attrs, "tc_y_zero_point", 0);
   // A Conv with one kernel row, a row stride and no row padding reads only every sh-th
   // input row: the input is viewed as [N, C, OH, sh, W] and the Conv is a row-stride-1
   // one over the [.., OH, 0, W] part, so the DMA skips the other rows (never loaded nor
@@ -361,6 +370,7 @@ PrimFunc LowerConv(const OpCall& call) {
   const FusedEpilogue ep = GetFusedEpilogue(call.attrs, call.inputs.size());
   Buffer Rv = ep.residual >= 0 ? View(p.in[ep.residual], {g.N, g.M, g.OH, g.OW}, "Residual")
                                : Buffer();
+  const bool r_i8 = ep.residual >= 0 && call.inputs[ep.residual]->dtype == DataType::Int(8);
   int64_t TW = std::min(g.OW, kMaxP);
   int64_t R = TW == g.OW ? std::max<int64_t>(1, std::min(g.OH, kMaxP / g.OW)) : 1;
   int64_t CC = std::max<int64_t>(1, std::min(g.Cg, kMaxK / KK));
@@ -374,14 +384,18 @@ PrimFunc LowerConv(const OpCall& call) {
     // the planner starts a buffer at a 64 KiB bank when it fits: count each rounded up
     auto bank = [](int64_t bytes) { return (bytes + 65535) / 65536 * 65536; };
     int64_t ob = mp.operand_bytes(), acc = mb * TM * rows * TW * 4;
-    int64_t sum = bank((q ? 1 : slots) * cc * rin * win * ob) + bank(ob * cc * KK * rows * TW) +
+    int64_t sum = bank((qx ? 1 : slots) * cc * rin * win * ob) + bank(ob * cc * KK * rows * TW) +
                   bank(2 * ob * TM * cc * KK) + bank(acc);
+    if (qx) sum += bank(slots * cc * rin * win * 4);  // the f32 patch
     if (q)
-      sum += bank(slots * cc * rin * win * 4) + bank(acc) +
-             2 * bank(TM * 4);  // f32 patch, f32 result, bias, scales
+      sum += bank(acc) + 2 * bank(TM * 4);  // f32 result, bias, scales
     else
       sum += bank(TM * 4);
-    if (ep.residual >= 0) sum += bank(acc);  // the residual tiles
+    if (r_i8)
+      sum += bank(acc / 4) + bank(acc / mb);  // int8 residual tiles, one converted to f32
+    else if (ep.residual >= 0)
+      sum += bank(acc);  // the residual tiles
+    if (y_i8) sum += bank(acc / 4);  // the int8 result
     return sum;
   };
   const int64_t budget = call.l1_bytes - (int64_t{32} << 10);  // DMA state and the planner's slack
@@ -440,8 +454,8 @@ PrimFunc LowerConv(const OpCall& call) {
                   };
                   PrimExpr oh0 = I32(rbase) + ri * I32(R);
                   int64_t P = r * tw, kcmax = CC * KK;
-                  Buffer Xp = Local({db ? 2 : 1, CC, rin, win}, q ? f32 : ot, "Xp");
-                  Buffer Xq = q ? Local({CC, rin, win}, ot, "Xq") : Xp;  // what im2col reads
+                  Buffer Xp = Local({db ? 2 : 1, CC, rin, win}, qx ? f32 : ot, "Xp");
+                  Buffer Xq = qx ? Local({CC, rin, win}, ot, "Xq") : Xp;  // what im2col reads
                   Buffer Col = Local({kcmax, r, tw}, ot, "Col");
                   Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(),
                                        I32(0), "local", "Colm");
@@ -452,7 +466,9 @@ PrimFunc LowerConv(const OpCall& call) {
                                       Array<PrimExpr>(), I32(0), "local", "Cl3");
                   std::vector<Stmt> s;
                   // the residual of every block (event 3), loading while the item computes
-                  Buffer Rl = Local({mb * tm, r, tw}, f32, "Rl");
+                  Buffer Rl = Local({mb * tm, r, tw}, r_i8 ? DataType::Int(8) : f32, "Rl");
+                  Buffer Rf = Local({tm, P}, f32, "Rf");  // an int8 residual block in f32
+                  Buffer Yq = Local({mb * tm, r, tw}, DataType::Int(8), "Yq");
                   for (int64_t j = 0; ep.residual >= 0 && j < mb; ++j)
                     s.push_back(Intrin(
                         "tile.dma_copy",
@@ -485,7 +501,7 @@ PrimFunc LowerConv(const OpCall& call) {
                       st.push_back(Intrin(
                           "tile.dma_fill",
                           {Region(Xp, {I32(slot), I32(0), I32(0), I32(0)}, {1, cc, rin, win}),
-                           F32(0), I32(event)}));
+                           F32(qx ? 0.0 : static_cast<double>(zp)), I32(event)}));
                     if (vhi > vlo) {
                       // All rin rows inside the image (no padding rows): one DMA of the
                       // whole [cc, rin, cols] block; at the borders one per valid row.
@@ -529,7 +545,7 @@ PrimFunc LowerConv(const OpCall& call) {
                     };
                     st.push_back(wload(0));
                     for (const Stmt& x : prefetch) st.push_back(x);
-                    if (q) {  // quantise the patch on load
+                    if (qx) {  // quantise the patch on load
                       std::vector<int64_t> pd{cc, rin, win};
                       Buffer xf = StridedView(Xp, pd, {rin * win, win, 1}, xoff, "Xf");
                       Buffer xq = StridedView(Xq, pd, {rin * win, win, 1}, 0, "Xqv");
@@ -553,7 +569,7 @@ PrimFunc LowerConv(const OpCall& call) {
                       for (int64_t kw = 0; kw < g.KW; ++kw) {
                         Buffer src =
                             StridedView(Xq, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
-                                        (q ? 0 : xoff) + kh * g.dh * win + kw * g.dw, "Tap");
+                                        (qx ? 0 : xoff) + kh * g.dh * win + kw * g.dw, "Tap");
                         Buffer dst = StridedView(Col, {cc, r, tw}, {KK * r * tw, tw, 1},
                                                  (kh * g.KW + kw) * r * tw, "ColTap");
                         st.push_back(CopyNest(dst, src, {cc, r, tw}));
@@ -658,21 +674,45 @@ PrimFunc LowerConv(const OpCall& call) {
                       if (ep.residual >= 0) {
                         if (j == 0) s.push_back(Intrin("tile.wait", {I32(3)}));
                         Buffer rv = StridedView(Rl, cd, {P, 1}, j * tm * P, "Rlv");
+                        if (r_i8) {  // dequantise: (f32(r) - zero point) * scale
+                          Buffer rf = StridedView(Rf, cd, {P, 1}, 0, "Rfv");
+                          for (Stmt st : DequantiseResidual(call.attrs, rv, rf, over)) s.push_back(st);
+                          rv = rf;
+                        }
                         s.push_back(over([&](const Array<PrimExpr>& i) {
                           return BufferStore(yv, BufferLoad(yv, i) + BufferLoad(rv, i), i);
                         }));
                       }
                       s.push_back(ApplyActivation(ep, yv, over));
                     }
+                    if (y_i8) {  // quantise as the consumers would on load
+                      Buffer yv = StridedView(Cf, cd, {P, 1}, j * tm * P, "Yv");
+                      Buffer yq = StridedView(Yq, cd, {P, 1}, j * tm * P, "Yqv");
+                      s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
+                        return BufferStore(yv, BufferLoad(yv, i) * F32(y_inv), i);
+                      }));
+                      if (y_zp != 0)
+                        s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
+                          return BufferStore(yv, BufferLoad(yv, i) + F32(static_cast<double>(y_zp)),
+                                             i);
+                        }));
+                      s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
+                        return BufferStore(yq, Cast(DataType::Int(8), BufferLoad(yv, i)), i);
+                      }));
+                    }
                     // the store is asynchronous (event 2): the next item waits for it before
                     // it writes the accumulators again
                     s.push_back(
                         Intrin("tile.dma_copy",
                                {Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
-                                Region(Cl3, {I32(j * tm), I32(0), I32(0)}, {tm, r, tw}), I32(2)}));
+                                Region(y_i8 ? Yq : Cl3, {I32(j * tm), I32(0), I32(0)}, {tm, r, tw}),
+                                I32(2)}));
                   }
                   Stmt tile = Allocate(Xp, Allocate(Col, Allocate(Al, Allocate(Cl, Seq(s)))));
-                  if (q) tile = Allocate(Xq, Allocate(Cf, tile));
+                  if (q) tile = Allocate(Cf, tile);
+                  if (qx) tile = Allocate(Xq, tile);
+                  if (y_i8) tile = Allocate(Yq, tile);
+                  if (r_i8) tile = Allocate(Rf, tile);
                   if (preset) tile = Allocate(Bl, tile);
                   if (q || has_bias) tile = Allocate(Sall, tile);
                   if (ep.residual >= 0) tile = Allocate(Rl, tile);

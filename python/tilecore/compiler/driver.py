@@ -392,6 +392,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     timings = {}
     t0 = time.perf_counter()
     from . import fuse_epilogue as _fuse
+    from . import int8_edges as _int8_edges
     from . import qdq as _qdq
 
     if not hasattr(model, "nodes"):  # QOperator nodes in the QDQ form; the DQ constants before folding
@@ -497,6 +498,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
 
     # ---- epilogue fusion (docs/compiler.md): off when every intermediate is kept -------
     fused = [] if keep_intermediates else _fuse.fuse(nodes, info, graph_outputs, HasStrategy, TensorSpec)
+    int8_edges = [] if keep_intermediates else _int8_edges.assign(nodes, info, graph_outputs, HasStrategy, TensorSpec)
 
     # ---- lower and build ----------------------------------------------------------------
     t0 = time.perf_counter()
@@ -680,6 +682,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         "precision": precision_report,
         "qdq": qdq_report,
         "fused": fused,
+        "int8_edges": int8_edges,
         "graph_outputs": [str(v.name) for v in graph.outputs],
         "npu_funcs": step_funcs,
     })

@@ -1,0 +1,72 @@
+"""tilecore/compiler/int8_edges.py — int8 activations between ops (docs/precision.md,
+"int8 between ops").
+
+An int8 Conv normally stores f32 and its int8 readers quantise that on load. When every
+reader of its output is an int8 Conv on the npu — reading it as data (all with one
+``tc_x_scale`` and zero point, as they are: the scale is the tensor's calibrated
+threshold) or as a fused residual — the output is stored in int8 instead:
+
+- the producer gets ``tc_y_scale`` / ``tc_y_zero_point`` and quantises in its epilogue
+  with the same operations its readers used on load, so the data readers see the same
+  bits as before, from a quarter of the bytes;
+- a residual reader gets ``tc_residual_scale`` / ``tc_residual_zero_point`` and
+  dequantises on load: the one place the result changes (the residual is int8, as in
+  any int8 engine, instead of f32).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
+           HasStrategy: Callable[..., str], TensorSpec: Callable[..., Any]) -> list[str]:
+    """Makes the eligible Conv outputs int8 in place (``info``, attributes and input
+    specs); returns their value names."""
+    readers: dict[str, list[tuple[Any, int]]] = {}
+    for nd in nodes:
+        if nd.where == "dropped":
+            continue
+        for i, v in enumerate(nd.ins):
+            if v is not None:
+                readers.setdefault(str(v.name), []).append((nd, i))
+    done = []
+    for nd in nodes:
+        if (nd.op != "Conv" or nd.where != "npu" or nd.attrs.get("tc_precision") != "int8"
+                or len(nd.outs) != 1):
+            continue
+        y = str(nd.outs[0].name)
+        rs = readers.get(y, [])
+        if y in graph_outputs or not rs or info[y][1] != "float32":
+            continue
+        scales, residual_readers = set(), []
+        for r, i in rs:
+            if r.where != "npu" or r.op != "Conv" or r.attrs.get("tc_precision") != "int8":
+                break
+            if i == 0 and r.attrs.get("tc_x_scale"):
+                scales.add((float(r.attrs["tc_x_scale"]), int(r.attrs.get("tc_x_zero_point", 0))))
+            elif r.attrs.get("tc_residual") and i == len(r.ins) - 1:
+                residual_readers.append(r)
+            else:
+                break
+        else:
+            if len(scales) != 1:
+                continue
+            scale, zero_point = scales.pop()
+            saved = [(x, x.attrs, x.in_specs) for x in {id(x): x for x in [nd] + [r for r, _ in rs]}.values()]
+            shape = info[y][0]
+            info[y] = (shape, "int8")
+            nd.attrs = dict(nd.attrs, tc_y_scale=scale, tc_y_zero_point=zero_point)
+            for r in residual_readers:
+                r.attrs = dict(r.attrs, tc_residual_scale=scale, tc_residual_zero_point=zero_point)
+            refused = False
+            for x, _, _ in saved:
+                x.in_specs = [None if v is None else TensorSpec(*info[str(v.name)]) for v in x.ins]
+                refused = refused or bool(HasStrategy(x.op, x.attrs, x.in_specs))
+            if refused:  # a strategy refuses the int8 form: the edge stays f32
+                info[y] = (shape, "float32")
+                for x, attrs, specs in saved:
+                    x.attrs, x.in_specs = attrs, specs
+                continue
+            done.append(y)
+    return done
