@@ -62,8 +62,9 @@ inline std::string CheckFusedEpilogue(const std::string& op, const Map<String, A
   if (e.lo > e.hi) return op + ": tc_clip_min is above tc_clip_max";
   if (e.residual < 0) return "";
   if (e.residual < 3 || !(*ins)[e.residual].defined())
-    return op + ": tc_residual needs the residual as the last input, after the bias (which "
-                "may be omitted)";
+    return op +
+           ": tc_residual needs the residual as the last input, after the bias (which "
+           "may be omitted)";
   DataType rt = (*ins)[e.residual]->dtype;
   if (rt == DataType::Int(8) && AttrStr(attrs, "tc_precision", "f32") == "int8") {
     if (!(AttrFloat(attrs, "tc_residual_scale", 0) > 0))
@@ -103,16 +104,17 @@ inline std::vector<Stmt> DequantiseResidual(
     s.push_back(nest([&](const Array<PrimExpr>& i) {
       return BufferStore(rf, BufferLoad(rf, i) - F32(static_cast<double>(zp)), i);
     }));
-  s.push_back(nest(
-      [&](const Array<PrimExpr>& i) { return BufferStore(rf, BufferLoad(rf, i) * F32(scale), i); }));
+  s.push_back(nest([&](const Array<PrimExpr>& i) {
+    return BufferStore(rf, BufferLoad(rf, i) * F32(scale), i);
+  }));
   return s;
 }
 
 /*! \brief The activation of `e` on every element of `v` (a view with dims `dims`); an
  * empty statement when there is none. */
-inline Stmt ApplyActivation(const FusedEpilogue& e, const Buffer& v,
-                            const std::function<Stmt(const std::function<Stmt(
-                                const Array<PrimExpr>&)>&)>& nest) {
+inline Stmt ApplyActivation(
+    const FusedEpilogue& e, const Buffer& v,
+    const std::function<Stmt(const std::function<Stmt(const Array<PrimExpr>&)>&)>& nest) {
   if (e.activation.empty()) return Evaluate(I32(0));
   return nest([&](const Array<PrimExpr>& i) {
     PrimExpr y = BufferLoad(v, i);

@@ -25,7 +25,11 @@
  * f32(1 / tc_x_scale), add the zero point, tcvt to i8: nearest even, saturating); the
  * int8 weights are DMAed as they are, tile.mm accumulates in i32 over the K chunks, then
  * the int32 bias is added, the sum converted to f32 and multiplied by the per-channel
- * f32(tc_x_scale * w_scale[m]).
+ * f32(tc_x_scale * w_scale[m]). An int8 X (quantised by its producer) is DMAed as it is;
+ * an int8 Y is quantised after the epilogue (docs/precision.md, "int8 between ops").
+ *
+ * Epilogue (fused_epilogue.h): the residual (loaded at the start of the item, event 3;
+ * int8 dequantised), then Relu or Clip, on the f32 result before it is stored.
  */
 #include <algorithm>
 
@@ -202,8 +206,8 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
   Buffer Bv = has_bias ? View(p.in[2], {g.C, 1}, "Bias") : Buffer();
   Buffer Y = View(p.out[0], {g.N, g.C, g.OH, g.OW}, "Y");
   const FusedEpilogue ep = GetFusedEpilogue(call.attrs, call.inputs.size());
-  Buffer Rv = ep.residual >= 0 ? View(p.in[ep.residual], {g.N, g.C, g.OH, g.OW}, "Residual")
-                               : Buffer();
+  Buffer Rv =
+      ep.residual >= 0 ? View(p.in[ep.residual], {g.N, g.C, g.OH, g.OW}, "Residual") : Buffer();
   constexpr int64_t kElems = 8192, kPatch = 49152;  // 32 KiB output tile, 192 KiB patch
   auto rin = [&](int64_t r) { return (r - 1) * g.sh + (g.KH - 1) * g.dh + 1; };
   auto win = [&](int64_t tw) { return (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1; };
@@ -307,7 +311,8 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
                     return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(Tv, i), i);
                   }));
                 }
-                s.push_back(ApplyActivation(ep, Ov, [&](const auto& body) { return Nest(dims, body); }));
+                s.push_back(
+                    ApplyActivation(ep, Ov, [&](const auto& body) { return Nest(dims, body); }));
                 s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}),
                                     Region(O, {I32(0), I32(0), I32(0)}, {cc, r, tw}), 1));
                 Stmt tile = has_bias ? Allocate(Bl, Seq(s)) : Seq(s);
@@ -368,8 +373,8 @@ PrimFunc LowerConv(const OpCall& call) {
   Buffer Sv = q ? View(p.in[3], {g.M, 1}, "WScale") : Buffer();
   Buffer Y = View(p.out[0], {g.N, g.M, g.OH, g.OW}, "Y");
   const FusedEpilogue ep = GetFusedEpilogue(call.attrs, call.inputs.size());
-  Buffer Rv = ep.residual >= 0 ? View(p.in[ep.residual], {g.N, g.M, g.OH, g.OW}, "Residual")
-                               : Buffer();
+  Buffer Rv =
+      ep.residual >= 0 ? View(p.in[ep.residual], {g.N, g.M, g.OH, g.OW}, "Residual") : Buffer();
   const bool r_i8 = ep.residual >= 0 && call.inputs[ep.residual]->dtype == DataType::Int(8);
   int64_t TW = std::min(g.OW, kMaxP);
   int64_t R = TW == g.OW ? std::max<int64_t>(1, std::min(g.OH, kMaxP / g.OW)) : 1;
@@ -394,7 +399,7 @@ PrimFunc LowerConv(const OpCall& call) {
     if (r_i8)
       sum += bank(acc / 4) + bank(acc / mb);  // int8 residual tiles, one converted to f32
     else if (ep.residual >= 0)
-      sum += bank(acc);  // the residual tiles
+      sum += bank(acc);              // the residual tiles
     if (y_i8) sum += bank(acc / 4);  // the int8 result
     return sum;
   };
@@ -676,7 +681,8 @@ PrimFunc LowerConv(const OpCall& call) {
                         Buffer rv = StridedView(Rl, cd, {P, 1}, j * tm * P, "Rlv");
                         if (r_i8) {  // dequantise: (f32(r) - zero point) * scale
                           Buffer rf = StridedView(Rf, cd, {P, 1}, 0, "Rfv");
-                          for (Stmt st : DequantiseResidual(call.attrs, rv, rf, over)) s.push_back(st);
+                          for (Stmt st : DequantiseResidual(call.attrs, rv, rf, over))
+                            s.push_back(st);
                           rv = rf;
                         }
                         s.push_back(over([&](const Array<PrimExpr>& i) {

@@ -106,6 +106,8 @@ def calibration_table(args: argparse.Namespace) -> CalibTable | None:
              "--calib samples (the first 16)"),
     arg("--input-shape", action="append", default=[], metavar="NAME:D0,D1,...",
         help="bind an input's shape (repeat per input)"),
+    arg("--no-fuse", action="store_true",
+        help="keep every node a step: no epilogue fusion (a debugger session that stops at each)"),
     arg("--quiet", action="store_true", help="no progress bar"),
     *CALIB_ARGS,
 ])
@@ -129,7 +131,7 @@ def compile_cmd(args: argparse.Namespace) -> int:
             samples = load_samples(args.calib)
         exe = _compile(args.model, target=args.target, precision=args.precision, input_shapes=shapes or None,
                        progress=bar, report=report, calib=calib, calib_samples=samples, qtable=qtable,
-                       auto_mixed=args.auto_mixed)
+                       auto_mixed=args.auto_mixed, fuse=not args.no_fuse)
     except OSError as e:
         return _fail(f"{args.model}: {e}")
     except _compile_errors() as e:

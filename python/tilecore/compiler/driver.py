@@ -298,7 +298,7 @@ AUTO_MIXED_SAMPLES = 16
 
 
 def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, keep_intermediates, progress, report,
-                        calib, calib_samples, qtable, bias_correction=True):
+                        calib, calib_samples, qtable, bias_correction=True, fuse=True):
     from . import auto_mixed as _am
     from .precision import Calibration
 
@@ -309,7 +309,7 @@ def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, k
     n = min(len(v) for v in calib_samples.values())
     feeds = [{k: np.asarray(v[i]) for k, v in calib_samples.items()} for i in range(min(AUTO_MIXED_SAMPLES, n))]
     kw = {"target": target, "input_shapes": input_shapes, "progress": progress, "bias_correction": bias_correction,
-          "calib": calib, "calib_samples": calib_samples}
+          "fuse": fuse, "calib": calib, "calib_samples": calib_samples}
 
     def compile_fn(m, **k):
         exe = compile(m, **k, **kw)
@@ -339,7 +339,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             progress: Callable[..., Any] | None = None, report: dict[str, Any] | None = None, calib: Any = None,
             calib_samples: Mapping[str, np.ndarray] | None = None,
             qtable: Mapping[str, str] | str | os.PathLike[str] | None = None,
-            auto_mixed: float | None = None, bias_correction: bool = True) -> Executable:
+            auto_mixed: float | None = None, bias_correction: bool = True, fuse: bool = True) -> Executable:
     """Compiles a model to an :class:`tilecore.runtime.Executable`.
 
     :param model: a :class:`tilecore.ir.graph.Graph`, a path to a ``.onnx`` file, its
@@ -360,13 +360,17 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         ``channel_means``), the bias of each int8, f16 or bf16 Conv and Gemm (and int8
         MatMul) absorbs the expected output shift the rounding of its weights causes, from
         the per-channel means of its data input on those samples (docs/precision.md).
+    :param fuse: epilogue fusion (docs/compiler.md): a Conv computes the residual Add and
+        the Relu or Clip after it. ``False`` keeps every node a step (a debugger session
+        that stops at each); ``keep_intermediates`` implies it.
     :param input_shapes: input name -> shape, binding symbolic dimensions.
     :param keep_intermediates: every value in its own buffer, and every intermediate
         value an extra output named by its (ONNX) value name.
     :param progress: ``progress(i, n, node_name)`` called before each node is lowered.
     :param report: a dict, filled with what was done: step counts, ``host_ops`` (name,
-        op type, reason), ``placement`` (name, op type and ``npu``, ``host`` or ``view``
-        for every node), ``memory`` (``arena_size``, ``total_size`` without reuse,
+        op type, reason), ``placement`` (name, op type and ``npu``, ``host``, ``view`` or
+        ``dropped`` for every node), ``fused`` (``[{"node": conv, "fused": [names]}]``),
+        ``int8_edges`` (the values stored in int8 between int8 Convs), ``memory`` (``arena_size``, ``total_size`` without reuse,
         ``lower_bound``: the most bytes alive at one step), ``seconds`` per stage and
         ``precision`` (``assigned``: node -> precision of the matrix nodes not in f32,
         ``fallbacks``: nodes kept in f32 with the reason, ``bias_correction``: node -> the
@@ -385,7 +389,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         raise CompileError(f"precision `{precision}` is not supported (supported: {', '.join(PRECISIONS)})")
     if auto_mixed is not None:
         return _compile_auto_mixed(model, float(auto_mixed), target, precision, input_shapes, keep_intermediates,
-                                   progress, report, calib, calib_samples, qtable, bias_correction)
+                                   progress, report, calib, calib_samples, qtable, bias_correction, fuse)
     for node_name, p in (qtable or {}).items():
         if p not in PRECISIONS:
             raise CompileError(f"qtable: node `{node_name}` has precision `{p}` (supported: {', '.join(PRECISIONS)})")
@@ -497,7 +501,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     timings["precision"] = time.perf_counter() - t0
 
     # ---- epilogue fusion (docs/compiler.md): off when every intermediate is kept -------
-    fused = [] if keep_intermediates else _fuse.fuse(nodes, info, graph_outputs, HasStrategy, TensorSpec)
+    fused = [] if keep_intermediates or not fuse else _fuse.fuse(nodes, info, graph_outputs, HasStrategy, TensorSpec)
     int8_edges = [] if keep_intermediates else _int8_edges.assign(nodes, info, graph_outputs, HasStrategy, TensorSpec)
 
     # ---- lower and build ----------------------------------------------------------------

@@ -1,0 +1,179 @@
+"""Epilogue fusion (docs/compiler.md, step 5) and int8 activations between int8 Convs
+(docs/precision.md, "int8 between ops"): the Conv strategy's fused residual, Relu/Clip,
+int8 data, int8 residual and int8 output against numpy references written here; whole
+models against ONNX Runtime and bit for bit against the unfused compilation."""
+import numpy as np
+import pytest
+from onnx import helper
+
+import tilecore
+from tilecore import compiler
+
+from strategy_util import run_lowered
+from test_driver import make_model, ort_run
+from test_precision import conv_ref
+
+RNG = np.random.default_rng(21)
+
+
+def randn(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+# ---- the Conv strategy ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("xs,ws,attrs,act", [
+    ((1, 8, 10, 10), (16, 8, 3, 3), dict(pads=[1, 1, 1, 1]), {"tc_activation": "Relu"}),
+    ((2, 40, 9, 9), (24, 40, 3, 3), dict(pads=[1, 1, 1, 1], strides=[2, 2]), {}),       # two K chunks
+    ((1, 16, 7, 7), (160, 16, 1, 1), {}, {"tc_activation": "Clip", "tc_clip_min": -0.5, "tc_clip_max": 0.75}),
+    ((1, 12, 9, 9), (12, 1, 3, 3), dict(group=12, pads=[1, 1, 1, 1]),                   # depthwise
+     {"tc_activation": "Clip", "tc_clip_min": 0.0, "tc_clip_max": 6.0}),
+])
+def test_conv_residual_and_activation_f32(xs, ws, attrs, act):
+    x, w, b = randn(*xs), randn(*ws, scale=0.3), randn(ws[0])
+    y = conv_ref(x.astype(np.float64), w.astype(np.float64), None, attrs.get("strides", [1])[0],
+                 attrs.get("pads", [0])[0], 1, attrs.get("group", 1)) + b.reshape(1, -1, 1, 1)
+    r = randn(*y.shape)
+    ref = y + r
+    if act:
+        ref = np.clip(ref, act.get("tc_clip_min", 0.0), act.get("tc_clip_max", np.inf))
+    out = run_lowered("Conv", dict(attrs, tc_residual=1, **act), [x, w, b, r], [np.zeros(y.shape, np.float32)])[0]
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_int8_in_int8_residual_int8_out():
+    """Every int8 path at once, bit-exact against numpy doing the same f32 steps."""
+    xs, ws = (1, 24, 8, 8), (40, 24, 3, 3)
+    xq = RNG.integers(-128, 128, xs).astype(np.int8)
+    wq = RNG.integers(-127, 128, ws).astype(np.int8)
+    bq = RNG.integers(-2000, 2000, ws[0]).astype(np.int32)
+    w_scale = (RNG.random(ws[0]) * 0.002 + 0.0005).astype(np.float32)
+    rq = RNG.integers(-128, 128, (1, 40, 8, 8)).astype(np.int8)
+    sx, zx, sr, zr, sy, zy = 0.05, -3, 0.04, 5, 0.03, -7
+    attrs = {"pads": [1, 1, 1, 1], "tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx,
+             "tc_residual": 1, "tc_residual_scale": sr, "tc_residual_zero_point": zr, "tc_activation": "Relu",
+             "tc_y_scale": sy, "tc_y_zero_point": zy}
+    out = run_lowered("Conv", attrs, [xq, wq, bq, w_scale, rq], [np.zeros((1, 40, 8, 8), np.int8)])[0]
+    f = np.float32
+    xp = np.pad(xq.astype(np.int64), ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=zx)  # padding is the zero point
+    acc = conv_ref(xp, wq.astype(np.int64)) + bq.reshape(1, -1, 1, 1)
+    y = acc.astype(f) * (w_scale * f(sx)).reshape(1, -1, 1, 1)
+    y = y + (rq.astype(f) - f(zr)) * f(sr)
+    y = np.maximum(y, f(0))
+    t = y * f(1.0 / np.float64(f(sy))) + f(zy)
+    np.testing.assert_array_equal(out, np.clip(np.rint(t), -128, 127).astype(np.int8))
+
+
+def test_fused_epilogue_reasons():
+    x, w = compiler.TensorSpec((1, 8, 6, 6), "float32"), compiler.TensorSpec((4, 8, 1, 1), "float32")
+    r = compiler.TensorSpec((1, 4, 6, 6), "float32")
+    assert compiler.HasStrategy("Conv", {"tc_residual": 1}, [x, w, None, r]) == ""
+    assert "after the bias" in compiler.HasStrategy("Conv", {"tc_residual": 1}, [x, w, r])
+    assert "residual input's shape" in compiler.HasStrategy(
+        "Conv", {"tc_residual": 1}, [x, w, None, compiler.TensorSpec((1, 4, 6, 1), "float32")])
+    assert "int8 in an int8 Conv" in compiler.HasStrategy(
+        "Conv", {"tc_residual": 1}, [x, w, None, compiler.TensorSpec((1, 4, 6, 6), "int8")])
+    assert "tc_activation `Gelu`" in compiler.HasStrategy("Conv", {"tc_activation": "Gelu"}, [x, w])
+    assert "tc_clip_min is above" in compiler.HasStrategy(
+        "Conv", {"tc_activation": "Clip", "tc_clip_min": 1.0, "tc_clip_max": 0.0}, [x, w])
+    assert "tc_y_scale (an int8 output) is for Conv only" in compiler.HasStrategy(
+        "MatMul", {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_y_scale": 0.1},
+        [compiler.TensorSpec((4, 8), "float32"), compiler.TensorSpec((8, 4), "int8"), None,
+         compiler.TensorSpec((4,), "float32")])
+
+
+# ---- whole models --------------------------------------------------------------------
+
+
+def residual_model():
+    """A ResNet basic block with a downsample branch exported after the main one (so the
+    fused Conv must run after the residual's producer), a Relu6 and a Conv output that is
+    also a graph output (not fused)."""
+    w1, w2 = randn(16, 8, 3, 3, scale=0.2), randn(16, 16, 3, 3, scale=0.1)
+    wd, w3 = randn(16, 8, 1, 1, scale=0.3), randn(16, 16, 1, 1, scale=0.2)
+    b1, b2 = randn(16), randn(16)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["x", "wd"], ["d"], name="down"),
+             helper.make_node("Add", ["c2", "d"], ["s"], name="add"),
+             helper.make_node("Relu", ["s"], ["r2"], name="relu2"),
+             helper.make_node("Conv", ["r2", "w3"], ["c3"], name="conv3"),
+             helper.make_node("Clip", ["c3", "lo", "hi"], ["y"], name="relu6"),
+             helper.make_node("Conv", ["y", "w3"], ["z"], name="conv4"),
+             helper.make_node("Relu", ["z"], ["zr"], name="relu4")]
+    inits = [("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("wd", wd), ("w3", w3),
+             ("lo", np.array(0.0, np.float32)), ("hi", np.array(6.0, np.float32))]
+    return make_model(nodes, [("x", [1, 8, 10, 10], np.float32)], ["y", "zr", "z"], inits)
+
+
+def test_fusion_matches_onnxruntime_and_the_unfused_bits():
+    model = residual_model()
+    rep, rep_off = {}, {}
+    fused = tilecore.compile(model, report=rep)
+    plain = tilecore.compile(model, report=rep_off, fuse=False)
+    assert rep["fused"] == [{"node": "conv1", "fused": ["relu1"]}, {"node": "conv2", "fused": ["add", "relu2"]},
+                            {"node": "conv3", "fused": ["relu6"]}]  # conv4: z is an output
+    assert rep_off["fused"] == [] and rep_off["npu_steps"] == 10 and rep["npu_steps"] == 6
+    assert [p["where"] for p in rep["placement"] if p["name"] in ("add", "relu2")] == ["dropped", "dropped"]
+    x = randn(1, 8, 10, 10)
+    a, b = fused.run({"x": x}), plain.run({"x": x})
+    ref = ort_run(model, {"x": x})
+    for k in ("y", "zr", "z"):
+        np.testing.assert_array_equal(a[k], b[k])  # the same f32 operations in the same order
+        np.testing.assert_allclose(a[k], ref[k], rtol=1e-4, atol=1e-4)
+
+
+def test_not_fused():
+    """A broadcast Add (a bias), a Conv read twice, a Clip bound computed at run time."""
+    w = randn(4, 4, 1, 1)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+             helper.make_node("Add", ["c", "bias"], ["a"], name="bias_add"),
+             helper.make_node("Conv", ["a", "w"], ["c2"], name="conv2"),
+             helper.make_node("Relu", ["c2"], ["r"], name="relu"),
+             helper.make_node("Add", ["r", "c2"], ["y"], name="twice"),
+             helper.make_node("Conv", ["y", "w"], ["c3"], name="conv3"),
+             helper.make_node("Clip", ["c3", "lo"], ["z"], name="clip")]
+    lo_node = helper.make_node("ReduceMin", ["x"], ["lo"], name="lo", keepdims=0)
+    model = make_model([lo_node] + nodes, [("x", [1, 4, 5, 5], np.float32)], ["z"],
+                       [("w", w), ("bias", randn(1, 4, 1, 1))])
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    assert rep["fused"] == []
+    x = randn(1, 4, 5, 5)
+    np.testing.assert_allclose(exe.run({"x": x})["z"], ort_run(model, {"x": x})["z"], rtol=1e-4, atol=1e-4)
+
+
+def test_int8_edges():
+    """int8 between int8 Convs: without a residual the bits are those of the f32 edge
+    (the producer quantises as its reader did on load); the residual block is read in
+    int8, close to the f32-edge compilation and to ONNX Runtime."""
+    model = residual_model()
+    samples = {"x": randn(4, 1, 8, 10, 10)}
+    rep, rep_kept = {}, {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    kept = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep_kept, keep_intermediates=True)
+    assert rep["int8_edges"] == ["r1", "r2"] and rep_kept["int8_edges"] == []
+    assert sorted(rep["precision"]["assigned"]) == ["conv1", "conv2", "conv3", "conv4", "down"]
+    x = samples["x"][0]
+    a, b = exe.run({"x": x}), kept.run({"x": x})
+    ref = ort_run(model, {"x": x})
+
+    def cos(u, v):
+        u, v = u.ravel().astype(np.float64), v.ravel().astype(np.float64)
+        return u @ v / (np.linalg.norm(u) * np.linalg.norm(v))
+
+    for k in ("y", "zr", "z"):
+        assert cos(a[k], b[k]) > 0.999 and cos(a[k], ref[k]) > 0.99, k
+    # conv1 -> relu1 -> conv2 alone: no residual, so the int8 edge gives the same bits
+    chain = make_model([helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+                        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+                        helper.make_node("Conv", ["r1", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1])],
+                       [("x", [1, 8, 10, 10], np.float32)], ["y"],
+                       [("w1", randn(16, 8, 3, 3, scale=0.2)), ("b1", randn(16)), ("w2", randn(8, 16, 3, 3))])
+    rep = {}
+    e1 = tilecore.compile(chain, precision="int8", calib_samples=samples, report=rep)
+    e2 = tilecore.compile(chain, precision="int8", calib_samples=samples, keep_intermediates=True)
+    assert rep["int8_edges"] == ["r1"]
+    np.testing.assert_array_equal(e1.run({"x": x})["y"], e2.run({"x": x})["y"])
