@@ -15,7 +15,8 @@
  * kw*dw, so `tile.vec_max` / `vec_add` read it directly. The average multiplies by 1 / count per
  * row and per column (the count separates), a `vec_muls` when every window counts the same. LpPool
  * squares the patch (|x| is its square root; p > 2: exp(p log |x|)), sums the taps and takes the
- * p-th root.
+ * p-th root. An int8 MaxPool (between int8 Convs) DMAs its int8 rows into the f32 patch
+ * and its f32 result back to int8; both conversions are exact.
  */
 #include <algorithm>
 
@@ -170,8 +171,12 @@ PrimFunc LowerPool(const OpCall& call) {
   if (call.outputs.size() != 1)
     TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type
                                << "): the Indices output has no npu strategy";
+  if (call.outputs[0]->dtype != call.inputs[0]->dtype)
+    TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): output dtype "
+                               << call.outputs[0]->dtype.str() << " is not the input's "
+                               << call.inputs[0]->dtype.str();
   Params p = MakeParams(call);
-  DataType f32 = DataType::Float(32);
+  DataType f32 = DataType::Float(32);  // the tiles; an int8 input is converted by the DMA
   Buffer X = View(p.in[0], {g.N, g.C, g.D, g.H, g.W}, "X");
   Buffer Y = View(p.out[0], {g.N, g.C, g.OD, g.OH, g.OW}, "Y");
   int64_t ekd = g.Ek(0);  // input depth planes per output plane
@@ -346,7 +351,11 @@ PrimFunc LowerPool(const OpCall& call) {
 std::string CheckPool(const std::string& op, const Map<String, Any>& attrs,
                       const std::vector<TensorSpec>& ins) {
   if (ins.size() != 1 || !ins[0].defined()) return op + ": expects one input";
-  std::string why = CheckDTypes(ins, {DataType::Float(32)}, op);
+  // MaxPool also between int8 Convs (docs/precision.md, "int8 between ops"): the max of
+  // quantised values is the quantised max
+  std::vector<DataType> types{DataType::Float(32)};
+  if (op == "MaxPool") types.push_back(DataType::Int(8));
+  std::string why = CheckDTypes(ins, types, op);
   if (!why.empty()) return why;
   if (AttrInt(attrs, "storage_order", 0) != 0)
     return op + ": storage_order (of the Indices output) has no npu strategy";

@@ -4,7 +4,9 @@
 An int8 Conv normally stores f32 and its int8 readers quantise that on load. When every
 reader of its output is an int8 Conv on the npu — reading it as data (all with one
 ``tc_x_scale`` and zero point, as they are: the scale is the tensor's calibrated
-threshold) or as a fused residual — the output is stored in int8 instead:
+threshold) or as a fused residual — or a MaxPool whose output is read so, the output
+is stored in int8 instead (the MaxPool runs in int8: the max of quantised values is the
+quantised max):
 
 - the producer gets ``tc_y_scale`` / ``tc_y_zero_point`` and quantises in its epilogue
   with the same operations its readers used on load, so the data readers see the same
@@ -30,43 +32,62 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
         for i, v in enumerate(nd.ins):
             if v is not None:
                 readers.setdefault(str(v.name), []).append((nd, i))
+    def int8_readers(name, depth=0):
+        """(data scales, residual readers, MaxPools) when every reader of ``name`` takes it
+        in int8 (a MaxPool: through its output), else None."""
+        rs = readers.get(name, [])
+        if name in graph_outputs or not rs or info[name][1] != "float32" or depth > 4:
+            return None
+        scales, residual, pools = set(), [], []
+        for r, i in rs:
+            if r.where != "npu":
+                return None
+            if r.op == "MaxPool" and len(r.outs) == 1:
+                sub = int8_readers(str(r.outs[0].name), depth + 1)
+                if sub is None:
+                    return None
+                scales |= sub[0]
+                residual += sub[1]
+                pools += [r] + sub[2]
+            elif r.op != "Conv" or r.attrs.get("tc_precision") != "int8":
+                return None
+            elif i == 0 and r.attrs.get("tc_x_scale"):
+                scales.add((float(r.attrs["tc_x_scale"]), int(r.attrs.get("tc_x_zero_point", 0))))
+            elif r.attrs.get("tc_residual") and i == len(r.ins) - 1:
+                residual.append(r)
+            else:
+                return None
+        return scales, residual, pools
+
     done = []
     for nd in nodes:
         if (nd.op != "Conv" or nd.where != "npu" or nd.attrs.get("tc_precision") != "int8"
                 or len(nd.outs) != 1):
             continue
         y = str(nd.outs[0].name)
-        rs = readers.get(y, [])
-        if y in graph_outputs or not rs or info[y][1] != "float32":
+        found = int8_readers(y)
+        if found is None or len(found[0]) != 1:
             continue
-        scales, residual_readers = set(), []
-        for r, i in rs:
-            if r.where != "npu" or r.op != "Conv" or r.attrs.get("tc_precision") != "int8":
-                break
-            if i == 0 and r.attrs.get("tc_x_scale"):
-                scales.add((float(r.attrs["tc_x_scale"]), int(r.attrs.get("tc_x_zero_point", 0))))
-            elif r.attrs.get("tc_residual") and i == len(r.ins) - 1:
-                residual_readers.append(r)
-            else:
-                break
-        else:
-            if len(scales) != 1:
-                continue
-            scale, zero_point = scales.pop()
-            saved = [(x, x.attrs, x.in_specs) for x in {id(x): x for x in [nd] + [r for r, _ in rs]}.values()]
-            shape = info[y][0]
-            info[y] = (shape, "int8")
-            nd.attrs = dict(nd.attrs, tc_y_scale=scale, tc_y_zero_point=zero_point)
-            for r in residual_readers:
-                r.attrs = dict(r.attrs, tc_residual_scale=scale, tc_residual_zero_point=zero_point)
-            refused = False
-            for x, _, _ in saved:
-                x.in_specs = [None if v is None else TensorSpec(*info[str(v.name)]) for v in x.ins]
-                refused = refused or bool(HasStrategy(x.op, x.attrs, x.in_specs))
-            if refused:  # a strategy refuses the int8 form: the edge stays f32
-                info[y] = (shape, "float32")
-                for x, attrs, specs in saved:
-                    x.attrs, x.in_specs = attrs, specs
-                continue
-            done.append(y)
+        (scale, zero_point), residual_readers, pools = found[0].pop(), found[1], found[2]
+        values = [y] + [str(p.outs[0].name) for p in pools]
+        touched = {id(x): x for x in [nd] + pools + residual_readers}
+        for v in values:
+            touched.update({id(r): r for r, _ in readers.get(v, [])})
+        saved = [(x, x.attrs, x.in_specs) for x in touched.values()]
+        old = {v: info[v] for v in values}
+        for v in values:
+            info[v] = (info[v][0], "int8")
+        nd.attrs = dict(nd.attrs, tc_y_scale=scale, tc_y_zero_point=zero_point)
+        for r in residual_readers:
+            r.attrs = dict(r.attrs, tc_residual_scale=scale, tc_residual_zero_point=zero_point)
+        refused = False
+        for x, _, _ in saved:
+            x.in_specs = [None if v is None else TensorSpec(*info[str(v.name)]) for v in x.ins]
+            refused = refused or bool(HasStrategy(x.op, x.attrs, x.in_specs))
+        if refused:  # a strategy refuses the int8 form: the edges stay f32
+            info.update(old)
+            for x, attrs, specs in saved:
+                x.attrs, x.in_specs = attrs, specs
+            continue
+        done += values
     return done

@@ -177,3 +177,27 @@ def test_int8_edges():
     e2 = tilecore.compile(chain, precision="int8", calib_samples=samples, keep_intermediates=True)
     assert rep["int8_edges"] == ["r1"]
     np.testing.assert_array_equal(e1.run({"x": x})["y"], e2.run({"x": x})["y"])
+
+
+def test_int8_edges_through_maxpool():
+    """Conv -> Relu -> MaxPool -> Conv: both edges int8 (the pool in int8), the same bits
+    as the f32 edges (the max of quantised values is the quantised max)."""
+    model = make_model([helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[3, 3, 3, 3],
+                                         strides=[2, 2]),
+                        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+                        helper.make_node("MaxPool", ["r1"], ["p"], name="pool", kernel_shape=[3, 3],
+                                         strides=[2, 2], pads=[1, 1, 1, 1]),
+                        helper.make_node("Conv", ["p", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1])],
+                       [("x", [1, 3, 32, 32], np.float32)], ["y"],
+                       [("w1", randn(16, 3, 7, 7, scale=0.1)), ("w2", randn(8, 16, 3, 3, scale=0.1))])
+    samples = {"x": randn(3, 1, 3, 32, 32)}
+    rep = {}
+    e1 = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    e2 = tilecore.compile(model, precision="int8", calib_samples=samples, keep_intermediates=True)
+    assert rep["int8_edges"] == ["r1", "p"]
+    x = samples["x"][0]
+    y1 = e1.run({"x": x})["y"]
+    np.testing.assert_array_equal(y1, e2.run({"x": x})["y"])
+    ref = ort_run(model, {"x": x})["y"]
+    cos = float(y1.ravel() @ ref.ravel() / (np.linalg.norm(y1) * np.linalg.norm(ref)))
+    assert cos > 0.99
