@@ -110,18 +110,23 @@ inline std::vector<Stmt> DequantiseResidual(
   return s;
 }
 
-/*! \brief The activation of `e` on every element of `v` (a view with dims `dims`); an
- * empty statement when there is none. */
+/*! \brief The activation of `e` on every element of `v`, over the loops `nest` makes;
+ * an empty statement when there is none. One statement per bound: each is one vector
+ * command (max, then min), where min(max(..)) would stay a scalar loop. */
 inline Stmt ApplyActivation(
     const FusedEpilogue& e, const Buffer& v,
     const std::function<Stmt(const std::function<Stmt(const Array<PrimExpr>&)>&)>& nest) {
-  if (e.activation.empty()) return Evaluate(I32(0));
-  return nest([&](const Array<PrimExpr>& i) {
-    PrimExpr y = BufferLoad(v, i);
-    if (std::isfinite(e.lo)) y = max(y, F32(e.lo));
-    if (std::isfinite(e.hi)) y = min(y, F32(e.hi));
-    return BufferStore(v, y, i);
-  });
+  std::vector<Stmt> s;
+  if (!e.activation.empty() && std::isfinite(e.lo))
+    s.push_back(nest([&](const Array<PrimExpr>& i) {
+      return BufferStore(v, max(BufferLoad(v, i), F32(e.lo)), i);
+    }));
+  if (!e.activation.empty() && std::isfinite(e.hi))
+    s.push_back(nest([&](const Array<PrimExpr>& i) {
+      return BufferStore(v, min(BufferLoad(v, i), F32(e.hi)), i);
+    }));
+  if (s.empty()) return Evaluate(I32(0));
+  return s.size() == 1 ? s[0] : Seq(s);
 }
 
 }  // namespace detail
