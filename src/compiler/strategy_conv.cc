@@ -526,29 +526,49 @@ PrimFunc LowerConv(const OpCall& call) {
                                            {1, cc, 1, vhi - vlo}),
                                     xregion(n, xc, ih, vlo, cc, 1, vhi - vlo), I32(event)}));
                       });
-                      st.push_back(always_inside
-                                       ? block
-                                       : IfThenElse(ih0 >= I32(0) && ih0 + I32(rin) <= I32(g.H),
-                                                    block, rows));
+                      if (always_inside) {
+                        st.push_back(block);
+                      } else if (rcount == 1) {
+                        // one row tile: its rows are known here, so the valid ones are one
+                        // block (each DMA pays the DDR latency: a DMA per row cost more than
+                        // the data in the small late layers)
+                        int64_t top = rbase * g.sh - g.pt;
+                        int64_t lo = std::max<int64_t>(0, top), hi = std::min(g.H, top + rin);
+                        if (hi > lo)
+                          st.push_back(Intrin(
+                              "tile.dma_copy",
+                              {Region(Xp, {I32(slot), I32(0), I32(lo - top), I32(vlo - iw0)},
+                                      {1, cc, hi - lo, vhi - vlo}),
+                               xregion(n, xc, I32(lo), vlo, cc, hi - lo, vhi - vlo), I32(event)}));
+                      } else {
+                        st.push_back(IfThenElse(ih0 >= I32(0) && ih0 + I32(rin) <= I32(g.H), block,
+                                                rows));
+                      }
                     }
                     return st;
                   };
                   // Chunk (c0, cc) from Xp[slot] (loaded): quantise, im2col, the mms of the
                   // MB blocks. `prefetch` (the next chunk's patch) is issued after the first
                   // weight block, so it loads while this chunk is unfolded.
+                  // weight block j of chunk (c0, cc) into Al[wslot] (event 0): its DMA waits in
+                  // the queue for the mm that last read that slot
+                  auto wload_at = [&](PrimExpr c0, int64_t cc, int64_t j, int64_t wslot) {
+                    int64_t kc = cc * KK;
+                    return Intrin("tile.dma_copy",
+                                  {Region(Al, {I32(wslot), I32(0), I32(0)}, {1, tm, kc}),
+                                   Region(Wt, {gi, m0_of(j), c0 * I32(KK)}, {1, tm, kc}), I32(0)});
+                  };
+                  // Weight block j of this chunk is in slot (wbase + j) % 2. `preloaded`: its
+                  // first block was issued already (by the previous chunk); `next_first`: the
+                  // next chunk's first block, issued after this chunk's last mm so it loads
+                  // while that mm runs (the DDR stays busy in weight-bound Convs).
                   auto compute = [&](PrimExpr c0, int64_t cc, int64_t slot, bool acc,
-                                     const std::vector<Stmt>& prefetch) {
+                                     const std::vector<Stmt>& prefetch, int64_t wbase = 0,
+                                     bool preloaded = false, Stmt next_first = Stmt()) {
                     int64_t kc = cc * KK, xoff = slot * CC * rin * win;
                     std::vector<Stmt> st;
-                    // weight block j into Al[j % 2] (event 0): its DMA waits in the queue for
-                    // the mm that last read that slot
-                    auto wload = [&](int64_t j) {
-                      return Intrin(
-                          "tile.dma_copy",
-                          {Region(Al, {I32(j % 2), I32(0), I32(0)}, {1, tm, kc}),
-                           Region(Wt, {gi, m0_of(j), c0 * I32(KK)}, {1, tm, kc}), I32(0)});
-                    };
-                    st.push_back(wload(0));
+                    auto wload = [&](int64_t j) { return wload_at(c0, cc, j, (wbase + j) % 2); };
+                    if (!preloaded) st.push_back(wload(0));
                     for (const Stmt& x : prefetch) st.push_back(x);
                     if (qx) {  // quantise the patch on load
                       std::vector<int64_t> pd{cc, rin, win};
@@ -586,11 +606,13 @@ PrimFunc LowerConv(const OpCall& call) {
                       st.push_back(Intrin("tile.wait", {I32(0)}));    // weight block j is in L1
                       st.push_back(
                           Intrin("tile.mm", {Region(Cl, {I32(j * tm), I32(0)}, {tm, P}),
-                                             Region(Al, {I32(j % 2), I32(0), I32(0)}, {1, tm, kc}),
+                                             Region(Al, {I32((wbase + j) % 2), I32(0), I32(0)},
+                                                    {1, tm, kc}),
                                              Region(Colm, {I32(0), I32(0)}, {kc, P}),
                                              IntImm(DataType::Bool(), acc ? 1 : 0)}));
                       if (j + 1 < mb) st.push_back(wload(j + 1));  // loads during mm j
                     }
+                    if (next_first.defined()) st.push_back(next_first);
                     return st;
                   };
                   auto push = [&](const std::vector<Stmt>& v) {
@@ -610,8 +632,13 @@ PrimFunc LowerConv(const OpCall& call) {
                         next = load_patch(I32(chunks[k + 1].first), chunks[k + 1].second,
                                           int64_t((k + 1) % 2), 1);
                       if (next.empty()) next.push_back(Evaluate(I32(0)));
+                      int64_t wbase = static_cast<int64_t>(k) * mb;
+                      Stmt next_first;
+                      if (k + 1 < chunks.size())
+                        next_first = wload_at(I32(chunks[k + 1].first), chunks[k + 1].second, 0,
+                                              (wbase + mb) % 2);
                       push(compute(I32(chunks[k].first), chunks[k].second, int64_t(k % 2),
-                                   k > 0 || preset, next));
+                                   k > 0 || preset, next, wbase, k > 0, next_first));
                     }
                   } else {
                     bool first = true;
