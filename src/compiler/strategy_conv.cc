@@ -9,15 +9,15 @@
  * input channels (CC * KH * KW <= 256). For each chunk the input rows the tile needs
  * are DMAed row by row into a zero-filled L1 patch (padding = the zeros left), the
  * patch is unfolded into col (im2col, in L1, one vector copy per tap from a strided view
- * of the patch), and tile.mm accumulates (CC, then R, shrink when they would overflow L1).
- * The input block is one DMA when the tile has no padding row (else one per row), and a
- * Conv with one kernel row and a row stride loads only the rows it uses. A work item
- * computes MB blocks of TM output channels from each unfolded chunk, so the input is read
- * once per MB blocks; the cost model (cost_model.h) picks MB among those whose
- * accumulators fit L1 (fewer items for the cores against less input traffic). Column
- * tiles are placed at compile time (a loop in the generator), so every DMA has constant extents;
- * rows, output channels and images are loops, spread over the cores. A depthwise Conv (Cg = Mg = 1)
- * runs on the vector engine instead (LowerDepthwise).
+ * of the patch; a 1x1 Conv with unit strides and no padding over whole rows skips it: its
+ * patch is the column matrix), and tile.mm accumulates (CC, then R, shrink when they would overflow
+ * L1). The input block is one DMA when the tile has no padding row (else one per row), and a Conv
+ * with one kernel row and a row stride loads only the rows it uses. A work item computes MB blocks
+ * of TM output channels from each unfolded chunk, so the input is read once per MB blocks; the cost
+ * model (cost_model.h) picks MB among those whose accumulators fit L1 (fewer items for the cores
+ * against less input traffic). Column tiles are placed at compile time (a loop in the generator),
+ * so every DMA has constant extents; rows, output channels and images are loops, spread over the
+ * cores. A depthwise Conv (Cg = Mg = 1) runs on the vector engine instead (LowerDepthwise).
  *
  * Precisions (tc_precision, docs/precision.md): in f16/bf16 the patch, col and weight
  * tiles hold the narrow type (the DMA converts f32 data, nearest even) and tile.mm
@@ -464,6 +464,13 @@ PrimFunc LowerConv(const OpCall& call) {
                   Buffer Col = Local({kcmax, r, tw}, ot, "Col");
                   Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(),
                                        I32(0), "local", "Colm");
+                  const bool direct = KK == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pb == 0 &&
+                                      vlo == iw0 && vhi - vlo == win && rin == r && win == tw;
+                  // the patch as a matrix [slots x CC, rin x win] (the quantised one in int8)
+                  Buffer XpMat = qx ? Buffer(Xq->data, ot, {I32(CC), I32(P)}, Array<PrimExpr>(),
+                                             I32(0), "local", "XqMat")
+                                    : Buffer(Xp->data, ot, {I32((db ? 2 : 1) * CC), I32(P)},
+                                             Array<PrimExpr>(), I32(0), "local", "XpMat");
                   Buffer Al = Local({2, tm, kcmax}, ot, "Al");  // weight blocks, double-buffered
                   Buffer Cl = Local({mb * tm, P}, acc_t, "Cl");
                   Buffer Cf = q ? Local({mb * tm, P}, f32, "Cf") : Cl;  // the f32 result
@@ -541,8 +548,8 @@ PrimFunc LowerConv(const OpCall& call) {
                                       {1, cc, hi - lo, vhi - vlo}),
                                xregion(n, xc, I32(lo), vlo, cc, hi - lo, vhi - vlo), I32(event)}));
                       } else {
-                        st.push_back(IfThenElse(ih0 >= I32(0) && ih0 + I32(rin) <= I32(g.H), block,
-                                                rows));
+                        st.push_back(
+                            IfThenElse(ih0 >= I32(0) && ih0 + I32(rin) <= I32(g.H), block, rows));
                       }
                     }
                     return st;
@@ -568,6 +575,22 @@ PrimFunc LowerConv(const OpCall& call) {
                     int64_t kc = cc * KK, xoff = slot * CC * rin * win;
                     std::vector<Stmt> st;
                     auto wload = [&](int64_t j) { return wload_at(c0, cc, j, (wbase + j) % 2); };
+                    // the mms of the MB blocks from the column matrix `col` ([kc, P])
+                    auto mms = [&](int64_t, const BufferRegion& col) {
+                      for (int64_t j = 0; j < mb; ++j) {  // every block from one unfolded chunk
+                        if (j == 0 && !acc)  // the first write of the accumulators: the last
+                          st.push_back(Intrin("tile.wait", {I32(2)}));  // item's stores are out
+                        st.push_back(Intrin("tile.wait", {I32(0)}));    // weight block j is in L1
+                        st.push_back(
+                            Intrin("tile.mm",
+                                   {Region(Cl, {I32(j * tm), I32(0)}, {tm, P}),
+                                    Region(Al, {I32((wbase + j) % 2), I32(0), I32(0)}, {1, tm, kc}),
+                                    col, IntImm(DataType::Bool(), acc ? 1 : 0)}));
+                        if (j + 1 < mb) st.push_back(wload(j + 1));  // loads during mm j
+                      }
+                      if (next_first.defined()) st.push_back(next_first);
+                      return st;
+                    };
                     if (!preloaded) st.push_back(wload(0));
                     for (const Stmt& x : prefetch) st.push_back(x);
                     if (qx) {  // quantise the patch on load
@@ -586,6 +609,10 @@ PrimFunc LowerConv(const OpCall& call) {
                         return BufferStore(xq, Cast(ot, BufferLoad(xf, i)), i);
                       }));
                     }
+                    // A 1x1 Conv with unit strides and no padding over whole rows: the patch
+                    // [cc, r, tw] is already the column matrix, which the mm reads in place
+                    if (direct)
+                      return mms(cc, Region(XpMat, {I32(qx ? 0 : slot * CC), I32(0)}, {kc, P}));
                     // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw +
                     // kw * dw], one vector copy per tap between strided views of Xp and Col (the
                     // engine reads a strided source; a loop over x * sw it could not take as one
@@ -600,20 +627,7 @@ PrimFunc LowerConv(const OpCall& call) {
                         st.push_back(CopyNest(dst, src, {cc, r, tw}));
                       }
                     }
-                    for (int64_t j = 0; j < mb; ++j) {  // every block from one unfolded chunk
-                      if (j == 0 && !acc)  // the first write of the accumulators: the last
-                        st.push_back(Intrin("tile.wait", {I32(2)}));  // item's stores are out
-                      st.push_back(Intrin("tile.wait", {I32(0)}));    // weight block j is in L1
-                      st.push_back(
-                          Intrin("tile.mm", {Region(Cl, {I32(j * tm), I32(0)}, {tm, P}),
-                                             Region(Al, {I32((wbase + j) % 2), I32(0), I32(0)},
-                                                    {1, tm, kc}),
-                                             Region(Colm, {I32(0), I32(0)}, {kc, P}),
-                                             IntImm(DataType::Bool(), acc ? 1 : 0)}));
-                      if (j + 1 < mb) st.push_back(wload(j + 1));  // loads during mm j
-                    }
-                    if (next_first.defined()) st.push_back(next_first);
-                    return st;
+                    return mms(cc, Region(Colm, {I32(0), I32(0)}, {kc, P}));
                   };
                   auto push = [&](const std::vector<Stmt>& v) {
                     for (const Stmt& x : v) s.push_back(x);

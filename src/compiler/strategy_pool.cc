@@ -252,7 +252,15 @@ PrimFunc LowerPool(const OpCall& call) {
                 s.push_back(Intrin("tile.wait", {I32(0)}));
                 if (vhi > vlo) {
                   Buffer P4 = View(Pa, {cc, ekd, ph, pw}, "P4");
-                  s.push_back(Loop("z", ekd, [&](PrimExpr z) {
+                  // every row inside the image (2-D): one DMA of the block, not one per row
+                  // (each DMA pays the DDR latency)
+                  PrimExpr ih0 = oh0 * I32(g.s[1]) - I32(g.pb[1]);
+                  Stmt block = Intrin(
+                      "tile.dma_copy",
+                      {Region(P4, {I32(0), I32(0), I32(0), I32(vlo - iw0)}, {cc, 1, ph, vhi - vlo}),
+                       Region(X, {n, c0, I32(0), ih0, I32(vlo)}, {1, cc, 1, ph, vhi - vlo}),
+                       I32(0)});
+                  Stmt rows = Loop("z", ekd, [&](PrimExpr z) {
                     PrimExpr id = od * I32(g.s[0]) - I32(g.pb[0]) + z;
                     return Loop("rr", ph, [&](PrimExpr rr) {
                       PrimExpr ih = oh0 * I32(g.s[1]) - I32(g.pb[1]) + rr;
@@ -264,7 +272,11 @@ PrimFunc LowerPool(const OpCall& call) {
                                Region(X, {n, c0, id, ih, I32(vlo)}, {1, cc, 1, 1, vhi - vlo}),
                                I32(0)}));
                     });
-                  }));
+                  });
+                  s.push_back(
+                      ekd == 1 && g.D == 1
+                          ? IfThenElse(ih0 >= I32(0) && ih0 + I32(ph) <= I32(g.H), block, rows)
+                          : rows);
                   s.push_back(Intrin("tile.wait", {I32(0)}));
                 }
                 auto apply = [&](const TileView& v, const char* fn) {
