@@ -32,6 +32,7 @@
  * int8 dequantised), then Relu or Clip, on the f32 result before it is stored.
  */
 #include <algorithm>
+#include <tuple>
 
 #include "fused_epilogue.h"
 #include "kernel_util.h"
@@ -383,6 +384,9 @@ PrimFunc LowerConv(const OpCall& call) {
   // L1 per tile: the input patch, the column matrix, the weight and output tiles. A wide
   // strided window (a 1x1 stride-2 conv over 256 channels) can overflow L1 with the
   // largest CC and R: halve the channels per chunk (down to 16), then the rows.
+  // resident: the whole weight matrix loaded into L1 once per core, not a block per chunk
+  // and item (each DMA pays the DDR latency, and every item re-read the weights)
+  bool resident = false;
   auto l1_bytes = [&](int64_t rows, int64_t cc, int64_t mb = 1, int64_t slots = 1) {
     int64_t rin = (rows - 1) * g.sh + (g.KH - 1) * g.dh + 1,
             win = (TW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
@@ -390,7 +394,8 @@ PrimFunc LowerConv(const OpCall& call) {
     auto bank = [](int64_t bytes) { return (bytes + 65535) / 65536 * 65536; };
     int64_t ob = mp.operand_bytes(), acc = mb * TM * rows * TW * 4;
     int64_t sum = bank((qx ? 1 : slots) * cc * rin * win * ob) + bank(ob * cc * KK * rows * TW) +
-                  bank(2 * ob * TM * cc * KK) + bank(acc);
+                  (resident ? bank(ob * g.Mg * g.Cg * KK) : bank(2 * ob * TM * cc * KK)) +
+                  bank(acc);
     if (qx) sum += bank(slots * cc * rin * win * 4);  // the f32 patch
     if (q)
       sum += bank(acc) + 2 * bank(TM * 4);  // f32 result, bias, scales
@@ -429,8 +434,12 @@ PrimFunc LowerConv(const OpCall& call) {
   // means fewer items for the cores and larger accumulators in L1.
   auto build = [&](int64_t MB, bool db) {
     int64_t rotation = 0;
+    Buffer Wres = Local({g.Mg, g.Cg * KK}, ot, "Wres");
     return OverCores(call.cores, [&](PrimExpr core) {
       std::vector<Stmt> groups;
+      if (resident)
+        groups.push_back(DmaWait(Region(Wres, {I32(0), I32(0)}, {g.Mg, g.Cg * KK}),
+                                 Region(Wt, {I32(0), I32(0), I32(0)}, {1, g.Mg, g.Cg * KK}), 0));
       for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW) {
         int64_t tw = std::min(TW, g.OW - ow0);
         int64_t win = (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1;  // patch columns
@@ -559,7 +568,8 @@ PrimFunc LowerConv(const OpCall& call) {
                   // weight block, so it loads while this chunk is unfolded.
                   // weight block j of chunk (c0, cc) into Al[wslot] (event 0): its DMA waits in
                   // the queue for the mm that last read that slot
-                  auto wload_at = [&](PrimExpr c0, int64_t cc, int64_t j, int64_t wslot) {
+                  auto wload_at = [&](PrimExpr c0, int64_t cc, int64_t j, int64_t wslot) -> Stmt {
+                    if (resident) return Evaluate(I32(0));  // in L1 already
                     int64_t kc = cc * KK;
                     return Intrin("tile.dma_copy",
                                   {Region(Al, {I32(wslot), I32(0), I32(0)}, {1, tm, kc}),
@@ -581,11 +591,13 @@ PrimFunc LowerConv(const OpCall& call) {
                         if (j == 0 && !acc)  // the first write of the accumulators: the last
                           st.push_back(Intrin("tile.wait", {I32(2)}));  // item's stores are out
                         st.push_back(Intrin("tile.wait", {I32(0)}));    // weight block j is in L1
-                        st.push_back(
-                            Intrin("tile.mm",
-                                   {Region(Cl, {I32(j * tm), I32(0)}, {tm, P}),
-                                    Region(Al, {I32((wbase + j) % 2), I32(0), I32(0)}, {1, tm, kc}),
-                                    col, IntImm(DataType::Bool(), acc ? 1 : 0)}));
+                        st.push_back(Intrin(
+                            "tile.mm",
+                            {Region(Cl, {I32(j * tm), I32(0)}, {tm, P}),
+                             resident
+                                 ? Region(Wres, {m0_of(j), c0 * I32(KK)}, {tm, kc})
+                                 : Region(Al, {I32((wbase + j) % 2), I32(0), I32(0)}, {1, tm, kc}),
+                             col, IntImm(DataType::Bool(), acc ? 1 : 0)}));
                         if (j + 1 < mb) st.push_back(wload(j + 1));  // loads during mm j
                       }
                       if (next_first.defined()) st.push_back(next_first);
@@ -755,7 +767,9 @@ PrimFunc LowerConv(const OpCall& call) {
                                 Region(y_i8 ? Yq : Cl3, {I32(j * tm), I32(0), I32(0)}, {tm, r, tw}),
                                 I32(2)}));
                   }
-                  Stmt tile = Allocate(Xp, Allocate(Col, Allocate(Al, Allocate(Cl, Seq(s)))));
+                  Stmt tile = Allocate(Cl, Seq(s));
+                  if (!resident) tile = Allocate(Al, tile);
+                  tile = Allocate(Xp, Allocate(Col, tile));
                   if (q) tile = Allocate(Cf, tile);
                   if (qx) tile = Allocate(Xq, tile);
                   if (y_i8) tile = Allocate(Yq, tile);
@@ -772,7 +786,7 @@ PrimFunc LowerConv(const OpCall& call) {
         }
       }
       groups.push_back(Intrin("tile.wait", {I32(2)}));  // the last stores
-      return Seq(groups);
+      return resident ? Allocate(Wres, Seq(groups)) : Seq(groups);
     });
   };
   // Candidates: MB dividing the full blocks, with or without double-buffered patches (the
@@ -790,7 +804,15 @@ PrimFunc LowerConv(const OpCall& call) {
     return EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
   };
   int64_t best_cycles = estimate(best);
+  std::pair<int64_t, bool> chosen{1, false};
+  // then the best plan with the weights resident, when they take at most half of L1
+  const bool may_reside = g.G == 1 && mp.operand_bytes() * g.Mg * g.Cg * KK <= call.l1_bytes / 2;
+  if (may_reside) cands.push_back({0, false});
   for (auto [mb, db] : cands) {
+    if (mb == 0) {  // the resident variant of the chosen plan
+      resident = true;
+      std::tie(mb, db) = chosen;
+    }
     if (!fit(mb, db) || (db && (g.Cg + CC - 1) / CC > 64)) continue;
     PrimFunc f = MakeFunc(call, p, build(mb, db));
     int64_t cycles = 0;
@@ -802,6 +824,7 @@ PrimFunc LowerConv(const OpCall& call) {
     if (cycles < best_cycles) {
       best = f;
       best_cycles = cycles;
+      chosen = {mb, db};
     }
   }
   return best;

@@ -77,3 +77,17 @@ def test_conv_reasons():
     assert "1-D and 2-D" in compiler.HasStrategy("Conv", {}, [x, w])
     x2 = compiler.TensorSpec((1, 4, 5, 5), "float32")
     assert "group" in compiler.HasStrategy("Conv", {"group": 3}, [x2, compiler.TensorSpec((3, 1, 3, 3), "float32")])
+
+
+@pytest.mark.parametrize("xs,ws,attrs", [
+    ((1, 64, 56, 56), (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}),   # ResNet-50's layer1 conv2
+    ((1, 64, 28, 28), (96, 64, 1, 1), {}),                       # pointwise: the patch is the column matrix
+])
+def test_conv_with_resident_weights(xs, ws, attrs):
+    """Weights that fit L1 are loaded once per core (the plan the cost model picks here),
+    not a block per chunk and item."""
+    specs = [compiler.TensorSpec(xs, "float32"), compiler.TensorSpec(ws, "float32")]
+    oh = xs[2] + sum(attrs.get("pads", [0, 0, 0, 0])[::2]) - ws[2] + 1
+    f = compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec((1, ws[0], oh, oh), "float32")], "npu -cores=4")
+    assert "Wres" in str(f)
+    check_op("Conv", attrs, [rand(xs, 1), rand(ws, 2, -0.1, 0.1)], rtol=1e-4, atol=1e-4)
