@@ -499,15 +499,31 @@ PrimFunc LowerConv(const OpCall& call) {
                   // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
                   // a vector-engine add would saturate), so every chunk accumulates
                   const bool preset = q && has_bias;
-                  Buffer Bl = Local({tm, 1}, acc_t, "Bl");
+                  // The scales (int8) or f32 bias of the MB blocks (consecutive channels: one
+                  // DMA, event 4, waited for in the epilogue) and the int32 bias (event 5),
+                  // issued first so their DDR latency overlaps the item's other work. One
+                  // buffer each, a slice per block (a buffer per block could share an address
+                  // the engines do not order by).
+                  Buffer Sall = Local({mb * tm, 1}, f32, q ? "Sl" : "Bf");
+                  Buffer Bl = Local({mb * tm, 1}, acc_t, "Bl");
+                  PrimExpr mfirst = gi * I32(g.Mg) + m0_of(0);
+                  if (q || has_bias)
+                    s.push_back(
+                        Intrin("tile.dma_copy",
+                               {Region(Sall, {I32(0), I32(0)}, {mb * tm, 1}),
+                                Region(q ? Sv : Bv, {mfirst, I32(0)}, {mb * tm, 1}), I32(4)}));
+                  if (preset)
+                    s.push_back(Intrin("tile.dma_copy",
+                                       {Region(Bl, {I32(0), I32(0)}, {mb * tm, 1}),
+                                        Region(Bv, {mfirst, I32(0)}, {mb * tm, 1}), I32(5)}));
                   std::vector<int64_t> cd{tm, P};
-                  if (preset) s.push_back(Intrin("tile.wait", {I32(2)}));  // the last item's stores
+                  if (preset) {
+                    s.push_back(Intrin("tile.wait", {I32(2)}));  // the last item's stores
+                    s.push_back(Intrin("tile.wait", {I32(5)}));
+                  }
                   for (int64_t j = 0; preset && j < mb; ++j) {
-                    Buffer bv = StridedView(Bl, cd, {1, 0}, 0, "Bb");
+                    Buffer bv = StridedView(Bl, cd, {1, 0}, j * tm, "Bb");
                     Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
-                    s.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {tm, 1}),
-                                        Region(Bv, {gi * I32(g.Mg) + m0_of(j), I32(0)}, {tm, 1}),
-                                        0));
                     s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
                       return BufferStore(clv, BufferLoad(bv, i), i);
                     }));
@@ -691,7 +707,7 @@ PrimFunc LowerConv(const OpCall& call) {
                   }
                   // the scales or f32 bias of every block: one buffer, a slice per block (a
                   // buffer per block could share an address the engines do not order by)
-                  Buffer Sall = Local({mb * tm, 1}, f32, q ? "Sl" : "Bf");
+                  if (q || has_bias) s.push_back(Intrin("tile.wait", {I32(4)}));
                   for (int64_t j = 0; j < mb; ++j) {
                     PrimExpr m0 = m0_of(j);
                     if (q) {  // dequantise: f32(acc) * f32(x_scale * w_scale[m])
@@ -701,8 +717,6 @@ PrimFunc LowerConv(const OpCall& call) {
                       dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
                         return BufferStore(cfv, Cast(f32, BufferLoad(clv, i)), i);
                       }));
-                      dq.push_back(DmaWait(Region(Sall, {I32(j * tm), I32(0)}, {tm, 1}),
-                                           Region(Sv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0));
                       Buffer slv = StridedView(Sall, {tm}, {1}, j * tm, "Slv");
                       dq.push_back(Nest({tm}, [&](const Array<PrimExpr>& i) {
                         return BufferStore(
@@ -714,17 +728,14 @@ PrimFunc LowerConv(const OpCall& call) {
                       }));
                       s.push_back(Seq(dq));
                     } else if (has_bias) {
-                      s.push_back(Seq(
-                          {DmaWait(Region(Sall, {I32(j * tm), I32(0)}, {tm, 1}),
-                                   Region(Bv, {gi * I32(g.Mg) + m0, I32(0)}, {tm, 1}), 0),
-                           Loop("i", tm, [&](PrimExpr i) {
-                             return Loop("x", P, [&](PrimExpr x) {
-                               PrimExpr row = I32(j * tm) + i;
-                               return BufferStore(
-                                   Cl, BufferLoad(Cl, {row, x}) + BufferLoad(Sall, {row, I32(0)}),
-                                   {row, x});
-                             });
-                           })}));
+                      s.push_back(Loop("i", tm, [&](PrimExpr i) {
+                        return Loop("x", P, [&](PrimExpr x) {
+                          PrimExpr row = I32(j * tm) + i;
+                          return BufferStore(
+                              Cl, BufferLoad(Cl, {row, x}) + BufferLoad(Sall, {row, I32(0)}),
+                              {row, x});
+                        });
+                      }));
                     }
                     if (ep.any()) {  // the fused residual and activation, on the f32 result
                       Buffer yv = StridedView(q ? Cf : Cl, cd, {P, 1}, j * tm * P, "Yv");
