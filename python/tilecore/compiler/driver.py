@@ -481,6 +481,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             for nd in narrow:
                 if (qtable or {}).get(nd.name, precision) == "int8":
                     names.update(_prec.quantisable_inputs(nd) or ())
+                    if nd.op == "Conv" and not keep_intermediates:  # an int8 edge read only as a residual
+                        names.update(str(v.name) for v in nd.outs if str(v.name))
         if names or mean_axes:
             absmax, computed = _prec.activation_statistics(graph, calib_samples, names, mean_axes)
             if names:
@@ -502,7 +504,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
 
     # ---- epilogue fusion (docs/compiler.md): off when every intermediate is kept -------
     fused = [] if keep_intermediates or not fuse else _fuse.fuse(nodes, info, graph_outputs, HasStrategy, TensorSpec)
-    int8_edges = [] if keep_intermediates else _int8_edges.assign(nodes, info, graph_outputs, HasStrategy, TensorSpec)
+    int8_edges = [] if keep_intermediates else _int8_edges.assign(nodes, info, graph_outputs, HasStrategy, TensorSpec,
+                                                                   thresholds)
 
     # ---- lower and build ----------------------------------------------------------------
     t0 = time.perf_counter()

@@ -13,7 +13,8 @@ quantised max):
   bits as before, from a quarter of the bytes;
 - a residual reader gets ``tc_residual_scale`` / ``tc_residual_zero_point`` and
   dequantises on load: the one place the result changes (the residual is int8, as in
-  any int8 engine, instead of f32).
+  any int8 engine, instead of f32). A value only residual readers read (a downsample
+  branch) is quantised with its own calibrated threshold.
 """
 
 from __future__ import annotations
@@ -22,9 +23,13 @@ from typing import Any, Callable
 
 
 def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
-           HasStrategy: Callable[..., str], TensorSpec: Callable[..., Any]) -> list[str]:
+           HasStrategy: Callable[..., str], TensorSpec: Callable[..., Any],
+           thresholds: dict[str, float] | None = None) -> list[str]:
     """Makes the eligible Conv outputs int8 in place (``info``, attributes and input
-    specs); returns their value names."""
+    specs); returns their value names. A value read only as a residual takes its scale
+    from its own calibrated threshold in ``thresholds`` (symmetric, zero point 0)."""
+    from .precision import activation_scale
+
     readers: dict[str, list[tuple[Any, int]]] = {}
     for nd in nodes:
         if nd.where == "dropped":
@@ -66,6 +71,8 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
             continue
         y = str(nd.outs[0].name)
         found = int8_readers(y)
+        if found is not None and not found[0] and found[1] and not found[2] and y in (thresholds or {}):
+            found[0].add((activation_scale(thresholds[y]), 0))  # residual readers only
         if found is None or len(found[0]) != 1:
             continue
         (scale, zero_point), residual_readers, pools = found[0].pop(), found[1], found[2]
