@@ -91,9 +91,8 @@ inline std::string CheckResidualShape(const std::string& op, const FusedEpilogue
 
 /*! \brief An int8 residual tile `r8` dequantised into the f32 tile `rf` (same dims),
  * one vector command per step, each rounded to f32 as numpy's float32 would. */
-inline std::vector<Stmt> DequantiseResidual(
-    const Map<String, Any>& attrs, const Buffer& r8, const Buffer& rf,
-    const std::function<Stmt(const std::function<Stmt(const Array<PrimExpr>&)>&)>& nest) {
+inline std::vector<Stmt> DequantiseResidual(const Map<String, Any>& attrs, const Buffer& r8,
+                                            const Buffer& rf, const NestFn& nest) {
   const double scale = static_cast<float>(AttrFloat(attrs, "tc_residual_scale", 1.0));
   const int64_t zp = AttrInt(attrs, "tc_residual_zero_point", 0);
   std::vector<Stmt> s;
@@ -113,9 +112,7 @@ inline std::vector<Stmt> DequantiseResidual(
 /*! \brief The activation of `e` on every element of `v`, over the loops `nest` makes;
  * an empty statement when there is none. One statement per bound: each is one vector
  * command (max, then min), where min(max(..)) would stay a scalar loop. */
-inline Stmt ApplyActivation(
-    const FusedEpilogue& e, const Buffer& v,
-    const std::function<Stmt(const std::function<Stmt(const Array<PrimExpr>&)>&)>& nest) {
+inline Stmt ApplyActivation(const FusedEpilogue& e, const Buffer& v, const NestFn& nest) {
   std::vector<Stmt> s;
   if (!e.activation.empty() && std::isfinite(e.lo))
     s.push_back(nest([&](const Array<PrimExpr>& i) {

@@ -164,6 +164,10 @@ inline std::string CheckIndexDType(const std::string& op, const TensorSpec& indi
   return op + ": indices are " + indices->dtype.str() + "; the npu reads int32 and int64 indices";
 }
 
+/*! \brief Builds a loop nest around `body(indices)`: how the element-wise helpers shared by
+ * strategies (matrix_precision.h, fused_epilogue.h) are told which elements to visit. */
+using NestFn = std::function<Stmt(const std::function<Stmt(const Array<PrimExpr>&)>&)>;
+
 inline Buffer Local(const std::vector<int64_t>& shape, DataType t, const std::string& name) {
   Array<PrimExpr> s;
   for (int64_t d : shape) s.push_back(I32(d));

@@ -109,6 +109,28 @@ inline double InverseScale(double scale) {
   return static_cast<double>(static_cast<float>(1.0 / scale));
 }
 
+/*!
+ * \brief Quantisation of the f32 tile `src` into the int8 tile `dst` over the loops `nest`
+ * makes: src *= f32(inv), src += zp (when not 0), dst = i8(src) (nearest even, saturating),
+ * one vector command each. Every activation quantisation goes through here, so a Conv that
+ * quantises its output (tc_y_scale) gives its readers the bits they would make on load.
+ */
+inline std::vector<Stmt> QuantiseSteps(const Buffer& dst, const Buffer& src, double inv, int64_t zp,
+                                       const NestFn& nest) {
+  std::vector<Stmt> s;
+  s.push_back(nest([&](const Array<PrimExpr>& i) {
+    return BufferStore(src, BufferLoad(src, i) * F32(inv), i);
+  }));
+  if (zp != 0)
+    s.push_back(nest([&](const Array<PrimExpr>& i) {
+      return BufferStore(src, BufferLoad(src, i) + F32(static_cast<double>(zp)), i);
+    }));
+  s.push_back(nest([&](const Array<PrimExpr>& i) {
+    return BufferStore(dst, Cast(dst->dtype, BufferLoad(src, i)), i);
+  }));
+  return s;
+}
+
 }  // namespace detail
 }  // namespace compiler
 }  // namespace tilecore

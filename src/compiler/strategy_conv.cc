@@ -602,7 +602,7 @@ PrimFunc LowerConv(const OpCall& call) {
                     std::vector<Stmt> st;
                     auto wload = [&](int64_t j) { return wload_at(c0, cc, j, (wbase + j) % 2); };
                     // the mms of the MB blocks from the column matrix `col` ([kc, P])
-                    auto mms = [&](int64_t, const BufferRegion& col) {
+                    auto mms = [&](const BufferRegion& col) {
                       for (int64_t j = 0; j < mb; ++j) {  // every block from one unfolded chunk
                         if (j == 0 && !acc)  // the first write of the accumulators: the last
                           st.push_back(Intrin("tile.wait", {I32(2)}));  // item's stores are out
@@ -625,22 +625,15 @@ PrimFunc LowerConv(const OpCall& call) {
                       std::vector<int64_t> pd{cc, rin, win};
                       Buffer xf = StridedView(Xp, pd, {rin * win, win, 1}, xoff, "Xf");
                       Buffer xq = StridedView(Xq, pd, {rin * win, win, 1}, 0, "Xqv");
-                      st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
-                        return BufferStore(xf, BufferLoad(xf, i) * F32(inv_scale), i);
-                      }));
-                      if (zp != 0)
-                        st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
-                          return BufferStore(xf, BufferLoad(xf, i) + F32(static_cast<double>(zp)),
-                                             i);
-                        }));
-                      st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
-                        return BufferStore(xq, Cast(ot, BufferLoad(xf, i)), i);
-                      }));
+                      for (const Stmt& x :
+                           QuantiseSteps(xq, xf, inv_scale, zp,
+                                         [&](const auto& body) { return Nest(pd, body); }))
+                        st.push_back(x);
                     }
                     // A 1x1 Conv with unit strides and no padding over whole rows: the patch
                     // [cc, r, tw] is already the column matrix, which the mm reads in place
                     if (direct)
-                      return mms(cc, Region(XpMat, {I32(qx ? 0 : slot * CC), I32(0)}, {kc, P}));
+                      return mms(Region(XpMat, {I32(qx ? 0 : slot * CC), I32(0)}, {kc, P}));
                     // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw +
                     // kw * dw], one vector copy per tap between strided views of Xp and Col (the
                     // engine reads a strided source; a loop over x * sw it could not take as one
@@ -655,7 +648,7 @@ PrimFunc LowerConv(const OpCall& call) {
                         st.push_back(CopyNest(dst, src, {cc, r, tw}));
                       }
                     }
-                    return mms(cc, Region(Colm, {I32(0), I32(0)}, {kc, P}));
+                    return mms(Region(Colm, {I32(0), I32(0)}, {kc, P}));
                   };
                   auto push = [&](const std::vector<Stmt>& v) {
                     for (const Stmt& x : v) s.push_back(x);
@@ -705,9 +698,7 @@ PrimFunc LowerConv(const OpCall& call) {
                       }
                     }
                   }
-                  // the scales or f32 bias of every block: one buffer, a slice per block (a
-                  // buffer per block could share an address the engines do not order by)
-                  if (q || has_bias) s.push_back(Intrin("tile.wait", {I32(4)}));
+                  if (q || has_bias) s.push_back(Intrin("tile.wait", {I32(4)}));  // scales, bias
                   for (int64_t j = 0; j < mb; ++j) {
                     PrimExpr m0 = m0_of(j);
                     if (q) {  // dequantise: f32(acc) * f32(x_scale * w_scale[m])
@@ -758,17 +749,10 @@ PrimFunc LowerConv(const OpCall& call) {
                     if (y_i8) {  // quantise as the consumers would on load
                       Buffer yv = StridedView(Cf, cd, {P, 1}, j * tm * P, "Yv");
                       Buffer yq = StridedView(Yq, cd, {P, 1}, j * tm * P, "Yqv");
-                      s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
-                        return BufferStore(yv, BufferLoad(yv, i) * F32(y_inv), i);
-                      }));
-                      if (y_zp != 0)
-                        s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
-                          return BufferStore(yv, BufferLoad(yv, i) + F32(static_cast<double>(y_zp)),
-                                             i);
-                        }));
-                      s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
-                        return BufferStore(yq, Cast(DataType::Int(8), BufferLoad(yv, i)), i);
-                      }));
+                      for (const Stmt& x :
+                           QuantiseSteps(yq, yv, y_inv, y_zp,
+                                         [&](const auto& body) { return Nest(cd, body); }))
+                        s.push_back(x);
                     }
                     // the store is asynchronous (event 2): the next item waits for it before
                     // it writes the accumulators again

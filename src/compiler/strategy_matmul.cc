@@ -112,22 +112,11 @@ void AppendColumnEpilogue(Array<PrimExpr>* mm, bool int8, bool has_bias, const B
 /*! \brief dst[i, k] = i8(src[i, k] * inv + zp) over [rows, cols]: quantise on load. */
 Stmt Quantise(const Buffer& dst, const Buffer& src, int64_t rows, int64_t cols, double inv,
               int64_t zp) {
-  auto over = [&](const std::function<Stmt(PrimExpr, PrimExpr)>& f) {
-    return Loop("i", rows,
-                [&](PrimExpr i) { return Loop("k", cols, [&](PrimExpr k) { return f(i, k); }); });
-  };
-  std::vector<Stmt> s;
-  s.push_back(over([&](PrimExpr i, PrimExpr k) {
-    return BufferStore(src, BufferLoad(src, {i, k}) * F32(inv), {i, k});
+  return Seq(QuantiseSteps(dst, src, inv, zp, [&](const auto& body) {
+    return Loop("i", rows, [&](PrimExpr i) {
+      return Loop("k", cols, [&](PrimExpr k) { return body(Array<PrimExpr>{i, k}); });
+    });
   }));
-  if (zp != 0)
-    s.push_back(over([&](PrimExpr i, PrimExpr k) {
-      return BufferStore(src, BufferLoad(src, {i, k}) + F32(static_cast<double>(zp)), {i, k});
-    }));
-  s.push_back(over([&](PrimExpr i, PrimExpr k) {
-    return BufferStore(dst, Cast(dst->dtype, BufferLoad(src, {i, k})), {i, k});
-  }));
-  return Seq(s);
 }
 
 Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
