@@ -49,17 +49,23 @@ def _activation(nd) -> dict[str, Any] | None:
     return attrs
 
 
+def value_readers(nodes: list[Any]) -> dict[str, list[tuple[Any, int]]]:
+    """Value name -> ``(node, input index)`` of every read by a node not dropped."""
+    readers: dict[str, list[tuple[Any, int]]] = {}
+    for nd in nodes:
+        if nd.where == "dropped":
+            continue
+        for i, v in enumerate(nd.ins):
+            if v is not None:
+                readers.setdefault(str(v.name), []).append((nd, i))
+    return readers
+
+
 def fuse(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
          HasStrategy: Callable[..., str], TensorSpec: Callable[..., Any]) -> list[dict[str, Any]]:
     """Fuses in place (``nodes`` reordered, the fused ones ``where = "dropped"``); returns
     ``[{"node": conv, "fused": [add, relu]}, ...]``."""
-    readers: dict[str, list[Any]] = {}
-    for nd in nodes:
-        if nd.where == "dropped":
-            continue
-        for v in nd.ins:
-            if v is not None:
-                readers.setdefault(str(v.name), []).append(nd)
+    readers = {k: [nd for nd, _ in v] for k, v in value_readers(nodes).items()}
 
     def only_reader(name: str):
         r = readers.get(name, [])

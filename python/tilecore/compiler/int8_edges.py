@@ -28,15 +28,11 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
     """Makes the eligible Conv outputs int8 in place (``info``, attributes and input
     specs); returns their value names. A value read only as a residual takes its scale
     from its own calibrated threshold in ``thresholds`` (symmetric, zero point 0)."""
+    from .fuse_epilogue import value_readers
     from .precision import activation_scale
 
-    readers: dict[str, list[tuple[Any, int]]] = {}
-    for nd in nodes:
-        if nd.where == "dropped":
-            continue
-        for i, v in enumerate(nd.ins):
-            if v is not None:
-                readers.setdefault(str(v.name), []).append((nd, i))
+    readers = value_readers(nodes)
+
     def int8_readers(name, depth=0):
         """(data scales, residual readers, MaxPools) when every reader of ``name`` takes it
         in int8 (a MaxPool: through its output), else None."""

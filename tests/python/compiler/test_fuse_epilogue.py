@@ -74,6 +74,20 @@ def test_fused_epilogue_reasons():
         "Conv", {"tc_residual": 1}, [x, w, None, compiler.TensorSpec((1, 4, 6, 1), "float32")])
     assert "int8 in an int8 Conv" in compiler.HasStrategy(
         "Conv", {"tc_residual": 1}, [x, w, None, compiler.TensorSpec((1, 4, 6, 6), "int8")])
+    i8 = compiler.TensorSpec((1, 4, 6, 6), "int8")
+    q = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_residual": 1}
+    wq, s = compiler.TensorSpec((4, 8, 1, 1), "int8"), compiler.TensorSpec((4,), "float32")
+    assert compiler.HasStrategy("Conv", dict(q, tc_residual_scale=0.1), [x, wq, None, s, i8]) == ""
+    assert "positive tc_residual_scale" in compiler.HasStrategy("Conv", q, [x, wq, None, s, i8])
+    assert "tc_residual_zero_point out of the int8 range" in compiler.HasStrategy(
+        "Conv", dict(q, tc_residual_scale=0.1, tc_residual_zero_point=300), [x, wq, None, s, i8])
+    assert "tc_y_scale must be positive" in compiler.HasStrategy(
+        "Conv", {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_y_scale": -1.0}, [x, wq, None, s])
+    assert "tc_y_zero_point out of the int8 range" in compiler.HasStrategy(
+        "Conv", {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_y_scale": 0.1, "tc_y_zero_point": -129},
+        [x, wq, None, s])
+    with pytest.raises(ValueError, match="an int8 output needs tc_precision int8 and tc_y_scale"):
+        compiler.LowerOp("Conv", {}, [x, w], [compiler.TensorSpec((1, 4, 6, 6), "int8")], "npu -cores=4")
     assert "tc_activation `Gelu`" in compiler.HasStrategy("Conv", {"tc_activation": "Gelu"}, [x, w])
     assert "tc_clip_min is above" in compiler.HasStrategy(
         "Conv", {"tc_activation": "Clip", "tc_clip_min": 1.0, "tc_clip_max": 0.0}, [x, w])
