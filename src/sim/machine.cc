@@ -120,7 +120,8 @@ void Machine::load(const arch::Program& p) {
                        "data segment " + space_text(d.space, core) + ":" + hex(d.addr) + " (" +
                            std::to_string(d.bytes.size()) + " bytes) does not fit the " +
                            size_text(mem.size(d.space)) + " memory");
-      std::memcpy(mem.base(d.space, core) + d.addr, d.bytes.data(), d.bytes.size());
+      if (!d.bytes.empty())  // an empty segment's data() may be null: memcpy's UB
+        std::memcpy(mem.base(d.space, core) + d.addr, d.bytes.data(), d.bytes.size());
       if (d.space != Space::L1) break;
     }
   }
