@@ -787,29 +787,42 @@ PrimFunc LowerConv(const OpCall& call) {
   // Candidates: MB dividing the full blocks, with or without double-buffered patches (the
   // chunks unrolled: up to 64), each with the R and CC that fit L1 with its buffers; the
   // cost model (cost_model.h) picks the fastest.
-  const int64_t full_blocks = g.Mg / TM;
+  const int64_t TM0 = TM;
   PrimFunc best = MakeFunc(call, p, build(1, false));
-  std::vector<std::pair<int64_t, bool>> cands;
-  for (int64_t mb : {1, 2, 4, 8, 16}) {
-    if (mb > 1 && full_blocks % mb != 0) continue;
-    if (mb > 1) cands.push_back({mb, false});
-    cands.push_back({mb, true});
-  }
+  struct Plan {
+    int64_t tm, mb;
+    bool db;
+  };
+  std::vector<Plan> cands;
+  auto add_plans = [&](int64_t tm) {
+    const int64_t full_blocks = g.Mg / tm;
+    for (int64_t mb : {1, 2, 4, 8, 16}) {
+      if (mb > 1 && full_blocks % mb != 0) continue;
+      if (mb > 1) cands.push_back({tm, mb, false});
+      cands.push_back({tm, mb, true});
+    }
+  };
+  add_plans(TM0);
+  // Too few items for the cores (a late layer: few rows, few blocks of 128 channels):
+  // blocks of 64 channels give each core a share of the output channels.
+  const int64_t items128 = g.N * g.G * ((g.OH + R0 - 1) / R0) * ((g.Mg + TM0 - 1) / TM0);
+  if (TM0 == kMaxTM && items128 < 2 * call.cores) add_plans(TM0 / 2);
   auto estimate = [&](const PrimFunc& f) {
     return EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
   };
   int64_t best_cycles = estimate(best);
-  std::pair<int64_t, bool> chosen{1, false};
+  Plan chosen{TM0, 1, false};
   // then the best plan with the weights resident, when they take at most half of L1
   const bool may_reside = g.G == 1 && mp.operand_bytes() * g.Mg * g.Cg * KK <= call.l1_bytes / 2;
-  if (may_reside) cands.push_back({0, false});
-  for (auto [mb, db] : cands) {
-    if (mb == 0) {  // the resident variant of the chosen plan
+  if (may_reside) cands.push_back({0, 0, false});
+  for (Plan c : cands) {
+    if (c.tm == 0) {  // the resident variant of the chosen plan
       resident = true;
-      std::tie(mb, db) = chosen;
+      c = chosen;
     }
-    if (!fit(mb, db) || (db && (g.Cg + CC - 1) / CC > 64)) continue;
-    PrimFunc f = MakeFunc(call, p, build(mb, db));
+    TM = c.tm;
+    if (!fit(c.mb, c.db) || (c.db && (g.Cg + CC - 1) / CC > 64)) continue;
+    PrimFunc f = MakeFunc(call, p, build(c.mb, c.db));
     int64_t cycles = 0;
     try {
       cycles = estimate(f);
@@ -819,7 +832,7 @@ PrimFunc LowerConv(const OpCall& call) {
     if (cycles < best_cycles) {
       best = f;
       best_cycles = cycles;
-      chosen = {mb, db};
+      chosen = c;
     }
   }
   return best;
