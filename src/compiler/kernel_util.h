@@ -191,6 +191,32 @@ inline Stmt ForEachItem(const PrimExpr& core, int64_t cores, int64_t count, int6
   return Loop(name, n, [&](PrimExpr i) { return body(first + i * I32(cores)); });
 }
 
+/*!
+ * \brief ForEachItem's items software-pipelined in two stages: front(t, slot) (loads and
+ * matrix work) of item i + 1 is issued before back(t, slot) (epilogue and stores) of item
+ * i, so the engines of the two stages overlap across items. Items alternate between two
+ * buffer slots (0, 1); the loop is unrolled by two so every slot is a constant.
+ */
+inline Stmt ForEachItemPipelined(const PrimExpr& core, int64_t cores, int64_t count,
+                                 int64_t* rotation, const std::string& name,
+                                 const std::function<Stmt(PrimExpr, int64_t)>& front,
+                                 const std::function<Stmt(PrimExpr, int64_t)>& back) {
+  if (count <= 0) return Stmt();
+  int64_t rot = *rotation % cores;
+  *rotation += count;
+  PrimExpr first = floormod(core + I32(cores - rot), I32(cores));
+  if (count == 1) return IfThenElse(eq(core, I32(rot)), Seq({front(I32(0), 0), back(I32(0), 0)}));
+  PrimExpr n = floordiv(I32(count + cores - 1) - first, I32(cores));  // this core's items
+  auto at = [&](PrimExpr i) { return first + i * I32(cores); };
+  Stmt pairs = Loop(name, floordiv(n + I32(1), I32(2)), [&](PrimExpr k) {
+    PrimExpr i = k * I32(2);
+    return Seq({IfThenElse(i + I32(1) < n, front(at(i + I32(1)), 1)), back(at(i), 0),
+                IfThenElse(i + I32(2) < n, front(at(i + I32(2)), 0)),
+                IfThenElse(i + I32(1) < n, back(at(i + I32(1)), 1))});
+  });
+  return IfThenElse(n > I32(0), Seq({front(at(I32(0)), 0), pairs}));
+}
+
 /*! \brief The body over cores: `for c in cores(0, n): body(c)`. */
 inline Stmt OverCores(int64_t cores, const std::function<Stmt(PrimExpr)>& body) {
   return Loop("c", I32(cores), body, ForKind::kCores);

@@ -387,28 +387,41 @@ PrimFunc LowerConv(const OpCall& call) {
   // resident: the whole weight matrix loaded into L1 once per core, not a block per chunk
   // and item (each DMA pays the DDR latency, and every item re-read the weights)
   bool resident = false;
+  // pipelined: two sets of the per-item buffers (accumulators, residual, bias, scales)
+  bool pipelined = false;
+  // int8 with a bias: the accumulator starts at the int32 bias (i32 wraps in the matrix
+  // engine; a vector-engine add would saturate), so every chunk accumulates
+  const bool preset = q && has_bias;
   auto l1_bytes = [&](int64_t rows, int64_t cc, int64_t mb = 1, int64_t slots = 1) {
     int64_t rin = (rows - 1) * g.sh + (g.KH - 1) * g.dh + 1,
             win = (TW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
     // the planner starts a buffer at a 64 KiB bank when it fits: count each rounded up
-    auto bank = [](int64_t bytes) { return (bytes + 65535) / 65536 * 65536; };
+    // (a small one, up to 4 KiB, is packed: PlanLocalMemory)
+    auto bank = [](int64_t bytes) {
+      return bytes <= 4096 ? (bytes + 63) / 64 * 64 : (bytes + 65535) / 65536 * 65536;
+    };
     int64_t ob = mp.operand_bytes(), acc = mb * TM * rows * TW * 4;
-    int64_t sum = bank((qx ? 1 : slots) * cc * rin * win * ob) + bank(ob * cc * KK * rows * TW) +
-                  (resident ? bank(ob * g.Mg * g.Cg * KK) : bank(2 * ob * TM * cc * KK)) +
-                  bank(acc);
+    // a 1x1 Conv with unit strides and no padding reads its patch in place: no column matrix
+    const bool no_col = KK == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pb == 0 && g.pl == 0 &&
+                        g.pr == 0 && TW == g.OW;
+    int64_t sum = bank((qx ? 1 : slots) * cc * rin * win * ob) +
+                  (no_col ? 0 : bank(ob * cc * KK * rows * TW)) +
+                  (resident ? bank(ob * g.Mg * g.Cg * KK) : bank(2 * ob * TM * cc * KK));
     if (qx) sum += bank(slots * cc * rin * win * 4);  // the f32 patch
-    if (q)
-      sum += bank(acc) + 2 * bank(TM * 4);  // f32 result, bias, scales
-    else
-      sum += bank(TM * 4);
-    if (r_i8)
-      sum += bank(acc / 4) + bank(acc / mb);  // int8 residual tiles, one converted to f32
-    else if (ep.residual >= 0)
-      sum += bank(acc);              // the residual tiles
+    int64_t per_item = bank(acc) + (q ? 2 * bank(mb * TM * 4) : bank(mb * TM * 4));  // bias, scales
+    if (q) sum += bank(acc);  // the f32 result
+    if (r_i8) {
+      per_item += bank(acc / 4);  // int8 residual tiles
+      sum += bank(acc / mb);      // one converted to f32
+    } else if (ep.residual >= 0) {
+      per_item += bank(acc);  // the residual tiles
+    }
     if (y_i8) sum += bank(acc / 4);  // the int8 result
-    return sum;
+    return sum + (pipelined ? 2 : 1) * per_item;
   };
-  const int64_t budget = call.l1_bytes - (int64_t{32} << 10);  // DMA state and the planner's slack
+  // The DMA state and the planner's slack. A pipelined plan keeps a bank more free: the DMA
+  // state takes the first bank, and its unrolled items need more descriptors.
+  int64_t budget = call.l1_bytes - (int64_t{32} << 10);
   const int64_t R0 = R, CC0 = CC;
   // R and CC for MB blocks per item; whether they fit L1
   auto fit = [&](int64_t mb, bool db) {
@@ -432,7 +445,7 @@ PrimFunc LowerConv(const OpCall& call) {
   // MB blocks of TM output channels per work item share each loaded and unfolded input
   // chunk (the input is read once per MB blocks instead of once per block); a larger MB
   // means fewer items for the cores and larger accumulators in L1.
-  auto build = [&](int64_t MB, bool db) {
+  auto build = [&](int64_t MB, bool db, bool pipe) {
     int64_t rotation = 0;
     Buffer Wres = Local({g.Mg, g.Cg * KK}, ot, "Wres");
     return OverCores(call.cores, [&](PrimExpr core) {
@@ -454,326 +467,350 @@ PrimFunc LowerConv(const OpCall& call) {
             int64_t mb = tm == TM && mblocks % MB == 0 ? MB : 1;  // blocks per item
             int64_t mcount = mblocks / mb;
             int64_t items = g.N * g.G * rcount * mcount;
-            groups.push_back(ForEachItem(
-                core, call.cores, items, &rotation, "t",
-                [&, r = r, rbase = rbase, rin = rin, tm = tm, mbase = mbase, rcount = rcount,
-                 mcount = mcount, mb = mb](PrimExpr t) {
-                  PrimExpr mi = floormod(t, I32(mcount));
-                  PrimExpr ri = floormod(floordiv(t, I32(mcount)), I32(rcount));
-                  PrimExpr gi = floormod(floordiv(t, I32(mcount * rcount)), I32(g.G));
-                  PrimExpr n = floordiv(t, I32(mcount * rcount * g.G));
-                  // first output channel of block j of this item
-                  auto m0_of = [&](int64_t j) {
-                    return I32(mbase) + (mi * I32(mb) + I32(j)) * I32(TM);
-                  };
-                  PrimExpr oh0 = I32(rbase) + ri * I32(R);
-                  int64_t P = r * tw, kcmax = CC * KK;
-                  Buffer Xp = Local({db ? 2 : 1, CC, rin, win}, qx ? f32 : ot, "Xp");
-                  Buffer Xq = qx ? Local({CC, rin, win}, ot, "Xq") : Xp;  // what im2col reads
-                  Buffer Col = Local({kcmax, r, tw}, ot, "Col");
-                  Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(),
-                                       I32(0), "local", "Colm");
-                  const bool direct = KK == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pb == 0 &&
+            const int64_t P = r * tw, kcmax = CC * KK;
+            Buffer Xp = Local({db ? 2 : 1, CC, rin, win}, qx ? f32 : ot, "Xp");
+            Buffer Xq = qx ? Local({CC, rin, win}, ot, "Xq") : Xp;  // what im2col reads
+            Buffer Col = Local({kcmax, r, tw}, ot, "Col");
+            Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(), I32(0),
+                                 "local", "Colm");
+            // the patch as a matrix [slots x CC, rin x win] (the quantised one in int8)
+            Buffer XpMat = qx ? Buffer(Xq->data, ot, {I32(CC), I32(P)}, Array<PrimExpr>(), I32(0),
+                                       "local", "XqMat")
+                              : Buffer(Xp->data, ot, {I32((db ? 2 : 1) * CC), I32(P)},
+                                       Array<PrimExpr>(), I32(0), "local", "XpMat");
+            Buffer Al = Local({2, tm, kcmax}, ot, "Al");  // weight blocks, double-buffered
+            Buffer Cf1 = q ? Local({mb * tm, P}, f32, "Cf") : Buffer();  // the f32 result
+            Buffer Rf = Local({tm, P}, f32, "Rf");  // an int8 residual block in f32
+            Buffer Yq = Local({mb * tm, r, tw}, DataType::Int(8), "Yq");
+            // What one item's accumulation and epilogue use; two when items are pipelined
+            // (the mms of item i + 1 run while the vector engine finishes item i).
+            struct ItemBuffers {
+              Buffer Cl, Cf, Cl3, Rl, Sall, Bl;
+            };
+            auto item_buffers = [&](const std::string& sfx) {
+              ItemBuffers b;
+              b.Cl = Local({mb * tm, P}, acc_t, "Cl" + sfx);
+              b.Cf = q ? Cf1 : b.Cl;
+              b.Cl3 = Buffer(b.Cf->data, f32, {I32(mb * tm), I32(r), I32(tw)}, Array<PrimExpr>(),
+                             I32(0), "local", "Cl3" + sfx);
+              // the residual of every block (event 3), loading while the item computes
+              b.Rl = Local({mb * tm, r, tw}, r_i8 ? DataType::Int(8) : f32, "Rl" + sfx);
+              b.Sall = Local({mb * tm, 1}, f32, (q ? "Sl" : "Bf") + sfx);
+              b.Bl = Local({mb * tm, 1}, acc_t, "Bl" + sfx);
+              return b;
+            };
+            // a 1x1 Conv with unit strides and no padding over whole rows: the mm reads the
+            // patch in place (no column matrix)
+            const bool direct_group = KK == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pb == 0 &&
                                       vlo == iw0 && vhi - vlo == win && rin == r && win == tw;
-                  // the patch as a matrix [slots x CC, rin x win] (the quantised one in int8)
-                  Buffer XpMat = qx ? Buffer(Xq->data, ot, {I32(CC), I32(P)}, Array<PrimExpr>(),
-                                             I32(0), "local", "XqMat")
-                                    : Buffer(Xp->data, ot, {I32((db ? 2 : 1) * CC), I32(P)},
-                                             Array<PrimExpr>(), I32(0), "local", "XpMat");
-                  Buffer Al = Local({2, tm, kcmax}, ot, "Al");  // weight blocks, double-buffered
-                  Buffer Cl = Local({mb * tm, P}, acc_t, "Cl");
-                  Buffer Cf = q ? Local({mb * tm, P}, f32, "Cf") : Cl;  // the f32 result
-                  Buffer Cl3 = Buffer(Cf->data, f32, {I32(mb * tm), I32(r), I32(tw)},
-                                      Array<PrimExpr>(), I32(0), "local", "Cl3");
-                  std::vector<Stmt> s;
-                  // the residual of every block (event 3), loading while the item computes
-                  Buffer Rl = Local({mb * tm, r, tw}, r_i8 ? DataType::Int(8) : f32, "Rl");
-                  Buffer Rf = Local({tm, P}, f32, "Rf");  // an int8 residual block in f32
-                  Buffer Yq = Local({mb * tm, r, tw}, DataType::Int(8), "Yq");
-                  for (int64_t j = 0; ep.residual >= 0 && j < mb; ++j)
-                    s.push_back(Intrin(
-                        "tile.dma_copy",
-                        {Region(Rl, {I32(j * tm), I32(0), I32(0)}, {tm, r, tw}),
-                         Region(Rv, {n, gi * I32(g.Mg) + m0_of(j), oh0, I32(ow0)}, {1, tm, r, tw}),
-                         I32(3)}));
-                  // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
-                  // a vector-engine add would saturate), so every chunk accumulates
-                  const bool preset = q && has_bias;
-                  // The scales (int8) or f32 bias of the MB blocks (consecutive channels: one
-                  // DMA, event 4, waited for in the epilogue) and the int32 bias (event 5),
-                  // issued first so their DDR latency overlaps the item's other work. One
-                  // buffer each, a slice per block (a buffer per block could share an address
-                  // the engines do not order by).
-                  Buffer Sall = Local({mb * tm, 1}, f32, q ? "Sl" : "Bf");
-                  Buffer Bl = Local({mb * tm, 1}, acc_t, "Bl");
-                  PrimExpr mfirst = gi * I32(g.Mg) + m0_of(0);
-                  if (q || has_bias)
-                    s.push_back(
+            const int64_t nslots = pipe ? 2 : 1;
+            std::vector<ItemBuffers> slots;
+            for (int64_t k = 0; k < nslots; ++k)
+              slots.push_back(item_buffers(pipe ? std::to_string(k) : ""));
+            // part 0: the whole item; 1: its loads and mms; 2: its epilogue and stores
+            auto item = [&, r = r, rbase = rbase, rin = rin, tm = tm, mbase = mbase,
+                         rcount = rcount, mcount = mcount, mb = mb, P = P,
+                         kcmax = kcmax](PrimExpr t, int part, const ItemBuffers& ib) -> Stmt {
+              const Buffer &Cl = ib.Cl, &Cf = ib.Cf, &Cl3 = ib.Cl3, &Rl = ib.Rl, &Sall = ib.Sall,
+                           &Bl = ib.Bl;
+              PrimExpr mi = floormod(t, I32(mcount));
+              PrimExpr ri = floormod(floordiv(t, I32(mcount)), I32(rcount));
+              PrimExpr gi = floormod(floordiv(t, I32(mcount * rcount)), I32(g.G));
+              PrimExpr n = floordiv(t, I32(mcount * rcount * g.G));
+              // first output channel of block j of this item
+              auto m0_of = [&](int64_t j) {
+                return I32(mbase) + (mi * I32(mb) + I32(j)) * I32(TM);
+              };
+              PrimExpr oh0 = I32(rbase) + ri * I32(R);
+              const bool direct = direct_group;
+              std::vector<Stmt> s;
+              for (int64_t j = 0; ep.residual >= 0 && j < mb; ++j)
+                s.push_back(Intrin(
+                    "tile.dma_copy",
+                    {Region(Rl, {I32(j * tm), I32(0), I32(0)}, {tm, r, tw}),
+                     Region(Rv, {n, gi * I32(g.Mg) + m0_of(j), oh0, I32(ow0)}, {1, tm, r, tw}),
+                     I32(3)}));
+              // The scales (int8) or f32 bias of the MB blocks (consecutive channels: one
+              // DMA, event 4, waited for in the epilogue) and the int32 bias (event 5),
+              // issued first so their DDR latency overlaps the item's other work. One
+              // buffer each, a slice per block (a buffer per block could share an address
+              // the engines do not order by).
+              PrimExpr mfirst = gi * I32(g.Mg) + m0_of(0);
+              if (q || has_bias)
+                s.push_back(Intrin("tile.dma_copy",
+                                   {Region(Sall, {I32(0), I32(0)}, {mb * tm, 1}),
+                                    Region(q ? Sv : Bv, {mfirst, I32(0)}, {mb * tm, 1}), I32(4)}));
+              if (preset)
+                s.push_back(
+                    Intrin("tile.dma_copy", {Region(Bl, {I32(0), I32(0)}, {mb * tm, 1}),
+                                             Region(Bv, {mfirst, I32(0)}, {mb * tm, 1}), I32(5)}));
+              std::vector<int64_t> cd{tm, P};
+              if (preset) {
+                s.push_back(Intrin("tile.wait", {I32(2)}));  // the last item's stores
+                s.push_back(Intrin("tile.wait", {I32(5)}));
+              }
+              for (int64_t j = 0; preset && j < mb; ++j) {
+                Buffer bv = StridedView(Bl, cd, {1, 0}, j * tm, "Bb");
+                Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
+                s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
+                  return BufferStore(clv, BufferLoad(bv, i), i);
+                }));
+              }
+              // The patch of chunk (c0, cc) into Xp[slot]: a zero fill where padding is,
+              // then the input block, all signalling `event` (no wait).
+              auto load_patch = [&](PrimExpr c0, int64_t cc, int64_t slot, int64_t event) {
+                std::vector<Stmt> st;
+                // no padding rows: every tile's rows are inside the image
+                const bool always_inside = g.pt == 0 && g.pb == 0;
+                if (!(always_inside && vlo == iw0 && vhi - vlo == win))  // zeros: padding
+                  st.push_back(
+                      Intrin("tile.dma_fill",
+                             {Region(Xp, {I32(slot), I32(0), I32(0), I32(0)}, {1, cc, rin, win}),
+                              F32(qx ? 0.0 : static_cast<double>(zp)), I32(event)}));
+                if (vhi > vlo) {
+                  // All rin rows inside the image (no padding rows): one DMA of the
+                  // whole [cc, rin, cols] block; at the borders one per valid row.
+                  PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
+                  PrimExpr xc = gi * I32(g.Cg) + c0;
+                  Stmt block = Intrin("tile.dma_copy",
+                                      {Region(Xp, {I32(slot), I32(0), I32(0), I32(vlo - iw0)},
+                                              {1, cc, rin, vhi - vlo}),
+                                       xregion(n, xc, ih0, vlo, cc, rin, vhi - vlo), I32(event)});
+                  Stmt rows = Loop("rr", rin, [&](PrimExpr rr) {
+                    PrimExpr ih = ih0 + rr;
+                    return IfThenElse(
+                        ih >= I32(0) && ih < I32(g.H),
                         Intrin("tile.dma_copy",
-                               {Region(Sall, {I32(0), I32(0)}, {mb * tm, 1}),
-                                Region(q ? Sv : Bv, {mfirst, I32(0)}, {mb * tm, 1}), I32(4)}));
-                  if (preset)
-                    s.push_back(Intrin("tile.dma_copy",
-                                       {Region(Bl, {I32(0), I32(0)}, {mb * tm, 1}),
-                                        Region(Bv, {mfirst, I32(0)}, {mb * tm, 1}), I32(5)}));
-                  std::vector<int64_t> cd{tm, P};
-                  if (preset) {
-                    s.push_back(Intrin("tile.wait", {I32(2)}));  // the last item's stores
-                    s.push_back(Intrin("tile.wait", {I32(5)}));
+                               {Region(Xp, {I32(slot), I32(0), rr, I32(vlo - iw0)},
+                                       {1, cc, 1, vhi - vlo}),
+                                xregion(n, xc, ih, vlo, cc, 1, vhi - vlo), I32(event)}));
+                  });
+                  if (always_inside) {
+                    st.push_back(block);
+                  } else if (rcount == 1) {
+                    // one row tile: its rows are known here, so the valid ones are one
+                    // block (each DMA pays the DDR latency: a DMA per row cost more than
+                    // the data in the small late layers)
+                    int64_t top = rbase * g.sh - g.pt;
+                    int64_t lo = std::max<int64_t>(0, top), hi = std::min(g.H, top + rin);
+                    if (hi > lo)
+                      st.push_back(Intrin(
+                          "tile.dma_copy",
+                          {Region(Xp, {I32(slot), I32(0), I32(lo - top), I32(vlo - iw0)},
+                                  {1, cc, hi - lo, vhi - vlo}),
+                           xregion(n, xc, I32(lo), vlo, cc, hi - lo, vhi - vlo), I32(event)}));
+                  } else {
+                    st.push_back(
+                        IfThenElse(ih0 >= I32(0) && ih0 + I32(rin) <= I32(g.H), block, rows));
                   }
-                  for (int64_t j = 0; preset && j < mb; ++j) {
-                    Buffer bv = StridedView(Bl, cd, {1, 0}, j * tm, "Bb");
-                    Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
-                    s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
-                      return BufferStore(clv, BufferLoad(bv, i), i);
+                }
+                return st;
+              };
+              // Chunk (c0, cc) from Xp[slot] (loaded): quantise, im2col, the mms of the
+              // MB blocks. `prefetch` (the next chunk's patch) is issued after the first
+              // weight block, so it loads while this chunk is unfolded.
+              // weight block j of chunk (c0, cc) into Al[wslot] (event 0): its DMA waits in
+              // the queue for the mm that last read that slot
+              auto wload_at = [&](PrimExpr c0, int64_t cc, int64_t j, int64_t wslot) -> Stmt {
+                if (resident) return Evaluate(I32(0));  // in L1 already
+                int64_t kc = cc * KK;
+                return Intrin("tile.dma_copy",
+                              {Region(Al, {I32(wslot), I32(0), I32(0)}, {1, tm, kc}),
+                               Region(Wt, {gi, m0_of(j), c0 * I32(KK)}, {1, tm, kc}), I32(0)});
+              };
+              // Weight block j of this chunk is in slot (wbase + j) % 2. `preloaded`: its
+              // first block was issued already (by the previous chunk); `next_first`: the
+              // next chunk's first block, issued after this chunk's last mm so it loads
+              // while that mm runs (the DDR stays busy in weight-bound Convs).
+              auto compute = [&](PrimExpr c0, int64_t cc, int64_t slot, bool acc,
+                                 const std::vector<Stmt>& prefetch, int64_t wbase = 0,
+                                 bool preloaded = false, Stmt next_first = Stmt()) {
+                int64_t kc = cc * KK, xoff = slot * CC * rin * win;
+                std::vector<Stmt> st;
+                auto wload = [&](int64_t j) { return wload_at(c0, cc, j, (wbase + j) % 2); };
+                // the mms of the MB blocks from the column matrix `col` ([kc, P])
+                auto mms = [&](const BufferRegion& col) {
+                  for (int64_t j = 0; j < mb; ++j) {  // every block from one unfolded chunk
+                    if (j == 0 && !acc)  // the first write of the accumulators: the last
+                      st.push_back(Intrin("tile.wait", {I32(2)}));  // item's stores are out
+                    st.push_back(Intrin("tile.wait", {I32(0)}));    // weight block j is in L1
+                    st.push_back(Intrin(
+                        "tile.mm",
+                        {Region(Cl, {I32(j * tm), I32(0)}, {tm, P}),
+                         resident ? Region(Wres, {m0_of(j), c0 * I32(KK)}, {tm, kc})
+                                  : Region(Al, {I32((wbase + j) % 2), I32(0), I32(0)}, {1, tm, kc}),
+                         col, IntImm(DataType::Bool(), acc ? 1 : 0)}));
+                    if (j + 1 < mb) st.push_back(wload(j + 1));  // loads during mm j
+                  }
+                  if (next_first.defined()) st.push_back(next_first);
+                  return st;
+                };
+                if (!preloaded) st.push_back(wload(0));
+                for (const Stmt& x : prefetch) st.push_back(x);
+                if (qx) {  // quantise the patch on load
+                  std::vector<int64_t> pd{cc, rin, win};
+                  Buffer xf = StridedView(Xp, pd, {rin * win, win, 1}, xoff, "Xf");
+                  Buffer xq = StridedView(Xq, pd, {rin * win, win, 1}, 0, "Xqv");
+                  for (const Stmt& x : QuantiseSteps(
+                           xq, xf, inv_scale, zp, [&](const auto& body) { return Nest(pd, body); }))
+                    st.push_back(x);
+                }
+                // A 1x1 Conv with unit strides and no padding over whole rows: the patch
+                // [cc, r, tw] is already the column matrix, which the mm reads in place
+                if (direct) return mms(Region(XpMat, {I32(qx ? 0 : slot * CC), I32(0)}, {kc, P}));
+                // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw +
+                // kw * dw], one vector copy per tap between strided views of Xp and Col (the
+                // engine reads a strided source; a loop over x * sw it could not take as one
+                // command)
+                for (int64_t kh = 0; kh < g.KH; ++kh) {
+                  for (int64_t kw = 0; kw < g.KW; ++kw) {
+                    Buffer src = StridedView(Xq, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
+                                             (qx ? 0 : xoff) + kh * g.dh * win + kw * g.dw, "Tap");
+                    Buffer dst = StridedView(Col, {cc, r, tw}, {KK * r * tw, tw, 1},
+                                             (kh * g.KW + kw) * r * tw, "ColTap");
+                    st.push_back(CopyNest(dst, src, {cc, r, tw}));
+                  }
+                }
+                return mms(Region(Colm, {I32(0), I32(0)}, {kc, P}));
+              };
+              auto push = [&](const std::vector<Stmt>& v) {
+                for (const Stmt& x : v) s.push_back(x);
+              };
+              if (db) {
+                // Double-buffered patches, the chunks unrolled: chunk k + 1 loads into
+                // Xp[(k + 1) % 2] (event 1) while chunk k is unfolded and multiplied.
+                std::vector<std::pair<int64_t, int64_t>> chunks;  // (first channel, count)
+                for (int64_t c = 0; c < g.Cg; c += CC)
+                  chunks.push_back({c, std::min(CC, g.Cg - c)});
+                push(load_patch(I32(chunks[0].first), chunks[0].second, 0, 1));
+                for (size_t k = 0; k < chunks.size(); ++k) {
+                  s.push_back(Intrin("tile.wait", {I32(1)}));  // patch k is in L1
+                  std::vector<Stmt> next;
+                  if (k + 1 < chunks.size())
+                    next = load_patch(I32(chunks[k + 1].first), chunks[k + 1].second,
+                                      int64_t((k + 1) % 2), 1);
+                  if (next.empty()) next.push_back(Evaluate(I32(0)));
+                  int64_t wbase = static_cast<int64_t>(k) * mb;
+                  Stmt next_first;
+                  if (k + 1 < chunks.size())
+                    next_first = wload_at(I32(chunks[k + 1].first), chunks[k + 1].second, 0,
+                                          (wbase + mb) % 2);
+                  push(compute(I32(chunks[k].first), chunks[k].second, int64_t(k % 2),
+                               k > 0 || preset, next, wbase, k > 0, next_first));
+                }
+              } else {
+                bool first = true;
+                for (auto [ccount, cc] : Segs(g.Cg, CC)) {
+                  int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
+                  auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
+                    PrimExpr c0 = I32(cbase) + ci * I32(CC);
+                    std::vector<Stmt> st = load_patch(c0, cc, 0, 0);
+                    st.push_back(Intrin("tile.wait", {I32(0)}));
+                    for (const Stmt& x : compute(c0, cc, 0, acc, {})) st.push_back(x);
+                    return Seq(st);
+                  };
+                  if (first) {
+                    s.push_back(chunk(I32(0), preset));
+                    if (ccount > 1)
+                      s.push_back(Loop("ci", ccount - 1,
+                                       [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
+                    first = false;
+                  } else {
+                    s.push_back(Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
+                  }
+                }
+              }
+              // the epilogue: from here on the statements are part 2
+              std::vector<Stmt> front = std::move(s);
+              s.clear();
+              // pipelined: the previous item's stores read Yq (or Cf) that this one writes
+              if (pipe) s.push_back(Intrin("tile.wait", {I32(2)}));
+              if (q || has_bias) s.push_back(Intrin("tile.wait", {I32(4)}));  // scales, bias
+              for (int64_t j = 0; j < mb; ++j) {
+                PrimExpr m0 = m0_of(j);
+                if (q) {  // dequantise: f32(acc) * f32(x_scale * w_scale[m])
+                  std::vector<Stmt> dq;
+                  Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
+                  Buffer cfv = StridedView(Cf, cd, {P, 1}, j * tm * P, "Cfv");
+                  dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
+                    return BufferStore(cfv, Cast(f32, BufferLoad(clv, i)), i);
+                  }));
+                  Buffer slv = StridedView(Sall, {tm}, {1}, j * tm, "Slv");
+                  dq.push_back(Nest({tm}, [&](const Array<PrimExpr>& i) {
+                    return BufferStore(slv, BufferLoad(slv, i) * F32(static_cast<float>(x_scale)),
+                                       i);
+                  }));
+                  Buffer sv = StridedView(Sall, cd, {1, 0}, j * tm, "Sb");
+                  dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
+                    return BufferStore(cfv, BufferLoad(cfv, i) * BufferLoad(sv, i), i);
+                  }));
+                  s.push_back(Seq(dq));
+                } else if (has_bias) {
+                  s.push_back(Loop("i", tm, [&](PrimExpr i) {
+                    return Loop("x", P, [&](PrimExpr x) {
+                      PrimExpr row = I32(j * tm) + i;
+                      return BufferStore(
+                          Cl, BufferLoad(Cl, {row, x}) + BufferLoad(Sall, {row, I32(0)}), {row, x});
+                    });
+                  }));
+                }
+                if (ep.any()) {  // the fused residual and activation, on the f32 result
+                  Buffer yv = StridedView(q ? Cf : Cl, cd, {P, 1}, j * tm * P, "Yv");
+                  auto over = [&](const auto& body) { return Nest(cd, body); };
+                  if (ep.residual >= 0) {
+                    if (j == 0) s.push_back(Intrin("tile.wait", {I32(3)}));
+                    Buffer rv = StridedView(Rl, cd, {P, 1}, j * tm * P, "Rlv");
+                    if (r_i8) {  // dequantise: (f32(r) - zero point) * scale
+                      Buffer rf = StridedView(Rf, cd, {P, 1}, 0, "Rfv");
+                      for (Stmt st : DequantiseResidual(call.attrs, rv, rf, over)) s.push_back(st);
+                      rv = rf;
+                    }
+                    s.push_back(over([&](const Array<PrimExpr>& i) {
+                      return BufferStore(yv, BufferLoad(yv, i) + BufferLoad(rv, i), i);
                     }));
                   }
-                  // The patch of chunk (c0, cc) into Xp[slot]: a zero fill where padding is,
-                  // then the input block, all signalling `event` (no wait).
-                  auto load_patch = [&](PrimExpr c0, int64_t cc, int64_t slot, int64_t event) {
-                    std::vector<Stmt> st;
-                    // no padding rows: every tile's rows are inside the image
-                    const bool always_inside = g.pt == 0 && g.pb == 0;
-                    if (!(always_inside && vlo == iw0 && vhi - vlo == win))  // zeros: padding
-                      st.push_back(Intrin(
-                          "tile.dma_fill",
-                          {Region(Xp, {I32(slot), I32(0), I32(0), I32(0)}, {1, cc, rin, win}),
-                           F32(qx ? 0.0 : static_cast<double>(zp)), I32(event)}));
-                    if (vhi > vlo) {
-                      // All rin rows inside the image (no padding rows): one DMA of the
-                      // whole [cc, rin, cols] block; at the borders one per valid row.
-                      PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
-                      PrimExpr xc = gi * I32(g.Cg) + c0;
-                      Stmt block =
-                          Intrin("tile.dma_copy",
-                                 {Region(Xp, {I32(slot), I32(0), I32(0), I32(vlo - iw0)},
-                                         {1, cc, rin, vhi - vlo}),
-                                  xregion(n, xc, ih0, vlo, cc, rin, vhi - vlo), I32(event)});
-                      Stmt rows = Loop("rr", rin, [&](PrimExpr rr) {
-                        PrimExpr ih = ih0 + rr;
-                        return IfThenElse(
-                            ih >= I32(0) && ih < I32(g.H),
-                            Intrin("tile.dma_copy",
-                                   {Region(Xp, {I32(slot), I32(0), rr, I32(vlo - iw0)},
-                                           {1, cc, 1, vhi - vlo}),
-                                    xregion(n, xc, ih, vlo, cc, 1, vhi - vlo), I32(event)}));
-                      });
-                      if (always_inside) {
-                        st.push_back(block);
-                      } else if (rcount == 1) {
-                        // one row tile: its rows are known here, so the valid ones are one
-                        // block (each DMA pays the DDR latency: a DMA per row cost more than
-                        // the data in the small late layers)
-                        int64_t top = rbase * g.sh - g.pt;
-                        int64_t lo = std::max<int64_t>(0, top), hi = std::min(g.H, top + rin);
-                        if (hi > lo)
-                          st.push_back(Intrin(
-                              "tile.dma_copy",
-                              {Region(Xp, {I32(slot), I32(0), I32(lo - top), I32(vlo - iw0)},
-                                      {1, cc, hi - lo, vhi - vlo}),
-                               xregion(n, xc, I32(lo), vlo, cc, hi - lo, vhi - vlo), I32(event)}));
-                      } else {
-                        st.push_back(
-                            IfThenElse(ih0 >= I32(0) && ih0 + I32(rin) <= I32(g.H), block, rows));
-                      }
-                    }
-                    return st;
-                  };
-                  // Chunk (c0, cc) from Xp[slot] (loaded): quantise, im2col, the mms of the
-                  // MB blocks. `prefetch` (the next chunk's patch) is issued after the first
-                  // weight block, so it loads while this chunk is unfolded.
-                  // weight block j of chunk (c0, cc) into Al[wslot] (event 0): its DMA waits in
-                  // the queue for the mm that last read that slot
-                  auto wload_at = [&](PrimExpr c0, int64_t cc, int64_t j, int64_t wslot) -> Stmt {
-                    if (resident) return Evaluate(I32(0));  // in L1 already
-                    int64_t kc = cc * KK;
-                    return Intrin("tile.dma_copy",
-                                  {Region(Al, {I32(wslot), I32(0), I32(0)}, {1, tm, kc}),
-                                   Region(Wt, {gi, m0_of(j), c0 * I32(KK)}, {1, tm, kc}), I32(0)});
-                  };
-                  // Weight block j of this chunk is in slot (wbase + j) % 2. `preloaded`: its
-                  // first block was issued already (by the previous chunk); `next_first`: the
-                  // next chunk's first block, issued after this chunk's last mm so it loads
-                  // while that mm runs (the DDR stays busy in weight-bound Convs).
-                  auto compute = [&](PrimExpr c0, int64_t cc, int64_t slot, bool acc,
-                                     const std::vector<Stmt>& prefetch, int64_t wbase = 0,
-                                     bool preloaded = false, Stmt next_first = Stmt()) {
-                    int64_t kc = cc * KK, xoff = slot * CC * rin * win;
-                    std::vector<Stmt> st;
-                    auto wload = [&](int64_t j) { return wload_at(c0, cc, j, (wbase + j) % 2); };
-                    // the mms of the MB blocks from the column matrix `col` ([kc, P])
-                    auto mms = [&](const BufferRegion& col) {
-                      for (int64_t j = 0; j < mb; ++j) {  // every block from one unfolded chunk
-                        if (j == 0 && !acc)  // the first write of the accumulators: the last
-                          st.push_back(Intrin("tile.wait", {I32(2)}));  // item's stores are out
-                        st.push_back(Intrin("tile.wait", {I32(0)}));    // weight block j is in L1
-                        st.push_back(Intrin(
-                            "tile.mm",
-                            {Region(Cl, {I32(j * tm), I32(0)}, {tm, P}),
-                             resident
-                                 ? Region(Wres, {m0_of(j), c0 * I32(KK)}, {tm, kc})
-                                 : Region(Al, {I32((wbase + j) % 2), I32(0), I32(0)}, {1, tm, kc}),
-                             col, IntImm(DataType::Bool(), acc ? 1 : 0)}));
-                        if (j + 1 < mb) st.push_back(wload(j + 1));  // loads during mm j
-                      }
-                      if (next_first.defined()) st.push_back(next_first);
-                      return st;
-                    };
-                    if (!preloaded) st.push_back(wload(0));
-                    for (const Stmt& x : prefetch) st.push_back(x);
-                    if (qx) {  // quantise the patch on load
-                      std::vector<int64_t> pd{cc, rin, win};
-                      Buffer xf = StridedView(Xp, pd, {rin * win, win, 1}, xoff, "Xf");
-                      Buffer xq = StridedView(Xq, pd, {rin * win, win, 1}, 0, "Xqv");
-                      for (const Stmt& x :
-                           QuantiseSteps(xq, xf, inv_scale, zp,
-                                         [&](const auto& body) { return Nest(pd, body); }))
-                        st.push_back(x);
-                    }
-                    // A 1x1 Conv with unit strides and no padding over whole rows: the patch
-                    // [cc, r, tw] is already the column matrix, which the mm reads in place
-                    if (direct)
-                      return mms(Region(XpMat, {I32(qx ? 0 : slot * CC), I32(0)}, {kc, P}));
-                    // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw +
-                    // kw * dw], one vector copy per tap between strided views of Xp and Col (the
-                    // engine reads a strided source; a loop over x * sw it could not take as one
-                    // command)
-                    for (int64_t kh = 0; kh < g.KH; ++kh) {
-                      for (int64_t kw = 0; kw < g.KW; ++kw) {
-                        Buffer src =
-                            StridedView(Xq, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
-                                        (qx ? 0 : xoff) + kh * g.dh * win + kw * g.dw, "Tap");
-                        Buffer dst = StridedView(Col, {cc, r, tw}, {KK * r * tw, tw, 1},
-                                                 (kh * g.KW + kw) * r * tw, "ColTap");
-                        st.push_back(CopyNest(dst, src, {cc, r, tw}));
-                      }
-                    }
-                    return mms(Region(Colm, {I32(0), I32(0)}, {kc, P}));
-                  };
-                  auto push = [&](const std::vector<Stmt>& v) {
-                    for (const Stmt& x : v) s.push_back(x);
-                  };
-                  if (db) {
-                    // Double-buffered patches, the chunks unrolled: chunk k + 1 loads into
-                    // Xp[(k + 1) % 2] (event 1) while chunk k is unfolded and multiplied.
-                    std::vector<std::pair<int64_t, int64_t>> chunks;  // (first channel, count)
-                    for (int64_t c = 0; c < g.Cg; c += CC)
-                      chunks.push_back({c, std::min(CC, g.Cg - c)});
-                    push(load_patch(I32(chunks[0].first), chunks[0].second, 0, 1));
-                    for (size_t k = 0; k < chunks.size(); ++k) {
-                      s.push_back(Intrin("tile.wait", {I32(1)}));  // patch k is in L1
-                      std::vector<Stmt> next;
-                      if (k + 1 < chunks.size())
-                        next = load_patch(I32(chunks[k + 1].first), chunks[k + 1].second,
-                                          int64_t((k + 1) % 2), 1);
-                      if (next.empty()) next.push_back(Evaluate(I32(0)));
-                      int64_t wbase = static_cast<int64_t>(k) * mb;
-                      Stmt next_first;
-                      if (k + 1 < chunks.size())
-                        next_first = wload_at(I32(chunks[k + 1].first), chunks[k + 1].second, 0,
-                                              (wbase + mb) % 2);
-                      push(compute(I32(chunks[k].first), chunks[k].second, int64_t(k % 2),
-                                   k > 0 || preset, next, wbase, k > 0, next_first));
-                    }
-                  } else {
-                    bool first = true;
-                    for (auto [ccount, cc] : Segs(g.Cg, CC)) {
-                      int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
-                      auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
-                        PrimExpr c0 = I32(cbase) + ci * I32(CC);
-                        std::vector<Stmt> st = load_patch(c0, cc, 0, 0);
-                        st.push_back(Intrin("tile.wait", {I32(0)}));
-                        for (const Stmt& x : compute(c0, cc, 0, acc, {})) st.push_back(x);
-                        return Seq(st);
-                      };
-                      if (first) {
-                        s.push_back(chunk(I32(0), preset));
-                        if (ccount > 1)
-                          s.push_back(Loop("ci", ccount - 1,
-                                           [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
-                        first = false;
-                      } else {
-                        s.push_back(
-                            Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
-                      }
-                    }
-                  }
-                  if (q || has_bias) s.push_back(Intrin("tile.wait", {I32(4)}));  // scales, bias
-                  for (int64_t j = 0; j < mb; ++j) {
-                    PrimExpr m0 = m0_of(j);
-                    if (q) {  // dequantise: f32(acc) * f32(x_scale * w_scale[m])
-                      std::vector<Stmt> dq;
-                      Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
-                      Buffer cfv = StridedView(Cf, cd, {P, 1}, j * tm * P, "Cfv");
-                      dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
-                        return BufferStore(cfv, Cast(f32, BufferLoad(clv, i)), i);
-                      }));
-                      Buffer slv = StridedView(Sall, {tm}, {1}, j * tm, "Slv");
-                      dq.push_back(Nest({tm}, [&](const Array<PrimExpr>& i) {
-                        return BufferStore(
-                            slv, BufferLoad(slv, i) * F32(static_cast<float>(x_scale)), i);
-                      }));
-                      Buffer sv = StridedView(Sall, cd, {1, 0}, j * tm, "Sb");
-                      dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
-                        return BufferStore(cfv, BufferLoad(cfv, i) * BufferLoad(sv, i), i);
-                      }));
-                      s.push_back(Seq(dq));
-                    } else if (has_bias) {
-                      s.push_back(Loop("i", tm, [&](PrimExpr i) {
-                        return Loop("x", P, [&](PrimExpr x) {
-                          PrimExpr row = I32(j * tm) + i;
-                          return BufferStore(
-                              Cl, BufferLoad(Cl, {row, x}) + BufferLoad(Sall, {row, I32(0)}),
-                              {row, x});
-                        });
-                      }));
-                    }
-                    if (ep.any()) {  // the fused residual and activation, on the f32 result
-                      Buffer yv = StridedView(q ? Cf : Cl, cd, {P, 1}, j * tm * P, "Yv");
-                      auto over = [&](const auto& body) { return Nest(cd, body); };
-                      if (ep.residual >= 0) {
-                        if (j == 0) s.push_back(Intrin("tile.wait", {I32(3)}));
-                        Buffer rv = StridedView(Rl, cd, {P, 1}, j * tm * P, "Rlv");
-                        if (r_i8) {  // dequantise: (f32(r) - zero point) * scale
-                          Buffer rf = StridedView(Rf, cd, {P, 1}, 0, "Rfv");
-                          for (Stmt st : DequantiseResidual(call.attrs, rv, rf, over))
-                            s.push_back(st);
-                          rv = rf;
-                        }
-                        s.push_back(over([&](const Array<PrimExpr>& i) {
-                          return BufferStore(yv, BufferLoad(yv, i) + BufferLoad(rv, i), i);
-                        }));
-                      }
-                      s.push_back(ApplyActivation(ep, yv, over));
-                    }
-                    if (y_i8) {  // quantise as the consumers would on load
-                      Buffer yv = StridedView(Cf, cd, {P, 1}, j * tm * P, "Yv");
-                      Buffer yq = StridedView(Yq, cd, {P, 1}, j * tm * P, "Yqv");
-                      for (const Stmt& x :
-                           QuantiseSteps(yq, yv, y_inv, y_zp,
-                                         [&](const auto& body) { return Nest(cd, body); }))
-                        s.push_back(x);
-                    }
-                    // the store is asynchronous (event 2): the next item waits for it before
-                    // it writes the accumulators again
-                    s.push_back(
-                        Intrin("tile.dma_copy",
-                               {Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
-                                Region(y_i8 ? Yq : Cl3, {I32(j * tm), I32(0), I32(0)}, {tm, r, tw}),
-                                I32(2)}));
-                  }
-                  Stmt tile = Allocate(Cl, Seq(s));
-                  if (!resident) tile = Allocate(Al, tile);
-                  tile = Allocate(Xp, Allocate(Col, tile));
-                  if (q) tile = Allocate(Cf, tile);
-                  if (qx) tile = Allocate(Xq, tile);
-                  if (y_i8) tile = Allocate(Yq, tile);
-                  if (r_i8) tile = Allocate(Rf, tile);
-                  if (preset) tile = Allocate(Bl, tile);
-                  if (q || has_bias) tile = Allocate(Sall, tile);
-                  if (ep.residual >= 0) tile = Allocate(Rl, tile);
-                  return tile;
-                }));
+                  s.push_back(ApplyActivation(ep, yv, over));
+                }
+                if (y_i8) {  // quantise as the consumers would on load
+                  Buffer yv = StridedView(Cf, cd, {P, 1}, j * tm * P, "Yv");
+                  Buffer yq = StridedView(Yq, cd, {P, 1}, j * tm * P, "Yqv");
+                  for (const Stmt& x : QuantiseSteps(
+                           yq, yv, y_inv, y_zp, [&](const auto& body) { return Nest(cd, body); }))
+                    s.push_back(x);
+                }
+                // the store is asynchronous (event 2): the next item waits for it before
+                // it writes the accumulators again
+                s.push_back(Intrin(
+                    "tile.dma_copy",
+                    {Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
+                     Region(y_i8 ? Yq : Cl3, {I32(j * tm), I32(0), I32(0)}, {tm, r, tw}), I32(2)}));
+              }
+              if (part == 1) return Seq(front);
+              if (part == 2) return Seq(s);
+              for (const Stmt& x : s) front.push_back(x);
+              return Seq(front);
+            };
+            Stmt items_stmt =
+                pipe ? ForEachItemPipelined(
+                           core, call.cores, items, &rotation, "t",
+                           [&](PrimExpr t, int64_t k) { return item(t, 1, slots[size_t(k)]); },
+                           [&](PrimExpr t, int64_t k) { return item(t, 2, slots[size_t(k)]); })
+                     : ForEachItem(core, call.cores, items, &rotation, "t",
+                                   [&](PrimExpr t) { return item(t, 0, slots[0]); });
+            Stmt tile = items_stmt;
+            for (const ItemBuffers& ib : slots) {
+              tile = Allocate(ib.Cl, tile);
+              if (preset) tile = Allocate(ib.Bl, tile);
+              if (q || has_bias) tile = Allocate(ib.Sall, tile);
+              if (ep.residual >= 0) tile = Allocate(ib.Rl, tile);
+            }
+            if (!resident) tile = Allocate(Al, tile);
+            tile = Allocate(Xp, direct_group ? tile : Allocate(Col, tile));
+            if (q) tile = Allocate(Cf1, tile);
+            if (qx) tile = Allocate(Xq, tile);
+            if (y_i8) tile = Allocate(Yq, tile);
+            if (r_i8) tile = Allocate(Rf, tile);
+            groups.push_back(tile);
             // the next group's buffers may take these addresses: its DMAs must not pass
             // this group's compute and stores (waited for by the front end)
             groups.push_back(Intrin("tile.wait", {I32(2)}));
@@ -788,18 +825,18 @@ PrimFunc LowerConv(const OpCall& call) {
   // chunks unrolled: up to 64), each with the R and CC that fit L1 with its buffers; the
   // cost model (cost_model.h) picks the fastest.
   const int64_t TM0 = TM;
-  PrimFunc best = MakeFunc(call, p, build(1, false));
+  PrimFunc best = MakeFunc(call, p, build(1, false, false));
   struct Plan {
     int64_t tm, mb;
-    bool db;
+    bool db, pipe;
   };
   std::vector<Plan> cands;
   auto add_plans = [&](int64_t tm) {
     const int64_t full_blocks = g.Mg / tm;
     for (int64_t mb : {1, 2, 4, 8, 16}) {
       if (mb > 1 && full_blocks % mb != 0) continue;
-      if (mb > 1) cands.push_back({tm, mb, false});
-      cands.push_back({tm, mb, true});
+      if (mb > 1) cands.push_back({tm, mb, false, false});
+      cands.push_back({tm, mb, true, false});
     }
   };
   add_plans(TM0);
@@ -811,18 +848,29 @@ PrimFunc LowerConv(const OpCall& call) {
     return EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
   };
   int64_t best_cycles = estimate(best);
-  Plan chosen{TM0, 1, false};
+  Plan chosen{TM0, 1, false, false};
+  bool chosen_resident = false;
   // then the best plan with the weights resident, when they take at most half of L1
   const bool may_reside = g.G == 1 && mp.operand_bytes() * g.Mg * g.Cg * KK <= call.l1_bytes / 2;
-  if (may_reside) cands.push_back({0, 0, false});
+  if (may_reside) cands.push_back({0, 0, false, false});
+  // then the chosen plan pipelined across items, and one item of 128 channels pipelined
+  // (the second set of accumulators may not fit the chosen plan's larger items)
+  cands.push_back({-1, 0, false, false});
+  cands.push_back({TM0, 1, true, true});
   for (Plan c : cands) {
     if (c.tm == 0) {  // the resident variant of the chosen plan
       resident = true;
       c = chosen;
+    } else if (c.tm == -1) {
+      resident = chosen_resident;
+      c = chosen;
+      c.pipe = true;
     }
+    pipelined = c.pipe;
+    budget = call.l1_bytes - (int64_t{pipelined ? 64 : 32} << 10);
     TM = c.tm;
     if (!fit(c.mb, c.db) || (c.db && (g.Cg + CC - 1) / CC > 64)) continue;
-    PrimFunc f = MakeFunc(call, p, build(c.mb, c.db));
+    PrimFunc f = MakeFunc(call, p, build(c.mb, c.db, c.pipe));
     int64_t cycles = 0;
     try {
       cycles = estimate(f);
@@ -833,6 +881,7 @@ PrimFunc LowerConv(const OpCall& call) {
       best = f;
       best_cycles = cycles;
       chosen = c;
+      chosen_resident = resident;
     }
   }
   return best;

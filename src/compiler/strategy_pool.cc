@@ -15,8 +15,8 @@
  * kw*dw, so `tile.vec_max` / `vec_add` read it directly. The average multiplies by 1 / count per
  * row and per column (the count separates), a `vec_muls` when every window counts the same. LpPool
  * squares the patch (|x| is its square root; p > 2: exp(p log |x|)), sums the taps and takes the
- * p-th root. An int8 MaxPool (between int8 Convs) DMAs its int8 rows into the f32 patch
- * and its f32 result back to int8; both conversions are exact.
+ * p-th root. An int8 MaxPool (between int8 Convs) keeps its tiles in int8 (the max is
+ * exact in any type; a quarter of the f32 tiles' DMA beats and vector bytes).
  */
 #include <algorithm>
 
@@ -176,7 +176,10 @@ PrimFunc LowerPool(const OpCall& call) {
                                << call.outputs[0]->dtype.str() << " is not the input's "
                                << call.inputs[0]->dtype.str();
   Params p = MakeParams(call);
-  DataType f32 = DataType::Float(32);  // the tiles; an int8 input is converted by the DMA
+  DataType f32 = DataType::Float(32);
+  // the tiles: int8 for an int8 MaxPool, else f32
+  const DataType tile_t =
+      g.max && call.inputs[0]->dtype == DataType::Int(8) ? call.inputs[0]->dtype : f32;
   Buffer X = View(p.in[0], {g.N, g.C, g.D, g.H, g.W}, "X");
   Buffer Y = View(p.out[0], {g.N, g.C, g.OD, g.OH, g.OW}, "Y");
   int64_t ekd = g.Ek(0);  // input depth planes per output plane
@@ -222,7 +225,8 @@ PrimFunc LowerPool(const OpCall& call) {
     for (int64_t o = 0; o < g.out[i]; ++o)
       uniform[i] = uniform[i] && Count(g, i, o, lo[i], hi[i]) == g.k[i];
   }
-  PrimExpr fill = g.max ? F32(-INFINITY) : F32(0.0);
+  // padding never wins a max: -inf, or int8's least value
+  PrimExpr fill = g.max ? F32(tile_t == f32 ? -INFINITY : -128.0) : F32(0.0);
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> groups;
@@ -243,13 +247,14 @@ PrimFunc LowerPool(const OpCall& call) {
                 PrimExpr n = floordiv(t, I32(sc.count * sr.count * g.OD));
                 PrimExpr c0 = I32(sc.base) + ci * I32(CC);
                 PrimExpr oh0 = I32(sr.base) + ri * I32(R);
-                Buffer Pa = Local({cc * ekd * ph * pw}, f32, "Patch");
-                Buffer Oa = Local({cc * r * tw}, f32, "Ot");
+                Buffer Pa = Local({cc * ekd * ph * pw}, tile_t, "Patch");
+                Buffer Oa = Local({cc * r * tw}, tile_t, "Ot");
                 TileView Pv = MakeView(Pa, {cc, ekd, ph, pw}, "Pv");
                 TileView O = MakeView(Oa, {cc, r, tw}, "Ov");
                 std::vector<Stmt> s;
+                // the fill and the loads after it are one in-order DMA queue: no wait between
                 s.push_back(Intrin("tile.dma_fill", {Pv.All(), fill, I32(0)}));
-                s.push_back(Intrin("tile.wait", {I32(0)}));
+                if (vhi <= vlo) s.push_back(Intrin("tile.wait", {I32(0)}));
                 if (vhi > vlo) {
                   Buffer P4 = View(Pa, {cc, ekd, ph, pw}, "P4");
                   // every row inside the image (2-D): one DMA of the block, not one per row
@@ -297,6 +302,7 @@ PrimFunc LowerPool(const OpCall& call) {
                         apply(Pv, "tir.exp");
                 }
                 bool first = true;
+                s.push_back(Intrin("tile.wait", {I32(1)}));  // the last item's store has left O
                 for (int64_t kd = 0; kd < g.k[0]; ++kd) {
                   for (int64_t kh = 0; kh < g.k[1]; ++kh) {
                     for (int64_t kw = 0; kw < g.k[2]; ++kw) {
@@ -346,12 +352,16 @@ PrimFunc LowerPool(const OpCall& call) {
                     }));
                   }
                 }
-                s.push_back(
-                    DmaWait(Region(Y, {n, c0, od, oh0, I32(ow0)}, {1, cc, 1, r, tw}), O.All(), 1));
+                // the store runs while the next item loads (event 1)
+                s.push_back(Intrin(
+                    "tile.dma_copy",
+                    {Region(Y, {n, c0, od, oh0, I32(ow0)}, {1, cc, 1, r, tw}), O.All(), I32(1)}));
                 Stmt res = Allocate(Pa, Allocate(Oa, Seq(s)));
                 for (const Buffer& b : extra) res = Allocate(b, res);
                 return res;
               }));
+          // the next group's buffers may take these addresses: the store must be out first
+          groups.push_back(Intrin("tile.wait", {I32(1)}));
         }
       }
     }

@@ -19,6 +19,7 @@ namespace {
 
 constexpr int64_t kBank = 64 * 1024;
 constexpr int64_t kAlign = 64;
+constexpr int64_t kSmall = 4 * 1024;
 
 int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
@@ -47,7 +48,10 @@ class Planner : public IRVisitor {
     int64_t bytes = elems * b->dtype.lane_bytes() * b->dtype.lanes();
     int64_t saved = top_[s];
     int64_t offset = AlignUp(top_[s], kAlign);
-    if (s == 0 && AlignUp(top_[s], kBank) + bytes <= cap_[0]) offset = AlignUp(top_[s], kBank);
+    // A buffer starts at a bank when it fits (engines reading two sources from one bank pay
+    // twice); a small one (a DMA state, a row of scales) is packed instead of taking a bank.
+    if (s == 0 && bytes > kSmall && AlignUp(top_[s], kBank) + bytes <= cap_[0])
+      offset = AlignUp(top_[s], kBank);
     live_[s].emplace_back(std::string(b->name.view()), bytes);
     if (offset + bytes > cap_[s]) {
       std::ostringstream msg;

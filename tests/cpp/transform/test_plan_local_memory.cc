@@ -21,15 +21,26 @@ PrimFunc TwoBuffers(int32_t n, const char* scope = "local") {
 }  // namespace
 
 TEST(PlanLocalMemory, BuffersGetTheirOwnBanks) {
-  PrimFunc f = TwoBuffers(1024);  // 4 KiB each
+  PrimFunc f = TwoBuffers(2048);  // 8 KiB each
   PrimFunc g = ApplyPass(PlanLocalMemory(), f);
   auto plan = g->attrs.at("memory_plan").cast<Map<Var, Array<int64_t>>>();
   std::vector<std::vector<int64_t>> rows;
   for (const auto& [v, r] : plan.items()) rows.push_back({r[0], r[1], r[2]});
   ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0], (std::vector<int64_t>{0, 8192, 0}));
+  EXPECT_EQ(rows[1], (std::vector<int64_t>{65536, 8192, 1}));
+  EXPECT_EQ(g->attrs.at("local_bytes").cast<int64_t>(), 65536 + 8192);
+}
+
+TEST(PlanLocalMemory, SmallBuffersArePacked) {
+  PrimFunc g = ApplyPass(PlanLocalMemory(), TwoBuffers(1024));  // 4 KiB each: no bank of its own
+  auto plan = g->attrs.at("memory_plan").cast<Map<Var, Array<int64_t>>>();
+  std::vector<std::vector<int64_t>> rows;
+  for (const auto& [v, r] : plan.items()) rows.push_back({r[0], r[1], r[2]});
+  ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0], (std::vector<int64_t>{0, 4096, 0}));
-  EXPECT_EQ(rows[1], (std::vector<int64_t>{65536, 4096, 1}));
-  EXPECT_EQ(g->attrs.at("local_bytes").cast<int64_t>(), 65536 + 4096);
+  EXPECT_EQ(rows[1], (std::vector<int64_t>{4096, 4096, 0}));
+  EXPECT_EQ(g->attrs.at("local_bytes").cast<int64_t>(), 8192);
 }
 
 TEST(PlanLocalMemory, SiblingScopesReuseSpace) {
