@@ -741,6 +741,9 @@ KernelCost EstimateStrategy(const PrimFunc& func, int64_t l1_bytes, int cores) {
   for (const auto& [name, fn] : lowered->functions.items()) {
     KernelCost one = EstimateKernel(fn, cores);
     one.cycles += k.cycles;  // functions of one module run one after another
+    one.local_bytes = k.local_bytes;
+    if (fn->attrs.count("local_bytes"))
+      one.local_bytes = std::max(one.local_bytes, fn->attrs.at("local_bytes").cast<int64_t>());
     k = one;
   }
   return k;
@@ -757,6 +760,7 @@ TILECORE_REGISTER_GLOBAL("compiler.EstimateKernelCost")
       out.Set("ddr_bytes", Any(int64_t(k.ddr_bytes)));
       out.Set("macs", Any(int64_t(k.macs)));
       out.Set("commands", Any(k.commands));
+      out.Set("local_bytes", Any(k.local_bytes));
       out.Set("bound_by", Any(String(k.bound_by)));
       Array<Any> per_core;
       for (size_t i = 0; i < k.engine_busy.size(); ++i) {

@@ -32,6 +32,7 @@
  * int8 dequantised), then Relu or Clip, on the f32 result before it is stored.
  */
 #include <algorithm>
+#include <limits>
 #include <tuple>
 
 #include "fused_epilogue.h"
@@ -419,9 +420,7 @@ PrimFunc LowerConv(const OpCall& call) {
     if (y_i8) sum += bank(acc / 4);  // the int8 result
     return sum + (pipelined ? 2 : 1) * per_item;
   };
-  // The DMA state and the planner's slack. A pipelined plan keeps a bank more free: the DMA
-  // state takes the first bank, and its unrolled items need more descriptors.
-  int64_t budget = call.l1_bytes - (int64_t{32} << 10);
+  const int64_t budget = call.l1_bytes - (int64_t{32} << 10);  // DMA state and the planner's slack
   const int64_t R0 = R, CC0 = CC;
   // R and CC for MB blocks per item; whether they fit L1
   auto fit = [&](int64_t mb, bool db) {
@@ -844,10 +843,15 @@ PrimFunc LowerConv(const OpCall& call) {
   // blocks of 64 channels give each core a share of the output channels.
   const int64_t items128 = g.N * g.G * ((g.OH + R0 - 1) / R0) * ((g.Mg + TM0 - 1) / TM0);
   if (TM0 == kMaxTM && items128 < 2 * call.cores) add_plans(TM0 / 2);
+  // A plan whose buffers leave the code generator less than 8 KiB of L1 (its descriptors
+  // and scratch) does not fit.
   auto estimate = [&](const PrimFunc& f) {
-    return EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
+    KernelCost k = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores));
+    return k.local_bytes > call.l1_bytes - (int64_t{8} << 10) ? -1 : k.cycles;
   };
   int64_t best_cycles = estimate(best);
+  if (best_cycles < 0)
+    best_cycles = std::numeric_limits<int64_t>::max();  // the plan of last resort
   Plan chosen{TM0, 1, false, false};
   bool chosen_resident = false;
   // then the best plan with the weights resident, when they take at most half of L1
@@ -855,8 +859,13 @@ PrimFunc LowerConv(const OpCall& call) {
   if (may_reside) cands.push_back({0, 0, false, false});
   // then the chosen plan pipelined across items, and one item of 128 channels pipelined
   // (the second set of accumulators may not fit the chosen plan's larger items)
-  cands.push_back({-1, 0, false, false});
-  cands.push_back({TM0, 1, true, true});
+  // (tc_pipeline 0 or 1 overrides the cost model: never, or whenever a pipelined plan fits)
+  const int64_t pipeline = AttrInt(call.attrs, "tc_pipeline", -1);
+  if (pipeline != 0) {
+    cands.push_back({-1, 0, false, false});
+    cands.push_back({TM0, 1, true, true});
+  }
+  bool chosen_pipe = false;
   for (Plan c : cands) {
     if (c.tm == 0) {  // the resident variant of the chosen plan
       resident = true;
@@ -867,7 +876,6 @@ PrimFunc LowerConv(const OpCall& call) {
       c.pipe = true;
     }
     pipelined = c.pipe;
-    budget = call.l1_bytes - (int64_t{pipelined ? 64 : 32} << 10);
     TM = c.tm;
     if (!fit(c.mb, c.db) || (c.db && (g.Cg + CC - 1) / CC > 64)) continue;
     PrimFunc f = MakeFunc(call, p, build(c.mb, c.db, c.pipe));
@@ -877,11 +885,14 @@ PrimFunc LowerConv(const OpCall& call) {
     } catch (const ffi::Error&) {
       continue;  // does not fit once the buffers are placed in banks
     }
-    if (cycles < best_cycles) {
+    if (cycles < 0) continue;
+    const bool forced = pipeline == 1 && c.pipe && !chosen_pipe;
+    if (cycles < best_cycles || forced) {
       best = f;
       best_cycles = cycles;
       chosen = c;
       chosen_resident = resident;
+      chosen_pipe = c.pipe;
     }
   }
   return best;

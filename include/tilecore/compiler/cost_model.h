@@ -43,6 +43,7 @@ struct KernelCost {
   uint64_t ddr_bytes = 0;                           // DDR bytes read + written by DMAs
   uint64_t macs = 0;
   int64_t commands = 0;
+  int64_t local_bytes = 0;  // the L1 its buffers take per core (PlanLocalMemory's plan)
   /*! \brief "din", "dout", "mm", "vec", "ddr" (the shared DDR) or "sc" (the front end):
    * the resource with the most busy cycles, the one that bounds the kernel. */
   std::string bound_by;

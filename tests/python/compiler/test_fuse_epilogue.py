@@ -42,27 +42,39 @@ def test_conv_residual_and_activation_f32(xs, ws, attrs, act):
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
 
 
-def test_conv_int8_in_int8_residual_int8_out():
-    """Every int8 path at once, bit-exact against numpy doing the same f32 steps."""
-    xs, ws = (1, 24, 8, 8), (40, 24, 3, 3)
+@pytest.mark.parametrize("hw,m,pipeline", [
+    (8, 40, None),   # one item: the cost model's plan
+    (56, 160, 1),    # items pipelined: 14 row tiles x 2 channel blocks over 4 cores, 4 or 3 items a core
+    (56, 160, 0),    # the same, never pipelined
+])
+def test_conv_int8_in_int8_residual_int8_out(hw, m, pipeline, hazard_checked):
+    """Every int8 path at once, bit-exact against numpy doing the same f32 steps; every L1
+    access ordered (the simulator's hazard mode)."""
+    xs, ws = (1, 24, hw, hw), (m, 24, 3, 3)
     xq = RNG.integers(-128, 128, xs).astype(np.int8)
     wq = RNG.integers(-127, 128, ws).astype(np.int8)
     bq = RNG.integers(-2000, 2000, ws[0]).astype(np.int32)
     w_scale = (RNG.random(ws[0]) * 0.002 + 0.0005).astype(np.float32)
-    rq = RNG.integers(-128, 128, (1, 40, 8, 8)).astype(np.int8)
+    rq = RNG.integers(-128, 128, (1, m, hw, hw)).astype(np.int8)
     sx, zx, sr, zr, sy, zy = 0.05, -3, 0.04, 5, 0.03, -7
     attrs = {"pads": [1, 1, 1, 1], "tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx,
              "tc_residual": 1, "tc_residual_scale": sr, "tc_residual_zero_point": zr, "tc_activation": "Relu",
              "tc_y_scale": sy, "tc_y_zero_point": zy}
-    out = run_lowered("Conv", attrs, [xq, wq, bq, w_scale, rq], [np.zeros((1, 40, 8, 8), np.int8)])[0]
+    if pipeline is not None:
+        attrs["tc_pipeline"] = pipeline
+        specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in (xq, wq, bq, w_scale, rq)]
+        f = compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec((1, m, hw, hw), "int8")], "npu -cores=4")
+        assert ("Cl1" in str(f)) == bool(pipeline)  # the second set of accumulators
+    out = run_lowered("Conv", attrs, [xq, wq, bq, w_scale, rq], [np.zeros((1, m, hw, hw), np.int8)])[0]
     f = np.float32
     xp = np.pad(xq.astype(np.int64), ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=zx)  # padding is the zero point
     acc = conv_ref(xp, wq.astype(np.int64)) + bq.reshape(1, -1, 1, 1)
     y = acc.astype(f) * (w_scale * f(sx)).reshape(1, -1, 1, 1)
     y = y + (rq.astype(f) - f(zr)) * f(sr)
     y = np.maximum(y, f(0))
-    t = y * f(1.0 / np.float64(f(sy))) + f(zy)
+    t = y * f(1.0 / sy) + f(zy)  # docs/precision.md: f32(1 / tc_y_scale)
     np.testing.assert_array_equal(out, np.clip(np.rint(t), -128, 127).astype(np.int8))
+    assert hazard_checked() == []
 
 
 def test_fused_epilogue_reasons():

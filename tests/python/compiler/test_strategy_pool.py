@@ -2,10 +2,11 @@
 MaxPool, AveragePool and LpPool 1-D, 2-D and 3-D with strides, dilations, explicit and automatic
 pads, ceil_mode and count_include_pad; the global poolings; a tensor bigger than L1;
 the reasons what is left stays on the host."""
+import numpy as np
 import pytest
 
 from tilecore import compiler
-from strategy_util import check_op as _check, rand
+from strategy_util import check_op as _check, rand, run_lowered
 from tilecore.ir import ops
 
 
@@ -96,3 +97,15 @@ def test_reasons():
     with pytest.raises(ValueError, match="64-bit"):
         compiler.LowerOp("MaxPool", {"kernel_shape": [2, 2]}, [x],
                          [compiler.TensorSpec((1, 3, 7, 7), "float32"), compiler.TensorSpec((1, 3, 7, 7), "int64")])
+
+
+def test_int8_max_pool_in_int8_tiles(hazard_checked):
+    """An int8 MaxPool (between int8 Convs) keeps int8 tiles: the same bits as numpy's max
+    over the padded windows, its asynchronous stores ordered (the simulator's hazard mode)."""
+    x = np.random.default_rng(5).integers(-128, 128, (1, 64, 112, 112)).astype(np.int8)
+    out = run_lowered("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, [x],
+                      [np.zeros((1, 64, 56, 56), np.int8)])[0]
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-128)
+    ref = np.max([xp[:, :, i:i + 112:2, j:j + 112:2] for i in range(3) for j in range(3)], axis=0)
+    np.testing.assert_array_equal(out, ref)
+    assert hazard_checked() == []
