@@ -25,9 +25,12 @@ int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 class Planner : public IRVisitor {
  public:
-  Planner(int64_t l1, int64_t l2) {
+  // `small_bytes`: the L1 the small buffers take at the bottom (their peak, measured by a
+  // first pass); the others start at the first bank above them.
+  Planner(int64_t l1, int64_t l2, int64_t small_bytes = 0) {
     cap_[0] = l1;
     cap_[1] = l2;
+    if (small_bytes > 0) top_[0] = std::min(l1, AlignUp(small_bytes, kBank));
   }
 
   void VisitStmt_(const AllocateNode* op) override {
@@ -46,12 +49,24 @@ class Planner : public IRVisitor {
       elems *= *c;
     }
     int64_t bytes = elems * b->dtype.lane_bytes() * b->dtype.lanes();
+    if (s == 0 && bytes <= kSmall) {  // the small buffers' own stack, below the others
+      int64_t saved = small_top_;
+      int64_t offset = AlignUp(small_top_, kAlign);
+      small_top_ = offset + bytes;
+      small_peak_ = std::max(small_peak_, small_top_);
+      peak_[0] = std::max(peak_[0], small_top_);
+      live_[0].emplace_back(std::string(b->name.view()), bytes);
+      plan_.Set(b->data, Array<int64_t>{offset, bytes, offset / kBank});
+      VisitStmt(op->body);
+      live_[0].pop_back();
+      small_top_ = saved;
+      return;
+    }
     int64_t saved = top_[s];
     int64_t offset = AlignUp(top_[s], kAlign);
     // A buffer starts at a bank when it fits (engines reading two sources from one bank pay
-    // twice); a small one (a DMA state, a row of scales) is packed instead of taking a bank.
-    if (s == 0 && bytes > kSmall && AlignUp(top_[s], kBank) + bytes <= cap_[0])
-      offset = AlignUp(top_[s], kBank);
+    // twice).
+    if (s == 0 && AlignUp(top_[s], kBank) + bytes <= cap_[0]) offset = AlignUp(top_[s], kBank);
     live_[s].emplace_back(std::string(b->name.view()), bytes);
     if (offset + bytes > cap_[s]) {
       std::ostringstream msg;
@@ -76,10 +91,12 @@ class Planner : public IRVisitor {
 
   Map<Var, Array<int64_t>> plan_;
   int64_t peak_[2] = {0, 0};
+  int64_t small_peak_ = 0;
 
  private:
   int64_t cap_[2];
   int64_t top_[2] = {0, 0};
+  int64_t small_top_ = 0;
   std::vector<std::pair<std::string, int64_t>> live_[2];
 };
 
@@ -88,9 +105,15 @@ class Planner : public IRVisitor {
 Pass PlanLocalMemory() {
   return CreatePrimFuncPass(
       [](PrimFunc f, IRModule, PassContext ctx) {
-        Planner p(ctx.GetConfig<int64_t>("tc1.l1_bytes", int64_t(1) << 20),
-                  ctx.GetConfig<int64_t>("tc1.l2_bytes", int64_t(4) << 20));
+        const int64_t l1 = ctx.GetConfig<int64_t>("tc1.l1_bytes", int64_t(1) << 20);
+        const int64_t l2 = ctx.GetConfig<int64_t>("tc1.l2_bytes", int64_t(4) << 20);
+        // Small buffers (a DMA state, a row of scales) share the lowest bank(s) instead of
+        // taking one each, and never start in the bank of a tile a command also reads.
+        Planner measure(l1, l2);
+        Planner p(l1, l2);
         try {
+          measure.VisitStmt(f->body);
+          p = Planner(l1, l2, measure.small_peak_);
           p.VisitStmt(f->body);
         } catch (const ffi::Error& e) {
           std::string fn = f.global_symbol();

@@ -9,13 +9,16 @@
  *                        (bank = offset / 64 KiB for local buffers, -1 for shared)
  *        "local_bytes":  peak L1 use per core,  "shared_bytes": peak L2 use.
  * Placement: allocations nest like a stack (a buffer's space is reused once its
- * Allocate's body ends). Each local buffer larger than 4 KiB starts on a fresh
- * 64 KiB bank while banks remain, so the DMA target and the compute operands of
- * one step never share a bank (TC1 halves the stream rate of a vector or matrix
- * command whose sources start in one bank); a smaller one (a DMA state, a row of
- * scales) and, when banks run out, every buffer is packed at 64-byte alignment. Sizes: PassContext
- * options "tc1.l1_bytes" (default 1 MiB) and "tc1.l2_bytes" (default 4 MiB). Errors: overflowing L1
- * or L2 is a ValueError listing the live buffers and their sizes.
+ * Allocate's body ends). Local buffers of at most 4 KiB (a DMA state, a row of scales)
+ * have a stack of their own at the bottom of L1; every larger one starts on a fresh
+ * 64 KiB bank above them while banks remain, so the DMA target and the compute operands
+ * of one step never share a bank (TC1 halves the stream rate of a vector or matrix
+ * command whose sources start in one bank); when banks run out, buffers are packed at
+ * 64-byte alignment.
+ * Sizes: PassContext options "tc1.l1_bytes" (default 1 MiB) and "tc1.l2_bytes"
+ * (default 4 MiB).
+ * Errors: overflowing L1 or L2 is a ValueError listing the live buffers and their
+ * sizes.
  */
 #ifndef TILECORE_TRANSFORM_PLAN_LOCAL_MEMORY_H_
 #define TILECORE_TRANSFORM_PLAN_LOCAL_MEMORY_H_

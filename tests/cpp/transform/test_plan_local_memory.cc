@@ -43,6 +43,22 @@ TEST(PlanLocalMemory, SmallBuffersArePacked) {
   EXPECT_EQ(g->attrs.at("local_bytes").cast<int64_t>(), 8192);
 }
 
+TEST(PlanLocalMemory, SmallBuffersStackBelowTheBankedOnes) {
+  // big X, then small S inside it, then big Y inside both: S takes the bottom of L1, X and
+  // Y a bank each above it (S between them would put Y a bank further and S in X's bank)
+  Buffer X = DeclBuffer({2048}, DataType::Float(32), "X", "local");
+  Buffer S = DeclBuffer({256}, DataType::Float(32), "S", "local");
+  Buffer Y = DeclBuffer({2048}, DataType::Float(32), "Y", "local");
+  Stmt body = Allocate(
+      X, Allocate(S, Allocate(Y, BufferStore(Y, BufferLoad(X, {0}) + BufferLoad(S, {0}), {0}))));
+  PrimFunc g = ApplyPass(PlanLocalMemory(), PrimFunc({}, body));
+  auto plan = g->attrs.at("memory_plan").cast<Map<Var, Array<int64_t>>>();
+  EXPECT_EQ(plan.at(S->data)[0], 0);
+  EXPECT_EQ(plan.at(X->data)[0], 65536);
+  EXPECT_EQ(plan.at(Y->data)[0], 131072);
+  EXPECT_EQ(g->attrs.at("local_bytes").cast<int64_t>(), 131072 + 8192);
+}
+
 TEST(PlanLocalMemory, SiblingScopesReuseSpace) {
   Buffer X = DeclBuffer({1024}, DataType::Int(8), "X", "local");
   Buffer Y = DeclBuffer({1024}, DataType::Int(8), "Y", "local");
