@@ -356,8 +356,19 @@ PrimFunc LowerConv(const OpCall& call) {
   // quantised). The column stride stays in the im2col (a DMA of every other element
   // would move one element per beat).
   const bool skip = g.KH == 1 && g.sh > 1 && g.pt == 0 && g.pb == 0 && g.H == g.OH * g.sh;
-  Buffer X = skip ? View(p.in[0], {g.N, g.C, g.OH, g.sh, g.W}, "Xs")
-                  : View(p.in[0], {g.N, g.C, g.H, g.W}, "X");
+  auto x_view = [&](const Buffer& b, const std::string& name) {
+    return skip ? View(b, {g.N, g.C, g.OH, g.sh, g.W}, name + "s")
+                : View(b, {g.N, g.C, g.H, g.W}, name);
+  };
+  Buffer X = x_view(p.in[0], "X");
+  // staged: the input copied once into the shared L2 (a share by each core, then a
+  // barrier) and read from there: the items of different output-channel blocks, on
+  // different cores, each read all of it, and L2 has 4x DDR's bandwidth and a tenth
+  // of its latency
+  bool staged = false;
+  const int64_t x_rows = g.N * g.C, x_cols = g.H * g.W;
+  Buffer Xsh = DeclBuffer({I32(x_rows * x_cols)}, call.inputs[0]->dtype, String("Xsh"), "shared");
+  Buffer Xst = x_view(Xsh, "Xst");
   if (skip) {
     g.H = g.OH;
     g.sh = 1;
@@ -365,8 +376,9 @@ PrimFunc LowerConv(const OpCall& call) {
   // X[n, c .. c + cc, ih .. ih + rows, iw .. iw + cols]
   auto xregion = [&](PrimExpr n, PrimExpr c, PrimExpr ih, int64_t iw, int64_t cc, int64_t rows,
                      int64_t cols) {
-    if (skip) return Region(X, {n, c, ih, I32(0), I32(iw)}, {1, cc, rows, 1, cols});
-    return Region(X, {n, c, ih, I32(iw)}, {1, cc, rows, cols});
+    const Buffer& src = staged ? Xst : X;
+    if (skip) return Region(src, {n, c, ih, I32(0), I32(iw)}, {1, cc, rows, 1, cols});
+    return Region(src, {n, c, ih, I32(iw)}, {1, cc, rows, cols});
   };
   int64_t KK = g.KH * g.KW;
   Buffer Wt = View(p.in[1], {g.G, g.Mg, g.Cg * KK}, "Wm");
@@ -447,8 +459,21 @@ PrimFunc LowerConv(const OpCall& call) {
   auto build = [&](int64_t MB, bool db, bool pipe) {
     int64_t rotation = 0;
     Buffer Wres = Local({g.Mg, g.Cg * KK}, ot, "Wres");
-    return OverCores(call.cores, [&](PrimExpr core) {
+    Stmt body = OverCores(call.cores, [&](PrimExpr core) {
       std::vector<Stmt> groups;
+      if (staged) {  // this core's share of the input rows into L2 (all of it on core 0
+                     // when the rows do not split evenly), then every core waits for all
+        Buffer x2 = View(p.in[0], {x_rows, x_cols}, "X2");
+        Buffer s2 = View(Xsh, {x_rows, x_cols}, "Xsh2");
+        const bool even = x_rows % call.cores == 0;
+        const int64_t share = even ? x_rows / call.cores : x_rows;
+        PrimExpr r0 = even ? core * I32(share) : I32(0);
+        Stmt copy = Intrin("tile.dma_copy", {Region(s2, {r0, I32(0)}, {share, x_cols}),
+                                             Region(x2, {r0, I32(0)}, {share, x_cols}), I32(6)});
+        groups.push_back(even ? copy : IfThenElse(eq(core, I32(0)), copy));
+        groups.push_back(Intrin("tile.wait", {I32(6)}));
+        groups.push_back(Intrin("tir.barrier", {}));
+      }
       if (resident)
         groups.push_back(DmaWait(Region(Wres, {I32(0), I32(0)}, {g.Mg, g.Cg * KK}),
                                  Region(Wt, {I32(0), I32(0), I32(0)}, {1, g.Mg, g.Cg * KK}), 0));
@@ -819,6 +844,7 @@ PrimFunc LowerConv(const OpCall& call) {
       groups.push_back(Intrin("tile.wait", {I32(2)}));  // the last stores
       return resident ? Allocate(Wres, Seq(groups)) : Seq(groups);
     });
+    return staged ? Allocate(Xsh, body) : body;
   };
   // Candidates: MB dividing the full blocks, with or without double-buffered patches (the
   // chunks unrolled: up to 64), each with the R and CC that fit L1 with its buffers; the
@@ -865,6 +891,12 @@ PrimFunc LowerConv(const OpCall& call) {
     cands.push_back({-1, 0, false, false});
     cands.push_back({TM0, 1, true, true});
   }
+  // then the chosen plan reading its input from L2 (staged), when the input fits half of it
+  // and several items read it (tc_stage_input 0 or 1 overrides the cost model)
+  const int64_t stage_input = AttrInt(call.attrs, "tc_stage_input", -1);
+  const int64_t x_bytes = x_rows * x_cols * call.inputs[0]->dtype.lane_bytes();
+  if (stage_input == 1 || (stage_input != 0 && x_bytes <= (int64_t{2} << 20) && g.Mg > TM0))
+    cands.push_back({-2, 0, false, false});
   bool chosen_pipe = false;
   for (Plan c : cands) {
     if (c.tm == 0) {  // the resident variant of the chosen plan
@@ -874,6 +906,10 @@ PrimFunc LowerConv(const OpCall& call) {
       resident = chosen_resident;
       c = chosen;
       c.pipe = true;
+    } else if (c.tm == -2) {
+      resident = chosen_resident;
+      c = chosen;
+      staged = true;
     }
     pipelined = c.pipe;
     TM = c.tm;
@@ -886,7 +922,7 @@ PrimFunc LowerConv(const OpCall& call) {
       continue;  // does not fit once the buffers are placed in banks
     }
     if (cycles < 0) continue;
-    const bool forced = pipeline == 1 && c.pipe && !chosen_pipe;
+    const bool forced = (pipeline == 1 && c.pipe && !chosen_pipe) || (staged && stage_input == 1);
     if (cycles < best_cycles || forced) {
       best = f;
       best_cycles = cycles;
@@ -894,6 +930,7 @@ PrimFunc LowerConv(const OpCall& call) {
       chosen_resident = resident;
       chosen_pipe = c.pipe;
     }
+    staged = false;
   }
   return best;
 }

@@ -42,12 +42,13 @@ def test_conv_residual_and_activation_f32(xs, ws, attrs, act):
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("hw,m,pipeline", [
-    (8, 40, None),   # one item: the cost model's plan
-    (56, 160, 1),    # items pipelined: 14 row tiles x 2 channel blocks over 4 cores, 4 or 3 items a core
-    (56, 160, 0),    # the same, never pipelined
+@pytest.mark.parametrize("hw,m,pipeline,stage", [
+    (8, 40, None, None),   # one item: the cost model's plan
+    (56, 160, 1, 0),       # items pipelined: 14 row tiles x 2 channel blocks over 4 cores, 4 or 3 items a core
+    (56, 160, 0, 0),       # the same, never pipelined
+    (56, 160, 1, 1),       # pipelined, the int8 input read from L2
 ])
-def test_conv_int8_in_int8_residual_int8_out(hw, m, pipeline, hazard_checked):
+def test_conv_int8_in_int8_residual_int8_out(hw, m, pipeline, stage, hazard_checked):
     """Every int8 path at once, bit-exact against numpy doing the same f32 steps; every L1
     access ordered (the simulator's hazard mode)."""
     xs, ws = (1, 24, hw, hw), (m, 24, 3, 3)
@@ -62,9 +63,11 @@ def test_conv_int8_in_int8_residual_int8_out(hw, m, pipeline, hazard_checked):
              "tc_y_scale": sy, "tc_y_zero_point": zy}
     if pipeline is not None:
         attrs["tc_pipeline"] = pipeline
+        attrs["tc_stage_input"] = stage
         specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in (xq, wq, bq, w_scale, rq)]
         f = compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec((1, m, hw, hw), "int8")], "npu -cores=4")
         assert ("Cl1" in str(f)) == bool(pipeline)  # the second set of accumulators
+        assert ("Xsh" in str(f)) == bool(stage)    # the input in L2
     out = run_lowered("Conv", attrs, [xq, wq, bq, w_scale, rq], [np.zeros((1, m, hw, hw), np.int8)])[0]
     f = np.float32
     xp = np.pad(xq.astype(np.int64), ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=zx)  # padding is the zero point

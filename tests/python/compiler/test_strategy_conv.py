@@ -114,3 +114,21 @@ def test_conv_items_pipelined(xs, ws, attrs, pipeline, hazard_checked):
     out = run_lowered("Conv", attrs, ins, [np.zeros(refs[0].shape, np.float32)])[0]
     np.testing.assert_allclose(out, refs[0], rtol=1e-4, atol=1e-4)
     assert hazard_checked() == []
+
+
+@pytest.mark.parametrize("xs,ws,attrs", [
+    ((1, 512, 28, 28), (1024, 512, 1, 1), {"strides": [2, 2]}),  # ResNet-50's layer3 downsample
+    ((1, 30, 17, 17), (300, 30, 3, 3), {"pads": [1, 1, 1, 1]}),  # rows that do not split over the cores
+])
+def test_conv_input_staged_in_l2(xs, ws, attrs, hazard_checked):
+    """The input copied once into L2 by the cores (tc_stage_input=1), read from there by every
+    item: the plain plan's results, every L1 and L2 access ordered."""
+    specs = [compiler.TensorSpec(xs, "float32"), compiler.TensorSpec(ws, "float32")]
+    ins = [rand(xs, 1), rand(ws, 2, -0.1, 0.1)]
+    _, refs, _ = run_op("Conv", attrs, ins)
+    attrs = dict(attrs, tc_stage_input=1)
+    f = compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec(refs[0].shape, "float32")], "npu -cores=4")
+    assert "Xsh" in str(f) and "tir.barrier" in str(f)
+    out = run_lowered("Conv", attrs, ins, [np.zeros(refs[0].shape, np.float32)])[0]
+    np.testing.assert_allclose(out, refs[0], rtol=1e-4, atol=1e-4)
+    assert hazard_checked() == []
