@@ -29,18 +29,34 @@ class Lowerer : public IRMutator {
  public:
   Stmt Run(const Stmt& body) {
     bool has_cores = false;
+    int dma_loops = 0;
+    PrimExpr cores = IntImm(DataType::Int(32), 1);
     PostOrderVisit(body, [&](const ObjectRef& n) {
-      if (const auto* f = n.as<ForNode>()) has_cores = has_cores || f->kind == ForKind::kCores;
+      const auto* f = n.as<ForNode>();
+      if (f == nullptr || f->kind != ForKind::kCores) return;
+      has_cores = true;
+      if (UsesAsyncDma(f->body)) ++dma_loops;
+      if (auto e = as_const_int(f->extent); e && *e > *as_const_int(cores))
+        cores = IntImm(DataType::Int(32), *e);
     });
+    // One state for the kernel when several cores loops use DMA events (a layer group):
+    // the engines' completion counters run on from one loop to the next, and so must the
+    // counts the waits compare them with.
     if (!has_cores) return WithState(body);
+    if (dma_loops > 1) {
+      // a cores loop of its own zeroes every core's counts first (outside the cores loops
+      // only core 0 runs effects)
+      return WithState(body, Var("c_init"), cores);
+    }
     return VisitStmt(body);
   }
 
   Stmt VisitStmt_(const ForNode* op) override {
-    if (op->kind == ForKind::kCores && UsesAsyncDma(op->body)) {
+    if (op->kind == ForKind::kCores && !state_.defined() && UsesAsyncDma(op->body)) {
       return For(op->loop_var, op->min, op->extent, op->kind, WithState(op->body), op->annotations,
                  op->span);
     }
+
     return IRMutator::VisitStmt_(op);
   }
 
@@ -87,13 +103,20 @@ class Lowerer : public IRMutator {
  private:
   PrimExpr Load(PrimExpr index) { return BufferLoad(state_, {std::move(index)}); }
 
-  Stmt WithState(const Stmt& body) {
+  Stmt Init() {
+    Var k("k");
+    return For(k, 0, 2 + 2 * kNumDmaEvents, ForKind::kSerial,
+               BufferStore(state_, IntImm(DataType::Int(32), 0), {k}));
+  }
+
+  // `init_var` defined: the counts are zeroed in a cores loop over `cores` cores
+  Stmt WithState(const Stmt& body, Var init_var = Var(), PrimExpr cores = PrimExpr()) {
     Buffer saved = state_;
     state_ = DeclBuffer({IntImm(DataType::Int(32), 2 + 2 * kNumDmaEvents)}, DataType::Int(32),
                         "dma_state", "local");
-    Var k("k");
-    Stmt init = For(k, 0, 2 + 2 * kNumDmaEvents, ForKind::kSerial,
-                    BufferStore(state_, IntImm(DataType::Int(32), 0), {k}));
+    Stmt init = Init();
+    if (init_var.defined())
+      init = For(init_var, IntImm(DataType::Int(32), 0), cores, ForKind::kCores, init);
     Stmt lowered = VisitStmt(body);
     Stmt out = Allocate(state_, SeqStmt({init, lowered}));
     state_ = saved;

@@ -7,8 +7,11 @@
  *      outside that range is a ValueError naming the call).
  * Out: `tc1.dma_in` / `tc1.dma_out` / `tc1.dma_fill_in` and `tc1.wait("sc", engine,
  *      count)`, with the bookkeeping made explicit in a per-core local buffer
- *      `dma_state: int32[34]` (allocated at the top of each `cores` loop body, or of
- *      the kernel): state[0], state[1] count the commands issued to DMA-in and
+ *      `dma_state: int32[34]` (allocated at the top of the `cores` loop body, or of
+ *      the kernel when it has no cores loop or several that use events — a layer
+ *      group, whose engine counters run on from one loop to the next; there a cores
+ *      loop of its own zeroes the state first, since outside cores loops only core 0
+ *      runs effects): state[0], state[1] count the commands issued to DMA-in and
  *      DMA-out; state[2 + 2e], state[3 + 2e] hold those counts as of the last copy
  *      that signalled event e. A wait on e waits for both engines' counters to reach
  *      them (TC1 counters are monotonic and queues are in order, so this is exactly

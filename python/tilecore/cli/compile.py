@@ -107,7 +107,9 @@ def calibration_table(args: argparse.Namespace) -> CalibTable | None:
     arg("--input-shape", action="append", default=[], metavar="NAME:D0,D1,...",
         help="bind an input's shape (repeat per input)"),
     arg("--no-fuse", action="store_true",
-        help="keep every node a step: no epilogue fusion (a debugger session that stops at each)"),
+        help="keep every node a step: no epilogue fusion, no layer groups (a debugger session that stops at each)"),
+    arg("--no-group", action="store_true",
+        help="no layer groups: a step per node after fusion (a per-layer profile)"),
     arg("--quiet", action="store_true", help="no progress bar"),
     *CALIB_ARGS,
 ])
@@ -131,7 +133,8 @@ def compile_cmd(args: argparse.Namespace) -> int:
             samples = load_samples(args.calib)
         exe = _compile(args.model, target=args.target, precision=args.precision, input_shapes=shapes or None,
                        progress=bar, report=report, calib=calib, calib_samples=samples, qtable=qtable,
-                       auto_mixed=args.auto_mixed, fuse=not args.no_fuse)
+                       auto_mixed=args.auto_mixed, fuse=not args.no_fuse,
+                       group=not args.no_group)
     except OSError as e:
         return _fail(f"{args.model}: {e}")
     except _compile_errors() as e:

@@ -112,6 +112,16 @@ def PlanMemory(sizes: Sequence[int], first: Sequence[int], last: Sequence[int],
     return res[:n], res[n], res[n + 1], res[n + 2]
 
 
+def GroupKernels(funcs: Sequence[Any], args: Sequence[Sequence[int]], inputs: Sequence[int],  # noqa: N802
+                 outputs: Sequence[int], name: str = "group") -> Any:
+    """One kernel running the strategy PrimFuncs ``funcs`` in order (C++, kernel_group.h):
+    ``args[i][k]`` is the id of the tensor param k of funcs[i] is; ``inputs`` and
+    ``outputs`` are the ids that become the group's params; every other id is an
+    intermediate in the shared L2."""
+    return _ffi.GroupKernels(list(funcs), [[int(a) for a in row] for row in args], [int(i) for i in inputs],
+                             [int(o) for o in outputs], str(name))
+
+
 def estimate_cost(func: Any, target: str = "npu -cores=4") -> dict[str, Any]:
     """The cost model's estimate of an npu PrimFunc (a strategy's, before the kernel
     pipeline) on ``target``, priced with the simulator's per-command formulas (C++,
@@ -131,4 +141,4 @@ def estimate_cost(func: Any, target: str = "npu -cores=4") -> dict[str, Any]:
 from .driver import CompileError, compile  # noqa: E402,A004
 
 __all__ = ["TensorSpec", "HasStrategy", "LowerOp", "list_strategies", "HasHostKernel", "LowerHostOp",
-           "list_host_kernels", "PlanMemory", "estimate_cost", "CompileError", "compile"]
+           "list_host_kernels", "PlanMemory", "GroupKernels", "estimate_cost", "CompileError", "compile"]

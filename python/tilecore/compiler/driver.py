@@ -298,7 +298,7 @@ AUTO_MIXED_SAMPLES = 16
 
 
 def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, keep_intermediates, progress, report,
-                        calib, calib_samples, qtable, bias_correction=True, fuse=True):
+                        calib, calib_samples, qtable, bias_correction=True, fuse=True, group=True):
     from . import auto_mixed as _am
     from .precision import Calibration
 
@@ -309,7 +309,7 @@ def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, k
     n = min(len(v) for v in calib_samples.values())
     feeds = [{k: np.asarray(v[i]) for k, v in calib_samples.items()} for i in range(min(AUTO_MIXED_SAMPLES, n))]
     kw = {"target": target, "input_shapes": input_shapes, "progress": progress, "bias_correction": bias_correction,
-          "fuse": fuse, "calib": calib, "calib_samples": calib_samples}
+          "fuse": fuse, "group": group, "calib": calib, "calib_samples": calib_samples}
 
     def compile_fn(m, **k):
         exe = compile(m, **k, **kw)
@@ -339,7 +339,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             progress: Callable[..., Any] | None = None, report: dict[str, Any] | None = None, calib: Any = None,
             calib_samples: Mapping[str, np.ndarray] | None = None,
             qtable: Mapping[str, str] | str | os.PathLike[str] | None = None,
-            auto_mixed: float | None = None, bias_correction: bool = True, fuse: bool = True) -> Executable:
+            auto_mixed: float | None = None, bias_correction: bool = True, fuse: bool = True,
+            group: bool = True) -> Executable:
     """Compiles a model to an :class:`tilecore.runtime.Executable`.
 
     :param model: a :class:`tilecore.ir.graph.Graph`, a path to a ``.onnx`` file, its
@@ -363,6 +364,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     :param fuse: epilogue fusion (docs/compiler.md): a Conv computes the residual Add and
         the Relu or Clip after it. ``False`` keeps every node a step (a debugger session
         that stops at each); ``keep_intermediates`` implies it.
+    :param group: layer groups (docs/compiler.md): runs of npu steps compiled as one kernel
+        whose intermediates stay in L2. ``False`` (implied by ``fuse=False`` and by
+        ``keep_intermediates``) keeps one step per node, for per-layer profiles.
     :param input_shapes: input name -> shape, binding symbolic dimensions.
     :param keep_intermediates: every value in its own buffer, and every intermediate
         value an extra output named by its (ONNX) value name.
@@ -376,8 +380,10 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         ``fallbacks``: nodes kept in f32 with the reason, ``bias_correction``: node -> the
         largest shift its bias absorbed, ``channel_means``: the means it used) and ``qdq`` (``folded``: the
         quantised model's matrix nodes now in int8, ``kept``: those left in f32 with
-        the reason); ``npu_funcs``: step name -> the strategy's PrimFunc of each npu step
-        (what ``compiler.estimate_cost`` prices).
+        the reason); ``groups`` (``[{"step", "nodes", "internal", "l2_bytes"}]``: each layer
+        group's step, its nodes, the values kept in L2 and their bytes); ``npu_funcs``: step
+        name -> the strategy's PrimFunc of each npu step (what ``compiler.estimate_cost``
+        prices).
     :raises CompileError: (a ValueError) unsupported nodes, non-static shapes, a bad
         precision — naming the node, its op type and the reason.
     """
@@ -389,7 +395,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         raise CompileError(f"precision `{precision}` is not supported (supported: {', '.join(PRECISIONS)})")
     if auto_mixed is not None:
         return _compile_auto_mixed(model, float(auto_mixed), target, precision, input_shapes, keep_intermediates,
-                                   progress, report, calib, calib_samples, qtable, bias_correction, fuse)
+                                   progress, report, calib, calib_samples, qtable, bias_correction, fuse, group)
     for node_name, p in (qtable or {}).items():
         if p not in PRECISIONS:
             raise CompileError(f"qtable: node `{node_name}` has precision `{p}` (supported: {', '.join(PRECISIONS)})")
@@ -397,6 +403,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     t0 = time.perf_counter()
     from . import fuse_epilogue as _fuse
     from . import int8_edges as _int8_edges
+    from . import layer_groups as _groups
     from . import qdq as _qdq
 
     if not hasattr(model, "nodes"):  # QOperator nodes in the QDQ form; the DQ constants before folding
@@ -513,6 +520,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     cache = {}  # kernel key -> (Module, function name, input params)
     steps = []  # (node, module, function, input params)
     npu_funcs, step_funcs = {}, {}  # kernel key -> the strategy's PrimFunc; step name -> it
+    step_keys = []  # the kernel key of each step
     used_names = set()
     for i, nd in enumerate(nodes):
         if progress is not None:
@@ -550,9 +558,28 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             step_name = f"{base}#{k}"
         used_names.add(step_name)
         nd.step_name = step_name
-        if key in npu_funcs:
-            step_funcs[step_name] = npu_funcs[key]
         steps.append((nd,) + hit)
+        step_keys.append(key)
+    groups_made = []
+    step_kernels = [npu_funcs.get(k) for k in step_keys]
+    if group and fuse and not keep_intermediates:
+        from . import GroupKernels
+
+        group_cache = {}
+
+        def build_group(idx, funcs, args, ins, outs):
+            gkey = (tuple(step_keys[k] for k in idx), tuple(tuple(a) for a in args), tuple(ins), tuple(outs))
+            if gkey not in group_cache:
+                f = GroupKernels(funcs, args, ins, outs, "group")
+                group_cache[gkey] = (_build(f, target=target), "group", f)
+            return group_cache[gkey]
+
+        plan_groups = _groups.plan(nodes, steps, info, graph_outputs, _itemsize)
+        steps, step_kernels, groups_made = _groups.apply(plan_groups, steps, step_kernels, info, _itemsize,
+                                                         build_group)
+    for (nd, *_), f in zip(steps, step_kernels):
+        if f is not None:
+            step_funcs[nd.step_name] = f
     timings["lower_and_build"] = time.perf_counter() - t0
 
     # ---- buffers, liveness, plan ----------------------------------------------------------
@@ -665,8 +692,12 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             debug["views"] = json.dumps(views_before[nd.step_name])
         if nd.where == "host":
             debug["host_reason"] = nd.reason
-        ins = [info[str(v.name)] if v is not None else None for v in nd.ins]
-        macs = _macs(nd.op, ins, [info[str(v.name)] for v in nd.outs])
+        if isinstance(nd, _groups.GroupNode):
+            debug["group"] = nd.debug()
+        macs = 0
+        for m in getattr(nd, "members", [nd]):
+            ins = [info[str(v.name)] if v is not None else None for v in m.ins]
+            macs += _macs(m.op, ins, [info[str(v.name)] for v in m.outs])
         b.add_step(nd.where, mod, fn, [index[a] for a in args], node=nd.step_name, op_type=nd.op, macs=macs,
                    source_node=nd.name or nd.step_name, debug=debug)
     exe = b.build(arena_size=plan["arena_size"])
@@ -690,6 +721,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         "qdq": qdq_report,
         "fused": fused,
         "int8_edges": int8_edges,
+        "groups": [{"step": g.step_name, "nodes": [m.step_name for m in g.members], "internal": g.internal,
+                    "l2_bytes": g.l2_bytes} for g in groups_made],
         "graph_outputs": [str(v.name) for v in graph.outputs],
         "npu_funcs": step_funcs,
     })

@@ -106,7 +106,7 @@ def onnx_placement(model: Any) -> dict[str, str]:
     from .model import ModelTarget
 
     try:
-        exe = _compile(model)
+        exe = _compile(model, group=False)  # a step per node: where each node runs
     except Exception as e:  # noqa: BLE001  (the compiler's message names the nodes)
         raise GraphError(f"cannot compile the model to find where its nodes run: {str(e).splitlines()[0]}") from None
     out = {}

@@ -29,9 +29,13 @@ def test_compile_then_run(tmp_path, capsys):
     model, w = chain_model()
     onnx.save(model, tmp_path / "m.onnx")
     rc = cli.main(["compile", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.tcx"), "--input-shape", "x:4,16",
-                   "--target", "npu -cores=2", "--quiet"])
+                   "--target", "npu -cores=2", "--quiet", "--no-group"])
     out = capsys.readouterr().out
     assert rc == 0 and "3 steps (3 npu, 0 host" in out
+    # by default the three npu steps are one layer group
+    rc = cli.main(["compile", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "g.tcx"), "--input-shape", "x:4,16",
+                   "--target", "npu -cores=2", "--quiet"])
+    assert rc == 0 and "1 steps (1 npu, 0 host" in capsys.readouterr().out
     exe = runtime.load_executable(tmp_path / "m.tcx")
     assert exe.inputs == {"x": ((4, 16), "float32")}
     x = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
@@ -106,7 +110,7 @@ def test_demo_compiles_runs_and_compares_resnet18(capsys):
     out = capsys.readouterr().out
     assert "vs ONNX Runtime: cosine" in out and "whole model:" in out and "MAC utilisation" in out
     profile = out.split("bound by")[1].strip().splitlines()
-    assert len(profile) >= 3 and profile[0].split()[1] == "Conv"
+    assert len(profile) >= 3 and profile[0].split()[1] in ("Conv", "Group")  # a layer group of Convs
     assert cli.main(["demo", "--model", "alexnet"]) == 1
 
 

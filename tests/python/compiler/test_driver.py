@@ -47,7 +47,7 @@ def conv_chain():
 def test_conv_relu_add_matmul_chain_matches_onnxruntime():
     model = conv_chain()
     rep = {}
-    exe = tilecore.compile(model, report=rep)
+    exe = tilecore.compile(model, report=rep, group=False)  # a step per node
     x = RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)
     y = exe.run({"x": x})["y"]
     ref = ort_run(model, {"x": x})["y"]
@@ -97,7 +97,7 @@ def test_memory_reuse_shrinks_the_arena():
     nodes = [helper.make_node(op, [a], [b], name=f"n{i}") for i, (op, a, b) in enumerate(zip(ops, names, names[1:]))]
     model = make_model(nodes, [("x", [128, 128], np.float32)], ["y"])
     rep = {}
-    exe = tilecore.compile(model, report=rep)
+    exe = tilecore.compile(model, report=rep, group=False)  # a step per node
     d = exe.describe()
     total = sum(b["size"] for b in d["buffers"])
     assert total == 9 * 128 * 128 * 4
@@ -233,7 +233,7 @@ def test_silu_recognised_by_the_passes_runs_as_sigmoid_and_mul():
     nodes = [helper.make_node("Sigmoid", ["x"], ["s"], name="act/Sigmoid"),
              helper.make_node("Mul", ["x", "s"], ["y"], name="act/Mul")]
     model = make_model(nodes, [("x", [2, 50], np.float32)], ["y"])
-    exe = tilecore.compile(model)
+    exe = tilecore.compile(model, group=False)  # a step per node
     steps = exe.describe()["steps"]
     if [s["op_type"] for s in steps] == ["SiLU"]:
         pytest.skip("SiLU has an npu strategy in this build")
@@ -250,7 +250,7 @@ def test_step_names_are_unique_and_inputs_may_be_outputs():
     nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="fc"),
              helper.make_node("Identity", ["x"], ["xi"], name="id")]
     model = make_model(nodes, [("x", [2, 4], np.float32)], ["y", "x", "xi"], [("w", w), ("b", b)])
-    exe = tilecore.compile(model)
+    exe = tilecore.compile(model, group=False)  # a step per node
     steps = exe.describe()["steps"]
     assert [(s["node"], s["source_node"], s["op_type"]) for s in steps] == [
         ("fc", "fc", "MatMul"), ("fc#2", "fc", "Add"), ("id", "id", "Identity")]
@@ -275,7 +275,7 @@ def test_constant_inputs_reach_the_strategies_as_attributes():
              ("pv", np.array(0.5, np.float32)), ("scales", np.array([1, 1, 2, 2], np.float32)), ("rax", i64(2))]
     model = make_model(nodes, [("x", [2, 4, 6, 5], np.float32)], ["y"], inits, opset=18)
     rep = {}
-    exe = tilecore.compile(model, report=rep)
+    exe = tilecore.compile(model, report=rep, group=False)  # a step per node
     assert rep["host_steps"] == 0 and rep["npu_steps"] == 4
     x = RNG.standard_normal((2, 4, 6, 5)).astype(np.float32)
     np.testing.assert_allclose(exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"], rtol=1e-5, atol=1e-6)

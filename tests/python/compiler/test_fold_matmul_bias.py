@@ -40,7 +40,7 @@ def test_folded_bias_matches_onnxruntime_f32(a_shape, bias_shape, bias_first):
     k, n = a_shape[-1], bias_shape[-1]
     w, b, a = randn(k, n, scale=0.1), randn(*bias_shape), randn(*a_shape)
     model = mm_add(a_shape, w, b, bias_first)
-    exe = tilecore.compile(model)
+    exe = tilecore.compile(model, group=False)  # a step per node
     ops = op_types(exe, {"a": a})
     assert "Add" not in ops and "Gemm" in ops and "MatMul" not in ops
     want = ort_run(model, {"a": a})["y"]
@@ -53,7 +53,7 @@ def test_folded_bias_f16_pipelined_epilogue():
     a, w, b = randn(256, 384), randn(384, 256, scale=0.1), randn(256)
     model = mm_add(a.shape, w, b)
     rep = {}
-    exe = tilecore.compile(model, precision="f16", report=rep)
+    exe = tilecore.compile(model, precision="f16", report=rep, group=False)  # a step per node
     scripts = [f.script() for f in rep["npu_funcs"].values()]
     assert any('"shared"' in s for s in scripts), "a pipelined or column plan is expected here"
     a16 = a.astype(np.float16).astype(np.float32)
@@ -69,7 +69,7 @@ def test_not_folded(case):
         model = mm_add(a.shape, w, randn(64, 1))
     else:
         model = mm_add(a.shape, w, randn(32), extra_use=True)
-    exe = tilecore.compile(model)
+    exe = tilecore.compile(model, group=False)  # a step per node
     ops = op_types(exe, {"a": a})
     assert "Gemm" not in ops and "Add" in ops
     want = ort_run(model, {"a": a})

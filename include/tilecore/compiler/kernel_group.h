@@ -1,0 +1,36 @@
+/*
+ * include/tilecore/compiler/kernel_group.h — GroupKernels: the kernels of consecutive ops
+ * run as one kernel whose intermediates stay in the shared L2 (a layer group; the
+ * driver chooses the groups, docs/compiler.md).
+ *
+ * `funcs` are strategy PrimFuncs (params: inputs, then outputs, as global buffers) in
+ * the order they run; `args[i][k]` names, as an integer id, the tensor that param k of
+ * funcs[i] is. `inputs` and `outputs` are the ids the group's caller passes (the group's
+ * params, in that order); every other id is an intermediate: a shared (L2) allocation
+ * around the bodies, which the members read and write in place of DDR. The bodies run
+ * one after another; each is a `cores` loop, which the code generator fences and
+ * synchronises across the cores, so a member reads only what the previous ones wrote.
+ * The FFI function is `compiler.GroupKernels(funcs, args, inputs, outputs, name)`.
+ * Errors: a ValueError when the lists disagree (an id no kernel takes, one listed twice).
+ */
+#ifndef TILECORE_COMPILER_KERNEL_GROUP_H_
+#define TILECORE_COMPILER_KERNEL_GROUP_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tilecore/ir/function.h"
+
+namespace tilecore {
+namespace compiler {
+
+ir::PrimFunc GroupKernels(const std::vector<ir::PrimFunc>& funcs,
+                          const std::vector<std::vector<int64_t>>& args,
+                          const std::vector<int64_t>& inputs, const std::vector<int64_t>& outputs,
+                          const std::string& name);
+
+}  // namespace compiler
+}  // namespace tilecore
+
+#endif  // TILECORE_COMPILER_KERNEL_GROUP_H_

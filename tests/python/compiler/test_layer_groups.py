@@ -1,0 +1,114 @@
+"""Layer groups (docs/compiler.md, "Layer groups"): runs of npu steps compiled as one kernel
+whose intermediates stay in L2. Checked against the same model compiled a step per node
+(bit for bit: the members run the same kernels, only where their tensors live changes),
+against ONNX Runtime, for the DDR traffic saved, the L2 budget, what breaks a group, and
+with every L1/L2 access ordered (the simulator's hazard mode)."""
+import numpy as np
+import pytest
+from onnx import helper
+
+import tilecore
+from tilecore import compiler
+from tilecore.compiler import layer_groups
+
+from test_driver import make_model, ort_run
+
+RNG = np.random.default_rng(31)
+
+
+def randn(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def bottleneck(c=32, hw=14):
+    """A ResNet bottleneck: 1x1 -> 3x3 -> 1x1 with the residual Add and Relus, then a
+    global pool (a second reader of the block's output would keep it in the DDR)."""
+    w1, w2, w3 = randn(c // 2, c, 1, 1, scale=0.3), randn(c // 2, c // 2, 3, 3, scale=0.1), randn(c, c // 2, 1, 1,
+                                                                                                    scale=0.3)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1"),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+             helper.make_node("Conv", ["r2", "w3"], ["c3"], name="conv3"),
+             helper.make_node("Add", ["c3", "x"], ["s"], name="add"),
+             helper.make_node("Relu", ["s"], ["y"], name="relu3")]
+    return make_model(nodes, [("x", [1, c, hw, hw], np.float32)], ["y"], [("w1", w1), ("w2", w2), ("w3", w3)])
+
+
+def ddr_l2(exe, feeds):
+    exe.run(feeds)
+    b = exe.stats()["bytes"]
+    return b["ddr_read"] + b["ddr_written"], b["l2_read"] + b["l2_written"]
+
+
+@pytest.mark.parametrize("precision", ["f32", "int8"])
+def test_group_gives_the_per_node_bits_with_less_ddr_traffic(precision, hazard_checked):
+    model = bottleneck()
+    x = randn(1, 32, 14, 14)
+    kw = {"calib_samples": {"x": randn(4, 1, 32, 14, 14)}} if precision == "int8" else {}
+    rep, rep_off = {}, {}
+    grouped = tilecore.compile(model, precision=precision, report=rep, **kw)
+    plain = tilecore.compile(model, precision=precision, report=rep_off, group=False, **kw)
+    assert rep_off["groups"] == [] and rep_off["steps"] == 3   # conv1, conv2, conv3 (Relus and Add fused)
+    assert rep["steps"] == 1 and len(rep["groups"]) == 1
+    g = rep["groups"][0]
+    assert g["nodes"] == ["conv1", "conv2", "conv3"] and sorted(g["internal"]) == ["r1", "r2"]
+    itemsize = 1 if precision == "int8" else 4
+    assert g["l2_bytes"] == 2 * 16 * 14 * 14 * itemsize
+    y = grouped.run({"x": x})["y"]
+    np.testing.assert_array_equal(y, plain.run({"x": x})["y"])
+    ref = ort_run(model, {"x": x})["y"]
+    cos = float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref)))
+    assert cos > (0.999999 if precision == "f32" else 0.99)
+    assert hazard_checked() == []
+    (ddr_g, l2_g), (ddr_p, l2_p) = ddr_l2(grouped, {"x": x}), ddr_l2(plain, {"x": x})
+    # r1 and r2 are written and read in L2 instead of DDR
+    assert ddr_g <= ddr_p - 2 * g["l2_bytes"] and l2_g >= l2_p + 2 * g["l2_bytes"]
+
+
+def test_the_l2_budget_splits_a_chain(monkeypatch):
+    """Intermediates of 64 KiB each under a 160 KiB budget: groups of at most two."""
+    monkeypatch.setattr(layer_groups, "L2_BUDGET", 160 << 10)
+    ws = [randn(16, 16, 3, 3, scale=0.1) for _ in range(6)]
+    nodes, prev = [], "x"
+    for i in range(6):
+        nodes.append(helper.make_node("Conv", [prev, f"w{i}"], [f"c{i}"], name=f"conv{i}", pads=[1, 1, 1, 1]))
+        prev = f"c{i}"
+    model = make_model(nodes, [("x", [1, 16, 32, 32], np.float32)], [prev], [(f"w{i}", w) for i, w in enumerate(ws)])
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    assert [len(g["nodes"]) for g in rep["groups"]] == [3, 3]
+    assert all(g["l2_bytes"] <= 160 << 10 for g in rep["groups"])
+    x = randn(1, 16, 32, 32)
+    np.testing.assert_allclose(exe.run({"x": x})[prev], ort_run(model, {"x": x})[prev], rtol=1e-4, atol=1e-4)
+
+
+def test_a_free_view_and_a_graph_output_break_or_leave_the_group():
+    """conv -> relu -> Flatten -> MatMul: the view ends the group (its input stays in the DDR);
+    a value that is also a graph output is written to the DDR, not kept in L2."""
+    w, m = randn(8, 3, 3, 3, scale=0.3), randn(8 * 6 * 6, 10, scale=0.1)
+    w2 = randn(8, 8, 1, 1, scale=0.3)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["c", "w2"], ["d"], name="conv2"),
+             helper.make_node("Flatten", ["d"], ["f"], name="flat"),
+             helper.make_node("MatMul", ["f", "m"], ["y"], name="fc")]
+    model = make_model(nodes, [("x", [1, 3, 6, 6], np.float32)], ["y", "c"], [("w", w), ("w2", w2), ("m", m)])
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    assert [g["nodes"] for g in rep["groups"]] == [["conv", "conv2"]]
+    assert rep["groups"][0]["internal"] == []   # c is a graph output, d is read by the view
+    x = randn(1, 3, 6, 6)
+    out, ref = exe.run({"x": x}), ort_run(model, {"x": x})
+    for k in ("y", "c"):
+        np.testing.assert_allclose(out[k], ref[k], rtol=1e-4, atol=1e-4)
+
+
+def test_group_kernels_names_bad_lists():
+    s = compiler.TensorSpec((1, 8), "float32")
+    f = compiler.LowerOp("Relu", {}, [s], [s], "npu -cores=4")
+    with pytest.raises(ValueError, match="2 params, given 3 tensors"):
+        compiler.GroupKernels([f], [[0, 1, 2]], [0], [1])
+    with pytest.raises(ValueError, match="tensor 5 is used by no kernel"):
+        compiler.GroupKernels([f], [[0, 1]], [0, 5], [1])
+    with pytest.raises(ValueError, match="tensor 0 is listed twice"):
+        compiler.GroupKernels([f], [[0, 1]], [0, 0], [1])
