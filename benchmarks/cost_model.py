@@ -2,7 +2,7 @@
 npu step of every zoo model, estimated cycles next to the simulated ones.
 
     PYTHONPATH=python:build-dev/python python benchmarks/cost_model.py [--models resnet18,bert_layer]
-        [--precision f32,int8] [--calib 4] [--worst 12] [--tolerance 0.10]
+        [--precision f32,int8] [--calib 4] [--worst 12] [--tolerance 0.10] [--no-group]
 
 Per model and precision: the number of npu steps, the share whose estimate is within
 --tolerance of the simulated cycles, and the sum of both over the model. Then the
@@ -13,14 +13,14 @@ import argparse
 import time
 
 
-def steps_of(name, precision, n_calib):
+def steps_of(name, precision, n_calib, group=True):
     import tilecore
     from tilecore import zoo
     from tilecore.compiler import estimate_cost
 
     kw = {"calib_samples": zoo.sample_inputs(name, n_calib, seed=0)} if precision == "int8" else {}
     report = {}
-    exe = tilecore.compile(zoo.export(name), report=report, precision=precision, **kw)
+    exe = tilecore.compile(zoo.export(name), report=report, precision=precision, group=group, **kw)
     inputs = {k: v[0] for k, v in zoo.sample_inputs(name, 1, seed=0).items()}
     exe.run(inputs)
     funcs = report["npu_funcs"]
@@ -45,6 +45,7 @@ def main():
     ap.add_argument("--calib", type=int, default=4, help="int8 calibration samples")
     ap.add_argument("--worst", type=int, default=12)
     ap.add_argument("--tolerance", type=float, default=0.10)
+    ap.add_argument("--no-group", action="store_true", help="no layer groups: every layer a step of its own")
     a = ap.parse_args()
     tol = a.tolerance
     within = lambda r: abs(r["est"] - r["sim"]) <= tol * max(r["sim"], 1)  # noqa: E731
@@ -53,7 +54,7 @@ def main():
     rows = []
     for name in a.models.split(","):
         for prec in a.precision.split(","):
-            r, secs = steps_of(name.strip(), prec.strip(), a.calib)
+            r, secs = steps_of(name.strip(), prec.strip(), a.calib, not a.no_group)
             rows += r
             sim, est = sum(x["sim"] for x in r), sum(x["est"] for x in r)
             ok = sum(1 for x in r if within(x))

@@ -3,6 +3,7 @@ and inputs.
 
     PYTHONPATH=python:build-dev/python python benchmarks/model_zoo.py [--models resnet18,resnet50] [--runs 5] [--ort-threads 1]
         [--precision f32,f16,bf16,int8] [--eval 8] [--calib 16] [--auto-mixed gate|TARGET|none] [--layers N]
+        [--no-group]
 
 Per model: compile time (tilecore.compile, the whole driver, on one thread of this
 process), simulated cycles and MAC utilisation (against the peak of 4 cores in the
@@ -66,7 +67,7 @@ def _lowest_cosine(exe, sess, names, ev, n_eval):
     return cos
 
 
-def bench(name, runs, ort_threads, precision="f32", n_eval=1, n_calib=16, auto_mixed=None):
+def bench(name, runs, ort_threads, precision="f32", n_eval=1, n_calib=16, auto_mixed=None, group=True):
     import onnxruntime as ort
 
     import tilecore
@@ -79,6 +80,7 @@ def bench(name, runs, ort_threads, precision="f32", n_eval=1, n_calib=16, auto_m
     plain = None
     try:
         kw = {"calib_samples": zoo.sample_inputs(name, n_calib, seed=0)} if precision != "f32" else {}
+        kw["group"] = group
         if auto_mixed == "gate":
             gate = GATES.get(name, {}).get(precision)
             auto_mixed = None if gate is None else 1 - (1 - gate) * SEARCH_MARGIN[precision]
@@ -148,6 +150,8 @@ def main():
                          "for all; none: every matrix node in the asked precision")
     ap.add_argument("--layers", type=int, default=0,
                     help="print the N costliest layers of each model (tilecore profile's table) and its model report")
+    ap.add_argument("--no-group", action="store_true",
+                    help="no layer groups: a step per layer (the per-layer table then lists layers, not groups)")
     a = ap.parse_args()
     print(f"{'model':<14} {'prec':>4} {'fb':>3} {'compile s':>9} {'steps':>5} {'host':>4} {'cycles':>12} {'MAC util':>8} "
           f"{'compute':>7} {'DMA':>5} {'DDR/LB':>6} {'sim run s':>9} {'ORT ms':>8} {'sim/ORT':>8} {'plain':>10} "
@@ -156,7 +160,7 @@ def main():
         for prec in a.precision.split(","):
             prec = prec.strip()
             r = bench(name.strip(), a.runs, a.ort_threads, prec, a.eval if prec != "f32" else 1, a.calib,
-                      a.auto_mixed)
+                      a.auto_mixed, not a.no_group)
             if "error" in r:
                 print(f"{name:<14} {prec:>4} does not compile: {r['error'][:300]}", flush=True)
                 continue
