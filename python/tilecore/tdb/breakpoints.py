@@ -156,7 +156,7 @@ class BreakpointPlugin(Plugin):
             loc = explicit.group(1) or explicit.group(2)
             if loc is not None:
                 if not m.find_nodes(loc):
-                    raise CommandError(f"no node named `{loc}`" + _suggest(loc, m.node_names()))
+                    raise CommandError(m.in_group(loc) or f"no node named `{loc}`" + _suggest(loc, m.node_names()))
                 return "location", loc, f"node `{loc}`"
             if explicit.group(3) is not None:
                 op = explicit.group(3)
@@ -173,6 +173,8 @@ class BreakpointPlugin(Plugin):
             return "op", w, f"op type {w}"
         if w in m.values and w not in mnemonics():
             return "value", w, f"value `{w}` produced"
+        if m.in_group(w):  # an ONNX node compiled into a layer group's step
+            raise CommandError(m.in_group(w))
         return None
 
     def _graph_hit(self, bp, what):

@@ -580,7 +580,8 @@ class Debugger(cmd.Cmd):
         if self.model is not None:
             name = arg.strip()
             if name and not self.model.find_nodes(name):
-                raise CommandError(f"no node named `{name}`" + _suggest(name, self.model.node_names()))
+                raise CommandError(self.model.in_group(name) or f"no node named `{name}`"
+                                   + _suggest(name, self.model.node_names()))
             self.resume(0, stop_before=(lambda node: name in (node.onnx_name, node.name)) if name else (lambda node: True))
             return
         core = self.core

@@ -94,6 +94,7 @@ class ModelTarget(Target):
             self._add_value(self.buffers[c["buffer"]]["name"], c["buffer"])
         self.nodes = []
         self.cores = 1
+        self.grouped = {}  # node name -> the step of the layer group that runs it
         for step in d["steps"]:
             self._add_step(step)
         for io in d["outputs"]:
@@ -109,6 +110,9 @@ class ModelTarget(Target):
 
     def _add_step(self, step) -> None:
         dbg = step.get("debug", {})
+        if dbg.get("group"):
+            for member in json.loads(dbg["group"]).get("nodes", []):
+                self.grouped[member] = step["node"]
         for view in json.loads(dbg["views"]) if dbg.get("views") else []:
             vname, op, src, out, shape = view
             n = Node(len(self.nodes), "view", vname or f"{op}_{len(self.nodes)}", vname or out, op, [src], [out])
@@ -152,6 +156,13 @@ class ModelTarget(Target):
 
     def node_names(self) -> list[str]:
         return sorted({n.onnx_name for n in self.nodes} | {n.name for n in self.nodes})
+
+    def in_group(self, name: str) -> str:
+        """"" or, when node ``name`` runs inside a layer group's step, the message saying so."""
+        if name not in self.grouped:
+            return ""
+        return (f"node `{name}` runs inside the layer group step `{self.grouped[name]}` (compile with "
+                "--no-group, or group=False, to stop at it)")
 
     def kernel(self, node: Node) -> KernelModuleTarget:
         if node.kernel is None and node.where == "npu":

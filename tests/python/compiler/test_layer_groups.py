@@ -112,3 +112,22 @@ def test_group_kernels_names_bad_lists():
         compiler.GroupKernels([f], [[0, 1]], [0, 5], [1])
     with pytest.raises(ValueError, match="tensor 0 is listed twice"):
         compiler.GroupKernels([f], [[0, 1]], [0, 0], [1])
+
+
+def test_tdb_names_the_group_a_node_runs_in(tmp_path):
+    """tdb on a grouped executable: a breakpoint on a member node says which group step
+    runs it (there is no step of its own to stop at)."""
+    import io
+
+    from tilecore.tdb import Debugger
+
+    model = bottleneck(c=8, hw=6)
+    tilecore.compile(model).save(str(tmp_path / "g.tcx"))
+    np.savez(tmp_path / "in.npz", x=randn(1, 8, 6, 6))
+    out = io.StringIO()
+    tdb = Debugger(str(tmp_path / "g.tcx"), inputs=str(tmp_path / "in.npz"), stdout=out)
+    tdb.onecmd("break conv2")
+    assert "node `conv2` runs inside the layer group step `conv1+2`" in out.getvalue()
+    tdb.onecmd("break conv1+2")
+    tdb.onecmd("run")
+    assert "Breakpoint 1" in out.getvalue()
