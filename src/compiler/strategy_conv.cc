@@ -33,7 +33,11 @@
  */
 #include <algorithm>
 #include <limits>
+#include <mutex>
+#include <sstream>
+#include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include "fused_epilogue.h"
 #include "kernel_util.h"
@@ -326,6 +330,62 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
     return Seq(groups);
   });
   return MakeFunc(call, p, body);
+}
+
+/*! \brief What a Conv's plan choice depends on: its attributes, with scale values left
+ * out (immediates in the code, never a command more or less) and zero points as zero or
+ * not (a nonzero one adds a vector pass); its shapes and dtypes; the cores and the L1. */
+std::string PlanKey(const OpCall& call) {
+  std::vector<std::string> items;
+  auto text = [](const Any& v) {
+    std::ostringstream o;
+    o.precision(17);
+    if (auto i = v.try_cast<int64_t>()) {
+      o << *i;
+    } else if (auto f = v.try_cast<double>()) {
+      o << *f;
+    } else if (auto s = v.try_cast<String>()) {
+      o << '"' << std::string(*s) << '"';
+    } else if (auto a = v.try_cast<Array<Any>>()) {
+      for (const Any& x : *a) {
+        if (auto xi = x.try_cast<int64_t>())
+          o << *xi << ',';
+        else if (auto xf = x.try_cast<double>())
+          o << *xf << ',';
+        else
+          o << "?,";
+      }
+    } else {
+      o << '?';
+    }
+    return o.str();
+  };
+  for (const auto& [k, v] : call.attrs.items()) {
+    std::string name(k), value;
+    if (name.size() > 6 && name.compare(name.size() - 6, 6, "_scale") == 0) {
+      value = "scale";
+    } else if (name.find("zero_point") != std::string::npos) {
+      auto i = v.try_cast<int64_t>();
+      value = i && *i == 0 ? "0" : "nonzero";
+    } else {
+      value = text(v);
+    }
+    items.push_back(name + "=" + value);
+  }
+  std::sort(items.begin(), items.end());
+  std::ostringstream key;
+  for (const std::string& s : items) key << s << ';';
+  auto spec = [&](const TensorSpec& t) {
+    if (!t.defined()) return std::string("none");
+    std::ostringstream o;
+    for (int64_t d : t->shape) o << d << 'x';
+    o << t->dtype.str();
+    return o.str();
+  };
+  for (const TensorSpec& t : call.inputs) key << "in " << spec(t) << ';';
+  for (const TensorSpec& t : call.outputs) key << "out " << spec(t) << ';';
+  key << "cores " << call.cores << "; l1 " << call.l1_bytes << "; data " << call.data_inputs;
+  return key.str();
 }
 
 PrimFunc LowerConv(const OpCall& call) {
@@ -850,11 +910,32 @@ PrimFunc LowerConv(const OpCall& call) {
   // chunks unrolled: up to 64), each with the R and CC that fit L1 with its buffers; the
   // cost model (cost_model.h) picks the fastest.
   const int64_t TM0 = TM;
-  PrimFunc best = MakeFunc(call, p, build(1, false, false));
   struct Plan {
     int64_t tm, mb;
     bool db, pipe;
   };
+  // The plan chosen for this key before (the same layer shape with other scales: every
+  // Conv of an int8 model has its own): built again without the search.
+  struct Choice {
+    Plan plan;
+    bool resident, staged;
+  };
+  static std::mutex memo_mu;
+  static std::unordered_map<std::string, Choice> memo;
+  const std::string key = PlanKey(call);
+  {
+    std::lock_guard<std::mutex> lock(memo_mu);
+    if (auto it = memo.find(key); it != memo.end()) {
+      const Choice& c = it->second;
+      TM = c.plan.tm;
+      resident = c.resident;
+      staged = c.staged;
+      pipelined = c.plan.pipe;
+      fit(c.plan.mb, c.plan.db);
+      return MakeFunc(call, p, build(c.plan.mb, c.plan.db, c.plan.pipe));
+    }
+  }
+  PrimFunc best = MakeFunc(call, p, build(1, false, false));
   std::vector<Plan> cands;
   auto add_plans = [&](int64_t tm) {
     const int64_t full_blocks = g.Mg / tm;
@@ -897,7 +978,7 @@ PrimFunc LowerConv(const OpCall& call) {
   const int64_t x_bytes = x_rows * x_cols * call.inputs[0]->dtype.lane_bytes();
   if (stage_input == 1 || (stage_input != 0 && x_bytes <= (int64_t{2} << 20) && g.Mg > TM0))
     cands.push_back({-2, 0, false, false});
-  bool chosen_pipe = false;
+  bool chosen_pipe = false, chosen_staged = false;
   for (Plan c : cands) {
     if (c.tm == 0) {  // the resident variant of the chosen plan
       resident = true;
@@ -929,9 +1010,12 @@ PrimFunc LowerConv(const OpCall& call) {
       chosen = c;
       chosen_resident = resident;
       chosen_pipe = c.pipe;
+      chosen_staged = staged;
     }
     staged = false;
   }
+  std::lock_guard<std::mutex> lock(memo_mu);
+  memo.emplace(key, Choice{chosen, chosen_resident, chosen_staged});
   return best;
 }
 

@@ -574,9 +574,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                 group_cache[gkey] = (_build(f, target=target), "group", f)
             return group_cache[gkey]
 
-        plan_groups = _groups.plan(nodes, steps, info, graph_outputs, _itemsize)
-        steps, step_kernels, groups_made = _groups.apply(plan_groups, steps, step_kernels, info, _itemsize,
-                                                         build_group)
+        steps, step_kernels, groups_made = _groups.Groups(nodes, steps, info, graph_outputs, _itemsize).apply(
+            step_kernels, build_group)
     for (nd, *_), f in zip(steps, step_kernels):
         if f is not None:
             step_funcs[nd.step_name] = f

@@ -7,7 +7,8 @@ a member writes that only members read and that is not a graph output; it become
 L2 allocation of the group's kernel (C++ ``compiler.GroupKernels``). A group grows while
 its intermediates fit ``L2_BUDGET`` together, the rest of L2 left to the members' own
 staging (a Conv's input, a MatMul's weights). A group whose kernel does not build (L2
-overflows once the members' own buffers are placed) falls back to its members' steps.
+overflows once the members' own buffers are placed) is split in halves, down to single
+steps.
 """
 import json
 from typing import Any, Callable, Sequence
@@ -15,7 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 # bytes of L2 the intermediates of one group may take (of TC1's 4 MiB)
-L2_BUDGET = 2 << 20
+L2_BUDGET = 3 << 20
 OMITTED = "\0omitted"  # the name an omitted input goes by here
 
 
@@ -44,95 +45,109 @@ def _bytes(info, name, itemsize):
     return int(np.prod(shape, dtype=np.int64)) * itemsize(dtype)
 
 
-def plan(nodes: Sequence[Any], steps: Sequence[tuple], info: dict[str, tuple], graph_outputs: set[str],
-         itemsize: Callable[[str], int]) -> list[tuple[list[int], list[str]]]:
-    """The groups of ``steps`` (the driver's (node, module, function, input params) list):
-    lists of step indices, two or more each, with the names of their intermediates."""
-    readers = {}  # value name -> nodes reading it (fused nodes, which have no step, do not)
-    for nd in nodes:
-        if nd.where == "dropped":
-            continue
-        for v in nd.ins:
-            if v is not None:
-                readers.setdefault(str(v.name), []).append(nd)
-    position = {id(nd): i for i, (nd, *_) in enumerate(steps)}
-    groups, run = [], []
+class Groups:
+    """The layer groups of the driver's ``steps`` ((node, module, function, input params)
+    tuples in execution order): ``runs`` are lists of step indices, two or more each."""
 
-    def intermediates(members):
+    def __init__(self, nodes: Sequence[Any], steps: Sequence[tuple], info: dict[str, tuple],
+                 graph_outputs: set[str], itemsize: Callable[[str], int]) -> None:
+        self.steps, self.info, self.graph_outputs, self.itemsize = steps, info, graph_outputs, itemsize
+        self.readers = {}  # value name -> nodes reading it (fused nodes, which have no step, do not)
+        for nd in nodes:
+            if nd.where == "dropped":
+                continue
+            for v in nd.ins:
+                if v is not None:
+                    self.readers.setdefault(str(v.name), []).append(nd)
+        position = {id(nd): i for i, (nd, *_) in enumerate(steps)}
+        self.runs, run = [], []
+
+        def close():
+            if len(run) > 1:
+                self.runs.append([position[id(m)] for m in run])
+            run.clear()
+
+        for nd in nodes:
+            if nd.where == "dropped":
+                continue
+            if nd.where != "npu" or id(nd) not in position:
+                close()
+                continue
+            run.append(nd)
+            if self.l2_bytes(self.intermediates([position[id(m)] for m in run])) > L2_BUDGET:
+                run.pop()
+                close()
+                run.append(nd)
+        close()
+
+    def intermediates(self, idx: Sequence[int]) -> list[str]:
+        """The values the steps ``idx`` write that only they read (and no graph output)."""
+        members = [self.steps[k][0] for k in idx]
         inside = {id(m) for m in members}
         names = []
         for m in members:
             for v in m.outs:
                 n = str(v.name)
-                if n and n not in graph_outputs and readers.get(n) and all(id(r) in inside for r in readers[n]):
+                if (n and n not in self.graph_outputs and self.readers.get(n)
+                        and all(id(r) in inside for r in self.readers[n])):
                     names.append(n)
         return names
 
-    def close():
-        if len(run) > 1:
-            groups.append(([position[id(m)] for m in run], intermediates(run)))
-        run.clear()
+    def l2_bytes(self, names: Sequence[str]) -> int:
+        return sum(_bytes(self.info, n, self.itemsize) for n in names)
 
-    for nd in nodes:
-        if nd.where == "dropped":
-            continue
-        in_params = next((p for s, _, _, p in steps if s is nd), None) if nd.where == "npu" else None
-        if nd.where != "npu" or in_params is None:
-            close()
-            continue
-        run.append(nd)
-        if sum(_bytes(info, n, itemsize) for n in intermediates(run)) > L2_BUDGET:
-            run.pop()
-            close()
-            run.append(nd)
-    close()
-    return groups
+    def apply(self, funcs: Sequence[Any], build_group: Callable[..., tuple]) -> tuple[list[tuple], list[Any],
+                                                                                       list[GroupNode]]:
+        """The steps with each group's members replaced by one step. ``funcs[i]`` is the
+        strategy PrimFunc of step i; ``build_group(indices, funcs, args, inputs, outputs)``
+        returns (module, function, PrimFunc) or raises: a group that does not build (L2
+        overflows once its members' own buffers are placed) is split in halves, down to
+        single steps. Returns the new steps, their PrimFuncs, and the groups made."""
+        steps = self.steps
+        out, out_funcs, made = [], [], []
 
-
-def apply(groups: Sequence[tuple[list[int], list[str]]], steps: Sequence[tuple], funcs: Sequence[Any],
-          info: dict[str, tuple], itemsize: Callable[[str], int],
-          build_group: Callable[..., tuple]) -> tuple[list[tuple], list[Any], list[GroupNode]]:
-    """``steps`` with each group's members replaced by one step. ``funcs[i]`` is the strategy
-    PrimFunc of step i; ``build_group(indices, funcs, args, inputs, outputs)`` returns
-    (module, function, PrimFunc) or raises, and the group's members then stay steps. Returns the new
-    steps, their PrimFuncs, and the groups made (GroupNode)."""
-    out, out_funcs, made = [], [], []
-    by_first = {g[0][0]: g for g in groups}
-    i = 0
-    while i < len(steps):
-        g = by_first.get(i)
-        if g is None:
-            out.append(steps[i])
-            out_funcs.append(funcs[i])
-            i += 1
-            continue
-        idx, internal = g
-        members = [steps[k][0] for k in idx]
-        ids, args, values = {}, [], {}  # an omitted input (None) is the driver's placeholder
-        for k in idx:
-            nd, _, _, in_params = steps[k]
-            row = []
-            for v in list(nd.ins[:in_params]) + list(nd.outs):
-                n = OMITTED if v is None else str(v.name)
-                values.setdefault(n, v)
-                row.append(ids.setdefault(n, len(ids)))
-            args.append(row)
-        internal_set = set(internal)
-        written = {str(v.name) for m in members for v in m.outs}
-        ins = [n for n in values if n not in written and n not in internal_set]
-        outs = [n for n in values if n in written and n not in internal_set]
-        try:
-            mod, fn, f = build_group(idx, [funcs[k] for k in idx], args, [ids[n] for n in ins], [ids[n] for n in outs])
-        except Exception:  # noqa: BLE001 (the members' own steps are a correct program)
+        def emit(idx):
+            if len(idx) == 1:
+                out.append(steps[idx[0]])
+                out_funcs.append(funcs[idx[0]])
+                return
+            internal = self.intermediates(idx)
+            members = [steps[k][0] for k in idx]
+            ids, args, values = {}, [], {}  # an omitted input (None) is the driver's placeholder
             for k in idx:
-                out.append(steps[k])
-                out_funcs.append(funcs[k])
-            i = idx[-1] + 1
-            continue
-        node = GroupNode(members, [values[n] for n in ins], [values[n] for n in outs], internal,
-                         sum(_bytes(info, n, itemsize) for n in internal))
-        made.append(node)
-        out.append((node, mod, fn, len(ins)))
-        out_funcs.append(f)
-        i = idx[-1] + 1
-    return out, out_funcs, made
+                nd, _, _, in_params = steps[k]
+                row = []
+                for v in list(nd.ins[:in_params]) + list(nd.outs):
+                    n = OMITTED if v is None else str(v.name)
+                    values.setdefault(n, v)
+                    row.append(ids.setdefault(n, len(ids)))
+                args.append(row)
+            internal_set = set(internal)
+            written = {str(v.name) for m in members for v in m.outs}
+            ins = [n for n in values if n not in written and n not in internal_set]
+            outs = [n for n in values if n in written and n not in internal_set]
+            try:
+                mod, fn, f = build_group(idx, [funcs[k] for k in idx], args, [ids[n] for n in ins],
+                                         [ids[n] for n in outs])
+            except Exception:  # noqa: BLE001 (smaller groups, or the members' own steps, are correct programs)
+                half = len(idx) // 2
+                emit(idx[:half])
+                emit(idx[half:])
+                return
+            node = GroupNode(members, [values[n] for n in ins], [values[n] for n in outs], internal,
+                             self.l2_bytes(internal))
+            made.append(node)
+            out.append((node, mod, fn, len(ins)))
+            out_funcs.append(f)
+
+        by_first = {r[0]: r for r in self.runs}
+        i = 0
+        while i < len(steps):
+            run = by_first.get(i)
+            if run is None:
+                emit([i])
+                i += 1
+            else:
+                emit(run)
+                i = run[-1] + 1
+        return out, out_funcs, made

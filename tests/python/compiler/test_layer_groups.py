@@ -131,3 +131,27 @@ def test_tdb_names_the_group_a_node_runs_in(tmp_path):
     tdb.onecmd("break conv1+2")
     tdb.onecmd("run")
     assert "Breakpoint 1" in out.getvalue()
+
+
+def test_a_group_that_does_not_build_is_split(monkeypatch):
+    """A group's kernel that fails to build (here: any of more than two members) is split
+    in halves until the parts build; the model still computes the same."""
+    real = compiler.GroupKernels
+
+    def picky(funcs, *a, **k):
+        if len(funcs) > 2:
+            raise ValueError("PlanLocalMemory: shared memory (L2) overflows")
+        return real(funcs, *a, **k)
+
+    monkeypatch.setattr(compiler, "GroupKernels", picky)
+    ws = [randn(8, 8, 3, 3, scale=0.2) for _ in range(6)]
+    nodes, prev = [], "x"
+    for i in range(6):
+        nodes.append(helper.make_node("Conv", [prev, f"w{i}"], [f"c{i}"], name=f"conv{i}", pads=[1, 1, 1, 1]))
+        prev = f"c{i}"
+    model = make_model(nodes, [("x", [1, 8, 10, 10], np.float32)], [prev], [(f"w{i}", w) for i, w in enumerate(ws)])
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    assert [g["nodes"] for g in rep["groups"]] == [["conv1", "conv2"], ["conv4", "conv5"]] and rep["steps"] == 4
+    x = randn(1, 8, 10, 10)
+    np.testing.assert_allclose(exe.run({"x": x})[prev], ort_run(model, {"x": x})[prev], rtol=1e-4, atol=1e-4)
