@@ -35,6 +35,16 @@ def bottleneck(c=32, hw=14):
     return make_model(nodes, [("x", [1, c, hw, hw], np.float32)], ["y"], [("w1", w1), ("w2", w2), ("w3", w3)])
 
 
+def conv_chain(n, c, hw, scale):
+    """n 3x3 Convs of c channels over hw x hw, each reading the last: (model, output name)."""
+    nodes, prev = [], "x"
+    for i in range(n):
+        nodes.append(helper.make_node("Conv", [prev, f"w{i}"], [f"c{i}"], name=f"conv{i}", pads=[1, 1, 1, 1]))
+        prev = f"c{i}"
+    inits = [(f"w{i}", randn(c, c, 3, 3, scale=scale)) for i in range(n)]
+    return make_model(nodes, [("x", [1, c, hw, hw], np.float32)], [prev], inits), prev
+
+
 def ddr_l2(exe, feeds):
     exe.run(feeds)
     b = exe.stats()["bytes"]
@@ -69,12 +79,7 @@ def test_group_gives_the_per_node_bits_with_less_ddr_traffic(precision, hazard_c
 def test_the_l2_budget_splits_a_chain(monkeypatch):
     """Intermediates of 64 KiB each under a 160 KiB budget: groups of at most two."""
     monkeypatch.setattr(layer_groups, "L2_BUDGET", 160 << 10)
-    ws = [randn(16, 16, 3, 3, scale=0.1) for _ in range(6)]
-    nodes, prev = [], "x"
-    for i in range(6):
-        nodes.append(helper.make_node("Conv", [prev, f"w{i}"], [f"c{i}"], name=f"conv{i}", pads=[1, 1, 1, 1]))
-        prev = f"c{i}"
-    model = make_model(nodes, [("x", [1, 16, 32, 32], np.float32)], [prev], [(f"w{i}", w) for i, w in enumerate(ws)])
+    model, prev = conv_chain(6, 16, 32, 0.1)
     rep = {}
     exe = tilecore.compile(model, report=rep)
     assert [len(g["nodes"]) for g in rep["groups"]] == [3, 3]
@@ -144,12 +149,7 @@ def test_a_group_that_does_not_build_is_split(monkeypatch):
         return real(funcs, *a, **k)
 
     monkeypatch.setattr(compiler, "GroupKernels", picky)
-    ws = [randn(8, 8, 3, 3, scale=0.2) for _ in range(6)]
-    nodes, prev = [], "x"
-    for i in range(6):
-        nodes.append(helper.make_node("Conv", [prev, f"w{i}"], [f"c{i}"], name=f"conv{i}", pads=[1, 1, 1, 1]))
-        prev = f"c{i}"
-    model = make_model(nodes, [("x", [1, 8, 10, 10], np.float32)], [prev], [(f"w{i}", w) for i, w in enumerate(ws)])
+    model, prev = conv_chain(6, 8, 10, 0.2)
     rep = {}
     exe = tilecore.compile(model, report=rep)
     assert [g["nodes"] for g in rep["groups"]] == [["conv1", "conv2"], ["conv4", "conv5"]] and rep["steps"] == 4
