@@ -30,6 +30,12 @@
  *
  * Epilogue (fused_epilogue.h): the residual (loaded at the start of the item, event 3;
  * int8 dequantised), then Relu or Clip, on the f32 result before it is stored.
+ *
+ * Further candidates: blocks of 64 channels when blocks of 128 leave the cores too few
+ * items; items pipelined (ForEachItemPipelined: the next item's loads and mms before this
+ * item's epilogue, two sets of accumulators); the input staged in L2 (each core copies a
+ * share, a barrier, the items read their patches from L2). A plan chosen once is reused
+ * for Convs that differ only in scales (PlanKey).
  */
 #include <algorithm>
 #include <limits>
