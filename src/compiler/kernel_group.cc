@@ -89,15 +89,12 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
     tensor.emplace(id, nb);
     return nb;
   };
-  for (int64_t id : inputs) {
-    Buffer b = declare(id, "global");
-    params.push_back(b->data);
-    buffer_map.Set(b->data, b);
-  }
-  for (int64_t id : outputs) {
-    Buffer b = declare(id, "global");
-    params.push_back(b->data);
-    buffer_map.Set(b->data, b);
+  for (const auto* ids : {&inputs, &outputs}) {
+    for (int64_t id : *ids) {
+      Buffer b = declare(id, "global");
+      params.push_back(b->data);
+      buffer_map.Set(b->data, b);
+    }
   }
   std::vector<Buffer> internal;
   for (const auto& [id, b] : first) {

@@ -39,10 +39,10 @@ class Lowerer : public IRMutator {
       if (auto e = as_const_int(f->extent); e && *e > *as_const_int(cores))
         cores = IntImm(DataType::Int(32), *e);
     });
+    if (!has_cores) return WithState(body);
     // One state for the kernel when several cores loops use DMA events (a layer group):
     // the engines' completion counters run on from one loop to the next, and so must the
     // counts the waits compare them with.
-    if (!has_cores) return WithState(body);
     if (dma_loops > 1) {
       // a cores loop of its own zeroes every core's counts first (outside the cores loops
       // only core 0 runs effects)
@@ -56,7 +56,6 @@ class Lowerer : public IRMutator {
       return For(op->loop_var, op->min, op->extent, op->kind, WithState(op->body), op->annotations,
                  op->span);
     }
-
     return IRMutator::VisitStmt_(op);
   }
 

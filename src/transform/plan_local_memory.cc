@@ -49,24 +49,14 @@ class Planner : public IRVisitor {
       elems *= *c;
     }
     int64_t bytes = elems * b->dtype.lane_bytes() * b->dtype.lanes();
-    if (s == 0 && bytes <= kSmall) {  // the small buffers' own stack, below the others
-      int64_t saved = small_top_;
-      int64_t offset = AlignUp(small_top_, kAlign);
-      small_top_ = offset + bytes;
-      small_peak_ = std::max(small_peak_, small_top_);
-      peak_[0] = std::max(peak_[0], small_top_);
-      live_[0].emplace_back(std::string(b->name.view()), bytes);
-      plan_.Set(b->data, Array<int64_t>{offset, bytes, offset / kBank});
-      VisitStmt(op->body);
-      live_[0].pop_back();
-      small_top_ = saved;
-      return;
-    }
-    int64_t saved = top_[s];
-    int64_t offset = AlignUp(top_[s], kAlign);
+    // Small buffers have a stack of their own, below the others (see the pass's top).
+    const bool small = s == 0 && bytes <= kSmall;
+    int64_t& top = small ? small_top_ : top_[s];
+    int64_t saved = top;
+    int64_t offset = AlignUp(top, kAlign);
     // A buffer starts at a bank when it fits (engines reading two sources from one bank pay
     // twice).
-    if (s == 0 && AlignUp(top_[s], kBank) + bytes <= cap_[0]) offset = AlignUp(top_[s], kBank);
+    if (s == 0 && !small && AlignUp(top, kBank) + bytes <= cap_[0]) offset = AlignUp(top, kBank);
     live_[s].emplace_back(std::string(b->name.view()), bytes);
     if (offset + bytes > cap_[s]) {
       std::ostringstream msg;
@@ -81,12 +71,13 @@ class Planner : public IRVisitor {
       msg << ")" << At(op->span);
       TILECORE_THROW(ValueError) << msg.str();
     }
-    top_[s] = offset + bytes;
-    peak_[s] = std::max(peak_[s], top_[s]);
+    top = offset + bytes;
+    peak_[s] = std::max(peak_[s], top);
+    if (small) small_peak_ = std::max(small_peak_, top);
     plan_.Set(b->data, Array<int64_t>{offset, bytes, s == 0 ? offset / kBank : -1});
     VisitStmt(op->body);
     live_[s].pop_back();
-    top_[s] = saved;
+    top = saved;
   }
 
   Map<Var, Array<int64_t>> plan_;

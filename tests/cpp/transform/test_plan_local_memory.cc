@@ -59,6 +59,26 @@ TEST(PlanLocalMemory, SmallBuffersStackBelowTheBankedOnes) {
   EXPECT_EQ(g->attrs.at("local_bytes").cast<int64_t>(), 131072 + 8192);
 }
 
+TEST(PlanLocalMemory, SmallBuffersOverflowingL1AreAnError) {
+  // 257 nested buffers of 4 KiB each: every one small, together over the 1 MiB of L1
+  std::vector<Buffer> bufs;
+  for (int i = 0; i < 257; ++i)
+    bufs.push_back(DeclBuffer({1024}, DataType::Float(32), "S" + std::to_string(i), "local"));
+  Stmt body = BufferStore(bufs.back(), BufferLoad(bufs.front(), {0}), {0});
+  for (auto it = bufs.rbegin(); it != bufs.rend(); ++it) body = Allocate(*it, body);
+  try {
+    ApplyPass(PlanLocalMemory(), PrimFunc({}, body));
+    FAIL();
+  } catch (const ffi::Error& e) {
+    EXPECT_EQ(std::string(e.kind()), "ValueError");
+    EXPECT_NE(std::string(e.message())
+                  .find("local memory (L1) overflows: 1048576 bytes available "
+                        "per core, the live buffers need 1052672 bytes"),
+              std::string::npos)
+        << e.message();
+  }
+}
+
 TEST(PlanLocalMemory, SiblingScopesReuseSpace) {
   Buffer X = DeclBuffer({1024}, DataType::Int(8), "X", "local");
   Buffer Y = DeclBuffer({1024}, DataType::Int(8), "Y", "local");
