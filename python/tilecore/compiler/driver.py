@@ -517,10 +517,12 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     # ---- lower and build ----------------------------------------------------------------
     t0 = time.perf_counter()
     b = ExecutableBuilder(precision=precision)
-    cache = {}  # kernel key -> (Module, function name, input params)
+    cache = {}  # kernel key -> (Module, function name, input params); an npu Module is built
+    # once the layer groups are known (None until then: a grouped node's own is never built)
     steps = []  # (node, module, function, input params)
     npu_funcs, step_funcs = {}, {}  # kernel key -> the strategy's PrimFunc; step name -> it
     step_keys = []  # the kernel key of each step
+    key_of = {}  # id(node) -> its kernel key
     used_names = set()
     for i, nd in enumerate(nodes):
         if progress is not None:
@@ -538,7 +540,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             try:
                 if nd.where == "npu":
                     f = LowerOp(nd.op, nd.attrs, nd.in_specs, out_specs, target)
-                    mod = _build(f, target=target)
+                    mod = None
                     npu_funcs[key] = f
                 else:
                     f = host[1](nd.op, nd.attrs, [_spec(s) for s in nd.in_specs], out_specs)
@@ -560,6 +562,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         nd.step_name = step_name
         steps.append((nd,) + hit)
         step_keys.append(key)
+        key_of[id(nd)] = key
     groups_made = []
     step_kernels = [npu_funcs.get(k) for k in step_keys]
     if group and fuse and not keep_intermediates:
@@ -576,6 +579,18 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
 
         steps, step_kernels, groups_made = _groups.Groups(nodes, steps, info, graph_outputs, _itemsize).apply(
             step_kernels, build_group)
+    built = {}  # kernel key -> the npu Module of the steps left outside groups
+
+    def module_of(nd):
+        key = key_of[id(nd)]
+        if key not in built:
+            try:
+                built[key] = _build(npu_funcs[key], target=target)
+            except Exception as e:
+                raise CompileError(f"node `{nd.name}` ({nd.op}) on the npu: {str(e).splitlines()[0]}") from e
+        return built[key]
+
+    steps = [(nd, module_of(nd) if mod is None else mod, fn, p) for nd, mod, fn, p in steps]
     for (nd, *_), f in zip(steps, step_kernels):
         if f is not None:
             step_funcs[nd.step_name] = f
@@ -692,7 +707,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         if nd.where == "host":
             debug["host_reason"] = nd.reason
         if isinstance(nd, _groups.GroupNode):
-            debug["group"] = nd.debug()
+            debug["group"] = json.dumps(nd.summary())
         macs = 0
         for m in getattr(nd, "members", [nd]):
             ins = [info[str(v.name)] if v is not None else None for v in m.ins]
@@ -709,7 +724,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         "npu_steps": sum(1 for s in steps if s[0].where == "npu"),
         "host_steps": sum(1 for s in steps if s[0].where == "host"),
         "views": sum(1 for nd in nodes if nd.where == "view"),
-        "kernels": len(cache),
+        "kernels": len({id(mod) for _, mod, _, _ in steps}),
         "host_ops": [{"name": nd.step_name, "op_type": nd.op, "reason": nd.reason} for nd, *_ in steps
                      if nd.where == "host"],
         "placement": [{"name": nd.step_name or nd.name or f"{nd.op}_{nd.index}", "op_type": nd.op, "where": nd.where}
@@ -720,8 +735,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         "qdq": qdq_report,
         "fused": fused,
         "int8_edges": int8_edges,
-        "groups": [{"step": g.step_name, "nodes": [m.step_name for m in g.members], "internal": g.internal,
-                    "l2_bytes": g.l2_bytes} for g in groups_made],
+        "groups": [g.summary() for g in groups_made],
         "graph_outputs": [str(v.name) for v in graph.outputs],
         "npu_funcs": step_funcs,
     })

@@ -10,7 +10,6 @@ staging (a Conv's input, a MatMul's weights). A group whose kernel does not buil
 overflows once the members' own buffers are placed) is split in halves, down to single
 steps.
 """
-import json
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -34,10 +33,10 @@ class GroupNode:
         self.ins, self.outs, self.in_specs = ins, outs, None
         self.step_name = f"{first.step_name}+{len(members) - 1}"
 
-    def debug(self) -> str:
-        """What the executable's debug info records for the step (debuggers, profiles)."""
-        return json.dumps({"nodes": [m.step_name for m in self.members], "internal": self.internal,
-                           "l2_bytes": self.l2_bytes})
+    def summary(self) -> dict[str, Any]:
+        """The group as the report lists it and the step's debug info records it."""
+        return {"step": self.step_name, "nodes": [m.step_name for m in self.members], "internal": self.internal,
+                "l2_bytes": self.l2_bytes}
 
 
 def _bytes(info, name, itemsize):
