@@ -1039,6 +1039,11 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
   if (Shape(ins[0]).size() == 3) out.erase(out.begin() + 2);
   why = CheckResidualShape(op, GetFusedEpilogue(attrs, ins.size()), ins, out);
   if (!why.empty()) return why;
+  for (const char* knob : {"tc_pipeline", "tc_stage_input"}) {  // plan overrides: off or on
+    if (!HasAttr(attrs, knob)) continue;
+    auto v = attrs.Get(String(knob))->try_cast<int64_t>();
+    if (!v || (*v != 0 && *v != 1)) return std::string("Conv: ") + knob + " must be 0 or 1";
+  }
   if (g.G > 1 && g.Cg == 1 && g.Mg == 1 && GetMatrixPrecision(attrs).name != "f32")
     return "Conv: a depthwise Conv runs on the vector engine in f32 only";
   return "";
