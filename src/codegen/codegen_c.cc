@@ -829,7 +829,8 @@ class CPrinter {
   static bool HasBarrier(const ir::Stmt& s) {
     bool found = false;
     PostOrderVisit(s, [&](const ObjectRef& o) {
-      if (const auto* c = o.as<CallNode>()) found = found || c->op == "tir.barrier";
+      if (const auto* c = o.as<CallNode>())
+        found = found || c->op == "tir.barrier" || c->op == "tir.barrier_no_drain";
     });
     return found;
   }
@@ -1058,7 +1059,7 @@ class CPrinter {
   // Emits a statement-level intrinsic; false when `c` is a value (not an effect).
   bool EffectCall(const CallNode* c) {
     std::string op(c->op.view());
-    if (op == "tir.barrier") {
+    if (op == "tir.barrier" || op == "tir.barrier_no_drain") {
       if (!barrier_.empty()) Line() << barrier_ << "\n";
       return true;  // cores without a barrier-free body run one after another
     }

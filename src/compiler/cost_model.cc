@@ -45,7 +45,7 @@ struct Event {
   Kind kind;
   int8_t engine = 0;    // kIssue: its queue; kWait*: the engine waited on
   int8_t queue = 0;     // kWaitQueue: the queue that waits
-  int64_t count = 0;    // kWait*: completion count waited for
+  int64_t count = 0;    // kWait*: completion count waited for; kBarrier: 1 when it drains
   int64_t cost = 0;     // front-end cycles (kIssue, kScalar)
   int64_t cycles = 0;   // kIssue: engine cycles (DMA: beats)
   int64_t latency = 0;  // kIssue: added after the data
@@ -394,9 +394,11 @@ class Walker {
       }
       return;
     }
-    if (op == "tir.barrier") {
+    if (op == "tir.barrier" || op == "tir.barrier_no_drain") {
       Flush();
-      events_.push_back(Event(Event::kBarrier));
+      Event e(Event::kBarrier);
+      e.count = op == "tir.barrier" ? 1 : 0;
+      events_.push_back(std::move(e));
       return;
     }
     bool dma = op == "tc1.dma_in" || op == "tc1.dma_out" || op == "tc1.dma_fill_in";
@@ -604,8 +606,9 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
     while (c.pos < prog.size()) {
       const Event& e = prog[c.pos];
       if (e.kind == Event::kIssue) return;
-      if (e.kind == Event::kBarrier) {  // the codegen fences before a barrier: every
-        for (int64_t f : c.free) c.fe = std::max(c.fe, f);  // queue drains first
+      if (e.kind == Event::kBarrier) {  // the codegen fences before a draining barrier:
+        if (e.count != 0)               // every queue drains first
+          for (int64_t f : c.free) c.fe = std::max(c.fe, f);
         c.fe += 1;
         c.at_barrier = true;
         return;

@@ -33,7 +33,10 @@ std::vector<IntrinsicInfo> MakeTable() {
   add("tir.num_cores", {}, R::kInt32, Rule::kNone, false, "front end", "",
       "number of cores running the kernel (CSR ncores)");
   add("tir.barrier", {}, R::kVoid, Rule::kNone, true, "front end", "",
-      "cluster-wide barrier of the front ends; drain the engines first (tile.wait)");
+      "cluster-wide barrier of the front ends, after draining this core's engine queues (fence)");
+  add("tir.barrier_no_drain", {}, R::kVoid, Rule::kNone, true, "front end", "",
+      "cluster-wide barrier of the front ends that leaves the engines running: a core first waits "
+      "(tile.wait) for each of its commands whose result another core reads after the barrier");
   // --- scalar / SIMD math (pure; float only) ------------------------------------
   add("tir.call_packed", {A::kString, A::kRegionOrScalar}, R::kVoid, Rule::kNone, true, "front end",
       "name, args",

@@ -603,9 +603,9 @@ void NpuEmitter::CoresLoop(const ForNode* f) {
 
 void NpuEmitter::EffectCall(const CallNode* c) {
   std::string op(c->op.view());
-  if (op == "tir.barrier") {
+  if (op == "tir.barrier" || op == "tir.barrier_no_drain") {
     if (cores_ > 1) {
-      E(Op::Fence, {});
+      if (op == "tir.barrier") E(Op::Fence, {});
       E(Op::Barrier, {});
     }
     return;
