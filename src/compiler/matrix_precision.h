@@ -3,8 +3,8 @@
  * read from its `tc_precision` attribute (docs/precision.md): f32 (no attribute),
  * f16/bf16 (operands rounded to the narrow type in L1, f32 accumulation) or int8 (the
  * quantised-node form: activations quantised on load, int8 weights, i32 accumulation,
- * per-channel dequantisation to f32; a Conv may also take int8 data and, with
- * tc_y_scale, store int8).
+ * per-channel dequantisation to f32; the data may also be int8 already and, with
+ * tc_y_scale, the output is stored int8).
  */
 #ifndef TILECORE_SRC_COMPILER_MATRIX_PRECISION_H_
 #define TILECORE_SRC_COMPILER_MATRIX_PRECISION_H_
@@ -73,14 +73,13 @@ inline std::string CheckMatrixInputs(const std::string& op, const Map<String, An
     return "";
   }
   // the data is f32 (quantised on load) or int8 (quantised by its producer, same scale)
-  if (!ins.empty() && ins[0].defined() && (op != "Conv" || ins[0]->dtype != DataType::Int(8))) {
+  if (!ins.empty() && ins[0].defined() && ins[0]->dtype != DataType::Int(8)) {
     std::string r = dtype_is(0, f32, "data");
     if (!r.empty()) return r + " or int8";
   }
   std::string r = dtype_is(2, DataType::Int(32), "int32 bias");
   if (!r.empty()) return r;
   if (HasAttr(attrs, "tc_y_scale")) {  // an int8 output, quantised in the epilogue
-    if (op != "Conv") return op + ": tc_y_scale (an int8 output) is for Conv only";
     if (!(AttrFloat(attrs, "tc_y_scale", 0) > 0)) return op + ": tc_y_scale must be positive";
     int64_t yzp = AttrInt(attrs, "tc_y_zero_point", 0);
     if (yzp < -128 || yzp > 127) return op + ": tc_y_zero_point out of the int8 range";

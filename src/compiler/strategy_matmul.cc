@@ -15,7 +15,10 @@
  * accumulates in i32 over K, then the int32 bias is added and the sum converted to f32
  * and multiplied by f32(x_scale * w_scale[n]) (or x_scale * b_scale for two activations):
  * in the mm's fused epilogue when K fits one mm (K <= 256), else the accumulator starts
- * at the bias and two vector commands dequantise after the last K step.
+ * at the bias and two vector commands dequantise after the last K step. An int8 A
+ * (quantised by its producer) is DMAed as it is; with tc_y_scale the output is int8,
+ * requantised with one multiplier per column, f32(w_scale[n] * f32(x_scale / y_scale)),
+ * plus tc_y_zero_point (the epilogue's, or the same steps on the vector engine).
  *
  * Two more plans compete with that tiling when they fit (int8 with constant weights, or a
  * 2-D B in the other precisions, Gemm's C a per-column bias added by the mm epilogue; K in
@@ -82,6 +85,16 @@ struct GemmPlan {
   int64_t zp = 0;
   bool b_act = false;
   Buffer qbias, wscale;
+  // int8 A in the DDR (quantised by its producer: no quantisation on load); an int8 Y
+  // (tc_y_scale): the epilogue requantises with y_scale and adds y_zp
+  bool a_i8 = false, y_i8 = false;
+  double y_scale = 1.0;
+  int64_t y_zp = 0;
+  /*! \brief What w_scale[n] (or b_scale) is multiplied by in f32 for the epilogue's scale:
+   * x_scale for an f32 Y, x_scale / y_scale (one requantisation) for an int8 Y. */
+  double ScaleFactor() const { return static_cast<float>(y_i8 ? x_scale / y_scale : x_scale); }
+  /*! \brief The epilogue's zero point (an int8 Y's; 0 otherwise). */
+  int64_t OutZeroPoint() const { return y_i8 ? y_zp : 0; }
 };
 
 /*! \brief f32/f16/bf16: no Gemm alpha, and C (if any) a per-column bias the mm epilogue adds. */
@@ -100,12 +113,12 @@ Buffer ColumnBias(const GemmPlan& g) {
  * pipelined and column plans, appended when there is a bias or int8's dequantisation: the
  * bias block of Qb (or none), the scale block of Sc (or 1), no activation, no clamp. */
 void AppendColumnEpilogue(Array<PrimExpr>* mm, bool int8, bool has_bias, const Buffer& Qb,
-                          const Buffer& Sc, int64_t n0, int64_t tn) {
+                          const Buffer& Sc, int64_t n0, int64_t tn, int64_t zero_point) {
   if (!int8 && !has_bias) return;
   const double big = std::numeric_limits<float>::max();
   mm->push_back(has_bias ? PrimExpr(Region(Qb, {I32(0), I32(n0)}, {1, tn})) : I32(0));
-  for (PrimExpr e : {int8 ? PrimExpr(Region(Sc, {I32(0), I32(n0)}, {1, tn})) : F32(1.0), I32(0),
-                     I32(0), PrimExpr(StringImm("none")), F32(-big), F32(big)})
+  for (PrimExpr e : {int8 ? PrimExpr(Region(Sc, {I32(0), I32(n0)}, {1, tn})) : F32(1.0),
+                     I32(zero_point), I32(0), PrimExpr(StringImm("none")), F32(-big), F32(big)})
     mm->push_back(e);
 }
 
@@ -141,7 +154,8 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
           PrimExpr ab = BatchIndex(ob, g.out_batch, g.a_batch);
           PrimExpr bb = BatchIndex(ob, g.out_batch, g.b_batch);
           Buffer Cl = Local({tm, tn}, g.mp.accum, "Cl");
-          Buffer Cf = q ? Local({tm, tn}, f32, "Cf") : Cl;  // the f32 result
+          Buffer Cf = q ? Local({tm, tn}, f32, "Cf") : Cl;                    // the f32 result
+          Buffer Yq = g.y_i8 ? Local({tm, tn}, DataType::Int(8), "Yq") : Cf;  // what is stored
           // One set of A and B tiles for every K step: the engines order their accesses by
           // buffer, so the steps must not get fresh buffers at reused addresses.
           int64_t kmax = std::max<int64_t>(std::min(g.K, kTK), 1);
@@ -149,8 +163,8 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
           Buffer Bl = Local({kmax, tn}, ot, "Bl");
           Buffer At = Local({kmax, tm}, ot, "At");
           Buffer Bt = Local({tn, kmax}, ot, "Bt");
-          Buffer Af =
-              q ? Local({tm, kmax}, f32, "Af") : Buffer();  // int8: f32 tiles quantised on load
+          Buffer Af = q && !g.a_i8 ? Local({tm, kmax}, f32, "Af")
+                                   : Buffer();  // int8: f32 tiles quantised on load
           Buffer Bf = q && g.b_act ? Local({kmax, tn}, f32, "Bf") : Buffer();
           std::vector<Stmt> s;
           // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
@@ -162,17 +176,16 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
           Buffer Ql = Local({1, tn}, g.mp.accum, "Ql");
           Buffer Sl = Local({1, tn}, f32, "Sl");
           const bool channel_scale = q && !g.b_act;
-          auto load_scales = [&]() {  // Sl = f32(x_scale * w_scale[n])
+          auto load_scales = [&]() {  // Sl = f32(w_scale[n] * factor)
             return Seq({DmaWait(Region(Sl, {I32(0), I32(0)}, {1, tn}),
                                 Region(g.wscale, {I32(0), n0}, {1, tn}), 0),
                         Loop("j", tn, [&](PrimExpr j) {
-                          return BufferStore(
-                              Sl, BufferLoad(Sl, {I32(0), j}) * F32(static_cast<float>(g.x_scale)),
-                              {I32(0), j});
+                          return BufferStore(Sl, BufferLoad(Sl, {I32(0), j}) * F32(g.ScaleFactor()),
+                                             {I32(0), j});
                         })});
           };
           const double b_act_scale =
-              static_cast<float>(static_cast<float>(g.x_scale) * static_cast<float>(g.b_scale));
+              static_cast<float>(g.ScaleFactor() * static_cast<float>(g.b_scale));
           if (fused && g.qbias.defined())
             s.push_back(DmaWait(Region(Ql, {I32(0), I32(0)}, {1, tn}),
                                 Region(g.qbias, {I32(0), n0}, {1, tn}), 0));
@@ -193,7 +206,10 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
               PrimExpr k0 = I32(kbase) + kk * I32(kTK);
               std::vector<Stmt> st;
               Stmt loadA, loadB;
-              if (q) {  // transA is not in the int8 form
+              if (q && g.a_i8) {  // int8 data as it is
+                loadA = DmaWait(Region(Al, {I32(0), I32(0)}, {tm, tk}),
+                                Region(g.A, {ab, m0, k0}, {1, tm, tk}), 0);
+              } else if (q) {  // transA is not in the int8 form
                 loadA = Seq({DmaWait(Region(Af, {I32(0), I32(0)}, {tm, tk}),
                                      Region(g.A, {ab, m0, k0}, {1, tm, tk}), 0),
                              Quantise(Al, Af, tm, tk, InverseScale(g.x_scale), g.zp)});
@@ -234,9 +250,9 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
                                                : F32(b_act_scale);
                 mm = Intrin(
                     "tile.mm",
-                    {Region(Cf, {I32(0), I32(0)}, {tm, tn}), Region(Al, {I32(0), I32(0)}, {tm, tk}),
+                    {Region(Yq, {I32(0), I32(0)}, {tm, tn}), Region(Al, {I32(0), I32(0)}, {tm, tk}),
                      Region(Bl, {I32(0), I32(0)}, {tk, tn}), IntImm(DataType::Bool(), 0), bias,
-                     scale, I32(0), I32(0), StringImm("none"), F32(-big), F32(big)});
+                     scale, I32(g.OutZeroPoint()), I32(0), StringImm("none"), F32(-big), F32(big)});
               } else {
                 mm = Intrin("tile.mm", {Region(Cl, {I32(0), I32(0)}, {tm, tn}),
                                         Region(Al, {I32(0), I32(0)}, {tm, tk}),
@@ -286,6 +302,17 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
                 return BufferLoad(Cf, {i, j}) * BufferLoad(Sl, {I32(0), j});
               }));
             }
+            if (g.y_i8) {  // the epilogue's last steps: + zero point, nearest even, saturate
+              if (g.y_zp != 0)
+                s.push_back(over_f([&](PrimExpr i, PrimExpr j) {
+                  return BufferLoad(Cf, {i, j}) + F32(static_cast<double>(g.y_zp));
+                }));
+              s.push_back(Loop("i", tm, [&](PrimExpr i) {
+                return Loop("j", tn, [&](PrimExpr j) {
+                  return BufferStore(Yq, Cast(Yq->dtype, BufferLoad(Cf, {i, j})), {i, j});
+                });
+              }));
+            }
           }
           if (!q && g.alpha != 1.0)
             s.push_back(over_c([&](PrimExpr i, PrimExpr j) {
@@ -311,9 +338,11 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
             s.push_back(Allocate(Tl, Seq(bs)));
           }
           s.push_back(DmaWait(Region(g.C, {ob, m0, n0}, {1, tm, tn}),
-                              Region(Cf, {I32(0), I32(0)}, {tm, tn}), 1));
+                              Region(Yq, {I32(0), I32(0)}, {tm, tn}), 1));
           Stmt r = Allocate(Cl, Allocate(Al, Allocate(Bl, Seq(s))));
-          if (q) r = Allocate(Cf, Allocate(Af, r));
+          if (q && !(fused && g.y_i8)) r = Allocate(Cf, r);
+          if (Af.defined()) r = Allocate(Af, r);
+          if (g.y_i8) r = Allocate(Yq, r);
           if (preset || (fused && g.qbias.defined())) r = Allocate(Ql, r);
           if (channel_scale) r = Allocate(Sl, r);
           if (Bf.defined()) r = Allocate(Bf, r);
@@ -356,20 +385,26 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
   Buffer A2 = View(g.A, {rows_total, K}, "A2");
   Buffer Y2 = View(g.C, {rows_total, N}, "Y2");
   Buffer B2 = View(g.B, {K, N}, "B2");
-  Buffer Bsh = DeclBuffer({I32(K), I32(N)}, ot, String("Bsh"), "shared");
   std::vector<std::pair<int64_t, int64_t>> chunks, blocks;  // (first, size)
-  // A short first chunk starts the mms early; a short last one leaves the DDR (with no
-  // chunk left to load) idle for less time.
+  // A short first chunk starts the mms early, and the chunks after it double up to TM so
+  // that each one's rows load while the one before multiplies (chunk 0 also waits for the
+  // weights to be staged); a short last one leaves the DDR (with no chunk left to load)
+  // idle for less time.
   chunks.push_back({0, std::min(pp.t0, pp.mc)});
   int64_t last = std::min(pp.t0, pp.mc - chunks[0].second);
-  for (int64_t r = chunks[0].second; r < pp.mc - last; r += TM)
-    chunks.push_back({r, std::min(TM, pp.mc - last - r)});
+  for (int64_t r = chunks[0].second, size = 2 * chunks[0].second; r < pp.mc - last;
+       r += chunks.back().second, size = std::min(TM, 2 * size))
+    chunks.push_back({r, std::min(std::min(size, TM), pp.mc - last - r)});
   if (last > 0) chunks.push_back({pp.mc - last, last});
   for (int64_t n = 0; n < N; n += TN) blocks.push_back({n, std::min(TN, N - n)});
+  // The weights in L2 block by block ([block, K, TN]): a block is one contiguous range,
+  // so staging block j + 1 and reading block j touch disjoint bytes.
+  const int64_t nb = static_cast<int64_t>(blocks.size()), steps = nb * int64_t(chunks.size());
+  Buffer Bsh = DeclBuffer({I32(nb), I32(K), I32(TN)}, ot, String("Bsh"), "shared");
   Stmt body = OverCores(P, [&](PrimExpr c) {
     Buffer Bl = Local({2, K, TN}, ot, "Bl");
     Buffer Al = Local({2, TM, K}, ot, "Al");
-    Buffer Cf = Local({2, TM, TN}, f32, "Cf");
+    Buffer Cf = Local({2, TM, TN}, g.y_i8 ? i8 : f32, "Cf");  // the results as stored
     Buffer Af = Local({PR, K}, f32, "Af");        // int8: the f32 rows quantised on load
     Buffer Qb = Local({1, N}, g.mp.accum, "Qb");  // the int32 or f32 bias
     Buffer Sc = Local({1, N}, f32, "Sc");
@@ -378,12 +413,28 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
     std::vector<Stmt> s;
     // Piece p of chunk i: f32 rows from the DDR, quantised into Al[i % 2].
     auto pieces_of = [&](int64_t i) { return (chunks[size_t(i)].second + PR - 1) / PR; };
+    // The first mm waits for all of chunk 0 but the weights' block 0, which comes first:
+    // with several pieces, chunk 0's second half of rows has a buffer of its own (the
+    // engines order accesses per buffer slab), so the mm of the first half of block 0
+    // runs while the second half's rows load.
+    const int64_t half = pieces_of(0) >= 2 ? pieces_of(0) / 2 : 0;
+    const int64_t half_rows = std::min(half * PR, chunks[0].second);
+    Buffer A0b = Local({1, std::max<int64_t>(1, chunks[0].second - half_rows), K}, ot, "A0b");
+    struct Rows {
+      Buffer buf;
+      int64_t slab, row;
+    };
+    auto rows_of = [&](int64_t i, int64_t r) {  // where row r of chunk i is in L1
+      if (i == 0 && half > 0 && r >= half_rows) return Rows{A0b, 0, r - half_rows};
+      return Rows{Al, i % 2, r};
+    };
     auto piece = [&](int64_t i, int64_t p) {
       auto [r0, rows] = chunks[size_t(i)];
-      int64_t pr0 = p * PR, n = std::min(PR, rows - pr0), slot = i % 2;
-      if (!q)  // f32/f16/bf16: the DMA copies (and rounds) the rows into the chunk buffer
+      int64_t pr0 = p * PR, n = std::min(PR, rows - pr0);
+      Rows d = rows_of(i, pr0);
+      if (!q || g.a_i8)  // the DMA copies (f16/bf16: and rounds) the rows into the chunk buffer
         return Seq(
-            {Intrin("tile.dma_copy", {Region(Al, {I32(slot), I32(pr0), I32(0)}, {1, n, K}),
+            {Intrin("tile.dma_copy", {Region(d.buf, {I32(d.slab), I32(d.row), I32(0)}, {1, n, K}),
                                       Region(A2, {row0 + I32(r0 + pr0), I32(0)}, {n, K}), I32(3)}),
              Intrin("tile.wait", {I32(3)})});
       double inv = InverseScale(g.x_scale);
@@ -404,17 +455,17 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
           return BufferStore(Af, BufferLoad(Af, {a, k}) + F32(static_cast<double>(g.zp)), {a, k});
         }));
       st.push_back(over([&](PrimExpr a, PrimExpr k) {
-        return BufferStore(Al, Cast(i8, BufferLoad(Af, {a, k})), {I32(slot), I32(pr0) + a, k});
+        return BufferStore(d.buf, Cast(i8, BufferLoad(Af, {a, k})),
+                           {I32(d.slab), I32(d.row) + a, k});
       }));
       return Seq(st);
     };
     auto load_block = [&](int64_t t) {
-      auto [n0, tn] = blocks[size_t(t % int64_t(blocks.size()))];
-      int64_t slot = t % 2;
-      return Intrin("tile.dma_copy", {Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
-                                      Region(Bsh, {I32(0), I32(n0)}, {K, tn}), I32(1 + slot)});
+      int64_t j = t % nb, tn = blocks[size_t(j)].second, slot = t % 2;
+      return Intrin("tile.dma_copy",
+                    {Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
+                     Region(Bsh, {I32(j), I32(0), I32(0)}, {1, K, tn}), I32(1 + slot)});
     };
-    const int64_t nb = static_cast<int64_t>(blocks.size()), steps = nb * int64_t(chunks.size());
     auto store = [&](int64_t t) {
       auto [r0, rows] = chunks[size_t(t / nb)];
       auto [n0, tn] = blocks[size_t(t % nb)];
@@ -424,11 +475,20 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
                      Region(Cf, {I32(slot), I32(0), I32(0)}, {1, rows, tn}), I32(4 + slot)});
     };
     // Prologue: this core's share of the weights into L2, the bias and scales, chunk 0.
-    bool even = K % P == 0;
-    int64_t kr = even ? K / P : K;
-    Stmt to_l2 = Seq({Intrin(
-        "tile.dma_copy", {Region(Bsh, {even ? c * I32(kr) : I32(0), I32(0)}, {kr, N}),
-                          Region(B2, {even ? c * I32(kr) : I32(0), I32(0)}, {kr, N}), I32(0)})});
+    // With K split evenly the weights are staged a block of columns at a time: the
+    // prologue stages block 0, and during chunk 0 block j + 1 is staged while block j
+    // multiplies (a barrier before its first load), so only one block's staging is exposed.
+    const bool even = K % P == 0, by_block = even && nb > 1;
+    const int64_t kr = even ? K / P : K;
+    auto stage = [&](int64_t j, int event) {  // this core's rows of block j into L2
+      auto [n0, tn] = blocks[size_t(j)];
+      PrimExpr k0 = even ? c * I32(kr) : I32(0);
+      return Intrin("tile.dma_copy", {Region(Bsh, {I32(j), k0, I32(0)}, {1, kr, tn}),
+                                      Region(B2, {k0, I32(n0)}, {kr, tn}), I32(event)});
+    };
+    std::vector<Stmt> staged;
+    for (int64_t j = 0; j < (by_block ? 1 : nb); ++j) staged.push_back(stage(j, 0));
+    Stmt to_l2 = Seq(staged);
     s.push_back(even ? to_l2 : IfThenElse(eq(c, I32(0)), to_l2, Stmt()));
     if (bias.defined())
       s.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, N}),
@@ -436,38 +496,55 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
     if (q)
       s.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, N}),
                                            Region(g.wscale, {I32(0), I32(0)}, {1, N}), I32(0)}));
-    for (int64_t p = 0; p < pieces_of(0); ++p) s.push_back(piece(0, p));
     s.push_back(Intrin("tile.wait", {I32(0)}));
-    s.push_back(Intrin("tir.barrier", {}));  // the weights are in L2
+    s.push_back(Intrin("tir.barrier", {}));  // block 0 (all the weights unless by_block) is in L2
     if (q)
       s.push_back(Loop("j", N, [&](PrimExpr j) {
-        return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(static_cast<float>(g.x_scale)),
-                           {I32(0), j});
+        return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(g.ScaleFactor()), {I32(0), j});
       }));
     s.push_back(load_block(0));
+    for (int64_t p = 0; p < (half > 0 ? half : pieces_of(0)); ++p) s.push_back(piece(0, p));
     for (int64_t t = 0; t < steps; ++t) {
       int64_t i = t / nb, j = t % nb, slot = t % 2;
       auto [r0, rows] = chunks[size_t(i)];
       auto [n0, tn] = blocks[size_t(j)];
-      // the next chunk's pieces, spread over this chunk's blocks
-      if (i + 1 < int64_t(chunks.size())) {
+      const bool stage_next = by_block && i == 0 && j + 1 < nb;
+      if (stage_next) s.push_back(stage(j + 1, 6));
+      auto next_pieces = [&]() {  // the next chunk's pieces, spread over this chunk's blocks
+        if (i + 1 >= int64_t(chunks.size())) return;
         int64_t np = pieces_of(i + 1);
         for (int64_t p = j * np / nb; p < (j + 1) * np / nb; ++p) s.push_back(piece(i + 1, p));
-      }
+      };
+      if (t > 0 || half == 0) next_pieces();
       s.push_back(Intrin("tile.wait", {I32(1 + slot)}));              // weight block t is in L1
       if (t >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));  // Cf[slot] has drained
-      Array<PrimExpr> mm{Region(Cf, {I32(slot), I32(0), I32(0)}, {1, rows, tn}),
-                         Region(Al, {I32(i % 2), I32(0), I32(0)}, {1, rows, K}),
-                         Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
-                         IntImm(DataType::Bool(), 0)};
-      // the bias (and int8's dequantisation) in the fused epilogue
-      AppendColumnEpilogue(&mm, q, bias.defined(), Qb, Sc, n0, tn);
-      s.push_back(Intrin("tile.mm", mm));
+      auto mm_rows = [&](int64_t a0, int64_t m) {  // rows [a0, a0 + m) of the chunk
+        Rows a = rows_of(i, a0);
+        Array<PrimExpr> mm{Region(Cf, {I32(slot), I32(a0), I32(0)}, {1, m, tn}),
+                           Region(a.buf, {I32(a.slab), I32(a.row), I32(0)}, {1, m, K}),
+                           Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
+                           IntImm(DataType::Bool(), 0)};
+        // the bias (and int8's dequantisation) in the fused epilogue
+        AppendColumnEpilogue(&mm, q, bias.defined(), Qb, Sc, n0, tn, g.OutZeroPoint());
+        s.push_back(Intrin("tile.mm", mm));
+      };
+      if (i == 0 && half > 0) {
+        mm_rows(0, half_rows);
+        for (int64_t p = half; t == 0 && p < pieces_of(0); ++p) s.push_back(piece(0, p));
+        mm_rows(half_rows, rows - half_rows);
+        if (t == 0) next_pieces();
+      } else {
+        mm_rows(0, rows);
+      }
       // The store of block t - 1 goes after the mm of block t: the DMA-out queue is in
       // order and a store waits there for its mm.
       if (t >= 1) s.push_back(store(t - 1));
       // Block t + 1 replaces block t - 1, so its copy waits in the DMA-in queue for mm
       // t - 1: issued last, it holds up nothing the front end waits for.
+      if (stage_next) {  // block j + 1 is in L2 (every core's share); the mms run on
+        s.push_back(Intrin("tile.wait", {I32(6)}));
+        s.push_back(Intrin("tir.barrier_no_drain", {}));
+      }
       if (t + 1 < steps) s.push_back(load_block(t + 1));
     }
     s.push_back(store(steps - 1));
@@ -475,8 +552,10 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
     s.push_back(Intrin("tile.wait", {I32(5)}));
     Stmt r = Seq(s);
     // Outermost first: the large buffers take whole banks, the small ones are packed last.
-    if (q) r = Allocate(Sc, Allocate(Af, r));
+    if (q && !g.a_i8) r = Allocate(Af, r);
+    if (q) r = Allocate(Sc, r);
     if (bias.defined()) r = Allocate(Qb, r);
+    if (half > 0) r = Allocate(A0b, r);
     for (const Buffer& b : {Cf, Al, Bl}) r = Allocate(b, r);
     return r;
   });
@@ -502,15 +581,19 @@ std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
   auto al = [](int64_t b) { return (b + 65535) / 65536 * 65536; };      // whole banks
   for (int64_t tm : {32, 64, 128, 256}) {
     for (int64_t tn : {64, 128, 256}) {
-      for (int64_t first : {1, 2, 4}) {  // the first chunk: tm, tm / 2 or tm / 4 rows
+      // the first chunk: tm, 3 tm / 4, tm / 2, tm / 4 or tm / 8 rows (eighths of tm)
+      for (int64_t eighths : {8, 6, 4, 2, 1}) {
         pp.tm = std::min(tm, pp.mc);
         pp.tn = std::min(tn, g.N);
-        pp.t0 = std::max<int64_t>(1, pp.tm / first);
-        int64_t bytes = al(2 * g.K * pp.tn * ob) + al(2 * pp.tm * g.K * ob) +
-                        al(2 * pp.tm * pp.tn * 4) +
-                        (q ? al(pp.pr * g.K * 4) + 2 * al(g.N * 4) : al(g.N * 4)) + 65536;
-        int64_t steps = (2 + (pp.mc + pp.tm - 1) / pp.tm) * ((g.N + pp.tn - 1) / pp.tn);
-        if (bytes > call.l1_bytes || steps > kMaxPipelineSteps) continue;
+        pp.t0 = std::max<int64_t>(1, pp.tm * eighths / 8);
+        int64_t bytes = al(2 * g.K * pp.tn * ob) + al(2 * pp.tm * g.K * ob) + al(pp.t0 * g.K * ob) +
+                        al(2 * pp.tm * pp.tn * (g.y_i8 ? 1 : 4)) +
+                        (q ? (g.a_i8 ? 0 : al(pp.pr * g.K * 4)) + 2 * al(g.N * 4) : al(g.N * 4)) +
+                        65536;
+        int64_t steps = (5 + (pp.mc + pp.tm - 1) / pp.tm) * ((g.N + pp.tn - 1) / pp.tn);
+        const int64_t staged = (g.N + pp.tn - 1) / pp.tn * pp.tn * g.K * ob;  // whole blocks
+        if (bytes > call.l1_bytes || steps > kMaxPipelineSteps || staged > (int64_t{3} << 20))
+          continue;
         bool seen = false;
         for (const auto& o : out) seen = seen || (o.tm == pp.tm && o.tn == pp.tn && o.t0 == pp.t0);
         if (!seen) out.push_back(pp);
@@ -548,7 +631,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
   Stmt body = OverCores(P, [&](PrimExpr c) {
     Buffer Al = Local({M, K}, ot, "Al");
     Buffer Bl = Local({2, K, TN}, ot, "Bl");
-    Buffer Cf = Local({2, M, TN}, f32, "Cf");
+    Buffer Cf = Local({2, M, TN}, g.y_i8 ? i8 : f32, "Cf");  // the results as stored
     Buffer Af = Local({PR, K}, f32, "Af");
     Buffer Aq = Local({PR, K}, i8, "Aq");
     Buffer Qb = Local({1, NC}, g.mp.accum, "Qb");  // the int32 or f32 bias
@@ -575,10 +658,11 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     PrimExpr first = even ? PrimExpr(c * I32(share)) : PrimExpr(I32(0));
     std::vector<Stmt> stage;
     double inv = InverseScale(g.x_scale);
-    if (!q)  // f32/f16/bf16: the DMA copies (and rounds) the rows straight into L2
+    const bool quantise = q && !g.a_i8;
+    if (!quantise)  // the DMA copies (f16/bf16: and rounds) the rows straight into L2
       stage.push_back(Intrin("tile.dma_copy", {Region(Ash, {first, I32(0)}, {share, K}),
                                                Region(A2, {first, I32(0)}, {share, K}), I32(0)}));
-    for (int64_t r = 0; q && r < share; r += PR) {
+    for (int64_t r = 0; quantise && r < share; r += PR) {
       int64_t n = std::min(PR, share - r);
       auto over = [&](const std::function<Stmt(PrimExpr, PrimExpr)>& f) {
         return Loop("i", n,
@@ -616,8 +700,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
                                          Region(Ash, {I32(0), I32(0)}, {M, K}), I32(0)}));
     if (q)
       s.push_back(Loop("j", NC, [&](PrimExpr j) {
-        return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(static_cast<float>(g.x_scale)),
-                           {I32(0), j});
+        return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(g.ScaleFactor()), {I32(0), j});
       }));
     s.push_back(Intrin("tile.wait", {I32(0)}));
     for (int64_t t = 0; t < steps; ++t) {
@@ -629,7 +712,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
           Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}), Region(Al, {I32(0), I32(0)}, {M, K}),
           Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}), IntImm(DataType::Bool(), 0)};
       // the bias (and int8's dequantisation) in the fused epilogue
-      AppendColumnEpilogue(&mm, q, bias.defined(), Qb, Sc, n0, tn);
+      AppendColumnEpilogue(&mm, q, bias.defined(), Qb, Sc, n0, tn, g.OutZeroPoint());
       s.push_back(Intrin("tile.mm", mm));
       if (t >= 1) s.push_back(store(t - 1));
       if (t + 1 < steps) s.push_back(load_block(t + 1));  // replaces block t - 1: after mm t
@@ -638,7 +721,8 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     s.push_back(Intrin("tile.wait", {I32(4)}));
     s.push_back(Intrin("tile.wait", {I32(5)}));
     Stmt r = Seq(s);
-    if (q) r = Allocate(Sc, Allocate(Aq, Allocate(Af, r)));
+    if (quantise) r = Allocate(Aq, Allocate(Af, r));
+    if (q) r = Allocate(Sc, r);
     if (bias.defined()) r = Allocate(Qb, r);
     for (const Buffer& b : {Cf, Bl, Al}) r = Allocate(b, r);
     return r;
@@ -665,8 +749,10 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
   for (int64_t tn : {64, 128, 256, 512}) {
     cp.tn = std::min(tn, nc);
     int64_t bytes =
-        al(cp.rows * g.K * ob) + al(2 * g.K * cp.tn * ob) + al(2 * cp.rows * cp.tn * 4) +
-        (q ? al(cp.pr * g.K * 4) + al(cp.pr * g.K) + 2 * al(nc * 4) : al(nc * 4)) + 65536;
+        al(cp.rows * g.K * ob) + al(2 * g.K * cp.tn * ob) +
+        al(2 * cp.rows * cp.tn * (g.y_i8 ? 1 : 4)) +
+        (q ? (g.a_i8 ? 0 : al(cp.pr * g.K * 4) + al(cp.pr * g.K)) + 2 * al(nc * 4) : al(nc * 4)) +
+        65536;
     if (bytes > call.l1_bytes || (nc + cp.tn - 1) / cp.tn > kMaxPipelineSteps) continue;
     if (out.empty() || out.back().tn != cp.tn) out.push_back(cp);
   }
@@ -723,6 +809,13 @@ void SetQuant(const OpCall& call, const Params& p, int64_t N, GemmPlan* g) {
   g->zp = AttrInt(call.attrs, "tc_x_zero_point", 0);
   g->b_act = (AttrFloat(call.attrs, "tc_b_scale", 0) > 0);
   g->b_scale = AttrFloat(call.attrs, "tc_b_scale", 1.0);
+  g->a_i8 = call.inputs[0]->dtype == DataType::Int(8);
+  g->y_i8 = call.outputs[0]->dtype == DataType::Int(8);
+  if (g->y_i8 != HasAttr(call.attrs, "tc_y_scale"))
+    TILECORE_THROW(ValueError) << call.op_type << ": an int8 output needs tc_y_scale, and "
+                               << "tc_y_scale an int8 output";
+  g->y_scale = AttrFloat(call.attrs, "tc_y_scale", 1.0);
+  g->y_zp = AttrInt(call.attrs, "tc_y_zero_point", 0);
   if (g->b_act) return;
   if (call.inputs[2].defined()) g->qbias = View(p.in[2], {1, N}, "QBias");
   g->wscale = View(p.in[3], {1, N}, "WScale");

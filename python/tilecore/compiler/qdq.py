@@ -11,6 +11,12 @@ int8 by -128, which gives the same integers), input 1 the model's ``W_q``, input
 int32 bias (the model's when its scale is ``s_a * s_w``, else the float bias
 requantised) minus ``z_a * sum_k W_q[c, k]``, input 3 ``s_w`` per output channel.
 
+int8 stays int8 where the model has it: a node reading ``DequantizeLinear(x)`` of an int8
+``x`` (a QLinearMatMul's input, or a graph input) reads ``x`` as it is, and a node whose
+only reader is a ``QuantizeLinear`` to int8 per tensor stores that int8 output itself,
+requantised in its epilogue (``tc_y_scale``, ``tc_y_zero_point``), so int8 tensors cross
+the DDR in int8 and no Q/DQ step runs.
+
 The weights' DequantizeLinear is gone by then (constant folding makes it an f32
 constant of the same name), so :func:`dequantized_constants` reads what it was from the
 ONNX model first. A node the int8 strategy refuses stays in f32 on the dequantised
@@ -97,25 +103,43 @@ def _scalar(v):
     return a.reshape(()) if a.size == 1 else None
 
 
-def _activation(nd, producer):
+def _per_tensor(node):
+    """(scale, zero point array) of a QuantizeLinear/DequantizeLinear per tensor with
+    constants, else a reason."""
+    if len(node.ins) < 2 or not _const(node.ins[1]) or _scalar(node.ins[1]) is None:
+        return f"`{node.name}` is not per tensor with a constant scale"
+    zp = node.ins[2] if len(node.ins) > 2 else None
+    if zp is not None and (not _const(zp) or _scalar(zp) is None):
+        return f"`{node.name}` has a non-constant zero point"
+    return float(_scalar(node.ins[1])), (_scalar(zp) if zp is not None else np.uint8(0))
+
+
+def _activation(nd, producer, info):
     """(x, scale, int8 zero point, [the DQ node, the Q node]) when ``nd``'s input 0 is
-    DQ(Q(x)) per tensor with the same scale and zero point on both; else a reason."""
+    DQ(Q(x)) per tensor with the same scale and zero point on both (x is then quantised on
+    load), or (x, scale, zero point, [the DQ node]) when it is DQ(x) of an int8 x (read as it
+    is); else a reason."""
     a = nd.ins[0]
     dq = producer.get(str(a.name)) if a is not None else None
     if dq is None or dq.op != "DequantizeLinear":
         return "input 0 is not a DequantizeLinear"
     q = producer.get(str(dq.ins[0].name))
     if q is None or q.op != "QuantizeLinear":
-        return "input 0's DequantizeLinear does not read a QuantizeLinear"
+        data = info.get(str(dq.ins[0].name), ((), ""))[1]
+        if data != "int8":
+            return f"input 0's DequantizeLinear reads {data or 'a value'} data, not a QuantizeLinear or int8"
+        p = _per_tensor(dq)
+        if isinstance(p, str):
+            return p
+        if p[1].dtype != np.int8:
+            return f"int8 data with a zero point of dtype {p[1].dtype}"
+        return dq.ins[0], p[0], int(p[1]), [dq]
     params = []
     for node in (q, dq):
-        if len(node.ins) < 2 or not _const(node.ins[1]) or _scalar(node.ins[1]) is None:
-            return f"`{node.name}` is not per tensor with a constant scale"
-        zp = node.ins[2] if len(node.ins) > 2 else None
-        if zp is not None and (not _const(zp) or _scalar(zp) is None):
-            return f"`{node.name}` has a non-constant zero point"
-        z = _scalar(zp) if zp is not None else np.uint8(0)
-        params.append((float(_scalar(node.ins[1])), z))
+        p = _per_tensor(node)
+        if isinstance(p, str):
+            return p
+        params.append(p)
     (s, z), (s2, z2) = params
     if s != s2 or int(z) != int(z2) or z.dtype != z2.dtype:
         return "QuantizeLinear and DequantizeLinear differ in scale or zero point"
@@ -195,7 +219,7 @@ def _fold_two_activations(nd, act, producer, info, TensorSpec, HasStrategy):
         return act
     from types import SimpleNamespace
 
-    b = _activation(SimpleNamespace(ins=[nd.ins[1]]), producer)
+    b = _activation(SimpleNamespace(ins=[nd.ins[1]]), producer, info)
     if isinstance(b, str):
         return "B: " + b
     (xa, sa, za, _), (xb, sb, zb, _) = act, b
@@ -212,26 +236,60 @@ def _fold_two_activations(nd, act, producer, info, TensorSpec, HasStrategy):
     return None
 
 
+def _fold_output(nd, readers, producer, graph_outputs, HasStrategy) -> bool:
+    """When the folded ``nd``'s output is read only by a QuantizeLinear to int8 per tensor,
+    ``nd`` stores that int8 value itself (``tc_y_scale`` / ``tc_y_zero_point``: the
+    requantisation is its epilogue's) and the QuantizeLinear is dropped. True when done."""
+    if len(nd.outs) != 1 or not str(nd.outs[0].name):
+        return False
+    y = str(nd.outs[0].name)
+    rs = [r for r in readers.get(y, []) if r.where != "dropped"]
+    if y in graph_outputs or len(rs) != 1 or rs[0].op != "QuantizeLinear" or len(rs[0].outs) != 1:
+        return False
+    q = rs[0]
+    p = _per_tensor(q)
+    if isinstance(p, str) or p[1].dtype != np.int8 or not str(q.outs[0].name):
+        return False
+    saved = (nd.attrs, list(nd.outs))
+    nd.attrs = dict(nd.attrs, tc_y_scale=float(np.float32(p[0])), tc_y_zero_point=int(p[1]))
+    nd.outs = [q.outs[0]]
+    if str(HasStrategy(nd.op, nd.attrs, nd.in_specs)):
+        nd.attrs, nd.outs = saved
+        return False
+    q.where = "dropped"
+    producer[str(q.outs[0].name)] = nd  # a reader's DQ now reads nd's int8 output as it is
+    return True
+
+
 def fold(nodes: list[Any], info: dict[str, Any], graph_outputs: Iterable[str], keep_intermediates: bool,
          HasStrategy: Callable[..., str], TensorSpec: type, dq_consts: Mapping[str, tuple]) -> dict[str, Any]:
     """Rewrites the npu matrix nodes of ``nodes`` (the driver's) that read QDQ-quantised
     data and weights into the quantised-node form, drops the Q/DQ nodes nobody reads
     any more (unless ``keep_intermediates``). Returns the report
     {"folded": [node names], "kept": [{node, op_type, reason}]}; ``nodes`` is changed
-    in place (the dropped ones get ``where = "dropped"``)."""
-    report = {"folded": [], "kept": []}
+    in place (the dropped ones get ``where = "dropped"``). A folded node whose only reader is
+    a QuantizeLinear to int8 stores its int8 output itself (not with ``keep_intermediates``) ({"int8_outputs": [node names]}),
+    and one that reads DQ(x) of an int8 x reads x as it is."""
+    report = {"folded": [], "kept": [], "int8_outputs": []}
     if not dq_consts:
         return report
     producer = {str(v.name): nd for nd in nodes for v in nd.outs if str(v.name)}
+    readers = {}
+    for nd in nodes:
+        for v in nd.ins:
+            if v is not None and str(v.name):
+                readers.setdefault(str(v.name), []).append(nd)
     used = set(info)
     for nd in nodes:
         if nd.where != "npu" or nd.op not in MATRIX_OPS or "tc_precision" in nd.attrs or len(nd.ins) < 2:
             continue
-        act = _activation(nd, producer)
+        act = _activation(nd, producer, info)
         if nd.op == "MatMul" and not _const(nd.ins[1]):
             why = _fold_two_activations(nd, act, producer, info, TensorSpec, HasStrategy)
             if why is None:
                 report["folded"].append(nd.name)
+                if not keep_intermediates and _fold_output(nd, readers, producer, graph_outputs, HasStrategy):
+                    report["int8_outputs"].append(nd.name)
             elif not isinstance(act, str) or act != "input 0 is not a DequantizeLinear":
                 report["kept"].append({"node": nd.name, "op_type": nd.op, "reason": why})
             continue
@@ -286,6 +344,8 @@ def fold(nodes: list[Any], info: dict[str, Any], graph_outputs: Iterable[str], k
             report["kept"].append({"node": nd.name, "op_type": nd.op, "reason": why})
             continue
         report["folded"].append(nd.name)
+        if not keep_intermediates and _fold_output(nd, readers, producer, graph_outputs, HasStrategy):
+            report["int8_outputs"].append(nd.name)
     if report["folded"] and not keep_intermediates:
         _drop_unread(nodes, graph_outputs)
     return report

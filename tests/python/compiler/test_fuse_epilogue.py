@@ -106,10 +106,13 @@ def test_fused_epilogue_reasons():
     assert "tc_activation `Gelu`" in compiler.HasStrategy("Conv", {"tc_activation": "Gelu"}, [x, w])
     assert "tc_clip_min is above" in compiler.HasStrategy(
         "Conv", {"tc_activation": "Clip", "tc_clip_min": 1.0, "tc_clip_max": 0.0}, [x, w])
-    assert "tc_y_scale (an int8 output) is for Conv only" in compiler.HasStrategy(
-        "MatMul", {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_y_scale": 0.1},
-        [compiler.TensorSpec((4, 8), "float32"), compiler.TensorSpec((8, 4), "int8"), None,
-         compiler.TensorSpec((4,), "float32")])
+    mm_ins = [compiler.TensorSpec((4, 8), "int8"), compiler.TensorSpec((8, 4), "int8"), None,
+              compiler.TensorSpec((4,), "float32")]
+    mm_q = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_y_scale": 0.1}
+    assert compiler.HasStrategy("MatMul", mm_q, mm_ins) == ""  # int8 in and out (docs/precision.md)
+    assert "tc_y_scale must be positive" in compiler.HasStrategy("MatMul", dict(mm_q, tc_y_scale=0.0), mm_ins)
+    with pytest.raises(ValueError, match="an int8 output needs tc_y_scale"):
+        compiler.LowerOp("MatMul", mm_q, mm_ins, [compiler.TensorSpec((4, 4), "float32")], "npu -cores=4")
 
 
 # ---- whole models --------------------------------------------------------------------

@@ -164,3 +164,78 @@ def test_dynamically_quantised_matmul(tmp_path):
     for k in range(3):
         x = {"x": (rng.standard_normal((4, 32)) * (k + 1)).astype(np.float32)}
         np.testing.assert_array_equal(list(exe.run(x).values())[0], _ort(q, x))
+
+
+# ---- int8 in, int8 out: no Quantize/Dequantize step, the requantisation in the epilogue ---
+
+def _int8_matmul_model(m, k, n, x_zp, y_zp, seed=0):
+    """A QLinearMatMul with int8 data in and out (the graph's input and output), per-tensor
+    scales and the given zero points."""
+    rng = np.random.default_rng(seed)
+    w = rng.integers(-127, 128, (k, n), dtype=np.int8)
+    consts = {"xs": np.float32(0.02), "xz": np.int8(x_zp), "w": w, "ws": np.float32(0.01), "wz": np.int8(0),
+              "ys": np.float32(0.02 * 0.01 * np.sqrt(k) * 40), "yz": np.int8(y_zp)}
+    node = helper.make_node("QLinearMatMul", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], name="mm")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.INT8, [m, k])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT8, [m, n])],
+                          [numpy_helper.from_array(np.asarray(v), name) for name, v in consts.items()])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), consts
+
+
+def _requantised(x, c):
+    """numpy's int8 Y of the form (docs/precision.md): sat(round_even(f32(f32(acc) * s) + y_zp))
+    with acc = sum (x - x_zp) w exactly and s = f32(w_scale * f32(x_scale / y_scale))."""
+    acc = (x.astype(np.int64) - int(c["xz"])) @ c["w"].astype(np.int64)
+    factor = np.float32(np.float64(c["xs"]) / np.float64(c["ys"]))
+    s = np.float32(c["ws"] * factor)
+    v = (acc.astype(np.float32) * s).astype(np.float32) + np.float32(int(c["yz"]))
+    return np.clip(np.rint(v), -128, 127).astype(np.int8)
+
+
+@pytest.mark.parametrize("shape,plan", [((70, 300, 150), "tiled"),     # K > 256: vector requantisation
+                                        ((33, 200, 40), "tiled"),      # K in one mm: the mm's epilogue
+                                        ((256, 512, 256), "pipelined"),
+                                        ((4, 768, 768), "column")])
+def test_qlinearmatmul_int8_in_and_out(shape, plan):
+    m, k, n = shape
+    model, consts = _int8_matmul_model(m, k, n, x_zp=3, y_zp=-5)
+    report = {}
+    exe = tilecore.compile(model, report=report)
+    body = str(next(iter(report["npu_funcs"].values())))
+    assert {"Bsh": "pipelined", "Ash": "column"}.get(next((b for b in ("Bsh", "Ash") if b in body), ""), "tiled") == plan
+    assert report["qdq"]["int8_outputs"] == ["mm"]
+    x = np.random.default_rng(1).integers(-128, 128, (m, k), dtype=np.int8)
+    y = exe.run({"x": x})["y"]
+    assert [o["op_type"] for o in exe.stats()["ops"]] == ["MatMul"]  # no Quantize/Dequantize step
+    assert y.dtype == np.int8
+    np.testing.assert_array_equal(y, _requantised(x, consts))
+    ref = _ort(model, {"x": x})  # QLinearMatMul's own multiplier x_scale * w_scale / y_scale
+    assert np.abs(y.astype(int) - ref.astype(int)).max() <= 1 and np.mean(y == ref) > 0.99
+
+
+def test_int8_matmul_pipeline_is_ordered(hazard_checked):
+    """The pipelined plan stages the weights in L2 a block at a time, each behind a barrier
+    that leaves the engines running (tir.barrier_no_drain): no L1/L2 access is unordered."""
+    model, consts = _int8_matmul_model(256, 512, 256, x_zp=0, y_zp=0)
+    report = {}
+    exe = tilecore.compile(model, report=report)
+    assert "tir.barrier_no_drain" in str(next(iter(report["npu_funcs"].values())))
+    x = np.random.default_rng(2).integers(-128, 128, (256, 512), dtype=np.int8)
+    np.testing.assert_array_equal(exe.run({"x": x})["y"], _requantised(x, consts))
+    assert hazard_checked() == []
+
+
+def test_int8_matmul_kernel_on_the_c_target():
+    """The same kernel built for the C target (the barrier without drain is a barrier of the
+    cluster's threads there) computes the same bytes."""
+    model, consts = _int8_matmul_model(256, 512, 256, x_zp=-2, y_zp=7)
+    report = {}
+    tilecore.compile(model, report=report)
+    f = next(iter(report["npu_funcs"].values()))
+    mod = tilecore.build(f, target="c")
+    x = np.random.default_rng(3).integers(-128, 128, (256, 512), dtype=np.int8)
+    w = consts["w"]
+    bias = (-int(consts["xz"]) * w.astype(np.int64).sum(axis=0)).astype(np.int32)  # the fold's int32 bias
+    y = np.zeros((256, 256), np.int8)
+    mod[f.attrs["global_symbol"]](x, w, bias, np.full(256, consts["ws"], np.float32), y)
+    np.testing.assert_array_equal(y, _requantised(x, consts))
