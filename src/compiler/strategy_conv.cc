@@ -34,8 +34,9 @@
  * Further candidates: blocks of 64 channels when blocks of 128 leave the cores too few
  * items; items pipelined (ForEachItemPipelined: the next item's loads and mms before this
  * item's epilogue, two sets of accumulators); the input staged in L2 (each core copies a
- * share, a barrier, the items read their patches from L2). A plan chosen once is reused
- * for Convs that differ only in scales (PlanKey).
+ * share, a barrier, the items read their patches from L2); for an int8 1x1 Conv, the
+ * transposed product whose epilogue runs in the matrix engine (LowerConvTransposed). A plan
+ * chosen once is reused for Convs that differ only in scales (PlanKey).
  */
 #include <algorithm>
 #include <limits>
@@ -336,6 +337,229 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
     return Seq(groups);
   });
   return MakeFunc(call, p, body);
+}
+
+/*! \brief Tile sizes of the transposed 1x1 plan (LowerConvTransposed). */
+struct TransposedPlan {
+  int64_t tp = 0;  // output positions per item (the mm's rows)
+  int64_t tm = 0;  // output channels per item (the mm's columns)
+};
+
+/*! \brief Whether an int8 Conv can take the transposed 1x1 plan: one group, a 1x1 kernel,
+ * unit strides, no padding, K in one mm, an activation the mm epilogue has. */
+bool TransposedFits(const OpCall& call, const ConvGeom& g, const FusedEpilogue& ep) {
+  return GetMatrixPrecision(call.attrs).int8() && g.G == 1 && g.KH == 1 && g.KW == 1 && g.sh == 1 &&
+         g.sw == 1 && g.pt == 0 && g.pb == 0 && g.pl == 0 && g.pr == 0 && g.C <= 4096 &&
+         (ep.activation.empty() || ep.activation == "Relu" || ep.activation == "Clip");
+}
+
+/*!
+ * \brief An int8 1x1 Conv as the transposed product Y^T[p, m] = X^T[p, c] x W^T[c, m] over
+ * a work item of tp positions x tm output channels (all of K in one mm). The output
+ * channels are the mm's columns, so the matrix engine's fused epilogue adds the int32 bias,
+ * multiplies by f32(x_scale * w_scale[m]), adds the f32 residual and applies Relu or Clip:
+ * the same steps, rounded the same way, as LowerConv's vector epilogue, which this plan
+ * replaces (no i32 preset, conversion, scale, residual add or activation pass). The X and W
+ * tiles are transposed in L1 by strided int8 copies; the residual's dequantisation and the
+ * output's conversion (f32 copy, or int8 quantisation) write channel-major again. Items are
+ * pipelined in two stages (loads and mm, then conversion and store).
+ */
+Stmt LowerConvTransposed(const OpCall& call, const ConvGeom& g, const Params& p,
+                         const TransposedPlan& tp) {
+  DataType f32 = DataType::Float(32), i8 = DataType::Int(8), i32 = DataType::Int(32);
+  const int64_t HW = g.OH * g.OW, C = g.C;
+  const bool qx = call.inputs[0]->dtype != i8;
+  const bool y_i8 = call.outputs[0]->dtype == i8;
+  const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
+  const double inv = InverseScale(x_scale);
+  const int64_t zp = AttrInt(call.attrs, "tc_x_zero_point", 0);
+  const double y_inv = y_i8 ? InverseScale(AttrFloat(call.attrs, "tc_y_scale", 1.0)) : 1.0;
+  const int64_t y_zp = AttrInt(call.attrs, "tc_y_zero_point", 0);
+  const FusedEpilogue ep = GetFusedEpilogue(call.attrs, call.inputs.size());
+  const bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
+  const bool r_i8 = ep.residual >= 0 && call.inputs[ep.residual]->dtype == i8;
+  Buffer X = View(p.in[0], {g.N, C, HW}, "X");
+  Buffer W = View(p.in[1], {g.M, C}, "W");
+  Buffer Bias = has_bias ? View(p.in[2], {1, g.M}, "Bias") : Buffer();
+  Buffer Sv = View(p.in[3], {1, g.M}, "WScale");
+  Buffer Y = View(p.out[0], {g.N, g.M, HW}, "Y");
+  Buffer Rv = ep.residual >= 0 ? View(p.in[ep.residual], {g.N, g.M, HW}, "Residual") : Buffer();
+  const double big = std::numeric_limits<float>::max();
+  // Per core, once: the bias and the scales f32(x_scale * w_scale[m]) of every channel, and
+  // the weights transposed ([C, M]) when they take at most 256 KiB. Each DMA pays the DDR's
+  // latency, which per item would cost more than the item's mm.
+  const bool w_resident = g.M * C <= (int64_t{256} << 10);
+  Buffer Ball = Local({1, g.M}, i32, "Ball"), Sall = Local({1, g.M}, f32, "Sall");
+  Buffer Wall = Local({g.M, C}, i8, "Wall"), WTall = Local({C, g.M}, i8, "WTall");
+  int64_t rotation = 0;
+  return OverCores(call.cores, [&](PrimExpr core) {
+    std::vector<Stmt> segs;
+    if (has_bias)
+      segs.push_back(Intrin("tile.dma_copy", {Region(Ball, {I32(0), I32(0)}, {1, g.M}),
+                                              Region(Bias, {I32(0), I32(0)}, {1, g.M}), I32(0)}));
+    segs.push_back(Intrin("tile.dma_copy", {Region(Sall, {I32(0), I32(0)}, {1, g.M}),
+                                            Region(Sv, {I32(0), I32(0)}, {1, g.M}), I32(0)}));
+    if (w_resident)
+      segs.push_back(Intrin("tile.dma_copy", {Region(Wall, {I32(0), I32(0)}, {g.M, C}),
+                                              Region(W, {I32(0), I32(0)}, {g.M, C}), I32(0)}));
+    segs.push_back(Intrin("tile.wait", {I32(0)}));
+    segs.push_back(Loop("j", g.M, [&](PrimExpr j) {
+      return BufferStore(Sall, BufferLoad(Sall, {I32(0), j}) * F32(static_cast<float>(x_scale)),
+                         {I32(0), j});
+    }));
+    if (w_resident)
+      segs.push_back(CopyNest(StridedView(WTall, {C, g.M}, {g.M, 1}, 0, "WTv"),
+                              StridedView(Wall, {C, g.M}, {1, C}, 0, "Wtv"), {C, g.M}));
+    for (auto [pcount, P] : Segs(HW, tp.tp)) {
+      const int64_t pbase = P == tp.tp ? 0 : (HW / tp.tp) * tp.tp;
+      for (auto [mcount, TMc] : Segs(g.M, tp.tm)) {
+        const int64_t mbase = TMc == tp.tm ? 0 : (g.M / tp.tm) * tp.tm;
+        const int64_t items = g.N * pcount * mcount;
+        // per slot (two: the items are pipelined)
+        struct Slot {
+          Buffer Xl, XT, Wl, WT, Cf, Rl, Rf, Yt;
+        };
+        std::vector<Slot> slots(2);
+        for (int k = 0; k < 2; ++k) {
+          const std::string n = std::to_string(k);
+          Slot& sl = slots[size_t(k)];
+          sl.Xl = Local({C, P}, call.inputs[0]->dtype, "Xl" + n);
+          sl.XT = Local({P, C}, i8, "XT" + n);
+          sl.Wl = Local({TMc, C}, i8, "Wl" + n);
+          sl.WT = Local({C, TMc}, i8, "WT" + n);
+          sl.Cf = Local({P, TMc}, f32, "Cf" + n);
+          if (ep.residual >= 0) {
+            sl.Rl = Local({TMc, P}, call.inputs[ep.residual]->dtype, "Rl" + n);
+            sl.Rf = Local({P, TMc}, f32, "Rf" + n);
+          }
+          sl.Yt = Local({TMc, P}, y_i8 ? i8 : f32, "Yt" + n);
+        }
+        Buffer Xq = qx ? Local({C, P}, i8, "Xq") : Buffer();
+        auto coords = [&](PrimExpr t) {  // (image, first position, first channel)
+          PrimExpr n = floordiv(t, I32(pcount * mcount));
+          PrimExpr pi = floormod(floordiv(t, I32(mcount)), I32(pcount));
+          PrimExpr mi = floormod(t, I32(mcount));
+          return std::make_tuple(n, I32(pbase) + pi * I32(tp.tp), I32(mbase) + mi * I32(tp.tm));
+        };
+        // the transposed view [rows, cols] of a [cols, rows] tile
+        auto transposed = [](const Buffer& b, int64_t rows, int64_t cols, const char* name) {
+          return StridedView(b, {rows, cols}, {1, rows}, 0, name);
+        };
+        auto plain = [](const Buffer& b, int64_t rows, int64_t cols, const char* name) {
+          return StridedView(b, {rows, cols}, {cols, 1}, 0, name);
+        };
+        auto over = [&](int64_t rows, int64_t cols) {
+          return [rows, cols](const auto& body) { return Nest({rows, cols}, body); };
+        };
+        // front: item t's loads into slot k, on event k (no wait); back: the rest, so the
+        // loads of item i + 1 overlap the transposes, mm and stores of item i
+        auto front = [&](PrimExpr t, int64_t k) {
+          const Slot& sl = slots[size_t(k)];
+          auto [n, p0, m0] = coords(t);
+          std::vector<Stmt> s;
+          PrimExpr ev = I32(k);
+          s.push_back(Intrin("tile.dma_copy", {Region(sl.Xl, {I32(0), I32(0)}, {C, P}),
+                                               Region(X, {n, I32(0), p0}, {1, C, P}), ev}));
+          if (!w_resident)
+            s.push_back(Intrin("tile.dma_copy", {Region(sl.Wl, {I32(0), I32(0)}, {TMc, C}),
+                                                 Region(W, {m0, I32(0)}, {TMc, C}), ev}));
+          if (ep.residual >= 0)
+            s.push_back(Intrin("tile.dma_copy", {Region(sl.Rl, {I32(0), I32(0)}, {TMc, P}),
+                                                 Region(Rv, {n, m0, p0}, {1, TMc, P}), ev}));
+          return Seq(s);
+        };
+        auto compute = [&](PrimExpr t, int64_t k) {
+          const Slot& sl = slots[size_t(k)];
+          PrimExpr m0 = std::get<2>(coords(t));
+          std::vector<Stmt> s;
+          s.push_back(Intrin("tile.wait", {I32(k)}));  // this item's loads
+          Buffer xs = sl.Xl;
+          if (qx) {  // quantise on load (the bits LowerConv makes), then transpose
+            for (const Stmt& x : QuantiseSteps(Xq, sl.Xl, inv, zp, over(C, P))) s.push_back(x);
+            xs = Xq;
+          }
+          s.push_back(CopyNest(plain(sl.XT, P, C, "XTv"), transposed(xs, P, C, "Xtv"), {P, C}));
+          if (!w_resident)
+            s.push_back(
+                CopyNest(plain(sl.WT, C, TMc, "WTv"), transposed(sl.Wl, C, TMc, "Wtv"), {C, TMc}));
+          if (ep.residual >= 0) {  // channel-major residual into the mm's [P, TMc] f32
+            Buffer rv = transposed(sl.Rl, P, TMc, "Rtv"), rf = plain(sl.Rf, P, TMc, "Rfv");
+            if (r_i8) {
+              for (const Stmt& x : DequantiseResidual(call.attrs, rv, rf, over(P, TMc)))
+                s.push_back(x);
+            } else {
+              s.push_back(CopyNest(rf, rv, {P, TMc}));
+            }
+          }
+          const bool relu = ep.activation == "Relu";
+          const bool clip = ep.activation == "Clip";
+          s.push_back(Intrin(
+              "tile.mm",
+              {Region(sl.Cf, {I32(0), I32(0)}, {P, TMc}), Region(sl.XT, {I32(0), I32(0)}, {P, C}),
+               w_resident ? Region(WTall, {I32(0), m0}, {C, TMc})
+                          : Region(sl.WT, {I32(0), I32(0)}, {C, TMc}),
+               IntImm(DataType::Bool(), 0),
+               has_bias ? PrimExpr(Region(Ball, {I32(0), m0}, {1, TMc})) : I32(0),
+               Region(Sall, {I32(0), m0}, {1, TMc}), I32(0),
+               ep.residual >= 0 ? PrimExpr(Region(sl.Rf, {I32(0), I32(0)}, {P, TMc})) : I32(0),
+               StringImm(relu ? "relu" : "none"), F32(clip && std::isfinite(ep.lo) ? ep.lo : -big),
+               F32(clip && std::isfinite(ep.hi) ? ep.hi : big)}));
+          return Seq(s);
+        };
+        auto post = [&](PrimExpr t, int64_t k) {
+          const Slot& sl = slots[size_t(k)];
+          auto [n, p0, m0] = coords(t);
+          std::vector<Stmt> s;
+          s.push_back(Intrin("tile.wait", {I32(2)}));  // the stores that read Yt have drained
+          Buffer yt = transposed(sl.Yt, P, TMc, "Ytv"), cf = plain(sl.Cf, P, TMc, "Cfv");
+          if (y_i8) {  // quantise as the consumers would on load, written channel-major
+            for (const Stmt& x : QuantiseSteps(yt, cf, y_inv, y_zp, over(P, TMc))) s.push_back(x);
+          } else {
+            s.push_back(CopyNest(yt, cf, {P, TMc}));
+          }
+          s.push_back(Intrin("tile.dma_copy", {Region(Y, {n, m0, p0}, {1, TMc, P}),
+                                               Region(sl.Yt, {I32(0), I32(0)}, {TMc, P}), I32(2)}));
+          return Seq(s);
+        };
+        // Three stages a step apart: the loads of item i + 1, the mm of item i and the
+        // output conversion of item i - 1 (the vector engine converts item i - 1 and
+        // transposes item i + 1 while the matrix engine multiplies item i). Two slots, the
+        // loop unrolled by two so that every slot is a constant.
+        int64_t rot = rotation % call.cores;
+        rotation += items;
+        PrimExpr first = floormod(core + I32(call.cores - rot), I32(call.cores));
+        PrimExpr cnt = floordiv(I32(items + call.cores - 1) - first, I32(call.cores));
+        auto at = [&](PrimExpr i) { return first + i * I32(call.cores); };
+        Stmt pairs = Loop("k", floordiv(cnt + I32(1), I32(2)), [&](PrimExpr kk) {
+          PrimExpr i = kk * I32(2);
+          return Seq({IfThenElse(i + I32(1) < cnt, front(at(i + I32(1)), 1)), compute(at(i), 0),
+                      IfThenElse(i > I32(0), post(at(i - I32(1)), 1)),
+                      IfThenElse(i + I32(1) < cnt,
+                                 Seq({IfThenElse(i + I32(2) < cnt, front(at(i + I32(2)), 0)),
+                                      compute(at(i + I32(1)), 1), post(at(i), 0)}))});
+        });
+        PrimExpr last = cnt - I32(1);
+        Stmt body =
+            IfThenElse(cnt > I32(0), Seq({front(at(I32(0)), 0), pairs,
+                                          IfThenElse(eq(floormod(last, I32(2)), I32(0)),
+                                                     post(at(last), 0), post(at(last), 1))}));
+        for (const Slot& sl : slots) {
+          for (const Buffer& b : {sl.Xl, sl.XT, sl.Cf, sl.Yt}) body = Allocate(b, body);
+          if (!w_resident) body = Allocate(sl.WT, Allocate(sl.Wl, body));
+          if (ep.residual >= 0) body = Allocate(sl.Rf, Allocate(sl.Rl, body));
+        }
+        if (qx) body = Allocate(Xq, body);
+        segs.push_back(body);
+        // the next segment's buffers may take these addresses: its loads must not pass this
+        // segment's compute and stores (the last store ends the chain)
+        segs.push_back(Intrin("tile.wait", {I32(2)}));
+      }
+    }
+    Stmt r = Allocate(Sall, Seq(segs));
+    if (has_bias) r = Allocate(Ball, r);
+    if (w_resident) r = Allocate(WTall, Allocate(Wall, r));
+    return r;
+  });
 }
 
 /*! \brief What a Conv's plan choice depends on: its attributes, with scale values left
@@ -925,6 +1149,7 @@ PrimFunc LowerConv(const OpCall& call) {
   struct Choice {
     Plan plan;
     bool resident, staged;
+    TransposedPlan transposed;  // tp > 0: the transposed 1x1 plan won
   };
   static std::mutex memo_mu;
   static std::unordered_map<std::string, Choice> memo;
@@ -933,6 +1158,8 @@ PrimFunc LowerConv(const OpCall& call) {
     std::lock_guard<std::mutex> lock(memo_mu);
     if (auto it = memo.find(key); it != memo.end()) {
       const Choice& c = it->second;
+      if (c.transposed.tp > 0)
+        return MakeFunc(call, p, LowerConvTransposed(call, g, p, c.transposed));
       TM = c.plan.tm;
       resident = c.resident;
       staged = c.staged;
@@ -1020,8 +1247,34 @@ PrimFunc LowerConv(const OpCall& call) {
     }
     staged = false;
   }
+  // then the transposed 1x1 plan (its epilogue in the matrix engine), when it fits
+  // (tc_transposed 0 or 1 overrides the cost model: never, or whenever it fits)
+  TransposedPlan chosen_transposed;
+  const int64_t transposed = AttrInt(call.attrs, "tc_transposed", -1);
+  if (transposed == 1) best_cycles = std::numeric_limits<int64_t>::max();
+  if (transposed != 0 && TransposedFits(call, g, ep)) {
+    for (int64_t tp : {128, 256, 512, 1024}) {
+      for (int64_t tm : {64, 128, 256}) {
+        TransposedPlan t{std::min(tp, g.OH * g.OW), std::min(tm, g.M)};
+        if ((tp > t.tp && tp != 128) || (tm > t.tm && tm != 64)) continue;  // each size once
+        int64_t cycles = -1;
+        PrimFunc f;
+        try {
+          f = MakeFunc(call, p, LowerConvTransposed(call, g, p, t));
+          cycles = estimate(f);
+        } catch (const ffi::Error&) {
+          continue;  // does not fit once the buffers are placed in banks
+        }
+        if (cycles >= 0 && cycles < best_cycles) {
+          best = f;
+          best_cycles = cycles;
+          chosen_transposed = t;
+        }
+      }
+    }
+  }
   std::lock_guard<std::mutex> lock(memo_mu);
-  memo.emplace(key, Choice{chosen, chosen_resident, chosen_staged});
+  memo.emplace(key, Choice{chosen, chosen_resident, chosen_staged, chosen_transposed});
   return best;
 }
 
@@ -1039,7 +1292,8 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
   if (Shape(ins[0]).size() == 3) out.erase(out.begin() + 2);
   why = CheckResidualShape(op, GetFusedEpilogue(attrs, ins.size()), ins, out);
   if (!why.empty()) return why;
-  for (const char* knob : {"tc_pipeline", "tc_stage_input"}) {  // plan overrides: off or on
+  for (const char* knob :
+       {"tc_pipeline", "tc_stage_input", "tc_transposed"}) {  // plan overrides: off or on
     if (!HasAttr(attrs, knob)) continue;
     auto v = attrs.Get(String(knob))->try_cast<int64_t>();
     if (!v || (*v != 0 && *v != 1)) return std::string("Conv: ") + knob + " must be 0 or 1";

@@ -80,6 +80,65 @@ def test_conv_int8_in_int8_residual_int8_out(hw, m, pipeline, stage, hazard_chec
     assert hazard_checked() == []
 
 
+@pytest.mark.parametrize("c,m,hw,x_int8,residual,y_int8,act", [
+    (64, 256, 56, True, True, True, "Relu"),     # a bottleneck's conv3: int8 in, int8 residual, Relu, int8 out
+    (24, 144, 56, False, False, False, "Clip"),  # f32 in and out, Clip; 144 channels and 3136 positions:
+                                                 # four segments of tile sizes, one after another
+    (48, 40, 7, True, False, True, ""),          # one small item
+])
+def test_conv_1x1_transposed_plan(c, m, hw, x_int8, residual, y_int8, act, hazard_checked):
+    """The transposed 1x1 plan (the epilogue in the matrix engine) against numpy doing the
+    vector epilogue's f32 steps, and bit for bit against the plan it replaces; every L1
+    access ordered."""
+    xs, ws = (1, c, hw, hw), (m, c, 1, 1)
+    x = RNG.integers(-128, 128, xs).astype(np.int8) if x_int8 else randn(*xs)
+    wq = RNG.integers(-127, 128, ws).astype(np.int8)
+    bq = RNG.integers(-2000, 2000, m).astype(np.int32)
+    w_scale = (RNG.random(m) * 0.002 + 0.0005).astype(np.float32)
+    rq = RNG.integers(-128, 128, (1, m, hw, hw)).astype(np.int8)
+    sx, zx, sr, zr, sy, zy = 0.05, -3, 0.04, 5, 0.03, -7
+    attrs = {"tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx}
+    ins = [x, wq, bq, w_scale]
+    if residual:
+        attrs.update(tc_residual=1, tc_residual_scale=sr, tc_residual_zero_point=zr)
+        ins.append(rq)
+    if act == "Relu":
+        attrs["tc_activation"] = "Relu"
+    elif act == "Clip":
+        attrs.update(tc_activation="Clip", tc_clip_min=-0.5, tc_clip_max=0.75)
+    if y_int8:
+        attrs.update(tc_y_scale=sy, tc_y_zero_point=zy)
+    out = np.zeros((1, m, hw, hw), np.int8 if y_int8 else np.float32)
+    specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in ins]
+    f = compiler.LowerOp("Conv", dict(attrs, tc_transposed=1), specs, [compiler.TensorSpec(out.shape, str(out.dtype))],
+                         "npu -cores=4")
+    assert "XT0" in str(f)  # the transposed X tile
+    got = run_lowered("Conv", dict(attrs, tc_transposed=1), ins, [np.zeros_like(out)])[0]
+    other = run_lowered("Conv", dict(attrs, tc_transposed=0), ins, [np.zeros_like(out)])[0]
+    np.testing.assert_array_equal(got, other)
+    f = np.float32
+    if x_int8:
+        xq = x.astype(np.int64)
+    else:
+        inv = f(1.0 / np.float64(f(sx)))
+        xq = np.clip(np.rint((x * inv).astype(f) + f(zx)), -128, 127).astype(np.int64)
+    # the int32 bias of the quantised-node form already holds -zx * sum W (docs/precision.md)
+    acc = np.einsum("mc,nchw->nmhw", wq[:, :, 0, 0].astype(np.int64), xq) + bq.reshape(1, -1, 1, 1)
+    y = acc.astype(f) * (w_scale * f(sx)).reshape(1, -1, 1, 1)
+    if residual:
+        y = y + (rq.astype(f) - f(zr)) * f(sr)
+    if act == "Relu":
+        y = np.maximum(y, f(0))
+    elif act == "Clip":
+        y = np.minimum(np.maximum(y, f(-0.5)), f(0.75))
+    if y_int8:
+        t = y * f(1.0 / sy) + f(zy)
+        np.testing.assert_array_equal(got, np.clip(np.rint(t), -128, 127).astype(np.int8))
+    else:
+        np.testing.assert_array_equal(got, y)
+    assert hazard_checked() == []
+
+
 def test_fused_epilogue_reasons():
     x, w = compiler.TensorSpec((1, 8, 6, 6), "float32"), compiler.TensorSpec((4, 8, 1, 1), "float32")
     r = compiler.TensorSpec((1, 4, 6, 6), "float32")

@@ -136,7 +136,7 @@ def test_conv_input_staged_in_l2(xs, ws, attrs, hazard_checked):
 
 def test_plan_overrides_are_0_or_1():
     specs = [compiler.TensorSpec((1, 8, 6, 6), "float32"), compiler.TensorSpec((8, 8, 3, 3), "float32")]
-    for knob in ("tc_pipeline", "tc_stage_input"):
+    for knob in ("tc_pipeline", "tc_stage_input", "tc_transposed"):
         assert compiler.HasStrategy("Conv", {knob: 1}, specs) == ""
         assert compiler.HasStrategy("Conv", {knob: 2}, specs) == f"Conv: {knob} must be 0 or 1"
         assert compiler.HasStrategy("Conv", {knob: "yes"}, specs) == f"Conv: {knob} must be 0 or 1"
