@@ -346,10 +346,14 @@ struct TransposedPlan {
 };
 
 /*! \brief Whether an int8 Conv can take the transposed 1x1 plan: one group, a 1x1 kernel,
- * unit strides, no padding, K in one mm, an activation the mm epilogue has. */
-bool TransposedFits(const OpCall& call, const ConvGeom& g, const FusedEpilogue& ep) {
-  return GetMatrixPrecision(call.attrs).int8() && g.G == 1 && g.KH == 1 && g.KW == 1 && g.sh == 1 &&
-         g.sw == 1 && g.pt == 0 && g.pb == 0 && g.pl == 0 && g.pr == 0 && g.C <= 4096 &&
+ * no padding, a row stride that divides the rows evenly, K in one mm, an activation the mm
+ * epilogue has. */
+bool TransposedFits(const OpCall& call, const FusedEpilogue& ep) {
+  ConvGeom g;
+  std::string why;
+  if (!Geometry(call.inputs, call.attrs, &g, &why)) return false;
+  return GetMatrixPrecision(call.attrs).int8() && g.G == 1 && g.KH == 1 && g.KW == 1 && g.pt == 0 &&
+         g.pb == 0 && g.pl == 0 && g.pr == 0 && g.H == g.OH * g.sh && g.C <= 4096 &&
          (ep.activation.empty() || ep.activation == "Relu" || ep.activation == "Clip");
 }
 
@@ -364,10 +368,16 @@ bool TransposedFits(const OpCall& call, const ConvGeom& g, const FusedEpilogue& 
  * output's conversion (f32 copy, or int8 quantisation) write channel-major again. Items are
  * pipelined in two stages (loads and mm, then conversion and store).
  */
-Stmt LowerConvTransposed(const OpCall& call, const ConvGeom& g, const Params& p,
-                         const TransposedPlan& tp) {
+Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPlan& tp) {
   DataType f32 = DataType::Float(32), i8 = DataType::Int(8), i32 = DataType::Int(32);
+  ConvGeom g;
+  std::string why;
+  Geometry(call.inputs, call.attrs, &g, &why);
   const int64_t HW = g.OH * g.OW, C = g.C;
+  // Strided: items of whole output rows; the DMA loads only the rows the Conv reads (X viewed
+  // as [N, C, OH, sh, W]) and the transposing copy takes every sw-th column.
+  const bool strided = g.sh > 1 || g.sw > 1;
+  const int64_t rows = strided ? std::max<int64_t>(1, std::min(g.OH, tp.tp / g.OW)) : 0;
   const bool qx = call.inputs[0]->dtype != i8;
   const bool y_i8 = call.outputs[0]->dtype == i8;
   const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
@@ -379,6 +389,7 @@ Stmt LowerConvTransposed(const OpCall& call, const ConvGeom& g, const Params& p,
   const bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
   const bool r_i8 = ep.residual >= 0 && call.inputs[ep.residual]->dtype == i8;
   Buffer X = View(p.in[0], {g.N, C, HW}, "X");
+  Buffer Xs = View(p.in[0], {g.N, C, g.OH, g.sh, g.W}, "Xs");
   Buffer W = View(p.in[1], {g.M, C}, "W");
   Buffer Bias = has_bias ? View(p.in[2], {1, g.M}, "Bias") : Buffer();
   Buffer Sv = View(p.in[3], {1, g.M}, "WScale");
@@ -410,8 +421,11 @@ Stmt LowerConvTransposed(const OpCall& call, const ConvGeom& g, const Params& p,
     if (w_resident)
       segs.push_back(CopyNest(StridedView(WTall, {C, g.M}, {g.M, 1}, 0, "WTv"),
                               StridedView(Wall, {C, g.M}, {1, C}, 0, "Wtv"), {C, g.M}));
-    for (auto [pcount, P] : Segs(HW, tp.tp)) {
-      const int64_t pbase = P == tp.tp ? 0 : (HW / tp.tp) * tp.tp;
+    const int64_t tile = strided ? rows * g.OW : tp.tp;  // positions per full item
+    for (auto [pcount, P] : Segs(HW, tile)) {
+      const int64_t pbase = P == tile ? 0 : (HW / tile) * tile;
+      const int64_t r = strided ? P / g.OW : 0;     // output rows of the item
+      const int64_t xcols = strided ? r * g.W : P;  // X tile: [C, xcols]
       for (auto [mcount, TMc] : Segs(g.M, tp.tm)) {
         const int64_t mbase = TMc == tp.tm ? 0 : (g.M / tp.tm) * tp.tm;
         const int64_t items = g.N * pcount * mcount;
@@ -423,7 +437,7 @@ Stmt LowerConvTransposed(const OpCall& call, const ConvGeom& g, const Params& p,
         for (int k = 0; k < 2; ++k) {
           const std::string n = std::to_string(k);
           Slot& sl = slots[size_t(k)];
-          sl.Xl = Local({C, P}, call.inputs[0]->dtype, "Xl" + n);
+          sl.Xl = Local({C, xcols}, call.inputs[0]->dtype, "Xl" + n);
           sl.XT = Local({P, C}, i8, "XT" + n);
           sl.Wl = Local({TMc, C}, i8, "Wl" + n);
           sl.WT = Local({C, TMc}, i8, "WT" + n);
@@ -434,12 +448,12 @@ Stmt LowerConvTransposed(const OpCall& call, const ConvGeom& g, const Params& p,
           }
           sl.Yt = Local({TMc, P}, y_i8 ? i8 : f32, "Yt" + n);
         }
-        Buffer Xq = qx ? Local({C, P}, i8, "Xq") : Buffer();
+        Buffer Xq = qx ? Local({C, xcols}, i8, "Xq") : Buffer();
         auto coords = [&](PrimExpr t) {  // (image, first position, first channel)
           PrimExpr n = floordiv(t, I32(pcount * mcount));
           PrimExpr pi = floormod(floordiv(t, I32(mcount)), I32(pcount));
           PrimExpr mi = floormod(t, I32(mcount));
-          return std::make_tuple(n, I32(pbase) + pi * I32(tp.tp), I32(mbase) + mi * I32(tp.tm));
+          return std::make_tuple(n, I32(pbase) + pi * I32(tile), I32(mbase) + mi * I32(tp.tm));
         };
         // the transposed view [rows, cols] of a [cols, rows] tile
         auto transposed = [](const Buffer& b, int64_t rows, int64_t cols, const char* name) {
@@ -458,8 +472,15 @@ Stmt LowerConvTransposed(const OpCall& call, const ConvGeom& g, const Params& p,
           auto [n, p0, m0] = coords(t);
           std::vector<Stmt> s;
           PrimExpr ev = I32(k);
-          s.push_back(Intrin("tile.dma_copy", {Region(sl.Xl, {I32(0), I32(0)}, {C, P}),
-                                               Region(X, {n, I32(0), p0}, {1, C, P}), ev}));
+          if (strided)  // rows [p0 / OW, + r) of the output: input rows sh apart
+            s.push_back(Intrin("tile.dma_copy",
+                               {Region(sl.Xl, {I32(0), I32(0)}, {C, xcols}),
+                                Region(Xs, {n, I32(0), floordiv(p0, I32(g.OW)), I32(0), I32(0)},
+                                       {1, C, r, 1, g.W}),
+                                ev}));
+          else
+            s.push_back(Intrin("tile.dma_copy", {Region(sl.Xl, {I32(0), I32(0)}, {C, P}),
+                                                 Region(X, {n, I32(0), p0}, {1, C, P}), ev}));
           if (!w_resident)
             s.push_back(Intrin("tile.dma_copy", {Region(sl.Wl, {I32(0), I32(0)}, {TMc, C}),
                                                  Region(W, {m0, I32(0)}, {TMc, C}), ev}));
@@ -475,10 +496,15 @@ Stmt LowerConvTransposed(const OpCall& call, const ConvGeom& g, const Params& p,
           s.push_back(Intrin("tile.wait", {I32(k)}));  // this item's loads
           Buffer xs = sl.Xl;
           if (qx) {  // quantise on load (the bits LowerConv makes), then transpose
-            for (const Stmt& x : QuantiseSteps(Xq, sl.Xl, inv, zp, over(C, P))) s.push_back(x);
+            for (const Stmt& x : QuantiseSteps(Xq, sl.Xl, inv, zp, over(C, xcols))) s.push_back(x);
             xs = Xq;
           }
-          s.push_back(CopyNest(plain(sl.XT, P, C, "XTv"), transposed(xs, P, C, "Xtv"), {P, C}));
+          if (strided)  // XT[(i, j), c] = X tile[c, i, j * sw]
+            s.push_back(CopyNest(StridedView(sl.XT, {r, g.OW, C}, {g.OW * C, C, 1}, 0, "XTv"),
+                                 StridedView(xs, {r, g.OW, C}, {g.W, g.sw, xcols}, 0, "Xtv"),
+                                 {r, g.OW, C}));
+          else
+            s.push_back(CopyNest(plain(sl.XT, P, C, "XTv"), transposed(xs, P, C, "Xtv"), {P, C}));
           if (!w_resident)
             s.push_back(
                 CopyNest(plain(sl.WT, C, TMc, "WTv"), transposed(sl.Wl, C, TMc, "Wtv"), {C, TMc}));
@@ -1158,8 +1184,7 @@ PrimFunc LowerConv(const OpCall& call) {
     std::lock_guard<std::mutex> lock(memo_mu);
     if (auto it = memo.find(key); it != memo.end()) {
       const Choice& c = it->second;
-      if (c.transposed.tp > 0)
-        return MakeFunc(call, p, LowerConvTransposed(call, g, p, c.transposed));
+      if (c.transposed.tp > 0) return MakeFunc(call, p, LowerConvTransposed(call, p, c.transposed));
       TM = c.plan.tm;
       resident = c.resident;
       staged = c.staged;
@@ -1252,7 +1277,7 @@ PrimFunc LowerConv(const OpCall& call) {
   TransposedPlan chosen_transposed;
   const int64_t transposed = AttrInt(call.attrs, "tc_transposed", -1);
   if (transposed == 1) best_cycles = std::numeric_limits<int64_t>::max();
-  if (transposed != 0 && TransposedFits(call, g, ep)) {
+  if (transposed != 0 && TransposedFits(call, ep)) {
     for (int64_t tp : {128, 256, 512, 1024}) {
       for (int64_t tm : {64, 128, 256}) {
         TransposedPlan t{std::min(tp, g.OH * g.OW), std::min(tm, g.M)};
@@ -1260,7 +1285,7 @@ PrimFunc LowerConv(const OpCall& call) {
         int64_t cycles = -1;
         PrimFunc f;
         try {
-          f = MakeFunc(call, p, LowerConvTransposed(call, g, p, t));
+          f = MakeFunc(call, p, LowerConvTransposed(call, p, t));
           cycles = estimate(f);
         } catch (const ffi::Error&) {
           continue;  // does not fit once the buffers are placed in banks

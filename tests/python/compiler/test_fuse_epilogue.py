@@ -80,28 +80,33 @@ def test_conv_int8_in_int8_residual_int8_out(hw, m, pipeline, stage, hazard_chec
     assert hazard_checked() == []
 
 
-@pytest.mark.parametrize("c,m,hw,x_int8,residual,y_int8,act", [
-    (64, 256, 56, True, True, True, "Relu"),     # a bottleneck's conv3: int8 in, int8 residual, Relu, int8 out
-    (24, 144, 56, False, False, False, "Clip"),  # f32 in and out, Clip; 144 channels and 3136 positions:
-                                                 # four segments of tile sizes, one after another
-    (48, 40, 7, True, False, True, ""),          # one small item
+@pytest.mark.parametrize("c,m,hw,stride,x_int8,residual,y_int8,act", [
+    (64, 256, 56, 1, True, True, True, "Relu"),     # a bottleneck's conv3: int8 in, int8 residual, Relu, int8 out
+    (24, 144, 56, 1, False, False, False, "Clip"),  # f32 in and out, Clip; 144 channels and 3136 positions:
+                                                    # four segments of tile sizes, one after another
+    (48, 40, 7, 1, True, False, True, ""),          # one small item
+    (256, 512, 28, 2, True, False, True, ""),       # a downsample: every other row and column
+    (40, 24, 9, 2, False, True, False, "Relu"),     # strided, f32 in, f32 residual
 ])
-def test_conv_1x1_transposed_plan(c, m, hw, x_int8, residual, y_int8, act, hazard_checked):
+def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, act, hazard_checked):
     """The transposed 1x1 plan (the epilogue in the matrix engine) against numpy doing the
     vector epilogue's f32 steps, and bit for bit against the plan it replaces; every L1
     access ordered."""
-    xs, ws = (1, c, hw, hw), (m, c, 1, 1)
+    xs, ws = (1, c, hw * stride, hw * stride), (m, c, 1, 1)
     x = RNG.integers(-128, 128, xs).astype(np.int8) if x_int8 else randn(*xs)
     wq = RNG.integers(-127, 128, ws).astype(np.int8)
     bq = RNG.integers(-2000, 2000, m).astype(np.int32)
     w_scale = (RNG.random(m) * 0.002 + 0.0005).astype(np.float32)
     rq = RNG.integers(-128, 128, (1, m, hw, hw)).astype(np.int8)
+    rf = randn(1, m, hw, hw)
     sx, zx, sr, zr, sy, zy = 0.05, -3, 0.04, 5, 0.03, -7
-    attrs = {"tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx}
+    attrs = {"tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx, "strides": [stride, stride]}
     ins = [x, wq, bq, w_scale]
     if residual:
-        attrs.update(tc_residual=1, tc_residual_scale=sr, tc_residual_zero_point=zr)
-        ins.append(rq)
+        attrs["tc_residual"] = 1
+        if x_int8:
+            attrs.update(tc_residual_scale=sr, tc_residual_zero_point=zr)
+        ins.append(rq if x_int8 else rf)
     if act == "Relu":
         attrs["tc_activation"] = "Relu"
     elif act == "Clip":
@@ -122,11 +127,12 @@ def test_conv_1x1_transposed_plan(c, m, hw, x_int8, residual, y_int8, act, hazar
     else:
         inv = f(1.0 / np.float64(f(sx)))
         xq = np.clip(np.rint((x * inv).astype(f) + f(zx)), -128, 127).astype(np.int64)
+    xq = xq[:, :, ::stride, ::stride]
     # the int32 bias of the quantised-node form already holds -zx * sum W (docs/precision.md)
     acc = np.einsum("mc,nchw->nmhw", wq[:, :, 0, 0].astype(np.int64), xq) + bq.reshape(1, -1, 1, 1)
     y = acc.astype(f) * (w_scale * f(sx)).reshape(1, -1, 1, 1)
     if residual:
-        y = y + (rq.astype(f) - f(zr)) * f(sr)
+        y = y + ((rq.astype(f) - f(zr)) * f(sr) if x_int8 else rf)
     if act == "Relu":
         y = np.maximum(y, f(0))
     elif act == "Clip":
