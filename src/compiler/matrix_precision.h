@@ -91,7 +91,10 @@ inline std::string CheckMatrixInputs(const std::string& op, const Map<String, An
   if (b_act) {
     if (op != "MatMul") return op + ": tc_b_scale is for MatMul only";
     if (ins.size() != 2) return op + ": an int8 MatMul of two activations takes 2 inputs";
-    return dtype_is(1, f32, "B");
+    if (ins[1].defined() && ins[1]->dtype == DataType::Int(8))
+      return "";  // quantised by its producer
+    std::string rb = dtype_is(1, f32, "B");
+    return rb.empty() ? "" : rb + " or int8";
   }
   if (ins.size() != 4 || !ins[3].defined())
     return op + ": int8 expects inputs X, W, bias (may be omitted), w_scale";

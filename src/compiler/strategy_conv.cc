@@ -365,8 +365,8 @@ bool TransposedFits(const OpCall& call, const FusedEpilogue& ep) {
  * the same steps, rounded the same way, as LowerConv's vector epilogue, which this plan
  * replaces (no i32 preset, conversion, scale, residual add or activation pass). The X and W
  * tiles are transposed in L1 by strided int8 copies; the residual's dequantisation and the
- * output's conversion (f32 copy, or int8 quantisation) write channel-major again. Items are
- * pipelined in two stages (loads and mm, then conversion and store).
+ * output's conversion (f32 copy, or int8 quantisation) write channel-major again. Items run
+ * in three stages a step apart (loads, transposes and mm, conversion and store).
  */
 Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPlan& tp) {
   DataType f32 = DataType::Float(32), i8 = DataType::Int(8), i32 = DataType::Int(32);
@@ -536,15 +536,16 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           const Slot& sl = slots[size_t(k)];
           auto [n, p0, m0] = coords(t);
           std::vector<Stmt> s;
-          s.push_back(Intrin("tile.wait", {I32(2)}));  // the stores that read Yt have drained
+          s.push_back(Intrin("tile.wait", {I32(2 + k)}));  // slot k's last store has drained
           Buffer yt = transposed(sl.Yt, P, TMc, "Ytv"), cf = plain(sl.Cf, P, TMc, "Cfv");
           if (y_i8) {  // quantise as the consumers would on load, written channel-major
             for (const Stmt& x : QuantiseSteps(yt, cf, y_inv, y_zp, over(P, TMc))) s.push_back(x);
           } else {
             s.push_back(CopyNest(yt, cf, {P, TMc}));
           }
-          s.push_back(Intrin("tile.dma_copy", {Region(Y, {n, m0, p0}, {1, TMc, P}),
-                                               Region(sl.Yt, {I32(0), I32(0)}, {TMc, P}), I32(2)}));
+          s.push_back(
+              Intrin("tile.dma_copy", {Region(Y, {n, m0, p0}, {1, TMc, P}),
+                                       Region(sl.Yt, {I32(0), I32(0)}, {TMc, P}), I32(2 + k)}));
           return Seq(s);
         };
         // Three stages a step apart: the loads of item i + 1, the mm of item i and the
@@ -577,8 +578,9 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
         if (qx) body = Allocate(Xq, body);
         segs.push_back(body);
         // the next segment's buffers may take these addresses: its loads must not pass this
-        // segment's compute and stores (the last store ends the chain)
+        // segment's compute and stores (the last stores end the chain)
         segs.push_back(Intrin("tile.wait", {I32(2)}));
+        segs.push_back(Intrin("tile.wait", {I32(3)}));
       }
     }
     Stmt r = Allocate(Sall, Seq(segs));
@@ -1275,9 +1277,11 @@ PrimFunc LowerConv(const OpCall& call) {
   // then the transposed 1x1 plan (its epilogue in the matrix engine), when it fits
   // (tc_transposed 0 or 1 overrides the cost model: never, or whenever it fits)
   TransposedPlan chosen_transposed;
+  // (a plan forced by tc_pipeline or tc_stage_input = 1 stays unless tc_transposed = 1 too)
   const int64_t transposed = AttrInt(call.attrs, "tc_transposed", -1);
+  const bool forced = (pipeline == 1 && chosen_pipe) || (stage_input == 1 && chosen_staged);
   if (transposed == 1) best_cycles = std::numeric_limits<int64_t>::max();
-  if (transposed != 0 && TransposedFits(call, ep)) {
+  if (TransposedFits(call, ep) && (transposed == 1 || (transposed != 0 && !forced))) {
     for (int64_t tp : {128, 256, 512, 1024}) {
       for (int64_t tm : {64, 128, 256}) {
         TransposedPlan t{std::min(tp, g.OH * g.OW), std::min(tm, g.M)};

@@ -87,7 +87,7 @@ struct GemmPlan {
   Buffer qbias, wscale;
   // int8 A in the DDR (quantised by its producer: no quantisation on load); an int8 Y
   // (tc_y_scale): the epilogue requantises with y_scale and adds y_zp
-  bool a_i8 = false, y_i8 = false;
+  bool a_i8 = false, b_i8 = false, y_i8 = false;  // b_i8: B of two activations, int8
   double y_scale = 1.0;
   int64_t y_zp = 0;
   /*! \brief What w_scale[n] (or b_scale) is multiplied by in f32 for the epilogue's scale:
@@ -165,7 +165,7 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
           Buffer Bt = Local({tn, kmax}, ot, "Bt");
           Buffer Af = q && !g.a_i8 ? Local({tm, kmax}, f32, "Af")
                                    : Buffer();  // int8: f32 tiles quantised on load
-          Buffer Bf = q && g.b_act ? Local({kmax, tn}, f32, "Bf") : Buffer();
+          Buffer Bf = q && g.b_act && !g.b_i8 ? Local({kmax, tn}, f32, "Bf") : Buffer();
           std::vector<Stmt> s;
           // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
           // a vector-engine add would saturate), so every K step accumulates
@@ -225,7 +225,7 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
                                 });
                               })}));
               }
-              if (q && g.b_act) {
+              if (q && g.b_act && !g.b_i8) {
                 loadB = Seq({DmaWait(Region(Bf, {I32(0), I32(0)}, {tk, tn}),
                                      Region(g.B, {bb, k0, n0}, {1, tk, tn}), 0),
                              Quantise(Bl, Bf, tk, tn, InverseScale(g.b_scale), 0)});
@@ -358,14 +358,17 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
 
 /*!
  * \brief Pipelined (int8 with constant weights, or f32/f16/bf16 with a 2-D B): the cores stage
- * the weights once in the shared L2 in the operand type (a share of the rows each, then a
- * barrier), so the DDR delivers them once. Core c then owns rows [c M/P, (c+1) M/P) of A
- * and Y. It walks them in chunks of `tm` rows (quantised to int8, or rounded to f16/bf16
- * by the DMA, in L1) and, per chunk, the weights in blocks of `tn` columns from L2: K in
- * one mm (int8: its fused epilogue adds the int32 bias and dequantises to f32). The weight
- * blocks and results are double-buffered and the next chunk of A is loaded in pieces
- * between the mms of the current one, so the DMA of block t + 1, the mm of block t and
- * the store of block t - 1 overlap.
+ * the weights once in the shared L2 in the operand type, block by block (a share of each
+ * block's rows each; with K split evenly block j + 1 is staged during chunk 0's mm of block
+ * j, behind a barrier_no_drain, else all of them first), so the DDR delivers them once.
+ * Core c then owns rows [c M/P, (c+1) M/P) of A and Y. It walks them in chunks of `tm`
+ * rows (quantised to int8, int8 as they are, or rounded to f16/bf16 by the DMA, in L1;
+ * chunk 0's second half in a buffer of its own so block 0's mm starts on the first half)
+ * and, per chunk, the weights in blocks of `tn` columns from L2: K in one mm (int8: its
+ * fused epilogue adds the int32 bias and dequantises to f32, or requantises to int8). The
+ * weight blocks and results are double-buffered and the next chunk of A is loaded in
+ * pieces between the mms of the current one, so the DMA of block t + 1, the mm of block t
+ * and the store of block t - 1 overlap.
  */
 struct PipelinePlan {
   int64_t mc = 0;  // rows per core (the batch folded into M: A rows share the weights)
@@ -411,7 +414,7 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
     const Buffer bias = ColumnBias(g);
     PrimExpr row0 = c * I32(pp.mc);
     std::vector<Stmt> s;
-    // Piece p of chunk i: f32 rows from the DDR, quantised into Al[i % 2].
+    // Piece p of chunk i: rows from the DDR into where rows_of puts them (f32 ones quantised).
     auto pieces_of = [&](int64_t i) { return (chunks[size_t(i)].second + PR - 1) / PR; };
     // The first mm waits for all of chunk 0 but the weights' block 0, which comes first:
     // with several pieces, chunk 0's second half of rows has a buffer of its own (the
@@ -810,10 +813,12 @@ void SetQuant(const OpCall& call, const Params& p, int64_t N, GemmPlan* g) {
   g->b_act = (AttrFloat(call.attrs, "tc_b_scale", 0) > 0);
   g->b_scale = AttrFloat(call.attrs, "tc_b_scale", 1.0);
   g->a_i8 = call.inputs[0]->dtype == DataType::Int(8);
+  g->b_i8 = g->b_act && call.inputs[1]->dtype == DataType::Int(8);
   g->y_i8 = call.outputs[0]->dtype == DataType::Int(8);
   if (g->y_i8 != HasAttr(call.attrs, "tc_y_scale"))
     TILECORE_THROW(ValueError) << call.op_type << ": an int8 output needs tc_y_scale, and "
-                               << "tc_y_scale an int8 output";
+                               << "tc_y_scale an int8 output (the output is "
+                               << call.outputs[0]->dtype.str() << ")";
   g->y_scale = AttrFloat(call.attrs, "tc_y_scale", 1.0);
   g->y_zp = AttrInt(call.attrs, "tc_y_zero_point", 0);
   if (g->b_act) return;

@@ -36,7 +36,8 @@ std::vector<IntrinsicInfo> MakeTable() {
       "cluster-wide barrier of the front ends, after draining this core's engine queues (fence)");
   add("tir.barrier_no_drain", {}, R::kVoid, Rule::kNone, true, "front end", "",
       "cluster-wide barrier of the front ends that leaves the engines running: a core first waits "
-      "(tile.wait) for each of its commands whose result another core reads after the barrier");
+      "(tile.wait) for each of its commands whose result another core reads, or whose source "
+      "another core overwrites, after the barrier");
   // --- scalar / SIMD math (pure; float only) ------------------------------------
   add("tir.call_packed", {A::kString, A::kRegionOrScalar}, R::kVoid, Rule::kNone, true, "front end",
       "name, args",

@@ -127,13 +127,15 @@ def _activation(nd, producer, info):
     if q is None or q.op != "QuantizeLinear":
         data = info.get(str(dq.ins[0].name), ((), ""))[1]
         if data != "int8":
-            return f"input 0's DequantizeLinear reads {data or 'a value'} data, not a QuantizeLinear or int8"
+            return (f"input 0's DequantizeLinear reads {data or 'untyped'} data "
+                    "(neither a QuantizeLinear's output nor int8)")
         p = _per_tensor(dq)
         if isinstance(p, str):
             return p
-        if p[1].dtype != np.int8:
+        has_zp = len(dq.ins) > 2 and dq.ins[2] is not None
+        if has_zp and p[1].dtype != np.int8:  # ONNX: an omitted zero point is 0 of x's type
             return f"int8 data with a zero point of dtype {p[1].dtype}"
-        return dq.ins[0], p[0], int(p[1]), [dq]
+        return dq.ins[0], p[0], int(p[1]) if has_zp else 0, [dq]
     params = []
     for node in (q, dq):
         p = _per_tensor(node)

@@ -87,6 +87,7 @@ def test_conv_int8_in_int8_residual_int8_out(hw, m, pipeline, stage, hazard_chec
     (48, 40, 7, 1, True, False, True, ""),          # one small item
     (256, 512, 28, 2, True, False, True, ""),       # a downsample: every other row and column
     (40, 24, 9, 2, False, True, False, "Relu"),     # strided, f32 in, f32 residual
+    (512, 1024, 7, 1, True, False, True, "Relu"),   # weights over 256 KiB: a block loaded and transposed per item
 ])
 def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, act, hazard_checked):
     """The transposed 1x1 plan (the epilogue in the matrix engine) against numpy doing the

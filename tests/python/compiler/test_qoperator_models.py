@@ -219,7 +219,8 @@ def test_int8_matmul_pipeline_is_ordered(hazard_checked):
     model, consts = _int8_matmul_model(256, 512, 256, x_zp=0, y_zp=0)
     report = {}
     exe = tilecore.compile(model, report=report)
-    assert "tir.barrier_no_drain" in str(next(iter(report["npu_funcs"].values())))
+    body = str(next(iter(report["npu_funcs"].values())))
+    assert "tir.barrier_no_drain" in body and "A0b" in body  # chunk 0's second half: a buffer of its own
     x = np.random.default_rng(2).integers(-128, 128, (256, 512), dtype=np.int8)
     np.testing.assert_array_equal(exe.run({"x": x})["y"], _requantised(x, consts))
     assert hazard_checked() == []
@@ -239,3 +240,44 @@ def test_int8_matmul_kernel_on_the_c_target():
     y = np.zeros((256, 256), np.int8)
     mod[f.attrs["global_symbol"]](x, w, bias, np.full(256, consts["ws"], np.float32), y)
     np.testing.assert_array_equal(y, _requantised(x, consts))
+
+
+def test_int8_output_read_as_b_of_a_matmul_of_two_activations():
+    """attention's attn x V with V = MatMul(x, Wv) quantised: V's MatMul stores int8, and the
+    MatMul of two activations reads it as its B as it is (the DequantizeLinear has no zero
+    point: 0 of its input's type)."""
+    rng = np.random.default_rng(9)
+    w = rng.integers(-127, 128, (32, 24), dtype=np.int8)
+    sx, sw, sv, sa = 0.02, 0.01, 0.05, 0.01
+    c = {"sx": np.float32(sx), "z": np.int8(0), "w": w, "sw": np.float32(sw), "sv": np.float32(sv),
+         "sa": np.float32(sa)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "sx", "z"], ["xq"], name="qx"),
+             helper.make_node("DequantizeLinear", ["xq", "sx", "z"], ["xd"], name="dqx"),
+             helper.make_node("DequantizeLinear", ["w", "sw"], ["wd"], name="dqw"),
+             helper.make_node("MatMul", ["xd", "wd"], ["v"], name="v_proj"),
+             helper.make_node("QuantizeLinear", ["v", "sv", "z"], ["vq"], name="qv"),
+             helper.make_node("DequantizeLinear", ["vq", "sv"], ["vd"], name="dqv"),
+             helper.make_node("QuantizeLinear", ["a", "sa", "z"], ["aq"], name="qa"),
+             helper.make_node("DequantizeLinear", ["aq", "sa", "z"], ["ad"], name="dqa"),
+             helper.make_node("MatMul", ["ad", "vd"], ["y"], name="attn_v")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 32]),
+                                       helper.make_tensor_value_info("a", TensorProto.FLOAT, [8, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 24])],
+                          [numpy_helper.from_array(np.asarray(v), k) for k, v in c.items()])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    feed = {"x": rng.standard_normal((16, 32)).astype(np.float32),
+            "a": rng.random((8, 16)).astype(np.float32)}
+    report = {}
+    exe = tilecore.compile(model, report=report, group=False)  # a step per node
+    assert sorted(report["qdq"]["folded"]) == ["attn_v", "v_proj"] and report["qdq"]["int8_outputs"] == ["v_proj"]
+    y = exe.run(feed)["y"]
+    assert [o["op_type"] for o in exe.stats()["ops"]] == ["MatMul", "MatMul"]  # no Q/DQ step
+    # numpy: V in int8 as the epilogue requantises it, then the int8 product of two activations
+    xq = np.clip(np.rint(feed["x"] * np.float32(1 / np.float64(np.float32(sx)))), -128, 127)
+    acc = xq.astype(np.int64) @ w.astype(np.int64)
+    s = np.float32(np.float32(sw) * np.float32(np.float64(np.float32(sx)) / np.float64(np.float32(sv))))
+    vq = np.clip(np.rint((acc.astype(np.float32) * s).astype(np.float32)), -128, 127).astype(np.int64)
+    aq = np.clip(np.rint(feed["a"] * np.float32(1 / np.float64(np.float32(sa)))), -128, 127).astype(np.int64)
+    ref = (aq @ vq).astype(np.float32) * np.float32(np.float32(sa) * np.float32(sv))
+    np.testing.assert_array_equal(y, ref)
+    np.testing.assert_allclose(y, _ort(model, feed), rtol=0, atol=2 * sa * sv * 16 * 127)

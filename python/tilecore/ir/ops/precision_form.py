@@ -3,7 +3,10 @@
 ``tc_x_zero_point`` and ``tc_b_scale`` and, in int8, inputs (X, W int8, bias int32 or
 omitted, w_scale f32). The reference computes what the npu strategies compute: f16/bf16
 round the operands (nearest even) and accumulate in float64 (the products are exact in
-f32); int8 quantises X on load, accumulates exactly and dequantises per channel.
+f32); int8 quantises X on load (an int8 X is taken as it is: quantised by its producer),
+accumulates exactly and dequantises per channel. An int8 output (``tc_y_scale``) is a form
+of the compiler's own nodes (docs/precision.md, "int8 between ops"), not a Graph IR
+attribute.
 """
 from __future__ import annotations
 
@@ -58,10 +61,12 @@ def reference(op: str, attrs: Mapping[str, Any], compute: Callable[..., np.ndarr
     zp = int(attrs["tc_x_zero_point"])
     if not sx > 0:
         raise fail(op, "int8 needs a positive tc_x_scale")
-    xq = quantise_on_load(x, sx, zp) - zp  # the kernel pads with zp: (zp - zp) contributes nothing
+    x_int = np.asarray(x, np.float64) if np.asarray(x).dtype == np.int8 else quantise_on_load(x, sx, zp)
+    xq = x_int - zp  # the kernel pads with zp: (zp - zp) contributes nothing
     if attrs["tc_b_scale"] > 0:  # two activations
         sb = np.float32(attrs["tc_b_scale"])
-        acc = compute(xq, quantise_on_load(w, sb), None)
+        bq = np.asarray(w, np.float64) if np.asarray(w).dtype == np.int8 else quantise_on_load(w, sb)
+        acc = compute(xq, bq, None)
         return acc.astype(np.float32) * np.float32(sx * sb)
     if w_scale is None or np.asarray(w).dtype != np.int8:
         raise fail(op, "int8 takes W in int8 and w_scale as input 3")
