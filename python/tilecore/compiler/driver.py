@@ -699,6 +699,10 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         elif nd.step_name and pending:
             views_before[nd.step_name] = pending
             pending = []
+    # the nodes fused into a step's epilogue, [[name, op type], ...] (debuggers stop before
+    # the step that computes them)
+    op_of = {x.name: x.op for x in nodes}
+    fused_into = {e["node"]: [[n, op_of.get(n, "")] for n in e["fused"]] for e in fused}
     for (nd, mod, fn, in_params), args in zip(steps, step_args):
         debug = {"outputs": ",".join(str(v.name) for v in nd.outs),
                  "inputs": ",".join("" if v is None else str(v.name) for v in nd.ins[:in_params])}
@@ -708,6 +712,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             debug["host_reason"] = nd.reason
         if isinstance(nd, _groups.GroupNode):
             debug["group"] = json.dumps(nd.summary())
+        step_fused = [f for m in getattr(nd, "members", [nd]) for f in fused_into.get(m.name, [])]
+        if step_fused:
+            debug["fused"] = json.dumps(step_fused)
         macs = 0
         for m in getattr(nd, "members", [nd]):
             ins = [info[str(v.name)] if v is not None else None for v in m.ins]

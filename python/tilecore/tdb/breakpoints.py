@@ -206,9 +206,11 @@ class BreakpointPlugin(Plugin):
     def before_node(self, node: Node) -> list[str] | None:
         out = []
         for bp in self._graph_bps("location", "op"):
-            if (bp.gkind == "location" and bp.target in (node.onnx_name, node.name)) or \
-                    (bp.gkind == "op" and bp.target == node.op_type):
-                text = self._graph_hit(bp, f"node `{node.onnx_name}` ({node.op_type}, {node.where}) is next")
+            # a node fused into this one's epilogue is computed by it: stop before it
+            if (bp.gkind == "location" and (bp.target in (node.onnx_name, node.name)
+                                            or any(f[0] == bp.target for f in node.fused))) or \
+                    (bp.gkind == "op" and (bp.target == node.op_type or any(f[1] == bp.target for f in node.fused))):
+                text = self._graph_hit(bp, f"node {node.describe()} is next")
                 if text:
                     out.append(text)
         return out

@@ -54,9 +54,11 @@ class Node:
         self.step = step          # the executable's step (dict), None for a view
         self.kernel = None        # KernelModuleTarget of an npu node (made when first needed)
         self.module = None
+        self.fused: list[tuple[str, str]] = []  # (name, op type) of the nodes fused into it
 
     def describe(self) -> str:
-        return f"`{self.onnx_name}` ({self.op_type}, {self.where})"
+        fused = (", computes " + ", ".join(f"`{n}` ({op})" for n, op in self.fused)) if self.fused else ""
+        return f"`{self.onnx_name}` ({self.op_type}, {self.where}{fused})"
 
 
 class ModelTarget(Target):
@@ -131,6 +133,8 @@ class ModelTarget(Target):
             outs, n_in = [], len(args)
         n = Node(len(self.nodes), step["kind"], step["node"], step.get("source_node") or step["node"],
                  step["op_type"], ins, outs, step)
+        # nodes fused into this step's epilogue (an Add, a Relu): it computes them
+        n.fused = [tuple(f) for f in json.loads(dbg["fused"])] if dbg.get("fused") else []
         self.nodes.append(n)
         for i, o in enumerate(outs):
             self._add_value(o, args[n_in + i], producer=n.index)
@@ -148,14 +152,17 @@ class ModelTarget(Target):
         return self.nodes[index] if 0 <= index < len(self.nodes) else None
 
     def find_nodes(self, name: str) -> list[Node]:
-        """Nodes whose ONNX name or step name is ``name``."""
-        return [n for n in self.nodes if name in (n.onnx_name, n.name)]
+        """Nodes whose ONNX name or step name is ``name``, or that compute node ``name``
+        fused into their epilogue."""
+        return [n for n in self.nodes if name in (n.onnx_name, n.name) or any(f[0] == name for f in n.fused)]
 
     def op_types(self) -> list[str]:
-        return sorted({n.op_type for n in self.nodes})
+        """The op types of the steps and of the nodes fused into them."""
+        return sorted({n.op_type for n in self.nodes} | {f[1] for n in self.nodes for f in n.fused if f[1]})
 
     def node_names(self) -> list[str]:
-        return sorted({n.onnx_name for n in self.nodes} | {n.name for n in self.nodes})
+        return sorted({n.onnx_name for n in self.nodes} | {n.name for n in self.nodes}
+                      | {f[0] for n in self.nodes for f in n.fused})
 
     def in_group(self, name: str) -> str:
         """"" or, when node ``name`` runs inside a layer group's step, the message saying so."""

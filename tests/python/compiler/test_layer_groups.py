@@ -155,3 +155,24 @@ def test_a_group_that_does_not_build_is_split(monkeypatch):
     assert [g["nodes"] for g in rep["groups"]] == [["conv1", "conv2"], ["conv4", "conv5"]] and rep["steps"] == 4
     x = randn(1, 8, 10, 10)
     np.testing.assert_allclose(exe.run({"x": x})[prev], ort_run(model, {"x": x})[prev], rtol=1e-4, atol=1e-4)
+
+
+def test_tdb_stops_before_the_step_that_computes_a_fused_node(tmp_path):
+    """A breakpoint on a node fused into a Conv's epilogue, by op type or by name, stops
+    before that Conv's step and says which fused node it computes."""
+    import io
+
+    from tilecore.tdb import Debugger
+
+    model = bottleneck(c=8, hw=6)
+    report = {}
+    tilecore.compile(model, group=False, report=report).save(str(tmp_path / "f.tcx"))
+    fused = {n for e in report["fused"] for n in e["fused"]}
+    assert "add" in fused  # the residual Add is computed by conv3
+    np.savez(tmp_path / "in.npz", x=randn(1, 8, 6, 6))
+    for spec in ("op:Add", "add"):
+        out = io.StringIO()
+        tdb = Debugger(str(tmp_path / "f.tcx"), inputs=str(tmp_path / "in.npz"), stdout=out)
+        tdb.onecmd(f"break {spec}")
+        tdb.onecmd("run")
+        assert "Breakpoint 1, node `conv3` (Conv, npu, computes `add` (Add)" in out.getvalue(), out.getvalue()
