@@ -45,11 +45,12 @@ struct Event {
   Kind kind;
   int8_t engine = 0;    // kIssue: its queue; kWait*: the engine waited on
   int8_t queue = 0;     // kWaitQueue: the queue that waits
-  int64_t count = 0;    // kWait*: completion count waited for; kBarrier: 1 when it drains
+  int64_t count = 0;    // kWait*: completion count waited for
   int64_t cost = 0;     // front-end cycles (kIssue, kScalar)
   int64_t cycles = 0;   // kIssue: engine cycles (DMA: beats)
   int64_t latency = 0;  // kIssue: added after the data
   int64_t occ_ddr = 0, occ_l2 = 0;
+  bool drains = false;  // kBarrier: the codegen fences first (tir.barrier, not _no_drain)
   std::vector<std::pair<int8_t, int64_t>> deps;  // kIssue: (engine, count) its queue waits for
 };
 
@@ -397,7 +398,7 @@ class Walker {
     if (op == "tir.barrier" || op == "tir.barrier_no_drain") {
       Flush();
       Event e(Event::kBarrier);
-      e.count = op == "tir.barrier" ? 1 : 0;
+      e.drains = op == "tir.barrier";
       events_.push_back(std::move(e));
       return;
     }
@@ -607,7 +608,7 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
       const Event& e = prog[c.pos];
       if (e.kind == Event::kIssue) return;
       if (e.kind == Event::kBarrier) {  // the codegen fences before a draining barrier:
-        if (e.count != 0)               // every queue drains first
+        if (e.drains)                   // every queue drains first
           for (int64_t f : c.free) c.fe = std::max(c.fe, f);
         c.fe += 1;
         c.at_barrier = true;

@@ -174,6 +174,25 @@ inline Buffer Local(const std::vector<int64_t>& shape, DataType t, const std::st
   return DeclBuffer(s, t, String(name), "local");
 }
 
+/*! \brief This core's share of work items [0, count) spread over the cores round robin from
+ * `*rotation` (which advances by count): item t runs on core (t + rotation) % cores. */
+struct CoreItems {
+  int64_t rot;     // the core of item 0
+  PrimExpr first;  // this core's first item: (core - rot) mod cores
+  PrimExpr n;      // how many items this core runs
+  PrimExpr at(const PrimExpr& i, int64_t cores) const { return first + i * I32(cores); }
+};
+
+inline CoreItems ItemsOfCore(const PrimExpr& core, int64_t cores, int64_t count,
+                             int64_t* rotation) {
+  CoreItems c;
+  c.rot = *rotation % cores;
+  *rotation += count;
+  c.first = floormod(core + I32(cores - c.rot), I32(cores));
+  c.n = floordiv(I32(count + cores - 1) - c.first, I32(cores));
+  return c;
+}
+
 /*!
  * \brief Work items [0, count) spread over the cores round robin, continuing from
  * `*rotation` (so several groups of items balance): item t runs on core
@@ -182,13 +201,9 @@ inline Buffer Local(const std::vector<int64_t>& shape, DataType t, const std::st
 inline Stmt ForEachItem(const PrimExpr& core, int64_t cores, int64_t count, int64_t* rotation,
                         const std::string& name, const std::function<Stmt(PrimExpr)>& body) {
   if (count <= 0) return Stmt();
-  int64_t rot = *rotation % cores;
-  *rotation += count;
-  // first item of this core: (core - rot) mod cores
-  PrimExpr first = floormod(core + I32(cores - rot), I32(cores));
-  if (count == 1) return IfThenElse(eq(core, I32(rot)), body(I32(0)));
-  PrimExpr n = floordiv(I32(count + cores - 1) - first, I32(cores));
-  return Loop(name, n, [&](PrimExpr i) { return body(first + i * I32(cores)); });
+  CoreItems it = ItemsOfCore(core, cores, count, rotation);
+  if (count == 1) return IfThenElse(eq(core, I32(it.rot)), body(I32(0)));
+  return Loop(name, it.n, [&](PrimExpr i) { return body(it.at(i, cores)); });
 }
 
 /*!
@@ -202,12 +217,11 @@ inline Stmt ForEachItemPipelined(const PrimExpr& core, int64_t cores, int64_t co
                                  const std::function<Stmt(PrimExpr, int64_t)>& front,
                                  const std::function<Stmt(PrimExpr, int64_t)>& back) {
   if (count <= 0) return Stmt();
-  int64_t rot = *rotation % cores;
-  *rotation += count;
-  PrimExpr first = floormod(core + I32(cores - rot), I32(cores));
-  if (count == 1) return IfThenElse(eq(core, I32(rot)), Seq({front(I32(0), 0), back(I32(0), 0)}));
-  PrimExpr n = floordiv(I32(count + cores - 1) - first, I32(cores));  // this core's items
-  auto at = [&](PrimExpr i) { return first + i * I32(cores); };
+  CoreItems it = ItemsOfCore(core, cores, count, rotation);
+  if (count == 1)
+    return IfThenElse(eq(core, I32(it.rot)), Seq({front(I32(0), 0), back(I32(0), 0)}));
+  PrimExpr n = it.n;
+  auto at = [&](PrimExpr i) { return it.at(i, cores); };
   Stmt pairs = Loop(name, floordiv(n + I32(1), I32(2)), [&](PrimExpr k) {
     PrimExpr i = k * I32(2);
     return Seq({IfThenElse(i + I32(1) < n, front(at(i + I32(1)), 1)), back(at(i), 0),
@@ -215,6 +229,35 @@ inline Stmt ForEachItemPipelined(const PrimExpr& core, int64_t cores, int64_t co
                 IfThenElse(i + I32(1) < n, back(at(i + I32(1)), 1))});
   });
   return IfThenElse(n > I32(0), Seq({front(at(I32(0)), 0), pairs}));
+}
+
+/*!
+ * \brief ForEachItem's items in three stages a step apart: load(t, slot) of item i + 1,
+ * compute(t, slot) of item i and post(t, slot) of item i - 1 are issued together, so the
+ * DMA, the engine computing and the one converting overlap across items. Two buffer
+ * slots; the loop is unrolled by two so every slot is a constant.
+ */
+inline Stmt ForEachItemThreeStage(const PrimExpr& core, int64_t cores, int64_t count,
+                                  int64_t* rotation, const std::string& name,
+                                  const std::function<Stmt(PrimExpr, int64_t)>& load,
+                                  const std::function<Stmt(PrimExpr, int64_t)>& compute,
+                                  const std::function<Stmt(PrimExpr, int64_t)>& post) {
+  if (count <= 0) return Stmt();
+  CoreItems it = ItemsOfCore(core, cores, count, rotation);
+  PrimExpr n = it.n;
+  auto at = [&](PrimExpr i) { return it.at(i, cores); };
+  Stmt pairs = Loop(name, floordiv(n + I32(1), I32(2)), [&](PrimExpr k) {
+    PrimExpr i = k * I32(2);
+    return Seq({IfThenElse(i + I32(1) < n, load(at(i + I32(1)), 1)), compute(at(i), 0),
+                IfThenElse(i > I32(0), post(at(i - I32(1)), 1)),
+                IfThenElse(i + I32(1) < n, Seq({IfThenElse(i + I32(2) < n, load(at(i + I32(2)), 0)),
+                                                compute(at(i + I32(1)), 1), post(at(i), 0)}))});
+  });
+  PrimExpr last = n - I32(1);
+  return IfThenElse(
+      n > I32(0),
+      Seq({load(at(I32(0)), 0), pairs,
+           IfThenElse(eq(floormod(last, I32(2)), I32(0)), post(at(last), 0), post(at(last), 1))}));
 }
 
 /*! \brief The body over cores: `for c in cores(0, n): body(c)`. */

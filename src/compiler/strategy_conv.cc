@@ -465,8 +465,8 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
         auto over = [&](int64_t rows, int64_t cols) {
           return [rows, cols](const auto& body) { return Nest({rows, cols}, body); };
         };
-        // front: item t's loads into slot k, on event k (no wait); back: the rest, so the
-        // loads of item i + 1 overlap the transposes, mm and stores of item i
+        // front: item t's loads into slot k, on event k (no wait); compute: its transposes
+        // and mm; post: its conversion and store
         auto front = [&](PrimExpr t, int64_t k) {
           const Slot& sl = slots[size_t(k)];
           auto [n, p0, m0] = coords(t);
@@ -548,28 +548,10 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
                                        Region(sl.Yt, {I32(0), I32(0)}, {TMc, P}), I32(2 + k)}));
           return Seq(s);
         };
-        // Three stages a step apart: the loads of item i + 1, the mm of item i and the
-        // output conversion of item i - 1 (the vector engine converts item i - 1 and
-        // transposes item i + 1 while the matrix engine multiplies item i). Two slots, the
-        // loop unrolled by two so that every slot is a constant.
-        int64_t rot = rotation % call.cores;
-        rotation += items;
-        PrimExpr first = floormod(core + I32(call.cores - rot), I32(call.cores));
-        PrimExpr cnt = floordiv(I32(items + call.cores - 1) - first, I32(call.cores));
-        auto at = [&](PrimExpr i) { return first + i * I32(call.cores); };
-        Stmt pairs = Loop("k", floordiv(cnt + I32(1), I32(2)), [&](PrimExpr kk) {
-          PrimExpr i = kk * I32(2);
-          return Seq({IfThenElse(i + I32(1) < cnt, front(at(i + I32(1)), 1)), compute(at(i), 0),
-                      IfThenElse(i > I32(0), post(at(i - I32(1)), 1)),
-                      IfThenElse(i + I32(1) < cnt,
-                                 Seq({IfThenElse(i + I32(2) < cnt, front(at(i + I32(2)), 0)),
-                                      compute(at(i + I32(1)), 1), post(at(i), 0)}))});
-        });
-        PrimExpr last = cnt - I32(1);
+        // the vector engine converts item i - 1 and transposes item i + 1 while the matrix
+        // engine multiplies item i
         Stmt body =
-            IfThenElse(cnt > I32(0), Seq({front(at(I32(0)), 0), pairs,
-                                          IfThenElse(eq(floormod(last, I32(2)), I32(0)),
-                                                     post(at(last), 0), post(at(last), 1))}));
+            ForEachItemThreeStage(core, call.cores, items, &rotation, "k", front, compute, post);
         for (const Slot& sl : slots) {
           for (const Buffer& b : {sl.Xl, sl.XT, sl.Cf, sl.Yt}) body = Allocate(b, body);
           if (!w_resident) body = Allocate(sl.WT, Allocate(sl.Wl, body));
