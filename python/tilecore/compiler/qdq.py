@@ -245,7 +245,7 @@ def _fold_output(nd, readers, producer, graph_outputs, HasStrategy) -> bool:
     if len(nd.outs) != 1 or not str(nd.outs[0].name):
         return False
     y = str(nd.outs[0].name)
-    rs = [r for r in readers.get(y, []) if r.where != "dropped"]
+    rs = [r for r, _ in readers.get(y, []) if r.where != "dropped"]
     if y in graph_outputs or len(rs) != 1 or rs[0].op != "QuantizeLinear" or len(rs[0].outs) != 1:
         return False
     q = rs[0]
@@ -269,18 +269,22 @@ def fold(nodes: list[Any], info: dict[str, Any], graph_outputs: Iterable[str], k
     data and weights into the quantised-node form, drops the Q/DQ nodes nobody reads
     any more (unless ``keep_intermediates``). Returns the report
     {"folded": [node names], "kept": [{node, op_type, reason}]}; ``nodes`` is changed
-    in place (the dropped ones get ``where = "dropped"``). A folded node whose only reader is
-    a QuantizeLinear to int8 stores its int8 output itself (not with ``keep_intermediates``) ({"int8_outputs": [node names]}),
-    and one that reads DQ(x) of an int8 x reads x as it is."""
+    in place (the dropped ones get ``where = "dropped"``). A folded node that reads DQ(x) of
+    an int8 x reads x as it is; one whose only reader is a QuantizeLinear to int8 stores
+    that int8 output itself, unless ``keep_intermediates`` (``"int8_outputs"``: their names)."""
+    from .fuse_epilogue import value_readers
+
     report = {"folded": [], "kept": [], "int8_outputs": []}
     if not dq_consts:
         return report
     producer = {str(v.name): nd for nd in nodes for v in nd.outs if str(v.name)}
-    readers = {}
-    for nd in nodes:
-        for v in nd.ins:
-            if v is not None and str(v.name):
-                readers.setdefault(str(v.name), []).append(nd)
+    readers = value_readers(nodes)
+
+    def folded(nd):
+        report["folded"].append(nd.name)
+        if not keep_intermediates and _fold_output(nd, readers, producer, graph_outputs, HasStrategy):
+            report["int8_outputs"].append(nd.name)
+
     used = set(info)
     for nd in nodes:
         if nd.where != "npu" or nd.op not in MATRIX_OPS or "tc_precision" in nd.attrs or len(nd.ins) < 2:
@@ -289,9 +293,7 @@ def fold(nodes: list[Any], info: dict[str, Any], graph_outputs: Iterable[str], k
         if nd.op == "MatMul" and not _const(nd.ins[1]):
             why = _fold_two_activations(nd, act, producer, info, TensorSpec, HasStrategy)
             if why is None:
-                report["folded"].append(nd.name)
-                if not keep_intermediates and _fold_output(nd, readers, producer, graph_outputs, HasStrategy):
-                    report["int8_outputs"].append(nd.name)
+                folded(nd)
             elif not isinstance(act, str) or act != "input 0 is not a DequantizeLinear":
                 report["kept"].append({"node": nd.name, "op_type": nd.op, "reason": why})
             continue
@@ -345,9 +347,7 @@ def fold(nodes: list[Any], info: dict[str, Any], graph_outputs: Iterable[str], k
             nd.attrs, nd.ins, nd.in_specs = saved
             report["kept"].append({"node": nd.name, "op_type": nd.op, "reason": why})
             continue
-        report["folded"].append(nd.name)
-        if not keep_intermediates and _fold_output(nd, readers, producer, graph_outputs, HasStrategy):
-            report["int8_outputs"].append(nd.name)
+        folded(nd)
     if report["folded"] and not keep_intermediates:
         _drop_unread(nodes, graph_outputs)
     return report

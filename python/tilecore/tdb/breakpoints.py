@@ -207,9 +207,8 @@ class BreakpointPlugin(Plugin):
         out = []
         for bp in self._graph_bps("location", "op"):
             # a node fused into this one's epilogue is computed by it: stop before it
-            if (bp.gkind == "location" and (bp.target in (node.onnx_name, node.name)
-                                            or any(f[0] == bp.target for f in node.fused))) or \
-                    (bp.gkind == "op" and (bp.target == node.op_type or any(f[1] == bp.target for f in node.fused))):
+            if (bp.gkind == "location" and node.computes(bp.target)) or \
+                    (bp.gkind == "op" and node.computes_op(bp.target)):
                 text = self._graph_hit(bp, f"node {node.describe()} is next")
                 if text:
                     out.append(text)

@@ -56,6 +56,14 @@ class Node:
         self.module = None
         self.fused: list[tuple[str, str]] = []  # (name, op type) of the nodes fused into it
 
+    def computes(self, name: str) -> bool:
+        """Whether this node is ONNX node or step ``name``, or computes it fused."""
+        return name in (self.onnx_name, self.name) or any(f[0] == name for f in self.fused)
+
+    def computes_op(self, op_type: str) -> bool:
+        """Whether this node is of ``op_type`` or computes a node of it fused."""
+        return op_type == self.op_type or any(f[1] == op_type for f in self.fused)
+
     def describe(self) -> str:
         fused = (", computes " + ", ".join(f"`{n}` ({op})" for n, op in self.fused)) if self.fused else ""
         return f"`{self.onnx_name}` ({self.op_type}, {self.where}{fused})"
@@ -154,7 +162,7 @@ class ModelTarget(Target):
     def find_nodes(self, name: str) -> list[Node]:
         """Nodes whose ONNX name or step name is ``name``, or that compute node ``name``
         fused into their epilogue."""
-        return [n for n in self.nodes if name in (n.onnx_name, n.name) or any(f[0] == name for f in n.fused)]
+        return [n for n in self.nodes if n.computes(name)]
 
     def op_types(self) -> list[str]:
         """The op types of the steps and of the nodes fused into them."""
