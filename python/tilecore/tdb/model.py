@@ -69,6 +69,21 @@ class Node:
         return f"`{self.onnx_name}` ({self.op_type}, {self.where}{fused})"
 
 
+def _fused_nodes(text: str | None, step: str) -> list[tuple[str, str]]:
+    """The (name, op type) pairs of a step's debug entry ``fused`` (JSON), [] without one;
+    TargetError naming the step when the entry is not a list of such pairs."""
+    if not text:
+        return []
+    try:
+        pairs = json.loads(text)
+    except ValueError as e:
+        raise TargetError(f"step `{step}`: its debug entry `fused` is not JSON ({e})") from None
+    if not isinstance(pairs, list) or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs):
+        raise TargetError(f"step `{step}`: its debug entry `fused` is not a list of [node, op type] pairs")
+    return [(p[0], p[1]) for p in pairs]
+
+
 class ModelTarget(Target):
     """A ``.tcx`` executable (a path or a loaded :class:`tilecore.runtime.Executable`)."""
 
@@ -142,7 +157,7 @@ class ModelTarget(Target):
         n = Node(len(self.nodes), step["kind"], step["node"], step.get("source_node") or step["node"],
                  step["op_type"], ins, outs, step)
         # nodes fused into this step's epilogue (an Add, a Relu): it computes them
-        n.fused = [tuple(f) for f in json.loads(dbg["fused"])] if dbg.get("fused") else []
+        n.fused = _fused_nodes(dbg.get("fused"), step["node"])
         self.nodes.append(n)
         for i, o in enumerate(outs):
             self._add_value(o, args[n_in + i], producer=n.index)

@@ -176,3 +176,25 @@ def test_tdb_stops_before_the_step_that_computes_a_fused_node(tmp_path):
         tdb.onecmd(f"break {spec}")
         tdb.onecmd("run")
         assert "Breakpoint 1, node `conv3` (Conv, npu, computes `add` (Add)" in out.getvalue(), out.getvalue()
+
+
+@pytest.mark.parametrize("entry", ["[[\"add\", \"Add\"", "[[\"add\"]]", "{\"add\": \"Add\"}", "[[1, 2]]"])
+def test_tdb_names_a_bad_fused_debug_entry(entry):
+    """A .tcx whose step debug entry `fused` is not a list of [node, op type] pairs gets a
+    TargetError naming the step, not a crash."""
+    from tilecore.tdb.model import ModelTarget
+    from tilecore.tdb.target import TargetError
+
+    exe = tilecore.compile(bottleneck(c=8, hw=6), group=False)
+
+    class Edited:  # the executable with one debug entry changed, as a hand-edited file would be
+        modules = exe.modules
+
+        @staticmethod
+        def describe():
+            d = exe.describe()
+            d["steps"][-1]["debug"]["fused"] = entry
+            return d
+
+    with pytest.raises(TargetError, match=r"step `conv3`: its debug entry `fused` is not"):
+        ModelTarget(Edited())
