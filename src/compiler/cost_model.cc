@@ -40,12 +40,12 @@ constexpr int64_t kScalarAccessCycles = 3;
 
 /*! \brief One entry of a core's program as the front end sees it. */
 struct Event {
-  enum Kind : uint8_t { kIssue, kWaitFrontEnd, kWaitQueue, kBarrier, kScalar };
+  enum Kind : uint8_t { kIssue, kWaitFrontEnd, kWaitQueue, kBarrier, kScalar, kMember };
   explicit Event(Kind k) : kind(k) {}
   Kind kind;
   int8_t engine = 0;    // kIssue: its queue; kWait*: the engine waited on
   int8_t queue = 0;     // kWaitQueue: the queue that waits
-  int64_t count = 0;    // kWait*: completion count waited for
+  int64_t count = 0;    // kWait*: completion count waited for; kMember: the member index
   int64_t cost = 0;     // front-end cycles (kIssue, kScalar)
   int64_t cycles = 0;   // kIssue: engine cycles (DMA: beats)
   int64_t latency = 0;  // kIssue: added after the data
@@ -175,12 +175,14 @@ class Walker {
     issued_ = {0, 0, 0, 0};
     last_.clear();
     fe_pending_ = 0;
+    member_ = -1;
     Visit(f_->body);
     Flush();
     return std::move(events_);
   }
 
   uint64_t macs = 0, ddr_bytes = 0;
+  std::vector<uint64_t> member_macs;  // per layer-group member, over all cores
 
  private:
   // ---- expressions -------------------------------------------------------------------------
@@ -247,9 +249,20 @@ class Walker {
     } else if (const auto* n = s.as<ForNode>()) {
       auto lo = int64_t(Eval(n->min)), ext = int64_t(Eval(n->extent));
       if (n->kind == ForKind::kCores) {
-        if (core_ >= ext) return;
-        env_[n->loop_var.get()] = double(lo + core_);
-        Visit(n->body);
+        // the codegen fences and synchronises the cores before and after every cores loop
+        if (cores_ > 1) Barrier(true);
+        if (auto m = n->annotations.Get(kGroupMemberAnnotation)) {
+          Flush();
+          Event e(Event::kMember);
+          e.count = m->cast<int64_t>();
+          member_ = e.count;
+          events_.push_back(std::move(e));
+        }
+        if (core_ < ext) {
+          env_[n->loop_var.get()] = double(lo + core_);
+          Visit(n->body);
+        }
+        if (cores_ > 1) Barrier(true);
         return;
       }
       if (n->kind == ForKind::kVectorized) {  // SIMD: about one instruction per 8 lanes
@@ -343,6 +356,13 @@ class Walker {
   }
 
   // Pending scalar cycles become one front-end event before the next synchronising one.
+  void Barrier(bool drains) {
+    Flush();
+    Event e(Event::kBarrier);
+    e.drains = drains;
+    events_.push_back(std::move(e));
+  }
+
   void Flush() {
     int64_t c = scalar_ops_ + fe_pending_;
     scalar_ops_ = fe_pending_ = 0;
@@ -396,10 +416,7 @@ class Walker {
       return;
     }
     if (op == "tir.barrier" || op == "tir.barrier_no_drain") {
-      Flush();
-      Event e(Event::kBarrier);
-      e.drains = op == "tir.barrier";
-      events_.push_back(std::move(e));
+      Barrier(op == "tir.barrier");
       return;
     }
     bool dma = op == "tc1.dma_in" || op == "tc1.dma_out" || op == "tc1.dma_fill_in";
@@ -408,6 +425,10 @@ class Walker {
     const Site& site = SiteOf(c, op);
     macs += site.macs;
     ddr_bytes += site.ddr_bytes;
+    if (member_ >= 0) {
+      if (member_macs.size() <= size_t(member_)) member_macs.resize(size_t(member_) + 1, 0);
+      member_macs[size_t(member_)] += site.macs;
+    }
     Event e(Event::kIssue);
     e.engine = int8_t(site.engine);
     e.cycles = site.cycles;
@@ -577,6 +598,7 @@ class Walker {
   std::array<int64_t, 4> issued_{};
   std::vector<Event> events_;
   int64_t scalar_ops_ = 0, fe_pending_ = 0;
+  int64_t member_ = -1;  // the layer-group member whose cores loop is being walked
   bool pending_compute_ = false;
 };
 
@@ -591,6 +613,12 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
     std::array<std::vector<int64_t>, 4> done, start;
     std::array<int64_t, 4> busy{};
     bool at_barrier = false;
+    int64_t member = -1;  // the layer-group member it runs (kMember), or -1
+  };
+  std::vector<MemberCost> members;
+  auto member_of = [&](int64_t m) -> MemberCost& {
+    if (members.size() <= size_t(m)) members.resize(size_t(m) + 1);
+    return members[size_t(m)];
   };
   std::vector<Core> cs(progs.size());
   int64_t ddr_free = 0, l2_free = 0, ddr_total = 0, l2_total = 0;
@@ -614,7 +642,12 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
         c.at_barrier = true;
         return;
       }
-      if (e.kind == Event::kScalar) {
+      if (e.kind == Event::kMember) {
+        c.member = e.count;
+        MemberCost& m = member_of(e.count);
+        m.start = m.end == 0 ? c.fe : std::min(m.start, c.fe);
+        m.end = std::max(m.end, c.fe);
+      } else if (e.kind == Event::kScalar) {
         c.fe += e.cost;
       } else if (e.kind == Event::kWaitFrontEnd) {
         c.fe = std::max(c.fe, done_at(c, e.engine, e.count)) + e.cost;
@@ -668,6 +701,7 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
         if (!c.at_barrier) continue;
         c.at_barrier = false;
         c.fe = release;
+        if (c.member >= 0) member_of(c.member).end = std::max(member_of(c.member).end, release);
         ++c.pos;
       }
       continue;
@@ -691,6 +725,12 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
     }
     int64_t end = drained + e.latency;
     c.busy[q] += end - t - (drained - data_end);
+    if (c.member >= 0) {
+      MemberCost& m = member_of(c.member);
+      m.end = std::max(m.end, end);
+      m.busy[q] += end - t - (drained - data_end);
+      m.ddr_cycles += e.occ_ddr;
+    }
     c.start[q].push_back(t);
     c.done[q].push_back(end);
     c.free[q] = end;
@@ -708,6 +748,7 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
   k.ddr_cycles = ddr_total;
   k.l2_cycles = l2_total;
   k.commands = commands;
+  k.members = std::move(members);
   // The bounding resource: the busiest engine of any core, or the shared DDR.
   int64_t best = -1;
   const char* names[4] = {"din", "dout", "mm", "vec"};
@@ -728,11 +769,25 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
 
 }  // namespace
 
+std::string MemberCost::BoundBy(int cores) const {
+  const char* names[4] = {"din", "dout", "mm", "vec"};
+  std::string by = "sc";
+  int64_t best = 0;
+  for (int q = 0; q < 4; ++q)
+    if (busy[size_t(q)] / std::max(cores, 1) > best) {
+      best = busy[size_t(q)] / std::max(cores, 1);
+      by = names[q];
+    }
+  return ddr_cycles > best ? "ddr" : by;
+}
+
 KernelCost EstimateKernel(const PrimFunc& lowered, int cores) {
   Walker w(lowered, cores);
   std::vector<std::vector<Event>> progs;
   for (int c = 0; c < cores; ++c) progs.push_back(w.Run(c));
   KernelCost k = Schedule(progs);
+  for (size_t m = 0; m < k.members.size() && m < w.member_macs.size(); ++m)
+    k.members[m].macs = w.member_macs[m];
   k.macs = w.macs;
   k.ddr_bytes = w.ddr_bytes;
   return k;
@@ -775,6 +830,17 @@ TILECORE_REGISTER_GLOBAL("compiler.EstimateKernelCost")
         per_core.push_back(Any(m));
       }
       out.Set("engine_busy", Any(per_core));
+      Array<Any> members;
+      for (const MemberCost& m : k.members) {
+        Map<String, Any> e;
+        e.Set("start", Any(m.start));
+        e.Set("cycles", Any(m.end - m.start));
+        e.Set("macs", Any(int64_t(m.macs)));
+        e.Set("ddr_cycles", Any(m.ddr_cycles));
+        e.Set("bound_by", Any(String(m.BoundBy(int(k.engine_busy.size())))));
+        members.push_back(Any(e));
+      }
+      out.Set("members", Any(members));
       return out;
     });
 

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/function.h"
 #include "tilecore/ffi/reflection.h"
 #include "tilecore/ir/functor.h"
@@ -54,6 +55,22 @@ class RebindBuffers : public IRMutator {
   }
   std::unordered_map<const VarNode*, Buffer> to_;
   std::unordered_map<const BufferNode*, Buffer> done_;
+};
+
+/*! \brief Annotates the cores loops of one member with its index, so that the cost model
+ * can say what each member costs. */
+class TagMember : public IRMutator {
+ public:
+  explicit TagMember(int64_t index) : index_(index) {}
+  Stmt VisitStmt_(const ForNode* op) override {
+    if (op->kind != ForKind::kCores) return IRMutator::VisitStmt_(op);
+    Map<String, Any> ann = op->annotations;
+    ann.Set(kGroupMemberAnnotation, Any(index_));
+    return For(op->loop_var, op->min, op->extent, op->kind, op->body, ann, op->span);
+  }
+
+ private:
+  int64_t index_;
 };
 
 }  // namespace
@@ -105,7 +122,8 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
     std::unordered_map<const VarNode*, Buffer> to;
     for (size_t k = 0; k < args[i].size(); ++k)
       to.emplace(funcs[i]->params[k].get(), tensor.at(args[i][k]));
-    bodies.push_back(RebindBuffers(std::move(to)).VisitStmt(funcs[i]->body));
+    Stmt member = RebindBuffers(std::move(to)).VisitStmt(funcs[i]->body);
+    bodies.push_back(TagMember(int64_t(i)).VisitStmt(member));
   }
   Stmt body = bodies.size() == 1 ? bodies[0] : SeqStmt(bodies);
   for (auto it = internal.rbegin(); it != internal.rend(); ++it) body = Allocate(*it, body);

@@ -265,7 +265,10 @@ inline Stmt OverCores(int64_t cores, const std::function<Stmt(PrimExpr)>& body) 
   return Loop("c", I32(cores), body, ForKind::kCores);
 }
 
-/*! \brief One global buffer per input and output, in order, named in0.., out0... */
+/*! \brief One global buffer per input and output, in order, named in0.., out0...; the
+ * params the attribute `tc_in_l2` lists (indices: inputs, then outputs) are shared (L2)
+ * buffers instead, as a layer group's intermediates are (ValueError on an index out of
+ * range). */
 struct Params {
   std::vector<Buffer> in, out;
   Array<Var> vars;

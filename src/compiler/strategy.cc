@@ -128,7 +128,16 @@ namespace detail {
 
 Params MakeParams(const OpCall& call) {
   Params p;
+  // params a layer group's kernel will find in the shared L2 (its intermediates): priced
+  // as L2 by the cost model, so the plan is chosen for where the tensor really is
+  std::vector<int64_t> in_l2 = AttrInts(call.attrs, "tc_in_l2", {});
+  int64_t n_params = call.data_inputs + int64_t(call.outputs.size());
+  for (int64_t i : in_l2)
+    if (i < 0 || i >= n_params)
+      TILECORE_THROW(ValueError) << call.op_type << ": attribute tc_in_l2 names param " << i
+                                 << "; the kernel has " << n_params << " (inputs, then outputs)";
   auto add = [&](const TensorSpec& t, const std::string& name, std::vector<Buffer>* into) {
+    bool l2 = std::find(in_l2.begin(), in_l2.end(), int64_t(p.vars.size())) != in_l2.end();
     Array<PrimExpr> s;
     for (int64_t d : t->shape) s.push_back(I32(d));
     if (s.empty()) s.push_back(I32(1));
@@ -137,7 +146,7 @@ Params MakeParams(const OpCall& call) {
       dt = ir::DataType::Int(32);
       s.Set(s.size() - 1, I32(2 * (t->shape.empty() ? 1 : t->shape.back())));
     }
-    Buffer b = DeclBuffer(s, dt, String(name), "global");
+    Buffer b = DeclBuffer(s, dt, String(name), l2 ? "shared" : "global");
     p.vars.push_back(b->data);
     p.map.Set(b->data, b);
     into->push_back(b);

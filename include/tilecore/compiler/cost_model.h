@@ -17,6 +17,10 @@
  * scalar instruction count (estimated per statement) and the order in which cores
  * reach the shared levels (taken in front-end time order).
  *
+ * The codegen's fence and barrier around every cores loop are modelled; a layer group's
+ * kernel has a cores loop per member, tagged with its index, and the estimate times each
+ * member (`members`: start, cycles, MACs, DDR occupancy, what bounds it).
+ *
  * The FFI function `compiler.EstimateKernelCost(func, target)` lowers a strategy's
  * PrimFunc with the kernel pipeline and returns the estimate as a map.
  */
@@ -33,6 +37,22 @@
 namespace tilecore {
 namespace compiler {
 
+/*! \brief A For annotation on the cores loops of one member of a layer group's kernel
+ * (GroupKernels): its index, by which the estimate times each member. */
+inline constexpr const char* kGroupMemberAnnotation = "tc_group_member";
+
+/*! \brief One layer-group member's share of a kernel's estimate: from the first core
+ * entering its cores loop to the barrier after it. */
+struct MemberCost {
+  int64_t start = 0, end = 0;
+  std::array<int64_t, 4> busy{};  // busy cycles of each engine, summed over cores
+  int64_t ddr_cycles = 0;         // its DDR occupancy, summed over cores
+  uint64_t macs = 0;
+  /*! \brief The engine with the most busy cycles per core (of `cores`), or "ddr" when the
+   * shared DDR was busier than that. */
+  std::string BoundBy(int cores) const;
+};
+
 /*! \brief The estimate for one kernel. Engines are indexed as arch::Engine (din, dout, mm, vec). */
 struct KernelCost {
   int64_t cycles = 0;                               // the kernel's makespan over all cores
@@ -47,6 +67,7 @@ struct KernelCost {
   /*! \brief "din", "dout", "mm", "vec", "ddr" (the shared DDR) or "sc" (the front end):
    * the resource with the most busy cycles, the one that bounds the kernel. */
   std::string bound_by;
+  std::vector<MemberCost> members;  // per layer-group member (kGroupMemberAnnotation)
 };
 
 /*! \brief The estimate of `lowered` (after the kernel pipeline) on `cores` cores. */

@@ -10,6 +10,8 @@
  * around the bodies, which the members read and write in place of DDR. The bodies run
  * one after another; each is a `cores` loop, which the code generator fences and
  * synchronises across the cores, so a member reads only what the previous ones wrote.
+ * Each member's cores loops carry its index (kGroupMemberAnnotation), by which the cost
+ * model times the members one by one (EstimateKernel's `members`).
  * The FFI function is `compiler.GroupKernels(funcs, args, inputs, outputs, name)`.
  * Errors: a ValueError when the lists disagree (an id no kernel takes, one listed twice).
  */

@@ -101,14 +101,36 @@ def run_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+def group_members(exe: Any) -> dict[str, list[dict[str, Any]]]:
+    """Layer-group step name -> its members as the compiler estimated them (the step's
+    debug ``group`` entry: node, op, est_cycles, macs, bound_by); {} without estimates."""
+    out = {}
+    for step in exe.describe()["steps"]:
+        entry = step.get("debug", {}).get("group")
+        if not entry:
+            continue
+        try:
+            members = json.loads(entry).get("members") or []
+        except (ValueError, AttributeError):  # a hand-edited entry: the group stays one row
+            continue
+        if members and all(isinstance(m, dict) and {"node", "op", "est_cycles", "macs", "bound_by"} <= m.keys()
+                           for m in members):
+            out[step["node"]] = members
+    return out
+
+
 def format_profile(st: dict[str, Any], exe: Any = None) -> str:
     """The per-op table of a run's statistics, sorted by cycles (largest first); with the
-    executable, the model report (runtime/model_report.py) follows the total."""
+    executable, each layer group's members follow its row (its simulated cycles split
+    by the cost model's estimate of each member, marked ~), and the model report
+    (runtime/model_report.py) follows the total."""
     from ..runtime.model_report import bound_class, format_model_report, model_report
 
     ops = sorted(st["ops"], key=lambda o: -o["cycles"])
     total = max(st["cycles"], 1)
-    w = max([len("op")] + [len(o["name"]) for o in ops])
+    members = group_members(exe) if exe is not None else {}
+    w = max([len("op")] + [len(o["name"]) for o in ops] +
+            [len(m["node"]) + 2 for ms in members.values() for m in ms])
     lines = [f"{'op':<{w}}  {'type':<16} {'where':<5} {'cycles':>12} {'share':>7} {'MACs':>14} {'util':>7}  "
              f"{'DDR MiB':>8}  bound by"]
     for o in ops:
@@ -116,6 +138,14 @@ def format_profile(st: dict[str, Any], exe: Any = None) -> str:
         lines.append(f"{o['name']:<{w}}  {o['op_type'][:16]:<16} {o['where']:<5} {o['cycles']:>12} "
                      f"{100.0 * o['cycles'] / total:>6.1f}% {o['macs']:>14} {100.0 * o['mac_utilisation']:>6.2f}%  "
                      f"{ddr:>8.2f}  {o['bound_by']} ({bound_class(o)})")
+        group = members.get(o.get("node", o["name"]), [])
+        est_total = sum(m["est_cycles"] for m in group)
+        for m in group if est_total > 0 else []:
+            cyc = o["cycles"] * m["est_cycles"] / est_total
+            util = m["macs"] / (cyc * st["peak_macs_per_cycle"]) if cyc > 0 else 0.0
+            lines.append(f"{'  ' + m['node']:<{w}}  {m['op'][:16]:<16} {'':<5} {'~' + str(round(cyc)):>12} "
+                         f"{100.0 * cyc / total:>6.1f}% {m['macs']:>14} {100.0 * util:>6.2f}%  "
+                         f"{'':>8}  {m['bound_by']} (estimated)")
     lines.append(f"total: {st['cycles']} cycles = {st['cycles'] / 1e3:.1f} us at 1 GHz, {st['macs']} MACs, "
                  f"MAC utilisation {100.0 * st['mac_utilisation']:.2f}% of the {st['precision']} peak; "
                  f"host wall {st['wall_seconds'] * 1e3:.1f} ms")

@@ -128,13 +128,16 @@ def estimate_cost(func: Any, target: str = "npu -cores=4") -> dict[str, Any]:
     docs/cost_model.md): a dict with ``cycles``, ``engine_busy`` (per core: din, dout,
     mm, vec and sc cycles), ``ddr_cycles`` and ``l2_cycles`` (shared-level occupancy),
     ``ddr_bytes``, ``macs``, ``commands``, ``local_bytes`` (L1 per core of its buffers)
-    and ``bound_by``."""
+    and ``bound_by``; for a layer group's kernel, ``members``: per member in order, its
+    ``start`` and ``cycles``, ``macs``, ``ddr_cycles`` and ``bound_by``."""
     m = _ffi.EstimateKernelCost(func, Target(target))
     out = {str(k): v for k, v in m.items()}
     out["bound_by"] = str(out["bound_by"])
     out["engine_busy"] = [{str(k): int(v) for k, v in c.items()} for c in out["engine_busy"]]
     for k in ("cycles", "ddr_cycles", "l2_cycles", "ddr_bytes", "macs", "commands", "local_bytes"):
         out[k] = int(out[k])
+    out["members"] = [{str(k): (str(v) if str(k) == "bound_by" else int(v)) for k, v in m.items()}
+                      for m in out["members"]]
     return out
 
 

@@ -568,11 +568,30 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     if group and fuse and not keep_intermediates:
         from . import GroupKernels
 
-        group_cache = {}
+        group_cache, member_cache = {}, {}
+
+        def in_l2(k, f, row, internal):
+            # the member lowered again knowing which of its params are the group's L2
+            # intermediates, so that its plan is chosen for where its tensors are
+            where = tuple(p for p, t in enumerate(row) if t in internal)
+            if not where:
+                return f
+            mkey = (step_keys[k], where)
+            if mkey not in member_cache:
+                nd = steps[k][0]
+                out_specs = [TensorSpec(*info[str(v.name)]) for v in nd.outs]
+                try:
+                    member_cache[mkey] = LowerOp(nd.op, {**nd.attrs, "tc_in_l2": list(where)}, nd.in_specs,
+                                                 out_specs, target)
+                except Exception:  # noqa: BLE001 (the plan chosen for the DDR is a correct program too)
+                    member_cache[mkey] = f
+            return member_cache[mkey]
 
         def build_group(idx, funcs, args, ins, outs):
             gkey = (tuple(step_keys[k] for k in idx), tuple(tuple(a) for a in args), tuple(ins), tuple(outs))
             if gkey not in group_cache:
+                internal = set(range(max(max(r) for r in args) + 1)) - set(ins) - set(outs)
+                funcs = [in_l2(k, f, row, internal) for k, f, row in zip(idx, funcs, args)]
                 f = GroupKernels(funcs, args, ins, outs, "group")
                 group_cache[gkey] = (_build(f, target=target), "group", f)
             return group_cache[gkey]
@@ -594,6 +613,12 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     for (nd, *_), f in zip(steps, step_kernels):
         if f is not None:
             step_funcs[nd.step_name] = f
+        if f is not None and isinstance(nd, _groups.GroupNode):  # what each member costs in it
+            from . import estimate_cost
+
+            costs = estimate_cost(f, target)["members"]
+            if len(costs) == len(nd.members):
+                nd.member_costs = costs
     timings["lower_and_build"] = time.perf_counter() - t0
 
     # ---- buffers, liveness, plan ----------------------------------------------------------

@@ -32,11 +32,20 @@ class GroupNode:
         self.op, self.attrs, self.where, self.reason = "Group", {}, "npu", ""
         self.ins, self.outs, self.in_specs = ins, outs, None
         self.step_name = f"{first.step_name}+{len(members) - 1}"
+        self.member_costs: list[dict[str, Any]] = []  # the cost model's, per member (the driver's)
 
     def summary(self) -> dict[str, Any]:
-        """The group as the report lists it and the step's debug info records it."""
-        return {"step": self.step_name, "nodes": [m.step_name for m in self.members], "internal": self.internal,
-                "l2_bytes": self.l2_bytes}
+        """The group as the report lists it and the step's debug info records it; with
+        ``members``: per member, its op type and the cost model's estimate of its cycles
+        in the group, its MACs and what bounds it (a profile splits the group's simulated
+        cycles by them)."""
+        out = {"step": self.step_name, "nodes": [m.step_name for m in self.members], "internal": self.internal,
+               "l2_bytes": self.l2_bytes}
+        if self.member_costs:
+            out["members"] = [{"node": m.step_name, "op": m.op, "est_cycles": int(c["cycles"]),
+                               "macs": int(c["macs"]), "bound_by": str(c["bound_by"])}
+                              for m, c in zip(self.members, self.member_costs)]
+        return out
 
 
 def _bytes(info, name, itemsize):

@@ -198,3 +198,45 @@ def test_tdb_names_a_bad_fused_debug_entry(entry):
 
     with pytest.raises(TargetError, match=r"step `conv3`: its debug entry `fused` is not"):
         ModelTarget(Edited())
+
+
+def _int8_conv_1x1(c, m, hw, extra):
+    """An int8 1x1 Conv with int8 input and output (a ResNet layer3 conv1 at c=1024, m=256,
+    hw=14) lowered for 4 cores: its PrimFunc."""
+    attrs = {"tc_precision": "int8", "tc_x_scale": 0.05, "tc_x_zero_point": 0, "tc_y_scale": 0.03,
+             "tc_y_zero_point": 0, "tc_activation": "Relu", **extra}
+    specs = [compiler.TensorSpec((1, c, hw, hw), "int8"), compiler.TensorSpec((m, c, 1, 1), "int8"),
+             compiler.TensorSpec((m,), "int32"), compiler.TensorSpec((m,), "float32")]
+    return compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec((1, m, 1 * hw, hw), "int8")], "npu -cores=4")
+
+
+def test_a_member_is_planned_for_its_tensors_in_l2():
+    """In the DDR, reading the input once per block of 64 channels on each of 4 cores costs
+    more than leaving two cores idle; with the input in L2 (tc_in_l2) all four work."""
+    ddr = compiler.estimate_cost(_int8_conv_1x1(1024, 256, 14, {}))
+    l2 = compiler.estimate_cost(_int8_conv_1x1(1024, 256, 14, {"tc_in_l2": [0]}))
+    busy = lambda e: sum(1 for c in e["engine_busy"] if c["mm"] > 0)  # noqa: E731
+    assert busy(ddr) == 2 and busy(l2) == 4
+    ideal = 1024 * 256 * 14 * 14 // (4 * 2048)  # the MACs at the int8 peak of 4 cores
+    assert l2["cycles"] < 0.6 * ddr["cycles"] and l2["cycles"] < 2 * ideal
+    with pytest.raises(ValueError, match="tc_in_l2 names param 5; the kernel has 5"):
+        _int8_conv_1x1(1024, 256, 14, {"tc_in_l2": [5]})
+
+
+def test_the_profile_splits_a_group_by_its_members():
+    from tilecore.cli.runtime import format_profile
+
+    rep = {}
+    exe = tilecore.compile(bottleneck(), report=rep)
+    exe.run({"x": randn(1, 32, 14, 14)})
+    members = rep["groups"][0]["members"]
+    # MACs counted by hand: M x C/group x KH x KW x OH x OW
+    assert [(m["node"], m["op"], m["macs"]) for m in members] == [
+        ("conv1", "Conv", 16 * 32 * 196), ("conv2", "Conv", 16 * 16 * 9 * 196), ("conv3", "Conv", 32 * 16 * 196)]
+    (step,) = exe.stats()["ops"]
+    est = sum(m["est_cycles"] for m in members)
+    assert 0.85 * step["cycles"] < est < 1.15 * step["cycles"]  # the cost model against the simulator
+    rows = [ln for ln in format_profile(exe.stats(), exe).splitlines() if "(estimated)" in ln]
+    assert [ln.split()[0] for ln in rows] == ["conv1", "conv2", "conv3"]
+    shares = [int(ln.split()[2].lstrip("~")) for ln in rows]
+    assert abs(sum(shares) - step["cycles"]) <= 3 and shares[1] > shares[0]  # the 3x3 Conv has 4.5x the MACs
