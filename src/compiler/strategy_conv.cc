@@ -718,7 +718,7 @@ PrimFunc LowerConv(const OpCall& call) {
     const bool no_col = KK == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pb == 0 && g.pl == 0 &&
                         g.pr == 0 && TW == g.OW;
     int64_t sum = bank((qx ? 1 : slots) * cc * rin * win * ob) +
-                  (no_col ? 0 : bank(ob * cc * KK * rows * TW)) +
+                  (no_col ? 0 : slots * bank(ob * cc * KK * rows * TW)) +
                   (resident ? bank(ob * g.Mg * g.Cg * KK) : bank(2 * ob * TM * cc * KK));
     if (qx) sum += bank(slots * cc * rin * win * 4);  // the f32 patch
     int64_t per_item = bank(acc) + (q ? 2 * bank(mb * TM * 4) : bank(mb * TM * 4));  // bias, scales
@@ -735,9 +735,9 @@ PrimFunc LowerConv(const OpCall& call) {
   const int64_t budget = call.l1_bytes - (int64_t{32} << 10);  // DMA state and the planner's slack
   const int64_t R0 = R, CC0 = CC;
   // R and CC for MB blocks per item; whether they fit L1
-  auto fit = [&](int64_t mb, bool db) {
+  auto fit = [&](int64_t mb, bool db, int64_t rows = 0) {
     const int64_t slots = db ? 2 : 1;
-    R = R0;
+    R = rows > 0 ? std::min(R0, rows) : R0;
     CC = CC0;
     while (l1_bytes(R, CC, mb, slots) > budget) {
       if (CC > 16) {
@@ -794,9 +794,15 @@ PrimFunc LowerConv(const OpCall& call) {
             const int64_t P = r * tw, kcmax = CC * KK;
             Buffer Xp = Local({db ? 2 : 1, CC, rin, win}, qx ? f32 : ot, "Xp");
             Buffer Xq = qx ? Local({CC, rin, win}, ot, "Xq") : Xp;  // what im2col reads
-            Buffer Col = Local({kcmax, r, tw}, ot, "Col");
-            Buffer Colm = Buffer(Col->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(), I32(0),
-                                 "local", "Colm");
+            // the column matrix, two with double-buffered patches: chunk k + 1 is unfolded
+            // into the other while the mms of chunk k read this one (a buffer each: the
+            // engines are ordered per buffer)
+            std::vector<Buffer> Cols, Colms;
+            for (int64_t k = 0; k < (db ? 2 : 1); ++k) {
+              Cols.push_back(Local({kcmax, r, tw}, ot, db ? "Col" + std::to_string(k) : "Col"));
+              Colms.push_back(Buffer(Cols.back()->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(),
+                                     I32(0), "local", "Colm"));
+            }
             // the patch as a matrix [slots x CC, rin x win] (the quantised one in int8)
             Buffer XpMat = qx ? Buffer(Xq->data, ot, {I32(CC), I32(P)}, Array<PrimExpr>(), I32(0),
                                        "local", "XqMat")
@@ -986,16 +992,17 @@ PrimFunc LowerConv(const OpCall& call) {
                 // kw * dw], one vector copy per tap between strided views of Xp and Col (the
                 // engine reads a strided source; a loop over x * sw it could not take as one
                 // command)
+                const size_t cs = db ? size_t(slot) : 0;
                 for (int64_t kh = 0; kh < g.KH; ++kh) {
                   for (int64_t kw = 0; kw < g.KW; ++kw) {
                     Buffer src = StridedView(Xq, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
                                              (qx ? 0 : xoff) + kh * g.dh * win + kw * g.dw, "Tap");
-                    Buffer dst = StridedView(Col, {cc, r, tw}, {KK * r * tw, tw, 1},
+                    Buffer dst = StridedView(Cols[cs], {cc, r, tw}, {KK * r * tw, tw, 1},
                                              (kh * g.KW + kw) * r * tw, "ColTap");
                     st.push_back(CopyNest(dst, src, {cc, r, tw}));
                   }
                 }
-                return mms(Region(Colm, {I32(0), I32(0)}, {kc, P}));
+                return mms(Region(Colms[cs], {I32(0), I32(0)}, {kc, P}));
               };
               auto push = [&](const std::vector<Stmt>& v) {
                 for (const Stmt& x : v) s.push_back(x);
@@ -1129,7 +1136,9 @@ PrimFunc LowerConv(const OpCall& call) {
               if (ep.residual >= 0) tile = Allocate(ib.Rl, tile);
             }
             if (!resident) tile = Allocate(Al, tile);
-            tile = Allocate(Xp, direct_group ? tile : Allocate(Col, tile));
+            if (!direct_group)
+              for (const Buffer& col : Cols) tile = Allocate(col, tile);
+            tile = Allocate(Xp, tile);
             if (q) tile = Allocate(Cf1, tile);
             if (qx) tile = Allocate(Xq, tile);
             if (y_i8) tile = Allocate(Yq, tile);
@@ -1153,6 +1162,7 @@ PrimFunc LowerConv(const OpCall& call) {
   struct Plan {
     int64_t tm, mb;
     bool db, pipe;
+    int64_t rows = 0;  // output rows per item at most (0: as many as fit)
   };
   // The plan chosen for this key before (the same layer shape with other scales: every
   // Conv of an int8 model has its own): built again without the search.
@@ -1173,7 +1183,7 @@ PrimFunc LowerConv(const OpCall& call) {
       resident = c.resident;
       staged = c.staged;
       pipelined = c.plan.pipe;
-      fit(c.plan.mb, c.plan.db);
+      fit(c.plan.mb, c.plan.db, c.plan.rows);
       return MakeFunc(call, p, build(c.plan.mb, c.plan.db, c.plan.pipe));
     }
   }
@@ -1192,6 +1202,19 @@ PrimFunc LowerConv(const OpCall& call) {
   // blocks of 64 channels give each core a share of the output channels.
   const int64_t items128 = g.N * g.G * ((g.OH + R0 - 1) / R0) * ((g.Mg + TM0 - 1) / TM0);
   if (TM0 == kMaxTM && items128 < 2 * call.cores) add_plans(TM0 / 2);
+  // Rows per item that divide the output rows evenly: 28 rows as 9 + 9 + 9 + 1 leave a
+  // core a ninth of the others' work, 4 x 7 none.
+  if (R0 > 1 && R0 < g.OH && g.OH % R0 != 0) {
+    int64_t even = R0;
+    while (even > 1 && g.OH % even != 0) --even;
+    if (even * 2 >= R0) {
+      for (size_t i = 0, n = cands.size(); i < n; ++i) {
+        Plan c = cands[i];
+        c.rows = even;
+        cands.push_back(c);
+      }
+    }
+  }
   // A plan whose buffers leave the code generator less than 8 KiB of L1 (its descriptors
   // and scratch) does not fit.
   auto estimate = [&](const PrimFunc& f) {
@@ -1236,7 +1259,7 @@ PrimFunc LowerConv(const OpCall& call) {
     }
     pipelined = c.pipe;
     TM = c.tm;
-    if (!fit(c.mb, c.db) || (c.db && (g.Cg + CC - 1) / CC > 64)) continue;
+    if (!fit(c.mb, c.db, c.rows) || (c.db && (g.Cg + CC - 1) / CC > 64)) continue;
     PrimFunc f = MakeFunc(call, p, build(c.mb, c.db, c.pipe));
     int64_t cycles = 0;
     try {

@@ -42,16 +42,17 @@ def test_conv_residual_and_activation_f32(xs, ws, attrs, act):
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("hw,m,pipeline,stage", [
-    (8, 40, None, None),   # one item: the cost model's plan
-    (56, 160, 1, 0),       # items pipelined: 14 row tiles x 2 channel blocks over 4 cores, 4 or 3 items a core
-    (56, 160, 0, 0),       # the same, never pipelined
-    (56, 160, 1, 1),       # pipelined, the int8 input read from L2
+@pytest.mark.parametrize("hw,m,pipeline,stage,c", [
+    (8, 40, None, None, 24),   # one item: the cost model's plan
+    (56, 160, 1, 0, 24),       # items pipelined: 14 row tiles x 2 channel blocks over 4 cores, 4 or 3 items a core
+    (56, 160, 0, 0, 24),       # the same, never pipelined
+    (56, 160, 1, 1, 24),       # pipelined, the int8 input read from L2
+    (28, 64, None, None, 64),  # 3 chunks of input channels, each unfolded while the last one multiplies
 ])
-def test_conv_int8_in_int8_residual_int8_out(hw, m, pipeline, stage, hazard_checked):
+def test_conv_int8_in_int8_residual_int8_out(hw, m, pipeline, stage, c, hazard_checked):
     """Every int8 path at once, bit-exact against numpy doing the same f32 steps; every L1
     access ordered (the simulator's hazard mode)."""
-    xs, ws = (1, 24, hw, hw), (m, 24, 3, 3)
+    xs, ws = (1, c, hw, hw), (m, c, 3, 3)
     xq = RNG.integers(-128, 128, xs).astype(np.int8)
     wq = RNG.integers(-127, 128, ws).astype(np.int8)
     bq = RNG.integers(-2000, 2000, ws[0]).astype(np.int32)
@@ -68,6 +69,10 @@ def test_conv_int8_in_int8_residual_int8_out(hw, m, pipeline, stage, hazard_chec
         f = compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec((1, m, hw, hw), "int8")], "npu -cores=4")
         assert ("Cl1" in str(f)) == bool(pipeline)  # the second set of accumulators
         assert ("Xsh" in str(f)) == bool(stage)    # the input in L2
+    if c > 28:  # the column matrix double-buffered (two chunks of 28 channels and one of 8)
+        specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in (xq, wq, bq, w_scale, rq)]
+        f = compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec((1, m, hw, hw), "int8")], "npu -cores=4")
+        assert "Col1" in str(f) and str(f).count("tile.mm") >= 3
     out = run_lowered("Conv", attrs, [xq, wq, bq, w_scale, rq], [np.zeros((1, m, hw, hw), np.int8)])[0]
     f = np.float32
     xp = np.pad(xq.astype(np.int64), ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=zx)  # padding is the zero point
