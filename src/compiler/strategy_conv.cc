@@ -343,6 +343,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
 struct TransposedPlan {
   int64_t tp = 0;  // output positions per item (the mm's rows)
   int64_t tm = 0;  // output channels per item (the mm's columns)
+  // the residual added (and the activation applied) by the vector engine, not in the mm's
+  // epilogue: an f32 residual streams at 4 bytes an element through the matrix engine,
+  // as long as the product itself when K is small
+  bool residual_on_vector = false;
 };
 
 /*! \brief Whether an int8 Conv can take the transposed 1x1 plan: one group, a 1x1 kernel,
@@ -388,6 +392,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   const FusedEpilogue ep = GetFusedEpilogue(call.attrs, call.inputs.size());
   const bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
   const bool r_i8 = ep.residual >= 0 && call.inputs[ep.residual]->dtype == i8;
+  const bool res_vec = tp.residual_on_vector && ep.residual >= 0;
   Buffer X = View(p.in[0], {g.N, C, HW}, "X");
   Buffer Xs = View(p.in[0], {g.N, C, g.OH, g.sh, g.W}, "Xs");
   Buffer W = View(p.in[1], {g.M, C}, "W");
@@ -517,8 +522,8 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
               s.push_back(CopyNest(rf, rv, {P, TMc}));
             }
           }
-          const bool relu = ep.activation == "Relu";
-          const bool clip = ep.activation == "Clip";
+          const bool relu = ep.activation == "Relu" && !res_vec;
+          const bool clip = ep.activation == "Clip" && !res_vec;
           s.push_back(Intrin(
               "tile.mm",
               {Region(sl.Cf, {I32(0), I32(0)}, {P, TMc}), Region(sl.XT, {I32(0), I32(0)}, {P, C}),
@@ -527,7 +532,8 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
                IntImm(DataType::Bool(), 0),
                has_bias ? PrimExpr(Region(Ball, {I32(0), m0}, {1, TMc})) : I32(0),
                Region(Sall, {I32(0), m0}, {1, TMc}), I32(0),
-               ep.residual >= 0 ? PrimExpr(Region(sl.Rf, {I32(0), I32(0)}, {P, TMc})) : I32(0),
+               ep.residual >= 0 && !res_vec ? PrimExpr(Region(sl.Rf, {I32(0), I32(0)}, {P, TMc}))
+                                            : I32(0),
                StringImm(relu ? "relu" : "none"), F32(clip && std::isfinite(ep.lo) ? ep.lo : -big),
                F32(clip && std::isfinite(ep.hi) ? ep.hi : big)}));
           return Seq(s);
@@ -538,6 +544,13 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           std::vector<Stmt> s;
           s.push_back(Intrin("tile.wait", {I32(2 + k)}));  // slot k's last store has drained
           Buffer yt = transposed(sl.Yt, P, TMc, "Ytv"), cf = plain(sl.Cf, P, TMc, "Cfv");
+          if (res_vec) {  // the mm's epilogue stopped after the scale: the same f32 steps here
+            Buffer rf = plain(sl.Rf, P, TMc, "ResidualSum");
+            s.push_back(over(P, TMc)([&](const Array<PrimExpr>& i) {
+              return BufferStore(cf, BufferLoad(cf, i) + BufferLoad(rf, i), i);
+            }));
+            s.push_back(ApplyActivation(ep, cf, over(P, TMc)));
+          }
           if (y_i8) {  // quantise as the consumers would on load, written channel-major
             for (const Stmt& x : QuantiseSteps(yt, cf, y_inv, y_zp, over(P, TMc))) s.push_back(x);
           } else {
@@ -1288,23 +1301,25 @@ PrimFunc LowerConv(const OpCall& call) {
   if (transposed == 1) best_cycles = std::numeric_limits<int64_t>::max();
   if (TransposedFits(call, ep) && (transposed == 1 || (transposed != 0 && !forced))) {
     for (int64_t tp : {128, 256, 512, 1024}) {
-      for (int64_t tm : {64, 128, 256}) {
-        TransposedPlan t{std::min(tp, g.OH * g.OW), std::min(tm, g.M)};
-        if ((tp > t.tp && tp != 128) || (tm > t.tm && tm != 64)) continue;  // each size once
-        int64_t cycles = -1;
-        PrimFunc f;
-        try {
-          f = MakeFunc(call, p, LowerConvTransposed(call, p, t));
-          cycles = estimate(f);
-        } catch (const ffi::Error&) {
-          continue;  // does not fit once the buffers are placed in banks
+      for (int64_t tm : {64, 128, 256})
+        for (bool rv : {false, true}) {
+          if (rv && ep.residual < 0) continue;
+          TransposedPlan t{std::min(tp, g.OH * g.OW), std::min(tm, g.M), rv};
+          if ((tp > t.tp && tp != 128) || (tm > t.tm && tm != 64)) continue;  // each size once
+          int64_t cycles = -1;
+          PrimFunc f;
+          try {
+            f = MakeFunc(call, p, LowerConvTransposed(call, p, t));
+            cycles = estimate(f);
+          } catch (const ffi::Error&) {
+            continue;  // does not fit once the buffers are placed in banks
+          }
+          if (cycles >= 0 && cycles < best_cycles) {
+            best = f;
+            best_cycles = cycles;
+            chosen_transposed = t;
+          }
         }
-        if (cycles >= 0 && cycles < best_cycles) {
-          best = f;
-          best_cycles = cycles;
-          chosen_transposed = t;
-        }
-      }
     }
   }
   std::lock_guard<std::mutex> lock(memo_mu);

@@ -93,6 +93,7 @@ def test_conv_int8_in_int8_residual_int8_out(hw, m, pipeline, stage, c, hazard_c
     (256, 512, 28, 2, True, False, True, ""),       # a downsample: every other row and column
     (40, 24, 9, 2, False, True, False, "Relu"),     # strided, f32 in, f32 residual
     (512, 1024, 7, 1, True, False, True, "Relu"),   # weights over 256 KiB: a block loaded and transposed per item
+    (128, 512, 28, 1, True, True, True, "Relu"),    # K = 128: the residual and Relu on the vector engine
 ])
 def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, act, hazard_checked):
     """The transposed 1x1 plan (the epilogue in the matrix engine) against numpy doing the
@@ -124,6 +125,8 @@ def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, ac
     f = compiler.LowerOp("Conv", dict(attrs, tc_transposed=1), specs, [compiler.TensorSpec(out.shape, str(out.dtype))],
                          "npu -cores=4")
     assert "XT0" in str(f)  # the transposed X tile
+    if c == 128:  # an f32 residual would stream through the matrix engine as long as the product
+        assert "ResidualSum" in str(f)
     got = run_lowered("Conv", dict(attrs, tc_transposed=1), ins, [np.zeros_like(out)])[0]
     other = run_lowered("Conv", dict(attrs, tc_transposed=0), ins, [np.zeros_like(out)])[0]
     np.testing.assert_array_equal(got, other)
