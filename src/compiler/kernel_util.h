@@ -275,6 +275,8 @@ struct Params {
   Map<Var, Buffer> map;
 };
 Params MakeParams(const OpCall& call);
+/*! \brief The kernel's global symbol: the op type in lower case. */
+std::string KernelSymbol(const std::string& op_type);
 PrimFunc MakeFunc(const OpCall& call, const Params& p, Stmt body);
 
 // attributes

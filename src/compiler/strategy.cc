@@ -163,12 +163,15 @@ Params MakeParams(const OpCall& call) {
   return p;
 }
 
+std::string KernelSymbol(const std::string& op_type) {
+  std::string sym;
+  for (char ch : op_type) sym += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return sym;
+}
+
 PrimFunc MakeFunc(const OpCall& call, const Params& p, Stmt body) {
   Map<String, Any> attrs;
-  std::string sym;
-  for (char ch : call.op_type)
-    sym += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  attrs.Set("global_symbol", String(sym));
+  attrs.Set("global_symbol", String(KernelSymbol(call.op_type)));
   attrs.Set("op_type", String(call.op_type));
   attrs.Set("input_params", call.data_inputs);
   return PrimFunc(p.vars, body, p.map, attrs);
@@ -272,6 +275,14 @@ TILECORE_REGISTER_GLOBAL("compiler.LowerOp")
       std::vector<TensorSpec> in;
       for (const Any& a : inputs) in.push_back(a.is_none() ? TensorSpec() : a.cast<TensorSpec>());
       return LowerOp(std::string(op_type), attrs, in, ToVec(outputs), target);
+    });
+TILECORE_REGISTER_GLOBAL("compiler.KernelSignature")
+    .set_body_typed([](String op_type, int64_t n_inputs) -> Array<Any> {
+      std::string op(op_type);
+      const Strategy* s = Find(op);
+      if (s == nullptr) TILECORE_THROW(ValueError) << "KernelSignature: no strategy for " << op;
+      int64_t data = s->data_inputs < 0 ? n_inputs : std::min<int64_t>(n_inputs, s->data_inputs);
+      return Array<Any>{Any(String(detail::KernelSymbol(op))), Any(data)};
     });
 TILECORE_REGISTER_GLOBAL("compiler.ListStrategies").set_body_typed([]() {
   Array<String> out;

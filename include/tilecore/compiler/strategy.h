@@ -14,7 +14,9 @@
  * the partitioner to send the node to the host.
  *
  * Each strategy is also the global function `compiler.strategy.<OpType>`
- * (attrs, inputs, outputs, target) -> PrimFunc.
+ * (attrs, inputs, outputs, target) -> PrimFunc. `compiler.KernelSignature(op_type,
+ * n_inputs)` gives [global symbol, input params] of the PrimFunc LowerOp would return,
+ * without lowering (the driver lowers a kernel only when it is used).
  */
 #ifndef TILECORE_COMPILER_STRATEGY_H_
 #define TILECORE_COMPILER_STRATEGY_H_

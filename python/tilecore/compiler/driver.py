@@ -520,7 +520,23 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     cache = {}  # kernel key -> (Module, function name, input params); an npu Module is built
     # once the layer groups are known (None until then: a grouped node's own is never built)
     steps = []  # (node, module, function, input params)
-    npu_funcs, step_funcs = {}, {}  # kernel key -> the strategy's PrimFunc; step name -> it
+    # kernel key -> the strategy's PrimFunc, lowered when first asked for (a layer group's
+    # members are lowered again for their tensors in L2: most never need their own);
+    # step name -> the PrimFunc
+    npu_funcs, step_funcs = {}, {}
+
+    def lazy_lower(nd, out_specs):
+        done = []
+
+        def get():
+            if not done:
+                try:
+                    done.append(LowerOp(nd.op, nd.attrs, nd.in_specs, out_specs, target))
+                except Exception as e:
+                    raise CompileError(f"node `{nd.name}` ({nd.op}) on the npu: {str(e).splitlines()[0]}") from e
+            return done[0]
+        return get
+
     step_keys = []  # the kernel key of each step
     key_of = {}  # id(node) -> its kernel key
     used_names = set()
@@ -539,18 +555,21 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         if hit is None:
             try:
                 if nd.where == "npu":
-                    f = LowerOp(nd.op, nd.attrs, nd.in_specs, out_specs, target)
                     mod = None
-                    npu_funcs[key] = f
+                    npu_funcs[key] = lazy_lower(nd, out_specs)
+                    fn, in_params = (str(x) if i == 0 else int(x)
+                                     for i, x in enumerate(_ffi.KernelSignature(nd.op, len(nd.in_specs))))
                 else:
                     f = host[1](nd.op, nd.attrs, [_spec(s) for s in nd.in_specs], out_specs)
                     mod = _build(f, target="c")
+                    n_params = len(f.params)
+                    in_params = int(f.attrs["input_params"]) if "input_params" in f.attrs else n_params - len(nd.outs)
+                    fn = str(f.attrs["global_symbol"]) if "global_symbol" in f.attrs else mod.functions[0]
+            except CompileError:
+                raise
             except Exception as e:
                 raise CompileError(f"node `{nd.name}` ({nd.op}) on the {nd.where}: "
                                    f"{str(e).splitlines()[0]}") from e
-            n_params = len(f.params)
-            in_params = int(f.attrs["input_params"]) if "input_params" in f.attrs else n_params - len(nd.outs)
-            fn = str(f.attrs["global_symbol"]) if "global_symbol" in f.attrs else mod.functions[0]
             hit = (mod, fn, in_params)
             cache[key] = hit
         base = nd.name or f"{nd.op}_{nd.index}"
@@ -575,7 +594,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             # intermediates, so that its plan is chosen for where its tensors are
             where = tuple(p for p, t in enumerate(row) if t in internal)
             if not where:
-                return f
+                return f()
             mkey = (step_keys[k], where)
             if mkey not in member_cache:
                 nd = steps[k][0]
@@ -584,7 +603,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                     member_cache[mkey] = LowerOp(nd.op, {**nd.attrs, "tc_in_l2": list(where)}, nd.in_specs,
                                                  out_specs, target)
                 except Exception:  # noqa: BLE001 (the plan chosen for the DDR is a correct program too)
-                    member_cache[mkey] = f
+                    member_cache[mkey] = f()
             return member_cache[mkey]
 
         def build_group(idx, funcs, args, ins, outs):
@@ -604,13 +623,15 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         key = key_of[id(nd)]
         if key not in built:
             try:
-                built[key] = _build(npu_funcs[key], target=target)
+                built[key] = _build(npu_funcs[key](), target=target)
             except Exception as e:
                 raise CompileError(f"node `{nd.name}` ({nd.op}) on the npu: {str(e).splitlines()[0]}") from e
         return built[key]
 
     steps = [(nd, module_of(nd) if mod is None else mod, fn, p) for nd, mod, fn, p in steps]
     for (nd, *_), f in zip(steps, step_kernels):
+        if callable(f):  # a step's own kernel (its module above lowered it already)
+            f = f()
         if f is not None:
             step_funcs[nd.step_name] = f
         if f is not None and isinstance(nd, _groups.GroupNode):  # what each member costs in it

@@ -106,8 +106,9 @@ class Groups:
 
     def apply(self, funcs: Sequence[Any], build_group: Callable[..., tuple]) -> tuple[list[tuple], list[Any],
                                                                                        list[GroupNode]]:
-        """The steps with each group's members replaced by one step. ``funcs[i]`` is the
-        strategy PrimFunc of step i; ``build_group(indices, funcs, args, inputs, outputs)``
+        """The steps with each group's members replaced by one step. ``funcs[i]`` gives the
+        strategy PrimFunc of step i when called (None for a host step); ``build_group(indices,
+        funcs, args, inputs, outputs)``
         returns (module, function, PrimFunc) or raises: a group that does not build (L2
         overflows once its members' own buffers are placed) is split in halves, down to
         single steps. Returns the new steps, their PrimFuncs, and the groups made."""
