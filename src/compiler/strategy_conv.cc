@@ -750,7 +750,7 @@ PrimFunc LowerConv(const OpCall& call) {
   // R and CC for MB blocks per item; whether they fit L1
   auto fit = [&](int64_t mb, bool db, int64_t rows = 0) {
     const int64_t slots = db ? 2 : 1;
-    R = rows > 0 ? std::min(R0, rows) : R0;
+    R = rows > 0 ? std::min(g.OH, rows) : R0;
     CC = CC0;
     while (l1_bytes(R, CC, mb, slots) > budget) {
       if (CC > 16) {
@@ -1228,6 +1228,14 @@ PrimFunc LowerConv(const OpCall& call) {
       }
     }
   }
+  // Twice the rows per item (up to 512 positions): a strided window re-reads fewer rows
+  // per output row, and each im2col copy (one per tap) moves twice the data for its
+  // latency (ResNet-50's stem: 7 x 7 taps, stride 2, 112 columns).
+  if (TW == g.OW && R0 < g.OH && g.KH * g.KW > 1) {
+    const int64_t twice = std::min(g.OH, 2 * R0);
+    cands.push_back({TM0, 1, true, false, twice});
+    cands.push_back({TM0, 1, false, false, twice});
+  }
   // A plan whose buffers leave the code generator less than 8 KiB of L1 (its descriptors
   // and scratch) does not fit.
   auto estimate = [&](const PrimFunc& f) {
@@ -1240,8 +1248,12 @@ PrimFunc LowerConv(const OpCall& call) {
   Plan chosen{TM0, 1, false, false};
   bool chosen_resident = false;
   // then the best plan with the weights resident, when they take at most half of L1
+  // (tc_resident 0 or 1 overrides the cost model: never, or whenever the variant fits)
+  const int64_t reside = AttrInt(call.attrs, "tc_resident", -1);
   const bool may_reside = g.G == 1 && mp.operand_bytes() * g.Mg * g.Cg * KK <= call.l1_bytes / 2;
-  if (may_reside) cands.push_back({0, 0, false, false});
+  if (may_reside && reside != 0) cands.push_back({0, 0, false, false});
+  // (asked for: also with the rows that fit, when the chosen plan's do not leave it room)
+  if (may_reside && reside == 1) cands.push_back({0, 1, false, false});
   // then the chosen plan pipelined across items, and one item of 128 channels pipelined
   // (the second set of accumulators may not fit the chosen plan's larger items)
   // (tc_pipeline 0 or 1 overrides the cost model: never, or whenever a pipelined plan fits)
@@ -1258,9 +1270,12 @@ PrimFunc LowerConv(const OpCall& call) {
     cands.push_back({-2, 0, false, false});
   bool chosen_pipe = false, chosen_staged = false;
   for (Plan c : cands) {
+    const bool resident_variant = c.tm == 0;
     if (c.tm == 0) {  // the resident variant of the chosen plan
       resident = true;
+      const bool default_rows = c.mb == 1;
       c = chosen;
+      if (default_rows) c.rows = 0;
     } else if (c.tm == -1) {
       resident = chosen_resident;
       c = chosen;
@@ -1281,7 +1296,8 @@ PrimFunc LowerConv(const OpCall& call) {
       continue;  // does not fit once the buffers are placed in banks
     }
     if (cycles < 0) continue;
-    const bool forced = (pipeline == 1 && c.pipe && !chosen_pipe) || (staged && stage_input == 1);
+    const bool forced = (pipeline == 1 && c.pipe && !chosen_pipe) || (staged && stage_input == 1) ||
+                        (resident_variant && reside == 1);
     if (cycles < best_cycles || forced) {
       best = f;
       best_cycles = cycles;
@@ -1297,7 +1313,8 @@ PrimFunc LowerConv(const OpCall& call) {
   TransposedPlan chosen_transposed;
   // (a plan forced by tc_pipeline or tc_stage_input = 1 stays unless tc_transposed = 1 too)
   const int64_t transposed = AttrInt(call.attrs, "tc_transposed", -1);
-  const bool forced = (pipeline == 1 && chosen_pipe) || (stage_input == 1 && chosen_staged);
+  const bool forced = (pipeline == 1 && chosen_pipe) || (stage_input == 1 && chosen_staged) ||
+                      (reside == 1 && chosen_resident);
   if (transposed == 1) best_cycles = std::numeric_limits<int64_t>::max();
   if (TransposedFits(call, ep) && (transposed == 1 || (transposed != 0 && !forced))) {
     for (int64_t tp : {128, 256, 512, 1024}) {
@@ -1342,7 +1359,7 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
   why = CheckResidualShape(op, GetFusedEpilogue(attrs, ins.size()), ins, out);
   if (!why.empty()) return why;
   for (const char* knob :
-       {"tc_pipeline", "tc_stage_input", "tc_transposed"}) {  // plan overrides: off or on
+       {"tc_pipeline", "tc_stage_input", "tc_transposed", "tc_resident"}) {  // plan overrides
     if (!HasAttr(attrs, knob)) continue;
     auto v = attrs.Get(String(knob))->try_cast<int64_t>();
     if (!v || (*v != 0 && *v != 1)) return std::string("Conv: ") + knob + " must be 0 or 1";

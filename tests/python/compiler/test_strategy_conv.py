@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from tilecore import compiler
+from tilecore.ir import ops
 from strategy_util import check_op, rand, run_lowered, run_op
 
 CASES = [
@@ -80,17 +81,22 @@ def test_conv_reasons():
 
 
 @pytest.mark.parametrize("xs,ws,attrs", [
-    ((1, 64, 56, 56), (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}),   # ResNet-50's layer1 conv2
-    ((1, 64, 28, 28), (96, 64, 1, 1), {}),                       # pointwise: the patch is the column matrix
+    ((1, 64, 56, 56), (64, 64, 3, 3), {"pads": [1, 1, 1, 1], "tc_resident": 1}),  # ResNet-50's layer1 conv2
+    ((1, 64, 28, 28), (96, 64, 1, 1), {}),  # pointwise: the patch is the column matrix (the cost model's pick)
 ])
 def test_conv_with_resident_weights(xs, ws, attrs):
-    """Weights that fit L1 are loaded once per core (the plan the cost model picks here),
-    not a block per chunk and item."""
+    """Weights that fit L1 are loaded once per core, not a block per chunk and item (for
+    layer1 conv2 the cost model prefers items of twice the rows, which leave no room for
+    them: tc_resident asks for them)."""
     specs = [compiler.TensorSpec(xs, "float32"), compiler.TensorSpec(ws, "float32")]
     oh = xs[2] + sum(attrs.get("pads", [0, 0, 0, 0])[::2]) - ws[2] + 1
     f = compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec((1, ws[0], oh, oh), "float32")], "npu -cores=4")
     assert "Wres" in str(f)
-    check_op("Conv", attrs, [rand(xs, 1), rand(ws, 2, -0.1, 0.1)], rtol=1e-4, atol=1e-4)
+    x, w = rand(xs, 1), rand(ws, 2, -0.1, 0.1)
+    out = run_lowered("Conv", attrs, [x, w], [np.zeros((1, ws[0], oh, oh), np.float32)])[0]
+    schema = ops.get_op("Conv")  # the op library's numpy reference
+    ref = schema.reference(schema.fill_attrs({k: v for k, v in attrs.items() if k != "tc_resident"}), x, w)
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("xs,ws,attrs,pipeline", [
