@@ -61,6 +61,8 @@ def test_conv_channel_blocks_share_the_input(xs, ws, attrs, bias):
 @pytest.mark.parametrize("xs,ws,attrs,bias", [
     ((1, 37, 30, 30), (37, 1, 3, 3), {"group": 37, "pads": [1, 1, 1, 1], "strides": [2, 2]}, True),  # channel remainder
     ((2, 5, 9, 300), (5, 1, 3, 5), {"group": 5, "pads": [1, 2, 1, 2], "dilations": [2, 1]}, False),  # column tiles
+    ((1, 4, 203, 203), (4, 1, 3, 3), {"group": 4, "pads": [1, 1, 1, 1]}, True),  # 5 row tiles and 3 rows: the
+                                                                                  # first and last load in one DMA
     ((1, 7, 20), (7, 1, 3), {"group": 7, "pads": [1, 1], "strides": [2]}, True),                       # 1-D
 ])
 def test_depthwise_runs_on_the_vector_engine(xs, ws, attrs, bias):
