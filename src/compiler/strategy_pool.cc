@@ -278,10 +278,25 @@ PrimFunc LowerPool(const OpCall& call) {
                                I32(0)}));
                     });
                   });
-                  s.push_back(
-                      ekd == 1 && g.D == 1
-                          ? IfThenElse(ih0 >= I32(0) && ih0 + I32(ph) <= I32(g.H), block, rows)
-                          : rows);
+                  // the first and last row tiles: their valid rows, known here, in one DMA
+                  auto edge = [&](int64_t tile_row) -> Stmt {
+                    int64_t top = (sr.base + tile_row * R) * g.s[1] - g.pb[1];
+                    int64_t lo = std::max<int64_t>(0, top), hi = std::min(g.H, top + ph);
+                    if (hi <= lo) return Evaluate(I32(0));
+                    return Intrin("tile.dma_copy",
+                                  {Region(P4, {I32(0), I32(0), I32(lo - top), I32(vlo - iw0)},
+                                          {cc, 1, hi - lo, vhi - vlo}),
+                                   Region(X, {n, c0, I32(0), I32(lo), I32(vlo)},
+                                          {1, cc, 1, hi - lo, vhi - vlo}),
+                                   I32(0)});
+                  };
+                  Stmt load = rows;
+                  if (ekd == 1 && g.D == 1) {
+                    load = IfThenElse(eq(ri, I32(sr.count - 1)), edge(sr.count - 1), rows);
+                    load = IfThenElse(eq(ri, I32(0)), edge(0), load);
+                    load = IfThenElse(ih0 >= I32(0) && ih0 + I32(ph) <= I32(g.H), block, load);
+                  }
+                  s.push_back(load);
                   s.push_back(Intrin("tile.wait", {I32(0)}));
                 }
                 auto apply = [&](const TileView& v, const char* fn) {
