@@ -69,19 +69,46 @@ class Node:
         return f"`{self.onnx_name}` ({self.op_type}, {self.where}{fused})"
 
 
-def _fused_nodes(text: str | None, step: str) -> list[tuple[str, str]]:
-    """The (name, op type) pairs of a step's debug entry ``fused`` (JSON), [] without one;
-    TargetError naming the step when the entry is not a list of such pairs."""
+def _debug_entry(dbg: dict, key: str, step: str, valid, expected: str, empty):
+    """A step's JSON debug entry ``key`` (``empty`` without one); TargetError naming the
+    step and the entry when it is not JSON or not ``expected`` (``valid`` says)."""
+    text = dbg.get(key)
     if not text:
-        return []
+        return empty
     try:
-        pairs = json.loads(text)
+        value = json.loads(text)
     except ValueError as e:
-        raise TargetError(f"step `{step}`: its debug entry `fused` is not JSON ({e})") from None
-    if not isinstance(pairs, list) or not all(
-            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs):
-        raise TargetError(f"step `{step}`: its debug entry `fused` is not a list of [node, op type] pairs")
+        raise TargetError(f"step `{step}`: its debug entry `{key}` is not JSON ({e})") from None
+    if not valid(value):
+        raise TargetError(f"step `{step}`: its debug entry `{key}` is not {expected}")
+    return value
+
+
+def _strings(v, n=None) -> bool:
+    return isinstance(v, list) and (n is None or len(v) == n) and all(isinstance(x, str) for x in v)
+
+
+def _fused_nodes(dbg: dict, step: str) -> list[tuple[str, str]]:
+    """The (name, op type) pairs of a step's debug entry ``fused``, [] without one."""
+    pairs = _debug_entry(dbg, "fused", step, lambda v: isinstance(v, list) and all(_strings(p, 2) for p in v),
+                         "a list of [node, op type] pairs", [])
     return [(p[0], p[1]) for p in pairs]
+
+
+def _group_nodes(dbg: dict, step: str) -> list[str]:
+    """The member nodes of a layer group's step (debug entry ``group``), [] without one."""
+    group = _debug_entry(dbg, "group", step, lambda v: isinstance(v, dict) and _strings(v.get("nodes", [])),
+                         "an object whose `nodes` is a list of node names", {})
+    return group.get("nodes", [])
+
+
+def _views(dbg: dict, step: str) -> list[list]:
+    """The free views before a step (debug entry ``views``): [name, op, source, output, shape]."""
+    def valid(v):
+        return isinstance(v, list) and all(
+            isinstance(e, list) and len(e) == 5 and _strings(e[:4]) and isinstance(e[4], list)
+            and all(isinstance(d, int) for d in e[4]) for e in v)
+    return _debug_entry(dbg, "views", step, valid, "a list of [name, op, source, output, shape] entries", [])
 
 
 class ModelTarget(Target):
@@ -135,10 +162,9 @@ class ModelTarget(Target):
 
     def _add_step(self, step) -> None:
         dbg = step.get("debug", {})
-        if dbg.get("group"):
-            for member in json.loads(dbg["group"]).get("nodes", []):
-                self.grouped[member] = step["node"]
-        for view in json.loads(dbg["views"]) if dbg.get("views") else []:
+        for member in _group_nodes(dbg, step["node"]):
+            self.grouped[member] = step["node"]
+        for view in _views(dbg, step["node"]):
             vname, op, src, out, shape = view
             n = Node(len(self.nodes), "view", vname or f"{op}_{len(self.nodes)}", vname or out, op, [src], [out])
             self.nodes.append(n)
@@ -157,7 +183,7 @@ class ModelTarget(Target):
         n = Node(len(self.nodes), step["kind"], step["node"], step.get("source_node") or step["node"],
                  step["op_type"], ins, outs, step)
         # nodes fused into this step's epilogue (an Add, a Relu): it computes them
-        n.fused = _fused_nodes(dbg.get("fused"), step["node"])
+        n.fused = _fused_nodes(dbg, step["node"])
         self.nodes.append(n)
         for i, o in enumerate(outs):
             self._add_value(o, args[n_in + i], producer=n.index)

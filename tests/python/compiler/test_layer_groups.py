@@ -178,10 +178,14 @@ def test_tdb_stops_before_the_step_that_computes_a_fused_node(tmp_path):
         assert "Breakpoint 1, node `conv3` (Conv, npu, computes `add` (Add)" in out.getvalue(), out.getvalue()
 
 
-@pytest.mark.parametrize("entry", ["[[\"add\", \"Add\"", "[[\"add\"]]", "{\"add\": \"Add\"}", "[[1, 2]]"])
-def test_tdb_names_a_bad_fused_debug_entry(entry):
-    """A .tcx whose step debug entry `fused` is not a list of [node, op type] pairs gets a
-    TargetError naming the step, not a crash."""
+@pytest.mark.parametrize("key,entry", [
+    ("fused", "[[\"add\", \"Add\""), ("fused", "[[\"add\"]]"), ("fused", "{\"add\": \"Add\"}"),
+    ("fused", "[[1, 2]]"), ("group", "{\"nodes\": \"conv1\"}"), ("group", "[1]"), ("group", "{"),
+    ("views", "[[\"r\", \"Reshape\", \"a\", \"b\"]]"), ("views", "[[\"r\", \"Reshape\", \"a\", \"b\", [\"2\"]]]"),
+    ("views", "null x")])
+def test_tdb_names_a_bad_debug_entry(key, entry):
+    """A .tcx whose step debug entry `fused`, `group` or `views` is not JSON of its form (a
+    hand-edited file) gets a TargetError naming the step and the entry, not a crash."""
     from tilecore.tdb.model import ModelTarget
     from tilecore.tdb.target import TargetError
 
@@ -193,10 +197,10 @@ def test_tdb_names_a_bad_fused_debug_entry(entry):
         @staticmethod
         def describe():
             d = exe.describe()
-            d["steps"][-1]["debug"]["fused"] = entry
+            d["steps"][-1]["debug"][key] = entry
             return d
 
-    with pytest.raises(TargetError, match=r"step `conv3`: its debug entry `fused` is not"):
+    with pytest.raises(TargetError, match=rf"step `conv3`: its debug entry `{key}` is not"):
         ModelTarget(Edited())
 
 
