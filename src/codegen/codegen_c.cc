@@ -18,6 +18,7 @@
 #include "tilecore/ffi/dtype.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ir/functor.h"
+#include "tilecore/ir/intrinsics.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/runtime/process.h"
 #include "tilecore/transform/analyzer.h"
@@ -829,8 +830,7 @@ class CPrinter {
   static bool HasBarrier(const ir::Stmt& s) {
     bool found = false;
     PostOrderVisit(s, [&](const ObjectRef& o) {
-      if (const auto* c = o.as<CallNode>())
-        found = found || c->op == "tir.barrier" || c->op == "tir.barrier_no_drain";
+      if (const auto* c = o.as<CallNode>()) found = found || IsBarrier(c->op.view());
     });
     return found;
   }
@@ -1059,7 +1059,7 @@ class CPrinter {
   // Emits a statement-level intrinsic; false when `c` is a value (not an effect).
   bool EffectCall(const CallNode* c) {
     std::string op(c->op.view());
-    if (op == "tir.barrier" || op == "tir.barrier_no_drain") {
+    if (IsBarrier(op)) {
       if (!barrier_.empty()) Line() << barrier_ << "\n";
       return true;  // cores without a barrier-free body run one after another
     }

@@ -17,6 +17,7 @@
 #include "tilecore/codegen/tile_operand.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/function.h"
+#include "tilecore/ir/intrinsics.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/ir/stmt.h"
 #include "tilecore/target/target.h"
@@ -415,7 +416,7 @@ class Walker {
       }
       return;
     }
-    if (op == "tir.barrier" || op == "tir.barrier_no_drain") {
+    if (IsBarrier(op)) {
       Barrier(op == "tir.barrier");
       return;
     }

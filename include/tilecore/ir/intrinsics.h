@@ -98,6 +98,12 @@ DataType CheckIntrinsicCall(std::string_view op, const Array<PrimExpr>& args, Da
 /*! \brief Whether the call has an effect (not pure); unknown ops count as effects. */
 bool CallHasEffect(const CallNode* call);
 
+/*! \brief Whether `op` is a cluster-wide barrier of the front ends: tir.barrier (which
+ *  drains the core's engine queues first) or tir.barrier_no_drain. */
+inline bool IsBarrier(std::string_view op) {
+  return op == "tir.barrier" || op == "tir.barrier_no_drain";
+}
+
 }  // namespace ir
 }  // namespace tilecore
 #endif  // TILECORE_IR_INTRINSICS_H_

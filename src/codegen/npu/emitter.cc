@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "tilecore/ffi/error.h"
+#include "tilecore/ir/intrinsics.h"
 #include "tilecore/runtime/npu_module.h"
 
 namespace tilecore::codegen::npu {
@@ -603,7 +604,7 @@ void NpuEmitter::CoresLoop(const ForNode* f) {
 
 void NpuEmitter::EffectCall(const CallNode* c) {
   std::string op(c->op.view());
-  if (op == "tir.barrier" || op == "tir.barrier_no_drain") {
+  if (IsBarrier(op)) {
     if (cores_ > 1) {
       if (op == "tir.barrier") E(Op::Fence, {});
       E(Op::Barrier, {});
