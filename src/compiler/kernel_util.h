@@ -164,6 +164,24 @@ inline std::string CheckIndexDType(const std::string& op, const TensorSpec& indi
   return op + ": indices are " + indices->dtype.str() + "; the npu reads int32 and int64 indices";
 }
 
+/*! \brief A view of an L1 allocation with logical dims `dims` and element `strides`,
+ * unit dims dropped (the engines take up to 4 dims). */
+inline Buffer StridedView(const Buffer& alloc, const std::vector<int64_t>& dims,
+                          const std::vector<int64_t>& strides, int64_t offset,
+                          const std::string& name) {
+  Array<PrimExpr> shape, st;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k] == 1) continue;
+    shape.push_back(I32(dims[k]));
+    st.push_back(I32(strides[k]));
+  }
+  if (shape.empty()) {
+    shape.push_back(I32(1));
+    st.push_back(I32(1));
+  }
+  return Buffer(alloc->data, alloc->dtype, shape, st, I32(offset), alloc->scope, String(name));
+}
+
 /*! \brief Builds a loop nest around `body(indices)`: how the element-wise helpers shared by
  * strategies (matrix_precision.h, fused_epilogue.h) are told which elements to visit. */
 using NestFn = std::function<Stmt(const std::function<Stmt(const Array<PrimExpr>&)>&)>;

@@ -147,23 +147,6 @@ std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
   return s;
 }
 
-/*! \brief A view of an L1 allocation with logical dims `dims` and element `strides`,
- * unit dims dropped (the engines take up to 4 dims). */
-Buffer StridedView(const Buffer& alloc, const std::vector<int64_t>& dims,
-                   const std::vector<int64_t>& strides, int64_t offset, const std::string& name) {
-  Array<PrimExpr> shape, st;
-  for (size_t k = 0; k < dims.size(); ++k) {
-    if (dims[k] == 1) continue;
-    shape.push_back(I32(dims[k]));
-    st.push_back(I32(strides[k]));
-  }
-  if (shape.empty()) {
-    shape.push_back(I32(1));
-    st.push_back(I32(1));
-  }
-  return Buffer(alloc->data, alloc->dtype, shape, st, I32(offset), alloc->scope, String(name));
-}
-
 /*! \brief dst[i] = src[i] over the non-unit dims of `dims` (views from StridedView). */
 Stmt CopyNest(const Buffer& dst, const Buffer& src, const std::vector<int64_t>& dims) {
   std::vector<int64_t> ext;

@@ -55,7 +55,7 @@ bool Normalize(Box* b) {
 }
 
 /*! \brief A view of `param` with a leading flat offset dimension and the box's strides. */
-Buffer StridedView(const Buffer& param, const std::vector<int64_t>& ext,
+Buffer FlatBoxView(const Buffer& param, const std::vector<int64_t>& ext,
                    const std::vector<int64_t>& strides, int64_t numel, const std::string& name) {
   Array<PrimExpr> s{I32(std::max<int64_t>(numel, 1))}, st{I32(1)};
   for (size_t i = 0; i < ext.size(); ++i) {
@@ -123,10 +123,10 @@ Stmt TiledTranspose(const OpCall& call, const Params& p, const Box& b, const Pri
             }
             // A[l, j] (rows of j contiguous in the source), B[j, l] (rows of l contiguous in the
             // destination)
-            Buffer SV = StridedView(sp, {tl, tj}, {b.dims[l].ss, 1}, ParamNumel(sp),
+            Buffer SV = FlatBoxView(sp, {tl, tj}, {b.dims[l].ss, 1}, ParamNumel(sp),
                                     "TS" + std::to_string(bi));
-            Buffer AV = StridedView(Al, {tj, tl}, {1, tj}, TL * TJ, "TA" + std::to_string(bi));
-            Buffer DV = StridedView(dp, {tj, tl}, {b.dims[j].ds, 1}, ParamNumel(dp),
+            Buffer AV = FlatBoxView(Al, {tj, tl}, {1, tj}, TL * TJ, "TA" + std::to_string(bi));
+            Buffer DV = FlatBoxView(dp, {tj, tl}, {b.dims[j].ds, 1}, ParamNumel(dp),
                                     "TD" + std::to_string(bi));
             return Seq({DmaWait(Region(Al, {I32(0)}, {tl * tj}),
                                 Region(SV, {soff, I32(0), I32(0)}, {1, tl, tj}), 0),
@@ -191,7 +191,7 @@ Stmt Staged(const OpCall& call, const Params& p, const Box& b, const PrimExpr& c
       PrimExpr soff = I32(b.src_base) + pos * I32(ss0),
                doff = I32(b.dst_base) + pos * I32(b.dims[0].ds);
       int64_t fp = footprint(size), cnt = size * inner;
-      Buffer SV = StridedView(Sl, ext, sst, footprint(kc), "SV" + std::to_string(bi));
+      Buffer SV = FlatBoxView(Sl, ext, sst, footprint(kc), "SV" + std::to_string(bi));
       std::vector<PrimExpr> zb(ext.size() + 1, I32(0));
       std::vector<int64_t> rext{1};
       rext.insert(rext.end(), ext.begin(), ext.end());
@@ -297,7 +297,7 @@ Stmt EmitBoxes(const OpCall& call, const Params& p, std::vector<Box> boxes) {
             sb.push_back(I32(0));
             rext.push_back(e);
           }
-          Buffer D = StridedView(dp, ext, dst, ParamNumel(dp), "D" + std::to_string(bi));
+          Buffer D = FlatBoxView(dp, ext, dst, ParamNumel(dp), "D" + std::to_string(bi));
           if (b.fill) {
             DataType t = dp->dtype;
             // a bool fill value goes as an int (dma_fill converts it to the dtype)
@@ -306,7 +306,7 @@ Stmt EmitBoxes(const OpCall& call, const Params& p, std::vector<Box> boxes) {
                                        : make_const(t, static_cast<int64_t>(b.value));
             return Intrin("tile.dma_fill", {Region(D, db, rext), v, I32(0)});
           }
-          Buffer S = StridedView(sp, ext, sst, ParamNumel(sp), "S" + std::to_string(bi));
+          Buffer S = FlatBoxView(sp, ext, sst, ParamNumel(sp), "S" + std::to_string(bi));
           return Intrin("tile.dma_copy", {Region(D, db, rext), Region(S, sb, rext), I32(0)});
         }));
       }

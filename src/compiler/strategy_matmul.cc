@@ -667,24 +667,11 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
                                                Region(A2, {first, I32(0)}, {share, K}), I32(0)}));
     for (int64_t r = 0; quantise && r < share; r += PR) {
       int64_t n = std::min(PR, share - r);
-      auto over = [&](const std::function<Stmt(PrimExpr, PrimExpr)>& f) {
-        return Loop("i", n,
-                    [&](PrimExpr a) { return Loop("k", K, [&](PrimExpr k) { return f(a, k); }); });
-      };
       stage.push_back(
           Intrin("tile.dma_copy", {Region(Af, {I32(0), I32(0)}, {n, K}),
                                    Region(A2, {first + I32(r), I32(0)}, {n, K}), I32(3)}));
       stage.push_back(Intrin("tile.wait", {I32(3)}));
-      stage.push_back(over([&](PrimExpr a, PrimExpr k) {
-        return BufferStore(Af, BufferLoad(Af, {a, k}) * F32(inv), {a, k});
-      }));
-      if (g.zp != 0)
-        stage.push_back(over([&](PrimExpr a, PrimExpr k) {
-          return BufferStore(Af, BufferLoad(Af, {a, k}) + F32(static_cast<double>(g.zp)), {a, k});
-        }));
-      stage.push_back(over([&](PrimExpr a, PrimExpr k) {
-        return BufferStore(Aq, Cast(i8, BufferLoad(Af, {a, k})), {a, k});
-      }));
+      stage.push_back(Quantise(Aq, Af, n, K, inv, g.zp));
       stage.push_back(Intrin("tile.dma_copy", {Region(Ash, {first + I32(r), I32(0)}, {n, K}),
                                                Region(Aq, {I32(0), I32(0)}, {n, K}), I32(0)}));
     }
