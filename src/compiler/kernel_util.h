@@ -182,6 +182,25 @@ inline Buffer StridedView(const Buffer& alloc, const std::vector<int64_t>& dims,
   return Buffer(alloc->data, alloc->dtype, shape, st, I32(offset), alloc->scope, String(name));
 }
 
+/*! \brief dst[i] = src[i] over the non-unit dims of `dims` (views from StridedView). */
+inline Stmt CopyNest(const Buffer& dst, const Buffer& src, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> ext;
+  for (int64_t d : dims) {
+    if (d != 1) ext.push_back(d);
+  }
+  if (ext.empty()) ext.push_back(1);
+  std::function<Stmt(size_t, Array<PrimExpr>)> nest = [&](size_t k, Array<PrimExpr> idx) -> Stmt {
+    if (k == ext.size()) return BufferStore(dst, BufferLoad(src, idx), idx);
+    static const char* names[] = {"i0", "i1", "i2", "i3"};
+    return Loop(names[k], ext[k], [&](PrimExpr v) {
+      Array<PrimExpr> next = idx;
+      next.push_back(v);
+      return nest(k + 1, next);
+    });
+  };
+  return nest(0, {});
+}
+
 /*! \brief Builds a loop nest around `body(indices)`: how the element-wise helpers shared by
  * strategies (matrix_precision.h, fused_epilogue.h) are told which elements to visit. */
 using NestFn = std::function<Stmt(const std::function<Stmt(const Array<PrimExpr>&)>&)>;

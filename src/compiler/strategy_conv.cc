@@ -147,25 +147,6 @@ std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
   return s;
 }
 
-/*! \brief dst[i] = src[i] over the non-unit dims of `dims` (views from StridedView). */
-Stmt CopyNest(const Buffer& dst, const Buffer& src, const std::vector<int64_t>& dims) {
-  std::vector<int64_t> ext;
-  for (int64_t d : dims) {
-    if (d != 1) ext.push_back(d);
-  }
-  if (ext.empty()) ext.push_back(1);
-  std::function<Stmt(size_t, Array<PrimExpr>)> nest = [&](size_t k, Array<PrimExpr> idx) -> Stmt {
-    if (k == ext.size()) return BufferStore(dst, BufferLoad(src, idx), idx);
-    static const char* names[] = {"i0", "i1", "i2", "i3"};
-    return Loop(names[k], ext[k], [&](PrimExpr v) {
-      Array<PrimExpr> next = idx;
-      next.push_back(v);
-      return nest(k + 1, next);
-    });
-  };
-  return nest(0, {});
-}
-
 /*! \brief `body(idx)` over the non-unit dims of `dims` (the index of StridedView's views). */
 Stmt Nest(const std::vector<int64_t>& dims,
           const std::function<Stmt(const Array<PrimExpr>&)>& body) {

@@ -95,6 +95,8 @@ Stmt TiledTranspose(const OpCall& call, const Params& p, const Box& b, const Pri
     if (i != j && i != l) others.push_back(i);
   int64_t nother = 1;
   for (size_t i : others) nother *= b.dims[i].n;
+  // the vector engine copies every type but bool
+  const bool vector_turn = sp->dtype == dp->dtype && !sp->dtype.is_bool();
   Buffer Al = Local({TL * TJ}, sp->dtype, "Tl" + std::to_string(bi));
   Buffer Bl = Local({TJ * TL}, dp->dtype, "Tb" + std::to_string(bi));
   auto segs = [](int64_t n, int64_t t) {
@@ -128,11 +130,17 @@ Stmt TiledTranspose(const OpCall& call, const Params& p, const Box& b, const Pri
             Buffer AV = FlatBoxView(Al, {tj, tl}, {1, tj}, TL * TJ, "TA" + std::to_string(bi));
             Buffer DV = FlatBoxView(dp, {tj, tl}, {b.dims[j].ds, 1}, ParamNumel(dp),
                                     "TD" + std::to_string(bi));
+            // the transpose in L1: a strided vector copy, at the engine's full rate (a DMA
+            // reading every element apart moves a beat per element)
+            Stmt turn = vector_turn
+                            ? CopyNest(StridedView(Bl, {tj, tl}, {tl, 1}, 0, "TBv"),
+                                       StridedView(Al, {tj, tl}, {1, tj}, 0, "TAv"), {tj, tl})
+                            : DmaWait(Region(Bl, {I32(0)}, {tj * tl}),
+                                      Region(AV, {I32(0), I32(0), I32(0)}, {1, tj, tl}), 0);
             return Seq({DmaWait(Region(Al, {I32(0)}, {tl * tj}),
                                 Region(SV, {soff, I32(0), I32(0)}, {1, tl, tj}), 0),
                         Intrin("tile.wait", {I32(1)}),  // the previous tile has left B
-                        DmaWait(Region(Bl, {I32(0)}, {tj * tl}),
-                                Region(AV, {I32(0), I32(0), I32(0)}, {1, tj, tl}), 0),
+                        turn,
                         Intrin("tile.dma_copy", {Region(DV, {doff, I32(0), I32(0)}, {1, tj, tl}),
                                                  Region(Bl, {I32(0)}, {tj * tl}), I32(1)})});
           }));
@@ -195,9 +203,17 @@ Stmt Staged(const OpCall& call, const Params& p, const Box& b, const PrimExpr& c
       std::vector<PrimExpr> zb(ext.size() + 1, I32(0));
       std::vector<int64_t> rext{1};
       rext.insert(rext.end(), ext.begin(), ext.end());
+      // the rearrangement in L1: a strided vector copy at the engine's full rate (the
+      // DMA reading elements apart moves a beat per element)
+      Stmt turn = DmaWait(Region(Dl, {I32(0)}, {cnt}), Region(SV, zb, rext), 0);
+      if (sp->dtype == dp->dtype && !sp->dtype.is_bool()) {
+        std::vector<int64_t> dst_strides = RowMajorStrides(ext);
+        turn = CopyNest(StridedView(Dl, ext, dst_strides, 0, "DVv" + std::to_string(bi)),
+                        StridedView(Sl, ext, sst, 0, "SVv" + std::to_string(bi)), ext);
+      }
       return Seq({DmaWait(Region(Sl, {I32(0)}, {fp}), Region(Sflat, {soff}, {fp}), 0),
                   Intrin("tile.wait", {I32(1)}),  // the previous chunk has left Dl
-                  DmaWait(Region(Dl, {I32(0)}, {cnt}), Region(SV, zb, rext), 0),
+                  turn,
                   Intrin("tile.dma_copy",
                          {Region(Dflat, {doff}, {cnt}), Region(Dl, {I32(0)}, {cnt}), I32(1)})});
     }));

@@ -100,6 +100,20 @@ def test_transpose_int8():
     check_op("Transpose", {"perm": [1, 0, 2]}, [rand((3, 5, 7), 1, -100, 100, np.int8)])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int8", "bool"])
+def test_transpose_rearranged_by_the_vector_engine(dtype):
+    """A BERT key's transpose (the innermost dim moves): staged through L1 and rearranged
+    there by strided vector copies (a bool one by the DMA), equal to numpy's."""
+    shape, perm = (1, 128, 12, 64), [0, 2, 3, 1]
+    x = rand(shape, 1, -100, 100, np.int8).astype(dtype)
+    out = np.zeros(np.transpose(x, perm).shape, dtype)
+    specs = [compiler.TensorSpec(shape, dtype)]
+    f = compiler.LowerOp("Transpose", {"perm": perm}, specs, [compiler.TensorSpec(out.shape, dtype)], TARGET)
+    vec = max(c["vec"] for c in compiler.estimate_cost(f)["engine_busy"])
+    assert (vec > 0) == (dtype != "bool")
+    np.testing.assert_array_equal(run_lowered("Transpose", {"perm": perm}, [x], [out])[0], np.transpose(x, perm))
+
+
 @pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
 def test_pad(mode):
     x = rand((3, 4, 5), 1)
