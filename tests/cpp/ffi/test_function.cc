@@ -202,7 +202,10 @@ TEST(Registry, ConcurrentReadersAndWriters) {
   }
   std::vector<std::thread> writers;
   for (int t = 0; t < 2; ++t) {
-    writers.emplace_back([t] {
+    writers.emplace_back([t, &lookups] {
+      // on a loaded machine the writers could finish before a reader runs at all: they
+      // start once the readers are looking up
+      while (lookups.load() == 0) std::this_thread::yield();
       for (int i = 0; i < 2000; ++i) {
         std::string name = "test.concurrent." + std::to_string(t) + "." + std::to_string(i);
         Function::SetGlobal(name, Function::FromTyped([i]() { return i; }));
