@@ -182,15 +182,16 @@ inline Buffer StridedView(const Buffer& alloc, const std::vector<int64_t>& dims,
   return Buffer(alloc->data, alloc->dtype, shape, st, I32(offset), alloc->scope, String(name));
 }
 
-/*! \brief dst[i] = src[i] over the non-unit dims of `dims` (views from StridedView). */
-inline Stmt CopyNest(const Buffer& dst, const Buffer& src, const std::vector<int64_t>& dims) {
+/*! \brief `body(idx)` over the non-unit dims of `dims` (the index of StridedView's views). */
+inline Stmt Nest(const std::vector<int64_t>& dims,
+                 const std::function<Stmt(const Array<PrimExpr>&)>& body) {
   std::vector<int64_t> ext;
   for (int64_t d : dims) {
     if (d != 1) ext.push_back(d);
   }
   if (ext.empty()) ext.push_back(1);
   std::function<Stmt(size_t, Array<PrimExpr>)> nest = [&](size_t k, Array<PrimExpr> idx) -> Stmt {
-    if (k == ext.size()) return BufferStore(dst, BufferLoad(src, idx), idx);
+    if (k == ext.size()) return body(idx);
     static const char* names[] = {"i0", "i1", "i2", "i3"};
     return Loop(names[k], ext[k], [&](PrimExpr v) {
       Array<PrimExpr> next = idx;
@@ -199,6 +200,12 @@ inline Stmt CopyNest(const Buffer& dst, const Buffer& src, const std::vector<int
     });
   };
   return nest(0, {});
+}
+
+/*! \brief dst[i] = src[i] over the non-unit dims of `dims` (views from StridedView). */
+inline Stmt CopyNest(const Buffer& dst, const Buffer& src, const std::vector<int64_t>& dims) {
+  return Nest(dims,
+              [&](const Array<PrimExpr>& i) { return BufferStore(dst, BufferLoad(src, i), i); });
 }
 
 /*! \brief Builds a loop nest around `body(indices)`: how the element-wise helpers shared by

@@ -147,26 +147,6 @@ std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
   return s;
 }
 
-/*! \brief `body(idx)` over the non-unit dims of `dims` (the index of StridedView's views). */
-Stmt Nest(const std::vector<int64_t>& dims,
-          const std::function<Stmt(const Array<PrimExpr>&)>& body) {
-  std::vector<int64_t> ext;
-  for (int64_t d : dims) {
-    if (d != 1) ext.push_back(d);
-  }
-  if (ext.empty()) ext.push_back(1);
-  std::function<Stmt(size_t, Array<PrimExpr>)> nest = [&](size_t k, Array<PrimExpr> idx) -> Stmt {
-    if (k == ext.size()) return body(idx);
-    static const char* names[] = {"i0", "i1", "i2", "i3"};
-    return Loop(names[k], ext[k], [&](PrimExpr v) {
-      Array<PrimExpr> next = idx;
-      next.push_back(v);
-      return nest(k + 1, next);
-    });
-  };
-  return nest(0, {});
-}
-
 /*!
  * \brief Depthwise Conv (one input and one output channel per group) on the vector
  * engine: a matrix product per channel would use one row of the matrix engine. Tiles

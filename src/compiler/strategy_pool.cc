@@ -149,18 +149,7 @@ PrimExpr CountExpr(const PoolGeom& g, int i, PrimExpr o, int64_t lo, int64_t hi)
 /*! \brief A strided view of an L1 allocation with logical dims `dims`, unit dims dropped. */
 TileView Strided(const Buffer& alloc, const std::vector<int64_t>& dims,
                  const std::vector<int64_t>& strides, int64_t offset, const std::string& name) {
-  Array<PrimExpr> shape, st;
-  for (size_t k = 0; k < dims.size(); ++k) {
-    if (dims[k] == 1) continue;
-    shape.push_back(I32(dims[k]));
-    st.push_back(I32(strides[k]));
-  }
-  if (shape.empty()) {
-    shape.push_back(I32(1));
-    st.push_back(I32(1));
-  }
-  return TileView{
-      Buffer(alloc->data, alloc->dtype, shape, st, I32(offset), alloc->scope, String(name)), dims};
+  return TileView{StridedView(alloc, dims, strides, offset, name), dims};
 }
 
 PrimFunc LowerPool(const OpCall& call) {
