@@ -557,8 +557,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                 if nd.where == "npu":
                     mod = None
                     npu_funcs[key] = lazy_lower(nd, out_specs)
-                    fn, in_params = (str(x) if i == 0 else int(x)
-                                     for i, x in enumerate(_ffi.KernelSignature(nd.op, len(nd.in_specs))))
+                    symbol, n_in = _ffi.KernelSignature(nd.op, len(nd.in_specs))
+                    fn, in_params = str(symbol), int(n_in)
                 else:
                     f = host[1](nd.op, nd.attrs, [_spec(s) for s in nd.in_specs], out_specs)
                     mod = _build(f, target="c")
