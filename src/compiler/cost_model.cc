@@ -39,6 +39,9 @@ constexpr int64_t kWaitCycles = 2;
 // A scalar load or store: its address arithmetic and the access.
 constexpr int64_t kScalarAccessCycles = 3;
 
+// the engines' names, indexed as arch::Engine (what the estimate reports)
+constexpr const char* kEngineNames[4] = {"din", "dout", "mm", "vec"};
+
 /*! \brief One entry of a core's program as the front end sees it. */
 struct Event {
   enum Kind : uint8_t { kIssue, kWaitFrontEnd, kWaitQueue, kBarrier, kScalar, kMember };
@@ -725,11 +728,13 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
       l2_total += e.occ_l2;
     }
     int64_t end = drained + e.latency;
-    c.busy[q] += end - t - (drained - data_end);
+    const int64_t busy =
+        end - t - (drained - data_end);  // the wait for the shared level is not work
+    c.busy[q] += busy;
     if (c.member >= 0) {
       MemberCost& m = member_of(c.member);
       m.end = std::max(m.end, end);
-      m.busy[q] += end - t - (drained - data_end);
+      m.busy[q] += busy;
       m.ddr_cycles += e.occ_ddr;
     }
     c.start[q].push_back(t);
@@ -752,12 +757,11 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
   k.members = std::move(members);
   // The bounding resource: the busiest engine of any core, or the shared DDR.
   int64_t best = -1;
-  const char* names[4] = {"din", "dout", "mm", "vec"};
   for (const Core& c : cs) {
     for (int q = 0; q < 4; ++q)
       if (c.busy[size_t(q)] > best) {
         best = c.busy[size_t(q)];
-        k.bound_by = names[q];
+        k.bound_by = kEngineNames[q];
       }
     if (c.fe_busy > best) {
       best = c.fe_busy;
@@ -771,13 +775,12 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
 }  // namespace
 
 std::string MemberCost::BoundBy(int cores) const {
-  const char* names[4] = {"din", "dout", "mm", "vec"};
   std::string by = "sc";
   int64_t best = 0;
   for (int q = 0; q < 4; ++q)
     if (busy[size_t(q)] / std::max(cores, 1) > best) {
       best = busy[size_t(q)] / std::max(cores, 1);
-      by = names[q];
+      by = kEngineNames[q];
     }
   return ddr_cycles > best ? "ddr" : by;
 }
@@ -825,8 +828,7 @@ TILECORE_REGISTER_GLOBAL("compiler.EstimateKernelCost")
       Array<Any> per_core;
       for (size_t i = 0; i < k.engine_busy.size(); ++i) {
         Map<String, Any> m;
-        const char* names[4] = {"din", "dout", "mm", "vec"};
-        for (int q = 0; q < 4; ++q) m.Set(names[q], Any(k.engine_busy[i][size_t(q)]));
+        for (int q = 0; q < 4; ++q) m.Set(kEngineNames[q], Any(k.engine_busy[i][size_t(q)]));
         m.Set("sc", Any(k.front_end[i]));
         per_core.push_back(Any(m));
       }
