@@ -4,12 +4,13 @@
  *
  *   tc_residual = 1         the last input (the output's shape) is added: f32, or in an
  *                           int8 Conv int8 with tc_residual_scale (and _zero_point),
- *                           dequantised first ((f32(r) - zero point) * scale)
+ *                           added in the residual's units (ResidualUnits below)
  *   tc_activation = "Relu"  then max(y, 0)
  *   tc_activation = "Clip"  then min(max(y, tc_clip_min), tc_clip_max)
  *
  * The order is ONNX's Conv -> Add -> Relu/Clip, each rounded to f32 as the separate
- * nodes would be, so a fused Conv gives the same bits as the unfused nodes. Fusing saves
+ * nodes would be, so a fused Conv gives the same bits as the unfused nodes (an int8
+ * residual excepted: it is added in int8 precision, as any int8 engine does). Fusing saves
  * the Add's and the activation's DDR round trips (read two tensors, write one; read one,
  * write one): those steps are DMA-bound and take as long as a Conv in ResNet-50.
  */
@@ -89,23 +90,64 @@ inline std::string CheckResidualShape(const std::string& op, const FusedEpilogue
   return op + ": the residual input's shape is not the output's [" + s + "]";
 }
 
-/*! \brief An int8 residual tile `r8` dequantised into the f32 tile `rf` (same dims),
- * one vector command per step, each rounded to f32 as numpy's float32 would. */
-inline std::vector<Stmt> DequantiseResidual(const Map<String, Any>& attrs, const Buffer& r8,
-                                            const Buffer& rf, const NestFn& nest) {
-  const double scale = static_cast<float>(AttrFloat(attrs, "tc_residual_scale", 1.0));
-  const int64_t zp = AttrInt(attrs, "tc_residual_zero_point", 0);
+/*!
+ * \brief How an int8 Conv adds an int8 residual (docs/precision.md, "Int8 residuals"): in
+ * the residual's units, as the matrix engine's epilogue can, so that no vector pass
+ * dequantises the residual or applies the activation:
+ *
+ *   u = clamp(f32(acc + bias) * f32(w_scale[m] * x_factor) + f32(r) - zero_point, lo, hi)
+ *
+ * each step rounded to f32 in this order (the mm epilogue's), then y = u * out_scale for an
+ * f32 output, or q = sat_i8(round_half_even(u * out_scale + y_zero_point)) for an int8 one.
+ */
+struct ResidualUnits {
+  double x_factor = 1;     // f32(x_scale / residual_scale)
+  int64_t zero_point = 0;  // the residual's
+  double out_scale = 1;    // f32(residual_scale / y_scale) for an int8 output, else residual_scale
+  double lo = -std::numeric_limits<double>::infinity();  // the activation's bounds, in the
+  double hi = std::numeric_limits<double>::infinity();   // residual's units (Relu: lo = 0)
+};
+
+inline ResidualUnits GetResidualUnits(const Map<String, Any>& attrs, const FusedEpilogue& e,
+                                      bool y_i8) {
+  auto f32 = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+  const double rs = f32(AttrFloat(attrs, "tc_residual_scale", 1.0));
+  ResidualUnits u;
+  u.x_factor = f32(f32(AttrFloat(attrs, "tc_x_scale", 1.0)) / rs);
+  u.zero_point = AttrInt(attrs, "tc_residual_zero_point", 0);
+  u.out_scale = y_i8 ? f32(rs / f32(AttrFloat(attrs, "tc_y_scale", 1.0))) : rs;
+  if (!e.activation.empty()) {
+    u.lo = std::isfinite(e.lo) ? f32(e.lo / rs) : e.lo;
+    u.hi = std::isfinite(e.hi) ? f32(e.hi / rs) : e.hi;
+  }
+  return u;
+}
+
+/*! \brief The vector engine's form of the residual steps of ResidualUnits on the f32 tile
+ * `v` (already f32(acc + bias) * scale): r8 converted into the f32 tile `rf` and added, the
+ * zero point subtracted, then the clamp; one vector command per step. */
+inline std::vector<Stmt> AddResidualInUnits(const ResidualUnits& u, const Buffer& v,
+                                            const Buffer& r8, const Buffer& rf,
+                                            const NestFn& nest) {
   std::vector<Stmt> s;
   s.push_back(nest([&](const Array<PrimExpr>& i) {
     return BufferStore(rf, Cast(DataType::Float(32), BufferLoad(r8, i)), i);
   }));
-  if (zp != 0)
-    s.push_back(nest([&](const Array<PrimExpr>& i) {
-      return BufferStore(rf, BufferLoad(rf, i) - F32(static_cast<double>(zp)), i);
-    }));
   s.push_back(nest([&](const Array<PrimExpr>& i) {
-    return BufferStore(rf, BufferLoad(rf, i) * F32(scale), i);
+    return BufferStore(v, BufferLoad(v, i) + BufferLoad(rf, i), i);
   }));
+  if (u.zero_point != 0)
+    s.push_back(nest([&](const Array<PrimExpr>& i) {
+      return BufferStore(v, BufferLoad(v, i) + F32(static_cast<double>(-u.zero_point)), i);
+    }));
+  if (std::isfinite(u.lo))
+    s.push_back(nest([&](const Array<PrimExpr>& i) {
+      return BufferStore(v, max(BufferLoad(v, i), F32(u.lo)), i);
+    }));
+  if (std::isfinite(u.hi))
+    s.push_back(nest([&](const Array<PrimExpr>& i) {
+      return BufferStore(v, min(BufferLoad(v, i), F32(u.hi)), i);
+    }));
   return s;
 }
 

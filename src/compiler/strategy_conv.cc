@@ -28,8 +28,9 @@
  * f32(tc_x_scale * w_scale[m]). An int8 X (quantised by its producer) is DMAed as it is;
  * an int8 Y is quantised after the epilogue (docs/precision.md, "int8 between ops").
  *
- * Epilogue (fused_epilogue.h): the residual (loaded at the start of the item, event 3;
- * int8 dequantised), then Relu or Clip, on the f32 result before it is stored.
+ * Epilogue (fused_epilogue.h): the residual (loaded at the start of the item, event 3),
+ * then Relu or Clip, on the f32 result before it is stored; an int8 residual is added in
+ * its own units (ResidualUnits), the output scaled from them after.
  *
  * Further candidates: blocks of 64 channels when blocks of 128 leave the cores too few
  * items; items pipelined (ForEachItemPipelined: the next item's loads and mms before this
@@ -308,6 +309,9 @@ struct TransposedPlan {
   // epilogue: an f32 residual streams at 4 bytes an element through the matrix engine,
   // as long as the product itself when K is small
   bool residual_on_vector = false;
+  // every core keeps all the weights, transposed once (else each item loads its block): M x C
+  // from DDR per core, against M x C per block of positions
+  bool weights_resident = false;
 };
 
 /*! \brief Whether an int8 Conv can take the transposed 1x1 plan: one group, a 1x1 kernel,
@@ -326,12 +330,13 @@ bool TransposedFits(const OpCall& call, const FusedEpilogue& ep) {
  * \brief An int8 1x1 Conv as the transposed product Y^T[p, m] = X^T[p, c] x W^T[c, m] over
  * a work item of tp positions x tm output channels (all of K in one mm). The output
  * channels are the mm's columns, so the matrix engine's fused epilogue adds the int32 bias,
- * multiplies by f32(x_scale * w_scale[m]), adds the f32 residual and applies Relu or Clip:
+ * multiplies by f32(x_scale * w_scale[m]), adds the residual and applies Relu or Clip (an
+ * int8 residual: as is, in its units, with its zero point and the bounds as the clamp):
  * the same steps, rounded the same way, as LowerConv's vector epilogue, which this plan
  * replaces (no i32 preset, conversion, scale, residual add or activation pass). The X and W
- * tiles are transposed in L1 by strided int8 copies; the residual's dequantisation and the
- * output's conversion (f32 copy, or int8 quantisation) write channel-major again. Items run
- * in three stages a step apart (loads, transposes and mm, conversion and store).
+ * tiles and the residual are transposed in L1 by strided copies; the output's conversion
+ * (f32 copy, or int8 quantisation) writes channel-major again. Items run in three stages a
+ * step apart (loads, transposes and mm, conversion and store).
  */
 Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPlan& tp) {
   DataType f32 = DataType::Float(32), i8 = DataType::Int(8), i32 = DataType::Int(32);
@@ -353,7 +358,10 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   const FusedEpilogue ep = GetFusedEpilogue(call.attrs, call.inputs.size());
   const bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
   const bool r_i8 = ep.residual >= 0 && call.inputs[ep.residual]->dtype == i8;
-  const bool res_vec = tp.residual_on_vector && ep.residual >= 0;
+  const bool res_vec = tp.residual_on_vector && ep.residual >= 0 && !r_i8;
+  // an int8 residual: the epilogue works in its units and the output is scaled after
+  const ResidualUnits ru = GetResidualUnits(call.attrs, ep, y_i8);
+  const double s_factor = r_i8 ? ru.x_factor : static_cast<float>(x_scale);
   Buffer X = View(p.in[0], {g.N, C, HW}, "X");
   Buffer Xs = View(p.in[0], {g.N, C, g.OH, g.sh, g.W}, "Xs");
   Buffer W = View(p.in[1], {g.M, C}, "W");
@@ -362,10 +370,11 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   Buffer Y = View(p.out[0], {g.N, g.M, HW}, "Y");
   Buffer Rv = ep.residual >= 0 ? View(p.in[ep.residual], {g.N, g.M, HW}, "Residual") : Buffer();
   const double big = std::numeric_limits<float>::max();
-  // Per core, once: the bias and the scales f32(x_scale * w_scale[m]) of every channel, and
-  // the weights transposed ([C, M]) when they take at most 256 KiB. Each DMA pays the DDR's
-  // latency, which per item would cost more than the item's mm.
-  const bool w_resident = g.M * C <= (int64_t{256} << 10);
+  // Per core, once: the bias and the scales f32(w_scale[m] * x_scale) of every channel (or
+  // ResidualUnits' x_factor for x_scale), and the weights transposed ([C, M]) when the plan
+  // keeps them (at most 256 KiB). Each DMA pays the DDR's latency, which per item would cost
+  // more than the item's mm.
+  const bool w_resident = tp.weights_resident && g.M * C <= (int64_t{256} << 10);
   Buffer Ball = Local({1, g.M}, i32, "Ball"), Sall = Local({1, g.M}, f32, "Sall");
   Buffer Wall = Local({g.M, C}, i8, "Wall"), WTall = Local({C, g.M}, i8, "WTall");
   int64_t rotation = 0;
@@ -376,17 +385,17 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
                                               Region(Bias, {I32(0), I32(0)}, {1, g.M}), I32(0)}));
     segs.push_back(Intrin("tile.dma_copy", {Region(Sall, {I32(0), I32(0)}, {1, g.M}),
                                             Region(Sv, {I32(0), I32(0)}, {1, g.M}), I32(0)}));
-    if (w_resident)
-      segs.push_back(Intrin("tile.dma_copy", {Region(Wall, {I32(0), I32(0)}, {g.M, C}),
-                                              Region(W, {I32(0), I32(0)}, {g.M, C}), I32(0)}));
     segs.push_back(Intrin("tile.wait", {I32(0)}));
     segs.push_back(Loop("j", g.M, [&](PrimExpr j) {
-      return BufferStore(Sall, BufferLoad(Sall, {I32(0), j}) * F32(static_cast<float>(x_scale)),
-                         {I32(0), j});
+      return BufferStore(Sall, BufferLoad(Sall, {I32(0), j}) * F32(s_factor), {I32(0), j});
     }));
-    if (w_resident)
-      segs.push_back(CopyNest(StridedView(WTall, {C, g.M}, {g.M, 1}, 0, "WTv"),
-                              StridedView(Wall, {C, g.M}, {1, C}, 0, "Wtv"), {C, g.M}));
+    if (w_resident)  // Wall's L1 is the items' once transposed
+      segs.push_back(Allocate(
+          Wall, Seq({Intrin("tile.dma_copy", {Region(Wall, {I32(0), I32(0)}, {g.M, C}),
+                                              Region(W, {I32(0), I32(0)}, {g.M, C}), I32(0)}),
+                     Intrin("tile.wait", {I32(0)}),
+                     CopyNest(StridedView(WTall, {C, g.M}, {g.M, 1}, 0, "WTv"),
+                              StridedView(Wall, {C, g.M}, {1, C}, 0, "Wtv"), {C, g.M})})));
     const int64_t tile = strided ? rows * g.OW : tp.tp;  // positions per full item
     for (auto [pcount, P] : Segs(HW, tile)) {
       const int64_t pbase = P == tile ? 0 : (HW / tile) * tile;
@@ -410,7 +419,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           sl.Cf = Local({P, TMc}, f32, "Cf" + n);
           if (ep.residual >= 0) {
             sl.Rl = Local({TMc, P}, call.inputs[ep.residual]->dtype, "Rl" + n);
-            sl.Rf = Local({P, TMc}, f32, "Rf" + n);
+            sl.Rf = Local({P, TMc}, r_i8 ? i8 : f32, "Rf" + n);
           }
           sl.Yt = Local({TMc, P}, y_i8 ? i8 : f32, "Yt" + n);
         }
@@ -474,17 +483,13 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           if (!w_resident)
             s.push_back(
                 CopyNest(plain(sl.WT, C, TMc, "WTv"), transposed(sl.Wl, C, TMc, "Wtv"), {C, TMc}));
-          if (ep.residual >= 0) {  // channel-major residual into the mm's [P, TMc] f32
-            Buffer rv = transposed(sl.Rl, P, TMc, "Rtv"), rf = plain(sl.Rf, P, TMc, "Rfv");
-            if (r_i8) {
-              for (const Stmt& x : DequantiseResidual(call.attrs, rv, rf, over(P, TMc)))
-                s.push_back(x);
-            } else {
-              s.push_back(CopyNest(rf, rv, {P, TMc}));
-            }
-          }
-          const bool relu = ep.activation == "Relu" && !res_vec;
-          const bool clip = ep.activation == "Clip" && !res_vec;
+          if (ep.residual >= 0)  // channel-major residual into the mm's [P, TMc]
+            s.push_back(
+                CopyNest(plain(sl.Rf, P, TMc, "Rfv"), transposed(sl.Rl, P, TMc, "Rtv"), {P, TMc}));
+          const bool relu = ep.activation == "Relu" && !res_vec && !r_i8;
+          const bool clip = ep.activation == "Clip" && !res_vec && !r_i8;
+          const double lo = r_i8 ? ru.lo : clip && std::isfinite(ep.lo) ? ep.lo : -big;
+          const double hi = r_i8 ? ru.hi : clip && std::isfinite(ep.hi) ? ep.hi : big;
           s.push_back(Intrin(
               "tile.mm",
               {Region(sl.Cf, {I32(0), I32(0)}, {P, TMc}), Region(sl.XT, {I32(0), I32(0)}, {P, C}),
@@ -492,11 +497,11 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
                           : Region(sl.WT, {I32(0), I32(0)}, {C, TMc}),
                IntImm(DataType::Bool(), 0),
                has_bias ? PrimExpr(Region(Ball, {I32(0), m0}, {1, TMc})) : I32(0),
-               Region(Sall, {I32(0), m0}, {1, TMc}), I32(0),
+               Region(Sall, {I32(0), m0}, {1, TMc}), I32(r_i8 ? -ru.zero_point : 0),
                ep.residual >= 0 && !res_vec ? PrimExpr(Region(sl.Rf, {I32(0), I32(0)}, {P, TMc}))
                                             : I32(0),
-               StringImm(relu ? "relu" : "none"), F32(clip && std::isfinite(ep.lo) ? ep.lo : -big),
-               F32(clip && std::isfinite(ep.hi) ? ep.hi : big)}));
+               StringImm(relu ? "relu" : "none"), F32(std::isfinite(lo) ? lo : -big),
+               F32(std::isfinite(hi) ? hi : big)}));
           return Seq(s);
         };
         auto post = [&](PrimExpr t, int64_t k) {
@@ -513,7 +518,13 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
             s.push_back(ApplyActivation(ep, cf, over(P, TMc)));
           }
           if (y_i8) {  // quantise as the consumers would on load, written channel-major
-            for (const Stmt& x : QuantiseSteps(yt, cf, y_inv, y_zp, over(P, TMc))) s.push_back(x);
+            for (const Stmt& x :
+                 QuantiseSteps(yt, cf, r_i8 ? ru.out_scale : y_inv, y_zp, over(P, TMc)))
+              s.push_back(x);
+          } else if (r_i8) {  // from the residual's units
+            s.push_back(over(P, TMc)([&](const Array<PrimExpr>& i) {
+              return BufferStore(yt, BufferLoad(cf, i) * F32(ru.out_scale), i);
+            }));
           } else {
             s.push_back(CopyNest(yt, cf, {P, TMc}));
           }
@@ -541,7 +552,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     }
     Stmt r = Allocate(Sall, Seq(segs));
     if (has_bias) r = Allocate(Ball, r);
-    if (w_resident) r = Allocate(WTall, Allocate(Wall, r));
+    if (w_resident) r = Allocate(WTall, r);
     return r;
   });
 }
@@ -664,6 +675,9 @@ PrimFunc LowerConv(const OpCall& call) {
   Buffer Rv =
       ep.residual >= 0 ? View(p.in[ep.residual], {g.N, g.M, g.OH, g.OW}, "Residual") : Buffer();
   const bool r_i8 = ep.residual >= 0 && call.inputs[ep.residual]->dtype == DataType::Int(8);
+  // an int8 residual: the epilogue works in its units and the output is scaled after
+  const ResidualUnits ru = GetResidualUnits(call.attrs, ep, y_i8);
+  const double s_factor = r_i8 ? ru.x_factor : static_cast<float>(x_scale);
   int64_t TW = std::min(g.OW, kMaxP);
   int64_t R = TW == g.OW ? std::max<int64_t>(1, std::min(g.OH, kMaxP / g.OW)) : 1;
   int64_t CC = std::max<int64_t>(1, std::min(g.Cg, kMaxK / KK));
@@ -1038,7 +1052,7 @@ PrimFunc LowerConv(const OpCall& call) {
               if (q || has_bias) s.push_back(Intrin("tile.wait", {I32(4)}));  // scales, bias
               for (int64_t j = 0; j < mb; ++j) {
                 PrimExpr m0 = m0_of(j);
-                if (q) {  // dequantise: f32(acc) * f32(x_scale * w_scale[m])
+                if (q) {  // dequantise: f32(acc) * f32(w_scale[m] * x_scale (or x_factor))
                   std::vector<Stmt> dq;
                   Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
                   Buffer cfv = StridedView(Cf, cd, {P, 1}, j * tm * P, "Cfv");
@@ -1047,8 +1061,7 @@ PrimFunc LowerConv(const OpCall& call) {
                   }));
                   Buffer slv = StridedView(Sall, {tm}, {1}, j * tm, "Slv");
                   dq.push_back(Nest({tm}, [&](const Array<PrimExpr>& i) {
-                    return BufferStore(slv, BufferLoad(slv, i) * F32(static_cast<float>(x_scale)),
-                                       i);
+                    return BufferStore(slv, BufferLoad(slv, i) * F32(s_factor), i);
                   }));
                   Buffer sv = StridedView(Sall, cd, {1, 0}, j * tm, "Sb");
                   dq.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
@@ -1070,22 +1083,27 @@ PrimFunc LowerConv(const OpCall& call) {
                   if (ep.residual >= 0) {
                     if (j == 0) s.push_back(Intrin("tile.wait", {I32(3)}));
                     Buffer rv = StridedView(Rl, cd, {P, 1}, j * tm * P, "Rlv");
-                    if (r_i8) {  // dequantise: (f32(r) - zero point) * scale
+                    if (r_i8) {  // in the residual's units, with its activation
                       Buffer rf = StridedView(Rf, cd, {P, 1}, 0, "Rfv");
-                      for (Stmt st : DequantiseResidual(call.attrs, rv, rf, over)) s.push_back(st);
-                      rv = rf;
+                      for (Stmt st : AddResidualInUnits(ru, yv, rv, rf, over)) s.push_back(st);
+                    } else {
+                      s.push_back(over([&](const Array<PrimExpr>& i) {
+                        return BufferStore(yv, BufferLoad(yv, i) + BufferLoad(rv, i), i);
+                      }));
                     }
-                    s.push_back(over([&](const Array<PrimExpr>& i) {
-                      return BufferStore(yv, BufferLoad(yv, i) + BufferLoad(rv, i), i);
-                    }));
                   }
-                  s.push_back(ApplyActivation(ep, yv, over));
+                  if (!r_i8) s.push_back(ApplyActivation(ep, yv, over));
+                  if (r_i8 && !y_i8)  // from the residual's units
+                    s.push_back(over([&](const Array<PrimExpr>& i) {
+                      return BufferStore(yv, BufferLoad(yv, i) * F32(ru.out_scale), i);
+                    }));
                 }
                 if (y_i8) {  // quantise as the consumers would on load
                   Buffer yv = StridedView(Cf, cd, {P, 1}, j * tm * P, "Yv");
                   Buffer yq = StridedView(Yq, cd, {P, 1}, j * tm * P, "Yqv");
-                  for (const Stmt& x : QuantiseSteps(
-                           yq, yv, y_inv, y_zp, [&](const auto& body) { return Nest(cd, body); }))
+                  for (const Stmt& x :
+                       QuantiseSteps(yq, yv, r_i8 ? ru.out_scale : y_inv, y_zp,
+                                     [&](const auto& body) { return Nest(cd, body); }))
                     s.push_back(x);
                 }
                 // the store is asynchronous (event 2): the next item waits for it before
@@ -1283,12 +1301,17 @@ PrimFunc LowerConv(const OpCall& call) {
                       (reside == 1 && chosen_resident);
   if (transposed == 1) best_cycles = std::numeric_limits<int64_t>::max();
   if (TransposedFits(call, ep) && (transposed == 1 || (transposed != 0 && !forced))) {
+    const bool may_keep = g.M * g.C <= (int64_t{256} << 10);
     for (int64_t tp : {128, 256, 512, 1024}) {
       for (int64_t tm : {64, 128, 256})
-        for (bool rv : {false, true}) {
-          if (rv && ep.residual < 0) continue;
-          TransposedPlan t{std::min(tp, g.OH * g.OW), std::min(tm, g.M), rv};
-          if ((tp > t.tp && tp != 128) || (tm > t.tm && tm != 64)) continue;  // each size once
+        for (int variant = 0; variant < 4; ++variant) {
+          const bool rv = variant & 1, resident = variant & 2;
+          if (resident && !may_keep) continue;
+          const bool r_i8 = ep.residual >= 0 && call.inputs[ep.residual]->dtype == DataType::Int(8);
+          if (rv && (ep.residual < 0 || r_i8)) continue;  // an int8 residual streams at 1 byte
+          TransposedPlan t{std::min(tp, g.OH * g.OW), std::min(tm, g.M), rv, resident};
+          // each size once (196 positions: 128, then 196)
+          if ((tp != 128 && tp / 2 >= t.tp) || (tm != 64 && tm / 2 >= t.tm)) continue;
           int64_t cycles = -1;
           PrimFunc f;
           try {

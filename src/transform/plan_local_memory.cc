@@ -26,8 +26,9 @@ int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 class Planner : public IRVisitor {
  public:
   // `small_bytes`: the L1 the small buffers take at the bottom (their peak, measured by a
-  // first pass); the others start at the first bank above them.
-  Planner(int64_t l1, int64_t l2, int64_t small_bytes = 0) {
+  // first pass); the others start at the first bank above them. `packed`: no buffer is
+  // moved up to a bank's start.
+  Planner(int64_t l1, int64_t l2, int64_t small_bytes = 0, bool packed = false) : packed_(packed) {
     cap_[0] = l1;
     cap_[1] = l2;
     if (small_bytes > 0) top_[0] = std::min(l1, AlignUp(small_bytes, kBank));
@@ -56,7 +57,8 @@ class Planner : public IRVisitor {
     int64_t offset = AlignUp(top, kAlign);
     // A buffer starts at a bank when it fits (engines reading two sources from one bank pay
     // twice).
-    if (s == 0 && !small && AlignUp(top, kBank) + bytes <= cap_[0]) offset = AlignUp(top, kBank);
+    if (s == 0 && !small && !packed_ && AlignUp(top, kBank) + bytes <= cap_[0])
+      offset = AlignUp(top, kBank);
     live_[s].emplace_back(std::string(b->name.view()), bytes);
     if (offset + bytes > cap_[s]) {
       std::ostringstream msg;
@@ -85,6 +87,7 @@ class Planner : public IRVisitor {
   int64_t small_peak_ = 0;
 
  private:
+  bool packed_ = false;
   int64_t cap_[2];
   int64_t top_[2] = {0, 0};
   int64_t small_top_ = 0;
@@ -100,12 +103,21 @@ Pass PlanLocalMemory() {
         const int64_t l2 = ctx.GetConfig<int64_t>("tc1.l2_bytes", int64_t(4) << 20);
         // Small buffers (a DMA state, a row of scales) share the lowest bank(s) instead of
         // taking one each, and never start in the bank of a tile a command also reads.
-        Planner measure(l1, l2);
+        // Buffers that overflow L1 when each starts on a bank are packed instead: a
+        // slower stream where two sources share a bank beats a kernel that does not fit.
         Planner p(l1, l2);
-        try {
+        auto plan = [&](bool packed) {
+          Planner measure(l1, l2, 0, packed);
           measure.VisitStmt(f->body);
-          p = Planner(l1, l2, measure.small_peak_);
+          p = Planner(l1, l2, measure.small_peak_, packed);
           p.VisitStmt(f->body);
+        };
+        try {
+          try {
+            plan(false);
+          } catch (const ffi::Error&) {
+            plan(true);
+          }
         } catch (const ffi::Error& e) {
           std::string fn = f.global_symbol();
           if (fn.empty()) throw;

@@ -14,7 +14,7 @@
  * 64 KiB bank above them while banks remain, so the DMA target and the compute operands
  * of one step never share a bank (TC1 halves the stream rate of a vector or matrix
  * command whose sources start in one bank); when banks run out, buffers are packed at
- * 64-byte alignment.
+ * 64-byte alignment, and when that placement overflows L1, every buffer is packed.
  * Sizes: PassContext options "tc1.l1_bytes" (default 1 MiB) and "tc1.l2_bytes"
  * (default 4 MiB).
  * Errors: overflowing L1 or L2 is a ValueError listing the live buffers and their

@@ -20,6 +20,24 @@ def randn(*shape, scale=1.0):
     return (RNG.standard_normal(shape) * scale).astype(np.float32)
 
 
+def int8_residual_ref(acc, w_scale, sx, rq, sr, zr, lo, hi, sy=None, zy=0):
+    """docs/precision.md, "Int8 residuals": an int8 residual added in its own units, each
+    step rounded to f32; the output scaled from those units after (int8 when sy is given)."""
+    f, d = np.float32, np.float64
+    rs = f(sr)
+    u = acc.astype(f) * (w_scale * f(d(f(sx)) / d(rs))).reshape(1, -1, 1, 1)
+    u = u + rq.astype(f)
+    u = u + f(-zr)
+    if lo is not None:
+        u = np.maximum(u, f(lo / d(rs)))
+    if hi is not None:
+        u = np.minimum(u, f(hi / d(rs)))
+    if sy is None:
+        return u * rs
+    t = u * f(d(rs) / d(f(sy))) + f(zy)
+    return np.clip(np.rint(t), -128, 127).astype(np.int8)
+
+
 # ---- the Conv strategy ---------------------------------------------------------------
 
 
@@ -77,11 +95,7 @@ def test_conv_int8_in_int8_residual_int8_out(hw, m, pipeline, stage, c, hazard_c
     f = np.float32
     xp = np.pad(xq.astype(np.int64), ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=zx)  # padding is the zero point
     acc = conv_ref(xp, wq.astype(np.int64)) + bq.reshape(1, -1, 1, 1)
-    y = acc.astype(f) * (w_scale * f(sx)).reshape(1, -1, 1, 1)
-    y = y + (rq.astype(f) - f(zr)) * f(sr)
-    y = np.maximum(y, f(0))
-    t = y * f(1.0 / sy) + f(zy)  # docs/precision.md: f32(1 / tc_y_scale)
-    np.testing.assert_array_equal(out, np.clip(np.rint(t), -128, 127).astype(np.int8))
+    np.testing.assert_array_equal(out, int8_residual_ref(acc, w_scale, sx, rq, sr, zr, 0.0, None, sy, zy))
     assert hazard_checked() == []
 
 
@@ -93,7 +107,8 @@ def test_conv_int8_in_int8_residual_int8_out(hw, m, pipeline, stage, c, hazard_c
     (256, 512, 28, 2, True, False, True, ""),       # a downsample: every other row and column
     (40, 24, 9, 2, False, True, False, "Relu"),     # strided, f32 in, f32 residual
     (512, 1024, 7, 1, True, False, True, "Relu"),   # weights over 256 KiB: a block loaded and transposed per item
-    (128, 512, 28, 1, True, True, True, "Relu"),    # K = 128: the residual and Relu on the vector engine
+    (128, 512, 28, 1, False, True, False, "Relu"),  # K = 128: the f32 residual and Relu on the vector engine
+    (128, 512, 28, 1, True, True, True, "Relu"),    # the int8 residual (1 byte an element) in the mm epilogue
 ])
 def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, act, hazard_checked):
     """The transposed 1x1 plan (the epilogue in the matrix engine) against numpy doing the
@@ -126,7 +141,7 @@ def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, ac
                          "npu -cores=4")
     assert "XT0" in str(f)  # the transposed X tile
     if c == 128:  # an f32 residual would stream through the matrix engine as long as the product
-        assert "ResidualSum" in str(f)
+        assert ("ResidualSum" in str(f)) == (not x_int8)
     got = run_lowered("Conv", dict(attrs, tc_transposed=1), ins, [np.zeros_like(out)])[0]
     other = run_lowered("Conv", dict(attrs, tc_transposed=0), ins, [np.zeros_like(out)])[0]
     np.testing.assert_array_equal(got, other)
@@ -139,9 +154,15 @@ def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, ac
     xq = xq[:, :, ::stride, ::stride]
     # the int32 bias of the quantised-node form already holds -zx * sum W (docs/precision.md)
     acc = np.einsum("mc,nchw->nmhw", wq[:, :, 0, 0].astype(np.int64), xq) + bq.reshape(1, -1, 1, 1)
+    if residual and x_int8:  # in the residual's units
+        lo, hi = {"Relu": (0.0, None), "Clip": (-0.5, 0.75)}.get(act, (None, None))
+        ref = int8_residual_ref(acc, w_scale, sx, rq, sr, zr, lo, hi, *((sy, zy) if y_int8 else ()))
+        np.testing.assert_array_equal(got, ref)
+        assert hazard_checked() == []
+        return
     y = acc.astype(f) * (w_scale * f(sx)).reshape(1, -1, 1, 1)
     if residual:
-        y = y + ((rq.astype(f) - f(zr)) * f(sr) if x_int8 else rf)
+        y = y + rf
     if act == "Relu":
         y = np.maximum(y, f(0))
     elif act == "Clip":
