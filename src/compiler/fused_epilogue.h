@@ -90,6 +90,29 @@ inline std::string CheckResidualShape(const std::string& op, const FusedEpilogue
   return op + ": the residual input's shape is not the output's [" + s + "]";
 }
 
+/*! \brief Whether quantising `v` to int8 (times f32(inv), plus zp, round half even,
+ * saturate; QuantiseSteps) gives `limit` (-128 or 127) or beyond. */
+inline bool QuantisesTo(double v, double inv, int64_t zp, int limit) {
+  float t = static_cast<float>(v) * static_cast<float>(inv);
+  t = t + static_cast<float>(zp);
+  const float r = std::nearbyint(t);
+  return limit < 0 ? r <= limit : r >= limit;
+}
+
+/*!
+ * \brief `e` without the activation bounds that an int8 output's quantisation applies
+ * anyway: quantising is monotonic, so max(y, lo) quantises to max(q(y), q(lo)), which is
+ * q(y) when q(lo) is -128 (a Relu before a zero point of -128), and min(y, hi) to q(y) when
+ * q(hi) is 127. Each bound dropped is a vector pass saved, the bits unchanged.
+ */
+inline FusedEpilogue WithoutSaturatedBounds(FusedEpilogue e, double inv, int64_t zp) {
+  if (std::isfinite(e.lo) && QuantisesTo(e.lo, inv, zp, -128))
+    e.lo = -std::numeric_limits<double>::infinity();
+  if (std::isfinite(e.hi) && QuantisesTo(e.hi, inv, zp, 127))
+    e.hi = std::numeric_limits<double>::infinity();
+  return e;
+}
+
 /*!
  * \brief How an int8 Conv adds an int8 residual (docs/precision.md, "Int8 residuals"): in
  * the residual's units, as the matrix engine's epilogue can, so that no vector pass
@@ -119,6 +142,13 @@ inline ResidualUnits GetResidualUnits(const Map<String, Any>& attrs, const Fused
   if (!e.activation.empty()) {
     u.lo = std::isfinite(e.lo) ? f32(e.lo / rs) : e.lo;
     u.hi = std::isfinite(e.hi) ? f32(e.hi / rs) : e.hi;
+  }
+  if (y_i8) {  // the bounds the output's quantisation applies anyway
+    const int64_t y_zp = AttrInt(attrs, "tc_y_zero_point", 0);
+    if (std::isfinite(u.lo) && QuantisesTo(u.lo, u.out_scale, y_zp, -128))
+      u.lo = -std::numeric_limits<double>::infinity();
+    if (std::isfinite(u.hi) && QuantisesTo(u.hi, u.out_scale, y_zp, 127))
+      u.hi = std::numeric_limits<double>::infinity();
   }
   return u;
 }

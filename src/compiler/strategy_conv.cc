@@ -515,7 +515,8 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
             s.push_back(over(P, TMc)([&](const Array<PrimExpr>& i) {
               return BufferStore(cf, BufferLoad(cf, i) + BufferLoad(rf, i), i);
             }));
-            s.push_back(ApplyActivation(ep, cf, over(P, TMc)));
+            s.push_back(ApplyActivation(y_i8 ? WithoutSaturatedBounds(ep, y_inv, y_zp) : ep, cf,
+                                        over(P, TMc)));
           }
           if (y_i8) {  // quantise as the consumers would on load, written channel-major
             for (const Stmt& x :
@@ -1092,7 +1093,9 @@ PrimFunc LowerConv(const OpCall& call) {
                       }));
                     }
                   }
-                  if (!r_i8) s.push_back(ApplyActivation(ep, yv, over));
+                  if (!r_i8)
+                    s.push_back(ApplyActivation(y_i8 ? WithoutSaturatedBounds(ep, y_inv, y_zp) : ep,
+                                                yv, over));
                   if (r_i8 && !y_i8)  // from the residual's units
                     s.push_back(over([&](const Array<PrimExpr>& i) {
                       return BufferStore(yv, BufferLoad(yv, i) * F32(ru.out_scale), i);

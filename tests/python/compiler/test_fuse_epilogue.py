@@ -330,3 +330,28 @@ def test_int8_edges_through_maxpool():
     ref = ort_run(model, {"x": x})["y"]
     cos = float(y1.ravel() @ ref.ravel() / (np.linalg.norm(y1) * np.linalg.norm(ref)))
     assert cos > 0.99
+
+
+@pytest.mark.parametrize("zy", [-128, -7])
+def test_relu_before_int8_output_saturation(zy, hazard_checked):
+    """A Relu before an int8 output whose zero point is -128 is the quantisation's own
+    saturation: the plan drops its pass (docs/precision.md, "int8 between ops") and gives
+    the bits numpy gets with the Relu."""
+    xq = RNG.integers(-128, 128, (1, 16, 12, 12)).astype(np.int8)
+    wq = RNG.integers(-127, 128, (32, 16, 3, 3)).astype(np.int8)
+    bq = RNG.integers(-2000, 2000, 32).astype(np.int32)
+    w_scale = (RNG.random(32) * 0.002 + 0.0005).astype(np.float32)
+    sx, zx, sy = 0.05, -3, 0.03
+    attrs = {"pads": [1, 1, 1, 1], "tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx,
+             "tc_activation": "Relu", "tc_y_scale": sy, "tc_y_zero_point": zy}
+    specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in (xq, wq, bq, w_scale)]
+    f = compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec((1, 32, 12, 12), "int8")], "npu -cores=4")
+    assert ("max(" in str(f)) == (zy != -128)
+    out = run_lowered("Conv", attrs, [xq, wq, bq, w_scale], [np.zeros((1, 32, 12, 12), np.int8)])[0]
+    f32 = np.float32
+    xp = np.pad(xq.astype(np.int64), ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=zx)
+    acc = conv_ref(xp, wq.astype(np.int64)) + bq.reshape(1, -1, 1, 1)
+    y = np.maximum(acc.astype(f32) * (w_scale * f32(sx)).reshape(1, -1, 1, 1), f32(0))
+    t = y * f32(1.0 / sy) + f32(zy)
+    np.testing.assert_array_equal(out, np.clip(np.rint(t), -128, 127).astype(np.int8))
+    assert hazard_checked() == []
