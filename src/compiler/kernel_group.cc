@@ -4,6 +4,7 @@
  */
 #include "tilecore/compiler/kernel_group.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -49,7 +50,12 @@ class RebindBuffers : public IRMutator {
     auto done = done_.find(b.get());
     if (done != done_.end()) return done->second;
     const Buffer& t = it->second;
-    Buffer r(t->data, b->dtype, b->shape, b->strides, b->elem_offset, t->scope, b->name);
+    // t may start inside the group's L2 arena: its offset (64-byte aligned) in b's elements
+    PrimExpr offset = b->elem_offset;
+    if (const auto* o = t->elem_offset.as<IntImmNode>(); o && o->value != 0)
+      offset = offset +
+               IntImm(DataType::Int(32), o->value * t->dtype.lane_bytes() / b->dtype.lane_bytes());
+    Buffer r(t->data, b->dtype, b->shape, b->strides, offset, t->scope, b->name);
     done_.emplace(b.get(), r);
     return r;
   }
@@ -113,9 +119,59 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
       buffer_map.Set(b->data, b);
     }
   }
-  std::vector<Buffer> internal;
+  // The intermediates share one L2 arena: each lives from the first member that takes it
+  // to the last, and takes the lowest 64-byte-aligned place no live one holds (the members
+  // run one after another, each fenced, so a dead intermediate's place is free).
+  struct Interval {
+    int64_t id, first, last, bytes, offset = 0;
+  };
+  std::vector<Interval> lives;
   for (const auto& [id, b] : first) {
-    if (!tensor.count(id)) internal.push_back(declare(id, "shared"));
+    if (tensor.count(id)) continue;
+    Interval iv{id, -1, -1, 1};
+    for (size_t i = 0; i < args.size(); ++i) {
+      for (int64_t a : args[i]) {
+        if (a != id) continue;
+        if (iv.first < 0) iv.first = int64_t(i);
+        iv.last = int64_t(i);
+      }
+    }
+    for (const PrimExpr& d : b->shape) {
+      const auto* c = d.as<IntImmNode>();
+      if (!c)
+        TILECORE_THROW(ValueError)
+            << "GroupKernels: intermediate " << id << " has a shape that is not constant";
+      iv.bytes *= c->value;
+    }
+    iv.bytes = (iv.bytes * b->dtype.lane_bytes() + 63) / 64 * 64;
+    lives.push_back(iv);
+  }
+  int64_t arena_bytes = 0;
+  for (size_t k = 0; k < lives.size(); ++k) {
+    Interval& iv = lives[k];
+    std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of the live ones placed
+    for (size_t j = 0; j < k; ++j)
+      if (lives[j].first <= iv.last && iv.first <= lives[j].last)
+        taken.emplace_back(lives[j].offset, lives[j].offset + lives[j].bytes);
+    std::sort(taken.begin(), taken.end());
+    int64_t at = 0;
+    for (const auto& [b, e] : taken) {
+      if (at + iv.bytes <= b) break;
+      at = std::max(at, e);
+    }
+    iv.offset = at;
+    arena_bytes = std::max(arena_bytes, at + iv.bytes);
+  }
+  Buffer arena;
+  if (!lives.empty())
+    arena = DeclBuffer({IntImm(DataType::Int(32), arena_bytes)}, DataType::Int(8), String("l2"),
+                       "shared");
+  for (const Interval& iv : lives) {
+    const Buffer& b = first.at(iv.id);
+    Buffer nb(arena->data, b->dtype, b->shape, {},
+              IntImm(DataType::Int(32), iv.offset / b->dtype.lane_bytes()), String("shared"),
+              String("t" + std::to_string(iv.id)));
+    tensor.emplace(iv.id, nb);
   }
   std::vector<Stmt> bodies;
   for (size_t i = 0; i < funcs.size(); ++i) {
@@ -126,7 +182,7 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
     bodies.push_back(TagMember(int64_t(i)).VisitStmt(member));
   }
   Stmt body = bodies.size() == 1 ? bodies[0] : SeqStmt(bodies);
-  for (auto it = internal.rbegin(); it != internal.rend(); ++it) body = Allocate(*it, body);
+  if (arena.defined()) body = Allocate(arena, body);
   Map<String, Any> attrs;
   attrs.Set("global_symbol", String(name));
   attrs.Set("op_type", String("group"));

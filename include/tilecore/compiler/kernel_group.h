@@ -6,8 +6,9 @@
  * `funcs` are strategy PrimFuncs (params: inputs, then outputs, as global buffers) in
  * the order they run; `args[i][k]` names, as an integer id, the tensor that param k of
  * funcs[i] is. `inputs` and `outputs` are the ids the group's caller passes (the group's
- * params, in that order); every other id is an intermediate: a shared (L2) allocation
- * around the bodies, which the members read and write in place of DDR. The bodies run
+ * params, in that order); every other id is an intermediate, which the members read and
+ * write in place of DDR: a place in one shared (L2) arena around the bodies, held from the
+ * first member that takes it to the last (first fit, 64-byte aligned). The bodies run
  * one after another; each is a `cores` loop, which the code generator fences and
  * synchronises across the cores, so a member reads only what the previous ones wrote.
  * Each member's cores loops carry its index (kGroupMemberAnnotation), by which the cost

@@ -381,7 +381,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         largest shift its bias absorbed, ``channel_means``: the means it used) and ``qdq`` (``folded``: the
         quantised model's matrix nodes now in int8, ``kept``: those left in f32 with
         the reason); ``groups`` (``[{"step", "nodes", "internal", "l2_bytes"}]``: each layer
-        group's step, its nodes, the values kept in L2 and their bytes); ``npu_funcs``: step
+        group's step, its nodes, the values kept in L2 and the most of them live at once); ``npu_funcs``: step
         name -> the strategy's PrimFunc of each npu step (what ``compiler.estimate_cost``
         prices).
     :raises CompileError: (a ValueError) unsupported nodes, non-static shapes, a bad

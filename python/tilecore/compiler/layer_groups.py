@@ -3,10 +3,11 @@ as one kernel whose intermediates stay in the cluster's shared L2 instead of the
 
 A group is a run of npu steps in execution order, broken by a host step and by a free
 view (Reshape, Flatten, ...). An intermediate is a value
-a member writes that only members read and that is not a graph output; it becomes an
-L2 allocation of the group's kernel (C++ ``compiler.GroupKernels``). A group grows while
-its intermediates fit ``L2_BUDGET`` together, the rest of L2 left to the members' own
-staging (a Conv's input, a MatMul's weights). A group whose kernel does not build (L2
+a member writes that only members read and that is not a graph output; it takes a place
+in the group kernel's L2 arena from the first member that uses it to the last (C++
+``compiler.GroupKernels``), so intermediates that are not live at once share L2. A group
+grows while the intermediates live at any one member fit ``L2_BUDGET``, the rest of L2
+left to the members' own staging (a Conv's input, a MatMul's weights). A group whose kernel does not build (L2
 overflows once the members' own buffers are placed) is split in halves, down to single
 steps.
 """
@@ -82,7 +83,7 @@ class Groups:
                 close()
                 continue
             run.append(nd)
-            if self.l2_bytes(self.intermediates([position[id(m)] for m in run])) > L2_BUDGET:
+            if self.peak_l2_bytes([position[id(m)] for m in run]) > L2_BUDGET:
                 run.pop()
                 close()
                 run.append(nd)
@@ -103,6 +104,25 @@ class Groups:
 
     def l2_bytes(self, names: Sequence[str]) -> int:
         return sum(_bytes(self.info, n, self.itemsize) for n in names)
+
+    def peak_l2_bytes(self, idx: Sequence[int]) -> int:
+        """The most L2 the intermediates of the steps ``idx`` take at one member: each is
+        live from the first member that writes or reads it to the last (as GroupKernels
+        places them; its packing may add a little)."""
+        span = {}  # name -> (first, last) position in idx
+        for pos, k in enumerate(idx):
+            nd, _, _, in_params = self.steps[k]
+            for v in list(nd.ins[:in_params]) + list(nd.outs):
+                if v is not None:
+                    first, _ = span.get(str(v.name), (pos, pos))
+                    span[str(v.name)] = (first, pos)
+        names = self.intermediates(idx)
+        live = [0] * len(idx)
+        for n in names:
+            first, last = span[n]
+            for pos in range(first, last + 1):
+                live[pos] += _bytes(self.info, n, self.itemsize)
+        return max(live, default=0)
 
     def apply(self, funcs: Sequence[Any], build_group: Callable[..., tuple]) -> tuple[list[tuple], list[Any],
                                                                                        list[GroupNode]]:
@@ -144,7 +164,7 @@ class Groups:
                 emit(idx[half:])
                 return
             node = GroupNode(members, [values[n] for n in ins], [values[n] for n in outs], internal,
-                             self.l2_bytes(internal))
+                             self.peak_l2_bytes(idx))
             made.append(node)
             out.append((node, mod, fn, len(ins)))
             out_funcs.append(f)

@@ -76,14 +76,19 @@ def test_group_gives_the_per_node_bits_with_less_ddr_traffic(precision, hazard_c
     assert ddr_g <= ddr_p - 2 * g["l2_bytes"] and l2_g >= l2_p + 2 * g["l2_bytes"]
 
 
-def test_the_l2_budget_splits_a_chain(monkeypatch):
-    """Intermediates of 64 KiB each under a 160 KiB budget: groups of at most two."""
-    monkeypatch.setattr(layer_groups, "L2_BUDGET", 160 << 10)
+@pytest.mark.parametrize("budget,sizes", [
+    (100, [2, 2, 2]),  # a member reads one intermediate and writes the next: 128 KiB live
+    (160, [6]),        # no more than two live at once: the six intermediates share 128 KiB of L2
+])
+def test_the_l2_budget_splits_a_chain(monkeypatch, budget, sizes):
+    """Intermediates of 64 KiB each, each live from its writer to its reader: the budget
+    bounds the L2 live at one member, not the sum, and the group's L2 is that peak."""
+    monkeypatch.setattr(layer_groups, "L2_BUDGET", budget << 10)
     model, prev = conv_chain(6, 16, 32, 0.1)
     rep = {}
     exe = tilecore.compile(model, report=rep)
-    assert [len(g["nodes"]) for g in rep["groups"]] == [3, 3]
-    assert all(g["l2_bytes"] <= 160 << 10 for g in rep["groups"])
+    assert [len(g["nodes"]) for g in rep["groups"]] == sizes
+    assert all(g["l2_bytes"] == (64 << 10) * min(2, len(g["nodes"]) - 1) for g in rep["groups"])
     x = randn(1, 16, 32, 32)
     np.testing.assert_allclose(exe.run({"x": x})[prev], ort_run(model, {"x": x})[prev], rtol=1e-4, atol=1e-4)
 
