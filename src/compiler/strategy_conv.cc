@@ -42,6 +42,7 @@
 #include <algorithm>
 #include <limits>
 #include <mutex>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -1198,10 +1199,18 @@ PrimFunc LowerConv(const OpCall& call) {
     }
   };
   add_plans(TM0);
-  // Too few items for the cores (a late layer: few rows, few blocks of 128 channels):
-  // blocks of 64 channels give each core a share of the output channels.
-  const int64_t items128 = g.N * g.G * ((g.OH + R0 - 1) / R0) * ((g.Mg + TM0 - 1) / TM0);
-  if (TM0 == kMaxTM && items128 < 2 * call.cores) add_plans(TM0 / 2);
+  // Too few items for the cores (a late layer: few rows, few blocks of 128 channels), or
+  // items that do not split evenly over them (14 row tiles over 4 cores: one core does a
+  // seventh more than its share): blocks of half the channels, then of a quarter (down to
+  // 32). Two items a core also overlap one's loads and epilogue with the other's mm.
+  auto items_of = [&](int64_t tm) {
+    return g.N * g.G * ((g.OH + R0 - 1) / R0) * ((g.Mg + tm - 1) / tm);
+  };
+  auto uneven = [&](int64_t items) { return items < 2 * call.cores || items % call.cores != 0; };
+  for (int64_t tm = TM0; tm > 32 && tm < 2 * g.Mg && uneven(items_of(tm));) {
+    tm /= 2;
+    add_plans(tm);
+  }
   // Rows per item that divide the output rows evenly: 28 rows as 9 + 9 + 9 + 1 leave a
   // core a ninth of the others' work, 4 x 7 none.
   if (R0 > 1 && R0 < g.OH && g.OH % R0 != 0) {
@@ -1211,6 +1220,19 @@ PrimFunc LowerConv(const OpCall& call) {
       for (size_t i = 0, n = cands.size(); i < n; ++i) {
         Plan c = cands[i];
         c.rows = even;
+        cands.push_back(c);
+      }
+    }
+  }
+  // Rows per item whose positions fill whole blocks of the matrix engine's 32 columns: 8
+  // rows of 28 are 7 blocks, where 9 rows (252 positions) leave the eighth an eighth empty.
+  if (TW == g.OW && R0 < g.OH) {
+    const int64_t step = 32 / std::gcd<int64_t>(g.OW, 32);
+    const int64_t whole = R0 / step * step;
+    if (whole > 0 && whole != R0) {
+      for (size_t i = 0, n = cands.size(); i < n; ++i) {
+        Plan c = cands[i];
+        c.rows = whole;
         cands.push_back(c);
       }
     }
