@@ -65,7 +65,7 @@ def test_conv_residual_and_activation_f32(xs, ws, attrs, act):
     (56, 160, 1, 0, 24),       # items pipelined: 14 row tiles x 2 channel blocks over 4 cores, 4 or 3 items a core
     (56, 160, 0, 0, 24),       # the same, never pipelined
     (56, 160, 1, 1, 24),       # pipelined, the int8 input read from L2
-    (28, 64, None, None, 64),  # 3 chunks of input channels, each unfolded while the last one multiplies
+    (28, 128, None, None, 64),  # 3 chunks of input channels, each unfolded while the last one multiplies
 ])
 def test_conv_int8_in_int8_residual_int8_out(hw, m, pipeline, stage, c, hazard_checked):
     """Every int8 path at once, bit-exact against numpy doing the same f32 steps; every L1
