@@ -313,6 +313,9 @@ struct TransposedPlan {
   // every core keeps all the weights, transposed once (else each item loads its block): M x C
   // from DDR per core, against M x C per block of positions
   bool weights_resident = false;
+  // (not resident) the weights copied once into L2, a share by each core: the items read
+  // their blocks there
+  bool weights_in_l2 = false;
 };
 
 /*! \brief Whether an int8 Conv can take the transposed 1x1 plan: one group, a 1x1 kernel,
@@ -365,7 +368,9 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   const double s_factor = r_i8 ? ru.x_factor : static_cast<float>(x_scale);
   Buffer X = View(p.in[0], {g.N, C, HW}, "X");
   Buffer Xs = View(p.in[0], {g.N, C, g.OH, g.sh, g.W}, "Xs");
-  Buffer W = View(p.in[1], {g.M, C}, "W");
+  const bool w_l2 = tp.weights_in_l2 && !tp.weights_resident;
+  Buffer Wsh = DeclBuffer({I32(g.M * C)}, i8, String("Wsh"), "shared");
+  Buffer W = View(w_l2 ? Wsh : p.in[1], {g.M, C}, "W");
   Buffer Bias = has_bias ? View(p.in[2], {1, g.M}, "Bias") : Buffer();
   Buffer Sv = View(p.in[3], {1, g.M}, "WScale");
   Buffer Y = View(p.out[0], {g.N, g.M, HW}, "Y");
@@ -379,8 +384,19 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   Buffer Ball = Local({1, g.M}, i32, "Ball"), Sall = Local({1, g.M}, f32, "Sall");
   Buffer Wall = Local({g.M, C}, i8, "Wall"), WTall = Local({C, g.M}, i8, "WTall");
   int64_t rotation = 0;
-  return OverCores(call.cores, [&](PrimExpr core) {
+  Stmt kernel = OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> segs;
+    if (w_l2) {  // this core's share of the weight rows into L2 (all on core 0 when uneven)
+      Buffer from = View(p.in[1], {g.M, C}, "W2");
+      const bool even = g.M % call.cores == 0;
+      const int64_t share = even ? g.M / call.cores : g.M;
+      PrimExpr r0 = even ? core * I32(share) : I32(0);
+      Stmt copy = Intrin("tile.dma_copy", {Region(W, {r0, I32(0)}, {share, C}),
+                                           Region(from, {r0, I32(0)}, {share, C}), I32(6)});
+      segs.push_back(even ? copy : IfThenElse(eq(core, I32(0)), copy));
+      segs.push_back(Intrin("tile.wait", {I32(6)}));
+      segs.push_back(Intrin("tir.barrier", {}));
+    }
     if (has_bias)
       segs.push_back(Intrin("tile.dma_copy", {Region(Ball, {I32(0), I32(0)}, {1, g.M}),
                                               Region(Bias, {I32(0), I32(0)}, {1, g.M}), I32(0)}));
@@ -557,6 +573,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     if (w_resident) r = Allocate(WTall, r);
     return r;
   });
+  return w_l2 ? Allocate(Wsh, kernel) : kernel;
 }
 
 /*! \brief What a Conv's plan choice depends on: its attributes, with scale values left
@@ -668,7 +685,13 @@ PrimFunc LowerConv(const OpCall& call) {
     return Region(src, {n, c, ih, I32(iw)}, {1, cc, rows, cols});
   };
   int64_t KK = g.KH * g.KW;
-  Buffer Wt = View(p.in[1], {g.G, g.Mg, g.Cg * KK}, "Wm");
+  Buffer Wdram = View(p.in[1], {g.G, g.Mg, g.Cg * KK}, "Wm");
+  // w_staged: the weights copied once into L2 the same way, so that the items that each
+  // read a block (one per row tile) read it at L2's bandwidth and latency, not the DDR's
+  bool w_staged = false;
+  const int64_t w_rows = g.G * g.Mg, w_cols = g.Cg * KK;
+  Buffer Wsh = DeclBuffer({I32(w_rows * w_cols)}, call.inputs[1]->dtype, String("Wsh"), "shared");
+  Buffer Wl2 = View(Wsh, {g.G, g.Mg, g.Cg * KK}, "Wm");
   bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
   Buffer Bv = has_bias ? View(p.in[2], {g.M, 1}, "Bias") : Buffer();
   Buffer Sv = q ? View(p.in[3], {g.M, 1}, "WScale") : Buffer();
@@ -751,19 +774,26 @@ PrimFunc LowerConv(const OpCall& call) {
     Buffer Wres = Local({g.Mg, g.Cg * KK}, ot, "Wres");
     Stmt body = OverCores(call.cores, [&](PrimExpr core) {
       std::vector<Stmt> groups;
-      if (staged) {  // this core's share of the input rows into L2 (all of it on core 0
-                     // when the rows do not split evenly), then every core waits for all
-        Buffer x2 = View(p.in[0], {x_rows, x_cols}, "X2");
-        Buffer s2 = View(Xsh, {x_rows, x_cols}, "Xsh2");
-        const bool even = x_rows % call.cores == 0;
-        const int64_t share = even ? x_rows / call.cores : x_rows;
+      // this core's share of the rows of the input (and of the weights) into L2 (all of
+      // it on core 0 when the rows do not split evenly), then every core waits for all
+      auto stage = [&](const Buffer& from, const Buffer& to, int64_t rows, int64_t cols,
+                       const char* name) {
+        Buffer f2 = View(from, {rows, cols}, std::string(name) + "2");
+        Buffer t2 = View(to, {rows, cols}, std::string(name) + "sh2");
+        const bool even = rows % call.cores == 0;
+        const int64_t share = even ? rows / call.cores : rows;
         PrimExpr r0 = even ? core * I32(share) : I32(0);
-        Stmt copy = Intrin("tile.dma_copy", {Region(s2, {r0, I32(0)}, {share, x_cols}),
-                                             Region(x2, {r0, I32(0)}, {share, x_cols}), I32(6)});
+        Stmt copy = Intrin("tile.dma_copy", {Region(t2, {r0, I32(0)}, {share, cols}),
+                                             Region(f2, {r0, I32(0)}, {share, cols}), I32(6)});
         groups.push_back(even ? copy : IfThenElse(eq(core, I32(0)), copy));
+      };
+      if (staged) stage(p.in[0], Xsh, x_rows, x_cols, "X");
+      if (w_staged) stage(p.in[1], Wsh, w_rows, w_cols, "W");
+      if (staged || w_staged) {
         groups.push_back(Intrin("tile.wait", {I32(6)}));
         groups.push_back(Intrin("tir.barrier", {}));
       }
+      const Buffer& Wt = w_staged ? Wl2 : Wdram;
       if (resident)
         groups.push_back(DmaWait(Region(Wres, {I32(0), I32(0)}, {g.Mg, g.Cg * KK}),
                                  Region(Wt, {I32(0), I32(0), I32(0)}, {1, g.Mg, g.Cg * KK}), 0));
@@ -1154,6 +1184,7 @@ PrimFunc LowerConv(const OpCall& call) {
       groups.push_back(Intrin("tile.wait", {I32(2)}));  // the last stores
       return resident ? Allocate(Wres, Seq(groups)) : Seq(groups);
     });
+    if (w_staged) body = Allocate(Wsh, body);
     return staged ? Allocate(Xsh, body) : body;
   };
   // Candidates: MB dividing the full blocks, with or without double-buffered patches (the
@@ -1169,7 +1200,7 @@ PrimFunc LowerConv(const OpCall& call) {
   // Conv of an int8 model has its own): built again without the search.
   struct Choice {
     Plan plan;
-    bool resident, staged;
+    bool resident, staged, w_staged;
     TransposedPlan transposed;  // tp > 0: the transposed 1x1 plan won
   };
   static std::mutex memo_mu;
@@ -1183,6 +1214,7 @@ PrimFunc LowerConv(const OpCall& call) {
       TM = c.plan.tm;
       resident = c.resident;
       staged = c.staged;
+      w_staged = c.w_staged;
       pipelined = c.plan.pipe;
       fit(c.plan.mb, c.plan.db, c.plan.rows);
       return MakeFunc(call, p, build(c.plan.mb, c.plan.db, c.plan.pipe));
@@ -1277,7 +1309,14 @@ PrimFunc LowerConv(const OpCall& call) {
   const int64_t x_bytes = x_rows * x_cols * call.inputs[0]->dtype.lane_bytes();
   if (stage_input == 1 || (stage_input != 0 && x_bytes <= (int64_t{2} << 20) && g.Mg > TM0))
     cands.push_back({-2, 0, false, false});
-  bool chosen_pipe = false, chosen_staged = false;
+  // then the chosen plan with its weights staged in L2, when they take at most 256 KiB and
+  // come from the DDR (tc_stage_weights 0 or 1 overrides the cost model)
+  const int64_t stage_weights = AttrInt(call.attrs, "tc_stage_weights", -1);
+  const int64_t w_bytes = w_rows * w_cols * call.inputs[1]->dtype.lane_bytes();
+  if (stage_weights == 1 ||
+      (stage_weights != 0 && w_bytes <= (int64_t{256} << 10) && p.in[1]->scope.view() == "global"))
+    cands.push_back({-3, 0, false, false});
+  bool chosen_pipe = false, chosen_staged = false, chosen_w_staged = false;
   for (Plan c : cands) {
     const bool resident_variant = c.tm == 0;
     if (c.tm == 0) {  // the resident variant of the chosen plan
@@ -1293,6 +1332,11 @@ PrimFunc LowerConv(const OpCall& call) {
       resident = chosen_resident;
       c = chosen;
       staged = true;
+    } else if (c.tm == -3) {
+      resident = chosen_resident;
+      c = chosen;
+      staged = chosen_staged;
+      w_staged = true;
     }
     pipelined = c.pipe;
     TM = c.tm;
@@ -1305,8 +1349,9 @@ PrimFunc LowerConv(const OpCall& call) {
       continue;  // does not fit once the buffers are placed in banks
     }
     if (cycles < 0) continue;
-    const bool forced = (pipeline == 1 && c.pipe && !chosen_pipe) || (staged && stage_input == 1) ||
-                        (resident_variant && reside == 1);
+    const bool forced = (pipeline == 1 && c.pipe && !chosen_pipe) ||
+                        (staged && !chosen_staged && stage_input == 1) ||
+                        (w_staged && stage_weights == 1) || (resident_variant && reside == 1);
     if (cycles < best_cycles || forced) {
       best = f;
       best_cycles = cycles;
@@ -1314,8 +1359,10 @@ PrimFunc LowerConv(const OpCall& call) {
       chosen_resident = resident;
       chosen_pipe = c.pipe;
       chosen_staged = staged;
+      chosen_w_staged = w_staged;
     }
     staged = false;
+    w_staged = false;
   }
   // then the transposed 1x1 plan (its epilogue in the matrix engine), when it fits
   // (tc_transposed 0 or 1 overrides the cost model: never, or whenever it fits)
@@ -1323,18 +1370,20 @@ PrimFunc LowerConv(const OpCall& call) {
   // (a plan forced by tc_pipeline or tc_stage_input = 1 stays unless tc_transposed = 1 too)
   const int64_t transposed = AttrInt(call.attrs, "tc_transposed", -1);
   const bool forced = (pipeline == 1 && chosen_pipe) || (stage_input == 1 && chosen_staged) ||
-                      (reside == 1 && chosen_resident);
+                      (stage_weights == 1 && chosen_w_staged) || (reside == 1 && chosen_resident);
   if (transposed == 1) best_cycles = std::numeric_limits<int64_t>::max();
   if (TransposedFits(call, ep) && (transposed == 1 || (transposed != 0 && !forced))) {
     const bool may_keep = g.M * g.C <= (int64_t{256} << 10);
     for (int64_t tp : {128, 256, 512, 1024}) {
       for (int64_t tm : {64, 128, 256})
-        for (int variant = 0; variant < 4; ++variant) {
-          const bool rv = variant & 1, resident = variant & 2;
+        for (int variant = 0; variant < 8; ++variant) {
+          const bool rv = variant & 1, resident = variant & 2, in_l2 = variant & 4;
           if (resident && !may_keep) continue;
+          if (in_l2 && (resident || !may_keep || p.in[1]->scope.view() != "global")) continue;
+          if ((stage_weights == 1 && !in_l2) || (stage_weights == 0 && in_l2)) continue;
           const bool r_i8 = ep.residual >= 0 && call.inputs[ep.residual]->dtype == DataType::Int(8);
           if (rv && (ep.residual < 0 || r_i8)) continue;  // an int8 residual streams at 1 byte
-          TransposedPlan t{std::min(tp, g.OH * g.OW), std::min(tm, g.M), rv, resident};
+          TransposedPlan t{std::min(tp, g.OH * g.OW), std::min(tm, g.M), rv, resident, in_l2};
           // each size once (196 positions: 128, then 196)
           if ((tp != 128 && tp / 2 >= t.tp) || (tm != 64 && tm / 2 >= t.tm)) continue;
           int64_t cycles = -1;
@@ -1354,7 +1403,8 @@ PrimFunc LowerConv(const OpCall& call) {
     }
   }
   std::lock_guard<std::mutex> lock(memo_mu);
-  memo.emplace(key, Choice{chosen, chosen_resident, chosen_staged, chosen_transposed});
+  memo.emplace(key,
+               Choice{chosen, chosen_resident, chosen_staged, chosen_w_staged, chosen_transposed});
   return best;
 }
 
@@ -1373,7 +1423,7 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
   why = CheckResidualShape(op, GetFusedEpilogue(attrs, ins.size()), ins, out);
   if (!why.empty()) return why;
   for (const char* knob :
-       {"tc_pipeline", "tc_stage_input", "tc_transposed", "tc_resident"}) {  // plan overrides
+       {"tc_pipeline", "tc_stage_input", "tc_stage_weights", "tc_transposed", "tc_resident"}) {
     if (!HasAttr(attrs, knob)) continue;
     auto v = attrs.Get(String(knob))->try_cast<int64_t>();
     if (!v || (*v != 0 && *v != 1)) return std::string("Conv: ") + knob + " must be 0 or 1";

@@ -142,9 +142,29 @@ def test_conv_input_staged_in_l2(xs, ws, attrs, hazard_checked):
     assert hazard_checked() == []
 
 
+@pytest.mark.parametrize("xs,ws,attrs", [
+    ((1, 16, 28, 28), (64, 16, 3, 3), {"pads": [1, 1, 1, 1]}),    # a block of weights per row tile
+    ((1, 30, 17, 17), (301, 30, 3, 3), {"pads": [1, 1, 1, 1]}),   # weight rows that do not split over the cores
+    ((1, 40, 14, 14), (48, 40, 1, 1), {"tc_stage_input": 1}),     # with the input staged too: one barrier
+])
+def test_conv_weights_staged_in_l2(xs, ws, attrs, hazard_checked):
+    """The weights copied once into L2 by the cores (tc_stage_weights=1), each item's block
+    read from there: the plain plan's results, every L1 and L2 access ordered."""
+    specs = [compiler.TensorSpec(xs, "float32"), compiler.TensorSpec(ws, "float32")]
+    ins = [rand(xs, 1), rand(ws, 2, -0.1, 0.1)]
+    plain = {k: v for k, v in attrs.items() if k != "tc_stage_input"}
+    _, refs, _ = run_op("Conv", plain, ins)
+    attrs = dict(attrs, tc_stage_weights=1)
+    f = compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec(refs[0].shape, "float32")], "npu -cores=4")
+    assert "Wsh" in str(f) and str(f).count("tir.barrier") == 1
+    out = run_lowered("Conv", attrs, ins, [np.zeros(refs[0].shape, np.float32)])[0]
+    np.testing.assert_allclose(out, refs[0], rtol=1e-4, atol=1e-4)
+    assert hazard_checked() == []
+
+
 def test_plan_overrides_are_0_or_1():
     specs = [compiler.TensorSpec((1, 8, 6, 6), "float32"), compiler.TensorSpec((8, 8, 3, 3), "float32")]
-    for knob in ("tc_pipeline", "tc_stage_input", "tc_transposed"):
+    for knob in ("tc_pipeline", "tc_stage_input", "tc_stage_weights", "tc_transposed", "tc_resident"):
         assert compiler.HasStrategy("Conv", {knob: 1}, specs) == ""
         assert compiler.HasStrategy("Conv", {knob: 2}, specs) == f"Conv: {knob} must be 0 or 1"
         assert compiler.HasStrategy("Conv", {knob: "yes"}, specs) == f"Conv: {knob} must be 0 or 1"
