@@ -227,7 +227,12 @@ PrimFunc LowerPool(const OpCall& call) {
       for (const Seg& sr : Segs(g.OH, R)) {
         for (const Seg& sc : Segs(g.C, CC)) {
           int64_t count = g.N * g.OD * sr.count * sc.count;
-          groups.push_back(ForEachItem(
+          // 2-D max or average: one patch for the core's items, filled once. The loads
+          // write the same columns every time, so the padding columns keep the fill; a row
+          // tile at the image's top or bottom fills its padding rows again.
+          const bool fill_once = !g.lp && ekd == 1 && g.D == 1 && vhi > vlo;
+          Buffer Pcore = Local({sc.size * ekd * rin(sr.size) * pw}, tile_t, "Patch");
+          Stmt each = ForEachItem(
               core, call.cores, count, &rotation, "t", [&, tw, pw, iw0, vlo, vhi](PrimExpr t) {
                 int64_t r = sr.size, cc = sc.size, ph = rin(r);
                 PrimExpr ci = floormod(t, I32(sc.count));
@@ -236,13 +241,13 @@ PrimFunc LowerPool(const OpCall& call) {
                 PrimExpr n = floordiv(t, I32(sc.count * sr.count * g.OD));
                 PrimExpr c0 = I32(sc.base) + ci * I32(CC);
                 PrimExpr oh0 = I32(sr.base) + ri * I32(R);
-                Buffer Pa = Local({cc * ekd * ph * pw}, tile_t, "Patch");
+                Buffer Pa = fill_once ? Pcore : Local({cc * ekd * ph * pw}, tile_t, "Patch");
                 Buffer Oa = Local({cc * r * tw}, tile_t, "Ot");
                 TileView Pv = MakeView(Pa, {cc, ekd, ph, pw}, "Pv");
                 TileView O = MakeView(Oa, {cc, r, tw}, "Ov");
                 std::vector<Stmt> s;
                 // the fill and the loads after it are one in-order DMA queue: no wait between
-                s.push_back(Intrin("tile.dma_fill", {Pv.All(), fill, I32(0)}));
+                if (!fill_once) s.push_back(Intrin("tile.dma_fill", {Pv.All(), fill, I32(0)}));
                 if (vhi <= vlo) s.push_back(Intrin("tile.wait", {I32(0)}));
                 if (vhi > vlo) {
                   Buffer P4 = View(Pa, {cc, ekd, ph, pw}, "P4");
@@ -268,17 +273,33 @@ PrimFunc LowerPool(const OpCall& call) {
                     });
                   });
                   // the first and last row tiles: their valid rows, known here, in one DMA
+                  // (after filling their padding rows, which an earlier item wrote)
                   auto edge = [&](int64_t tile_row) -> Stmt {
                     int64_t top = (sr.base + tile_row * R) * g.s[1] - g.pb[1];
                     int64_t lo = std::max<int64_t>(0, top), hi = std::min(g.H, top + ph);
-                    if (hi <= lo) return Evaluate(I32(0));
-                    return Intrin("tile.dma_copy",
-                                  {Region(P4, {I32(0), I32(0), I32(lo - top), I32(vlo - iw0)},
-                                          {cc, 1, hi - lo, vhi - vlo}),
-                                   Region(X, {n, c0, I32(0), I32(lo), I32(vlo)},
-                                          {1, cc, 1, hi - lo, vhi - vlo}),
-                                   I32(0)});
+                    std::vector<Stmt> e;
+                    auto pad_rows = [&](int64_t from, int64_t to) {
+                      if (fill_once && to > from)
+                        e.push_back(
+                            Intrin("tile.dma_fill", {Region(P4, {I32(0), I32(0), I32(from), I32(0)},
+                                                            {cc, 1, to - from, pw}),
+                                                     fill, I32(0)}));
+                    };
+                    pad_rows(0, std::min(ph, std::max<int64_t>(0, lo - top)));
+                    pad_rows(std::max<int64_t>(0, hi - top), ph);
+                    if (hi > lo)
+                      e.push_back(
+                          Intrin("tile.dma_copy",
+                                 {Region(P4, {I32(0), I32(0), I32(lo - top), I32(vlo - iw0)},
+                                         {cc, 1, hi - lo, vhi - vlo}),
+                                  Region(X, {n, c0, I32(0), I32(lo), I32(vlo)},
+                                         {1, cc, 1, hi - lo, vhi - vlo}),
+                                  I32(0)}));
+                    return e.empty() ? Evaluate(I32(0)) : Seq(e);
                   };
+                  // any other tile: filled whole, then its rows inside the image
+                  if (fill_once)
+                    rows = Seq({Intrin("tile.dma_fill", {Pv.All(), fill, I32(0)}), rows});
                   Stmt load = rows;
                   if (ekd == 1 && g.D == 1) {
                     load = IfThenElse(eq(ri, I32(sr.count - 1)), edge(sr.count - 1), rows);
@@ -360,10 +381,17 @@ PrimFunc LowerPool(const OpCall& call) {
                 s.push_back(Intrin(
                     "tile.dma_copy",
                     {Region(Y, {n, c0, od, oh0, I32(ow0)}, {1, cc, 1, r, tw}), O.All(), I32(1)}));
-                Stmt res = Allocate(Pa, Allocate(Oa, Seq(s)));
+                Stmt res = Allocate(Oa, Seq(s));
+                if (!fill_once) res = Allocate(Pa, res);
                 for (const Buffer& b : extra) res = Allocate(b, res);
                 return res;
-              }));
+              });
+          if (fill_once) {
+            TileView whole = MakeView(Pcore, {sc.size, ekd, rin(sr.size), pw}, "Pv");
+            each =
+                Allocate(Pcore, Seq({Intrin("tile.dma_fill", {whole.All(), fill, I32(0)}), each}));
+          }
+          groups.push_back(each);
           // the next group's buffers may take these addresses: the store must be out first
           groups.push_back(Intrin("tile.wait", {I32(1)}));
         }

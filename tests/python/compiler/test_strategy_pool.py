@@ -109,3 +109,14 @@ def test_int8_max_pool_in_int8_tiles(hazard_checked):
     ref = np.max([xp[:, :, i:i + 112:2, j:j + 112:2] for i in range(3) for j in range(3)], axis=0)
     np.testing.assert_array_equal(out, ref)
     assert hazard_checked() == []
+
+
+@pytest.mark.parametrize("op,extra", [("MaxPool", {}), ("AveragePool", {}), ("AveragePool", {"count_include_pad": 1})])
+def test_patch_filled_once_per_core(op, extra, hazard_checked):
+    """Many row tiles a core, padded at the top and at the left: the patch's padding is
+    filled once, and the second image's top tile fills its padding row again after the
+    first image's tiles wrote there; the op library's reference, every L1 access ordered."""
+    attrs = dict({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, **extra)
+    x = rand((2, 16, 112, 112), 9) - 0.5
+    check_op(op, attrs, [x], rtol=1e-5, atol=1e-6)
+    assert hazard_checked() == []
