@@ -736,14 +736,16 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         b.add_output(name, index[root.get(name, name)])
     # Free views have no step; each is recorded (JSON) on the step after it in node order,
     # so debuggers and graph views can show them: [[node, op, input, output, shape], ...].
+    # (a view inside a layer group is recorded on the group's step)
     views_before = {}
     pending = []
+    step_of = {m.step_name: g.step_name for g in groups_made for m in g.members}
     for nd in nodes:
         if nd.where == "view":
             out = str(nd.outs[0].name)
             pending.append([nd.name, nd.op, str(nd.ins[0].name), out, list(info[out][0])])
         elif nd.step_name and pending:
-            views_before[nd.step_name] = pending
+            views_before.setdefault(step_of.get(nd.step_name, nd.step_name), []).extend(pending)
             pending = []
     # the nodes fused into a step's epilogue, [[name, op type], ...] (debuggers stop before
     # the step that computes them)

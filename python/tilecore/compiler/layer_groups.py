@@ -1,8 +1,9 @@
 """Layer groups (docs/compiler.md, "Layer groups"): runs of consecutive npu steps compiled
 as one kernel whose intermediates stay in the cluster's shared L2 instead of the DDR.
 
-A group is a run of npu steps in execution order, broken by a host step and by a free
-view (Reshape, Flatten, ...). An intermediate is a value
+A group is a run of npu steps in execution order, broken by a host step. A free view
+(Reshape, Flatten, ...) inside a run is an alias: its output is its input's bytes, in L2
+when the input is an intermediate. An intermediate is a value
 a member writes that only members read and that is not a graph output; it takes a place
 in the group kernel's L2 arena from the first member that uses it to the last (C++
 ``compiler.GroupKernels``), so intermediates that are not live at once share L2. A group
@@ -61,13 +62,20 @@ class Groups:
     def __init__(self, nodes: Sequence[Any], steps: Sequence[tuple], info: dict[str, tuple],
                  graph_outputs: set[str], itemsize: Callable[[str], int]) -> None:
         self.steps, self.info, self.graph_outputs, self.itemsize = steps, info, graph_outputs, itemsize
-        self.readers = {}  # value name -> nodes reading it (fused nodes, which have no step, do not)
+        self.alias = {}  # a free view's output -> the value whose bytes it is
         for nd in nodes:
-            if nd.where == "dropped":
+            if nd.where == "view":
+                src = str(nd.ins[0].name)
+                self.alias[str(nd.outs[0].name)] = self.alias.get(src, src)
+        # value name (its bytes' owner) -> nodes reading it, through views (fused nodes, which
+        # have no step, and the views themselves do not count)
+        self.readers = {}
+        for nd in nodes:
+            if nd.where in ("dropped", "view"):
                 continue
             for v in nd.ins:
                 if v is not None:
-                    self.readers.setdefault(str(v.name), []).append(nd)
+                    self.readers.setdefault(self.root(str(v.name)), []).append(nd)
         position = {id(nd): i for i, (nd, *_) in enumerate(steps)}
         self.runs, run = [], []
 
@@ -77,7 +85,7 @@ class Groups:
             run.clear()
 
         for nd in nodes:
-            if nd.where == "dropped":
+            if nd.where in ("dropped", "view"):
                 continue
             if nd.where != "npu" or id(nd) not in position:
                 close()
@@ -88,6 +96,10 @@ class Groups:
                 close()
                 run.append(nd)
         close()
+
+    def root(self, name: str) -> str:
+        """The value whose bytes ``name`` is (itself unless a free view made it)."""
+        return self.alias.get(name, name)
 
     def intermediates(self, idx: Sequence[int]) -> list[str]:
         """The values the steps ``idx`` write that only they read (and no graph output)."""
@@ -114,8 +126,9 @@ class Groups:
             nd, _, _, in_params = self.steps[k]
             for v in list(nd.ins[:in_params]) + list(nd.outs):
                 if v is not None:
-                    first, _ = span.get(str(v.name), (pos, pos))
-                    span[str(v.name)] = (first, pos)
+                    n = self.root(str(v.name))
+                    first, _ = span.get(n, (pos, pos))
+                    span[n] = (first, pos)
         names = self.intermediates(idx)
         live = [0] * len(idx)
         for n in names:
@@ -147,7 +160,7 @@ class Groups:
                 nd, _, _, in_params = steps[k]
                 row = []
                 for v in list(nd.ins[:in_params]) + list(nd.outs):
-                    n = OMITTED if v is None else str(v.name)
+                    n = OMITTED if v is None else self.root(str(v.name))
                     values.setdefault(n, v)
                     row.append(ids.setdefault(n, len(ids)))
                 args.append(row)

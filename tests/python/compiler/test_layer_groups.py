@@ -3,6 +3,8 @@ whose intermediates stay in L2. Checked against the same model compiled a step p
 (bit for bit: the members run the same kernels, only where their tensors live changes),
 against ONNX Runtime, for the DDR traffic saved, the L2 budget, what breaks a group, and
 with every L1/L2 access ordered (the simulator's hazard mode)."""
+import json
+
 import numpy as np
 import pytest
 from onnx import helper
@@ -93,9 +95,11 @@ def test_the_l2_budget_splits_a_chain(monkeypatch, budget, sizes):
     np.testing.assert_allclose(exe.run({"x": x})[prev], ort_run(model, {"x": x})[prev], rtol=1e-4, atol=1e-4)
 
 
-def test_a_free_view_and_a_graph_output_break_or_leave_the_group():
-    """conv -> relu -> Flatten -> MatMul: the view ends the group (its input stays in the DDR);
-    a value that is also a graph output is written to the DDR, not kept in L2."""
+def test_a_free_view_inside_a_group_and_a_graph_output():
+    """conv -> conv2 -> Flatten -> MatMul: the view is an alias inside the group (conv2's
+    output stays in L2, read by the MatMul in its flattened shape, and the view is recorded
+    on the group's step); a value that is also a graph output is written to the DDR, not
+    kept in L2. A view whose output another step reads leaves its input in the DDR."""
     w, m = randn(8, 3, 3, 3, scale=0.3), randn(8 * 6 * 6, 10, scale=0.1)
     w2 = randn(8, 8, 1, 1, scale=0.3)
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
@@ -105,12 +109,25 @@ def test_a_free_view_and_a_graph_output_break_or_leave_the_group():
     model = make_model(nodes, [("x", [1, 3, 6, 6], np.float32)], ["y", "c"], [("w", w), ("w2", w2), ("m", m)])
     rep = {}
     exe = tilecore.compile(model, report=rep)
-    assert [g["nodes"] for g in rep["groups"]] == [["conv", "conv2"]]
-    assert rep["groups"][0]["internal"] == []   # c is a graph output, d is read by the view
+    assert [g["nodes"] for g in rep["groups"]] == [["conv", "conv2", "fc"]]
+    assert rep["groups"][0]["internal"] == ["d"]   # c is a graph output; f is d's bytes
+    steps = exe.describe()["steps"]
+    assert len(steps) == 1 and json.loads(steps[0]["debug"]["views"])[0][:4] == ["flat", "Flatten", "d", "f"]
     x = randn(1, 3, 6, 6)
     out, ref = exe.run({"x": x}), ort_run(model, {"x": x})
     for k in ("y", "c"):
         np.testing.assert_allclose(out[k], ref[k], rtol=1e-4, atol=1e-4)
+    # the flattened value also read by a host step (a float64 cast): d goes to the DDR
+    nodes2 = nodes + [helper.make_node("Cast", ["f"], ["f64"], name="cast", to=11),
+                      helper.make_node("Cast", ["f64"], ["fi"], name="back", to=1)]
+    model2 = make_model(nodes2, [("x", [1, 3, 6, 6], np.float32)], ["y", "c", "fi"],
+                        [("w", w), ("w2", w2), ("m", m)])
+    rep2 = {}
+    exe2 = tilecore.compile(model2, report=rep2)
+    assert all("d" not in g["internal"] for g in rep2["groups"])
+    out2, ref2 = exe2.run({"x": x}), ort_run(model2, {"x": x})
+    np.testing.assert_allclose(out2["y"], ref2["y"], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(out2["fi"], ref2["fi"], rtol=1e-4, atol=1e-4)
 
 
 def test_group_kernels_names_bad_lists():
