@@ -4,13 +4,13 @@
  */
 #include "tilecore/compiler/kernel_group.h"
 
-#include <algorithm>
 #include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "tilecore/compiler/cost_model.h"
+#include "tilecore/compiler/memory_plan.h"
 #include "tilecore/ffi/function.h"
 #include "tilecore/ffi/reflection.h"
 #include "tilecore/ir/functor.h"
@@ -119,21 +119,19 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
       buffer_map.Set(b->data, b);
     }
   }
-  // The intermediates share one L2 arena: each lives from the first member that takes it
-  // to the last, and takes the lowest 64-byte-aligned place no live one holds (the members
-  // run one after another, each fenced, so a dead intermediate's place is free).
-  struct Interval {
-    int64_t id, first, last, bytes, offset = 0;
-  };
-  std::vector<Interval> lives;
+  // The intermediates share one L2 arena, planned as the DDR's is (memory_plan.h): each
+  // lives from the first member that takes it to the last (the members run one after
+  // another, each fenced, so a dead intermediate's place is free).
+  std::vector<int64_t> ids;
+  std::vector<BufferLife> lives;
   for (const auto& [id, b] : first) {
     if (tensor.count(id)) continue;
-    Interval iv{id, -1, -1, 1};
+    BufferLife life{b->dtype.lane_bytes(), -1, -1};
     for (size_t i = 0; i < args.size(); ++i) {
       for (int64_t a : args[i]) {
         if (a != id) continue;
-        if (iv.first < 0) iv.first = int64_t(i);
-        iv.last = int64_t(i);
+        if (life.first < 0) life.first = int64_t(i);
+        life.last = int64_t(i);
       }
     }
     for (const PrimExpr& d : b->shape) {
@@ -141,37 +139,22 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
       if (!c)
         TILECORE_THROW(ValueError)
             << "GroupKernels: intermediate " << id << " has a shape that is not constant";
-      iv.bytes *= c->value;
+      life.size *= c->value;
     }
-    iv.bytes = (iv.bytes * b->dtype.lane_bytes() + 63) / 64 * 64;
-    lives.push_back(iv);
+    ids.push_back(id);
+    lives.push_back(life);
   }
-  int64_t arena_bytes = 0;
-  for (size_t k = 0; k < lives.size(); ++k) {
-    Interval& iv = lives[k];
-    std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of the live ones placed
-    for (size_t j = 0; j < k; ++j)
-      if (lives[j].first <= iv.last && iv.first <= lives[j].last)
-        taken.emplace_back(lives[j].offset, lives[j].offset + lives[j].bytes);
-    std::sort(taken.begin(), taken.end());
-    int64_t at = 0;
-    for (const auto& [b, e] : taken) {
-      if (at + iv.bytes <= b) break;
-      at = std::max(at, e);
-    }
-    iv.offset = at;
-    arena_bytes = std::max(arena_bytes, at + iv.bytes);
-  }
+  const MemoryPlan plan = PlanMemory(lives);
   Buffer arena;
   if (!lives.empty())
-    arena = DeclBuffer({IntImm(DataType::Int(32), arena_bytes)}, DataType::Int(8), String("l2"),
+    arena = DeclBuffer({IntImm(DataType::Int(32), plan.arena_size)}, DataType::Int(8), String("l2"),
                        "shared");
-  for (const Interval& iv : lives) {
-    const Buffer& b = first.at(iv.id);
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const Buffer& b = first.at(ids[k]);
     Buffer nb(arena->data, b->dtype, b->shape, {},
-              IntImm(DataType::Int(32), iv.offset / b->dtype.lane_bytes()), String("shared"),
-              String("t" + std::to_string(iv.id)));
-    tensor.emplace(iv.id, nb);
+              IntImm(DataType::Int(32), plan.offsets[k] / b->dtype.lane_bytes()), String("shared"),
+              String("t" + std::to_string(ids[k])));
+    tensor.emplace(ids[k], nb);
   }
   std::vector<Stmt> bodies;
   for (size_t i = 0; i < funcs.size(); ++i) {

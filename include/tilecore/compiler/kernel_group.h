@@ -8,7 +8,7 @@
  * funcs[i] is. `inputs` and `outputs` are the ids the group's caller passes (the group's
  * params, in that order); every other id is an intermediate, which the members read and
  * write in place of DDR: a place in one shared (L2) arena around the bodies, held from the
- * first member that takes it to the last (first fit, 64-byte aligned). The bodies run
+ * first member that takes it to the last (PlanMemory, memory_plan.h). The bodies run
  * one after another; each is a `cores` loop, which the code generator fences and
  * synchronises across the cores, so a member reads only what the previous ones wrote.
  * Each member's cores loops carry its index (kGroupMemberAnnotation), by which the cost
