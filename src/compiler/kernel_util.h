@@ -358,6 +358,22 @@ Stmt EmitBoxes(const OpCall& call, const Params& p, std::vector<Box> boxes);
 /*! \brief Row-major strides of a shape. */
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& shape);
 
+/*! \brief This core's share of the rows of `from` ([rows, cols] viewed) copied into `to`
+ * (a shared buffer) on `event`: an equal share per core, or all of it on core 0 when the
+ * rows do not split evenly. The caller waits on the event and then meets the others at a
+ * barrier before any core reads `to`. */
+inline Stmt CopyShareOfRows(const PrimExpr& core, int64_t cores, const Buffer& from,
+                            const Buffer& to, int64_t rows, int64_t cols, int event) {
+  Buffer f2 = View(from, {rows, cols}, std::string(from->name.view()) + "2");
+  Buffer t2 = View(to, {rows, cols}, std::string(to->name.view()) + "2");
+  const bool even = rows % cores == 0;
+  const int64_t share = even ? rows / cores : rows;
+  PrimExpr r0 = even ? core * I32(share) : I32(0);
+  Stmt copy = Intrin("tile.dma_copy", {Region(t2, {r0, I32(0)}, {share, cols}),
+                                       Region(f2, {r0, I32(0)}, {share, cols}), I32(event)});
+  return even ? copy : IfThenElse(eq(core, I32(0)), copy);
+}
+
 }  // namespace detail
 }  // namespace compiler
 }  // namespace tilecore

@@ -386,14 +386,8 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   int64_t rotation = 0;
   Stmt kernel = OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> segs;
-    if (w_l2) {  // this core's share of the weight rows into L2 (all on core 0 when uneven)
-      Buffer from = View(p.in[1], {g.M, C}, "W2");
-      const bool even = g.M % call.cores == 0;
-      const int64_t share = even ? g.M / call.cores : g.M;
-      PrimExpr r0 = even ? core * I32(share) : I32(0);
-      Stmt copy = Intrin("tile.dma_copy", {Region(W, {r0, I32(0)}, {share, C}),
-                                           Region(from, {r0, I32(0)}, {share, C}), I32(6)});
-      segs.push_back(even ? copy : IfThenElse(eq(core, I32(0)), copy));
+    if (w_l2) {  // this core's share of the weight rows into L2
+      segs.push_back(CopyShareOfRows(core, call.cores, p.in[1], Wsh, g.M, C, 6));
       segs.push_back(Intrin("tile.wait", {I32(6)}));
       segs.push_back(Intrin("tir.barrier", {}));
     }
@@ -776,19 +770,10 @@ PrimFunc LowerConv(const OpCall& call) {
       std::vector<Stmt> groups;
       // this core's share of the rows of the input (and of the weights) into L2 (all of
       // it on core 0 when the rows do not split evenly), then every core waits for all
-      auto stage = [&](const Buffer& from, const Buffer& to, int64_t rows, int64_t cols,
-                       const char* name) {
-        Buffer f2 = View(from, {rows, cols}, std::string(name) + "2");
-        Buffer t2 = View(to, {rows, cols}, std::string(name) + "sh2");
-        const bool even = rows % call.cores == 0;
-        const int64_t share = even ? rows / call.cores : rows;
-        PrimExpr r0 = even ? core * I32(share) : I32(0);
-        Stmt copy = Intrin("tile.dma_copy", {Region(t2, {r0, I32(0)}, {share, cols}),
-                                             Region(f2, {r0, I32(0)}, {share, cols}), I32(6)});
-        groups.push_back(even ? copy : IfThenElse(eq(core, I32(0)), copy));
-      };
-      if (staged) stage(p.in[0], Xsh, x_rows, x_cols, "X");
-      if (w_staged) stage(p.in[1], Wsh, w_rows, w_cols, "W");
+      if (staged)
+        groups.push_back(CopyShareOfRows(core, call.cores, p.in[0], Xsh, x_rows, x_cols, 6));
+      if (w_staged)
+        groups.push_back(CopyShareOfRows(core, call.cores, p.in[1], Wsh, w_rows, w_cols, 6));
       if (staged || w_staged) {
         groups.push_back(Intrin("tile.wait", {I32(6)}));
         groups.push_back(Intrin("tir.barrier", {}));
