@@ -4,6 +4,7 @@
  */
 #include "tilecore/compiler/kernel_group.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -11,6 +12,7 @@
 
 #include "tilecore/compiler/cost_model.h"
 #include "tilecore/compiler/memory_plan.h"
+#include "tilecore/compiler/weight_prefetch.h"
 #include "tilecore/ffi/function.h"
 #include "tilecore/ffi/reflection.h"
 #include "tilecore/ir/functor.h"
@@ -79,12 +81,40 @@ class TagMember : public IRMutator {
   int64_t index_;
 };
 
+/*! \brief The L2 a member's own buffers take (its staging), at most: the sum of its
+ * shared allocations. */
+int64_t OwnL2Bytes(const Stmt& body) {
+  int64_t bytes = 0;
+  PostOrderVisit(body, [&](const ObjectRef& n) {
+    const auto* a = n.as<AllocateNode>();
+    if (!a || a->buffer->scope != "shared") return;
+    int64_t b = a->buffer->dtype.lane_bytes() * a->buffer->dtype.lanes();
+    for (const PrimExpr& d : a->buffer->shape) {
+      auto c = as_const_int(d);
+      b *= c ? *c : 0;
+    }
+    bytes += b;
+  });
+  return bytes;
+}
+
+int64_t ConstBytes(const Buffer& b) {
+  int64_t n = b->dtype.lane_bytes() * b->dtype.lanes();
+  for (const PrimExpr& d : b->shape) {
+    const auto* c = d.as<IntImmNode>();
+    if (!c) return -1;
+    n *= c->value;
+  }
+  return n;
+}
+
 }  // namespace
 
 PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
                       const std::vector<std::vector<int64_t>>& args,
                       const std::vector<int64_t>& inputs, const std::vector<int64_t>& outputs,
-                      const std::string& name) {
+                      const std::string& name, const std::vector<GroupPrefetch>& prefetch,
+                      int64_t l2_bytes) {
   if (funcs.empty() || funcs.size() != args.size())
     TILECORE_THROW(ValueError) << "GroupKernels: " << funcs.size() << " kernels and " << args.size()
                                << " argument lists";
@@ -121,40 +151,77 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   }
   // The intermediates share one L2 arena, planned as the DDR's is (memory_plan.h): each
   // lives from the first member that takes it to the last (the members run one after
-  // another, each fenced, so a dead intermediate's place is free).
+  // another, each fenced, so a dead intermediate's place is free). A prefetched input
+  // lives from the first member that fetches it to the last that reads it.
+  std::map<int64_t, std::pair<int64_t, int64_t>> uses;  // id -> first, last member
+  for (size_t i = 0; i < args.size(); ++i) {
+    for (int64_t a : args[i]) {
+      auto [it, fresh] = uses.emplace(a, std::make_pair(int64_t(i), int64_t(i)));
+      if (!fresh) it->second.second = int64_t(i);
+    }
+  }
+  std::map<int64_t, int64_t> fetched_from;  // prefetched id -> first member fetching it
+  for (const GroupPrefetch& p : prefetch) {
+    auto t = tensor.find(p.tensor);
+    if (t == tensor.end() || std::find(inputs.begin(), inputs.end(), p.tensor) == inputs.end())
+      TILECORE_THROW(ValueError) << "GroupKernels: prefetched tensor " << p.tensor
+                                 << " is not an input of the group";
+    const int64_t bytes = ConstBytes(t->second);
+    if (p.member < 0 || p.member >= uses.at(p.tensor).first)
+      TILECORE_THROW(ValueError) << "GroupKernels: tensor " << p.tensor
+                                 << " is prefetched in member " << p.member
+                                 << ", not before its first reader " << uses.at(p.tensor).first;
+    if (p.begin < 0 || p.end <= p.begin || p.end > bytes)
+      TILECORE_THROW(ValueError) << "GroupKernels: prefetch of bytes [" << p.begin << ", " << p.end
+                                 << ") of tensor " << p.tensor << " (" << bytes << " bytes)";
+    auto [it, fresh] = fetched_from.emplace(p.tensor, p.member);
+    if (!fresh) it->second = std::min(it->second, p.member);
+  }
+  int64_t own = 0;  // the most L2 a member's own buffers take, above the arena
+  for (const PrimFunc& f : funcs) own = std::max(own, OwnL2Bytes(f->body));
   std::vector<int64_t> ids;
   std::vector<BufferLife> lives;
-  for (const auto& [id, b] : first) {
-    if (tensor.count(id)) continue;
-    BufferLife life{b->dtype.lane_bytes(), -1, -1};
-    for (size_t i = 0; i < args.size(); ++i) {
-      for (int64_t a : args[i]) {
-        if (a != id) continue;
-        if (life.first < 0) life.first = int64_t(i);
-        life.last = int64_t(i);
+  MemoryPlan plan;
+  // the prefetches that fit, the latest reader's dropped first (its reader reads the DDR)
+  while (true) {
+    ids.clear();
+    lives.clear();
+    for (const auto& [id, b] : first) {
+      bool fetched = fetched_from.count(id) > 0;
+      if (tensor.count(id) && !fetched) continue;
+      BufferLife life{b->dtype.lane_bytes(), fetched ? fetched_from.at(id) : uses.at(id).first,
+                      uses.at(id).second};
+      for (const PrimExpr& d : b->shape) {
+        const auto* c = d.as<IntImmNode>();
+        if (!c)
+          TILECORE_THROW(ValueError)
+              << "GroupKernels: intermediate " << id << " has a shape that is not constant";
+        life.size *= c->value;
       }
+      ids.push_back(id);
+      lives.push_back(life);
     }
-    for (const PrimExpr& d : b->shape) {
-      const auto* c = d.as<IntImmNode>();
-      if (!c)
-        TILECORE_THROW(ValueError)
-            << "GroupKernels: intermediate " << id << " has a shape that is not constant";
-      life.size *= c->value;
-    }
-    ids.push_back(id);
-    lives.push_back(life);
+    plan = PlanMemory(lives);
+    if (fetched_from.empty() || plan.arena_size + own <= l2_bytes) break;
+    int64_t latest = fetched_from.begin()->first;
+    for (const auto& [id, m] : fetched_from)
+      if (uses.at(id).first > uses.at(latest).first) latest = id;
+    fetched_from.erase(latest);
   }
-  const MemoryPlan plan = PlanMemory(lives);
   Buffer arena;
   if (!lives.empty())
     arena = DeclBuffer({IntImm(DataType::Int(32), plan.arena_size)}, DataType::Int(8), String("l2"),
                        "shared");
+  std::map<int64_t, Buffer> param_of;  // prefetched id -> its DDR param
+  std::map<int64_t, int64_t> offset_of;
   for (size_t k = 0; k < ids.size(); ++k) {
     const Buffer& b = first.at(ids[k]);
     Buffer nb(arena->data, b->dtype, b->shape, {},
               IntImm(DataType::Int(32), plan.offsets[k] / b->dtype.lane_bytes()), String("shared"),
               String("t" + std::to_string(ids[k])));
-    tensor.emplace(ids[k], nb);
+    offset_of[ids[k]] = plan.offsets[k];
+    if (tensor.count(ids[k])) param_of.emplace(ids[k], tensor.at(ids[k]));
+    tensor[ids[k]] = nb;
   }
   std::vector<Stmt> bodies;
   for (size_t i = 0; i < funcs.size(); ++i) {
@@ -162,6 +229,16 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
     for (size_t k = 0; k < args[i].size(); ++k)
       to.emplace(funcs[i]->params[k].get(), tensor.at(args[i][k]));
     Stmt member = RebindBuffers(std::move(to)).VisitStmt(funcs[i]->body);
+    std::vector<PrefetchCopy> copies;
+    for (const GroupPrefetch& p : prefetch) {
+      if (p.member != int64_t(i) || !param_of.count(p.tensor)) continue;
+      const Buffer& src = param_of.at(p.tensor);
+      Buffer bytes(src->data, DataType::Int(8), {IntImm(DataType::Int(32), ConstBytes(src))}, {},
+                   IntImm(DataType::Int(32), 0), src->scope,
+                   String(std::string(src->name.view()) + "_bytes"));
+      copies.push_back({bytes, arena, p.begin, offset_of.at(p.tensor) + p.begin, p.end - p.begin});
+    }
+    member = InterleavePrefetch(member, copies);
     bodies.push_back(TagMember(int64_t(i)).VisitStmt(member));
   }
   Stmt body = bodies.size() == 1 ? bodies[0] : SeqStmt(bodies);
@@ -170,12 +247,22 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   attrs.Set("global_symbol", String(name));
   attrs.Set("op_type", String("group"));
   attrs.Set("input_params", static_cast<int64_t>(inputs.size()));
+  // what the driver's prefetch planner needs to know: the L2 taken, and what was kept
+  attrs.Set("arena_bytes", plan.arena_size);
+  attrs.Set("own_l2_bytes", own);
+  Array<Any> kept;  // the prefetch rows kept
+  for (const GroupPrefetch& p : prefetch) {
+    if (fetched_from.count(p.tensor))
+      kept.push_back(Any(Array<int64_t>{p.tensor, p.member, p.begin, p.end}));
+  }
+  attrs.Set("prefetch", kept);
   return PrimFunc(params, body, buffer_map, attrs);
 }
 
 TILECORE_REGISTER_GLOBAL("compiler.GroupKernels")
     .set_body_typed([](Array<PrimFunc> funcs, Array<Array<int64_t>> args, Array<int64_t> inputs,
-                       Array<int64_t> outputs, String name) -> PrimFunc {
+                       Array<int64_t> outputs, String name, Array<Array<int64_t>> prefetch,
+                       int64_t l2_bytes) -> PrimFunc {
       auto ints = [](const Array<int64_t>& v) {
         std::vector<int64_t> out;
         for (int64_t x : v) out.push_back(x);
@@ -185,7 +272,13 @@ TILECORE_REGISTER_GLOBAL("compiler.GroupKernels")
       for (const PrimFunc& x : funcs) f.push_back(x);
       std::vector<std::vector<int64_t>> a;
       for (const auto& row : args) a.push_back(ints(row));
-      return GroupKernels(f, a, ints(inputs), ints(outputs), std::string(name));
+      std::vector<GroupPrefetch> p;
+      for (const auto& row : prefetch) {
+        if (row.size() != 4)
+          TILECORE_THROW(ValueError) << "GroupKernels: a prefetch is [tensor, member, begin, end]";
+        p.push_back({row[0], row[1], row[2], row[3]});
+      }
+      return GroupKernels(f, a, ints(inputs), ints(outputs), std::string(name), p, l2_bytes);
     });
 
 }  // namespace compiler

@@ -133,6 +133,10 @@ std::vector<IntrinsicInfo> MakeTable() {
       "`event` "
       "(an int32 id, 0..15) when done. Into local/shared memory it uses the DMA-in engine, "
       "otherwise DMA-out");
+  add("tile.dma_prefetch", {A::kRegion, A::kRegion, A::kInt}, R::kVoid, Rule::kNone, true, "dma",
+      "dst, src, event",
+      "tile.dma_copy on the DMA-out engine whatever the direction: a prefetch (a layer group's "
+      "weights into L2) that must not queue behind the core's own loads");
   add("tile.dma_fill", {A::kRegion, A::kScalar, A::kInt}, R::kVoid, Rule::kNone, true, "dma",
       "dst, value, event",
       "asynchronous fill of dst with value (converted to dst's dtype); signals `event` when done");

@@ -14,7 +14,8 @@ using namespace ir;  // NOLINT(*)
 namespace {
 
 bool IsAsyncDma(const CallNode* c) {
-  return c->op == "tile.dma_copy" || c->op == "tile.dma_fill" || c->op == "tile.wait";
+  return c->op == "tile.dma_copy" || c->op == "tile.dma_prefetch" || c->op == "tile.dma_fill" ||
+         c->op == "tile.wait";
 }
 
 bool UsesAsyncDma(const Stmt& s) {
@@ -84,6 +85,9 @@ class Lowerer : public IRMutator {
     std::string op_name;
     if (c->op == "tile.dma_fill") {
       op_name = "tc1.dma_fill_in";
+    } else if (c->op == "tile.dma_prefetch") {
+      out_engine = true;
+      op_name = "tc1.dma_out";
     } else {
       const auto* src = c->args[1].as<BufferRegionNode>();
       out_engine = dst->buffer->scope.view() != "local" && src->buffer->scope.view() == "local";

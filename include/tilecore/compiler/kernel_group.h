@@ -13,8 +13,16 @@
  * synchronises across the cores, so a member reads only what the previous ones wrote.
  * Each member's cores loops carry its index (kGroupMemberAnnotation), by which the cost
  * model times the members one by one (EstimateKernel's `members`).
- * The FFI function is `compiler.GroupKernels(funcs, args, inputs, outputs, name)`.
- * Errors: a ValueError when the lists disagree (an id no kernel takes, one listed twice).
+ * `prefetch` (docs/compiler.md, "Weight prefetch"): bytes [begin, end) of an input (a
+ * constant: weights) copied into the arena during member `member`, interleaved with its
+ * work (weight_prefetch.h); from the first member fetching it on, the input has a place in
+ * the arena and the members reading it read that. A prefetch must come before the input's
+ * first reader. Those that do not fit `l2_bytes` with the largest member's own L2 buffers
+ * are dropped, the latest reader's first (it then reads the DDR, as without one).
+ * The FFI function is `compiler.GroupKernels(funcs, args, inputs, outputs, name, prefetch,
+ * l2_bytes)`.
+ * Errors: a ValueError when the lists disagree (an id no kernel takes, one listed twice, a
+ * prefetch of something not an input, after its reader or outside the tensor).
  */
 #ifndef TILECORE_COMPILER_KERNEL_GROUP_H_
 #define TILECORE_COMPILER_KERNEL_GROUP_H_
@@ -28,10 +36,16 @@
 namespace tilecore {
 namespace compiler {
 
+/*! \brief Bytes [begin, end) of input `tensor` fetched into L2 during member `member`. */
+struct GroupPrefetch {
+  int64_t tensor, member, begin, end;
+};
+
 ir::PrimFunc GroupKernels(const std::vector<ir::PrimFunc>& funcs,
                           const std::vector<std::vector<int64_t>>& args,
                           const std::vector<int64_t>& inputs, const std::vector<int64_t>& outputs,
-                          const std::string& name);
+                          const std::string& name, const std::vector<GroupPrefetch>& prefetch = {},
+                          int64_t l2_bytes = int64_t(4) << 20);
 
 }  // namespace compiler
 }  // namespace tilecore

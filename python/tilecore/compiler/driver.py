@@ -380,8 +380,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         ``fallbacks``: nodes kept in f32 with the reason, ``bias_correction``: node -> the
         largest shift its bias absorbed, ``channel_means``: the means it used) and ``qdq`` (``folded``: the
         quantised model's matrix nodes now in int8, ``kept``: those left in f32 with
-        the reason); ``groups`` (``[{"step", "nodes", "internal", "l2_bytes"}]``: each layer
-        group's step, its nodes, the values kept in L2 and the most of them live at once); ``npu_funcs``: step
+        the reason); ``groups`` (``[{"step", "nodes", "internal", "l2_bytes", "prefetch"}]``: each layer
+        group's step, its nodes, the values kept in L2, the most of them live at once, and
+        the weights prefetched into L2: name -> ``{"reader", "bytes", "during"}``); ``npu_funcs``: step
         name -> the strategy's PrimFunc of each npu step (what ``compiler.estimate_cost``
         prices).
     :raises CompileError: (a ValueError) unsupported nodes, non-static shapes, a bad
@@ -405,6 +406,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     from . import int8_edges as _int8_edges
     from . import layer_groups as _groups
     from . import qdq as _qdq
+    from . import weight_prefetch as _prefetch
 
     if not hasattr(model, "nodes"):  # QOperator nodes in the QDQ form; the DQ constants before folding
         model, dq_consts = _qdq.prepare(os.fspath(model) if isinstance(model, os.PathLike) else model)
@@ -584,6 +586,15 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         key_of[id(nd)] = key
     groups_made = []
     step_kernels = [npu_funcs.get(k) for k in step_keys]
+    estimates = {}  # id(a group's PrimFunc) -> (it, the cost model's estimate of it)
+
+    def group_estimate(f):
+        from . import estimate_cost
+
+        if id(f) not in estimates:
+            estimates[id(f)] = (f, estimate_cost(f, target))
+        return estimates[id(f)][1]
+
     if group and fuse and not keep_intermediates:
         from . import GroupKernels
 
@@ -591,7 +602,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
 
         def in_l2(k, f, row, internal):
             # the member lowered again knowing which of its params are the group's L2
-            # intermediates, so that its plan is chosen for where its tensors are
+            # intermediates (and prefetched weights), so that its plan is chosen for where
+            # its tensors are
             where = tuple(p for p, t in enumerate(row) if t in internal)
             if not where:
                 return f()
@@ -606,12 +618,63 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                     member_cache[mkey] = f()
             return member_cache[mkey]
 
+        def with_prefetch(f, idx, funcs, lowered, args, ins, outs, internal):
+            # the group again with weights prefetched into L2 when the cost model finds a
+            # member the DDR bounds (weight_prefetch.py); `f` when none is
+            sizes, weights = {}, {}
+            for k, row in zip(idx, args):
+                nd, _, _, in_params = steps[k]
+                for p, (t, v) in enumerate(zip(row, list(nd.ins[:in_params]) + list(nd.outs))):
+                    if v is None:
+                        continue
+                    shape, dtype = info[str(v.name)]
+                    sizes[t] = int(np.prod(shape, dtype=np.int64)) * _itemsize(dtype)
+                    if p < in_params and t in ins and getattr(v, "data", None) is not None:
+                        weights[t] = sizes[t]
+            if not any(b >= _prefetch.MIN_BYTES for b in weights.values()):
+                return f
+            members = group_estimate(f)["members"]
+            if len(members) != len(idx):
+                return f
+            live = [0] * len(idx)
+            for t in internal:
+                pos = [m for m, row in enumerate(args) if t in row]
+                for m in range(pos[0], pos[-1] + 1):
+                    live[m] += sizes.get(t, 0)
+            free_l2 = _groups.L2_BYTES - int(f.attrs["own_l2_bytes"]) - (64 << 10)
+            relowered = {}
+
+            def member_in_l2(m, t):
+                key = (m, t)
+                if key not in relowered:
+                    g = in_l2(idx[m], funcs[m], args[m], set(internal) | {t})
+                    from . import estimate_cost
+
+                    e = estimate_cost(g, target)
+                    relowered[key] = (g, (int(e["cycles"]), int(e["ddr_cycles"])))
+                return relowered[key][1]
+
+            rows = _prefetch.plan(members, args, weights, live, free_l2, member_in_l2)
+            while rows:
+                chosen = {t: min(m for tt, m, _, _ in rows if tt == t) for t, *_ in rows}
+                readers = {t: next(m for m, row in enumerate(args) if t in row) for t in chosen}
+                funcs2 = list(lowered)
+                for t, m in readers.items():
+                    funcs2[m] = relowered[(m, t)][0]
+                g = GroupKernels(funcs2, args, ins, outs, "group", rows, _groups.L2_BYTES)
+                kept = {int(r[0]) for r in g.attrs["prefetch"]}
+                if kept == set(chosen):
+                    return g
+                rows = [r for r in rows if r[0] in kept]  # what did not fit reads the DDR as before
+            return f
+
         def build_group(idx, funcs, args, ins, outs):
             gkey = (tuple(step_keys[k] for k in idx), tuple(tuple(a) for a in args), tuple(ins), tuple(outs))
             if gkey not in group_cache:
                 internal = set(range(max(max(r) for r in args) + 1)) - set(ins) - set(outs)
-                funcs = [in_l2(k, f, row, internal) for k, f, row in zip(idx, funcs, args)]
-                f = GroupKernels(funcs, args, ins, outs, "group")
+                lowered = [in_l2(k, f, row, internal) for k, f, row in zip(idx, funcs, args)]
+                f = GroupKernels(lowered, args, ins, outs, "group")
+                f = with_prefetch(f, idx, funcs, lowered, args, ins, outs, internal)
                 group_cache[gkey] = (_build(f, target=target), "group", f)
             return group_cache[gkey]
 
@@ -635,9 +698,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         if f is not None:
             step_funcs[nd.step_name] = f
         if f is not None and isinstance(nd, _groups.GroupNode):  # what each member costs in it
-            from . import estimate_cost
-
-            costs = estimate_cost(f, target)["members"]
+            costs = group_estimate(f)["members"]
             if len(costs) == len(nd.members):
                 nd.member_costs = costs
     timings["lower_and_build"] = time.perf_counter() - t0

@@ -16,7 +16,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-# bytes of L2 the intermediates of one group may take (of TC1's 4 MiB)
+L2_BYTES = 4 << 20  # TC1's shared L2
+# bytes of L2 the intermediates of one group may take
 L2_BUDGET = 3 << 20
 OMITTED = "\0omitted"  # the name an omitted input goes by here
 
@@ -35,6 +36,8 @@ class GroupNode:
         self.ins, self.outs, self.in_specs = ins, outs, None
         self.step_name = f"{first.step_name}+{len(members) - 1}"
         self.member_costs: list[dict[str, Any]] = []  # the cost model's, per member (the driver's)
+        # weight name -> {"reader", "bytes", "during": members fetching it} (weight_prefetch.py)
+        self.prefetch: dict[str, dict[str, Any]] = {}
 
     def summary(self) -> dict[str, Any]:
         """The group as the report lists it and the step's debug info records it; with
@@ -42,7 +45,7 @@ class GroupNode:
         in the group, its MACs and what bounds it (a profile splits the group's simulated
         cycles by them)."""
         out = {"step": self.step_name, "nodes": [m.step_name for m in self.members], "internal": self.internal,
-               "l2_bytes": self.l2_bytes}
+               "l2_bytes": self.l2_bytes, "prefetch": self.prefetch}
         if self.member_costs:
             out["members"] = [{"node": m.step_name, "op": m.op, "est_cycles": int(c["cycles"]),
                                "macs": int(c["macs"]), "bound_by": str(c["bound_by"])}
@@ -178,6 +181,12 @@ class Groups:
                 return
             node = GroupNode(members, [values[n] for n in ins], [values[n] for n in outs], internal,
                              self.peak_l2_bytes(idx))
+            name_of = {i: n for n, i in ids.items()}
+            for t, m, begin, end in ([int(x) for x in r] for r in (f.attrs["prefetch"] if "prefetch" in f.attrs else [])):
+                row = node.prefetch.setdefault(name_of[t], {"reader": next(
+                    members[k].step_name for k, a in enumerate(args) if t in a), "bytes": 0, "during": []})
+                row["bytes"] += end - begin
+                row["during"].append(members[m].step_name)
             made.append(node)
             out.append((node, mod, fn, len(ins)))
             out_funcs.append(f)

@@ -631,7 +631,8 @@ void NpuEmitter::EffectCall(const CallNode* c) {
   if (op == "tile.mm") return Matmul(c);
   if (op == "tir.call_packed") return CallPacked(c);
   if (op.rfind("tile.vec_", 0) == 0) return VecOp(c, op);
-  if (op == "tile.dma_copy" || op == "tile.dma_fill" || op == "tile.wait") {
+  if (op == "tile.dma_copy" || op == "tile.dma_prefetch" || op == "tile.dma_fill" ||
+      op == "tile.wait") {
     Fail("`" + op + "` (run LowerAsyncDMA first)", c->span);
   }
   Fail("intrinsic `" + op + "`", c->span);

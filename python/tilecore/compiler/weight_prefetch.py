@@ -1,0 +1,74 @@
+"""Weight prefetch inside a layer group (docs/compiler.md, "Weight prefetch"): which
+members read their weights from L2, fetched there during earlier members that leave the
+DDR idle.
+
+A member is worth it when the cost model says the DDR bounds it and that, lowered with
+its weights in L2, it runs faster. Its weights are then fetched during the members just
+before it, each giving at most ``SHARE`` of the cycles it leaves the DDR idle, while the
+group's intermediates, the prefetched weights live at that member and the largest
+member's own L2 buffers fit L2. Members are taken in order, and one whose weights come
+from L2 leaves the DDR idle for the next.
+"""
+from typing import Any, Callable, Sequence
+
+DDR_BYTES_PER_CYCLE = 64
+SHARE = 0.3  # of a member's DDR-idle cycles a prefetch may take (its own loads keep the rest)
+MIN_BYTES = 64 << 10  # smaller weights are not worth a member's L2
+MIN_GAIN = 0.05  # of the member's cycles
+DDR_BOUND = 0.6  # a member whose DDR cycles reach this share of its cycles is bound by the DDR
+
+
+def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weights: dict[int, int],
+         live: Sequence[int], free_l2: int, in_l2: Callable[[int, int], tuple[int, int] | None]) -> list[tuple[int, int, int, int]]:
+    """Prefetch rows ``(tensor, member, begin, end)`` for ``compiler.GroupKernels``.
+
+    ``members``: the cost model's per-member ``cycles`` and ``ddr_cycles`` in the group;
+    ``rows``: each member's tensor ids; ``weights``: constant input id -> bytes;
+    ``live``: bytes of intermediates live at each member; ``free_l2``: the L2 the arena may
+    take; ``in_l2(k, id)``: the cycles and DDR cycles of member k with tensor ``id`` in
+    L2 (None when it cannot be lowered so).
+    """
+    n = len(members)
+    cycles = [int(m["cycles"]) for m in members]
+    ddr = [int(m["ddr_cycles"]) for m in members]
+    used = [0] * n  # bytes already fetched during each member
+    held = list(live)  # L2 bytes live at each member, prefetched weights included
+    first_reader = {}
+    for k, row in enumerate(rows):
+        for t in row:
+            first_reader.setdefault(t, k)
+    out = []
+    for j in range(n):
+        ids = [t for t in rows[j] if t in weights and first_reader[t] == j and weights[t] >= MIN_BYTES]
+        if not ids or ddr[j] < DDR_BOUND * cycles[j]:
+            continue
+        t = max(ids, key=lambda i: weights[i])
+        size = weights[t]
+        last = max(k for k, row in enumerate(rows) if t in row)
+        if max(held[j:last + 1]) + size > free_l2:
+            continue
+        est = in_l2(j, t)
+        if est is None or cycles[j] - est[0] < MIN_GAIN * cycles[j]:
+            continue
+        need, take, i = size, [], j - 1
+        while need > 0 and i >= 0 and held[i] + size <= free_l2:
+            spare = 0
+            if ddr[i] < DDR_BOUND * cycles[i]:  # a member the DDR bounds has nothing to give
+                spare = int((cycles[i] - ddr[i]) * SHARE * DDR_BYTES_PER_CYCLE) - used[i]
+            spare = spare // 4096 * 4096
+            if spare > 0:
+                b = min(spare, need)
+                take.append((i, b))
+                need -= b
+            i -= 1
+        if need > 0:
+            continue
+        begin = 0
+        for i, b in reversed(take):  # the earliest member fetches the first bytes
+            out.append((t, i, begin, begin + b))
+            used[i] += b
+            begin += b
+        for k in range(take[-1][0], last + 1):
+            held[k] += size
+        cycles[j], ddr[j] = est
+    return out

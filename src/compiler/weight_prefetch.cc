@@ -1,0 +1,186 @@
+/*
+ * src/compiler/weight_prefetch.cc — InterleavePrefetch (weight_prefetch.h).
+ */
+#include "tilecore/compiler/weight_prefetch.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "kernel_util.h"
+#include "tilecore/ir/functor.h"
+#include "tilecore/transform/lower_async_dma.h"
+
+namespace tilecore {
+namespace compiler {
+
+using namespace ir;             // NOLINT
+using namespace compiler::detail;  // NOLINT
+
+namespace {
+
+// A piece is at least this (smaller ones pay the DMA's latency for little) and at most
+// this (a store queued behind one waits no longer than about one tile's compute).
+constexpr int64_t kMinPiece = 4096;
+constexpr int64_t kMaxPiece = 32768;
+
+bool IsCall(const Stmt& s, const char* op) {
+  const auto* e = s.as<EvaluateNode>();
+  const auto* c = e ? e->value.as<CallNode>() : nullptr;
+  return c && c->op == op;
+}
+
+/*! \brief How many `tile.mm` one core runs in `s` (constant trip counts multiplied, a
+ * loop of unknown count taken once). */
+int64_t MatmulsRun(const Stmt& s) {
+  if (!s.defined()) return 0;
+  if (IsCall(s, "tile.mm")) return 1;
+  if (const auto* f = s.as<ForNode>()) {
+    auto e = as_const_int(f->extent);
+    return (e ? std::max<int64_t>(*e, 0) : 1) * MatmulsRun(f->body);
+  }
+  if (const auto* q = s.as<SeqStmtNode>()) {
+    int64_t n = 0;
+    for (const Stmt& x : q->seq) n += MatmulsRun(x);
+    return n;
+  }
+  if (const auto* i = s.as<IfThenElseNode>())
+    return std::max(MatmulsRun(i->then_case), MatmulsRun(i->else_case));
+  if (const auto* a = s.as<AllocateNode>()) return MatmulsRun(a->body);
+  if (const auto* w = s.as<WhileNode>()) return MatmulsRun(w->body);
+  return 0;
+}
+
+/*! \brief The DMA events `s` names with constants. */
+std::set<int64_t> EventsUsed(const Stmt& s) {
+  std::set<int64_t> used;
+  PostOrderVisit(s, [&](const ObjectRef& n) {
+    const auto* c = n.as<CallNode>();
+    if (!c || c->op.view().rfind("tile.", 0) != 0) return;
+    if (c->op != "tile.dma_copy" && c->op != "tile.dma_fill" && c->op != "tile.dma_prefetch" &&
+        c->op != "tile.wait")
+      return;
+    if (auto e = as_const_int(c->args.back())) used.insert(*e);
+  });
+  return used;
+}
+
+/*! \brief One copy cut into pieces for `cores` cores, `slots` issue points each. */
+struct Pieces {
+  PrefetchCopy copy;
+  int64_t piece = 0, full = 0, tail = 0;  // piece bytes, full pieces, bytes of the last
+};
+
+class Interleaver : public IRMutator {
+ public:
+  Interleaver(std::vector<PrefetchCopy> copies, int64_t event)
+      : copies_(std::move(copies)), event_(event) {}
+
+  Stmt VisitStmt_(const ForNode* op) override {
+    if (op->kind != ForKind::kCores || done_) return IRMutator::VisitStmt_(op);
+    done_ = true;
+    auto cores_c = as_const_int(op->extent);
+    const int64_t cores = cores_c ? std::max<int64_t>(*cores_c, 1) : 1;
+    core_ = op->loop_var;
+    cores_ = cores;
+    const int64_t slots = std::max<int64_t>(MatmulsRun(op->body), 1);
+    // a cursor per copy, then the count of matrix commands run
+    cursor_ = DeclBuffer({I32(int64_t(copies_.size()) + 1)}, DataType::Int(32), "prefetch_cursor",
+                         "local");
+    for (const PrefetchCopy& c : copies_) {
+      Pieces p{c};
+      int64_t want = (c.bytes + cores * slots - 1) / (cores * slots);
+      p.piece = std::clamp<int64_t>((want + 63) / 64 * 64, kMinPiece, kMaxPiece);
+      p.full = c.bytes / p.piece;
+      p.tail = c.bytes - p.full * p.piece;
+      pieces_.push_back(p);
+    }
+    // pieces go out every `stride_` matrix commands, spread over the member's work
+    int64_t most = 1;
+    for (const Pieces& p : pieces_) most = std::max(most, (p.full + cores - 1) / cores);
+    stride_ = std::max<int64_t>(slots / most, 1);
+    std::vector<Stmt> pro{BufferStore(cursor_, I32(0), {Tick()})}, epi;
+    for (size_t j = 0; j < pieces_.size(); ++j) {
+      const Pieces& p = pieces_[j];
+      pro.push_back(BufferStore(cursor_, I32(0), {I32(int64_t(j))}));
+      if (p.tail)  // the short last piece, by the first core, first
+        pro.push_back(IfThenElse(eq(core_, I32(0)), Piece(p, I32(p.full), p.tail)));
+      PrimExpr cur = BufferLoad(cursor_, {I32(int64_t(j))});
+      epi.push_back(While(cur < Mine(p), Issue(j)));
+    }
+    inside_ = true;
+    Stmt body = VisitStmt(op->body);
+    inside_ = false;
+    body = Allocate(cursor_, Seq({Seq(pro), body, Seq(epi)}));
+    return For(op->loop_var, op->min, op->extent, op->kind, body, op->annotations, op->span);
+  }
+
+  Stmt VisitStmt_(const EvaluateNode* op) override {
+    Stmt s = GetRef<Stmt>(op);
+    if (!inside_ || !IsCall(s, "tile.mm")) return s;
+    std::vector<Stmt> issue;
+    for (size_t j = 0; j < pieces_.size(); ++j) {
+      PrimExpr cur = BufferLoad(cursor_, {I32(int64_t(j))});
+      issue.push_back(IfThenElse(cur < Mine(pieces_[j]), Issue(j)));
+    }
+    PrimExpr tick = BufferLoad(cursor_, {Tick()});
+    if (stride_ == 1) return Seq({s, Seq(issue)});
+    return Seq({s, BufferStore(cursor_, tick + I32(1), {Tick()}),
+                IfThenElse(eq(floormod(tick + I32(1), I32(stride_)), I32(0)), Seq(issue))});
+  }
+
+ private:
+  PrimExpr Tick() const { return I32(int64_t(pieces_.size())); }
+  // full pieces this core issues: k = q * cores + core for q = 0, 1, ...
+  PrimExpr Mine(const Pieces& p) const {
+    return floordiv(I32(p.full + cores_ - 1) - core_, I32(cores_));
+  }
+  Stmt Piece(const Pieces& p, PrimExpr k, int64_t bytes) const {
+    PrimExpr at = k * I32(p.piece);
+    return Intrin("tile.dma_prefetch",
+                  {Region(p.copy.dst, {I32(p.copy.dst_begin) + at}, {bytes}),
+                   Region(p.copy.src, {I32(p.copy.src_begin) + at}, {bytes}), I32(event_)});
+  }
+  // the core's next piece of copy j, and its cursor moved on
+  Stmt Issue(size_t j) const {
+    const Pieces& p = pieces_[j];
+    PrimExpr cur = BufferLoad(cursor_, {I32(int64_t(j))});
+    return Seq({Piece(p, cur * I32(cores_) + core_, p.piece),
+                BufferStore(cursor_, cur + I32(1), {I32(int64_t(j))})});
+  }
+
+  std::vector<PrefetchCopy> copies_;
+  int64_t event_;
+  bool done_ = false, inside_ = false;
+  Var core_;
+  int64_t cores_ = 1, stride_ = 1;
+  Buffer cursor_;
+  std::vector<Pieces> pieces_;
+};
+
+}  // namespace
+
+Stmt InterleavePrefetch(const Stmt& member, const std::vector<PrefetchCopy>& copies) {
+  if (copies.empty()) return member;
+  std::set<int64_t> used = EventsUsed(member);
+  int64_t event = -1;
+  for (int64_t e = transform::kNumDmaEvents - 1; e >= 0; --e) {
+    if (!used.count(e)) {
+      event = e;
+      break;
+    }
+  }
+  if (event < 0)
+    TILECORE_THROW(ValueError) << "InterleavePrefetch: the member uses every DMA event";
+  Interleaver iv(copies, event);
+  Stmt out = iv.VisitStmt(member);
+  bool has_cores = false;
+  PostOrderVisit(member, [&](const ObjectRef& n) {
+    if (const auto* f = n.as<ForNode>()) has_cores = has_cores || f->kind == ForKind::kCores;
+  });
+  if (!has_cores) TILECORE_THROW(ValueError) << "InterleavePrefetch: the member has no cores loop";
+  return out;
+}
+
+}  // namespace compiler
+}  // namespace tilecore

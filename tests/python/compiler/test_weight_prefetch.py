@@ -1,0 +1,163 @@
+"""Weight prefetch inside layer groups (docs/compiler.md, "Weight prefetch"): a member the
+DDR bounds reads its weights from L2, copied there on the DMA-out engines during earlier
+members. Checked against ONNX Runtime and numpy, with every L1/L2 access ordered (the
+simulator's hazard mode), for the cycles it saves, and the planner against hand-worked
+budgets."""
+import re
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import tilecore
+from tilecore import compiler
+from tilecore.compiler import weight_prefetch as wp
+
+from test_driver import make_model, ort_run
+
+RNG = np.random.default_rng(47)
+TARGET = "npu -cores=4"
+
+
+def randn(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def compute_then_ddr_bound():
+    """A 3x3 Conv the matrix engine bounds, a strided 1x1 down to 4x4, then a 1x1 Conv of
+    256 KiB of f32 weights over 16 positions (the DDR bounds it: 4096 cycles for its
+    weights, 1024 for its MACs)."""
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="conv0", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["ra"], name="relu0"),
+             helper.make_node("Conv", ["ra", "w1"], ["b"], name="conv1", strides=[8, 8]),
+             helper.make_node("Conv", ["b", "w2"], ["y"], name="conv2")]
+    inits = [("w0", randn(64, 64, 3, 3, scale=0.05)), ("w1", randn(256, 64, 1, 1, scale=0.1)),
+             ("w2", randn(256, 256, 1, 1, scale=0.06))]
+    return make_model(nodes, [("x", [1, 64, 32, 32], np.float32)], ["y"], inits)
+
+
+def test_a_ddr_bound_member_reads_its_weights_from_l2(monkeypatch, hazard_checked):
+    model = compute_then_ddr_bound()
+    x = randn(1, 64, 32, 32)
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    assert [g["nodes"] for g in rep["groups"]] == [["conv0", "conv1", "conv2"]]
+    pf = rep["groups"][0]["prefetch"]
+    assert list(pf) == ["w2"] and pf["w2"]["reader"] == "conv2" and pf["w2"]["bytes"] == 256 * 256 * 4
+    assert set(pf["w2"]["during"]) <= {"conv0", "conv1"}
+    y = exe.run({"x": x})["y"]
+    np.testing.assert_allclose(y, ort_run(model, {"x": x})["y"], rtol=1e-4, atol=1e-4)
+    hazards = unordered_copies(hazard_checked())
+    b = exe.stats()["bytes"]
+    with_cycles = exe.stats()["cycles"]
+
+    monkeypatch.setattr(wp, "MIN_BYTES", 1 << 40)  # the same group, no prefetch
+    rep2 = {}
+    plain = tilecore.compile(model, report=rep2)
+    assert rep2["groups"][0]["prefetch"] == {}
+    y2 = plain.run({"x": x})["y"]
+    np.testing.assert_allclose(y2, y, rtol=1e-5, atol=1e-5)
+    b2 = plain.stats()["bytes"]
+    # the copies into L2 are ordered with every access: no hazard but those the group
+    # has without them (strided stores of two cores reported by their bounding ranges)
+    assert not any("ddr:" in h for h in hazards)
+    assert hazards == unordered_copies(hazard_checked())  # (each run's own)
+    # the weights cross the DDR once either way, and L2 twice more (written, then read)
+    assert b["ddr_read"] == b2["ddr_read"]
+    assert b["l2_written"] >= b2["l2_written"] + 256 * 256 * 4
+    # conv2 spent 4096 cycles on its weights over the DDR's 64 B/cycle; from L2, 1024
+    assert plain.stats()["cycles"] - with_cycles > 0.4 * 4096
+
+
+def unordered_copies(messages):
+    """Hazard messages without their program addresses (the two programs differ)."""
+    return [re.sub(r"pc \d+|\[x0 \+ \d+\]", "", m) for m in messages]
+
+
+def member_costs(*pairs):
+    return [{"cycles": c, "ddr_cycles": d} for c, d in pairs]
+
+
+def test_plan_takes_idle_ddr_from_the_members_just_before_the_reader():
+    """Member 2 is DDR-bound and reads weight 5 (300,000 bytes); members 0 and 1 leave
+    8,000 DDR cycles idle each, of which SHARE may go to the prefetch: member 1, nearest
+    the reader, gives all it may (in whole 4 KiB), member 0 the rest, first bytes first."""
+    costs = member_costs((10000, 2000), (10000, 2000), (20000, 19000))
+    rows = [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
+    asked = []
+
+    def in_l2(k, t):
+        asked.append((k, t))
+        return 12000, 100
+
+    out = wp.plan(costs, rows, {1: 70000, 3: 70000, 5: 300000}, [0, 0, 0], 4 << 20, in_l2)
+    per_member = int(8000 * wp.SHARE * 64) // 4096 * 4096
+    assert per_member < 300000 < 2 * per_member
+    assert out == [(5, 0, 0, 300000 - per_member), (5, 1, 300000 - per_member, 300000)]
+    assert asked == [(2, 5)]  # members 0 and 1 are not bound by the DDR: not asked
+
+
+@pytest.mark.parametrize("case", ["fits_not", "gain_small", "compute_bound", "donors_ddr_bound", "small"])
+def test_plan_declines(case):
+    costs = member_costs((10000, 2000), (10000, 2000), (20000, 19000))
+    weights, live, free, faster = {5: 300000}, [0, 0, 0], 4 << 20, 12000
+    if case == "fits_not":
+        live = [0, 0, (4 << 20) - 200000]  # the reader's own L2 leaves no room for the weight
+    elif case == "gain_small":
+        faster = 19500  # under MIN_GAIN of 20,000 cycles
+    elif case == "compute_bound":
+        costs[2]["ddr_cycles"] = 5000
+    elif case == "donors_ddr_bound":
+        costs[0]["ddr_cycles"] = costs[1]["ddr_cycles"] = 9000
+    else:
+        weights = {5: wp.MIN_BYTES - 1}
+    out = wp.plan(costs, [[0, 1, 2], [2, 3, 4], [4, 5, 6]], weights, live, free, lambda k, t: (faster, 100))
+    assert out == []
+
+
+def test_plan_gives_a_faster_member_idle_ddr_to_the_next():
+    """Member 1's weights from L2 (10,000 cycles, no DDR) leave its DDR idle, which
+    fetches member 2's with what member 0 has left."""
+    costs = member_costs((80000, 1000), (20000, 19000), (20000, 19000))
+    rows = [[0, 1], [1, 2, 3], [3, 4, 5]]
+    out = wp.plan(costs, rows, {2: 500000, 4: 500000}, [0, 0, 0], 4 << 20, lambda k, t: (10000, 0))
+    from_1 = int(10000 * wp.SHARE * 64) // 4096 * 4096
+    assert int(79000 * wp.SHARE * 64) - 500000 >= 500000 - from_1  # member 0 has the rest
+    assert out == [(2, 0, 0, 500000), (4, 0, 0, 500000 - from_1), (4, 1, 500000 - from_1, 500000)]
+
+
+def relu_then_add(n):
+    """Member 0: Relu x -> h; member 1: Add(h, w) -> y; ids x 0, h 1, w 2, y 3."""
+    s = compiler.TensorSpec((1, n), "float32")
+    relu = compiler.LowerOp("Relu", {}, [s], [s], TARGET)
+    add = compiler.LowerOp("Add", {"tc_in_l2": [0, 1]}, [s, s], [s], TARGET)
+    return [relu, add], [[0, 1], [1, 2, 3]]
+
+
+@pytest.mark.parametrize("l2_bytes,kept", [(4 << 20, True), (300 << 10, False)])
+def test_group_kernels_prefetch_and_what_does_not_fit(l2_bytes, kept, hazard_checked):
+    """The Relu has no matrix command: its share of w goes out after its work. With too
+    little L2 the prefetch is dropped and the Add reads w from the DDR: the same sums."""
+    n = 64 << 10  # 256 KiB of f32 each
+    funcs, args = relu_then_add(n)
+    rows = [[2, 0, 0, 100 << 10], [2, 0, 100 << 10, n * 4]]
+    g = compiler.GroupKernels(funcs, args, [0, 2], [3], "group", rows, l2_bytes)
+    assert [[int(x) for x in r] for r in g.attrs["prefetch"]] == (rows if kept else [])
+    mod = tilecore.build(g, target=TARGET)
+    x, w = randn(1, n), randn(1, n)
+    y = np.zeros((1, n), np.float32)
+    mod["group"](x, w, y)
+    np.testing.assert_array_equal(y, np.maximum(x, 0) + w)
+    assert hazard_checked() == []
+
+
+def test_group_kernels_names_bad_prefetches():
+    funcs, args = relu_then_add(1024)
+    with pytest.raises(ValueError, match="not an input"):
+        compiler.GroupKernels(funcs, args, [0, 2], [3], "group", [[1, 0, 0, 64]])
+    with pytest.raises(ValueError, match="not before its first reader"):
+        compiler.GroupKernels(funcs, args, [0, 2], [3], "group", [[2, 1, 0, 64]])
+    with pytest.raises(ValueError, match=r"bytes \[0, 8192\)"):
+        compiler.GroupKernels(funcs, args, [0, 2], [3], "group", [[2, 0, 0, 8192]])
+    with pytest.raises(ValueError, match="tensor, member, begin, end"):
+        compiler.GroupKernels(funcs, args, [0, 2], [3], "group", [[2, 0, 0]])
