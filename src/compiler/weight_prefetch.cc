@@ -14,7 +14,7 @@
 namespace tilecore {
 namespace compiler {
 
-using namespace ir;             // NOLINT
+using namespace ir;                // NOLINT
 using namespace compiler::detail;  // NOLINT
 
 namespace {
