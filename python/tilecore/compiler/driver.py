@@ -152,18 +152,19 @@ CONSTANT_INPUT_ATTRS = {
     "Upsample": ((1, "scales", "floats"),),
     "CumSum": ((1, "axis", "int"),),
     "CumProd": ((1, "axis", "int"),),
+    "Pow": ((1, "tc_exponent", "scalar"),),  # a one-element exponent (2: x * x)
     **{op: ((1, "axes", "ints"),) for op in _REDUCE_OPS},
 }
 
 
 def _fold_constant_inputs(nd) -> None:
     """Copies the values of ``nd``'s constant inputs listed in CONSTANT_INPUT_ATTRS into its
-    attributes (an attribute already set wins; empty tensors mean "not given")."""
+    attributes (an attribute already set wins; empty tensors mean "not given"; "scalar": a one-element tensor only)."""
     for index, attr, kind in CONSTANT_INPUT_ATTRS.get(nd.op, ()):
         if index >= len(nd.ins) or nd.ins[index] is None or attr in nd.attrs or nd.ins[index].data is None:
             continue
         a = np.asarray(nd.ins[index].numpy())
-        if a.size == 0:
+        if a.size == 0 or (kind == "scalar" and a.size != 1):
             continue
         if kind == "ints":
             nd.attrs[attr] = [int(x) for x in a.ravel()]

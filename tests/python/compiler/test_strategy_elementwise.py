@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tilecore import compiler
-from strategy_util import check_op, rand, run_op
+from strategy_util import check_op, rand, run_lowered, run_op
 
 SHAPES = [
     ((5,), (5,)),
@@ -34,6 +34,41 @@ def test_pow():
     check_op("Pow", {}, [a, rand((7,), 2, -2, 2)], rtol=1e-4)
     neg = np.array([-2.0, -3.0, -1.5, 0.0, 2.0], np.float32)
     check_op("Pow", {}, [neg, np.array([2.0, 3.0, 2.0, 2.0, 0.5], np.float32)], rtol=1e-4)
+
+
+def test_pow_of_a_constant_two_is_exact():
+    """The driver folds a one-element exponent into `tc_exponent`; 2 is x * x, the
+    correctly rounded square (exp(2 log|x|) is not), NaN, infinities and -0 included."""
+    a = np.concatenate([rand((997,), 3, -1e3, 1e3),
+                        np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-30, 3e19], np.float32)])
+    y = run_lowered("Pow", {"tc_exponent": 2.0}, [a, np.array([2.0], np.float32)], [np.zeros_like(a)])[0]
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(y, a * a)
+    # another exponent keeps the general formula
+    b = rand((6, 7), 1, 0.1, 3.0)
+    y3 = run_lowered("Pow", {"tc_exponent": 3.0}, [b, np.array([3.0], np.float32)], [np.zeros_like(b)])[0]
+    np.testing.assert_allclose(y3, b ** 3, rtol=1e-4)
+
+
+def test_driver_folds_a_scalar_exponent():
+    from onnx import helper
+    from test_driver import make_model, ort_run
+
+    import tilecore
+
+    two = np.array(2.0, np.float32)
+    model = make_model([helper.make_node("Pow", ["x", "two"], ["y"], name="pow"),
+                        helper.make_node("Pow", ["x", "e"], ["z"], name="pow_e")],
+                       [("x", [4, 64], np.float32)], ["y", "z"],
+                       [("two", two), ("e", np.full((64,), 2.0, np.float32))])
+    rep = {}
+    exe = tilecore.compile(model, report=rep, group=False)
+    x = rand((4, 64), 5, -50, 50)
+    out, ref = exe.run({"x": x}), ort_run(model, {"x": x})
+    np.testing.assert_array_equal(out["y"], ref["y"])   # x * x, as ONNX Runtime's pow
+    np.testing.assert_allclose(out["z"], ref["z"], rtol=1e-5)   # a 64-element exponent: not folded
+    st = {o["name"]: o for o in exe.stats()["ops"]}
+    assert st["pow"]["cycles"] * 4 < st["pow_e"]["cycles"]
 
 
 def test_bigger_than_l1():
