@@ -30,24 +30,24 @@ bool IsCall(const Stmt& s, const char* op) {
   return c && c->op == op;
 }
 
-/*! \brief How many `tile.mm` one core runs in `s` (constant trip counts multiplied, a
- * loop of unknown count taken once). */
-int64_t MatmulsRun(const Stmt& s) {
+/*! \brief How many `slot` commands one core runs in `s` (constant trip counts multiplied,
+ * a loop of unknown count taken once). */
+int64_t SlotsRun(const Stmt& s, const char* slot) {
   if (!s.defined()) return 0;
-  if (IsCall(s, "tile.mm")) return 1;
+  if (IsCall(s, slot)) return 1;
   if (const auto* f = s.as<ForNode>()) {
     auto e = as_const_int(f->extent);
-    return (e ? std::max<int64_t>(*e, 0) : 1) * MatmulsRun(f->body);
+    return (e ? std::max<int64_t>(*e, 0) : 1) * SlotsRun(f->body, slot);
   }
   if (const auto* q = s.as<SeqStmtNode>()) {
     int64_t n = 0;
-    for (const Stmt& x : q->seq) n += MatmulsRun(x);
+    for (const Stmt& x : q->seq) n += SlotsRun(x, slot);
     return n;
   }
   if (const auto* i = s.as<IfThenElseNode>())
-    return std::max(MatmulsRun(i->then_case), MatmulsRun(i->else_case));
-  if (const auto* a = s.as<AllocateNode>()) return MatmulsRun(a->body);
-  if (const auto* w = s.as<WhileNode>()) return MatmulsRun(w->body);
+    return std::max(SlotsRun(i->then_case, slot), SlotsRun(i->else_case, slot));
+  if (const auto* a = s.as<AllocateNode>()) return SlotsRun(a->body, slot);
+  if (const auto* w = s.as<WhileNode>()) return SlotsRun(w->body, slot);
   return 0;
 }
 
@@ -83,7 +83,15 @@ class Interleaver : public IRMutator {
     const int64_t cores = cores_c ? std::max<int64_t>(*cores_c, 1) : 1;
     core_ = op->loop_var;
     cores_ = cores;
-    const int64_t slots = std::max<int64_t>(MatmulsRun(op->body), 1);
+    // pieces go after the matrix commands, or after the copies of a member without any
+    // (the vector engine's work is still loops here: EmitTileIntrinsics makes it commands)
+    int64_t slots = SlotsRun(op->body, "tile.mm");
+    slot_ = "tile.mm";
+    if (slots == 0) {
+      slots = SlotsRun(op->body, "tile.dma_copy");
+      slot_ = "tile.dma_copy";
+    }
+    slots = std::max<int64_t>(slots, 1);
     // a cursor per copy, then the count of matrix commands run
     cursor_ = DeclBuffer({I32(int64_t(copies_.size()) + 1)}, DataType::Int(32), "prefetch_cursor",
                          "local");
@@ -117,7 +125,7 @@ class Interleaver : public IRMutator {
 
   Stmt VisitStmt_(const EvaluateNode* op) override {
     Stmt s = GetRef<Stmt>(op);
-    if (!inside_ || !IsCall(s, "tile.mm")) return s;
+    if (!inside_ || !IsCall(s, slot_)) return s;
     std::vector<Stmt> issue;
     for (size_t j = 0; j < pieces_.size(); ++j) {
       PrimExpr cur = BufferLoad(cursor_, {I32(int64_t(j))});
@@ -152,6 +160,7 @@ class Interleaver : public IRMutator {
   std::vector<PrefetchCopy> copies_;
   int64_t event_;
   bool done_ = false, inside_ = false;
+  const char* slot_ = "tile.mm";
   Var core_;
   int64_t cores_ = 1, stride_ = 1;
   Buffer cursor_;

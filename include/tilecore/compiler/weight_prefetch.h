@@ -3,9 +3,9 @@
  * through a layer group member's own work, so that a later member finds its weights in
  * L2 instead of the DDR (docs/compiler.md, "Weight prefetch").
  *
- * Each copy is cut into pieces handed to the cores round robin. A core issues its next
- * piece after each of its matrix commands (`tile.mm`) and the rest after its last one,
- * all on its DMA-out engine (`tile.dma_prefetch`): the member's loads never queue behind
+ * Each copy is cut into pieces handed to the cores round robin. A core issues its pieces
+ * spread over its matrix commands (`tile.mm`; a member without any: its copies) and the
+ * rest after its work, all on its DMA-out engine (`tile.dma_prefetch`): the member's loads never queue behind
  * a piece, its stores behind at most one, and the DDR's bandwidth goes to the pieces only
  * between the member's own transfers. Nothing in the member waits for a piece; the
  * fence that ends the member's cores loop does.

@@ -126,38 +126,38 @@ def test_plan_gives_a_faster_member_idle_ddr_to_the_next():
     assert out == [(2, 0, 0, 500000), (4, 0, 0, 500000 - from_1), (4, 1, 500000 - from_1, 500000)]
 
 
-def relu_then_add(n):
-    """Member 0: Relu x -> h; member 1: Add(h, w) -> y; ids x 0, h 1, w 2, y 3."""
-    s = compiler.TensorSpec((1, n), "float32")
+def relu_then_add(n, m):
+    """Member 0: Relu x -> h (n elements, a group output); member 1: Add(w, v) -> y (m
+    elements); ids x 0, h 1, w 2, v 3, y 4."""
+    s, t = compiler.TensorSpec((1, n), "float32"), compiler.TensorSpec((1, m), "float32")
     relu = compiler.LowerOp("Relu", {}, [s], [s], TARGET)
-    add = compiler.LowerOp("Add", {"tc_in_l2": [0, 1]}, [s, s], [s], TARGET)
-    return [relu, add], [[0, 1], [1, 2, 3]]
+    add = compiler.LowerOp("Add", {"tc_in_l2": [0]}, [t, t], [t], TARGET)
+    return [relu, add], [[0, 1], [2, 3, 4]]
 
 
 @pytest.mark.parametrize("l2_bytes,kept", [(4 << 20, True), (300 << 10, False)])
 def test_group_kernels_prefetch_and_what_does_not_fit(l2_bytes, kept, hazard_checked):
-    """The Relu has no matrix command: its share of w goes out after its work. With too
+    """The Relu has no matrix command and one tile: the first pieces of w go out after
+    its copies, the rest (1 MiB in 32 KiB pieces, 8 per core) after its work. With too
     little L2 the prefetch is dropped and the Add reads w from the DDR: the same sums."""
-    n = 64 << 10  # 256 KiB of f32 each
-    funcs, args = relu_then_add(n)
-    rows = [[2, 0, 0, 100 << 10], [2, 0, 100 << 10, n * 4]]
-    g = compiler.GroupKernels(funcs, args, [0, 2], [3], "group", rows, l2_bytes)
+    n, m = 4096, 256 << 10
+    funcs, args = relu_then_add(n, m)
+    rows = [[2, 0, 0, 100 << 10], [2, 0, 100 << 10, m * 4]]
+    g = compiler.GroupKernels(funcs, args, [0, 2, 3], [1, 4], "group", rows, l2_bytes)
     assert [[int(x) for x in r] for r in g.attrs["prefetch"]] == (rows if kept else [])
     mod = tilecore.build(g, target=TARGET)
-    x, w = randn(1, n), randn(1, n)
-    y = np.zeros((1, n), np.float32)
-    mod["group"](x, w, y)
-    np.testing.assert_array_equal(y, np.maximum(x, 0) + w)
+    x, w, v = randn(1, n), randn(1, m), randn(1, m)
+    h, y = np.zeros((1, n), np.float32), np.zeros((1, m), np.float32)
+    mod["group"](x, w, v, h, y)
+    np.testing.assert_array_equal(h, np.maximum(x, 0))
+    np.testing.assert_array_equal(y, w + v)
     assert hazard_checked() == []
 
 
 def test_group_kernels_names_bad_prefetches():
-    funcs, args = relu_then_add(1024)
-    with pytest.raises(ValueError, match="not an input"):
-        compiler.GroupKernels(funcs, args, [0, 2], [3], "group", [[1, 0, 0, 64]])
-    with pytest.raises(ValueError, match="not before its first reader"):
-        compiler.GroupKernels(funcs, args, [0, 2], [3], "group", [[2, 1, 0, 64]])
-    with pytest.raises(ValueError, match=r"bytes \[0, 8192\)"):
-        compiler.GroupKernels(funcs, args, [0, 2], [3], "group", [[2, 0, 0, 8192]])
-    with pytest.raises(ValueError, match="tensor, member, begin, end"):
-        compiler.GroupKernels(funcs, args, [0, 2], [3], "group", [[2, 0, 0]])
+    funcs, args = relu_then_add(1024, 1024)
+    bad = {"not an input": [[1, 0, 0, 64]], "not before its first reader": [[2, 1, 0, 64]],
+           r"bytes \[0, 8192\)": [[2, 0, 0, 8192]], "tensor, member, begin, end": [[2, 0, 0]]}
+    for message, rows in bad.items():
+        with pytest.raises(ValueError, match=message):
+            compiler.GroupKernels(funcs, args, [0, 2, 3], [1, 4], "group", rows)
