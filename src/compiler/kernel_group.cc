@@ -177,6 +177,23 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
     auto [it, fresh] = fetched_from.emplace(p.tensor, p.member);
     if (!fresh) it->second = std::min(it->second, p.member);
   }
+  // a prefetched tensor's rows cover it, once: its readers read all of it from L2
+  for (const auto& [id, m] : fetched_from) {
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    for (const GroupPrefetch& p : prefetch)
+      if (p.tensor == id) spans.emplace_back(p.begin, p.end);
+    std::sort(spans.begin(), spans.end());
+    int64_t at = 0;
+    for (const auto& [b, e] : spans) {
+      if (b != at) break;
+      at = e;
+    }
+    const int64_t bytes = ConstBytes(tensor.at(id));
+    if (at != bytes)
+      TILECORE_THROW(ValueError) << "GroupKernels: the prefetches of tensor " << id
+                                 << " do not cover its " << bytes << " bytes once (a gap or an "
+                                 << "overlap at byte " << at << ")";
+  }
   int64_t own = 0;  // the most L2 a member's own buffers take, above the arena
   for (const PrimFunc& f : funcs) own = std::max(own, OwnL2Bytes(f->body));
   std::vector<int64_t> ids;

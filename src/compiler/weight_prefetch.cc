@@ -119,6 +119,8 @@ class Interleaver : public IRMutator {
     inside_ = true;
     Stmt body = VisitStmt(op->body);
     inside_ = false;
+    // the reader must find every byte: on one core no fence ends the cores loop
+    epi.push_back(Intrin("tile.wait", {I32(event_)}));
     body = Allocate(cursor_, Seq({Seq(pro), body, Seq(epi)}));
     return For(op->loop_var, op->min, op->extent, op->kind, body, op->annotations, op->span);
   }
@@ -134,7 +136,7 @@ class Interleaver : public IRMutator {
     PrimExpr tick = BufferLoad(cursor_, {Tick()});
     if (stride_ == 1) return Seq({s, Seq(issue)});
     return Seq({s, BufferStore(cursor_, tick + I32(1), {Tick()}),
-                IfThenElse(eq(floormod(tick + I32(1), I32(stride_)), I32(0)), Seq(issue))});
+                IfThenElse(eq(floormod(tick, I32(stride_)), I32(0)), Seq(issue))});  // tick: stored
   }
 
  private:

@@ -17,12 +17,12 @@
  * constant: weights) copied into the arena during member `member`, interleaved with its
  * work (weight_prefetch.h); from the first member fetching it on, the input has a place in
  * the arena and the members reading it read that. A prefetch must come before the input's
- * first reader. Those that do not fit `l2_bytes` with the largest member's own L2 buffers
- * are dropped, the latest reader's first (it then reads the DDR, as without one).
- * The FFI function is `compiler.GroupKernels(funcs, args, inputs, outputs, name, prefetch,
- * l2_bytes)`.
- * Errors: a ValueError when the lists disagree (an id no kernel takes, one listed twice, a
- * prefetch of something not an input, after its reader or outside the tensor).
+ * first reader, and a tensor's rows cover its bytes once. Those that do not fit `l2_bytes` with the
+ * largest member's own L2 buffers are dropped, the latest reader's first (it then reads the DDR, as
+ * without one). The FFI function is `compiler.GroupKernels(funcs, args, inputs, outputs, name,
+ * prefetch, l2_bytes)`. Errors: a ValueError when the lists disagree (an id no kernel takes, one
+ * listed twice, a prefetch of something not an input, after its reader, outside the tensor, or rows
+ * that do not cover it once).
  */
 #ifndef TILECORE_COMPILER_KERNEL_GROUP_H_
 #define TILECORE_COMPILER_KERNEL_GROUP_H_

@@ -5,11 +5,11 @@
  *
  * Each copy is cut into pieces handed to the cores round robin. A core issues its pieces
  * spread over its matrix commands (`tile.mm`; a member without any: its copies) and the
- * rest after its work, all on its DMA-out engine (`tile.dma_prefetch`): the member's loads never
- * queue behind a piece, its stores behind at most one, and the DDR's bandwidth goes to the pieces
- * only between the member's own transfers. Nothing in the member waits for a piece; the fence that
- * ends the member's cores loop does. Errors: a ValueError when the member has no `cores` loop or
- * uses every DMA event.
+ * rest after its work, all on its DMA-out engine (`tile.dma_prefetch`): the member's loads
+ * never queue behind a piece (its stores do, behind the few issued before them), and the
+ * DDR's bandwidth goes to the pieces between the member's own transfers. The member waits
+ * for its pieces once, after its work (on one core no fence ends the cores loop).
+ * Errors: a ValueError when the member has no `cores` loop or uses every DMA event.
  */
 #ifndef TILECORE_COMPILER_WEIGHT_PREFETCH_H_
 #define TILECORE_COMPILER_WEIGHT_PREFETCH_H_

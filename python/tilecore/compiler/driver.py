@@ -675,8 +675,13 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                 internal = set(range(max(max(r) for r in args) + 1)) - set(ins) - set(outs)
                 lowered = [in_l2(k, f, row, internal) for k, f, row in zip(idx, funcs, args)]
                 f = GroupKernels(lowered, args, ins, outs, "group")
-                f = with_prefetch(f, idx, funcs, lowered, args, ins, outs, internal)
-                group_cache[gkey] = (_build(f, target=target), "group", f)
+                g = with_prefetch(f, idx, funcs, lowered, args, ins, outs, internal)
+                try:
+                    group_cache[gkey] = (_build(g, target=target), "group", g)
+                except Exception:  # noqa: BLE001 (the group without its prefetches is a correct program)
+                    if g is f:
+                        raise
+                    group_cache[gkey] = (_build(f, target=target), "group", f)
             return group_cache[gkey]
 
         steps, step_kernels, groups_made = _groups.Groups(nodes, steps, info, graph_outputs, _itemsize).apply(

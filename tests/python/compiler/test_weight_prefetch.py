@@ -154,10 +154,33 @@ def test_group_kernels_prefetch_and_what_does_not_fit(l2_bytes, kept, hazard_che
     assert hazard_checked() == []
 
 
+def test_one_core_waits_for_its_pieces():
+    """On one core no fence ends a cores loop: the fetching member waits for its pieces
+    before the reader reads them."""
+    from tilecore import runtime
+
+    n, m = 4096, 256 << 10
+    s, t = compiler.TensorSpec((1, n), "float32"), compiler.TensorSpec((1, m), "float32")
+    one = "npu -cores=1"
+    funcs = [compiler.LowerOp("Relu", {}, [s], [s], one), compiler.LowerOp("Add", {"tc_in_l2": [0]}, [t, t], [t], one)]
+    g = compiler.GroupKernels(funcs, [[0, 1], [2, 3, 4]], [0, 2, 3], [1, 4], "group", [[2, 0, 0, m * 4]])
+    runtime.npu_configure(0, one)
+    try:
+        mod = tilecore.build(g, target=one)
+        x, w, v = randn(1, n), randn(1, m), randn(1, m)
+        h, y = np.zeros((1, n), np.float32), np.zeros((1, m), np.float32)
+        mod["group"](x, w, v, h, y)
+        np.testing.assert_array_equal(y, w + v)
+    finally:
+        runtime.npu_configure(0, TARGET)
+
+
 def test_group_kernels_names_bad_prefetches():
     funcs, args = relu_then_add(1024, 1024)
     bad = {"not an input": [[1, 0, 0, 64]], "not before its first reader": [[2, 1, 0, 64]],
-           r"bytes \[0, 8192\)": [[2, 0, 0, 8192]], "tensor, member, begin, end": [[2, 0, 0]]}
+           r"bytes \[0, 8192\)": [[2, 0, 0, 8192]], "tensor, member, begin, end": [[2, 0, 0]],
+           "do not cover its 4096 bytes once": [[2, 0, 0, 64]],   # the reader would read the rest unset
+           "overlap at byte 2048": [[2, 0, 0, 2048], [2, 0, 1024, 4096]]}
     for message, rows in bad.items():
         with pytest.raises(ValueError, match=message):
             compiler.GroupKernels(funcs, args, [0, 2, 3], [1, 4], "group", rows)
