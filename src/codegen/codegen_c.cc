@@ -1085,6 +1085,11 @@ class CPrinter {
       Line() << "tc_dma_fill(&tc_d, (double)(" << Expr(c->args[1]) << "));\n";
     } else if (op == "tile.mm") {
       Matmul(c);
+    } else if (op == "tile.vec_lut") {
+      Declare("tc_d", Region(c->args[0], c));
+      Declare("tc_a", Region(c->args[1], c));
+      Declare("tc_b", Region(c->args[2], c));
+      Line() << "tc_vec_lut(&tc_d, &tc_a, &tc_b);\n";
     } else {
       VecOp(c, op);
     }

@@ -185,6 +185,22 @@ static void tc_vec_requant(const tc_tensor* d, const tc_tensor* a, float scale, 
   }
   free(x);
 }
+/* tlut: d = table[a], a's bytes the indices 0..255 (an int8 a: its bit pattern); the table
+   holds 256 elements of d's dtype, read in row-major order. */
+static void tc_vec_lut(const tc_tensor* d, const tc_tensor* a, const tc_tensor* table) {
+  int64_t n = tc_count(d);
+  size_t es = (size_t)tc_dtype_size[d->dt];
+  uint8_t* entries = (uint8_t*)calloc(256, es);
+  tc_iter it = {{0}, 0};
+  for (int64_t i = 0; i < 256 && i < tc_count(table); ++i, tc_next(table, &it))
+    tc_convert(d->dt, entries, i, table->dt, table->base, it.off);
+  tc_iter ia = {{0}, 0}, id = {{0}, 0};
+  for (int64_t i = 0; i < n; ++i, tc_next(a, &ia), tc_next(d, &id)) {
+    uint8_t k = ((const uint8_t*)a->base)[ia.off];
+    tc_convert(d->dt, d->base, id.off, d->dt, entries, k);
+  }
+  free(entries);
+}
 /* tredsum tredmax tredmin: `a`'s innermost axis folds in index order into `d` (same outer
    dims), acc = f(acc, x) from finit / iinit; float folds round to f32 at every step,
    integers are exact, saturating at the end. */

@@ -564,11 +564,16 @@ class Walker {
     } else {
       s.engine = kVec;
       const arch::TileOpInfo* row = arch::FindTileIntrinsic(op);
-      if (row == nullptr) fail("unknown vector intrinsic `" + op + "`");
       codegen::TileOperand d = decode(c->args[0]), a = decode(c->args[1]);
       uint64_t n = 1;
       for (int64_t x : a.shape) n *= uint64_t(x);
       arch::DType dt = ToArch(d.dtype), at = dt;
+      if (op == "tile.vec_lut") {  // tlut: outside the table of tile operations
+        s.cycles = s.cycles_conflict = arch::cost::vector(arch::Opcode::Tlut, dt, dt, n, false);
+        for (const VarNode* b : s.buffers) compute_bufs_.insert(b);
+        return sites_.emplace(c, std::move(s)).first->second;
+      }
+      if (row == nullptr) fail("unknown vector intrinsic `" + op + "`");
       if (row->form == arch::TileForm::Convert || row->form == arch::TileForm::Requant)
         at = ToArch(a.dtype);
       s.cycles = arch::cost::vector(row->op, dt, at, n, false);

@@ -24,6 +24,7 @@
  * are polynomials after a range reduction (sin, cos: x = k pi/2 + y; atan: 1/x beyond
  * 1, then a half-angle step), the inverse hyperbolic ones logarithms (series near 0).
  */
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -512,6 +513,123 @@ size_t DataInputs(const std::string& op, size_t n) {
 
 namespace {
 
+// --- int8 activations through a lookup table ----------------------------------------------
+// A unary op between int8 tensors (int8 edges, docs/precision.md) has 256 possible inputs:
+// its outputs, computed here in double and quantised, form the table of one tlut.
+
+/*! \brief The op's value at x in double (the reference the table is built from). */
+using LutFn = std::function<double(double x, const OpCall& call)>;
+
+const std::map<std::string, LutFn>& LutOps() {
+  static const std::map<std::string, LutFn> ops = [] {
+    auto fa = [](const OpCall& c, const char* name, double dflt) {
+      return double(float(AttrFloat(c.attrs, name, dflt)));
+    };
+    std::map<std::string, LutFn> m;
+    m["Gelu"] = [](double x, const OpCall& c) {
+      if (AttrStr(c.attrs, "approximate", "none") == "tanh")
+        return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+      return 0.5 * x * (1.0 + std::erf(x * M_SQRT1_2));
+    };
+    m["Sigmoid"] = [](double x, const OpCall&) { return 1.0 / (1.0 + std::exp(-x)); };
+    m["Tanh"] = [](double x, const OpCall&) { return std::tanh(x); };
+    m["Erf"] = [](double x, const OpCall&) { return std::erf(x); };
+    m["Relu"] = [](double x, const OpCall&) { return x > 0 ? x : 0.0; };
+    m["LeakyRelu"] = [fa](double x, const OpCall& c) {
+      return x < 0 ? x * fa(c, "alpha", 0.01) : x;
+    };
+    m["HardSigmoid"] = [fa](double x, const OpCall& c) {
+      return std::min(std::max(x * fa(c, "alpha", 0.2) + fa(c, "beta", 0.5), 0.0), 1.0);
+    };
+    m["HardSwish"] = [](double x, const OpCall&) {
+      return x * std::min(std::max(x / 6.0 + 0.5, 0.0), 1.0);
+    };
+    m["Elu"] = [fa](double x, const OpCall& c) {
+      return x < 0 ? fa(c, "alpha", 1.0) * (std::exp(x) - 1.0) : x;
+    };
+    m["Softplus"] = [](double x, const OpCall&) {
+      return std::max(x, 0.0) + std::log1p(std::exp(-std::abs(x)));
+    };
+    m["Softsign"] = [](double x, const OpCall&) { return x / (1.0 + std::abs(x)); };
+    m["Abs"] = [](double x, const OpCall&) { return std::abs(x); };
+    m["Neg"] = [](double x, const OpCall&) { return -x; };
+    return m;
+  }();
+  return ops;
+}
+
+bool IsLutForm(const std::string& op, const Map<String, Any>& attrs, DataType in) {
+  return in == DataType::Int(8) && LutOps().count(op) && HasAttr(attrs, "tc_y_scale");
+}
+
+/*! \brief table[i] = saturate(round_even(f(x_scale (int8(i) - x_zp)) / y_scale) + y_zp). */
+std::vector<int8_t> LutTable(const OpCall& call) {
+  const LutFn& f = LutOps().at(call.op_type);
+  double xs = AttrFloat(call.attrs, "tc_x_scale", 1.0), ys = AttrFloat(call.attrs, "tc_y_scale", 1.0);
+  int64_t xz = AttrInt(call.attrs, "tc_x_zero_point", 0),
+          yz = AttrInt(call.attrs, "tc_y_zero_point", 0);
+  std::vector<int8_t> table(256);
+  for (int i = 0; i < 256; ++i) {
+    double y = f(xs * double(int64_t(int8_t(uint8_t(i))) - xz), call) / ys;
+    double q = std::isnan(y) ? 0.0 : std::nearbyint(std::clamp(y, -1e9, 1e9)) + double(yz);
+    table[size_t(i)] = int8_t(std::clamp(q, -128.0, 127.0));
+  }
+  return table;
+}
+
+/*!
+ * \brief The lookup-table form: the table is built in each core's L1 by 64 word stores,
+ * then the int8 input streams through in tiles of up to 64 KiB, software-pipelined over
+ * two slots (load of tile i + 1 while tile i is looked up in place and stored).
+ */
+PrimFunc LowerLut(const OpCall& call) {
+  Params p = MakeParams(call);
+  int64_t N = Numel(Shape(call.outputs[0]));
+  Buffer X = View(p.in[0], {N}, "X"), Y = View(p.out[0], {N}, "Y");
+  std::vector<int8_t> table = LutTable(call);
+  // tiles: at least four per core when the tensor allows, 64-byte multiples, one bank at most
+  int64_t T = (N + call.cores * 4 - 1) / (call.cores * 4);
+  T = std::clamp<int64_t>((T + 63) / 64 * 64, 4096, 65536);
+  T = std::min(T, std::max<int64_t>(N, 1));
+  int64_t full = N / T, last = N % T;  // full tiles, and the shorter last one
+  int64_t rotation = 0;
+  Stmt body = OverCores(call.cores, [&](PrimExpr core) {
+    Buffer words = Local({64}, DataType::Int(32), "LutWords");
+    Buffer lut(words->data, DataType::Int(8), {I32(256)}, Array<PrimExpr>(), I32(0),
+               words->scope, String("Lut"));
+    std::vector<Stmt> fill;
+    for (int w = 0; w < 64; ++w) {
+      uint32_t v = 0;
+      for (int b = 0; b < 4; ++b) v |= uint32_t(uint8_t(table[size_t(w * 4 + b)])) << (8 * b);
+      fill.push_back(BufferStore(words, I32(int32_t(v)), {I32(w)}));
+    }
+    Buffer L[2] = {Local({T}, DataType::Int(8), "L0"), Local({T}, DataType::Int(8), "L1")};
+    BufferRegion table_region = Region(lut, {I32(0)}, {256});
+    auto front = [&](PrimExpr t, int64_t slot) {
+      return Seq({Intrin("tile.wait", {I32(2 + slot)}),  // the slot's last store has left
+                  Intrin("tile.dma_copy", {Region(L[slot], {I32(0)}, {T}),
+                                           Region(X, {t * I32(T)}, {T}), I32(slot)})});
+    };
+    auto back = [&](PrimExpr t, int64_t slot) {
+      BufferRegion tile = Region(L[slot], {I32(0)}, {T});
+      return Seq({Intrin("tile.wait", {I32(slot)}), Intrin("tile.vec_lut", {tile, tile, table_region}),
+                  Intrin("tile.dma_copy", {Region(Y, {t * I32(T)}, {T}), tile, I32(2 + slot)})});
+    };
+    Stmt work = ForEachItemPipelined(core, call.cores, full, &rotation, "t", front, back);
+    Stmt rest = ForEachItem(core, call.cores, last ? 1 : 0, &rotation, "r", [&](PrimExpr) {
+      BufferRegion tile = Region(L[0], {I32(0)}, {last});
+      return Seq({Intrin("tile.wait", {I32(2)}),
+                  DmaWait(tile, Region(X, {I32(full * T)}, {last}), 0),
+                  Intrin("tile.vec_lut", {tile, tile, table_region}),
+                  DmaWait(Region(Y, {I32(full * T)}, {last}), tile, 2)});
+    });
+    Stmt r = Seq({Seq(fill), work, rest, Intrin("tile.wait", {I32(2)}), Intrin("tile.wait", {I32(3)})});
+    r = Allocate(L[1], Allocate(L[0], r));
+    return Allocate(words, r);
+  });
+  return MakeFunc(call, p, body);
+}
+
 std::vector<int64_t> Padded(const std::vector<int64_t>& s, size_t rank) {
   if (s.size() >= rank) return s;  // a copy to another shape: read flat, never broadcast
   std::vector<int64_t> out(rank - s.size(), 1);
@@ -520,6 +638,7 @@ std::vector<int64_t> Padded(const std::vector<int64_t>& s, size_t rank) {
 }
 
 PrimFunc LowerElementwise(const OpCall& call) {
+  if (IsLutForm(call.op_type, call.attrs, call.inputs[0]->dtype)) return LowerLut(call);
   Params p = MakeParams(call);
   const EwOp& op = Ops().at(call.op_type);
   std::vector<int64_t> oshape = Shape(call.outputs[0]);
@@ -728,6 +847,11 @@ std::string CheckElementwise(const std::string& op_type, const Map<String, Any>&
     return op_type + ": unexpected number of inputs " + std::to_string(inputs.size());
   size_t nin = DataInputs(op_type, inputs.size());
   if (!inputs[0].defined()) return op_type + ": input 0 is missing";
+  if (IsLutForm(op_type, attrs, inputs[0]->dtype)) {
+    if (!(AttrFloat(attrs, "tc_x_scale", 0) > 0) || !(AttrFloat(attrs, "tc_y_scale", 0) > 0))
+      return op_type + ": the int8 form needs positive tc_x_scale and tc_y_scale";
+    return "";
+  }
   std::vector<TensorSpec> typed;
   for (size_t i = op_type == "Where" ? 1 : 0; i < nin; ++i) typed.push_back(inputs[i]);
   if (!op.dtypes.empty()) {

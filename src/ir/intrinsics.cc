@@ -196,6 +196,11 @@ std::vector<IntrinsicInfo> MakeTable() {
         break;
     }
   }
+  // tlut sits outside the table of tile operations (its opcode predates it)
+  add("tile.vec_lut", {A::kRegion, A::kRegion, A::kRegion}, R::kVoid, Rule::kLut, true, "vector",
+      "d, a, table",
+      "d = table[a]: a of uint8 or int8 (the byte is the index 0..255), table 256 elements of "
+      "d's dtype, contiguous (tlut)");
   // --- low level: what LowerAsyncDMA produces -------------------------------------
   add("tc1.dma_in", {A::kRegion, A::kRegion}, R::kVoid, Rule::kNone, true, "dma", "dst, src",
       "dma.in: copy on the DMA-in engine; no event");
@@ -423,6 +428,18 @@ DataType CheckIntrinsicCall(std::string_view op, const Array<PrimExpr>& args, Da
               << "Call `" << op << "`: operand dtypes differ: " << first->str() << " vs " << t.str()
               << " (argument " << i << ")";
         }
+      }
+      break;
+    }
+    case Rule::kLut: {
+      DataType d = RegionDType(args[0]), a = RegionDType(args[1]), t = RegionDType(args[2]);
+      if (a != DataType::Int(8) && a != DataType::UInt(8)) {
+        TILECORE_THROW(TypeError) << "Call `" << op << "`: the index a must be uint8 or int8, got "
+                                  << a.str();
+      }
+      if (t != d) {
+        TILECORE_THROW(TypeError) << "Call `" << op << "`: the table's dtype " << t.str()
+                                  << " must be d's, " << d.str();
       }
       break;
     }

@@ -60,6 +60,7 @@ enum class IntrinRule : uint8_t {
   kMatmul,  // tile.mm: A, B of i8/f16/bf16/f32; C i32 for i8, else f32 (any dtype with an epilogue)
   kIntegerOnly,  // the first argument is an integer (saturating SIMD)
   kFloatOnly,    // math: the first argument (or region) is a float
+  kLut,          // tile.vec_lut: a of int8/uint8, the table of d's dtype
 };
 
 struct IntrinsicInfo {

@@ -32,13 +32,20 @@ _ffi = _Api()
 
 @register_object("compiler.TensorSpec")
 class TensorSpec(Object):
-    """A tensor's static shape (ints) and dtype (a numpy-style name)."""
+    """A tensor's static shape (ints) and dtype (a numpy-style name, or a numpy dtype)."""
 
     __slots__ = ()
 
     def __new__(cls, shape, dtype):
         shape = [int(d) for d in shape]
-        return _ffi.TensorSpec(shape, str(dtype))
+        if not isinstance(dtype, str):
+            try:
+                import numpy as np
+
+                dtype = np.dtype(dtype).name
+            except TypeError:
+                dtype = str(dtype)
+        return _ffi.TensorSpec(shape, dtype)
 
     def __repr__(self) -> str:
         return f"TensorSpec({tuple(int(d) for d in self.shape)}, {str(self.dtype)!r})"

@@ -491,7 +491,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             for nd in narrow:
                 if (qtable or {}).get(nd.name, precision) == "int8":
                     names.update(_prec.quantisable_inputs(nd) or ())
-                    if nd.op == "Conv" and not keep_intermediates:  # an int8 edge read only as a residual
+                    if not keep_intermediates:  # an int8 edge read only as a residual or by a lookup table
                         names.update(str(v.name) for v in nd.outs if str(v.name))
         if names or mean_axes:
             absmax, computed = _prec.activation_statistics(graph, calib_samples, names, mean_axes)

@@ -1,11 +1,12 @@
 """tilecore/compiler/int8_edges.py — int8 activations between ops (docs/precision.md,
 "int8 between ops").
 
-An int8 Conv normally stores f32 and its int8 readers quantise that on load. When every
-reader of its output is an int8 Conv on the npu — reading it as data (all with one
-``tc_x_scale`` and zero point, as they are: the scale is the tensor's calibrated
-threshold) or as a fused residual — or a MaxPool whose output is read so, the output
-is stored in int8 instead (the MaxPool runs in int8: the max of quantised values is the
+An int8 Conv, Gemm or MatMul normally stores f32 and its int8 readers quantise that on
+load. When every reader of its output is an int8 matrix op on the npu — reading it as
+data (all with one ``tc_x_scale`` and zero point, as they are: the scale is the tensor's
+calibrated threshold) or, after a Conv, as a fused residual —, a MaxPool whose output
+is read so (after a Conv), or a unary op of LUT_OPS whose output is read so, the output is
+stored in int8 instead (the MaxPool runs in int8: the max of quantised values is the
 quantised max):
 
 - the producer gets ``tc_y_scale`` / ``tc_y_zero_point`` and quantises in its epilogue
@@ -15,11 +16,24 @@ quantised max):
   dequantises on load: the one place the result changes (the residual is int8, as in
   any int8 engine, instead of f32). A value only residual readers read (a downsample
   branch) is quantised with its own calibrated threshold.
+- a unary op of LUT_OPS (Gelu, Sigmoid, ...) becomes one lookup per element
+  (``tile.vec_lut``): ``tc_x_scale`` / ``tc_x_zero_point`` are its input's (the
+  producer's), ``tc_y_scale`` / ``tc_y_zero_point`` its readers', and its 256-entry table
+  is the op in double precision between the two. A producer that only such ops read is
+  quantised with its own calibrated threshold.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
+
+
+# Unary ops the npu computes between int8 tensors through a 256-entry lookup table
+# (strategy_elementwise.cc, LutOps): their input keeps its producer's scale, their output
+# takes its readers'.
+LUT_OPS = ("Gelu", "Sigmoid", "Tanh", "Erf", "Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Elu",
+           "Softplus", "Softsign", "Abs", "Neg")
+PRODUCERS = ("Conv", "Gemm", "MatMul")
 
 
 def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
@@ -33,47 +47,72 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
 
     readers = value_readers(nodes)
 
-    def int8_readers(name, depth=0):
-        """(data scales, residual readers, MaxPools) when every reader of ``name`` takes it
-        in int8 (a MaxPool: through its output), else None."""
+    def int8_readers(name, depth=0, through_lut=True):
+        """(data scales, residual readers, MaxPools, lookup tables, views) when every reader
+        of ``name`` takes it in int8 (a MaxPool or a view: through its output; a lookup
+        table: at any scale, its output at the one scale of its own readers, found with
+        them), else None."""
         rs = readers.get(name, [])
         if name in graph_outputs or not rs or info[name][1] != "float32" or depth > 4:
             return None
-        scales, residual, pools = set(), [], []
+        scales, residual, pools, luts, views = set(), [], [], [], []
         for r, i in rs:
+            if r.where == "view" and len(r.outs) == 1 and i == 0:  # Reshape, Squeeze, ...: the same bytes
+                sub = int8_readers(str(r.outs[0].name), depth + 1, through_lut)
+                if sub is None:
+                    return None
+                scales |= sub[0]
+                residual += sub[1]
+                pools += sub[2]
+                luts += sub[3]
+                views += [r] + sub[4]
+                continue
             if r.where != "npu":
                 return None
             if r.op == "MaxPool" and len(r.outs) == 1:
-                sub = int8_readers(str(r.outs[0].name), depth + 1)
+                sub = int8_readers(str(r.outs[0].name), depth + 1, through_lut)
                 if sub is None:
                     return None
                 scales |= sub[0]
                 residual += sub[1]
                 pools += [r] + sub[2]
-            elif r.op != "Conv" or r.attrs.get("tc_precision") != "int8":
+                luts += sub[3]
+                views += sub[4]
+            elif r.op in LUT_OPS and through_lut and len(r.outs) == 1 and i == 0:
+                sub = int8_readers(str(r.outs[0].name), depth + 1, False)
+                if sub is None or len(sub[0]) != 1 or sub[2]:
+                    return None
+                luts.append((r, next(iter(sub[0])), sub[1]))
+                views += sub[4]
+            elif r.op not in PRODUCERS or r.attrs.get("tc_precision") != "int8":
                 return None
-            elif i == 0 and r.attrs.get("tc_x_scale"):
+            elif i == 0 and r.attrs.get("tc_x_scale") and not r.attrs.get("tc_b_scale"):
                 scales.add((float(r.attrs["tc_x_scale"]), int(r.attrs.get("tc_x_zero_point", 0))))
-            elif r.attrs.get("tc_residual") and i == len(r.ins) - 1:
+            elif r.op == "Conv" and r.attrs.get("tc_residual") and i == len(r.ins) - 1:
                 residual.append(r)
             else:
                 return None
-        return scales, residual, pools
+        return scales, residual, pools, luts, views
 
     done = []
     for nd in nodes:
-        if (nd.op != "Conv" or nd.where != "npu" or nd.attrs.get("tc_precision") != "int8"
-                or len(nd.outs) != 1):
+        if (nd.op not in PRODUCERS or nd.where != "npu" or nd.attrs.get("tc_precision") != "int8"
+                or len(nd.outs) != 1 or nd.attrs.get("tc_y_scale")):
             continue
         y = str(nd.outs[0].name)
         found = int8_readers(y)
-        if found is not None and not found[0] and found[1] and not found[2] and y in (thresholds or {}):
-            found[0].add((activation_scale(thresholds[y]), 0))  # residual readers only
-        if found is None or len(found[0]) != 1:
+        if (found is not None and not found[0] and (found[1] or found[3]) and not found[2]
+                and y in (thresholds or {})):
+            # residual readers or lookup tables only: the value's own threshold
+            found[0].add((activation_scale(thresholds[y]), 0))
+        if found is None or len(found[0]) != 1 or (nd.op != "Conv" and (found[1] or found[2])):
             continue
-        (scale, zero_point), residual_readers, pools = found[0].pop(), found[1], found[2]
-        values = [y] + [str(p.outs[0].name) for p in pools]
-        touched = {id(x): x for x in [nd] + pools + residual_readers}
+        (scale, zero_point), residual_readers, pools, luts = found[0].pop(), found[1], found[2], found[3]
+        views = found[4]
+        for lut, _, lut_residual in luts:
+            residual_readers = residual_readers + lut_residual
+        values = [y] + [str(x.outs[0].name) for x in pools + views] + [str(t.outs[0].name) for t, _, _ in luts]
+        touched = {id(x): x for x in [nd] + pools + residual_readers + [t for t, _, _ in luts]}
         for v in values:
             touched.update({id(r): r for r, _ in readers.get(v, [])})
         saved = [(x, x.attrs, x.in_specs) for x in touched.values()]
@@ -81,8 +120,13 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
         for v in values:
             info[v] = (info[v][0], "int8")
         nd.attrs = dict(nd.attrs, tc_y_scale=scale, tc_y_zero_point=zero_point)
-        for r in residual_readers:
+        for r in found[1]:
             r.attrs = dict(r.attrs, tc_residual_scale=scale, tc_residual_zero_point=zero_point)
+        for lut, (lut_scale, lut_zero_point), lut_residual in luts:
+            lut.attrs = dict(lut.attrs, tc_x_scale=scale, tc_x_zero_point=zero_point, tc_y_scale=lut_scale,
+                             tc_y_zero_point=lut_zero_point)
+            for r in lut_residual:
+                r.attrs = dict(r.attrs, tc_residual_scale=lut_scale, tc_residual_zero_point=lut_zero_point)
         refused = False
         for x, _, _ in saved:
             x.in_specs = [None if v is None else TensorSpec(*info[str(v.name)]) for v in x.ins]

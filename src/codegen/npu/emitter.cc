@@ -630,6 +630,7 @@ void NpuEmitter::EffectCall(const CallNode* c) {
   if (op == "tc1.dma_in" || op == "tc1.dma_out" || op == "tc1.dma_fill_in") return Dma(c, op);
   if (op == "tile.mm") return Matmul(c);
   if (op == "tir.call_packed") return CallPacked(c);
+  if (op == "tile.vec_lut") return LutOp(c);
   if (op.rfind("tile.vec_", 0) == 0) return VecOp(c, op);
   if (op == "tile.dma_copy" || op == "tile.dma_prefetch" || op == "tile.dma_fill" ||
       op == "tile.wait") {

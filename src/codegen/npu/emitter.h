@@ -220,6 +220,7 @@ class NpuEmitter {
   void Matmul(const ir::CallNode* c);
   void CallPacked(const ir::CallNode* c);
   void VecOp(const ir::CallNode* c, const std::string& op);
+  void LutOp(const ir::CallNode* c);
 
   // ---- ordering.cc --------------------------------------------------------------------------
   struct Unit {

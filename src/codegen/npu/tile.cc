@@ -409,6 +409,28 @@ void NpuEmitter::CallPacked(const CallNode* c) {
   E(Op::Hcall, {O::X(0), O::X(0), O::Imm(block)});
 }
 
+void NpuEmitter::LutOp(const CallNode* c) {
+  // tlut: d = table[a], a's bytes the indices; the table is 256 contiguous elements.
+  Tensor d = Region(c->args[0], c), a = Region(c->args[1], c), t = Region(c->args[2], c);
+  Squeeze(&t);
+  MergeJoint({&t});
+  if (Count(t) != 256 || !Contiguous(t))
+    Fail("`tile.vec_lut` with a table that is not 256 contiguous elements", c->span);
+  Align({&d, &a}, c);
+  int64_t desc = Descriptor(MakeVecDesc(d, a, nullptr).to_bytes(), true, VecNote(d, a, nullptr));
+  Compute(arch::Engine::Vector, {c->args[0], c->args[1], c->args[2]}, [&] {
+    XR xd = Hold(TensorAddr(d));
+    XR xa = Hold(TensorAddr(a));
+    XR xt = TensorAddr(t);
+    xa = Reload(xa);
+    xd = Reload(xd);
+    E(Op::Tlut, {O::X(xd.r), O::X(xa.r), O::X(xt.r), O::Desc(0, desc)}, TC1Type(d.dtype));
+    Free(xd);
+    Free(xa);
+    Free(xt);
+  });
+}
+
 void NpuEmitter::VecOp(const CallNode* c, const std::string& op) {
   // The operation's row of the table of tile operations (arch/tile_ops.def) gives its
   // opcode and operand form.

@@ -251,3 +251,41 @@ def test_mod_infinite_divisor():
     np.testing.assert_array_equal(outs[0], np.mod(a, b))
     outs, _, _ = run_op("Mod", {"fmod": 1}, [a, b])
     np.testing.assert_array_equal(outs[0], np.fmod(a, b))
+
+
+# ---- the int8 lookup-table form (int8 edges): table[q] = quantise(f(dequantise(q))) ----------
+
+def _lut_reference(op_type, attrs, q, xs, xz, ys, yz):
+    """The table form's output, from the op library's float64 reference (independent of the C++
+    table builder): every int8 value dequantised, through f, quantised nearest-even."""
+    from tilecore.ir import ops
+
+    schema = ops.get_op(op_type)
+    x = (q.astype(np.float64) - xz) * xs
+    y = np.asarray(schema.reference(schema.fill_attrs(dict(attrs)), x), np.float64)
+    return np.clip(np.rint(y / ys) + yz, -128, 127).astype(np.int8)
+
+
+@pytest.mark.parametrize("op_type,attrs", [
+    ("Gelu", {}), ("Gelu", {"approximate": "tanh"}), ("Sigmoid", {}), ("Tanh", {}),
+    ("LeakyRelu", {"alpha": 0.1}), ("HardSwish", {}), ("Elu", {"alpha": 0.5})])
+def test_int8_lookup_table_form_matches_the_float_reference(op_type, attrs):
+    # 3 x 40000 elements: several tiles per core, the last one shorter
+    rng = np.random.default_rng(3)
+    q = rng.integers(-128, 128, (3, 40000)).astype(np.int8)
+    q.ravel()[:256] = np.arange(-128, 128)  # every table entry is read
+    xs, xz, ys, yz = 0.031, 3, 0.017, -5
+    a = dict(attrs, tc_x_scale=xs, tc_x_zero_point=xz, tc_y_scale=ys, tc_y_zero_point=yz)
+    out = run_lowered(op_type, a, [q], [np.zeros(q.shape, np.int8)])[0]
+    want = _lut_reference(op_type, attrs, q, xs, xz, ys, yz)
+    # a value within 1e-9 of a rounding midpoint may round either way (f32 attributes)
+    np.testing.assert_allclose(out.astype(np.int32), want.astype(np.int32), atol=1)
+    assert np.mean(out == want) > 0.999
+
+
+def test_int8_lookup_table_form_needs_both_scales():
+    spec = [compiler.TensorSpec((4, 64), np.int8)]
+    assert "tc_x_scale" in compiler.HasStrategy("Gelu", {"tc_y_scale": 0.1}, spec)
+    assert compiler.HasStrategy("Gelu", {"tc_x_scale": 0.1, "tc_y_scale": 0.1}, spec) == ""
+    # an op without a table form keeps its dtypes
+    assert compiler.HasStrategy("Exp", {"tc_x_scale": 0.1, "tc_y_scale": 0.1}, spec) != ""
