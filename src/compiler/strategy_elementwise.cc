@@ -565,7 +565,8 @@ bool IsLutForm(const std::string& op, const Map<String, Any>& attrs, DataType in
 /*! \brief table[i] = saturate(round_even(f(x_scale (int8(i) - x_zp)) / y_scale) + y_zp). */
 std::vector<int8_t> LutTable(const OpCall& call) {
   const LutFn& f = LutOps().at(call.op_type);
-  double xs = AttrFloat(call.attrs, "tc_x_scale", 1.0), ys = AttrFloat(call.attrs, "tc_y_scale", 1.0);
+  double xs = AttrFloat(call.attrs, "tc_x_scale", 1.0),
+         ys = AttrFloat(call.attrs, "tc_y_scale", 1.0);
   int64_t xz = AttrInt(call.attrs, "tc_x_zero_point", 0),
           yz = AttrInt(call.attrs, "tc_y_zero_point", 0);
   std::vector<int8_t> table(256);
@@ -595,8 +596,8 @@ PrimFunc LowerLut(const OpCall& call) {
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     Buffer words = Local({64}, DataType::Int(32), "LutWords");
-    Buffer lut(words->data, DataType::Int(8), {I32(256)}, Array<PrimExpr>(), I32(0),
-               words->scope, String("Lut"));
+    Buffer lut(words->data, DataType::Int(8), {I32(256)}, Array<PrimExpr>(), I32(0), words->scope,
+               String("Lut"));
     std::vector<Stmt> fill;
     for (int w = 0; w < 64; ++w) {
       uint32_t v = 0;
@@ -612,7 +613,8 @@ PrimFunc LowerLut(const OpCall& call) {
     };
     auto back = [&](PrimExpr t, int64_t slot) {
       BufferRegion tile = Region(L[slot], {I32(0)}, {T});
-      return Seq({Intrin("tile.wait", {I32(slot)}), Intrin("tile.vec_lut", {tile, tile, table_region}),
+      return Seq({Intrin("tile.wait", {I32(slot)}),
+                  Intrin("tile.vec_lut", {tile, tile, table_region}),
                   Intrin("tile.dma_copy", {Region(Y, {t * I32(T)}, {T}), tile, I32(2 + slot)})});
     };
     Stmt work = ForEachItemPipelined(core, call.cores, full, &rotation, "t", front, back);
@@ -623,7 +625,8 @@ PrimFunc LowerLut(const OpCall& call) {
                   Intrin("tile.vec_lut", {tile, tile, table_region}),
                   DmaWait(Region(Y, {I32(full * T)}, {last}), tile, 2)});
     });
-    Stmt r = Seq({Seq(fill), work, rest, Intrin("tile.wait", {I32(2)}), Intrin("tile.wait", {I32(3)})});
+    Stmt r =
+        Seq({Seq(fill), work, rest, Intrin("tile.wait", {I32(2)}), Intrin("tile.wait", {I32(3)})});
     r = Allocate(L[1], Allocate(L[0], r));
     return Allocate(words, r);
   });

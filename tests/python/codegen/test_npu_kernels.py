@@ -246,6 +246,44 @@ def test_vector_engine_binary_and_scalar():
     np.testing.assert_array_equal(c[1], npu[1])
 
 
+@pytest.mark.parametrize("index,out", [("uint8", "float32"), ("int8", "int16"), ("int8", "int8")])
+def test_vector_engine_lookup_table(index, out):
+    # d = table[a]: an int8 index reads the table at its byte (-1 -> 255)
+    n = 1000
+    ib = ir.IRBuilder(f"lut_{index}_{out}")
+    A = ib.buffer_param("A", (n,), index)
+    Tab = ib.buffer_param("Tab", (256,), out)
+    B = ib.buffer_param("B", (n,), out)
+    Ta = ib.allocate(index, (n,), name="Ta", scope="local")
+    Tt = ib.allocate(out, (256,), name="Tt", scope="local")
+    Tb = ib.allocate(out, (n,), name="Tb", scope="local")
+    ib.call("tile.dma_copy", Ta[0:n], A[0:n], 0)
+    ib.call("tile.dma_copy", Tt[0:256], Tab[0:256], 0)
+    ib.call("tile.wait", 0)
+    ib.call("tile.vec_lut", Tb[0:n], Ta[0:n], Tt[0:256])
+    ib.call("tile.dma_copy", B[0:n], Tb[0:n], 1)
+    ib.call("tile.wait", 1)
+    f = ib.get()
+    a = RNG.integers(np.iinfo(index).min, np.iinfo(index).max + 1, n).astype(index)
+    table = rand(256, out)
+    npu, c = both(f, a, table, np.zeros(n, out))
+    want = table[a.view(np.uint8)]
+    np.testing.assert_array_equal(npu[2], want)
+    np.testing.assert_array_equal(c[2], want)
+
+
+def test_vector_engine_lookup_table_checks_its_operands():
+    ib = ir.IRBuilder("lut_bad")
+    A = ib.allocate("int16", (8,), name="A", scope="local")
+    T = ib.allocate("int8", (256,), name="T", scope="local")
+    with pytest.raises(TypeError, match="index a must be uint8 or int8"):
+        ib.call("tile.vec_lut", T[0:8], A[0:8], T[0:256])
+    B = ib.allocate("int8", (8,), name="B", scope="local")
+    F = ib.allocate("float32", (256,), name="F", scope="local")
+    with pytest.raises(TypeError, match="table's dtype"):
+        ib.call("tile.vec_lut", B[0:8], B[0:8], F[0:256])
+
+
 def test_softmax_rows():
     rows, cols = 4, 64
     ib = ir.IRBuilder("softmax")

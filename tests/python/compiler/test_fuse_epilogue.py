@@ -362,3 +362,33 @@ def test_relu_before_int8_output_saturation(zy, hazard_checked):
     t = y * f32(1.0 / sy) + f32(zy)
     np.testing.assert_array_equal(out, np.clip(np.rint(t), -128, 127).astype(np.int8))
     assert hazard_checked() == []
+
+
+@pytest.mark.parametrize("act,attrs", [("Gelu", {}), ("Sigmoid", {}), ("Tanh", {})])
+def test_int8_edges_through_a_lookup_table(act, attrs):
+    """MatMul + bias -> activation -> MatMul (a transformer's feed-forward block): both edges
+    int8, the activation one table lookup per element, close to ONNX Runtime and to the
+    f32-edge compilation."""
+    w1, b1, w2 = randn(64, 256, scale=0.15), randn(256, scale=0.5), randn(256, 32, scale=0.1)
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"], name="dense1"),
+             helper.make_node("Add", ["m1", "b1"], ["h"], name="bias1"),
+             helper.make_node(act, ["h"], ["g"], name="act", **attrs),
+             helper.make_node("MatMul", ["g", "w2"], ["y"], name="dense2")]
+    model = make_model(nodes, [("x", [48, 64], np.float32)], ["y"], [("w1", w1), ("b1", b1), ("w2", w2)],
+                       opset=20)
+    samples = {"x": randn(8, 48, 64)}
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    kept = tilecore.compile(model, precision="int8", calib_samples=samples, keep_intermediates=True)
+    assert "g" in rep["int8_edges"] and len(rep["int8_edges"]) >= 2
+    x = randn(48, 64)
+    y, y_kept = exe.run({"x": x})["y"], kept.run({"x": x})["y"]
+    ref = ort_run(model, {"x": x})["y"]
+
+    def cos(u, v):
+        u, v = u.ravel().astype(np.float64), v.ravel().astype(np.float64)
+        return u @ v / (np.linalg.norm(u) * np.linalg.norm(v))
+
+    assert cos(y, ref) > 0.999 and cos(y, y_kept) > 0.999
+    # the activation's input is quantised too: the error stays near the f32 edges'
+    assert np.abs(y - ref).max() < 3 * np.abs(y_kept - ref).max() + 1e-3
