@@ -319,6 +319,16 @@ def tile_log(d: Any, a: Any) -> Any:
     """
 
 
+def tile_lut(d: Any, a: Any, table: Any) -> Any:
+    """Vector engine: ``d = table[a]`` (TC1 tlut), a lookup per element.
+
+    :param d: local tile of any dtype.
+    :param a: local tile of uint8 or int8, d's shape: each element's byte is the index
+        (an int8 -1 reads entry 255).
+    :param table: local tile of 256 elements of d's dtype.
+    """
+
+
 def tile_max(d: Any, a: Any, b: Any) -> Any:
     """Vector engine: d = max(a, b) elementwise (TC1 tmax).
 

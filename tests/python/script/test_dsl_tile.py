@@ -208,6 +208,43 @@ def test_tile_requant_and_convert(leg):
     agree(requant, [acc, np.zeros(64, np.int8), np.zeros(64, np.float16)], ref, [1, 2], leg)
 
 
+# Kernel 24b: a lookup table on the vector engine (an int8 index reads at its byte)
+@S.prim_func(num_cores=1)
+def lookup(idx: S.ptr("int8", "global"), tab: S.ptr("float32", "global"), out: S.ptr("float32", "global")):
+    A = S.alloc_buffer((4, 48), "int8")
+    T = S.alloc_buffer((256,), "float32")
+    D = S.alloc_buffer((4, 48), "float32")
+    S.dma_copy(A, idx, 192)
+    S.dma_copy(T, tab, 256)
+    S.tile_lut(D, A, T)
+    S.dma_copy(out, D, 192)
+
+
+@pytest.mark.parametrize("leg", LEGS)
+def test_tile_lut(leg):
+    rng = np.random.default_rng(6)
+    idx = rng.integers(-128, 128, (4, 48)).astype(np.int8)
+    idx.ravel()[:2] = [-1, -128]
+    tab = rng.standard_normal(256).astype(np.float32)
+
+    def ref(idx, tab, out):
+        return (tab[(idx.astype(np.int64) + 256) % 256],)
+
+    agree(lookup, [idx, tab, np.zeros((4, 48), np.float32)], ref, [2], leg)
+
+
+@S.prim_func(num_cores=1)
+def lookup_int16_index(x: S.ptr("int16", "global")):
+    A = S.alloc_buffer((8,), "int16")
+    T = S.alloc_buffer((256,), "int16")
+    S.tile_lut(A, A, T)
+
+
+def test_tile_lut_checks_its_operands():
+    with pytest.raises(TypeError, match="tile_lut: `a` must be uint8 or int8, got int16"):
+        lookup_int16_index.prim_func  # noqa: B018
+
+
 # Kernel 25: relu, div, min and reductions of int16 with saturation at the end
 @S.prim_func(num_cores=1)
 def reduce_i16(a: S.ptr("int16", "global"), out: S.ptr("int16", "global")):

@@ -443,6 +443,34 @@ def _requant_py(p) -> None:
     d[...] = saturate(r, elem_of(p.d))
 
 
+@api("tile_lut")
+def tile_lut(d: KernelValue, a: KernelValue, table: KernelValue) -> Plan:
+    """Vector engine: ``d = table[a]`` (TC1 tlut), a lookup per element.
+
+    :param d: local tile of any dtype.
+    :param a: local tile of uint8 or int8, d's shape: each element's byte is the index
+        (an int8 -1 reads entry 255).
+    :param table: local tile of 256 elements of d's dtype.
+    """
+    ops = [tile_operand("tile_lut", n, x) for n, x in (("d", d), ("a", a), ("table", table))]
+    _same_shape("tile_lut", "da", ops[:2])
+    fe.require(elem_of(ops[1]) in ("uint8", "int8"), f"tile_lut: `a` must be uint8 or int8, got {elem_of(ops[1])}")
+    fe.require(elem_of(ops[2]) == elem_of(ops[0]),
+               f"tile_lut: `table` must be d's dtype {elem_of(ops[0])}, got {elem_of(ops[2])}")
+    fe.require(int(np.prod(shape_of(ops[2]))) == 256,
+               f"tile_lut: `table` must hold 256 elements, got {list(shape_of(ops[2]))}", ValueError)
+    return fe.Plan(d=ops[0], a=ops[1], table=ops[2])
+
+
+tile_lut.ir(lambda p: irv.emit(irv.call("tile.vec_lut", ir_region(p.d), ir_region(p.a), ir_region(p.table))))
+
+
+@tile_lut.py
+def _tile_lut_py(p) -> None:
+    d, a, t = (py_view("tile_lut", x) for x in (p.d, p.a, p.table))
+    d[...] = np.asarray(t).reshape(256)[np.asarray(a).view(np.uint8)]
+
+
 _REDUCE = {"redsum": "sum", "redmax": "max", "redmin": "min"}
 
 
