@@ -26,10 +26,24 @@ using namespace ir;  // NOLINT
 namespace {
 
 /*! \brief Every buffer on one of `to`'s data variables gets that buffer's data and scope
- * (shape, strides, offset and dtype stay: a view stays a view). */
+ * (shape, strides, offset and dtype stay: a view stays a view). A buffer the member
+ * allocates gets a data variable of its own: two members lowered from one kernel share
+ * their variables, and the code generator places local buffers by variable, so a
+ * member's buffers would take the place planned for the other's (whose allocations can
+ * differ: a prefetch cursor in one of them). */
 class RebindBuffers : public IRMutator {
  public:
   explicit RebindBuffers(std::unordered_map<const VarNode*, Buffer> to) : to_(std::move(to)) {}
+
+  Stmt VisitStmt_(const AllocateNode* op) override {
+    const Buffer& b = op->buffer;
+    Var data(b->data->name, b->data->type_annotation, b->data->span);
+    Buffer fresh(data, b->dtype, b->shape, b->strides, b->elem_offset, b->scope, b->name);
+    to_[b->data.get()] = fresh;
+    done_.emplace(b.get(), fresh);
+    Stmt body = VisitStmt(op->body);
+    return Allocate(fresh, body, op->span);
+  }
 
   PrimExpr VisitExpr_(const BufferLoadNode* op) override {
     Array<PrimExpr> idx = VisitArray(op->indices);

@@ -184,3 +184,37 @@ def test_group_kernels_names_bad_prefetches():
     for message, rows in bad.items():
         with pytest.raises(ValueError, match=message):
             compiler.GroupKernels(funcs, args, [0, 2, 3], [1, 4], "group", rows)
+
+
+def test_a_member_lowered_from_a_shared_kernel_keeps_its_own_local_buffers(monkeypatch):
+    """Two bias Adds of one shape are one kernel; the first fetches the second MatMul's
+    weights, so it alone has a prefetch cursor in L1. Each member's buffers must be placed
+    for its own body: placed once for both, the bias the first loads lands on its cursor,
+    and the cursor, read back as garbage, stops the copies (the MatMul then reads an L2
+    that holds something else)."""
+    wq, wk = randn(256, 256, scale=0.1), randn(256, 256, scale=0.1)
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"], name="q"),
+             helper.make_node("Add", ["q", "bq"], ["qb"], name="q_bias"),
+             helper.make_node("Relu", ["qb"], ["qr"], name="q_relu"),
+             helper.make_node("MatMul", ["x", "wk"], ["k"], name="k"),
+             helper.make_node("Add", ["k", "bk"], ["kb"], name="k_bias"),
+             helper.make_node("Relu", ["kb"], ["kr"], name="k_relu")]
+    model = make_model(nodes, [("x", [128, 256], np.float32)], ["q", "qr", "k", "kr"],
+                       [("wq", wq), ("bq", randn(256)), ("wk", wk), ("bk", randn(256))])
+    planned = []
+
+    def plan(members, rows, weights, live, free_l2, in_l2):
+        # wk (the 256 KiB weight read by member 3) fetched during the first Add (member 1)
+        wk_id = next(t for t in rows[3] if weights.get(t) == wk.nbytes)
+        planned.append(in_l2(3, wk_id))
+        return [(wk_id, 1, 0, wk.nbytes)]
+
+    monkeypatch.setattr(wp, "plan", plan)
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    assert planned and [g["nodes"] for g in rep["groups"]] == [["q", "q_bias", "q_relu", "k", "k_bias", "k_relu"]]
+    assert rep["groups"][0]["prefetch"]["wk"]["during"] == ["q_bias"]
+    x = randn(128, 256)
+    got, want = exe.run({"x": x}), ort_run(model, {"x": x})
+    for name in ("q", "qr", "k", "kr"):
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-4, err_msg=name)
