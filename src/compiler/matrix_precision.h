@@ -9,6 +9,7 @@
 #ifndef TILECORE_SRC_COMPILER_MATRIX_PRECISION_H_
 #define TILECORE_SRC_COMPILER_MATRIX_PRECISION_H_
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,13 @@ inline std::string CheckMatrixInputs(const std::string& op, const Map<String, An
     return op + ": input " + std::to_string(i) + " (" + what + ") has dtype " +
            ins[i]->dtype.str() + "; " + p.name + " takes " + t.str();
   };
+  if (HasAttr(attrs, "tc_out_scale")) {  // a power of two the result is multiplied by
+    double s = AttrFloat(attrs, "tc_out_scale", 0);
+    int e = 0;
+    if (!p.int8()) return op + ": tc_out_scale needs the int8 form (its epilogue scale)";
+    if (!(s > 0) || std::frexp(s, &e) != 0.5)
+      return op + ": tc_out_scale must be a positive power of two";
+  }
   if (!p.int8()) {
     for (size_t i = 0; i < ins.size(); ++i) {
       if (!ins[i].defined() || ins[i]->dtype == f32) continue;

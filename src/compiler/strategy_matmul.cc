@@ -90,9 +90,14 @@ struct GemmPlan {
   bool a_i8 = false, b_i8 = false, y_i8 = false;  // b_i8: B of two activations, int8
   double y_scale = 1.0;
   int64_t y_zp = 0;
+  // tc_out_scale: a power of two the result is multiplied by (a Div folded in: exact)
+  double out_scale = 1.0;
   /*! \brief What w_scale[n] (or b_scale) is multiplied by in f32 for the epilogue's scale:
-   * x_scale for an f32 Y, x_scale / y_scale (one requantisation) for an int8 Y. */
-  double ScaleFactor() const { return static_cast<float>(y_i8 ? x_scale / y_scale : x_scale); }
+   * x_scale for an f32 Y, x_scale / y_scale (one requantisation) for an int8 Y; times
+   * out_scale. */
+  double ScaleFactor() const {
+    return static_cast<float>((y_i8 ? x_scale / y_scale : x_scale) * out_scale);
+  }
   /*! \brief The epilogue's zero point (an int8 Y's; 0 otherwise). */
   int64_t OutZeroPoint() const { return y_i8 ? y_zp : 0; }
 };
@@ -807,6 +812,7 @@ void SetQuant(const OpCall& call, const Params& p, int64_t N, GemmPlan* g) {
                                << "tc_y_scale an int8 output (the output is "
                                << call.outputs[0]->dtype.str() << ")";
   g->y_scale = AttrFloat(call.attrs, "tc_y_scale", 1.0);
+  g->out_scale = AttrFloat(call.attrs, "tc_out_scale", 1.0);
   g->y_zp = AttrInt(call.attrs, "tc_y_zero_point", 0);
   if (g->b_act) return;
   if (call.inputs[2].defined()) g->qbias = View(p.in[2], {1, N}, "QBias");

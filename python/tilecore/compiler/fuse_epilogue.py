@@ -49,6 +49,36 @@ def _activation(nd) -> dict[str, Any] | None:
     return attrs
 
 
+def _power_of_two(x: float) -> bool:
+    m, _ = np.frexp(x)
+    return bool(np.isfinite(x) and x > 0 and m == 0.5)
+
+
+def _fold_divisions(nodes, only_reader, info, HasStrategy, TensorSpec) -> list[dict[str, Any]]:
+    """An int8 MatMul or Gemm whose output only a Div by a constant power of two reads
+    (attention's scores over sqrt(d)) takes the division into its epilogue scale
+    (``tc_out_scale``): exact, as scaling by a power of two is."""
+    out = []
+    for nd in nodes:
+        if (nd.op not in ("MatMul", "Gemm") or nd.where != "npu" or len(nd.outs) != 1
+                or nd.attrs.get("tc_precision") != "int8" or "tc_out_scale" in nd.attrs):
+            continue
+        div = only_reader(str(nd.outs[0].name))
+        if div is None or div.op != "Div" or len(div.ins) != 2 or div.ins[0] is None \
+                or str(div.ins[0].name) != str(nd.outs[0].name):
+            continue
+        c = _const_scalar(div.ins[1])
+        if c is None or not _power_of_two(abs(c)) or c < 0 or info[str(div.outs[0].name)] != info[str(nd.outs[0].name)]:
+            continue
+        attrs = dict(nd.attrs, tc_out_scale=1.0 / c)
+        if HasStrategy(nd.op, attrs, nd.in_specs):
+            continue
+        nd.attrs, nd.outs = attrs, list(div.outs)
+        div.where, div.reason = "dropped", f"fused into `{nd.name}`"
+        out.append({"node": nd.name, "fused": [div.name]})
+    return out
+
+
 def value_readers(nodes: list[Any]) -> dict[str, list[tuple[Any, int]]]:
     """Value name -> ``(node, input index)`` of every read by a node not dropped."""
     readers: dict[str, list[tuple[Any, int]]] = {}
@@ -109,6 +139,7 @@ def fuse(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
             c.where, c.reason = "dropped", f"fused into `{nd.name}`"
         place[id(chain[-1])] = nd
         fused.append({"node": nd.name, "fused": [c.name for c in chain]})
+    fused += _fold_divisions(nodes, only_reader, info, HasStrategy, TensorSpec)
     if place:
         moved = {id(nd) for nd in place.values()}
         order = []

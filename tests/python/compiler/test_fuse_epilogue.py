@@ -392,3 +392,36 @@ def test_int8_edges_through_a_lookup_table(act, attrs):
     assert cos(y, ref) > 0.999 and cos(y, y_kept) > 0.999
     # the activation's input is quantised too: the error stays near the f32 edges'
     assert np.abs(y - ref).max() < 3 * np.abs(y_kept - ref).max() + 1e-3
+
+
+@pytest.mark.parametrize("divisor,folded", [(8.0, True), (0.25, True), (3.0, False), (-8.0, False)])
+def test_int8_matmul_takes_a_division_by_a_power_of_two(divisor, folded):
+    """Attention's scores over sqrt(d): the int8 MatMul of two activations scales by 1/8 in
+    its epilogue, bit for bit what the Div after it computed; a divisor that is not a
+    positive power of two keeps its Div."""
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"], name="scores"),
+             helper.make_node("Div", ["s", "d"], ["y"], name="scale")]
+    model = make_model(nodes, [("q", [2, 32, 64], np.float32), ("k", [2, 64, 32], np.float32)], ["y"],
+                       [("d", np.array(divisor, np.float32))])
+    samples = {"q": randn(4, 2, 32, 64), "k": randn(4, 2, 64, 32)}
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    kept = tilecore.compile(model, precision="int8", calib_samples=samples, keep_intermediates=True)
+    assert ({"node": "scores", "fused": ["scale"]} in rep["fused"]) == folded
+    feeds = {"q": samples["q"][0], "k": samples["k"][0]}
+    y = exe.run(feeds)["y"]
+    np.testing.assert_array_equal(y, kept.run(feeds)["y"])
+    ref = ort_run(model, feeds)["y"]
+    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.999
+    # f32 keeps the Div (the float epilogue has no scale)
+    rep = {}
+    tilecore.compile(model, report=rep)
+    assert rep["fused"] == []
+
+
+def test_tc_out_scale_is_checked():
+    specs = [compiler.TensorSpec((4, 8), "float32"), compiler.TensorSpec((8, 4), "float32")]
+    assert "int8 form" in compiler.HasStrategy("MatMul", {"tc_out_scale": 0.5}, specs)
+    int8 = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_b_scale": 0.1}
+    assert compiler.HasStrategy("MatMul", dict(int8, tc_out_scale=0.5), specs) == ""
+    assert "power of two" in compiler.HasStrategy("MatMul", dict(int8, tc_out_scale=0.3), specs)
