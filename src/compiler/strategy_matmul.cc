@@ -633,6 +633,9 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
   Buffer Y2 = View(g.C, {M, N}, "Y2");
   Buffer B2 = View(g.B, {K, N}, "B2");
   Buffer Ash = DeclBuffer({I32(M), I32(K)}, ot, String("Ash"), "shared");
+  // A already in L2 that needs no quantisation is loaded as it is (the DMA converts to
+  // f16/bf16): no staging, no barrier.
+  const bool direct = !(q && !g.a_i8) && g.A->scope == "shared";
   std::vector<std::pair<int64_t, int64_t>> blocks;  // (first column within the core's, size)
   for (int64_t n = 0; n < NC; n += TN) blocks.push_back({n, std::min(TN, NC - n)});
   const int64_t steps = static_cast<int64_t>(blocks.size());
@@ -650,8 +653,10 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     auto load_block = [&](int64_t t) {
       auto [n0, tn] = blocks[size_t(t)];
       int64_t slot = t % 2;
-      return Intrin("tile.dma_copy", {Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
-                                      Region(B2, {I32(0), c0 + I32(n0)}, {K, tn}), I32(1 + slot)});
+      // on the DMA-out engine, idle until the first result: A loads on DMA-in meanwhile
+      return Intrin("tile.dma_prefetch",
+                    {Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
+                     Region(B2, {I32(0), c0 + I32(n0)}, {K, tn}), I32(1 + slot)});
     };
     auto store = [&](int64_t t) {
       auto [n0, tn] = blocks[size_t(t)];
@@ -680,19 +685,37 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       stage.push_back(Intrin("tile.dma_copy", {Region(Ash, {first + I32(r), I32(0)}, {n, K}),
                                                Region(Aq, {I32(0), I32(0)}, {n, K}), I32(0)}));
     }
-    // The first weight block and the scales load while A is staged.
-    s.push_back(load_block(0));
-    if (bias.defined())
+    // The scales, then A's share (the critical path: quantised, staged, read back by every
+    // core), then the first weight block, which loads while A is staged.
+    if (bias.defined())  // event 6: the bias and scales
       s.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, NC}),
-                                           Region(bias, {I32(0), c0}, {1, NC}), I32(0)}));
+                                           Region(bias, {I32(0), c0}, {1, NC}), I32(6)}));
     if (q)
       s.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
-                                           Region(g.wscale, {I32(0), c0}, {1, NC}), I32(0)}));
-    s.push_back(even ? Seq(stage) : IfThenElse(eq(c, I32(0)), Seq(stage), Stmt()));
-    s.push_back(Intrin("tile.wait", {I32(0)}));
-    s.push_back(Intrin("tir.barrier", {}));  // A is in L2
-    s.push_back(Intrin("tile.dma_copy", {Region(Al, {I32(0), I32(0)}, {M, K}),
-                                         Region(Ash, {I32(0), I32(0)}, {M, K}), I32(0)}));
+                                           Region(g.wscale, {I32(0), c0}, {1, NC}), I32(6)}));
+    if (direct) {
+      s.push_back(Intrin("tile.dma_copy", {Region(Al, {I32(0), I32(0)}, {M, K}),
+                                           Region(A2, {I32(0), I32(0)}, {M, K}), I32(0)}));
+      s.push_back(load_block(0));
+    } else {
+      // every core stages a share: the weights follow its first piece; core 0 stages all
+      // (a few rows): the weights go first, the others wait at the barrier anyway
+      const bool early = quantise && even && !stage.empty();
+      if (early) {
+        s.push_back(stage[0]);
+        s.push_back(load_block(0));
+        stage.erase(stage.begin());
+      } else if (!even) {
+        s.push_back(load_block(0));
+      }
+      s.push_back(even ? Seq(stage) : IfThenElse(eq(c, I32(0)), Seq(stage), Stmt()));
+      if (!early && even) s.push_back(load_block(0));
+      s.push_back(Intrin("tile.wait", {I32(0)}));
+      s.push_back(Intrin("tir.barrier", {}));  // A is in L2
+      s.push_back(Intrin("tile.dma_copy", {Region(Al, {I32(0), I32(0)}, {M, K}),
+                                           Region(Ash, {I32(0), I32(0)}, {M, K}), I32(0)}));
+    }
+    s.push_back(Intrin("tile.wait", {I32(6)}));
     if (q)
       s.push_back(Loop("j", NC, [&](PrimExpr j) {
         return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(g.ScaleFactor()), {I32(0), j});
@@ -722,7 +745,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     for (const Buffer& b : {Cf, Bl, Al}) r = Allocate(b, r);
     return r;
   });
-  return Allocate(Ash, body);
+  return direct ? body : Allocate(Ash, body);
 }
 
 /*! \brief The column plans worth estimating (none when the op is not of that form). */
@@ -741,7 +764,7 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
   cp.pr = std::max<int64_t>(1, std::min<int64_t>(16384 / g.K, cp.rows));
   auto al = [](int64_t b) { return (b + 65535) / 65536 * 65536; };  // whole banks
   const int64_t nc = g.N / P;
-  for (int64_t tn : {64, 128, 256, 512}) {
+  for (int64_t tn : {32, 64, 128, 256, 512}) {
     cp.tn = std::min(tn, nc);
     int64_t bytes =
         al(cp.rows * g.K * ob) + al(2 * g.K * cp.tn * ob) +

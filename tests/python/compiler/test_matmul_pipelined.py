@@ -126,3 +126,32 @@ def test_f32_matmul_on_the_planned_kernels_matches_numpy(rows):
     assert any('"float32", "shared")' in f.script() for f in rep["npu_funcs"].values())
     ref = a.astype(np.float64) @ w.astype(np.float64)
     np.testing.assert_allclose(exe.run({"a": a})["y"], ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("precision", ["f32", "f16", "int8"])
+def test_column_plan_reads_a_layer_group_intermediate_in_place(precision):
+    """A Relu then a MatMul of few rows in one layer group: the MatMul's A is the group's
+    L2 intermediate, which the column plan loads as it is (f16: rounded by the DMA; int8:
+    quantised on load) with each core's columns of the weights on its DMA-out engine:
+    against the compilation of one kernel per node (f32, f16: numpy's product)."""
+    from test_precision import rounded
+
+    a, w = randn(64, 1024), randn(1024, 256, scale=0.05)
+    nodes = [helper.make_node("Relu", ["a"], ["r"], name="relu"),
+             helper.make_node("MatMul", ["r", "w"], ["y"], name="mm")]
+    model = make_model(nodes, [("a", [64, 1024], np.float32)], ["y"], [("w", w)])
+    kw = {"calib": {"r": 2.0}} if precision == "int8" else {}
+    rep = {}
+    exe = tilecore.compile(model, precision=precision, report=rep, **kw)
+    assert [g["nodes"] for g in rep["groups"]] == [["relu", "mm"]]
+    group = next(iter(rep["npu_funcs"].values())).script()
+    assert "tile.dma_prefetch(Bl" in group, "the column plan is expected here"
+    y = exe.run({"a": a})["y"]
+    alone = tilecore.compile(model, precision=precision, group=False, **kw).run({"a": a})["y"]
+    if precision == "int8":
+        np.testing.assert_array_equal(y, alone)
+    else:
+        r = np.maximum(a, 0)
+        ref = r @ w if precision == "f32" else rounded(r, "f16") @ rounded(w, "f16")
+        np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+        np.testing.assert_allclose(y, alone, rtol=1e-6, atol=1e-6 * np.abs(ref).max())
