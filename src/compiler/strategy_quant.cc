@@ -14,14 +14,17 @@
  * the narrowing conversion. DequantizeLinear subtracts the zero point in f32 too: exact
  * for int8/uint8, and for int32 while |x| < 2^24 (an int32 bias has zero point 0).
  *
+ * Without a zero point, an 8-bit quantised output is the quotient converted in one pass
+ * (the conversion rounds half to even and saturates to the output's range).
+ *
  * Tiling as the element-wise strategy: the data walked flat in tiles of up to 16384
- * elements, round robin over the cores; the scale and zero point (widened to int32) are
- * loaded whole into L1 once per core and read at the element's channel, (flat index /
- * inner) mod C. Per tensor, every pass over a tile is one vector command (the scale and
- * zero point broadcast with stride 0). Per axis with rows (the `inner` elements of one
- * channel) of at least 16 elements, tiles hold whole rows and the passes that read the
- * scale or zero point are one vector command per row; with shorter rows they are scalar
- * loops (the channel index is not affine in the element).
+ * elements (per tensor: small enough that every core has one), round robin over the cores; the
+ * scale and zero point (widened to int32) are loaded whole into L1 once per core and read at the
+ * element's channel, (flat index / inner) mod C. Per tensor, every pass over a tile is one vector
+ * command (the scale and zero point broadcast with stride 0). Per axis with rows (the `inner`
+ * elements of one channel) of at least 16 elements, tiles hold whole rows and the passes that read
+ * the scale or zero point are one vector command per row; with shorter rows they are scalar loops
+ * (the channel index is not affine in the element).
  */
 #include <algorithm>
 
@@ -107,8 +110,11 @@ PrimFunc LowerQuant(const OpCall& call) {
   // per axis with rows of at least 16 elements: tiles of whole rows, each pass a loop over
   // rows around a loop over the row, the row's scale one operand of the vector command
   bool rows = C > 1 && inner >= 16 && inner <= kQTile;
+  // per tensor: tiles small enough that every core has one (at least 1024 elements)
+  int64_t share = (N + call.cores - 1) / call.cores;
+  share = std::max<int64_t>((share + 63) / 64 * 64, 1024);
   int64_t T = rows ? inner * std::max<int64_t>(1, std::min(kQTile, N) / inner)
-                   : std::min(kQTile, std::max<int64_t>(N, 1));
+                   : std::min({kQTile, share, std::max<int64_t>(N, 1)});
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     Buffer Sw = Local({C}, f32, "Sw");
@@ -177,6 +183,11 @@ PrimFunc LowerQuant(const OpCall& call) {
                 pass(Tf, [&](PrimExpr i) {
                   return min(BufferLoad(Tf, {i}), F32(static_cast<double>(hi)));
                 });
+                pass(Yl, [&](PrimExpr i) { return cast(odt, BufferLoad(Tf, {i})); });
+              } else if (odt.bits() == 8) {
+                // the conversion to int8 / uint8 rounds to nearest even and saturates to
+                // the output's range: one pass from the quotient
+                s.pop_back();
                 pass(Yl, [&](PrimExpr i) { return cast(odt, BufferLoad(Tf, {i})); });
               } else {
                 pass(Ti, [&](PrimExpr i) { return max(BufferLoad(Ti, {i}), I32(lo)); });

@@ -275,6 +275,15 @@ class _Node:
         self.where, self.reason, self.in_specs, self.step_name = None, "", None, ""
 
 
+def _make_node(name, op, ins, outs, attrs):
+    """A node the driver adds (an npu step of its own, outside the graph)."""
+    nd = _Node.__new__(_Node)
+    nd.index, nd.node, nd.name, nd.op, nd.attrs = -1, None, name, op, dict(attrs)
+    nd.ins, nd.outs = list(ins), list(outs)
+    nd.where, nd.reason, nd.in_specs, nd.step_name = "npu", "", None, ""
+    return nd
+
+
 def _py(v):
     from ..ffi.container import Array
 
@@ -375,7 +384,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     :param report: a dict, filled with what was done: step counts, ``host_ops`` (name,
         op type, reason), ``placement`` (name, op type and ``npu``, ``host``, ``view`` or
         ``dropped`` for every node), ``fused`` (``[{"node": conv, "fused": [names]}]``),
-        ``int8_edges`` (the values stored in int8 between int8 Convs), ``memory`` (``arena_size``, ``total_size`` without reuse,
+        ``int8_edges`` (the values stored in int8 between int8 Convs),
+        ``shared_quantisation`` (the f32 values several int8 matrix ops read, quantised
+        once by a QuantizeLinear step), ``memory`` (``arena_size``, ``total_size`` without reuse,
         ``lower_bound``: the most bytes alive at one step), ``seconds`` per stage and
         ``precision`` (``assigned``: node -> precision of the matrix nodes not in f32,
         ``fallbacks``: nodes kept in f32 with the reason, ``bias_correction``: node -> the
@@ -407,6 +418,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     from . import int8_edges as _int8_edges
     from . import layer_groups as _groups
     from . import qdq as _qdq
+    from . import shared_quantise as _shared
     from . import weight_prefetch as _prefetch
 
     if not hasattr(model, "nodes"):  # QOperator nodes in the QDQ form; the DQ constants before folding
@@ -516,6 +528,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     fused = [] if keep_intermediates or not fuse else _fuse.fuse(nodes, info, graph_outputs, HasStrategy, TensorSpec)
     int8_edges = [] if keep_intermediates else _int8_edges.assign(nodes, info, graph_outputs, HasStrategy, TensorSpec,
                                                                    thresholds)
+    # one quantisation for an f32 activation several int8 matrix ops read
+    shared_quantised = [] if keep_intermediates else _shared.share(nodes, info, _make_node, HasStrategy, TensorSpec)
 
     # ---- lower and build ----------------------------------------------------------------
     t0 = time.perf_counter()
@@ -857,6 +871,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         "qdq": qdq_report,
         "fused": fused,
         "int8_edges": int8_edges,
+        "shared_quantisation": shared_quantised,
         "groups": [g.summary() for g in groups_made],
         "graph_outputs": [str(v.name) for v in graph.outputs],
         "npu_funcs": step_funcs,

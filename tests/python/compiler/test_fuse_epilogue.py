@@ -425,3 +425,32 @@ def test_tc_out_scale_is_checked():
     int8 = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_b_scale": 0.1}
     assert compiler.HasStrategy("MatMul", dict(int8, tc_out_scale=0.5), specs) == ""
     assert "power of two" in compiler.HasStrategy("MatMul", dict(int8, tc_out_scale=0.3), specs)
+
+
+def test_one_quantisation_for_several_int8_readers():
+    """Query, key and value projections of one input: the input is quantised once (a
+    QuantizeLinear step, ONNX's formula) and the three int8 Gemms read its int8 bytes,
+    close to ONNX Runtime and to the compilation that quantises on every load."""
+    d = 128
+    ws = {f"w{k}": randn(d, d, scale=0.1) for k in "qkv"}
+    nodes = [helper.make_node("MatMul", ["x", f"w{k}"], [k], name=f"proj_{k}") for k in "qkv"]
+    nodes += [helper.make_node("Add", ["q", "k"], ["qk"], name="add_qk"),
+              helper.make_node("Add", ["qk", "v"], ["y"], name="add_v"),
+              helper.make_node("Add", ["y", "x"], ["z"], name="residual")]  # x also read in f32
+    model = make_model(nodes, [("x", [64, d], np.float32)], ["z"], list(ws.items()))
+    samples = {"x": randn(8, 64, d)}
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    kept = tilecore.compile(model, precision="int8", calib_samples=samples, keep_intermediates=True)
+    assert rep["shared_quantisation"] == ["x"]
+    assert [p["op_type"] for p in rep["placement"]].count("QuantizeLinear") == 1
+    x = randn(64, d)
+    z, z_kept, ref = exe.run({"x": x})["z"], kept.run({"x": x})["z"], ort_run(model, {"x": x})["z"]
+
+    def cos(u, v):
+        u, v = u.ravel().astype(np.float64), v.ravel().astype(np.float64)
+        return u @ v / (np.linalg.norm(u) * np.linalg.norm(v))
+
+    assert cos(z, ref) > 0.9999 and cos(z, z_kept) > 0.99999
+    # ONNX's x / scale and the load's x * f32(1 / scale) round the same but for a few ties
+    assert np.abs(z - z_kept).max() <= 0.05 * np.abs(z_kept).max()

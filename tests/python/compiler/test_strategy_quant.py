@@ -80,6 +80,18 @@ def test_dequantize_int32_bias_and_no_zero_point():
     np.testing.assert_array_equal(outs[0], np.clip(np.rint(x / np.float32(0.02)), 0, 255).astype(np.uint8))
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_quantize_without_zero_point_converts_the_quotient_once(dtype):
+    """No zero point (0) and an 8-bit output: the quotient converts in one pass, its rounding
+    (half to even) and saturation the conversion's; several tiles over 4 cores."""
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((128, 256)) * 4).astype(np.float32)
+    scale = np.array(0.03, np.float32)
+    x.flat[:7] = np.float32([0.5, 1.5, 2.5, -0.5, -2.5, 1e6, -1e6]) * scale
+    outs, _, _ = run_op("QuantizeLinear", {}, [x, scale], out_shapes=[x.shape], out_dtypes=[dtype])
+    np.testing.assert_array_equal(outs[0], np_quantize(x, scale, np.zeros((), np.int64), 0, dtype))
+
+
 def test_refusals_name_the_reason():
     spec = compiler.TensorSpec
     f, i8 = "float32", "int8"

@@ -1,0 +1,96 @@
+"""tilecore/compiler/shared_quantise.py — one quantisation for an activation several int8
+matrix ops read (docs/precision.md, "One quantisation for several readers").
+
+An int8 MatMul, Gemm or Conv quantises its f32 data input on load. When two or more of
+them read the same value with the same scale and zero point (a transformer's query, key
+and value projections of one input), the value is quantised once instead: a
+QuantizeLinear node on the npu (``saturate(round_half_even(x / scale) + zero_point)``)
+writes it in int8, and the readers load those bytes as they are — a quarter of the f32
+bytes, read once from the DDR and, inside a layer group, three times from L2.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .precision import INT8_OPS, ConstantValue
+
+
+class _Value:
+    """An intermediate the driver adds (what it reads of a graph value: name, data)."""
+
+    __slots__ = ("data", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.data = None
+
+
+def share(nodes: list[Any], info: dict[str, tuple], make_node: Callable[..., Any], HasStrategy: Callable[..., str],
+          TensorSpec: Callable[..., Any]) -> list[str]:
+    """Inserts the QuantizeLinear nodes in place (``nodes``, ``info``); returns the values
+    now quantised once. ``make_node(name, op, ins, outs, attrs)`` makes a driver node."""
+    from .fuse_epilogue import value_readers
+
+    # readers of one value's bytes in one shape: a view (FoldMatMulBias's Reshape to 2-D,
+    # one per MatMul) reads its input's bytes
+    root = {}
+    for nd in nodes:
+        if nd.where == "view" and nd.ins and nd.ins[0] is not None:
+            src = str(nd.ins[0].name)
+            root[str(nd.outs[0].name)] = root.get(src, src)
+    groups = {}  # (root value, shape) -> [(reader, its input value)]
+    for name, rs in value_readers(nodes).items():
+        if name not in info or info[name][1] != "float32":
+            continue
+        for r, i in rs:
+            if (i == 0 and r.where == "npu" and r.op in INT8_OPS and r.attrs.get("tc_precision") == "int8"
+                    and r.attrs.get("tc_x_scale") and not r.attrs.get("tc_b_scale")):
+                groups.setdefault((root.get(name, name), info[name][0]), []).append((r, r.ins[0]))
+    used = set(info)
+    done, insert = [], {}  # id(first reader) -> the QuantizeLinear node before it
+    position = {id(nd): k for k, nd in enumerate(nodes)}
+    for (name, _), pairs in groups.items():
+        data = [r for r, _ in pairs]
+        if len(data) < 2:
+            continue
+        first = min(data, key=lambda r: position[id(r)])
+        src = next(v for r, v in pairs if r is first)
+        params = {(float(r.attrs["tc_x_scale"]), int(r.attrs.get("tc_x_zero_point", 0))) for r in data}
+        if len(params) != 1:
+            continue
+        (scale, zero_point), = params
+        base, k = f"{name}/int8", 1
+        while base in used:
+            k += 1
+            base = f"{name}/int8_{k}"
+        used.update((base, base + "/scale", base + "/zero_point"))
+        q = _Value(base)
+        info[base] = (info[str(src.name)][0], "int8")
+        s = ConstantValue(base + "/scale", np.array(np.float32(scale)))
+        z = ConstantValue(base + "/zero_point", np.array(zero_point, np.int8))
+        info[s.name], info[z.name] = ((), "float32"), ((), "int8")
+        # a zero point of 0 is left out: the output's dtype (int8) says what it is, and
+        # the strategy converts the quotient in one pass
+        ins = [src, s] + ([z] if zero_point else [])
+        quant = make_node(base, "QuantizeLinear", ins, [q], {})
+        quant.in_specs = [TensorSpec(*info[str(v.name)]) for v in ins]
+        if HasStrategy(quant.op, quant.attrs, quant.in_specs):
+            continue
+        new_specs = [[TensorSpec(*info[base])] + list(r.in_specs[1:]) for r in data]
+        if any(HasStrategy(r.op, r.attrs, spec) for r, spec in zip(data, new_specs)):
+            continue
+        for r, spec in zip(data, new_specs):
+            r.ins = [q] + list(r.ins[1:])
+            r.in_specs = spec
+        insert.setdefault(id(first), []).append(quant)
+        done.append(name)
+    if insert:
+        order = []
+        for nd in nodes:
+            order.extend(insert.get(id(nd), []))
+            order.append(nd)
+        nodes[:] = order
+    return done
