@@ -3,10 +3,11 @@
 
 An int8 Conv, Gemm or MatMul normally stores f32 and its int8 readers quantise that on
 load. When every reader of its output is an int8 matrix op on the npu — reading it as
-data (all with one ``tc_x_scale`` and zero point, as they are: the scale is the tensor's
-calibrated threshold) or, after a Conv, as a fused residual —, a MaxPool whose output
-is read so (after a Conv), or a unary op of LUT_OPS whose output is read so, the output is
-stored in int8 instead (the MaxPool runs in int8: the max of quantised values is the
+data (all with one ``tc_x_scale`` and zero point, or as a MatMul's B with
+``tc_b_scale``, as they are: the scale is the tensor's calibrated threshold) or, after a
+Conv, as a fused residual —, a view or a Transpose whose output is read so, a MaxPool
+whose output is read so (after a Conv), or a unary op of LUT_OPS whose output is read
+so, the output is stored in int8 instead (the MaxPool runs in int8: the max of quantised values is the
 quantised max):
 
 - the producer gets ``tc_y_scale`` / ``tc_y_zero_point`` and quantises in its epilogue
@@ -57,7 +58,8 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
             return None
         scales, residual, pools, luts, views = set(), [], [], [], []
         for r, i in rs:
-            if r.where == "view" and len(r.outs) == 1 and i == 0:  # Reshape, Squeeze, ...: the same bytes
+            moves = r.where == "view" or (r.where == "npu" and r.op == "Transpose")
+            if moves and len(r.outs) == 1 and i == 0:  # Reshape, Transpose, ...: the same values
                 sub = int8_readers(str(r.outs[0].name), depth + 1, through_lut)
                 if sub is None:
                     return None
@@ -86,8 +88,10 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
                 views += sub[4]
             elif r.op not in PRODUCERS or r.attrs.get("tc_precision") != "int8":
                 return None
-            elif i == 0 and r.attrs.get("tc_x_scale") and not r.attrs.get("tc_b_scale"):
+            elif i == 0 and r.attrs.get("tc_x_scale"):
                 scales.add((float(r.attrs["tc_x_scale"]), int(r.attrs.get("tc_x_zero_point", 0))))
+            elif i == 1 and r.op == "MatMul" and r.attrs.get("tc_b_scale"):  # B of two activations
+                scales.add((float(r.attrs["tc_b_scale"]), 0))
             elif r.op == "Conv" and r.attrs.get("tc_residual") and i == len(r.ins) - 1:
                 residual.append(r)
             else:

@@ -454,3 +454,26 @@ def test_one_quantisation_for_several_int8_readers():
     assert cos(z, ref) > 0.9999 and cos(z, z_kept) > 0.99999
     # ONNX's x / scale and the load's x * f32(1 / scale) round the same but for a few ties
     assert np.abs(z - z_kept).max() <= 0.05 * np.abs(z_kept).max()
+
+
+def test_int8_edges_through_a_transpose_into_both_operands_of_a_matmul():
+    """Attention's shape: a projection, its transpose, and the MatMul of the two (A and B both
+    activations): the projection stores int8, the Transpose moves int8 and the MatMul loads
+    both operands as they are; close to ONNX Runtime and to quantising on every load."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["a"], name="proj"),
+             helper.make_node("Transpose", ["a"], ["at"], name="tr", perm=[1, 0]),
+             helper.make_node("MatMul", ["a", "at"], ["s"], name="scores")]
+    model = make_model(nodes, [("x", [64, 128], np.float32)], ["s"], [("w", randn(128, 96, scale=0.1))])
+    samples = {"x": randn(8, 64, 128)}
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    kept = tilecore.compile(model, precision="int8", calib_samples=samples, keep_intermediates=True)
+    assert sorted(rep["int8_edges"]) == ["a", "at"]
+    x = randn(64, 128)
+    s, s_kept, ref = exe.run({"x": x})["s"], kept.run({"x": x})["s"], ort_run(model, {"x": x})["s"]
+
+    def cos(u, v):
+        u, v = u.ravel().astype(np.float64), v.ravel().astype(np.float64)
+        return u @ v / (np.linalg.norm(u) * np.linalg.norm(v))
+
+    assert cos(s, ref) > 0.999 and cos(s, s_kept) > 0.9999
