@@ -2,8 +2,8 @@
 members read their weights from L2, fetched there during earlier members that leave the
 DDR idle.
 
-A member is worth it when the cost model says the DDR bounds it and that, lowered with
-its weights in L2, it runs faster. Its weights are then fetched during the members just
+A member is worth it when the cost model says the DDR takes a good share of its time
+(``READER_DDR_SHARE``) and that, lowered with its weights in L2, it runs faster. Its weights are then fetched during the members just
 before it, each giving at most ``SHARE`` of the cycles it leaves the DDR idle, while the
 group's intermediates, the prefetched weights live at that member and the largest
 member's own L2 buffers fit L2. Members are taken in order, and one whose weights come
@@ -16,6 +16,7 @@ SHARE = 0.3  # of a member's DDR-idle cycles a prefetch may take (its own loads 
 MIN_BYTES = 64 << 10  # smaller weights are not worth a member's L2
 MIN_GAIN = 0.05  # of the member's cycles
 DDR_BOUND = 0.6  # a member whose DDR cycles reach this share of its cycles is bound by the DDR
+READER_DDR_SHARE = 0.35  # a reader worth asking about: its DDR cycles reach this share
 
 
 def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weights: dict[int, int],
@@ -40,7 +41,7 @@ def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weigh
     out = []
     for j in range(n):
         ids = [t for t in rows[j] if t in weights and first_reader[t] == j and weights[t] >= MIN_BYTES]
-        if not ids or ddr[j] < DDR_BOUND * cycles[j]:
+        if not ids or ddr[j] < READER_DDR_SHARE * cycles[j]:
             continue
         t = max(ids, key=lambda i: weights[i])
         size = weights[t]
