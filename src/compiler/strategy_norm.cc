@@ -18,6 +18,8 @@
  * fold everything into y = x * k[row] + b[row], whose per-row values are gathered
  * from the channel vectors in front-end code. A row that does not fit one tile is
  * read in chunks: three passes (mean, variance, output), BatchNormalization one.
+ * With `tc_skip` (a residual Add fused by the driver) LayerNormalization normalises
+ * X + S, S its input 3: each load of X loads S beside it and adds it in one vector pass.
  * float32.
  */
 #include <set>
@@ -82,7 +84,7 @@ bool Geometry(const std::string& op, const Map<String, Any>& attrs,
     g->A = Prod(s, 0, ax);
     g->R = Prod(s, ax, s.size());
     g->C = 0;
-    for (size_t i = 1; i < ins.size(); ++i) {
+    for (size_t i = 1; i < std::min<size_t>(ins.size(), 3); ++i) {  // input 3: tc_skip's S
       if (ins[i].defined() && ins[i]->numel() != g->R) {
         *why = op + ": " + (i == 1 ? "Scale" : "B") + " of " + std::to_string(ins[i]->numel()) +
                " elements, not the normalised " + std::to_string(g->R) +
@@ -149,8 +151,17 @@ std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs,
                     ? 2
                     : (op == "InstanceNormalization" || op == "GroupNormalization" ? 3 : 5);
   if (op == "MeanVarianceNormalization") need = 1;
-  if (ins.size() < need || (!ln && ins.size() != need) || ins.size() > need + 1)
+  // tc_skip: a LayerNormalization of X + S, S appended as input 3 (a residual Add fused)
+  const bool skip = ln && AttrInt(attrs, "tc_skip", 0) != 0;
+  if (skip) {
+    if (ins.size() != 4 || !ins[3].defined() || !ins[0].defined() ||
+        ins[3]->shape.size() != ins[0]->shape.size() || ins[3]->numel() != ins[0]->numel())
+      return op + ": tc_skip needs input 3 of X's shape";
+    for (size_t d = 0; d < ins[0]->shape.size(); ++d)
+      if (ins[3]->shape[d] != ins[0]->shape[d]) return op + ": tc_skip needs input 3 of X's shape";
+  } else if (ins.size() < need || (!ln && ins.size() != need) || ins.size() > need + 1) {
     return op + ": unexpected number of inputs " + std::to_string(ins.size());
+  }
   for (size_t i = 0; i < need; ++i)
     if (!ins[i].defined()) return op + ": input " + std::to_string(i) + " is missing";
   std::string why = CheckDTypes(ins, {DataType::Float(32)}, op);
@@ -184,6 +195,8 @@ PrimFunc LowerNorm(const OpCall& call) {
   double eps = AttrFloat(call.attrs, "epsilon", 1e-5);
   Buffer X = View(p.in[0], {A, R, 1}, "X");
   Buffer Y = View(p.out[0], {A, R, 1}, "Y");
+  const bool skip = op == "LayerNormalization" && AttrInt(call.attrs, "tc_skip", 0) != 0;
+  Buffer Sk = skip ? View(p.in[3], {A, R, 1}, "Skip") : Buffer();
   bool has_bias = ln && call.inputs.size() > 2 && call.inputs[2].defined();
   int64_t plen = ln ? R : (gn ? g.P : C);
   Buffer Sc = mvn ? Buffer() : View(p.in[1], {plen}, "Scale");
@@ -204,7 +217,15 @@ PrimFunc LowerNorm(const OpCall& call) {
     auto xt = [&](int64_t n) { return MakeView(Xa, {ta, n, 1}, "Xv"); };
     auto et = [&](int64_t n) { return MakeView(Ea, {ta, n, 1}, "Ev"); };
     auto load = [&](PrimExpr r0, int64_t n) {
-      return DmaWait(xt(n).All(), Region(X, {a0, r0, I32(0)}, {ta, n, 1}), 0);
+      Stmt x = DmaWait(xt(n).All(), Region(X, {a0, r0, I32(0)}, {ta, n, 1}), 0);
+      if (!skip) return x;
+      // X + S: both loaded, then one vector add (the Add the residual was)
+      TileView e = et(n);
+      return Seq(
+          {Intrin("tile.dma_copy", {xt(n).All(), Region(X, {a0, r0, I32(0)}, {ta, n, 1}), I32(0)}),
+           DmaWait(e.All(), Region(Sk, {a0, r0, I32(0)}, {ta, n, 1}), 0),
+           MapTile(xt(n),
+                   [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + e.Load(i); })});
     };
     auto store = [&](PrimExpr r0, int64_t n) {
       return DmaWait(Region(Y, {a0, r0, I32(0)}, {ta, n, 1}), xt(n).All(), 1);

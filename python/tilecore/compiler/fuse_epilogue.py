@@ -79,6 +79,33 @@ def _fold_divisions(nodes, only_reader, info, HasStrategy, TensorSpec) -> list[d
     return out
 
 
+def _fold_skip_adds(nodes, only_reader, info, HasStrategy, TensorSpec) -> list[dict[str, Any]]:
+    """A LayerNormalization whose input is an Add of two f32 tensors of its shape that only it
+    reads (a transformer's residual connection) adds them itself (``tc_skip``, the Add's
+    second operand appended as input 3): bit for bit the Add's sum."""
+    producer = {str(v.name): nd for nd in nodes if nd.where != "dropped" for v in nd.outs}
+    out = []
+    for ln in nodes:
+        if ln.op != "LayerNormalization" or ln.where != "npu" or len(ln.ins) < 2 or ln.attrs.get("tc_skip"):
+            continue
+        add = producer.get(str(ln.ins[0].name)) if ln.ins[0] is not None else None
+        if (add is None or add.op != "Add" or add.where != "npu" or len(add.ins) != 2
+                or only_reader(str(add.outs[0].name)) is not ln or any(v is None for v in add.ins)):
+            continue
+        y = info[str(add.outs[0].name)]
+        if any(info[str(v.name)] != y for v in add.ins) or y[1] != "float32":
+            continue
+        ins = [add.ins[0], ln.ins[1], ln.ins[2] if len(ln.ins) > 2 else None, add.ins[1]]
+        attrs = dict(ln.attrs, tc_skip=1)
+        specs = [None if v is None else TensorSpec(*info[str(v.name)]) for v in ins]
+        if HasStrategy(ln.op, attrs, specs):
+            continue
+        ln.ins, ln.attrs, ln.in_specs = ins, attrs, specs
+        add.where, add.reason = "dropped", f"fused into `{ln.name}`"
+        out.append({"node": ln.name, "fused": [add.name]})
+    return out
+
+
 def value_readers(nodes: list[Any]) -> dict[str, list[tuple[Any, int]]]:
     """Value name -> ``(node, input index)`` of every read by a node not dropped."""
     readers: dict[str, list[tuple[Any, int]]] = {}
@@ -140,6 +167,7 @@ def fuse(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
         place[id(chain[-1])] = nd
         fused.append({"node": nd.name, "fused": [c.name for c in chain]})
     fused += _fold_divisions(nodes, only_reader, info, HasStrategy, TensorSpec)
+    fused += _fold_skip_adds(nodes, only_reader, info, HasStrategy, TensorSpec)
     if place:
         moved = {id(nd) for nd in place.values()}
         order = []

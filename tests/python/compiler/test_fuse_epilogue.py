@@ -477,3 +477,32 @@ def test_int8_edges_through_a_transpose_into_both_operands_of_a_matmul():
         return u @ v / (np.linalg.norm(u) * np.linalg.norm(v))
 
     assert cos(s, ref) > 0.999 and cos(s, s_kept) > 0.9999
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_layernorm_takes_the_residual_add_before_it(with_bias):
+    """Add(h, x) -> LayerNormalization, the Add read by nothing else: the LayerNormalization
+    adds them itself (tc_skip), bit for bit the unfused pair; resident rows (256) and rows in
+    chunks (6000)."""
+    for width in (256, 6000):
+        ins = ["s", "gamma"] + (["beta"] if with_bias else [])
+        nodes = [helper.make_node("Relu", ["h"], ["hr"], name="relu"),  # so the Add's inputs are computed
+                 helper.make_node("Add", ["hr", "x"], ["s"], name="residual"),
+                 helper.make_node("LayerNormalization", ins, ["y"], name="ln", axis=-1, epsilon=1e-5)]
+        inits = [("gamma", randn(width)), ("beta", randn(width))][:2 if with_bias else 1]
+        model = make_model(nodes, [("h", [2, 8, width], np.float32), ("x", [2, 8, width], np.float32)], ["y"],
+                           inits)
+        rep = {}
+        exe = tilecore.compile(model, report=rep)
+        assert {"node": "ln", "fused": ["residual"]} in rep["fused"]
+        feeds = {"h": randn(2, 8, width), "x": randn(2, 8, width)}
+        y = exe.run(feeds)["y"]
+        np.testing.assert_array_equal(y, tilecore.compile(model, keep_intermediates=True).run(feeds)["y"])
+        np.testing.assert_allclose(y, ort_run(model, feeds)["y"], rtol=1e-4, atol=1e-4)
+
+
+def test_tc_skip_is_checked():
+    x, p = compiler.TensorSpec((4, 64), "float32"), compiler.TensorSpec((64,), "float32")
+    assert compiler.HasStrategy("LayerNormalization", {"tc_skip": 1}, [x, p, p, x]) == ""
+    assert "tc_skip" in compiler.HasStrategy("LayerNormalization", {"tc_skip": 1}, [x, p, p, p])
+    assert "tc_skip" in compiler.HasStrategy("LayerNormalization", {"tc_skip": 1}, [x, p])
