@@ -11,9 +11,12 @@
  * the row maximum is a tile.vec_sub with a broadcast source, then vec_exp, vec_recip
  * (vec_log) and vec_mul (vec_sub). When R fits one tile ([ta, R, tb] within 64 KiB)
  * the tile stays in L1 and is read from DDR once; otherwise R is walked in chunks
- * three times (maximum, sum, output).
+ * three times (maximum, sum, output). With `tc_y_scale` (int8 edges) Softmax stores
+ * int8, quantised as its readers would on load (times f32(1 / scale), plus the zero
+ * point, converted).
  */
 #include "kernel_util.h"
+#include "matrix_precision.h"
 #include "rows_util.h"
 #include "tilecore/ffi/reflection.h"
 
@@ -58,6 +61,8 @@ std::string CheckSoftmax(const std::string& op, const Map<String, Any>& attrs,
   if (!Geometry(op, attrs, Shape(ins[0]), &A, &R, &B, &why)) return why;
   int64_t p = AttrInt(attrs, "p", 2);
   if (op == "LpNormalization" && p != 1 && p != 2) return "LpNormalization: p must be 1 or 2";
+  if (HasAttr(attrs, "tc_y_scale") && (op != "Softmax" || !(AttrFloat(attrs, "tc_y_scale", 0) > 0)))
+    return op + ": an int8 output (tc_y_scale, positive) is Softmax's only";
   return "";
 }
 
@@ -75,7 +80,12 @@ PrimFunc LowerSoftmax(const OpCall& call) {
   Buffer Y = View(p.out[0], {A, R, B}, "Y");
   Tiles t = ChooseTiles(A, R, B, call.cores);
   bool resident = t.tr == R;
+  // an int8 output (int8 edges): quantised as its readers would on load
+  const bool y_i8 = call.outputs[0]->dtype == DataType::Int(8);
+  const double y_inv = InverseScale(AttrFloat(call.attrs, "tc_y_scale", 1.0));
+  const int64_t y_zp = AttrInt(call.attrs, "tc_y_zero_point", 0);
   Stmt body = ForTiles(call, A, B, t, [&](PrimExpr a0, int64_t ta, PrimExpr b0, int64_t tb) {
+    Buffer Qa = y_i8 ? Local({ta * t.tr * tb}, DataType::Int(8), "Qt") : Buffer();
     Buffer Xa = Local({ta * t.tr * tb}, f32, "Xt");
     Buffer Ea = Local({ta * t.tr * tb}, f32, "Et");
     Buffer Ma = Local({ta * tb}, f32, "M");
@@ -89,7 +99,14 @@ PrimFunc LowerSoftmax(const OpCall& call) {
       return DmaWait(xt(n).All(), Region(X, {a0, r0, b0}, {ta, n, tb}), 0);
     };
     auto store = [&](PrimExpr r0, const TileView& from) {
-      return DmaWait(Region(Y, {a0, r0, b0}, from.dims), from.All(), 1);
+      if (!y_i8) return DmaWait(Region(Y, {a0, r0, b0}, from.dims), from.All(), 1);
+      TileView q = MakeView(Qa, from.dims, "Qv");
+      NestFn nest = [&](const std::function<Stmt(const Array<PrimExpr>&)>& f) {
+        return Nest(from.dims, [&](const std::vector<PrimExpr>& i) { return f(from.Idx(i)); });
+      };
+      std::vector<Stmt> st = QuantiseSteps(q.buf, from.buf, y_inv, y_zp, nest);
+      st.push_back(DmaWait(Region(Y, {a0, r0, b0}, from.dims), q.All(), 1));
+      return Seq(st);
     };
     auto minus = [&](const TileView& v) {  // x - v[a, b], v broadcast along r
       return [v](PrimExpr x, const std::vector<PrimExpr>& i) { return x - v.Load({i[0], i[2]}); };
@@ -223,7 +240,8 @@ PrimFunc LowerSoftmax(const OpCall& call) {
         return Seq(c);
       }));
     }
-    return Allocate(Xa, Allocate(Ea, Allocate(Ma, Allocate(Sa, Allocate(Pa, Seq(s))))));
+    Stmt r = Allocate(Xa, Allocate(Ea, Allocate(Ma, Allocate(Sa, Allocate(Pa, Seq(s))))));
+    return y_i8 ? Allocate(Qa, r) : r;
   });
   return MakeFunc(call, p, body);
 }

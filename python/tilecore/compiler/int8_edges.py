@@ -2,7 +2,7 @@
 "int8 between ops").
 
 An int8 Conv, Gemm or MatMul normally stores f32 and its int8 readers quantise that on
-load. When every reader of its output is an int8 matrix op on the npu — reading it as
+load (a Softmax stores f32 too). When every reader of its output is an int8 matrix op on the npu — reading it as
 data (all with one ``tc_x_scale`` and zero point, or as a MatMul's B with
 ``tc_b_scale``, as they are: the scale is the tensor's calibrated threshold) or, after a
 Conv, as a fused residual —, a view or a Transpose whose output is read so, a MaxPool
@@ -100,11 +100,14 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
 
     done = []
     for nd in nodes:
-        if (nd.op not in PRODUCERS or nd.where != "npu" or nd.attrs.get("tc_precision") != "int8"
+        softmax = nd.op == "Softmax" and nd.where == "npu"  # probabilities, quantised on store
+        if (not (softmax or (nd.op in PRODUCERS and nd.where == "npu" and nd.attrs.get("tc_precision") == "int8"))
                 or len(nd.outs) != 1 or nd.attrs.get("tc_y_scale")):
             continue
         y = str(nd.outs[0].name)
         found = int8_readers(y)
+        if softmax and found is not None and (found[1] or found[2] or found[3]):
+            continue  # data readers only
         if (found is not None and not found[0] and (found[1] or found[3]) and not found[2]
                 and y in (thresholds or {})):
             # residual readers or lookup tables only: the value's own threshold

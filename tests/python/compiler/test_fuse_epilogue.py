@@ -506,3 +506,28 @@ def test_tc_skip_is_checked():
     assert compiler.HasStrategy("LayerNormalization", {"tc_skip": 1}, [x, p, p, x]) == ""
     assert "tc_skip" in compiler.HasStrategy("LayerNormalization", {"tc_skip": 1}, [x, p, p, p])
     assert "tc_skip" in compiler.HasStrategy("LayerNormalization", {"tc_skip": 1}, [x, p])
+
+
+@pytest.mark.parametrize("keys", [64, 9000])
+def test_softmax_stores_int8_for_an_int8_reader(keys):
+    """Attention's probabilities: the Softmax quantises them on store with the very steps its
+    int8 MatMul reader used on load, so the result is bit for bit the f32 edge's (rows in one
+    tile, and rows of 9000 in chunks)."""
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"], name="scores"),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["y"], name="context")]
+    model = make_model(nodes, [("q", [2, 64, 32], np.float32), ("k", [2, 32, keys], np.float32),
+                               ("v", [2, keys, 32], np.float32)], ["y"])
+    samples = {"q": randn(4, 2, 64, 32), "k": randn(4, 2, 32, keys), "v": randn(4, 2, keys, 32)}
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    kept = tilecore.compile(model, precision="int8", calib_samples=samples, keep_intermediates=True)
+    assert rep["int8_edges"] == ["p"]
+    feeds = {k: v[0] for k, v in samples.items()}
+    y = exe.run(feeds)["y"]
+    np.testing.assert_array_equal(y, kept.run(feeds)["y"])
+    ref = ort_run(model, feeds)["y"]
+    # (9000 probabilities of about 1e-4 each lose most of their bits to int8 either way)
+    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > (0.999 if keys < 100 else 0.99)
+    spec = [compiler.TensorSpec((4, 64), "float32")]
+    assert "Softmax's only" in compiler.HasStrategy("LogSoftmax", {"tc_y_scale": 0.1}, spec)
