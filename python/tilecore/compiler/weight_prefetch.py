@@ -48,9 +48,6 @@ def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weigh
         last = max(k for k, row in enumerate(rows) if t in row)
         if max(held[j:last + 1]) + size > free_l2:
             continue
-        est = in_l2(j, t)
-        if est is None or cycles[j] - est[0] < MIN_GAIN * cycles[j]:
-            continue
         need, take, i = size, [], j - 1
         while need > 0 and i >= 0 and held[i] + size <= free_l2:
             spare = 0
@@ -63,6 +60,10 @@ def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weigh
                 need -= b
             i -= 1
         if need > 0:
+            continue
+        # (asked last: lowering the member again is the expensive part)
+        est = in_l2(j, t)
+        if est is None or cycles[j] - est[0] < MIN_GAIN * cycles[j]:
             continue
         begin = 0
         for i, b in reversed(take):  # the earliest member fetches the first bytes
