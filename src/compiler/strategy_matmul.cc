@@ -636,6 +636,10 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
   // A already in L2 that needs no quantisation is loaded as it is (the DMA converts to
   // f16/bf16): no staging, no barrier.
   const bool direct = !(q && !g.a_i8) && g.A->scope == "shared";
+  // (first row, rows) of the pieces A loads in on the direct path: four of 16 rows or more
+  std::vector<std::pair<int64_t, int64_t>> pieces;
+  const int64_t piece_rows = M >= 64 ? (M + 3) / 4 : M;
+  for (int64_t r = 0; r < M; r += piece_rows) pieces.push_back({r, std::min(piece_rows, M - r)});
   std::vector<std::pair<int64_t, int64_t>> blocks;  // (first column within the core's, size)
   for (int64_t n = 0; n < NC; n += TN) blocks.push_back({n, std::min(TN, NC - n)});
   const int64_t steps = static_cast<int64_t>(blocks.size());
@@ -694,8 +698,13 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       s.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
                                            Region(g.wscale, {I32(0), c0}, {1, NC}), I32(6)}));
     if (direct) {
-      s.push_back(Intrin("tile.dma_copy", {Region(Al, {I32(0), I32(0)}, {M, K}),
-                                           Region(A2, {I32(0), I32(0)}, {M, K}), I32(0)}));
+      // A's rows in pieces (events 8, 9, ...): the first block's mm runs piece by piece as
+      // they arrive
+      for (size_t k = 0; k < pieces.size(); ++k)
+        s.push_back(Intrin("tile.dma_copy",
+                           {Region(Al, {I32(pieces[k].first), I32(0)}, {pieces[k].second, K}),
+                            Region(A2, {I32(pieces[k].first), I32(0)}, {pieces[k].second, K}),
+                            I32(8 + int64_t(k))}));
       s.push_back(load_block(0));
     } else {
       // every core stages a share: the weights follow its first piece; core 0 stages all
@@ -720,18 +729,29 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       s.push_back(Loop("j", NC, [&](PrimExpr j) {
         return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(g.ScaleFactor()), {I32(0), j});
       }));
-    s.push_back(Intrin("tile.wait", {I32(0)}));
+    if (!direct) s.push_back(Intrin("tile.wait", {I32(0)}));
     for (int64_t t = 0; t < steps; ++t) {
       auto [n0, tn] = blocks[size_t(t)];
       int64_t slot = t % 2;
       s.push_back(Intrin("tile.wait", {I32(1 + slot)}));              // weight block t is in L1
       if (t >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));  // Cf[slot] has drained
-      Array<PrimExpr> mm{
-          Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}), Region(Al, {I32(0), I32(0)}, {M, K}),
-          Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}), IntImm(DataType::Bool(), 0)};
-      // the bias (and int8's dequantisation) in the fused epilogue
-      AppendColumnEpilogue(&mm, q, bias.defined(), Qb, Sc, n0, tn, g.OutZeroPoint());
-      s.push_back(Intrin("tile.mm", mm));
+      auto mm_rows = [&](int64_t r0, int64_t m) {
+        Array<PrimExpr> mm{Region(Cf, {I32(slot), I32(r0), I32(0)}, {1, m, tn}),
+                           Region(Al, {I32(r0), I32(0)}, {m, K}),
+                           Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
+                           IntImm(DataType::Bool(), 0)};
+        // the bias (and int8's dequantisation) in the fused epilogue
+        AppendColumnEpilogue(&mm, q, bias.defined(), Qb, Sc, n0, tn, g.OutZeroPoint());
+        return Intrin("tile.mm", mm);
+      };
+      if (direct && t == 0) {
+        for (size_t k = 0; k < pieces.size(); ++k) {
+          s.push_back(Intrin("tile.wait", {I32(8 + int64_t(k))}));
+          s.push_back(mm_rows(pieces[k].first, pieces[k].second));
+        }
+      } else {
+        s.push_back(mm_rows(0, M));
+      }
       if (t >= 1) s.push_back(store(t - 1));
       if (t + 1 < steps) s.push_back(load_block(t + 1));  // replaces block t - 1: after mm t
     }
