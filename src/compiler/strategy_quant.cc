@@ -15,7 +15,10 @@
  * for int8/uint8, and for int32 while |x| < 2^24 (an int32 bias has zero point 0).
  *
  * Without a zero point, an 8-bit quantised output is the quotient converted in one pass
- * (the conversion rounds half to even and saturates to the output's range).
+ * (the conversion rounds half to even and saturates to the output's range). With
+ * `tc_load_scale` / `tc_load_zero_point` (set by the driver, per tensor, int8 out) it is
+ * an int8 matrix op's quantisation on load instead: x * f32(1 / scale) + zero point,
+ * converted (matrix_precision.h).
  *
  * Tiling as the element-wise strategy: the data walked flat in tiles of up to 16384
  * elements (per tensor: small enough that every core has one), round robin over the cores; the
@@ -29,6 +32,7 @@
 #include <algorithm>
 
 #include "kernel_util.h"
+#include "matrix_precision.h"
 #include "tilecore/ffi/reflection.h"
 
 namespace tilecore {
@@ -116,6 +120,11 @@ PrimFunc LowerQuant(const OpCall& call) {
   int64_t T = rows ? inner * std::max<int64_t>(1, std::min(kQTile, N) / inner)
                    : std::min({kQTile, share, std::max<int64_t>(N, 1)});
   int64_t rotation = 0;
+  // tc_load_scale (the driver's one quantisation for several int8 readers): per tensor,
+  // with their steps and their scale and zero point as attributes
+  const bool load_form = quantize && HasAttr(call.attrs, "tc_load_scale");
+  const double load_inv = InverseScale(AttrFloat(call.attrs, "tc_load_scale", 1.0));
+  const int64_t load_zp = AttrInt(call.attrs, "tc_load_zero_point", 0);
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     Buffer Sw = Local({C}, f32, "Sw");
     Buffer Zw = has_zp ? Local({C}, zdt, "Zw") : Buffer();
@@ -162,7 +171,15 @@ PrimFunc LowerQuant(const OpCall& call) {
               }));
             };
             std::vector<Buffer> tmp;
-            if (quantize) {
+            if (quantize && load_form) {
+              // x * f32(1 / scale) (+ zero point), converted: what an int8 matrix op does on
+              // load (matrix_precision.h), so its readers see the bits they would make
+              // (in place on the loaded tile)
+              for (Stmt& st : QuantiseSteps(Yl, Xl, load_inv, load_zp, [&](const auto& f) {
+                     return Loop("i", size, [&](PrimExpr i) { return f(Array<PrimExpr>{i}); });
+                   }))
+                s.push_back(st);
+            } else if (quantize) {
               Buffer Tf = Local({size}, f32, "Tf"), Ti = Local({size}, i32, "Ti");
               tmp = {Tf, Ti};
               pass(

@@ -4,8 +4,9 @@ matrix ops read (docs/precision.md, "One quantisation for several readers").
 An int8 MatMul, Gemm or Conv quantises its f32 data input on load. When two or more of
 them read the same value with the same scale and zero point (a transformer's query, key
 and value projections of one input), the value is quantised once instead: a
-QuantizeLinear node on the npu (``saturate(round_half_even(x / scale) + zero_point)``)
-writes it in int8, and the readers load those bytes as they are — a quarter of the f32
+QuantizeLinear node on the npu writes it in int8 with the readers' own steps
+(``tc_load_scale``: ``x * f32(1 / scale) + zero_point``, converted), and the readers
+load those bytes as they are: the same bits they made on load — a quarter of the f32
 bytes, read once from the DDR and, inside a layer group, three times from L2.
 """
 
@@ -72,10 +73,12 @@ def share(nodes: list[Any], info: dict[str, tuple], make_node: Callable[..., Any
         s = ConstantValue(base + "/scale", np.array(np.float32(scale)))
         z = ConstantValue(base + "/zero_point", np.array(zero_point, np.int8))
         info[s.name], info[z.name] = ((), "float32"), ((), "int8")
-        # a zero point of 0 is left out: the output's dtype (int8) says what it is, and
-        # the strategy converts the quotient in one pass
-        ins = [src, s] + ([z] if zero_point else [])
-        quant = make_node(base, "QuantizeLinear", ins, [q], {})
+        # the readers' own steps (tc_load_scale: x * f32(1 / scale) + zero point,
+        # converted), so they read the bits they made on load; the scale and zero point
+        # inputs say the same for a reader of the graph
+        ins = [src, s, z]
+        quant = make_node(base, "QuantizeLinear", ins, [q],
+                          {"tc_load_scale": scale, "tc_load_zero_point": zero_point})
         quant.in_specs = [TensorSpec(*info[str(v.name)]) for v in ins]
         if HasStrategy(quant.op, quant.attrs, quant.in_specs):
             continue

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tilecore import compiler
-from strategy_util import run_op
+from strategy_util import run_lowered, run_op
 
 
 def np_quantize(x, scale, zp, axis, dtype):
@@ -90,6 +90,21 @@ def test_quantize_without_zero_point_converts_the_quotient_once(dtype):
     x.flat[:7] = np.float32([0.5, 1.5, 2.5, -0.5, -2.5, 1e6, -1e6]) * scale
     outs, _, _ = run_op("QuantizeLinear", {}, [x, scale], out_shapes=[x.shape], out_dtypes=[dtype])
     np.testing.assert_array_equal(outs[0], np_quantize(x, scale, np.zeros((), np.int64), 0, dtype))
+
+
+@pytest.mark.parametrize("zp", [0, -128])
+def test_quantize_in_the_load_form(zp):
+    """tc_load_scale: what an int8 matrix op does on load, x * f32(1 / scale) + zp rounded
+    half to even once and saturated (ONNX's formula rounds x / scale, then adds zp)."""
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((64, 300)) * 4).astype(np.float32)
+    scale = np.float32(0.0371)
+    inv = np.float32(1.0 / np.float64(scale))
+    attrs = {"tc_load_scale": float(scale), "tc_load_zero_point": zp}
+    outs = run_lowered("QuantizeLinear", attrs, [x, np.array(scale), np.array(zp, np.int8)],
+                       [np.zeros(x.shape, np.int8)])
+    t = (x * inv).astype(np.float32) + np.float32(zp)
+    np.testing.assert_array_equal(outs[0], np.clip(np.rint(t), -128, 127).astype(np.int8))
 
 
 def test_refusals_name_the_reason():
