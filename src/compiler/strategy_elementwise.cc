@@ -31,6 +31,7 @@
 #include <optional>
 
 #include "kernel_util.h"
+#include "tilecore/ffi/function.h"
 #include "tilecore/ffi/reflection.h"
 
 namespace tilecore {
@@ -956,6 +957,13 @@ PrimFunc LowerElementwiseChecked(const OpCall& call) {
 }
 
 }  // namespace detail
+
+// The ops with a lookup-table form, for the driver's int8 edges (compiler/int8_edges.py).
+TILECORE_REGISTER_GLOBAL("compiler.LookupTableOps").set_body_typed([]() {
+  Array<String> names;
+  for (const auto& [name, fn] : detail::LutOps()) names.push_back(String(name));
+  return names;
+});
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
   for (const auto& [name, op] : detail::Ops()) {

@@ -217,15 +217,15 @@ PrimFunc LowerNorm(const OpCall& call) {
     auto xt = [&](int64_t n) { return MakeView(Xa, {ta, n, 1}, "Xv"); };
     auto et = [&](int64_t n) { return MakeView(Ea, {ta, n, 1}, "Ev"); };
     auto load = [&](PrimExpr r0, int64_t n) {
-      Stmt x = DmaWait(xt(n).All(), Region(X, {a0, r0, I32(0)}, {ta, n, 1}), 0);
-      if (!skip) return x;
+      BufferRegion x = Region(X, {a0, r0, I32(0)}, {ta, n, 1});
+      if (!skip) return DmaWait(xt(n).All(), x, 0);
       // X + S: both loaded, then one vector add (the Add the residual was)
       TileView e = et(n);
-      return Seq(
-          {Intrin("tile.dma_copy", {xt(n).All(), Region(X, {a0, r0, I32(0)}, {ta, n, 1}), I32(0)}),
-           DmaWait(e.All(), Region(Sk, {a0, r0, I32(0)}, {ta, n, 1}), 0),
-           MapTile(xt(n),
-                   [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + e.Load(i); })});
+      return Seq({Intrin("tile.dma_copy", {xt(n).All(), x, I32(0)}),
+                  DmaWait(e.All(), Region(Sk, {a0, r0, I32(0)}, {ta, n, 1}), 0),
+                  MapTile(xt(n), [&](PrimExpr v, const std::vector<PrimExpr>& i) {
+                    return v + e.Load(i);
+                  })});
     };
     auto store = [&](PrimExpr r0, int64_t n) {
       return DmaWait(Region(Y, {a0, r0, I32(0)}, {ta, n, 1}), xt(n).All(), 1);

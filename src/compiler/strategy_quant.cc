@@ -186,9 +186,13 @@ PrimFunc LowerQuant(const OpCall& call) {
                   Tf,
                   [&](PrimExpr i) { return BufferLoad(Xl, {i}) / BufferLoad(Sw, {channel(i)}); },
                   true);
-              pass(Ti, [&](PrimExpr i) {
-                return cast(i32, BufferLoad(Tf, {i}));
-              });  // nearest even, saturating
+              // the conversion to int8 / uint8 rounds to nearest even and saturates to the
+              // output's range: without a zero point, one pass from the quotient
+              const bool direct = !has_zp && odt.bits() == 8;
+              if (!direct)
+                pass(Ti, [&](PrimExpr i) {
+                  return cast(i32, BufferLoad(Tf, {i}));
+                });  // nearest even, saturating
               if (has_zp) {
                 // the zero point is added to the rounded value in f32, exact for these integers
                 pass(Tf, [&](PrimExpr i) { return cast(f32, BufferLoad(Ti, {i})); });
@@ -201,10 +205,7 @@ PrimFunc LowerQuant(const OpCall& call) {
                   return min(BufferLoad(Tf, {i}), F32(static_cast<double>(hi)));
                 });
                 pass(Yl, [&](PrimExpr i) { return cast(odt, BufferLoad(Tf, {i})); });
-              } else if (odt.bits() == 8) {
-                // the conversion to int8 / uint8 rounds to nearest even and saturates to
-                // the output's range: one pass from the quotient
-                s.pop_back();
+              } else if (direct) {
                 pass(Yl, [&](PrimExpr i) { return cast(odt, BufferLoad(Tf, {i})); });
               } else {
                 pass(Ti, [&](PrimExpr i) { return max(BufferLoad(Ti, {i}), I32(lo)); });

@@ -6,7 +6,7 @@ load (a Softmax stores f32 too). When every reader of its output is an int8 matr
 data (all with one ``tc_x_scale`` and zero point, or as a MatMul's B with
 ``tc_b_scale``, as they are: the scale is the tensor's calibrated threshold) or, after a
 Conv, as a fused residual —, a view or a Transpose whose output is read so, a MaxPool
-whose output is read so (after a Conv), or a unary op of LUT_OPS whose output is read
+whose output is read so (after a Conv), or a unary op with a lookup-table form whose output is read
 so, the output is stored in int8 instead (the MaxPool runs in int8: the max of quantised values is the
 quantised max):
 
@@ -17,7 +17,7 @@ quantised max):
   dequantises on load: the one place the result changes (the residual is int8, as in
   any int8 engine, instead of f32). A value only residual readers read (a downsample
   branch) is quantised with its own calibrated threshold.
-- a unary op of LUT_OPS (Gelu, Sigmoid, ...) becomes one lookup per element
+- a unary op with a lookup-table form (Gelu, Sigmoid, ...: ``lookup_table_ops()``) becomes one lookup per element
   (``tile.vec_lut``): ``tc_x_scale`` / ``tc_x_zero_point`` are its input's (the
   producer's), ``tc_y_scale`` / ``tc_y_zero_point`` its readers', and its 256-entry table
   is the op in double precision between the two. A producer that only such ops read is
@@ -29,12 +29,16 @@ from __future__ import annotations
 from typing import Any, Callable
 
 
-# Unary ops the npu computes between int8 tensors through a 256-entry lookup table
-# (strategy_elementwise.cc, LutOps): their input keeps its producer's scale, their output
-# takes its readers'.
-LUT_OPS = ("Gelu", "Sigmoid", "Tanh", "Erf", "Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Elu",
-           "Softplus", "Softsign", "Abs", "Neg")
 PRODUCERS = ("Conv", "Gemm", "MatMul")
+
+
+def lookup_table_ops() -> frozenset[str]:
+    """Unary ops the npu computes between int8 tensors through a 256-entry lookup table
+    (strategy_elementwise.cc, LutOps): their input keeps its producer's scale, their
+    output takes its readers'."""
+    from . import _ffi
+
+    return frozenset(str(name) for name in _ffi.LookupTableOps())
 
 
 def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
@@ -47,6 +51,7 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
     from .precision import activation_scale
 
     readers = value_readers(nodes)
+    lut_ops = lookup_table_ops()
 
     def int8_readers(name, depth=0, through_lut=True):
         """(data scales, residual readers, MaxPools, lookup tables, views) when every reader
@@ -80,7 +85,7 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
                 pools += [r] + sub[2]
                 luts += sub[3]
                 views += sub[4]
-            elif r.op in LUT_OPS and through_lut and len(r.outs) == 1 and i == 0:
+            elif r.op in lut_ops and through_lut and len(r.outs) == 1 and i == 0:
                 sub = int8_readers(str(r.outs[0].name), depth + 1, False)
                 if sub is None or len(sub[0]) != 1 or sub[2]:
                     return None
@@ -116,8 +121,7 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
             continue
         (scale, zero_point), residual_readers, pools, luts = found[0].pop(), found[1], found[2], found[3]
         views = found[4]
-        for lut, _, lut_residual in luts:
-            residual_readers = residual_readers + lut_residual
+        residual_readers = residual_readers + [r for _, _, lut_residual in luts for r in lut_residual]
         values = [y] + [str(x.outs[0].name) for x in pools + views] + [str(t.outs[0].name) for t, _, _ in luts]
         touched = {id(x): x for x in [nd] + pools + residual_readers + [t for t, _, _ in luts]}
         for v in values:
