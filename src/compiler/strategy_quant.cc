@@ -30,6 +30,7 @@
  * (the channel index is not affine in the element).
  */
 #include <algorithm>
+#include <cmath>
 
 #include "kernel_util.h"
 #include "matrix_precision.h"
@@ -66,6 +67,14 @@ std::string CheckQuant(const std::string& op, const Map<String, Any>& attrs,
     if (has_zp && in[2]->dtype != DataType::Int(8) && in[2]->dtype != DataType::UInt(8))
       return op + ": zero point of dtype " + in[2]->dtype.str() + " (int8 or uint8 only)";
     if (AttrInt(attrs, "saturate", 1) != 1) return op + ": saturate=0 (only float8 outputs use it)";
+    if (HasAttr(attrs, "tc_load_scale")) {  // the load form: per tensor, an int8 zero point
+      double ls = AttrFloat(attrs, "tc_load_scale", 0);
+      int64_t lz = AttrInt(attrs, "tc_load_zero_point", 0);
+      if (!(ls > 0) || !std::isfinite(ls))
+        return op + ": tc_load_scale must be positive and finite";
+      if (lz < -128 || lz > 127) return op + ": tc_load_zero_point out of the int8 range";
+      if (!PerTensor(in[1])) return op + ": tc_load_scale is per tensor";
+    }
   } else {
     if (xt != DataType::Int(8) && xt != DataType::UInt(8) && xt != DataType::Int(32))
       return op + ": input of dtype " + xt.str() + " (int8, uint8 or int32 only)";

@@ -284,6 +284,18 @@ def test_vector_engine_lookup_table_checks_its_operands():
         ib.call("tile.vec_lut", B[0:8], B[0:8], F[0:256])
 
 
+def test_vector_engine_lookup_table_of_the_wrong_size_is_refused():
+    ib = ir.IRBuilder("lut_short")
+    A = ib.buffer_param("A", (8,), "int8")
+    Ta = ib.allocate("int8", (8,), name="Ta", scope="local")
+    Tt = ib.allocate("int8", (128,), name="Tt", scope="local")
+    ib.call("tile.dma_copy", Ta[0:8], A[0:8], 0)
+    ib.call("tile.wait", 0)
+    ib.call("tile.vec_lut", Ta[0:8], Ta[0:8], Tt[0:128])
+    with pytest.raises(Exception, match="256 contiguous elements"):
+        tilecore.build(ib.get(), target="npu -cores=1")
+
+
 def test_softmax_rows():
     rows, cols = 4, 64
     ib = ir.IRBuilder("softmax")

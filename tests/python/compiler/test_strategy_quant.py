@@ -107,6 +107,17 @@ def test_quantize_in_the_load_form(zp):
     np.testing.assert_array_equal(outs[0], np.clip(np.rint(t), -128, 127).astype(np.int8))
 
 
+@pytest.mark.parametrize("attrs,why", [({"tc_load_scale": 0.0}, "positive and finite"),
+                                       ({"tc_load_scale": float("inf")}, "positive and finite"),
+                                       ({"tc_load_scale": 0.1, "tc_load_zero_point": 300}, "int8 range")])
+def test_the_load_form_checks_its_attributes(attrs, why):
+    specs = [compiler.TensorSpec((4, 8), "float32"), compiler.TensorSpec((), "float32"),
+             compiler.TensorSpec((), "int8")]
+    assert why in compiler.HasStrategy("QuantizeLinear", attrs, specs)
+    per_axis = [specs[0], compiler.TensorSpec((8,), "float32")]
+    assert "per tensor" in compiler.HasStrategy("QuantizeLinear", {"tc_load_scale": 0.1, "axis": 1}, per_axis)
+
+
 def test_refusals_name_the_reason():
     spec = compiler.TensorSpec
     f, i8 = "float32", "int8"
