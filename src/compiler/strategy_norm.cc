@@ -20,7 +20,8 @@
  * read in chunks: three passes (mean, variance, output), BatchNormalization one.
  * With `tc_skip` (a residual Add fused by the driver) LayerNormalization normalises
  * X + S, S its input 3: each load of X loads S beside it and adds it in one vector pass.
- * float32.
+ * A LayerNormalization or RMSNormalization with Y alone and rows enough for several tiles
+ * per core pipelines its tiles (LowerRowNormPipelined). float32.
  */
 #include <set>
 
@@ -176,6 +177,122 @@ std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs,
   return "";
 }
 
+/*!
+ * \brief The rows of a LayerNormalization or RMSNormalization in tiles of `ta` whole rows,
+ * several per core, software-pipelined in three stages over two slots: the load of tile
+ * i + 1 (X, and S with tc_skip), the vector passes of tile i and the store of tile i - 1
+ * overlap, so a core's time is its slowest engine's rather than their sum. Scale and B
+ * are loaded once per core, on the DMA-out engine beside the first tile's load.
+ */
+PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t ta) {
+  const bool rms = call.op_type == "RMSNormalization";
+  const bool skip = !rms && AttrInt(call.attrs, "tc_skip", 0) != 0;
+  const bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
+  Params p = MakeParams(call);
+  DataType f32 = DataType::Float(32);
+  Buffer X = View(p.in[0], {A, R}, "X"), Y = View(p.out[0], {A, R}, "Y");
+  Buffer Sk = skip ? View(p.in[3], {A, R}, "Skip") : Buffer();
+  Buffer Sc = View(p.in[1], {R}, "Scale");
+  Buffer Bi = has_bias ? View(p.in[2], {R}, "Bias") : Buffer();
+  PrimExpr inv_r = F32Exact(1.0 / static_cast<double>(R));
+  PrimExpr eps_c = F32Exact(AttrFloat(call.attrs, "epsilon", 1e-5));
+  constexpr int kParams = 4;  // the DMA event of Scale and B; 0-1 load the slots, 2-3 store
+  int64_t rotation = 0;
+  Stmt body = OverCores(call.cores, [&](PrimExpr core) {
+    Buffer Ga = Local({R}, f32, "Gamma"), Ba = Local({R}, f32, "Beta");
+    Buffer Xs[2], Es[2], Ys[2], Ms[2], Vs[2];
+    for (int s = 0; s < 2; ++s) {
+      std::string k = std::to_string(s);
+      Xs[s] = Local({ta * R}, f32, "Xt" + k), Es[s] = Local({ta * R}, f32, "Et" + k);
+      Ys[s] = Local({ta * R}, f32, "Yt" + k);
+      Ms[s] = Local({ta}, f32, "Mean" + k), Vs[s] = Local({ta}, f32, "Inv" + k);
+    }
+    TileView Gv = MakeView(Ga, {R}, "Gv"), Bv = MakeView(Ba, {R}, "Bv");
+    auto rows = [&](PrimExpr t) { return t * I32(ta); };
+    auto load = [&](PrimExpr t, int64_t s) {
+      // (the DMA waits for the vector passes of the tile before that read the slot)
+      std::vector<Stmt> c{Intrin("tile.dma_copy", {Region(Xs[s], {I32(0)}, {ta * R}),
+                                                   Region(X, {rows(t), I32(0)}, {ta, R}), I32(s)})};
+      if (skip)
+        c.push_back(Intrin("tile.dma_copy", {Region(Es[s], {I32(0)}, {ta * R}),
+                                             Region(Sk, {rows(t), I32(0)}, {ta, R}), I32(s)}));
+      return Seq(c);
+    };
+    auto compute = [&](PrimExpr, int64_t s) {
+      TileView x = MakeView(Xs[s], {ta, R, 1}, "Xv"), e = MakeView(Es[s], {ta, R, 1}, "Ev");
+      TileView y = MakeView(Ys[s], {ta, R, 1}, "Yv");
+      TileView M = MakeView(Ms[s], {ta, 1}, "Mv"), V = MakeView(Vs[s], {ta, 1}, "Vv");
+      auto by_row = [](const TileView& v, bool sub) {
+        return [v, sub](PrimExpr a, const std::vector<PrimExpr>& i) {
+          return sub ? a - v.Load({i[0], I32(0)}) : a * v.Load({i[0], I32(0)});
+        };
+      };
+      auto scalar = [](std::function<PrimExpr(PrimExpr)> f) {
+        return [f](PrimExpr v, const std::vector<PrimExpr>&) { return f(v); };
+      };
+      std::vector<Stmt> c{Intrin("tile.wait", {I32(kParams)}), Intrin("tile.wait", {I32(s)})};
+      if (skip)  // X + S: the Add the residual was
+        c.push_back(
+            MapTile(x, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + e.Load(i); }));
+      if (!rms) {
+        c.push_back(ReduceTile(M, x, Red::kSum));
+        c.push_back(MapTile(M, scalar([&](PrimExpr v) { return v * inv_r; })));
+        c.push_back(MapTile(x, by_row(M, true)));
+      }
+      c.push_back(Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
+        return e.Store(x.Load(i) * x.Load(i), i);
+      }));
+      c.push_back(ReduceTile(V, e, Red::kSum));
+      c.push_back(MapTile(V, scalar([&](PrimExpr v) { return v * inv_r; })));
+      c.push_back(MapTile(V, scalar([&](PrimExpr v) { return v + eps_c; })));
+      c.push_back(MapTile(V, scalar([](PrimExpr v) { return Math("tir.sqrt", v); })));
+      c.push_back(MapTile(V, scalar([](PrimExpr v) { return F32(1.0) / v; })));
+      c.push_back(MapTile(x, by_row(V, false)));
+      // the result goes to a buffer of its own, once the slot's last store has read it (the
+      // next tile's load overwrites X while this one's store may still be waiting)
+      c.push_back(Intrin("tile.wait", {I32(2 + s)}));
+      c.push_back(Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
+        return y.Store(x.Load(i) * Gv.Load({i[1]}), i);
+      }));
+      if (has_bias)
+        c.push_back(MapTile(
+            y, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + Bv.Load({i[1]}); }));
+      return Seq(c);
+    };
+    auto post = [&](PrimExpr t, int64_t s) {
+      return Intrin("tile.dma_copy", {Region(Y, {rows(t), I32(0)}, {ta, R}),
+                                      Region(Ys[s], {I32(0)}, {ta * R}), I32(2 + s)});
+    };
+    // on the DMA-out engine, idle until the first store: the loads of X start at once
+    std::vector<Stmt> s{
+        Intrin("tile.dma_prefetch", {Gv.All(), Region(Sc, {I32(0)}, {R}), I32(kParams)})};
+    if (has_bias)
+      s.push_back(Intrin("tile.dma_prefetch", {Bv.All(), Region(Bi, {I32(0)}, {R}), I32(kParams)}));
+    s.push_back(
+        ForEachItemThreeStage(core, call.cores, A / ta, &rotation, "t", load, compute, post));
+    for (int e : {2, 3, kParams}) s.push_back(Intrin("tile.wait", {I32(e)}));
+    Stmt r = Seq(s);
+    for (int k = 0; k < 2; ++k)
+      r = Allocate(Xs[k], Allocate(Es[k], Allocate(Ys[k], Allocate(Ms[k], Allocate(Vs[k], r)))));
+    return Allocate(Ga, Allocate(Ba, r));
+  });
+  return MakeFunc(call, p, body);
+}
+
+/*! \brief The rows per tile of the pipelined row normalisation (a divisor of A giving each
+ * core four tiles or more, two slots of two buffers within a quarter of L1), or 0 when the
+ * op is not of that form or the rows are too few to pipeline. */
+int64_t PipelinedRows(const OpCall& call, const NormGeom& g) {
+  const std::string& op = call.op_type;
+  if ((op != "LayerNormalization" && op != "RMSNormalization") || call.outputs.size() > 1) return 0;
+  if (g.R <= 0 || g.R > kRowTile / 2 || g.A < 2 * call.cores) return 0;
+  int64_t target =
+      std::min<int64_t>((g.A + call.cores * 4 - 1) / (call.cores * 4), kRowTile / 2 / g.R);
+  for (int64_t ta = std::max<int64_t>(target, 1); ta >= 1; --ta)
+    if (g.A % ta == 0) return 2 * ta >= target ? ta : 0;
+  return 0;
+}
+
 PrimFunc LowerNorm(const OpCall& call) {
   const std::string& op = call.op_type;
   NormGeom g;
@@ -188,6 +305,8 @@ PrimFunc LowerNorm(const OpCall& call) {
   if (bn && call.outputs.size() > 1)
     TILECORE_THROW(ValueError) << "LowerOp(" << op
                                << "): the running statistics outputs have no npu strategy";
+  if (g.A * g.R > 0)
+    if (int64_t ta = PipelinedRows(call, g)) return LowerRowNormPipelined(call, g.A, g.R, ta);
   Params p = MakeParams(call);
   DataType f32 = DataType::Float(32);
   int64_t A = g.A, R = g.R, C = g.C;
