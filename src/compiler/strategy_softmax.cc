@@ -13,7 +13,8 @@
  * the tile stays in L1 and is read from DDR once; otherwise R is walked in chunks
  * three times (maximum, sum, output). With `tc_y_scale` (int8 edges) Softmax stores
  * int8, quantised as its readers would on load (times f32(1 / scale), plus the zero
- * point, converted).
+ * point, converted). Softmax and LogSoftmax over the last axis with rows enough for
+ * several tiles per core pipeline their tiles (LowerSoftmaxPipelined).
  */
 #include "kernel_util.h"
 #include "matrix_precision.h"
@@ -66,6 +67,99 @@ std::string CheckSoftmax(const std::string& op, const Map<String, Any>& attrs,
   return "";
 }
 
+/*!
+ * \brief Softmax or LogSoftmax over the last axis in tiles of `ta` whole rows, several per
+ * core, software-pipelined in three stages over two slots: the load of tile i + 1, the
+ * vector passes of tile i and the store of tile i - 1 overlap. The passes and their order
+ * are the resident form's, so the results are the same bit for bit.
+ */
+PrimFunc LowerSoftmaxPipelined(const OpCall& call, int64_t A, int64_t R, int64_t ta) {
+  Params p = MakeParams(call);
+  const bool log_sm = call.op_type == "LogSoftmax";
+  const bool y_i8 = call.outputs[0]->dtype == DataType::Int(8);
+  const double y_inv = InverseScale(AttrFloat(call.attrs, "tc_y_scale", 1.0));
+  const int64_t y_zp = AttrInt(call.attrs, "tc_y_zero_point", 0);
+  DataType f32 = DataType::Float(32);
+  Buffer X = View(p.in[0], {A, R}, "X"), Y = View(p.out[0], {A, R}, "Y");
+  int64_t rotation = 0;
+  Stmt body = OverCores(call.cores, [&](PrimExpr core) {
+    Buffer Xs[2], Es[2], Qs[2], Ms[2], Ss[2];
+    for (int s = 0; s < 2; ++s) {
+      std::string k = std::to_string(s);
+      Xs[s] = Local({ta * R}, f32, "Xt" + k), Es[s] = Local({ta * R}, f32, "Et" + k);
+      Qs[s] = y_i8 ? Local({ta * R}, DataType::Int(8), "Qt" + k) : Es[s];
+      Ms[s] = Local({ta}, f32, "M" + k), Ss[s] = Local({ta}, f32, "S" + k);
+    }
+    auto rows = [&](PrimExpr t) { return t * I32(ta); };
+    auto load = [&](PrimExpr t, int64_t s) {  // (after the vector passes that read the slot)
+      return Intrin("tile.dma_copy", {Region(Xs[s], {I32(0)}, {ta * R}),
+                                      Region(X, {rows(t), I32(0)}, {ta, R}), I32(s)});
+    };
+    auto compute = [&](PrimExpr, int64_t s) {
+      TileView x = MakeView(Xs[s], {ta, R, 1}, "Xv"), e = MakeView(Es[s], {ta, R, 1}, "Ev");
+      TileView M = MakeView(Ms[s], {ta, 1}, "Mv"), S = MakeView(Ss[s], {ta, 1}, "Sv");
+      auto per_row = [](const TileView& v, bool sub) {
+        return [v, sub](PrimExpr a, const std::vector<PrimExpr>& i) {
+          return sub ? a - v.Load({i[0], I32(0)}) : a * v.Load({i[0], I32(0)});
+        };
+      };
+      std::vector<Stmt> c{Intrin("tile.wait", {I32(s)}), ReduceTile(M, x, Red::kMax),
+                          MapTile(x, per_row(M, true))};
+      // what the store reads is written once the slot's last store has left
+      if (!y_i8) c.push_back(Intrin("tile.wait", {I32(2 + s)}));
+      c.push_back(Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
+        return e.Store(Math("tir.exp", x.Load(i)), i);
+      }));
+      c.push_back(ReduceTile(S, e, Red::kSum));
+      if (log_sm) {
+        c.push_back(MapTile(
+            S, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.log", v); }));
+        c.push_back(Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
+          return e.Store(x.Load(i) - S.Load({i[0], I32(0)}), i);
+        }));
+      } else {
+        c.push_back(
+            MapTile(S, [](PrimExpr v, const std::vector<PrimExpr>&) { return F32(1.0) / v; }));
+        c.push_back(MapTile(e, per_row(S, false)));
+      }
+      if (y_i8) {
+        c.push_back(Intrin("tile.wait", {I32(2 + s)}));
+        TileView q = MakeView(Qs[s], {ta, R, 1}, "Qv");
+        NestFn nest = [&](const std::function<Stmt(const Array<PrimExpr>&)>& f) {
+          return Nest(e.dims, [&](const std::vector<PrimExpr>& i) { return f(e.Idx(i)); });
+        };
+        for (Stmt st : QuantiseSteps(q.buf, e.buf, y_inv, y_zp, nest)) c.push_back(st);
+      }
+      return Seq(c);
+    };
+    auto post = [&](PrimExpr t, int64_t s) {
+      return Intrin("tile.dma_copy", {Region(Y, {rows(t), I32(0)}, {ta, R}),
+                                      Region(Qs[s], {I32(0)}, {ta * R}), I32(2 + s)});
+    };
+    Stmt r =
+        Seq({ForEachItemThreeStage(core, call.cores, A / ta, &rotation, "t", load, compute, post),
+             Intrin("tile.wait", {I32(2)}), Intrin("tile.wait", {I32(3)})});
+    for (int k = 0; k < 2; ++k) {
+      r = Allocate(Xs[k], Allocate(Es[k], Allocate(Ms[k], Allocate(Ss[k], r))));
+      if (y_i8) r = Allocate(Qs[k], r);
+    }
+    return r;
+  });
+  return MakeFunc(call, p, body);
+}
+
+/*! \brief The rows per tile of the pipelined Softmax (a divisor of A giving each core four
+ * tiles or more, each within a quarter of a bank of f32), or 0 when it does not apply: an
+ * axis that is not the last, rows too long or too few. */
+int64_t PipelinedSoftmaxRows(const OpCall& call, int64_t A, int64_t R, int64_t B) {
+  if ((call.op_type != "Softmax" && call.op_type != "LogSoftmax") || B != 1) return 0;
+  if (R <= 0 || R > kRowTile / 4 || A < 2 * call.cores) return 0;
+  int64_t target = std::min<int64_t>((A + call.cores * 4 - 1) / (call.cores * 4), kRowTile / 4 / R);
+  for (int64_t ta = std::max<int64_t>(target, 1); ta >= 1; --ta)
+    if (A % ta == 0) return 2 * ta >= target ? ta : 0;
+  return 0;
+}
+
 PrimFunc LowerSoftmax(const OpCall& call) {
   Params p = MakeParams(call);
   bool log_sm = call.op_type == "LogSoftmax", lp = call.op_type == "LpNormalization";
@@ -76,6 +170,8 @@ PrimFunc LowerSoftmax(const OpCall& call) {
   Geometry(call.op_type, call.attrs, Shape(call.inputs[0]), &A, &R, &B, &why);
   DataType f32 = DataType::Float(32);
   if (A * R * B == 0) return MakeFunc(call, p, Evaluate(I32(0)));
+  if (int64_t ta = PipelinedSoftmaxRows(call, A, R, B))
+    return LowerSoftmaxPipelined(call, A, R, ta);
   Buffer X = View(p.in[0], {A, R, B}, "X");
   Buffer Y = View(p.out[0], {A, R, B}, "Y");
   Tiles t = ChooseTiles(A, R, B, call.cores);

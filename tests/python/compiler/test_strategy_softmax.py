@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tilecore import compiler
-from strategy_util import check_op, rand
+from strategy_util import check_op, rand, run_lowered, run_op
 
 
 @pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
@@ -74,3 +74,29 @@ def test_empty():
 def test_hardmax(shape, axis):
     x = np.round(rand(shape, 8, -3, 3))  # ties: the first maximum wins
     check_op("Hardmax", {"axis": axis}, [x])
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+def test_rows_pipelined(op):
+    """BERT's attention probabilities (4 heads of 128 x 128): tiles of whole rows, four per
+    core, software-pipelined (the load of tile i + 1, the passes of tile i and the store of
+    tile i - 1 at once): four loads and four stores on every core."""
+    x = rand((4, 128, 128), 5, -6, 6)
+    check_op(op, {"axis": -1}, [x], rtol=1e-5, atol=1e-6)
+    _, _, st = run_op(op, {"axis": -1}, [x])
+    assert all(c["din"]["commands"] == 4 and c["dout"]["commands"] == 4 for c in st["cores"])
+
+
+@pytest.mark.parametrize("zero_point", [0, -3])
+def test_rows_pipelined_store_int8(zero_point):
+    """tc_y_scale: the probabilities quantised on store as a reader would on load
+    (p times f32(1 / scale), plus the zero point, rounded to nearest even, saturated)."""
+    x = rand((64, 48), 6, -5, 5)
+    scale = 1 / 127
+    attrs = {"axis": -1, "tc_y_scale": scale, "tc_y_zero_point": zero_point}
+    y = run_lowered("Softmax", attrs, [x], [np.zeros((64, 48), np.int8)])[0]
+    e = np.exp(x - x.max(-1, keepdims=True))
+    p = (e * (np.float32(1) / e.sum(-1, keepdims=True, dtype=np.float32))).astype(np.float32)
+    q = np.clip(np.rint(p * np.float32(1 / scale) + np.float32(zero_point)), -128, 127)
+    assert np.abs(y.astype(np.int32) - q.astype(np.int32)).max() <= 1
+    assert np.mean(y == q) > 0.99
