@@ -31,6 +31,7 @@
 #include <optional>
 
 #include "kernel_util.h"
+#include "lookup_table.h"
 #include "tilecore/ffi/function.h"
 #include "tilecore/ffi/reflection.h"
 
@@ -588,7 +589,7 @@ PrimFunc LowerLut(const OpCall& call) {
   Params p = MakeParams(call);
   int64_t N = Numel(Shape(call.outputs[0]));
   Buffer X = View(p.in[0], {N}, "X"), Y = View(p.out[0], {N}, "Y");
-  std::vector<int8_t> table = LutTable(call);
+  std::vector<int8_t> table = LookupTable(call);
   // tiles: at least four per core when the tensor allows, 64-byte multiples, one bank at most
   int64_t T = (N + call.cores * 4 - 1) / (call.cores * 4);
   T = std::clamp<int64_t>((T + 63) / 64 * 64, 4096, 65536);
@@ -597,16 +598,8 @@ PrimFunc LowerLut(const OpCall& call) {
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     Buffer words = Local({64}, DataType::Int(32), "LutWords");
-    Buffer lut(words->data, DataType::Int(8), {I32(256)}, Array<PrimExpr>(), I32(0), words->scope,
-               String("Lut"));
-    std::vector<Stmt> fill;
-    for (int w = 0; w < 64; ++w) {
-      uint32_t v = 0;
-      for (int b = 0; b < 4; ++b) v |= uint32_t(uint8_t(table[size_t(w * 4 + b)])) << (8 * b);
-      fill.push_back(BufferStore(words, I32(int32_t(v)), {I32(w)}));
-    }
     Buffer L[2] = {Local({T}, DataType::Int(8), "L0"), Local({T}, DataType::Int(8), "L1")};
-    BufferRegion table_region = Region(lut, {I32(0)}, {256});
+    BufferRegion table_region = LookupTableRegion(words);
     auto front = [&](PrimExpr t, int64_t slot) {
       return Seq({Intrin("tile.wait", {I32(2 + slot)}),  // the slot's last store has left
                   Intrin("tile.dma_copy", {Region(L[slot], {I32(0)}, {T}),
@@ -626,8 +619,8 @@ PrimFunc LowerLut(const OpCall& call) {
                   Intrin("tile.vec_lut", {tile, tile, table_region}),
                   DmaWait(Region(Y, {I32(full * T)}, {last}), tile, 2)});
     });
-    Stmt r =
-        Seq({Seq(fill), work, rest, Intrin("tile.wait", {I32(2)}), Intrin("tile.wait", {I32(3)})});
+    Stmt r = Seq({FillLookupTable(words, table), work, rest, Intrin("tile.wait", {I32(2)}),
+                  Intrin("tile.wait", {I32(3)})});
     r = Allocate(L[1], Allocate(L[0], r));
     return Allocate(words, r);
   });
@@ -954,6 +947,26 @@ PrimFunc LowerElementwiseChecked(const OpCall& call) {
                                << " bytes exceed the " << kBroadcastBytes
                                << " bytes the strategy keeps in L1";
   return LowerElementwise(call);
+}
+
+bool HasLookupTable(const std::string& op) { return LutOps().count(op) != 0; }
+
+std::vector<int8_t> LookupTable(const OpCall& call) { return LutTable(call); }
+
+Stmt FillLookupTable(const Buffer& words, const std::vector<int8_t>& table) {
+  std::vector<Stmt> fill;
+  for (int w = 0; w < 64; ++w) {
+    uint32_t v = 0;
+    for (int b = 0; b < 4; ++b) v |= uint32_t(uint8_t(table[size_t(w * 4 + b)])) << (8 * b);
+    fill.push_back(BufferStore(words, I32(int32_t(v)), {I32(w)}));
+  }
+  return Seq(fill);
+}
+
+BufferRegion LookupTableRegion(const Buffer& words) {
+  Buffer lut(words->data, DataType::Int(8), {I32(256)}, Array<PrimExpr>(), I32(0), words->scope,
+             String("Lut"));
+  return Region(lut, {I32(0)}, {256});
 }
 
 }  // namespace detail

@@ -19,6 +19,9 @@
  * (quantised by its producer) is DMAed as it is; with tc_y_scale the output is int8,
  * requantised with one multiplier per column, f32(w_scale[n] * f32(x_scale / y_scale)),
  * plus tc_y_zero_point (the epilogue's, or the same steps on the vector engine).
+ * With tc_lut (a unary op with a lookup-table form that only read the int8 output, fused
+ * by the driver: its attributes under "tc_lut.") the int8 result goes through the op's
+ * table (tile.vec_lut) before it is stored.
  *
  * Two more plans compete with that tiling when they fit (int8 with constant weights, or a
  * 2-D B in the other precisions, Gemm's C a per-column bias added by the mm epilogue; K in
@@ -28,9 +31,11 @@
  * the fastest estimate is lowered; docs/compiler.md describes them.
  */
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "kernel_util.h"
+#include "lookup_table.h"
 #include "matrix_precision.h"
 #include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/reflection.h"
@@ -92,6 +97,8 @@ struct GemmPlan {
   int64_t y_zp = 0;
   // tc_out_scale: a power of two the result is multiplied by (a Div folded in: exact)
   double out_scale = 1.0;
+  // tc_lut: the table an int8 Y goes through before it is stored (empty: none)
+  std::vector<int8_t> lut;
   /*! \brief What w_scale[n] (or b_scale) is multiplied by in f32 for the epilogue's scale:
    * x_scale for an f32 Y, x_scale / y_scale (one requantisation) for an int8 Y; times
    * out_scale. */
@@ -145,6 +152,8 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
   int64_t rotation = 0;
   return OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> body;
+    Buffer lut_words = Local({64}, DataType::Int(32), "LutWords");
+    if (!g.lut.empty()) body.push_back(FillLookupTable(lut_words, g.lut));
     for (auto [mcount, tm] : Segments(g.M, kTM)) {
       for (auto [ncount, tn] : Segments(g.N, kTN)) {
         int64_t mbase_seg = tm == kTM ? 0 : (g.M / kTM) * kTM;
@@ -342,6 +351,10 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
             }));
             s.push_back(Allocate(Tl, Seq(bs)));
           }
+          if (!g.lut.empty()) {
+            BufferRegion y = Region(Yq, {I32(0), I32(0)}, {tm, tn});
+            s.push_back(Intrin("tile.vec_lut", {y, y, LookupTableRegion(lut_words)}));
+          }
           s.push_back(DmaWait(Region(g.C, {ob, m0, n0}, {1, tm, tn}),
                               Region(Yq, {I32(0), I32(0)}, {tm, tn}), 1));
           Stmt r = Allocate(Cl, Allocate(Al, Allocate(Bl, Seq(s))));
@@ -357,7 +370,7 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
         }));
       }
     }
-    return Seq(body);
+    return g.lut.empty() ? Seq(body) : Allocate(lut_words, Seq(body));
   });
 }
 
@@ -572,6 +585,7 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
 
 /*! \brief The pipelined plans worth estimating (none when the op is not of that form). */
 std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
+  if (!g.lut.empty()) return {};  // (no table in its epilogue)
   std::vector<PipelinePlan> out;
   const int64_t P = call.cores, lim = 4096;  // lim: the matrix engine's largest dimension
   const bool q = g.mp.int8(), plain = !q;    // plain: f32, f16 or bf16 operands
@@ -651,6 +665,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     Buffer Aq = Local({PR, K}, i8, "Aq");
     Buffer Qb = Local({1, NC}, g.mp.accum, "Qb");  // the int32 or f32 bias
     Buffer Sc = Local({1, NC}, f32, "Sc");
+    Buffer lut_words = Local({64}, DataType::Int(32), "LutWords");
     const Buffer bias = ColumnBias(g);
     PrimExpr c0 = c * I32(NC);
     std::vector<Stmt> s;
@@ -689,17 +704,20 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       stage.push_back(Intrin("tile.dma_copy", {Region(Ash, {first + I32(r), I32(0)}, {n, K}),
                                                Region(Aq, {I32(0), I32(0)}, {n, K}), I32(0)}));
     }
-    // The scales, then A's share (the critical path: quantised, staged, read back by every
-    // core), then the first weight block, which loads while A is staged.
-    if (bias.defined())  // event 6: the bias and scales
-      s.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, NC}),
-                                           Region(bias, {I32(0), c0}, {1, NC}), I32(6)}));
+    // The bias and scales (event 6), A (the critical path) and the first weight block on the
+    // DMA-out engine meanwhile. A staged share's first piece goes before the bias and scales
+    // (each a DDR latency on the DMA-in engine), so its quantisation starts sooner.
+    std::vector<Stmt> params;
+    if (bias.defined())
+      params.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, NC}),
+                                                Region(bias, {I32(0), c0}, {1, NC}), I32(6)}));
     if (q)
-      s.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
-                                           Region(g.wscale, {I32(0), c0}, {1, NC}), I32(6)}));
+      params.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
+                                                Region(g.wscale, {I32(0), c0}, {1, NC}), I32(6)}));
     if (direct) {
       // A's rows in pieces (events 8, 9, ...): the first block's mm runs piece by piece as
       // they arrive
+      s.push_back(Seq(params));
       for (size_t k = 0; k < pieces.size(); ++k)
         s.push_back(Intrin("tile.dma_copy",
                            {Region(Al, {I32(pieces[k].first), I32(0)}, {pieces[k].second, K}),
@@ -712,10 +730,12 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       const bool early = quantise && even && !stage.empty();
       if (early) {
         s.push_back(stage[0]);
+        s.push_back(Seq(params));
         s.push_back(load_block(0));
         stage.erase(stage.begin());
-      } else if (!even) {
-        s.push_back(load_block(0));
+      } else {
+        s.push_back(Seq(params));
+        if (!even) s.push_back(load_block(0));
       }
       s.push_back(even ? Seq(stage) : IfThenElse(eq(c, I32(0)), Seq(stage), Stmt()));
       if (!early && even) s.push_back(load_block(0));
@@ -725,6 +745,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
                                            Region(Ash, {I32(0), I32(0)}, {M, K}), I32(0)}));
     }
     s.push_back(Intrin("tile.wait", {I32(6)}));
+    if (!g.lut.empty()) s.push_back(FillLookupTable(lut_words, g.lut));
     if (q)
       s.push_back(Loop("j", NC, [&](PrimExpr j) {
         return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(g.ScaleFactor()), {I32(0), j});
@@ -752,6 +773,10 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       } else {
         s.push_back(mm_rows(0, M));
       }
+      if (!g.lut.empty()) {  // the vector engine, idle beside the mms
+        BufferRegion y = Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn});
+        s.push_back(Intrin("tile.vec_lut", {y, y, LookupTableRegion(lut_words)}));
+      }
       if (t >= 1) s.push_back(store(t - 1));
       if (t + 1 < steps) s.push_back(load_block(t + 1));  // replaces block t - 1: after mm t
     }
@@ -759,6 +784,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     s.push_back(Intrin("tile.wait", {I32(4)}));
     s.push_back(Intrin("tile.wait", {I32(5)}));
     Stmt r = Seq(s);
+    if (!g.lut.empty()) r = Allocate(lut_words, r);
     if (quantise) r = Allocate(Aq, Allocate(Af, r));
     if (q) r = Allocate(Sc, r);
     if (bias.defined()) r = Allocate(Qb, r);
@@ -839,6 +865,33 @@ std::vector<int64_t> Broadcast(std::vector<int64_t> a, std::vector<int64_t> b) {
   return out;
 }
 
+/*! \brief The fused lookup-table op of tc_lut: its type and its own attributes (those under
+ * "tc_lut."). */
+OpCall LutCall(const Map<String, Any>& attrs) {
+  OpCall c;
+  c.op_type = AttrStr(attrs, "tc_lut", "");
+  const std::string prefix = "tc_lut.";
+  for (const auto& [k, v] : attrs.items()) {
+    std::string key = k;
+    if (key.rfind(prefix, 0) == 0) c.attrs.Set(String(key.substr(prefix.size())), v);
+  }
+  return c;
+}
+
+/*! \brief "" when tc_lut is absent or names a table op of int8 output scales, else the reason. */
+std::string CheckLut(const std::string& op, const Map<String, Any>& attrs) {
+  if (!HasAttr(attrs, "tc_lut")) return "";
+  OpCall c = LutCall(attrs);
+  if (!HasLookupTable(c.op_type))
+    return op + ": tc_lut `" + c.op_type + "` has no lookup-table form";
+  if (!GetMatrixPrecision(attrs).int8() || !HasAttr(attrs, "tc_y_scale"))
+    return op + ": tc_lut needs an int8 output (tc_y_scale)";
+  double xs = AttrFloat(c.attrs, "tc_x_scale", 0), ys = AttrFloat(c.attrs, "tc_y_scale", 0);
+  if (!(xs > 0) || !(ys > 0) || !std::isfinite(xs) || !std::isfinite(ys))
+    return op + ": tc_lut needs positive finite tc_lut.tc_x_scale and tc_lut.tc_y_scale";
+  return "";
+}
+
 /*! \brief The int8 form's fields of `g` from the attributes and inputs 2, 3 (bias, w_scale). */
 void SetQuant(const OpCall& call, const Params& p, int64_t N, GemmPlan* g) {
   g->mp = GetMatrixPrecision(call.attrs);
@@ -857,6 +910,7 @@ void SetQuant(const OpCall& call, const Params& p, int64_t N, GemmPlan* g) {
   g->y_scale = AttrFloat(call.attrs, "tc_y_scale", 1.0);
   g->out_scale = AttrFloat(call.attrs, "tc_out_scale", 1.0);
   g->y_zp = AttrInt(call.attrs, "tc_y_zero_point", 0);
+  if (HasAttr(call.attrs, "tc_lut")) g->lut = LookupTable(LutCall(call.attrs));
   if (g->b_act) return;
   if (call.inputs[2].defined()) g->qbias = View(p.in[2], {1, N}, "QBias");
   g->wscale = View(p.in[3], {1, N}, "WScale");
@@ -888,6 +942,7 @@ std::string CheckMatMul(const std::string& op, const Map<String, Any>& attrs,
     return op + (int8 ? ": int8 expects inputs A, W, bias (may be omitted), w_scale"
                       : ": expects 2 inputs");
   std::string why = CheckMatrixInputs(op, attrs, ins);
+  if (why.empty()) why = CheckLut(op, attrs);
   if (!why.empty()) return why;
   auto as = Shape(ins[0]), bs = Shape(ins[1]);
   if (int8 && (bs.size() != 2 || ins[3]->shape[0] != bs[1]))
@@ -932,6 +987,7 @@ std::string CheckGemm(const std::string& op, const Map<String, Any>& attrs,
                       const std::vector<TensorSpec>& ins) {
   if (ins.size() < 2 || !ins[0].defined() || !ins[1].defined()) return op + ": expects A and B";
   std::string why = CheckMatrixInputs(op, attrs, ins);
+  if (why.empty()) why = CheckLut(op, attrs);
   if (!why.empty()) return why;
   auto as = Shape(ins[0]), bs = Shape(ins[1]);
   if (as.size() != 2 || bs.size() != 2) return op + ": A and B must be 2-D";

@@ -149,3 +149,51 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
             continue
         done += values
     return done
+
+
+def fold_lookup_tables(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
+                       HasStrategy: Callable[..., str]) -> list[dict[str, Any]]:
+    """An int8 MatMul or Gemm whose int8 output only a lookup-table op reads (a transformer's
+    GELU) applies the table in its epilogue: ``tc_lut`` names the op, its attributes follow
+    as ``tc_lut.<name>``, and the MatMul takes over the op's output. The same table on the
+    same int8 values: the same bits, without the op's pass over the data. Returns
+    ``[{"node": matmul, "fused": [op]}, ...]``."""
+    from .fuse_epilogue import value_readers
+
+    readers = value_readers(nodes)
+    lut_ops = lookup_table_ops()
+    out = []
+    for nd in nodes:
+        if (nd.op not in ("MatMul", "Gemm") or nd.where != "npu" or len(nd.outs) != 1
+                or "tc_lut" in nd.attrs or "tc_y_scale" not in nd.attrs):
+            continue
+        # the table op, maybe behind views (a Reshape of the bias fold) that only it reads
+        y, views = str(nd.outs[0].name), []
+        while True:
+            rs = readers.get(y, [])
+            if y in graph_outputs or len(rs) != 1 or rs[0][1] != 0:
+                break
+            r = rs[0][0]
+            if r.where != "view" or len(r.outs) != 1:
+                break
+            views.append(r)
+            y = str(r.outs[0].name)
+        rs = readers.get(y, [])
+        if y in graph_outputs or len(rs) != 1:
+            continue
+        lut, i = rs[0]
+        if (lut.op not in lut_ops or lut.where != "npu" or i != 0 or len(lut.outs) != 1
+                or "tc_y_scale" not in lut.attrs):
+            continue
+        z = str(lut.outs[0].name)
+        if info[y] != info[z] or info[y][1] != "int8":
+            continue
+        attrs = dict(nd.attrs, tc_lut=lut.op, **{f"tc_lut.{k}": v for k, v in lut.attrs.items()})
+        if HasStrategy(nd.op, attrs, nd.in_specs):
+            continue
+        nd.attrs = attrs
+        # the last of the chain now yields the op's output: the values it read, looked up
+        (views[-1] if views else nd).outs = list(lut.outs)
+        lut.where, lut.reason = "dropped", f"fused into `{nd.name}`"
+        out.append({"node": nd.name, "fused": [lut.name]})
+    return out

@@ -4,7 +4,7 @@ DDR idle.
 
 A member is worth it when the cost model says the DDR takes a good share of its time
 (``READER_DDR_SHARE``) and that, lowered with its weights in L2, it runs faster. Its weights are then fetched during the members just
-before it, each giving at most ``SHARE`` of the cycles it leaves the DDR idle, while the
+before it, each giving at most ``share`` of the cycles it leaves the DDR idle, while the
 group's intermediates, the prefetched weights live at that member and the largest
 member's own L2 buffers fit L2. Members are taken in order, and one whose weights come
 from L2 leaves the DDR idle for the next.
@@ -12,7 +12,10 @@ from L2 leaves the DDR idle for the next.
 from typing import Any, Callable, Sequence
 
 DDR_BYTES_PER_CYCLE = 64
-SHARE = 0.3  # of a member's DDR-idle cycles a prefetch may take (its own loads keep the rest)
+# of a member's DDR-idle cycles a prefetch may take (its own loads keep the rest): the driver
+# plans with each and keeps the group the cost model finds fastest (taking more leaves the
+# readers less to wait for, but slows the members fetching when they load more than estimated)
+SHARES = (0.3, 0.5)
 MIN_BYTES = 64 << 10  # smaller weights are not worth a member's L2
 MIN_GAIN = 0.05  # of the member's cycles
 DDR_BOUND = 0.6  # a member whose DDR cycles reach this share of its cycles is bound by the DDR
@@ -20,14 +23,16 @@ READER_DDR_SHARE = 0.35  # a reader worth asking about: its DDR cycles reach thi
 
 
 def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weights: dict[int, int],
-         live: Sequence[int], free_l2: int, in_l2: Callable[[int, int], tuple[int, int] | None]) -> list[tuple[int, int, int, int]]:
+         live: Sequence[int], free_l2: int, in_l2: Callable[[int, int], tuple[int, int] | None],
+         share: float = SHARES[0]) -> list[tuple[int, int, int, int]]:
     """Prefetch rows ``(tensor, member, begin, end)`` for ``compiler.GroupKernels``.
 
     ``members``: the cost model's per-member ``cycles`` and ``ddr_cycles`` in the group;
     ``rows``: each member's tensor ids; ``weights``: constant input id -> bytes;
     ``live``: bytes of intermediates live at each member; ``free_l2``: the L2 the arena may
     take; ``in_l2(k, id)``: the cycles and DDR cycles of member k with tensor ``id`` in
-    L2 (None when it cannot be lowered so).
+    L2 (None when it cannot be lowered so); ``share``: of a donor's DDR-idle cycles, what
+    its prefetches may take.
     """
     n = len(members)
     cycles = [int(m["cycles"]) for m in members]
@@ -52,7 +57,7 @@ def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weigh
         while need > 0 and i >= 0 and held[i] + size <= free_l2:
             spare = 0
             if ddr[i] < DDR_BOUND * cycles[i]:  # a member the DDR bounds has nothing to give
-                spare = int((cycles[i] - ddr[i]) * SHARE * DDR_BYTES_PER_CYCLE) - used[i]
+                spare = int((cycles[i] - ddr[i]) * share * DDR_BYTES_PER_CYCLE) - used[i]
             spare = spare // 4096 * 4096
             if spare > 0:
                 b = min(spare, need)

@@ -394,6 +394,49 @@ def test_int8_edges_through_a_lookup_table(act, attrs):
     assert np.abs(y - ref).max() < 3 * np.abs(y_kept - ref).max() + 1e-3
 
 
+@pytest.mark.parametrize("act,attrs,rows", [("Gelu", {}, [48]), ("Sigmoid", {}, [48]), ("LeakyRelu", {"alpha": 0.2}, [48]),
+                                            ("Gelu", {"approximate": "tanh"}, [300]), ("Gelu", {}, [2, 24])])
+def test_int8_matmul_applies_a_lookup_table_in_its_epilogue(act, attrs, rows):
+    """MatMul + bias -> activation with an int8 output only the table op reads: the MatMul
+    looks its int8 results up in the op's table before storing them (``tc_lut``), bit for
+    bit the separate lookup, which is gone from the steps; few rows (the column plan), more
+    (the tiled plan), and a batch of sequences (the bias fold's Reshape between the two)."""
+    w1, b1, w2 = randn(64, 256, scale=0.15), randn(256, scale=0.5), randn(256, 32, scale=0.1)
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"], name="dense1"),
+             helper.make_node("Add", ["m1", "b1"], ["h"], name="bias1"),
+             helper.make_node(act, ["h"], ["g"], name="act", **attrs),
+             helper.make_node("MatMul", ["g", "w2"], ["y"], name="dense2")]
+    model = make_model(nodes, [("x", [*rows, 64], np.float32)], ["y"], [("w1", w1), ("b1", b1), ("w2", w2)],
+                       opset=20)
+    samples = {"x": randn(8, *rows, 64)}
+    rep, rep_apart = {}, {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    apart = tilecore.compile(model, precision="int8", calib_samples=samples, fuse=False, report=rep_apart)
+    fused = [f for f in rep["fused"] if f["fused"] == ["act"]]
+    assert len(fused) == 1
+    where = {p["name"]: p["where"] for p in rep["placement"]}
+    where_apart = {p["name"]: p["where"] for p in rep_apart["placement"]}
+    assert where["act"] == "dropped" and where_apart["act"] == "npu"
+    x = randn(*rows, 64)
+    y = exe.run({"x": x})["y"]
+    np.testing.assert_array_equal(y, apart.run({"x": x})["y"])
+    ref = ort_run(model, {"x": x})["y"]
+    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.999
+
+
+def test_tc_lut_is_checked():
+    a, w = compiler.TensorSpec((8, 16), "int8"), compiler.TensorSpec((16, 4), "int8")
+    bias, scale = compiler.TensorSpec((4,), "int32"), compiler.TensorSpec((4,), "float32")
+    base = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_y_scale": 0.05}
+    lut = {"tc_lut": "Sigmoid", "tc_lut.tc_x_scale": 0.05, "tc_lut.tc_y_scale": 0.01}
+    assert compiler.HasStrategy("MatMul", {**base, **lut}, [a, w, bias, scale]) == ""
+    assert "lookup-table" in compiler.HasStrategy("MatMul", {**base, **lut, "tc_lut": "Exp2"}, [a, w, bias, scale])
+    assert "int8 output" in compiler.HasStrategy("MatMul", {"tc_precision": "int8", "tc_x_scale": 0.1, **lut},
+                                                 [a, w, bias, scale])
+    assert "positive finite" in compiler.HasStrategy("MatMul", {**base, **lut, "tc_lut.tc_y_scale": 0.0},
+                                                     [a, w, bias, scale])
+
+
 @pytest.mark.parametrize("divisor,folded", [(8.0, True), (0.25, True), (3.0, False), (-8.0, False)])
 def test_int8_matmul_takes_a_division_by_a_power_of_two(divisor, folded):
     """Attention's scores over sqrt(d): the int8 MatMul of two activations scales by 1/8 in

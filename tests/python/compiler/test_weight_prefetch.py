@@ -83,7 +83,7 @@ def member_costs(*pairs):
 
 def test_plan_takes_idle_ddr_from_the_members_just_before_the_reader():
     """Member 2 is DDR-bound and reads weight 5 (300,000 bytes); members 0 and 1 leave
-    8,000 DDR cycles idle each, of which SHARE may go to the prefetch: member 1, nearest
+    8,000 DDR cycles idle each, of which SHARES[0] (plan's default share) may go to the prefetch: member 1, nearest
     the reader, gives all it may (in whole 4 KiB), member 0 the rest, first bytes first."""
     costs = member_costs((10000, 2000), (10000, 2000), (20000, 19000))
     rows = [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
@@ -94,10 +94,13 @@ def test_plan_takes_idle_ddr_from_the_members_just_before_the_reader():
         return 12000, 100
 
     out = wp.plan(costs, rows, {1: 70000, 3: 70000, 5: 300000}, [0, 0, 0], 4 << 20, in_l2)
-    per_member = int(8000 * wp.SHARE * 64) // 4096 * 4096
+    per_member = int(8000 * wp.SHARES[0] * 64) // 4096 * 4096
     assert per_member < 300000 < 2 * per_member
     assert out == [(5, 0, 0, 300000 - per_member), (5, 1, 300000 - per_member, 300000)]
     assert asked == [(2, 5)]  # members 0 and 1 are not bound by the DDR: not asked
+    # a larger share: member 1 alone gives it all (8,000 x 0.6 x 64 bytes > 300,000)
+    assert wp.plan(costs, rows, {1: 70000, 3: 70000, 5: 300000}, [0, 0, 0], 4 << 20, in_l2, share=0.6) == \
+        [(5, 1, 0, 300000)]
 
 
 @pytest.mark.parametrize("case", ["fits_not", "gain_small", "compute_bound", "donors_ddr_bound", "small"])
@@ -124,8 +127,8 @@ def test_plan_gives_a_faster_member_idle_ddr_to_the_next():
     costs = member_costs((80000, 1000), (20000, 19000), (20000, 19000))
     rows = [[0, 1], [1, 2, 3], [3, 4, 5]]
     out = wp.plan(costs, rows, {2: 500000, 4: 500000}, [0, 0, 0], 4 << 20, lambda k, t: (10000, 0))
-    from_1 = int(10000 * wp.SHARE * 64) // 4096 * 4096
-    assert int(79000 * wp.SHARE * 64) - 500000 >= 500000 - from_1  # member 0 has the rest
+    from_1 = int(10000 * wp.SHARES[0] * 64) // 4096 * 4096
+    assert int(79000 * wp.SHARES[0] * 64) - 500000 >= 500000 - from_1  # member 0 has the rest
     assert out == [(2, 0, 0, 500000), (4, 0, 0, 500000 - from_1), (4, 1, 500000 - from_1, 500000)]
 
 
@@ -206,7 +209,7 @@ def test_a_member_lowered_from_a_shared_kernel_keeps_its_own_local_buffers(monke
                        [("wq", wq), ("bq", randn(256)), ("wk", wk), ("bk", randn(256))])
     planned = []
 
-    def plan(members, rows, weights, live, free_l2, in_l2):
+    def plan(members, rows, weights, live, free_l2, in_l2, share=wp.SHARES[0]):
         # wk (the 256 KiB weight read by member 3) fetched during the first Add (member 1)
         wk_id = next(t for t in rows[3] if weights.get(t) == wk.nbytes)
         planned.append(in_l2(3, wk_id))
