@@ -18,7 +18,7 @@
  * (the conversion rounds half to even and saturates to the output's range). With
  * `tc_load_scale` / `tc_load_zero_point` (set by the driver, per tensor, int8 out) it is
  * an int8 matrix op's quantisation on load instead: x * f32(1 / scale) + zero point,
- * converted (matrix_precision.h).
+ * converted (matrix_precision.h); its scale and zero point inputs are not read.
  *
  * Tiling as the element-wise strategy: the data walked flat in tiles of up to 16384
  * elements (per tensor: small enough that every core has one), round robin over the cores; the
@@ -139,8 +139,11 @@ PrimFunc LowerQuant(const OpCall& call) {
     Buffer Zw = has_zp ? Local({C}, zdt, "Zw") : Buffer();
     // the zero point in f32 once, so the tile passes stay vector commands
     Buffer Zi = has_zp ? Local({C}, f32, "Zi") : Buffer();
-    std::vector<Stmt> pre{DmaWait(Region(Sw, {I32(0)}, {C}), Region(S, {I32(0)}, {C}), 0)};
-    if (has_zp) {
+    // (the load form has its scale and zero point as attributes: nothing to load, and the
+    // first tile's load is not behind two DDR latencies)
+    std::vector<Stmt> pre;
+    if (!load_form) pre.push_back(DmaWait(Region(Sw, {I32(0)}, {C}), Region(S, {I32(0)}, {C}), 0));
+    if (has_zp && !load_form) {
       pre.push_back(DmaWait(Region(Zw, {I32(0)}, {C}), Region(Z, {I32(0)}, {C}), 0));
       pre.push_back(Loop("c", C, [&](PrimExpr c) {
         return BufferStore(Zi, cast(f32, BufferLoad(Zw, {c})), {c});
