@@ -396,7 +396,7 @@ def test_int8_edges_through_a_lookup_table(act, attrs):
 
 @pytest.mark.parametrize("act,attrs,rows", [("Gelu", {}, [48]), ("Sigmoid", {}, [48]), ("LeakyRelu", {"alpha": 0.2}, [48]),
                                             ("Gelu", {"approximate": "tanh"}, [300]), ("Gelu", {}, [2, 24])])
-def test_int8_matmul_applies_a_lookup_table_in_its_epilogue(act, attrs, rows):
+def test_int8_matmul_applies_a_lookup_table_in_its_epilogue(act, attrs, rows, hazard_checked):
     """MatMul + bias -> activation with an int8 output only the table op reads: the MatMul
     looks its int8 results up in the op's table before storing them (``tc_lut``), bit for
     bit the separate lookup, which is gone from the steps; few rows (the column plan), more
@@ -422,6 +422,7 @@ def test_int8_matmul_applies_a_lookup_table_in_its_epilogue(act, attrs, rows):
     np.testing.assert_array_equal(y, apart.run({"x": x})["y"])
     ref = ort_run(model, {"x": x})["y"]
     assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.999
+    assert hazard_checked() == []
 
 
 def test_tc_lut_is_checked():

@@ -93,7 +93,7 @@ def test_mean_variance_normalization(shape, axes):
 
 @pytest.mark.parametrize("op,shape,bias", [("LayerNormalization", (128, 256), True), ("LayerNormalization", (2, 96, 160), False),
                                            ("RMSNormalization", (192, 128), False)])
-def test_row_norm_pipelined(op, shape, bias):
+def test_row_norm_pipelined(op, shape, bias, hazard_checked):
     """Y alone, rows enough for several tiles per core: the tiles are software-pipelined (load
     of tile i + 1, vector passes of tile i, store of tile i - 1), so the engines overlap and
     the op runs within 20% of the time its DDR bytes take at 64 B/cycle (one tile per core,
@@ -105,9 +105,10 @@ def test_row_norm_pipelined(op, shape, bias):
     _, _, st = run_op(op, attrs, ins, out_shapes=[shape], out_dtypes=[np.float32])
     ddr_cycles = (st["bytes"]["ddr_read"] + st["bytes"]["ddr_written"]) / 64
     assert st["cycles"] < 1.2 * ddr_cycles
+    assert hazard_checked() == []  # the slots' loads, passes and stores ordered
 
 
-def test_layer_norm_skip_pipelined():
+def test_layer_norm_skip_pipelined(hazard_checked):
     """tc_skip in the pipelined form: LayerNormalization of X + S against numpy."""
     x, s = rand((64, 128), 33), rand((64, 128), 34)
     g, b = rand((128,), 35, 0.5, 1.5), rand((128,), 36)
@@ -116,3 +117,4 @@ def test_layer_norm_skip_pipelined():
     h = (x + s).astype(np.float64)
     ref = (h - h.mean(-1, keepdims=True)) / np.sqrt(h.var(-1, keepdims=True) + 1e-5) * g + b
     np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    assert hazard_checked() == []

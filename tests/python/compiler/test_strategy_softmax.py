@@ -77,7 +77,7 @@ def test_hardmax(shape, axis):
 
 
 @pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
-def test_rows_pipelined(op):
+def test_rows_pipelined(op, hazard_checked):
     """BERT's attention probabilities (4 heads of 128 x 128): tiles of whole rows, four per
     core, software-pipelined (the load of tile i + 1, the passes of tile i and the store of
     tile i - 1 at once): four loads and four stores on every core."""
@@ -85,10 +85,11 @@ def test_rows_pipelined(op):
     check_op(op, {"axis": -1}, [x], rtol=1e-5, atol=1e-6)
     _, _, st = run_op(op, {"axis": -1}, [x])
     assert all(c["din"]["commands"] == 4 and c["dout"]["commands"] == 4 for c in st["cores"])
+    assert hazard_checked() == []
 
 
 @pytest.mark.parametrize("zero_point", [0, -3])
-def test_rows_pipelined_store_int8(zero_point):
+def test_rows_pipelined_store_int8(zero_point, hazard_checked):
     """tc_y_scale: the probabilities quantised on store as a reader would on load
     (p times f32(1 / scale), plus the zero point, rounded to nearest even, saturated)."""
     x = rand((64, 48), 6, -5, 5)
@@ -100,3 +101,4 @@ def test_rows_pipelined_store_int8(zero_point):
     q = np.clip(np.rint(p * np.float32(1 / scale) + np.float32(zero_point)), -128, 127)
     assert np.abs(y.astype(np.int32) - q.astype(np.int32)).max() <= 1
     assert np.mean(y == q) > 0.99
+    assert hazard_checked() == []
