@@ -21,7 +21,9 @@
  * plus tc_y_zero_point (the epilogue's, or the same steps on the vector engine).
  * With tc_lut (a unary op with a lookup-table form that only read the int8 output, fused
  * by the driver: its attributes under "tc_lut.") the int8 result goes through the op's
- * table (tile.vec_lut) before it is stored.
+ * table (tile.vec_lut) before it is stored. With tc_softmax (a Softmax over the last axis
+ * that alone read the f32 output of an int8 MatMul of two activations: attention's
+ * scores) the MatMul computes the probabilities itself, LowerMatMulSoftmax.
  *
  * Two more plans compete with that tiling when they fit (int8 with constant weights, or a
  * 2-D B in the other precisions, Gemm's C a per-column bias added by the mm epilogue; K in
@@ -37,6 +39,7 @@
 #include "kernel_util.h"
 #include "lookup_table.h"
 #include "matrix_precision.h"
+#include "rows_util.h"
 #include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/reflection.h"
 
@@ -854,6 +857,126 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
   return best;
 }
 
+/*! \brief Rows per item of LowerMatMulSoftmax: a divisor of M, at most 32, whose two slots'
+ * tiles (A rows, B, the f32 scores and exponentials, the int8 result) fit half of L1; 0
+ * when none does. */
+int64_t SoftmaxRows(int64_t M, int64_t N, int64_t K) {
+  for (int64_t tm = std::min<int64_t>(M, 32); tm >= 1; --tm) {
+    if (M % tm != 0) continue;
+    // (with f32 operands loaded beside the int8 ones)
+    if (2 * (tm * K * 5 + K * N * 5 + tm * N * 9) <= (int64_t{1} << 19)) return tm;
+  }
+  return 0;
+}
+
+inline PrimExpr call_exp(PrimExpr x) { return call("tir.exp", {x}); }
+
+/*!
+ * \brief tc_softmax: Y = Softmax(A B * scale) over the last axis (A and B int8, or f32
+ * quantised on load as the MatMul would), stored int8 as the
+ * Softmax's readers would quantise it (tc_softmax.tc_y_scale / tc_y_zero_point), or f32.
+ * Items of `tm` whole rows of one matrix of the batch, round robin over the cores, in
+ * three stages over two slots: the loads of item i + 1, the mm of item i into an f32 tile
+ * followed by the Softmax's vector passes on it, and the store of item i - 1 — so the
+ * matrix engine multiplies the next rows while the vector engine takes the exponentials
+ * of these, and the scores never leave L1. The mm's epilogue and the passes are those of
+ * the MatMul and the Softmax apart, so the bits are the same.
+ */
+PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan& g) {
+  using namespace rows;  // NOLINT(build/namespaces)
+  DataType f32 = DataType::Float(32), i8 = DataType::Int(8);
+  const int64_t M = g.M, N = g.N, K = g.K;
+  const bool y_i8 = call.outputs[0]->dtype == i8;
+  const double y_inv = InverseScale(AttrFloat(call.attrs, "tc_softmax.tc_y_scale", 1.0));
+  const int64_t y_zp = AttrInt(call.attrs, "tc_softmax.tc_y_zero_point", 0);
+  const double scale = static_cast<float>(g.ScaleFactor() * static_cast<float>(g.b_scale));
+  const double big = std::numeric_limits<float>::max();
+  const int64_t tm = SoftmaxRows(M, N, K);
+  const int64_t mcount = M / tm, nb = Numel(g.out_batch);
+  int64_t rotation = 0;
+  Stmt body = OverCores(call.cores, [&](PrimExpr core) {
+    Buffer Al[2], Bl[2], Af[2], Bf[2], Cf[2], Es[2], Qs[2], Ms[2], Ss[2];
+    for (int s = 0; s < 2; ++s) {
+      std::string k = std::to_string(s);
+      Al[s] = Local({tm, K}, i8, "Al" + k), Bl[s] = Local({K, N}, i8, "Bl" + k);
+      // f32 operands: loaded here and quantised on load into Al / Bl
+      if (!g.a_i8) Af[s] = Local({tm, K}, f32, "Af" + k);
+      if (!g.b_i8) Bf[s] = Local({K, N}, f32, "Bf" + k);
+      Cf[s] = Local({tm * N}, f32, "Cf" + k), Es[s] = Local({tm * N}, f32, "Et" + k);
+      Qs[s] = y_i8 ? Local({tm * N}, i8, "Qt" + k) : Es[s];
+      Ms[s] = Local({tm}, f32, "M" + k), Ss[s] = Local({tm}, f32, "S" + k);
+    }
+    auto at = [&](PrimExpr t) {  // (batch index, first row) of item t
+      return std::make_pair(floordiv(t, I32(mcount)), floormod(t, I32(mcount)) * I32(tm));
+    };
+    auto load = [&](PrimExpr t, int64_t s) {  // (after the mm that read the slot: ordered)
+      auto [ob, m0] = at(t);
+      return Seq(
+          {Intrin("tile.dma_copy",
+                  {Region(g.a_i8 ? Al[s] : Af[s], {I32(0), I32(0)}, {tm, K}),
+                   Region(g.A, {BatchIndex(ob, g.out_batch, g.a_batch), m0, I32(0)}, {1, tm, K}),
+                   I32(s)}),
+           Intrin("tile.dma_copy",
+                  {Region(g.b_i8 ? Bl[s] : Bf[s], {I32(0), I32(0)}, {K, N}),
+                   Region(g.B, {BatchIndex(ob, g.out_batch, g.b_batch), I32(0), I32(0)}, {1, K, N}),
+                   I32(s)})});
+    };
+    auto compute = [&](PrimExpr, int64_t s) {
+      TileView x = MakeView(Cf[s], {tm, N, 1}, "Xv"), e = MakeView(Es[s], {tm, N, 1}, "Ev");
+      TileView Mv = MakeView(Ms[s], {tm, 1}, "Mv"), Sv = MakeView(Ss[s], {tm, 1}, "Sv");
+      auto per_row = [](const TileView& v, bool sub) {
+        return [v, sub](PrimExpr a, const std::vector<PrimExpr>& i) {
+          return sub ? a - v.Load({i[0], I32(0)}) : a * v.Load({i[0], I32(0)});
+        };
+      };
+      Buffer C2 = View(Cf[s], {tm, N}, "C2");
+      std::vector<Stmt> c{Intrin("tile.wait", {I32(s)})};
+      if (!g.a_i8) c.push_back(Quantise(Al[s], Af[s], tm, K, InverseScale(g.x_scale), g.zp));
+      if (!g.b_i8) c.push_back(Quantise(Bl[s], Bf[s], K, N, InverseScale(g.b_scale), 0));
+      for (Stmt st :
+           {Intrin("tile.mm",
+                   {Region(C2, {I32(0), I32(0)}, {tm, N}), Region(Al[s], {I32(0), I32(0)}, {tm, K}),
+                    Region(Bl[s], {I32(0), I32(0)}, {K, N}), IntImm(DataType::Bool(), 0), I32(0),
+                    F32(scale), I32(0), I32(0), StringImm("none"), F32(-big), F32(big)}),
+            ReduceTile(Mv, x, Red::kMax), MapTile(x, per_row(Mv, true))})
+        c.push_back(st);
+      if (!y_i8) c.push_back(Intrin("tile.wait", {I32(2 + s)}));  // the store reads Et
+      c.push_back(Nest(
+          x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(call_exp(x.Load(i)), i); }));
+      c.push_back(ReduceTile(Sv, e, Red::kSum));
+      c.push_back(
+          MapTile(Sv, [](PrimExpr v, const std::vector<PrimExpr>&) { return F32(1.0) / v; }));
+      c.push_back(MapTile(e, per_row(Sv, false)));
+      if (y_i8) {
+        c.push_back(Intrin("tile.wait", {I32(2 + s)}));  // the slot's last store has left
+        TileView q = MakeView(Qs[s], {tm, N, 1}, "Qv");
+        NestFn nest = [&](const std::function<Stmt(const Array<PrimExpr>&)>& f) {
+          return Nest(e.dims, [&](const std::vector<PrimExpr>& i) { return f(e.Idx(i)); });
+        };
+        for (Stmt st : QuantiseSteps(q.buf, e.buf, y_inv, y_zp, nest)) c.push_back(st);
+      }
+      return Seq(c);
+    };
+    auto post = [&](PrimExpr t, int64_t s) {
+      auto [ob, m0] = at(t);
+      return Intrin("tile.dma_copy", {Region(g.C, {ob, m0, I32(0)}, {1, tm, N}),
+                                      Region(Qs[s], {I32(0)}, {tm * N}), I32(2 + s)});
+    };
+    Stmt r = Seq(
+        {ForEachItemThreeStage(core, call.cores, nb * mcount, &rotation, "t", load, compute, post),
+         Intrin("tile.wait", {I32(2)}), Intrin("tile.wait", {I32(3)})});
+    for (int k = 0; k < 2; ++k) {
+      r = Allocate(Al[k], Allocate(Bl[k], Allocate(Cf[k], Allocate(Es[k], r))));
+      r = Allocate(Ms[k], Allocate(Ss[k], r));
+      if (y_i8) r = Allocate(Qs[k], r);
+      if (!g.a_i8) r = Allocate(Af[k], r);
+      if (!g.b_i8) r = Allocate(Bf[k], r);
+    }
+    return r;
+  });
+  return MakeFunc(call, p, body);
+}
+
 std::vector<int64_t> Broadcast(std::vector<int64_t> a, std::vector<int64_t> b) {
   if (a.size() < b.size()) std::swap(a, b);
   std::vector<int64_t> out = a;
@@ -892,6 +1015,28 @@ std::string CheckLut(const std::string& op, const Map<String, Any>& attrs) {
   return "";
 }
 
+/*! \brief "" when tc_softmax is absent or its form holds (an int8 MatMul of two
+ * activations, whole rows of the scores fitting L1, a positive tc_softmax.tc_y_scale when
+ * given), else the reason. */
+std::string CheckSoftmaxEpilogue(const std::string& op, const Map<String, Any>& attrs,
+                                 const std::vector<TensorSpec>& ins) {
+  if (!HasAttr(attrs, "tc_softmax")) return "";
+  if (HasAttr(attrs, "tc_lut") || HasAttr(attrs, "tc_y_scale"))
+    return op + ": tc_softmax takes neither tc_lut nor tc_y_scale";
+  if (!GetMatrixPrecision(attrs).int8() || !(AttrFloat(attrs, "tc_b_scale", 0) > 0) ||
+      ins.size() != 2)
+    return op + ": tc_softmax needs an int8 MatMul of two activations (tc_b_scale)";
+  auto as = Shape(ins[0]), bs = Shape(ins[1]);
+  if (as.size() < 2 || bs.size() < 2 || as.back() > 256)
+    return op + ": tc_softmax needs 2-D or batched operands and K <= 256 (one mm)";
+  if (SoftmaxRows(as[as.size() - 2], bs.back(), as.back()) == 0)
+    return op + ": tc_softmax rows of " + std::to_string(bs.back()) + " scores do not fit L1";
+  if (HasAttr(attrs, "tc_softmax.tc_y_scale") &&
+      !(AttrFloat(attrs, "tc_softmax.tc_y_scale", 0) > 0))
+    return op + ": tc_softmax.tc_y_scale must be positive";
+  return "";
+}
+
 /*! \brief The int8 form's fields of `g` from the attributes and inputs 2, 3 (bias, w_scale). */
 void SetQuant(const OpCall& call, const Params& p, int64_t N, GemmPlan* g) {
   g->mp = GetMatrixPrecision(call.attrs);
@@ -902,7 +1047,8 @@ void SetQuant(const OpCall& call, const Params& p, int64_t N, GemmPlan* g) {
   g->b_scale = AttrFloat(call.attrs, "tc_b_scale", 1.0);
   g->a_i8 = call.inputs[0]->dtype == DataType::Int(8);
   g->b_i8 = g->b_act && call.inputs[1]->dtype == DataType::Int(8);
-  g->y_i8 = call.outputs[0]->dtype == DataType::Int(8);
+  // tc_softmax: the int8 output is the fused Softmax's; the mm's own result is f32
+  g->y_i8 = call.outputs[0]->dtype == DataType::Int(8) && !HasAttr(call.attrs, "tc_softmax");
   if (g->y_i8 != HasAttr(call.attrs, "tc_y_scale"))
     TILECORE_THROW(ValueError) << call.op_type << ": an int8 output needs tc_y_scale, and "
                                << "tc_y_scale an int8 output (the output is "
@@ -932,6 +1078,7 @@ PrimFunc LowerMatMul(const OpCall& call) {
   g.B = View(p.in[1], {Numel(g.b_batch), g.K, g.N}, "B");
   g.C = View(p.out[0], {Numel(g.out_batch), g.M, g.N}, "Y");
   SetQuant(call, p, g.N, &g);
+  if (HasAttr(call.attrs, "tc_softmax")) return LowerMatMulSoftmax(call, p, g);
   return ChooseGemm(call, p, g);
 }
 
@@ -943,6 +1090,7 @@ std::string CheckMatMul(const std::string& op, const Map<String, Any>& attrs,
                       : ": expects 2 inputs");
   std::string why = CheckMatrixInputs(op, attrs, ins);
   if (why.empty()) why = CheckLut(op, attrs);
+  if (why.empty()) why = CheckSoftmaxEpilogue(op, attrs, ins);
   if (!why.empty()) return why;
   auto as = Shape(ins[0]), bs = Shape(ins[1]);
   if (int8 && (bs.size() != 2 || ins[3]->shape[0] != bs[1]))

@@ -528,8 +528,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     fused = [] if keep_intermediates or not fuse else _fuse.fuse(nodes, info, graph_outputs, HasStrategy, TensorSpec)
     int8_edges = [] if keep_intermediates else _int8_edges.assign(nodes, info, graph_outputs, HasStrategy, TensorSpec,
                                                                    thresholds)
-    if int8_edges and fuse:  # a lookup table that only reads an int8 MatMul's output: in its epilogue
+    if int8_edges and fuse:  # a table op or a Softmax that alone reads an int8 MatMul: in its epilogue
         fused += _int8_edges.fold_lookup_tables(nodes, info, graph_outputs, HasStrategy)
+        fused += _int8_edges.fold_softmax(nodes, info, graph_outputs, HasStrategy)
     # one quantisation for an f32 activation several int8 matrix ops read
     shared_quantised = [] if keep_intermediates else _shared.share(nodes, info, _make_node, HasStrategy, TensorSpec)
 

@@ -197,3 +197,45 @@ def fold_lookup_tables(nodes: list[Any], info: dict[str, tuple], graph_outputs: 
         lut.where, lut.reason = "dropped", f"fused into `{nd.name}`"
         out.append({"node": nd.name, "fused": [lut.name]})
     return out
+
+
+def fold_softmax(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
+                 HasStrategy: Callable[..., str]) -> list[dict[str, Any]]:
+    """An int8 MatMul of two activations whose f32 output only a Softmax over the last
+    axis reads (attention's scores, the division by sqrt(d) already in its scale) computes
+    the probabilities itself (``tc_softmax``; the Softmax's output scale and zero point as
+    ``tc_softmax.tc_y_scale`` / ``tc_softmax.tc_y_zero_point``) and takes over the Softmax's
+    output: the scores stay in L1, and the mm of the next rows runs beside the exponentials
+    of these. The same epilogue and passes: the same bits. Returns
+    ``[{"node": matmul, "fused": [softmax]}, ...]``."""
+    from .fuse_epilogue import value_readers
+
+    readers = value_readers(nodes)
+    out = []
+    for nd in nodes:
+        if (nd.op != "MatMul" or nd.where != "npu" or len(nd.outs) != 1 or "tc_softmax" in nd.attrs
+                or not nd.attrs.get("tc_b_scale") or "tc_y_scale" in nd.attrs or "tc_lut" in nd.attrs):
+            continue
+        y = str(nd.outs[0].name)
+        rs = readers.get(y, [])
+        if y in graph_outputs or len(rs) != 1 or info[y][1] != "float32":
+            continue
+        sm, i = rs[0]
+        rank = len(info[y][0])
+        axis = sm.attrs.get("axis", -1)
+        if (sm.op != "Softmax" or sm.where != "npu" or i != 0 or len(sm.outs) != 1
+                or int(sm.attrs.get("_opset", 13)) < 13 or axis not in (-1, rank - 1)):
+            continue
+        z = str(sm.outs[0].name)
+        if info[z][0] != info[y][0]:
+            continue
+        attrs = dict(nd.attrs, tc_softmax=1)
+        if "tc_y_scale" in sm.attrs:
+            attrs["tc_softmax.tc_y_scale"] = sm.attrs["tc_y_scale"]
+            attrs["tc_softmax.tc_y_zero_point"] = sm.attrs.get("tc_y_zero_point", 0)
+        if HasStrategy(nd.op, attrs, nd.in_specs):
+            continue
+        nd.attrs, nd.outs = attrs, list(sm.outs)
+        sm.where, sm.reason = "dropped", f"fused into `{nd.name}`"
+        out.append({"node": nd.name, "fused": [sm.name]})
+    return out

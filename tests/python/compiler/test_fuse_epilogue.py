@@ -425,6 +425,46 @@ def test_int8_matmul_applies_a_lookup_table_in_its_epilogue(act, attrs, rows, ha
     assert hazard_checked() == []
 
 
+@pytest.mark.parametrize("heads,seq,d", [(4, 128, 64), (2, 48, 16)])
+def test_int8_attention_scores_take_their_softmax(heads, seq, d, hazard_checked):
+    """softmax(q k / sqrt(d)) v with int8 edges: the scores MatMul computes the Softmax
+    itself (``tc_softmax``) and stores the int8 probabilities the second MatMul reads, bit
+    for bit the separate Softmax, which is gone from the steps; close to ONNX Runtime."""
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"], name="scores"),
+             helper.make_node("Div", ["s", "d"], ["t"], name="scale"),
+             helper.make_node("Softmax", ["t"], ["p"], name="softmax", axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["y"], name="context")]
+    shapes = {"q": [1, heads, seq, d], "k": [1, heads, d, seq], "v": [1, heads, seq, d]}
+    model = make_model(nodes, [(n, s, np.float32) for n, s in shapes.items()], ["y"],
+                       [("d", np.array(np.sqrt(d), np.float32))])
+    samples = {n: randn(4, *s) for n, s in shapes.items()}
+    rep, rep_apart = {}, {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    apart = tilecore.compile(model, precision="int8", calib_samples=samples, fuse=False, report=rep_apart)
+    assert {"node": "scores", "fused": ["softmax"]} in rep["fused"]
+    where = {p["name"]: p["where"] for p in rep["placement"]}
+    assert where["softmax"] == "dropped" and {p["name"]: p["where"] for p in rep_apart["placement"]}["softmax"] == "npu"
+    feeds = {n: randn(*s) for n, s in shapes.items()}
+    y = exe.run(feeds)["y"]
+    np.testing.assert_array_equal(y, apart.run(feeds)["y"])
+    ref = ort_run(model, feeds)["y"]  # (random q, k and v in int8: 0.998)
+    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.995
+    assert hazard_checked() == []
+
+
+def test_tc_softmax_is_checked():
+    q, k = compiler.TensorSpec((1, 4, 128, 64), "int8"), compiler.TensorSpec((1, 4, 64, 128), "int8")
+    base = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_b_scale": 0.1, "tc_softmax": 1}
+    assert compiler.HasStrategy("MatMul", {**base, "tc_softmax.tc_y_scale": 1 / 127}, [q, k]) == ""
+    assert "positive" in compiler.HasStrategy("MatMul", {**base, "tc_softmax.tc_y_scale": -1.0}, [q, k])
+    f = compiler.TensorSpec((1, 4, 128, 64), "float32")
+    assert compiler.HasStrategy("MatMul", base, [f, k]) == ""  # quantised on load
+    assert "two activations" in compiler.HasStrategy("MatMul", {"tc_precision": "f16", "tc_softmax": 1}, [f, f])
+    assert "tc_y_scale" in compiler.HasStrategy("MatMul", {**base, "tc_y_scale": 0.1}, [q, k])
+    wide = compiler.TensorSpec((1, 1, 64, 40000), "int8")
+    assert "fit" in compiler.HasStrategy("MatMul", base, [q, wide])
+
+
 def test_tc_lut_is_checked():
     a, w = compiler.TensorSpec((8, 16), "int8"), compiler.TensorSpec((16, 4), "int8")
     bias, scale = compiler.TensorSpec((4,), "int32"), compiler.TensorSpec((4,), "float32")
