@@ -166,7 +166,8 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   // The intermediates share one L2 arena, planned as the DDR's is (memory_plan.h): each
   // lives from the first member that takes it to the last (the members run one after
   // another, each fenced, so a dead intermediate's place is free). A prefetched input
-  // lives from the first member that fetches it to the last that reads it.
+  // lives from the first member that fetches it to the last that reads it; the members up
+  // to the last that fetches it read it from the DDR.
   std::map<int64_t, std::pair<int64_t, int64_t>> uses;  // id -> first, last member
   for (size_t i = 0; i < args.size(); ++i) {
     for (int64_t a : args[i]) {
@@ -175,21 +176,26 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
     }
   }
   std::map<int64_t, int64_t> fetched_from;  // prefetched id -> first member fetching it
+  // prefetched id -> last member fetching it: the members up to it read the DDR (an input
+  // read by an earlier member too, such as a residual, is fetched for its later readers)
+  std::map<int64_t, int64_t> fetched_until;
   for (const GroupPrefetch& p : prefetch) {
     auto t = tensor.find(p.tensor);
     if (t == tensor.end() || std::find(inputs.begin(), inputs.end(), p.tensor) == inputs.end())
       TILECORE_THROW(ValueError) << "GroupKernels: prefetched tensor " << p.tensor
                                  << " is not an input of the group";
     const int64_t bytes = ConstBytes(t->second);
-    if (p.member < 0 || p.member >= uses.at(p.tensor).first)
+    if (p.member < 0 || p.member >= uses.at(p.tensor).second)
       TILECORE_THROW(ValueError) << "GroupKernels: tensor " << p.tensor
                                  << " is prefetched in member " << p.member
-                                 << ", not before its first reader " << uses.at(p.tensor).first;
+                                 << ", not before its last reader " << uses.at(p.tensor).second;
     if (p.begin < 0 || p.end <= p.begin || p.end > bytes)
       TILECORE_THROW(ValueError) << "GroupKernels: prefetch of bytes [" << p.begin << ", " << p.end
                                  << ") of tensor " << p.tensor << " (" << bytes << " bytes)";
     auto [it, fresh] = fetched_from.emplace(p.tensor, p.member);
     if (!fresh) it->second = std::min(it->second, p.member);
+    auto [jt, fresh2] = fetched_until.emplace(p.tensor, p.member);
+    if (!fresh2) jt->second = std::max(jt->second, p.member);
   }
   // a prefetched tensor's rows cover it, once: its readers read all of it from L2
   for (const auto& [id, m] : fetched_from) {
@@ -257,8 +263,11 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   std::vector<Stmt> bodies;
   for (size_t i = 0; i < funcs.size(); ++i) {
     std::unordered_map<const VarNode*, Buffer> to;
-    for (size_t k = 0; k < args[i].size(); ++k)
-      to.emplace(funcs[i]->params[k].get(), tensor.at(args[i][k]));
+    for (size_t k = 0; k < args[i].size(); ++k) {
+      const int64_t id = args[i][k];
+      const bool before = param_of.count(id) && int64_t(i) <= fetched_until.at(id);
+      to.emplace(funcs[i]->params[k].get(), before ? param_of.at(id) : tensor.at(id));
+    }
     Stmt member = RebindBuffers(std::move(to)).VisitStmt(funcs[i]->body);
     std::vector<PrefetchCopy> copies;
     for (const GroupPrefetch& p : prefetch) {

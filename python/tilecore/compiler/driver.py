@@ -639,7 +639,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         def with_prefetch(f, idx, funcs, lowered, args, ins, outs, internal):
             # the group again with weights prefetched into L2 when the cost model finds a
             # member the DDR bounds (weight_prefetch.py); `f` when none is
-            sizes, weights = {}, {}
+            sizes, weights, activations = {}, {}, {}
             for k, row in zip(idx, args):
                 nd, _, _, in_params = steps[k]
                 for p, (t, v) in enumerate(zip(row, list(nd.ins[:in_params]) + list(nd.outs))):
@@ -649,6 +649,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                     sizes[t] = int(np.prod(shape, dtype=np.int64)) * _itemsize(dtype)
                     if p < in_params and t in ins and getattr(v, "data", None) is not None:
                         weights[t] = sizes[t]
+                    elif p < in_params and t in ins:
+                        activations[t] = sizes[t]
             if not any(b >= _prefetch.MIN_BYTES for b in weights.values()):
                 return f
             members = group_estimate(f)["members"]
@@ -674,8 +676,11 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
 
             def grouped(rows):
                 while rows:
-                    chosen = {t: min(m for tt, m, _, _ in rows if tt == t) for t, *_ in rows}
-                    readers = {t: next(m for m, row in enumerate(args) if t in row) for t in chosen}
+                    # the reader: the first after the last member fetching (for a weight its
+                    # first reader; for an input read before, its second)
+                    chosen = {t: max(m for tt, m, _, _ in rows if tt == t) for t, *_ in rows}
+                    readers = {t: next(m for m in range(last + 1, len(args)) if t in args[m])
+                               for t, last in chosen.items()}
                     funcs2 = list(lowered)
                     for t, m in readers.items():
                         funcs2[m] = relowered[(m, t)][0]
@@ -689,7 +694,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             # one plan per donor share; when they differ, the one the cost model finds fastest
             best, best_rows = f, None
             for share in _prefetch.SHARES:
-                rows = _prefetch.plan(members, args, weights, live, free_l2, member_in_l2, share)
+                rows = _prefetch.plan(members, args, weights, live, free_l2, member_in_l2, share, activations)
                 if not rows or rows == best_rows:
                     continue
                 g = grouped(rows)

@@ -182,9 +182,12 @@ class Groups:
             node = GroupNode(members, [values[n] for n in ins], [values[n] for n in outs], internal,
                              self.peak_l2_bytes(idx))
             name_of = {i: n for n, i in ids.items()}
-            for t, m, begin, end in ([int(x) for x in r] for r in (f.attrs["prefetch"] if "prefetch" in f.attrs else [])):
+            fetched = [[int(x) for x in r] for r in (f.attrs["prefetch"] if "prefetch" in f.attrs else [])]
+            for t, m, begin, end in fetched:
+                last = max(mm for tt, mm, _, _ in fetched if tt == t)  # the reader: the first after it
                 row = node.prefetch.setdefault(name_of[t], {"reader": next(
-                    members[k].step_name for k, a in enumerate(args) if t in a), "bytes": 0, "during": []})
+                    members[k].step_name for k, a in enumerate(args) if t in a and k > last),
+                    "bytes": 0, "during": []})
                 row["bytes"] += end - begin
                 row["during"].append(members[m].step_name)
             made.append(node)

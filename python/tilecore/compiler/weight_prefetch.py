@@ -24,7 +24,7 @@ READER_DDR_SHARE = 0.35  # a reader worth asking about: its DDR cycles reach thi
 
 def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weights: dict[int, int],
          live: Sequence[int], free_l2: int, in_l2: Callable[[int, int], tuple[int, int] | None],
-         share: float = SHARES[0]) -> list[tuple[int, int, int, int]]:
+         share: float = SHARES[0], inputs: dict[int, int] | None = None) -> list[tuple[int, int, int, int]]:
     """Prefetch rows ``(tensor, member, begin, end)`` for ``compiler.GroupKernels``.
 
     ``members``: the cost model's per-member ``cycles`` and ``ddr_cycles`` in the group;
@@ -32,24 +32,31 @@ def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weigh
     ``live``: bytes of intermediates live at each member; ``free_l2``: the L2 the arena may
     take; ``in_l2(k, id)``: the cycles and DDR cycles of member k with tensor ``id`` in
     L2 (None when it cannot be lowered so); ``share``: of a donor's DDR-idle cycles, what
-    its prefetches may take.
+    its prefetches may take; ``inputs``: the group's other inputs (activations in the DDR)
+    -> bytes: one read by two members (a residual) may be fetched for its second reader,
+    the first reading the DDR.
     """
     n = len(members)
     cycles = [int(m["cycles"]) for m in members]
     ddr = [int(m["ddr_cycles"]) for m in members]
     used = [0] * n  # bytes already fetched during each member
     held = list(live)  # L2 bytes live at each member, prefetched weights included
-    first_reader = {}
+    inputs = inputs or {}
+    first_reader, second_reader = {}, {}
     for k, row in enumerate(rows):
         for t in row:
+            if t in first_reader and first_reader[t] != k:
+                second_reader.setdefault(t, k)
             first_reader.setdefault(t, k)
+    sizes = {**inputs, **weights}
     out = []
     for j in range(n):
-        ids = [t for t in rows[j] if t in weights and first_reader[t] == j and weights[t] >= MIN_BYTES]
+        ids = [t for t in rows[j] if sizes.get(t, 0) >= MIN_BYTES
+               and (first_reader[t] == j if t in weights else second_reader.get(t) == j)]
         if not ids or ddr[j] < READER_DDR_SHARE * cycles[j]:
             continue
-        t = max(ids, key=lambda i: weights[i])
-        size = weights[t]
+        t = max(ids, key=lambda i: sizes[i])
+        size = sizes[t]
         last = max(k for k, row in enumerate(rows) if t in row)
         if max(held[j:last + 1]) + size > free_l2:
             continue

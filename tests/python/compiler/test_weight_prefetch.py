@@ -10,7 +10,7 @@ import pytest
 from onnx import helper
 
 import tilecore
-from tilecore import compiler
+from tilecore import compiler, runtime
 from tilecore.compiler import weight_prefetch as wp
 
 from test_driver import make_model, ort_run
@@ -103,6 +103,23 @@ def test_plan_takes_idle_ddr_from_the_members_just_before_the_reader():
         [(5, 1, 0, 300000)]
 
 
+def test_plan_fetches_an_input_for_its_second_reader():
+    """Input 0 (128 KiB, an activation) is read by member 0 and again by the DDR-bound
+    member 2: fetched during member 1 for member 2; as a weight (constant) it could not be,
+    its first reader being member 0."""
+    costs = member_costs((4000, 3000), (10000, 1000), (5000, 4000))
+    rows = [[0, 1], [1, 2], [2, 0, 3]]
+    asked = []
+
+    def in_l2(k, t):
+        asked.append((k, t))
+        return 3000, 500
+
+    out = wp.plan(costs, rows, {}, [0, 0, 0], 4 << 20, in_l2, 0.5, inputs={0: 128 << 10})
+    assert out == [(0, 1, 0, 128 << 10)] and asked == [(2, 0)]
+    assert wp.plan(costs, rows, {0: 128 << 10}, [0, 0, 0], 4 << 20, in_l2, 0.5) == []
+
+
 @pytest.mark.parametrize("case", ["fits_not", "gain_small", "compute_bound", "donors_ddr_bound", "small"])
 def test_plan_declines(case):
     costs = member_costs((10000, 2000), (10000, 2000), (20000, 19000))
@@ -163,7 +180,6 @@ def test_group_kernels_prefetch_and_what_does_not_fit(l2_bytes, kept, hazard_che
 def test_one_core_waits_for_its_pieces():
     """On one core no fence ends a cores loop: the fetching member waits for its pieces
     before the reader reads them."""
-    from tilecore import runtime
 
     n, m = 4096, 256 << 10
     s, t = compiler.TensorSpec((1, n), "float32"), compiler.TensorSpec((1, m), "float32")
@@ -181,9 +197,30 @@ def test_one_core_waits_for_its_pieces():
         runtime.npu_configure(0, TARGET)
 
 
+def test_an_input_read_early_is_fetched_for_its_later_reader(hazard_checked):
+    """x is read by member 0 (Relu) and again by member 2 (Add, a residual): fetched into
+    L2 during member 1, member 0 still reads it from the DDR and member 2 from L2."""
+    n = 64 << 10
+    s = compiler.TensorSpec((1, n), "float32")
+    funcs = [compiler.LowerOp("Relu", {}, [s], [s], TARGET), compiler.LowerOp("Relu", {}, [s], [s], TARGET),
+             compiler.LowerOp("Add", {"tc_in_l2": [0, 1]}, [s, s], [s], TARGET)]
+    args = [[0, 1], [1, 2], [2, 0, 3]]  # x 0, a 1, b 2, y 3
+    x = randn(1, n)
+    l2_read = []
+    for rows in ([[0, 1, 0, n * 4]], []):
+        g = compiler.GroupKernels(funcs, args, [0], [3], "group", rows)
+        assert [[int(v) for v in r] for r in g.attrs["prefetch"]] == rows
+        y = np.zeros((1, n), np.float32)
+        tilecore.build(g, target=TARGET)["group"](x, y)
+        np.testing.assert_array_equal(y, np.maximum(x, 0) + x)
+        l2_read.append(runtime.npu_simulator(0).stats()["bytes"]["l2_read"])
+    assert l2_read[0] - l2_read[1] == n * 4  # member 2's read of x, from L2
+    assert hazard_checked() == []
+
+
 def test_group_kernels_names_bad_prefetches():
     funcs, args = relu_then_add(1024, 1024)
-    bad = {"not an input": [[1, 0, 0, 64]], "not before its first reader": [[2, 1, 0, 64]],
+    bad = {"not an input": [[1, 0, 0, 64]], "not before its last reader": [[2, 1, 0, 64]],
            r"bytes \[0, 8192\)": [[2, 0, 0, 8192]], "tensor, member, begin, end": [[2, 0, 0]],
            "do not cover its 4096 bytes once": [[2, 0, 0, 64]],   # the reader would read the rest unset
            "overlap at byte 2048": [[2, 0, 0, 2048], [2, 0, 1024, 4096]]}
@@ -209,7 +246,7 @@ def test_a_member_lowered_from_a_shared_kernel_keeps_its_own_local_buffers(monke
                        [("wq", wq), ("bq", randn(256)), ("wk", wk), ("bk", randn(256))])
     planned = []
 
-    def plan(members, rows, weights, live, free_l2, in_l2, share=wp.SHARES[0]):
+    def plan(members, rows, weights, live, free_l2, in_l2, share=wp.SHARES[0], inputs=None):
         # wk (the 256 KiB weight read by member 3) fetched during the first Add (member 1)
         wk_id = next(t for t in rows[3] if weights.get(t) == wk.nbytes)
         planned.append(in_l2(3, wk_id))
