@@ -13,11 +13,12 @@
  * synchronises across the cores, so a member reads only what the previous ones wrote.
  * Each member's cores loops carry its index (kGroupMemberAnnotation), by which the cost
  * model times the members one by one (EstimateKernel's `members`).
- * `prefetch` (docs/compiler.md, "Weight prefetch"): bytes [begin, end) of an input (a
- * constant: weights) copied into the arena during member `member`, interleaved with its
- * work (weight_prefetch.h); from the first member fetching it on, the input has a place in
- * the arena and the members reading it read that. A prefetch must come before the input's
- * first reader, and a tensor's rows cover its bytes once. Those that do not fit `l2_bytes` with the
+ * `prefetch` (docs/compiler.md, "Weight prefetch"): bytes [begin, end) of an input (weights,
+ * or an activation read twice) copied into the arena during member `member`, interleaved with
+ * its work (weight_prefetch.h); from the first member fetching it on, the input has a place in
+ * the arena, the members after the last one fetching it read that and the others the DDR. A
+ * prefetch must come before the input's last reader, and a tensor's rows cover its bytes once.
+ * Those that do not fit `l2_bytes` with the
  * largest member's own L2 buffers are dropped, the latest reader's first (it then reads the DDR, as
  * without one). The FFI function is `compiler.GroupKernels(funcs, args, inputs, outputs, name,
  * prefetch, l2_bytes)`. Errors: a ValueError when the lists disagree (an id no kernel takes, one
