@@ -23,7 +23,9 @@
  * by the driver: its attributes under "tc_lut.") the int8 result goes through the op's
  * table (tile.vec_lut) before it is stored. With tc_softmax (a Softmax over the last axis
  * that alone read the f32 output of an int8 MatMul of two activations: attention's
- * scores) the MatMul computes the probabilities itself, LowerMatMulSoftmax.
+ * scores) the MatMul computes the probabilities itself, LowerMatMulSoftmax. Two output layouts
+ * take the Transposes of attention's heads (fused by the driver): tc_y_heads = D stores
+ * Y [M, N] as [N / D, M, D], tc_y_rows_first stores Y [B, M, N] as [M, B, N].
  *
  * Two more plans compete with that tiling when they fit (int8 with constant weights, or a
  * 2-D B in the other precisions, Gemm's C a per-column bias added by the mm epilogue; K in
@@ -102,6 +104,14 @@ struct GemmPlan {
   double out_scale = 1.0;
   // tc_lut: the table an int8 Y goes through before it is stored (empty: none)
   std::vector<int8_t> lut;
+  // tc_y_heads = D: Y [M, N] is stored as [N / D, M, D] (a Reshape to heads of D and the
+  // Transpose of heads before rows, fused by the driver): CH views it so (0: plain)
+  int64_t heads_d = 0;
+  Buffer CH;
+  // tc_y_rows_first: Y [B, M, N] (B the batch, flattened) is stored as [M, B, N] (the
+  // Transpose that puts the rows before the heads, fused): CR views it so
+  bool rows_first = false;
+  Buffer CR;
   /*! \brief What w_scale[n] (or b_scale) is multiplied by in f32 for the epilogue's scale:
    * x_scale for an f32 Y, x_scale / y_scale (one requantisation) for an int8 Y; times
    * out_scale. */
@@ -358,8 +368,21 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
             BufferRegion y = Region(Yq, {I32(0), I32(0)}, {tm, tn});
             s.push_back(Intrin("tile.vec_lut", {y, y, LookupTableRegion(lut_words)}));
           }
-          s.push_back(DmaWait(Region(g.C, {ob, m0, n0}, {1, tm, tn}),
-                              Region(Yq, {I32(0), I32(0)}, {tm, tn}), 1));
+          if (g.heads_d > 0) {  // the tile's heads, each [tm, D] into its own [M, D] plane
+            const int64_t D = g.heads_d;
+            for (int64_t j = 0; j < tn / D; ++j)
+              s.push_back(
+                  Intrin("tile.dma_copy",
+                         {Region(g.CH, {floordiv(n0, I32(D)) + I32(j), m0, I32(0)}, {1, tm, D}),
+                          Region(Yq, {I32(0), I32(j * D)}, {tm, D}), I32(1)}));
+            s.push_back(Intrin("tile.wait", {I32(1)}));
+          } else if (g.rows_first) {  // rows of N, B * N apart
+            s.push_back(DmaWait(Region(g.CR, {m0, ob, n0}, {tm, 1, tn}),
+                                Region(Yq, {I32(0), I32(0)}, {tm, tn}), 1));
+          } else {
+            s.push_back(DmaWait(Region(g.C, {ob, m0, n0}, {1, tm, tn}),
+                                Region(Yq, {I32(0), I32(0)}, {tm, tn}), 1));
+          }
           Stmt r = Allocate(Cl, Allocate(Al, Allocate(Bl, Seq(s))));
           if (q && !(fused && g.y_i8)) r = Allocate(Cf, r);
           if (Af.defined()) r = Allocate(Af, r);
@@ -588,7 +611,7 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
 
 /*! \brief The pipelined plans worth estimating (none when the op is not of that form). */
 std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
-  if (!g.lut.empty()) return {};  // (no table in its epilogue)
+  if (!g.lut.empty() || g.heads_d > 0 || g.rows_first) return {};  // (tiled plan only)
   std::vector<PipelinePlan> out;
   const int64_t P = call.cores, lim = 4096;  // lim: the matrix engine's largest dimension
   const bool q = g.mp.int8(), plain = !q;    // plain: f32, f16 or bf16 operands
@@ -683,6 +706,14 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     auto store = [&](int64_t t) {
       auto [n0, tn] = blocks[size_t(t)];
       int64_t slot = t % 2;
+      if (g.heads_d > 0) {  // a block lies within one head (ColumnPlans): rows of its plane
+        PrimExpr col = c0 + I32(n0);
+        const int64_t D = g.heads_d;
+        return Intrin(
+            "tile.dma_copy",
+            {Region(g.CH, {floordiv(col, I32(D)), I32(0), floormod(col, I32(D))}, {1, M, tn}),
+             Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}), I32(4 + slot)});
+      }
       return Intrin("tile.dma_copy",
                     {Region(Y2, {I32(0), c0 + I32(n0)}, {M, tn}),
                      Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}), I32(4 + slot)});
@@ -802,6 +833,7 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
   std::vector<ColumnPlan> out;
   const int64_t P = call.cores, lim = 4096;
   const bool q = g.mp.int8(), plain = !q;  // plain: f32, f16 or bf16 operands
+  if (g.rows_first) return out;
   if (!(q && !g.b_act) && !(plain && FloatBiasFits(g))) return out;
   if (g.transA || g.transB || !g.b_batch.empty() || g.K <= 0 || g.K > lim || g.N <= 0 ||
       g.N % P != 0 || g.out_batch != g.a_batch || P < 1)
@@ -815,6 +847,8 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
   const int64_t nc = g.N / P;
   for (int64_t tn : {32, 64, 128, 256, 512}) {
     cp.tn = std::min(tn, nc);
+    // tc_y_heads: every block within one head
+    if (g.heads_d > 0 && (g.heads_d % cp.tn != 0 || nc % cp.tn != 0)) continue;
     int64_t bytes =
         al(cp.rows * g.K * ob) + al(2 * g.K * cp.tn * ob) +
         al(2 * cp.rows * cp.tn * (g.y_i8 ? 1 : 4)) +
@@ -1015,6 +1049,24 @@ std::string CheckLut(const std::string& op, const Map<String, Any>& attrs) {
   return "";
 }
 
+/*! \brief "" when tc_y_heads is absent or D (a divisor of N and of the 128 columns of a tile)
+ * fits an output of M rows and N columns without batch (and tc_y_rows_first is alone), else
+ * the reason. */
+std::string CheckHeads(const std::string& op, const Map<String, Any>& attrs, int64_t batch,
+                       int64_t N) {
+  if (HasAttr(attrs, "tc_y_rows_first") &&
+      (HasAttr(attrs, "tc_y_heads") || HasAttr(attrs, "tc_softmax") || HasAttr(attrs, "tc_lut")))
+    return op + ": tc_y_rows_first goes with neither tc_y_heads, tc_softmax nor tc_lut";
+  if (!HasAttr(attrs, "tc_y_heads")) return "";
+  int64_t D = AttrInt(attrs, "tc_y_heads", 0);
+  if (HasAttr(attrs, "tc_softmax")) return op + ": tc_y_heads does not go with tc_softmax";
+  if (batch != 1) return op + ": tc_y_heads needs an output without batch";
+  if (D <= 0 || N % D != 0 || 128 % D != 0)
+    return op + ": tc_y_heads " + std::to_string(D) + " must divide N (" + std::to_string(N) +
+           ") and 128";
+  return "";
+}
+
 /*! \brief "" when tc_softmax is absent or its form holds (an int8 MatMul of two
  * activations, whole rows of the scores fitting L1, a positive tc_softmax.tc_y_scale when
  * given), else the reason. */
@@ -1062,6 +1114,14 @@ void SetQuant(const OpCall& call, const Params& p, int64_t N, GemmPlan* g) {
   g->wscale = View(p.in[3], {1, N}, "WScale");
 }
 
+/*! \brief tc_y_heads: the [N / D, M, D] view of the output (CheckHeads has checked it). */
+void SetHeads(const OpCall& call, const Params& p, GemmPlan* g) {
+  g->heads_d = AttrInt(call.attrs, "tc_y_heads", 0);
+  if (g->heads_d > 0) g->CH = View(p.out[0], {g->N / g->heads_d, g->M, g->heads_d}, "YH");
+  g->rows_first = AttrInt(call.attrs, "tc_y_rows_first", 0) != 0;
+  if (g->rows_first) g->CR = View(p.out[0], {g->M, Numel(g->out_batch), g->N}, "YR");
+}
+
 PrimFunc LowerMatMul(const OpCall& call) {
   Params p = MakeParams(call);
   auto as = Shape(call.inputs[0]), bs = Shape(call.inputs[1]);
@@ -1079,6 +1139,7 @@ PrimFunc LowerMatMul(const OpCall& call) {
   g.C = View(p.out[0], {Numel(g.out_batch), g.M, g.N}, "Y");
   SetQuant(call, p, g.N, &g);
   if (HasAttr(call.attrs, "tc_softmax")) return LowerMatMulSoftmax(call, p, g);
+  SetHeads(call, p, &g);
   return ChooseGemm(call, p, g);
 }
 
@@ -1099,11 +1160,13 @@ std::string CheckMatMul(const std::string& op, const Map<String, Any>& attrs,
   if (as.size() == 1) as.insert(as.begin(), 1);
   if (bs.size() == 1) bs.push_back(1);
   if (as.back() != bs[bs.size() - 2]) return op + ": inner dimensions differ";
-  for (size_t i = 3; i <= std::min(as.size(), bs.size()); ++i) {
-    int64_t x = as[as.size() - i], y = bs[bs.size() - i];
+  int64_t batch = 1;
+  for (size_t i = 3; i <= std::max(as.size(), bs.size()); ++i) {
+    int64_t x = i <= as.size() ? as[as.size() - i] : 1, y = i <= bs.size() ? bs[bs.size() - i] : 1;
     if (x != y && x != 1 && y != 1) return op + ": batch dimensions do not broadcast";
+    batch *= std::max(x, y);
   }
-  return "";
+  return CheckHeads(op, attrs, batch, bs.back());
 }
 
 PrimFunc LowerGemmOp(const OpCall& call) {
@@ -1128,6 +1191,7 @@ PrimFunc LowerGemmOp(const OpCall& call) {
     g.bias = View(p.in[2], {g.bm, g.bn}, "Cb");
   }
   SetQuant(call, p, g.N, &g);
+  SetHeads(call, p, &g);
   return ChooseGemm(call, p, g);
 }
 
@@ -1143,6 +1207,8 @@ std::string CheckGemm(const std::string& op, const Map<String, Any>& attrs,
   int64_t M = ta ? as[1] : as[0], K = ta ? as[0] : as[1], K2 = tb ? bs[1] : bs[0],
           N = tb ? bs[0] : bs[1];
   if (K != K2) return op + ": inner dimensions differ";
+  why = CheckHeads(op, attrs, 1, N);
+  if (!why.empty()) return why;
   if (GetMatrixPrecision(attrs).int8()) {
     if (ta) return op + ": int8 takes transA = 0";
     if (AttrFloat(attrs, "alpha", 1.0) != 1.0 || AttrFloat(attrs, "beta", 1.0) != 1.0)

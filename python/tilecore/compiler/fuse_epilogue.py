@@ -106,6 +106,71 @@ def _fold_skip_adds(nodes, only_reader, info, HasStrategy, TensorSpec) -> list[d
     return out
 
 
+def _fold_head_transposes(nodes, info, graph_outputs, HasStrategy) -> list[dict[str, Any]]:
+    """A MatMul or Gemm whose [M, N] output only views read, down to a [.., M, H, D] that
+    only a Transpose putting the heads before the rows reads (attention's query and value
+    projections: [1, M, H, D] -> [1, H, M, D]), stores its tiles straight into the
+    transposed layout (``tc_y_heads = D``) and takes over the Transpose's output; a batched
+    MatMul whose output only the Transpose back reads (attention's context: [1, H, M, D] ->
+    [1, M, H, D]) stores its rows interleaved (``tc_y_rows_first``). The same values,
+    without the Transposes' steps."""
+    readers = value_readers(nodes)
+
+    def sole_reader(name):  # a view or an npu node reading `name` alone, as its data
+        r = readers.get(name, [])
+        if name in graph_outputs or len(r) != 1 or r[0][1] != 0 or r[0][0].where not in ("npu", "view"):
+            return None
+        return r[0][0]
+
+    out = []
+    for nd in nodes:
+        if (nd.op not in ("MatMul", "Gemm") or nd.where != "npu" or len(nd.outs) != 1
+                or "tc_y_heads" in nd.attrs or "tc_y_rows_first" in nd.attrs):
+            continue
+        y = str(nd.outs[0].name)
+        shape = tuple(info[y][0])
+        # a batched MatMul [.., B, M, N] whose output only a Transpose to [.., M, B, N] reads
+        # (attention's context: heads, then rows) stores its tiles in that layout
+        t = sole_reader(y)
+        if (nd.op == "MatMul" and t is not None and t.op == "Transpose" and t.where == "npu"
+                and len(t.outs) == 1 and len(shape) >= 3 and all(d == 1 for d in shape[:-3])):
+            r = len(shape)
+            if list(t.attrs.get("perm", [])) == list(range(r - 3)) + [r - 2, r - 3, r - 1]:
+                attrs = dict(nd.attrs, tc_y_rows_first=1)
+                if not HasStrategy(nd.op, attrs, nd.in_specs):
+                    nd.attrs, nd.outs = attrs, list(t.outs)
+                    t.where, t.reason = "dropped", f"fused into `{nd.name}`"
+                    out.append({"node": nd.name, "fused": [t.name]})
+                    continue
+        if len(shape) < 2 or any(d != 1 for d in shape[:-2]):
+            continue
+        m, n = shape[-2], shape[-1]
+        chain, v = [], y
+        while True:
+            r = sole_reader(v)
+            if r is None or r.where != "view" or len(r.outs) != 1:
+                break
+            chain.append(r)
+            v = str(r.outs[0].name)
+        t = sole_reader(v)
+        if not chain or t is None or t.op != "Transpose" or t.where != "npu" or len(t.outs) != 1:
+            continue
+        s = tuple(info[v][0])
+        lead = len(s) - 3
+        perm = list(t.attrs.get("perm", []))
+        if (lead < 0 or any(d != 1 for d in s[:lead]) or s[lead] != m or s[lead + 1] * s[lead + 2] != n
+                or perm != list(range(lead)) + [lead + 1, lead, lead + 2]):
+            continue
+        attrs = dict(nd.attrs, tc_y_heads=int(s[lead + 2]))
+        if HasStrategy(nd.op, attrs, nd.in_specs):
+            continue
+        nd.attrs, nd.outs = attrs, list(t.outs)
+        for x in chain + [t]:
+            x.where, x.reason = "dropped", f"fused into `{nd.name}`"
+        out.append({"node": nd.name, "fused": [x.name for x in chain + [t]]})
+    return out
+
+
 def value_readers(nodes: list[Any]) -> dict[str, list[tuple[Any, int]]]:
     """Value name -> ``(node, input index)`` of every read by a node not dropped."""
     readers: dict[str, list[tuple[Any, int]]] = {}
@@ -168,6 +233,7 @@ def fuse(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
         fused.append({"node": nd.name, "fused": [c.name for c in chain]})
     fused += _fold_divisions(nodes, only_reader, info, HasStrategy, TensorSpec)
     fused += _fold_skip_adds(nodes, only_reader, info, HasStrategy, TensorSpec)
+    fused += _fold_head_transposes(nodes, info, graph_outputs, HasStrategy)
     if place:
         moved = {id(nd) for nd in place.values()}
         order = []
