@@ -18,7 +18,8 @@
  * (the conversion rounds half to even and saturates to the output's range). With
  * `tc_load_scale` / `tc_load_zero_point` (set by the driver, per tensor, int8 out) it is
  * an int8 matrix op's quantisation on load instead: x * f32(1 / scale) + zero point,
- * converted (matrix_precision.h); its scale and zero point inputs are not read.
+ * converted (matrix_precision.h); its scale and zero point inputs are not read, and its
+ * tiles are software-pipelined (LowerQuantLoadPipelined) when four per core divide it.
  *
  * Tiling as the element-wise strategy: the data walked flat in tiles of up to 16384
  * elements (per tensor: small enough that every core has one), round robin over the cores; the
@@ -98,7 +99,56 @@ std::string CheckQuant(const std::string& op, const Map<String, Any>& attrs,
   return "";
 }
 
+/*!
+ * \brief The load form (tc_load_scale) over tiles of T elements, several per core,
+ * software-pipelined in three stages over two slots: the load of tile i + 1, the
+ * quantisation of tile i and the store of tile i - 1 overlap, so only the last tile's
+ * passes and store follow the last load.
+ */
+PrimFunc LowerQuantLoadPipelined(const OpCall& call, int64_t N, int64_t T) {
+  Params p = MakeParams(call);
+  DataType xdt = call.inputs[0]->dtype, odt = call.outputs[0]->dtype;
+  Buffer X = View(p.in[0], {N}, "X"), Y = View(p.out[0], {N}, "Y");
+  const double inv = InverseScale(AttrFloat(call.attrs, "tc_load_scale", 1.0));
+  const int64_t zp = AttrInt(call.attrs, "tc_load_zero_point", 0);
+  int64_t rotation = 0;
+  Stmt body = OverCores(call.cores, [&](PrimExpr core) {
+    Buffer Xs[2] = {Local({T}, xdt, "Xl0"), Local({T}, xdt, "Xl1")};
+    Buffer Ys[2] = {Local({T}, odt, "Yl0"), Local({T}, odt, "Yl1")};
+    auto load = [&](PrimExpr t, int64_t s) {  // (after the passes that read the slot)
+      return Intrin("tile.dma_copy",
+                    {Region(Xs[s], {I32(0)}, {T}), Region(X, {t * I32(T)}, {T}), I32(s)});
+    };
+    auto compute = [&](PrimExpr, int64_t s) {
+      std::vector<Stmt> c{Intrin("tile.wait", {I32(s)})};
+      std::vector<Stmt> steps = QuantiseSteps(Ys[s], Xs[s], inv, zp, [&](const auto& f) {
+        return Loop("i", T, [&](PrimExpr i) { return f(Array<PrimExpr>{i}); });
+      });
+      // the last step writes Y's slot: once the slot's last store has left
+      steps.insert(steps.end() - 1, Intrin("tile.wait", {I32(2 + s)}));
+      c.insert(c.end(), steps.begin(), steps.end());
+      return Seq(c);
+    };
+    auto post = [&](PrimExpr t, int64_t s) {
+      return Intrin("tile.dma_copy",
+                    {Region(Y, {t * I32(T)}, {T}), Region(Ys[s], {I32(0)}, {T}), I32(2 + s)});
+    };
+    Stmt r =
+        Seq({ForEachItemThreeStage(core, call.cores, N / T, &rotation, "t", load, compute, post),
+             Intrin("tile.wait", {I32(2)}), Intrin("tile.wait", {I32(3)})});
+    for (int k = 0; k < 2; ++k) r = Allocate(Xs[k], Allocate(Ys[k], r));
+    return r;
+  });
+  return MakeFunc(call, p, body);
+}
+
 PrimFunc LowerQuant(const OpCall& call) {
+  if (call.op_type == "QuantizeLinear" && HasAttr(call.attrs, "tc_load_scale")) {
+    // per tensor: four tiles per core when they divide the tensor into 64-byte multiples
+    const int64_t N = Numel(Shape(call.inputs[0])), per = call.cores * 4;
+    const int64_t T = N % per == 0 ? N / per : 0;
+    if (T >= 1024 && T <= kQTile && T % 64 == 0) return LowerQuantLoadPipelined(call, N, T);
+  }
   Params p = MakeParams(call);
   bool quantize = call.op_type == "QuantizeLinear";
   std::vector<int64_t> xshape = Shape(call.inputs[0]);

@@ -93,11 +93,13 @@ def test_quantize_without_zero_point_converts_the_quotient_once(dtype):
 
 
 @pytest.mark.parametrize("zp", [0, -128])
-def test_quantize_in_the_load_form(zp):
+@pytest.mark.parametrize("shape", [(64, 300), (128, 256)])
+def test_quantize_in_the_load_form(zp, shape, hazard_checked):
     """tc_load_scale: what an int8 matrix op does on load, x * f32(1 / scale) + zp rounded
-    half to even once and saturated (ONNX's formula rounds x / scale, then adds zp)."""
+    half to even once and saturated (ONNX's formula rounds x / scale, then adds zp); a
+    tile per core, or (128 x 256: four tiles of 2048 per core) software-pipelined."""
     rng = np.random.default_rng(11)
-    x = (rng.standard_normal((64, 300)) * 4).astype(np.float32)
+    x = (rng.standard_normal(shape) * 4).astype(np.float32)
     scale = np.float32(0.0371)
     inv = np.float32(1.0 / np.float64(scale))
     attrs = {"tc_load_scale": float(scale), "tc_load_zero_point": zp}
@@ -105,6 +107,7 @@ def test_quantize_in_the_load_form(zp):
                        [np.zeros(x.shape, np.int8)])
     t = (x * inv).astype(np.float32) + np.float32(zp)
     np.testing.assert_array_equal(outs[0], np.clip(np.rint(t), -128, 127).astype(np.int8))
+    assert hazard_checked() == []
 
 
 @pytest.mark.parametrize("attrs,why", [({"tc_load_scale": 0.0}, "positive and finite"),
