@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kernel_util.h"
+#include "matrix_precision.h"
 
 namespace tilecore {
 namespace compiler {
@@ -228,6 +229,48 @@ inline Stmt ForTiles(const OpCall& call, int64_t outer_times_a, int64_t B, const
     }
     return Seq(groups);
   });
+}
+
+/*!
+ * \brief Softmax (LogSoftmax with `log`) along the rows of the resident [rows, R] tile x:
+ * M = the rows' maxima, x -= M, e = exp(x), S = the sums of e, then e = e * (1 / S)
+ * (e = x - log(S)); with `q` defined, e quantised into it (QuantiseSteps: times `inv`,
+ * plus `zp`, converted). `before_e` and `before_q` (may be undefined) come before the
+ * first write of e and of q: a pipelined caller's wait for the store that reads them.
+ * The passes of the Softmax strategies and of a MatMul's tc_softmax, so their bits agree.
+ */
+inline Stmt SoftmaxRows(const TileView& x, const TileView& e, const TileView& M, const TileView& S,
+                        bool log, const Buffer& q, double inv, int64_t zp, const Stmt& before_e,
+                        const Stmt& before_q) {
+  auto per_row = [](const TileView& v, bool sub) {
+    return [v, sub](PrimExpr a, const std::vector<PrimExpr>& i) {
+      return sub ? a - v.Load({i[0], I32(0)}) : a * v.Load({i[0], I32(0)});
+    };
+  };
+  std::vector<Stmt> c{ReduceTile(M, x, Red::kMax), MapTile(x, per_row(M, true))};
+  if (before_e.defined()) c.push_back(before_e);
+  c.push_back(Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
+    return e.Store(call("tir.exp", {x.Load(i)}), i);
+  }));
+  c.push_back(ReduceTile(S, e, Red::kSum));
+  if (log) {
+    c.push_back(
+        MapTile(S, [](PrimExpr v, const std::vector<PrimExpr>&) { return call("tir.log", {v}); }));
+    c.push_back(Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
+      return e.Store(x.Load(i) - S.Load({i[0], I32(0)}), i);
+    }));
+  } else {
+    c.push_back(MapTile(S, [](PrimExpr v, const std::vector<PrimExpr>&) { return F32(1.0) / v; }));
+    c.push_back(MapTile(e, per_row(S, false)));
+  }
+  if (q.defined()) {
+    if (before_q.defined()) c.push_back(before_q);
+    NestFn nest = [&](const std::function<Stmt(const Array<PrimExpr>&)>& f) {
+      return Nest(e.dims, [&](const std::vector<PrimExpr>& i) { return f(e.Idx(i)); });
+    };
+    for (Stmt st : QuantiseSteps(q, e.buf, inv, zp, nest)) c.push_back(st);
+  }
+  return Seq(c);
 }
 
 /*!

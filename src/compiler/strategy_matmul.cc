@@ -903,8 +903,6 @@ int64_t SoftmaxRows(int64_t M, int64_t N, int64_t K) {
   return 0;
 }
 
-inline PrimExpr call_exp(PrimExpr x) { return call("tir.exp", {x}); }
-
 /*!
  * \brief tc_softmax: Y = Softmax(A B * scale) over the last axis (A and B int8, or f32
  * quantised on load as the MatMul would), stored int8 as the
@@ -958,37 +956,21 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
     auto compute = [&](PrimExpr, int64_t s) {
       TileView x = MakeView(Cf[s], {tm, N, 1}, "Xv"), e = MakeView(Es[s], {tm, N, 1}, "Ev");
       TileView Mv = MakeView(Ms[s], {tm, 1}, "Mv"), Sv = MakeView(Ss[s], {tm, 1}, "Sv");
-      auto per_row = [](const TileView& v, bool sub) {
-        return [v, sub](PrimExpr a, const std::vector<PrimExpr>& i) {
-          return sub ? a - v.Load({i[0], I32(0)}) : a * v.Load({i[0], I32(0)});
-        };
-      };
       Buffer C2 = View(Cf[s], {tm, N}, "C2");
       std::vector<Stmt> c{Intrin("tile.wait", {I32(s)})};
       if (!g.a_i8) c.push_back(Quantise(Al[s], Af[s], tm, K, InverseScale(g.x_scale), g.zp));
       if (!g.b_i8) c.push_back(Quantise(Bl[s], Bf[s], K, N, InverseScale(g.b_scale), 0));
-      for (Stmt st :
-           {Intrin("tile.mm",
-                   {Region(C2, {I32(0), I32(0)}, {tm, N}), Region(Al[s], {I32(0), I32(0)}, {tm, K}),
-                    Region(Bl[s], {I32(0), I32(0)}, {K, N}), IntImm(DataType::Bool(), 0), I32(0),
-                    F32(scale), I32(0), I32(0), StringImm("none"), F32(-big), F32(big)}),
-            ReduceTile(Mv, x, Red::kMax), MapTile(x, per_row(Mv, true))})
-        c.push_back(st);
-      if (!y_i8) c.push_back(Intrin("tile.wait", {I32(2 + s)}));  // the store reads Et
-      c.push_back(Nest(
-          x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(call_exp(x.Load(i)), i); }));
-      c.push_back(ReduceTile(Sv, e, Red::kSum));
       c.push_back(
-          MapTile(Sv, [](PrimExpr v, const std::vector<PrimExpr>&) { return F32(1.0) / v; }));
-      c.push_back(MapTile(e, per_row(Sv, false)));
-      if (y_i8) {
-        c.push_back(Intrin("tile.wait", {I32(2 + s)}));  // the slot's last store has left
-        TileView q = MakeView(Qs[s], {tm, N, 1}, "Qv");
-        NestFn nest = [&](const std::function<Stmt(const Array<PrimExpr>&)>& f) {
-          return Nest(e.dims, [&](const std::vector<PrimExpr>& i) { return f(e.Idx(i)); });
-        };
-        for (Stmt st : QuantiseSteps(q.buf, e.buf, y_inv, y_zp, nest)) c.push_back(st);
-      }
+          Intrin("tile.mm",
+                 {Region(C2, {I32(0), I32(0)}, {tm, N}), Region(Al[s], {I32(0), I32(0)}, {tm, K}),
+                  Region(Bl[s], {I32(0), I32(0)}, {K, N}), IntImm(DataType::Bool(), 0), I32(0),
+                  F32(scale), I32(0), I32(0), StringImm("none"), F32(-big), F32(big)}));
+      // the Softmax strategy's passes; what the store reads is written once the slot's
+      // last store has left
+      Stmt wait_store = Intrin("tile.wait", {I32(2 + s)});
+      Buffer q = y_i8 ? MakeView(Qs[s], {tm, N, 1}, "Qv").buf : Buffer();
+      c.push_back(
+          SoftmaxRows(x, e, Mv, Sv, false, q, y_inv, y_zp, y_i8 ? Stmt() : wait_store, wait_store));
       return Seq(c);
     };
     auto post = [&](PrimExpr t, int64_t s) {

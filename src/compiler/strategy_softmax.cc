@@ -98,39 +98,12 @@ PrimFunc LowerSoftmaxPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
     auto compute = [&](PrimExpr, int64_t s) {
       TileView x = MakeView(Xs[s], {ta, R, 1}, "Xv"), e = MakeView(Es[s], {ta, R, 1}, "Ev");
       TileView M = MakeView(Ms[s], {ta, 1}, "Mv"), S = MakeView(Ss[s], {ta, 1}, "Sv");
-      auto per_row = [](const TileView& v, bool sub) {
-        return [v, sub](PrimExpr a, const std::vector<PrimExpr>& i) {
-          return sub ? a - v.Load({i[0], I32(0)}) : a * v.Load({i[0], I32(0)});
-        };
-      };
-      std::vector<Stmt> c{Intrin("tile.wait", {I32(s)}), ReduceTile(M, x, Red::kMax),
-                          MapTile(x, per_row(M, true))};
       // what the store reads is written once the slot's last store has left
-      if (!y_i8) c.push_back(Intrin("tile.wait", {I32(2 + s)}));
-      c.push_back(Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
-        return e.Store(Math("tir.exp", x.Load(i)), i);
-      }));
-      c.push_back(ReduceTile(S, e, Red::kSum));
-      if (log_sm) {
-        c.push_back(MapTile(
-            S, [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.log", v); }));
-        c.push_back(Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
-          return e.Store(x.Load(i) - S.Load({i[0], I32(0)}), i);
-        }));
-      } else {
-        c.push_back(
-            MapTile(S, [](PrimExpr v, const std::vector<PrimExpr>&) { return F32(1.0) / v; }));
-        c.push_back(MapTile(e, per_row(S, false)));
-      }
-      if (y_i8) {
-        c.push_back(Intrin("tile.wait", {I32(2 + s)}));
-        TileView q = MakeView(Qs[s], {ta, R, 1}, "Qv");
-        NestFn nest = [&](const std::function<Stmt(const Array<PrimExpr>&)>& f) {
-          return Nest(e.dims, [&](const std::vector<PrimExpr>& i) { return f(e.Idx(i)); });
-        };
-        for (Stmt st : QuantiseSteps(q.buf, e.buf, y_inv, y_zp, nest)) c.push_back(st);
-      }
-      return Seq(c);
+      Stmt wait_store = Intrin("tile.wait", {I32(2 + s)});
+      Buffer q = y_i8 ? MakeView(Qs[s], {ta, R, 1}, "Qv").buf : Buffer();
+      return Seq(
+          {Intrin("tile.wait", {I32(s)}), SoftmaxRows(x, e, M, S, log_sm, q, y_inv, y_zp,
+                                                      y_i8 ? Stmt() : wait_store, wait_store)});
     };
     auto post = [&](PrimExpr t, int64_t s) {
       return Intrin("tile.dma_copy", {Region(Y, {rows(t), I32(0)}, {ta, R}),

@@ -54,6 +54,18 @@ def _power_of_two(x: float) -> bool:
     return bool(np.isfinite(x) and x > 0 and m == 0.5)
 
 
+def take_over(nd, attrs: dict[str, Any], fused: list[Any], HasStrategy: Callable[..., str]) -> dict[str, Any] | None:
+    """``nd`` with ``attrs`` computes the chain ``fused`` (dropped) and yields the last one's
+    outputs, when its strategy takes that form: the report entry, else None (nothing
+    changed)."""
+    if HasStrategy(nd.op, attrs, nd.in_specs):
+        return None
+    nd.attrs, nd.outs = attrs, list(fused[-1].outs)
+    for x in fused:
+        x.where, x.reason = "dropped", f"fused into `{nd.name}`"
+    return {"node": nd.name, "fused": [x.name for x in fused]}
+
+
 def _fold_divisions(nodes, only_reader, info, HasStrategy, TensorSpec) -> list[dict[str, Any]]:
     """An int8 MatMul or Gemm whose output only a Div by a constant power of two reads
     (attention's scores over sqrt(d)) takes the division into its epilogue scale
@@ -70,12 +82,9 @@ def _fold_divisions(nodes, only_reader, info, HasStrategy, TensorSpec) -> list[d
         c = _const_scalar(div.ins[1])
         if c is None or not _power_of_two(abs(c)) or c < 0 or info[str(div.outs[0].name)] != info[str(nd.outs[0].name)]:
             continue
-        attrs = dict(nd.attrs, tc_out_scale=1.0 / c)
-        if HasStrategy(nd.op, attrs, nd.in_specs):
-            continue
-        nd.attrs, nd.outs = attrs, list(div.outs)
-        div.where, div.reason = "dropped", f"fused into `{nd.name}`"
-        out.append({"node": nd.name, "fused": [div.name]})
+        entry = take_over(nd, dict(nd.attrs, tc_out_scale=1.0 / c), [div], HasStrategy)
+        if entry:
+            out.append(entry)
     return out
 
 
@@ -136,11 +145,9 @@ def _fold_head_transposes(nodes, info, graph_outputs, HasStrategy) -> list[dict[
                 and len(t.outs) == 1 and len(shape) >= 3 and all(d == 1 for d in shape[:-3])):
             r = len(shape)
             if list(t.attrs.get("perm", [])) == list(range(r - 3)) + [r - 2, r - 3, r - 1]:
-                attrs = dict(nd.attrs, tc_y_rows_first=1)
-                if not HasStrategy(nd.op, attrs, nd.in_specs):
-                    nd.attrs, nd.outs = attrs, list(t.outs)
-                    t.where, t.reason = "dropped", f"fused into `{nd.name}`"
-                    out.append({"node": nd.name, "fused": [t.name]})
+                entry = take_over(nd, dict(nd.attrs, tc_y_rows_first=1), [t], HasStrategy)
+                if entry:
+                    out.append(entry)
                     continue
         if len(shape) < 2 or any(d != 1 for d in shape[:-2]):
             continue
@@ -161,13 +168,9 @@ def _fold_head_transposes(nodes, info, graph_outputs, HasStrategy) -> list[dict[
         if (lead < 0 or any(d != 1 for d in s[:lead]) or s[lead] != m or s[lead + 1] * s[lead + 2] != n
                 or perm != list(range(lead)) + [lead + 1, lead, lead + 2]):
             continue
-        attrs = dict(nd.attrs, tc_y_heads=int(s[lead + 2]))
-        if HasStrategy(nd.op, attrs, nd.in_specs):
-            continue
-        nd.attrs, nd.outs = attrs, list(t.outs)
-        for x in chain + [t]:
-            x.where, x.reason = "dropped", f"fused into `{nd.name}`"
-        out.append({"node": nd.name, "fused": [x.name for x in chain + [t]]})
+        entry = take_over(nd, dict(nd.attrs, tc_y_heads=int(s[lead + 2])), chain + [t], HasStrategy)
+        if entry:
+            out.append(entry)
     return out
 
 

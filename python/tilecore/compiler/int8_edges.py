@@ -208,7 +208,7 @@ def fold_softmax(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[st
     output: the scores stay in L1, and the mm of the next rows runs beside the exponentials
     of these. The same epilogue and passes: the same bits. Returns
     ``[{"node": matmul, "fused": [softmax]}, ...]``."""
-    from .fuse_epilogue import value_readers
+    from .fuse_epilogue import take_over, value_readers
 
     readers = value_readers(nodes)
     out = []
@@ -233,9 +233,7 @@ def fold_softmax(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[st
         if "tc_y_scale" in sm.attrs:
             attrs["tc_softmax.tc_y_scale"] = sm.attrs["tc_y_scale"]
             attrs["tc_softmax.tc_y_zero_point"] = sm.attrs.get("tc_y_zero_point", 0)
-        if HasStrategy(nd.op, attrs, nd.in_specs):
-            continue
-        nd.attrs, nd.outs = attrs, list(sm.outs)
-        sm.where, sm.reason = "dropped", f"fused into `{nd.name}`"
-        out.append({"node": nd.name, "fused": [sm.name]})
+        entry = take_over(nd, attrs, [sm], HasStrategy)
+        if entry:
+            out.append(entry)
     return out
