@@ -240,9 +240,15 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
     }
     plan = PlanMemory(lives);
     if (fetched_from.empty() || plan.arena_size + own <= l2_bytes) break;
+    // (the reader: the first member after the last fetching it)
+    auto reader = [&](int64_t id) {
+      for (size_t i = size_t(fetched_until.at(id)) + 1; i < args.size(); ++i)
+        if (std::find(args[i].begin(), args[i].end(), id) != args[i].end()) return int64_t(i);
+      return int64_t(args.size());
+    };
     int64_t latest = fetched_from.begin()->first;
     for (const auto& [id, m] : fetched_from)
-      if (uses.at(id).first > uses.at(latest).first) latest = id;
+      if (reader(id) > reader(latest)) latest = id;
     fetched_from.erase(latest);
   }
   Buffer arena;

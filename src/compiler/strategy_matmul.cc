@@ -42,6 +42,7 @@
 #include "lookup_table.h"
 #include "matrix_precision.h"
 #include "rows_util.h"
+#include "tilecore/arch/params.h"
 #include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/reflection.h"
 
@@ -1061,8 +1062,10 @@ std::string CheckSoftmaxEpilogue(const std::string& op, const Map<String, Any>& 
       ins.size() != 2)
     return op + ": tc_softmax needs an int8 MatMul of two activations (tc_b_scale)";
   auto as = Shape(ins[0]), bs = Shape(ins[1]);
-  if (as.size() < 2 || bs.size() < 2 || as.back() > 256)
-    return op + ": tc_softmax needs 2-D or batched operands and K <= 256 (one mm)";
+  if (as.size() < 2 || bs.size() < 2 || as.back() < 1 || as.back() > 256 || bs.back() < 1 ||
+      bs.back() > arch::tc1::kMaxMmDim || as[as.size() - 2] < 1)
+    return op + ": tc_softmax needs 2-D or batched operands, 1 <= K <= 256 and 1 <= N <= " +
+           std::to_string(arch::tc1::kMaxMmDim) + " (one mm per row block)";
   if (SoftmaxRows(as[as.size() - 2], bs.back(), as.back()) == 0)
     return op + ": tc_softmax rows of " + std::to_string(bs.back()) + " scores do not fit L1";
   if (HasAttr(attrs, "tc_softmax.tc_y_scale") &&

@@ -279,9 +279,9 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
   return MakeFunc(call, p, body);
 }
 
-/*! \brief The rows per tile of the pipelined row normalisation (a divisor of A giving each
- * core four tiles or more, two slots of two buffers within a quarter of L1), or 0 when the
- * op is not of that form or the rows are too few to pipeline. */
+/*! \brief The rows per tile of the pipelined row normalisation (a divisor of A near what gives
+ * each core four tiles, at least half of it; each of a slot's three buffers within 32 KiB),
+ * or 0 when the op is not of that form or the rows are too few to pipeline. */
 int64_t PipelinedRows(const OpCall& call, const NormGeom& g) {
   const std::string& op = call.op_type;
   if ((op != "LayerNormalization" && op != "RMSNormalization") || call.outputs.size() > 1) return 0;

@@ -121,9 +121,9 @@ PrimFunc LowerSoftmaxPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
   return MakeFunc(call, p, body);
 }
 
-/*! \brief The rows per tile of the pipelined Softmax (a divisor of A giving each core four
- * tiles or more, each within a quarter of a bank of f32), or 0 when it does not apply: an
- * axis that is not the last, rows too long or too few. */
+/*! \brief The rows per tile of the pipelined Softmax (a divisor of A near what gives each core
+ * four tiles, at least half of it; each tile within a quarter of a bank of f32), or 0 when it
+ * does not apply: an axis that is not the last, rows too long or too few. */
 int64_t PipelinedSoftmaxRows(const OpCall& call, int64_t A, int64_t R, int64_t B) {
   if ((call.op_type != "Softmax" && call.op_type != "LogSoftmax") || B != 1) return 0;
   if (R <= 0 || R > kRowTile / 4 || A < 2 * call.cores) return 0;

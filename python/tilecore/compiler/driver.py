@@ -651,7 +651,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                         weights[t] = sizes[t]
                     elif p < in_params and t in ins:
                         activations[t] = sizes[t]
-            if not any(b >= _prefetch.MIN_BYTES for b in weights.values()):
+            if not any(b >= _prefetch.MIN_BYTES for b in [*weights.values(), *activations.values()]):
                 return f
             members = group_estimate(f)["members"]
             if len(members) != len(idx):

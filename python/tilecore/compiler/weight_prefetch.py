@@ -61,7 +61,9 @@ def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weigh
         if max(held[j:last + 1]) + size > free_l2:
             continue
         need, take, i = size, [], j - 1
-        while need > 0 and i >= 0 and held[i] + size <= free_l2:
+        # (an input read before: donors after its first reader, so that j reads the copy)
+        lowest = -1 if t in weights else first_reader[t]
+        while need > 0 and i > lowest and held[i] + size <= free_l2:
             spare = 0
             if ddr[i] < DDR_BOUND * cycles[i]:  # a member the DDR bounds has nothing to give
                 spare = int((cycles[i] - ddr[i]) * share * DDR_BYTES_PER_CYCLE) - used[i]

@@ -396,14 +396,17 @@ def test_int8_edges_through_a_lookup_table(act, attrs):
     assert np.abs(y - ref).max() < 3 * np.abs(y_kept - ref).max() + 1e-3
 
 
-@pytest.mark.parametrize("act,attrs,rows", [("Gelu", {}, [48]), ("Sigmoid", {}, [48]), ("LeakyRelu", {"alpha": 0.2}, [48]),
-                                            ("Gelu", {"approximate": "tanh"}, [300]), ("Gelu", {}, [2, 24])])
-def test_int8_matmul_applies_a_lookup_table_in_its_epilogue(act, attrs, rows, hazard_checked):
+@pytest.mark.parametrize("act,attrs,rows,cols", [("Gelu", {}, [48], 256), ("Sigmoid", {}, [48], 256),
+                                                 ("LeakyRelu", {"alpha": 0.2}, [48], 256),
+                                                 ("Gelu", {"approximate": "tanh"}, [300], 250),
+                                                 ("Gelu", {}, [2, 24], 256)])
+def test_int8_matmul_applies_a_lookup_table_in_its_epilogue(act, attrs, rows, cols, hazard_checked):
     """MatMul + bias -> activation with an int8 output only the table op reads: the MatMul
     looks its int8 results up in the op's table before storing them (``tc_lut``), bit for
-    bit the separate lookup, which is gone from the steps; few rows (the column plan), more
-    (the tiled plan), and a batch of sequences (the bias fold's Reshape between the two)."""
-    w1, b1, w2 = randn(64, 256, scale=0.15), randn(256, scale=0.5), randn(256, 32, scale=0.1)
+    bit the separate lookup, which is gone from the steps; the column plan, the tiled plan
+    (250 columns do not split over the 4 cores, so no column plan), and a batch of sequences
+    (the bias fold's Reshape between the two)."""
+    w1, b1, w2 = randn(64, cols, scale=0.15), randn(cols, scale=0.5), randn(cols, 32, scale=0.1)
     nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"], name="dense1"),
              helper.make_node("Add", ["m1", "b1"], ["h"], name="bias1"),
              helper.make_node(act, ["h"], ["g"], name="act", **attrs),
@@ -463,17 +466,23 @@ def test_tc_softmax_is_checked():
     assert compiler.HasStrategy("MatMul", base, [f, k]) == ""  # quantised on load
     assert "two activations" in compiler.HasStrategy("MatMul", {"tc_precision": "f16", "tc_softmax": 1}, [f, f])
     assert "tc_y_scale" in compiler.HasStrategy("MatMul", {**base, "tc_y_scale": 0.1}, [q, k])
-    wide = compiler.TensorSpec((1, 1, 64, 40000), "int8")
-    assert "fit" in compiler.HasStrategy("MatMul", base, [q, wide])
+    q256, wide = compiler.TensorSpec((1, 4, 128, 256), "int8"), compiler.TensorSpec((1, 1, 256, 3000), "int8")
+    assert "fit" in compiler.HasStrategy("MatMul", base, [q256, wide])
+    # one mm per row block: N within the matrix engine's 4096, K at least 1
+    q4, k6000 = compiler.TensorSpec((1, 1, 8, 4), "int8"), compiler.TensorSpec((1, 1, 4, 6000), "int8")
+    assert "N <= 4096" in compiler.HasStrategy("MatMul", base, [q4, k6000])
+    q0, k0 = compiler.TensorSpec((1, 1, 8, 0), "int8"), compiler.TensorSpec((1, 1, 0, 8), "int8")
+    assert "1 <= K" in compiler.HasStrategy("MatMul", base, [q0, k0])
 
 
 @pytest.mark.parametrize("precision", ["f32", "int8"])
-def test_attention_head_transposes_fold_into_the_matmuls(precision, hazard_checked):
+@pytest.mark.parametrize("S,H,D", [(96, 4, 16), (50, 3, 2)])
+def test_attention_head_transposes_fold_into_the_matmuls(precision, S, H, D, hazard_checked):
     """x -> dense + bias -> Reshape [1, S, H, D] -> Transpose (0, 2, 1, 3): the dense layer
     stores its tiles straight into [1, H, S, D] (``tc_y_heads``); ctx [1, H, S, D] ->
     Transpose (0, 2, 1, 3) -> Reshape: the batched MatMul stores its rows interleaved
-    (``tc_y_rows_first``). The Transposes are gone; the values are the unfused ones."""
-    S, H, D = 96, 4, 16
+    (``tc_y_rows_first``). The Transposes are gone; the values are the unfused ones. 3 heads
+    of 2 (6 columns, not a multiple of the 4 cores) take the tiled plan's store."""
     w, b = randn(64, H * D, scale=0.2), randn(H * D, scale=0.3)
     nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="dense"),
              helper.make_node("Add", ["m", "b"], ["h"], name="bias"),
@@ -500,7 +509,7 @@ def test_attention_head_transposes_fold_into_the_matmuls(precision, hazard_check
         np.testing.assert_array_equal(y, tilecore.compile(model, fuse=False, **kw).run(feeds)["y"])
     # (the cores' strided stores of one command into L2 are checked by their bounding ranges,
     # which overlap: those WAW reports are left out, as for the DDR)
-    same_store = re.compile(r"^WAW hazard on l2 .* pc (\d+) \(.* pc \1 \(")
+    same_store = re.compile(r"^WAW hazard on l2 .* dout pc (\d+) \(`dma\.out .* dout pc \1 \(`dma\.out ")
     assert [h for h in hazard_checked() if not same_store.match(h)] == []
 
 

@@ -92,7 +92,8 @@ def test_mean_variance_normalization(shape, axes):
 
 
 @pytest.mark.parametrize("op,shape,bias", [("LayerNormalization", (128, 256), True), ("LayerNormalization", (2, 96, 160), False),
-                                           ("RMSNormalization", (192, 128), False)])
+                                           ("RMSNormalization", (192, 128), False),
+                                           ("LayerNormalization", (20, 2048), True)])  # 10 tiles: 2 or 3 a core
 def test_row_norm_pipelined(op, shape, bias, hazard_checked):
     """Y alone, rows enough for several tiles per core: the tiles are software-pipelined (load
     of tile i + 1, vector passes of tile i, store of tile i - 1), so the engines overlap and

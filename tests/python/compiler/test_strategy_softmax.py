@@ -85,6 +85,8 @@ def test_rows_pipelined(op, hazard_checked):
     check_op(op, {"axis": -1}, [x], rtol=1e-5, atol=1e-6)
     _, _, st = run_op(op, {"axis": -1}, [x])
     assert all(c["din"]["commands"] == 4 and c["dout"]["commands"] == 4 for c in st["cores"])
+    # 20 rows of 1000: tiles of 2 rows, 2 or 3 a core
+    check_op(op, {"axis": -1}, [rand((20, 1000), 6, -6, 6)], rtol=1e-5, atol=1e-6)
     assert hazard_checked() == []
 
 

@@ -118,6 +118,11 @@ def test_plan_fetches_an_input_for_its_second_reader():
     out = wp.plan(costs, rows, {}, [0, 0, 0], 4 << 20, in_l2, 0.5, inputs={0: 128 << 10})
     assert out == [(0, 1, 0, 128 << 10)] and asked == [(2, 0)]
     assert wp.plan(costs, rows, {0: 128 << 10}, [0, 0, 0], 4 << 20, in_l2, 0.5) == []
+    # the donors come after the first reader: member 0, idle as it is, gives nothing here
+    # (fetched before its first reader, the copy would be that reader's, not member 3's)
+    costs = member_costs((20000, 1000), (5000, 4000), (5000, 4000), (5000, 4000))
+    rows = [[5, 6], [0, 6, 7], [7, 8], [8, 0, 9]]
+    assert wp.plan(costs, rows, {}, [0] * 4, 4 << 20, in_l2, 0.5, inputs={0: 128 << 10}) == []
 
 
 @pytest.mark.parametrize("case", ["fits_not", "gain_small", "compute_bound", "donors_ddr_bound", "small"])
