@@ -54,7 +54,7 @@ def _power_of_two(x: float) -> bool:
     return bool(np.isfinite(x) and x > 0 and m == 0.5)
 
 
-def take_over(nd, attrs: dict[str, Any], fused: list[Any], HasStrategy: Callable[..., str]) -> dict[str, Any] | None:
+def take_over(nd: Any, attrs: dict[str, Any], fused: list[Any], HasStrategy: Callable[..., str]) -> dict[str, Any] | None:
     """``nd`` with ``attrs`` computes the chain ``fused`` (dropped) and yields the last one's
     outputs, when its strategy takes that form: the report entry, else None (nothing
     changed)."""
