@@ -231,6 +231,14 @@ inline Stmt ForTiles(const OpCall& call, int64_t outer_times_a, int64_t B, const
   });
 }
 
+/*! \brief Rows per tile of a pipelined row op over A rows: the largest divisor of A up to
+ * `target`, or 0 when it is below half of `target` (tiles that small do not pay). */
+inline int64_t PipelineRows(int64_t A, int64_t target) {
+  for (int64_t ta = std::max<int64_t>(target, 1); ta >= 1; --ta)
+    if (A % ta == 0) return 2 * ta >= target ? ta : 0;
+  return 0;
+}
+
 /*!
  * \brief Softmax (LogSoftmax with `log`) along the rows of the resident [rows, R] tile x:
  * M = the rows' maxima, x -= M, e = exp(x), S = the sums of e, then e = e * (1 / S)

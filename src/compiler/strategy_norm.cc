@@ -288,9 +288,7 @@ int64_t PipelinedRows(const OpCall& call, const NormGeom& g) {
   if (g.R <= 0 || g.R > kRowTile / 2 || g.A < 2 * call.cores) return 0;
   int64_t target =
       std::min<int64_t>((g.A + call.cores * 4 - 1) / (call.cores * 4), kRowTile / 2 / g.R);
-  for (int64_t ta = std::max<int64_t>(target, 1); ta >= 1; --ta)
-    if (g.A % ta == 0) return 2 * ta >= target ? ta : 0;
-  return 0;
+  return PipelineRows(g.A, target);
 }
 
 PrimFunc LowerNorm(const OpCall& call) {

@@ -128,9 +128,7 @@ int64_t PipelinedSoftmaxRows(const OpCall& call, int64_t A, int64_t R, int64_t B
   if ((call.op_type != "Softmax" && call.op_type != "LogSoftmax") || B != 1) return 0;
   if (R <= 0 || R > kRowTile / 4 || A < 2 * call.cores) return 0;
   int64_t target = std::min<int64_t>((A + call.cores * 4 - 1) / (call.cores * 4), kRowTile / 4 / R);
-  for (int64_t ta = std::max<int64_t>(target, 1); ta >= 1; --ta)
-    if (A % ta == 0) return 2 * ta >= target ? ta : 0;
-  return 0;
+  return PipelineRows(A, target);
 }
 
 PrimFunc LowerSoftmax(const OpCall& call) {
