@@ -659,17 +659,31 @@ std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
  * P columns of the weights from the DDR in blocks of `tn` (each weight byte crosses the DDR once,
  * with no L2 staging before the first mm): all rows in one mm per block, blocks and results
  * double-buffered.
+ *
+ * With `kc` below K a block streams in pieces of kc rows (three in flight): the mms of its
+ * pieces accumulate (int32 or f32) and the vector engine, idle beside them, adds the bias
+ * and requantises (what the epilogue does, in its order) while the next block multiplies.
+ * Each core's first mm then waits for one piece rather than a whole block: at M = 128 rows
+ * a weight byte takes as long to arrive (a quarter of the DDR's 64 B/cycle) as the matrix
+ * engine takes to use it, so with whole blocks the last core starts after all cores'
+ * blocks have crossed the DDR.
  */
 struct ColumnPlan {
   int64_t rows = 0;  // M with the batch folded in
   int64_t tn = 0;    // columns per weight block
   int64_t pr = 0;    // rows of A per quantisation piece
+  int64_t kc = 0;    // rows of B per weight piece: K, or a divisor of it (streamed)
 };
+
+constexpr int64_t kStreamSlots = 3;  // weight pieces in flight when a block streams
 
 Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& cp) {
   DataType f32 = DataType::Float(32), i8 = DataType::Int(8), ot = g.mp.operand;
   const bool q = g.mp.int8();
   const int64_t P = call.cores, K = g.K, N = g.N, M = cp.rows, NC = N / P, TN = cp.tn, PR = cp.pr;
+  const int64_t KC = cp.kc > 0 && cp.kc < K ? cp.kc : K;
+  const bool stream = KC < K;  // the blocks arrive in pieces of KC rows
+  const int64_t slots = stream ? kStreamSlots : 2;
   Buffer A2 = View(g.A, {M, K}, "A2");
   Buffer Y2 = View(g.C, {M, N}, "Y2");
   Buffer B2 = View(g.B, {K, N}, "B2");
@@ -683,11 +697,18 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
   for (int64_t r = 0; r < M; r += piece_rows) pieces.push_back({r, std::min(piece_rows, M - r)});
   std::vector<std::pair<int64_t, int64_t>> blocks;  // (first column within the core's, size)
   for (int64_t n = 0; n < NC; n += TN) blocks.push_back({n, std::min(TN, NC - n)});
-  const int64_t steps = static_cast<int64_t>(blocks.size());
+  const int64_t steps = static_cast<int64_t>(blocks.size()), nk = K / KC;
+  const int64_t loads = steps * nk;  // weight pieces: block t's piece u is load t * nk + u
+  // the DMA event of a weight slot (3 stages A, 4-5 the stores, 6 the bias and scales, 8 on
+  // A's pieces, 12 a streamed int8 block's bias)
+  auto slot_event = [](int64_t slot) { return slot < 2 ? 1 + slot : 7; };
+  constexpr int64_t kBiasEvent = 12, kAheadA = 4;
   Stmt body = OverCores(P, [&](PrimExpr c) {
     Buffer Al = Local({M, K}, ot, "Al");
-    Buffer Bl = Local({2, K, TN}, ot, "Bl");
+    Buffer Bl = Local({slots, KC, TN}, ot, "Bl");
     Buffer Cf = Local({2, M, TN}, g.y_i8 ? i8 : f32, "Cf");  // the results as stored
+    Buffer Acc = Local({2, M, TN}, g.mp.accum, "Acc");       // streamed: the sums
+    Buffer Fl = Local({M, TN}, f32, "Fl");                   // streamed int8: the f32 result
     Buffer Af = Local({PR, K}, f32, "Af");
     Buffer Aq = Local({PR, K}, i8, "Aq");
     Buffer Qb = Local({1, NC}, g.mp.accum, "Qb");  // the int32 or f32 bias
@@ -696,13 +717,15 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     const Buffer bias = ColumnBias(g);
     PrimExpr c0 = c * I32(NC);
     std::vector<Stmt> s;
-    auto load_block = [&](int64_t t) {
-      auto [n0, tn] = blocks[size_t(t)];
-      int64_t slot = t % 2;
-      // on the DMA-out engine, idle until the first result: A loads on DMA-in meanwhile
-      return Intrin("tile.dma_prefetch",
-                    {Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
-                     Region(B2, {I32(0), c0 + I32(n0)}, {K, tn}), I32(1 + slot)});
+    auto load_piece = [&](int64_t p) {
+      auto [n0, tn] = blocks[size_t(p / nk)];
+      const int64_t slot = p % slots, k0 = (p % nk) * KC;
+      Array<PrimExpr> args{Region(Bl, {I32(slot), I32(0), I32(0)}, {1, KC, tn}),
+                           Region(B2, {I32(k0), c0 + I32(n0)}, {KC, tn}), I32(slot_event(slot))};
+      // the first ones on the DMA-out engine, idle until the first result (A loads on DMA-in
+      // meanwhile); a streamed block's later pieces on DMA-in, idle by then, so that they do
+      // not queue behind the stores
+      return Intrin(stream && p >= slots ? "tile.dma_copy" : "tile.dma_prefetch", args);
     };
     auto store = [&](int64_t t) {
       auto [n0, tn] = blocks[size_t(t)];
@@ -718,6 +741,60 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       return Intrin("tile.dma_copy",
                     {Region(Y2, {I32(0), c0 + I32(n0)}, {M, tn}),
                      Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}), I32(4 + slot)});
+    };
+    // int8: a streamed block's sums start at the int32 bias, so that the matrix engine adds
+    // it wrapping as the epilogue does (a vector-engine add saturates)
+    auto preset = [&](int64_t t) -> Stmt {
+      if (!q || !bias.defined()) return Evaluate(I32(0));
+      auto [n0, tn] = blocks[size_t(t)];
+      return Loop("i", M, [&](PrimExpr i) {
+        return Loop("j", tn, [&](PrimExpr j) {
+          return BufferStore(Acc, BufferLoad(Qb, {I32(0), I32(n0) + j}), {I32(t % 2), i, j});
+        });
+      });
+    };
+    // A streamed block's sums to what is stored, on the vector engine: a float bias, or
+    // int8's f32 times the per-column scale, + zero point, to int8 (each rounded as the
+    // epilogue rounds it, so the bits are the fused epilogue's)
+    auto requantise = [&](int64_t t) {
+      auto [n0, tn] = blocks[size_t(t)];
+      PrimExpr slot = I32(t % 2);
+      auto nest = [&](const std::function<Stmt(PrimExpr, PrimExpr)>& f) {
+        return Loop("i", M,
+                    [&](PrimExpr i) { return Loop("j", tn, [&](PrimExpr j) { return f(i, j); }); });
+      };
+      auto acc = [&](PrimExpr i, PrimExpr j) { return BufferLoad(Acc, {slot, i, j}); };
+      auto col = [&](const Buffer& b, PrimExpr j) { return BufferLoad(b, {I32(0), I32(n0) + j}); };
+      std::vector<Stmt> r;
+      if (!q) {
+        r.push_back(nest([&](PrimExpr i, PrimExpr j) {
+          return BufferStore(Cf, bias.defined() ? acc(i, j) + col(Qb, j) : acc(i, j), {slot, i, j});
+        }));
+        return Seq(r);
+      }
+      if (!g.y_i8) {
+        r.push_back(nest([&](PrimExpr i, PrimExpr j) {
+          return BufferStore(Cf, Cast(f32, acc(i, j)), {slot, i, j});
+        }));
+        r.push_back(nest([&](PrimExpr i, PrimExpr j) {
+          return BufferStore(Cf, BufferLoad(Cf, {slot, i, j}) * col(Sc, j), {slot, i, j});
+        }));
+        return Seq(r);
+      }
+      r.push_back(nest([&](PrimExpr i, PrimExpr j) {
+        return BufferStore(Fl, Cast(f32, acc(i, j)), {i, j});
+      }));
+      r.push_back(nest([&](PrimExpr i, PrimExpr j) {
+        return BufferStore(Fl, BufferLoad(Fl, {i, j}) * col(Sc, j), {i, j});
+      }));
+      if (g.OutZeroPoint() != 0)
+        r.push_back(nest([&](PrimExpr i, PrimExpr j) {
+          return BufferStore(Fl, BufferLoad(Fl, {i, j}) + F32(double(g.OutZeroPoint())), {i, j});
+        }));
+      r.push_back(nest([&](PrimExpr i, PrimExpr j) {
+        return BufferStore(Cf, Cast(i8, BufferLoad(Fl, {i, j})), {slot, i, j});
+      }));
+      return Seq(r);
     };
     // This core's share of A's rows, quantised piece by piece into L2.
     bool even = M % P == 0;
@@ -735,30 +812,55 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
           Intrin("tile.dma_copy", {Region(Af, {I32(0), I32(0)}, {n, K}),
                                    Region(A2, {first + I32(r), I32(0)}, {n, K}), I32(3)}));
       stage.push_back(Intrin("tile.wait", {I32(3)}));
+      // (Aq's last piece has left for L2: the DMA-out engine may hold weights before it)
+      if (r > 0) stage.push_back(Intrin("tile.wait", {I32(0)}));
       stage.push_back(Quantise(Aq, Af, n, K, inv, g.zp));
       stage.push_back(Intrin("tile.dma_copy", {Region(Ash, {first + I32(r), I32(0)}, {n, K}),
                                                Region(Aq, {I32(0), I32(0)}, {n, K}), I32(0)}));
     }
+    // streamed from L2: A's columns of weight piece u (events 8 to 11 in turn, kAheadA
+    // ahead of the mms, on the DMA-in engine between the weight pieces), so that the first
+    // mms do not wait for all of A
+    auto load_a = [&](int64_t u) {
+      return Intrin("tile.dma_copy",
+                    {Region(Al, {I32(0), I32(u * KC)}, {M, KC}),
+                     Region(A2, {I32(0), I32(u * KC)}, {M, KC}), I32(8 + u % kAheadA)});
+    };
+    // the first weight pieces (a whole block each unless streamed)
+    auto first_loads = [&]() {
+      std::vector<Stmt> l;
+      for (int64_t p = 0; p < std::min(loads, stream ? slots : 1); ++p) l.push_back(load_piece(p));
+      return Seq(l);
+    };
     // The bias and scales (event 6), A (the critical path) and the first weight block on the
     // DMA-out engine meanwhile. A staged share's first piece goes before the bias and scales
     // (each a DDR latency on the DMA-in engine), so its quantisation starts sooner.
-    std::vector<Stmt> params;
+    // (streamed int8: the bias on an event of its own, kBiasEvent, as the first mm needs it;
+    // on the direct path the scales, needed by the first requantisation only, after A)
+    std::vector<Stmt> params, scales;
+    const bool preset_bias = stream && q && bias.defined();
     if (bias.defined())
       params.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, NC}),
-                                                Region(bias, {I32(0), c0}, {1, NC}), I32(6)}));
+                                                Region(bias, {I32(0), c0}, {1, NC}),
+                                                I32(preset_bias ? kBiasEvent : 6)}));
     if (q)
-      params.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
-                                                Region(g.wscale, {I32(0), c0}, {1, NC}), I32(6)}));
+      (stream && direct ? scales : params)
+          .push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
+                                              Region(g.wscale, {I32(0), c0}, {1, NC}), I32(6)}));
     if (direct) {
       // A's rows in pieces (events 8, 9, ...): the first block's mm runs piece by piece as
       // they arrive
       s.push_back(Seq(params));
-      for (size_t k = 0; k < pieces.size(); ++k)
+      // (streamed: the weights before A in the program, which is the order they start in)
+      if (stream) s.push_back(first_loads());
+      for (size_t k = 0; !stream && k < pieces.size(); ++k)
         s.push_back(Intrin("tile.dma_copy",
                            {Region(Al, {I32(pieces[k].first), I32(0)}, {pieces[k].second, K}),
                             Region(A2, {I32(pieces[k].first), I32(0)}, {pieces[k].second, K}),
                             I32(8 + int64_t(k))}));
-      s.push_back(load_block(0));
+      for (int64_t u = 0; stream && u < std::min<int64_t>(nk, kAheadA); ++u) s.push_back(load_a(u));
+      if (!scales.empty()) s.push_back(Seq(scales));
+      if (!stream) s.push_back(first_loads());
     } else {
       // every core stages a share: the weights follow its first piece; core 0 stages all
       // (a few rows): the weights go first, the others wait at the barrier anyway
@@ -766,41 +868,59 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       if (early) {
         s.push_back(stage[0]);
         s.push_back(Seq(params));
-        s.push_back(load_block(0));
+        s.push_back(first_loads());
         stage.erase(stage.begin());
       } else {
         s.push_back(Seq(params));
-        if (!even) s.push_back(load_block(0));
+        if (!even) s.push_back(first_loads());
       }
       s.push_back(even ? Seq(stage) : IfThenElse(eq(c, I32(0)), Seq(stage), Stmt()));
-      if (!early && even) s.push_back(load_block(0));
+      if (!early && even) s.push_back(first_loads());
       s.push_back(Intrin("tile.wait", {I32(0)}));
       s.push_back(Intrin("tir.barrier", {}));  // A is in L2
       s.push_back(Intrin("tile.dma_copy", {Region(Al, {I32(0), I32(0)}, {M, K}),
                                            Region(Ash, {I32(0), I32(0)}, {M, K}), I32(0)}));
     }
-    s.push_back(Intrin("tile.wait", {I32(6)}));
-    if (!g.lut.empty()) s.push_back(FillLookupTable(lut_words, g.lut));
-    if (q)
-      s.push_back(Loop("j", NC, [&](PrimExpr j) {
-        return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(g.ScaleFactor()), {I32(0), j});
-      }));
+    // the bias and scales, and the table: before the first epilogue (a streamed block's
+    // first mms need neither)
+    auto params_ready = [&]() {
+      std::vector<Stmt> r{Intrin("tile.wait", {I32(6)})};
+      if (!g.lut.empty()) r.push_back(FillLookupTable(lut_words, g.lut));
+      if (q)
+        r.push_back(Loop("j", NC, [&](PrimExpr j) {
+          return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(g.ScaleFactor()), {I32(0), j});
+        }));
+      return Seq(r);
+    };
+    if (!stream) s.push_back(params_ready());
+    if (preset_bias) {
+      s.push_back(Intrin("tile.wait", {I32(kBiasEvent)}));
+      s.push_back(preset(0));
+    }
     if (!direct) s.push_back(Intrin("tile.wait", {I32(0)}));
-    for (int64_t t = 0; t < steps; ++t) {
+    for (int64_t p = 0; p < loads; ++p) {
+      const int64_t t = p / nk, u = p % nk, slot = t % 2, bslot = p % slots;
       auto [n0, tn] = blocks[size_t(t)];
-      int64_t slot = t % 2;
-      s.push_back(Intrin("tile.wait", {I32(1 + slot)}));              // weight block t is in L1
-      if (t >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));  // Cf[slot] has drained
+      s.push_back(Intrin("tile.wait", {I32(slot_event(bslot))}));  // the weights are in L1
+      // (unstreamed: the mm writes Cf[slot], which must have drained)
+      if (!stream && t >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));
       auto mm_rows = [&](int64_t r0, int64_t m) {
-        Array<PrimExpr> mm{Region(Cf, {I32(slot), I32(r0), I32(0)}, {1, m, tn}),
-                           Region(Al, {I32(r0), I32(0)}, {m, K}),
-                           Region(Bl, {I32(slot), I32(0), I32(0)}, {1, K, tn}),
+        BufferRegion a = Region(Al, {I32(r0), I32(u * KC)}, {m, KC});
+        BufferRegion b = Region(Bl, {I32(bslot), I32(0), I32(0)}, {1, KC, tn});
+        if (stream)
+          return Intrin("tile.mm", {Region(Acc, {I32(slot), I32(r0), I32(0)}, {1, m, tn}), a, b,
+                                    IntImm(DataType::Bool(), u > 0 || (q && bias.defined()))});
+        Array<PrimExpr> mm{Region(Cf, {I32(slot), I32(r0), I32(0)}, {1, m, tn}), a, b,
                            IntImm(DataType::Bool(), 0)};
         // the bias (and int8's dequantisation) in the fused epilogue
         AppendColumnEpilogue(&mm, q, bias.defined(), Qb, Sc, n0, tn, g.OutZeroPoint());
         return Intrin("tile.mm", mm);
       };
-      if (direct && t == 0) {
+      if (direct && stream && t == 0) {
+        s.push_back(Intrin("tile.wait", {I32(8 + u % kAheadA)}));  // A's columns of the piece
+        s.push_back(mm_rows(0, M));
+        if (u + kAheadA < nk) s.push_back(load_a(u + kAheadA));  // (its event's last is in)
+      } else if (direct && p == 0) {
         for (size_t k = 0; k < pieces.size(); ++k) {
           s.push_back(Intrin("tile.wait", {I32(8 + int64_t(k))}));
           s.push_back(mm_rows(pieces[k].first, pieces[k].second));
@@ -808,14 +928,29 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       } else {
         s.push_back(mm_rows(0, M));
       }
+      // the piece `slots` on replaces this one: after its mm (the code generator orders them)
+      if (stream && p + slots < loads) s.push_back(load_piece(p + slots));
+      // the next block's sums start at the bias while this one multiplies (before this
+      // block's requantisation in the vector engine's queue)
+      if (stream && u == 0 && t + 1 < steps) s.push_back(preset(t + 1));
+      if (u + 1 < nk) continue;  // the block's sums are not complete
+      if (stream) {
+        if (t == 0) s.push_back(params_ready());
+        if (t >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));  // Cf[slot] has drained
+        s.push_back(requantise(t));
+      }
       if (!g.lut.empty()) {  // the vector engine, idle beside the mms
         BufferRegion y = Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn});
         s.push_back(Intrin("tile.vec_lut", {y, y, LookupTableRegion(lut_words)}));
       }
-      if (t >= 1) s.push_back(store(t - 1));
-      if (t + 1 < steps) s.push_back(load_block(t + 1));  // replaces block t - 1: after mm t
+      if (stream) {
+        s.push_back(store(t));  // the vector engine made it: nothing to wait for on the mms
+      } else {
+        if (t >= 1) s.push_back(store(t - 1));
+        if (t + 1 < steps) s.push_back(load_piece(t + 1));  // replaces block t - 1: after mm t
+      }
     }
-    s.push_back(store(steps - 1));
+    if (!stream) s.push_back(store(steps - 1));
     s.push_back(Intrin("tile.wait", {I32(4)}));
     s.push_back(Intrin("tile.wait", {I32(5)}));
     Stmt r = Seq(s);
@@ -823,6 +958,8 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     if (quantise) r = Allocate(Aq, Allocate(Af, r));
     if (q) r = Allocate(Sc, r);
     if (bias.defined()) r = Allocate(Qb, r);
+    if (stream && g.y_i8) r = Allocate(Fl, r);
+    if (stream) r = Allocate(Acc, r);
     for (const Buffer& b : {Cf, Bl, Al}) r = Allocate(b, r);
     return r;
   });
@@ -850,13 +987,25 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
     cp.tn = std::min(tn, nc);
     // tc_y_heads: every block within one head
     if (g.heads_d > 0 && (g.heads_d % cp.tn != 0 || nc % cp.tn != 0)) continue;
-    int64_t bytes =
-        al(cp.rows * g.K * ob) + al(2 * g.K * cp.tn * ob) +
-        al(2 * cp.rows * cp.tn * (g.y_i8 ? 1 : 4)) +
-        (q ? (g.a_i8 ? 0 : al(cp.pr * g.K * 4) + al(cp.pr * g.K)) + 2 * al(nc * 4) : al(nc * 4)) +
-        65536;
-    if (bytes > call.l1_bytes || (nc + cp.tn - 1) / cp.tn > kMaxPipelineSteps) continue;
-    if (out.empty() || out.back().tn != cp.tn) out.push_back(cp);
+    if (!out.empty() && out.back().tn == cp.tn) continue;
+    // whole blocks, or streamed in pieces of kc rows (a divisor of K, 64 or more)
+    std::vector<int64_t> kcs{g.K};
+    for (int64_t kc : {64, 128, 256})
+      if (kc < g.K && g.K % kc == 0) kcs.push_back(kc);
+    for (int64_t kc : kcs) {
+      cp.kc = kc;
+      const bool stream = kc < g.K;
+      const int64_t slots = stream ? kStreamSlots : 2;
+      int64_t bytes =
+          al(cp.rows * g.K * ob) + al(slots * kc * cp.tn * ob) +
+          al(2 * cp.rows * cp.tn * (g.y_i8 ? 1 : 4)) +
+          (stream ? al(2 * cp.rows * cp.tn * 4) + (g.y_i8 ? al(cp.rows * cp.tn * 4) : 0) : 0) +
+          (q ? (g.a_i8 ? 0 : al(cp.pr * g.K * 4) + al(cp.pr * g.K)) + 2 * al(nc * 4) : al(nc * 4)) +
+          65536;
+      const int64_t loads = (nc + cp.tn - 1) / cp.tn * (g.K / kc);
+      if (bytes > call.l1_bytes || loads > kMaxPipelineSteps) continue;
+      out.push_back(cp);
+    }
   }
   return out;
 }
