@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <unordered_map>
@@ -614,15 +615,29 @@ class Walker {
 /*! \brief Places every core's events on its engines and the shared levels. */
 KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
   const int64_t kDepth = 32;
+  // A command the front end has issued that has not started: its queue takes its commands
+  // in order, and commands of the other queues may start before it.
+  struct Issued {
+    const Event* e = nullptr;
+    int64_t at = 0;                 // when the front end issued it
+    int64_t member = -1;            // the member it belongs to
+    std::array<int64_t, 4> gate{};  // per engine, the count its queue waits for (tc1.wait)
+  };
   struct Core {
     size_t pos = 0;
     int64_t fe = 0, fe_busy = 0;
     std::array<int64_t, 4> free{};
-    std::array<int64_t, 4> gate{};  // queue waits met no earlier than this
+    std::array<std::array<int64_t, 4>, 4> gate{};  // per queue, per engine: count waited for
     std::array<std::vector<int64_t>, 4> done, start;
+    std::array<std::deque<Issued>, 4> queued;
     std::array<int64_t, 4> busy{};
     bool at_barrier = false;
     int64_t member = -1;  // the layer-group member it runs (kMember), or -1
+    bool idle() const {
+      for (const auto& q : queued)
+        if (!q.empty()) return false;
+      return true;
+    }
   };
   std::vector<MemberCost> members;
   auto member_of = [&](int64_t m) -> MemberCost& {
@@ -632,20 +647,37 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
   std::vector<Core> cs(progs.size());
   int64_t ddr_free = 0, l2_free = 0, ddr_total = 0, l2_total = 0;
   int64_t commands = 0;
+  auto placed = [](const Core& c, int eng, int64_t count) {
+    return count <= int64_t(c.done[size_t(eng)].size());
+  };
   auto done_at = [](const Core& c, int eng, int64_t count) -> int64_t {
     if (count <= 0) return 0;
     const auto& d = c.done[size_t(eng)];
     if (d.empty()) return 0;
     return d[size_t(std::min<int64_t>(count, int64_t(d.size())) - 1)];
   };
-  // Advances a core's front end to its next command (or barrier, or end): everything
-  // before it depends on that core alone.
+  // Runs a core's front end as far as it goes without a start or completion time that is
+  // not known yet: it issues commands into the queues, which the loop below starts.
   auto advance = [&](Core& c, const std::vector<Event>& prog) {
     while (c.pos < prog.size()) {
       const Event& e = prog[c.pos];
-      if (e.kind == Event::kIssue) return;
+      if (e.kind == Event::kIssue) {
+        const size_t q = size_t(e.engine);
+        const size_t total = c.start[q].size() + c.queued[q].size();
+        if (total >= size_t(kDepth)) {  // the queue is full until its oldest entry starts
+          const size_t oldest = total - size_t(kDepth);
+          if (oldest >= c.start[q].size()) return;
+          c.fe = std::max(c.fe, c.start[q][oldest]);
+        }
+        c.fe += e.cost;
+        c.fe_busy += e.cost;
+        c.queued[q].push_back({&e, c.fe, c.member, c.gate[q]});
+        ++c.pos;
+        continue;
+      }
       if (e.kind == Event::kBarrier) {  // the codegen fences before a draining barrier:
-        if (e.drains)                   // every queue drains first
+        if (!c.idle()) return;          // every queue drains first
+        if (e.drains)
           for (int64_t f : c.free) c.fe = std::max(c.fe, f);
         c.fe += 1;
         c.at_barrier = true;
@@ -659,50 +691,60 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
       } else if (e.kind == Event::kScalar) {
         c.fe += e.cost;
       } else if (e.kind == Event::kWaitFrontEnd) {
+        if (!placed(c, e.engine, e.count)) return;
         c.fe = std::max(c.fe, done_at(c, e.engine, e.count)) + e.cost;
       } else {  // kWaitQueue: the queue's later commands start no earlier
-        c.gate[size_t(e.queue)] = std::max(c.gate[size_t(e.queue)], done_at(c, e.engine, e.count));
+        int64_t& g = c.gate[size_t(e.queue)][size_t(e.engine)];
+        g = std::max(g, e.count);
         c.fe += e.cost;
       }
       c.fe_busy += e.cost;
       ++c.pos;
     }
   };
-  // When the next command of a core (at an issue event) would start.
-  auto start_of = [&](const Core& c, const Event& e, int64_t* issued) {
-    size_t q = size_t(e.engine);
-    int64_t fe = c.fe;
-    const auto& st = c.start[q];
-    if (int64_t(st.size()) >= kDepth)  // the queue is full until its oldest entry starts
-      fe = std::max(fe, st[st.size() - size_t(kDepth)]);
-    fe += e.cost;
-    *issued = fe;
-    int64_t t = std::max({fe, c.free[q], c.gate[q]});
-    for (auto [eng, cnt] : e.deps) t = std::max(t, done_at(c, eng, cnt));
+  // When the oldest command of a queue would start, or -1 while it waits for a command
+  // not started yet.
+  auto start_of = [&](const Core& c, const Issued& is, size_t q) -> int64_t {
+    int64_t t = std::max(is.at, c.free[q]);
+    for (int eng = 0; eng < 4; ++eng) {
+      if (is.gate[size_t(eng)] <= 0) continue;
+      if (!placed(c, eng, is.gate[size_t(eng)])) return -1;
+      t = std::max(t, done_at(c, eng, is.gate[size_t(eng)]));
+    }
+    for (auto [eng, cnt] : is.e->deps) {
+      if (!placed(c, eng, cnt)) return -1;
+      t = std::max(t, done_at(c, eng, cnt));
+    }
     return t;
   };
-  // Commands are placed in the order they start on any core, as the simulator's events
-  // run, so the shared levels see them in time order.
+  // Commands are placed in the order they start on any engine of any core, as the
+  // simulator's events run, so the shared levels see them in time order.
   for (;;) {
     int pick = -1;
-    int64_t pick_t = 0, pick_issued = 0;
+    size_t pick_q = 0;
+    int64_t pick_t = 0;
     bool any_left = false;
     for (size_t i = 0; i < cs.size(); ++i) {
       Core& c = cs[i];
       advance(c, progs[i]);
-      if (c.pos >= progs[i].size()) continue;
+      if (c.pos >= progs[i].size() && c.idle()) continue;
       any_left = true;
-      if (c.at_barrier) continue;
-      int64_t issued = 0;
-      int64_t t = start_of(c, progs[i][c.pos], &issued);
-      if (pick < 0 || t < pick_t) {
-        pick = int(i);
-        pick_t = t;
-        pick_issued = issued;
+      for (size_t q = 0; q < 4; ++q) {
+        if (c.queued[q].empty()) continue;
+        int64_t t = start_of(c, c.queued[q].front(), q);
+        if (t >= 0 && (pick < 0 || t < pick_t)) {
+          pick = int(i);
+          pick_q = q;
+          pick_t = t;
+        }
       }
     }
     if (!any_left) break;
     if (pick < 0) {  // every unfinished core waits at the barrier
+      bool all = true;
+      for (size_t i = 0; i < cs.size(); ++i)
+        if ((cs[i].pos < progs[i].size() || !cs[i].idle()) && !cs[i].at_barrier) all = false;
+      if (!all) break;  // the waits form a cycle: the program would hang
       int64_t release = 0;
       for (auto& c : cs) release = std::max(release, c.fe);
       release += arch::tc1::kBarrierLatency;
@@ -716,10 +758,10 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
       continue;
     }
     Core& c = cs[size_t(pick)];
-    const Event& e = progs[size_t(pick)][c.pos];
-    size_t q = size_t(e.engine);
-    c.fe_busy += e.cost;
-    c.fe = pick_issued;
+    const size_t q = pick_q;
+    const Issued is = c.queued[q].front();
+    c.queued[q].pop_front();
+    const Event& e = *is.e;
     int64_t t = pick_t;
     int64_t data_end = t + e.cycles, drained = data_end;
     if (e.occ_ddr) {
@@ -736,8 +778,8 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
     const int64_t busy =
         end - t - (drained - data_end);  // the wait for the shared level is not work
     c.busy[q] += busy;
-    if (c.member >= 0) {
-      MemberCost& m = member_of(c.member);
+    if (is.member >= 0) {
+      MemberCost& m = member_of(is.member);
       m.end = std::max(m.end, end);
       m.busy[q] += busy;
       m.ddr_cycles += e.occ_ddr;
@@ -746,7 +788,6 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
     c.done[q].push_back(end);
     c.free[q] = end;
     ++commands;
-    ++c.pos;
   }
   KernelCost k;
   for (const Core& c : cs) {
