@@ -722,10 +722,11 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       const int64_t slot = p % slots, k0 = (p % nk) * KC;
       Array<PrimExpr> args{Region(Bl, {I32(slot), I32(0), I32(0)}, {1, KC, tn}),
                            Region(B2, {I32(k0), c0 + I32(n0)}, {KC, tn}), I32(slot_event(slot))};
-      // the first ones on the DMA-out engine, idle until the first result (A loads on DMA-in
-      // meanwhile); a streamed block's later pieces on DMA-in, idle by then, so that they do
-      // not queue behind the stores
-      return Intrin(stream && p >= slots ? "tile.dma_copy" : "tile.dma_prefetch", args);
+      // on the DMA-out engine, idle until the first result (A loads on DMA-in meanwhile); a
+      // streamed block's later pieces on DMA-in when A was loaded whole (idle by then: they
+      // do not queue behind the stores), on DMA-out when A comes in column pieces between
+      // them (DMA-in would carry both, one after the other)
+      return Intrin(stream && p >= slots && !direct ? "tile.dma_copy" : "tile.dma_prefetch", args);
     };
     auto store = [&](int64_t t) {
       auto [n0, tn] = blocks[size_t(t)];
