@@ -1187,7 +1187,8 @@ class CPrinter {
            << (e.has_residual ? DtCode(e.residual.dtype) : std::string("0")) << ", "
            << base(e.has_residual, e.residual) << ", " << e.ldr << ", " << (e.relu ? 1 : 0)
            << ", (int32_t)(" << Expr(e.zero_point) << "), (float)(double)(" << Expr(e.clamp_lo)
-           << "), (float)(double)(" << Expr(e.clamp_hi) << "));\n";
+           << "), (float)(double)(" << Expr(e.clamp_hi) << "), (int)(" << Expr(c->args[3])
+           << "));\n";
   }
 
   // A vector-engine command: its row of the table of tile operations (arch/tile_ops.def)

@@ -271,14 +271,16 @@ static void tc_mm(int in_dt, void* c, int64_t ldc, const void* a, int64_t lda, c
 /* mm with TC1's fused epilogue (docs/tc1.md, "Matrix engine"): for each (i, j),
    x = acc + bias[j] (i32 wraps), v = f32(x) * (scales ? scales[j] : scale), v += f32(R[i][j]),
    relu, v += f32(zp), clamp [lo, hi], cast to out_dt (integers: round half to even, saturate;
-   NaN -> 0); every f32 operation rounds once. Stored at o with row stride ldo. */
+   NaN -> 0); every f32 operation rounds once. Stored at o with row stride ldo. With acc the
+   sums start from the m x n accumulator values (rows of n) stored at o. */
 static void tc_mm_epilogue(int in_dt, int out_dt, void* o, int64_t ldo, const void* a, int64_t lda, const void* b,
                            int64_t ldb, int64_t m, int64_t n, int64_t k, const void* bias, float scale,
                            const void* scales, int res_dt, const void* res, int64_t ldr, int relu, int32_t zp,
-                           float lo, float hi) {
+                           float lo, float hi, int acc) {
   size_t cells = (size_t)(m * n > 0 ? m * n : 1);
   void* t = calloc(cells, 4);
-  tc_mm(in_dt, t, n, a, lda, b, ldb, m, n, k, 0);
+  if (acc) memcpy(t, o, (size_t)(m * n) * 4);
+  tc_mm(in_dt, t, n, a, lda, b, ldb, m, n, k, acc);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       float v;

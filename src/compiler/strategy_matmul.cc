@@ -661,8 +661,8 @@ std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
  * double-buffered.
  *
  * With `kc` below K a block streams in pieces of kc rows (three in flight): the mms of its
- * pieces accumulate (int32 or f32) and the vector engine, idle beside them, adds the bias
- * and requantises (what the epilogue does, in its order) while the next block multiplies.
+ * pieces accumulate (int32 or f32) and the last one takes the fused epilogue from the sums
+ * stored at its output (tile.mm with accumulate and an epilogue).
  * Each core's first mm then waits for one piece rather than a whole block: at M = 128 rows
  * a weight byte takes as long to arrive (a quarter of the DDR's 64 B/cycle) as the matrix
  * engine takes to use it, so with whole blocks the last core starts after all cores'
@@ -700,15 +700,20 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
   const int64_t steps = static_cast<int64_t>(blocks.size()), nk = K / KC;
   const int64_t loads = steps * nk;  // weight pieces: block t's piece u is load t * nk + u
   // the DMA event of a weight slot (3 stages A, 4-5 the stores, 6 the bias and scales, 8 on
-  // A's pieces, 12 a streamed int8 block's bias)
+  // A's pieces)
   auto slot_event = [](int64_t slot) { return slot < 2 ? 1 + slot : 7; };
-  constexpr int64_t kBiasEvent = 12, kAheadA = 4;
+  constexpr int64_t kAheadA = 4;
+  const DataType yt = g.y_i8 ? i8 : f32;  // what is stored
   Stmt body = OverCores(P, [&](PrimExpr c) {
     Buffer Al = Local({M, K}, ot, "Al");
     Buffer Bl = Local({slots, KC, TN}, ot, "Bl");
-    Buffer Cf = Local({2, M, TN}, g.y_i8 ? i8 : f32, "Cf");  // the results as stored
-    Buffer Acc = Local({2, M, TN}, g.mp.accum, "Acc");       // streamed: the sums
-    Buffer Fl = Local({M, TN}, f32, "Fl");                   // streamed int8: the f32 result
+    // streamed: a block's sums (int32 or f32, double-buffered) and, at the same place, the
+    // result its last mm's epilogue writes over them (every block TN wide: ColumnPlans)
+    Buffer Acc = Local({2, M, TN}, g.mp.accum, "Acc");
+    const int64_t per = 4 / yt.lane_bytes();  // result rows per accumulator row's bytes
+    Buffer Cf = stream ? Buffer(Acc->data, yt, {I32(2), I32(M * per), I32(TN)}, {}, I32(0),
+                                String("local"), String("Cf"))
+                       : Local({2, M, TN}, yt, "Cf");  // the results as stored
     Buffer Af = Local({PR, K}, f32, "Af");
     Buffer Aq = Local({PR, K}, i8, "Aq");
     Buffer Qb = Local({1, NC}, g.mp.accum, "Qb");  // the int32 or f32 bias
@@ -742,60 +747,6 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       return Intrin("tile.dma_copy",
                     {Region(Y2, {I32(0), c0 + I32(n0)}, {M, tn}),
                      Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}), I32(4 + slot)});
-    };
-    // int8: a streamed block's sums start at the int32 bias, so that the matrix engine adds
-    // it wrapping as the epilogue does (a vector-engine add saturates)
-    auto preset = [&](int64_t t) -> Stmt {
-      if (!q || !bias.defined()) return Evaluate(I32(0));
-      auto [n0, tn] = blocks[size_t(t)];
-      return Loop("i", M, [&](PrimExpr i) {
-        return Loop("j", tn, [&](PrimExpr j) {
-          return BufferStore(Acc, BufferLoad(Qb, {I32(0), I32(n0) + j}), {I32(t % 2), i, j});
-        });
-      });
-    };
-    // A streamed block's sums to what is stored, on the vector engine: a float bias, or
-    // int8's f32 times the per-column scale, + zero point, to int8 (each rounded as the
-    // epilogue rounds it, so the bits are the fused epilogue's)
-    auto requantise = [&](int64_t t) {
-      auto [n0, tn] = blocks[size_t(t)];
-      PrimExpr slot = I32(t % 2);
-      auto nest = [&](const std::function<Stmt(PrimExpr, PrimExpr)>& f) {
-        return Loop("i", M,
-                    [&](PrimExpr i) { return Loop("j", tn, [&](PrimExpr j) { return f(i, j); }); });
-      };
-      auto acc = [&](PrimExpr i, PrimExpr j) { return BufferLoad(Acc, {slot, i, j}); };
-      auto col = [&](const Buffer& b, PrimExpr j) { return BufferLoad(b, {I32(0), I32(n0) + j}); };
-      std::vector<Stmt> r;
-      if (!q) {
-        r.push_back(nest([&](PrimExpr i, PrimExpr j) {
-          return BufferStore(Cf, bias.defined() ? acc(i, j) + col(Qb, j) : acc(i, j), {slot, i, j});
-        }));
-        return Seq(r);
-      }
-      if (!g.y_i8) {
-        r.push_back(nest([&](PrimExpr i, PrimExpr j) {
-          return BufferStore(Cf, Cast(f32, acc(i, j)), {slot, i, j});
-        }));
-        r.push_back(nest([&](PrimExpr i, PrimExpr j) {
-          return BufferStore(Cf, BufferLoad(Cf, {slot, i, j}) * col(Sc, j), {slot, i, j});
-        }));
-        return Seq(r);
-      }
-      r.push_back(nest([&](PrimExpr i, PrimExpr j) {
-        return BufferStore(Fl, Cast(f32, acc(i, j)), {i, j});
-      }));
-      r.push_back(nest([&](PrimExpr i, PrimExpr j) {
-        return BufferStore(Fl, BufferLoad(Fl, {i, j}) * col(Sc, j), {i, j});
-      }));
-      if (g.OutZeroPoint() != 0)
-        r.push_back(nest([&](PrimExpr i, PrimExpr j) {
-          return BufferStore(Fl, BufferLoad(Fl, {i, j}) + F32(double(g.OutZeroPoint())), {i, j});
-        }));
-      r.push_back(nest([&](PrimExpr i, PrimExpr j) {
-        return BufferStore(Cf, Cast(i8, BufferLoad(Fl, {i, j})), {slot, i, j});
-      }));
-      return Seq(r);
     };
     // This core's share of A's rows, quantised piece by piece into L2.
     bool even = M % P == 0;
@@ -835,33 +786,31 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     };
     // The bias and scales (event 6), A (the critical path) and the first weight block on the
     // DMA-out engine meanwhile. A staged share's first piece goes before the bias and scales
-    // (each a DDR latency on the DMA-in engine), so its quantisation starts sooner.
-    // (streamed int8: the bias on an event of its own, kBiasEvent, as the first mm needs it;
-    // on the direct path the scales, needed by the first requantisation only, after A)
-    std::vector<Stmt> params, scales;
-    const bool preset_bias = stream && q && bias.defined();
+    // (each a DDR latency on the DMA-in engine), so its quantisation starts sooner; streamed
+    // from L2, A's first columns go first (the first epilogue needs the bias and scales, the
+    // first mms do not).
+    std::vector<Stmt> params;
     if (bias.defined())
       params.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, NC}),
-                                                Region(bias, {I32(0), c0}, {1, NC}),
-                                                I32(preset_bias ? kBiasEvent : 6)}));
+                                                Region(bias, {I32(0), c0}, {1, NC}), I32(6)}));
     if (q)
-      (stream && direct ? scales : params)
-          .push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
-                                              Region(g.wscale, {I32(0), c0}, {1, NC}), I32(6)}));
-    if (direct) {
+      params.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
+                                                Region(g.wscale, {I32(0), c0}, {1, NC}), I32(6)}));
+    if (direct && stream) {
+      // (the weights before A in the program, which is the order they start in)
+      s.push_back(first_loads());
+      for (int64_t u = 0; u < std::min<int64_t>(nk, kAheadA); ++u) s.push_back(load_a(u));
+      s.push_back(Seq(params));
+    } else if (direct) {
       // A's rows in pieces (events 8, 9, ...): the first block's mm runs piece by piece as
       // they arrive
       s.push_back(Seq(params));
-      // (streamed: the weights before A in the program, which is the order they start in)
-      if (stream) s.push_back(first_loads());
-      for (size_t k = 0; !stream && k < pieces.size(); ++k)
+      for (size_t k = 0; k < pieces.size(); ++k)
         s.push_back(Intrin("tile.dma_copy",
                            {Region(Al, {I32(pieces[k].first), I32(0)}, {pieces[k].second, K}),
                             Region(A2, {I32(pieces[k].first), I32(0)}, {pieces[k].second, K}),
                             I32(8 + int64_t(k))}));
-      for (int64_t u = 0; stream && u < std::min<int64_t>(nk, kAheadA); ++u) s.push_back(load_a(u));
-      if (!scales.empty()) s.push_back(Seq(scales));
-      if (!stream) s.push_back(first_loads());
+      s.push_back(first_loads());
     } else {
       // every core stages a share: the weights follow its first piece; core 0 stages all
       // (a few rows): the weights go first, the others wait at the barrier anyway
@@ -894,26 +843,24 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       return Seq(r);
     };
     if (!stream) s.push_back(params_ready());
-    if (preset_bias) {
-      s.push_back(Intrin("tile.wait", {I32(kBiasEvent)}));
-      s.push_back(preset(0));
-    }
     if (!direct) s.push_back(Intrin("tile.wait", {I32(0)}));
     for (int64_t p = 0; p < loads; ++p) {
       const int64_t t = p / nk, u = p % nk, slot = t % 2, bslot = p % slots;
       auto [n0, tn] = blocks[size_t(t)];
+      const bool last = u + 1 == nk;  // the block's last mm: the epilogue
       s.push_back(Intrin("tile.wait", {I32(slot_event(bslot))}));  // the weights are in L1
-      // (unstreamed: the mm writes Cf[slot], which must have drained)
-      if (!stream && t >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));
+      // the mm writes Cf[slot] (streamed: the sums at its place), which must have drained
+      if (t >= 2 && u == 0) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));
+      if (stream && t == 0 && last) s.push_back(params_ready());
       auto mm_rows = [&](int64_t r0, int64_t m) {
         BufferRegion a = Region(Al, {I32(r0), I32(u * KC)}, {m, KC});
         BufferRegion b = Region(Bl, {I32(bslot), I32(0), I32(0)}, {1, KC, tn});
-        if (stream)
+        if (!last)  // a streamed block's sums so far
           return Intrin("tile.mm", {Region(Acc, {I32(slot), I32(r0), I32(0)}, {1, m, tn}), a, b,
-                                    IntImm(DataType::Bool(), u > 0 || (q && bias.defined()))});
+                                    IntImm(DataType::Bool(), u > 0)});
+        // the bias (and int8's dequantisation) in the fused epilogue, from the sums so far
         Array<PrimExpr> mm{Region(Cf, {I32(slot), I32(r0), I32(0)}, {1, m, tn}), a, b,
-                           IntImm(DataType::Bool(), 0)};
-        // the bias (and int8's dequantisation) in the fused epilogue
+                           IntImm(DataType::Bool(), u > 0)};
         AppendColumnEpilogue(&mm, q, bias.defined(), Qb, Sc, n0, tn, g.OutZeroPoint());
         return Intrin("tile.mm", mm);
       };
@@ -931,21 +878,13 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       }
       // the piece `slots` on replaces this one: after its mm (the code generator orders them)
       if (stream && p + slots < loads) s.push_back(load_piece(p + slots));
-      // the next block's sums start at the bias while this one multiplies (before this
-      // block's requantisation in the vector engine's queue)
-      if (stream && u == 0 && t + 1 < steps) s.push_back(preset(t + 1));
-      if (u + 1 < nk) continue;  // the block's sums are not complete
-      if (stream) {
-        if (t == 0) s.push_back(params_ready());
-        if (t >= 2) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));  // Cf[slot] has drained
-        s.push_back(requantise(t));
-      }
+      if (!last) continue;   // the block's sums are not complete
       if (!g.lut.empty()) {  // the vector engine, idle beside the mms
         BufferRegion y = Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn});
         s.push_back(Intrin("tile.vec_lut", {y, y, LookupTableRegion(lut_words)}));
       }
       if (stream) {
-        s.push_back(store(t));  // the vector engine made it: nothing to wait for on the mms
+        s.push_back(store(t));  // after its last mm (the code generator orders them)
       } else {
         if (t >= 1) s.push_back(store(t - 1));
         if (t + 1 < steps) s.push_back(load_piece(t + 1));  // replaces block t - 1: after mm t
@@ -959,9 +898,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     if (quantise) r = Allocate(Aq, Allocate(Af, r));
     if (q) r = Allocate(Sc, r);
     if (bias.defined()) r = Allocate(Qb, r);
-    if (stream && g.y_i8) r = Allocate(Fl, r);
-    if (stream) r = Allocate(Acc, r);
-    for (const Buffer& b : {Cf, Bl, Al}) r = Allocate(b, r);
+    for (const Buffer& b : {stream ? Acc : Cf, Bl, Al}) r = Allocate(b, r);
     return r;
   });
   return direct ? body : Allocate(Ash, body);
@@ -991,8 +928,8 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
     if (!out.empty() && out.back().tn == cp.tn) continue;
     // whole blocks, or streamed in pieces of kc rows (a divisor of K, 64 or more)
     std::vector<int64_t> kcs{g.K};
-    for (int64_t kc : {64, 128, 256})
-      if (kc < g.K && g.K % kc == 0) kcs.push_back(kc);
+    for (int64_t kc : {64, 128, 256})  // (whole blocks: each epilogue reads TN-wide sums)
+      if (kc < g.K && g.K % kc == 0 && nc % cp.tn == 0) kcs.push_back(kc);
     for (int64_t kc : kcs) {
       cp.kc = kc;
       const bool stream = kc < g.K;
@@ -1000,7 +937,7 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
       int64_t bytes =
           al(cp.rows * g.K * ob) + al(slots * kc * cp.tn * ob) +
           al(2 * cp.rows * cp.tn * (g.y_i8 ? 1 : 4)) +
-          (stream ? al(2 * cp.rows * cp.tn * 4) + (g.y_i8 ? al(cp.rows * cp.tn * 4) : 0) : 0) +
+          (stream ? al(2 * cp.rows * cp.tn * 4) - al(2 * cp.rows * cp.tn * (g.y_i8 ? 1 : 4)) : 0) +
           (q ? (g.a_i8 ? 0 : al(cp.pr * g.K * 4) + al(cp.pr * g.K)) + 2 * al(nc * 4) : al(nc * 4)) +
           65536;
       const int64_t loads = (nc + cp.tn - 1) / cp.tn * (g.K / kc);

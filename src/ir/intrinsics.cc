@@ -159,8 +159,9 @@ std::vector<IntrinsicInfo> MakeTable() {
       "(docs/tc1.md); bias "
       "(N values of the accumulator dtype) and residual (M x N) may be 0 for absent; scale is a "
       "scalar or a "
-      "region of N float32 per-channel scales; act is \"none\" or \"relu\"; accumulate must be "
-      "false");
+      "region of N float32 per-channel scales; act is \"none\" or \"relu\"; with accumulate (a "
+      "constant) acc starts from the M x N accumulator values (rows of N) stored at c's address, "
+      "which the output then replaces");
   t.back().required = 4;
   // --- vector engine ----------------------------------------------------------------
   // The vector engine's operations: one intrinsic per row of the table of tile operations
@@ -270,7 +271,7 @@ std::string Describe(const PrimExpr& e) {
 DataType RegionDType(const PrimExpr& e) { return e.as<BufferRegionNode>()->buffer->dtype; }
 
 // tile.mm's epilogue block: dtypes of the output, bias, scales and residual, the
-// activation's spelling, and no accumulation (the output replaces the accumulator).
+// activation's spelling, and a constant accumulate.
 void CheckMatmulEpilogue(std::string_view op, const Array<PrimExpr>& args, DataType acc) {
   DataType c = RegionDType(args[0]);
   if (c.is_bool() || c.is_vector() || c.bits() > 32) {
@@ -278,10 +279,12 @@ void CheckMatmulEpilogue(std::string_view op, const Array<PrimExpr>& args, DataT
         << "Call `" << op << "`: the epilogue output c must be an 8..32-bit int or a float, got "
         << c.str();
   }
+  // With accumulate the sums start from the accumulator stored at c's address (M x N
+  // accumulator values, rows of N): what the streamed column plan's earlier mms left there.
   const auto* accum = args[3].as<IntImmNode>();
-  if (accum == nullptr || accum->value != 0) {
+  if (accum == nullptr) {
     TILECORE_THROW(TypeError) << "Call `" << op
-                              << "`: accumulate must be the constant false with an epilogue "
+                              << "`: accumulate must be a constant with an epilogue "
                               << "(the output replaces the accumulator)";
   }
   if (args[4].as<BufferRegionNode>() && RegionDType(args[4]) != acc) {

@@ -160,8 +160,8 @@ def test_column_plan_reads_a_layer_group_intermediate_in_place(precision):
 @pytest.mark.parametrize("precision", ["f32", "int8"])
 def test_streamed_column_plan_matches_numpy(precision):
     """A Neg then a MatMul and bias of 128 rows and K = 1024 in one layer group: the column
-    plan streams each core's weights in pieces of rows, accumulating (int32 or f32) while
-    the vector engine adds the bias and dequantises, which gives the fused epilogue's bits:
+    plan streams each core's weights in pieces of rows, accumulating (int32 or f32), the
+    last mm taking the bias and dequantisation in its epilogue from the sums so far:
     against numpy (int8: the quantised product dequantised in f32 as the epilogue does)."""
     a, w, b = randn(128, 1024), randn(1024, 256, scale=0.05), randn(256)
     nodes = [helper.make_node("Neg", ["a"], ["r"], name="neg"),
@@ -182,3 +182,20 @@ def test_streamed_column_plan_matches_numpy(precision):
     else:
         ref = (-a).astype(np.float64) @ w.astype(np.float64) + b
         np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+def test_streamed_column_plan_on_the_c_target_matches_numpy():
+    """The streamed plan's last mm takes the bias in its epilogue from the sums stored at
+    its output (tile.mm with accumulate and an epilogue): the c target's runtime gives
+    numpy's product plus the bias (A marked in L2 is host memory there)."""
+    from tilecore import compiler, ir
+
+    a, b, c = randn(128, 1024), randn(1024, 256, scale=0.05), randn(256)
+    specs = [compiler.TensorSpec(x.shape, x.dtype) for x in (a, b, c)]
+    f = compiler.LowerOp("Gemm", {"tc_in_l2": [0]}, specs, [compiler.TensorSpec((128, 256), np.float32)],
+                         "npu -cores=4")
+    assert "Acc[" in ir.script(f), "the streamed column plan is expected here"
+    y = np.zeros((128, 256), np.float32)
+    tilecore.build(f, target="c")[f.attrs["global_symbol"]](a, b, c, y)
+    ref = a.astype(np.float64) @ b.astype(np.float64) + c
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())

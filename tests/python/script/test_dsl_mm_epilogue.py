@@ -232,7 +232,8 @@ def test_ir_checks_the_epilogue_block():
         ir.call("tile.mm", *ok[:5], Sc[0:16], *ok[6:])
     with pytest.raises(ValueError, match='act must be "none" or "relu"'):
         ir.call("tile.mm", *ok[:8], ir.StringImm("gelu"), *ok[9:])
-    with pytest.raises(TypeError, match="accumulate must be the constant false"):
-        ir.call("tile.mm", *ok[:3], ir.const(True, "bool"), *ok[4:])
+    ir.call("tile.mm", *ok[:3], ir.const(True, "bool"), *ok[4:])  # from the sums stored at O
+    with pytest.raises(TypeError, match="accumulate must be a constant with an epilogue"):
+        ir.call("tile.mm", *ok[:3], ir.Var("acc", "bool"), *ok[4:])
     with pytest.raises(TypeError, match=r"argument 4 \(bias\) must be region or 0"):
         ir.call("tile.mm", *ok[:4], ir.const(3, "int32"), *ok[5:])
