@@ -15,7 +15,7 @@ DDR_BYTES_PER_CYCLE = 64
 # of a member's DDR-idle cycles a prefetch may take (its own loads keep the rest): the driver
 # plans with each and keeps the group the cost model finds fastest (taking more leaves the
 # readers less to wait for, but slows the members fetching when they load more than estimated)
-SHARES = (0.3, 0.5)
+SHARES = (0.3, 0.4, 0.5)
 MIN_BYTES = 64 << 10  # smaller weights are not worth a member's L2
 MIN_GAIN = 0.05  # of the member's cycles
 DDR_BOUND = 0.6  # a member whose DDR cycles reach this share of its cycles is bound by the DDR
