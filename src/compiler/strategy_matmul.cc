@@ -113,6 +113,14 @@ struct GemmPlan {
   // Transpose that puts the rows before the heads, fused): CR views it so
   bool rows_first = false;
   Buffer CR;
+  // tc_split: the columns go to several outputs (sibling Gemms of one A fused, the column
+  // plan only): output k takes columns [col0, col0 + n), as [M, n] or, with heads, as
+  // [n / heads, M, heads]
+  struct SplitOut {
+    int64_t col0 = 0, n = 0, heads = 0;
+    Buffer Y;
+  };
+  std::vector<SplitOut> split;
   /*! \brief What w_scale[n] (or b_scale) is multiplied by in f32 for the epilogue's scale:
    * x_scale for an f32 Y, x_scale / y_scale (one requantisation) for an int8 Y; times
    * out_scale. */
@@ -685,7 +693,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
   const bool stream = KC < K;  // the blocks arrive in pieces of KC rows
   const int64_t slots = stream ? kStreamSlots : 2;
   Buffer A2 = View(g.A, {M, K}, "A2");
-  Buffer Y2 = View(g.C, {M, N}, "Y2");
+  Buffer Y2 = g.split.empty() ? View(g.C, {M, N}, "Y2") : Buffer();
   Buffer B2 = View(g.B, {K, N}, "B2");
   Buffer Ash = DeclBuffer({I32(M), I32(K)}, ot, String("Ash"), "shared");
   // A already in L2 that needs no quantisation is loaded as it is (the DMA converts to
@@ -733,9 +741,30 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       // them (DMA-in would carry both, one after the other)
       return Intrin(stream && p >= slots && !direct ? "tile.dma_copy" : "tile.dma_prefetch", args);
     };
-    auto store = [&](int64_t t) {
+    // block t's columns [col, col + tn) of output y (with `heads`, rows of its plane)
+    auto store_to = [&](int64_t t, const Buffer& y, int64_t heads, PrimExpr col) -> Stmt {
+      const int64_t tn = blocks[size_t(t)].second, slot = t % 2;
+      BufferRegion src = Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn});
+      if (heads > 0)
+        return Intrin(
+            "tile.dma_copy",
+            {Region(y, {floordiv(col, I32(heads)), I32(0), floormod(col, I32(heads))}, {1, M, tn}),
+             src, I32(4 + slot)});
+      return Intrin("tile.dma_copy", {Region(y, {I32(0), col}, {M, tn}), src, I32(4 + slot)});
+    };
+    auto store = [&](int64_t t) -> Stmt {
       auto [n0, tn] = blocks[size_t(t)];
       int64_t slot = t % 2;
+      if (!g.split.empty()) {  // the output the block's columns belong to (ColumnPlans)
+        PrimExpr col = c0 + I32(n0);
+        Stmt st;
+        for (size_t k = g.split.size(); k-- > 0;) {
+          const auto& o = g.split[k];
+          Stmt here = store_to(t, o.Y, o.heads, col - I32(o.col0));
+          st = st.defined() ? IfThenElse(col < I32(o.col0 + o.n), here, st) : here;
+        }
+        return st;
+      }
       if (g.heads_d > 0) {  // a block lies within one head (ColumnPlans): rows of its plane
         PrimExpr col = c0 + I32(n0);
         const int64_t D = g.heads_d;
@@ -923,8 +952,12 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
   const int64_t nc = g.N / P;
   for (int64_t tn : {32, 64, 128, 256, 512}) {
     cp.tn = std::min(tn, nc);
-    // tc_y_heads: every block within one head
+    // tc_y_heads: every block within one head; tc_split: within one output (and head)
     if (g.heads_d > 0 && (g.heads_d % cp.tn != 0 || nc % cp.tn != 0)) continue;
+    bool within = g.split.empty() || nc % cp.tn == 0;
+    for (const auto& o : g.split)
+      within = within && o.col0 % cp.tn == 0 && o.n % cp.tn == 0 && (o.heads % cp.tn == 0);
+    if (!within) continue;
     if (!out.empty() && out.back().tn == cp.tn) continue;
     // whole blocks, or streamed in pieces of kc rows (a divisor of K, 64 or more)
     std::vector<int64_t> kcs{g.K};
@@ -953,14 +986,18 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
  * whichever the cost model (cost_model.h) estimates fastest.
  */
 PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
-  PrimFunc best = MakeFunc(call, p, LowerGemm(call, g));
-  std::vector<PipelinePlan> plans = PipelinePlans(call, g);
+  const bool split = !g.split.empty();  // (only the column plan stores several outputs)
   std::vector<ColumnPlan> columns = ColumnPlans(call, g);
+  if (split && columns.empty())
+    TILECORE_THROW(ValueError) << call.op_type << ": tc_split needs the column plan, which does "
+                               << "not take this shape on " << call.cores << " cores";
+  PrimFunc best = split ? PrimFunc() : MakeFunc(call, p, LowerGemm(call, g));
+  std::vector<PipelinePlan> plans = split ? std::vector<PipelinePlan>{} : PipelinePlans(call, g);
   if (plans.empty() && columns.empty()) return best;
   auto estimate = [&](const PrimFunc& f) {
     return EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
   };
-  int64_t best_cycles = estimate(best);
+  int64_t best_cycles = split ? std::numeric_limits<int64_t>::max() : estimate(best);
   auto consider = [&](const Stmt& body) {
     PrimFunc f = MakeFunc(call, p, body);
     int64_t cycles = 0;
@@ -976,6 +1013,9 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
   };
   for (const PipelinePlan& r : plans) consider(LowerGemmPipelined(call, g, r));
   for (const ColumnPlan& r : columns) consider(LowerGemmColumns(call, g, r));
+  if (!best.defined())
+    TILECORE_THROW(ValueError) << call.op_type << ": tc_split needs the column plan, which does "
+                               << "not fit L1 here";
   return best;
 }
 
@@ -1264,6 +1304,18 @@ PrimFunc LowerGemmOp(const OpCall& call) {
   }
   SetQuant(call, p, g.N, &g);
   SetHeads(call, p, &g);
+  if (HasAttr(call.attrs, "tc_split")) {  // CheckGemm has checked the form
+    auto ns = AttrInts(call.attrs, "tc_split", {});
+    auto hs = AttrInts(call.attrs, "tc_split_heads", std::vector<int64_t>(ns.size(), 0));
+    int64_t col = 0;
+    for (size_t k = 0; k < ns.size(); ++k) {
+      GemmPlan::SplitOut o{col, ns[k], hs[k], Buffer()};
+      o.Y = o.heads > 0 ? View(p.out[k], {o.n / o.heads, g.M, o.heads}, "YH" + std::to_string(k))
+                        : View(p.out[k], {g.M, o.n}, "Y" + std::to_string(k));
+      g.split.push_back(o);
+      col += ns[k];
+    }
+  }
   return ChooseGemm(call, p, g);
 }
 
@@ -1281,6 +1333,24 @@ std::string CheckGemm(const std::string& op, const Map<String, Any>& attrs,
   if (K != K2) return op + ": inner dimensions differ";
   why = CheckHeads(op, attrs, 1, N);
   if (!why.empty()) return why;
+  if (HasAttr(attrs, "tc_split")) {
+    auto ns = AttrInts(attrs, "tc_split", {});
+    auto hs = AttrInts(attrs, "tc_split_heads", std::vector<int64_t>(ns.size(), 0));
+    int64_t sum = 0;
+    for (int64_t n : ns) sum += n > 0 ? n : -(int64_t{1} << 40);
+    if (ns.size() < 2 || hs.size() != ns.size() || sum != N)
+      return op + ": tc_split must give two or more output widths that add up to N (" +
+             std::to_string(N) + "), and tc_split_heads one head width (or 0) per output";
+    for (size_t k = 0; k < ns.size(); ++k)
+      if (hs[k] < 0 || (hs[k] > 0 && (ns[k] % hs[k] != 0 || 128 % hs[k] != 0)))
+        return op + ": tc_split_heads " + std::to_string(hs[k]) + " must divide its output's " +
+               std::to_string(ns[k]) + " columns and 128";
+    if (!GetMatrixPrecision(attrs).int8() || HasAttr(attrs, "tc_y_heads") ||
+        HasAttr(attrs, "tc_y_rows_first") || HasAttr(attrs, "tc_lut") || tb)
+      return op +
+             ": tc_split is for an int8 Gemm with B as it is, without tc_y_heads, "
+             "tc_y_rows_first or tc_lut";
+  }
   if (GetMatrixPrecision(attrs).int8()) {
     if (ta) return op + ": int8 takes transA = 0";
     if (AttrFloat(attrs, "alpha", 1.0) != 1.0 || AttrFloat(attrs, "beta", 1.0) != 1.0)

@@ -235,8 +235,8 @@ def _macs(op, ins, outs):
             return int(np.prod(ins[0][0], dtype=np.int64) * np.prod(ins[1][0][1:], dtype=np.int64))
         if op == "MatMul":
             return int(np.prod(outs[0][0], dtype=np.int64) * ins[0][0][-1])
-        if op == "Gemm":
-            return int(np.prod(outs[0][0], dtype=np.int64) * ins[0][0][-1 if len(ins[0][0]) else 0])
+        if op == "Gemm":  # (sibling Gemms fused: every output's columns)
+            return int(sum(np.prod(o[0], dtype=np.int64) for o in outs) * ins[0][0][-1 if len(ins[0][0]) else 0])
     except (IndexError, TypeError):
         return 0
     return 0
@@ -419,6 +419,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     from . import layer_groups as _groups
     from . import qdq as _qdq
     from . import shared_quantise as _shared
+    from . import sibling_gemms as _siblings
     from . import weight_prefetch as _prefetch
 
     if not hasattr(model, "nodes"):  # QOperator nodes in the QDQ form; the DQ constants before folding
@@ -533,6 +534,18 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         fused += _int8_edges.fold_softmax(nodes, info, graph_outputs, HasStrategy)
     # one quantisation for an f32 activation several int8 matrix ops read
     shared_quantised = [] if keep_intermediates else _shared.share(nodes, info, _make_node, HasStrategy, TensorSpec)
+    if int8_edges and fuse:  # int8 Gemms of one A (attention's projections): one Gemm
+
+        def lowers(nd):
+            if HasStrategy(nd.op, nd.attrs, nd.in_specs):
+                return False
+            try:
+                LowerOp(nd.op, nd.attrs, nd.in_specs, [TensorSpec(*info[str(v.name)]) for v in nd.outs], target)
+            except Exception:  # noqa: BLE001 (no kernel for it here: the Gemms stay apart)
+                return False
+            return True
+
+        fused += _siblings.fuse(nodes, info, TensorSpec, lowers)
 
     # ---- lower and build ----------------------------------------------------------------
     t0 = time.perf_counter()

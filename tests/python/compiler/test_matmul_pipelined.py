@@ -199,3 +199,23 @@ def test_streamed_column_plan_on_the_c_target_matches_numpy():
     tilecore.build(f, target="c")[f.attrs["global_symbol"]](a, b, c, y)
     ref = a.astype(np.float64) @ b.astype(np.float64) + c
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+def test_split_gemm_form_is_checked():
+    """tc_split (sibling Gemms fused): widths that add up to N, a head width per output
+    dividing its columns, the int8 form only; the column plan stores each output."""
+    from tilecore import compiler
+
+    specs = [compiler.TensorSpec(s, d) for s, d in
+             (((128, 256), "int8"), ((256, 256), "int8"), ((256,), "int32"), ((256,), "float32"))]
+    base = {"tc_precision": "int8", "tc_x_scale": 1.0, "tc_y_scale": 1.0, "tc_y_zero_point": 0}
+    ok = dict(base, tc_split=[128, 128], tc_split_heads=[64, 0])
+    assert compiler.HasStrategy("Gemm", ok, specs) == ""
+    assert "add up to N" in compiler.HasStrategy("Gemm", dict(ok, tc_split=[128, 100]), specs)
+    assert "must divide" in compiler.HasStrategy("Gemm", dict(ok, tc_split_heads=[48, 0]), specs)
+    assert "int8 Gemm" in compiler.HasStrategy("Gemm", dict(ok, tc_y_rows_first=1), specs)
+    outs = [compiler.TensorSpec((2, 128, 64), "int8"), compiler.TensorSpec((128, 128), "int8")]
+    f = compiler.LowerOp("Gemm", dict(ok, tc_in_l2=[0]), specs, outs, "npu -cores=4")
+    from tilecore import ir
+    text = ir.script(f)
+    assert "YH0[" in text and "Y1[" in text, "each output stored in its own layout"

@@ -35,6 +35,27 @@ def test_bert_layer_int8(zoo_export):
     assert lowest_cosine(exe, path, zoo.sample_inputs("bert_layer", 4, seed=1)) >= 0.99
 
 
+def test_bert_layer_int8_sibling_projections_keep_their_bits(zoo_export, monkeypatch):
+    """The query, key and value projections read one int8 A: they become one Gemm
+    (compiler/sibling_gemms.py) whose outputs are the three projections' bits exactly, as
+    compiled apart; and the layer still matches ONNX Runtime."""
+    from tilecore.compiler import sibling_gemms
+
+    path = zoo_export("bert_layer")
+    calib = zoo.sample_inputs("bert_layer", 16, seed=0)
+    feed = {k: v[0] for k, v in zoo.sample_inputs("bert_layer", 1, seed=1).items()}
+    rep = {}
+    exe = tilecore.compile(path, precision="int8", calib_samples=calib, report=rep)
+    fused = [e for e in rep["fused"] if "split" in e]
+    assert [(e["node"], e["fused"], e["split"]) for e in fused] == [
+        ("/attention/self/query/MatMul", ["/attention/self/key/MatMul", "/attention/self/value/MatMul"],
+         [256, 256, 256])]
+    monkeypatch.setattr(sibling_gemms, "fuse", lambda *a, **k: [])
+    apart = tilecore.compile(path, precision="int8", calib_samples=calib)
+    assert exe.run(feed)["output"].tobytes() == apart.run(feed)["output"].tobytes()
+    assert lowest_cosine(exe, path, zoo.sample_inputs("bert_layer", 2, seed=1)) >= 0.99
+
+
 @pytest.mark.parametrize("precision", ["f16", "bf16"])
 def test_resnet18_narrow(zoo_export, precision):
     path = zoo_export("resnet18")
