@@ -699,6 +699,11 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
   // A already in L2 that needs no quantisation is loaded as it is (the DMA converts to
   // f16/bf16): no staging, no barrier.
   const bool direct = !(q && !g.a_i8) && g.A->scope == "shared";
+  // streamed, an f32 A in L2 that int8 quantises: each core loads and quantises the columns
+  // of each piece itself (no staging through L2, no barrier), into a layout of its own
+  // (piece-major: the quantisation of piece u + 1 writes beside the mm reading piece u)
+  const bool own_quant = stream && q && !g.a_i8 && g.A->scope == "shared";
+  const bool by_columns = stream && (direct || own_quant);  // A loads by the pieces' columns
   // (first row, rows) of the pieces A loads in on the direct path: four of 16 rows or more
   std::vector<std::pair<int64_t, int64_t>> pieces;
   const int64_t piece_rows = M >= 64 ? (M + 3) / 4 : M;
@@ -724,7 +729,9 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
                        : Local({2, M, TN}, yt, "Cf");  // the results as stored
     Buffer Af = Local({PR, K}, f32, "Af");
     Buffer Aq = Local({PR, K}, i8, "Aq");
-    Buffer Qb = Local({1, NC}, g.mp.accum, "Qb");  // the int32 or f32 bias
+    Buffer Afc = Local({kAheadA, M, KC}, f32, "Afc");  // own_quant: A's f32 columns in flight
+    Buffer Alc = Local({nk, M, KC}, i8, "Alc");        // and quantised, piece-major
+    Buffer Qb = Local({1, NC}, g.mp.accum, "Qb");      // the int32 or f32 bias
     Buffer Sc = Local({1, NC}, f32, "Sc");
     Buffer lut_words = Local({64}, DataType::Int(32), "LutWords");
     const Buffer bias = ColumnBias(g);
@@ -739,7 +746,8 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       // streamed block's later pieces on DMA-in when A was loaded whole (idle by then: they
       // do not queue behind the stores), on DMA-out when A comes in column pieces between
       // them (DMA-in would carry both, one after the other)
-      return Intrin(stream && p >= slots && !direct ? "tile.dma_copy" : "tile.dma_prefetch", args);
+      return Intrin(stream && p >= slots && !by_columns ? "tile.dma_copy" : "tile.dma_prefetch",
+                    args);
     };
     // block t's columns [col, col + tn) of output y (with `heads`, rows of its plane)
     auto store_to = [&](int64_t t, const Buffer& y, int64_t heads, PrimExpr col) -> Stmt {
@@ -803,9 +811,25 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     // ahead of the mms, on the DMA-in engine between the weight pieces), so that the first
     // mms do not wait for all of A
     auto load_a = [&](int64_t u) {
+      BufferRegion dst = own_quant ? Region(Afc, {I32(u % kAheadA), I32(0), I32(0)}, {1, M, KC})
+                                   : Region(Al, {I32(0), I32(u * KC)}, {M, KC});
       return Intrin("tile.dma_copy",
-                    {Region(Al, {I32(0), I32(u * KC)}, {M, KC}),
-                     Region(A2, {I32(0), I32(u * KC)}, {M, KC}), I32(8 + u % kAheadA)});
+                    {dst, Region(A2, {I32(0), I32(u * KC)}, {M, KC}), I32(8 + u % kAheadA)});
+    };
+    // Alc[u] = i8(Afc[u % kAheadA] * f32(1 / x_scale) + zp): Quantise's steps, the same bits
+    auto quantise_piece = [&](int64_t u) {
+      const int64_t f = u % kAheadA;
+      return Seq(QuantiseSteps(Alc, Afc, inv, g.zp, [&](const auto& step) {
+        return Loop("i", M, [&](PrimExpr i) {
+          return Loop("k", KC, [&](PrimExpr k) -> Stmt {
+            Stmt st = step(Array<PrimExpr>{I32(f), i, k});
+            // (the conversion's store goes to piece u of Alc)
+            if (const auto* b = st.as<BufferStoreNode>(); b && b->buffer.same_as(Alc))
+              return BufferStore(Alc, b->value, {I32(u), i, k});
+            return st;
+          });
+        });
+      }));
     };
     // the first weight pieces (a whole block each unless streamed)
     auto first_loads = [&]() {
@@ -825,11 +849,18 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     if (q)
       params.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
                                                 Region(g.wscale, {I32(0), c0}, {1, NC}), I32(6)}));
-    if (direct && stream) {
-      // (the weights before A in the program, which is the order they start in)
+    if (by_columns) {
+      // (the weights before A in the program, which is the order they start in; A quantised
+      // here: the bias and scales behind the weights on the DMA-out engine, so that A's
+      // f32 columns, the longer loads, go first on DMA-in)
       s.push_back(first_loads());
+      for (Stmt& x : params) {
+        const auto* call = x.as<EvaluateNode>()->value.as<CallNode>();
+        if (own_quant) x = Intrin("tile.dma_prefetch", call->args);
+      }
+      if (own_quant) s.push_back(Seq(params));
       for (int64_t u = 0; u < std::min<int64_t>(nk, kAheadA); ++u) s.push_back(load_a(u));
-      s.push_back(Seq(params));
+      if (!own_quant) s.push_back(Seq(params));
     } else if (direct) {
       // A's rows in pieces (events 8, 9, ...): the first block's mm runs piece by piece as
       // they arrive
@@ -872,7 +903,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       return Seq(r);
     };
     if (!stream) s.push_back(params_ready());
-    if (!direct) s.push_back(Intrin("tile.wait", {I32(0)}));
+    if (!direct && !own_quant) s.push_back(Intrin("tile.wait", {I32(0)}));
     for (int64_t p = 0; p < loads; ++p) {
       const int64_t t = p / nk, u = p % nk, slot = t % 2, bslot = p % slots;
       auto [n0, tn] = blocks[size_t(t)];
@@ -880,9 +911,11 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       s.push_back(Intrin("tile.wait", {I32(slot_event(bslot))}));  // the weights are in L1
       // the mm writes Cf[slot] (streamed: the sums at its place), which must have drained
       if (t >= 2 && u == 0) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));
-      if (stream && t == 0 && last) s.push_back(params_ready());
+      // (after this piece's quantisation, which does not need them)
+      if (stream && t == 0 && last && !own_quant) s.push_back(params_ready());
       auto mm_rows = [&](int64_t r0, int64_t m) {
-        BufferRegion a = Region(Al, {I32(r0), I32(u * KC)}, {m, KC});
+        BufferRegion a = own_quant ? Region(Alc, {I32(u), I32(r0), I32(0)}, {1, m, KC})
+                                   : Region(Al, {I32(r0), I32(u * KC)}, {m, KC});
         BufferRegion b = Region(Bl, {I32(bslot), I32(0), I32(0)}, {1, KC, tn});
         if (!last)  // a streamed block's sums so far
           return Intrin("tile.mm", {Region(Acc, {I32(slot), I32(r0), I32(0)}, {1, m, tn}), a, b,
@@ -893,8 +926,10 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
         AppendColumnEpilogue(&mm, q, bias.defined(), Qb, Sc, n0, tn, g.OutZeroPoint());
         return Intrin("tile.mm", mm);
       };
-      if (direct && stream && t == 0) {
+      if (by_columns && t == 0) {
         s.push_back(Intrin("tile.wait", {I32(8 + u % kAheadA)}));  // A's columns of the piece
+        if (own_quant) s.push_back(quantise_piece(u));
+        if (own_quant && last) s.push_back(params_ready());
         s.push_back(mm_rows(0, M));
         if (u + kAheadA < nk) s.push_back(load_a(u + kAheadA));  // (its event's last is in)
       } else if (direct && p == 0) {
@@ -924,13 +959,14 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     s.push_back(Intrin("tile.wait", {I32(5)}));
     Stmt r = Seq(s);
     if (!g.lut.empty()) r = Allocate(lut_words, r);
-    if (quantise) r = Allocate(Aq, Allocate(Af, r));
+    if (quantise && !own_quant) r = Allocate(Aq, Allocate(Af, r));
+    if (own_quant) r = Allocate(Alc, Allocate(Afc, r));
     if (q) r = Allocate(Sc, r);
     if (bias.defined()) r = Allocate(Qb, r);
-    for (const Buffer& b : {stream ? Acc : Cf, Bl, Al}) r = Allocate(b, r);
-    return r;
+    r = Allocate(stream ? Acc : Cf, Allocate(Bl, r));
+    return own_quant ? r : Allocate(Al, r);
   });
-  return direct ? body : Allocate(Ash, body);
+  return direct || own_quant ? body : Allocate(Ash, body);
 }
 
 /*! \brief The column plans worth estimating (none when the op is not of that form). */
@@ -971,6 +1007,8 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
           al(cp.rows * g.K * ob) + al(slots * kc * cp.tn * ob) +
           al(2 * cp.rows * cp.tn * (g.y_i8 ? 1 : 4)) +
           (stream ? al(2 * cp.rows * cp.tn * 4) - al(2 * cp.rows * cp.tn * (g.y_i8 ? 1 : 4)) : 0) +
+          // (an f32 A in L2 quantised by each core: its columns in flight)
+          (stream && q && !g.a_i8 && g.A->scope == "shared" ? al(4 * cp.rows * kc * 4) : 0) +
           (q ? (g.a_i8 ? 0 : al(cp.pr * g.K * 4) + al(cp.pr * g.K)) + 2 * al(nc * 4) : al(nc * 4)) +
           65536;
       const int64_t loads = (nc + cp.tn - 1) / cp.tn * (g.K / kc);
@@ -1013,9 +1051,6 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
   };
   for (const PipelinePlan& r : plans) consider(LowerGemmPipelined(call, g, r));
   for (const ColumnPlan& r : columns) consider(LowerGemmColumns(call, g, r));
-  if (!best.defined())
-    TILECORE_THROW(ValueError) << call.op_type << ": tc_split needs the column plan, which does "
-                               << "not fit L1 here";
   return best;
 }
 

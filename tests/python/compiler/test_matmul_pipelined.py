@@ -161,8 +161,9 @@ def test_column_plan_reads_a_layer_group_intermediate_in_place(precision):
 def test_streamed_column_plan_matches_numpy(precision):
     """A Neg then a MatMul and bias of 128 rows and K = 1024 in one layer group: the column
     plan streams each core's weights in pieces of rows, accumulating (int32 or f32), the
-    last mm taking the bias and dequantisation in its epilogue from the sums so far:
-    against numpy (int8: the quantised product dequantised in f32 as the epilogue does)."""
+    last mm taking the bias and dequantisation in its epilogue from the sums so far; in
+    int8 each core quantises the f32 A's columns of each piece itself: against numpy
+    (int8: the quantised product dequantised in f32 as the epilogue does)."""
     a, w, b = randn(128, 1024), randn(1024, 256, scale=0.05), randn(256)
     nodes = [helper.make_node("Neg", ["a"], ["r"], name="neg"),
              helper.make_node("MatMul", ["r", "w"], ["m"], name="mm"),
@@ -174,6 +175,8 @@ def test_streamed_column_plan_matches_numpy(precision):
                            **({"calib": {"r": t}} if precision == "int8" else {}))
     group = next(iter(rep["npu_funcs"].values())).script()
     assert "Acc[" in group and "tile.dma_prefetch(Bl" in group, "the streamed column plan is expected here"
+    if precision == "int8":  # the f32 A in L2 quantised by each core, piece by piece
+        assert "Alc[" in group and "Afc[" in group
     y = exe.run({"a": a})["y"]
     if precision == "int8":
         aq, sa = q_act(-a, t)
