@@ -1040,7 +1040,15 @@ class CPrinter {
     if (!empty)
       off = Checked(op.buffer, off, lo, hi,
                     "`" + std::string(c->op.view()) + "`" + Where(c->span) + " on");
-    t.base = "(" + Name(op.buffer->data.get()) + " + " + off + ")";
+    std::string name = Name(op.buffer->data.get()), ct = CType(op.buffer->dtype);
+    auto ty = types_.find(op.buffer->data.get());
+    if (ty != types_.end() && ty->second.first != ct + "*")  // a view of another dtype over
+      // the allocation (a streamed Gemm's int8 output over its int32 sums): the offset
+      // counts the view's elements
+      t.base =
+          "((" + ct + "*)((uint8_t*)" + name + " + " + off + " * (int64_t)sizeof(" + ct + ")))";
+    else
+      t.base = "(" + name + " + " + off + ")";
     return t;
   }
 

@@ -675,8 +675,8 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
         ++c.pos;
         continue;
       }
-      if (e.kind == Event::kBarrier) {  // the codegen fences before a draining barrier:
-        if (!c.idle()) return;          // every queue drains first
+      if (e.kind == Event::kBarrier) {  // placed once the core's queued commands start
+        if (!c.idle()) return;          // (a draining barrier also waits for them to end)
         if (e.drains)
           for (int64_t f : c.free) c.fe = std::max(c.fe, f);
         c.fe += 1;
@@ -744,7 +744,9 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
       bool all = true;
       for (size_t i = 0; i < cs.size(); ++i)
         if ((cs[i].pos < progs[i].size() || !cs[i].idle()) && !cs[i].at_barrier) all = false;
-      if (!all) break;  // the waits form a cycle: the program would hang
+      if (!all)  // the waits form a cycle: the program would hang (the plan is refused)
+        TILECORE_THROW(ValueError) << "EstimateKernel: the cores' waits form a cycle (a core "
+                                   << "waits for a command that cannot start)";
       int64_t release = 0;
       for (auto& c : cs) release = std::max(release, c.fe);
       release += arch::tc1::kBarrierLatency;

@@ -1051,6 +1051,9 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
   };
   for (const PipelinePlan& r : plans) consider(LowerGemmPipelined(call, g, r));
   for (const ColumnPlan& r : columns) consider(LowerGemmColumns(call, g, r));
+  if (!best.defined())
+    TILECORE_THROW(ValueError) << call.op_type << ": tc_split needs the column plan, which does "
+                               << "not fit L1 here";
   return best;
 }
 
@@ -1342,6 +1345,13 @@ PrimFunc LowerGemmOp(const OpCall& call) {
   if (HasAttr(call.attrs, "tc_split")) {  // CheckGemm has checked the form
     auto ns = AttrInts(call.attrs, "tc_split", {});
     auto hs = AttrInts(call.attrs, "tc_split_heads", std::vector<int64_t>(ns.size(), 0));
+    if (p.out.size() != ns.size())
+      TILECORE_THROW(ValueError) << call.op_type << ": tc_split gives " << ns.size()
+                                 << " outputs, the node has " << p.out.size();
+    for (size_t k = 0; k < ns.size(); ++k)
+      if (call.outputs[k]->dtype != DataType::Int(8) || call.outputs[k]->numel() != g.M * ns[k])
+        TILECORE_THROW(ValueError) << call.op_type << ": tc_split output " << k << " must be "
+                                   << g.M << " x " << ns[k] << " int8 values";
     int64_t col = 0;
     for (size_t k = 0; k < ns.size(); ++k) {
       GemmPlan::SplitOut o{col, ns[k], hs[k], Buffer()};

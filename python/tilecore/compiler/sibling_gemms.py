@@ -1,4 +1,4 @@
-"""Sibling int8 Gemms in one (docs/compiler.md, "Sibling Gemms"): Gemms with constant
+"""Sibling int8 Gemms in one (docs/compiler.md, the driver's step 5): Gemms with constant
 weights that read the same int8 A (an attention's query, key and value projections)
 become one Gemm whose weights are theirs side by side and whose columns go to their
 outputs (``tc_split``, ``tc_split_heads``), each in its own layout. The column plan then
@@ -31,7 +31,8 @@ def _eligible(nd: Any, info: dict[str, tuple]) -> bool:
             and len(nd.outs) == 1 and nd.ins[0] is not None and nd.ins[1] is not None and nd.ins[3] is not None
             and getattr(nd.ins[1], "data", None) is not None and getattr(nd.ins[3], "data", None) is not None
             and (nd.ins[2] is None or getattr(nd.ins[2], "data", None) is not None)
-            and "tc_y_scale" in a and not any(k.startswith(_OTHER_FORMS) for k in a)
+            and "tc_y_scale" in a and "tc_x_scale" in a and not any(k.startswith(_OTHER_FORMS) for k in a)
+            and info.get(str(nd.ins[0].name), ((), ""))[1] == "int8"  # (the fused one quantises no A)
             and not int(a.get("transA", 0)) and not int(a.get("transB", 0))
             and info.get(str(nd.outs[0].name), ((), ""))[1] == "int8")
 
@@ -46,44 +47,64 @@ def fuse(nodes: list[Any], info: dict[str, tuple], TensorSpec: Callable[..., Any
         if _eligible(nd, info):
             by_a.setdefault(str(nd.ins[0].name), []).append(nd)
     out = []
+
+    def fresh(base: str) -> str:  # a value name no other value has (node names may be empty)
+        name, k = base, 1
+        while name in info:
+            k += 1
+            name = f"{base}#{k}"
+        return name
+
     for sibs in by_a.values():
-        first = sibs[0]
-        same = [s for s in sibs if s.ins[1].data.shape[0] == first.ins[1].data.shape[0]
-                and s.attrs["tc_x_scale"] == first.attrs["tc_x_scale"]
-                and s.attrs.get("tc_x_zero_point", 0) == first.attrs.get("tc_x_zero_point", 0)
-                and s.attrs.get("tc_y_zero_point", 0) == first.attrs.get("tc_y_zero_point", 0)]
-        if len(same) < 2:
-            continue
-        ws, biases, scales, widths, heads = [], [], [], [], []
-        for s in same:
-            w = np.asarray(s.ins[1].data)
-            n = w.shape[1]
-            factor = np.float32(np.float64(s.attrs["tc_x_scale"]) / np.float64(s.attrs["tc_y_scale"]))
-            ws.append(w)
-            biases.append(np.zeros(n, np.int32) if s.ins[2] is None else np.asarray(s.ins[2].data, np.int32))
-            scales.append((np.asarray(s.ins[3].data, np.float32) * factor).astype(np.float32))
-            widths.append(int(n))
-            heads.append(int(s.attrs.get("tc_y_heads", 0)))
-        base = first.name + "/siblings"
-        consts = [ConstantValue(f"{base}/int8", np.concatenate(ws, axis=1)),
-                  ConstantValue(f"{base}/int32", np.concatenate(biases)),
-                  ConstantValue(f"{base}/w_scale", np.concatenate(scales))]
-        attrs = {k: v for k, v in first.attrs.items() if k not in ("tc_y_heads",)}
-        # (the requantisations are in w_scale: the epilogue's own multiplier is 1)
-        attrs.update(tc_x_scale=1.0, tc_y_scale=1.0, tc_y_zero_point=int(first.attrs.get("tc_y_zero_point", 0)),
-                     tc_split=widths, tc_split_heads=heads)
-        saved = (first.ins, first.attrs, first.outs, first.in_specs)
-        for v in consts:
-            info[v.name] = (tuple(v.data.shape), str(v.data.dtype))
-        first.ins = [first.ins[0], *consts]
-        first.attrs, first.outs = attrs, [s.outs[0] for s in same]
-        first.in_specs = [first.in_specs[0]] + [TensorSpec(*info[v.name]) for v in consts]
-        if not lowers(first):
-            first.ins, first.attrs, first.outs, first.in_specs = saved
-            for v in consts:
-                del info[v.name]
-            continue
-        for s in same[1:]:
-            s.where, s.reason = "dropped", f"fused into `{first.name}` (sibling Gemms of one A)"
-        out.append({"node": first.name, "fused": [s.name for s in same[1:]], "split": widths})
+        # the siblings that share the first one's K, scales and zero points (a Gemm that
+        # differs waits for a set of its own: the next A's, or none)
+        key = lambda s: (s.ins[1].data.shape[0], s.attrs["tc_x_scale"], s.attrs.get("tc_x_zero_point", 0),  # noqa: E731
+                         s.attrs.get("tc_y_zero_point", 0))
+        sets: dict[tuple, list[Any]] = {}
+        for s in sibs:
+            sets.setdefault(key(s), []).append(s)
+        for same in sets.values():
+            if len(same) >= 2:
+                entry = _fuse_set(same, info, TensorSpec, lowers, fresh)
+                if entry:
+                    out.append(entry)
     return out
+
+
+def _fuse_set(same: list[Any], info: dict[str, tuple], TensorSpec: Callable[..., Any],
+              lowers: Callable[[Any], bool], fresh: Callable[[str], str]) -> dict[str, Any] | None:
+    """The first of ``same`` computes all their outputs when it lowers so: its report entry,
+    else None (nothing changed)."""
+    first = same[0]
+    ws, biases, scales, widths, heads = [], [], [], [], []
+    for s in same:
+        w = np.asarray(s.ins[1].data)
+        n = w.shape[1]
+        factor = np.float32(np.float64(s.attrs["tc_x_scale"]) / np.float64(s.attrs["tc_y_scale"]))
+        ws.append(w)
+        biases.append(np.zeros(n, np.int32) if s.ins[2] is None else np.asarray(s.ins[2].data, np.int32))
+        scales.append((np.asarray(s.ins[3].data, np.float32) * factor).astype(np.float32))
+        widths.append(int(n))
+        heads.append(int(s.attrs.get("tc_y_heads", 0)))
+    base = (first.name or f"{first.op}_{first.index}") + "/siblings"
+    consts = [ConstantValue(fresh(f"{base}/int8"), np.concatenate(ws, axis=1)),
+              ConstantValue(fresh(f"{base}/int32"), np.concatenate(biases)),
+              ConstantValue(fresh(f"{base}/w_scale"), np.concatenate(scales))]
+    attrs = {k: v for k, v in first.attrs.items() if k not in ("tc_y_heads",)}
+    # (the requantisations are in w_scale: the epilogue's own multiplier is 1)
+    attrs.update(tc_x_scale=1.0, tc_y_scale=1.0, tc_y_zero_point=int(first.attrs.get("tc_y_zero_point", 0)),
+                 tc_split=widths, tc_split_heads=heads)
+    saved = (first.ins, first.attrs, first.outs, first.in_specs)
+    for v in consts:
+        info[v.name] = (tuple(v.data.shape), str(v.data.dtype))
+    first.ins = [first.ins[0], *consts]
+    first.attrs, first.outs = attrs, [s.outs[0] for s in same]
+    first.in_specs = [first.in_specs[0]] + [TensorSpec(*info[v.name]) for v in consts]
+    if not lowers(first):
+        first.ins, first.attrs, first.outs, first.in_specs = saved
+        for v in consts:  # (fresh names: none of them was there before)
+            del info[v.name]
+        return None
+    for s in same[1:]:
+        s.where, s.reason = "dropped", f"fused into `{first.name}` (sibling Gemms of one A)"
+    return {"node": first.name, "fused": [s.name for s in same[1:]], "split": widths}

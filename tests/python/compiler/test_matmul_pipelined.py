@@ -222,3 +222,30 @@ def test_split_gemm_form_is_checked():
     from tilecore import ir
     text = ir.script(f)
     assert "YH0[" in text and "Y1[" in text, "each output stored in its own layout"
+
+
+def test_streamed_int8_column_plan_on_the_c_target_matches_numpy():
+    """int8 with an int8 Y and two blocks per core: the last mm's epilogue writes each
+    block's int8 result over its int32 sums (a view of another dtype over the same
+    buffer, which the c target addresses in bytes): against numpy's requantisation
+    (int32 sums + bias, f32 times f32(w_scale * f32(x_scale / y_scale)), zero point,
+    nearest even, saturated)."""
+    from tilecore import compiler, ir
+
+    rng = np.random.default_rng(5)
+    M, K, N = 128, 1024, 512
+    a = rng.integers(-128, 128, (M, K)).astype(np.int8)
+    w = rng.integers(-127, 128, (K, N)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, N).astype(np.int32)
+    w_scale = (rng.random(N) * 0.01 + 0.001).astype(np.float32)
+    attrs = {"tc_precision": "int8", "tc_x_scale": 0.05, "tc_y_scale": 2.0, "tc_y_zero_point": 3, "tc_in_l2": [0]}
+    specs = [compiler.TensorSpec(x.shape, x.dtype) for x in (a, w, bias, w_scale)]
+    f = compiler.LowerOp("Gemm", attrs, specs, [compiler.TensorSpec((M, N), np.int8)], "npu -cores=4")
+    text = ir.script(f)
+    assert "Acc[" in text and "Cf[1" in text, "the streamed column plan with two blocks is expected here"
+    y = np.zeros((M, N), np.int8)
+    tilecore.build(f, target="c")[f.attrs["global_symbol"]](a, w, bias, w_scale, y)
+    acc = a.astype(np.int64) @ w.astype(np.int64) + bias
+    sc = (w_scale * np.float32(np.float64(0.05) / np.float64(2.0))).astype(np.float32)
+    v = (acc.astype(np.int32).astype(np.float32) * sc).astype(np.float32) + np.float32(3)
+    np.testing.assert_array_equal(y, np.clip(np.rint(v.astype(np.float64)), -128, 127).astype(np.int8))
