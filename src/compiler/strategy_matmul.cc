@@ -761,10 +761,8 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       return Intrin("tile.dma_copy", {Region(y, {I32(0), col}, {M, tn}), src, I32(4 + slot)});
     };
     auto store = [&](int64_t t) -> Stmt {
-      auto [n0, tn] = blocks[size_t(t)];
-      int64_t slot = t % 2;
+      PrimExpr col = c0 + I32(blocks[size_t(t)].first);
       if (!g.split.empty()) {  // the output the block's columns belong to (ColumnPlans)
-        PrimExpr col = c0 + I32(n0);
         Stmt st;
         for (size_t k = g.split.size(); k-- > 0;) {
           const auto& o = g.split[k];
@@ -773,17 +771,8 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
         }
         return st;
       }
-      if (g.heads_d > 0) {  // a block lies within one head (ColumnPlans): rows of its plane
-        PrimExpr col = c0 + I32(n0);
-        const int64_t D = g.heads_d;
-        return Intrin(
-            "tile.dma_copy",
-            {Region(g.CH, {floordiv(col, I32(D)), I32(0), floormod(col, I32(D))}, {1, M, tn}),
-             Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}), I32(4 + slot)});
-      }
-      return Intrin("tile.dma_copy",
-                    {Region(Y2, {I32(0), c0 + I32(n0)}, {M, tn}),
-                     Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn}), I32(4 + slot)});
+      // (tc_y_heads: a block lies within one head, ColumnPlans)
+      return g.heads_d > 0 ? store_to(t, g.CH, g.heads_d, col) : store_to(t, Y2, 0, col);
     };
     // This core's share of A's rows, quantised piece by piece into L2.
     bool even = M % P == 0;
@@ -842,22 +831,19 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     // (each a DDR latency on the DMA-in engine), so its quantisation starts sooner; streamed
     // from L2, A's first columns go first (the first epilogue needs the bias and scales, the
     // first mms do not).
+    // (A quantised here from L2: the bias and scales behind the weights on the DMA-out
+    // engine, so that A's f32 columns, the longer loads, go first on DMA-in)
+    const char* param_copy = own_quant ? "tile.dma_prefetch" : "tile.dma_copy";
     std::vector<Stmt> params;
     if (bias.defined())
-      params.push_back(Intrin("tile.dma_copy", {Region(Qb, {I32(0), I32(0)}, {1, NC}),
-                                                Region(bias, {I32(0), c0}, {1, NC}), I32(6)}));
+      params.push_back(Intrin(param_copy, {Region(Qb, {I32(0), I32(0)}, {1, NC}),
+                                           Region(bias, {I32(0), c0}, {1, NC}), I32(6)}));
     if (q)
-      params.push_back(Intrin("tile.dma_copy", {Region(Sc, {I32(0), I32(0)}, {1, NC}),
-                                                Region(g.wscale, {I32(0), c0}, {1, NC}), I32(6)}));
+      params.push_back(Intrin(param_copy, {Region(Sc, {I32(0), I32(0)}, {1, NC}),
+                                           Region(g.wscale, {I32(0), c0}, {1, NC}), I32(6)}));
     if (by_columns) {
-      // (the weights before A in the program, which is the order they start in; A quantised
-      // here: the bias and scales behind the weights on the DMA-out engine, so that A's
-      // f32 columns, the longer loads, go first on DMA-in)
+      // (the weights before A in the program, which is the order they start in)
       s.push_back(first_loads());
-      for (Stmt& x : params) {
-        const auto* call = x.as<EvaluateNode>()->value.as<CallNode>();
-        if (own_quant) x = Intrin("tile.dma_prefetch", call->args);
-      }
       if (own_quant) s.push_back(Seq(params));
       for (int64_t u = 0; u < std::min<int64_t>(nk, kAheadA); ++u) s.push_back(load_a(u));
       if (!own_quant) s.push_back(Seq(params));

@@ -37,6 +37,13 @@ def _eligible(nd: Any, info: dict[str, tuple]) -> bool:
             and info.get(str(nd.outs[0].name), ((), ""))[1] == "int8")
 
 
+def _set_key(nd: Any) -> tuple:
+    """What siblings fused into one Gemm share: K, A's scale and zero point, the outputs'
+    zero point."""
+    a = nd.attrs
+    return (nd.ins[1].data.shape[0], a["tc_x_scale"], a.get("tc_x_zero_point", 0), a.get("tc_y_zero_point", 0))
+
+
 def fuse(nodes: list[Any], info: dict[str, tuple], TensorSpec: Callable[..., Any],
          lowers: Callable[[Any], bool]) -> list[dict[str, Any]]:
     """Fuses each set of sibling int8 Gemms of ``nodes`` (in place: the first takes the
@@ -56,13 +63,10 @@ def fuse(nodes: list[Any], info: dict[str, tuple], TensorSpec: Callable[..., Any
         return name
 
     for sibs in by_a.values():
-        # the siblings that share the first one's K, scales and zero points (a Gemm that
-        # differs waits for a set of its own: the next A's, or none)
-        key = lambda s: (s.ins[1].data.shape[0], s.attrs["tc_x_scale"], s.attrs.get("tc_x_zero_point", 0),  # noqa: E731
-                         s.attrs.get("tc_y_zero_point", 0))
+        # the siblings that share K, scales and zero points make one set each
         sets: dict[tuple, list[Any]] = {}
         for s in sibs:
-            sets.setdefault(key(s), []).append(s)
+            sets.setdefault(_set_key(s), []).append(s)
         for same in sets.values():
             if len(same) >= 2:
                 entry = _fuse_set(same, info, TensorSpec, lowers, fresh)
