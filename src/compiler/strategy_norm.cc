@@ -22,10 +22,15 @@
  * X + S, S its input 3: each load of X loads S beside it and adds it in one vector pass.
  * A LayerNormalization or RMSNormalization with Y alone and rows enough for several tiles
  * per core pipelines its tiles (LowerRowNormPipelined). float32.
+ * With `tc_q_scale` (and `tc_q_zero_point`, set by the driver when an int8 matrix op reads
+ * Y) the pipelined form has a second output, Y in int8 as that reader would quantise it on
+ * load (QuantiseSteps): the reader loads a quarter of the bytes and quantises nothing.
  */
+#include <cmath>
 #include <set>
 
 #include "kernel_util.h"
+#include "matrix_precision.h"
 #include "rows_util.h"
 #include "tilecore/ffi/reflection.h"
 
@@ -167,6 +172,14 @@ std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs,
     if (!ins[i].defined()) return op + ": input " + std::to_string(i) + " is missing";
   std::string why = CheckDTypes(ins, {DataType::Float(32)}, op);
   if (!why.empty()) return why;
+  if (HasAttr(attrs, "tc_q_scale")) {
+    double qs = AttrFloat(attrs, "tc_q_scale", 0);
+    int64_t zp = AttrInt(attrs, "tc_q_zero_point", 0);
+    if ((op != "LayerNormalization" && op != "RMSNormalization") || !(qs > 0) || !std::isfinite(qs))
+      return op +
+             ": tc_q_scale needs a LayerNormalization or RMSNormalization and a positive scale";
+    if (zp < -128 || zp > 127) return op + ": tc_q_zero_point is outside int8";
+  }
   if (op == "BatchNormalization" && AttrInt(attrs, "training_mode", 0) != 0)
     return "BatchNormalization: training mode has no npu strategy";
   if (op != "InstanceNormalization" && op != "BatchNormalization" &&
@@ -188,9 +201,13 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
   const bool rms = call.op_type == "RMSNormalization";
   const bool skip = !rms && AttrInt(call.attrs, "tc_skip", 0) != 0;
   const bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
+  const bool quant = HasAttr(call.attrs, "tc_q_scale");  // output 1: Y quantised
+  const double q_inv = InverseScale(AttrFloat(call.attrs, "tc_q_scale", 1.0));
+  const int64_t q_zp = AttrInt(call.attrs, "tc_q_zero_point", 0);
   Params p = MakeParams(call);
   DataType f32 = DataType::Float(32);
   Buffer X = View(p.in[0], {A, R}, "X"), Y = View(p.out[0], {A, R}, "Y");
+  Buffer Yq = quant ? View(p.out[1], {A, R}, "Yq") : Buffer();
   Buffer Sk = skip ? View(p.in[3], {A, R}, "Skip") : Buffer();
   Buffer Sc = View(p.in[1], {R}, "Scale");
   Buffer Bi = has_bias ? View(p.in[2], {R}, "Bias") : Buffer();
@@ -200,11 +217,12 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     Buffer Ga = Local({R}, f32, "Gamma"), Ba = Local({R}, f32, "Beta");
-    Buffer Xs[2], Es[2], Ys[2], Ms[2], Vs[2];
+    Buffer Xs[2], Es[2], Ys[2], Ms[2], Vs[2], Qs[2];
     for (int s = 0; s < 2; ++s) {
       std::string k = std::to_string(s);
       Xs[s] = Local({ta * R}, f32, "Xt" + k), Es[s] = Local({ta * R}, f32, "Et" + k);
       Ys[s] = Local({ta * R}, f32, "Yt" + k);
+      if (quant) Qs[s] = Local({ta * R}, DataType::Int(8), "Qt" + k);
       Ms[s] = Local({ta}, f32, "Mean" + k), Vs[s] = Local({ta}, f32, "Inv" + k);
     }
     TileView Gv = MakeView(Ga, {R}, "Gv"), Bv = MakeView(Ba, {R}, "Bv");
@@ -259,11 +277,21 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
       if (has_bias)
         c.push_back(MapTile(
             y, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + Bv.Load({i[1]}); }));
+      if (quant) {  // (the scaled values in E, free since the variance: Y is stored as it is)
+        TileView q = MakeView(Qs[s], {ta, R, 1}, "Qv");
+        NestFn nest = [&](const std::function<Stmt(const Array<PrimExpr>&)>& f) {
+          return Nest(y.dims, [&](const std::vector<PrimExpr>& i) { return f(y.Idx(i)); });
+        };
+        for (Stmt st : QuantiseSteps(q.buf, y.buf, q_inv, q_zp, nest, e.buf)) c.push_back(st);
+      }
       return Seq(c);
     };
     auto post = [&](PrimExpr t, int64_t s) {
-      return Intrin("tile.dma_copy", {Region(Y, {rows(t), I32(0)}, {ta, R}),
-                                      Region(Ys[s], {I32(0)}, {ta * R}), I32(2 + s)});
+      Stmt y = Intrin("tile.dma_copy", {Region(Y, {rows(t), I32(0)}, {ta, R}),
+                                        Region(Ys[s], {I32(0)}, {ta * R}), I32(2 + s)});
+      if (!quant) return y;
+      return Seq({y, Intrin("tile.dma_copy", {Region(Yq, {rows(t), I32(0)}, {ta, R}),
+                                              Region(Qs[s], {I32(0)}, {ta * R}), I32(2 + s)})});
     };
     // on the DMA-out engine, idle until the first store: the loads of X start at once
     std::vector<Stmt> s{
@@ -274,8 +302,10 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
         ForEachItemThreeStage(core, call.cores, A / ta, &rotation, "t", load, compute, post));
     for (int e : {2, 3, kParams}) s.push_back(Intrin("tile.wait", {I32(e)}));
     Stmt r = Seq(s);
-    for (int k = 0; k < 2; ++k)
+    for (int k = 0; k < 2; ++k) {
       r = Allocate(Xs[k], Allocate(Es[k], Allocate(Ys[k], Allocate(Ms[k], Allocate(Vs[k], r)))));
+      if (quant) r = Allocate(Qs[k], r);
+    }
     return Allocate(Ga, Allocate(Ba, r));
   });
   return MakeFunc(call, p, body);
@@ -286,7 +316,9 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
  * or 0 when the op is not of that form or the rows are too few to pipeline. */
 int64_t PipelinedRows(const OpCall& call, const NormGeom& g) {
   const std::string& op = call.op_type;
-  if ((op != "LayerNormalization" && op != "RMSNormalization") || call.outputs.size() > 1) return 0;
+  const size_t outputs = HasAttr(call.attrs, "tc_q_scale") ? 2 : 1;  // (Y and Y quantised)
+  if ((op != "LayerNormalization" && op != "RMSNormalization") || call.outputs.size() != outputs)
+    return 0;
   if (g.R <= 0 || g.R > kRowTile / 2 || g.A < 2 * call.cores) return 0;
   int64_t target =
       std::min<int64_t>((g.A + call.cores * 4 - 1) / (call.cores * 4), kRowTile / 2 / g.R);
@@ -305,8 +337,15 @@ PrimFunc LowerNorm(const OpCall& call) {
   if (bn && call.outputs.size() > 1)
     TILECORE_THROW(ValueError) << "LowerOp(" << op
                                << "): the running statistics outputs have no npu strategy";
+  if (HasAttr(call.attrs, "tc_q_scale") && call.outputs.size() == 2 &&
+      call.outputs[1]->dtype != DataType::Int(8))
+    TILECORE_THROW(ValueError) << "LowerOp(" << op
+                               << "): the output tc_q_scale quantises to is int8";
   if (g.A * g.R > 0)
     if (int64_t ta = PipelinedRows(call, g)) return LowerRowNormPipelined(call, g.A, g.R, ta);
+  if (HasAttr(call.attrs, "tc_q_scale"))
+    TILECORE_THROW(ValueError) << "LowerOp(" << op << "): tc_q_scale needs Y and its int8 "
+                               << "output alone and rows enough for several tiles per core";
   Params p = MakeParams(call);
   DataType f32 = DataType::Float(32);
   int64_t A = g.A, R = g.R, C = g.C;

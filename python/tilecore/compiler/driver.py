@@ -532,19 +532,20 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     if int8_edges and fuse:  # a table op or a Softmax that alone reads an int8 MatMul: in its epilogue
         fused += _int8_edges.fold_lookup_tables(nodes, info, graph_outputs, HasStrategy)
         fused += _int8_edges.fold_softmax(nodes, info, graph_outputs, HasStrategy)
+
+    def lowers(nd):  # whether a node the driver rewrote lowers on the npu here
+        if HasStrategy(nd.op, nd.attrs, nd.in_specs):
+            return False
+        try:
+            LowerOp(nd.op, nd.attrs, nd.in_specs, [TensorSpec(*info[str(v.name)]) for v in nd.outs], target)
+        except Exception:  # noqa: BLE001 (no kernel for it here: the rewrite is not made)
+            return False
+        return True
+
     # one quantisation for an f32 activation several int8 matrix ops read
-    shared_quantised = [] if keep_intermediates else _shared.share(nodes, info, _make_node, HasStrategy, TensorSpec)
+    shared_quantised = [] if keep_intermediates else _shared.share(nodes, info, _make_node, HasStrategy, TensorSpec,
+                                                                    lowers if fuse else None)
     if int8_edges and fuse:  # int8 Gemms of one A (attention's projections): one Gemm
-
-        def lowers(nd):
-            if HasStrategy(nd.op, nd.attrs, nd.in_specs):
-                return False
-            try:
-                LowerOp(nd.op, nd.attrs, nd.in_specs, [TensorSpec(*info[str(v.name)]) for v in nd.outs], target)
-            except Exception:  # noqa: BLE001 (no kernel for it here: the Gemms stay apart)
-                return False
-            return True
-
         fused += _siblings.fuse(nodes, info, TensorSpec, lowers)
 
     # ---- lower and build ----------------------------------------------------------------

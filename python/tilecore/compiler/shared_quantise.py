@@ -8,6 +8,11 @@ QuantizeLinear node on the npu writes it in int8 with the readers' own steps
 (``tc_load_scale``: ``x * f32(1 / scale) + zero_point``, converted), and the readers
 load those bytes as they are: the same bits they made on load — a quarter of the f32
 bytes, read once from the DDR and, inside a layer group, three times from L2.
+
+When the value is a LayerNormalization's or RMSNormalization's (a transformer's first FFN
+reads one), the norm writes the int8 bytes itself as a second output (``tc_q_scale``,
+``tc_q_zero_point``), one reader or several: the quantisation costs no step of its own and
+the reader loads int8 instead of quantising on load.
 """
 
 from __future__ import annotations
@@ -29,11 +34,18 @@ class _Value:
         self.data = None
 
 
+NORMS = ("LayerNormalization", "RMSNormalization")
+
+
 def share(nodes: list[Any], info: dict[str, tuple], make_node: Callable[..., Any], HasStrategy: Callable[..., str],
-          TensorSpec: Callable[..., Any]) -> list[str]:
+          TensorSpec: Callable[..., Any], lowers: Callable[[Any], bool] | None = None) -> list[str]:
     """Inserts the QuantizeLinear nodes in place (``nodes``, ``info``); returns the values
-    now quantised once. ``make_node(name, op, ins, outs, attrs)`` makes a driver node."""
+    now quantised once. ``make_node(name, op, ins, outs, attrs)`` makes a driver node;
+    ``lowers(node)``, when given, says whether a node lowers on the npu: a norm producing
+    the value then quantises it as its second output when it lowers so."""
     from .fuse_epilogue import value_readers
+
+    producer = {str(v.name): nd for nd in nodes for v in nd.outs if v is not None}
 
     # readers of one value's bytes in one shape: a view (FoldMatMulBias's Reshape to 2-D,
     # one per MatMul) reads its input's bytes
@@ -55,7 +67,11 @@ def share(nodes: list[Any], info: dict[str, tuple], make_node: Callable[..., Any
     position = {id(nd): k for k, nd in enumerate(nodes)}
     for (name, _), pairs in groups.items():
         data = [r for r, _ in pairs]
-        if len(data) < 2:
+        norm = producer.get(name)
+        if not (lowers and norm is not None and norm.where == "npu" and norm.op in NORMS
+                and len(norm.outs) == 1 and "tc_q_scale" not in norm.attrs):
+            norm = None
+        if len(data) < 2 and norm is None:
             continue
         first = min(data, key=lambda r: position[id(r)])
         src = next(v for r, v in pairs if r is first)
@@ -80,15 +96,25 @@ def share(nodes: list[Any], info: dict[str, tuple], make_node: Callable[..., Any
         quant = make_node(base, "QuantizeLinear", ins, [q],
                           {"tc_load_scale": scale, "tc_load_zero_point": zero_point})
         quant.in_specs = [TensorSpec(*info[str(v.name)]) for v in ins]
-        if HasStrategy(quant.op, quant.attrs, quant.in_specs):
-            continue
         new_specs = [[TensorSpec(*info[base])] + list(r.in_specs[1:]) for r in data]
         if any(HasStrategy(r.op, r.attrs, spec) for r, spec in zip(data, new_specs)):
+            continue
+        folded = None
+        if norm is not None:  # the norm's second output, when it lowers so
+            folded = make_node(norm.name, norm.op, norm.ins, list(norm.outs) + [q],
+                               {**norm.attrs, "tc_q_scale": scale, "tc_q_zero_point": zero_point})
+            folded.in_specs = norm.in_specs
+            if not lowers(folded):
+                folded = None
+        if folded is None and (len(data) < 2 or HasStrategy(quant.op, quant.attrs, quant.in_specs)):
             continue
         for r, spec in zip(data, new_specs):
             r.ins = [q] + list(r.ins[1:])
             r.in_specs = spec
-        insert.setdefault(id(first), []).append(quant)
+        if folded is not None:
+            norm.outs, norm.attrs = folded.outs, folded.attrs
+        else:
+            insert.setdefault(id(first), []).append(quant)
         done.append(name)
     if insert:
         order = []

@@ -597,6 +597,32 @@ def test_one_quantisation_for_several_int8_readers():
     np.testing.assert_array_equal(z, z_kept)
 
 
+@pytest.mark.parametrize("rows,folded", [(64, True), (4, False)])
+def test_a_layer_norm_quantises_for_its_int8_reader(rows, folded):
+    """A transformer's first FFN: an int8 MatMul reads a LayerNormalization's output, which the
+    residual reads in f32 too. With rows enough to pipeline, the norm writes the int8 bytes
+    as a second output (no QuantizeLinear step) and the MatMul loads them as they are; with
+    too few rows it quantises on load as before. Both bit for bit the compilation that keeps
+    every intermediate, and close to ONNX Runtime."""
+    d = 128
+    nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["h"], name="ln", axis=-1),
+             helper.make_node("MatMul", ["h", "w"], ["f"], name="ffn"),
+             helper.make_node("Add", ["f", "h"], ["z"], name="residual")]
+    model = make_model(nodes, [("x", [rows, d], np.float32)], ["z"],
+                       [("g", randn(d, scale=0.5) + 1), ("b", randn(d, scale=0.1)), ("w", randn(d, d, scale=0.1))])
+    samples = {"x": randn(8, rows, d)}
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    kept = tilecore.compile(model, precision="int8", calib_samples=samples, keep_intermediates=True)
+    assert rep["shared_quantisation"] == (["h"] if folded else [])
+    assert "QuantizeLinear" not in [p["op_type"] for p in rep["placement"]]
+    x = randn(rows, d)
+    z, z_kept, ref = exe.run({"x": x})["z"], kept.run({"x": x})["z"], ort_run(model, {"x": x})["z"]
+    np.testing.assert_array_equal(z, z_kept)
+    cos = float(z.ravel() @ ref.ravel() / (np.linalg.norm(z) * np.linalg.norm(ref)))
+    assert cos > 0.999
+
+
 def test_int8_edges_through_a_transpose_into_both_operands_of_a_matmul():
     """Attention's shape: a projection, its transpose, and the MatMul of the two (A and B both
     activations): the projection stores int8, the Transpose moves int8 and the MatMul loads
@@ -648,6 +674,21 @@ def test_tc_skip_is_checked():
     assert "tc_skip" in compiler.HasStrategy("LayerNormalization", {"tc_skip": 1}, [x, p, p, p])
     assert "tc_skip" in compiler.HasStrategy("LayerNormalization", {"tc_skip": 1}, [x, p])
 
+
+
+def test_tc_q_scale_is_checked():
+    x, p = compiler.TensorSpec((64, 64), "float32"), compiler.TensorSpec((64,), "float32")
+    assert compiler.HasStrategy("LayerNormalization", {"tc_q_scale": 0.1, "tc_q_zero_point": 3}, [x, p, p]) == ""
+    assert "positive" in compiler.HasStrategy("LayerNormalization", {"tc_q_scale": 0.0}, [x, p, p])
+    assert "outside int8" in compiler.HasStrategy("LayerNormalization",
+                                                  {"tc_q_scale": 0.1, "tc_q_zero_point": 200}, [x, p, p])
+    bn = [compiler.TensorSpec((1, 4, 8, 8), "float32")] + [compiler.TensorSpec((4,), "float32")] * 4
+    assert "tc_q_scale" in compiler.HasStrategy("BatchNormalization", {"tc_q_scale": 0.1}, bn)
+    # the int8 output is the pipelined form's: too few rows to pipeline are refused when lowered
+    few = compiler.TensorSpec((4, 64), "float32")
+    with pytest.raises(Exception, match="tc_q_scale"):
+        compiler.LowerOp("LayerNormalization", {"tc_q_scale": 0.1}, [few, p, p],
+                         [few, compiler.TensorSpec((4, 64), "int8")])
 
 @pytest.mark.parametrize("keys", [64, 9000])
 def test_softmax_stores_int8_for_an_int8_reader(keys):
