@@ -23,7 +23,9 @@
  * by the driver: its attributes under "tc_lut.") the int8 result goes through the op's
  * table (tile.vec_lut) before it is stored. With tc_softmax (a Softmax over the last axis
  * that alone read the f32 output of an int8 MatMul of two activations: attention's
- * scores) the MatMul computes the probabilities itself, LowerMatMulSoftmax. Two output layouts
+ * scores) the MatMul computes the probabilities itself, LowerMatMulSoftmax; with it,
+ * tc_b_heads takes the keys' Transpose too: B is given as [.., N, H, K] (the keys' rows,
+ * heads interleaved) and each item's [N, K] is turned in L1. Two output layouts
  * take the Transposes of attention's heads (fused by the driver): tc_y_heads = D stores
  * Y [M, N] as [N / D, M, D], tc_y_rows_first stores Y [B, M, N] as [M, B, N].
  *
@@ -1077,12 +1079,22 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
   const double big = std::numeric_limits<float>::max();
   const int64_t tm = SoftmaxRows(M, N, K);
   const int64_t mcount = M / tm, nb = Numel(g.out_batch);
+  // tc_b_heads: B's rows are the keys, [N, H, K]; a matrix's [N, K] is loaded as it lies
+  // and turned into [K, N] by the vector engine (what the Transpose's step did)
+  const bool b_heads = HasAttr(call.attrs, "tc_b_heads");
+  if (b_heads && !g.b_i8) TILECORE_THROW(ValueError) << "MatMul: tc_b_heads needs an int8 B";
+  Buffer BH = b_heads ? View(p.in[1], {N, Numel(g.b_batch), K}, "BH") : Buffer();
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
-    Buffer Al[2], Bl[2], Af[2], Bf[2], Cf[2], Es[2], Qs[2], Ms[2], Ss[2];
+    Buffer Al[2], Bl[2], Af[2], Bf[2], Bk[2], Cf[2], Es[2], Qs[2], Ms[2], Ss[2];
+    // tc_b_heads: 1 once the next item's B is turned (by the item before it, between its
+    // mm and its Softmax, so the vector engine turns it while the matrix engine waits for
+    // nothing: turned before its own mm, the mm would wait behind the Softmax before it)
+    Buffer turned = DeclBuffer({I32(1)}, DataType::Int(32), "Turned", "local");
     for (int s = 0; s < 2; ++s) {
       std::string k = std::to_string(s);
       Al[s] = Local({tm, K}, i8, "Al" + k), Bl[s] = Local({K, N}, i8, "Bl" + k);
+      if (b_heads) Bk[s] = Local({N, K}, i8, "Bk" + k);
       // f32 operands: loaded here and quantised on load into Al / Bl
       if (!g.a_i8) Af[s] = Local({tm, K}, f32, "Af" + k);
       if (!g.b_i8) Bf[s] = Local({K, N}, f32, "Bf" + k);
@@ -1100,10 +1112,16 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
                   {Region(g.a_i8 ? Al[s] : Af[s], {I32(0), I32(0)}, {tm, K}),
                    Region(g.A, {BatchIndex(ob, g.out_batch, g.a_batch), m0, I32(0)}, {1, tm, K}),
                    I32(s)}),
-           Intrin("tile.dma_copy",
-                  {Region(g.b_i8 ? Bl[s] : Bf[s], {I32(0), I32(0)}, {K, N}),
-                   Region(g.B, {BatchIndex(ob, g.out_batch, g.b_batch), I32(0), I32(0)}, {1, K, N}),
-                   I32(s)})});
+           b_heads ? Intrin("tile.dma_copy",
+                            {Region(Bk[s], {I32(0), I32(0)}, {N, K}),
+                             Region(BH, {I32(0), BatchIndex(ob, g.out_batch, g.b_batch), I32(0)},
+                                    {N, 1, K}),
+                             I32(s)})
+                   : Intrin("tile.dma_copy",
+                            {Region(g.b_i8 ? Bl[s] : Bf[s], {I32(0), I32(0)}, {K, N}),
+                             Region(g.B, {BatchIndex(ob, g.out_batch, g.b_batch), I32(0), I32(0)},
+                                    {1, K, N}),
+                             I32(s)})});
     };
     auto compute = [&](PrimExpr, int64_t s) {
       TileView x = MakeView(Cf[s], {tm, N, 1}, "Xv"), e = MakeView(Es[s], {tm, N, 1}, "Ev");
@@ -1112,11 +1130,20 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
       std::vector<Stmt> c{Intrin("tile.wait", {I32(s)})};
       if (!g.a_i8) c.push_back(Quantise(Al[s], Af[s], tm, K, InverseScale(g.x_scale), g.zp));
       if (!g.b_i8) c.push_back(Quantise(Bl[s], Bf[s], K, N, InverseScale(g.b_scale), 0));
+      auto turn = [&](int64_t slot) {  // Bl[k, n] = Bk[n, k]
+        return CopyNest(StridedView(Bl[slot], {K, N}, {N, 1}, 0, "BlT"),
+                        StridedView(Bk[slot], {K, N}, {1, K}, 0, "BkT"), {K, N});
+      };
+      if (b_heads)  // (the core's first item: no item before it turned its B)
+        c.push_back(IfThenElse(eq(BufferLoad(turned, {I32(0)}), I32(0)), turn(s)));
       c.push_back(
           Intrin("tile.mm",
                  {Region(C2, {I32(0), I32(0)}, {tm, N}), Region(Al[s], {I32(0), I32(0)}, {tm, K}),
                   Region(Bl[s], {I32(0), I32(0)}, {K, N}), IntImm(DataType::Bool(), 0), I32(0),
                   F32(scale), I32(0), I32(0), StringImm("none"), F32(-big), F32(big)}));
+      if (b_heads)  // the next item's (after the last item, its slot's keys again: unused)
+        c.push_back(Seq({Intrin("tile.wait", {I32(1 - s)}), turn(1 - s),
+                         BufferStore(turned, I32(1), {I32(0)})}));
       // the Softmax strategy's passes; what the store reads is written once the slot's
       // last store has left
       Stmt wait_store = Intrin("tile.wait", {I32(2 + s)});
@@ -1131,7 +1158,8 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
                                       Region(Qs[s], {I32(0)}, {tm * N}), I32(2 + s)});
     };
     Stmt r = Seq(
-        {ForEachItemThreeStage(core, call.cores, nb * mcount, &rotation, "t", load, compute, post),
+        {BufferStore(turned, I32(0), {I32(0)}),
+         ForEachItemThreeStage(core, call.cores, nb * mcount, &rotation, "t", load, compute, post),
          Intrin("tile.wait", {I32(2)}), Intrin("tile.wait", {I32(3)})});
     for (int k = 0; k < 2; ++k) {
       r = Allocate(Al[k], Allocate(Bl[k], Allocate(Cf[k], Allocate(Es[k], r))));
@@ -1139,8 +1167,9 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
       if (y_i8) r = Allocate(Qs[k], r);
       if (!g.a_i8) r = Allocate(Af[k], r);
       if (!g.b_i8) r = Allocate(Bf[k], r);
+      if (b_heads) r = Allocate(Bk[k], r);
     }
-    return r;
+    return Allocate(turned, r);
   });
   return MakeFunc(call, p, body);
 }
@@ -1201,18 +1230,38 @@ std::string CheckHeads(const std::string& op, const Map<String, Any>& attrs, int
   return "";
 }
 
+/*! \brief B's shape as the MatMul multiplies it: with tc_b_heads, [.., N, H, K] is read as
+ * [.., H, K, N] (the Transpose the driver folded); {} when that form does not hold. */
+std::vector<int64_t> LogicalB(const Map<String, Any>& attrs, std::vector<int64_t> bs) {
+  if (!HasAttr(attrs, "tc_b_heads")) return bs;
+  const size_t r = bs.size();
+  if (r < 3) return {};
+  for (size_t d = 0; d + 3 < r; ++d)
+    if (bs[d] != 1) return {};
+  const int64_t n = bs[r - 3], h = bs[r - 2], k = bs[r - 1];
+  bs[r - 3] = h, bs[r - 2] = k, bs[r - 1] = n;
+  return bs;
+}
+
 /*! \brief "" when tc_softmax is absent or its form holds (an int8 MatMul of two
  * activations, whole rows of the scores fitting L1, a positive tc_softmax.tc_y_scale when
  * given), else the reason. */
 std::string CheckSoftmaxEpilogue(const std::string& op, const Map<String, Any>& attrs,
                                  const std::vector<TensorSpec>& ins) {
-  if (!HasAttr(attrs, "tc_softmax")) return "";
+  if (!HasAttr(attrs, "tc_softmax")) {
+    if (HasAttr(attrs, "tc_b_heads")) return op + ": tc_b_heads goes with tc_softmax alone";
+    return "";
+  }
+  if (HasAttr(attrs, "tc_b_heads") &&
+      (ins.size() != 2 || !ins[1].defined() || ins[1]->dtype != DataType::Int(8) ||
+       LogicalB(attrs, Shape(ins[1])).empty()))
+    return op + ": tc_b_heads needs an int8 B of [.., N, H, K] with no other batch";
   if (HasAttr(attrs, "tc_lut") || HasAttr(attrs, "tc_y_scale"))
     return op + ": tc_softmax takes neither tc_lut nor tc_y_scale";
   if (!GetMatrixPrecision(attrs).int8() || !(AttrFloat(attrs, "tc_b_scale", 0) > 0) ||
       ins.size() != 2)
     return op + ": tc_softmax needs an int8 MatMul of two activations (tc_b_scale)";
-  auto as = Shape(ins[0]), bs = Shape(ins[1]);
+  auto as = Shape(ins[0]), bs = LogicalB(attrs, Shape(ins[1]));
   if (as.size() < 2 || bs.size() < 2 || as.back() < 1 || as.back() > 256 || bs.back() < 1 ||
       bs.back() > arch::tc1::kMaxMmDim || as[as.size() - 2] < 1)
     return op + ": tc_softmax needs 2-D or batched operands, 1 <= K <= 256 and 1 <= N <= " +
@@ -1260,7 +1309,7 @@ void SetHeads(const OpCall& call, const Params& p, GemmPlan* g) {
 
 PrimFunc LowerMatMul(const OpCall& call) {
   Params p = MakeParams(call);
-  auto as = Shape(call.inputs[0]), bs = Shape(call.inputs[1]);
+  auto as = Shape(call.inputs[0]), bs = LogicalB(call.attrs, Shape(call.inputs[1]));
   if (as.size() == 1) as.insert(as.begin(), 1);
   if (bs.size() == 1) bs.push_back(1);
   GemmPlan g;
@@ -1289,7 +1338,7 @@ std::string CheckMatMul(const std::string& op, const Map<String, Any>& attrs,
   if (why.empty()) why = CheckLut(op, attrs);
   if (why.empty()) why = CheckSoftmaxEpilogue(op, attrs, ins);
   if (!why.empty()) return why;
-  auto as = Shape(ins[0]), bs = Shape(ins[1]);
+  auto as = Shape(ins[0]), bs = LogicalB(attrs, Shape(ins[1]));
   if (int8 && (bs.size() != 2 || ins[3]->shape[0] != bs[1]))
     return op + ": int8 weights must be a 2-D [K, N] with one w_scale per column";
   if (as.empty() || bs.empty()) return op + ": scalar operands";

@@ -237,3 +237,40 @@ def fold_softmax(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[st
         if entry:
             out.append(entry)
     return out
+
+
+def fold_key_transpose(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
+                       HasStrategy: Callable[..., str], TensorSpec: Callable[..., Any]) -> list[dict[str, Any]]:
+    """A ``tc_softmax`` MatMul whose int8 B is a Transpose's output only it reads, the
+    Transpose turning [.., N, H, K] into [.., H, K, N] (attention's keys: [1, M, H, D] ->
+    [1, H, D, M]), reads the Transpose's input instead (``tc_b_heads``): each item loads its
+    head's [N, K] rows as they lie and the vector engine turns them in L1, beside the
+    Softmax's passes. The same bytes in B: the same bits, without the Transpose's step.
+    Returns ``[{"node": matmul, "fused": [transpose]}, ...]``."""
+    from .fuse_epilogue import value_readers
+
+    readers = value_readers(nodes)
+    producer = {str(v.name): nd for nd in nodes if nd.where != "dropped" for v in nd.outs if v is not None}
+    out = []
+    for nd in nodes:
+        if (nd.op != "MatMul" or nd.where != "npu" or "tc_softmax" not in nd.attrs or "tc_b_heads" in nd.attrs
+                or len(nd.ins) != 2 or nd.ins[1] is None):
+            continue
+        b = str(nd.ins[1].name)
+        t = producer.get(b)
+        if (t is None or t.op != "Transpose" or t.where != "npu" or len(t.outs) != 1 or b in graph_outputs
+                or readers.get(b, []) != [(nd, 1)] or info[b][1] != "int8" or t.ins[0] is None):
+            continue
+        s = tuple(info[str(t.ins[0].name)][0])
+        lead = len(s) - 3
+        if lead < 0 or any(d != 1 for d in s[:lead]) or list(t.attrs.get("perm", [])) != list(range(lead)) + [
+                lead + 1, lead + 2, lead]:
+            continue
+        attrs = dict(nd.attrs, tc_b_heads=1)
+        specs = [nd.in_specs[0], TensorSpec(*info[str(t.ins[0].name)])]
+        if HasStrategy(nd.op, attrs, specs):
+            continue
+        nd.ins, nd.attrs, nd.in_specs = [nd.ins[0], t.ins[0]], attrs, specs
+        t.where, t.reason = "dropped", f"fused into `{nd.name}`"
+        out.append({"node": nd.name, "fused": [t.name]})
+    return out

@@ -713,3 +713,43 @@ def test_softmax_stores_int8_for_an_int8_reader(keys):
     assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > (0.999 if keys < 100 else 0.99)
     spec = [compiler.TensorSpec((4, 64), "float32")]
     assert "Softmax's only" in compiler.HasStrategy("LogSoftmax", {"tc_y_scale": 0.1}, spec)
+
+
+def test_the_scores_matmul_takes_the_keys_transpose():
+    """Attention's keys: a projection viewed to [1, M, H, D] and transposed to [1, H, D, M]
+    for the scores MatMul, which computes the Softmax too. The MatMul reads the keys'
+    rows as they lie (tc_b_heads) and turns each head in L1: no Transpose step, bit for
+    bit the compilation that keeps every intermediate, close to ONNX Runtime."""
+    m, h, d = 64, 2, 32
+    shape = ("shape", np.array([1, m, h, d], np.int64))
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q2"], name="proj_q"),
+             helper.make_node("MatMul", ["x", "wk"], ["k2"], name="proj_k"),
+             helper.make_node("Reshape", ["q2", "shape"], ["q4"], name="view_q"),
+             helper.make_node("Reshape", ["k2", "shape"], ["k4"], name="view_k"),
+             helper.make_node("Transpose", ["q4"], ["qh"], name="heads_q", perm=[0, 2, 1, 3]),
+             helper.make_node("Transpose", ["k4"], ["kt"], name="heads_k", perm=[0, 2, 3, 1]),
+             helper.make_node("MatMul", ["qh", "kt"], ["s"], name="scores"),
+             helper.make_node("Softmax", ["s"], ["y"], name="softmax", axis=-1)]
+    model = make_model(nodes, [("x", [m, h * d], np.float32)], ["y"],
+                       [("wq", randn(h * d, h * d, scale=0.05)), ("wk", randn(h * d, h * d, scale=0.05)), shape],
+                       opset=13)
+    samples = {"x": randn(8, m, h * d)}
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    kept = tilecore.compile(model, precision="int8", calib_samples=samples, keep_intermediates=True)
+    assert {"node": "scores", "fused": ["heads_k"]} in rep["fused"]
+    assert [p["where"] for p in rep["placement"] if p["name"] == "heads_k"] == ["dropped"]
+    x = randn(m, h * d)
+    y, ref = exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"]
+    np.testing.assert_array_equal(y, kept.run({"x": x})["y"])
+    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.999
+
+
+def test_tc_b_heads_is_checked():
+    a, kh = compiler.TensorSpec((1, 2, 64, 32), "int8"), compiler.TensorSpec((1, 64, 2, 32), "int8")
+    sm = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_b_scale": 0.1, "tc_softmax": 1, "tc_b_heads": 1}
+    assert compiler.HasStrategy("MatMul", sm, [a, kh]) == ""
+    assert "tc_softmax alone" in compiler.HasStrategy("MatMul", {k: v for k, v in sm.items() if k != "tc_softmax"},
+                                                      [a, kh])
+    assert "tc_b_heads needs" in compiler.HasStrategy("MatMul", sm, [a, compiler.TensorSpec((1, 64, 2, 32), "float32")])
+    assert "tc_b_heads needs" in compiler.HasStrategy("MatMul", sm, [a, compiler.TensorSpec((2, 64, 2, 32), "int8")])
