@@ -1048,19 +1048,53 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
 /*! \brief Rows per item of LowerMatMulSoftmax: a divisor of M, at most 32, whose two slots'
  * tiles (A rows, B, the f32 scores and exponentials, the int8 result) fit half of L1; 0
  * when none does. */
-int64_t SoftmaxRows(int64_t M, int64_t N, int64_t K) {
+int64_t SoftmaxRows(int64_t M, int64_t N, int64_t K, int64_t D = 0) {
   for (int64_t tm = std::min<int64_t>(M, 32); tm >= 1; --tm) {
     if (M % tm != 0) continue;
-    // (with f32 operands loaded beside the int8 ones)
-    if (2 * (tm * K * 5 + K * N * 5 + tm * N * 9) <= (int64_t{1} << 19)) return tm;
+    // (with f32 operands loaded beside the int8 ones; tc_context: V and the context rows)
+    if (2 * (tm * K * 5 + K * N * 5 + tm * N * 9 + N * D + tm * D * 4) <= (int64_t{1} << 19))
+      return tm;
   }
   return 0;
+}
+
+/*! \brief tc_context: the int8 MatMul that read the probabilities (attention's context),
+ * fused after the Softmax: its B (V, input 2, [H, N, D]), epilogue scale and zero point and
+ * output layout. */
+struct ContextPlan {
+  int64_t D = 0;
+  bool y_i8 = false;   // an int8 output (tc_context.tc_y_scale), else f32
+  double scale = 1.0;  // the separate MatMul's epilogue scale, computed as it computes it
+  int64_t y_zp = 0;
+  bool rows_first = false;
+};
+
+ContextPlan GetContextPlan(const Map<String, Any>& attrs, const std::vector<int64_t>& vs) {
+  ContextPlan c;
+  if (!HasAttr(attrs, "tc_context")) return c;
+  c.D = vs.back();
+  const double x = AttrFloat(attrs, "tc_context.tc_x_scale", 1.0);
+  const double b = AttrFloat(attrs, "tc_context.tc_b_scale", 1.0);
+  const double y = AttrFloat(attrs, "tc_context.tc_y_scale", 1.0);
+  const double out = AttrFloat(attrs, "tc_context.tc_out_scale", 1.0);
+  c.y_i8 = HasAttr(attrs, "tc_context.tc_y_scale");
+  // GemmPlan::ScaleFactor times b_scale, both rounded to f32 as the MatMul's plans round them
+  c.scale =
+      static_cast<float>(static_cast<float>((c.y_i8 ? x / y : x) * out) * static_cast<float>(b));
+  c.y_zp = c.y_i8 ? AttrInt(attrs, "tc_context.tc_y_zero_point", 0) : 0;
+  c.rows_first = AttrInt(attrs, "tc_context.tc_y_rows_first", 0) != 0;
+  return c;
 }
 
 /*!
  * \brief tc_softmax: Y = Softmax(A B * scale) over the last axis (A and B int8, or f32
  * quantised on load as the MatMul would), stored int8 as the
  * Softmax's readers would quantise it (tc_softmax.tc_y_scale / tc_y_zero_point), or f32.
+ * With tc_context the int8 probabilities stay in L1 too: the MatMul that read them
+ * (attention's context, V its input 2) multiplies each item's rows by its matrix of V
+ * with that MatMul's epilogue, and Y is its output ([B, M, D], or [M, B, D] with its
+ * tc_y_rows_first). That mm goes in the store stage of the item, after the next item's
+ * scores, so the matrix engine never holds the next scores behind a Softmax.
  * Items of `tm` whole rows of one matrix of the batch, round robin over the cores, in
  * three stages over two slots: the loads of item i + 1, the mm of item i into an f32 tile
  * followed by the Softmax's vector passes on it, and the store of item i - 1 — so the
@@ -1077,8 +1111,19 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
   const int64_t y_zp = AttrInt(call.attrs, "tc_softmax.tc_y_zero_point", 0);
   const double scale = static_cast<float>(g.ScaleFactor() * static_cast<float>(g.b_scale));
   const double big = std::numeric_limits<float>::max();
-  const int64_t tm = SoftmaxRows(M, N, K);
+  const bool context = HasAttr(call.attrs, "tc_context");
+  const ContextPlan ctx =
+      GetContextPlan(call.attrs, context ? Shape(call.inputs[2]) : std::vector<int64_t>{});
+  const int64_t D = ctx.D;
+  if (context && !HasAttr(call.attrs, "tc_softmax.tc_y_scale"))
+    TILECORE_THROW(ValueError) << "MatMul: tc_context needs int8 probabilities";
+  const bool p_i8 = y_i8 || context;  // the probabilities quantised (stored, or multiplied)
+  const int64_t tm = SoftmaxRows(M, N, K, D);
   const int64_t mcount = M / tm, nb = Numel(g.out_batch);
+  Buffer V = context ? View(p.in[2], {nb, N, D}, "V") : Buffer();
+  Buffer Yc = !context         ? Buffer()
+              : ctx.rows_first ? View(p.out[0], {M, nb, D}, "YR")
+                               : View(p.out[0], {nb, M, D}, "Y");
   // tc_b_heads: B's rows are the keys, [N, H, K]; a matrix's [N, K] is loaded as it lies
   // and turned into [K, N] by the vector engine (what the Transpose's step did)
   const bool b_heads = HasAttr(call.attrs, "tc_b_heads");
@@ -1086,7 +1131,7 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
   Buffer BH = b_heads ? View(p.in[1], {N, Numel(g.b_batch), K}, "BH") : Buffer();
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
-    Buffer Al[2], Bl[2], Af[2], Bf[2], Bk[2], Cf[2], Es[2], Qs[2], Ms[2], Ss[2];
+    Buffer Al[2], Bl[2], Af[2], Bf[2], Bk[2], Cf[2], Es[2], Qs[2], Ms[2], Ss[2], Vl[2], Ys[2];
     // tc_b_heads: 1 once the next item's B is turned (by the item before it, between its
     // mm and its Softmax, so the vector engine turns it while the matrix engine waits for
     // nothing: turned before its own mm, the mm would wait behind the Softmax before it)
@@ -1095,11 +1140,13 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
       std::string k = std::to_string(s);
       Al[s] = Local({tm, K}, i8, "Al" + k), Bl[s] = Local({K, N}, i8, "Bl" + k);
       if (b_heads) Bk[s] = Local({N, K}, i8, "Bk" + k);
+      if (context)
+        Vl[s] = Local({N, D}, i8, "Vl" + k), Ys[s] = Local({tm, D}, ctx.y_i8 ? i8 : f32, "Yc" + k);
       // f32 operands: loaded here and quantised on load into Al / Bl
       if (!g.a_i8) Af[s] = Local({tm, K}, f32, "Af" + k);
       if (!g.b_i8) Bf[s] = Local({K, N}, f32, "Bf" + k);
       Cf[s] = Local({tm * N}, f32, "Cf" + k), Es[s] = Local({tm * N}, f32, "Et" + k);
-      Qs[s] = y_i8 ? Local({tm * N}, i8, "Qt" + k) : Es[s];
+      Qs[s] = p_i8 ? Local({tm * N}, i8, "Qt" + k) : Es[s];
       Ms[s] = Local({tm}, f32, "M" + k), Ss[s] = Local({tm}, f32, "S" + k);
     }
     auto at = [&](PrimExpr t) {  // (batch index, first row) of item t
@@ -1123,7 +1170,7 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
                                     {1, K, N}),
                              I32(s)})});
     };
-    auto compute = [&](PrimExpr, int64_t s) {
+    auto compute = [&](PrimExpr t, int64_t s) {
       TileView x = MakeView(Cf[s], {tm, N, 1}, "Xv"), e = MakeView(Es[s], {tm, N, 1}, "Ev");
       TileView Mv = MakeView(Ms[s], {tm, 1}, "Mv"), Sv = MakeView(Ss[s], {tm, 1}, "Sv");
       Buffer C2 = View(Cf[s], {tm, N}, "C2");
@@ -1144,18 +1191,37 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
       if (b_heads)  // the next item's (after the last item, its slot's keys again: unused)
         c.push_back(Seq({Intrin("tile.wait", {I32(1 - s)}), turn(1 - s),
                          BufferStore(turned, I32(1), {I32(0)})}));
+      // tc_context: this item's V, used in its store stage (a load stage's slot is loaded
+      // again before then)
+      if (context)
+        c.push_back(Intrin("tile.dma_copy",
+                           {Region(Vl[s], {I32(0), I32(0)}, {N, D}),
+                            Region(V, {at(t).first, I32(0), I32(0)}, {1, N, D}), I32(4 + s)}));
       // the Softmax strategy's passes; what the store reads is written once the slot's
       // last store has left
       Stmt wait_store = Intrin("tile.wait", {I32(2 + s)});
-      Buffer q = y_i8 ? MakeView(Qs[s], {tm, N, 1}, "Qv").buf : Buffer();
-      c.push_back(
-          SoftmaxRows(x, e, Mv, Sv, false, q, y_inv, y_zp, y_i8 ? Stmt() : wait_store, wait_store));
+      Buffer q = p_i8 ? MakeView(Qs[s], {tm, N, 1}, "Qv").buf : Buffer();
+      c.push_back(SoftmaxRows(x, e, Mv, Sv, false, q, y_inv, y_zp, p_i8 ? Stmt() : wait_store,
+                              context ? Stmt() : wait_store));
       return Seq(c);
     };
     auto post = [&](PrimExpr t, int64_t s) {
       auto [ob, m0] = at(t);
-      return Intrin("tile.dma_copy", {Region(g.C, {ob, m0, I32(0)}, {1, tm, N}),
-                                      Region(Qs[s], {I32(0)}, {tm * N}), I32(2 + s)});
+      if (!context)
+        return Intrin("tile.dma_copy", {Region(g.C, {ob, m0, I32(0)}, {1, tm, N}),
+                                        Region(Qs[s], {I32(0)}, {tm * N}), I32(2 + s)});
+      // the context's rows: the probabilities times V with the context MatMul's epilogue,
+      // once V is in and the slot's last store has left
+      Buffer Q2 = View(Qs[s], {tm, N}, "Q2");
+      BufferRegion dst = ctx.rows_first ? Region(Yc, {m0, ob, I32(0)}, {tm, 1, D})
+                                        : Region(Yc, {ob, m0, I32(0)}, {1, tm, D});
+      return Seq(
+          {Intrin("tile.wait", {I32(4 + s)}), Intrin("tile.wait", {I32(2 + s)}),
+           Intrin("tile.mm",
+                  {Region(Ys[s], {I32(0), I32(0)}, {tm, D}), Region(Q2, {I32(0), I32(0)}, {tm, N}),
+                   Region(Vl[s], {I32(0), I32(0)}, {N, D}), IntImm(DataType::Bool(), 0), I32(0),
+                   F32(ctx.scale), I32(ctx.y_zp), I32(0), StringImm("none"), F32(-big), F32(big)}),
+           Intrin("tile.dma_copy", {dst, Region(Ys[s], {I32(0), I32(0)}, {tm, D}), I32(2 + s)})});
     };
     Stmt r = Seq(
         {BufferStore(turned, I32(0), {I32(0)}),
@@ -1164,10 +1230,11 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
     for (int k = 0; k < 2; ++k) {
       r = Allocate(Al[k], Allocate(Bl[k], Allocate(Cf[k], Allocate(Es[k], r))));
       r = Allocate(Ms[k], Allocate(Ss[k], r));
-      if (y_i8) r = Allocate(Qs[k], r);
+      if (p_i8) r = Allocate(Qs[k], r);
       if (!g.a_i8) r = Allocate(Af[k], r);
       if (!g.b_i8) r = Allocate(Bf[k], r);
       if (b_heads) r = Allocate(Bk[k], r);
+      if (context) r = Allocate(Vl[k], Allocate(Ys[k], r));
     }
     return Allocate(turned, r);
   });
@@ -1249,24 +1316,49 @@ std::vector<int64_t> LogicalB(const Map<String, Any>& attrs, std::vector<int64_t
 std::string CheckSoftmaxEpilogue(const std::string& op, const Map<String, Any>& attrs,
                                  const std::vector<TensorSpec>& ins) {
   if (!HasAttr(attrs, "tc_softmax")) {
-    if (HasAttr(attrs, "tc_b_heads")) return op + ": tc_b_heads goes with tc_softmax alone";
+    if (HasAttr(attrs, "tc_b_heads") || HasAttr(attrs, "tc_context"))
+      return op + ": tc_b_heads and tc_context go with tc_softmax alone";
     return "";
   }
-  if (HasAttr(attrs, "tc_b_heads") &&
-      (ins.size() != 2 || !ins[1].defined() || ins[1]->dtype != DataType::Int(8) ||
-       LogicalB(attrs, Shape(ins[1])).empty()))
+  const bool context = HasAttr(attrs, "tc_context");
+  if (ins.size() != (context ? 3u : 2u))
+    return op + ": tc_softmax takes A and B" + (context ? ", and V with tc_context" : "");
+  if (HasAttr(attrs, "tc_b_heads") && (!ins[1].defined() || ins[1]->dtype != DataType::Int(8) ||
+                                       LogicalB(attrs, Shape(ins[1])).empty()))
     return op + ": tc_b_heads needs an int8 B of [.., N, H, K] with no other batch";
   if (HasAttr(attrs, "tc_lut") || HasAttr(attrs, "tc_y_scale"))
     return op + ": tc_softmax takes neither tc_lut nor tc_y_scale";
-  if (!GetMatrixPrecision(attrs).int8() || !(AttrFloat(attrs, "tc_b_scale", 0) > 0) ||
-      ins.size() != 2)
+  if (!GetMatrixPrecision(attrs).int8() || !(AttrFloat(attrs, "tc_b_scale", 0) > 0))
     return op + ": tc_softmax needs an int8 MatMul of two activations (tc_b_scale)";
   auto as = Shape(ins[0]), bs = LogicalB(attrs, Shape(ins[1]));
   if (as.size() < 2 || bs.size() < 2 || as.back() < 1 || as.back() > 256 || bs.back() < 1 ||
       bs.back() > arch::tc1::kMaxMmDim || as[as.size() - 2] < 1)
     return op + ": tc_softmax needs 2-D or batched operands, 1 <= K <= 256 and 1 <= N <= " +
            std::to_string(arch::tc1::kMaxMmDim) + " (one mm per row block)";
-  if (SoftmaxRows(as[as.size() - 2], bs.back(), as.back()) == 0)
+  int64_t D = 0;
+  if (context) {
+    // V: int8 [.., H, N, D], one matrix per matrix of the scores; P int8 with zero point 0
+    auto vs = Shape(ins[2]);
+    const int64_t batch = Numel(Broadcast(std::vector<int64_t>(as.begin(), as.end() - 2),
+                                          std::vector<int64_t>(bs.begin(), bs.end() - 2)));
+    int64_t vbatch = 1;
+    for (size_t i = 0; i + 2 < vs.size(); ++i) vbatch *= vs[i];
+    if (!ins[2].defined() || ins[2]->dtype != DataType::Int(8) || vs.size() < 2 ||
+        vs[vs.size() - 2] != bs.back() || vs.back() < 1 || vs.back() > arch::tc1::kMaxMmDim ||
+        vbatch != batch)
+      return op + ": tc_context needs an int8 V of [.., N, D] with the scores' batch";
+    if (!HasAttr(attrs, "tc_softmax.tc_y_scale") ||
+        AttrInt(attrs, "tc_context.tc_x_zero_point", 0) != 0 ||
+        !(AttrFloat(attrs, "tc_context.tc_x_scale", 0) > 0) ||
+        !(AttrFloat(attrs, "tc_context.tc_b_scale", 0) > 0) ||
+        (HasAttr(attrs, "tc_context.tc_y_scale") &&
+         !(AttrFloat(attrs, "tc_context.tc_y_scale", 0) > 0)))
+      return op + ": tc_context needs int8 probabilities of zero point 0 and positive scales";
+    int64_t yzp = AttrInt(attrs, "tc_context.tc_y_zero_point", 0);
+    if (yzp < -128 || yzp > 127) return op + ": tc_context.tc_y_zero_point is outside int8";
+    D = vs.back();
+  }
+  if (SoftmaxRows(as[as.size() - 2], bs.back(), as.back(), D) == 0)
     return op + ": tc_softmax rows of " + std::to_string(bs.back()) + " scores do not fit L1";
   if (HasAttr(attrs, "tc_softmax.tc_y_scale") &&
       !(AttrFloat(attrs, "tc_softmax.tc_y_scale", 0) > 0))
@@ -1331,10 +1423,13 @@ PrimFunc LowerMatMul(const OpCall& call) {
 std::string CheckMatMul(const std::string& op, const Map<String, Any>& attrs,
                         const std::vector<TensorSpec>& ins) {
   bool int8 = GetMatrixPrecision(attrs).int8() && !(AttrFloat(attrs, "tc_b_scale", 0) > 0);
-  if (ins.size() != (int8 ? 4u : 2u) || !ins[0].defined() || !ins[1].defined())
-    return op + (int8 ? ": int8 expects inputs A, W, bias (may be omitted), w_scale"
-                      : ": expects 2 inputs");
-  std::string why = CheckMatrixInputs(op, attrs, ins);
+  const bool context = HasAttr(attrs, "tc_context");  // (V appended: checked with tc_softmax)
+  if (ins.size() != (int8 ? 4u : context ? 3u : 2u) || !ins[0].defined() || !ins[1].defined())
+    return op + (int8      ? ": int8 expects inputs A, W, bias (may be omitted), w_scale"
+                 : context ? ": tc_context expects inputs A, B and V"
+                           : ": expects 2 inputs");
+  std::string why = CheckMatrixInputs(
+      op, attrs, context ? std::vector<TensorSpec>(ins.begin(), ins.begin() + 2) : ins);
   if (why.empty()) why = CheckLut(op, attrs);
   if (why.empty()) why = CheckSoftmaxEpilogue(op, attrs, ins);
   if (!why.empty()) return why;

@@ -533,6 +533,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         fused += _int8_edges.fold_lookup_tables(nodes, info, graph_outputs, HasStrategy)
         fused += _int8_edges.fold_softmax(nodes, info, graph_outputs, HasStrategy)
         fused += _int8_edges.fold_key_transpose(nodes, info, graph_outputs, HasStrategy, TensorSpec)
+        fused += _int8_edges.fold_context(nodes, info, graph_outputs, HasStrategy, TensorSpec)
 
     def lowers(nd):  # whether a node the driver rewrote lowers on the npu here
         if HasStrategy(nd.op, nd.attrs, nd.in_specs):

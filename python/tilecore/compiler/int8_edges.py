@@ -274,3 +274,51 @@ def fold_key_transpose(nodes: list[Any], info: dict[str, tuple], graph_outputs: 
         t.where, t.reason = "dropped", f"fused into `{nd.name}`"
         out.append({"node": nd.name, "fused": [t.name]})
     return out
+
+
+def fold_context(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
+                 HasStrategy: Callable[..., str], TensorSpec: Callable[..., Any]) -> list[dict[str, Any]]:
+    """A ``tc_softmax`` MatMul whose int8 probabilities only an int8 MatMul reads, as its A
+    (attention's context: P times V), computes that product too (``tc_context``, V
+    appended as its input 2, the context MatMul's scales, zero point and layout under
+    ``tc_context.``) and takes over its output: the probabilities never leave L1, and the
+    matrix engine, idle while the vector engine takes the exponentials, multiplies them
+    by V there. The context MatMul's epilogue: the same bits. Returns
+    ``[{"node": scores, "fused": [context]}, ...]``."""
+    from .fuse_epilogue import value_readers
+
+    readers = value_readers(nodes)
+    position = {id(nd): k for k, nd in enumerate(nodes)}
+    producer = {str(v.name): nd for nd in nodes if nd.where != "dropped" for v in nd.outs if v is not None}
+    out = []
+    for nd in nodes:
+        if (nd.op != "MatMul" or nd.where != "npu" or "tc_softmax" not in nd.attrs or "tc_context" in nd.attrs
+                or len(nd.outs) != 1 or "tc_softmax.tc_y_scale" not in nd.attrs
+                or int(nd.attrs.get("tc_softmax.tc_y_zero_point", 0)) != 0):
+            continue
+        p = str(nd.outs[0].name)
+        rs = readers.get(p, [])
+        if p in graph_outputs or len(rs) != 1 or rs[0][1] != 0 or info[p][1] != "int8":
+            continue
+        c = rs[0][0]
+        a = c.attrs
+        if (c.op != "MatMul" or c.where != "npu" or len(c.ins) != 2 or c.ins[1] is None or len(c.outs) != 1
+                or a.get("tc_precision") != "int8" or not a.get("tc_b_scale")
+                or int(a.get("tc_x_zero_point", 0)) != 0
+                or any(k in a for k in ("tc_lut", "tc_y_heads", "tc_softmax", "tc_split"))):
+            continue
+        v = c.ins[1]
+        made = producer.get(str(v.name))
+        if made is not None and position[id(made)] > position[id(nd)]:
+            continue  # V is made after the scores: the node could not read it
+        attrs = dict(nd.attrs, tc_context=1)
+        for k in ("tc_x_scale", "tc_b_scale", "tc_y_scale", "tc_y_zero_point", "tc_out_scale", "tc_y_rows_first"):
+            if k in a:
+                attrs["tc_context." + k] = a[k]
+        specs = list(nd.in_specs) + [TensorSpec(*info[str(v.name)])]
+        if HasStrategy(nd.op, attrs, specs):
+            continue
+        nd.ins, nd.in_specs, nd.attrs, nd.outs = list(nd.ins) + [v], specs, attrs, list(c.outs)
+        c.where, c.reason = "dropped", f"fused into `{nd.name}`"
+        out.append({"node": nd.name, "fused": [c.name]})
+    return out

@@ -753,3 +753,55 @@ def test_tc_b_heads_is_checked():
                                                       [a, kh])
     assert "tc_b_heads needs" in compiler.HasStrategy("MatMul", sm, [a, compiler.TensorSpec((1, 64, 2, 32), "float32")])
     assert "tc_b_heads needs" in compiler.HasStrategy("MatMul", sm, [a, compiler.TensorSpec((2, 64, 2, 32), "int8")])
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_the_scores_matmul_takes_the_context_matmul(dense):
+    """Attention whole: projections, heads, scores with their Softmax, and the context
+    MatMul of the int8 probabilities by V, transposed back to rows (and, with `dense`, the
+    output projection reading it, so the context is int8). The scores MatMul multiplies
+    its probabilities by V itself (tc_context) and stores the context: no probabilities in
+    memory, bit for bit the compilation that keeps every intermediate, and close to ONNX
+    Runtime."""
+    m, h, d = 64, 2, 32
+    heads = ("heads", np.array([1, m, h, d], np.int64))
+    rows = ("rows", np.array([m, h * d], np.int64))
+    nodes = [helper.make_node("MatMul", ["x", f"w{k}"], [f"{k}2"], name=f"proj_{k}") for k in "qkv"]
+    nodes += [helper.make_node("Reshape", [f"{k}2", "heads"], [f"{k}4"], name=f"view_{k}") for k in "qkv"]
+    nodes += [helper.make_node("Transpose", ["q4"], ["qh"], name="heads_q", perm=[0, 2, 1, 3]),
+              helper.make_node("Transpose", ["k4"], ["kt"], name="heads_k", perm=[0, 2, 3, 1]),
+              helper.make_node("Transpose", ["v4"], ["vh"], name="heads_v", perm=[0, 2, 1, 3]),
+              helper.make_node("MatMul", ["qh", "kt"], ["s"], name="scores"),
+              helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "vh"], ["c"], name="context"),
+              helper.make_node("Transpose", ["c"], ["ct"], name="back", perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ct", "rows"], ["merged" if dense else "y"], name="merge")]
+    if dense:
+        nodes.append(helper.make_node("MatMul", ["merged", "wo"], ["y"], name="dense"))
+    model = make_model(nodes, [("x", [m, h * d], np.float32)], ["y"],
+                       [(f"w{k}", randn(h * d, h * d, scale=0.05)) for k in "qkvo"] + [heads, rows], opset=13)
+    samples = {"x": randn(8, m, h * d)}
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    kept = tilecore.compile(model, precision="int8", calib_samples=samples, keep_intermediates=True)
+    assert {"node": "scores", "fused": ["context"]} in rep["fused"]
+    assert [p["where"] for p in rep["placement"] if p["name"] in ("softmax", "context")] == ["dropped"] * 2
+    x = randn(m, h * d)
+    y, ref = exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"]
+    np.testing.assert_array_equal(y, kept.run({"x": x})["y"])
+    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.995  # (int8 through four matrix ops)
+
+
+def test_tc_context_is_checked():
+    a, b = compiler.TensorSpec((1, 2, 64, 32), "int8"), compiler.TensorSpec((1, 2, 32, 64), "int8")
+    v = compiler.TensorSpec((1, 2, 64, 16), "int8")
+    sm = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_b_scale": 0.1, "tc_softmax": 1,
+          "tc_softmax.tc_y_scale": 0.01, "tc_context": 1, "tc_context.tc_x_scale": 0.01,
+          "tc_context.tc_b_scale": 0.1, "tc_context.tc_y_scale": 0.05}
+    assert compiler.HasStrategy("MatMul", sm, [a, b, v]) == ""
+    assert "inputs A, B and V" in compiler.HasStrategy("MatMul", sm, [a, b])
+    assert "int8 V" in compiler.HasStrategy("MatMul", sm, [a, b, compiler.TensorSpec((1, 2, 32, 16), "int8")])
+    assert "int8 V" in compiler.HasStrategy("MatMul", sm, [a, b, compiler.TensorSpec((1, 3, 64, 16), "int8")])
+    assert "zero point 0" in compiler.HasStrategy("MatMul", dict(sm, **{"tc_context.tc_x_zero_point": 3}), [a, b, v])
+    assert "zero point 0" in compiler.HasStrategy(
+        "MatMul", {k: x for k, x in sm.items() if k != "tc_softmax.tc_y_scale"}, [a, b, v])
