@@ -51,6 +51,43 @@ int64_t SlotsRun(const Stmt& s, const char* slot) {
   return 0;
 }
 
+/*! \brief The bytes one core's DMA-in and DMA-out engines move in `s` (constant trip
+ * counts multiplied, a loop of unknown count taken once; the larger branch of an if). */
+std::pair<int64_t, int64_t> EngineBytes(const Stmt& s) {
+  if (!s.defined()) return {0, 0};
+  if (const auto* e = s.as<EvaluateNode>()) {
+    const auto* c = e->value.as<CallNode>();
+    if (!c || (c->op != "tile.dma_copy" && c->op != "tile.dma_prefetch")) return {0, 0};
+    const auto* dst = c->args[0].as<BufferRegionNode>();
+    const auto* src = c->args[1].as<BufferRegionNode>();
+    if (!dst || !src) return {0, 0};
+    int64_t n = dst->buffer->dtype.lane_bytes();
+    for (const PrimExpr& x : dst->extents) n *= as_const_int(x) ? *as_const_int(x) : 1;
+    const bool out = c->op == "tile.dma_prefetch" ||
+                     (dst->buffer->scope != "local" && src->buffer->scope == "local");
+    return out ? std::make_pair(int64_t{0}, n) : std::make_pair(n, int64_t{0});
+  }
+  auto add = [](std::pair<int64_t, int64_t> a, std::pair<int64_t, int64_t> b, int64_t k = 1) {
+    return std::make_pair(a.first + k * b.first, a.second + k * b.second);
+  };
+  if (const auto* f = s.as<ForNode>()) {
+    auto e = as_const_int(f->extent);
+    return add({0, 0}, EngineBytes(f->body), e ? std::max<int64_t>(*e, 0) : 1);
+  }
+  if (const auto* q = s.as<SeqStmtNode>()) {
+    std::pair<int64_t, int64_t> n{0, 0};
+    for (const Stmt& x : q->seq) n = add(n, EngineBytes(x));
+    return n;
+  }
+  if (const auto* i = s.as<IfThenElseNode>()) {
+    auto a = EngineBytes(i->then_case), b = EngineBytes(i->else_case);
+    return a.first + a.second >= b.first + b.second ? a : b;
+  }
+  if (const auto* a = s.as<AllocateNode>()) return EngineBytes(a->body);
+  if (const auto* w = s.as<WhileNode>()) return EngineBytes(w->body);
+  return {0, 0};
+}
+
 /*! \brief The DMA events `s` names with constants. */
 std::set<int64_t> EventsUsed(const Stmt& s) {
   std::set<int64_t> used;
@@ -83,6 +120,11 @@ class Interleaver : public IRMutator {
     const int64_t cores = cores_c ? std::max<int64_t>(*cores_c, 1) : 1;
     core_ = op->loop_var;
     cores_ = cores;
+    // the pieces go on the DMA engine the member's own copies use less (a copy into L2 is
+    // the DMA-in engine's, a tile.dma_prefetch the DMA-out's): queued behind them, the
+    // member's loads or stores wait
+    auto [in_bytes, out_bytes] = EngineBytes(op->body);
+    on_in_ = in_bytes < out_bytes;
     // pieces go after the matrix commands, or after the copies of a member without any
     // (the vector engine's work is still loops here: EmitTileIntrinsics makes it commands)
     int64_t slots = SlotsRun(op->body, "tile.mm");
@@ -147,7 +189,7 @@ class Interleaver : public IRMutator {
   }
   Stmt Piece(const Pieces& p, PrimExpr k, int64_t bytes) const {
     PrimExpr at = k * I32(p.piece);
-    return Intrin("tile.dma_prefetch",
+    return Intrin(on_in_ ? "tile.dma_copy" : "tile.dma_prefetch",
                   {Region(p.copy.dst, {I32(p.copy.dst_begin) + at}, {bytes}),
                    Region(p.copy.src, {I32(p.copy.src_begin) + at}, {bytes}), I32(event_)});
   }
@@ -161,7 +203,7 @@ class Interleaver : public IRMutator {
 
   std::vector<PrefetchCopy> copies_;
   int64_t event_;
-  bool done_ = false, inside_ = false;
+  bool done_ = false, inside_ = false, on_in_ = false;
   const char* slot_ = "tile.mm";
   Var core_;
   int64_t cores_ = 1, stride_ = 1;

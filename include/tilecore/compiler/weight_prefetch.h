@@ -5,9 +5,10 @@
  *
  * Each copy is cut into pieces handed to the cores round robin. A core issues its pieces
  * spread over its matrix commands (`tile.mm`; a member without any: its copies) and the
- * rest after its work, all on its DMA-out engine (`tile.dma_prefetch`): the member's loads
- * never queue behind a piece (its stores do, behind the few issued before them), and the
- * DDR's bandwidth goes to the pieces between the member's own transfers. The member waits
+ * rest after its work, all on the DMA engine whose copies in the member move fewer bytes
+ * (DMA-out: `tile.dma_prefetch`; DMA-in: `tile.dma_copy` into L2): the member's busier
+ * engine never queues behind a piece, and the DDR's bandwidth goes to the pieces between
+ * the member's own transfers. The member waits
  * for its pieces once, after its work (on one core no fence ends the cores loop).
  * Errors: a ValueError when the member has no `cores` loop or uses every DMA event.
  */

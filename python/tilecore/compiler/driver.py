@@ -226,9 +226,15 @@ def _decompose(graph, HasStrategy, TensorSpec):
         else graph
 
 
-def _macs(op, ins, outs):
+def _macs(op, ins, outs, attrs=None):
     """Multiply-accumulates of one node (0 for ops without a matrix part)."""
+    attrs = attrs or {}
     try:
+        if op == "MatMul" and ("tc_b_heads" in attrs or "tc_context" in attrs):
+            # the scores (B [.., N, H, K] with tc_b_heads) and the context by V (input 2)
+            rows = int(np.prod(ins[0][0][:-1], dtype=np.int64))
+            n = ins[1][0][-3] if "tc_b_heads" in attrs else ins[1][0][-1]
+            return rows * n * ins[0][0][-1] + (rows * n * ins[2][0][-1] if "tc_context" in attrs else 0)
         if op == "Conv" and len(ins) >= 2:
             return int(np.prod(outs[0][0], dtype=np.int64) * np.prod(ins[1][0][1:], dtype=np.int64))
         if op == "ConvTranspose" and len(ins) >= 2:
@@ -882,7 +888,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         macs = 0
         for m in getattr(nd, "members", [nd]):
             ins = [info[str(v.name)] if v is not None else None for v in m.ins]
-            macs += _macs(m.op, ins, [info[str(v.name)] for v in m.outs])
+            macs += _macs(m.op, ins, [info[str(v.name)] for v in m.outs], m.attrs)
         b.add_step(nd.where, mod, fn, [index[a] for a in args], node=nd.step_name, op_type=nd.op, macs=macs,
                    source_node=nd.name or nd.step_name, debug=debug)
     exe = b.build(arena_size=plan["arena_size"])
