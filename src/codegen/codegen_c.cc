@@ -1078,7 +1078,7 @@ class CPrinter {
       return true;
     }
     bool dma = op == "tc1.dma_in" || op == "tc1.dma_out" || op == "tile.dma_copy" ||
-               op == "tile.dma_prefetch";
+               op == "tile.dma_prefetch" || op == "tile.dma_copy_in";
     bool fill = op == "tc1.dma_fill_in" || op == "tile.dma_fill";
     bool vec = op.rfind("tile.vec_", 0) == 0;
     if (!dma && !fill && !vec && op != "tile.mm") return false;

@@ -752,15 +752,22 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
                     args);
     };
     // block t's columns [col, col + tn) of output y (with `heads`, rows of its plane)
+    // (the last block's store, 8 KiB or more: its second half on the DMA-in engine, idle
+    // once the last mm has its operands, so the member ends half a store sooner)
     auto store_to = [&](int64_t t, const Buffer& y, int64_t heads, PrimExpr col) -> Stmt {
       const int64_t tn = blocks[size_t(t)].second, slot = t % 2;
-      BufferRegion src = Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn});
-      if (heads > 0)
-        return Intrin(
-            "tile.dma_copy",
-            {Region(y, {floordiv(col, I32(heads)), I32(0), floormod(col, I32(heads))}, {1, M, tn}),
-             src, I32(4 + slot)});
-      return Intrin("tile.dma_copy", {Region(y, {I32(0), col}, {M, tn}), src, I32(4 + slot)});
+      const bool halves = t == steps - 1 && M >= 2 && M * tn * yt.lane_bytes() >= 8192;
+      std::vector<Stmt> st;
+      for (int64_t h = 0; h < (halves ? 2 : 1); ++h) {
+        const int64_t r0 = halves ? h * (M / 2) : 0, rows = halves ? (h ? M - M / 2 : M / 2) : M;
+        BufferRegion src = Region(Cf, {I32(slot), I32(r0), I32(0)}, {1, rows, tn});
+        BufferRegion dst =
+            heads > 0 ? Region(y, {floordiv(col, I32(heads)), I32(r0), floormod(col, I32(heads))},
+                               {1, rows, tn})
+                      : Region(y, {I32(r0), col}, {rows, tn});
+        st.push_back(Intrin(h ? "tile.dma_copy_in" : "tile.dma_copy", {dst, src, I32(4 + slot)}));
+      }
+      return Seq(st);
     };
     auto store = [&](int64_t t) -> Stmt {
       PrimExpr col = c0 + I32(blocks[size_t(t)].first);

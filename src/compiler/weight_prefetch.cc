@@ -57,14 +57,17 @@ std::pair<int64_t, int64_t> EngineBytes(const Stmt& s) {
   if (!s.defined()) return {0, 0};
   if (const auto* e = s.as<EvaluateNode>()) {
     const auto* c = e->value.as<CallNode>();
-    if (!c || (c->op != "tile.dma_copy" && c->op != "tile.dma_prefetch")) return {0, 0};
+    if (!c ||
+        (c->op != "tile.dma_copy" && c->op != "tile.dma_prefetch" && c->op != "tile.dma_copy_in"))
+      return {0, 0};
     const auto* dst = c->args[0].as<BufferRegionNode>();
     const auto* src = c->args[1].as<BufferRegionNode>();
     if (!dst || !src) return {0, 0};
     int64_t n = dst->buffer->dtype.lane_bytes();
     for (const PrimExpr& x : dst->extents) n *= as_const_int(x) ? *as_const_int(x) : 1;
     const bool out = c->op == "tile.dma_prefetch" ||
-                     (dst->buffer->scope != "local" && src->buffer->scope == "local");
+                     (c->op == "tile.dma_copy" && dst->buffer->scope != "local" &&
+                      src->buffer->scope == "local");
     return out ? std::make_pair(int64_t{0}, n) : std::make_pair(n, int64_t{0});
   }
   auto add = [](std::pair<int64_t, int64_t> a, std::pair<int64_t, int64_t> b, int64_t k = 1) {
@@ -95,7 +98,7 @@ std::set<int64_t> EventsUsed(const Stmt& s) {
     const auto* c = n.as<CallNode>();
     if (!c || c->op.view().rfind("tile.", 0) != 0) return;
     if (c->op != "tile.dma_copy" && c->op != "tile.dma_fill" && c->op != "tile.dma_prefetch" &&
-        c->op != "tile.wait")
+        c->op != "tile.dma_copy_in" && c->op != "tile.wait")
       return;
     if (auto e = as_const_int(c->args.back())) used.insert(*e);
   });

@@ -137,6 +137,10 @@ std::vector<IntrinsicInfo> MakeTable() {
       "dst, src, event",
       "tile.dma_copy on the DMA-out engine whatever the direction: a prefetch (a layer group's "
       "weights into L2) that must not queue behind the core's own loads");
+  add("tile.dma_copy_in", {A::kRegion, A::kRegion, A::kInt}, R::kVoid, Rule::kNone, true, "dma",
+      "dst, src, event",
+      "tile.dma_copy on the DMA-in engine whatever the direction: part of a long store out of "
+      "local memory beside the rest on DMA-out, when the core loads nothing more");
   add("tile.dma_fill", {A::kRegion, A::kScalar, A::kInt}, R::kVoid, Rule::kNone, true, "dma",
       "dst, value, event",
       "asynchronous fill of dst with value (converted to dst's dtype); signals `event` when done");

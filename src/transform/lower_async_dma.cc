@@ -14,8 +14,8 @@ using namespace ir;  // NOLINT(*)
 namespace {
 
 bool IsAsyncDma(const CallNode* c) {
-  return c->op == "tile.dma_copy" || c->op == "tile.dma_prefetch" || c->op == "tile.dma_fill" ||
-         c->op == "tile.wait";
+  return c->op == "tile.dma_copy" || c->op == "tile.dma_prefetch" || c->op == "tile.dma_copy_in" ||
+         c->op == "tile.dma_fill" || c->op == "tile.wait";
 }
 
 bool UsesAsyncDma(const Stmt& s) {
@@ -88,6 +88,8 @@ class Lowerer : public IRMutator {
     } else if (c->op == "tile.dma_prefetch") {
       out_engine = true;
       op_name = "tc1.dma_out";
+    } else if (c->op == "tile.dma_copy_in") {
+      op_name = "tc1.dma_in";
     } else {
       const auto* src = c->args[1].as<BufferRegionNode>();
       out_engine = dst->buffer->scope.view() != "local" && src->buffer->scope.view() == "local";

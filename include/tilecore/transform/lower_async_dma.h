@@ -3,6 +3,7 @@
  * TC1 completion-counter waits.
  *
  * In:  `tile.dma_copy(dst, src, event)`, `tile.dma_prefetch(dst, src, event)`,
+ *      `tile.dma_copy_in(dst, src, event)`,
  *      `tile.dma_fill(dst, value, event)` and
  *      `tile.wait(event)` (events are int32 ids in [0, 16); a constant event
  *      outside that range is a ValueError naming the call).
@@ -19,7 +20,8 @@
  *      "every copy signalling e issued so far has completed").
  * Engine choice: a copy into local memory uses DMA-in, a copy out of local memory
  * DMA-out, anything else (global <-> shared) DMA-in; `tile.dma_prefetch` always DMA-out
- * (a layer group's weights fetched into L2 without queueing behind the core's loads).
+ * (a layer group's weights fetched into L2 without queueing behind the core's loads),
+ * `tile.dma_copy_in` always DMA-in (half of a store beside the other half on DMA-out).
  * Assumes: one kernel launch starts with every counter at 0 (TC1 `load`).
  * Helps: correctness — the codegen sees only TC1's primitives. Hurts: a few scalar
  * L1 accesses per copy (2-cycle latency), negligible next to a DMA.

@@ -175,6 +175,7 @@ def test_streamed_column_plan_matches_numpy(precision):
                            **({"calib": {"r": t}} if precision == "int8" else {}))
     group = next(iter(rep["npu_funcs"].values())).script()
     assert "Acc[" in group and "tile.dma_prefetch(Bl" in group, "the streamed column plan is expected here"
+    assert "tile.dma_copy_in(" in group  # the last block's store, half on the DMA-in engine
     if precision == "int8":  # the f32 A in L2 quantised by each core, piece by piece
         assert "Alc[" in group and "Afc[" in group
     y = exe.run({"a": a})["y"]
@@ -197,7 +198,7 @@ def test_streamed_column_plan_on_the_c_target_matches_numpy():
     specs = [compiler.TensorSpec(x.shape, x.dtype) for x in (a, b, c)]
     f = compiler.LowerOp("Gemm", {"tc_in_l2": [0]}, specs, [compiler.TensorSpec((128, 256), np.float32)],
                          "npu -cores=4")
-    assert "Acc[" in ir.script(f), "the streamed column plan is expected here"
+    assert "Acc[" in ir.script(f) and "tile.dma_copy_in(" in ir.script(f), "the streamed column plan is expected here"
     y = np.zeros((128, 256), np.float32)
     tilecore.build(f, target="c")[f.attrs["global_symbol"]](a, b, c, y)
     ref = a.astype(np.float64) @ b.astype(np.float64) + c
