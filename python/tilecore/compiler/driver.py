@@ -400,7 +400,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         quantised model's matrix nodes now in int8, ``kept``: those left in f32 with
         the reason); ``groups`` (``[{"step", "nodes", "internal", "l2_bytes", "prefetch"}]``: each layer
         group's step, its nodes, the values kept in L2, the most of them live at once, and
-        the weights prefetched into L2: name -> ``{"reader", "bytes", "during"}``); ``npu_funcs``: step
+        the weights prefetched into L2: name -> ``{"reader", "bytes", "during"}``); ``group_splits``
+        (``[{"nodes", "reason"}]``: each group whose kernel did not build, split in halves, and
+        the first line of the error); ``npu_funcs``: step
         name -> the strategy's PrimFunc of each npu step (what ``compiler.estimate_cost``
         prices).
     :raises CompileError: (a ValueError) unsupported nodes, non-static shapes, a bad
@@ -624,7 +626,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         steps.append((nd,) + hit)
         step_keys.append(key)
         key_of[id(nd)] = key
-    groups_made = []
+    groups_made, group_splits = [], []
     step_kernels = [npu_funcs.get(k) for k in step_keys]
     estimates = {}  # id(a group's PrimFunc) -> (it, the cost model's estimate of it)
 
@@ -739,8 +741,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                     group_cache[gkey] = (_build(f, target=target), "group", f)
             return group_cache[gkey]
 
-        steps, step_kernels, groups_made = _groups.Groups(nodes, steps, info, graph_outputs, _itemsize).apply(
-            step_kernels, build_group)
+        grouper = _groups.Groups(nodes, steps, info, graph_outputs, _itemsize)
+        steps, step_kernels, groups_made = grouper.apply(step_kernels, build_group)
+        group_splits = grouper.splits
     built = {}  # kernel key -> the npu Module of the steps left outside groups
 
     def module_of(nd):
@@ -914,6 +917,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         "int8_edges": int8_edges,
         "shared_quantisation": shared_quantised,
         "groups": [g.summary() for g in groups_made],
+        "group_splits": group_splits,
         "graph_outputs": [str(v.name) for v in graph.outputs],
         "npu_funcs": step_funcs,
     })

@@ -150,6 +150,7 @@ class Groups:
         single steps. Returns the new steps, their PrimFuncs, and the groups made."""
         steps = self.steps
         out, out_funcs, made = [], [], []
+        self.splits = []  # each group split, its nodes and why its kernel did not build
 
         def emit(idx):
             if len(idx) == 1:
@@ -174,7 +175,9 @@ class Groups:
             try:
                 mod, fn, f = build_group(idx, [funcs[k] for k in idx], args, [ids[n] for n in ins],
                                          [ids[n] for n in outs])
-            except Exception:  # noqa: BLE001 (smaller groups, or the members' own steps, are correct programs)
+            except Exception as e:  # noqa: BLE001 (smaller groups, or the members' own steps, are correct programs)
+                self.splits.append({"nodes": [steps[k][0].name or steps[k][0].step_name for k in idx],
+                                    "reason": (str(e).splitlines() or [type(e).__name__])[0]})
                 half = len(idx) // 2
                 emit(idx[:half])
                 emit(idx[half:])

@@ -175,6 +175,10 @@ def test_a_group_that_does_not_build_is_split(monkeypatch):
     rep = {}
     exe = tilecore.compile(model, report=rep)
     assert [g["nodes"] for g in rep["groups"]] == [["conv1", "conv2"], ["conv4", "conv5"]] and rep["steps"] == 4
+    # each split named with its nodes and why: the whole chain, then its first half of three
+    assert [(s["nodes"], s["reason"]) for s in rep["group_splits"]][:2] == [
+        ([f"conv{k}" for k in range(6)], "PlanLocalMemory: shared memory (L2) overflows"),
+        (["conv0", "conv1", "conv2"], "PlanLocalMemory: shared memory (L2) overflows")]
     x = randn(1, 8, 10, 10)
     np.testing.assert_allclose(exe.run({"x": x})[prev], ort_run(model, {"x": x})[prev], rtol=1e-4, atol=1e-4)
 
