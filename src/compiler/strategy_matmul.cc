@@ -751,37 +751,51 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       return Intrin(stream && p >= slots && !by_columns ? "tile.dma_copy" : "tile.dma_prefetch",
                     args);
     };
-    // block t's columns [col, col + tn) of output y (with `heads`, rows of its plane)
-    // (the last block's store, 8 KiB or more: its second half on the DMA-in engine, idle
-    // once the last mm has its operands, so the member ends half a store sooner)
-    auto store_to = [&](int64_t t, const Buffer& y, int64_t heads, PrimExpr col) -> Stmt {
-      const int64_t tn = blocks[size_t(t)].second, slot = t % 2;
-      const bool halves = t == steps - 1 && M >= 2 && M * tn * yt.lane_bytes() >= 8192;
-      std::vector<Stmt> st;
-      for (int64_t h = 0; h < (halves ? 2 : 1); ++h) {
-        const int64_t r0 = halves ? h * (M / 2) : 0, rows = halves ? (h ? M - M / 2 : M / 2) : M;
-        BufferRegion src = Region(Cf, {I32(slot), I32(r0), I32(0)}, {1, rows, tn});
-        BufferRegion dst =
-            heads > 0 ? Region(y, {floordiv(col, I32(heads)), I32(r0), floormod(col, I32(heads))},
-                               {1, rows, tn})
-                      : Region(y, {I32(r0), col}, {rows, tn});
-        st.push_back(Intrin(h ? "tile.dma_copy_in" : "tile.dma_copy", {dst, src, I32(4 + slot)}));
-      }
-      return Seq(st);
+    // The last block, 8 KiB of results or more, in two halves of rows: streamed, its last
+    // mm (the epilogue) runs per half and each half is stored as it is made, the first on
+    // the DMA-out engine, the second on the DMA-in engine (idle once the last mm has its
+    // operands); else its one result is stored so. The member ends about half an epilogue
+    // and half a store sooner.
+    auto halves_of = [&](int64_t t) {
+      return t == steps - 1 && M >= 2 && M * blocks[size_t(t)].second * yt.lane_bytes() >= 8192;
     };
-    auto store = [&](int64_t t) -> Stmt {
+    // (rows [r0, r0 + rows) of a result made by one epilogue over rows r0.. start at Cf's row
+    // r0 * per when streamed: the sums of row r0 are there)
+    auto result_row = [&](int64_t r0, bool own_epilogue) {
+      return own_epilogue && stream ? r0 * per : r0;
+    };
+    // rows [r0, r0 + rows) of block t's columns [col, col + tn) of output y (with `heads`,
+    // rows of its plane), from Cf's row `from`
+    auto store_to = [&](int64_t t, const Buffer& y, int64_t heads, PrimExpr col, int64_t r0,
+                        int64_t rows, int64_t from, const char* op) -> Stmt {
+      const int64_t tn = blocks[size_t(t)].second, slot = t % 2;
+      BufferRegion src = Region(Cf, {I32(slot), I32(from), I32(0)}, {1, rows, tn});
+      BufferRegion dst =
+          heads > 0 ? Region(y, {floordiv(col, I32(heads)), I32(r0), floormod(col, I32(heads))},
+                             {1, rows, tn})
+                    : Region(y, {I32(r0), col}, {rows, tn});
+      return Intrin(op, {dst, src, I32(4 + slot)});
+    };
+    auto store_rows = [&](int64_t t, int64_t r0, int64_t rows, int64_t from, const char* op) {
       PrimExpr col = c0 + I32(blocks[size_t(t)].first);
       if (!g.split.empty()) {  // the output the block's columns belong to (ColumnPlans)
         Stmt st;
         for (size_t k = g.split.size(); k-- > 0;) {
           const auto& o = g.split[k];
-          Stmt here = store_to(t, o.Y, o.heads, col - I32(o.col0));
+          Stmt here = store_to(t, o.Y, o.heads, col - I32(o.col0), r0, rows, from, op);
           st = st.defined() ? IfThenElse(col < I32(o.col0 + o.n), here, st) : here;
         }
         return st;
       }
       // (tc_y_heads: a block lies within one head, ColumnPlans)
-      return g.heads_d > 0 ? store_to(t, g.CH, g.heads_d, col) : store_to(t, Y2, 0, col);
+      return g.heads_d > 0 ? store_to(t, g.CH, g.heads_d, col, r0, rows, from, op)
+                           : store_to(t, Y2, 0, col, r0, rows, from, op);
+    };
+    auto store = [&](int64_t t) -> Stmt {
+      if (!halves_of(t)) return store_rows(t, 0, M, 0, "tile.dma_copy");
+      const int64_t h = M / 2;
+      return Seq({store_rows(t, 0, h, 0, "tile.dma_copy"),
+                  store_rows(t, h, M - h, h, "tile.dma_copy_in")});
     };
     // This core's share of A's rows, quantised piece by piece into L2.
     bool even = M % P == 0;
@@ -916,17 +930,40 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
           return Intrin("tile.mm", {Region(Acc, {I32(slot), I32(r0), I32(0)}, {1, m, tn}), a, b,
                                     IntImm(DataType::Bool(), u > 0)});
         // the bias (and int8's dequantisation) in the fused epilogue, from the sums so far
-        Array<PrimExpr> mm{Region(Cf, {I32(slot), I32(r0), I32(0)}, {1, m, tn}), a, b,
-                           IntImm(DataType::Bool(), u > 0)};
+        Array<PrimExpr> mm{Region(Cf, {I32(slot), I32(result_row(r0, true)), I32(0)}, {1, m, tn}),
+                           a, b, IntImm(DataType::Bool(), u > 0)};
         AppendColumnEpilogue(&mm, q, bias.defined(), Qb, Sc, n0, tn, g.OutZeroPoint());
         return Intrin("tile.mm", mm);
+      };
+      // the last block's epilogue and store per half of rows (halves_of)
+      const bool split_last = stream && last && halves_of(t);
+      auto epilogue_halves = [&]() {
+        const int64_t h = M / 2;
+        for (int64_t k = 0; k < 2; ++k) {
+          const int64_t r0 = k * h, m = k ? M - h : h;
+          s.push_back(mm_rows(r0, m));
+          if (!g.lut.empty()) {
+            BufferRegion y = Region(Cf, {I32(slot), I32(result_row(r0, true)), I32(0)}, {1, m, tn});
+            s.push_back(Intrin("tile.vec_lut", {y, y, LookupTableRegion(lut_words)}));
+          }
+          const int64_t q = m / 2, from = result_row(r0, true);  // (on both DMA engines)
+          s.push_back(store_rows(t, r0, q, from, "tile.dma_copy"));
+          s.push_back(store_rows(t, r0 + q, m - q, from + q, "tile.dma_copy_in"));
+        }
       };
       if (by_columns && t == 0) {
         s.push_back(Intrin("tile.wait", {I32(8 + u % kAheadA)}));  // A's columns of the piece
         if (own_quant) s.push_back(quantise_piece(u));
         if (own_quant && last) s.push_back(params_ready());
+        if (split_last) {
+          epilogue_halves();
+          continue;
+        }
         s.push_back(mm_rows(0, M));
         if (u + kAheadA < nk) s.push_back(load_a(u + kAheadA));  // (its event's last is in)
+      } else if (split_last) {
+        epilogue_halves();
+        continue;  // (the last block: no piece after it)
       } else if (direct && p == 0) {
         for (size_t k = 0; k < pieces.size(); ++k) {
           s.push_back(Intrin("tile.wait", {I32(8 + int64_t(k))}));

@@ -234,7 +234,7 @@ def test_streamed_int8_column_plan_on_the_c_target_matches_numpy():
     from tilecore import compiler, ir
 
     rng = np.random.default_rng(5)
-    M, K, N = 128, 1024, 512
+    M, K, N = 128, 512, 1024
     a = rng.integers(-128, 128, (M, K)).astype(np.int8)
     w = rng.integers(-127, 128, (K, N)).astype(np.int8)
     bias = rng.integers(-5000, 5000, N).astype(np.int32)
@@ -244,6 +244,7 @@ def test_streamed_int8_column_plan_on_the_c_target_matches_numpy():
     f = compiler.LowerOp("Gemm", attrs, specs, [compiler.TensorSpec((M, N), np.int8)], "npu -cores=4")
     text = ir.script(f)
     assert "Acc[" in text and "Cf[1" in text, "the streamed column plan with two blocks is expected here"
+    assert "tile.dma_copy_in(" in text  # the last block: epilogue and store per half of rows
     y = np.zeros((M, N), np.int8)
     tilecore.build(f, target="c")[f.attrs["global_symbol"]](a, w, bias, w_scale, y)
     acc = a.astype(np.int64) @ w.astype(np.int64) + bias
