@@ -25,7 +25,8 @@
  * that alone read the f32 output of an int8 MatMul of two activations: attention's
  * scores) the MatMul computes the probabilities itself, LowerMatMulSoftmax; with it,
  * tc_b_heads takes the keys' Transpose too: B is given as [.., N, H, K] (the keys' rows,
- * heads interleaved) and each item's [N, K] is turned in L1. Two output layouts
+ * heads interleaved) and each item's [N, K] is turned in L1, and tc_context the MatMul
+ * that read the int8 probabilities (V its input 2). Two output layouts
  * take the Transposes of attention's heads (fused by the driver): tc_y_heads = D stores
  * Y [M, N] as [N / D, M, D], tc_y_rows_first stores Y [B, M, N] as [M, B, N].
  *
