@@ -760,11 +760,9 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     auto halves_of = [&](int64_t t) {
       return t == steps - 1 && M >= 2 && M * blocks[size_t(t)].second * yt.lane_bytes() >= 8192;
     };
-    // (rows [r0, r0 + rows) of a result made by one epilogue over rows r0.. start at Cf's row
-    // r0 * per when streamed: the sums of row r0 are there)
-    auto result_row = [&](int64_t r0, bool own_epilogue) {
-      return own_epilogue && stream ? r0 * per : r0;
-    };
+    // (the result of an epilogue over rows r0.. starts at Cf's row r0 * per when streamed:
+    // the sums of row r0 are there)
+    auto result_row = [&](int64_t r0) { return stream ? r0 * per : r0; };
     // rows [r0, r0 + rows) of block t's columns [col, col + tn) of output y (with `heads`,
     // rows of its plane), from Cf's row `from`
     auto store_to = [&](int64_t t, const Buffer& y, int64_t heads, PrimExpr col, int64_t r0,
@@ -931,8 +929,8 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
           return Intrin("tile.mm", {Region(Acc, {I32(slot), I32(r0), I32(0)}, {1, m, tn}), a, b,
                                     IntImm(DataType::Bool(), u > 0)});
         // the bias (and int8's dequantisation) in the fused epilogue, from the sums so far
-        Array<PrimExpr> mm{Region(Cf, {I32(slot), I32(result_row(r0, true)), I32(0)}, {1, m, tn}),
-                           a, b, IntImm(DataType::Bool(), u > 0)};
+        Array<PrimExpr> mm{Region(Cf, {I32(slot), I32(result_row(r0)), I32(0)}, {1, m, tn}), a, b,
+                           IntImm(DataType::Bool(), u > 0)};
         AppendColumnEpilogue(&mm, q, bias.defined(), Qb, Sc, n0, tn, g.OutZeroPoint());
         return Intrin("tile.mm", mm);
       };
@@ -942,14 +940,15 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
         const int64_t h = M / 2;
         for (int64_t k = 0; k < 2; ++k) {
           const int64_t r0 = k * h, m = k ? M - h : h;
+          const int64_t from = result_row(r0), quarter = m / 2;
           s.push_back(mm_rows(r0, m));
           if (!g.lut.empty()) {
-            BufferRegion y = Region(Cf, {I32(slot), I32(result_row(r0, true)), I32(0)}, {1, m, tn});
+            BufferRegion y = Region(Cf, {I32(slot), I32(from), I32(0)}, {1, m, tn});
             s.push_back(Intrin("tile.vec_lut", {y, y, LookupTableRegion(lut_words)}));
           }
-          const int64_t q = m / 2, from = result_row(r0, true);  // (on both DMA engines)
-          s.push_back(store_rows(t, r0, q, from, "tile.dma_copy"));
-          s.push_back(store_rows(t, r0 + q, m - q, from + q, "tile.dma_copy_in"));
+          // (on both DMA engines)
+          s.push_back(store_rows(t, r0, quarter, from, "tile.dma_copy"));
+          s.push_back(store_rows(t, r0 + quarter, m - quarter, from + quarter, "tile.dma_copy_in"));
         }
       };
       if (by_columns && t == 0) {

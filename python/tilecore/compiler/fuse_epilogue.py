@@ -92,7 +92,7 @@ def _fold_skip_adds(nodes, only_reader, info, HasStrategy, TensorSpec) -> list[d
     """A LayerNormalization whose input is an Add of two f32 tensors of its shape that only it
     reads (a transformer's residual connection) adds them itself (``tc_skip``, the Add's
     second operand appended as input 3): bit for bit the Add's sum."""
-    producer = {str(v.name): nd for nd in nodes if nd.where != "dropped" for v in nd.outs}
+    producer = value_producers(nodes)
     out = []
     for ln in nodes:
         if ln.op != "LayerNormalization" or ln.where != "npu" or len(ln.ins) < 2 or ln.attrs.get("tc_skip"):
@@ -172,6 +172,11 @@ def _fold_head_transposes(nodes, info, graph_outputs, HasStrategy) -> list[dict[
         if entry:
             out.append(entry)
     return out
+
+
+def value_producers(nodes: list[Any]) -> dict[str, Any]:
+    """Value name -> the node not dropped that writes it."""
+    return {str(v.name): nd for nd in nodes if nd.where != "dropped" for v in nd.outs if v is not None}
 
 
 def value_readers(nodes: list[Any]) -> dict[str, list[tuple[Any, int]]]:

@@ -247,10 +247,10 @@ def fold_key_transpose(nodes: list[Any], info: dict[str, tuple], graph_outputs: 
     head's [N, K] rows as they lie and the vector engine turns them in L1, beside the
     Softmax's passes. The same bytes in B: the same bits, without the Transpose's step.
     Returns ``[{"node": matmul, "fused": [transpose]}, ...]``."""
-    from .fuse_epilogue import value_readers
+    from .fuse_epilogue import value_producers, value_readers
 
     readers = value_readers(nodes)
-    producer = {str(v.name): nd for nd in nodes if nd.where != "dropped" for v in nd.outs if v is not None}
+    producer = value_producers(nodes)
     out = []
     for nd in nodes:
         if (nd.op != "MatMul" or nd.where != "npu" or "tc_softmax" not in nd.attrs or "tc_b_heads" in nd.attrs
@@ -285,11 +285,11 @@ def fold_context(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[st
     matrix engine, idle while the vector engine takes the exponentials, multiplies them
     by V there. The context MatMul's epilogue: the same bits. Returns
     ``[{"node": scores, "fused": [context]}, ...]``."""
-    from .fuse_epilogue import value_readers
+    from .fuse_epilogue import value_producers, value_readers
 
     readers = value_readers(nodes)
     position = {id(nd): k for k, nd in enumerate(nodes)}
-    producer = {str(v.name): nd for nd in nodes if nd.where != "dropped" for v in nd.outs if v is not None}
+    producer = value_producers(nodes)
     out = []
     for nd in nodes:
         if (nd.op != "MatMul" or nd.where != "npu" or "tc_softmax" not in nd.attrs or "tc_context" in nd.attrs

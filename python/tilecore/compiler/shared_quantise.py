@@ -43,9 +43,9 @@ def share(nodes: list[Any], info: dict[str, tuple], make_node: Callable[..., Any
     now quantised once. ``make_node(name, op, ins, outs, attrs)`` makes a driver node;
     ``lowers(node)``, when given, says whether a node lowers on the npu: a norm producing
     the value then quantises it as its second output when it lowers so."""
-    from .fuse_epilogue import value_readers
+    from .fuse_epilogue import value_producers, value_readers
 
-    producer = {str(v.name): nd for nd in nodes for v in nd.outs if v is not None}
+    producer = value_producers(nodes)
 
     # readers of one value's bytes in one shape: a view (FoldMatMulBias's Reshape to 2-D,
     # one per MatMul) reads its input's bytes
