@@ -1071,7 +1071,7 @@ class CPrinter {
       if (!barrier_.empty()) Line() << barrier_ << "\n";
       return true;  // cores without a barrier-free body run one after another
     }
-    if (op == "tc1.wait" || op == "tile.wait")
+    if (op == "tc1.wait" || op == "tile.wait" || op == "tir.drain")
       return true;  // every command completes synchronously
     if (op == "tir.call_packed") {
       CallPacked(c);

@@ -45,7 +45,7 @@ constexpr const char* kEngineNames[4] = {"din", "dout", "mm", "vec"};
 
 /*! \brief One entry of a core's program as the front end sees it. */
 struct Event {
-  enum Kind : uint8_t { kIssue, kWaitFrontEnd, kWaitQueue, kBarrier, kScalar, kMember };
+  enum Kind : uint8_t { kIssue, kWaitFrontEnd, kWaitQueue, kBarrier, kScalar, kMember, kDrain };
   explicit Event(Kind k) : kind(k) {}
   Kind kind;
   int8_t engine = 0;    // kIssue: its queue; kWait*: the engine waited on
@@ -56,6 +56,7 @@ struct Event {
   int64_t latency = 0;  // kIssue: added after the data
   int64_t occ_ddr = 0, occ_l2 = 0;
   bool drains = false;  // kBarrier: the codegen fences first (tir.barrier, not _no_drain)
+  bool handed = false;  // kIssue: a load handed on late (after tir.drain): the next member's
   std::vector<std::pair<int8_t, int64_t>> deps;  // kIssue: (engine, count) its queue waits for
 };
 
@@ -181,6 +182,7 @@ class Walker {
     last_.clear();
     fe_pending_ = 0;
     member_ = -1;
+    handed_off_ = false;
     Visit(f_->body);
     Flush();
     return std::move(events_);
@@ -255,7 +257,10 @@ class Walker {
       auto lo = int64_t(Eval(n->min)), ext = int64_t(Eval(n->extent));
       if (n->kind == ForKind::kCores) {
         // the codegen fences and synchronises the cores before and after every cores loop
-        if (cores_ > 1) Barrier(true);
+        // (but for a handoff: kCoresHandoffAnnotation)
+        const bool handoff = n->annotations.Get(kCoresHandoffAnnotation).has_value();
+        if (cores_ > 1 && !handed_off_) Barrier(true);
+        handed_off_ = false;
         if (auto m = n->annotations.Get(kGroupMemberAnnotation)) {
           Flush();
           Event e(Event::kMember);
@@ -265,9 +270,12 @@ class Walker {
         }
         if (core_ < ext) {
           env_[n->loop_var.get()] = double(lo + core_);
+          drained_ = false;
           Visit(n->body);
+          drained_ = false;
         }
-        if (cores_ > 1) Barrier(true);
+        if (cores_ > 1) Barrier(!handoff);
+        handed_off_ = handoff;
         return;
       }
       if (n->kind == ForKind::kVectorized) {  // SIMD: about one instruction per 8 lanes
@@ -424,6 +432,12 @@ class Walker {
       Barrier(op == "tir.barrier");
       return;
     }
+    if (op == "tir.drain") {
+      Flush();
+      events_.push_back(Event(Event::kDrain));
+      drained_ = true;
+      return;
+    }
     bool dma = op == "tc1.dma_in" || op == "tc1.dma_out" || op == "tc1.dma_fill_in";
     bool compute = op == "tile.mm" || op.rfind("tile.vec_", 0) == 0;
     if (!dma && !compute) return;
@@ -435,6 +449,7 @@ class Walker {
       member_macs[size_t(member_)] += site.macs;
     }
     Event e(Event::kIssue);
+    e.handed = drained_;
     e.engine = int8_t(site.engine);
     e.cycles = site.cycles;
     e.latency = site.latency;
@@ -608,7 +623,9 @@ class Walker {
   std::array<int64_t, 4> issued_{};
   std::vector<Event> events_;
   int64_t scalar_ops_ = 0, fe_pending_ = 0;
-  int64_t member_ = -1;  // the layer-group member whose cores loop is being walked
+  int64_t member_ = -1;      // the layer-group member whose cores loop is being walked
+  bool handed_off_ = false;  // the last cores loop was a handoff: the next opens without a barrier
+  bool drained_ = false;     // after tir.drain in a cores loop: loads handed to the next member
   bool pending_compute_ = false;
 };
 
@@ -672,6 +689,13 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
         c.fe += e.cost;
         c.fe_busy += e.cost;
         c.queued[q].push_back({&e, c.fe, c.member, c.gate[q]});
+        ++c.pos;
+        continue;
+      }
+      if (e.kind == Event::kDrain) {  // tir.drain: the core's commands have ended
+        if (!c.idle()) return;
+        for (int64_t f : c.free) c.fe = std::max(c.fe, f);
+        c.fe += 1;
         ++c.pos;
         continue;
       }
@@ -782,7 +806,7 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
     c.busy[q] += busy;
     if (is.member >= 0) {
       MemberCost& m = member_of(is.member);
-      m.end = std::max(m.end, end);
+      if (!e.handed) m.end = std::max(m.end, end);  // (a handed load ends in the next member)
       m.busy[q] += busy;
       m.ddr_cycles += e.occ_ddr;
     }

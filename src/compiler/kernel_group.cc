@@ -8,15 +8,18 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tilecore/compiler/cost_model.h"
+#include "tilecore/compiler/member_handoff.h"
 #include "tilecore/compiler/memory_plan.h"
 #include "tilecore/compiler/weight_prefetch.h"
 #include "tilecore/ffi/function.h"
 #include "tilecore/ffi/reflection.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/op.h"
+#include "tilecore/transform/plan_local_memory.h"
 
 namespace tilecore {
 namespace compiler {
@@ -122,13 +125,16 @@ int64_t ConstBytes(const Buffer& b) {
   return n;
 }
 
+// an early handoff's bytes at most this fraction of the giving member's own copies
+constexpr int64_t kEarlyShare = 6;
+
 }  // namespace
 
 PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
                       const std::vector<std::vector<int64_t>>& args,
                       const std::vector<int64_t>& inputs, const std::vector<int64_t>& outputs,
                       const std::string& name, const std::vector<GroupPrefetch>& prefetch,
-                      int64_t l2_bytes) {
+                      int64_t l2_bytes, int64_t l1_bytes, Handoff handoff) {
   if (funcs.empty() || funcs.size() != args.size())
     TILECORE_THROW(ValueError) << "GroupKernels: " << funcs.size() << " kernels and " << args.size()
                                << " argument lists";
@@ -266,7 +272,7 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
     if (tensor.count(ids[k])) param_of.emplace(ids[k], tensor.at(ids[k]));
     tensor[ids[k]] = nb;
   }
-  std::vector<Stmt> bodies;
+  std::vector<Stmt> rebound;
   for (size_t i = 0; i < funcs.size(); ++i) {
     std::unordered_map<const VarNode*, Buffer> to;
     for (size_t k = 0; k < args[i].size(); ++k) {
@@ -274,7 +280,74 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
       const bool before = param_of.count(id) && int64_t(i) <= fetched_until.at(id);
       to.emplace(funcs[i]->params[k].get(), before ? param_of.at(id) : tensor.at(id));
     }
-    Stmt member = RebindBuffers(std::move(to)).VisitStmt(funcs[i]->body);
+    rebound.push_back(RebindBuffers(std::move(to)).VisitStmt(funcs[i]->body));
+  }
+  // Each member's first loads of the group's inputs (read-only) handed to the member before
+  // it (member_handoff.h): early (the loads in buffers with places of their own, the
+  // members' alternately in two halves of an area, member i + 1's live from member i on)
+  // when that member reads none of the inputs (the DDR is idle meanwhile), moves
+  // kEarlyShare times their bytes or more itself (queued between its own copies, they
+  // delay them less) and every member's own buffers fit beside the area; else late, each
+  // engine's loads in their order.
+  std::unordered_set<const VarNode*> read_only;
+  for (size_t k = 0; k < inputs.size(); ++k) read_only.insert(params[k].get());
+  const size_t n = funcs.size();
+  const std::vector<Stmt> original = rebound;
+  std::vector<FirstLoads> handed(n);
+  auto take = [&](size_t i, bool keep_order) {
+    rebound[i] = original[i];
+    handed[i] = TakeFirstLoads(&rebound[i], read_only, keep_order);
+    if (!handed[i].loads.empty() && !CanHandOff(rebound[i - 1], handed[i])) {
+      rebound[i] = original[i];
+      handed[i] = FirstLoads();
+    }
+  };
+  std::vector<bool> early(n, false);
+  for (size_t i = 1; handoff != Handoff::kNone && i < n; ++i) take(i, false);
+  for (size_t i = 1; i < n; ++i) {
+    auto [in, out] = EngineBytes(rebound[i - 1]);
+    int64_t handed_bytes = 0;
+    for (const Stmt& l : handed[i].loads) {
+      auto [a, b] = EngineBytes(l);
+      handed_bytes += a + b;
+    }
+    early[i] = !handed[i].loads.empty() && !ReadsInputs(rebound[i - 1], read_only) &&
+               handed_bytes * kEarlyShare <= in + out;
+  }
+  int64_t area[2] = {0, 0};
+  std::vector<std::vector<int64_t>> offsets(n);
+  auto place = [&]() {
+    area[0] = area[1] = 0;
+    for (size_t i = 1; i < n; ++i) {
+      offsets[i].clear();
+      int64_t at = 0;
+      for (const Buffer& b : early[i] ? handed[i].buffers : std::vector<Buffer>{}) {
+        offsets[i].push_back(at);
+        at += (ConstBytes(b) + 63) / 64 * 64;
+      }
+      area[i % 2] = std::max(area[i % 2], at);
+    }
+    return area[0] + area[1];
+  };
+  bool fits = place() > 0;
+  for (const Stmt& m : rebound) fits = fits && LocalBound(m) + area[0] + area[1] <= l1_bytes;
+  if (!fits || handoff != Handoff::kEarly) early.assign(n, false);
+  for (size_t i = 1; handoff != Handoff::kNone && i < n; ++i)
+    if (!early[i]) take(i, true);
+  const int64_t reserved = place();
+  Map<Var, Array<int64_t>> pinned;
+  for (size_t i = 1; i < n; ++i) {
+    for (size_t k = 0; k < offsets[i].size(); ++k)
+      pinned.Set(handed[i].buffers[k]->data,
+                 Array<int64_t>{(i % 2 ? area[0] : 0) + offsets[i][k], reserved});
+  }
+  std::vector<Stmt> bodies;
+  for (size_t i = 0; i < funcs.size(); ++i) {
+    Stmt member = rebound[i];
+    if (handed[i].event >= 0) member = WaitHanded(member, handed[i]);
+    // handed early: spread over the member's own work (the prefetch's pieces then go between)
+    const bool hand = i + 1 < n && !handed[i + 1].loads.empty();
+    if (hand && early[i + 1]) member = HandOff(member, &handed[i + 1], &read_only);
     std::vector<PrefetchCopy> copies;
     for (const GroupPrefetch& p : prefetch) {
       if (p.member != int64_t(i) || !param_of.count(p.tensor)) continue;
@@ -285,6 +358,9 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
       copies.push_back({bytes, arena, p.begin, offset_of.at(p.tensor) + p.begin, p.end - p.begin});
     }
     member = InterleavePrefetch(member, copies);
+    // (handed late: after the prefetch's pieces, the member's last statements, into L1 none
+    // of its own uses after them)
+    if (hand && !early[i + 1]) member = HandOff(member, &handed[i + 1]);
     bodies.push_back(TagMember(int64_t(i)).VisitStmt(member));
   }
   Stmt body = bodies.size() == 1 ? bodies[0] : SeqStmt(bodies);
@@ -302,13 +378,15 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
       kept.push_back(Any(Array<int64_t>{p.tensor, p.member, p.begin, p.end}));
   }
   attrs.Set("prefetch", kept);
+  attrs.Set("early_handoffs", int64_t(std::count(early.begin(), early.end(), true)));
+  if (!pinned.empty()) attrs.Set(transform::kL1PinnedAttr, pinned);
   return PrimFunc(params, body, buffer_map, attrs);
 }
 
 TILECORE_REGISTER_GLOBAL("compiler.GroupKernels")
     .set_body_typed([](Array<PrimFunc> funcs, Array<Array<int64_t>> args, Array<int64_t> inputs,
                        Array<int64_t> outputs, String name, Array<Array<int64_t>> prefetch,
-                       int64_t l2_bytes) -> PrimFunc {
+                       int64_t l2_bytes, int64_t l1_bytes, int64_t handoff) -> PrimFunc {
       auto ints = [](const Array<int64_t>& v) {
         std::vector<int64_t> out;
         for (int64_t x : v) out.push_back(x);
@@ -324,7 +402,11 @@ TILECORE_REGISTER_GLOBAL("compiler.GroupKernels")
           TILECORE_THROW(ValueError) << "GroupKernels: a prefetch is [tensor, member, begin, end]";
         p.push_back({row[0], row[1], row[2], row[3]});
       }
-      return GroupKernels(f, a, ints(inputs), ints(outputs), std::string(name), p, l2_bytes);
+      if (handoff < 0 || handoff > 2)
+        TILECORE_THROW(ValueError)
+            << "GroupKernels: handoff " << handoff << " (0 none, 1 late, 2 early)";
+      return GroupKernels(f, a, ints(inputs), ints(outputs), std::string(name), p, l2_bytes,
+                          l1_bytes, Handoff(handoff));
     });
 
 }  // namespace compiler

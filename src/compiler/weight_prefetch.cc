@@ -51,8 +51,8 @@ int64_t SlotsRun(const Stmt& s, const char* slot) {
   return 0;
 }
 
-/*! \brief The bytes one core's DMA-in and DMA-out engines move in `s` (constant trip
- * counts multiplied, a loop of unknown count taken once; the larger branch of an if). */
+}  // namespace
+
 std::pair<int64_t, int64_t> EngineBytes(const Stmt& s) {
   if (!s.defined()) return {0, 0};
   if (const auto* e = s.as<EvaluateNode>()) {
@@ -90,6 +90,8 @@ std::pair<int64_t, int64_t> EngineBytes(const Stmt& s) {
   if (const auto* w = s.as<WhileNode>()) return EngineBytes(w->body);
   return {0, 0};
 }
+
+namespace {
 
 /*! \brief The DMA events `s` names with constants. */
 std::set<int64_t> EventsUsed(const Stmt& s) {
@@ -214,7 +216,89 @@ class Interleaver : public IRMutator {
   std::vector<Pieces> pieces_;
 };
 
+/*! \brief `loads` issued one at a time after every `stride`-th `slot` command, the rest
+ * after the work (a cursor counts the commands run and the loads issued). */
+class LoadSpreader : public IRMutator {
+ public:
+  LoadSpreader(std::vector<Stmt> loads, const char* slot, int64_t stride, Buffer cursor,
+               PrimExpr stagger)
+      : loads_(std::move(loads)),
+        slot_(slot),
+        stride_(stride),
+        cursor_(std::move(cursor)),
+        stagger_(std::move(stagger)) {}
+
+  Stmt VisitStmt_(const EvaluateNode* op) override {
+    Stmt s = GetRef<Stmt>(op);
+    if (!IsCall(s, slot_)) return s;
+    PrimExpr tick = BufferLoad(cursor_, {I32(0)});
+    return Seq({s, BufferStore(cursor_, tick + I32(1), {I32(0)}),
+                IfThenElse(eq(floormod(tick + stagger_, I32(stride_)), I32(0)), Next())});
+  }
+
+  // the next load (an if chain on the count issued), the count moved on
+  Stmt Next() const {
+    PrimExpr cur = BufferLoad(cursor_, {I32(1)});
+    Stmt chain;
+    for (size_t k = loads_.size(); k-- > 0;) {
+      PrimExpr is = eq(cur, I32(int64_t(k)));
+      chain = chain.defined() ? IfThenElse(is, loads_[k], chain) : IfThenElse(is, loads_[k]);
+    }
+    return Seq({chain, BufferStore(cursor_, cur + I32(1), {I32(1)})});
+  }
+
+  // the loads not issued yet
+  Stmt Rest() const {
+    std::vector<Stmt> r;
+    PrimExpr cur = BufferLoad(cursor_, {I32(1)});
+    for (size_t k = 0; k < loads_.size(); ++k)
+      r.push_back(IfThenElse(cur < I32(int64_t(k) + 1), loads_[k]));
+    return Seq(r);
+  }
+
+ private:
+  std::vector<Stmt> loads_;
+  const char* slot_;
+  int64_t stride_;
+  Buffer cursor_;
+  PrimExpr stagger_;
+};
+
 }  // namespace
+
+Stmt InterleaveLoads(const Stmt& body, const std::vector<Stmt>& loads, const Stmt& member,
+                     const Var& core, int64_t* event) {
+  std::set<int64_t> used = EventsUsed(member);
+  *event = -1;
+  for (int64_t e = transform::kNumDmaEvents - 1; e >= 0; --e) {
+    if (!used.count(e)) {
+      *event = e;
+      break;
+    }
+  }
+  if (*event < 0) TILECORE_THROW(ValueError) << "InterleaveLoads: the member uses every DMA event";
+  // on the DMA engine the member's own copies use less, on an event of their own
+  auto [in_bytes, out_bytes] = EngineBytes(body);
+  const char* op = in_bytes < out_bytes ? "tile.dma_copy" : "tile.dma_prefetch";
+  std::vector<Stmt> mine;
+  for (const Stmt& l : loads) {
+    const auto* c = l.as<EvaluateNode>()->value.as<CallNode>();
+    mine.push_back(Intrin(op, {c->args[0], c->args[1], I32(*event)}));
+  }
+  const char* slot = "tile.mm";
+  int64_t slots = SlotsRun(body, slot);
+  if (slots == 0) {
+    slot = "tile.dma_copy";
+    slots = SlotsRun(body, slot);
+  }
+  // spread over the work, the cores' turns staggered (the DDR serves them one at a time)
+  const int64_t stride = std::max<int64_t>(slots / (int64_t(mine.size()) + 1), 1);
+  Buffer cursor = DeclBuffer({I32(2)}, DataType::Int(32), "handoff_cursor", "local");
+  LoadSpreader sp(mine, slot, stride, cursor, floormod(core, I32(stride)));
+  Stmt spread = sp.VisitStmt(body);
+  return Allocate(cursor, Seq({BufferStore(cursor, I32(0), {I32(0)}),
+                               BufferStore(cursor, I32(0), {I32(1)}), spread, sp.Rest()}));
+}
 
 Stmt InterleavePrefetch(const Stmt& member, const std::vector<PrefetchCopy>& copies) {
   if (copies.empty()) return member;

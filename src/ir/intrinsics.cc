@@ -38,6 +38,9 @@ std::vector<IntrinsicInfo> MakeTable() {
       "cluster-wide barrier of the front ends that leaves the engines running: a core first waits "
       "(tile.wait) for each of its commands whose result another core reads, or whose source "
       "another core overwrites, after the barrier");
+  add("tir.drain", {}, R::kVoid, Rule::kNone, true, "front end", "",
+      "waits until this core's engines have finished every command issued before it (the fence "
+      "tir.barrier starts with), without waiting for the other cores");
   // --- scalar / SIMD math (pure; float only) ------------------------------------
   add("tir.call_packed", {A::kString, A::kRegionOrScalar}, R::kVoid, Rule::kNone, true, "front end",
       "name, args",

@@ -4,6 +4,7 @@
 #include "tilecore/transform/plan_local_memory.h"
 
 #include <sstream>
+#include <unordered_map>
 #include <vector>
 
 #include "tilecore/ir/functor.h"
@@ -28,14 +29,29 @@ class Planner : public IRVisitor {
   // `small_bytes`: the L1 the small buffers take at the bottom (their peak, measured by a
   // first pass); the others start at the first bank above them. `packed`: no buffer is
   // moved up to a bank's start.
-  Planner(int64_t l1, int64_t l2, int64_t small_bytes = 0, bool packed = false) : packed_(packed) {
+  // `pinned`: buffers at fixed offsets in an area of `reserved` bytes above the small
+  // buffers (kL1PinnedAttr); the others start above it.
+  Planner(int64_t l1, int64_t l2, int64_t small_bytes = 0, bool packed = false,
+          std::unordered_map<const VarNode*, int64_t> pinned = {}, int64_t reserved = 0)
+      : packed_(packed), pinned_(std::move(pinned)) {
     cap_[0] = l1;
     cap_[1] = l2;
-    if (small_bytes > 0) top_[0] = std::min(l1, AlignUp(small_bytes, kBank));
+    pinned_base_ = AlignUp(small_bytes, kAlign);
+    if (small_bytes > 0 || reserved > 0)
+      top_[0] = std::min(l1, AlignUp(pinned_base_ + reserved, kBank));
+    peak_[0] = reserved > 0 ? pinned_base_ + reserved : 0;
   }
 
   void VisitStmt_(const AllocateNode* op) override {
     const BufferNode* b = op->buffer.get();
+    if (auto it = pinned_.find(b->data.get()); it != pinned_.end()) {
+      int64_t bytes = b->dtype.lane_bytes() * b->dtype.lanes();
+      for (const PrimExpr& d : b->shape) bytes *= as_const_int(d) ? *as_const_int(d) : 0;
+      plan_.Set(b->data, Array<int64_t>{pinned_base_ + it->second, bytes,
+                                        (pinned_base_ + it->second) / kBank});
+      VisitStmt(op->body);
+      return;
+    }
     int s = b->scope.view() == "local" ? 0 : 1;
     Analyzer an;
     int64_t elems = 1;
@@ -88,6 +104,8 @@ class Planner : public IRVisitor {
 
  private:
   bool packed_ = false;
+  std::unordered_map<const VarNode*, int64_t> pinned_;
+  int64_t pinned_base_ = 0;
   int64_t cap_[2];
   int64_t top_[2] = {0, 0};
   int64_t small_top_ = 0;
@@ -105,11 +123,19 @@ Pass PlanLocalMemory() {
         // taking one each, and never start in the bank of a tile a command also reads.
         // Buffers that overflow L1 when each starts on a bank are packed instead: a
         // slower stream where two sources share a bank beats a kernel that does not fit.
+        std::unordered_map<const VarNode*, int64_t> pinned;
+        int64_t reserved = 0;
+        if (auto v = f->attrs.Get(kL1PinnedAttr)) {
+          for (const auto& [var, at] : v->cast<Map<Var, Array<int64_t>>>().items()) {
+            pinned[var.get()] = at[0];
+            reserved = std::max(reserved, at[1]);
+          }
+        }
         Planner p(l1, l2);
         auto plan = [&](bool packed) {
-          Planner measure(l1, l2, 0, packed);
+          Planner measure(l1, l2, 0, packed, pinned);
           measure.VisitStmt(f->body);
-          p = Planner(l1, l2, measure.small_peak_, packed);
+          p = Planner(l1, l2, measure.small_peak_, packed, pinned, reserved);
           p.VisitStmt(f->body);
         };
         try {

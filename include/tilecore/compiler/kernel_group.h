@@ -20,10 +20,13 @@
  * prefetch must come before the input's last reader, and a tensor's rows cover its bytes once.
  * Those that do not fit `l2_bytes` with the
  * largest member's own L2 buffers are dropped, the latest reader's first (it then reads the DDR, as
- * without one). The FFI function is `compiler.GroupKernels(funcs, args, inputs, outputs, name,
- * prefetch, l2_bytes)`. Errors: a ValueError when the lists disagree (an id no kernel takes, one
- * listed twice, a prefetch of something not an input, after its reader, outside the tensor, or rows
- * that do not cover it once).
+ * without one). With `handoff` (not kNone), each member's first loads of the inputs are
+ * issued by the member before it (member_handoff.h); with kEarly, early where the buffers they
+ * fill fit `l1_bytes` beside every member's own (attr "early_handoffs" counts them). The FFI
+ * function is `compiler.GroupKernels(funcs, args, inputs, outputs, name, prefetch, l2_bytes,
+ * l1_bytes, handoff)` (handoff 0, 1 or 2). Errors: a ValueError when the lists disagree (an id no
+ * kernel takes, one listed twice, a prefetch of something not an input, after its reader, outside
+ * the tensor, or rows that do not cover it once).
  */
 #ifndef TILECORE_COMPILER_KERNEL_GROUP_H_
 #define TILECORE_COMPILER_KERNEL_GROUP_H_
@@ -37,6 +40,10 @@
 namespace tilecore {
 namespace compiler {
 
+/*! \brief Which handoffs GroupKernels makes (member_handoff.h): none, late only, or early
+ * where it may. */
+enum class Handoff : int64_t { kNone = 0, kLate = 1, kEarly = 2 };
+
 /*! \brief Bytes [begin, end) of input `tensor` fetched into L2 during member `member`. */
 struct GroupPrefetch {
   int64_t tensor, member, begin, end;
@@ -46,7 +53,8 @@ ir::PrimFunc GroupKernels(const std::vector<ir::PrimFunc>& funcs,
                           const std::vector<std::vector<int64_t>>& args,
                           const std::vector<int64_t>& inputs, const std::vector<int64_t>& outputs,
                           const std::string& name, const std::vector<GroupPrefetch>& prefetch = {},
-                          int64_t l2_bytes = int64_t(4) << 20);
+                          int64_t l2_bytes = int64_t(4) << 20, int64_t l1_bytes = int64_t(1) << 20,
+                          Handoff handoff = Handoff::kEarly);
 
 }  // namespace compiler
 }  // namespace tilecore

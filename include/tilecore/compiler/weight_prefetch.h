@@ -16,6 +16,7 @@
 #define TILECORE_COMPILER_WEIGHT_PREFETCH_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "tilecore/ir/expr.h"
@@ -34,6 +35,18 @@ struct PrefetchCopy {
 /*! \brief `member` (a strategy body: one or more `cores` loops) with `copies` issued
  * through its first cores loop. */
 ir::Stmt InterleavePrefetch(const ir::Stmt& member, const std::vector<PrefetchCopy>& copies);
+
+/*! \brief The bytes one core's DMA-in and DMA-out engines move in `s` (constant trip
+ * counts multiplied, a loop of unknown count taken once; the larger branch of an if). */
+std::pair<int64_t, int64_t> EngineBytes(const ir::Stmt& s);
+
+/*! \brief `body` (statements of a cores loop's body, in `member`) with `loads` (DMAs into
+ * L1 of read-only data, over its core variable) issued one at a time after every few of its
+ * matrix commands (a body without any: its copies) through the first half of its work, the
+ * rest after it: all on the DMA engine its own copies use less and on one DMA event
+ * `member` does not use, `*event`. Errors: a ValueError when it uses every DMA event. */
+ir::Stmt InterleaveLoads(const ir::Stmt& body, const std::vector<ir::Stmt>& loads,
+                         const ir::Stmt& member, const ir::Var& core, int64_t* event);
 
 }  // namespace compiler
 }  // namespace tilecore

@@ -105,6 +105,13 @@ inline bool IsBarrier(std::string_view op) {
   return op == "tir.barrier" || op == "tir.barrier_no_drain";
 }
 
+/*! \brief A For annotation on a `cores` loop whose body ends with `tir.drain` and then only
+ *  DMAs the next `cores` loop, which follows it directly, waits for by their events (copies
+ *  of that loop's first loads of read-only inputs, issued before the barrier: a layer
+ *  group's member handing off to the next, GroupKernels). The code generator closes such a
+ *  loop with a barrier that does not drain and opens the next one without a barrier. */
+inline constexpr const char* kCoresHandoffAnnotation = "tc_handoff";
+
 }  // namespace ir
 }  // namespace tilecore
 #endif  // TILECORE_IR_INTRINSICS_H_

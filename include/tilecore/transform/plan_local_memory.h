@@ -15,6 +15,10 @@
  * of one step never share a bank (TC1 halves the stream rate of a vector or matrix
  * command whose sources start in one bank); when banks run out, buffers are packed at
  * 64-byte alignment, and when that placement overflows L1, every buffer is packed.
+ * A PrimFunc attr kL1PinnedAttr, Map[data Var, [offset, area]], gives buffers fixed places:
+ * `offset` bytes into an area of `area` bytes above the small buffers, which the other
+ * buffers start above (a layer group's handoff, member_handoff.h: a member's first loads
+ * land there while the member before it still runs).
  * Sizes: PassContext options "tc1.l1_bytes" (default 1 MiB) and "tc1.l2_bytes"
  * (default 4 MiB).
  * Errors: overflowing L1 or L2 is a ValueError listing the live buffers and their
@@ -27,6 +31,9 @@
 
 namespace tilecore {
 namespace transform {
+
+/*! \brief The PrimFunc attr of buffers with fixed places in L1 (see above). */
+inline constexpr const char* kL1PinnedAttr = "l1_pinned";
 
 /*! \brief The pass `transform.PlanLocalMemory`. */
 Pass PlanLocalMemory();

@@ -121,16 +121,22 @@ def PlanMemory(sizes: Sequence[int], first: Sequence[int], last: Sequence[int],
 
 def GroupKernels(funcs: Sequence[Any], args: Sequence[Sequence[int]], inputs: Sequence[int],  # noqa: N802
                  outputs: Sequence[int], name: str = "group", prefetch: Sequence[Sequence[int]] = (),
-                 l2_bytes: int = 4 << 20) -> Any:
+                 l2_bytes: int = 4 << 20, l1_bytes: int = 1 << 20, handoff: str = "early") -> Any:
     """One kernel running the strategy PrimFuncs ``funcs`` in order (C++, kernel_group.h):
     ``args[i][k]`` is the id of the tensor param k of funcs[i] is; ``inputs`` and
     ``outputs`` are the ids that become the group's params; every other id is an
     intermediate in the shared L2. ``prefetch`` rows ``(tensor, member, begin, end)``
     copy bytes [begin, end) of input ``tensor`` into L2 during member ``member``, for the
-    members after it that read it (docs/compiler.md, "Weight prefetch")."""
+    members after it that read it (docs/compiler.md, "Weight prefetch"). Each member's first
+    loads of the inputs are handed to the member before it (docs/compiler.md, "Handoff"):
+    ``handoff`` "none", "late" (after its work) or "early" (spread over it where the buffers
+    they fill fit ``l1_bytes`` beside every member's own; attr "early_handoffs" counts them)."""
+    modes = {"none": 0, "late": 1, "early": 2}
+    if handoff not in modes:
+        raise ValueError(f"GroupKernels: handoff {handoff!r}: one of none, late, early")
     return _ffi.GroupKernels(list(funcs), [[int(a) for a in row] for row in args], [int(i) for i in inputs],
                              [int(o) for o in outputs], str(name), [[int(x) for x in row] for row in prefetch],
-                             int(l2_bytes))
+                             int(l2_bytes), int(l1_bytes), modes[handoff])
 
 
 def estimate_cost(func: Any, target: str = "npu -cores=4") -> dict[str, Any]:

@@ -660,7 +660,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                     member_cache[mkey] = f()
             return member_cache[mkey]
 
-        def with_prefetch(f, idx, funcs, lowered, args, ins, outs, internal):
+        def with_prefetch(f, idx, funcs, lowered, args, ins, outs, internal, handoff):
             # the group again with weights prefetched into L2 when the cost model finds a
             # member the DDR bounds (weight_prefetch.py); `f` when none is
             sizes, weights, activations = {}, {}, {}
@@ -708,7 +708,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                     funcs2 = list(lowered)
                     for t, m in readers.items():
                         funcs2[m] = relowered[(m, t)][0]
-                    g = GroupKernels(funcs2, args, ins, outs, "group", rows, _groups.L2_BYTES)
+                    g = GroupKernels(funcs2, args, ins, outs, "group", rows, _groups.L2_BYTES, handoff=handoff)
                     kept = {int(r[0]) for r in g.attrs["prefetch"]}
                     if kept == set(chosen):
                         return g
@@ -732,7 +732,14 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                 internal = set(range(max(max(r) for r in args) + 1)) - set(ins) - set(outs)
                 lowered = [in_l2(k, f, row, internal) for k, f, row in zip(idx, funcs, args)]
                 f = GroupKernels(lowered, args, ins, outs, "group")
-                g = with_prefetch(f, idx, funcs, lowered, args, ins, outs, internal)
+                handoff = "early"
+                if int(f.attrs["early_handoffs"]) > 0:
+                    # an early handoff's loads queue between the giving member's own copies:
+                    # kept when the cost model finds the group faster for them
+                    late = GroupKernels(lowered, args, ins, outs, "group", handoff="late")
+                    if group_estimate(late)["cycles"] <= group_estimate(f)["cycles"]:
+                        f, handoff = late, "late"
+                g = with_prefetch(f, idx, funcs, lowered, args, ins, outs, internal, handoff)
                 try:
                     group_cache[gkey] = (_build(g, target=target), "group", g)
                 except Exception:  # noqa: BLE001 (the group without its prefetches is a correct program)

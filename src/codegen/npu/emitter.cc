@@ -576,10 +576,13 @@ void NpuEmitter::Loop(const ForNode* f) {
 void NpuEmitter::CoresLoop(const ForNode* f) {
   if (in_cores_) Fail("a `cores` loop inside another `cores` loop", f->span);
   int64_t mn = *as_const_int(f->min), ext = *as_const_int(f->extent);
-  if (cores_ > 1) {
+  // (after a handoff the cores are at one barrier already, their engines running)
+  if (cores_ > 1 && !handed_off_) {
     E(Op::Fence, {});
     E(Op::Barrier, {});
   }
+  handed_off_ = false;
+  const bool handoff = f->annotations.Get(kCoresHandoffAnnotation).has_value();
   Label skip = b_.NewLabel("cores_end");
   VarLoc loc = BindScalar(f->loop_var);
   XR id{AllocX(), true};
@@ -597,13 +600,19 @@ void NpuEmitter::CoresLoop(const ForNode* f) {
   b_.Bind(skip);
   Unbind(f->loop_var);
   if (cores_ > 1) {
-    E(Op::Fence, {});
+    // (a handoff's body drained itself before the next loop's first loads)
+    if (!handoff) E(Op::Fence, {});
     E(Op::Barrier, {});
   }
+  handed_off_ = handoff;
 }
 
 void NpuEmitter::EffectCall(const CallNode* c) {
   std::string op(c->op.view());
+  if (op == "tir.drain") {
+    E(Op::Fence, {});
+    return;
+  }
   if (IsBarrier(op)) {
     if (cores_ > 1) {
       if (op == "tir.barrier") E(Op::Fence, {});

@@ -244,6 +244,9 @@ class NpuEmitter {
   bool pending_compute_ = false;
   InstrBuilder b_;
   ir::Span span_;
+  // the last cores loop was a handoff (kCoresHandoffAnnotation): the next opens without a
+  // barrier
+  bool handed_off_ = false;
   int64_t scratch_ = 0;
   int64_t lane_scratch_ = 0;  // kLaneSlots vector slots for the lane-wise fallback
   std::map<int, int64_t> iota_;

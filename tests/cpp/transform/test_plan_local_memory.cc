@@ -59,6 +59,27 @@ TEST(PlanLocalMemory, SmallBuffersStackBelowTheBankedOnes) {
   EXPECT_EQ(g->attrs.at("local_bytes").cast<int64_t>(), 131072 + 8192);
 }
 
+TEST(PlanLocalMemory, PinnedBuffersHaveTheirPlacesAboveTheSmallOnes) {
+  // S (256 B) small; P pinned 128 bytes into an area of 8 KiB (a handoff's buffers); X big:
+  // S at the bottom, the area above it, X on the first bank above the area
+  Buffer S = DeclBuffer({64}, DataType::Float(32), "S", "local");
+  Buffer P = DeclBuffer({1024}, DataType::Float(32), "P", "local");
+  Buffer X = DeclBuffer({2048}, DataType::Float(32), "X", "local");
+  Stmt body = Allocate(
+      S, Allocate(X, Allocate(P, BufferStore(X, BufferLoad(P, {0}) + BufferLoad(S, {0}), {0}))));
+  Map<Var, Array<int64_t>> pinned;
+  pinned.Set(P->data, Array<int64_t>{128, 8192});
+  PrimFunc f({}, body, Map<Var, Buffer>(),
+             Map<ffi::String, ffi::Any>{{ffi::String(kL1PinnedAttr), ffi::Any(pinned)}});
+  PrimFunc g = ApplyPass(PlanLocalMemory(), f);
+  auto plan = g->attrs.at("memory_plan").cast<Map<Var, Array<int64_t>>>();
+  EXPECT_EQ(plan.at(S->data)[0], 0);
+  EXPECT_EQ(plan.at(P->data)[0], 256 + 128);
+  EXPECT_EQ(plan.at(P->data)[1], 4096);
+  EXPECT_EQ(plan.at(X->data)[0], 65536);
+  EXPECT_EQ(g->attrs.at("local_bytes").cast<int64_t>(), 65536 + 8192);
+}
+
 TEST(PlanLocalMemory, SmallBuffersOverflowingL1AreAnError) {
   // 257 nested buffers of 4 KiB each: every one small, together over the 1 MiB of L1
   std::vector<Buffer> bufs;

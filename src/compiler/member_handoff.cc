@@ -1,0 +1,259 @@
+/*
+ * src/compiler/member_handoff.cc — TakeFirstLoads, CanHandOff, HandOff (member_handoff.h).
+ */
+#include "tilecore/compiler/member_handoff.h"
+
+#include <functional>
+#include <optional>
+
+#include "kernel_util.h"
+#include "tilecore/ir/functor.h"
+#include "tilecore/compiler/weight_prefetch.h"
+#include "tilecore/ir/intrinsics.h"
+
+namespace tilecore {
+namespace compiler {
+
+using namespace ir;                // NOLINT
+using namespace compiler::detail;  // NOLINT
+
+namespace {
+
+/*! \brief `s` with its first (or last) statement's cores loop replaced by `fn(loop)`,
+ * through allocations and sequences; nullopt when that statement is not a cores loop. */
+std::optional<Stmt> MapEndLoop(const Stmt& s, bool first,
+                               const std::function<std::optional<Stmt>(const ForNode*)>& fn) {
+  if (const auto* a = s.as<AllocateNode>()) {
+    auto body = MapEndLoop(a->body, first, fn);
+    if (!body) return std::nullopt;
+    return Allocate(a->buffer, *body, a->span);
+  }
+  if (const auto* q = s.as<SeqStmtNode>()) {
+    if (q->seq.empty()) return std::nullopt;
+    Array<Stmt> seq = q->seq;
+    const size_t k = first ? 0 : seq.size() - 1;
+    auto x = MapEndLoop(seq[k], first, fn);
+    if (!x) return std::nullopt;
+    seq.Set(k, *x);
+    return SeqStmt(seq, q->span);
+  }
+  const auto* f = s.as<ForNode>();
+  if (!f || f->kind != ForKind::kCores) return std::nullopt;
+  return fn(f);
+}
+
+/*! \brief `s`'s statements in order, nested sequences flattened. */
+void Flatten(const Stmt& s, std::vector<Stmt>* out) {
+  if (const auto* q = s.as<SeqStmtNode>()) {
+    for (const Stmt& x : q->seq) Flatten(x, out);
+    return;
+  }
+  out->push_back(s);
+}
+
+/*! \brief The DMA `s` issues (tile.dma_copy, _prefetch, _copy_in), or null. */
+const CallNode* DmaCall(const Stmt& s) {
+  const auto* e = s.as<EvaluateNode>();
+  const auto* c = e ? e->value.as<CallNode>() : nullptr;
+  if (!c || (c->op != "tile.dma_copy" && c->op != "tile.dma_prefetch" &&
+             c->op != "tile.dma_copy_in"))
+    return nullptr;
+  if (c->args.size() != 3 || !c->args[0].as<BufferRegionNode>() ||
+      !c->args[1].as<BufferRegionNode>() || !as_const_int(c->args[2]))
+    return nullptr;
+  return c;
+}
+
+/*! \brief Whether the regions of `c` use no variable but `core`. */
+bool OnlyCore(const CallNode* c, const Var& core) {
+  bool ok = true;
+  for (int k = 0; k < 2; ++k) {
+    const auto* r = c->args[k].as<BufferRegionNode>();
+    auto check = [&](const PrimExpr& e) {
+      PostOrderVisit(e, [&](const ObjectRef& n) {
+        if (const auto* v = n.as<VarNode>(); v && v != core.get()) ok = false;
+      });
+    };
+    for (const PrimExpr& e : r->begin) check(e);
+    for (const PrimExpr& e : r->extents) check(e);
+  }
+  return ok;
+}
+
+/*! \brief The statements at the top of a cores loop's `body` (`allocs` its allocations
+ * around them, `items` them) and the index after the last that reads one of `inputs`. */
+size_t AfterInputs(const Stmt& body, const std::unordered_set<const VarNode*>& inputs,
+                   std::vector<const AllocateNode*>* allocs, std::vector<Stmt>* items) {
+  Stmt inner = body;
+  while (const auto* a = inner.as<AllocateNode>()) {
+    allocs->push_back(a);
+    inner = a->body;
+  }
+  Flatten(inner, items);
+  size_t at = 0;
+  for (size_t k = 0; k < items->size(); ++k) {
+    bool reads = false;
+    PostOrderVisit((*items)[k], [&](const ObjectRef& n) {
+      const auto* c = n.as<CallNode>();
+      if (!c || c->args.size() < 2) return;
+      if (c->op != "tile.dma_copy" && c->op != "tile.dma_prefetch" && c->op != "tile.dma_copy_in")
+        return;
+      if (const auto* r = c->args[1].as<BufferRegionNode>())
+        reads = reads || inputs.count(r->buffer->data.get()) > 0;
+    });
+    if (reads) at = k + 1;
+  }
+  return at;
+}
+
+}  // namespace
+
+bool ReadsInputs(const Stmt& member, const std::unordered_set<const VarNode*>& inputs) {
+  bool reads = true;
+  MapEndLoop(member, false, [&](const ForNode* f) -> std::optional<Stmt> {
+    std::vector<const AllocateNode*> allocs;
+    std::vector<Stmt> items;
+    reads = AfterInputs(f->body, inputs, &allocs, &items) > 0;
+    return std::nullopt;
+  });
+  return reads;
+}
+
+int64_t LocalBound(const Stmt& member) {
+  constexpr int64_t kBank = 64 << 10, kSmall = 4 << 10;
+  int64_t big = 0, small = 0;
+  PostOrderVisit(member, [&](const ObjectRef& n) {
+    const auto* a = n.as<AllocateNode>();
+    if (!a || a->buffer->scope != "local") return;
+    int64_t b = a->buffer->dtype.lane_bytes() * a->buffer->dtype.lanes();
+    for (const PrimExpr& d : a->buffer->shape) {
+      auto c = as_const_int(d);
+      b *= c ? *c : kBank;
+    }
+    if (b <= kSmall)
+      small += (b + 63) / 64 * 64;
+    else
+      big += (b + kBank - 1) / kBank * kBank;
+  });
+  return big + (small + kBank - 1) / kBank * kBank;
+}
+
+FirstLoads TakeFirstLoads(Stmt* member, const std::unordered_set<const VarNode*>& read_only,
+                          bool keep_order) {
+  FirstLoads out;
+  auto taken = MapEndLoop(*member, true, [&](const ForNode* f) -> std::optional<Stmt> {
+    auto mn = as_const_int(f->min), ext = as_const_int(f->extent);
+    if (!mn || !ext) return std::nullopt;
+    // through the loop's local allocations: the buffers the loads may fill
+    std::unordered_set<const VarNode*> own;
+    std::vector<const AllocateNode*> allocs;
+    Stmt body = f->body;
+    while (const auto* a = body.as<AllocateNode>()) {
+      if (a->buffer->scope == "local") own.insert(a->buffer->data.get());
+      allocs.push_back(a);
+      body = a->body;
+    }
+    std::vector<Stmt> items;
+    Flatten(body, &items);
+    std::vector<Stmt> kept, loads;
+    std::unordered_set<const VarNode*> filled;  // by the loads that stay
+    bool engine_kept[2] = {false, false};        // an engine has a load that stays
+    size_t k = 0;
+    for (; k < items.size(); ++k) {
+      const CallNode* c = DmaCall(items[k]);
+      if (!c) break;
+      const auto* dst = c->args[0].as<BufferRegionNode>();
+      const auto* src = c->args[1].as<BufferRegionNode>();
+      const VarNode* d = dst->buffer->data.get();
+      if (dst->buffer->scope != "local" || !own.count(d)) break;
+      // (a load ahead of one that stays on its engine would delay it: each engine's loads
+      // keep their order)
+      const int engine = c->op == "tile.dma_prefetch" ? 1 : 0;
+      if (read_only.count(src->buffer->data.get()) && !filled.count(d) &&
+          !(keep_order && engine_kept[engine]) &&
+          OnlyCore(c, f->loop_var)) {
+        loads.push_back(items[k]);
+      } else {
+        filled.insert(d);
+        engine_kept[engine] = true;
+        kept.push_back(items[k]);
+      }
+    }
+    if (loads.empty()) return std::nullopt;
+    for (; k < items.size(); ++k) kept.push_back(items[k]);
+    Stmt rest = Seq(kept);
+    for (size_t i = allocs.size(); i-- > 0;) rest = Allocate(allocs[i]->buffer, rest, allocs[i]->span);
+    out.core = f->loop_var;
+    out.min = *mn;
+    out.extent = *ext;
+    out.loads = std::move(loads);
+    for (const Stmt& l : out.loads) {
+      const Buffer& b = DmaCall(l)->args[0].as<BufferRegionNode>()->buffer;
+      bool seen = false;
+      for (const Buffer& x : out.buffers) seen = seen || x.same_as(b);
+      if (!seen) out.buffers.push_back(b);
+    }
+    return For(f->loop_var, f->min, f->extent, f->kind, rest, f->annotations, f->span);
+  });
+  if (taken) *member = *taken;
+  return out;
+}
+
+Stmt WaitHanded(const Stmt& member, const FirstLoads& first) {
+  auto out = MapEndLoop(member, true, [&](const ForNode* f) -> std::optional<Stmt> {
+    std::vector<const AllocateNode*> allocs;
+    Stmt inner = f->body;
+    while (const auto* a = inner.as<AllocateNode>()) {
+      allocs.push_back(a);
+      inner = a->body;
+    }
+    Stmt body = Seq({Intrin("tile.wait", {I32(first.event)}), inner});
+    for (size_t i = allocs.size(); i-- > 0;) body = Allocate(allocs[i]->buffer, body, allocs[i]->span);
+    return For(f->loop_var, f->min, f->extent, f->kind, body, f->annotations, f->span);
+  });
+  return out ? *out : member;
+}
+
+bool CanHandOff(const Stmt& member, const FirstLoads& first) {
+  if (first.loads.empty()) return false;
+  return MapEndLoop(member, false, [&](const ForNode* f) -> std::optional<Stmt> {
+           auto mn = as_const_int(f->min), ext = as_const_int(f->extent);
+           if (!mn || !ext || *mn != first.min || *ext != first.extent) return std::nullopt;
+           return GetRef<Stmt>(f);
+         }).has_value();
+}
+
+Stmt HandOff(const Stmt& member, FirstLoads* first,
+             const std::unordered_set<const VarNode*>* early) {
+  auto out = MapEndLoop(member, false, [&](const ForNode* f) -> std::optional<Stmt> {
+    Map<Var, PrimExpr> to;
+    to.Set(first->core, f->loop_var);
+    std::vector<Stmt> loads;
+    for (const Stmt& s : first->loads) loads.push_back(Substitute(s, to));
+    if (!early) {  // after the member's own work
+      std::vector<Stmt> body{f->body, Intrin("tir.drain", {})};
+      body.insert(body.end(), loads.begin(), loads.end());
+      Map<String, Any> ann = f->annotations;
+      ann.Set(kCoresHandoffAnnotation, Any(int64_t{1}));
+      return For(f->loop_var, f->min, f->extent, f->kind, Seq(body), ann, f->span);
+    }
+    // early: after the last statement at the top of the body that reads the DDR's inputs
+    std::vector<const AllocateNode*> allocs;
+    std::vector<Stmt> items;
+    const size_t at = AfterInputs(f->body, *early, &allocs, &items);
+    std::vector<Stmt> before(items.begin(), items.begin() + int64_t(at));
+    std::vector<Stmt> after(items.begin() + int64_t(at), items.end());
+    before.push_back(InterleaveLoads(Seq(after), loads, f->body, f->loop_var, &first->event));
+    before.push_back(Intrin("tir.drain", {}));
+    Stmt body = Seq(before);
+    for (size_t i = allocs.size(); i-- > 0;) body = Allocate(allocs[i]->buffer, body, allocs[i]->span);
+    Map<String, Any> ann = f->annotations;
+    ann.Set(kCoresHandoffAnnotation, Any(int64_t{1}));
+    return For(f->loop_var, f->min, f->extent, f->kind, body, ann, f->span);
+  });
+  if (!out) TILECORE_THROW(ValueError) << "HandOff: the member does not end with a cores loop";
+  return *out;
+}
+
+}  // namespace compiler
+}  // namespace tilecore

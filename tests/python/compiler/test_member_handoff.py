@@ -1,0 +1,131 @@
+"""The handoff between layer-group members (docs/compiler.md, "Handoff"): a member's first
+loads of the group's inputs are issued by the member before it, spread over its work when
+that member leaves the DDR idle (early, into L1 of their own), else after its work and before
+the barrier (late). Checked bit for bit against the same group without it and against ONNX
+Runtime, with every L1/L2 access ordered (the simulator's hazard mode), and for the cycles it
+saves."""
+import re
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import tilecore
+from tilecore import compiler, ir, runtime
+from tilecore.compiler import estimate_cost
+
+from test_driver import make_model, ort_run
+
+RNG = np.random.default_rng(53)
+TARGET = "npu -cores=4"
+
+
+def randn(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+# The checker takes a strided access by its bounding range: an mm reading one column piece
+# of A in L1 and the DMA bringing the next (its bounding range overlaps) are reported, in a
+# group with or without the handoff; and one strided store run by two cores (each its own
+# columns of the rows), as for the DDR.
+COLUMN_PIECES = re.compile(r"^(RAW|WAR) hazard on l1\[\d+\] .*core \d+ (din .*`dma\.in l1:.* mm .*`mma?\.|"
+                           r"mm .*`mma?\..* din .*`dma\.in l1:)")
+SAME_STORE = re.compile(r"^WAW hazard on l2 .* (din|dout) pc (\d+) \(`[^`]*`\) and core \d+ \1 pc \2 ")
+
+
+def ordered(messages):
+    return [m for m in messages if not COLUMN_PIECES.match(m) and not SAME_STORE.match(m)]
+
+
+def dense_norm_dense(rows=128, d=256, f=512):
+    """x [rows, d] -> MatMul + bias -> LayerNormalization -> MatMul + bias -> y [rows, f]:
+    the first dense and the norm hand their first loads on; the norm reads no weights, so
+    the second dense's first weight pieces come early, during the norm."""
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"], name="dense1"),
+             helper.make_node("Add", ["m1", "b1"], ["h"], name="bias1"),
+             helper.make_node("LayerNormalization", ["h", "g", "beta"], ["n"], name="norm", axis=-1, epsilon=1e-5),
+             helper.make_node("MatMul", ["n", "w2"], ["m2"], name="dense2"),
+             helper.make_node("Add", ["m2", "b2"], ["y"], name="bias2")]
+    inits = [("w1", randn(d, d, scale=0.06)), ("b1", randn(d, scale=0.1)), ("g", 1 + randn(d, scale=0.1)),
+             ("beta", randn(d, scale=0.1)), ("w2", randn(d, f, scale=0.06)), ("b2", randn(f, scale=0.1))]
+    return make_model(nodes, [("x", [rows, d], np.float32)], ["y"], inits)
+
+
+def compile_group(model, monkeypatch, handoff=None, **kw):
+    """The model compiled, GroupKernels' handoff as the driver chooses it (None) or forced:
+    (executable, report)."""
+    group_kernels = compiler.GroupKernels
+
+    def forced(*args, **kwargs):
+        return group_kernels(*args, **{**kwargs, "handoff": handoff})
+
+    if handoff is not None:
+        monkeypatch.setattr(compiler, "GroupKernels", forced)
+    rep = {}
+    exe = tilecore.compile(model, report=rep, **kw)
+    monkeypatch.setattr(compiler, "GroupKernels", group_kernels)
+    return exe, rep
+
+
+@pytest.mark.parametrize("precision", ["int8", "f32"])
+def test_handoff_keeps_the_bits_and_saves_cycles(precision, monkeypatch, hazard_checked):
+    model = dense_norm_dense()
+    x = randn(128, 256)
+    kw = {"precision": precision}
+    if precision == "int8":
+        kw["calib_samples"] = {"x": randn(4, 128, 256)}
+    exe, rep = compile_group(model, monkeypatch, **kw)
+    plain, rep_plain = compile_group(model, monkeypatch, "none", **kw)
+    assert len(rep["groups"]) == 1 and len(rep["groups"][0]["members"]) == 3
+    (func,) = [f for f in rep["npu_funcs"].values() if "tc_group_member" in str(f)]
+    text = str(func)
+    assert "tir.drain()" in text and '"tc_handoff": 1' in text
+    (func_plain,) = [f for f in rep_plain["npu_funcs"].values() if "tc_group_member" in str(f)]
+    assert "tir.drain" not in str(func_plain)
+    y = exe.run({"x": x})["y"]
+    assert ordered(hazard_checked()) == []
+    np.testing.assert_array_equal(y, plain.run({"x": x})["y"])
+    ref = ort_run(model, {"x": x})["y"]
+    cos = float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref)))
+    assert cos > (0.99999 if precision == "f32" else 0.999)
+    runtime.npu_configure(0, TARGET)
+    exe.run({"x": x})
+    with_cycles = exe.stats()["cycles"]
+    plain.run({"x": x})
+    assert with_cycles < plain.stats()["cycles"]
+    # the cost model follows the handoff's fence and barriers (docs/cost_model.md)
+    assert abs(estimate_cost(func, TARGET)["cycles"] / with_cycles - 1) < 0.1
+
+
+def quantise_after_a_donor():
+    """Member 0 (Relu of x) fetches w into L2 for member 2 (Add of w and v); member 1
+    quantises the Relu's output with a scale and zero point from the DDR, which member 0
+    loads for it after its own work: its small buffers lie where member 0's prefetch cursor
+    was, so they must come after the last of member 0's pieces."""
+    n, m = 4096, 128 << 10
+    s, t = compiler.TensorSpec((1, n), "float32"), compiler.TensorSpec((1, m), "float32")
+    one = compiler.TensorSpec((), "float32")
+    zp = compiler.TensorSpec((), "int8")
+    q = compiler.TensorSpec((1, n), "int8")
+    funcs = [compiler.LowerOp("Relu", {}, [s], [s], TARGET),
+             compiler.LowerOp("QuantizeLinear", {"tc_in_l2": [0]}, [s, one, zp], [q], TARGET),
+             compiler.LowerOp("Add", {"tc_in_l2": [0]}, [t, t], [t], TARGET)]
+    # ids: x 0, h 1, scale 2, zero point 3, q 4, w 5, v 6, y 7
+    args = [[0, 1], [1, 2, 3, 4], [5, 6, 7]]
+    return funcs, args, n, m
+
+
+def test_a_late_handoff_follows_the_donors_pieces(hazard_checked):
+    funcs, args, n, m = quantise_after_a_donor()
+    rows = [[5, 0, 0, m * 4]]
+    g = compiler.GroupKernels(funcs, args, [0, 2, 3, 5, 6], [4, 7], "group", rows)
+    assert [[int(v) for v in r] for r in g.attrs["prefetch"]] == rows
+    assert "tir.drain()" in ir.script(g.body)  # the Quantize's scale is handed to the Relu
+    x, w, v = randn(1, n), randn(1, m), randn(1, m)
+    scale, zero = np.array(0.02, np.float32), np.array(-3, np.int8)
+    qy, y = np.zeros((1, n), np.int8), np.zeros((1, m), np.float32)
+    tilecore.build(g, target=TARGET)["group"](x, scale, zero, w, v, qy, y)
+    want = np.clip(np.rint(np.maximum(x, 0) / scale) - 3, -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(qy, want)
+    np.testing.assert_array_equal(y, w + v)
+    assert hazard_checked() == []
