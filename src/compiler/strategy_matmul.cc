@@ -903,7 +903,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     // first mms need neither)
     auto params_ready = [&]() {
       std::vector<Stmt> r{Intrin("tile.wait", {I32(6)})};
-      if (!g.lut.empty()) r.push_back(FillLookupTable(lut_words, g.lut));
+      if (!g.lut.empty() && !stream) r.push_back(FillLookupTable(lut_words, g.lut));
       if (q)
         r.push_back(Loop("j", NC, [&](PrimExpr j) {
           return BufferStore(Sc, BufferLoad(Sc, {I32(0), j}) * F32(g.ScaleFactor()), {I32(0), j});
@@ -911,6 +911,9 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       return Seq(r);
     };
     if (!stream) s.push_back(params_ready());
+    // streamed, the table is filled while the first loads arrive (the front end's stores,
+    // some 130 cycles: before the first epilogue, or between two mms, they would delay it)
+    if (stream && !g.lut.empty()) s.push_back(FillLookupTable(lut_words, g.lut));
     if (!direct && !own_quant) s.push_back(Intrin("tile.wait", {I32(0)}));
     for (int64_t p = 0; p < loads; ++p) {
       const int64_t t = p / nk, u = p % nk, slot = t % 2, bslot = p % slots;
@@ -974,6 +977,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       }
       // the piece `slots` on replaces this one: after its mm (the code generator orders them)
       if (stream && p + slots < loads) s.push_back(load_piece(p + slots));
+
       if (!last) continue;   // the block's sums are not complete
       if (!g.lut.empty()) {  // the vector engine, idle beside the mms
         BufferRegion y = Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn});
