@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "kernel_util.h"
-#include "tilecore/ir/functor.h"
 #include "tilecore/compiler/weight_prefetch.h"
+#include "tilecore/ir/functor.h"
 #include "tilecore/ir/intrinsics.h"
 
 namespace tilecore {
@@ -55,8 +55,8 @@ void Flatten(const Stmt& s, std::vector<Stmt>* out) {
 const CallNode* DmaCall(const Stmt& s) {
   const auto* e = s.as<EvaluateNode>();
   const auto* c = e ? e->value.as<CallNode>() : nullptr;
-  if (!c || (c->op != "tile.dma_copy" && c->op != "tile.dma_prefetch" &&
-             c->op != "tile.dma_copy_in"))
+  if (!c ||
+      (c->op != "tile.dma_copy" && c->op != "tile.dma_prefetch" && c->op != "tile.dma_copy_in"))
     return nullptr;
   if (c->args.size() != 3 || !c->args[0].as<BufferRegionNode>() ||
       !c->args[1].as<BufferRegionNode>() || !as_const_int(c->args[2]))
@@ -157,7 +157,7 @@ FirstLoads TakeFirstLoads(Stmt* member, const std::unordered_set<const VarNode*>
     Flatten(body, &items);
     std::vector<Stmt> kept, loads;
     std::unordered_set<const VarNode*> filled;  // by the loads that stay
-    bool engine_kept[2] = {false, false};        // an engine has a load that stays
+    bool engine_kept[2] = {false, false};       // an engine has a load that stays
     size_t k = 0;
     for (; k < items.size(); ++k) {
       const CallNode* c = DmaCall(items[k]);
@@ -170,8 +170,7 @@ FirstLoads TakeFirstLoads(Stmt* member, const std::unordered_set<const VarNode*>
       // keep their order)
       const int engine = c->op == "tile.dma_prefetch" ? 1 : 0;
       if (read_only.count(src->buffer->data.get()) && !filled.count(d) &&
-          !(keep_order && engine_kept[engine]) &&
-          OnlyCore(c, f->loop_var)) {
+          !(keep_order && engine_kept[engine]) && OnlyCore(c, f->loop_var)) {
         loads.push_back(items[k]);
       } else {
         filled.insert(d);
@@ -182,7 +181,8 @@ FirstLoads TakeFirstLoads(Stmt* member, const std::unordered_set<const VarNode*>
     if (loads.empty()) return std::nullopt;
     for (; k < items.size(); ++k) kept.push_back(items[k]);
     Stmt rest = Seq(kept);
-    for (size_t i = allocs.size(); i-- > 0;) rest = Allocate(allocs[i]->buffer, rest, allocs[i]->span);
+    for (size_t i = allocs.size(); i-- > 0;)
+      rest = Allocate(allocs[i]->buffer, rest, allocs[i]->span);
     out.core = f->loop_var;
     out.min = *mn;
     out.extent = *ext;
@@ -208,7 +208,8 @@ Stmt WaitHanded(const Stmt& member, const FirstLoads& first) {
       inner = a->body;
     }
     Stmt body = Seq({Intrin("tile.wait", {I32(first.event)}), inner});
-    for (size_t i = allocs.size(); i-- > 0;) body = Allocate(allocs[i]->buffer, body, allocs[i]->span);
+    for (size_t i = allocs.size(); i-- > 0;)
+      body = Allocate(allocs[i]->buffer, body, allocs[i]->span);
     return For(f->loop_var, f->min, f->extent, f->kind, body, f->annotations, f->span);
   });
   return out ? *out : member;
@@ -216,11 +217,14 @@ Stmt WaitHanded(const Stmt& member, const FirstLoads& first) {
 
 bool CanHandOff(const Stmt& member, const FirstLoads& first) {
   if (first.loads.empty()) return false;
-  return MapEndLoop(member, false, [&](const ForNode* f) -> std::optional<Stmt> {
-           auto mn = as_const_int(f->min), ext = as_const_int(f->extent);
-           if (!mn || !ext || *mn != first.min || *ext != first.extent) return std::nullopt;
-           return GetRef<Stmt>(f);
-         }).has_value();
+  return MapEndLoop(member, false,
+                    [&](const ForNode* f) -> std::optional<Stmt> {
+                      auto mn = as_const_int(f->min), ext = as_const_int(f->extent);
+                      if (!mn || !ext || *mn != first.min || *ext != first.extent)
+                        return std::nullopt;
+                      return GetRef<Stmt>(f);
+                    })
+      .has_value();
 }
 
 Stmt HandOff(const Stmt& member, FirstLoads* first,
@@ -246,7 +250,8 @@ Stmt HandOff(const Stmt& member, FirstLoads* first,
     before.push_back(InterleaveLoads(Seq(after), loads, f->body, f->loop_var, &first->event));
     before.push_back(Intrin("tir.drain", {}));
     Stmt body = Seq(before);
-    for (size_t i = allocs.size(); i-- > 0;) body = Allocate(allocs[i]->buffer, body, allocs[i]->span);
+    for (size_t i = allocs.size(); i-- > 0;)
+      body = Allocate(allocs[i]->buffer, body, allocs[i]->span);
     Map<String, Any> ann = f->annotations;
     ann.Set(kCoresHandoffAnnotation, Any(int64_t{1}));
     return For(f->loop_var, f->min, f->extent, f->kind, body, ann, f->span);

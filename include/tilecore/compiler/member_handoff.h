@@ -41,8 +41,7 @@ struct FirstLoads {
  * variable is in `read_only`) and returns them; none (and `member` as it was) when it does
  * not qualify. With `keep_order`, none goes ahead of a load that stays on its DMA engine
  * (handed late, it would delay that load); an early handoff has them in L1 beforehand. */
-FirstLoads TakeFirstLoads(ir::Stmt* member,
-                          const std::unordered_set<const ir::VarNode*>& read_only,
+FirstLoads TakeFirstLoads(ir::Stmt* member, const std::unordered_set<const ir::VarNode*>& read_only,
                           bool keep_order = true);
 
 /*! \brief Whether `member`'s last cores loop (or `member`, when it does not end with one)
