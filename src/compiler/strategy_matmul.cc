@@ -34,8 +34,10 @@
  * 2-D B in the other precisions, Gemm's C a per-column bias added by the mm epilogue; K in
  * one mm): pipelined (weights staged once in L2, rows
  * in chunks per core) and column (few rows: A in L1 on every core, each core streaming
- * its columns of the weights). The cost model (cost_model.h) ranks every candidate and
- * the fastest estimate is lowered; docs/compiler.md describes them.
+ * its columns of the weights; with an int8 Y, a variant requantises the middle blocks on
+ * the vector engine, their sums started at the bias, the same bits as the epilogue). The cost model
+ * (cost_model.h) ranks every candidate and the fastest estimate is lowered; docs/compiler.md
+ * describes them.
  */
 #include <algorithm>
 #include <cmath>
@@ -684,6 +686,9 @@ struct ColumnPlan {
   int64_t tn = 0;    // columns per weight block
   int64_t pr = 0;    // rows of A per quantisation piece
   int64_t kc = 0;    // rows of B per weight piece: K, or a divisor of it (streamed)
+  // int8 to int8, streamed: the blocks but the first and the last requantise on the vector
+  // engine (their sums start at the bias), which leaves the matrix engine the mms alone
+  bool vec_epilogue = false;
 };
 
 constexpr int64_t kStreamSlots = 3;  // weight pieces in flight when a block streams
@@ -791,6 +796,10 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
                            : store_to(t, Y2, 0, col, r0, rows, from, op);
     };
     auto store = [&](int64_t t) -> Stmt {
+      // (a block dequantised on the vector engine: on the DMA-in engine, idle by then, so
+      // that the weight pieces behind it on the DMA-out engine do not wait for that work)
+      if (cp.vec_epilogue && t >= 1 && t + 1 < steps)
+        return store_rows(t, 0, M, 0, "tile.dma_copy_in");
       if (!halves_of(t)) return store_rows(t, 0, M, 0, "tile.dma_copy");
       const int64_t h = M / 2;
       return Seq({store_rows(t, 0, h, 0, "tile.dma_copy"),
@@ -922,15 +931,30 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       s.push_back(Intrin("tile.wait", {I32(slot_event(bslot))}));  // the weights are in L1
       // the mm writes Cf[slot] (streamed: the sums at its place), which must have drained
       if (t >= 2 && u == 0) s.push_back(Intrin("tile.wait", {I32(4 + slot)}));
+      // the sums of a block dequantised on the vector engine (not the first, whose epilogue
+      // would wait for the bias and scales, nor the last, the member's tail) start at the
+      // bias, set after the last mm of the block before (ahead of that block's
+      // dequantisation on the vector engine, so that its mms need not wait)
+      const bool on_vec = cp.vec_epilogue && t >= 1 && t + 1 < steps;
+      auto preset = [&](int64_t tb) {
+        auto [b0, bn] = blocks[size_t(tb)];
+        return Loop("i", M, [&](PrimExpr i) {
+          return Loop("j", bn, [&](PrimExpr j) {
+            return BufferStore(Acc, bias.defined() ? BufferLoad(Qb, {I32(0), I32(b0) + j}) : I32(0),
+                               {I32(tb % 2), i, j});
+          });
+        });
+      };
+
       // (after this piece's quantisation, which does not need them)
       if (stream && t == 0 && last && !own_quant) s.push_back(params_ready());
       auto mm_rows = [&](int64_t r0, int64_t m) {
         BufferRegion a = own_quant ? Region(Alc, {I32(u), I32(r0), I32(0)}, {1, m, KC})
                                    : Region(Al, {I32(r0), I32(u * KC)}, {m, KC});
         BufferRegion b = Region(Bl, {I32(bslot), I32(0), I32(0)}, {1, KC, tn});
-        if (!last)  // a streamed block's sums so far
+        if (!last || on_vec)  // a streamed block's sums so far (from the bias: on_vec)
           return Intrin("tile.mm", {Region(Acc, {I32(slot), I32(r0), I32(0)}, {1, m, tn}), a, b,
-                                    IntImm(DataType::Bool(), u > 0)});
+                                    IntImm(DataType::Bool(), u > 0 || on_vec)});
         // the bias (and int8's dequantisation) in the fused epilogue, from the sums so far
         Array<PrimExpr> mm{Region(Cf, {I32(slot), I32(result_row(r0)), I32(0)}, {1, m, tn}), a, b,
                            IntImm(DataType::Bool(), u > 0)};
@@ -978,7 +1002,35 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       // the piece `slots` on replaces this one: after its mm (the code generator orders them)
       if (stream && p + slots < loads) s.push_back(load_piece(p + slots));
 
-      if (!last) continue;   // the block's sums are not complete
+      if (!last) continue;                     // the block's sums are not complete
+      if (cp.vec_epilogue && t + 2 < steps) {  // the next block's sums (dequantised there)
+        if (t + 1 >= 2) s.push_back(Intrin("tile.wait", {I32(4 + (t + 1) % 2)}));
+        s.push_back(preset(t + 1));
+      }
+      if (on_vec) {
+        // the fused epilogue's steps, the same bits: f32(sums) * scale[n] + zero point, then
+        // the result's type (nearest even, saturating), over the sums in place
+        Buffer Af = Buffer(Acc->data, f32, Acc->shape, {}, I32(0), String("local"), String("Af"));
+        auto over = [&](const Buffer& dst, const std::function<PrimExpr(PrimExpr, PrimExpr)>& f) {
+          return Loop("i", M, [&](PrimExpr i) {
+            return Loop("j", tn, [&](PrimExpr j) {
+              return BufferStore(dst, f(i, j), {I32(slot), i, j});
+            });
+          });
+        };
+        s.push_back(over(Af, [&](PrimExpr i, PrimExpr j) {
+          return Cast(f32, BufferLoad(Acc, {I32(slot), i, j}));
+        }));
+        s.push_back(over(Af, [&](PrimExpr i, PrimExpr j) {
+          return BufferLoad(Af, {I32(slot), i, j}) * BufferLoad(Sc, {I32(0), I32(n0) + j});
+        }));
+        s.push_back(over(Af, [&](PrimExpr i, PrimExpr j) {
+          return BufferLoad(Af, {I32(slot), i, j}) + F32(static_cast<double>(g.OutZeroPoint()));
+        }));
+        s.push_back(over(Cf, [&](PrimExpr i, PrimExpr j) {
+          return Cast(i8, BufferLoad(Af, {I32(slot), i, j}));
+        }));
+      }
       if (!g.lut.empty()) {  // the vector engine, idle beside the mms
         BufferRegion y = Region(Cf, {I32(slot), I32(0), I32(0)}, {1, M, tn});
         s.push_back(Intrin("tile.vec_lut", {y, y, LookupTableRegion(lut_words)}));
@@ -1049,7 +1101,14 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
           65536;
       const int64_t loads = (nc + cp.tn - 1) / cp.tn * (g.K / kc);
       if (bytes > call.l1_bytes || loads > kMaxPipelineSteps) continue;
+      cp.vec_epilogue = false;
       out.push_back(cp);
+      // (an int8 Y, three blocks or more: the middle ones' epilogues on the vector engine; an
+      // f32 Y's stores bound the plan)
+      if (stream && q && g.y_i8 && !g.b_act && g.wscale.defined() && nc / cp.tn >= 3) {
+        cp.vec_epilogue = true;
+        out.push_back(cp);
+      }
     }
   }
   return out;
