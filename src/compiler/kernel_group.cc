@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "kernel_util.h"
 #include "tilecore/compiler/cost_model.h"
 #include "tilecore/compiler/member_handoff.h"
 #include "tilecore/compiler/memory_plan.h"
@@ -105,12 +106,7 @@ int64_t OwnL2Bytes(const Stmt& body) {
   PostOrderVisit(body, [&](const ObjectRef& n) {
     const auto* a = n.as<AllocateNode>();
     if (!a || a->buffer->scope != "shared") return;
-    int64_t b = a->buffer->dtype.lane_bytes() * a->buffer->dtype.lanes();
-    for (const PrimExpr& d : a->buffer->shape) {
-      auto c = as_const_int(d);
-      b *= c ? *c : 0;
-    }
-    bytes += b;
+    bytes += compiler::detail::ShapeBytes(a->buffer, 0);
   });
   return bytes;
 }

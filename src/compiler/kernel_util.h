@@ -31,6 +31,16 @@ inline Stmt Seq(const std::vector<Stmt>& s) {
   return SeqStmt::Flatten(a);
 }
 
+/*! \brief The bytes of `b`'s shape, a dimension that is not a constant counted as `unknown`. */
+inline int64_t ShapeBytes(const Buffer& b, int64_t unknown) {
+  int64_t n = b->dtype.lane_bytes() * b->dtype.lanes();
+  for (const PrimExpr& d : b->shape) {
+    auto c = as_const_int(d);
+    n *= c ? *c : unknown;
+  }
+  return n;
+}
+
 inline Stmt Intrin(const std::string& op, Array<PrimExpr> args) {
   return Evaluate(Call(DataType::Void(), String(op), args));
 }

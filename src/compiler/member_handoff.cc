@@ -125,11 +125,7 @@ int64_t LocalBound(const Stmt& member) {
   PostOrderVisit(member, [&](const ObjectRef& n) {
     const auto* a = n.as<AllocateNode>();
     if (!a || a->buffer->scope != "local") return;
-    int64_t b = a->buffer->dtype.lane_bytes() * a->buffer->dtype.lanes();
-    for (const PrimExpr& d : a->buffer->shape) {
-      auto c = as_const_int(d);
-      b *= c ? *c : kBank;
-    }
+    const int64_t b = ShapeBytes(a->buffer, kBank);
     if (b <= kSmall)
       small += (b + 63) / 64 * 64;
     else

@@ -225,32 +225,38 @@ def test_split_gemm_form_is_checked():
     assert "YH0[" in text and "Y1[" in text, "each output stored in its own layout"
 
 
-def test_streamed_int8_column_plan_on_the_c_target_matches_numpy():
-    """int8 with an int8 Y and two blocks per core: the last mm's epilogue writes each
-    block's int8 result over its int32 sums (a view of another dtype over the same
-    buffer, which the c target addresses in bytes): against numpy's requantisation
-    (int32 sums + bias, f32 times f32(w_scale * f32(x_scale / y_scale)), zero point,
-    nearest even, saturated)."""
+def requantised_gemm(seed, K, extra, target):
+    """An int8 Gemm of 128 rows and 1024 columns into an int8 Y (x_scale 0.05, y_scale 2,
+    zero point 3) lowered with `extra` attrs and run on `target`: (its script, Y, numpy's
+    requantisation: int32 sums + bias, f32 times f32(w_scale * f32(x_scale / y_scale)),
+    zero point, nearest even, saturated)."""
     from tilecore import compiler, ir
 
-    rng = np.random.default_rng(5)
-    M, K, N = 128, 512, 1024
+    rng = np.random.default_rng(seed)
+    M, N = 128, 1024
     a = rng.integers(-128, 128, (M, K)).astype(np.int8)
     w = rng.integers(-127, 128, (K, N)).astype(np.int8)
     bias = rng.integers(-5000, 5000, N).astype(np.int32)
     w_scale = (rng.random(N) * 0.01 + 0.001).astype(np.float32)
-    attrs = {"tc_precision": "int8", "tc_x_scale": 0.05, "tc_y_scale": 2.0, "tc_y_zero_point": 3, "tc_in_l2": [0]}
+    attrs = {"tc_precision": "int8", "tc_x_scale": 0.05, "tc_y_scale": 2.0, "tc_y_zero_point": 3, **extra}
     specs = [compiler.TensorSpec(x.shape, x.dtype) for x in (a, w, bias, w_scale)]
     f = compiler.LowerOp("Gemm", attrs, specs, [compiler.TensorSpec((M, N), np.int8)], "npu -cores=4")
-    text = ir.script(f)
+    y = np.zeros((M, N), np.int8)
+    tilecore.build(f, target=target)[f.attrs["global_symbol"]](a, w, bias, w_scale, y)
+    acc = (a.astype(np.int64) @ w.astype(np.int64) + bias).astype(np.int32).astype(np.float32)
+    sc = (w_scale * np.float32(np.float64(0.05) / np.float64(2.0))).astype(np.float32)
+    v = (acc * sc).astype(np.float32) + np.float32(3)
+    return ir.script(f), y, np.clip(np.rint(v.astype(np.float64)), -128, 127).astype(np.int8)
+
+
+def test_streamed_int8_column_plan_on_the_c_target_matches_numpy():
+    """int8 with an int8 Y and two blocks per core: the last mm's epilogue writes each
+    block's int8 result over its int32 sums (a view of another dtype over the same
+    buffer, which the c target addresses in bytes): against numpy's requantisation."""
+    text, y, want = requantised_gemm(5, 512, {"tc_in_l2": [0]}, "c")
     assert "Acc[" in text and "Cf[1" in text, "the streamed column plan with two blocks is expected here"
     assert "tile.dma_copy_in(" in text  # the last block: epilogue and store per half of rows
-    y = np.zeros((M, N), np.int8)
-    tilecore.build(f, target="c")[f.attrs["global_symbol"]](a, w, bias, w_scale, y)
-    acc = a.astype(np.int64) @ w.astype(np.int64) + bias
-    sc = (w_scale * np.float32(np.float64(0.05) / np.float64(2.0))).astype(np.float32)
-    v = (acc.astype(np.int32).astype(np.float32) * sc).astype(np.float32) + np.float32(3)
-    np.testing.assert_array_equal(y, np.clip(np.rint(v.astype(np.float64)), -128, 127).astype(np.int8))
+    np.testing.assert_array_equal(y, want)
 
 
 def test_middle_blocks_requantised_on_the_vector_engine_match_numpy(hazard_checked):
@@ -259,24 +265,7 @@ def test_middle_blocks_requantised_on_the_vector_engine_match_numpy(hazard_check
     vector engine requantises them (f32 of the sums, times the scale, plus the zero point,
     then int8 nearest even and saturated), the first and last blocks in the mm's epilogue:
     against numpy, on the npu with every L1 access ordered."""
-    from tilecore import compiler, ir
-
-    rng = np.random.default_rng(9)
-    M, K, N = 128, 256, 1024
-    a = rng.integers(-128, 128, (M, K)).astype(np.int8)
-    w = rng.integers(-127, 128, (K, N)).astype(np.int8)
-    bias = rng.integers(-5000, 5000, N).astype(np.int32)
-    w_scale = (rng.random(N) * 0.01 + 0.001).astype(np.float32)
-    attrs = {"tc_precision": "int8", "tc_x_scale": 0.05, "tc_y_scale": 2.0, "tc_y_zero_point": 3}
-    specs = [compiler.TensorSpec(x.shape, x.dtype) for x in (a, w, bias, w_scale)]
-    f = compiler.LowerOp("Gemm", attrs, specs, [compiler.TensorSpec((M, N), np.int8)], "npu -cores=4")
-    text = ir.script(f)
-    assert "Af[" in text and "Acc[" in text, "the vector engine's dequantisation is expected here"
-    y = np.zeros((M, N), np.int8)
-    tilecore.build(f, target="npu -cores=4")[f.attrs["global_symbol"]](a, w, bias, w_scale, y)
-    acc = (a.astype(np.int64) @ w.astype(np.int64) + bias).astype(np.int32).astype(np.float32)
-    sc = (w_scale * np.float32(np.float64(0.05) / np.float64(2.0))).astype(np.float32)
-    v = (acc * sc).astype(np.float32) + np.float32(3)
-    want = np.clip(np.rint(v.astype(np.float64)), -128, 127).astype(np.int8)
+    text, y, want = requantised_gemm(9, 256, {}, "npu -cores=4")
+    assert "Af[" in text and "Acc[" in text, "the vector engine's requantisation is expected here"
     np.testing.assert_array_equal(y, want)
     assert hazard_checked() == []
