@@ -4,7 +4,9 @@
 // [lists]), fills the descriptor with the documented defaults (contiguous
 // strides; the DMA source contiguous over the unpadded window; an epilogue when
 // any epilogue key is given) and returns its bytes.
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 
 #include "asm_internal.h"
@@ -69,12 +71,19 @@ void fill_dims(const AsmContext& as, std::array<T, N>& dst, const std::vector<in
              std::to_string(rank));
   for (size_t i = 0; i < v.size(); ++i) dst[i] = T(v[i]);
 }
-std::array<int32_t, 4> contiguous(const std::array<uint32_t, 4>& shape, size_t rank) {
+// The strides of a contiguous `shape`; an error when one does not fit the descriptor's 32 bits.
+std::array<int32_t, 4> contiguous(const AsmContext& as, const std::array<uint32_t, 4>& shape,
+                                  size_t rank) {
   std::array<int32_t, 4> st{0, 0, 0, 0};
   int64_t s = 1;
   for (size_t i = rank; i-- > 0;) {
+    if (s > std::numeric_limits<int32_t>::max())
+      as.error("shape: a contiguous stride of " + std::to_string(s) +
+               " elements does not fit 32 bits (give the strides)");
     st[i] = int32_t(s);
-    s *= shape[i];
+    s *= std::max<int64_t>(shape[i], 1) > std::numeric_limits<int32_t>::max()
+             ? int64_t{std::numeric_limits<int32_t>::max()} + 1
+             : int64_t(shape[i]);
   }
   return st;
 }
@@ -114,8 +123,8 @@ std::vector<uint8_t> assemble_dmadesc(const AsmContext& as, std::string_view res
   std::array<uint32_t, 4> src_shape = d.shape;
   for (size_t i = 0; i < d.rank; ++i)
     src_shape[i] = uint32_t(std::max<int64_t>(0, int64_t(d.shape[i]) - d.pad_lo[i] - d.pad_hi[i]));
-  d.src_stride = contiguous(src_shape, d.rank);
-  d.dst_stride = contiguous(d.shape, d.rank);
+  d.src_stride = contiguous(as, src_shape, d.rank);
+  d.dst_stride = contiguous(as, d.shape, d.rank);
   if (kv.count("src_stride"))
     fill_dims(as, d.src_stride, list(as, kv["src_stride"], "src_stride"), d.rank, "src_stride");
   if (kv.count("dst_stride"))
@@ -141,7 +150,7 @@ std::vector<uint8_t> assemble_vecdesc(const AsmContext& as, std::string_view res
   auto shape = list(as, kv["shape"], "shape");
   d.rank = uint8_t(shape.size());
   fill_dims(as, d.shape, shape, shape.size(), "shape");
-  d.d_stride = d.a_stride = d.b_stride = contiguous(d.shape, d.rank);
+  d.d_stride = d.a_stride = d.b_stride = contiguous(as, d.shape, d.rank);
   if (kv.count("d_stride"))
     fill_dims(as, d.d_stride, list(as, kv["d_stride"], "d_stride"), d.rank, "d_stride");
   if (kv.count("a_stride"))

@@ -220,6 +220,10 @@ TEST(Assembler, DiagnosticsNameLineAndProblem) {
       {".byte 1\n", 1, "data directive outside a .data segment"},
       {".data l1, 0\n.dmadesc shape=[4] strides=[1]\n", 2, "unknown key 'strides'"},
       {".data l1, 0\n.mmdesc m=0 n=1 k=1\n", 2, "M, N, K must be in 1..4096"},
+      // (a default stride past 32 bits: once a signed 64-bit overflow, found by the fuzzer)
+      {".data l1, 0\n.dmadesc shape=[4294967291, 3944390655, 65536, 2]\n", 2,
+       "does not fit 32 bits"},
+      {".data l1, 0\n.vecdesc shape=[2, 65536, 65536, 1]\n", 2, "does not fit 32 bits"},
       {".core 17\n", 1, "core numbers must be in 0..15"},
       {".core 0\nnop\n.core 0,1\nnop\n", 4, "already has code in another section"},
       {"wait xx, din, 1\n", 1, "unknown queue 'xx'"},
