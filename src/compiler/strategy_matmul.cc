@@ -796,8 +796,9 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
                            : store_to(t, Y2, 0, col, r0, rows, from, op);
     };
     auto store = [&](int64_t t) -> Stmt {
-      // (a block dequantised on the vector engine: on the DMA-in engine, idle by then, so
-      // that the weight pieces behind it on the DMA-out engine do not wait for that work)
+      // (a block dequantised on the vector engine: on the DMA-in engine, so that the weight
+      // pieces on the DMA-out engine do not wait behind it for that work; a plan that loads A
+      // whole puts its later pieces on the DMA-in engine too, and the cost model sees it)
       if (cp.vec_epilogue && t >= 1 && t + 1 < steps)
         return store_rows(t, 0, M, 0, "tile.dma_copy_in");
       if (!halves_of(t)) return store_rows(t, 0, M, 0, "tile.dma_copy");

@@ -6,15 +6,17 @@
  * them. The cores that finish first have the next member's first weights in L1 by the time
  * the last one arrives, and the DDR starts on them while the slowest core ends its work.
  *
- * A member qualifies when its body is one `cores` loop (shared allocations around it) and
- * the one before it ends with a `cores` loop over the same cores. Its first loads are the
- * DMAs at the start of its loop's body (inside its local allocations) from a read-only
+ * A member qualifies when its body starts with a `cores` loop (shared allocations around
+ * it) and the one before it ends with a `cores` loop over the same cores. Its first loads
+ * are the DMAs at the start of its loop's body (inside its local allocations) from a read-only
  * input into one of its own local buffers, with addresses of constants and the core alone;
  * DMAs into its local buffers from other sources may lie between them and stay. The member
- * before gets them after a `tir.drain` at the end of its loop, which is annotated
- * kCoresHandoffAnnotation (the code generator closes it with a barrier that does not
- * drain, and opens the next loop without one). The member's waits on their events find
- * them: a layer group keeps one DMA state for all its cores loops (LowerAsyncDMA).
+ * before gets them after a `tir.drain` at the end of its loop (late) or spread over its
+ * work (early, HandOff); the loop is annotated kCoresHandoffAnnotation (the code generator
+ * closes it with a barrier that does not drain, and opens the next loop without one). The
+ * npu target only: a loaded buffer is named before the next member allocates it. The
+ * member's waits on their events find them: a layer group keeps one DMA state for all its
+ * cores loops (LowerAsyncDMA).
  */
 #ifndef TILECORE_COMPILER_MEMBER_HANDOFF_H_
 #define TILECORE_COMPILER_MEMBER_HANDOFF_H_

@@ -105,11 +105,12 @@ inline bool IsBarrier(std::string_view op) {
   return op == "tir.barrier" || op == "tir.barrier_no_drain";
 }
 
-/*! \brief A For annotation on a `cores` loop whose body ends with `tir.drain` and then only
- *  DMAs the next `cores` loop, which follows it directly, waits for by their events (copies
- *  of that loop's first loads of read-only inputs, issued before the barrier: a layer
- *  group's member handing off to the next, GroupKernels). The code generator closes such a
- *  loop with a barrier that does not drain and opens the next one without a barrier. */
+/*! \brief A For annotation on a `cores` loop whose body drains its own work with `tir.drain`;
+ * after it come only the next `cores` loop's first loads of read-only inputs, which that
+ * loop (following directly) waits for by their events, and copies a weight prefetch waits
+ * for itself (a layer group's member handing off to the next, GroupKernels). The code
+ * generator closes such a loop with a barrier that does not drain and opens the next one
+ * without a barrier. */
 inline constexpr const char* kCoresHandoffAnnotation = "tc_handoff";
 
 }  // namespace ir
