@@ -302,11 +302,8 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   for (size_t i = 1; handoff != Handoff::kNone && i < n; ++i) take(i, false);
   for (size_t i = 1; i < n; ++i) {
     auto [in, out] = EngineBytes(rebound[i - 1]);
-    int64_t handed_bytes = 0;
-    for (const Stmt& l : handed[i].loads) {
-      auto [a, b] = EngineBytes(l);
-      handed_bytes += a + b;
-    }
+    auto [hin, hout] = EngineBytes(compiler::detail::Seq(handed[i].loads));
+    const int64_t handed_bytes = hin + hout;
     early[i] = !handed[i].loads.empty() && !ReadsInputs(rebound[i - 1], read_only) &&
                handed_bytes * kEarlyShare <= in + out;
   }

@@ -80,16 +80,29 @@ bool OnlyCore(const CallNode* c, const Var& core) {
   return ok;
 }
 
-/*! \brief The statements at the top of a cores loop's `body` (`allocs` its allocations
- * around them, `items` them) and the index after the last that reads one of `inputs`. */
-size_t AfterInputs(const Stmt& body, const std::unordered_set<const VarNode*>& inputs,
-                   std::vector<const AllocateNode*>* allocs, std::vector<Stmt>* items) {
-  Stmt inner = body;
+/*! \brief What `s` allocates around its first statement that is no allocation (`allocs`,
+ * outermost first), and that statement. */
+Stmt Peel(const Stmt& s, std::vector<const AllocateNode*>* allocs) {
+  Stmt inner = s;
   while (const auto* a = inner.as<AllocateNode>()) {
     allocs->push_back(a);
     inner = a->body;
   }
-  Flatten(inner, items);
+  return inner;
+}
+
+/*! \brief `body` inside the allocations Peel took off. */
+Stmt Wrap(Stmt body, const std::vector<const AllocateNode*>& allocs) {
+  for (size_t i = allocs.size(); i-- > 0;)
+    body = Allocate(allocs[i]->buffer, body, allocs[i]->span);
+  return body;
+}
+
+/*! \brief The statements at the top of a cores loop's `body` (`allocs` its allocations
+ * around them, `items` them) and the index after the last that reads one of `inputs`. */
+size_t AfterInputs(const Stmt& body, const std::unordered_set<const VarNode*>& inputs,
+                   std::vector<const AllocateNode*>* allocs, std::vector<Stmt>* items) {
+  Flatten(Peel(body, allocs), items);
   size_t at = 0;
   for (size_t k = 0; k < items->size(); ++k) {
     bool reads = false;
@@ -143,12 +156,9 @@ FirstLoads TakeFirstLoads(Stmt* member, const std::unordered_set<const VarNode*>
     // through the loop's local allocations: the buffers the loads may fill
     std::unordered_set<const VarNode*> own;
     std::vector<const AllocateNode*> allocs;
-    Stmt body = f->body;
-    while (const auto* a = body.as<AllocateNode>()) {
+    Stmt body = Peel(f->body, &allocs);
+    for (const AllocateNode* a : allocs)
       if (a->buffer->scope == "local") own.insert(a->buffer->data.get());
-      allocs.push_back(a);
-      body = a->body;
-    }
     std::vector<Stmt> items;
     Flatten(body, &items);
     std::vector<Stmt> kept, loads;
@@ -176,9 +186,7 @@ FirstLoads TakeFirstLoads(Stmt* member, const std::unordered_set<const VarNode*>
     }
     if (loads.empty()) return std::nullopt;
     for (; k < items.size(); ++k) kept.push_back(items[k]);
-    Stmt rest = Seq(kept);
-    for (size_t i = allocs.size(); i-- > 0;)
-      rest = Allocate(allocs[i]->buffer, rest, allocs[i]->span);
+    Stmt rest = Wrap(Seq(kept), allocs);
     out.core = f->loop_var;
     out.min = *mn;
     out.extent = *ext;
@@ -198,14 +206,8 @@ FirstLoads TakeFirstLoads(Stmt* member, const std::unordered_set<const VarNode*>
 Stmt WaitHanded(const Stmt& member, const FirstLoads& first) {
   auto out = MapEndLoop(member, true, [&](const ForNode* f) -> std::optional<Stmt> {
     std::vector<const AllocateNode*> allocs;
-    Stmt inner = f->body;
-    while (const auto* a = inner.as<AllocateNode>()) {
-      allocs.push_back(a);
-      inner = a->body;
-    }
-    Stmt body = Seq({Intrin("tile.wait", {I32(first.event)}), inner});
-    for (size_t i = allocs.size(); i-- > 0;)
-      body = Allocate(allocs[i]->buffer, body, allocs[i]->span);
+    Stmt inner = Peel(f->body, &allocs);
+    Stmt body = Wrap(Seq({Intrin("tile.wait", {I32(first.event)}), inner}), allocs);
     return For(f->loop_var, f->min, f->extent, f->kind, body, f->annotations, f->span);
   });
   return out ? *out : member;
@@ -245,9 +247,7 @@ Stmt HandOff(const Stmt& member, FirstLoads* first,
     std::vector<Stmt> after(items.begin() + int64_t(at), items.end());
     before.push_back(InterleaveLoads(Seq(after), loads, f->body, f->loop_var, &first->event));
     before.push_back(Intrin("tir.drain", {}));
-    Stmt body = Seq(before);
-    for (size_t i = allocs.size(); i-- > 0;)
-      body = Allocate(allocs[i]->buffer, body, allocs[i]->span);
+    Stmt body = Wrap(Seq(before), allocs);
     Map<String, Any> ann = f->annotations;
     ann.Set(kCoresHandoffAnnotation, Any(int64_t{1}));
     return For(f->loop_var, f->min, f->extent, f->kind, body, ann, f->span);
