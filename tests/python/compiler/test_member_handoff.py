@@ -129,3 +129,13 @@ def test_a_late_handoff_follows_the_donors_pieces(hazard_checked):
     np.testing.assert_array_equal(qy, want)
     np.testing.assert_array_equal(y, w + v)
     assert hazard_checked() == []
+
+
+def test_group_kernels_names_a_bad_handoff():
+    funcs, args, n, m = quantise_after_a_donor()
+    with pytest.raises(ValueError, match="handoff 'sometimes': one of none, late, early"):
+        compiler.GroupKernels(funcs, args, [0, 2, 3, 5, 6], [4, 7], "group", handoff="sometimes")
+    from tilecore.compiler import _ffi
+
+    with pytest.raises(ValueError, match=r"handoff 5 \(0 none, 1 late, 2 early\)"):
+        _ffi.GroupKernels(list(funcs), args, [0, 2, 3, 5, 6], [4, 7], "group", [], 4 << 20, 1 << 20, 5)
