@@ -282,6 +282,64 @@ inline Stmt SoftmaxRows(const TileView& x, const TileView& e, const TileView& M,
 }
 
 /*!
+ * \brief LayerNormalization (RMSNormalization with `rms`: no mean) along the rows of the
+ * resident [rows, R, 1] tile x: with `skip`, x += e first (e holds the skip's rows: the
+ * residual Add); M = the rows' means, x -= M; e = x * x, V = 1 / sqrt(mean(e) + eps)
+ * (two-pass, as the reference); x *= V; y = x * gamma, plus beta when it has a buffer;
+ * with `q` defined, y quantised into it (QuantiseSteps, e the work buffer: y is kept).
+ * `before_y` (may be undefined) comes before the first write of y: a pipelined caller's
+ * wait for the store that reads it and for gamma and beta. The passes of the
+ * normalisation strategy and of a Gemm's tc_row_norm, so their bits agree.
+ */
+inline Stmt LayerNormRows(const TileView& x, const TileView& e, const TileView& y,
+                          const TileView& M, const TileView& V, const TileView& gamma,
+                          const TileView& beta, bool rms, bool skip, double epsilon,
+                          const Buffer& q, double q_inv, int64_t q_zp, const Stmt& before_y) {
+  PrimExpr inv_r = F32Exact(1.0 / static_cast<double>(x.dims[1]));
+  PrimExpr eps = F32Exact(epsilon);
+  auto by_row = [](const TileView& v, bool sub) {
+    return [v, sub](PrimExpr a, const std::vector<PrimExpr>& i) {
+      return sub ? a - v.Load({i[0], I32(0)}) : a * v.Load({i[0], I32(0)});
+    };
+  };
+  auto scalar = [](std::function<PrimExpr(PrimExpr)> f) {
+    return [f](PrimExpr v, const std::vector<PrimExpr>&) { return f(v); };
+  };
+  std::vector<Stmt> c;
+  if (skip)  // X + S: the Add the residual was
+    c.push_back(
+        MapTile(x, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + e.Load(i); }));
+  if (!rms) {
+    c.push_back(ReduceTile(M, x, Red::kSum));
+    c.push_back(MapTile(M, scalar([&](PrimExpr v) { return v * inv_r; })));
+    c.push_back(MapTile(x, by_row(M, true)));
+  }
+  c.push_back(Nest(
+      x.dims, [&](const std::vector<PrimExpr>& i) { return e.Store(x.Load(i) * x.Load(i), i); }));
+  c.push_back(ReduceTile(V, e, Red::kSum));
+  c.push_back(MapTile(V, scalar([&](PrimExpr v) { return v * inv_r; })));
+  c.push_back(MapTile(V, scalar([&](PrimExpr v) { return v + eps; })));
+  c.push_back(MapTile(V, scalar([](PrimExpr v) { return call("tir.sqrt", {v}); })));
+  c.push_back(MapTile(V, scalar([](PrimExpr v) { return F32(1.0) / v; })));
+  c.push_back(MapTile(x, by_row(V, false)));
+  if (before_y.defined()) c.push_back(before_y);
+  c.push_back(Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
+    return y.Store(x.Load(i) * gamma.Load({i[1]}), i);
+  }));
+  if (beta.buf.defined())
+    c.push_back(MapTile(
+        y, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + beta.Load({i[1]}); }));
+  if (q.defined()) {  // (the scaled values in e, free since the variance: y is stored as it is)
+    NestFn nest = [&](const std::function<Stmt(const Array<PrimExpr>&)>& f) {
+      return Nest(y.dims, [&](const std::vector<PrimExpr>& i) { return f(y.Idx(i)); });
+    };
+    TileView qv = MakeView(q, y.dims, "Qv");
+    for (Stmt st : QuantiseSteps(qv.buf, y.buf, q_inv, q_zp, nest, e.buf)) c.push_back(st);
+  }
+  return Seq(c);
+}
+
+/*!
  * \brief The chunks of R in steps of tr: chunk(r0, size, first) for the first full chunk,
  * a loop over the other full chunks, then the remainder.
  */

@@ -37,7 +37,10 @@
  * its columns of the weights; with an int8 Y, a variant requantises the middle blocks on
  * the vector engine, their sums started at the bias, the same bits as the epilogue). The cost model
  * (cost_model.h) ranks every candidate and the fastest estimate is lowered; docs/compiler.md
- * describes them.
+ * describes them. With tc_row_norm (an int8 Gemm of an int8 A and the LayerNormalization or
+ * RMSNormalization that alone read its output, fused by the driver) the Gemm lowers to the
+ * row-norm plan only: whole rows per core, all the weights in L1, the norm of one chunk of
+ * rows on the vector engine beside the mms of the next.
  */
 #include <algorithm>
 #include <cmath>
@@ -1116,6 +1119,223 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
 }
 
 /*!
+ * \brief tc_row_norm (an int8 Gemm whose f32 output only a LayerNormalization or
+ * RMSNormalization over its N columns read, fused by the driver): inputs 4-6 are the norm's
+ * Scale, B (may be omitted) and skip (its residual Add's other operand, may be omitted);
+ * output 0 the norm's Y, output 1 (with tc_norm_q_scale) Y quantised for an int8 reader.
+ * Core c owns rows [c M/P, (c+1) M/P) of A and Y and holds all of B in L1 (staged once
+ * through L2 when it is in the DDR, loaded block by block when a layer group has it in L2);
+ * it walks its rows in chunks of `tm`: the mms of chunk i (the fused epilogue dequantises,
+ * as the plans above) run while the vector engine normalises chunk i - 1 (LayerNormRows,
+ * the norm strategy's passes: the same bits as the two ops apart) and the DMA stores chunk
+ * i - 2. Nothing of the Gemm's output crosses L2, and the norm's vector work hides the mms.
+ */
+struct RowNormPlan {
+  int64_t mc = 0;  // rows per core
+  int64_t tm = 0;  // rows per chunk
+  int64_t tn = 0;  // columns per weight block (its own DMA event, so chunk 0's mms start early)
+};
+
+struct RowNormArgs {
+  bool rms = false;
+  double epsilon = 1e-5;
+  Buffer gamma, beta, skip, yq;  // beta, skip, yq may be undefined
+  double q_inv = 1.0;
+  int64_t q_zp = 0;
+};
+
+Stmt LowerGemmRowNorm(const OpCall& call, const GemmPlan& g, const RowNormArgs& ra,
+                      const RowNormPlan& rp) {
+  using namespace rows;  // NOLINT(build/namespaces)
+  DataType f32 = DataType::Float(32), i8 = DataType::Int(8);
+  const int64_t P = call.cores, K = g.K, N = g.N, MC = rp.mc, TM = rp.tm, TN = rp.tn;
+  Buffer A2 = View(g.A, {MC * P, K}, "A2"), B2 = View(g.B, {K, N}, "B2");
+  Buffer Y2 = View(g.C, {MC * P, N}, "Y2");
+  Buffer Yq2 = ra.yq.defined() ? View(ra.yq, {MC * P, N}, "Yq2") : Buffer();
+  Buffer S2 = ra.skip.defined() ? View(ra.skip, {MC * P, N}, "S2") : Buffer();
+  // B in the DDR: each core stages K / P of its rows into L2 and all load it from there (the
+  // DDR carries it once); in L2 already (a layer group's prefetch) it is loaded as it is
+  const bool staged = g.B->scope != "shared" && K % P == 0;
+  Buffer Bsh = DeclBuffer({I32(K), I32(N)}, i8, String("Bsh"), "shared");
+  Buffer Bsrc = staged ? Bsh : B2;
+  std::vector<std::pair<int64_t, int64_t>> chunks, blocks;  // (first, size)
+  for (int64_t r = 0; r < MC; r += TM) chunks.push_back({r, std::min(TM, MC - r)});
+  for (int64_t n = 0; n < N; n += TN) blocks.push_back({n, std::min(TN, N - n)});
+  const int64_t nc = static_cast<int64_t>(chunks.size());
+  // DMA events: 0 A, the bias and scales; 1 + j weight block j; then Scale and B, the skip's
+  // two slots and the stores' two slots
+  const int64_t nb = static_cast<int64_t>(blocks.size()), kParams = 1 + nb, kSkip = kParams + 1,
+                kStore = kSkip + 2;
+  Stmt body = OverCores(P, [&](PrimExpr c) {
+    Buffer Bl = Local({K, N}, i8, "Bl");
+    Buffer Al = Local({MC, K}, i8, "Al");
+    Buffer Qb = Local({1, N}, g.mp.accum, "Qb"), Sc = Local({1, N}, f32, "Sc");
+    Buffer Ga = Local({N}, f32, "Gamma"), Ba = Local({N}, f32, "Beta");
+    Buffer Xs[2], Es[2], Ys[2], Qs[2], Ms[2], Vs[2];
+    for (int s = 0; s < 2; ++s) {
+      std::string k = std::to_string(s);
+      Xs[s] = Local({TM, N}, f32, "Xt" + k), Es[s] = Local({TM, N}, f32, "Et" + k);
+      Ys[s] = Local({TM, N}, f32, "Yt" + k), Qs[s] = Local({TM, N}, i8, "Qt" + k);
+      Ms[s] = Local({TM}, f32, "Mean" + k), Vs[s] = Local({TM}, f32, "Inv" + k);
+    }
+    TileView Gv = MakeView(Ga, {N}, "Gv"), Bv = MakeView(Ba, {N}, "Bv");
+    PrimExpr row0 = c * I32(MC);
+    const Buffer bias = ColumnBias(g);
+    std::vector<Stmt> s;
+    if (staged) {  // this core's rows of B into L2; every core's are there after the barrier
+      PrimExpr k0 = c * I32(K / P);
+      s.push_back(Intrin("tile.dma_copy", {Region(Bsh, {k0, I32(0)}, {K / P, N}),
+                                           Region(B2, {k0, I32(0)}, {K / P, N}), I32(0)}));
+      s.push_back(Intrin("tile.wait", {I32(0)}));
+      s.push_back(Intrin("tir.barrier", {}));
+    }
+    // the weights first (a layer group may hand them to the member before), block by block
+    for (int64_t j = 0; j < nb; ++j) {
+      auto [n0, tn] = blocks[size_t(j)];
+      s.push_back(Intrin("tile.dma_copy", {Region(Bl, {I32(0), I32(n0)}, {K, tn}),
+                                           Region(Bsrc, {I32(0), I32(n0)}, {K, tn}), I32(1 + j)}));
+    }
+    // A, the bias and the scales on DMA-out, idle until the first store
+    s.push_back(Intrin("tile.dma_prefetch", {Region(Al, {I32(0), I32(0)}, {MC, K}),
+                                             Region(A2, {row0, I32(0)}, {MC, K}), I32(0)}));
+    if (bias.defined())
+      s.push_back(Intrin("tile.dma_prefetch", {Region(Qb, {I32(0), I32(0)}, {1, N}),
+                                               Region(bias, {I32(0), I32(0)}, {1, N}), I32(0)}));
+    s.push_back(Intrin("tile.dma_prefetch", {Region(Sc, {I32(0), I32(0)}, {1, N}),
+                                             Region(g.wscale, {I32(0), I32(0)}, {1, N}), I32(0)}));
+    s.push_back(
+        Intrin("tile.dma_prefetch", {Gv.All(), Region(ra.gamma, {I32(0)}, {N}), I32(kParams)}));
+    if (ra.beta.defined())
+      s.push_back(
+          Intrin("tile.dma_prefetch", {Bv.All(), Region(ra.beta, {I32(0)}, {N}), I32(kParams)}));
+    auto load_skip = [&](int64_t i) {
+      if (!S2.defined()) return Stmt();
+      auto [r0, rows] = chunks[size_t(i)];
+      // (the DMA waits for the vector passes of chunk i - 2, which used the slot as scratch)
+      return Intrin("tile.dma_copy",
+                    {Region(Es[i % 2], {I32(0), I32(0)}, {rows, N}),
+                     Region(S2, {row0 + I32(r0), I32(0)}, {rows, N}), I32(kSkip + i % 2)});
+    };
+    s.push_back(load_skip(0));
+    s.push_back(Intrin("tile.wait", {I32(0)}));
+    // (one vector command: a front-end loop over N would hold the first mm back)
+    s.push_back(MapTile(
+        MakeView(Sc, {1, N, 1}, "Sv"),
+        [&](PrimExpr v, const std::vector<PrimExpr>&) { return v * F32(g.ScaleFactor()); }));
+    auto mms = [&](int64_t i) {
+      auto [r0, rows] = chunks[size_t(i)];
+      for (int64_t j = 0; j < nb; ++j) {
+        auto [n0, tn] = blocks[size_t(j)];
+        if (i == 0) s.push_back(Intrin("tile.wait", {I32(1 + j)}));
+        Array<PrimExpr> mm{Region(Xs[i % 2], {I32(0), I32(n0)}, {rows, tn}),
+                           Region(Al, {I32(r0), I32(0)}, {rows, K}),
+                           Region(Bl, {I32(0), I32(n0)}, {K, tn}), IntImm(DataType::Bool(), 0)};
+        AppendColumnEpilogue(&mm, true, bias.defined(), Qb, Sc, n0, tn, 0);
+        s.push_back(Intrin("tile.mm", mm));
+      }
+    };
+    auto norm = [&](int64_t i) {  // chunk i's vector passes, then its stores
+      auto [r0, rows] = chunks[size_t(i)];
+      const int64_t k = i % 2;
+      TileView x = MakeView(Xs[k], {rows, N, 1}, "Xv"), e = MakeView(Es[k], {rows, N, 1}, "Ev");
+      TileView y = MakeView(Ys[k], {rows, N, 1}, "Yv");
+      TileView M = MakeView(Ms[k], {rows, 1}, "Mv"), V = MakeView(Vs[k], {rows, 1}, "Vv");
+      std::vector<Stmt> before{Intrin("tile.wait", {I32(kParams)})};
+      if (i >= 2) before.push_back(Intrin("tile.wait", {I32(kStore + k)}));  // chunk i - 2 stored
+      if (S2.defined()) s.push_back(Intrin("tile.wait", {I32(kSkip + k)}));
+      s.push_back(LayerNormRows(x, e, y, M, V, Gv, ra.beta.defined() ? Bv : TileView{}, ra.rms,
+                                S2.defined(), ra.epsilon, Yq2.defined() ? Qs[k] : Buffer(),
+                                ra.q_inv, ra.q_zp, Seq(before)));
+      s.push_back(
+          Intrin("tile.dma_copy", {Region(Y2, {row0 + I32(r0), I32(0)}, {rows, N}),
+                                   Region(Ys[k], {I32(0), I32(0)}, {rows, N}), I32(kStore + k)}));
+      if (Yq2.defined())
+        s.push_back(
+            Intrin("tile.dma_copy", {Region(Yq2, {row0 + I32(r0), I32(0)}, {rows, N}),
+                                     Region(Qs[k], {I32(0), I32(0)}, {rows, N}), I32(kStore + k)}));
+    };
+    for (int64_t i = 0; i < nc; ++i) {
+      mms(i);
+      if (i >= 1) norm(i - 1);
+      if (i + 1 < nc) s.push_back(load_skip(i + 1));
+    }
+    norm(nc - 1);
+    s.push_back(Intrin("tile.wait", {I32(kStore)}));
+    if (nc > 1) s.push_back(Intrin("tile.wait", {I32(kStore + 1)}));
+    Stmt r = Seq(s);
+    for (int k = 0; k < 2; ++k)
+      r = Allocate(
+          Xs[k],
+          Allocate(Es[k], Allocate(Ys[k], Allocate(Qs[k], Allocate(Ms[k], Allocate(Vs[k], r))))));
+    r = Allocate(Qb, Allocate(Sc, Allocate(Ga, Allocate(Ba, r))));
+    return Allocate(Bl, Allocate(Al, r));
+  });
+  return staged ? Allocate(Bsh, body) : body;
+}
+
+/*! \brief The row-norm plans worth estimating: rows per chunk (8, 16, 32 or 64, at most a
+ * core's), weight blocks of 64 columns when N allows; none when the rows do not split evenly
+ * over the cores or the weights every core reads outweigh the intermediate saved. */
+std::vector<RowNormPlan> RowNormPlans(const OpCall& call, const GemmPlan& g) {
+  std::vector<RowNormPlan> out;
+  const int64_t P = call.cores, rows = g.M;
+  // every core reads all of the weights: worth it while that (P K N bytes) is no more than
+  // the f32 intermediate's round trip through L2 it saves (2 x 4 M N bytes)
+  if (P < 1 || rows % P != 0 || P * g.K > 8 * rows) return out;
+  RowNormPlan rp;
+  rp.mc = rows / P;
+  rp.tn = g.N % 64 == 0 && g.N > 64 ? 64 : g.N;
+  for (int64_t tm : {8, 16, 32, 64}) {
+    rp.tm = std::min(tm, rp.mc);
+    bool seen = false;
+    for (const auto& o : out) seen = seen || o.tm == rp.tm;
+    const int64_t tile = rp.tm * g.N * 4;  // one f32 chunk
+    const int64_t bytes = g.K * g.N + rp.mc * g.K + 2 * (3 * tile + tile / 4) + 8 * g.N * 4;
+    if (!seen && bytes + 65536 <= call.l1_bytes) out.push_back(rp);
+  }
+  return out;
+}
+
+/*! \brief tc_row_norm's lowering: the row-norm plan the cost model estimates fastest. */
+PrimFunc ChooseRowNorm(const OpCall& call, const Params& p, const GemmPlan& g) {
+  const bool q_out = HasAttr(call.attrs, "tc_norm_q_scale");
+  if (call.outputs.size() != (q_out ? 2u : 1u) || call.outputs[0]->dtype != DataType::Float(32) ||
+      call.outputs[0]->numel() != g.M * g.N ||
+      (q_out &&
+       (call.outputs[1]->dtype != DataType::Int(8) || call.outputs[1]->numel() != g.M * g.N)))
+    TILECORE_THROW(ValueError) << call.op_type << ": tc_row_norm writes Y (" << g.M << " x " << g.N
+                               << " float32) and, with tc_norm_q_scale, Y in int8 beside it";
+  RowNormArgs ra;
+  ra.rms = AttrStr(call.attrs, "tc_row_norm", "LayerNormalization") == "RMSNormalization";
+  ra.epsilon = AttrFloat(call.attrs, "tc_norm_epsilon", 1e-5);
+  ra.gamma = View(p.in[4], {g.N}, "Gamma");
+  if (call.inputs[5].defined()) ra.beta = View(p.in[5], {g.N}, "Beta");
+  if (call.inputs[6].defined()) ra.skip = View(p.in[6], {g.M, g.N}, "Skip");
+  if (q_out) {
+    ra.yq = p.out[1];
+    ra.q_inv = InverseScale(AttrFloat(call.attrs, "tc_norm_q_scale", 1.0));
+    ra.q_zp = AttrInt(call.attrs, "tc_norm_q_zero_point", 0);
+  }
+  PrimFunc best;
+  int64_t best_cycles = std::numeric_limits<int64_t>::max();
+  for (const RowNormPlan& rp : RowNormPlans(call, g)) {
+    PrimFunc f = MakeFunc(call, p, LowerGemmRowNorm(call, g, ra, rp));
+    int64_t cycles = 0;
+    try {
+      cycles = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
+    } catch (const ffi::Error&) {
+      continue;  // does not fit once the buffers are placed in banks
+    }
+    if (cycles < best_cycles) best = f, best_cycles = cycles;
+  }
+  if (!best.defined())
+    TILECORE_THROW(ValueError) << call.op_type << ": tc_row_norm's rows of " << g.N
+                               << " columns and its weights do not fit L1 on " << call.cores
+                               << " cores";
+  return best;
+}
+
+/*!
  * \brief The lowering of a Gemm plan: the tiled form, or a pipelined or column plan that fits,
  * whichever the cost model (cost_model.h) estimates fastest.
  */
@@ -1579,6 +1799,7 @@ PrimFunc LowerGemmOp(const OpCall& call) {
     g.bias = View(p.in[2], {g.bm, g.bn}, "Cb");
   }
   SetQuant(call, p, g.N, &g);
+  if (HasAttr(call.attrs, "tc_row_norm")) return ChooseRowNorm(call, p, g);
   SetHeads(call, p, &g);
   if (HasAttr(call.attrs, "tc_split")) {  // CheckGemm has checked the form
     auto ns = AttrInts(call.attrs, "tc_split", {});
@@ -1602,8 +1823,50 @@ PrimFunc LowerGemmOp(const OpCall& call) {
   return ChooseGemm(call, p, g);
 }
 
+/*! \brief tc_row_norm's form: an int8 Gemm of an int8 A, then the norm's Scale, B, skip. */
+std::string CheckRowNorm(const std::string& op, const Map<String, Any>& attrs,
+                         const std::vector<TensorSpec>& ins) {
+  const std::string norm = AttrStr(attrs, "tc_row_norm", "");
+  if (norm != "LayerNormalization" && norm != "RMSNormalization")
+    return op + ": tc_row_norm must be LayerNormalization or RMSNormalization, not '" + norm + "'";
+  if (ins.size() != 7 || !ins[4].defined())
+    return op +
+           ": tc_row_norm expects inputs A, W, bias (may be omitted), w_scale, Scale, B "
+           "(may be omitted), skip (may be omitted)";
+  const MatrixPrecision mp = GetMatrixPrecision(attrs);
+  if (!mp.int8() || !ins[0].defined() || ins[0]->dtype != DataType::Int(8))
+    return op + ": tc_row_norm is for an int8 Gemm of an int8 A";
+  for (const char* a : {"transA", "transB"})
+    if (AttrInt(attrs, a, 0) != 0) return op + ": tc_row_norm takes " + a + " = 0";
+  for (const char* a : {"tc_split", "tc_y_heads", "tc_y_rows_first", "tc_lut", "tc_y_scale"})
+    if (HasAttr(attrs, a)) return op + ": tc_row_norm does not combine with " + a;
+  std::string why = CheckMatrixInputs(op, attrs, {ins.begin(), ins.begin() + 4});
+  if (!why.empty()) return why;
+  auto as = Shape(ins[0]), bs = Shape(ins[1]);
+  if (as.size() != 2 || bs.size() != 2 || as[1] != bs[0])
+    return op + ": A [M, K] and W [K, N] must be 2-D with equal K";
+  const int64_t M = as[0], N = bs[1];
+  if (ins[3]->shape[0] != N) return op + ": w_scale must have N values";
+  for (size_t i : {size_t{4}, size_t{5}, size_t{6}}) {
+    if (!ins[i].defined()) continue;
+    const int64_t want = i == 6 ? M * N : N;
+    if (ins[i]->dtype != DataType::Float(32) || ins[i]->numel() != want)
+      return op + ": tc_row_norm input " + std::to_string(i) + " (" +
+             (i == 4   ? "Scale"
+              : i == 5 ? "B"
+                       : "skip") +
+             ") must be " + std::to_string(want) + " float32 values";
+  }
+  if (HasAttr(attrs, "tc_norm_q_scale") && !(AttrFloat(attrs, "tc_norm_q_scale", 0) > 0))
+    return op + ": tc_norm_q_scale must be positive";
+  const int64_t qzp = AttrInt(attrs, "tc_norm_q_zero_point", 0);
+  if (qzp < -128 || qzp > 127) return op + ": tc_norm_q_zero_point out of the int8 range";
+  return "";
+}
+
 std::string CheckGemm(const std::string& op, const Map<String, Any>& attrs,
                       const std::vector<TensorSpec>& ins) {
+  if (HasAttr(attrs, "tc_row_norm")) return CheckRowNorm(op, attrs, ins);
   if (ins.size() < 2 || !ins[0].defined() || !ins[1].defined()) return op + ": expects A and B";
   std::string why = CheckMatrixInputs(op, attrs, ins);
   if (why.empty()) why = CheckLut(op, attrs);

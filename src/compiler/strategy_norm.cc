@@ -211,8 +211,7 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
   Buffer Sk = skip ? View(p.in[3], {A, R}, "Skip") : Buffer();
   Buffer Sc = View(p.in[1], {R}, "Scale");
   Buffer Bi = has_bias ? View(p.in[2], {R}, "Bias") : Buffer();
-  PrimExpr inv_r = F32Exact(1.0 / static_cast<double>(R));
-  PrimExpr eps_c = F32Exact(AttrFloat(call.attrs, "epsilon", 1e-5));
+  const double epsilon = AttrFloat(call.attrs, "epsilon", 1e-5);
   constexpr int kParams = 4;  // the DMA event of Scale and B; 0-1 load the slots, 2-3 store
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
@@ -240,51 +239,13 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
       TileView x = MakeView(Xs[s], {ta, R, 1}, "Xv"), e = MakeView(Es[s], {ta, R, 1}, "Ev");
       TileView y = MakeView(Ys[s], {ta, R, 1}, "Yv");
       TileView M = MakeView(Ms[s], {ta, 1}, "Mv"), V = MakeView(Vs[s], {ta, 1}, "Vv");
-      auto by_row = [](const TileView& v, bool sub) {
-        return [v, sub](PrimExpr a, const std::vector<PrimExpr>& i) {
-          return sub ? a - v.Load({i[0], I32(0)}) : a * v.Load({i[0], I32(0)});
-        };
-      };
-      auto scalar = [](std::function<PrimExpr(PrimExpr)> f) {
-        return [f](PrimExpr v, const std::vector<PrimExpr>&) { return f(v); };
-      };
-      std::vector<Stmt> c{Intrin("tile.wait", {I32(s)})};
-      if (skip)  // X + S: the Add the residual was
-        c.push_back(
-            MapTile(x, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + e.Load(i); }));
-      if (!rms) {
-        c.push_back(ReduceTile(M, x, Red::kSum));
-        c.push_back(MapTile(M, scalar([&](PrimExpr v) { return v * inv_r; })));
-        c.push_back(MapTile(x, by_row(M, true)));
-      }
-      c.push_back(Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
-        return e.Store(x.Load(i) * x.Load(i), i);
-      }));
-      c.push_back(ReduceTile(V, e, Red::kSum));
-      c.push_back(MapTile(V, scalar([&](PrimExpr v) { return v * inv_r; })));
-      c.push_back(MapTile(V, scalar([&](PrimExpr v) { return v + eps_c; })));
-      c.push_back(MapTile(V, scalar([](PrimExpr v) { return Math("tir.sqrt", v); })));
-      c.push_back(MapTile(V, scalar([](PrimExpr v) { return F32(1.0) / v; })));
-      c.push_back(MapTile(x, by_row(V, false)));
       // the result goes to a buffer of its own, once the slot's last store has read it (the
-      // next tile's load overwrites X while this one's store may still be waiting)
-      c.push_back(Intrin("tile.wait", {I32(2 + s)}));
-      // Scale and B, first used here: the statistics need neither (each a DDR latency)
-      c.push_back(Intrin("tile.wait", {I32(kParams)}));
-      c.push_back(Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
-        return y.Store(x.Load(i) * Gv.Load({i[1]}), i);
-      }));
-      if (has_bias)
-        c.push_back(MapTile(
-            y, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + Bv.Load({i[1]}); }));
-      if (quant) {  // (the scaled values in E, free since the variance: Y is stored as it is)
-        TileView q = MakeView(Qs[s], {ta, R, 1}, "Qv");
-        NestFn nest = [&](const std::function<Stmt(const Array<PrimExpr>&)>& f) {
-          return Nest(y.dims, [&](const std::vector<PrimExpr>& i) { return f(y.Idx(i)); });
-        };
-        for (Stmt st : QuantiseSteps(q.buf, y.buf, q_inv, q_zp, nest, e.buf)) c.push_back(st);
-      }
-      return Seq(c);
+      // next tile's load overwrites X while this one's store may still be waiting); Scale
+      // and B are first used there: the statistics need neither (each a DDR latency)
+      Stmt before_y = Seq({Intrin("tile.wait", {I32(2 + s)}), Intrin("tile.wait", {I32(kParams)})});
+      return Seq({Intrin("tile.wait", {I32(s)}),
+                  LayerNormRows(x, e, y, M, V, Gv, has_bias ? Bv : TileView{}, rms, skip, epsilon,
+                                quant ? Qs[s] : Buffer(), q_inv, q_zp, before_y)});
     };
     auto post = [&](PrimExpr t, int64_t s) {
       Stmt y = Intrin("tile.dma_copy", {Region(Y, {rows(t), I32(0)}, {ta, R}),

@@ -241,6 +241,8 @@ def _macs(op, ins, outs, attrs=None):
             return int(np.prod(ins[0][0], dtype=np.int64) * np.prod(ins[1][0][1:], dtype=np.int64))
         if op == "MatMul":
             return int(np.prod(outs[0][0], dtype=np.int64) * ins[0][0][-1])
+        if op == "Gemm" and "tc_row_norm" in attrs:  # (the norm's int8 copy of Y is no product)
+            outs = outs[:1]
         if op == "Gemm":  # (sibling Gemms fused: every output's columns)
             return int(sum(np.prod(o[0], dtype=np.int64) for o in outs) * ins[0][0][-1 if len(ins[0][0]) else 0])
     except (IndexError, TypeError):
@@ -423,6 +425,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     timings = {}
     t0 = time.perf_counter()
     from . import fuse_epilogue as _fuse
+    from . import gemm_norm as _gemm_norm
     from . import int8_edges as _int8_edges
     from . import layer_groups as _groups
     from . import qdq as _qdq
@@ -557,6 +560,19 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                                                                     lowers if fuse else None)
     if int8_edges and fuse:  # int8 Gemms of one A (attention's projections): one Gemm
         fused += _siblings.fuse(nodes, info, TensorSpec, lowers)
+    def cycles(nd):  # the cost model's cycles of a node's kernel here (None: it has none)
+        from . import estimate_cost
+
+        if HasStrategy(nd.op, nd.attrs, nd.in_specs):
+            return None
+        try:
+            f = LowerOp(nd.op, nd.attrs, nd.in_specs, [TensorSpec(*info[str(v.name)]) for v in nd.outs], target)
+            return int(estimate_cost(f, target)["cycles"])
+        except Exception:  # noqa: BLE001 (no kernel for it here: the rewrite is not made)
+            return None
+
+    if fuse and not keep_intermediates:  # an int8 Gemm's LayerNormalization in its epilogue
+        fused += _gemm_norm.fuse(nodes, info, graph_outputs, TensorSpec, cycles)
 
     # ---- lower and build ----------------------------------------------------------------
     t0 = time.perf_counter()
@@ -688,10 +704,10 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             free_l2 = _groups.L2_BYTES - int(f.attrs["own_l2_bytes"]) - (64 << 10)
             relowered = {}
 
-            def member_in_l2(m, t):
-                key = (m, t)
+            def member_in_l2(m, ts):
+                key = (m, tuple(ts))
                 if key not in relowered:
-                    g = in_l2(idx[m], funcs[m], args[m], set(internal) | {t})
+                    g = in_l2(idx[m], funcs[m], args[m], set(internal) | set(ts))
                     from . import estimate_cost
 
                     e = estimate_cost(g, target)
@@ -706,8 +722,10 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                     readers = {t: next(m for m in range(last + 1, len(args)) if t in args[m])
                                for t, last in chosen.items()}
                     funcs2 = list(lowered)
-                    for t, m in readers.items():
-                        funcs2[m] = relowered[(m, t)][0]
+                    for m in set(readers.values()):  # (its tensors in the order planned)
+                        ts = tuple(t for t in chosen if readers[t] == m)
+                        member_in_l2(m, ts)
+                        funcs2[m] = relowered[(m, ts)][0]
                     g = GroupKernels(funcs2, args, ins, outs, "group", rows, _groups.L2_BYTES, handoff=handoff)
                     kept = {int(r[0]) for r in g.attrs["prefetch"]}
                     if kept == set(chosen):

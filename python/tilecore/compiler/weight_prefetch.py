@@ -3,7 +3,8 @@ members read their weights from L2, fetched there during earlier members that le
 DDR idle.
 
 A member is worth it when the cost model says the DDR takes a good share of its time
-(``READER_DDR_SHARE``) and that, lowered with its weights in L2, it runs faster. Its weights are then fetched during the members just
+(``READER_DDR_SHARE``) and that, lowered with its weights in L2, it runs faster (its other
+large inputs are asked about in turn, the largest first, with those already planned in L2). Its weights are then fetched during the members just
 before it, each giving at most ``share`` of the cycles it leaves the DDR idle, while the
 group's intermediates, the prefetched weights live at that member and the largest
 member's own L2 buffers fit L2. Members are taken in order, and one whose weights come
@@ -23,15 +24,16 @@ READER_DDR_SHARE = 0.35  # a reader worth asking about: its DDR cycles reach thi
 
 
 def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weights: dict[int, int],
-         live: Sequence[int], free_l2: int, in_l2: Callable[[int, int], tuple[int, int] | None],
+         live: Sequence[int], free_l2: int, in_l2: Callable[[int, tuple[int, ...]], tuple[int, int] | None],
          share: float = SHARES[0], inputs: dict[int, int] | None = None) -> list[tuple[int, int, int, int]]:
     """Prefetch rows ``(tensor, member, begin, end)`` for ``compiler.GroupKernels``.
 
     ``members``: the cost model's per-member ``cycles`` and ``ddr_cycles`` in the group;
     ``rows``: each member's tensor ids; ``weights``: constant input id -> bytes;
     ``live``: bytes of intermediates live at each member; ``free_l2``: the L2 the arena may
-    take; ``in_l2(k, id)``: the cycles and DDR cycles of member k with tensor ``id`` in
-    L2 (None when it cannot be lowered so); ``share``: of a donor's DDR-idle cycles, what
+    take; ``in_l2(k, ids)``: the cycles and DDR cycles of member k with the tensors ``ids``
+    (a tuple: those already planned for it, then the one asked about) in L2 (None when it
+    cannot be lowered so); ``share``: of a donor's DDR-idle cycles, what
     its prefetches may take; ``inputs``: the group's other inputs (activations in the DDR)
     -> bytes: one read by two members (a residual) may be fetched for its second reader,
     the first reading the DDR.
@@ -53,38 +55,42 @@ def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weigh
     for j in range(n):
         ids = [t for t in rows[j] if sizes.get(t, 0) >= MIN_BYTES
                and (first_reader[t] == j if t in weights else second_reader.get(t) == j)]
-        if not ids or ddr[j] < READER_DDR_SHARE * cycles[j]:
+        if not ids:
             continue
-        t = max(ids, key=lambda i: sizes[i])
-        size = sizes[t]
-        last = max(k for k, row in enumerate(rows) if t in row)
-        if max(held[j:last + 1]) + size > free_l2:
-            continue
-        need, take, i = size, [], j - 1
-        # (an input read before: donors after its first reader, so that j reads the copy)
-        lowest = -1 if t in weights else first_reader[t]
-        while need > 0 and i > lowest and held[i] + size <= free_l2:
-            spare = 0
-            if ddr[i] < DDR_BOUND * cycles[i]:  # a member the DDR bounds has nothing to give
-                spare = int((cycles[i] - ddr[i]) * share * DDR_BYTES_PER_CYCLE) - used[i]
-            spare = spare // 4096 * 4096
-            if spare > 0:
-                b = min(spare, need)
-                take.append((i, b))
-                need -= b
-            i -= 1
-        if need > 0:
-            continue
-        # (asked last: lowering the member again is the expensive part)
-        est = in_l2(j, t)
-        if est is None or cycles[j] - est[0] < MIN_GAIN * cycles[j]:
-            continue
-        begin = 0
-        for i, b in reversed(take):  # the earliest member fetches the first bytes
-            out.append((t, i, begin, begin + b))
-            used[i] += b
-            begin += b
-        for k in range(take[-1][0], last + 1):
-            held[k] += size
-        cycles[j], ddr[j] = est
+        taken = []  # the member's tensors fetched so far (the cost model asked with them all)
+        for t in sorted(ids, key=lambda i: -sizes[i]):  # the largest first
+            if ddr[j] < READER_DDR_SHARE * cycles[j]:  # (no longer bound by the DDR enough)
+                break
+            size = sizes[t]
+            last = max(k for k, row in enumerate(rows) if t in row)
+            if max(held[j:last + 1]) + size > free_l2:
+                continue
+            need, take, i = size, [], j - 1
+            # (an input read before: donors after its first reader, so that j reads the copy)
+            lowest = -1 if t in weights else first_reader[t]
+            while need > 0 and i > lowest and held[i] + size <= free_l2:
+                spare = 0
+                if ddr[i] < DDR_BOUND * cycles[i]:  # a member the DDR bounds has nothing to give
+                    spare = int((cycles[i] - ddr[i]) * share * DDR_BYTES_PER_CYCLE) - used[i]
+                spare = spare // 4096 * 4096
+                if spare > 0:
+                    b = min(spare, need)
+                    take.append((i, b))
+                    need -= b
+                i -= 1
+            if need > 0:
+                continue
+            # (asked last: lowering the member again is the expensive part)
+            est = in_l2(j, tuple(taken + [t]))
+            if est is None or cycles[j] - est[0] < MIN_GAIN * cycles[j]:
+                continue
+            begin = 0
+            for i, b in reversed(take):  # the earliest member fetches the first bytes
+                out.append((t, i, begin, begin + b))
+                used[i] += b
+                begin += b
+            for k in range(take[-1][0], last + 1):
+                held[k] += size
+            cycles[j], ddr[j] = est
+            taken.append(t)
     return out

@@ -97,7 +97,7 @@ def test_plan_takes_idle_ddr_from_the_members_just_before_the_reader():
     per_member = int(8000 * wp.SHARES[0] * 64) // 4096 * 4096
     assert per_member < 300000 < 2 * per_member
     assert out == [(5, 0, 0, 300000 - per_member), (5, 1, 300000 - per_member, 300000)]
-    assert asked == [(2, 5)]  # members 0 and 1 are not bound by the DDR: not asked
+    assert asked == [(2, (5,))]  # members 0 and 1 are not bound by the DDR: not asked
     # a larger share: member 1 alone gives it all (8,000 x 0.6 x 64 bytes > 300,000)
     assert wp.plan(costs, rows, {1: 70000, 3: 70000, 5: 300000}, [0, 0, 0], 4 << 20, in_l2, share=0.6) == \
         [(5, 1, 0, 300000)]
@@ -116,13 +116,32 @@ def test_plan_fetches_an_input_for_its_second_reader():
         return 3000, 500
 
     out = wp.plan(costs, rows, {}, [0, 0, 0], 4 << 20, in_l2, 0.5, inputs={0: 128 << 10})
-    assert out == [(0, 1, 0, 128 << 10)] and asked == [(2, 0)]
+    assert out == [(0, 1, 0, 128 << 10)] and asked == [(2, (0,))]
     assert wp.plan(costs, rows, {0: 128 << 10}, [0, 0, 0], 4 << 20, in_l2, 0.5) == []
     # the donors come after the first reader: member 0, idle as it is, gives nothing here
     # (fetched before its first reader, the copy would be that reader's, not member 3's)
     costs = member_costs((20000, 1000), (5000, 4000), (5000, 4000), (5000, 4000))
     rows = [[5, 6], [0, 6, 7], [7, 8], [8, 0, 9]]
     assert wp.plan(costs, rows, {}, [0] * 4, 4 << 20, in_l2, 0.5, inputs={0: 128 << 10}) == []
+
+
+def test_plan_fetches_two_tensors_for_one_member():
+    """Member 2 reads weights 5 (300,000 bytes) and 6 (100,000): the larger is planned first,
+    then the other (the member still bound by the DDR), the cost model asked with both in
+    L2; member 1 (nearest) gives what its
+    share allows (8,000 idle cycles x 0.6 x 64 bytes = 307,200), member 0 the rest."""
+    costs = member_costs((10000, 2000), (10000, 2000), (20000, 19000))
+    rows = [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
+    asked = []
+
+    def in_l2(k, ts):
+        asked.append((k, ts))
+        return 20000 - 4000 * len(ts), 19000 - 8000 * len(ts)  # (still DDR-bound after one)
+
+    out = wp.plan(costs, rows, {5: 300000, 6: 100000}, [0, 0, 0], 4 << 20, in_l2, share=0.6)
+    assert asked == [(2, (5,)), (2, (5, 6))]
+    # member 1 has 7,200 bytes left after weight 5: 4,096 of them in whole 4 KiB
+    assert out == [(5, 1, 0, 300000), (6, 0, 0, 95904), (6, 1, 95904, 100000)]
 
 
 @pytest.mark.parametrize("case", ["fits_not", "gain_small", "compute_bound", "donors_ddr_bound", "small"])
@@ -254,7 +273,7 @@ def test_a_member_lowered_from_a_shared_kernel_keeps_its_own_local_buffers(monke
     def plan(members, rows, weights, live, free_l2, in_l2, share=wp.SHARES[0], inputs=None):
         # wk (the 256 KiB weight read by member 3) fetched during the first Add (member 1)
         wk_id = next(t for t in rows[3] if weights.get(t) == wk.nbytes)
-        planned.append(in_l2(3, wk_id))
+        planned.append(in_l2(3, (wk_id,)))
         return [(wk_id, 1, 0, wk.nbytes)]
 
     monkeypatch.setattr(wp, "plan", plan)
