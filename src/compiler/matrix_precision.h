@@ -124,14 +124,17 @@ inline double InverseScale(double scale) {
  * makes: src *= f32(inv), src += zp (when not 0), dst = i8(src) (nearest even, saturating),
  * one vector command each. Every activation quantisation goes through here, so a Conv that
  * quantises its output (tc_y_scale) gives its readers the bits they would make on load.
- * With `work` (a tile of src's shape) the scaled values go there and src is kept.
+ * With `work` (a tile of src's shape) the scaled values go there and src is kept; with inv 1
+ * and no `work` the multiply is left out.
  */
 inline std::vector<Stmt> QuantiseSteps(const Buffer& dst, const Buffer& src, double inv, int64_t zp,
                                        const NestFn& nest, const Buffer& work = Buffer()) {
   const Buffer& w = work.defined() ? work : src;
   std::vector<Stmt> s;
-  s.push_back(nest(
-      [&](const Array<PrimExpr>& i) { return BufferStore(w, BufferLoad(src, i) * F32(inv), i); }));
+  if (inv != 1.0 || work.defined())  // (times 1 in place changes nothing: no pass)
+    s.push_back(nest([&](const Array<PrimExpr>& i) {
+      return BufferStore(w, BufferLoad(src, i) * F32(inv), i);
+    }));
   if (zp != 0)
     s.push_back(nest([&](const Array<PrimExpr>& i) {
       return BufferStore(w, BufferLoad(w, i) + F32(static_cast<double>(zp)), i);

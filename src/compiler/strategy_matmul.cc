@@ -26,7 +26,10 @@
  * scores) the MatMul computes the probabilities itself, LowerMatMulSoftmax; with it,
  * tc_b_heads takes the keys' Transpose too: B is given as [.., N, H, K] (the keys' rows,
  * heads interleaved) and each item's [N, K] is turned in L1, and tc_context the MatMul
- * that read the int8 probabilities (V its input 2). Two output layouts
+ * that read the int8 probabilities (V its input 2). When the heads divide the cores, each
+ * core's items are rows of one head: its keys (turned) and V are loaded for its first two
+ * items and kept. The probabilities' quantisation multiplies the rows' 1 / sum by
+ * f32(1 / scale) first, one pass over them instead of two. Two output layouts
  * take the Transposes of attention's heads (fused by the driver): tc_y_heads = D stores
  * Y [M, N] as [N / D, M, D], tc_y_rows_first stores Y [B, M, N] as [M, B, N].
  *
@@ -1457,6 +1460,12 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
   const bool b_heads = HasAttr(call.attrs, "tc_b_heads");
   if (b_heads && !g.b_i8) TILECORE_THROW(ValueError) << "MatMul: tc_b_heads needs an int8 B";
   Buffer BH = b_heads ? View(p.in[1], {N, Numel(g.b_batch), K}, "BH") : Buffer();
+  // With int8 B (and V) and a number of matrices that divides the cores, items go to the cores
+  // matrix-minor, so a core's items are all of one matrix (attention: a head each): B (turned)
+  // and V are loaded for its first two items, one per slot, and kept for the others.
+  const int64_t P = call.cores;
+  const bool reuse = g.b_i8 && nb > 1 && P % nb == 0 && Numel(g.b_batch) == nb;
+  PrimExpr fresh_limit = I32(2 * P);  // item t is one of its core's first two: t < 2 P
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     Buffer Al[2], Bl[2], Af[2], Bf[2], Bk[2], Cf[2], Es[2], Qs[2], Ms[2], Ss[2], Vl[2], Ys[2];
@@ -1478,7 +1487,12 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
       Ms[s] = Local({tm}, f32, "M" + k), Ss[s] = Local({tm}, f32, "S" + k);
     }
     auto at = [&](PrimExpr t) {  // (batch index, first row) of item t
+      if (reuse) return std::make_pair(floormod(t, I32(nb)), floordiv(t, I32(nb)) * I32(tm));
       return std::make_pair(floordiv(t, I32(mcount)), floormod(t, I32(mcount)) * I32(tm));
+    };
+    // B and V of item t are loaded (else its slot holds them from two items before)
+    auto when_fresh = [&](PrimExpr t, Stmt st) {
+      return reuse ? IfThenElse(t < fresh_limit, st) : st;
     };
     auto load = [&](PrimExpr t, int64_t s) {  // (after the mm that read the slot: ordered)
       auto [ob, m0] = at(t);
@@ -1487,7 +1501,10 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
                   {Region(g.a_i8 ? Al[s] : Af[s], {I32(0), I32(0)}, {tm, K}),
                    Region(g.A, {BatchIndex(ob, g.out_batch, g.a_batch), m0, I32(0)}, {1, tm, K}),
                    I32(s)}),
-           b_heads ? Intrin("tile.dma_copy",
+           when_fresh(
+               t,
+               b_heads
+                   ? Intrin("tile.dma_copy",
                             {Region(Bk[s], {I32(0), I32(0)}, {N, K}),
                              Region(BH, {I32(0), BatchIndex(ob, g.out_batch, g.b_batch), I32(0)},
                                     {N, 1, K}),
@@ -1496,7 +1513,7 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
                             {Region(g.b_i8 ? Bl[s] : Bf[s], {I32(0), I32(0)}, {K, N}),
                              Region(g.B, {BatchIndex(ob, g.out_batch, g.b_batch), I32(0), I32(0)},
                                     {1, K, N}),
-                             I32(s)})});
+                             I32(s)}))});
     };
     auto compute = [&](PrimExpr t, int64_t s) {
       TileView x = MakeView(Cf[s], {tm, N, 1}, "Xv"), e = MakeView(Es[s], {tm, N, 1}, "Ev");
@@ -1516,15 +1533,19 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
                  {Region(C2, {I32(0), I32(0)}, {tm, N}), Region(Al[s], {I32(0), I32(0)}, {tm, K}),
                   Region(Bl[s], {I32(0), I32(0)}, {K, N}), IntImm(DataType::Bool(), 0), I32(0),
                   F32(scale), I32(0), I32(0), StringImm("none"), F32(-big), F32(big)}));
-      if (b_heads)  // the next item's (after the last item, its slot's keys again: unused)
-        c.push_back(Seq({Intrin("tile.wait", {I32(1 - s)}), turn(1 - s),
-                         BufferStore(turned, I32(1), {I32(0)})}));
+      if (b_heads) {  // the next item's (after the last item, its slot's keys again: unused)
+        Stmt next = Seq({Intrin("tile.wait", {I32(1 - s)}), turn(1 - s),
+                         BufferStore(turned, I32(1), {I32(0)})});
+        // (reused: only the core's first item turns the second's; the others keep theirs)
+        c.push_back(reuse ? IfThenElse(t < I32(P), next) : next);
+      }
       // tc_context: this item's V, used in its store stage (a load stage's slot is loaded
       // again before then)
       if (context)
-        c.push_back(Intrin("tile.dma_copy",
-                           {Region(Vl[s], {I32(0), I32(0)}, {N, D}),
-                            Region(V, {at(t).first, I32(0), I32(0)}, {1, N, D}), I32(4 + s)}));
+        c.push_back(when_fresh(
+            t, Intrin("tile.dma_copy",
+                      {Region(Vl[s], {I32(0), I32(0)}, {N, D}),
+                       Region(V, {at(t).first, I32(0), I32(0)}, {1, N, D}), I32(4 + s)})));
       // the Softmax strategy's passes; what the store reads is written once the slot's
       // last store has left
       Stmt wait_store = Intrin("tile.wait", {I32(2 + s)});
@@ -1544,7 +1565,7 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
       BufferRegion dst = ctx.rows_first ? Region(Yc, {m0, ob, I32(0)}, {tm, 1, D})
                                         : Region(Yc, {ob, m0, I32(0)}, {1, tm, D});
       return Seq(
-          {Intrin("tile.wait", {I32(4 + s)}), Intrin("tile.wait", {I32(2 + s)}),
+          {when_fresh(t, Intrin("tile.wait", {I32(4 + s)})), Intrin("tile.wait", {I32(2 + s)}),
            Intrin("tile.mm",
                   {Region(Ys[s], {I32(0), I32(0)}, {tm, D}), Region(Q2, {I32(0), I32(0)}, {tm, N}),
                    Region(Vl[s], {I32(0), I32(0)}, {N, D}), IntImm(DataType::Bool(), 0), I32(0),
