@@ -740,7 +740,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                 if not rows or rows == best_rows:
                     continue
                 g = grouped(rows)
-                if best is f or group_estimate(g)["cycles"] < group_estimate(best)["cycles"]:
+                if group_estimate(g)["cycles"] < group_estimate(best)["cycles"]:
                     best, best_rows = g, rows
             return best
 

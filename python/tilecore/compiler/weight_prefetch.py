@@ -55,12 +55,19 @@ def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weigh
     for j in range(n):
         ids = [t for t in rows[j] if sizes.get(t, 0) >= MIN_BYTES
                and (first_reader[t] == j if t in weights else second_reader.get(t) == j)]
-        if not ids:
+        if not ids or ddr[j] < READER_DDR_SHARE * cycles[j]:
             continue
         taken = []  # the member's tensors fetched so far (the cost model asked with them all)
-        for t in sorted(ids, key=lambda i: -sizes[i]):  # the largest first
-            if ddr[j] < READER_DDR_SHARE * cycles[j]:  # (no longer bound by the DDR enough)
+        # the largest first; one declined is asked again once another is fetched (with that
+        # one in L2 the member may wait for it where it did not before)
+        waiting = sorted(ids, key=lambda i: -sizes[i])
+        asked = set()
+        while waiting:
+            key = tuple(taken)
+            t = next((i for i in waiting if (key, i) not in asked), None)
+            if t is None:
                 break
+            asked.add((key, t))
             size = sizes[t]
             last = max(k for k, row in enumerate(rows) if t in row)
             if max(held[j:last + 1]) + size > free_l2:
@@ -93,4 +100,5 @@ def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weigh
                 held[k] += size
             cycles[j], ddr[j] = est
             taken.append(t)
+            waiting.remove(t)
     return out
