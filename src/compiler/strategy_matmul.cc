@@ -1277,8 +1277,9 @@ Stmt LowerGemmRowNorm(const OpCall& call, const GemmPlan& g, const RowNormArgs& 
 }
 
 /*! \brief The row-norm plans worth estimating: rows per chunk (8, 16, 32 or 64, at most a
- * core's), weight blocks of 64 columns when N allows; none when the rows do not split evenly
- * over the cores or the weights every core reads outweigh the intermediate saved. */
+ * core's; tc_row_norm_rows asks for one), weight blocks of 64 columns when N allows; none when
+ * the rows do not split evenly over the cores or the weights every core reads outweigh the
+ * intermediate saved. */
 std::vector<RowNormPlan> RowNormPlans(const OpCall& call, const GemmPlan& g) {
   std::vector<RowNormPlan> out;
   const int64_t P = call.cores, rows = g.M;
@@ -1288,7 +1289,9 @@ std::vector<RowNormPlan> RowNormPlans(const OpCall& call, const GemmPlan& g) {
   RowNormPlan rp;
   rp.mc = rows / P;
   rp.tn = g.N % 64 == 0 && g.N > 64 ? 64 : g.N;
+  const int64_t asked = AttrInt(call.attrs, "tc_row_norm_rows", 0);  // (a layer group's choice)
   for (int64_t tm : {8, 16, 32, 64}) {
+    if (asked > 0 && tm != asked) continue;
     rp.tm = std::min(tm, rp.mc);
     bool seen = false;
     for (const auto& o : out) seen = seen || o.tm == rp.tm;

@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 
 
 # Ops whose output, in the row-major layout every buffer has, is the input's bytes.
+# the rows per chunk a Gemm with its norm (tc_row_norm) is planned with in a layer group
+ROW_NORM_ROWS = (8, 16, 32)
 VIEW_OPS = frozenset({"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
 PRECISIONS = ("f32", "f16", "bf16", "int8")
 ALIGNMENT = 64
@@ -665,7 +667,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             where = tuple(p for p, t in enumerate(row) if t in internal)
             if not where:
                 return f()
-            mkey = (step_keys[k], where)
+            mkey = (step_keys[k], where, steps[k][0].attrs.get("tc_row_norm_rows"))
             if mkey not in member_cache:
                 nd = steps[k][0]
                 out_specs = [TensorSpec(*info[str(v.name)]) for v in nd.outs]
@@ -744,20 +746,43 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                     best, best_rows = g, rows
             return best
 
+        def planned_group(idx, funcs, args, ins, outs, internal):
+            # (the group without prefetches, the group as planned)
+            lowered = [in_l2(k, f, row, internal) for k, f, row in zip(idx, funcs, args)]
+            f = GroupKernels(lowered, args, ins, outs, "group")
+            handoff = "early"
+            if int(f.attrs["early_handoffs"]) > 0:
+                # an early handoff's loads queue between the giving member's own copies:
+                # kept when the cost model finds the group faster for them
+                late = GroupKernels(lowered, args, ins, outs, "group", handoff="late")
+                if group_estimate(late)["cycles"] <= group_estimate(f)["cycles"]:
+                    f, handoff = late, "late"
+            return f, with_prefetch(f, idx, funcs, lowered, args, ins, outs, internal, handoff)
+
         def build_group(idx, funcs, args, ins, outs):
             gkey = (tuple(step_keys[k] for k in idx), tuple(tuple(a) for a in args), tuple(ins), tuple(outs))
             if gkey not in group_cache:
                 internal = set(range(max(max(r) for r in args) + 1)) - set(ins) - set(outs)
-                lowered = [in_l2(k, f, row, internal) for k, f, row in zip(idx, funcs, args)]
-                f = GroupKernels(lowered, args, ins, outs, "group")
-                handoff = "early"
-                if int(f.attrs["early_handoffs"]) > 0:
-                    # an early handoff's loads queue between the giving member's own copies:
-                    # kept when the cost model finds the group faster for them
-                    late = GroupKernels(lowered, args, ins, outs, "group", handoff="late")
-                    if group_estimate(late)["cycles"] <= group_estimate(f)["cycles"]:
-                        f, handoff = late, "late"
-                g = with_prefetch(f, idx, funcs, lowered, args, ins, outs, internal, handoff)
+                f, g = planned_group(idx, funcs, args, ins, outs, internal)
+                # a Gemm with its norm (tc_row_norm) chooses its rows per chunk alone, where
+                # its constants' DDR latency weighs on its start; in the group they are handed
+                # to the member before: each choice planned in the group, the fastest kept
+                for k in [k for k in idx if "tc_row_norm" in steps[k][0].attrs]:
+                    attrs = steps[k][0].attrs
+                    best = (group_estimate(g)["cycles"], attrs.get("tc_row_norm_rows"), f, g)
+                    for rows in ROW_NORM_ROWS:
+                        attrs["tc_row_norm_rows"] = rows
+                        try:
+                            f2, g2 = planned_group(idx, funcs, args, ins, outs, internal)
+                        except Exception:  # noqa: BLE001 (that many rows do not fit: not a choice)
+                            continue
+                        if group_estimate(g2)["cycles"] < best[0]:
+                            best = (group_estimate(g2)["cycles"], rows, f2, g2)
+                    _, rows, f, g = best
+                    if rows is None:
+                        attrs.pop("tc_row_norm_rows", None)
+                    else:
+                        attrs["tc_row_norm_rows"] = rows
                 try:
                     group_cache[gkey] = (_build(g, target=target), "group", g)
                 except Exception:  # noqa: BLE001 (the group without its prefetches is a correct program)
