@@ -51,6 +51,13 @@ if TYPE_CHECKING:
 # Ops whose output, in the row-major layout every buffer has, is the input's bytes.
 # the rows per chunk a Gemm with its norm (tc_row_norm) is planned with in a layer group
 ROW_NORM_ROWS = (8, 16, 32)
+
+
+def _plan_choices(nd):
+    """The (attribute, values) a layer group plans a member with, besides what it chose alone."""
+    if nd.op == "Gemm" and "tc_row_norm" in nd.attrs:
+        return [("tc_row_norm_rows", ROW_NORM_ROWS)]
+    return []
 VIEW_OPS = frozenset({"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
 PRECISIONS = ("f32", "f16", "bf16", "int8")
 ALIGNMENT = 64
@@ -764,25 +771,27 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             if gkey not in group_cache:
                 internal = set(range(max(max(r) for r in args) + 1)) - set(ins) - set(outs)
                 f, g = planned_group(idx, funcs, args, ins, outs, internal)
-                # a Gemm with its norm (tc_row_norm) chooses its rows per chunk alone, where
-                # its constants' DDR latency weighs on its start; in the group they are handed
-                # to the member before: each choice planned in the group, the fastest kept
-                for k in [k for k in idx if "tc_row_norm" in steps[k][0].attrs]:
+                # A member's plan is chosen alone, where its first loads' DDR latency weighs on
+                # its start; in the group the member before issues them. So the choices this
+                # moves (a Gemm with its norm: its rows per chunk, tc_row_norm_rows) are
+                # planned in the group, member by member, and the fastest kept.
+                for k in idx:
                     attrs = steps[k][0].attrs
-                    best = (group_estimate(g)["cycles"], attrs.get("tc_row_norm_rows"), f, g)
-                    for rows in ROW_NORM_ROWS:
-                        attrs["tc_row_norm_rows"] = rows
-                        try:
-                            f2, g2 = planned_group(idx, funcs, args, ins, outs, internal)
-                        except Exception:  # noqa: BLE001 (that many rows do not fit: not a choice)
-                            continue
-                        if group_estimate(g2)["cycles"] < best[0]:
-                            best = (group_estimate(g2)["cycles"], rows, f2, g2)
-                    _, rows, f, g = best
-                    if rows is None:
-                        attrs.pop("tc_row_norm_rows", None)
-                    else:
-                        attrs["tc_row_norm_rows"] = rows
+                    for key, values in _plan_choices(steps[k][0]):
+                        best = (group_estimate(g)["cycles"], attrs.get(key), f, g)
+                        for v in values:
+                            attrs[key] = v
+                            try:
+                                f2, g2 = planned_group(idx, funcs, args, ins, outs, internal)
+                            except Exception:  # noqa: BLE001 (the plan does not take it: no choice)
+                                continue
+                            if group_estimate(g2)["cycles"] < best[0]:
+                                best = (group_estimate(g2)["cycles"], v, f2, g2)
+                        _, v, f, g = best
+                        if v is None:
+                            attrs.pop(key, None)
+                        else:
+                            attrs[key] = v
                 try:
                     group_cache[gkey] = (_build(g, target=target), "group", g)
                 except Exception:  # noqa: BLE001 (the group without its prefetches is a correct program)
