@@ -242,14 +242,21 @@ def fuse(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
     fused += _fold_divisions(nodes, only_reader, info, HasStrategy, TensorSpec)
     fused += _fold_skip_adds(nodes, only_reader, info, HasStrategy, TensorSpec)
     fused += _fold_head_transposes(nodes, info, graph_outputs, HasStrategy)
-    if place:
-        moved = {id(nd) for nd in place.values()}
-        order = []
-        for nd in nodes:
-            if id(nd) not in moved:
-                order.append(nd)
-            if id(nd) in place:
-                order.append(place[id(nd)])
-        nodes[:] = order
+    move_to_place(nodes, place)
     return fused
+
+
+def move_to_place(nodes: list[Any], place: dict[int, Any]) -> None:
+    """Moves each node of ``place`` (``id(last fused node) -> fused node``) to where that last
+    fused node stood, in place: what it took over is computed where its output was."""
+    if not place:
+        return
+    moved = {id(nd) for nd in place.values()}
+    order = []
+    for nd in nodes:
+        if id(nd) not in moved:
+            order.append(nd)
+        if id(nd) in place:
+            order.append(place[id(nd)])
+    nodes[:] = order
 

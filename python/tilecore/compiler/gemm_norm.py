@@ -49,7 +49,7 @@ def fuse(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str], Tens
     kernel, None when it has none) finds the fused Gemm faster than the two apart: each core
     then reads all of the weights, which a wide K makes the slower plan; returns the report
     entries ``{"node", "fused"}``."""
-    from .fuse_epilogue import value_readers
+    from .fuse_epilogue import move_to_place, value_readers
 
     readers = value_readers(nodes)
 
@@ -95,13 +95,5 @@ def fuse(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str], Tens
             x.where, x.reason = "dropped", f"fused into `{nd.name}` (its norm in the epilogue)"
         place[id(norm)] = nd
         out.append({"node": nd.name, "fused": [x.name for x in chain + [norm] if x.name != nd.name]})
-    if place:
-        moved = {id(nd) for nd in place.values()}
-        order = []
-        for nd in nodes:
-            if id(nd) not in moved:
-                order.append(nd)
-            if id(nd) in place:
-                order.append(place[id(nd)])
-        nodes[:] = order
+    move_to_place(nodes, place)
     return out
