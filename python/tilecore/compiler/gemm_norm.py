@@ -1,7 +1,7 @@
 """A normalisation in its Gemm's epilogue (docs/compiler.md, "Gemm and norm").
 
-An int8 Gemm of an int8 A (a transformer's attention output or second FFN projection)
-whose f32 output only a LayerNormalization or RMSNormalization over its N columns reads
+An int8 Gemm (or 2-D MatMul) of an int8 A (a transformer's attention output or second FFN
+projection) whose f32 output only a LayerNormalization or RMSNormalization over its N columns reads
 (through views: FoldMatMulBias's Reshapes) computes the norm itself (``tc_row_norm``): the
 norm's Scale, B and skip (its fused residual Add, ``tc_skip``) are appended as inputs 4-6,
 its attributes become ``tc_norm_epsilon`` (and ``tc_norm_q_scale`` /
@@ -23,7 +23,9 @@ NORMS = ("LayerNormalization", "RMSNormalization")
 
 def _eligible(nd: Any, info: dict[str, tuple]) -> bool:
     a = nd.attrs
-    return (nd.where == "npu" and nd.op == "Gemm" and a.get("tc_precision") == "int8" and len(nd.ins) == 4
+    # (a 2-D MatMul's int8 form is a Gemm's: X, W, bias omitted, w_scale)
+    two_d = nd.op == "MatMul" and all(v is not None and len(info[str(v.name)][0]) == 2 for v in nd.ins[:2])
+    return (nd.where == "npu" and (nd.op == "Gemm" or two_d) and a.get("tc_precision") == "int8" and len(nd.ins) == 4
             and len(nd.outs) == 1 and nd.ins[0] is not None and nd.ins[3] is not None
             and info.get(str(nd.ins[0].name), ((), ""))[1] == "int8"
             and info.get(str(nd.outs[0].name), ((), ""))[1] == "float32"
@@ -83,13 +85,14 @@ def fuse(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str], Tens
         apart = [cycles(nd), cycles(norm)]
         if None in apart:
             continue
-        saved = (nd.ins, nd.attrs, nd.outs, nd.in_specs)
+        saved = (nd.op, nd.ins, nd.attrs, nd.outs, nd.in_specs)
+        nd.op = "Gemm"
         nd.ins = list(nd.ins) + [norm.ins[1], bias, skip]
         nd.attrs, nd.outs = attrs, list(norm.outs)
         nd.in_specs = [None if x is None else TensorSpec(*info[str(x.name)]) for x in nd.ins]
         together = cycles(nd)
         if together is None or together >= sum(apart):
-            nd.ins, nd.attrs, nd.outs, nd.in_specs = saved
+            nd.op, nd.ins, nd.attrs, nd.outs, nd.in_specs = saved
             continue
         for x in chain + [norm]:
             x.where, x.reason = "dropped", f"fused into `{nd.name}` (its norm in the epilogue)"

@@ -42,9 +42,12 @@ def dense_dense_norm(rows=128, d=256, k=256, reader=True):
     return make_model(nodes, [("x", [rows, d], np.float32)], outputs, inits)
 
 
+CALIB = {"x": randn(4, 128, 256)}
+
+
 def compile_both(model, monkeypatch, **kw):
     """(fused executable, its report, the executable with the two ops apart)."""
-    calib = {"x": randn(4, 128, 256)}
+    calib = CALIB
     rep = {}
     exe = tilecore.compile(model, precision="int8", calib_samples=calib, report=rep, **kw)
     monkeypatch.setattr(gemm_norm, "fuse", lambda *a, **k: [])
@@ -68,6 +71,34 @@ def test_norm_in_gemm_keeps_the_bits(group, monkeypatch, hazard_checked):
     for name in ("y", "z"):
         a, b = got[name].ravel(), ref[name].ravel()
         assert float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b))) > 0.999, name
+
+
+@pytest.mark.parametrize("norm", ["LayerNormalization", "RMSNormalization"])
+def test_norm_without_residual_or_bias(norm, monkeypatch, hazard_checked):
+    """The norm alone after the Gemm (no residual Add, no B; RMSNormalization has no mean):
+    the fused Gemm gives the bits apart, and the norm's formula in numpy from the Gemm's own
+    f32 output (compiled with that output kept) within f32 rounding."""
+    d = 256
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"], name="dense1"),
+             helper.make_node("MatMul", ["m1", "w2"], ["o"], name="dense2"),
+             helper.make_node(norm, ["o", "g"], ["y"], name="norm", axis=-1, epsilon=1e-5)]
+    g = 1 + randn(d, scale=0.1)
+    model = make_model(nodes, [("x", [128, d], np.float32)], ["y"],
+                       [("w1", randn(d, d, scale=0.06)), ("w2", randn(d, d, scale=0.06)), ("g", g)],
+                       opset=23 if norm == "RMSNormalization" else 17)
+    exe, rep, apart = compile_both(model, monkeypatch)
+    assert any(e["node"] == "dense2" and "norm" in e["fused"] for e in rep["fused"]), rep["fused"]
+    x = randn(128, 256)
+    got = exe.run({"x": x})["y"]
+    assert ordered(hazard_checked()) == []
+    np.testing.assert_array_equal(got, apart.run({"x": x})["y"])
+    # the reference: the norm in numpy over the Gemm's f32 output as the npu computes it
+    kept = tilecore.compile(model, precision="int8", calib_samples=CALIB, keep_intermediates=True)
+    o = kept.run({"x": x})["o"].astype(np.float64)
+    if norm == "LayerNormalization":
+        o = o - o.mean(-1, keepdims=True)
+    want = o / np.sqrt((o * o).mean(-1, keepdims=True) + 1e-5) * g
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_norm_in_gemm_is_faster_alone(monkeypatch):
