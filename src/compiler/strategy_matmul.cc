@@ -1277,7 +1277,7 @@ Stmt LowerGemmRowNorm(const OpCall& call, const GemmPlan& g, const RowNormArgs& 
 }
 
 /*! \brief The row-norm plans worth estimating: rows per chunk (8, 16, 32 or 64, at most a
- * core's; tc_row_norm_rows asks for one), weight blocks of 64 columns when N allows; none when
+ * core's; tc_row_norm_rows asks for one), the weights in up to four blocks of columns; none when
  * the rows do not split evenly over the cores or the weights every core reads outweigh the
  * intermediate saved. */
 std::vector<RowNormPlan> RowNormPlans(const OpCall& call, const GemmPlan& g) {
@@ -1288,7 +1288,9 @@ std::vector<RowNormPlan> RowNormPlans(const OpCall& call, const GemmPlan& g) {
   if (P < 1 || rows % P != 0 || P * g.K > 8 * rows) return out;
   RowNormPlan rp;
   rp.mc = rows / P;
-  rp.tn = g.N % 64 == 0 && g.N > 64 ? 64 : g.N;
+  // at most four weight blocks (an event each: the kernel's events stay within 0..15) of a
+  // multiple of 32 columns (the matrix engine's block)
+  rp.tn = std::min(g.N, ((g.N + 3) / 4 + 31) / 32 * 32);
   const int64_t asked = AttrInt(call.attrs, "tc_row_norm_rows", 0);  // (a layer group's choice)
   for (int64_t tm : {8, 16, 32, 64}) {
     if (asked > 0 && tm != asked) continue;
@@ -1324,20 +1326,22 @@ PrimFunc ChooseRowNorm(const OpCall& call, const Params& p, const GemmPlan& g) {
   }
   PrimFunc best;
   int64_t best_cycles = std::numeric_limits<int64_t>::max();
+  std::string why = "no plan takes " + std::to_string(g.M) + " rows on " +
+                    std::to_string(call.cores) + " cores (the rows split evenly, and P K <= 8 M)";
   for (const RowNormPlan& rp : RowNormPlans(call, g)) {
     PrimFunc f = MakeFunc(call, p, LowerGemmRowNorm(call, g, ra, rp));
     int64_t cycles = 0;
     try {
       cycles = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
-    } catch (const ffi::Error&) {
-      continue;  // does not fit once the buffers are placed in banks
+    } catch (const ffi::Error& e) {
+      why = e.what();  // (most often: the buffers do not fit L1 once placed in banks)
+      continue;
     }
     if (cycles < best_cycles) best = f, best_cycles = cycles;
   }
   if (!best.defined())
-    TILECORE_THROW(ValueError) << call.op_type << ": tc_row_norm's rows of " << g.N
-                               << " columns and its weights do not fit L1 on " << call.cores
-                               << " cores";
+    TILECORE_THROW(ValueError) << call.op_type << ": tc_row_norm with " << g.N
+                               << " columns has no plan here: " << why;
   return best;
 }
 

@@ -150,3 +150,17 @@ def test_row_norm_lowers_without_skip_and_names_bad_outputs():
     assert "Bsh" in str(f)  # the weights in the DDR: staged once through L2
     with pytest.raises(Exception, match="tc_row_norm writes Y"):
         compiler.LowerOp("Gemm", ATTRS, row_norm_specs(), [t((128, 255), "float32")])
+    # 130 rows do not split over 4 cores: the plan says so
+    specs = [t((130, 256), "int8")] + row_norm_specs(skip=None)[1:]
+    with pytest.raises(Exception, match="no plan takes 130 rows on 4 cores"):
+        compiler.LowerOp("Gemm", ATTRS, specs, [t((130, 256), "float32")])
+
+
+def test_row_norm_wide_rows_build():
+    """BERT-base's width (N = 768) in at most four weight blocks: the kernel's DMA events stay
+    within TC1's 16, so it builds."""
+    t = compiler.TensorSpec
+    specs = [t((512, 768), "int8"), t((768, 768), "int8"), t((768,), "int32"), t((768,), "float32"),
+             t((768,), "float32"), t((768,), "float32"), t((512, 768), "float32")]
+    f = compiler.LowerOp("Gemm", ATTRS, specs, [t((512, 768), "float32")])
+    assert tilecore.build(f, "npu -cores=4") is not None
