@@ -269,12 +269,6 @@ inline Stmt SoftmaxRows(const TileView& x, const TileView& e, const TileView& M,
     }));
   } else {
     c.push_back(MapTile(S, [](PrimExpr v, const std::vector<PrimExpr>&) { return F32(1.0) / v; }));
-    // quantised, the rows' factors take the quantisation's f32(1 / scale) too: one pass over
-    // e instead of two (p * f32(1 / scale) rounded once less: within an ulp before the int8
-    // rounding)
-    if (q.defined() && !log)
-      c.push_back(
-          MapTile(S, [&](PrimExpr v, const std::vector<PrimExpr>&) { return v * F32(inv); }));
     c.push_back(MapTile(e, per_row(S, false)));
   }
   if (q.defined()) {
@@ -282,7 +276,7 @@ inline Stmt SoftmaxRows(const TileView& x, const TileView& e, const TileView& M,
     NestFn nest = [&](const std::function<Stmt(const Array<PrimExpr>&)>& f) {
       return Nest(e.dims, [&](const std::vector<PrimExpr>& i) { return f(e.Idx(i)); });
     };
-    for (Stmt st : QuantiseSteps(q, e.buf, log ? inv : 1.0, zp, nest)) c.push_back(st);
+    for (Stmt st : QuantiseSteps(q, e.buf, inv, zp, nest)) c.push_back(st);
   }
   return Seq(c);
 }

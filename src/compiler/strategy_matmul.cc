@@ -28,8 +28,7 @@
  * heads interleaved) and each item's [N, K] is turned in L1, and tc_context the MatMul
  * that read the int8 probabilities (V its input 2). When the heads divide the cores, each
  * core's items are rows of one head: its keys (turned) and V are loaded for its first two
- * items and kept. The probabilities' quantisation multiplies the rows' 1 / sum by
- * f32(1 / scale) first, one pass over them instead of two. Two output layouts
+ * items and kept. Two output layouts
  * take the Transposes of attention's heads (fused by the driver): tc_y_heads = D stores
  * Y [M, N] as [N / D, M, D], tc_y_rows_first stores Y [B, M, N] as [M, B, N].
  *
@@ -1866,8 +1865,11 @@ std::string CheckRowNorm(const std::string& op, const Map<String, Any>& attrs,
     return op + ": tc_row_norm is for an int8 Gemm of an int8 A";
   for (const char* a : {"transA", "transB"})
     if (AttrInt(attrs, a, 0) != 0) return op + ": tc_row_norm takes " + a + " = 0";
-  for (const char* a : {"tc_split", "tc_y_heads", "tc_y_rows_first", "tc_lut", "tc_y_scale"})
+  for (const char* a : {"tc_split", "tc_y_heads", "tc_y_rows_first", "tc_lut", "tc_y_scale",
+                        "tc_b_scale", "tc_softmax", "tc_context", "tc_b_heads"})
     if (HasAttr(attrs, a)) return op + ": tc_row_norm does not combine with " + a;
+  if (AttrFloat(attrs, "alpha", 1.0) != 1.0 || AttrFloat(attrs, "beta", 1.0) != 1.0)
+    return op + ": tc_row_norm takes alpha = beta = 1 (fold them into w_scale and the bias)";
   std::string why = CheckMatrixInputs(op, attrs, {ins.begin(), ins.begin() + 4});
   if (!why.empty()) return why;
   auto as = Shape(ins[0]), bs = Shape(ins[1]);

@@ -775,9 +775,11 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                 # its start; in the group the member before issues them. So the choices this
                 # moves (a Gemm with its norm: its rows per chunk, tc_row_norm_rows) are
                 # planned in the group, member by member, and the fastest kept.
+                chosen = []  # (attrs, key, what it held before): restored once the group is planned
                 for k in idx:
                     attrs = steps[k][0].attrs
                     for key, values in _plan_choices(steps[k][0]):
+                        chosen.append((attrs, key, attrs.get(key)))
                         best = (group_estimate(g)["cycles"], attrs.get(key), f, g)
                         for v in values:
                             attrs[key] = v
@@ -792,6 +794,13 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                             attrs.pop(key, None)
                         else:
                             attrs[key] = v
+                # (the group is planned: the node keeps no choice made for it, which another
+                # group or its own step would take over)
+                for attrs, key, before in chosen:
+                    if before is None:
+                        attrs.pop(key, None)
+                    else:
+                        attrs[key] = before
                 try:
                     group_cache[gkey] = (_build(g, target=target), "group", g)
                 except Exception:  # noqa: BLE001 (the group without its prefetches is a correct program)

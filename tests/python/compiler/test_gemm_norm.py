@@ -137,6 +137,8 @@ ATTRS = {"tc_precision": "int8", "tc_x_scale": 0.05, "tc_row_norm": "LayerNormal
     (ATTRS, row_norm_specs(skip=(128, 255)), "input 6 (skip) must be 32768 float32 values"),
     ({**ATTRS, "tc_y_scale": 0.1}, row_norm_specs(), "does not combine with tc_y_scale"),
     ({**ATTRS, "tc_norm_q_scale": -1.0}, row_norm_specs(), "tc_norm_q_scale must be positive"),
+    ({**ATTRS, "tc_b_scale": 0.1}, row_norm_specs(), "does not combine with tc_b_scale"),
+    ({**ATTRS, "alpha": 2.0}, row_norm_specs(), "alpha = beta = 1"),
 ])
 def test_row_norm_names_a_bad_form(attrs, specs, says):
     why = compiler.HasStrategy("Gemm", attrs, specs)
