@@ -49,8 +49,15 @@ if TYPE_CHECKING:
 
 
 # Ops whose output, in the row-major layout every buffer has, is the input's bytes.
+VIEW_OPS = frozenset({"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+PRECISIONS = ("f32", "f16", "bf16", "int8")
+ALIGNMENT = 64
 # the rows per chunk a Gemm with its norm (tc_row_norm) is planned with in a layer group
 ROW_NORM_ROWS = (8, 16, 32)
+
+
+class CompileError(ValueError):
+    """A model the driver cannot compile: the message names every node at fault."""
 
 
 def _plan_choices(nd):
@@ -58,13 +65,6 @@ def _plan_choices(nd):
     if nd.op == "Gemm" and "tc_row_norm" in nd.attrs:
         return [("tc_row_norm_rows", ROW_NORM_ROWS)]
     return []
-VIEW_OPS = frozenset({"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"})
-PRECISIONS = ("f32", "f16", "bf16", "int8")
-ALIGNMENT = 64
-
-
-class CompileError(ValueError):
-    """A model the driver cannot compile: the message names every node at fault."""
 
 
 def _itemsize(dtype):
