@@ -463,7 +463,9 @@ void Machine::step_engine(Core& c, int e, AgentSlot& s) {
       count_bytes(Space::L1, cmd.bytes_written, true);
     }
   }
-  if (cfg.trace) trace.push_back({c.id, e + 1, start, end - start, cmd.inst.op, cmd.pc});
+  if (cfg.trace)
+    trace.push_back(
+        {c.id, e + 1, start, end - start, cmd.inst.op, cmd.pc, cmd.occ_ddr, cmd.occ_l2});
   ++es.done;
   es.done_time.push_back(end);
   if (hazard_mode()) es.done_vc.push_back(hz_snapshot(agent));

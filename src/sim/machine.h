@@ -271,6 +271,7 @@ class Machine {
     uint64_t start, dur;
     Opcode op;
     uint32_t pc;
+    int64_t occ_ddr = 0, occ_l2 = 0;  // DMA: cycles of the shared levels' bandwidth it took
   };
   std::vector<TraceEvent> trace;
 

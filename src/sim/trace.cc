@@ -3,6 +3,8 @@
 // One process per core, one thread per agent (sc, din, dout, mm, vec); each
 // tile command is a complete ("X") event. Timestamps are microseconds at the
 // 1 GHz TC1 clock (1 cycle = 0.001 us), so Perfetto shows cycles as ns.
+// A DMA's event also says what it took of the shared levels' bandwidth
+// (args "ddr_cycles", "l2_cycles"), which is where a DMA-bound stretch goes.
 #include <cstdio>
 
 #include "machine.h"
@@ -31,10 +33,17 @@ std::string Machine::trace_json() const {
   for (const auto& e : trace) {
     std::snprintf(buf, sizeof buf,
                   ",\n{\"ph\": \"X\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, "
-                  "\"dur\": %.3f, \"args\": {\"pc\": %u}}",
+                  "\"dur\": %.3f, \"args\": {\"pc\": %u",
                   std::string(arch::info(e.op).mnemonic).c_str(), e.core, e.agent,
                   double(e.start) / 1000.0, double(e.dur) / 1000.0, e.pc);
     s += buf;
+    // A DMA's share of the shared levels: what its bytes cost the DDR and the L2 bus.
+    if (e.occ_ddr || e.occ_l2) {
+      std::snprintf(buf, sizeof buf, ", \"ddr_cycles\": %lld, \"l2_cycles\": %lld",
+                    (long long)e.occ_ddr, (long long)e.occ_l2);
+      s += buf;
+    }
+    s += "}}";
   }
   return s + "\n]}\n";
 }

@@ -99,6 +99,9 @@ TEST(Simulator, ChromeTraceHasOneEventPerCommand) {
   EXPECT_EQ(events, 3u);
   EXPECT_NE(json.find("\"thread_name\", \"pid\": 0, \"tid\": 3, \"args\": {\"name\": \"mm\"}"),
             std::string::npos);
+  // 4 KiB from the DDR at 64 B/cycle, then 4 KiB into the L2 at 256 B/cycle.
+  EXPECT_NE(json.find("\"ddr_cycles\": 64, \"l2_cycles\": 0}"), std::string::npos);
+  EXPECT_NE(json.find("\"ddr_cycles\": 0, \"l2_cycles\": 16}"), std::string::npos);
   std::remove(path.c_str());
 }
 
