@@ -47,6 +47,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "kernel_util.h"
 #include "lookup_table.h"
@@ -1120,6 +1122,26 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
   return out;
 }
 
+/*! \brief The fastest of the lowerings offered, by the cost model; one whose buffers do not
+ * fit L1 once placed in banks is passed over, its error kept in `why`. */
+struct Fastest {
+  Fastest(const OpCall& call, std::string why) : call(call), why(std::move(why)) {}
+  const OpCall& call;
+  std::string why;
+  PrimFunc best;
+  int64_t cycles = std::numeric_limits<int64_t>::max();
+  void Offer(const PrimFunc& f) {
+    int64_t c = 0;
+    try {
+      c = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
+    } catch (const ffi::Error& e) {
+      why = e.what();
+      return;
+    }
+    if (c < cycles) best = f, cycles = c;
+  }
+};
+
 /*!
  * \brief tc_row_norm (an int8 Gemm whose f32 output only a LayerNormalization or
  * RMSNormalization over its N columns read, fused by the driver): inputs 4-6 are the norm's
@@ -1323,25 +1345,15 @@ PrimFunc ChooseRowNorm(const OpCall& call, const Params& p, const GemmPlan& g) {
     ra.q_inv = InverseScale(AttrFloat(call.attrs, "tc_norm_q_scale", 1.0));
     ra.q_zp = AttrInt(call.attrs, "tc_norm_q_zero_point", 0);
   }
-  PrimFunc best;
-  int64_t best_cycles = std::numeric_limits<int64_t>::max();
-  std::string why = "no plan takes " + std::to_string(g.M) + " rows on " +
-                    std::to_string(call.cores) + " cores (the rows split evenly, and P K <= 8 M)";
-  for (const RowNormPlan& rp : RowNormPlans(call, g)) {
-    PrimFunc f = MakeFunc(call, p, LowerGemmRowNorm(call, g, ra, rp));
-    int64_t cycles = 0;
-    try {
-      cycles = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
-    } catch (const ffi::Error& e) {
-      why = e.what();  // (most often: the buffers do not fit L1 once placed in banks)
-      continue;
-    }
-    if (cycles < best_cycles) best = f, best_cycles = cycles;
-  }
-  if (!best.defined())
+  Fastest fastest{call, "no plan takes " + std::to_string(g.M) + " rows on " +
+                            std::to_string(call.cores) +
+                            " cores (the rows split evenly, and P K <= 8 M)"};
+  for (const RowNormPlan& rp : RowNormPlans(call, g))
+    fastest.Offer(MakeFunc(call, p, LowerGemmRowNorm(call, g, ra, rp)));
+  if (!fastest.best.defined())
     TILECORE_THROW(ValueError) << call.op_type << ": tc_row_norm with " << g.N
-                               << " columns has no plan here: " << why;
-  return best;
+                               << " columns has no plan here: " << fastest.why;
+  return fastest.best;
 }
 
 /*!
@@ -1354,32 +1366,22 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
   if (split && columns.empty())
     TILECORE_THROW(ValueError) << call.op_type << ": tc_split needs the column plan, which does "
                                << "not take this shape on " << call.cores << " cores";
-  PrimFunc best = split ? PrimFunc() : MakeFunc(call, p, LowerGemm(call, g));
+  PrimFunc tiled = split ? PrimFunc() : MakeFunc(call, p, LowerGemm(call, g));
   std::vector<PipelinePlan> plans = split ? std::vector<PipelinePlan>{} : PipelinePlans(call, g);
-  if (plans.empty() && columns.empty()) return best;
-  auto estimate = [&](const PrimFunc& f) {
-    return EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
-  };
-  int64_t best_cycles = split ? std::numeric_limits<int64_t>::max() : estimate(best);
-  auto consider = [&](const Stmt& body) {
-    PrimFunc f = MakeFunc(call, p, body);
-    int64_t cycles = 0;
-    try {
-      cycles = estimate(f);
-    } catch (const ffi::Error&) {
-      return;  // does not fit once the buffers are placed in banks
-    }
-    if (cycles < best_cycles) {
-      best = f;
-      best_cycles = cycles;
-    }
-  };
-  for (const PipelinePlan& r : plans) consider(LowerGemmPipelined(call, g, r));
-  for (const ColumnPlan& r : columns) consider(LowerGemmColumns(call, g, r));
-  if (!best.defined())
+  if (plans.empty() && columns.empty()) return tiled;
+  Fastest fastest{call, ""};
+  if (!split) {  // (the tiled form fits any shape: an error estimating it is an error)
+    fastest.best = tiled;
+    fastest.cycles = EstimateStrategy(tiled, call.l1_bytes, static_cast<int>(call.cores)).cycles;
+  }
+  for (const PipelinePlan& r : plans)
+    fastest.Offer(MakeFunc(call, p, LowerGemmPipelined(call, g, r)));
+  for (const ColumnPlan& r : columns)
+    fastest.Offer(MakeFunc(call, p, LowerGemmColumns(call, g, r)));
+  if (!fastest.best.defined())
     TILECORE_THROW(ValueError) << call.op_type << ": tc_split needs the column plan, which does "
                                << "not fit L1 here";
-  return best;
+  return fastest.best;
 }
 
 /*! \brief Rows per item of LowerMatMulSoftmax: a divisor of M, at most 32, whose two slots'
