@@ -125,11 +125,8 @@ def _fold_head_transposes(nodes, info, graph_outputs, HasStrategy) -> list[dict[
     without the Transposes' steps."""
     readers = value_readers(nodes)
 
-    def sole_reader(name):  # a view or an npu node reading `name` alone, as its data
-        r = readers.get(name, [])
-        if name in graph_outputs or len(r) != 1 or r[0][1] != 0 or r[0][0].where not in ("npu", "view"):
-            return None
-        return r[0][0]
+    def sole_reader(name):
+        return sole_data_reader(readers, graph_outputs, name)
 
     out = []
     for nd in nodes:
@@ -177,6 +174,15 @@ def _fold_head_transposes(nodes, info, graph_outputs, HasStrategy) -> list[dict[
 def value_producers(nodes: list[Any]) -> dict[str, Any]:
     """Value name -> the node not dropped that writes it."""
     return {str(v.name): nd for nd in nodes if nd.where != "dropped" for v in nd.outs if v is not None}
+
+
+def sole_data_reader(readers: dict[str, list[tuple[Any, int]]], graph_outputs: set[str], name: str) -> Any:
+    """The view or npu node that alone reads ``name`` (``readers``: value_readers), as its
+    data (input 0); None when there is none, or ``name`` is a graph output."""
+    r = readers.get(name, [])
+    if name in graph_outputs or len(r) != 1 or r[0][1] != 0 or r[0][0].where not in ("npu", "view"):
+        return None
+    return r[0][0]
 
 
 def value_readers(nodes: list[Any]) -> dict[str, list[tuple[Any, int]]]:

@@ -51,15 +51,12 @@ def fuse(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str], Tens
     kernel, None when it has none) finds the fused Gemm faster than the two apart: each core
     then reads all of the weights, which a wide K makes the slower plan; returns the report
     entries ``{"node", "fused"}``."""
-    from .fuse_epilogue import move_to_place, value_readers
+    from .fuse_epilogue import move_to_place, sole_data_reader, value_readers
 
     readers = value_readers(nodes)
 
     def sole_reader(name):
-        r = readers.get(name, [])
-        if name in graph_outputs or len(r) != 1 or r[0][1] != 0:
-            return None
-        return r[0][0]
+        return sole_data_reader(readers, graph_outputs, name)
 
     out, place = [], {}  # place: id(norm) -> the Gemm that runs there
     for nd in nodes:
