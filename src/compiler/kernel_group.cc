@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -119,6 +120,24 @@ int64_t ConstBytes(const Buffer& b) {
     n *= c->value;
   }
   return n;
+}
+
+/*! \brief The memory scope a DMA statement reads. */
+std::string LoadSource(const Stmt& s) {
+  const auto* e = s.as<EvaluateNode>();
+  const auto* c = e ? e->value.as<CallNode>() : nullptr;
+  const auto* r = c && c->args.size() > 1 ? c->args[1].as<BufferRegionNode>() : nullptr;
+  return r ? std::string(r->buffer->scope) : std::string();
+}
+
+/*! \brief The constant value of an element offset (sums of constants), or none. */
+std::optional<int64_t> ConstOffset(const PrimExpr& e) {
+  if (const auto* c = e.as<IntImmNode>()) return c->value;
+  if (const auto* a = e.as<AddNode>()) {
+    auto x = ConstOffset(a->a), y = ConstOffset(a->b);
+    if (x && y) return *x + *y;
+  }
+  return std::nullopt;
 }
 
 // an early handoff's bytes at most this fraction of the giving member's own copies
@@ -290,9 +309,26 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   const size_t n = funcs.size();
   const std::vector<Stmt> original = rebound;
   std::vector<FirstLoads> handed(n);
+  // A weight prefetched into L2 during a member before member i - 1 (so the barrier ending
+  // it is behind) is as read-only to member i's handoff as the DDR's inputs.
+  auto settled_before = [&](size_t i) {
+    return [&, i](const Buffer& b) {
+      if (!arena.defined() || !b->data.same_as(arena->data)) return false;
+      const auto off = ConstOffset(b->elem_offset);
+      const int64_t bytes = ConstBytes(b);
+      if (!off || bytes < 0) return false;
+      const int64_t lo = *off * b->dtype.lane_bytes(), hi = lo + bytes;
+      for (const auto& [id, from] : fetched_from) {
+        if (fetched_until.at(id) + 2 > int64_t(i)) continue;
+        const int64_t at = offset_of.at(id);
+        if (lo >= at && hi <= at + ConstBytes(tensor.at(id))) return true;
+      }
+      return false;
+    };
+  };
   auto take = [&](size_t i, bool keep_order) {
     rebound[i] = original[i];
-    handed[i] = TakeFirstLoads(&rebound[i], read_only, keep_order);
+    handed[i] = TakeFirstLoads(&rebound[i], read_only, keep_order, settled_before(i));
     if (!handed[i].loads.empty() && !CanHandOff(rebound[i - 1], handed[i])) {
       rebound[i] = original[i];
       handed[i] = FirstLoads();
@@ -302,10 +338,14 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   for (size_t i = 1; handoff != Handoff::kNone && i < n; ++i) take(i, false);
   for (size_t i = 1; i < n; ++i) {
     auto [in, out] = EngineBytes(rebound[i - 1]);
-    auto [hin, hout] = EngineBytes(compiler::detail::Seq(handed[i].loads));
-    const int64_t handed_bytes = hin + hout;
+    // (a load from L2 holds the shared level a quarter as long as one from the DDR)
+    int64_t from_ddr = 0, from_l2 = 0;
+    for (const Stmt& l : handed[i].loads) {
+      auto [hin, hout] = EngineBytes(l);
+      (LoadSource(l) == "shared" ? from_l2 : from_ddr) += hin + hout;
+    }
     early[i] = !handed[i].loads.empty() && !ReadsInputs(rebound[i - 1], read_only) &&
-               handed_bytes * kEarlyShare <= in + out;
+               from_ddr * kEarlyShare + from_l2 * kEarlyShare / 4 <= in + out;
   }
   int64_t area[2] = {0, 0};
   std::vector<std::vector<int64_t>> offsets(n);

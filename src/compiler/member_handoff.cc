@@ -148,7 +148,7 @@ int64_t LocalBound(const Stmt& member) {
 }
 
 FirstLoads TakeFirstLoads(Stmt* member, const std::unordered_set<const VarNode*>& read_only,
-                          bool keep_order) {
+                          bool keep_order, const std::function<bool(const Buffer&)>& settled) {
   FirstLoads out;
   auto taken = MapEndLoop(*member, true, [&](const ForNode* f) -> std::optional<Stmt> {
     auto mn = as_const_int(f->min), ext = as_const_int(f->extent);
@@ -175,8 +175,10 @@ FirstLoads TakeFirstLoads(Stmt* member, const std::unordered_set<const VarNode*>
       // (a load ahead of one that stays on its engine would delay it: each engine's loads
       // keep their order)
       const int engine = c->op == "tile.dma_prefetch" ? 1 : 0;
-      if (read_only.count(src->buffer->data.get()) && !filled.count(d) &&
-          !(keep_order && engine_kept[engine]) && OnlyCore(c, f->loop_var)) {
+      const bool fixed =
+          read_only.count(src->buffer->data.get()) || (settled && settled(src->buffer));
+      if (fixed && !filled.count(d) && !(keep_order && engine_kept[engine]) &&
+          OnlyCore(c, f->loop_var)) {
         loads.push_back(items[k]);
       } else {
         filled.insert(d);

@@ -20,6 +20,9 @@
  * an int8 matrix op's quantisation on load instead: x * f32(1 / scale) + zero point,
  * converted (matrix_precision.h); its scale and zero point inputs are not read, and its
  * tiles are software-pipelined (LowerQuantLoadPipelined) when four per core divide it.
+ * With `tc_copy_input` too (the driver's, when other nodes read x: a transformer's
+ * residual) it has a second output, x as it loaded it, which those nodes read instead: in
+ * a layer group it is in L2, where they would have read the DDR again.
  *
  * Tiling as the element-wise strategy: the data walked flat in tiles of up to 16384
  * elements (per tensor: small enough that every core has one), round robin over the cores; the
@@ -75,6 +78,8 @@ std::string CheckQuant(const std::string& op, const Map<String, Any>& attrs,
         return op + ": tc_load_scale must be positive and finite";
       if (lz < -128 || lz > 127) return op + ": tc_load_zero_point out of the int8 range";
       if (!PerTensor(in[1])) return op + ": tc_load_scale is per tensor";
+    } else if (HasAttr(attrs, "tc_copy_input")) {
+      return op + ": tc_copy_input is for the load form (tc_load_scale)";
     }
   } else {
     if (xt != DataType::Int(8) && xt != DataType::UInt(8) && xt != DataType::Int(32))
@@ -109,6 +114,8 @@ PrimFunc LowerQuantLoadPipelined(const OpCall& call, int64_t N, int64_t T) {
   Params p = MakeParams(call);
   DataType xdt = call.inputs[0]->dtype, odt = call.outputs[0]->dtype;
   Buffer X = View(p.in[0], {N}, "X"), Y = View(p.out[0], {N}, "Y");
+  // tc_copy_input: each tile as it was loaded is stored again to output 1 (events 4, 5)
+  Buffer Xc = p.out.size() > 1 ? View(p.out[1], {N}, "Xc") : Buffer();
   const double inv = InverseScale(AttrFloat(call.attrs, "tc_load_scale", 1.0));
   const int64_t zp = AttrInt(call.attrs, "tc_load_zero_point", 0);
   int64_t rotation = 0;
@@ -119,8 +126,14 @@ PrimFunc LowerQuantLoadPipelined(const OpCall& call, int64_t N, int64_t T) {
       return Intrin("tile.dma_copy",
                     {Region(Xs[s], {I32(0)}, {T}), Region(X, {t * I32(T)}, {T}), I32(s)});
     };
-    auto compute = [&](PrimExpr, int64_t s) {
+    auto compute = [&](PrimExpr t, int64_t s) {
       std::vector<Stmt> c{Intrin("tile.wait", {I32(s)})};
+      // (the passes scale the slot in place: once its copy has left; the DDR bounds this
+      // form, the vector engine has the time)
+      if (Xc.defined())
+        c.insert(c.end(), {Intrin("tile.dma_copy", {Region(Xc, {t * I32(T)}, {T}),
+                                                    Region(Xs[s], {I32(0)}, {T}), I32(4 + s)}),
+                           Intrin("tile.wait", {I32(4 + s)})});
       std::vector<Stmt> steps = QuantiseSteps(Ys[s], Xs[s], inv, zp, [&](const auto& f) {
         return Loop("i", T, [&](PrimExpr i) { return f(Array<PrimExpr>{i}); });
       });
@@ -149,6 +162,9 @@ PrimFunc LowerQuant(const OpCall& call) {
     const int64_t T = N % per == 0 ? N / per : 0;
     if (T >= 1024 && T <= kQTile && T % 64 == 0) return LowerQuantLoadPipelined(call, N, T);
   }
+  if (call.outputs.size() > 1)
+    TILECORE_THROW(ValueError) << call.op_type << ": tc_copy_input needs four tiles per core of "
+                               << "64-byte multiples (the pipelined load form)";
   Params p = MakeParams(call);
   bool quantize = call.op_type == "QuantizeLinear";
   std::vector<int64_t> xshape = Shape(call.inputs[0]);

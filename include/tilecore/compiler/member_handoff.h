@@ -22,6 +22,7 @@
 #define TILECORE_COMPILER_MEMBER_HANDOFF_H_
 
 #include <cstdint>
+#include <functional>
 #include <unordered_set>
 #include <vector>
 
@@ -40,11 +41,13 @@ struct FirstLoads {
 };
 
 /*! \brief Removes the first loads from `member` (reading one of the buffers whose data
- * variable is in `read_only`) and returns them; none (and `member` as it was) when it does
- * not qualify. With `keep_order`, none goes ahead of a load that stays on its DMA engine
- * (handed late, it would delay that load); an early handoff has them in L1 beforehand. */
+ * variable is in `read_only`, or one `settled` says no member writes from the one before on:
+ * a layer group's weights prefetched into L2 by then) and returns them; none (and `member` as it
+ * was) when it does not qualify. With `keep_order`, none goes ahead of a load that stays on its DMA
+ * engine (handed late, it would delay that load); an early handoff has them in L1 beforehand. */
 FirstLoads TakeFirstLoads(ir::Stmt* member, const std::unordered_set<const ir::VarNode*>& read_only,
-                          bool keep_order = true);
+                          bool keep_order = true,
+                          const std::function<bool(const ir::Buffer&)>& settled = nullptr);
 
 /*! \brief Whether `member`'s last cores loop (or `member`, when it does not end with one)
  * reads one of `inputs`: the DDR has idle time for an early handoff when it does not. */

@@ -403,7 +403,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         ``dropped`` for every node), ``fused`` (``[{"node": conv, "fused": [names]}]``),
         ``int8_edges`` (the values stored in int8 between int8 Convs),
         ``shared_quantisation`` (the f32 values several int8 matrix ops read, quantised
-        once by a QuantizeLinear step), ``memory`` (``arena_size``, ``total_size`` without reuse,
+        once by a QuantizeLinear step), ``copied_inputs`` (those of them the QuantizeLinear
+        also writes as it loaded them, for their other readers), ``memory`` (``arena_size``, ``total_size`` without reuse,
         ``lower_bound``: the most bytes alive at one step), ``seconds`` per stage and
         ``precision`` (``assigned``: node -> precision of the matrix nodes not in f32,
         ``fallbacks``: nodes kept in f32 with the reason, ``bias_correction``: node -> the
@@ -582,6 +583,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
 
     if fuse and not keep_intermediates:  # an int8 Gemm's LayerNormalization in its epilogue
         fused += _gemm_norm.fuse(nodes, info, graph_outputs, TensorSpec, cycles)
+    copied = []  # the f32 inputs a shared quantisation also writes, for their other readers
+    if shared_quantised and fuse:
+        copied = _shared.copy_inputs(nodes, info, TensorSpec, lowers)
 
     # ---- lower and build ----------------------------------------------------------------
     t0 = time.perf_counter()
@@ -742,10 +746,20 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                     rows = [r for r in rows if r[0] in kept]  # what did not fit reads the DDR as before
                 return f
 
-            # one plan per donor share; when they differ, the one the cost model finds fastest
+            def fetched_just_before(rows):  # a tensor fetched during the member before its reader
+                last = {}
+                for t, m, _, _ in rows:
+                    last[t] = max(last.get(t, m), m)
+                return any(t in args[m + 1] for t, m in last.items() if m + 1 < len(args))
+
+            # one plan per donor share; when they differ, the one the cost model finds fastest;
+            # when it fetches a tensor during the member just before its reader, one more that
+            # fetches everything a member earlier (the handoff then loads it into L1 there)
             best, best_rows = f, None
-            for share in _prefetch.SHARES:
-                rows = _prefetch.plan(members, args, weights, live, free_l2, member_in_l2, share, activations)
+            for share, gap in [(s, 0) for s in _prefetch.SHARES] + [(_prefetch.HANDOFF_SHARE, 1)]:
+                if gap and not (best_rows and handoff != "none" and fetched_just_before(best_rows)):
+                    continue
+                rows = _prefetch.plan(members, args, weights, live, free_l2, member_in_l2, share, activations, gap)
                 if not rows or rows == best_rows:
                     continue
                 g = grouped(rows)
@@ -984,6 +998,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         "fused": fused,
         "int8_edges": int8_edges,
         "shared_quantisation": shared_quantised,
+        "copied_inputs": copied,
         "groups": [g.summary() for g in groups_made],
         "group_splits": group_splits,
         "graph_outputs": [str(v.name) for v in graph.outputs],

@@ -123,3 +123,46 @@ def share(nodes: list[Any], info: dict[str, tuple], make_node: Callable[..., Any
             order.append(nd)
         nodes[:] = order
     return done
+
+
+def copy_inputs(nodes: list[Any], info: dict[str, tuple], TensorSpec: Callable[..., Any],
+                lowers: Callable[[Any], bool]) -> list[str]:
+    """Each QuantizeLinear ``share`` inserted whose f32 input (or the value that input views)
+    other npu nodes read as well (a transformer's residual, read again by the norm after the
+    attention) writes that input a second time, as it loaded it (``tc_copy_input``: the
+    output ``<value>/copy``), and those nodes read the copy: inside a layer group it is in
+    L2, so the value crosses the DDR once. Done when the QuantizeLinear and every such
+    reader still lower (``lowers``); returns the values copied."""
+    from .fuse_epilogue import value_producers, value_readers
+
+    producer, readers = value_producers(nodes), value_readers(nodes)
+    done = []
+    for ql in nodes:
+        if (ql.where != "npu" or ql.op != "QuantizeLinear" or "tc_load_scale" not in ql.attrs
+                or len(ql.outs) != 1 or ql.ins[0] is None):
+            continue
+        root = str(ql.ins[0].name)  # through the views (FoldMatMulBias's Reshape) to the value
+        while root in producer and producer[root].where == "view" and producer[root].ins[0] is not None:
+            root = str(producer[root].ins[0].name)
+        others = [(r, i) for r, i in readers.get(root, []) if r.where == "npu" and r is not ql]
+        if not others or root in producer and producer[root].where == "npu":
+            continue  # (a value an npu node makes: a layer group has it in L2 already)
+        name, k = f"{root}/copy", 1
+        while name in info:
+            k += 1
+            name = f"{root}/copy_{k}"
+        info[name] = info[root]
+        copy = _Value(name)
+        saved = [(r, list(r.ins), list(r.in_specs)) for r, _ in others]
+        ql.outs, ql.attrs = [ql.outs[0], copy], {**ql.attrs, "tc_copy_input": 1}
+        for r, i in others:
+            r.ins[i] = copy
+        if lowers(ql) and all(lowers(r) for r, _ in others):
+            done.append(root)
+            continue
+        ql.outs = ql.outs[:1]
+        ql.attrs = {a: v for a, v in ql.attrs.items() if a != "tc_copy_input"}
+        for r, ins, specs in saved:
+            r.ins, r.in_specs = ins, specs
+        del info[name]
+    return done

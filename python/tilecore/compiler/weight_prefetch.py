@@ -17,6 +17,10 @@ DDR_BYTES_PER_CYCLE = 64
 # plans with each and keeps the group the cost model finds fastest (taking more leaves the
 # readers less to wait for, but slows the members fetching when they load more than estimated)
 SHARES = (0.3, 0.4, 0.5)
+# a plan whose weights are all in L2 a member before their reader (``gap`` 1: the member
+# before the reader then loads their first blocks into L1, the layer group's handoff) takes
+# this share of its donors' DDR-idle cycles
+HANDOFF_SHARE = 0.7
 MIN_BYTES = 64 << 10  # smaller weights are not worth a member's L2
 MIN_GAIN = 0.05  # of the member's cycles
 DDR_BOUND = 0.6  # a member whose DDR cycles reach this share of its cycles is bound by the DDR
@@ -25,7 +29,7 @@ READER_DDR_SHARE = 0.35  # a reader worth asking about: its DDR cycles reach thi
 
 def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weights: dict[int, int],
          live: Sequence[int], free_l2: int, in_l2: Callable[[int, tuple[int, ...]], tuple[int, int] | None],
-         share: float = SHARES[0], inputs: dict[int, int] | None = None) -> list[tuple[int, int, int, int]]:
+         share: float = SHARES[0], inputs: dict[int, int] | None = None, gap: int = 0) -> list[tuple[int, int, int, int]]:
     """Prefetch rows ``(tensor, member, begin, end)`` for ``compiler.GroupKernels``.
 
     ``members``: the cost model's per-member ``cycles`` and ``ddr_cycles`` in the group;
@@ -36,7 +40,8 @@ def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weigh
     cannot be lowered so); ``share``: of a donor's DDR-idle cycles, what
     its prefetches may take; ``inputs``: the group's other inputs (activations in the DDR)
     -> bytes: one read by two members (a residual) may be fetched for its second reader,
-    the first reading the DDR.
+    the first reading the DDR; ``gap``: donors start that many members further from the
+    reader (1: the member just before it then hands the weights from L2 into its L1).
     """
     n = len(members)
     cycles = [int(m["cycles"]) for m in members]
@@ -72,7 +77,7 @@ def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weigh
             last = max(k for k, row in enumerate(rows) if t in row)
             if max(held[j:last + 1]) + size > free_l2:
                 continue
-            need, take, i = size, [], j - 1
+            need, take, i = size, [], j - 1 - gap
             # (an input read before: donors after its first reader, so that j reads the copy)
             lowest = -1 if t in weights else first_reader[t]
             while need > 0 and i > lowest and held[i] + size <= free_l2:

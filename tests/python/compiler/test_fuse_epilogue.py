@@ -597,6 +597,29 @@ def test_one_quantisation_for_several_int8_readers():
     np.testing.assert_array_equal(z, z_kept)
 
 
+def test_the_shared_quantisation_copies_the_input_for_its_other_reader():
+    """As above at 128 x 256 (four tiles per core): the QuantizeLinear also writes x as it
+    loaded it (``tc_copy_input``) and the residual Add reads that copy, in L2 inside the
+    layer group: the same bits as the compilation that keeps every intermediate."""
+    d = 256
+    ws = {f"w{k}": randn(d, d, scale=0.06) for k in "qkv"}
+    nodes = [helper.make_node("MatMul", ["x", f"w{k}"], [k], name=f"proj_{k}") for k in "qkv"]
+    nodes += [helper.make_node("Add", ["q", "k"], ["qk"], name="add_qk"),
+              helper.make_node("Add", ["qk", "v"], ["y"], name="add_v"),
+              helper.make_node("Add", ["y", "x"], ["z"], name="residual")]
+    model = make_model(nodes, [("x", [128, d], np.float32)], ["z"], list(ws.items()))
+    samples = {"x": randn(8, 128, d)}
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    kept = tilecore.compile(model, precision="int8", calib_samples=samples, keep_intermediates=True)
+    assert rep["shared_quantisation"] == ["x"] and rep["copied_inputs"] == ["x"]
+    x = randn(128, d)
+    z = exe.run({"x": x})["z"]
+    np.testing.assert_array_equal(z, kept.run({"x": x})["z"])
+    ref = ort_run(model, {"x": x})["z"]
+    assert np.corrcoef(z.ravel(), ref.ravel())[0, 1] > 0.9999
+
+
 @pytest.mark.parametrize("rows,folded", [(64, True), (4, False)])
 def test_a_layer_norm_quantises_for_its_int8_reader(rows, folded):
     """A transformer's first FFN: an int8 MatMul reads a LayerNormalization's output, which the

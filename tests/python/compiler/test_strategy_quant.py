@@ -110,6 +110,28 @@ def test_quantize_in_the_load_form(zp, shape, hazard_checked):
     assert hazard_checked() == []
 
 
+def test_the_load_form_copies_its_input(hazard_checked):
+    """tc_copy_input: output 1 is x as each tile was loaded (a transformer's residual, read
+    again later), beside the same int8 output as without it."""
+    rng = np.random.default_rng(12)
+    x = (rng.standard_normal((128, 256)) * 4).astype(np.float32)
+    scale, zp = np.float32(0.0371), -3
+    inv = np.float32(1.0 / np.float64(scale))
+    attrs = {"tc_load_scale": float(scale), "tc_load_zero_point": zp, "tc_copy_input": 1}
+    outs = run_lowered("QuantizeLinear", attrs, [x, np.array(scale), np.array(zp, np.int8)],
+                       [np.zeros(x.shape, np.int8), np.full(x.shape, np.nan, np.float32)])
+    t = (x * inv).astype(np.float32) + np.float32(zp)
+    np.testing.assert_array_equal(outs[0], np.clip(np.rint(t), -128, 127).astype(np.int8))
+    np.testing.assert_array_equal(outs[1], x)
+    assert hazard_checked() == []
+    spec = compiler.TensorSpec
+    ins = [spec((128, 256), "float32"), spec((), "float32"), spec((), "int8")]
+    assert "for the load form" in compiler.HasStrategy("QuantizeLinear", {"tc_copy_input": 1}, ins)
+    with pytest.raises(ValueError, match="tc_copy_input needs four tiles per core"):
+        compiler.LowerOp("QuantizeLinear", attrs, [spec((64, 300), "float32")] + ins[1:],
+                         [spec((64, 300), "int8"), spec((64, 300), "float32")], "npu -cores=4")
+
+
 @pytest.mark.parametrize("attrs,why", [({"tc_load_scale": 0.0}, "positive and finite"),
                                        ({"tc_load_scale": float("inf")}, "positive and finite"),
                                        ({"tc_load_scale": 0.1, "tc_load_zero_point": 300}, "int8 range")])

@@ -270,7 +270,7 @@ def test_a_member_lowered_from_a_shared_kernel_keeps_its_own_local_buffers(monke
                        [("wq", wq), ("bq", randn(256)), ("wk", wk), ("bk", randn(256))])
     planned = []
 
-    def plan(members, rows, weights, live, free_l2, in_l2, share=wp.SHARES[0], inputs=None):
+    def plan(members, rows, weights, live, free_l2, in_l2, share=wp.SHARES[0], inputs=None, gap=0):
         # wk (the 256 KiB weight read by member 3) fetched during the first Add (member 1)
         wk_id = next(t for t in rows[3] if weights.get(t) == wk.nbytes)
         planned.append(in_l2(3, (wk_id,)))
