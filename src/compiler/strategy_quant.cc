@@ -122,21 +122,30 @@ PrimFunc LowerQuantLoadPipelined(const OpCall& call, int64_t N, int64_t T) {
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     Buffer Xs[2] = {Local({T}, xdt, "Xl0"), Local({T}, xdt, "Xl1")};
     Buffer Ys[2] = {Local({T}, odt, "Yl0"), Local({T}, odt, "Yl1")};
+    // with the copy, the passes work beside the slot (which its copy still reads)
+    Buffer Ws[2] = {Local({T}, DataType::Float(32), "Wl0"), Local({T}, DataType::Float(32), "Wl1")};
     auto load = [&](PrimExpr t, int64_t s) {  // (after the passes that read the slot)
-      return Intrin("tile.dma_copy",
-                    {Region(Xs[s], {I32(0)}, {T}), Region(X, {t * I32(T)}, {T}), I32(s)});
+      Stmt l = Intrin("tile.dma_copy",
+                      {Region(Xs[s], {I32(0)}, {T}), Region(X, {t * I32(T)}, {T}), I32(s)});
+      // (and after the slot's copy has left)
+      return Xc.defined() ? Seq({Intrin("tile.wait", {I32(4 + s)}), l}) : l;
     };
     auto compute = [&](PrimExpr t, int64_t s) {
       std::vector<Stmt> c{Intrin("tile.wait", {I32(s)})};
-      // (the passes scale the slot in place: once its copy has left; the DDR bounds this
-      // form, the vector engine has the time)
-      if (Xc.defined())
-        c.insert(c.end(), {Intrin("tile.dma_copy", {Region(Xc, {t * I32(T)}, {T}),
-                                                    Region(Xs[s], {I32(0)}, {T}), I32(4 + s)}),
-                           Intrin("tile.wait", {I32(4 + s)})});
-      std::vector<Stmt> steps = QuantiseSteps(Ys[s], Xs[s], inv, zp, [&](const auto& f) {
-        return Loop("i", T, [&](PrimExpr i) { return f(Array<PrimExpr>{i}); });
-      });
+      if (Xc.defined()) {
+        // a core's last tile's copy on the DMA-in engine, idle after the last load, beside
+        // the int8 stores on the other
+        Array<PrimExpr> args{Region(Xc, {t * I32(T)}, {T}), Region(Xs[s], {I32(0)}, {T}),
+                             I32(4 + s)};
+        c.push_back(IfThenElse(t >= I32(N / T - call.cores), Intrin("tile.dma_copy_in", args),
+                               Intrin("tile.dma_copy", args)));
+      }
+      std::vector<Stmt> steps = QuantiseSteps(
+          Ys[s], Xs[s], inv, zp,
+          [&](const auto& f) {
+            return Loop("i", T, [&](PrimExpr i) { return f(Array<PrimExpr>{i}); });
+          },
+          Xc.defined() ? Ws[s] : Buffer());
       // the last step writes Y's slot: once the slot's last store has left
       steps.insert(steps.end() - 1, Intrin("tile.wait", {I32(2 + s)}));
       c.insert(c.end(), steps.begin(), steps.end());
@@ -148,8 +157,11 @@ PrimFunc LowerQuantLoadPipelined(const OpCall& call, int64_t N, int64_t T) {
     };
     Stmt r =
         Seq({ForEachItemThreeStage(core, call.cores, N / T, &rotation, "t", load, compute, post),
-             Intrin("tile.wait", {I32(2)}), Intrin("tile.wait", {I32(3)})});
+             Intrin("tile.wait", {I32(2)}), Intrin("tile.wait", {I32(3)}),
+             Intrin("tile.wait", {I32(4)}), Intrin("tile.wait", {I32(5)})});
     for (int k = 0; k < 2; ++k) r = Allocate(Xs[k], Allocate(Ys[k], r));
+    if (Xc.defined())
+      for (int k = 0; k < 2; ++k) r = Allocate(Ws[k], r);
     return r;
   });
   return MakeFunc(call, p, body);
