@@ -195,7 +195,8 @@ std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs,
  * several per core, software-pipelined in three stages over two slots: the load of tile
  * i + 1 (X, and S with tc_skip), the vector passes of tile i and the store of tile i - 1
  * overlap, so a core's time is its slowest engine's rather than their sum. Scale and B
- * are loaded once per core, on the DMA-out engine beside the first tile's load.
+ * are loaded once per core, on the DMA-out engine beside the first tile's load. When the
+ * cores have equal shares of two tiles or more, a core's first tile goes in two halves.
  */
 PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t ta) {
   const bool rms = call.op_type == "RMSNormalization";
@@ -214,6 +215,10 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
   const double epsilon = AttrFloat(call.attrs, "epsilon", 1e-5);
   constexpr int kParams = 4;  // the DMA event of Scale and B; 0-1 load the slots, 2-3 store
   int64_t rotation = 0;
+  // every core has the same number of tiles, two or more, of an even number of rows: its
+  // first tile goes in halves (below)
+  const int64_t tiles = A / ta;
+  const bool lead = ta % 2 == 0 && tiles % call.cores == 0 && tiles >= 2 * call.cores;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     Buffer Ga = Local({R}, f32, "Gamma"), Ba = Local({R}, f32, "Beta");
     Buffer Xs[2], Es[2], Ys[2], Ms[2], Vs[2], Qs[2];
@@ -259,8 +264,45 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
         Intrin("tile.dma_prefetch", {Gv.All(), Region(Sc, {I32(0)}, {R}), I32(kParams)})};
     if (has_bias)
       s.push_back(Intrin("tile.dma_prefetch", {Bv.All(), Region(Bi, {I32(0)}, {R}), I32(kParams)}));
-    s.push_back(
-        ForEachItemThreeStage(core, call.cores, A / ta, &rotation, "t", load, compute, post));
+    if (!lead) {
+      s.push_back(
+          ForEachItemThreeStage(core, call.cores, A / ta, &rotation, "t", load, compute, post));
+    } else {
+      // Core c's first tile (tile c) in two halves, one per slot, each stored as soon as it
+      // is normalised: the first store leaves after half a tile's loads and passes rather
+      // than a whole tile's (the DDR that takes the stores idles less); then its other
+      // tiles, pipelined as above.
+      const int64_t hr = ta / 2;
+      for (int64_t h = 0; h < 2; ++h) {
+        PrimExpr r0 = core * I32(ta) + I32(h * hr);
+        s.push_back(Intrin("tile.dma_copy", {Region(Xs[h], {I32(0)}, {hr * R}),
+                                             Region(X, {r0, I32(0)}, {hr, R}), I32(h)}));
+        if (skip)
+          s.push_back(Intrin("tile.dma_copy", {Region(Es[h], {I32(0)}, {hr * R}),
+                                               Region(Sk, {r0, I32(0)}, {hr, R}), I32(h)}));
+      }
+      for (int64_t h = 0; h < 2; ++h) {
+        PrimExpr r0 = core * I32(ta) + I32(h * hr);
+        TileView x = MakeView(Xs[h], {hr, R, 1}, "Xv"), e = MakeView(Es[h], {hr, R, 1}, "Ev");
+        TileView y = MakeView(Ys[h], {hr, R, 1}, "Yv");
+        TileView M = MakeView(Ms[h], {hr, 1}, "Mv"), V = MakeView(Vs[h], {hr, 1}, "Vv");
+        s.push_back(Intrin("tile.wait", {I32(h)}));
+        s.push_back(LayerNormRows(x, e, y, M, V, Gv, has_bias ? Bv : TileView{}, rms, skip, epsilon,
+                                  quant ? Qs[h] : Buffer(), q_inv, q_zp,
+                                  Intrin("tile.wait", {I32(kParams)})));
+        s.push_back(Intrin("tile.dma_copy", {Region(Y, {r0, I32(0)}, {hr, R}),
+                                             Region(Ys[h], {I32(0)}, {hr * R}), I32(2 + h)}));
+        if (quant)
+          s.push_back(Intrin("tile.dma_copy", {Region(Yq, {r0, I32(0)}, {hr, R}),
+                                               Region(Qs[h], {I32(0)}, {hr * R}), I32(2 + h)}));
+      }
+      // (the other tiles: ForEachItemThreeStage's items shifted past every core's first)
+      auto shift = [&](const std::function<Stmt(PrimExpr, int64_t)>& f) {
+        return [&, f](PrimExpr t, int64_t sl) { return f(t + I32(call.cores), sl); };
+      };
+      s.push_back(ForEachItemThreeStage(core, call.cores, tiles - call.cores, &rotation, "t",
+                                        shift(load), shift(compute), shift(post)));
+    }
     for (int e : {2, 3, kParams}) s.push_back(Intrin("tile.wait", {I32(e)}));
     Stmt r = Seq(s);
     for (int k = 0; k < 2; ++k) {
