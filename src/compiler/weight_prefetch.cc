@@ -23,6 +23,8 @@ namespace {
 // this (a store queued behind one waits no longer than about one tile's compute).
 constexpr int64_t kMinPiece = 4096;
 constexpr int64_t kMaxPiece = 32768;
+// handed loads from L2 start after this many of the member's slots (InterleaveLoads)
+constexpr int64_t kL2LoadsFrom = 2;
 
 bool IsCall(const Stmt& s, const char* op) {
   const auto* e = s.as<EvaluateNode>();
@@ -216,15 +218,18 @@ class Interleaver : public IRMutator {
   std::vector<Pieces> pieces_;
 };
 
-/*! \brief `loads` issued one at a time after every `stride`-th `slot` command, the rest
- * after the work (a cursor counts the commands run and the loads issued). */
+/*! \brief `loads` issued `per` at a time after every `stride`-th `slot` command from the
+ * `from`-th on, the rest after the work (a cursor counts the commands run and the loads
+ * issued). */
 class LoadSpreader : public IRMutator {
  public:
   LoadSpreader(std::vector<Stmt> loads, const char* slot, int64_t stride, Buffer cursor,
-               PrimExpr stagger)
+               PrimExpr stagger, int64_t from = 0, int64_t per = 1)
       : loads_(std::move(loads)),
         slot_(slot),
         stride_(stride),
+        from_(from),
+        per_(per),
         cursor_(std::move(cursor)),
         stagger_(std::move(stagger)) {}
 
@@ -232,8 +237,10 @@ class LoadSpreader : public IRMutator {
     Stmt s = GetRef<Stmt>(op);
     if (!IsCall(s, slot_)) return s;
     PrimExpr tick = BufferLoad(cursor_, {I32(0)});
-    return Seq({s, BufferStore(cursor_, tick + I32(1), {I32(0)}),
-                IfThenElse(eq(floormod(tick + stagger_, I32(stride_)), I32(0)), Next())});
+    PrimExpr due = eq(floormod(tick + stagger_, I32(stride_)), I32(0));
+    if (from_ > 0) due = (tick >= I32(from_)) && due;
+    std::vector<Stmt> next(size_t(per_), Next());
+    return Seq({s, BufferStore(cursor_, tick + I32(1), {I32(0)}), IfThenElse(due, Seq(next))});
   }
 
   // the next load (an if chain on the count issued), the count moved on
@@ -259,7 +266,7 @@ class LoadSpreader : public IRMutator {
  private:
   std::vector<Stmt> loads_;
   const char* slot_;
-  int64_t stride_;
+  int64_t stride_, from_, per_;
   Buffer cursor_;
   PrimExpr stagger_;
 };
@@ -291,10 +298,25 @@ Stmt InterleaveLoads(const Stmt& body, const std::vector<Stmt>& loads, const Stm
     slot = "tile.dma_copy";
     slots = SlotsRun(body, slot);
   }
-  // spread over the work, the cores' turns staggered (the DDR serves them one at a time)
-  const int64_t stride = std::max<int64_t>(slots / (int64_t(mine.size()) + 1), 1);
+  // spread over the work, the cores' turns staggered (the DDR serves them one at a time).
+  // Loads mostly from L2 (weights a layer group prefetched: the L2 serves them at four times
+  // the DDR's rate) start after kL2LoadsFrom slots, when a member's own first loads from
+  // L2 have arrived, and go several at a slot so that all are under way a slot before the
+  // end (those issued after the work would hold the member's end)
+  int64_t l2_bytes = 0, all_bytes = 0;
+  for (const Stmt& l : loads) {
+    const auto* c = l.as<EvaluateNode>()->value.as<CallNode>();
+    auto [i, o] = EngineBytes(l);
+    all_bytes += i + o;
+    if (c->args[1].as<BufferRegionNode>()->buffer->scope == "shared") l2_bytes += i + o;
+  }
+  const bool l2 = 4 * l2_bytes >= 3 * all_bytes;
+  const int64_t from = l2 ? std::min<int64_t>(slots / 2, kL2LoadsFrom) : 0;
+  const int64_t n = int64_t(mine.size()), room = std::max<int64_t>(slots - from - 1, 1);
+  const int64_t per = l2 ? (n + room - 1) / room : 1;  // loads at each slot
+  const int64_t stride = std::max<int64_t>((slots - from) / ((n + per - 1) / per + 1), 1);
   Buffer cursor = DeclBuffer({I32(2)}, DataType::Int(32), "handoff_cursor", "local");
-  LoadSpreader sp(mine, slot, stride, cursor, floormod(core, I32(stride)));
+  LoadSpreader sp(mine, slot, stride, cursor, floormod(core, I32(stride)), from, per);
   Stmt spread = sp.VisitStmt(body);
   return Allocate(cursor, Seq({BufferStore(cursor, I32(0), {I32(0)}),
                                BufferStore(cursor, I32(0), {I32(1)}), spread, sp.Rest()}));

@@ -43,9 +43,10 @@ std::pair<int64_t, int64_t> EngineBytes(const ir::Stmt& s);
 /*! \brief `body` (statements of a cores loop's body, in `member`) with `loads` (DMAs into
  * L1 of read-only data, over its core variable) issued one at a time after every few of its
  * matrix commands (a body without any: its copies), n loads over about (n - 1) / (n + 1)
- * of its work, the rest after it: all on the DMA engine its own copies use less and on one
- * DMA event `member` does not use, `*event`. Errors: a ValueError when it uses every DMA
- * event. */
+ * of its work, the rest after it; loads mostly from L2 from its third command on, several
+ * at a time so that all are issued before its last: all on the DMA engine its own copies
+ * use less and on one DMA event `member` does not use, `*event`. Errors: a ValueError when
+ * it uses every DMA event. */
 ir::Stmt InterleaveLoads(const ir::Stmt& body, const std::vector<ir::Stmt>& loads,
                          const ir::Stmt& member, const ir::Var& core, int64_t* event);
 
