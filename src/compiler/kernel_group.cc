@@ -122,14 +122,6 @@ int64_t ConstBytes(const Buffer& b) {
   return n;
 }
 
-/*! \brief The memory scope a DMA statement reads. */
-std::string LoadSource(const Stmt& s) {
-  const auto* e = s.as<EvaluateNode>();
-  const auto* c = e ? e->value.as<CallNode>() : nullptr;
-  const auto* r = c && c->args.size() > 1 ? c->args[1].as<BufferRegionNode>() : nullptr;
-  return r ? std::string(r->buffer->scope) : std::string();
-}
-
 /*! \brief The constant value of an element offset (sums of constants), or none. */
 std::optional<int64_t> ConstOffset(const PrimExpr& e) {
   if (const auto* c = e.as<IntImmNode>()) return c->value;
@@ -339,11 +331,7 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   for (size_t i = 1; i < n; ++i) {
     auto [in, out] = EngineBytes(rebound[i - 1]);
     // (a load from L2 holds the shared level a quarter as long as one from the DDR)
-    int64_t from_ddr = 0, from_l2 = 0;
-    for (const Stmt& l : handed[i].loads) {
-      auto [hin, hout] = EngineBytes(l);
-      (LoadSource(l) == "shared" ? from_l2 : from_ddr) += hin + hout;
-    }
+    const auto [from_ddr, from_l2] = BytesBySource(handed[i].loads);
     early[i] = !handed[i].loads.empty() && !ReadsInputs(rebound[i - 1], read_only) &&
                from_ddr * kEarlyShare + from_l2 * kEarlyShare / 4 <= in + out;
   }

@@ -93,6 +93,18 @@ std::pair<int64_t, int64_t> EngineBytes(const Stmt& s) {
   return {0, 0};
 }
 
+std::pair<int64_t, int64_t> BytesBySource(const std::vector<Stmt>& loads) {
+  std::pair<int64_t, int64_t> n{0, 0};
+  for (const Stmt& l : loads) {
+    const auto* e = l.as<EvaluateNode>();
+    const auto* c = e ? e->value.as<CallNode>() : nullptr;
+    const auto* src = c && c->args.size() > 1 ? c->args[1].as<BufferRegionNode>() : nullptr;
+    auto [in, out] = EngineBytes(l);
+    (src && src->buffer->scope == "shared" ? n.second : n.first) += in + out;
+  }
+  return n;
+}
+
 namespace {
 
 /*! \brief The DMA events `s` names with constants. */
@@ -303,14 +315,8 @@ Stmt InterleaveLoads(const Stmt& body, const std::vector<Stmt>& loads, const Stm
   // the DDR's rate) start after kL2LoadsFrom slots, when a member's own first loads from
   // L2 have arrived, and go several at a slot so that all are under way a slot before the
   // end (those issued after the work would hold the member's end)
-  int64_t l2_bytes = 0, all_bytes = 0;
-  for (const Stmt& l : loads) {
-    const auto* c = l.as<EvaluateNode>()->value.as<CallNode>();
-    auto [i, o] = EngineBytes(l);
-    all_bytes += i + o;
-    if (c->args[1].as<BufferRegionNode>()->buffer->scope == "shared") l2_bytes += i + o;
-  }
-  const bool l2 = 4 * l2_bytes >= 3 * all_bytes;
+  const auto [other_bytes, l2_bytes] = BytesBySource(loads);
+  const bool l2 = 4 * l2_bytes >= 3 * (other_bytes + l2_bytes);
   const int64_t from = l2 ? std::min<int64_t>(slots / 2, kL2LoadsFrom) : 0;
   const int64_t n = int64_t(mine.size()), room = std::max<int64_t>(slots - from - 1, 1);
   const int64_t per = l2 ? (n + room - 1) / room : 1;  // loads at each slot

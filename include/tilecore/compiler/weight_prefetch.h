@@ -40,6 +40,10 @@ ir::Stmt InterleavePrefetch(const ir::Stmt& member, const std::vector<PrefetchCo
  * counts multiplied, a loop of unknown count taken once; the larger branch of an if). */
 std::pair<int64_t, int64_t> EngineBytes(const ir::Stmt& s);
 
+/*! \brief The bytes the DMA statements `loads` move (EngineBytes), split by what they read:
+ * (from elsewhere, from L2). */
+std::pair<int64_t, int64_t> BytesBySource(const std::vector<ir::Stmt>& loads);
+
 /*! \brief `body` (statements of a cores loop's body, in `member`) with `loads` (DMAs into
  * L1 of read-only data, over its core variable) issued one at a time after every few of its
  * matrix commands (a body without any: its copies), n loads over about (n - 1) / (n + 1)
