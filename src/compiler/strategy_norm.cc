@@ -231,34 +231,42 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
     }
     TileView Gv = MakeView(Ga, {R}, "Gv"), Bv = MakeView(Ba, {R}, "Bv");
     auto rows = [&](PrimExpr t) { return t * I32(ta); };
-    auto load = [&](PrimExpr t, int64_t s) {
+    // rows [r0, r0 + n) of X (and S) into slot s; the slot's n rows normalised; stored
+    auto load_rows = [&](PrimExpr r0, int64_t n, int64_t s) {
       // (the DMA waits for the vector passes of the tile before that read the slot)
-      std::vector<Stmt> c{Intrin("tile.dma_copy", {Region(Xs[s], {I32(0)}, {ta * R}),
-                                                   Region(X, {rows(t), I32(0)}, {ta, R}), I32(s)})};
+      std::vector<Stmt> c{Intrin("tile.dma_copy", {Region(Xs[s], {I32(0)}, {n * R}),
+                                                   Region(X, {r0, I32(0)}, {n, R}), I32(s)})};
       if (skip)
-        c.push_back(Intrin("tile.dma_copy", {Region(Es[s], {I32(0)}, {ta * R}),
-                                             Region(Sk, {rows(t), I32(0)}, {ta, R}), I32(s)}));
+        c.push_back(Intrin("tile.dma_copy", {Region(Es[s], {I32(0)}, {n * R}),
+                                             Region(Sk, {r0, I32(0)}, {n, R}), I32(s)}));
       return Seq(c);
     };
-    auto compute = [&](PrimExpr, int64_t s) {
-      TileView x = MakeView(Xs[s], {ta, R, 1}, "Xv"), e = MakeView(Es[s], {ta, R, 1}, "Ev");
-      TileView y = MakeView(Ys[s], {ta, R, 1}, "Yv");
-      TileView M = MakeView(Ms[s], {ta, 1}, "Mv"), V = MakeView(Vs[s], {ta, 1}, "Vv");
+    auto compute_rows = [&](int64_t n, int64_t s, bool slot_stored) {
+      TileView x = MakeView(Xs[s], {n, R, 1}, "Xv"), e = MakeView(Es[s], {n, R, 1}, "Ev");
+      TileView y = MakeView(Ys[s], {n, R, 1}, "Yv");
+      TileView M = MakeView(Ms[s], {n, 1}, "Mv"), V = MakeView(Vs[s], {n, 1}, "Vv");
       // the result goes to a buffer of its own, once the slot's last store has read it (the
       // next tile's load overwrites X while this one's store may still be waiting); Scale
-      // and B are first used there: the statistics need neither (each a DDR latency)
-      Stmt before_y = Seq({Intrin("tile.wait", {I32(2 + s)}), Intrin("tile.wait", {I32(kParams)})});
+      // and B are first used there: the statistics need neither (each a DDR latency). The
+      // first tile's halves (slot_stored false) have no store before them.
+      Stmt before_y =
+          slot_stored
+              ? Seq({Intrin("tile.wait", {I32(2 + s)}), Intrin("tile.wait", {I32(kParams)})})
+              : Intrin("tile.wait", {I32(kParams)});
       return Seq({Intrin("tile.wait", {I32(s)}),
                   LayerNormRows(x, e, y, M, V, Gv, has_bias ? Bv : TileView{}, rms, skip, epsilon,
                                 quant ? Qs[s] : Buffer(), q_inv, q_zp, before_y)});
     };
-    auto post = [&](PrimExpr t, int64_t s) {
-      Stmt y = Intrin("tile.dma_copy", {Region(Y, {rows(t), I32(0)}, {ta, R}),
-                                        Region(Ys[s], {I32(0)}, {ta * R}), I32(2 + s)});
+    auto store_rows = [&](PrimExpr r0, int64_t n, int64_t s) {
+      Stmt y = Intrin("tile.dma_copy", {Region(Y, {r0, I32(0)}, {n, R}),
+                                        Region(Ys[s], {I32(0)}, {n * R}), I32(2 + s)});
       if (!quant) return y;
-      return Seq({y, Intrin("tile.dma_copy", {Region(Yq, {rows(t), I32(0)}, {ta, R}),
-                                              Region(Qs[s], {I32(0)}, {ta * R}), I32(2 + s)})});
+      return Seq({y, Intrin("tile.dma_copy", {Region(Yq, {r0, I32(0)}, {n, R}),
+                                              Region(Qs[s], {I32(0)}, {n * R}), I32(2 + s)})});
     };
+    auto load = [&](PrimExpr t, int64_t s) { return load_rows(rows(t), ta, s); };
+    auto compute = [&](PrimExpr, int64_t s) { return compute_rows(ta, s, true); };
+    auto post = [&](PrimExpr t, int64_t s) { return store_rows(rows(t), ta, s); };
     // on the DMA-out engine, idle until the first store: the loads of X start at once
     std::vector<Stmt> s{
         Intrin("tile.dma_prefetch", {Gv.All(), Region(Sc, {I32(0)}, {R}), I32(kParams)})};
@@ -273,28 +281,10 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
       // than a whole tile's (the DDR that takes the stores idles less); then its other
       // tiles, pipelined as above.
       const int64_t hr = ta / 2;
+      for (int64_t h = 0; h < 2; ++h) s.push_back(load_rows(core * I32(ta) + I32(h * hr), hr, h));
       for (int64_t h = 0; h < 2; ++h) {
-        PrimExpr r0 = core * I32(ta) + I32(h * hr);
-        s.push_back(Intrin("tile.dma_copy", {Region(Xs[h], {I32(0)}, {hr * R}),
-                                             Region(X, {r0, I32(0)}, {hr, R}), I32(h)}));
-        if (skip)
-          s.push_back(Intrin("tile.dma_copy", {Region(Es[h], {I32(0)}, {hr * R}),
-                                               Region(Sk, {r0, I32(0)}, {hr, R}), I32(h)}));
-      }
-      for (int64_t h = 0; h < 2; ++h) {
-        PrimExpr r0 = core * I32(ta) + I32(h * hr);
-        TileView x = MakeView(Xs[h], {hr, R, 1}, "Xv"), e = MakeView(Es[h], {hr, R, 1}, "Ev");
-        TileView y = MakeView(Ys[h], {hr, R, 1}, "Yv");
-        TileView M = MakeView(Ms[h], {hr, 1}, "Mv"), V = MakeView(Vs[h], {hr, 1}, "Vv");
-        s.push_back(Intrin("tile.wait", {I32(h)}));
-        s.push_back(LayerNormRows(x, e, y, M, V, Gv, has_bias ? Bv : TileView{}, rms, skip, epsilon,
-                                  quant ? Qs[h] : Buffer(), q_inv, q_zp,
-                                  Intrin("tile.wait", {I32(kParams)})));
-        s.push_back(Intrin("tile.dma_copy", {Region(Y, {r0, I32(0)}, {hr, R}),
-                                             Region(Ys[h], {I32(0)}, {hr * R}), I32(2 + h)}));
-        if (quant)
-          s.push_back(Intrin("tile.dma_copy", {Region(Yq, {r0, I32(0)}, {hr, R}),
-                                               Region(Qs[h], {I32(0)}, {hr * R}), I32(2 + h)}));
+        s.push_back(compute_rows(hr, h, false));
+        s.push_back(store_rows(core * I32(ta) + I32(h * hr), hr, h));
       }
       // (the other tiles: ForEachItemThreeStage's items shifted past every core's first)
       auto shift = [&](const std::function<Stmt(PrimExpr, int64_t)>& f) {
