@@ -37,6 +37,16 @@ class _Value:
 NORMS = ("LayerNormalization", "RMSNormalization")
 
 
+def _view_roots(nodes: list[Any]) -> dict[str, str]:
+    """Each view's output -> the value whose bytes it reads, through chains of views."""
+    root = {}
+    for nd in nodes:
+        if nd.where == "view" and nd.ins and nd.ins[0] is not None:
+            src = str(nd.ins[0].name)
+            root[str(nd.outs[0].name)] = root.get(src, src)
+    return root
+
+
 def share(nodes: list[Any], info: dict[str, tuple], make_node: Callable[..., Any], HasStrategy: Callable[..., str],
           TensorSpec: Callable[..., Any], lowers: Callable[[Any], bool] | None = None) -> list[str]:
     """Inserts the QuantizeLinear nodes in place (``nodes``, ``info``); returns the values
@@ -49,11 +59,7 @@ def share(nodes: list[Any], info: dict[str, tuple], make_node: Callable[..., Any
 
     # readers of one value's bytes in one shape: a view (FoldMatMulBias's Reshape to 2-D,
     # one per MatMul) reads its input's bytes
-    root = {}
-    for nd in nodes:
-        if nd.where == "view" and nd.ins and nd.ins[0] is not None:
-            src = str(nd.ins[0].name)
-            root[str(nd.outs[0].name)] = root.get(src, src)
+    root = _view_roots(nodes)
     groups = {}  # (root value, shape) -> [(reader, its input value)]
     for name, rs in value_readers(nodes).items():
         if name not in info or info[name][1] != "float32":
@@ -135,15 +141,13 @@ def copy_inputs(nodes: list[Any], info: dict[str, tuple], TensorSpec: Callable[.
     reader still lower (``lowers``); returns the values copied."""
     from .fuse_epilogue import value_producers, value_readers
 
-    producer, readers = value_producers(nodes), value_readers(nodes)
+    producer, readers, roots = value_producers(nodes), value_readers(nodes), _view_roots(nodes)
     done = []
     for ql in nodes:
         if (ql.where != "npu" or ql.op != "QuantizeLinear" or "tc_load_scale" not in ql.attrs
                 or len(ql.outs) != 1 or ql.ins[0] is None):
             continue
-        root = str(ql.ins[0].name)  # through the views (FoldMatMulBias's Reshape) to the value
-        while root in producer and producer[root].where == "view" and producer[root].ins[0] is not None:
-            root = str(producer[root].ins[0].name)
+        root = roots.get(str(ql.ins[0].name), str(ql.ins[0].name))  # (FoldMatMulBias's Reshape)
         others = [(r, i) for r, i in readers.get(root, []) if r.where == "npu" and r is not ql]
         if not others or root in producer and producer[root].where == "npu":
             continue  # (a value an npu node makes: a layer group has it in L2 already)
