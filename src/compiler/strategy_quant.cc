@@ -168,13 +168,21 @@ PrimFunc LowerQuantLoadPipelined(const OpCall& call, int64_t N, int64_t T) {
 }
 
 PrimFunc LowerQuant(const OpCall& call) {
+  // tc_copy_input: output 1 is x again (f32, x's size); otherwise the op has one output
+  const bool copy = HasAttr(call.attrs, "tc_copy_input");
+  if (call.outputs.size() != (copy ? 2u : 1u) ||
+      (copy && (call.outputs[1]->dtype != DataType::Float(32) ||
+                call.outputs[1]->numel() != call.inputs[0]->numel())))
+    TILECORE_THROW(ValueError) << call.op_type << ": expects one output"
+                               << (copy ? ", and with tc_copy_input a float32 copy of x" : "")
+                               << "; given " << call.outputs.size();
   if (call.op_type == "QuantizeLinear" && HasAttr(call.attrs, "tc_load_scale")) {
     // per tensor: four tiles per core when they divide the tensor into 64-byte multiples
     const int64_t N = Numel(Shape(call.inputs[0])), per = call.cores * 4;
     const int64_t T = N % per == 0 ? N / per : 0;
     if (T >= 1024 && T <= kQTile && T % 64 == 0) return LowerQuantLoadPipelined(call, N, T);
   }
-  if (call.outputs.size() > 1)
+  if (copy)
     TILECORE_THROW(ValueError) << call.op_type << ": tc_copy_input needs four tiles per core of "
                                << "64-byte multiples (the pipelined load form)";
   Params p = MakeParams(call);

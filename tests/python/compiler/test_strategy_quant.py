@@ -130,6 +130,13 @@ def test_the_load_form_copies_its_input(hazard_checked):
     with pytest.raises(ValueError, match="tc_copy_input needs four tiles per core"):
         compiler.LowerOp("QuantizeLinear", attrs, [spec((64, 300), "float32")] + ins[1:],
                          [spec((64, 300), "int8"), spec((64, 300), "float32")], "npu -cores=4")
+    # the copy's output must be x's size in float32; without the attribute, one output only
+    for extra, a in [(spec((128, 256), "int8"), attrs), (spec((64, 256), "float32"), attrs),
+                     (spec((128, 256), "float32"), {k: v for k, v in attrs.items() if k != "tc_copy_input"})]:
+        with pytest.raises(ValueError, match="expects one output"):
+            compiler.LowerOp("QuantizeLinear", a, ins, [spec((128, 256), "int8"), extra], "npu -cores=4")
+    with pytest.raises(ValueError, match="float32 copy of x; given 1"):
+        compiler.LowerOp("QuantizeLinear", attrs, ins, [spec((128, 256), "int8")], "npu -cores=4")
 
 
 @pytest.mark.parametrize("attrs,why", [({"tc_load_scale": 0.0}, "positive and finite"),
