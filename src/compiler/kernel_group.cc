@@ -302,7 +302,9 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   const std::vector<Stmt> original = rebound;
   std::vector<FirstLoads> handed(n);
   // A weight prefetched into L2 during a member before member i - 1 (so the barrier ending
-  // it is behind) is as read-only to member i's handoff as the DDR's inputs.
+  // it is behind) is as read-only to member i's handoff as the DDR's inputs. Only while it
+  // lives: once its last reader is done, its place in the arena is another intermediate's,
+  // which a member before i may still be writing.
   auto settled_before = [&](size_t i) {
     return [&, i](const Buffer& b) {
       if (!arena.defined() || !b->data.same_as(arena->data)) return false;
@@ -311,7 +313,7 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
       if (!off || bytes < 0) return false;
       const int64_t lo = *off * b->dtype.lane_bytes(), hi = lo + bytes;
       for (const auto& [id, from] : fetched_from) {
-        if (fetched_until.at(id) + 2 > int64_t(i)) continue;
+        if (fetched_until.at(id) + 2 > int64_t(i) || uses.at(id).second < int64_t(i)) continue;
         const int64_t at = offset_of.at(id);
         if (lo >= at && hi <= at + ConstBytes(tensor.at(id))) return true;
       }
