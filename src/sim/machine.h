@@ -166,6 +166,16 @@ struct Core {
 };
 
 /// HazardCheck state (hazard.cc): vector clocks and the recent-access window.
+/// The bytes a strided access touches (a DMA's side): element `es` bytes at `base` plus
+/// sum(i_k * stride_k) * es over the shape. Without one, an access is its whole range.
+struct AccessPattern {
+  bool valid = false;
+  int rank = 1, es = 1;
+  uint64_t base = 0;
+  std::array<uint32_t, 4> shape{1, 1, 1, 1};
+  std::array<int32_t, 4> stride{0, 0, 0, 0};
+};
+
 struct HazardState {
   int n = 0;
   std::vector<std::vector<uint32_t>> vc;
@@ -176,9 +186,17 @@ struct HazardState {
     uint32_t epoch;
     uint32_t pc;
     int core;
+    AccessPattern pattern;
+    // the pattern's bytes as sorted disjoint [lo, hi) runs, made when first compared
+    std::vector<std::pair<uint64_t, uint64_t>> runs;
   };
-  std::vector<Rec> log;  // ring of the most recent accesses
-  size_t next = 0;
+  // rings of the most recent accesses, one per memory (L1: one per core) and agent, so
+  // that an access is compared only with other agents' to the same memory
+  struct Log {
+    std::vector<Rec> recs;
+    size_t next = 0;
+  };
+  std::vector<Log> logs;
   std::set<std::tuple<int, uint32_t, int, uint32_t>> seen;
 };
 
@@ -262,8 +280,11 @@ class Machine {
   void hz_tick(int agent);          // a new event of `agent`
   uint32_t hz_snapshot(int agent);  // returns snapshot id
   void hz_join(int agent, uint32_t snapshot);
-  void hz_access(int agent, const Range& r, const Core& c, uint32_t pc);
+  void hz_access(int agent, const Range& r, const Core& c, uint32_t pc,
+                 const AccessPattern& pattern = AccessPattern{});
   void hz_barrier(const std::vector<int>& cores);
+  void hz_report(const HazardState::Rec& rec, int agent, const Range& r, const Core& c,
+                 uint32_t pc);  // a hazard between `rec` and this access
 
   struct TraceEvent {
     int core;

@@ -94,3 +94,36 @@ TEST(Hazard, GemmWithoutTheWriteBackWaitIsCaught) {
     found |= h.kind == "WAR" && h.first_agent == "dout" && h.second_agent == "mm";
   EXPECT_TRUE(found) << (s.hazards().empty() ? "no hazards" : s.hazards()[0].to_string());
 }
+
+// Two cores store interleaved rows of one L2 tensor: their bounding ranges overlap, their
+// bytes do not. Rows that do share bytes are a race.
+TEST(Hazard, StridedStoresOfTwoCoresCompareByTheirBytes) {
+  auto program = [](int row_of_core1) {
+    return ".data l1, 0xF0000\n"
+           "d: .dmadesc dtype=i8 shape=[4, 64] src_stride=[64, 1] dst_stride=[128, 1]\n"
+           ".text\n.core 0\nli x1, 0x1000\ndma.out l2:x1, l1:x0, [x0 + d]\nfence\nhalt\n"
+           ".core 1\nli x1, " +
+           std::to_string(0x1000 + row_of_core1 * 64) +
+           "\ndma.out l2:x1, l1:x0, [x0 + d]\nfence\nhalt\n";
+  };
+  for (const auto& x : hazards_of(program(1), 2)) ADD_FAILURE() << x.to_string();
+  auto h = hazards_of(program(2), 2);  // core 1's rows 0..2 are core 0's rows 1..3
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "WAW");
+  EXPECT_EQ(h[0].space, "l2");
+}
+
+// A scalar loop's stores, one element at a time, are ordered before the DMA the front end
+// issues after them; the same loop's stores after the issue are not (their records grow
+// into one per loop, which must still be compared).
+TEST(Hazard, ALoopsStoresAfterADmaIssueAreReported) {
+  auto h = hazards_of(std::string(kDesc) +
+                      "li x1, 0\nli x3, 64\nloop:\nsw x1, [l1: x1 + 0x100]\naddi x1, x1, 4\n"
+                      "blt x1, x3, loop\nli x4, 0x100\ndma.out ddr:x0, l1:x4, [x0 + d]\n"
+                      "li x1, 0\nloop2:\nsw x1, [l1: x1 + 0x100]\naddi x1, x1, 4\nblt x1, x3, loop2\n"
+                      "fence\nhalt\n");
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "WAR");
+  EXPECT_EQ(h[0].first_agent, "dout");
+  EXPECT_EQ(h[0].second_agent, "sc");
+}
