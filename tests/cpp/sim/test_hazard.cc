@@ -117,11 +117,12 @@ TEST(Hazard, StridedStoresOfTwoCoresCompareByTheirBytes) {
 // issues after them; the same loop's stores after the issue are not (their records grow
 // into one per loop, which must still be compared).
 TEST(Hazard, ALoopsStoresAfterADmaIssueAreReported) {
-  auto h = hazards_of(std::string(kDesc) +
-                      "li x1, 0\nli x3, 64\nloop:\nsw x1, [l1: x1 + 0x100]\naddi x1, x1, 4\n"
-                      "blt x1, x3, loop\nli x4, 0x100\ndma.out ddr:x0, l1:x4, [x0 + d]\n"
-                      "li x1, 0\nloop2:\nsw x1, [l1: x1 + 0x100]\naddi x1, x1, 4\nblt x1, x3, loop2\n"
-                      "fence\nhalt\n");
+  auto h =
+      hazards_of(std::string(kDesc) +
+                 "li x1, 0\nli x3, 64\nloop:\nsw x1, [l1: x1 + 0x100]\naddi x1, x1, 4\n"
+                 "blt x1, x3, loop\nli x4, 0x100\ndma.out ddr:x0, l1:x4, [x0 + d]\n"
+                 "li x1, 0\nloop2:\nsw x1, [l1: x1 + 0x100]\naddi x1, x1, 4\nblt x1, x3, loop2\n"
+                 "fence\nhalt\n");
   ASSERT_FALSE(h.empty());
   EXPECT_EQ(h[0].kind, "WAR");
   EXPECT_EQ(h[0].first_agent, "dout");
