@@ -54,10 +54,10 @@ using JArr = ffi::Array<ffi::Any>;
 }  // namespace
 
 std::map<std::string, ffi::NDArray> Executable::Run(
-    const std::map<std::string, ffi::NDArray>& inputs, int device_id,
-    const ffi::Function* progress) const {
+    const std::map<std::string, ffi::NDArray>& inputs, int device_id, const ffi::Function* progress,
+    const ffi::Function* observe) const {
 #if !TILECORE_ENABLE_NPU
-  (void)inputs, (void)device_id, (void)progress;
+  (void)inputs, (void)device_id, (void)progress, (void)observe;
   TILECORE_THROW(RuntimeError)
       << "tilecore was built without the npu device; an executable cannot run";
 #else
@@ -171,6 +171,11 @@ std::map<std::string, ffi::NDArray> Executable::Run(
     auto t1 = std::chrono::steady_clock::now();
     double secs = Seconds(t0, t1);
     call_seconds += secs;
+    if (observe) {
+      ffi::Array<ffi::NDArray> seen;
+      for (uint32_t a : st.args) seen.push_back(views[a]);
+      (*observe)(int64_t(t), seen);
+    }
     JMap op;
     op.Set("name", Any(ffi::String(st.source_node.empty() ? st.node : st.source_node)));
     op.Set("node", Any(ffi::String(st.node)));
@@ -485,18 +490,20 @@ TILECORE_REGISTER_GLOBAL("runtime.ExecutableModules").set_body_typed([](Executab
   for (const Module& m : e->spec.modules) out.push_back(m);
   return out;
 });
-// runtime.ExecutableRun(exe, names, arrays, device_id, progress or None) -> [output names...,
-// output arrays...]
+// runtime.ExecutableRun(exe, names, arrays, device_id, progress or None, observe or None) ->
+// [output names..., output arrays...]
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableRun")
     .set_body_typed([](Executable e, ffi::Array<ffi::String> names, ffi::Array<ffi::NDArray> arrays,
-                       int64_t dev, ffi::Any progress) {
+                       int64_t dev, ffi::Any progress, ffi::Any observe) {
       if (names.size() != arrays.size())
         TILECORE_THROW(ValueError) << "names and arrays differ in length";
       std::map<std::string, ffi::NDArray> in;
       for (size_t i = 0; i < names.size(); ++i) in.emplace(std::string(names[i]), arrays[i]);
-      std::optional<ffi::Function> cb;
+      std::optional<ffi::Function> cb, seen;
       if (!progress.is_none()) cb = progress.cast<ffi::Function>();
-      std::map<std::string, ffi::NDArray> out = e.Run(in, int(dev), cb ? &*cb : nullptr);
+      if (!observe.is_none()) seen = observe.cast<ffi::Function>();
+      std::map<std::string, ffi::NDArray> out =
+          e.Run(in, int(dev), cb ? &*cb : nullptr, seen ? &*seen : nullptr);
       JArr res;
       for (const ExecIO& io : e->spec.outputs) res.push_back(Any(ffi::String(io.name)));
       for (const ExecIO& io : e->spec.outputs) res.push_back(Any(out.at(io.name)));

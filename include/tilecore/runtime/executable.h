@@ -107,10 +107,13 @@ class Executable : public ffi::ObjectRef {
   /// Runs on npu:`device_id`: checks `inputs` (name -> array, any device) against the signature,
   /// copies constants and inputs into a fresh arena, runs the steps, returns the outputs on the
   /// host. Statistics and the trace of the run are kept (last_stats, last_trace).
-  /// `progress`, when given, is called before each step with (index, count, node name).
+  /// `progress`, when given, is called before each step with (index, count, node name);
+  /// `observe`, after each step with (index, the step's arguments as views of the arena on
+  /// the device): a checker reads what each step wrote in the program as it ships.
   std::map<std::string, ffi::NDArray> Run(const std::map<std::string, ffi::NDArray>& inputs,
                                           int device_id = 0,
-                                          const ffi::Function* progress = nullptr) const;
+                                          const ffi::Function* progress = nullptr,
+                                          const ffi::Function* observe = nullptr) const;
 };
 
 /// Checks everything a loader must (indices, sizes, dtypes, kinds, function signatures,

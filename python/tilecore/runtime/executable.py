@@ -68,13 +68,16 @@ class Executable(Object):
         return bytes(_api().ExecutableSaveToBytes(self))
 
     def run(self, inputs: Mapping[str, Any], device: int = 0,
-            progress: Callable[[int, int, str], Any] | None = None) -> dict[str, np.ndarray]:
+            progress: Callable[[int, int, str], Any] | None = None,
+            observe: Callable[[int, list[Any]], Any] | None = None) -> dict[str, np.ndarray]:
         """Runs on ``npu:device`` (its simulator) and the CPU.
 
         ``inputs`` maps input names to numpy arrays (or anything with ``__dlpack__``, or
         NDArrays); returns a dict from output names to numpy arrays. A missing, unknown or
         wrongly shaped/typed input is a ValueError listing what the executable expects.
-        ``progress(step, n_steps, node)``, when given, is called before each step.
+        ``progress(step, n_steps, node)``, when given, is called before each step;
+        ``observe(step, args)`` after it, with the step's arguments (``describe()["steps"][step]["args"]``)
+        as NDArrays on the device, valid during the call (``.numpy()`` copies one out).
         """
         from ..ffi import nd
 
@@ -90,7 +93,7 @@ class Executable(Object):
                 arr = nd.from_dlpack(value)
             names.append(str(name))
             arrays.append(arr)
-        res = list(_api().ExecutableRun(self, names, arrays, int(device), progress))
+        res = list(_api().ExecutableRun(self, names, arrays, int(device), progress, observe))
         n = len(res) // 2
         return {str(res[i]): res[n + i].numpy() for i in range(n)}
 
