@@ -3,7 +3,7 @@ tensor of the compiled model next to ONNX Runtime's.
 
     tilecore compile MODEL.onnx -o OUT.tcx [--target T] [--precision f32|f16|bf16|int8] [--calib CALIB.npz]
                      [--calib-method M] [--calib-table T.json] [--qtable FILE] [--auto-mixed TARGET_COSINE]
-                     [--input-shape NAME:D0,D1,...]
+                     [--input-shape NAME:D0,D1,...] [--verify [IN.npz]]
     tilecore compare MODEL.onnx --inputs IN.npz [--precision P] [--calib CALIB.npz] [--calib-method M]
                      [--calib-table T.json] [--report R.json] [--repro DIR]
 """
@@ -110,6 +110,11 @@ def calibration_table(args: argparse.Namespace) -> CalibTable | None:
         help="keep every node a step: no epilogue fusion, no layer groups (a debugger session that stops at each)"),
     arg("--no-group", action="store_true",
         help="no layer groups: a step per node after fusion (a per-layer profile)"),
+    arg("--verify", nargs="?", const=True, default=False, metavar="IN.npz",
+        help="check the executable before writing it (docs/compiler.md, Verification): run in the simulator's "
+             "hazard mode on sample inputs (IN.npz, else the first --calib sample, else seeded ones), every step "
+             "against the model compiled one node a step, and in f32 against the reference evaluator; names the "
+             "layer group, fused node or node that fails and writes nothing"),
     arg("--quiet", action="store_true", help="no progress bar"),
     *CALIB_ARGS,
 ])
@@ -131,10 +136,14 @@ def compile_cmd(args: argparse.Namespace) -> int:
             from ..compiler.calibration import load_samples
 
             samples = load_samples(args.calib)
+        verify = args.verify
+        if isinstance(verify, str):  # inputs as `tilecore run --inputs` takes them
+            with np.load(verify, allow_pickle=False) as z:
+                verify = {k: z[k] for k in z.files}
         exe = _compile(args.model, target=args.target, precision=args.precision, input_shapes=shapes or None,
                        progress=bar, report=report, calib=calib, calib_samples=samples, qtable=qtable,
                        auto_mixed=args.auto_mixed, fuse=not args.no_fuse,
-                       group=not args.no_group)
+                       group=not args.no_group, verify=verify)
     except OSError as e:
         return _fail(f"{args.model}: {e}")
     except _compile_errors() as e:
@@ -149,6 +158,14 @@ def compile_cmd(args: argparse.Namespace) -> int:
           f"({mem['total_size']} B without reuse), compiled in {secs:.2f} s")
     for h in report["host_ops"]:
         print(f"  host: {h['name']} ({h['op_type']}): {h['reason']}")
+    if "verify" in report:
+        v = report["verify"]
+        groups = sum(1 for st in v["steps"] if st["members"] or st["fused"])
+        low = min([st["cosine"] for st in v["steps"]], default=1.0)
+        outs = ", ".join(f"{n} {c:.6f}" for n, c in v["outputs"].items())
+        print(f"  verify: no hazard; {len(v['steps'])} steps ({groups} layer groups or fused nodes) agree with the "
+              f"model compiled one node a step (lowest cosine {low:.6f}); outputs against the reference evaluator: "
+              f"{outs} ({v['checks']['reference']})")
     prec = report["precision"]
     if prec["assigned"]:
         counts = {}

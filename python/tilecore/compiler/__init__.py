@@ -159,6 +159,7 @@ def estimate_cost(func: Any, target: str = "npu -cores=4") -> dict[str, Any]:
 
 
 from .driver import CompileError, compile  # noqa: E402,A004
+from .verify import VerifyError  # noqa: E402
 
 __all__ = ["TensorSpec", "HasStrategy", "LowerOp", "list_strategies", "HasHostKernel", "LowerHostOp",
-           "list_host_kernels", "PlanMemory", "GroupKernels", "estimate_cost", "CompileError", "compile"]
+           "list_host_kernels", "PlanMemory", "GroupKernels", "estimate_cost", "CompileError", "VerifyError", "compile"]

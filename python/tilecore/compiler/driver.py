@@ -361,13 +361,46 @@ def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, k
     return exe
 
 
+def _compile_verified(model, verify, report, calib_samples, options):
+    """compile(model, **options), then compiler/verify.py's checks on the executable."""
+    from . import verify as _verify
+    from .precision import Calibration
+
+    if isinstance(model, os.PathLike):
+        model = os.fspath(model)
+    rep = {} if report is None else report
+    exe = compile(model, report=rep, **options)
+    if isinstance(verify, Mapping):
+        feeds = {k: np.asarray(v) for k, v in verify.items()}
+    elif calib_samples:
+        feeds = {k: np.asarray(v[0]) for k, v in calib_samples.items()}
+    else:
+        feeds = _verify.sample_inputs(exe.inputs)
+
+    def plain():
+        # the same precision and thresholds, every node a step of its own
+        kw = {**options, "fuse": False, "group": False, "auto_mixed": None}
+        prec = rep.get("precision", {})
+        if rep.get("auto_mixed"):
+            kw["qtable"] = rep["auto_mixed"]["qtable"]
+        if prec.get("thresholds") or prec.get("channel_means"):
+            kw["calib"] = Calibration(prec.get("thresholds") or {},
+                                      {n: np.asarray(v) for n, v in prec.get("channel_means", {}).items()})
+            kw["calib_samples"] = None
+        return compile(model, **kw)
+
+    graph = _load_graph(model, options["input_shapes"])
+    rep["verify"] = _verify.verify(exe, plain, graph, options["precision"], str(options["target"]), feeds)
+    return exe
+
+
 def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = "f32",
             input_shapes: Mapping[str, Sequence[int]] | None = None, keep_intermediates: bool = False,
             progress: Callable[..., Any] | None = None, report: dict[str, Any] | None = None, calib: Any = None,
             calib_samples: Mapping[str, np.ndarray] | None = None,
             qtable: Mapping[str, str] | str | os.PathLike[str] | None = None,
             auto_mixed: float | None = None, bias_correction: bool = True, fuse: bool = True,
-            group: bool = True) -> Executable:
+            group: bool = True, verify: bool | Mapping[str, np.ndarray] = False) -> Executable:
     """Compiles a model to an :class:`tilecore.runtime.Executable`.
 
     :param model: a :class:`tilecore.ir.graph.Graph`, a path to a ``.onnx`` file, its
@@ -395,6 +428,13 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         whose intermediates stay in L2. ``False`` (implied by ``fuse=False`` and by
         ``keep_intermediates``) keeps one step per node, for per-layer profiles.
     :param input_shapes: input name -> shape, binding symbolic dimensions.
+    :param verify: check the executable before returning it (compiler/verify.py,
+        docs/compiler.md "Verification"): on sample inputs (``True``: the first of
+        ``calib_samples``, else seeded ones; or input name -> array) it runs in the
+        simulator's hazard mode, each value a step writes is compared with the same model
+        compiled one node a step, and (in f32) with the reference evaluator. Raises
+        :class:`VerifyError` naming the layer group, fused node or node that fails; the
+        report's ``verify`` holds the figures.
     :param keep_intermediates: every value in its own buffer, and every intermediate
         value an extra output named by its (ONNX) value name.
     :param progress: ``progress(i, n, node_name)`` called before each node is lowered.
@@ -426,6 +466,11 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
 
     if precision not in PRECISIONS:
         raise CompileError(f"precision `{precision}` is not supported (supported: {', '.join(PRECISIONS)})")
+    if verify is not False and verify is not None:
+        return _compile_verified(model, verify, report, calib_samples, dict(
+            target=target, precision=precision, input_shapes=input_shapes, keep_intermediates=keep_intermediates,
+            progress=progress, calib=calib, calib_samples=calib_samples, qtable=qtable, auto_mixed=auto_mixed,
+            bias_correction=bias_correction, fuse=fuse, group=group))
     if auto_mixed is not None:
         return _compile_auto_mixed(model, float(auto_mixed), target, precision, input_shapes, keep_intermediates,
                                    progress, report, calib, calib_samples, qtable, bias_correction, fuse, group)

@@ -144,3 +144,32 @@ def test_compile_precisions_calib_qtable_auto_mixed(tmp_path, capsys):
     assert rc == 0 and "auto-mixed: cosine" in out and "moved to bf16" in out and "    fc" in out
     assert cli.main(base + ["--precision", "int8"]) == 1
     assert "calib" in capsys.readouterr().err
+
+
+@pytest.mark.npu
+def test_compile_verify_passes_or_names_the_group_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    model, w = chain_model()
+    onnx.save(model, tmp_path / "m.onnx")
+    x = np.random.default_rng(5).standard_normal((4, 16)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    argv = ["compile", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.tcx"), "--input-shape", "x:4,16",
+            "--quiet", "--verify", str(tmp_path / "in.npz")]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "verify: no hazard; 1 steps (1 layer groups or fused nodes) agree" in out and "y 1.000000 (pass)" in out
+    # the group's last member reads its own output's place instead of its input's
+    from tilecore.compiler import layer_groups
+
+    apply = layer_groups.Groups.apply
+
+    def swapped(self, funcs, build_group):
+        def build(idx, fs, args, ins, outs):
+            return build_group(idx, fs, [list(a) for a in args[:-1]] + [args[-1][::-1]], ins, outs)
+        return apply(self, funcs, build)
+
+    monkeypatch.setattr(layer_groups.Groups, "apply", swapped)
+    (tmp_path / "m.tcx").unlink()
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "verify: layer group `fc+2` (3 nodes: fc, act, gate) writes `y` at cosine" in err
+    assert not (tmp_path / "m.tcx").exists()

@@ -1,0 +1,193 @@
+"""Differential verification of a compiled model (docs/compiler.md, "Verification"):
+``tilecore.compile(..., verify=True)`` and ``tilecore compile --verify``.
+
+The executable that ships is run on sample inputs on a simulator in hazard mode, and
+every value each of its steps writes is read as the step ends (``Executable.run``'s
+``observe``). Three checks, each naming what fails:
+
+- **hazards**: an L1 or L2 access of one engine not ordered against another's by a wait
+  or a barrier (the simulator's hazard mode) is a race; the step it happened in is named.
+- **optimisations**: the same model compiled with every node a step of its own (no layer
+  groups, no epilogue fusion, the same precision and thresholds) is run on the same
+  inputs; each value a step of the shipped program writes is compared with the same
+  value there. The first layer group or fused node whose output differs is named: the
+  optimisation changed the model.
+- **reference**: the outputs, and in f32 each node's output of the per-node compilation,
+  against the reference evaluator (``tilecore.frontend.evaluate``, numpy per ONNX op).
+  In f16/bf16/int8 the outputs' cosine is reported, not judged (the precision costs
+  accuracy; ``tilecore compare`` says where).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..ir.graph import Graph
+    from ..runtime import Executable
+
+from .driver import CompileError
+
+# the simulator behind this npu device runs the checks (npu:0, the user's, is untouched)
+VERIFY_DEVICE = 15
+# lowest cosine of a value of the shipped program against the per-node program: the two
+# compute the same arithmetic, so beyond rounding in another order they agree
+OPTIMISATION_COSINE = {"f32": 0.99999, "f16": 0.9999, "bf16": 0.9999, "int8": 0.999}
+# lowest cosine of an f32 value against the reference evaluator
+REFERENCE_COSINE = 0.9999
+
+
+class VerifyError(CompileError):
+    """A compiled model that does not pass ``verify``: the message names the check, the
+    step (a layer group and its members, a fused node, or a node) and the figures."""
+
+
+def sample_inputs(inputs: Mapping[str, tuple[Sequence[int], str]], seed: int = 0) -> dict[str, np.ndarray]:
+    """One seeded input per executable input: standard normal floats; integers in [0, 2)
+    and booleans at random (any table of two rows or more takes them as indices)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, (shape, dtype) in inputs.items():
+        dt = np.dtype("uint16" if dtype == "bfloat16" else dtype)
+        if dtype == "bfloat16":
+            import ml_dtypes
+
+            out[name] = rng.standard_normal(shape).astype(ml_dtypes.bfloat16)
+        elif dt.kind == "f":
+            out[name] = rng.standard_normal(shape).astype(dt)
+        elif dt.kind == "b":
+            out[name] = rng.integers(0, 2, shape).astype(bool)
+        else:
+            out[name] = rng.integers(0, 2, shape).astype(dt)
+    return out
+
+
+def cosine(a: Any, b: Any) -> float:
+    """The cosine of two arrays as flat f64 vectors (1.0 when both are all zeros, -1.0
+    when only one is, or when either holds a NaN or an infinity the other does not)."""
+    a = np.asarray(a, np.float64).ravel()
+    b = np.asarray(b, np.float64).ravel()
+    if a.shape != b.shape:
+        return -1.0
+    fa, fb = np.isfinite(a), np.isfinite(b)
+    if not np.array_equal(fa, fb) or not np.array_equal(a[~fa], b[~fb], equal_nan=True):
+        return -1.0
+    a, b = a[fa], b[fb]
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    if na == 0 or nb == 0:
+        return 1.0 if na == nb else -1.0
+    return float(a @ b / (na * nb))
+
+
+def _steps(exe) -> list[dict[str, Any]]:
+    """Per step: name, op type, the values it writes, and what it stands for (a group's
+    members, the nodes fused into it)."""
+    import json
+
+    d = exe.describe()
+    out = []
+    for st in d["steps"]:
+        dbg = st.get("debug", {})
+        group = json.loads(dbg["group"]) if "group" in dbg else None
+        out.append({"node": st["node"], "op_type": st["op_type"], "where": st["kind"],
+                    "args": [d["buffers"][a]["name"] for a in st["args"]],
+                    "outputs": [n for n in dbg.get("outputs", "").split(",") if n],
+                    "members": group["nodes"] if group else [],
+                    "fused": [n for n, _ in json.loads(dbg["fused"])] if "fused" in dbg else []})
+    return out
+
+
+def observe(exe: Executable, feeds: Mapping[str, np.ndarray], target: str) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
+    """Runs ``exe`` on a simulator in hazard mode: (the outputs, per step ``values`` it wrote
+    and the ``hazards`` in L1/L2 raised while it ran)."""
+    from .. import runtime
+
+    steps = _steps(exe)
+    runtime.npu_configure(VERIFY_DEVICE, f"{target} -mode=hazard")
+    sim = runtime.npu_simulator(VERIFY_DEVICE)
+    seen = [0]
+
+    def after(t, args):
+        st = steps[t]
+        wanted = set(st["outputs"])
+        st["values"] = {n: a.numpy().copy() for n, a in zip(st["args"], args) if n in wanted}
+        hz = sim.hazards()
+        st["hazards"] = [h["message"] for h in hz[seen[0]:] if h["space"] != "ddr"]
+        seen[0] = len(hz)
+
+    try:
+        outs = exe.run(dict(feeds), device=VERIFY_DEVICE, observe=after)
+    finally:
+        runtime.npu_configure(VERIFY_DEVICE, target)  # (frees the checked simulator's memory)
+    return outs, steps
+
+
+def _what(st) -> str:
+    if st["members"]:
+        return f"layer group `{st['node']}` ({len(st['members'])} nodes: {', '.join(st['members'])})"
+    if st["fused"]:
+        return f"node `{st['node']}` ({st['op_type']}) with {', '.join(st['fused'])} fused into it"
+    return f"node `{st['node']}` ({st['op_type']}, {st['where']})"
+
+
+def _values(a):
+    """``a`` as f64 (bfloat16 arrays come from the simulator as uint16 or ml_dtypes)."""
+    return np.asarray(a).astype(np.float64)
+
+
+def verify(exe: Executable, compile_plain: Callable[[], Executable], graph: Graph, precision: str, target: str,
+           feeds: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """The checks of this module on ``exe`` (``compile_plain()`` gives the per-node
+    compilation, ``graph`` the Graph the reference evaluator runs). Returns the report's
+    ``verify`` entry: ``checks`` (name -> "pass"), ``steps`` (per shipped step, the lowest
+    cosine of its values against the per-node program), ``outputs`` (output -> cosine
+    against the reference); raises VerifyError on the first check that fails."""
+    from ..ir.graph import evaluate
+
+    rep: dict[str, Any] = {"precision": precision, "checks": {}}
+    outs, steps = observe(exe, feeds, target)
+    for st in steps:
+        if st["hazards"]:
+            raise VerifyError(f"verify: {len(st['hazards'])} unordered access(es) in {_what(st)} "
+                              f"(the simulator's hazard mode), first: {st['hazards'][0]}")
+    rep["checks"]["hazards"] = "pass"
+
+    plain = compile_plain()
+    plain_outs, plain_steps = observe(plain, feeds, target)
+    for st in plain_steps:
+        if st["hazards"]:
+            raise VerifyError(f"verify: {len(st['hazards'])} unordered access(es) in {_what(st)} of the per-node "
+                              f"compilation (the simulator's hazard mode), first: {st['hazards'][0]}")
+    ref = evaluate(graph, dict(feeds), keep_intermediates=True)
+    if precision == "f32":  # each node alone first: a wrong kernel is not an optimisation's fault
+        for st in plain_steps:
+            for n, v in st["values"].items():
+                c = cosine(_values(v), _values(ref[n])) if n in ref else 1.0
+                if c < REFERENCE_COSINE:
+                    raise VerifyError(f"verify: {_what(st)} computes `{n}` at cosine {c:.6f} against the reference "
+                                      f"evaluator (at least {REFERENCE_COSINE} expected in f32)")
+    alone = {n: v for st in plain_steps for n, v in st["values"].items()}
+    bound = OPTIMISATION_COSINE[precision]
+    rep["steps"] = []
+    for st in steps:
+        common = [n for n in st["values"] if n in alone]
+        if not common:
+            continue
+        low = min(cosine(_values(st["values"][n]), _values(alone[n])) for n in common)
+        rep["steps"].append({"node": st["node"], "cosine": low, "members": st["members"], "fused": st["fused"]})
+        if low < bound and (st["members"] or st["fused"]):
+            worst = min(common, key=lambda n: cosine(_values(st["values"][n]), _values(alone[n])))
+            raise VerifyError(f"verify: {_what(st)} writes `{worst}` at cosine {low:.6f} against the same nodes "
+                              f"compiled one step each (at least {bound} expected): this optimisation changes the "
+                              f"model")
+    rep["checks"]["optimisations"] = "pass"
+
+    rep["outputs"] = {n: cosine(_values(outs[n]), _values(ref[n])) for n in outs if n in ref}
+    if precision == "f32":
+        for n, c in rep["outputs"].items():
+            if c < REFERENCE_COSINE:
+                raise VerifyError(f"verify: output `{n}` at cosine {c:.6f} against the reference evaluator "
+                                  f"(at least {REFERENCE_COSINE} expected in f32)")
+    rep["checks"]["reference"] = "pass" if precision == "f32" else "reported"
+    return rep
