@@ -95,10 +95,12 @@ def _load_graph(model, input_shapes):
     return frontend.from_onnx(_expand_unsupported(model), input_shapes=input_shapes)
 
 
-def _fold_to_fixed_point(graph, rounds=4):
+def _fold_to_fixed_point(graph, rounds=256):
     """FoldConstants and InferTypes again while nodes fold: values the passes learnt late
     (a Shape folded by type inference) make their users constant (Slice's starts from
-    Shape - 1, ConstantOfShape of a computed shape), and those make static shapes."""
+    Shape - 1, ConstantOfShape of a computed shape), and those make static shapes. Each
+    round may learn one more link of a chain (a Swin Transformer's window shapes are
+    computed block after block from the one before), so it runs until nothing folds."""
     from .. import transform
 
     for _ in range(rounds):

@@ -450,3 +450,30 @@ def test_grid_sample_runs_on_the_host(mode, padding, align):
     got = tilecore.compile(model).run({"x": x, "grid": grid})["y"]
     want = ort_run(model, {"x": x, "grid": grid})["y"]
     assert got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_shapes_computed_block_after_block_are_static():
+    """Each block pads its input to a multiple of 4 rows, the pads computed from the Shape
+    of the block before (as a Swin Transformer pads to its window): one more link becomes
+    constant per round of folding and type inference, so eight blocks need eight rounds;
+    the compiled model is ONNX Runtime's."""
+    nodes, x = [], "x"
+    inits = [("zero", np.array([0], np.int64)), ("one", np.array([1], np.int64)),
+             ("four", np.array(4, np.int64)), ("three", np.array(3, np.int64))]
+    for k in range(8):
+        nodes += [helper.make_node("Shape", [x], [f"s{k}"]),
+                  helper.make_node("Gather", [f"s{k}", "zero"], [f"n{k}"], axis=0),
+                  helper.make_node("Add", [f"n{k}", "three"], [f"m{k}"]),
+                  helper.make_node("Div", [f"m{k}", "four"], [f"q{k}"]),
+                  helper.make_node("Mul", [f"q{k}", "four"], [f"w{k}"]),
+                  helper.make_node("Sub", [f"w{k}", f"n{k}"], [f"e{k}"]),
+                  helper.make_node("Cast", [f"e{k}"], [f"c{k}"], to=TensorProto.INT64),
+                  helper.make_node("Concat", ["zero", "zero", f"c{k}", "zero"], [f"pads{k}"], axis=0),
+                  helper.make_node("Pad", [x, f"pads{k}"], [f"p{k}"]),
+                  helper.make_node("Relu" if k % 2 else "Sigmoid", [f"p{k}"], [f"a{k}"]),
+                  helper.make_node("Slice", [f"a{k}", "one", f"m{k}", "zero"], [f"x{k}"])]
+        x = f"x{k}"
+    model = make_model(nodes, [("x", [6, 4], np.float32)], [x], inits)
+    feeds = {"x": RNG.standard_normal((6, 4)).astype(np.float32)}
+    y = tilecore.compile(model).run(feeds)[x]
+    np.testing.assert_allclose(y, ort_run(model, feeds)[x], rtol=1e-5, atol=1e-6)
