@@ -70,8 +70,9 @@ def _compile_errors():
 # int8 calibration: --calib samples (and --calib-method) make a table, written to
 # --calib-table when given; --calib-table alone reuses an existing table.
 CALIB_ARGS = (
-    arg("--calib-method", default="auto", choices=["auto", "minmax", "percentile", "kl"],
-        help="int8: activation thresholds (default auto: the least quantisation MSE per tensor)"),
+    arg("--calib-method", default="minmax", choices=["auto", "minmax", "percentile", "kl"],
+        help="int8: activation thresholds (default minmax, as tilecore.compile(calib_samples=) takes them; auto: "
+             "the least quantisation MSE per tensor)"),
     arg("--calib-table", metavar="T.json", help="int8: the calibration table to write (with --calib) or reuse"),
 )
 

@@ -24,8 +24,9 @@ first finds each tensor's absolute maximum, the second fills a histogram of |x| 
   (scale threshold / 127, round, clip to +-127) has the least mean squared error over
   the histogram (each bin's values taken at the bin centre, exact zeros without error).
 
-A tensor that is zero on every sample gets threshold 1e-6, so its scale stays positive.
-The table is a JSON file (``save``/``load``) meant to be edited: ``load`` validates the
+A tensor that is zero on every sample gets threshold 0: its range is degenerate, and the
+compiler keeps the nodes that would quantise it in f32, naming it. A tiny range is kept
+as it is (a model whose activations are 1e-14 quantises them at that scale). The table is a JSON file (``save``/``load``) meant to be edited: ``load`` validates the
 version and every entry and names the entry at fault.
 """
 
@@ -41,7 +42,6 @@ import numpy as np
 METHODS = ("minmax", "percentile", "kl")
 FORMAT = "tilecore-calibration"
 VERSION = 1
-ZERO_THRESHOLD = 1e-6
 _KL_LEVELS = 128
 
 
@@ -80,7 +80,7 @@ class CalibTable:
         for n, st in self.stats.items():
             cand = st.get("candidates", {}) if isinstance(st, dict) else {}
             if method in cand and n in thresholds:
-                thresholds[n] = max(float(cand[method]), ZERO_THRESHOLD)
+                thresholds[n] = float(cand[method])
                 methods[n] = method
         return CalibTable(thresholds, methods, self.stats, dict(self.meta, method=method))
 
@@ -120,8 +120,9 @@ class CalibTable:
             if not isinstance(e, dict):
                 raise CalibrationError(f"{here}: expected an object with `threshold` or a number")
             t = e.get("threshold")
-            if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
-                raise CalibrationError(f"{here}: threshold must be a positive finite number, got {t!r}")
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+                raise CalibrationError(f"{here}: threshold must be a finite number >= 0 (0: zero on every sample), "
+                                       f"got {t!r}")
             m = e.get("method", "manual")
             if m not in METHODS + ("manual",):
                 raise CalibrationError(f"{here}: method `{m}` is not one of {', '.join(METHODS + ('manual',))}")
@@ -338,8 +339,8 @@ def calibrate(model: Any, samples: Mapping[str, np.ndarray], method: str = "auto
         if n not in absmax:
             continue
         amax = absmax[n]
-        if amax == 0:
-            thresholds[n], methods[n] = ZERO_THRESHOLD, "minmax"
+        if amax == 0:  # degenerate: the compiler keeps its readers wider
+            thresholds[n], methods[n] = 0.0, "minmax"
             stats[n] = {"absmax": 0.0}
             continue
         width = amax / bins
@@ -356,7 +357,7 @@ def calibrate(model: Any, samples: Mapping[str, np.ndarray], method: str = "auto
             chosen = min(METHODS, key=lambda k: (mse[k], METHODS.index(k)))
         else:
             chosen = method
-        thresholds[n] = max(float(cand[chosen]), ZERO_THRESHOLD)
+        thresholds[n] = float(cand[chosen])
         methods[n] = chosen
         stats[n] = {"absmax": amax, "candidates": {k: float(v) for k, v in cand.items()}}
     meta = {"method": method, "samples": col.count, "bins": bins, "percentile": percentile}

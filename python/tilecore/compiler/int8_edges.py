@@ -48,7 +48,7 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
     specs); returns their value names. A value read only as a residual takes its scale
     from its own calibrated threshold in ``thresholds`` (symmetric, zero point 0)."""
     from .fuse_epilogue import value_readers
-    from .precision import activation_scale
+    from .precision import activation_scale, degenerate_range
 
     readers = value_readers(nodes)
     lut_ops = lookup_table_ops()
@@ -114,7 +114,7 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
         if softmax and found is not None and (found[1] or found[2] or found[3]):
             continue  # data readers only
         if (found is not None and not found[0] and (found[1] or found[3]) and not found[2]
-                and y in (thresholds or {})):
+                and y in (thresholds or {}) and not degenerate_range(y, thresholds[y])):
             # residual readers or lookup tables only: the value's own threshold
             found[0].add((activation_scale(thresholds[y]), 0))
         if found is None or len(found[0]) != 1 or (nd.op != "Conv" and (found[1] or found[2])):

@@ -107,10 +107,21 @@ def thresholds_of(calib: Any) -> dict[str, float] | None:
     except (TypeError, ValueError) as e:
         raise ValueError(f"calib: expected a mapping value name -> threshold (float) or an object with "
                          f".thresholds of that form ({e})") from None
-    bad = [k for k, v in out.items() if not (np.isfinite(v) and v > 0)]
+    bad = [k for k, v in out.items() if not (np.isfinite(v) and v >= 0)]
     if bad:
-        raise ValueError(f"calib: thresholds must be finite and > 0: {', '.join(f'`{k}` = {out[k]}' for k in bad[:5])}")
+        raise ValueError(f"calib: thresholds must be finite and >= 0 (0: zero on every sample): "
+                         f"{', '.join(f'`{k}` = {out[k]}' for k in bad[:5])}")
     return out
+
+
+def degenerate_range(name: str, threshold: float) -> str:
+    """Why ``name``'s calibrated range cannot give an int8 scale ("" when it can): zero on
+    every sample, or so small that threshold / 255 is below float32's smallest normal."""
+    if threshold <= 0:
+        return f"calibration: `{name}` is zero on every sample (a degenerate range)"
+    if threshold / (2 * QMAX + 1) < np.finfo(np.float32).tiny:
+        return f"calibration: the range of `{name}` (absmax {threshold:.3g}) underflows an int8 scale"
+    return ""
 
 
 def minmax_thresholds(graph: Any, samples: Mapping[str, np.ndarray], names: Iterable[str]) -> dict[str, float]:
@@ -267,6 +278,10 @@ def _to_int8(nd, info, thresholds, fresh, nonnegative=frozenset(), mean=None, co
     missing = [n for n in names if n not in thresholds]
     if missing:
         return f"no threshold for {', '.join(missing)}"
+    for n in names:
+        why = degenerate_range(n, thresholds[n])
+        if why:
+            return why
     unsigned = names[0] in nonnegative and len(names) == 1  # a zero point needs B's column sums: constant W only
     x_scale = activation_scale(thresholds[names[0]], unsigned)
     zp = -128 if unsigned else 0

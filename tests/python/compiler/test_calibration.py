@@ -151,7 +151,7 @@ def test_table_round_trip_and_validation(tmp_path):
     assert doc["version"] == 1
     doc["tensors"]["relu"]["threshold"] = -1
     p.write_text(json.dumps(doc))
-    with pytest.raises(CalibrationError, match="entry `relu`.*positive"):
+    with pytest.raises(CalibrationError, match="entry `relu`.*finite number >= 0"):
         CalibTable.load(p)
     doc["tensors"]["relu"] = 2.5  # the short form: name -> threshold
     p.write_text(json.dumps(doc))
@@ -194,7 +194,7 @@ def test_cli_compile_writes_then_reuses_the_table(tmp_path, capsys):
     doc["tensors"]["x"]["threshold"] = "big"
     (tmp_path / "t.json").write_text(json.dumps(doc))
     assert cli.main(args + ["--calib-table", str(tmp_path / "t.json")]) == 1
-    assert "entry `x`: threshold must be a positive finite number" in capsys.readouterr().err
+    assert "entry `x`: threshold must be a finite number >= 0" in capsys.readouterr().err
 
 
 def test_kl_leaves_exact_zeros_out():
@@ -210,3 +210,65 @@ def test_kl_leaves_exact_zeros_out():
     hist, _ = np.histogram(y[y != 0], bins=2048, range=(0, y.max()))
     assert t == pytest.approx(threshold_kl(hist, y.max() / 2048))
     assert t > 0.6 * y.max()
+
+
+def _tiny_conv_model(scale):
+    """y = Conv(Relu(Conv(x * scale))): every activation about `scale` (torchvision's
+    EfficientNet-B0 with random weights reaches 1e-14)."""
+    rng = np.random.default_rng(7)
+    w1 = (rng.standard_normal((16, 8, 3, 3)) * 0.2).astype(np.float32)
+    w2 = (rng.standard_normal((8, 16, 1, 1)) * 0.3).astype(np.float32)
+    nodes = [helper.make_node("Mul", ["x", "s"], ["xs"], name="scale"),
+             helper.make_node("Conv", ["xs", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu"),
+             helper.make_node("Conv", ["r1", "w2"], ["y"], name="conv2")]
+    g = helper.make_graph(nodes, "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])],
+                          [numpy_helper.from_array(np.array(scale, np.float32), "s"),
+                           numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.npu
+def test_a_tiny_range_is_kept_and_the_cli_calibrates_as_the_api(tmp_path, capsys):
+    """Activations of 1e-14 quantise at that scale (the table once raised every threshold
+    to 1e-6, and the CLI's int8 outputs were all zeros); by default the CLI's thresholds
+    are the API's (min/max over the same samples)."""
+    import onnxruntime as ort
+
+    import tilecore
+    from tilecore import cli, runtime
+    from tilecore.compiler.verify import cosine
+
+    m = _tiny_conv_model(1e-14)
+    onnx.save(m, tmp_path / "m.onnx")
+    s = {"x": np.random.default_rng(2).standard_normal((4, 1, 8, 8, 8)).astype(np.float32)}
+    np.savez(tmp_path / "cal.npz", **s)
+    assert cli.main(["compile", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.tcx"), "--precision", "int8",
+                     "--quiet", "--calib", str(tmp_path / "cal.npz"), "--calib-table", str(tmp_path / "t.json")]) == 0
+    assert "2 matrix node(s) in int8" in capsys.readouterr().out
+    table = CalibTable.load(tmp_path / "t.json")
+    assert 1e-15 < table.thresholds["xs"] < 1e-12
+    x = {"x": np.random.default_rng(3).standard_normal((1, 8, 8, 8)).astype(np.float32)}
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, x)[0]
+    y_cli = runtime.load_executable(tmp_path / "m.tcx").run(x)["y"]
+    rep = {}
+    y_api = tilecore.compile(m, precision="int8", calib_samples=s, report=rep).run(x)["y"]
+    assert cosine(y_cli, ref) > 0.99 and cosine(y_api, ref) > 0.99
+    for name in ("xs", "r1"):
+        assert table.thresholds[name] == pytest.approx(rep["precision"]["thresholds"][name], rel=1e-5)
+
+
+def test_a_tensor_zero_on_every_sample_keeps_its_readers_in_f32():
+    """A degenerate range (0 on every calibration sample) gives no int8 scale: the Conv
+    reading it stays in f32 and the report names the tensor."""
+    import tilecore
+
+    m = _tiny_conv_model(0.0)
+    s = {"x": np.random.default_rng(2).standard_normal((2, 1, 8, 8, 8)).astype(np.float32)}
+    assert calibrate(m, s).thresholds["xs"] == 0.0
+    rep = {}
+    tilecore.compile(m, precision="int8", calib_samples=s, report=rep)
+    falls = {f["node"]: f["reason"] for f in rep["precision"]["fallbacks"]}
+    assert falls["conv1"] == "calibration: `xs` is zero on every sample (a degenerate range)"
+    assert "conv1" not in rep["precision"]["assigned"]

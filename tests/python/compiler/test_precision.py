@@ -308,7 +308,7 @@ def test_qtable_and_errors(tmp_path):
         tilecore.compile(model, precision="int8")
     with pytest.raises(CompileError, match="calib"):
         tilecore.compile(model, precision="int8", calib=3.0)
-    with pytest.raises(CompileError, match="thresholds must be finite and > 0: `x` = nan"):
+    with pytest.raises(CompileError, match=r"thresholds must be finite and >= 0 \(0: zero on every sample\): `x` = nan"):
         tilecore.compile(model, precision="int8", calib={"x": float("nan")})
     with pytest.raises(CompileError, match="qtable: no node named `third`"):
         tilecore.compile(model, qtable={"third": "bf16"})
