@@ -207,6 +207,24 @@ def format_compare(report: dict[str, Any], limit: int | None = None) -> str:
     return "\n".join(lines)
 
 
+def _print_shipped(rep: dict[str, Any]) -> bool:
+    """Prints what the executable as it ships gave; True when it is wrong."""
+    ship = rep.get("shipped")
+    if not ship:
+        return False
+    outs = ", ".join(f"`{n}` {f['cosine']:.6f}" for n, f in ship["outputs"].items())
+    what = f"{ship['steps']} steps, {ship['groups']} layer groups, {ship['fused']} other fused nodes"
+    if not ship["diverged"] and not ship["hazards"] and not ship["changed"]:
+        print(f"the executable as compiled ({what}) agrees: outputs {outs}")
+        return False
+    print(f"the executable as compiled ({what}) {'diverges' if ship['diverged'] else 'differs'}: outputs {outs}")
+    for h in ship["hazards"][:3]:
+        print(f"  race in step `{h['step']}`: {h['message']}")
+    if ship["changed"]:
+        print(f"  {ship['changed']['message']}")
+    return True
+
+
 @command("compare", "compile a model, run it and compare every named tensor with ONNX Runtime", [
     arg("model", help="the .onnx file"),
     arg("--inputs", required=True, help=".npz of the inputs, keyed by input name"),
@@ -244,9 +262,11 @@ def compare_cmd(args: argparse.Namespace) -> int:
             json.dump(rep, f, indent=1, default=float)
     print(format_compare(rep))
     first = rep["first_divergent"]
+    bad_ship = _print_shipped(rep)
     if first is None:
-        print(f"all {len(rep['tensors'])} tensors agree (cosine >= {rep['threshold']})")
-        return 0
+        print(f"all {len(rep['tensors'])} tensors agree (cosine >= {rep['threshold']})"
+              + (" in the program with every intermediate kept" if bad_ship else ""))
+        return 1 if bad_ship else 0
     print(f"first divergent: `{first['name']}` of node `{first['node']}` ({first['op_type']}), "
           f"cosine {first['cosine']:.6f}")
     jump = rep["first_jump"]

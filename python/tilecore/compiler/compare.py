@@ -29,6 +29,13 @@ extra output), run on the simulator, and run by ONNX Runtime with every intermed
 value added as a graph output. Values the graph passes removed (a Conv's output before
 the BatchNorm folded into it, say) have no tilecore counterpart and are listed as
 ``not_compared``.
+
+That program is not the one that ships: layer groups and epilogue fusion are off in it.
+So the executable as ``tilecore compile`` makes it is run too, in the simulator's hazard
+mode, and its outputs are compared with ONNX Runtime's (``shipped``); each value a step
+of it writes is compared with the same value in the every-intermediate program, and the
+first layer group or fused node that differs is named (``shipped["changed"]``): "this
+group is wrong, the same nodes compiled one step each are right".
 """
 
 from __future__ import annotations
@@ -267,10 +274,17 @@ def _group(node, producer, available, limit=16):
 def compare_with_onnxruntime(model: Any, inputs: Mapping[str, np.ndarray], target: str = "npu -cores=4",
                              precision: str = "f32", threshold: float | None = None,
                              progress: Callable[..., Any] | None = None, calib: Any = None,
-                             jump_db: float = JUMP_DB) -> CompareReport:
+                             jump_db: float = JUMP_DB, shipped: bool = True, fuse: bool = True,
+                             group: bool = True) -> CompareReport:
     """Compiles ``model`` with every intermediate kept, runs it and ONNX Runtime (f32; a
     QDQ model without its fake quantisation) on ``inputs`` and compares each tensor both
-    have. ``calib`` goes to the compiler (int8). Returns the report (a JSON-able dict)."""
+    have. ``calib`` goes to the compiler (int8). With ``shipped``, the executable as it
+    ships (compiled with ``fuse`` and ``group``) is run too: the report's ``shipped`` has
+    its outputs' figures against ONNX Runtime, the races the simulator's hazard mode saw,
+    and ``changed``, the first layer group or fused node whose values differ from the
+    every-intermediate program's (compiler/verify.py), or None. Returns the report (a
+    JSON-able dict)."""
+    from . import verify as _verify
     from .driver import compile as _compile
 
     proto = _load_model(model)
@@ -296,6 +310,11 @@ def compare_with_onnxruntime(model: Any, inputs: Mapping[str, np.ndarray], targe
     t0 = time.perf_counter()
     ours = exe.run(inputs)
     sim_seconds = time.perf_counter() - t0
+    shipped_exe = None
+    if shipped:
+        shipped_exe = _compile(proto, target=target, precision=precision, input_shapes=shapes, fuse=fuse, group=group,
+                               **kw)
+        ours, kept_steps = _verify.observe(exe, inputs, target)
     ref_values = {n for node in ref_model.graph.node for n in node.output} | {i.name for i in ref_model.graph.input}
 
     def ref_name(n):
@@ -367,6 +386,20 @@ def compare_with_onnxruntime(model: Any, inputs: Mapping[str, np.ndarray], targe
             jump = row
         rows.append(row)
     outputs = [o.name for o in proto.graph.output]
+    shipped_rep = None
+    if shipped_exe is not None:
+        outs, steps = _verify.observe(shipped_exe, inputs, target)
+        figures = {n: metrics(outs[n], ref[ref_name(n)]) for n in outs if ref_name(n) in ref}
+        _, changed = _verify.first_changed(steps, kept_steps, precision)
+        shipped_rep = {
+            "steps": len(steps),
+            "groups": sum(1 for st in steps if st["members"]),
+            "fused": sum(1 for st in steps if st["fused"] and not st["members"]),
+            "outputs": figures,
+            "diverged": any(not f["cosine"] >= threshold for f in figures.values()),
+            "hazards": [{"step": st["node"], "message": h} for st in steps for h in st["hazards"]],
+            "changed": None if changed is None else {k: v for k, v in changed.items()},
+        }
     return CompareReport({
         "model": proto.graph.name,
         "precision": precision,
@@ -381,6 +414,7 @@ def compare_with_onnxruntime(model: Any, inputs: Mapping[str, np.ndarray], targe
         "simulated_run_seconds": sim_seconds,
         "onnxruntime_seconds": ort_seconds,
         "cycles": exe.stats()["cycles"],
+        "shipped": shipped_rep,
     }, ours={**{k: np.asarray(v) for k, v in inputs.items()}, **ours}, model=proto, groups=groups)
 
 

@@ -125,7 +125,9 @@ def observe(exe: Executable, feeds: Mapping[str, np.ndarray], target: str) -> tu
 
 def _what(st) -> str:
     if st["members"]:
-        return f"layer group `{st['node']}` ({len(st['members'])} nodes: {', '.join(st['members'])})"
+        m = st["members"]
+        names = ", ".join(m) if len(m) <= 8 else f"{', '.join(m[:3])}, ... {', '.join(m[-2:])}"
+        return f"layer group `{st['node']}` ({len(m)} nodes: {names})"
     if st["fused"]:
         return f"node `{st['node']}` ({st['op_type']}) with {', '.join(st['fused'])} fused into it"
     return f"node `{st['node']}` ({st['op_type']}, {st['where']})"
@@ -134,6 +136,32 @@ def _what(st) -> str:
 def _values(a):
     """``a`` as f64 (bfloat16 arrays come from the simulator as uint16 or ml_dtypes)."""
     return np.asarray(a).astype(np.float64)
+
+
+def first_changed(steps: Sequence[dict[str, Any]], plain_steps: Sequence[dict[str, Any]],
+                  precision: str) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Each step of the shipped program (:func:`observe`'s ``steps``) against the same
+    values in the one-node-a-step program: (per step ``node``, ``cosine`` (the lowest of
+    its values), ``members``, ``fused``; the first step below OPTIMISATION_COSINE, as
+    ``step``, ``value``, ``cosine`` and a ``message`` naming it, or None)."""
+    alone = {n: v for st in plain_steps for n, v in st["values"].items()}
+    bound = OPTIMISATION_COSINE[precision]
+    rows, changed = [], None
+    for st in steps:
+        common = [n for n in st["values"] if n in alone]
+        if not common:
+            continue
+        cos = {n: cosine(_values(st["values"][n]), _values(alone[n])) for n in common}
+        worst = min(common, key=cos.get)
+        rows.append({"node": st["node"], "cosine": cos[worst], "members": st["members"], "fused": st["fused"]})
+        if cos[worst] < bound and changed is None:
+            why = ("this optimisation changes the model" if st["members"] or st["fused"] else
+                   "an optimisation of its inputs or outputs (int8 edges, a shared quantisation) changes the model")
+            changed = {"step": st["node"], "members": st["members"], "fused": st["fused"], "value": worst,
+                       "cosine": cos[worst],
+                       "message": f"{_what(st)} writes `{worst}` at cosine {cos[worst]:.6f} against the same nodes "
+                                  f"compiled one step each (at least {bound} expected): {why}"}
+    return rows, changed
 
 
 def verify(exe: Executable, compile_plain: Callable[[], Executable], graph: Graph, precision: str, target: str,
@@ -167,20 +195,9 @@ def verify(exe: Executable, compile_plain: Callable[[], Executable], graph: Grap
                 if c < REFERENCE_COSINE:
                     raise VerifyError(f"verify: {_what(st)} computes `{n}` at cosine {c:.6f} against the reference "
                                       f"evaluator (at least {REFERENCE_COSINE} expected in f32)")
-    alone = {n: v for st in plain_steps for n, v in st["values"].items()}
-    bound = OPTIMISATION_COSINE[precision]
-    rep["steps"] = []
-    for st in steps:
-        common = [n for n in st["values"] if n in alone]
-        if not common:
-            continue
-        low = min(cosine(_values(st["values"][n]), _values(alone[n])) for n in common)
-        rep["steps"].append({"node": st["node"], "cosine": low, "members": st["members"], "fused": st["fused"]})
-        if low < bound and (st["members"] or st["fused"]):
-            worst = min(common, key=lambda n: cosine(_values(st["values"][n]), _values(alone[n])))
-            raise VerifyError(f"verify: {_what(st)} writes `{worst}` at cosine {low:.6f} against the same nodes "
-                              f"compiled one step each (at least {bound} expected): this optimisation changes the "
-                              f"model")
+    rep["steps"], changed = first_changed(steps, plain_steps, precision)
+    if changed is not None:
+        raise VerifyError(f"verify: {changed['message']}")
     rep["checks"]["optimisations"] = "pass"
 
     rep["outputs"] = {n: cosine(_values(outs[n]), _values(ref[n])) for n in outs if n in ref}

@@ -31,17 +31,7 @@ def test_a_member_reading_the_wrong_intermediate_names_its_group(monkeypatch):
     """The HardSigmoid member's input and output swapped as the group is built (it reads
     its own output's place, never written): the group's output differs from the same
     nodes compiled one step each, and verify names the group."""
-    apply = layer_groups.Groups.apply
-
-    def swapped(self, funcs, build_group):
-        def build(idx, fs, args, ins, outs):
-            args = [list(a) for a in args]
-            k = [self.steps[i][0].name for i in idx].index("hsigmoid")
-            args[k] = args[k][::-1]
-            return build_group(idx, fs, args, ins, outs)
-        return apply(self, funcs, build)
-
-    monkeypatch.setattr(layer_groups.Groups, "apply", swapped)
+    _swap_hsigmoid(monkeypatch)
     with pytest.raises(VerifyError, match=r"layer group `hswish\+5` \(6 nodes: hswish, pool, fc1, fc2, hsigmoid, "
                                           r"scale\) writes `y` at cosine .* this optimisation changes the model"):
         tilecore.compile(squeeze_excite(), verify=True)
@@ -88,3 +78,39 @@ def test_sample_inputs_are_seeded_and_typed():
 ])
 def test_cosine_by_hand(a, b, expected):
     assert V.cosine(np.array(a), np.array(b)) == pytest.approx(expected)
+
+
+def _swap_hsigmoid(monkeypatch):
+    apply = layer_groups.Groups.apply
+
+    def swapped(self, funcs, build_group):
+        def build(idx, fs, args, ins, outs):
+            args = [list(a) for a in args]
+            k = [self.steps[i][0].name for i in idx].index("hsigmoid")
+            args[k] = args[k][::-1]
+            return build_group(idx, fs, args, ins, outs)
+        return apply(self, funcs, build)
+
+    monkeypatch.setattr(layer_groups.Groups, "apply", swapped)
+
+
+def test_compare_checks_the_executable_that_ships(monkeypatch):
+    """`tilecore compare`'s every-intermediate program has no layer groups; the report's
+    `shipped` runs the executable as compiled: right, it agrees; with a wrong group, the
+    tensors of the every-intermediate program still agree, and `shipped` names the group."""
+    from tilecore.compiler.compare import compare_with_onnxruntime
+
+    model = squeeze_excite()
+    x = {"x": np.random.default_rng(6).standard_normal((1, 576, 7, 7)).astype(np.float32)}
+    rep = compare_with_onnxruntime(model, x)
+    assert rep["first_divergent"] is None
+    ship = rep["shipped"]
+    assert (ship["groups"], ship["diverged"], ship["hazards"], ship["changed"]) == (1, False, [], None)
+    assert ship["outputs"]["y"]["cosine"] > 0.9999
+    _swap_hsigmoid(monkeypatch)
+    rep = compare_with_onnxruntime(model, x)
+    assert rep["first_divergent"] is None  # each node alone is right
+    ship = rep["shipped"]
+    assert ship["diverged"] and ship["outputs"]["y"]["cosine"] < 0.99
+    assert ship["changed"]["step"] == "hswish+5" and ship["changed"]["value"] == "y"
+    assert "layer group `hswish+5` (6 nodes: hswish, pool, fc1, fc2, hsigmoid, scale)" in ship["changed"]["message"]
