@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     from .model import Node
 
 
+def _where(m, name):
+    """" (inside the layer group ...)" when node ``name`` runs inside a group's step."""
+    return f" ({m.in_group(name)})" if m.in_group(name) else ""
+
+
 class Breakpoint:
     def __init__(self, number: int, spec: str, kind: str, stops: Any, temporary: bool = False,
                  condition: str | None = None) -> None:
@@ -156,8 +161,8 @@ class BreakpointPlugin(Plugin):
             loc = explicit.group(1) or explicit.group(2)
             if loc is not None:
                 if not m.find_nodes(loc):
-                    raise CommandError(m.in_group(loc) or f"no node named `{loc}`" + _suggest(loc, m.node_names()))
-                return "location", loc, f"node `{loc}`"
+                    raise CommandError(f"no node named `{loc}`" + _suggest(loc, m.node_names()))
+                return "location", loc, f"node `{loc}`" + _where(m, loc)
             if explicit.group(3) is not None:
                 op = explicit.group(3)
                 if op not in m.op_types():
@@ -168,13 +173,11 @@ class BreakpointPlugin(Plugin):
                 raise CommandError(f"no graph value `{val}`" + _suggest(val, list(m.values)))
             return "value", val, f"value `{val}` produced"
         if m.find_nodes(w):
-            return "location", w, f"node `{w}`"
+            return "location", w, f"node `{w}`" + _where(m, w)
         if w in m.op_types():
             return "op", w, f"op type {w}"
         if w in m.values and w not in mnemonics():
             return "value", w, f"value `{w}` produced"
-        if m.in_group(w):  # an ONNX node compiled into a layer group's step
-            raise CommandError(m.in_group(w))
         return None
 
     def _graph_hit(self, bp, what):

@@ -298,6 +298,7 @@ class Debugger(cmd.Cmd):
             self.base_position = 0
             self.started = True
             self.enter_node(0)
+            self.at_first_node = True  # the first resume checks the breakpoints before node 0
         else:
             self.sim.load(self.target.program)
             self.symbols = self.target.prepare(self.sim, self.inputs)
@@ -383,7 +384,9 @@ class Debugger(cmd.Cmd):
         m = self.model
         left = max_instructions
         executed = 0
-        first = True
+        # (resuming where a stop before this node was reported does not stop there again)
+        first = not getattr(self, "at_first_node", False)
+        self.at_first_node = False
         while True:
             node = m.node()
             if node is None:
@@ -580,9 +583,8 @@ class Debugger(cmd.Cmd):
         if self.model is not None:
             name = arg.strip()
             if name and not self.model.find_nodes(name):
-                raise CommandError(self.model.in_group(name) or f"no node named `{name}`"
-                                   + _suggest(name, self.model.node_names()))
-            self.resume(0, stop_before=(lambda node: name in (node.onnx_name, node.name)) if name else (lambda node: True))
+                raise CommandError(f"no node named `{name}`" + _suggest(name, self.model.node_names()))
+            self.resume(0, stop_before=(lambda node: node.computes(name)) if name else (lambda node: True))
             return
         core = self.core
         file, line = self._line_of(core)

@@ -55,17 +55,27 @@ class Node:
         self.kernel = None        # KernelModuleTarget of an npu node (made when first needed)
         self.module = None
         self.fused: list[tuple[str, str]] = []  # (name, op type) of the nodes fused into it
+        self.members: list[tuple[str, str]] = []  # a layer group's: (name, op type) of its nodes
 
     def computes(self, name: str) -> bool:
-        """Whether this node is ONNX node or step ``name``, or computes it fused."""
-        return name in (self.onnx_name, self.name) or any(f[0] == name for f in self.fused)
+        """Whether this node is ONNX node or step ``name``, or computes it fused or as a
+        member of its layer group."""
+        return (name in (self.onnx_name, self.name) or any(f[0] == name for f in self.fused)
+                or any(m[0] == name for m in self.members))
 
     def computes_op(self, op_type: str) -> bool:
-        """Whether this node is of ``op_type`` or computes a node of it fused."""
-        return op_type == self.op_type or any(f[1] == op_type for f in self.fused)
+        """Whether this node is of ``op_type`` or computes a node of it fused or as a member
+        of its layer group."""
+        return (op_type == self.op_type or any(f[1] == op_type for f in self.fused)
+                or any(m[1] == op_type for m in self.members))
 
     def describe(self) -> str:
         fused = (", computes " + ", ".join(f"`{n}` ({op})" for n, op in self.fused)) if self.fused else ""
+        if self.members:
+            names = [m[0] for m in self.members]
+            shown = ", ".join(f"`{n}`" for n in (names if len(names) <= 4 else names[:2] + ["..."] + names[-1:]))
+            return f"`{self.onnx_name}` (layer group of {len(names)} nodes: {shown}; {self.where})".replace("`...`",
+                                                                                                           "...")
         return f"`{self.onnx_name}` ({self.op_type}, {self.where}{fused})"
 
 
@@ -97,9 +107,20 @@ def _fused_nodes(dbg: dict, step: str) -> list[tuple[str, str]]:
 
 def _group_nodes(dbg: dict, step: str) -> list[str]:
     """The member nodes of a layer group's step (debug entry ``group``), [] without one."""
+    return [name for name, _ in _group_members(dbg, step)]
+
+
+def _group_members(dbg: dict, step: str) -> list[tuple[str, str]]:
+    """(name, op type) of each member of a layer group's step ("" when the entry does not
+    give the op types), [] without one."""
     group = _debug_entry(dbg, "group", step, lambda v: isinstance(v, dict) and _strings(v.get("nodes", [])),
                          "an object whose `nodes` is a list of node names", {})
-    return group.get("nodes", [])
+    names = group.get("nodes", [])
+    costs = group.get("members", [])
+    ops = [str(m.get("op", "")) if isinstance(m, dict) else "" for m in costs] if isinstance(costs, list) else []
+    if len(ops) != len(names):
+        ops = [""] * len(names)
+    return list(zip(names, ops))
 
 
 def _views(dbg: dict, step: str) -> list[list]:
@@ -184,6 +205,7 @@ class ModelTarget(Target):
                  step["op_type"], ins, outs, step)
         # nodes fused into this step's epilogue (an Add, a Relu): it computes them
         n.fused = _fused_nodes(dbg, step["node"])
+        n.members = _group_members(dbg, step["node"])
         self.nodes.append(n)
         for i, o in enumerate(outs):
             self._add_value(o, args[n_in + i], producer=n.index)
@@ -206,19 +228,20 @@ class ModelTarget(Target):
         return [n for n in self.nodes if n.computes(name)]
 
     def op_types(self) -> list[str]:
-        """The op types of the steps and of the nodes fused into them."""
-        return sorted({n.op_type for n in self.nodes} | {f[1] for n in self.nodes for f in n.fused if f[1]})
+        """The op types of the steps, of the nodes fused into them and of layer groups' members."""
+        return sorted({n.op_type for n in self.nodes} | {f[1] for n in self.nodes for f in n.fused if f[1]}
+                      | {g[1] for n in self.nodes for g in n.members if g[1]})
 
     def node_names(self) -> list[str]:
         return sorted({n.onnx_name for n in self.nodes} | {n.name for n in self.nodes}
-                      | {f[0] for n in self.nodes for f in n.fused})
+                      | {f[0] for n in self.nodes for f in n.fused} | {g[0] for n in self.nodes for g in n.members})
 
     def in_group(self, name: str) -> str:
         """"" or, when node ``name`` runs inside a layer group's step, the message saying so."""
-        if name not in self.grouped:
+        if name not in self.grouped or name == self.grouped[name]:
             return ""
-        return (f"node `{name}` runs inside the layer group step `{self.grouped[name]}` (compile with "
-                "--no-group, or group=False, to stop at it)")
+        return (f"runs inside the layer group step `{self.grouped[name]}`: stops before the group (compile with "
+                "--no-group, or group=False, to stop at the node itself)")
 
     def kernel(self, node: Node) -> KernelModuleTarget:
         if node.kernel is None and node.where == "npu":

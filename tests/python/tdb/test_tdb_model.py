@@ -123,6 +123,18 @@ def test_model_breakpoint_kinds_conditions_and_counts(built):
     assert "*** break: no node of op type Softmax" in out.getvalue()[mark:]
 
 
+def test_a_breakpoint_on_the_first_node_fires_on_run(built):
+    """run stops before node 0 when a breakpoint names it (by name or op type); continue
+    goes on from there without stopping at it again."""
+    tdb, out = session(built)
+    tdb.run_commands("b op:Conv; run")
+    assert tdb.model.current == 0 and "Breakpoint 1, node `conv` (Conv, npu) is next" in out.getvalue()
+    tdb.onecmd("continue")
+    assert tdb.finished
+    tdb.run_commands("delete; b conv; start; continue")
+    assert tdb.model.current == 0 and not tdb.finished
+
+
 def test_kernel_breakpoints_inside_npu_nodes(built):
     tdb, out = session(built)
     tdb.run_commands("b mm; run")
