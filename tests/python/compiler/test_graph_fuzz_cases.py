@@ -1,0 +1,65 @@
+"""Failures the graph fuzzer (fuzz_graphs.py, benchmarks/graph_fuzz.py) found, each
+minimized and written by hand with onnx.helper: the model compiled with the default
+options, run on the simulator and compared with ONNX Runtime like the fuzzer does
+(fuzz_graphs.compare). Each is a strict xfail naming the defect until it is fixed; then
+remove the mark and the pattern's entry in fuzz_graphs.KNOWN_DEFECTS."""
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import fuzz_graphs as fg  # noqa: E402
+
+pytestmark = pytest.mark.npu
+
+
+def model(nodes, inputs, outputs, inits=()):
+    """A model of ``nodes``; ``inputs`` and ``outputs`` as (name, shape), float32."""
+    graph = helper.make_graph(nodes, "case", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
+                              [numpy_helper.from_array(np.asarray(a), n) for n, a in inits])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", fg.OPSET)])
+    m.ir_version = 10
+    return m
+
+
+def assert_matches_onnxruntime(m, seed=0):
+    """Compiled with the default options and run: every output as ONNX Runtime's."""
+    import tilecore
+
+    rng = np.random.default_rng(seed)
+    feeds = {vi.name: rng.standard_normal([d.dim_value for d in vi.type.tensor_type.shape.dim]).astype(np.float32)
+             for vi in m.graph.input}
+    want = fg.ort_outputs(m, feeds)
+    got = tilecore.compile(m.SerializeToString()).run(feeds)
+    for name, w in want.items():
+        why = fg.compare(got[name], w)
+        assert why is None, f"output `{name}`: {why}"
+
+
+@pytest.mark.xfail(strict=True, reason="Resize align_corners with scales whose input length x scale is not an "
+                                       "integer: tilecore divides by length x scale - 1 (as onnx.reference does), "
+                                       "ONNX Runtime by the output length - 1")
+@pytest.mark.parametrize("mode,width,scale", [("linear", 5, 0.5), ("nearest", 17, 1.5)])
+def test_resize_align_corners_fractional_scale(mode, width, scale):
+    out = int(np.floor(width * scale))
+    m = model([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode,
+                                coordinate_transformation_mode="align_corners")],
+              [("x", [1, 1, 1, width])], [("y", [1, 1, 1, out])],
+              [("scales", np.array([1, 1, 1, scale], np.float32))])
+    assert_matches_onnxruntime(m)
+
+
+@pytest.mark.parametrize("mode,width,scale", [("linear", 4, 0.5), ("nearest", 16, 1.5)])
+def test_resize_align_corners_integral_scale(mode, width, scale):
+    """The same Resize where input length x scale is an integer matches (the defect is the
+    fractional length only)."""
+    out = int(width * scale)
+    m = model([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode,
+                                coordinate_transformation_mode="align_corners")],
+              [("x", [1, 1, 1, width])], [("y", [1, 1, 1, out])],
+              [("scales", np.array([1, 1, 1, scale], np.float32))])
+    assert_matches_onnxruntime(m)
