@@ -40,6 +40,9 @@ def assert_matches_onnxruntime(m, seed=0):
         assert why is None, f"output `{name}`: {why}"
 
 
+# tilecore agrees with onnx.reference and with the expected output of ONNX's backend test
+# test_resize_downsample_scales_linear_align_corners, which ONNX Runtime fails; the spec's
+# text (length_resized: the length of the resized tensor) reads like ONNX Runtime.
 @pytest.mark.xfail(strict=True, reason="Resize align_corners with scales whose input length x scale is not an "
                                        "integer: tilecore divides by length x scale - 1 (as onnx.reference does), "
                                        "ONNX Runtime by the output length - 1")
