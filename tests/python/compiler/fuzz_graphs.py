@@ -729,6 +729,27 @@ def _heavy(b: _Builder, v: Val) -> Val | None:
     return None
 
 
+def _prefetch(b: _Builder, v: Val) -> Val | None:
+    """A Conv the matrix engines bound, then a strided 1x1 Conv and a 1x1 Conv with 64 KiB
+    or more of weights over few positions, which the DDR bounds: a layer group fetches the
+    last one's weights into L2 during the first (docs/compiler.md, "Weight prefetch")."""
+    if v.dtype != "float32" or v.rank != 4 or min(v.shape[2:]) < 16 or v.shape[1] > 64:
+        return None
+    d = b.d
+    n, _, h, w = v.shape
+    c0 = d.choice([64, 32])
+    y = _activation(b, _conv_fixed(b, v, c0, 3))
+    st = d.choice([8, 4])
+    cmid = d.choice([64, 128])
+    hw = ((h - 1) // st + 1, (w - 1) // st + 1)
+    y = b.node("Conv", [y, b.weight([cmid, c0, 1, 1], c0)], (n, cmid) + hw, kernel_shape=[1, 1], strides=[st, st])
+    cw = d.choice([256, 128])
+    y = b.node("Conv", [y, b.weight([cw, cmid, 1, 1], cmid),
+                        b.const((0.1 * b.rng.standard_normal(cw)).astype(np.float32), "bias")], (n, cw) + hw,
+               kernel_shape=[1, 1])
+    return _activation(b, y)
+
+
 def _conv_fixed(b: _Builder, v: Val, cout: int, k: int) -> Val:
     c = v.shape[1]
     return b.node("Conv", [v, b.weight([cout, c, k, k], c * k * k),
@@ -814,14 +835,15 @@ BLOCKS: list[tuple[str, Callable[[_Builder, Val], Val | None]]] = [
     ("conv_residual", _conv_residual), ("matmul", _matmul), ("layout", _layout), ("pool", _pool),
     ("reduce", _reduce), ("softmax", _softmax), ("norm", _norm), ("se_block", _se_block), ("resize", _resize),
     ("attention", _attention), ("positive_unary", _positive_unary), ("heavy", _heavy),
-    ("conv_transpose", _conv_transpose), ("misc", _misc),
+    ("conv_transpose", _conv_transpose), ("misc", _misc), ("prefetch", _prefetch),
 ]
 
 
 def _first_input(b: _Builder) -> Val:
     d = b.d
     dtype = d.choice(["float32"] * 8 + ["float16", "int32"])
-    form = d.choice(["image", "rows", "seq", "batched_rows", "big_image", "big_rows", "large_image", "large_rows"])
+    form = d.choice(["image", "rows", "seq", "batched_rows", "big_image", "big_rows", "large_image", "large_rows",
+                     "prefetch_image"])
     if form == "image":
         shape = [d.choice([1, 2]), d.choice([3, 4, 8, 1, 2, 16, 5]), d.choice([8, 4, 5, 7, 12, 16]),
                  d.choice([8, 4, 5, 7, 12, 16])]
@@ -837,8 +859,10 @@ def _first_input(b: _Builder) -> Val:
         shape = [d.choice([16, 32, 8]), d.choice([128, 256])]
     elif form == "large_image":  # more than one tile of rows, odd sizes
         shape = [1, d.choice([16, 8, 24]), d.choice([33, 17, 40]), d.choice([33, 19, 40])]
-    else:
+    elif form == "large_rows":
         shape = [d.choice([130, 200, 257]), d.choice([300, 129, 64])]
+    else:  # room for a matrix-bound Conv before a DDR-bound one
+        shape = [1, d.choice([16, 32, 64]), 32, d.choice([32, 16])]
     return b.add_input(shape, dtype)
 
 
