@@ -15,7 +15,8 @@ inputs (`.npz`) and a line in `failures.txt`.
 It prints the counts (generated; invalid: ONNX Runtime rejects the graph; compiled;
 refused: a CompileError; matched, of which some only within the spread of ONNX Runtime's
 own outputs under a small perturbation; ill-conditioned: a normalisation of a constant
-group; mismatched; crashed), the refusals by reason and by op type, the graphs per second and the
+group; mismatched; crashed; with `--verify-every N`, verify failed: the outputs match
+but verify names a race or an optimisation that changes a value), the refusals by reason and by op type, the graphs per second and the
 distinct failures:
 
     python benchmarks/graph_fuzz.py --graphs 2000 --seed 1 --out fuzz_out
@@ -49,6 +50,8 @@ def verify_kind(text: str) -> str:
 
 
 def failure_kind(case: fg.Case, res: dict) -> str:
+    if res["outcome"] == "verify failed":
+        return "verify failed: " + verify_kind(res.get("verify", ""))
     if res["outcome"] == "crashed":
         return "crashed: " + fg._norm_reason(res["detail"].split(":")[0] + ":" + res["detail"].split(":")[1]
                                              if res["detail"].count(":") >= 2 else res["detail"])
@@ -85,7 +88,7 @@ def _save(stem: pathlib.Path, model: bytes, feeds: dict) -> None:
     os.replace(tmp, stem.with_suffix(".onnx"))
 
 
-def run_one(seed: int, index: int, budget: int) -> dict:
+def run_one(seed: int, index: int, budget: int, verify_every: int = 0) -> dict:
     t0 = time.perf_counter()
     try:
         case = fg.generate(fg.RngDraw([seed, index]))
@@ -93,14 +96,24 @@ def run_one(seed: int, index: int, budget: int) -> dict:
         return {"index": index, "outcome": "generator error", "detail": f"{type(e).__name__}: {e}"[:300],
                 "reasons": [], "blocks": [], "ops": [], "seconds": time.perf_counter() - t0}
     res = _checked(case)
+    if verify_every and index % verify_every == 0 and res["outcome"] == "matched":
+        # outputs as ONNX Runtime's, but a race or an optimisation that changes a value
+        # on the way can still be there: verify looks
+        said = fg.verify_culprit(case.model.SerializeToString(), case.feeds)
+        if said != "verify passes" and not said.startswith("verify raised"):
+            res = {"outcome": "verify failed", "detail": said, "verify": said}
     row = {"index": index, "outcome": res["outcome"], "detail": res.get("detail", ""),
            "reasons": res.get("reasons", []), "verify": res.get("verify", ""), "blocks": case.blocks,
            "ops": case.op_types}
-    if res["outcome"] in ("mismatched", "crashed"):
+    if res["outcome"] in ("mismatched", "crashed", "verify failed"):
         kind = failure_kind(case, res)
 
         def fails(c: fg.Case) -> bool:
             r = _checked(c, verify=False)
+            if res["outcome"] == "verify failed" and r["outcome"] == "matched":
+                r["outcome"] = "verify failed"
+                r["verify"] = fg.verify_culprit(c.model.SerializeToString(), c.feeds)
+                return failure_kind(c, r) == kind
             if r["outcome"] != res["outcome"]:
                 return False
             if r["outcome"] == "mismatched":
@@ -118,7 +131,7 @@ def run_one(seed: int, index: int, budget: int) -> dict:
     return row
 
 
-def _worker(seed: int, budget: int, out_dir: str) -> None:
+def _worker(seed: int, budget: int, out_dir: str, verify_every: int) -> None:
     global CURRENT
     import faulthandler
 
@@ -129,14 +142,15 @@ def _worker(seed: int, budget: int, out_dir: str) -> None:
     out.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
         if line.strip():
-            out.write(json.dumps(run_one(seed, int(line), budget)) + "\n")
+            out.write(json.dumps(run_one(seed, int(line), budget, verify_every)) + "\n")
 
 
 class _Worker:
-    def __init__(self, seed: int, budget: int, out_dir: pathlib.Path) -> None:
+    def __init__(self, seed: int, budget: int, out_dir: pathlib.Path, verify_every: int = 0) -> None:
         with open(out_dir / "workers.log", "a") as log:
             self.proc = subprocess.Popen([sys.executable, __file__, "--worker", "--seed", str(seed),
-                                          "--shrink-budget", str(budget), "--out", str(out_dir)],
+                                          "--shrink-budget", str(budget), "--out", str(out_dir),
+                                          "--verify-every", str(verify_every)],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                          text=True, bufsize=1)
         self.current = out_dir / f".current_{self.proc.pid}.onnx"
@@ -164,13 +178,13 @@ class _Worker:
 
 
 def sweep(seed: int, indices: list[int], jobs: int, timeout: float, budget: int, out_dir: pathlib.Path,
-          on_row) -> None:
+          on_row, verify_every: int = 0) -> None:
     todo: queue.Queue = queue.Queue()
     for i in indices:
         todo.put(i)
 
     def loop() -> None:
-        w = _Worker(seed, budget, out_dir)
+        w = _Worker(seed, budget, out_dir, verify_every)
         try:
             while True:
                 try:
@@ -196,7 +210,7 @@ def sweep(seed: int, indices: list[int], jobs: int, timeout: float, budget: int,
                            "model": case.model.SerializeToString().hex(),
                            "feeds": {k: v.tolist() for k, v in case.feeds.items()},
                            "feed_dtypes": {k: str(v.dtype) for k, v in case.feeds.items()}}
-                    w = _Worker(seed, budget, out_dir)
+                    w = _Worker(seed, budget, out_dir, verify_every)
                 else:
                     row = json.loads(line)
                 on_row(row)
@@ -220,10 +234,13 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per graph before it counts as a hang")
     ap.add_argument("--shrink-budget", type=int, default=150, help="graphs tried when shrinking one failure")
     ap.add_argument("--out", default="graph_fuzz_out", help="folder for the minimized failures")
+    ap.add_argument("--verify-every", type=int, default=0,
+                    help="also run tilecore.compile(..., verify=) on every Nth graph that matches (hazards, "
+                         "optimisations that change a value); 0: only on mismatches")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        _worker(args.seed, args.shrink_budget, args.out)
+        _worker(args.seed, args.shrink_budget, args.out, args.verify_every)
         return 0
 
     import numpy as np
@@ -245,20 +262,20 @@ def main(argv=None) -> int:
             counts[row["outcome"]] += 1
             if row["detail"].startswith("within the spread"):
                 counts["matched within the spread"] += 1
-            if row["outcome"] in ("matched", "mismatched", "ill-conditioned") or (row["outcome"] == "crashed"
+            if row["outcome"] in ("matched", "mismatched", "ill-conditioned", "verify failed") or (row["outcome"] == "crashed"
                                                                and row["detail"].startswith("run:")):
                 counts["compiled"] += 1
             for op, why in row.get("reasons", []):
                 by_reason[f"{op}: {why}"] += 1
                 by_op[op] += 1
-            if row["outcome"] in ("mismatched", "crashed"):
+            if row["outcome"] in ("mismatched", "crashed", "verify failed"):
                 key = (row["kind"], row["pattern"])
                 first = key not in kinds
                 kinds.setdefault(key, []).append(row["index"])
                 print(f"graph {args.seed}/{row['index']}: {row['outcome']}: {row['detail'][:160]}; "
                       f"verify: {row.get('verify', '')[:160]}; minimized: {row['pattern']}", flush=True)
                 if first:
-                    stem = f"{row['outcome']}_{len(kinds):03d}"
+                    stem = f"{row['outcome'].replace(' ', '_')}_{len(kinds):03d}"
                     (out / f"{stem}.onnx").write_bytes(bytes.fromhex(row["model"]))
                     np.savez(out / f"{stem}.npz", **{k: np.asarray(v, row["feed_dtypes"][k])
                                                      for k, v in row["feeds"].items()})
@@ -273,14 +290,14 @@ def main(argv=None) -> int:
                       + ", ".join(f"{k} {v}" for k, v in counts.items()), flush=True)
 
     sweep(args.seed, list(range(args.start, args.start + args.graphs)), args.jobs, args.timeout,
-          args.shrink_budget, out, on_row)
+          args.shrink_budget, out, on_row, args.verify_every)
     for f in out.glob(".current_*"):
         f.unlink()
     el = time.perf_counter() - t0
     print(f"\nseed {args.seed}, graphs {args.start}..{args.start + args.graphs - 1}, {args.jobs} job(s): "
           f"{el:.0f} s, {counts['generated'] / el:.2f} graphs/s")
     for k in ("generated", "generator error", "invalid", "compiled", "refused", "matched", "matched within the spread",
-              "ill-conditioned", "mismatched", "crashed"):
+              "ill-conditioned", "mismatched", "crashed", "verify failed"):
         print(f"  {k:26s} {counts[k]}")
     if by_reason:
         print("refused, by reason:")
@@ -295,7 +312,7 @@ def main(argv=None) -> int:
                "counts": dict(counts), "refused_by_reason": dict(by_reason), "refused_by_op": dict(by_op),
                "failures": [{"kind": k, "pattern": p, "graphs": idx} for (k, p), idx in kinds.items()]}
     (out / f"summary_{args.seed}_{args.start}.json").write_text(json.dumps(summary, indent=1))
-    return 1 if counts["mismatched"] or counts["crashed"] else 0
+    return 1 if counts["mismatched"] or counts["crashed"] or counts["verify failed"] else 0
 
 
 if __name__ == "__main__":
