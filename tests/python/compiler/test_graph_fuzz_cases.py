@@ -66,3 +66,19 @@ def test_resize_align_corners_integral_scale(mode, width, scale):
               [("x", [1, 1, 1, width])], [("y", [1, 1, 1, out])],
               [("scales", np.array([1, 1, 1, scale], np.float32))])
     assert_matches_onnxruntime(m)
+
+
+@pytest.mark.xfail(strict=True, reason="layer group Relu -> MatMul with A [4, 128] in L2 and B [128, 64]: the "
+                                       "MatMul's DMA of A from L2 into L1 and its mm on the same core are not "
+                                       "ordered by a wait (RAW hazard on L1 in the simulator's hazard mode)")
+def test_relu_then_matmul_group_orders_its_l2_load():
+    """Found with `benchmarks/graph_fuzz.py --verify-every`: the outputs match ONNX Runtime,
+    the hazard check of verify fails (with B [128, 32], or K = 64, it passes)."""
+    import tilecore
+
+    rng = np.random.default_rng(0)
+    m = model([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("MatMul", ["a", "w"], ["y"])],
+              [("x", [4, 128])], [("y", [4, 64])],
+              [("w", (rng.standard_normal((128, 64)) / np.sqrt(128)).astype(np.float32))])
+    assert_matches_onnxruntime(m)
+    tilecore.compile(m.SerializeToString(), verify={"x": rng.standard_normal((4, 128)).astype(np.float32)})
