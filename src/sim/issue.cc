@@ -78,8 +78,10 @@ Outcome Machine::issue(Core& c, const Inst& i) {
   std::span<const uint8_t> db(mem.base(Space::L1, c.id) + daddr, dbytes);
   std::string why;
 
+  // (`shape`, `stride`: the operand's elements, for the hazard check's byte-exact overlap)
   auto add_range = [&](Space s, uint64_t base, int64_t lo, int64_t hi, int es_bytes, bool write,
-                       const char* what) {
+                       const char* what, int rank = 0, std::array<uint32_t, 4> shape = {},
+                       std::array<int32_t, 4> stride = {}) {
     int64_t blo = int64_t(base) + lo * es_bytes, bhi = int64_t(base) + (hi + 1) * es_bytes;
     if (blo < 0 || !mem.in_bounds(s, uint64_t(blo), uint64_t(bhi - blo)))
       mem_fault(std::string(what) + " tensor spans " + space_text(s, c.id) + " [" +
@@ -90,9 +92,14 @@ Outcome Machine::issue(Core& c, const Inst& i) {
     if (base % uint64_t(es_bytes))
       mem_fault(std::string(what) + " address " + hex(base) + " is not aligned to its " +
                 std::to_string(es_bytes) + "-byte elements");
-    if (cmd.nranges < int(cmd.ranges.size()))
+    if (cmd.nranges < int(cmd.ranges.size())) {
       cmd.ranges[size_t(cmd.nranges++)] = Range{s, c.id, uint64_t(blo), uint64_t(bhi), write};
+      if (hazard_mode())
+        cmd.patterns.push_back(AccessPattern{rank > 0, rank, es_bytes, base, shape, stride});
+    }
   };
+  auto rows = [](uint32_t m, uint32_t n) { return std::array<uint32_t, 4>{m, n, 1, 1}; };
+  auto row_stride = [](uint32_t ld) { return std::array<int32_t, 4>{int32_t(ld), 1, 0, 0}; };
 
   if (row.format == arch::Format::Dma) {
     auto d = arch::DmaDesc::parse(db, &why);
@@ -108,14 +115,14 @@ Outcome Machine::issue(Core& c, const Inst& i) {
     int64_t lo, hi;
     if (extent(d->shape, d->dst_stride, d->rank, lo, hi))
       add_range(cmd.dst_space, cmd.addr[0], lo, hi, arch::dtype_size(d->dst_dtype), true,
-                "DMA destination");
+                "DMA destination", d->rank, d->shape, d->dst_stride);
     if (!d->fill()) {
       std::array<uint32_t, 4> src_shape = d->shape;
       for (int k = 0; k < d->rank; ++k)
         src_shape[size_t(k)] -= d->pad_lo[size_t(k)] + d->pad_hi[size_t(k)];
       if (extent(src_shape, d->src_stride, d->rank, lo, hi))
         add_range(cmd.src_space, cmd.addr[1], lo, hi, arch::dtype_size(d->src_dtype), false,
-                  "DMA source");
+                  "DMA source", d->rank, src_shape, d->src_stride);
     }
     arch::cost::DmaCost k = arch::cost::dma(*d, cmd.dst_space, cmd.src_space);
     cmd.cycles = k.beats;
@@ -136,25 +143,27 @@ Outcome Machine::issue(Core& c, const Inst& i) {
     cmd.addr[1] = c.x[i.b];
     cmd.addr[2] = c.x[i.c];
     add_range(Space::L1, cmd.addr[1], 0, int64_t(d->m - 1) * d->lda + d->k - 1, ies, false,
-              "matrix A");
+              "matrix A", 2, rows(d->m, d->k), row_stride(d->lda));
     add_range(Space::L1, cmd.addr[2], 0, int64_t(d->k - 1) * d->ldb + d->n - 1, ies, false,
-              "matrix B");
+              "matrix B", 2, rows(d->k, d->n), row_stride(d->ldb));
     bool acc_flag = i.op == Opcode::Mma;
     if (d->epilogue()) {
       if (acc_flag)
         add_range(Space::L1, cmd.addr[0], 0, int64_t(d->m - 1) * d->ldc + d->n - 1, 4, false,
-                  "matrix C");
+                  "matrix C", 2, rows(d->m, d->n), row_stride(d->ldc));
       add_range(Space::L1, cmd.addr[0], 0, int64_t(d->m - 1) * d->ldo + d->n - 1,
-                arch::dtype_size(d->out_dtype), true, "matrix output");
+                arch::dtype_size(d->out_dtype), true, "matrix output", 2, rows(d->m, d->n),
+                row_stride(d->ldo));
       if (d->bias()) add_range(Space::L1, d->bias_addr, 0, d->n - 1, 4, false, "matrix bias");
       if (d->channel_scale())
         add_range(Space::L1, d->scale_addr, 0, d->n - 1, 4, false, "matrix scale");
       if (d->residual())
         add_range(Space::L1, d->res_addr, 0, int64_t(d->m - 1) * d->ldr + d->n - 1,
-                  arch::dtype_size(d->res_dtype), false, "matrix residual");
+                  arch::dtype_size(d->res_dtype), false, "matrix residual", 2, rows(d->m, d->n),
+                  row_stride(d->ldr));
     } else {
       add_range(Space::L1, cmd.addr[0], 0, int64_t(d->m - 1) * d->ldc + d->n - 1,
-                arch::dtype_size(acc), true, "matrix C");
+                arch::dtype_size(acc), true, "matrix C", 2, rows(d->m, d->n), row_stride(d->ldc));
     }
     bool conflict = arch::cost::l1_bank(cmd.addr[1]) == arch::cost::l1_bank(cmd.addr[2]);
     arch::cost::MmCost k = arch::cost::matrix(in, *d, conflict);
@@ -189,15 +198,18 @@ Outcome Machine::issue(Core& c, const Inst& i) {
     std::array<int32_t, 4> dstr = d->d_stride;
     if (reduce) dstr[size_t(d->rank - 1)] = 0;
     if (extent(d->shape, d->a_stride, d->rank, lo, hi))
-      add_range(Space::L1, cmd.addr[1], lo, hi, arch::dtype_size(at), false, "vector source a");
+      add_range(Space::L1, cmd.addr[1], lo, hi, arch::dtype_size(at), false, "vector source a",
+                d->rank, d->shape, d->a_stride);
     if (row.format == arch::Format::Tile3) {
       if (i.op == Opcode::Tlut)
         add_range(Space::L1, cmd.addr[2], 0, 255, arch::dtype_size(dt), false, "lookup table");
       else if (extent(d->shape, d->b_stride, d->rank, lo, hi))
-        add_range(Space::L1, cmd.addr[2], lo, hi, arch::dtype_size(dt), false, "vector source b");
+        add_range(Space::L1, cmd.addr[2], lo, hi, arch::dtype_size(dt), false, "vector source b",
+                  d->rank, d->shape, d->b_stride);
     }
     if (extent(d->shape, dstr, d->rank, lo, hi))
-      add_range(Space::L1, cmd.addr[0], lo, hi, arch::dtype_size(dt), true, "vector destination");
+      add_range(Space::L1, cmd.addr[0], lo, hi, arch::dtype_size(dt), true, "vector destination",
+                d->rank, d->shape, dstr);
     bool conflict = row.format == arch::Format::Tile3 && i.op != Opcode::Tlut &&
                     arch::cost::l1_bank(cmd.addr[1]) == arch::cost::l1_bank(cmd.addr[2]);
     cmd.cycles = arch::cost::vector(i.op, dt, at, n, conflict);

@@ -401,24 +401,12 @@ void Machine::step_engine(Core& c, int e, AgentSlot& s) {
   if (hazard_mode()) {
     hz_join(agent, cmd.vc);
     hz_tick(agent);
-    // a DMA's destination (range 0) and source (range 1) by the bytes their strides touch:
-    // two cores' interleaved rows of one tensor share a bounding range, not a byte
-    const auto* dma = std::get_if<arch::DmaDesc>(&cmd.desc);
-    for (int k = 0; k < cmd.nranges; ++k) {
-      AccessPattern p;
-      if (dma && k < 2) {
-        p.valid = true;
-        p.rank = dma->rank;
-        p.es = int(arch::dtype_size(k == 0 ? dma->dst_dtype : dma->src_dtype));
-        p.base = cmd.addr[k];
-        p.shape = dma->shape;
-        p.stride = k == 0 ? dma->dst_stride : dma->src_stride;
-        if (k == 1)
-          for (int d = 0; d < dma->rank; ++d)
-            p.shape[size_t(d)] -= dma->pad_lo[size_t(d)] + dma->pad_hi[size_t(d)];
-      }
-      hz_access(agent, cmd.ranges[size_t(k)], c, cmd.pc, p);
-    }
+    // each operand by the bytes its strides touch: two cores' interleaved rows of one
+    // tensor, or a loader's columns beside an mm reading the others, share a bounding
+    // range, not a byte
+    for (int k = 0; k < cmd.nranges; ++k)
+      hz_access(agent, cmd.ranges[size_t(k)], c, cmd.pc,
+                size_t(k) < cmd.patterns.size() ? cmd.patterns[size_t(k)] : AccessPattern{});
   }
   work += cmd.work;
   if (cfg.max_work && work > cfg.max_work)

@@ -71,6 +71,17 @@ struct Range {
   bool write = false;
 };
 
+/// The bytes a strided access touches (an operand of a tile command): element `es` bytes at
+/// `base` plus sum(i_k * stride_k) * es over the shape. Without one, an access is its whole
+/// range.
+struct AccessPattern {
+  bool valid = false;
+  int rank = 1, es = 1;
+  uint64_t base = 0;
+  std::array<uint32_t, 4> shape{1, 1, 1, 1};
+  std::array<int32_t, 4> stride{0, 0, 0, 0};
+};
+
 // ---- tile commands ----------------------------------------------------------------------------
 
 /// A tile command as the front end snapshotted it at issue: registers and the
@@ -93,7 +104,8 @@ struct Command {
   uint64_t work = 0;              // host work: elements, or MACs for mm
   std::array<Range, 8> ranges{};  // mm with every epilogue input uses 7
   int nranges = 0;
-  uint32_t vc = 0;  // HazardCheck: index of the issuer's clock snapshot
+  std::vector<AccessPattern> patterns;  // HazardCheck: ranges[k]'s bytes (empty otherwise)
+  uint32_t vc = 0;                      // HazardCheck: index of the issuer's clock snapshot
 };
 
 // ---- per-core state ---------------------------------------------------------------------------
@@ -166,16 +178,6 @@ struct Core {
 };
 
 /// HazardCheck state (hazard.cc): vector clocks and the recent-access window.
-/// The bytes a strided access touches (a DMA's side): element `es` bytes at `base` plus
-/// sum(i_k * stride_k) * es over the shape. Without one, an access is its whole range.
-struct AccessPattern {
-  bool valid = false;
-  int rank = 1, es = 1;
-  uint64_t base = 0;
-  std::array<uint32_t, 4> shape{1, 1, 1, 1};
-  std::array<int32_t, 4> stride{0, 0, 0, 0};
-};
-
 struct HazardState {
   int n = 0;
   std::vector<std::vector<uint32_t>> vc;

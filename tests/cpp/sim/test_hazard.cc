@@ -128,3 +128,23 @@ TEST(Hazard, ALoopsStoresAfterADmaIssueAreReported) {
   EXPECT_EQ(h[0].first_agent, "dout");
   EXPECT_EQ(h[0].second_agent, "sc");
 }
+
+// The mm reads the first 64 of A's 128 columns while a DMA, unwaited, loads the other 64
+// (a matrix plan splitting its K in two loads): they share rows, not bytes. Loading the
+// columns the mm reads is a race.
+TEST(Hazard, AnMmComparesItsOperandsByTheirBytes) {
+  auto program = [](int column) {
+    return ".data l1, 0xF0000\n"
+           "d: .dmadesc dtype=f32 shape=[4, 64] src_stride=[64, 1] dst_stride=[128, 1]\n"
+           "m: .mmdesc m=4 n=16 k=64 lda=128 ldb=16 ldc=16\n"
+           ".text\nli x1, " +
+           std::to_string(0x1000 + column * 4) +
+           "\ndma.in l1:x1, ddr:x0, [x0 + d]\nli x2, 0x1000\nli x3, 0x4000\nli x4, 0x8000\n"
+           "mm.f32 x4, x2, x3, [x0 + m]\nfence\nhalt\n";
+  };
+  for (const auto& x : hazards_of(program(64))) ADD_FAILURE() << x.to_string();
+  auto h = hazards_of(program(32));
+  ASSERT_FALSE(h.empty());
+  EXPECT_EQ(h[0].kind, "RAW");
+  EXPECT_EQ(h[0].second_agent, "mm");
+}
