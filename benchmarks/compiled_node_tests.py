@@ -8,10 +8,18 @@ tolerances. The runner is `tilecore.compiler.conformance` (shared with
 tests/python/compiler/test_compiled_node_tests.py); cases run in `--jobs` worker
 processes, so a crash or a hang (`--timeout`) costs one case.
 
-It prints the cases ONNX Runtime passes, those tilecore passes and the rate, the op types
-that ran on the npu in at least one passing case, and the failures grouped by reason:
+The model is compiled as `tilecore compile` takes the file (every input fed when it
+runs); `--bind` makes the inputs that only feed compile-time operands (Slice's starts, a
+reduction's axes, ...) initializers per data set, as a deployed model carries them.
+`--entry bytes` (the default) passes the model's bytes to `tilecore.compile`, `--entry
+graph` the Graph `tilecore.frontend.from_onnx` makes of it, `--entry both` runs both and
+lists the cases whose outcome differs.
 
-    python benchmarks/compiled_node_tests.py --jobs 2 --json out/compiled_cases.json
+It prints, per entry point, the failures grouped by reason (with their op types), the op
+types that ran on the npu in at least one passing case, the outcomes (passed, refused with
+a named error, silently wrong, off only by 16-bit float rounding, crashed) and the pass rate:
+
+    python benchmarks/compiled_node_tests.py --jobs 2 --entry both --json out/compiled_cases.json
     python benchmarks/compiled_node_tests.py --filter 'test_(conv|resize)' -v
 """
 from __future__ import annotations
@@ -31,22 +39,46 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per case before it counts as a hang")
     ap.add_argument("--json", help="file for every case's row and the summary")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every failure as it comes")
+    ap.add_argument("--entry", choices=("bytes", "graph", "both"), default="bytes",
+                    help="what tilecore.compile is given: the model's bytes, its Graph, or each in turn")
+    ap.add_argument("--bind", action="store_true",
+                    help="inputs that only feed compile-time operands become initializers per data set")
     args = ap.parse_args(argv)
 
     from tilecore.compiler import conformance
 
     names = [c.name for c in conformance.load_cases(args.filter)]
+    entries = ("bytes", "graph") if args.entry == "both" else (args.entry,)
+    results = {}
+    for entry in entries:
+        print(f"== entry point: {entry}{' (compile-time inputs bound)' if args.bind else ''}", flush=True)
+        results[entry] = _sweep(conformance, names, entry, args)
+    if len(entries) == 2:
+        by = [{r["case"]: r for r in results[e]["cases"]} for e in entries]
+        differ = [n for n in names if by[0][n]["outcome"] != by[1][n]["outcome"]]
+        print(f"cases whose outcome differs between the entry points: {len(differ)}")
+        for n in differ:
+            print(f"  {n}: " + "; ".join(f"{e}: {b[n]['outcome']} {b[n]['reason'][:120]}" for e, b in zip(entries, by)))
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(results if len(entries) == 2 else results[entries[0]], f, indent=1)
+    return 0
+
+
+def _sweep(conformance, names, entry, args):
     t0 = time.perf_counter()
     done = [0]
 
     def on_row(row):
         done[0] += 1
         if args.verbose and row["status"] not in ("pass", "skip"):
-            print(f"  {row['case']}: {row['status']}: {row['reason']}", flush=True)
+            print(f"  {row['case']}: {row['outcome']}: {row['reason']}", flush=True)
         elif done[0] % 100 == 0:
             print(f"  {done[0]}/{len(names)} cases, {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
 
-    rows = conformance.run_parallel(names, jobs=args.jobs, timeout=args.timeout, on_row=on_row)
+    rows = conformance.run_parallel(names, jobs=args.jobs, timeout=args.timeout, on_row=on_row, entry=entry,
+                                    bind=args.bind)
     elapsed = time.perf_counter() - t0
     s = conformance.summarize(rows)
 
@@ -61,14 +93,19 @@ def main(argv=None):
     where = collections.Counter("+".join(sorted({p[1] for p in r["places"].values()})) or "-" for r in passed)
     print(f"passing cases by where their nodes ran: {dict(where.most_common())}")
     print(f"op types run on the npu in >=1 passing case: {len(s['npu_op_types'])}: {' '.join(s['npu_op_types'])}")
+    wrong = [r["case"] for r in rows if r.get("outcome") == "wrong"]
+    if wrong:
+        print(f"silently wrong: {' '.join(wrong)}")
+    o = s["outcomes"]
     print(f"cases: {s['cases']}; ONNX Runtime passes {s['ort_passes']} (skipped {s['ort_skipped']})")
+    rounding = [r["case"] for r in rows if r.get("outcome") == "rounding"]
+    if rounding:
+        print(f"16-bit float rounding only (<= {conformance.ULPS_16} ulps off the expected data): {' '.join(rounding)}")
+    print(f"of those, tilecore ({entry}): passed {o.get('pass', 0)}, refused {o.get('refused', 0)}, "
+          f"silently wrong {o.get('wrong', 0)}, 16-bit rounding {o.get('rounding', 0)}, crashed {o.get('crashed', 0)}")
     print(f"tilecore (compiled, npu + host) passes {s['passes']}/{s['ort_passes']} "
-          f"({100 * s['pass_rate']:.1f}%) in {elapsed:.0f} s with {args.jobs} job(s)")
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump({"summary": s, "seconds": elapsed, "cases": rows}, f, indent=1)
-    return 0
+          f"({100 * s['pass_rate']:.1f}%) in {elapsed:.0f} s with {args.jobs} job(s)", flush=True)
+    return {"summary": s, "seconds": elapsed, "cases": rows}
 
 
 if __name__ == "__main__":

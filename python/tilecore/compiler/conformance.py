@@ -8,7 +8,13 @@ compared with the expected ones with the case's tolerances (the backend tests' r
 atol=1e-7 unless the case says otherwise). Ops whose outputs are random draws are compared
 by shape and dtype only. Graph inputs that only feed operands tilecore needs when compiling
 (Slice's starts, Resize's scales, a reduction's axes, ...: COMPILE_TIME_OPERANDS) are bound
-to each data set's values as initializers, as a deployed model carries them.
+to each data set's values as initializers, as a deployed model carries them, unless
+``bind=False``: then the model is compiled as ``tilecore compile`` takes the file, every
+input fed when it runs.
+
+The model reaches ``tilecore.compile`` through one of ``ENTRY_POINTS``: ``bytes`` (its
+serialised bytes, as ``tilecore compile`` reads a file) or ``graph`` (the Graph that
+``tilecore.frontend.from_onnx`` makes of it); both must give the same result.
 
     from tilecore.compiler import conformance
     cases = conformance.load_cases(r"^test_(relu|add)$")
@@ -16,7 +22,14 @@ to each data set's values as initializers, as a deployed model carries them.
 
 ``status`` is ``pass``, ``fail`` (wrong values, shape or dtype: ``reason`` gives the max
 error), ``compile`` (``tilecore.compile`` raised: the first line of its message), ``run``
-(``Executable.run`` raised) or ``skip`` (ONNX Runtime fails the case). ``places`` maps each
+(``Executable.run`` raised) or ``skip`` (ONNX Runtime fails the case). ``outcome`` sorts
+the statuses for a sweep: ``pass``, ``refused`` (a named error: tilecore's or the
+importer's error types, from compiling or from a check when running), ``wrong`` (wrong
+values, shape or dtype: silently wrong), ``rounding`` (a 16-bit float output off the
+expected data by more than the case's tolerance but at most ULPS_16 units in the last
+place: the expected data of such cases round in float16 at every step of the reference,
+tilecore rounds each node's result once) or ``crashed`` (any other exception, a worker
+that died, a hang). ``places`` maps each
 node (as compiled) to ``npu``, ``host`` or ``view``. ``run_parallel`` runs cases in worker
 processes, so a crash or a hang costs one case. benchmarks/compiled_node_tests.py is the
 full sweep; tests/python/compiler/test_compiled_node_tests.py a slice of it.
@@ -127,6 +140,28 @@ def compare(expected: Any, actual: Any, rtol: float, atol: float) -> str | None:
         diff = np.abs(a - e)[~ok]
         err = np.nanmax(diff) if np.isfinite(diff).any() or not np.isnan(diff).all() else float("nan")
     return f"{int((~ok).sum())} of {e.size} values differ (max abs error {err:.4g})"
+
+
+#: A 16-bit float output at most this many units in the last place off the expected data
+#: is a ``rounding`` outcome, not a ``wrong`` one.
+ULPS_16 = 2
+
+
+def within_16bit_rounding(expected: Any, actual: Any, ulps: int = ULPS_16) -> bool:
+    """Whether a float16 or bfloat16 ``actual`` is at most ``ulps`` units in the last place
+    (of the expected value, in that type) off ``expected`` everywhere (NaN where it is)."""
+    e, a = np.asarray(expected), np.asarray(actual)
+    if e.shape != a.shape or e.dtype != a.dtype or e.dtype.itemsize != 2 or e.dtype.kind not in "fV":
+        return False
+    if e.dtype.kind == "f" and e.dtype != np.float16 and not e.dtype.name == "bfloat16":
+        return False
+    mantissa = 10 if e.dtype == np.float16 else 7
+    e64, a64 = e.astype(np.float64), a.astype(np.float64)
+    with np.errstate(all="ignore"):
+        ulp = np.exp2(np.floor(np.log2(np.abs(e64))) - mantissa)
+        ulp = np.where(np.isfinite(ulp) & (ulp > 0), ulp, np.exp2(-14 - mantissa))
+        ok = (np.abs(a64 - e64) <= ulps * ulp) | (np.isnan(e64) & np.isnan(a64)) | (e64 == a64)
+    return bool(ok.all())
 
 
 def _compare_case(case, expected, actual):
@@ -250,19 +285,47 @@ def bind_inputs(model: Any, values: Mapping[str, Any]) -> Any:
     return m
 
 
-def run_case(case: Any, check_ort: bool = True) -> dict[str, Any]:
-    """One case compiled and run: a dict with ``case``, ``op_type``, ``status``, ``reason``,
-    ``places`` (node name -> [op type, npu/host/view]) and ``seconds``."""
-    import tilecore
+#: How a case's model reaches ``tilecore.compile``: ``bytes``, its serialised bytes (what
+#: ``tilecore compile`` reads from a file); ``graph``, ``tilecore.frontend.from_onnx`` of it.
+ENTRY_POINTS = ("bytes", "graph")
 
+
+def _refused(exc):
+    """Whether ``exc`` is a named error (tilecore's or the driver's), not a crash."""
+    from ..ffi.error import TilecoreError
+    from .driver import CompileError
+
+    return isinstance(exc, CompileError) or (isinstance(exc, TilecoreError) and exc.kind != "InternalError")
+
+
+def _compile(model, entry, report):
+    import tilecore
+    from tilecore import frontend
+
+    if entry == "graph":
+        return tilecore.compile(frontend.from_onnx(model), report=report)
+    if entry == "bytes":
+        return tilecore.compile(model.SerializeToString(), report=report)
+    raise ValueError(f"entry `{entry}` is not one of {', '.join(ENTRY_POINTS)}")
+
+
+def run_case(case: Any, check_ort: bool = True, entry: str = "bytes", bind: bool = True) -> dict[str, Any]:
+    """One case compiled and run: a dict with ``case``, ``op_type``, ``status``, ``outcome``,
+    ``reason``, ``places`` (node name -> [op type, npu/host/view]) and ``seconds``.
+
+    :param entry: how the model reaches ``tilecore.compile`` (``ENTRY_POINTS``).
+    :param bind: graph inputs that only feed compile-time operands become initializers
+        (per data set); ``False`` compiles the model as it is.
+    """
     t0 = time.perf_counter()
-    row = {"case": case.name, "op_type": case_op_type(case), "status": "pass", "reason": "", "places": {}}
+    row = {"case": case.name, "op_type": case_op_type(case), "status": "pass", "outcome": "pass", "reason": "",
+           "places": {}}
     if check_ort:
         why = ort_reason(case)
         if why:
-            row.update(status="skip", reason=f"onnxruntime: {why}", seconds=time.perf_counter() - t0)
+            row.update(status="skip", outcome="skip", reason=f"onnxruntime: {why}", seconds=time.perf_counter() - t0)
             return row
-    bound = compile_time_inputs(case.model)
+    bound = compile_time_inputs(case.model) if bind else []
     if bound:
         row["bound_inputs"] = bound
     exe, exe_key = None, None
@@ -279,24 +342,29 @@ def run_case(case: Any, check_ort: bool = True) -> dict[str, Any]:
             if exe is None or key != exe_key:
                 report = {}
                 try:
-                    exe, exe_key = tilecore.compile(model, report=report), key
+                    exe, exe_key = _compile(model, entry, report), key
                 except Exception as exc:  # noqa: BLE001 — reported per case
-                    row.update(status="compile", reason=f"{type(exc).__name__}: {_first_line(exc)}")
+                    row.update(status="compile", outcome="refused" if _refused(exc) else "crashed",
+                               reason=f"{type(exc).__name__}: {_first_line(exc)}")
                     break
                 row["places"] = {p["name"]: [p["op_type"], p["where"]] for p in report.get("placement", [])}
             try:
                 got = exe.run(feed)
             except Exception as exc:  # noqa: BLE001
-                row.update(status="run", reason=f"{type(exc).__name__}: {_first_line(exc)}")
+                row.update(status="run", outcome="refused" if _refused(exc) else "crashed",
+                           reason=f"{type(exc).__name__}: {_first_line(exc)}")
                 break
-            why = None
+            why, rounding = None, False
             for name, e in zip(names_out, expected):
                 why = _compare_case(case, e, got.get(name))
                 if why:
+                    rounding = within_16bit_rounding(e, got.get(name))
                     why = f"output {name}: {why}" + (f" (data set {k})" if k else "")
+                    if rounding:
+                        why += f" (within {ULPS_16} units in the last place of {np.asarray(e).dtype})"
                     break
             if why:
-                row.update(status="fail", reason=why)
+                row.update(status="fail", outcome="rounding" if rounding else "wrong", reason=why)
                 break
     row["seconds"] = time.perf_counter() - t0
     return row
@@ -304,7 +372,7 @@ def run_case(case: Any, check_ort: bool = True) -> dict[str, Any]:
 
 # ---- worker processes ----------------------------------------------------------------------
 
-def _worker_main() -> None:
+def _worker_main(entry: str, bind: bool) -> None:
     """Reads case names on stdin, writes one JSON row per line on stdout."""
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # stray prints (from C code or libraries) must not break the protocol
@@ -316,15 +384,17 @@ def _worker_main() -> None:
             continue
         case = by_name.get(name)
         if case is None:
-            row = {"case": name, "op_type": "", "status": "run", "reason": "no such case", "places": {}}
+            row = {"case": name, "op_type": "", "status": "run", "outcome": "crashed", "reason": "no such case",
+                   "places": {}}
         else:
-            row = run_case(case)
+            row = run_case(case, entry=entry, bind=bind)
         out.write(json.dumps(row) + "\n")
 
 
 class _Worker:
-    def __init__(self, env) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "tilecore.compiler.conformance", "--worker"],
+    def __init__(self, env, entry, bind) -> None:
+        argv = ["--worker", "--entry", entry] + ([] if bind else ["--no-bind"])
+        self.proc = subprocess.Popen([sys.executable, "-m", "tilecore.compiler.conformance", *argv],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      text=True, bufsize=1, env=env)
         self.lines = queue.Queue()
@@ -348,10 +418,11 @@ class _Worker:
 
 
 def run_parallel(names: Sequence[str], jobs: int = 2, timeout: float = 120.0,
-                 on_row: Callable[[dict[str, Any]], Any] | None = None, nice: int = 0) -> list[dict[str, Any]]:
-    """Rows of the cases ``names``, run in ``jobs`` worker processes; a case that crashes
-    its worker or takes more than ``timeout`` seconds is a ``run`` failure saying so, and
-    the worker is replaced."""
+                 on_row: Callable[[dict[str, Any]], Any] | None = None, nice: int = 0, entry: str = "bytes",
+                 bind: bool = True) -> list[dict[str, Any]]:
+    """Rows of the cases ``names``, run in ``jobs`` worker processes (``entry`` and ``bind``
+    as in :func:`run_case`); a case that crashes its worker or takes more than ``timeout``
+    seconds is a ``run`` failure saying so (outcome ``crashed``), and the worker is replaced."""
     env = dict(os.environ)
     todo = queue.Queue()
     for n in names:
@@ -359,7 +430,7 @@ def run_parallel(names: Sequence[str], jobs: int = 2, timeout: float = 120.0,
     rows, lock = [], threading.Lock()
 
     def start():
-        w = _Worker(env)
+        w = _Worker(env, entry, bind)
         if nice:
             try:
                 os.setpriority(os.PRIO_PROCESS, w.proc.pid, nice)
@@ -386,7 +457,8 @@ def run_parallel(names: Sequence[str], jobs: int = 2, timeout: float = 120.0,
                     code = w.proc.poll()
                     w.kill()
                     why = f"timeout after {timeout:.0f} s" if line == "timeout" else f"worker crashed (exit {code})"
-                    row = {"case": name, "op_type": "", "status": "run", "reason": why, "places": {}}
+                    row = {"case": name, "op_type": "", "status": "run", "outcome": "crashed", "reason": why,
+                           "places": {}}
                     w = start()
                 else:
                     row = json.loads(line)
@@ -423,6 +495,7 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "ort_skipped": len(rows) - len(counted),
         "passes": len(passed),
         "pass_rate": len(passed) / max(1, len(counted)),
+        "outcomes": dict(collections.Counter(r.get("outcome", "pass") for r in counted)),
         "npu_op_types": npu_ops,
         "failure_groups": dict(sorted(groups.items(), key=lambda kv: -len(kv[1]))),
     }
@@ -445,4 +518,5 @@ def reason_group(row: Mapping[str, Any]) -> str:
 
 
 if __name__ == "__main__" and "--worker" in sys.argv:
-    _worker_main()
+    _worker_main(sys.argv[sys.argv.index("--entry") + 1] if "--entry" in sys.argv else "bytes",
+                 "--no-bind" not in sys.argv)
