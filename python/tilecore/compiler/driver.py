@@ -81,18 +81,21 @@ def _host_api():
 
 
 def _load_graph(model, input_shapes):
+    """The Graph of ``model`` (a Graph, a path, bytes or an ONNX ModelProto), typed, with the
+    nodes that run nowhere expanded (_expand_unsupported): every entry point goes on from
+    the same Graph."""
     from .. import frontend
     from ..ir.graph import Graph
 
     if isinstance(model, Graph):
-        if input_shapes:
-            from .. import transform
+        from .. import transform
 
-            model = transform.InferTypes({k: [int(d) for d in v] for k, v in input_shapes.items()})(model)
-        return model
-    if isinstance(model, os.PathLike):
-        model = os.fspath(model)
-    return frontend.from_onnx(_expand_unsupported(model), input_shapes=input_shapes)
+        shapes = {k: [int(d) for d in v] for k, v in (input_shapes or {}).items()}
+        graph = transform.InferTypes(shapes)(model)
+    else:
+        graph = frontend.from_onnx(os.fspath(model) if isinstance(model, os.PathLike) else model,
+                                   input_shapes=input_shapes)
+    return _expand_unsupported(graph)
 
 
 def _fold_to_fixed_point(graph, rounds=256):
@@ -121,33 +124,16 @@ def _runs_nowhere(op_type, domain):
             (host is None or str(host[0](op, {}, [])).startswith("no npu strategy and no host kernel for")))
 
 
-def _expand_unsupported(model):
-    """``model`` (a path, bytes or ModelProto) with the nodes that run nowhere replaced by
-    their ONNX function bodies (compiler/expand_functions.py), RNN/GRU/LSTM unrolled over
-    their time steps (compiler/expand_recurrent.py); unchanged when none."""
-    import onnx
-
+def _expand_unsupported(graph):
+    """``graph`` with QOperator nodes in their QDQ form (compiler/qlinear.py), RNN/GRU/LSTM
+    that run nowhere unrolled over their time steps (compiler/expand_recurrent.py) and the
+    other nodes that run nowhere replaced by their ONNX function bodies
+    (compiler/expand_functions.py); ``graph`` itself when none is."""
+    from . import qlinear
     from .expand_functions import expand_functions
     from .expand_recurrent import expand_recurrent
 
-    proto = model
-    if isinstance(model, (bytes, bytearray)):
-        try:
-            proto = onnx.ModelProto.FromString(bytes(model))
-        except Exception:  # noqa: BLE001 — the importer reports a malformed file
-            return model
-    elif isinstance(model, str):
-        try:
-            proto = onnx.load(model, load_external_data=False)
-        except Exception:  # noqa: BLE001
-            return model
-        if not any(_runs_nowhere(n.op_type, n.domain) for n in proto.graph.node):
-            return model
-        proto = onnx.load(model)  # with its external data
-    if not isinstance(proto, onnx.ModelProto):
-        return model
-    expanded = expand_functions(expand_recurrent(proto, _runs_nowhere), _runs_nowhere)
-    return model if expanded is proto else expanded
+    return expand_functions(expand_recurrent(qlinear.expand(graph), _runs_nowhere), _runs_nowhere)
 
 
 # Constant inputs whose values a strategy needs when compiling, read from attributes of
@@ -279,7 +265,7 @@ class _Node:
 
     __slots__ = ("index", "node", "name", "op", "attrs", "ins", "outs", "in_specs", "where", "reason", "step_name")
 
-    def __init__(self, index, node) -> None:
+    def __init__(self, index, node, opsets=None) -> None:
         self.index = index
         self.node = node
         self.name = str(node.name)
@@ -289,6 +275,8 @@ class _Node:
         from . import _attrs
 
         self.attrs = _attrs({str(k): _py(v) for k, v in node.attrs.items()})
+        if "_opset" not in self.attrs and d in (opsets or {}):  # a Graph built by hand: the graph's opset
+            self.attrs["_opset"] = int(opsets[d])
         self.ins = [None if v is None else v for v in node.inputs]
         self.outs = list(node.outputs)
         self.where, self.reason, self.in_specs, self.step_name = None, "", None, ""
@@ -490,11 +478,11 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     from . import sibling_gemms as _siblings
     from . import weight_prefetch as _prefetch
 
-    if not hasattr(model, "nodes"):  # QOperator nodes in the QDQ form; the DQ constants before folding
-        model, dq_consts = _qdq.prepare(os.fspath(model) if isinstance(model, os.PathLike) else model)
-    else:
-        dq_consts = {}
+    # the quantised weights (DequantizeLinear of a constant) before folding makes them f32
+    dq_consts = {} if hasattr(model, "nodes") else _qdq.model_dequantized_constants(
+        os.fspath(model) if isinstance(model, os.PathLike) else model)
     graph = _load_graph(model, input_shapes)
+    dq_consts.update(_qdq.graph_dequantized_constants(graph))
     graph = transform.CanonicalizeGraph()(graph)
     graph = transform.FoldMatMulBias()(graph)  # the bias into the matrix engine (Gemm's C)
     graph = _fold_to_fixed_point(graph)
@@ -505,7 +493,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     t0 = time.perf_counter()
     host = _host_api()
     graph_outputs = {str(v.name) for v in graph.outputs}
-    nodes = [_Node(i, n) for i, n in enumerate(graph.nodes)]
+    opsets = {str(k): int(v) for k, v in graph.opsets.items()}
+    nodes = [_Node(i, n, opsets) for i, n in enumerate(graph.nodes)]
     info = {}  # value name -> (shape, dtype)
     for v in graph.inputs:
         info[str(v.name)] = _shape_dtype(v, f"graph input `{v.name}`")

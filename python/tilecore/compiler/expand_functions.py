@@ -1,11 +1,13 @@
-"""ONNX nodes that nothing in tilecore runs, replaced by their ONNX function bodies.
+"""Graph nodes that nothing in tilecore runs, replaced by their ONNX function bodies.
 
 Many ONNX ops (Attention, RotaryEmbedding, SoftmaxCrossEntropyLoss, Mish, ...) are defined
 in their schema by a function: a subgraph of simpler ops. When an op has neither an npu
 strategy nor a host kernel, the driver inlines that body (the one of the newest function
-version not newer than the model's opset) before importing, so the simpler ops run on the
-npu or the host instead. Context-dependent bodies are built from the node's input types
-(from ONNX shape inference). Bodies are expanded again while they hold such ops.
+version not newer than the graph's opset) into the Graph, so the simpler ops run on the npu
+or the host instead. The bodies come from the ONNX schemas, not from the model, so a Graph
+made by ``frontend.from_onnx`` (or by hand) expands as the model it came from would.
+Context-dependent bodies are built from the node's attributes and inferred input types.
+Bodies are expanded again while they hold such ops.
 """
 from __future__ import annotations
 
@@ -85,58 +87,41 @@ def _inline(node, f, schema, prefix):
     return out
 
 
-def expand_functions(model: Any, unsupported: Callable[[str, str], bool], max_rounds: int = 4) -> Any:
-    """A copy of ``model`` (ModelProto) whose nodes with ``unsupported(op_type, domain)``
-    true and a function body are inlined; ``model`` itself when there is none."""
-    import onnx
-    from onnx import defs
+def expand_functions(graph: Any, unsupported: Callable[[str, str], bool], max_rounds: int = 4) -> Any:
+    """``graph`` (a typed Graph) with its nodes for which ``unsupported(op_type, domain)`` is
+    true and that have a function body replaced by the body; ``graph`` itself when none is."""
+    from onnx import TypeProto, defs
 
-    if not any(unsupported(n.op_type, n.domain) for n in model.graph.node):
-        return model
-    model = onnx.ModelProto.FromString(model.SerializeToString())
-    opsets = {("" if o.domain == "ai.onnx" else o.domain): int(o.version) for o in model.opset_import}
+    from .. import transform
+    from ..frontend import onnx as fo
+
+    opsets = {str(k): int(v) for k, v in graph.opsets.items()}
     counter = 0
     for _ in range(max_rounds):
-        try:
-            inferred = onnx.shape_inference.infer_shapes(model)
-        except Exception:  # noqa: BLE001 — only context-dependent bodies need the types
-            inferred = model
-        types = {}
-        for v in list(inferred.graph.input) + list(inferred.graph.value_info) + list(inferred.graph.output):
-            types[v.name] = v.type
-        for init in inferred.graph.initializer:
-            t = onnx.helper.make_tensor_type_proto(init.data_type, list(init.dims))
-            types.setdefault(init.name, t)
-        nodes, changed = [], False
-        for node in model.graph.node:
-            domain = "" if node.domain == "ai.onnx" else node.domain
-            body = None
-            if unsupported(node.op_type, domain):
-                try:
-                    schema = defs.get_schema(node.op_type, opsets.get(domain, 1), domain)
-                except Exception:  # noqa: BLE001 — no schema: left for the driver to report
-                    schema = None
-                if schema is not None:
-                    f = _schema_function(schema, opsets.get(domain, 1), node,
-                                         [types.get(x) if x else onnx.TypeProto() for x in node.input])
-                    if f is not None:
-                        counter += 1
-                        body = _inline(node, f, schema, f"{node.name or node.op_type}/fn{counter}/")
-                        if body is not None:
-                            for o in f.opset_import:
-                                d = "" if o.domain == "ai.onnx" else o.domain
-                                if d not in opsets:
-                                    opsets[d] = int(o.version)
-                                    model.opset_import.add(domain=d, version=int(o.version))
+        replacements = {}
+        for i, node in enumerate(graph.nodes):
+            op, domain = str(node.op_type), str(node.domain)
+            if not unsupported(op, domain):
+                continue
+            opset = opsets.get(domain, 1)
+            try:
+                schema = defs.get_schema(op, opset, domain)
+                proto = fo.onnx_node(node, opsets)
+            except Exception:  # noqa: BLE001 — no schema, or attributes ONNX cannot hold: left for the driver
+                continue
+            types = [TypeProto() if v is None else fo.onnx_type(v) for v in node.inputs]
+            f = _schema_function(schema, opset, proto, [t if v is None or t.HasField("tensor_type") else None
+                                                         for v, t in zip(node.inputs, types)])
+            if f is None:
+                continue
+            counter += 1
+            body = _inline(proto, f, schema, f"{node.name or op}/fn{counter}/")
             if body is None:
-                nodes.append(node)
-            else:
-                nodes.extend(body)
-                changed = True
-        if not changed:
+                continue
+            for o in f.opset_import:
+                opsets.setdefault("" if o.domain == "ai.onnx" else o.domain, int(o.version))
+            replacements[i] = (body, [])
+        if not replacements:
             break
-        del model.graph.node[:]
-        model.graph.node.extend(nodes)
-        if not any(unsupported(n.op_type, n.domain) for n in model.graph.node):
-            break
-    return model
+        graph = transform.InferTypes({})(fo.replace_nodes(graph, replacements, opsets))
+    return graph

@@ -260,41 +260,35 @@ def _np_dtype(elem_type):
     return helper.tensor_dtype_to_np_dtype(elem_type)
 
 
-def expand_recurrent(model: Any, unsupported: Callable[[str, str], bool]) -> Any:
-    """A copy of ``model`` (ModelProto) with its RNN/GRU/LSTM nodes for which
-    ``unsupported(op_type, domain)`` is true unrolled; ``model`` itself when there is none."""
-    import onnx
+def expand_recurrent(graph: Any, unsupported: Callable[[str, str], bool]) -> Any:
+    """``graph`` (a typed Graph) with its RNN/GRU/LSTM nodes for which ``unsupported(op_type,
+    domain)`` is true unrolled; ``graph`` itself when none is."""
+    from onnx import helper
 
-    if not any(n.op_type in RECURRENT_OPS and n.domain in ("", "ai.onnx") and unsupported(n.op_type, "")
-               for n in model.graph.node):
-        return model
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # noqa: BLE001 — without shapes nothing is unrolled
-        return model
-    shapes, dtypes = {}, {}
-    for v in list(inferred.graph.input) + list(inferred.graph.value_info) + list(inferred.graph.output):
-        t = v.type.tensor_type
-        dtypes[v.name] = t.elem_type
-        if t.HasField("shape"):
-            shapes[v.name] = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
-    for init in inferred.graph.initializer:
-        shapes[init.name], dtypes[init.name] = list(init.dims), init.data_type
-    out = onnx.ModelProto.FromString(model.SerializeToString())
-    nodes, inits, changed = [], [], False
-    for k, node in enumerate(out.graph.node):
-        done = None
-        if node.op_type in RECURRENT_OPS and node.domain in ("", "ai.onnx") and unsupported(node.op_type, ""):
-            done = _unroll(node, shapes, dtypes, f"{node.name or node.op_type}/unrolled{k}/")
-        if done is None:
-            nodes.append(node)
-        else:
-            nodes.extend(done[0])
-            inits.extend(done[1])
-            changed = True
-    if not changed:
-        return model
-    del out.graph.node[:]
-    out.graph.node.extend(nodes)
-    out.graph.initializer.extend(inits)
-    return out
+    from .. import transform
+    from ..frontend import onnx as fo
+    from ..ir.graph import numpy_dtype
+
+    shapes, dtypes, replacements = {}, {}, {}
+    for k, node in enumerate(graph.nodes):
+        if str(node.op_type) not in RECURRENT_OPS or str(node.domain) != "" or not unsupported(str(node.op_type), ""):
+            continue
+        for v in node.inputs:
+            t = getattr(v, "type", None)
+            if v is None or not getattr(t, "dtype", "") or not t.rank_known:
+                continue
+            shapes[str(v.name)] = [d if isinstance(d, int) else None for d in t.shape]
+            try:
+                dtypes[str(v.name)] = helper.np_dtype_to_tensor_dtype(numpy_dtype(str(t.dtype)))
+            except Exception:  # noqa: BLE001 — not an ONNX element type: not unrolled
+                continue
+        try:
+            proto = fo.onnx_node(node, graph.opsets)
+        except Exception:  # noqa: BLE001
+            continue
+        done = _unroll(proto, shapes, dtypes, f"{node.name or node.op_type}/unrolled{k}/")
+        if done is not None:
+            replacements[k] = done
+    if not replacements:
+        return graph
+    return transform.InferTypes({})(fo.replace_nodes(graph, replacements))

@@ -18,8 +18,9 @@ requantised in its epilogue (``tc_y_scale``, ``tc_y_zero_point``), so int8 tenso
 the DDR in int8 and no Q/DQ step runs.
 
 The weights' DequantizeLinear is gone by then (constant folding makes it an f32
-constant of the same name), so :func:`dequantized_constants` reads what it was from the
-ONNX model first. A node the int8 strategy refuses stays in f32 on the dequantised
+constant of the same name), so :func:`model_dequantized_constants` reads what it was from
+the ONNX model first, and :func:`graph_dequantized_constants` from the Graph before it
+is folded (a Graph the caller folded has only the dequantised values). A node the int8 strategy refuses stays in f32 on the dequantised
 values, with the reason in the report; the QuantizeLinear/DequantizeLinear nodes left
 without readers are dropped.
 """
@@ -35,15 +36,14 @@ from .precision import ConstantValue, quantise_bias
 MATRIX_OPS = ("Conv", "MatMul", "Gemm")
 
 
-def prepare(model: Any) -> tuple[Any, dict[str, tuple]]:
-    """(what to import, the DequantizeLinear constants) for ``model`` (a path, bytes or
-    ModelProto): a model with QLinearConv/QLinearMatMul/MatMulInteger is imported in its
-    QDQ form (``qlinear.expand``); others unchanged. Not ONNX, or no onnx package: the
-    model and {}."""
+def model_dequantized_constants(model: Any) -> dict[str, tuple]:
+    """:func:`dequantized_constants` of ``model`` (a path, bytes or ModelProto), read before
+    the import folds them; {} when it is not an ONNX model (the importer reports that) or
+    there is no onnx package."""
     try:
         import onnx
     except ImportError:
-        return model, {}
+        return {}
     try:
         if isinstance(model, onnx.ModelProto):
             proto = model
@@ -52,15 +52,27 @@ def prepare(model: Any) -> tuple[Any, dict[str, tuple]]:
         else:
             proto = onnx.load(str(model), load_external_data=False)
     except Exception:  # the importer reports a bad file with its own words
-        return model, {}
-    from . import qlinear
+        return {}
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer) and \
+            any(n.op_type == "DequantizeLinear" for n in proto.graph.node):
+        proto = onnx.load(str(model))  # the weights are in the external data
+    return dequantized_constants(proto)
 
-    if qlinear.has_qlinear(proto):
-        if any(t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer):
-            proto = onnx.load(str(model))  # with its external data, to import from memory
-        proto = qlinear.expand(proto)
-        model = proto
-    return model, dequantized_constants(proto)
+
+def graph_dequantized_constants(graph: Any) -> dict[str, tuple]:
+    """value name -> (q, scale, zero point or None, axis) of every DequantizeLinear of a
+    constant still in the Graph ``graph`` (those a QOperator node became, qlinear.py)."""
+    out = {}
+    for n in graph.nodes:
+        if str(n.op_type) != "DequantizeLinear" or str(n.domain) != "" or not _const(n.inputs[0]):
+            continue
+        ins = list(n.inputs) + [None]
+        if not _const(ins[1]) or (ins[2] is not None and not _const(ins[2])):
+            continue
+        zp = ins[2].numpy() if ins[2] is not None else None
+        out[str(n.outputs[0].name)] = (n.inputs[0].numpy(), np.asarray(ins[1].numpy(), np.float32), zp,
+                                       int(n.attrs["axis"]) if "axis" in n.attrs else 1)
+    return out
 
 
 def dequantized_constants(proto: Any) -> dict[str, tuple]:

@@ -1,5 +1,5 @@
-"""QOperator models (QLinearConv, QLinearMatMul, MatMulInteger) rewritten into the QDQ form
-before import, so they take the QDQ path: Q/DQ on the vector engine, the matrix op folded
+"""QOperator nodes (QLinearConv, QLinearMatMul, MatMulInteger, ...) of a Graph rewritten into
+the QDQ form, so they take the QDQ path: Q/DQ on the vector engine, the matrix op folded
 into the int8 quantised-node form with the model's scales (``qdq.py``).
 
     QLinearConv(x, xs, xz, w, ws, wz, ys, yz, B)
@@ -30,8 +30,9 @@ import numpy as np
 QLINEAR_OPS = ("QLinearConv", "QLinearMatMul", "MatMulInteger", "ConvInteger", "DynamicQuantizeLinear")
 
 
-def has_qlinear(proto: Any) -> bool:
-    return any(n.op_type in QLINEAR_OPS and n.domain in ("", "ai.onnx") for n in proto.graph.node)
+def has_qlinear(graph: Any) -> bool:
+    """Whether the Graph ``graph`` holds a QOperator node."""
+    return any(str(n.op_type) in QLINEAR_OPS and str(n.domain) == "" for n in graph.nodes)
 
 
 def _dynamic_quantize(n, fresh, const, helper, onnx):
@@ -60,18 +61,32 @@ def _dynamic_quantize(n, fresh, const, helper, onnx):
     return nodes
 
 
-def expand(proto: Any) -> Any:
-    """A copy of ``proto`` with its QOperator nodes in the QDQ form (``proto`` itself when
-    it has none). Scales it needs to multiply (a bias's ``xs * ws``) must be constants."""
+def expand(graph: Any) -> Any:
+    """``graph`` (a typed Graph) with its QOperator nodes in the QDQ form (``graph`` itself
+    when it has none). Scales it needs to multiply (a bias's ``xs * ws``) must be constants."""
     import onnx
     from onnx import helper, numpy_helper
 
-    if not has_qlinear(proto):
-        return proto
-    m = onnx.ModelProto()
-    m.CopyFrom(proto)
-    consts = {t.name: t for t in m.graph.initializer}
-    names = {o for n in m.graph.node for o in n.output} | {i.name for i in m.graph.input} | set(consts)
+    from .. import transform
+    from ..frontend import onnx as fo
+    from ..ir.graph import numpy_dtype
+
+    if not has_qlinear(graph):
+        return graph
+    consts, types, names = {}, {}, set()
+    for v in list(graph.inputs) + [v for n in graph.nodes for v in list(n.inputs) + list(n.outputs)]:
+        if v is None:
+            continue
+        names.add(str(v.name))
+        if v.data is not None:
+            consts[str(v.name)] = v.numpy()
+        t = getattr(v, "type", None)
+        if getattr(t, "dtype", ""):
+            try:
+                types[str(v.name)] = helper.np_dtype_to_tensor_dtype(numpy_dtype(str(t.dtype)))
+            except Exception:  # noqa: BLE001 — not an ONNX element type
+                pass
+    inits = []  # the constants of the node being rewritten
 
     def fresh(base):
         name, k = base, 1
@@ -83,14 +98,11 @@ def expand(proto: Any) -> Any:
 
     def const(name_hint, array):
         name = fresh(name_hint)
-        m.graph.initializer.append(numpy_helper.from_array(array, name))
+        inits.append(numpy_helper.from_array(array, name))
         return name
 
     def opt(n, i):
         return n.input[i] if len(n.input) > i and n.input[i] else ""
-
-    types = {i.name: i.type.tensor_type.elem_type for i in list(m.graph.input) + list(m.graph.value_info)}
-    types.update({t.name: t.data_type for t in m.graph.initializer})
 
     def q_y(n, y, ys, yz):
         """QuantizeLinear of the float result; a float16 one (and its scale) quantised from
@@ -109,11 +121,12 @@ def expand(proto: Any) -> Any:
         kw = {} if axis is None else {"axis": axis}
         return out, helper.make_node("DequantizeLinear", ins, [out], name=f"{n.name}/{tag}", **kw)
 
-    nodes = []
-    for n in m.graph.node:
-        if n.op_type not in QLINEAR_OPS or n.domain not in ("", "ai.onnx"):
-            nodes.append(n)
+    replacements = {}
+    for index, node in enumerate(graph.nodes):
+        if str(node.op_type) not in QLINEAR_OPS or str(node.domain) != "":
             continue
+        n = fo.onnx_node(node, graph.opsets)
+        inits = []
         attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
         where = f"node `{n.name}` ({n.op_type})"
         if n.op_type == "QLinearConv":
@@ -124,8 +137,8 @@ def expand(proto: Any) -> Any:
             if opt(n, 8):
                 if n.input[1] not in consts or n.input[4] not in consts:
                     raise ValueError(f"{where}: a bias needs constant x and w scales")
-                bs = (numpy_helper.to_array(consts[n.input[1]]).astype(np.float32) *
-                      numpy_helper.to_array(consts[n.input[4]]).astype(np.float32)).reshape(-1)
+                bs = (consts[n.input[1]].astype(np.float32) *
+                      consts[n.input[4]].astype(np.float32)).reshape(-1)
                 b, nb = dq(n, n.input[8], const(f"{n.input[8]}_scale", bs), "", "dq_b", axis=0)
                 ins.append(b)
                 new.append(nb)
@@ -135,7 +148,7 @@ def expand(proto: Any) -> Any:
         elif n.op_type == "QLinearMatMul":
             a, na = dq(n, n.input[0], n.input[1], n.input[2], "dq_a")
             b_axis = None
-            if n.input[4] in consts and numpy_helper.to_array(consts[n.input[4]]).size > 1:
+            if n.input[4] in consts and consts[n.input[4]].size > 1:
                 b_axis = -1  # per column of B
             b, nb = dq(n, n.input[3], n.input[4], n.input[5], "dq_b", axis=b_axis)
             y = fresh(f"{n.output[0]}/float")
@@ -145,8 +158,8 @@ def expand(proto: Any) -> Any:
         elif n.op_type == "ConvInteger":
             one = const(f"{n.name}/unit_scale", np.array(1.0, np.float32))
             x, na = dq(n, n.input[0], one, opt(n, 2), "dq_x")
-            if opt(n, 3) and opt(n, 3) in consts and numpy_helper.to_array(consts[n.input[3]]).size > 1:
-                ones = np.ones(numpy_helper.to_array(consts[n.input[3]]).size, np.float32)
+            if opt(n, 3) and opt(n, 3) in consts and consts[n.input[3]].size > 1:
+                ones = np.ones(consts[n.input[3]].size, np.float32)
                 w, nw = dq(n, n.input[1], const(f"{n.name}/unit_scales", ones), n.input[3], "dq_w", axis=0)
             else:
                 w, nw = dq(n, n.input[1], one, opt(n, 3), "dq_w")
@@ -157,16 +170,14 @@ def expand(proto: Any) -> Any:
             one = const(f"{n.name}/unit_scale", np.array(1.0, np.float32))
             a, na = dq(n, n.input[0], one, opt(n, 2), "dq_a")
             b_axis = None
-            if opt(n, 3) and opt(n, 3) in consts and numpy_helper.to_array(consts[n.input[3]]).size > 1:
+            if opt(n, 3) and opt(n, 3) in consts and consts[n.input[3]].size > 1:
                 b_axis = -1
-                ones = np.ones(numpy_helper.to_array(consts[n.input[3]]).size, np.float32)
+                ones = np.ones(consts[n.input[3]].size, np.float32)
                 b, nb = dq(n, n.input[1], const(f"{n.name}/unit_scales", ones), n.input[3], "dq_b", axis=b_axis)
             else:
                 b, nb = dq(n, n.input[1], one, opt(n, 3), "dq_b")
             y = fresh(f"{n.output[0]}/float")
             new = [na, nb, helper.make_node("MatMul", [a, b], [y], name=n.name),
                    helper.make_node("Cast", [y], [n.output[0]], name=f"{n.name}/to_int32", to=onnx.TensorProto.INT32)]
-        nodes.extend(new)
-    del m.graph.node[:]
-    m.graph.node.extend(nodes)
-    return m
+        replacements[index] = (new, inits)
+    return transform.InferTypes({})(fo.replace_nodes(graph, replacements))

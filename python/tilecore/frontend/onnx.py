@@ -220,9 +220,11 @@ class _Importer:
                                f"{A.AttributeType.Name(t) if t in A.AttributeType.values() else t} "
                                "(supported: float, int, string, tensor, sparse_tensor, graph, type_proto and their lists)")
 
-    def graph(self, gp, outer: Optional[list], name: Optional[str] = None):
-        scope: Dict[str, G.Value] = {}
-        chain = [scope] + (outer or [])
+    def nodes(self, node_protos, scope: Dict[str, Any], chain: list, value_types: Dict[str, Any],
+              bound: Optional[Dict[str, Any]] = None) -> list:
+        """Graph IR Nodes of ``node_protos``: their inputs looked up in ``chain`` (scopes,
+        innermost first), their outputs entered into ``scope`` (``bound``: output name ->
+        the existing Value it is)."""
 
         def lookup(n):
             for s in chain:
@@ -230,26 +232,8 @@ class _Importer:
                     return s[n]
             return None
 
-        value_types = {}
-        for vi in list(gp.value_info) + list(gp.output):
-            if vi.HasField("type"):
-                value_types[vi.name] = _convert_type(vi.type, f"{self.where}: value '{vi.name}'")
-        for init in gp.initializer:
-            arr = _to_array(init, f"{self.where}: initializer '{init.name}'")
-            scope[init.name] = G.Value(init.name, G.TensorType(arr.shape, arr.dtype), arr)
-        for sp in gp.sparse_initializer:
-            arr = _sparse_to_array(sp, f"{self.where}: sparse initializer")
-            scope[sp.values.name] = G.Value(sp.values.name, G.TensorType(arr.shape, arr.dtype), arr)
-        inputs = []
-        for vi in gp.input:
-            if vi.name in scope:  # an initializer listed as an input (IR version < 4): a constant
-                continue
-            t = _convert_type(vi.type, f"{self.where}: input '{vi.name}'") if vi.HasField("type") else None
-            v = G.Value(vi.name, t)
-            scope[vi.name] = v
-            inputs.append(v)
         nodes = []
-        for index, node in enumerate(gp.node):
+        for index, node in enumerate(node_protos):
             domain = node.domain if node.domain not in ("", "ai.onnx") else ""
             where = self.node_where(node, index)
             opdef = G.get_graph_op(node.op_type, domain)
@@ -285,11 +269,42 @@ class _Importer:
             for n in node.output:
                 if n and lookup(n) is not None and n in scope:
                     raise ImportError_(f"{where}: output '{n}' is already defined (ONNX values are assigned once)")
-                v = G.Value(n, value_types.get(n))
+                v = (bound or {}).get(n) or G.Value(n, value_types.get(n))
                 if n:
                     scope[n] = v
                 outs.append(v)
             nodes.append(G.Node(node.op_type, ins, outs, attrs, node.name, domain))
+        return nodes
+
+    def graph(self, gp, outer: Optional[list], name: Optional[str] = None):
+        scope: Dict[str, G.Value] = {}
+        chain = [scope] + (outer or [])
+
+        def lookup(n):
+            for s in chain:
+                if n in s:
+                    return s[n]
+            return None
+
+        value_types = {}
+        for vi in list(gp.value_info) + list(gp.output):
+            if vi.HasField("type"):
+                value_types[vi.name] = _convert_type(vi.type, f"{self.where}: value '{vi.name}'")
+        for init in gp.initializer:
+            arr = _to_array(init, f"{self.where}: initializer '{init.name}'")
+            scope[init.name] = G.Value(init.name, G.TensorType(arr.shape, arr.dtype), arr)
+        for sp in gp.sparse_initializer:
+            arr = _sparse_to_array(sp, f"{self.where}: sparse initializer")
+            scope[sp.values.name] = G.Value(sp.values.name, G.TensorType(arr.shape, arr.dtype), arr)
+        inputs = []
+        for vi in gp.input:
+            if vi.name in scope:  # an initializer listed as an input (IR version < 4): a constant
+                continue
+            t = _convert_type(vi.type, f"{self.where}: input '{vi.name}'") if vi.HasField("type") else None
+            v = G.Value(vi.name, t)
+            scope[vi.name] = v
+            inputs.append(v)
+        nodes = self.nodes(gp.node, scope, chain, value_types)
         outputs = []
         for vo in gp.output:
             v = lookup(vo.name)
@@ -339,3 +354,114 @@ def from_onnx(path_or_model: str | os.PathLike[str] | bytes | Any, input_shapes:
     if fold_constants:
         graph = transform.FoldConstants()(graph)
     return graph
+
+
+# ---------------------------------------------------------------------------
+# Graph IR nodes as ONNX nodes, and ONNX nodes into a Graph
+# ---------------------------------------------------------------------------
+def _attr_proto(name: str, value: Any, attr_type: Optional[int], where: str):
+    from onnx import AttributeProto as A, helper, numpy_helper
+
+    if type(value).__name__ == "Graph" or (isinstance(value, list) and any(type(x).__name__ == "Graph"
+                                                                          for x in value)):
+        raise UnsupportedError(f"{where}: attribute '{name}' holds a subgraph, which has no ONNX form here")
+    if attr_type in (A.TENSOR, A.SPARSE_TENSOR) or isinstance(value, np.ndarray):
+        return helper.make_attribute(name, numpy_helper.from_array(np.asarray(value)), attr_type=A.TENSOR)
+    if attr_type == A.TENSORS:
+        return helper.make_attribute(name, [numpy_helper.from_array(np.asarray(x)) for x in value],
+                                     attr_type=A.TENSORS)
+    if attr_type == A.TYPE_PROTO or attr_type == A.TYPE_PROTOS:
+        raise UnsupportedError(f"{where}: attribute '{name}' is a type, which has no ONNX form here")
+    return helper.make_attribute(name, value, attr_type=attr_type)
+
+
+def onnx_node(node: G.Node, opsets: Optional[Dict[str, int]] = None) -> Any:
+    """The ONNX NodeProto of a Graph IR node: its op type, domain, name, the names of its
+    inputs and outputs ("" for an omitted one) and its attributes, typed by the op's ONNX
+    schema (the ``_``-prefixed attributes tilecore adds are left out).
+
+    :param opsets: the graph's opsets (domain -> version), for the schema's attribute types.
+    :raises UnsupportedError: an attribute ONNX cannot hold here (a subgraph, a type).
+    """
+    import onnx
+    from onnx import defs
+
+    from ..ffi.container import Array
+
+    op, domain = str(node.op_type), str(node.domain)
+    where = f"node '{node.name}' ({op})"
+    try:
+        schema = defs.get_schema(op, int((opsets or {}).get(domain, defs.onnx_opset_version())), domain)
+        types = {k: int(a.type) for k, a in schema.attributes.items()}
+    except Exception:  # noqa: BLE001 — no ONNX schema: the attribute types follow the values
+        types = {}
+
+    def py(v):
+        if isinstance(v, Array):
+            return [py(x) for x in v]
+        if hasattr(v, "__dlpack__") and not isinstance(v, np.ndarray):
+            return G.to_numpy(v)
+        return v
+
+    proto = onnx.NodeProto()
+    proto.op_type, proto.domain, proto.name = op, domain, str(node.name)
+    proto.input.extend("" if v is None else str(v.name) for v in node.inputs)
+    proto.output.extend(str(v.name) for v in node.outputs)
+    for k, v in node.attrs.items():
+        if not str(k).startswith("_"):
+            proto.attribute.append(_attr_proto(str(k), py(v), types.get(str(k)), where))
+    return proto
+
+
+def onnx_type(value: G.Value | None) -> Any:
+    """The ONNX TypeProto of a Value's tensor type (dtype and shape as far as known); an
+    empty TypeProto when the value has none or its dtype has no ONNX element type."""
+    import onnx
+    from onnx import helper
+
+    t = getattr(value, "type", None)
+    if not isinstance(t, G.TensorType) or not t.dtype:
+        return onnx.TypeProto()
+    try:
+        elem = helper.np_dtype_to_tensor_dtype(G.numpy_dtype(str(t.dtype)))
+    except Exception:  # noqa: BLE001 — a dtype ONNX does not name (string is object)
+        return onnx.TypeProto()
+    shape = None
+    if t.rank_known:
+        shape = [d if isinstance(d, (int, str)) else None for d in t.shape]
+    return helper.make_tensor_type_proto(elem, shape)
+
+
+def replace_nodes(graph: G.Graph, replacements: Dict[int, tuple], opsets: Optional[Dict[str, int]] = None) -> G.Graph:
+    """``graph`` with each node ``i`` of ``replacements`` replaced by ONNX nodes.
+
+    ``replacements[i]`` is ``(node_protos, initializers)``: NodeProtos in topological order
+    and the TensorProtos they read. They are imported as ``from_onnx`` imports a model's
+    nodes (each op and attribute checked against the registry, ``_opset`` set); a name they
+    read or write that is a value of the graph is that Value, so the replaced node's
+    outputs keep their Values and their readers need no change. Types of the new values
+    are not inferred: run ``transform.InferTypes`` after.
+
+    :param opsets: the graph's opsets with any domain the new nodes add (default: the graph's).
+    """
+    opsets = {str(k): int(v) for k, v in (opsets or graph.opsets).items()}
+    imp = _Importer(f"graph '{graph.name}'", opsets)
+    scope: Dict[str, Any] = {str(v.name): v for v in graph.inputs}
+    for n in graph.nodes:
+        for v in list(n.inputs) + list(n.outputs):
+            if v is not None and str(v.name):
+                scope.setdefault(str(v.name), v)
+    nodes = []
+    for i, n in enumerate(graph.nodes):
+        if i not in replacements:
+            nodes.append(n)
+            continue
+        protos, inits = replacements[i]
+        local: Dict[str, Any] = {}
+        for t in inits:
+            arr = _to_array(t, f"{imp.where}: constant '{t.name}'")
+            local[t.name] = G.Value(t.name, G.TensorType(arr.shape, arr.dtype), arr)
+        bound = {str(v.name): v for v in n.outputs if str(v.name)}
+        nodes.extend(imp.nodes(protos, local, [local, scope], {}, bound))
+        scope.update(local)
+    return G.Graph(str(graph.name), list(graph.inputs), list(graph.outputs), nodes, opsets)

@@ -308,6 +308,58 @@ def test_ops_that_run_nowhere_are_expanded_into_their_function_bodies():
     assert np.allclose(got, ort_run(model, feeds)["y"], rtol=1e-4, atol=1e-5)
 
 
+def _entry_models():
+    """(model, feeds): an op run as its function body, a GRU unrolled, a QOperator node."""
+    q, k, v = (RNG.standard_normal((1, 2, 3, 4)).astype(np.float32) for _ in range(3))
+    att = helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=1)
+    g = helper.make_graph([att], "att", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 3, 4])
+                                         for n in "qkv"], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    yield helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]), {"q": q, "k": k, "v": v}
+    w, r = RNG.standard_normal((1, 6, 3)).astype(np.float32), RNG.standard_normal((1, 6, 2)).astype(np.float32)
+    gru = helper.make_node("GRU", ["x", "w", "r"], ["y"], hidden_size=2)
+    yield (make_model([gru], [("x", [3, 1, 3], np.float32)], ["y"], inits=[("w", w), ("r", r)], opset=14),
+           {"x": RNG.standard_normal((3, 1, 3)).astype(np.float32)})
+    b = RNG.integers(0, 255, (4, 3)).astype(np.uint8)
+    scales = [("a_s", np.array(0.05, np.float32)), ("a_z", np.array(120, np.uint8)), ("b", b),
+              ("b_s", np.array(0.02, np.float32)), ("b_z", np.array(128, np.uint8)),
+              ("y_s", np.array(0.5, np.float32)), ("y_z", np.array(100, np.uint8))]
+    qmm = helper.make_node("QLinearMatMul", ["a", "a_s", "a_z", "b", "b_s", "b_z", "y_s", "y_z"], ["y"])
+    yield (make_model([qmm], [("a", [2, 4], np.uint8)], ["y"], inits=scales, opset=13, out_dtype=np.uint8),
+           {"a": RNG.integers(0, 255, (2, 4)).astype(np.uint8)})
+
+
+def test_every_entry_point_runs_the_same_pipeline(tmp_path):
+    # a Graph (frontend.from_onnx), a path, bytes and a ModelProto: function bodies, recurrent
+    # unrolling and QOperator nodes are expanded on the Graph, whatever came in
+    from tilecore import frontend
+
+    for i, (model, feeds) in enumerate(_entry_models()):
+        want = ort_run(model, feeds)["y"]
+        path = tmp_path / f"m{i}.onnx"
+        onnx.save(model, path)
+        entries = [frontend.from_onnx(model), model.SerializeToString()] + ([path, model] if i == 0 else [])
+        for m in entries:
+            got = tilecore.compile(m).run(feeds)["y"]
+            np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-4, atol=1.001,
+                                       err_msg=f"{type(m).__name__} of {model.graph.name}")
+            if got.dtype.kind == "f":
+                np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_graph_built_by_hand_compiles_with_the_graph_opsets():
+    # no `_opset` on the nodes: Hardmax at opset 11 works on x flattened to 2-D at axis 1
+    from tilecore.ir.graph import GraphBuilder
+
+    b = GraphBuilder(opsets={"": 11})
+    x = b.input("x", (2, 3, 4))
+    b.output(*b.add("Hardmax", [x], {"axis": 1}))
+    xs = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    got = tilecore.compile(b.build()).run({"x": xs})
+    flat = xs.reshape(2, 12)
+    want = (np.arange(12) == flat.argmax(1)[:, None]).astype(np.float32).reshape(2, 3, 4)
+    np.testing.assert_array_equal(next(iter(got.values())), want)
+
+
 def test_scalar_inputs_and_constant_scalar_outputs_keep_their_rank():
     x = RNG.standard_normal((2, 3)).astype(np.float32)
     lo, hi = np.array(-0.5, np.float32), np.array(0.25, np.float32)
