@@ -573,9 +573,12 @@ std::vector<Box> SpaceBoxes(const OpCall& c) {
       v = {N, C / (bs * bs), bs, bs, H, W};
       perm = {0, 1, 4, 2, 5, 3};
     }
-  } else {
+  } else {  // SpaceToDepth (mode from opset 28): the inverse of DepthToSpace in that mode
     v = {N, C, H / bs, bs, W / bs, bs};
-    perm = {0, 3, 5, 1, 2, 4};
+    if (AttrStr(c.attrs, "mode", "DCR") == "DCR")
+      perm = {0, 3, 5, 1, 2, 4};
+    else
+      perm = {0, 1, 3, 5, 2, 4};
   }
   auto vst = Strides(v);
   std::vector<int64_t> os, ss;
@@ -742,6 +745,8 @@ std::string CheckLayout(const std::string& op, const Map<String, Any>& attrs,
       return "DepthToSpace: channels not a multiple of blocksize^2";
     if (op == "SpaceToDepth" && (sh[2] % bs != 0 || sh[3] % bs != 0))
       return "SpaceToDepth: height and width not multiples of blocksize";
+    std::string mode = AttrStr(attrs, "mode", "DCR");
+    if (mode != "DCR" && mode != "CRD") return op + ": mode " + mode + " is not DCR or CRD";
   }
   return "";
 }

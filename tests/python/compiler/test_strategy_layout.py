@@ -138,7 +138,7 @@ def test_tile_and_depth_to_space():
     y = rand((2, 12, 3, 5), 2)
     for mode in ("DCR", "CRD"):
         check_op("DepthToSpace", {"blocksize": 2, "mode": mode}, [y])
-    check_op("SpaceToDepth", {"blocksize": 3}, [rand((1, 2, 6, 9), 3)])
+        check_op("SpaceToDepth", {"blocksize": 3, "mode": mode}, [rand((1, 2, 6, 9), 3)])  # (mode: opset 28)
 
 
 def test_bigger_than_l1():
