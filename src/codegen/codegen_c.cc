@@ -597,6 +597,9 @@ class CPrinter {
       std::string fn = op.substr(4);
       return f64 ? fn + "(" + arg(0) + ")" : "((float)" + fn + "((double)(" + arg(0) + ")))";
     }
+    if (op == "tir.fmod")  // exact, so computing it in double rounds nothing
+      return f64 ? "fmod(" + arg(0) + ", " + arg(1) + ")"
+                 : "((float)fmod((double)(" + arg(0) + "), (double)(" + arg(1) + ")))";
     if (op == "tir.rsqrt") return f64 ? "(1.0 / sqrt(" + arg(0) + "))" : math("tc_rsqrt", "");
     if (op == "tir.recip") return f64 ? "(1.0 / (" + arg(0) + "))" : math("tc_recip", "");
     if (op == "tir.sigmoid")

@@ -63,7 +63,6 @@ PrimExpr Ceil(const PrimExpr& x) {
   PrimExpr r = cast(x.dtype(), cast(DataType::Int(64), x));
   return select(r < x, r + C(x, 1), r);
 }
-PrimExpr Trunc(const PrimExpr& x) { return select(x < Zero(x), Ceil(x), Floor(x)); }
 
 // ONNX's Cast: to a narrow float with the saturate and round_mode attributes (float8_e8m0fnu
 // rounds up by default), from one through float32 (every float8 value is a float32 one).
@@ -159,8 +158,14 @@ const std::map<std::string, Op>& Ops() {
                   bool fmod = AttrInt(c.attrs, "fmod", 0) != 0;
                   PrimExpr a = x[0], b = x[1];
                   if (a.dtype().is_float()) {
-                    PrimExpr q = a / b;
-                    return a - b * (fmod ? Trunc(q) : Floor(q));
+                    // C's fmod is exact (a - b * trunc(a / b) is not, and is NaN for a
+                    // finite a over an infinite b); the floored mod moves a remainder whose
+                    // sign differs from b's by b, and a zero takes b's sign (as numpy)
+                    PrimExpr r = Call(a.dtype(), String("tir.fmod"), {a, b});
+                    if (fmod) return r;
+                    PrimExpr zero = select(b < Zero(b), C(r, -1) * (r * r), r * r);
+                    return select(eq(r, Zero(r)), zero,
+                                  select(select(r<Zero(r), b> Zero(b), b < Zero(b)), r + b, r));
                   }
                   if (fmod) return a % b;
                   return floormod(a, b);

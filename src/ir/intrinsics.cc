@@ -96,6 +96,8 @@ std::vector<IntrinsicInfo> MakeTable() {
       "inverse hyperbolic cosine (float)");
   add("tir.atanh", {A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "x",
       "inverse hyperbolic tangent (float)");
+  add("tir.fmod", {A::kScalar, A::kScalar}, R::kArg0, Rule::kFloatOnly, false, "front end", "a, b",
+      "the remainder of a / b with the sign of a, exact (C's fmod; float)");
   // --- bitwise operations and shifts (pure; integers, scalar or vector) ---------------
   add("tir.bitwise_and", {A::kIntAny, A::kIntAny}, R::kArg0, Rule::kIntegerOnly, false, "front end",
       "a, b", "a & b, lane-wise on vectors (and / vand)");

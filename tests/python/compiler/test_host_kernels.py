@@ -62,6 +62,18 @@ def test_div_mod_int_and_float():
     check("Mod", {}, [F64, np.array([1.5, -2.0, 0.7, 3.0])], rtol=1e-9)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float16])
+def test_float_mod_of_infinities_zeros_and_large_quotients(dtype):
+    # the cases of ONNX's mod_float_edge_cases: x mod +-inf, +-inf mod x, x mod 0, NaN; and a
+    # quotient far beyond the integers a float holds exactly (a - b * floor(a / b) loses it)
+    big = 1e20 if dtype == np.float64 else 6e4
+    x = np.array([0, -0.0, -3, 3, -1, 1, np.inf, -np.inf, 1, 1, np.nan, 1, big, -big], dtype)
+    y = np.array([-2, 2, np.inf, np.inf, -np.inf, -np.inf, 2, 2, 0, -0.0, 2, np.nan, 3, 7], dtype)
+    with np.errstate(invalid="ignore"):  # (numpy's reference warns about the NaNs ONNX asks for)
+        check("Mod", {}, [x, y], rtol=0, atol=0)
+        check("Mod", {"fmod": 1}, [x, y], rtol=0, atol=0)
+
+
 def test_logic_and_bits():
     a, b = rng.random((4, 5)) > 0.5, rng.random((5,)) > 0.5
     for op in ["And", "Or", "Xor"]:
