@@ -90,3 +90,12 @@ def test_a_wrong_result_is_a_failure_with_its_max_error():
     assert why is not None and "1 of 2" in why and "0.5" in why
     assert conformance.compare(np.array([1, 2]), np.array([1, 2]), 1e-3, 1e-7) is None
     assert "dtype" in conformance.compare(np.array([1.0], np.float32), np.array([1.0], np.float64), 1e-3, 1e-7)
+
+
+def test_a_16bit_float_off_by_its_rounding_is_told_apart():
+    # attention_4d_causal_fp16_expanded: 0.469 against the expected 0.4695 (float16 ulp there:
+    # 2^-12), beyond rtol 1e-3; the exact result is 0.46919
+    e = np.array([0.4695, 0.398, np.nan], np.float16)
+    assert conformance.within_16bit_rounding(e, np.array([0.469, 0.3984, np.nan], np.float16))
+    assert not conformance.within_16bit_rounding(e, np.array([0.468, 0.3984, np.nan], np.float16))
+    assert not conformance.within_16bit_rounding(np.float32([0.5]), np.float32([0.5001]))
