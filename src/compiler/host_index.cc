@@ -7,12 +7,14 @@
  * EyeLike, Compress, ReverseSequence and ai.onnx.ml's ArrayFeatureExtractor.
  *
  * Plain scalar loops over the global buffers. Where an op takes a value the specs do
- * not carry (a reduction's `axes` input, Tile's `repeats`, Split's `split`), the
- * kernel reads it from the output shape: the reduced axes are those the output drops
- * (or keeps as 1), the repeats and split sizes are the output's.
+ * not carry (Tile's `repeats`, Split's `split`), the kernel reads it from the output
+ * shape: the repeats and split sizes are the output's (the driver passes only outputs
+ * whose shapes follow from constants). A reduction's `axes` input without the attribute
+ * is read when the kernel runs and checked against the output shape.
  */
 #include <cmath>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "host_util.h"
@@ -61,59 +63,69 @@ PrimExpr NegInf(DataType t) {
 
 // ---- reductions and arg reductions -------------------------------------------------
 
-/*! \brief The reduced axes: attr `axes`, else read from the output shape, else all. */
-std::vector<bool> ReducedAxes(const OpCall& call, const std::vector<int64_t>& in,
-                              const std::vector<int64_t>& out, bool keep) {
-  size_t r = in.size();
-  std::vector<bool> red(r, false);
-  bool noop = AttrInt(call.attrs, "noop_with_empty_axes", 0) != 0;
+/*! \brief Whether a reduction reads its axes input when it runs: the input is given and the
+ * attrs lack `axes` (a compiler that knows a constant axes input passes it as the attribute). */
+bool AxesAtRunTime(const OpCall& call) {
+  return !HasAttr(call.attrs, "axes") && call.inputs.size() > 1 && call.inputs[1].defined() &&
+         call.inputs[1]->numel() > 0 && !call.inputs[0]->shape.empty();
+}
+
+/*! \brief The reduced axes from attr `axes`, else all (none with noop_with_empty_axes). */
+std::vector<bool> ReducedAxes(const OpCall& call, size_t r) {
   std::vector<int64_t> axes = AttrInts(call.attrs, "axes", {});
-  if (!axes.empty()) {
-    for (int64_t a : axes) red[Axis(call.op_type, a, static_cast<int64_t>(r))] = true;
-    return red;
-  }
-  if (HasAttr(call.attrs, "axes")) {  // an empty axes list: all, or none with noop_with_empty_axes
-    if (!noop) red.assign(r, true);
-    return red;
-  }
-  bool axes_input =
-      call.inputs.size() > 1 && call.inputs[1].defined() && call.inputs[1]->numel() > 0;
-  if (!axes_input) {
-    if (!noop) red.assign(r, true);
-    return red;
-  }
-  if (keep) {
-    for (size_t d = 0; d < r; ++d) red[d] = out.size() == r && out[d] == 1 && in[d] != 1;
-    return red;
-  }
-  // keepdims=0: the output keeps the input's dims in order; the first match is kept (when
-  // equal dims make it ambiguous, the later one is taken as reduced)
-  size_t j = 0;
-  for (size_t d = 0; d < r; ++d) {
-    if (j < out.size() && in[d] == out[j])
-      ++j;
-    else
-      red[d] = true;
-  }
-  if (j != out.size())
-    TILECORE_THROW(ValueError) << "LowerHostOp(" << call.op_type
-                               << "): the output shape does not follow from the input";
+  bool noop = AttrInt(call.attrs, "noop_with_empty_axes", 0) != 0;
+  std::vector<bool> red(r, axes.empty() && !noop);
+  for (int64_t a : axes) red[Axis(call.op_type, a, static_cast<int64_t>(r))] = true;
   return red;
 }
 
-PrimFunc LowerReduce(const OpCall& call) {
-  NeedOutputs(call, 1);
+/*!
+ * \brief The values of an axes input of `k` elements that give the output shape `out`, as
+ * masks of reduced axes, grouped by the reduced axes of size > 1 (masks in a group reduce
+ * the same elements): the kernel branches on the group the value read at run time is in.
+ */
+std::map<std::vector<bool>, std::vector<std::vector<bool>>> AxesReadings(
+    const std::vector<int64_t>& in, const std::vector<int64_t>& out, int64_t k, bool keep) {
+  std::map<std::vector<bool>, std::vector<std::vector<bool>>> groups;
+  size_t r = in.size();
+  for (uint32_t m = 0; m < (1u << r); ++m) {
+    if (__builtin_popcount(m) != k) continue;
+    std::vector<bool> mask(r), effective(r);
+    std::vector<int64_t> shape;
+    for (size_t d = 0; d < r; ++d) {
+      mask[d] = (m >> d) & 1;
+      effective[d] = mask[d] && in[d] != 1;
+      if (!mask[d])
+        shape.push_back(in[d]);
+      else if (keep)
+        shape.push_back(1);
+    }
+    if (shape == out) groups[effective].push_back(mask);
+  }
+  return groups;
+}
+
+std::string ShapeText(const std::vector<int64_t>& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+/*!
+ * \brief A reduction. The axes come from the attribute `axes`; an axes input without it is
+ * read when the kernel runs (it is then input param 1): each axis is checked (in range, not
+ * repeated), and the kernel reduces the axes read when they give the output shape it was
+ * compiled for, else it fails naming them (a shape another value would give is not guessed).
+ */
+PrimFunc LowerReduce(const OpCall& call0) {
+  NeedOutputs(call0, 1);
+  OpCall call = call0;
+  const bool run_time = AxesAtRunTime(call0);
+  if (run_time) call.data_inputs = 2;
   Params p = MakeParams(call);
   const std::string& op = call.op_type;
   std::vector<int64_t> in = Shape(call.inputs[0]), out = Shape(call.outputs[0]);
   bool keep = AttrInt(call.attrs, "keepdims", 1) != 0;
-  std::vector<bool> red = ReducedAxes(call, in, out, keep);
-  std::vector<int64_t> kept, reduced;
-  for (size_t d = 0; d < in.size(); ++d) (red[d] ? reduced : kept).push_back(in[d]);
-  int64_t K = Numel(kept), R = Numel(reduced);
-  if (K != call.outputs[0]->numel())
-    TILECORE_THROW(ValueError) << "LowerHostOp(" << op << "): output of "
-                               << call.outputs[0]->numel() << " elements, expected " << K;
   Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
   DataType xt = X->dtype, yt = Y->dtype;
   DataType acc_t = xt.is_float() ? DataType::Float(64) : DataType::Int(64);
@@ -121,68 +133,101 @@ PrimFunc LowerReduce(const OpCall& call) {
   Scalar acc(acc_t, "acc");
   bool is_max = op == "ReduceMax", is_min = op == "ReduceMin", is_prod = op == "ReduceProd";
   bool lse = op == "ReduceLogSumExp";
-  Stmt body = Loop("o", K, [&](PrimExpr o) -> Stmt {
-    std::vector<PrimExpr> kc = Unravel(o, kept);
-    auto load = [&](PrimExpr r) {
-      std::vector<PrimExpr> rc = Unravel(r, reduced);
-      PrimExpr idx = I32(0);
-      size_t ki = 0, ri = 0;
-      for (size_t d = 0; d < in.size(); ++d)
-        idx = idx + (red[d] ? rc[ri++] : kc[ki++]) * I32(st[d]);
-      return cast(acc_t, BufferLoad(X, {idx}));
-    };
-    PrimExpr init;
-    if (is_max)
-      init = R > 0 ? load(I32(0)) : NegInf(acc_t);
-    else if (is_min)
-      init = R > 0 ? load(I32(0)) : make_zero(acc_t) - NegInf(acc_t);
-    else if (is_prod)
-      init = make_const(acc_t, 1);
-    else
-      init = make_zero(acc_t);
-    if (lse && R == 0) return BufferStore(Y, Convert(yt, NegInf(acc_t)), {o});
-    if (lse) init = load(I32(0));  // the max, first
-    std::vector<Stmt> s{acc.set(init)};
-    auto step = [&](std::function<PrimExpr(PrimExpr, PrimExpr)> f, int64_t from) {
-      s.push_back(Loop("r", I32(R - from),
-                       [&](PrimExpr r) { return acc.set(f(acc.get(), load(r + I32(from)))); }));
-    };
-    if (is_max || is_min) {
-      if (R > 1) step([&](PrimExpr a, PrimExpr v) { return is_max ? HMax(a, v) : HMin(a, v); }, 1);
-      s.push_back(BufferStore(Y, Convert(yt, acc.get()), {o}));
+  // the reduction of the axes in `red`
+  auto reduce = [&](const std::vector<bool>& red) -> Stmt {
+    std::vector<int64_t> kept, reduced;
+    for (size_t d = 0; d < in.size(); ++d) (red[d] ? reduced : kept).push_back(in[d]);
+    int64_t K = Numel(kept), R = Numel(reduced);
+    if (K != call.outputs[0]->numel())
+      TILECORE_THROW(ValueError) << "LowerHostOp(" << op << "): output of "
+                                 << call.outputs[0]->numel() << " elements, expected " << K;
+    return Loop("o", K, [&](PrimExpr o) -> Stmt {
+      std::vector<PrimExpr> kc = Unravel(o, kept);
+      auto load = [&](PrimExpr r) {
+        std::vector<PrimExpr> rc = Unravel(r, reduced);
+        PrimExpr idx = I32(0);
+        size_t ki = 0, ri = 0;
+        for (size_t d = 0; d < in.size(); ++d)
+          idx = idx + (red[d] ? rc[ri++] : kc[ki++]) * I32(st[d]);
+        return cast(acc_t, BufferLoad(X, {idx}));
+      };
+      PrimExpr init;
+      if (is_max)
+        init = R > 0 ? load(I32(0)) : NegInf(acc_t);
+      else if (is_min)
+        init = R > 0 ? load(I32(0)) : make_zero(acc_t) - NegInf(acc_t);
+      else if (is_prod)
+        init = make_const(acc_t, 1);
+      else
+        init = make_zero(acc_t);
+      if (lse && R == 0) return BufferStore(Y, Convert(yt, NegInf(acc_t)), {o});
+      if (lse) init = load(I32(0));  // the max, first
+      std::vector<Stmt> s{acc.set(init)};
+      auto step = [&](std::function<PrimExpr(PrimExpr, PrimExpr)> f, int64_t from) {
+        s.push_back(Loop("r", I32(R - from),
+                         [&](PrimExpr r) { return acc.set(f(acc.get(), load(r + I32(from)))); }));
+      };
+      if (is_max || is_min) {
+        if (R > 1)
+          step([&](PrimExpr a, PrimExpr v) { return is_max ? HMax(a, v) : HMin(a, v); }, 1);
+        s.push_back(BufferStore(Y, Convert(yt, acc.get()), {o}));
+        return Seq(s);
+      }
+      if (lse) {
+        if (R > 1) step([](PrimExpr a, PrimExpr v) { return HMax(a, v); }, 1);
+        Scalar m(acc_t, "m");
+        std::vector<Stmt> t{m.set(acc.get()), acc.set(make_zero(acc_t))};
+        t.push_back(Loop("r", R, [&](PrimExpr r) {
+          return acc.set(acc.get() + ir::call("tir.exp", {load(r) - m.get()}));
+        }));
+        t.push_back(BufferStore(Y, Convert(yt, m.get() + ir::call("tir.log", {acc.get()})), {o}));
+        s.push_back(m.scope(Seq(t)));
+        return Seq(s);
+      }
+      step(
+          [&](PrimExpr a, PrimExpr v) -> PrimExpr {
+            if (is_prod) return a * v;
+            if (op == "ReduceL1")
+              return a + select(v < make_zero(v.dtype()), make_zero(v.dtype()) - v, v);
+            if (op == "ReduceL2" || op == "ReduceSumSquare") return a + v * v;
+            return a + v;
+          },
+          0);
+      PrimExpr r = acc.get();
+      if (op == "ReduceMean")
+        r = xt.is_float() ? r / make_const(acc_t, static_cast<double>(std::max<int64_t>(R, 1)))
+                          : r / make_const(acc_t, std::max<int64_t>(
+                                                      R, 1));  // truncates, as numpy's cast does
+      if (op == "ReduceL2") r = ir::call("tir.sqrt", {cast(DataType::Float(64), r)});
+      if (op == "ReduceLogSum") r = ir::call("tir.log", {cast(DataType::Float(64), r)});
+      s.push_back(BufferStore(Y, Convert(yt, r), {o}));
       return Seq(s);
-    }
-    if (lse) {
-      if (R > 1) step([](PrimExpr a, PrimExpr v) { return HMax(a, v); }, 1);
-      Scalar m(acc_t, "m");
-      std::vector<Stmt> t{m.set(acc.get()), acc.set(make_zero(acc_t))};
-      t.push_back(Loop("r", R, [&](PrimExpr r) {
-        return acc.set(acc.get() + ir::call("tir.exp", {load(r) - m.get()}));
-      }));
-      t.push_back(BufferStore(Y, Convert(yt, m.get() + ir::call("tir.log", {acc.get()})), {o}));
-      s.push_back(m.scope(Seq(t)));
-      return Seq(s);
-    }
-    step(
-        [&](PrimExpr a, PrimExpr v) -> PrimExpr {
-          if (is_prod) return a * v;
-          if (op == "ReduceL1")
-            return a + select(v < make_zero(v.dtype()), make_zero(v.dtype()) - v, v);
-          if (op == "ReduceL2" || op == "ReduceSumSquare") return a + v * v;
-          return a + v;
-        },
-        0);
-    PrimExpr r = acc.get();
-    if (op == "ReduceMean")
-      r = xt.is_float()
-              ? r / make_const(acc_t, static_cast<double>(std::max<int64_t>(R, 1)))
-              : r / make_const(acc_t, std::max<int64_t>(R, 1));  // truncates, as numpy's cast does
-    if (op == "ReduceL2") r = ir::call("tir.sqrt", {cast(DataType::Float(64), r)});
-    if (op == "ReduceLogSum") r = ir::call("tir.log", {cast(DataType::Float(64), r)});
-    s.push_back(BufferStore(Y, Convert(yt, r), {o}));
-    return Seq(s);
-  });
-  return MakeFunc(call, p, Seq({acc.scope(body)}));
+    });
+  };
+  if (!run_time) return MakeFunc(call, p, Seq({acc.scope(reduce(ReducedAxes(call, in.size())))}));
+
+  const int64_t k = call.inputs[1]->numel(), r = static_cast<int64_t>(in.size());
+  if (r > 16)
+    TILECORE_THROW(ValueError) << "LowerHostOp(" << op
+                               << "): an axes input read when the kernel runs needs rank <= 16";
+  auto groups = AxesReadings(in, out, k, keep);
+  if (groups.empty())
+    TILECORE_THROW(ValueError) << "LowerHostOp(" << op << "): no value of the axes input (" << k
+                               << " axes) gives the output shape " << ShapeText(out)
+                               << " from the input shape " << ShapeText(in);
+  Buffer A = Flat(p.in[1], "A");
+  Buffer seen = Local({r}, DataType::Int(32), "seen");
+  std::vector<PrimExpr> values;
+  std::vector<Stmt> s = ReadAxes(op + ": the axes input", A, k, r, seen, &values);
+  // each group of readings, tried in turn; a value in none fails
+  Stmt chain =
+      Fail(op + ": the axes input " + ValuesFormat(k) + " gives another output shape than " +
+               ShapeText(out) + ", the one the model declares and the kernel was compiled for",
+           values);
+  for (auto g = groups.rbegin(); g != groups.rend(); ++g)
+    chain = IfThenElse(AxesAre(seen, g->second), reduce(g->second.front()), chain);
+  s.push_back(chain);
+  return MakeFunc(call, p, Seq({acc.scope(Allocate(seen, Seq(s)))}));
 }
 
 // ArgMax / ArgMin / Hardmax: along one axis
@@ -880,8 +925,8 @@ std::string CheckEyeLike(const std::string& op, const Map<String, Any>&,
 }
 
 // Compress: the slices along `axis` (of the flattened input without it) whose condition
-// is true, in order. The output's length along the axis is the model's (static) one: a
-// condition with fewer true entries leaves zeros, one with more is cut there.
+// is true, in order. The output's length along the axis is the model's (static) one; a run
+// whose conditions give another length fails saying so.
 PrimFunc LowerCompress(const OpCall& call) {
   NeedOutputs(call, 1);
   Params p = MakeParams(call);
@@ -902,19 +947,25 @@ PrimFunc LowerCompress(const OpCall& call) {
   int64_t n_cond = std::min<int64_t>(A, Numel(Shape(call.inputs[1])));
   Buffer X = Flat(p.in[0], "X"), C = Flat(p.in[1], "C"), Y = Flat(p.out[0], "Y");
   Scalar k(DataType::Int(32), "k");
-  Stmt clear =
-      Loop("o", Numel(out), [&](PrimExpr o) { return BufferStore(Y, make_zero(Y->dtype), {o}); });
   Stmt pick = Loop("a", n_cond, [&](PrimExpr a) {
     PrimExpr c = BufferLoad(C, {a});
-    PrimExpr on = (c.dtype().is_bool() ? c : ne(c, make_zero(c.dtype()))) && k.get() < I32(K);
+    PrimExpr on = c.dtype().is_bool() ? c : ne(c, make_zero(c.dtype()));
     Stmt copy = Loop("e", outer * inner, [&](PrimExpr e) {
       PrimExpr o = floordiv(e, I32(inner)), n = floormod(e, I32(inner));
       return BufferStore(Y, BufferLoad(X, {(o * I32(A) + a) * I32(inner) + n}),
                          {(o * I32(K) + k.get()) * I32(inner) + n});
     });
-    return IfThenElse(on, Seq({copy, k.set(k.get() + I32(1))}));
+    return IfThenElse(on, Seq({IfThenElse(k.get() < I32(K), copy), k.set(k.get() + I32(1))}));
   });
-  return MakeFunc(call, p, Seq({k.scope(Seq({clear, k.set(I32(0)), pick}))}));
+  // the output's length is the model's: the conditions decide it, so a run they give
+  // another length fails
+  Stmt check = IfThenElse(
+      ne(k.get(), I32(K)),
+      Fail("Compress: %d conditions are true, but the output's length along "
+           "the axis is " +
+               std::to_string(K) + ", the one the model declares and the kernel was compiled for",
+           {k.get()}));
+  return MakeFunc(call, p, Seq({k.scope(Seq({k.set(I32(0)), pick, check}))}));
 }
 
 PrimFunc LowerRange(const OpCall& call) {

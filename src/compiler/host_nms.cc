@@ -5,8 +5,8 @@
  * ties) whose score is above score_threshold is selected, then every remaining box whose
  * IoU with it exceeds iou_threshold is dropped; at most max_output_boxes_per_class per
  * class (0 when absent, as ONNX says). Rows [batch, class, box] in that order. The
- * number of rows is the model's (static) output length: fewer selections leave zero
- * rows, more are cut there.
+ * number of rows is the model's (static) output length, which the inputs' values decide:
+ * a run that selects another number of boxes fails saying so.
  */
 #include "host_util.h"
 #include "tilecore/ffi/reflection.h"
@@ -55,7 +55,8 @@ PrimFunc LowerNms(const OpCall& call) {
 
   Buffer taken = Local({std::max<int64_t>(N, 1)}, DataType::Int(32), "taken");
   Var1 best(DataType::Float(32), "best"), at(DataType::Int(32), "at"),
-      count(DataType::Int(32), "count"), picked(DataType::Int(64), "picked");
+      count(DataType::Int(32), "count"), picked(DataType::Int(64), "picked"),
+      over(DataType::Int(32), "over");
   // box n of batch b as (ymin, xmin, ymax, xmax)
   auto corners = [&](PrimExpr b, PrimExpr n) {
     auto c = [&](int k) { return BufferLoad(X, {(b * I32(N) + n) * I32(4) + I32(k)}); };
@@ -100,14 +101,22 @@ PrimFunc LowerNms(const OpCall& call) {
                        BufferStore(Y, cast(Y->dtype, at.get()), {count.get() * I32(3) + I32(2)}),
                        count.set(count.get() + I32(1)), picked.set(picked.get() + I64(1)),
                        BufferStore(taken, I32(1), {at.get()}), suppress});
-      return Seq(
-          {at.set(I32(-1)), scan,
-           IfThenElse(at.get() >= I32(0) && picked.get() < max_out && count.get() < I32(K), emit)});
+      return Seq({at.set(I32(-1)), scan,
+                  IfThenElse(at.get() >= I32(0) && picked.get() < max_out,
+                             IfThenElse(count.get() < I32(K), emit, over.set(I32(1))))});
     });
     return Seq({init, picked.set(I64(0)), rounds});
   });
-  Stmt all = Seq({clear_out, count.set(I32(0)), body});
-  for (const Buffer& b : {taken, best.buf, at.buf, count.buf, picked.buf}) all = Allocate(b, all);
+  std::string rows =
+      std::to_string(K) + " rows, the number the model declares and the kernel was compiled for";
+  Stmt check = Seq(
+      {IfThenElse(ne(over.get(), I32(0)),
+                  Fail("NonMaxSuppression: more boxes are selected than " + rows, {})),
+       IfThenElse(count.get() < I32(K),
+                  Fail("NonMaxSuppression: %d boxes are selected, not " + rows, {count.get()}))});
+  Stmt all = Seq({clear_out, count.set(I32(0)), over.set(I32(0)), body, check});
+  for (const Buffer& b : {taken, best.buf, at.buf, count.buf, picked.buf, over.buf})
+    all = Allocate(b, all);
   return MakeFunc(call, p, all);
 }
 

@@ -130,6 +130,75 @@ inline PrimExpr WrapIndex(PrimExpr v, int64_t dim) {
   return select(i < I32(0), i + I32(dim), i);
 }
 
+/*!
+ * \brief Fails the kernel with a ValueError: `fmt` (a printf format) filled with the int
+ * values `args` when it runs (the runtime's "tilecore.fail:" host call, runtime/kernel.cc).
+ * For a value the kernel reads when it runs and was not compiled for.
+ */
+inline Stmt Fail(const std::string& fmt, const std::vector<PrimExpr>& args) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string name = "tilecore.fail:";
+  for (unsigned char ch : fmt) {
+    if (ch >= 32 && ch < 127 && ch != '"' && ch != '\\' && ch != '~') {
+      name += static_cast<char>(ch);
+    } else {
+      name += '~';
+      name += kHex[ch >> 4];
+      name += kHex[ch & 15];
+    }
+  }
+  Array<PrimExpr> call_args{StringImm(name)};
+  for (const PrimExpr& a : args) call_args.push_back(cast(DataType::Int(64), a));
+  return Intrin("tir.call_packed", call_args);
+}
+
+/*!
+ * \brief Reads the `k` axes in `A` (an integer tensor; negative ones count from `rank`) into
+ * `seen` (an int32 local of `rank` elements: 1 for each axis named); the statements fail the
+ * kernel on an axis out of range or named twice. `values` gets each axis as read (int64).
+ */
+inline std::vector<Stmt> ReadAxes(const std::string& what, const Buffer& A, int64_t k, int64_t rank,
+                                  const Buffer& seen, std::vector<PrimExpr>* values) {
+  std::vector<Stmt> s;
+  for (int64_t d = 0; d < rank; ++d) s.push_back(BufferStore(seen, I32(0), {I32(d)}));
+  for (int64_t j = 0; j < k; ++j)
+    values->push_back(cast(DataType::Int(64), BufferLoad(A, {I32(j)})));
+  for (int64_t j = 0; j < k; ++j) {
+    PrimExpr v = (*values)[j];
+    PrimExpr a = cast(DataType::Int(32), select(v < I64(0), v + I64(rank), v));
+    s.push_back(IfThenElse(v < I64(-rank) || v >= I64(rank),
+                           Fail(what + ": axis %d (element " + std::to_string(j) +
+                                    ") is out of range for rank " + std::to_string(rank),
+                                {v})));
+    s.push_back(IfThenElse(eq(BufferLoad(seen, {a}), I32(1)),
+                           Fail(what + ": axis %d is named twice", {v})));
+    s.push_back(BufferStore(seen, I32(1), {a}));
+  }
+  return s;
+}
+
+/*! \brief Whether the axes read into `seen` (ReadAxes) are those of one of `masks`. */
+inline PrimExpr AxesAre(const Buffer& seen, const std::vector<std::vector<bool>>& masks) {
+  PrimExpr any;
+  for (const std::vector<bool>& mask : masks) {
+    PrimExpr all;
+    for (size_t d = 0; d < mask.size(); ++d) {
+      PrimExpr c = eq(BufferLoad(seen, {I32(static_cast<int64_t>(d))}), I32(mask[d] ? 1 : 0));
+      all = all.defined() ? (all && c) : c;
+    }
+    if (!all.defined()) all = eq(I32(0), I32(0));
+    any = any.defined() ? (any || all) : all;
+  }
+  return any.defined() ? any : ne(I32(0), I32(0));
+}
+
+/*! \brief "(%d, %d, ...)": a printf format of `k` values. */
+inline std::string ValuesFormat(int64_t k) {
+  std::string f = "(";
+  for (int64_t j = 0; j < k; ++j) f += j ? ", %d" : "%d";
+  return f + ")";
+}
+
 }  // namespace host
 }  // namespace compiler
 }  // namespace tilecore

@@ -200,8 +200,12 @@ namespace {
 // S.printf from compiled code: "tilecore.printf:" + the format (~XX escapes a byte),
 // formatted with the int and float arguments like C's printf, one line on stdout.
 constexpr std::string_view kPrintfPrefix = "tilecore.printf:";
+// A check in compiled code that failed: "tilecore.fail:" + a message formatted as printf's
+// format is; the call fails with a ValueError of that message (a host kernel that finds a
+// value it was not compiled for: compiler/host_util.h, Fail).
+constexpr std::string_view kFailPrefix = "tilecore.fail:";
 
-void KernelPrintf(std::string_view coded, int32_t n, const TCHostArg* args) {
+std::string KernelFormat(std::string_view coded, int32_t n, const TCHostArg* args) {
   std::string fmt;
   for (size_t i = 0; i < coded.size(); ++i) {
     if (coded[i] == '~' && i + 2 < coded.size()) {
@@ -254,7 +258,11 @@ void KernelPrintf(std::string_view coded, int32_t n, const TCHostArg* args) {
     }
     out += buf;
   }
-  out += '\n';
+  return out;
+}
+
+void KernelPrintf(std::string_view coded, int32_t n, const TCHostArg* args) {
+  std::string out = KernelFormat(coded, n, args) + '\n';
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
 }
@@ -269,6 +277,8 @@ int32_t HostCallPacked(const char* name, int32_t n, const TCHostArg* args,
       KernelPrintf(sv.substr(kPrintfPrefix.size()), n, args);
       return 0;
     }
+    if (sv.substr(0, kFailPrefix.size()) == kFailPrefix)
+      TILECORE_THROW(ValueError) << KernelFormat(sv.substr(kFailPrefix.size()), n, args);
     auto f = ffi::Function::GetGlobal(name);
     if (!f) {
       TILECORE_THROW(ValueError) << "call_packed: no global function `" << name

@@ -173,6 +173,112 @@ def _fold_constant_inputs(nd) -> None:
             nd.attrs[attr] = float(a.ravel()[0])
 
 
+# Inputs that the npu strategies need as constants (in the attributes above) and the host
+# kernel reads when it runs: a reduction whose axes are not a constant runs on the host,
+# which reads them and fails when they give another output shape than the one compiled.
+RUN_TIME_INPUTS = {op: (1,) for op in _REDUCE_OPS}
+from .input_checks import SHAPE_INPUTS  # noqa: E402 (the ops whose shape inputs are checked when they run)
+
+# Ops whose output shape their input values decide, and whose host kernels fail when a run
+# gives another shape than the model declares (the static one they were compiled for).
+RUN_TIME_SHAPES = frozenset({"NonMaxSuppression", "Compress"})
+
+
+def _run_time_inputs(nd) -> list[int]:
+    """The inputs of RUN_TIME_INPUTS that ``nd`` has and that are not constants."""
+    return [i for i in RUN_TIME_INPUTS.get(nd.op, ()) if i < len(nd.ins) and nd.ins[i] is not None
+            and nd.ins[i].data is None and int(np.prod(list(nd.in_specs[i].shape), dtype=np.int64)) > 0
+            and not any(attr in nd.attrs for j, attr, _ in CONSTANT_INPUT_ATTRS.get(nd.op, ()) if j == i)]
+
+
+def _unknown_inputs(nd) -> list[int]:
+    """The inputs of CONSTANT_INPUT_ATTRS that ``nd`` has, that are not constants and that no
+    kernel reads when it runs (RUN_TIME_INPUTS): the kernels would take a default for them."""
+    out = []
+    for i, attr, kind in CONSTANT_INPUT_ATTRS.get(nd.op, ()):
+        if kind == "scalar" or attr in nd.attrs or i in RUN_TIME_INPUTS.get(nd.op, ()):
+            continue  # ("scalar": a faster form when known, the input is read anyway)
+        if nd.op == "Resize" and i == 1 and nd.attrs.get("coordinate_transformation_mode") != "tf_crop_and_resize":
+            continue  # roi is read only by that mode
+        v = nd.ins[i] if i < len(nd.ins) else None
+        if v is not None and v.data is None and int(np.prod(list(nd.in_specs[i].shape), dtype=np.int64)) > 0:
+            out.append(i)
+    return out
+
+
+def _declared_only(graph) -> dict[str, Any]:
+    """value name -> (node, value) for the node outputs whose static shape only the model's
+    declaration (ONNX value_info or graph output type) gives: type inference of the node
+    alone, on its inputs' types and constant values, does not find it (an input that sets
+    the shape is not a constant, or the values of the inputs decide it). The driver must
+    not take such a shape on trust: a declaration is checked against inference, never used
+    in its place, unless a kernel checks it when it runs."""
+    from .. import transform
+    from ..frontend import static_shape
+    from ..ir.graph import Graph, Node, Value
+
+    out = {}
+    opsets = {str(k): int(v) for k, v in graph.opsets.items()}
+    for n in graph.nodes:
+        declared = [v for v in n.outputs if str(v.name) and static_shape(v) is not None]
+        if not declared or any(type(v).__name__ == "Graph" or (isinstance(v, list) and v and type(v[0]).__name__ ==
+                                                               "Graph") for v in map(_py, n.attrs.values())):
+            continue  # (a subgraph reads values of the graph around it: inferred with it)
+        inputs = {}
+        for v in n.inputs:
+            if v is not None and v.data is None:
+                inputs.setdefault(str(v.name), v)
+        fresh = [Value(str(v.name)) for v in n.outputs]
+        alone = Graph("node", list(inputs.values()), [v for v in fresh if str(v.name)],
+                      [Node(str(n.op_type), list(n.inputs), fresh, dict(n.attrs), str(n.name), str(n.domain))],
+                      opsets)
+        inferred = {str(v.name): static_shape(v) for v in transform.InferTypes({})(alone).nodes[0].outputs}
+        for v in declared:
+            if inferred.get(str(v.name)) is None:
+                out[str(v.name)] = (n, v)
+    return out
+
+
+# more inputs whose values set an output shape (named when the shape is refused)
+_MORE_SHAPE_INPUTS = {"Range": (0, 1, 2), "CenterCropPad": (1,), "BlackmanWindow": (0,), "HannWindow": (0,),
+                      "HammingWindow": (0,), "MelWeightMatrix": (0, 1, 2)}
+
+
+def _declared_only_reason(nd, value, detail=None) -> str:
+    """Why the shape of ``value`` (an output of ``nd``) is only the model's declaration."""
+    from ..ir.graph import _text_of_type
+
+    operands = ([i for i, _, _ in CONSTANT_INPUT_ATTRS.get(nd.op, ())] + [SHAPE_INPUTS.get(nd.op, -1)] +
+                list(_MORE_SHAPE_INPUTS.get(nd.op, ())))
+    why = next((f"input {i} `{v.name}` is not a constant (its value is known only when the model runs)"
+                for i, v in enumerate(nd.ins) if i in operands and v is not None and v.data is None), None)
+    why = why or "the values of its inputs decide it, and they are known only when the model runs"
+    return (f"output `{value.name}` has only the shape the model declares, {_text_of_type(value.type)}, which "
+            f"inference cannot confirm: {why}{f' ({detail})' if detail else ''}; tilecore needs the shape when "
+            "compiling (give the value as a constant, an initializer)")
+
+
+def _input_check(nd, info):
+    """The CheckInput step (compiler/input_checks.py) that makes the declared output shape of
+    ``nd`` safe, or why there is none (a string, or None)."""
+    from ..ir.graph import _text_of_type
+    from .input_checks import input_check
+
+    i = SHAPE_INPUTS.get(nd.op)
+    if i is None or i >= len(nd.ins) or nd.ins[i] is None or nd.ins[i].data is not None:
+        return None
+    check = input_check(nd.op, nd.attrs, [None if v is None else info[str(v.name)][0] for v in nd.ins],
+                        [info[str(v.name)][0] for v in nd.outs if str(v.name)])
+    if not isinstance(check, tuple):
+        return check
+    v = nd.ins[i]
+    attrs = {**check[1], "tc_what": f"node `{nd.name or f'{nd.op}_{nd.index}'}` ({nd.op}): input {i} `{v.name}`",
+             "tc_shape": ", ".join(_text_of_type(o.type) for o in nd.outs if str(o.name))}
+    step = _make_node(f"{nd.name or nd.op}/check_input{i}", "CheckInput", [v], [], attrs)
+    step.where, step.in_specs = "host", [nd.in_specs[i]]
+    return step
+
+
 # tilecore-domain ops (made by the graph passes) rewritten into ONNX ops when the npu has
 # no strategy of their own: op -> f(node, fresh_name) -> [(op_type, inputs, outputs, attrs)].
 _DECOMPOSE = {
@@ -495,6 +601,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     graph_outputs = {str(v.name) for v in graph.outputs}
     opsets = {str(k): int(v) for k, v in graph.opsets.items()}
     nodes = [_Node(i, n, opsets) for i, n in enumerate(graph.nodes)]
+    declared_only = _declared_only(graph)
+    checks = {}  # id(node) -> the CheckInput step that runs before it
     info = {}  # value name -> (shape, dtype)
     for v in graph.inputs:
         info[str(v.name)] = _shape_dtype(v, f"graph input `{v.name}`")
@@ -517,12 +625,32 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         except Exception as e:  # a dtype the kernel types cannot spell (string, complex)
             unsupported.append(f"  node `{nd.name}` ({nd.op}): {str(e).splitlines()[0]}")
             continue
+        _fold_constant_inputs(nd)
+        run_time, unknown = _run_time_inputs(nd), _unknown_inputs(nd)
+        if unknown:
+            unsupported.append(f"  node `{nd.name}` ({nd.op}): " + "; ".join(
+                f"input {i} `{nd.ins[i].name}` is not a constant (its value is known only when the model runs); "
+                "tilecore needs it when compiling (give it as a constant, an initializer)" for i in unknown))
+            continue
+        unchecked = next((declared_only[str(v.name)][1] for v in nd.outs if str(v.name) in declared_only), None)
+        if unchecked is not None and not run_time and nd.op not in RUN_TIME_SHAPES:
+            check = _input_check(nd, info)
+            if not isinstance(check, _Node):
+                unsupported.append(f"  node `{nd.name}` ({nd.op}): {_declared_only_reason(nd, unchecked, check)}")
+                continue
+            checks[id(nd)] = check  # compiled for the declared shape, checked when it runs
+            unchecked = None
         if (nd.op in VIEW_OPS and not keep_intermediates and nd.ins and nd.ins[0] is not None
                 and str(nd.outs[0].name) not in graph_outputs and nd.ins[0].data is None):
             nd.where = "view"
             continue
-        _fold_constant_inputs(nd)
-        reason = HasStrategy(nd.op, nd.attrs, nd.in_specs)
+        if run_time:  # the host reads them when it runs; the npu would need them now
+            reason = "; ".join(f"input {i} `{nd.ins[i].name}` is not a constant: the npu strategy needs its value "
+                               "when compiling" for i in run_time)
+        elif unchecked is not None:  # RUN_TIME_SHAPES: the host kernel checks the shape when it runs
+            reason = f"the shape of output `{unchecked.name}` is known only when the model runs"
+        else:
+            reason = HasStrategy(nd.op, nd.attrs, nd.in_specs)
         if not reason:
             nd.where = "npu"
             continue
@@ -532,6 +660,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             if not host_reason:
                 nd.where, nd.reason = "host", reason
                 continue
+        if unchecked is not None:  # a kernel that checks the shape is not there
+            host_reason += f"; {_declared_only_reason(nd, unchecked)}"
         unsupported.append(f"  node `{nd.name}` ({nd.op}): npu: {reason}; host: {host_reason}")
     if unsupported:
         raise CompileError(f"cannot compile {len(unsupported)} node(s) of graph `{graph.name}`:\n" +
@@ -622,6 +752,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     copied = []  # the f32 inputs a shared quantisation also writes, for their other readers
     if shared_quantised and fuse:
         copied = _shared.copy_inputs(nodes, info, TensorSpec, lowers)
+
+    nodes = [x for nd in nodes for x in ([checks[id(nd)]] if id(nd) in checks else []) + [nd]]
 
     # ---- lower and build ----------------------------------------------------------------
     t0 = time.perf_counter()

@@ -279,6 +279,8 @@ def _pad_args(attrs, inputs_or_arrays, rank, infer: bool = False):
         axes = get(3)
         if pads is None:
             return None
+        if axes is None and infer and len(inputs_or_arrays) > 3 and inputs_or_arrays[3] is not None:
+            return None  # axes given, but known only when the model runs (not: every axis)
     if axes is None:
         axes = list(range(rank))
     axes = [a % rank if -rank <= a < rank else None for a in axes]

@@ -1,0 +1,159 @@
+"""Run-time checks of the inputs that set a node's output shape and are not constants.
+
+Reshape's ``shape``, Expand's ``shape``, Squeeze's and Unsqueeze's ``axes``, Tile's
+``repeats``, Split's ``split``, TopK's ``K``, OneHot's ``depth``, ConstantOfShape's
+``input`` and Col2Im's ``image_shape`` set the output shape. When such an input is computed while the model runs, type
+inference cannot find the shape; the model may declare it (value_info, a graph output's
+type), but a declaration is not a fact the compiler may build on. For these ops the set of
+values that give the declared shape is small and known (the shape itself, or the axes that
+produce it), so the driver compiles the node for the declared shape and puts a
+``CheckInput`` step (src/compiler/host_check.cc) before it: when the model runs, a value
+that gives another shape fails the run with a ValueError naming the node and the value.
+
+    check = input_check(nd, shapes)   # (input index, the CheckInput attributes), a reason, or None
+
+Other ops whose shape only the declaration gives are refused by the driver.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Mapping, Sequence
+
+# op -> the input whose value sets the output shape
+SHAPE_INPUTS = {"Reshape": 1, "Expand": 1, "Squeeze": 1, "Unsqueeze": 1, "Tile": 1, "Split": 1, "TopK": 1,
+                "OneHot": 1, "ConstantOfShape": 0, "Col2Im": 1}
+
+
+def _values(per_element: Sequence[Sequence[int]]) -> dict[str, Any]:
+    return {"tc_counts": [len(a) for a in per_element], "tc_allowed": [int(v) for a in per_element for v in a]}
+
+
+def _axes(rank: int, k: int, fits: Callable[[tuple[int, ...]], bool]) -> dict[str, Any] | str:
+    masks = [m for m in itertools.combinations(range(rank), k) if fits(m)]
+    if not masks:
+        return f"no {k} axes of {rank} give it"
+    return {"tc_rank": rank, "tc_masks": [int(d in m) for m in masks for d in range(rank)]}
+
+
+def _reshape(attrs, ins, outs, k):
+    x, y = ins[0], outs[0]
+    if k != len(y):
+        return f"the shape input has {k} elements for an output of rank {len(y)}"
+    zero = bool(attrs.get("allowzero", 0))
+    allowed = []
+    for j, d in enumerate(y):
+        a = [d, -1]
+        if (not zero and j < len(x) and x[j] == d) or (zero and d == 0):
+            a.append(0)
+        allowed.append(sorted(set(a), key=a.index))
+    return {**_values(allowed), "tc_single": -1}
+
+
+def _expand(attrs, ins, outs, k):
+    x, y = ins[0], outs[0]
+    r = len(y)
+    if r != max(len(x), k):
+        return f"an output of rank {r} from an input of rank {len(x)} and a shape of {k} elements"
+    pad = [1] * (r - len(x)) + list(x)
+    allowed = []
+    for pos in range(r):
+        if pad[pos] != y[pos] and pad[pos] != 1:
+            return f"dimension {pos} of the input, {pad[pos]}, does not broadcast to {y[pos]}"
+        if pos < r - k:
+            if pad[pos] != y[pos]:
+                return f"dimension {pos}, {y[pos]}, is not the input's"
+            continue
+        allowed.append([y[pos]] + ([1] if pad[pos] == y[pos] and y[pos] != 1 else []))
+    return _values(allowed)
+
+
+def _squeeze(attrs, ins, outs, k):
+    x, y = ins[0], outs[0]
+    return _axes(len(x), k, lambda m: all(x[d] == 1 for d in m) and
+                 [x[d] for d in range(len(x)) if d not in m] == list(y))
+
+
+def _unsqueeze(attrs, ins, outs, k):
+    x, y = ins[0], outs[0]
+    return _axes(len(y), k, lambda m: all(y[d] == 1 for d in m) and
+                 [y[d] for d in range(len(y)) if d not in m] == list(x))
+
+
+def _tile(attrs, ins, outs, k):
+    x, y = ins[0], outs[0]
+    if k != len(x) or len(y) != len(x):
+        return f"repeats of {k} elements for an input of rank {len(x)} and an output of rank {len(y)}"
+    allowed = []
+    for a, b in zip(x, y):
+        if a == 0:
+            allowed.append([] if b == 0 else None)
+        else:
+            allowed.append([b // a] if b % a == 0 else None)
+        if allowed[-1] is None:
+            return f"{b} is no multiple of {a}"
+    return _values(allowed)
+
+
+def _along(axis_attr, default, rank_of):
+    def derive(attrs, ins, outs, k):
+        rank = len(rank_of(ins, outs))
+        axis = int(attrs.get(axis_attr, default))
+        axis = axis + rank if axis < 0 else axis
+        if not 0 <= axis < rank or k != 1:
+            return f"axis {axis} of rank {rank}, {k} values"
+        return _values([[outs[0][axis]]])
+    return derive
+
+
+def _split(attrs, ins, outs, k):
+    rank = len(ins[0])
+    axis = int(attrs.get("axis", 0))
+    axis = axis + rank if axis < 0 else axis
+    if not 0 <= axis < rank or k != len(outs):
+        return f"{k} split sizes for {len(outs)} outputs"
+    return _values([[o[axis]] for o in outs])
+
+
+def _constant_of_shape(attrs, ins, outs, k):
+    if k != len(outs[0]):
+        return f"a shape of {k} elements for an output of rank {len(outs[0])}"
+    return _values([[d] for d in outs[0]])
+
+
+def _col2im(attrs, ins, outs, k):
+    if k != len(outs[0]) - 2:
+        return f"an image shape of {k} elements for an output of rank {len(outs[0])}"
+    return _values([[d] for d in outs[0][2:]])
+
+
+_DERIVE = {
+    "Reshape": _reshape, "Expand": _expand, "Squeeze": _squeeze, "Unsqueeze": _unsqueeze, "Tile": _tile,
+    "Split": _split, "TopK": _along("axis", -1, lambda i, o: i[0]), "OneHot": _along("axis", -1, lambda i, o: o[0]),
+    "ConstantOfShape": _constant_of_shape, "Col2Im": _col2im,
+}
+
+
+def input_check(op: str, attrs: Mapping[str, Any], in_shapes: Sequence[Sequence[int] | None],
+                out_shapes: Sequence[Sequence[int]]) -> tuple[int, dict[str, Any]] | str | None:
+    """The check that makes the declared output shapes of a node safe to compile for.
+
+    :param op: the node's op type.
+    :param attrs: its attributes.
+    :param in_shapes: the static shapes of its inputs (None for an omitted one).
+    :param out_shapes: the static (declared) shapes of its outputs.
+    :returns: ``(input index, CheckInput attributes)`` (without ``tc_what``/``tc_shape``);
+        a string saying why no value of the input gives those shapes; None when the op
+        has no such check (SHAPE_INPUTS).
+    """
+    i = SHAPE_INPUTS.get(op)
+    if i is None or i >= len(in_shapes) or in_shapes[i] is None:
+        return None
+    k = 1
+    for d in in_shapes[i]:
+        k *= int(d)
+    try:
+        got = _DERIVE[op](attrs, list(in_shapes), list(out_shapes), k)
+    except (IndexError, TypeError, ValueError, ZeroDivisionError) as e:
+        return f"the shapes do not fit {op} ({e})"
+    return (i, got) if isinstance(got, dict) else got
