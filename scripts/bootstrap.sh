@@ -48,6 +48,20 @@ if "$PYTHON" -c "import torch" 2>/dev/null \
   pip_quiet --no-deps "torchvision==0.28.0" \
     || echo "tilecore: torchvision unavailable; the zoo's check against its model definitions will be skipped"
 fi
+# The outside model corpus (tilecore.zoo.outside: models of timm and transformers, exported
+# offline) and its torch.export-based exporter (onnxscript). timm requires torch and
+# torchvision: --no-deps and its other requirements named, so that pip never replaces the
+# installed torch.
+if "$PYTHON" -c "import torch" 2>/dev/null; then
+  "$PYTHON" -c "import importlib.util as u, sys; sys.exit(u.find_spec('timm') is None)" \
+    || { pip_quiet pyyaml huggingface_hub safetensors && pip_quiet --no-deps "timm==1.0.31"; } \
+    || echo "tilecore: timm unavailable; the outside corpus's timm test will be skipped"
+  "$PYTHON" -c "import importlib.util as u, sys; sys.exit(u.find_spec('transformers') is None)" \
+    || pip_quiet "transformers==5.24.0" \
+    || echo "tilecore: transformers unavailable; the outside corpus's transformers tests will be skipped"
+  "$PYTHON" -c "import onnxscript" 2>/dev/null || pip_quiet "onnxscript==0.7.2" \
+    || echo "tilecore: onnxscript unavailable; the outside corpus's Llama test will be skipped"
+fi
 
 # One build directory serves the Python package and the C++ tests.
 BUILD_DIR=${TILECORE_BUILD_DIR:-$ROOT/build}
