@@ -63,7 +63,8 @@ def _attrs(attrs):
     out = {}
     for k, v in (attrs or {}).items():
         if isinstance(v, (list, tuple)):
-            v = [int(x) if isinstance(x, (bool, int)) or hasattr(x, "__index__") else float(x) for x in v]
+            v = [x if isinstance(x, str) else x.decode() if isinstance(x, bytes) else
+                 int(x) if isinstance(x, (bool, int)) or hasattr(x, "__index__") else float(x) for x in v]
         elif isinstance(v, bool):
             v = int(v)
         elif isinstance(v, bytes):
