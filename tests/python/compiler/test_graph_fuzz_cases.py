@@ -43,14 +43,16 @@ def assert_matches_onnxruntime(m, seed=0):
 # tilecore agrees with onnx.reference and with the expected output of ONNX's backend test
 # test_resize_downsample_scales_linear_align_corners, which ONNX Runtime fails; the spec's
 # text (length_resized: the length of the resized tensor) reads like ONNX Runtime.
-@pytest.mark.xfail(strict=True, reason="Resize align_corners with scales whose input length x scale is not an "
-                                       "integer: tilecore divides by length x scale - 1 (as onnx.reference does), "
-                                       "ONNX Runtime by the output length - 1")
-@pytest.mark.parametrize("mode,width,scale", [("linear", 5, 0.5), ("nearest", 17, 1.5)])
-def test_resize_align_corners_fractional_scale(mode, width, scale):
+@pytest.mark.xfail(strict=True, reason="Resize with scales where input length x scale is not an integer: tilecore "
+                                       "takes length_resized as length x scale (as onnx.reference does) in "
+                                       "align_corners' divisor and pytorch_half_pixel's length_resized > 1 test, "
+                                       "ONNX Runtime the output length")
+@pytest.mark.parametrize("ctm,mode,width,scale", [("align_corners", "linear", 5, 0.5),
+                                                  ("align_corners", "nearest", 17, 1.5),
+                                                  ("pytorch_half_pixel", "linear", 3, 0.5)])
+def test_resize_fractional_output_length(ctm, mode, width, scale):
     out = int(np.floor(width * scale))
-    m = model([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode,
-                                coordinate_transformation_mode="align_corners")],
+    m = model([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode, coordinate_transformation_mode=ctm)],
               [("x", [1, 1, 1, width])], [("y", [1, 1, 1, out])],
               [("scales", np.array([1, 1, 1, scale], np.float32))])
     assert_matches_onnxruntime(m)
