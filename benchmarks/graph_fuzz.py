@@ -251,6 +251,8 @@ def main(argv=None) -> int:
     by_reason: collections.Counter = collections.Counter()
     by_op: collections.Counter = collections.Counter()
     kinds: dict = {}
+    notes: dict = collections.defaultdict(list)  # outcome -> graph indices, for a second look
+    invalid: collections.Counter = collections.Counter()
     lock = threading.Lock()
     t0 = time.perf_counter()
     done = [0]
@@ -262,6 +264,10 @@ def main(argv=None) -> int:
             counts[row["outcome"]] += 1
             if row["detail"].startswith("within the spread"):
                 counts["matched within the spread"] += 1
+                notes["matched within the spread"].append(row["index"])
+            if row["outcome"] in ("invalid", "ill-conditioned", "generator error"):
+                notes[row["outcome"]].append(row["index"])
+                invalid[fg._norm_reason(row["detail"])[:120]] += row["outcome"] == "invalid"
             if row["outcome"] in ("matched", "mismatched", "ill-conditioned", "verify failed") or (row["outcome"] == "crashed"
                                                                and row["detail"].startswith("run:")):
                 counts["compiled"] += 1
@@ -299,6 +305,8 @@ def main(argv=None) -> int:
     for k in ("generated", "generator error", "invalid", "compiled", "refused", "matched", "matched within the spread",
               "ill-conditioned", "mismatched", "crashed", "verify failed"):
         print(f"  {k:26s} {counts[k]}")
+    if +invalid:
+        print("invalid, by reason: " + "; ".join(f"{n} x {why}" for why, n in invalid.most_common(5)))
     if by_reason:
         print("refused, by reason:")
         for why, n in by_reason.most_common(10):
@@ -310,6 +318,7 @@ def main(argv=None) -> int:
             print(f"  {len(idx):5d} x  {kind}: {pat}  (first: graph {args.seed}/{idx[0]})")
     summary = {"seed": args.seed, "start": args.start, "graphs": args.graphs, "seconds": el,
                "counts": dict(counts), "refused_by_reason": dict(by_reason), "refused_by_op": dict(by_op),
+               "invalid_by_reason": dict(+invalid), "graphs_by_outcome": dict(notes),
                "failures": [{"kind": k, "pattern": p, "graphs": idx} for (k, p), idx in kinds.items()]}
     (out / f"summary_{args.seed}_{args.start}.json").write_text(json.dumps(summary, indent=1))
     return 1 if counts["mismatched"] or counts["crashed"] or counts["verify failed"] else 0
