@@ -47,6 +47,7 @@ def test_seeded_graphs_match_onnxruntime():
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.npu
 def test_generator_is_reproducible_and_shrinks():
     """The same seed gives the same graph; replaying its choices too; an empty choice
     sequence gives the smallest graph (one block)."""
