@@ -12,10 +12,39 @@ using namespace graph_internal;  // NOLINT(*)
 
 namespace {
 
+/*!
+ * \brief The static shape and dtype of input `i` when the op reads it only for them (its
+ * type, not its values: CastLike's target, EyeLike's input), so that it does not keep the
+ * node from folding; false otherwise.
+ */
+bool TypeOnlyInput(const Node& node, size_t i, std::vector<int64_t>* shape, DLDataType* dtype) {
+  std::string op(node->op_type.view());
+  if (!node->domain.empty() || !((op == "CastLike" && i == 1) || (op == "EyeLike" && i == 0)))
+    return false;
+  const auto* t = node.input(i)->type.as<ir::TensorTypeNode>();
+  if (t == nullptr || !t->rank_known || t->dtype.empty()) return false;
+  shape->clear();
+  for (size_t d = 0; d < t->shape.size(); ++d) {
+    auto v = t->shape.raw(d).as<int64_t>();
+    if (!v.has_value()) return false;
+    shape->push_back(*v);
+  }
+  try {
+    *dtype = ffi::StringToDLDataType(std::string(t->dtype.view()));
+  } catch (const ffi::Error&) {
+    return false;
+  }
+  return true;
+}
+
 bool AllInputsConstant(const Node& node) {
+  std::vector<int64_t> shape;
+  DLDataType dtype;
   for (size_t i = 0; i < node->inputs.size(); ++i) {
     Value v = node.input(i);
-    if (v.defined() && !v->name.empty() && !v->is_constant()) return false;
+    if (v.defined() && !v->name.empty() && !v->is_constant() &&
+        !TypeOnlyInput(node, i, &shape, &dtype))
+      return false;
   }
   return true;
 }
@@ -52,6 +81,13 @@ Graph Fold(const Graph& g, PassContext ctx) {
     Array<Any> args;
     for (size_t i = 0; i < node->inputs.size(); ++i) {
       Value v = node.input(i);
+      std::vector<int64_t> shape;
+      DLDataType dtype;
+      if (v.defined() && !v->name.empty() && !v->is_constant() &&
+          TypeOnlyInput(node, i, &shape, &dtype)) {  // values never read: an empty stand-in
+        args.push_back(ffi::NDArray::Empty(shape, dtype, DLDevice{kDLCPU, 0}));
+        continue;
+      }
       args.push_back(v.defined() && !v->name.empty() ? v->data : Any());
     }
     Any result;

@@ -1,7 +1,8 @@
 /*
  * include/tilecore/transform/fold_constants.h — FoldConstants: a node whose inputs
  * are all constants is run once with its reference implementation and replaced by
- * the constants it computes.
+ * the constants it computes. An input the op reads only for its static type (CastLike's
+ * target, EyeLike's input) need not be constant.
  *
  * In:  a Graph (typed or not). Out: the same graph without those nodes; their
  *      outputs become constant Values of the same names. A node whose outputs

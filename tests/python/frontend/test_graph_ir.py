@@ -111,6 +111,21 @@ def test_fold_dce_cse_against_numpy():
     np.testing.assert_allclose(evaluate(g2, {"x": xv})[y.name], want)
 
 
+def test_fold_an_input_read_only_for_its_type():
+    # CastLike(constant, x) and EyeLike(x) read x's dtype and shape only: they fold while x is
+    # an input (Attention's body pads its mask with CastLike(-inf, mask): a constant value)
+    b = GraphBuilder(opsets={"": 21})
+    x = b.input("x", (2, 3), "float16")
+    (c,) = b.add("CastLike", [b.constant("c", np.array(-np.inf, np.float32)), x])
+    (e,) = b.add("EyeLike", [x])
+    (y,) = b.add("Add", [x, c])
+    b.output(y, e)
+    g = transform.FoldConstants()(transform.InferTypes()(b.build()))
+    assert [n.op_type for n in g.nodes] == ["Add"] and g.nodes[0].inputs[1].data is not None
+    np.testing.assert_array_equal(g.nodes[0].inputs[1].numpy(), np.float16(-np.inf))
+    np.testing.assert_array_equal(g.outputs[1].numpy(), np.eye(2, 3, dtype=np.float16))
+
+
 def _counts(g, p):
     with transform.PassContext() as ctx:
         out = p(g)
