@@ -225,7 +225,7 @@ PrimFunc LowerReduce(const OpCall& call0) {
                ShapeText(out) + ", the one the model declares and the kernel was compiled for",
            values);
   for (auto g = groups.rbegin(); g != groups.rend(); ++g)
-    chain = IfThenElse(AxesAre(seen, g->second), reduce(g->second.front()), chain);
+    chain = IfThenElse(AxesAre(seen, g->second), Seq({reduce(g->second.front())}), chain);
   s.push_back(chain);
   return MakeFunc(call, p, Seq({acc.scope(Allocate(seen, Seq(s)))}));
 }
@@ -968,15 +968,30 @@ PrimFunc LowerCompress(const OpCall& call) {
   return MakeFunc(call, p, Seq({k.scope(Seq({k.set(I32(0)), pick, check}))}));
 }
 
+// Range: start and delta read when the kernel runs; the length is the output's (static)
+// one, and a run whose start, limit and delta give another length fails saying so
 PrimFunc LowerRange(const OpCall& call) {
   NeedOutputs(call, 1);
   Params p = MakeParams(call);
-  Buffer S = Flat(p.in[0], "S"), D = Flat(p.in[2], "D"), Y = Flat(p.out[0], "Y");
-  Stmt body = Loop("i", call.outputs[0]->numel(), [&](PrimExpr i) {
-    PrimExpr start = BufferLoad(S, {I32(0)}), delta = BufferLoad(D, {I32(0)});
-    return BufferStore(Y, start + cast(Y->dtype, i) * delta, {i});
-  });
-  return MakeFunc(call, p, Seq({body}));
+  Buffer S = Flat(p.in[0], "S"), L = Flat(p.in[1], "L"), D = Flat(p.in[2], "D");
+  Buffer Y = Flat(p.out[0], "Y");
+  int64_t n = call.outputs[0]->numel();
+  PrimExpr start = BufferLoad(S, {I32(0)}), delta = BufferLoad(D, {I32(0)});
+  Stmt body = Loop(
+      "i", n, [&](PrimExpr i) { return BufferStore(Y, start + cast(Y->dtype, i) * delta, {i}); });
+  // max(ceil((limit - start) / delta), 0), in double (exact for the integer types' ranges)
+  auto f64 = [](PrimExpr x) { return cast(DataType::Float(64), x); };
+  PrimExpr q = (f64(BufferLoad(L, {I32(0)})) - f64(start)) / f64(delta);
+  PrimExpr t = cast(DataType::Float(64), cast(DataType::Int(64), q));  // q truncated
+  PrimExpr count =
+      cast(DataType::Int(64), select(t < q, t + make_const(DataType::Float(64), 1.0), t));
+  count = select(count < I64(0), I64(0), count);
+  Stmt check =
+      IfThenElse(ne(count, I64(n)),
+                 Fail("Range: start, limit and delta give %d elements, not " + std::to_string(n) +
+                          ", the output length the model declares and the kernel was compiled for",
+                      {count}));
+  return MakeFunc(call, p, Seq({check, body}));
 }
 
 PrimFunc LowerOneHot(const OpCall& call) {

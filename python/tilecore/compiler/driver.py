@@ -181,7 +181,7 @@ from .input_checks import SHAPE_INPUTS  # noqa: E402 (the ops whose shape inputs
 
 # Ops whose output shape their input values decide, and whose host kernels fail when a run
 # gives another shape than the model declares (the static one they were compiled for).
-RUN_TIME_SHAPES = frozenset({"NonMaxSuppression", "Compress"})
+RUN_TIME_SHAPES = frozenset({"NonMaxSuppression", "Compress", "Range"})
 
 
 def _run_time_inputs(nd) -> list[int]:
@@ -196,8 +196,9 @@ def _unknown_inputs(nd) -> list[int]:
     kernel reads when it runs (RUN_TIME_INPUTS): the kernels would take a default for them."""
     out = []
     for i, attr, kind in CONSTANT_INPUT_ATTRS.get(nd.op, ()):
-        if kind == "scalar" or attr in nd.attrs or i in RUN_TIME_INPUTS.get(nd.op, ()):
-            continue  # ("scalar": a faster form when known, the input is read anyway)
+        if kind == "scalar" or attr in nd.attrs or i in RUN_TIME_INPUTS.get(nd.op, ()) or \
+                SHAPE_INPUTS.get(nd.op) == i:
+            continue  # ("scalar": a faster form when known, the input is read anyway; SHAPE_INPUTS: checked)
         if nd.op == "Resize" and i == 1 and nd.attrs.get("coordinate_transformation_mode") != "tf_crop_and_resize":
             continue  # roi is read only by that mode
         v = nd.ins[i] if i < len(nd.ins) else None

@@ -72,15 +72,31 @@ def test_squeeze_axes_are_checked_when_the_model_runs():
 
 
 def test_a_declared_shape_inference_cannot_confirm_is_refused():
-    m = model(helper.make_node("Range", ["start", "limit", "delta"], ["y"], name="range"),
-              [("start", TensorProto.FLOAT, []), ("limit", TensorProto.FLOAT, []), ("delta", TensorProto.FLOAT, [])],
-              ("y", TensorProto.FLOAT, [2]))
-    with pytest.raises(CompileError, match=r"node `range` \(Range\): output `y` has only the shape the model "
-                                           r"declares, f32\[2\].*input 0 `start` is not a constant"):
+    m = model(helper.make_node("NonZero", ["x"], ["y"], name="nz"), [("x", TensorProto.FLOAT, [2, 3])],
+              ("y", TensorProto.INT64, [2, 3]))
+    with pytest.raises(CompileError, match=r"node `nz` \(NonZero\): output `y` has only the shape the model "
+                                           r"declares, i64\[2,3\].*the values of its inputs decide it"):
+        tilecore.compile(m.SerializeToString())
+
+
+def test_an_input_the_kernels_would_take_a_default_for_is_refused():
+    # Pad's constant value, computed while the model runs: the kernels would pad with 0
+    m = model(helper.make_node("Pad", ["x", "pads", "v"], ["y"], name="pad"),
+              [("x", TensorProto.FLOAT, [2, 3]), ("v", TensorProto.FLOAT, [])], ("y", TensorProto.FLOAT, [2, 5]),
+              [numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "pads")])
+    with pytest.raises(CompileError, match=r"node `pad` \(Pad\): input 2 `v` is not a constant"):
         tilecore.compile(m.SerializeToString())
 
 
 def test_data_dependent_lengths_are_checked_when_the_model_runs():
+    m = model(helper.make_node("Range", ["start", "limit", "delta"], ["y"]),
+              [(n, TensorProto.FLOAT, []) for n in ("start", "limit", "delta")], ("y", TensorProto.FLOAT, [4]))
+    exe = tilecore.compile(m.SerializeToString())
+    f = [np.float32(v) for v in (1, 3, 0.5)]
+    np.testing.assert_array_equal(exe.run(dict(zip(["start", "limit", "delta"], f)))["y"], np.arange(*f))
+    with pytest.raises(ValueError, match="Range: start, limit and delta give 6 elements, not 4"):
+        exe.run(dict(zip(["start", "limit", "delta"], [np.float32(v) for v in (0, 6, 1)])))
+
     m = model(helper.make_node("Compress", ["x", "c"], ["y"], axis=0),
               [("x", TensorProto.FLOAT, [4, 2]), ("c", TensorProto.BOOL, [4])], ("y", TensorProto.FLOAT, [2, 2]))
     exe = tilecore.compile(m.SerializeToString())

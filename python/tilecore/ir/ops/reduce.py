@@ -41,6 +41,9 @@ def _reduce_infer(name, allowed):
         axes_in = inputs[1] if len(inputs) > 1 else None
         if x.shape is None:
             return [TensorInfo(None, x.dtype)]
+        if axes_in is not None and axes_in.value is None and axes_in.is_static and \
+                int(np.prod(axes_in.shape, dtype=np.int64)) == 0:
+            axes_in = None  # a statically empty axes input: no axes given
         if opset(attrs) >= _axes_input_opset(name) and axes_in is not None and axes_in.value is None:
             rank = len(x.shape) if attrs["keepdims"] else None
             return [TensorInfo(None if rank is None else (None,) * rank, x.dtype)]
