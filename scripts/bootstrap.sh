@@ -63,6 +63,16 @@ if "$PYTHON" -c "import torch" 2>/dev/null; then
     || echo "tilecore: onnxscript unavailable; the outside corpus's Llama test will be skipped"
 fi
 
+# ccache: the build without the npu (scripts/test_without_npu.sh) compiles all but a dozen
+# files exactly as this build does, so with both going through one cache (ccache_env in
+# scripts/common.sh) it takes those files from here instead of compiling them again.
+# Optional: installed when running as root, otherwise used only if present.
+[ "$(id -u)" = 0 ] && { need_deb ccache ccache "the compiler cache" || true; }
+LAUNCHER=()
+if ccache_env; then
+  LAUNCHER=(-Ccmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache -Ccmake.define.CMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
+
 # One build directory serves the Python package and the C++ tests.
 BUILD_DIR=${TILECORE_BUILD_DIR:-$ROOT/build}
 "$PYTHON" -m pip install -q --disable-pip-version-check --no-build-isolation -e "$ROOT" \
@@ -70,4 +80,5 @@ BUILD_DIR=${TILECORE_BUILD_DIR:-$ROOT/build}
   -Ccmake.define.TILECORE_LAYERS=all \
   -Ccmake.define.TILECORE_BUILD_TESTS=ON \
   -Ccmake.define.TILECORE_WERROR=ON \
+  "${LAUNCHER[@]}" \
   -Cbuild.tool-args=-j2

@@ -17,3 +17,11 @@ need_deb() {
     exit 1
   fi
 }
+
+# ccache_env: succeeds when ccache is installed, and points it at the cache that the builds
+# of one checkout share (build-ccache/ unless CCACHE_DIR names another), so that the test
+# command's builds take each other's objects, never those of another checkout or run.
+ccache_env() {
+  command -v ccache >/dev/null 2>&1 || return 1
+  export CCACHE_DIR=${CCACHE_DIR:-$ROOT/build-ccache}
+}

@@ -7,8 +7,16 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PYTHON=${PYTHON:-python3}
 BUILD="$ROOT/build-nonpu"
+source "$ROOT/scripts/common.sh"
+# The same flags as the main build (scripts/bootstrap.sh) and the same ccache: only the
+# files that test TILECORE_ENABLE_NPU compile differently, the rest come from the cache.
+LAUNCHER=()
+if ccache_env; then
+  LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTILECORE_BUILD_TESTS=ON \
-  -DTILECORE_WERROR=ON -DTILECORE_ENABLE_NPU=OFF -DPython_EXECUTABLE="$(command -v "$PYTHON")" >/dev/null \
+  -DTILECORE_WERROR=ON -DTILECORE_ENABLE_NPU=OFF -DPython_EXECUTABLE="$(command -v "$PYTHON")" \
+  "${LAUNCHER[@]}" >/dev/null \
   && cmake --build "$BUILD" -j2 >/dev/null || { echo "tilecore: the build without the npu failed"; exit 1; }
 status=0
 if ctest --test-dir "$BUILD" -j2 >"$BUILD/ctest.log" 2>&1; then
