@@ -22,7 +22,7 @@ def run(op, inputs, out_shape, out_type=None, where="host", **attrs):
     report = {}
     y = tilecore.compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)]),
                          report=report).run(inputs)["y"]
-    assert [p["where"] for p in report["placement"]] == [where]
+    assert [p["where"] for p in report["placement"]] == ([] if where is None else [where])  # None: folded
     return y
 
 
@@ -40,11 +40,19 @@ def test_compress(axis):
 
 @pytest.mark.parametrize("k", [-2, 0, 3])
 def test_eyelike(k):
-    # int64 input: the host kernel (EyeLike of an int32 or float32 tensor runs on the npu)
+    # int64 input: the host kernel (EyeLike of an int32 or float32 tensor runs on the npu). In a
+    # model EyeLike folds (it reads only its input's type), so the kernel is lowered directly.
+    from tilecore import compiler
+
     x = np.zeros((4, 6), np.int64)
-    np.testing.assert_array_equal(run("EyeLike", {"x": x}, x.shape, TensorProto.FLOAT, k=k, dtype=TensorProto.FLOAT),
-                                  np.eye(4, 6, k, dtype=np.float32))
-    np.testing.assert_array_equal(run("EyeLike", {"x": x}, x.shape, k=k), np.eye(4, 6, k, dtype=np.int64))
+    for dtype, attrs in ((np.float32, {"k": k, "dtype": TensorProto.FLOAT}), (np.int64, {"k": k})):
+        f = compiler.LowerHostOp("EyeLike", attrs, [compiler.TensorSpec(x.shape, "int64")],
+                                 [compiler.TensorSpec(x.shape, np.dtype(dtype).name)])
+        y = np.zeros(x.shape, dtype)
+        n = int(f.attrs["input_params"])  # (0: the kernel reads no input, only its shape)
+        tilecore.build(f, target="c")[f.attrs["global_symbol"]](*[x][:n], y)
+        np.testing.assert_array_equal(y, np.eye(4, 6, k, dtype=dtype))
+    np.testing.assert_array_equal(run("EyeLike", {"x": x}, x.shape, k=k, where=None), np.eye(4, 6, k, dtype=np.int64))
 
 
 @pytest.mark.parametrize("dtype,where", [(np.float64, "host"), (np.int64, "host"), (np.float32, "npu")])
