@@ -5,13 +5,17 @@
 
 The steps, in order (docs/compiler.md, "The driver"):
 
-1. ONNX nodes with neither an npu strategy nor a host kernel replaced by their ONNX
-   function bodies (``expand_functions.py``: Attention, SoftmaxCrossEntropyLoss, ...),
-   RNN/GRU/LSTM unrolled over their time steps (``expand_recurrent.py``);
-   import (``tilecore.frontend.from_onnx``) and the graph passes (``CanonicalizeGraph``:
-   constants and BatchNorm folded, Gemm as MatMul + Add, activations recognised);
+1. import (``tilecore.frontend.from_onnx``; a Graph is taken as it is), then, on the
+   Graph whatever came in, QOperator nodes in their QDQ form (``qlinear.py``),
+   RNN/GRU/LSTM unrolled over their time steps (``expand_recurrent.py``), nodes with
+   neither an npu strategy nor a host kernel replaced by their ONNX function bodies
+   (``expand_functions.py``: Attention, SoftmaxCrossEntropyLoss, ...), and the graph
+   passes (``CanonicalizeGraph``: constants and BatchNorm folded, Gemm as MatMul + Add,
+   activations recognised);
 2. static shapes: every value a step touches must have one (``input_shapes`` binds the
-   symbolic dimensions);
+   symbolic dimensions), found by inference: a shape only the model declares is refused
+   unless a kernel checks it when the model runs (a reduction's axes read on the host,
+   a ``CheckInput`` step for a shape input, ``input_checks.py``);
 3. partition: each node runs on the npu (``compiler.HasStrategy`` is ""), on the host
    (``compiler.HasHostKernel`` is "", the npu's reason recorded), is a free view
    (Reshape, Flatten, Squeeze, Unsqueeze, Identity: its output aliases its input's
@@ -42,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..ffi._base import _ffi_core
+from .input_checks import SHAPE_INPUTS
 
 if TYPE_CHECKING:
     from ..runtime import Executable
@@ -177,7 +182,6 @@ def _fold_constant_inputs(nd) -> None:
 # kernel reads when it runs: a reduction whose axes are not a constant runs on the host,
 # which reads them and fails when they give another output shape than the one compiled.
 RUN_TIME_INPUTS = {op: (1,) for op in _REDUCE_OPS}
-from .input_checks import SHAPE_INPUTS  # noqa: E402 (the ops whose shape inputs are checked when they run)
 
 # Ops whose output shape their input values decide, and whose host kernels fail when a run
 # gives another shape than the model declares (the static one they were compiled for).
