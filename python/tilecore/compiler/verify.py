@@ -90,6 +90,7 @@ def _steps(exe) -> list[dict[str, Any]]:
     import json
 
     d = exe.describe()
+    consts = {d["buffers"][c["buffer"]]["name"] for c in d["constants"]}
     out = []
     for st in d["steps"]:
         dbg = st.get("debug", {})
@@ -97,6 +98,7 @@ def _steps(exe) -> list[dict[str, Any]]:
         out.append({"node": st["node"], "op_type": st["op_type"], "where": st["kind"],
                     "args": [d["buffers"][a]["name"] for a in st["args"]],
                     "outputs": [n for n in dbg.get("outputs", "").split(",") if n],
+                    "data_inputs": [n for n in dbg.get("inputs", "").split(",") if n and n not in consts],
                     "members": group["nodes"] if group else [],
                     "fused": [n for n, _ in json.loads(dbg["fused"])] if "fused" in dbg else []})
     return out
@@ -116,9 +118,10 @@ def observe(exe: Executable, feeds: Mapping[str, np.ndarray], target: str) -> tu
         st = steps[t]
         wanted = set(st["outputs"])
         st["values"] = {n: a.numpy().copy() for n, a in zip(st["args"], args) if n in wanted}
-        # the largest |x| the step read: the scale of its rounding noise
+        # the largest |x| of the data (not the weights) the step read: its rounding noise's scale
+        data = set(st["data_inputs"]) - wanted
         st["input_scale"] = max([float(np.max(np.abs(_values(a.numpy())), initial=0.0))
-                                 for n, a in zip(st["args"], args) if n not in wanted], default=0.0)
+                                 for n, a in zip(st["args"], args) if n in data], default=0.0)
         hz = sim.hazards()
         st["hazards"] = [h["message"] for h in hz[seen[0]:] if h["space"] != "ddr"]
         seen[0] = len(hz)
@@ -145,14 +148,30 @@ def _values(a):
     return np.asarray(a).astype(np.float64)
 
 
-def agreement(a: Any, b: Any, scale: float, precision: str) -> float:
-    """The cosine of ``a`` against ``b``, or 1.0 when they are within rounding noise of a
-    step whose inputs reach ``scale`` (NOISE)."""
+def agreement(a: Any, b: Any, noise: float) -> float:
+    """The cosine of ``a`` against ``b``, or 1.0 when no element differs by more than
+    ``noise`` (an absolute bound, see :func:`noise_bounds`)."""
     a, b = _values(a), _values(b)
     if a.shape == b.shape and np.all(np.isfinite(a) == np.isfinite(b)) and \
-            np.max(np.abs(np.where(np.isfinite(a), a - b, 0.0)), initial=0.0) <= NOISE[precision] * scale:
+            np.max(np.abs(np.where(np.isfinite(a), a - b, 0.0)), initial=0.0) <= noise:
         return 1.0
     return cosine(a, b)
+
+
+def noise_bounds(steps: Sequence[dict[str, Any]], precision: str) -> dict[str, float]:
+    """Value name -> the rounding noise it may carry: NOISE of the largest data input of
+    the step that wrote it, or more when it reads a value that is itself noise (at most
+    ten times its bound: the mean of a normalised tensor, and what a Conv and a Relu make
+    of it, are rounding noise throughout)."""
+    bound: dict[str, float] = {}
+    for st in steps:
+        own = NOISE[precision] * st.get("input_scale", 0.0)
+        carried = max([bound.get(n, 0.0) for n in st.get("data_inputs", ())], default=0.0)
+        for n, v in st["values"].items():
+            b = max(own, carried)
+            size = float(np.max(np.abs(_values(v)), initial=0.0))
+            bound[n] = b if size <= 10 * b else own
+    return bound
 
 
 def first_changed(steps: Sequence[dict[str, Any]], plain_steps: Sequence[dict[str, Any]],
@@ -163,12 +182,13 @@ def first_changed(steps: Sequence[dict[str, Any]], plain_steps: Sequence[dict[st
     ``step``, ``value``, ``cosine`` and a ``message`` naming it, or None)."""
     alone = {n: v for st in plain_steps for n, v in st["values"].items()}
     bound = OPTIMISATION_COSINE[precision]
+    noise = noise_bounds(plain_steps, precision)
     rows, changed = [], None
     for st in steps:
         common = [n for n in st["values"] if n in alone]
         if not common:
             continue
-        cos = {n: agreement(st["values"][n], alone[n], st.get("input_scale", 0.0), precision) for n in common}
+        cos = {n: agreement(st["values"][n], alone[n], noise.get(n, 0.0)) for n in common}
         worst = min(common, key=cos.get)
         rows.append({"node": st["node"], "cosine": cos[worst], "members": st["members"], "fused": st["fused"]})
         if cos[worst] < bound and changed is None:
@@ -205,10 +225,11 @@ def verify(exe: Executable, compile_plain: Callable[[], Executable], graph: Grap
             raise VerifyError(f"verify: {len(st['hazards'])} unordered access(es) in {_what(st)} of the per-node "
                               f"compilation (the simulator's hazard mode), first: {st['hazards'][0]}")
     ref = evaluate(graph, dict(feeds), keep_intermediates=True)
+    noise = noise_bounds(plain_steps, precision)
     if precision == "f32":  # each node alone first: a wrong kernel is not an optimisation's fault
         for st in plain_steps:
             for n, v in st["values"].items():
-                c = agreement(v, ref[n], st["input_scale"], precision) if n in ref else 1.0
+                c = agreement(v, ref[n], noise[n]) if n in ref else 1.0
                 if c < REFERENCE_COSINE:
                     raise VerifyError(f"verify: {_what(st)} computes `{n}` at cosine {c:.6f} against the reference "
                                       f"evaluator (at least {REFERENCE_COSINE} expected in f32)")
@@ -217,8 +238,7 @@ def verify(exe: Executable, compile_plain: Callable[[], Executable], graph: Grap
         raise VerifyError(f"verify: {changed['message']}")
     rep["checks"]["optimisations"] = "pass"
 
-    scale = {n: st["input_scale"] for st in steps for n in st["values"]}
-    rep["outputs"] = {n: agreement(outs[n], ref[n], scale.get(n, 0.0), precision) for n in outs if n in ref}
+    rep["outputs"] = {n: agreement(outs[n], ref[n], noise.get(n, 0.0)) for n in outs if n in ref}
     if precision == "f32":
         for n, c in rep["outputs"].items():
             if c < REFERENCE_COSINE:
