@@ -12,7 +12,8 @@ minimized pattern (its op types with their string attributes, and what
 `tilecore.compile(..., verify=)` names) is written once to `--out` as an ONNX file with its
 inputs (`.npz`) and a line in `failures.txt`.
 
-It prints the counts (generated; invalid: ONNX Runtime rejects the graph; compiled;
+It prints the counts (generated; invalid: ONNX Runtime rejects the graph, or dies on it
+(that graph is written to `--out` too); compiled;
 refused: a CompileError; matched, of which some only within the spread of ONNX Runtime's
 own outputs under a small perturbation; ill-conditioned: a normalisation of a constant
 group; mismatched; crashed; with `--verify-every N`, verify failed: the outputs match
@@ -74,9 +75,10 @@ CURRENT = None
 
 
 def _checked(case: fg.Case, verify: bool = True) -> dict:
-    if CURRENT is not None:
-        _save(CURRENT, case.model.SerializeToString(), case.feeds)
-    return fg.check(case, verify)
+    if CURRENT is None:
+        return fg.check(case, verify)
+    _save(CURRENT, case.model.SerializeToString(), case.feeds)
+    return fg.check(case, verify, on_stage=lambda name: CURRENT.with_suffix(".stage").write_text(name))
 
 
 def _save(stem: pathlib.Path, model: bytes, feeds: dict) -> None:
@@ -201,12 +203,19 @@ def sweep(seed: int, indices: list[int], jobs: int, timeout: float, budget: int,
                     import numpy as np
                     import onnx
 
+                    stage = ""
                     if w.current.exists():  # the graph it was checking: the failure's own or a shrunk one
                         case = fg.Case(onnx.load(str(w.current)), dict(np.load(w.current.with_suffix(".npz"))), [])
+                        stage_file = w.current.with_suffix(".stage")
+                        stage = stage_file.read_text() if stage_file.exists() else ""
                     else:
                         case = fg.generate(fg.RngDraw([seed, i]))
-                    row = {"index": i, "outcome": "crashed", "detail": why, "reasons": [], "blocks": case.blocks,
-                           "ops": case.op_types, "kind": f"crashed: {why.split(' (')[0]}", "pattern": pattern(case),
+                    # ONNX Runtime dying on a graph is its defect: the graph counts as invalid
+                    outcome = "invalid" if stage == "onnxruntime" else "crashed"
+                    why += f" in {stage}" if stage else ""
+                    row = {"index": i, "outcome": outcome, "detail": why, "reasons": [], "blocks": case.blocks,
+                           "ops": case.op_types, "kind": f"{outcome}: {why.split(' (')[0]} {stage}".strip(),
+                           "pattern": pattern(case),
                            "model": case.model.SerializeToString().hex(),
                            "feeds": {k: v.tolist() for k, v in case.feeds.items()},
                            "feed_dtypes": {k: str(v.dtype) for k, v in case.feeds.items()}}
@@ -274,7 +283,7 @@ def main(argv=None) -> int:
             for op, why in row.get("reasons", []):
                 by_reason[f"{op}: {why}"] += 1
                 by_op[op] += 1
-            if row["outcome"] in ("mismatched", "crashed", "verify failed"):
+            if row["outcome"] in ("mismatched", "crashed", "verify failed") or "model" in row:
                 key = (row["kind"], row["pattern"])
                 first = key not in kinds
                 kinds.setdefault(key, []).append(row["index"])

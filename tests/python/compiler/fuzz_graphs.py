@@ -1045,17 +1045,22 @@ def ort_outputs(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[st
     return dict(zip(names, sess.run(names, feeds)))
 
 
-def check(case: Case, verify: bool = True) -> dict[str, Any]:
+def check(case: Case, verify: bool = True, on_stage: Callable[[str], Any] | None = None) -> dict[str, Any]:
     """Compiles ``case`` with the default options, runs it on the simulator and compares
     it with ONNX Runtime. Returns ``outcome`` (``invalid``: ONNX Runtime or the checker
     rejects the graph or its outputs are not finite; ``refused``: a CompileError, with
     ``reasons`` as (op type, reason); ``matched``; ``ill-conditioned``: outputs differ
     but a normalisation in the graph normalises a constant group (rounding noise in any
-    f32 implementation); ``mismatched``; ``crashed``: any other exception), ``detail`` and, for a mismatch with ``verify``, ``verify``: what
-    ``tilecore.compile(..., verify=)`` names (the layer group, fused node or node)."""
+    f32 implementation); ``mismatched``; ``crashed``: any other exception), ``detail``
+    and, for a mismatch with ``verify``, ``verify``: what ``tilecore.compile(...,
+    verify=)`` names (the layer group, fused node or node). ``on_stage`` is told each
+    stage as it starts (``onnxruntime``, ``compile``, ``run``), so that a caller whose
+    process dies knows whose crash it was."""
     import tilecore
     from tilecore.compiler import CompileError
 
+    stage = on_stage or (lambda name: None)
+    stage("onnxruntime")
     try:
         want = ort_outputs(case.model, case.feeds)
     except Exception as e:  # noqa: BLE001 - a graph the generator got wrong
@@ -1063,12 +1068,14 @@ def check(case: Case, verify: bool = True) -> dict[str, Any]:
     if not all(np.all(np.isfinite(w)) for w in want.values() if w.dtype.kind == "f"):
         return {"outcome": "invalid", "detail": "ONNX Runtime's outputs are not finite"}
     data = case.model.SerializeToString()
+    stage("compile")
     try:
         exe = tilecore.compile(data)
     except CompileError as e:
         return {"outcome": "refused", "detail": str(e).splitlines()[0][:300], "reasons": refusal_reasons(str(e))}
     except Exception as e:  # noqa: BLE001 - anything else is a defect
         return {"outcome": "crashed", "detail": f"compile: {type(e).__name__}: {_first_line(e)}"}
+    stage("run")
     try:
         got = exe.run(dict(case.feeds))
     except Exception as e:  # noqa: BLE001
