@@ -165,9 +165,10 @@ def _disasm(args):
             else:
                 from ..tdb.model import ModelTarget
 
-                text = ModelTarget(args.image).disassemble()
+                text = ModelTarget(args.image).disassemble()  # its errors name the file
         except (ValueError, OSError) as e:
-            return _fail(f"{args.image}: {str(e).splitlines()[0]}")
+            first = str(e).splitlines()[0]
+            return _fail(first if first.startswith(f"{args.image}: ") else f"{args.image}: {first}")
         return _write_text(text, args.output)
     try:
         program = _load_program(args.image)

@@ -103,20 +103,12 @@ def run_cmd(args: argparse.Namespace) -> int:
 
 def group_members(exe: Any) -> dict[str, list[dict[str, Any]]]:
     """Layer-group step name -> its members as the compiler estimated them (the step's
-    debug ``group`` entry: node, op, est_cycles, macs, bound_by); {} without estimates."""
-    out = {}
-    for step in exe.describe()["steps"]:
-        entry = step.get("debug", {}).get("group")
-        if not entry:
-            continue
-        try:
-            members = json.loads(entry).get("members") or []
-        except (ValueError, AttributeError):  # a hand-edited entry: the group stays one row
-            continue
-        if members and all(isinstance(m, dict) and {"node", "op", "est_cycles", "macs", "bound_by"} <= m.keys()
-                           for m in members):
-            out[step["node"]] = members
-    return out
+    debug ``group`` entry: node, op, est_cycles, macs, bound_by); {} without estimates.
+    A malformed entry is a ValueError naming the step and the entry (tdb/debug_info.py)."""
+    from ..tdb.debug_info import read_debug_info
+
+    d = exe.describe()
+    return {step["node"]: sd.members for step, sd in zip(d["steps"], read_debug_info(d)) if sd.members}
 
 
 def format_profile(st: dict[str, Any], exe: Any = None) -> str:
@@ -164,5 +156,9 @@ def profile_cmd(args: argparse.Namespace) -> int:
     exe, _, rc = _run(args)
     if rc:
         return rc
-    print(format_profile(exe.stats(), exe))
+    try:
+        text = format_profile(exe.stats(), exe)
+    except ValueError as e:  # the executable's debug entries (a hand-edited file)
+        return _fail(f"{args.executable}: {e}")
+    print(text)
     return 0

@@ -13,12 +13,12 @@ info (``inputs``, ``outputs`` and ``views`` of each step, docs/executable.md).
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
+from .debug_info import read_debug_info
 from .target import ARG_BLOCK_FROM_END, KernelModuleTarget, Symbol, Target, TargetError
 
 if TYPE_CHECKING:
@@ -79,59 +79,6 @@ class Node:
         return f"`{self.onnx_name}` ({self.op_type}, {self.where}{fused})"
 
 
-def _debug_entry(dbg: dict, key: str, step: str, valid, expected: str, empty):
-    """A step's JSON debug entry ``key`` (``empty`` without one); TargetError naming the
-    step and the entry when it is not JSON or not ``expected`` (``valid`` says)."""
-    text = dbg.get(key)
-    if not text:
-        return empty
-    try:
-        value = json.loads(text)
-    except ValueError as e:
-        raise TargetError(f"step `{step}`: its debug entry `{key}` is not JSON ({e})") from None
-    if not valid(value):
-        raise TargetError(f"step `{step}`: its debug entry `{key}` is not {expected}")
-    return value
-
-
-def _strings(v, n=None) -> bool:
-    return isinstance(v, list) and (n is None or len(v) == n) and all(isinstance(x, str) for x in v)
-
-
-def _fused_nodes(dbg: dict, step: str) -> list[tuple[str, str]]:
-    """The (name, op type) pairs of a step's debug entry ``fused``, [] without one."""
-    pairs = _debug_entry(dbg, "fused", step, lambda v: isinstance(v, list) and all(_strings(p, 2) for p in v),
-                         "a list of [node, op type] pairs", [])
-    return [(p[0], p[1]) for p in pairs]
-
-
-def _group_nodes(dbg: dict, step: str) -> list[str]:
-    """The member nodes of a layer group's step (debug entry ``group``), [] without one."""
-    return [name for name, _ in _group_members(dbg, step)]
-
-
-def _group_members(dbg: dict, step: str) -> list[tuple[str, str]]:
-    """(name, op type) of each member of a layer group's step ("" when the entry does not
-    give the op types), [] without one."""
-    group = _debug_entry(dbg, "group", step, lambda v: isinstance(v, dict) and _strings(v.get("nodes", [])),
-                         "an object whose `nodes` is a list of node names", {})
-    names = group.get("nodes", [])
-    costs = group.get("members", [])
-    ops = [str(m.get("op", "")) if isinstance(m, dict) else "" for m in costs] if isinstance(costs, list) else []
-    if len(ops) != len(names):
-        ops = [""] * len(names)
-    return list(zip(names, ops))
-
-
-def _views(dbg: dict, step: str) -> list[list]:
-    """The free views before a step (debug entry ``views``): [name, op, source, output, shape]."""
-    def valid(v):
-        return isinstance(v, list) and all(
-            isinstance(e, list) and len(e) == 5 and _strings(e[:4]) and isinstance(e[4], list)
-            and all(isinstance(d, int) for d in e[4]) for e in v)
-    return _debug_entry(dbg, "views", step, valid, "a list of [name, op, source, output, shape] entries", [])
-
-
 class ModelTarget(Target):
     """A ``.tcx`` executable (a path or a loaded :class:`tilecore.runtime.Executable`)."""
 
@@ -150,7 +97,7 @@ class ModelTarget(Target):
                 raise TargetError(f"{path}: {e}") from None
             self.name = os.path.basename(path)
         else:
-            self.name = "model"
+            path, self.name = None, "model"
         self.exe = exe
         d = exe.describe()
         self.desc = d
@@ -168,8 +115,12 @@ class ModelTarget(Target):
         self.nodes = []
         self.cores = 1
         self.grouped = {}  # node name -> the step of the layer group that runs it
-        for step in d["steps"]:
-            self._add_step(step)
+        try:
+            debug = read_debug_info(d)
+        except TargetError as e:
+            raise TargetError(f"{path}: {e}" if path else str(e)) from None
+        for step, sd in zip(d["steps"], debug):
+            self._add_step(step, sd)
         for io in d["outputs"]:
             if io["name"] not in self.values:
                 self._add_value(io["name"], io["buffer"])
@@ -181,31 +132,28 @@ class ModelTarget(Target):
         dtype = "uint16" if b["dtype"] == "bfloat16" else b["dtype"]
         self.values[name] = Value(name, buffer, b["shape"] if shape is None else shape, dtype, producer)
 
-    def _add_step(self, step) -> None:
-        dbg = step.get("debug", {})
-        for member in _group_nodes(dbg, step["node"]):
+    def _add_step(self, step, sd) -> None:
+        for member in sd.group_nodes:
             self.grouped[member] = step["node"]
-        for view in _views(dbg, step["node"]):
-            vname, op, src, out, shape = view
-            n = Node(len(self.nodes), "view", vname or f"{op}_{len(self.nodes)}", vname or out, op, [src], [out])
+        for view in sd.views:
+            n = Node(len(self.nodes), "view", view.name or f"{view.op}_{len(self.nodes)}", view.name or view.output,
+                     view.op, [view.source], [view.output])
             self.nodes.append(n)
-            if src in self.values:
-                v = self.values[src]
-                self.values[out] = Value(out, v.buffer, shape, v.dtype, n.index)
+            if view.source in self.values:
+                v = self.values[view.source]
+                self.values[view.output] = Value(view.output, v.buffer, view.shape, v.dtype, n.index)
         args = step["args"]
-        outs = [o for o in dbg.get("outputs", "").split(",") if o] if dbg.get("outputs") else []
+        outs = sd.outputs
         n_in = len(args) - len(outs)
-        if "inputs" in dbg:
-            ins = dbg["inputs"].split(",") if dbg["inputs"] else []
+        if sd.inputs is not None:
+            ins = sd.inputs
         else:  # older executables: the buffers' names (the values they were planned for)
             ins = [self.buffers[a]["name"] for a in args[:n_in]]
-        if not outs:  # no debug info: the written buffers are unknown; name them by buffer
-            outs, n_in = [], len(args)
         n = Node(len(self.nodes), step["kind"], step["node"], step.get("source_node") or step["node"],
                  step["op_type"], ins, outs, step)
         # nodes fused into this step's epilogue (an Add, a Relu): it computes them
-        n.fused = _fused_nodes(dbg, step["node"])
-        n.members = _group_members(dbg, step["node"])
+        n.fused = list(sd.fused)
+        n.members = sd.group_members()
         self.nodes.append(n)
         for i, o in enumerate(outs):
             self._add_value(o, args[n_in + i], producer=n.index)

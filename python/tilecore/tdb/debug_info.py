@@ -1,0 +1,165 @@
+"""The debug entries of a ``.tcx`` executable's steps (docs/executable.md, "What the compiler
+driver supplies"), read and checked in one place for every tool that shows them: tdb and
+``tilecore check`` (model.py), ``disasm``, ``viz`` and ``profile``.
+
+A step may carry ``inputs`` and ``outputs`` (the ONNX values it reads and writes, one per
+argument, comma-separated), ``views`` (JSON: the free views before it), ``fused`` (JSON: the
+nodes computed in its epilogue) and ``group`` (JSON: a layer group's members and the cost
+model's estimate of each). The compiler writes them, but they are free text to the loader,
+so an edited file may hold anything: each entry is checked against the step it describes
+(types, one name per argument, a view's element count against its source value's, no
+output renaming a model input or a constant), and a violation is a :class:`TargetError`
+naming the step and the entry, never a wrong display or an IndexError later.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Mapping, Sequence
+
+from .target import TargetError
+
+
+class View:
+    """A free view before a step: ``output`` names the bytes of ``source`` with ``shape``."""
+
+    def __init__(self, name: str, op: str, source: str, output: str, shape: Sequence[int]) -> None:
+        self.name, self.op, self.source, self.output, self.shape = name, op, source, output, tuple(shape)
+
+
+class StepDebug:
+    """A step's checked debug entries.
+
+    ``inputs`` is None when the step does not record them (executables older than the
+    entry); ``outputs`` is [] without debug info (the written buffers are then unknown);
+    ``members`` is a layer group's per-member estimates (node, op, est_cycles, macs,
+    bound_by), [] without them."""
+
+    def __init__(self) -> None:
+        self.inputs: list[str] | None = None
+        self.outputs: list[str] = []
+        self.views: list[View] = []
+        self.fused: list[tuple[str, str]] = []
+        self.group_nodes: list[str] = []
+        self.members: list[dict[str, Any]] = []
+
+    def group_members(self) -> list[tuple[str, str]]:
+        """(name, op type) of each member of a layer group ("" as the op without estimates)."""
+        if self.members:
+            return [(m["node"], m["op"]) for m in self.members]
+        return [(n, "") for n in self.group_nodes]
+
+
+def _json(dbg: Mapping[str, str], key: str, step: str) -> Any:
+    try:
+        return json.loads(dbg[key])
+    except ValueError as e:
+        raise TargetError(f"step `{step}`: its debug entry `{key}` is not JSON ({e})") from None
+
+
+def _names(v: Any, n: int | None = None) -> bool:
+    return isinstance(v, list) and (n is None or len(v) == n) and all(isinstance(x, str) for x in v)
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _views(dbg, step) -> list[View]:
+    value = _json(dbg, "views", step)
+    if not isinstance(value, list):
+        raise TargetError(f"step `{step}`: its debug entry `views` is not a list of [name, op, source, output, shape]")
+    out = []
+    for i, e in enumerate(value):
+        if not (isinstance(e, list) and len(e) == 5 and _names(e[:4]) and isinstance(e[4], list)
+                and all(_count(d) for d in e[4])):
+            raise TargetError(f"step `{step}`: its debug entry `views` is not a list of [name, op, source, output, "
+                              f"shape] with sizes >= 0 (entry {i} is {json.dumps(e)[:80]})")
+        out.append(View(*e))
+    return out
+
+
+def _fused(dbg, step) -> list[tuple[str, str]]:
+    value = _json(dbg, "fused", step)
+    if not (isinstance(value, list) and all(_names(p, 2) for p in value)):
+        raise TargetError(f"step `{step}`: its debug entry `fused` is not a list of [node, op type] pairs")
+    return [(p[0], p[1]) for p in value]
+
+
+_MEMBER_FIELDS = {"node": str, "op": str, "est_cycles": int, "macs": int, "bound_by": str}
+
+
+def _group(dbg, step, sd: StepDebug) -> None:
+    value = _json(dbg, "group", step)
+    if not (isinstance(value, dict) and _names(value.get("nodes", []))):
+        raise TargetError(f"step `{step}`: its debug entry `group` is not an object whose `nodes` is a list of "
+                          "node names")
+    sd.group_nodes = list(value.get("nodes", []))
+    members = value.get("members") or []
+    if not isinstance(members, list):
+        raise TargetError(f"step `{step}`: its debug entry `group` has `members` that is not a list")
+    for i, m in enumerate(members):
+        wrong = [k for k, t in _MEMBER_FIELDS.items() if not isinstance(m, dict) or not (
+            _count(m.get(k)) if t is int else isinstance(m.get(k), t))]
+        if wrong:
+            raise TargetError(f"step `{step}`: its debug entry `group` has member {i} with "
+                              + ", ".join(f"`{k}` {'missing' if not isinstance(m, dict) or k not in m else repr(m[k])}"
+                                          for k in wrong)
+                              + " (node, op and bound_by are strings; est_cycles and macs integers >= 0)")
+    if members and len(members) != len(sd.group_nodes):
+        raise TargetError(f"step `{step}`: its debug entry `group` lists {len(sd.group_nodes)} nodes but "
+                          f"{len(members)} members")
+    sd.members = [{k: m[k] for k in _MEMBER_FIELDS} for m in members]
+
+
+def read_debug_info(desc: Mapping[str, Any]) -> list[StepDebug]:
+    """The checked debug entries of every step of an executable (``Executable.describe()``),
+    in step order; TargetError naming the step and the entry at the first violation."""
+    buffers = desc["buffers"]
+
+    def elements(b: int) -> int:
+        return math.prod(int(d) for d in buffers[b]["shape"])
+
+    fixed = {io["name"]: "a model input" for io in desc["inputs"]}
+    fixed.update({buffers[c["buffer"]]["name"]: "a constant" for c in desc["constants"]})
+    size = {io["name"]: elements(io["buffer"]) for io in desc["inputs"]}
+    size.update({buffers[c["buffer"]]["name"]: elements(c["buffer"]) for c in desc["constants"]})
+    out = []
+    for step in desc["steps"]:
+        name, dbg, args = step["node"], step.get("debug", {}), step["args"]
+        sd = StepDebug()
+        if dbg.get("views"):
+            sd.views = _views(dbg, name)
+        for v in sd.views:
+            if v.output in fixed:
+                raise TargetError(f"step `{name}`: its debug entry `views` names {fixed[v.output]}, `{v.output}`, "
+                                  f"as the output of view `{v.name}`")
+            if v.source in size:
+                if math.prod(v.shape) != size[v.source]:
+                    raise TargetError(f"step `{name}`: its debug entry `views` gives view `{v.name}` the shape "
+                                      f"{list(v.shape)} ({math.prod(v.shape)} elements), but its source "
+                                      f"`{v.source}` has {size[v.source]} elements")
+                size[v.output] = size[v.source]
+        if dbg.get("outputs"):
+            sd.outputs = [o for o in dbg["outputs"].split(",") if o]
+        if len(sd.outputs) > len(args):
+            raise TargetError(f"step `{name}`: its debug entry `outputs` names {len(sd.outputs)} values but the step "
+                              f"has {len(args)} arguments")
+        for o in sd.outputs:
+            if o in fixed:
+                raise TargetError(f"step `{name}`: its debug entry `outputs` names {fixed[o]}, `{o}`, as a value "
+                                  "the step writes")
+        if "inputs" in dbg:
+            sd.inputs = dbg["inputs"].split(",") if dbg["inputs"] else []
+            if sd.outputs and len(sd.inputs) + len(sd.outputs) != len(args):
+                raise TargetError(f"step `{name}`: its debug entries `inputs` and `outputs` name "
+                                  f"{len(sd.inputs)} + {len(sd.outputs)} values but the step has {len(args)} arguments")
+        for o, b in zip(sd.outputs, args[len(args) - len(sd.outputs):]):
+            size[o] = elements(b)
+        if dbg.get("fused"):
+            sd.fused = _fused(dbg, name)
+        if dbg.get("group"):
+            _group(dbg, name, sd)
+        out.append(sd)
+    return out
