@@ -159,6 +159,7 @@ Target Target::Parse(const std::string& spec) {
   obj->kind = ffi::String(k.name);
   obj->device_type = k.device_type;
   std::vector<ffi::Any> values(k.options.size());
+  std::vector<std::string> given(k.options.size());  // the token that set each option
   for (size_t t = 1; t < tokens.size(); ++t) {
     const std::string& tok = tokens[t];
     if (tok.size() < 2 || tok[0] != '-') {
@@ -177,6 +178,11 @@ Target Target::Parse(const std::string& spec) {
       TILECORE_THROW(ValueError) << "target `" << k.name << "`: unknown option -" << key
                                  << " (valid: " << OptionList(k) << ")";
     }
+    if (!given[idx].empty()) {  // which one would win is a guess: refused
+      TILECORE_THROW(ValueError) << "target `" << k.name << "`: option -" << key
+                                 << " given twice (`" << given[idx] << "` and `" << tok << "`)";
+    }
+    given[idx] = tok;
     values[idx] = ParseValue(k.name, k.options[idx], value, eq != std::string::npos);
   }
   ffi::Map<ffi::String, ffi::Any> opts;

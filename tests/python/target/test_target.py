@@ -35,6 +35,9 @@ def test_sizes_and_spaces():
         ("c -keep=maybe", "a flag"),
         ("gpu", "unknown target kind `gpu` (known:"),
         ("", "empty target string"),
+        # F20: which of the two would win is a guess
+        ("npu -cores=1 -cores=2", "option -cores given twice (`-cores=1` and `-cores=2`)"),
+        ("c -keep -keep=false", "option -keep given twice"),
     ],
 )
 def test_errors_name_the_option(spec, words):
