@@ -8,9 +8,9 @@ Two DSL kernels, each run both ways in the same process and checked against nump
     tadds, texp, tredsum, trecip, tmuls), 4 rows per tile, split over 4 cores.
 
 For each: PySim wall time (median of --repeat runs), the compiled kernel's wall
-time on the C++ simulator (``tilecore.build(kernel, target="npu")``) and, when
-available, the simulated cycle count. While this tilecore has no TC1 code
-generator the compiled column says so instead of a number.
+time on the C++ simulator (``tilecore.build(kernel, target="npu -cores=4")``) and
+their ratio. It needs a build with the npu (the default; not
+``TILECORE_ENABLE_NPU=OFF``).
 
     python benchmarks/pysim_speed.py [--repeat 3] [--n 1048576] [--rows 1024]
 
@@ -40,7 +40,6 @@ import numpy as np
 
 import tilecore
 from tilecore import script as S
-from tilecore.script.compass import compiler_missing
 
 LANES = 8
 
@@ -82,17 +81,8 @@ def median_time(fn, repeat):
 
 
 def compiled_runner(kernel):
-    """(callable, None) or (None, reason) for the compiled kernel on the simulator."""
-    build = getattr(tilecore, "build", None)
-    if build is None:
-        return None, "tilecore.build is not available"
-    try:
-        mod = build(kernel, target="npu -cores=4")
-        return mod[kernel.name], None
-    except Exception as e:  # noqa: BLE001
-        if compiler_missing(e):
-            return None, f"no TC1 code generator yet ({str(e).splitlines()[0]})"
-        raise
+    """The compiled kernel on the simulator, as a callable."""
+    return tilecore.build(kernel, target="npu -cores=4")[kernel.name]
 
 
 def bench(name, kernel, make_args, check, repeat):
@@ -100,15 +90,12 @@ def bench(name, kernel, make_args, check, repeat):
     kernel(*args)  # parse once, warm up
     check(args)
     t_py = median_time(lambda: kernel(*make_args()), repeat)
-    fn, reason = compiled_runner(kernel)
-    if fn is None:
-        compiled = f"not available: {reason}"
-    else:
-        cargs = make_args()
-        fn(*cargs)
-        check(cargs)
-        t_c = median_time(lambda: fn(*make_args()), repeat)
-        compiled = f"{t_c * 1e3:10.1f} ms  (PySim / compiled = {t_py / t_c:.1f})"
+    fn = compiled_runner(kernel)
+    cargs = make_args()
+    fn(*cargs)
+    check(cargs)
+    t_c = median_time(lambda: fn(*make_args()), repeat)
+    compiled = f"{t_c * 1e3:10.1f} ms  (PySim / compiled = {t_py / t_c:.1f})"
     print(f"{name:<34} PySim {t_py * 1e3:10.1f} ms | compiled on the simulator: {compiled}")
 
 

@@ -3,8 +3,8 @@
 Compass DSL programs compile with ``aipu.tir.BuildManager().build(kernel)``. With
 ``from tilecore.script import compass as aipu`` such a program runs unchanged on
 tilecore: ``BuildManager.build`` parses the kernel (the syntax and type check the
-Compass documentation describes) and compiles it with ``tilecore.build`` for the
-NPU when the compiler is available; PySim needs only the parse.
+Compass documentation describes) and compiles it with ``tilecore.build`` for its
+target (``npu`` by default), returning the module; PySim needs only the parse.
 """
 
 from __future__ import annotations
@@ -25,8 +25,11 @@ class BuildManager:
     def build(self, kernel: Kernel) -> Any:
         """Parses ``kernel`` (a ``@S.prim_func``) and compiles it with ``tilecore.build``.
 
-        Returns the compiled executable, or the parsed PrimFunc when this tilecore has
-        no compiler for the target yet (``tilecore.build`` missing or not implemented).
+        Returns the compiled module (``tilecore.runtime.Module``). Only a target kind that
+        is registered without a code generator (``codegen.build_<kind>`` missing, e.g. a
+        plugin's kind whose code generator is not loaded) gives back the parsed PrimFunc
+        instead; an unknown kind (``npu`` in a build with ``TILECORE_ENABLE_NPU=OFF``) and
+        a kernel the code generator rejects raise.
         """
         import tilecore
 
