@@ -49,6 +49,31 @@ class CalibrationError(ValueError):
     """Bad samples or a bad calibration table: the message names the input or entry."""
 
 
+def check_samples(samples: Mapping[str, Any]) -> None:
+    """CalibrationError naming the input, the sample and the index of the first NaN or
+    infinity in calibration samples (input name -> array (N, *shape)): one such value
+    makes every threshold and channel mean it reaches meaningless, and the compiled model
+    with them, so samples are refused rather than used."""
+    for name, a in samples.items():
+        a = np.asarray(a)
+        if a.dtype.kind not in "fc" or a.ndim == 0 or np.isfinite(a).all():
+            continue
+        at = np.argwhere(~np.isfinite(a))[0]
+        v = a[tuple(at)]
+        what = "NaN" if np.isnan(v) else ("inf" if v.real > 0 or v.imag > 0 else "-inf")
+        raise CalibrationError(f"calibration samples: input `{name}` sample {at[0]} holds {what} at "
+                               f"[{', '.join(str(int(i)) for i in at[1:])}]")
+
+
+def check_statistic(value: str, statistic: float, sample: int) -> None:
+    """CalibrationError when a value the model computes from (finite) samples is NaN or
+    infinite: its threshold or mean would be too, so the value and the sample are named."""
+    if not math.isfinite(statistic):
+        what = "NaN" if math.isnan(statistic) else "infinite"
+        raise CalibrationError(f"calibration samples: value `{value}` is {what} on sample {sample} (the model "
+                               "computes it from finite inputs), so no threshold or mean can be measured for it")
+
+
 class CalibTable:
     """Per-tensor int8 thresholds (symmetric absmax) and how each was chosen.
 
@@ -94,9 +119,10 @@ class CalibTable:
         return {"format": FORMAT, "version": VERSION, **self.meta, "tensors": tensors}
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        with open(path, "w") as f:
-            json.dump(self.to_json(), f, indent=1)
-            f.write("\n")
+        """Writes the table as JSON, atomically (an interrupted write leaves the old file)."""
+        from ..runtime.files import write_bytes
+
+        write_bytes(path, json.dumps(self.to_json(), indent=1) + "\n")
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any], where: str = "calibration table") -> CalibTable:
@@ -136,12 +162,15 @@ class CalibTable:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> CalibTable:
+        """Reads and validates a table :meth:`save` wrote (or a hand-edited one); a file that
+        is not a regular file, not UTF-8 or not JSON is a CalibrationError naming it."""
+        from ..runtime.files import load_json
+
         try:
-            with open(path) as f:
-                doc = json.load(f)
-        except json.JSONDecodeError as e:
-            raise CalibrationError(f"calibration table `{path}`: not JSON: {e}") from None
-        return cls.from_json(doc, where=f"calibration table `{path}`")
+            doc = load_json(path)
+        except ValueError as e:
+            raise CalibrationError(f"calibration table {e}") from None
+        return cls.from_json(doc, where=f"calibration table `{os.fspath(path)}`")
 
 
 # ---- thresholds from a histogram of |x| ----------------------------------------------------
@@ -277,7 +306,8 @@ class _Collector:
             want_t = types.get(n)
             if want_t is not None and a.dtype != want_t:
                 if a.dtype.kind == "f" and np.dtype(want_t).kind == "f":
-                    a = a.astype(want_t)  # float64 samples for a float32 model: converted
+                    with np.errstate(over="ignore"):  # beyond the range: inf, which check_samples names
+                        a = a.astype(want_t)  # float64 samples for a float32 model: converted
                 else:
                     raise CalibrationError(f"calibration samples: input `{n}` is {a.dtype}, the model takes "
                                            f"{np.dtype(want_t)}")
@@ -296,6 +326,7 @@ class _Collector:
             arrays[n] = a
         if not count:
             raise CalibrationError("calibration samples: no samples (N = 0)")
+        check_samples(arrays)  # after the conversion above: a float64 beyond float32's range is inf now
         return arrays, count
 
     def __iter__(self):
@@ -322,9 +353,10 @@ def calibrate(model: Any, samples: Mapping[str, np.ndarray], method: str = "auto
         raise CalibrationError(f"percentile {percentile} is not in (0, 100]")
     col = _Collector(model, samples)
     absmax = {}
-    for values in col:
+    for i, values in enumerate(col):
         for n, v in values.items():
             m = float(np.max(np.abs(v))) if v.size else 0.0
+            check_statistic(n, m, i)
             absmax[n] = max(absmax.get(n, 0.0), m)
     hists = {n: np.zeros(bins, dtype=np.float64) for n in absmax}
     zeros = dict.fromkeys(absmax, 0)  # exact zeros: quantised exactly at any threshold
@@ -365,6 +397,17 @@ def calibrate(model: Any, samples: Mapping[str, np.ndarray], method: str = "auto
 
 
 def load_samples(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """The ``.npz`` of calibration samples: input name -> (N, *input_shape)."""
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
+    """The ``.npz`` of calibration samples: input name -> (N, *input_shape); a file that is
+    not one (not a regular file, not a zip of arrays, Python objects inside) or that holds
+    a NaN or an infinity is a CalibrationError naming the file."""
+    from ..runtime.files import load_npz
+
+    try:
+        samples = load_npz(path)  # its errors name the file
+    except ValueError as e:
+        raise CalibrationError(str(e)) from None
+    try:
+        check_samples(samples)
+    except CalibrationError as e:
+        raise CalibrationError(f"{os.fspath(path)}: {e}") from None
+    return samples

@@ -495,6 +495,31 @@ def _compile_verified(model, verify, report, calib_samples, options):
     return exe
 
 
+def _parse_target(target):
+    """The Target of a target string, parsed once before any work: a bad one is the
+    target's error, not the first node's."""
+    from ..target import Target
+
+    if isinstance(target, Target):
+        return target
+    try:
+        return Target(target)
+    except (ValueError, TypeError) as e:
+        message = str(e).splitlines()[0]
+        raise CompileError(message if message.startswith("target") else f"target: {message}") from None
+
+
+def check_target_cosine(value: Any) -> float:
+    """``auto_mixed``'s target cosine as a float: finite, in (0, 1]; CompileError otherwise."""
+    try:
+        cosine = float(value)
+    except (TypeError, ValueError):
+        raise CompileError(f"auto_mixed: a target cosine must be a number in (0, 1], got {value!r}") from None
+    if not 0.0 < cosine <= 1.0:  # (NaN fails both comparisons)
+        raise CompileError(f"auto_mixed: a target cosine must be in (0, 1], got {value!r}")
+    return cosine
+
+
 def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = "f32",
             input_shapes: Mapping[str, Sequence[int]] | None = None, keep_intermediates: bool = False,
             progress: Callable[..., Any] | None = None, report: dict[str, Any] | None = None, calib: Any = None,
@@ -567,6 +592,13 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
 
     if precision not in PRECISIONS:
         raise CompileError(f"precision `{precision}` is not supported (supported: {', '.join(PRECISIONS)})")
+    target = _parse_target(target)
+    if calib_samples:
+        from .calibration import check_samples
+
+        check_samples(calib_samples)  # a NaN would make every threshold and channel mean it reaches NaN
+    if auto_mixed is not None:
+        check_target_cosine(auto_mixed)
     if verify is not False and verify is not None:
         return _compile_verified(model, verify, report, calib_samples, dict(
             target=target, precision=precision, input_shapes=input_shapes, keep_intermediates=keep_intermediates,
@@ -1006,6 +1038,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         if key not in built:
             try:
                 built[key] = _build(npu_funcs[key](), target=target)
+            except CompileError:  # lowering it failed: the node is named already
+                raise
             except Exception as e:
                 raise CompileError(f"node `{nd.name}` ({nd.op}) on the npu: {str(e).splitlines()[0]}") from e
         return built[key]

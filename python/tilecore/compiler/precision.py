@@ -144,21 +144,27 @@ def activation_statistics(graph: Any, samples: Mapping[str, np.ndarray], names: 
     n = min(counts.values())
     if n == 0 or len(set(counts.values())) != 1:
         raise ValueError(f"calib_samples: every input needs the same number N > 0 of samples, got {counts}")
+    from .calibration import check_samples, check_statistic
+
+    check_samples(samples)
     want = set(names)
     out, sums = {}, {}
     for i in range(n):
         feed = {k: np.asarray(v[i]) for k, v in samples.items()}
-        vals = dict(evaluate(graph, feed, keep_intermediates=True))
-        vals.update(feed)  # the graph inputs are not among the intermediates
-        for k in want:
-            if k in vals:
+        vals = dict(feed)  # the graph inputs are not among the intermediates
+        vals.update(evaluate(graph, feed, keep_intermediates=True))
+        for k in vals:  # in the order the model computes them: the first non-finite value is named
+            if k in want:
                 m = float(np.max(np.abs(np.asarray(vals[k], np.float64)))) if np.size(vals[k]) else 0.0
+                check_statistic(k, m, i)
                 out[k] = max(out.get(k, 0.0), m)
         for k, axis in mean_axes.items():
             v = np.asarray(vals.get(k, ()), np.float64)
             if v.ndim and -v.ndim <= axis < v.ndim and v.size:
                 red = tuple(j for j in range(v.ndim) if j != axis % v.ndim)
-                sums[k] = sums.get(k, 0.0) + v.mean(axis=red)
+                mean = v.mean(axis=red)
+                check_statistic(k, float(np.sum(mean)), i)
+                sums[k] = sums.get(k, 0.0) + mean
     return out, {k: s / n for k, s in sums.items()}
 
 
@@ -196,8 +202,9 @@ def load_qtable(path: str | os.PathLike[str]) -> dict[str, str]:
     """A per-node precision table from a file: a JSON object {"node name": "precision"}, or
     text with one `node_name precision` per line (`#` starts a comment; the name is all
     but the last word, so it may hold spaces)."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    from ..runtime.files import read_text
+
+    text = read_text(path)  # its errors name the file: not regular, too large, not UTF-8
     if text.lstrip().startswith("{"):
         import json
 

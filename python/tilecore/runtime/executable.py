@@ -87,15 +87,41 @@ class Executable(Object):
         for name, value in inputs.items():
             if isinstance(value, nd.NDArray):
                 arr = value
-            elif isinstance(value, np.ndarray) or not hasattr(value, "__dlpack__"):
-                arr = nd.array(np.asarray(value))  # (np.ascontiguousarray would make a 0-d input 1-d)
             else:
-                arr = nd.from_dlpack(value)
+                try:
+                    if isinstance(value, np.ndarray) or not hasattr(value, "__dlpack__"):
+                        arr = nd.array(np.asarray(value))  # (np.ascontiguousarray would make a 0-d input 1-d)
+                    else:
+                        arr = nd.from_dlpack(value)
+                except (ValueError, TypeError, BufferError) as e:
+                    raise ValueError(self._input_type_error(str(name), value, e)) from None
             names.append(str(name))
             arrays.append(arr)
         res = list(_api().ExecutableRun(self, names, arrays, int(device), progress, observe))
         n = len(res) // 2
         return {str(res[i]): res[n + i].numpy() for i in range(n)}
+
+    def _input_type_error(self, name: str, value: Any, error: Exception) -> str:
+        """Why input ``name`` cannot become an NDArray, naming it and what the executable expects."""
+        try:
+            dtype = value.dtype if isinstance(getattr(value, "dtype", None), np.dtype) else np.asarray(value).dtype
+        except (ValueError, TypeError):
+            dtype = None
+        kinds = {"U": "text", "S": "bytes", "O": "Python objects", "c": "complex", "V": "raw records",
+                 "M": "dates", "m": "time spans"}
+        if dtype is None:
+            what = f"a {type(value).__name__}: {str(error).splitlines()[0]}"
+        elif dtype.byteorder == (">" if np.little_endian else "<"):
+            big = "big" if dtype.byteorder == ">" else "little"
+            what = f"dtype {dtype.str} is {big}-endian (convert it with .astype('{dtype.newbyteorder('=').str}'))"
+        elif dtype.kind in kinds:
+            what = f"dtype {dtype.str} ({kinds[dtype.kind]}) is not a data type TC1 has"
+        else:
+            what = f"dtype {dtype}: {str(error).splitlines()[0]}"
+        want = self.inputs.get(name)
+        expects = (f"the executable expects {name}: {want[1]}{list(want[0])}" if want else
+                   f"the executable's inputs are {', '.join(self.inputs) or 'none'}")
+        return f"input `{name}`: {what}; {expects}"
 
     def stats(self) -> dict[str, Any]:
         """Statistics of the last run (docs/executable.md); ValueError before any run."""
@@ -111,8 +137,9 @@ class Executable(Object):
             raise ValueError("no trace yet: run the executable first")
         if path is None:
             return json.loads(text)
-        with open(path, "w") as f:
-            f.write(text)
+        from .files import write_bytes
+
+        write_bytes(path, text)  # atomically: an interrupted write leaves the old file
         return None
 
     def __repr__(self) -> str:
