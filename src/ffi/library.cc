@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tilecore/ffi/file.h"
 #include "tilecore/ffi/function.h"
 
 namespace tilecore {
@@ -66,6 +67,11 @@ bool DefinesDynamicSymbol(const std::string& path, const char* symbol) {
 TILECORE_REGISTER_GLOBAL("ffi.LoadLibrary").set_body_typed([](std::string path) {
   // Drop errors from earlier loads so each load reports only its own.
   TakePendingRegistrationErrors();
+  // A path (not a name dlopen searches for) must be a regular file: reading a device or a
+  // FIFO for its ELF header would never end.
+  if (path.find('/') != std::string::npos) {
+    CheckRegularFile(path, uint64_t(1) << 32, "a shared library");
+  }
   // A library already in the process (libtilecore itself, or an extension loaded before) is
   // not opened again: its registrations are there.
   if (void* loaded = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD)) {

@@ -3,12 +3,11 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "tilecore/ffi/dtype.h"
 #include "tilecore/ffi/error.h"
+#include "tilecore/ffi/file.h"
 #include "tilecore/runtime/kernel.h"
 
 namespace tilecore::runtime {
@@ -161,9 +160,23 @@ void ValidateExecutable(const ExecutableSpec& s) {
              " out of range");
       if (io == 0 && constant_bufs.count(e.buffer))
         fail(std::string("input `") + e.name + "` is a constant's " + BufName(s, e.buffer));
+      if (io == 0) {
+        // Two inputs in one buffer: loading the second would overwrite the first.
+        for (size_t j = 0; j < i; ++j) {
+          if (list[j].buffer == e.buffer)
+            fail("inputs `" + list[j].name + "` and `" + e.name + "` share " +
+                 BufName(s, e.buffer));
+        }
+      }
       use(e.buffer, io == 0 ? -1 : n);
     }
   }
+  // Data flow: a buffer holds data once an input, a constant or a step that writes it has
+  // filled it. A step may read only such a buffer, and every output must be one, so no
+  // run can return bytes an earlier run (or another executable) left in device memory.
+  std::vector<bool> filled(nb, false);
+  for (const ExecConstant& k : s.constants) filled[k.buffer] = true;
+  for (const ExecIO& e : s.inputs) filled[e.buffer] = true;
   if (s.outputs.empty()) fail("no outputs");
   for (int t = 0; t < n; ++t) {
     const ExecStep& st = s.steps[size_t(t)];
@@ -201,9 +214,38 @@ void ValidateExecutable(const ExecutableSpec& s) {
         fail(name + ": parameter `" + p.name + "` of " + KernelSignature(st.function, *params) +
              " gets " + BufName(s, b) + " of dtype " + s.buffers[b].dtype);
       }
-      // Rationale: no check that constants are only read: codegen marks parameters `written`
-      // conservatively, so the flag cannot tell a reader from a writer.
+      const ExecBuffer& buf = s.buffers[b];
+      uint64_t elements =
+          buf.size / std::max<uint64_t>(ffi::StringToDLDataType(buf.dtype).bits / 8, 1);
+      if (p.elements >= 0 && elements * (words ? 2 : 1) < uint64_t(p.elements)) {
+        fail(name + ": parameter `" + p.name + "` of " + KernelSignature(st.function, *params) +
+             " needs " + std::to_string(p.elements) + " elements; " + BufName(s, b) + " has " +
+             std::to_string(elements));
+      }
+      if (!p.written && !filled[b]) {
+        fail(name + ": parameter `" + p.name + "` reads " + BufName(s, b) +
+             ", which no input, constant or earlier step writes");
+      }
+      // One buffer as two arguments, one of them written: the kernel's reads and writes of
+      // it would race (its tiles are not ordered between the two names).
+      for (size_t a2 = 0; a2 < a; ++a2) {
+        if (st.args[a2] == b && (p.written || (*params)[a2].written)) {
+          fail(name + ": " + BufName(s, b) + " is both parameter `" + (*params)[a2].name +
+               "` and `" + p.name + "`, and the kernel writes one of them");
+        }
+      }
+      if (p.written && constant_bufs.count(b)) {
+        fail(name + ": parameter `" + p.name + "` writes the constant in " + BufName(s, b));
+      }
       use(b, t);
+    }
+    for (size_t a = 0; a < st.args.size(); ++a) {
+      if ((*params)[a].written) filled[st.args[a]] = true;
+    }
+  }
+  for (const ExecIO& e : s.outputs) {
+    if (!filled[e.buffer]) {
+      fail("output `" + e.name + "`: no input, constant or step writes " + BufName(s, e.buffer));
     }
   }
   // Buffers alive at the same time must not share bytes.
@@ -395,20 +437,14 @@ Executable Executable::LoadFromBytes(std::string_view bytes) {
 }
 
 void Executable::SaveToFile(const std::string& path) const {
-  std::string bytes = SaveToBytes();
-  std::ofstream f(path, std::ios::binary);
-  if (!f) TILECORE_THROW(OSError) << "cannot open `" << path << "` for writing";
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f) TILECORE_THROW(OSError) << "writing `" << path << "` failed";
+  ffi::WriteFileAtomically(path, SaveToBytes());
 }
 
 Executable Executable::LoadFromFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) TILECORE_THROW(OSError) << "cannot open executable file `" << path << "`";
-  std::stringstream ss;
-  ss << f.rdbuf();
+  // The arena and the constants in it are at most 4 GiB; modules come on top.
+  std::string bytes = ffi::ReadRegularFile(path, 2 * kExecutableMaxArena, "an executable");
   try {
-    return LoadFromBytes(ss.str());
+    return LoadFromBytes(bytes);
   } catch (const ffi::Error& e) {
     if (e.kind() != "ValueError") throw;
     TILECORE_THROW(ValueError) << path << ": " << e.message();

@@ -99,6 +99,20 @@ std::map<std::string, ffi::NDArray> Executable::Run(
   for (const ExecBuffer& b : s.buffers) views.push_back(View(arena, b));
   DLDevice cpu{kDLCPU, 0};
   sim::SimulatorRef simref = dev.simulator();
+  {
+    // Device memory is reused between runs: an arena starts as zeros, never as the bytes
+    // an earlier run (or another model) left there.
+    std::lock_guard<std::mutex> lock(simref.mut()->mu);
+    uint64_t base = reinterpret_cast<uint64_t>(arena.tensor().data) + arena.tensor().byte_offset;
+    static const std::vector<uint8_t> zeros(size_t(1) << 20, 0);
+    sim::TranslateSimError([&] {
+      for (uint64_t done = 0; done < s.arena_size; done += zeros.size()) {
+        size_t n = size_t(std::min<uint64_t>(zeros.size(), s.arena_size - done));
+        simref.mut()->sim.write(arch::Space::DDR, base + done,
+                                std::span<const uint8_t>(zeros.data(), n));
+      }
+    });
+  }
   for (const ExecConstant& c : s.constants) {
     const ffi::NDArray& v = views[c.buffer];
     if (c.data.size() == v.NumBytes()) {
@@ -502,8 +516,13 @@ TILECORE_REGISTER_GLOBAL("runtime.ExecutableRun")
       std::optional<ffi::Function> cb, seen;
       if (!progress.is_none()) cb = progress.cast<ffi::Function>();
       if (!observe.is_none()) seen = observe.cast<ffi::Function>();
+#if TILECORE_ENABLE_NPU
+      int device_id = NpuDeviceId(dev);
+#else
+      int device_id = 0;
+#endif
       std::map<std::string, ffi::NDArray> out =
-          e.Run(in, int(dev), cb ? &*cb : nullptr, seen ? &*seen : nullptr);
+          e.Run(in, device_id, cb ? &*cb : nullptr, seen ? &*seen : nullptr);
       JArr res;
       for (const ExecIO& io : e->spec.outputs) res.push_back(Any(ffi::String(io.name)));
       for (const ExecIO& io : e->spec.outputs) res.push_back(Any(out.at(io.name)));

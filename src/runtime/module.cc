@@ -1,14 +1,11 @@
 // src/runtime/module.cc — Module lookup, imports, the module file format, and `runtime.Module*`.
 #include "tilecore/runtime/module.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "tilecore/ffi/error.h"
+#include "tilecore/ffi/file.h"
 
 namespace tilecore::runtime {
 namespace {
@@ -252,30 +249,11 @@ Module Module::LoadFromBytes(std::string_view bytes) {
 }
 
 void Module::SaveToFile(const std::string& path) const {
-  std::string bytes = SaveToBytes();
-  std::ofstream f(path, std::ios::binary);
-  if (!f) TILECORE_THROW(OSError) << "cannot open `" << path << "` for writing";
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  f.close();  // a full disk shows only when the buffer is flushed
-  if (f.fail()) TILECORE_THROW(OSError) << "writing `" << path << "` failed";
+  ffi::WriteFileAtomically(path, SaveToBytes());
 }
 
 Module Module::LoadFromFile(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    TILECORE_THROW(OSError) << "cannot open module file `" << path << "`";
-  if (!S_ISREG(st.st_mode))
-    TILECORE_THROW(ValueError) << path << ": not a regular file (a module file is read whole)";
-  if (static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
-    TILECORE_THROW(ValueError) << path << ": " << st.st_size
-                               << " bytes is larger than a module file can be (" << kMaxFileBytes
-                               << ")";
-  }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) TILECORE_THROW(OSError) << "cannot open module file `" << path << "`";
-  std::string data(static_cast<size_t>(st.st_size), '\0');
-  f.read(data.data(), static_cast<std::streamsize>(data.size()));
-  data.resize(static_cast<size_t>(f.gcount()));
+  std::string data = ffi::ReadRegularFile(path, kMaxFileBytes, "a module file");
   try {
     return LoadFromBytes(data);
   } catch (const ffi::Error& e) {

@@ -110,19 +110,19 @@ size_t NpuDevice::live_allocations() const {
   return used_.size();
 }
 
-namespace {
-int DeviceId(int64_t id) {
-  if (id < 0 || id >= kMaxNpuDevices)
-    TILECORE_THROW(ValueError) << "npu:" << id << " does not exist (npu:0 .. npu:15)";
+int NpuDeviceId(int64_t id) {
+  if (id < 0 || id >= kMaxNpuDevices) {
+    TILECORE_THROW(ValueError) << "npu:" << id
+                               << " does not exist (npu:0 .. npu:" << kMaxNpuDevices - 1 << ")";
+  }
   return static_cast<int>(id);
 }
-}  // namespace
+
 
 NpuDevice& GetNpuDevice(int id) {
   static std::array<std::unique_ptr<NpuDevice>, kMaxNpuDevices> devices;
   static std::mutex mu;
-  if (id < 0 || id >= kMaxNpuDevices)
-    TILECORE_THROW(ValueError) << "npu:" << id << " does not exist (npu:0 .. npu:15)";
+  NpuDeviceId(id);
   std::lock_guard<std::mutex> lock(mu);
   if (!devices[size_t(id)]) devices[size_t(id)] = std::make_unique<NpuDevice>(id);
   return *devices[size_t(id)];
@@ -213,10 +213,10 @@ class NpuDeviceAPI final : public DeviceAPI {
 TILECORE_FFI_STATIC_INIT_BLOCK({ RegisterDeviceAPI(std::make_shared<NpuDeviceAPI>()); });
 
 TILECORE_REGISTER_GLOBAL("runtime.NpuSimulator").set_body_typed([](int64_t id) {
-  return GetNpuDevice(DeviceId(id)).simulator();
+  return GetNpuDevice(NpuDeviceId(id)).simulator();
 });
 TILECORE_REGISTER_GLOBAL("runtime.NpuConfigure").set_body_typed([](int64_t id, std::string target) {
-  GetNpuDevice(DeviceId(id)).configure(target);
+  GetNpuDevice(NpuDeviceId(id)).configure(target);
 });
 
 }  // namespace tilecore::runtime

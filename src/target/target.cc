@@ -9,6 +9,7 @@
 #include "tilecore/ffi/reflection.h"
 #include "tilecore/ir/function.h"
 #include "tilecore/ir/functor.h"
+#include "tilecore/ir/intrinsics.h"
 #include "tilecore/runtime/kernel.h"
 
 namespace tilecore::target {
@@ -256,8 +257,9 @@ int64_t BufferSpan(const ir::Buffer& b) {
   return total;
 }
 
-// The pointer variables a kernel may write through: stores, and (conservatively) every
-// buffer or pointer an intrinsic call receives (a DMA out, a tile command's destination).
+// The pointer variables a kernel may write through: stores, the destination (argument 0) of
+// an intrinsic whose first argument is one (DMA, tile commands), and, conservatively, every
+// buffer or pointer any other call with an effect receives (call_packed, an unknown op).
 class WrittenPointers : public ir::IRVisitor {
  public:
   std::unordered_set<const ir::VarNode*> vars;
@@ -297,12 +299,26 @@ class WrittenPointers : public ir::IRVisitor {
     }
   }
   void VisitExpr_(const ir::CallNode* op) override {
-    for (const ir::PrimExpr& a : op->args) {
-      if (const auto* r = a.as<ir::BufferRegionNode>()) vars.insert(r->buffer->data.get());
-      if (const auto* l = a.as<ir::BufferLoadNode>()) vars.insert(l->buffer->data.get());
-      if (const auto* v = a.as<ir::VarNode>()) vars.insert(v);
+    const ir::IntrinsicInfo* info = ir::LookupIntrinsic(op->op.view());
+    if (info == nullptr || info->has_effect) {
+      // Precise written flags let the executable loader check that a step reads only
+      // what an input, a constant or an earlier step wrote.
+      size_t n = WritesOnlyArgument0(info) ? std::min<size_t>(1, op->args.size()) : op->args.size();
+      for (size_t i = 0; i < n; ++i) {
+        const ir::PrimExpr& a = op->args[i];
+        if (const auto* r = a.as<ir::BufferRegionNode>()) vars.insert(r->buffer->data.get());
+        if (const auto* l = a.as<ir::BufferLoadNode>()) vars.insert(l->buffer->data.get());
+        if (const auto* v = a.as<ir::VarNode>()) vars.insert(v);
+      }
     }
     IRVisitor::VisitExpr_(op);
+  }
+  static bool WritesOnlyArgument0(const ir::IntrinsicInfo* info) {
+    if (info == nullptr || info->args.empty() || info->args[0] != ir::IntrinArg::kRegion)
+      return false;
+    std::string_view first(info->arg_names);
+    first = first.substr(0, first.find(','));
+    return first == "dst" || first == "d" || first == "c";
   }
 };
 

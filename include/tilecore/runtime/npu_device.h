@@ -53,5 +53,7 @@ class NpuDevice {
 
 /// Device `npu:id`; ValueError for an id outside 0..15.
 NpuDevice& GetNpuDevice(int id);
+/// `id` as an int after checking it names a device (before narrowing: 2^32 is not npu:0).
+int NpuDeviceId(int64_t id);
 
 }  // namespace tilecore::runtime
