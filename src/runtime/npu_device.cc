@@ -118,7 +118,6 @@ int NpuDeviceId(int64_t id) {
   return static_cast<int>(id);
 }
 
-
 NpuDevice& GetNpuDevice(int id) {
   static std::array<std::unique_ptr<NpuDevice>, kMaxNpuDevices> devices;
   static std::mutex mu;
