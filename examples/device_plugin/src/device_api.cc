@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 
+#include "tilecore/ffi/dtype.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/reflection.h"
 #include "tilecore/runtime/device_api.h"
@@ -85,10 +86,8 @@ class ToyaccDeviceAPI final : public runtime::DeviceAPI {
 // [toyacc.device_api_register.begin]
 TILECORE_FFI_STATIC_INIT_BLOCK({
   tilecore::runtime::RegisterDeviceAPI(std::make_shared<toyacc::ToyaccDeviceAPI>());
-});
-
-// Python has no name for device type 32: `tilecore.get_global_func("toyacc.device")(0)`.
-TILECORE_REGISTER_GLOBAL("toyacc.device").set_body_typed([](int64_t id) {
-  return DLDevice{static_cast<DLDeviceType>(toyacc::kDeviceType), static_cast<int32_t>(id)};
+  // Names device type 32, so that "toyacc:1" parses and devices print by name:
+  // `tilecore.device("toyacc", 0)`, `tilecore.device("toyacc:1")`.
+  tilecore::ffi::RegisterDeviceName(toyacc::kDeviceType, "toyacc");
 });
 // [toyacc.device_api_register.end]

@@ -25,9 +25,10 @@ def npu(dev_id: int = 0) -> Device:
     return Device(kDLExtDev, dev_id)
 
 
-def device(dev_type: str | int, dev_id: int = 0) -> Device:
-    """A device by name ("cpu", "npu", "npu:1") or DLPack device type number."""
-    return Device(dev_type, dev_id)
+def device(dev_type: str | int, dev_id: int | None = None) -> Device:
+    """A device by name ("cpu", "npu", "npu:1", a plugin's registered name) or DLPack
+    device type number; ``dev_id``, when given, overrides the id of a ``"name:id"``."""
+    return Device(dev_type) if dev_id is None else Device(dev_type, dev_id)
 
 
 __all__ = ["Device", "cpu", "device", "npu"]

@@ -23,6 +23,8 @@ def test_device_construction_and_hash():
     assert tilecore.Device("npu", 1) == tilecore.npu(1)
     assert tilecore.Device("npu:2") == tilecore.npu(2)
     assert tilecore.device("cpu") == tilecore.cpu(0)
+    assert tilecore.device("npu:1") == tilecore.npu(1)  # the id in the name is kept
+    assert tilecore.device("npu:1", 3) == tilecore.npu(3) and tilecore.device(12, 2) == tilecore.npu(2)
     assert hash(tilecore.npu(3)) == hash(tilecore.Device(12, 3))
     assert tilecore.npu(0) != tilecore.cpu(0)
     assert pickle.loads(pickle.dumps(tilecore.npu(5))) == tilecore.npu(5)

@@ -57,7 +57,7 @@ def plugin_dir(tmp_path_factory):
 def toyacc(plugin_dir):
     # Loading the same file again is a no-op, so every test may ask for it.
     tilecore.load_library(plugin_dir / "build-toyacc" / "libtilecore_toyacc.so")
-    return tilecore.get_global_func("toyacc.device")
+    return lambda dev_id: tilecore.device("toyacc", dev_id)
 
 
 def elementwise(name="scale_add", n=1000, dtype="float32"):
@@ -79,6 +79,20 @@ def test_loading_registers_kind_device_codegen_and_loader(toyacc):
     assert {"device_api.toyacc", "codegen.build_toyacc", "runtime.module.loadbinary_toyacc"} <= names
     opts = {o["name"]: o for o in tilecore.target.kind_options("toyacc")}
     assert set(opts) == {"stack", "device"} and opts["stack"]["default"] == 16
+
+
+def test_the_device_type_has_a_name(toyacc):
+    """The library names device type 32 (ffi::RegisterDeviceName): Python parses and prints it."""
+    dev = tilecore.device("toyacc", 1)
+    assert (dev.device_type, dev.device_id) == (32, 1) and repr(dev) == "toyacc(1)"
+    assert tilecore.device("toyacc:2") == tilecore.device(32, 2)
+    assert tilecore.get_global_func("ffi.DeviceTypeToName")(32) == "toyacc"
+    register = tilecore.get_global_func("ffi.RegisterDeviceName")
+    register(32, "toyacc")  # the same pair again is harmless
+    with pytest.raises(ValueError):
+        register(32, "other")  # the type is taken
+    with pytest.raises(ValueError):
+        register(33, "toyacc")  # so is the name
 
 
 def test_target_string_fills_defaults(toyacc):
@@ -267,5 +281,6 @@ def test_doc_walkthrough_runs(plugin_dir, tmp_path):
     text = page_text("adding-a-device.md")
     proc = run_page("adding-a-device.md", tmp_path, cwd=plugin_dir, env=_env())
     assert proc.returncode == 0, f"docs/adding-a-device.md example failed:\n{proc.stderr}"
+    assert "\ntoyacc(0)\n" in proc.stdout, "the device the page names by `tilecore.device(\"toyacc\", 0)`"
     shown = text.split("prints the bytecode:\n\n```\n", 1)[1].split("```", 1)[0]
     assert shown in proc.stdout, "the bytecode shown in docs/adding-a-device.md is not what the kernel prints"
