@@ -26,6 +26,56 @@ std::string KernelLocation(const NpuKernel& k, int core, int64_t pc) {
   return shared ? shared->location : "";
 }
 
+/*! \brief ValueError unless `config` (the simulator of `where`) can take a call of `k`: its
+ * cores, and L1 for the argument block at its fixed address. `hint` follows the message. */
+void CheckNpuFits(const NpuKernel& k, const sim::SimConfig& config, const std::string& where,
+                  const std::string& hint) {
+  if (config.cores < k.cores) {
+    TILECORE_THROW(ValueError) << "kernel `" << k.name << "` needs " << k.cores << " cores but "
+                               << where << " simulates " << config.cores << hint;
+  }
+  // The argument block sits at a fixed L1 address: a device configured with less L1 than
+  // that cannot take the call (a usage error, not a fault inside the run).
+  if (uint64_t l1 = uint64_t(config.l1_bytes); l1 < uint64_t(kNpuArgBlock) + 1024) {
+    TILECORE_THROW(ValueError)
+        << "kernel `" << k.name << "`: " << where << " has " << l1
+        << " bytes of L1, but compiled kernels take their arguments at L1 address " << kNpuArgBlock
+        << " (npu needs at least " << (uint64_t(kNpuArgBlock) + 1024)
+        << " bytes of L1: reconfigure it with tilecore.runtime.npu_configure)";
+  }
+}
+
+/*! \brief Loads a call of `k` into `s`, every array argument already in `s`'s DDR (an npu
+ * array's data pointer is its DDR address): the program, the DDR arrays the call may touch
+ * (set_ddr_arrays: an access past an argument faults), host calls and the argument block. */
+void LoadCall(const NpuKernel& k, sim::Simulator& s, ffi::PackedArgs args) {
+  std::vector<uint32_t> words(size_t(args.size()), 0);
+  std::vector<sim::DdrArray> arrays;  // what the kernel may touch in DDR (S.ptr has no size)
+  for (int32_t i = 0; i < args.size(); ++i) {
+    const KernelParam& p = k.params[size_t(i)];
+    if (p.kind == "buffer") {
+      ffi::NDArray d = args[i].cast<ffi::NDArray>();
+      uint64_t addr = reinterpret_cast<uint64_t>(d.tensor().data) + d.tensor().byte_offset;
+      if (addr > 0xFFFFFFFFull)
+        TILECORE_THROW(ValueError) << "argument " << p.name << ": DDR address beyond 4 GiB";
+      words[size_t(i)] = static_cast<uint32_t>(addr);
+      const DLDataType& t = d.dtype();
+      arrays.push_back(
+          sim::DdrArray{addr, d.NumBytes(), p.name, std::max(1, int(t.bits) * int(t.lanes) / 8)});
+    } else if (p.kind == "int") {
+      words[size_t(i)] = static_cast<uint32_t>(args[i].cast<int64_t>());
+    } else {
+      float f = static_cast<float>(args[i].cast<double>());
+      std::memcpy(&words[size_t(i)], &f, 4);
+    }
+  }
+  s.load(k.program);
+  s.set_ddr_arrays(std::move(arrays));
+  InstallHostCalls(s);
+  std::span<const uint8_t> block(reinterpret_cast<const uint8_t*>(words.data()), words.size() * 4);
+  for (int c = 0; c < k.cores; ++c) s.write(arch::Space::L1, kNpuArgBlock, block, c);
+}
+
 class NpuModuleNode final : public ModuleNode {
  public:
   explicit NpuModuleNode(std::vector<NpuKernel> kernels) : kernels_(std::move(kernels)) {}
@@ -156,63 +206,32 @@ class NpuModuleNode final : public ModuleNode {
     NpuDevice& dev = GetNpuDevice(dev_id);
     std::lock_guard<std::recursive_mutex> launch(dev.launch_mutex());
     sim::SimulatorRef sim = dev.simulator();
-    if (sim->sim.config().cores < k.cores) {
-      TILECORE_THROW(ValueError) << "kernel `" << k.name << "` needs " << k.cores
-                                 << " cores but npu:" << dev_id << " simulates "
-                                 << sim->sim.config().cores
-                                 << " (reconfigure it: tilecore.runtime.npu_configure(" << dev_id
-                                 << ", \"npu -cores=" << k.cores << "\"))";
-    }
-    // The argument block sits at a fixed L1 address: a device configured with less L1 than
-    // that cannot take the call (a usage error, not a fault inside the run).
-    if (uint64_t l1 = uint64_t(sim->sim.config().l1_bytes); l1 < uint64_t(kNpuArgBlock) + 1024) {
-      TILECORE_THROW(ValueError)
-          << "kernel `" << k.name << "`: npu:" << dev_id << " has " << l1
-          << " bytes of L1, but compiled kernels take their arguments at L1 address "
-          << kNpuArgBlock << " (npu needs at least " << (uint64_t(kNpuArgBlock) + 1024)
-          << " bytes of L1: reconfigure it with tilecore.runtime.npu_configure)";
-    }
+    CheckNpuFits(k, sim->sim.config(), "npu:" + std::to_string(dev_id),
+                 " (reconfigure it: tilecore.runtime.npu_configure(" + std::to_string(dev_id) +
+                     ", \"npu -cores=" + std::to_string(k.cores) + "\"))");
     // Arguments: device arrays in place, host arrays staged into DDR.
-    std::vector<uint32_t> words(args.size(), 0);
+    std::vector<ffi::AnyView> call(args.data(), args.data() + args.size());
     std::vector<std::pair<ffi::NDArray, ffi::NDArray>> staged;  // (host, device) to copy back
-    std::vector<ffi::NDArray> keep;     // staged device arrays live until the run is over
-    std::vector<sim::DdrArray> arrays;  // what the kernel may touch in DDR (S.ptr has no size)
+    std::vector<ffi::NDArray> keep;  // staged device arrays live until the run is over
+    keep.reserve(size_t(args.size()));
     for (int32_t i = 0; i < args.size(); ++i) {
       const KernelParam& p = k.params[size_t(i)];
-      if (p.kind == "buffer") {
-        ffi::NDArray a = args[i].cast<ffi::NDArray>();
-        ffi::NDArray d = a;
-        if (a.device().device_type != ffi::kDLNPU || a.device().device_id != dev_id) {
-          d = ffi::NDArray::Empty(a.shape(), a.dtype(),
-                                  DLDevice{static_cast<DLDeviceType>(ffi::kDLNPU), dev_id});
-          a.CopyTo(d);
-          keep.push_back(d);
-          if (p.written) staged.emplace_back(a, d);
-        }
-        uint64_t addr = reinterpret_cast<uint64_t>(d.tensor().data) + d.tensor().byte_offset;
-        if (addr > 0xFFFFFFFFull)
-          TILECORE_THROW(ValueError) << "argument " << p.name << ": DDR address beyond 4 GiB";
-        words[size_t(i)] = static_cast<uint32_t>(addr);
-        const DLDataType& t = d.dtype();
-        arrays.push_back(
-            sim::DdrArray{addr, d.NumBytes(), p.name, std::max(1, int(t.bits) * int(t.lanes) / 8)});
-      } else if (p.kind == "int") {
-        words[size_t(i)] = static_cast<uint32_t>(args[i].cast<int64_t>());
-      } else {
-        float f = static_cast<float>(args[i].cast<double>());
-        std::memcpy(&words[size_t(i)], &f, 4);
+      if (p.kind != "buffer") continue;
+      ffi::NDArray a = args[i].cast<ffi::NDArray>();
+      if (a.device().device_type != ffi::kDLNPU || a.device().device_id != dev_id) {
+        ffi::NDArray d = ffi::NDArray::Empty(
+            a.shape(), a.dtype(), DLDevice{static_cast<DLDeviceType>(ffi::kDLNPU), dev_id});
+        a.CopyTo(d);
+        keep.push_back(d);
+        call[size_t(i)] = keep.back();
+        if (p.written) staged.emplace_back(a, d);
       }
     }
     {
       std::lock_guard<std::mutex> lock(sim.mut()->mu);
       sim::TranslateSimError([&] {
         sim::Simulator& s = sim.mut()->sim;
-        s.load(k.program);
-        s.set_ddr_arrays(arrays);
-        InstallHostCalls(s);
-        std::span<const uint8_t> block(reinterpret_cast<const uint8_t*>(words.data()),
-                                       words.size() * 4);
-        for (int c = 0; c < k.cores; ++c) s.write(arch::Space::L1, kNpuArgBlock, block, c);
+        LoadCall(k, s, ffi::PackedArgs(call.data(), int32_t(call.size())));
         try {
           s.run();
         } catch (const sim::SimError& e) {
@@ -227,6 +246,19 @@ class NpuModuleNode final : public ModuleNode {
     for (auto& [host, device] : staged) device.CopyTo(host);
   }
 
+ public:
+  /// The kernel `function` (ValueError naming the module's kernels when it has none such).
+  const NpuKernel& Kernel(const std::string& function) const {
+    std::string names;
+    for (const NpuKernel& k : kernels_) {
+      if (k.name == function) return k;
+      names += (names.empty() ? "" : ", ") + k.name;
+    }
+    TILECORE_THROW(ValueError) << "the npu module has no kernel `" << function << "` (it has "
+                               << names << ")";
+  }
+
+ private:
   std::vector<NpuKernel> kernels_;
 };
 
@@ -304,6 +336,17 @@ void InstallHostCalls(sim::Simulator& s) {
       if (args[i].kind == 2) sp->write(where[i].first, where[i].second, spans[i], core);
     }
   });
+}
+
+void LoadNpuCall(const Module& module, const std::string& function, sim::Simulator& s,
+                 ffi::PackedArgs args) {
+  auto* node = dynamic_cast<const NpuModuleNode*>(module.node());
+  if (node == nullptr)
+    TILECORE_THROW(TypeError) << "kernel `" << function << "`: not a function of an npu module";
+  const NpuKernel& k = node->Kernel(function);
+  CheckKernelArgs(k.name, k.params, args, /*int64_words=*/true);
+  CheckNpuFits(k, s.config(), "the simulator", "");
+  LoadCall(k, s, args);
 }
 
 Module NpuModuleCreate(std::vector<NpuKernel> kernels) {

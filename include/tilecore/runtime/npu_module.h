@@ -43,4 +43,14 @@ struct NpuKernel {
 
 Module NpuModuleCreate(std::vector<NpuKernel> kernels);
 
+/// Loads a call of kernel `function` of npu module `module` into `s` without running it,
+/// with every check and limit of a launch on the npu device: the kernel-argument checks
+/// (CheckKernelArgs: count, dtypes, sizes against the kernel's buffers, writability), the
+/// simulator's cores and L1, then the program, the call's DDR arrays
+/// (Simulator::set_ddr_arrays), host calls and the argument block. Each array in `args`
+/// must already be in `s`'s DDR, its data pointer the DDR address (as an npu array's is).
+/// A debugger laying out memory itself (tdb) loads its calls with this.
+void LoadNpuCall(const Module& module, const std::string& function, sim::Simulator& s,
+                 ffi::PackedArgs args);
+
 }  // namespace tilecore::runtime

@@ -109,6 +109,7 @@ class Debugger(cmd.Cmd):
         self.started = False
         self.finished = False
         self.fault = None
+        self.refused = None           # models: why the current node cannot be loaded
         self.core = 0                 # the core commands refer to by default
         self.last_stop = None
         self.total_instructions = None  # known after one complete run
@@ -292,6 +293,7 @@ class Debugger(cmd.Cmd):
         """Loads the program, writes the inputs and prepares the debugging engine."""
         self.finished = False
         self.fault = None
+        self.refused = None
         self.last_stop = None
         if self.model is not None:
             self.symbols = self.model.prepare(self.sim, self.inputs)
@@ -315,6 +317,8 @@ class Debugger(cmd.Cmd):
         if self.fault is not None:
             raise CommandError(f"the program faulted at core {self.fault.core} pc {self.fault.pc} "
                                "(go back with reverse-next, or start again with run)")
+        if self.refused:
+            raise CommandError(self.refused)
 
     def resume(self, max_instructions: int = 0, units: Iterable[str] = (),
                pcs: Mapping[int, Sequence[int]] | None = None, stop_before: Any = None,
@@ -376,7 +380,11 @@ class Debugger(cmd.Cmd):
         m.current = index
         node = m.node(index)
         if node is not None and node.where == "npu":
-            m.load_node(self.sim, node)
+            try:
+                m.load_node(self.sim, node)
+            except Exception as e:  # refused as Executable.run refuses it: nothing of it may run
+                self.refused = f"node {index + 1} `{node.onnx_name}` cannot run: {e}"
+                raise
             ffi.Begin(self.engine)
             self._call("on_node_load", node)
 

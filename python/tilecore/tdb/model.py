@@ -52,6 +52,7 @@ class Node:
         self.index, self.where, self.name, self.onnx_name, self.op_type = index, where, name, onnx_name, op_type
         self.inputs, self.outputs = list(inputs), list(outputs)
         self.step = step          # the executable's step (dict), None for a view
+        self.step_index = None    # the step's index in the executable, None for a view
         self.kernel = None        # KernelModuleTarget of an npu node (made when first needed)
         self.module = None
         self.fused: list[tuple[str, str]] = []  # (name, op type) of the nodes fused into it
@@ -93,8 +94,8 @@ class ModelTarget(Target):
                 raise TargetError(f"{path}: no such file")
             try:
                 exe = runtime.load_executable(path)
-            except (ValueError, OSError) as e:
-                raise TargetError(f"{path}: {e}") from None
+            except (ValueError, OSError) as e:  # (the loader's message may name the file already)
+                raise TargetError(str(e) if str(e).startswith(f"{path}: ") else f"{path}: {e}") from None
             self.name = os.path.basename(path)
         else:
             path, self.name = None, "model"
@@ -119,8 +120,8 @@ class ModelTarget(Target):
             debug = read_debug_info(d)
         except TargetError as e:
             raise TargetError(f"{path}: {e}" if path else str(e)) from None
-        for step, sd in zip(d["steps"], debug):
-            self._add_step(step, sd)
+        for index, (step, sd) in enumerate(zip(d["steps"], debug)):
+            self._add_step(index, step, sd)
         for io in d["outputs"]:
             if io["name"] not in self.values:
                 self._add_value(io["name"], io["buffer"])
@@ -132,7 +133,7 @@ class ModelTarget(Target):
         dtype = "uint16" if b["dtype"] == "bfloat16" else b["dtype"]
         self.values[name] = Value(name, buffer, b["shape"] if shape is None else shape, dtype, producer)
 
-    def _add_step(self, step, sd) -> None:
+    def _add_step(self, index, step, sd) -> None:
         for member in sd.group_nodes:
             self.grouped[member] = step["node"]
         for view in sd.views:
@@ -151,6 +152,7 @@ class ModelTarget(Target):
             ins = [self.buffers[a]["name"] for a in args[:n_in]]
         n = Node(len(self.nodes), step["kind"], step["node"], step.get("source_node") or step["node"],
                  step["op_type"], ins, outs, step)
+        n.step_index = index
         # nodes fused into this step's epilogue (an Add, a Relu): it computes them
         n.fused = list(sd.fused)
         n.members = sd.group_members()
@@ -272,17 +274,15 @@ class ModelTarget(Target):
         return {name: Symbol(name, "ddr", self.value_address(v), v.dtype, v.shape) for name, v in self.values.items()}
 
     def load_node(self, sim: Simulator, node: Node) -> None:
-        """Loads an npu node's kernel with its argument block, as the runtime's launch does."""
+        """Loads an npu node's kernel with its argument block, stopped before its first
+        instruction, as Executable.run's call of the step does and with its checks: the
+        kernel-argument checks (dtypes, sizes against the kernel's buffers) and DDR limited to
+        the step's arrays (C++ runtime.ExecutableLoadNpuStep). A step that Executable.run
+        refuses is refused here with the same message."""
         from ..ffi._base import _ffi_core
 
-        k = self.kernel(node)
-        sim.load(k.program)
-        _ffi_core._get_global_func("runtime.InstallHostCalls")(sim.handle)
-        words = np.array([ARENA_BASE + int(self.buffers[a]["offset"]) for a in node.step["args"]], np.uint32)
-        if len(words):
-            block = sim.config["l1_bytes"] - ARG_BLOCK_FROM_END
-            for core in range(k.cores):
-                sim.write("l1", block, words, core=core)
+        _ffi_core._get_global_func("runtime.ExecutableLoadNpuStep")(self.exe, node.step_index, sim.handle,
+                                                                    ARENA_BASE)
 
     def run_host_node(self, sim: Simulator, node: Node) -> None:
         """Runs a host node: its buffers from the simulated DDR, the call, its outputs back."""
