@@ -58,13 +58,23 @@ def arg(*args: Any, **kwargs: Any) -> tuple[tuple, dict]:
 
 
 def _write_text(text: str, output: str | None) -> int:
-    """Writes ``text`` to the file ``output``, or to stdout without one; the exit code 0."""
+    """Writes ``text`` to the file ``output`` (atomically), or to stdout without one; the exit code 0."""
     if output:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(text)
+        from ..runtime.files import write_bytes
+
+        write_bytes(output, text)
     else:
         sys.stdout.write(text)
     return 0
+
+
+def check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None]) -> None:
+    """The rule of every command that writes files, applied before its work starts: no
+    output may be one of its inputs (ValueError ``<path>: the output would overwrite the
+    input <what>``, which main() prints as one line with exit status 1)."""
+    from ..runtime.files import check_outputs as check
+
+    check(outputs, inputs)
 
 
 def _fail(message) -> int:
@@ -123,7 +133,10 @@ def _load_program(path):
 )
 def _asm(args):
     from .. import arch
+    from ..runtime.files import write_bytes
 
+    out = args.output or os.path.splitext(args.source)[0] + ".bin"
+    check_outputs({"-o": out}, {"source": args.source})
     try:
         text = _read_input(args.source).decode("utf-8")
     except UnicodeDecodeError as e:
@@ -132,12 +145,8 @@ def _asm(args):
         program = arch.assemble(text)
     except arch.AsmError as e:
         return _fail(f"{args.source}: {e}")
-    out = args.output or os.path.splitext(args.source)[0] + ".bin"
-    if os.path.exists(out) and os.path.samefile(out, args.source):
-        return _fail(f"{args.source}: the output would overwrite the source (give -o another file)")
     data = program.to_bytes()
-    with open(out, "wb") as f:
-        f.write(data)
+    write_bytes(out, data)
     words = sum(s["words"] for s in program.sections)
     print(f"{out}: {words} instructions in {len(program.sections)} sections, {len(data)} bytes")
     return 0
@@ -152,6 +161,7 @@ def _asm(args):
 def _disasm(args):
     from .. import arch
 
+    check_outputs({"-o": args.output}, {"image": args.image})
     try:
         head = _read_input(args.image)[:8]
     except OSError as e:
@@ -198,7 +208,9 @@ def _sim(args):
     import json
 
     from .. import arch, sim
+    from ..runtime.files import atomic_path
 
+    check_outputs({"--trace": args.trace}, {"program": args.program})
     try:
         program = _load_program(args.program)
     except (arch.AsmError, arch.ProgramFormatError) as e:
@@ -215,7 +227,8 @@ def _sim(args):
     st = s.stats()
     if args.trace:
         try:
-            s.trace(args.trace)
+            with atomic_path(args.trace) as tmp:
+                s.trace(tmp)
         except sim.SimError as e:
             return _fail(f"{args.trace}: {e}")
     if args.json:

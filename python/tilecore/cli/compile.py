@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 import numpy as np
 
-from . import _fail, arg, command
+from . import _fail, arg, check_outputs, command
 
 
 class _Bar:
@@ -61,6 +61,38 @@ def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
     return name, shape
 
 
+def target_spec(text: str) -> str:
+    """argparse type of --target: the string, once the target parser accepts it (an
+    unknown kind or option, a bad value or an option given twice is a usage error naming
+    the flag)."""
+    import argparse
+
+    from ..target import Target
+
+    try:
+        Target(text)
+    except (ValueError, TypeError) as e:
+        raise argparse.ArgumentTypeError(str(e).splitlines()[0]) from None
+    return text
+
+
+def target_cosine(text: str) -> float:
+    """argparse type of --auto-mixed: a cosine in (0, 1] (NaN, infinity, 1.5 and -1 are refused)."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not 0.0 < value <= 1.0:  # (NaN fails both comparisons)
+        raise argparse.ArgumentTypeError(f"expected a target cosine in (0, 1], e.g. 0.999, got {text!r}")
+    return value
+
+
+TARGET_ARG = arg("--target", default="npu -cores=4", type=target_spec,
+                 help="target string (default 'npu -cores=4')")
+
+
 def _compile_errors():
     from ..ffi.error import TilecoreError
 
@@ -77,12 +109,34 @@ CALIB_ARGS = (
 )
 
 
-def calibration_table(args: argparse.Namespace) -> CalibTable | None:
-    """The CalibTable the calibration flags ask for, or None; prints where it went."""
+def calibration_files(args: argparse.Namespace) -> tuple[dict[str, str | None], dict[str, str | None]]:
+    """({flag: path} written, {what: path} read) by the calibration flags: --calib-table
+    is written with --calib and read without it."""
+    calib = getattr(args, "calib", None)
+    table = getattr(args, "calib_table", None)
+    return ({"--calib-table": table if calib else None},
+            {"--calib": calib, "--calib-table": None if calib else table})
+
+
+def check_calib_table_use(args: argparse.Namespace, qtable: dict[str, str] | None) -> None:
+    """ValueError when --calib-table would be read and ignored: it holds int8 thresholds,
+    which only int8 nodes (--precision int8, or a --qtable naming int8) use."""
+    if getattr(args, "calib_table", None) and not getattr(args, "calib", None):
+        if "int8" not in {args.precision, *(qtable or {}).values()}:
+            raise ValueError(f"--calib-table {args.calib_table}: a calibration table holds int8 thresholds, "
+                             f"which --precision {args.precision} does not use (give --precision int8, or a "
+                             "--qtable naming int8 nodes)")
+
+
+def calibration_table(args: argparse.Namespace, samples: dict[str, np.ndarray] | None = None) -> CalibTable | None:
+    """The CalibTable the calibration flags ask for, or None; prints where it went.
+    ``samples``: those of --calib, when loaded already."""
     from ..compiler.calibration import CalibTable, calibrate, load_samples
 
     if getattr(args, "calib", None):
-        table = calibrate(args.model, load_samples(args.calib), method=args.calib_method)
+        if samples is None:
+            samples = load_samples(args.calib)
+        table = calibrate(args.model, samples, method=args.calib_method)
         if args.calib_table:
             table.save(args.calib_table)
             print(f"{args.calib_table}: calibration table of {len(table.thresholds)} tensors "
@@ -96,13 +150,13 @@ def calibration_table(args: argparse.Namespace) -> CalibTable | None:
 @command("compile", "compile an ONNX model to a .tcx executable for TC1 (npu) and the host", [
     arg("model", help="the .onnx file"),
     arg("-o", "--output", required=True, help="the .tcx file to write"),
-    arg("--target", default="npu -cores=4", help="target string (default 'npu -cores=4')"),
+    TARGET_ARG,
     arg("--precision", default="f32", choices=["f32", "f16", "bf16", "int8"],
         help="what the matrix ops compute in (default f32; docs/precision.md)"),
     arg("--calib", metavar="CALIB.npz", help="calibration samples keyed by input name, each (N, *shape): int8 "
         "activation thresholds by --calib-method over them, and the bias correction of int8/f16/bf16 nodes"),
     arg("--qtable", metavar="FILE", help="per-node precisions: JSON {node: precision} or lines `node precision`"),
-    arg("--auto-mixed", type=float, metavar="TARGET_COSINE",
+    arg("--auto-mixed", type=target_cosine, metavar="TARGET_COSINE",
         help="move the most sensitive matrix nodes to bf16 until the outputs reach this cosine against f32 on the "
              "--calib samples (the first 16)"),
     arg("--input-shape", action="append", default=[], metavar="NAME:D0,D1,...",
@@ -123,24 +177,28 @@ def compile_cmd(args: argparse.Namespace) -> int:
     from ..compiler.driver import compile as _compile
     from ..compiler.precision import load_qtable
 
+    from ..compiler.calibration import load_samples
+    from ..runtime.files import load_npz
+
     shapes = dict(parse_input_shape(s) for s in args.input_shape)
+    # Everything a slow compile could fail on afterwards is checked first: the output paths
+    # and the files read (each error names its file).
+    writes, reads = calibration_files(args)
+    check_outputs({"-o": args.output, **writes}, {"model": args.model, "--qtable": args.qtable, **reads,
+                                                   "--verify": args.verify if isinstance(args.verify, str) else None})
+    qtable = load_qtable(args.qtable) if args.qtable else None
+    check_calib_table_use(args, qtable)
+    samples = load_samples(args.calib) if args.calib else None  # also auto-mixed's and the bias correction's
+    verify = args.verify
+    if isinstance(verify, str):  # inputs as `tilecore run --inputs` takes them
+        verify = load_npz(verify)
     try:
-        calib = calibration_table(args)
+        calib = calibration_table(args, samples)
     except (OSError, *_compile_errors()) as e:
         return _fail(str(e))
     bar = _Bar("compile", not args.quiet)
     report = {}
     try:
-        qtable = load_qtable(args.qtable) if args.qtable else None
-        samples = None
-        if args.calib:  # auto-mixed measures its cosine on them
-            from ..compiler.calibration import load_samples
-
-            samples = load_samples(args.calib)
-        verify = args.verify
-        if isinstance(verify, str):  # inputs as `tilecore run --inputs` takes them
-            with np.load(verify, allow_pickle=False) as z:
-                verify = {k: z[k] for k in z.files}
         exe = _compile(args.model, target=args.target, precision=args.precision, input_shapes=shapes or None,
                        progress=bar, report=report, calib=calib, calib_samples=samples, qtable=qtable,
                        auto_mixed=args.auto_mixed, fuse=not args.no_fuse,
@@ -228,7 +286,7 @@ def _print_shipped(rep: dict[str, Any]) -> bool:
 @command("compare", "compile a model, run it and compare every named tensor with ONNX Runtime", [
     arg("model", help="the .onnx file"),
     arg("--inputs", required=True, help=".npz of the inputs, keyed by input name"),
-    arg("--target", default="npu -cores=4", help="target string (default 'npu -cores=4')"),
+    TARGET_ARG,
     arg("--precision", default="f32", choices=["f32", "f16", "bf16", "int8"],
         help="what the matrix ops compute in (default f32)"),
     arg("--threshold", type=float, default=None,
@@ -241,9 +299,15 @@ def _print_shipped(rep: dict[str, Any]) -> bool:
 ])
 def compare_cmd(args: argparse.Namespace) -> int:
     from ..compiler.compare import compare_with_onnxruntime, write_repro
+    from ..runtime.files import check_new_directory, load_npz, write_bytes
 
-    with np.load(args.inputs, allow_pickle=False) as z:
-        inputs = {k: z[k] for k in z.files}
+    writes, reads = calibration_files(args)
+    check_outputs({"--report": args.report, "--repro": args.repro, **writes},
+                  {"model": args.model, "--inputs": args.inputs, **reads})
+    if args.repro:  # refused now, not after the whole comparison
+        check_new_directory(args.repro, "--repro")
+    check_calib_table_use(args, None)
+    inputs = load_npz(args.inputs)
     try:
         calib = calibration_table(args)
     except (OSError, *_compile_errors()) as e:
@@ -258,8 +322,7 @@ def compare_cmd(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     if args.report:
-        with open(args.report, "w") as f:
-            json.dump(rep, f, indent=1, default=float)
+        write_bytes(args.report, json.dumps(rep, indent=1, default=float))
     print(format_compare(rep))
     first = rep["first_divergent"]
     bad_ship = _print_shipped(rep)

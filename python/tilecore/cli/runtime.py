@@ -16,9 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import argparse
 
-import numpy as np
-
-from . import _fail, arg, command
+from . import _fail, arg, check_outputs, command
 
 
 class _Progress:
@@ -52,8 +50,14 @@ class _Progress:
 
 
 def _load_inputs(path):
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
+    from ..runtime.files import load_npz
+
+    return load_npz(path)  # a file that is not an .npz of arrays: a ValueError naming it
+
+
+def npz_path(path: str) -> str:
+    """The file ``np.savez(path)`` writes: ``path`` with ``.npz`` appended unless it ends so."""
+    return path if path.endswith(".npz") else path + ".npz"
 
 
 def _run(args):
@@ -83,15 +87,19 @@ def _run(args):
     arg("--quiet", action="store_true", help="no progress bar"),
 ])
 def run_cmd(args: argparse.Namespace) -> int:
+    from ..runtime.files import save_npz, write_bytes
+
+    output = npz_path(args.output) if args.output else None
+    check_outputs({"-o": output, "--stats": args.stats, "--trace": args.trace},
+                  {"executable": args.executable, "--inputs": args.inputs})
     exe, outs, rc = _run(args)
     if rc:
         return rc
     st = exe.stats()
-    if args.output:
-        np.savez(args.output, **outs)
+    if output:
+        save_npz(output, outs)
     if args.stats:
-        with open(args.stats, "w") as f:
-            json.dump(st, f, indent=1)
+        write_bytes(args.stats, json.dumps(st, indent=1))
     if args.trace:
         exe.trace(args.trace)
     for name, a in outs.items():

@@ -424,9 +424,11 @@ def write_repro(report: CompareReport, directory: str | os.PathLike[str]) -> str
     ONNX model (a QDQ pair: its two nodes; nodes the graph passes merged, a Conv and
     its BatchNorm: all of them) with its constants, the arrays its data
     inputs had in the compiled run (``inputs.npz``) and what it is (``node.json``).
-    Returns the model's path, or None when nothing diverged."""
-    import onnx
+    Returns the model's path, or None when nothing diverged. ``directory`` must be new or
+    empty (ValueError otherwise: files of the same names are never replaced)."""
     from onnx import helper, numpy_helper
+
+    from ..runtime.files import check_new_directory, save_npz, write_bytes
 
     row = report.get("first_jump") or report.get("first_divergent")
     if row is None:
@@ -455,13 +457,13 @@ def write_repro(report: CompareReport, directory: str | os.PathLike[str]) -> str
                                                          list(o.shape))], inits)
     m = helper.make_model(g, opset_imports=list(proto.opset_import))
     m.ir_version = proto.ir_version
+    check_new_directory(directory, "the repro")  # a user's files of the same names are not replaced
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "node.onnx")
-    onnx.save(m, path)
-    np.savez(os.path.join(directory, "inputs.npz"), **arrays)
+    write_bytes(path, m.SerializeToString())
+    save_npz(os.path.join(directory, "inputs.npz"), arrays)
     info = {k: v for k, v in row.items()}
     info.update({"model": report["model"], "precision": report["precision"], "reference": report["reference"]})
-    np.savez(os.path.join(directory, "outputs.npz"), **{out: o})  # what the compiled model gave
-    with open(os.path.join(directory, "node.json"), "w") as f:
-        json.dump(info, f, indent=1, default=float)
+    save_npz(os.path.join(directory, "outputs.npz"), {out: o})  # what the compiled model gave
+    write_bytes(os.path.join(directory, "node.json"), json.dumps(info, indent=1, default=float))
     return path

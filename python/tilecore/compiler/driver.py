@@ -496,14 +496,15 @@ def _compile_verified(model, verify, report, calib_samples, options):
 
 
 def _parse_target(target):
-    """The Target of a target string, parsed once before any work: a bad one is the
-    target's error, not the first node's."""
+    """``target``, once parsed before any work: a bad one is the target's error, not the
+    first node's. (The string is kept as given: the simulator of verify= reads it too.)"""
     from ..target import Target
 
     if isinstance(target, Target):
         return target
     try:
-        return Target(target)
+        Target(target)
+        return target
     except (ValueError, TypeError) as e:
         message = str(e).splitlines()[0]
         raise CompileError(message if message.startswith("target") else f"target: {message}") from None

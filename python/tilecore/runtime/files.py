@@ -205,19 +205,42 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[A
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_write: mode must be 'w' or 'wb', not {mode!r}")
     target = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+    real = os.path.realpath(target)  # through a symlink: the file it names is replaced, not the link
+    encoding = {"encoding": "utf-8"} if mode == "w" else {}
+    if os.path.isdir(real):
+        raise IsADirectoryError(f"{target}: is a directory")
+    if os.path.exists(real) and not stat.S_ISREG(os.stat(real).st_mode):
+        # a device or a FIFO (-o /dev/null): written in place, never replaced by a regular file
+        with open(real, mode, **encoding) as f:
+            yield f
+        return
+    folder = os.path.dirname(real)
     try:
-        with os.fdopen(fd, mode, **({"encoding": "utf-8"} if mode == "w" else {})) as f:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(real)}.", suffix=".tmp")
+    except OSError as e:  # named after the file asked for, not the temporary one
+        raise type(e)(f"{target}: {e.strerror}") from None
+    try:
+        with os.fdopen(fd, mode, **encoding) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, _new_file_mode(target))
-        os.replace(tmp, target)
+        os.chmod(tmp, _new_file_mode(real))
+        try:
+            os.replace(tmp, real)
+        except OSError as e:
+            raise type(e)(f"{target}: {e.strerror}") from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
+    """A temporary path in ``path``'s folder for a writer that takes a path (a C++ one):
+    renamed over ``path`` when the block ends without an exception, removed otherwise."""
+    with atomic_write(path, "wb") as f:
+        yield f.name
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes | str) -> None:
@@ -232,5 +255,5 @@ def save_npz(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) -> 
         np.savez(f, **arrays)
 
 
-__all__ = ["MAX_ARRAYS_BYTES", "MAX_TEXT_BYTES", "atomic_write", "check_new_directory", "check_outputs",
+__all__ = ["MAX_ARRAYS_BYTES", "MAX_TEXT_BYTES", "atomic_path", "atomic_write", "check_new_directory", "check_outputs",
            "load_json", "load_npz", "open_regular", "read_bytes", "read_text", "save_npz", "write_bytes"]
