@@ -63,8 +63,11 @@ def _check(args) -> int:
 
     from ..tdb import Debugger
     from ..tdb.model import ModelTarget
+    from . import check_outputs
 
     try:
+        check_outputs({"--report": args.report}, {"executable": args.target, "--inputs": args.inputs,
+                                                   **{f"--ref_data {r}": r for r in args.ref_data}})
         target = ModelTarget(args.target)
         sim_target = f"npu -cores={max(target.cores, 1)}" + (f" -ddr={args.ddr_size}" if args.ddr_size else "")
         out = io.StringIO()
@@ -83,8 +86,9 @@ def _check(args) -> int:
         return 1
     rep = dict(check.report(), model=args.target)
     if args.report:
-        with open(args.report, "w") as f:
-            json.dump(rep, f, indent=1, default=float)
+        from ..runtime.files import write_bytes
+
+        write_bytes(args.report, json.dumps(rep, indent=1, default=float))
     print(f"{args.target}: {rep['checked']} node(s) compared with the reference, {rep['passed']} passed, "
           f"{rep['failed']} failed")
     first = rep["first_divergence"]
@@ -110,8 +114,10 @@ def _viz(args) -> int:
     import json
 
     from ..tdb import graphview
+    from . import check_outputs
 
     try:
+        check_outputs({"-o": args.output}, {"model": args.model, "--check": args.check})
         if args.model.endswith(".tcx"):
             from ..tdb.model import ModelTarget
 

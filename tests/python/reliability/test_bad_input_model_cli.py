@@ -220,3 +220,16 @@ def test_run_writes_its_outputs(work, capsys):
     np.testing.assert_array_equal(np.load("out.npz")["y"], ref)  # -o out wrote out.npz, as np.savez names it
     assert json.load(open("s.json"))["steps"] >= 1
     assert not [f for f in os.listdir(".") if f.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("argv, path, what", [
+    (["check", "m.tcx", "--inputs", "in.npz", "--ref_data", "calib.npz", "--report", "in.npz"], "in.npz", "--inputs"),
+    (["check", "m.tcx", "--inputs", "in.npz", "--ref_data", "calib.npz", "--report", "calib.npz"], "calib.npz",
+     "--ref_data calib.npz"),
+    (["viz", "m.onnx", "-o", "m.onnx"], "m.onnx", "model"),
+])
+def test_check_and_viz_outputs_follow_the_same_rule(work, capsys, argv, path, what):
+    before = _unchanged("m.onnx", "m.tcx", "in.npz", "calib.npz")
+    rc, _, err = _main(capsys, *argv)
+    assert rc == 1 and err.endswith(f"{path}: the output would overwrite the input {what}\n"), err
+    assert _unchanged("m.onnx", "m.tcx", "in.npz", "calib.npz") == before
