@@ -198,32 +198,25 @@ def _new_file_mode(target: str) -> int:
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
-    """A file object for ``path`` (``mode`` "w" text in UTF-8, or "wb") that writes a
-    temporary file in the same folder and renames it over ``path`` when the block ends
-    without an exception; otherwise the temporary file is removed and ``path`` untouched."""
-    if mode not in ("w", "wb"):
-        raise ValueError(f"atomic_write: mode must be 'w' or 'wb', not {mode!r}")
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
+    """A path to write ``path``'s new contents to, for a writer that takes a path (a C++
+    one): a temporary file in the same folder, renamed over ``path`` when the block ends
+    without an exception and removed otherwise, so an interrupted write leaves the old
+    file. A device or FIFO (``-o /dev/null``) is written in place: it is its own path."""
     target = os.fspath(path)
     real = os.path.realpath(target)  # through a symlink: the file it names is replaced, not the link
-    encoding = {"encoding": "utf-8"} if mode == "w" else {}
     if os.path.isdir(real):
         raise IsADirectoryError(f"{target}: is a directory")
     if os.path.exists(real) and not stat.S_ISREG(os.stat(real).st_mode):
-        # a device or a FIFO (-o /dev/null): written in place, never replaced by a regular file
-        with open(real, mode, **encoding) as f:
-            yield f
+        yield real  # never replaced by a regular file
         return
-    folder = os.path.dirname(real)
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(real)}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real), prefix=f".{os.path.basename(real)}.", suffix=".tmp")
     except OSError as e:  # named after the file asked for, not the temporary one
         raise type(e)(f"{target}: {e.strerror}") from None
+    os.close(fd)
     try:
-        with os.fdopen(fd, mode, **encoding) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
+        yield tmp
         os.chmod(tmp, _new_file_mode(real))
         try:
             os.replace(tmp, real)
@@ -236,11 +229,17 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[A
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[str]:
-    """A temporary path in ``path``'s folder for a writer that takes a path (a C++ one):
-    renamed over ``path`` when the block ends without an exception, removed otherwise."""
-    with atomic_write(path, "wb") as f:
-        yield f.name
+def atomic_write(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
+    """A file object for ``path`` (``mode`` "w" text in UTF-8, or "wb") writing a temporary
+    file in the same folder, renamed over ``path`` when the block ends without an exception;
+    otherwise the temporary file is removed and ``path`` untouched (:func:`atomic_path`)."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"atomic_write: mode must be 'w' or 'wb', not {mode!r}")
+    with atomic_path(path) as tmp, open(tmp, mode, **({"encoding": "utf-8"} if mode == "w" else {})) as f:
+        yield f
+        f.flush()
+        if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            os.fsync(f.fileno())  # the data on disk before the rename makes it the file
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes | str) -> None:

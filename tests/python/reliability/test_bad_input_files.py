@@ -130,3 +130,18 @@ def test_interrupted_write_leaves_the_old_file(tmp_path):
     assert p.read_text() == "new"
     files.save_npz(tmp_path / "out", {"z": np.zeros(2)})  # exactly the path: no .npz appended
     np.testing.assert_array_equal(files.load_npz(tmp_path / "out")["z"], np.zeros(2))
+
+
+def test_atomic_path_for_a_writer_that_takes_a_path(tmp_path):
+    p = tmp_path / "trace.json"
+    p.write_text("old")
+    with files.atomic_path(p) as tmp:
+        assert os.path.dirname(tmp) == str(tmp_path) and tmp != str(p)
+        with open(tmp, "w") as f:
+            f.write("new")
+        assert p.read_text() == "old"
+    assert p.read_text() == "new" and os.listdir(tmp_path) == ["trace.json"]
+    with files.atomic_path("/dev/null") as tmp:  # a device is written in place, never replaced
+        assert tmp == "/dev/null"
+    with pytest.raises(IsADirectoryError, match=f"{tmp_path}: is a directory"):
+        files.write_bytes(tmp_path, b"x")
