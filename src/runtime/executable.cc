@@ -175,6 +175,7 @@ void ValidateExecutable(const ExecutableSpec& s) {
   // filled it. A step may read only such a buffer, and every output must be one, so no
   // run can return bytes an earlier run (or another executable) left in device memory.
   std::vector<bool> filled(nb, false);
+  for (uint32_t i = 0; i < nb; ++i) filled[i] = s.buffers[i].size == 0;  // nothing to fill
   for (const ExecConstant& k : s.constants) filled[k.buffer] = true;
   for (const ExecIO& e : s.inputs) filled[e.buffer] = true;
   if (s.outputs.empty()) fail("no outputs");
