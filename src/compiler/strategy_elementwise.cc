@@ -281,7 +281,10 @@ const std::map<std::string, EwOp>& Ops() {
           {f32});
     unary("Sign",
           [](PrimExpr x, const OpCall&) {
-            return select(x > Zero(x), C(x, 1), select(x < Zero(x), C(x, -1), Zero(x)));
+            // NaN gives NaN (ne(x, x) holds only for it; an integer is never NaN)
+            return select(x > Zero(x), C(x, 1),
+                          select(x < Zero(x), C(x, -1),
+                                 x.dtype().is_float() ? select(ne(x, x), x, Zero(x)) : Zero(x)));
           },
           {f32, i32});
     DataType b8 = DataType::Bool(), i8 = DataType::Int(8), i16 = DataType::Int(16),
