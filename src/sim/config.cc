@@ -24,7 +24,9 @@ uint64_t parse_size(std::string_view opt, std::string_view v) {
     }
     return false;
   };
-  if (ends("GiB"))
+  if (ends("TiB"))
+    mult = uint64_t(1) << 40;
+  else if (ends("GiB"))
     mult = uint64_t(1) << 30;
   else if (ends("MiB"))
     mult = uint64_t(1) << 20;
@@ -97,8 +99,10 @@ SimConfig SimConfig::from_target(std::string_view target) {
       cfg.cores = int(n);
     } else if (key == "-ddr") {
       cfg.ddr_bytes = parse_size(key, val);
-      if (cfg.ddr_bytes == 0 || cfg.ddr_bytes > arch::tc1::kMaxDdrBytes)
-        usage("target option -ddr: must be 1 byte .. 4GiB");
+      if (cfg.ddr_bytes == 0) usage("target option -ddr: must be at least 1 byte");
+      if (cfg.ddr_bytes > arch::tc1::kMaxDdrBytes)
+        usage("target option -ddr: " + std::string(val) +
+              " is larger than the simulator's limit of 4GiB");
     } else if (key == "-l2") {
       cfg.l2_bytes = parse_size(key, val);
       if (cfg.l2_bytes == 0 || cfg.l2_bytes > arch::tc1::kMaxDdrBytes)

@@ -7,6 +7,17 @@ import sys
 from . import arg, command
 
 
+def _ddr_error(e: Exception, ddr_size) -> str:
+    """The simulator's message about its -ddr option, as one about --ddr_size."""
+    text = str(e)
+    prefix = "target option -ddr: "
+    at = text.find(prefix)
+    if ddr_size is None or at < 0:
+        return text
+    reason = text[at + len(prefix):]
+    return f"--ddr_size {ddr_size}: {reason.removeprefix(f'{ddr_size} is ')}"
+
+
 @command(
     "tdb",
     "debug a compiled model (.tcx), a kernel module (.tcm) or TC1 assembly (.s) on the simulator",
@@ -32,7 +43,7 @@ def _tdb(args) -> int:
         dbg = Debugger(target, inputs=args.inputs, plugins=args.plugins, verbose=args.verbose, sim_target=sim_target,
                        ref_data=args.ref_data)
     except Exception as e:  # noqa: BLE001  (a bad target, inputs file, option or plugin file: one line, no traceback)
-        print(f"tilecore tdb: error: {e}", file=sys.stderr)
+        print(f"tilecore tdb: error: {_ddr_error(e, args.ddr_size)}", file=sys.stderr)
         return 1
     if args.commands is not None:
         dbg.run_commands(args.commands)
@@ -62,6 +73,7 @@ def _check(args) -> int:
     import json
 
     from ..tdb import Debugger
+    from ..tdb.datacheck import BAD, describe
     from ..tdb.model import ModelTarget
     from . import check_outputs
 
@@ -72,13 +84,12 @@ def _check(args) -> int:
         sim_target = f"npu -cores={max(target.cores, 1)}" + (f" -ddr={args.ddr_size}" if args.ddr_size else "")
         out = io.StringIO()
         dbg = Debugger(target, inputs=args.inputs, sim_target=sim_target, ref_data=args.ref_data, stdout=out)
-    except Exception as e:  # noqa: BLE001  (bad files: one line, no traceback)
-        print(f"tilecore check: error: {e}", file=sys.stderr)
+        check = dbg.plugin("data-check")
+        check.set_thresholds(args.set)
+    except Exception as e:  # noqa: BLE001  (bad files or thresholds: one line, no traceback)
+        print(f"tilecore check: error: {_ddr_error(e, args.ddr_size)}", file=sys.stderr)
         return 1
-    check = dbg.plugin("data-check")
     check.stop = False
-    if args.set:
-        dbg.onecmd("check set " + " ".join(args.set))
     dbg.onecmd("run")
     if not dbg.finished:
         print(f"tilecore check: error: the model did not finish: {out.getvalue().strip().splitlines()[-1:]}",
@@ -96,6 +107,9 @@ def _check(args) -> int:
         return 0
     print(f"first divergence: node {first['index'] + 1} `{first['onnx_name']}` ({first['op_type']}, {first['where']}): "
           f"{first['verdict']}")
+    for r in first["outputs"]:
+        if r["status"] in BAD:
+            print(f"  output `{r['name']}`: {describe(r)}")
     for name in rep["wrong_nodes"]:
         print(f"  wrong: `{name}`")
     return 1
@@ -111,8 +125,6 @@ def _check(args) -> int:
     ],
 )
 def _viz(args) -> int:
-    import json
-
     from ..tdb import graphview
     from . import check_outputs
 
@@ -124,10 +136,7 @@ def _viz(args) -> int:
             g = graphview.from_model_target(ModelTarget(args.model))
         else:
             g = graphview.from_onnx(args.model)
-        check = None
-        if args.check:
-            with open(args.check, encoding="utf-8") as f:
-                check = json.load(f)
+        check = graphview.load_check_report(args.check) if args.check else None
         graphview.write(g, args.output, check)
     except (graphview.GraphError, ValueError, OSError) as e:
         print(f"tilecore viz: error: {e}", file=sys.stderr)

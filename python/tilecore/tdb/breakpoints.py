@@ -365,6 +365,11 @@ class BreakpointPlugin(Plugin):
                     test = ("outside", float(test[1]), float(test[2]))
                 except ValueError:
                     raise CommandError(f"range bounds must be numbers, got {test[1]} {test[2]}") from None
+                if np.isnan(test[1]) or np.isnan(test[2]):
+                    raise CommandError(f"outside {words[2]} {words[3]}: a bound is NaN")
+                if test[1] > test[2]:
+                    raise CommandError(f"outside {words[2]} {words[3]}: LO {test[1]:g} is above HI {test[2]:g} "
+                                       "(give outside LO HI with LO <= HI)")
             n = self.next_number
             self.next_number += 1
             target = "any value" if words[0] == "*" else f"value `{words[0]}`"
@@ -401,19 +406,34 @@ class BreakpointPlugin(Plugin):
         self._watch(arg, "access", "awatch")
 
     def _numbers(self, arg, what):
+        """The breakpoint numbers a list names (N, or A-B: the existing breakpoints in that
+        range, never every number of it), each of them existing."""
         nums = []
         for part in re.split(r"[,\s]+", arg.strip()):
             if not part:
                 continue
             if "-" in part[1:]:
                 a, b = part.split("-", 1)
-                nums.extend(range(parse_int(a, "breakpoint number"), parse_int(b, "breakpoint number") + 1))
+                lo, hi = parse_int(a, "breakpoint number"), parse_int(b, "breakpoint number")
+                if lo > hi:
+                    raise CommandError(f"range {part}: {lo} is above {hi} (give LOW-HIGH)")
+                found = [n for n in sorted(self.bps) if lo <= n <= hi]
+                if not found:
+                    raise CommandError(f"no breakpoint numbered {lo} to {hi}" + self._existing())
+                nums.extend(found)
             else:
-                nums.append(parse_int(part, "breakpoint number"))
-        for n in nums:
-            if n not in self.bps:
-                raise CommandError(f"no breakpoint number {n}")
-        return nums
+                n = parse_int(part, "breakpoint number")
+                if n not in self.bps:
+                    raise CommandError(f"no breakpoint number {n}" + self._existing())
+                nums.append(n)
+        return list(dict.fromkeys(nums))
+
+    def _existing(self):
+        if not self.bps:
+            return " (there are none)"
+        nums = sorted(self.bps)
+        shown = ", ".join(map(str, nums if len(nums) <= 8 else nums[:4] + ["..."] + nums[-2:]))
+        return f" (the breakpoints are {shown})"
 
     def _register_failed(self, bp) -> None:
         for sid in bp.stops:

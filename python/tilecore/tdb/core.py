@@ -95,8 +95,9 @@ class Debugger(cmd.Cmd):
             target = ModelTarget(target)
         self.target = target if isinstance(target, Target) else open_target(target, function)
         if isinstance(inputs, (str, bytes)) or hasattr(inputs, "__fspath__"):
-            with np.load(inputs) as z:
-                inputs = {k: z[k] for k in z.files}
+            from ..runtime import files
+
+            inputs = files.load_npz(inputs)
         self.inputs = dict(inputs or {})
         cores = max(self.target.cores, 1)
         self.sim = _sim.Simulator(sim_target or f"npu -cores={cores}", mode=mode)
@@ -743,9 +744,19 @@ class Debugger(cmd.Cmd):
     def evaluate(self, expr: str, core: int | None = None) -> Any:
         """Evaluates a Python expression with registers, pc, core and buffers by name."""
         try:
-            return eval(expr, self.namespace, self.eval_namespace(core))  # noqa: S307
+            code = compile(expr, "<tdb>", "eval")
+        except SyntaxError as e:
+            raise CommandError(f"'{expr}' is not a Python expression ({e.msg})") from None
+        try:
+            return eval(code, self.namespace, self.eval_namespace(core))  # noqa: S307
+        except NameError as e:
+            name = getattr(e, "name", None) or str(e)
+            known = list(self.model.values) if self.model is not None else list(self.symbols)
+            what = "graph value" if self.model is not None else "buffer"
+            raise CommandError(f"`{name}` is not a {what}, a register or a Python name" + _suggest(name, known)) \
+                from None
         except Exception as e:  # noqa: BLE001  (the user's expression)
-            raise CommandError(f"{type(e).__name__}: {e}") from None
+            raise CommandError(f"{expr}: {type(e).__name__}: {e}") from None
 
     def do_quit(self, arg: str) -> bool:
         """q(uit)

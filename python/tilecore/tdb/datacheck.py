@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .model import Node
 
 DEFAULTS = {"rtol": 1e-4, "atol": 1e-5, "cosine": 0.999, "euclid": 0.99}
+BAD = ("different", "shape", "dtype")  # the statuses that fail a node
 
 
 def similarity(ours: npt.ArrayLike, ref: npt.ArrayLike) -> tuple[float, float, float]:
@@ -54,19 +55,28 @@ def similarity(ours: npt.ArrayLike, ref: npt.ArrayLike) -> tuple[float, float, f
 
 
 def compare(ours: npt.ArrayLike, ref: npt.ArrayLike, thresholds: Mapping[str, float] = DEFAULTS) -> dict[str, Any]:
-    """One tensor against its reference: a dict with status equal|close|similar|different|shape."""
+    """One tensor against its reference: a dict with status equal|close|similar|different, or
+    shape (element counts differ) or dtype (an integer against a float: not compared)."""
     ours, ref = np.asarray(ours), np.asarray(ref)
     row = {"shape": list(ours.shape), "ref_shape": list(ref.shape)}
     if ours.size != ref.size:
         row["status"] = "shape"
         return row
-    if ours.dtype.kind in "iub" or ref.dtype.kind in "iub":
+    if (ours.dtype.kind in "iub") != (ref.dtype.kind in "iub") or ours.dtype.kind not in "iubf" or \
+            ref.dtype.kind not in "iubf":
+        # an integer against a float (or anything against a complex or a string): no comparison
+        # says what either means (truncating the floats passed 0.9 against 0)
+        row.update(status="dtype", dtype=str(ours.dtype), ref_dtype=str(ref.dtype))
+        return row
+    if ours.dtype.kind in "iub":
         equal = np.array_equal(ours.reshape(-1).astype(np.int64), ref.reshape(-1).astype(np.int64))
         row["status"] = "equal" if equal else "different"
         if not equal:
             diff = ours.reshape(-1).astype(np.int64) != ref.reshape(-1).astype(np.int64)
             row["mismatches"] = int(diff.sum())
         return row
+    # floats of two widths (an f16 model against an f32 reference): the reference rounded to
+    # the output's precision, so the rounding itself is not a difference
     a, b = ours.reshape(-1), ref.reshape(-1).astype(ours.dtype, copy=False)
     if np.array_equal(a, b, equal_nan=True):
         row.update(status="equal", cosine=1.0, euclid=1.0, max_abs_error=0.0)
@@ -85,6 +95,8 @@ def compare(ours: npt.ArrayLike, ref: npt.ArrayLike, thresholds: Mapping[str, fl
 def describe(row: Mapping[str, Any]) -> str:
     if row["status"] == "shape":
         return f"shape {row['shape']} against the reference's {row['ref_shape']}"
+    if row["status"] == "dtype":
+        return f"dtype {row['dtype']} against the reference's {row['ref_dtype']}"
     if "cosine" in row:
         return (f"{row['status']}: cosine {row['cosine']:.6f}, euclid {row['euclid']:.6f}, "
                 f"max abs error {row['max_abs_error']:.3g}")
@@ -99,10 +111,11 @@ def load_reference(ref_data: Any) -> dict[str, np.ndarray]:
         return {str(k): np.asarray(v) for k, v in ref_data.items()}
     if isinstance(ref_data, (str, os.PathLike)):
         ref_data = [ref_data]
+    from ..runtime import files
+
     out = {}
     for path in ref_data:
-        with np.load(os.fspath(path), allow_pickle=False) as z:
-            out.update({k: z[k] for k in z.files})
+        out.update(files.load_npz(path))
     return out
 
 
@@ -124,14 +137,47 @@ class DataCheckPlugin(Plugin):
         self.tdb.info_handlers["check"] = (self.info_check, None)
 
     def set_reference(self, ref_data: Any) -> None:
-        self.ref = load_reference(ref_data)
+        """Takes the reference data; TargetError when it holds none of the values the model's
+        nodes produce (a check against it would compare nothing and pass)."""
+        from .target import TargetError
+
+        ref = load_reference(ref_data)
+        m = self.tdb.model
+        produced = [o for n in m.nodes for o in n.outputs if o in m.values]
+        if not any(o in ref for o in produced):
+            have = sorted(ref)
+            raise TargetError("the reference holds none of the model's values: it has "
+                              + (", ".join(have[:6]) + (", ..." if len(have) > 6 else "") if have else "no arrays")
+                              + "; the nodes produce " + ", ".join(produced[:6]) + (", ..." if len(produced) > 6 else ""))
+        self.ref = ref
+
+    def set_thresholds(self, words: list[str]) -> None:
+        """Sets thresholds from NAME=X words (rtol, atol, cosine, euclid); CommandError naming
+        the word that is not one, or whose X is not a number >= 0."""
+        new = dict(self.thresholds)
+        for w in words:
+            k, sep, v = w.partition("=")
+            if not sep or k not in new:
+                raise CommandError(f"expected NAME=X with NAME one of {', '.join(new)}, got '{w}'")
+            try:
+                x = float(v)
+            except ValueError:
+                raise CommandError(f"{k}: expected a number, got '{v}'") from None
+            if not x >= 0 or x == float("inf"):
+                raise CommandError(f"{k}: expected a finite number >= 0, got '{v}'")
+            new[k] = x
+        self.thresholds = new
 
     def on_start(self) -> None:
         self.results = {}
         self.first = None
 
     def _value(self, name):
-        return self.tdb.model.read_value(self.tdb.sim, name)
+        m = self.tdb.model
+        a = m.read_value(self.tdb.sim, name)
+        if m.buffers[m.values[name].buffer]["dtype"] == "bfloat16":  # held as its uint16 bits
+            a = (a.astype(np.uint32) << 16).view(np.float32)
+        return a
 
     def after_node(self, node: Node) -> list[str] | None:
         t = self.tdb
@@ -147,7 +193,7 @@ class DataCheckPlugin(Plugin):
         for o in outs:
             row = compare(self._value(o), self.ref[o], self.thresholds)
             res["outputs"].append(dict(row, name=o))
-        bad = [r for r in res["outputs"] if r["status"] in ("different", "shape")]
+        bad = [r for r in res["outputs"] if r["status"] in BAD]
         if not bad:
             res["status"] = "pass"
             self.results[node.index] = res
@@ -157,7 +203,7 @@ class DataCheckPlugin(Plugin):
             if i in self.ref and i in t.model.values:
                 row = compare(self._value(i), self.ref[i], self.thresholds)
                 res["inputs"].append(dict(row, name=i))
-        differ = [r["name"] for r in res["inputs"] if r["status"] in ("different", "shape")]
+        differ = [r["name"] for r in res["inputs"] if r["status"] in BAD]
         res["inputs_match"] = not differ
         if differ:
             res["verdict"] = f"this node's inputs already differ ({', '.join(differ)})"
@@ -218,14 +264,7 @@ class DataCheckPlugin(Plugin):
             t.message(f"data-check {'stops' if self.stop else 'does not stop'} at divergences")
             return
         if words[0] == "set":
-            for w in words[1:]:
-                k, sep, v = w.partition("=")
-                if not sep or k not in self.thresholds:
-                    raise CommandError(f"expected NAME=X with NAME one of {', '.join(self.thresholds)}, got '{w}'")
-                try:
-                    self.thresholds[k] = float(v)
-                except ValueError:
-                    raise CommandError(f"{k}: expected a number, got '{v}'") from None
+            self.set_thresholds(words[1:])
             t.message("thresholds " + ", ".join(f"{k}={v:g}" for k, v in self.thresholds.items()))
             return
         t.require_started()

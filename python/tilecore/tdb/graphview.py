@@ -12,7 +12,9 @@ other constants are left out. Rendering needs Graphviz's ``dot`` (Debian package
 from __future__ import annotations
 
 import html
+import json
 import os
+import re
 import shutil
 import subprocess
 from typing import TYPE_CHECKING, Any, Mapping
@@ -28,8 +30,32 @@ class GraphError(ValueError):
     """A model that cannot be drawn, or a renderer that is missing."""
 
 
+# A node's label shows at most this many characters of its name; the tooltip has all of it.
+LABEL_CHARS = 60
+# dot's lexer takes a quoted string of at most 16 KiB: longer text is split into pieces
+# joined with DOT's `+` (concatenation of quoted strings).
+_PIECE = 4096
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _visible(text):
+    """``text`` with each control character (NUL, ESC, ...: DOT and SVG cannot hold them)
+    shown as ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
 def _q(text):
-    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """``text`` as a DOT quoted string: control characters shown as \\xNN, quotes and
+    backslashes escaped, long text in concatenated pieces."""
+    t = _visible(text)
+    pieces = [t[i:i + _PIECE] for i in range(0, len(t), _PIECE)] or [""]
+    return " + ".join('"' + p.replace("\\", "\\\\").replace('"', '\\"') + '"' for p in pieces)
+
+
+def _short(name):
+    """A node's name as its label shows it: at most LABEL_CHARS characters."""
+    t = _visible(name)
+    return t if len(t) <= LABEL_CHARS else t[:LABEL_CHARS - 1] + "\u2026"
 
 
 class GraphSpec:
@@ -115,6 +141,27 @@ def onnx_placement(model: Any) -> dict[str, str]:
     return out
 
 
+def load_check_report(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A ``tilecore check --report`` file, checked for what the drawing reads: an object whose
+    ``nodes`` is a list of objects, each with the ``onnx_name`` and ``status`` strings (and
+    ``inputs_match`` a bool when given). GraphError naming the file otherwise."""
+    from ..runtime import files
+
+    name = os.fspath(path)
+    try:
+        rep = files.load_json(name)
+    except (OSError, ValueError) as e:
+        raise GraphError(str(e) if str(e).startswith(name) else f"{name}: {e}") from None
+    if not isinstance(rep, dict) or not isinstance(rep.get("nodes"), list):
+        raise GraphError(f"{name}: not a tilecore check report (an object whose `nodes` lists the nodes checked)")
+    for i, r in enumerate(rep["nodes"]):
+        if not (isinstance(r, dict) and isinstance(r.get("onnx_name"), str) and isinstance(r.get("status"), str)
+                and isinstance(r.get("inputs_match", False), bool)):
+            raise GraphError(f"{name}: not a tilecore check report: node entry {i} is {json.dumps(r)[:80]}, not an "
+                             "object with the strings `onnx_name` and `status` (and the bool `inputs_match`)")
+    return rep
+
+
 def to_dot(g: GraphSpec, check: Mapping[str, Any] | None = None) -> str:
     """DOT text. ``check`` is a data-check report (``tilecore check --report``) or None."""
     failed = {}
@@ -125,9 +172,11 @@ def to_dot(g: GraphSpec, check: Mapping[str, Any] | None = None) -> str:
              '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11, height=0.3];',
              '  edge [fontname="Helvetica", fontsize=8, color="#555555", arrowsize=0.6];']
     for name in g.inputs:
-        lines.append(f'  {_q("in:" + name)} [label={_q(name)}, shape=ellipse, fillcolor="#eeeeee"];')
+        lines.append(f'  {_q("in:" + name)} [label={_q(_short(name))}, tooltip={_q(name)}, shape=ellipse, '
+                     'fillcolor="#eeeeee"];')
     for name in g.outputs:
-        lines.append(f'  {_q("out:" + name)} [label={_q(name)}, shape=ellipse, fillcolor="#eeeeee"];')
+        lines.append(f'  {_q("out:" + name)} [label={_q(_short(name))}, tooltip={_q(name)}, shape=ellipse, '
+                     'fillcolor="#eeeeee"];')
     for n in g.nodes:
         fill = COLOURS.get(n["where"], "#ffffff")
         extra = ', style="rounded,dashed"' if n["where"] == "folded" else ""
@@ -135,9 +184,9 @@ def to_dot(g: GraphSpec, check: Mapping[str, Any] | None = None) -> str:
             wrong = failed[n["name"]]
             fill = FAILED if wrong else FAILED_INHERITED
             extra += ', penwidth=3, color="#a50f15"' if wrong else ', color="#a50f15"'
-        label = f"{n['name']}\\n{n['op_type']} · {n['where']}"
-        lines.append(f'  {_q(n["id"])} [label="{_esc(n["name"])}\\n{_esc(n["op_type"])} · {n["where"]}", '
-                     f'fillcolor="{fill}"{extra}, tooltip={_q(label)}];')
+        label = f'{_q(_short(n["name"]))} + "\\n" + {_q(_short(n["op_type"]) + " · " + n["where"])}'
+        tooltip = f'{_q(n["name"])} + "\\n" + {_q(n["op_type"] + " · " + n["where"])}'
+        lines.append(f'  {_q(n["id"])} [label={label}, fillcolor="{fill}"{extra}, tooltip={tooltip}];')
     for a, b, v in g.edges:
         lines.append(f"  {_q(a)} -> {_q(b)} [tooltip={_q(v)}];")
     legend = [("npu", COLOURS["npu"]), ("host", COLOURS["host"]), ("view", COLOURS["view"]),
@@ -150,10 +199,6 @@ def to_dot(g: GraphSpec, check: Mapping[str, Any] | None = None) -> str:
     lines.append("  }")
     lines.append("}")
     return "\n".join(lines) + "\n"
-
-
-def _esc(text):
-    return str(text).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def render(dot_text: str, fmt: str) -> bytes:

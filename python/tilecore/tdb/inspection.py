@@ -4,6 +4,7 @@ value of a model) and set."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,10 @@ from .plugins import SPACES, DTYPES, Plugin, complete_words, parse_format, parse
 
 if TYPE_CHECKING:
     from .core import Debugger
+
+# What one x shows at most: a memory dump of more is not read by anyone (and a count of
+# 10^11 would allocate without bound before printing).
+MAX_EXAMINE_BYTES = 64 << 20
 
 
 def summarize(arr: np.ndarray, full: bool = False) -> str:
@@ -32,6 +37,37 @@ def summarize(arr: np.ndarray, full: bool = False) -> str:
     else:
         stats = f"min {flat.min()} max {flat.max()}"
     return f"{arr.size} elements, {stats}\nflat: {head}"
+
+
+def fit_dtype(value: Any, dtype: str, where: str) -> np.ndarray:
+    """``value`` (a number or an array) as a flat array of ``dtype`` (bfloat16: as float32),
+    or CommandError naming ``where`` when a value does not fit: a fraction or a number out of
+    range for an integer type, a finite number that would become infinite in a float type."""
+    target = np.dtype("float32" if dtype == "bfloat16" else dtype)
+    a = np.asarray(value)
+    if a.dtype.kind not in "biuf":
+        raise CommandError(f"{where} = {value!r}: not a number (or an array of numbers) for {dtype}")
+    a = a.reshape(-1)
+    if target.kind in "iub":
+        if a.dtype.kind == "f":
+            bad = ~np.isfinite(a) | (a != np.trunc(a))
+            if bad.any():
+                raise CommandError(f"{where} = {a[bad][0].item()!r}: {dtype} holds integers only")
+        info = np.iinfo(target) if target.kind != "b" else None
+        lo, hi = (info.min, info.max) if info is not None else (0, 1)
+        wide = a.astype(np.float64) if a.dtype.kind == "f" else a.astype(object)
+        bad = (wide < lo) | (wide > hi)
+        if np.asarray(bad, bool).any():
+            raise CommandError(f"{where} = {a[np.asarray(bad, bool)][0].item()!r}: outside {dtype}'s range "
+                               f"[{lo}, {hi}]")
+        return a.astype(target)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = a.astype(target)
+    bad = np.isinf(out) & np.isfinite(a.astype(np.float64))
+    if bad.any():
+        raise CommandError(f"{where} = {a[bad][0].item()!r}: larger than {dtype} holds (its largest finite value is "
+                           f"{np.finfo(target).max:g})")
+    return out
 
 
 class DisplayPlugin(Plugin):
@@ -337,7 +373,12 @@ class InfoPlugin(Plugin):
                 shape = t.symbols[words[0]].shape
             else:
                 shape = (max((nbytes or 16) // itemsize, 1),)
-        raw = t.sim.read(space, addr, int(np.prod(shape)) * itemsize, "uint8", core=core)
+        count = math.prod(shape)
+        if count * itemsize > MAX_EXAMINE_BYTES:
+            raise CommandError(f"{'x/' + fmt if fmt else 'x'} {words[0]}: {count} elements of {dtype} "
+                               f"({count * itemsize} bytes); x shows at most {MAX_EXAMINE_BYTES} bytes at once "
+                               "(give a smaller COUNT, or examine it in parts)")
+        raw = t.sim.read(space, addr, count * itemsize, "uint8", core=core)
         if dtype == "bfloat16":
             arr = (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(shape)
         else:
@@ -363,6 +404,10 @@ class InfoPlugin(Plugin):
         full = name.startswith("/full ")
         if full:
             name = name[6:].strip()
+        elif name.startswith("/") and (t.model is None or name not in t.model.values):  # (ONNX names may be /a/b)
+            fmt = name.split()[0]
+            raise CommandError(f"unknown format {fmt} (print takes /full: all of a value; x/FMT VALUE shows its "
+                               "bytes as another type)")
         if not name:
             raise CommandError("usage: p[/full] VALUE | p EXPR")
         m = t.model
@@ -425,18 +470,19 @@ class InfoPlugin(Plugin):
             r = int(m.group(1))
             if not 0 < r < 32:
                 raise CommandError(f"x{r}: registers x1..x31 can be set (x0 is always 0)")
-            t.sim.set_xreg(core, r, int(value) & 0xFFFFFFFF)
-            t.message(f"x{r} = {int(value) & 0xFFFFFFFF:#x} (core {core})")
+            word = fit_dtype(value, "int64", lhs).reshape(-1)
+            if word.size != 1 or not -(1 << 31) <= int(word[0]) < (1 << 32):
+                raise CommandError(f"x{r} = {rhs}: a register holds one 32-bit word (-2^31 .. 2^32-1)")
+            t.sim.set_xreg(core, r, int(word[0]) & 0xFFFFFFFF)
+            t.message(f"x{r} = {int(word[0]) & 0xFFFFFFFF:#x} (core {core})")
             return
         space, addr, nbytes, sym_dtype, sym_core = parse_location(t, lhs)
         dtype = dtype or (sym_dtype.name if sym_dtype is not None else None)
         if dtype is None:
             raise CommandError(f"give the type to write: set/TYPE {lhs} = ...")
+        data = fit_dtype(value, dtype, lhs)
         if dtype == "bfloat16":
-            f = np.asarray(value, np.float32).reshape(-1)
-            data = (f.view(np.uint32) >> 16).astype(np.uint16)
-        else:
-            data = np.asarray(value).astype(dtype).reshape(-1)
+            data = (data.view(np.uint32) >> 16).astype(np.uint16)
         if nbytes is not None and data.nbytes < nbytes and data.size == 1:
             data = np.repeat(data, nbytes // data.itemsize)
         if nbytes is not None and data.nbytes > nbytes:

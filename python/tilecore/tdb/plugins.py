@@ -18,7 +18,6 @@ instruction); the built-in ones do not, so ``continue`` runs at the simulator's 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 from typing import TYPE_CHECKING, Any, Iterable
@@ -86,14 +85,37 @@ class Plugin:
 
 
 def load_plugin_file(path: str | os.PathLike[str]) -> list[type[Plugin]]:
-    """The Plugin subclasses defined in a Python file."""
+    """The Plugin subclasses defined in a Python file (a regular ``.py`` file: a folder, a
+    device or another kind of file is refused by name before anything of it runs)."""
+    import sys
+    import types
+
+    from ..runtime import files
+
     path = os.fspath(path)
     if not os.path.exists(path):
         raise CommandError(f"plugin file {path} does not exist")
+    if os.path.isdir(path):
+        raise CommandError(f"plugin file {path} is a folder (give the Python files in it: --plugins {path}/NAME.py)")
+    if not path.endswith(".py"):
+        raise CommandError(f"plugin file {path} is not a Python file (.py)")
+    try:
+        source = files.read_text(path)
+    except (OSError, ValueError) as e:
+        raise CommandError(f"plugin file {e}") from None
     name = "tdb_plugin_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    try:
+        code = compile(source, path, "exec")
+    except SyntaxError as e:
+        raise CommandError(f"plugin file {path}, line {e.lineno}: {e.msg}") from None
+    mod = types.ModuleType(name)
+    mod.__file__ = path
+    sys.modules[name] = mod  # (dataclasses and pickling look a class's module up)
+    try:
+        exec(code, mod.__dict__)  # noqa: S102  (the user's own plugin)
+    except Exception as e:  # noqa: BLE001  (whatever the file raises while it loads)
+        sys.modules.pop(name, None)
+        raise CommandError(f"plugin file {path}: {type(e).__name__}: {e}") from None
     found = [v for v in vars(mod).values() if isinstance(v, type) and issubclass(v, Plugin) and v.__module__ == name]
     if not found:
         raise CommandError(f"plugin file {path} defines no subclass of tilecore.tdb.Plugin")

@@ -242,7 +242,7 @@ def test_bad_commands_are_errors_not_crashes(module_path):
         "x ddr:0xffffffff+64": "x: host access",
         "set x0 = 1": "set: x0: registers x1..x31",
         "set x5": "set: usage",
-        "set x5 = undefined_name": "set: NameError: name 'undefined_name' is not defined",
+        "set x5 = undefined_name": "set: `undefined_name` is not a buffer, a register or a Python name",
         "info nothing": "info: unknown subcommand 'nothing'",
         "next -3": "next: count must be >= 1",
         "next many": "next: count must be an integer",
