@@ -5,7 +5,8 @@
  *
  * Col2Im's image shape is the output's (static); its block shape is read from the
  * block_shape input when the kernel runs, so only the block's element count
- * (input dim 1 / C) must be static.
+ * (input dim 1 / C) must be static; a block shape that gives another block size or
+ * column count than the input's fails the run.
  */
 #include <algorithm>
 
@@ -50,6 +51,29 @@ PrimFunc LowerCol2Im(const OpCall& call) {
     PrimExpr span = I32(dil[d]) * (bd[d] - I32(1)) + I32(1);
     nb[d] = floordiv(I32(img[d] + pads[d] + pads[d + S]) - span, I32(stride[d])) + I32(1);
   }
+  // the block shape read must give the input's block size and column count (ONNX Runtime
+  // fails such a run too); checked before any division by it
+  std::vector<Stmt> check;
+  PrimExpr block = I32(1), columns = I32(1);
+  for (size_t d = 0; d < S; ++d) {
+    check.push_back(IfThenElse(bd[d] < I32(1) || nb[d] < I32(1),
+                               Fail("Col2Im: block_shape element " + std::to_string(d) +
+                                        " is %d when the model runs, which gives %d blocks "
+                                        "along spatial dim " +
+                                        std::to_string(d) + "; each must be at least 1",
+                                    {bd[d], nb[d]})));
+    block = block * bd[d];
+    columns = columns * nb[d];
+  }
+  std::vector<PrimExpr> read(bd.begin(), bd.end());
+  read.push_back(block);
+  read.push_back(columns);
+  check.push_back(IfThenElse(
+      ne(block, I32(K)) || ne(columns, I32(L)),
+      Fail("Col2Im: block_shape is " + ValuesFormat(static_cast<int64_t>(S)) +
+               " when the model runs: %d elements per block and %d columns, where the input has " +
+               std::to_string(K) + " per channel and " + std::to_string(L) + " columns",
+           read)));
   Stmt clear =
       Loop("o", Numel(os), [&](PrimExpr o) { return BufferStore(Y, make_zero(Y->dtype), {o}); });
   Stmt add = Loop("e", N * CK * L, [&](PrimExpr e) {
@@ -72,7 +96,7 @@ PrimFunc LowerCol2Im(const OpCall& call) {
     }
     return IfThenElse(inside, BufferStore(Y, BufferLoad(Y, {at}) + BufferLoad(X, {e}), {at}));
   });
-  return MakeFunc(call, p, Seq({clear, add}));
+  return MakeFunc(call, p, Seq({Seq(check), clear, add}));
 }
 
 // LRN: x / (bias + alpha / size * (sum of x^2 over the size channels around))^beta

@@ -512,7 +512,9 @@ std::string CheckDropout(const std::string& op, const Map<String, Any>& attrs,
                          const std::vector<TensorSpec>& in) {
   std::string w = NeedInputs(op, in, 1, 3);
   if (!w.empty()) return w;
-  if (AttrInt(attrs, "training_mode", 0) != 0)
+  // training_mode: the attribute the driver sets from a constant input or a checked one
+  if (AttrInt(attrs, "training_mode", 0) != 0 ||
+      (in.size() > 2 && in[2].defined() && !HasAttr(attrs, "training_mode")))
     return "Dropout: training mode draws random numbers; only inference (training_mode 0) runs";
   return "";
 }

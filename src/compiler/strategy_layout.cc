@@ -638,8 +638,10 @@ std::string CheckDropout(const std::string& op, const Map<String, Any>& attrs,
                          const std::vector<TensorSpec>& inputs) {
   if (inputs.empty() || !inputs[0].defined()) return "Dropout: input 0 is missing";
   // training_mode (an input from opset 12) is only known when running: the npu takes
-  // the inference form only, where it is absent
-  if (AttrInt(attrs, "training_mode", 0) != 0 || (inputs.size() > 2 && inputs[2].defined()))
+  // the inference form only, where it is absent, or the attribute (the driver's, from a
+  // constant input or a checked one) is 0
+  if (AttrInt(attrs, "training_mode", 0) != 0 ||
+      (inputs.size() > 2 && inputs[2].defined() && !HasAttr(attrs, "training_mode")))
     return "Dropout: training mode draws random numbers; only inference runs on the npu";
   return CheckDTypes(
       {inputs[0]},

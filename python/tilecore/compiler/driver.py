@@ -15,7 +15,9 @@ The steps, in order (docs/compiler.md, "The driver"):
 2. static shapes: every value a step touches must have one (``input_shapes`` binds the
    symbolic dimensions), found by inference: a shape only the model declares is refused
    unless a kernel checks it when the model runs (a reduction's axes read on the host,
-   a ``CheckInput`` step for a shape input, ``input_checks.py``);
+   a ``CheckInput`` step for a shape input, ``input_checks.py``); indices not constant
+   get a ``CheckIndices`` step (an index out of range fails the run), constant ones are
+   checked now;
 3. partition: each node runs on the npu (``compiler.HasStrategy`` is ""), on the host
    (``compiler.HasHostKernel`` is "", the npu's reason recorded), is a free view
    (Reshape, Flatten, Squeeze, Unsqueeze, Identity: its output aliases its input's
@@ -46,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..ffi._base import _ffi_core
-from .input_checks import SHAPE_INPUTS
+from .input_checks import INDEX_INPUTS, SHAPE_INPUTS, VALUE_INPUTS
 
 if TYPE_CHECKING:
     from ..runtime import Executable
@@ -155,6 +157,7 @@ CONSTANT_INPUT_ATTRS = {
     "CumSum": ((1, "axis", "int"),),
     "CumProd": ((1, "axis", "int"),),
     "Pow": ((1, "tc_exponent", "scalar"),),  # a one-element exponent (2: x * x)
+    "Dropout": ((2, "training_mode", "int"),),  # (not a constant: input_checks.VALUE_INPUTS)
     **{op: ((1, "axes", "ints"),) for op in _REDUCE_OPS},
 }
 
@@ -201,8 +204,8 @@ def _unknown_inputs(nd) -> list[int]:
     out = []
     for i, attr, kind in CONSTANT_INPUT_ATTRS.get(nd.op, ()):
         if kind == "scalar" or attr in nd.attrs or i in RUN_TIME_INPUTS.get(nd.op, ()) or \
-                SHAPE_INPUTS.get(nd.op) == i:
-            continue  # ("scalar": a faster form when known, the input is read anyway; SHAPE_INPUTS: checked)
+                SHAPE_INPUTS.get(nd.op) == i or VALUE_INPUTS.get(nd.op, (None,))[0] == i:
+            continue  # ("scalar": a faster form when known, the input is read anyway; SHAPE_INPUTS, VALUE_INPUTS: checked)
         if nd.op == "Resize" and i == 1 and nd.attrs.get("coordinate_transformation_mode") != "tf_crop_and_resize":
             continue  # roi is read only by that mode
         v = nd.ins[i] if i < len(nd.ins) else None
@@ -280,6 +283,50 @@ def _input_check(nd, info):
     attrs = {**check[1], "tc_what": f"node `{nd.name or f'{nd.op}_{nd.index}'}` ({nd.op}): input {i} `{v.name}`",
              "tc_shape": ", ".join(_text_of_type(o.type) for o in nd.outs if str(o.name))}
     step = _make_node(f"{nd.name or nd.op}/check_input{i}", "CheckInput", [v], [], attrs)
+    step.where, step.in_specs = "host", [nd.in_specs[i]]
+    return step
+
+
+def _value_check(nd):
+    """For a node of VALUE_INPUTS whose input is not a constant: the CheckInput step that fails a
+    run feeding another value than the one compiled for (set in ``nd.attrs``); else None."""
+    from .input_checks import value_check
+
+    got = value_check(nd.op, 0)
+    if got is None or got[0] >= len(nd.ins) or nd.ins[got[0]] is None or nd.ins[got[0]].data is not None:
+        return None
+    i, attr, value, _ = got
+    v = nd.ins[i]
+    k = int(np.prod(list(nd.in_specs[i].shape), dtype=np.int64))
+    if attr in nd.attrs or k == 0:
+        return None
+    attrs = {**value_check(nd.op, k)[3], "tc_what": f"node `{nd.name or f'{nd.op}_{nd.index}'}` ({nd.op}): input {i} "
+             f"`{v.name}`", "tc_shape": ""}
+    nd.attrs[attr] = value
+    step = _make_node(f"{nd.name or nd.op}/check_input{i}", "CheckInput", [v], [], attrs)
+    step.where, step.in_specs = "host", [nd.in_specs[i]]
+    return step
+
+
+def _index_check(nd, info):
+    """For a node of INDEX_INPUTS: the CheckIndices step that fails a run whose indices are out
+    of range (indices computed while the model runs), why constant indices are out of range
+    (a string), or None."""
+    from .input_checks import index_check, index_error
+
+    i = INDEX_INPUTS.get(nd.op)
+    if i is None or i >= len(nd.ins) or nd.ins[i] is None or not nd.ins or nd.ins[0] is None:
+        return None
+    v, data_shape = nd.ins[i], info[str(nd.ins[0].name)][0]
+    what = f"input {i} `{v.name}`"
+    if v.data is not None:
+        why = index_error(nd.op, nd.attrs, data_shape, v.numpy())
+        return f"{what}: {why}" if why else None
+    attrs = index_check(nd.op, nd.attrs, data_shape, info[str(v.name)][0])
+    if isinstance(attrs, str):
+        return f"{what}: {attrs}"
+    attrs["tc_what"] = f"node `{nd.name or f'{nd.op}_{nd.index}'}` ({nd.op}): {what}"
+    step = _make_node(f"{nd.name or nd.op}/check_indices{i}", "CheckIndices", [v], [], attrs)
     step.where, step.in_specs = "host", [nd.in_specs[i]]
     return step
 
@@ -411,9 +458,14 @@ def _py(v):
 def _shape_dtype(value, where):
     from ..frontend import static_shape
 
+    from ..ir.graph import OptionalType, SequenceType
+
     shape = static_shape(value)
     t = getattr(value, "type", None)
     dtype = getattr(t, "dtype", None)
+    if isinstance(t, (SequenceType, OptionalType)):
+        kind = "a sequence" if isinstance(t, SequenceType) else "an optional"
+        raise CompileError(f"{where}: value `{value.name}` is {kind} ({t}); tilecore compiles tensors only")
     if shape is None or dtype is None:
         raise CompileError(f"{where}: value `{value.name}` has no static shape ({t}); give the model's symbolic "
                            "dimensions with input_shapes={name: shape}")
@@ -640,7 +692,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     opsets = {str(k): int(v) for k, v in graph.opsets.items()}
     nodes = [_Node(i, n, opsets) for i, n in enumerate(graph.nodes)]
     declared_only = _declared_only(graph)
-    checks = {}  # id(node) -> the CheckInput step that runs before it
+    checks = {}  # id(node) -> the CheckInput and CheckIndices steps that run before it
     info = {}  # value name -> (shape, dtype)
     for v in graph.inputs:
         info[str(v.name)] = _shape_dtype(v, f"graph input `{v.name}`")
@@ -664,6 +716,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             unsupported.append(f"  node `{nd.name}` ({nd.op}): {str(e).splitlines()[0]}")
             continue
         _fold_constant_inputs(nd)
+        value = _value_check(nd)
+        if value is not None:  # compiled for one value of the input, checked when it runs
+            checks.setdefault(id(nd), []).append(value)
         run_time, unknown = _run_time_inputs(nd), _unknown_inputs(nd)
         if unknown:
             unsupported.append(f"  node `{nd.name}` ({nd.op}): " + "; ".join(
@@ -676,8 +731,14 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             if not isinstance(check, _Node):
                 unsupported.append(f"  node `{nd.name}` ({nd.op}): {_declared_only_reason(nd, unchecked, check)}")
                 continue
-            checks[id(nd)] = check  # compiled for the declared shape, checked when it runs
+            checks[id(nd)] = [check]  # compiled for the declared shape, checked when it runs
             unchecked = None
+        index_check = _index_check(nd, info)
+        if isinstance(index_check, str):
+            unsupported.append(f"  node `{nd.name}` ({nd.op}): {index_check}")
+            continue
+        if index_check is not None:  # indices out of range fail the run, not clamped
+            checks.setdefault(id(nd), []).append(index_check)
         if (nd.op in VIEW_OPS and not keep_intermediates and nd.ins and nd.ins[0] is not None
                 and str(nd.outs[0].name) not in graph_outputs and nd.ins[0].data is None):
             nd.where = "view"
@@ -791,7 +852,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     if shared_quantised and fuse:
         copied = _shared.copy_inputs(nodes, info, TensorSpec, lowers)
 
-    nodes = [x for nd in nodes for x in ([checks[id(nd)]] if id(nd) in checks else []) + [nd]]
+    nodes = [x for nd in nodes for x in checks.get(id(nd), []) + [nd]]
 
     # ---- lower and build ----------------------------------------------------------------
     t0 = time.perf_counter()

@@ -13,6 +13,13 @@ that gives another shape fails the run with a ValueError naming the node and the
     check = input_check(nd, shapes)   # (input index, the CheckInput attributes), a reason, or None
 
 Other ops whose shape only the declaration gives are refused by the driver.
+
+Two more checks of inputs the kernels cannot take as they come: an input compiled as one
+value (Dropout's ``training_mode``, compiled for inference: ``VALUE_INPUTS``), checked by
+a ``CheckInput`` step when not a constant; and indices (Gather, GatherElements, GatherND,
+Scatter, ScatterElements, ScatterND: ``INDEX_INPUTS``), which ONNX makes an error out of
+range where the npu kernels would clamp them: constant ones checked when compiling
+(``index_error``), others by a ``CheckIndices`` step before the node (``index_check``).
 """
 
 from __future__ import annotations
@@ -157,3 +164,86 @@ def input_check(op: str, attrs: Mapping[str, Any], in_shapes: Sequence[Sequence[
     except (IndexError, TypeError, ValueError, ZeroDivisionError) as e:
         return f"the shapes do not fit {op} ({e})"
     return (i, got) if isinstance(got, dict) else got
+
+
+# ---- one value ------------------------------------------------------------------------------
+# op -> (input, attribute, value, why): an input the kernels take as one value, compiled as
+# that attribute. When the input is a constant the driver copies it into the attribute (and
+# the strategies refuse another value); when it is computed while the model runs, the node
+# is compiled for the value and a ``CheckInput`` step fails a run that feeds another.
+VALUE_INPUTS = {
+    "Dropout": (2, "training_mode", 0, "tilecore compiles Dropout for inference only (training mode draws "
+                "random numbers), which"),
+}
+
+
+def value_check(op: str, k: int) -> tuple[int, str, int, dict[str, Any]] | None:
+    """For an input of VALUE_INPUTS of ``k`` elements: ``(input index, attribute, value,
+    CheckInput attributes without tc_what)``; None when ``op`` has none."""
+    got = VALUE_INPUTS.get(op)
+    if got is None:
+        return None
+    i, attr, value, why = got
+    return i, attr, value, {**_values([[value]] * k), "tc_reason": why}
+
+
+# ---- indices -------------------------------------------------------------------------------
+# op -> the input whose values index the data (input 0). ONNX makes an index outside
+# [-n, n) an error; the npu kernels clamp such an index (or drop the update), so the driver
+# checks constant indices when compiling (index_error) and puts a ``CheckIndices`` step
+# (src/compiler/host_check.cc) before a node whose indices are computed while the model runs.
+INDEX_INPUTS = {"Gather": 1, "GatherElements": 1, "GatherND": 1, "Scatter": 1, "ScatterElements": 1, "ScatterND": 1}
+
+
+def index_bounds(op: str, attrs: Mapping[str, Any], data_shape: Sequence[int],
+                 indices_shape: Sequence[int]) -> tuple[list[int], list[int]] | str:
+    """The length of the data axis each index selects along, and that axis.
+
+    :returns: ``(bounds, axes)``: element e of the indices must lie in
+        ``[-bounds[e % len(bounds)], bounds[e % len(bounds)])``; or why the shapes do not fit.
+    """
+    rank = len(data_shape)
+    if op in ("GatherND", "ScatterND"):
+        b = int(attrs.get("batch_dims", 0)) if op == "GatherND" else 0
+        k = int(indices_shape[-1]) if indices_shape else 0
+        if not indices_shape or k < 1 or b + k > rank:
+            return f"index tuples of {k} elements after {b} batch dims for data of rank {rank}"
+        axes = list(range(b, b + k))
+    else:
+        axis = int(attrs.get("axis", 0))
+        axis = axis + rank if axis < 0 else axis
+        if not 0 <= axis < rank:
+            return f"axis {attrs.get('axis', 0)} is out of range for data of rank {rank}"
+        axes = [axis]
+    return [int(data_shape[a]) for a in axes], axes
+
+
+def index_error(op: str, attrs: Mapping[str, Any], data_shape: Sequence[int], indices: Any) -> str | None:
+    """Why constant ``indices`` of ``op`` are out of range for data of ``data_shape``, or None."""
+    import numpy as np
+
+    a = np.asarray(indices)
+    got = index_bounds(op, attrs, data_shape, a.shape)
+    if isinstance(got, str):
+        return got
+    if a.size == 0:
+        return None
+    bounds, axes = got
+    b = np.resize(np.asarray(bounds, np.int64), a.size).reshape(a.shape)
+    bad = np.argwhere((a < -b) | (a >= b))
+    if not len(bad):
+        return None
+    at = tuple(int(x) for x in bad[0])
+    n, axis = int(b[at]), axes[at[-1] if len(axes) > 1 else 0]
+    where = f" at ({', '.join(map(str, at))})" if at else ""
+    return (f"index {int(a[at])}{where} is out of range: axis {axis} of the data has {n} elements, so an index "
+            f"must be in [{-n}, {n - 1}]")
+
+
+def index_check(op: str, attrs: Mapping[str, Any], data_shape: Sequence[int],
+                indices_shape: Sequence[int]) -> dict[str, Any] | str:
+    """The CheckIndices attributes (without ``tc_what``) for indices computed while the model runs."""
+    got = index_bounds(op, attrs, data_shape, indices_shape)
+    if isinstance(got, str):
+        return got
+    return {"tc_bounds": got[0], "tc_axes": got[1]}
