@@ -10,6 +10,13 @@ FoldConstants.
 Errors are ONNXImportError (a ValueError) or NotImplementedError (an op, attribute
 or dtype tilecore does not support) and name the file, the node, the op type and
 the opset; nothing a file holds makes the importer crash.
+
+A model file is held to ONNX's own rules where ONNX Runtime holds it to them (the op's
+ONNX schema from ``onnx.defs`` at the model's opset): the IR version, each name defined
+once, attribute types, input and output counts, tensor or sequence where the schema
+says so, no undefined element types in the graph's signature, and no op whose
+definition at the model's opset is older than the one tilecore implements (Add before
+opset 7 broadcast differently).
 """
 from __future__ import annotations
 
@@ -20,9 +27,12 @@ import numpy as np
 
 from ..ffi import error as _error
 from ..ir import graph as G
+from ..ir.ops.registry import kind_mismatch, onnx_schema
 
 #: The oldest default-domain opset the importer takes.
 MIN_OPSET = 1
+#: The oldest IR version the importer takes (ONNX Runtime's oldest).
+MIN_IR_VERSION = 3
 
 
 class ImportError_(_error.ValueError):  # noqa: N801  (not the builtin ImportError)
@@ -173,10 +183,101 @@ def _sparse_to_array(sp, where: str):
 # ---------------------------------------------------------------------------
 # Graphs
 # ---------------------------------------------------------------------------
+def _value_kind(t) -> str:
+    """"tensor", "sequence", "optional" or "" (unknown) for a value's type."""
+    if isinstance(t, G.SequenceType):
+        return "sequence"
+    if isinstance(t, G.OptionalType):
+        return "optional"
+    return "tensor" if isinstance(t, G.TensorType) else ""
+
+
 class _Importer:
-    def __init__(self, where: str, opsets: Dict[str, int]) -> None:
+    def __init__(self, where: str, opsets: Dict[str, int], strict: bool = False) -> None:
         self.where = where
         self.opsets = opsets
+        # ``strict``: the nodes are a model file's, held to their ONNX schemas (a node
+        # tilecore's own passes make may take tilecore's extra inputs and attributes)
+        self.strict = strict
+        self.ir_version = 0
+
+    def check_schema(self, node, index, opdef, opset: int, ins: list) -> None:
+        """The node checked against its ONNX schema at ``opset``: that the op exists there
+        and its definition is not older than tilecore's, the attribute types, the input and
+        output counts (a required one not left empty) and the kinds of its inputs."""
+        from onnx import AttributeProto as A
+
+        where = self.node_where(node, index)
+        domain = node.domain if node.domain not in ("", "ai.onnx") else ""
+        schema = onnx_schema(node.op_type, domain, opset)
+        if schema is None:
+            if domain == "":
+                raise ImportError_(f"{where}: ai.onnx has no op '{node.op_type}' at opset {opset}")
+            return  # (a domain ONNX does not define: tilecore's registry alone)
+        if schema.since_version < int(opdef.since_version):
+            raise UnsupportedError(
+                f"{where}: opset {opset} defines {node.op_type} as its version {schema.since_version}, whose "
+                f"semantics (broadcasting, attributes) differ from the version {opdef.since_version} tilecore "
+                f"implements; convert the model to opset {opdef.since_version} or later "
+                "(onnx.version_converter)")
+        for a in node.attribute:
+            formal = schema.attributes.get(a.name)
+            if formal is None:
+                continue  # (the registry's check of the names has run)
+            want = A.AttributeType.Name(int(formal.type)) if int(formal.type) in A.AttributeType.values() else \
+                str(formal.type)
+            got = A.AttributeType.Name(a.type) if a.type in A.AttributeType.values() else str(a.type)
+            if got != want:
+                raise ImportError_(f"{where}: attribute '{a.name}' is of type {got}; {node.op_type} takes "
+                                   f"{want} (ONNX {node.op_type}-{schema.since_version})")
+        for what, names, lo, hi, formals in (("inputs", node.input, schema.min_input, schema.max_input, schema.inputs),
+                                             ("outputs", node.output, schema.min_output, schema.max_output,
+                                              schema.outputs)):
+            if not lo <= len(names) <= hi:
+                span = f"{lo}" if lo == hi else f"{lo} to {hi}" if hi < 2**31 - 1 else f"at least {lo}"
+                raise ImportError_(f"{where}: {len(names)} {what}; {node.op_type} takes {span}")
+            for k, n in enumerate(names):
+                formal = formals[min(k, len(formals) - 1)] if formals else None
+                if not n and formal is not None and formal.option == type(formal.option).Single:
+                    raise ImportError_(f"{where}: {what[:-1]} {k} ({formal.name}) is required and left empty")
+        for k, v in enumerate(ins):
+            why = None if v is None else kind_mismatch(schema, k, _value_kind(v.type))
+            if why:
+                raise ImportError_(f"{where}: {why}: '{v.name}' is {v.type}")
+
+    def check_signature(self, gp, main: bool) -> None:
+        """A model file's graph: each initializer and input named once, no negative
+        initializer dimension, no undefined element type among inputs and outputs, and no
+        initializer shadowing an input from IR version 4 (ONNX makes it the input's default
+        value, which a caller may replace; an executable has no defaults). ``main``: the
+        model's graph, not a subgraph (whose signature may leave types to inference)."""
+        where = f"{self.where}: graph '{gp.name}'" if gp.name else self.where
+        seen: Dict[str, str] = {}
+        for kind, names in (("initializer", [t.name for t in gp.initializer]),
+                            ("sparse initializer", [t.values.name for t in gp.sparse_initializer])):
+            for n in names:
+                if n in seen:
+                    raise ImportError_(f"{where}: {kind} '{n}' is defined twice (ONNX names a value once)")
+                seen[n] = kind
+        for t in list(gp.initializer) + [sp.values for sp in gp.sparse_initializer]:
+            if any(d < 0 for d in t.dims):
+                raise ImportError_(f"{where}: initializer '{t.name}' has a negative dimension "
+                                   f"({list(t.dims)})")
+        names = set()
+        for vi in gp.input:
+            if vi.name in names:
+                raise ImportError_(f"{where}: graph input '{vi.name}' is listed twice")
+            names.add(vi.name)
+            if vi.name in seen and self.ir_version >= 4:
+                raise UnsupportedError(
+                    f"{where}: graph input '{vi.name}' has an initializer of the same name: at IR version "
+                    f"{self.ir_version} ONNX makes the initializer the input's default value, which a caller may "
+                    "replace, and a tilecore executable has no default inputs; remove the input from the graph's "
+                    "inputs to compile the initializer as a constant, or the initializer to feed the input")
+        for kind, vis in (("input", gp.input), ("output", gp.output)) if main else ():
+            for vi in vis:
+                if vi.type.WhichOneof("value") == "tensor_type" and vi.type.tensor_type.elem_type == 0:
+                    raise ImportError_(f"{where}: graph {kind} '{vi.name}' has element type 0 (UNDEFINED)")
 
     def node_where(self, node, index) -> str:
         name = node.name or f"#{index}"
@@ -265,6 +366,8 @@ class _Importer:
                                        "output of an earlier node (a missing initializer, or nodes out of "
                                        "topological order)")
                 ins.append(v)
+            if self.strict:
+                self.check_schema(node, index, opdef, opset, ins)
             outs = []
             for n in node.output:
                 if n and lookup(n) is not None and n in scope:
@@ -290,6 +393,8 @@ class _Importer:
         for vi in list(gp.value_info) + list(gp.output):
             if vi.HasField("type"):
                 value_types[vi.name] = _convert_type(vi.type, f"{self.where}: value '{vi.name}'")
+        if self.strict:
+            self.check_signature(gp, main=outer is None)
         for init in gp.initializer:
             arr = _to_array(init, f"{self.where}: initializer '{init.name}'")
             scope[init.name] = G.Value(init.name, G.TensorType(arr.shape, arr.dtype), arr)
@@ -299,7 +404,7 @@ class _Importer:
         inputs = []
         for vi in gp.input:
             if vi.name in scope:  # an initializer listed as an input (IR version < 4): a constant
-                continue
+                continue          # (from IR version 4 the input's default: check_signature refuses it)
             t = _convert_type(vi.type, f"{self.where}: input '{vi.name}'") if vi.HasField("type") else None
             v = G.Value(vi.name, t)
             scope[vi.name] = v
@@ -347,8 +452,15 @@ def from_onnx(path_or_model: str | os.PathLike[str] | bytes | Any, input_shapes:
         used = {n.op_type for n in model.graph.node}
         if any(f.name in used for f in model.functions):
             raise UnsupportedError(f"ONNX file '{where}': model-local functions ({names}) are not supported")
+    import onnx
+
+    if not MIN_IR_VERSION <= model.ir_version <= onnx.IR_VERSION:
+        raise ImportError_(f"ONNX file '{where}': IR version {model.ir_version} is not supported (supported: "
+                           f"{MIN_IR_VERSION} to {onnx.IR_VERSION}, the onnx package's)")
     _load_external(model, base_dir, where)
-    graph = _Importer(where, opsets).graph(model.graph, None)
+    importer = _Importer(where, opsets, strict=True)
+    importer.ir_version = int(model.ir_version)
+    graph = importer.graph(model.graph, None)
     shapes = {k: [int(d) for d in v] for k, v in (input_shapes or {}).items()}
     graph = transform.InferTypes(shapes)(graph)
     if fold_constants:

@@ -423,9 +423,17 @@ def _info_to_type(info):
 
 
 def _make_infer(schema):
+    from .ops.registry import OpError, SequenceInfo, kind_mismatch, onnx_schema
+
     def infer(attrs, inputs):
         a = schema.fill_attrs(_py_attrs(attrs, True))
         infos = [None if v is None else _type_to_info(v.type, v.data) for v in inputs]
+        if "_opset" in a and any(isinstance(i, SequenceInfo) for i in infos):  # a sequence where ONNX wants a tensor
+            spec = onnx_schema(schema.name, schema.domain, a["_opset"])
+            for k, i in enumerate(infos):
+                why = kind_mismatch(spec, k, "sequence") if isinstance(i, SequenceInfo) else None
+                if why:
+                    raise OpError(f"{schema.name}: {why}")
         outs = schema.infer(a, infos)
         if isinstance(outs, tuple):
             outs = list(outs)

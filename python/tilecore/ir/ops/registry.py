@@ -19,6 +19,7 @@ returns one per output; it raises OpError for input the op cannot take.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
@@ -172,3 +173,34 @@ def on_register(listener: Callable[[OpSchema], None]) -> None:
     _LISTENERS.append(listener)
     for schema in list(_REGISTRY.values()):
         listener(schema)
+
+
+def onnx_schema(op_type: str, domain: str, opset: int) -> Any:
+    """ONNX's schema of ``op_type`` at ``opset`` (``onnx.defs``), or None when ONNX has none."""
+    return _onnx_schema(op_type, domain, int(opset))
+
+
+@functools.lru_cache(maxsize=None)
+def _onnx_schema(op_type: str, domain: str, opset: int) -> Any:
+    try:
+        from onnx import defs
+
+        return defs.get_schema(op_type, opset, domain)
+    except Exception:  # noqa: BLE001 — onnx.defs.SchemaError (no such op at that opset), no onnx
+        return None
+
+
+def kind_mismatch(schema: Any, index: int, kind: str) -> Optional[str]:
+    """Why a value of ``kind`` ("tensor", "sequence", "optional"; "" unknown) cannot be input
+    ``index`` of an op whose ONNX schema is ``schema`` (``onnx_schema``), or None."""
+    if schema is None or not kind or not schema.inputs:
+        return None
+    formal = schema.inputs[min(index, len(schema.inputs) - 1)]
+    types = list(formal.types)
+    takes = {"tensor": any(t.startswith(("tensor(", "sparse_tensor(")) for t in types),
+             "sequence": any(t.startswith("seq(") for t in types),
+             "optional": any(t.startswith("optional(") for t in types)}
+    if not types or takes.get(kind, True):
+        return None
+    wanted = " or ".join(k for k, ok in takes.items() if ok) or "another type"
+    return f"input {index} ({formal.name}) takes a {wanted}, not a {kind}"
