@@ -82,6 +82,14 @@ def _fail(message) -> int:
     return 1
 
 
+def _fail_about(path, error) -> int:
+    """`_fail` for an error about the file `path`: named once (the importer may have named
+    it already), without the C++ backtrace."""
+    text = str(error).split("\nC++ backtrace")[0]
+    path = str(path)
+    return _fail(text if text.startswith(path + ":") else f"{path}: {text}")
+
+
 # Inputs are read whole; anything larger than this is not a TC1 program.
 _MAX_INPUT_BYTES = 256 << 20
 

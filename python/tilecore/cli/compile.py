@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 import numpy as np
 
-from . import _fail, arg, check_outputs, command
+from . import _fail, _fail_about, arg, check_outputs, command
 
 
 class _Bar:
@@ -204,9 +204,9 @@ def compile_cmd(args: argparse.Namespace) -> int:
                        auto_mixed=args.auto_mixed, fuse=not args.no_fuse,
                        group=not args.no_group, verify=verify)
     except OSError as e:
-        return _fail(f"{args.model}: {e}")
+        return _fail_about(args.model, e)
     except _compile_errors() as e:
-        return _fail(f"{args.model}: {str(e).split(chr(10) + 'C++ backtrace')[0]}")
+        return _fail_about(args.model, e)
     finally:
         bar.close()
     exe.save(args.output)
@@ -318,7 +318,7 @@ def compare_cmd(args: argparse.Namespace) -> int:
                                        threshold=args.threshold, progress=bar,
                                        calib=calib)
     except _compile_errors() as e:
-        return _fail(f"{args.model}: {str(e).split(chr(10) + 'C++ backtrace')[0]}")
+        return _fail_about(args.model, e)
     finally:
         bar.close()
     if args.report:
@@ -372,7 +372,7 @@ def model_demo(args: argparse.Namespace) -> int:
     try:
         exe = _compile(path, target=target, precision="f32", progress=bar, report=report)
     except _compile_errors() as e:
-        return _fail(f"{args.model}: {str(e).split(chr(10) + 'C++ backtrace')[0]}")
+        return _fail_about(args.model, e)
     finally:
         bar.close()
     compile_s = time.perf_counter() - t0

@@ -233,3 +233,13 @@ def test_check_and_viz_outputs_follow_the_same_rule(work, capsys, argv, path, wh
     rc, _, err = _main(capsys, *argv)
     assert rc == 1 and err.endswith(f"{path}: the output would overwrite the input {what}\n"), err
     assert _unchanged("m.onnx", "m.tcx", "in.npz", "calib.npz") == before
+
+
+def test_an_import_error_names_the_model_file_once(work, capsys):
+    # F18: the importer names the file; the CLI added it a second time.
+    m = onnx.load("m.onnx")
+    m.graph.node[0].input.pop()  # MatMul with one input
+    onnx.save(m, "one_input.onnx")
+    rc, _, err = _main(capsys, "compile", "one_input.onnx", "-o", "o.tcx", "--quiet")
+    assert rc == 1 and err.count("one_input.onnx") == 1, err
+    assert "node 'mm' (MatMul, opset 17): 1 inputs; MatMul takes 2" in err and not os.path.exists("o.tcx")
