@@ -476,13 +476,22 @@ PrimFunc LowerNll(const OpCall& call) {
     PrimExpr skip =
         HasAttr(call.attrs, "ignore_index") ? eq(t, I64(ignore)) : make_const(DataType::Bool(), 0);
     PrimExpr tc = cast(DataType::Int(32), select(skip, I64(0), t));
+    // a class out of [0, C) (and not ignore_index) is an error, never a read beyond the row
+    Stmt check = IfThenElse(
+        !skip && (t < I64(0) || t >= I64(C)),
+        Fail("NegativeLogLikelihoodLoss: target %d (element %d) is out of range "
+             "when the model runs: a class must be in [0, " +
+                 std::to_string(C - 1) + "]" +
+                 (HasAttr(call.attrs, "ignore_index") ? " or ignore_index " + std::to_string(ignore)
+                                                      : std::string()),
+             {t, i}));
     PrimExpr w = has_w ? cast(f64, BufferLoad(Flat(p.in[2], "W"), {tc})) : make_const(f64, 1.0);
     w = select(skip, make_zero(f64), w);
     PrimExpr x = cast(
         f64, BufferLoad(X, {floordiv(i, I32(D)) * I32(C * D) + tc * I32(D) + floormod(i, I32(D))}));
     PrimExpr loss = make_zero(f64) - x * w;
-    if (red == "none") return Stmt(BufferStore(Y, cast(Y->dtype, loss), {i}));
-    return Seq({acc.set(acc.get() + loss), wsum.set(wsum.get() + w)});
+    if (red == "none") return Seq({check, BufferStore(Y, cast(Y->dtype, loss), {i})});
+    return Seq({check, acc.set(acc.get() + loss), wsum.set(wsum.get() + w)});
   });
   Stmt body = loop;
   if (red != "none") {
@@ -874,6 +883,15 @@ PrimFunc LowerReverseSequence(const OpCall& call) {
   if (ta == ba)
     TILECORE_THROW(ValueError) << "LowerHostOp(ReverseSequence): time_axis == batch_axis";
   Buffer X = Flat(p.in[0], "X"), Ln = Flat(p.in[1], "lens"), Y = Flat(p.out[0], "Y");
+  // a length out of [0, T] is an error (ONNX Runtime's too), not clamped
+  Stmt check = Loop("b", s[ba], [&](PrimExpr b) {
+    PrimExpr len = cast(DataType::Int(64), BufferLoad(Ln, {b}));
+    return IfThenElse(len < I64(0) || len > I64(s[ta]),
+                      Fail("ReverseSequence: sequence_lens element %d is %d when the model runs; a "
+                           "length must be in [0, " +
+                               std::to_string(s[ta]) + "], the time axis's",
+                           {b, len}));
+  });
   Stmt body = Loop("o", Numel(s), [&](PrimExpr o) {
     std::vector<PrimExpr> c = Unravel(o, s);
     PrimExpr len = max(I32(0), min(cast(DataType::Int(32), BufferLoad(Ln, {c[ba]})), I32(s[ta])));
@@ -881,7 +899,7 @@ PrimFunc LowerReverseSequence(const OpCall& call) {
     c[ta] = select(t < len, len - I32(1) - t, t);
     return BufferStore(Y, BufferLoad(X, {Ravel(c, s)}), {o});
   });
-  return MakeFunc(call, p, Seq({body}));
+  return MakeFunc(call, p, Seq({check, body}));
 }
 
 // ai.onnx.ml ArrayFeatureExtractor: x[..., indices] along the last axis.
@@ -894,12 +912,21 @@ PrimFunc LowerArrayFeatureExtractor(const OpCall& call) {
     TILECORE_THROW(ValueError) << "LowerHostOp(ArrayFeatureExtractor): the output shape does not "
                                   "fit the input and the indices";
   Buffer X = Flat(p.in[0], "X"), I = Flat(p.in[1], "I"), Y = Flat(p.out[0], "Y");
+  // an index out of [0, last) is an error (ONNX Runtime's too), never a read beyond the row
+  Stmt check = Loop("k", K, [&](PrimExpr k) {
+    PrimExpr v = cast(DataType::Int(64), BufferLoad(I, {k}));
+    return IfThenElse(v < I64(0) || v >= I64(last),
+                      Fail("ArrayFeatureExtractor: index %d (element %d) is out of range when the "
+                           "model runs: the last axis has " +
+                               std::to_string(last) + " elements",
+                           {v, k}));
+  });
   Stmt body = Loop("o", Numel(os), [&](PrimExpr o) {
     PrimExpr row = floordiv(o, I32(K)), k = floormod(o, I32(K));
     PrimExpr i = WrapIndex(BufferLoad(I, {k}), last);
     return BufferStore(Y, BufferLoad(X, {row * I32(last) + i}), {o});
   });
-  return MakeFunc(call, p, Seq({body}));
+  return MakeFunc(call, p, Seq({check, body}));
 }
 
 // EyeLike: ones on the k-th diagonal of a 2-D tensor of x's shape (dtype attribute or x's).

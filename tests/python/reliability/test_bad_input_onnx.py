@@ -195,6 +195,43 @@ def test_constant_indices_out_of_range_are_refused_when_compiling():
         tilecore.compile(m)
 
 
+def _host_index_model(op):
+    """(model, feed in range, the name of the index input) of a host op that reads indices."""
+    if op == "NegativeLogLikelihoodLoss":
+        node = helper.make_node(op, ["x", "i"], ["y"], name="n", reduction="none", ignore_index=-1)
+        inputs, idx = [("x", TP.FLOAT, [3, 4]), ("i", TP.INT64, [3])], np.array([0, 3, -1], np.int64)
+        x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    elif op == "ReverseSequence":
+        node = helper.make_node(op, ["x", "i"], ["y"], name="n", time_axis=0, batch_axis=1)
+        inputs, idx = [("x", TP.FLOAT, [4, 3]), ("i", TP.INT64, [3])], np.array([4, 0, 2], np.int64)
+        x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    else:
+        node = helper.make_node(op, ["x", "i"], ["y"], name="n", domain="ai.onnx.ml")
+        inputs, idx = [("x", TP.FLOAT, [3, 4]), ("i", TP.INT64, [2])], np.array([3, 0], np.int64)
+        x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    m = _model([node], inputs, [("y", None, None)], opset=17)
+    if op == "ArrayFeatureExtractor":
+        m.opset_import.append(helper.make_opsetid("ai.onnx.ml", 3))
+    return m, {"x": x, "i": idx}
+
+
+@pytest.mark.parametrize("op, bad, words", [
+    ("NegativeLogLikelihoodLoss", 4, r"target 4 \(element 1\) is out of range when the model runs: a class must be "
+                                     r"in \[0, 3\] or ignore_index -1"),
+    ("ReverseSequence", 5, r"sequence_lens element 1 is 5 when the model runs; a length must be in \[0, 4\]"),
+    ("ArrayFeatureExtractor", 4, r"index 4 \(element 1\) is out of range when the model runs: the last axis has 4"),
+])
+def test_a_host_kernel_fails_a_run_whose_indices_are_out_of_range(op, bad, words):
+    # F4's class on the host: NegativeLogLikelihoodLoss read beyond the row (ONNX Runtime's
+    # result is garbage), ReverseSequence clamped the length, ArrayFeatureExtractor wrapped
+    m, feed = _host_index_model(op)
+    exe = tilecore.compile(m)
+    np.testing.assert_allclose(exe.run(feed)["y"], _ort(m, feed)[0])
+    feed["i"][1] = bad
+    with pytest.raises(ValueError, match=rf"step 0 `n` \((ai.onnx.ml::)?{op}\): .*{words}"):
+        exe.run(feed)
+
+
 # ---- F6: Dropout in training mode -------------------------------------------------------------
 
 def _dropout(training=None):
