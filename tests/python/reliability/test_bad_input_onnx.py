@@ -98,12 +98,24 @@ def test_a_shape_input_fed_when_the_model_runs_is_checked(op):
     (helper.make_node("Resize", ["x", "", "sc"], ["y"]), [("sc", TP.FLOAT, [4])], "sc"),
     (helper.make_node("Resize", ["x", "", "", "sz"], ["y"]), [("sz", TP.INT64, [4])], "sz"),
     (helper.make_node("CumSum", ["x", "ax"], ["y"]), [("ax", TP.INT64, [])], "ax"),
+    (helper.make_node("Upsample", ["x", "sc"], ["y"]), [("sc", TP.FLOAT, [4])], "sc"),
 ])
 def test_an_operand_the_kernels_need_when_compiling_is_refused_by_name(node, inputs, name):
-    # F1: Slice/Pad operands, Resize scales/sizes, CumSum's axis: a CompileError naming the input
-    m = _model([node], [("x", TP.FLOAT, [2, 3, 3, 5])] + inputs, [("y", TP.FLOAT, [2, 3, 3, 5])], opset=13)
+    # F1: Slice/Pad operands, Resize/Upsample scales and sizes, CumSum's axis: a CompileError naming the input
+    m = _model([node], [("x", TP.FLOAT, [2, 3, 3, 5])] + inputs, [("y", TP.FLOAT, [2, 3, 3, 5])],
+               opset=9 if node.op_type == "Upsample" else 13)
     with pytest.raises(CompileError, match=rf"`{name}` is not a constant"):
         tilecore.compile(m)
+
+
+def test_range_computed_when_the_model_runs_is_checked_against_the_declared_length():
+    m = _model([helper.make_node("Range", ["a", "b", "c"], ["y"], name="r")],
+               [(n, TP.INT64, []) for n in "abc"], [("y", TP.INT64, [4])], opset=13)
+    exe = tilecore.compile(m)
+    feed = {"a": np.array(0), "b": np.array(8), "c": np.array(2)}
+    np.testing.assert_array_equal(exe.run(feed)["y"], _ort(m, feed)[0])
+    with pytest.raises(ValueError, match=r"`r` \(Range\): Range: start, limit and delta give 8 elements, not 4"):
+        exe.run({**feed, "c": np.array(1)})
 
 
 def test_col2im_block_shape_read_when_the_model_runs_is_checked():
