@@ -235,7 +235,8 @@ class _Importer:
                                               schema.outputs)):
             if not lo <= len(names) <= hi:
                 span = f"{lo}" if lo == hi else f"{lo} to {hi}" if hi < 2**31 - 1 else f"at least {lo}"
-                raise ImportError_(f"{where}: {len(names)} {what}; {node.op_type} takes {span}")
+                raise ImportError_(f"{where}: {len(names)} {what if len(names) != 1 else what[:-1]}; "
+                                   f"{node.op_type} takes {span}")
             for k, n in enumerate(names):
                 formal = formals[min(k, len(formals) - 1)] if formals else None
                 if not n and formal is not None and formal.option == type(formal.option).Single:

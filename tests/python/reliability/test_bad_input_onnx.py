@@ -364,7 +364,7 @@ def _mm(nodes, x_type=None):
     (_mm([helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
           helper.make_node("Softmax", ["h"], ["y"], name="sm", axis="x")]),
      r"node 'sm' \(Softmax, opset 17\): attribute 'axis' is of type STRING; Softmax takes INT"),
-    (_mm([helper.make_node("MatMul", ["x"], ["y"], name="mm")]), r"node 'mm' \(MatMul, opset 17\): 1 inputs; MatMul "
+    (_mm([helper.make_node("MatMul", ["x"], ["y"], name="mm")]), r"node 'mm' \(MatMul, opset 17\): 1 input; MatMul "
                                                                  "takes 2"),
     (_mm([helper.make_node("MatMul", ["x", ""], ["y"], name="mm")]), r"input 1 \(B\) is required and left empty"),
     (_mm([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
