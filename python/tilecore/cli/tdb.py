@@ -47,7 +47,7 @@ def _tdb(args) -> int:
         return 1
     if args.commands is not None:
         dbg.run_commands(args.commands)
-        return 0
+        return 1 if dbg.errors else 0  # a script whose command failed did not do what it says
     try:
         dbg.cmdloop(f"tdb: {target.kind} `{target.name}` ({target.cores} core(s)); 'help' lists the commands, "
                     "'start' loads it, 'run' runs it")

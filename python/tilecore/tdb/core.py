@@ -86,6 +86,7 @@ class Debugger(cmd.Cmd):
                  verbose: bool = False, sim_target: str | None = None, function: str | None = None,
                  mode: str = "functional+timing", ref_data: Any = None) -> None:
         super().__init__(stdin=stdin, stdout=stdout)
+        self.errors = 0  # commands that failed (`***` lines)
         if stdin is not None:
             self.use_rawinput = False
         self.verbose = verbose
@@ -136,6 +137,7 @@ class Debugger(cmd.Cmd):
         print(text, file=self.stdout)
 
     def error(self, text: str) -> None:
+        self.errors += 1  # (a scripted session, `tdb --do`, exits 1 when any command failed)
         print("***", text, file=self.stdout)
 
     def progress(self, done: int, total: int, what: str) -> None:

@@ -409,3 +409,29 @@ def test_viz_draws_a_model_with_odd_node_names(tmp_path, capsys, label):
     assert cli.main(["viz", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "g.svg")]) == 0, capsys.readouterr().err
     svg = (tmp_path / "g.svg").read_text()
     assert "<svg" in svg and ("N" * 20000 in svg if label == "long" else "relu\\x00x" in svg)
+
+
+def test_a_scripted_session_whose_command_failed_exits_1(tmp_path):
+    # `tdb --do` in a CI script: a refused command (here a watch with LO above HI) must not
+    # look like success.
+    import subprocess
+    import sys
+
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    import tilecore
+
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["h"], name="relu"),
+                           helper.make_node("Neg", ["h"], ["y"], name="neg")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    tilecore.compile(m, fuse=False).save(tmp_path / "m.tcx")
+    np.savez(tmp_path / "in.npz", x=np.ones((4, 8), np.float32))
+    cmd = [sys.executable, "-m", "tilecore", "tdb", str(tmp_path / "m.tcx"), "--inputs", str(tmp_path / "in.npz"), "--do"]
+    ok = subprocess.run(cmd + ["run"], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and "model finished" in ok.stdout, ok.stdout + ok.stderr
+    bad = subprocess.run(cmd + ["watch h outside 5 1; run"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and "*** watch: outside 5 1: LO 5 is above HI 1" in bad.stdout, bad.stdout
+    assert "model finished" in bad.stdout  # the other commands still ran

@@ -330,7 +330,8 @@ def test_cli_scripted_session_every_command(module_path):
              ("delete 2", "Deleted breakpoint(s) 2")] + K.every_command(K.first_instruction_line(module_path))
     r = subprocess.run([sys.executable, "-m", "tilecore", "tdb", str(module_path), "--inputs", str(d / "in.npz"),
                         "--do", "; ".join(c for c, _ in typed)], capture_output=True, text=True, env=env, timeout=300)
-    assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stderr
+    # every command runs; the script exits 1 because some (frobnicate, ...) fail on purpose
+    assert r.returncode == 1 and "Traceback" not in r.stdout + r.stderr, r.stderr
     segments = r.stdout.split("(tdb) ")[1:]
     assert len(segments) == len(typed)
     for (command, words), seg in zip(typed, segments):
