@@ -242,4 +242,4 @@ def test_an_import_error_names_the_model_file_once(work, capsys):
     onnx.save(m, "one_input.onnx")
     rc, _, err = _main(capsys, "compile", "one_input.onnx", "-o", "o.tcx", "--quiet")
     assert rc == 1 and err.count("one_input.onnx") == 1, err
-    assert "node 'mm' (MatMul, opset 17): 1 inputs; MatMul takes 2" in err and not os.path.exists("o.tcx")
+    assert "node 'mm' (MatMul, opset 17): 1 input; MatMul takes 2" in err and not os.path.exists("o.tcx")
