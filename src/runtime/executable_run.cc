@@ -90,6 +90,15 @@ std::map<std::string, ffi::NDArray> Executable::Run(
   }
   // ---- memory: one arena on the device, views per buffer
   NpuDevice& dev = GetNpuDevice(device_id);
+  if (uint64_t ddr = dev.capacity(); s.arena_size > ddr - std::min(ddr, kNpuHeapBase)) {
+    TILECORE_THROW(ValueError) << "the executable's arena of " << s.arena_size
+                               << " bytes does not fit the DDR of npu:" << device_id << " (" << ddr
+                               << " bytes, from " << kNpuHeapBase
+                               << " up); configure the device with a larger one, e.g. "
+                                  "runtime.npu_configure("
+                               << device_id << ", \"npu -ddr=" << ((s.arena_size >> 30) + 1)
+                               << "GiB\") (TC1 addresses up to 4 GiB)";
+  }
   std::lock_guard<std::recursive_mutex> launch(dev.launch_mutex());
   DLDevice npu{static_cast<DLDeviceType>(ffi::kDLNPU), device_id};
   DLDataType u8 = ffi::StringToDLDataType("uint8");

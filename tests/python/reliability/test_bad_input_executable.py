@@ -234,3 +234,23 @@ def test_kernels_declare_the_buffers_they_only_read():
         RESULT = [(p['name'], p['written']) for p in fn['params']]
     """)
     assert out.expect_ok() == repr([("A", False), ("B", False), ("C", True)])
+
+
+def test_an_arena_larger_than_the_devices_ddr_is_named_before_anything_runs():
+    # A model whose memory plan outgrows the simulated DDR (torchvision's vit_b_16 needs
+    # 354 MB; npu devices start with 256 MiB) is told how to make room, not a MemoryError.
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "big",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1024, 1024])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1024, 1024])])
+    exe = tilecore.compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    x = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
+    device = 13
+    try:
+        runtime.npu_configure(device, "npu -cores=4 -ddr=4MiB")
+        with pytest.raises(ValueError, match=r"arena of \d+ bytes does not fit the DDR of npu:13 \(4194304 bytes.*"
+                                             r"npu_configure\(13, \"npu -ddr=1GiB\"\)"):
+            exe.run({"x": x}, device=device)
+        runtime.npu_configure(device, "npu -cores=4 -ddr=16MiB")
+        np.testing.assert_array_equal(exe.run({"x": x}, device=device)["y"], np.maximum(x, 0))
+    finally:
+        runtime.npu_configure(device, "npu -cores=4")
