@@ -219,6 +219,9 @@ def worker(name, precision, calib_n, state_path):
             host_steps=report.get("host_steps"),
             fallbacks=len(report.get("precision", {}).get("fallbacks", [])))
         t0 = time.perf_counter()
+        arena = report.get("memory", {}).get("arena_size", 0)
+        if arena > 128 << 20:  # a large model (ViT-B) gets the DDR it needs, up to TC1's 4 GiB
+            tilecore.runtime.npu_configure(0, f"npu -cores=4 -ddr={min((arena >> 30) + 1, 4)}GiB")
         try:
             got = exe.run(feeds)
             cos, note = _lowest_cosine(got, want, names)
