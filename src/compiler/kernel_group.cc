@@ -20,6 +20,7 @@
 #include "tilecore/ffi/function.h"
 #include "tilecore/ffi/reflection.h"
 #include "tilecore/ir/functor.h"
+#include "tilecore/ir/intrinsics.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/transform/plan_local_memory.h"
 

@@ -37,10 +37,6 @@
 namespace tilecore {
 namespace compiler {
 
-/*! \brief A For annotation on the cores loops of one member of a layer group's kernel
- * (GroupKernels): its index, by which the estimate times each member. */
-inline constexpr const char* kGroupMemberAnnotation = "tc_group_member";
-
 /*! \brief One layer-group member's share of a kernel's estimate: from the first core
  * entering its cores loop to the barrier after it. */
 struct MemberCost {
@@ -67,7 +63,7 @@ struct KernelCost {
   /*! \brief "din", "dout", "mm", "vec", "ddr" (the shared DDR) or "sc" (the front end):
    * the resource with the most busy cycles, the one that bounds the kernel. */
   std::string bound_by;
-  std::vector<MemberCost> members;  // per layer-group member (kGroupMemberAnnotation)
+  std::vector<MemberCost> members;  // per layer-group member (ir::kGroupMemberAnnotation)
 };
 
 /*! \brief The estimate of `lowered` (after the kernel pipeline) on `cores` cores. */

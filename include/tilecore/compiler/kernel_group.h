@@ -11,8 +11,9 @@
  * first member that takes it to the last (PlanMemory, memory_plan.h). The bodies run
  * one after another; each is a `cores` loop, which the code generator fences and
  * synchronises across the cores, so a member reads only what the previous ones wrote.
- * Each member's cores loops carry its index (kGroupMemberAnnotation), by which the cost
- * model times the members one by one (EstimateKernel's `members`).
+ * Each member's cores loops carry its index (ir::kGroupMemberAnnotation), by which the cost
+ * model times the members one by one (EstimateKernel's `members`) and the code generator
+ * records each member's instructions (what the profile measures per member).
  * `prefetch` (docs/compiler.md, "Weight prefetch"): bytes [begin, end) of an input (weights,
  * or an activation read twice) copied into the arena during member `member`, interleaved with
  * its work (weight_prefetch.h); from the first member fetching it on, the input has a place in

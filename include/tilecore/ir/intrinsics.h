@@ -113,6 +113,12 @@ inline bool IsBarrier(std::string_view op) {
  * without a barrier. */
 inline constexpr const char* kCoresHandoffAnnotation = "tc_handoff";
 
+/*! \brief A For annotation on the `cores` loops of one member of a layer group's kernel
+ * (compiler/kernel_group.h): the member's index. The cost model times each member by it,
+ * and the code generator records the instructions of each member's loops by it (the npu
+ * module's member table, runtime/npu_module.h). */
+inline constexpr const char* kGroupMemberAnnotation = "tc_group_member";
+
 }  // namespace ir
 }  // namespace tilecore
 #endif  // TILECORE_IR_INTRINSICS_H_
