@@ -185,6 +185,13 @@ class NpuModuleNode final : public ModuleNode {
                                           ffi::Any(ffi::String(e.location))}));
       }
       m.Set("line_table", ffi::Any(lines));
+      ffi::Array<ffi::Any> members;
+      for (const MemberRange& e : k.members) {
+        members.push_back(
+            ffi::Any(ffi::Array<ffi::Any>{ffi::Any(int64_t{e.section}), ffi::Any(int64_t{e.begin}),
+                                          ffi::Any(int64_t{e.end}), ffi::Any(int64_t{e.member})}));
+      }
+      m.Set("member_table", ffi::Any(members));
       funcs.push_back(ffi::Any(m));
     }
     ffi::Map<ffi::String, ffi::Any> info;

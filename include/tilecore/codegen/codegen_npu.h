@@ -35,7 +35,9 @@
 //
 // A construct without a TC1 lowering is a ValueError naming the node, the kernel
 // and the location. A line table maps each instruction to the IR location
-// ("file:line") of the statement it came from.
+// ("file:line") of the statement it came from, and a member table the instructions of
+// each layer-group member's `cores` loops (the loop and the fence and barrier closing it,
+// not those opening it) to the member's index.
 #pragma once
 
 #include <string>
@@ -48,12 +50,20 @@
 
 namespace tilecore::codegen {
 
-/// The program of one kernel, its assembly text (for get_source) and, per
-/// instruction, the IR location it came from.
+/// Instructions [begin, end) of the text section: one `cores` loop of layer-group member
+/// `member` (ir::kGroupMemberAnnotation) with the fence and barrier closing it.
+struct MemberCode {
+  int64_t member = 0;
+  int64_t begin = 0, end = 0;
+};
+
+/// The program of one kernel, its assembly text (for get_source), per instruction the IR
+/// location it came from, and the code of each layer-group member's cores loops.
 struct NpuAssembly {
   arch::Program program;
   std::string text;
   std::vector<std::string> line_locations;  // index = pc ("" for none)
+  std::vector<MemberCode> members;          // in pc order
   int cores = 1;
 };
 

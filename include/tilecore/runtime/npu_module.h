@@ -9,7 +9,11 @@
 //     after the run (for parameters the kernel may write); npu arrays are used in place.
 //   - The kernel runs on the device's simulator (`npu:N`), which must have at least
 //     the kernel's cores.
-// Each kernel keeps a line table (text section, pc -> source location) for debuggers.
+// Each kernel keeps a line table (text section, pc -> source location) for debuggers, and
+// a member table (text section, pc range -> layer-group member) for the compiler driver,
+// which writes it into the executable's debug info (docs/executable.md, "What the compiler
+// driver supplies"); the member table lives in memory only (Info()["member_table"]) and is
+// not saved with the module, whose format it leaves as it was.
 // Only built with TILECORE_ENABLE_NPU.
 #pragma once
 
@@ -32,6 +36,13 @@ struct LineEntry {
   std::string location;  // "file:line" of the IR node, or a description of it
 };
 
+/// Instructions [begin, end) of text section `section` compute layer-group member `member`.
+struct MemberRange {
+  int32_t section = 0;
+  int32_t begin = 0, end = 0;
+  int32_t member = 0;
+};
+
 struct NpuKernel {
   std::string name;
   arch::Program program;
@@ -39,6 +50,7 @@ struct NpuKernel {
   std::vector<KernelParam> params;
   int cores = 1;
   std::vector<LineEntry> lines;
+  std::vector<MemberRange> members;  // empty unless the kernel is a layer group's
 };
 
 Module NpuModuleCreate(std::vector<NpuKernel> kernels);

@@ -1107,7 +1107,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         return built[key]
 
     steps = [(nd, module_of(nd) if mod is None else mod, fn, p) for nd, mod, fn, p in steps]
-    for (nd, *_), f in zip(steps, step_kernels):
+    for (nd, mod, fn, _), f in zip(steps, step_kernels):
         if callable(f):  # a step's own kernel (its module above lowered it already)
             f = f()
         if f is not None:
@@ -1116,6 +1116,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             costs = group_estimate(f)["members"]
             if len(costs) == len(nd.members):
                 nd.member_costs = costs
+        if isinstance(nd, _groups.GroupNode):  # and which instructions compute each member
+            nd.member_pc = _groups.member_code(mod, fn, len(nd.members))
     timings["lower_and_build"] = time.perf_counter() - t0
 
     # ---- buffers, liveness, plan ----------------------------------------------------------

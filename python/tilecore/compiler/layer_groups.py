@@ -36,21 +36,44 @@ class GroupNode:
         self.ins, self.outs, self.in_specs = ins, outs, None
         self.step_name = f"{first.step_name}+{len(members) - 1}"
         self.member_costs: list[dict[str, Any]] = []  # the cost model's, per member (the driver's)
+        self.member_pc: list[dict[str, list[list[int]]]] = []  # per member, its code (member_code)
         # weight name -> {"reader", "bytes", "during": members fetching it} (weight_prefetch.py)
         self.prefetch: dict[str, dict[str, Any]] = {}
 
     def summary(self) -> dict[str, Any]:
         """The group as the report lists it and the step's debug info records it; with
         ``members``: per member, its op type and the cost model's estimate of its cycles
-        in the group, its MACs and what bounds it (a profile splits the group's simulated
-        cycles by them)."""
+        in the group, its MACs and what bounds it, and ``pc``, its instructions per core
+        (``{core: [[begin, end], ...]}``, what the simulator measures it by)."""
         out = {"step": self.step_name, "nodes": [m.step_name for m in self.members], "internal": self.internal,
                "l2_bytes": self.l2_bytes, "prefetch": self.prefetch}
         if self.member_costs:
             out["members"] = [{"node": m.step_name, "op": m.op, "est_cycles": int(c["cycles"]),
                                "macs": int(c["macs"]), "bound_by": str(c["bound_by"])}
                               for m, c in zip(self.members, self.member_costs)]
+            if len(self.member_pc) == len(self.members):
+                for entry, pc in zip(out["members"], self.member_pc):
+                    entry["pc"] = pc
         return out
+
+
+def member_code(module: Any, function: str, count: int) -> list[dict[str, list[list[int]]]]:
+    """Per member of a group kernel (``function`` of the npu ``module``), its instructions
+    on each core that runs the kernel: ``{core: [[begin, end), ...]}``, core a decimal
+    string (a JSON key), from the module's member table (the code generator's record of
+    each member's ``cores`` loops); [] when the table does not cover ``count`` members."""
+    info = next((f for f in module.info["functions"] if f["name"] == function), None)
+    if info is None:
+        return []
+    sections = info["program"].sections
+    out: list[dict[str, list[list[int]]]] = [{} for _ in range(count)]
+    for section, begin, end, member in (tuple(int(x) for x in e) for e in info["member_table"]):
+        if not 0 <= member < count:
+            return []
+        for core in sections[section]["cores"]:
+            if core < int(info["cores"]):
+                out[member].setdefault(str(core), []).append([begin, end])
+    return out if all(out) else []
 
 
 def _bytes(info, name, itemsize):

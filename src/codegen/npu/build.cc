@@ -33,6 +33,9 @@ runtime::Module BuildNpu(const IRModule& mod, const target::Target& target) {
       if (!a.line_locations[pc].empty())
         k.lines.push_back(runtime::LineEntry{0, int32_t(pc), a.line_locations[pc]});
     }
+    for (const MemberCode& m : a.members)
+      k.members.push_back(
+          runtime::MemberRange{0, int32_t(m.begin), int32_t(m.end), int32_t(m.member)});
     kernels.push_back(std::move(k));
   }
   return runtime::NpuModuleCreate(std::move(kernels));

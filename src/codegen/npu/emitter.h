@@ -241,6 +241,7 @@ class NpuEmitter {
   int64_t l1_limit_;
   int cores_ = 1;
   bool in_cores_ = false;
+  std::vector<MemberCode> members_;  // the code of each layer-group member's cores loops
   bool pending_compute_ = false;
   InstrBuilder b_;
   ir::Span span_;
