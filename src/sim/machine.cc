@@ -160,6 +160,7 @@ void Machine::load(const arch::Program& p) {
     }
     if (c.active) schedule(id * kNumAgents);
   }
+  index_pc_regions();
   if (hazard_mode()) hz_init();
 }
 
@@ -334,6 +335,7 @@ bool Machine::step_scalar(Core& c, AgentSlot& s) {
   }
   int64_t cost = timed() ? o.cost : 0, stall = timed() ? o.stall : 0;
   if (cfg.trace && stall > 0) trace.push_back({c.id, 0, s.t, uint64_t(stall), inst.op, c.pc});
+  note_region(c, c.pc, Agent::Scalar, s.t, s.t + uint64_t(cost), uint64_t(cost - stall));
   s.t += uint64_t(cost);
   s.stats.busy += uint64_t(cost - stall);
   s.stats.stalled_dep += uint64_t(stall);
@@ -451,6 +453,7 @@ void Machine::step_engine(Core& c, int e, AgentSlot& s) {
     stall_bw = drained - data_end;
     end = drained + uint64_t(cmd.latency);
   }
+  note_region(c, cmd.pc, Agent(e + 1), start, end, end - start - stall_bw);
   s.stats.busy += end - start - stall_bw;
   s.stats.stalled_bw += stall_bw;
   ++s.stats.commands;
@@ -632,6 +635,7 @@ Stats Machine::stats() const {
     }
     st.cores.push_back(cs);
   }
+  st.regions = region_stats_;
   return st;
 }
 

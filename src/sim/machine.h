@@ -174,7 +174,8 @@ struct Core {
   std::vector<Inst> code;       // pre-decoded
   std::vector<std::string> decode_error;  // non-empty for words that do not decode
   std::array<EngineState, arch::kNumEngines> eng;
-  CoreStats counters;  // macs
+  CoreStats counters;           // macs
+  std::vector<int32_t> region;  // pc region of each pc (-1: none); empty without regions
 };
 
 /// HazardCheck state (hazard.cc): vector clocks and the recent-access window.
@@ -300,6 +301,22 @@ class Machine {
 
   uint64_t instructions = 0, commands = 0, work = 0;
 
+  // Pc regions (pc_regions.cc, Simulator::set_pc_regions).
+  void set_pc_regions(std::vector<PcRegion> regions);
+  void index_pc_regions();  // each core's `region` table and zeroed figures (at load)
+  /// Adds an instruction or command of `c` at `pc` on `agent`, running [start, end) with
+  /// `busy` cycles of it busy, to its region's figures.
+  void note_region(const Core& c, uint32_t pc, Agent agent, uint64_t start, uint64_t end,
+                   uint64_t busy) {
+    if (pc >= c.region.size() || c.region[pc] < 0) return;
+    RegionStats& r = region_stats_[size_t(c.region[pc])];
+    RegionStats::Span& span = r.cores[size_t(c.id)];
+    span.first = std::min(span.first, start);
+    span.last = std::max(span.last, end);
+    r.busy[size_t(agent)] += busy;
+    ++(agent == Agent::Scalar ? r.instructions : r.commands);
+  }
+
   // Debugging (debug_state.cc). `dbg` is null unless a debugger is attached.
   DebugHook* dbg = nullptr;
   SimState save_state() const;
@@ -334,6 +351,8 @@ class Machine {
   std::vector<DdrArray> ddr_segments_;   // of the loaded program
   uint64_t ddr_free_ = 0, l2_free_ = 0;  // fluid bandwidth model: when each shared level drains
   uint64_t makespan_ = 0;
+  std::vector<PcRegion> pc_regions_;
+  std::vector<RegionStats> region_stats_;
 };
 
 }  // namespace tilecore::sim

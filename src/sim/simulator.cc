@@ -75,6 +75,10 @@ void Simulator::read_into(arch::Space space, uint64_t addr, std::span<uint8_t> o
   if (!out.empty()) std::memcpy(out.data(), m_->mem.base(space, core) + addr, out.size());
 }
 
+void Simulator::set_pc_regions(std::vector<PcRegion> regions) {
+  m_->set_pc_regions(std::move(regions));
+}
+
 void Simulator::run(uint64_t max_instructions) { m_->run(max_instructions, true, nullptr); }
 
 uint64_t Simulator::step(uint64_t n) {

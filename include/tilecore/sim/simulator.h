@@ -43,6 +43,13 @@ struct DdrArray {
   int elem_bytes = 1;  // to name the element an access reaches
 };
 
+/// Instructions [begin, end) of `core`'s text make up region `region` (Simulator::set_pc_regions).
+struct PcRegion {
+  int core = 0;
+  uint32_t begin = 0, end = 0;
+  int region = 0;  // 0 .. kMaxPcRegions - 1
+};
+
 class Simulator {
  public:
   static constexpr uint64_t kDefaultBudget = 1'000'000'000;
@@ -74,6 +81,17 @@ class Simulator {
   /// The runtime sets the arrays of each kernel call, so a kernel that indexes past the
   /// end of an argument cannot write into another array. load() lifts the limit.
   void set_ddr_arrays(std::vector<DdrArray> arrays);
+
+  /// Measures what the code of each region costs: from now until the next call, every
+  /// front-end instruction and tile command whose pc lies in a region adds its busy cycles
+  /// and its start and end to that region's RegionStats (stats().regions, counted from the
+  /// last load(); a pc in no region counts toward none, a pc in several toward the last
+  /// listed). The regions outlast load(), so they can be set before a runtime call loads
+  /// its kernel; an empty list ends the measurement. A lookup per instruction and command.
+  /// Throws SimError(Usage) for a core outside the simulator, begin > end or a region
+  /// outside 0 .. kMaxPcRegions - 1. restore_state() leaves the regions' figures as they are.
+  static constexpr int kMaxPcRegions = 1 << 16;
+  void set_pc_regions(std::vector<PcRegion> regions);
 
   /// Runs until every core has halted and every queue has drained. Throws
   /// SimError on a fault, on deadlock and when more than `max_instructions`

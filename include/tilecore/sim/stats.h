@@ -28,6 +28,23 @@ struct CoreStats {
   uint64_t peak_macs = 0;    // peak rate x busy matrix cycles (per dtype)
 };
 
+/// What the front-end instructions and tile commands of one pc region cost
+/// (Simulator::set_pc_regions). A command counts toward the region of the pc that issued it.
+struct RegionStats {
+  /// When the region's instructions and commands ran on one core: the earliest start and the
+  /// latest end; first > last when none ran there.
+  struct Span {
+    uint64_t first = UINT64_MAX, last = 0;
+    bool empty() const { return first > last; }
+  };
+  std::vector<Span> cores;                  // per core of the simulator
+  std::array<uint64_t, kNumAgents> busy{};  // busy cycles per Agent, summed over cores
+  uint64_t instructions = 0, commands = 0;  // front-end instructions retired, tile commands run
+  /// Over all cores: from the first start to the last end (empty when nothing ran).
+  Span span() const;
+  uint64_t cycles() const { return span().empty() ? 0 : span().last - span().first; }
+};
+
 struct Stats {
   uint64_t cycles = 0;        // makespan of the run(s) so far
   uint64_t instructions = 0;  // front-end instructions, all cores
@@ -37,6 +54,7 @@ struct Stats {
   uint64_t ddr_read = 0, ddr_written = 0;
   uint64_t l2_read = 0, l2_written = 0;
   uint64_t l1_read = 0, l1_written = 0;
+  std::vector<RegionStats> regions;  // per pc region (Simulator::set_pc_regions), by its index
 
   /// Useful MACs / (2048 x cycles x cores): utilisation of the int8 peak.
   double mac_utilisation() const;
