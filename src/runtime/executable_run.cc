@@ -8,6 +8,7 @@
 #include "tilecore/ffi/json.h"
 #include "tilecore/runtime/executable.h"
 #if TILECORE_ENABLE_NPU
+#include "group_members.h"
 #include "tilecore/runtime/npu_device.h"
 #include "tilecore/sim/stats.h"
 #endif
@@ -181,6 +182,25 @@ std::map<std::string, ffi::NDArray> Executable::Run(
     if (progress) (*progress)(int64_t(t), int64_t(s.steps.size()), ffi::String(st.node));
     std::vector<ffi::AnyView> args;
     for (uint32_t a : st.args) args.emplace_back(views[a]);
+    // A layer group's members are measured by their code (pc regions) during its call.
+    std::vector<GroupMember> members;
+    if (st.kind == ExecStep::kNpu) members = ReadGroupMembers(st, cores);
+    std::vector<sim::PcRegion> regions;
+    for (const GroupMember& g : members)
+      regions.insert(regions.end(), g.code.begin(), g.code.end());
+    struct Regions {
+      sim::SimulatorRef s;
+      bool set;
+      ~Regions() {
+        if (!set) return;
+        std::lock_guard<std::mutex> lock(s.mut()->mu);
+        s.mut()->sim.set_pc_regions({});
+      }
+    } measured{simref, !members.empty()};
+    if (measured.set) {
+      std::lock_guard<std::mutex> lock(simref.mut()->mu);
+      simref.mut()->sim.set_pc_regions(std::move(regions));
+    }
     auto t0 = std::chrono::steady_clock::now();
     try {
       f->CallPacked(ffi::PackedArgs(args.data(), int32_t(args.size())));
@@ -260,6 +280,27 @@ std::map<std::string, ffi::NDArray> Executable::Run(
       op.Set("bytes", Any(bytes));
       op.Set("engine_busy", Any(engines));
       op.Set("bound_by", Any(ffi::String(bound)));
+      if (!members.empty()) {
+        SetMemberStats(op, members, ss);
+        // each member's stretch on each core, as async slices (members may overlap)
+        const uint64_t step_start = timeline_ns - ss.cycles;
+        for (size_t m = 0; m < members.size() && m < ss.regions.size(); ++m) {
+          for (size_t c = 0; c < ss.regions[m].cores.size(); ++c) {
+            const sim::RegionStats::Span& span = ss.regions[m].cores[c];
+            if (span.empty()) continue;
+            for (const char* ph : {"b", "e"}) {
+              std::snprintf(buf, sizeof buf,
+                            ",\n{\"ph\": \"%s\", \"cat\": \"member\", \"id\": \"%zu.%zu.%zu\", "
+                            "\"pid\": %zu, \"tid\": 0, \"ts\": %.3f, \"args\": {\"member\": %zu, ",
+                            ph, t, m, c, c,
+                            double(step_start + (*ph == 'b' ? span.first : span.last)) / 1000.0, m);
+              trace += buf;
+              trace += "\"group\": " + JsonEscape(st.node) +
+                       "}, \"name\": " + JsonEscape(members[m].node) + "}";
+            }
+          }
+        }
+      }
     } else {
       host_seconds += secs;
       uint64_t ns = uint64_t(secs * 1e9);
