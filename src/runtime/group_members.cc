@@ -55,7 +55,7 @@ std::optional<std::vector<sim::PcRegion>> Code(const Any& pc, int index, int cor
       auto pair = r.as<JArr>();
       if (!pair || pair->size() != 2) return std::nullopt;
       auto begin = (*pair)[0].as<int64_t>(), end = (*pair)[1].as<int64_t>();
-      if (!begin || !end || *begin < 0 || *begin > *end || *end > int64_t(UINT32_MAX))
+      if (!begin || !end || *begin < 0 || *begin >= *end || *end > int64_t(UINT32_MAX))
         return std::nullopt;
       out.push_back(sim::PcRegion{*core, uint32_t(*begin), uint32_t(*end), index});
     }

@@ -4,11 +4,13 @@ driver supplies"), read and checked in one place for every tool that shows them:
 
 A step may carry ``inputs`` and ``outputs`` (the ONNX values it reads and writes, one per
 argument, comma-separated), ``views`` (JSON: the free views before it), ``fused`` (JSON: the
-nodes computed in its epilogue) and ``group`` (JSON: a layer group's members and the cost
-model's estimate of each). The compiler writes them, but they are free text to the loader,
+nodes computed in its epilogue) and ``group`` (JSON: a layer group's members, the cost
+model's estimate of each and, as ``pc``, the instructions that compute each on every core).
+The compiler writes them, but they are free text to the loader,
 so an edited file may hold anything: each entry is checked against the step it describes
 (types, one name per argument, a view's element count against its source value's, no
-output renaming a model input or a constant), and a violation is a :class:`TargetError`
+output renaming a model input or a constant, members' pc ranges inside the program of the
+core that runs them and disjoint), and a violation is a :class:`TargetError`
 naming the step and the entry, never a wrong display or an IndexError later.
 """
 
@@ -34,7 +36,8 @@ class StepDebug:
     ``inputs`` is None when the step does not record them (executables older than the
     entry); ``outputs`` is [] without debug info (the written buffers are then unknown);
     ``members`` is a layer group's per-member estimates (node, op, est_cycles, macs,
-    bound_by), [] without them."""
+    bound_by, and ``pc``: {core: [(begin, end), ...]}, {} when the file does not record it),
+    [] without them."""
 
     def __init__(self) -> None:
         self.inputs: list[str] | None = None
@@ -90,7 +93,7 @@ def _fused(dbg, step) -> list[tuple[str, str]]:
 _MEMBER_FIELDS = {"node": str, "op": str, "est_cycles": int, "macs": int, "bound_by": str}
 
 
-def _group(dbg, step, sd: StepDebug) -> None:
+def _group(dbg, step, sd: StepDebug, program_words: Mapping[int, int] | None = None) -> None:
     value = _json(dbg, "group", step)
     if not (isinstance(value, dict) and _names(value.get("nodes", []))):
         raise TargetError(f"step `{step}`: its debug entry `group` is not an object whose `nodes` is a list of "
@@ -111,11 +114,76 @@ def _group(dbg, step, sd: StepDebug) -> None:
         raise TargetError(f"step `{step}`: its debug entry `group` lists {len(sd.group_nodes)} nodes but "
                           f"{len(members)} members")
     sd.members = [{k: m[k] for k in _MEMBER_FIELDS} for m in members]
+    with_pc = [i for i, m in enumerate(members) if "pc" in m]
+    if with_pc and len(with_pc) != len(members):
+        missing = next(i for i in range(len(members)) if i not in with_pc)
+        raise TargetError(f"step `{step}`: its debug entry `group` has member {missing} without `pc` (member "
+                          f"{with_pc[0]} has one: every member or none)")
+    taken: dict[int, list[tuple[int, int, int]]] = {}  # core -> (begin, end, member)
+    for i, m in enumerate(members if with_pc else []):
+        sd.members[i]["pc"] = _member_pc(m["pc"], i, step, program_words, taken)
 
 
-def read_debug_info(desc: Mapping[str, Any]) -> list[StepDebug]:
+def _member_pc(value: Any, i: int, step: str, program_words: Mapping[int, int] | None,
+               taken: dict[int, list[tuple[int, int, int]]]) -> dict[int, list[tuple[int, int]]]:
+    """Member ``i``'s ``pc`` ({core: [[begin, end], ...]}) checked: types, each range inside
+    the words of the program that core runs (``program_words``, when known), and no range
+    shared with another member on one core (recorded in ``taken``)."""
+    what = f"step `{step}`: its debug entry `group` has member {i} with `pc`"
+    if not isinstance(value, dict):
+        raise TargetError(f"{what} that is not an object {{core: [[begin, end], ...]}}")
+    out = {}
+    for key, ranges in value.items():
+        if not (key.isdigit() and key.isascii()):
+            raise TargetError(f"{what} for core {key!r} (cores are decimal numbers)")
+        core = int(key)
+        if program_words is not None and core not in program_words:
+            raise TargetError(f"{what} for core {core}, which does not run the step's kernel (cores "
+                              f"{', '.join(map(str, sorted(program_words)))} do)")
+        if not (isinstance(ranges, list) and all(isinstance(r, list) and len(r) == 2 and _count(r[0])
+                                                 and _count(r[1]) for r in ranges)):
+            raise TargetError(f"{what} on core {core} that is not a list of [begin, end] pairs of integers >= 0")
+        for begin, end in ranges:
+            words = program_words[core] if program_words is not None else None
+            if begin >= end or (words is not None and end > words):
+                raise TargetError(f"{what} [{begin}, {end}) on core {core}, not a range inside its program"
+                                  + (f" of {words} instructions" if words is not None else ""))
+            other = next((o for o in taken.get(core, []) if begin < o[1] and o[0] < end), None)
+            if other is not None:
+                raise TargetError(f"{what} [{begin}, {end}) on core {core}, which overlaps member {other[2]}'s "
+                                  f"[{other[0]}, {other[1]})")
+            taken.setdefault(core, []).append((begin, end, i))
+        out[core] = [(begin, end) for begin, end in ranges]
+    return out
+
+
+def program_words(modules: Sequence[Any], desc: Mapping[str, Any]) -> list[dict[int, int] | None]:
+    """Per step of ``desc`` (``Executable.describe()``), the instructions of the program each
+    core runs for it ({core: words}), None for a host step; ``modules`` is
+    ``Executable.modules``."""
+    info: dict[int, dict[str, dict[int, int]]] = {}
+    out: list[dict[int, int] | None] = []
+    for step in desc["steps"]:
+        index = int(step["module"])
+        if step["kind"] != "npu" or modules[index].kind != "npu":
+            out.append(None)
+            continue
+        if index not in info:
+            info[index] = {}
+            for f in modules[index].info["functions"]:
+                sections = f["program"].sections
+                info[index][str(f["name"])] = {c: int(s["words"]) for s in reversed(sections) for c in s["cores"]
+                                               if c < int(f["cores"])}
+        out.append(info[index].get(str(step["function"])))
+    return out
+
+
+def read_debug_info(desc: Mapping[str, Any], modules: Sequence[Any] | None = None) -> list[StepDebug]:
     """The checked debug entries of every step of an executable (``Executable.describe()``),
-    in step order; TargetError naming the step and the entry at the first violation."""
+    in step order; TargetError naming the step and the entry at the first violation. With
+    ``modules`` (``Executable.modules``), a layer group member's ``pc`` ranges are checked
+    against the programs of its step too."""
+    words = program_words(modules, desc) if modules is not None else [None] * len(desc["steps"])
     buffers = desc["buffers"]
 
     def elements(b: int) -> int:
@@ -126,7 +194,7 @@ def read_debug_info(desc: Mapping[str, Any]) -> list[StepDebug]:
     size = {io["name"]: elements(io["buffer"]) for io in desc["inputs"]}
     size.update({buffers[c["buffer"]]["name"]: elements(c["buffer"]) for c in desc["constants"]})
     out = []
-    for step in desc["steps"]:
+    for step, step_words in zip(desc["steps"], words):
         name, dbg, args = step["node"], step.get("debug", {}), step["args"]
         sd = StepDebug()
         if dbg.get("views"):
@@ -160,6 +228,6 @@ def read_debug_info(desc: Mapping[str, Any]) -> list[StepDebug]:
         if dbg.get("fused"):
             sd.fused = _fused(dbg, name)
         if dbg.get("group"):
-            _group(dbg, name, sd)
+            _group(dbg, name, sd, step_words)
         out.append(sd)
     return out

@@ -117,7 +117,7 @@ class ModelTarget(Target):
         self.cores = 1
         self.grouped = {}  # node name -> the step of the layer group that runs it
         try:
-            debug = read_debug_info(d)
+            debug = read_debug_info(d, self.modules)
         except TargetError as e:
             raise TargetError(f"{path}: {e}" if path else str(e)) from None
         for index, (step, sd) in enumerate(zip(d["steps"], debug)):
