@@ -110,27 +110,62 @@ def run_cmd(args: argparse.Namespace) -> int:
 
 
 def group_members(exe: Any) -> dict[str, list[dict[str, Any]]]:
-    """Layer-group step name -> its members as the compiler estimated them (the step's
-    debug ``group`` entry: node, op, est_cycles, macs, bound_by); {} without estimates.
+    """Layer-group step name -> its members as the compiler recorded them (the step's
+    debug ``group`` entry: node, op, est_cycles, macs, bound_by, pc); {} without them.
     A malformed entry is a ValueError naming the step and the entry (tdb/debug_info.py)."""
     from ..tdb.debug_info import read_debug_info
 
     d = exe.describe()
-    return {step["node"]: sd.members for step, sd in zip(d["steps"], read_debug_info(d)) if sd.members}
+    return {step["node"]: sd.members for step, sd in zip(d["steps"], read_debug_info(d, exe.modules))
+            if sd.members}
+
+
+def _member_rows(o: dict[str, Any], recorded: list[dict[str, Any]], st: dict[str, Any], w: int) -> list[str]:
+    """The lines under a layer group's row: each member measured by the simulator (its code's
+    cycles, with the cost model's estimate beside) and how much the members overlap; without
+    measurements (an executable that does not record the members' code), the group's cycles
+    split by the estimates, marked ~."""
+    total, peak = max(st["cycles"], 1), st["peak_macs_per_cycle"]
+    lines = []
+    if o.get("members"):
+        for m in o["members"]:
+            cyc = m["cycles"]
+            util = m["macs"] / (cyc * peak) if cyc > 0 else 0.0
+            lines.append(f"{'  ' + m['node']:<{w}}  {m['op_type'][:16]:<16} {'':<5} {cyc:>12} "
+                         f"{100.0 * cyc / total:>6.1f}% {m['macs']:>14} {100.0 * util:>6.2f}%  {'':>8}  "
+                         f"{m['bound_by']:<5} est {m['est_cycles']:>10} ({100.0 * m['est_error']:+.0f}%)")
+        covered = o["cycles"] - o["outside_members"]
+        lines.append(f"{'  (members)':<{w}}  sum {o['members_cycles']} cycles = "
+                     f"{100.0 * o['members_cycles'] / max(o['cycles'], 1):.1f}% of the group's {o['cycles']}: "
+                     f"{o['members_overlap']} overlap (members running at once across the handoffs), "
+                     f"{covered} with some member running, {o['outside_members']} with none (entry, "
+                     f"synchronisation between members)")
+        return lines
+    est_total = sum(m["est_cycles"] for m in recorded)
+    for m in recorded if est_total > 0 else []:
+        cyc = o["cycles"] * m["est_cycles"] / est_total
+        util = m["macs"] / (cyc * peak) if cyc > 0 else 0.0
+        lines.append(f"{'  ' + m['node']:<{w}}  {m['op'][:16]:<16} {'':<5} {'~' + str(round(cyc)):>12} "
+                     f"{100.0 * cyc / total:>6.1f}% {m['macs']:>14} {100.0 * util:>6.2f}%  "
+                     f"{'':>8}  {m['bound_by']} (estimated)")
+    return lines
 
 
 def format_profile(st: dict[str, Any], exe: Any = None) -> str:
-    """The per-op table of a run's statistics, sorted by cycles (largest first); with the
-    executable, each layer group's members follow its row (its simulated cycles split
-    by the cost model's estimate of each member, marked ~), and the model report
-    (runtime/model_report.py) follows the total."""
+    """The per-op table of a run's statistics, sorted by cycles (largest first); each layer
+    group's members follow its row, measured (the cycles of each member's code on the
+    simulator, the cost model's estimate and its error beside, then the members' sum
+    against the group's cycles) or, for an executable that does not record the members'
+    code, the group's cycles split by the estimates (marked ~); with the executable, the
+    model report (runtime/model_report.py) follows the total."""
     from ..runtime.model_report import bound_class, format_model_report, model_report
 
     ops = sorted(st["ops"], key=lambda o: -o["cycles"])
     total = max(st["cycles"], 1)
     members = group_members(exe) if exe is not None else {}
-    w = max([len("op")] + [len(o["name"]) for o in ops] +
-            [len(m["node"]) + 2 for ms in members.values() for m in ms])
+    w = max([len("op"), len("  (members)")] + [len(o["name"]) for o in ops] +
+            [len(m["node"]) + 2 for ms in members.values() for m in ms] +
+            [len(m["node"]) + 2 for o in ops for m in o.get("members", [])])
     lines = [f"{'op':<{w}}  {'type':<16} {'where':<5} {'cycles':>12} {'share':>7} {'MACs':>14} {'util':>7}  "
              f"{'DDR MiB':>8}  bound by"]
     for o in ops:
@@ -138,14 +173,7 @@ def format_profile(st: dict[str, Any], exe: Any = None) -> str:
         lines.append(f"{o['name']:<{w}}  {o['op_type'][:16]:<16} {o['where']:<5} {o['cycles']:>12} "
                      f"{100.0 * o['cycles'] / total:>6.1f}% {o['macs']:>14} {100.0 * o['mac_utilisation']:>6.2f}%  "
                      f"{ddr:>8.2f}  {o['bound_by']} ({bound_class(o)})")
-        group = members.get(o.get("node", o["name"]), [])
-        est_total = sum(m["est_cycles"] for m in group)
-        for m in group if est_total > 0 else []:
-            cyc = o["cycles"] * m["est_cycles"] / est_total
-            util = m["macs"] / (cyc * st["peak_macs_per_cycle"]) if cyc > 0 else 0.0
-            lines.append(f"{'  ' + m['node']:<{w}}  {m['op'][:16]:<16} {'':<5} {'~' + str(round(cyc)):>12} "
-                         f"{100.0 * cyc / total:>6.1f}% {m['macs']:>14} {100.0 * util:>6.2f}%  "
-                         f"{'':>8}  {m['bound_by']} (estimated)")
+        lines += _member_rows(o, members.get(o.get("node", o["name"]), []), st, w)
     lines.append(f"total: {st['cycles']} cycles = {st['cycles'] / 1e3:.1f} us at 1 GHz, {st['macs']} MACs, "
                  f"MAC utilisation {100.0 * st['mac_utilisation']:.2f}% of the {st['precision']} peak; "
                  f"host wall {st['wall_seconds'] * 1e3:.1f} ms")
