@@ -101,6 +101,8 @@ void ValidateExecutable(const ExecutableSpec& s) {
   auto fail = [](const std::string& m) {
     TILECORE_THROW(ValueError) << "invalid executable: " << m;
   };
+  // Version 1 marked every buffer parameter written: those files cannot tell a reader.
+  const bool exact_written = s.format_version >= 2;
   if (s.precision != "f32" && s.precision != "f16" && s.precision != "bf16" &&
       s.precision != "int8") {
     fail("precision `" + s.precision + "` (expected f32, f16, bf16 or int8)");
@@ -229,13 +231,13 @@ void ValidateExecutable(const ExecutableSpec& s) {
       }
       // One buffer as two arguments, one of them written: the kernel's reads and writes of
       // it would race (its tiles are not ordered between the two names).
-      for (size_t a2 = 0; a2 < a; ++a2) {
+      for (size_t a2 = 0; a2 < a && exact_written; ++a2) {
         if (st.args[a2] == b && (p.written || (*params)[a2].written)) {
           fail(name + ": " + BufName(s, b) + " is both parameter `" + (*params)[a2].name +
                "` and `" + p.name + "`, and the kernel writes one of them");
         }
       }
-      if (p.written && constant_bufs.count(b)) {
+      if (exact_written && p.written && constant_bufs.count(b)) {
         fail(name + ": parameter `" + p.name + "` writes the constant in " + BufName(s, b));
       }
       use(b, t);
@@ -328,7 +330,7 @@ std::string Executable::SaveToBytes() const {
   }
   const std::string& payload = w.data();
   ByteWriter h;
-  h.u32(kExecutableVersion);
+  h.u32(s.format_version);
   h.u32(0);  // flags, none defined
   h.u64(payload.size());
   h.u64(Fnv1a(payload));
@@ -347,9 +349,10 @@ Executable Executable::LoadFromBytes(std::string_view bytes) {
   ByteReader h(bytes.substr(0, kHeaderBytes), "executable");
   h.u64();  // magic
   uint32_t version = h.u32();
-  if (version != kExecutableVersion) {
+  if (version < kExecutableOldestVersion || version > kExecutableVersion) {
     TILECORE_THROW(ValueError) << "executable, byte 8: unsupported version " << version
-                               << " (this tilecore reads version " << kExecutableVersion << ")";
+                               << " (this tilecore reads versions " << kExecutableOldestVersion
+                               << " to " << kExecutableVersion << ")";
   }
   uint32_t flags = h.u32();
   if (flags != 0) TILECORE_THROW(ValueError) << "executable, byte 12: unknown flags " << flags;
@@ -369,6 +372,7 @@ Executable Executable::LoadFromBytes(std::string_view bytes) {
   (void)r.u64(), (void)r.u64(), (void)r.u64(), (void)r.u64();
   auto left = [&] { return uint64_t(bytes.size() - r.pos()); };
   ExecutableSpec s;
+  s.format_version = version;
   s.precision = r.str();
   uint32_t nm = r.count(left() / 4);
   for (uint32_t i = 0; i < nm; ++i) {

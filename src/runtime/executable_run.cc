@@ -464,7 +464,7 @@ ExecutableSpec SpecFromJson(ffi::Array<Module> modules, const std::string& text,
 /*! \brief The plan and steps as JSON (the builder's description, constants as buffer indices). */
 std::string SpecToJson(const ExecutableSpec& s) {
   JMap d;
-  d.Set("version", Any(int64_t(kExecutableVersion)));
+  d.Set("version", Any(int64_t(s.format_version)));
   d.Set("precision", Any(ffi::String(s.precision)));
   d.Set("arena_size", Any(int64_t(s.arena_size)));
   JArr mods;

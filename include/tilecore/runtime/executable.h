@@ -32,7 +32,11 @@
 namespace tilecore::runtime {
 
 inline constexpr char kExecutableMagic[8] = {'T', 'C', 'E', 'X', 'E', 'C', '\0', '\0'};
-inline constexpr uint32_t kExecutableVersion = 1;
+/// Version 2: the kernels' parameters say exactly which buffers they write, which the
+/// data-flow validation rests on. Version 1 files (parameters all marked written) still
+/// load, without the checks that need the exact flags.
+inline constexpr uint32_t kExecutableVersion = 2;
+inline constexpr uint32_t kExecutableOldestVersion = 1;
 /// Offsets of buffers in the arena are multiples of this (DMA-friendly, any dtype aligned).
 inline constexpr uint64_t kExecutableAlign = 64;
 /// The arena must fit TC1's 32-bit DDR address space.
@@ -82,6 +86,7 @@ struct ExecutableSpec {
   std::vector<ExecConstant> constants;
   std::vector<ExecIO> inputs, outputs;
   std::vector<ExecStep> steps;
+  uint32_t format_version = kExecutableVersion;  // the file's (saved again as it was loaded)
 };
 
 class ExecutableObj : public ffi::Object {

@@ -1,5 +1,5 @@
-"""tests/python/reliability/tcx_edit.py — reads and writes the `.tcx` format (version 1 of
-docs/executable.md) field by field, so a test can build a crafted executable: an edited
+"""tests/python/reliability/tcx_edit.py — reads and writes the `.tcx` format (versions 1 and 2
+of docs/executable.md) field by field, so a test can build a crafted executable: an edited
 file with its checksum recomputed, which only the loader's validation can refuse."""
 import struct
 
@@ -45,7 +45,7 @@ class _Reader:
 def parse(data: bytes) -> dict:
     """The fields of a `.tcx` file as plain dicts and lists (step `kind` as its number)."""
     r = _Reader(data)
-    exe = {"precision": r.text(), "modules": [r.blob() for _ in range(r.u32())], "arena": r.u64()}
+    exe = {"version": struct.unpack_from("<I", data, 8)[0], "precision": r.text(), "modules": [r.blob() for _ in range(r.u32())], "arena": r.u64()}
     exe["buffers"] = []
     for _ in range(r.u32()):
         buf = {"name": r.text(), "offset": r.u64(), "size": r.u64(), "dtype": r.text()}
@@ -90,7 +90,7 @@ def build(exe: dict) -> bytes:
         out.append(struct.pack("<I", len(step["debug"])))
         out += [_blob(k) + _blob(v) for k, v in step["debug"]]
     payload = b"".join(out)
-    return _MAGIC + struct.pack("<IIQQ", 1, 0, len(payload), fnv1a64(payload)) + payload
+    return _MAGIC + struct.pack("<IIQQ", exe.get("version", 2), 0, len(payload), fnv1a64(payload)) + payload
 
 
 def edit(path_in, path_out, change):

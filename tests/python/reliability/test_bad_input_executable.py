@@ -254,3 +254,19 @@ def test_an_arena_larger_than_the_devices_ddr_is_named_before_anything_runs():
         np.testing.assert_array_equal(exe.run({"x": x}, device=device)["y"], np.maximum(x, 0))
     finally:
         runtime.npu_configure(device, "npu -cores=4")
+
+
+def test_a_version_1_file_still_loads_runs_and_saves_as_version_1(built, tmp_path):
+    # Version 1 (every buffer parameter marked written) predates the exact written flags:
+    # it loads without the checks that need them and keeps its version when saved again.
+    def change(exe):
+        exe["version"] = 1
+    old = _crafted(built, "version1.tcx", change)
+    exe = runtime.load_executable(old)
+    np.testing.assert_array_equal(exe.run({"x": built["x"]})["y"],
+                                  runtime.load_executable(built["path"]).run({"x": built["x"]})["y"])
+    exe.save(str(tmp_path / "again.tcx"))
+    assert (tmp_path / "again.tcx").read_bytes() == open(old, "rb").read()
+    fresh = runtime.load_executable(built["path"])
+    fresh.save(str(tmp_path / "fresh.tcx"))
+    assert tcx_edit.parse((tmp_path / "fresh.tcx").read_bytes())["version"] == 2
