@@ -35,6 +35,22 @@ def test_documented_stats_keys_exist():
         if row.startswith("|"):
             keys |= set(re.findall(r"`([a-z_]+)`", row.split("|")[1]))
     assert keys and keys <= set(st), keys - set(st)
-    per_step = text[text.index("Per step:"):text.index("## Trace")]
+    group_text = "A layer group's step (op type `Group`) whose"
+    per_step = text[text.index("Per step:"):text.index(group_text)]
     step_keys = set(re.findall(r"`([a-z_]+)`", per_step)) - {"npu", "host", "sc", "din", "dout", "mm", "vec"}
     assert step_keys <= set(st["ops"][0]), step_keys - set(st["ops"][0])
+
+
+def test_documented_member_keys_exist():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "compiler"))
+    import numpy as np
+    from test_member_handoff import dense_norm_dense
+
+    exe = tilecore.compile(dense_norm_dense(rows=32, d=64, f=64))
+    exe.run({"x": np.zeros((32, 64), "float32")})
+    (op,) = exe.stats()["ops"]
+    text = page_text("executable.md")
+    members = text[text.index("A layer group's step (op type `Group`) whose"):text.index("## Trace")]
+    keys = set(re.findall(r"`([a-z_]+)`", members)) - {"group", "pc", "members", "cycles"}
+    assert keys <= set(op) | set(op["members"][0]), keys - set(op) - set(op["members"][0])
+    assert {"members", "cycles"} <= set(op) and "cycles" in op["members"][0]
