@@ -403,6 +403,16 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   }
   attrs.Set("prefetch", kept);
   attrs.Set("early_handoffs", int64_t(std::count(early.begin(), early.end(), true)));
+  // where each intermediate (and prefetched input) lives while it lives, for the debuggers:
+  // [id, byte offset in the arena, dtype, shape], the whole tensor row-major
+  Array<Any> places;
+  for (const auto& [id, at] : offset_of) {
+    const Buffer& b = tensor.at(id);
+    Array<int64_t> shape;
+    for (const PrimExpr& d : b->shape) shape.push_back(d.as<IntImmNode>()->value);
+    places.push_back(Any(Array<Any>{Any(id), Any(at), Any(String(b->dtype.str())), Any(shape)}));
+  }
+  attrs.Set("l2_places", places);
   if (!pinned.empty()) attrs.Set(transform::kL1PinnedAttr, pinned);
   return PrimFunc(params, body, buffer_map, attrs);
 }

@@ -13,7 +13,10 @@
  * synchronises across the cores, so a member reads only what the previous ones wrote.
  * Each member's cores loops carry its index (ir::kGroupMemberAnnotation), by which the cost
  * model times the members one by one (EstimateKernel's `members`) and the code generator
- * records each member's instructions (what the profile measures per member).
+ * records each member's instructions (what the profile measures per member). Attr
+ * "l2_places" records, per intermediate (and prefetched input), [id, byte offset in the arena,
+ * dtype, shape]: the whole tensor row-major, where the debuggers read it (the arena is the
+ * kernel's outermost L2 allocation, so it starts at L2 byte 0).
  * `prefetch` (docs/compiler.md, "Weight prefetch"): bytes [begin, end) of an input (weights,
  * or an activation read twice) copied into the arena during member `member`, interleaved with
  * its work (weight_prefetch.h); from the first member fetching it on, the input has a place in

@@ -1237,7 +1237,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         if nd.where == "host":
             debug["host_reason"] = nd.reason
         if isinstance(nd, _groups.GroupNode):
-            debug["group"] = json.dumps(nd.summary())
+            debug["group"] = json.dumps(nd.summary(lambda name: index[root.get(name, name)]))
         step_fused = [f for m in getattr(nd, "members", [nd]) for f in fused_into.get(m.name, [])]
         if step_fused:
             debug["fused"] = json.dumps(step_fused)

@@ -39,12 +39,17 @@ class GroupNode:
         self.member_pc: list[dict[str, list[list[int]]]] = []  # per member, its code (member_code)
         # weight name -> {"reader", "bytes", "during": members fetching it} (weight_prefetch.py)
         self.prefetch: dict[str, dict[str, Any]] = {}
+        self.member_inputs: list[list[str]] = []  # per member, the values it reads ("" omitted)
+        # value name -> (byte offset in L2, dtype, shape): the intermediates' places (l2_places)
+        self.l2_places: dict[str, tuple[int, str, list[int]]] = {}
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, buffer_of: Callable[[str], int] | None = None) -> dict[str, Any]:
         """The group as the report lists it and the step's debug info records it; with
         ``members``: per member, its op type and the cost model's estimate of its cycles
-        in the group, its MACs and what bounds it, and ``pc``, its instructions per core
-        (``{core: [[begin, end], ...]}``, what the simulator measures it by)."""
+        in the group, its MACs and what bounds it, ``pc``, its instructions per core
+        (``{core: [[begin, end], ...]}``, what the simulator measures it by), and, given
+        ``buffer_of`` (a DDR value's buffer index), ``in`` (the values it reads) and ``out``
+        (where each value it writes lives, member_places)."""
         out = {"step": self.step_name, "nodes": [m.step_name for m in self.members], "internal": self.internal,
                "l2_bytes": self.l2_bytes, "prefetch": self.prefetch}
         if self.member_costs:
@@ -54,7 +59,26 @@ class GroupNode:
             if len(self.member_pc) == len(self.members):
                 for entry, pc in zip(out["members"], self.member_pc):
                     entry["pc"] = pc
+            if buffer_of is not None and len(self.member_inputs) == len(self.members):
+                for entry, m, ins in zip(out["members"], self.members, self.member_inputs):
+                    entry["in"] = list(ins)
+                    entry["out"] = self.member_places(m, buffer_of)
         return out
+
+    def member_places(self, member: Any, buffer_of: Callable[[str], int]) -> list[dict[str, Any]]:
+        """Where each value ``member`` writes lives once the member is complete: an
+        intermediate in its L2 place (``offset`` bytes into L2, the whole tensor row-major
+        in ``dtype`` and ``shape``, until its last reader is done), any other in the DDR
+        buffer of the group's output (``buffer``, an index of the executable's buffers)."""
+        places = []
+        for v in member.outs:
+            name = str(v.name)
+            if name in self.l2_places:
+                offset, dtype, shape = self.l2_places[name]
+                places.append({"value": name, "space": "l2", "offset": offset, "dtype": dtype, "shape": shape})
+            else:
+                places.append({"value": name, "space": "ddr", "buffer": buffer_of(name)})
+        return places
 
 
 def member_code(module: Any, function: str, count: int) -> list[dict[str, list[list[int]]]]:
@@ -216,6 +240,12 @@ class Groups:
                     "bytes": 0, "during": []})
                 row["bytes"] += end - begin
                 row["during"].append(members[m].step_name)
+            node.member_inputs = [["" if v is None else str(v.name) for v in steps[k][0].ins[:steps[k][3]]]
+                                  for k in idx]
+            # (the arena is the group kernel's outermost L2 allocation: it starts at L2 byte 0)
+            for row in (f.attrs["l2_places"] if "l2_places" in f.attrs else []):
+                t, offset, dtype, shape = row
+                node.l2_places[name_of[int(t)]] = (int(offset), str(dtype), [int(d) for d in shape])
             made.append(node)
             out.append((node, mod, fn, len(ins)))
             out_funcs.append(f)

@@ -10,7 +10,8 @@ The compiler writes them, but they are free text to the loader,
 so an edited file may hold anything: each entry is checked against the step it describes
 (types, one name per argument, a view's element count against its source value's, no
 output renaming a model input or a constant, members' pc ranges inside the program of the
-core that runs them and disjoint), and a violation is a :class:`TargetError`
+core that runs them and disjoint, a member's output in the DDR in a buffer the step writes),
+and a violation is a :class:`TargetError`
 naming the step and the entry, never a wrong display or an IndexError later.
 """
 
@@ -19,6 +20,8 @@ from __future__ import annotations
 import json
 import math
 from typing import Any, Mapping, Sequence
+
+import numpy as np
 
 from .target import TargetError
 
@@ -36,8 +39,9 @@ class StepDebug:
     ``inputs`` is None when the step does not record them (executables older than the
     entry); ``outputs`` is [] without debug info (the written buffers are then unknown);
     ``members`` is a layer group's per-member estimates (node, op, est_cycles, macs,
-    bound_by, and ``pc``: {core: [(begin, end), ...]}, {} when the file does not record it),
-    [] without them."""
+    bound_by, ``pc``: {core: [(begin, end), ...]}, and ``in`` and ``out``: the values the
+    member reads and where each value it writes lives; a key is absent when the file does
+    not record it), [] without them."""
 
     def __init__(self) -> None:
         self.inputs: list[str] | None = None
@@ -93,7 +97,7 @@ def _fused(dbg, step) -> list[tuple[str, str]]:
 _MEMBER_FIELDS = {"node": str, "op": str, "est_cycles": int, "macs": int, "bound_by": str}
 
 
-def _group(dbg, step, sd: StepDebug, program_words: Mapping[int, int] | None = None) -> None:
+def _group(dbg, step, sd: StepDebug, args: Sequence[int], program_words: Mapping[int, int] | None = None) -> None:
     value = _json(dbg, "group", step)
     if not (isinstance(value, dict) and _names(value.get("nodes", []))):
         raise TargetError(f"step `{step}`: its debug entry `group` is not an object whose `nodes` is a list of "
@@ -122,6 +126,54 @@ def _group(dbg, step, sd: StepDebug, program_words: Mapping[int, int] | None = N
     taken: dict[int, list[tuple[int, int, int]]] = {}  # core -> (begin, end, member)
     for i, m in enumerate(members if with_pc else []):
         sd.members[i]["pc"] = _member_pc(m["pc"], i, step, program_words, taken)
+    with_out = [i for i, m in enumerate(members) if "out" in m or "in" in m]
+    if with_out and len(with_out) != len(members):
+        missing = next(i for i in range(len(members)) if i not in with_out)
+        raise TargetError(f"step `{step}`: its debug entry `group` has member {missing} without `in` and `out` "
+                          f"(member {with_out[0]} has them: every member or none)")
+    for i, m in enumerate(members if with_out else []):
+        if not _names(m.get("in")):
+            raise TargetError(f"step `{step}`: its debug entry `group` has member {i} whose `in` is not a list of "
+                              "value names")
+        sd.members[i]["in"] = list(m["in"])
+        sd.members[i]["out"] = _member_out(m.get("out"), i, step, sd, args)
+
+
+def _member_out(value: Any, i: int, step: str, sd: StepDebug, args: Sequence[int]) -> list[dict[str, Any]]:
+    """Member ``i``'s ``out`` (where each value it writes lives) checked: a list of
+    {value, space: "ddr", buffer} (one of the step's output arguments, a value the step
+    writes) or {value, space: "l2", offset, dtype, shape} (bytes >= 0, sizes >= 0)."""
+    what = f"step `{step}`: its debug entry `group` has member {i} with `out`"
+    if not isinstance(value, list):
+        raise TargetError(f"{what} that is not a list of places ({{value, space, ...}})")
+    written = args[len(args) - len(sd.outputs):] if sd.outputs else args
+    out = []
+    for k, place in enumerate(value):
+        if not (isinstance(place, dict) and isinstance(place.get("value"), str) and place.get("space") in ("ddr", "l2")):
+            raise TargetError(f"{what} whose place {k} is not an object with a `value` name and `space` ddr or l2")
+        if place["space"] == "ddr":
+            if not (_count(place.get("buffer")) and place["buffer"] in written):
+                raise TargetError(f"{what} whose place {k} (`{place['value']}` in the DDR) has `buffer` "
+                                  f"{place.get('buffer')!r}, not one of the buffers the step writes "
+                                  f"({', '.join(map(str, written))})")
+            if sd.outputs and place["value"] not in sd.outputs:
+                raise TargetError(f"{what} whose place {k} puts `{place['value']}` in the DDR, but the step's "
+                                  f"`outputs` ({', '.join(sd.outputs)}) do not name it")
+            out.append({"value": place["value"], "space": "ddr", "buffer": place["buffer"]})
+            continue
+        shape = place.get("shape")
+        if not (_count(place.get("offset")) and isinstance(place.get("dtype"), str) and isinstance(shape, list)
+                and all(_count(d) for d in shape)):
+            raise TargetError(f"{what} whose place {k} (`{place['value']}` in L2) needs `offset` (bytes >= 0), "
+                              "`dtype` (a name) and `shape` (sizes >= 0)")
+        try:
+            np.dtype("uint16" if place["dtype"] == "bfloat16" else place["dtype"])
+        except TypeError:
+            raise TargetError(f"{what} whose place {k} (`{place['value']}` in L2) has the dtype "
+                              f"{place['dtype']!r}, which is no dtype") from None
+        out.append({"value": place["value"], "space": "l2", "offset": place["offset"], "dtype": place["dtype"],
+                    "shape": list(shape)})
+    return out
 
 
 def _member_pc(value: Any, i: int, step: str, program_words: Mapping[int, int] | None,
@@ -228,6 +280,6 @@ def read_debug_info(desc: Mapping[str, Any], modules: Sequence[Any] | None = Non
         if dbg.get("fused"):
             sd.fused = _fused(dbg, name)
         if dbg.get("group"):
-            _group(dbg, name, sd, step_words)
+            _group(dbg, name, sd, args, step_words)
         out.append(sd)
     return out
