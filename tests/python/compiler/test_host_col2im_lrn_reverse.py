@@ -51,14 +51,17 @@ def test_lrn(size):
 
 def test_reverse_sequence():
     x = np.arange(20, dtype=np.float32).reshape(4, 5)
-    lens = np.array([1, 4, 0, 5, 3], np.int64)  # batch along axis 1
+    lens = np.array([1, 4, 0, 2, 3], np.int64)  # batch along axis 1
     node = helper.make_node("ReverseSequence", ["x", "lens"], ["y"], time_axis=0, batch_axis=1)
     g = helper.make_graph([node], "rs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 5]),
                                          helper.make_tensor_value_info("lens", TensorProto.INT64, [5])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 5])])
-    got = tilecore.compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])).run(
-        {"x": x, "lens": lens})["y"]
+    exe = tilecore.compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]))
+    got = exe.run({"x": x, "lens": lens})["y"]
     want = x.copy()
-    for b, n in enumerate(np.minimum(lens, 4)):
+    for b, n in enumerate(lens):
         want[:n, b] = x[:n, b][::-1]
     np.testing.assert_array_equal(got, want)
+    # a length beyond the time axis is an error in ONNX (ONNX Runtime raises), not clamped
+    with pytest.raises(ValueError, match="sequence_lens element 3 is 5 when the model runs"):
+        exe.run({"x": x, "lens": np.array([1, 4, 0, 5, 3], np.int64)})

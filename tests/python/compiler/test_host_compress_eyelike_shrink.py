@@ -77,6 +77,10 @@ def test_ml_binarizer_and_array_feature_extractor():
     x = np.random.default_rng(2).normal(size=(3, 5)).astype(np.float32)
     y = tilecore.compile(_ml_model("Binarizer", {"x": x}, x.shape, threshold=0.2)).run({"x": x})["y"]
     np.testing.assert_array_equal(y, (x > 0.2).astype(np.float32))
-    idx = np.array([4, 0, -1], np.int64)
+    idx = np.array([4, 0, 2], np.int64)
     m = _ml_model("ArrayFeatureExtractor", {"x": x}, (3, 3), inits=[("idx", idx)])
-    np.testing.assert_array_equal(tilecore.compile(m).run({"x": x})["y"], x[:, [4, 0, 4]])
+    np.testing.assert_array_equal(tilecore.compile(m).run({"x": x})["y"], x[:, [4, 0, 2]])
+    # a negative index is out of range (ONNX Runtime: "must be in [0, 5)"), not wrapped
+    m = _ml_model("ArrayFeatureExtractor", {"x": x}, (3, 3), inits=[("idx", np.array([4, 0, -1], np.int64))])
+    with pytest.raises(ValueError, match=r"index -1 \(element 2\) is out of range"):
+        tilecore.compile(m).run({"x": x})
