@@ -105,8 +105,10 @@ def _check(args) -> int:
     first = rep["first_divergence"]
     if first is None:
         return 0
-    print(f"first divergence: node {first['index'] + 1} `{first['onnx_name']}` ({first['op_type']}, {first['where']}): "
-          f"{first['verdict']}")
+    where = (f"member `{first['onnx_name']}` ({first['op_type']}) of layer group `{first['group']}` (node "
+             f"{first['index'] + 1}, {first['where']})" if "group" in first else
+             f"node {first['index'] + 1} `{first['onnx_name']}` ({first['op_type']}, {first['where']})")
+    print(f"first divergence: {where}: {first['verdict']}")
     for r in first["outputs"]:
         if r["status"] in BAD:
             print(f"  output `{r['name']}`: {describe(r)}")

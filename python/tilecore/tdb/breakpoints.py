@@ -16,7 +16,7 @@ from .plugins import SPACES, Plugin, complete_words, parse_location, split_core
 
 if TYPE_CHECKING:
     from .core import Debugger
-    from .model import Node
+    from .model import Member, Node
 
 
 def _where(m, name):
@@ -209,12 +209,40 @@ class BreakpointPlugin(Plugin):
     def before_node(self, node: Node) -> list[str] | None:
         out = []
         for bp in self._graph_bps("location", "op"):
+            if self._on_member(bp, node):
+                continue  # it stops where the member starts (before_member)
             # a node fused into this one's epilogue is computed by it: stop before it
             if (bp.gkind == "location" and node.computes(bp.target)) or \
                     (bp.gkind == "op" and node.computes_op(bp.target)):
                 text = self._graph_hit(bp, f"node {node.describe()} is next")
                 if text:
                     out.append(text)
+        return out
+
+    @staticmethod
+    def _on_member(bp, node):
+        """Whether a node or op breakpoint names members of ``node``'s layer group (whose code
+        the file records) rather than the group's step itself."""
+        if not node.group:
+            return False
+        if bp.gkind == "op":
+            return bp.target != node.op_type and any(g.op == bp.target for g in node.group)
+        return bp.target != node.name and node.member(bp.target) is not None
+
+    def _member_bps(self, node, member):
+        return [bp for bp in self._graph_bps("location", "op") if bp.enabled and self._on_member(bp, node)
+                and bp.target == (member.name if bp.gkind == "location" else member.op)]
+
+    def member_events(self, node: Node) -> set[tuple[str, int]]:
+        return {("start", g.index) for g in node.group if self._member_bps(node, g)}
+
+    def before_member(self, node: Node, member: Member) -> list[str] | None:
+        out = []
+        for bp in self._member_bps(node, member):
+            text = self._graph_hit(bp, f"member {member.index + 1} of {len(node.group)} {member.describe()} of layer "
+                                       f"group `{node.name}` (node {node.index + 1}) starts")
+            if text:
+                out.append(text)
         return out
 
     def _host_accesses(self, node):

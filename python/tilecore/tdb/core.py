@@ -25,6 +25,7 @@ from ..ffi.error import TilecoreError
 from .target import Target, TargetError, open_target
 
 if TYPE_CHECKING:
+    from .model import Member
     from .plugins import Plugin
 
 UNITS = ("scalar", "simd", "din", "dout", "mm", "vec")
@@ -118,6 +119,8 @@ class Debugger(cmd.Cmd):
         self.model = self.target if getattr(self.target, "kind", "") == "model" else None
         self.base_position = 0        # models: instructions of the nodes already run
         self.node_instructions = {}   # models: node index -> instructions it took
+        self.members_started: list[bool] = []   # models: the current layer group's members
+        self.members_complete: list[bool] = []
         self.namespace = {"tdb": self, "sim": self.sim, "np": np}
         self.plugins = []
         self.info_handlers = {}       # info SUBCOMMAND -> (function, completer or None)
@@ -281,6 +284,8 @@ class Debugger(cmd.Cmd):
                 return f"{head}: a view of `{node.inputs[0]}` as `{node.outputs[0]}`, no code"
             if self.position() == 0:
                 head = "before " + head
+            if node.group:
+                head += ", " + self.member_state(core)
             if self.sim.halted(core):
                 return f"{head}: core {core} halted"
             pc = self.sim.pc(core)
@@ -390,6 +395,94 @@ class Debugger(cmd.Cmd):
                 raise
             ffi.Begin(self.engine)
             self._call("on_node_load", node)
+        # a layer group's members: which have started, and which are complete
+        self.members_started = [False] * len(node.group) if node is not None else []
+        self.members_complete = [False] * len(node.group) if node is not None else []
+
+    def member_at(self, core: int | None = None) -> Member | None:
+        """The member of the current layer group whose code the core is in (None: outside
+        every member's code, or no group)."""
+        node = self.model.node() if self.model is not None else None
+        if node is None or not node.group:
+            return None
+        core = self.core if core is None else core
+        pc = self.sim.pc(core)
+        return next((g for g in node.group if g.contains(core, pc)), None)
+
+    def member_state(self, core: int | None = None) -> str:
+        """Where the core is among the current layer group's members: in one (and whether it is
+        complete), or between two."""
+        node = self.model.node()
+        g = self.member_at(core)
+        n = len(node.group)
+        if g is not None:
+            return f"in member {g.index + 1} of {n} {g.describe()}"
+        done = [h for h in node.group if self.members_complete[h.index]]
+        ahead = [h for h in node.group if not self.members_started[h.index]]
+        parts = ([f"after member {done[-1].index + 1} of {n} {done[-1].describe()} (complete)"] if done else []) + \
+                ([f"before member {ahead[0].index + 1} of {n} {ahead[0].describe()}"] if ahead else [])
+        return ", ".join(parts) or "outside the members' code"
+
+    def _member_stops(self, node):
+        """The pcs per core where the run must stop for the member boundaries the plugins
+        need ({core: [pc, ...]}), the events pending."""
+        wanted = set().union(*(p.member_events(node) for p in self.plugins))
+        pcs: dict[int, set[int]] = {}
+        for kind, k in wanted:
+            g = node.group[k]
+            if kind == "start" and not self.members_started[k]:
+                for core in g.pc:
+                    pcs.setdefault(core, set()).add(g.begin(core))
+            elif kind == "end" and not self.members_complete[k]:
+                for core in g.pc:
+                    if not self._passed(core, g.end(core)):
+                        pcs.setdefault(core, set()).add(g.end(core))
+        return {c: sorted(v) for c, v in pcs.items()}, wanted
+
+    def _passed(self, core, end):
+        return self.sim.halted(core) or self.sim.pc(core) >= end
+
+    def _member_progress(self, node, wanted, finished=False):
+        """Marks the members that started or completed by now (the cores' pcs: each core
+        runs the members' code in order), and returns the messages of the plugins that
+        asked for those boundaries."""
+        messages = []
+        for g in node.group:
+            k = g.index
+            if not self.members_started[k] and (finished or any(self._passed(c, g.begin(c)) for c in g.pc)):
+                self.members_started[k] = True
+                if ("start", k) in wanted:
+                    messages += [t for p in self.plugins for t in (p.before_member(node, g) or [])]
+            if not self.members_complete[k] and (finished or all(self._passed(c, g.end(c)) for c in g.pc)):
+                self.members_complete[k] = True
+                if ("end", k) in wanted:
+                    messages += [t for p in self.plugins for t in (p.after_member(node, g) or [])]
+        return messages
+
+    def _resume_group(self, node, left, units):
+        """Runs a layer group's kernel like _resume_kernel, stopping at the member boundaries
+        the plugins need (transient pc stops: where none is needed, at full speed); a boundary
+        whose plugins return messages is a stop ("node" report with the messages)."""
+        executed = 0
+        while True:
+            pcs, wanted = self._member_stops(node)
+            rep = self._resume_kernel(left - executed if left else 0, units, pcs or None)
+            executed += rep["executed"]
+            rep["executed"] = executed
+            finished = rep["reason"] == "finished"
+            messages = self._member_progress(node, wanted, finished)
+            if finished:
+                rep["member_messages"] = messages
+                return rep
+            ours = rep["reason"] == "transient" and all(
+                h["pc"] in pcs.get(h["core"], ()) and mnemonics().get(h["op"]) not in units for h in rep["hits"])
+            if not ours:
+                rep.setdefault("messages", [])[:0] = messages
+                return rep
+            if messages:
+                return {"reason": "node", "executed": executed, "hits": [], "messages": messages}
+            if left and executed >= left:
+                return {"reason": "step", "executed": executed, "hits": []}
 
     def _resume_model(self, max_instructions, units, stop_before, node_end):
         m = self.model
@@ -412,15 +505,17 @@ class Debugger(cmd.Cmd):
             if node.where == "npu":
                 if self.verbose:
                     self.progress(node.index + 1, len(m.nodes), f"node {node.index + 1} of {len(m.nodes)} {node.describe()}")
-                rep = self._resume_kernel(left, units)
+                rep = self._resume_group(node, left, units) if node.group else self._resume_kernel(left, units)
                 executed += rep["executed"]
                 if rep["reason"] != "finished":
                     rep["executed"] = executed
                     return rep
+                member_messages = rep.get("member_messages", [])
                 if left:
                     left = max(left - rep["executed"], 0) or -1
                 ran = self.position()
             else:
+                member_messages = []
                 if node.where == "host":
                     m.run_host_node(self.sim, node)
                 executed += 1
@@ -429,7 +524,7 @@ class Debugger(cmd.Cmd):
                 ran = 0
             self.node_instructions[node.index] = ran
             self.base_position += ran
-            messages = [t for p in self.plugins for t in (p.after_node(node) or [])]
+            messages = member_messages + [t for p in self.plugins for t in (p.after_node(node) or [])]
             self.enter_node(node.index + 1)
             if messages or node_end or left == -1:
                 nxt = m.node()

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from .core import Debugger
-    from .model import Node
+    from .model import Member, Node
 
 DEFAULTS = {"rtol": 1e-4, "atol": 1e-5, "cosine": 0.999, "euclid": 0.99}
 BAD = ("different", "shape", "dtype")  # the statuses that fail a node
@@ -175,20 +175,46 @@ class DataCheckPlugin(Plugin):
     def _value(self, name):
         m = self.tdb.model
         a = m.read_value(self.tdb.sim, name)
-        if m.buffers[m.values[name].buffer]["dtype"] == "bfloat16":  # held as its uint16 bits
+        if m.value_dtype(name) == "bfloat16":  # held as its uint16 bits
             a = (a.astype(np.uint32) << 16).view(np.float32)
         return a
 
-    def after_node(self, node: Node) -> list[str] | None:
-        t = self.tdb
-        if not self.enabled or not self.ref or t.model is None:
+    def _checking(self) -> bool:
+        return self.enabled and bool(self.ref) and self.tdb.model is not None
+
+    def member_events(self, node: Node) -> set[tuple[str, int]]:
+        """The end of every member with a reference for an output: each is checked there."""
+        if not self._checking():
+            return set()
+        return {("end", g.index) for g in node.group if any(o in self.ref for o in g.outputs)}
+
+    def after_member(self, node: Node, member: Member) -> list[str] | None:
+        if not self._checking():
             return None
-        outs = [o for o in node.outputs if o in self.ref and o in t.model.values]
+        res = {"index": node.index, "member": member.index, "node": member.name, "onnx_name": member.name,
+               "op_type": member.op, "where": node.where, "group": node.name, "outputs": [], "inputs": []}
+        return self._judge(res, member.outputs, member.inputs, (node.index, member.index),
+                           f"member `{member.name}` ({member.op}) of layer group `{node.name}` (node {node.index + 1}, "
+                           f"{node.where})", "member")
+
+    def after_node(self, node: Node) -> list[str] | None:
+        if not self._checking():
+            return None
+        if node.group:  # its members were checked one by one, each where it completed
+            return None
         res = {"index": node.index, "node": node.name, "onnx_name": node.onnx_name, "op_type": node.op_type,
                "where": node.where, "outputs": [], "inputs": []}
+        return self._judge(res, node.outputs, node.inputs, (node.index, -1),
+                           f"node {node.index + 1} `{node.onnx_name}` ({node.op_type}, {node.where})", "node")
+
+    def _judge(self, res, outputs, inputs, key, what, noun):
+        """Compares ``outputs`` (then, for a difference, ``inputs``) with the reference, records
+        ``res`` under ``key`` and returns the stop's message, if any."""
+        t = self.tdb
+        outs = [o for o in outputs if o in self.ref and t.model.has_value(o)]
         if not outs:
             res["status"] = "no reference"
-            self.results[node.index] = res
+            self.results[key] = res
             return None
         for o in outs:
             row = compare(self._value(o), self.ref[o], self.thresholds)
@@ -196,29 +222,31 @@ class DataCheckPlugin(Plugin):
         bad = [r for r in res["outputs"] if r["status"] in BAD]
         if not bad:
             res["status"] = "pass"
-            self.results[node.index] = res
+            self.results[key] = res
             return None
         res["status"] = "fail"
-        for i in node.inputs:
-            if i in self.ref and i in t.model.values:
+        earlier = {r["name"]: r for k, row in self.results.items() if k[0] == key[0] for r in row["outputs"]}
+        for i in inputs:
+            if i in earlier:  # a member's output checked where it was complete (its place may be reused)
+                res["inputs"].append(dict(earlier[i]))
+            elif i in self.ref and i in t.model.values:
                 row = compare(self._value(i), self.ref[i], self.thresholds)
                 res["inputs"].append(dict(row, name=i))
         differ = [r["name"] for r in res["inputs"] if r["status"] in BAD]
         res["inputs_match"] = not differ
         if differ:
-            res["verdict"] = f"this node's inputs already differ ({', '.join(differ)})"
+            res["verdict"] = f"this {noun}'s inputs already differ ({', '.join(differ)})"
         else:
             checked = [r["name"] for r in res["inputs"]]
-            res["verdict"] = ("this node is wrong: its inputs match the reference" if checked else
-                              "this node is wrong: its inputs are the model's inputs and constants")
-        self.results[node.index] = res
+            res["verdict"] = (f"this {noun} is wrong: its inputs match the reference" if checked else
+                              f"this {noun} is wrong: its inputs are the model's inputs and constants")
+        self.results[key] = res
         first = self.first is None
         if first:
             self.first = res
         if not self.stop or not (first or not differ):
             return None
-        lines = [f"Data-check: node {node.index + 1} `{node.onnx_name}` ({node.op_type}, {node.where}) diverges from "
-                 f"the reference; {res['verdict']}"]
+        lines = [f"Data-check: {what} diverges from the reference; {res['verdict']}"]
         for r in res["outputs"]:
             lines.append(f"  output `{r['name']}`: {describe(r)}")
         for r in res["inputs"]:
@@ -227,7 +255,7 @@ class DataCheckPlugin(Plugin):
 
     def report(self) -> dict[str, Any]:
         """The JSON-able summary of every node checked so far."""
-        rows = [self.results[k] for k in sorted(self.results)]
+        rows = [self.results[k] for k in sorted(self.results)]  # (node, member): members in order
         return {"thresholds": dict(self.thresholds), "nodes": rows,
                 "checked": sum(r["status"] in ("pass", "fail") for r in rows),
                 "passed": sum(r["status"] == "pass" for r in rows),
@@ -245,7 +273,8 @@ class DataCheckPlugin(Plugin):
                   f"thresholds " + ", ".join(f"{k}={v:g}" for k, v in self.thresholds.items()))
         for r in rep["nodes"]:
             if r["status"] == "fail":
-                t.message(f"  {r['index'] + 1:4d} {r['onnx_name']} ({r['op_type']}): {r['verdict']}")
+                member = f", member of layer group `{r['group']}`" if "group" in r else ""
+                t.message(f"  {r['index'] + 1:4d} {r['onnx_name']} ({r['op_type']}{member}): {r['verdict']}")
 
     def do_check(self, arg: str) -> bool | None:
         """check [on|off] | check stop|nostop | check set NAME=X ... | check VALUE
@@ -269,7 +298,7 @@ class DataCheckPlugin(Plugin):
             return
         t.require_started()
         name = words[0]
-        if t.model is None or name not in t.model.values:
+        if t.model is None or not t.model.has_value(name):
             raise CommandError(f"no graph value `{name}`")
         if name not in self.ref:
             raise CommandError(f"the reference data has no `{name}`")

@@ -267,6 +267,12 @@ class InfoPlugin(Plugin):
                 t.message(f"  {label}: {', '.join(parts) or '-'}")
             if node.where != "npu":
                 return
+            g = t.member_at()
+            if g is not None:
+                places = ", ".join(f"{p['value']} at l2:{p['offset']:#x}" if p["space"] == "l2" else
+                                   f"{p['value']} in the DDR" for p in g.places)
+                t.message(f"  member {g.index + 1} of {len(node.group)} of the layer group: `{g.name}`, op type "
+                          f"{g.op}; reads {', '.join(i for i in g.inputs if i) or '-'}; writes {places}")
             t.message(f"  kernel `{node.step['function']}`, {t.position()} instructions into it")
         core = t.core
         pc = t.sim.pc(core)
@@ -411,6 +417,8 @@ class InfoPlugin(Plugin):
         if not name:
             raise CommandError("usage: p[/full] VALUE | p EXPR")
         m = t.model
+        if m is not None and name not in m.values and name in m.member_outputs:
+            return self._print_member_output(name, full)
         if m is None or name not in m.values:
             value = t.evaluate(name)
             with np.printoptions(threshold=4096, linewidth=100):
@@ -433,11 +441,38 @@ class InfoPlugin(Plugin):
         t.message(summarize(arr, full))
         t.namespace["_"] = arr
 
+    def _print_member_output(self, name: str, full: bool) -> None:
+        """A layer group's L2 intermediate: from its place, saying whether the member that
+        writes it is complete and whether the place still holds it (until the last member
+        reading it is complete)."""
+        t = self.tdb
+        m = t.model
+        index, k, place = m.member_outputs[name]
+        node = m.nodes[index]
+        g = node.group[k]
+        readers = [h.index for h in node.group if name in h.inputs]
+        last = max(readers, default=k)
+        arr = m.read_value(t.sim, name)
+        who = f"member {g.describe()} of layer group `{node.name}`"
+        if m.current < index or (m.current == index and not t.members_complete[k]):
+            state = f"NOT produced yet ({who} is not complete: the bytes are stale)"
+        elif m.current > index:
+            state = f"produced by {who}, which has finished: L2 may have held other data since (stale)"
+        elif t.members_complete[last] and last != k:
+            state = (f"produced by {who}; its last reader `{node.group[last].name}` is complete, so its place may "
+                     "hold another intermediate since (stale)")
+        else:
+            state = f"produced by {who}, in its L2 place"
+        t.message(f"`{name}`: {arr.dtype}{list(arr.shape)} at l2:{place['offset']:#x}, {state}")
+        t.message(summarize(arr, full))
+        t.namespace["_"] = arr
+
     do_p = do_print
 
     def complete_print(self, text: str, line: str, begidx: int, endidx: int) -> list[str]:
         m = self.tdb.model
-        return complete_words(text, list(m.values) if m is not None else list(self.tdb.symbols))
+        return complete_words(text, list(m.values) + list(m.member_outputs) if m is not None
+                              else list(self.tdb.symbols))
 
     complete_p = complete_print
 

@@ -44,6 +44,33 @@ class Value:
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
 
+class Member:
+    """A member of a layer group's step, as its debug entry records it: its code per core
+    (``pc``: {core: [(begin, end), ...]}), the values it reads and where each value it
+    writes lives (``out``: places, docs/executable.md)."""
+
+    def __init__(self, index: int, record: Mapping[str, Any]) -> None:
+        self.index, self.name, self.op = index, record["node"], record["op"]
+        self.pc: dict[int, list[tuple[int, int]]] = record["pc"]
+        self.inputs: list[str] = list(record["in"])
+        self.places: list[dict[str, Any]] = list(record["out"])
+        self.outputs = [p["value"] for p in self.places]
+
+    def begin(self, core: int) -> int:
+        """The first instruction of the member's code on ``core``."""
+        return min(b for b, _ in self.pc[core])
+
+    def end(self, core: int) -> int:
+        """The instruction after the member's code on ``core``: passing it, the core is done."""
+        return max(e for _, e in self.pc[core])
+
+    def contains(self, core: int, pc: int) -> bool:
+        return any(b <= pc < e for b, e in self.pc.get(core, ()))
+
+    def describe(self) -> str:
+        return f"`{self.name}` ({self.op})"
+
+
 class Node:
     """One node of the model in execution order: ``where`` is npu, host or view."""
 
@@ -57,6 +84,13 @@ class Node:
         self.module = None
         self.fused: list[tuple[str, str]] = []  # (name, op type) of the nodes fused into it
         self.members: list[tuple[str, str]] = []  # a layer group's: (name, op type) of its nodes
+        # a layer group's members with their code and output places, when the file records them
+        self.group: list[Member] = []
+
+    def member(self, name: str) -> Member | None:
+        """The member of this node's layer group named ``name`` (None: not one, or the
+        file does not record the members' code)."""
+        return next((g for g in self.group if g.name == name), None)
 
     def computes(self, name: str) -> bool:
         """Whether this node is ONNX node or step ``name``, or computes it fused or as a
@@ -116,6 +150,8 @@ class ModelTarget(Target):
         self.nodes = []
         self.cores = 1
         self.grouped = {}  # node name -> the step of the layer group that runs it
+        # an L2 intermediate's value name -> (node index, member index, place)
+        self.member_outputs: dict[str, tuple[int, int, dict[str, Any]]] = {}
         try:
             debug = read_debug_info(d, self.modules)
         except TargetError as e:
@@ -156,6 +192,12 @@ class ModelTarget(Target):
         # nodes fused into this step's epilogue (an Add, a Relu): it computes them
         n.fused = list(sd.fused)
         n.members = sd.group_members()
+        if sd.members and all("pc" in r and "out" in r for r in sd.members):
+            n.group = [Member(k, r) for k, r in enumerate(sd.members)]
+            for g in n.group:
+                for place in g.places:
+                    if place["space"] == "l2":
+                        self.member_outputs[place["value"]] = (n.index, g.index, place)
         self.nodes.append(n)
         for i, o in enumerate(outs):
             self._add_value(o, args[n_in + i], producer=n.index)
@@ -190,6 +232,10 @@ class ModelTarget(Target):
         """"" or, when node ``name`` runs inside a layer group's step, the message saying so."""
         if name not in self.grouped or name == self.grouped[name]:
             return ""
+        step = next((n for n in self.nodes if n.name == self.grouped[name]), None)
+        if step is not None and step.member(name) is not None:
+            return (f"member {step.member(name).index + 1} of the layer group step `{step.name}`: stops when the "
+                    "member starts")
         return (f"runs inside the layer group step `{self.grouped[name]}`: stops before the group (compile with "
                 "--no-group, or group=False, to stop at the node itself)")
 
@@ -300,9 +346,24 @@ class ModelTarget(Target):
             sim.write("ddr", ARENA_BASE + int(self.buffers[a]["offset"]), arr.numpy())
 
     def read_value(self, sim: Simulator, name: str, node_index: int | None = None) -> np.ndarray:
-        """The value's array as the simulated DDR holds it now."""
+        """The value's array as the simulated DDR holds it now (a layer group's L2
+        intermediate: as its place in L2 holds it now)."""
+        if name not in self.values and name in self.member_outputs:
+            place = self.member_outputs[name][2]
+            dtype = "uint16" if place["dtype"] == "bfloat16" else place["dtype"]
+            return sim.read("l2", place["offset"], tuple(place["shape"]), dtype)
         v = self.values[name]
         return sim.read("ddr", self.value_address(v), v.shape, v.dtype)
+
+    def value_dtype(self, name: str) -> str:
+        """The dtype the compiler gave a value (bfloat16 is read as its uint16 bits)."""
+        if name not in self.values and name in self.member_outputs:
+            return self.member_outputs[name][2]["dtype"]
+        return self.buffers[self.values[name].buffer]["dtype"]
+
+    def has_value(self, name: str) -> bool:
+        """Whether tdb can read value ``name``: a DDR value or a group's L2 intermediate."""
+        return name in self.values or name in self.member_outputs
 
     def disassemble(self) -> str:
         """The executable's code as annotated assembly: each node in order with its ONNX name,

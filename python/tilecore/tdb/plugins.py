@@ -28,7 +28,7 @@ from .core import CommandError, parse_int
 
 if TYPE_CHECKING:
     from .core import Debugger
-    from .model import Node
+    from .model import Member, Node
     from .target import Symbol
 
 SPACES = ("ddr", "l2", "l1")
@@ -68,6 +68,22 @@ class Plugin:
 
     def after_node(self, node: Node) -> list[str] | None:
         """Models: the node has run (its outputs are in memory); return messages to stop."""
+        return None
+
+    def member_events(self, node: Node) -> set[tuple[str, int]]:
+        """Models: which boundaries of the layer group members of ``node`` (an npu node
+        whose ``group`` is recorded) the plugin needs: ("start", k) and ("end", k) for
+        member k. The run stops inside the group only at those (docs/tdb.md)."""
+        return set()
+
+    def before_member(self, node: Node, member: Member) -> list[str] | None:
+        """Models: a member of ``node``'s layer group starts (a core is before its first
+        instruction), if the plugin asked for its ("start", k); return messages to stop."""
+        return None
+
+    def after_member(self, node: Node, member: Member) -> list[str] | None:
+        """Models: a member is complete (every core passed its code; its outputs are at their
+        places), if the plugin asked for its ("end", k); return messages to stop."""
         return None
 
     def accept_stop(self, report: dict[str, Any]) -> bool:

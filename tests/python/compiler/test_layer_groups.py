@@ -143,7 +143,8 @@ def test_group_kernels_names_bad_lists():
 
 def test_tdb_names_the_group_a_node_runs_in(tmp_path):
     """tdb on a grouped executable: a breakpoint on a member node says which group step
-    runs it and stops before that step (there is no step of its own to stop at)."""
+    runs it and stops where the member starts inside that step (the step records each
+    member's code); one on the group's step stops before the step."""
     import io
 
     from tilecore.tdb import Debugger
@@ -154,11 +155,14 @@ def test_tdb_names_the_group_a_node_runs_in(tmp_path):
     out = io.StringIO()
     tdb = Debugger(str(tmp_path / "g.tcx"), inputs=str(tmp_path / "in.npz"), stdout=out)
     tdb.onecmd("break conv2")
-    assert "Breakpoint 1: node `conv2` (runs inside the layer group step `conv1+2`: stops before the group" \
+    assert "Breakpoint 1: node `conv2` (member 2 of the layer group step `conv1+2`: stops when the member starts" \
         in out.getvalue()
+    tdb.onecmd("break conv1+2")
     tdb.onecmd("run")
-    assert "Breakpoint 1, node `conv1` (layer group of 3 nodes: `conv1`, `conv2`, `conv3`; npu) is next" \
+    assert "Breakpoint 2, node `conv1` (layer group of 3 nodes: `conv1`, `conv2`, `conv3`; npu) is next" \
         in out.getvalue()
+    tdb.onecmd("continue")
+    assert "Breakpoint 1, member 2 of 3 `conv2` (Conv) of layer group `conv1+2` (node 1) starts" in out.getvalue()
 
 
 def test_a_group_that_does_not_build_is_split(monkeypatch):
