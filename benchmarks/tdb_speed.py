@@ -12,7 +12,9 @@ Then a compiled zoo model (--model, default resnet50) runs
   (plain)  through the executor (Executable.run; the time of its npu and host calls);
   (tdb)    in the Debugger on the .tcx: start, a breakpoint on the `tlut` instruction
            (never executed: the per-instruction check runs everywhere), continue to the
-           end; reverse-execution recording off (the default for models) and on.
+           end; reverse-execution recording off (the default for models) and on; and
+           with the data-check on (ONNX Runtime's value of every node output as the
+           reference, not stopping), which checks each layer-group member where it completes.
 Figures: front-end instructions per second and the ratio of speeds to the plain
 run (median of --repeat rounds; each round runs every case once).
 
@@ -120,7 +122,10 @@ def model_speed(name, repeat):
         steps = st["npu_call_seconds"] + st["host_call_seconds"]  # the nodes only, as tdb's continue
         return steps, st["wall_seconds"], sum(o.get("instructions", 0) for o in st["ops"])
 
-    def under_tdb(record):
+    checked = Debugger(exe, inputs=inputs, stdout=io.StringIO(), ref_data=onnx_reference(zoo.export(name), inputs))
+    checked.onecmd("check nostop")
+
+    def under_tdb(record, dbg=dbg):
         dbg.onecmd("start")
         dbg.onecmd("record on" if record else "record off")
         dbg.onecmd("delete")
@@ -132,7 +137,8 @@ def model_speed(name, repeat):
         return dt, dbg.base_position
 
     reference = exe.run(inputs)[out_name]
-    cases = {"plain run (executor)": [], "tdb continue (record off, default)": [], "tdb continue (record on)": []}
+    cases = {"plain run (executor)": [], "tdb continue (record off, default)": [], "tdb continue (record on)": [],
+             "tdb continue, data-check": []}
     counts = {}
     walls = []
     for _ in range(repeat):
@@ -143,6 +149,9 @@ def model_speed(name, repeat):
             dt, counts[label] = under_tdb(record)
             np.testing.assert_array_equal(dbg.model.read_value(dbg.sim, out_name), reference)
             cases[label].append(dt)
+        dt, counts["tdb continue, data-check"] = under_tdb(False, checked)
+        cases["tdb continue, data-check"].append(dt)
+    rep = checked.plugin("data-check").report()
     base = statistics.median(cases["plain run (executor)"])
     print()
     print(f"model: {name}, {len(dbg.model.nodes)} nodes ({sum(n.where == 'npu' for n in dbg.model.nodes)} npu), "
@@ -152,6 +161,23 @@ def model_speed(name, repeat):
     for label, ts in cases.items():
         t = statistics.median(ts)
         print(f"{label:36s} {counts[label]:12d} {t:9.4f} {counts[label] / t / 1e6:10.2f} {base / t:9.2f}")
+    members = sum("group" in r for r in rep["nodes"])
+    print(f"data-check: {rep['checked']} compared ({members} layer-group members), {rep['passed']} passed")
+
+
+def onnx_reference(model, inputs):
+    """ONNX Runtime's value of every node output (the model with all of them as outputs)."""
+    import onnx
+    import onnxruntime
+    from onnx import helper
+
+    m = onnx.ModelProto()
+    m.CopyFrom(onnx.load(model))  # (a path)
+    have = {o.name for o in m.graph.output}
+    m.graph.output.extend(helper.make_empty_tensor_value_info(o) for n in m.graph.node for o in n.output
+                          if o and o not in have)
+    sess = onnxruntime.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, inputs)))
 
 
 if __name__ == "__main__":
