@@ -203,7 +203,8 @@ class _Importer:
 
     def check_schema(self, node, index, opdef, opset: int, ins: list) -> None:
         """The node checked against its ONNX schema at ``opset``: that the op exists there
-        and its definition is not older than tilecore's, the attribute types, the input and
+        and its definition is not older than tilecore's, the attribute types and the required
+        attributes, the input and
         output counts (a required one not left empty) and the kinds of its inputs."""
         from onnx import AttributeProto as A
 
@@ -230,6 +231,11 @@ class _Importer:
             if got != want:
                 raise ImportError_(f"{where}: attribute '{a.name}' is of type {got}; {node.op_type} takes "
                                    f"{want} (ONNX {node.op_type}-{schema.since_version})")
+        given = {a.name for a in node.attribute}
+        for name, formal in schema.attributes.items():
+            if formal.required and name not in given:
+                raise ImportError_(f"{where}: attribute '{name}' is required and missing "
+                                   f"(ONNX {node.op_type}-{schema.since_version})")
         for what, names, lo, hi, formals in (("inputs", node.input, schema.min_input, schema.max_input, schema.inputs),
                                              ("outputs", node.output, schema.min_output, schema.max_output,
                                               schema.outputs)):

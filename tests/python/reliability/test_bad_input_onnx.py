@@ -387,3 +387,29 @@ def test_an_ill_formed_node_is_named_at_import(model, words, tmp_path, capsys):
         rc = e.code
     err = capsys.readouterr().err
     assert rc == 1 and "Traceback" not in err and ("'mm'" in err or "`mm`" in err or "'sm'" in err), err
+
+
+@pytest.mark.parametrize("node, words", [
+    (helper.make_node("Cast", ["x"], ["y"], name="c"), r"node 'c' \(Cast, opset 17\): attribute 'to' is required and "
+                                                       r"missing"),
+    (helper.make_node("Concat", ["x", "x"], ["y"], name="c"), r"node 'c' \(Concat, opset 17\): attribute 'axis' is "
+                                                              r"required and missing"),
+])
+def test_a_missing_required_attribute_is_named(node, words):
+    # Found by benchmarks/importer_fuzz.py: were "int() argument must be ... not 'NoneType'"
+    # and "'<=' not supported between instances of 'int' and 'NoneType'".
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TP.FLOAT, [4, 16])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, None)])
+    with pytest.raises(ValueError, match=words):
+        tilecore.compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def test_a_conv_transpose_weight_of_another_rank_is_named():
+    # Found by benchmarks/importer_fuzz.py: was "tuple index out of range".
+    w = np.ones((16, 1), np.float32)
+    g = helper.make_graph([helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="ct")], "g",
+                          [helper.make_tensor_value_info("x", TP.FLOAT, [1, 16, 4, 4])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, None)],
+                          [helper.make_tensor("w", TP.FLOAT, w.shape, w.ravel())])
+    with pytest.raises(ValueError, match=r"ConvTranspose.*W of shape .*16, 1.* does not have the rank of X"):
+        tilecore.compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))

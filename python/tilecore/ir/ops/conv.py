@@ -125,6 +125,10 @@ def _convt_infer(attrs, inputs):
     x, w = inputs[0], inputs[1]
     if x.shape is None or w is None or w.shape is None:
         return [tensor(None, x.dtype)]
+    if len(x.shape) < 3:
+        raise fail("ConvTranspose", f"X must be (N, C, D1, ...), got shape {x.shape}")
+    if len(w.shape) != len(x.shape):
+        raise fail("ConvTranspose", f"W of shape {w.shape} does not have the rank of X {x.shape}")
     group = attrs["group"]
     m = dim_mul(w.shape[1], group)
     geo = _convt_geometry(attrs, x.shape[2:], w.shape[2:])
