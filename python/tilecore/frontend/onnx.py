@@ -247,6 +247,9 @@ class _Importer:
                 formal = formals[min(k, len(formals) - 1)] if formals else None
                 if not n and formal is not None and formal.option == type(formal.option).Single:
                     raise ImportError_(f"{where}: {what[:-1]} {k} ({formal.name}) is required and left empty")
+                if not n and formal is not None and formal.option == type(formal.option).Variadic:
+                    raise ImportError_(f"{where}: {what[:-1]} {k} ({formal.name}) is left empty; only an optional "
+                                       f"{what[:-1]} may be, not one of a variadic list")
         for k, v in enumerate(ins):
             why = None if v is None else kind_mismatch(schema, k, _value_kind(v.type))
             if why:

@@ -413,3 +413,15 @@ def test_a_conv_transpose_weight_of_another_rank_is_named():
                           [helper.make_tensor("w", TP.FLOAT, w.shape, w.ravel())])
     with pytest.raises(ValueError, match=r"ConvTranspose.*W of shape .*16, 1.* does not have the rank of X"):
         tilecore.compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+@pytest.mark.parametrize("dtype", [TP.FLOAT, TP.FLOAT16])
+def test_an_empty_name_in_a_variadic_input_list_is_named(dtype):
+    # Found by benchmarks/importer_fuzz.py: Min(x, x, "") in float16 crashed the process in a
+    # host kernel's check (ONNX Runtime 1.32 dies on it too); only an optional input may be empty.
+    g = helper.make_graph([helper.make_node("Min", ["x", "x", ""], ["y"], name="m")], "g",
+                          [helper.make_tensor_value_info("x", dtype, [4, 16])],
+                          [helper.make_tensor_value_info("y", dtype, [4, 16])])
+    with pytest.raises(ValueError, match=r"node 'm' \(Min, opset 17\): input 2 \(data_0\) is left empty; only an "
+                                         r"optional input may be"):
+        tilecore.compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
