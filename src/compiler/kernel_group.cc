@@ -138,6 +138,14 @@ constexpr int64_t kEarlyShare = 6;
 
 }  // namespace
 
+namespace {
+// A test hook, off unless a test sets it (compiler.testing.PrefetchedPlacesReadOnlyForever):
+// a prefetched weight's place stays read-only to the handoffs after its last reader, the
+// layer-group defect that once broke mobilenet_v3_small, so the tools that find a wrong
+// group (tilecore compare's bisection) are tested on a real one.
+bool testing_prefetched_places_read_only_forever = false;
+}  // namespace
+
 PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
                       const std::vector<std::vector<int64_t>>& args,
                       const std::vector<int64_t>& inputs, const std::vector<int64_t>& outputs,
@@ -306,6 +314,7 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   // it is behind) is as read-only to member i's handoff as the DDR's inputs. Only while it
   // lives: once its last reader is done, its place in the arena is another intermediate's,
   // which a member before i may still be writing.
+  const bool forever = testing_prefetched_places_read_only_forever;
   auto settled_before = [&](size_t i) {
     return [&, i](const Buffer& b) {
       if (!arena.defined() || !b->data.same_as(arena->data)) return false;
@@ -314,7 +323,8 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
       if (!off || bytes < 0) return false;
       const int64_t lo = *off * b->dtype.lane_bytes(), hi = lo + bytes;
       for (const auto& [id, from] : fetched_from) {
-        if (fetched_until.at(id) + 2 > int64_t(i) || uses.at(id).second < int64_t(i)) continue;
+        if (fetched_until.at(id) + 2 > int64_t(i) || (uses.at(id).second < int64_t(i) && !forever))
+          continue;
         const int64_t at = offset_of.at(id);
         if (lo >= at && hi <= at + ConstBytes(tensor.at(id))) return true;
       }
@@ -441,6 +451,13 @@ TILECORE_REGISTER_GLOBAL("compiler.GroupKernels")
             << "GroupKernels: handoff " << handoff << " (0 none, 1 late, 2 early)";
       return GroupKernels(f, a, ints(inputs), ints(outputs), std::string(name), p, l2_bytes,
                           l1_bytes, Handoff(handoff));
+    });
+
+TILECORE_REGISTER_GLOBAL("compiler.testing.PrefetchedPlacesReadOnlyForever")
+    .set_body_typed([](bool on) -> bool {
+      const bool was = testing_prefetched_places_read_only_forever;
+      testing_prefetched_places_read_only_forever = on;
+      return was;
     });
 
 }  // namespace compiler
