@@ -579,7 +579,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             calib_samples: Mapping[str, np.ndarray] | None = None,
             qtable: Mapping[str, str] | str | os.PathLike[str] | None = None,
             auto_mixed: float | None = None, bias_correction: bool = True, fuse: bool = True,
-            group: bool = True, verify: bool | Mapping[str, np.ndarray] = False) -> Executable:
+            group: bool = True, verify: bool | Mapping[str, np.ndarray] = False,
+            ungroup: Sequence[str] = ()) -> Executable:
     """Compiles a model to an :class:`tilecore.runtime.Executable`.
 
     :param model: a :class:`tilecore.ir.graph.Graph`, a path to a ``.onnx`` file, its
@@ -606,6 +607,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     :param group: layer groups (docs/compiler.md): runs of npu steps compiled as one kernel
         whose intermediates stay in L2. ``False`` (implied by ``fuse=False`` and by
         ``keep_intermediates``) keeps one step per node, for per-layer profiles.
+    :param ungroup: step names (a layer group's ``nodes``) kept out of layer groups, each
+        a step of its own, the other groups as they were (``tilecore compare`` bisects
+        the groups with it).
     :param input_shapes: input name -> shape, binding symbolic dimensions.
     :param verify: check the executable before returning it (compiler/verify.py,
         docs/compiler.md "Verification"): on sample inputs (``True``: the first of
@@ -1090,7 +1094,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                     group_cache[gkey] = (_build(f, target=target), "group", f)
             return group_cache[gkey]
 
-        grouper = _groups.Groups(nodes, steps, info, graph_outputs, _itemsize)
+        grouper = _groups.Groups(nodes, steps, info, graph_outputs, _itemsize, apart=ungroup)
         steps, step_kernels, groups_made = grouper.apply(step_kernels, build_group)
         group_splits = grouper.splits
     built = {}  # kernel key -> the npu Module of the steps left outside groups

@@ -107,10 +107,11 @@ def _bytes(info, name, itemsize):
 
 class Groups:
     """The layer groups of the driver's ``steps`` ((node, module, function, input params)
-    tuples in execution order): ``runs`` are lists of step indices, two or more each."""
+    tuples in execution order): ``runs`` are lists of step indices, two or more each. The
+    steps named in ``apart`` are left out of every run (each breaks the run it was in)."""
 
     def __init__(self, nodes: Sequence[Any], steps: Sequence[tuple], info: dict[str, tuple],
-                 graph_outputs: set[str], itemsize: Callable[[str], int]) -> None:
+                 graph_outputs: set[str], itemsize: Callable[[str], int], apart: Sequence[str] = ()) -> None:
         self.steps, self.info, self.graph_outputs, self.itemsize = steps, info, graph_outputs, itemsize
         self.alias = {}  # a free view's output -> the value whose bytes it is
         for nd in nodes:
@@ -137,7 +138,7 @@ class Groups:
         for nd in nodes:
             if nd.where in ("dropped", "view"):
                 continue
-            if nd.where != "npu" or id(nd) not in position:
+            if nd.where != "npu" or id(nd) not in position or nd.step_name in apart:
                 close()
                 continue
             run.append(nd)
