@@ -272,14 +272,26 @@ def _print_shipped(rep: dict[str, Any]) -> bool:
         return False
     outs = ", ".join(f"`{n}` {f['cosine']:.6f}" for n, f in ship["outputs"].items())
     what = f"{ship['steps']} steps, {ship['groups']} layer groups, {ship['fused']} other fused nodes"
-    if not ship["diverged"] and not ship["hazards"] and not ship["changed"]:
-        print(f"the executable as compiled ({what}) agrees: outputs {outs}")
+    checked = f"; {len(ship['tensors'])} tensors, layer group members included" if "tensors" in ship else ""
+    if not ship["diverged"] and not ship["hazards"] and not ship["changed"] and not ship.get("first_divergent"):
+        print(f"the executable as compiled ({what}) agrees: outputs {outs}{checked}")
         return False
     print(f"the executable as compiled ({what}) {'diverges' if ship['diverged'] else 'differs'}: outputs {outs}")
     for h in ship["hazards"][:3]:
         print(f"  race in step `{h['step']}`: {h['message']}")
     if ship["changed"]:
         print(f"  {ship['changed']['message']}")
+    first = ship.get("first_divergent")
+    if first:
+        where = (f"member `{first['node']}` ({first['op_type']}) of layer group `{first['group']}`"
+                 if first["member"] is not None else f"step `{first['step']}` ({first['op_type']})")
+        print(f"  first divergent in the executable as compiled: `{first['name']}` of {where}, cosine "
+              f"{first['cosine']:.6f}: {first['verdict']}")
+    bis = ship.get("bisect")
+    if bis:
+        print("  bisecting the optimisations: " + "; ".join(
+            f"{t['change']}: {'right' if t['right'] else 'wrong'} ({t['cosine']:.6f})" for t in bis["tried"]))
+        print(f"  {bis['culprit']['message']}")
     return True
 
 
@@ -292,13 +304,15 @@ def _print_shipped(rep: dict[str, Any]) -> bool:
     arg("--threshold", type=float, default=None,
         help="cosine below which a tensor diverged (f32, f16, bf16: 0.999; int8 and QDQ models: 0.99)"),
     arg("--report", help="write the report (every tensor's figures) as JSON here"),
-    arg("--repro", metavar="DIR", help="write the first bad node as a one-op model and its inputs here"),
+    arg("--repro", metavar="DIR", help="write the layer group found wrong (else the first bad node) as a small "
+        "model and its inputs here (a new or empty folder)"),
     arg("--quiet", action="store_true", help="no progress bar"),
     arg("--calib", metavar="CALIB.npz", help="int8: calibration samples keyed by input name, each (N, *shape)"),
     *CALIB_ARGS,
 ])
 def compare_cmd(args: argparse.Namespace) -> int:
-    from ..compiler.compare import compare_with_onnxruntime, write_repro
+    from ..compiler.compare import compare_with_onnxruntime, write_group_repro, write_repro
+    from ..tdb.capture import values_where_complete
     from ..runtime.files import check_new_directory, load_npz, write_bytes
 
     writes, reads = calibration_files(args)
@@ -316,7 +330,8 @@ def compare_cmd(args: argparse.Namespace) -> int:
     try:
         rep = compare_with_onnxruntime(args.model, inputs, target=args.target, precision=args.precision,
                                        threshold=args.threshold, progress=bar,
-                                       calib=calib)
+                                       calib=calib, read_shipped=lambda exe, feeds: values_where_complete(
+                                           exe, feeds, args.target))
     except _compile_errors() as e:
         return _fail_about(args.model, e)
     finally:
@@ -329,6 +344,10 @@ def compare_cmd(args: argparse.Namespace) -> int:
     if first is None:
         print(f"all {len(rep['tensors'])} tensors agree (cosine >= {rep['threshold']})"
               + (" in the program with every intermediate kept" if bad_ship else ""))
+        if bad_ship and args.repro:
+            path = write_group_repro(rep, args.repro)
+            if path:
+                print(f"repro: {path} (with inputs.npz, expected.npz and group.json)")
         return 1 if bad_ship else 0
     print(f"first divergent: `{first['name']}` of node `{first['node']}` ({first['op_type']}), "
           f"cosine {first['cosine']:.6f}")

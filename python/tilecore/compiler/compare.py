@@ -35,7 +35,11 @@ So the executable as ``tilecore compile`` makes it is run too, in the simulator'
 mode, and its outputs are compared with ONNX Runtime's (``shipped``); each value a step
 of it writes is compared with the same value in the every-intermediate program, and the
 first layer group or fused node that differs is named (``shipped["changed"]``): "this
-group is wrong, the same nodes compiled one step each are right".
+group is wrong, the same nodes compiled one step each are right". Given ``read_shipped``
+(tdb reads each layer-group member's output where it completes), every tensor the shipped
+program exposes is compared with ONNX Runtime too (``shipped["tensors"]``); a shipped
+program that is wrong where the every-intermediate one is right has its optimisations
+bisected (``shipped["bisect"]``): groups off, one group apart at a time, fusion off.
 """
 
 from __future__ import annotations
@@ -275,15 +279,22 @@ def compare_with_onnxruntime(model: Any, inputs: Mapping[str, np.ndarray], targe
                              precision: str = "f32", threshold: float | None = None,
                              progress: Callable[..., Any] | None = None, calib: Any = None,
                              jump_db: float = JUMP_DB, shipped: bool = True, fuse: bool = True,
-                             group: bool = True) -> CompareReport:
+                             group: bool = True, read_shipped: Callable[..., list[dict[str, Any]]] | None = None,
+                             bisect: bool = True) -> CompareReport:
     """Compiles ``model`` with every intermediate kept, runs it and ONNX Runtime (f32; a
     QDQ model without its fake quantisation) on ``inputs`` and compares each tensor both
     have. ``calib`` goes to the compiler (int8). With ``shipped``, the executable as it
     ships (compiled with ``fuse`` and ``group``) is run too: the report's ``shipped`` has
     its outputs' figures against ONNX Runtime, the races the simulator's hazard mode saw,
     and ``changed``, the first layer group or fused node whose values differ from the
-    every-intermediate program's (compiler/verify.py), or None. Returns the report (a
-    JSON-able dict)."""
+    every-intermediate program's (compiler/verify.py), or None. ``read_shipped(exe,
+    inputs)`` gives every value the shipped executable exposes where it completes, layer
+    group members included (``tilecore.tdb.capture.values_where_complete``, what the CLI
+    passes): ``shipped["tensors"]`` compares each with ONNX Runtime and
+    ``shipped["first_divergent"]`` names the first below the threshold. With ``bisect``, a
+    shipped program that is wrong where the every-intermediate one is right is compiled
+    again with one optimisation off at a time (``shipped["bisect"]``, :func:`bisect_optimisations`).
+    Returns the report (a JSON-able dict)."""
     from . import verify as _verify
     from .driver import compile as _compile
 
@@ -400,6 +411,25 @@ def compare_with_onnxruntime(model: Any, inputs: Mapping[str, np.ndarray], targe
             "hazards": [{"step": st["node"], "message": h} for st in steps for h in st["hazards"]],
             "changed": None if changed is None else {k: v for k, v in changed.items()},
         }
+        exact = set(consts) | set(inputs)
+        if read_shipped is not None:
+            shipped_rep.update(_shipped_tensors(read_shipped(shipped_exe, inputs), ref, ref_name, threshold, exact))
+        kept_right = not any(r["diverged"] for r in rows if r["name"] in outputs)
+        member_wrong = (shipped_rep.get("first_divergent") or {}).get("group") is not None
+        if bisect and kept_right and (shipped_rep["diverged"] or member_wrong or changed is not None):
+            def compile_again(**change):
+                return _compile(proto, target=target, precision=precision, input_shapes=shapes, **change, **kw)
+
+            def judge(e):
+                outs = e.run(inputs)
+                figures = [metrics(outs[n], ref[ref_name(n)])["cosine"] for n in outs if ref_name(n) in ref]
+                worst = min(figures, default=1.0)
+                return bool(worst >= threshold), worst
+
+            suspect = {x for x in ((shipped_rep.get("first_divergent") or {}).get("group"),
+                                   (changed or {}).get("step")) if x}
+            shipped_rep["bisect"] = bisect_optimisations(compile_again, judge, steps, suspect,
+                                                         min([f["cosine"] for f in figures.values()], default=1.0))
     return CompareReport({
         "model": proto.graph.name,
         "precision": precision,
@@ -416,6 +446,158 @@ def compare_with_onnxruntime(model: Any, inputs: Mapping[str, np.ndarray], targe
         "cycles": exe.stats()["cycles"],
         "shipped": shipped_rep,
     }, ours={**{k: np.asarray(v) for k, v in inputs.items()}, **ours}, model=proto, groups=groups)
+
+
+def _shipped_tensors(rows: Sequence[dict[str, Any]], ref: Mapping[str, np.ndarray], ref_name: Callable[[str], str],
+                     threshold: float, exact: set[str]) -> dict[str, Any]:
+    """The shipped program's values (``read_shipped``'s rows, in the order they complete)
+    against ONNX Runtime's: ``tensors`` (per float value with a reference: its figures,
+    where it was read and whether it ``diverged``), ``first_divergent`` (the first row below
+    ``threshold``, with a ``verdict``: wrong itself when every input it read agrees) and
+    ``not_compared`` (values without a float reference)."""
+    out, first, skipped, diverged = [], None, [], {}
+    for r in rows:
+        name, a = r["value"], np.asarray(r["array"])
+        if ref_name(name) not in ref or a.dtype.kind != "f":
+            skipped.append(name)
+            continue
+        row = {"name": name, "node": r["node"], "op_type": r["op_type"], "step": r["step"], "group": r["group"],
+               "member": r["member"]}
+        row.update(metrics(a, ref[ref_name(name)]))
+        row["diverged"] = bool(not row["cosine"] >= threshold)
+        diverged[name] = row["diverged"]
+        if row["diverged"] and first is None:
+            bad = [i for i in r["inputs"] if diverged.get(i)]
+            unknown = [i for i in r["inputs"] if i not in diverged and i not in exact]
+            row["inputs"] = list(r["inputs"])
+            row["verdict"] = (f"its inputs already differ ({', '.join(bad)})" if bad else
+                              "it is wrong itself: every input it read agrees" if not unknown else
+                              f"its inputs {', '.join(unknown)} were not compared")
+            first = row
+        out.append(row)
+    return {"tensors": out, "first_divergent": first, "not_compared": skipped}
+
+
+def bisect_optimisations(compile_again: Callable[..., Any], judge: Callable[[Any], tuple[bool, float]],
+                         steps: Sequence[dict[str, Any]], suspects: set[str], shipped_cosine: float) -> dict[str, Any]:
+    """The smallest change of the shipped program that makes the model right.
+    ``compile_again(**options)`` compiles the model with compile options changed,
+    ``judge(exe)`` runs it (True when its outputs agree with the reference, their lowest
+    cosine); ``steps`` are the shipped program's (verify.observe), ``suspects`` the step
+    names a comparison points at. Layer groups off first; when that is right, one group
+    apart at a time (``ungroup``: the suspects first, then halves of the groups), the rest
+    as shipped; else epilogue fusion off; else what only the every-intermediate program
+    turns off (int8 edges, shared quantisation, buffer reuse). Returns ``tried`` (each
+    change, whether it was right and its cosine) and ``culprit`` (``kind`` group, groups,
+    fusion or intermediates, the group's ``index`` (1-based), ``step`` and ``members``, and
+    a ``message``), None when no change made it right."""
+    tried = []
+
+    def attempt(change, **options):
+        ok, cos = judge(compile_again(**options))
+        tried.append({"change": change, "right": ok, "cosine": cos})
+        return ok
+
+    groups = [st for st in steps if st["members"]]
+    culprit = None
+
+    def group_culprit(k):
+        st = groups[k]
+        return {"kind": "group", "index": k + 1, "step": st["node"], "members": list(st["members"]),
+                "outputs": list(st["outputs"]), "data_inputs": list(st["data_inputs"]),
+                "message": f"layer group {k + 1} `{st['node']}` (members {', '.join(st['members'])}) is wrong; the "
+                           f"same nodes compiled alone are right (outputs at cosine {tried[-1]['cosine']:.6f} with "
+                           f"it apart, {shipped_cosine:.6f} as shipped)"}
+
+    if groups and attempt("layer groups off", group=False):
+        def apart(ks):
+            names = [f"{k + 1}" for k in ks]
+            return attempt(f"layer group{'s' if len(ks) > 1 else ''} {', '.join(names)} apart",
+                           ungroup=[m for k in ks for m in groups[k]["members"]])
+
+        first = [k for k, st in enumerate(groups) if st["node"] in suspects]
+        if len(groups) == 1:
+            culprit = group_culprit(0)
+        elif first and apart(first[:1]):
+            culprit = group_culprit(first[0])
+        else:
+            left = list(range(len(groups)))
+            while len(left) > 1:
+                half = left[:len(left) // 2]
+                if apart(half):
+                    left = half
+                elif apart(left[len(half):]):
+                    left = left[len(half):]
+                else:
+                    break
+                if len(left) == 1:
+                    culprit = group_culprit(left[0])
+            if culprit is None:
+                culprit = {"kind": "groups", "message": "the layer groups are wrong together (no one group apart "
+                                                        "makes the model right); compiled without layer groups it "
+                                                        "is right"}
+    elif attempt("epilogue fusion off", fuse=False):
+        fused = [st["node"] for st in steps if st["fused"] and not st["members"]]
+        culprit = {"kind": "fusion", "steps": fused,
+                   "message": f"epilogue fusion is wrong ({len(fused)} fused node(s): {', '.join(fused[:6])}); "
+                              f"the same nodes compiled one step each are right"}
+    else:
+        culprit = {"kind": "intermediates",
+                   "message": "an optimisation only the every-intermediate program turns off (int8 edges, shared "
+                              "quantisation, buffer reuse) is wrong: with every intermediate kept the model is right"}
+    return {"tried": tried, "culprit": culprit}
+
+
+def write_group_repro(report: CompareReport, directory: str | os.PathLike[str]) -> str | None:
+    """Writes the layer group ``report``'s bisection found wrong as a small ONNX model
+    (``group.onnx``: the group's nodes, its constants, its data inputs as graph inputs and
+    the values it writes for later steps as outputs), the arrays its inputs had (from the
+    every-intermediate run, which is right: ``inputs.npz``), what the same nodes compiled
+    one step each wrote (``expected.npz``) and what it is (``group.json``). Returns the model's
+    path, or None when no group was found wrong. ``directory`` must be new or empty."""
+    from onnx import helper, numpy_helper
+
+    from ..runtime.files import check_new_directory, save_npz, write_bytes
+
+    culprit = ((report.get("shipped") or {}).get("bisect") or {}).get("culprit") or {}
+    if culprit.get("kind") != "group":
+        return None
+    proto, ours = report.model, report.ours
+    consts = _constants(proto)
+    producer = {o: n for n in proto.graph.node for o in n.output}
+    ins = set(culprit["data_inputs"])
+    picked, todo = set(), list(culprit["outputs"])
+    while todo:  # from the group's outputs up to its inputs: every node of the group
+        x = todo.pop()
+        p = producer.get(x)
+        if x in ins or x in consts or p is None or id(p) in picked:
+            continue
+        picked.add(id(p))
+        todo.extend(y for y in p.input if y)
+    nodes = [n for n in proto.graph.node if id(n) in picked]
+    used = [x for n in nodes for x in n.input if x]
+    data_in, inits, arrays = [], [], {}
+    for x in dict.fromkeys(used):
+        if x in consts and x not in producer:
+            inits.append(numpy_helper.from_array(np.asarray(consts[x]), x))
+        elif x in ins:
+            arrays[x] = np.asarray(ours[x])
+            data_in.append(helper.make_tensor_value_info(x, helper.np_dtype_to_tensor_dtype(arrays[x].dtype),
+                                                         list(arrays[x].shape)))
+    outs = [helper.make_tensor_value_info(o, helper.np_dtype_to_tensor_dtype(np.asarray(ours[o]).dtype),
+                                          list(np.shape(ours[o]))) for o in culprit["outputs"]]
+    g = helper.make_graph(nodes, f"repro_group_{culprit['index']}", data_in, outs, inits)
+    m = helper.make_model(g, opset_imports=list(proto.opset_import))
+    m.ir_version = proto.ir_version
+    check_new_directory(directory, "the repro")  # a user's files of the same names are not replaced
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "group.onnx")
+    write_bytes(path, m.SerializeToString())
+    save_npz(os.path.join(directory, "inputs.npz"), arrays)
+    save_npz(os.path.join(directory, "expected.npz"), {o: np.asarray(ours[o]) for o in culprit["outputs"]})
+    info = dict(culprit, nodes=[n.name for n in nodes], model=report["model"], precision=report["precision"])
+    write_bytes(os.path.join(directory, "group.json"), json.dumps(info, indent=1, default=float))
+    return path
 
 
 def write_repro(report: CompareReport, directory: str | os.PathLike[str]) -> str | None:
