@@ -503,9 +503,11 @@ def bisect_optimisations(compile_again: Callable[..., Any], judge: Callable[[Any
 
     def group_culprit(k):
         st = groups[k]
-        return {"kind": "group", "index": k + 1, "step": st["node"], "members": list(st["members"]),
+        m = list(st["members"])  # (all of them in "members"; the message names a few of a long list)
+        named = ", ".join(m) if len(m) <= 8 else f"{', '.join(m[:3])}, ... {', '.join(m[-2:])}"
+        return {"kind": "group", "index": k + 1, "step": st["node"], "members": m,
                 "outputs": list(st["outputs"]), "data_inputs": list(st["data_inputs"]),
-                "message": f"layer group {k + 1} `{st['node']}` (members {', '.join(st['members'])}) is wrong; the "
+                "message": f"layer group {k + 1} `{st['node']}` ({len(m)} members: {named}) is wrong; the "
                            f"same nodes compiled alone are right (outputs at cosine {tried[-1]['cosine']:.6f} with "
                            f"it apart, {shipped_cosine:.6f} as shipped)"}
 

@@ -68,7 +68,7 @@ def test_compare_names_the_wrong_group_and_writes_it_as_a_repro(files, tmp_path,
     bis = ship["bisect"]
     assert [t["change"] for t in bis["tried"]] == ["layer groups off"] and bis["tried"][0]["right"]
     assert bis["culprit"]["kind"] == "group" and bis["culprit"]["members"] == MEMBERS
-    assert ("layer group 1 `hswish+5` (members hswish, pool, fc1, fc2, hsigmoid, scale) is wrong; the same nodes "
+    assert ("layer group 1 `hswish+5` (6 members: hswish, pool, fc1, fc2, hsigmoid, scale) is wrong; the same nodes "
             "compiled alone are right") in out
     assert "first divergent in the executable as compiled: `y` of member `scale` (Mul)" in out
     # the repro: the group's nodes, its input as the every-intermediate run had it
