@@ -330,14 +330,15 @@ class Debugger(cmd.Cmd):
 
     def resume(self, max_instructions: int = 0, units: Iterable[str] = (),
                pcs: Mapping[int, Sequence[int]] | None = None, stop_before: Any = None,
-               node_end: bool = False) -> dict[str, Any]:
+               node_end: bool = False, stop_member: Any = None) -> dict[str, Any]:
         """Runs until a stop, ``max_instructions`` (0: no limit) or the end; reports the stop.
 
-        For a model, ``stop_before(node)`` (true: stop before that node starts) and
-        ``node_end`` (stop when the current node ends) are graph-level transient stops."""
+        For a model, ``stop_before(node)`` (true: stop before that node starts),
+        ``stop_member(node, member)`` (true: stop where that member of the node's layer group
+        starts) and ``node_end`` (stop when the current node ends) are graph-level transient stops."""
         self.require_runnable()
         if self.model is not None:
-            rep = self._resume_model(max_instructions, units, stop_before, node_end)
+            rep = self._resume_model(max_instructions, units, stop_before, node_end, stop_member)
         else:
             rep = self._resume_kernel(max_instructions, units, pcs)
         self.report(rep)
@@ -423,10 +424,13 @@ class Debugger(cmd.Cmd):
                 ([f"before member {ahead[0].index + 1} of {n} {ahead[0].describe()}"] if ahead else [])
         return ", ".join(parts) or "outside the members' code"
 
-    def _member_stops(self, node):
+    def _member_stops(self, node, stop_member=None):
         """The pcs per core where the run must stop for the member boundaries the plugins
-        need ({core: [pc, ...]}), the events pending."""
+        (and a transient ``stop_member``: every member's start) need ({core: [pc, ...]}), the
+        events pending."""
         wanted = set().union(*(p.member_events(node) for p in self.plugins))
+        if stop_member is not None:
+            wanted |= {("start", g.index) for g in node.group}
         pcs: dict[int, set[int]] = {}
         for kind, k in wanted:
             g = node.group[k]
@@ -442,10 +446,10 @@ class Debugger(cmd.Cmd):
     def _passed(self, core, end):
         return self.sim.halted(core) or self.sim.pc(core) >= end
 
-    def _member_progress(self, node, wanted, finished=False):
+    def _member_progress(self, node, wanted, finished=False, stop_member=None):
         """Marks the members that started or completed by now (the cores' pcs: each core
         runs the members' code in order), and returns the messages of the plugins that
-        asked for those boundaries."""
+        asked for those boundaries ("" for a member ``stop_member`` stops at)."""
         messages = []
         for g in node.group:
             k = g.index
@@ -453,24 +457,26 @@ class Debugger(cmd.Cmd):
                 self.members_started[k] = True
                 if ("start", k) in wanted:
                     messages += [t for p in self.plugins for t in (p.before_member(node, g) or [])]
+                    if stop_member is not None and not finished and stop_member(node, g):
+                        messages.append("")
             if not self.members_complete[k] and (finished or all(self._passed(c, g.end(c)) for c in g.pc)):
                 self.members_complete[k] = True
                 if ("end", k) in wanted:
                     messages += [t for p in self.plugins for t in (p.after_member(node, g) or [])]
         return messages
 
-    def _resume_group(self, node, left, units):
+    def _resume_group(self, node, left, units, stop_member=None):
         """Runs a layer group's kernel like _resume_kernel, stopping at the member boundaries
         the plugins need (transient pc stops: where none is needed, at full speed); a boundary
         whose plugins return messages is a stop ("node" report with the messages)."""
         executed = 0
         while True:
-            pcs, wanted = self._member_stops(node)
+            pcs, wanted = self._member_stops(node, stop_member)
             rep = self._resume_kernel(left - executed if left else 0, units, pcs or None)
             executed += rep["executed"]
             rep["executed"] = executed
             finished = rep["reason"] == "finished"
-            messages = self._member_progress(node, wanted, finished)
+            messages = self._member_progress(node, wanted, finished, stop_member)
             if finished:
                 rep["member_messages"] = messages
                 return rep
@@ -484,12 +490,15 @@ class Debugger(cmd.Cmd):
             if left and executed >= left:
                 return {"reason": "step", "executed": executed, "hits": []}
 
-    def _resume_model(self, max_instructions, units, stop_before, node_end):
+    def _resume_model(self, max_instructions, units, stop_before, node_end, stop_member=None):
         m = self.model
         left = max_instructions
         executed = 0
         # (resuming where a stop before this node was reported does not stop there again)
         first = not getattr(self, "at_first_node", False)
+        # (after start, the first node's breakpoints count, but not a transient stop before it:
+        # next node and until go somewhere from here)
+        here = not first
         self.at_first_node = False
         while True:
             node = m.node()
@@ -497,15 +506,16 @@ class Debugger(cmd.Cmd):
                 return {"reason": "finished", "executed": executed, "hits": []}
             if not first:
                 messages = [t for p in self.plugins for t in (p.before_node(node) or [])]
-                if stop_before is not None and stop_before(node):
+                if stop_before is not None and not here and stop_before(node):
                     messages.append("")
                 if messages:
                     return {"reason": "node", "executed": executed, "hits": [], "messages": messages}
-            first = False
+            first = here = False
             if node.where == "npu":
                 if self.verbose:
                     self.progress(node.index + 1, len(m.nodes), f"node {node.index + 1} of {len(m.nodes)} {node.describe()}")
-                rep = self._resume_group(node, left, units) if node.group else self._resume_kernel(left, units)
+                rep = self._resume_group(node, left, units, stop_member) if node.group else \
+                    self._resume_kernel(left, units)
                 executed += rep["executed"]
                 if rep["reason"] != "finished":
                     rep["executed"] = executed
@@ -616,7 +626,8 @@ class Debugger(cmd.Cmd):
         """n(ext) [N] | n(ext) dma|din|dout|mm|vec|scalar [N] | n(ext) node [N]
         Execute the next N instructions (default 1) of all cores, in simulation order (in a model,
         a host node or a view counts as one); with an engine, run until just before the N-th next
-        instruction that issues a command to it; with node (models), until the N-th next node starts."""
+        instruction that issues a command to it; with node (models), until the N-th next node starts
+        (inside a layer group whose members' code is recorded, a member's start counts as a node's)."""
         self.require_started()
         args = arg.split()
         if args and args[0] == "node" and self.model is not None:
@@ -625,10 +636,10 @@ class Debugger(cmd.Cmd):
                 raise CommandError("usage: next node [N] with N >= 1")
             seen = [0]
 
-            def nth(node):
+            def nth(*node_or_member):  # a node's start, or a layer group member's, counts one
                 seen[0] += 1
                 return seen[0] >= n
-            self.resume(0, stop_before=nth)
+            self.resume(0, stop_before=nth, stop_member=nth)
             return
         if args and args[0] in ENGINE_UNITS:
             n = parse_int(args[1], "count") if len(args) > 1 else 1
@@ -684,13 +695,22 @@ class Debugger(cmd.Cmd):
         """unt(il) [LINE] | unt(il) [NODE]
         Without argument, continue until a kernel source line greater than the current one is
         reached (on the current core); with LINE, until a line >= LINE is reached.
-        In a model: until node NODE (ONNX node name) starts; without argument, the next node."""
+        In a model: until node NODE (ONNX node name) starts, where it starts inside its layer group
+        for a member; without argument, the next node (inside a layer group, the next member)."""
         self.require_started()
         if self.model is not None:
             name = arg.strip()
             if name and not self.model.find_nodes(name):
                 raise CommandError(f"no node named `{name}`" + _suggest(name, self.model.node_names()))
-            self.resume(0, stop_before=(lambda node: node.computes(name)) if name else (lambda node: True))
+            if not name:  # the next node, or the next member inside a layer group
+                self.resume(0, stop_before=lambda node: True, stop_member=lambda node, member: True)
+                return
+
+            def member(node):  # a member of the node's layer group (not the group's step itself)
+                return node.name != name and node.member(name) is not None
+
+            self.resume(0, stop_before=lambda node: node.computes(name) and not member(node),
+                        stop_member=lambda node, g: g.name == name and member(node))
             return
         core = self.core
         file, line = self._line_of(core)
