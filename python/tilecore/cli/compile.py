@@ -170,6 +170,9 @@ def calibration_table(args: argparse.Namespace, samples: dict[str, np.ndarray] |
              "hazard mode on sample inputs (IN.npz, else the first --calib sample, else seeded ones), every step "
              "against the model compiled one node a step, and in f32 against the reference evaluator; names the "
              "layer group, fused node or node that fails and writes nothing"),
+    arg("--dump-graph", nargs="?", const=True, default=None, metavar="FILE",
+        help="write the compiled graph's text (a line per node, ending with its name: @ \"NAME\") to FILE, "
+             "default the output with .graph for .tcx, where tdb finds it for b graph:LINE"),
     arg("--quiet", action="store_true", help="no progress bar"),
     *CALIB_ARGS,
 ])
@@ -184,6 +187,11 @@ def compile_cmd(args: argparse.Namespace) -> int:
     # Everything a slow compile could fail on afterwards is checked first: the output paths
     # and the files read (each error names its file).
     writes, reads = calibration_files(args)
+    if args.dump_graph is not None:
+        from ..tdb.graphtext import graph_path
+
+        args.dump_graph = graph_path(args.output) if args.dump_graph is True else args.dump_graph
+        writes["--dump-graph"] = args.dump_graph
     check_outputs({"-o": args.output, **writes}, {"model": args.model, "--qtable": args.qtable, **reads,
                                                    "--verify": args.verify if isinstance(args.verify, str) else None})
     qtable = load_qtable(args.qtable) if args.qtable else None
@@ -210,6 +218,11 @@ def compile_cmd(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     exe.save(args.output)
+    if args.dump_graph is not None:
+        from ..runtime.files import write_bytes
+
+        write_bytes(args.dump_graph, report["graph"].encode())
+        print(f"{args.dump_graph}: the compiled graph, {report['graph'].count(chr(10))} lines")
     mem = report["memory"]
     secs = sum(report["seconds"].values())
     print(f"{args.output}: {report['steps']} steps ({report['npu_steps']} npu, {report['host_steps']} host, "

@@ -22,8 +22,11 @@ def _ddr_error(e: Exception, ddr_size) -> str:
     "tdb",
     "debug a compiled model (.tcx), a kernel module (.tcm) or TC1 assembly (.s) on the simulator",
     [
-        arg("target", help="model executable (.tcx), kernel module file (.tcm) or assembly file (.s)"),
+        arg("target", help="model executable (.tcx), a folder holding one with its inputs and references, kernel "
+            "module file (.tcm) or assembly file (.s)"),
         arg("--inputs", help=".npz of input arrays, keyed by model input or kernel parameter name"),
+        arg("--graph", help="models: the compiled graph's text (tilecore compile --dump-graph) for b graph:LINE "
+            "(default: NAME.graph beside NAME.tcx)"),
         arg("--ref_data", nargs="+", default=None,
             help="models: .npz of reference tensors keyed by ONNX value name (data-check after each node)"),
         arg("--function", help="the kernel to debug when the module has several"),
@@ -35,13 +38,17 @@ def _ddr_error(e: Exception, ddr_size) -> str:
 )
 def _tdb(args) -> int:
     from ..tdb import Debugger
-    from ..tdb.target import open_target
+    from ..tdb.target import Target, open_target
+
+    from ..tdb.folder import target_files
 
     try:
-        target = open_target(args.target, args.function)
+        target, inputs, ref_data, graph = target_files(args.target, args.inputs, args.ref_data, args.graph)
+        if not isinstance(target, Target):
+            target = open_target(target, args.function)
         sim_target = f"npu -cores={max(target.cores, 1)}" + (f" -ddr={args.ddr_size}" if args.ddr_size else "")
-        dbg = Debugger(target, inputs=args.inputs, plugins=args.plugins, verbose=args.verbose, sim_target=sim_target,
-                       ref_data=args.ref_data)
+        dbg = Debugger(target, inputs=inputs, plugins=args.plugins, verbose=args.verbose, sim_target=sim_target,
+                       ref_data=ref_data, graph=graph)
     except Exception as e:  # noqa: BLE001  (a bad target, inputs file, option or plugin file: one line, no traceback)
         print(f"tilecore tdb: error: {_ddr_error(e, args.ddr_size)}", file=sys.stderr)
         return 1
@@ -60,9 +67,10 @@ def _tdb(args) -> int:
     "check",
     "run a compiled model (.tcx) node by node against reference data; report every node (JSON)",
     [
-        arg("target", help="model executable (.tcx)"),
-        arg("--inputs", required=True, help=".npz of the model's inputs, keyed by input name"),
-        arg("--ref_data", nargs="+", required=True, help=".npz of reference tensors keyed by ONNX value name"),
+        arg("target", help="model executable (.tcx), or a folder holding one with its inputs and references"),
+        arg("--inputs", help=".npz of the model's inputs, keyed by input name (a folder: its inputs.npz)"),
+        arg("--ref_data", nargs="+", help=".npz of reference tensors keyed by ONNX value name (a folder: its "
+            "ref*.npz)"),
         arg("--report", help="write the per-node report as JSON here"),
         arg("--set", nargs="+", default=[], metavar="NAME=X", help="thresholds: rtol, atol, cosine, euclid"),
         arg("--ddr_size", help="simulated DDR size, e.g. 1GiB"),
@@ -77,13 +85,22 @@ def _check(args) -> int:
     from ..tdb.model import ModelTarget
     from . import check_outputs
 
+    from ..tdb.folder import target_files
+
     try:
-        check_outputs({"--report": args.report}, {"executable": args.target, "--inputs": args.inputs,
-                                                   **{f"--ref_data {r}": r for r in args.ref_data}})
-        target = ModelTarget(args.target)
+        import os
+
+        folder = os.path.isdir(args.target)
+        if not folder and (args.inputs is None or not args.ref_data):
+            raise ValueError(f"{args.target}: a .tcx is checked with --inputs IN.npz --ref_data REF.npz (a folder "
+                             "target holds them)")
+        target, inputs, ref_data, _ = target_files(args.target, args.inputs, args.ref_data, need_ref=True)
+        check_outputs({"--report": args.report}, {"executable": getattr(target, "path", None) or args.target,
+                                                   "--inputs": inputs, **{f"--ref_data {r}": r for r in ref_data}})
+        target = target if folder else ModelTarget(args.target)
         sim_target = f"npu -cores={max(target.cores, 1)}" + (f" -ddr={args.ddr_size}" if args.ddr_size else "")
         out = io.StringIO()
-        dbg = Debugger(target, inputs=args.inputs, sim_target=sim_target, ref_data=args.ref_data, stdout=out)
+        dbg = Debugger(target, inputs=inputs, sim_target=sim_target, ref_data=ref_data, stdout=out)
         check = dbg.plugin("data-check")
         check.set_thresholds(args.set)
     except Exception as e:  # noqa: BLE001  (bad files or thresholds: one line, no traceback)

@@ -637,7 +637,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         group's step, its nodes, the values kept in L2, the most of them live at once, and
         the weights prefetched into L2: name -> ``{"reader", "bytes", "during"}``); ``group_splits``
         (``[{"nodes", "reason"}]``: each group whose kernel did not build, split in halves, and
-        the first line of the error); ``npu_funcs``: step
+        the first line of the error); ``graph``: the text of the graph the steps are made from (after the
+        graph passes; ``tilecore compile --dump-graph``); ``npu_funcs``: step
         name -> the strategy's PrimFunc of each npu step (what ``compiler.estimate_cost``
         prices).
     :raises CompileError: (a ValueError) unsupported nodes, non-static shapes, a bad
@@ -687,6 +688,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     graph = transform.FoldMatMulBias()(graph)  # the bias into the matrix engine (Gemm's C)
     graph = _fold_to_fixed_point(graph)
     graph = _decompose(graph, HasStrategy, TensorSpec)
+    if report is not None:  # the compiled graph's text: a line per node, `@ "NAME"` its name (tdb's b graph:LINE)
+        report["graph"] = graph.text()
     timings["import_and_passes"] = time.perf_counter() - t0
 
     # ---- partition --------------------------------------------------------------------

@@ -150,12 +150,17 @@ class BreakpointPlugin(Plugin):
 
     def _graph_spec(self, words):
         """A model breakpoint spec -> (kind, target, description), or None for a kernel spec.
-        Explicit: loc:NODE, #loc("NODE"), op:TYPE, %VALUE, value:VALUE; a bare word is a node
+        Explicit: loc:NODE, #loc("NODE"), op:TYPE, %VALUE, value:VALUE, graph:LINE or mlir:LINE (the
+        node that line of the compiled graph's text defines); a bare word is a node
         name, else an op type, else a graph value, else (kernel kinds) a mnemonic and the rest."""
         m = self.tdb.model
         if len(words) != 1:
             return None
         w = words[0]
+        line = re.fullmatch(r"(graph|mlir):(\d+)", w)
+        if line:
+            name = self._graph_line(int(line.group(2)))
+            return "location", name, f"{line.group(1)}:{line.group(2)}, node `{name}`" + _where(m, name)
         explicit = re.fullmatch(r'(?:loc:(.+)|#loc\("?(.+?)"?\)|op:(.+)|%(.+)|value:(.+))', w)
         if explicit:
             loc = explicit.group(1) or explicit.group(2)
@@ -179,6 +184,26 @@ class BreakpointPlugin(Plugin):
         if w in m.values and w not in mnemonics():
             return "value", w, f"value `{w}` produced"
         return None
+
+    def _graph_line(self, line):
+        """The node that line ``line`` of the compiled graph's text defines (TPU-MLIR's b mlir:LINE)."""
+        from .graphtext import GraphText
+
+        t, m = self.tdb, self.tdb.model
+        if t.graph_text is None:
+            where = f" ({os.path.splitext(m.path)[0]}.graph)" if m.path else ""
+            raise CommandError("no graph text for this executable: compile with --dump-graph, which writes it beside "
+                               f"the .tcx{where}, or give tdb --graph FILE")
+        cache = getattr(self, "_texts", {})
+        self._texts = cache
+        if t.graph_text not in cache:
+            cache[t.graph_text] = GraphText(t.graph_text)
+        text = cache[t.graph_text]
+        name = text.node_at(line)
+        if not m.find_nodes(name):
+            raise CommandError(f"line {line} of {text.path} defines node `{name}`, which this executable does not run "
+                               "(the compiler folded it away, or the graph text is another executable's)")
+        return name
 
     def _graph_hit(self, bp, what):
         """Counts a hit of a graph breakpoint; the message if it stops (ignore count, condition)."""
@@ -367,7 +392,8 @@ class BreakpointPlugin(Plugin):
         dout, mm or vec), FILE:LINE or LINE (kernel source), asm:LINE (assembly listing), or
         SPACE:ADDR[+LEN] [r|w|rw] (stop when an instruction or command accesses the range).
         In a model also: NODE or loc:NODE (an ONNX node name: before it starts), op:TYPE or TYPE
-        (before each node of that op type), %VALUE or value:VALUE (after the node producing it)."""
+        (before each node of that op type), %VALUE or value:VALUE (after the node producing it),
+        graph:LINE or mlir:LINE (the node that line of the compiled graph's text defines)."""
         self.add(arg)
 
     do_b = do_break
@@ -615,6 +641,7 @@ class BreakpointPlugin(Plugin):
         if t.model is not None:
             words += t.model.node_names() + t.model.op_types() + [f"op:{o}" for o in t.model.op_types()]
             words += [f"%{v}" for v in t.model.values] + [f"loc:{n}" for n in t.model.node_names()]
+            words += ["graph:", "mlir:"] if t.graph_text is not None else []
         return complete_words(text, words)
 
     complete_b = complete_tbreak = complete_break

@@ -69,11 +69,14 @@ class Debugger(cmd.Cmd):
     """The TC1 debugger.
 
     :param target: a :class:`Target`, a path (``.tcm`` kernel module, ``.s`` assembly, ``.tcx``
-        model) or a :class:`tilecore.runtime.Executable`.
+        model, or a folder holding a ``.tcx`` with its inputs and references: folder.py) or a
+        :class:`tilecore.runtime.Executable`.
     :param inputs: a dict (or ``.npz`` path) of input arrays by parameter name.
     :param plugins: extra plugin classes or paths of Python files defining them.
     :param ref_data: models: reference tensors by ONNX value name (``.npz`` path(s) or a dict)
         for the data-check plugin.
+    :param graph: models: the compiled graph's text (``tilecore compile --dump-graph``) that
+        ``b graph:LINE`` reads; by default ``NAME.graph`` beside ``NAME.tcx``.
     :param stdin, stdout: file objects (default: the terminal).
     :param verbose: show progress while running.
     """
@@ -85,8 +88,14 @@ class Debugger(cmd.Cmd):
     def __init__(self, target: Target | str | os.PathLike[str], inputs: Mapping[str, Any] | None = None,
                  plugins: Iterable[type | str] = (), stdin: IO[str] | None = None, stdout: IO[str] | None = None,
                  verbose: bool = False, sim_target: str | None = None, function: str | None = None,
-                 mode: str = "functional+timing", ref_data: Any = None) -> None:
+                 mode: str = "functional+timing", ref_data: Any = None,
+                 graph: str | os.PathLike[str] | None = None) -> None:
         super().__init__(stdin=stdin, stdout=stdout)
+        from .folder import target_files
+
+        # a folder: its .tcx, inputs, references and graph text; a .tcx: the graph text beside it
+        target, inputs, ref_data, graph = target_files(target, inputs, ref_data, graph)
+        self.graph_text = None if graph is None else os.fspath(graph)  # for b graph:LINE
         self.errors = 0  # commands that failed (`***` lines)
         if stdin is not None:
             self.use_rawinput = False

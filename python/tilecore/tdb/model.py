@@ -133,6 +133,7 @@ class ModelTarget(Target):
             self.name = os.path.basename(path)
         else:
             path, self.name = None, "model"
+        self.path = path  # the .tcx file, None for an Executable given loaded
         self.exe = exe
         d = exe.describe()
         self.desc = d
