@@ -1244,7 +1244,11 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         if nd.where == "host":
             debug["host_reason"] = nd.reason
         if isinstance(nd, _groups.GroupNode):
-            debug["group"] = json.dumps(nd.summary(lambda name: index[root.get(name, name)]))
+            summary = nd.summary(lambda name: index[root.get(name, name)])
+            for entry, m in zip(summary.get("members", []), nd.members):
+                if fused_into.get(m.name):  # the nodes fused into this member's epilogue
+                    entry["fused"] = [n for n, _ in fused_into[m.name]]
+            debug["group"] = json.dumps(summary)
         step_fused = [f for m in getattr(nd, "members", [nd]) for f in fused_into.get(m.name, [])]
         if step_fused:
             debug["fused"] = json.dumps(step_fused)

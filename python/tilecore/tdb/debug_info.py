@@ -39,9 +39,10 @@ class StepDebug:
     ``inputs`` is None when the step does not record them (executables older than the
     entry); ``outputs`` is [] without debug info (the written buffers are then unknown);
     ``members`` is a layer group's per-member estimates (node, op, est_cycles, macs,
-    bound_by, ``pc``: {core: [(begin, end), ...]}, and ``in`` and ``out``: the values the
-    member reads and where each value it writes lives; a key is absent when the file does
-    not record it), [] without them."""
+    bound_by, ``pc``: {core: [(begin, end), ...]}, ``in`` and ``out``: the values the
+    member reads and where each value it writes lives, and ``fused``: (name, op type) of
+    the nodes fused into its epilogue; a key is absent when the file does not record it),
+    [] without them."""
 
     def __init__(self) -> None:
         self.inputs: list[str] | None = None
@@ -137,6 +138,14 @@ def _group(dbg, step, sd: StepDebug, args: Sequence[int], program_words: Mapping
                               "value names")
         sd.members[i]["in"] = list(m["in"])
         sd.members[i]["out"] = _member_out(m.get("out"), i, step, sd, args)
+    fused_ops = dict(sd.fused)
+    for i, m in enumerate(members):
+        if "fused" not in m:
+            continue
+        if not (_names(m["fused"]) and all(n in fused_ops for n in m["fused"])):
+            raise TargetError(f"step `{step}`: its debug entry `group` has member {i} whose `fused` is not a list "
+                              "of the names the step's entry `fused` lists")
+        sd.members[i]["fused"] = [(n, fused_ops[n]) for n in m["fused"]]
 
 
 def _member_out(value: Any, i: int, step: str, sd: StepDebug, args: Sequence[int]) -> list[dict[str, Any]]:
