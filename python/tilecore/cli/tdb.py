@@ -141,6 +141,7 @@ def _check(args) -> int:
         arg("model", help="ONNX model (.onnx) or executable (.tcx)"),
         arg("-o", "--output", required=True, help="graph.svg, graph.html, graph.png or graph.dot"),
         arg("--check", help="a tilecore check --report JSON: failed nodes in red"),
+        arg("--stats", help=".tcx: a tilecore run --stats JSON: nodes shaded by their measured cycles"),
     ],
 )
 def _viz(args) -> int:
@@ -148,7 +149,7 @@ def _viz(args) -> int:
     from . import check_outputs
 
     try:
-        check_outputs({"-o": args.output}, {"model": args.model, "--check": args.check})
+        check_outputs({"-o": args.output}, {"model": args.model, "--check": args.check, "--stats": args.stats})
         if args.model.endswith(".tcx"):
             from ..tdb.model import ModelTarget
 
@@ -156,9 +157,11 @@ def _viz(args) -> int:
         else:
             g = graphview.from_onnx(args.model)
         check = graphview.load_check_report(args.check) if args.check else None
-        graphview.write(g, args.output, check)
+        stats = graphview.load_stats(args.stats) if args.stats else None
+        graphview.write(g, args.output, check, stats)
     except (graphview.GraphError, ValueError, OSError) as e:
         print(f"tilecore viz: error: {e}", file=sys.stderr)
         return 1
-    print(f"{args.output}: {len(g.nodes)} nodes")
+    groups = f", {len(g.groups)} layer group(s)" if g.groups else ""
+    print(f"{args.output}: {len(g.nodes)} nodes{groups}")
     return 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 import re
 import shutil
@@ -59,31 +60,108 @@ def _short(name):
 
 
 class GraphSpec:
-    """What is drawn: nodes (id, label, where, op_type, onnx_name) and edges (from, to, value)."""
+    """What is drawn: nodes, edges (from id, to id, value name) and layer groups.
+
+    A node is a dict: ``id``, ``name`` (its ONNX name), ``op_type``, ``where``, and
+    optionally ``fused`` ([(name, op type)]: the nodes computed in its epilogue, drawn in
+    its box), ``step`` (the executable's step that runs it, as ``Executable.stats()`` names
+    it), ``member`` (True: a member of that step's layer group, measured on its own) and
+    ``group`` (the id of the layer group whose cluster holds it). A group is a dict: ``id``,
+    ``name`` (its step's), ``where``, and ``nodes``, the ids of the nodes inside it."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.nodes = []       # dicts: id, name, op_type, where
+        self.nodes = []       # dicts: id, name, op_type, where (fused, step, member, group)
         self.edges = []       # (from id, to id, value name)
+        self.groups = []      # dicts: id, name, where, nodes
         self.inputs, self.outputs = [], []
 
 
+def _fused_hosts(members: list[dict[str, Any]], fused: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """Per member of a layer group, the nodes fused into it: as the file records them, or
+    (older files) the fused node whose name begins one of the member's output values."""
+    if any("fused" in m for m in members):
+        return [list(m.get("fused", [])) for m in members]
+    hosts = [[] for _ in members]
+    for f in fused:
+        k = next((i for i, m in enumerate(members)
+                  if any(p["value"].startswith(f[0]) for p in m.get("out", []))), None)
+        if k is not None:
+            hosts[k].append(f)
+    return hosts
+
+
 def from_model_target(target: ModelTarget) -> GraphSpec:
-    """The graph of a ``.tcx`` (a :class:`tilecore.tdb.model.ModelTarget`): its nodes in order."""
+    """The graph of a ``.tcx`` (a :class:`tilecore.tdb.model.ModelTarget`): its nodes in
+    order, a layer group's members (with the values between them) in a cluster of its own,
+    each node fused into another drawn in its host's box."""
+    from .debug_info import read_debug_info
+
     g = GraphSpec(target.name)
+    debug = read_debug_info(target.desc)
     producer = {}
     consts = {target.buffers[b]["name"] for b in target.constant_buffers}
     for name in target.input_names:
         producer[name] = f"in:{name}"
         g.inputs.append(name)
+    reads = []  # (node id, values it reads)
+    views = []  # a step's views come before it: a group's are drawn inside it when a member feeds them
     for n in target.nodes:
         nid = f"n{n.index}"
-        g.nodes.append({"id": nid, "name": n.onnx_name, "op_type": n.op_type, "where": n.where})
-        for v in n.inputs:
-            if v in producer and v not in consts:
+        if n.where == "view":
+            node = {"id": nid, "name": n.onnx_name, "op_type": n.op_type, "where": n.where}
+            g.nodes.append(node)
+            views.append(node)
+            reads.append((nid, n.inputs))
+            for v in n.outputs:
+                producer[v] = nid
+            continue
+        sd = debug[n.step_index]
+        if not n.members:
+            g.nodes.append({"id": nid, "name": n.onnx_name, "op_type": n.op_type, "where": n.where,
+                            "fused": list(n.fused), "step": n.name})
+            reads.append((nid, n.inputs))
+            for v in n.outputs:
+                producer[v] = nid
+            views = []
+            continue
+        group = {"id": f"cluster_{nid}", "name": n.name, "where": n.where, "nodes": []}
+        g.groups.append(group)
+        recorded = sd.members if sd.members and all("in" in m for m in sd.members) else []
+        members = recorded or [{"node": name, "op": op} for name, op in n.members]
+        hosts = _fused_hosts(recorded, sd.fused) if recorded else [[] for _ in members]
+        placed = {f for h in hosts for f in h}
+        mids = []
+        for k, (m, fused) in enumerate(zip(members, hosts)):
+            mid = f"{nid}m{k}"
+            mids.append(mid)
+            g.nodes.append({"id": mid, "name": m["node"], "op_type": m["op"] or "?", "where": n.where,
+                            "fused": fused, "step": n.name, "member": True, "group": group["id"]})
+            group["nodes"].append(mid)
+            if recorded:
+                reads.append((mid, m["in"]))
+                for p in m["out"]:
+                    producer[p["value"]] = mid
+        for k, f in enumerate(f for f in sd.fused if f not in placed):  # its host is not recorded
+            fid = f"{nid}f{k}"
+            g.nodes.append({"id": fid, "name": f[0], "op_type": f[1] or "?", "where": "fused", "step": n.name,
+                            "group": group["id"]})
+            group["nodes"].append(fid)
+        if not recorded:  # an older file: the members in their order, the group's values at its ends
+            reads.append((mids[0], n.inputs))
+            g.edges += [(a, b, "") for a, b in zip(mids, mids[1:])]
+            for v in n.outputs:
+                producer[v] = mids[-1]
+        member_values = {p["value"] for m in recorded for p in m["out"]}
+        for view in views:
+            if any(producer.get(v) in mids or v in member_values for v in target.nodes[int(view["id"][1:])].inputs):
+                view["group"] = group["id"]
+                group["nodes"].append(view["id"])
+        views = []
+    for nid, values in reads:
+        for v in values:
+            if v in producer and v not in consts and producer[v] != nid:
                 g.edges.append((producer[v], nid, v))
-        for v in n.outputs:
-            producer[v] = nid
     for name in target.output_names:
         if name in producer:
             g.outputs.append(name)
@@ -162,12 +240,68 @@ def load_check_report(path: str | os.PathLike[str]) -> dict[str, Any]:
     return rep
 
 
-def to_dot(g: GraphSpec, check: Mapping[str, Any] | None = None) -> str:
-    """DOT text. ``check`` is a data-check report (``tilecore check --report``) or None."""
+def load_stats(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The statistics of a run (``tilecore run --stats``, the JSON of ``Executable.stats()``),
+    checked for what the drawing reads: ``ops``, a list of objects with the strings ``name``
+    and the integer ``cycles`` (a layer group's ``members`` each with ``node`` and
+    ``cycles``). GraphError naming the file otherwise."""
+    from ..runtime import files
+
+    name = os.fspath(path)
+    try:
+        st = files.load_json(name)
+    except (OSError, ValueError) as e:
+        raise GraphError(str(e) if str(e).startswith(name) else f"{name}: {e}") from None
+
+    def counted(r, key):
+        return isinstance(r, dict) and isinstance(r.get(key), str) and isinstance(r.get("cycles"), int) \
+            and not isinstance(r["cycles"], bool) and r["cycles"] >= 0
+
+    if not isinstance(st, dict) or not isinstance(st.get("ops"), list):
+        raise GraphError(f"{name}: not the statistics of a run (tilecore run --stats: an object whose `ops` lists "
+                         "the steps)")
+    for i, o in enumerate(st["ops"]):
+        if not (counted(o, "name") and isinstance(o.get("members", []), list)
+                and all(counted(m, "node") for m in o.get("members", []))):
+            raise GraphError(f"{name}: not the statistics of a run: op entry {i} is {json.dumps(o)[:80]}, not an "
+                             "object with the string `name` and the integer `cycles` >= 0 (and `members` each with "
+                             "`node` and `cycles`)")
+    return st
+
+
+def _cycles(stats: Mapping[str, Any] | None) -> dict[tuple[str, str | None], int]:
+    """{(step, None): its cycles, (step, member): the member's} from ``Executable.stats()``."""
+    out = {}
+    for o in (stats or {}).get("ops", []):
+        step = o.get("node", o["name"])
+        out[(step, None)] = o["cycles"]
+        for m in o.get("members", []):
+            out[(step, m["node"])] = m["cycles"]
+    return out
+
+
+# shades by measured cycles: from the first colour (none) to the last (the costliest node)
+HEAT = ((0xff, 0xf7, 0xec), (0xef, 0x65, 0x48))
+
+
+def _heat(share: float) -> str:
+    t = math.sqrt(min(max(share, 0.0), 1.0))  # the small nodes stay visible
+    return "#" + "".join(f"{round(a + (b - a) * t):02x}" for a, b in zip(*HEAT))
+
+
+def to_dot(g: GraphSpec, check: Mapping[str, Any] | None = None, stats: Mapping[str, Any] | None = None) -> str:
+    """DOT text. ``check`` is a data-check report (``tilecore check --report``) or None;
+    ``stats`` a run's statistics (``Executable.stats()``) or None: nodes are then shaded by
+    their measured cycles (a layer group's members each by its own) and labelled with them."""
     failed = {}
     for r in (check or {}).get("nodes", []):
         if r.get("status") == "fail":
             failed[r["onnx_name"]] = bool(r.get("inputs_match"))
+    cycles = _cycles(stats)
+    top = max([c for (_, member), c in cycles.items() if member is not None] +
+              [c for (step, member), c in cycles.items() if member is None
+               and not any(k[0] == step and k[1] is not None for k in cycles)] + [1])
+    total = max(int((stats or {}).get("cycles", 0)), 1)
     lines = [f"digraph {_q(g.name)} {{", '  rankdir=TB; nodesep=0.25; ranksep=0.3;',
              '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11, height=0.3];',
              '  edge [fontname="Helvetica", fontsize=8, color="#555555", arrowsize=0.6];']
@@ -177,21 +311,52 @@ def to_dot(g: GraphSpec, check: Mapping[str, Any] | None = None) -> str:
     for name in g.outputs:
         lines.append(f'  {_q("out:" + name)} [label={_q(_short(name))}, tooltip={_q(name)}, shape=ellipse, '
                      'fillcolor="#eeeeee"];')
+    in_group = {}
     for n in g.nodes:
         fill = COLOURS.get(n["where"], "#ffffff")
-        extra = ', style="rounded,dashed"' if n["where"] == "folded" else ""
+        extra = ', style="rounded,dashed"' if n["where"] in ("folded", "fused") else ""
+        spent = cycles.get((n.get("step"), n["name"] if n.get("member") else None)) if "step" in n else None
+        if cycles and n["where"] != "view":
+            fill = _heat((spent or 0) / top)
         if n["name"] in failed:
             wrong = failed[n["name"]]
             fill = FAILED if wrong else FAILED_INHERITED
             extra += ', penwidth=3, color="#a50f15"' if wrong else ', color="#a50f15"'
-        label = f'{_q(_short(n["name"]))} + "\\n" + {_q(_short(n["op_type"]) + " · " + n["where"])}'
-        tooltip = f'{_q(n["name"])} + "\\n" + {_q(n["op_type"] + " · " + n["where"])}'
-        lines.append(f'  {_q(n["id"])} [label={label}, fillcolor="{fill}"{extra}, tooltip={tooltip}];')
+        detail = n["op_type"] + " \u00b7 " + n["where"]
+        if spent is not None:
+            detail += f" \u00b7 {spent} cycles ({100.0 * spent / total:.1f}%)"
+        label = f'{_q(_short(n["name"]))} + "\\n" + {_q(_short(detail))}'
+        tooltip = f'{_q(n["name"])} + "\\n" + {_q(detail)}'
+        for name, op in n.get("fused", []):  # computed in the node's epilogue: in its box
+            label += f' + "\\n+ " + {_q(_short(name) + " (" + _short(op) + ")")}'
+            tooltip += f' + "\\n+ fused " + {_q(name + " (" + op + ")")}'
+        text = f'{_q(n["id"])} [label={label}, fillcolor="{fill}"{extra}, tooltip={tooltip}];'
+        if n.get("group"):
+            in_group.setdefault(n["group"], []).append(text)
+        else:
+            lines.append("  " + text)
+    for grp in g.groups:
+        label = f"layer group {grp['name']} \u00b7 {len(grp['nodes'])} nodes \u00b7 {grp['where']}"
+        if (grp["name"], None) in cycles:
+            label += f" \u00b7 {cycles[(grp['name'], None)]} cycles"
+        lines.append(f"  subgraph {_q(grp['id'])} {{")
+        lines.append(f'    label={_q(_short(label))}; tooltip={_q(label)}; fontname="Helvetica"; fontsize=10; '
+                     'style="rounded"; color="#3182bd"; labeljust=l;')
+        lines += ["    " + t for t in in_group.get(grp["id"], [])]
+        lines.append("  }")
+    seen = set()
     for a, b, v in g.edges:
-        lines.append(f"  {_q(a)} -> {_q(b)} [tooltip={_q(v)}];")
+        if (a, b, v) in seen:
+            continue
+        seen.add((a, b, v))
+        lines.append(f"  {_q(a)} -> {_q(b)} [tooltip={_q(v)}" + (", style=dashed" if not v else "") + "];")
     legend = [("npu", COLOURS["npu"]), ("host", COLOURS["host"]), ("view", COLOURS["view"]),
               ("folded", COLOURS["folded"])] + ([("data-check failed", FAILED)] if failed else [])
-    lines.append('  subgraph cluster_legend { label="where it runs"; fontname="Helvetica"; fontsize=10; color="#bbbbbb";')
+    if cycles:
+        legend = [("view", COLOURS["view"]), ("few cycles", _heat(0.0)), (f"most cycles ({top})", _heat(1.0))] \
+            + legend[4:]
+    lines.append(f'  subgraph cluster_legend {{ label={_q("cycles measured" if cycles else "where it runs")}; '
+                 'fontname="Helvetica"; fontsize=10; color="#bbbbbb";')
     for i, (text, colour) in enumerate(legend):
         style = ', style="rounded,dashed"' if text == "folded" else ""
         lines.append(f'    legend{i} [label={_q(text)}, fillcolor="{colour}", fontsize=9{style}];')
@@ -212,11 +377,12 @@ def render(dot_text: str, fmt: str) -> bytes:
     return r.stdout
 
 
-def write(g: GraphSpec, path: str | os.PathLike[str], check: Mapping[str, Any] | None = None) -> str | os.PathLike[str]:
+def write(g: GraphSpec, path: str | os.PathLike[str], check: Mapping[str, Any] | None = None,
+          stats: Mapping[str, Any] | None = None) -> str | os.PathLike[str]:
     """Writes ``g`` to ``path`` in the format its extension names (.dot .svg .png .html)."""
     path = os.fspath(path)
     ext = os.path.splitext(path)[1].lower()
-    dot = to_dot(g, check)
+    dot = to_dot(g, check, stats)
     if ext in (".dot", ".gv"):
         data = dot.encode()
     elif ext in (".svg", ".png", ".pdf"):
