@@ -262,7 +262,8 @@ def _repo_file(*parts):
     "compile ResNet-18 (the zoo's, seeded weights) for TC1, run it on the simulator and compare it with "
     "ONNX Runtime; --gemm: a tiled int8 GEMM on 4 simulated cores checked against numpy",
     [arg("--model", default="resnet18", help="the zoo model to compile and run (default resnet18)"),
-     arg("--top", type=int, default=10, help="ops in the profile (default 10)"),
+     arg("--top", type=int, default=10, help="layers shown, most cycles first (default 10; a layer group's members "
+                                               "each count as one)"),
      arg("--gemm", action="store_true", help="run the int8 GEMM demo instead"),
      arg("--size", type=int, default=512, help="--gemm: M = N = K (a multiple of 512; default 512)"),
      arg("--trace", metavar="OUT_JSON", help="also write a Chrome/Perfetto trace")],

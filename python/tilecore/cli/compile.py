@@ -384,13 +384,14 @@ def compare_cmd(args: argparse.Namespace) -> int:
 
 def model_demo(args: argparse.Namespace) -> int:
     """``tilecore demo``: a zoo model compiled for TC1, run on the simulator, compared with
-    ONNX Runtime; prints the per-op profile (top ops) and the whole-model figures."""
+    ONNX Runtime; prints the layers that took the most cycles (a layer group's members each
+    on its own row, its group named) and the whole-model figures."""
     import time
 
     from .. import zoo
     from ..compiler.compare import metrics
     from ..compiler.driver import compile as _compile
-    from .runtime import _Progress, format_profile
+    from .runtime import _Progress, top_layers
 
     if args.model not in zoo.names():
         return _fail(f"--model `{args.model}`: not a zoo model ({', '.join(zoo.names())})")
@@ -441,10 +442,7 @@ def model_demo(args: argparse.Namespace) -> int:
     else:
         print("vs ONNX Runtime: not installed, no comparison")
     print()
-    lines = format_profile(st).splitlines()
-    print("\n".join(lines[:1 + args.top]))
-    if len(lines) > args.top + 2:
-        print(f"... {len(lines) - args.top - 2} more ops (tilecore profile shows all)")
+    print("\n".join(top_layers(st, args.top)))
     print()
     print(f"whole model:    {st['cycles']} cycles = {st['cycles'] / 1e6:.2f} ms at 1 GHz, {st['macs'] / 1e9:.2f} GMAC, "
           f"MAC utilisation {100.0 * st['mac_utilisation']:.1f}% of the f32 peak "

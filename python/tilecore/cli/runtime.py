@@ -182,6 +182,33 @@ def format_profile(st: dict[str, Any], exe: Any = None) -> str:
     return "\n".join(lines)
 
 
+def top_layers(st: dict[str, Any], top: int) -> list[str]:
+    """The ``top`` layers of a run's statistics by measured cycles, as table lines: a layer
+    group's measured members are layers of their own (their group named beside), every
+    other step one; a last line counts the layers left out."""
+    rows = []  # (cycles, name, op type, where, macs, bound by, group)
+    for o in st["ops"]:
+        if o.get("members"):
+            rows += [(m["cycles"], m["node"], m["op_type"], o["where"], m["macs"], m["bound_by"], o.get("node", o["name"]))
+                     for m in o["members"]]
+        else:
+            rows.append((o["cycles"], o["name"], o["op_type"], o["where"], o["macs"], o["bound_by"], ""))
+    rows.sort(key=lambda r: -r[0])
+    total, peak = max(st["cycles"], 1), st["peak_macs_per_cycle"]
+    shown = rows[:max(top, 0)]
+    w = max([len("layer")] + [len(r[1]) for r in shown])
+    lines = [f"{'layer':<{w}}  {'type':<16} {'where':<5} {'cycles':>12} {'share':>7} {'MACs':>14} {'util':>7}  "
+             f"{'bound by':<8}  layer group"]
+    for cyc, name, op, where, macs, bound, group in shown:
+        util = macs / (cyc * peak) if cyc > 0 and where == "npu" else 0.0
+        lines.append(f"{name:<{w}}  {op[:16]:<16} {where:<5} {cyc:>12} {100.0 * cyc / total:>6.1f}% {macs:>14} "
+                     f"{100.0 * util:>6.2f}%  {bound:<8}  {group}".rstrip())
+    if len(rows) > len(shown):
+        lines.append(f"... {len(rows) - len(shown)} more layers (tilecore profile shows all, each group's members "
+                     "under it)")
+    return lines
+
+
 @command("profile", "run a .tcx executable and print the per-op profile sorted by cycles", [
     arg("executable", help="the .tcx file"),
     arg("--inputs", required=True, help=".npz of the inputs, keyed by input name"),

@@ -109,8 +109,9 @@ def test_demo_compiles_runs_and_compares_resnet18(capsys):
     assert cli.main(["demo", "--top", "3"]) == 0
     out = capsys.readouterr().out
     assert "vs ONNX Runtime: cosine" in out and "whole model:" in out and "MAC utilisation" in out
-    profile = out.split("bound by")[1].strip().splitlines()
-    assert len(profile) >= 3 and profile[0].split()[1] in ("Conv", "Group")  # a layer group of Convs
+    rows = out.split("bound by  layer group\n")[1].splitlines()[:3]
+    assert rows[0].split()[1] == "Conv" and all(r.split()[1] != "Group" for r in rows)  # members, not the group
+    assert any("+" in r.split()[-1] for r in rows)  # a member names its layer group's step
     assert cli.main(["demo", "--model", "alexnet"]) == 1
 
 
