@@ -550,6 +550,24 @@ def bisect_optimisations(compile_again: Callable[..., Any], judge: Callable[[Any
     return {"tried": tried, "culprit": culprit}
 
 
+def _start_repro(directory, proto, graph, filename: str, arrays: dict) -> str:
+    """Writes ``graph`` as a model of ``proto``'s opsets and IR version to ``directory``/
+    ``filename``, with its data inputs' arrays (``inputs.npz``); returns the model's path.
+    ``directory`` must be new or empty: a user's files of the same names are never replaced."""
+    from onnx import helper
+
+    from ..runtime.files import check_new_directory, save_npz, write_bytes
+
+    m = helper.make_model(graph, opset_imports=list(proto.opset_import))
+    m.ir_version = proto.ir_version
+    check_new_directory(directory, "the repro")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, filename)
+    write_bytes(path, m.SerializeToString())
+    save_npz(os.path.join(directory, "inputs.npz"), arrays)
+    return path
+
+
 def write_group_repro(report: CompareReport, directory: str | os.PathLike[str]) -> str | None:
     """Writes the layer group ``report``'s bisection found wrong as a small ONNX model
     (``group.onnx``: the group's nodes, its constants, its data inputs as graph inputs and
@@ -559,7 +577,7 @@ def write_group_repro(report: CompareReport, directory: str | os.PathLike[str]) 
     path, or None when no group was found wrong. ``directory`` must be new or empty."""
     from onnx import helper, numpy_helper
 
-    from ..runtime.files import check_new_directory, save_npz, write_bytes
+    from ..runtime.files import save_npz, write_bytes
 
     culprit = ((report.get("shipped") or {}).get("bisect") or {}).get("culprit") or {}
     if culprit.get("kind") != "group":
@@ -589,13 +607,7 @@ def write_group_repro(report: CompareReport, directory: str | os.PathLike[str]) 
     outs = [helper.make_tensor_value_info(o, helper.np_dtype_to_tensor_dtype(np.asarray(ours[o]).dtype),
                                           list(np.shape(ours[o]))) for o in culprit["outputs"]]
     g = helper.make_graph(nodes, f"repro_group_{culprit['index']}", data_in, outs, inits)
-    m = helper.make_model(g, opset_imports=list(proto.opset_import))
-    m.ir_version = proto.ir_version
-    check_new_directory(directory, "the repro")  # a user's files of the same names are not replaced
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, "group.onnx")
-    write_bytes(path, m.SerializeToString())
-    save_npz(os.path.join(directory, "inputs.npz"), arrays)
+    path = _start_repro(directory, proto, g, "group.onnx", arrays)
     save_npz(os.path.join(directory, "expected.npz"), {o: np.asarray(ours[o]) for o in culprit["outputs"]})
     info = dict(culprit, nodes=[n.name for n in nodes], model=report["model"], precision=report["precision"])
     write_bytes(os.path.join(directory, "group.json"), json.dumps(info, indent=1, default=float))
@@ -612,7 +624,7 @@ def write_repro(report: CompareReport, directory: str | os.PathLike[str]) -> str
     empty (ValueError otherwise: files of the same names are never replaced)."""
     from onnx import helper, numpy_helper
 
-    from ..runtime.files import check_new_directory, save_npz, write_bytes
+    from ..runtime.files import save_npz, write_bytes
 
     row = report.get("first_jump") or report.get("first_divergent")
     if row is None:
@@ -639,13 +651,7 @@ def write_repro(report: CompareReport, directory: str | os.PathLike[str]) -> str
     g = helper.make_graph(nodes, f"repro_{row['node']}", data_in,
                           [helper.make_tensor_value_info(out, helper.np_dtype_to_tensor_dtype(o.dtype),
                                                          list(o.shape))], inits)
-    m = helper.make_model(g, opset_imports=list(proto.opset_import))
-    m.ir_version = proto.ir_version
-    check_new_directory(directory, "the repro")  # a user's files of the same names are not replaced
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, "node.onnx")
-    write_bytes(path, m.SerializeToString())
-    save_npz(os.path.join(directory, "inputs.npz"), arrays)
+    path = _start_repro(directory, proto, g, "node.onnx", arrays)
     info = {k: v for k, v in row.items()}
     info.update({"model": report["model"], "precision": report["precision"], "reference": report["reference"]})
     save_npz(os.path.join(directory, "outputs.npz"), {out: o})  # what the compiled model gave
