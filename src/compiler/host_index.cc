@@ -15,6 +15,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "host_util.h"
@@ -68,6 +69,11 @@ PrimExpr NegInf(DataType t) {
 bool AxesAtRunTime(const OpCall& call) {
   return !HasAttr(call.attrs, "axes") && call.inputs.size() > 1 && call.inputs[1].defined() &&
          call.inputs[1]->numel() > 0 && !call.inputs[0]->shape.empty();
+}
+
+/*! \brief Whether input `i` is given (present and not empty). */
+bool Given(const OpCall& call, size_t i) {
+  return i < call.inputs.size() && call.inputs[i].defined() && call.inputs[i]->numel() > 0;
 }
 
 /*! \brief The reduced axes from attr `axes`, else all (none with noop_with_empty_axes). */
@@ -278,38 +284,56 @@ PrimFunc LowerArg(const OpCall& call) {
   return MakeFunc(call, p, Seq({best.scope(at.scope(body))}));
 }
 
-// CumSum and CumProd: the axis input is a compile-time constant, passed as the attribute `axis`
-PrimFunc LowerCumSum(const OpCall& call) {
-  const std::string& op = call.op_type;
+// CumSum and CumProd along the attribute `axis` (a constant axis input, folded by the
+// compiler), or along the axis input read when the kernel runs (then input param 1): the
+// kernel has a branch per axis and takes the one the value names, failing on a value out of
+// range (every axis gives the same output shape, so none is guessed).
+PrimFunc LowerCumSum(const OpCall& call0) {
+  const std::string& op = call0.op_type;
   bool prod = op == "CumProd";
-  NeedOutputs(call, 1);
+  NeedOutputs(call0, 1);
+  OpCall call = call0;
+  const bool run_time = !HasAttr(call.attrs, "axis") && call.inputs.size() > 1 &&
+                        call.inputs[1].defined() && call.inputs[1]->numel() == 1;
+  if (run_time) call.data_inputs = 2;
   Params p = MakeParams(call);
   std::vector<int64_t> in = Shape(call.inputs[0]);
   int64_t rank = static_cast<int64_t>(in.size());
-  if (!HasAttr(call.attrs, "axis"))
+  if (!run_time && !HasAttr(call.attrs, "axis"))
     TILECORE_THROW(ValueError) << "LowerHostOp(" << op
-                               << "): the axis input's value must be given as the attribute axis";
-  int64_t axis = Axis(op, AttrInt(call.attrs, "axis", 0), rank);
+                               << "): the axis input must be one value (or the attribute axis)";
   bool excl = AttrInt(call.attrs, "exclusive", 0) != 0,
        rev = AttrInt(call.attrs, "reverse", 0) != 0;
-  int64_t A = in[axis], inner = 1, outer = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= in[d];
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= in[d];
   Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
   Scalar acc(X->dtype, "acc");
-  Stmt body = Loop("o", outer * inner, [&](PrimExpr o) {
-    PrimExpr base = floordiv(o, I32(inner)) * I32(A * inner) + floormod(o, I32(inner));
-    return Seq({acc.set(prod ? make_const(X->dtype, 1) : make_zero(X->dtype)),
-                Loop("k", A, [&](PrimExpr k0) {
-                  PrimExpr k = rev ? I32(A - 1) - k0 : k0;
-                  PrimExpr at = base + k * I32(inner);
-                  PrimExpr next =
-                      prod ? acc.get() * BufferLoad(X, {at}) : acc.get() + BufferLoad(X, {at});
-                  if (excl) return Seq({BufferStore(Y, acc.get(), {at}), acc.set(next)});
-                  return Seq({acc.set(next), BufferStore(Y, acc.get(), {at})});
-                })});
-  });
-  return MakeFunc(call, p, Seq({acc.scope(body)}));
+  auto along = [&](int64_t axis) -> Stmt {
+    int64_t A = in.empty() ? 1 : in[axis], inner = 1, outer = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= in[d];
+    for (int64_t d = axis + 1; d < rank; ++d) inner *= in[d];
+    return Loop("o", outer * inner, [&](PrimExpr o) {
+      PrimExpr base = floordiv(o, I32(inner)) * I32(A * inner) + floormod(o, I32(inner));
+      return Seq({acc.set(prod ? make_const(X->dtype, 1) : make_zero(X->dtype)),
+                  Loop("k", A, [&](PrimExpr k0) {
+                    PrimExpr k = rev ? I32(A - 1) - k0 : k0;
+                    PrimExpr at = base + k * I32(inner);
+                    PrimExpr next =
+                        prod ? acc.get() * BufferLoad(X, {at}) : acc.get() + BufferLoad(X, {at});
+                    if (excl) return Seq({BufferStore(Y, acc.get(), {at}), acc.set(next)});
+                    return Seq({acc.set(next), BufferStore(Y, acc.get(), {at})});
+                  })});
+    });
+  };
+  if (!run_time)
+    return MakeFunc(call, p, Seq({acc.scope(along(Axis(op, AttrInt(call.attrs, "axis", 0), rank)))}));
+  Buffer A = Flat(p.in[1], "A");
+  PrimExpr v = cast(DataType::Int(64), BufferLoad(A, {I32(0)}));
+  PrimExpr a = select(v < I64(0), v + I64(rank), v);
+  Stmt chain = Fail(op + ": the axis input is %d when the model runs, out of range for rank " +
+                        std::to_string(rank),
+                    {v});
+  for (int64_t d = std::max<int64_t>(rank, 1); d-- > 0;)
+    chain = IfThenElse(eq(a, I64(d)), along(d), chain);
+  return MakeFunc(call, p, Seq({acc.scope(chain)}));
 }
 
 // TopK: K from the output shape; ties go to the lower index
@@ -528,9 +552,118 @@ std::string CheckDropout(const std::string& op, const Map<String, Any>& attrs,
   return "";
 }
 
-// Pad: pads (and axes, the constant value) are compile-time constants, passed as attributes
+/*!
+ * \brief The input index an output index `c` of a padded axis reads (Pad's modes): `before`
+ * and `after` are the axis's pads (negative ones crop), `dim` its input length. wrap wraps
+ * within what the crops leave, as ONNX crops before it pads.
+ */
+PrimExpr PadSource(const std::string& mode, PrimExpr c, PrimExpr before, PrimExpr after,
+                   int64_t dim) {
+  PrimExpr i = c - before, n = I32(std::max<int64_t>(dim, 1));
+  if (mode == "reflect") {
+    i = select(i < I32(0), I32(0) - i, i);
+    i = select(i >= n, I32(2 * (dim - 1)) - i, i);
+  } else if (mode == "wrap") {
+    PrimExpr lo = max(I32(0) - before, I32(0)), hi = n - max(I32(0) - after, I32(0));
+    i = lo + floormod(i - lo, max(hi - lo, I32(1)));
+  }
+  return HMin(HMax(i, I32(0)), n - I32(1));
+}
+
+/*!
+ * \brief Pad with pads, the constant value or axes read when the kernel runs (every given one
+ * of inputs 1-3 is then a param): the kernel reads the pads of each axis, fails when they do
+ * not give the output shape it was compiled for, and pads as LowerPad does.
+ */
+PrimFunc LowerPadAtRunTime(const OpCall& call0) {
+  OpCall call = call0;
+  call.data_inputs = 1;
+  for (size_t i = 1; i <= 3; ++i)
+    if (Given(call, i)) call.data_inputs = static_cast<int>(i) + 1;
+  Params p = MakeParams(call);
+  std::vector<int64_t> in = Shape(call.inputs[0]), out = Shape(call.outputs[0]);
+  int64_t rank = static_cast<int64_t>(in.size());
+  if (!Given(call, 1) || static_cast<int64_t>(out.size()) != rank)
+    TILECORE_THROW(ValueError) << "LowerHostOp(Pad): pads must be given";
+  int64_t k = Given(call, 3) ? call.inputs[3]->numel() : rank;
+  if (call.inputs[1]->numel() != 2 * k)
+    TILECORE_THROW(ValueError) << "LowerHostOp(Pad): " << call.inputs[1]->numel() << " pads for "
+                               << k << " axes";
+  std::string mode = AttrStr(call.attrs, "mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+    TILECORE_THROW(ValueError) << "LowerHostOp(Pad): unknown mode " << mode;
+  const DataType i64 = DataType::Int(64);
+  Buffer P = Flat(p.in[1], "P");
+  std::optional<Buffer> Ax;
+  if (Given(call, 3)) Ax = Flat(p.in[3], "Ax");
+  Buffer before = Local({std::max<int64_t>(rank, 1)}, i64, "before"),
+         after = Local({std::max<int64_t>(rank, 1)}, i64, "after"),
+         seen = Local({std::max<int64_t>(rank, 1)}, DataType::Int(32), "seen");
+  Scalar a(i64, "a");
+  std::vector<Stmt> s;
+  for (int64_t d = 0; d < rank; ++d)
+    s.insert(s.end(), {BufferStore(before, I64(0), {I32(d)}), BufferStore(after, I64(0), {I32(d)}),
+                       BufferStore(seen, I32(0), {I32(d)})});
+  for (int64_t j = 0; j < k; ++j) {
+    PrimExpr raw = Ax ? cast(i64, BufferLoad(*Ax, {I32(j)})) : I64(j);
+    if (Ax) {
+      s.push_back(IfThenElse(raw < I64(-rank) || raw >= I64(rank),
+                             Fail("Pad: axis %d (element " + std::to_string(j) +
+                                      ") is out of range for rank " + std::to_string(rank) +
+                                      " when the model runs",
+                                  {raw})));
+    }
+    s.push_back(a.set(select(raw < I64(0), raw + I64(rank), raw)));
+    PrimExpr ai = cast(DataType::Int(32), a.get());
+    s.push_back(IfThenElse(eq(BufferLoad(seen, {ai}), I32(1)),
+                           Fail("Pad: axis %d is named twice when the model runs", {raw})));
+    s.push_back(BufferStore(seen, I32(1), {ai}));
+    s.push_back(BufferStore(before, cast(i64, BufferLoad(P, {I32(j)})), {ai}));
+    s.push_back(BufferStore(after, cast(i64, BufferLoad(P, {I32(j + k)})), {ai}));
+  }
+  std::vector<PrimExpr> sizes;
+  PrimExpr same = eq(I32(0), I32(0));
+  for (int64_t d = 0; d < rank; ++d) {
+    sizes.push_back(I64(in[d]) + BufferLoad(before, {I32(d)}) + BufferLoad(after, {I32(d)}));
+    same = same && eq(sizes.back(), I64(out[d]));
+  }
+  s.push_back(IfThenElse(!same, Fail("Pad: the pads give the output shape " + ValuesFormat(rank) +
+                                         " when the model runs; the model declares " +
+                                         ShapeText(out) + ", the one the kernel was compiled for",
+                                     sizes)));
+  Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
+  DataType t = X->dtype;
+  PrimExpr fill;
+  if (Given(call, 2))
+    fill = cast(t, BufferLoad(Flat(p.in[2], "V"), {I32(0)}));
+  else
+    fill = make_zero(t);
+  s.push_back(Loop("o", Numel(out), [&](PrimExpr o) {
+    std::vector<PrimExpr> c = Unravel(o, out);
+    PrimExpr inside = make_const(DataType::Bool(), 1);
+    for (int64_t d = 0; d < rank; ++d) {
+      PrimExpr b = cast(DataType::Int(32), BufferLoad(before, {I32(d)})),
+               e = cast(DataType::Int(32), BufferLoad(after, {I32(d)}));
+      PrimExpr i = c[d] - b;
+      inside = inside && i >= I32(0) && i < I32(in[d]);
+      c[d] = PadSource(mode, c[d], b, e, in[d]);
+    }
+    PrimExpr x = BufferLoad(X, {Ravel(c, in)});
+    return BufferStore(Y, mode == "constant" ? select(inside, x, fill) : x, {o});
+  }));
+  Stmt body = a.scope(Seq(s));
+  for (const Buffer& buf : {before, after, seen}) body = Allocate(buf, body);
+  return MakeFunc(call, p, body);
+}
+
+// Pad: pads (and axes, the constant value) are compile-time constants, passed as attributes,
+// or read when the kernel runs (LowerPadAtRunTime)
 PrimFunc LowerPad(const OpCall& call) {
   NeedOutputs(call, 1);
+  if ((Given(call, 1) && !HasAttr(call.attrs, "pads")) ||
+      (Given(call, 2) && !HasAttr(call.attrs, "value")) ||
+      (Given(call, 3) && !HasAttr(call.attrs, "axes")))
+    return LowerPadAtRunTime(call);
   Params p = MakeParams(call);
   std::vector<int64_t> in = Shape(call.inputs[0]), out = Shape(call.outputs[0]);
   int64_t rank = static_cast<int64_t>(in.size());
@@ -557,15 +690,9 @@ PrimFunc LowerPad(const OpCall& call) {
     std::vector<PrimExpr> c = Unravel(o, out);
     PrimExpr inside = make_const(DataType::Bool(), 1);
     for (int64_t d = 0; d < rank; ++d) {
-      PrimExpr i = c[d] - I32(begin[d]), n = I32(std::max<int64_t>(in[d], 1));
-      inside = inside && i >= I32(0) && i < n;
-      if (mode == "reflect") {
-        i = select(i < I32(0), I32(0) - i, i);
-        i = select(i >= n, I32(2 * (in[d] - 1)) - i, i);
-      } else if (mode == "wrap") {
-        i = floormod(i, n);
-      }
-      c[d] = HMin(HMax(i, I32(0)), n - I32(1));
+      PrimExpr i = c[d] - I32(begin[d]);
+      inside = inside && i >= I32(0) && i < I32(in[d]);
+      c[d] = PadSource(mode, c[d], I32(begin[d]), I32(out[d] - in[d] - begin[d]), in[d]);
     }
     PrimExpr x = BufferLoad(X, {Ravel(c, in)});
     return BufferStore(Y, mode == "constant" ? select(inside, x, fill) : x, {o});
@@ -573,9 +700,114 @@ PrimFunc LowerPad(const OpCall& call) {
   return MakeFunc(call, p, Seq({body}));
 }
 
-// Slice: starts, ends, axes and steps are compile-time constants, passed as attributes
+/*!
+ * \brief Slice with starts, ends, axes or steps read when the kernel runs (every given one of
+ * inputs 1-4 is then a param): the kernel computes each axis's first index, step and count
+ * as ONNX does (negative values count from the end, clamped to the axis), fails when the
+ * counts are not the output shape it was compiled for, and copies.
+ */
+PrimFunc LowerSliceAtRunTime(const OpCall& call0) {
+  OpCall call = call0;
+  call.data_inputs = 1;
+  for (size_t i = 1; i <= 4; ++i)
+    if (Given(call, i)) call.data_inputs = static_cast<int>(i) + 1;
+  Params p = MakeParams(call);
+  std::vector<int64_t> in = Shape(call.inputs[0]), out = Shape(call.outputs[0]);
+  int64_t rank = static_cast<int64_t>(in.size());
+  if (!Given(call, 1) || !Given(call, 2) || static_cast<int64_t>(out.size()) != rank)
+    TILECORE_THROW(ValueError) << "LowerHostOp(Slice): starts and ends must be given";
+  int64_t k = call.inputs[1]->numel();
+  for (size_t i = 2; i <= 4; ++i)
+    if (Given(call, i) && call.inputs[i]->numel() != k)
+      TILECORE_THROW(ValueError) << "LowerHostOp(Slice): input " << i << " has "
+                                 << call.inputs[i]->numel() << " elements, starts has " << k;
+  const DataType i64 = DataType::Int(64);
+  Buffer S = Flat(p.in[1], "S"), E = Flat(p.in[2], "E");
+  std::optional<Buffer> Ax, St;
+  if (Given(call, 3)) Ax = Flat(p.in[3], "Ax");
+  if (Given(call, 4)) St = Flat(p.in[4], "St");
+  Buffer first = Local({std::max<int64_t>(rank, 1)}, i64, "first"),
+         step = Local({std::max<int64_t>(rank, 1)}, i64, "step"),
+         count = Local({std::max<int64_t>(rank, 1)}, i64, "count"),
+         seen = Local({std::max<int64_t>(rank, 1)}, DataType::Int(32), "seen");
+  Scalar a(i64, "a"), dim(i64, "dim"), b(i64, "b"), e(i64, "e"), st(i64, "st");
+  std::vector<Stmt> s;
+  for (int64_t d = 0; d < rank; ++d)
+    s.insert(s.end(), {BufferStore(first, I64(0), {I32(d)}), BufferStore(step, I64(1), {I32(d)}),
+                       BufferStore(count, I64(in[d]), {I32(d)}),
+                       BufferStore(seen, I32(0), {I32(d)})});
+  auto clamp = [](PrimExpr x, PrimExpr lo, PrimExpr hi) { return max(min(x, hi), lo); };
+  for (int64_t j = 0; j < k; ++j) {
+    std::string el = " (element " + std::to_string(j) + ")";
+    PrimExpr raw = Ax ? cast(i64, BufferLoad(*Ax, {I32(j)})) : I64(j);
+    s.push_back(IfThenElse(raw < I64(-rank) || raw >= I64(rank),
+                           Fail("Slice: axis %d" + el + " is out of range for rank " +
+                                    std::to_string(rank) + " when the model runs",
+                                {raw})));
+    s.push_back(a.set(select(raw < I64(0), raw + I64(rank), raw)));
+    s.push_back(IfThenElse(eq(BufferLoad(seen, {cast(DataType::Int(32), a.get())}), I32(1)),
+                           Fail("Slice: axis %d is named twice when the model runs", {raw})));
+    s.push_back(BufferStore(seen, I32(1), {cast(DataType::Int(32), a.get())}));
+    PrimExpr dim_of = I64(rank ? in[rank - 1] : 0);
+    for (int64_t d = rank - 1; d-- > 0;) dim_of = select(eq(a.get(), I64(d)), I64(in[d]), dim_of);
+    s.push_back(dim.set(dim_of));
+    s.push_back(st.set(St ? cast(i64, BufferLoad(*St, {I32(j)})) : I64(1)));
+    s.push_back(IfThenElse(eq(st.get(), I64(0)),
+                           Fail("Slice: step " + std::to_string(j) + " is 0 when the model runs", {})));
+    PrimExpr sv = cast(i64, BufferLoad(S, {I32(j)})), ev = cast(i64, BufferLoad(E, {I32(j)}));
+    s.push_back(b.set(select(sv < I64(0), sv + dim.get(), sv)));
+    s.push_back(e.set(select(ev < I64(0), ev + dim.get(), ev)));
+    PrimExpr up = st.get() > I64(0);
+    s.push_back(b.set(select(up, clamp(b.get(), I64(0), dim.get()),
+                             clamp(b.get(), I64(0), dim.get() - I64(1)))));
+    s.push_back(e.set(select(up, clamp(e.get(), I64(0), dim.get()),
+                             clamp(e.get(), I64(-1), dim.get() - I64(1)))));
+    // the count, ceil(distance / |step|) when the distance is positive; the step kept within
+    // the axis so that it stays exact in the int32 index arithmetic below
+    PrimExpr dist = select(up, e.get() - b.get(), b.get() - e.get());
+    PrimExpr mag = select(up, st.get(), I64(0) - st.get());
+    PrimExpr n = select(dist > I64(0), floordiv(dist + mag - I64(1), mag), I64(0));
+    PrimExpr ai = cast(DataType::Int(32), a.get());
+    s.push_back(BufferStore(count, n, {ai}));
+    s.push_back(BufferStore(first, b.get(), {ai}));
+    s.push_back(BufferStore(step, clamp(st.get(), I64(-1) - dim.get(), dim.get() + I64(1)), {ai}));
+  }
+  std::vector<PrimExpr> counts;
+  PrimExpr same = eq(I32(0), I32(0));
+  for (int64_t d = 0; d < rank; ++d) {
+    counts.push_back(BufferLoad(count, {I32(d)}));
+    same = same && eq(counts.back(), I64(out[d]));
+  }
+  s.push_back(IfThenElse(!same, Fail("Slice: starts, ends, axes and steps give the output shape " +
+                                         ValuesFormat(rank) + " when the model runs; the model "
+                                         "declares " + ShapeText(out) +
+                                         ", the one the kernel was compiled for",
+                                     counts)));
+  Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
+  std::vector<int64_t> strides = Strides(in);
+  s.push_back(Loop("o", Numel(out), [&](PrimExpr o) {
+    std::vector<PrimExpr> c = Unravel(o, out);
+    PrimExpr idx = I32(0);
+    for (int64_t d = 0; d < rank; ++d)
+      idx = idx + (cast(DataType::Int(32), BufferLoad(first, {I32(d)})) +
+                   c[d] * cast(DataType::Int(32), BufferLoad(step, {I32(d)}))) *
+                      I32(strides[d]);
+    return BufferStore(Y, BufferLoad(X, {idx}), {o});
+  }));
+  Stmt body = Seq(s);
+  for (const Scalar* v : {&a, &dim, &b, &e, &st}) body = v->scope(body);
+  for (const Buffer& buf : {first, step, count, seen}) body = Allocate(buf, body);
+  return MakeFunc(call, p, body);
+}
+
+// Slice: starts, ends, axes and steps are compile-time constants, passed as attributes, or
+// read when the kernel runs (LowerSliceAtRunTime)
 PrimFunc LowerSlice(const OpCall& call) {
   NeedOutputs(call, 1);
+  if (!HasAttr(call.attrs, "starts") || !HasAttr(call.attrs, "ends") ||
+      (Given(call, 3) && !HasAttr(call.attrs, "axes")) ||
+      (Given(call, 4) && !HasAttr(call.attrs, "steps")))
+    return LowerSliceAtRunTime(call);
   Params p = MakeParams(call);
   std::vector<int64_t> in = Shape(call.inputs[0]), out = Shape(call.outputs[0]);
   int64_t rank = static_cast<int64_t>(in.size());

@@ -182,9 +182,11 @@ def _fold_constant_inputs(nd) -> None:
 
 
 # Inputs that the npu strategies need as constants (in the attributes above) and the host
-# kernel reads when it runs: a reduction whose axes are not a constant runs on the host,
-# which reads them and fails when they give another output shape than the one compiled.
-RUN_TIME_INPUTS = {op: (1,) for op in _REDUCE_OPS}
+# kernel reads when it runs: a node with such an input that is not a constant runs on the
+# host, which reads it and fails when it gives another output shape than the one compiled
+# (the shape inference finds or the model declares).
+RUN_TIME_INPUTS = {**{op: (1,) for op in _REDUCE_OPS}, "CumSum": (1,), "CumProd": (1,), "Slice": (1, 2, 3, 4),
+                   "Pad": (1, 2, 3), "Resize": (1, 2, 3), "Upsample": (1,)}
 
 # Ops whose output shape their input values decide, and whose host kernels fail when a run
 # gives another shape than the model declares (the static one they were compiled for).
@@ -195,6 +197,8 @@ def _run_time_inputs(nd) -> list[int]:
     """The inputs of RUN_TIME_INPUTS that ``nd`` has and that are not constants."""
     return [i for i in RUN_TIME_INPUTS.get(nd.op, ()) if i < len(nd.ins) and nd.ins[i] is not None
             and nd.ins[i].data is None and int(np.prod(list(nd.in_specs[i].shape), dtype=np.int64)) > 0
+            and not (nd.op == "Resize" and i == 1 and nd.attrs.get("coordinate_transformation_mode") !=
+                     "tf_crop_and_resize")  # roi is read only by that mode
             and not any(attr in nd.attrs for j, attr, _ in CONSTANT_INPUT_ATTRS.get(nd.op, ()) if j == i)]
 
 
