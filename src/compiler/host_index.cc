@@ -324,7 +324,8 @@ PrimFunc LowerCumSum(const OpCall& call0) {
     });
   };
   if (!run_time)
-    return MakeFunc(call, p, Seq({acc.scope(along(Axis(op, AttrInt(call.attrs, "axis", 0), rank)))}));
+    return MakeFunc(call, p,
+                    Seq({acc.scope(along(Axis(op, AttrInt(call.attrs, "axis", 0), rank)))}));
   Buffer A = Flat(p.in[1], "A");
   PrimExpr v = cast(DataType::Int(64), BufferLoad(A, {I32(0)}));
   PrimExpr a = select(v < I64(0), v + I64(rank), v);
@@ -607,11 +608,11 @@ PrimFunc LowerPadAtRunTime(const OpCall& call0) {
   for (int64_t j = 0; j < k; ++j) {
     PrimExpr raw = Ax ? cast(i64, BufferLoad(*Ax, {I32(j)})) : I64(j);
     if (Ax) {
-      s.push_back(IfThenElse(raw < I64(-rank) || raw >= I64(rank),
-                             Fail("Pad: axis %d (element " + std::to_string(j) +
-                                      ") is out of range for rank " + std::to_string(rank) +
-                                      " when the model runs",
-                                  {raw})));
+      s.push_back(IfThenElse(
+          raw < I64(-rank) || raw >= I64(rank),
+          Fail("Pad: axis %d (element " + std::to_string(j) + ") is out of range for rank " +
+                   std::to_string(rank) + " when the model runs",
+               {raw})));
     }
     s.push_back(a.set(select(raw < I64(0), raw + I64(rank), raw)));
     PrimExpr ai = cast(DataType::Int(32), a.get());
@@ -733,9 +734,9 @@ PrimFunc LowerSliceAtRunTime(const OpCall& call0) {
   Scalar a(i64, "a"), dim(i64, "dim"), b(i64, "b"), e(i64, "e"), st(i64, "st");
   std::vector<Stmt> s;
   for (int64_t d = 0; d < rank; ++d)
-    s.insert(s.end(), {BufferStore(first, I64(0), {I32(d)}), BufferStore(step, I64(1), {I32(d)}),
-                       BufferStore(count, I64(in[d]), {I32(d)}),
-                       BufferStore(seen, I32(0), {I32(d)})});
+    s.insert(s.end(),
+             {BufferStore(first, I64(0), {I32(d)}), BufferStore(step, I64(1), {I32(d)}),
+              BufferStore(count, I64(in[d]), {I32(d)}), BufferStore(seen, I32(0), {I32(d)})});
   auto clamp = [](PrimExpr x, PrimExpr lo, PrimExpr hi) { return max(min(x, hi), lo); };
   for (int64_t j = 0; j < k; ++j) {
     std::string el = " (element " + std::to_string(j) + ")";
@@ -752,14 +753,15 @@ PrimFunc LowerSliceAtRunTime(const OpCall& call0) {
     for (int64_t d = rank - 1; d-- > 0;) dim_of = select(eq(a.get(), I64(d)), I64(in[d]), dim_of);
     s.push_back(dim.set(dim_of));
     s.push_back(st.set(St ? cast(i64, BufferLoad(*St, {I32(j)})) : I64(1)));
-    s.push_back(IfThenElse(eq(st.get(), I64(0)),
-                           Fail("Slice: step " + std::to_string(j) + " is 0 when the model runs", {})));
+    s.push_back(
+        IfThenElse(eq(st.get(), I64(0)),
+                   Fail("Slice: step " + std::to_string(j) + " is 0 when the model runs", {})));
     PrimExpr sv = cast(i64, BufferLoad(S, {I32(j)})), ev = cast(i64, BufferLoad(E, {I32(j)}));
     s.push_back(b.set(select(sv < I64(0), sv + dim.get(), sv)));
     s.push_back(e.set(select(ev < I64(0), ev + dim.get(), ev)));
     PrimExpr up = st.get() > I64(0);
-    s.push_back(b.set(select(up, clamp(b.get(), I64(0), dim.get()),
-                             clamp(b.get(), I64(0), dim.get() - I64(1)))));
+    s.push_back(b.set(
+        select(up, clamp(b.get(), I64(0), dim.get()), clamp(b.get(), I64(0), dim.get() - I64(1)))));
     s.push_back(e.set(select(up, clamp(e.get(), I64(0), dim.get()),
                              clamp(e.get(), I64(-1), dim.get() - I64(1)))));
     // the count, ceil(distance / |step|) when the distance is positive; the step kept within
@@ -779,9 +781,10 @@ PrimFunc LowerSliceAtRunTime(const OpCall& call0) {
     same = same && eq(counts.back(), I64(out[d]));
   }
   s.push_back(IfThenElse(!same, Fail("Slice: starts, ends, axes and steps give the output shape " +
-                                         ValuesFormat(rank) + " when the model runs; the model "
-                                         "declares " + ShapeText(out) +
-                                         ", the one the kernel was compiled for",
+                                         ValuesFormat(rank) +
+                                         " when the model runs; the model "
+                                         "declares " +
+                                         ShapeText(out) + ", the one the kernel was compiled for",
                                      counts)));
   Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
   std::vector<int64_t> strides = Strides(in);
