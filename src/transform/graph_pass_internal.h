@@ -38,7 +38,52 @@ inline Value Subst(const Value& v, const ValueMap& map) {
   return it == map.end() ? v : it->second;
 }
 
-/*! \brief `node` with its inputs replaced through `map` (the same node when nothing changes). */
+inline ffi::Array<Value> SubstOutputs(const ffi::Array<Value>& outs, const ValueMap& map) {
+  ffi::Array<Value> r;
+  for (const Value& v : outs) r.push_back(Subst(v, map));
+  return r;
+}
+
+inline Node SubstInputs(const Node& node, const ValueMap& map);
+
+/*!
+ * \brief Subgraph `g` with the values it reads from the graphs around it replaced through
+ * `map` (the same graph when nothing changes). A name the subgraph defines itself is never
+ * replaced (ONNX forbids the shadowing; a model that does it keeps its inner value).
+ */
+inline Graph SubstOuterReads(const Graph& g, const ValueMap& map) {
+  const ValueMap* use = &map;
+  ValueMap narrowed;
+  auto defined_inside = [&](const Value& v) { return v.defined() && map.count(Name(v)) > 0; };
+  bool shadows = false;
+  for (const Value& v : g->inputs) shadows = shadows || defined_inside(v);
+  for (const Node& n : g->nodes)
+    for (const Value& v : n->outputs) shadows = shadows || defined_inside(v);
+  if (shadows) {
+    narrowed = map;
+    for (const Value& v : g->inputs) narrowed.erase(Name(v));
+    for (const Node& n : g->nodes)
+      for (const Value& v : n->outputs) narrowed.erase(Name(v));
+    use = &narrowed;
+  }
+  bool changed = false;
+  ffi::Array<Node> nodes;
+  for (const Node& n : g->nodes) {
+    Node m = SubstInputs(n, *use);
+    changed = changed || !m.same_as(n);
+    nodes.push_back(m);
+  }
+  ffi::Array<Value> outs = SubstOutputs(g->outputs, *use);
+  for (size_t i = 0; i < outs.size(); ++i) changed = changed || !outs[i].same_as(g->outputs[i]);
+  if (!changed) return g;
+  return Graph(g->name, g->inputs, outs, nodes, g->opsets);
+}
+
+/*!
+ * \brief `node` with its inputs, and what its subgraphs read from outside them, replaced
+ * through `map` (the same node when nothing changes): a pass that replaces a value (folds
+ * it, retypes it) replaces it in the bodies of If, Loop and Scan too, which read it by name.
+ */
 inline Node SubstInputs(const Node& node, const ValueMap& map) {
   if (map.empty()) return node;
   bool changed = false;
@@ -49,14 +94,22 @@ inline Node SubstInputs(const Node& node, const ValueMap& map) {
     if (!w.same_as(v)) changed = true;
     ins.push_back(w.defined() ? ffi::Any(w) : ffi::Any());
   }
-  if (!changed) return node;
-  return Node(node->op_type, node->domain, node->name, node->attrs, ins, node->outputs);
-}
-
-inline ffi::Array<Value> SubstOutputs(const ffi::Array<Value>& outs, const ValueMap& map) {
-  ffi::Array<Value> r;
-  for (const Value& v : outs) r.push_back(Subst(v, map));
-  return r;
+  ffi::Map<ffi::String, ffi::Any> attrs = node->attrs;
+  bool attrs_changed = false;
+  for (const auto& [k, v] : node->attrs.items()) {
+    auto sub = ir::AsObject<Graph>(v);
+    if (!sub.has_value()) continue;
+    Graph replaced = SubstOuterReads(*sub, map);
+    if (replaced.same_as(*sub)) continue;
+    if (!attrs_changed) {
+      attrs = ffi::Map<ffi::String, ffi::Any>();
+      for (const auto& [k2, v2] : node->attrs.items()) attrs.Set(k2, v2);
+      attrs_changed = true;
+    }
+    attrs.Set(k, ffi::Any(replaced));
+  }
+  if (!changed && !attrs_changed) return node;
+  return Node(node->op_type, node->domain, node->name, attrs, ins, node->outputs);
 }
 
 /*! \brief Whether a node has a subgraph attribute. */

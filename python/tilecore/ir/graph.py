@@ -423,7 +423,7 @@ def _info_to_type(info):
 
 
 def _make_infer(schema):
-    from .ops.registry import OpError, SequenceInfo, kind_mismatch, onnx_schema
+    from .ops.registry import OpError, SequenceInfo, TensorInfo, kind_mismatch, onnx_schema
 
     def infer(attrs, inputs):
         a = schema.fill_attrs(_py_attrs(attrs, True))
@@ -434,7 +434,14 @@ def _make_infer(schema):
                 why = kind_mismatch(spec, k, "sequence") if isinstance(i, SequenceInfo) else None
                 if why:
                     raise OpError(f"{schema.name}: {why}")
-        outs = schema.infer(a, infos)
+        try:
+            outs = schema.infer(a, infos)
+        except (AttributeError, TypeError):
+            unknown = [k for k, i in enumerate(infos) if isinstance(i, TensorInfo) and i.dtype is None]
+            if not unknown:
+                raise
+            raise OpError(f"{schema.name}: the element type of input {unknown[0]} is not known (the op "
+                          "that makes it could not infer it)") from None
         if isinstance(outs, tuple):
             outs = list(outs)
         elif not isinstance(outs, list):

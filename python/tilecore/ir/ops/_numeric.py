@@ -104,12 +104,12 @@ def float_compute(fn: Callable[..., Any], *xs: np.ndarray, out_dtype: Optional[n
 
 def check_dtype(where: str, info: Optional[TensorInfo], allowed: Callable[[np.dtype], bool], what: str) -> None:
     """OpError when the dtype of `info` fails `allowed` (`what` names the accepted set)."""
-    if info is not None and not allowed(np.dtype(info.dtype)):
+    if info is not None and info.dtype is not None and not allowed(np.dtype(info.dtype)):
         raise OpError(f"{where}: input of dtype {np.dtype(info.dtype)} is not supported ({what})")
 
 
 def same_dtypes(where: str, *infos: Optional[TensorInfo]) -> None:
     """OpError unless every given input has one dtype."""
-    given = [np.dtype(i.dtype) for i in infos if i is not None]
+    given = [np.dtype(i.dtype) for i in infos if i is not None and i.dtype is not None]  # (None: not known)
     if any(d != given[0] for d in given[1:]):
         raise OpError(f"{where}: inputs must share one dtype, got {', '.join(map(str, given))}")

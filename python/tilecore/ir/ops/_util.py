@@ -63,7 +63,8 @@ def shape_of(info: Any) -> Any:
 
 
 def tensor(shape: Any, dtype: Any, val: Optional[np.ndarray] = None) -> TensorInfo:
-    return TensorInfo(None if shape is None else tuple(shape), np.dtype(dtype), val)
+    """A TensorInfo; a dtype of None stays unknown (np.dtype(None) would make it float64)."""
+    return TensorInfo(None if shape is None else tuple(shape), None if dtype is None else np.dtype(dtype), val)
 
 
 def seq_elem(info: Any) -> Optional[TensorInfo]:
