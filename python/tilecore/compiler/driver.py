@@ -133,14 +133,18 @@ def _runs_nowhere(op_type, domain):
 
 def _expand_unsupported(graph):
     """``graph`` with QOperator nodes in their QDQ form (compiler/qlinear.py), RNN/GRU/LSTM
-    that run nowhere unrolled over their time steps (compiler/expand_recurrent.py) and the
+    that run nowhere unrolled over their time steps (compiler/expand_recurrent.py), the
     other nodes that run nowhere replaced by their ONNX function bodies
-    (compiler/expand_functions.py); ``graph`` itself when none is."""
+    (compiler/expand_functions.py) and Scan unrolled over its iterations
+    (compiler/expand_scan.py); ``graph`` itself when none is."""
     from . import qlinear
     from .expand_functions import expand_functions
     from .expand_recurrent import expand_recurrent
+    from .expand_scan import expand_scan
 
-    return expand_functions(expand_recurrent(qlinear.expand(graph), _runs_nowhere), _runs_nowhere)
+    graph = expand_functions(expand_recurrent(qlinear.expand(graph), _runs_nowhere), _runs_nowhere)
+    unrolled = expand_scan(graph, _runs_nowhere)  # (a function body may hold a Scan, a Scan body such nodes)
+    return graph if unrolled is graph else expand_functions(unrolled, _runs_nowhere)
 
 
 # Constant inputs whose values a strategy needs when compiling, read from attributes of

@@ -61,10 +61,7 @@ def _inline(node, f, schema, prefix):
             return ""
         return rename.get(n, prefix + n)
 
-    out = []
-    for inner in f.node:
-        if any(a.type in (a.GRAPH, a.GRAPHS) for a in inner.attribute):
-            return None  # subgraphs would need their outer names renamed too
+    def renamed(inner):
         n = NodeProto()
         n.CopyFrom(inner)
         del n.input[:]
@@ -81,10 +78,25 @@ def _inline(node, f, schema, prefix):
                 b = n.attribute.add()
                 b.CopyFrom(src)
                 b.name = a.name
-            else:
-                n.attribute.add().CopyFrom(a)
-        out.append(n)
-    return out
+                continue
+            b = n.attribute.add()
+            b.CopyFrom(a)
+            for g in ([b.g] if b.type == b.GRAPH else list(b.graphs) if b.type == b.GRAPHS else []):
+                subgraph(g)
+        return n
+
+    def subgraph(g):
+        # every name of a body (a Scan's, an If's branch) renamed as the function's own: the
+        # names it reads from the function are the renamed ones, its own get the prefix
+        for vi in list(g.input) + list(g.output) + list(g.value_info):
+            vi.name = new_name(vi.name)
+        for t in g.initializer:
+            t.name = new_name(t.name)
+        nodes = [renamed(x) for x in g.node]
+        del g.node[:]
+        g.node.extend(nodes)
+
+    return [renamed(inner) for inner in f.node]
 
 
 def expand_functions(graph: Any, unsupported: Callable[[str, str], bool], max_rounds: int = 4) -> Any:

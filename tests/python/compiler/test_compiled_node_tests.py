@@ -53,6 +53,9 @@ CASES = [
     # ops without kernels of their own, run as their ONNX function bodies
     "test_attention_4d_attn_mask_bool_4d", "test_sce_none", "test_rotary_embedding_no_position_ids_rotary_dim",
     "test_causal_conv_with_state_with_past_state", "test_attention_4d_expanded", "test_sce_mean_expanded",
+    # operands read when the model runs (starts, pads, axis as graph inputs), Scan unrolled
+    "test_slice_neg_steps", "test_edge_pad", "test_wrap_pad", "test_cumsum_1d_reverse_exclusive",
+    "test_scan9_sum", "test_linear_attention_gated_delta", "test_linear_attention_decode_step_expanded",
 ]
 
 
