@@ -1290,6 +1290,10 @@ PrimFunc LowerConstantOfShape(const OpCall& call) {
   DataType t = Y->dtype;
   double v = HasAttr(call.attrs, "value") ? AttrFloat(call.attrs, "value", 0.0) : 0.0;
   PrimExpr c = t.is_float() ? make_const(t, v) : make_const(t, static_cast<int64_t>(v));
+  if (auto i = HasAttr(call.attrs, "value") ? call.attrs.Get(String("value"))->try_cast<int64_t>()
+                                            : std::nullopt;
+      i && !t.is_float())
+    c = make_const(t, *i);  // (an int64 beyond 2^53 is not a double)
   return MakeFunc(call, p, Seq({Loop("i", call.outputs[0]->numel(), [&](PrimExpr i) {
                     return BufferStore(Y, c, {i});
                   })}));

@@ -166,6 +166,16 @@ CONSTANT_INPUT_ATTRS = {
 }
 
 
+def _scalar_attrs(nd) -> None:
+    """ConstantOfShape's ``value`` (a one-element tensor in ONNX) as the number the kernels take."""
+    v = nd.attrs.get("value") if nd.op == "ConstantOfShape" else None
+    if v is not None and not isinstance(v, (int, float)):
+        a = np.asarray(v.numpy() if hasattr(v, "numpy") else v)
+        if a.size == 1:
+            x = a.reshape(-1)[0]
+            nd.attrs["value"] = float(x) if a.dtype.kind in "fc" or a.dtype.kind == "V" else int(x)
+
+
 def _fold_constant_inputs(nd) -> None:
     """Copies the values of ``nd``'s constant inputs listed in CONSTANT_INPUT_ATTRS into its
     attributes (an attribute already set wins; empty tensors mean "not given"; "scalar": a one-element tensor only)."""
@@ -731,6 +741,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             unsupported.append(f"  node `{nd.name}` ({nd.op}): {str(e).splitlines()[0]}")
             continue
         _fold_constant_inputs(nd)
+        _scalar_attrs(nd)
         value = _value_check(nd)
         if value is not None:  # compiled for one value of the input, checked when it runs
             checks.setdefault(id(nd), []).append(value)
