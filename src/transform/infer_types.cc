@@ -147,9 +147,139 @@ Type Merge(const Type& inferred, const Type& declared, const Node& node, size_t 
                     a->quant.defined() ? a->quant : b->quant);
 }
 
+/*! \brief Whether `t` is a tensor type with every dimension a number. */
+bool IsStatic(const Type& t) {
+  const auto* a = t.defined() ? t.as<TensorTypeNode>() : nullptr;
+  if (a == nullptr || !a->rank_known) return false;
+  for (size_t i = 0; i < a->shape.size(); ++i)
+    if (!a->shape.raw(i).as<int64_t>().has_value()) return false;
+  return true;
+}
+
+/*! \brief Whether a value of type `t` may have the static shape of `s` (rank and known dims). */
+bool Fits(const Type& t, const TensorTypeNode* s) {
+  const auto* a = t.defined() ? t.as<TensorTypeNode>() : nullptr;
+  if (a == nullptr) return t.defined() == false;
+  if (!a->rank_known) return true;
+  if (a->shape.size() != s->shape.size()) return false;
+  for (size_t i = 0; i < a->shape.size(); ++i) {
+    auto x = a->shape.raw(i).as<int64_t>();
+    if (x.has_value() && *x != *s->shape.raw(i).as<int64_t>()) return false;
+  }
+  return true;
+}
+
+// Ops whose output has the shape of input 0 whatever the values (element-wise maps, casts,
+// normalisations along an axis); a binary element-wise op whose other operand is a rank-0
+// constant is one too.
+const std::unordered_set<std::string>& ShapeOfInput0() {
+  static const std::unordered_set<std::string> ops = {
+      "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Cast", "CastLike", "Ceil", "Celu",
+      "Clip", "Cos", "Cosh", "CumSum", "CumProd", "Elu", "Erf", "Exp", "Floor", "Gelu",
+      "HardSigmoid", "HardSwish", "Hardmax", "Identity", "IsInf", "IsNaN", "LeakyRelu", "Log",
+      "LogSoftmax", "Mish", "Neg", "Not", "Reciprocal", "Relu", "Round", "Selu", "Shrink",
+      "Sigmoid", "Sign", "Sin", "Sinh", "Softmax", "Softplus", "Softsign", "Sqrt", "Swish", "Tan",
+      "Tanh", "ThresholdedRelu"};
+  return ops;
+}
+const std::unordered_set<std::string>& Broadcasting() {
+  static const std::unordered_set<std::string> ops = {"Add", "Sub", "Mul", "Div", "Pow", "Mod",
+                                                      "Max", "Min", "PRelu"};
+  return ops;
+}
+
+/*!
+ * \brief Shapes known only downstream, carried back: a computed value whose shape inference
+ * left open and that an op of ShapeOfInput0 (or a broadcasting op with a rank-0 constant
+ * beside it) maps to a static value has that value's shape (the shape a reduction with a
+ * run-time axes input, a Range, ... gives, known from the model's declaration of what
+ * follows). Such a shape is a declaration, not a fact: the compiler checks it as it checks
+ * any declared shape (a kernel that checks it when the model runs, or a refusal).
+ */
+std::unordered_map<std::string, Type> ShapesFromReaders(const Graph& g) {
+  std::unordered_map<std::string, Type> from_readers;
+  std::unordered_set<std::string> computed;
+  for (const Node& n : g->nodes)
+    for (const Value& v : n->outputs)
+      if (!v->name.empty() && !v->is_constant()) computed.insert(Name(v));
+  auto type_of = [&](const Value& v) -> Type {
+    auto it = from_readers.find(Name(v));
+    return it == from_readers.end() ? v->type : it->second;
+  };
+  for (size_t k = g->nodes.size(); k-- > 0;) {
+    const Node& n = g->nodes[k];
+    if (!n->domain.empty() || n->outputs.size() != 1 || n->inputs.empty()) continue;
+    std::string op(n->op_type.view());
+    Value in;
+    if (ShapeOfInput0().count(op)) {
+      in = n.input(0);
+    } else if (Broadcasting().count(op) && n->inputs.size() == 2) {
+      for (size_t i = 0; i < 2; ++i) {
+        Value other = n.input(1 - i);
+        const auto* t = other.defined() ? other->type.as<TensorTypeNode>() : nullptr;
+        if (other.defined() && other->is_constant() && t != nullptr && t->rank_known &&
+            t->shape.empty())
+          in = n.input(i);
+      }
+    }
+    if (!in.defined() || in->name.empty() || !computed.count(Name(in))) continue;
+    Type out = type_of(n->outputs[0]);
+    if (!IsStatic(out) || IsStatic(type_of(in))) continue;
+    const auto* o = out.as<TensorTypeNode>();
+    if (!Fits(type_of(in), o)) continue;
+    const auto* t = in->type.as<TensorTypeNode>();
+    from_readers[Name(in)] =
+        TensorType(o->shape, t == nullptr ? String("") : t->dtype,
+                   t == nullptr ? String("") : t->layout, t == nullptr ? ir::QuantParams() : t->quant);
+  }
+  return from_readers;
+}
+
+/*! \brief `g` with the outputs named in `types` retyped (their readers see the new Values). */
+Graph Retype(const Graph& g, const std::unordered_map<std::string, Type>& types) {
+  ValueMap map;
+  Array<Node> nodes;
+  for (const Node& node0 : g->nodes) {
+    Node node = SubstInputs(node0, map);
+    bool changed = !node.same_as(node0);
+    Array<Value> outs;
+    for (const Value& v : node->outputs) {
+      auto it = v->name.empty() ? types.end() : types.find(Name(v));
+      if (it == types.end()) {
+        outs.push_back(v);
+        continue;
+      }
+      Value nv(v->name, it->second, v->data);
+      map[Name(v)] = nv;
+      outs.push_back(nv);
+      changed = true;
+    }
+    nodes.push_back(changed ? Node(node->op_type, node->domain, node->name, node->attrs,
+                                   node->inputs, outs)
+                            : node);
+  }
+  return Graph(g->name, g->inputs, SubstOutputs(g->outputs, map), nodes, g->opsets);
+}
+
+ir::Graph InferForward(const ir::Graph& g, const Map<String, Any>& input_shapes);
+
 }  // namespace
 
 ir::Graph InferGraphTypes(const ir::Graph& g, const Map<String, Any>& input_shapes) {
+  Graph typed = InferForward(g, input_shapes);
+  // shapes known only from what reads a value, then inferred forward again (a few rounds:
+  // each carries shapes back past one more op whose forward inference they complete)
+  for (int round = 0; round < 4; ++round) {
+    auto from_readers = ShapesFromReaders(typed);
+    if (from_readers.empty()) break;
+    typed = InferForward(Retype(typed, from_readers), Map<String, Any>());
+  }
+  return typed;
+}
+
+namespace {
+
+ir::Graph InferForward(const ir::Graph& g, const Map<String, Any>& input_shapes) {
   ValueMap map;
   Array<Value> inputs = BindInputs(g, input_shapes, &map);
   // Nodes see the graph's input Values by name (a subgraph re-typed by its op's
@@ -212,6 +342,8 @@ ir::Graph InferGraphTypes(const ir::Graph& g, const Map<String, Any>& input_shap
   if (!changed) return g;
   return Graph(g->name, inputs, SubstOutputs(g->outputs, map), nodes, g->opsets);
 }
+
+}  // namespace
 
 Pass InferTypes(Map<String, Any> input_shapes) {
   return CreateGraphPass(

@@ -12,6 +12,11 @@
  * or dtype that disagrees is a ValueError naming the node and both types. An op
  * that is not registered is a NotImplementedError naming the op type, the node,
  * the opset and the domain.
+ * A computed value whose shape inference leaves open takes the static shape of what an
+ * element-wise reader maps it to (Sqrt, Cast, ..., or Add of a rank-0 constant): a shape
+ * the model declares downstream carried back to, say, a reduction whose axes are a graph
+ * input. Like any declared shape, the compiler checks it (a kernel that checks it when
+ * the model runs, or a refusal); inference merely carries it.
  * Subgraph bodies keep the types they were imported with.
  */
 #ifndef TILECORE_TRANSFORM_INFER_TYPES_H_

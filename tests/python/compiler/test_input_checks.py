@@ -79,13 +79,19 @@ def test_a_declared_shape_inference_cannot_confirm_is_refused():
         tilecore.compile(m.SerializeToString())
 
 
-def test_an_input_the_kernels_would_take_a_default_for_is_refused():
-    # Pad's constant value, computed while the model runs: the kernels would pad with 0
+def test_an_input_the_kernels_would_take_a_default_for_is_read_when_the_model_runs():
+    # Pad's constant value, computed while the model runs: the host kernel reads it (the npu
+    # kernels would pad with the value they were compiled for)
     m = model(helper.make_node("Pad", ["x", "pads", "v"], ["y"], name="pad"),
               [("x", TensorProto.FLOAT, [2, 3]), ("v", TensorProto.FLOAT, [])], ("y", TensorProto.FLOAT, [2, 5]),
               [numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "pads")])
-    with pytest.raises(CompileError, match=r"node `pad` \(Pad\): input 2 `v` is not a constant"):
-        tilecore.compile(m.SerializeToString())
+    rep = {}
+    exe = tilecore.compile(m.SerializeToString(), report=rep)
+    assert [p["where"] for p in rep["placement"]] == ["host"]
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for v in (0.0, 2.5):
+        np.testing.assert_array_equal(exe.run({"x": x, "v": np.float32(v)})["y"],
+                                      np.pad(x, ((0, 0), (1, 1)), constant_values=v))
 
 
 def test_data_dependent_lengths_are_checked_when_the_model_runs():

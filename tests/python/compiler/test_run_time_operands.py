@@ -118,3 +118,22 @@ def test_pad_with_constant_pads_that_crop_one_side_and_pad_the_other(mode):
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
     got = tilecore.compile(m.SerializeToString()).run({"x": X})["y"]
     np.testing.assert_array_equal(got, ort_run(m, {"x": X}))
+
+
+def test_a_shape_declared_downstream_reaches_a_reduction_with_run_time_axes():
+    # ReduceL2's expanded form: ReduceSum(x * x, axes) -> Sqrt -> CastLike; only the graph
+    # output's shape is declared. Inference carries it back to the ReduceSum, whose host
+    # kernel checks it when the model runs: axes that give another shape fail the run.
+    nodes = [helper.make_node("Mul", ["x", "x"], ["sq"]), helper.make_node("ReduceSum", ["sq", "axes"], ["s"]),
+             helper.make_node("Cast", ["s"], ["d"], to=TensorProto.DOUBLE), helper.make_node("Sqrt", ["d"], ["r"]),
+             helper.make_node("CastLike", ["r", "x"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5]),
+                                       helper.make_tensor_value_info("axes", I64, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 1, 5])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    exe = tilecore.compile(m.SerializeToString())
+    for axes in ([1], [-2]):
+        feeds = {"x": X, "axes": np.array(axes, np.int64)}
+        np.testing.assert_allclose(exe.run(feeds)["y"], ort_run(m, feeds), rtol=1e-6)
+    with pytest.raises(ValueError, match="ReduceSum: the axes input .* gives another output shape than"):
+        exe.run({"x": X, "axes": np.array([2], np.int64)})
