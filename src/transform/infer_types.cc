@@ -174,17 +174,21 @@ bool Fits(const Type& t, const TensorTypeNode* s) {
 // constant is one too.
 const std::unordered_set<std::string>& ShapeOfInput0() {
   static const std::unordered_set<std::string> ops = {
-      "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Cast", "CastLike", "Ceil", "Celu",
-      "Clip", "Cos", "Cosh", "CumSum", "CumProd", "Elu", "Erf", "Exp", "Floor", "Gelu",
-      "HardSigmoid", "HardSwish", "Hardmax", "Identity", "IsInf", "IsNaN", "LeakyRelu", "Log",
-      "LogSoftmax", "Mish", "Neg", "Not", "Reciprocal", "Relu", "Round", "Selu", "Shrink",
-      "Sigmoid", "Sign", "Sin", "Sinh", "Softmax", "Softplus", "Softsign", "Sqrt", "Swish", "Tan",
-      "Tanh", "ThresholdedRelu"};
+      "Abs",     "Acos",        "Acosh",     "Asin",       "Asinh",
+      "Atan",    "Atanh",       "Cast",      "CastLike",   "Ceil",
+      "Celu",    "Clip",        "Cos",       "Cosh",       "CumSum",
+      "CumProd", "Elu",         "Erf",       "Exp",        "Floor",
+      "Gelu",    "HardSigmoid", "HardSwish", "Hardmax",    "Identity",
+      "IsInf",   "IsNaN",       "LeakyRelu", "Log",        "LogSoftmax",
+      "Mish",    "Neg",         "Not",       "Reciprocal", "Relu",
+      "Round",   "Selu",        "Shrink",    "Sigmoid",    "Sign",
+      "Sin",     "Sinh",        "Softmax",   "Softplus",   "Softsign",
+      "Sqrt",    "Swish",       "Tan",       "Tanh",       "ThresholdedRelu"};
   return ops;
 }
 const std::unordered_set<std::string>& Broadcasting() {
-  static const std::unordered_set<std::string> ops = {"Add", "Sub", "Mul", "Div", "Pow", "Mod",
-                                                      "Max", "Min", "PRelu"};
+  static const std::unordered_set<std::string> ops = {"Add", "Sub", "Mul", "Div",  "Pow",
+                                                      "Mod", "Max", "Min", "PRelu"};
   return ops;
 }
 
@@ -228,9 +232,9 @@ std::unordered_map<std::string, Type> ShapesFromReaders(const Graph& g) {
     const auto* o = out.as<TensorTypeNode>();
     if (!Fits(type_of(in), o)) continue;
     const auto* t = in->type.as<TensorTypeNode>();
-    from_readers[Name(in)] =
-        TensorType(o->shape, t == nullptr ? String("") : t->dtype,
-                   t == nullptr ? String("") : t->layout, t == nullptr ? ir::QuantParams() : t->quant);
+    from_readers[Name(in)] = TensorType(o->shape, t == nullptr ? String("") : t->dtype,
+                                        t == nullptr ? String("") : t->layout,
+                                        t == nullptr ? ir::QuantParams() : t->quant);
   }
   return from_readers;
 }
@@ -254,9 +258,9 @@ Graph Retype(const Graph& g, const std::unordered_map<std::string, Type>& types)
       outs.push_back(nv);
       changed = true;
     }
-    nodes.push_back(changed ? Node(node->op_type, node->domain, node->name, node->attrs,
-                                   node->inputs, outs)
-                            : node);
+    nodes.push_back(
+        changed ? Node(node->op_type, node->domain, node->name, node->attrs, node->inputs, outs)
+                : node);
   }
   return Graph(g->name, g->inputs, SubstOutputs(g->outputs, map), nodes, g->opsets);
 }
