@@ -133,9 +133,10 @@ inline PrimExpr WrapIndex(PrimExpr v, int64_t dim) {
 /*!
  * \brief Fails the kernel with a ValueError: `fmt` (a printf format) filled with the int
  * values `args` when it runs (the runtime's "tilecore.fail:" host call, runtime/kernel.cc).
- * For a value the kernel reads when it runs and was not compiled for.
+ * For a value the kernel reads when it runs and was not compiled for. With `floats`, float
+ * args are passed as float64 (for %g); otherwise every arg is converted to int64.
  */
-inline Stmt Fail(const std::string& fmt, const std::vector<PrimExpr>& args) {
+inline Stmt Fail(const std::string& fmt, const std::vector<PrimExpr>& args, bool floats = false) {
   static const char kHex[] = "0123456789ABCDEF";
   std::string name = "tilecore.fail:";
   for (unsigned char ch : fmt) {
@@ -148,7 +149,9 @@ inline Stmt Fail(const std::string& fmt, const std::vector<PrimExpr>& args) {
     }
   }
   Array<PrimExpr> call_args{StringImm(name)};
-  for (const PrimExpr& a : args) call_args.push_back(cast(DataType::Int(64), a));
+  for (const PrimExpr& a : args)
+    call_args.push_back(
+        cast(floats && a.dtype().is_float() ? DataType::Float(64) : DataType::Int(64), a));
   return Intrin("tir.call_packed", call_args);
 }
 
