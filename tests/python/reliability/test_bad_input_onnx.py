@@ -95,17 +95,35 @@ def test_a_shape_input_fed_when_the_model_runs_is_checked(op):
 @pytest.mark.parametrize("node, inputs, name", [
     (helper.make_node("Slice", ["x", "s", "e"], ["y"]), [("s", TP.INT64, [1]), ("e", TP.INT64, [1])], "s"),
     (helper.make_node("Pad", ["x", "p"], ["y"]), [("p", TP.INT64, [8])], "p"),
-    (helper.make_node("Resize", ["x", "", "sc"], ["y"]), [("sc", TP.FLOAT, [4])], "sc"),
-    (helper.make_node("Resize", ["x", "", "", "sz"], ["y"]), [("sz", TP.INT64, [4])], "sz"),
     (helper.make_node("CumSum", ["x", "ax"], ["y"]), [("ax", TP.INT64, [])], "ax"),
-    (helper.make_node("Upsample", ["x", "sc"], ["y"]), [("sc", TP.FLOAT, [4])], "sc"),
 ])
 def test_an_operand_the_kernels_need_when_compiling_is_refused_by_name(node, inputs, name):
-    # F1: Slice/Pad operands, Resize/Upsample scales and sizes, CumSum's axis: a CompileError naming the input
-    m = _model([node], [("x", TP.FLOAT, [2, 3, 3, 5])] + inputs, [("y", TP.FLOAT, [2, 3, 3, 5])],
-               opset=9 if node.op_type == "Upsample" else 13)
+    # F1: Slice/Pad operands, CumSum's axis: a CompileError naming the input
+    m = _model([node], [("x", TP.FLOAT, [2, 3, 3, 5])] + inputs, [("y", TP.FLOAT, [2, 3, 3, 5])], opset=13)
     with pytest.raises(CompileError, match=rf"`{name}` is not a constant"):
         tilecore.compile(m)
+
+
+@pytest.mark.parametrize("node, inputs, good, bad, message", [
+    (helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="linear"), [("sc", TP.FLOAT, [4])],
+     [1, 1, 2.1, 1.9], [1, 1, 2, 2], r"scales \(1, 1, 2, 2\) give the output shape \(2, 3, 6, 10\)"),
+    (helper.make_node("Resize", ["x", "", "", "sz"], ["y"], mode="cubic"), [("sz", TP.INT64, [4])],
+     [2, 3, 6, 9], [2, 3, 6, 10], r"sizes \(2, 3, 6, 10\) give the output shape \(2, 3, 6, 10\)"),
+    (helper.make_node("Upsample", ["x", "sc"], ["y"]), [("sc", TP.FLOAT, [4])],
+     [1, 1, 2, 1.9], [1, 1, 2, 2], r"scales \(1, 1, 2, 2\) give the output shape \(2, 3, 6, 10\)"),
+])
+def test_resize_scales_and_sizes_fed_when_the_model_runs_are_read_or_fail(node, inputs, good, bad, message):
+    # F1: Resize/Upsample scales and sizes are read by the host kernel; values that give
+    # another output shape than the one declared fail the run naming them
+    name, dtype = inputs[0][0], np.float32 if inputs[0][1] == TP.FLOAT else np.int64
+    m = _model([node], [("x", TP.FLOAT, [2, 3, 3, 5])] + inputs, [("y", TP.FLOAT, [2, 3, 6, 9])],
+               opset=9 if node.op_type == "Upsample" else 13)
+    exe = tilecore.compile(m)
+    feed = {"x": X, name: np.array(good, dtype)}
+    np.testing.assert_allclose(exe.run(feed)["y"], _ort(m, feed)[0], rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match=rf"\({node.op_type}\): {node.op_type}: {message} when the model runs; "
+                                         r"the model declares \[2, 3, 6, 9\]"):
+        exe.run({**feed, name: np.array(bad, dtype)})
 
 
 def test_range_computed_when_the_model_runs_is_checked_against_the_declared_length():
