@@ -87,10 +87,51 @@ def _host_api():
     return (has, lower) if has is not None and lower is not None else None
 
 
-def _load_graph(model, input_shapes):
+def _specialise_shape_inputs(graph, shape_checks):
+    """``graph`` with the shape input of each node of SPECIALISED_INPUTS that is a graph
+    input replaced by the one value that gives the node's declared output shape
+    (input_checks.specialised_value); ``shape_checks`` gets ``(graph input, CheckInput
+    attributes)`` for each, the step that fails a run feeding another value."""
+    from ..frontend import static_shape
+    from ..ir.graph import Graph, Node, TensorType, Value, _text_of_type, numpy_dtype
+    from .input_checks import SPECIALISED_INPUTS, specialised_value
+
+    graph_inputs = {str(v.name) for v in graph.inputs}
+    nodes, changed = [], False
+    for k, n in enumerate(graph.nodes):
+        op = str(n.op_type)
+        i = SPECIALISED_INPUTS.get(op) if str(n.domain) in ("", "ai.onnx") else None
+        ins = list(n.inputs)
+        v = ins[i] if i is not None and i < len(ins) else None
+        if v is None or v.data is not None or str(v.name) not in graph_inputs:
+            nodes.append(n)
+            continue
+        outs = [static_shape(o) for o in n.outputs if str(o.name)]
+        got = None if any(o is None for o in outs) else specialised_value(
+            op, {str(a): _py(x) for a, x in n.attrs.items()},
+            [None if x is None else static_shape(x) for x in ins], outs)
+        dtype = numpy_dtype(str(v.type.dtype)) if v.type is not None and str(v.type.dtype) else None
+        if got is None or dtype is None:
+            nodes.append(n)
+            continue
+        value = np.asarray(got[0], dtype).reshape(static_shape(v))
+        ins[i] = Value(f"{v.name}/declared{k}", TensorType(list(value.shape), str(v.type.dtype)), value)
+        nodes.append(Node(op, ins, list(n.outputs), dict(n.attrs), str(n.name), str(n.domain)))
+        changed = True
+        what = f"node `{n.name or f'{op}_{k}'}` ({op}): input {i} `{v.name}`"
+        shape_checks.append((v, {**got[1], "tc_what": what,
+                                 "tc_shape": ", ".join(_text_of_type(o.type) for o in n.outputs if str(o.name))}))
+    if not changed:
+        return graph
+    return Graph(str(graph.name), list(graph.inputs), list(graph.outputs), nodes,
+                 {str(a): int(b) for a, b in graph.opsets.items()})
+
+
+def _load_graph(model, input_shapes, shape_checks=None):
     """The Graph of ``model`` (a Graph, a path, bytes or an ONNX ModelProto), typed, with the
     nodes that run nowhere expanded (_expand_unsupported): every entry point goes on from
-    the same Graph."""
+    the same Graph. With a list ``shape_checks``, nodes whose shape input is a graph input
+    are compiled for the declared shape first (_specialise_shape_inputs)."""
     from .. import frontend
     from ..ir.graph import Graph
 
@@ -102,6 +143,8 @@ def _load_graph(model, input_shapes):
     else:
         graph = frontend.from_onnx(os.fspath(model) if isinstance(model, os.PathLike) else model,
                                    input_shapes=input_shapes)
+    if shape_checks is not None:
+        graph = _specialise_shape_inputs(graph, shape_checks)
     return _expand_unsupported(graph)
 
 
@@ -110,15 +153,17 @@ def _fold_to_fixed_point(graph, rounds=256):
     (a Shape folded by type inference) make their users constant (Slice's starts from
     Shape - 1, ConstantOfShape of a computed shape), and those make static shapes. Each
     round may learn one more link of a chain (a Swin Transformer's window shapes are
-    computed block after block from the one before), so it runs until nothing folds."""
+    computed block after block from the one before), so it runs until nothing folds. An If
+    whose condition folds is replaced by the branch it takes (compiler/inline_if.py)."""
     from .. import transform
+    from .inline_if import inline_constant_ifs
 
     for _ in range(rounds):
         n = len(graph.nodes)
-        graph = transform.FoldConstants()(transform.InferTypes({})(graph))
+        graph = inline_constant_ifs(transform.FoldConstants()(transform.InferTypes({})(graph)))
         if len(graph.nodes) == n:
             break
-    return graph
+    return transform.InferTypes({})(graph)
 
 
 def _runs_nowhere(op_type, domain):
@@ -700,7 +745,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     # the quantised weights (DequantizeLinear of a constant) before folding makes them f32
     dq_consts = {} if hasattr(model, "nodes") else _qdq.model_dequantized_constants(
         os.fspath(model) if isinstance(model, os.PathLike) else model)
-    graph = _load_graph(model, input_shapes)
+    shape_checks = []  # (graph input, CheckInput attributes): compiled for one value of it
+    graph = _load_graph(model, input_shapes, shape_checks)
     dq_consts.update(_qdq.graph_dequantized_constants(graph))
     graph = transform.CanonicalizeGraph()(graph)
     graph = transform.FoldMatMulBias()(graph)  # the bias into the matrix engine (Gemm's C)
@@ -879,6 +925,10 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         copied = _shared.copy_inputs(nodes, info, TensorSpec, lowers)
 
     nodes = [x for nd in nodes for x in checks.get(id(nd), []) + [nd]]
+    for k, (v, attrs) in enumerate(shape_checks):  # (their inputs are graph inputs: they run first)
+        step = _make_node(f"{v.name}/check_input", "CheckInput", [v], [], attrs)
+        step.where, step.in_specs = "host", [TensorSpec(*info[str(v.name)])]
+        nodes.insert(k, step)
 
     # ---- lower and build ----------------------------------------------------------------
     t0 = time.perf_counter()

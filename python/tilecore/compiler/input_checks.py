@@ -14,6 +14,11 @@ that gives another shape fails the run with a ValueError naming the node and the
 
 Other ops whose shape only the declaration gives are refused by the driver.
 
+Ops that run as their ONNX function bodies and whose output shape an input sets (the
+window functions' ``size``, CenterCropPad's ``shape``, AffineGrid's ``size``:
+``SPECIALISED_INPUTS``) have their body compiled for the one value that gives the declared
+shape, checked by a ``CheckInput`` step when the input is a graph input.
+
 Two more checks of inputs the kernels cannot take as they come: an input compiled as one
 value (Dropout's ``training_mode``, compiled for inference: ``VALUE_INPUTS``), checked by
 a ``CheckInput`` step when not a constant; and indices (Gather, GatherElements, GatherND,
@@ -164,6 +169,47 @@ def input_check(op: str, attrs: Mapping[str, Any], in_shapes: Sequence[Sequence[
     except (IndexError, TypeError, ValueError, ZeroDivisionError) as e:
         return f"the shapes do not fit {op} ({e})"
     return (i, got) if isinstance(got, dict) else got
+
+
+# ---- one value for an op run as its function body ----------------------------------------------
+# op -> the input that sets the output shape, for ops that run as their ONNX function bodies
+# (compiler/expand_functions.py): a body computes every later shape from that input's
+# values, so the driver compiles the body for the one value that gives the declared output
+# shape (``specialised_value``), and a ``CheckInput`` step fails a run that feeds another.
+SPECIALISED_INPUTS = {"HannWindow": 0, "HammingWindow": 0, "BlackmanWindow": 0, "CenterCropPad": 1, "AffineGrid": 1}
+
+
+def specialised_value(op: str, attrs: Mapping[str, Any], in_shapes: Sequence[Sequence[int] | None],
+                      out_shapes: Sequence[Sequence[int]]) -> tuple[list[int], dict[str, Any]] | None:
+    """For an op of SPECIALISED_INPUTS: ``(the input's value, CheckInput attributes without
+    tc_what/tc_shape)`` that give ``out_shapes``; None when the shapes do not fit the op."""
+    i = SPECIALISED_INPUTS.get(op)
+    if i is None or i >= len(in_shapes) or in_shapes[i] is None or not out_shapes:
+        return None
+    k = 1
+    for d in in_shapes[i]:
+        k *= int(d)
+    y = [int(d) for d in out_shapes[0]]
+    if op.endswith("Window"):
+        if k != 1 or len(y) != 1:
+            return None
+        value, allowed = [y[0]], [[y[0]]]
+    elif op == "CenterCropPad":
+        x = in_shapes[0]
+        if x is None or len(x) != len(y):
+            return None
+        axes = [int(a) for a in attrs.get("axes") or range(len(x))]
+        axes = [a + len(x) if a < 0 else a for a in axes]
+        if k != len(axes) or any(not 0 <= a < len(x) for a in axes):
+            return None
+        value = [y[a] for a in axes]
+        allowed = [[v] for v in value]
+    else:  # AffineGrid: size (N, C, H, W) -> (N, H, W, 2); the channels do not shape the grid
+        if k != len(y) or k < 4 or y[-1] != k - 2:
+            return None
+        value = [y[0], 1] + y[1:-1]
+        allowed = [[y[0]], []] + [[d] for d in y[1:-1]]
+    return value, _values(allowed)
 
 
 # ---- one value ------------------------------------------------------------------------------

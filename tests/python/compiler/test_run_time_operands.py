@@ -137,3 +137,44 @@ def test_a_shape_declared_downstream_reaches_a_reduction_with_run_time_axes():
         np.testing.assert_allclose(exe.run(feeds)["y"], ort_run(m, feeds), rtol=1e-6)
     with pytest.raises(ValueError, match="ReduceSum: the axes input .* gives another output shape than"):
         exe.run({"x": X, "axes": np.array([2], np.int64)})
+
+
+def test_a_window_whose_size_is_a_graph_input_is_compiled_for_the_declared_length():
+    # HannWindow runs as its ONNX function body; compiled for size 10 (the declared length),
+    # with a check step that fails a run feeding another size
+    m = model(helper.make_node("HannWindow", ["n"], ["w"], name="win"), [("n", I64, [])],
+              ("w", TensorProto.FLOAT, [10]), opset=17)
+    exe = tilecore.compile(m.SerializeToString())
+    feeds = {"n": np.array(10, np.int64)}
+    np.testing.assert_allclose(exe.run(feeds)["w"], ort_run(m, feeds), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match=r"node `win` \(HannWindow\): input 0 `n`: element 0 is 7 .* needs 10"):
+        exe.run({"n": np.array(7, np.int64)})
+
+
+def test_center_crop_pad_whose_shape_is_a_graph_input_is_compiled_for_the_declared_shape():
+    m = model(helper.make_node("CenterCropPad", ["x", "s"], ["y"], name="ccp", axes=[1, 2]),
+              [("x", TensorProto.FLOAT, [3, 4, 5]), ("s", I64, [2])], ("y", TensorProto.FLOAT, [3, 6, 3]))
+    exe = tilecore.compile(m.SerializeToString())
+    feeds = {"x": X, "s": np.array([6, 3], np.int64)}
+    np.testing.assert_array_equal(exe.run(feeds)["y"], ort_run(m, feeds))
+    with pytest.raises(ValueError, match=r"node `ccp` \(CenterCropPad\): input 1 `s`: element 1 is 4"):
+        exe.run({"x": X, "s": np.array([6, 4], np.int64)})
+
+
+def test_an_if_whose_condition_folds_runs_the_branch_it_takes():
+    # no kernel runs an If: the taken branch's nodes replace it (compiler/inline_if.py)
+    then_b = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", TensorProto.FLOAT, [3, 4, 5])])
+    else_b = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", TensorProto.FLOAT, [3, 4, 5])])
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Size", ["s"], ["r"]),
+             helper.make_node("Constant", [], ["three"], value=helper.make_tensor("three", I64, [], [3])),
+             helper.make_node("Equal", ["r", "three"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_b, else_branch=else_b)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4, 5])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    rep = {}
+    got = tilecore.compile(m.SerializeToString(), report=rep).run({"x": X})["y"]
+    assert "If" not in {p["op_type"] for p in rep["placement"]}
+    np.testing.assert_array_equal(got, ort_run(m, {"x": X}))

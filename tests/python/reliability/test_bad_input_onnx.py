@@ -92,16 +92,23 @@ def test_a_shape_input_fed_when_the_model_runs_is_checked(op):
         exe.run(feed)
 
 
-@pytest.mark.parametrize("node, inputs, name", [
-    (helper.make_node("Slice", ["x", "s", "e"], ["y"]), [("s", TP.INT64, [1]), ("e", TP.INT64, [1])], "s"),
-    (helper.make_node("Pad", ["x", "p"], ["y"]), [("p", TP.INT64, [8])], "p"),
-    (helper.make_node("CumSum", ["x", "ax"], ["y"]), [("ax", TP.INT64, [])], "ax"),
+@pytest.mark.parametrize("node, inputs, good, bad, message", [
+    (helper.make_node("Slice", ["x", "s", "e"], ["y"], name="n"), [("s", TP.INT64, [1]), ("e", TP.INT64, [1])],
+     {"s": [0], "e": [9]}, {"s": [1], "e": [9]}, r"give the output shape \(1, 3, 3, 5\) when the model runs"),
+    (helper.make_node("Pad", ["x", "p"], ["y"], name="n"), [("p", TP.INT64, [8])],
+     {"p": [0] * 8}, {"p": [0, 0, 0, 1, 0, 0, 0, 0]}, r"the pads give the output shape \(2, 3, 3, 6\)"),
+    (helper.make_node("CumSum", ["x", "ax"], ["y"], name="n"), [("ax", TP.INT64, [])],
+     {"ax": 3}, {"ax": 4}, r"the axis input is 4 when the model runs, out of range for rank 4"),
 ])
-def test_an_operand_the_kernels_need_when_compiling_is_refused_by_name(node, inputs, name):
-    # F1: Slice/Pad operands, CumSum's axis: a CompileError naming the input
+def test_an_operand_fed_when_the_model_runs_is_read_or_fails_by_name(node, inputs, good, bad, message):
+    # F1: Slice/Pad operands, CumSum's axis: read by the host kernel when the model runs;
+    # values that give another shape than the declared one (or no axis) fail the run
     m = _model([node], [("x", TP.FLOAT, [2, 3, 3, 5])] + inputs, [("y", TP.FLOAT, [2, 3, 3, 5])], opset=13)
-    with pytest.raises(CompileError, match=rf"`{name}` is not a constant"):
-        tilecore.compile(m)
+    exe = tilecore.compile(m)
+    feed = {"x": X, **{k: np.array(v, np.int64) for k, v in good.items()}}
+    np.testing.assert_allclose(exe.run(feed)["y"], _ort(m, feed)[0], rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match=rf"step 0 `n` \({node.op_type}\): {node.op_type}: .*{message}"):
+        exe.run({**feed, **{k: np.array(v, np.int64) for k, v in bad.items()}})
 
 
 @pytest.mark.parametrize("node, inputs, good, bad, message", [

@@ -26,9 +26,10 @@ def _merge(a, b):
         return a or b
     if isinstance(a, SequenceInfo) or isinstance(b, SequenceInfo):
         return SequenceInfo(a.elem if isinstance(a, SequenceInfo) else None)
+    dtype = a.dtype if a.dtype is not None else b.dtype  # (a branch that could not be inferred: None)
     if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
-        return TensorInfo(None, a.dtype)
-    return TensorInfo(tuple(x if x == y else None for x, y in zip(a.shape, b.shape)), a.dtype)
+        return TensorInfo(None, dtype)
+    return TensorInfo(tuple(x if x == y else None for x, y in zip(a.shape, b.shape)), dtype)
 
 
 def _if_infer(attrs, inputs):

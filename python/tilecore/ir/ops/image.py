@@ -370,7 +370,10 @@ def _affine_infer(attrs, inputs):
     sz = ints_value(size)
     if sz is None:
         n = size.shape[0] if size.shape and is_int(size.shape[0]) else None
-        return [tensor(None if n is None else [None] * (n - 1), theta.dtype)]
+        if n is None:
+            return [tensor(None, theta.dtype)]
+        batch = theta.shape[0] if theta.shape else None  # (N, H, W, 2) or (N, D, H, W, 3): rank n
+        return [tensor([batch] + [None] * (n - 2) + [n - 2], theta.dtype)]
     return [tensor((sz[0],) + tuple(sz[2:]) + (len(sz) - 2,), theta.dtype)]
 
 
