@@ -252,12 +252,18 @@ RUN_TIME_INPUTS = {**{op: (1,) for op in _REDUCE_OPS}, "CumSum": (1,), "CumProd"
 RUN_TIME_SHAPES = frozenset({"NonMaxSuppression", "Compress", "Range"})
 
 
+def _unread_roi(nd, i) -> bool:
+    """Whether input ``i`` of ``nd`` is a Resize's roi that its mode does not read (only
+    tf_crop_and_resize does; before opset 11 input 1 is the scales)."""
+    return (nd.op == "Resize" and i == 1 and int(nd.attrs.get("_opset", 11)) >= 11
+            and nd.attrs.get("coordinate_transformation_mode") != "tf_crop_and_resize")
+
+
 def _run_time_inputs(nd) -> list[int]:
     """The inputs of RUN_TIME_INPUTS that ``nd`` has and that are not constants."""
     return [i for i in RUN_TIME_INPUTS.get(nd.op, ()) if i < len(nd.ins) and nd.ins[i] is not None
             and nd.ins[i].data is None and int(np.prod(list(nd.in_specs[i].shape), dtype=np.int64)) > 0
-            and not (nd.op == "Resize" and i == 1 and nd.attrs.get("coordinate_transformation_mode") !=
-                     "tf_crop_and_resize")  # roi is read only by that mode
+            and not _unread_roi(nd, i)
             and not any(attr in nd.attrs for j, attr, _ in CONSTANT_INPUT_ATTRS.get(nd.op, ()) if j == i)]
 
 
@@ -269,8 +275,8 @@ def _unknown_inputs(nd) -> list[int]:
         if kind == "scalar" or attr in nd.attrs or i in RUN_TIME_INPUTS.get(nd.op, ()) or \
                 SHAPE_INPUTS.get(nd.op) == i or VALUE_INPUTS.get(nd.op, (None,))[0] == i:
             continue  # ("scalar": a faster form when known, the input is read anyway; SHAPE_INPUTS, VALUE_INPUTS: checked)
-        if nd.op == "Resize" and i == 1 and nd.attrs.get("coordinate_transformation_mode") != "tf_crop_and_resize":
-            continue  # roi is read only by that mode
+        if _unread_roi(nd, i):
+            continue
         v = nd.ins[i] if i < len(nd.ins) else None
         if v is not None and v.data is None and int(np.prod(list(nd.in_specs[i].shape), dtype=np.int64)) > 0:
             out.append(i)

@@ -178,3 +178,17 @@ def test_an_if_whose_condition_folds_runs_the_branch_it_takes():
     got = tilecore.compile(m.SerializeToString(), report=rep).run({"x": X})["y"]
     assert "If" not in {p["op_type"] for p in rep["placement"]}
     np.testing.assert_array_equal(got, ort_run(m, {"x": X}))
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_10_reads_its_scales_input_when_the_model_runs(mode):
+    # before opset 11, Resize's input 1 is the scales (later opsets: roi)
+    m = model(helper.make_node("Resize", ["x", "s"], ["y"], mode=mode),
+              [("x", TensorProto.FLOAT, [3, 4, 5]), ("s", TensorProto.FLOAT, [3])], ("y", TensorProto.FLOAT, [3, 6, 2]),
+              opset=10)
+    m.ir_version = 8
+    exe = tilecore.compile(m.SerializeToString())
+    feeds = {"x": X, "s": np.array([1, 1.5, 0.5], np.float32)}
+    np.testing.assert_allclose(exe.run(feeds)["y"], ort_run(m, feeds), rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match=r"Resize: scales \(1, 2, 2\) give the output shape \(3, 8, 10\)"):
+        exe.run({**feeds, "s": np.array([1, 2, 2], np.float32)})
