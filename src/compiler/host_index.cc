@@ -3,7 +3,7 @@
  * ArgMax/ArgMin, Hardmax, CumSum, CumProd, TopK, Softmax/LogSoftmax, LayerNormalization,
  * NegativeLogLikelihoodLoss, Dropout (inference), Pad, Slice, the reductions (ReduceSum Mean Max
  * Min Prod L1 L2 SumSquare LogSum LogSumExp), Gather, GatherElements, GatherND, ScatterElements,
- * ScatterND, Concat, Split, Transpose, Tile, Trilu, Range, OneHot, ConstantOfShape,
+ * ScatterND, TensorScatter, Concat, Split, Transpose, Tile, Trilu, Range, OneHot, ConstantOfShape,
  * EyeLike, Compress, ReverseSequence and ai.onnx.ml's ArrayFeatureExtractor.
  *
  * Plain scalar loops over the global buffers. Where an op takes a value the specs do
@@ -955,6 +955,66 @@ PrimFunc LowerScatterElements(const OpCall& call) {
   return MakeFunc(call, p, Seq({Seq({CopyAll(Y, X, Numel(ds)), scatter})}));
 }
 
+/*!
+ * \brief TensorScatter (a key/value cache update): the past cache copied, then each batch
+ * entry's update written along `axis` from its write index (input 2; 0 when absent),
+ * wrapping around the axis in mode circular. In mode linear a write past the axis's end
+ * fails the run naming the batch entry and the index (ONNX leaves it undefined).
+ */
+PrimFunc LowerTensorScatter(const OpCall& call) {
+  NeedOutputs(call, 1);
+  Params p = MakeParams(call);
+  std::vector<int64_t> in = Shape(call.inputs[0]), up = Shape(call.inputs[1]);
+  int64_t rank = static_cast<int64_t>(in.size());
+  int64_t axis = Axis("TensorScatter", AttrInt(call.attrs, "axis", -2), rank);
+  std::string mode = AttrStr(call.attrs, "mode", "linear");
+  if (mode != "linear" && mode != "circular")
+    TILECORE_THROW(ValueError) << "LowerHostOp(TensorScatter): unknown mode " << mode;
+  if (axis < 1 || static_cast<int64_t>(up.size()) != rank)
+    TILECORE_THROW(ValueError) << "LowerHostOp(TensorScatter): the update must have the cache's "
+                                  "rank and the axis must follow the batch axis";
+  for (int64_t d = 0; d < rank; ++d)
+    if (d == axis ? up[d] > in[d] : up[d] != in[d])
+      TILECORE_THROW(ValueError) << "LowerHostOp(TensorScatter): update " << ShapeText(up)
+                                 << " does not fit the cache " << ShapeText(in);
+  int64_t prefix = 1, inner = 1, per_batch = 1, M = in[axis], S = up[axis];
+  for (int64_t d = 0; d < axis; ++d) prefix *= in[d];
+  for (int64_t d = 1; d < axis; ++d) per_batch *= in[d];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= in[d];
+  Buffer X = Flat(p.in[0], "X"), U = Flat(p.in[1], "U"), Y = Flat(p.out[0], "Y");
+  bool has_w = Given(call, 2);
+  std::vector<Stmt> s;
+  s.push_back(
+      Loop("i", Numel(in), [&](PrimExpr i) { return BufferStore(Y, BufferLoad(X, {i}), {i}); }));
+  if (S == 0 || prefix == 0 || inner == 0) return MakeFunc(call, p, Seq(s));
+  std::optional<Buffer> W;
+  if (has_w) W = Flat(p.in[2], "W");
+  s.push_back(Loop("q", prefix * S, [&](PrimExpr q) {
+    PrimExpr pre = floordiv(q, I32(S)), t = floormod(q, I32(S));
+    PrimExpr b = floordiv(pre, I32(per_batch));
+    PrimExpr w = W ? cast(DataType::Int(64), BufferLoad(*W, {b})) : I64(0);
+    PrimExpr c = w + cast(DataType::Int(64), t);
+    std::vector<Stmt> body;
+    if (mode == "circular") {
+      c = floormod(c, I64(M));
+    } else {
+      body.push_back(IfThenElse(
+          c < I64(0) || c >= I64(M),
+          Fail("TensorScatter: batch entry %d writes position %d when the model runs; the cache "
+               "axis has " +
+                   std::to_string(M) + " positions (mode linear)",
+               {cast(DataType::Int(64), b), c})));
+    }
+    PrimExpr ci = cast(DataType::Int(32), c);
+    body.push_back(Loop("k", inner, [&](PrimExpr k) {
+      return BufferStore(Y, BufferLoad(U, {(pre * I32(S) + t) * I32(inner) + k}),
+                         {(pre * I32(M) + ci) * I32(inner) + k});
+    }));
+    return Seq(body);
+  }));
+  return MakeFunc(call, p, Seq(s));
+}
+
 PrimFunc LowerScatterND(const OpCall& call) {
   NeedOutputs(call, 1);
   Params p = MakeParams(call);
@@ -1335,6 +1395,7 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
   RegisterHostKernel("ScatterElements", HostKernel{IndexInputs(3, 3, 1), LowerScatterElements, 3});
   RegisterHostKernel("Scatter", HostKernel{IndexInputs(3, 3, 1), LowerScatterElements, 3});
   RegisterHostKernel("ScatterND", HostKernel{IndexInputs(3, 3, 1), LowerScatterND, 3});
+  RegisterHostKernel("TensorScatter", HostKernel{IndexInputs(2, 3, 2), LowerTensorScatter, -1});
   RegisterHostKernel("Concat", HostKernel{Inputs(1, 64), LowerConcat, -1});
   RegisterHostKernel("Split", HostKernel{Inputs(1, 2), LowerSplit, 1});
   RegisterHostKernel("Transpose", HostKernel{Inputs(1, 1), LowerTranspose, 1});

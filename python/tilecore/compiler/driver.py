@@ -249,7 +249,7 @@ RUN_TIME_INPUTS = {**{op: (1,) for op in _REDUCE_OPS}, "CumSum": (1,), "CumProd"
 
 # Ops whose output shape their input values decide, and whose host kernels fail when a run
 # gives another shape than the model declares (the static one they were compiled for).
-RUN_TIME_SHAPES = frozenset({"NonMaxSuppression", "Compress", "Range"})
+RUN_TIME_SHAPES = frozenset({"NonMaxSuppression", "Compress", "Range", "NonZero", "Unique"})
 
 
 def _unread_roi(nd, i) -> bool:
