@@ -528,12 +528,45 @@ PrimFunc LowerNll(const OpCall& call) {
 }
 
 // Dropout at inference (training_mode false or absent): the output is the input, the mask all true
-PrimFunc LowerDropout(const OpCall& call) {
+/*! \brief Whether a Dropout reads its ratio or training mode when the kernel runs: the input
+ * is given and the attribute the compiler sets from a constant is not. */
+bool DropoutAtRunTime(const OpCall& call) {
+  bool t_run = !HasAttr(call.attrs, "training_mode") && Given(call, 2);
+  bool r_run = !HasAttr(call.attrs, "ratio") && Given(call, 1) &&
+               (t_run || AttrInt(call.attrs, "training_mode", 0) != 0);
+  return t_run || r_run;
+}
+
+// Dropout: the output is the input and the mask true, at inference and in training mode
+// with ratio 0 (its scale 1 / (1 - ratio) is 1 and it drops nothing); any other training
+// run would draw random numbers, so it fails (a training mode or ratio read when the
+// kernel runs) or is refused (constants).
+PrimFunc LowerDropout(const OpCall& call0) {
+  OpCall call = call0;
+  bool run_time = DropoutAtRunTime(call0);
+  if (run_time) call.data_inputs = Given(call, 2) ? 3 : 2;
   Params p = MakeParams(call);
   Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
   int64_t n = call.inputs[0]->numel();
-  std::vector<Stmt> s{
-      Loop("i", n, [&](PrimExpr i) { return BufferStore(Y, BufferLoad(X, {i}), {i}); })};
+  std::vector<Stmt> s;
+  if (run_time) {
+    PrimExpr training =
+        HasAttr(call.attrs, "training_mode")
+            ? ne(I32(AttrInt(call.attrs, "training_mode", 0)), I32(0))
+            : ne(BufferLoad(Flat(p.in[2], "T"), {I32(0)}), make_zero(call.inputs[2]->dtype));
+    PrimExpr ratio = HasAttr(call.attrs, "ratio")
+                         ? cast(DataType::Float(64),
+                                FloatImm(DataType::Float(64), AttrFloat(call.attrs, "ratio", 0.5)))
+                     : Given(call, 1)
+                         ? cast(DataType::Float(64), BufferLoad(Flat(p.in[1], "R"), {I32(0)}))
+                         : FloatImm(DataType::Float(64), 0.5);
+    s.push_back(IfThenElse(
+        training && ne(ratio, FloatImm(DataType::Float(64), 0.0)),
+        Fail("Dropout: training mode with ratio %g when the model runs draws random numbers; "
+             "tilecore runs Dropout at inference or with ratio 0",
+             {ratio}, true)));
+  }
+  s.push_back(Loop("i", n, [&](PrimExpr i) { return BufferStore(Y, BufferLoad(X, {i}), {i}); }));
   if (p.out.size() > 1) {
     Buffer M = Flat(p.out[1], "M");
     s.push_back(
@@ -546,10 +579,13 @@ std::string CheckDropout(const std::string& op, const Map<String, Any>& attrs,
                          const std::vector<TensorSpec>& in) {
   std::string w = NeedInputs(op, in, 1, 3);
   if (!w.empty()) return w;
-  // training_mode: the attribute the driver sets from a constant input or a checked one
-  if (AttrInt(attrs, "training_mode", 0) != 0 ||
-      (in.size() > 2 && in[2].defined() && !HasAttr(attrs, "training_mode")))
-    return "Dropout: training mode draws random numbers; only inference (training_mode 0) runs";
+  // training_mode and ratio: attributes the driver sets from constant inputs, else read
+  // when the kernel runs
+  bool ratio_given = in.size() > 1 && in[1].defined() && in[1]->numel() > 0;
+  if (AttrInt(attrs, "training_mode", 0) != 0 && !(ratio_given && !HasAttr(attrs, "ratio")) &&
+      AttrFloat(attrs, "ratio", 0.5) != 0.0)
+    return "Dropout: training mode with a ratio other than 0 draws random numbers; only "
+           "inference (training_mode 0) or ratio 0 runs";
   return "";
 }
 

@@ -206,7 +206,7 @@ CONSTANT_INPUT_ATTRS = {
     "CumSum": ((1, "axis", "int"),),
     "CumProd": ((1, "axis", "int"),),
     "Pow": ((1, "tc_exponent", "scalar"),),  # a one-element exponent (2: x * x)
-    "Dropout": ((2, "training_mode", "int"),),  # (not a constant: input_checks.VALUE_INPUTS)
+    "Dropout": ((1, "ratio", "float"), (2, "training_mode", "int")),
     **{op: ((1, "axes", "ints"),) for op in _REDUCE_OPS},
 }
 
@@ -245,7 +245,7 @@ def _fold_constant_inputs(nd) -> None:
 # host, which reads it and fails when it gives another output shape than the one compiled
 # (the shape inference finds or the model declares).
 RUN_TIME_INPUTS = {**{op: (1,) for op in _REDUCE_OPS}, "CumSum": (1,), "CumProd": (1,), "Slice": (1, 2, 3, 4),
-                   "Pad": (1, 2, 3), "Resize": (1, 2, 3), "Upsample": (1,)}
+                   "Pad": (1, 2, 3), "Resize": (1, 2, 3), "Upsample": (1,), "Dropout": (1, 2)}
 
 # Ops whose output shape their input values decide, and whose host kernels fail when a run
 # gives another shape than the model declares (the static one they were compiled for).

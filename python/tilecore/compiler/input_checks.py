@@ -20,8 +20,8 @@ window functions' ``size``, CenterCropPad's ``shape``, AffineGrid's ``size``:
 shape, checked by a ``CheckInput`` step when the input is a graph input.
 
 Two more checks of inputs the kernels cannot take as they come: an input compiled as one
-value (Dropout's ``training_mode``, compiled for inference: ``VALUE_INPUTS``), checked by
-a ``CheckInput`` step when not a constant; and indices (Gather, GatherElements, GatherND,
+value (``VALUE_INPUTS``, none today), checked by a ``CheckInput`` step when not a
+constant; and indices (Gather, GatherElements, GatherND,
 Scatter, ScatterElements, ScatterND: ``INDEX_INPUTS``), which ONNX makes an error out of
 range where the npu kernels would clamp them: constant ones checked when compiling
 (``index_error``), others by a ``CheckIndices`` step before the node (``index_check``).
@@ -217,10 +217,7 @@ def specialised_value(op: str, attrs: Mapping[str, Any], in_shapes: Sequence[Seq
 # that attribute. When the input is a constant the driver copies it into the attribute (and
 # the strategies refuse another value); when it is computed while the model runs, the node
 # is compiled for the value and a ``CheckInput`` step fails a run that feeds another.
-VALUE_INPUTS = {
-    "Dropout": (2, "training_mode", 0, "tilecore compiles Dropout for inference only (training mode draws "
-                "random numbers), which"),
-}
+VALUE_INPUTS: dict[str, tuple[int, str, int, str]] = {}  # (Dropout's training mode is read when it runs)
 
 
 def value_check(op: str, k: int) -> tuple[int, str, int, dict[str, Any]] | None:

@@ -72,10 +72,19 @@ def test_squeeze_axes_are_checked_when_the_model_runs():
 
 
 def test_a_declared_shape_inference_cannot_confirm_is_refused():
+    # MelWeightMatrix's shape is its inputs' values, and no kernel of it checks them
+    m = model(helper.make_node("MelWeightMatrix", ["n", "d", "s", "lo", "hi"], ["y"], name="mel"),
+              [(n, TensorProto.INT64, []) for n in ("n", "d", "s")] + [(n, TensorProto.FLOAT, []) for n in ("lo", "hi")],
+              ("y", TensorProto.FLOAT, [9, 8]))
+    with pytest.raises(CompileError, match=r"node `mel` \(MelWeightMatrix\): output `y` has only the shape the model "
+                                           r"declares, f32\[9,8\].*input 0 `n` is not a constant"):
+        tilecore.compile(m.SerializeToString())
+
+
+def test_a_length_the_values_decide_and_no_one_declares_is_refused():
     m = model(helper.make_node("NonZero", ["x"], ["y"], name="nz"), [("x", TensorProto.FLOAT, [2, 3])],
-              ("y", TensorProto.INT64, [2, 3]))
-    with pytest.raises(CompileError, match=r"node `nz` \(NonZero\): output `y` has only the shape the model "
-                                           r"declares, i64\[2,3\].*the values of its inputs decide it"):
+              ("y", TensorProto.INT64, [2, "n"]))
+    with pytest.raises(CompileError, match=r"node `nz` \(NonZero\): value `y` has no static shape"):
         tilecore.compile(m.SerializeToString())
 
 

@@ -271,33 +271,40 @@ def test_a_host_kernel_fails_a_run_whose_indices_are_out_of_range(op, bad, words
 
 # ---- F6: Dropout in training mode -------------------------------------------------------------
 
-def _dropout(training=None):
-    inits = [("r", np.array(0.5, np.float32))] + ([] if training is None else [("t", np.array(training))])
-    inputs = [("x", TP.FLOAT, [3, 4])] + ([("t", TP.BOOL, [])] if training is None else [])
+def _dropout(training=None, ratio=0.5):
+    inits = ([] if ratio is None else [("r", np.array(ratio, np.float32))]) + \
+        ([] if training is None else [("t", np.array(training))])
+    inputs = [("x", TP.FLOAT, [3, 4])] + ([("t", TP.BOOL, [])] if training is None else []) + \
+        ([("r", TP.FLOAT, [])] if ratio is None else [])
     return _model([helper.make_node("Dropout", ["x", "r", "t"], ["y", "m"], name="d")], inputs,
                   [("y", TP.FLOAT, [3, 4]), ("m", TP.BOOL, [3, 4])], inits, opset=13)
 
 
 def test_dropout_in_training_mode_is_refused():
-    with pytest.raises(CompileError, match=r"node `d` \(Dropout\).*training mode draws random numbers"):
+    with pytest.raises(CompileError, match=r"node `d` \(Dropout\).*training mode with a ratio other than 0 draws "
+                                           "random numbers"):
         tilecore.compile(_dropout(True))
 
 
-def test_dropout_at_inference_is_the_input():
+@pytest.mark.parametrize("training, ratio", [(False, 0.5), (True, 0.0)])
+def test_dropout_at_inference_or_with_ratio_0_is_the_input(training, ratio):
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
-    got = tilecore.compile(_dropout(False)).run({"x": x})
-    for g, r in zip((got["y"], got["m"]), _ort(_dropout(False), {"x": x})):
+    got = tilecore.compile(_dropout(training, ratio)).run({"x": x})
+    for g, r in zip((got["y"], got["m"]), _ort(_dropout(training, ratio), {"x": x})):
         np.testing.assert_array_equal(g, r)
 
 
-def test_dropout_training_mode_fed_when_the_model_runs_is_checked_false():
+def test_dropout_training_mode_and_ratio_fed_when_the_model_runs_are_read():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
-    exe = tilecore.compile(_dropout())
-    feed = {"x": x, "t": np.array(False)}
-    np.testing.assert_array_equal(exe.run(feed)["y"], _ort(_dropout(), feed)[0])
-    with pytest.raises(ValueError, match=r"node `d` \(Dropout\): input 2 `t`: element 0 is 1 when the model runs; "
-                                         "tilecore compiles Dropout for inference only"):
-        exe.run({"x": x, "t": np.array(True)})
+    m = _dropout(None, None)
+    exe = tilecore.compile(m)
+    for t, r in ((False, 0.5), (True, 0.0)):
+        feed = {"x": x, "t": np.array(t), "r": np.array(r, np.float32)}
+        for g, w in zip((exe.run(feed)["y"], exe.run(feed)["m"]), _ort(m, feed)):
+            np.testing.assert_array_equal(g, w)
+    with pytest.raises(ValueError, match=r"step 0 `d` \(Dropout\): Dropout: training mode with ratio 0.5 when the "
+                                         "model runs draws random numbers"):
+        exe.run({"x": x, "t": np.array(True), "r": np.array(0.5, np.float32)})
 
 
 # ---- F21: models ONNX Runtime refuses or reads otherwise ---------------------------------------
