@@ -271,18 +271,19 @@ struct Kernel {
 
   PrimExpr Scale(int64_t a) const { return BufferLoad(scale, {I32(a)}); }
 
-  /*! \brief The source coordinate of output index `o` on axis `a` (float64), as ONNX's
-   * reference computes it (output_width is scale * input length, not the output length). */
+  /*! \brief The source coordinate of output index `o` on axis `a` (float64). ONNX's
+   * length_resized (align_corners, pytorch_half_pixel, tf_crop_and_resize) is the output's
+   * length, as ONNX Runtime and PyTorch take it (ONNX's reference takes scale x length,
+   * which differs when that is not a whole number); half_pixel_symmetric's output_width is
+   * scale x length in both. */
   PrimExpr Coord(int64_t a, PrimExpr o) const {
     PrimExpr y = cast(kF64, o), s = Scale(a), ow = BufferLoad(width, {I32(a)});
-    double len = static_cast<double>(in[a]);
+    double len = static_cast<double>(in[a]), n = static_cast<double>(out[a]);
     const std::string& m = f.coord;
-    if (m == "align_corners")
-      return select(eq(ow, D64(1)), D64(0), y * D64(len - 1) / (ow - D64(1)));
+    if (m == "align_corners") return n == 1 ? D64(0) : y * D64(len - 1) / D64(n - 1);
     if (m == "asymmetric") return y / s;
     if (m == "tf_half_pixel_for_nn") return (y + D64(0.5)) / s;
-    if (m == "pytorch_half_pixel")
-      return select(eq(ow, D64(1)), D64(-0.5), (y + D64(0.5)) / s - D64(0.5));
+    if (m == "pytorch_half_pixel") return n == 1 ? D64(-0.5) : (y + D64(0.5)) / s - D64(0.5);
     if (m == "half_pixel") return (y + D64(0.5)) / s - D64(0.5);
     if (m == "half_pixel_symmetric") {
       PrimExpr adjustment = D64(static_cast<double>(out[a])) / ow;
@@ -291,8 +292,8 @@ struct Kernel {
     }
     // tf_crop_and_resize
     PrimExpr lo = BufferLoad(roi, {I32(a)}), hi = BufferLoad(roi, {I32(r + a)});
-    PrimExpr x = select(eq(ow, D64(1)), (hi - lo) * D64(len - 1) / D64(2),
-                        y * (hi - lo) * D64(len - 1) / (ow - D64(1)));
+    PrimExpr x =
+        n == 1 ? (hi - lo) * D64(len - 1) / D64(2) : y * (hi - lo) * D64(len - 1) / D64(n - 1);
     return x + lo * D64(len - 1);
   }
 

@@ -96,15 +96,18 @@ std::string CoordMode(const OpCall& c) {
                                : AttrStr(c.attrs, "coordinate_transformation_mode", "half_pixel");
 }
 
-/*! \brief x = a * o + b, the source coordinate of output index o on one axis. */
+/*! \brief x = a * o + b, the source coordinate of output index o on one axis. ONNX's
+ * length_resized (align_corners, pytorch_half_pixel) is the output's length, as ONNX Runtime
+ * and PyTorch take it. */
 std::pair<double, double> Affine(const std::string& mode, int64_t out_len, int64_t in_len,
                                  double scale) {
   double out_f = scale * static_cast<double>(in_len);
   if (mode == "align_corners")
-    return out_f == 1 ? std::pair{0.0, 0.0} : std::pair{(in_len - 1) / (out_f - 1), 0.0};
+    return out_len == 1 ? std::pair{0.0, 0.0}
+                        : std::pair{static_cast<double>(in_len - 1) / (out_len - 1), 0.0};
   if (mode == "asymmetric") return {1.0 / scale, 0.0};
   if (mode == "pytorch_half_pixel")
-    return out_f == 1 ? std::pair{0.0, -0.5} : std::pair{1.0 / scale, 0.5 / scale - 0.5};
+    return out_len == 1 ? std::pair{0.0, -0.5} : std::pair{1.0 / scale, 0.5 / scale - 0.5};
   if (mode == "half_pixel") return {1.0 / scale, 0.5 / scale - 0.5};
   // half_pixel_symmetric
   double offset = in_len / 2.0 * (1 - out_len / out_f);
@@ -115,9 +118,10 @@ std::pair<double, double> Affine(const std::string& mode, int64_t out_len, int64
 double SourceCoord(const std::string& mode, int64_t o, int64_t out_len, int64_t in_len,
                    double scale) {
   double y = static_cast<double>(o), out_f = scale * static_cast<double>(in_len);
-  if (mode == "align_corners") return out_f == 1 ? 0.0 : y * (in_len - 1) / (out_f - 1);
+  if (mode == "align_corners")
+    return out_len == 1 ? 0.0 : y * (in_len - 1) / static_cast<double>(out_len - 1);
   if (mode == "asymmetric") return y / scale;
-  if (mode == "pytorch_half_pixel") return out_f == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
+  if (mode == "pytorch_half_pixel") return out_len == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
   if (mode == "half_pixel") return (y + 0.5) / scale - 0.5;
   double offset = in_len / 2.0 * (1 - out_len / out_f);  // half_pixel_symmetric
   return offset + (y + 0.5) / scale - 0.5;

@@ -1250,28 +1250,7 @@ def reduce_graph(case: Case, fails: Callable[[Case], bool], budget: int = 60) ->
 # test_graph_fuzz_cases.py (strict xfail); the seeded slice in test_graph_fuzz.py lets such
 # a failure pass, and any other fails it. Remove an entry when its defect is fixed.
 
-def _resize_fractional_length(model: onnx.ModelProto) -> bool:
-    """Resize with align_corners or pytorch_half_pixel and scales where input length x scale
-    is not an integer."""
-    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    shapes = {}
-    for vi in list(onnx.shape_inference.infer_shapes(model).graph.value_info) + list(model.graph.input):
-        shapes[vi.name] = [d.dim_value for d in vi.type.tensor_type.shape.dim]
-    for nd in model.graph.node:
-        attrs = {a.name: helper.get_attribute_value(a) for a in nd.attribute}
-        if nd.op_type != "Resize" or attrs.get("coordinate_transformation_mode") not in (b"align_corners",
-                                                                                          b"pytorch_half_pixel"):
-            continue
-        if len(nd.input) > 2 and nd.input[2] in inits and nd.input[0] in shapes:
-            lengths = np.asarray(shapes[nd.input[0]], np.float64) * inits[nd.input[2]].astype(np.float64)
-            if np.any(lengths != np.floor(lengths)):
-                return True
-    return False
-
-
-KNOWN_DEFECTS: list[tuple[str, Callable[[onnx.ModelProto], bool]]] = [
-    ("test_resize_fractional_output_length", _resize_fractional_length),
-]
+KNOWN_DEFECTS: list[tuple[str, Callable[[onnx.ModelProto], bool]]] = []
 
 
 def known_defect(case: Case) -> str | None:

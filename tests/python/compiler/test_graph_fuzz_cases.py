@@ -40,13 +40,10 @@ def assert_matches_onnxruntime(m, seed=0):
         assert why is None, f"output `{name}`: {why}"
 
 
-# tilecore agrees with onnx.reference and with the expected output of ONNX's backend test
-# test_resize_downsample_scales_linear_align_corners, which ONNX Runtime fails; the spec's
-# text (length_resized: the length of the resized tensor) reads like ONNX Runtime.
-@pytest.mark.xfail(strict=True, reason="Resize with scales where input length x scale is not an integer: tilecore "
-                                       "takes length_resized as length x scale (as onnx.reference does) in "
-                                       "align_corners' divisor and pytorch_half_pixel's length_resized > 1 test, "
-                                       "ONNX Runtime the output length")
+# ONNX's length_resized taken as the output's length, as ONNX Runtime and PyTorch take it and
+# the spec's text reads (length_resized: the length of the resized tensor); ONNX's reference
+# (and the expected data of test_resize_downsample_scales_linear_align_corners, which ONNX
+# Runtime fails) takes input length x scale, which differs when that is not a whole number.
 @pytest.mark.parametrize("ctm,mode,width,scale", [("align_corners", "linear", 5, 0.5),
                                                   ("align_corners", "nearest", 17, 1.5),
                                                   ("pytorch_half_pixel", "linear", 3, 0.5)])

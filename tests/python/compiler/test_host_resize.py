@@ -5,9 +5,9 @@ values give another output shape than the one compiled fails naming them.
 Compared with ONNX's reference (onnx.reference.ReferenceEvaluator) and ONNX Runtime. Two
 known differences set the tolerances: both compute the cubic weights in float32 (the
 evaluator passes cubic_coeff_a as np.float32), tilecore in float64, so cubic results agree to
-about 1e-6; and ONNX Runtime maps align_corners coordinates with the integer output length
-where ONNX uses scale * input length, so align_corners downscaling is checked against the
-reference only (ONNX Runtime fails those node tests too)."""
+about 1e-6; and tilecore, as ONNX Runtime and PyTorch, maps align_corners coordinates with
+the integer output length where ONNX's reference uses scale * input length, so align_corners
+with a fractional scale * length is checked against ONNX Runtime only."""
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -75,7 +75,7 @@ def test_resize_reads_its_scales_when_the_model_runs(attrs):
     exe = compiled(m)
     aligned = attrs.get("coordinate_transformation_mode") == "align_corners"
     for scales in ([1, 1, 1.7, 0.6], [1, 1, 1.75, 0.55], [1, 1, 1.6, 0.5]):
-        check(m, exe, {"x": X, "s": np.array(scales, np.float32)}, onnxruntime=not aligned or scales[3] == 0.5,
+        check(m, exe, {"x": X, "s": np.array(scales, np.float32)}, ref=not aligned or scales[3] == 0.5,
               tol=1e-5 if attrs["mode"] == "cubic" else 0.0)
 
 

@@ -32,18 +32,21 @@ def _source_coords(mode, out_len, in_len, scale, roi):
     y = np.arange(out_len, dtype=np.float64)
     out_f = scale * in_len
     outside = None
+    # length_resized (align_corners, tf_crop_and_resize, pytorch_half_pixel) is the output's
+    # length, as ONNX Runtime and PyTorch take it (ONNX's reference takes scale x length,
+    # which differs when that is not a whole number)
     if mode == "align_corners":
-        x = np.zeros(out_len) if out_f == 1 else y * (in_len - 1) / (out_f - 1)
+        x = np.zeros(out_len) if out_len == 1 else y * (in_len - 1) / (out_len - 1)
     elif mode == "asymmetric":
         x = y / scale
     elif mode == "tf_crop_and_resize":
         start, end = roi
-        x = np.full(out_len, (end - start) * (in_len - 1) / 2) if out_f == 1 else \
-            y * (end - start) * (in_len - 1) / (out_f - 1)
+        x = np.full(out_len, (end - start) * (in_len - 1) / 2) if out_len == 1 else \
+            y * (end - start) * (in_len - 1) / (out_len - 1)
         x = x + start * (in_len - 1)
         outside = (x < 0) | (x > in_len - 1)
     elif mode == "pytorch_half_pixel":
-        x = np.full(out_len, -0.5) if out_f == 1 else (y + 0.5) / scale - 0.5
+        x = np.full(out_len, -0.5) if out_len == 1 else (y + 0.5) / scale - 0.5
     elif mode == "half_pixel":
         x = (y + 0.5) / scale - 0.5
     elif mode == "half_pixel_symmetric":
