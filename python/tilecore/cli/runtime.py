@@ -113,11 +113,21 @@ def group_members(exe: Any) -> dict[str, list[dict[str, Any]]]:
     """Layer-group step name -> its members as the compiler recorded them (the step's
     debug ``group`` entry: node, op, est_cycles, macs, bound_by, pc); {} without them.
     A malformed entry is a ValueError naming the step and the entry (tdb/debug_info.py)."""
+    return {node: sd.members for node, sd in _step_debug(exe).items() if sd.members}
+
+
+def _step_debug(exe: Any) -> dict[str, Any]:
+    """Step node name -> its debug entry (tdb/debug_info.py's StepDebug)."""
     from ..tdb.debug_info import read_debug_info
 
     d = exe.describe()
-    return {step["node"]: sd.members for step, sd in zip(d["steps"], read_debug_info(d, exe.modules))
-            if sd.members}
+    return {step["node"]: sd for step, sd in zip(d["steps"], read_debug_info(d, exe.modules))}
+
+
+def _fused_rows(fused: list[tuple[str, str]], w: int, indent: str) -> list[str]:
+    """A line per node fused into the epilogue of the row above: its cycles are that row's."""
+    return [f"{indent + '+ ' + name:<{w}}  {op[:16]:<16} {'':<5} {'':>12} {'':>7} {'':>14} {'':>7}  {'':>8}  "
+            "fused into the epilogue above (its cycles are in that row)" for name, op in fused]
 
 
 def _member_rows(o: dict[str, Any], recorded: list[dict[str, Any]], st: dict[str, Any], w: int) -> list[str]:
@@ -127,6 +137,7 @@ def _member_rows(o: dict[str, Any], recorded: list[dict[str, Any]], st: dict[str
     split by the estimates, marked ~."""
     total, peak = max(st["cycles"], 1), st["peak_macs_per_cycle"]
     lines = []
+    fused = {m["node"]: m.get("fused", []) for m in recorded}
     if o.get("members"):
         for m in o["members"]:
             cyc = m["cycles"]
@@ -134,6 +145,7 @@ def _member_rows(o: dict[str, Any], recorded: list[dict[str, Any]], st: dict[str
             lines.append(f"{'  ' + m['node']:<{w}}  {m['op_type'][:16]:<16} {'':<5} {cyc:>12} "
                          f"{100.0 * cyc / total:>6.1f}% {m['macs']:>14} {100.0 * util:>6.2f}%  {'':>8}  "
                          f"{m['bound_by']:<5} est {m['est_cycles']:>10} ({100.0 * m['est_error']:+.0f}%)")
+            lines += _fused_rows(fused.get(m["node"], []), w, "    ")
         covered = o["cycles"] - o["outside_members"]
         lines.append(f"{'  (members)':<{w}}  sum {o['members_cycles']} cycles = "
                      f"{100.0 * o['members_cycles'] / max(o['cycles'], 1):.1f}% of the group's {o['cycles']}: "
@@ -148,6 +160,7 @@ def _member_rows(o: dict[str, Any], recorded: list[dict[str, Any]], st: dict[str
         lines.append(f"{'  ' + m['node']:<{w}}  {m['op'][:16]:<16} {'':<5} {'~' + str(round(cyc)):>12} "
                      f"{100.0 * cyc / total:>6.1f}% {m['macs']:>14} {100.0 * util:>6.2f}%  "
                      f"{'':>8}  {m['bound_by']} (estimated)")
+        lines += _fused_rows(m.get("fused", []), w, "    ")
     return lines
 
 
@@ -156,16 +169,19 @@ def format_profile(st: dict[str, Any], exe: Any = None) -> str:
     group's members follow its row, measured (the cycles of each member's code on the
     simulator, the cost model's estimate and its error beside, then the members' sum
     against the group's cycles) or, for an executable that does not record the members'
-    code, the group's cycles split by the estimates (marked ~); with the executable, the
-    model report (runtime/model_report.py) follows the total."""
+    code, the group's cycles split by the estimates (marked ~); the nodes fused into a
+    step's or a member's epilogue follow it (``+ NAME``, their cycles in its row); with the
+    executable, the model report (runtime/model_report.py) follows the total."""
     from ..runtime.model_report import bound_class, format_model_report, model_report
 
     ops = sorted(st["ops"], key=lambda o: -o["cycles"])
     total = max(st["cycles"], 1)
-    members = group_members(exe) if exe is not None else {}
+    debug = _step_debug(exe) if exe is not None else {}
+    members = {node: sd.members for node, sd in debug.items() if sd.members}
     w = max([len("op"), len("  (members)")] + [len(o["name"]) for o in ops] +
             [len(m["node"]) + 2 for ms in members.values() for m in ms] +
-            [len(m["node"]) + 2 for o in ops for m in o.get("members", [])])
+            [len(m["node"]) + 2 for o in ops for m in o.get("members", [])] +
+            [len(n) + 6 for sd in debug.values() for n, _ in sd.fused])
     lines = [f"{'op':<{w}}  {'type':<16} {'where':<5} {'cycles':>12} {'share':>7} {'MACs':>14} {'util':>7}  "
              f"{'DDR MiB':>8}  bound by"]
     for o in ops:
@@ -173,7 +189,10 @@ def format_profile(st: dict[str, Any], exe: Any = None) -> str:
         lines.append(f"{o['name']:<{w}}  {o['op_type'][:16]:<16} {o['where']:<5} {o['cycles']:>12} "
                      f"{100.0 * o['cycles'] / total:>6.1f}% {o['macs']:>14} {100.0 * o['mac_utilisation']:>6.2f}%  "
                      f"{ddr:>8.2f}  {o['bound_by']} ({bound_class(o)})")
-        lines += _member_rows(o, members.get(o.get("node", o["name"]), []), st, w)
+        node = o.get("node", o["name"])
+        lines += _member_rows(o, members.get(node, []), st, w)
+        if node not in members and node in debug:
+            lines += _fused_rows(debug[node].fused, w, "  ")
     lines.append(f"total: {st['cycles']} cycles = {st['cycles'] / 1e3:.1f} us at 1 GHz, {st['macs']} MACs, "
                  f"MAC utilisation {100.0 * st['mac_utilisation']:.2f}% of the {st['precision']} peak; "
                  f"host wall {st['wall_seconds'] * 1e3:.1f} ms")
