@@ -226,11 +226,56 @@ class Rewriter {
     auto it = uses_.find(Name(v));
     return it == uses_.end() ? 0 : it->second;
   }
-  /*! \brief Marks the matched nodes dead and `root` replaced by `with`. */
+  /*!
+   * \brief Marks the matched nodes dead and `root` replaced by `with`. The named nodes that
+   * go (matched and root, except one whose name a new node keeps) are recorded on the new
+   * node that writes root's outputs, the last of `with`, in its attribute `_merged`:
+   * [[name, op type], ...], with those the gone nodes had merged before; so debuggers and
+   * profiles can still name every node of the model (a BatchNormalization folded into its
+   * Conv, the Div, Erf, Add and Mul recognised as one Gelu).
+   */
   void Replace(const std::vector<Node>& matched, const Node& root, std::vector<Node> with) {
     for (const Node& m : matched) dead_[Index(m)] = true;
     dead_[Index(root)] = true;
+    std::vector<Node> gone = matched;
+    gone.push_back(root);
+    RecordMerged(gone, &with);
     replacement_[Index(root)] = std::move(with);
+  }
+  static void RecordMerged(const std::vector<Node>& gone, std::vector<Node>* with) {
+    if (with->empty()) return;
+    std::unordered_set<std::string> kept, seen;
+    for (const Node& n : *with)
+      if (!n->name.empty()) kept.insert(std::string(n->name.view()));
+    Array<Any> merged;
+    auto add = [&](const std::string& name, const std::string& op) {
+      if (name.empty() || kept.count(name) || !seen.insert(name).second) return;
+      Array<Any> pair;
+      pair.push_back(Any(String(name)));
+      pair.push_back(Any(String(op)));
+      merged.push_back(Any(pair));
+    };
+    auto add_recorded = [&](const Node& n) {
+      auto prev = n->attrs.Get(String("_merged"));
+      if (!prev) return;
+      auto list = prev->try_cast<Array<Any>>();
+      for (size_t i = 0; list && i < list->size(); ++i) {
+        auto pair = (*list)[i].try_cast<Array<Any>>();
+        if (pair && pair->size() == 2)
+          add(std::string((*pair)[0].cast<String>().view()), std::string((*pair)[1].cast<String>().view()));
+      }
+    };
+    Node& host = with->back();
+    add_recorded(host);
+    for (const Node& g : gone) {
+      add_recorded(g);
+      add(std::string(g->name.view()), std::string(g->op_type.view()));
+    }
+    if (merged.empty()) return;
+    Map<String, Any> attrs;
+    for (const auto& [k, v] : host->attrs.items()) attrs.Set(k, v);
+    attrs.Set(String("_merged"), Any(merged));
+    host = Node(host->op_type, host->domain, host->name, attrs, host->inputs, host->outputs);
   }
   bool IsDead(const Node& n) const { return dead_[Index(n)]; }
   std::string Fresh(const std::string& hint) {

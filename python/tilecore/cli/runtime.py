@@ -125,9 +125,17 @@ def _step_debug(exe: Any) -> dict[str, Any]:
 
 
 def _fused_rows(fused: list[tuple[str, str]], w: int, indent: str) -> list[str]:
-    """A line per node fused into the epilogue of the row above: its cycles are that row's."""
+    """A line per node the row above computes: fused into its epilogue, or merged into it
+    by the graph passes (a folded BatchNormalization, the ops of a recognised Gelu)."""
     return [f"{indent + '+ ' + name:<{w}}  {op[:16]:<16} {'':<5} {'':>12} {'':>7} {'':>14} {'':>7}  {'':>8}  "
-            "fused into the epilogue above (its cycles are in that row)" for name, op in fused]
+            "computed by the row above (its cycles are in that row)" for name, op in fused]
+
+
+def _view_rows(views: list[Any], w: int) -> list[str]:
+    """A line per free view before a step: no code and no cycles (the consumer reads the
+    producer's buffer)."""
+    return [f"{'  = ' + v.name:<{w}}  {v.op[:16]:<16} {'view':<5} {0:>12} {0.0:>6.1f}% {0:>14} {0.0:>6.2f}%  "
+            f"{0.0:>8.2f}  a free view: no code" for v in views]
 
 
 def _member_rows(o: dict[str, Any], recorded: list[dict[str, Any]], st: dict[str, Any], w: int) -> list[str]:
@@ -169,9 +177,11 @@ def format_profile(st: dict[str, Any], exe: Any = None) -> str:
     group's members follow its row, measured (the cycles of each member's code on the
     simulator, the cost model's estimate and its error beside, then the members' sum
     against the group's cycles) or, for an executable that does not record the members'
-    code, the group's cycles split by the estimates (marked ~); the nodes fused into a
-    step's or a member's epilogue follow it (``+ NAME``, their cycles in its row); with the
-    executable, the model report (runtime/model_report.py) follows the total."""
+    code, the group's cycles split by the estimates (marked ~); the nodes a step or a member
+    computes besides its own (fused into its epilogue, or merged into it by the graph
+    passes) follow it (``+ NAME``, their cycles in its row), and the free views before a
+    step (``= NAME``, no code); with the executable, the model report
+    (runtime/model_report.py) follows the total."""
     from ..runtime.model_report import bound_class, format_model_report, model_report
 
     ops = sorted(st["ops"], key=lambda o: -o["cycles"])
@@ -181,7 +191,8 @@ def format_profile(st: dict[str, Any], exe: Any = None) -> str:
     w = max([len("op"), len("  (members)")] + [len(o["name"]) for o in ops] +
             [len(m["node"]) + 2 for ms in members.values() for m in ms] +
             [len(m["node"]) + 2 for o in ops for m in o.get("members", [])] +
-            [len(n) + 6 for sd in debug.values() for n, _ in sd.fused])
+            [len(n) + 6 for sd in debug.values() for n, _ in sd.fused] +
+            [len(v.name) + 4 for sd in debug.values() for v in sd.views])
     lines = [f"{'op':<{w}}  {'type':<16} {'where':<5} {'cycles':>12} {'share':>7} {'MACs':>14} {'util':>7}  "
              f"{'DDR MiB':>8}  bound by"]
     for o in ops:
@@ -193,6 +204,8 @@ def format_profile(st: dict[str, Any], exe: Any = None) -> str:
         lines += _member_rows(o, members.get(node, []), st, w)
         if node not in members and node in debug:
             lines += _fused_rows(debug[node].fused, w, "  ")
+        if node in debug:
+            lines += _view_rows(debug[node].views, w)
     lines.append(f"total: {st['cycles']} cycles = {st['cycles'] / 1e3:.1f} us at 1 GHz, {st['macs']} MACs, "
                  f"MAC utilisation {100.0 * st['mac_utilisation']:.2f}% of the {st['precision']} peak; "
                  f"host wall {st['wall_seconds'] * 1e3:.1f} ms")

@@ -490,7 +490,8 @@ def _attr_key(attrs):
 class _Node:
     """One graph node as the driver sees it."""
 
-    __slots__ = ("index", "node", "name", "op", "attrs", "ins", "outs", "in_specs", "where", "reason", "step_name")
+    __slots__ = ("index", "node", "name", "op", "attrs", "ins", "outs", "in_specs", "where", "reason", "step_name",
+                 "merged")
 
     def __init__(self, index, node, opsets=None) -> None:
         self.index = index
@@ -501,7 +502,11 @@ class _Node:
         self.op = str(node.op_type) if d in ("", "tilecore") else f"{d}::{node.op_type}"
         from . import _attrs
 
-        self.attrs = _attrs({str(k): _py(v) for k, v in node.attrs.items()})
+        attrs = {str(k): _py(v) for k, v in node.attrs.items()}
+        # the model's nodes the graph passes merged into this one (a folded BatchNormalization,
+        # the ops of a recognised Gelu): [[name, op type], ...], for the debug info
+        self.merged = [[str(n), str(op)] for n, op in attrs.pop("_merged", [])]
+        self.attrs = _attrs(attrs)
         if "_opset" not in self.attrs and d in (opsets or {}):  # a Graph built by hand: the graph's opset
             self.attrs["_opset"] = int(opsets[d])
         self.ins = [None if v is None else v for v in node.inputs]
@@ -512,7 +517,7 @@ class _Node:
 def _make_node(name, op, ins, outs, attrs):
     """A node the driver adds (an npu step of its own, outside the graph)."""
     nd = _Node.__new__(_Node)
-    nd.index, nd.node, nd.name, nd.op, nd.attrs = -1, None, name, op, dict(attrs)
+    nd.index, nd.node, nd.name, nd.op, nd.attrs, nd.merged = -1, None, name, op, dict(attrs), []
     nd.ins, nd.outs = list(ins), list(outs)
     nd.where, nd.reason, nd.in_specs, nd.step_name = "npu", "", None, ""
     return nd
@@ -1311,6 +1316,17 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     # the step that computes them)
     op_of = {x.name: x.op for x in nodes}
     fused_into = {e["node"]: [[n, op_of.get(n, "")] for n in e["fused"]] for e in fused}
+    # and the model's nodes the graph passes merged into it (or into a node fused into it)
+    merged_of = {}
+    for x in nodes + [m for g in groups_made for m in g.members]:
+        if getattr(x, "merged", None):
+            merged_of[x.name] = x.merged
+    computing = {m.name for g in groups_made for m in g.members}
+    computing |= {nd.name for nd, *_ in steps if not isinstance(nd, _groups.GroupNode)}
+    for name in computing:
+        extra = merged_of.get(name, []) + [p for n, _ in fused_into.get(name, []) for p in merged_of.get(n, [])]
+        if extra:
+            fused_into[name] = fused_into.get(name, []) + extra
     for (nd, mod, fn, in_params), args in zip(steps, step_args):
         debug = {"outputs": ",".join(str(v.name) for v in nd.outs),
                  "inputs": ",".join("" if v is None else str(v.name) for v in nd.ins[:in_params])}

@@ -122,22 +122,29 @@ def test_an_executable_without_member_code_falls_back_to_estimates(group_run, tm
     assert [ln.split()[0] for ln in rows] == ["dense1", "norm", "dense2"] and all("~" in ln for ln in rows)
 
 
-def test_the_profile_lists_each_node_fused_into_an_epilogue_under_its_host():
-    # every ONNX node has a row: a Relu fused into its Conv's epilogue is listed under it
+def test_the_profile_lists_each_node_a_step_computes_under_it():
+    # every ONNX node has a row: a Relu fused into its Conv's epilogue and a BatchNormalization
+    # folded into its weights are listed under the Conv
     from onnx import TensorProto, helper, numpy_helper
 
     w1 = numpy_helper.from_array(RNG.standard_normal((16, 8, 3, 3)).astype(np.float32) * 0.1, "w1")
     w2 = numpy_helper.from_array(RNG.standard_normal((16, 16, 3, 3)).astype(np.float32) * 0.1, "w2")
-    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+    bn = [numpy_helper.from_array((RNG.random(16) + 0.5).astype(np.float32), n) for n in ("g", "b", "mu", "var")]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c0"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c0", "g", "b", "mu", "var"], ["c1"], name="bn1"),
              helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
              helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c2"], ["y"], name="relu2")]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])], [w1, w2])
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])], [w1, w2] + bn)
     exe = tilecore.compile(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
     exe.run({"x": RNG.standard_normal((1, 8, 16, 16)).astype(np.float32)})
     lines = format_profile(exe.stats(), exe).splitlines()
-    for host, fused in (("conv1", "relu1"), ("conv2", "relu2")):
-        (at,) = [i for i, ln in enumerate(lines) if ln.split()[:1] == ["+"] and ln.split()[1] == fused]
-        assert "fused into the epilogue above" in lines[at]
-        assert lines[at - 1].split()[0] == host, lines[at - 1]
+    # relu fused into the epilogue; bn1 folded into conv1's weights when compiling
+    rows = {ln.split()[1]: i for i, ln in enumerate(lines) if ln.split()[:1] == ["+"]}
+    assert set(rows) == {"bn1", "relu1", "relu2"}, lines
+    for fused, host in (("bn1", "conv1"), ("relu1", "conv1"), ("relu2", "conv2")):
+        at = rows[fused]
+        assert "computed by the row above" in lines[at]
+        above = next(ln for ln in reversed(lines[:at]) if ln.split()[:1] != ["+"])
+        assert above.split()[0] == host, above
