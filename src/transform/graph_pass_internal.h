@@ -262,7 +262,8 @@ class Rewriter {
       for (size_t i = 0; list && i < list->size(); ++i) {
         auto pair = (*list)[i].try_cast<Array<Any>>();
         if (pair && pair->size() == 2)
-          add(std::string((*pair)[0].cast<String>().view()), std::string((*pair)[1].cast<String>().view()));
+          add(std::string((*pair)[0].cast<String>().view()),
+              std::string((*pair)[1].cast<String>().view()));
       }
     };
     Node& host = with->back();
