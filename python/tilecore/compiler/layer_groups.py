@@ -105,6 +105,48 @@ def _bytes(info, name, itemsize):
     return int(np.prod(shape, dtype=np.int64)) * itemsize(dtype)
 
 
+class _RunPeak:
+    """``Groups.peak_l2_bytes`` of a run of steps, kept as steps are appended: a value counts
+    once its last reader joins (each value at most once), over the positions from its first
+    use to that reader, so appending costs the spans it closes, not the whole run again (a
+    model of thousands of npu steps, an unrolled LSTM, would take minutes)."""
+
+    def __init__(self, groups: "Groups") -> None:
+        self.groups = groups
+        self.reset()
+
+    def reset(self) -> None:
+        self.span, self.inside, self.written, self.counted, self.live = {}, set(), set(), set(), []
+        self.peak = 0
+
+    def add(self, step: tuple) -> int:
+        """Appends ``step`` (a driver step tuple); returns the run's peak."""
+        g = self.groups
+        nd, _, _, in_params = step
+        pos = len(self.live)
+        self.live.append(0)
+        self.inside.add(id(nd))
+        for v in list(nd.ins[:in_params]) + list(nd.outs):
+            if v is not None:
+                n = g.root(str(v.name))
+                self.span[n] = (self.span.get(n, (pos, pos))[0], pos)
+        for v in nd.outs:
+            if str(v.name):
+                self.written.add(str(v.name))
+        for v in nd.ins:
+            n = None if v is None else g.root(str(v.name))
+            if (n is None or n not in self.written or n in self.counted or n in g.graph_outputs
+                    or not g.readers.get(n) or not all(id(r) in self.inside for r in g.readers[n])):
+                continue
+            self.counted.add(n)
+            first, last = self.span[n]
+            size = _bytes(g.info, n, g.itemsize)
+            for p in range(first, last + 1):
+                self.live[p] += size
+                self.peak = max(self.peak, self.live[p])
+        return self.peak
+
+
 class Groups:
     """The layer groups of the driver's ``steps`` ((node, module, function, input params)
     tuples in execution order): ``runs`` are lists of step indices, two or more each. The
@@ -135,17 +177,21 @@ class Groups:
                 self.runs.append([position[id(m)] for m in run])
             run.clear()
 
+        peak = _RunPeak(self)  # peak_l2_bytes of the run, kept as it grows
         for nd in nodes:
             if nd.where in ("dropped", "view"):
                 continue
             if nd.where != "npu" or id(nd) not in position or nd.step_name in apart:
                 close()
+                peak.reset()
                 continue
             run.append(nd)
-            if self.peak_l2_bytes([position[id(m)] for m in run]) > L2_BUDGET:
+            if peak.add(steps[position[id(nd)]]) > L2_BUDGET:
                 run.pop()
                 close()
                 run.append(nd)
+                peak.reset()
+                peak.add(steps[position[id(nd)]])
         close()
 
     def root(self, name: str) -> str:
