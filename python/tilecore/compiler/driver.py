@@ -176,6 +176,26 @@ def _runs_nowhere(op_type, domain):
             (host is None or str(host[0](op, {}, [])).startswith("no npu strategy and no host kernel for")))
 
 
+def _refused_everywhere(node, opsets) -> bool:
+    """True when neither an npu strategy nor a host kernel takes ``node`` as it is typed (its
+    inputs' static shapes and dtypes, the attributes the partition gives them): an op that
+    runs for other shapes or attributes (MeanVarianceNormalization over axes that are not
+    the trailing ones) then runs as its ONNX function body."""
+    from . import HasStrategy, TensorSpec
+
+    nd = _Node(-1, node, opsets)
+    try:
+        nd.in_specs = [None if v is None else TensorSpec(*_shape_dtype(v, "")) for v in nd.ins]
+    except Exception:  # noqa: BLE001 — not static, or not a tensor: the partition reports it
+        return False
+    _fold_constant_inputs(nd)
+    _scalar_attrs(nd)
+    if not str(HasStrategy(nd.op, nd.attrs, nd.in_specs)):
+        return False
+    host = _host_api()
+    return host is None or bool(str(host[0](nd.op, nd.attrs, nd.in_specs)))
+
+
 def _expand_unsupported(graph):
     """``graph`` with QOperator nodes in their QDQ form (compiler/qlinear.py), RNN/GRU/LSTM
     that run nowhere unrolled over their time steps (compiler/expand_recurrent.py), the
@@ -187,7 +207,8 @@ def _expand_unsupported(graph):
     from .expand_recurrent import expand_recurrent
     from .expand_scan import expand_scan
 
-    graph = expand_functions(expand_recurrent(qlinear.expand(graph), _runs_nowhere), _runs_nowhere)
+    graph = expand_functions(expand_recurrent(qlinear.expand(graph), _runs_nowhere), _runs_nowhere,
+                             refused=_refused_everywhere)
     unrolled = expand_scan(graph, _runs_nowhere)  # (a function body may hold a Scan, a Scan body such nodes)
     return graph if unrolled is graph else expand_functions(unrolled, _runs_nowhere)
 

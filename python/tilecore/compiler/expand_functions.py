@@ -2,7 +2,8 @@
 
 Many ONNX ops (Attention, RotaryEmbedding, SoftmaxCrossEntropyLoss, Mish, ...) are defined
 in their schema by a function: a subgraph of simpler ops. When an op has neither an npu
-strategy nor a host kernel, the driver inlines that body (the one of the newest function
+strategy nor a host kernel, or a node of it is refused by both as it is typed (its shapes,
+dtypes and attributes), the driver inlines that body (the one of the newest function
 version not newer than the graph's opset) into the Graph, so the simpler ops run on the npu
 or the host instead. The bodies come from the ONNX schemas, not from the model, so a Graph
 made by ``frontend.from_onnx`` (or by hand) expands as the model it came from would.
@@ -39,6 +40,17 @@ def _schema_function(schema, opset, node, input_types):
     f = FunctionProto()
     f.ParseFromString(text)
     return f
+
+
+def _has_function(op, domain, opsets):
+    """Whether the ONNX schema of ``op`` at the graph's opset has a function body."""
+    from onnx import defs
+
+    try:
+        schema = defs.get_schema(op, opsets.get(domain, 1), domain)
+    except Exception:  # noqa: BLE001 — no schema
+        return False
+    return bool(schema.has_function or schema.has_context_dependent_function)
 
 
 def _inline(node, f, schema, prefix):
@@ -99,9 +111,11 @@ def _inline(node, f, schema, prefix):
     return [renamed(inner) for inner in f.node]
 
 
-def expand_functions(graph: Any, unsupported: Callable[[str, str], bool], max_rounds: int = 4) -> Any:
+def expand_functions(graph: Any, unsupported: Callable[[str, str], bool], max_rounds: int = 4,
+                     refused: Callable[[Any, dict], bool] | None = None) -> Any:
     """``graph`` (a typed Graph) with its nodes for which ``unsupported(op_type, domain)`` is
-    true and that have a function body replaced by the body; ``graph`` itself when none is."""
+    true, or ``refused(node, opsets)`` (the node as typed runs nowhere), and that have a
+    function body replaced by the body; ``graph`` itself when none is."""
     from onnx import TypeProto, defs
 
     from .. import transform
@@ -113,7 +127,8 @@ def expand_functions(graph: Any, unsupported: Callable[[str, str], bool], max_ro
         replacements = {}
         for i, node in enumerate(graph.nodes):
             op, domain = str(node.op_type), str(node.domain)
-            if not unsupported(op, domain):
+            if not unsupported(op, domain) and not (refused is not None and _has_function(op, domain, opsets)
+                                                    and refused(node, opsets)):
                 continue
             opset = opsets.get(domain, 1)
             try:
