@@ -192,3 +192,17 @@ def test_resize_10_reads_its_scales_input_when_the_model_runs(mode):
     np.testing.assert_allclose(exe.run(feeds)["y"], ort_run(m, feeds), rtol=1e-6, atol=1e-6)
     with pytest.raises(ValueError, match=r"Resize: scales \(1, 2, 2\) give the output shape \(3, 8, 10\)"):
         exe.run({**feeds, "s": np.array([1, 2, 2], np.float32)})
+
+
+def test_two_ifs_whose_branches_use_the_same_names_are_both_inlined():
+    def branch(op, name):
+        return helper.make_graph([helper.make_node(op, ["x"], ["t"])], name, [],
+                                 [helper.make_tensor_value_info("t", TensorProto.FLOAT, [3, 4, 5])])
+    nodes = [helper.make_node("Constant", [], ["c"], value=helper.make_tensor("c", TensorProto.BOOL, [], [True])),
+             helper.make_node("If", ["c"], ["a"], then_branch=branch("Neg", "n1"), else_branch=branch("Abs", "a1")),
+             helper.make_node("If", ["c"], ["b"], then_branch=branch("Relu", "r2"), else_branch=branch("Abs", "a2")),
+             helper.make_node("Sub", ["a", "b"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4, 5])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    np.testing.assert_array_equal(tilecore.compile(m.SerializeToString()).run({"x": X})["y"], ort_run(m, {"x": X}))
