@@ -70,6 +70,9 @@ def fit_dtype(value: Any, dtype: str, where: str) -> np.ndarray:
     return out
 
 
+# constants `info loc` names before it counts the rest
+INFO_LOC_CONSTANTS = 4
+
 class DisplayPlugin(Plugin):
     """display EXPR / undisplay: shown at every stop."""
 
@@ -260,11 +263,16 @@ class InfoPlugin(Plugin):
             t.message(f"node {node.index + 1} of {len(t.model.nodes)}: `{node.name}`, ONNX node `{node.onnx_name}`, "
                       f"op type {node.op_type}, on the {node.where}")
             for label, names in (("inputs", node.inputs), ("outputs", node.outputs)):
-                parts = []
+                parts, constants = [], []
                 for n in names:
                     v = t.model.values.get(n)
-                    parts.append(f"{n}: {v.dtype}{list(v.shape)}" if v is not None else (n or "<omitted>"))
-                t.message(f"  {label}: {', '.join(parts) or '-'}")
+                    text = f"{n}: {v.dtype}{list(v.shape)}" if v is not None else (n or "<omitted>")
+                    # a layer group reads its members' weights: past a few, only counted
+                    is_const = v is not None and v.buffer in t.model.constant_buffers
+                    (constants if is_const else parts).append(text)
+                shown = constants if len(constants) <= INFO_LOC_CONSTANTS else constants[:INFO_LOC_CONSTANTS] + [
+                    f"... and {len(constants) - INFO_LOC_CONSTANTS} more constants (`info symbols` lists them)"]
+                t.message(f"  {label}: {', '.join(parts + shown) or '-'}")
             if node.where != "npu":
                 return
             g = t.member_at()

@@ -99,3 +99,16 @@ def test_no_stop_inside_the_group_without_a_need(built):
     tdb.run_commands("b conv0+5; run; c")
     assert "Breakpoint 1, node `conv0`" in out.getvalue() and tdb.finished
     assert tdb.members_complete == [] or all(tdb.members_complete)
+
+
+def test_info_loc_counts_a_groups_constants_past_a_few(built, capsys, monkeypatch):
+    # a layer group reads every member's weights: `info loc` names a few and counts the rest
+    from tilecore.tdb import inspection
+
+    tcx, inputs, _, _ = built
+    monkeypatch.setattr(inspection, "INFO_LOC_CONSTANTS", 1)
+    rc = cli.main(["tdb", str(tcx), "--inputs", str(inputs), "--do", "s; info loc; q"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "  inputs: x: float32[1, 8, 8, 8], w0: float32[8, 8, 3, 3], ... and 2 more constants (`info symbols` " \
+           "lists them)" in out
