@@ -550,7 +550,10 @@ def _py(v):
     return [_py(x) for x in v] if isinstance(v, Array) else v
 
 
-def _shape_dtype(value, where):
+def _shape_dtype(value, where, decided_by_values=False):
+    """(shape, dtype) of a tensor value with a static shape; else a CompileError saying how to
+    give one (``decided_by_values``: the op's input values decide the shape, so only the
+    model's declaration can)."""
     from ..frontend import static_shape
 
     from ..ir.graph import OptionalType, SequenceType
@@ -561,6 +564,10 @@ def _shape_dtype(value, where):
     if isinstance(t, (SequenceType, OptionalType)):
         kind = "a sequence" if isinstance(t, SequenceType) else "an optional"
         raise CompileError(f"{where}: value `{value.name}` is {kind} ({t}); tilecore compiles tensors only")
+    if (shape is None or dtype is None) and decided_by_values:
+        raise CompileError(f"{where}: value `{value.name}` has no static shape ({t}): the values of the node's "
+                           "inputs decide it, and they are known only when the model runs; declare the shape in the "
+                           "model (value_info or the graph output's type) to compile for it, checked when it runs")
     if shape is None or dtype is None:
         raise CompileError(f"{where}: value `{value.name}` has no static shape ({t}); give the model's symbolic "
                            "dimensions with input_shapes={name: shape}")
@@ -812,7 +819,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             specs.append(sd)
         for v in nd.outs:
             if str(v.name):
-                info[str(v.name)] = _shape_dtype(v, where)
+                info[str(v.name)] = _shape_dtype(v, where, nd.op in RUN_TIME_SHAPES)
         try:
             nd.in_specs = [None if s is None else TensorSpec(*s) for s in specs]
         except Exception as e:  # a dtype the kernel types cannot spell (string, complex)
