@@ -22,15 +22,6 @@ namespace {
 // over every operand) is kEllipsis + k.
 constexpr int kEllipsis = 1000;
 
-/*! \brief A scalar variable: a one-element local buffer. */
-struct Scalar {
-  Buffer buf;
-  Scalar(DataType t, const std::string& name) : buf(Local({1}, t, name)) {}
-  PrimExpr get() const { return BufferLoad(buf, {I32(0)}); }
-  Stmt set(PrimExpr v) const { return BufferStore(buf, cast(buf->dtype, v), {I32(0)}); }
-  Stmt scope(Stmt body) const { return Allocate(buf, Seq({body})); }
-};
-
 struct Equation {
   std::vector<std::vector<int>> inputs;  // per operand, one label per dim
   std::vector<int> output;

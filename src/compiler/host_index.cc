@@ -48,15 +48,6 @@ Check IndexInputs(size_t lo, size_t hi, size_t index_input) {
   };
 }
 
-/*! \brief A scalar variable: a one-element local buffer. */
-struct Scalar {
-  Buffer buf;
-  Scalar(DataType t, const std::string& name) : buf(Local({1}, t, name)) {}
-  PrimExpr get() const { return BufferLoad(buf, {I32(0)}); }
-  Stmt set(PrimExpr v) const { return BufferStore(buf, cast(buf->dtype, v), {I32(0)}); }
-  Stmt scope(Stmt body) const { return Allocate(buf, Seq({body})); }
-};
-
 PrimExpr NegInf(DataType t) {
   if (t.is_float()) return cast(t, ir::call("tir.log", {F32(0)}));  // log(0) = -inf
   return make_const(t, t.is_uint() ? int64_t{0} : -(int64_t{1} << (t.bits() - 1)));
@@ -109,12 +100,6 @@ std::map<std::vector<bool>, std::vector<std::vector<bool>>> AxesReadings(
     if (shape == out) groups[effective].push_back(mask);
   }
   return groups;
-}
-
-std::string ShapeText(const std::vector<int64_t>& s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
 }
 
 /*!

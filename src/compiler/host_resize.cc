@@ -66,29 +66,6 @@ PrimExpr ClampI(PrimExpr v, int64_t hi) {
   return select(v < I32(0), I32(0), select(v > I32(hi), I32(hi), v));
 }
 
-std::vector<double> AttrFloats(const Map<String, Any>& attrs, const std::string& name) {
-  std::vector<double> out;
-  auto v = attrs.Get(String(name));
-  if (!v) return out;
-  auto a = v->try_cast<Array<Any>>();
-  if (!a) TILECORE_THROW(TypeError) << "attribute " << name << ": expected a list of numbers";
-  for (const Any& x : *a) {
-    if (auto f = x.try_cast<double>())
-      out.push_back(*f);
-    else if (auto i = x.try_cast<int64_t>())
-      out.push_back(static_cast<double>(*i));
-    else
-      TILECORE_THROW(TypeError) << "attribute " << name << ": expected a list of numbers";
-  }
-  return out;
-}
-
-std::string ShapeText(const std::vector<int64_t>& s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
-}
-
 std::string FloatsFormat(int64_t k) {
   std::string f = "(";
   for (int64_t j = 0; j < k; ++j) f += j ? ", %g" : "%g";

@@ -49,14 +49,6 @@ const DataType kI64 = DataType::Int(64);
 const DataType kI32 = DataType::Int(32);
 const DataType kF32 = DataType::Float(32);
 
-/*! \brief A scalar variable: a one-element local buffer. */
-struct Scalar {
-  Buffer buf;
-  Scalar(DataType t, const std::string& name) : buf(Local({1}, t, name)) {}
-  PrimExpr get() const { return BufferLoad(buf, {I32(0)}); }
-  Stmt set(PrimExpr v) const { return BufferStore(buf, cast(buf->dtype, v), {I32(0)}); }
-};
-
 /*! \brief Whether attribute `name` is given (present and not None). */
 bool Given(const Map<String, Any>& attrs, const std::string& name) {
   auto v = attrs.Get(String(name));
@@ -66,22 +58,6 @@ bool Given(const Map<String, Any>& attrs, const std::string& name) {
 /*! \brief An ints attribute; empty when not given. */
 std::vector<int64_t> Ints(const Map<String, Any>& attrs, const std::string& name) {
   return Given(attrs, name) ? AttrInts(attrs, name, {}) : std::vector<int64_t>{};
-}
-
-std::vector<double> AttrFloats(const Map<String, Any>& attrs, const std::string& name) {
-  std::vector<double> out;
-  if (!Given(attrs, name)) return out;
-  auto a = attrs.Get(String(name))->try_cast<Array<Any>>();
-  if (!a) TILECORE_THROW(TypeError) << "attribute " << name << ": expected a list of numbers";
-  for (const Any& x : *a) {
-    if (auto f = x.try_cast<double>())
-      out.push_back(*f);
-    else if (auto i = x.try_cast<int64_t>())
-      out.push_back(static_cast<double>(*i));
-    else
-      TILECORE_THROW(TypeError) << "attribute " << name << ": expected a list of numbers";
-  }
-  return out;
 }
 
 /*! \brief What a TfIdfVectorizer node asks, with its pool as a flattened trie. */

@@ -195,6 +195,22 @@ inline PrimExpr AxesAre(const Buffer& seen, const std::vector<std::vector<bool>>
   return any.defined() ? any : ne(I32(0), I32(0));
 }
 
+/*! \brief A scalar variable: a one-element local buffer. */
+struct Scalar {
+  Buffer buf;
+  Scalar(DataType t, const std::string& name) : buf(Local({1}, t, name)) {}
+  PrimExpr get() const { return BufferLoad(buf, {I32(0)}); }
+  Stmt set(PrimExpr v) const { return BufferStore(buf, cast(buf->dtype, v), {I32(0)}); }
+  Stmt scope(Stmt body) const { return Allocate(buf, Seq({body})); }
+};
+
+/*! \brief "[d0, d1, ...]": a shape for a message. */
+inline std::string ShapeText(const std::vector<int64_t>& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
 /*! \brief "(%d, %d, ...)": a printf format of `k` values. */
 inline std::string ValuesFormat(int64_t k) {
   std::string f = "(";

@@ -23,20 +23,6 @@ namespace compiler {
 namespace host {
 namespace {
 
-/*! \brief A scalar variable: a one-element local buffer. */
-struct Var {
-  Buffer buf;
-  Var(DataType t, const std::string& name) : buf(Local({1}, t, name)) {}
-  PrimExpr get() const { return BufferLoad(buf, {I32(0)}); }
-  Stmt set(PrimExpr v) const { return BufferStore(buf, cast(buf->dtype, v), {I32(0)}); }
-};
-
-std::string ShapeText(const std::vector<int64_t>& s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
-}
-
 std::string CheckNonZero(const std::string& op, const Map<String, Any>&,
                          const std::vector<TensorSpec>& in) {
   std::string w = NeedInputs(op, in, 1, 1);
@@ -55,7 +41,7 @@ PrimFunc LowerNonZero(const OpCall& call) {
                                << " is not [rank, count] for an input of rank " << rank;
   int64_t n = out[1];
   Buffer X = Flat(p.in[0], "X"), Y = Flat(p.out[0], "Y");
-  Var count(DataType::Int(64), "count");
+  Scalar count(DataType::Int(64), "count");
   PrimExpr zero = make_zero(X->dtype);
   auto nonzero = [&](PrimExpr i) { return ne(BufferLoad(X, {i}), zero); };
   std::vector<Stmt> s{count.set(I64(0))};
@@ -124,7 +110,7 @@ PrimFunc LowerUnique(const OpCall& call) {
   const DataType i32 = DataType::Int(32), i64 = DataType::Int(64);
   int64_t nn = std::max<int64_t>(n, 1);
   Buffer rep = Local({nn}, i32, "rep"), pos = Local({nn}, i32, "pos");
-  Var cmp(i32, "cmp"), count(i64, "count"), k2(i32, "k2");
+  Scalar cmp(i32, "cmp"), count(i64, "count"), k2(i32, "k2");
   // cmp = the order of items a and b (-1, 0, 1); NaN after numbers and equal to NaN
   auto compare = [&](PrimExpr a, PrimExpr b) -> Stmt {
     return Seq(

@@ -340,6 +340,8 @@ std::string AttrStr(const Map<String, Any>& attrs, const std::string& name,
                     const std::string& dflt);
 std::vector<int64_t> AttrInts(const Map<String, Any>& attrs, const std::string& name,
                               const std::vector<int64_t>& dflt);
+/*! \brief A list of numbers (floats or ints) as doubles; empty when absent or None. */
+std::vector<double> AttrFloats(const Map<String, Any>& attrs, const std::string& name);
 bool HasAttr(const Map<String, Any>& attrs, const std::string& name);
 
 std::vector<int64_t> Shape(const TensorSpec& t);

@@ -221,6 +221,23 @@ std::vector<int64_t> AttrInts(const Map<String, Any>& attrs, const std::string& 
   return out;
 }
 
+std::vector<double> AttrFloats(const Map<String, Any>& attrs, const std::string& name) {
+  std::vector<double> out;
+  auto v = attrs.Get(String(name));
+  if (!v || v->is_none()) return out;
+  auto a = v->try_cast<Array<Any>>();
+  if (!a) TILECORE_THROW(TypeError) << "attribute " << name << ": expected a list of numbers";
+  for (const Any& x : *a) {
+    if (auto f = x.try_cast<double>())
+      out.push_back(*f);
+    else if (auto i = x.try_cast<int64_t>())
+      out.push_back(static_cast<double>(*i));
+    else
+      TILECORE_THROW(TypeError) << "attribute " << name << ": expected a list of numbers";
+  }
+  return out;
+}
+
 std::vector<int64_t> Shape(const TensorSpec& t) {
   std::vector<int64_t> v;
   for (int64_t d : t->shape) v.push_back(d);

@@ -35,23 +35,6 @@ namespace {
 constexpr int64_t kMaxBoxes = 4096;
 constexpr int64_t kMaxRow = 32768;  // elements of one input or output row in L1
 
-std::vector<double> AttrFloats(const Map<String, Any>& attrs, const std::string& name) {
-  std::vector<double> out;
-  auto v = attrs.Get(String(name));
-  if (!v) return out;
-  auto a = v->try_cast<Array<Any>>();
-  if (!a) TILECORE_THROW(TypeError) << "attribute " << name << ": expected a list of numbers";
-  for (const Any& x : *a) {
-    if (auto f = x.try_cast<double>())
-      out.push_back(*f);
-    else if (auto i = x.try_cast<int64_t>())
-      out.push_back(static_cast<double>(*i));
-    else
-      TILECORE_THROW(TypeError) << "attribute " << name << ": expected a list of numbers";
-  }
-  return out;
-}
-
 bool IsUpsample(const std::string& op) { return op == "Upsample"; }
 
 /*! \brief The scale of every axis (ONNX's rules; sizes from the output when not given). */
