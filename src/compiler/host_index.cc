@@ -575,6 +575,25 @@ std::string CheckDropout(const std::string& op, const Map<String, Any>& attrs,
 }
 
 /*!
+ * \brief Appends to `s` the reading of element `j` of an axes input read when the kernel runs
+ * (`raw`, int64) into `a`, counted from `rank` when negative; the run fails on an axis out of
+ * range or one `seen` (an int32 flag per axis) already holds, which it then sets.
+ */
+void ReadRunTimeAxis(const std::string& op, PrimExpr raw, int64_t j, int64_t rank,
+                     const Buffer& seen, const Scalar& a, std::vector<Stmt>* s) {
+  s->push_back(IfThenElse(
+      raw < I64(-rank) || raw >= I64(rank),
+      Fail(op + ": axis %d (element " + std::to_string(j) + ") is out of range for rank " +
+               std::to_string(rank) + " when the model runs",
+           {raw})));
+  s->push_back(a.set(select(raw < I64(0), raw + I64(rank), raw)));
+  PrimExpr ai = cast(DataType::Int(32), a.get());
+  s->push_back(IfThenElse(eq(BufferLoad(seen, {ai}), I32(1)),
+                          Fail(op + ": axis %d is named twice when the model runs", {raw})));
+  s->push_back(BufferStore(seen, I32(1), {ai}));
+}
+
+/*!
  * \brief The input index an output index `c` of a padded axis reads (Pad's modes): `before`
  * and `after` are the axis's pads (negative ones crop), `dim` its input length. wrap wraps
  * within what the crops leave, as ONNX crops before it pads.
@@ -628,18 +647,8 @@ PrimFunc LowerPadAtRunTime(const OpCall& call0) {
                        BufferStore(seen, I32(0), {I32(d)})});
   for (int64_t j = 0; j < k; ++j) {
     PrimExpr raw = Ax ? cast(i64, BufferLoad(*Ax, {I32(j)})) : I64(j);
-    if (Ax) {
-      s.push_back(IfThenElse(
-          raw < I64(-rank) || raw >= I64(rank),
-          Fail("Pad: axis %d (element " + std::to_string(j) + ") is out of range for rank " +
-                   std::to_string(rank) + " when the model runs",
-               {raw})));
-    }
-    s.push_back(a.set(select(raw < I64(0), raw + I64(rank), raw)));
+    ReadRunTimeAxis("Pad", raw, j, rank, seen, a, &s);
     PrimExpr ai = cast(DataType::Int(32), a.get());
-    s.push_back(IfThenElse(eq(BufferLoad(seen, {ai}), I32(1)),
-                           Fail("Pad: axis %d is named twice when the model runs", {raw})));
-    s.push_back(BufferStore(seen, I32(1), {ai}));
     s.push_back(BufferStore(before, cast(i64, BufferLoad(P, {I32(j)})), {ai}));
     s.push_back(BufferStore(after, cast(i64, BufferLoad(P, {I32(j + k)})), {ai}));
   }
@@ -760,16 +769,8 @@ PrimFunc LowerSliceAtRunTime(const OpCall& call0) {
               BufferStore(count, I64(in[d]), {I32(d)}), BufferStore(seen, I32(0), {I32(d)})});
   auto clamp = [](PrimExpr x, PrimExpr lo, PrimExpr hi) { return max(min(x, hi), lo); };
   for (int64_t j = 0; j < k; ++j) {
-    std::string el = " (element " + std::to_string(j) + ")";
     PrimExpr raw = Ax ? cast(i64, BufferLoad(*Ax, {I32(j)})) : I64(j);
-    s.push_back(IfThenElse(raw < I64(-rank) || raw >= I64(rank),
-                           Fail("Slice: axis %d" + el + " is out of range for rank " +
-                                    std::to_string(rank) + " when the model runs",
-                                {raw})));
-    s.push_back(a.set(select(raw < I64(0), raw + I64(rank), raw)));
-    s.push_back(IfThenElse(eq(BufferLoad(seen, {cast(DataType::Int(32), a.get())}), I32(1)),
-                           Fail("Slice: axis %d is named twice when the model runs", {raw})));
-    s.push_back(BufferStore(seen, I32(1), {cast(DataType::Int(32), a.get())}));
+    ReadRunTimeAxis("Slice", raw, j, rank, seen, a, &s);
     PrimExpr dim_of = I64(rank ? in[rank - 1] : 0);
     for (int64_t d = rank - 1; d-- > 0;) dim_of = select(eq(a.get(), I64(d)), I64(in[d]), dim_of);
     s.push_back(dim.set(dim_of));
