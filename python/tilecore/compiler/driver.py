@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..ffi._base import _ffi_core
-from .input_checks import INDEX_INPUTS, SHAPE_INPUTS, VALUE_INPUTS
+from .input_checks import INDEX_INPUTS, SHAPE_INPUTS
 
 if TYPE_CHECKING:
     from ..runtime import Executable
@@ -294,8 +294,8 @@ def _unknown_inputs(nd) -> list[int]:
     out = []
     for i, attr, kind in CONSTANT_INPUT_ATTRS.get(nd.op, ()):
         if kind == "scalar" or attr in nd.attrs or i in RUN_TIME_INPUTS.get(nd.op, ()) or \
-                SHAPE_INPUTS.get(nd.op) == i or VALUE_INPUTS.get(nd.op, (None,))[0] == i:
-            continue  # ("scalar": a faster form when known, the input is read anyway; SHAPE_INPUTS, VALUE_INPUTS: checked)
+                SHAPE_INPUTS.get(nd.op) == i:
+            continue  # ("scalar": a faster form when known, the input is read anyway; SHAPE_INPUTS: checked)
         if _unread_roi(nd, i):
             continue
         v = nd.ins[i] if i < len(nd.ins) else None
@@ -372,27 +372,6 @@ def _input_check(nd, info):
     v = nd.ins[i]
     attrs = {**check[1], "tc_what": f"node `{nd.name or f'{nd.op}_{nd.index}'}` ({nd.op}): input {i} `{v.name}`",
              "tc_shape": ", ".join(_text_of_type(o.type) for o in nd.outs if str(o.name))}
-    step = _make_node(f"{nd.name or nd.op}/check_input{i}", "CheckInput", [v], [], attrs)
-    step.where, step.in_specs = "host", [nd.in_specs[i]]
-    return step
-
-
-def _value_check(nd):
-    """For a node of VALUE_INPUTS whose input is not a constant: the CheckInput step that fails a
-    run feeding another value than the one compiled for (set in ``nd.attrs``); else None."""
-    from .input_checks import value_check
-
-    got = value_check(nd.op, 0)
-    if got is None or got[0] >= len(nd.ins) or nd.ins[got[0]] is None or nd.ins[got[0]].data is not None:
-        return None
-    i, attr, value, _ = got
-    v = nd.ins[i]
-    k = int(np.prod(list(nd.in_specs[i].shape), dtype=np.int64))
-    if attr in nd.attrs or k == 0:
-        return None
-    attrs = {**value_check(nd.op, k)[3], "tc_what": f"node `{nd.name or f'{nd.op}_{nd.index}'}` ({nd.op}): input {i} "
-             f"`{v.name}`", "tc_shape": ""}
-    nd.attrs[attr] = value
     step = _make_node(f"{nd.name or nd.op}/check_input{i}", "CheckInput", [v], [], attrs)
     step.where, step.in_specs = "host", [nd.in_specs[i]]
     return step
@@ -827,9 +806,6 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             continue
         _fold_constant_inputs(nd)
         _scalar_attrs(nd)
-        value = _value_check(nd)
-        if value is not None:  # compiled for one value of the input, checked when it runs
-            checks.setdefault(id(nd), []).append(value)
         run_time, unknown = _run_time_inputs(nd), _unknown_inputs(nd)
         if unknown:
             unsupported.append(f"  node `{nd.name}` ({nd.op}): " + "; ".join(

@@ -19,11 +19,9 @@ window functions' ``size``, CenterCropPad's ``shape``, AffineGrid's ``size``:
 ``SPECIALISED_INPUTS``) have their body compiled for the one value that gives the declared
 shape, checked by a ``CheckInput`` step when the input is a graph input.
 
-Two more checks of inputs the kernels cannot take as they come: an input compiled as one
-value (``VALUE_INPUTS``, none today), checked by a ``CheckInput`` step when not a
-constant; and indices (Gather, GatherElements, GatherND,
-Scatter, ScatterElements, ScatterND: ``INDEX_INPUTS``), which ONNX makes an error out of
-range where the npu kernels would clamp them: constant ones checked when compiling
+One more check of inputs the kernels cannot take as they come: indices (Gather,
+GatherElements, GatherND, Scatter, ScatterElements, ScatterND: ``INDEX_INPUTS``), which
+ONNX makes an error out of range where the npu kernels would clamp them: constant ones checked when compiling
 (``index_error``), others by a ``CheckIndices`` step before the node (``index_check``).
 """
 
@@ -210,24 +208,6 @@ def specialised_value(op: str, attrs: Mapping[str, Any], in_shapes: Sequence[Seq
         value = [y[0], 1] + y[1:-1]
         allowed = [[y[0]], []] + [[d] for d in y[1:-1]]
     return value, _values(allowed)
-
-
-# ---- one value ------------------------------------------------------------------------------
-# op -> (input, attribute, value, why): an input the kernels take as one value, compiled as
-# that attribute. When the input is a constant the driver copies it into the attribute (and
-# the strategies refuse another value); when it is computed while the model runs, the node
-# is compiled for the value and a ``CheckInput`` step fails a run that feeds another.
-VALUE_INPUTS: dict[str, tuple[int, str, int, str]] = {}  # (Dropout's training mode is read when it runs)
-
-
-def value_check(op: str, k: int) -> tuple[int, str, int, dict[str, Any]] | None:
-    """For an input of VALUE_INPUTS of ``k`` elements: ``(input index, attribute, value,
-    CheckInput attributes without tc_what)``; None when ``op`` has none."""
-    got = VALUE_INPUTS.get(op)
-    if got is None:
-        return None
-    i, attr, value, why = got
-    return i, attr, value, {**_values([[value]] * k), "tc_reason": why}
 
 
 # ---- indices -------------------------------------------------------------------------------
