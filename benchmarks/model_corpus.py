@@ -24,8 +24,9 @@ Columns:
   ONNX Runtime for the reference), ``import`` (``tilecore.frontend.from_onnx``),
   ``compile`` (``tilecore.compile``), ``run`` (the executable on the simulator).
 - ``status`` at that stage: ``pass``; ``wrong`` (it ran, and the cosine is below the bar:
-  0.9999 in f32; in f16/bf16/int8 below the gate — 0.999, 0.999, 0.99 — *and* more than
-  twice the reference's error ``1 - ref``); ``refused`` (a named refusal:
+  0.9999 in f32; in f16/bf16 more than 0.002 below the emulation's ``ref``, in int8 more
+  than 0.005 below ONNX Runtime's quantised ``ref``; where there is no ``ref``, below the
+  gate of docs/precision.md — 0.999, 0.999, 0.99); ``refused`` (a named refusal:
   ``CompileError`` from tilecore.compile, or the importer's ``UnsupportedError`` /
   ``ONNXImportError``; the reason column gives its first line); ``crash`` (any other
   exception, or the subprocess died: the reason says which); ``timeout``.
@@ -65,6 +66,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PRECISIONS = ("f32", "f16", "bf16", "int8")
 F32_BAR = 0.9999
 GATES = {"f16": 0.999, "bf16": 0.999, "int8": 0.99}  # docs/precision.md's gates
+# how far below its independent reference a narrow precision may land
+SLACK = {"f16": 0.002, "bf16": 0.002, "int8": 0.005}
 
 
 def status_of(precision, cosine, reference):
@@ -73,11 +76,9 @@ def status_of(precision, cosine, reference):
         return "wrong"
     if precision == "f32":
         return "pass" if cosine >= F32_BAR else "wrong"
-    if cosine >= GATES[precision]:
-        return "pass"
-    if reference is not None and np.isfinite(reference) and 1 - cosine <= 2 * (1 - reference):
-        return "pass"
-    return "wrong"
+    if reference is not None and np.isfinite(reference):
+        return "pass" if cosine >= reference - SLACK[precision] else "wrong"
+    return "pass" if cosine >= GATES[precision] else "wrong"
 
 
 # ---------------------------------------------------------------------------------------

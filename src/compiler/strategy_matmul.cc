@@ -178,16 +178,30 @@ Stmt Quantise(const Buffer& dst, const Buffer& src, int64_t rows, int64_t cols, 
   }));
 }
 
+/*! \brief The row of -zp (A's zero point) an int8 MatMul of two activations multiplies B
+ * by: sum_k (a - zp) b = sum_k a b + (-zp) sum_k b, so the correction is one more mm of M = 1
+ * on the matrix queue (-zp = 128, beyond int8, is refused by CheckMatMul). */
+Stmt FillZeroPointRow(const Buffer& row, int64_t zp, int64_t event) {
+  const int64_t n = row->shape[1].as<IntImmNode>()->value;
+  return Seq({Intrin("tile.dma_fill", {Region(row, {I32(0), I32(0)}, {1, n}),
+                                       F32(static_cast<double>(-zp)), I32(event)}),
+              Intrin("tile.wait", {I32(event)})});
+}
+
 Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
   DataType f32 = DataType::Float(32);
   const bool q = g.mp.int8();
   const DataType ot = g.mp.operand;
   int64_t nb = Numel(g.out_batch);
   int64_t rotation = 0;
+  // A has a zero point and B is an activation: B's column sums, made per K step, correct it
+  const bool a_zp = q && g.b_act && g.zp != 0 && g.K > 0;
   return OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> body;
     Buffer lut_words = Local({64}, DataType::Int(32), "LutWords");
     if (!g.lut.empty()) body.push_back(FillLookupTable(lut_words, g.lut));
+    Buffer zp_row = Local({1, std::max<int64_t>(std::min(g.K, kTK), 1)}, DataType::Int(8), "ZpRow");
+    if (a_zp) body.push_back(FillZeroPointRow(zp_row, g.zp, 0));
     for (auto [mcount, tm] : Segments(g.M, kTM)) {
       for (auto [ncount, tn] : Segments(g.N, kTN)) {
         int64_t mbase_seg = tm == kTM ? 0 : (g.M / kTM) * kTM;
@@ -214,6 +228,7 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
           Buffer Af = q && !g.a_i8 ? Local({tm, kmax}, f32, "Af")
                                    : Buffer();  // int8: f32 tiles quantised on load
           Buffer Bf = q && g.b_act && !g.b_i8 ? Local({kmax, tn}, f32, "Bf") : Buffer();
+          Buffer Zs = Local({1, tn}, g.mp.accum, "ZpSums");  // a_zp: -zp * B's column sums
           std::vector<Stmt> s;
           // int8: the accumulator starts at the int32 bias (i32 wraps in the matrix engine;
           // a vector-engine add would saturate), so every K step accumulates
@@ -289,11 +304,18 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
                                 });
                               })}));
               }
+              Stmt zp_sums;
+              if (a_zp)
+                zp_sums = Intrin("tile.mm", {Region(Zs, {I32(0), I32(0)}, {1, tn}),
+                                             Region(zp_row, {I32(0), I32(0)}, {1, tk}),
+                                             Region(Bl, {I32(0), I32(0)}, {tk, tn}),
+                                             IntImm(DataType::Bool(), accumulate ? 1 : 0)});
               Stmt mm;
               if (fused) {
                 const double big = std::numeric_limits<float>::max();
-                PrimExpr bias =
-                    g.qbias.defined() ? PrimExpr(Region(Ql, {I32(0), I32(0)}, {1, tn})) : I32(0);
+                PrimExpr bias = g.qbias.defined() ? PrimExpr(Region(Ql, {I32(0), I32(0)}, {1, tn}))
+                                : a_zp            ? PrimExpr(Region(Zs, {I32(0), I32(0)}, {1, tn}))
+                                                  : I32(0);
                 PrimExpr scale = channel_scale ? PrimExpr(Region(Sl, {I32(0), I32(0)}, {1, tn}))
                                                : F32(b_act_scale);
                 mm = Intrin(
@@ -307,7 +329,7 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
                                         Region(Bl, {I32(0), I32(0)}, {tk, tn}),
                                         IntImm(DataType::Bool(), accumulate ? 1 : 0)});
               }
-              return Seq({loadA, loadB, mm});
+              return a_zp ? Seq({loadA, loadB, zp_sums, mm}) : Seq({loadA, loadB, mm});
             };
             if (first) {
               s.push_back(step(I32(0), preset));
@@ -329,6 +351,10 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
               return Loop("j", tn, [&](PrimExpr j) { return BufferStore(Cl, f(i, j), {i, j}); });
             });
           };
+          if (a_zp && !fused)
+            s.push_back(over_c([&](PrimExpr i, PrimExpr j) {
+              return BufferLoad(Cl, {i, j}) + BufferLoad(Zs, {I32(0), j});
+            }));
           if (q && !fused) {  // dequantise: f32(acc) * f32(x_scale * w_scale[n])
             s.push_back(Loop("i", tm, [&](PrimExpr i) {
               return Loop("j", tn, [&](PrimExpr j) {
@@ -411,13 +437,15 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
           if (preset || (fused && g.qbias.defined())) r = Allocate(Ql, r);
           if (channel_scale) r = Allocate(Sl, r);
           if (Bf.defined()) r = Allocate(Bf, r);
+          if (a_zp) r = Allocate(Zs, r);
           if (g.transA) r = Allocate(At, r);
           if (g.transB) r = Allocate(Bt, r);
           return r;
         }));
       }
     }
-    return g.lut.empty() ? Seq(body) : Allocate(lut_words, Seq(body));
+    Stmt all = g.lut.empty() ? Seq(body) : Allocate(lut_words, Seq(body));
+    return a_zp ? Allocate(zp_row, all) : all;
   });
 }
 
@@ -1407,6 +1435,7 @@ struct ContextPlan {
   bool y_i8 = false;   // an int8 output (tc_context.tc_y_scale), else f32
   double scale = 1.0;  // the separate MatMul's epilogue scale, computed as it computes it
   int64_t y_zp = 0;
+  int64_t x_zp = 0;  // the probabilities' zero point: B's column sums correct it
   bool rows_first = false;
 };
 
@@ -1423,6 +1452,7 @@ ContextPlan GetContextPlan(const Map<String, Any>& attrs, const std::vector<int6
   c.scale =
       static_cast<float>(static_cast<float>((c.y_i8 ? x / y : x) * out) * static_cast<float>(b));
   c.y_zp = c.y_i8 ? AttrInt(attrs, "tc_context.tc_y_zero_point", 0) : 0;
+  c.x_zp = AttrInt(attrs, "tc_context.tc_x_zero_point", 0);
   c.rows_first = AttrInt(attrs, "tc_context.tc_y_rows_first", 0) != 0;
   return c;
 }
@@ -1483,12 +1513,16 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
     // mm and its Softmax, so the vector engine turns it while the matrix engine waits for
     // nothing: turned before its own mm, the mm would wait behind the Softmax before it)
     Buffer turned = DeclBuffer({I32(1)}, DataType::Int(32), "Turned", "local");
+    // the probabilities' zero point: -zp times V's column sums, the context mm's bias
+    const bool v_sums = context && ctx.x_zp != 0;
+    Buffer zp_row = Local({1, N}, i8, "ZpRow"), Zc[2];
     for (int s = 0; s < 2; ++s) {
       std::string k = std::to_string(s);
       Al[s] = Local({tm, K}, i8, "Al" + k), Bl[s] = Local({K, N}, i8, "Bl" + k);
       if (b_heads) Bk[s] = Local({N, K}, i8, "Bk" + k);
       if (context)
         Vl[s] = Local({N, D}, i8, "Vl" + k), Ys[s] = Local({tm, D}, ctx.y_i8 ? i8 : f32, "Yc" + k);
+      if (v_sums) Zc[s] = Local({1, D}, DataType::Int(32), "ZpSums" + k);
       // f32 operands: loaded here and quantised on load into Al / Bl
       if (!g.a_i8) Af[s] = Local({tm, K}, f32, "Af" + k);
       if (!g.b_i8) Bf[s] = Local({K, N}, f32, "Bf" + k);
@@ -1574,16 +1608,26 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
       Buffer Q2 = View(Qs[s], {tm, N}, "Q2");
       BufferRegion dst = ctx.rows_first ? Region(Yc, {m0, ob, I32(0)}, {tm, 1, D})
                                         : Region(Yc, {ob, m0, I32(0)}, {1, tm, D});
+      // (V's column sums, with V: kept for the slot's later items as V is)
+      Stmt sums = v_sums ? Intrin("tile.mm", {Region(Zc[s], {I32(0), I32(0)}, {1, D}),
+                                              Region(zp_row, {I32(0), I32(0)}, {1, N}),
+                                              Region(Vl[s], {I32(0), I32(0)}, {N, D}),
+                                              IntImm(DataType::Bool(), 0)})
+                         : Stmt();
       return Seq(
-          {when_fresh(t, Intrin("tile.wait", {I32(4 + s)})), Intrin("tile.wait", {I32(2 + s)}),
+          {when_fresh(t, v_sums ? Seq({Intrin("tile.wait", {I32(4 + s)}), sums})
+                                : Intrin("tile.wait", {I32(4 + s)})),
+           Intrin("tile.wait", {I32(2 + s)}),
            Intrin("tile.mm",
                   {Region(Ys[s], {I32(0), I32(0)}, {tm, D}), Region(Q2, {I32(0), I32(0)}, {tm, N}),
-                   Region(Vl[s], {I32(0), I32(0)}, {N, D}), IntImm(DataType::Bool(), 0), I32(0),
+                   Region(Vl[s], {I32(0), I32(0)}, {N, D}), IntImm(DataType::Bool(), 0),
+                   v_sums ? PrimExpr(Region(Zc[s], {I32(0), I32(0)}, {1, D})) : I32(0),
                    F32(ctx.scale), I32(ctx.y_zp), I32(0), StringImm("none"), F32(-big), F32(big)}),
            Intrin("tile.dma_copy", {dst, Region(Ys[s], {I32(0), I32(0)}, {tm, D}), I32(2 + s)})});
     };
     Stmt r = Seq(
-        {BufferStore(turned, I32(0), {I32(0)}),
+        {v_sums ? FillZeroPointRow(zp_row, ctx.x_zp, 6) : Evaluate(I32(0)),
+         BufferStore(turned, I32(0), {I32(0)}),
          ForEachItemThreeStage(core, call.cores, nb * mcount, &rotation, "t", load, compute, post),
          Intrin("tile.wait", {I32(2)}), Intrin("tile.wait", {I32(3)})});
     for (int k = 0; k < 2; ++k) {
@@ -1594,7 +1638,9 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
       if (!g.b_i8) r = Allocate(Bf[k], r);
       if (b_heads) r = Allocate(Bk[k], r);
       if (context) r = Allocate(Vl[k], Allocate(Ys[k], r));
+      if (v_sums) r = Allocate(Zc[k], r);
     }
+    if (v_sums) r = Allocate(zp_row, r);
     return Allocate(turned, r);
   });
   return MakeFunc(call, p, body);
@@ -1689,6 +1735,8 @@ std::string CheckSoftmaxEpilogue(const std::string& op, const Map<String, Any>& 
     return op + ": tc_softmax takes neither tc_lut nor tc_y_scale";
   if (!GetMatrixPrecision(attrs).int8() || !(AttrFloat(attrs, "tc_b_scale", 0) > 0))
     return op + ": tc_softmax needs an int8 MatMul of two activations (tc_b_scale)";
+  if (AttrInt(attrs, "tc_x_zero_point", 0) != 0)
+    return op + ": tc_softmax's scores take an A of zero point 0";
   auto as = Shape(ins[0]), bs = LogicalB(attrs, Shape(ins[1]));
   if (as.size() < 2 || bs.size() < 2 || as.back() < 1 || as.back() > 256 || bs.back() < 1 ||
       bs.back() > arch::tc1::kMaxMmDim || as[as.size() - 2] < 1)
@@ -1706,13 +1754,17 @@ std::string CheckSoftmaxEpilogue(const std::string& op, const Map<String, Any>& 
         vs[vs.size() - 2] != bs.back() || vs.back() < 1 || vs.back() > arch::tc1::kMaxMmDim ||
         vbatch != batch)
       return op + ": tc_context needs an int8 V of [.., N, D] with the scores' batch";
+    const int64_t pzp = AttrInt(attrs, "tc_context.tc_x_zero_point", 0);
+    if (pzp != AttrInt(attrs, "tc_softmax.tc_y_zero_point", 0) || pzp < -127 || pzp > 127)
+      return op +
+             ": tc_context.tc_x_zero_point must be the probabilities' "
+             "(tc_softmax.tc_y_zero_point), in [-127, 127]";
     if (!HasAttr(attrs, "tc_softmax.tc_y_scale") ||
-        AttrInt(attrs, "tc_context.tc_x_zero_point", 0) != 0 ||
         !(AttrFloat(attrs, "tc_context.tc_x_scale", 0) > 0) ||
         !(AttrFloat(attrs, "tc_context.tc_b_scale", 0) > 0) ||
         (HasAttr(attrs, "tc_context.tc_y_scale") &&
          !(AttrFloat(attrs, "tc_context.tc_y_scale", 0) > 0)))
-      return op + ": tc_context needs int8 probabilities of zero point 0 and positive scales";
+      return op + ": tc_context needs int8 probabilities and positive scales";
     int64_t yzp = AttrInt(attrs, "tc_context.tc_y_zero_point", 0);
     if (yzp < -128 || yzp > 127) return op + ": tc_context.tc_y_zero_point is outside int8";
     D = vs.back();
@@ -1792,6 +1844,11 @@ std::string CheckMatMul(const std::string& op, const Map<String, Any>& attrs,
   if (why.empty()) why = CheckLut(op, attrs);
   if (why.empty()) why = CheckSoftmaxEpilogue(op, attrs, ins);
   if (!why.empty()) return why;
+  const int64_t zp = AttrInt(attrs, "tc_x_zero_point", 0);
+  if (!int8 && GetMatrixPrecision(attrs).int8() && (zp < -127 || zp > 127))
+    return op +
+           ": an int8 MatMul of two activations takes A's zero point in [-127, 127] "
+           "(-zp times B's column sums is an int8 row)";
   auto as = Shape(ins[0]), bs = LogicalB(attrs, Shape(ins[1]));
   if (int8 && (bs.size() != 2 || ins[3]->shape[0] != bs[1]))
     return op + ": int8 weights must be a 2-D [K, N] with one w_scale per column";

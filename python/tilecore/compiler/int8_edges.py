@@ -294,7 +294,7 @@ def fold_context(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[st
     for nd in nodes:
         if (nd.op != "MatMul" or nd.where != "npu" or "tc_softmax" not in nd.attrs or "tc_context" in nd.attrs
                 or len(nd.outs) != 1 or "tc_softmax.tc_y_scale" not in nd.attrs
-                or int(nd.attrs.get("tc_softmax.tc_y_zero_point", 0)) != 0):
+                or int(nd.attrs.get("tc_softmax.tc_y_zero_point", 0)) < -127):
             continue
         p = str(nd.outs[0].name)
         rs = readers.get(p, [])
@@ -304,7 +304,7 @@ def fold_context(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[st
         a = c.attrs
         if (c.op != "MatMul" or c.where != "npu" or len(c.ins) != 2 or c.ins[1] is None or len(c.outs) != 1
                 or a.get("tc_precision") != "int8" or not a.get("tc_b_scale")
-                or int(a.get("tc_x_zero_point", 0)) != 0
+                or int(a.get("tc_x_zero_point", 0)) != int(nd.attrs.get("tc_softmax.tc_y_zero_point", 0))
                 or any(k in a for k in ("tc_lut", "tc_y_heads", "tc_softmax", "tc_split"))):
             continue
         v = c.ins[1]
@@ -312,7 +312,8 @@ def fold_context(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[st
         if made is not None and position[id(made)] > position[id(nd)]:
             continue  # V is made after the scores: the node could not read it
         attrs = dict(nd.attrs, tc_context=1)
-        for k in ("tc_x_scale", "tc_b_scale", "tc_y_scale", "tc_y_zero_point", "tc_out_scale", "tc_y_rows_first"):
+        for k in ("tc_x_scale", "tc_x_zero_point", "tc_b_scale", "tc_y_scale", "tc_y_zero_point", "tc_out_scale",
+                  "tc_y_rows_first"):
             if k in a:
                 attrs["tc_context." + k] = a[k]
         specs = list(nd.in_specs) + [TensorSpec(*info[str(v.name)])]

@@ -89,11 +89,11 @@ def quantise_bias(b: np.ndarray, x_scale: float, w_scale: np.ndarray | float) ->
     return np.clip(q, -(2 ** 31), 2 ** 31 - 1).astype(np.int32)
 
 
-def activation_scale(threshold: float, unsigned: bool = False) -> float:
+def activation_scale(threshold: float, unsigned: bool = False, steps: int = 2 * QMAX + 1) -> float:
     """The per-tensor scale of an activation of symmetric threshold ``threshold`` (over
-    255 steps for a value that is >= 0 by construction)."""
+    ``steps`` steps, 255 unless said, for a value that is >= 0 by construction)."""
     t = float(threshold)
-    return float(np.float32(t / (2 * QMAX + 1 if unsigned else QMAX))) if t > 0 else 1.0
+    return float(np.float32(t / (steps if unsigned else QMAX))) if t > 0 else 1.0
 
 
 def thresholds_of(calib: Any) -> dict[str, float] | None:
@@ -289,9 +289,13 @@ def _to_int8(nd, info, thresholds, fresh, nonnegative=frozenset(), mean=None, co
         why = degenerate_range(n, thresholds[n])
         if why:
             return why
-    unsigned = names[0] in nonnegative and len(names) == 1  # a zero point needs B's column sums: constant W only
-    x_scale = activation_scale(thresholds[names[0]], unsigned)
-    zp = -128 if unsigned else 0
+    unsigned = names[0] in nonnegative
+    if unsigned and len(names) == 2:
+        # B is an activation: the kernel corrects the zero point with -zp times B's column
+        # sums, an int8 row, so -zp is 127 (254 steps)
+        x_scale, zp = activation_scale(thresholds[names[0]], unsigned, steps=2 * QMAX), -QMAX
+    else:
+        x_scale, zp = activation_scale(thresholds[names[0]], unsigned), -128 if unsigned else 0
     attrs = dict(nd.attrs)
     attrs.update(tc_precision="int8", tc_x_scale=x_scale)
     if zp:
