@@ -12,12 +12,16 @@
  * one L1 bank each); the tiles go to the cores round robin and the last, shorter tile
  * has its own constant size. An input of the output's element count is DMAed tile by
  * tile; a broadcast input (fewer elements) is loaded whole into L1 once per core
- * (up to 256 KiB) and read through its broadcast index. The compute loop is one
- * scalar loop per tile over L1 (Clip: two, max then min, each one vector command;
- * Gelu: one per step of its formula, erf's polynomial included);
- * EmitTileIntrinsics turns what the vector engine
- * has (add, mul, max, exp, sigmoid, ...) into tile.vec_* commands, and the rest
- * (erf, pow, select, broadcast reads) stays front-end code.
+ * (up to 256 KiB). The compute loop is one scalar loop per tile over L1 (Clip: two,
+ * max then min, each one vector command; Gelu: one per step of its formula, erf's
+ * polynomial included); EmitTileIntrinsics turns what the vector engine has (add, mul,
+ * max, exp, sigmoid, ...) into tile.vec_* commands, and the rest (erf, pow, select)
+ * stays front-end code. With an input broadcast along some dimensions (per channel,
+ * row, column, ...; at most 4 dimensions once those of one pattern are merged), the
+ * tiles are boxes of the merged output and the loop a nest whose broadcast reads miss
+ * the loop variables they are broadcast along: one vector command with a stride-0 view
+ * (LowerBroadcastNest). Beyond 4 merged dimensions the flat walk reads a broadcast input
+ * through its index (a division and a remainder per element: front-end code).
  *
  * TC1 has no instruction for floor, sin, atan, ...: floor and ceil correct the
  * conversion to int32 (which rounds to nearest even), and the trigonometric functions
@@ -637,6 +641,172 @@ std::vector<int64_t> Padded(const std::vector<int64_t>& s, size_t rank) {
   return out;
 }
 
+/*!
+ * \brief The output's dimensions merged where every input's broadcast pattern (whole or 1)
+ * stays the same, and each input's extent over them (the output's, or 1 where it is
+ * broadcast). Dimensions of extent 1 drop out.
+ */
+struct BroadcastDims {
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> in;  // per input (empty when absent)
+};
+
+BroadcastDims MergeBroadcastDims(const std::vector<int64_t>& oshape,
+                                 const std::vector<std::vector<int64_t>>& shapes) {
+  BroadcastDims b;
+  b.in.resize(shapes.size());
+  std::vector<bool> last;
+  for (size_t d = 0; d < oshape.size(); ++d) {
+    if (oshape[d] == 1) continue;
+    std::vector<bool> whole;
+    for (const auto& sh : shapes) whole.push_back(!sh.empty() && sh[d] != 1);
+    if (!b.dims.empty() && whole == last) {
+      b.dims.back() *= oshape[d];
+      for (size_t k = 0; k < shapes.size(); ++k)
+        if (!shapes[k].empty()) b.in[k].back() *= whole[k] ? oshape[d] : 1;
+      continue;
+    }
+    b.dims.push_back(oshape[d]);
+    for (size_t k = 0; k < shapes.size(); ++k)
+      if (!shapes[k].empty()) b.in[k].push_back(whole[k] ? oshape[d] : 1);
+    last = whole;
+  }
+  return b;
+}
+
+/*!
+ * \brief An element-wise op with an input broadcast along some dimensions (a per-channel
+ * scale [1, C, 1, 1] over [1, C, H, W]: squeeze-excite's Mul, a norm's affine), as a loop
+ * nest over the merged dimensions whose broadcast reads miss the loop variables of the
+ * dimensions they are broadcast along — so EmitTileIntrinsics makes each tile one vector
+ * command with a stride-0 view, where the flat walk's broadcast index (a division and a
+ * remainder per element) stays front-end code. Tiles are boxes of the merged output: the
+ * trailing dimensions whole up to kTile elements, then a chunk of the next; the leading
+ * ones one index per tile. Broadcast inputs are loaded whole once per core, as the flat
+ * walk does. Undefined when the op, the merged rank (at most 4: one command's nest) or
+ * the inputs do not take this form.
+ */
+std::optional<Stmt> LowerBroadcastNest(const OpCall& call, const Params& p, const EwOp& op,
+                                       size_t nin) {
+  if (op.uses_index || call.op_type == "Clip" || call.op_type == "Gelu") return std::nullopt;
+  std::vector<int64_t> oshape = Shape(call.outputs[0]);
+  const int64_t N = Numel(oshape);
+  std::vector<std::vector<int64_t>> shapes(nin);
+  bool broadcast = false;
+  for (size_t k = 0; k < nin; ++k) {
+    if (!call.inputs[k].defined()) continue;
+    shapes[k] = Padded(Shape(call.inputs[k]), oshape.size());
+    if (shapes[k].size() != oshape.size()) return std::nullopt;
+    const int64_t n = Numel(shapes[k]);
+    broadcast = broadcast || (n > 1 && n < N);
+  }
+  if (!broadcast || N == 0) return std::nullopt;
+  BroadcastDims b = MergeBroadcastDims(oshape, shapes);
+  const int64_t k = static_cast<int64_t>(b.dims.size());
+  if (k < 2 || k > 4) return std::nullopt;
+  // the box: dims after `s` whole (product P), a chunk of `cs` of dim s
+  int64_t s = k - 1, P = 1;
+  while (s > 0 && P * b.dims[s] <= kTile) P *= b.dims[s--];
+  const int64_t cs = std::max<int64_t>(1, std::min(b.dims[s], kTile / P));
+  int64_t outer = 1;
+  for (int64_t j = 0; j < s; ++j) outer *= b.dims[j];
+  std::vector<int64_t> lead{outer, b.dims[s]};  // the DDR views: [outer, dim s, trailing..]
+  for (int64_t j = s + 1; j < k; ++j) lead.push_back(b.dims[j]);
+  DataType odt = call.outputs[0]->dtype;
+  Buffer O = View(p.out[0], lead, "Yb");
+  std::vector<Buffer> tiled_view(nin);
+  for (size_t i = 0; i < nin; ++i)
+    if (!shapes[i].empty() && Numel(shapes[i]) == N)
+      tiled_view[i] = View(p.in[i], lead, "Xb" + std::to_string(i));
+  int64_t rotation = 0;
+  Stmt body = OverCores(call.cores, [&](PrimExpr core) {
+    std::vector<Buffer> whole(nin), whole_view(nin);
+    std::vector<Stmt> pre;
+    for (size_t i = 0; i < nin; ++i) {
+      if (shapes[i].empty() || tiled_view[i].defined()) continue;
+      const int64_t n = std::max<int64_t>(Numel(shapes[i]), 1);
+      whole[i] = Local({n}, call.inputs[i]->dtype, "W" + std::to_string(i));
+      whole_view[i] = View(whole[i], b.in[i], "Wb" + std::to_string(i));
+      pre.push_back(DmaWait(Region(whole[i], {I32(0)}, {n}),
+                            Region(View(p.in[i], {n}, "Xw" + std::to_string(i)), {I32(0)}, {n}),
+                            0));
+    }
+    std::vector<Stmt> tiles;
+    const int64_t full = b.dims[s] / cs, rest = b.dims[s] % cs;
+    for (auto [chunks, c] :
+         std::vector<std::pair<int64_t, int64_t>>{{full, cs}, {rest ? 1 : 0, rest}}) {
+      if (chunks == 0) continue;
+      const int64_t cbase = c == cs ? 0 : full * cs;
+      tiles.push_back(ForEachItem(
+          core, call.cores, outer * chunks, &rotation, "t",
+          [&, chunks = chunks, c = c, cbase = cbase](PrimExpr t) {
+            PrimExpr o = floordiv(t, I32(chunks));
+            PrimExpr c0 = I32(cbase) + floormod(t, I32(chunks)) * I32(cs);
+            std::vector<int64_t> box{c};  // the tile's shape: [c, trailing..]
+            for (int64_t j = s + 1; j < k; ++j) box.push_back(b.dims[j]);
+            std::vector<PrimExpr> at{o, c0};  // the tile's corner in the DDR views
+            std::vector<int64_t> ext{1, c};
+            for (int64_t j = s + 1; j < k; ++j) at.push_back(I32(0)), ext.push_back(b.dims[j]);
+            std::vector<PrimExpr> zeros(box.size(), I32(0));
+            // the leading dims' indices of this tile (in the merged output)
+            std::vector<PrimExpr> lead_idx(s);
+            PrimExpr rem = o;
+            for (int64_t j = s - 1; j >= 0; --j) {
+              lead_idx[j] = floormod(rem, I32(b.dims[j]));
+              rem = floordiv(rem, I32(b.dims[j]));
+            }
+            std::vector<Buffer> tl(nin);
+            std::vector<Stmt> st;
+            for (size_t i = 0; i < nin; ++i) {
+              if (!tiled_view[i].defined()) continue;
+              tl[i] = Local(box, call.inputs[i]->dtype, "L" + std::to_string(i));
+              st.push_back(DmaWait(Region(tl[i], zeros, box), Region(tiled_view[i], at, ext), 0));
+            }
+            Buffer Ol = Local(box, odt, "Ol");
+            std::function<Stmt(size_t, std::vector<PrimExpr>)> nest =
+                [&](size_t level, std::vector<PrimExpr> v) -> Stmt {
+              if (level < box.size())
+                return Loop("i" + std::to_string(level), box[level], [&](PrimExpr x) {
+                  std::vector<PrimExpr> w = v;
+                  w.push_back(x);
+                  return nest(level + 1, w);
+                });
+              std::vector<PrimExpr> x;
+              for (size_t i = 0; i < nin; ++i) {
+                if (shapes[i].empty()) {
+                  x.push_back(F32(0));
+                } else if (tl[i].defined()) {
+                  x.push_back(BufferLoad(tl[i], v));
+                } else {  // the merged dims it is whole along take the tile's indices
+                  std::vector<PrimExpr> idx;
+                  for (int64_t j = 0; j < k; ++j) {
+                    const bool along = b.in[i][j] != 1;
+                    PrimExpr here = j < s ? lead_idx[j] : j == s ? c0 + v[0] : v[j - s];
+                    idx.push_back(along ? here : I32(0));
+                  }
+                  x.push_back(BufferLoad(whole_view[i], idx));
+                }
+              }
+              PrimExpr y = op.fn(x, call);
+              if (y.dtype() != odt) y = cast(odt, y);
+              return BufferStore(Ol, y, v);
+            };
+            st.push_back(nest(0, {}));
+            st.push_back(DmaWait(Region(O, at, ext), Region(Ol, zeros, box), 1));
+            Stmt r = Allocate(Ol, Seq(st));
+            for (size_t i = 0; i < nin; ++i)
+              if (tl[i].defined()) r = Allocate(tl[i], r);
+            return r;
+          }));
+    }
+    Stmt r = Seq({Seq(pre), Seq(tiles)});
+    for (size_t i = 0; i < nin; ++i)
+      if (whole[i].defined()) r = Allocate(whole[i], r);
+    return r;
+  });
+  return body;
+}
+
 PrimFunc LowerElementwise(const OpCall& call) {
   if (IsLutForm(call.op_type, call.attrs, call.inputs[0]->dtype)) return LowerLut(call);
   Params p = MakeParams(call);
@@ -665,6 +835,8 @@ PrimFunc LowerElementwise(const OpCall& call) {
     ins.push_back(in);
   }
   int64_t T = std::min(kTile, std::max<int64_t>(N, 1));
+  if (std::optional<Stmt> nest = LowerBroadcastNest(call, p, op, nin))
+    return MakeFunc(call, p, *nest);
   bool is_copy =
       call.inputs[0]->dtype == odt &&
       (call.op_type == "Identity" || call.op_type == "Reshape" || call.op_type == "Flatten" ||

@@ -117,6 +117,42 @@ def test_clip_runs_on_the_vector_engine():
         assert st["cycles"] < 2 * relu["cycles"], (st["cycles"], relu["cycles"])
 
 
+BROADCASTS = [
+    ((1, 24, 9, 11), (1, 24, 1, 1)),    # per channel (squeeze-excite's scale)
+    ((2, 24, 9, 11), (24, 1, 1)),       # per channel, batch 2, lower rank
+    ((2, 3, 5, 7), (1, 3, 1, 7)),       # two broadcast dims apart
+    ((2, 3, 5, 7), (2, 1, 5, 1)),
+    ((3, 1, 5), (1, 4, 1)),             # both broadcast
+    ((1, 40, 700), (1, 40, 1)),         # rows longer than half a tile: chunks and a remainder
+    ((3, 20000), (3, 1)),               # a row longer than a tile
+    ((2, 3, 4, 5, 6), (1, 3, 1, 5, 1)),  # five merged dims: the flat walk
+]
+
+
+@pytest.mark.parametrize("a,b", BROADCASTS)
+@pytest.mark.parametrize("op", ["Mul", "Sub", "Where"])
+def test_broadcast_patterns(op, a, b):
+    if op == "Where":
+        check_op(op, {}, [rand(b, 3) > 0, rand(a, 1), rand(b, 2)])
+    else:
+        check_op(op, {}, [rand(a, 1), rand(b, 2)], rtol=1e-6, atol=1e-6)
+        check_op(op, {}, [rand(b, 2), rand(a, 1)], rtol=1e-6, atol=1e-6)  # the broadcast one first
+
+
+def test_per_channel_broadcast_runs_on_the_vector_engine():
+    # squeeze-excite's [1, C, 1, 1] x [1, C, H, W]: one vector command per tile with a
+    # stride-0 view, about as fast as the same Mul without broadcasting
+
+    x = rand((1, 64, 28, 28), 1)
+    outs, _, st = run_op("Mul", {}, [x, rand((1, 64, 1, 1), 2)])
+    _, _, same = run_op("Mul", {}, [x, rand((1, 64, 28, 28), 3)])
+    assert st["cycles"] < 1.5 * same["cycles"], (st["cycles"], same["cycles"])
+    y = rand((6, 3000), 4)  # per row, rows of 3000
+    _, _, st = run_op("Add", {}, [y, rand((6, 1), 5)])
+    _, _, same = run_op("Add", {}, [y, rand((6, 3000), 6)])
+    assert st["cycles"] < 1.5 * same["cycles"], (st["cycles"], same["cycles"])
+
+
 @pytest.mark.parametrize("attrs", [{}, {"approximate": "tanh"}])
 def test_gelu_runs_as_vector_passes(attrs):
     # BERT's activation: one vector command per pass, not a scalar polynomial per element
