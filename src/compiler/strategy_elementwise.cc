@@ -376,6 +376,8 @@ const std::map<std::string, EwOp>& Ops() {
             return x * call("tir.sigmoid", {x * attr(c, "alpha", 1.0)});
           },
           {f32});
+    // tilecore::SiLU (RecognizeActivations: x * Sigmoid(x), as exporters write it)
+    unary("SiLU", [](PrimExpr x, const OpCall&) { return x * call("tir.sigmoid", {x}); }, {f32});
     unary("Shrink",
           [attr](PrimExpr x, const OpCall& c) {
             PrimExpr l = attr(c, "lambd", 0.5), b = attr(c, "bias", 0.0);
@@ -641,6 +643,43 @@ std::vector<int64_t> Padded(const std::vector<int64_t>& s, size_t rank) {
   return out;
 }
 
+/*! \brief One pass of an activation over a tile: its value at element i from x(i) and the
+ * previous pass's t(i) (the first pass reads no t). */
+using ActivationPass = std::function<PrimExpr(PrimExpr x, PrimExpr t)>;
+
+/*!
+ * \brief The activations that are a few vector commands and no single one, as passes over
+ * the tile, each one command (the one-expression form is a front-end loop): the same f32
+ * operations in the same order as Ops()'s expression, so the same bits. Empty for others.
+ */
+std::vector<ActivationPass> ActivationPasses(const OpCall& c_op) {
+  // (constants rounded to f32 first: the engine's scalar operands are f32)
+  auto c = [](double v) -> PrimExpr { return F32(static_cast<double>(static_cast<float>(v))); };
+  auto sigmoid = [](PrimExpr v) -> PrimExpr { return call("tir.sigmoid", {v}); };
+  const std::string& op = c_op.op_type;
+  if (op == "SiLU")
+    return {[=](PrimExpr x, PrimExpr) -> PrimExpr { return sigmoid(x); },
+            [](PrimExpr x, PrimExpr t) -> PrimExpr { return x * t; }};
+  if (op == "Swish") {
+    const double alpha = AttrFloat(c_op.attrs, "alpha", 1.0);
+    return {[=](PrimExpr x, PrimExpr) -> PrimExpr { return x * c(alpha); },
+            [=](PrimExpr, PrimExpr t) -> PrimExpr { return sigmoid(t); },
+            [](PrimExpr x, PrimExpr t) -> PrimExpr { return x * t; }};
+  }
+  if (op == "HardSwish" || op == "HardSigmoid") {
+    const bool swish = op == "HardSwish";
+    const double alpha = swish ? 1.0 / 6.0 : AttrFloat(c_op.attrs, "alpha", 0.2);
+    const double beta = swish ? 0.5 : AttrFloat(c_op.attrs, "beta", 0.5);
+    std::vector<ActivationPass> p{[=](PrimExpr x, PrimExpr) -> PrimExpr { return x * c(alpha); },
+                                  [=](PrimExpr, PrimExpr t) -> PrimExpr { return t + c(beta); },
+                                  [=](PrimExpr, PrimExpr t) -> PrimExpr { return max(t, c(0.0)); },
+                                  [=](PrimExpr, PrimExpr t) -> PrimExpr { return min(t, c(1.0)); }};
+    if (swish) p.push_back([](PrimExpr x, PrimExpr t) -> PrimExpr { return x * t; });
+    return p;
+  }
+  return {};
+}
+
 /*!
  * \brief The output's dimensions merged where every input's broadcast pattern (whole or 1)
  * stays the same, and each input's extent over them (the output's, or 1 where it is
@@ -869,7 +908,7 @@ PrimFunc LowerElementwise(const OpCall& call) {
                                   Region(ins[i].view, {start}, {size}), 0));
             }
             Buffer Ol;
-            std::vector<Buffer> gelu_tmp;  // Gelu's temporaries, one tile each
+            std::vector<Buffer> gelu_tmp;  // Gelu's and the passes' temporaries, one tile each
             if (is_copy && tl[0].defined()) {
               Ol = tl[0];
             } else {
@@ -918,6 +957,17 @@ PrimFunc LowerElementwise(const OpCall& call) {
                   PrimExpr cur = BufferLoad(Ol, {i});
                   return BufferStore(Ol, hi ? min(cur, *hi) : cur, {i});
                 }));
+              } else if (std::vector<ActivationPass> passes = ActivationPasses(call);
+                         !passes.empty() && tl[0].defined() && odt == DataType::Float(32)) {
+                Buffer T = Local({size}, DataType::Float(32), "T");
+                gelu_tmp.push_back(T);
+                for (size_t k = 0; k < passes.size(); ++k) {
+                  const Buffer& dst = k + 1 == passes.size() ? Ol : T;
+                  s.push_back(Loop("i", size, [&](PrimExpr i) {
+                    return BufferStore(dst, passes[k](BufferLoad(tl[0], {i}), BufferLoad(T, {i})),
+                                       {i});
+                  }));
+                }
               } else if (call.op_type == "Gelu" && tl[0].defined()) {
                 // one vector command per pass over the tile (the one-expression form is a
                 // scalar loop: erf's polynomial and select have no single engine command)

@@ -14,7 +14,7 @@ from tilecore.ffi.function import get_global_func
 
 from test_weight_prefetch import randn, squeeze_excite
 
-MEMBERS = ["hswish", "pool", "fc1", "fc2", "hsigmoid", "scale"]
+MEMBERS = ["act", "pool", "fc1", "fc2", "hsigmoid", "scale"]
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_compare_checks_each_member_of_the_shipped_group(files, tmp_path, capsys
     out = capsys.readouterr().out
     assert rc == 0, out
     ship = rep["shipped"]
-    assert [t["node"] for t in ship["tensors"]] == MEMBERS and all(t["group"] == "hswish+5" for t in ship["tensors"])
+    assert [t["node"] for t in ship["tensors"]] == MEMBERS and all(t["group"] == "act+5" for t in ship["tensors"])
     assert ship["first_divergent"] is None and "bisect" not in ship
     assert min(t["cosine"] for t in ship["tensors"]) > 0.99999
     assert "the executable as compiled (1 steps, 1 layer groups, 0 other fused nodes) agrees" in out
@@ -63,17 +63,17 @@ def test_compare_names_the_wrong_group_and_writes_it_as_a_repro(files, tmp_path,
     assert rep["first_divergent"] is None  # every node alone is right
     ship = rep["shipped"]
     first = ship["first_divergent"]  # the Mul read the HardSigmoid's place before it was written
-    assert (first["node"], first["group"], first["member"]) == ("scale", "hswish+5", 5)
+    assert (first["node"], first["group"], first["member"]) == ("scale", "act+5", 5)
     assert first["verdict"] == "it is wrong itself: every input it read agrees"
     bis = ship["bisect"]
     assert [t["change"] for t in bis["tried"]] == ["layer groups off"] and bis["tried"][0]["right"]
     assert bis["culprit"]["kind"] == "group" and bis["culprit"]["members"] == MEMBERS
-    assert ("layer group 1 `hswish+5` (6 members: hswish, pool, fc1, fc2, hsigmoid, scale) is wrong; the same nodes "
+    assert ("layer group 1 `act+5` (6 members: act, pool, fc1, fc2, hsigmoid, scale) is wrong; the same nodes "
             "compiled alone are right") in out
     assert "first divergent in the executable as compiled: `y` of member `scale` (Mul)" in out
     # the repro: the group's nodes, its input as the every-intermediate run had it
     m = onnx.load(repro / "group.onnx")
-    assert [n.name for n in m.graph.node] == ["hswish", "pool", "fc1", "relu", "fc2", "hsigmoid", "scale"]
+    assert [n.name for n in m.graph.node] == ["act", "pool", "fc1", "relu", "fc2", "hsigmoid", "scale"]
     assert [i.name for i in m.graph.input] == ["x"] and [o.name for o in m.graph.output] == ["y"]
     assert set(np.load(repro / "inputs.npz")) == {"x"}
     assert json.loads((repro / "group.json").read_text())["index"] == 1
@@ -105,4 +105,4 @@ def test_ungroup_keeps_the_named_steps_out_of_layer_groups():
 
     rep = {}
     tilecore.compile(squeeze_excite(), report=rep, ungroup=["fc2"])
-    assert [g["nodes"] for g in rep["groups"]] == [["hswish", "pool", "fc1"], ["hsigmoid", "scale"]]
+    assert [g["nodes"] for g in rep["groups"]] == [["act", "pool", "fc1"], ["hsigmoid", "scale"]]

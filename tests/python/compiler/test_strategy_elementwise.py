@@ -164,6 +164,43 @@ def test_gelu_runs_as_vector_passes(attrs):
     assert st["cycles"] < 6 * relu["cycles"], (st["cycles"], relu["cycles"])
 
 
+@pytest.mark.parametrize("op,attrs", [("Swish", {"alpha": 1.5}), ("HardSwish", {}),
+                                      ("HardSigmoid", {"alpha": 0.25, "beta": 0.4})])
+def test_sigmoid_like_activations_run_as_vector_passes(op, attrs):
+    # EfficientNet's SiLU, MobileNetV3's HardSwish and HardSigmoid: one vector command per
+    # step of the formula, not a front-end loop (nor, for SiLU, a Sigmoid and a Mul apart)
+
+    x = rand((64, 300), 7, -8, 8)  # a remainder tile too
+    _, _, relu = run_op("Relu", {}, [x])
+    outs, refs, st = run_op(op, attrs, [x])
+    np.testing.assert_allclose(outs[0], refs[0], rtol=1e-6, atol=1e-6)
+    assert st["cycles"] < 5 * relu["cycles"], (st["cycles"], relu["cycles"])
+    if op.startswith("Hard"):  # no table function: numpy's f32 steps, in the same order, bit for bit
+        one6 = np.float32(1 / 6) if op == "HardSwish" else np.float32(attrs["alpha"])
+        t = np.minimum(np.maximum(x * one6 + np.float32(0.5 if op == "HardSwish" else attrs["beta"]), 0), 1)
+        np.testing.assert_array_equal(outs[0], x * t if op == "HardSwish" else t)
+
+
+def test_silu_is_one_step_of_vector_passes():
+    # x * Sigmoid(x), as exporters write SiLU: one node (RecognizeActivations), one step of
+    # two vector commands per tile, against ONNX Runtime
+    from onnx import helper
+    from test_driver import make_model, ort_run
+
+    import tilecore
+
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"], name="sigmoid"),
+             helper.make_node("Mul", ["x", "s"], ["y"], name="silu")]
+    model = make_model(nodes, [("x", [1, 48, 40, 40], np.float32)], ["y"], [])
+    exe = tilecore.compile(model)
+    x = rand((1, 48, 40, 40), 8, -8, 8)
+    np.testing.assert_allclose(exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"], rtol=1e-6, atol=1e-6)
+    ops = exe.stats()["ops"]
+    assert len(ops) == 1, ops
+    _, _, relu = run_op("Relu", {}, [x])
+    assert ops[0]["cycles"] < 4 * relu["cycles"], (ops, relu["cycles"])
+
+
 def test_where_cast_compare():
     c = rand((4, 6), 1) > 0
     check_op("Where", {}, [c, rand((4, 6), 2), rand((6,), 3)])

@@ -22,7 +22,7 @@ def test_a_correct_group_passes_every_check():
     exe = tilecore.compile(model, verify={"x": x}, report=rep)
     v = rep["verify"]
     assert v["checks"] == {"hazards": "pass", "optimisations": "pass", "reference": "pass"}
-    assert [s["members"] for s in v["steps"]] == [["hswish", "pool", "fc1", "fc2", "hsigmoid", "scale"]]
+    assert [s["members"] for s in v["steps"]] == [["act", "pool", "fc1", "fc2", "hsigmoid", "scale"]]
     assert v["steps"][0]["cosine"] > 0.99999 and v["outputs"]["y"] > 0.9999
     np.testing.assert_allclose(exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"], rtol=1e-4, atol=1e-5)
 
@@ -32,7 +32,7 @@ def test_a_member_reading_the_wrong_intermediate_names_its_group(monkeypatch):
     its own output's place, never written): the group's output differs from the same
     nodes compiled one step each, and verify names the group."""
     _swap_hsigmoid(monkeypatch)
-    with pytest.raises(VerifyError, match=r"layer group `hswish\+5` \(6 nodes: hswish, pool, fc1, fc2, hsigmoid, "
+    with pytest.raises(VerifyError, match=r"layer group `act\+5` \(6 nodes: act, pool, fc1, fc2, hsigmoid, "
                                           r"scale\) writes `y` at cosine .* this optimisation changes the model"):
         tilecore.compile(squeeze_excite(), verify=True)
 
@@ -112,5 +112,5 @@ def test_compare_checks_the_executable_that_ships(monkeypatch):
     assert rep["first_divergent"] is None  # each node alone is right
     ship = rep["shipped"]
     assert ship["diverged"] and ship["outputs"]["y"]["cosine"] < 0.99
-    assert ship["changed"]["step"] == "hswish+5" and ship["changed"]["value"] == "y"
-    assert "layer group `hswish+5` (6 nodes: hswish, pool, fc1, fc2, hsigmoid, scale)" in ship["changed"]["message"]
+    assert ship["changed"]["step"] == "act+5" and ship["changed"]["value"] == "y"
+    assert "layer group `act+5` (6 nodes: act, pool, fc1, fc2, hsigmoid, scale)" in ship["changed"]["message"]

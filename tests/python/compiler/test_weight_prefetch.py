@@ -292,11 +292,13 @@ def test_a_member_lowered_from_a_shared_kernel_keeps_its_own_local_buffers(monke
 
 def squeeze_excite(c=576, hw=7, squeezed=144):
     """MobileNetV3's squeeze-excite block (torchvision's mobilenet_v3_small, features.11):
-    HardSwish, its mean per channel through two 1x1 Convs of 324 KiB of weights each, then
-    the HardSwish's output scaled by their HardSigmoid. The two Convs read their weights
-    from L2, fetched during the members before them; the arena then gives those weights'
-    places to the HardSigmoid's output."""
-    nodes = [helper.make_node("HardSwish", ["x"], ["h"], name="hswish"),
+    an activation, its mean per channel through two 1x1 Convs of 324 KiB of weights each,
+    then the activation's output scaled by their HardSigmoid. The two Convs read their
+    weights from L2, fetched during the members before them; the arena then gives those
+    weights' places to the HardSigmoid's output. (The activation is an Elu, whose select is
+    front-end code: slow enough, the DDR idle, for the cost model to keep the prefetches,
+    as MobileNetV3's HardSwish was before it ran on the vector engine.)"""
+    nodes = [helper.make_node("Elu", ["x"], ["h"], name="act"),
              helper.make_node("GlobalAveragePool", ["h"], ["p"], name="pool"),
              helper.make_node("Conv", ["p", "w1", "b1"], ["f1"], name="fc1"),
              helper.make_node("Relu", ["f1"], ["r1"], name="relu"),
@@ -317,7 +319,7 @@ def test_a_place_a_prefetched_weight_left_is_not_read_only_to_the_handoff(hazard
     x = randn(1, 576, 7, 7)
     rep = {}
     exe = tilecore.compile(model, report=rep)
-    assert [g["nodes"] for g in rep["groups"]] == [["hswish", "pool", "fc1", "fc2", "hsigmoid", "scale"]]
+    assert [g["nodes"] for g in rep["groups"]] == [["act", "pool", "fc1", "fc2", "hsigmoid", "scale"]]
     assert {"w1", "w2"} & set(rep["groups"][0]["prefetch"])
     y = exe.run({"x": x})["y"]
     np.testing.assert_allclose(y, ort_run(model, {"x": x})["y"], rtol=1e-4, atol=1e-5)
