@@ -1,11 +1,13 @@
 """The zoo compiled for TC1 and run on its simulator, next to ONNX Runtime on the same model
 and inputs.
 
-    PYTHONPATH=python:build-dev/python python benchmarks/model_zoo.py [--models resnet18,resnet50] [--runs 5] [--ort-threads 1]
+    python benchmarks/model_zoo.py [--models resnet18,resnet50,efficientnet_b0,timm/levit_128s] [--runs 5] [--ort-threads 1]
         [--precision f32,f16,bf16,int8] [--eval 8] [--calib 16] [--auto-mixed gate|TARGET|none] [--layers N]
         [--no-group]
 
-Per model: compile time (tilecore.compile, the whole driver, on one thread of this
+--models takes the zoo's names and those of the outside corpora (tilecore.zoo.outside:
+torchvision, timm and transformers definitions with seeded weights; `python
+benchmarks/model_corpus.py --list` lists them). Per model: compile time (tilecore.compile, the whole driver, on one thread of this
 process), simulated cycles and MAC utilisation (against the peak of 4 cores in the
 model's precision), the share of the npu cycles in steps bound by a compute engine (mm,
 vec) and by the DMA engines (din, dout; the rest is the front end), the DDR traffic over
@@ -67,13 +69,35 @@ def _lowest_cosine(exe, sess, names, ev, n_eval):
     return cos
 
 
+class _Outside:
+    """A model of the outside corpora (tilecore.zoo.outside) through the zoo's calls."""
+
+    @staticmethod
+    def export(name):
+        from tilecore.zoo import outside
+
+        return outside.build(name)[0]
+
+    @staticmethod
+    def sample_inputs(name, n, seed):
+        from tilecore.zoo import outside
+
+        return outside.sample_inputs(name, n, seed)
+
+
+def _source(name):
+    from tilecore import zoo
+
+    return zoo if name in zoo.names() else _Outside
+
+
 def bench(name, runs, ort_threads, precision="f32", n_eval=1, n_calib=16, auto_mixed=None, group=True):
     import onnxruntime as ort
 
     import tilecore
-    from tilecore import zoo
     from tilecore.compiler.compare import metrics
 
+    zoo = _source(name)
     path = zoo.export(name)
     t0 = time.perf_counter()
     report = {}
