@@ -172,6 +172,23 @@ def _member_rows(o: dict[str, Any], recorded: list[dict[str, Any]], st: dict[str
     return lines
 
 
+# a step or member bound by the scalar front end is named when it takes this share of the run
+FRONT_END_WARN_SHARE = 0.01
+
+
+def front_end_bound(st: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """(name, op type, cycles) of the steps and layer-group members that the scalar front
+    end bounds (code that did not become engine commands) and that take at least
+    FRONT_END_WARN_SHARE of the run, the costliest first."""
+    total = max(st["cycles"], 1)
+    found = []
+    for o in st["ops"]:
+        rows = [(m["node"], m["op_type"], m["cycles"], m["bound_by"]) for m in o.get("members") or []]
+        rows = rows or [(o["name"], o["op_type"], o["cycles"], o["bound_by"])]
+        found += [(n, op, c) for n, op, c, b in rows if b == "sc" and c >= FRONT_END_WARN_SHARE * total]
+    return sorted(found, key=lambda r: -r[2])
+
+
 def format_profile(st: dict[str, Any], exe: Any = None) -> str:
     """The per-op table of a run's statistics, sorted by cycles (largest first); each layer
     group's members follow its row, measured (the cycles of each member's code on the
@@ -209,6 +226,11 @@ def format_profile(st: dict[str, Any], exe: Any = None) -> str:
     lines.append(f"total: {st['cycles']} cycles = {st['cycles'] / 1e3:.1f} us at 1 GHz, {st['macs']} MACs, "
                  f"MAC utilisation {100.0 * st['mac_utilisation']:.2f}% of the {st['precision']} peak; "
                  f"host wall {st['wall_seconds'] * 1e3:.1f} ms")
+    slow = front_end_bound(st)
+    if slow:
+        lines.append(f"warning: {len(slow)} op(s) bound by the scalar front end (loops that did not become "
+                     f"engine commands), {100.0 * sum(c for *_, c in slow) / total:.1f}% of the cycles: " +
+                     ", ".join(f"{n} ({op}, {c} cycles)" for n, op, c in slow))
     if exe is not None:
         lines.append(format_model_report(model_report(exe, st)))
     return "\n".join(lines)

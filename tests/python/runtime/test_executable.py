@@ -252,3 +252,29 @@ def test_inputs_as_dlpack_and_ndarrays(exe):
     ref = P.reference(x, w, bias)
     np.testing.assert_array_equal(exe.run({"x": Producer(x)})["out"], ref)
     np.testing.assert_array_equal(exe.run({"x": tilecore.nd.array(x, device=tilecore.npu(0))})["out"], ref)
+
+
+def test_profile_names_the_ops_the_front_end_bounds():
+    # a BitwiseAnd on int32 has no vector command (docs/compiler.md: front end), a Relu
+    # has: the profile's warning names the first, by the simulator's own bound, not the second
+    from onnx import TensorProto, helper
+
+    from tilecore.cli.runtime import format_profile, front_end_bound
+
+    g = helper.make_graph(
+        [helper.make_node("BitwiseAnd", ["a", "b"], ["c"], name="bits"),
+         helper.make_node("Cast", ["c"], ["f"], name="to_float", to=TensorProto.FLOAT),
+         helper.make_node("Relu", ["f"], ["y"], name="relu")], "g",
+        [helper.make_tensor_value_info(n, TensorProto.INT32, [64, 512]) for n in "ab"],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 512])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    exe = tilecore.compile(model.SerializeToString(), group=False)
+    a, b = RNG.integers(-1000, 1000, (2, 64, 512)).astype(np.int32)
+    np.testing.assert_array_equal(exe.run({"a": a, "b": b})["y"], np.maximum(a & b, 0).astype(np.float32))
+    st = exe.stats()
+    slow = front_end_bound(st)
+    assert [n for n, *_ in slow] == ["bits"], st["ops"]
+    text = format_profile(st)
+    assert "warning: 1 op(s) bound by the scalar front end" in text and "bits (BitwiseAnd, " in text
+    relu_only = [o for o in st["ops"] if o["name"] == "relu"]
+    assert front_end_bound(dict(st, ops=relu_only)) == []
