@@ -11,10 +11,12 @@
  *
  * Linear resizes the last two axes (bilinear; one axis when the other keeps its
  * size): the source coordinate of each output row and column is affine in the
- * output index, x = a * o + b, evaluated by the front end in f32 (the column taps
- * once per core, into tables in L1). Per output row the two input rows it reads are
- * DMAed to L1, the row is interpolated there and DMAed out; the rows of all planes
- * go to the cores round robin.
+ * output index, x = a * o + b, evaluated by the front end in f32. When the two
+ * interpolation matrices fit half of L1, each plane is two matrix products on the
+ * matrix engine (LowerLinearMatrix: the columns' taps, then the rows'); otherwise the
+ * column taps go once per core into tables in L1, and per output row the two input
+ * rows it reads are DMAed to L1 and the row interpolated there by the front end. The
+ * planes (or rows) go to the cores round robin.
  *
  * Scales and sizes are compile-time values: the attributes `scales` (floats) or
  * `sizes` (ints), with `axes` (the partitioner folds the constant inputs there);
@@ -23,8 +25,10 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "kernel_util.h"
+#include "tilecore/arch/params.h"
 #include "tilecore/ffi/reflection.h"
 
 namespace tilecore {
@@ -313,6 +317,92 @@ PrimFunc LowerLinear(const OpCall& c, const Params& p) {
   return MakeFunc(c, p, body);
 }
 
+/*!
+ * \brief Linear as two matrix products per plane, when the matrices fit L1: the rows
+ * interpolated by the columns' taps, T = X Cw ([H, W] x [W, OW]), then the output rows by
+ * the rows' taps, Y = Ch T ([OH, H] x [H, OW], in blocks of output rows). Each row of Cw^T
+ * and Ch holds an output index's two weights at its two taps (their sum where the taps
+ * meet at an edge), filled by the front end once per core from the same taps as
+ * LowerLinear's tables; the matrix engine multiplies by the zeros exactly, so each output
+ * is the same two-term sums in f32. Undefined when the dimensions exceed the matrix
+ * engine's or the matrices do not fit half of L1 (LowerLinear then: a front-end gather per
+ * output element).
+ */
+std::optional<PrimFunc> LowerLinearMatrix(const OpCall& c, const Params& p) {
+  auto is = Shape(c.inputs[0]), os = Shape(c.outputs[0]);
+  auto sc = Scales(c);
+  const size_t r = is.size();
+  const int64_t H = r >= 2 ? is[r - 2] : 1, W = is[r - 1];
+  const int64_t OH = r >= 2 ? os[r - 2] : 1, OW = os[r - 1];
+  const double sh = r >= 2 ? sc[r - 2] : 1.0, sw = sc[r - 1];
+  if (c.inputs[0]->dtype != DataType::Float(32)) return std::nullopt;
+  const int64_t dim = arch::tc1::kMaxMmDim;
+  if (H > dim || W > dim || OH > dim || OW > dim || H * W * OH * OW == 0) return std::nullopt;
+  int64_t P = 1;
+  for (size_t d = 0; d + 2 < r; ++d) P *= is[d];
+  const bool rows_kept = OH == H && sh == 1.0;
+  // f32 elements: Cw, Ch, the plane, T, and a block of `rows` output rows
+  const int64_t budget = static_cast<int64_t>(arch::tc1::kL1Bytes / 2 / 4);
+  const int64_t fixed = W * OW + (rows_kept ? 0 : OH * H) + H * W + H * OW;
+  const int64_t rows = rows_kept ? 0 : std::min<int64_t>(OH, (budget - fixed) / OW);
+  if (fixed > budget || (!rows_kept && rows < 1)) return std::nullopt;
+  const std::string mode = CoordMode(c);
+  auto [ah, bh] = rows_kept ? std::pair{1.0, 0.0} : Affine(mode, OH, H, sh);
+  auto [aw, bw] = Affine(mode, OW, W, sw);
+  DataType f32 = DataType::Float(32);
+  Buffer X = View(p.in[0], {P, H, W}, "X"), Y = View(p.out[0], {P, OH, OW}, "Y");
+  int64_t rotation = 0;
+  Stmt body = OverCores(c.cores, [&](PrimExpr core) {
+    Buffer Cw = Local({W, OW}, f32, "Cw"), Xl = Local({H, W}, f32, "Xl");
+    Buffer T = Local({H, OW}, f32, "T");
+    Buffer Ch = rows_kept ? Buffer() : Local({OH, H}, f32, "Ch");
+    Buffer Yl = rows_kept ? Buffer() : Local({rows, OW}, f32, "Yl");
+    // the taps' weights: zeros, then w0 at i0 and w1 added at i1
+    auto fill = [&](const Buffer& m, int64_t n, int64_t in_len, double a, double b, bool by_row) {
+      auto at = [&](PrimExpr o, PrimExpr i) {
+        return by_row ? Array<PrimExpr>{o, i} : Array<PrimExpr>{i, o};
+      };
+      const int64_t rows_m = by_row ? n : in_len, cols_m = by_row ? in_len : n;
+      return Seq(
+          {Intrin("tile.dma_fill", {Region(m, {I32(0), I32(0)}, {rows_m, cols_m}), F32(0), I32(0)}),
+           Intrin("tile.wait", {I32(0)}), Loop("o", n, [&](PrimExpr o) {
+             return WithTaps(o, a, b, in_len, [&](const Taps& t) {
+               return Seq({BufferStore(m, t.w0, at(o, t.i0)),
+                           BufferStore(m, BufferLoad(m, at(o, t.i1)) + t.w1, at(o, t.i1))});
+             });
+           })});
+    };
+    std::vector<Stmt> pre{fill(Cw, OW, W, aw, bw, false)};
+    if (!rows_kept) pre.push_back(fill(Ch, OH, H, ah, bh, true));
+    Stmt planes = ForEachItem(core, c.cores, P, &rotation, "t", [&](PrimExpr t) {
+      std::vector<Stmt> s{
+          DmaWait(Region(Xl, {I32(0), I32(0)}, {H, W}), Region(X, {t, I32(0), I32(0)}, {1, H, W}),
+                  0),
+          Intrin("tile.mm",
+                 {Region(T, {I32(0), I32(0)}, {H, OW}), Region(Xl, {I32(0), I32(0)}, {H, W}),
+                  Region(Cw, {I32(0), I32(0)}, {W, OW}), IntImm(DataType::Bool(), 0)})};
+      if (rows_kept) {
+        s.push_back(DmaWait(Region(Y, {t, I32(0), I32(0)}, {1, H, OW}),
+                            Region(T, {I32(0), I32(0)}, {H, OW}), 1));
+        return Seq(s);
+      }
+      for (int64_t o0 = 0; o0 < OH; o0 += rows) {
+        const int64_t n = std::min(rows, OH - o0);
+        s.push_back(
+            Intrin("tile.mm",
+                   {Region(Yl, {I32(0), I32(0)}, {n, OW}), Region(Ch, {I32(o0), I32(0)}, {n, H}),
+                    Region(T, {I32(0), I32(0)}, {H, OW}), IntImm(DataType::Bool(), 0)}));
+        s.push_back(DmaWait(Region(Y, {t, I32(o0), I32(0)}, {1, n, OW}),
+                            Region(Yl, {I32(0), I32(0)}, {n, OW}), 1));
+      }
+      return Seq(s);
+    });
+    Stmt all = Allocate(Cw, Allocate(Xl, Allocate(T, Seq({Seq(pre), planes}))));
+    return rows_kept ? all : Allocate(Ch, Allocate(Yl, all));
+  });
+  return MakeFunc(c, p, body);
+}
+
 PrimFunc LowerResize(const OpCall& call) {
   Params p = MakeParams(call);
   if (call.outputs[0]->dtype != call.inputs[0]->dtype)
@@ -329,6 +419,7 @@ PrimFunc LowerResize(const OpCall& call) {
   if (is.back() > kMaxRow || os.back() > kMaxRow)
     TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): rows longer than " << kMaxRow
                                << " elements";
+  if (std::optional<PrimFunc> f = LowerLinearMatrix(call, p)) return *f;
   return LowerLinear(call, p);
 }
 

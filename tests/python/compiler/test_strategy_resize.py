@@ -1,4 +1,5 @@
-"""Resize (nearest as DMA copies, linear on the front end) and Upsample on 4 simulated
+"""Resize (nearest as DMA copies, linear as two matrix products per plane, or on the front
+end when the matrices do not fit L1) and Upsample on 4 simulated
 TC1 cores against the op library's numpy reference. Scales and sizes reach the
 strategy as attributes; the reference gets them as inputs."""
 import numpy as np
@@ -74,6 +75,31 @@ def test_linear(ct):
                rtol=1e-5, atol=1e-5)
     run_resize({"mode": "linear", "coordinate_transformation_mode": ct}, x, sizes=[1, 3, 4, 5],
                rtol=1e-5, atol=1e-5)
+
+
+def test_linear_upsampling_runs_on_the_matrix_engine():
+    # DeepLabV3's head: 21 class planes upsampled 8x, bilinear (half_pixel, as PyTorch's
+    # align_corners=False): two matrix products per plane, against ONNX Runtime, and the
+    # simulator finds the step bound by an engine, not by the front end
+    from onnx import helper
+    from test_driver import make_model, ort_run
+
+    x = rand((1, 21, 33, 33), 8)
+    sizes = np.array([1, 21, 264, 264], np.int64)
+    model = make_model([helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="up", mode="linear")],
+                       [("x", list(x.shape), np.float32)], ["y"], [("sizes", sizes)])
+    exe = tilecore.compile(model)
+    y = exe.run({"x": x})["y"]
+    np.testing.assert_allclose(y, ort_run(model, {"x": x})["y"], rtol=1e-5, atol=1e-5)
+    (op,) = exe.stats()["ops"]
+    assert op["bound_by"] != "sc", op
+
+
+def test_linear_rows_too_long_for_the_matrices_in_l1():
+    # a [600, 1800] column matrix is beyond half of L1: the front-end form. Its source
+    # coordinates are f32, a * o + b with a = f32(1 / scale): near column 1800 they are
+    # off by up to 1e-4 of a column, and so is the interpolation
+    run_resize({"mode": "linear"}, rand((1, 2, 4, 600), 9), scales=[1.0, 1.0, 2.0, 3.0], rtol=0, atol=3e-4)
 
 
 def test_linear_one_axis():
