@@ -725,24 +725,50 @@ BroadcastDims MergeBroadcastDims(const std::vector<int64_t>& oshape,
  * walk does. Undefined when the op, the merged rank (at most 4: one command's nest) or
  * the inputs do not take this form.
  */
-std::optional<Stmt> LowerBroadcastNest(const OpCall& call, const Params& p, const EwOp& op,
-                                       size_t nin) {
-  if (op.uses_index || call.op_type == "Clip" || call.op_type == "Gelu") return std::nullopt;
-  std::vector<int64_t> oshape = Shape(call.outputs[0]);
+/*! \brief The merged dimensions when `op_type` with these input shapes (padded to the
+ * output's rank; empty for an absent input) takes LowerBroadcastNest's form, else none. */
+std::optional<BroadcastDims> NestForm(const std::string& op_type,
+                                      const std::vector<int64_t>& oshape,
+                                      const std::vector<std::vector<int64_t>>& shapes) {
+  const EwOp& op = Ops().at(op_type);
+  if (op.uses_index || op_type == "Clip" || op_type == "Gelu") return std::nullopt;
   const int64_t N = Numel(oshape);
-  std::vector<std::vector<int64_t>> shapes(nin);
   bool broadcast = false;
-  for (size_t k = 0; k < nin; ++k) {
-    if (!call.inputs[k].defined()) continue;
-    shapes[k] = Padded(Shape(call.inputs[k]), oshape.size());
-    if (shapes[k].size() != oshape.size()) return std::nullopt;
-    const int64_t n = Numel(shapes[k]);
+  for (const auto& sh : shapes) {
+    if (sh.empty()) continue;
+    if (sh.size() != oshape.size()) return std::nullopt;
+    const int64_t n = Numel(sh);
     broadcast = broadcast || (n > 1 && n < N);
   }
   if (!broadcast || N == 0) return std::nullopt;
   BroadcastDims b = MergeBroadcastDims(oshape, shapes);
+  if (b.dims.size() < 2 || b.dims.size() > 4) return std::nullopt;
+  return b;
+}
+
+/*! \brief The bytes of the inputs smaller than the output (broadcast). */
+int64_t BroadcastBytes(const std::vector<TensorSpec>& inputs, size_t nin, int64_t N) {
+  int64_t bytes = 0;
+  for (size_t i = 0; i < nin; ++i) {
+    if (!inputs[i].defined() || inputs[i]->numel() == N) continue;
+    bytes += inputs[i]->numel() * ((inputs[i]->dtype.bits() + 7) / 8);
+  }
+  return bytes;
+}
+
+std::optional<Stmt> LowerBroadcastNest(const OpCall& call, const Params& p, const EwOp& op,
+                                       size_t nin) {
+  std::vector<int64_t> oshape = Shape(call.outputs[0]);
+  const int64_t N = Numel(oshape);
+  std::vector<std::vector<int64_t>> shapes(nin);
+  for (size_t i = 0; i < nin; ++i)
+    if (call.inputs[i].defined()) shapes[i] = Padded(Shape(call.inputs[i]), oshape.size());
+  std::optional<BroadcastDims> form = NestForm(call.op_type, oshape, shapes);
+  if (!form) return std::nullopt;
+  const BroadcastDims& b = *form;
   const int64_t k = static_cast<int64_t>(b.dims.size());
-  if (k < 2 || k > 4) return std::nullopt;
+  // broadcast inputs beyond what L1 keeps whole: each tile loads its box of them
+  const bool boxed = BroadcastBytes(call.inputs, nin, N) > kBroadcastBytes;
   // the box: dims after `s` whole (product P), a chunk of `cs` of dim s
   int64_t s = k - 1, P = 1;
   while (s > 0 && P * b.dims[s] <= kTile) P *= b.dims[s--];
@@ -762,7 +788,7 @@ std::optional<Stmt> LowerBroadcastNest(const OpCall& call, const Params& p, cons
     std::vector<Buffer> whole(nin), whole_view(nin);
     std::vector<Stmt> pre;
     for (size_t i = 0; i < nin; ++i) {
-      if (shapes[i].empty() || tiled_view[i].defined()) continue;
+      if (shapes[i].empty() || tiled_view[i].defined() || boxed) continue;
       const int64_t n = std::max<int64_t>(Numel(shapes[i]), 1);
       whole[i] = Local({n}, call.inputs[i]->dtype, "W" + std::to_string(i));
       whole_view[i] = View(whole[i], b.in[i], "Wb" + std::to_string(i));
@@ -794,12 +820,27 @@ std::optional<Stmt> LowerBroadcastNest(const OpCall& call, const Params& p, cons
               lead_idx[j] = floormod(rem, I32(b.dims[j]));
               rem = floordiv(rem, I32(b.dims[j]));
             }
-            std::vector<Buffer> tl(nin);
+            std::vector<Buffer> tl(nin), bl(nin);
             std::vector<Stmt> st;
             for (size_t i = 0; i < nin; ++i) {
-              if (!tiled_view[i].defined()) continue;
-              tl[i] = Local(box, call.inputs[i]->dtype, "L" + std::to_string(i));
-              st.push_back(DmaWait(Region(tl[i], zeros, box), Region(tiled_view[i], at, ext), 0));
+              if (tiled_view[i].defined()) {
+                tl[i] = Local(box, call.inputs[i]->dtype, "L" + std::to_string(i));
+                st.push_back(DmaWait(Region(tl[i], zeros, box), Region(tiled_view[i], at, ext), 0));
+              } else if (boxed && !shapes[i].empty()) {  // its part of the tile's box
+                std::vector<PrimExpr> from;
+                std::vector<int64_t> n_from, n_box;
+                for (int64_t j = 0; j < k; ++j) {
+                  const bool along = b.in[i][j] != 1;
+                  from.push_back(!along ? I32(0) : j < s ? lead_idx[j] : j == s ? c0 : I32(0));
+                  const int64_t n = !along ? 1 : j < s ? 1 : j == s ? c : b.dims[j];
+                  n_from.push_back(n);
+                  if (j >= s) n_box.push_back(n);
+                }
+                bl[i] = Local(n_box, call.inputs[i]->dtype, "B" + std::to_string(i));
+                st.push_back(DmaWait(
+                    Region(bl[i], std::vector<PrimExpr>(n_box.size(), I32(0)), n_box),
+                    Region(View(p.in[i], b.in[i], "Xv" + std::to_string(i)), from, n_from), 0));
+              }
             }
             Buffer Ol = Local(box, odt, "Ol");
             std::function<Stmt(size_t, std::vector<PrimExpr>)> nest =
@@ -816,6 +857,11 @@ std::optional<Stmt> LowerBroadcastNest(const OpCall& call, const Params& p, cons
                   x.push_back(F32(0));
                 } else if (tl[i].defined()) {
                   x.push_back(BufferLoad(tl[i], v));
+                } else if (bl[i].defined()) {  // its box: the tile's indices where it is whole
+                  std::vector<PrimExpr> idx;
+                  for (int64_t j = s; j < k; ++j)
+                    idx.push_back(b.in[i][j] != 1 ? v[j - s] : I32(0));
+                  x.push_back(BufferLoad(bl[i], idx));
                 } else {  // the merged dims it is whole along take the tile's indices
                   std::vector<PrimExpr> idx;
                   for (int64_t j = 0; j < k; ++j) {
@@ -833,8 +879,10 @@ std::optional<Stmt> LowerBroadcastNest(const OpCall& call, const Params& p, cons
             st.push_back(nest(0, {}));
             st.push_back(DmaWait(Region(O, at, ext), Region(Ol, zeros, box), 1));
             Stmt r = Allocate(Ol, Seq(st));
-            for (size_t i = 0; i < nin; ++i)
+            for (size_t i = 0; i < nin; ++i) {
               if (tl[i].defined()) r = Allocate(tl[i], r);
+              if (bl[i].defined()) r = Allocate(bl[i], r);
+            }
             return r;
           }));
     }
@@ -1048,8 +1096,9 @@ PrimFunc LowerElementwise(const OpCall& call) {
             Stmt r = Seq(s);
             for (const Buffer& b : gelu_tmp) r = Allocate(b, r);
             if (!(is_copy && tl[0].defined())) r = Allocate(Ol, r);
-            for (size_t i = 0; i < nin; ++i)
+            for (size_t i = 0; i < nin; ++i) {
               if (tl[i].defined()) r = Allocate(tl[i], r);
+            }
             return r;
           }));
     }
@@ -1144,14 +1193,15 @@ std::string CheckElementwise(const std::string& op_type, const Map<String, Any>&
       if (s[d] != 1) out[d] = s[d];
     }
   }
-  int64_t bytes = 0;
-  for (size_t i = 0; i < nin; ++i) {
-    if (!inputs[i].defined() || inputs[i]->numel() == Numel(out)) continue;
-    bytes += inputs[i]->numel() * ((inputs[i]->dtype.bits() + 7) / 8);
+  const int64_t bytes = BroadcastBytes(inputs, nin, Numel(out));
+  if (bytes > kBroadcastBytes) {
+    std::vector<std::vector<int64_t>> shapes(nin);
+    for (size_t i = 0; i < nin; ++i)
+      if (inputs[i].defined()) shapes[i] = Padded(Shape(inputs[i]), rank);
+    if (!NestForm(op_type, out, shapes))  // (the nest loads each tile's box of them)
+      return op_type + ": broadcast inputs of " + std::to_string(bytes) + " bytes exceed the " +
+             std::to_string(kBroadcastBytes) + " bytes the strategy keeps in L1";
   }
-  if (bytes > kBroadcastBytes)
-    return op_type + ": broadcast inputs of " + std::to_string(bytes) + " bytes exceed the " +
-           std::to_string(kBroadcastBytes) + " bytes the strategy keeps in L1";
   return "";
 }
 
@@ -1160,14 +1210,13 @@ std::string CheckElementwise(const std::string& op_type, const Map<String, Any>&
 /*! \brief The output element count is only known at lowering: broadcast inputs must fit L1 there.
  */
 PrimFunc LowerElementwiseChecked(const OpCall& call) {
-  int64_t N = Numel(Shape(call.outputs[0]));
+  std::vector<int64_t> oshape = Shape(call.outputs[0]);
   size_t nin = DataInputs(call.op_type, call.inputs.size());
-  int64_t bytes = 0;
-  for (size_t i = 0; i < nin; ++i) {
-    if (!call.inputs[i].defined() || call.inputs[i]->numel() == N) continue;
-    bytes += call.inputs[i]->numel() * ((call.inputs[i]->dtype.bits() + 7) / 8);
-  }
-  if (bytes > kBroadcastBytes)
+  const int64_t bytes = BroadcastBytes(call.inputs, nin, Numel(oshape));
+  std::vector<std::vector<int64_t>> shapes(nin);
+  for (size_t i = 0; i < nin; ++i)
+    if (call.inputs[i].defined()) shapes[i] = Padded(Shape(call.inputs[i]), oshape.size());
+  if (bytes > kBroadcastBytes && !NestForm(call.op_type, oshape, shapes))
     TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): broadcast inputs of " << bytes
                                << " bytes exceed the " << kBroadcastBytes
                                << " bytes the strategy keeps in L1";

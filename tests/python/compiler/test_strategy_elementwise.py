@@ -139,6 +139,13 @@ def test_broadcast_patterns(op, a, b):
         check_op(op, {}, [rand(b, 2), rand(a, 1)], rtol=1e-6, atol=1e-6)  # the broadcast one first
 
 
+def test_broadcast_inputs_beyond_l1_load_a_box_per_tile():
+    # Swin's attention mask [nW, 1, N, N] over [nW, heads, N, N] (here 600 KiB): each tile
+    # loads its part, where the flat walk needed it whole in L1 (and the op went to the host)
+    check_op("Add", {}, [rand((64, 3, 49, 49), 1), rand((64, 1, 49, 49), 2)], rtol=1e-6, atol=1e-6)
+    check_op("Mul", {}, [rand((3, 1, 70000), 3), rand((1, 2, 1), 4)], rtol=1e-6, atol=1e-6)
+
+
 def test_per_channel_broadcast_runs_on_the_vector_engine():
     # squeeze-excite's [1, C, 1, 1] x [1, C, H, W]: one vector command per tile with a
     # stride-0 view, about as fast as the same Mul without broadcasting
@@ -228,8 +235,12 @@ def test_reasons():
     big = compiler.TensorSpec((4096, 4096), "float32")
     small = compiler.TensorSpec((1, 4096, 4096), "float32")
     assert compiler.HasStrategy("Add", {}, [big, small]) == ""
+    # broadcast inputs beyond what L1 keeps whole: the nest loads each tile's box of them;
+    # past 4 merged dimensions (the flat walk) they must fit
     row = compiler.TensorSpec((3, 1, 4096 * 32), "float32")
-    assert "exceed" in compiler.HasStrategy("Add", {}, [row, compiler.TensorSpec((1, 2, 1), "float32")])
+    assert compiler.HasStrategy("Add", {}, [row, compiler.TensorSpec((1, 2, 1), "float32")]) == ""
+    six = compiler.TensorSpec((1, 4, 1, 6, 1, 4096 * 4), "float32")
+    assert "exceed" in compiler.HasStrategy("Add", {}, [six, compiler.TensorSpec((2, 1, 3, 1, 5, 1), "float32")])
     assert "broadcast" in compiler.HasStrategy("Add", {}, [compiler.TensorSpec((3,), "float32"),
                                                            compiler.TensorSpec((4,), "float32")])
 
