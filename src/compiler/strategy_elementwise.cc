@@ -21,7 +21,9 @@
  * tiles are boxes of the merged output and the loop a nest whose broadcast reads miss
  * the loop variables they are broadcast along: one vector command with a stride-0 view
  * (LowerBroadcastNest). Beyond 4 merged dimensions the flat walk reads a broadcast input
- * through its index (a division and a remainder per element: front-end code).
+ * through its index (a division and a remainder per element: front-end code). Broadcast
+ * inputs beyond 256 KiB in all are loaded by the nest as each tile's box of them (Swin's
+ * attention mask over the heads); the flat walk refuses them.
  *
  * TC1 has no instruction for floor, sin, atan, ...: floor and ceil correct the
  * conversion to int32 (which rounds to nearest even), and the trigonometric functions
