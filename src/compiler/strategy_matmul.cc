@@ -178,15 +178,31 @@ Stmt Quantise(const Buffer& dst, const Buffer& src, int64_t rows, int64_t cols, 
   }));
 }
 
-/*! \brief The row of -zp (A's zero point) an int8 MatMul of two activations multiplies B
- * by: sum_k (a - zp) b = sum_k a b + (-zp) sum_k b, so the correction is one more mm of M = 1
- * on the matrix queue (-zp = 128, beyond int8, is refused by CheckMatMul). */
-Stmt FillZeroPointRow(const Buffer& row, int64_t zp, int64_t event) {
-  const int64_t n = row->shape[1].as<IntImmNode>()->value;
-  return Seq({Intrin("tile.dma_fill", {Region(row, {I32(0), I32(0)}, {1, n}),
-                                       F32(static_cast<double>(-zp)), I32(event)}),
-              Intrin("tile.wait", {I32(event)})});
-}
+/*! \brief The correction of A's zero point in an int8 MatMul of two activations:
+ * sum_k (a - zp) b = sum_k a b + (-zp) sum_k b, B's column sums times -zp made by the matrix
+ * engine from a [1, K] row. -zp = 128 is beyond int8: a row of 64s, multiplied twice. */
+struct ZeroPointRow {
+  int64_t value = 0;  // what the row holds
+  int passes = 1;     // mm, then mma again
+  explicit ZeroPointRow(int64_t zp) : value(-zp), passes(-zp > 127 ? 2 : 1) {
+    if (passes == 2) value = -zp / 2;
+  }
+  Stmt Fill(const Buffer& row, int64_t event) const {
+    const int64_t n = row->shape[1].as<IntImmNode>()->value;
+    return Seq({Intrin("tile.dma_fill", {Region(row, {I32(0), I32(0)}, {1, n}),
+                                         F32(static_cast<double>(value)), I32(event)}),
+                Intrin("tile.wait", {I32(event)})});
+  }
+  /*! \brief sums = (or +=, with `accumulate`) -zp times the column sums of `b` ([k, n]). */
+  Stmt Sums(const BufferRegion& sums, const Buffer& row, const BufferRegion& b, int64_t k,
+            bool accumulate) const {
+    std::vector<Stmt> s;
+    for (int i = 0; i < passes; ++i)
+      s.push_back(Intrin("tile.mm", {sums, Region(row, {I32(0), I32(0)}, {1, k}), b,
+                                     IntImm(DataType::Bool(), accumulate || i > 0 ? 1 : 0)}));
+    return Seq(s);
+  }
+};
 
 Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
   DataType f32 = DataType::Float(32);
@@ -201,7 +217,8 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
     Buffer lut_words = Local({64}, DataType::Int(32), "LutWords");
     if (!g.lut.empty()) body.push_back(FillLookupTable(lut_words, g.lut));
     Buffer zp_row = Local({1, std::max<int64_t>(std::min(g.K, kTK), 1)}, DataType::Int(8), "ZpRow");
-    if (a_zp) body.push_back(FillZeroPointRow(zp_row, g.zp, 0));
+    const ZeroPointRow zpr(g.zp);
+    if (a_zp) body.push_back(zpr.Fill(zp_row, 0));
     for (auto [mcount, tm] : Segments(g.M, kTM)) {
       for (auto [ncount, tn] : Segments(g.N, kTN)) {
         int64_t mbase_seg = tm == kTM ? 0 : (g.M / kTM) * kTM;
@@ -306,10 +323,8 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
               }
               Stmt zp_sums;
               if (a_zp)
-                zp_sums = Intrin("tile.mm", {Region(Zs, {I32(0), I32(0)}, {1, tn}),
-                                             Region(zp_row, {I32(0), I32(0)}, {1, tk}),
-                                             Region(Bl, {I32(0), I32(0)}, {tk, tn}),
-                                             IntImm(DataType::Bool(), accumulate ? 1 : 0)});
+                zp_sums = zpr.Sums(Region(Zs, {I32(0), I32(0)}, {1, tn}), zp_row,
+                                   Region(Bl, {I32(0), I32(0)}, {tk, tn}), tk, accumulate);
               Stmt mm;
               if (fused) {
                 const double big = std::numeric_limits<float>::max();
@@ -1609,11 +1624,10 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
       BufferRegion dst = ctx.rows_first ? Region(Yc, {m0, ob, I32(0)}, {tm, 1, D})
                                         : Region(Yc, {ob, m0, I32(0)}, {1, tm, D});
       // (V's column sums, with V: kept for the slot's later items as V is)
-      Stmt sums = v_sums ? Intrin("tile.mm", {Region(Zc[s], {I32(0), I32(0)}, {1, D}),
-                                              Region(zp_row, {I32(0), I32(0)}, {1, N}),
-                                              Region(Vl[s], {I32(0), I32(0)}, {N, D}),
-                                              IntImm(DataType::Bool(), 0)})
-                         : Stmt();
+      Stmt sums =
+          v_sums ? ZeroPointRow(ctx.x_zp).Sums(Region(Zc[s], {I32(0), I32(0)}, {1, D}), zp_row,
+                                               Region(Vl[s], {I32(0), I32(0)}, {N, D}), N, false)
+                 : Stmt();
       return Seq(
           {when_fresh(t, v_sums ? Seq({Intrin("tile.wait", {I32(4 + s)}), sums})
                                 : Intrin("tile.wait", {I32(4 + s)})),
@@ -1626,7 +1640,7 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
            Intrin("tile.dma_copy", {dst, Region(Ys[s], {I32(0), I32(0)}, {tm, D}), I32(2 + s)})});
     };
     Stmt r = Seq(
-        {v_sums ? FillZeroPointRow(zp_row, ctx.x_zp, 6) : Evaluate(I32(0)),
+        {v_sums ? ZeroPointRow(ctx.x_zp).Fill(zp_row, 6) : Evaluate(I32(0)),
          BufferStore(turned, I32(0), {I32(0)}),
          ForEachItemThreeStage(core, call.cores, nb * mcount, &rotation, "t", load, compute, post),
          Intrin("tile.wait", {I32(2)}), Intrin("tile.wait", {I32(3)})});
@@ -1755,10 +1769,10 @@ std::string CheckSoftmaxEpilogue(const std::string& op, const Map<String, Any>& 
         vbatch != batch)
       return op + ": tc_context needs an int8 V of [.., N, D] with the scores' batch";
     const int64_t pzp = AttrInt(attrs, "tc_context.tc_x_zero_point", 0);
-    if (pzp != AttrInt(attrs, "tc_softmax.tc_y_zero_point", 0) || pzp < -127 || pzp > 127)
+    if (pzp != AttrInt(attrs, "tc_softmax.tc_y_zero_point", 0) || pzp < -128 || pzp > 127)
       return op +
              ": tc_context.tc_x_zero_point must be the probabilities' "
-             "(tc_softmax.tc_y_zero_point), in [-127, 127]";
+             "(tc_softmax.tc_y_zero_point), in [-128, 127]";
     if (!HasAttr(attrs, "tc_softmax.tc_y_scale") ||
         !(AttrFloat(attrs, "tc_context.tc_x_scale", 0) > 0) ||
         !(AttrFloat(attrs, "tc_context.tc_b_scale", 0) > 0) ||
@@ -1845,11 +1859,15 @@ std::string CheckMatMul(const std::string& op, const Map<String, Any>& attrs,
   if (why.empty()) why = CheckSoftmaxEpilogue(op, attrs, ins);
   if (!why.empty()) return why;
   const int64_t zp = AttrInt(attrs, "tc_x_zero_point", 0);
-  if (!int8 && GetMatrixPrecision(attrs).int8() && (zp < -127 || zp > 127))
-    return op +
-           ": an int8 MatMul of two activations takes A's zero point in [-127, 127] "
-           "(-zp times B's column sums is an int8 row)";
+  if (!int8 && GetMatrixPrecision(attrs).int8() && (zp < -128 || zp > 127))
+    return op + ": an int8 MatMul of two activations takes A's zero point in [-128, 127]";
   auto as = Shape(ins[0]), bs = LogicalB(attrs, Shape(ins[1]));
+  // (longer, the correction would be an int32 add on the front end after the K steps)
+  if (!int8 && GetMatrixPrecision(attrs).int8() && zp != 0 && !as.empty() && as.back() > kTK)
+    return op +
+           ": an int8 MatMul of two activations corrects A's zero point in the epilogue "
+           "of its one K step: K at most " +
+           std::to_string(kTK) + ", not " + std::to_string(as.back());
   if (int8 && (bs.size() != 2 || ins[3]->shape[0] != bs[1]))
     return op + ": int8 weights must be a 2-D [K, N] with one w_scale per column";
   if (as.empty() || bs.empty()) return op + ": scalar operands";

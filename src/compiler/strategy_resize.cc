@@ -29,6 +29,7 @@
 
 #include "kernel_util.h"
 #include "tilecore/arch/params.h"
+#include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/reflection.h"
 
 namespace tilecore {
@@ -324,9 +325,11 @@ PrimFunc LowerLinear(const OpCall& c, const Params& p) {
  * and Ch holds an output index's two weights at its two taps (their sum where the taps
  * meet at an edge), filled by the front end once per core from the same taps as
  * LowerLinear's tables; the matrix engine multiplies by the zeros exactly, so each output
- * is the same two-term sums in f32. Undefined when the dimensions exceed the matrix
- * engine's or the matrices do not fit half of L1 (LowerLinear then: a front-end gather per
- * output element).
+ * is the same two-term sums in f32 (at an edge, where the two taps meet, one term of
+ * weight 1). A non-finite input spreads further than ONNX's: 0 * inf is NaN, so an inf
+ * or NaN in a plane makes the plane's outputs NaN where ONNX keeps it to the outputs that
+ * read it. Undefined when the dimensions exceed the matrix engine's or the matrices do
+ * not fit half of L1 (LowerLinear then: a front-end gather per output element).
  */
 std::optional<PrimFunc> LowerLinearMatrix(const OpCall& c, const Params& p) {
   auto is = Shape(c.inputs[0]), os = Shape(c.outputs[0]);
@@ -341,8 +344,8 @@ std::optional<PrimFunc> LowerLinearMatrix(const OpCall& c, const Params& p) {
   int64_t P = 1;
   for (size_t d = 0; d + 2 < r; ++d) P *= is[d];
   const bool rows_kept = OH == H && sh == 1.0;
-  // f32 elements: Cw, Ch, the plane, T, and a block of `rows` output rows
-  const int64_t budget = static_cast<int64_t>(arch::tc1::kL1Bytes / 2 / 4);
+  // f32 elements: Cw, Ch, the plane, T, and a block of `rows` output rows, in half of L1
+  const int64_t budget = c.l1_bytes / 2 / 4;
   const int64_t fixed = W * OW + (rows_kept ? 0 : OH * H) + H * W + H * OW;
   const int64_t rows = rows_kept ? 0 : std::min<int64_t>(OH, (budget - fixed) / OW);
   if (fixed > budget || (!rows_kept && rows < 1)) return std::nullopt;
@@ -386,15 +389,15 @@ std::optional<PrimFunc> LowerLinearMatrix(const OpCall& c, const Params& p) {
                             Region(T, {I32(0), I32(0)}, {H, OW}), 1));
         return Seq(s);
       }
-      for (int64_t o0 = 0; o0 < OH; o0 += rows) {
-        const int64_t n = std::min(rows, OH - o0);
-        s.push_back(
-            Intrin("tile.mm",
-                   {Region(Yl, {I32(0), I32(0)}, {n, OW}), Region(Ch, {I32(o0), I32(0)}, {n, H}),
-                    Region(T, {I32(0), I32(0)}, {H, OW}), IntImm(DataType::Bool(), 0)}));
-        s.push_back(DmaWait(Region(Y, {t, I32(o0), I32(0)}, {1, n, OW}),
-                            Region(Yl, {I32(0), I32(0)}, {n, OW}), 1));
-      }
+      auto block = [&](PrimExpr o0, int64_t n) {  // output rows [o0, o0 + n)
+        return Seq({Intrin("tile.mm",
+                           {Region(Yl, {I32(0), I32(0)}, {n, OW}), Region(Ch, {o0, I32(0)}, {n, H}),
+                            Region(T, {I32(0), I32(0)}, {H, OW}), IntImm(DataType::Bool(), 0)}),
+                    DmaWait(Region(Y, {t, o0, I32(0)}, {1, n, OW}),
+                            Region(Yl, {I32(0), I32(0)}, {n, OW}), 1)});
+      };
+      s.push_back(Loop("b", OH / rows, [&](PrimExpr b) { return block(b * I32(rows), rows); }));
+      if (OH % rows) s.push_back(block(I32(OH / rows * rows), OH % rows));
       return Seq(s);
     });
     Stmt all = Allocate(Cw, Allocate(Xl, Allocate(T, Seq({Seq(pre), planes}))));
@@ -419,8 +422,16 @@ PrimFunc LowerResize(const OpCall& call) {
   if (is.back() > kMaxRow || os.back() > kMaxRow)
     TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): rows longer than " << kMaxRow
                                << " elements";
-  if (std::optional<PrimFunc> f = LowerLinearMatrix(call, p)) return *f;
-  return LowerLinear(call, p);
+  // the matrix form when it fits and the cost model finds it faster (not for a
+  // downsampling, whose rows it would all read)
+  PrimFunc rows = LowerLinear(call, p);
+  std::optional<PrimFunc> matrix = LowerLinearMatrix(call, p);
+  if (!matrix) return rows;
+  const int cores = static_cast<int>(call.cores);
+  return EstimateStrategy(*matrix, call.l1_bytes, cores).cycles <
+                 EstimateStrategy(rows, call.l1_bytes, cores).cycles
+             ? *matrix
+             : rows;
 }
 
 std::string CheckResize(const std::string& op, const Map<String, Any>& attrs,

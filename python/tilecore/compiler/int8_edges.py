@@ -293,8 +293,7 @@ def fold_context(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[st
     out = []
     for nd in nodes:
         if (nd.op != "MatMul" or nd.where != "npu" or "tc_softmax" not in nd.attrs or "tc_context" in nd.attrs
-                or len(nd.outs) != 1 or "tc_softmax.tc_y_scale" not in nd.attrs
-                or int(nd.attrs.get("tc_softmax.tc_y_zero_point", 0)) < -127):
+                or len(nd.outs) != 1 or "tc_softmax.tc_y_scale" not in nd.attrs):
             continue
         p = str(nd.outs[0].name)
         rs = readers.get(p, [])

@@ -89,11 +89,11 @@ def quantise_bias(b: np.ndarray, x_scale: float, w_scale: np.ndarray | float) ->
     return np.clip(q, -(2 ** 31), 2 ** 31 - 1).astype(np.int32)
 
 
-def activation_scale(threshold: float, unsigned: bool = False, steps: int = 2 * QMAX + 1) -> float:
+def activation_scale(threshold: float, unsigned: bool = False) -> float:
     """The per-tensor scale of an activation of symmetric threshold ``threshold`` (over
-    ``steps`` steps, 255 unless said, for a value that is >= 0 by construction)."""
+    255 steps for a value that is >= 0 by construction)."""
     t = float(threshold)
-    return float(np.float32(t / (steps if unsigned else QMAX))) if t > 0 else 1.0
+    return float(np.float32(t / (2 * QMAX + 1 if unsigned else QMAX))) if t > 0 else 1.0
 
 
 def thresholds_of(calib: Any) -> dict[str, float] | None:
@@ -289,13 +289,10 @@ def _to_int8(nd, info, thresholds, fresh, nonnegative=frozenset(), mean=None, co
         why = degenerate_range(n, thresholds[n])
         if why:
             return why
+    # (a MatMul of two activations: the kernel corrects the zero point with B's column sums)
     unsigned = names[0] in nonnegative
-    if unsigned and len(names) == 2:
-        # B is an activation: the kernel corrects the zero point with -zp times B's column
-        # sums, an int8 row, so -zp is 127 (254 steps)
-        x_scale, zp = activation_scale(thresholds[names[0]], unsigned, steps=2 * QMAX), -QMAX
-    else:
-        x_scale, zp = activation_scale(thresholds[names[0]], unsigned), -128 if unsigned else 0
+    x_scale = activation_scale(thresholds[names[0]], unsigned)
+    zp = -128 if unsigned else 0
     attrs = dict(nd.attrs)
     attrs.update(tc_precision="int8", tc_x_scale=x_scale)
     if zp:
@@ -449,6 +446,13 @@ def assign(nodes: Sequence[Any], info: dict[str, Any], precision: str, qtable: M
         if not why:
             nd.in_specs = [None if v is None else TensorSpec(*info[str(v.name)]) for v in nd.ins]
             why = str(HasStrategy(nd.op, nd.attrs, nd.in_specs))
+            if why and nd.attrs.get("tc_b_scale") and nd.attrs.get("tc_x_zero_point"):
+                # A's zero point has limits (docs/precision.md): A symmetric then
+                a = str(nd.ins[0].name)
+                symmetric = {k: v for k, v in nd.attrs.items() if k != "tc_x_zero_point"}
+                symmetric["tc_x_scale"] = activation_scale(thresholds[a])
+                if not str(HasStrategy(nd.op, symmetric, nd.in_specs)):
+                    nd.attrs, why = symmetric, ""
         if why:
             nd.attrs, nd.ins, nd.in_specs = saved
             fallbacks.append({"node": nd.name, "op_type": nd.op, "asked": want, "reason": why})

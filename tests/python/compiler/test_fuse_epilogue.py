@@ -826,16 +826,15 @@ def test_tc_context_is_checked():
     assert "int8 V" in compiler.HasStrategy("MatMul", sm, [a, b, compiler.TensorSpec((1, 2, 32, 16), "int8")])
     assert "int8 V" in compiler.HasStrategy("MatMul", sm, [a, b, compiler.TensorSpec((1, 3, 64, 16), "int8")])
     # the probabilities' zero point: the Softmax's, and -zp an int8 (V's column sums times it)
-    zp = {"tc_softmax.tc_y_zero_point": -127, "tc_context.tc_x_zero_point": -127}
+    zp = {"tc_softmax.tc_y_zero_point": -128, "tc_context.tc_x_zero_point": -128}
     assert compiler.HasStrategy("MatMul", dict(sm, **zp), [a, b, v]) == ""
     assert "must be the probabilities'" in compiler.HasStrategy(
         "MatMul", dict(sm, **{"tc_context.tc_x_zero_point": 3}), [a, b, v])
-    assert "must be the probabilities'" in compiler.HasStrategy(
-        "MatMul", dict(sm, **{"tc_softmax.tc_y_zero_point": -128, "tc_context.tc_x_zero_point": -128}), [a, b, v])
     assert "int8 probabilities" in compiler.HasStrategy(
         "MatMul", {k: x for k, x in sm.items() if k != "tc_softmax.tc_y_scale"}, [a, b, v])
     assert "scores take an A of zero point 0" in compiler.HasStrategy(
-        "MatMul", dict(sm, tc_x_zero_point=-127), [a, b, v])
+        "MatMul", dict(sm, tc_x_zero_point=-128), [a, b, v])
     two = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_b_scale": 0.1}
-    assert compiler.HasStrategy("MatMul", dict(two, tc_x_zero_point=-127), [a, b]) == ""
-    assert "zero point in [-127, 127]" in compiler.HasStrategy("MatMul", dict(two, tc_x_zero_point=-128), [a, b])
+    assert compiler.HasStrategy("MatMul", dict(two, tc_x_zero_point=-128), [a, b]) == ""
+    long_k = [compiler.TensorSpec((1, 2, 64, 300), "int8"), compiler.TensorSpec((1, 2, 300, 64), "int8")]
+    assert "K at most 256, not 300" in compiler.HasStrategy("MatMul", dict(two, tc_x_zero_point=-128), long_k)
