@@ -21,7 +21,7 @@ does not compile is listed with the reason.
 With --precision (a comma list) each model is compiled in each precision with --calib
 calibration samples (zoo.sample_inputs seed 0: int8 thresholds by min/max, and the bias
 correction of every narrow precision). The cosine is then the lowest over --eval other
-samples (seed 1); "fb" counts the matrix nodes kept in f32 (depthwise Convs).
+samples (seed 1); "fb" counts the matrix nodes kept in f32 (a strategy refusing the precision).
 
 --auto-mixed says how the mixed precision is chosen: `gate` (the default) compiles each
 model and precision that has an accuracy gate in docs/precision.md (GATES below) a second

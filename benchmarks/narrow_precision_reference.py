@@ -5,7 +5,7 @@ ONNX Runtime with the narrow operands emulated in the graph, next to tilecore's 
         [--models resnet50,mobilenet_v2] [--precision bf16,f16] [--eval 8] [--no-tilecore] [--keep-f32 NODES]
 
 The emulation is what TC1 computes in f16/bf16 (docs/precision.md): BatchNormalization
-folded into the Conv before it (f64, then f32), the weights of every Conv (not depthwise),
+folded into the Conv before it (f64, then f32), the weights of every Conv (depthwise too),
 MatMul and Gemm rounded to the narrow type (nearest even, ml_dtypes), the data inputs of
 those ops rounded by an ONNX Cast to the narrow type and back (ONNX Runtime's Cast rounds
 to nearest even), everything computed in f32 by ONNX Runtime with its graph optimisations
@@ -79,11 +79,6 @@ def emulate(model, precision, keep_f32=()):
     for nd in g.node:
         op = nd.op_type
         narrow = op in ("Conv", "MatMul", "Gemm", "ConvTranspose") and nd.name not in keep_f32
-        if narrow and op == "Conv":
-            w = inits.get(nd.input[1])
-            group = next((a.i for a in nd.attribute if a.name == "group"), 1)
-            if w is not None and group > 1 and group == w.dims[0] and w.dims[1] == 1:
-                narrow = False  # depthwise: the vector engine, f32
         if narrow:
             for pos in (0, 1):
                 name = nd.input[pos]

@@ -212,6 +212,22 @@ inline Stmt Nest(const std::vector<int64_t>& dims,
   return nest(0, {});
 }
 
+/*!
+ * \brief Nest(dims, body) whose integer arithmetic the caller has bounded: its outer loop
+ * carries `tile_no_overflow` = `why` (emit_tile_intrinsics.h), so an integer add, multiply
+ * or sum becomes a vector command although the engine saturates where the IR wraps.
+ */
+inline Stmt BoundedNest(const std::vector<int64_t>& dims,
+                        const std::function<Stmt(const Array<PrimExpr>&)>& body,
+                        const std::string& why) {
+  Stmt s = Nest(dims, body);
+  const auto* f = s.as<ForNode>();
+  if (f == nullptr) return s;
+  Map<String, Any> ann = f->annotations;
+  ann.Set(String("tile_no_overflow"), String(why));
+  return For(f->loop_var, f->min, f->extent, f->kind, f->body, ann, f->span);
+}
+
 /*! \brief dst[i] = src[i] over the non-unit dims of `dims` (views from StridedView). */
 inline Stmt CopyNest(const Buffer& dst, const Buffer& src, const std::vector<int64_t>& dims) {
   return Nest(dims,

@@ -153,20 +153,48 @@ std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
  * \brief Depthwise Conv (one input and one output channel per group) on the vector
  * engine: a matrix product per channel would use one row of the matrix engine. Tiles
  * of cc channels x r rows x tw columns; per tile the input patch is DMAed in as for the
- * implicit GEMM, and each kernel tap is a vec_mul of a strided view of the patch by the
- * tap's weight per channel (a stride-0 view), accumulated with vec_add.
+ * implicit GEMM, and each kernel tap is a multiply of a strided view of the patch by the
+ * tap's weight per channel (a stride-0 view), accumulated with an add, in tap order
+ * (kh, then kw: the matrix engine's k order).
+ *
+ * Precisions (docs/precision.md): f32 as it is. f16/bf16: the patch and the weights are
+ * rounded to the narrow type (the DMA converts) and widened to f32 in L1, so the products
+ * are exact and the sums f32, as on the matrix engine. int8: the patch is int8 (DMAed so
+ * from an int8 producer, padding the zero point, or quantised on load like the implicit
+ * GEMM's), widened to i32 with the int8 weights, and the taps accumulate in i32 (exact:
+ * at most 256 taps of |255 x 128|); the int32 bias (it holds the zero point's correction)
+ * is added, then the GEMM's epilogue follows: f32(acc), times f32(w_scale[c] * x_scale),
+ * the residual (an int8 one in its units), the activation, and an int8 output quantised as
+ * its readers would on load. The same operations in the same order as the matrix engine's
+ * epilogue: the same bits.
  */
 PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) {
-  DataType f32 = DataType::Float(32);
+  DataType f32 = DataType::Float(32), i32 = DataType::Int(32), i8 = DataType::Int(8);
+  const MatrixPrecision mp = GetMatrixPrecision(call.attrs);
+  const bool q = mp.int8();
+  const bool x_i8 = q && call.inputs[0]->dtype == i8, qx = q && !x_i8;
+  const bool y_i8 = q && call.outputs[0]->dtype == i8;
+  if (call.outputs[0]->dtype == i8 && !(y_i8 && HasAttr(call.attrs, "tc_y_scale")))
+    TILECORE_THROW(ValueError) << "Conv: an int8 output needs tc_precision int8 and tc_y_scale";
+  const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
+  const double x_inv = q ? InverseScale(x_scale) : 1.0;
+  const int64_t zp = AttrInt(call.attrs, "tc_x_zero_point", 0);
+  const double y_inv = y_i8 ? InverseScale(AttrFloat(call.attrs, "tc_y_scale", 1.0)) : 1.0;
+  const int64_t y_zp = AttrInt(call.attrs, "tc_y_zero_point", 0);
+  const DataType acc_t = q ? i32 : f32;  // what the taps accumulate in
   int64_t KK = g.KH * g.KW;
   Buffer X = View(p.in[0], {g.N, g.C, g.H, g.W}, "X");
   Buffer Wv = View(p.in[1], {g.C, KK}, "Wdw");
   bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
   Buffer Bv = has_bias ? View(p.in[2], {g.C, 1}, "Bias") : Buffer();
+  Buffer Sv = q ? View(p.in[3], {g.C, 1}, "WScale") : Buffer();
   Buffer Y = View(p.out[0], {g.N, g.C, g.OH, g.OW}, "Y");
   const FusedEpilogue ep = GetFusedEpilogue(call.attrs, call.inputs.size());
   Buffer Rv =
       ep.residual >= 0 ? View(p.in[ep.residual], {g.N, g.C, g.OH, g.OW}, "Residual") : Buffer();
+  const bool r_i8 = ep.residual >= 0 && call.inputs[ep.residual]->dtype == i8;
+  const ResidualUnits ru = GetResidualUnits(call.attrs, ep, y_i8);
+  const double s_factor = r_i8 ? ru.x_factor : static_cast<float>(x_scale);
   constexpr int64_t kElems = 8192, kPatch = 49152;  // 32 KiB output tile, 192 KiB patch
   auto rin = [&](int64_t r) { return (r - 1) * g.sh + (g.KH - 1) * g.dh + 1; };
   auto win = [&](int64_t tw) { return (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1; };
@@ -183,6 +211,9 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
     else
       R = (R + 1) / 2;
   }
+  // the patch as loaded: f32, the narrow type (converted by the DMA) or int8
+  const DataType load_t = q ? (x_i8 ? i8 : f32) : mp.operand;
+  const DataType wload_t = q ? i8 : mp.operand;
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> groups;
@@ -202,29 +233,55 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
                 PrimExpr ri = floormod(floordiv(t, I32(ccount)), I32(rcount));
                 PrimExpr n = floordiv(t, I32(ccount * rcount));
                 PrimExpr c0 = I32(cbase) + ci * I32(CC), oh0 = I32(rbase) + ri * I32(R);
-                Buffer Xp = Local({cc, rn, wn}, f32, "Xp");
-                Buffer Wl = Local({cc, KK}, f32, "Wl");
-                Buffer O = Local({cc, r, tw}, f32, "O");
-                Buffer T = Local({cc, r, tw}, f32, "T");
-                std::vector<int64_t> dims{cc, r, tw};
+                const std::vector<int64_t> pdims{cc, rn, wn}, dims{cc, r, tw};
+                auto over_patch = [&](const auto& f) { return Nest(pdims, f); };
+                auto over = [&](const auto& f) { return Nest(dims, f); };
+                // the int8 taps: |x| <= 128 and |w| <= 128, at most 256 taps, so |acc| <= 2^22;
+                // the quantiser keeps the int32 bias within 2^31 - 2^23 (precision.py): no sum
+                // leaves the i32 range, where the vector engine saturates and the IR wraps
+                auto over_acc = [&](const auto& f) {
+                  return q ? BoundedNest(dims, f, "int8 depthwise taps: |acc + bias| < 2^31")
+                           : Nest(dims, f);
+                };
+                // views indexed as the nests index them (unit dims dropped)
+                auto pv = [&](const Buffer& b) {
+                  return StridedView(b, pdims, {rn * wn, wn, 1}, 0, b->name + "v");
+                };
+                auto ov = [&](const Buffer& b) {
+                  return StridedView(b, dims, {r * tw, tw, 1}, 0, b->name + "v");
+                };
+                Buffer Xl = Local(pdims, load_t, "Xl");  // as loaded
+                Buffer Xq = qx ? Local(pdims, i8, "Xq") : Buffer();
+                Buffer Xp = load_t == acc_t ? Xl : Local(pdims, acc_t, "Xp");  // widened
+                Buffer Wl = Local({cc, KK}, wload_t, "Wl");
+                Buffer Wp = wload_t == acc_t ? Wl : Local({cc, KK}, acc_t, "Wp");
+                Buffer O = Local(dims, acc_t, "O");
+                Buffer T = Local(dims, acc_t, "T");
+                Buffer Of = q ? Local(dims, f32, "Of") : O;  // the f32 result
+                std::vector<Buffer> scratch{Xl, Wl, O, T};
+                for (const Buffer& b : {Xq, Xp, Wp, Of})
+                  if (b.defined() && b.get() != Xl.get() && b.get() != Wl.get() &&
+                      b.get() != O.get())
+                    scratch.push_back(b);
                 std::vector<Stmt> s;
+                // padding: real zero, the zero point in an int8 patch
                 s.push_back(
-                    Intrin("tile.dma_fill",
-                           {Region(Xp, {I32(0), I32(0), I32(0)}, {cc, rn, wn}), F32(0), I32(0)}));
+                    Intrin("tile.dma_fill", {Region(Xl, {I32(0), I32(0), I32(0)}, pdims),
+                                             F32(x_i8 ? static_cast<double>(zp) : 0.0), I32(0)}));
                 s.push_back(Intrin("tile.wait", {I32(0)}));
                 if (vhi > vlo) {
                   // one DMA of the whole block when no padding row is in it
                   PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
                   Stmt block =
                       Intrin("tile.dma_copy",
-                             {Region(Xp, {I32(0), I32(0), I32(vlo - iw0)}, {cc, rn, vhi - vlo}),
+                             {Region(Xl, {I32(0), I32(0), I32(vlo - iw0)}, {cc, rn, vhi - vlo}),
                               Region(X, {n, c0, ih0, I32(vlo)}, {1, cc, rn, vhi - vlo}), I32(0)});
                   Stmt rows = Loop("rr", rn, [&](PrimExpr rr) {
                     PrimExpr ih = ih0 + rr;
                     return IfThenElse(
                         ih >= I32(0) && ih < I32(g.H),
                         Intrin("tile.dma_copy",
-                               {Region(Xp, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
+                               {Region(Xl, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
                                 Region(X, {n, c0, ih, I32(vlo)}, {1, cc, 1, vhi - vlo}), I32(0)}));
                   });
                   // the first and the last row tile: their valid rows are known here, so
@@ -236,7 +293,7 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
                     if (hi <= lo) return Evaluate(I32(0));
                     return Intrin(
                         "tile.dma_copy",
-                        {Region(Xp, {I32(0), I32(lo - top), I32(vlo - iw0)},
+                        {Region(Xl, {I32(0), I32(lo - top), I32(vlo - iw0)},
                                 {cc, hi - lo, vhi - vlo}),
                          Region(X, {n, c0, I32(lo), I32(vlo)}, {1, cc, hi - lo, vhi - vlo}),
                          I32(0)});
@@ -252,47 +309,105 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
                 }
                 s.push_back(DmaWait(Region(Wl, {I32(0), I32(0)}, {cc, KK}),
                                     Region(Wv, {c0, I32(0)}, {cc, KK}), 0));
+                if (qx)  // quantised as the implicit GEMM does on load (padding: 0 -> zp)
+                  for (const Stmt& x : QuantiseSteps(pv(Xq), pv(Xl), x_inv, zp, over_patch))
+                    s.push_back(x);
+                const Buffer& narrow_x = qx ? Xq : Xl;
+                if (Xp.get() != Xl.get())
+                  s.push_back(over_patch([&](const Array<PrimExpr>& i) {
+                    return BufferStore(pv(Xp), Cast(acc_t, BufferLoad(pv(narrow_x), i)), i);
+                  }));
+                if (Wp.get() != Wl.get())
+                  s.push_back(Nest({cc, KK}, [&](const Array<PrimExpr>& i) {
+                    auto wv = [&](const Buffer& b) {
+                      return StridedView(b, {cc, KK}, {KK, 1}, 0, b->name + "v");
+                    };
+                    return BufferStore(wv(Wp), Cast(acc_t, BufferLoad(wv(Wl), i)), i);
+                  }));
                 Buffer Ov = StridedView(O, dims, {r * tw, tw, 1}, 0, "Ov");
                 Buffer Tv = StridedView(T, dims, {r * tw, tw, 1}, 0, "Tv");
                 for (int64_t kh = 0; kh < g.KH; ++kh) {
                   for (int64_t kw = 0; kw < g.KW; ++kw) {
                     Buffer tap = StridedView(Xp, dims, {rn * wn, g.sh * wn, g.sw},
                                              kh * g.dh * wn + kw * g.dw, "Tap");
-                    Buffer wt = StridedView(Wl, dims, {KK, 0, 0}, kh * g.KW + kw, "Wtap");
+                    Buffer wt = StridedView(Wp, dims, {KK, 0, 0}, kh * g.KW + kw, "Wtap");
                     bool first = kh == 0 && kw == 0;
                     const Buffer& dst = first ? Ov : Tv;
-                    s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
+                    s.push_back(over_acc([&](const Array<PrimExpr>& i) {
                       return BufferStore(dst, BufferLoad(tap, i) * BufferLoad(wt, i), i);
                     }));
                     if (!first) {
-                      s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
+                      s.push_back(over_acc([&](const Array<PrimExpr>& i) {
                         return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(Tv, i), i);
                       }));
                     }
                   }
                 }
-                Buffer Bl = Local({cc, 1}, f32, "Bl");
-                if (has_bias) {
+                Buffer Bl = Local({cc, 1}, acc_t, "Bl");
+                if (has_bias) {  // the f32 bias, or the int32 one (before the dequantisation)
                   Buffer bv = StridedView(Bl, dims, {1, 0, 0}, 0, "Bb");
                   s.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {cc, 1}),
                                       Region(Bv, {c0, I32(0)}, {cc, 1}), 0));
-                  s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
+                  s.push_back(over_acc([&](const Array<PrimExpr>& i) {
                     return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(bv, i), i);
                   }));
                 }
-                if (ep.residual >= 0) {  // the residual into T (free now), added
-                  s.push_back(DmaWait(Region(T, {I32(0), I32(0), I32(0)}, {cc, r, tw}),
-                                      Region(Rv, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}), 0));
-                  s.push_back(Nest(dims, [&](const Array<PrimExpr>& i) {
-                    return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(Tv, i), i);
+                Buffer Sl = Local({cc, 1}, f32, "Sl");
+                Buffer Ofv = StridedView(Of, dims, {r * tw, tw, 1}, 0, "Ofv");
+                if (q) {  // dequantise: f32(acc) * f32(w_scale[c] * x_scale (or x_factor))
+                  s.push_back(DmaWait(Region(Sl, {I32(0), I32(0)}, {cc, 1}),
+                                      Region(Sv, {c0, I32(0)}, {cc, 1}), 0));
+                  Buffer slv = StridedView(Sl, {cc}, {1}, 0, "Slv");
+                  s.push_back(Nest({cc}, [&](const Array<PrimExpr>& i) {
+                    return BufferStore(slv, BufferLoad(slv, i) * F32(s_factor), i);
+                  }));
+                  s.push_back(over([&](const Array<PrimExpr>& i) {
+                    return BufferStore(Ofv, Cast(f32, BufferLoad(Ov, i)), i);
+                  }));
+                  Buffer sv = StridedView(Sl, dims, {1, 0, 0}, 0, "Sb");
+                  s.push_back(over([&](const Array<PrimExpr>& i) {
+                    return BufferStore(Ofv, BufferLoad(Ofv, i) * BufferLoad(sv, i), i);
                   }));
                 }
-                s.push_back(
-                    ApplyActivation(ep, Ov, [&](const auto& body) { return Nest(dims, body); }));
+                // the residual into a tile of its own dtype, added (an int8 one in its units)
+                Buffer Rl = ep.residual >= 0 ? Local(dims, call.inputs[ep.residual]->dtype, "Rl")
+                                             : Buffer();
+                if (ep.residual >= 0) {
+                  s.push_back(DmaWait(Region(Rl, {I32(0), I32(0), I32(0)}, dims),
+                                      Region(Rv, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}), 0));
+                  if (r_i8) {
+                    Buffer rf = Local(dims, f32, "Rf");
+                    scratch.push_back(rf);
+                    for (const Stmt& x : AddResidualInUnits(ru, Ofv, ov(Rl), ov(rf), over))
+                      s.push_back(x);
+                  } else {
+                    s.push_back(over([&](const Array<PrimExpr>& i) {
+                      return BufferStore(Ofv, BufferLoad(Ofv, i) + BufferLoad(ov(Rl), i), i);
+                    }));
+                  }
+                }
+                if (!r_i8)
+                  s.push_back(ApplyActivation(y_i8 ? WithoutSaturatedBounds(ep, y_inv, y_zp) : ep,
+                                              Ofv, over));
+                if (r_i8 && !y_i8)  // from the residual's units
+                  s.push_back(over([&](const Array<PrimExpr>& i) {
+                    return BufferStore(Ofv, BufferLoad(Ofv, i) * F32(ru.out_scale), i);
+                  }));
+                Buffer Yq = y_i8 ? Local(dims, i8, "Yq") : Buffer();
+                if (y_i8) {  // quantised as the readers would on load
+                  for (const Stmt& x :
+                       QuantiseSteps(ov(Yq), Ofv, r_i8 ? ru.out_scale : y_inv, y_zp, over))
+                    s.push_back(x);
+                  scratch.push_back(Yq);
+                }
                 s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}),
-                                    Region(O, {I32(0), I32(0), I32(0)}, {cc, r, tw}), 1));
-                Stmt tile = has_bias ? Allocate(Bl, Seq(s)) : Seq(s);
-                return Allocate(Xp, Allocate(Wl, Allocate(O, Allocate(T, tile))));
+                                    Region(y_i8 ? Yq : Of, {I32(0), I32(0), I32(0)}, dims), 1));
+                Stmt tile = Seq(s);
+                if (has_bias) tile = Allocate(Bl, tile);
+                if (q) tile = Allocate(Sl, tile);
+                if (ep.residual >= 0) tile = Allocate(Rl, tile);
+                for (const Buffer& b : scratch) tile = Allocate(b, tile);
+                return tile;
               }));
         }
       }
@@ -1413,8 +1528,6 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
     auto v = attrs.Get(String(knob))->try_cast<int64_t>();
     if (!v || (*v != 0 && *v != 1)) return std::string("Conv: ") + knob + " must be 0 or 1";
   }
-  if (g.G > 1 && g.Cg == 1 && g.Mg == 1 && GetMatrixPrecision(attrs).name != "f32")
-    return "Conv: a depthwise Conv runs on the vector engine in f32 only";
   return "";
 }
 

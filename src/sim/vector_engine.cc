@@ -64,50 +64,88 @@ double fmin_nan(double a, double b) {
   return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b);
 }
 
-/// f32 fast path for the commonest commands: typed loads and float arithmetic,
-/// which for + - * / min max gives exactly the double-then-round result the
-/// specification asks for (double rounding is innocuous for these operations).
-template <typename F>
-void f32_binary(const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, F f) {
+/// Fast path for the commonest commands over one element type T (f32, i32): typed loads
+/// and arithmetic. For f32, + - * / min max give exactly the double-then-round result the
+/// specification asks for (double rounding is innocuous for these operations); for i32 the
+/// operations compute in 64 bits and saturate, as the generic path does.
+template <typename T, typename F>
+void typed_binary(const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, F f) {
+  constexpr int64_t es = sizeof(T);
   if (w.d[3] == 1 && w.a[3] == 1 && (w.b[3] == 1 || w.b[3] == 0)) {
     // Unit-stride rows (b contiguous or broadcast): a loop the compiler vectorises,
-    // the same float operation per element as below.
+    // the same operation per element as below.
     const int64_t n = w.shape[3];
     const bool bcast = w.b[3] == 0;
     Walk outer = w;
     outer.shape[3] = 1;
     for_each(outer, [&](int64_t od, int64_t oa, int64_t ob) {
-      uint8_t* d = D + od * 4;
-      const uint8_t* a = A + oa * 4;
-      const uint8_t* b = B + ob * 4;
+      uint8_t* d = D + od * es;
+      const uint8_t* a = A + oa * es;
+      const uint8_t* b = B + ob * es;
       if (bcast) {
-        float y;
-        std::memcpy(&y, b, 4);
+        T y;
+        std::memcpy(&y, b, es);
         for (int64_t k = 0; k < n; ++k) {
-          float x;
-          std::memcpy(&x, a + k * 4, 4);
-          float r = f(x, y);
-          std::memcpy(d + k * 4, &r, 4);
+          T x;
+          std::memcpy(&x, a + k * es, es);
+          T r = f(x, y);
+          std::memcpy(d + k * es, &r, es);
         }
       } else {
         for (int64_t k = 0; k < n; ++k) {
-          float x, y;
-          std::memcpy(&x, a + k * 4, 4);
-          std::memcpy(&y, b + k * 4, 4);
-          float r = f(x, y);
-          std::memcpy(d + k * 4, &r, 4);
+          T x, y;
+          std::memcpy(&x, a + k * es, es);
+          std::memcpy(&y, b + k * es, es);
+          T r = f(x, y);
+          std::memcpy(d + k * es, &r, es);
         }
       }
     });
     return;
   }
   for_each(w, [&](int64_t od, int64_t oa, int64_t ob) {
-    float x, y;
-    std::memcpy(&x, A + oa * 4, 4);
-    std::memcpy(&y, B + ob * 4, 4);
-    float r = f(x, y);
-    std::memcpy(D + od * 4, &r, 4);
+    T x, y;
+    std::memcpy(&x, A + oa * es, es);
+    std::memcpy(&y, B + ob * es, es);
+    T r = f(x, y);
+    std::memcpy(D + od * es, &r, es);
   });
+}
+
+template <typename F>
+void f32_binary(const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, F f) {
+  typed_binary<float>(w, D, A, B, f);
+}
+
+/// i32 results saturate (the exact 64-bit value clamped into the dtype).
+inline int32_t sat_i32(int64_t x) {
+  return int32_t(x < INT32_MIN ? INT32_MIN : x > INT32_MAX ? INT32_MAX : x);
+}
+
+/// Runs an i32 add, subtract, multiply, min or max on the fast path; false if not covered.
+bool i32_fast(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B) {
+  switch (op) {
+    case Opcode::Tadd:
+      typed_binary<int32_t>(w, D, A, B,
+                            [](int32_t x, int32_t y) { return sat_i32(int64_t(x) + y); });
+      return true;
+    case Opcode::Tsub:
+      typed_binary<int32_t>(w, D, A, B,
+                            [](int32_t x, int32_t y) { return sat_i32(int64_t(x) - y); });
+      return true;
+    case Opcode::Tmul:
+      typed_binary<int32_t>(w, D, A, B,
+                            [](int32_t x, int32_t y) { return sat_i32(int64_t(x) * y); });
+      return true;
+    case Opcode::Tmax:
+      typed_binary<int32_t>(w, D, A, B, [](int32_t x, int32_t y) { return x > y ? x : y; });
+      return true;
+    case Opcode::Tmin:
+      typed_binary<int32_t>(w, D, A, B, [](int32_t x, int32_t y) { return x < y ? x : y; });
+      return true;
+    default:
+      return false;
+  }
 }
 
 // Lambdas (not function pointers) so the row loops inline and vectorise them.
@@ -240,6 +278,7 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
   auto st_i = [&](int64_t off, int64_t x) { arch::store_from_int(dt, x, D + off * es); };
 
   if (dt == DType::F32 && f32_fast(op, w, D, A, B, v.scalar)) return;
+  if (dt == DType::I32 && i32_fast(op, w, D, A, B)) return;
 
   switch (op) {
     case Opcode::Tadd:
@@ -398,6 +437,11 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
                      : f >= 127.0f  ? 127
                                     : int8_t(std::nearbyint(f));
           std::memcpy(D + od, &q, 1);
+        });
+      } else if (st == DType::I8 && dt == DType::I32) {  // widening: exact
+        for_each(w, [&](int64_t od, int64_t oa, int64_t) {
+          int32_t x = int8_t(A[oa]);
+          std::memcpy(D + od * 4, &x, 4);
         });
       } else if (st == DType::I32 && dt == DType::F32) {
         for_each(w, [&](int64_t od, int64_t oa, int64_t) {

@@ -523,6 +523,14 @@ class Matcher {
 
 bool HasPragma(const ForNode* f) { return f->annotations.Get("pragma_tile").has_value(); }
 
+/*! \brief Whether a loop of the chain carries `tile_no_overflow`: its lowering bounded the
+ *  integer operands, so saturating and wrapping arithmetic agree there. */
+bool NoOverflow(const std::vector<const ForNode*>& chain) {
+  for (const ForNode* f : chain)
+    if (f->annotations.Get("tile_no_overflow").has_value()) return true;
+  return false;
+}
+
 class NestEmitter : public IRMutator {
  public:
   explicit NestEmitter(bool allow_saturation) : allow_sat_(allow_saturation) {}
@@ -599,7 +607,7 @@ class NestEmitter : public IRMutator {
           *reason = "a loop extent is not constant, or a loop's bounds depend on another loop";
         continue;
       }
-      Matcher m(loops, allow_sat_, &an_);
+      Matcher m(loops, allow_sat_ || NoOverflow(chain), &an_);
       try {
         Stmt cmd = m.Match(body);
         std::string shape;
@@ -636,7 +644,7 @@ class NestEmitter : public IRMutator {
     }
     std::vector<Loop> loops;
     for (const ForNode* f : chain) loops.push_back(Loop{f->loop_var, f->min, 0});
-    Matcher m(loops, allow_sat_, &an_);
+    Matcher m(loops, allow_sat_ || NoOverflow(chain), &an_);
     std::unordered_map<const VarNode*, Array<PrimExpr>> written;
     for (const BufferStoreNode* st : stores) written.emplace(st->buffer->data.get(), st->indices);
     try {

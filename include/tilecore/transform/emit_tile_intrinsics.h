@@ -29,7 +29,10 @@
  *      how the codegen reads them); unmatched nests unchanged.
  * Exactness: only exact rewrites. TC1's vector engine saturates integer add, sub,
  *      mul and sums where the IR wraps, so those are emitted only when the
- *      PassContext option "transform.EmitTileIntrinsics.allow_saturation" is true;
+ *      PassContext option "transform.EmitTileIntrinsics.allow_saturation" is true
+ *      or a loop of the nest carries the annotation "tile_no_overflow" (its value:
+ *      why no value leaves the dtype's range; the lowering that makes the nest
+ *      bounds its operands, as the depthwise Conv's int8 taps);
  *      scalar operands must be constants exact in f32 (the descriptor's field).
  * Report: PrimFunc attrs "tile_emit_counts" (intrinsic -> count) and
  *      "tile_emit_report" (one line per nest: what matched, or why not).

@@ -11,8 +11,8 @@ rewriting its attributes and constant inputs:
   weights, an int32 bias and the per-channel ``w_scale`` as input 3.
 
 A node already in the quantised form (made by an importer from a model's own scales)
-is left as it is. A node the strategy cannot take in the asked precision (a depthwise
-Conv runs on the vector engine in f32) stays f32 and is listed in the report.
+is left as it is. A node the strategy cannot take in the asked precision (an int8
+ConvTranspose) stays f32 and is listed in the report.
 
 Thresholds are symmetric absolute maxima: ``scale = threshold / 127``. Without a
 calibration table they are the min/max over :func:`tilecore.frontend.evaluate`'s values
@@ -341,7 +341,10 @@ def _to_int8(nd, info, thresholds, fresh, nonnegative=frozenset(), mean=None, co
         if zp:  # sum_k (q - zp) w = sum_k q w - zp * sum_k w
             red = tuple(i for i in range(q.ndim) if i != axis)
             qb = qb - zp * q.astype(np.int64).sum(axis=red)
-        qb = np.clip(qb, -(2 ** 31), 2 ** 31 - 1).astype(np.int32)
+        # headroom: a depthwise Conv's taps (at most 256 of 128 x 128: 2^22) added to the
+        # bias never leave the int32 range, where the vector engine saturates and the matrix
+        # engine wraps
+        qb = np.clip(qb, -(2 ** 31 - 2 ** 23), 2 ** 31 - 2 ** 23).astype(np.int32)
         bname = str(nd.ins[2].name) if len(nd.ins) > 2 and nd.ins[2] is not None else base
         new_b = ConstantValue(fresh(bname + "/int32"), qb)
     nd.ins = [nd.ins[0], new_w, new_b, new_s]

@@ -184,6 +184,79 @@ def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, ac
     assert hazard_checked() == []
 
 
+@pytest.mark.parametrize("c,hw,k,stride,x_int8,residual,y_int8,act", [
+    (32, 28, 3, 1, True, False, True, "Clip"),     # MobileNetV2's depthwise: int8 in and out, ReLU6
+    (24, 29, 3, 2, False, False, False, "Relu"),   # strided, f32 in (quantised on load) and out
+    (40, 14, 5, 1, True, True, True, "Relu"),      # 5x5, the int8 residual in its units, int8 out
+    (37, 15, 3, 1, False, True, False, ""),        # an f32 residual; 37 channels: a remainder tile
+    (16, 20, 3, 1, True, True, False, "Clip"),     # int8 residual, f32 out
+])
+def test_depthwise_int8(c, hw, k, stride, x_int8, residual, y_int8, act, hazard_checked):
+    """A depthwise Conv in the int8 form on the vector engine (docs/precision.md): the taps
+    accumulated in i32, then the matrix epilogue's f32 steps, bit-exact against numpy; no
+    matrix command; every L1 access ordered."""
+    pad = k // 2
+    oh = (hw + 2 * pad - k) // stride + 1
+    xs, ws = (1, c, hw, hw), (c, 1, k, k)
+    x = RNG.integers(-128, 128, xs).astype(np.int8) if x_int8 else randn(*xs)
+    wq = RNG.integers(-127, 128, ws).astype(np.int8)
+    bq = RNG.integers(-2000, 2000, c).astype(np.int32)
+    w_scale = (RNG.random(c) * 0.002 + 0.0005).astype(np.float32)
+    rq = RNG.integers(-128, 128, (1, c, oh, oh)).astype(np.int8)
+    rf = randn(1, c, oh, oh)
+    sx, zx, sr, zr, sy, zy = 0.05, -3, 0.04, 5, 0.03, -7
+    attrs = {"tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx, "group": c,
+             "pads": [pad] * 4, "strides": [stride, stride]}
+    ins = [x, wq, bq, w_scale]
+    if residual:
+        attrs["tc_residual"] = 1
+        if x_int8:
+            attrs.update(tc_residual_scale=sr, tc_residual_zero_point=zr)
+        ins.append(rq if x_int8 else rf)
+    lo, hi = {"Relu": (0.0, None), "Clip": (0.0, 6.0 if not residual else 0.75)}.get(act, (None, None))
+    if act == "Relu":
+        attrs["tc_activation"] = "Relu"
+    elif act == "Clip":
+        attrs.update(tc_activation="Clip", tc_clip_min=lo, tc_clip_max=hi)
+    if y_int8:
+        attrs.update(tc_y_scale=sy, tc_y_zero_point=zy)
+    out = np.zeros((1, c, oh, oh), np.int8 if y_int8 else np.float32)
+    specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in ins]
+    assert compiler.HasStrategy("Conv", attrs, specs) == ""
+    got, = run_lowered("Conv", attrs, ins, [out])
+    st = tilecore.runtime.npu_simulator(0).stats()
+    # every pass a vector command (the integer taps too: tile_no_overflow): a scalar loop over
+    # the taps would retire an instruction per tap and output, k * k * out.size in all
+    assert all(c["mm"]["commands"] == 0 and c["vec"]["commands"] > 0 for c in st["cores"])
+    assert st["instructions"] < 2 * out.size, st["instructions"]
+    f = np.float32
+    if x_int8:
+        xq = x.astype(np.int64)
+    else:
+        inv = f(1.0 / np.float64(f(sx)))
+        xq = np.clip(np.rint((x * inv).astype(f) + f(zx)), -128, 127).astype(np.int64)
+    xp = np.pad(xq, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=zx)  # padding is the zero point
+    acc = conv_ref(xp, wq.astype(np.int64), stride=stride, group=c) + bq.reshape(1, -1, 1, 1)
+    if residual and x_int8:  # in the residual's units
+        ref = int8_residual_ref(acc, w_scale, sx, rq, sr, zr, lo, hi, *((sy, zy) if y_int8 else ()))
+        np.testing.assert_array_equal(got, ref)
+        assert hazard_checked() == []
+        return
+    y = acc.astype(f) * (w_scale * f(sx)).reshape(1, -1, 1, 1)
+    if residual:
+        y = y + rf
+    if lo is not None:
+        y = np.maximum(y, f(lo))
+    if hi is not None:
+        y = np.minimum(y, f(hi))
+    if y_int8:
+        t = y * f(1.0 / sy) + f(zy)
+        np.testing.assert_array_equal(got, np.clip(np.rint(t), -128, 127).astype(np.int8))
+    else:
+        np.testing.assert_array_equal(got, y)
+    assert hazard_checked() == []
+
+
 def test_fused_epilogue_reasons():
     x, w = compiler.TensorSpec((1, 8, 6, 6), "float32"), compiler.TensorSpec((4, 8, 1, 1), "float32")
     r = compiler.TensorSpec((1, 4, 6, 6), "float32")

@@ -55,12 +55,14 @@ def conv_model(xshape, w, b, **attrs):
     return make_model([node], [("x", list(xshape), np.float32)], ["y"], inits)
 
 
-CONVS = [  # (x shape, w shape, attrs) on the matrix engine
+CONVS = [  # (x shape, w shape, attrs) on the matrix engine, the last two on the vector engine
     ((1, 8, 10, 10), (16, 8, 3, 3), dict(pads=[1, 1, 1, 1])),
     ((2, 40, 9, 9), (24, 40, 3, 3), dict(pads=[1, 1, 1, 1], strides=[2, 2])),   # K = 360: two K chunks
     ((1, 12, 11, 11), (18, 4, 3, 3), dict(group=3, dilations=[2, 2])),          # grouped, dilated
     ((1, 16, 7, 7), (160, 16, 1, 1), {}),                                       # M = 160: two M tiles
     ((1, 8, 5, 5), (300, 8, 1, 1), {}),                                         # M = 300: three M tiles
+    ((1, 24, 13, 13), (24, 1, 3, 3), dict(group=24, pads=[1, 1, 1, 1], strides=[2, 2])),  # depthwise
+    ((2, 10, 9, 9), (10, 1, 5, 5), dict(group=10, pads=[2, 2, 2, 2], dilations=[2, 2])),  # depthwise 5x5
 ]
 
 
