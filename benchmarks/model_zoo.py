@@ -9,7 +9,8 @@ and inputs.
 torchvision, timm and transformers definitions with seeded weights; `python
 benchmarks/model_corpus.py --list` lists them). Per model: compile time (tilecore.compile, the whole driver, on one thread of this
 process), simulated cycles and MAC utilisation (against the peak of 4 cores in the
-model's precision), the share of the npu cycles in steps bound by a compute engine (mm,
+model's precision), the cycles over the sum of the npu steps' roofline bounds ("x roof":
+docs/compiler.md, "Roofline"), the share of the npu cycles in steps bound by a compute engine (mm,
 vec) and by the DMA engines (din, dout; the rest is the front end), the DDR traffic over
 its lower bound (weights + inputs + outputs moved once; runtime/model_report.py), the host
 wall time of the simulated run and ONNX Runtime's time on the same inputs (both medians of
@@ -154,6 +155,7 @@ def bench(name, runs, ort_threads, precision="f32", n_eval=1, n_calib=16, auto_m
     return {"model": name, "precision": precision, "fallback": len(report["precision"]["fallbacks"]),
             "compile_s": compile_s, "steps": report["steps"], "host_steps": report["host_steps"],
             "cycles": st["cycles"], "mac_util": st["mac_utilisation"], "sim_s": statistics.median(sim),
+            "roofline": st.get("roofline_cycles", 0.0),
             "ort_s": statistics.median(ort_t), "cosine": cos, "plain": plain_cos, "moved": moved,
             "report": mrep, "profile": profile}
 
@@ -178,7 +180,7 @@ def main():
                     help="no layer groups: a step per layer (the per-layer table then lists layers, not groups)")
     a = ap.parse_args()
     print(f"{'model':<14} {'prec':>4} {'fb':>3} {'compile s':>9} {'steps':>5} {'host':>4} {'cycles':>12} {'MAC util':>8} "
-          f"{'compute':>7} {'DMA':>5} {'DDR/LB':>6} {'sim run s':>9} {'ORT ms':>8} {'sim/ORT':>8} {'plain':>10} "
+          f"{'x roof':>6} {'compute':>7} {'DMA':>5} {'DDR/LB':>6} {'sim run s':>9} {'ORT ms':>8} {'sim/ORT':>8} {'plain':>10} "
           f"{'cosine':>10} {'wider':>5}")
     for name in a.models.split(","):
         for prec in a.precision.split(","):
@@ -192,7 +194,8 @@ def main():
             npu = max(sum(mr["bound_cycles"].values()), 1)
             share = lambda k: 100.0 * mr["bound_cycles"].get(k, 0) / npu  # noqa: E731
             print(f"{r['model']:<14} {prec:>4} {r['fallback']:>3} {r['compile_s']:>9.2f} {r['steps']:>5} "
-                  f"{r['host_steps']:>4} {r['cycles']:>12} {100 * r['mac_util']:>7.1f}% {share('compute'):>6.1f}% "
+                  f"{r['host_steps']:>4} {r['cycles']:>12} {100 * r['mac_util']:>7.1f}% "
+                  f"{r['cycles'] / r['roofline'] if r['roofline'] else float('nan'):>5.2f}x {share('compute'):>6.1f}% "
                   f"{share('dma'):>4.0f}% {mr['ddr_ratio']:>5.1f}x {r['sim_s']:>9.2f} "
                   f"{r['ort_s'] * 1e3:>8.1f} {r['sim_s'] / r['ort_s']:>7.0f}x "
                   f"{'' if r['plain'] is None else format(r['plain'], '.7f'):>10} {r['cosine']:>10.7f} "

@@ -173,6 +173,7 @@ std::map<std::string, ffi::NDArray> Executable::Run(
   uint64_t total_cycles = 0, total_macs = 0, npu_macs = 0, timeline_ns = 0;
   uint64_t ddr_r = 0, ddr_w = 0, l2_r = 0, l2_w = 0, l1_r = 0, l1_w = 0;
   double call_seconds = 0, sim_seconds = 0, host_seconds = 0;
+  double roofline_cycles = 0;  // the npu steps' roofline bounds summed (compiler/roofline.h)
   for (size_t t = 0; t < s.steps.size(); ++t) {
     const ExecStep& st = s.steps[t];
     std::optional<ffi::Function> f = s.modules[st.module].GetFunction(st.function);
@@ -280,6 +281,12 @@ std::map<std::string, ffi::NDArray> Executable::Run(
       op.Set("bytes", Any(bytes));
       op.Set("engine_busy", Any(engines));
       op.Set("bound_by", Any(ffi::String(bound)));
+      auto roof = st.debug.find("roofline");
+      if (std::optional<double> r =
+              roof == st.debug.end() ? std::nullopt : RooflineCycles(roof->second)) {
+        op.Set("roofline_cycles", Any(*r));
+        roofline_cycles += *r;
+      }
       if (!members.empty()) {
         SetMemberStats(op, members, ss);
         // each member's stretch on each core, as async slices (members may overlap)
@@ -330,6 +337,7 @@ std::map<std::string, ffi::NDArray> Executable::Run(
   st.Set("cycles", Any(int64_t(total_cycles)));
   st.Set("macs", Any(int64_t(total_macs)));
   st.Set("npu_macs", Any(int64_t(npu_macs)));
+  st.Set("roofline_cycles", Any(roofline_cycles));
   double denom = double(peak) * double(total_cycles) * double(cores);
   st.Set("mac_utilisation", Any(denom > 0 ? double(npu_macs) / denom : 0.0));
   st.Set("precision", Any(ffi::String(s.precision)));

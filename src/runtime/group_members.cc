@@ -65,6 +65,25 @@ std::optional<std::vector<sim::PcRegion>> Code(const Any& pc, int index, int cor
 
 }  // namespace
 
+std::optional<double> RooflineCycles(const Any& entry) {
+  auto obj = entry.as<JsonObject>();
+  auto v = obj ? obj->Get("cycles") : std::nullopt;
+  if (!v) return std::nullopt;
+  std::optional<double> d = v->as<double>();
+  if (!d) {
+    if (auto n = v->as<int64_t>()) d = double(*n);
+  }
+  return d && *d >= 0 ? d : std::nullopt;
+}
+
+std::optional<double> RooflineCycles(const std::string& json) {
+  try {
+    return RooflineCycles(ffi::json::Parse(json));
+  } catch (const ffi::Error&) {
+    return std::nullopt;
+  }
+}
+
 std::vector<GroupMember> ReadGroupMembers(const ExecStep& step, int cores) {
   auto entry = step.debug.find("group");
   if (entry == step.debug.end()) return {};
@@ -92,6 +111,7 @@ std::vector<GroupMember> ReadGroupMembers(const ExecStep& step, int cores) {
     if (!code) return {};
     g.node = *node, g.op = *op, g.bound_by = *bound, g.est_cycles = *est, g.macs = *macs;
     g.code = std::move(*code);
+    if (auto roof = m->Get("roofline")) g.roofline_cycles = RooflineCycles(*roof);
     out.push_back(std::move(g));
   }
   return out;
@@ -120,6 +140,7 @@ void SetMemberStats(JMap& op, const std::vector<GroupMember>& members, const sim
           Any(cycles ? (double(g.est_cycles) - double(cycles)) / double(cycles) : 0.0));
     m.Set("est_bound_by", Any(ffi::String(g.bound_by)));
     m.Set("macs", Any(g.macs));
+    if (g.roofline_cycles) m.Set("roofline_cycles", Any(*g.roofline_cycles));
     JMap busy;
     std::string bound = "sc";
     uint64_t most = 0;

@@ -8,6 +8,7 @@
 #pragma once
 #if TILECORE_ENABLE_NPU
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,14 @@ namespace tilecore::runtime {
 struct GroupMember {
   std::string node, op, bound_by;
   int64_t est_cycles = 0, macs = 0;
-  std::vector<sim::PcRegion> code;  // region = the member's index
+  std::optional<double> roofline_cycles;  // its roofline bound (compiler/roofline.h), if recorded
+  std::vector<sim::PcRegion> code;        // region = the member's index
 };
+
+/// The `cycles` of a roofline entry as the compiler records it in a step's debug info
+/// ({"cycles": N, ...}); nullopt when absent or malformed (the run then reports none).
+std::optional<double> RooflineCycles(const std::string& json);
+std::optional<double> RooflineCycles(const ffi::Any& entry);
 
 /// The members of `step` with their code on a simulator of `cores` cores; empty when the
 /// step is no layer group, or when its entry lacks a member's `pc` or holds one that is

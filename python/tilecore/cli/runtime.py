@@ -127,14 +127,14 @@ def _step_debug(exe: Any) -> dict[str, Any]:
 def _fused_rows(fused: list[tuple[str, str]], w: int, indent: str) -> list[str]:
     """A line per node the row above computes: fused into its epilogue, or merged into it
     by the graph passes (a folded BatchNormalization, the ops of a recognised Gelu)."""
-    return [f"{indent + '+ ' + name:<{w}}  {op[:16]:<16} {'':<5} {'':>12} {'':>7} {'':>14} {'':>7}  {'':>8}  "
+    return [f"{indent + '+ ' + name:<{w}}  {op[:16]:<16} {'':<5} {'':>12} {'':>7} {'':>14} {'':>7} {'':>7}  {'':>8}  "
             "computed by the row above (its cycles are in that row)" for name, op in fused]
 
 
 def _view_rows(views: list[Any], w: int) -> list[str]:
     """A line per free view before a step: no code and no cycles (the consumer reads the
     producer's buffer)."""
-    return [f"{'  = ' + v.name:<{w}}  {v.op[:16]:<16} {'view':<5} {0:>12} {0.0:>6.1f}% {0:>14} {0.0:>6.2f}%  "
+    return [f"{'  = ' + v.name:<{w}}  {v.op[:16]:<16} {'view':<5} {0:>12} {0.0:>6.1f}% {0:>14} {0.0:>6.2f}% {'':>7}  "
             f"{0.0:>8.2f}  a free view: no code" for v in views]
 
 
@@ -151,7 +151,7 @@ def _member_rows(o: dict[str, Any], recorded: list[dict[str, Any]], st: dict[str
             cyc = m["cycles"]
             util = m["macs"] / (cyc * peak) if cyc > 0 else 0.0
             lines.append(f"{'  ' + m['node']:<{w}}  {m['op_type'][:16]:<16} {'':<5} {cyc:>12} "
-                         f"{100.0 * cyc / total:>6.1f}% {m['macs']:>14} {100.0 * util:>6.2f}%  {'':>8}  "
+                         f"{100.0 * cyc / total:>6.1f}% {m['macs']:>14} {100.0 * util:>6.2f}% {_roof(cyc, m):>7}  {'':>8}  "
                          f"{m['bound_by']:<5} est {m['est_cycles']:>10} ({100.0 * m['est_error']:+.0f}%)")
             lines += _fused_rows(fused.get(m["node"], []), w, "    ")
         covered = o["cycles"] - o["outside_members"]
@@ -166,10 +166,17 @@ def _member_rows(o: dict[str, Any], recorded: list[dict[str, Any]], st: dict[str
         cyc = o["cycles"] * m["est_cycles"] / est_total
         util = m["macs"] / (cyc * peak) if cyc > 0 else 0.0
         lines.append(f"{'  ' + m['node']:<{w}}  {m['op'][:16]:<16} {'':<5} {'~' + str(round(cyc)):>12} "
-                     f"{100.0 * cyc / total:>6.1f}% {m['macs']:>14} {100.0 * util:>6.2f}%  "
-                     f"{'':>8}  {m['bound_by']} (estimated)")
+                     f"{100.0 * cyc / total:>6.1f}% {m['macs']:>14} {100.0 * util:>6.2f}% "
+                     f"{_roof(cyc, m.get('roofline') or {}):>7}  {'':>8}  {m['bound_by']} (estimated)")
         lines += _fused_rows(m.get("fused", []), w, "    ")
     return lines
+
+
+def _roof(cycles: float, entry: dict[str, Any]) -> str:
+    """An op's cycles over its roofline bound (``roofline_cycles``, or a recorded ``cycles``),
+    as ``2.3x``; blank without one."""
+    bound = entry.get("roofline_cycles", entry.get("cycles") if "bound" in entry else None)
+    return f"{cycles / bound:.1f}x" if bound else ""
 
 
 # a step or member bound by the scalar front end is named when it takes this share of the run
@@ -210,13 +217,13 @@ def format_profile(st: dict[str, Any], exe: Any = None) -> str:
             [len(m["node"]) + 2 for o in ops for m in o.get("members", [])] +
             [len(n) + 6 for sd in debug.values() for n, _ in sd.fused] +
             [len(v.name) + 4 for sd in debug.values() for v in sd.views])
-    lines = [f"{'op':<{w}}  {'type':<16} {'where':<5} {'cycles':>12} {'share':>7} {'MACs':>14} {'util':>7}  "
-             f"{'DDR MiB':>8}  bound by"]
+    lines = [f"{'op':<{w}}  {'type':<16} {'where':<5} {'cycles':>12} {'share':>7} {'MACs':>14} {'util':>7} "
+             f"{'x roof':>7}  {'DDR MiB':>8}  bound by"]
     for o in ops:
         ddr = (o["bytes"]["ddr_read"] + o["bytes"]["ddr_written"]) / (1 << 20) if "bytes" in o else 0.0
         lines.append(f"{o['name']:<{w}}  {o['op_type'][:16]:<16} {o['where']:<5} {o['cycles']:>12} "
-                     f"{100.0 * o['cycles'] / total:>6.1f}% {o['macs']:>14} {100.0 * o['mac_utilisation']:>6.2f}%  "
-                     f"{ddr:>8.2f}  {o['bound_by']} ({bound_class(o)})")
+                     f"{100.0 * o['cycles'] / total:>6.1f}% {o['macs']:>14} {100.0 * o['mac_utilisation']:>6.2f}% "
+                     f"{_roof(o['cycles'], o):>7}  {ddr:>8.2f}  {o['bound_by']} ({bound_class(o)})")
         node = o.get("node", o["name"])
         lines += _member_rows(o, members.get(node, []), st, w)
         if node not in members and node in debug:
@@ -226,6 +233,10 @@ def format_profile(st: dict[str, Any], exe: Any = None) -> str:
     lines.append(f"total: {st['cycles']} cycles = {st['cycles'] / 1e3:.1f} us at 1 GHz, {st['macs']} MACs, "
                  f"MAC utilisation {100.0 * st['mac_utilisation']:.2f}% of the {st['precision']} peak; "
                  f"host wall {st['wall_seconds'] * 1e3:.1f} ms")
+    if st.get("roofline_cycles"):
+        lines.append(f"roofline: the npu steps' bounds sum to {st['roofline_cycles']:.0f} cycles; the run took "
+                     f"{st['cycles'] / st['roofline_cycles']:.2f}x that (x roof: an op's cycles over its bound, "
+                     "docs/compiler.md, \"Roofline\")")
     slow = front_end_bound(st)
     if slow:
         lines.append(f"warning: {len(slow)} op(s) bound by the scalar front end (loops that did not become "

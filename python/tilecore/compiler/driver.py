@@ -474,6 +474,34 @@ def _macs(op, ins, outs, attrs=None):
     return 0
 
 
+def _roofline(m, info, in_l2, cores, macs):
+    """The roofline bound of the node ``m`` (compiler/roofline.h): its MACs on the engine
+    that runs it (a depthwise Conv: the vector engine; another matrix op: the matrix engine
+    in its ``tc_precision``), its values once through the level they live in (``in_l2``: a
+    layer group's intermediates), or one vector pass over its output."""
+    from . import _ffi
+
+    def nbytes(v):
+        shape, dtype = info[str(v.name)]
+        return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+    engine = "vec"
+    if macs > 0:
+        engine = "mm"
+        if m.op == "Conv" and len(m.ins) > 1 and m.ins[1] is not None:
+            w, x = info[str(m.ins[1].name)][0], info[str(m.ins[0].name)][0]
+            group = int(m.attrs.get("group", 1))
+            if group > 1 and len(w) > 1 and len(x) > 1 and w[1] == 1 and w[0] == group == x[1]:
+                engine = "vec"  # depthwise (strategy_conv.cc, LowerDepthwise)
+    values = [v for v in list(m.ins) + list(m.outs) if v is not None and str(v.name) in info]
+    l2 = sum(nbytes(v) for v in values if str(v.name) in in_l2)
+    ddr = sum(nbytes(v) for v in values if str(v.name) not in in_l2)
+    out = sum(nbytes(v) for v in m.outs if v is not None and str(v.name) in info)
+    precision = str(m.attrs.get("tc_precision", "f32")) or "f32"
+    r = _ffi.OpRoofline(engine, int(macs), precision, out, ddr, l2, cores)
+    return {"cycles": float(r["cycles"]), "bound": str(r["bound"]), "engine": engine}
+
+
 def _attr_key(attrs):
     key = []
     for k in sorted(attrs):
@@ -732,6 +760,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     if precision not in PRECISIONS:
         raise CompileError(f"precision `{precision}` is not supported (supported: {', '.join(PRECISIONS)})")
     target = _parse_target(target)
+    from ..target import Target as _Target
+
+    cores = int((target if isinstance(target, _Target) else _Target(target)).options["cores"])
     if calib_samples:
         from .calibration import check_samples
 
@@ -1347,10 +1378,23 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         step_fused = [f for m in getattr(nd, "members", [nd]) for f in fused_into.get(m.name, [])]
         if step_fused:
             debug["fused"] = json.dumps(step_fused)
-        macs = 0
+        macs, roof = 0, 0.0
+        in_l2 = set(getattr(nd, "internal", []))
+        member_roofs = []
         for m in getattr(nd, "members", [nd]):
             ins = [info[str(v.name)] if v is not None else None for v in m.ins]
-            macs += _macs(m.op, ins, [info[str(v.name)] for v in m.outs], m.attrs)
+            m_macs = _macs(m.op, ins, [info[str(v.name)] for v in m.outs], m.attrs)
+            macs += m_macs
+            if nd.where == "npu":
+                member_roofs.append(_roofline(m, info, in_l2, cores, m_macs))
+                roof += member_roofs[-1]["cycles"]
+        if nd.where == "npu":
+            debug["roofline"] = json.dumps({"cycles": roof} if isinstance(nd, _groups.GroupNode) else member_roofs[0])
+            if isinstance(nd, _groups.GroupNode) and "group" in debug:
+                summary = json.loads(debug["group"])
+                for entry, r in zip(summary.get("members", []), member_roofs):
+                    entry["roofline"] = r
+                debug["group"] = json.dumps(summary)
         b.add_step(nd.where, mod, fn, [index[a] for a in args], node=nd.step_name, op_type=nd.op, macs=macs,
                    source_node=nd.name or nd.step_name, debug=debug)
     exe = b.build(arena_size=plan["arena_size"])

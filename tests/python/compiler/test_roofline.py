@@ -1,0 +1,89 @@
+"""The roofline bound of each op (include/tilecore/compiler/roofline.h, docs/compiler.md
+"Roofline"): the formula against figures computed here by hand from TC1's parameters
+(docs/tc1.md), each step's and each layer-group member's bound in a run's statistics, and
+the profile's ratio of measured cycles to the bound."""
+import numpy as np
+import pytest
+from onnx import helper
+
+import tilecore
+from tilecore.cli.runtime import format_profile
+from tilecore.compiler import _ffi
+
+from test_driver import make_model
+from test_layer_groups import bottleneck
+
+RNG = np.random.default_rng(5)
+
+# docs/tc1.md, "Parameters": MAC/cycle a core by precision, bandwidths in bytes/cycle
+MM_PEAK = {"int8": 16 * 32 * 4, "f16": 16 * 32 * 2, "bf16": 16 * 32 * 2, "f32": 16 * 16}
+DDR, L2, VEC = 64, 256, 256
+
+
+@pytest.mark.parametrize("precision", ["f32", "bf16", "int8"])
+def test_matrix_op_bound_by_compute_or_memory(precision):
+    macs, cores = 10 ** 9, 4
+    compute = macs / (MM_PEAK[precision] * cores)
+    for ddr_bytes, bound in ((1000, "compute"), (10 ** 9, "memory")):
+        r = _ffi.OpRoofline("mm", macs, precision, 0, ddr_bytes, 0, cores)
+        assert r["compute_cycles"] == compute and r["memory_cycles"] == ddr_bytes / DDR
+        assert r["cycles"] == max(compute, ddr_bytes / DDR) and r["bound"] == bound
+
+
+def test_vector_ops_and_levels():
+    # a depthwise Conv: a multiply and an add of the 4-byte accumulator per MAC
+    r = _ffi.OpRoofline("vec", 9000, "int8", 4000, 0, 0, 2)
+    assert r["compute_cycles"] == 9000 * 2 * 4 / (VEC * 2)
+    # no MACs: one pass over the output; L2 and DDR move data at once (the larger)
+    r = _ffi.OpRoofline("vec", 0, "f32", 1 << 20, 1 << 16, 1 << 20, 4)
+    assert r["compute_cycles"] == (1 << 20) / (VEC * 4)
+    assert r["memory_cycles"] == max((1 << 16) / DDR, (1 << 20) / L2) == (1 << 12)
+
+
+@pytest.mark.parametrize("args,match", [
+    (("tensor", 1, "f32", 0, 0, 0, 4), "engine `tensor`"),
+    (("mm", 1, "fp8", 0, 0, 0, 4), "precision `fp8`"),
+    (("mm", 1, "f32", 0, 0, 0, 0), "cores"),
+    (("mm", -1, "f32", 0, 0, 0, 4), "negative"),
+])
+def test_bad_arguments_are_named(args, match):
+    with pytest.raises(ValueError, match=match):
+        _ffi.OpRoofline(*args)
+
+
+def test_each_step_carries_its_bound_and_the_profile_the_ratio():
+    # Conv 16 -> 32 channels, 3x3, 14x14, then a Sigmoid: two steps (no layer group)
+    w, b = RNG.standard_normal((32, 16, 3, 3)).astype(np.float32), RNG.standard_normal(32).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Sigmoid", ["c"], ["y"], name="sig")]
+    model = make_model(nodes, [("x", [1, 16, 14, 14], np.float32)], ["y"], [("w", w), ("b", b)])
+    exe = tilecore.compile(model, group=False)
+    exe.run({"x": RNG.standard_normal((1, 16, 14, 14)).astype(np.float32)})
+    st = exe.stats()
+    ops = {o["name"]: o for o in st["ops"]}
+    macs = 32 * 16 * 9 * 14 * 14
+    conv_bytes = 4 * (16 * 196 + w.size + b.size + 32 * 196)  # x, w, b, y once through DDR
+    assert ops["conv"]["roofline_cycles"] == max(macs / (MM_PEAK["f32"] * 4), conv_bytes / DDR)
+    y_bytes = 4 * 32 * 196
+    assert ops["sig"]["roofline_cycles"] == max(y_bytes / (VEC * 4), 2 * y_bytes / DDR)
+    assert st["roofline_cycles"] == ops["conv"]["roofline_cycles"] + ops["sig"]["roofline_cycles"]
+    assert all(o["cycles"] >= o["roofline_cycles"] for o in st["ops"])  # a bound no plan beats
+    text = format_profile(st, exe)
+    row = next(ln for ln in text.splitlines() if ln.startswith("conv "))
+    assert f"{ops['conv']['cycles'] / ops['conv']['roofline_cycles']:.1f}x" in row.split()
+    assert f"took {st['cycles'] / st['roofline_cycles']:.2f}x that" in text
+
+
+def test_a_group_member_reads_its_intermediates_from_l2():
+    exe = tilecore.compile(bottleneck())
+    exe.run({"x": RNG.standard_normal((1, 32, 14, 14)).astype(np.float32)})
+    (step,) = exe.stats()["ops"]
+    members = {m["node"]: m for m in step["members"]}
+    # conv2 (16 -> 16, 3x3) reads conv1's Relu output and writes its own in L2; only its
+    # weights come from DDR
+    act = 4 * 16 * 14 * 14
+    w2 = 4 * 16 * 16 * 9
+    macs = 16 * 16 * 9 * 14 * 14
+    assert members["conv2"]["roofline_cycles"] == max(macs / (MM_PEAK["f32"] * 4), w2 / DDR, 2 * act / L2)
+    assert step["roofline_cycles"] == pytest.approx(sum(m["roofline_cycles"] for m in step["members"]))
+    assert all(m["cycles"] >= m["roofline_cycles"] for m in step["members"])
