@@ -7,6 +7,9 @@
  *                           added in the residual's units (ResidualUnits below)
  *   tc_activation = "Relu"  then max(y, 0)
  *   tc_activation = "Clip"  then min(max(y, tc_clip_min), tc_clip_max)
+ *   tc_activation = "SiLU" or "HardSwish"
+ *                           then the op's passes (activation_passes.h), through a
+ *                           scratch tile of the result's shape
  *
  * The order is ONNX's Conv -> Add -> Relu/Clip, each rounded to f32 as the separate
  * nodes would be, so a fused Conv gives the same bits as the unfused nodes (an int8
@@ -23,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "activation_passes.h"
 #include "kernel_util.h"
 
 namespace tilecore {
@@ -31,10 +35,12 @@ namespace detail {
 
 struct FusedEpilogue {
   int64_t residual = -1;   // index of the input added to the result, or -1
-  std::string activation;  // "", "Relu" or "Clip"
+  std::string activation;  // "", "Relu", "Clip", "SiLU" or "HardSwish"
   double lo = -std::numeric_limits<double>::infinity();
   double hi = std::numeric_limits<double>::infinity();
   bool any() const { return residual >= 0 || !activation.empty(); }
+  // an activation of several passes (activation_passes.h): it needs a scratch tile
+  bool passes() const { return activation == "SiLU" || activation == "HardSwish"; }
 };
 
 inline FusedEpilogue GetFusedEpilogue(const Map<String, Any>& attrs, size_t n_inputs) {
@@ -58,8 +64,8 @@ inline FusedEpilogue GetFusedEpilogue(const Map<String, Any>& attrs, size_t n_in
 inline std::string CheckFusedEpilogue(const std::string& op, const Map<String, Any>& attrs,
                                       std::vector<TensorSpec>* ins) {
   FusedEpilogue e = GetFusedEpilogue(attrs, ins->size());
-  if (!e.activation.empty() && e.activation != "Relu" && e.activation != "Clip")
-    return op + ": tc_activation `" + e.activation + "` (expected Relu or Clip)";
+  if (!e.activation.empty() && e.activation != "Relu" && e.activation != "Clip" && !e.passes())
+    return op + ": tc_activation `" + e.activation + "` (expected Relu, Clip, SiLU or HardSwish)";
   if (e.lo > e.hi) return op + ": tc_clip_min is above tc_clip_max";
   if (e.residual < 0) return "";
   if (e.residual < 3 || !(*ins)[e.residual].defined())
@@ -67,6 +73,8 @@ inline std::string CheckFusedEpilogue(const std::string& op, const Map<String, A
            ": tc_residual needs the residual as the last input, after the bias (which "
            "may be omitted)";
   DataType rt = (*ins)[e.residual]->dtype;
+  if (rt == DataType::Int(8) && e.passes())  // (added in the residual's units: only bounds)
+    return op + ": tc_activation " + e.activation + " after an int8 residual";
   if (rt == DataType::Int(8) && AttrStr(attrs, "tc_precision", "f32") == "int8") {
     if (!(AttrFloat(attrs, "tc_residual_scale", 0) > 0))
       return op + ": an int8 residual needs a positive tc_residual_scale";
@@ -183,9 +191,23 @@ inline std::vector<Stmt> AddResidualInUnits(const ResidualUnits& u, const Buffer
 
 /*! \brief The activation of `e` on every element of `v`, over the loops `nest` makes;
  * an empty statement when there is none. One statement per bound: each is one vector
- * command (max, then min), where min(max(..)) would stay a scalar loop. */
-inline Stmt ApplyActivation(const FusedEpilogue& e, const Buffer& v, const NestFn& nest) {
+ * command (max, then min), where min(max(..)) would stay a scalar loop. An activation of
+ * several passes writes its intermediate values to `scratch` (a tile of v's shape). */
+inline Stmt ApplyActivation(const FusedEpilogue& e, const Buffer& v, const NestFn& nest,
+                            const Buffer& scratch = Buffer()) {
   std::vector<Stmt> s;
+  if (e.passes()) {
+    if (!scratch.defined())
+      TILECORE_THROW(InternalError)
+          << "ApplyActivation: " << e.activation << " needs a scratch tile";
+    std::vector<ActivationPass> passes = ActivationPasses(e.activation, {});
+    for (size_t k = 0; k < passes.size(); ++k) {
+      const Buffer& dst = k + 1 == passes.size() ? v : scratch;
+      s.push_back(nest([&](const Array<PrimExpr>& i) {
+        return BufferStore(dst, passes[k](BufferLoad(v, i), BufferLoad(scratch, i)), i);
+      }));
+    }
+  }
   if (!e.activation.empty() && std::isfinite(e.lo))
     s.push_back(nest([&](const Array<PrimExpr>& i) {
       return BufferStore(v, max(BufferLoad(v, i), F32(e.lo)), i);

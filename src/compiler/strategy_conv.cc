@@ -386,9 +386,11 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
                     }));
                   }
                 }
+                Buffer Act = ep.passes() ? Local(dims, f32, "Act") : Buffer();  // (SiLU's sigmoid)
+                if (ep.passes()) scratch.push_back(Act);
                 if (!r_i8)
                   s.push_back(ApplyActivation(y_i8 ? WithoutSaturatedBounds(ep, y_inv, y_zp) : ep,
-                                              Ofv, over));
+                                              Ofv, over, ep.passes() ? ov(Act) : Buffer()));
                 if (r_i8 && !y_i8)  // from the residual's units
                   s.push_back(over([&](const Array<PrimExpr>& i) {
                     return BufferStore(Ofv, BufferLoad(Ofv, i) * F32(ru.out_scale), i);
@@ -851,7 +853,8 @@ PrimFunc LowerConv(const OpCall& call) {
     } else if (ep.residual >= 0) {
       per_item += bank(acc);  // the residual tiles
     }
-    if (y_i8) sum += bank(acc / 4);  // the int8 result
+    if (ep.passes()) sum += bank(acc / mb);  // the activation's scratch block
+    if (y_i8) sum += bank(acc / 4);          // the int8 result
     return sum + (pipelined ? 2 : 1) * per_item;
   };
   const int64_t budget = call.l1_bytes - (int64_t{32} << 10);  // DMA state and the planner's slack
@@ -1224,9 +1227,9 @@ PrimFunc LowerConv(const OpCall& call) {
                       }));
                     }
                   }
-                  if (!r_i8)
+                  if (!r_i8)  // (Rf, free without an int8 residual, holds SiLU's sigmoid)
                     s.push_back(ApplyActivation(y_i8 ? WithoutSaturatedBounds(ep, y_inv, y_zp) : ep,
-                                                yv, over));
+                                                yv, over, StridedView(Rf, cd, {P, 1}, 0, "Actv")));
                   if (r_i8 && !y_i8)  // from the residual's units
                     s.push_back(over([&](const Array<PrimExpr>& i) {
                       return BufferStore(yv, BufferLoad(yv, i) * F32(ru.out_scale), i);
@@ -1273,7 +1276,7 @@ PrimFunc LowerConv(const OpCall& call) {
             if (q) tile = Allocate(Cf1, tile);
             if (qx) tile = Allocate(Xq, tile);
             if (y_i8) tile = Allocate(Yq, tile);
-            if (r_i8) tile = Allocate(Rf, tile);
+            if (r_i8 || ep.passes()) tile = Allocate(Rf, tile);
             groups.push_back(tile);
             // the next group's buffers may take these addresses: its DMAs must not pass
             // this group's compute and stores (waited for by the front end)

@@ -36,6 +36,7 @@
 #include <map>
 #include <optional>
 
+#include "activation_passes.h"
 #include "kernel_util.h"
 #include "lookup_table.h"
 #include "tilecore/ffi/function.h"
@@ -645,43 +646,6 @@ std::vector<int64_t> Padded(const std::vector<int64_t>& s, size_t rank) {
   return out;
 }
 
-/*! \brief One pass of an activation over a tile: its value at element i from x(i) and the
- * previous pass's t(i) (the first pass reads no t). */
-using ActivationPass = std::function<PrimExpr(PrimExpr x, PrimExpr t)>;
-
-/*!
- * \brief The activations that are a few vector commands and no single one, as passes over
- * the tile, each one command (the one-expression form is a front-end loop): the same f32
- * operations in the same order as Ops()'s expression, so the same bits. Empty for others.
- */
-std::vector<ActivationPass> ActivationPasses(const OpCall& c_op) {
-  // (constants rounded to f32 first: the engine's scalar operands are f32)
-  auto c = [](double v) -> PrimExpr { return F32(static_cast<double>(static_cast<float>(v))); };
-  auto sigmoid = [](PrimExpr v) -> PrimExpr { return call("tir.sigmoid", {v}); };
-  const std::string& op = c_op.op_type;
-  if (op == "SiLU")
-    return {[=](PrimExpr x, PrimExpr) -> PrimExpr { return sigmoid(x); },
-            [](PrimExpr x, PrimExpr t) -> PrimExpr { return x * t; }};
-  if (op == "Swish") {
-    const double alpha = AttrFloat(c_op.attrs, "alpha", 1.0);
-    return {[=](PrimExpr x, PrimExpr) -> PrimExpr { return x * c(alpha); },
-            [=](PrimExpr, PrimExpr t) -> PrimExpr { return sigmoid(t); },
-            [](PrimExpr x, PrimExpr t) -> PrimExpr { return x * t; }};
-  }
-  if (op == "HardSwish" || op == "HardSigmoid") {
-    const bool swish = op == "HardSwish";
-    const double alpha = swish ? 1.0 / 6.0 : AttrFloat(c_op.attrs, "alpha", 0.2);
-    const double beta = swish ? 0.5 : AttrFloat(c_op.attrs, "beta", 0.5);
-    std::vector<ActivationPass> p{[=](PrimExpr x, PrimExpr) -> PrimExpr { return x * c(alpha); },
-                                  [=](PrimExpr, PrimExpr t) -> PrimExpr { return t + c(beta); },
-                                  [=](PrimExpr, PrimExpr t) -> PrimExpr { return max(t, c(0.0)); },
-                                  [=](PrimExpr, PrimExpr t) -> PrimExpr { return min(t, c(1.0)); }};
-    if (swish) p.push_back([](PrimExpr x, PrimExpr t) -> PrimExpr { return x * t; });
-    return p;
-  }
-  return {};
-}
-
 /*!
  * \brief The output's dimensions merged where every input's broadcast pattern (whole or 1)
  * stays the same, and each input's extent over them (the output's, or 1 where it is
@@ -1007,7 +971,8 @@ PrimFunc LowerElementwise(const OpCall& call) {
                   PrimExpr cur = BufferLoad(Ol, {i});
                   return BufferStore(Ol, hi ? min(cur, *hi) : cur, {i});
                 }));
-              } else if (std::vector<ActivationPass> passes = ActivationPasses(call);
+              } else if (std::vector<ActivationPass> passes =
+                             ActivationPasses(call.op_type, call.attrs);
                          !passes.empty() && tl[0].defined() && odt == DataType::Float(32)) {
                 Buffer T = Local({size}, DataType::Float(32), "T");
                 gelu_tmp.push_back(T);

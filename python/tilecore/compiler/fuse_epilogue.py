@@ -2,8 +2,8 @@
 fusion").
 
 A Conv on the npu whose output only an Add reads (a residual connection: the other
-operand has the Conv's shape, float32), and then, or directly, only a Relu or a Clip
-with constant bounds, computes them in its epilogue: the Conv gets ``tc_residual = 1``
+operand has the Conv's shape, float32), and then, or directly, only a Relu, a Clip
+with constant bounds, a SiLU or a HardSwish, computes them in its epilogue: the Conv gets ``tc_residual = 1``
 (the other operand appended as its last input) and ``tc_activation`` (``tc_clip_min``,
 ``tc_clip_max``), takes over the last node's output, and the fused nodes are dropped.
 The result is bit-identical (the same f32 operations in the same order), and the
@@ -32,9 +32,10 @@ def _const_scalar(v) -> float | None:
 
 
 def _activation(nd) -> dict[str, Any] | None:
-    """The fused-epilogue attributes of a Relu or a constant-bounded Clip, else None."""
-    if nd.op == "Relu":
-        return {"tc_activation": "Relu"}
+    """The fused-epilogue attributes of a Relu, a constant-bounded Clip, a SiLU (recognised
+    from x * Sigmoid(x)) or a HardSwish, else None."""
+    if nd.op in ("Relu", "SiLU", "HardSwish"):
+        return {"tc_activation": nd.op}
     if nd.op != "Clip":
         return None
     attrs = {"tc_activation": "Clip"}

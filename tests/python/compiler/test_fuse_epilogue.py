@@ -334,6 +334,66 @@ def test_fusion_matches_onnxruntime_and_the_unfused_bits():
         np.testing.assert_allclose(a[k], ref[k], rtol=1e-4, atol=1e-4)
 
 
+def silu_block(act):
+    """EfficientNet's (SiLU: x * Sigmoid(x)) or MobileNetV3's (HardSwish) inverted residual:
+    a 1x1 expansion and a 3x3 depthwise Conv, each followed by the activation, a 1x1
+    projection and the residual Add."""
+    w1, wd, w2 = randn(48, 16, 1, 1, scale=0.3), randn(48, 1, 3, 3, scale=0.4), randn(16, 48, 1, 1, scale=0.2)
+    b1, bd, b2 = randn(48, scale=0.1), randn(48, scale=0.1), randn(16, scale=0.1)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["e"], name="expand")]
+    def activation(x, y, name):
+        if act == "SiLU":
+            return [helper.make_node("Sigmoid", [x], [y + "_s"], name=name + "_sig"),
+                    helper.make_node("Mul", [x, y + "_s"], [y], name=name)]
+        return [helper.make_node("HardSwish", [x], [y], name=name)]
+    nodes += activation("e", "ea", "act1")
+    nodes += [helper.make_node("Conv", ["ea", "wd", "bd"], ["d"], name="dw", group=48, pads=[1, 1, 1, 1])]
+    nodes += activation("d", "da", "act2")
+    nodes += [helper.make_node("Conv", ["da", "w2", "b2"], ["p"], name="project"),
+              helper.make_node("Add", ["p", "x"], ["y"], name="add")]
+    inits = [("w1", w1), ("b1", b1), ("wd", wd), ("bd", bd), ("w2", w2), ("b2", b2)]
+    return make_model(nodes, [("x", [1, 16, 12, 12], np.float32)], ["y"], inits, opset=17)
+
+
+@pytest.mark.parametrize("act", ["SiLU", "HardSwish"])
+@pytest.mark.parametrize("precision", ["f32", "int8"])
+def test_silu_and_hardswish_fuse_into_the_conv_bit_identical(act, precision):
+    """The activation's passes (activation_passes.h) in the Conv's epilogue, the dense and
+    the depthwise one: in f32 the bits of the separate op and ONNX Runtime's values; in int8
+    every Conv stays int8 and the result is at least as close to ONNX Runtime's."""
+    model = silu_block(act)
+    x = randn(1, 16, 12, 12)
+    kw = {"calib_samples": {"x": np.stack([randn(1, 16, 12, 12) for _ in range(4)])}} if precision == "int8" else {}
+    rep, rep_off = {}, {}
+    fused = tilecore.compile(model, precision=precision, report=rep, **kw)
+    plain = tilecore.compile(model, precision=precision, report=rep_off, fuse=False, **kw)
+    names = {e["node"]: e["fused"] for e in rep["fused"]}
+    assert names["expand"] == ["act1"] and names["dw"] == ["act2"], rep["fused"]
+    got, ref = fused.run({"x": x})["y"], ort_run(model, {"x": x})["y"]
+    if precision == "f32":
+        np.testing.assert_array_equal(got, plain.run({"x": x})["y"])
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    else:
+        # unfused, the activation between int8 tensors is a lookup table of the quantised
+        # input (int8_edges.py); fused, it acts on the f32 result before the one quantisation
+        err = lambda y: float(np.abs(y - ref).max())  # noqa: E731
+        assert err(got) <= err(plain.run({"x": x})["y"])
+        assert set(rep["precision"]["assigned"].values()) == {"int8"} and not rep["precision"]["fallbacks"]
+        specs = {p["name"]: p for p in rep["placement"]}
+        assert specs["act1"]["where"] == "dropped" and specs["act2"]["where"] == "dropped"
+
+
+def test_silu_after_an_int8_residual_is_refused():
+    x, w = compiler.TensorSpec((1, 8, 6, 6), "int8"), compiler.TensorSpec((8, 8, 1, 1), "int8")
+    s, r = compiler.TensorSpec((8,), "float32"), compiler.TensorSpec((1, 8, 6, 6), "int8")
+    attrs = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_residual": 1, "tc_residual_scale": 0.1,
+             "tc_activation": "SiLU"}
+    assert "SiLU after an int8 residual" in compiler.HasStrategy("Conv", attrs, [x, w, None, s, r])
+    assert "expected Relu, Clip, SiLU or HardSwish" in compiler.HasStrategy(
+        "Conv", {"tc_activation": "Gelu"}, [compiler.TensorSpec((1, 8, 6, 6), "float32"),
+                                            compiler.TensorSpec((8, 8, 1, 1), "float32")])
+
+
 def test_not_fused():
     """A broadcast Add (a bias), a Conv read twice, a Clip bound computed at run time."""
     w = randn(4, 4, 1, 1)
