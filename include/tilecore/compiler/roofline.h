@@ -12,7 +12,8 @@
  *             one vector pass over its output: output bytes / kVecBytesPerCycle a core;
  *   memory  = the op's inputs and outputs, each moved once, over the bandwidth of the
  *             level they live in: DDR (64 B/cycle for the cluster) or, inside a layer
- *             group, L2 (256 B/cycle); the two levels move data at once (the larger).
+ *             group (intermediates, prefetched weights), L2 (256 B/cycle); the two
+ *             levels move data at once (the larger).
  * A bound no schedule beats, not an estimate: the cost model (cost_model.h) prices
  * the commands a plan issues; the ratio of the measured cycles to this bound says how
  * far a plan is from the chip's limit.

@@ -474,11 +474,12 @@ def _macs(op, ins, outs, attrs=None):
     return 0
 
 
-def _roofline(m, info, in_l2, cores, macs):
+def _roofline(m, info, in_l2, cores, macs, prefetched=None):
     """The roofline bound of the node ``m`` (compiler/roofline.h): its MACs on the engine
     that runs it (a depthwise Conv: the vector engine; another matrix op: the matrix engine
     in its ``tc_precision``), its values once through the level they live in (``in_l2``: a
-    layer group's intermediates), or one vector pass over its output."""
+    layer group's intermediates; ``prefetched``: weight -> the bytes of it an earlier member
+    of the group copied into L2 for ``m``), or one vector pass over its output."""
     from . import _ffi
 
     def nbytes(v):
@@ -496,6 +497,9 @@ def _roofline(m, info, in_l2, cores, macs):
     values = [v for v in list(m.ins) + list(m.outs) if v is not None and str(v.name) in info]
     l2 = sum(nbytes(v) for v in values if str(v.name) in in_l2)
     ddr = sum(nbytes(v) for v in values if str(v.name) not in in_l2)
+    for name, n in (prefetched or {}).items():  # read from L2, not the DDR
+        moved = min(int(n), nbytes(m.ins[[str(v.name) if v is not None else "" for v in m.ins].index(name)]))
+        l2, ddr = l2 + moved, ddr - moved
     out = sum(nbytes(v) for v in m.outs if v is not None and str(v.name) in info)
     precision = str(m.attrs.get("tc_precision", "f32")) or "f32"
     r = _ffi.OpRoofline(engine, int(macs), precision, out, ddr, l2, cores)
@@ -1386,7 +1390,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             m_macs = _macs(m.op, ins, [info[str(v.name)] for v in m.outs], m.attrs)
             macs += m_macs
             if nd.where == "npu":
-                member_roofs.append(_roofline(m, info, in_l2, cores, m_macs))
+                prefetched = {w: e["bytes"] for w, e in getattr(nd, "prefetch", {}).items()
+                              if e["reader"] == m.step_name and w in [str(v.name) for v in m.ins if v is not None]}
+                member_roofs.append(_roofline(m, info, in_l2, cores, m_macs, prefetched))
                 roof += member_roofs[-1]["cycles"]
         if nd.where == "npu":
             debug["roofline"] = json.dumps({"cycles": roof} if isinstance(nd, _groups.GroupNode) else member_roofs[0])

@@ -87,3 +87,20 @@ def test_a_group_member_reads_its_intermediates_from_l2():
     assert members["conv2"]["roofline_cycles"] == max(macs / (MM_PEAK["f32"] * 4), w2 / DDR, 2 * act / L2)
     assert step["roofline_cycles"] == pytest.approx(sum(m["roofline_cycles"] for m in step["members"]))
     assert all(m["cycles"] >= m["roofline_cycles"] for m in step["members"])
+
+
+def test_prefetched_weights_count_at_l2_for_their_reader():
+    """conv2's 256 KiB of weights, copied into L2 while conv0 and conv1 run, reach conv2 at
+    L2's bandwidth: its bound counts them there, and stays below what it measures."""
+    from test_weight_prefetch import compute_then_ddr_bound
+
+    rep = {}
+    exe = tilecore.compile(compute_then_ddr_bound(), report=rep)
+    assert rep["groups"][0]["prefetch"]["w2"]["bytes"] == 256 * 256 * 4
+    exe.run({"x": RNG.standard_normal((1, 64, 32, 32)).astype(np.float32)})
+    (step,) = exe.stats()["ops"]
+    conv2 = next(m for m in step["members"] if m["node"] == "conv2")
+    macs, w2 = 256 * 256 * 16, 256 * 256 * 4
+    b, y = 4 * 256 * 16, 4 * 256 * 16  # its input (conv1's output, in L2) and the group's output
+    assert conv2["roofline_cycles"] == max(macs / (MM_PEAK["f32"] * 4), y / DDR, (b + w2) / L2)
+    assert conv2["cycles"] >= conv2["roofline_cycles"]
