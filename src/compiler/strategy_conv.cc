@@ -43,6 +43,7 @@
 #include <limits>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -51,6 +52,7 @@
 #include "fused_epilogue.h"
 #include "kernel_util.h"
 #include "matrix_precision.h"
+#include "tilecore/arch/params.h"
 #include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/reflection.h"
 
@@ -59,6 +61,7 @@ namespace compiler {
 namespace detail {
 namespace {
 
+namespace tc1 = arch::tc1;
 constexpr int64_t kMaxP = 256, kMaxK = 256, kMaxTM = 128;
 
 struct ConvGeom {
@@ -150,25 +153,35 @@ std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
 }
 
 /*!
- * \brief Depthwise Conv (one input and one output channel per group) on the vector
- * engine: a matrix product per channel would use one row of the matrix engine. Tiles
- * of cc channels x r rows x tw columns; per tile the input patch is DMAed in as for the
- * implicit GEMM, and each kernel tap is a multiply of a strided view of the patch by the
- * tap's weight per channel (a stride-0 view), accumulated with an add, in tap order
- * (kh, then kw: the matrix engine's k order).
+ * \brief Depthwise Conv (one input and one output channel per group). Tiles of cc
+ * channels x r rows x tw columns; per tile the input patch is DMAed in as for the implicit
+ * GEMM. Two forms of the taps:
+ *
+ * - vector (`matrix` false): each kernel tap is a multiply of a strided view of the patch
+ *   by the tap's weight per channel (a stride-0 view), accumulated with an add, in tap
+ *   order (kh, then kw: the matrix engine's k order);
+ * - matrix (int8 only): the taps of every channel unfolded into a column matrix
+ *   [cc x taps, positions] and multiplied on the matrix engine by the block-diagonal
+ *   weights [cc, cc x taps] (zero but W[c, k] at [c, c x taps + k]): 1/cc of the MACs it
+ *   issues are useful, and still fewer cycles than the vector engine's two passes a tap.
+ *
+ * `pipelined`: the items in two stages (ForEachItemPipelined) with two sets of the buffers
+ * their loads fill, on DMA events of their own: the next item's patch, weights, bias,
+ * scales and residual load while this item computes.
  *
  * Precisions (docs/precision.md): f32 as it is. f16/bf16: the patch and the weights are
  * rounded to the narrow type (the DMA converts) and widened to f32 in L1, so the products
  * are exact and the sums f32, as on the matrix engine. int8: the patch is int8 (DMAed so
  * from an int8 producer, padding the zero point, or quantised on load like the implicit
- * GEMM's), widened to i32 with the int8 weights, and the taps accumulate in i32 (exact:
- * at most 256 taps of |255 x 128|); the int32 bias (it holds the zero point's correction)
- * is added, then the GEMM's epilogue follows: f32(acc), times f32(w_scale[c] * x_scale),
- * the residual (an int8 one in its units), the activation, and an int8 output quantised as
- * its readers would on load. The same operations in the same order as the matrix engine's
- * epilogue: the same bits.
+ * GEMM's), and the taps accumulate in i32 (exact: at most 256 taps of |255 x 128|) after
+ * the int32 bias (it holds the zero point's correction; the matrix form presets its
+ * accumulator with it), then the GEMM's epilogue follows: f32(acc), times f32(w_scale[c] *
+ * x_scale), the residual (an int8 one in its units), the activation, and an int8 output
+ * quantised as its readers would on load. The same operations in the same order as the
+ * matrix engine's epilogue: the same bits.
  */
-PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) {
+PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, bool matrix,
+                        bool pipelined) {
   DataType f32 = DataType::Float(32), i32 = DataType::Int(32), i8 = DataType::Int(8);
   const MatrixPrecision mp = GetMatrixPrecision(call.attrs);
   const bool q = mp.int8();
@@ -176,6 +189,7 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
   const bool y_i8 = q && call.outputs[0]->dtype == i8;
   if (call.outputs[0]->dtype == i8 && !(y_i8 && HasAttr(call.attrs, "tc_y_scale")))
     TILECORE_THROW(ValueError) << "Conv: an int8 output needs tc_precision int8 and tc_y_scale";
+  if (matrix && !q) TILECORE_THROW(InternalError) << "LowerDepthwise: the matrix form is int8";
   const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
   const double x_inv = q ? InverseScale(x_scale) : 1.0;
   const int64_t zp = AttrInt(call.attrs, "tc_x_zero_point", 0);
@@ -195,14 +209,22 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
   const bool r_i8 = ep.residual >= 0 && call.inputs[ep.residual]->dtype == i8;
   const ResidualUnits ru = GetResidualUnits(call.attrs, ep, y_i8);
   const double s_factor = r_i8 ? ru.x_factor : static_cast<float>(x_scale);
-  constexpr int64_t kElems = 8192, kPatch = 49152;  // 32 KiB output tile, 192 KiB patch
+  // a 32 KiB output tile; a patch of 192 KiB (f32), half that when two are loaded at once
+  constexpr int64_t kElems = 8192;
+  const int64_t kPatch = pipelined ? 24576 : 49152;
   auto rin = [&](int64_t r) { return (r - 1) * g.sh + (g.KH - 1) * g.dh + 1; };
   auto win = [&](int64_t tw) { return (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1; };
-  int64_t TW = std::min<int64_t>(g.OW, 256);
-  int64_t R = std::max<int64_t>(1, std::min(g.OH, kElems / TW));
+  // the matrix form: blocks of up to kMatrixChannels channels; the column matrix
+  // [channels x taps, positions] within 256 KiB and the mm's limit on N
+  constexpr int64_t kMatrixChannels = 16;
+  const int64_t max_p =
+      std::min<int64_t>(tc1::kMaxMmDim, (int64_t{256} << 10) / (kMatrixChannels * KK));
+  int64_t TW = std::min<int64_t>(g.OW, matrix ? std::min<int64_t>(256, max_p) : 256);
+  int64_t R = std::max<int64_t>(1, std::min(g.OH, (matrix ? max_p : kElems) / TW));
   while (R > 1 && rin(R) * win(TW) > kPatch) R = (R + 1) / 2;
   int64_t CC =
       std::max<int64_t>(1, std::min(g.C, std::min(kElems / (R * TW), kPatch / (rin(R) * win(TW)))));
+  if (matrix) CC = std::min(CC, kMatrixChannels);
   int64_t cols = (g.OW + TW - 1) / TW;
   auto items = [&]() { return g.N * cols * ((g.C + CC - 1) / CC) * ((g.OH + R - 1) / R); };
   while (items() < 2 * call.cores && (CC > 1 || R > 1)) {
@@ -225,192 +247,251 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) 
         int64_t rbase = r == R ? 0 : (g.OH / R) * R, rn = rin(r);
         for (auto [ccount, cc] : Segs(g.C, CC)) {
           int64_t cbase = cc == CC ? 0 : (g.C / CC) * CC;
-          groups.push_back(ForEachItem(
-              core, call.cores, g.N * rcount * ccount, &rotation, "t",
-              [&, r = r, rbase = rbase, rn = rn, cc = cc, cbase = cbase, rcount = rcount,
-               ccount = ccount](PrimExpr t) {
-                PrimExpr ci = floormod(t, I32(ccount));
-                PrimExpr ri = floormod(floordiv(t, I32(ccount)), I32(rcount));
-                PrimExpr n = floordiv(t, I32(ccount * rcount));
-                PrimExpr c0 = I32(cbase) + ci * I32(CC), oh0 = I32(rbase) + ri * I32(R);
-                const std::vector<int64_t> pdims{cc, rn, wn}, dims{cc, r, tw};
-                auto over_patch = [&](const auto& f) { return Nest(pdims, f); };
-                auto over = [&](const auto& f) { return Nest(dims, f); };
-                // the int8 taps: |x| <= 128 and |w| <= 128, at most 256 taps, so |acc| <= 2^22;
-                // the quantiser keeps the int32 bias within 2^31 - 2^23 (precision.py): no sum
-                // leaves the i32 range, where the vector engine saturates and the IR wraps
-                auto over_acc = [&](const auto& f) {
-                  return q ? BoundedNest(dims, f, "int8 depthwise taps: |acc + bias| < 2^31")
-                           : Nest(dims, f);
-                };
-                // views indexed as the nests index them (unit dims dropped)
-                auto pv = [&](const Buffer& b) {
-                  return StridedView(b, pdims, {rn * wn, wn, 1}, 0, b->name + "v");
-                };
-                auto ov = [&](const Buffer& b) {
-                  return StridedView(b, dims, {r * tw, tw, 1}, 0, b->name + "v");
-                };
-                Buffer Xl = Local(pdims, load_t, "Xl");  // as loaded
-                Buffer Xq = qx ? Local(pdims, i8, "Xq") : Buffer();
-                Buffer Xp = load_t == acc_t ? Xl : Local(pdims, acc_t, "Xp");  // widened
-                Buffer Wl = Local({cc, KK}, wload_t, "Wl");
-                Buffer Wp = wload_t == acc_t ? Wl : Local({cc, KK}, acc_t, "Wp");
-                Buffer O = Local(dims, acc_t, "O");
-                Buffer T = Local(dims, acc_t, "T");
-                Buffer Of = q ? Local(dims, f32, "Of") : O;  // the f32 result
-                std::vector<Buffer> scratch{Xl, Wl, O, T};
-                for (const Buffer& b : {Xq, Xp, Wp, Of})
-                  if (b.defined() && b.get() != Xl.get() && b.get() != Wl.get() &&
-                      b.get() != O.get())
-                    scratch.push_back(b);
-                std::vector<Stmt> s;
-                // padding: real zero, the zero point in an int8 patch
-                s.push_back(
-                    Intrin("tile.dma_fill", {Region(Xl, {I32(0), I32(0), I32(0)}, pdims),
-                                             F32(x_i8 ? static_cast<double>(zp) : 0.0), I32(0)}));
-                s.push_back(Intrin("tile.wait", {I32(0)}));
-                if (vhi > vlo) {
-                  // one DMA of the whole block when no padding row is in it
-                  PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
-                  Stmt block =
-                      Intrin("tile.dma_copy",
-                             {Region(Xl, {I32(0), I32(0), I32(vlo - iw0)}, {cc, rn, vhi - vlo}),
-                              Region(X, {n, c0, ih0, I32(vlo)}, {1, cc, rn, vhi - vlo}), I32(0)});
-                  Stmt rows = Loop("rr", rn, [&](PrimExpr rr) {
-                    PrimExpr ih = ih0 + rr;
-                    return IfThenElse(
-                        ih >= I32(0) && ih < I32(g.H),
-                        Intrin("tile.dma_copy",
-                               {Region(Xl, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
-                                Region(X, {n, c0, ih, I32(vlo)}, {1, cc, 1, vhi - vlo}), I32(0)}));
-                  });
-                  // the first and the last row tile: their valid rows are known here, so
-                  // one DMA each (a DMA per row paid the latency of the level per row:
-                  // MobileNetV2's stride-2 depthwise Conv spent 270 k cycles so)
-                  auto edge = [&](int64_t tile_row) -> Stmt {
-                    int64_t top = (rbase + tile_row * R) * g.sh - g.pt;
-                    int64_t lo = std::max<int64_t>(0, top), hi = std::min(g.H, top + rn);
-                    if (hi <= lo) return Evaluate(I32(0));
-                    return Intrin(
-                        "tile.dma_copy",
-                        {Region(Xl, {I32(0), I32(lo - top), I32(vlo - iw0)},
-                                {cc, hi - lo, vhi - vlo}),
-                         Region(X, {n, c0, I32(lo), I32(vlo)}, {1, cc, hi - lo, vhi - vlo}),
-                         I32(0)});
-                  };
-                  Stmt load = block;
-                  if (g.pt != 0 || g.pb != 0) {
-                    load = IfThenElse(eq(ri, I32(rcount - 1)), edge(rcount - 1), rows);
-                    load = IfThenElse(eq(ri, I32(0)), edge(0), load);
-                    load = IfThenElse(ih0 >= I32(0) && ih0 + I32(rn) <= I32(g.H), block, load);
-                  }
-                  s.push_back(load);
-                  s.push_back(Intrin("tile.wait", {I32(0)}));
-                }
-                s.push_back(DmaWait(Region(Wl, {I32(0), I32(0)}, {cc, KK}),
-                                    Region(Wv, {c0, I32(0)}, {cc, KK}), 0));
-                if (qx)  // quantised as the implicit GEMM does on load (padding: 0 -> zp)
-                  for (const Stmt& x : QuantiseSteps(pv(Xq), pv(Xl), x_inv, zp, over_patch))
-                    s.push_back(x);
-                const Buffer& narrow_x = qx ? Xq : Xl;
-                if (Xp.get() != Xl.get())
-                  s.push_back(over_patch([&](const Array<PrimExpr>& i) {
-                    return BufferStore(pv(Xp), Cast(acc_t, BufferLoad(pv(narrow_x), i)), i);
-                  }));
-                if (Wp.get() != Wl.get())
-                  s.push_back(Nest({cc, KK}, [&](const Array<PrimExpr>& i) {
-                    auto wv = [&](const Buffer& b) {
-                      return StridedView(b, {cc, KK}, {KK, 1}, 0, b->name + "v");
-                    };
-                    return BufferStore(wv(Wp), Cast(acc_t, BufferLoad(wv(Wl), i)), i);
-                  }));
-                Buffer Ov = StridedView(O, dims, {r * tw, tw, 1}, 0, "Ov");
-                Buffer Tv = StridedView(T, dims, {r * tw, tw, 1}, 0, "Tv");
-                for (int64_t kh = 0; kh < g.KH; ++kh) {
-                  for (int64_t kw = 0; kw < g.KW; ++kw) {
-                    Buffer tap = StridedView(Xp, dims, {rn * wn, g.sh * wn, g.sw},
-                                             kh * g.dh * wn + kw * g.dw, "Tap");
-                    Buffer wt = StridedView(Wp, dims, {KK, 0, 0}, kh * g.KW + kw, "Wtap");
-                    bool first = kh == 0 && kw == 0;
-                    const Buffer& dst = first ? Ov : Tv;
-                    s.push_back(over_acc([&](const Array<PrimExpr>& i) {
-                      return BufferStore(dst, BufferLoad(tap, i) * BufferLoad(wt, i), i);
-                    }));
-                    if (!first) {
-                      s.push_back(over_acc([&](const Array<PrimExpr>& i) {
-                        return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(Tv, i), i);
-                      }));
-                    }
-                  }
-                }
-                Buffer Bl = Local({cc, 1}, acc_t, "Bl");
-                if (has_bias) {  // the f32 bias, or the int32 one (before the dequantisation)
-                  Buffer bv = StridedView(Bl, dims, {1, 0, 0}, 0, "Bb");
-                  s.push_back(DmaWait(Region(Bl, {I32(0), I32(0)}, {cc, 1}),
-                                      Region(Bv, {c0, I32(0)}, {cc, 1}), 0));
+          const std::vector<int64_t> pdims{cc, rn, wn}, dims{cc, r, tw};
+          const int64_t P = r * tw;
+          auto over_patch = [&](const auto& f) { return Nest(pdims, f); };
+          auto over = [&](const auto& f) { return Nest(dims, f); };
+          // the int8 taps: |x| <= 128 and |w| <= 128, at most 256 taps, so |acc| <= 2^22;
+          // the quantiser keeps the int32 bias within 2^31 - 2^23 (precision.py): no sum
+          // leaves the i32 range, where the vector engine saturates and the IR wraps
+          auto over_acc = [&](const auto& f) {
+            return q ? BoundedNest(dims, f, "int8 depthwise taps: |acc + bias| < 2^31")
+                     : Nest(dims, f);
+          };
+          // views indexed as the nests index them (unit dims dropped)
+          auto pv = [&](const Buffer& b) {
+            return StridedView(b, pdims, {rn * wn, wn, 1}, 0, b->name + "v");
+          };
+          auto ov = [&](const Buffer& b) {
+            return StridedView(b, dims, {r * tw, tw, 1}, 0, b->name + "v");
+          };
+          // what an item's loads fill: one set, or one per slot when pipelined
+          struct Loaded {
+            Buffer Xl, Wl, Bl, Sl, Rl;
+          };
+          std::vector<Loaded> slots;
+          for (int64_t k = 0; k < (pipelined ? 2 : 1); ++k) {
+            const std::string sfx = pipelined ? std::to_string(k) : "";
+            Loaded l;
+            l.Xl = Local(pdims, load_t, "Xl" + sfx);  // as loaded
+            l.Wl = Local({cc, KK}, wload_t, "Wl" + sfx);
+            if (has_bias) l.Bl = Local({cc, 1}, acc_t, "Bl" + sfx);
+            if (q) l.Sl = Local({cc, 1}, f32, "Sl" + sfx);
+            if (ep.residual >= 0) l.Rl = Local(dims, call.inputs[ep.residual]->dtype, "Rl" + sfx);
+            slots.push_back(l);
+          }
+          // what an item computes in (one set: the engines run the items in order)
+          std::vector<Buffer> work;
+          auto local = [&](const std::vector<int64_t>& shape, DataType t, const char* name) {
+            work.push_back(Local(shape, t, name));
+            return work.back();
+          };
+          Buffer Xq = qx ? local(pdims, i8, "Xq") : Buffer();
+          Buffer Xp = load_t != acc_t && !matrix ? local(pdims, acc_t, "Xp") : Buffer();  // widened
+          Buffer Wp = wload_t != acc_t && !matrix ? local({cc, KK}, acc_t, "Wp") : Buffer();
+          Buffer O = local(dims, acc_t, "O");
+          Buffer T = matrix ? Buffer() : local(dims, acc_t, "T");
+          Buffer A = matrix ? local({cc, cc * KK}, i8, "Abd") : Buffer();
+          Buffer Col = matrix ? local({cc * KK, P}, i8, "Col") : Buffer();
+          Buffer Of = q ? local(dims, f32, "Of") : O;  // the f32 result
+          Buffer Rf = r_i8 ? local(dims, f32, "Rf") : Buffer();
+          Buffer Act = ep.passes() ? local(dims, f32, "Act") : Buffer();  // (SiLU's sigmoid)
+          Buffer Yq = y_i8 ? local(dims, i8, "Yq") : Buffer();
+          // item t's coordinates: image, first channel, first output row and row tile
+          auto at = [&, rcount = rcount, rbase = rbase, ccount = ccount,
+                     cbase = cbase](PrimExpr t) {
+            PrimExpr ci = floormod(t, I32(ccount));
+            PrimExpr ri = floormod(floordiv(t, I32(ccount)), I32(rcount));
+            PrimExpr n = floordiv(t, I32(ccount * rcount));
+            return std::make_tuple(n, I32(cbase) + ci * I32(CC), I32(rbase) + ri * I32(R), ri);
+          };
+          // the loads of item t into slot k, signalling `event` (waited for by back)
+          auto event = [&](int64_t k) { return pipelined ? int64_t{2} + k : int64_t{0}; };
+          auto front = [&, rcount = rcount, rbase = rbase, rn = rn](PrimExpr t, int64_t k) {
+            auto [n, c0, oh0, ri] = at(t);
+            const Loaded& l = slots[size_t(k)];
+            const int64_t ev = event(k);
+            std::vector<Stmt> s;
+            // padding: real zero, the zero point in an int8 patch
+            s.push_back(
+                Intrin("tile.dma_fill", {Region(l.Xl, {I32(0), I32(0), I32(0)}, pdims),
+                                         F32(x_i8 ? static_cast<double>(zp) : 0.0), I32(ev)}));
+            if (vhi > vlo) {
+              s.push_back(Intrin("tile.wait", {I32(ev)}));  // the copies land on the fill
+              // one DMA of the whole block when no padding row is in it
+              PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
+              Stmt block =
+                  Intrin("tile.dma_copy",
+                         {Region(l.Xl, {I32(0), I32(0), I32(vlo - iw0)}, {cc, rn, vhi - vlo}),
+                          Region(X, {n, c0, ih0, I32(vlo)}, {1, cc, rn, vhi - vlo}), I32(ev)});
+              Stmt rows = Loop("rr", rn, [&](PrimExpr rr) {
+                PrimExpr ih = ih0 + rr;
+                return IfThenElse(
+                    ih >= I32(0) && ih < I32(g.H),
+                    Intrin("tile.dma_copy",
+                           {Region(l.Xl, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
+                            Region(X, {n, c0, ih, I32(vlo)}, {1, cc, 1, vhi - vlo}), I32(ev)}));
+              });
+              // the first and the last row tile: their valid rows are known here, so
+              // one DMA each (a DMA per row paid the latency of the level per row:
+              // MobileNetV2's stride-2 depthwise Conv spent 270 k cycles so)
+              auto edge = [&](int64_t tile_row) -> Stmt {
+                int64_t top = (rbase + tile_row * R) * g.sh - g.pt;
+                int64_t lo = std::max<int64_t>(0, top), hi = std::min(g.H, top + rn);
+                if (hi <= lo) return Evaluate(I32(0));
+                return Intrin(
+                    "tile.dma_copy",
+                    {Region(l.Xl, {I32(0), I32(lo - top), I32(vlo - iw0)},
+                            {cc, hi - lo, vhi - vlo}),
+                     Region(X, {n, c0, I32(lo), I32(vlo)}, {1, cc, hi - lo, vhi - vlo}), I32(ev)});
+              };
+              Stmt load = block;
+              if (g.pt != 0 || g.pb != 0) {
+                load = IfThenElse(eq(ri, I32(rcount - 1)), edge(rcount - 1), rows);
+                load = IfThenElse(eq(ri, I32(0)), edge(0), load);
+                load = IfThenElse(ih0 >= I32(0) && ih0 + I32(rn) <= I32(g.H), block, load);
+              }
+              s.push_back(load);
+            }
+            auto copy = [&](const Buffer& dst, const BufferRegion& src, int64_t rows,
+                            int64_t width) {
+              s.push_back(Intrin("tile.dma_copy",
+                                 {Region(dst, {I32(0), I32(0)}, {rows, width}), src, I32(ev)}));
+            };
+            copy(l.Wl, Region(Wv, {c0, I32(0)}, {cc, KK}), cc, KK);
+            if (has_bias) copy(l.Bl, Region(Bv, {c0, I32(0)}, {cc, 1}), cc, 1);
+            if (q) copy(l.Sl, Region(Sv, {c0, I32(0)}, {cc, 1}), cc, 1);
+            if (ep.residual >= 0)
+              s.push_back(Intrin("tile.dma_copy",
+                                 {Region(l.Rl, {I32(0), I32(0), I32(0)}, dims),
+                                  Region(Rv, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}), I32(ev)}));
+            return Seq(s);
+          };
+          // the compute, epilogue and store of item t from slot k
+          auto back = [&, rn = rn](PrimExpr t, int64_t k) {
+            auto [n, c0, oh0, ri] = at(t);
+            const Loaded& l = slots[size_t(k)];
+            std::vector<Stmt> s;
+            s.push_back(Intrin("tile.wait", {I32(event(k))}));
+            if (qx)  // quantised as the implicit GEMM does on load (padding: 0 -> zp)
+              for (const Stmt& x : QuantiseSteps(pv(Xq), pv(l.Xl), x_inv, zp, over_patch))
+                s.push_back(x);
+            const Buffer& xs = qx ? Xq : l.Xl;  // the patch in the load or the int8 type
+            Buffer Ov = ov(O);
+            Buffer bv = has_bias ? StridedView(l.Bl, dims, {1, 0, 0}, 0, "Bb") : Buffer();
+            if (matrix) {
+              // O[c, p] = sum over (c', k) of A[c, c' KK + k] Col[c' KK + k, p]: the
+              // diagonal blocks of A take this item's weights (the rest is zero), Col the
+              // taps of every channel; the accumulator is preset to the int32 bias (i32
+              // wraps there, as in the implicit GEMM)
+              s.push_back(CopyNest(StridedView(A, {cc, KK}, {cc * KK + KK, 1}, 0, "Adiag"),
+                                   StridedView(l.Wl, {cc, KK}, {KK, 1}, 0, "Wlv"), {cc, KK}));
+              for (int64_t kh = 0; kh < g.KH; ++kh)
+                for (int64_t kw = 0; kw < g.KW; ++kw)
+                  s.push_back(CopyNest(
+                      StridedView(Col, dims, {KK * P, tw, 1}, (kh * g.KW + kw) * P, "ColTap"),
+                      StridedView(xs, dims, {rn * wn, g.sh * wn, g.sw}, kh * g.dh * wn + kw * g.dw,
+                                  "Tap"),
+                      dims));
+              if (has_bias) s.push_back(CopyNest(Ov, bv, dims));
+              Buffer O2 = Buffer(O->data, acc_t, {I32(cc), I32(P)}, Array<PrimExpr>(), I32(0),
+                                 "local", "Omat");
+              s.push_back(Intrin("tile.mm", {Region(O2, {I32(0), I32(0)}, {cc, P}),
+                                             Region(A, {I32(0), I32(0)}, {cc, cc * KK}),
+                                             Region(Col, {I32(0), I32(0)}, {cc * KK, P}),
+                                             IntImm(DataType::Bool(), has_bias ? 1 : 0)}));
+            } else {
+              const Buffer& xw = Xp.defined() ? Xp : xs;  // widened
+              const Buffer& ww = Wp.defined() ? Wp : l.Wl;
+              if (Xp.defined())
+                s.push_back(over_patch([&](const Array<PrimExpr>& i) {
+                  return BufferStore(pv(Xp), Cast(acc_t, BufferLoad(pv(xs), i)), i);
+                }));
+              if (Wp.defined()) {
+                Buffer wpv = StridedView(Wp, {cc, KK}, {KK, 1}, 0, "Wpv");
+                Buffer wlv = StridedView(l.Wl, {cc, KK}, {KK, 1}, 0, "Wlv");
+                s.push_back(Nest({cc, KK}, [&](const Array<PrimExpr>& i) {
+                  return BufferStore(wpv, Cast(acc_t, BufferLoad(wlv, i)), i);
+                }));
+              }
+              Buffer Tv = ov(T);
+              for (int64_t kh = 0; kh < g.KH; ++kh) {
+                for (int64_t kw = 0; kw < g.KW; ++kw) {
+                  Buffer tap = StridedView(xw, dims, {rn * wn, g.sh * wn, g.sw},
+                                           kh * g.dh * wn + kw * g.dw, "Tap");
+                  Buffer wt = StridedView(ww, dims, {KK, 0, 0}, kh * g.KW + kw, "Wtap");
+                  bool first = kh == 0 && kw == 0;
+                  const Buffer& dst = first ? Ov : Tv;
                   s.push_back(over_acc([&](const Array<PrimExpr>& i) {
-                    return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(bv, i), i);
+                    return BufferStore(dst, BufferLoad(tap, i) * BufferLoad(wt, i), i);
                   }));
-                }
-                Buffer Sl = Local({cc, 1}, f32, "Sl");
-                Buffer Ofv = StridedView(Of, dims, {r * tw, tw, 1}, 0, "Ofv");
-                if (q) {  // dequantise: f32(acc) * f32(w_scale[c] * x_scale (or x_factor))
-                  s.push_back(DmaWait(Region(Sl, {I32(0), I32(0)}, {cc, 1}),
-                                      Region(Sv, {c0, I32(0)}, {cc, 1}), 0));
-                  Buffer slv = StridedView(Sl, {cc}, {1}, 0, "Slv");
-                  s.push_back(Nest({cc}, [&](const Array<PrimExpr>& i) {
-                    return BufferStore(slv, BufferLoad(slv, i) * F32(s_factor), i);
-                  }));
-                  s.push_back(over([&](const Array<PrimExpr>& i) {
-                    return BufferStore(Ofv, Cast(f32, BufferLoad(Ov, i)), i);
-                  }));
-                  Buffer sv = StridedView(Sl, dims, {1, 0, 0}, 0, "Sb");
-                  s.push_back(over([&](const Array<PrimExpr>& i) {
-                    return BufferStore(Ofv, BufferLoad(Ofv, i) * BufferLoad(sv, i), i);
-                  }));
-                }
-                // the residual into a tile of its own dtype, added (an int8 one in its units)
-                Buffer Rl = ep.residual >= 0 ? Local(dims, call.inputs[ep.residual]->dtype, "Rl")
-                                             : Buffer();
-                if (ep.residual >= 0) {
-                  s.push_back(DmaWait(Region(Rl, {I32(0), I32(0), I32(0)}, dims),
-                                      Region(Rv, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}), 0));
-                  if (r_i8) {
-                    Buffer rf = Local(dims, f32, "Rf");
-                    scratch.push_back(rf);
-                    for (const Stmt& x : AddResidualInUnits(ru, Ofv, ov(Rl), ov(rf), over))
-                      s.push_back(x);
-                  } else {
-                    s.push_back(over([&](const Array<PrimExpr>& i) {
-                      return BufferStore(Ofv, BufferLoad(Ofv, i) + BufferLoad(ov(Rl), i), i);
+                  if (!first) {
+                    s.push_back(over_acc([&](const Array<PrimExpr>& i) {
+                      return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(Tv, i), i);
                     }));
                   }
                 }
-                Buffer Act = ep.passes() ? Local(dims, f32, "Act") : Buffer();  // (SiLU's sigmoid)
-                if (ep.passes()) scratch.push_back(Act);
-                if (!r_i8)
-                  s.push_back(ApplyActivation(y_i8 ? WithoutSaturatedBounds(ep, y_inv, y_zp) : ep,
-                                              Ofv, over, ep.passes() ? ov(Act) : Buffer()));
-                if (r_i8 && !y_i8)  // from the residual's units
-                  s.push_back(over([&](const Array<PrimExpr>& i) {
-                    return BufferStore(Ofv, BufferLoad(Ofv, i) * F32(ru.out_scale), i);
-                  }));
-                Buffer Yq = y_i8 ? Local(dims, i8, "Yq") : Buffer();
-                if (y_i8) {  // quantised as the readers would on load
-                  for (const Stmt& x :
-                       QuantiseSteps(ov(Yq), Ofv, r_i8 ? ru.out_scale : y_inv, y_zp, over))
-                    s.push_back(x);
-                  scratch.push_back(Yq);
-                }
-                s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}),
-                                    Region(y_i8 ? Yq : Of, {I32(0), I32(0), I32(0)}, dims), 1));
-                Stmt tile = Seq(s);
-                if (has_bias) tile = Allocate(Bl, tile);
-                if (q) tile = Allocate(Sl, tile);
-                if (ep.residual >= 0) tile = Allocate(Rl, tile);
-                for (const Buffer& b : scratch) tile = Allocate(b, tile);
-                return tile;
+              }
+              if (has_bias)  // the f32 bias, or the int32 one (before the dequantisation)
+                s.push_back(over_acc([&](const Array<PrimExpr>& i) {
+                  return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(bv, i), i);
+                }));
+            }
+            Buffer Ofv = ov(Of);
+            if (q) {  // dequantise: f32(acc) * f32(w_scale[c] * x_scale (or x_factor))
+              Buffer slv = StridedView(l.Sl, {cc}, {1}, 0, "Slv");
+              s.push_back(Nest({cc}, [&](const Array<PrimExpr>& i) {
+                return BufferStore(slv, BufferLoad(slv, i) * F32(s_factor), i);
               }));
+              s.push_back(over([&](const Array<PrimExpr>& i) {
+                return BufferStore(Ofv, Cast(f32, BufferLoad(Ov, i)), i);
+              }));
+              Buffer sv = StridedView(l.Sl, dims, {1, 0, 0}, 0, "Sb");
+              s.push_back(over([&](const Array<PrimExpr>& i) {
+                return BufferStore(Ofv, BufferLoad(Ofv, i) * BufferLoad(sv, i), i);
+              }));
+            }
+            if (ep.residual >= 0) {  // added (an int8 one in its units)
+              if (r_i8) {
+                for (const Stmt& x : AddResidualInUnits(ru, Ofv, ov(l.Rl), ov(Rf), over))
+                  s.push_back(x);
+              } else {
+                s.push_back(over([&](const Array<PrimExpr>& i) {
+                  return BufferStore(Ofv, BufferLoad(Ofv, i) + BufferLoad(ov(l.Rl), i), i);
+                }));
+              }
+            }
+            if (!r_i8)
+              s.push_back(ApplyActivation(y_i8 ? WithoutSaturatedBounds(ep, y_inv, y_zp) : ep, Ofv,
+                                          over, ep.passes() ? ov(Act) : Buffer()));
+            if (r_i8 && !y_i8)  // from the residual's units
+              s.push_back(over([&](const Array<PrimExpr>& i) {
+                return BufferStore(Ofv, BufferLoad(Ofv, i) * F32(ru.out_scale), i);
+              }));
+            if (y_i8)  // quantised as the readers would on load
+              for (const Stmt& x :
+                   QuantiseSteps(ov(Yq), Ofv, r_i8 ? ru.out_scale : y_inv, y_zp, over))
+                s.push_back(x);
+            s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}),
+                                Region(y_i8 ? Yq : Of, {I32(0), I32(0), I32(0)}, dims), 1));
+            return Seq(s);
+          };
+          const int64_t count = g.N * rcount * ccount;
+          Stmt tile =
+              pipelined ? ForEachItemPipelined(core, call.cores, count, &rotation, "t", front, back)
+                        : ForEachItem(core, call.cores, count, &rotation, "t", [&](PrimExpr t) {
+                            return Seq({front(t, 0), back(t, 0)});
+                          });
+          if (!tile.defined()) continue;
+          if (matrix)  // zero once: the items write only the diagonal blocks
+            tile = Seq({Intrin("tile.dma_fill",
+                               {Region(A, {I32(0), I32(0)}, {cc, cc * KK}), F32(0), I32(0)}),
+                        Intrin("tile.wait", {I32(0)}), tile});
+          for (const Loaded& l : slots)
+            for (const Buffer& b : {l.Xl, l.Wl, l.Bl, l.Sl, l.Rl})
+              if (b.defined()) tile = Allocate(b, tile);
+          for (const Buffer& b : work) tile = Allocate(b, tile);
+          groups.push_back(tile);
         }
       }
     }
@@ -748,7 +829,32 @@ PrimFunc LowerConv(const OpCall& call) {
   std::string why;
   Geometry(call.inputs, call.attrs, &g, &why);
   Params p = MakeParams(call);
-  if (g.G > 1 && g.Cg == 1 && g.Mg == 1) return LowerDepthwise(call, g, p);
+  if (g.G > 1 && g.Cg == 1 && g.Mg == 1) {
+    // the forms (vector, and in int8 matrix) plain and pipelined, the cost model's pick
+    // (tc_depthwise_matrix and tc_pipeline 0 or 1 override it)
+    const int64_t want_matrix = AttrInt(call.attrs, "tc_depthwise_matrix", -1);
+    const int64_t want_pipe = AttrInt(call.attrs, "tc_pipeline", -1);
+    const bool int8 = GetMatrixPrecision(call.attrs).int8();
+    std::optional<PrimFunc> best;
+    int64_t best_cycles = 0;
+    for (bool matrix : {false, true}) {
+      if ((matrix && !int8) || (want_matrix >= 0 && matrix != (want_matrix == 1))) continue;
+      for (bool pipe : {false, true}) {
+        if (want_pipe >= 0 && pipe != (want_pipe == 1)) continue;
+        PrimFunc f = LowerDepthwise(call, g, p, matrix, pipe);
+        int64_t cycles = 0;
+        try {
+          cycles = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
+        } catch (const ffi::Error&) {
+          if (!best && matrix == int8 && pipe) throw;  // the last candidate: say why
+          continue;  // does not fit once the buffers are placed in banks
+        }
+        if (!best || cycles < best_cycles) best = f, best_cycles = cycles;
+      }
+    }
+    if (!best) TILECORE_THROW(ValueError) << "Conv: tc_depthwise_matrix 1 needs the int8 form";
+    return *best;
+  }
   DataType f32 = DataType::Float(32);
   MatrixPrecision mp = GetMatrixPrecision(call.attrs);
   const bool q = mp.int8();
@@ -1525,8 +1631,8 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
   if (Shape(ins[0]).size() == 3) out.erase(out.begin() + 2);
   why = CheckResidualShape(op, GetFusedEpilogue(attrs, ins.size()), ins, out);
   if (!why.empty()) return why;
-  for (const char* knob :
-       {"tc_pipeline", "tc_stage_input", "tc_stage_weights", "tc_transposed", "tc_resident"}) {
+  for (const char* knob : {"tc_pipeline", "tc_stage_input", "tc_stage_weights", "tc_transposed",
+                           "tc_resident", "tc_depthwise_matrix"}) {
     if (!HasAttr(attrs, knob)) continue;
     auto v = attrs.Get(String(knob))->try_cast<int64_t>();
     if (!v || (*v != 0 && *v != 1)) return std::string("Conv: ") + knob + " must be 0 or 1";

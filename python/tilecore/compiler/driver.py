@@ -475,9 +475,9 @@ def _macs(op, ins, outs, attrs=None):
 
 
 def _roofline(m, info, in_l2, cores, macs, prefetched=None):
-    """The roofline bound of the node ``m`` (compiler/roofline.h): its MACs on the engine
-    that runs it (a depthwise Conv: the vector engine; another matrix op: the matrix engine
-    in its ``tc_precision``), its values once through the level they live in (``in_l2``: a
+    """The roofline bound of the node ``m`` (compiler/roofline.h): its MACs on the fastest
+    engine with a plan for it (a depthwise Conv: the vector engine, in int8 the matrix
+    engine; another matrix op: the matrix engine in its ``tc_precision``), its values once through the level they live in (``in_l2``: a
     layer group's intermediates; ``prefetched``: weight -> the bytes of it an earlier member
     of the group copied into L2 for ``m``), or one vector pass over its output."""
     from . import _ffi
@@ -492,8 +492,9 @@ def _roofline(m, info, in_l2, cores, macs, prefetched=None):
         if m.op == "Conv" and len(m.ins) > 1 and m.ins[1] is not None:
             w, x = info[str(m.ins[1].name)][0], info[str(m.ins[0].name)][0]
             group = int(m.attrs.get("group", 1))
-            if group > 1 and len(w) > 1 and len(x) > 1 and w[1] == 1 and w[0] == group == x[1]:
-                engine = "vec"  # depthwise (strategy_conv.cc, LowerDepthwise)
+            if (group > 1 and len(w) > 1 and len(x) > 1 and w[1] == 1 and w[0] == group == x[1]
+                    and m.attrs.get("tc_precision") != "int8"):
+                engine = "vec"  # depthwise: the vector engine (in int8 the matrix engine has a form too)
     values = [v for v in list(m.ins) + list(m.outs) if v is not None and str(v.name) in info]
     l2 = sum(nbytes(v) for v in values if str(v.name) in in_l2)
     ddr = sum(nbytes(v) for v in values if str(v.name) not in in_l2)
