@@ -8,6 +8,7 @@
 // residual), relu, + zero_point (f32), clamp [lo, hi], convert to out_dtype
 // (round to nearest even, saturate, NaN -> 0 for integers) and is stored at C
 // with ldo. Every f32 operation rounds once to nearest even.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -111,6 +112,33 @@ void Machine::execute_matrix(Core& c, const Command& cmd) {
   const uint8_t* res = l1 + d.res_addr;
   const int res_es = arch::dtype_size(d.res_dtype);
   const float zp = float(d.zero_point);
+  // the commonest residual and output types read and written inline (the same conversions
+  // as load_as_double / store_from_double): int8 rounds half to even after saturating (an
+  // f32 below 2^22 in magnitude rounds to an integer when 1.5 * 2^23 is added and taken
+  // away), NaN gives 0
+  volatile float magic_store = 12582912.0f;  // (read once: not folded away)
+  const float magic = magic_store;
+  auto residual_at = [&](int i, int j) -> float {
+    const uint8_t* r = res + (int64_t(i) * d.ldr + j) * res_es;
+    if (d.res_dtype == DType::I8) return float(int8_t(*r));
+    if (d.res_dtype == DType::F32) {
+      float f;
+      std::memcpy(&f, r, 4);
+      return f;
+    }
+    return float(arch::load_as_double(d.res_dtype, r));
+  };
+  auto store = [&](int i, int j, float v) {
+    uint8_t* o = C + (int64_t(i) * d.ldo + j) * oes;
+    if (d.out_dtype == DType::I8) {
+      float c = v != v ? 0.0f : std::min(std::max(v, -128.0f), 127.0f);
+      *o = uint8_t(int8_t(int32_t((c + magic) - magic)));
+    } else if (d.out_dtype == DType::F32) {
+      std::memcpy(o, &v, 4);
+    } else {
+      arch::store_from_double(d.out_dtype, double(v), o);
+    }
+  };
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
       float v;
@@ -133,13 +161,12 @@ void Machine::execute_matrix(Core& c, const Command& cmd) {
       float s = d.scale;
       if (d.channel_scale()) std::memcpy(&s, scales + j * 4, 4);
       v = v * s;
-      if (d.residual())
-        v = v + float(arch::load_as_double(d.res_dtype, res + (int64_t(i) * d.ldr + j) * res_es));
+      if (d.residual()) v = v + residual_at(i, j);
       if (d.act == arch::Activation::Relu && v < 0.0f) v = 0.0f;
       v = v + zp;
       if (v < d.clamp_lo) v = d.clamp_lo;
       if (v > d.clamp_hi) v = d.clamp_hi;
-      arch::store_from_double(d.out_dtype, double(v), C + (int64_t(i) * d.ldo + j) * oes);
+      store(i, j, v);
     }
 }
 

@@ -5,6 +5,7 @@
 // saturate to the dtype; floats compute in double and round once to the dtype
 // (via f32). Reductions fold the innermost axis in index order: float sums
 // accumulate in f32, integer sums exactly, then saturate.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -419,6 +420,10 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
         for_each(outer, [&](int64_t od, int64_t oa, int64_t) {
           if (rows) {
             std::memcpy(D + od * es, A + oa * es, size_t(n * es));
+          } else if (es == 1) {  // strided bytes (an im2col of int8 taps): no call an element
+            uint8_t* d = D + od;
+            const uint8_t* a = A + oa;
+            for (int64_t k = 0; k < n; ++k) d[k * w.d[3]] = a[k * w.a[3]];
           } else {
             for (int64_t k = 0; k < n; ++k)
               std::memcpy(D + (od + k * w.d[3]) * es, A + (oa + k * w.a[3]) * es, size_t(es));
@@ -429,14 +434,26 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
       // the conversions around int8 matrix ops (quantise on load, dequantise) without the
       // generic loader's switches; the same results as convert_element
       if (st == DType::F32 && dt == DType::I8) {
-        for_each(w, [&](int64_t od, int64_t oa, int64_t) {
-          float f;
-          std::memcpy(&f, A + oa * 4, 4);
-          int8_t q = std::isnan(f)  ? 0
-                     : f <= -128.0f ? -128
-                     : f >= 127.0f  ? 127
-                                    : int8_t(std::nearbyint(f));
-          std::memcpy(D + od, &q, 1);
+        // NaN gives 0, the rest clamped to [-128, 127] and rounded half to even: adding and
+        // subtracting 1.5 * 2^23 rounds an f32 of magnitude below 2^22 to an integer in the
+        // default rounding mode, without a call per element (the rows vectorise)
+        volatile float magic = 12582912.0f;  // (read once: not folded away)
+        const float m = magic;
+        auto quantise = [m](float f) {
+          float c = f != f ? 0.0f : std::min(std::max(f, -128.0f), 127.0f);
+          return int8_t(int32_t((c + m) - m));
+        };
+        Walk outer = w;
+        outer.shape[3] = 1;
+        const int64_t n = w.shape[3], sd = w.d[3], sa = w.a[3];
+        for_each(outer, [&](int64_t od, int64_t oa, int64_t) {
+          const uint8_t* a = A + oa * 4;
+          int8_t* d = reinterpret_cast<int8_t*>(D + od);
+          for (int64_t k = 0; k < n; ++k) {
+            float f;
+            std::memcpy(&f, a + k * sa * 4, 4);
+            d[k * sd] = quantise(f);
+          }
         });
       } else if (st == DType::I8 && dt == DType::I32) {  // widening: exact
         for_each(w, [&](int64_t od, int64_t oa, int64_t) {

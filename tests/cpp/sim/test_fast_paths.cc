@@ -177,3 +177,32 @@ TEST(FastPaths, SameTypeConvertIsACopyOnAnyStrides) {
                   << k << "]";
     }
 }
+
+TEST(FastPaths, QuantiseToInt8AndWidenAgreeWithReferenceOnStrides) {
+  // tcvt.i8.f32 (quantisation: ties to even, saturation, NaN to 0) and tcvt.i32.i8 (the
+  // depthwise Conv's widening) on a strided source, against the reference conversion
+  const std::vector<double> probe = {
+      0.5,    1.5,  2.5,   -0.5, -1.5,     -2.5,      126.5,     127.49, 127.5,      128.0, -128.5,
+      -129.0, 1e30, -1e30, NAN,  INFINITY, -INFINITY, 3.4999998, -0.0,   0.49999997, 64.5};
+  const int n = int(probe.size());
+  for (auto [dst, src] : {std::pair{DType::I8, DType::F32}, std::pair{DType::I32, DType::I8}}) {
+    std::vector<double> spread(size_t(2 * n), 0.0);  // every other element: a_stride 2
+    for (int i = 0; i < n; ++i) spread[size_t(2 * i)] = probe[size_t(i)];
+    std::vector<uint8_t> in = ref::encode_all(src, spread);
+    std::vector<double> held = ref::decode_all(src, in);
+    ref::Run r;
+    r.go("d: .vecdesc shape=[" + std::to_string(n) + "] d_stride=[1] a_stride=[2]",
+         "li x1, 0x30000\nli x2, 0x10000\ntcvt." + std::string(tilecore::arch::dtype_name(dst)) +
+             "." + std::string(tilecore::arch::dtype_name(src)) +
+             " x1, x2, [x0 + d]\nwait sc, vec, 1",
+         {{0x10000, in}});
+    auto out = ref::decode_all(dst, r.l1(0x30000, size_t(n * ref::size(dst))));
+    for (int i = 0; i < n; ++i) {
+      uint8_t buf[4];
+      ref::encode(dst, held[size_t(2 * i)], buf);
+      EXPECT_TRUE(ref::same(out[size_t(i)], ref::decode(dst, buf)))
+          << tilecore::arch::dtype_name(dst) << " of " << held[size_t(2 * i)] << " gave "
+          << out[size_t(i)];
+    }
+  }
+}
