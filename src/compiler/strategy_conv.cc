@@ -29,8 +29,11 @@
  * an int8 Y is quantised after the epilogue (docs/precision.md, "int8 between ops").
  *
  * Epilogue (fused_epilogue.h): the residual (loaded at the start of the item, event 3),
- * then Relu or Clip, on the f32 result before it is stored; an int8 residual is added in
- * its own units (ResidualUnits), the output scaled from them after.
+ * then Relu, Clip, SiLU or HardSwish, on the f32 result before it is stored; an int8
+ * residual is added in its own units (ResidualUnits), the output scaled from them after.
+ * Prologue: with tc_channel_scale (one group, f32 data) each loaded patch is multiplied by
+ * its channels' values of the per-channel input (a squeeze-excite's scale, loaded with the
+ * patch) before it is quantised or unfolded.
  *
  * Further candidates: blocks of 64 channels when blocks of 128 leave the cores too few
  * items; items pipelined (ForEachItemPipelined: the next item's loads and mms before this
@@ -548,7 +551,8 @@ bool TransposedFits(const OpCall& call, const FusedEpilogue& ep) {
   if (!Geometry(call.inputs, call.attrs, &g, &why)) return false;
   return GetMatrixPrecision(call.attrs).int8() && g.G == 1 && g.KH == 1 && g.KW == 1 && g.pt == 0 &&
          g.pb == 0 && g.pl == 0 && g.pr == 0 && g.H == g.OH * g.sh && g.C <= 4096 &&
-         (ep.activation.empty() || ep.activation == "Relu" || ep.activation == "Clip");
+         (ep.activation.empty() || ep.activation == "Relu" || ep.activation == "Clip") &&
+         AttrInt(call.attrs, "tc_channel_scale", 0) == 0;
 }
 
 /*!
@@ -935,6 +939,13 @@ PrimFunc LowerConv(const OpCall& call) {
   bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
   Buffer Bv = has_bias ? View(p.in[2], {g.M, 1}, "Bias") : Buffer();
   Buffer Sv = q ? View(p.in[3], {g.M, 1}, "WScale") : Buffer();
+  // tc_channel_scale: X times a per-channel tensor (a squeeze-excite's scale, the input
+  // before the residual), applied to each loaded patch before it is quantised or unfolded
+  const bool cs = AttrInt(call.attrs, "tc_channel_scale", 0) != 0;
+  const FusedEpilogue ep0 = GetFusedEpilogue(call.attrs, call.inputs.size());
+  Buffer ScaleX =
+      cs ? View(p.in[call.inputs.size() - (ep0.residual >= 0 ? 2 : 1)], {g.C, 1}, "ChannelScale")
+         : Buffer();
   Buffer Y = View(p.out[0], {g.N, g.M, g.OH, g.OW}, "Y");
   const FusedEpilogue ep = GetFusedEpilogue(call.attrs, call.inputs.size());
   Buffer Rv =
@@ -1045,7 +1056,8 @@ PrimFunc LowerConv(const OpCall& call) {
             int64_t items = g.N * g.G * rcount * mcount;
             const int64_t P = r * tw, kcmax = CC * KK;
             Buffer Xp = Local({db ? 2 : 1, CC, rin, win}, qx ? f32 : ot, "Xp");
-            Buffer Xq = qx ? Local({CC, rin, win}, ot, "Xq") : Xp;  // what im2col reads
+            Buffer Sc = cs ? Local({db ? 2 : 1, CC, 1}, f32, "Sc") : Buffer();  // a chunk's scales
+            Buffer Xq = qx ? Local({CC, rin, win}, ot, "Xq") : Xp;              // what im2col reads
             // the column matrix, two with double-buffered patches: chunk k + 1 is unfolded
             // into the other while the mms of chunk k read this one (a buffer each: the
             // engines are ordered per buffer)
@@ -1191,6 +1203,11 @@ PrimFunc LowerConv(const OpCall& call) {
                         IfThenElse(ih0 >= I32(0) && ih0 + I32(rin) <= I32(g.H), block, load));
                   }
                 }
+                if (cs)
+                  st.push_back(
+                      Intrin("tile.dma_copy",
+                             {Region(Sc, {I32(slot), I32(0), I32(0)}, {1, cc, 1}),
+                              Region(ScaleX, {gi * I32(g.Cg) + c0, I32(0)}, {cc, 1}), I32(event)}));
                 return st;
               };
               // Chunk (c0, cc) from Xp[slot] (loaded): quantise, im2col, the mms of the
@@ -1214,6 +1231,14 @@ PrimFunc LowerConv(const OpCall& call) {
                                  bool preloaded = false, Stmt next_first = Stmt()) {
                 int64_t kc = cc * KK, xoff = slot * CC * rin * win;
                 std::vector<Stmt> st;
+                if (cs) {  // the f32 patch times its channels' scales (padding stays zero)
+                  std::vector<int64_t> pd{cc, rin, win};
+                  Buffer xv = StridedView(Xp, pd, {rin * win, win, 1}, xoff, "Xcs");
+                  Buffer sb = StridedView(Sc, pd, {1, 0, 0}, slot * CC, "Scb");
+                  st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                    return BufferStore(xv, BufferLoad(xv, i) * BufferLoad(sb, i), i);
+                  }));
+                }
                 auto wload = [&](int64_t j) { return wload_at(c0, cc, j, (wbase + j) % 2); };
                 // the mms of the MB blocks from the column matrix `col` ([kc, P])
                 auto mms = [&](const BufferRegion& col) {
@@ -1402,6 +1427,7 @@ PrimFunc LowerConv(const OpCall& call) {
             if (!direct_group)
               for (const Buffer& col : Cols) tile = Allocate(col, tile);
             tile = Allocate(Xp, tile);
+            if (cs) tile = Allocate(Sc, tile);
             if (q) tile = Allocate(Cf1, tile);
             if (qx) tile = Allocate(Xq, tile);
             if (y_i8) tile = Allocate(Yq, tile);
@@ -1646,6 +1672,16 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
   std::vector<TensorSpec> operands = ins;  // without a fused residual
   std::string why = CheckFusedEpilogue(op, attrs, &operands);
   if (!why.empty()) return why;
+  TensorSpec channel_scale;  // tc_channel_scale: the input after the operands
+  const bool cs = AttrInt(attrs, "tc_channel_scale", 0) != 0;
+  if (cs) {
+    const size_t n = GetMatrixPrecision(attrs).int8() ? 4 : 3;
+    if (operands.size() != n + 1 || !operands.back().defined())
+      return "Conv: tc_channel_scale needs the per-channel scale as input " + std::to_string(n) +
+             ", after the operands (the bias may be omitted)";
+    channel_scale = operands.back();
+    operands.pop_back();
+  }
   why = CheckMatrixInputs(op, attrs, operands);
   if (!why.empty()) return why;
   ConvGeom g;
@@ -1654,8 +1690,21 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
   if (Shape(ins[0]).size() == 3) out.erase(out.begin() + 2);
   why = CheckResidualShape(op, GetFusedEpilogue(attrs, ins.size()), ins, out);
   if (!why.empty()) return why;
+  if (cs) {
+    const MatrixPrecision mp = GetMatrixPrecision(attrs);
+    if (g.G != 1) return "Conv: tc_channel_scale needs one group";
+    if (mp.name != "f32" && !(mp.int8() && operands[0]->dtype == DataType::Float(32)))
+      return "Conv: tc_channel_scale needs f32 data, in f32 or int8 (quantised on load)";
+    auto shape = Shape(channel_scale);
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    if (channel_scale->dtype != DataType::Float(32) || shape.empty() || shape[0] != 1 ||
+        count != g.C)
+      return "Conv: the channel scale must be float32 with one value per input channel, [1, C, "
+             "...]";
+  }
   for (const char* knob : {"tc_pipeline", "tc_stage_input", "tc_stage_weights", "tc_transposed",
-                           "tc_resident", "tc_depthwise_matrix"}) {
+                           "tc_resident", "tc_depthwise_matrix", "tc_channel_scale"}) {
     if (!HasAttr(attrs, knob)) continue;
     auto v = attrs.Get(String(knob))->try_cast<int64_t>();
     if (!v || (*v != 0 && *v != 1)) return std::string("Conv: ") + knob + " must be 0 or 1";

@@ -7,7 +7,8 @@ with constant bounds, a SiLU or a HardSwish, computes them in its epilogue: the 
 (the other operand appended as its last input) and ``tc_activation`` (``tc_clip_min``,
 ``tc_clip_max``), takes over the last node's output, and the fused nodes are dropped.
 The result is bit-identical (the same f32 operations in the same order), and the
-Add's and the activation's DDR round trips are gone.
+Add's and the activation's DDR round trips are gone. Before that, a squeeze-excite's
+per-channel Mul that only a Conv reads moves into that Conv (``tc_channel_scale``).
 
 The fused Conv runs where the last fused node stood, so the residual's producer (a
 downsample Conv exported after the main branch) has run by then.
@@ -65,6 +66,48 @@ def take_over(nd: Any, attrs: dict[str, Any], fused: list[Any], HasStrategy: Cal
     for x in fused:
         x.where, x.reason = "dropped", f"fused into `{nd.name}`"
     return {"node": nd.name, "fused": [x.name for x in fused]}
+
+
+def _fold_channel_scales(nodes, info, graph_outputs, HasStrategy, TensorSpec) -> list[dict[str, Any]]:
+    """A Mul of an activation [N, C, ...] by a per-channel tensor [1, C, 1, ...] (a
+    squeeze-excite's scale) whose product only a Conv reads, as its data, is done by the
+    Conv on each loaded patch (``tc_channel_scale = 1``, the per-channel tensor appended
+    after the operands): the same f32 products, without the Mul's pass over the tensor and
+    its round trip through memory."""
+    readers = value_readers(nodes)
+    producer = value_producers(nodes)
+    out = []
+    for nd in nodes:
+        if (nd.op != "Conv" or nd.where != "npu" or len(nd.outs) != 1 or nd.attrs.get("tc_channel_scale")
+                or nd.attrs.get("tc_residual") or not nd.ins or nd.ins[0] is None):
+            continue
+        x = str(nd.ins[0].name)
+        mul = producer.get(x)
+        if (mul is None or mul.op != "Mul" or mul.where != "npu" or len(mul.ins) != 2 or None in mul.ins
+                or x in graph_outputs or len(readers.get(x, [])) != 1):
+            continue
+        full = tuple(info[x][0])
+        act = scale = None
+        for a, b in (mul.ins, mul.ins[::-1]):
+            sa, sb = tuple(info[str(a.name)][0]), tuple(info[str(b.name)][0])
+            if (sa == full and len(sb) == len(full) >= 3 and sb[0] == 1 and sb[1] == full[1]
+                    and all(d == 1 for d in sb[2:])):
+                act, scale = a, b
+                break
+        if act is None or info[str(act.name)][1] != "float32" or info[str(scale.name)][1] != "float32":
+            continue
+        n_operands = _OPERANDS.get(nd.attrs.get("tc_precision", "f32"), 3)
+        if len(nd.ins) > n_operands:
+            continue
+        ins = [act] + list(nd.ins[1:]) + [None] * (n_operands - len(nd.ins)) + [scale]
+        attrs = dict(nd.attrs, tc_channel_scale=1)
+        specs = [None if v is None else TensorSpec(*info[str(v.name)]) for v in ins]
+        if HasStrategy(nd.op, attrs, specs):
+            continue  # the strategy refuses this form: the Mul stays
+        nd.ins, nd.attrs, nd.in_specs = ins, attrs, specs
+        mul.where, mul.reason = "dropped", f"fused into `{nd.name}`"
+        out.append({"node": nd.name, "fused": [mul.name]})
+    return out
 
 
 def _fold_divisions(nodes, only_reader, info, HasStrategy, TensorSpec) -> list[dict[str, Any]]:
@@ -210,7 +253,8 @@ def fuse(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
             return None
         return r[0]
 
-    fused, place = [], {}  # place: id(last fused node) -> the Conv that runs there
+    fused, place = _fold_channel_scales(nodes, info, graph_outputs, HasStrategy, TensorSpec), {}
+    # (place: id(last fused node) -> the Conv that runs there)
     for nd in nodes:
         if nd.op != "Conv" or nd.where != "npu" or len(nd.outs) != 1:
             continue
@@ -230,7 +274,7 @@ def fuse(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
             chain.append(nxt)
         if not chain:
             continue
-        n_operands = _OPERANDS.get(nd.attrs.get("tc_precision", "f32"), 3)
+        n_operands = _OPERANDS.get(nd.attrs.get("tc_precision", "f32"), 3) + int(bool(nd.attrs.get("tc_channel_scale")))
         if len(nd.ins) > n_operands:
             continue
         ins = list(nd.ins) + [None] * (n_operands - len(nd.ins))

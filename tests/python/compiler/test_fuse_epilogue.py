@@ -395,6 +395,61 @@ def test_silu_and_hardswish_fuse_into_the_conv_bit_identical(act, precision):
         assert specs["act1"]["where"] == "dropped" and specs["act2"]["where"] == "dropped"
 
 
+def se_block():
+    """A squeeze-excite block (EfficientNet's, MobileNetV3's): the activation times the
+    sigmoid of two 1x1 Convs over its global average, then a 1x1 projection and a 3x3 Conv
+    reading the scaled tensor."""
+    w0, w1, w2 = randn(32, 8, 3, 3, scale=0.3), randn(8, 32, 1, 1, scale=0.3), randn(32, 8, 1, 1, scale=0.3)
+    wp = randn(16, 32, 1, 1, scale=0.2)
+    b1, b2, bp = randn(8, scale=0.1), randn(32, scale=0.1), randn(16, scale=0.1)
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="conv0", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["ar"], name="relu0"),
+             helper.make_node("GlobalAveragePool", ["ar"], ["g"], name="squeeze"),
+             helper.make_node("Conv", ["g", "w1", "b1"], ["f1"], name="fc1"),
+             helper.make_node("Relu", ["f1"], ["f1r"], name="relu1"),
+             helper.make_node("Conv", ["f1r", "w2", "b2"], ["f2"], name="fc2"),
+             helper.make_node("Sigmoid", ["f2"], ["s"], name="gate"),
+             helper.make_node("Mul", ["ar", "s"], ["m"], name="excite"),
+             helper.make_node("Conv", ["m", "wp", "bp"], ["y"], name="project")]
+    inits = [("w0", w0), ("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("wp", wp), ("bp", bp)]
+    return make_model(nodes, [("x", [1, 8, 14, 14], np.float32)], ["y"], inits)
+
+
+@pytest.mark.parametrize("precision", ["f32", "int8"])
+def test_squeeze_excite_scale_moves_into_the_consumer_conv(precision, monkeypatch):
+    """The excite Mul done by the projection Conv on its loaded patches (tc_channel_scale):
+    the same f32 products, so the bits of the separate Mul (in int8 too: the Conv quantises
+    the scaled f32 patch as it quantised the Mul's output), the other fusions alike."""
+    from tilecore.compiler import fuse_epilogue
+
+    model = se_block()
+    x = randn(1, 8, 14, 14)
+    kw = {"calib_samples": {"x": np.stack([randn(1, 8, 14, 14) for _ in range(4)])}} if precision == "int8" else {}
+    rep = {}
+    fused = tilecore.compile(model, precision=precision, report=rep, **kw)
+    monkeypatch.setattr(fuse_epilogue, "_fold_channel_scales", lambda *a: [])
+    plain = tilecore.compile(model, precision=precision, **kw)
+    assert {"node": "project", "fused": ["excite"]} in rep["fused"], rep["fused"]
+    assert {p["name"]: p["where"] for p in rep["placement"]}["excite"] == "dropped"
+    got = fused.run({"x": x})["y"]
+    np.testing.assert_array_equal(got, plain.run({"x": x})["y"])
+    if precision == "f32":
+        np.testing.assert_allclose(got, ort_run(model, {"x": x})["y"], rtol=1e-4, atol=1e-4)
+
+
+def test_channel_scale_is_checked():
+    x, w = compiler.TensorSpec((1, 8, 6, 6), "float32"), compiler.TensorSpec((4, 8, 1, 1), "float32")
+    s = compiler.TensorSpec((1, 8, 1, 1), "float32")
+    cs = {"tc_channel_scale": 1}
+    assert compiler.HasStrategy("Conv", cs, [x, w, None, s]) == ""
+    assert "input 3, after the operands" in compiler.HasStrategy("Conv", cs, [x, w, None])
+    assert "one value per input channel" in compiler.HasStrategy(
+        "Conv", cs, [x, w, None, compiler.TensorSpec((1, 4, 1, 1), "float32")])
+    assert "one group" in compiler.HasStrategy(
+        "Conv", dict(cs, group=8), [x, compiler.TensorSpec((8, 1, 3, 3), "float32"), None, s])
+    assert "f32 data" in compiler.HasStrategy("Conv", dict(cs, tc_precision="bf16"), [x, w, None, s])
+
+
 def test_silu_after_an_int8_residual_is_refused():
     x, w = compiler.TensorSpec((1, 8, 6, 6), "int8"), compiler.TensorSpec((8, 8, 1, 1), "int8")
     s, r = compiler.TensorSpec((8,), "float32"), compiler.TensorSpec((1, 8, 6, 6), "int8")
