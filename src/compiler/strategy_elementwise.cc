@@ -887,7 +887,16 @@ PrimFunc LowerElementwise(const OpCall& call) {
     }
     ins.push_back(in);
   }
+  // tiles of up to kTile elements; an op that reads or writes bool has no vector-engine
+  // form (no tile command takes bool), so its loop runs on the front end: no fewer tiles
+  // than cores then, while each keeps 256 elements (on one core, four such loops of
+  // attention's NaN masks took 350 k cycles)
+  bool has_bool = odt == DataType::Bool();
+  for (size_t i = 0; i < nin; ++i)
+    has_bool = has_bool || (call.inputs[i].defined() && call.inputs[i]->dtype == DataType::Bool());
+  const int64_t per_core = (N + call.cores - 1) / call.cores;
   int64_t T = std::min(kTile, std::max<int64_t>(N, 1));
+  if (has_bool) T = std::min(T, std::max<int64_t>(per_core, 256));
   if (std::optional<Stmt> nest = LowerBroadcastNest(call, p, op, nin))
     return MakeFunc(call, p, *nest);
   bool is_copy =
