@@ -888,15 +888,29 @@ PrimFunc LowerElementwise(const OpCall& call) {
     ins.push_back(in);
   }
   // tiles of up to kTile elements; an op that reads or writes bool has no vector-engine
-  // form (no tile command takes bool), so its loop runs on the front end: no fewer tiles
-  // than cores then, while each keeps 256 elements (on one core, four such loops of
-  // attention's NaN masks took 350 k cycles)
+  // form (no tile command computes on bool), so its loop runs on the front end: in SIMD
+  // below where it can, over no fewer tiles than cores, each of at least 256 elements (on
+  // one core, in scalar code, four such loops of attention's NaN masks took 350 k cycles)
   bool has_bool = odt == DataType::Bool();
   for (size_t i = 0; i < nin; ++i)
     has_bool = has_bool || (call.inputs[i].defined() && call.inputs[i]->dtype == DataType::Bool());
   const int64_t per_core = (N + call.cores - 1) / call.cores;
   int64_t T = std::min(kTile, std::max<int64_t>(N, 1));
-  if (has_bool) T = std::min(T, std::max<int64_t>(per_core, 256));
+  // SIMD for it when every other operand and the result are 4 bytes wide (one lane count)
+  // and each broadcast input is a single value; not for an op that reads the index
+  // (a bool input only where the op tests it, not where it compares two bools as data)
+  const bool tests_bools = call.op_type == "Where" || call.op_type == "Not" ||
+                           call.op_type == "And" || call.op_type == "Or";
+  bool simd_bool = has_bool && !op.uses_index;
+  for (size_t i = 0; i < nin && simd_bool; ++i) {
+    if (!call.inputs[i].defined()) continue;
+    const DataType t = call.inputs[i]->dtype;
+    simd_bool =
+        (t != DataType::Bool() || tests_bools) && (t == DataType::Bool() || t.bits() == 32) &&
+        (Numel(Padded(Shape(call.inputs[i]), rank)) == N || Numel(Shape(call.inputs[i])) == 1);
+  }
+  simd_bool = simd_bool && (odt == DataType::Bool() || odt.bits() == 32);
+  if (simd_bool) T = std::min(T, std::max<int64_t>(per_core, 256));
   if (std::optional<Stmt> nest = LowerBroadcastNest(call, p, op, nin))
     return MakeFunc(call, p, *nest);
   bool is_copy =
@@ -1058,6 +1072,47 @@ PrimFunc LowerElementwise(const OpCall& call) {
                   pass(Ol, [&](PrimExpr i) { return o(i) + q(i); });
                 }
                 gelu_tmp = tmp;
+              } else if (simd_bool) {
+                // an op on bool: 4-byte lanes on the front end's SIMD (8 a register): the bool
+                // tiles widened to i32 by the vector engine, the op's value computed lane-wise
+                // (a bool input as `w != 0`), a bool result stored as 0/1 in i32 and narrowed
+                std::vector<Buffer> wide(nin);
+                const DataType i32 = DataType::Int(32);
+                for (size_t k = 0; k < nin; ++k) {
+                  if (!tl[k].defined() || tl[k]->dtype != DataType::Bool()) continue;
+                  wide[k] = Local({size}, i32, "B" + std::to_string(k));
+                  gelu_tmp.push_back(wide[k]);
+                  s.push_back(Loop("i", size, [&](PrimExpr i) {
+                    return BufferStore(wide[k], Cast(i32, BufferLoad(tl[k], {i})), {i});
+                  }));
+                }
+                Buffer R = odt == DataType::Bool() ? Local({size}, i32, "R") : Ol;
+                if (R.get() != Ol.get()) gelu_tmp.push_back(R);
+                s.push_back(Loop(
+                    "i", I32(size),
+                    [&](PrimExpr i) {
+                      std::vector<PrimExpr> x = gather(i);
+                      for (size_t k = 0; k < nin; ++k) {
+                        if (wide[k].defined()) {  // (Where's condition: compared with 0 by it)
+                          x[k] = call.op_type == "Where" && k == 0
+                                     ? PrimExpr(BufferLoad(wide[k], {i}))
+                                     : ne(BufferLoad(wide[k], {i}), I32(0));
+                        } else if (ins[k].present && !ins[k].tiled &&
+                                   whole[k]->dtype == DataType::Bool()) {
+                          x[k] = ne(Cast(i32, x[k]), I32(0));
+                        }
+                      }
+                      PrimExpr v = op.fn(x, call);
+                      if (R.get() != Ol.get())
+                        return BufferStore(R, Select(v, I32(1), I32(0)), {i});
+                      if (v.dtype() != odt) v = cast(odt, v);
+                      return BufferStore(Ol, v, {i});
+                    },
+                    ForKind::kVectorized));
+                if (R.get() != Ol.get())
+                  s.push_back(Loop("i", size, [&](PrimExpr i) {
+                    return BufferStore(Ol, Cast(DataType::Bool(), BufferLoad(R, {i})), {i});
+                  }));
               } else {
                 s.push_back(Loop("i", size, [&](PrimExpr i) {
                   std::vector<PrimExpr> x = gather(i);

@@ -73,6 +73,7 @@ class Matcher {
 
   /*! \brief The tile command for `body` under the loops, or NoMatch. */
   Stmt Match(const Stmt& body) {
+    bool_conversion_ = false;  // (Elementwise sets it for a bool <-> integer conversion)
     if (const auto* st = body.as<BufferStoreNode>()) return MatchStore(st);
     const auto* seq = body.as<SeqStmtNode>();
     if (seq && seq->seq.size() == 2) {
@@ -156,7 +157,8 @@ class Matcher {
       Fail(Name(b) + " is in " + std::string(b->scope.view()) +
            " memory; tile engines read and write L1 only");
     }
-    if (b->dtype.is_bool()) Fail(Name(b) + " holds bool, which the engines do not compute on");
+    if (b->dtype.is_bool() && !bool_conversion_)
+      Fail(Name(b) + " holds bool, which the engines do not compute on");
   }
 
   /*!
@@ -277,6 +279,13 @@ class Matcher {
   }
 
   Stmt Elementwise(const BufferStoreNode* st, const AccessMap& dmap) {
+    // a conversion between bool and an integer type is tcvt's (to bool: x != 0; from
+    // bool: 0 or 1), as the IR's Cast; a float's NaN would differ (tcvt gives false)
+    const auto* cast = st->value.as<CastNode>();
+    bool_conversion_ =
+        cast != nullptr && AsLoad(cast->value) != nullptr &&
+        (st->buffer->dtype.is_bool() != cast->value.dtype().is_bool()) &&
+        (st->buffer->dtype.is_bool() ? cast->value.dtype() : st->buffer->dtype).is_integer();
     BufferRegion d = Region(dmap, AllLoops(loops_.size()), false);
     DataType t = st->buffer->dtype;
     const PrimExpr& v = st->value;
@@ -518,6 +527,7 @@ class Matcher {
  private:
   std::vector<Loop> loops_;
   bool allow_sat_;
+  bool bool_conversion_ = false;  // matching a bool <-> integer conversion
   Analyzer* an_;
 };
 

@@ -34,6 +34,8 @@
  *      why no value leaves the dtype's range; the lowering that makes the nest
  *      bounds its operands, as the depthwise Conv's int8 taps);
  *      scalar operands must be constants exact in f32 (the descriptor's field).
+ *      No command computes on bool; a conversion between bool and an integer type
+ *      is one (tcvt: to bool x != 0, from bool 0 or 1, as the IR's Cast).
  * Report: PrimFunc attrs "tile_emit_counts" (intrinsic -> count) and
  *      "tile_emit_report" (one line per nest: what matched, or why not).
  * Errors: a loop annotated "pragma_tile" (any value) that yields no tile command

@@ -373,3 +373,30 @@ def test_int8_lookup_table_form_needs_both_scales():
     assert compiler.HasStrategy("Gelu", {"tc_x_scale": 0.1, "tc_y_scale": 0.1}, spec) == ""
     # an op without a table form keeps its dtypes
     assert compiler.HasStrategy("Exp", {"tc_x_scale": 0.1, "tc_y_scale": 0.1}, spec) != ""
+
+
+@pytest.mark.parametrize("op,make", [
+    ("IsNaN", lambda x, y: [x]),
+    ("Less", lambda x, y: [x, y]),
+    ("Where", lambda x, y: [np.isnan(x), np.zeros((1,), np.float32), x]),  # attention's NaN mask
+    ("And", lambda x, y: [x > 0, y > 0]),
+])
+def test_ops_on_bool_run_in_simd_on_every_core(op, make):
+    """No vector-engine command computes on bool: such an op runs on the front ends, in
+    8-lane SIMD (bool tiles widened to i32 by the vector engine) and split over the cores,
+    a few instructions per 8 elements, not a scalar loop on one core."""
+    from strategy_util import run_op
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 4, 32, 32)).astype(np.float32)
+    x[0, 0, 0, :5], x[0, 1, 2, 3] = np.nan, np.inf
+    y = rng.standard_normal((1, 4, 32, 32)).astype(np.float32)
+    outs, refs, st = run_op(op, {}, make(x, y))
+    if outs[0].dtype.kind == "f":
+        np.testing.assert_array_equal(outs[0], refs[0])
+    else:
+        np.testing.assert_array_equal(outs[0], refs[0].astype(outs[0].dtype))
+    per_core = [c["sc"]["commands"] for c in st["cores"]]
+    assert all(n > 0 for n in per_core), per_core  # every core takes a share
+    # SIMD: 2 to 3 instructions an element with the loop's own; the scalar loop took 11
+    assert max(per_core) < 4 * (x.size // 4), per_core
