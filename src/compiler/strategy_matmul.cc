@@ -1429,17 +1429,23 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
   return fastest.best;
 }
 
-/*! \brief Rows per item of LowerMatMulSoftmax: a divisor of M, at most 32, whose two slots'
- * tiles (A rows, B, the f32 scores and exponentials, the int8 result) fit half of L1; 0
- * when none does. */
+/*! \brief Rows per item of LowerMatMulSoftmax, at most 32, whose two slots' tiles (A rows,
+ * B, the f32 scores and exponentials, the int8 result) fit half of L1: a divisor of M of at
+ * least 8 when one fits, else the most that fit (the last item then ends at row M and
+ * computes again a few rows of the one before: the same rows, the same bits; M = 199 took
+ * items of one row); 0 when none does. */
 int64_t SoftmaxRows(int64_t M, int64_t N, int64_t K, int64_t D = 0) {
+  // (with f32 operands loaded beside the int8 ones; tc_context: V and the context rows)
+  auto fits = [&](int64_t tm) {
+    return 2 * (tm * K * 5 + K * N * 5 + tm * N * 9 + N * D + tm * D * 4) <= (int64_t{1} << 19);
+  };
+  int64_t most = 0;
   for (int64_t tm = std::min<int64_t>(M, 32); tm >= 1; --tm) {
-    if (M % tm != 0) continue;
-    // (with f32 operands loaded beside the int8 ones; tc_context: V and the context rows)
-    if (2 * (tm * K * 5 + K * N * 5 + tm * N * 9 + N * D + tm * D * 4) <= (int64_t{1} << 19))
-      return tm;
+    if (!fits(tm)) continue;
+    if (M % tm == 0 && (tm >= 8 || tm == M)) return tm;
+    most = std::max(most, tm);
   }
-  return 0;
+  return most;
 }
 
 /*! \brief tc_context: the int8 MatMul that read the probabilities (attention's context),
@@ -1505,7 +1511,7 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
     TILECORE_THROW(ValueError) << "MatMul: tc_context needs int8 probabilities";
   const bool p_i8 = y_i8 || context;  // the probabilities quantised (stored, or multiplied)
   const int64_t tm = SoftmaxRows(M, N, K, D);
-  const int64_t mcount = M / tm, nb = Numel(g.out_batch);
+  const int64_t mcount = (M + tm - 1) / tm, nb = Numel(g.out_batch);
   Buffer V = context ? View(p.in[2], {nb, N, D}, "V") : Buffer();
   Buffer Yc = !context         ? Buffer()
               : ctx.rows_first ? View(p.out[0], {M, nb, D}, "YR")
@@ -1545,9 +1551,12 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
       Qs[s] = p_i8 ? Local({tm * N}, i8, "Qt" + k) : Es[s];
       Ms[s] = Local({tm}, f32, "M" + k), Ss[s] = Local({tm}, f32, "S" + k);
     }
-    auto at = [&](PrimExpr t) {  // (batch index, first row) of item t
-      if (reuse) return std::make_pair(floormod(t, I32(nb)), floordiv(t, I32(nb)) * I32(tm));
-      return std::make_pair(floordiv(t, I32(mcount)), floormod(t, I32(mcount)) * I32(tm));
+    auto at = [&](PrimExpr t) {  // (batch index, first row) of item t; the last ends at M
+      if (reuse)
+        return std::make_pair(floormod(t, I32(nb)),
+                              min(floordiv(t, I32(nb)) * I32(tm), I32(M - tm)));
+      return std::make_pair(floordiv(t, I32(mcount)),
+                            min(floormod(t, I32(mcount)) * I32(tm), I32(M - tm)));
     };
     // B and V of item t are loaded (else its slot holds them from two items before)
     auto when_fresh = [&](PrimExpr t, Stmt st) {

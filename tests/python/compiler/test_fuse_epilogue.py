@@ -630,7 +630,8 @@ def test_int8_matmul_applies_a_lookup_table_in_its_epilogue(act, attrs, rows, co
     assert hazard_checked() == []
 
 
-@pytest.mark.parametrize("heads,seq,d", [(4, 128, 64), (2, 48, 16)])
+@pytest.mark.parametrize("heads,seq,d", [(4, 128, 64), (2, 48, 16),
+                                         (2, 67, 16)])  # rows prime: the last item overlaps the one before
 def test_int8_attention_scores_take_their_softmax(heads, seq, d, hazard_checked):
     """softmax(q k / sqrt(d)) v with int8 edges: the scores MatMul computes the Softmax
     itself (``tc_softmax``) and stores the int8 probabilities the second MatMul reads, bit
@@ -978,15 +979,15 @@ def test_tc_b_heads_is_checked():
     assert "tc_b_heads needs" in compiler.HasStrategy("MatMul", sm, [a, compiler.TensorSpec((2, 64, 2, 32), "int8")])
 
 
-@pytest.mark.parametrize("dense", [False, True])
-def test_the_scores_matmul_takes_the_context_matmul(dense):
+@pytest.mark.parametrize("dense,m", [(False, 64), (True, 64), (False, 37)])  # 37 rows: items overlap
+def test_the_scores_matmul_takes_the_context_matmul(dense, m):
     """Attention whole: projections, heads, scores with their Softmax, and the context
     MatMul of the int8 probabilities by V, transposed back to rows (and, with `dense`, the
     output projection reading it, so the context is int8). The scores MatMul multiplies
     its probabilities by V itself (tc_context) and stores the context: no probabilities in
     memory, bit for bit the compilation that keeps every intermediate, and close to ONNX
     Runtime."""
-    m, h, d = 64, 2, 32
+    h, d = 2, 32
     heads = ("heads", np.array([1, m, h, d], np.int64))
     rows = ("rows", np.array([m, h * d], np.int64))
     nodes = [helper.make_node("MatMul", ["x", f"w{k}"], [f"{k}2"], name=f"proj_{k}") for k in "qkv"]
