@@ -1385,11 +1385,12 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             debug["fused"] = json.dumps(step_fused)
         macs, roof = 0, 0.0
         in_l2 = set(getattr(nd, "internal", []))
-        member_roofs = []
+        member_roofs, member_macs = [], []
         for m in getattr(nd, "members", [nd]):
             ins = [info[str(v.name)] if v is not None else None for v in m.ins]
             m_macs = _macs(m.op, ins, [info[str(v.name)] for v in m.outs], m.attrs)
             macs += m_macs
+            member_macs.append(m_macs)
             if nd.where == "npu":
                 prefetched = {w: e["bytes"] for w, e in getattr(nd, "prefetch", {}).items()
                               if e["reader"] == m.step_name and w in [str(v.name) for v in m.ins if v is not None]}
@@ -1399,8 +1400,10 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             debug["roofline"] = json.dumps({"cycles": roof} if isinstance(nd, _groups.GroupNode) else member_roofs[0])
             if isinstance(nd, _groups.GroupNode) and "group" in debug:
                 summary = json.loads(debug["group"])
-                for entry, r in zip(summary.get("members", []), member_roofs):
-                    entry["roofline"] = r
+                for entry, r, m_macs in zip(summary.get("members", []), member_roofs, member_macs):
+                    # the op's MACs, as the step's count them (the cost model's are the matrix
+                    # engine's: none for a depthwise Conv on the vector engine)
+                    entry["roofline"], entry["macs"] = r, int(m_macs)
                 debug["group"] = json.dumps(summary)
         b.add_step(nd.where, mod, fn, [index[a] for a in args], node=nd.step_name, op_type=nd.op, macs=macs,
                    source_node=nd.name or nd.step_name, debug=debug)

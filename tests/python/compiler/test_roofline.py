@@ -104,3 +104,23 @@ def test_prefetched_weights_count_at_l2_for_their_reader():
     b, y = 4 * 256 * 16, 4 * 256 * 16  # its input (conv1's output, in L2) and the group's output
     assert conv2["roofline_cycles"] == max(macs / (MM_PEAK["f32"] * 4), y / DDR, (b + w2) / L2)
     assert conv2["cycles"] >= conv2["roofline_cycles"]
+
+
+def test_a_depthwise_member_counts_its_macs():
+    """A MobileNet block as one layer group: the depthwise member reports its MACs
+    (channels x taps x positions) although no matrix command computes them, and its bound
+    counts them at the vector engine's peak (f32)."""
+    c, hw = 32, 14
+    w1, wd, w2 = (RNG.standard_normal(s).astype(np.float32) * 0.2 for s in ((c, 16, 1, 1), (c, 1, 3, 3), (16, c, 1, 1)))
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["e"], name="expand"),
+             helper.make_node("Conv", ["e", "wd"], ["d"], name="dw", group=c, pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["d", "w2"], ["y"], name="project")]
+    model = make_model(nodes, [("x", [1, 16, hw, hw], np.float32)], ["y"], [("w1", w1), ("wd", wd), ("w2", w2)])
+    exe = tilecore.compile(model)
+    exe.run({"x": RNG.standard_normal((1, 16, hw, hw)).astype(np.float32)})
+    (step,) = exe.stats()["ops"]
+    dw = next(m for m in step["members"] if m["node"] == "dw")
+    macs = c * 9 * hw * hw
+    assert dw["macs"] == macs
+    act = 4 * c * hw * hw
+    assert dw["roofline_cycles"] == max(macs * 2 * 4 / (VEC * 4), 4 * wd.size / DDR, 2 * act / L2)
