@@ -1,13 +1,14 @@
 """The zoo compiled for TC1 and run on its simulator, next to ONNX Runtime on the same model
 and inputs.
 
-    python benchmarks/model_zoo.py [--models resnet18,resnet50,efficientnet_b0,timm/levit_128s] [--runs 5] [--ort-threads 1]
+    python benchmarks/model_zoo.py [--models resnet18,resnet50,efficientnet_b0,timm/levit_128s|speed] [--runs 5] [--ort-threads 1]
         [--precision f32,f16,bf16,int8] [--eval 8] [--calib 16] [--auto-mixed gate|TARGET|none] [--layers N]
         [--no-group]
 
 --models takes the zoo's names and those of the outside corpora (tilecore.zoo.outside:
 torchvision, timm and transformers definitions with seeded weights; `python
-benchmarks/model_corpus.py --list` lists them). Per model: compile time (tilecore.compile, the whole driver, on one thread of this
+benchmarks/model_corpus.py --list` lists them), or `speed`: the 22 models of SPEED_SET
+below, the set the compiler's speed is measured on. Per model: compile time (tilecore.compile, the whole driver, on one thread of this
 process), simulated cycles and MAC utilisation (against the peak of 4 cores in the
 model's precision), the cycles over the sum of the npu steps' roofline bounds ("x roof":
 docs/compiler.md, "Roofline"), the share of the npu cycles in steps bound by a compute engine (mm,
@@ -84,6 +85,19 @@ class _Outside:
         from tilecore.zoo import outside
 
         return outside.sample_inputs(name, n, seed)
+
+
+# The set the compiler's speed is measured on (--models speed): the zoo and, from the outside
+# corpora, the families whose layers the zoo lacks: depthwise and squeeze-excite CNNs
+# (MobileNetV3, EfficientNet, MNASNet, RegNetY), grouped Convs (ResNeXt, ShuffleNet), dense
+# blocks, inverted bottlenecks with LayerNorm (ConvNeXt), segmentation (DeepLabV3),
+# decoder-only transformers with RMSNorm, rotary embeddings and SwiGLU (Llama), GPT-2, a
+# 1-D convolution audio encoder with GroupNorm (wav2vec 2.0) and a vision transformer.
+SPEED_SET = ["resnet18", "resnet50", "mobilenet_v2", "bert_layer", "yolo_like", "efficientnet_b0",
+             "mobilenet_v3_small", "mobilenet_v3_large", "mnasnet0_5", "shufflenet_v2_x1_0", "squeezenet1_1",
+             "densenet121", "resnext50_32x4d", "regnet_y_400mf", "convnext_tiny", "googlenet",
+             "deeplabv3_mobilenet_v3_large", "timm/regnety_002", "hf/llama", "hf/gpt2", "hf/wav2vec2",
+             "hf/vit"]
 
 
 def _source(name):
@@ -164,7 +178,8 @@ def main():
     from tilecore import zoo
 
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", default=",".join(zoo.names()))
+    ap.add_argument("--models", default=",".join(zoo.names()),
+                    help="comma list of names, or `speed`: the speed set (SPEED_SET)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--ort-threads", type=int, default=1,
                     help="ONNX Runtime's intra-op threads (default 1, like the simulator; 0: its default)")
@@ -182,7 +197,7 @@ def main():
     print(f"{'model':<14} {'prec':>4} {'fb':>3} {'compile s':>9} {'steps':>5} {'host':>4} {'cycles':>12} {'MAC util':>8} "
           f"{'x roof':>6} {'compute':>7} {'DMA':>5} {'DDR/LB':>6} {'sim run s':>9} {'ORT ms':>8} {'sim/ORT':>8} {'plain':>10} "
           f"{'cosine':>10} {'wider':>5}")
-    for name in a.models.split(","):
+    for name in (SPEED_SET if a.models == "speed" else a.models.split(",")):
         for prec in a.precision.split(","):
             prec = prec.strip()
             r = bench(name.strip(), a.runs, a.ort_threads, prec, a.eval if prec != "f32" else 1, a.calib,
