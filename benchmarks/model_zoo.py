@@ -40,10 +40,15 @@ moved; a number TARGET does the same with that target for every model and precis
 utilisation, DDR bytes, the bounding engine and its class) and its model report.
 """
 import argparse
+import os
 import statistics
 import time
 
-import numpy as np
+# numpy's BLAS threads spin between calls and took a core from the simulated run on a
+# 2-core machine; one thread, like the simulator and ONNX Runtime here (set before numpy)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 # the accuracy gates of docs/precision.md: lowest output cosine against ONNX Runtime f32
 GATES = {
