@@ -134,7 +134,12 @@ void Machine::load(const arch::Program& p) {
       if (t->lines.size() == t->words.size()) c.lines = t->lines;
     }
     c.active = !c.words.empty();
-    {
+    auto known = std::find_if(decoded_.begin(), decoded_.end(),
+                              [&](const DecodedText& d) { return d.words == c.words; });
+    if (known != decoded_.end()) {
+      c.code = known->code;
+      c.decode_error = known->decode_error;
+    } else {
       c.code.resize(c.words.size());
       c.decode_error.resize(c.words.size());
       for (size_t k = 0; k < c.words.size(); ++k) {
@@ -145,6 +150,8 @@ void Machine::load(const arch::Program& p) {
         else
           c.decode_error[k] = why.empty() ? "illegal instruction" : why;
       }
+      if (decoded_.size() == kDecodedTexts) decoded_.erase(decoded_.begin());
+      decoded_.push_back(DecodedText{c.words, c.code, c.decode_error});
     }
     for (auto& e : c.eng) e.queue.reset(cfg.queue_depth);
     for (int a = 0; a < kNumAgents; ++a) {

@@ -342,6 +342,15 @@ class Machine {
   };
   std::vector<HeapEntry> heap_;
   std::vector<AgentSlot> slots_;
+  // The decoded text of the programs loaded last (a model launches the same few kernels
+  // again and again): found by their words, so a new program with other words decodes
+  struct DecodedText {
+    std::vector<uint64_t> words;
+    std::vector<Inst> code;
+    std::vector<std::string> decode_error;
+  };
+  std::vector<DecodedText> decoded_;
+  static constexpr size_t kDecodedTexts = 64;
   std::vector<uint64_t> barrier_arrival_;
   std::vector<bool> at_barrier_;
   bool find_ddr_array(uint64_t addr, uint64_t n);
