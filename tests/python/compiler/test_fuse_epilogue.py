@@ -40,6 +40,18 @@ def int8_residual_ref(acc, w_scale, sx, rq, sr, zr, lo, hi, sy=None, zy=0):
     return np.clip(np.rint(t), -128, 127).astype(np.int8)
 
 
+def int8_conv_operands(x_shape, x_int8, w_shape, y_shape):
+    """Random operands of an int8 Conv in the quantised-node form: X (int8, or f32 to
+    quantise on load), int8 W, the int32 bias, w_scale, and an int8 and an f32 residual."""
+    m = w_shape[0]
+    x = RNG.integers(-128, 128, x_shape).astype(np.int8) if x_int8 else randn(*x_shape)
+    wq = RNG.integers(-127, 128, w_shape).astype(np.int8)
+    bq = RNG.integers(-2000, 2000, m).astype(np.int32)
+    w_scale = (RNG.random(m) * 0.002 + 0.0005).astype(np.float32)
+    rq = RNG.integers(-128, 128, y_shape).astype(np.int8)
+    return x, wq, bq, w_scale, rq, randn(*y_shape)
+
+
 # ---- the Conv strategy ---------------------------------------------------------------
 
 
@@ -117,12 +129,7 @@ def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, ac
     vector epilogue's f32 steps, and bit for bit against the plan it replaces; every L1
     access ordered."""
     xs, ws = (1, c, hw * stride, hw * stride), (m, c, 1, 1)
-    x = RNG.integers(-128, 128, xs).astype(np.int8) if x_int8 else randn(*xs)
-    wq = RNG.integers(-127, 128, ws).astype(np.int8)
-    bq = RNG.integers(-2000, 2000, m).astype(np.int32)
-    w_scale = (RNG.random(m) * 0.002 + 0.0005).astype(np.float32)
-    rq = RNG.integers(-128, 128, (1, m, hw, hw)).astype(np.int8)
-    rf = randn(1, m, hw, hw)
+    x, wq, bq, w_scale, rq, rf = int8_conv_operands(xs, x_int8, ws, (1, m, hw, hw))
     sx, zx, sr, zr, sy, zy = 0.05, -3, 0.04, 5, 0.03, -7
     attrs = {"tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx, "strides": [stride, stride]}
     ins = [x, wq, bq, w_scale]
@@ -202,12 +209,7 @@ def test_depthwise_int8(c, hw, k, stride, x_int8, residual, y_int8, act, matrix,
     pad = k // 2
     oh = (hw + 2 * pad - k) // stride + 1
     xs, ws = (1, c, hw, hw), (c, 1, k, k)
-    x = RNG.integers(-128, 128, xs).astype(np.int8) if x_int8 else randn(*xs)
-    wq = RNG.integers(-127, 128, ws).astype(np.int8)
-    bq = RNG.integers(-2000, 2000, c).astype(np.int32)
-    w_scale = (RNG.random(c) * 0.002 + 0.0005).astype(np.float32)
-    rq = RNG.integers(-128, 128, (1, c, oh, oh)).astype(np.int8)
-    rf = randn(1, c, oh, oh)
+    x, wq, bq, w_scale, rq, rf = int8_conv_operands(xs, x_int8, ws, (1, c, oh, oh))
     sx, zx, sr, zr, sy, zy = 0.05, -3, 0.04, 5, 0.03, -7
     attrs = {"tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx, "group": c,
              "pads": [pad] * 4, "strides": [stride, stride], "tc_depthwise_matrix": matrix,
