@@ -939,15 +939,14 @@ PrimFunc LowerConv(const OpCall& call) {
   bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
   Buffer Bv = has_bias ? View(p.in[2], {g.M, 1}, "Bias") : Buffer();
   Buffer Sv = q ? View(p.in[3], {g.M, 1}, "WScale") : Buffer();
+  Buffer Y = View(p.out[0], {g.N, g.M, g.OH, g.OW}, "Y");
+  const FusedEpilogue ep = GetFusedEpilogue(call.attrs, call.inputs.size());
   // tc_channel_scale: X times a per-channel tensor (a squeeze-excite's scale, the input
   // before the residual), applied to each loaded patch before it is quantised or unfolded
   const bool cs = AttrInt(call.attrs, "tc_channel_scale", 0) != 0;
-  const FusedEpilogue ep0 = GetFusedEpilogue(call.attrs, call.inputs.size());
   Buffer ScaleX =
-      cs ? View(p.in[call.inputs.size() - (ep0.residual >= 0 ? 2 : 1)], {g.C, 1}, "ChannelScale")
+      cs ? View(p.in[call.inputs.size() - (ep.residual >= 0 ? 2 : 1)], {g.C, 1}, "ChannelScale")
          : Buffer();
-  Buffer Y = View(p.out[0], {g.N, g.M, g.OH, g.OW}, "Y");
-  const FusedEpilogue ep = GetFusedEpilogue(call.attrs, call.inputs.size());
   Buffer Rv =
       ep.residual >= 0 ? View(p.in[ep.residual], {g.N, g.M, g.OH, g.OW}, "Residual") : Buffer();
   const bool r_i8 = ep.residual >= 0 && call.inputs[ep.residual]->dtype == DataType::Int(8);
