@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable
 _COMMANDS = {}
 # Modules that define further subcommands with @command; imported when the parser is built.
 # A module that is missing (not written yet, or an optional dependency) is skipped.
-_PLUGIN_MODULES = ("tilecore.cli.compile", "tilecore.cli.tdb", "tilecore.cli.runtime")
+_PLUGIN_MODULES = ("tilecore.cli.compile", "tilecore.cli.tdb", "tilecore.cli.runtime", "tilecore.cli.bench")
 
 
 def command(name: str, help: str,  # noqa: A002  (argparse's word)

@@ -245,7 +245,7 @@ def quantisation_mse(hist: np.ndarray, width: float, threshold: float, qmax: int
 
 # ---- collecting the tensors -----------------------------------------------------------------
 
-def _float_values(model):
+def float_values(model):
     """Names of the float32 tensors of ``model``: graph inputs and node outputs."""
     import onnx
 
@@ -266,10 +266,10 @@ _ORT_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor
               "tensor(uint8)": np.uint8, "tensor(bool)": np.bool_}
 
 
-class _Collector:
+class Collector:
     """Runs the model on one sample at a time with every float tensor as an output."""
 
-    def __init__(self, model, samples) -> None:
+    def __init__(self, model, samples=None) -> None:
         import onnx
         import onnxruntime as ort
         from onnx import helper
@@ -279,7 +279,7 @@ class _Collector:
         model = _load_model(model)
         inits = {t.name for t in model.graph.initializer}
         self.inputs = [i.name for i in model.graph.input if i.name not in inits]
-        self.names = _float_values(model)
+        self.names = float_values(model)
         m = onnx.ModelProto()
         m.CopyFrom(model)
         have = {o.name for o in m.graph.output}
@@ -291,7 +291,12 @@ class _Collector:
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         self.sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
         self.out_names = [o.name for o in self.sess.get_outputs()]
+        self.samples, self.count = self._check(samples) if samples is not None else ({}, 0)
+
+    def with_samples(self, samples):
+        """This collector (its session) on other samples: a shard reuses the session."""
         self.samples, self.count = self._check(samples)
+        return self
 
     def _check(self, samples):
         missing = [n for n in self.inputs if n not in samples]
@@ -338,36 +343,70 @@ class _Collector:
             yield {n: res[n] for n in self.names if n in res}
 
 
-def calibrate(model: Any, samples: Mapping[str, np.ndarray], method: str = "auto", percentile: float = 99.99,
-              bins: int = 2048) -> CalibTable:
-    """A :class:`CalibTable` of every float tensor of ``model`` (an ONNX path, bytes or
-    ModelProto) over ``samples`` (input name -> array (N, *input_shape)).
+def collect_absmax(collector: Collector, first_sample: int = 0) -> dict[str, float]:
+    """The map of the first pass: value name -> max |x| over the collector's samples
+    (``first_sample``: the index of its first sample in the whole set, for errors)."""
+    absmax: dict[str, float] = {}
+    for i, values in enumerate(collector):
+        for n, v in values.items():
+            m = float(np.max(np.abs(v))) if v.size else 0.0
+            check_statistic(n, m, first_sample + i)
+            absmax[n] = max(absmax.get(n, 0.0), m)
+    return absmax
 
-    :param method: ``"auto"`` (least quantisation MSE of the three per tensor),
-        ``"minmax"``, ``"percentile"`` or ``"kl"``.
-    :raises CalibrationError: a missing input, a shape or sample-count mismatch, a bad method.
-    """
+
+def merge_absmax(parts: list[dict[str, float]]) -> dict[str, float]:
+    """The reduce of the first pass: the max per value (exact in any order)."""
+    out: dict[str, float] = {}
+    for part in parts:
+        for n, m in part.items():
+            out[n] = max(out.get(n, 0.0), m)
+    return out
+
+
+def collect_histograms(collector: Collector, absmax: Mapping[str, float],
+                       bins: int = 2048) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """The map of the second pass: (value name -> int64 counts of |x| in ``bins`` bins over
+    [0, absmax], value name -> count of exact zeros) over the collector's samples. The
+    edges come from the merged ``absmax`` alone, so every shard bins a value the same."""
+    hists = {n: np.zeros(bins, dtype=np.int64) for n in absmax}
+    zeros = dict.fromkeys(absmax, 0)  # exact zeros: quantised exactly at any threshold
+    for values in collector:
+        for n, v in values.items():
+            if absmax.get(n, 0) > 0:
+                h, _ = np.histogram(np.abs(v), bins=bins, range=(0.0, absmax[n]))
+                hists[n] += h
+                zeros[n] += int(v.size - np.count_nonzero(v))
+    return hists, zeros
+
+
+def merge_histograms(parts: list[tuple[dict[str, np.ndarray], dict[str, int]]]) -> tuple[dict[str, np.ndarray],
+                                                                                        dict[str, int]]:
+    """The reduce of the second pass: counts added (integers: exact in any order)."""
+    hists: dict[str, np.ndarray] = {}
+    zeros: dict[str, int] = {}
+    for h, z in parts:
+        for n, counts in h.items():
+            hists[n] = hists[n] + counts if n in hists else counts.copy()
+        for n, c in z.items():
+            zeros[n] = zeros.get(n, 0) + c
+    return hists, zeros
+
+
+def check_method(method: str, percentile: float) -> None:
     if method not in METHODS + ("auto",):
         raise CalibrationError(f"calibration method `{method}` is not one of auto, {', '.join(METHODS)}")
     if not 0 < percentile <= 100:
         raise CalibrationError(f"percentile {percentile} is not in (0, 100]")
-    col = _Collector(model, samples)
-    absmax = {}
-    for i, values in enumerate(col):
-        for n, v in values.items():
-            m = float(np.max(np.abs(v))) if v.size else 0.0
-            check_statistic(n, m, i)
-            absmax[n] = max(absmax.get(n, 0.0), m)
-    hists = {n: np.zeros(bins, dtype=np.float64) for n in absmax}
-    zeros = dict.fromkeys(absmax, 0)  # exact zeros: quantised exactly at any threshold
-    for values in col:
-        for n, v in values.items():
-            if absmax[n] > 0:
-                h, _ = np.histogram(np.abs(v), bins=bins, range=(0.0, absmax[n]))
-                hists[n] += h
-                zeros[n] += int(v.size - np.count_nonzero(v))
+
+
+def table_from_statistics(names: list[str], absmax: Mapping[str, float], hists: Mapping[str, np.ndarray],
+                          zeros: Mapping[str, int], count: int, method: str = "auto", percentile: float = 99.99,
+                          bins: int = 2048) -> CalibTable:
+    """The :class:`CalibTable` of merged statistics (``names``: the values in the model's
+    order; ``count``: the samples they were collected over)."""
     thresholds, methods, stats = {}, {}, {}
-    for n in col.names:
+    for n in names:
         if n not in absmax:
             continue
         amax = absmax[n]
@@ -376,7 +415,7 @@ def calibrate(model: Any, samples: Mapping[str, np.ndarray], method: str = "auto
             stats[n] = {"absmax": 0.0}
             continue
         width = amax / bins
-        h = hists[n]
+        h = hists[n].astype(np.float64)
         cand = {"minmax": amax}
         if method in ("percentile", "auto"):
             cand["percentile"] = threshold_percentile(h, width, percentile)
@@ -392,8 +431,28 @@ def calibrate(model: Any, samples: Mapping[str, np.ndarray], method: str = "auto
         thresholds[n] = float(cand[chosen])
         methods[n] = chosen
         stats[n] = {"absmax": amax, "candidates": {k: float(v) for k, v in cand.items()}}
-    meta = {"method": method, "samples": col.count, "bins": bins, "percentile": percentile}
+    meta = {"method": method, "samples": count, "bins": bins, "percentile": percentile}
     return CalibTable(thresholds, methods, stats, meta)
+
+
+def calibrate(model: Any, samples: Mapping[str, np.ndarray], method: str = "auto", percentile: float = 99.99,
+              bins: int = 2048) -> CalibTable:
+    """A :class:`CalibTable` of every float tensor of ``model`` (an ONNX path, bytes or
+    ModelProto) over ``samples`` (input name -> array (N, *input_shape)).
+
+    The work is a map-reduce of one shard (``tilecore.bench.calibration`` runs it over
+    many: the table is the same bit for bit): a pass of absolute maxima merged by max,
+    then a pass of histograms with edges fixed by them, merged by adding counts.
+
+    :param method: ``"auto"`` (least quantisation MSE of the three per tensor),
+        ``"minmax"``, ``"percentile"`` or ``"kl"``.
+    :raises CalibrationError: a missing input, a shape or sample-count mismatch, a bad method.
+    """
+    check_method(method, percentile)
+    col = Collector(model, samples)
+    absmax = merge_absmax([collect_absmax(col)])
+    hists, zeros = merge_histograms([collect_histograms(col, absmax, bins)])
+    return table_from_statistics(col.names, absmax, hists, zeros, col.count, method, percentile, bins)
 
 
 def load_samples(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
