@@ -27,6 +27,8 @@ pip_quiet() { "$PYTHON" -m pip install -q --disable-pip-version-check "$@"; }
 "$PYTHON" -c "import hypothesis, scipy, PIL" 2>/dev/null || pip_quiet hypothesis scipy Pillow \
   || echo "tilecore: hypothesis/scipy/Pillow unavailable; the property tests and ImageDecoder are skipped"
 "$PYTHON" -c "import tqdm" 2>/dev/null || pip_quiet tqdm || echo "tilecore: tqdm unavailable; the CLI prints progress as plain lines"
+# Ray for `tilecore bench --backend ray` and its tests (docs/bench.md).
+"$PYTHON" -c "import ray" 2>/dev/null || pip_quiet ray || echo "tilecore: ray unavailable; tilecore bench --backend ray and its tests are skipped"
 # PyTorch only for the DLPack interchange tests. Take it from a local wheel when the
 # machine has one (--no-index fails fast otherwise): the registry build pulls in
 # gigabytes of CUDA packages.
