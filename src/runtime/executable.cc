@@ -2,9 +2,11 @@
 #include "tilecore/runtime/executable.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <set>
 
+#include "sha256.h"
 #include "tilecore/ffi/dtype.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/file.h"
@@ -340,7 +342,25 @@ std::string Executable::SaveToBytes() const {
   return std::string(kExecutableMagic, 8) + h.data() + payload;
 }
 
-Executable Executable::LoadFromBytes(std::string_view bytes) {
+namespace {
+
+// Refuses `bytes` unless their SHA-256 is `expected` (64 hexadecimal digits, either case).
+void CheckSha256(std::string_view bytes, const std::string& expected) {
+  CheckSha256Digits(expected, "expected_sha256");
+  std::string want = expected;
+  for (char& c : want) c = char(std::tolower(static_cast<unsigned char>(c)));
+  std::string got = Sha256Hex(bytes);
+  if (got != want) {
+    TILECORE_THROW(PermissionError)
+        << "the executable's SHA-256 is " << got << ", and the load options expect " << want
+        << " (nothing in it was loaded)";
+  }
+}
+
+}  // namespace
+
+Executable Executable::LoadFromBytes(std::string_view bytes, const ExecutableLoadOptions& options) {
+  if (!options.expected_sha256.empty()) CheckSha256(bytes, options.expected_sha256);
   if (bytes.size() < 8 || std::memcmp(bytes.data(), kExecutableMagic, 8) != 0) {
     TILECORE_THROW(ValueError)
         << "not a tilecore executable (the magic \"TCEXEC\" is missing at byte 0)";
@@ -382,10 +402,14 @@ Executable Executable::LoadFromBytes(std::string_view bytes) {
     size_t at = r.pos();
     std::string blob = r.str();
     try {
-      s.modules.push_back(Module::LoadFromBytes(blob));
+      s.modules.push_back(Module::LoadFromBytes(blob, options.allow_host_code));
     } catch (const ffi::Error& e) {
-      TILECORE_THROW(ValueError) << "executable, byte " << at << ": module " << i << ": "
-                                 << e.message();
+      // A refusal keeps its kind: the file is not malformed, the options refuse it.
+      std::string kind = e.kind() == kLoadRefusedKind ? kLoadRefusedKind : "ValueError";
+      throw ffi::Error(kind,
+                       "executable, byte " + std::to_string(at) + ": module " + std::to_string(i) +
+                           ": " + std::string(e.message()),
+                       std::string(e.backtrace()));
     }
   }
   s.arena_size = r.u64();
@@ -448,14 +472,15 @@ void Executable::SaveToFile(const std::string& path) const {
   ffi::WriteFileAtomically(path, SaveToBytes());
 }
 
-Executable Executable::LoadFromFile(const std::string& path) {
+Executable Executable::LoadFromFile(const std::string& path, const ExecutableLoadOptions& options) {
   // The arena and the constants in it are at most 4 GiB; modules come on top.
   std::string bytes = ffi::ReadRegularFile(path, 2 * kExecutableMaxArena, "an executable");
   try {
-    return LoadFromBytes(bytes);
+    return LoadFromBytes(bytes, options);
   } catch (const ffi::Error& e) {
-    if (e.kind() != "ValueError") throw;
-    TILECORE_THROW(ValueError) << path << ": " << e.message();
+    if (e.kind() != "ValueError" && e.kind() != kLoadRefusedKind) throw;
+    throw ffi::Error(std::string(e.kind()), path + ": " + std::string(e.message()),
+                     std::string(e.backtrace()));
   }
 }
 

@@ -54,11 +54,27 @@ using JArr = ffi::Array<ffi::Any>;
 
 }  // namespace
 
+std::string ExecutableObj::last_stats() const {
+  std::lock_guard<std::mutex> lock(last_run_mu_);
+  return last_stats_;
+}
+
+std::string ExecutableObj::last_trace() const {
+  std::lock_guard<std::mutex> lock(last_run_mu_);
+  return last_trace_;
+}
+
+void ExecutableObj::set_last_run(std::string stats, std::string trace) {
+  std::lock_guard<std::mutex> lock(last_run_mu_);
+  last_stats_ = std::move(stats);
+  last_trace_ = std::move(trace);
+}
+
 std::map<std::string, ffi::NDArray> Executable::Run(
     const std::map<std::string, ffi::NDArray>& inputs, int device_id, const ffi::Function* progress,
-    const ffi::Function* observe) const {
+    const ffi::Function* observe, RunSummary* summary) const {
 #if !TILECORE_ENABLE_NPU
-  (void)inputs, (void)device_id, (void)progress, (void)observe;
+  (void)inputs, (void)device_id, (void)progress, (void)observe, (void)summary;
   TILECORE_THROW(RuntimeError)
       << "tilecore was built without the npu device; an executable cannot run";
 #else
@@ -357,9 +373,16 @@ std::map<std::string, ffi::NDArray> Executable::Run(
   st.Set("host_call_seconds", Any(host_seconds));
   st.Set("executor_overhead_seconds", Any(total - call_seconds));
   st.Set("ops", Any(ops));
-  ExecutableObj* self = const_cast<ExecutableObj*>(get());
-  self->last_stats = ffi::json::Stringify(st, 1);
-  self->last_trace = std::move(trace);
+  std::string stats_json = ffi::json::Stringify(st, 1);
+  if (summary) {
+    summary->cycles = total_cycles;
+    summary->macs = total_macs;
+    summary->mac_utilisation = denom > 0 ? double(npu_macs) / denom : 0.0;
+    summary->wall_seconds = total;
+    summary->steps = int64_t(s.steps.size());
+    summary->stats_json = stats_json;
+  }
+  const_cast<ExecutableObj*>(get())->set_last_run(std::move(stats_json), std::move(trace));
   return out;
 #endif
 }
@@ -539,21 +562,35 @@ TILECORE_REGISTER_GLOBAL("runtime.ExecutableCreate")
     });
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableSaveToFile")
     .set_body_typed([](Executable e, std::string path) { e.SaveToFile(path); });
-TILECORE_REGISTER_GLOBAL("runtime.ExecutableLoadFromFile").set_body_typed([](std::string path) {
-  return Executable::LoadFromFile(path);
-});
+namespace {
+ExecutableLoadOptions LoadOptions(bool allow_host_code, ffi::Any expected_sha256) {
+  ExecutableLoadOptions o;
+  o.allow_host_code = allow_host_code;
+  if (!expected_sha256.is_none()) o.expected_sha256 = expected_sha256.cast<std::string>();
+  return o;
+}
+}  // namespace
+
+// runtime.ExecutableLoadFromFile(path, allow_host_code, expected_sha256 or None)
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableLoadFromFile")
+    .set_body_typed([](std::string path, bool allow_host_code, ffi::Any sha) {
+      return Executable::LoadFromFile(path, LoadOptions(allow_host_code, sha));
+    });
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableSaveToBytes").set_body_typed([](Executable e) {
   return ffi::Bytes(e.SaveToBytes());
 });
-// runtime.ExecutableLoadFromBytes(data): the file's bytes as a host uint8 NDArray.
-TILECORE_REGISTER_GLOBAL("runtime.ExecutableLoadFromBytes").set_body_typed([](ffi::NDArray a) {
-  if (a.device().device_type != kDLCPU || a.dtype().bits != 8 || a.dtype().lanes != 1 ||
-      !a.IsContiguous()) {
-    TILECORE_THROW(TypeError)
-        << "runtime.ExecutableLoadFromBytes: expected a contiguous host uint8 array";
-  }
-  return Executable::LoadFromBytes(std::string_view(a.data<const char>(), a.NumBytes()));
-});
+// runtime.ExecutableLoadFromBytes(data, allow_host_code, expected_sha256 or None): the file's
+// bytes as a host uint8 NDArray.
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableLoadFromBytes")
+    .set_body_typed([](ffi::NDArray a, bool allow_host_code, ffi::Any sha) {
+      if (a.device().device_type != kDLCPU || a.dtype().bits != 8 || a.dtype().lanes != 1 ||
+          !a.IsContiguous()) {
+        TILECORE_THROW(TypeError)
+            << "runtime.ExecutableLoadFromBytes: expected a contiguous host uint8 array";
+      }
+      return Executable::LoadFromBytes(std::string_view(a.data<const char>(), a.NumBytes()),
+                                       LoadOptions(allow_host_code, sha));
+    });
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableDescribe").set_body_typed([](Executable e) {
   return ffi::String(SpecToJson(e->spec));
 });
@@ -605,10 +642,10 @@ TILECORE_REGISTER_GLOBAL("runtime.ExecutableWriteConstants")
     });
 #endif
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableStatsJSON").set_body_typed([](Executable e) {
-  return ffi::String(e->last_stats);
+  return ffi::String(e->last_stats());
 });
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableTraceJSON").set_body_typed([](Executable e) {
-  return ffi::String(e->last_trace);
+  return ffi::String(e->last_trace());
 });
 
 }  // namespace tilecore::runtime

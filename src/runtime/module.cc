@@ -175,7 +175,7 @@ std::string Module::SaveToBytes() const {
   return head + h.data() + w.data();
 }
 
-Module Module::LoadFromBytes(std::string_view bytes) {
+Module Module::LoadFromBytes(std::string_view bytes, bool allow_host_code) {
   if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0) {
     TILECORE_THROW(ValueError) << "not a tilecore module file (the magic \"TCMODULE\" is missing)";
   }
@@ -196,6 +196,12 @@ Module Module::LoadFromBytes(std::string_view bytes) {
   for (uint32_t k = 0; k < n; ++k) {
     std::string kind = r.str();
     std::string payload = r.str();
+    if (!allow_host_code && kind != "npu") {
+      TILECORE_THROW(PermissionError)
+          << "module " << k << " is of kind `" << kind
+          << "`, which holds host code (loading it would run a shared library), and the load "
+             "options refuse host code";
+    }
     auto loader = ffi::Function::GetGlobal("runtime.module.loadbinary_" + kind);
     if (!loader) {
       r.fail("no loader for module kind `" + kind +

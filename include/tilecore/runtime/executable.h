@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -89,13 +90,42 @@ struct ExecutableSpec {
   uint32_t format_version = kExecutableVersion;  // the file's (saved again as it was loaded)
 };
 
+/// What loading may accept (the C API's TCRLoadOptions; docs/deploy.md, "Security").
+struct ExecutableLoadOptions {
+  /// False: refuse modules that hold host code (every kind but `npu`: a `c` module is a shared
+  /// library that loading dlopens), before any module is loaded.
+  bool allow_host_code = true;
+  /// Empty, or the file's SHA-256 as 64 hexadecimal digits: other bytes are refused unparsed.
+  std::string expected_sha256;
+};
+
+/// The figures of one run (all of them are in its statistics JSON).
+struct RunSummary {
+  uint64_t cycles = 0;
+  uint64_t macs = 0;
+  double mac_utilisation = 0;
+  double wall_seconds = 0;
+  int64_t steps = 0;
+  std::string stats_json;  // docs/executable.md, "Statistics"
+};
+
 class ExecutableObj : public ffi::Object {
  public:
   ExecutableSpec spec;
-  std::string last_stats;  // JSON of the last run (empty before one)
-  std::string last_trace;  // Chrome trace JSON of the last run
+  /// The statistics (JSON) and Chrome trace of the last run that finished; empty before one.
+  /// Runs from several threads replace them under the mutex.
+  std::string last_stats() const;
+  std::string last_trace() const;
+  void set_last_run(std::string stats, std::string trace);
   TILECORE_FFI_DECLARE_OBJECT_INFO_FINAL("runtime.Executable", ExecutableObj, ffi::Object);
+
+ private:
+  mutable std::mutex last_run_mu_;
+  std::string last_stats_, last_trace_;
 };
+
+/// Thrown (kind "PermissionError") when ExecutableLoadOptions refuse an executable.
+inline constexpr char kLoadRefusedKind[] = "PermissionError";
 
 class Executable : public ffi::ObjectRef {
  public:
@@ -105,20 +135,25 @@ class Executable : public ffi::ObjectRef {
   static Executable Build(ExecutableSpec spec);
   std::string SaveToBytes() const;
   /// Checks the header and checksum, then parses and validates; ValueError naming field and byte.
-  static Executable LoadFromBytes(std::string_view bytes);
+  static Executable LoadFromBytes(std::string_view bytes,
+                                  const ExecutableLoadOptions& options = {});
   void SaveToFile(const std::string& path) const;
-  static Executable LoadFromFile(const std::string& path);
+  static Executable LoadFromFile(const std::string& path,
+                                 const ExecutableLoadOptions& options = {});
 
   /// Runs on npu:`device_id`: checks `inputs` (name -> array, any device) against the signature,
   /// copies constants and inputs into a fresh arena, runs the steps, returns the outputs on the
-  /// host. Statistics and the trace of the run are kept (last_stats, last_trace).
+  /// host. Statistics and the trace of the run are kept (last_stats, last_trace), and its
+  /// figures given to `summary` when not null.
   /// `progress`, when given, is called before each step with (index, count, node name);
   /// `observe`, after each step with (index, the step's arguments as views of the arena on
   /// the device): a checker reads what each step wrote in the program as it ships.
+  /// Runs may be called from several threads; runs on one device take turns.
   std::map<std::string, ffi::NDArray> Run(const std::map<std::string, ffi::NDArray>& inputs,
                                           int device_id = 0,
                                           const ffi::Function* progress = nullptr,
-                                          const ffi::Function* observe = nullptr) const;
+                                          const ffi::Function* observe = nullptr,
+                                          RunSummary* summary = nullptr) const;
 };
 
 /// Checks everything a loader must (indices, sizes, dtypes, kinds, function signatures,

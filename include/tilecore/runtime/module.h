@@ -82,7 +82,10 @@ class Module : public ffi::ObjectRef {
   void SaveToFile(const std::string& path) const;
   static Module LoadFromFile(const std::string& path);
   std::string SaveToBytes() const;
-  static Module LoadFromBytes(std::string_view bytes);
+  /// `allow_host_code` false: a module of any kind but `npu` (whose programs the simulator
+  /// interprets) is refused, kind "PermissionError", before its loader runs: a `c` module's
+  /// loader dlopens the shared library it holds.
+  static Module LoadFromBytes(std::string_view bytes, bool allow_host_code = true);
 };
 
 /// Little-endian writer/reader for module payloads. The reader never reads past the

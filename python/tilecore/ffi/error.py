@@ -99,6 +99,11 @@ class OSError(TilecoreError, builtins.OSError):  # noqa: A001
     """A file or library could not be opened."""
 
 
+@register_error("PermissionError")
+class PermissionError(TilecoreError, builtins.PermissionError):  # noqa: A001
+    """Refused by an option (an executable with host code, or not the expected SHA-256)."""
+
+
 __all__ = [
     "AttributeError",
     "IndexError",
@@ -107,6 +112,7 @@ __all__ = [
     "NotImplementedError",
     "OSError",
     "OverflowError",
+    "PermissionError",
     "RuntimeError",
     "TilecoreError",
     "TypeError",

@@ -148,16 +148,24 @@ class Executable(Object):
                 f"arena {d['arena_size']} B, inputs {[i['name'] for i in d['inputs']]}>")
 
 
-def load_executable(path: str | os.PathLike[str]) -> Executable:
-    """Reads a ``.tcx`` file (ValueError naming the field and byte of any problem)."""
-    return _api().ExecutableLoadFromFile(str(path))
+def load_executable(path: str | os.PathLike[str], *, allow_host_code: bool = True,
+                    expected_sha256: str | None = None) -> Executable:
+    """Reads a ``.tcx`` file (ValueError naming the field and byte of any problem).
+
+    A ``.tcx`` may hold host code (a shared library that loading maps and runs):
+    ``allow_host_code=False`` refuses such a file, and ``expected_sha256`` (64 hexadecimal
+    digits) refuses any file but that one, before anything in it is parsed; both raise
+    PermissionError (docs/deploy.md, "Security")."""
+    return _api().ExecutableLoadFromFile(str(path), allow_host_code, expected_sha256)
 
 
-def load_executable_bytes(data: bytes | bytearray | memoryview) -> Executable:
+def load_executable_bytes(data: bytes | bytearray | memoryview, *, allow_host_code: bool = True,
+                          expected_sha256: str | None = None) -> Executable:
     """Like :func:`load_executable`, from the file's bytes."""
     from ..ffi import nd
 
-    return _api().ExecutableLoadFromBytes(nd.array(np.frombuffer(bytes(data), dtype=np.uint8).copy()))
+    return _api().ExecutableLoadFromBytes(nd.array(np.frombuffer(bytes(data), dtype=np.uint8).copy()),
+                                          allow_host_code, expected_sha256)
 
 
 class ExecutableBuilder:

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 
+#include "increment_executable.h"
 #include "tilecore/arch/assembler.h"
 #include "tilecore/ffi/dtype.h"
 #include "tilecore/ffi/error.h"
@@ -21,54 +22,7 @@ using runtime::ExecBuffer;
 using runtime::ExecStep;
 using runtime::Executable;
 using runtime::ExecutableSpec;
-
-// B[i] = A[i] + 1 for 4 int32 (arguments: the two DDR addresses in the L1 argument block).
-// Core 0 only: the call writes the argument block of the kernel's cores, and a core that
-// read DDR through a zero address would be outside the call's arrays.
-constexpr const char* kIncrement = R"(
-    .core 0
-    li x9, 0xFFC00
-    lw x1, [l1: x9 + 0]
-    lw x2, [l1: x9 + 4]
-    li x3, 0
-    li x4, 4
-  loop:
-    lw x5, [ddr: x1 + 0]
-    addi x5, x5, 1
-    sw x5, [ddr: x2 + 0]
-    addi x1, x1, 4
-    addi x2, x2, 4
-    addi x3, x3, 1
-    blt x3, x4, loop
-    halt
-)";
-
-runtime::Module IncrementModule() {
-  runtime::NpuKernel k;
-  k.name = "inc";
-  k.program = arch::assemble(kIncrement);
-  k.assembly = kIncrement;
-  k.params = {{"A", "buffer", "int32", false}, {"B", "buffer", "int32", true}};
-  return runtime::NpuModuleCreate({k});
-}
-
-/*! x -> inc -> t -> inc -> y; y reuses x's bytes (x is dead after step 0). */
-ExecutableSpec Pipeline() {
-  ExecutableSpec s;
-  s.precision = "int8";
-  s.modules = {IncrementModule()};
-  s.arena_size = 128;
-  s.buffers = {ExecBuffer{"x", 0, 16, "int32", {4}}, ExecBuffer{"t", 64, 16, "int32", {4}},
-               ExecBuffer{"y", 0, 16, "int32", {4}}};
-  s.inputs = {{"x", 0}};
-  s.outputs = {{"y", 2}};
-  ExecStep a;
-  a.module = 0, a.function = "inc", a.args = {0, 1}, a.node = "inc0", a.op_type = "Add", a.macs = 0;
-  ExecStep b = a;
-  b.args = {1, 2}, b.node = "inc1", b.source_node = "/Add_1", b.debug = {{"k", "v"}};
-  s.steps = {a, b};
-  return s;
-}
+using test_fixtures::Pipeline;
 
 std::string Message(const std::function<void()>& f) {
   try {
@@ -92,8 +46,8 @@ TEST(Executable, RunsAndCountsCycles) {
   ASSERT_EQ(out.size(), 1u);
   const int32_t* y = out.at("y").data<int32_t>();
   EXPECT_EQ(std::vector<int32_t>(y, y + 4), (std::vector<int32_t>{3, 4, 5, -2}));
-  EXPECT_NE(e->last_stats.find("\"cycles\""), std::string::npos);
-  EXPECT_NE(e->last_trace.find("\"name\": \"inc1\""), std::string::npos);
+  EXPECT_NE(e->last_stats().find("\"cycles\""), std::string::npos);
+  EXPECT_NE(e->last_trace().find("\"name\": \"inc1\""), std::string::npos);
 }
 
 TEST(Executable, SaveLoadRoundTrip) {

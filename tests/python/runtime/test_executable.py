@@ -278,3 +278,29 @@ def test_profile_names_the_ops_the_front_end_bounds():
     assert "warning: 1 op(s) bound by the scalar front end" in text and "bits (BitwiseAnd, " in text
     relu_only = [o for o in st["ops"] if o["name"] == "relu"]
     assert front_end_bound(dict(st, ops=relu_only)) == []
+
+
+def test_load_options_refuse_host_code_and_other_files(exe, tmp_path):
+    """A `.tcx` with a host step holds a shared library that loading dlopens: the load options
+    refuse it, or any file but the one named by its SHA-256 (hashlib's), before loading it."""
+    import hashlib
+
+    path = tmp_path / "pipeline.tcx"
+    exe.save(str(path))
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    x = x_input()
+    want = exe.run({"x": x})["out"]
+    for again in (runtime.load_executable(path, expected_sha256=sha),
+                  runtime.load_executable(path, expected_sha256=sha.upper()),
+                  runtime.load_executable_bytes(data, expected_sha256=sha)):
+        assert np.array_equal(again.run({"x": x})["out"], want)
+    other = hashlib.sha256(data + b"\0").hexdigest()
+    with pytest.raises(PermissionError, match=f"SHA-256 is {sha}, and the load options expect {other}"):
+        runtime.load_executable(path, expected_sha256=other)
+    with pytest.raises(ValueError, match="expected_sha256 `12ab` is not 64 hexadecimal digits"):
+        runtime.load_executable(path, expected_sha256="12ab")
+    for load in (lambda: runtime.load_executable(path, allow_host_code=False),
+                 lambda: runtime.load_executable_bytes(data, allow_host_code=False)):
+        with pytest.raises(PermissionError, match=r"module \d+ is of kind `c`, which holds host code"):
+            load()
