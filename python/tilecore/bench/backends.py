@@ -79,7 +79,10 @@ def _ray_task(job_doc: dict[str, Any], keys: dict[str, str], cache_folder: str |
         job_doc = dict(job_doc, model=dict(job_doc["model"], path=path))
     if cache_folder and not os.path.isdir(os.path.dirname(os.path.abspath(cache_folder))):
         cache_folder = None  # the cache folder is not shared with this node
-    return run_isolated(job_doc, keys, cache_folder, timeout, base)
+    import ray
+
+    node = ray.get_runtime_context().get_node_id()
+    return [dict(r, ray_node=node) for r in run_isolated(job_doc, keys, cache_folder, timeout, base)]
 
 
 def connect_ray(address: str | None = None) -> Any:

@@ -142,6 +142,8 @@ def calibrate_sharded(model: Any, source: Any, shards: int = 1, method: str = "a
     _cal.check_method(method, percentile)
     if isinstance(source, Mapping):
         source = ArraySamples(source)
+    if isinstance(source, ArraySamples):
+        _cal.check_samples(source.arrays)  # here, where a bad sample's index is its index in the whole set
     if isinstance(model, str) and backend == "ray":
         with open(model, "rb") as f:  # a worker on another machine cannot open this path
             model = f.read()

@@ -1,7 +1,7 @@
 """tilecore/bench/worker.py — one job in a process of its own, so that a segfault, an
 abort, the OOM killer or a hang costs that job and not the run.
 
-    python -m tilecore.bench.worker SPEC.json STATE.jsonl
+    python -X faulthandler -c "...worker._main(SPEC.json, STATE.jsonl)"
 
 The worker imports the job's ``preload`` files or modules (custom ops, test hooks), runs
 the stages (stages.run_job) and appends every row to STATE.jsonl as it is made. The
@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 STDERR_TAIL = 2000  # characters of a dead worker's stderr kept in its row
+_ENTRY = "import sys; from tilecore.bench.worker import _main; sys.exit(_main(sys.argv[1], sys.argv[2]))"
 
 
 def preload(items: list[str] | tuple[str, ...]) -> None:
@@ -102,7 +103,8 @@ def run_isolated(job_doc: dict[str, Any], keys: dict[str, str], cache_folder: st
             json.dump({"job": job_doc, "keys": keys, "cache": cache_folder}, f)
         t0 = time.perf_counter()
         with open(err, "wb") as errf:
-            proc = subprocess.Popen([sys.executable, "-m", "tilecore.bench.worker", spec, state],
+            # faulthandler: a segfault prints the Python stack, which the row's stderr tail keeps
+            proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", _ENTRY, spec, state],
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
                                     start_new_session=True)
             timed_out = False
@@ -142,7 +144,3 @@ def run_isolated(job_doc: dict[str, Any], keys: dict[str, str], cache_folder: st
             if tail:
                 last["stderr_tail"] = tail
         return rows
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1], sys.argv[2]))
