@@ -279,26 +279,22 @@ def worker(name, precision, calib_n, state_path):
 
 def run_one(name, precision, timeout, calib_n):
     """One row: the worker in a subprocess, its states merged."""
+    from tilecore.bench.worker import death, run_process, stderr_tail
+
     fd, state = tempfile.mkstemp(prefix="corpus-", suffix=".jsonl")
+    os.close(fd)
+    fd, err = tempfile.mkstemp(prefix="corpus-", suffix=".stderr")
     os.close(fd)
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", name, "--precision", precision,
            "--calib", str(calib_n), "--state", state]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    timed_out = False
-    try:
-        _, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        os.killpg(proc.pid, 9)  # the worker's own process group (start_new_session)
-        _, err = proc.communicate()
+    returncode, timed_out, wall = run_process(cmd, timeout, err)
     row = {}
     with open(state) as f:
         for line in f:
             if line.strip():
                 row.update(json.loads(line))
     os.unlink(state)
-    row["seconds"] = round(time.perf_counter() - t0, 2)
+    row["seconds"] = round(wall, 2)
     row.setdefault("stage", "export")
     row.setdefault("status", "crash")
     if timed_out:
@@ -315,9 +311,9 @@ def run_one(name, precision, timeout, calib_n):
         if row["status"] == "wrong" and fragile is not None and fragile < F32_BAR:
             row["reason"] = (row.get("reason") or "") + f" (fragile reference: ONNX Runtime vs PyTorch {fragile:.7f})"
     elif row.get("status") == "crash" and not row.get("reason"):
-        tail = [ln for ln in err.decode(errors="replace").strip().splitlines() if ln.strip()][-1:]
-        how = f"exit status {proc.returncode}" if proc.returncode >= 0 else f"signal {-proc.returncode}"
-        row["reason"] = f"worker died ({how}){': ' + tail[0][:300] if tail else ''}"
+        tail = [ln for ln in stderr_tail(err).splitlines() if ln.strip()][-1:]
+        row["reason"] = f"worker died ({death(returncode)}){': ' + tail[0][:300] if tail else ''}"
+    os.unlink(err)
     return row
 
 

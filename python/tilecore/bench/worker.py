@@ -70,7 +70,7 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _tail(path: str) -> str:
+def stderr_tail(path: str) -> str:
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -78,6 +78,35 @@ def _tail(path: str) -> str:
             return f.read().decode(errors="replace").strip()
     except OSError:
         return ""
+
+
+def run_process(argv: list[str], timeout: float, stderr_path: str) -> tuple[int, bool, float]:
+    """Runs ``argv`` in a session of its own with stderr to ``stderr_path``; kills its whole
+    process group after ``timeout`` seconds. (return code, timed out, wall seconds)."""
+    t0 = time.perf_counter()
+    with open(stderr_path, "wb") as errf:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
+                                start_new_session=True)
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # its own group: any child it started goes too
+            except ProcessLookupError:
+                pass
+            proc.wait()
+    return proc.returncode, timed_out, time.perf_counter() - t0
+
+
+def death(returncode: int) -> str:
+    """How a process that left its work unfinished ended: ``exit status N`` or ``killed by
+    SIGSEGV`` (SIGKILL: the OOM killer, or an operator)."""
+    how = f"exit status {returncode}" if returncode >= 0 else f"killed by {_signal_name(-returncode)}"
+    if returncode == -signal.SIGKILL:
+        how += " (the OOM killer, or an operator)"
+    return how
 
 
 def merge_state(lines: list[dict[str, Any]], base: dict[str, Any]) -> list[dict[str, Any]]:
@@ -101,23 +130,9 @@ def run_isolated(job_doc: dict[str, Any], keys: dict[str, str], cache_folder: st
         spec, state, err = (os.path.join(tmp, n) for n in ("spec.json", "state.jsonl", "stderr.txt"))
         with open(spec, "w") as f:
             json.dump({"job": job_doc, "keys": keys, "cache": cache_folder}, f)
-        t0 = time.perf_counter()
-        with open(err, "wb") as errf:
-            # faulthandler: a segfault prints the Python stack, which the row's stderr tail keeps
-            proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", _ENTRY, spec, state],
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
-                                    start_new_session=True)
-            timed_out = False
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)  # its own group: any child it started goes too
-                except ProcessLookupError:
-                    pass
-                proc.wait()
-        wall = time.perf_counter() - t0
+        # faulthandler: a segfault prints the Python stack, which the row's stderr tail keeps
+        code, timed_out, wall = run_process([sys.executable, "-X", "faulthandler", "-c", _ENTRY, spec, state],
+                                            timeout, err)
         lines = []
         if os.path.exists(state):
             with open(state) as f:
@@ -130,16 +145,12 @@ def run_isolated(job_doc: dict[str, Any], keys: dict[str, str], cache_folder: st
         last = rows[-1]
         if last.get("started"):
             last.pop("started")
-            tail = _tail(err)
+            tail = stderr_tail(err)
             if timed_out:
                 last["status"] = "timeout"
                 last["reason"] = f"no result after {timeout:g} s (killed)"
             else:
-                code = proc.returncode
-                how = f"exit status {code}" if code >= 0 else f"killed by {_signal_name(-code)}"
-                if code == -signal.SIGKILL:
-                    how += " (the OOM killer, or an operator)"
-                last["reason"] = f"worker died: {how}"
+                last["reason"] = f"worker died: {death(code)}"
             last["seconds"] = round(wall - sum(r.get("seconds") or 0 for r in rows[:-1]), 3)
             if tail:
                 last["stderr_tail"] = tail

@@ -17,6 +17,7 @@ Subcommands:
                                              checked against numpy
     tilecore run OUT.tcx --inputs IN.npz     run an executable (tilecore/cli/runtime.py)
     tilecore profile OUT.tcx --inputs IN.npz its per-op profile
+    tilecore bench MODELS --precision P,...  models x precisions as jobs on serial|local|ray (tilecore/cli/bench.py)
 
 A subcommand is a function decorated with :func:`command`; another module adds one
 (``compile``, ``run``, ``tdb``, ...) by decorating its own function and being listed

@@ -107,3 +107,18 @@ def test_ray_rows_agree_and_faults_are_rows(models_dir, ray_cluster):
     crash, hang = rows[len(local):]
     assert crash["status"] == "crash" and "SIGSEGV" in crash["reason"] and crash["stderr_tail"]
     assert hang["status"] == "timeout"
+
+
+def test_a_cached_executable_is_run_again(models_dir, tmp_path):
+    """Only the later stages recomputed: the compile stage's executable comes from the cache."""
+    import os
+
+    jobs = _tiny_jobs(models_dir, ("int8",))
+    cache = Cache(tmp_path / "cache")
+    cold = run(jobs, backend="serial", cache=cache)
+    for r in cold:
+        if r["stage"] in ("run", "compare"):
+            os.unlink(tmp_path / "cache" / r["key"][:2] / (r["key"] + ".json"))
+    again = run(jobs, backend="serial", cache=cache)
+    assert comparable(again) == comparable(cold)
+    assert [r["cached"] for r in again] == [True, True, True, False, False]
