@@ -69,6 +69,7 @@ PYTHON_LAYER = {
     "frontend": "compiler",
     "compiler": "compiler",
     "zoo": "compiler",  # models for the compiler's tests and demos
+    "bench": "compiler",  # jobs of the compiler over models (tilecore bench)
     "tdb": "debug",
 }
 TOP = {"__init__", "__main__", "config", "cli", "_ffi_core"}

@@ -245,7 +245,7 @@ def quantisation_mse(hist: np.ndarray, width: float, threshold: float, qmax: int
 
 # ---- collecting the tensors -----------------------------------------------------------------
 
-def float_values(model):
+def float_values(model: Any) -> list[str]:
     """Names of the float32 tensors of ``model``: graph inputs and node outputs."""
     import onnx
 
@@ -269,7 +269,7 @@ _ORT_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor
 class Collector:
     """Runs the model on one sample at a time with every float tensor as an output."""
 
-    def __init__(self, model, samples=None) -> None:
+    def __init__(self, model: Any, samples: Mapping[str, np.ndarray] | None = None) -> None:
         import onnx
         import onnxruntime as ort
         from onnx import helper
@@ -293,7 +293,7 @@ class Collector:
         self.out_names = [o.name for o in self.sess.get_outputs()]
         self.samples, self.count = self._check(samples) if samples is not None else ({}, 0)
 
-    def with_samples(self, samples):
+    def with_samples(self, samples: Mapping[str, np.ndarray]) -> Collector:
         """This collector (its session) on other samples: a shard reuses the session."""
         self.samples, self.count = self._check(samples)
         return self
