@@ -346,12 +346,13 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_func", None):
         parser.print_help()
         return 2
+    from ..extras import MissingDependencyError
     from ..ffi.error import TilecoreError
 
     # Every failure the user can cause is one line on stderr and rc 1, never a traceback.
     try:
         return args._func(args)
-    except (OSError, TilecoreError, ValueError) as e:
+    except (OSError, TilecoreError, ValueError, MissingDependencyError) as e:
         return _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
     except MemoryError as e:
         return _fail(f"out of memory{': ' + str(e) if str(e) else ''}")

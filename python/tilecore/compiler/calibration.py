@@ -271,8 +271,11 @@ class Collector:
 
     def __init__(self, model: Any, samples: Mapping[str, np.ndarray] | None = None) -> None:
         import onnx
-        import onnxruntime as ort
         from onnx import helper
+
+        from ..extras import require
+
+        ort = require("onnxruntime", "calibration on ONNX Runtime")
 
         from .compare import _load_model
 

@@ -105,9 +105,11 @@ def onnxruntime_with_intermediates(model: Any, inputs: Mapping[str, np.ndarray],
     """ONNX Runtime's values of ``names`` (a dict name -> (shape, dtype)) and its outputs;
     returns ({name: array}, seconds of the run)."""
     import onnx
-    import onnxruntime as ort
     from onnx import helper
 
+    from ..extras import require
+
+    ort = require("onnxruntime", "comparing with ONNX Runtime")
     m = onnx.ModelProto()
     m.CopyFrom(model)
     have = {o.name for o in m.graph.output}

@@ -214,8 +214,9 @@ def _ort_run(ort, sess, case, feed, names_out, expected):
 
 def ort_reason(case: Any) -> str | None:
     """None when ONNX Runtime passes every data set of the case, else why not."""
-    import onnxruntime as ort
+    from ..extras import require
 
+    ort = require("onnxruntime", "checking ONNX Runtime's results")
     ort.set_default_logger_severity(3)
     try:
         so = ort.SessionOptions()
