@@ -123,8 +123,12 @@ def _map(backend: str, jobs: int, func: Any, calls: list[tuple]) -> list[Any]:
         import multiprocessing
 
         ctx = multiprocessing.get_context("spawn")  # no forked copy of the parent's arrays and sessions
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-            return list(pool.map(func, *zip(*calls)))
+        try:
+            with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+                return list(pool.map(func, *zip(*calls)))
+        except concurrent.futures.process.BrokenProcessPool:
+            raise _cal.CalibrationError("calibration: a worker process died (out of memory, or killed) while "
+                                        f"running {func.__name__} over {len(calls)} shard(s)") from None
     if backend == "ray":
         import ray
 
