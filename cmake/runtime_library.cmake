@@ -19,10 +19,11 @@ tilecore_usage(tilecore_runtime_static PUBLIC)
 set_target_properties(tilecore_runtime_static PROPERTIES
   OUTPUT_NAME tilecore_runtime EXPORT_NAME runtime_static_archive)
 # Module loaders and devices register themselves from static initialisers, which a linker
-# leaves out of an archive unless told to keep every member of it.
+# leaves out of an archive unless told to keep every member of it. (An export does not rename
+# the target inside $<LINK_LIBRARY>: the installed package config sets its own.)
 add_library(tilecore_runtime_whole_archive INTERFACE)
 target_link_libraries(tilecore_runtime_whole_archive INTERFACE
-  "$<LINK_LIBRARY:WHOLE_ARCHIVE,tilecore_runtime_static>")
+  "$<BUILD_INTERFACE:$<LINK_LIBRARY:WHOLE_ARCHIVE,tilecore_runtime_static>>")
 set_target_properties(tilecore_runtime_whole_archive PROPERTIES EXPORT_NAME runtime_static)
 
 add_library(tilecore::runtime ALIAS tilecore_runtime)

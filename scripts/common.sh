@@ -25,3 +25,19 @@ ccache_env() {
   command -v ccache >/dev/null 2>&1 || return 1
   export CCACHE_DIR=${CCACHE_DIR:-$ROOT/build-ccache}
 }
+
+# ccache_cmake_args <main build dir>: sets CCACHE_ARGS to the cmake arguments that make another
+# build of this checkout go through the same cache with the same compiler as the main build
+# (scripts/bootstrap.sh), so that the files it compiles alike come from the cache. (pip's build
+# names the compiler Python was built with, g++ rather than c++, and ccache keys on the name.)
+ccache_cmake_args() {
+  CCACHE_ARGS=()
+  ccache_env || return 0
+  CCACHE_ARGS=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  local main_cache="$1/CMakeCache.txt" lang compiler
+  for lang in CXX C; do
+    compiler=$(sed -n "s/^CMAKE_${lang}_COMPILER:FILEPATH=//p" "$main_cache" 2>/dev/null || true)
+    [ -n "$compiler" ] && CCACHE_ARGS+=("-DCMAKE_${lang}_COMPILER=$compiler")
+  done
+  return 0
+}

@@ -20,9 +20,9 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_CO
   -DTILECORE_LAYERS="ffi;arch;sim;runtime;ir" -DTILECORE_BUILD_FUZZERS=ON -DTILECORE_BUILD_PYTHON=OFF \
   -DTILECORE_SANITIZE=address,undefined >/dev/null
 cmake --build "$BUILD" -j2 --target fuzz_decode_execute fuzz_assemble fuzz_module_npu fuzz_module_c \
-  fuzz_load_executable fuzz_load_json
+  fuzz_load_executable fuzz_c_runtime_load fuzz_load_json
 mkdir -p "$BUILD/fuzz-corpus" "$BUILD/asm-corpus" "$BUILD/module-npu-corpus" "$BUILD/module-c-corpus" \
-  "$BUILD/tcx-corpus" "$BUILD/json-corpus"
+  "$BUILD/tcx-corpus" "$BUILD/capi-corpus" "$BUILD/json-corpus"
 run_target() {  # run_target <name> <writable corpus> <seed corpus> [extra flags]
   local name=$1 corpus=$2 seeds=$3 log="$BUILD/$1.log"
   shift 3
@@ -45,6 +45,9 @@ run_target fuzz_module_c "$BUILD/module-c-corpus" "$ROOT/tests/fuzz/corpus_modul
 TCX_SECONDS=$(( SECONDS_PER_TARGET < 20 ? SECONDS_PER_TARGET : 20 ))
 run_target fuzz_load_executable "$BUILD/tcx-corpus" "$ROOT/tests/fuzz/corpus_tcx" -max_total_time="$TCX_SECONDS" \
   -max_len=65536
+# The C API's load path, over the same seeds.
+run_target fuzz_c_runtime_load "$BUILD/capi-corpus" "$ROOT/tests/fuzz/corpus_tcx" -max_total_time="$TCX_SECONDS" \
+  -max_len=65536
 # JSON IR files: -rss_limit_mb catches a count or size that allocates before it is checked.
 run_target fuzz_load_json "$BUILD/json-corpus" "$ROOT/tests/fuzz/corpus_json" -rss_limit_mb=1024 -max_len=65536
-echo "fuzz: no crash, hang or sanitizer report in ${SECONDS_PER_TARGET}s per target (${TCX_SECONDS}s for the .tcx loader)"
+echo "fuzz: no crash, hang or sanitizer report in ${SECONDS_PER_TARGET}s per target (${TCX_SECONDS}s for the .tcx loader and the C API's)"

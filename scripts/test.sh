@@ -2,10 +2,13 @@
 # scripts/test.sh — the whole test suite: builds tilecore, checks the style (clang-format,
 # ruff), runs the C++ tests (also under AddressSanitizer + UndefinedBehaviorSanitizer),
 # the C++ and Python tests of a build without the npu (scripts/test_without_npu.sh), a
-# bounded fuzz run, then the Python tests, whose summary line ends the output.
+# bounded fuzz run, the runtime library as an application links it (scripts/test_deploy.sh:
+# installed, pkg-config, CMake, ThreadSanitizer, a wheel in a fresh venv), then the Python
+# tests, whose summary line ends the output.
 #
 #   scripts/test.sh            everything
-#   scripts/test.sh --quick    skip the sanitizer build, the build without the npu and the fuzz run
+#   scripts/test.sh --quick    skip the sanitizer builds, the build without the npu, the fuzz run
+#                              and the deployment tests
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PYTHON=${PYTHON:-python3}
@@ -30,6 +33,8 @@ if [ "$QUICK" = 0 ]; then
     echo "== bounded fuzz run"
     bash "$ROOT/scripts/fuzz.sh" --seconds 60 || status=1
   fi
+  echo "== the runtime library: installed, linked by the examples, under ThreadSanitizer; the wheel"
+  bash "$ROOT/scripts/test_deploy.sh" || status=1
 fi
 
 echo "== Python tests"

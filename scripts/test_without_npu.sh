@@ -8,22 +8,12 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PYTHON=${PYTHON:-python3}
 BUILD="$ROOT/build-nonpu"
 source "$ROOT/scripts/common.sh"
-# The same compiler and flags as the main build (scripts/bootstrap.sh) and the same ccache:
-# only the files that test TILECORE_ENABLE_NPU compile differently, the rest come from the
-# cache. (pip's build names the compiler Python was built with, g++ rather than c++, and
-# ccache keys on the name.)
-LAUNCHER=()
-if ccache_env; then
-  LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-  main_cache="${TILECORE_BUILD_DIR:-$ROOT/build}/CMakeCache.txt"
-  for lang in CXX C; do
-    compiler=$(sed -n "s/^CMAKE_${lang}_COMPILER:FILEPATH=//p" "$main_cache" 2>/dev/null || true)
-    [ -n "$compiler" ] && LAUNCHER+=("-DCMAKE_${lang}_COMPILER=$compiler")
-  done
-fi
+# The same compiler and flags as the main build and the same ccache: only the files that test
+# TILECORE_ENABLE_NPU compile differently, the rest come from the cache.
+ccache_cmake_args "${TILECORE_BUILD_DIR:-$ROOT/build}"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTILECORE_BUILD_TESTS=ON \
   -DTILECORE_WERROR=ON -DTILECORE_ENABLE_NPU=OFF -DPython_EXECUTABLE="$(command -v "$PYTHON")" \
-  "${LAUNCHER[@]}" >/dev/null \
+  "${CCACHE_ARGS[@]}" >/dev/null \
   && cmake --build "$BUILD" -j2 >/dev/null || { echo "tilecore: the build without the npu failed"; exit 1; }
 status=0
 if ctest --test-dir "$BUILD" -j2 >"$BUILD/ctest.log" 2>&1; then

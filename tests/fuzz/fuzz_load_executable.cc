@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "seal_executable.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/function.h"
 #include "tilecore/runtime/executable.h"
@@ -19,21 +20,6 @@
 using namespace tilecore;
 
 namespace {
-uint64_t Fnv1a(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (char c : s) h = (h ^ uint8_t(c)) * 0x100000001b3ull;
-  return h;
-}
-
-std::string Seal(std::string_view payload) {
-  runtime::ByteWriter h;
-  h.u32(runtime::kExecutableVersion);
-  h.u32(0);
-  h.u64(payload.size());
-  h.u64(Fnv1a(payload));
-  return std::string(runtime::kExecutableMagic, 8) + h.data() + std::string(payload);
-}
-
 void Load(const std::string& file) {
   try {
     runtime::Executable e = runtime::Executable::LoadFromBytes(file);
@@ -55,7 +41,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
-  Load(Seal(in));
+  Load(fuzz::SealExecutable(in));
   Load(std::string(in));
   return 0;
 }

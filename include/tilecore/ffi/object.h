@@ -56,10 +56,16 @@ inline void IncRef(TCFFIObject* obj) { __atomic_fetch_add(&obj->ref_count, 1, __
  */
 void DestroyObject(TCFFIObject* obj) noexcept;
 inline void DecRef(TCFFIObject* obj) {
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer does not model fences: an acquire-release decrement orders the same
+  // accesses in a form it sees.
+  if (__atomic_fetch_sub(&obj->ref_count, 1, __ATOMIC_ACQ_REL) == 1) DestroyObject(obj);
+#else
   if (__atomic_fetch_sub(&obj->ref_count, 1, __ATOMIC_RELEASE) == 1) {
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     DestroyObject(obj);
   }
+#endif
 }
 struct ObjectUnsafe;
 }  // namespace details

@@ -1,6 +1,6 @@
 """``tilecore run`` and ``tilecore profile``: run a ``.tcx`` executable and report its figures.
 
-    tilecore run OUT.tcx --inputs IN.npz [-o OUT.npz] [--stats STATS.json] [--trace TRACE.json]
+    tilecore run OUT.tcx --inputs IN.npz [-o OUT.npz] [--stats STATS.json] [--trace TRACE.json] [--top K]
     tilecore profile OUT.tcx --inputs IN.npz       # per-op table sorted by cycles
 
 IN.npz and OUT.npz are keyed by the model's input and output names. Progress is shown
@@ -84,6 +84,7 @@ def _run(args):
     arg("--stats", help="write the statistics (cycles, mac_utilisation, ops) as JSON here"),
     arg("--trace", help="write a Chrome/Perfetto trace here (one track per engine per core)"),
     arg("--device", type=int, default=0, help="npu device id (default 0)"),
+    arg("--top", type=int, metavar="K", help="print each output's K largest elements (a classifier's top classes)"),
     arg("--quiet", action="store_true", help="no progress bar"),
 ])
 def run_cmd(args: argparse.Namespace) -> int:
@@ -104,9 +105,25 @@ def run_cmd(args: argparse.Namespace) -> int:
         exe.trace(args.trace)
     for name, a in outs.items():
         print(f"{name}: {a.dtype}{list(a.shape)}")
+    if args.top:
+        for name, a in outs.items():
+            print("\n".join(top_lines(name, a, args.top)))
     print(f"cycles: {st['cycles']}  mac_utilisation: {st['mac_utilisation']:.4f} ({st['precision']} peak "
           f"{st['peak_macs_per_cycle']} MAC/cycle)  steps: {st['steps']}")
     return 0
+
+
+def top_lines(name: str, a: Any, k: int) -> list[str]:
+    """The ``k`` largest elements of ``a`` (flattened), highest first, the lower index first among
+    equal values, NaN after every number: the lines examples/runtime/classify.c prints too."""
+    import numpy as np
+
+    flat = np.asarray(a, dtype=np.float64).reshape(-1)
+    nan = np.isnan(flat)
+    order = np.lexsort((np.arange(flat.size), nan, np.where(nan, np.inf, -flat)))[:k]
+    lines = [f"top-{len(order)} of `{name}` ({a.dtype}{list(a.shape)}):"]
+    lines += [f"{r + 1:3d}. class {i}  score {float(flat[i]):.6g}" for r, i in enumerate(order)]
+    return lines
 
 
 def group_members(exe: Any) -> dict[str, list[dict[str, Any]]]:
