@@ -7,7 +7,8 @@
 //              [--out-dir DIR]
 //
 // By default the two models run on npu devices 0 and 1 (in parallel); --same-device runs both
-// on device 0, where they take turns. --out-dir writes each model's reference outputs as
+// on device 0, where they take turns. Given the same file twice, it is loaded once and both
+// threads run the one executable. --out-dir writes each model's reference outputs as
 // DIR/<a|b>_<output name>.npy. Exit status 0 when every run matched, 1 otherwise.
 #include <atomic>
 #include <cstdio>
@@ -89,6 +90,7 @@ int main(int argc, char** argv) {
     std::vector<Model> models;
     models.push_back(Load("a", files[0], files[1]));
     models.push_back(Load("b", files[2], files[3]));
+    if (std::strcmp(files[0], files[2]) == 0) models[1].exe = models[0].exe;  // one handle
     for (Model& m : models) m.reference = m.Run(0);
     if (!out_dir.empty()) {
       for (const Model& m : models) {

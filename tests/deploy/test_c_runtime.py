@@ -128,21 +128,22 @@ def test_examples_build_with_cmake_against_the_install(prefix, models, tmp_path)
 
 
 def test_two_models_from_two_threads_under_thread_sanitizer(tsan_build, models, tmp_path):
-    """Two threads, two models, 100 runs each, on one shared device and on two: no report
-    from ThreadSanitizer, every run equal to the run alone, and that to Python's."""
+    """Two threads, 100 runs each: two models on two devices, on one shared device, and one
+    executable (one handle) run by both threads. No report from ThreadSanitizer, every run
+    equal to the run alone, and that to Python's."""
     a, b = models["classifier"], models["pipeline"]
     exe = os.path.join(tsan_build, "examples", "runtime", "two_models")
     env = dict(os.environ, TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1")
-    for extra in ([], ["--same-device"]):
-        out = tmp_path / ("same" if extra else "apart")
+    for label, second, extra in (("apart", b, []), ("same_device", b, ["--same-device"]), ("one_handle", a, [])):
+        out = tmp_path / label
         out.mkdir()
-        p = run([exe, a.tcx, a.npy, b.tcx, b.npy, "--iterations", "100", "--out-dir", str(out), *extra],
+        p = run([exe, a.tcx, a.npy, second.tcx, second.npy, "--iterations", "100", "--out-dir", str(out), *extra],
                 env=env, timeout=900)
         assert "ThreadSanitizer" not in p.stderr, p.stderr[-6000:]
         assert p.returncode == 0, p.stdout + p.stderr[-3000:]
         assert p.stdout.count("100 concurrent runs") == 2 and p.stdout.count(" 0 differ") == 2, p.stdout
         _check_outputs(out, "a", a)
-        _check_outputs(out, "b", b)
+        _check_outputs(out, "b", second)
 
 
 COMPILER_LAYERS = ("ir", "transform", "target", "codegen", "compiler", "debug")

@@ -55,6 +55,7 @@ struct RunStats {
   int32_t steps = 0;
 };
 
+/// A loaded executable; copies share one handle, freed with the last of them.
 class Executable {
  public:
   static Executable LoadFile(const std::string& path, const LoadOptions& options = {}) {
