@@ -53,8 +53,8 @@ def test_private_headers_stay_in_their_layer():
 # ---- the Python package ------------------------------------------------------------------
 # python/tilecore mirrors the layers: tilecore/<layer>/ is the front end of that layer. The
 # packages without a C++ layer of their own belong to the layer they front; the package
-# root (tilecore/__init__.py, __main__, config) and the command line (tilecore/cli/) sit
-# on top and may import every layer.
+# root (tilecore/__init__.py, __main__, config, extras: the optional dependencies, which
+# imports no layer) and the command line (tilecore/cli/) sit on top and may import every layer.
 PYTHON = ROOT / "python" / "tilecore"
 PYTHON_LAYER = {
     "ffi": "ffi",
@@ -72,7 +72,7 @@ PYTHON_LAYER = {
     "bench": "compiler",  # jobs of the compiler over models (tilecore bench)
     "tdb": "debug",
 }
-TOP = {"__init__", "__main__", "config", "cli", "_ffi_core"}
+TOP = {"__init__", "__main__", "config", "extras", "cli", "_ffi_core"}
 
 
 def python_modules():
