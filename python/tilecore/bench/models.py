@@ -20,6 +20,7 @@ a node-test case is compared with its expected outputs instead.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tempfile
@@ -114,7 +115,91 @@ def resolve(items: Sequence[str]) -> list[ModelRef]:
     return unique
 
 
-def _node_case(name: str) -> Any:
+# A node-test case is written out once per onnx version, model and data sets as protobuf
+# files (model.onnx last: the folder is complete when it is there), so a job's process
+# reads its one case instead of collecting the whole suite (which runs every case's
+# reference implementation: seconds).
+def _case_folder(name: str) -> str:
+    import onnx
+
+    return os.path.join(tempfile.gettempdir(), "tilecore-bench-node-tests", f"onnx-{onnx.__version__}", name)
+
+
+def _value_proto(value: Any) -> Any:
+    """A data set value as a TensorProto or SequenceProto; None for a kind not written."""
+    from onnx import SequenceProto, TensorProto, numpy_helper
+
+    if isinstance(value, TensorProto):
+        return value
+    if isinstance(value, (np.ndarray, np.generic)) and np.asarray(value).dtype != object:
+        return numpy_helper.from_array(np.asarray(value))
+    if isinstance(value, list) and all(isinstance(v, np.ndarray) and v.dtype != object for v in value) and value:
+        return numpy_helper.from_list(value)
+    if isinstance(value, SequenceProto):
+        return value
+    return None
+
+
+def _write_case(case: Any, folder: str) -> None:
+    """Writes ``case`` to ``folder``, unless one of its values is of a kind not written
+    (maps, optionals, empty sequences): then its process collects it."""
+    from onnx import TensorProto
+
+    from ..runtime.files import write_bytes
+
+    files = {}
+    for k, (inputs, outputs) in enumerate(case.data_sets):
+        for kind, values in (("input", inputs), ("output", outputs)):
+            for i, v in enumerate(values):
+                proto = _value_proto(v)
+                if proto is None:
+                    return
+                suffix = "tensor" if isinstance(proto, TensorProto) else "sequence"
+                files[os.path.join(f"data_set_{k}", f"{kind}_{i}.{suffix}.pb")] = proto.SerializeToString()
+    for rel, data in files.items():
+        os.makedirs(os.path.join(folder, os.path.dirname(rel)), exist_ok=True)
+        write_bytes(os.path.join(folder, rel), data)
+    write_bytes(os.path.join(folder, "tolerances.json"), f'{{"rtol": {case.rtol!r}, "atol": {case.atol!r}}}')
+    write_bytes(os.path.join(folder, "model.onnx"), case.model.SerializeToString())
+
+
+def _read_case(name: str, folder: str) -> Any:
+    import json
+    import types
+
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(os.path.join(folder, "model.onnx"))
+    inits = {i.name for i in model.graph.initializer}
+    counts = {"input": len([i for i in model.graph.input if i.name not in inits]), "output": len(model.graph.output)}
+
+    def value(d: str, kind: str, i: int) -> Any:
+        path = os.path.join(d, f"{kind}_{i}.tensor.pb")
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                return numpy_helper.to_array(onnx.TensorProto.FromString(f.read()))
+        with open(os.path.join(d, f"{kind}_{i}.sequence.pb"), "rb") as f:
+            return numpy_helper.to_list(onnx.SequenceProto.FromString(f.read()))
+
+    data_sets = []
+    k = 0
+    while os.path.isdir(os.path.join(folder, f"data_set_{k}")):
+        d = os.path.join(folder, f"data_set_{k}")
+        data_sets.append(tuple([value(d, kind, i) for i in range(counts[kind])] for kind in ("input", "output")))
+        k += 1
+    with open(os.path.join(folder, "tolerances.json")) as f:
+        tol = json.load(f)
+    return types.SimpleNamespace(name=name, model=model, data_sets=data_sets, rtol=tol["rtol"], atol=tol["atol"])
+
+
+@functools.lru_cache(maxsize=None)
+def node_case(name: str) -> Any:
+    """The node-test case ``name`` of the installed onnx package (name, model, data_sets,
+    rtol, atol); BenchError when absent."""
+    folder = _case_folder(name)
+    if os.path.isfile(os.path.join(folder, "model.onnx")):
+        return _read_case(name, folder)
     from ..compiler.conformance import load_cases
 
     cases = load_cases(f"^{re.escape(name)}$")
@@ -125,7 +210,7 @@ def _node_case(name: str) -> Any:
 
 def model_path(ref: ModelRef) -> str:
     """The ONNX file of ``ref`` (exported and cached for the zoo and the outside corpus;
-    written to a temporary file for a node-test case)."""
+    written to a temporary folder with its data sets for a node-test case)."""
     if ref.source == "file":
         if not os.path.isfile(ref.path):
             raise BenchError(f"model `{ref.name}`: file `{ref.path}` does not exist")
@@ -139,14 +224,17 @@ def model_path(ref: ModelRef) -> str:
 
         return outside.build(ref.name)[0]
     if ref.source == "node-test":
-        case = _node_case(ref.name)
-        folder = os.path.join(tempfile.gettempdir(), "tilecore-bench-node-tests")
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, ref.name + ".onnx")
-        if not os.path.exists(path):
-            from ..runtime.files import write_bytes
+        folder = _case_folder(ref.name)
+        path = os.path.join(folder, "model.onnx")
+        if not os.path.isfile(path):
+            case = node_case(ref.name)
+            os.makedirs(folder, exist_ok=True)
+            _write_case(case, folder)
+            if not os.path.isfile(path):  # (not written: its process collects the case)
+                from ..runtime.files import write_bytes
 
-            write_bytes(path, case.model.SerializeToString())
+                write_bytes(os.path.join(folder, "only-model.onnx"), case.model.SerializeToString())
+                return os.path.join(folder, "only-model.onnx")
         return path
     raise BenchError(f"model `{ref.name}`: unknown source `{ref.source}` (file, zoo, outside, node-test)")
 
@@ -183,23 +271,23 @@ def sample_inputs(ref: ModelRef, path: str, n: int, seed: int) -> dict[str, np.n
     if ref.source == "node-test":
         from ..compiler.conformance import data_sets
 
-        feed = data_sets(_node_case(ref.name))[0][0]
+        feed = data_sets(node_case(ref.name))[0][0]
         return {k: np.stack([np.asarray(v)] * n) for k, v in feed.items()}
     return _file_inputs(path, n, seed)
 
 
-def reference(ref: ModelRef, path: str) -> tuple[list[str], Any]:
-    """(output names, feed -> reference outputs): ONNX Runtime f32 on one thread, or a
-    node-test case's expected outputs."""
+def reference(ref: ModelRef, path: str, threads: int = 1) -> tuple[list[str], Any]:
+    """(output names, feed -> reference outputs): ONNX Runtime f32 on ``threads`` intra-op
+    threads (0: its default), or a node-test case's expected outputs."""
     if ref.source == "node-test":
         from ..compiler.conformance import data_sets
 
-        _, names, expected = data_sets(_node_case(ref.name))[0]
+        _, names, expected = data_sets(node_case(ref.name))[0]
         return names, lambda feed: expected
     import onnxruntime as ort
 
     so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
+    so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.log_severity_level = 3
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])

@@ -32,7 +32,7 @@ import numpy as np
 
 from . import models
 from .cache import Cache
-from .jobs import GATES, Job, row_base
+from .jobs import Job, row_base
 
 
 def peak_mb() -> float:
@@ -46,18 +46,71 @@ def first_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"[:600]
 
 
-def _refusals() -> tuple[type, ...]:
+def is_refusal(e: BaseException) -> bool:
+    """Whether ``e`` is a named refusal (the compiler's, the importer's, the calibration's,
+    or a tilecore error other than an internal one), not a crash."""
     from ..compiler.calibration import CalibrationError
     from ..compiler.driver import CompileError
+    from ..ffi.error import TilecoreError
     from ..frontend.onnx import ImportError_, UnsupportedError
 
-    return (CompileError, UnsupportedError, ImportError_, CalibrationError)
+    if isinstance(e, (CompileError, UnsupportedError, ImportError_, CalibrationError)):
+        return True
+    return isinstance(e, TilecoreError) and getattr(e, "kind", "") != "InternalError"
 
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     return buf.getvalue()
+
+
+# The run's outputs as one .npz: ``I/NAME`` per output of sample I, with ``I/NAME#dtype``
+# for a dtype .npz does not keep (bfloat16, float8: stored as their bits), ``I/NAME#len``
+# and ``I/NAME[J]`` for a sequence, ``I/NAME#none`` for an empty optional.
+def _pack_outputs(outputs: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    flat: dict[str, np.ndarray] = {}
+
+    def put(key: str, value: Any) -> None:
+        if value is None:
+            flat[key + "#none"] = np.zeros(0, np.uint8)
+        elif isinstance(value, (list, tuple)):
+            flat[key + "#len"] = np.asarray(len(value))
+            for j, v in enumerate(value):
+                put(f"{key}[{j}]", v)
+        else:
+            a = np.asarray(value)
+            if a.dtype.type.__module__.startswith("ml_dtypes") or a.dtype.kind == "V":
+                flat[key + "#dtype"] = np.asarray(a.dtype.name)
+                a = a.view(f"u{a.dtype.itemsize}")
+            flat[key] = a
+
+    for i, out in enumerate(outputs):
+        for name, value in out.items():
+            put(f"{i}/{name}", value)
+    return flat
+
+
+def _unpack_outputs(flat: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    def get(key: str) -> Any:
+        if key + "#none" in flat:
+            return None
+        if key + "#len" in flat:
+            return [get(f"{key}[{j}]") for j in range(int(flat[key + "#len"]))]
+        a = flat[key]
+        if key + "#dtype" in flat:
+            import ml_dtypes
+
+            a = a.view(getattr(ml_dtypes, str(flat[key + "#dtype"])))
+        return a
+
+    outs: dict[int, dict[str, Any]] = {}
+    for key in flat:
+        i, _, rest = key.partition("/")
+        name = rest.split("#")[0].split("[")[0]  # (an output name holds neither)
+        if rest == name or rest in (name + "#none", name + "#len"):
+            outs.setdefault(int(i), {})[name] = get(f"{i}/{name}")
+    return [outs[i] for i in sorted(outs)]
 
 
 class _Context:
@@ -68,7 +121,8 @@ class _Context:
         self.calib_table: Any = None
         self.calib_samples: dict[str, np.ndarray] | None = None
         self.exe: Any = None
-        self.outputs: list[dict[str, np.ndarray]] | None = None
+        self.exe_binding: str = ""  # node tests: the compile-time input values ``exe`` was compiled with
+        self.outputs: list[dict[str, Any]] | None = None
 
 
 def _stage_import(ctx: _Context) -> tuple[dict[str, Any], bytes | None, str]:
@@ -106,19 +160,67 @@ def _load_calibrate(ctx: _Context, artifact: str | None) -> None:
         ctx.calib_table = CalibTable.load(artifact)
 
 
-def _stage_compile(ctx: _Context) -> tuple[dict[str, Any], bytes | None, str]:
+def _node_case(ctx: _Context) -> Any:
+    return models.node_case(ctx.job.model.name)
+
+
+def _bound_inputs(ctx: _Context) -> list[str]:
+    """Node tests with ``bind``: the inputs that only feed compile-time operands."""
+    if ctx.job.model.source != "node-test" or not ctx.job.option("bind"):
+        return []
+    from ..compiler.conformance import compile_time_inputs
+
+    return compile_time_inputs(_node_case(ctx).model)
+
+
+def _binding(ctx: _Context, feed: dict[str, Any]) -> tuple[Any, str]:
+    """(the model to compile for ``feed``, a key of the values bound): the model file, or a
+    node-test case with its compile-time inputs made initializers of ``feed``'s values."""
+    bound = _bound_inputs(ctx)
+    if not bound:
+        return ctx.path, ""
+    from ..compiler.conformance import bind_inputs
+
+    values = {n: feed[n] for n in bound}
+    return bind_inputs(_node_case(ctx).model, values), repr([(n, np.asarray(v).tolist()) for n, v in values.items()])
+
+
+def _compile(ctx: _Context, model: Any, report: dict[str, Any]) -> Any:
     import tilecore
 
     job = ctx.job
-    report: dict[str, Any] = {}
     kw: dict[str, Any] = {"target": job.option("target"), "group": job.option("group")}
     if job.precision != "f32":
         kw.update(calib=ctx.calib_table, calib_samples=ctx.calib_samples)
+    if job.auto_mixed_target is not None:
+        kw["auto_mixed"] = job.auto_mixed_target
+    if job.option("entry") == "graph":
+        from .. import frontend
+
+        model = frontend.from_onnx(model)
+    elif not isinstance(model, str):
+        model = model.SerializeToString()
+    return tilecore.compile(model, precision=job.precision, report=report, **kw)
+
+
+def _stage_compile(ctx: _Context) -> tuple[dict[str, Any], bytes | None, str]:
+    job = ctx.job
+    report: dict[str, Any] = {}
+    model, ctx.exe_binding = (_binding(ctx, _node_feeds(ctx)[0]) if job.model.source == "node-test"
+                              else (ctx.path, ""))
     t0 = time.perf_counter()
-    ctx.exe = tilecore.compile(ctx.path, precision=job.precision, report=report, **kw)
-    row = {"status": "pass", "compile_seconds": round(time.perf_counter() - t0, 3), "steps": report.get("steps"),
-           "host_steps": report.get("host_steps"),
-           "fallbacks": len(report.get("precision", {}).get("fallbacks", []))}
+    ctx.exe = _compile(ctx, model, report)
+    row: dict[str, Any] = {"status": "pass", "compile_seconds": round(time.perf_counter() - t0, 3),
+                           "steps": report.get("steps"), "host_steps": report.get("host_steps"),
+                           "fallbacks": len(report.get("precision", {}).get("fallbacks", []))}
+    if "auto_mixed" in report:
+        am = report["auto_mixed"]
+        row["mixed"] = {"target": am.get("target"), "cosine": am.get("cosine"), "samples": am.get("samples"),
+                        "moved_to": am.get("moved_to"), "moved": list(am.get("moved", []))}
+    if job.model.source == "node-test":  # where each node ran, and what was bound
+        row["places"] = {p["name"]: [p["op_type"], p["where"]] for p in report.get("placement", [])}
+        if _bound_inputs(ctx):
+            row["bound_inputs"] = _bound_inputs(ctx)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "model.tcx")
         ctx.exe.save(out)
@@ -131,6 +233,15 @@ def _load_compile(ctx: _Context, artifact: str | None) -> None:
     from ..runtime.executable import load_executable
 
     ctx.exe = load_executable(artifact)
+    if ctx.job.model.source == "node-test":
+        ctx.exe_binding = _binding(ctx, _node_feeds(ctx)[0])[1]
+
+
+def _node_feeds(ctx: _Context) -> list[dict[str, Any]]:
+    """A node-test case's data sets' inputs (every one, whatever ``eval_samples`` says)."""
+    from ..compiler.conformance import data_sets
+
+    return [dict(feed) for feed, _, _ in data_sets(_node_case(ctx))]
 
 
 def _eval_feeds(ctx: _Context) -> list[dict[str, np.ndarray]]:
@@ -140,45 +251,90 @@ def _eval_feeds(ctx: _Context) -> list[dict[str, np.ndarray]]:
     return [{k: np.ascontiguousarray(v[i]) for k, v in samples.items()} for i in range(n)]
 
 
+def _run_node_test(ctx: _Context) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every data set of a node-test case; a data set whose compile-time inputs take other
+    values than the executable was compiled with is run by one compiled for them."""
+    outputs, stats = [], None
+    for feed in _node_feeds(ctx):
+        model, binding = _binding(ctx, feed)
+        if binding != ctx.exe_binding:
+            ctx.exe, ctx.exe_binding = _compile(ctx, model, {}), binding
+        got = ctx.exe.run({k: v for k, v in feed.items() if k not in _bound_inputs(ctx)})
+        outputs.append(dict(got))
+        stats = stats or ctx.exe.stats()
+    return outputs, stats
+
+
 def _stage_run(ctx: _Context) -> tuple[dict[str, Any], bytes | None, str]:
-    feeds = _eval_feeds(ctx)
-    outputs, sim_seconds, stats = [], [], None
-    for feed in feeds:
-        got = ctx.exe.run(feed)
+    from ..runtime.model_report import model_report
+
+    job = ctx.job
+    if job.model.source == "node-test":
+        ctx.outputs, stats = _run_node_test(ctx)
+        sim_seconds = [stats.get("wall_seconds", 0.0)]
+    else:
+        feeds = _eval_feeds(ctx)
+        sim_seconds, outputs = [], []
+        for _ in range(job.option("runs")):
+            got = ctx.exe.run(feeds[0])
+            stats = ctx.exe.stats()
+            sim_seconds.append(stats.get("wall_seconds", 0.0))
         outputs.append({k: np.asarray(v) for k, v in got.items()})
-        st = ctx.exe.stats()
-        stats = stats or st
-        sim_seconds.append(st.get("wall_seconds", 0.0))
-    ctx.outputs = outputs
+        for feed in feeds[1:]:
+            outputs.append({k: np.asarray(v) for k, v in ctx.exe.run(feed).items()})
+        ctx.outputs = outputs
     row: dict[str, Any] = {"status": "pass", "cycles": int(stats["cycles"]),
                            "mac_utilisation": float(stats.get("mac_utilisation", 0.0)),
                            "sim_seconds": round(float(np.median(sim_seconds)), 4)}
-    if ctx.job.model.source != "node-test":
-        _, ref = models.reference(ctx.job.model, ctx.path)
+    if stats.get("roofline_cycles"):
+        row["roofline_cycles"] = float(stats["roofline_cycles"])
+    if job.model.source != "node-test":
+        mr = model_report(ctx.exe, stats)
+        row.update(bound_cycles=mr["bound_cycles"], ddr_bytes=int(mr["ddr_bytes"]),
+                   ddr_lower_bound=int(mr["ddr_lower_bound"]), ddr_ratio=round(float(mr["ddr_ratio"]), 4))
+        _, ref = models.reference(job.model, ctx.path, job.option("ort_threads"))
         ref(feeds[0])  # warm-up
-        t0 = time.perf_counter()
-        ref(feeds[0])
-        ort_s = time.perf_counter() - t0
+        ort_times = []
+        for _ in range(job.option("runs")):
+            t0 = time.perf_counter()
+            ref(feeds[0])
+            ort_times.append(time.perf_counter() - t0)
+        ort_s = float(np.median(ort_times))
         row.update(ort_seconds=round(ort_s, 5), sim_vs_ort=round(row["sim_seconds"] / ort_s, 1) if ort_s else None)
-    flat = {f"{i}/{k}": v for i, out in enumerate(outputs) for k, v in out.items()}
-    return row, _npz_bytes(flat), ".npz"
+    return row, _npz_bytes(_pack_outputs(ctx.outputs)), ".npz"
 
 
 def _load_run(ctx: _Context, artifact: str | None) -> None:
     from ..runtime.files import load_npz
 
-    flat = load_npz(artifact)
-    outs: dict[int, dict[str, np.ndarray]] = {}
-    for key, v in flat.items():
-        i, _, name = key.partition("/")
-        outs.setdefault(int(i), {})[name] = v
-    ctx.outputs = [outs[i] for i in sorted(outs)]
+    ctx.outputs = _unpack_outputs(load_npz(artifact))
+
+
+def _compare_node_test(ctx: _Context) -> tuple[dict[str, Any], bytes | None, str]:
+    """A node-test case's outputs against its expected ones, with the case's tolerances
+    (compiler/conformance.py): ``wrong`` names the first output that differs; ``rounding``
+    marks a 16-bit float output off only by rounding."""
+    from ..compiler.conformance import ULPS_16, _compare_case, data_sets, within_16bit_rounding
+
+    case = _node_case(ctx)
+    for k, ((_, names, expected), got) in enumerate(zip(data_sets(case), ctx.outputs)):
+        for name, e in zip(names, expected):
+            why = _compare_case(case, e, got.get(name))
+            if why:
+                rounding = within_16bit_rounding(e, got.get(name))
+                why = f"output {name}: {why}" + (f" (data set {k})" if k else "")
+                if rounding:
+                    why += f" (within {ULPS_16} units in the last place of {np.asarray(e).dtype})"
+                return {"status": "wrong", "reason": why[:600], "rounding": rounding}, None, ""
+    return {"status": "pass"}, None, ""
 
 
 def _stage_compare(ctx: _Context) -> tuple[dict[str, Any], bytes | None, str]:
     from ..compiler.compare import metrics
 
     job = ctx.job
+    if job.model.source == "node-test":
+        return _compare_node_test(ctx)
     names, ref = models.reference(job.model, ctx.path)
     cosine, sqnr, notes = 1.0, float("inf"), []
     for out, feed in zip(ctx.outputs, _eval_feeds(ctx)):
@@ -195,7 +351,7 @@ def _stage_compare(ctx: _Context) -> tuple[dict[str, Any], bytes | None, str]:
                 notes.append(f"output `{n}`: shape {np.shape(g)} vs the reference's {np.shape(want[i])}")
             cosine = min(cosine, m["cosine"]) if np.isfinite(m["cosine"]) and np.isfinite(cosine) else float("nan")
             sqnr = min(sqnr, m["sqnr_db"])
-    gate = job.option("gate") or GATES[job.precision]
+    gate = job.gate
     status = "pass" if np.isfinite(cosine) and cosine >= gate and not notes else "wrong"
     if status == "wrong" and not notes:
         notes.append(f"cosine {cosine:.7f} below the gate {gate}")
@@ -256,12 +412,12 @@ def run_job(job: Job, keys: dict[str, str], cache: Cache | None, emit: Callable[
         t0 = time.perf_counter()
         try:
             row, artifact, ext = make(ctx)
-        except _refusals() as e:
+        except Exception as e:  # noqa: BLE001 - a refusal is a row; any other exception this job's crash
+            if not is_refusal(e):
+                emit(dict(base, status="crash", reason=first_line(e), trace=traceback.format_exc()[-2000:],
+                          seconds=round(time.perf_counter() - t0, 3), peak_mb=peak_mb()))
+                return
             row, artifact, ext = {"status": "refused", "reason": first_line(e)}, None, ""
-        except Exception as e:  # noqa: BLE001 - any other exception is this job's crash, with its trace
-            emit(dict(base, status="crash", reason=first_line(e), trace=traceback.format_exc()[-2000:],
-                      seconds=round(time.perf_counter() - t0, 3), peak_mb=peak_mb()))
-            return
         row = dict(row, seconds=round(time.perf_counter() - t0, 3), peak_mb=peak_mb())
         if cache is not None:
             cache.put(keys[stage], row, artifact, ext)
