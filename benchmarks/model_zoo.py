@@ -1,54 +1,61 @@
 """The zoo compiled for TC1 and run on its simulator, next to ONNX Runtime on the same model
-and inputs.
+and inputs: `tilecore bench` jobs (docs/bench.md), printed side by side.
 
     python benchmarks/model_zoo.py [--models resnet18,resnet50,efficientnet_b0,timm/levit_128s|speed] [--runs 5] [--ort-threads 1]
         [--precision f32,f16,bf16,int8] [--eval 8] [--calib 16] [--auto-mixed gate|TARGET|none] [--layers N]
-        [--no-group]
+        [--no-group] [--backend serial|local|ray] [--jobs 2] [--timeout 600] [--no-cache] [--cache-dir DIR]
+        [--json R.json]
 
 --models takes the zoo's names and those of the outside corpora (tilecore.zoo.outside:
 torchvision, timm and transformers definitions with seeded weights; `python
 benchmarks/model_corpus.py --list` lists them), or `speed`: the 22 models of SPEED_SET
-below, the set the compiler's speed is measured on. Per model: compile time (tilecore.compile, the whole driver, on one thread of this
-process), simulated cycles and MAC utilisation (against the peak of 4 cores in the
-model's precision), the cycles over the sum of the npu steps' roofline bounds ("x roof":
-docs/compiler.md, "Roofline"), the share of the npu cycles in steps bound by a compute engine (mm,
-vec) and by the DMA engines (din, dout; the rest is the front end), the DDR traffic over
-its lower bound (weights + inputs + outputs moved once; runtime/model_report.py), the host
-wall time of the simulated run and ONNX Runtime's time on the same inputs (both medians of
---runs runs after a warm-up; ONNX Runtime on the CPU provider with one thread, like the
-simulator, unless --ort-threads says otherwise),
-their ratio, and the cosine of the outputs against ONNX Runtime's f32 run. A model that
-does not compile is listed with the reason.
+below, the set the compiler's speed is measured on. Each (model, precision) is a bench job
+(its options: --calib as `calib_samples`, --eval as `eval_samples`, --runs as `runs`,
+--ort-threads as `ort_threads`, --no-group as `group=false`), run through import, calibrate,
+compile, run and compare in a process of its own on --backend (`serial` by default: jobs
+side by side share the cores and lengthen each other's seconds) with the bench's cache
+(`--no-cache` skips it; a row answered from the cache is marked `(cached)`, its seconds
+those of the run that computed it).
+
+Per model: compile time (the compile stage's tilecore.compile, on one thread of its
+process), simulated cycles and MAC utilisation (against the peak of 4 cores in the model's
+precision), the cycles over the sum of the npu steps' roofline bounds ("x roof":
+docs/compiler.md, "Roofline"), the share of the npu cycles in steps bound by a compute engine
+(mm, vec) and by the DMA engines (din, dout; the rest is the front end), the DDR traffic
+over its lower bound (weights + inputs + outputs moved once; runtime/model_report.py), the
+host wall time of the simulated run and ONNX Runtime's time on the same input (both medians
+of --runs runs of evaluation sample 0, ONNX Runtime's after a warm-up, on the CPU provider
+with one thread, like the simulator, unless --ort-threads says otherwise), their ratio, and
+the cosine of the outputs against ONNX Runtime's f32 run, the lowest over --eval
+evaluation samples (seed 1; one in f32). A model that does not compile is listed with the
+reason.
 
 With --precision (a comma list) each model is compiled in each precision with --calib
-calibration samples (zoo.sample_inputs seed 0: int8 thresholds by min/max, and the bias
-correction of every narrow precision). The cosine is then the lowest over --eval other
-samples (seed 1); "fb" counts the matrix nodes kept in f32 (a strategy refusing the precision).
+calibration samples (seed 0: int8 thresholds by min/max, and the bias correction of every
+narrow precision). "fb" counts the matrix nodes kept in f32 (a strategy refusing the
+precision).
 
---auto-mixed says how the mixed precision is chosen: `gate` (the default) compiles each
-model and precision that has an accuracy gate in docs/precision.md (GATES below) a second
-time with auto_mixed at the gate with part of its error budget kept as margin,
-``1 - (1 - gate) * SEARCH_MARGIN`` (half in f16/bf16, a fifth in int8; the most sensitive matrix nodes one step wider until the
-calibration samples reach it: a target met just so on the calibration samples is missed on
-others, the per-sample cosines of the YOLO-like model in bf16 spread from 0.993 to 0.9993)
-and prints that compilation's row: "plain" is then the
-cosine with every matrix node in the precision, "cosine" the mixed one, "wider" the nodes
-moved; a number TARGET does the same with that target for every model and precision;
-`none` compiles plainly only.
+--auto-mixed says how the mixed precision is chosen: `gate` (the default) adds, for each
+model and precision that has an accuracy gate in docs/precision.md (GATES below), a job with
+the bench's `auto_mixed=gate` (the most sensitive matrix nodes one step wider until the
+calibration samples reach the gate with part of its error budget kept as margin,
+bench.jobs.AUTO_MIXED_MARGIN) and prints that job's row: "plain" is then the cosine of the
+job with every matrix node in the precision, "cosine" the mixed one, "wider" the nodes
+moved; a number TARGET does the same with `auto_mixed=TARGET` for every model and narrow
+precision; `none` runs the plain jobs only.
 
 --layers N prints each model's N costliest layers (tilecore profile's table: cycles, MACs,
-utilisation, DDR bytes, the bounding engine and its class) and its model report.
+utilisation, DDR bytes, the bounding engine and its class) and its model report, from the
+executable the job compiled (taken from the cache) run once more on evaluation sample 0.
+--json writes the jobs' bench rows.
 """
 import argparse
 import os
-import statistics
-import time
+import sys
 
 # numpy's BLAS threads spin between calls and took a core from the simulated run on a
 # 2-core machine; one thread, like the simulator and ONNX Runtime here (set before numpy)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-import numpy as np  # noqa: E402
 
 # the accuracy gates of docs/precision.md: lowest output cosine against ONNX Runtime f32
 GATES = {
@@ -58,39 +65,6 @@ GATES = {
     "bert_layer": {"int8": 0.99, "f16": 0.999, "bf16": 0.999},
     "yolo_like": {"f16": 0.999, "bf16": 0.999},
 }
-
-# the search's target keeps this fraction of the gate's 1 - cos: half for f16/bf16; a fifth
-# for int8, whose fallback (bf16) caps what moving nodes can reach (ResNet-50: 0.996, so a
-# target of 0.995 moved all 53 nodes to bf16)
-SEARCH_MARGIN = {"f16": 0.5, "bf16": 0.5, "int8": 0.8}
-
-
-def _lowest_cosine(exe, sess, names, ev, n_eval):
-    from tilecore.compiler.compare import metrics
-
-    cos = 1.0
-    for i in range(n_eval):
-        inp = {k: v[i] for k, v in ev.items()}
-        got, want = exe.run(inp), sess.run(names, inp)
-        cos = min([cos] + [metrics(got[n], r)["cosine"] for n, r in zip(names, want)])
-    return cos
-
-
-class _Outside:
-    """A model of the outside corpora (tilecore.zoo.outside) through the zoo's calls."""
-
-    @staticmethod
-    def export(name):
-        from tilecore.zoo import outside
-
-        return outside.build(name)[0]
-
-    @staticmethod
-    def sample_inputs(name, n, seed):
-        from tilecore.zoo import outside
-
-        return outside.sample_inputs(name, n, seed)
-
 
 # The set the compiler's speed is measured on (--models speed): the zoo and, from the outside
 # corpora, the families whose layers the zoo lacks: depthwise and squeeze-excite CNNs
@@ -104,93 +78,93 @@ SPEED_SET = ["resnet18", "resnet50", "mobilenet_v2", "bert_layer", "yolo_like", 
              "deeplabv3_mobilenet_v3_large", "timm/regnety_002", "hf/llama", "hf/gpt2", "hf/wav2vec2",
              "hf/vit"]
 
-
-def _source(name):
-    from tilecore import zoo
-
-    return zoo if name in zoo.names() else _Outside
+HEADER = (f"{'model':<14} {'prec':>4} {'fb':>3} {'compile s':>9} {'steps':>5} {'host':>4} {'cycles':>12} "
+          f"{'MAC util':>8} {'x roof':>6} {'compute':>7} {'DMA':>5} {'DDR/LB':>6} {'sim run s':>9} {'ORT ms':>8} "
+          f"{'sim/ORT':>8} {'plain':>10} {'cosine':>10} {'wider':>5}")
 
 
-def bench(name, runs, ort_threads, precision="f32", n_eval=1, n_calib=16, auto_mixed=None, group=True):
-    import onnxruntime as ort
+def option_sets(name, precision, auto_mixed, base):
+    """{"plain": options[, "mixed": options]}: the jobs of one (model, precision)."""
+    gate = GATES.get(name, {}).get(precision)
+    plain = dict(base, eval_samples=base["eval_samples"] if precision != "f32" else 1)
+    if gate is not None:
+        plain["gate"] = gate
+    if precision == "f32" or auto_mixed == "none" or (auto_mixed == "gate" and gate is None):
+        return {"plain": plain}
+    return {"plain": plain, "mixed": dict(plain, auto_mixed="gate" if auto_mixed == "gate" else float(auto_mixed))}
 
-    import tilecore
-    from tilecore.compiler.compare import metrics
 
-    zoo = _source(name)
-    path = zoo.export(name)
-    t0 = time.perf_counter()
-    report = {}
-    plain = None
-    try:
-        kw = {"calib_samples": zoo.sample_inputs(name, n_calib, seed=0)} if precision != "f32" else {}
-        kw["group"] = group
-        if auto_mixed == "gate":
-            gate = GATES.get(name, {}).get(precision)
-            auto_mixed = None if gate is None else 1 - (1 - gate) * SEARCH_MARGIN[precision]
-        if auto_mixed is not None and auto_mixed != "none" and precision != "f32":
-            plain = tilecore.compile(path, precision=precision, **kw)
-            kw["auto_mixed"] = float(auto_mixed)
-        exe = tilecore.compile(path, report=report, precision=precision, **kw)
-    except (ValueError, NotImplementedError) as e:
-        return {"model": name, "error": str(e).splitlines()[0] + " " + " ".join(
-            ln.strip() for ln in str(e).splitlines()[1:3])}
-    compile_s = time.perf_counter() - t0
-    inputs = {k: v[0] for k, v in zoo.sample_inputs(name, 1, seed=0).items()}
-    sim = []
-    for _ in range(runs):
-        outs = exe.run(inputs)
-        sim.append(exe.stats()["wall_seconds"])
-    st = exe.stats()
+def _by_stage(rows):
+    return {r["stage"]: r for r in rows}
+
+
+def format_line(name, precision, rows, plain_rows=None):
+    """The table line of one (model, precision) from its job's rows (and the plain job's,
+    when the shown one is the mixed precision's)."""
+    s = _by_stage(rows)
+    run, c = s.get("run"), s.get("compile", {})
+    if run is None or run["status"] != "pass":
+        last = rows[-1]
+        what = "does not compile" if last["stage"] in ("import", "calibrate", "compile") else \
+            f"{last['stage']} {last['status']}"
+        return f"{name:<14} {precision:>4} {what}: {(last.get('reason') or '')[:300]}"
+    bound = run.get("bound_cycles") or {}
+    npu = max(sum(bound.values()), 1)
+    share = {k: 100.0 * bound.get(k, 0) / npu for k in ("compute", "dma")}
+    roof = run["cycles"] / run["roofline_cycles"] if run.get("roofline_cycles") else float("nan")
+    ort_s = run.get("ort_seconds") or float("nan")
+    cosine = s.get("compare", {}).get("cosine")
+    plain = _by_stage(plain_rows).get("compare", {}).get("cosine") if plain_rows else None
+    moved = len((c.get("mixed") or {}).get("moved", []))
+    shown = [s.get(k, {}) for k in ("compile", "run", "compare")] + [_by_stage(plain_rows or []).get("compare", {})]
+    cached = "  (cached)" if any(r.get("cached") for r in shown) else ""
+    return (f"{name:<14} {precision:>4} {c.get('fallbacks', 0):>3} {c.get('compile_seconds', 0.0):>9.2f} "
+            f"{c.get('steps')!s:>5} {c.get('host_steps')!s:>4} {run['cycles']:>12} "
+            f"{100 * run['mac_utilisation']:>7.1f}% {roof:>5.2f}x {share['compute']:>6.1f}% {share['dma']:>4.0f}% "
+            f"{run.get('ddr_ratio', float('nan')):>5.1f}x {run['sim_seconds']:>9.2f} {ort_s * 1e3:>8.1f} "
+            f"{run['sim_seconds'] / ort_s:>7.0f}x {'' if plain is None else format(plain, '.7f'):>10} "
+            f"{'' if cosine is None else format(cosine, '.7f'):>10} {moved:>5}{cached}")
+
+
+def mixed_line(name, precision, rows):
+    """What the mixed precision's search did, or None for a job without one."""
+    am = _by_stage(rows).get("compile", {}).get("mixed")
+    if not am:
+        return None
+    return (f"  auto-mixed {name} {precision}: {len(am['moved'])} node(s) to {am['moved_to']}, cosine on the "
+            f"{am['samples']} search samples {am['cosine']:.6f} (target {am['target']}): {', '.join(am['moved'])}")
+
+
+def profile_lines(job, rows, cache, layers):
+    """The ``layers`` costliest layers and the model report of the job's executable (from the
+    cache), run once more on evaluation sample 0."""
+    from tilecore.bench import models
     from tilecore.cli.runtime import format_profile
-    from tilecore.runtime.model_report import model_report
-    mrep = model_report(exe, st)
-    profile = format_profile(st, exe)
-    so = ort.SessionOptions()
-    if ort_threads:
-        so.intra_op_num_threads = ort_threads
-        so.inter_op_num_threads = 1
-    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-    names = [o.name for o in sess.get_outputs()]
-    sess.run(names, inputs)
-    ort_t = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        ref = sess.run(names, inputs)
-        ort_t.append(time.perf_counter() - t0)
-    cos = min(metrics(outs[n], r)["cosine"] for n, r in zip(names, ref))
-    plain_cos = None
-    if n_eval > 1 or precision != "f32":
-        ev = zoo.sample_inputs(name, n_eval, seed=1)
-        cos = _lowest_cosine(exe, sess, names, ev, n_eval)
-        plain_cos = _lowest_cosine(plain, sess, names, ev, n_eval) if plain is not None else None
-    moved = 0
-    if "auto_mixed" in report:
-        am = report["auto_mixed"]
-        moved = len(am["moved"])
-        print(f"  auto-mixed {name} {precision}: {moved} node(s) to {am['moved_to']}, cosine on the "
-              f"{am['samples']} search samples {am['cosine']:.6f} (target {am['target']}): "
-              f"{', '.join(am['moved'])}", flush=True)
-    return {"model": name, "precision": precision, "fallback": len(report["precision"]["fallbacks"]),
-            "compile_s": compile_s, "steps": report["steps"], "host_steps": report["host_steps"],
-            "cycles": st["cycles"], "mac_util": st["mac_utilisation"], "sim_s": statistics.median(sim),
-            "roofline": st.get("roofline_cycles", 0.0),
-            "ort_s": statistics.median(ort_t), "cosine": cos, "plain": plain_cos, "moved": moved,
-            "report": mrep, "profile": profile}
+    from tilecore.runtime.executable import load_executable
+
+    hit = cache.get(_by_stage(rows)["compile"]["key"])
+    if hit is None or hit[1] is None:
+        return ["    (the executable is not in the cache)"]
+    exe = load_executable(hit[1])
+    path = models.model_path(job.model)
+    feed = {k: v[0] for k, v in models.sample_inputs(job.model, path, 1, models.EVAL_SEED).items()}
+    exe.run(feed)
+    lines = format_profile(exe.stats(), exe).splitlines()
+    return ["    " + ln for ln in lines[:1 + layers] + lines[-4:]]
 
 
-def main():
-    from tilecore import zoo
+def main(argv=None):
+    from tilecore import bench, zoo
 
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default=",".join(zoo.names()),
                     help="comma list of names, or `speed`: the speed set (SPEED_SET)")
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=5, help="timed runs of the simulator and ONNX Runtime (medians)")
     ap.add_argument("--ort-threads", type=int, default=1,
                     help="ONNX Runtime's intra-op threads (default 1, like the simulator; 0: its default)")
     ap.add_argument("--precision", default="f32", help="comma list of f32, f16, bf16, int8")
     ap.add_argument("--eval", type=int, default=8, help="evaluation samples for a precision's cosine (seed 1)")
-    ap.add_argument("--calib", type=int, default=16, help="int8 calibration samples (seed 0)")
+    ap.add_argument("--calib", type=int, default=16, help="calibration samples (seed 0)")
     ap.add_argument("--auto-mixed", default="gate",
                     help="gate (default): auto_mixed at each model's gate where it has one; TARGET: that target "
                          "for all; none: every matrix node in the asked precision")
@@ -198,33 +172,61 @@ def main():
                     help="print the N costliest layers of each model (tilecore profile's table) and its model report")
     ap.add_argument("--no-group", action="store_true",
                     help="no layer groups: a step per layer (the per-layer table then lists layers, not groups)")
-    a = ap.parse_args()
-    print(f"{'model':<14} {'prec':>4} {'fb':>3} {'compile s':>9} {'steps':>5} {'host':>4} {'cycles':>12} {'MAC util':>8} "
-          f"{'x roof':>6} {'compute':>7} {'DMA':>5} {'DDR/LB':>6} {'sim run s':>9} {'ORT ms':>8} {'sim/ORT':>8} {'plain':>10} "
-          f"{'cosine':>10} {'wider':>5}")
-    for name in (SPEED_SET if a.models == "speed" else a.models.split(",")):
-        for prec in a.precision.split(","):
-            prec = prec.strip()
-            r = bench(name.strip(), a.runs, a.ort_threads, prec, a.eval if prec != "f32" else 1, a.calib,
-                      a.auto_mixed, not a.no_group)
-            if "error" in r:
-                print(f"{name:<14} {prec:>4} does not compile: {r['error'][:300]}", flush=True)
-                continue
-            mr = r["report"]
-            npu = max(sum(mr["bound_cycles"].values()), 1)
-            share = lambda k: 100.0 * mr["bound_cycles"].get(k, 0) / npu  # noqa: E731
-            print(f"{r['model']:<14} {prec:>4} {r['fallback']:>3} {r['compile_s']:>9.2f} {r['steps']:>5} "
-                  f"{r['host_steps']:>4} {r['cycles']:>12} {100 * r['mac_util']:>7.1f}% "
-                  f"{r['cycles'] / r['roofline'] if r['roofline'] else float('nan'):>5.2f}x {share('compute'):>6.1f}% "
-                  f"{share('dma'):>4.0f}% {mr['ddr_ratio']:>5.1f}x {r['sim_s']:>9.2f} "
-                  f"{r['ort_s'] * 1e3:>8.1f} {r['sim_s'] / r['ort_s']:>7.0f}x "
-                  f"{'' if r['plain'] is None else format(r['plain'], '.7f'):>10} {r['cosine']:>10.7f} "
-                  f"{r['moved']:>5}", flush=True)
-            if a.layers:
-                lines = r["profile"].splitlines()
-                print("\n".join("    " + ln for ln in lines[:1 + a.layers] + lines[-4:]), flush=True)
+    ap.add_argument("--backend", default="serial", choices=bench.BACKENDS,
+                    help="where the jobs run (default serial: timings without jobs side by side)")
+    ap.add_argument("--jobs", type=int, default=2, help="local: jobs at once (default 2)")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds a job may take (default 1800)")
+    ap.add_argument("--no-cache", action="store_true", help="neither read nor write the bench's cache")
+    ap.add_argument("--cache-dir", help="the cache folder (default $TILECORE_CACHE/bench)")
+    ap.add_argument("--json", metavar="R.json", help="write the jobs' bench rows here")
+    a = ap.parse_args(argv)
+    if a.auto_mixed not in ("gate", "none"):
+        try:
+            float(a.auto_mixed)
+        except ValueError:
+            ap.error(f"--auto-mixed: expected gate, none or a target cosine, got {a.auto_mixed!r}")
+    if a.layers and a.no_cache:
+        ap.error("--layers reads each job's executable from the cache: drop --no-cache")
+
+    names = SPEED_SET if a.models == "speed" else [n.strip() for n in a.models.split(",") if n.strip()]
+    precisions = [p.strip() for p in a.precision.split(",") if p.strip()]
+    base = {"calib_samples": a.calib, "eval_samples": a.eval, "runs": a.runs, "ort_threads": a.ort_threads,
+            "group": not a.no_group}
+    try:
+        refs = dict(zip(names, bench.resolve(names)))
+        groups = []  # ((name, precision), {role: job})
+        for name in names:
+            for prec in precisions:
+                sets = option_sets(name, prec, a.auto_mixed, base)
+                groups.append(((name, prec), {role: bench.Job.make(refs[name], prec, o) for role, o in sets.items()}))
+    except bench.BenchError as e:
+        ap.error(str(e))
+    jobs = [job for _, js in groups for job in js.values()]
+    cache = None if a.no_cache else bench.Cache(a.cache_dir)
+
+    print(HEADER, flush=True)
+    done = {}
+
+    def on_rows(job, rows):
+        done[job] = rows
+        for (name, prec), js in groups:
+            if job in js.values() and all(j in done for j in js.values()):
+                shown = js.get("mixed", js["plain"])
+                line = mixed_line(name, prec, done[shown])
+                if line:
+                    print(line, flush=True)
+                plain = done[js["plain"]] if "mixed" in js else None
+                print(format_line(name, prec, done[shown], plain), flush=True)
+                if a.layers and _by_stage(done[shown]).get("run", {}).get("status") == "pass":
+                    print("\n".join(profile_lines(shown, done[shown], cache, a.layers)), flush=True)
+
+    rows = bench.run(jobs, backend=a.backend, workers=a.jobs, timeout=a.timeout, cache=cache, on_rows=on_rows)
+    for p in (cache.problems if cache is not None else []):
+        print(f"model_zoo: {p}", file=sys.stderr)
+    if a.json:
+        bench.report.write_json(a.json, rows)
+    return 0
 
 
 if __name__ == "__main__":
-    np.set_printoptions(precision=4)
-    main()
+    sys.exit(main())
