@@ -30,23 +30,17 @@ expected data by more than the case's tolerance but at most ULPS_16 units in the
 place: the expected data of such cases round in float16 at every step of the reference,
 tilecore rounds each node's result once) or ``crashed`` (any other exception, a worker
 that died, a hang). ``places`` maps each
-node (as compiled) to ``npu``, ``host`` or ``view``. ``run_parallel`` runs cases in worker
-processes, so a crash or a hang costs one case. benchmarks/compiled_node_tests.py is the
-full sweep; tests/python/compiler/test_compiled_node_tests.py a slice of it.
+node (as compiled) to ``npu``, ``host`` or ``view``. benchmarks/compiled_node_tests.py is the
+full sweep (cases as ``tilecore bench`` jobs, whose compare stage uses this module's
+comparison); tests/python/compiler/test_compiled_node_tests.py a slice of it.
 """
 from __future__ import annotations
 
 import collections
-import json
-import os
-import queue
 import re
-import subprocess
-import sys
-import threading
 import time
 import warnings
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -217,10 +211,10 @@ def ort_reason(case: Any) -> str | None:
     from ..extras import require
 
     ort = require("onnxruntime", "checking ONNX Runtime's results")
-    ort.set_default_logger_severity(3)
+    ort.set_default_logger_severity(4)  # the oracle's own failures are this function's answer, not logs
     try:
         so = ort.SessionOptions()
-        so.log_severity_level = 3
+        so.log_severity_level = 4
         sess = ort.InferenceSession(case.model.SerializeToString(), so, providers=["CPUExecutionProvider"])
         for feed, names_out, expected in data_sets(case):
             got = _ort_run(ort, sess, case, feed, names_out, expected)
@@ -371,115 +365,6 @@ def run_case(case: Any, check_ort: bool = True, entry: str = "bytes", bind: bool
     return row
 
 
-# ---- worker processes ----------------------------------------------------------------------
-
-def _worker_main(entry: str, bind: bool) -> None:
-    """Reads case names on stdin, writes one JSON row per line on stdout."""
-    out = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)  # stray prints (from C code or libraries) must not break the protocol
-    by_name = {c.name: c for c in _all_cases()}
-    out.write(json.dumps({"ready": True}) + "\n")
-    for line in sys.stdin:
-        name = line.strip()
-        if not name:
-            continue
-        case = by_name.get(name)
-        if case is None:
-            row = {"case": name, "op_type": "", "status": "run", "outcome": "crashed", "reason": "no such case",
-                   "places": {}}
-        else:
-            row = run_case(case, entry=entry, bind=bind)
-        out.write(json.dumps(row) + "\n")
-
-
-class _Worker:
-    def __init__(self, env, entry, bind) -> None:
-        argv = ["--worker", "--entry", entry] + ([] if bind else ["--no-bind"])
-        self.proc = subprocess.Popen([sys.executable, "-m", "tilecore.compiler.conformance", *argv],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, bufsize=1, env=env)
-        self.lines = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def get(self, timeout):
-        try:
-            return self.lines.get(timeout=timeout)
-        except queue.Empty:
-            return "timeout"
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-
-
-def run_parallel(names: Sequence[str], jobs: int = 2, timeout: float = 120.0,
-                 on_row: Callable[[dict[str, Any]], Any] | None = None, nice: int = 0, entry: str = "bytes",
-                 bind: bool = True) -> list[dict[str, Any]]:
-    """Rows of the cases ``names``, run in ``jobs`` worker processes (``entry`` and ``bind``
-    as in :func:`run_case`); a case that crashes its worker or takes more than ``timeout``
-    seconds is a ``run`` failure saying so (outcome ``crashed``), and the worker is replaced."""
-    env = dict(os.environ)
-    todo = queue.Queue()
-    for n in names:
-        todo.put(n)
-    rows, lock = [], threading.Lock()
-
-    def start():
-        w = _Worker(env, entry, bind)
-        if nice:
-            try:
-                os.setpriority(os.PRIO_PROCESS, w.proc.pid, nice)
-            except OSError:
-                pass
-        first = w.get(600)
-        if first in (None, "timeout"):
-            w.kill()
-            raise RuntimeError("a worker process failed to start (is tilecore importable?)")
-        return w
-
-    def loop() -> None:
-        w = start()
-        try:
-            while True:
-                try:
-                    name = todo.get_nowait()
-                except queue.Empty:
-                    return
-                w.proc.stdin.write(name + "\n")
-                w.proc.stdin.flush()
-                line = w.get(timeout)
-                if line in (None, "timeout"):
-                    code = w.proc.poll()
-                    w.kill()
-                    why = f"timeout after {timeout:.0f} s" if line == "timeout" else f"worker crashed (exit {code})"
-                    row = {"case": name, "op_type": "", "status": "run", "outcome": "crashed", "reason": why,
-                           "places": {}}
-                    w = start()
-                else:
-                    row = json.loads(line)
-                with lock:
-                    rows.append(row)
-                    if on_row is not None:
-                        on_row(row)
-        finally:
-            w.proc.stdin.close()
-            w.kill()
-
-    threads = [threading.Thread(target=loop) for _ in range(max(1, jobs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    order = {n: i for i, n in enumerate(names)}
-    return sorted(rows, key=lambda r: order.get(r["case"], 0))
-
-
 def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Figures of a sweep: counts, pass rate, the op types run on the npu in passing cases
     and the failures grouped by reason."""
@@ -517,7 +402,3 @@ def reason_group(row: Mapping[str, Any]) -> str:
     why = re.sub(r"\d+", "N", why)
     return f"{row['status']}: {why.strip()}"[:200]
 
-
-if __name__ == "__main__" and "--worker" in sys.argv:
-    _worker_main(sys.argv[sys.argv.index("--entry") + 1] if "--entry" in sys.argv else "bytes",
-                 "--no-bind" not in sys.argv)
