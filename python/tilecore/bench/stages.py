@@ -4,11 +4,16 @@
     calibrate  (not in f32) calibration samples, seed 0: the int8 table of ``calib_method``
                over ``calib_shards`` shards (bench/calibration.py), and the samples the
                compiler corrects the narrow nodes' bias with
-    compile    tilecore.compile: steps, host steps, precision fallbacks; refused on CompileError
+    compile    tilecore.compile (``auto_mixed``: what its search moved): steps, host steps,
+               precision fallbacks; refused on CompileError
     run        the executable on ``eval_samples`` samples (seed 1) on the simulator: cycles,
-               MAC utilisation, host seconds, ONNX Runtime's seconds on sample 0, sim/ORT
+               MAC utilisation, roofline and DDR traffic, host seconds and ONNX Runtime's
+               (medians of ``runs`` runs of sample 0), sim/ORT
     compare    the lowest output cosine (and SQNR) against the reference over those samples:
                pass at or above the gate (jobs.GATES, or the ``gate`` option), wrong below
+
+A node-test case is compiled with its compile-time inputs bound (``bind``), run on every
+data set and compared with its expected outputs with its tolerances (compiler/conformance.py).
 
 Each row carries ``status`` (pass, wrong, refused, crash), ``seconds`` (the stage's),
 ``peak_mb`` (this process's peak resident memory at the end of the stage: the stages run

@@ -65,7 +65,8 @@ def _line(rows: list[dict]) -> str:
     arg("--precision", default="f32", help="comma list of f32, f16, bf16, int8 (default f32)"),
     arg("--options", action="append", default=[], metavar="K=V,...",
         help="an option set (repeatable: each is a job per model and precision); options: target, group, "
-             "calib_samples, calib_method, calib_shards, eval_samples, gate"),
+             "auto_mixed, entry, bind, calib_samples, calib_method, calib_shards, eval_samples, runs, ort_threads, "
+             "gate (docs/bench.md)"),
     arg("--backend", default="local", choices=["serial", "local", "ray"], help="where jobs run (default local)"),
     arg("--jobs", type=_positive, default=None, help="local: worker processes at once (default: the CPU count)"),
     arg("--timeout", type=_seconds, default=600.0, help="seconds a job may take before it is killed (default 600)"),
