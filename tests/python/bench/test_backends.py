@@ -4,7 +4,7 @@ answers without workers."""
 import time
 
 import numpy as np
-from conftest import FAULTY_OPS, tiny_weights
+from bench_models import FAULTY_OPS, tiny_weights
 
 import tilecore
 from tilecore.bench import Cache, Job, ModelRef, run

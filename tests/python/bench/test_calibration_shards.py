@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import tiny_weights, write_tiny
+from bench_models import tiny_weights, write_tiny
 
 from tilecore.bench import calibrate_sharded
 from tilecore.bench.calibration import shard_bounds

@@ -1,6 +1,6 @@
 """tests/python/bench/test_jobs.py — a job's stages, options and content keys."""
 import pytest
-from conftest import write_tiny
+from bench_models import write_tiny
 
 from tilecore.bench import BenchError, Job, ModelRef
 from tilecore.bench.jobs import model_digest, parse_options, stage_keys
@@ -20,7 +20,7 @@ def test_keys_follow_content_and_options(tmp_path):
     a = write_tiny(str(tmp_path / "a.onnx"))
     b = str(tmp_path / "b.onnx")
     import numpy as np
-    from conftest import tiny_weights
+    from bench_models import tiny_weights
 
     write_tiny(b, tiny_weights() + np.float32(1))
     base = _keys(a)

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from conftest import FAULTY_OPS, import_ray
+from bench_models import FAULTY_OPS, import_ray
 
 SCRIPT = r"""
 import json, sys

@@ -2,7 +2,7 @@
 failures and the diff against a baseline; bad input is one named error line."""
 import json
 
-from conftest import FAULTY_OPS, write_tiny
+from bench_models import FAULTY_OPS, write_tiny
 
 from tilecore.bench import report
 from tilecore.cli import main

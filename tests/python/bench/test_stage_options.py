@@ -7,7 +7,7 @@ import io
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import write_tiny
+from bench_models import write_tiny
 
 from tilecore.bench import BenchError, Job, ModelRef
 from tilecore.bench import models, stages
