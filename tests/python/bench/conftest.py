@@ -1,8 +1,7 @@
 """tests/python/bench/conftest.py — the bench tests' models folder (bench_models.py writes
-the models), and one local
-Ray cluster (2 CPUs, no dashboard) for the whole run, started by the first test that
-needs it. Without ray installed the Ray tests skip with that reason, except under CI,
-which installs it (scripts/bootstrap.sh): there they fail."""
+the models), and one local Ray cluster (2 CPUs, no dashboard) for the whole run, started
+by the first test that needs it. Without ray installed the Ray tests skip with that
+reason, except under CI, which installs it (scripts/bootstrap.sh): there they fail."""
 import pytest
 from bench_models import import_ray, write_faulty, write_tiny
 
