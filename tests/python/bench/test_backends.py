@@ -4,12 +4,16 @@ answers without workers."""
 import time
 
 import numpy as np
+import pytest
 from bench_models import FAULTY_OPS, tiny_weights
 
 import tilecore
 from tilecore.bench import Cache, Job, ModelRef, run
 from tilecore.bench import models as bench_models
 from tilecore.runtime.files import load_npz
+
+# The jobs compile and run models: the npu device is needed.
+pytestmark = pytest.mark.npu
 
 
 def _tiny_jobs(models_dir, precisions=("f32", "int8")):

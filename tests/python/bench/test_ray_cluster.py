@@ -6,13 +6,19 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from bench_models import FAULTY_OPS, import_ray
+
+# The jobs compile and run models: the npu device is needed.
+pytestmark = pytest.mark.npu
 
 SCRIPT = r"""
 import json, sys
 from ray.cluster_utils import Cluster
 import ray
 from tilecore.bench import Job, ModelRef, run
+
 
 tiny, crash = sys.argv[1], sys.argv[2]
 cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})

@@ -13,6 +13,9 @@ from tilecore.bench import BenchError, Job, ModelRef
 from tilecore.bench import models, stages
 from tilecore.bench.jobs import model_digest, parse_options, stage_keys
 
+# The jobs compile and run models: the npu device is needed.
+pytestmark = pytest.mark.npu
+
 
 def _rows(job):
     rows = []
