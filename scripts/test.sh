@@ -17,26 +17,28 @@ QUICK=0
 
 bash "$ROOT/scripts/bootstrap.sh" || { echo "tilecore: build failed"; exit 1; }
 status=0
+# Each stage's heading says how long the suite has run, so a slow stage shows in the log.
+stage() { echo "== $1 ($((SECONDS / 60)) min $((SECONDS % 60)) s in)"; }
 
-echo "== style: clang-format and ruff (docs/contributing.md)"
+stage "style: clang-format and ruff (docs/contributing.md)"
 bash "$ROOT/scripts/check_style.sh" || status=1
 
-echo "== C++ tests"
+stage "C++ tests"
 ctest --test-dir "$ROOT/build" --output-on-failure -j2 || status=1
 
 if [ "$QUICK" = 0 ]; then
-  echo "== C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+  stage "C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer"
   bash "$ROOT/scripts/test_sanitizers.sh" || status=1
-  echo "== C++ and Python tests of a build without the npu (TILECORE_ENABLE_NPU=OFF)"
+  stage "C++ and Python tests of a build without the npu (TILECORE_ENABLE_NPU=OFF)"
   bash "$ROOT/scripts/test_without_npu.sh" || status=1
   if [ -x "$ROOT/scripts/fuzz.sh" ]; then
-    echo "== bounded fuzz run"
+    stage "bounded fuzz run"
     bash "$ROOT/scripts/fuzz.sh" --seconds 60 || status=1
   fi
-  echo "== the runtime library: installed, linked by the examples, under ThreadSanitizer; the wheel"
+  stage "the runtime library: installed, linked by the examples, under ThreadSanitizer; the wheel"
   bash "$ROOT/scripts/test_deploy.sh" || status=1
 fi
 
-echo "== Python tests"
+stage "Python tests"
 "$PYTHON" -m pytest -q "$ROOT/tests/python" -p no:cacheprovider || status=1
 exit $status
