@@ -49,3 +49,19 @@ def test_bad_options_are_named():
     assert parse_options("group=false,calib_method=kl") == {"group": False, "calib_method": "kl"}
     with pytest.raises(BenchError, match="precision `int4`"):
         Job.make(ModelRef("m", "file", "m.onnx"), "int4")
+
+
+def test_workers_take_the_longest_jobs_first(tmp_path):
+    """Model bytes x precision, largest first (ties keep their order); rows still come back
+    in the order given (test_backends)."""
+    from tilecore.bench.backends import longest_first
+
+    sizes = {"small": 1000, "large": 5000, "medium": 2400}
+    refs = {}
+    for name, size in sizes.items():
+        (tmp_path / f"{name}.onnx").write_bytes(b"\0" * size)
+        refs[name] = ModelRef(name, "file", str(tmp_path / f"{name}.onnx"))
+    todo = [(i, Job.make(refs[m], p), {}) for i, (m, p) in enumerate(
+        [("small", "f32"), ("large", "f32"), ("medium", "int8"), ("small", "int8"), ("large", "int8")])]
+    # costs: 1000, 5000, 4800, 2000, 10000
+    assert [i for i, _, _ in longest_first(todo)] == [4, 1, 2, 3, 0]
