@@ -319,18 +319,13 @@ def _compare_node_test(ctx: _Context) -> tuple[dict[str, Any], bytes | None, str
     """A node-test case's outputs against its expected ones, with the case's tolerances
     (compiler/conformance.py): ``wrong`` names the first output that differs; ``rounding``
     marks a 16-bit float output off only by rounding."""
-    from ..compiler.conformance import ULPS_16, _compare_case, data_sets, within_16bit_rounding
+    from ..compiler.conformance import data_sets, first_difference
 
     case = _node_case(ctx)
     for k, ((_, names, expected), got) in enumerate(zip(data_sets(case), ctx.outputs)):
-        for name, e in zip(names, expected):
-            why = _compare_case(case, e, got.get(name))
-            if why:
-                rounding = within_16bit_rounding(e, got.get(name))
-                why = f"output {name}: {why}" + (f" (data set {k})" if k else "")
-                if rounding:
-                    why += f" (within {ULPS_16} units in the last place of {np.asarray(e).dtype})"
-                return {"status": "wrong", "reason": why[:600], "rounding": rounding}, None, ""
+        why, rounding = first_difference(case, names, expected, got, k)
+        if why:
+            return {"status": "wrong", "reason": why[:600], "rounding": rounding}, None, ""
     return {"status": "pass"}, None, ""
 
 

@@ -141,6 +141,21 @@ def compare(expected: Any, actual: Any, rtol: float, atol: float) -> str | None:
 ULPS_16 = 2
 
 
+def first_difference(case: Any, names: Sequence[str], expected: Sequence[Any], got: Mapping[str, Any],
+                     data_set: int) -> tuple[str | None, bool]:
+    """The first output of data set ``data_set`` that differs from its expected value, as
+    (reason, within 16-bit rounding), or (None, False) when every output matches."""
+    for name, e in zip(names, expected):
+        why = _compare_case(case, e, got.get(name))
+        if why:
+            rounding = within_16bit_rounding(e, got.get(name))
+            why = f"output {name}: {why}" + (f" (data set {data_set})" if data_set else "")
+            if rounding:
+                why += f" (within {ULPS_16} units in the last place of {np.asarray(e).dtype})"
+            return why, rounding
+    return None, False
+
+
 def within_16bit_rounding(expected: Any, actual: Any, ulps: int = ULPS_16) -> bool:
     """Whether a float16 or bfloat16 ``actual`` is at most ``ulps`` units in the last place
     (of the expected value, in that type) off ``expected`` everywhere (NaN where it is)."""
@@ -349,15 +364,7 @@ def run_case(case: Any, check_ort: bool = True, entry: str = "bytes", bind: bool
                 row.update(status="run", outcome="refused" if _refused(exc) else "crashed",
                            reason=f"{type(exc).__name__}: {_first_line(exc)}")
                 break
-            why, rounding = None, False
-            for name, e in zip(names_out, expected):
-                why = _compare_case(case, e, got.get(name))
-                if why:
-                    rounding = within_16bit_rounding(e, got.get(name))
-                    why = f"output {name}: {why}" + (f" (data set {k})" if k else "")
-                    if rounding:
-                        why += f" (within {ULPS_16} units in the last place of {np.asarray(e).dtype})"
-                    break
+            why, rounding = first_difference(case, names_out, expected, got, k)
             if why:
                 row.update(status="fail", outcome="rounding" if rounding else "wrong", reason=why)
                 break
