@@ -13,6 +13,7 @@ source "$ROOT/scripts/common.sh"
 
 need_deb g++ g++
 need_deb /usr/include/gtest/gtest.h libgtest-dev
+need_deb /usr/include/zlib.h zlib1g-dev  # the modules of a .tcx with buckets are deflated
 need_deb dot graphviz  # tilecore viz renders model graphs with Graphviz
 
 pip_quiet() { "$PYTHON" -m pip install -q --disable-pip-version-check "$@"; }

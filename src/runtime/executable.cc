@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <functional>
 #include <set>
 
+#include "deflate.h"
 #include "sha256.h"
 #include "tilecore/ffi/dtype.h"
 #include "tilecore/ffi/error.h"
@@ -144,9 +146,10 @@ void ValidateExecutable(const ExecutableSpec& s) {
            " out of range");
     if (!constant_bufs.insert(k.buffer).second)
       fail("constant " + std::to_string(c) + ": " + BufName(s, k.buffer) + " has two constants");
-    if (k.data.size() != s.buffers[k.buffer].size) {
-      fail("constant " + std::to_string(c) + ": " + std::to_string(k.data.size()) + " bytes for " +
-           BufName(s, k.buffer) + " of " + std::to_string(s.buffers[k.buffer].size));
+    if (k.data().size() != s.buffers[k.buffer].size) {
+      fail("constant " + std::to_string(c) + ": " + std::to_string(k.data().size()) +
+           " bytes for " + BufName(s, k.buffer) + " of " +
+           std::to_string(s.buffers[k.buffer].size));
     }
     use(k.buffer, -1);
     use(k.buffer, n);
@@ -288,12 +291,13 @@ Executable Executable::Build(ExecutableSpec spec) {
 }
 
 // ---- file format ---------------------------------------------------------------------------
-std::string Executable::SaveToBytes() const {
-  const ExecutableSpec& s = get()->spec;
-  ByteWriter w;
-  w.str(s.precision);
-  w.u32(uint32_t(s.modules.size()));
-  for (const Module& m : s.modules) w.str(m.SaveToBytes());
+namespace {
+
+/*! \brief A program's plan, I/O and steps; `module_index` and `constant` write the references
+ * to the modules and the constants' bytes (inline in version 2, shared tables in version 3). */
+void WriteProgram(ByteWriter& w, const ExecutableSpec& s,
+                  const std::function<uint32_t(uint32_t)>& module_index,
+                  const std::function<void(const ExecConstant&)>& constant) {
   w.u64(s.arena_size);
   w.u32(uint32_t(s.buffers.size()));
   for (const ExecBuffer& b : s.buffers) {
@@ -307,7 +311,7 @@ std::string Executable::SaveToBytes() const {
   w.u32(uint32_t(s.constants.size()));
   for (const ExecConstant& c : s.constants) {
     w.u32(c.buffer);
-    w.str(c.data);
+    constant(c);
   }
   for (const auto* list : {&s.inputs, &s.outputs}) {
     w.u32(uint32_t(list->size()));
@@ -319,7 +323,7 @@ std::string Executable::SaveToBytes() const {
   w.u32(uint32_t(s.steps.size()));
   for (const ExecStep& st : s.steps) {
     w.u32(st.kind);
-    w.u32(st.module);
+    w.u32(module_index(st.module));
     w.str(st.function);
     w.u32(uint32_t(st.args.size()));
     for (uint32_t a : st.args) w.u32(a);
@@ -333,13 +337,76 @@ std::string Executable::SaveToBytes() const {
       w.str(v);
     }
   }
-  const std::string& payload = w.data();
+}
+
+std::string WithHeader(uint32_t version, const std::string& payload) {
   ByteWriter h;
-  h.u32(s.format_version);
+  h.u32(version);
   h.u32(0);  // flags, none defined
   h.u64(payload.size());
   h.u64(Fnv1a(payload));
   return std::string(kExecutableMagic, 8) + h.data() + payload;
+}
+
+/*! \brief Version 3: the modules (deflated) and the constants' distinct bytes once, then
+ * each bucket's program referring to them by index, then the policy. */
+std::string SaveBuckets(const ExecutableObj& e) {
+  ByteWriter w;
+  w.str(e.spec.precision);
+  // Modules: one entry per distinct module file (buckets compiled alike share kernels).
+  std::vector<std::string> module_files;
+  std::map<std::string, uint32_t> module_of_file;
+  std::vector<std::vector<uint32_t>> module_map(e.num_buckets());
+  std::map<const std::string*, uint32_t> blob_of_ptr;
+  std::map<std::string_view, uint32_t> blob_of_bytes;
+  std::vector<std::string_view> blobs;
+  for (size_t b = 0; b < e.num_buckets(); ++b) {
+    for (const Module& m : e.bucket(b).modules) {
+      std::string f = m.SaveToBytes();
+      auto [it, fresh] = module_of_file.emplace(f, uint32_t(module_files.size()));
+      if (fresh) module_files.push_back(std::move(f));
+      module_map[b].push_back(it->second);
+    }
+    for (const ExecConstant& c : e.bucket(b).constants) {
+      if (blob_of_ptr.count(c.bytes.get())) continue;
+      auto [it, fresh] = blob_of_bytes.emplace(c.data(), uint32_t(blobs.size()));
+      if (fresh) blobs.push_back(c.data());
+      blob_of_ptr[c.bytes.get()] = it->second;
+    }
+  }
+  w.u32(uint32_t(module_files.size()));
+  for (const std::string& f : module_files) {
+    w.u64(f.size());
+    w.str(DeflateBytes(f));
+  }
+  w.u32(uint32_t(blobs.size()));
+  for (std::string_view b : blobs) w.str(b);
+  w.u32(uint32_t(e.num_buckets()));
+  for (size_t b = 0; b < e.num_buckets(); ++b) {
+    WriteProgram(
+        w, e.bucket(b), [&](uint32_t m) { return module_map[b].at(m); },
+        [&](const ExecConstant& c) { w.u32(blob_of_ptr.at(c.bytes.get())); });
+  }
+  w.u32(uint32_t(e.policy.batch_axes.size()));
+  for (const auto& [name, axis] : e.policy.batch_axes) {
+    w.str(name);
+    w.u32(uint32_t(axis));
+  }
+  return WithHeader(kExecutableBucketsVersion, w.data());
+}
+
+}  // namespace
+
+std::string Executable::SaveToBytes() const {
+  if (get()->num_buckets() > 1) return SaveBuckets(*get());
+  const ExecutableSpec& s = get()->spec;
+  ByteWriter w;
+  w.str(s.precision);
+  w.u32(uint32_t(s.modules.size()));
+  for (const Module& m : s.modules) w.str(m.SaveToBytes());
+  WriteProgram(
+      w, s, [](uint32_t m) { return m; }, [&](const ExecConstant& c) { w.str(c.data()); });
+  return WithHeader(s.format_version, w.data());
 }
 
 namespace {
@@ -372,10 +439,10 @@ Executable Executable::LoadFromBytes(std::string_view bytes, const ExecutableLoa
   ByteReader h(bytes.substr(0, kHeaderBytes), "executable");
   h.u64();  // magic
   uint32_t version = h.u32();
-  if (version < kExecutableOldestVersion || version > kExecutableVersion) {
+  if (version < kExecutableOldestVersion || version > kExecutableBucketsVersion) {
     TILECORE_THROW(ValueError) << "executable, byte 8: unsupported version " << version
                                << " (this tilecore reads versions " << kExecutableOldestVersion
-                               << " to " << kExecutableVersion << ")";
+                               << " to " << kExecutableBucketsVersion << ")";
   }
   uint32_t flags = h.u32();
   if (flags != 0) TILECORE_THROW(ValueError) << "executable, byte 12: unknown flags " << flags;
@@ -394,15 +461,24 @@ Executable Executable::LoadFromBytes(std::string_view bytes, const ExecutableLoa
   ByteReader r(bytes, "executable");
   (void)r.u64(), (void)r.u64(), (void)r.u64(), (void)r.u64();
   auto left = [&] { return uint64_t(bytes.size() - r.pos()); };
-  ExecutableSpec s;
-  s.format_version = version;
-  s.precision = r.str();
+  const bool buckets = version == kExecutableBucketsVersion;
+  std::string precision = r.str();
+  std::vector<Module> modules;
   uint32_t nm = r.count(left() / 4);
   for (uint32_t i = 0; i < nm; ++i) {
     size_t at = r.pos();
-    std::string blob = r.str();
+    std::string blob;
+    if (buckets) {
+      uint64_t raw = r.u64();
+      std::string deflated = r.str();
+      blob =
+          InflateBytes(deflated, raw,
+                       "executable, byte " + std::to_string(at) + ": module " + std::to_string(i));
+    } else {
+      blob = r.str();
+    }
     try {
-      s.modules.push_back(Module::LoadFromBytes(blob, options.allow_host_code));
+      modules.push_back(Module::LoadFromBytes(blob, options.allow_host_code));
     } catch (const ffi::Error& e) {
       // A refusal keeps its kind: the file is not malformed, the options refuse it.
       std::string kind = e.kind() == kLoadRefusedKind ? kLoadRefusedKind : "ValueError";
@@ -412,56 +488,96 @@ Executable Executable::LoadFromBytes(std::string_view bytes, const ExecutableLoa
                        std::string(e.backtrace()));
     }
   }
-  s.arena_size = r.u64();
-  if (s.arena_size > kExecutableMaxArena)
-    r.fail("arena of " + std::to_string(s.arena_size) + " bytes exceeds 4 GiB");
-  s.buffers.resize(r.count(left() / 28));  // a buffer record takes at least 28 bytes
-  for (ExecBuffer& b : s.buffers) {
-    b.name = r.str();
-    b.offset = r.u64();
-    b.size = r.u64();
-    b.dtype = r.str();
-    b.shape.resize(r.count(kMaxRank));
-    for (int64_t& d : b.shape) d = r.i64();
+  std::vector<std::shared_ptr<const std::string>> blobs;
+  if (buckets) {
+    blobs.resize(r.count(left() / 4));
+    for (auto& b : blobs) b = std::make_shared<const std::string>(r.str());
   }
-  s.constants.resize(r.count(left() / 8));
-  for (ExecConstant& c : s.constants) {
-    c.buffer = r.u32();
-    c.data = r.str();
-  }
-  for (auto* list : {&s.inputs, &s.outputs}) {
-    list->resize(r.count(left() / 8));
-    for (ExecIO& e : *list) {
-      e.name = r.str();
-      e.buffer = r.u32();
+  // One program: its plan, constants (inline, or indices of `blobs`), I/O and steps.
+  auto read_program = [&](ExecutableSpec& s) {
+    s.format_version = version;
+    s.precision = precision;
+    s.arena_size = r.u64();
+    if (s.arena_size > kExecutableMaxArena)
+      r.fail("arena of " + std::to_string(s.arena_size) + " bytes exceeds 4 GiB");
+    s.buffers.resize(r.count(left() / 28));  // a buffer record takes at least 28 bytes
+    for (ExecBuffer& b : s.buffers) {
+      b.name = r.str();
+      b.offset = r.u64();
+      b.size = r.u64();
+      b.dtype = r.str();
+      b.shape.resize(r.count(kMaxRank));
+      for (int64_t& d : b.shape) d = r.i64();
+    }
+    s.constants.resize(r.count(left() / 8));
+    for (ExecConstant& c : s.constants) {
+      c.buffer = r.u32();
+      if (!buckets) {
+        c.set(r.str());
+        continue;
+      }
+      size_t at = r.pos();
+      uint32_t blob = r.u32();
+      if (blob >= blobs.size()) {
+        TILECORE_THROW(ValueError)
+            << "executable, byte " << at << ": constant bytes " << blob << " of " << blobs.size();
+      }
+      c.bytes = blobs[blob];
+    }
+    for (auto* list : {&s.inputs, &s.outputs}) {
+      list->resize(r.count(left() / 8));
+      for (ExecIO& e : *list) {
+        e.name = r.str();
+        e.buffer = r.u32();
+      }
+    }
+    s.steps.resize(r.count(left() / 40));  // a step record takes at least 40 bytes
+    for (ExecStep& st : s.steps) {
+      size_t at = r.pos();
+      uint32_t kind = r.u32();
+      if (kind > 1) {
+        TILECORE_THROW(ValueError)
+            << "executable, byte " << at << ": step kind " << kind << " (0 npu, 1 host)";
+      }
+      st.kind = ExecStep::Kind(kind);
+      st.module = r.u32();
+      st.function = r.str();
+      st.args.resize(r.count(left() / 4));
+      for (uint32_t& a : st.args) a = r.u32();
+      st.node = r.str();
+      st.op_type = r.str();
+      st.macs = r.u64();
+      st.source_node = r.str();
+      uint32_t nd = r.count(left() / 8);
+      for (uint32_t i = 0; i < nd; ++i) {
+        std::string k = r.str();
+        st.debug[k] = r.str();
+      }
+    }
+    // Each program lists the modules it calls (all of them: validation checks the indices).
+    s.modules = modules;
+  };
+  std::vector<ExecutableSpec> programs(buckets ? r.count(left() / 40) : 1);
+  for (ExecutableSpec& s : programs) read_program(s);
+  BucketPolicy policy;
+  if (buckets) {
+    uint32_t na = r.count(left() / 8);
+    for (uint32_t i = 0; i < na; ++i) {
+      std::string name = r.str();
+      policy.batch_axes[name] = r.u32();
     }
   }
-  s.steps.resize(r.count(left() / 40));  // a step record takes at least 40 bytes
-  for (ExecStep& st : s.steps) {
-    size_t at = r.pos();
-    uint32_t kind = r.u32();
-    if (kind > 1) {
-      TILECORE_THROW(ValueError) << "executable, byte " << at << ": step kind " << kind
-                                 << " (0 npu, 1 host)";
-    }
-    st.kind = ExecStep::Kind(kind);
-    st.module = r.u32();
-    st.function = r.str();
-    st.args.resize(r.count(left() / 4));
-    for (uint32_t& a : st.args) a = r.u32();
-    st.node = r.str();
-    st.op_type = r.str();
-    st.macs = r.u64();
-    st.source_node = r.str();
-    uint32_t nd = r.count(left() / 8);
-    for (uint32_t i = 0; i < nd; ++i) {
-      std::string k = r.str();
-      st.debug[k] = r.str();
-    }
-  }
-  if (!r.at_end()) r.fail("trailing bytes after the last step");
+  if (!r.at_end())
+    r.fail(buckets ? "trailing bytes after the batch axes" : "trailing bytes after the last step");
   try {
-    return Build(std::move(s));
+    if (buckets) {
+      if (programs.size() < 2) {
+        TILECORE_THROW(ValueError)
+            << "a version 3 file holds " << programs.size() << " bucket(s); it needs at least 2";
+      }
+      return BuildBuckets(std::move(programs), std::move(policy));
+    }
+    return Build(std::move(programs[0]));
   } catch (const ffi::Error& e) {
     if (e.kind() != "ValueError") throw;
     TILECORE_THROW(ValueError) << "executable: " << e.message();

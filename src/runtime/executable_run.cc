@@ -52,6 +52,24 @@ using JArr = ffi::Array<ffi::Any>;
   return ffi::json::Stringify(ffi::String(s));
 }
 
+/*! \brief Copies the first `rows` along axis `axis` of `from` into the same rows of `to` (host
+ * arrays of one dtype and rank whose shapes differ only along `axis`): padding an input to a
+ * bucket's batch, cropping an output to the run's. */
+[[maybe_unused]] void CopyRows(const ffi::NDArray& from, ffi::NDArray& to, size_t axis,
+                               int64_t rows) {
+  const auto& fs = from.shape();
+  const auto& ts = to.shape();
+  uint64_t outer = 1, inner = ffi::DataTypeBytes(from.dtype());
+  for (size_t d = 0; d < axis; ++d) outer *= uint64_t(fs[d]);
+  for (size_t d = axis + 1; d < fs.size(); ++d) inner *= uint64_t(fs[d]);
+  const char* src = from.data<const char>();
+  char* dst = to.data<char>();
+  for (uint64_t o = 0; o < outer; ++o) {
+    std::memcpy(dst + o * uint64_t(ts[axis]) * inner, src + o * uint64_t(fs[axis]) * inner,
+                uint64_t(rows) * inner);
+  }
+}
+
 }  // namespace
 
 std::string ExecutableObj::last_stats() const {
@@ -78,10 +96,11 @@ std::map<std::string, ffi::NDArray> Executable::Run(
   TILECORE_THROW(RuntimeError)
       << "tilecore was built without the npu device; an executable cannot run";
 #else
-  const ExecutableSpec& s = get()->spec;
   auto t_start = std::chrono::steady_clock::now();
-  // ---- the signature
+  const ExecutableObj& exe = *get();
+  // ---- the signature: the names (every bucket's), then the bucket the shapes take
   for (const auto& [name, arr] : inputs) {
+    const ExecutableSpec& s = exe.spec;
     bool known = false;
     for (const ExecIO& io : s.inputs) known = known || io.name == name;
     if (!known) {
@@ -89,12 +108,41 @@ std::map<std::string, ffi::NDArray> Executable::Run(
                                  << DescribeSignature(s, true);
     }
   }
-  for (const ExecIO& io : s.inputs) {
-    auto it = inputs.find(io.name);
-    const ExecBuffer& b = s.buffers[io.buffer];
-    if (it == inputs.end()) {
+  for (const ExecIO& io : exe.spec.inputs) {
+    if (!inputs.count(io.name)) {
       TILECORE_THROW(ValueError) << "missing input `" << io.name << "`; the executable expects "
-                                 << DescribeSignature(s, true);
+                                 << DescribeSignature(exe.spec, true);
+    }
+  }
+  BucketChoice choice;
+  std::map<std::string, ffi::NDArray> padded;
+  DLDevice cpu{kDLCPU, 0};
+  if (exe.num_buckets() > 1) {
+    std::map<std::string, std::vector<int64_t> > shapes;
+    for (const auto& [name, arr] : inputs) shapes[name] = arr.shape();
+    choice = ChooseBucket(exe, shapes);
+    // A smaller batch runs in the bucket padded with zeros; its outputs are cropped below.
+    if (choice.padded_from >= 0) {
+      for (const ExecIO& io : exe.bucket(choice.bucket).inputs) {
+        const ExecBuffer& b = exe.bucket(choice.bucket).buffers[io.buffer];
+        ffi::NDArray given = inputs.at(io.name).CopyTo(cpu);
+        if (ffi::DLDataTypeToString(given.dtype()) != b.dtype) continue;  // refused below
+        ffi::NDArray full = ffi::NDArray::Empty(b.shape, given.dtype(), cpu);
+        std::memset(full.data<char>(), 0, full.NumBytes());
+        CopyRows(given, full, size_t(exe.policy.batch_axes.at(io.name)), choice.padded_from);
+        padded.emplace(io.name, full);
+      }
+    }
+  }
+  const ExecutableSpec& s = exe.bucket(choice.bucket);
+  const std::map<std::string, ffi::NDArray>& in = choice.padded_from >= 0 ? padded : inputs;
+  for (const ExecIO& io : s.inputs) {
+    auto it = in.find(io.name);
+    const ExecBuffer& b = s.buffers[io.buffer];
+    if (it == in.end()) {
+      TILECORE_THROW(ValueError) << "input `" << io.name << "` is "
+                                 << ffi::DLDataTypeToString(inputs.at(io.name).dtype())
+                                 << "; the executable expects " << DescribeSignature(s, true);
     }
     std::string dt = ffi::DLDataTypeToString(it->second.dtype());
     if (dt != b.dtype || it->second.shape() != b.shape) {
@@ -123,7 +171,6 @@ std::map<std::string, ffi::NDArray> Executable::Run(
   std::vector<ffi::NDArray> views;
   views.reserve(s.buffers.size());
   for (const ExecBuffer& b : s.buffers) views.push_back(View(arena, b));
-  DLDevice cpu{kDLCPU, 0};
   sim::SimulatorRef simref = dev.simulator();
   {
     // Device memory is reused between runs: an arena starts as zeros, never as the bytes
@@ -141,23 +188,23 @@ std::map<std::string, ffi::NDArray> Executable::Run(
   }
   for (const ExecConstant& c : s.constants) {
     const ffi::NDArray& v = views[c.buffer];
-    if (c.data.size() == v.NumBytes()) {
+    if (c.data().size() == v.NumBytes()) {
       // Straight from the executable into DDR: no host staging copy of every weight per run.
       std::lock_guard<std::mutex> lock(simref.mut()->mu);
       uint64_t addr = reinterpret_cast<uint64_t>(v.tensor().data) + v.tensor().byte_offset;
       sim::TranslateSimError([&] {
         simref.mut()->sim.write(
             arch::Space::DDR, addr,
-            std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data.data()),
-                                     c.data.size()));
+            std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data().data()),
+                                     c.data().size()));
       });
       continue;
     }
     ffi::NDArray h = ffi::NDArray::Empty(s.buffers[c.buffer].shape, v.dtype(), cpu);
-    if (!c.data.empty()) std::memcpy(h.data<char>(), c.data.data(), c.data.size());
+    if (!c.data().empty()) std::memcpy(h.data<char>(), c.data().data(), c.data().size());
     h.CopyTo(views[c.buffer]);
   }
-  for (const ExecIO& io : s.inputs) inputs.at(io.name).CopyTo(views[io.buffer]);
+  for (const ExecIO& io : s.inputs) in.at(io.name).CopyTo(views[io.buffer]);
   const int cores = simref->sim.config().cores;
   const uint64_t peak = PeakMacsPerCycle(s.precision);
   // ---- the steps
@@ -345,7 +392,19 @@ std::map<std::string, ffi::NDArray> Executable::Run(
   trace += "\n]}\n";
   // ---- outputs
   std::map<std::string, ffi::NDArray> out;
-  for (const ExecIO& io : s.outputs) out.emplace(io.name, views[io.buffer].CopyTo(cpu));
+  for (const ExecIO& io : s.outputs) {
+    ffi::NDArray o = views[io.buffer].CopyTo(cpu);
+    if (choice.padded_from >= 0) {
+      // The rows of the padding are dropped: the output has the run's batch.
+      size_t axis = size_t(exe.policy.batch_axes.at(io.name));
+      std::vector<int64_t> shape = o.shape();
+      shape[axis] = choice.padded_from;
+      ffi::NDArray cropped = ffi::NDArray::Empty(shape, o.dtype(), cpu);
+      CopyRows(o, cropped, axis, choice.padded_from);
+      o = cropped;
+    }
+    out.emplace(io.name, o);
+  }
   views.clear();
   auto t_end = std::chrono::steady_clock::now();
   double total = Seconds(t_start, t_end);
@@ -373,6 +432,14 @@ std::map<std::string, ffi::NDArray> Executable::Run(
   st.Set("host_call_seconds", Any(host_seconds));
   st.Set("executor_overhead_seconds", Any(total - call_seconds));
   st.Set("ops", Any(ops));
+  if (exe.num_buckets() > 1) {
+    JMap b;
+    b.Set("index", Any(int64_t(choice.bucket)));
+    b.Set("buckets", Any(int64_t(exe.num_buckets())));
+    b.Set("inputs", Any(ffi::String(DescribeSignature(s, true))));
+    if (choice.padded_from >= 0) b.Set("padded_from", Any(choice.padded_from));
+    st.Set("bucket", Any(b));
+  }
   std::string stats_json = ffi::json::Stringify(st, 1);
   if (summary) {
     summary->cycles = total_cycles;
@@ -449,7 +516,7 @@ ExecutableSpec SpecFromJson(ffi::Array<Module> modules, const std::string& text,
       ExecConstant c;
       c.buffer = Index(cs[i].cast<JMap>(), "buffer", "constant " + std::to_string(i));
       ffi::NDArray a = constants[i].CopyTo(DLDevice{kDLCPU, 0});
-      c.data.assign(a.data<char>(), a.NumBytes());
+      c.set(std::string(a.data<char>(), a.NumBytes()));
       s.constants.push_back(std::move(c));
     }
   }
@@ -594,6 +661,51 @@ TILECORE_REGISTER_GLOBAL("runtime.ExecutableLoadFromBytes")
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableDescribe").set_body_typed([](Executable e) {
   return ffi::String(SpecToJson(e->spec));
 });
+// runtime.ExecutableBuckets(executables, {value name: batch axis}): one executable whose buckets
+// are those executables' programs (docs/executable.md, "Buckets").
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableBuckets")
+    .set_body_typed([](ffi::Array<Executable> parts, ffi::Map<ffi::String, int64_t> batch_axes) {
+      std::vector<ExecutableSpec> specs;
+      for (const Executable& e : parts) {
+        for (size_t k = 0; k < e->num_buckets(); ++k) specs.push_back(e->bucket(k));
+      }
+      BucketPolicy policy;
+      for (const auto& [name, axis] : batch_axes.items())
+        policy.batch_axes[std::string(name)] = axis;
+      return Executable::BuildBuckets(std::move(specs), std::move(policy));
+    });
+// runtime.ExecutableBucketInfo(exe) -> JSON {"buckets": [{"inputs": {name: [shape]}, "outputs":
+// ...}, ...], "batch_axes": {name: axis}}
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableBucketInfo").set_body_typed([](Executable e) {
+  JArr buckets;
+  for (size_t k = 0; k < e->num_buckets(); ++k) {
+    const ExecutableSpec& s = e->bucket(k);
+    JMap b;
+    for (int io = 0; io < 2; ++io) {
+      JMap shapes;
+      for (const ExecIO& x : io == 0 ? s.inputs : s.outputs) {
+        JArr shape;
+        for (int64_t d : s.buffers[x.buffer].shape) shape.push_back(Any(d));
+        shapes.Set(x.name, Any(shape));
+      }
+      b.Set(io == 0 ? "inputs" : "outputs", Any(shapes));
+    }
+    b.Set("arena_size", Any(int64_t(s.arena_size)));
+    b.Set("steps", Any(int64_t(s.steps.size())));
+    buckets.push_back(Any(b));
+  }
+  JMap axes;
+  for (const auto& [name, axis] : e->policy.batch_axes) axes.Set(name, Any(axis));
+  JMap d;
+  d.Set("buckets", Any(buckets));
+  d.Set("batch_axes", Any(axes));
+  return ffi::String(ffi::json::Stringify(d));
+});
+// runtime.ExecutableBucket(exe, i): bucket i as a plain executable (shares modules and constants).
+TILECORE_REGISTER_GLOBAL("runtime.ExecutableBucket").set_body_typed([](Executable e, int64_t i) {
+  if (i < 0) TILECORE_THROW(IndexError) << "bucket " << i;
+  return e.Bucket(size_t(i));
+});
 TILECORE_REGISTER_GLOBAL("runtime.ExecutableModules").set_body_typed([](Executable e) {
   ffi::Array<Module> out;
   for (const Module& m : e->spec.modules) out.push_back(m);
@@ -634,9 +746,10 @@ TILECORE_REGISTER_GLOBAL("runtime.ExecutableWriteConstants")
       sim::TranslateSimError([&] {
         for (const ExecConstant& c : e->spec.constants) {
           const ExecBuffer& b = e->spec.buffers[c.buffer];
-          s.mut()->sim.write(arch::Space::DDR, uint64_t(base) + b.offset,
-                             std::span<const uint8_t>(
-                                 reinterpret_cast<const uint8_t*>(c.data.data()), c.data.size()));
+          s.mut()->sim.write(
+              arch::Space::DDR, uint64_t(base) + b.offset,
+              std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.data().data()),
+                                       c.data().size()));
         }
       });
     });

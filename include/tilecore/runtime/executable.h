@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -38,6 +39,9 @@ inline constexpr char kExecutableMagic[8] = {'T', 'C', 'E', 'X', 'E', 'C', '\0',
 /// load, without the checks that need the exact flags.
 inline constexpr uint32_t kExecutableVersion = 2;
 inline constexpr uint32_t kExecutableOldestVersion = 1;
+/// Version 3: several buckets (one program per input shape) sharing one copy of the modules
+/// and the constants, the modules deflated. Written only for an executable with buckets.
+inline constexpr uint32_t kExecutableBucketsVersion = 3;
 /// Offsets of buffers in the arena are multiples of this (DMA-friendly, any dtype aligned).
 inline constexpr uint64_t kExecutableAlign = 64;
 /// The arena must fit TC1's 32-bit DDR address space.
@@ -60,7 +64,10 @@ struct ExecIO {
 
 struct ExecConstant {
   uint32_t buffer = 0;
-  std::string data;  // exactly the buffer's size
+  /// Exactly the buffer's size. Shared: the buckets of one executable hold the same bytes once.
+  std::shared_ptr<const std::string> bytes;
+  std::string_view data() const { return bytes ? std::string_view(*bytes) : std::string_view(); }
+  void set(std::string data) { bytes = std::make_shared<const std::string>(std::move(data)); }
 };
 
 /// One call. `module` indexes Executable::modules; `args` index buffers (the function's
@@ -90,6 +97,17 @@ struct ExecutableSpec {
   uint32_t format_version = kExecutableVersion;  // the file's (saved again as it was loaded)
 };
 
+/// How an executable with buckets (several programs for several input shapes) chooses one
+/// for a run (docs/executable.md, "Buckets"). A bucket whose input shapes equal the run's is
+/// taken. With `batch_axes`, a run whose batch is smaller than every bucket's that fits runs
+/// in the smallest such bucket, its inputs padded with zeros along their batch axes and its
+/// outputs cropped along theirs; the compiler sets them only where it has shown that the
+/// rows of a batch do not mix.
+struct BucketPolicy {
+  /// Every input's and output's batch axis, by name; empty: exact shapes only.
+  std::map<std::string, int64_t> batch_axes;
+};
+
 /// What loading may accept (the C API's TCRLoadOptions; docs/deploy.md, "Security").
 struct ExecutableLoadOptions {
   /// False: refuse modules that hold host code (every kind but `npu`: a `c` module is a shared
@@ -111,7 +129,13 @@ struct RunSummary {
 
 class ExecutableObj : public ffi::Object {
  public:
-  ExecutableSpec spec;
+  ExecutableSpec spec;  // the program (an executable with buckets: bucket 0)
+  /// Buckets 1.. of an executable with buckets (empty otherwise); each is a whole program over
+  /// the same input and output names and dtypes, sharing `spec`'s constant bytes where equal.
+  std::vector<ExecutableSpec> more_buckets;
+  BucketPolicy policy;
+  size_t num_buckets() const { return 1 + more_buckets.size(); }
+  const ExecutableSpec& bucket(size_t i) const { return i == 0 ? spec : more_buckets.at(i - 1); }
   /// The statistics (JSON) and Chrome trace of the last run that finished; empty before one.
   /// Runs from several threads replace them under the mutex.
   std::string last_stats() const;
@@ -133,6 +157,12 @@ class Executable : public ffi::ObjectRef {
 
   /// Validates `spec` (ValueError naming the first problem) and wraps it.
   static Executable Build(ExecutableSpec spec);
+  /// An executable with buckets: each spec validated, and together (ValidateBuckets).
+  /// Constant bytes equal across buckets are kept once.
+  static Executable BuildBuckets(std::vector<ExecutableSpec> buckets, BucketPolicy policy);
+  /// Bucket `i` alone, as a plain executable sharing this one's modules and constants (what
+  /// the debugger and the checker work on).
+  Executable Bucket(size_t i) const;
   std::string SaveToBytes() const;
   /// Checks the header and checksum, then parses and validates; ValueError naming field and byte.
   static Executable LoadFromBytes(std::string_view bytes,
@@ -161,6 +191,20 @@ class Executable : public ffi::ObjectRef {
 /// A buffer is live from its first to its last use by a step; inputs from the start,
 /// outputs to the end, constants throughout.
 void ValidateExecutable(const ExecutableSpec& spec);
+
+/// Checks what several buckets must share: the precision, the input and output names, dtypes
+/// and ranks; distinct input shapes; a policy's batch axes (every input and output has one,
+/// in range, and in each bucket one batch size along all of them).
+void ValidateBuckets(const std::vector<ExecutableSpec>& buckets, const BucketPolicy& policy);
+
+/// The bucket a run of `inputs` (name -> shape) takes and the batch it pads from (-1: the
+/// shapes are the bucket's), or a ValueError listing the buckets.
+struct BucketChoice {
+  size_t bucket = 0;
+  int64_t padded_from = -1;
+};
+BucketChoice ChooseBucket(const ExecutableObj& exe,
+                          const std::map<std::string, std::vector<int64_t>>& input_shapes);
 
 /// "name: int8[1, 3, 224, 224]" lines of the inputs (or outputs), for error messages.
 std::string DescribeSignature(const ExecutableSpec& spec, bool inputs);

@@ -694,7 +694,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             qtable: Mapping[str, str] | str | os.PathLike[str] | None = None,
             auto_mixed: float | None = None, bias_correction: bool = True, fuse: bool = True,
             group: bool = True, verify: bool | Mapping[str, np.ndarray] = False,
-            ungroup: Sequence[str] = ()) -> Executable:
+            ungroup: Sequence[str] = (), dims: Mapping[str, Sequence[int]] | None = None,
+            batch: str | Mapping[str, int] | None = None) -> Executable:
     """Compiles a model to an :class:`tilecore.runtime.Executable`.
 
     :param model: a :class:`tilecore.ir.graph.Graph`, a path to a ``.onnx`` file, its
@@ -724,7 +725,14 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     :param ungroup: step names (a layer group's ``nodes``) kept out of layer groups, each
         a step of its own, the other groups as they were (``tilecore compare`` bisects
         the groups with it).
-    :param input_shapes: input name -> shape, binding symbolic dimensions.
+    :param input_shapes: input name -> shape, binding symbolic dimensions; or input name ->
+        a list of shapes, one per bucket (compiler/buckets.py, docs/compiler.md "Shape buckets"):
+        one executable whose runs take any of those shapes, its constants stored once.
+    :param dims: symbolic dimension name -> sizes: a bucket for every combination of them.
+    :param batch: with buckets, the batch dimension (its name in ``dims``, or input name ->
+        axis): a smaller batch runs padded in the next larger bucket, its outputs cropped,
+        once the compiler has shown that the model keeps the rows of a batch apart
+        (compiler/batch_rows.py; otherwise a CompileError names the node that mixes them).
     :param verify: check the executable before returning it (compiler/verify.py,
         docs/compiler.md "Verification"): on sample inputs (``True``: the first of
         ``calib_samples``, else seeded ones; or input name -> array) it runs in the
@@ -764,6 +772,20 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
 
     if precision not in PRECISIONS:
         raise CompileError(f"precision `{precision}` is not supported (supported: {', '.join(PRECISIONS)})")
+    from . import buckets as _buckets
+
+    if dims or any(_buckets.is_bucket_list(v) for v in (input_shapes or {}).values()):
+        if auto_mixed is not None:
+            raise CompileError("auto_mixed with buckets: search the qtable on one bucket (report['auto_mixed']"
+                               "['qtable']) and compile the buckets with qtable=")
+        declared = _buckets.declared_shapes(model)
+        shapes = _buckets.expand(declared, input_shapes, dims)
+        return _buckets.compile_buckets(compile, model, shapes, batch, calib_samples, report, dict(
+            target=target, precision=precision, keep_intermediates=keep_intermediates, progress=progress,
+            calib=calib, qtable=qtable, bias_correction=bias_correction, fuse=fuse, group=group, verify=verify,
+            ungroup=ungroup))
+    if batch is not None:
+        raise CompileError("batch= declares the batch of buckets: give several shapes (input_shapes= lists or dims=)")
     target = _parse_target(target)
     from ..target import Target as _Target
 

@@ -136,12 +136,19 @@ def list_device_apis() -> list[str]:
     return list(_ffi.ListDeviceAPIs())
 
 
-from .executable import Executable, ExecutableBuilder, load_executable, load_executable_bytes  # noqa: E402
+from .executable import (  # noqa: E402
+    Executable,
+    ExecutableBuilder,
+    join_buckets,
+    load_executable,
+    load_executable_bytes,
+)
 
 __all__ = [
     "Executable",
     "ExecutableBuilder",
     "Module",
+    "join_buckets",
     "load_executable",
     "load_executable_bytes",
     "device_attributes",

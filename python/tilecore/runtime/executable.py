@@ -60,6 +60,26 @@ class Executable(Object):
         return {io["name"]: (tuple(d["buffers"][io["buffer"]]["shape"]), d["buffers"][io["buffer"]]["dtype"])
                 for io in d[which]}
 
+    @property
+    def buckets(self) -> list[dict[str, Any]]:
+        """Each bucket's ``inputs`` and ``outputs`` ({name: shape}), ``arena_size`` and ``steps``
+        (one entry for an executable without buckets; docs/executable.md, "Buckets")."""
+        return json.loads(_api().ExecutableBucketInfo(self))["buckets"]
+
+    @property
+    def batch_axes(self) -> dict[str, int]:
+        """Input and output name -> batch axis: a smaller batch runs padded in a larger bucket
+        (empty: only a bucket's exact shapes run)."""
+        return dict(json.loads(_api().ExecutableBucketInfo(self))["batch_axes"])
+
+    def bucket(self, index: int) -> Executable:
+        """Bucket ``index`` alone, a plain executable sharing this one's code and constants
+        (what tdb and ``tilecore check`` work on)."""
+        n = len(self.buckets)
+        if not 0 <= int(index) < n:
+            raise IndexError(f"bucket {index}: the executable has {n} (0 to {n - 1})")
+        return _api().ExecutableBucket(self, int(index))
+
     def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the ``.tcx`` file; :func:`load_executable` reads it back."""
         _api().ExecutableSaveToFile(self, str(path))
@@ -146,6 +166,15 @@ class Executable(Object):
         d = self.describe()
         return (f"<tilecore.runtime.Executable {len(d['steps'])} steps, {len(d['modules'])} modules, "
                 f"arena {d['arena_size']} B, inputs {[i['name'] for i in d['inputs']]}>")
+
+
+def join_buckets(executables: Sequence[Executable], batch_axes: Mapping[str, int] | None = None) -> Executable:
+    """One executable whose buckets are those of ``executables`` (programs of one model for
+    several input shapes: the same input and output names and dtypes), their equal constants
+    kept once. ``batch_axes`` (every input and output name -> its batch axis) lets a smaller
+    batch run padded in the next larger bucket; give it only for a model whose batch rows
+    do not mix (the compiler shows it before it does)."""
+    return _api().ExecutableBuckets(list(executables), {str(k): int(v) for k, v in (batch_axes or {}).items()})
 
 
 def load_executable(path: str | os.PathLike[str], *, allow_host_code: bool = True,

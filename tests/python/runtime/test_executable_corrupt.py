@@ -145,7 +145,7 @@ def test_header_fields(tmp_path, good):
     res = []
     for blob in [bad_version, bad_flags, padded, b"TCMODULE" + good[8:]]:
         res += load_all(tmp_path, blob, [["cut", len(blob), False]])
-    assert "byte 8: unsupported version 9 (this tilecore reads versions 1 to 2)" in res[0]
+    assert "byte 8: unsupported version 9 (this tilecore reads versions 1 to 3)" in res[0]
     assert "byte 12: unknown flags 1" in res[1]
     assert "byte 16: the header announces a payload of" in res[2]
     assert "the magic \"TCEXEC\" is missing" in res[3]
