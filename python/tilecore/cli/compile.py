@@ -3,7 +3,8 @@ tensor of the compiled model next to ONNX Runtime's.
 
     tilecore compile MODEL.onnx -o OUT.tcx [--target T] [--precision f32|f16|bf16|int8] [--calib CALIB.npz]
                      [--calib-method M] [--calib-table T.json] [--qtable FILE] [--auto-mixed TARGET_COSINE]
-                     [--input-shape NAME:D0,D1,...] [--verify [IN.npz]]
+                     [--input-shape NAME:D0,D1,...] [--dim NAME=S1,S2,...] [--batch NAME|INPUT:AXIS]
+                     [--verify [IN.npz]]
     tilecore compare MODEL.onnx --inputs IN.npz [--precision P] [--calib CALIB.npz] [--calib-method M]
                      [--calib-table T.json] [--report R.json] [--repro DIR]
 """
@@ -49,16 +50,56 @@ class _Bar:
             self.bar.close()
 
 
-def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
-    """``NAME:D0,D1,...`` -> (name, (D0, D1, ...)); ValueError naming the text otherwise."""
+def parse_input_shape(text: str) -> tuple[str, tuple[int, ...] | list[tuple[int, ...]]]:
+    """``NAME:D0,D1,...`` -> (name, (D0, D1, ...)); one dimension may list a bucket's sizes,
+    ``NAME:{1,2,4},3,224,224`` -> (name, [(1, 3, 224, 224), (2, ...), (4, ...)]); ValueError
+    naming the text otherwise."""
+    import re
+
+    bad = ValueError(f"--input-shape `{text}`: expected NAME:D0,D1,... with non-negative integers "
+                     "(one dimension may be a list of sizes in braces: NAME:{1,2,4},3,224,224)")
     name, sep, dims = text.rpartition(":")
+    parts = re.findall(r"\{[^{}]*\}|[^,]+", dims)
+    if not sep or not name or ",".join(parts) != dims.strip() and dims.strip():
+        raise bad
     try:
-        shape = tuple(int(d) for d in dims.split(",")) if dims.strip() else ()
+        options = [[int(x) for x in p[1:-1].split(",")] if p.startswith("{") else [int(p)] for p in parts]
     except ValueError:
-        shape = None
-    if not sep or not name or shape is None or any(d < 0 for d in shape):
-        raise ValueError(f"--input-shape `{text}`: expected NAME:D0,D1,... with non-negative integers")
-    return name, shape
+        raise bad from None
+    if any(d < 0 for o in options for d in o) or sum(len(o) > 1 or p.startswith("{")
+                                                     for o, p in zip(options, parts)) > 1:
+        raise bad
+    shapes = [tuple(o[0] if len(o) == 1 else None for o in options)]
+    for at, o in enumerate(options):
+        if len(o) > 1 or parts[at].startswith("{"):
+            return name, [tuple(d if i != at else x for i, d in enumerate(shapes[0])) for x in o]
+    return name, shapes[0]
+
+
+def parse_dim(text: str) -> tuple[str, list[int]]:
+    """``--dim NAME=S1,S2,...`` -> (name, [S1, S2, ...]): a bucket per size of a symbolic dimension."""
+    name, sep, sizes = text.partition("=")
+    try:
+        values = [int(x) for x in sizes.split(",")]
+    except ValueError:
+        values = []
+    if not sep or not name or not values or any(v < 1 for v in values):
+        raise ValueError(f"--dim `{text}`: expected NAME=S1,S2,... with positive sizes")
+    return name, values
+
+
+def parse_batch(text: str) -> str | dict[str, int]:
+    """``--batch NAME`` (a --dim's name) or ``--batch INPUT:AXIS[,INPUT:AXIS...]``."""
+    if ":" not in text:
+        return text
+    out = {}
+    for item in text.split(","):
+        name, _, axis = item.rpartition(":")
+        try:
+            out[name] = int(axis)
+        except ValueError:
+            raise ValueError(f"--batch `{text}`: expected NAME or INPUT:AXIS,...") from None
+    return out
 
 
 def target_spec(text: str) -> str:
@@ -160,7 +201,13 @@ def calibration_table(args: argparse.Namespace, samples: dict[str, np.ndarray] |
         help="move the most sensitive matrix nodes to bf16 until the outputs reach this cosine against f32 on the "
              "--calib samples (the first 16)"),
     arg("--input-shape", action="append", default=[], metavar="NAME:D0,D1,...",
-        help="bind an input's shape (repeat per input)"),
+        help="bind an input's shape (repeat per input); a dimension in braces lists sizes, a bucket each: "
+             "x:{1,2,4,8},3,224,224 (docs/compiler.md, Shape buckets)"),
+    arg("--dim", action="append", default=[], metavar="NAME=S1,S2,...",
+        help="a bucket for each size of the model's symbolic dimension NAME (repeat: every combination)"),
+    arg("--batch", metavar="NAME|INPUT:AXIS",
+        help="with buckets: the batch dimension (a --dim name, or INPUT:AXIS per input); a smaller batch then runs "
+             "padded in the next larger bucket, once the compiler has shown that the model keeps rows apart"),
     arg("--no-fuse", action="store_true",
         help="keep every node a step: no epilogue fusion, no layer groups (a debugger session that stops at each)"),
     arg("--no-group", action="store_true",
@@ -183,7 +230,12 @@ def compile_cmd(args: argparse.Namespace) -> int:
     from ..compiler.calibration import load_samples
     from ..runtime.files import load_npz
 
-    shapes = dict(parse_input_shape(s) for s in args.input_shape)
+    try:
+        shapes = dict(parse_input_shape(s) for s in args.input_shape)
+        dims = dict(parse_dim(s) for s in args.dim)
+        batch = parse_batch(args.batch) if args.batch else None
+    except ValueError as e:
+        return _fail(str(e))
     # Everything a slow compile could fail on afterwards is checked first: the output paths
     # and the files read (each error names its file).
     writes, reads = calibration_files(args)
@@ -210,7 +262,7 @@ def compile_cmd(args: argparse.Namespace) -> int:
         exe = _compile(args.model, target=args.target, precision=args.precision, input_shapes=shapes or None,
                        progress=bar, report=report, calib=calib, calib_samples=samples, qtable=qtable,
                        auto_mixed=args.auto_mixed, fuse=not args.no_fuse,
-                       group=not args.no_group, verify=verify)
+                       group=not args.no_group, verify=verify, dims=dims or None, batch=batch)
     except OSError as e:
         return _fail_about(args.model, e)
     except _compile_errors() as e:
@@ -225,9 +277,21 @@ def compile_cmd(args: argparse.Namespace) -> int:
         print(f"{args.dump_graph}: the compiled graph, {report['graph'].count(chr(10))} lines")
     mem = report["memory"]
     secs = sum(report["seconds"].values())
-    print(f"{args.output}: {report['steps']} steps ({report['npu_steps']} npu, {report['host_steps']} host, "
-          f"{report['views']} free views), {report['kernels']} kernels, arena {mem['arena_size']} B "
-          f"({mem['total_size']} B without reuse), compiled in {secs:.2f} s")
+    if "buckets" in report:  # one line per bucket's program; the lines below are bucket 0's
+        secs = sum(sum(b["report"]["seconds"].values()) for b in report["buckets"])
+        print(f"{args.output}: {len(report['buckets'])} buckets, constants stored once, compiled in {secs:.2f} s")
+        for i, b in enumerate(report["buckets"]):
+            r = b["report"]
+            shapes_text = ", ".join(f"{k}{v}" for k, v in b["inputs"].items())
+            print(f"  bucket {i}: {shapes_text}: {r['steps']} steps ({r['npu_steps']} npu, {r['host_steps']} host), "
+                  f"{r['kernels']} kernels, arena {r['memory']['arena_size']} B")
+    else:
+        print(f"{args.output}: {report['steps']} steps ({report['npu_steps']} npu, {report['host_steps']} host, "
+              f"{report['views']} free views), {report['kernels']} kernels, arena {mem['arena_size']} B "
+              f"({mem['total_size']} B without reuse), compiled in {secs:.2f} s")
+    if report.get("batch_axes"):
+        print("  batch axes: " + ", ".join(f"{k}:{v}" for k, v in report["batch_axes"].items())
+              + " (a smaller batch runs padded in the next larger bucket)")
     for h in report["host_ops"]:
         print(f"  host: {h['name']} ({h['op_type']}): {h['reason']}")
     if "verify" in report:

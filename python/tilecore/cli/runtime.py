@@ -110,7 +110,16 @@ def run_cmd(args: argparse.Namespace) -> int:
             print("\n".join(top_lines(name, a, args.top)))
     print(f"cycles: {st['cycles']}  mac_utilisation: {st['mac_utilisation']:.4f} ({st['precision']} peak "
           f"{st['peak_macs_per_cycle']} MAC/cycle)  steps: {st['steps']}")
+    if "bucket" in st:
+        print(bucket_line(st["bucket"]))
     return 0
+
+
+def bucket_line(b: dict[str, Any]) -> str:
+    """The stats' ``bucket`` entry as a line: which bucket ran and whether the batch was padded."""
+    pad = (f", the batch of {b['padded_from']} padded to it and the outputs cropped"
+           if "padded_from" in b else "")
+    return f"bucket {b['index']} of {b['buckets']} ({b['inputs']}){pad}"
 
 
 def top_lines(name: str, a: Any, k: int) -> list[str]:
@@ -301,9 +310,13 @@ def profile_cmd(args: argparse.Namespace) -> int:
     exe, _, rc = _run(args)
     if rc:
         return rc
+    st = exe.stats()
+    ran = exe.bucket(st["bucket"]["index"]) if "bucket" in st else exe  # its debug entries
     try:
-        text = format_profile(exe.stats(), exe)
+        text = format_profile(st, ran)
     except ValueError as e:  # the executable's debug entries (a hand-edited file)
         return _fail(f"{args.executable}: {e}")
+    if "bucket" in st:
+        print(bucket_line(st["bucket"]))
     print(text)
     return 0

@@ -18,6 +18,24 @@ def _ddr_error(e: Exception, ddr_size) -> str:
     return f"--ddr_size {ddr_size}: {reason.removeprefix(f'{ddr_size} is ')}"
 
 
+def _with_bucket(target, bucket):
+    """The target of bucket ``bucket`` of a model with buckets (None: as given)."""
+    if bucket is None:
+        return target
+    from ..tdb.model import ModelTarget
+    from ..tdb.target import TargetError
+
+    if not isinstance(target, ModelTarget):
+        raise TargetError(f"--bucket {bucket}: the target is a {target.kind}, not a model")
+    if not 0 <= bucket < target.bucket_count:
+        have = (f"its buckets are 0 to {target.bucket_count - 1}" if target.bucket_count > 1 else
+                "it has no buckets")
+        raise TargetError(f"{target.path or target.name}: --bucket {bucket}, and {have}")
+    chosen = ModelTarget(target.full, bucket)
+    chosen.path, chosen.name = target.path, target.name.rsplit(" [bucket", 1)[0] + f" [bucket {bucket}]"
+    return chosen
+
+
 @command(
     "tdb",
     "debug a compiled model (.tcx), a kernel module (.tcm) or TC1 assembly (.s) on the simulator",
@@ -29,6 +47,8 @@ def _ddr_error(e: Exception, ddr_size) -> str:
             "(default: NAME.graph beside NAME.tcx)"),
         arg("--ref_data", nargs="+", default=None,
             help="models: .npz of reference tensors keyed by ONNX value name (data-check after each node)"),
+        arg("--bucket", type=int, metavar="K", help="models with buckets: debug bucket K (default: the one the "
+            "inputs' shapes take, else 0)"),
         arg("--function", help="the kernel to debug when the module has several"),
         arg("--plugins", nargs="+", default=[], help="Python files defining tilecore.tdb.Plugin subclasses"),
         arg("--ddr_size", help="simulated DDR size, e.g. 256MiB"),
@@ -46,6 +66,7 @@ def _tdb(args) -> int:
         target, inputs, ref_data, graph = target_files(args.target, args.inputs, args.ref_data, args.graph)
         if not isinstance(target, Target):
             target = open_target(target, args.function)
+        target = _with_bucket(target, args.bucket)
         sim_target = f"npu -cores={max(target.cores, 1)}" + (f" -ddr={args.ddr_size}" if args.ddr_size else "")
         dbg = Debugger(target, inputs=inputs, plugins=args.plugins, verbose=args.verbose, sim_target=sim_target,
                        ref_data=ref_data, graph=graph)
@@ -71,6 +92,8 @@ def _tdb(args) -> int:
         arg("--inputs", help=".npz of the model's inputs, keyed by input name (a folder: its inputs.npz)"),
         arg("--ref_data", nargs="+", help=".npz of reference tensors keyed by ONNX value name (a folder: its "
             "ref*.npz)"),
+        arg("--bucket", type=int, metavar="K", help="models with buckets: check bucket K (default: the one the "
+            "inputs' shapes take, else 0)"),
         arg("--report", help="write the per-node report as JSON here"),
         arg("--set", nargs="+", default=[], metavar="NAME=X", help="thresholds: rtol, atol, cosine, euclid"),
         arg("--ddr_size", help="simulated DDR size, e.g. 1GiB"),
@@ -97,7 +120,7 @@ def _check(args) -> int:
         target, inputs, ref_data, _ = target_files(args.target, args.inputs, args.ref_data, need_ref=True)
         check_outputs({"--report": args.report}, {"executable": getattr(target, "path", None) or args.target,
                                                    "--inputs": inputs, **{f"--ref_data {r}": r for r in ref_data}})
-        target = target if folder else ModelTarget(args.target)
+        target = _with_bucket(target if folder else ModelTarget(args.target), args.bucket)
         sim_target = f"npu -cores={max(target.cores, 1)}" + (f" -ddr={args.ddr_size}" if args.ddr_size else "")
         out = io.StringIO()
         dbg = Debugger(target, inputs=inputs, sim_target=sim_target, ref_data=ref_data, stdout=out)

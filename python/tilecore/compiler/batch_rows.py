@@ -59,12 +59,18 @@ def _rows_equal(v, axis: int) -> bool:
     return a is not None and bool((a == np.take(a, [0], axis=axis)).all())
 
 
-def _view_axis(src: list[int], dst: list[int], a: int) -> int | None:
-    """The axis of ``dst`` that holds ``src``'s axis ``a`` whole, after the same elements."""
+def _view_axis(src: list[int], dst: list[int], a: int, inner: int, batch: int) -> tuple[int, int] | None:
+    """Where a view puts the batch: ``src``'s axis ``a`` holds the batch's rows as its outer
+    factor (its length is ``batch`` x ``inner``); the axis of ``dst`` after the same elements
+    whose length is a multiple of ``batch``, and its inner factor. A view may merge the batch
+    with the axes after it (``[B, S] -> [B*S]``: rows stay whole blocks) and split it back,
+    never merge it under another axis."""
     before = int(np.prod(src[:a], dtype=np.int64))
     for b in range(len(dst)):
-        if int(np.prod(dst[:b], dtype=np.int64)) == before and dst[b] == src[a]:
-            return b
+        if int(np.prod(dst[:b], dtype=np.int64)) == before and dst[b] >= batch and dst[b] % batch == 0:
+            if dst[b] // batch > inner * int(np.prod(src[a + 1:], dtype=np.int64)):
+                return None
+            return b, dst[b] // batch
     return None
 
 
@@ -116,8 +122,34 @@ def _axis_list(node, default_all_rank: int) -> list[int]:
     return [_norm(x, default_all_rank) for x in axes]
 
 
-def _step(node, axes: dict[str, int]) -> int:
-    """The batch axis of the node's outputs (they all share it), or a BatchRowsError."""
+def _rows_of_indices(idx: np.ndarray | None, length: int, inner: int, batch: int) -> int | None:
+    """The axis ``k`` of constant gather indices along which index ``i`` of the output takes
+    elements of row ``i`` only (the rows are blocks of ``inner`` along an axis of ``length``),
+    or None."""
+    if idx is None:
+        return None
+    rows = np.where(idx < 0, idx + length, idx) // inner
+    for k, n in enumerate(idx.shape):
+        want = np.arange(batch).reshape([-1 if d == k else 1 for d in range(idx.ndim)])
+        if n == batch and (rows == want).all():
+            return k
+    return None
+
+
+class _Axes(dict):
+    """Value name -> its batch axis; ``inner``: value name -> how many consecutive elements of
+    that axis each row of the batch holds (1 but where a view merged the batch with the axes
+    after it); ``batch``: the batch's size."""
+
+    def __init__(self, batch: int) -> None:
+        super().__init__()
+        self.inner: dict[str, int] = {}
+        self.batch = batch
+
+
+def _step(node, axes: _Axes) -> int | tuple[int, int]:
+    """The batch axis of the node's outputs (they all share it), with its inner factor when the
+    node is a view (else the inputs'), or a BatchRowsError."""
     op = node.op_type
     attrs = dict(node.attrs)
     ins = [v for v in node.inputs if v is not None and str(v.name) in axes]
@@ -177,7 +209,7 @@ def _step(node, axes: dict[str, int]) -> int:
     if op in VIEWS:
         if a0 is None:
             raise _refuse(node, "its shape input carries the batch")
-        b = _view_axis(_shape(first), _shape(node.outputs[0]), a0)
+        b = _view_axis(_shape(first), _shape(node.outputs[0]), a0, axes.inner.get(str(first.name), 1), axes.batch)
         if b is None:
             raise _refuse(node, f"it splits or merges the batch axis ({_shape(first)} -> {_shape(node.outputs[0])})")
         return b
@@ -213,8 +245,11 @@ def _step(node, axes: dict[str, int]) -> int:
         g = _norm(int(attrs.get("axis", 0)), len(_shape(data)))
         if str(data.name) in axes and str(idx.name) not in axes:
             a = axes[str(data.name)]
-            if a == g:
-                raise _refuse(node, "it gathers along the batch axis")
+            if a == g:  # constant indices that take each output row's elements from that row
+                k = _rows_of_indices(_const(idx), _shape(data)[a], axes.inner.get(str(data.name), 1), axes.batch)
+                if k is None:
+                    raise _refuse(node, "it gathers along the batch axis from other rows")
+                return g + k, 1
             return a if a < g else a + len(_shape(idx)) - 1
         if str(idx.name) in axes and str(data.name) not in axes:
             return g + axes[str(idx.name)]
@@ -245,7 +280,7 @@ def batch_axes(graph: Any, inputs: Mapping[str, int]) -> dict[str, int]:
     """The batch axis of every graph output, from each graph input's (``inputs``: name -> axis,
     every input). A BatchRowsError names the first node that may mix rows, or an output that
     does not carry the batch."""
-    axes: dict[str, int] = {}
+    sizes = set()
     for v in graph.inputs:
         name = str(v.name)
         if name not in inputs:
@@ -254,18 +289,36 @@ def batch_axes(graph: Any, inputs: Mapping[str, int]) -> dict[str, int]:
         a = _norm(int(inputs[name]), rank)
         if not 0 <= a < rank:
             raise BatchRowsError(f"input `{name}`: batch axis {inputs[name]} of rank {rank}")
-        axes[name] = a
+        sizes.add(_shape(v)[a])
+    if len(sizes) != 1:
+        raise BatchRowsError(f"the inputs' batch axes have different lengths {sorted(sizes)}")
+    axes = _Axes(sizes.pop())
+    for v in graph.inputs:
+        axes[str(v.name)] = _norm(int(inputs[str(v.name)]), len(_shape(v)))
     for node in graph.nodes:
-        if not any(v is not None and str(v.name) in axes for v in node.inputs):
+        carried = [v for v in node.inputs if v is not None and str(v.name) in axes]
+        if not carried:
             continue  # computed from constants alone: the same for every row
-        a = _step(node, axes)
+        res = _step(node, axes)
+        if isinstance(res, tuple):
+            a, inner = res
+        else:
+            a = res
+            inners = {axes.inner.get(str(v.name), 1) for v in carried}
+            if len(inners) != 1 or (inners != {1} and node.op_type in PER_IMAGE):
+                raise _refuse(node, "its batch axis holds the batch merged with another axis")
+            inner = inners.pop()
         for v in node.outputs:
             if str(v.name) and v.type is not None and getattr(v.type, "shape", None) is not None:
                 if a < len(_shape(v)):
                     axes[str(v.name)] = a
+                    axes.inner[str(v.name)] = inner
     out = {}
     for v in graph.outputs:
-        if str(v.name) not in axes:
-            raise BatchRowsError(f"output `{v.name}` does not carry the batch (it does not depend on the inputs' rows)")
-        out[str(v.name)] = axes[str(v.name)]
+        name = str(v.name)
+        if name not in axes or axes.inner.get(name, 1) != 1:
+            raise BatchRowsError(f"output `{name}` does not carry the batch on an axis of its own"
+                                 if name in axes else
+                                 f"output `{name}` does not carry the batch (it does not depend on the inputs' rows)")
+        out[name] = axes[name]
     return out

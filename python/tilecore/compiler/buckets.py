@@ -144,9 +144,22 @@ def compile_buckets(compile_one: Callable[..., Any], model: Any, buckets: list[d
     declared = declared_shapes(model)
     axes: dict[str, int] = {}
     if batch is not None:
+        # Every bucket a smaller batch may be padded into is shown to keep rows apart (its
+        # graph, folded for its shapes, may differ from another bucket's).
         inputs = input_batch_axes(declared, buckets, batch)
-        largest = max(buckets, key=lambda b: b[next(iter(inputs))][inputs[next(iter(inputs))]])
-        axes = {**inputs, **output_batch_axes(model, largest, inputs)}
+        name, axis = next(iter(inputs.items()))
+        outputs = None
+        for b in buckets:
+            if b[name][axis] < 2:
+                continue
+            found = output_batch_axes(model, b, inputs)
+            if outputs is not None and found != outputs:
+                raise CompileError(f"batch: the outputs' batch axes differ between buckets ({outputs} and {found} "
+                                   f"for {b})")
+            outputs = found
+        if outputs is None:
+            raise CompileError("batch: no bucket has a batch of 2 or more (nothing would be padded)")
+        axes = {**inputs, **outputs}
     order = list(range(len(buckets)))
     if calib_samples:
         sample_shapes = {k: tuple(np.shape(v))[1:] for k, v in calib_samples.items()}

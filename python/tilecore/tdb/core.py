@@ -110,6 +110,8 @@ class Debugger(cmd.Cmd):
 
             inputs = files.load_npz(inputs)
         self.inputs = dict(inputs or {})
+        if hasattr(self.target, "for_inputs"):  # an executable with buckets: the one the inputs take
+            self.target = self.target.for_inputs(self.inputs)
         cores = max(self.target.cores, 1)
         self.sim = _sim.Simulator(sim_target or f"npu -cores={cores}", mode=mode)
         self.engine = ffi.Create(self.sim.handle)  # stops may be set before start

@@ -119,7 +119,9 @@ class ModelTarget(Target):
 
     kind = "model"
 
-    def __init__(self, exe: Executable) -> None:
+    def __init__(self, exe: Executable, bucket: int | None = None) -> None:
+        """``bucket``: of an executable with buckets, the one to debug (default 0, or the one
+        the inputs' shapes take: :meth:`for_inputs`)."""
         from .. import runtime
 
         if isinstance(exe, (str, os.PathLike)):
@@ -134,6 +136,17 @@ class ModelTarget(Target):
         else:
             path, self.name = None, "model"
         self.path = path  # the .tcx file, None for an Executable given loaded
+        # An executable with buckets: the target is one bucket's program (docs/executable.md).
+        self.full, self.bucket_count, self.bucket, self.bucket_given = exe, len(exe.buckets), None, bucket is not None
+        if self.bucket_count > 1:
+            self.bucket = 0 if bucket is None else int(bucket)
+            if not 0 <= self.bucket < self.bucket_count:
+                raise TargetError(f"{path or 'the executable'}: bucket {bucket} of {self.bucket_count} "
+                                  f"(0 to {self.bucket_count - 1})")
+            exe = exe.bucket(self.bucket)
+            self.name += f" [bucket {self.bucket}]"
+        elif bucket not in (None, 0):
+            raise TargetError(f"{path or 'the executable'}: bucket {bucket}, and the executable has no buckets")
         self.exe = exe
         d = exe.describe()
         self.desc = d
@@ -163,6 +176,21 @@ class ModelTarget(Target):
             if io["name"] not in self.values:
                 self._add_value(io["name"], io["buffer"])
         self.current = 0  # the node the debugger is at (set by the debugger)
+
+    def for_inputs(self, inputs: Mapping[str, Any]) -> ModelTarget:
+        """The target of the bucket whose input shapes ``inputs`` have, when no bucket was
+        asked for; this target otherwise."""
+        if self.bucket_count < 2 or self.bucket_given or not inputs:
+            return self
+        got = {k: list(np.shape(v)) for k, v in inputs.items()}
+        for i, b in enumerate(self.full.buckets):
+            if all(got.get(k) == list(v) for k, v in b["inputs"].items()):
+                if i == self.bucket:
+                    return self
+                other = ModelTarget(self.full, i)
+                other.path, other.name = self.path, self.name.rsplit(" [bucket", 1)[0] + f" [bucket {i}]"
+                return other
+        return self
 
     # ---- building the node list -------------------------------------------------------------
     def _add_value(self, name, buffer, shape=None, producer=None) -> None:
