@@ -182,10 +182,12 @@ std::string Describe(const TCRExecutable::Tensor& t) {
   return s + "]";
 }
 
-// The run shared by both entry points, on checked pointers.
+// The run shared by both entry points, on checked pointers to tensors of the run's signature
+// (`in_sig`, `out_sig`: bucket 0's, or the bucket a DLTensor run's shapes take; `arena` its).
 TCRStatus RunChecked(TCRExecutable* exe, const std::vector<void*>& in,
                      const std::vector<void*>& out, const TCRRunOptions* options,
-                     TCRRunStats* stats) {
+                     TCRRunStats* stats, const std::vector<TCRExecutable::Tensor>& in_sig,
+                     const std::vector<TCRExecutable::Tensor>& out_sig, uint64_t arena) {
   int32_t device = 0;
   if (options != nullptr) {
     if (options->struct_size < sizeof(TCRRunOptions))
@@ -206,21 +208,20 @@ TCRStatus RunChecked(TCRExecutable* exe, const std::vector<void*>& in,
           int id = tilecore::runtime::NpuDeviceId(device);
           tilecore::runtime::NpuDevice& dev = tilecore::runtime::GetNpuDevice(id);
           uint64_t ddr = dev.capacity();
-          arena_fits = exe->exe->spec.arena_size <=
-                       ddr - std::min<uint64_t>(ddr, tilecore::runtime::kNpuHeapBase);
+          arena_fits = arena <= ddr - std::min<uint64_t>(ddr, tilecore::runtime::kNpuHeapBase);
         } catch (const Error& e) {
           return Fail(kTCRInvalidArgument, Message(e));
         }
 #endif
         std::map<std::string, tilecore::ffi::NDArray> inputs;
         for (size_t i = 0; i < in.size(); ++i)
-          inputs.emplace(exe->inputs[i].name, Borrow(in[i], exe->inputs[i]));
+          inputs.emplace(in_sig[i].name, Borrow(in[i], in_sig[i]));
         tilecore::runtime::RunSummary summary;
         std::map<std::string, tilecore::ffi::NDArray> outputs =
             exe->exe.Run(inputs, device, nullptr, nullptr, &summary);
         for (size_t i = 0; i < out.size(); ++i) {
-          const tilecore::ffi::NDArray& a = outputs.at(exe->outputs[i].name);
-          std::memcpy(out[i], a.data<const char>(), exe->outputs[i].num_bytes);
+          const tilecore::ffi::NDArray& a = outputs.at(out_sig[i].name);
+          std::memcpy(out[i], a.data<const char>(), out_sig[i].num_bytes);
         }
         if (stats != nullptr) {
           stats->cycles = summary.cycles;
@@ -340,7 +341,8 @@ TCRStatus TCRExecutableRun(TCRExecutable* exe, const void* const* inputs, void* 
                                            exe->outputs[i].name + "` is NULL");
     out.push_back(outputs[i]);
   }
-  return RunChecked(exe, in, out, options, stats);
+  return RunChecked(exe, in, out, options, stats, exe->inputs, exe->outputs,
+                    exe->exe->spec.arena_size);
 }
 
 TCRStatus TCRExecutableRunDLTensors(TCRExecutable* exe, const DLTensor* const* inputs,
@@ -358,12 +360,50 @@ TCRStatus TCRExecutableRunDLTensors(TCRExecutable* exe, const DLTensor* const* i
   }
   if ((inputs == nullptr && num_inputs > 0) || (outputs == nullptr && num_outputs > 0))
     return Fail(kTCRInvalidArgument, "ValueError: `inputs` or `outputs` is NULL");
+  // The run's signature: bucket 0's, or (an executable with buckets) the one the shapes take.
+  std::vector<TCRExecutable::Tensor> in_sig = exe->inputs, out_sig = exe->outputs;
+  uint64_t arena = exe->exe->spec.arena_size;
+  if (exe->exe->num_buckets() > 1) {
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (int32_t i = 0; i < num_inputs; ++i) {
+      if (inputs[i] == nullptr || inputs[i]->ndim < 0 || (inputs[i]->ndim > 0 && !inputs[i]->shape))
+        continue;  // refused below
+      shapes[exe->inputs[size_t(i)].name] =
+          std::vector<int64_t>(inputs[i]->shape, inputs[i]->shape + inputs[i]->ndim);
+    }
+    if (shapes.size() == exe->inputs.size()) {
+      TCRStatus chosen = Guard(
+          [&] {
+            tilecore::runtime::BucketChoice c =
+                tilecore::runtime::ChooseBucket(*exe->exe.get(), shapes);
+            const ExecutableSpec& b = exe->exe->bucket(c.bucket);
+            arena = b.arena_size;
+            for (auto [ios, sig] :
+                 {std::pair{&b.inputs, &in_sig}, std::pair{&b.outputs, &out_sig}}) {
+              for (size_t i = 0; i < ios->size(); ++i) {
+                const ExecBuffer& buf = b.buffers[(*ios)[i].buffer];
+                TCRExecutable::Tensor& t = (*sig)[i];
+                t.shape = buf.shape;
+                t.num_bytes = buf.size;
+                if (c.padded_from >= 0) {  // the run's batch: inputs as given, outputs cropped
+                  size_t axis = size_t(exe->exe->policy.batch_axes.at(t.name));
+                  t.num_bytes = t.num_bytes / uint64_t(t.shape[axis]) * uint64_t(c.padded_from);
+                  t.shape[axis] = c.padded_from;
+                }
+              }
+            }
+            return kTCROk;
+          },
+          [](const Error&) { return kTCRInvalidArgument; });
+      if (chosen != kTCROk) return chosen;
+    }
+  }
   std::vector<void*> in, out;
   for (int32_t k = 0; k < num_inputs + num_outputs; ++k) {
     bool is_input = k < num_inputs;
     size_t i = size_t(is_input ? k : k - num_inputs);
     const DLTensor* t = is_input ? inputs[i] : outputs[i];
-    const TCRExecutable::Tensor& want = is_input ? exe->inputs[i] : exe->outputs[i];
+    const TCRExecutable::Tensor& want = is_input ? in_sig[i] : out_sig[i];
     std::string what =
         std::string(is_input ? "input " : "output ") + std::to_string(i) + " `" + want.name + "`";
     if (t == nullptr) return Fail(kTCRInvalidArgument, "ValueError: " + what + " is NULL");
@@ -383,7 +423,7 @@ TCRStatus TCRExecutableRunDLTensors(TCRExecutable* exe, const DLTensor* const* i
       return Fail(kTCRInvalidArgument, "ValueError: " + what + " has no data");
     (is_input ? in : out).push_back(static_cast<char*>(t->data) + t->byte_offset);
   }
-  return RunChecked(exe, in, out, options, stats);
+  return RunChecked(exe, in, out, options, stats, in_sig, out_sig, arena);
 }
 
 TCRStatus TCRExecutableStatsJSON(const TCRExecutable* exe, char* buffer, size_t capacity,

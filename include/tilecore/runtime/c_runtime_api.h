@@ -159,7 +159,10 @@ TILECORE_RUNTIME_DLL TCRStatus TCRExecutableRun(TCRExecutable* exe, const void* 
 
 /*!
  * \brief Runs the model on DLPack tensors: CPU memory, compact row-major (strides NULL or
- * those of a compact array), each of exactly its input's (output's) dtype and shape.
+ * those of a compact array), each of exactly its input's (output's) dtype and shape. An
+ * executable with buckets (docs/executable.md, "Buckets") runs the bucket the inputs' shapes
+ * take; the outputs then have that bucket's shapes (cropped to the inputs' batch when a
+ * smaller batch runs padded). The Info functions and TCRExecutableRun describe and run bucket 0.
  * \param num_inputs, num_outputs must equal the model's counts.
  */
 TILECORE_RUNTIME_DLL TCRStatus
