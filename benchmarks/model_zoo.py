@@ -4,7 +4,7 @@ and inputs: `tilecore bench` jobs (docs/bench.md), printed side by side.
     python benchmarks/model_zoo.py [--models resnet18,resnet50,efficientnet_b0,timm/levit_128s|speed] [--runs 5] [--ort-threads 1]
         [--precision f32,f16,bf16,int8] [--eval 8] [--calib 16] [--auto-mixed gate|TARGET|none] [--layers N]
         [--no-group] [--backend serial|local|ray] [--jobs 2] [--timeout 600] [--no-cache] [--cache-dir DIR]
-        [--json R.json]
+        [--json R.json] [--batch 1,8]
 
 --models takes the zoo's names and those of the outside corpora (tilecore.zoo.outside:
 torchvision, timm and transformers definitions with seeded weights; `python
@@ -48,6 +48,12 @@ precision; `none` runs the plain jobs only.
 utilisation, DDR bytes, the bounding engine and its class) and its model report, from the
 executable the job compiled (taken from the cache) run once more on evaluation sample 0.
 --json writes the jobs' bench rows.
+
+--batch (a comma list, default 1) adds, for every zoo model and each batch B other than 1, the
+row `NAME bB`: the model exported at batch B (tilecore.zoo.export(name, batch=B)) as an ONNX
+file job, its inputs and calibration samples standard-normal (seeded) at that batch, printed
+after the batch-1 row; its MAC utilisation is what batching gives (docs/compiler.md, "Shape
+buckets": a bucketed executable runs each bucket's program).
 """
 import argparse
 import os
@@ -179,6 +185,7 @@ def main(argv=None):
     ap.add_argument("--no-cache", action="store_true", help="neither read nor write the bench's cache")
     ap.add_argument("--cache-dir", help="the cache folder (default $TILECORE_CACHE/bench)")
     ap.add_argument("--json", metavar="R.json", help="write the jobs' bench rows here")
+    ap.add_argument("--batch", default="1", help="comma list of batches: zoo models also at each B > 1 (rows `NAME bB`)")
     a = ap.parse_args(argv)
     if a.auto_mixed not in ("gate", "none"):
         try:
@@ -189,11 +196,28 @@ def main(argv=None):
         ap.error("--layers reads each job's executable from the cache: drop --no-cache")
 
     names = SPEED_SET if a.models == "speed" else [n.strip() for n in a.models.split(",") if n.strip()]
+    try:
+        batches = [int(b) for b in a.batch.split(",") if b.strip()]
+    except ValueError:
+        ap.error(f"--batch: expected a comma list of batches, got {a.batch!r}")
+    if any(b < 1 for b in batches):
+        ap.error(f"--batch: batches are at least 1, got {a.batch!r}")
     precisions = [p.strip() for p in a.precision.split(",") if p.strip()]
     base = {"calib_samples": a.calib, "eval_samples": a.eval, "runs": a.runs, "ort_threads": a.ort_threads,
             "group": not a.no_group}
     try:
         refs = dict(zip(names, bench.resolve(names)))
+        shown = []
+        for name in names:
+            if 1 in batches:
+                shown.append(name)
+            for b in (b for b in batches if b != 1):
+                if refs[name].source != "zoo":
+                    ap.error(f"--batch {b}: `{name}` is not a zoo model (only the zoo exports at another batch)")
+                label = f"{name} b{b}"
+                refs[label] = bench.ModelRef(label, "file", zoo.export(name, batch=b))
+                shown.append(label)
+        names = shown
         groups = []  # ((name, precision), {role: job})
         for name in names:
             for prec in precisions:
