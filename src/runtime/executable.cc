@@ -406,7 +406,9 @@ std::string Executable::SaveToBytes() const {
   for (const Module& m : s.modules) w.str(m.SaveToBytes());
   WriteProgram(
       w, s, [](uint32_t m) { return m; }, [&](const ExecConstant& c) { w.str(c.data()); });
-  return WithHeader(s.format_version, w.data());
+  // One program is written in version 2's layout, also a bucket taken out of a version 3 file
+  // (Bucket(i): its spec says 3); a version 1 file is saved again as version 1.
+  return WithHeader(std::min(s.format_version, kExecutableVersion), w.data());
 }
 
 namespace {
