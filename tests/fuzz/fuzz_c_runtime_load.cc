@@ -1,9 +1,9 @@
 // tests/fuzz/fuzz_c_runtime_load.cc — libFuzzer target over the C API's load path
-// (c_runtime_api.h): TCRExecutableLoadMemory on the input sealed as a `.tcx` payload and on the
-// input as a whole file, then every query on what loaded. Host code is refused through the
-// load option (a `c` module's library would reach the system's dynamic loader). Expected: a
-// status of kTCROk, kTCRFormatError or kTCRRefused with a message; anything else (another
-// status, a crash, a sanitizer report, a hang) is a bug.
+// (c_runtime_api.h): TCRExecutableLoadMemory on the input sealed as a `.tcx` payload (as
+// version 2 and as version 3) and on the input as a whole file, then every query on what
+// loaded. Host code is refused through the load option (a `c` module's library would reach the
+// system's dynamic loader). Expected: a status of kTCROk, kTCRFormatError or kTCRRefused with a
+// message; anything else (another status, a crash, a sanitizer report, a hang) is a bug.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -49,6 +49,7 @@ void Load(const std::string& file) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string in(reinterpret_cast<const char*>(data), size);
   Load(tilecore::fuzz::SealExecutable(in));
+  Load(tilecore::fuzz::SealExecutable(in, tilecore::runtime::kExecutableBucketsVersion));
   Load(in);
   return 0;
 }

@@ -1,6 +1,7 @@
 // tests/fuzz/seal_executable.h — wraps fuzz input as a `.tcx` payload with a correct header
 // (size and checksum), so that a target reaches the parser and the validator instead of
-// stopping at the checksum.
+// stopping at the checksum. `version` chooses the payload's layout: 2 (one program) or 3
+// (buckets).
 #pragma once
 
 #include <cstdint>
@@ -18,9 +19,10 @@ inline uint64_t Fnv1a(std::string_view s) {
   return h;
 }
 
-inline std::string SealExecutable(std::string_view payload) {
+inline std::string SealExecutable(std::string_view payload,
+                                  uint32_t version = runtime::kExecutableVersion) {
   runtime::ByteWriter h;
-  h.u32(runtime::kExecutableVersion);
+  h.u32(version);
   h.u32(0);
   h.u64(payload.size());
   h.u64(Fnv1a(payload));
