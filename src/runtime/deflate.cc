@@ -42,6 +42,10 @@ std::string InflateBytes(std::string_view deflated, uint64_t raw_size, const std
   uint64_t produced = z.total_out;
   bool whole_input = z.avail_in == 0;
   inflateEnd(&z);
+  if (rc == Z_BUF_ERROR && produced == raw_size) {  // room for no more: the stream is longer
+    TILECORE_THROW(ValueError) << where << ": the deflated bytes inflate to more than the "
+                               << raw_size << " bytes announced";
+  }
   if (rc != Z_STREAM_END || produced != raw_size || !whole_input) {
     TILECORE_THROW(ValueError) << where << ": the deflated bytes "
                                << (rc == Z_STREAM_END ? "inflate to " + std::to_string(produced) +

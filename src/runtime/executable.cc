@@ -556,8 +556,20 @@ Executable Executable::LoadFromBytes(std::string_view bytes, const ExecutableLoa
         st.debug[k] = r.str();
       }
     }
-    // Each program lists the modules it calls (all of them: validation checks the indices).
-    s.modules = modules;
+    // Each program holds the modules its steps call (a bucket taken out alone carries only
+    // its own), the steps' indices renumbered.
+    std::map<uint32_t, uint32_t> local;
+    for (size_t t = 0; buckets && t < s.steps.size(); ++t) {
+      ExecStep& st = s.steps[t];
+      if (st.module >= modules.size()) {
+        TILECORE_THROW(ValueError) << "executable: invalid executable: step " << t << " `"
+                                   << st.node << "`: module index " << st.module << " out of range";
+      }
+      auto [it, fresh] = local.emplace(st.module, uint32_t(s.modules.size()));
+      if (fresh) s.modules.push_back(modules[st.module]);
+      st.module = it->second;
+    }
+    if (!buckets) s.modules = modules;
   };
   std::vector<ExecutableSpec> programs(buckets ? r.count(left() / 40) : 1);
   for (ExecutableSpec& s : programs) read_program(s);
