@@ -5,6 +5,7 @@
 // checked against values computed by hand, their constants held once, saved as version 3 and
 // loaded back, a smaller batch padded with zeros and cropped, and damaged version 3 files
 // (truncated, a constant's bytes out of range, a module announcing a deflate bomb) named.
+// The C API over buckets: runs on DLTensors take the bucket their shapes take.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <sstream>
 
 #include "tilecore/ffi/error.h"
+#include "tilecore/runtime/c_runtime_api.h"
 #include "tilecore/runtime/executable.h"
 
 namespace {
@@ -790,6 +792,64 @@ TEST(ExecutableBucketsFile, FuzzSeedIsAVersion3Payload) {
   std::vector<int32_t> x = XValues(2, 4);
   EXPECT_EQ(Values(loaded.Run({{"x", Host(x, {2, 4})}}).at("y")), Plus(x, kW));
   EXPECT_EQ(loaded.SaveToBytes(), sealed);
+}
+
+// The C API: a run on DLTensors takes the bucket its shapes take, a smaller batch padded and
+// its output cropped; a raw-buffer run and the signature are bucket 0's.
+TEST(ExecutableBucketsCApi, DLTensorRunsChooseTheBucket) {
+  std::string bytes = Batched().SaveToBytes();
+  TCRExecutable* exe = nullptr;
+  ASSERT_EQ(TCRExecutableLoadMemory(bytes.data(), bytes.size(), nullptr, &exe), kTCROk);
+  TCRTensorInfo info;
+  ASSERT_EQ(TCRExecutableInputInfo(exe, 0, &info), kTCROk);
+  EXPECT_EQ(std::vector<int64_t>(info.shape, info.shape + info.ndim), (std::vector<int64_t>{1, 4}));
+  auto tensor = [](std::vector<int32_t>& v, std::vector<int64_t>& shape) {
+    DLTensor t{};
+    t.data = v.data();
+    t.device = DLDevice{kDLCPU, 0};
+    t.ndim = int32_t(shape.size());
+    t.dtype = DLDataType{kDLInt, 32, 1};
+    t.shape = shape.data();
+    return t;
+  };
+  for (int64_t rows : {2, 3, 4}) {
+    std::vector<int32_t> x = XValues(rows, int32_t(7 * rows)), y(size_t(4 * rows), -1);
+    std::vector<int64_t> shape{rows, 4};
+    DLTensor tx = tensor(x, shape), ty = tensor(y, shape);
+    const DLTensor* in[] = {&tx};
+    const DLTensor* out[] = {&ty};
+    ASSERT_EQ(TCRExecutableRunDLTensors(exe, in, 1, out, 1, nullptr, nullptr), kTCROk)
+        << TCRGetLastError();
+    EXPECT_EQ(y, Plus(x, kW)) << rows << " rows";
+  }
+  // An output tensor of the bucket's batch, not the run's: named.
+  std::vector<int32_t> x = XValues(3), y(16);
+  std::vector<int64_t> xs{3, 4}, ys{4, 4};
+  DLTensor tx = tensor(x, xs), ty = tensor(y, ys);
+  const DLTensor* in[] = {&tx};
+  const DLTensor* out[] = {&ty};
+  EXPECT_EQ(TCRExecutableRunDLTensors(exe, in, 1, out, 1, nullptr, nullptr), kTCRInvalidArgument);
+  EXPECT_NE(std::string(TCRGetLastError())
+                .find("output 0 `y` is int32[4, 4]; the executable expects "
+                      "int32[3, 4]"),
+            std::string::npos)
+      << TCRGetLastError();
+  // No bucket for 5 rows: the buckets listed.
+  std::vector<int32_t> x5 = XValues(5), y5(20);
+  std::vector<int64_t> s5{5, 4};
+  DLTensor t5 = tensor(x5, s5), u5 = tensor(y5, s5);
+  const DLTensor* in5[] = {&t5};
+  const DLTensor* out5[] = {&u5};
+  EXPECT_EQ(TCRExecutableRunDLTensors(exe, in5, 1, out5, 1, nullptr, nullptr), kTCRInvalidArgument);
+  EXPECT_NE(std::string(TCRGetLastError()).find("bucket 2: x: int32[4, 4]"), std::string::npos)
+      << TCRGetLastError();
+  // Raw buffers: bucket 0's signature.
+  std::vector<int32_t> x1 = XValues(1, 3), y1(4);
+  const void* raw_in[] = {x1.data()};
+  void* raw_out[] = {y1.data()};
+  ASSERT_EQ(TCRExecutableRun(exe, raw_in, raw_out, nullptr, nullptr), kTCROk) << TCRGetLastError();
+  EXPECT_EQ(y1, Plus(x1, kW));
+  TCRExecutableFree(exe);
 }
 
 }  // namespace
