@@ -540,6 +540,9 @@ struct TransposedPlan {
   // (not resident) the weights copied once into L2, a share by each core: the items read
   // their blocks there
   bool weights_in_l2 = false;
+  // images per item, each whole (tp covers an image's positions): their positions are the
+  // mm's rows one image after another, and the item's weight block serves all of them
+  int64_t nb = 1;
 };
 
 /*! \brief Whether an int8 Conv can take the transposed 1x1 plan: one group, a 1x1 kernel,
@@ -633,13 +636,15 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
                      CopyNest(StridedView(WTall, {C, g.M}, {g.M, 1}, 0, "WTv"),
                               StridedView(Wall, {C, g.M}, {1, C}, 0, "Wtv"), {C, g.M})})));
     const int64_t tile = strided ? rows * g.OW : tp.tp;  // positions per full item
+    const int64_t NB = tp.nb;  // images per item (then one item covers an image's positions)
     for (auto [pcount, P] : Segs(HW, tile)) {
       const int64_t pbase = P == tile ? 0 : (HW / tile) * tile;
       const int64_t r = strided ? P / g.OW : 0;     // output rows of the item
-      const int64_t xcols = strided ? r * g.W : P;  // X tile: [C, xcols]
+      const int64_t xcols = strided ? r * g.W : P;  // X tile of an image: [C, xcols]
+      const int64_t Pt = NB * P, Xt = NB * xcols;   // the item's positions, X tile columns
       for (auto [mcount, TMc] : Segs(g.M, tp.tm)) {
         const int64_t mbase = TMc == tp.tm ? 0 : (g.M / tp.tm) * tp.tm;
-        const int64_t items = g.N * pcount * mcount;
+        const int64_t items = g.N / NB * pcount * mcount;
         // per slot (two: the items are pipelined)
         struct Slot {
           Buffer Xl, XT, Wl, WT, Cf, Rl, Rf, Yt;
@@ -648,20 +653,21 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
         for (int k = 0; k < 2; ++k) {
           const std::string n = std::to_string(k);
           Slot& sl = slots[size_t(k)];
-          sl.Xl = Local({C, xcols}, call.inputs[0]->dtype, "Xl" + n);
-          sl.XT = Local({P, C}, i8, "XT" + n);
+          sl.Xl = Local({C, Xt}, call.inputs[0]->dtype, "Xl" + n);
+          sl.XT = Local({Pt, C}, i8, "XT" + n);
           sl.Wl = Local({TMc, C}, i8, "Wl" + n);
           sl.WT = Local({C, TMc}, i8, "WT" + n);
-          sl.Cf = Local({P, TMc}, f32, "Cf" + n);
+          sl.Cf = Local({Pt, TMc}, f32, "Cf" + n);
           if (ep.residual >= 0) {
-            sl.Rl = Local({TMc, P}, call.inputs[ep.residual]->dtype, "Rl" + n);
-            sl.Rf = Local({P, TMc}, r_i8 ? i8 : f32, "Rf" + n);
+            sl.Rl = Local({TMc, Pt}, call.inputs[ep.residual]->dtype, "Rl" + n);
+            sl.Rf = Local({Pt, TMc}, r_i8 ? i8 : f32, "Rf" + n);
           }
-          sl.Yt = Local({TMc, P}, y_i8 ? i8 : f32, "Yt" + n);
+          sl.Yt = Local({TMc, Pt}, y_i8 ? i8 : f32, "Yt" + n);
         }
-        Buffer Xq = qx ? Local({C, xcols}, i8, "Xq") : Buffer();
-        auto coords = [&](PrimExpr t) {  // (image, first position, first channel)
+        Buffer Xq = qx ? Local({C, Xt}, i8, "Xq") : Buffer();
+        auto coords = [&](PrimExpr t) {  // (first image, first position, first channel)
           PrimExpr n = floordiv(t, I32(pcount * mcount));
+          if (NB > 1) n = n * I32(NB);
           PrimExpr pi = floormod(floordiv(t, I32(mcount)), I32(pcount));
           PrimExpr mi = floormod(t, I32(mcount));
           return std::make_tuple(n, I32(pbase) + pi * I32(tile), I32(mbase) + mi * I32(tp.tm));
@@ -683,21 +689,31 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           auto [n, p0, m0] = coords(t);
           std::vector<Stmt> s;
           PrimExpr ev = I32(k);
-          if (strided)  // rows [p0 / OW, + r) of the output: input rows sh apart
-            s.push_back(Intrin("tile.dma_copy",
-                               {Region(sl.Xl, {I32(0), I32(0)}, {C, xcols}),
-                                Region(Xs, {n, I32(0), floordiv(p0, I32(g.OW)), I32(0), I32(0)},
-                                       {1, C, r, 1, g.W}),
-                                ev}));
-          else
-            s.push_back(Intrin("tile.dma_copy", {Region(sl.Xl, {I32(0), I32(0)}, {C, P}),
-                                                 Region(X, {n, I32(0), p0}, {1, C, P}), ev}));
+          for (int64_t img = 0; img < NB; ++img) {
+            PrimExpr ni = img == 0 ? n : n + I32(img);
+            // (several images: the X tile as [C, image, rows, W], the source's shape)
+            Buffer xl4 = Buffer(sl.Xl->data, sl.Xl->dtype, {I32(C), I32(NB), I32(r), I32(g.W)},
+                                Array<PrimExpr>(), I32(0), "local", "Xl4");
+            if (strided)  // rows [p0 / OW, + r) of the output: input rows sh apart
+              s.push_back(
+                  Intrin("tile.dma_copy",
+                         {NB == 1 ? Region(sl.Xl, {I32(0), I32(0)}, {C, xcols})
+                                  : Region(xl4, {I32(0), I32(img), I32(0), I32(0)}, {C, 1, r, g.W}),
+                          Region(Xs, {ni, I32(0), floordiv(p0, I32(g.OW)), I32(0), I32(0)},
+                                 {1, C, r, 1, g.W}),
+                          ev}));
+            else
+              s.push_back(Intrin("tile.dma_copy", {Region(sl.Xl, {I32(0), I32(img * P)}, {C, P}),
+                                                   Region(X, {ni, I32(0), p0}, {1, C, P}), ev}));
+          }
           if (!w_resident)
             s.push_back(Intrin("tile.dma_copy", {Region(sl.Wl, {I32(0), I32(0)}, {TMc, C}),
                                                  Region(W, {m0, I32(0)}, {TMc, C}), ev}));
-          if (ep.residual >= 0)
-            s.push_back(Intrin("tile.dma_copy", {Region(sl.Rl, {I32(0), I32(0)}, {TMc, P}),
-                                                 Region(Rv, {n, m0, p0}, {1, TMc, P}), ev}));
+          for (int64_t img = 0; ep.residual >= 0 && img < NB; ++img)
+            s.push_back(
+                Intrin("tile.dma_copy",
+                       {Region(sl.Rl, {I32(0), I32(img * P)}, {TMc, P}),
+                        Region(Rv, {img == 0 ? n : n + I32(img), m0, p0}, {1, TMc, P}), ev}));
           return Seq(s);
         };
         auto compute = [&](PrimExpr t, int64_t k) {
@@ -707,34 +723,40 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           s.push_back(Intrin("tile.wait", {I32(k)}));  // this item's loads
           Buffer xs = sl.Xl;
           if (qx) {  // quantise on load (the bits LowerConv makes), then transpose
-            for (const Stmt& x : QuantiseSteps(Xq, sl.Xl, inv, zp, over(C, xcols))) s.push_back(x);
+            for (const Stmt& x : QuantiseSteps(Xq, sl.Xl, inv, zp, over(C, Xt))) s.push_back(x);
             xs = Xq;
           }
-          if (strided)  // XT[(i, j), c] = X tile[c, i, j * sw]
+          if (strided && NB > 1)  // XT[(image, i, j), c] = X tile[c, image, i, j * sw]
+            s.push_back(
+                CopyNest(StridedView(sl.XT, {NB, r, g.OW, C}, {P * C, g.OW * C, C, 1}, 0, "XTv"),
+                         StridedView(xs, {NB, r, g.OW, C}, {xcols, g.W, g.sw, Xt}, 0, "Xtv"),
+                         {NB, r, g.OW, C}));
+          else if (strided)  // XT[(i, j), c] = X tile[c, i, j * sw]
             s.push_back(CopyNest(StridedView(sl.XT, {r, g.OW, C}, {g.OW * C, C, 1}, 0, "XTv"),
                                  StridedView(xs, {r, g.OW, C}, {g.W, g.sw, xcols}, 0, "Xtv"),
                                  {r, g.OW, C}));
           else
-            s.push_back(CopyNest(plain(sl.XT, P, C, "XTv"), transposed(xs, P, C, "Xtv"), {P, C}));
+            s.push_back(
+                CopyNest(plain(sl.XT, Pt, C, "XTv"), transposed(xs, Pt, C, "Xtv"), {Pt, C}));
           if (!w_resident)
             s.push_back(
                 CopyNest(plain(sl.WT, C, TMc, "WTv"), transposed(sl.Wl, C, TMc, "Wtv"), {C, TMc}));
           if (ep.residual >= 0)  // channel-major residual into the mm's [P, TMc]
-            s.push_back(
-                CopyNest(plain(sl.Rf, P, TMc, "Rfv"), transposed(sl.Rl, P, TMc, "Rtv"), {P, TMc}));
+            s.push_back(CopyNest(plain(sl.Rf, Pt, TMc, "Rfv"), transposed(sl.Rl, Pt, TMc, "Rtv"),
+                                 {Pt, TMc}));
           const bool relu = ep.activation == "Relu" && !res_vec && !r_i8;
           const bool clip = ep.activation == "Clip" && !res_vec && !r_i8;
           const double lo = r_i8 ? ru.lo : clip && std::isfinite(ep.lo) ? ep.lo : -big;
           const double hi = r_i8 ? ru.hi : clip && std::isfinite(ep.hi) ? ep.hi : big;
           s.push_back(Intrin(
               "tile.mm",
-              {Region(sl.Cf, {I32(0), I32(0)}, {P, TMc}), Region(sl.XT, {I32(0), I32(0)}, {P, C}),
+              {Region(sl.Cf, {I32(0), I32(0)}, {Pt, TMc}), Region(sl.XT, {I32(0), I32(0)}, {Pt, C}),
                w_resident ? Region(WTall, {I32(0), m0}, {C, TMc})
                           : Region(sl.WT, {I32(0), I32(0)}, {C, TMc}),
                IntImm(DataType::Bool(), 0),
                has_bias ? PrimExpr(Region(Ball, {I32(0), m0}, {1, TMc})) : I32(0),
                Region(Sall, {I32(0), m0}, {1, TMc}), I32(r_i8 ? -ru.zero_point : 0),
-               ep.residual >= 0 && !res_vec ? PrimExpr(Region(sl.Rf, {I32(0), I32(0)}, {P, TMc}))
+               ep.residual >= 0 && !res_vec ? PrimExpr(Region(sl.Rf, {I32(0), I32(0)}, {Pt, TMc}))
                                             : I32(0),
                StringImm(relu ? "relu" : "none"), F32(std::isfinite(lo) ? lo : -big),
                F32(std::isfinite(hi) ? hi : big)}));
@@ -745,29 +767,30 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           auto [n, p0, m0] = coords(t);
           std::vector<Stmt> s;
           s.push_back(Intrin("tile.wait", {I32(2 + k)}));  // slot k's last store has drained
-          Buffer yt = transposed(sl.Yt, P, TMc, "Ytv"), cf = plain(sl.Cf, P, TMc, "Cfv");
+          Buffer yt = transposed(sl.Yt, Pt, TMc, "Ytv"), cf = plain(sl.Cf, Pt, TMc, "Cfv");
           if (res_vec) {  // the mm's epilogue stopped after the scale: the same f32 steps here
-            Buffer rf = plain(sl.Rf, P, TMc, "ResidualSum");
-            s.push_back(over(P, TMc)([&](const Array<PrimExpr>& i) {
+            Buffer rf = plain(sl.Rf, Pt, TMc, "ResidualSum");
+            s.push_back(over(Pt, TMc)([&](const Array<PrimExpr>& i) {
               return BufferStore(cf, BufferLoad(cf, i) + BufferLoad(rf, i), i);
             }));
             s.push_back(ApplyActivation(y_i8 ? WithoutSaturatedBounds(ep, y_inv, y_zp) : ep, cf,
-                                        over(P, TMc)));
+                                        over(Pt, TMc)));
           }
           if (y_i8) {  // quantise as the consumers would on load, written channel-major
             for (const Stmt& x :
-                 QuantiseSteps(yt, cf, r_i8 ? ru.out_scale : y_inv, y_zp, over(P, TMc)))
+                 QuantiseSteps(yt, cf, r_i8 ? ru.out_scale : y_inv, y_zp, over(Pt, TMc)))
               s.push_back(x);
           } else if (r_i8) {  // from the residual's units
-            s.push_back(over(P, TMc)([&](const Array<PrimExpr>& i) {
+            s.push_back(over(Pt, TMc)([&](const Array<PrimExpr>& i) {
               return BufferStore(yt, BufferLoad(cf, i) * F32(ru.out_scale), i);
             }));
           } else {
-            s.push_back(CopyNest(yt, cf, {P, TMc}));
+            s.push_back(CopyNest(yt, cf, {Pt, TMc}));
           }
-          s.push_back(
-              Intrin("tile.dma_copy", {Region(Y, {n, m0, p0}, {1, TMc, P}),
-                                       Region(sl.Yt, {I32(0), I32(0)}, {TMc, P}), I32(2 + k)}));
+          for (int64_t img = 0; img < NB; ++img)
+            s.push_back(Intrin("tile.dma_copy",
+                               {Region(Y, {img == 0 ? n : n + I32(img), m0, p0}, {1, TMc, P}),
+                                Region(sl.Yt, {I32(0), I32(img * P)}, {TMc, P}), I32(2 + k)}));
           return Seq(s);
         };
         // the vector engine converts item i - 1 and transposes item i + 1 while the matrix
@@ -965,6 +988,10 @@ PrimFunc LowerConv(const OpCall& call) {
   bool resident = false;
   // pipelined: two sets of the per-item buffers (accumulators, residual, bias, scales)
   bool pipelined = false;
+  // images per item: NB images of a batch share each loaded weight block, their positions
+  // side by side in the matrix engine's columns (a late layer's 7 x 7 positions fill a
+  // block of 32 columns poorly, and every image re-read the weights)
+  int64_t NB = 1;
   // int8 with a bias: the accumulator starts at the int32 bias (i32 wraps in the matrix
   // engine; a vector-engine add would saturate), so every chunk accumulates
   const bool preset = q && has_bias;
@@ -976,14 +1003,14 @@ PrimFunc LowerConv(const OpCall& call) {
     auto bank = [](int64_t bytes) {
       return bytes <= 4096 ? (bytes + 63) / 64 * 64 : (bytes + 65535) / 65536 * 65536;
     };
-    int64_t ob = mp.operand_bytes(), acc = mb * TM * rows * TW * 4;
+    int64_t ob = mp.operand_bytes(), acc = mb * TM * NB * rows * TW * 4;
     // a 1x1 Conv with unit strides and no padding reads its patch in place: no column matrix
     const bool no_col = KK == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pb == 0 && g.pl == 0 &&
                         g.pr == 0 && TW == g.OW;
-    int64_t sum = bank((qx ? 1 : slots) * cc * rin * win * ob) +
-                  (no_col ? 0 : slots * bank(ob * cc * KK * rows * TW)) +
+    int64_t sum = bank((qx ? 1 : slots) * cc * NB * rin * win * ob) +
+                  (no_col ? 0 : slots * bank(ob * cc * KK * NB * rows * TW)) +
                   (resident ? bank(ob * g.Mg * g.Cg * KK) : bank(2 * ob * TM * cc * KK));
-    if (qx) sum += bank(slots * cc * rin * win * 4);  // the f32 patch
+    if (qx) sum += bank(slots * cc * NB * rin * win * 4);  // the f32 patch
     int64_t per_item = bank(acc) + (q ? 2 * bank(mb * TM * 4) : bank(mb * TM * 4));  // bias, scales
     if (q) sum += bank(acc);  // the f32 result
     if (r_i8) {
@@ -1022,6 +1049,12 @@ PrimFunc LowerConv(const OpCall& call) {
   // means fewer items for the cores and larger accumulators in L1.
   auto build = [&](int64_t MB, bool db, bool pipe) {
     int64_t rotation = 0;
+    // a buffer's shape with the NB axis at `at` when items take several images (one image:
+    // the shapes as they were, so the code is the same)
+    auto with_nb = [&](std::vector<int64_t> dims, size_t at) {
+      if (NB > 1) dims.insert(dims.begin() + static_cast<std::ptrdiff_t>(at), NB);
+      return dims;
+    };
     Buffer Wres = Local({g.Mg, g.Cg * KK}, ot, "Wres");
     Stmt body = OverCores(call.cores, [&](PrimExpr core) {
       std::vector<Stmt> groups;
@@ -1052,17 +1085,19 @@ PrimFunc LowerConv(const OpCall& call) {
             int64_t mbase = tm == TM ? 0 : (g.Mg / TM) * TM;
             int64_t mb = tm == TM && mblocks % MB == 0 ? MB : 1;  // blocks per item
             int64_t mcount = mblocks / mb;
-            int64_t items = g.N * g.G * rcount * mcount;
-            const int64_t P = r * tw, kcmax = CC * KK;
-            Buffer Xp = Local({db ? 2 : 1, CC, rin, win}, qx ? f32 : ot, "Xp");
+            int64_t items = g.N / NB * g.G * rcount * mcount;
+            const int64_t P = NB * r * tw, kcmax = CC * KK;
+            // the patch [slot, channel, (image,) row, column]
+            Buffer Xp = Local(with_nb({db ? 2 : 1, CC, rin, win}, 2), qx ? f32 : ot, "Xp");
             Buffer Sc = cs ? Local({db ? 2 : 1, CC, 1}, f32, "Sc") : Buffer();  // a chunk's scales
-            Buffer Xq = qx ? Local({CC, rin, win}, ot, "Xq") : Xp;              // what im2col reads
+            Buffer Xq = qx ? Local(with_nb({CC, rin, win}, 1), ot, "Xq") : Xp;  // what im2col reads
             // the column matrix, two with double-buffered patches: chunk k + 1 is unfolded
             // into the other while the mms of chunk k read this one (a buffer each: the
             // engines are ordered per buffer)
             std::vector<Buffer> Cols, Colms;
             for (int64_t k = 0; k < (db ? 2 : 1); ++k) {
-              Cols.push_back(Local({kcmax, r, tw}, ot, db ? "Col" + std::to_string(k) : "Col"));
+              Cols.push_back(
+                  Local(with_nb({kcmax, r, tw}, 1), ot, db ? "Col" + std::to_string(k) : "Col"));
               Colms.push_back(Buffer(Cols.back()->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(),
                                      I32(0), "local", "Colm"));
             }
@@ -1074,7 +1109,7 @@ PrimFunc LowerConv(const OpCall& call) {
             Buffer Al = Local({2, tm, kcmax}, ot, "Al");  // weight blocks, double-buffered
             Buffer Cf1 = q ? Local({mb * tm, P}, f32, "Cf") : Buffer();  // the f32 result
             Buffer Rf = Local({tm, P}, f32, "Rf");  // an int8 residual block in f32
-            Buffer Yq = Local({mb * tm, r, tw}, DataType::Int(8), "Yq");
+            Buffer Yq = Local(with_nb({mb * tm, r, tw}, 1), DataType::Int(8), "Yq");
             // What one item's accumulation and epilogue use; two when items are pipelined
             // (the mms of item i + 1 run while the vector engine finishes item i).
             struct ItemBuffers {
@@ -1084,10 +1119,11 @@ PrimFunc LowerConv(const OpCall& call) {
               ItemBuffers b;
               b.Cl = Local({mb * tm, P}, acc_t, "Cl" + sfx);
               b.Cf = q ? Cf1 : b.Cl;
-              b.Cl3 = Buffer(b.Cf->data, f32, {I32(mb * tm), I32(r), I32(tw)}, Array<PrimExpr>(),
-                             I32(0), "local", "Cl3" + sfx);
+              Array<PrimExpr> cl3;
+              for (int64_t d : with_nb({mb * tm, r, tw}, 1)) cl3.push_back(I32(d));
+              b.Cl3 = Buffer(b.Cf->data, f32, cl3, Array<PrimExpr>(), I32(0), "local", "Cl3" + sfx);
               // the residual of every block (event 3), loading while the item computes
-              b.Rl = Local({mb * tm, r, tw}, r_i8 ? DataType::Int(8) : f32, "Rl" + sfx);
+              b.Rl = Local(with_nb({mb * tm, r, tw}, 1), r_i8 ? DataType::Int(8) : f32, "Rl" + sfx);
               b.Sall = Local({mb * tm, 1}, f32, (q ? "Sl" : "Bf") + sfx);
               b.Bl = Local({mb * tm, 1}, acc_t, "Bl" + sfx);
               return b;
@@ -1110,6 +1146,13 @@ PrimFunc LowerConv(const OpCall& call) {
               PrimExpr ri = floormod(floordiv(t, I32(mcount)), I32(rcount));
               PrimExpr gi = floormod(floordiv(t, I32(mcount * rcount)), I32(g.G));
               PrimExpr n = floordiv(t, I32(mcount * rcount * g.G));
+              if (NB > 1) n = n * I32(NB);  // its first image
+              auto image = [&](int64_t img) { return img == 0 ? n : n + I32(img); };
+              // [block rows, (image,) rows, columns] regions of an item's [.., NB, r, tw] buffer
+              auto at_image = [&](const Buffer& b, int64_t row0, int64_t rows, int64_t img) {
+                if (NB == 1) return Region(b, {I32(row0), I32(0), I32(0)}, {rows, r, tw});
+                return Region(b, {I32(row0), I32(img), I32(0), I32(0)}, {rows, 1, r, tw});
+              };
               // first output channel of block j of this item
               auto m0_of = [&](int64_t j) {
                 return I32(mbase) + (mi * I32(mb) + I32(j)) * I32(TM);
@@ -1118,11 +1161,13 @@ PrimFunc LowerConv(const OpCall& call) {
               const bool direct = direct_group;
               std::vector<Stmt> s;
               for (int64_t j = 0; ep.residual >= 0 && j < mb; ++j)
-                s.push_back(Intrin(
-                    "tile.dma_copy",
-                    {Region(Rl, {I32(j * tm), I32(0), I32(0)}, {tm, r, tw}),
-                     Region(Rv, {n, gi * I32(g.Mg) + m0_of(j), oh0, I32(ow0)}, {1, tm, r, tw}),
-                     I32(3)}));
+                for (int64_t img = 0; img < NB; ++img)
+                  s.push_back(
+                      Intrin("tile.dma_copy",
+                             {at_image(Rl, j * tm, tm, img),
+                              Region(Rv, {image(img), gi * I32(g.Mg) + m0_of(j), oh0, I32(ow0)},
+                                     {1, tm, r, tw}),
+                              I32(3)}));
               // The scales (int8) or f32 bias of the MB blocks (consecutive channels: one
               // DMA, event 4, waited for in the epilogue) and the int32 bias (event 5),
               // issued first so their DDR latency overlaps the item's other work. One
@@ -1153,30 +1198,39 @@ PrimFunc LowerConv(const OpCall& call) {
               // then the input block, all signalling `event` (no wait).
               auto load_patch = [&](PrimExpr c0, int64_t cc, int64_t slot, int64_t event) {
                 std::vector<Stmt> st;
+                // Xp[slot, 0 .. cc, (img,) row .., col ..]
+                auto xp_at = [&](int64_t img, PrimExpr row, int64_t col, int64_t rows,
+                                 int64_t cols) {
+                  if (NB == 1)
+                    return Region(Xp, {I32(slot), I32(0), row, I32(col)}, {1, cc, rows, cols});
+                  return Region(Xp, {I32(slot), I32(0), I32(img), row, I32(col)},
+                                {1, cc, 1, rows, cols});
+                };
                 // no padding rows: every tile's rows are inside the image
                 const bool always_inside = g.pt == 0 && g.pb == 0;
                 if (!(always_inside && vlo == iw0 && vhi - vlo == win))  // zeros: padding
-                  st.push_back(
-                      Intrin("tile.dma_fill",
-                             {Region(Xp, {I32(slot), I32(0), I32(0), I32(0)}, {1, cc, rin, win}),
-                              F32(qx ? 0.0 : static_cast<double>(zp)), I32(event)}));
-                if (vhi > vlo) {
+                  st.push_back(Intrin(
+                      "tile.dma_fill",
+                      {NB == 1 ? Region(Xp, {I32(slot), I32(0), I32(0), I32(0)}, {1, cc, rin, win})
+                               : Region(Xp, {I32(slot), I32(0), I32(0), I32(0), I32(0)},
+                                        {1, cc, NB, rin, win}),
+                       F32(qx ? 0.0 : static_cast<double>(zp)), I32(event)}));
+                for (int64_t img = 0; img < NB && vhi > vlo; ++img) {
+                  const PrimExpr ni = image(img);
                   // All rin rows inside the image (no padding rows): one DMA of the
                   // whole [cc, rin, cols] block; at the borders one per valid row.
                   PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
                   PrimExpr xc = gi * I32(g.Cg) + c0;
                   Stmt block = Intrin("tile.dma_copy",
-                                      {Region(Xp, {I32(slot), I32(0), I32(0), I32(vlo - iw0)},
-                                              {1, cc, rin, vhi - vlo}),
-                                       xregion(n, xc, ih0, vlo, cc, rin, vhi - vlo), I32(event)});
+                                      {xp_at(img, I32(0), vlo - iw0, rin, vhi - vlo),
+                                       xregion(ni, xc, ih0, vlo, cc, rin, vhi - vlo), I32(event)});
                   Stmt rows = Loop("rr", rin, [&](PrimExpr rr) {
                     PrimExpr ih = ih0 + rr;
                     return IfThenElse(
                         ih >= I32(0) && ih < I32(g.H),
                         Intrin("tile.dma_copy",
-                               {Region(Xp, {I32(slot), I32(0), rr, I32(vlo - iw0)},
-                                       {1, cc, 1, vhi - vlo}),
-                                xregion(n, xc, ih, vlo, cc, 1, vhi - vlo), I32(event)}));
+                               {xp_at(img, rr, vlo - iw0, 1, vhi - vlo),
+                                xregion(ni, xc, ih, vlo, cc, 1, vhi - vlo), I32(event)}));
                   });
                   // the valid rows of row tile `tile_row`, known here, as one block (each
                   // DMA pays the level's latency: a DMA per row cost more than the data in
@@ -1187,9 +1241,8 @@ PrimFunc LowerConv(const OpCall& call) {
                     if (hi <= lo) return Evaluate(I32(0));
                     return Intrin(
                         "tile.dma_copy",
-                        {Region(Xp, {I32(slot), I32(0), I32(lo - top), I32(vlo - iw0)},
-                                {1, cc, hi - lo, vhi - vlo}),
-                         xregion(n, xc, I32(lo), vlo, cc, hi - lo, vhi - vlo), I32(event)});
+                        {xp_at(img, I32(lo - top), vlo - iw0, hi - lo, vhi - vlo),
+                         xregion(ni, xc, I32(lo), vlo, cc, hi - lo, vhi - vlo), I32(event)});
                   };
                   if (always_inside) {
                     st.push_back(block);
@@ -1228,11 +1281,13 @@ PrimFunc LowerConv(const OpCall& call) {
               auto compute = [&](PrimExpr c0, int64_t cc, int64_t slot, bool acc,
                                  const std::vector<Stmt>& prefetch, int64_t wbase = 0,
                                  bool preloaded = false, Stmt next_first = Stmt()) {
-                int64_t kc = cc * KK, xoff = slot * CC * rin * win;
+                // the patch's rows: of every image of the item, one after another
+                const int64_t prows = NB * rin;
+                int64_t kc = cc * KK, xoff = slot * CC * prows * win;
                 std::vector<Stmt> st;
                 if (cs) {  // the f32 patch times its channels' scales (padding stays zero)
-                  std::vector<int64_t> pd{cc, rin, win};
-                  Buffer xv = StridedView(Xp, pd, {rin * win, win, 1}, xoff, "Xcs");
+                  std::vector<int64_t> pd{cc, prows, win};
+                  Buffer xv = StridedView(Xp, pd, {prows * win, win, 1}, xoff, "Xcs");
                   Buffer sb = StridedView(Sc, pd, {1, 0, 0}, slot * CC, "Scb");
                   st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
                     return BufferStore(xv, BufferLoad(xv, i) * BufferLoad(sb, i), i);
@@ -1259,9 +1314,9 @@ PrimFunc LowerConv(const OpCall& call) {
                 if (!preloaded) st.push_back(wload(0));
                 for (const Stmt& x : prefetch) st.push_back(x);
                 if (qx) {  // quantise the patch on load
-                  std::vector<int64_t> pd{cc, rin, win};
-                  Buffer xf = StridedView(Xp, pd, {rin * win, win, 1}, xoff, "Xf");
-                  Buffer xq = StridedView(Xq, pd, {rin * win, win, 1}, 0, "Xqv");
+                  std::vector<int64_t> pd{cc, prows, win};
+                  Buffer xf = StridedView(Xp, pd, {prows * win, win, 1}, xoff, "Xf");
+                  Buffer xq = StridedView(Xq, pd, {prows * win, win, 1}, 0, "Xqv");
                   for (const Stmt& x : QuantiseSteps(
                            xq, xf, inv_scale, zp, [&](const auto& body) { return Nest(pd, body); }))
                     st.push_back(x);
@@ -1276,8 +1331,18 @@ PrimFunc LowerConv(const OpCall& call) {
                 const size_t cs = db ? size_t(slot) : 0;
                 for (int64_t kh = 0; kh < g.KH; ++kh) {
                   for (int64_t kw = 0; kw < g.KW; ++kw) {
-                    Buffer src = StridedView(Xq, {cc, r, tw}, {rin * win, g.sh * win, g.sw},
-                                             (qx ? 0 : xoff) + kh * g.dh * win + kw * g.dw, "Tap");
+                    const int64_t src_off = (qx ? 0 : xoff) + kh * g.dh * win + kw * g.dw;
+                    if (NB > 1) {  // [cc, image, r, tw]: each image's rows of the tap
+                      Buffer src =
+                          StridedView(Xq, {cc, NB, r, tw},
+                                      {prows * win, rin * win, g.sh * win, g.sw}, src_off, "Tap");
+                      Buffer dst = StridedView(Cols[cs], {cc, NB, r, tw}, {KK * P, r * tw, tw, 1},
+                                               (kh * g.KW + kw) * P, "ColTap");
+                      st.push_back(CopyNest(dst, src, {cc, NB, r, tw}));
+                      continue;
+                    }
+                    Buffer src =
+                        StridedView(Xq, {cc, r, tw}, {rin * win, g.sh * win, g.sw}, src_off, "Tap");
                     Buffer dst = StridedView(Cols[cs], {cc, r, tw}, {KK * r * tw, tw, 1},
                                              (kh * g.KW + kw) * r * tw, "ColTap");
                     st.push_back(CopyNest(dst, src, {cc, r, tw}));
@@ -1398,10 +1463,11 @@ PrimFunc LowerConv(const OpCall& call) {
                 }
                 // the store is asynchronous (event 2): the next item waits for it before
                 // it writes the accumulators again
-                s.push_back(Intrin(
-                    "tile.dma_copy",
-                    {Region(Y, {n, gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
-                     Region(y_i8 ? Yq : Cl3, {I32(j * tm), I32(0), I32(0)}, {tm, r, tw}), I32(2)}));
+                for (int64_t img = 0; img < NB; ++img)
+                  s.push_back(Intrin(
+                      "tile.dma_copy",
+                      {Region(Y, {image(img), gi * I32(g.Mg) + m0, oh0, I32(ow0)}, {1, tm, r, tw}),
+                       at_image(y_i8 ? Yq : Cl3, j * tm, tm, img), I32(2)}));
               }
               if (part == 1) return Seq(front);
               if (part == 2) return Seq(s);
@@ -1452,6 +1518,7 @@ PrimFunc LowerConv(const OpCall& call) {
     int64_t tm, mb;
     bool db, pipe;
     int64_t rows = 0;  // output rows per item at most (0: as many as fit)
+    int64_t nb = 1;    // images per item (NB)
   };
   // The plan chosen for this key before (the same layer shape with other scales: every
   // Conv of an int8 model has its own): built again without the search.
@@ -1473,6 +1540,7 @@ PrimFunc LowerConv(const OpCall& call) {
       staged = c.staged;
       w_staged = c.w_staged;
       pipelined = c.plan.pipe;
+      NB = c.plan.nb;
       fit(c.plan.mb, c.plan.db, c.plan.rows);
       return MakeFunc(call, p, build(c.plan.mb, c.plan.db, c.plan.pipe));
     }
@@ -1534,6 +1602,24 @@ PrimFunc LowerConv(const OpCall& call) {
     cands.push_back({TM0, 1, true, false, twice});
     cands.push_back({TM0, 1, false, false, twice});
   }
+  // A batch: each plan also with several images per item, their positions side by side in
+  // the matrix engine's columns (up to 512), when an image's positions are few (a late layer's
+  // 7 x 7 leave most of a block of 32 columns empty; 2 x 49 or 4 x 49 fill them better, and the
+  // items read each weight block once for all their images).
+  // (tc_images_per_item K overrides the cost model: the plans of K images per item only)
+  const int64_t want_nb = AttrInt(call.attrs, "tc_images_per_item", 0);
+  if (want_nb > 1 || (want_nb == 0 && g.N > 1 && TW == g.OW && R0 == g.OH && g.OH * g.OW < 256)) {
+    const std::vector<int64_t> nbs =
+        want_nb > 1 ? std::vector<int64_t>{want_nb} : std::vector<int64_t>{2, 4, 8};
+    for (size_t i = 0, n = cands.size(); i < n; ++i) {
+      for (int64_t nb : nbs) {
+        if (g.N % nb != 0 || (want_nb == 0 && nb * g.OH * g.OW > 512)) continue;
+        Plan c = cands[i];
+        c.nb = nb;
+        cands.push_back(c);
+      }
+    }
+  }
   // A plan whose buffers leave the code generator less than 8 KiB of L1 (its descriptors
   // and scratch) does not fit.
   auto estimate = [&](const PrimFunc& f) {
@@ -1541,7 +1627,7 @@ PrimFunc LowerConv(const OpCall& call) {
     return k.local_bytes > call.l1_bytes - (int64_t{8} << 10) ? -1 : k.cycles;
   };
   int64_t best_cycles = estimate(best);
-  if (best_cycles < 0)
+  if (best_cycles < 0 || want_nb > 1)
     best_cycles = std::numeric_limits<int64_t>::max();  // the plan of last resort
   Plan chosen{TM0, 1, false, false};
   bool chosen_resident = false;
@@ -1597,6 +1683,8 @@ PrimFunc LowerConv(const OpCall& call) {
     }
     pipelined = c.pipe;
     TM = c.tm;
+    NB = c.nb;
+    if (want_nb > 0 && c.nb != want_nb) continue;
     if (!fit(c.mb, c.db, c.rows) || (c.db && (g.Cg + CC - 1) / CC > 64)) continue;
     PrimFunc f = MakeFunc(call, p, build(c.mb, c.db, c.pipe));
     int64_t cycles = 0;
@@ -1640,25 +1728,36 @@ PrimFunc LowerConv(const OpCall& call) {
           if ((stage_weights == 1 && !in_l2) || (stage_weights == 0 && in_l2)) continue;
           const bool r_i8 = ep.residual >= 0 && call.inputs[ep.residual]->dtype == DataType::Int(8);
           if (rv && (ep.residual < 0 || r_i8)) continue;  // an int8 residual streams at 1 byte
-          TransposedPlan t{std::min(tp, g.OH * g.OW), std::min(tm, g.M), rv, resident, in_l2};
-          // each size once (196 positions: 128, then 196)
-          if ((tp != 128 && tp / 2 >= t.tp) || (tm != 64 && tm / 2 >= t.tm)) continue;
-          int64_t cycles = -1;
-          PrimFunc f;
-          try {
-            f = MakeFunc(call, p, LowerConvTransposed(call, p, t));
-            cycles = estimate(f);
-          } catch (const ffi::Error&) {
-            continue;  // does not fit once the buffers are placed in banks
-          }
-          if (cycles >= 0 && cycles < best_cycles) {
-            best = f;
-            best_cycles = cycles;
-            chosen_transposed = t;
+          const int64_t HW = g.OH * g.OW;
+          // a batch: also NB whole images per item, up to tp positions (each size once)
+          for (int64_t nb : {1, 2, 4, 8}) {
+            if (nb > 1 && (g.N % nb != 0 || nb * HW > tp || (tp != 128 && tp / 2 >= nb * HW)))
+              continue;
+            if (want_nb > 0 && nb != want_nb) continue;
+            TransposedPlan t{std::min(tp, HW), std::min(tm, g.M), rv, resident, in_l2, nb};
+            // each size once (196 positions: 128, then 196)
+            if ((nb == 1 && tp != 128 && tp / 2 >= t.tp) || (tm != 64 && tm / 2 >= t.tm)) continue;
+            int64_t cycles = -1;
+            PrimFunc f;
+            try {
+              f = MakeFunc(call, p, LowerConvTransposed(call, p, t));
+              cycles = estimate(f);
+            } catch (const ffi::Error&) {
+              continue;  // does not fit once the buffers are placed in banks
+            }
+            if (cycles >= 0 && cycles < best_cycles) {
+              best = f;
+              best_cycles = cycles;
+              chosen_transposed = t;
+            }
           }
         }
     }
   }
+  const int64_t got_nb = chosen_transposed.tp > 0 ? chosen_transposed.nb : chosen.nb;
+  if (want_nb > 1 && got_nb != want_nb)
+    TILECORE_THROW(ValueError) << "Conv: no plan of tc_images_per_item " << want_nb
+                               << " images per item fits L1";
   std::lock_guard<std::mutex> lock(memo_mu);
   memo.emplace(key,
                Choice{chosen, chosen_resident, chosen_staged, chosen_w_staged, chosen_transposed});
@@ -1707,6 +1806,12 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
     if (!HasAttr(attrs, knob)) continue;
     auto v = attrs.Get(String(knob))->try_cast<int64_t>();
     if (!v || (*v != 0 && *v != 1)) return std::string("Conv: ") + knob + " must be 0 or 1";
+  }
+  if (HasAttr(attrs, "tc_images_per_item")) {
+    auto v = attrs.Get(String("tc_images_per_item"))->try_cast<int64_t>();
+    if (!v || *v < 1 || g.N % *v != 0 || (*v > 1 && g.G > 1 && g.Cg == 1 && g.Mg == 1))
+      return "Conv: tc_images_per_item must be a divisor of the batch (" + std::to_string(g.N) +
+             "), 1 for a depthwise Conv";
   }
   return "";
 }
