@@ -137,7 +137,9 @@ class ModelTarget(Target):
             path, self.name = None, "model"
         self.path = path  # the .tcx file, None for an Executable given loaded
         # An executable with buckets: the target is one bucket's program (docs/executable.md).
-        self.full, self.bucket_count, self.bucket, self.bucket_given = exe, len(exe.buckets), None, bucket is not None
+        # (a stand-in with describe() and modules alone, as tests make, is one bucket)
+        count = len(exe.buckets) if hasattr(exe, "buckets") else 1
+        self.full, self.bucket_count, self.bucket, self.bucket_given = exe, count, None, bucket is not None
         if self.bucket_count > 1:
             self.bucket = 0 if bucket is None else int(bucket)
             if not 0 <= self.bucket < self.bucket_count:
