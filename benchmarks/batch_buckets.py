@@ -53,7 +53,7 @@ def resnet(precisions, batches, tmp):
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     rng = np.random.default_rng(0)
     calib = {name: rng.standard_normal([8, 1, *rest]).astype(np.float32)}
-    print(f"{'model':10} {'prec':5} {'batch':>5} {'bucket':>6} {'cycles':>10} {'MAC util':>8} {'cosine':>10}  file")
+    print(f"{'model':10} {'prec':5} {'batch':>5} {'bucket':>6} {'cycles':>10} {'MAC util':>8} {'cosine':>10}")
     for prec in precisions:
         kw = {"calib_samples": calib} if prec == "int8" else {}
         t0 = time.perf_counter()
@@ -74,9 +74,9 @@ def resnet(precisions, batches, tmp):
             st = exe.stats()
             ref = sess.run(None, {name: x})[0]
             bucket = st["bucket"]
-            where = f"{bucket['index']}" + (f" (padded from {bucket['padded_from']})" if "padded_from" in bucket else "")
-            print(f"{'resnet50':10} {prec:5} {b:>5} {where:>6} {st['cycles']:>10} {st['mac_utilisation']:>8.1%} "
-                  f"{cosine(out, ref):>10.7f}")
+            padded = f"  (padded from {bucket['padded_from']})" if "padded_from" in bucket else ""
+            print(f"{'resnet50':10} {prec:5} {b:>5} {bucket['index']:>6} {st['cycles']:>10} {st['mac_utilisation']:>8.1%} "
+                  f"{cosine(out, ref):>10.7f}{padded}")
 
 
 def bert(seqs, tmp):
