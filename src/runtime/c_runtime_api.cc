@@ -29,7 +29,8 @@ struct TCRExecutable {
     std::vector<int64_t> shape;
     uint64_t num_bytes;
   };
-  std::vector<Tensor> inputs, outputs;
+  std::vector<Tensor> inputs, outputs;  // bucket 0's (the only one of most executables)
+  std::vector<std::vector<Tensor>> bucket_inputs, bucket_outputs;  // every bucket's
 };
 
 namespace {
@@ -92,14 +93,21 @@ tilecore::runtime::ExecutableLoadOptions LoadOptions(const TCRLoadOptions* optio
 }
 
 TCRExecutable* Wrap(Executable exe) {
-  auto* h = new TCRExecutable{std::move(exe), {}, {}};
-  const ExecutableSpec& s = h->exe->spec;
-  for (auto [ios, out] : {std::pair{&s.inputs, &h->inputs}, std::pair{&s.outputs, &h->outputs}}) {
-    for (const auto& io : *ios) {
-      const ExecBuffer& b = s.buffers[io.buffer];
-      out->push_back({io.name, tilecore::ffi::StringToDLDataType(b.dtype), b.shape, b.size});
+  auto* h = new TCRExecutable{std::move(exe), {}, {}, {}, {}};
+  for (size_t k = 0; k < h->exe->num_buckets(); ++k) {
+    const ExecutableSpec& s = h->exe->bucket(k);
+    h->bucket_inputs.emplace_back();
+    h->bucket_outputs.emplace_back();
+    for (auto [ios, out] : {std::pair{&s.inputs, &h->bucket_inputs.back()},
+                            std::pair{&s.outputs, &h->bucket_outputs.back()}}) {
+      for (const auto& io : *ios) {
+        const ExecBuffer& b = s.buffers[io.buffer];
+        out->push_back({io.name, tilecore::ffi::StringToDLDataType(b.dtype), b.shape, b.size});
+      }
     }
   }
+  h->inputs = h->bucket_inputs[0];
+  h->outputs = h->bucket_outputs[0];
   return h;
 }
 
@@ -130,10 +138,16 @@ TCRStatus CheckHandle(const TCRExecutable* exe) {
   return exe == nullptr ? Fail(kTCRInvalidArgument, "ValueError: the executable is NULL") : kTCROk;
 }
 
-TCRStatus Info(const TCRExecutable* exe, int32_t index, TCRTensorInfo* out, bool input) {
+TCRStatus Info(const TCRExecutable* exe, int32_t index, TCRTensorInfo* out, bool input,
+               int32_t bucket = 0) {
   if (TCRStatus st = CheckHandle(exe); st != kTCROk) return st;
   if (out == nullptr) return Fail(kTCRInvalidArgument, "ValueError: `out` is NULL");
-  const auto& list = input ? exe->inputs : exe->outputs;
+  if (bucket < 0 || size_t(bucket) >= exe->bucket_inputs.size()) {
+    return Fail(kTCRInvalidArgument, "IndexError: bucket " + std::to_string(bucket) +
+                                         " out of range: the executable has " +
+                                         std::to_string(exe->bucket_inputs.size()));
+  }
+  const auto& list = (input ? exe->bucket_inputs : exe->bucket_outputs)[size_t(bucket)];
   if (index < 0 || size_t(index) >= list.size()) {
     return Fail(kTCRInvalidArgument, std::string("IndexError: ") + (input ? "input" : "output") +
                                          " index " + std::to_string(index) + " out of range: the " +
@@ -313,6 +327,23 @@ TCRStatus TCRExecutableInputInfo(const TCRExecutable* exe, int32_t index, TCRTen
 
 TCRStatus TCRExecutableOutputInfo(const TCRExecutable* exe, int32_t index, TCRTensorInfo* out) {
   return Info(exe, index, out, false);
+}
+
+TCRStatus TCRExecutableNumBuckets(const TCRExecutable* exe, int32_t* out) {
+  if (TCRStatus st = CheckHandle(exe); st != kTCROk) return st;
+  if (out == nullptr) return Fail(kTCRInvalidArgument, "ValueError: `out` is NULL");
+  *out = int32_t(exe->bucket_inputs.size());
+  return kTCROk;
+}
+
+TCRStatus TCRExecutableBucketInputInfo(const TCRExecutable* exe, int32_t bucket, int32_t index,
+                                       TCRTensorInfo* out) {
+  return Info(exe, index, out, true, bucket);
+}
+
+TCRStatus TCRExecutableBucketOutputInfo(const TCRExecutable* exe, int32_t bucket, int32_t index,
+                                        TCRTensorInfo* out) {
+  return Info(exe, index, out, false, bucket);
 }
 
 TCRStatus TCRExecutableFindInput(const TCRExecutable* exe, const char* name, int32_t* out) {

@@ -136,6 +136,20 @@ TILECORE_RUNTIME_DLL TCRStatus TCRExecutableInputInfo(const TCRExecutable* exe, 
 TILECORE_RUNTIME_DLL TCRStatus TCRExecutableOutputInfo(const TCRExecutable* exe, int32_t index,
                                                        TCRTensorInfo* out);
 
+/*!
+ * \brief The number of buckets: programs for several input shapes (docs/executable.md,
+ * "Buckets"); 1 for most executables. Bucket 0 is what the Info functions above describe.
+ */
+TILECORE_RUNTIME_DLL TCRStatus TCRExecutableNumBuckets(const TCRExecutable* exe, int32_t* out);
+
+/*! \brief Input (or output) `index` of bucket `bucket` (its shape is that bucket's). */
+TILECORE_RUNTIME_DLL TCRStatus TCRExecutableBucketInputInfo(const TCRExecutable* exe,
+                                                            int32_t bucket, int32_t index,
+                                                            TCRTensorInfo* out);
+TILECORE_RUNTIME_DLL TCRStatus TCRExecutableBucketOutputInfo(const TCRExecutable* exe,
+                                                             int32_t bucket, int32_t index,
+                                                             TCRTensorInfo* out);
+
 /*! \brief The index of the input (or output) named `name`; kTCRInvalidArgument if none is. */
 TILECORE_RUNTIME_DLL TCRStatus TCRExecutableFindInput(const TCRExecutable* exe, const char* name,
                                                       int32_t* out);
@@ -162,7 +176,8 @@ TILECORE_RUNTIME_DLL TCRStatus TCRExecutableRun(TCRExecutable* exe, const void* 
  * those of a compact array), each of exactly its input's (output's) dtype and shape. An
  * executable with buckets (docs/executable.md, "Buckets") runs the bucket the inputs' shapes
  * take; the outputs then have that bucket's shapes (cropped to the inputs' batch when a
- * smaller batch runs padded). The Info functions and TCRExecutableRun describe and run bucket 0.
+ * smaller batch runs padded). The Info functions and TCRExecutableRun describe and run bucket 0
+ * (TCRExecutableNumBuckets and the BucketInfo functions list the others).
  * \param num_inputs, num_outputs must equal the model's counts.
  */
 TILECORE_RUNTIME_DLL TCRStatus

@@ -803,6 +803,16 @@ TEST(ExecutableBucketsCApi, DLTensorRunsChooseTheBucket) {
   TCRTensorInfo info;
   ASSERT_EQ(TCRExecutableInputInfo(exe, 0, &info), kTCROk);
   EXPECT_EQ(std::vector<int64_t>(info.shape, info.shape + info.ndim), (std::vector<int64_t>{1, 4}));
+  int32_t buckets = 0;
+  ASSERT_EQ(TCRExecutableNumBuckets(exe, &buckets), kTCROk);
+  EXPECT_EQ(buckets, 3);
+  ASSERT_EQ(TCRExecutableBucketOutputInfo(exe, 2, 0, &info), kTCROk);
+  EXPECT_EQ(std::string(info.name), "y");
+  EXPECT_EQ(std::vector<int64_t>(info.shape, info.shape + info.ndim), (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ(info.num_bytes, 64u);
+  EXPECT_EQ(TCRExecutableBucketInputInfo(exe, 3, 0, &info), kTCRInvalidArgument);
+  EXPECT_NE(std::string(TCRGetLastError()).find("bucket 3 out of range: the executable has 3"),
+            std::string::npos);
   auto tensor = [](std::vector<int32_t>& v, std::vector<int64_t>& shape) {
     DLTensor t{};
     t.data = v.data();
