@@ -220,6 +220,9 @@ def calibration_table(args: argparse.Namespace, samples: dict[str, np.ndarray] |
     arg("--dump-graph", nargs="?", const=True, default=None, metavar="FILE",
         help="write the compiled graph's text (a line per node, ending with its name: @ \"NAME\") to FILE, "
              "default the output with .graph for .tcx, where tdb finds it for b graph:LINE"),
+    arg("--strict", action="store_true",
+        help="a fallback from a plan the compiler chose (a layer group split, a member's or a group's plan that "
+             "did not build) is an error naming it, not a line of the output"),
     arg("--quiet", action="store_true", help="no progress bar"),
     *CALIB_ARGS,
 ])
@@ -262,7 +265,8 @@ def compile_cmd(args: argparse.Namespace) -> int:
         exe = _compile(args.model, target=args.target, precision=args.precision, input_shapes=shapes or None,
                        progress=bar, report=report, calib=calib, calib_samples=samples, qtable=qtable,
                        auto_mixed=args.auto_mixed, fuse=not args.no_fuse,
-                       group=not args.no_group, verify=verify, dims=dims or None, batch=batch)
+                       group=not args.no_group, verify=verify, dims=dims or None, batch=batch,
+                       strict=args.strict)
     except OSError as e:
         return _fail_about(args.model, e)
     except _compile_errors() as e:
@@ -294,6 +298,10 @@ def compile_cmd(args: argparse.Namespace) -> int:
               + " (a smaller batch runs padded in the next larger bucket)")
     for h in report["host_ops"]:
         print(f"  host: {h['name']} ({h['op_type']}): {h['reason']}")
+    for f in report.get("plan_fallbacks", []):
+        print(f"  fallback: {', '.join(f['nodes'])}: {f['what']} ({f['reason']})")
+    for sp in report.get("group_splits", []):
+        print(f"  fallback: {', '.join(sp['nodes'])}: the layer group, split in halves ({sp['reason']})")
     if "verify" in report:
         v = report["verify"]
         groups = sum(1 for st in v["steps"] if st["members"] or st["fused"])

@@ -592,7 +592,7 @@ AUTO_MIXED_SAMPLES = 16
 
 
 def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, keep_intermediates, progress, report,
-                        calib, calib_samples, qtable, bias_correction=True, fuse=True, group=True):
+                        calib, calib_samples, qtable, bias_correction=True, fuse=True, group=True, strict=False):
     from . import auto_mixed as _am
     from .precision import Calibration
 
@@ -603,7 +603,7 @@ def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, k
     n = min(len(v) for v in calib_samples.values())
     feeds = [{k: np.asarray(v[i]) for k, v in calib_samples.items()} for i in range(min(AUTO_MIXED_SAMPLES, n))]
     kw = {"target": target, "input_shapes": input_shapes, "progress": progress, "bias_correction": bias_correction,
-          "fuse": fuse, "group": group, "calib": calib, "calib_samples": calib_samples}
+          "fuse": fuse, "group": group, "calib": calib, "calib_samples": calib_samples, "strict": strict}
 
     def compile_fn(m, **k):
         exe = compile(m, **k, **kw)
@@ -695,7 +695,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             auto_mixed: float | None = None, bias_correction: bool = True, fuse: bool = True,
             group: bool = True, verify: bool | Mapping[str, np.ndarray] = False,
             ungroup: Sequence[str] = (), dims: Mapping[str, Sequence[int]] | None = None,
-            batch: str | Mapping[str, int] | None = None) -> Executable:
+            batch: str | Mapping[str, int] | None = None, strict: bool = False) -> Executable:
     """Compiles a model to an :class:`tilecore.runtime.Executable`.
 
     :param model: a :class:`tilecore.ir.graph.Graph`, a path to a ``.onnx`` file, its
@@ -725,6 +725,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     :param ungroup: step names (a layer group's ``nodes``) kept out of layer groups, each
         a step of its own, the other groups as they were (``tilecore compare`` bisects
         the groups with it).
+    :param strict: a fallback to a plan other than the one chosen (``plan_fallbacks`` and
+        ``group_splits`` below) is a CompileError naming each, instead of a record.
     :param input_shapes: input name -> shape, binding symbolic dimensions; or input name ->
         a list of shapes, one per bucket (compiler/buckets.py, docs/compiler.md "Shape buckets"):
         one executable whose runs take any of those shapes, its constants stored once.
@@ -759,7 +761,10 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         group's step, its nodes, the values kept in L2, the most of them live at once, and
         the weights prefetched into L2: name -> ``{"reader", "bytes", "during"}``); ``group_splits``
         (``[{"nodes", "reason"}]``: each group whose kernel did not build, split in halves, and
-        the first line of the error); ``graph``: the text of the graph the steps are made from (after the
+        the first line of the error); ``plan_fallbacks`` (``[{"nodes", "what", "reason"}]``: each
+        plan the compiler chose that did not lower or build, and the correct one it took
+        instead: a member's plan for its L2 tensors (its DDR plan instead), a group with
+        its weights prefetched (the group without them)); ``graph``: the text of the graph the steps are made from (after the
         graph passes; ``tilecore compile --dump-graph``); ``npu_funcs``: step
         name -> the strategy's PrimFunc of each npu step (what ``compiler.estimate_cost``
         prices).
@@ -783,7 +788,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         return _buckets.compile_buckets(compile, model, shapes, batch, calib_samples, report, dict(
             target=target, precision=precision, keep_intermediates=keep_intermediates, progress=progress,
             calib=calib, qtable=qtable, bias_correction=bias_correction, fuse=fuse, group=group, verify=verify,
-            ungroup=ungroup))
+            ungroup=ungroup, strict=strict))
     if batch is not None:
         raise CompileError("batch= declares the batch of buckets: give several shapes (input_shapes= lists or dims=)")
     target = _parse_target(target)
@@ -800,10 +805,11 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         return _compile_verified(model, verify, report, calib_samples, dict(
             target=target, precision=precision, input_shapes=input_shapes, keep_intermediates=keep_intermediates,
             progress=progress, calib=calib, calib_samples=calib_samples, qtable=qtable, auto_mixed=auto_mixed,
-            bias_correction=bias_correction, fuse=fuse, group=group))
+            bias_correction=bias_correction, fuse=fuse, group=group, strict=strict))
     if auto_mixed is not None:
         return _compile_auto_mixed(model, float(auto_mixed), target, precision, input_shapes, keep_intermediates,
-                                   progress, report, calib, calib_samples, qtable, bias_correction, fuse, group)
+                                   progress, report, calib, calib_samples, qtable, bias_correction, fuse, group,
+                                   strict)
     for node_name, p in (qtable or {}).items():
         if p not in PRECISIONS:
             raise CompileError(f"qtable: node `{node_name}` has precision `{p}` (supported: {', '.join(PRECISIONS)})")
@@ -1072,6 +1078,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         step_keys.append(key)
         key_of[id(nd)] = key
     groups_made, group_splits = [], []
+    plan_fallbacks = []  # a chosen plan that did not lower or build, and what was taken instead
     step_kernels = [npu_funcs.get(k) for k in step_keys]
     estimates = {}  # id(a group's PrimFunc) -> (it, the cost model's estimate of it)
 
@@ -1101,7 +1108,10 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                 try:
                     member_cache[mkey] = LowerOp(nd.op, {**nd.attrs, "tc_in_l2": list(where)}, nd.in_specs,
                                                  out_specs, target)
-                except Exception:  # noqa: BLE001 (the plan chosen for the DDR is a correct program too)
+                except Exception as e:  # noqa: BLE001 (the plan chosen for the DDR is a correct program too)
+                    plan_fallbacks.append({"nodes": [nd.name or nd.step_name], "what": "the member's plan for its "
+                                           "tensors in L2: its plan for the DDR instead",
+                                           "reason": (str(e).splitlines() or [type(e).__name__])[0]})
                     member_cache[mkey] = f()
             return member_cache[mkey]
 
@@ -1233,15 +1243,24 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                         attrs[key] = before
                 try:
                     group_cache[gkey] = (_build(g, target=target), "group", g)
-                except Exception:  # noqa: BLE001 (the group without its prefetches is a correct program)
+                except Exception as e:  # noqa: BLE001 (the group without its prefetches is a correct program)
                     if g is f:
                         raise
+                    plan_fallbacks.append({"nodes": [steps[k][0].name or steps[k][0].step_name for k in idx],
+                                           "what": "the group with its weights prefetched into L2: the group "
+                                           "without them instead",
+                                           "reason": (str(e).splitlines() or [type(e).__name__])[0]})
                     group_cache[gkey] = (_build(f, target=target), "group", f)
             return group_cache[gkey]
 
         grouper = _groups.Groups(nodes, steps, info, graph_outputs, _itemsize, apart=ungroup)
         steps, step_kernels, groups_made = grouper.apply(step_kernels, build_group)
         group_splits = grouper.splits
+    if strict and (plan_fallbacks or group_splits):
+        lines = [f"{', '.join(f['nodes'])}: {f['what']} ({f['reason']})" for f in plan_fallbacks]
+        lines += [f"{', '.join(sp['nodes'])}: the layer group, split in halves ({sp['reason']})"
+                  for sp in group_splits]
+        raise CompileError("strict: the compiler fell back from the plans it chose:\n  " + "\n  ".join(lines))
     built = {}  # kernel key -> the npu Module of the steps left outside groups
 
     def module_of(nd):
@@ -1454,6 +1473,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         "copied_inputs": copied,
         "groups": [g.summary() for g in groups_made],
         "group_splits": group_splits,
+        "plan_fallbacks": plan_fallbacks,
         "graph_outputs": [str(v.name) for v in graph.outputs],
         "npu_funcs": step_funcs,
     })

@@ -12,6 +12,7 @@ from onnx import helper
 import tilecore
 from tilecore import compiler
 from tilecore.compiler import layer_groups
+from tilecore.compiler.driver import CompileError
 
 from test_driver import make_model, ort_run
 
@@ -186,6 +187,35 @@ def test_a_group_that_does_not_build_is_split(monkeypatch):
         (["conv0", "conv1", "conv2"], "PlanLocalMemory: shared memory (L2) overflows")]
     x = randn(1, 8, 10, 10)
     np.testing.assert_allclose(exe.run({"x": x})[prev], ort_run(model, {"x": x})[prev], rtol=1e-4, atol=1e-4)
+    assert rep["plan_fallbacks"] == []
+    # strict: each split is an error, named
+    with pytest.raises(CompileError, match=r"(?s)strict: the compiler fell back from the plans it chose:\n"
+                                           r"  conv0, conv1, conv2, conv3, conv4, conv5: the layer group, split in "
+                                           r"halves \(PlanLocalMemory: shared memory \(L2\) overflows\)"):
+        tilecore.compile(model, strict=True)
+
+
+def test_a_member_whose_l2_plan_fails_is_recorded(monkeypatch):
+    """A member lowered again for its tensors in L2 that fails falls back to its DDR plan (a
+    correct program): recorded in plan_fallbacks, an error with strict."""
+    real = compiler.LowerOp
+
+    def no_l2(op, attrs, *a, **k):
+        if "tc_in_l2" in attrs and op == "Conv":
+            raise ValueError("Conv: no plan for these tensors in L2")
+        return real(op, attrs, *a, **k)
+
+    monkeypatch.setattr(compiler, "LowerOp", no_l2)
+    model, prev = conv_chain(3, 8, 10, 0.2)
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    assert rep["plan_fallbacks"] and all(f["reason"] == "Conv: no plan for these tensors in L2"
+                                         for f in rep["plan_fallbacks"])
+    assert {n for f in rep["plan_fallbacks"] for n in f["nodes"]} <= {f"conv{k}" for k in range(3)}
+    x = randn(1, 8, 10, 10)
+    np.testing.assert_allclose(exe.run({"x": x})[prev], ort_run(model, {"x": x})[prev], rtol=1e-4, atol=1e-4)
+    with pytest.raises(CompileError, match="its plan for the DDR instead"):
+        tilecore.compile(model, strict=True)
 
 
 def test_tdb_stops_before_the_step_that_computes_a_fused_node(tmp_path):
