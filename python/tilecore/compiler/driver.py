@@ -762,9 +762,10 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         the weights prefetched into L2: name -> ``{"reader", "bytes", "during"}``); ``group_splits``
         (``[{"nodes", "reason"}]``: each group whose kernel did not build, split in halves, and
         the first line of the error); ``plan_fallbacks`` (``[{"nodes", "what", "reason"}]``: each
-        plan the compiler chose that did not lower or build, and the correct one it took
-        instead: a member's plan for its L2 tensors (its DDR plan instead), a group with
-        its weights prefetched (the group without them)); ``graph``: the text of the graph the steps are made from (after the
+        plan or rewrite the compiler chose that did not lower or build, and the correct one
+        it took instead: a member's plan for its L2 tensors (its DDR plan instead), a group
+        with its weights prefetched (the group without them), a fused node (the nodes as
+        they were)); ``graph``: the text of the graph the steps are made from (after the
         graph passes; ``tilecore compile --dump-graph``); ``npu_funcs``: step
         name -> the strategy's PrimFunc of each npu step (what ``compiler.estimate_cost``
         prices).
@@ -814,6 +815,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         if p not in PRECISIONS:
             raise CompileError(f"qtable: node `{node_name}` has precision `{p}` (supported: {', '.join(PRECISIONS)})")
     timings = {}
+    plan_fallbacks = []  # a chosen plan or rewrite that did not lower or build, and what was taken instead
     t0 = time.perf_counter()
     from . import fuse_epilogue as _fuse
     from . import gemm_norm as _gemm_norm
@@ -972,12 +974,18 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         fused += _int8_edges.fold_key_transpose(nodes, info, graph_outputs, HasStrategy, TensorSpec)
         fused += _int8_edges.fold_context(nodes, info, graph_outputs, HasStrategy, TensorSpec)
 
+    def rewrite_not_made(nd, e):  # a rewrite whose strategy took the node but did not lower it
+        plan_fallbacks.append({"nodes": [nd.name or f"{nd.op}_{nd.index}"],
+                               "what": f"the rewrite into {nd.op}: the nodes as they were instead",
+                               "reason": (str(e).splitlines() or [type(e).__name__])[0]})
+
     def lowers(nd):  # whether a node the driver rewrote lowers on the npu here
         if HasStrategy(nd.op, nd.attrs, nd.in_specs):
             return False
         try:
             LowerOp(nd.op, nd.attrs, nd.in_specs, [TensorSpec(*info[str(v.name)]) for v in nd.outs], target)
-        except Exception:  # noqa: BLE001 (no kernel for it here: the rewrite is not made)
+        except Exception as e:  # noqa: BLE001 (no kernel for it here: the rewrite is not made)
+            rewrite_not_made(nd, e)
             return False
         return True
 
@@ -994,7 +1002,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         try:
             f = LowerOp(nd.op, nd.attrs, nd.in_specs, [TensorSpec(*info[str(v.name)]) for v in nd.outs], target)
             return int(estimate_cost(f, target)["cycles"])
-        except Exception:  # noqa: BLE001 (no kernel for it here: the rewrite is not made)
+        except Exception as e:  # noqa: BLE001 (no kernel for it here: the rewrite is not made)
+            rewrite_not_made(nd, e)
             return None
 
     if fuse and not keep_intermediates:  # an int8 Gemm's LayerNormalization in its epilogue
@@ -1078,7 +1087,6 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         step_keys.append(key)
         key_of[id(nd)] = key
     groups_made, group_splits = [], []
-    plan_fallbacks = []  # a chosen plan that did not lower or build, and what was taken instead
     step_kernels = [npu_funcs.get(k) for k in step_keys]
     estimates = {}  # id(a group's PrimFunc) -> (it, the cost model's estimate of it)
 
