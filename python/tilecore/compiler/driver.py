@@ -975,9 +975,11 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         fused += _int8_edges.fold_context(nodes, info, graph_outputs, HasStrategy, TensorSpec)
 
     def rewrite_not_made(nd, e):  # a rewrite whose strategy took the node but did not lower it
-        plan_fallbacks.append({"nodes": [nd.name or f"{nd.op}_{nd.index}"],
-                               "what": f"the rewrite into {nd.op}: the nodes as they were instead",
-                               "reason": (str(e).splitlines() or [type(e).__name__])[0]})
+        record = {"nodes": [nd.name or f"{nd.op}_{nd.index}"],
+                  "what": f"the rewrite into {nd.op}: the nodes as they were instead",
+                  "reason": (str(e).splitlines() or [type(e).__name__])[0]}
+        if record not in plan_fallbacks:  # (a rewrite may be tried more than once)
+            plan_fallbacks.append(record)
 
     def lowers(nd):  # whether a node the driver rewrote lowers on the npu here
         if HasStrategy(nd.op, nd.attrs, nd.in_specs):
