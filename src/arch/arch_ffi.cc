@@ -11,6 +11,7 @@
 #include "tilecore/arch/assembler.h"
 #include "tilecore/arch/disassembler.h"
 #include "tilecore/arch/isa.h"
+#include "tilecore/arch/params.h"
 #include "tilecore/arch/program_object.h"
 #include "tilecore/arch/tile_ops.h"
 #include "tilecore/ffi/container/array.h"
@@ -148,6 +149,47 @@ Array<Any> TileOps() {
 
 }  // namespace
 
+// arch.Params() -> {name: value}: the numbers of arch/params.h, for Python (tilecore.arch.params).
+TILECORE_REGISTER_GLOBAL("arch.Params").set_body_typed([]() {
+  ffi::Map<String, Any> m;
+  auto put = [&](const char* name, int64_t v) { m.Set(name, Any(v)); };
+  put("default_cores", tc1::kDefaultCores);
+  put("max_cores", tc1::kMaxCores);
+  put("clock_hz", int64_t(tc1::kClockHz));
+  put("max_ddr_bytes", int64_t(tc1::kMaxDdrBytes));
+  put("default_ddr_bytes", int64_t(tc1::kDefaultDdrBytes));
+  put("l2_bytes", int64_t(tc1::kL2Bytes));
+  put("l1_bytes", int64_t(tc1::kL1Bytes));
+  put("l1_banks", tc1::kL1Banks);
+  put("l1_bank_bytes", int64_t(tc1::kL1BankBytes));
+  put("ddr_bytes_per_cycle", tc1::kDdrBytesPerCycle);
+  put("l2_bytes_per_cycle", tc1::kL2BytesPerCycle);
+  put("l1_bank_bytes_per_cycle", tc1::kL1BankBytesPerCycle);
+  put("ddr_latency", tc1::kDdrLatency);
+  put("l2_latency", tc1::kL2Latency);
+  put("l1_latency", tc1::kL1Latency);
+  put("dma_bytes_per_cycle", tc1::kDmaBytesPerCycle);
+  put("vec_bytes_per_cycle", tc1::kVecBytesPerCycle);
+  put("vec_latency", tc1::kVecLatency);
+  put("vec_slow_factor", tc1::kVecSlowFactor);
+  put("mm_latency", tc1::kMmLatency);
+  put("mm_epilogue_elems_per_cycle", tc1::kMmEpilogueElemsPerCycle);
+  put("barrier_latency", tc1::kBarrierLatency);
+  put("bank_conflict_factor", tc1::kBankConflictFactor);
+  for (auto [name, b] : {std::pair{"i8", tc1::kMmBlockI8}, std::pair{"f16", tc1::kMmBlockF16},
+                         std::pair{"f32", tc1::kMmBlockF32}}) {
+    put((std::string("mm_block_") + name + "_m").c_str(), b.m);
+    put((std::string("mm_block_") + name + "_n").c_str(), b.n);
+    put((std::string("mm_block_") + name + "_k").c_str(), b.k);
+  }
+  put("max_tile_elements", int64_t(tc1::kMaxTileElements));
+  put("max_mm_dim", int64_t(tc1::kMaxMmDim));
+  put("simd_bytes", tc1::kSimdBytes);
+  put("x_regs", tc1::kNumXRegs);
+  put("v_regs", tc1::kNumVRegs);
+  put("p_regs", tc1::kNumPRegs);
+  return m;
+});
 TILECORE_REGISTER_GLOBAL("arch.TileOps").set_body_typed(TileOps);
 TILECORE_REGISTER_GLOBAL("arch.Assemble").set_body_typed(Assemble);
 TILECORE_REGISTER_GLOBAL("arch.Disassemble").set_body_typed([](ProgramRef p) {

@@ -124,6 +124,18 @@ class Program(Object):
         return f"<tilecore.arch.Program {secs}; {len(self.data_segments)} data segments>"
 
 
+_PARAMS: dict[str, int] = {}
+
+
+def params() -> dict[str, int]:
+    """TC1's fixed parameters (``arch/params.h``, docs/tc1.md "Parameters"), by name:
+    ``l2_bytes``, ``l1_bytes``, ``l1_bank_bytes``, ``ddr_bytes_per_cycle``, ``max_mm_dim``,
+    ``mm_block_i8_n``, ... The one source of these numbers for Python code."""
+    if not _PARAMS:
+        _PARAMS.update({str(k): int(v) for k, v in dict(_ffi.Params()).items()})
+    return dict(_PARAMS)
+
+
 def assemble(text: str) -> Program:
     """Assembles TC1 assembly ``text`` into a :class:`Program`.
 
@@ -169,6 +181,7 @@ def disassemble_word(word: int, pc: int = 0) -> str:
 
 
 __all__ = [
+    "params",
     "AsmError",
     "Program",
     "ProgramFormatError",

@@ -122,7 +122,7 @@ def PlanMemory(sizes: Sequence[int], first: Sequence[int], last: Sequence[int],
 
 def GroupKernels(funcs: Sequence[Any], args: Sequence[Sequence[int]], inputs: Sequence[int],  # noqa: N802
                  outputs: Sequence[int], name: str = "group", prefetch: Sequence[Sequence[int]] = (),
-                 l2_bytes: int = 4 << 20, l1_bytes: int = 1 << 20, handoff: str = "early") -> Any:
+                 l2_bytes: int | None = None, l1_bytes: int | None = None, handoff: str = "early") -> Any:
     """One kernel running the strategy PrimFuncs ``funcs`` in order (C++, kernel_group.h):
     ``args[i][k]`` is the id of the tensor param k of funcs[i] is; ``inputs`` and
     ``outputs`` are the ids that become the group's params; every other id is an
@@ -132,6 +132,10 @@ def GroupKernels(funcs: Sequence[Any], args: Sequence[Sequence[int]], inputs: Se
     loads of the inputs are handed to the member before it (docs/compiler.md, "Handoff"):
     ``handoff`` "none", "late" (after its work) or "early" (spread over it where the buffers
     they fill fit ``l1_bytes`` beside every member's own; attr "early_handoffs" counts them)."""
+    from ..arch import params
+
+    l2_bytes = params()["l2_bytes"] if l2_bytes is None else l2_bytes  # TC1's, by default
+    l1_bytes = params()["l1_bytes"] if l1_bytes is None else l1_bytes
     modes = {"none": 0, "late": 1, "early": 2}
     if handoff not in modes:
         raise ValueError(f"GroupKernels: handoff {handoff!r}: one of none, late, early")

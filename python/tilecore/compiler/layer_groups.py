@@ -16,9 +16,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-L2_BYTES = 4 << 20  # TC1's shared L2
-# bytes of L2 the intermediates of one group may take
-L2_BUDGET = 3 << 20
+from ..arch import params as _params
+
+L2_BYTES = _params()["l2_bytes"]  # TC1's shared L2
+# bytes of L2 the intermediates of one group may take (the rest: the members' own buffers)
+L2_BUDGET = L2_BYTES * 3 // 4
 OMITTED = "\0omitted"  # the name an omitted input goes by here
 
 

@@ -12,7 +12,9 @@ from L2 leaves the DDR idle for the next.
 """
 from typing import Any, Callable, Sequence
 
-DDR_BYTES_PER_CYCLE = 64
+from ..arch import params as _params
+
+DDR_BYTES_PER_CYCLE = _params()["ddr_bytes_per_cycle"]
 # of a member's DDR-idle cycles a prefetch may take (its own loads keep the rest): the driver
 # plans with each and keeps the group the cost model finds fastest (taking more leaves the
 # readers less to wait for, but slows the members fetching when they load more than estimated)
