@@ -357,8 +357,8 @@ std::string SaveBuckets(const ExecutableObj& e) {
   std::vector<std::string> module_files;
   std::map<std::string, uint32_t> module_of_file;
   std::vector<std::vector<uint32_t>> module_map(e.num_buckets());
+  // Constants: one entry per bytes object (BuildBuckets gave equal bytes one object).
   std::map<const std::string*, uint32_t> blob_of_ptr;
-  std::map<std::string_view, uint32_t> blob_of_bytes;
   std::vector<std::string_view> blobs;
   for (size_t b = 0; b < e.num_buckets(); ++b) {
     for (const Module& m : e.bucket(b).modules) {
@@ -368,10 +368,8 @@ std::string SaveBuckets(const ExecutableObj& e) {
       module_map[b].push_back(it->second);
     }
     for (const ExecConstant& c : e.bucket(b).constants) {
-      if (blob_of_ptr.count(c.bytes.get())) continue;
-      auto [it, fresh] = blob_of_bytes.emplace(c.data(), uint32_t(blobs.size()));
-      if (fresh) blobs.push_back(c.data());
-      blob_of_ptr[c.bytes.get()] = it->second;
+      if (blob_of_ptr.emplace(c.bytes.get(), uint32_t(blobs.size())).second)
+        blobs.push_back(c.data());
     }
   }
   w.u32(uint32_t(module_files.size()));

@@ -131,9 +131,10 @@ def output_batch_axes(model: Any, bucket: Mapping[str, tuple], inputs: Mapping[s
         raise CompileError(f"batch: {e}") from None
 
 
-def compile_buckets(compile_one: Callable[..., Any], model: Any, buckets: list[dict], batch: Any,
-                    calib_samples: Mapping[str, Any] | None, report: dict | None, kw: dict) -> Any:
-    """Compiles each bucket with ``compile_one(model, input_shapes=..., **kw)`` and joins them.
+def compile_buckets(compile_one: Callable[..., Any], model: Any, declared: Mapping[str, list], buckets: list[dict],
+                    batch: Any, calib_samples: Mapping[str, Any] | None, report: dict | None, kw: dict) -> Any:
+    """Compiles each bucket with ``compile_one(model, input_shapes=..., **kw)`` and joins them
+    (``declared``: the model's declared_shapes, read once by the caller).
     int8 calibrates once, on the bucket whose shapes the samples have; the others reuse its
     thresholds and channel means, so every bucket quantises alike."""
     import numpy as np
@@ -141,7 +142,6 @@ def compile_buckets(compile_one: Callable[..., Any], model: Any, buckets: list[d
     from .. import runtime
     from .precision import Calibration
 
-    declared = declared_shapes(model)
     axes: dict[str, int] = {}
     if batch is not None:
         # Every bucket a smaller batch may be padded into is shown to keep rows apart (its

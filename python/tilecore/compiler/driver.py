@@ -786,7 +786,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                                "['qtable']) and compile the buckets with qtable=")
         declared = _buckets.declared_shapes(model)
         shapes = _buckets.expand(declared, input_shapes, dims)
-        return _buckets.compile_buckets(compile, model, shapes, batch, calib_samples, report, dict(
+        return _buckets.compile_buckets(compile, model, declared, shapes, batch, calib_samples, report, dict(
             target=target, precision=precision, keep_intermediates=keep_intermediates, progress=progress,
             calib=calib, qtable=qtable, bias_correction=bias_correction, fuse=fuse, group=group, verify=verify,
             ungroup=ungroup, strict=strict))
