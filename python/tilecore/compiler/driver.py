@@ -919,6 +919,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         raise CompileError(f"cannot compile {len(unsupported)} node(s) of graph `{graph.name}`:\n" +
                            "\n".join(unsupported))
     timings["partition"] = time.perf_counter() - t0
+    model_dtypes = {k: v[1] for k, v in info.items()}  # (precision and int8 edges change info's)
 
     # ---- precision (docs/precision.md) ---------------------------------------------------
     t0 = time.perf_counter()
@@ -968,6 +969,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     fused = [] if keep_intermediates or not fuse else _fuse.fuse(nodes, info, graph_outputs, HasStrategy, TensorSpec)
     int8_edges = [] if keep_intermediates else _int8_edges.assign(nodes, info, graph_outputs, HasStrategy, TensorSpec,
                                                                    thresholds)
+    codes = _int8_edges.stored_codes(nodes, info, model_dtypes) if int8_edges else {}
     if int8_edges and fuse:  # a table op or a Softmax that alone reads an int8 MatMul: in its epilogue
         fused += _int8_edges.fold_lookup_tables(nodes, info, graph_outputs, HasStrategy)
         fused += _int8_edges.fold_softmax(nodes, info, graph_outputs, HasStrategy)
@@ -1431,6 +1433,13 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                 if fused_into.get(m.name):  # the nodes fused into this member's epilogue
                     entry["fused"] = [n for n, _ in fused_into[m.name]]
             debug["group"] = json.dumps(summary)
+        written = [str(v.name) for m in getattr(nd, "members", [nd]) for v in m.outs if v is not None]
+        step_codes = {v: list(codes[v]) for v in written if v in codes}
+        if step_codes:  # values stored in int8 that the model has in floating point
+            debug["quantised"] = json.dumps(step_codes)
+        residual = [m.name for m in getattr(nd, "members", [nd]) if "tc_residual_scale" in m.attrs]
+        if residual:  # nodes that add an int8 residual: rounded once more than the model's Add
+            debug["int8_residual"] = json.dumps(residual)
         step_fused = [f for m in getattr(nd, "members", [nd]) for f in fused_into.get(m.name, [])]
         if step_fused:
             debug["fused"] = json.dumps(step_fused)

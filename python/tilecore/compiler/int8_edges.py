@@ -151,6 +151,31 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
     return done
 
 
+FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
+
+
+def stored_codes(nodes: list[Any], info: dict[str, tuple], model_dtypes: dict[str, str]) -> dict[str, tuple[float, int]]:
+    """Value name -> (scale, zero point) of each value the model has in floating point that
+    is stored in int8 (an int8 edge's, a MaxPool's or a view's of one, a lookup table's):
+    the stored q stands for ``(q - zero_point) * scale``. Read right after :func:`assign`,
+    before the folds move outputs between nodes (they keep each value's own scale). The
+    debuggers and ``verify`` dequantise so to compare such a value with another program's
+    or the reference's."""
+    codes: dict[str, tuple[float, int]] = {}
+    for nd in nodes:
+        outs = [str(v.name) for v in nd.outs if v is not None and str(v.name)]
+        if len(outs) != 1:
+            continue
+        y = outs[0]
+        if info.get(y, ((), ""))[1] != "int8" or model_dtypes.get(y) not in FLOAT_DTYPES:
+            continue
+        if "tc_y_scale" in nd.attrs:
+            codes[y] = (float(nd.attrs["tc_y_scale"]), int(nd.attrs.get("tc_y_zero_point", 0)))
+        elif nd.ins and nd.ins[0] is not None and str(nd.ins[0].name) in codes:  # MaxPool, a view
+            codes[y] = codes[str(nd.ins[0].name)]
+    return codes
+
+
 def fold_lookup_tables(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
                        HasStrategy: Callable[..., str]) -> list[dict[str, Any]]:
     """An int8 MatMul or Gemm whose int8 output only a lookup-table op reads (a transformer's

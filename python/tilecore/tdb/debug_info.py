@@ -4,8 +4,10 @@ driver supplies"), read and checked in one place for every tool that shows them:
 
 A step may carry ``inputs`` and ``outputs`` (the ONNX values it reads and writes, one per
 argument, comma-separated), ``views`` (JSON: the free views before it), ``fused`` (JSON: the
-nodes computed in its epilogue) and ``group`` (JSON: a layer group's members, the cost
-model's estimate of each and, as ``pc``, the instructions that compute each on every core).
+nodes computed in its epilogue), ``group`` (JSON: a layer group's members, the cost
+model's estimate of each and, as ``pc``, the instructions that compute each on every core)
+and ``quantised`` (JSON: the scale and zero point of each value it stores in int8 that the
+model has in floating point).
 The compiler writes them, but they are free text to the loader,
 so an edited file may hold anything: each entry is checked against the step it describes
 (types, one name per argument, a view's element count against its source value's, no
@@ -38,6 +40,8 @@ class StepDebug:
 
     ``inputs`` is None when the step does not record them (executables older than the
     entry); ``outputs`` is [] without debug info (the written buffers are then unknown);
+    ``quantised`` maps each value the step writes in int8 that the model has in floating
+    point to its (scale, zero point): the stored q stands for ``(q - zero_point) * scale``;
     ``members`` is a layer group's per-member estimates (node, op, est_cycles, macs,
     bound_by, ``pc``: {core: [(begin, end), ...]}, ``in`` and ``out``: the values the
     member reads and where each value it writes lives, and ``fused``: (name, op type) of
@@ -51,6 +55,7 @@ class StepDebug:
         self.fused: list[tuple[str, str]] = []
         self.group_nodes: list[str] = []
         self.members: list[dict[str, Any]] = []
+        self.quantised: dict[str, tuple[float, int]] = {}
 
     def group_members(self) -> list[tuple[str, str]]:
         """(name, op type) of each member of a layer group ("" as the op without estimates)."""
@@ -93,6 +98,21 @@ def _fused(dbg, step) -> list[tuple[str, str]]:
     if not (isinstance(value, list) and all(_names(p, 2) for p in value)):
         raise TargetError(f"step `{step}`: its debug entry `fused` is not a list of [node, op type] pairs")
     return [(p[0], p[1]) for p in value]
+
+
+def _quantised(dbg, step) -> dict[str, tuple[float, int]]:
+    value = _json(dbg, "quantised", step)
+    if not isinstance(value, dict):
+        raise TargetError(f"step `{step}`: its debug entry `quantised` is not an object {{value: [scale, zero point]}}")
+    out = {}
+    for name, code in value.items():
+        if not (isinstance(code, list) and len(code) == 2 and isinstance(code[0], (int, float))
+                and not isinstance(code[0], bool) and math.isfinite(code[0]) and code[0] > 0
+                and isinstance(code[1], int) and not isinstance(code[1], bool) and -128 <= code[1] <= 127):
+            raise TargetError(f"step `{step}`: its debug entry `quantised` gives `{name}` {json.dumps(code)[:80]}, "
+                              "not [scale (a finite number > 0), zero point (an integer in [-128, 127])]")
+        out[name] = (float(code[0]), int(code[1]))
+    return out
 
 
 _MEMBER_FIELDS = {"node": str, "op": str, "est_cycles": int, "macs": int, "bound_by": str}
@@ -288,6 +308,8 @@ def read_debug_info(desc: Mapping[str, Any], modules: Sequence[Any] | None = Non
             size[o] = elements(b)
         if dbg.get("fused"):
             sd.fused = _fused(dbg, name)
+        if dbg.get("quantised"):
+            sd.quantised = _quantised(dbg, name)
         if dbg.get("group"):
             _group(dbg, name, sd, args, step_words)
         out.append(sd)

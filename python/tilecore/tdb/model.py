@@ -159,6 +159,7 @@ class ModelTarget(Target):
         self.output_names = [io["name"] for io in d["outputs"]]
         self.constant_buffers = {c["buffer"] for c in d["constants"]}
         self.values = {}
+        self.codes = {}  # value -> (scale, zero point): stored in int8, in floating point in the model
         for io in d["inputs"]:
             self._add_value(io["name"], io["buffer"])
         for c in d["constants"]:
@@ -222,6 +223,7 @@ class ModelTarget(Target):
         n.step_index = index
         # nodes fused into this step's epilogue (an Add, a Relu): it computes them
         n.fused = list(sd.fused)
+        self.codes.update(sd.quantised)
         n.members = sd.group_members()
         if sd.members and all("pc" in r and "out" in r for r in sd.members):
             n.group = [Member(k, r) for k, r in enumerate(sd.members)]
@@ -391,6 +393,11 @@ class ModelTarget(Target):
         if name not in self.values and name in self.member_outputs:
             return self.member_outputs[name][2]["dtype"]
         return self.buffers[self.values[name].buffer]["dtype"]
+
+    def value_code(self, name: str) -> tuple[float, int] | None:
+        """(scale, zero point) of a value the model has in floating point that the program
+        stores in int8 (an int8 edge: q stands for ``(q - zero_point) * scale``), else None."""
+        return self.codes.get(name)
 
     def has_value(self, name: str) -> bool:
         """Whether tdb can read value ``name``: a DDR value or a group's L2 intermediate."""

@@ -3,6 +3,8 @@ the simulator's hazard mode, each step's values against the same model compiled 
 step, and in f32 against the reference evaluator; a defect is named by its layer group,
 fused node or node. Checked on torchvision's MobileNetV3 squeeze-excite block against ONNX
 Runtime, and on defects put into the program on purpose."""
+import json
+
 import numpy as np
 import pytest
 from onnx import helper
@@ -114,3 +116,82 @@ def test_compare_checks_the_executable_that_ships(monkeypatch):
     assert ship["diverged"] and ship["outputs"]["y"]["cosine"] < 0.99
     assert ship["changed"]["step"] == "act+5" and ship["changed"]["value"] == "y"
     assert "layer group `act+5` (6 nodes: act, pool, fc1, fc2, hsigmoid, scale)" in ship["changed"]["message"]
+
+
+def residual_net(blocks=6, c=16, hw=16, seed=5):
+    """A ResNet-like stack of residual blocks (Conv, Relu, Conv, Add, Relu), seeded."""
+    rng = np.random.default_rng(seed)
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], name="stem", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["h0"], name="stem_relu")]
+    inits = [("w0", (rng.standard_normal((c, 3, 3, 3)) * 0.4).astype(np.float32))]
+    for b in range(blocks):
+        for k in "ab":
+            inits.append((f"w{k}{b}", (rng.standard_normal((c, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)))
+        nodes += [helper.make_node("Conv", [f"h{b}", f"wa{b}"], [f"a{b}"], name=f"conv{b}a", pads=[1, 1, 1, 1]),
+                  helper.make_node("Relu", [f"a{b}"], [f"r{b}"], name=f"relu{b}a"),
+                  helper.make_node("Conv", [f"r{b}", f"wb{b}"], [f"b{b}"], name=f"conv{b}b", pads=[1, 1, 1, 1]),
+                  helper.make_node("Add", [f"b{b}", f"h{b}"], [f"s{b}"], name=f"add{b}"),
+                  helper.make_node("Relu", [f"s{b}"], [f"h{b + 1}"], name=f"relu{b}")]
+    nodes.append(helper.make_node("GlobalAveragePool", [f"h{blocks}"], ["y"], name="pool"))
+    return make_model(nodes, [("x", [1, 3, hw, hw], np.float32)], ["y"], inits)
+
+
+def test_int8_edges_are_compared_as_the_values_they_stand_for():
+    """An int8 model whose activations cross the DDR in int8 between steps (int8 edges,
+    asymmetric after a Relu: zero point -128): each such buffer holds codes, and verify
+    reads them through the step's `quantised` scale and zero point, so every value agrees
+    with the one-node-a-step program, and with numpy's reference within int8 rounding."""
+    from tilecore.frontend import evaluate, from_onnx
+
+    model = residual_net()
+    calib = {"x": np.random.default_rng(7).standard_normal((4, 1, 3, 16, 16)).astype(np.float32)}
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=calib, group=False, verify=True, report=rep)
+    assert rep["verify"]["checks"] == {"hazards": "pass", "optimisations": "pass", "reference": "reported"}
+    assert min(s["cosine"] for s in rep["verify"]["steps"]) > 0.999
+    d = exe.describe()
+    stored = {b["name"]: b["dtype"] for b in d["buffers"]}
+    codes = {n: c for st in d["steps"] for n, c in json.loads(st["debug"].get("quantised", "{}")).items()}
+    assert {f"h{b}" for b in range(6)} <= set(codes) and all(stored[n] == "int8" for n in codes)
+    assert {c[1] for c in codes.values()} == {-128}  # after a Relu: the codes are far from the values
+    feeds = {"x": calib["x"][0]}
+    _, steps = V.observe(exe, feeds, "npu -cores=4")
+    ref = evaluate(from_onnx(model), feeds, keep_intermediates=True)
+    seen = {n: v for st in steps for n, v in st["values"].items() if n in codes}
+    assert set(seen) == set(codes)
+    for n, v in seen.items():
+        assert v.dtype == np.float32 and V.cosine(v, ref[n]) > 0.99, n
+
+
+def _steps_of(values, residual_from=None):
+    return [{"node": f"s{i}", "op_type": "Conv", "where": "npu", "values": {f"v{i}": v}, "members": [], "fused": [],
+             "data_inputs": [],
+             "int8_residual": ["conv"] if residual_from is not None and i >= residual_from else []}
+            for i, v in enumerate(values)]
+
+
+def test_after_an_int8_residual_a_value_is_judged_against_the_reference():
+    """Two programs that round in different places: below 0.999 against each other, each
+    about as far from the reference (cosines by hand: noise of 0.2 and 0.25 of the signal).
+    Before the first int8 residual that is a changed model; after it, it passes when the
+    shipped value is at most twice as far from the reference as the per-node one, and a
+    value three times as far is named, with both distances."""
+    rng = np.random.default_rng(0)
+    ref = rng.standard_normal(10000)
+    unit = lambda a: a / np.linalg.norm(a)  # noqa: E731
+    e1, e2 = unit(rng.standard_normal(10000)), unit(rng.standard_normal(10000))
+    alone = ref + 0.2 * np.linalg.norm(ref) * e1  # 1 - cosine against ref: about 0.0194
+    near = ref + 0.25 * np.linalg.norm(ref) * e2  # about 0.0299: under twice 0.0194
+    far = ref + 0.35 * np.linalg.norm(ref) * e2  # about 0.0561: over twice
+    assert V.cosine(near, alone) < 0.999
+    refs = {"v0": ref}
+    plain = _steps_of([alone])
+    rows, changed = V.first_changed(_steps_of([near]), plain, "int8", refs)
+    assert changed is not None and changed["step"] == "s0"  # no int8 residual: a changed model
+    rows, changed = V.first_changed(_steps_of([near], residual_from=0), plain, "int8", refs)
+    assert changed is None
+    assert rows[0]["reference"] == pytest.approx(V.cosine(near, ref)) and \
+        rows[0]["alone_reference"] == pytest.approx(V.cosine(alone, ref))
+    rows, changed = V.first_changed(_steps_of([far], residual_from=0), plain, "int8", refs)
+    assert changed is not None and "int8 residuals round differently there, but against the reference " \
+        f"evaluator it is at {V.cosine(far, ref):.6f}, the nodes alone at {V.cosine(alone, ref):.6f}" in changed["message"]

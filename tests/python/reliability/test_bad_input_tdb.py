@@ -84,6 +84,10 @@ BAD_ENTRIES = [
     ("conv", "group", json.dumps({"nodes": ["conv"], "members": [1]}), "member 0 with `node` missing"),
     ("conv", "group", json.dumps({"nodes": ["conv", "relu"], "members": [
         {"node": "conv", "op": "Conv", "est_cycles": 7, "macs": 1, "bound_by": "din"}]}), "lists 2 nodes but 1 members"),
+    ("relu", "quantised", '[0.5, 3]', "its debug entry `quantised` is not an object"),
+    ("relu", "quantised", '{"r": [0, 3]}', "gives `r` [0, 3], not [scale (a finite number > 0)"),
+    ("relu", "quantised", '{"r": [0.5, 300]}', "zero point (an integer in [-128, 127])"),
+    ("relu", "quantised", '{"r": [0.5]}', "gives `r` [0.5], not [scale"),
 ]
 
 
