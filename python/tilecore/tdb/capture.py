@@ -31,11 +31,7 @@ class _Capture(Plugin):
         self.rows: list[dict[str, Any]] = []
 
     def _read(self, name: str) -> np.ndarray:
-        m = self.tdb.model
-        a = np.array(m.read_value(self.tdb.sim, name))
-        if m.value_dtype(name) == "bfloat16":  # held as its uint16 bits
-            a = (a.astype(np.uint32) << 16).view(np.float32)
-        return a
+        return self.tdb.model.read_as_model(self.tdb.sim, name)
 
     def _record(self, outputs, inputs, where: dict[str, Any]) -> None:
         for o in outputs:

@@ -206,14 +206,7 @@ class DataCheckPlugin(Plugin):
         self.first = None
 
     def _value(self, name):
-        m = self.tdb.model
-        a = m.read_value(self.tdb.sim, name)
-        if m.value_dtype(name) == "bfloat16":  # held as its uint16 bits
-            a = (a.astype(np.uint32) << 16).view(np.float32)
-        code = m.value_code(name)
-        if code is not None:  # an int8 edge: compared as the values it stands for
-            a = ((a.astype(np.float64) - code[1]) * code[0]).astype(np.float32)
-        return a
+        return self.tdb.model.read_as_model(self.tdb.sim, name)
 
     def _checking(self) -> bool:
         return self.enabled and bool(self.ref) and self.tdb.model is not None

@@ -394,6 +394,17 @@ class ModelTarget(Target):
             return self.member_outputs[name][2]["dtype"]
         return self.buffers[self.values[name].buffer]["dtype"]
 
+    def read_as_model(self, sim: Simulator, name: str) -> np.ndarray:
+        """The value as the model has it: :meth:`read_value`, with bfloat16 (held as its
+        uint16 bits) as float32 and an int8 edge's codes as the float32 they stand for."""
+        a = np.array(self.read_value(sim, name))
+        if self.value_dtype(name) == "bfloat16":
+            a = (a.astype(np.uint32) << 16).view(np.float32)
+        code = self.value_code(name)
+        if code is not None:
+            a = ((a.astype(np.float64) - code[1]) * code[0]).astype(np.float32)
+        return a
+
     def value_code(self, name: str) -> tuple[float, int] | None:
         """(scale, zero point) of a value the model has in floating point that the program
         stores in int8 (an int8 edge: q stands for ``(q - zero_point) * scale``), else None."""

@@ -195,3 +195,24 @@ def test_after_an_int8_residual_a_value_is_judged_against_the_reference():
     rows, changed = V.first_changed(_steps_of([far], residual_from=0), plain, "int8", refs)
     assert changed is not None and "int8 residuals round differently there, but against the reference " \
         f"evaluator it is at {V.cosine(far, ref):.6f}, the nodes alone at {V.cosine(alone, ref):.6f}" in changed["message"]
+
+
+def test_compare_checks_int8_edges_of_the_executable_that_ships():
+    """`tilecore compare`'s check of the shipped program (read where each member completes)
+    compares the values a layer group keeps in int8 with ONNX Runtime's as the values they
+    stand for; none is left out as an integer tensor."""
+    from tilecore.compiler.calibration import calibrate
+    from tilecore.compiler.compare import compare_with_onnxruntime
+    from tilecore.tdb.capture import values_where_complete
+
+    model = residual_net()
+    rng = np.random.default_rng(7)
+    calib = rng.standard_normal((4, 1, 3, 16, 16)).astype(np.float32)
+    rep = compare_with_onnxruntime(model, {"x": calib[0]}, precision="int8", calib=calibrate(model, {"x": calib}),
+                                   read_shipped=values_where_complete)
+    ship = rep["shipped"]
+    seen = {t["name"]: t for t in ship["tensors"]}
+    assert {f"h{b}" for b in range(6)} | {f"r{b}" for b in range(6)} <= set(seen)
+    assert not set(seen) & set(ship["not_compared"])
+    assert all(t["cosine"] > 0.99 and not t["diverged"] for t in seen.values())
+    assert ship["first_divergent"] is None
