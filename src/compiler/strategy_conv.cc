@@ -184,7 +184,7 @@ std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
  * matrix engine's epilogue: the same bits.
  */
 PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, bool matrix,
-                        bool pipelined) {
+                        bool pipelined, bool three_stage) {
   DataType f32 = DataType::Float(32), i32 = DataType::Int(32), i8 = DataType::Int(8);
   const MatrixPrecision mp = GetMatrixPrecision(call.attrs);
   const bool q = mp.int8();
@@ -193,6 +193,8 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   if (call.outputs[0]->dtype == i8 && !(y_i8 && HasAttr(call.attrs, "tc_y_scale")))
     TILECORE_THROW(ValueError) << "Conv: an int8 output needs tc_precision int8 and tc_y_scale";
   if (matrix && !q) TILECORE_THROW(InternalError) << "LowerDepthwise: the matrix form is int8";
+  if (three_stage && !(matrix && pipelined))
+    TILECORE_THROW(InternalError) << "LowerDepthwise: three stages are the pipelined matrix form's";
   const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
   const double x_inv = q ? InverseScale(x_scale) : 1.0;
   const int64_t zp = AttrInt(call.attrs, "tc_x_zero_point", 0);
@@ -303,23 +305,35 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
             if (ep.residual >= 0) l.Rl = Local(dims, call.inputs[ep.residual]->dtype, "Rl" + sfx);
             slots.push_back(l);
           }
-          // what an item computes in (one set: the engines run the items in order)
+          // what an item computes in: one set (the engines run the items in order), or in
+          // three stages one per slot (the matrix engine multiplies item i in one while the
+          // vector engine fills the other for item i + 1 and converts item i - 1's)
           std::vector<Buffer> work;
-          auto local = [&](const std::vector<int64_t>& shape, DataType t, const char* name) {
+          auto local = [&](const std::vector<int64_t>& shape, DataType t, const std::string& name) {
             work.push_back(Local(shape, t, name));
             return work.back();
+          };
+          struct Work {
+            Buffer O, T, A, Col, S, Of, Rf, Act, Yq;
           };
           Buffer Xq = qx ? local(pdims, i8, "Xq") : Buffer();
           Buffer Xp = load_t != acc_t && !matrix ? local(pdims, acc_t, "Xp") : Buffer();  // widened
           Buffer Wp = wload_t != acc_t && !matrix ? local({cc, KK}, acc_t, "Wp") : Buffer();
-          Buffer O = local(dims, acc_t, "O");
-          Buffer T = matrix ? Buffer() : local(dims, acc_t, "T");
-          Buffer A = matrix ? local({cc, cc * KK}, i8, "Abd") : Buffer();
-          Buffer Col = matrix ? local({cc * KK, P}, i8, "Col") : Buffer();
-          Buffer Of = q ? local(dims, f32, "Of") : O;  // the f32 result
-          Buffer Rf = r_i8 ? local(dims, f32, "Rf") : Buffer();
-          Buffer Act = ep.passes() ? local(dims, f32, "Act") : Buffer();  // (SiLU's sigmoid)
-          Buffer Yq = y_i8 ? local(dims, i8, "Yq") : Buffer();
+          std::vector<Work> works;
+          for (int64_t k = 0; k < (three_stage ? 2 : 1); ++k) {
+            const std::string sfx = three_stage ? std::to_string(k) : "";
+            Work w;
+            w.O = local(dims, acc_t, "O" + sfx);
+            if (!matrix) w.T = local(dims, acc_t, "T" + sfx);
+            if (matrix) w.A = local({cc, cc * KK}, i8, "Abd" + sfx);
+            if (matrix) w.Col = local({cc * KK, P}, i8, "Col" + sfx);
+            if (three_stage) w.S = local({cc, 1}, f32, "S" + sfx);  // (slot k's loads move on)
+            w.Of = q ? local(dims, f32, "Of" + sfx) : w.O;          // the f32 result
+            if (r_i8) w.Rf = local(dims, f32, "Rf" + sfx);
+            if (ep.passes()) w.Act = local(dims, f32, "Act" + sfx);  // (SiLU's sigmoid)
+            if (y_i8) w.Yq = local(dims, i8, "Yq" + sfx);
+            works.push_back(w);
+          }
           // item t's coordinates: image, first channel, first output row and row tile
           auto at = [&, rcount = rcount, rbase = rbase, ccount = ccount,
                      cbase = cbase](PrimExpr t) {
@@ -390,10 +404,11 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
                                   Region(Rv, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}), I32(ev)}));
             return Seq(s);
           };
-          // the compute, epilogue and store of item t from slot k
-          auto back = [&, rn = rn](PrimExpr t, int64_t k) {
-            auto [n, c0, oh0, ri] = at(t);
+          // the taps of item t from slot k (in the matrix form, up to the mm)
+          auto compute = [&, rn = rn](PrimExpr t, int64_t k) {
             const Loaded& l = slots[size_t(k)];
+            const Work& w = works[three_stage ? size_t(k) : 0];
+            const Buffer &O = w.O, &T = w.T, &A = w.A, &Col = w.Col;
             std::vector<Stmt> s;
             s.push_back(Intrin("tile.wait", {I32(event(k))}));
             if (qx)  // quantised as the implicit GEMM does on load (padding: 0 -> zp)
@@ -460,16 +475,38 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
                   return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(bv, i), i);
                 }));
             }
-            Buffer Ofv = ov(Of);
-            if (q) {  // dequantise: f32(acc) * f32(w_scale[c] * x_scale (or x_factor))
-              Buffer slv = StridedView(l.Sl, {cc}, {1}, 0, "Slv");
+            if (three_stage) {  // what post reads of slot k, before its next loads
+              Buffer sw = StridedView(w.S, {cc}, {1}, 0, "Sw"),
+                     sl = StridedView(l.Sl, {cc}, {1}, 0, "Slv");
               s.push_back(Nest({cc}, [&](const Array<PrimExpr>& i) {
-                return BufferStore(slv, BufferLoad(slv, i) * F32(s_factor), i);
+                return BufferStore(sw, BufferLoad(sl, i) * F32(s_factor), i);
               }));
+            }
+            return Seq(s);
+          };
+          // the epilogue and store of item t from slot k
+          auto post = [&](PrimExpr t, int64_t k) {
+            auto [n, c0, oh0, ri] = at(t);
+            const Loaded& l = slots[size_t(k)];
+            const Work& w = works[three_stage ? size_t(k) : 0];
+            const Buffer &O = w.O, &Of = w.Of, &Rf = w.Rf, &Act = w.Act, &Yq = w.Yq;
+            Buffer Ov = ov(O);
+            std::vector<Stmt> s;
+            // (three stages) slot k's last store has drained before its buffers take this
+            // item's result
+            if (three_stage) s.push_back(Intrin("tile.wait", {I32(4 + k)}));
+            Buffer Ofv = ov(Of);
+            if (q) {               // dequantise: f32(acc) * f32(w_scale[c] * x_scale (or x_factor))
+              if (!three_stage) {  // (three stages: compute scaled them into w.S)
+                Buffer slv = StridedView(l.Sl, {cc}, {1}, 0, "Slv");
+                s.push_back(Nest({cc}, [&](const Array<PrimExpr>& i) {
+                  return BufferStore(slv, BufferLoad(slv, i) * F32(s_factor), i);
+                }));
+              }
               s.push_back(over([&](const Array<PrimExpr>& i) {
                 return BufferStore(Ofv, Cast(f32, BufferLoad(Ov, i)), i);
               }));
-              Buffer sv = StridedView(l.Sl, dims, {1, 0, 0}, 0, "Sb");
+              Buffer sv = StridedView(three_stage ? w.S : l.Sl, dims, {1, 0, 0}, 0, "Sb");
               s.push_back(over([&](const Array<PrimExpr>& i) {
                 return BufferStore(Ofv, BufferLoad(Ofv, i) * BufferLoad(sv, i), i);
               }));
@@ -495,21 +532,36 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
               for (const Stmt& x :
                    QuantiseSteps(ov(Yq), Ofv, r_i8 ? ru.out_scale : y_inv, y_zp, over))
                 s.push_back(x);
-            s.push_back(DmaWait(Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}),
-                                Region(y_i8 ? Yq : Of, {I32(0), I32(0), I32(0)}, dims), 1));
+            BufferRegion y_region = Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw});
+            BufferRegion result = Region(y_i8 ? Yq : Of, {I32(0), I32(0), I32(0)}, dims);
+            if (three_stage)
+              s.push_back(Intrin("tile.dma_copy", {y_region, result, I32(4 + k)}));
+            else
+              s.push_back(DmaWait(y_region, result, 1));
             return Seq(s);
           };
+          auto back = [&](PrimExpr t, int64_t k) { return Seq({compute(t, k), post(t, k)}); };
           const int64_t count = g.N * rcount * ccount;
           Stmt tile =
-              pipelined ? ForEachItemPipelined(core, call.cores, count, &rotation, "t", front, back)
-                        : ForEachItem(core, call.cores, count, &rotation, "t", [&](PrimExpr t) {
-                            return Seq({front(t, 0), back(t, 0)});
-                          });
+              three_stage ? ForEachItemThreeStage(core, call.cores, count, &rotation, "t", front,
+                                                  compute, post)
+              : pipelined
+                  ? ForEachItemPipelined(core, call.cores, count, &rotation, "t", front, back)
+                  : ForEachItem(core, call.cores, count, &rotation, "t", [&](PrimExpr t) {
+                      return Seq({front(t, 0), back(t, 0)});
+                    });
           if (!tile.defined()) continue;
-          if (matrix)  // zero once: the items write only the diagonal blocks
-            tile = Seq({Intrin("tile.dma_fill",
-                               {Region(A, {I32(0), I32(0)}, {cc, cc * KK}), F32(0), I32(0)}),
-                        Intrin("tile.wait", {I32(0)}), tile});
+          if (three_stage)  // the next group's buffers may take these addresses
+            tile = Seq({tile, Intrin("tile.wait", {I32(4)}), Intrin("tile.wait", {I32(5)})});
+          if (matrix) {  // zero once: the items write only the diagonal blocks
+            std::vector<Stmt> zero;
+            for (const Work& w : works)
+              zero.push_back(Intrin(
+                  "tile.dma_fill", {Region(w.A, {I32(0), I32(0)}, {cc, cc * KK}), F32(0), I32(0)}));
+            zero.push_back(Intrin("tile.wait", {I32(0)}));
+            zero.push_back(tile);
+            tile = Seq(zero);
+          }
           for (const Loaded& l : slots)
             for (const Buffer& b : {l.Xl, l.Wl, l.Bl, l.Sl, l.Rl})
               if (b.defined()) tile = Allocate(b, tile);
@@ -881,27 +933,37 @@ PrimFunc LowerConv(const OpCall& call) {
   Params p = MakeParams(call);
   if (g.G > 1 && g.Cg == 1 && g.Mg == 1) {
     // the forms (vector, and in int8 matrix) plain and pipelined, the cost model's pick
-    // (tc_depthwise_matrix and tc_pipeline 0 or 1 override it)
+    // (tc_depthwise_matrix and tc_pipeline override it: 0 one stage, 1 two, 2 three)
     const int64_t want_matrix = AttrInt(call.attrs, "tc_depthwise_matrix", -1);
     const int64_t want_pipe = AttrInt(call.attrs, "tc_pipeline", -1);
     const bool int8 = GetMatrixPrecision(call.attrs).int8();
     std::optional<PrimFunc> best;
     int64_t best_cycles = 0;
+    std::string failed;
+    // three stages (the matrix form: its mm beside the vector engine's taps and epilogue)
+    // read nothing of an item's loads after its taps: not with a residual
+    const bool residual = GetFusedEpilogue(call.attrs, call.inputs.size()).residual >= 0;
     for (bool matrix : {false, true}) {
       if ((matrix && !int8) || (want_matrix >= 0 && matrix != (want_matrix == 1))) continue;
-      for (bool pipe : {false, true}) {
-        if (want_pipe >= 0 && pipe != (want_pipe == 1)) continue;
-        PrimFunc f = LowerDepthwise(call, g, p, matrix, pipe);
+      for (int stages : {1, 2, 3}) {
+        const bool pipe = stages > 1;
+        if (want_pipe >= 0 && stages != want_pipe + 1) continue;
+        if (stages == 3 && (!matrix || residual)) continue;
+        PrimFunc f = LowerDepthwise(call, g, p, matrix, pipe, stages == 3);
         int64_t cycles = 0;
         try {
           cycles = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
-        } catch (const ffi::Error&) {
-          if (!best && matrix == int8 && pipe) throw;  // the last candidate: say why
-          continue;  // does not fit once the buffers are placed in banks
+        } catch (const ffi::Error& e) {
+          failed = e.what();  // (said when no candidate fits)
+          continue;           // does not fit once the buffers are placed in banks
         }
         if (!best || cycles < best_cycles) best = f, best_cycles = cycles;
       }
     }
+    if (!best && !failed.empty()) TILECORE_THROW(ValueError) << failed;
+    if (!best && want_pipe == 2)
+      TILECORE_THROW(ValueError)
+          << "Conv: tc_pipeline 2 (three stages) needs the int8 matrix form without a residual";
     if (!best) TILECORE_THROW(ValueError) << "Conv: tc_depthwise_matrix 1 needs the int8 form";
     return *best;
   }
@@ -1805,7 +1867,15 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
                            "tc_resident", "tc_depthwise_matrix", "tc_channel_scale"}) {
     if (!HasAttr(attrs, knob)) continue;
     auto v = attrs.Get(String(knob))->try_cast<int64_t>();
-    if (!v || (*v != 0 && *v != 1)) return std::string("Conv: ") + knob + " must be 0 or 1";
+    const bool three = std::string(knob) == "tc_pipeline" && v && *v == 2;  // (depthwise)
+    if (!v || (*v != 0 && *v != 1 && !three))
+      return std::string("Conv: ") + knob + " must be 0 or 1" +
+             (std::string(knob) == "tc_pipeline" ? " (2: three stages, a depthwise Conv's)" : "");
+    if (three && !(g.G > 1 && g.Cg == 1 && g.Mg == 1))
+      return "Conv: tc_pipeline 2 (three stages) is a depthwise Conv's";
+    if (three && (!GetMatrixPrecision(attrs).int8() || AttrInt(attrs, "tc_residual", 0) != 0 ||
+                  AttrInt(attrs, "tc_depthwise_matrix", 1) == 0))
+      return "Conv: tc_pipeline 2 (three stages) needs the int8 matrix form without a residual";
   }
   if (HasAttr(attrs, "tc_images_per_item")) {
     auto v = attrs.Get(String("tc_images_per_item"))->try_cast<int64_t>();

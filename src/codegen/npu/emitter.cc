@@ -21,6 +21,7 @@ NpuAssembly NpuEmitter::Run() {
   CheckConstants();
   cores_ = CountCores(f_->body);
   CollectTileOperands();
+  CollectReuse();
   Li(kVecCount, 0);
   Li(kMmCount, 0);
   // Parameters: scalars and buffer addresses from the argument block.
@@ -100,7 +101,10 @@ void NpuEmitter::ReadPlan() {
   if (auto v = f_->attrs.Get("local_bytes")) local_bytes = v->cast<int64_t>();
   if (auto v = f_->attrs.Get("memory_plan")) {
     auto plan = v->cast<Map<Var, Array<Any>>>();
-    for (const auto& [var, entry] : plan.items()) plan_[var.get()] = entry[0].cast<int64_t>();
+    for (const auto& [var, entry] : plan.items()) {
+      plan_[var.get()] = entry[0].cast<int64_t>();
+      plan_bytes_[var.get()] = entry[1].cast<int64_t>();
+    }
   }
   b_ = InstrBuilder((local_bytes + 63) / 64 * 64);
 }
@@ -440,6 +444,7 @@ void NpuEmitter::StmtInner(const ir::Stmt& s) {
                  "` without a memory plan (run PlanLocalMemory)",
              s->span);
       }
+      OrderAfterReuse(a->buffer);
       if (tile_bufs_.count(a->buffer->data.get())) MakeTrack(a->buffer);
       Stmt(a->body);
       return;

@@ -14,6 +14,7 @@
 // scalar float unit: it runs in SIMD lane 0); p0 all lanes. The rest are pools.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -234,6 +235,8 @@ class NpuEmitter {
   void Compute(arch::Engine engine, const std::vector<PrimExpr>& regions,
                const std::function<void()>& issue);
   void SyncFrontEnd(const ir::Buffer& b);
+  void CollectReuse();
+  void OrderAfterReuse(const ir::Buffer& b);
 
   ir::PrimFunc f_;
   std::string name_;
@@ -252,11 +255,18 @@ class NpuEmitter {
   int64_t lane_scratch_ = 0;  // kLaneSlots vector slots for the lane-wise fallback
   std::map<int, int64_t> iota_;
   std::unordered_map<const ir::Object*, int64_t> plan_;
+  std::unordered_map<const ir::Object*, int64_t> plan_bytes_;
   std::unordered_map<const ir::Object*, VarLoc> vars_;
   std::unordered_set<const ir::Object*> tile_bufs_;
   std::unordered_map<const ir::Object*, int> engines_;
   std::unordered_map<const ir::Object*, Track> tracks_;
   std::unordered_map<const ir::Object*, size_t> track_shape0_;
+  // an allocation -> the engines (bit 0 matrix, bit 1 vector) that touch allocations whose
+  // planned memory overlaps it and may run before it (PlanLocalMemory reuses the memory of
+  // a scope that has ended; the engines may still be reading it); the buffers the front
+  // end loads or stores
+  std::unordered_map<const ir::Object*, int> reused_;
+  std::unordered_set<const ir::Object*> front_end_bufs_;
   RegisterPool xpool_{kFirstPoolX, kLastPoolX};
   RegisterPool vpool_{kFirstPoolV, arch::tc1::kNumVRegs - 1};
   RegisterPool ppool_{kFirstPoolP, arch::tc1::kNumPRegs - 1};

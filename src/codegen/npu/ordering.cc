@@ -116,5 +116,101 @@ void NpuEmitter::SyncFrontEnd(const Buffer& b) {
   pending_compute_ = false;
 }
 
+// The planned allocations whose memory overlaps that of another a compute engine touches
+// (in the same space) that may run before it: earlier in the code, or later inside a loop
+// around both (the loop runs the later scope's commands before the earlier one again).
+void NpuEmitter::CollectReuse() {
+  struct Placed {
+    Buffer buffer;
+    std::string scope;
+    int64_t begin, end;
+    std::vector<const Object*> loops;  // the serial loops around it, outermost first
+  };
+  std::vector<Placed> placed;
+  std::vector<const Object*> loops;
+  std::function<void(const ir::Stmt&)> visit = [&](const ir::Stmt& st) {
+    PostOrderVisit(st, [&](const ObjectRef& o) {
+      if (const auto* l = o.as<BufferLoadNode>()) front_end_bufs_.insert(l->buffer->data.get());
+      if (const auto* w = o.as<BufferStoreNode>()) front_end_bufs_.insert(w->buffer->data.get());
+    });
+    std::function<void(const ObjectRef&)> walk = [&](const ObjectRef& o) {
+      if (const auto* f = o.as<ForNode>()) {
+        const bool serial = f->kind != ForKind::kCores;
+        if (serial) loops.push_back(f);
+        walk(f->body);
+        if (serial) loops.pop_back();
+        return;
+      }
+      if (const auto* a = o.as<AllocateNode>()) {
+        const Object* data = a->buffer->data.get();
+        auto at = plan_.find(data);
+        auto bytes = plan_bytes_.find(data);
+        if (at != plan_.end() && bytes != plan_bytes_.end() && bytes->second > 0)
+          placed.push_back({a->buffer, std::string(a->buffer->scope.view()), at->second,
+                            at->second + bytes->second, loops});
+        walk(a->body);
+        return;
+      }
+      if (const auto* q = o.as<SeqStmtNode>()) {
+        for (const ir::Stmt& x : q->seq) walk(x);
+        return;
+      }
+      if (const auto* i = o.as<IfThenElseNode>()) {
+        walk(i->then_case);
+        if (i->else_case.defined()) walk(i->else_case);
+        return;
+      }
+      if (const auto* l = o.as<LetStmtNode>()) return walk(l->body);
+      if (const auto* w = o.as<WhileNode>()) {
+        loops.push_back(w);
+        walk(w->body);
+        loops.pop_back();
+        return;
+      }
+    };
+    walk(st);
+  };
+  visit(f_->body);
+  auto share_loop = [](const Placed& x, const Placed& y) {
+    for (const Object* l : x.loops)
+      if (std::find(y.loops.begin(), y.loops.end(), l) != y.loops.end()) return true;
+    return false;
+  };
+  for (size_t i = 0; i < placed.size(); ++i) {
+    const Placed& b = placed[i];
+    for (size_t j = 0; j < placed.size(); ++j) {
+      const Placed& a = placed[j];
+      if (j == i || a.scope != b.scope || a.end <= b.begin || b.end <= a.begin) continue;
+      if (j > i && !share_loop(a, b)) continue;  // runs after b, never before it
+      auto e = engines_.find(a.buffer->data.get());
+      if (e != engines_.end() && e->second != 0) {
+        reused_[b.buffer->data.get()] |= e->second;
+      }
+    }
+  }
+}
+
+// Where allocation `b` begins, when its memory was a compute engine's operand before:
+// every queue that may touch it (the DMAs, the compute engines that do, the front end when
+// it loads or stores it) waits for every matrix and vector command issued so far (the
+// operands' scopes ended before in program order; the engines may still run their
+// commands). Markers in the queues: only the front end stalls, and only for a buffer it
+// touches.
+void NpuEmitter::OrderAfterReuse(const Buffer& b) {
+  auto it = reused_.find(b->data.get());
+  if (it == reused_.end()) return;
+  const int old = it->second;
+  const int mine = engines_.count(b->data.get()) ? engines_[b->data.get()] : 0;
+  auto wait_all = [&](O queue, int engines) {
+    if (engines & 1) WaitFor(queue, arch::Engine::Matrix, kMmCount);
+    if (engines & 2) WaitFor(queue, arch::Engine::Vector, kVecCount);
+  };
+  wait_all(O::Queue(arch::Engine::DmaIn), old);
+  wait_all(O::Queue(arch::Engine::DmaOut), old);
+  if (mine & 1) wait_all(O::Queue(arch::Engine::Matrix), old & 2);
+  if (mine & 2) wait_all(O::Queue(arch::Engine::Vector), old & 1);
+  if (front_end_bufs_.count(b->data.get())) wait_all(O::FrontEnd(), old);
+}
+
 }  // namespace tilecore::codegen::npu
 #endif  // TILECORE_ENABLE_NPU

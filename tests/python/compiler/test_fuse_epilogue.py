@@ -198,14 +198,15 @@ def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, ac
     (37, 15, 3, 1, False, True, False, ""),        # an f32 residual; 37 channels: a remainder tile
     (16, 20, 3, 1, True, True, False, "Clip"),     # int8 residual, f32 out
 ])
-@pytest.mark.parametrize("matrix", [0, 1])
-@pytest.mark.parametrize("pipeline", [0, 1])
+@pytest.mark.parametrize("matrix,pipeline", [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)])
 def test_depthwise_int8(c, hw, k, stride, x_int8, residual, y_int8, act, matrix, pipeline, hazard_checked):
     """A depthwise Conv in the int8 form (docs/precision.md), its taps accumulated in i32 by
     the vector engine or, in the matrix form, by the matrix engine (block-diagonal weights
     times the column matrix of the taps), then the implicit GEMM's epilogue steps:
     bit-exact against numpy; every L1 access ordered. Pipelined, the next item's loads
-    (two sets of buffers, an event each) run beside this item's compute."""
+    (two sets of buffers, an event each) run beside this item's compute; in three stages
+    (the matrix form without a residual) the matrix engine multiplies item i while the
+    vector engine unfolds item i + 1's taps and converts item i - 1's result."""
     pad = k // 2
     oh = (hw + 2 * pad - k) // stride + 1
     xs, ws = (1, c, hw, hw), (c, 1, k, k)
@@ -229,8 +230,15 @@ def test_depthwise_int8(c, hw, k, stride, x_int8, residual, y_int8, act, matrix,
         attrs.update(tc_y_scale=sy, tc_y_zero_point=zy)
     out = np.zeros((1, c, oh, oh), np.int8 if y_int8 else np.float32)
     specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in ins]
+    if pipeline == 2 and residual:  # its post would read the residual after the next item's loads
+        assert compiler.HasStrategy("Conv", attrs, specs) == \
+            "Conv: tc_pipeline 2 (three stages) needs the int8 matrix form without a residual"
+        return
     assert compiler.HasStrategy("Conv", attrs, specs) == ""
     got, = run_lowered("Conv", attrs, ins, [out])
+    if pipeline == 2:  # two slots of the column matrix: the mm of one beside the taps of the other
+        text = str(compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec(out.shape, str(out.dtype))]))
+        assert {"Col0", "Col1"} <= set(re.findall(r"Col\w*", text))
     st = tilecore.runtime.npu_simulator(0).stats()
     # every pass a vector command (the integer taps too: tile_no_overflow): a scalar loop over
     # the taps would retire an instruction per tap and output, k * k * out.size in all

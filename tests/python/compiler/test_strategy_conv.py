@@ -166,5 +166,18 @@ def test_plan_overrides_are_0_or_1():
     specs = [compiler.TensorSpec((1, 8, 6, 6), "float32"), compiler.TensorSpec((8, 8, 3, 3), "float32")]
     for knob in ("tc_pipeline", "tc_stage_input", "tc_stage_weights", "tc_transposed", "tc_resident"):
         assert compiler.HasStrategy("Conv", {knob: 1}, specs) == ""
-        assert compiler.HasStrategy("Conv", {knob: 2}, specs) == f"Conv: {knob} must be 0 or 1"
-        assert compiler.HasStrategy("Conv", {knob: "yes"}, specs) == f"Conv: {knob} must be 0 or 1"
+        pipe = " (2: three stages, a depthwise Conv's)" if knob == "tc_pipeline" else ""
+        if knob != "tc_pipeline":
+            assert compiler.HasStrategy("Conv", {knob: 2}, specs) == f"Conv: {knob} must be 0 or 1"
+        assert compiler.HasStrategy("Conv", {knob: 3}, specs) == f"Conv: {knob} must be 0 or 1{pipe}"
+        assert compiler.HasStrategy("Conv", {knob: "yes"}, specs) == f"Conv: {knob} must be 0 or 1{pipe}"
+    # 2 for tc_pipeline: three stages, which only a depthwise Conv has
+    assert compiler.HasStrategy("Conv", {"tc_pipeline": 2}, specs) == \
+        "Conv: tc_pipeline 2 (three stages) is a depthwise Conv's"
+    dw = [compiler.TensorSpec((1, 8, 6, 6), "float32"), compiler.TensorSpec((8, 1, 3, 3), "float32")]
+    assert compiler.HasStrategy("Conv", {"tc_pipeline": 2, "group": 8}, dw) == \
+        "Conv: tc_pipeline 2 (three stages) needs the int8 matrix form without a residual"
+    dw8 = [compiler.TensorSpec((1, 8, 6, 6), "int8"), compiler.TensorSpec((8, 1, 3, 3), "int8"),
+           compiler.TensorSpec((8,), "int32"), compiler.TensorSpec((8,), "float32")]
+    assert compiler.HasStrategy("Conv", {"tc_pipeline": 2, "group": 8, "tc_precision": "int8", "tc_x_scale": 0.1},
+                                dw8) == ""

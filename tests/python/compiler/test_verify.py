@@ -216,3 +216,27 @@ def test_compare_checks_int8_edges_of_the_executable_that_ships():
     assert not set(seen) & set(ship["not_compared"])
     assert all(t["cosine"] > 0.99 and not t["diverged"] for t in seen.values())
     assert ship["first_divergent"] is None
+
+
+def test_memory_an_engine_read_is_reused_only_after_it():
+    """Three 1x1 int8 Convs in a layer group (MobileNetV2's 24 -> 144 -> 24 at 56x56): the
+    middle one transposes its weights once into their resident place, and L1 memory
+    planning gives the staging buffer's place, whose scope has ended, to the next item's
+    X tile. The vector engine may still be reading the weights there when the DMA loads X:
+    the code generator orders the DMA after it (the hazard mode once saw this WAR race)."""
+    rng = np.random.default_rng(0)
+    shapes = {"w1": (24, 3), "w2": (144, 24), "w3": (24, 144)}
+    inits = [(n, (rng.standard_normal((o, i, 1, 1)) / np.sqrt(i)).astype(np.float32)) for n, (o, i) in shapes.items()]
+    inits += [("lo", np.array(0.0, np.float32)), ("hi", np.array(6.0, np.float32))]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], name="c1"),
+             helper.make_node("Conv", ["a", "w2"], ["b"], name="c2"),
+             helper.make_node("Clip", ["b", "lo", "hi"], ["br"], name="clip"),
+             helper.make_node("Conv", ["br", "w3"], ["y"], name="c3")]
+    model = make_model(nodes, [("x", [1, 3, 56, 56], np.float32)], ["y"], inits)
+    calib = {"x": rng.standard_normal((4, 1, 3, 56, 56)).astype(np.float32)}
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=calib, verify=True, report=rep)
+    assert [s["node"] for s in exe.describe()["steps"]] == ["c1+2"]
+    assert rep["verify"]["checks"]["hazards"] == "pass"
+    y = exe.run({"x": calib["x"][0]})["y"]
+    assert V.cosine(y, ort_run(model, {"x": calib["x"][0]})["y"]) > 0.99
