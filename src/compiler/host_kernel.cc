@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "host_util.h"
+#include "tilecore/arch/params.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/function.h"
 
@@ -195,7 +196,7 @@ PrimFunc LowerHostOpImpl(const std::string& op_type, const Map<String, Any>& att
                   inputs,
                   outputs,
                   1,
-                  int64_t{1} << 20,
+                  int64_t(arch::tc1::kL1Bytes),
                   DataInputs(k->data_inputs, inputs.size())};
       return k->lower(call);
     }
@@ -209,7 +210,7 @@ PrimFunc LowerHostOpImpl(const std::string& op_type, const Map<String, Any>& att
               inputs,
               outputs,
               1,
-              int64_t{1} << 20,
+              int64_t(arch::tc1::kL1Bytes),
               DataInputs(s->data_inputs, inputs.size())};
   return LowerFallback(*s, call, mode);
 }

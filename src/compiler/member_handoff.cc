@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "kernel_util.h"
+#include "tilecore/arch/params.h"
 #include "tilecore/compiler/weight_prefetch.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/intrinsics.h"
@@ -133,7 +134,7 @@ bool ReadsInputs(const Stmt& member, const std::unordered_set<const VarNode*>& i
 }
 
 int64_t LocalBound(const Stmt& member) {
-  constexpr int64_t kBank = 64 << 10, kSmall = 4 << 10;
+  constexpr int64_t kBank = int64_t(arch::tc1::kL1BankBytes), kSmall = 4 << 10;
   int64_t big = 0, small = 0;
   PostOrderVisit(member, [&](const ObjectRef& n) {
     const auto* a = n.as<AllocateNode>();

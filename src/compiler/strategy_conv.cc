@@ -247,7 +247,7 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   // (L1's latency, not the DDR's: four DMAs an item made a 7x7 Conv over 1152 channels
   // latency-bound)
   const int64_t param_bytes = g.C * (KK * (wload_t.bits() / 8) + (has_bias ? 4 : 0) + (q ? 4 : 0));
-  const bool resident = param_bytes <= (int64_t{64} << 10) && items() > 2 * call.cores;
+  const bool resident = param_bytes <= int64_t(tc1::kL1BankBytes) && items() > 2 * call.cores;
   Buffer Wall = resident ? Local({g.C, KK}, wload_t, "Wall") : Buffer();
   Buffer Ball = resident && has_bias ? Local({g.C, 1}, acc_t, "Ball") : Buffer();
   Buffer Sall = resident && q ? Local({g.C, 1}, f32, "Sall") : Buffer();
@@ -605,7 +605,7 @@ bool TransposedFits(const OpCall& call, const FusedEpilogue& ep) {
   std::string why;
   if (!Geometry(call.inputs, call.attrs, &g, &why)) return false;
   return GetMatrixPrecision(call.attrs).int8() && g.G == 1 && g.KH == 1 && g.KW == 1 && g.pt == 0 &&
-         g.pb == 0 && g.pl == 0 && g.pr == 0 && g.H == g.OH * g.sh && g.C <= 4096 &&
+         g.pb == 0 && g.pl == 0 && g.pr == 0 && g.H == g.OH * g.sh && g.C <= tc1::kMaxMmDim &&
          (ep.activation.empty() || ep.activation == "Relu" || ep.activation == "Clip") &&
          AttrInt(call.attrs, "tc_channel_scale", 0) == 0;
 }
@@ -1063,7 +1063,8 @@ PrimFunc LowerConv(const OpCall& call) {
     // the planner starts a buffer at a 64 KiB bank when it fits: count each rounded up
     // (a small one, up to 4 KiB, is packed: PlanLocalMemory)
     auto bank = [](int64_t bytes) {
-      return bytes <= 4096 ? (bytes + 63) / 64 * 64 : (bytes + 65535) / 65536 * 65536;
+      constexpr int64_t bank = tc1::kL1BankBytes;
+      return bytes <= 4096 ? (bytes + 63) / 64 * 64 : (bytes + bank - 1) / bank * bank;
     };
     int64_t ob = mp.operand_bytes(), acc = mb * TM * NB * rows * TW * 4;
     // a 1x1 Conv with unit strides and no padding reads its patch in place: no column matrix
@@ -1712,7 +1713,7 @@ PrimFunc LowerConv(const OpCall& call) {
   // and several items read it (tc_stage_input 0 or 1 overrides the cost model)
   const int64_t stage_input = AttrInt(call.attrs, "tc_stage_input", -1);
   const int64_t x_bytes = x_rows * x_cols * call.inputs[0]->dtype.lane_bytes();
-  if (stage_input == 1 || (stage_input != 0 && x_bytes <= (int64_t{2} << 20) && g.Mg > TM0))
+  if (stage_input == 1 || (stage_input != 0 && x_bytes <= int64_t(tc1::kL2Bytes / 2) && g.Mg > TM0))
     cands.push_back({-2, 0, false, false});
   // then the chosen plan with its weights staged in L2, when they take at most 256 KiB and
   // come from the DDR (tc_stage_weights 0 or 1 overrides the cost model)

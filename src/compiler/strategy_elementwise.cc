@@ -39,6 +39,7 @@
 #include "activation_passes.h"
 #include "kernel_util.h"
 #include "lookup_table.h"
+#include "tilecore/arch/params.h"
 #include "tilecore/ffi/function.h"
 #include "tilecore/ffi/reflection.h"
 
@@ -604,7 +605,7 @@ PrimFunc LowerLut(const OpCall& call) {
   std::vector<int8_t> table = LookupTable(call);
   // tiles: at least four per core when the tensor allows, 64-byte multiples, one bank at most
   int64_t T = (N + call.cores * 4 - 1) / (call.cores * 4);
-  T = std::clamp<int64_t>((T + 63) / 64 * 64, 4096, 65536);
+  T = std::clamp<int64_t>((T + 63) / 64 * 64, 4096, int64_t(arch::tc1::kL1BankBytes));
   T = std::min(T, std::max<int64_t>(N, 1));
   int64_t full = N / T, last = N % T;  // full tiles, and the shorter last one
   int64_t rotation = 0;

@@ -487,6 +487,10 @@ struct PipelinePlan {
 };
 
 constexpr int64_t kMaxPipelineSteps = 1024;  // chunks x blocks per core, unrolled in the IR
+// an L1 bank (the planner's unit for a large buffer; also the slack for DMA state), and the
+// share of L2 the pipelined plans may stage weights in (the rest for the L2 arena of a group)
+constexpr int64_t kBank = int64_t(arch::tc1::kL1BankBytes);
+constexpr int64_t kL2Share = int64_t(arch::tc1::kL2Bytes) * 3 / 4;
 
 Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePlan& pp) {
   DataType f32 = DataType::Float(32), i8 = DataType::Int(8), ot = g.mp.operand;
@@ -677,8 +681,8 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
 std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
   if (!g.lut.empty() || g.heads_d > 0 || g.rows_first) return {};  // (tiled plan only)
   std::vector<PipelinePlan> out;
-  const int64_t P = call.cores, lim = 4096;  // lim: the matrix engine's largest dimension
-  const bool q = g.mp.int8(), plain = !q;    // plain: f32, f16 or bf16 operands
+  const int64_t P = call.cores, lim = arch::tc1::kMaxMmDim;  // the mm's largest dimension
+  const bool q = g.mp.int8(), plain = !q;                    // plain: f32, f16 or bf16 operands
   // int8 with constant weights, or f32/f16/bf16 without Gemm's alpha (C a per-column bias)
   if (!(q && !g.b_act) && !(plain && FloatBiasFits(g))) return out;
   if (g.transA || g.transB || !g.b_batch.empty() || g.K <= 0 || g.K > lim || g.N <= 0 ||
@@ -686,11 +690,11 @@ std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
     return out;
   const int64_t ob = g.mp.operand_bytes();
   int64_t rows = Numel(g.a_batch) * g.M;
-  if (rows % P != 0 || g.K * g.N * ob > (int64_t{3} << 20)) return out;  // the weights fit L2
+  if (rows % P != 0 || g.K * g.N * ob > kL2Share) return out;  // the weights fit L2
   PipelinePlan pp;
   pp.mc = rows / P;
   pp.pr = std::max<int64_t>(1, std::min<int64_t>(16384 / g.K, pp.mc));  // Af up to 64 KiB
-  auto al = [](int64_t b) { return (b + 65535) / 65536 * 65536; };      // whole banks
+  auto al = [](int64_t b) { return (b + kBank - 1) / kBank * kBank; };  // whole banks
   for (int64_t tm : {32, 64, 128, 256}) {
     for (int64_t tn : {64, 128, 256}) {
       // the first chunk: tm, 3 tm / 4, tm / 2, tm / 4 or tm / 8 rows (eighths of tm)
@@ -701,11 +705,10 @@ std::vector<PipelinePlan> PipelinePlans(const OpCall& call, const GemmPlan& g) {
         int64_t bytes = al(2 * g.K * pp.tn * ob) + al(2 * pp.tm * g.K * ob) + al(pp.t0 * g.K * ob) +
                         al(2 * pp.tm * pp.tn * (g.y_i8 ? 1 : 4)) +
                         (q ? (g.a_i8 ? 0 : al(pp.pr * g.K * 4)) + 2 * al(g.N * 4) : al(g.N * 4)) +
-                        65536;
+                        kBank;
         int64_t steps = (5 + (pp.mc + pp.tm - 1) / pp.tm) * ((g.N + pp.tn - 1) / pp.tn);
         const int64_t staged = (g.N + pp.tn - 1) / pp.tn * pp.tn * g.K * ob;  // whole blocks
-        if (bytes > call.l1_bytes || steps > kMaxPipelineSteps || staged > (int64_t{3} << 20))
-          continue;
+        if (bytes > call.l1_bytes || steps > kMaxPipelineSteps || staged > kL2Share) continue;
         bool seen = false;
         for (const auto& o : out) seen = seen || (o.tm == pp.tm && o.tn == pp.tn && o.t0 == pp.t0);
         if (!seen) out.push_back(pp);
@@ -1111,7 +1114,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
 /*! \brief The column plans worth estimating (none when the op is not of that form). */
 std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
   std::vector<ColumnPlan> out;
-  const int64_t P = call.cores, lim = 4096;
+  const int64_t P = call.cores, lim = arch::tc1::kMaxMmDim;
   const bool q = g.mp.int8(), plain = !q;  // plain: f32, f16 or bf16 operands
   if (g.rows_first) return out;
   if (!(q && !g.b_act) && !(plain && FloatBiasFits(g))) return out;
@@ -1121,9 +1124,9 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
   const int64_t ob = g.mp.operand_bytes();
   ColumnPlan cp;
   cp.rows = Numel(g.a_batch) * g.M;
-  if (cp.rows <= 0 || cp.rows > lim || cp.rows * g.K * ob > (int64_t{3} << 20)) return out;
+  if (cp.rows <= 0 || cp.rows > lim || cp.rows * g.K * ob > kL2Share) return out;
   cp.pr = std::max<int64_t>(1, std::min<int64_t>(16384 / g.K, cp.rows));
-  auto al = [](int64_t b) { return (b + 65535) / 65536 * 65536; };  // whole banks
+  auto al = [](int64_t b) { return (b + kBank - 1) / kBank * kBank; };  // whole banks
   const int64_t nc = g.N / P;
   for (int64_t tn : {32, 64, 128, 256, 512}) {
     cp.tn = std::min(tn, nc);
@@ -1149,7 +1152,7 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
           // (an f32 A in L2 quantised by each core: its columns in flight)
           (stream && q && !g.a_i8 && g.A->scope == "shared" ? al(4 * cp.rows * kc * 4) : 0) +
           (q ? (g.a_i8 ? 0 : al(cp.pr * g.K * 4) + al(cp.pr * g.K)) + 2 * al(nc * 4) : al(nc * 4)) +
-          65536;
+          kBank;
       const int64_t loads = (nc + cp.tn - 1) / cp.tn * (g.K / kc);
       if (bytes > call.l1_bytes || loads > kMaxPipelineSteps) continue;
       cp.vec_epilogue = false;
@@ -1365,7 +1368,7 @@ std::vector<RowNormPlan> RowNormPlans(const OpCall& call, const GemmPlan& g) {
     for (const auto& o : out) seen = seen || o.tm == rp.tm;
     const int64_t tile = rp.tm * g.N * 4;  // one f32 chunk
     const int64_t bytes = g.K * g.N + rp.mc * g.K + 2 * (3 * tile + tile / 4) + 8 * g.N * 4;
-    if (!seen && bytes + 65536 <= call.l1_bytes) out.push_back(rp);
+    if (!seen && bytes + kBank <= call.l1_bytes) out.push_back(rp);
   }
   return out;
 }

@@ -501,7 +501,9 @@ std::string CheckResize(const std::string& op, const Map<String, Any>& attrs,
     if (known) {
       Array<int64_t> oshape;
       for (int64_t d : os) oshape.push_back(std::max<int64_t>(d, 0));
-      OpCall call{op, attrs, inputs, {TensorSpec(oshape, inputs[0]->dtype)}, 4, int64_t{1} << 20,
+      OpCall call{op,     attrs,
+                  inputs, {TensorSpec(oshape, inputs[0]->dtype)},
+                  4,      int64_t(arch::tc1::kL1Bytes),
                   1};
       int64_t n = NearestCopies(call);
       if (n > kMaxBoxes)

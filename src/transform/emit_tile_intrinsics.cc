@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tilecore/arch/params.h"
 #include "tilecore/ffi/structural.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/op.h"
@@ -34,7 +35,7 @@ using namespace ir;  // NOLINT(*)
 namespace {
 
 constexpr size_t kMaxEngineRank = 4;
-constexpr int64_t kMaxMatrixDim = 4096;
+constexpr int64_t kMaxMatrixDim = arch::tc1::kMaxMmDim;
 
 struct NoMatch {
   std::string reason;
@@ -514,7 +515,8 @@ class Matcher {
         Fail("the matmul reads its destination");
     }
     for (int q : {i, j, k}) {
-      if (loops_[q].extent > kMaxMatrixDim) Fail("a matmul dimension exceeds 4096");
+      if (loops_[q].extent > kMaxMatrixDim)
+        Fail("a matmul dimension exceeds " + std::to_string(kMaxMatrixDim));
     }
     BufferRegion rc = Region(cmap, {i, j}, false), ra = Region(*a, {i, k}, false),
                  rb = Region(*b, {k, j}, false);

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tilecore/arch/params.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/transform/analyzer.h"
@@ -117,8 +118,8 @@ class Planner : public IRVisitor {
 Pass PlanLocalMemory() {
   return CreatePrimFuncPass(
       [](PrimFunc f, IRModule, PassContext ctx) {
-        const int64_t l1 = ctx.GetConfig<int64_t>("tc1.l1_bytes", int64_t(1) << 20);
-        const int64_t l2 = ctx.GetConfig<int64_t>("tc1.l2_bytes", int64_t(4) << 20);
+        const int64_t l1 = ctx.GetConfig<int64_t>("tc1.l1_bytes", int64_t(arch::tc1::kL1Bytes));
+        const int64_t l2 = ctx.GetConfig<int64_t>("tc1.l2_bytes", int64_t(arch::tc1::kL2Bytes));
         // Small buffers (a DMA state, a row of scales) share the lowest bank(s) instead of
         // taking one each, and never start in the bank of a tile a command also reads.
         // Buffers that overflow L1 when each starts on a bank are packed instead: a

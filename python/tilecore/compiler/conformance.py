@@ -360,7 +360,7 @@ def run_case(case: Any, check_ort: bool = True, entry: str = "bytes", bind: bool
                 row["places"] = {p["name"]: [p["op_type"], p["where"]] for p in report.get("placement", [])}
             try:
                 got = exe.run(feed)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 — recorded in the case's row (status run)
                 row.update(status="run", outcome="refused" if _refused(exc) else "crashed",
                            reason=f"{type(exc).__name__}: {_first_line(exc)}")
                 break

@@ -1437,9 +1437,6 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         step_codes = {v: list(codes[v]) for v in written if v in codes}
         if step_codes:  # values stored in int8 that the model has in floating point
             debug["quantised"] = json.dumps(step_codes)
-        residual = [m.name for m in getattr(nd, "members", [nd]) if "tc_residual_scale" in m.attrs]
-        if residual:  # nodes that add an int8 residual: rounded once more than the model's Add
-            debug["int8_residual"] = json.dumps(residual)
         step_fused = [f for m in getattr(nd, "members", [nd]) for f in fused_into.get(m.name, [])]
         if step_fused:
             debug["fused"] = json.dumps(step_fused)

@@ -48,7 +48,7 @@ def _has_function(op, domain, opsets):
 
     try:
         schema = defs.get_schema(op, opsets.get(domain, 1), domain)
-    except Exception:  # noqa: BLE001 — no schema
+    except Exception:  # noqa: BLE001 — no schema for it: no function body to expand
         return False
     return bool(schema.has_function or schema.has_context_dependent_function)
 

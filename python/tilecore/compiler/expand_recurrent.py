@@ -284,7 +284,7 @@ def expand_recurrent(graph: Any, unsupported: Callable[[str, str], bool]) -> Any
                 continue
         try:
             proto = fo.onnx_node(node, graph.opsets)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 — attributes ONNX cannot hold: not unrolled, the driver lowers it as it is
             continue
         done = _unroll(proto, shapes, dtypes, f"{node.name or node.op_type}/unrolled{k}/")
         if done is not None:

@@ -86,7 +86,7 @@ def dequantized_constants(proto: Any) -> dict[str, tuple]:
     for t in proto.graph.initializer:
         try:
             consts[t.name] = numpy_helper.to_array(t)
-        except Exception:
+        except Exception:  # noqa: BLE001 — numpy cannot read it (external data): not folded, the importer names it
             continue
     for n in proto.graph.node:
         if n.op_type == "Constant" and n.output:

@@ -1,5 +1,6 @@
 """TC1's numbers from one source (arch/params.h): ``tilecore.arch.params()`` against the
-parameter table of docs/tc1.md, and no retyped copy of them in the Python compiler."""
+parameter table of docs/tc1.md, and no retyped copy of them in the compiler (its Python, and
+the C++ of src/compiler and src/transform)."""
 import os
 import re
 
@@ -68,3 +69,23 @@ def test_no_tc1_number_is_retyped_in_the_compiler():
                     found.append(f"{name}:{k}: {line.strip()}")
     assert found == [], "TC1's numbers come from tilecore.arch.params():\n" + "\n".join(found)
     assert RETYPED.search("L2_BYTES = 4 << 20") and RETYPED.search("DDR_BYTES_PER_CYCLE = 64")  # it can fail
+
+
+# The same in the C++ compiler and passes: the L1 and L2 sizes and fractions of them (any
+# MiB literal), and the L1 bank's 64 KiB, which arch::tc1::kL1Bytes, kL2Bytes and
+# kL1BankBytes give.
+RETYPED_CPP = re.compile(r"<<\s*20\b|\b(?:1048576|4194304|65536|2097152|3145728)\b|\b64\}?\s*<<\s*10\b")
+
+
+def test_no_tc1_size_is_retyped_in_the_cpp_compiler():
+    found = []
+    for sub in ("compiler", "transform"):
+        folder = os.path.join(ROOT, "src", sub)
+        for name in sorted(os.listdir(folder)):
+            if name.endswith((".cc", ".h")):
+                for k, line in enumerate(open(os.path.join(folder, name), encoding="utf-8"), 1):
+                    if RETYPED_CPP.search(line.split("//")[0]):
+                        found.append(f"src/{sub}/{name}:{k}: {line.strip()}")
+    assert found == [], "TC1's sizes come from arch/params.h (arch::tc1):\n" + "\n".join(found)
+    for bad in ("int64_t{1} << 20", "(bytes + 65535) / 65536 * 65536", "int64_t{64} << 10", "kBank = 64 << 10"):
+        assert RETYPED_CPP.search(bad), bad  # it can fail
