@@ -1435,8 +1435,9 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
 /*! \brief Rows per item of LowerMatMulSoftmax, at most 32, whose two slots' tiles (A rows,
  * B, the f32 scores and exponentials, the int8 result) fit half of L1: a divisor of M of at
  * least 8 when one fits, else the most that fit (the last item then ends at row M and
- * computes again a few rows of the one before: the same rows, the same bits; M = 199 took
- * items of one row); 0 when none does. */
+ * computes again a few rows of the one before: the same rows, the same bits, but it stores
+ * only the rows after them, since another core may store those at the same time; M = 199
+ * took items of one row); 0 when none does. */
 int64_t SoftmaxRows(int64_t M, int64_t N, int64_t K, int64_t D = 0) {
   // (with f32 operands loaded beside the int8 ones; tc_context: V and the context rows)
   auto fits = [&](int64_t tm) {
@@ -1625,16 +1626,29 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
                               context ? Stmt() : wait_store));
       return Seq(c);
     };
+    // the last item's first `skip` rows are the item's before it, which another core may
+    // compute and store at the same time: the last item stores only the rows after them
+    const int64_t skip = mcount * tm - M;
+    auto last_item = [&](PrimExpr t) {
+      return eq(reuse ? floordiv(t, I32(nb)) : floormod(t, I32(mcount)), I32(mcount - 1));
+    };
+    // store(first row of the tile, rows, first row of the slot's result): item t's copy
+    auto stored = [&](PrimExpr t, PrimExpr m0,
+                      const std::function<Stmt(PrimExpr, int64_t, int64_t)>& store) {
+      if (skip <= 0) return store(m0, tm, 0);
+      return Stmt(
+          IfThenElse(last_item(t), store(m0 + I32(skip), tm - skip, skip), store(m0, tm, 0)));
+    };
     auto post = [&](PrimExpr t, int64_t s) {
       auto [ob, m0] = at(t);
       if (!context)
-        return Intrin("tile.dma_copy", {Region(g.C, {ob, m0, I32(0)}, {1, tm, N}),
-                                        Region(Qs[s], {I32(0)}, {tm * N}), I32(2 + s)});
+        return stored(t, m0, [&, ob = ob](PrimExpr r0, int64_t rows, int64_t from) {
+          return Intrin("tile.dma_copy", {Region(g.C, {ob, r0, I32(0)}, {1, rows, N}),
+                                          Region(Qs[s], {I32(from * N)}, {rows * N}), I32(2 + s)});
+        });
       // the context's rows: the probabilities times V with the context MatMul's epilogue,
       // once V is in and the slot's last store has left
       Buffer Q2 = View(Qs[s], {tm, N}, "Q2");
-      BufferRegion dst = ctx.rows_first ? Region(Yc, {m0, ob, I32(0)}, {tm, 1, D})
-                                        : Region(Yc, {ob, m0, I32(0)}, {1, tm, D});
       // (V's column sums, with V: kept for the slot's later items as V is)
       Stmt sums =
           v_sums ? ZeroPointRow(ctx.x_zp).Sums(Region(Zc[s], {I32(0), I32(0)}, {1, D}), zp_row,
@@ -1649,7 +1663,12 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
                    Region(Vl[s], {I32(0), I32(0)}, {N, D}), IntImm(DataType::Bool(), 0),
                    v_sums ? PrimExpr(Region(Zc[s], {I32(0), I32(0)}, {1, D})) : I32(0),
                    F32(ctx.scale), I32(ctx.y_zp), I32(0), StringImm("none"), F32(-big), F32(big)}),
-           Intrin("tile.dma_copy", {dst, Region(Ys[s], {I32(0), I32(0)}, {tm, D}), I32(2 + s)})});
+           stored(t, m0, [&, ob = ob](PrimExpr r0, int64_t rows, int64_t from) {
+             BufferRegion dst = ctx.rows_first ? Region(Yc, {r0, ob, I32(0)}, {rows, 1, D})
+                                               : Region(Yc, {ob, r0, I32(0)}, {1, rows, D});
+             return Intrin("tile.dma_copy",
+                           {dst, Region(Ys[s], {I32(from), I32(0)}, {rows, D}), I32(2 + s)});
+           })});
     };
     Stmt r = Seq(
         {v_sums ? ZeroPointRow(ctx.x_zp).Fill(zp_row, 6) : Evaluate(I32(0)),

@@ -205,8 +205,8 @@ def first_changed(steps: Sequence[dict[str, Any]], plain_steps: Sequence[dict[st
     a fused activation quantises once where its own step would quantise again; an int8
     residual is added in int8), and the difference accumulates: a value below the bound
     passes when it is no farther from the reference evaluator's (``ref``) than
-    NARROW_ERROR times the one-node-a-step program's value (the row records both, as
-    ``reference`` and ``alone_reference``). In f32 the arithmetic is the same: no such
+    NARROW_ERROR times the one-node-a-step program's value (its plain cosine; the row
+    records both, as ``reference`` and ``alone_reference``). In f32 the arithmetic is the same: no such
     allowance."""
     alone = {n: v for st in plain_steps for n, v in st["values"].items()}
     bound = OPTIMISATION_COSINE[precision]
@@ -224,7 +224,8 @@ def first_changed(steps: Sequence[dict[str, Any]], plain_steps: Sequence[dict[st
         if cos[worst] < bound and rounding and ref is not None:
             low = [n for n in common if cos[n] < bound and n in ref]
             shipped = {n: agreement(st["values"][n], ref[n], noise.get(n, 0.0)) for n in low}
-            by_itself = {n: agreement(alone[n], ref[n], noise.get(n, 0.0)) for n in low}
+            # (the one-node-a-step value's plain cosine: its noise allowance would make it exact)
+            by_itself = {n: cosine(alone[n], ref[n]) for n in low}
             if len(low) == sum(1 for n in common if cos[n] < bound) and all(
                     1.0 - shipped[n] <= NARROW_ERROR * (1.0 - by_itself[n]) + NARROW_SLACK for n in low):
                 row["reference"], row["alone_reference"] = shipped[worst], by_itself[worst]
@@ -236,7 +237,7 @@ def first_changed(steps: Sequence[dict[str, Any]], plain_steps: Sequence[dict[st
                 why += (f" (the two programs round in different places in {precision}, but against the reference "
                         f"evaluator it is at "
                         f"{agreement(st['values'][worst], ref[worst], noise.get(worst, 0.0)):.6f}, the nodes alone "
-                        f"at {agreement(alone[worst], ref[worst], noise.get(worst, 0.0)):.6f})")
+                        f"at {cosine(alone[worst], ref[worst]):.6f})")
             changed = {"step": st["node"], "members": st["members"], "fused": st["fused"], "value": worst,
                        "cosine": cos[worst],
                        "message": f"{_what(st)} writes `{worst}` at cosine {cos[worst]:.6f} against the same nodes "
