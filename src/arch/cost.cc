@@ -95,7 +95,8 @@ MmCost matrix(DType in, const MmDesc& d, bool bank_conflict) {
 
 int64_t vector(Opcode op, DType dt, DType src_dt, uint64_t elements, bool bank_conflict) {
   int es = dtype_size(dt);
-  if (op == Opcode::Tcvt || op == Opcode::Trequant) es = std::max(es, dtype_size(src_dt));
+  if (op == Opcode::Tcvt || op == Opcode::Trequant || op == Opcode::Tquant)
+    es = std::max(es, dtype_size(src_dt));
   if (op == Opcode::Tlut) es = std::max(es, 1);
   int64_t per_cycle = tc1::kVecBytesPerCycle / es;
   int slow = info(op).cost == CostClass::VectorSlow ? tc1::kVecSlowFactor : 1;

@@ -195,6 +195,8 @@ std::optional<Inst> decode(uint64_t w, std::string* why) {
                 " is invalid");
   if (row.op == Opcode::Trequant && i.c != uint8_t(DType::I32))
     return fail("trequant: source dtype must be i32");
+  if (row.op == Opcode::Tquant && i.c != uint8_t(DType::F32))
+    return fail("tquant: source dtype must be f32");
   for (int k = 0; k < fmt.num_operands; ++k) {
     const OperandSpec& o = fmt.operands[size_t(k)];
     uint8_t v0 = get_field(i, o.f0);

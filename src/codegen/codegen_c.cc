@@ -1220,8 +1220,8 @@ class CPrinter {
       case arch::TileForm::Convert:
         Line() << "tc_vec_copy(&tc_d, &tc_a);\n";
         return;
-      case arch::TileForm::Requant:
-        Line() << "tc_vec_requant(&tc_d, &tc_a, (float)(double)(" << Expr(c->args[2])
+      case arch::TileForm::Requant:  // trequant, tquant
+        Line() << "tc_vec_" << name << "(&tc_d, &tc_a, (float)(double)(" << Expr(c->args[2])
                << "), (int32_t)(" << Expr(c->args[3]) << "));\n";
         return;
       case arch::TileForm::Reduce:

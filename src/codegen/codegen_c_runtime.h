@@ -185,6 +185,18 @@ static void tc_vec_requant(const tc_tensor* d, const tc_tensor* a, float scale, 
   }
   free(x);
 }
+/* tquant: convert(f32(f32(a * scale) + zero_point)), a f32: tmuls, tadds and tcvt in one. */
+static void tc_vec_quant(const tc_tensor* d, const tc_tensor* a, float scale, int32_t zp) {
+  int64_t n = tc_count(d);
+  double* x = tc_gather_d(a);
+  tc_iter it = {{0}, 0};
+  for (int64_t i = 0; i < n; ++i, tc_next(d, &it)) {
+    float p = (float)x[i] * scale;
+    float y = p + (float)zp;
+    tc_st_d(d->dt, d->base, it.off, (double)y);
+  }
+  free(x);
+}
 /* tlut: d = table[a], a's bytes the indices 0..255 (an int8 a: its bit pattern); the table
    holds 256 elements of d's dtype, read in row-major order. */
 static void tc_vec_lut(const tc_tensor* d, const tc_tensor* a, const tc_tensor* table) {

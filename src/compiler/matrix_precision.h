@@ -121,16 +121,27 @@ inline double InverseScale(double scale) {
 
 /*!
  * \brief Quantisation of the f32 tile `src` into the int8 tile `dst` over the loops `nest`
- * makes: src *= f32(inv), src += zp (when not 0), dst = i8(src) (nearest even, saturating),
- * one vector command each. Every activation quantisation goes through here, so a Conv that
- * quantises its output (tc_y_scale) gives its readers the bits they would make on load.
- * With `work` (a tile of src's shape) the scaled values go there and src is kept; with inv 1
- * and no `work` the multiply is left out.
+ * makes: dst = i8(f32(f32(src * f32(inv)) + zp)) (nearest even, saturating), one vector
+ * command (tquant; src is left as it is). Every activation quantisation goes through here,
+ * so a Conv that quantises its output (tc_y_scale) gives its readers the bits they would
+ * make on load. With `work` (a tile of src's shape) the same steps one command each, the
+ * scaled values left in work.
  */
 inline std::vector<Stmt> QuantiseSteps(const Buffer& dst, const Buffer& src, double inv, int64_t zp,
                                        const NestFn& nest, const Buffer& work = Buffer()) {
   const Buffer& w = work.defined() ? work : src;
   std::vector<Stmt> s;
+  if (!work.defined() && (inv != 1.0 || zp != 0)) {
+    // one pass (the vector engine's tquant): the same f32 product, f32 sum and conversion,
+    // src left as it is
+    s.push_back(nest([&](const Array<PrimExpr>& i) {
+      PrimExpr x = BufferLoad(src, i);
+      if (inv != 1.0) x = x * F32(inv);
+      if (zp != 0) x = x + F32(static_cast<double>(zp));
+      return BufferStore(dst, Cast(dst->dtype, x), i);
+    }));
+    return s;
+  }
   if (inv != 1.0 || work.defined())  // (times 1 in place changes nothing: no pass)
     s.push_back(nest([&](const Array<PrimExpr>& i) {
       return BufferStore(w, BufferLoad(src, i) * F32(inv), i);

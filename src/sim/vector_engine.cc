@@ -230,7 +230,7 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
   // just before its own write and no other element touches it, as with a copy.
   const arch::TileOpInfo* top = arch::FindTileOpByOpcode(op);
   const bool elementwise = top != nullptr && top->form != arch::TileForm::Reduce &&
-                           op != Opcode::Tlut && op != Opcode::Trequant &&
+                           op != Opcode::Tlut && op != Opcode::Trequant && op != Opcode::Tquant &&
                            (op != Opcode::Tcvt || i.src_dtype() == dt);
   auto compact = [&] {
     int64_t expect = 1;
@@ -481,6 +481,19 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
         st_i(od, r);
       });
       break;
+    case Opcode::Tquant: {
+      // tmuls, tadds and tcvt's roundings: the product and the sum in f32, then the
+      // conversion (saturating, half to even, NaN to 0)
+      const float zp = float(v.zero_point);
+      for_each(w, [&](int64_t od, int64_t oa, int64_t) {
+        float x;
+        std::memcpy(&x, A + oa * 4, 4);
+        const float q = x * v.scale;
+        const float y = q + zp;
+        arch::convert_element(dt, D + od * es, DType::F32, reinterpret_cast<const uint8_t*>(&y));
+      });
+      break;
+    }
     case Opcode::Tredsum:
     case Opcode::Tredmax:
     case Opcode::Tredmin: {

@@ -274,6 +274,43 @@ class Matcher {
     return std::nullopt;
   }
 
+  struct Quant {
+    const BufferLoadNode* load;
+    PrimExpr scale, zp;
+  };
+  /*! \brief `f32(f32(x * scale) + zp)` of an f32 load x, an f32 scale and an integral zp
+   * (either may be absent: 1, 0) converted to the integer type `t`: tquant's operands. */
+  std::optional<Quant> Quantisation(const PrimExpr& e, DataType t) {
+    if (!t.is_integer() || t.is_bool() || e.dtype() != DataType::Float(32)) return std::nullopt;
+    PrimExpr prod = e;
+    double zp = 0.0;
+    if (const auto* add = e.as<AddNode>()) {
+      auto c = as_const_float(add->b);
+      prod = add->a;
+      if (!c) {
+        c = as_const_float(add->a);
+        prod = add->b;
+      }
+      if (!c || std::floor(*c) != *c || std::fabs(*c) > 2147483647.0) return std::nullopt;
+      zp = *c;
+    }
+    double scale = 1.0;
+    const BufferLoadNode* ld = AsLoad(prod);
+    if (const auto* mul = prod.as<MulNode>()) {
+      ld = AsLoad(mul->a);
+      auto c = as_const_float(mul->b);
+      if (!ld || !c) {
+        ld = AsLoad(mul->b);
+        c = as_const_float(mul->a);
+      }
+      if (!ld || !c || static_cast<double>(static_cast<float>(*c)) != *c) return std::nullopt;
+      scale = *c;
+    }
+    if (!ld || ld->dtype != DataType::Float(32)) return std::nullopt;
+    return Quant{ld, make_const(DataType::Float(32), scale),
+                 make_const(DataType::Int(32), static_cast<int64_t>(zp))};
+  }
+
   Stmt Emit(const std::string& op, Array<PrimExpr> args) {
     matched_op = op;
     return Evaluate(call(op, std::move(args)));
@@ -300,6 +337,8 @@ class Matcher {
     if (const auto* ld = AsLoad(v)) return Emit("tile.vec_copy", {d, Source(ld, st)});
     if (const auto* c = v.as<CastNode>()) {
       if (const auto* ld = AsLoad(c->value)) return Emit("tile.vec_copy", {d, Source(ld, st)});
+      if (auto q = Quantisation(c->value, t))
+        return Emit("tile.vec_quant", {d, Source(q->load, st), q->scale, q->zp});
       Fail("a cast of something other than a load");
     }
     if (const auto* c = v.as<CallNode>()) {

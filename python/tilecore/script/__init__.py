@@ -31,7 +31,7 @@ from .api.vector import (
     vnot, vor, vredmax, vredmin, vredsum, vsel, vshl, vshr, vstore, vsub, vxor,
 )
 from .api.math import exp, log, recip, rsqrt, sigmoid, sqrt, tanh
-from .api.tile import TILE_OPS as _TILE_OPS, mm, tile_copy, tile_lut, tile_requant
+from .api.tile import TILE_OPS as _TILE_OPS, mm, tile_copy, tile_lut, tile_quant, tile_requant
 from .api.dma import async_dma_copy, dma_copy, dma_fill, wait_events
 from .api.sync import barrier, get_local_id, get_local_size
 from .api.misc import call_packed, const, printf

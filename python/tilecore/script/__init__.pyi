@@ -377,6 +377,15 @@ def tile_muls(d: Any, a: Any, s: Any) -> Any:
     """
 
 
+def tile_quant(d: Any, a: Any, scale: Any, zero_point: Any = 0) -> Any:
+    """Vector engine: ``d = convert(f32(f32(a * scale) + zero_point))`` (TC1 tquant): the
+    quantisation ``tile_muls``, ``tile_adds`` and ``tile_copy`` make, in one pass.
+
+    ``a`` is a float32 tile; the rest as tile_requant's; the zero point is added in float32,
+    the sum converted as tcvt converts (half to even, saturated, NaN to 0).
+    """
+
+
 def tile_recip(d: Any, a: Any) -> Any:
     """Vector engine: d = 1 / a elementwise (TC1 trecip).
 

@@ -123,6 +123,7 @@ fwd:
     tredmax.i16 x1, x2, [x4]
     tredmin.u8 x1, x2, [x4]
     tlut.f16 x1, x2, x3, [x4]
+    tquant.u8.f32 x1, x2, [x4]
     hcall x1, x2, 8
     barrier
     fence

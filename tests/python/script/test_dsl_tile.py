@@ -208,6 +208,46 @@ def test_tile_requant_and_convert(leg):
     agree(requant, [acc, np.zeros(64, np.int8), np.zeros(64, np.float16)], ref, [1, 2], leg)
 
 
+# Kernel 24a: a quantisation in one command (tquant) beside the same three steps
+@S.prim_func(num_cores=1)
+def quant(x: S.ptr("float32", "global"), q: S.ptr("int8", "global"), u: S.ptr("uint8", "global"),
+          q3: S.ptr("int8", "global")):
+    A = S.alloc_buffer((64,), "float32")
+    Q = S.alloc_buffer((64,), "int8")
+    U = S.alloc_buffer((64,), "uint8")
+    Q3 = S.alloc_buffer((64,), "int8")
+    S.dma_copy(A, x, 64)
+    S.tile_quant(Q, A, 25.0, -128)
+    S.tile_quant(U, A, 0.5, 3)
+    S.tile_muls(A, A, 25.0)
+    S.tile_adds(A, A, -128.0)
+    S.tile_copy(Q3, A)
+    S.dma_copy(q, Q, 64)
+    S.dma_copy(u, U, 64)
+    S.dma_copy(q3, Q3, 64)
+
+
+@pytest.mark.parametrize("leg", LEGS)
+def test_tile_quant_is_the_three_steps_in_one(leg):
+    """f32(f32(x * scale) + zp) converted (half to even, saturated, NaN to 0), by hand in
+    numpy's float32, and bit for bit what tile_muls, tile_adds and tile_copy make."""
+    x = np.random.default_rng(7).standard_normal(64).astype(np.float32) * 4
+    x[:8] = [np.nan, np.inf, -np.inf, 0.1, 0.14, 0.22, 1e30, -0.0]  # 0.1 * 25 + -128 = -125.5: a tie
+
+    def ref(x, q, u, q3):
+        def conv(y, lo, hi, dt):
+            r = np.where(np.isnan(y), 0.0, np.clip(np.rint(y.astype(np.float64)), lo, hi))
+            return r.astype(dt)
+        f = np.float32
+        with np.errstate(all="ignore"):
+            a = (x * f(25.0)).astype(f) + f(-128)
+            b = (x * f(0.5)).astype(f) + f(3)
+        qa = conv(a, -128, 127, np.int8)
+        return qa, conv(b, 0, 255, np.uint8), qa
+
+    agree(quant, [x, np.zeros(64, np.int8), np.zeros(64, np.uint8), np.zeros(64, np.int8)], ref, [1, 2, 3], leg)
+
+
 # Kernel 24b: a lookup table on the vector engine (an int8 index reads at its byte)
 @S.prim_func(num_cores=1)
 def lookup(idx: S.ptr("int8", "global"), tab: S.ptr("float32", "global"), out: S.ptr("float32", "global")):

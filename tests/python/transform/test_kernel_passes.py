@@ -32,17 +32,36 @@ def test_vectorize_loop_lanes_tail_and_report():
             transform.VectorizeLoop()(ib.get())
 
 
-def test_emit_tile_intrinsics_and_report():
+def elementwise(dtype, value):
+    """EmitTileIntrinsics over one core's loop nest `B[i, j] = value(A[i, j])`, A f32 [4, 64]
+    and B of `dtype`, both in L1."""
     ib = ir.IRBuilder("k")
     with ib.for_range(0, 1, name="c", kind="cores"):
         A = ib.allocate("float32", (4, 64), name="A", scope="local")
-        B = ib.allocate("float32", (4, 64), name="B", scope="local")
+        B = ib.allocate(dtype, (4, 64), name="B", scope="local")
         with ib.for_range(0, 4, name="i") as i:
             with ib.for_range(0, 64, name="j") as j:
-                B[i, j] = ir.Max(A[i, j], ir.const(0.0, "float32"))
-    f = transform.EmitTileIntrinsics()(ib.get())
+                B[i, j] = value(A[i, j])
+    return transform.EmitTileIntrinsics()(ib.get())
+
+
+def test_emit_tile_intrinsics_and_report():
+    f = elementwise("float32", lambda a: ir.Max(a, ir.const(0.0, "float32")))
     assert "tile.vec_relu(B[0:4, 0:64], A[0:4, 0:64])" in repr(f)
     assert dict(f.attrs["tile_emit_counts"]) == {"tile.vec_relu": 1}
+
+
+def test_a_quantisation_is_one_tquant():
+    """i8(f32(x * s) + zp), the loop compilers' quantisation, becomes tile.vec_quant; a scale
+    f32 cannot hold, or a zero point that is not an integer, is left to the front end."""
+    def kernel(scale, zp):
+        return elementwise("int8", lambda a: ir.Cast("int8", a * ir.const(scale, "float32") + ir.const(zp, "float32")))
+
+    f = kernel(25.0, -128.0)
+    assert "tile.vec_quant(B[0:4, 0:64], A[0:4, 0:64], 25.0, -128)" in repr(f), repr(f)
+    assert dict(f.attrs["tile_emit_counts"]) == {"tile.vec_quant": 1}
+    assert dict(kernel(25.0, -127.5).attrs["tile_emit_counts"]) == {}
+    assert dict(kernel(0.1, 0.0).attrs["tile_emit_counts"]) == {}  # 0.1 is not an f32
 
 
 def test_flatten_buffer():

@@ -409,38 +409,76 @@ def tile_requant(d: KernelValue, a: KernelValue, scale: KernelValue, zero_point:
     :param scale: float literal or float32 scalar; the product is rounded to float32.
     :param zero_point: int literal or int32 scalar.
     """
-    ops = [tile_operand("tile_requant", n, x) for n, x in (("d", d), ("a", a))]
-    _same_shape("tile_requant", "da", ops)
-    fe.require(elem_of(ops[1]) == "int32", f"tile_requant: `a` must be int32, got {elem_of(ops[1])}")
-    fe.require(elem_of(ops[0]) in T.INT_DTYPES, f"tile_requant: `d` must be an integer tile, got {elem_of(ops[0])}")
+    return _scaled_conversion("tile_requant", d, a, "int32", scale, zero_point)
+
+
+def _scaled_conversion(name, d, a, source, scale, zero_point) -> Plan:
+    """tile_requant's and tile_quant's plan: d an integer tile, a of `source`, the same
+    shape; scale a float literal or f32 scalar, zero_point an int literal or i32 scalar."""
+    ops = [tile_operand(name, n, x) for n, x in (("d", d), ("a", a))]
+    _same_shape(name, "da", ops)
+    fe.require(elem_of(ops[1]) == source, f"{name}: `a` must be {source}, got {elem_of(ops[1])}")
+    fe.require(elem_of(ops[0]) in T.INT_DTYPES, f"{name}: `d` must be an integer tile, got {elem_of(ops[0])}")
     if fe.kind(scale) == "literal":
         scale = float(fe.literal_value(scale))
     else:
-        fe.value_dtype("tile_requant", "scale", scale, allowed=("float32",), vector=False)
+        fe.value_dtype(name, "scale", scale, allowed=("float32",), vector=False)
     if fe.kind(zero_point) == "literal":
-        zero_point = fe.const_int("tile_requant", "zero_point", zero_point)
+        zero_point = fe.const_int(name, "zero_point", zero_point)
     else:
-        fe.value_dtype("tile_requant", "zero_point", zero_point, allowed=("int32",), vector=False)
+        fe.value_dtype(name, "zero_point", zero_point, allowed=("int32",), vector=False)
     return fe.Plan(d=ops[0], a=ops[1], scale=scale, zp=zero_point)
+
+
+def _emit_scaled_conversion(intrinsic, p) -> None:
+    scale = irv.const(p.scale, "float32") if isinstance(p.scale, float) else p.scale.node
+    zp = irv.const(p.zp, "int32") if isinstance(p.zp, int) else p.zp.node
+    irv.emit(irv.call(intrinsic, ir_region(p.d), ir_region(p.a), scale, zp))
 
 
 @tile_requant.ir
 def _requant_ir(p) -> None:
-    scale = irv.const(p.scale, "float32") if isinstance(p.scale, float) else p.scale.node
-    zp = irv.const(p.zp, "int32") if isinstance(p.zp, int) else p.zp.node
-    irv.emit(irv.call("tile.vec_requant", ir_region(p.d), ir_region(p.a), scale, zp))
+    _emit_scaled_conversion("tile.vec_requant", p)
+
+
+def _scaled_conversion_py(name, p):
+    """PySim's (d, a, f32 scale, zero point) of a tile_requant or tile_quant plan."""
+    scale = np.float32(p.scale if isinstance(p.scale, float) else p.scale.item())
+    return py_view(name, p.d), py_view(name, p.a), scale, (p.zp if isinstance(p.zp, int) else p.zp.item())
 
 
 @tile_requant.py
 def _requant_py(p) -> None:
-    d, a = py_view("tile_requant", p.d), py_view("tile_requant", p.a)
-    scale = np.float32(p.scale if isinstance(p.scale, float) else p.scale.item())
-    zp = p.zp if isinstance(p.zp, int) else p.zp.item()
+    d, a, scale, zp = _scaled_conversion_py("tile_requant", p)
     with np.errstate(all="ignore"):
         prod = a.astype(np.float32) * scale
     r = np.rint(prod.astype(np.float64))
     r = np.where(np.isnan(r), 0, np.clip(r, -2.0 ** 62, 2.0 ** 62)).astype(np.int64) + zp
     d[...] = saturate(r, elem_of(p.d))
+
+
+@api("tile_quant")
+def tile_quant(d: KernelValue, a: KernelValue, scale: KernelValue, zero_point: int = 0) -> Plan:
+    """Vector engine: ``d = convert(f32(f32(a * scale) + zero_point))`` (TC1 tquant): the
+    quantisation ``tile_muls``, ``tile_adds`` and ``tile_copy`` make, in one pass.
+
+    ``a`` is a float32 tile; the rest as tile_requant's; the zero point is added in float32,
+    the sum converted as tcvt converts (half to even, saturated, NaN to 0).
+    """
+    return _scaled_conversion("tile_quant", d, a, "float32", scale, zero_point)
+
+
+@tile_quant.ir
+def _quant_ir(p) -> None:
+    _emit_scaled_conversion("tile.vec_quant", p)
+
+
+@tile_quant.py
+def _quant_py(p) -> None:
+    d, a, scale, zp = _scaled_conversion_py("tile_quant", p)
+    with np.errstate(all="ignore"):
+        y = (a.astype(np.float32) * scale).astype(np.float32) + np.float32(zp)
+    d[...] = convert(y.astype(np.float32), "float32", elem_of(p.d))
 
 
 @api("tile_lut")
@@ -524,7 +562,7 @@ def _tile_op_rows():
 
 
 # One DSL function per row of the table of tile operations (arch/tile_ops.def) of an
-# element-wise or reducing form; tile_copy (tcvt) and tile_requant are written above.
+# element-wise or reducing form; tile_copy (tcvt), tile_requant and tile_quant are written above.
 _FORMS = {"binary": _def_binary, "scalar": _def_scalar, "unary": _def_unary, "reduce": _def_reduce}
 TILE_OPS = {f"tile_{r['name']}": _FORMS[r["form"]](r) for r in _tile_op_rows() if r["form"] in _FORMS}
 globals().update(TILE_OPS)
