@@ -2,6 +2,7 @@
 failures and the diff against a baseline; bad input is one named error line."""
 import json
 
+import pytest
 from bench_models import FAULTY_OPS, write_tiny
 
 from tilecore.bench import report
@@ -14,6 +15,7 @@ def _bench(capsys, *argv):
     return rc, out.out, out.err
 
 
+@pytest.mark.npu  # tiny.onnx compiles and runs (a build without the npu refuses it)
 def test_cli_json_md_rerun_and_baseline(models_dir, tmp_path, capsys):
     tiny, crash = str(models_dir / "tiny.onnx"), str(models_dir / "crash.onnx")
     r1, md1 = str(tmp_path / "r1.json"), str(tmp_path / "r1.md")
