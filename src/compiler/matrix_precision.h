@@ -129,11 +129,10 @@ inline double InverseScale(double scale) {
  */
 inline std::vector<Stmt> QuantiseSteps(const Buffer& dst, const Buffer& src, double inv, int64_t zp,
                                        const NestFn& nest, const Buffer& work = Buffer()) {
-  const Buffer& w = work.defined() ? work : src;
   std::vector<Stmt> s;
-  if (!work.defined() && (inv != 1.0 || zp != 0)) {
-    // one pass (the vector engine's tquant): the same f32 product, f32 sum and conversion,
-    // src left as it is
+  if (!work.defined()) {
+    // one pass (the vector engine's tquant; a plain tcvt with inv 1 and no zero point): the
+    // same f32 product, f32 sum and conversion, src left as it is
     s.push_back(nest([&](const Array<PrimExpr>& i) {
       PrimExpr x = BufferLoad(src, i);
       if (inv != 1.0) x = x * F32(inv);
@@ -142,16 +141,15 @@ inline std::vector<Stmt> QuantiseSteps(const Buffer& dst, const Buffer& src, dou
     }));
     return s;
   }
-  if (inv != 1.0 || work.defined())  // (times 1 in place changes nothing: no pass)
-    s.push_back(nest([&](const Array<PrimExpr>& i) {
-      return BufferStore(w, BufferLoad(src, i) * F32(inv), i);
-    }));
+  s.push_back(nest([&](const Array<PrimExpr>& i) {
+    return BufferStore(work, BufferLoad(src, i) * F32(inv), i);
+  }));
   if (zp != 0)
     s.push_back(nest([&](const Array<PrimExpr>& i) {
-      return BufferStore(w, BufferLoad(w, i) + F32(static_cast<double>(zp)), i);
+      return BufferStore(work, BufferLoad(work, i) + F32(static_cast<double>(zp)), i);
     }));
   s.push_back(nest([&](const Array<PrimExpr>& i) {
-    return BufferStore(dst, Cast(dst->dtype, BufferLoad(w, i)), i);
+    return BufferStore(dst, Cast(dst->dtype, BufferLoad(work, i)), i);
   }));
   return s;
 }

@@ -1868,10 +1868,11 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
                            "tc_resident", "tc_depthwise_matrix", "tc_channel_scale"}) {
     if (!HasAttr(attrs, knob)) continue;
     auto v = attrs.Get(String(knob))->try_cast<int64_t>();
-    const bool three = std::string(knob) == "tc_pipeline" && v && *v == 2;  // (depthwise)
+    const bool pipeline = std::string(knob) == "tc_pipeline";
+    const bool three = pipeline && v && *v == 2;  // (depthwise)
     if (!v || (*v != 0 && *v != 1 && !three))
       return std::string("Conv: ") + knob + " must be 0 or 1" +
-             (std::string(knob) == "tc_pipeline" ? " (2: three stages, a depthwise Conv's)" : "");
+             (pipeline ? " (2: three stages, a depthwise Conv's)" : "");
     if (three && !(g.G > 1 && g.Cg == 1 && g.Mg == 1))
       return "Conv: tc_pipeline 2 (three stages) is a depthwise Conv's";
     if (three && (!GetMatrixPrecision(attrs).int8() || AttrInt(attrs, "tc_residual", 0) != 0 ||

@@ -176,6 +176,15 @@ def stored_codes(nodes: list[Any], info: dict[str, tuple], model_dtypes: dict[st
     return codes
 
 
+def dequantise(q: Any, code: tuple[float, int]) -> Any:
+    """The f32 values the int8 codes ``q`` of a value with ``code`` (:func:`stored_codes`'s
+    scale and zero point) stand for: ``(q - zero_point) * scale``."""
+    import numpy as np
+
+    scale, zero_point = code
+    return ((np.asarray(q).astype(np.float64) - zero_point) * scale).astype(np.float32)
+
+
 def fold_lookup_tables(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
                        HasStrategy: Callable[..., str]) -> list[dict[str, Any]]:
     """An int8 MatMul or Gemm whose int8 output only a lookup-table op reads (a transformer's

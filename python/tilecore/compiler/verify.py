@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..runtime import Executable
 
 from .driver import CompileError
+from .int8_edges import dequantise
 
 # the simulator behind this npu device runs the checks (npu:0, the user's, is untouched)
 VERIFY_DEVICE = 15
@@ -116,10 +117,7 @@ def dequantised(a: np.ndarray, code: Sequence[float] | None) -> np.ndarray:
     """A copy of a value as a step wrote it, in the model's terms: a value the model has in
     floating point but the program stores in int8 (an int8 edge: the step's debug entry
     ``quantised`` gives its scale and zero point) as the f32 it stands for."""
-    if code is None:
-        return a.copy()
-    scale, zero_point = code
-    return ((a.astype(np.float64) - zero_point) * scale).astype(np.float32)
+    return a.copy() if code is None else dequantise(a, code)
 
 
 def observe(exe: Executable, feeds: Mapping[str, np.ndarray], target: str) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:

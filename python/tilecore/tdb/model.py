@@ -400,15 +400,11 @@ class ModelTarget(Target):
         a = np.array(self.read_value(sim, name))
         if self.value_dtype(name) == "bfloat16":
             a = (a.astype(np.uint32) << 16).view(np.float32)
-        code = self.value_code(name)
-        if code is not None:
-            a = ((a.astype(np.float64) - code[1]) * code[0]).astype(np.float32)
-        return a
+        if name in self.codes:  # an int8 edge
+            from ..compiler.int8_edges import dequantise
 
-    def value_code(self, name: str) -> tuple[float, int] | None:
-        """(scale, zero point) of a value the model has in floating point that the program
-        stores in int8 (an int8 edge: q stands for ``(q - zero_point) * scale``), else None."""
-        return self.codes.get(name)
+            a = dequantise(a, self.codes[name])
+        return a
 
     def has_value(self, name: str) -> bool:
         """Whether tdb can read value ``name``: a DDR value or a group's L2 intermediate."""

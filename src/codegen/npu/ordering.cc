@@ -126,51 +126,48 @@ void NpuEmitter::CollectReuse() {
     int64_t begin, end;
     std::vector<const Object*> loops;  // the serial loops around it, outermost first
   };
+  PostOrderVisit(f_->body, [&](const ObjectRef& o) {
+    if (const auto* l = o.as<BufferLoadNode>()) front_end_bufs_.insert(l->buffer->data.get());
+    if (const auto* w = o.as<BufferStoreNode>()) front_end_bufs_.insert(w->buffer->data.get());
+  });
   std::vector<Placed> placed;
   std::vector<const Object*> loops;
-  std::function<void(const ir::Stmt&)> visit = [&](const ir::Stmt& st) {
-    PostOrderVisit(st, [&](const ObjectRef& o) {
-      if (const auto* l = o.as<BufferLoadNode>()) front_end_bufs_.insert(l->buffer->data.get());
-      if (const auto* w = o.as<BufferStoreNode>()) front_end_bufs_.insert(w->buffer->data.get());
-    });
-    std::function<void(const ObjectRef&)> walk = [&](const ObjectRef& o) {
-      if (const auto* f = o.as<ForNode>()) {
-        const bool serial = f->kind != ForKind::kCores;
-        if (serial) loops.push_back(f);
-        walk(f->body);
-        if (serial) loops.pop_back();
-        return;
-      }
-      if (const auto* a = o.as<AllocateNode>()) {
-        const Object* data = a->buffer->data.get();
-        auto at = plan_.find(data);
-        auto bytes = plan_bytes_.find(data);
-        if (at != plan_.end() && bytes != plan_bytes_.end() && bytes->second > 0)
-          placed.push_back({a->buffer, std::string(a->buffer->scope.view()), at->second,
-                            at->second + bytes->second, loops});
-        walk(a->body);
-        return;
-      }
-      if (const auto* q = o.as<SeqStmtNode>()) {
-        for (const ir::Stmt& x : q->seq) walk(x);
-        return;
-      }
-      if (const auto* i = o.as<IfThenElseNode>()) {
-        walk(i->then_case);
-        if (i->else_case.defined()) walk(i->else_case);
-        return;
-      }
-      if (const auto* l = o.as<LetStmtNode>()) return walk(l->body);
-      if (const auto* w = o.as<WhileNode>()) {
-        loops.push_back(w);
-        walk(w->body);
-        loops.pop_back();
-        return;
-      }
-    };
-    walk(st);
+  std::function<void(const ObjectRef&)> walk = [&](const ObjectRef& o) {
+    if (const auto* f = o.as<ForNode>()) {
+      const bool serial = f->kind != ForKind::kCores;
+      if (serial) loops.push_back(f);
+      walk(f->body);
+      if (serial) loops.pop_back();
+      return;
+    }
+    if (const auto* a = o.as<AllocateNode>()) {
+      const Object* data = a->buffer->data.get();
+      auto at = plan_.find(data);
+      auto bytes = plan_bytes_.find(data);
+      if (at != plan_.end() && bytes != plan_bytes_.end() && bytes->second > 0)
+        placed.push_back({a->buffer, std::string(a->buffer->scope.view()), at->second,
+                          at->second + bytes->second, loops});
+      walk(a->body);
+      return;
+    }
+    if (const auto* q = o.as<SeqStmtNode>()) {
+      for (const ir::Stmt& x : q->seq) walk(x);
+      return;
+    }
+    if (const auto* i = o.as<IfThenElseNode>()) {
+      walk(i->then_case);
+      if (i->else_case.defined()) walk(i->else_case);
+      return;
+    }
+    if (const auto* l = o.as<LetStmtNode>()) return walk(l->body);
+    if (const auto* w = o.as<WhileNode>()) {
+      loops.push_back(w);
+      walk(w->body);
+      loops.pop_back();
+      return;
+    }
   };
-  visit(f_->body);
+  walk(f_->body);
   auto share_loop = [](const Placed& x, const Placed& y) {
     for (const Object* l : x.loops)
       if (std::find(y.loops.begin(), y.loops.end(), l) != y.loops.end()) return true;
