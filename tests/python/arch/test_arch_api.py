@@ -111,6 +111,9 @@ def test_from_bytes_rejects_other_types():
         ("halt\n\n  vand.f32 v1, v2, v3\n", 3, "does not accept dtype f32"),
         ("li x40, 1\n", 1, "x40"),
         ("beq x1, x2, nowhere\n", 1, "nowhere"),
+        ("nop\ntquant.i8.i32 x1, x2, [x4]\n", 2, "tquant: source dtype must be f32"),
+        ("trequant.i8.f32 x1, x2, [x4]\n", 1, "trequant: source dtype must be i32"),
+        ("tquant.f32.f32 x1, x2, [x4]\n", 1, "'tquant' does not accept dtype f32"),
     ],
 )
 def test_asm_error_names_the_line(source, line, words):
