@@ -99,9 +99,13 @@ class Lowerer : public IRMutator {
     Array<PrimExpr> args{c->args[0], c->args[1]};
     Array<Stmt> seq;
     seq.push_back(Evaluate(call(op_name, args, c->span), sp));
-    seq.push_back(BufferStore(state_, Load(counter) + 1, {IntImm(DataType::Int(32), counter)},
-                              PrimExpr(), sp));
-    seq.push_back(BufferStore(state_, Load(counter), {slot + counter}, PrimExpr(), sp));
+    // the new count in a variable: stored twice, loaded once
+    Var issued("dma_issued", DataType::Int(32));
+    Stmt record =
+        SeqStmt({BufferStore(state_, issued, {IntImm(DataType::Int(32), counter)}, PrimExpr(), sp),
+                 BufferStore(state_, issued, {slot + counter}, PrimExpr(), sp)},
+                sp);
+    seq.push_back(LetStmt(issued, Load(counter) + 1, record, sp));
     return SeqStmt(seq, sp);
   }
 

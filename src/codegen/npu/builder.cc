@@ -156,7 +156,10 @@ Label InstrBuilder::NewLabel(std::string stem) {
   return Label{int(labels_.size()) - 1};
 }
 
-void InstrBuilder::Bind(Label l) { labels_[size_t(l.id)].pc = int64_t(insts_.size()); }
+void InstrBuilder::Bind(Label l) {
+  labels_[size_t(l.id)].pc = int64_t(insts_.size());
+  last_bind_ = labels_[size_t(l.id)].pc;
+}
 
 int64_t InstrBuilder::Words(int64_t n) { return Block(4 * n, 4); }
 

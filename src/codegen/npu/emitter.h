@@ -231,6 +231,7 @@ class NpuEmitter {
   void MakeTrack(const ir::Buffer& b);
   Unit UnitOf(const PrimExpr& region);
   void WaitUnit(const Unit& u, O queue, arch::Engine engine);
+  void WaitWord(O queue, arch::Engine engine, int64_t addr);
   void RecordUnit(const Unit& u, arch::Engine engine);
   void Compute(arch::Engine engine, const std::vector<PrimExpr>& regions,
                const std::function<void()>& issue);
@@ -261,6 +262,10 @@ class NpuEmitter {
   std::unordered_map<const ir::Object*, int> engines_;
   std::unordered_map<const ir::Object*, Track> tracks_;
   std::unordered_map<const ir::Object*, size_t> track_shape0_;
+  // (queue, engine, bookkeeping word) -> the pc of a wait of that queue for the count in
+  // that word: until the word is written or a label is placed after it, a repeat waits for
+  // what the queue has waited for already (WaitWord)
+  std::map<std::tuple<int, int, int64_t>, int64_t> waited_;
   // an allocation -> the engines (bit 0 matrix, bit 1 vector) that touch allocations whose
   // planned memory overlaps it and may run before it (PlanLocalMemory reuses the memory of
   // a scope that has ended; the engines may still be reading it); the buffers the front

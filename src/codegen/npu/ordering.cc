@@ -58,27 +58,41 @@ void NpuEmitter::WaitUnit(const Unit& u, O queue, arch::Engine engine) {
   if (!u.track || !(u.track->engines & (1 << slot)))
     return;  // that engine never touches the buffer
   if (u.index.defined()) {
-    if (auto c = as_const_int(u.index)) {
-      LdL1(Op::Lw, kScratch1, u.track->addr + *c * 8 + slot * 4);
-    } else {
-      XR i = Reload(Eval(u.index));
-      RI(Op::Slli, kScratch1, i.r, 3);
-      Free(i);
-      LdL1(Op::Lw, kScratch1, u.track->addr + slot * 4, kScratch1);
-    }
+    if (auto c = as_const_int(u.index))
+      return WaitWord(queue, engine, u.track->addr + *c * 8 + slot * 4);
+    XR i = Reload(Eval(u.index));
+    RI(Op::Slli, kScratch1, i.r, 3);
+    Free(i);
+    LdL1(Op::Lw, kScratch1, u.track->addr + slot * 4, kScratch1);
     WaitFor(queue, engine, kScratch1);
     return;
   }
-  for (int64_t k = 0; k < u.track->units; ++k) {
-    LdL1(Op::Lw, kScratch1, u.track->addr + k * 8 + slot * 4);
-    WaitFor(queue, engine, kScratch1);
-  }
+  for (int64_t k = 0; k < u.track->units; ++k)
+    WaitWord(queue, engine, u.track->addr + k * 8 + slot * 4);
+}
+
+// Makes `queue` wait for `engine` to reach the count in the bookkeeping word at `addr`,
+// unless the queue waited so since the word was last written, on every path to here (no
+// label placed since): a queue runs in order, so the first wait holds for the rest. (The
+// taps of an item, a vector copy each into a buffer the previous item's mm read, each
+// loaded and waited for the same count.)
+void NpuEmitter::WaitWord(O queue, arch::Engine engine, int64_t addr) {
+  const auto key = std::make_tuple(queue.reg, int(engine), addr);
+  auto it = waited_.find(key);
+  if (it != waited_.end() && it->second >= b_.last_bind()) return;
+  LdL1(Op::Lw, kScratch1, addr);
+  waited_[key] = b_.size();
+  WaitFor(queue, engine, kScratch1);
 }
 
 // Records the command just issued on `engine` as the last one on each unit of `u`.
 void NpuEmitter::RecordUnit(const Unit& u, arch::Engine engine) {
   if (!u.track) return;
   int slot = Slot(engine);
+  std::erase_if(waited_, [&](const auto& w) {  // (the waits for the words written here)
+    const int64_t a = std::get<2>(w.first) - u.track->addr;
+    return a >= 0 && a < u.track->units * 8 && a % 8 == slot * 4;
+  });
   int cnt = engine == arch::Engine::Matrix ? kMmCount : kVecCount;
   if (u.index.defined()) {
     if (auto c = as_const_int(u.index)) {

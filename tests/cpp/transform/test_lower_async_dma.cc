@@ -35,13 +35,15 @@ TEST(LowerAsyncDMA, EventsBecomeCounterWaits) {
   EXPECT_EQ(AsScript(g->body), "dma_state = allocate((34,), \"int32\", \"local\")\n" + zero +
                                    "T = allocate((64,), \"int8\", \"local\")\n"
                                    "tc1.dma_in(T[0:64], A[0:64])\n"
-                                   "dma_state[0] = dma_state[0] + 1\n"
-                                   "dma_state[3 * 2 + 2 + 0] = dma_state[0]\n"
+                                   "dma_issued: int32 = dma_state[0] + 1\n"
+                                   "dma_state[0] = dma_issued\n"
+                                   "dma_state[3 * 2 + 2 + 0] = dma_issued\n"
                                    "tc1.wait(\"sc\", \"din\", dma_state[3 * 2 + 2])\n"
                                    "tc1.wait(\"sc\", \"dout\", dma_state[3 * 2 + 2 + 1])\n"
                                    "tc1.dma_out(A[0:64], T[0:64])\n"
-                                   "dma_state[1] = dma_state[1] + 1\n"
-                                   "dma_state[3 * 2 + 2 + 1] = dma_state[1]\n"
+                                   "dma_issued_1: int32 = dma_state[1] + 1\n"
+                                   "dma_state[1] = dma_issued_1\n"
+                                   "dma_state[3 * 2 + 2 + 1] = dma_issued_1\n"
                                    "tc1.wait(\"sc\", \"din\", dma_state[3 * 2 + 2])\n"
                                    "tc1.wait(\"sc\", \"dout\", dma_state[3 * 2 + 2 + 1])");
 }

@@ -488,6 +488,48 @@ def test_engine_ordering_waits_for_the_last_command_on_the_buffer():
     assert not any(ln.startswith("wait vec, mm") for ln in lines), src
 
 
+@pytest.mark.parametrize("branch", [False, True])
+def test_a_queue_waits_once_for_a_count_it_has_waited_for(branch):
+    # Four vector commands overwrite slabs of La from Lb, both of which the mm read: the
+    # first waits (in the vector queue) for the mm on each; the next three would wait for
+    # the same counts and do not (one wait per buffer, not one per buffer and command). A
+    # label between them (the end of an if) makes the next one wait again: a jump may
+    # reach it.
+    from tilecore import runtime
+    n = 16
+    ib = ir.IRBuilder("waits")
+    A, Bp = ib.buffer_param("A", (n, n), "int8"), ib.buffer_param("B", (n, n), "int8")
+    Flag = ib.buffer_param("Flag", (1,), "int32")
+    O, Aout = ib.buffer_param("O", (n, n), "int32"), ib.buffer_param("Aout", (n, n), "int8")
+    La = ib.allocate("int8", (n, n), name="La", scope="local")
+    Lb = ib.allocate("int8", (n, n), name="Lb", scope="local")
+    Lo = ib.allocate("int32", (n, n), name="Lo", scope="local")
+    ib.call("tile.dma_copy", La[0:n, 0:n], A[0:n, 0:n], 0)
+    ib.call("tile.dma_copy", Lb[0:n, 0:n], Bp[0:n, 0:n], 0)
+    ib.call("tile.wait", 0)
+    ib.call("tile.mm", Lo[0:n, 0:n], La[0:n, 0:n], Lb[0:n, 0:n], False)
+    for k in range(4):
+        if branch and k == 2:
+            with ib.if_scope(ir.BufferLoad(Flag.buffer, [ir.const(0)]) > 0):
+                ib.call("tile.vec_add", Lb[0:1, 0:n], Lb[0:1, 0:n], Lb[0:1, 0:n])
+        ib.call("tile.vec_add", La[4 * k:4 * k + 4, 0:n], Lb[4 * k:4 * k + 4, 0:n], Lb[4 * k:4 * k + 4, 0:n])
+    ib.call("tile.dma_copy", O[0:n, 0:n], Lo[0:n, 0:n], 1)
+    ib.call("tile.dma_copy", Aout[0:n, 0:n], La[0:n, 0:n], 1)
+    ib.call("tile.wait", 1)
+    f = ib.get()
+    a, b = rand((n, n), "int8") // 8, rand((n, n), "int8") // 8
+    src = tilecore.build(f, target="npu").get_source()
+    assert src.count("wait vec, mm") == (4 if branch else 2), src
+    runtime.npu_configure(0, "npu -cores=4 -mode=hazard")
+    try:
+        npu = run(f, "npu", a, b, np.ones(1, "int32"), np.zeros((n, n), "int32"), np.zeros((n, n), "int8"))
+        assert [h["message"] for h in runtime.npu_simulator(0).hazards() if h["space"] != "ddr"] == []
+    finally:
+        runtime.npu_configure(0, "npu -cores=4")
+    np.testing.assert_array_equal(npu[3], a.astype(np.int32) @ b.astype(np.int32))
+    np.testing.assert_array_equal(npu[4], (2 * b.astype(np.int32)).astype(np.int8))  # (the if doubles Lb[0] after)
+
+
 def test_simd_conversions_and_saturating_shift_on_both_targets():
     ib = ir.IRBuilder("simd_cvt")
     A = ib.buffer_param("A", (32,), "int8")

@@ -84,6 +84,9 @@ class InstrBuilder {
   Label NewLabel(std::string stem);
   /// Places `l` at the next instruction.
   void Bind(Label l);
+  /// The pc of the last label placed (-1 before any): code from there on may be reached
+  /// by a jump.
+  int64_t last_bind() const { return last_bind_; }
 
   // ---- the L1 data segment ------------------------------------------------------------------
   /// `n` zeroed 32-bit words; returns the address of the first.
@@ -127,6 +130,7 @@ class InstrBuilder {
   std::vector<DataNote> notes_;
   std::map<std::string, int64_t> shared_;  // key: the bytes
   int cores_ = 1;
+  int64_t last_bind_ = -1;
 };
 
 }  // namespace tilecore::codegen::npu
