@@ -167,6 +167,9 @@ std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
  *   [cc x taps, positions] and multiplied on the matrix engine by the block-diagonal
  *   weights [cc, cc x taps] (zero but W[c, k] at [c, c x taps + k]): 1/cc of the MACs it
  *   issues are useful, and still fewer cycles than the vector engine's two passes a tap.
+ *   Blocks of at most 16 channels, an mm each: `blocks` of them in an item when its
+ *   positions are few (one tap copy, one epilogue and one store serve them all: at 7x7 an
+ *   item of one block was some twenty commands for 784 outputs, bound by the front end).
  *
  * `pipelined`: the items in two stages (ForEachItemPipelined) with two sets of the buffers
  * their loads fill, on DMA events of their own: the next item's patch, weights, bias,
@@ -184,7 +187,7 @@ std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
  * matrix engine's epilogue: the same bits.
  */
 PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, bool matrix,
-                        bool pipelined, bool three_stage) {
+                        bool pipelined, bool three_stage, int64_t blocks) {
   DataType f32 = DataType::Float(32), i32 = DataType::Int(32), i8 = DataType::Int(8);
   const MatrixPrecision mp = GetMatrixPrecision(call.attrs);
   const bool q = mp.int8();
@@ -229,11 +232,16 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   while (R > 1 && rin(R) * win(TW) > kPatch) R = (R + 1) / 2;
   int64_t CC =
       std::max<int64_t>(1, std::min(g.C, std::min(kElems / (R * TW), kPatch / (rin(R) * win(TW)))));
-  if (matrix) CC = std::min(CC, kMatrixChannels);
+  if (matrix) {  // whole blocks, their column matrix within 256 KiB
+    CC = std::min({CC, kMatrixChannels * blocks, (int64_t{256} << 10) / (KK * R * TW)});
+  }
   int64_t cols = (g.OW + TW - 1) / TW;
   auto items = [&]() { return g.N * cols * ((g.C + CC - 1) / CC) * ((g.OH + R - 1) / R); };
   while (items() < 2 * call.cores && (CC > 1 || R > 1)) {
-    if (CC > 1)
+    if (matrix && CC > kMatrixChannels)  // (halved to whole blocks)
+      CC = std::max(kMatrixChannels,
+                    ((CC + 1) / 2 + kMatrixChannels - 1) / kMatrixChannels * kMatrixChannels);
+    else if (CC > 1)
       CC = (CC + 1) / 2;
     else
       R = (R + 1) / 2;
@@ -274,6 +282,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
           int64_t cbase = cc == CC ? 0 : (g.C / CC) * CC;
           const std::vector<int64_t> pdims{cc, rn, wn}, dims{cc, r, tw};
           const int64_t P = r * tw;
+          // (matrix) the item's blocks of channels, an mm each: block-diagonal weights of
+          // a block's width, bk columns (a channel's taps at its place in the block)
+          const int64_t bc = std::min(cc, kMatrixChannels), bk = bc * KK;
+          const int64_t nblocks = (cc + bc - 1) / bc, nfull = cc / bc;
           auto over_patch = [&](const auto& f) { return Nest(pdims, f); };
           auto over = [&](const auto& f) { return Nest(dims, f); };
           // the int8 taps: |x| <= 128 and |w| <= 128, at most 256 taps, so |acc| <= 2^22;
@@ -325,7 +337,7 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
             Work w;
             w.O = local(dims, acc_t, "O" + sfx);
             if (!matrix) w.T = local(dims, acc_t, "T" + sfx);
-            if (matrix) w.A = local({cc, cc * KK}, i8, "Abd" + sfx);
+            if (matrix) w.A = local({cc, bk}, i8, "Abd" + sfx);
             if (matrix) w.Col = local({cc * KK, P}, i8, "Col" + sfx);
             if (three_stage) w.S = local({cc, 1}, f32, "S" + sfx);  // (slot k's loads move on)
             w.Of = q ? local(dims, f32, "Of" + sfx) : w.O;          // the f32 result
@@ -418,12 +430,22 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
             Buffer Ov = ov(O);
             Buffer bv = has_bias ? StridedView(l.Bl, dims, {1, 0, 0}, 0, "Bb") : Buffer();
             if (matrix) {
-              // O[c, p] = sum over (c', k) of A[c, c' KK + k] Col[c' KK + k, p]: the
-              // diagonal blocks of A take this item's weights (the rest is zero), Col the
-              // taps of every channel; the accumulator is preset to the int32 bias (i32
-              // wraps there, as in the implicit GEMM)
-              s.push_back(CopyNest(StridedView(A, {cc, KK}, {cc * KK + KK, 1}, 0, "Adiag"),
-                                   StridedView(l.Wl, {cc, KK}, {KK, 1}, 0, "Wlv"), {cc, KK}));
+              // per block of bc channels, O[c, p] = sum over (c', k) of A[c, c' KK + k]
+              // Col[c' KK + k, p] (c' in c's block): the diagonal of A's blocks takes this
+              // item's weights (the rest is zero), Col the taps of every channel; the
+              // accumulator is preset to the int32 bias (i32 wraps there, as in the
+              // implicit GEMM)
+              if (nfull > 1)
+                s.push_back(
+                    CopyNest(StridedView(A, {nfull, bc, KK}, {bc * bk, bk + KK, 1}, 0, "Adiag"),
+                             StridedView(l.Wl, {nfull, bc, KK}, {bc * KK, KK, 1}, 0, "Wlv"),
+                             {nfull, bc, KK}));
+              for (int64_t b = nfull > 1 ? nfull : 0; b < nblocks; ++b) {
+                const int64_t m = std::min(bc, cc - b * bc);
+                s.push_back(CopyNest(StridedView(A, {m, KK}, {bk + KK, 1}, b * bc * bk, "Adiag"),
+                                     StridedView(l.Wl, {m, KK}, {KK, 1}, b * bc * KK, "Wlv"),
+                                     {m, KK}));
+              }
               for (int64_t kh = 0; kh < g.KH; ++kh)
                 for (int64_t kw = 0; kw < g.KW; ++kw)
                   s.push_back(CopyNest(
@@ -434,10 +456,13 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
               if (has_bias) s.push_back(CopyNest(Ov, bv, dims));
               Buffer O2 = Buffer(O->data, acc_t, {I32(cc), I32(P)}, Array<PrimExpr>(), I32(0),
                                  "local", "Omat");
-              s.push_back(Intrin("tile.mm", {Region(O2, {I32(0), I32(0)}, {cc, P}),
-                                             Region(A, {I32(0), I32(0)}, {cc, cc * KK}),
-                                             Region(Col, {I32(0), I32(0)}, {cc * KK, P}),
-                                             IntImm(DataType::Bool(), has_bias ? 1 : 0)}));
+              for (int64_t b = 0; b < nblocks; ++b) {
+                const int64_t m = std::min(bc, cc - b * bc);
+                s.push_back(Intrin("tile.mm", {Region(O2, {I32(b * bc), I32(0)}, {m, P}),
+                                               Region(A, {I32(b * bc), I32(0)}, {m, m * KK}),
+                                               Region(Col, {I32(b * bk), I32(0)}, {m * KK, P}),
+                                               IntImm(DataType::Bool(), has_bias ? 1 : 0)}));
+              }
             } else {
               const Buffer& xw = Xp.defined() ? Xp : xs;  // widened
               const Buffer& ww = Wp.defined() ? Wp : l.Wl;
@@ -556,8 +581,8 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
           if (matrix) {  // zero once: the items write only the diagonal blocks
             std::vector<Stmt> zero;
             for (const Work& w : works)
-              zero.push_back(Intrin(
-                  "tile.dma_fill", {Region(w.A, {I32(0), I32(0)}, {cc, cc * KK}), F32(0), I32(0)}));
+              zero.push_back(Intrin("tile.dma_fill",
+                                    {Region(w.A, {I32(0), I32(0)}, {cc, bk}), F32(0), I32(0)}));
             zero.push_back(Intrin("tile.wait", {I32(0)}));
             zero.push_back(tile);
             tile = Seq(zero);
@@ -936,6 +961,7 @@ PrimFunc LowerConv(const OpCall& call) {
     // (tc_depthwise_matrix and tc_pipeline override it: 0 one stage, 1 two, 2 three)
     const int64_t want_matrix = AttrInt(call.attrs, "tc_depthwise_matrix", -1);
     const int64_t want_pipe = AttrInt(call.attrs, "tc_pipeline", -1);
+    const int64_t want_blocks = AttrInt(call.attrs, "tc_depthwise_blocks", -1);
     const bool int8 = GetMatrixPrecision(call.attrs).int8();
     std::optional<PrimFunc> best;
     int64_t best_cycles = 0;
@@ -949,21 +975,31 @@ PrimFunc LowerConv(const OpCall& call) {
         const bool pipe = stages > 1;
         if (want_pipe >= 0 && stages != want_pipe + 1) continue;
         if (stages == 3 && (!matrix || residual)) continue;
-        PrimFunc f = LowerDepthwise(call, g, p, matrix, pipe, stages == 3);
-        int64_t cycles = 0;
-        try {
-          cycles = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
-        } catch (const ffi::Error& e) {
-          failed = e.what();  // (said when no candidate fits)
-          continue;           // does not fit once the buffers are placed in banks
+        // (matrix) items of one block of channels, or of several when the positions are
+        // few: fewer commands an output where the front end bounds the item
+        for (int64_t blocks : {1, 4, 16}) {
+          if (want_blocks >= 0 ? blocks != want_blocks
+                               : blocks > 1 && (!matrix || g.OH * g.OW > 512))  // (fill L1 so)
+            continue;
+          PrimFunc f = LowerDepthwise(call, g, p, matrix, pipe, stages == 3, blocks);
+          int64_t cycles = 0;
+          try {
+            cycles = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
+          } catch (const ffi::Error& e) {
+            failed = e.what();  // (said when no candidate fits)
+            continue;           // does not fit once the buffers are placed in banks
+          }
+          if (!best || cycles < best_cycles) best = f, best_cycles = cycles;
         }
-        if (!best || cycles < best_cycles) best = f, best_cycles = cycles;
       }
     }
     if (!best && !failed.empty()) TILECORE_THROW(ValueError) << failed;
     if (!best && want_pipe == 2)
       TILECORE_THROW(ValueError)
           << "Conv: tc_pipeline 2 (three stages) needs the int8 matrix form without a residual";
+    if (!best && want_blocks > 1)
+      TILECORE_THROW(ValueError) << "Conv: tc_depthwise_blocks " << want_blocks
+                                 << " needs the int8 matrix form";
     if (!best) TILECORE_THROW(ValueError) << "Conv: tc_depthwise_matrix 1 needs the int8 form";
     return *best;
   }
@@ -1878,6 +1914,14 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
     if (three && (!GetMatrixPrecision(attrs).int8() || AttrInt(attrs, "tc_residual", 0) != 0 ||
                   AttrInt(attrs, "tc_depthwise_matrix", 1) == 0))
       return "Conv: tc_pipeline 2 (three stages) needs the int8 matrix form without a residual";
+  }
+  if (HasAttr(attrs, "tc_depthwise_blocks")) {
+    auto v = attrs.Get(String("tc_depthwise_blocks"))->try_cast<int64_t>();
+    if (!v || (*v != 1 && *v != 4 && *v != 16))
+      return "Conv: tc_depthwise_blocks must be 1, 4 or 16";
+    if (*v > 1 && !(g.G > 1 && g.Cg == 1 && g.Mg == 1 && GetMatrixPrecision(attrs).int8() &&
+                    AttrInt(attrs, "tc_depthwise_matrix", 1) != 0))
+      return "Conv: tc_depthwise_blocks 4 or 16 is the int8 depthwise matrix form's";
   }
   if (HasAttr(attrs, "tc_images_per_item")) {
     auto v = attrs.Get(String("tc_images_per_item"))->try_cast<int64_t>();

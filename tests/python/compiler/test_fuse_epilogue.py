@@ -207,14 +207,52 @@ def test_depthwise_int8(c, hw, k, stride, x_int8, residual, y_int8, act, matrix,
     (two sets of buffers, an event each) run beside this item's compute; in three stages
     (the matrix form without a residual) the matrix engine multiplies item i while the
     vector engine unfolds item i + 1's taps and converts item i - 1's result."""
+    check_depthwise_int8(c, hw, k, stride, x_int8, residual, y_int8, act, hazard_checked,
+                         tc_depthwise_matrix=matrix, tc_pipeline=pipeline)
+
+
+@pytest.mark.parametrize("c,hw,k,stride,x_int8,residual,y_int8,act", [
+    (400, 14, 3, 1, True, False, True, "Clip"),   # items of 41 channels: blocks of 16, 16 and 9
+    (288, 14, 5, 2, True, False, True, "Relu"),   # MNASNet's 5x5 stride 2 to 7x7: two blocks an item
+    (264, 7, 3, 1, False, True, False, ""),       # an f32 residual; a last item of 8 channels
+])
+@pytest.mark.parametrize("blocks,pipeline", [(4, 0), (4, 1), (4, 2), (16, 2)])
+def test_depthwise_int8_items_of_several_blocks(c, hw, k, stride, x_int8, residual, y_int8, act, blocks,
+                                                pipeline, hazard_checked):
+    """The matrix form with few output positions: an item of several blocks of 16 channels,
+    an mm each over its rows of one column matrix, one epilogue and store for all (docs/
+    compiler.md): bit-exact against numpy, every L1 access ordered."""
+    if residual and pipeline == 2:
+        pipeline = 1
+    attrs, ins, out = check_depthwise_int8(c, hw, k, stride, x_int8, residual, y_int8, act, hazard_checked,
+                                           tc_depthwise_matrix=1, tc_pipeline=pipeline,
+                                           tc_depthwise_blocks=blocks)
+    text = tilecore.ir.script(compiler.LowerOp("Conv", attrs, ins, [out]))
+    abd = re.findall(r"Abd\d? = allocate\(\((\d+), ", text)
+    assert abd and max(int(v) for v in abd) > 16  # an item's weights: more channels than a block
+
+
+def test_depthwise_blocks_reasons():
+    x, w = compiler.TensorSpec((1, 32, 7, 7), "float32"), compiler.TensorSpec((32, 1, 3, 3), "float32")
+    dw = {"group": 32, "pads": [1] * 4}
+    assert compiler.HasStrategy("Conv", {**dw, "tc_depthwise_blocks": 3}, [x, w]) == \
+        "Conv: tc_depthwise_blocks must be 1, 4 or 16"
+    assert compiler.HasStrategy("Conv", {**dw, "tc_depthwise_blocks": 4}, [x, w]) == \
+        "Conv: tc_depthwise_blocks 4 or 16 is the int8 depthwise matrix form's"
+    assert compiler.HasStrategy("Conv", {**dw, "tc_depthwise_blocks": 1}, [x, w]) == ""
+
+
+def check_depthwise_int8(c, hw, k, stride, x_int8, residual, y_int8, act, hazard_checked, **forms):
+    """Runs an int8 depthwise Conv in the forms ``forms`` (tc_* attributes) against numpy;
+    returns (attrs, input specs, output spec)."""
+    matrix, pipeline = forms["tc_depthwise_matrix"], forms["tc_pipeline"]
     pad = k // 2
     oh = (hw + 2 * pad - k) // stride + 1
     xs, ws = (1, c, hw, hw), (c, 1, k, k)
     x, wq, bq, w_scale, rq, rf = int8_conv_operands(xs, x_int8, ws, (1, c, oh, oh))
     sx, zx, sr, zr, sy, zy = 0.05, -3, 0.04, 5, 0.03, -7
     attrs = {"tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx, "group": c,
-             "pads": [pad] * 4, "strides": [stride, stride], "tc_depthwise_matrix": matrix,
-             "tc_pipeline": pipeline}
+             "pads": [pad] * 4, "strides": [stride, stride], **forms}
     ins = [x, wq, bq, w_scale]
     if residual:
         attrs["tc_residual"] = 1
@@ -256,7 +294,7 @@ def test_depthwise_int8(c, hw, k, stride, x_int8, residual, y_int8, act, matrix,
         ref = int8_residual_ref(acc, w_scale, sx, rq, sr, zr, lo, hi, *((sy, zy) if y_int8 else ()))
         np.testing.assert_array_equal(got, ref)
         assert hazard_checked() == []
-        return
+        return attrs, specs, compiler.TensorSpec(out.shape, str(out.dtype))
     y = acc.astype(f) * (w_scale * f(sx)).reshape(1, -1, 1, 1)
     if residual:
         y = y + rf
@@ -270,6 +308,7 @@ def test_depthwise_int8(c, hw, k, stride, x_int8, residual, y_int8, act, matrix,
     else:
         np.testing.assert_array_equal(got, y)
     assert hazard_checked() == []
+    return attrs, specs, compiler.TensorSpec(out.shape, str(out.dtype))
 
 
 def test_fused_epilogue_reasons():
