@@ -485,6 +485,24 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
       // tmuls, tadds and tcvt's roundings: the product and the sum in f32, then the
       // conversion (saturating, half to even, NaN to 0)
       const float zp = float(v.zero_point);
+      if (dt == DType::I8 || dt == DType::U8) {
+        // inline as tcvt's f32 -> int8 (clamped, then rounded half to even by adding and
+        // taking away 1.5 * 2^23; NaN gives 0): a call an element was a quarter of the
+        // simulated time of an int8 depthwise net
+        volatile float magic = 12582912.0f;  // (read once: not folded away)
+        const float m = magic, lo = dt == DType::I8 ? -128.0f : 0.0f;
+        const float hi = dt == DType::I8 ? 127.0f : 255.0f;
+        for_each(w, [&](int64_t od, int64_t oa, int64_t) {
+          float x;
+          std::memcpy(&x, A + oa * 4, 4);
+          const float q = x * v.scale;
+          const float y = q + zp;
+          const float c = y != y ? 0.0f : std::min(std::max(y, lo), hi);
+          const int32_t r = int32_t((c + m) - m);
+          D[od] = dt == DType::I8 ? uint8_t(int8_t(r)) : uint8_t(r);
+        });
+        break;
+      }
       for_each(w, [&](int64_t od, int64_t oa, int64_t) {
         float x;
         std::memcpy(&x, A + oa * 4, 4);
