@@ -53,6 +53,7 @@ NpuAssembly NpuEmitter::Run() {
     vars_[p.get()] = loc;
   }
   Stmt(f_->body);
+  FlushRecords();
   if (cores_ > 1) E(Op::Fence, {});
   E(Op::Halt, {});
   if (b_.data_top() > l1_limit_) {
@@ -417,7 +418,7 @@ void NpuEmitter::Stmt(const ir::Stmt& s) {
     Branch(Op::Bne, kScratch1, 0, skip);
   }
   StmtInner(s);
-  if (guard) b_.Bind(skip);
+  if (guard) Place(skip);
   b_.SetLocation(saved_loc);
   span_ = saved_span;
 }
@@ -455,13 +456,13 @@ void NpuEmitter::StmtInner(const ir::Stmt& s) {
       auto* w = static_cast<const WhileNode*>(n);
       Label top = b_.NewLabel("while"), end = b_.NewLabel("wend");
       if (HasCompute(w->body)) pending_compute_ = true;
-      b_.Bind(top);
+      Place(top);
       XR c = Reload(Eval(w->condition));
       Branch(Op::Beq, c.r, 0, end);
       Free(c);
       Stmt(w->body);
       Jump(top);
-      b_.Bind(end);
+      Place(end);
       return;
     }
     case NodeKind::kIfThenElse: {
@@ -476,11 +477,11 @@ void NpuEmitter::StmtInner(const ir::Stmt& s) {
       pending_compute_ = pend;
       if (i->else_case.defined()) {
         Jump(end);
-        b_.Bind(els);
+        Place(els);
         Stmt(i->else_case);
-        b_.Bind(end);
+        Place(end);
       } else {
-        b_.Bind(els);
+        Place(els);
       }
       pending_compute_ = pending_compute_ || pend_then;
       return;
@@ -562,7 +563,7 @@ void NpuEmitter::Loop(const ForNode* f) {
   }
   if (HasCompute(f->body)) pending_compute_ = true;
   b_.Comment("for " + std::string(f->loop_var->name.view()));
-  b_.Bind(top);
+  Place(top);
   Stmt(f->body);
   {
     XR v = GetLoc(loc);
@@ -573,7 +574,7 @@ void NpuEmitter::Loop(const ForNode* f) {
     Free(v);
     Free(e);
   }
-  b_.Bind(done);
+  Place(done);
   if (HasCompute(f->body)) pending_compute_ = true;
   Unbind(f->loop_var);
   if (end.xreg >= 0) xpool_.Free(end.xreg);
@@ -604,7 +605,7 @@ void NpuEmitter::CoresLoop(const ForNode* f) {
   in_cores_ = true;
   Stmt(f->body);
   in_cores_ = false;
-  b_.Bind(skip);
+  Place(skip);
   Unbind(f->loop_var);
   if (cores_ > 1) {
     // (a handoff's body drained itself before the next loop's first loads)

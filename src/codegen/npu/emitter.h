@@ -122,8 +122,19 @@ class NpuEmitter {
   void StL1(Op op, int s, int64_t addr, int base = 0) {
     E(op, {O::X(s), O::Mem(arch::Space::L1, base, addr)});
   }
-  void Branch(Op op, int a, int c, Label l) { E(op, {O::X(a), O::X(c), O::To(l)}); }
-  void Jump(Label l) { E(Op::Jal, {O::X(0), O::To(l)}); }
+  // (control flow: the bookkeeping stores held back are made first, on every path)
+  void Branch(Op op, int a, int c, Label l) {
+    FlushRecords();
+    E(op, {O::X(a), O::X(c), O::To(l)});
+  }
+  void Jump(Label l) {
+    FlushRecords();
+    E(Op::Jal, {O::X(0), O::To(l)});
+  }
+  void Place(Label l) {
+    FlushRecords();
+    b_.Bind(l);
+  }
   void WaitFor(O queue, arch::Engine e, int count_reg) {
     E(Op::Wait, {queue, O::Engine(e), O::Count(count_reg)});
   }
@@ -232,6 +243,8 @@ class NpuEmitter {
   Unit UnitOf(const PrimExpr& region);
   void WaitUnit(const Unit& u, O queue, arch::Engine engine);
   void WaitWord(O queue, arch::Engine engine, int64_t addr);
+  void CountIssued(arch::Engine engine);
+  void FlushRecords(int64_t lo = 0, int64_t hi = INT64_MAX);
   void RecordUnit(const Unit& u, arch::Engine engine);
   void Compute(arch::Engine engine, const std::vector<PrimExpr>& regions,
                const std::function<void()>& issue);
@@ -266,6 +279,12 @@ class NpuEmitter {
   // that word: until the word is written or a label is placed after it, a repeat waits for
   // what the queue has waited for already (WaitWord)
   std::map<std::tuple<int, int, int64_t>, int64_t> waited_;
+  // bookkeeping words whose store is held back (RecordUnit): word -> (engine slot, the
+  // engine's commands issued when recorded). A later record of the word replaces it (the
+  // earlier store was dead), a wait reads the count from the counter register, and the
+  // store is made before control flow or an access by a computed index (FlushRecords).
+  std::map<int64_t, std::pair<int, int64_t>> held_;
+  int64_t issued_[2] = {0, 0};  // commands issued by the code emitted so far, mm and vec
   // an allocation -> the engines (bit 0 matrix, bit 1 vector) that touch allocations whose
   // planned memory overlaps it and may run before it (PlanLocalMemory reuses the memory of
   // a scope that has ended; the engines may still be reading it); the buffers the front

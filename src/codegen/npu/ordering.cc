@@ -60,6 +60,7 @@ void NpuEmitter::WaitUnit(const Unit& u, O queue, arch::Engine engine) {
   if (u.index.defined()) {
     if (auto c = as_const_int(u.index))
       return WaitWord(queue, engine, u.track->addr + *c * 8 + slot * 4);
+    FlushRecords(u.track->addr, u.track->addr + u.track->units * 8);  // (a computed word)
     XR i = Reload(Eval(u.index));
     RI(Op::Slli, kScratch1, i.r, 3);
     Free(i);
@@ -80,9 +81,39 @@ void NpuEmitter::WaitWord(O queue, arch::Engine engine, int64_t addr) {
   const auto key = std::make_tuple(queue.reg, int(engine), addr);
   auto it = waited_.find(key);
   if (it != waited_.end() && it->second >= b_.last_bind()) return;
-  LdL1(Op::Lw, kScratch1, addr);
   waited_[key] = b_.size();
+  if (auto h = held_.find(addr); h != held_.end()) {  // the count, from the counter register
+    const int slot = h->second.first;
+    E(Op::Wait, {queue, O::Engine(engine),
+                 O::Count(slot == 0 ? kMmCount : kVecCount, h->second.second - issued_[slot])});
+    return;
+  }
+  LdL1(Op::Lw, kScratch1, addr);
   WaitFor(queue, engine, kScratch1);
+}
+
+// Emits the counter increment of a command just issued on `engine`.
+void NpuEmitter::CountIssued(arch::Engine engine) {
+  const int slot = Slot(engine);
+  const int cnt = slot == 0 ? kMmCount : kVecCount;
+  RI(Op::Addi, cnt, cnt, 1);
+  ++issued_[slot];
+}
+
+// Makes the held-back bookkeeping stores of the words in [lo, hi): the count each word
+// recorded is the counter register less the commands issued since.
+void NpuEmitter::FlushRecords(int64_t lo, int64_t hi) {
+  for (auto it = held_.lower_bound(lo); it != held_.end() && it->first < hi;) {
+    const auto [slot, issued] = it->second;
+    const int cnt = slot == 0 ? kMmCount : kVecCount;
+    if (issued == issued_[slot]) {
+      StL1(Op::Sw, cnt, it->first);
+    } else {
+      RI(Op::Addi, kScratch3, cnt, issued - issued_[slot]);
+      StL1(Op::Sw, kScratch3, it->first);
+    }
+    it = held_.erase(it);
+  }
 }
 
 // Records the command just issued on `engine` as the last one on each unit of `u`.
@@ -94,10 +125,12 @@ void NpuEmitter::RecordUnit(const Unit& u, arch::Engine engine) {
     return a >= 0 && a < u.track->units * 8 && a % 8 == slot * 4;
   });
   int cnt = engine == arch::Engine::Matrix ? kMmCount : kVecCount;
+  auto hold = [&](int64_t addr) { held_[addr] = {slot, issued_[slot]}; };
   if (u.index.defined()) {
     if (auto c = as_const_int(u.index)) {
-      StL1(Op::Sw, cnt, u.track->addr + *c * 8 + slot * 4);
+      hold(u.track->addr + *c * 8 + slot * 4);
     } else {
+      FlushRecords(u.track->addr, u.track->addr + u.track->units * 8);  // (a computed word)
       XR i = Reload(Eval(u.index));
       RI(Op::Slli, kScratch1, i.r, 3);
       Free(i);
@@ -105,7 +138,7 @@ void NpuEmitter::RecordUnit(const Unit& u, arch::Engine engine) {
     }
     return;
   }
-  for (int64_t k = 0; k < u.track->units; ++k) StL1(Op::Sw, cnt, u.track->addr + k * 8 + slot * 4);
+  for (int64_t k = 0; k < u.track->units; ++k) hold(u.track->addr + k * 8 + slot * 4);
 }
 
 // A compute command on `engine` over `regions`: waits, issue, bookkeeping.
@@ -116,8 +149,7 @@ void NpuEmitter::Compute(arch::Engine engine, const std::vector<PrimExpr>& regio
   for (const PrimExpr& r : regions) units.push_back(UnitOf(r));
   for (const Unit& u : units) WaitUnit(u, O::Queue(engine), other);
   issue();
-  int cnt = engine == arch::Engine::Matrix ? kMmCount : kVecCount;
-  RI(Op::Addi, cnt, cnt, 1);
+  CountIssued(engine);
   for (const Unit& u : units) RecordUnit(u, engine);
   pending_compute_ = true;
 }

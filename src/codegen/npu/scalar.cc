@@ -418,7 +418,7 @@ XR NpuEmitter::TileScalar(Op op, std::vector<PrimExpr> args, DataType t) {
     E(op, {O::X(kScratch3), O::X(kScratch1), O::X(kScratch2), O::Desc(0, desc)}, dt);
   else
     E(op, {O::X(kScratch3), O::X(kScratch1), O::Desc(0, desc)}, dt);
-  RI(Op::Addi, kVecCount, kVecCount, 1);
+  CountIssued(arch::Engine::Vector);
   WaitFor(O::FrontEnd(), arch::Engine::Vector, kVecCount);
   LdL1(esz == 2 ? Op::Lhu : Op::Lw, r.r, scratch_ + 2 * kVecBytes);
   return r;

@@ -277,7 +277,7 @@ VR NpuEmitter::TileVector(Op op, std::vector<PrimExpr> args, DataType t) {
     E(op, {O::X(kScratch3), O::X(kScratch1), O::X(kScratch2), O::Desc(0, desc)}, dt);
   else
     E(op, {O::X(kScratch3), O::X(kScratch1), O::Desc(0, desc)}, dt);
-  RI(Op::Addi, kVecCount, kVecCount, 1);
+  CountIssued(arch::Engine::Vector);
   WaitFor(O::FrontEnd(), arch::Engine::Vector, kVecCount);
   VR r{AllocV(), true};
   E(Op::Vld, {O::V(r.r), O::Mem(arch::Space::L1, 0, scratch_ + 2 * kVecBytes)});

@@ -325,9 +325,9 @@ void NpuEmitter::Matmul(const CallNode* c) {
       Free(f);
       issue(Op::Mma);
       Jump(l1);
-      b_.Bind(l0);
+      Place(l0);
       issue(Op::Mm);
-      b_.Bind(l1);
+      Place(l1);
     }
     Free(xc);
     Free(xa);
