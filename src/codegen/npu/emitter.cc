@@ -154,11 +154,16 @@ void NpuEmitter::CollectTileOperands() {
     const auto* c = o.as<CallNode>();
     if (!c) return;
     std::string op(c->op.view());
-    if (op.rfind("tile.vec_", 0) == 0 || op == "tile.mm") {
+    const bool compute = op.rfind("tile.vec_", 0) == 0 || op == "tile.mm";
+    if (compute || op.rfind("tc1.dma_", 0) == 0 || op.rfind("tile.dma_", 0) == 0) {
       for (const PrimExpr& a : c->args) {
         if (const auto* r = a.as<BufferRegionNode>()) {
-          tile_bufs_.insert(r->buffer->data.get());
-          engines_[r->buffer->data.get()] |= op == "tile.mm" ? 1 : 2;
+          if (compute) {
+            tile_bufs_.insert(r->buffer->data.get());
+            engines_[r->buffer->data.get()] |= op == "tile.mm" ? 1 : 2;
+          }
+          if (!r->extents.empty() && is_const_int(r->extents[0], 1))
+            one_slab_.insert(r->buffer->data.get());
         }
       }
     }

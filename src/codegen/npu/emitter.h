@@ -272,6 +272,9 @@ class NpuEmitter {
   std::unordered_map<const ir::Object*, int64_t> plan_bytes_;
   std::unordered_map<const ir::Object*, VarLoc> vars_;
   std::unordered_set<const ir::Object*> tile_bufs_;
+  // buffers some compute command or DMA touches one slab of (its outermost dimension's
+  // extent 1): only those keep a count per slab (MakeTrack)
+  std::unordered_set<const ir::Object*> one_slab_;
   std::unordered_map<const ir::Object*, int> engines_;
   std::unordered_map<const ir::Object*, Track> tracks_;
   std::unordered_map<const ir::Object*, size_t> track_shape0_;
@@ -285,6 +288,9 @@ class NpuEmitter {
   // store is made before control flow or an access by a computed index (FlushRecords).
   std::map<int64_t, std::pair<int, int64_t>> held_;
   int64_t issued_[2] = {0, 0};  // commands issued by the code emitted so far, mm and vec
+  // (queue, engine slot) -> (the engine's commands issued, the pc) of the queue's last wait
+  // for a held count: the queue has waited for that many commands (if no label since)
+  std::map<std::pair<int, int>, std::pair<int64_t, int64_t>> waited_upto_;
   // an allocation -> the engines (bit 0 matrix, bit 1 vector) that touch allocations whose
   // planned memory overlaps it and may run before it (PlanLocalMemory reuses the memory of
   // a scope that has ended; the engines may still be reading it); the buffers the front

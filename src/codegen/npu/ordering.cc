@@ -25,7 +25,9 @@ int Slot(arch::Engine e) { return e == arch::Engine::Matrix ? 0 : 1; }
 void NpuEmitter::MakeTrack(const Buffer& b) {
   if (tracks_.count(b->data.get())) return;
   Track t;
-  if (b->shape.size() >= 2) {
+  // (a buffer whose every access covers all its slabs waits and records once, not a
+  // time per slab)
+  if (b->shape.size() >= 2 && one_slab_.count(b->data.get())) {
     if (auto n = as_const_int(b->shape[0]); n && *n > 1 && *n <= kMaxSlabs) t.units = *n;
   }
   t.addr = b_.Words(2 * t.units);
@@ -83,9 +85,13 @@ void NpuEmitter::WaitWord(O queue, arch::Engine engine, int64_t addr) {
   if (it != waited_.end() && it->second >= b_.last_bind()) return;
   waited_[key] = b_.size();
   if (auto h = held_.find(addr); h != held_.end()) {  // the count, from the counter register
-    const int slot = h->second.first;
+    const auto [slot, issued] = h->second;
+    // (a wait of the queue for that count or a later one since the last label covers it)
+    auto& upto = waited_upto_[{queue.reg, slot}];
+    if (upto.second >= b_.last_bind() && upto.first >= issued) return;
+    upto = {issued, b_.size()};
     E(Op::Wait, {queue, O::Engine(engine),
-                 O::Count(slot == 0 ? kMmCount : kVecCount, h->second.second - issued_[slot])});
+                 O::Count(slot == 0 ? kMmCount : kVecCount, issued - issued_[slot])});
     return;
   }
   LdL1(Op::Lw, kScratch1, addr);

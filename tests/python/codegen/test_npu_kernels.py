@@ -492,10 +492,10 @@ def test_engine_ordering_waits_for_the_last_command_on_the_buffer():
 @pytest.mark.parametrize("branch", [False, True])
 def test_a_queue_waits_once_for_a_count_it_has_waited_for(branch):
     # Four vector commands overwrite slabs of La from Lb, both of which the mm read: the
-    # first waits (in the vector queue) for the mm on each; the next three would wait for
-    # the same counts and do not (one wait per buffer, not one per buffer and command). A
-    # label between them (the end of an if) makes the next one wait again: a jump may
-    # reach it.
+    # first waits (in the vector queue) for the mm, once for both buffers (the same
+    # count); the next three would wait for the same count and do not. A label between
+    # them (the end of an if) makes the next one wait again, for each buffer's word: a jump
+    # may reach it.
     from tilecore import runtime
     n = 16
     ib = ir.IRBuilder("waits")
@@ -520,7 +520,7 @@ def test_a_queue_waits_once_for_a_count_it_has_waited_for(branch):
     f = ib.get()
     a, b = rand((n, n), "int8") // 8, rand((n, n), "int8") // 8
     src = tilecore.build(f, target="npu").get_source()
-    assert src.count("wait vec, mm") == (4 if branch else 2), src
+    assert src.count("wait vec, mm") == (3 if branch else 1), src
     runtime.npu_configure(0, "npu -cores=4 -mode=hazard")
     try:
         npu = run(f, "npu", a, b, np.ones(1, "int32"), np.zeros((n, n), "int32"), np.zeros((n, n), "int8"))
