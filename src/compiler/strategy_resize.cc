@@ -247,6 +247,32 @@ Stmt WithTaps(PrimExpr o, double a, double b, int64_t in_len,
   return LetStmt(x, F32(a) * cast(f32, o) + F32(b), st);
 }
 
+/*!
+ * \brief The interpolation matrix of one axis, m[o * in_len + i] (the weight of input i in
+ * output o), computed when compiling: WithTaps' operations in the same f32 steps (each
+ * product, sum and difference rounded to f32, the conversion to int to nearest even), w0
+ * stored at i0 and w1 added at i1. The front end took some hundred instructions an output
+ * index to compute them (DeepLabV3's 256x256 head: a third of its cycles).
+ */
+std::vector<float> InterpolationMatrix(int64_t n, int64_t in_len, double a, double b) {
+  std::vector<float> m(static_cast<size_t>(n * in_len), 0.0f);
+  const float fa = static_cast<float>(a), fb = static_cast<float>(b);
+  auto clip = [&](int64_t i) { return std::max<int64_t>(std::min<int64_t>(i, in_len - 1), 0); };
+  for (int64_t o = 0; o < n; ++o) {
+    volatile float prod = fa * static_cast<float>(o);  // (two roundings, as the front end's)
+    const float x = prod + fb;
+    const auto r = static_cast<int64_t>(std::nearbyint(x));
+    const int64_t bs = r - (static_cast<float>(r) > x ? 1 : 0);
+    const float rt = x - static_cast<float>(bs);
+    const int64_t b2 = rt == 0.0f ? bs - 1 : bs;
+    const float r2 = rt == 0.0f ? 1.0f : rt;
+    float* row = &m[static_cast<size_t>(o * in_len)];
+    row[clip(b2)] = 1.0f - r2;
+    row[clip(b2 + 1)] = row[clip(b2 + 1)] + r2;
+  }
+  return m;
+}
+
 PrimFunc LowerLinear(const OpCall& c, const Params& p) {
   auto is = Shape(c.inputs[0]), os = Shape(c.outputs[0]);
   auto sc = Scales(c);
@@ -323,10 +349,10 @@ PrimFunc LowerLinear(const OpCall& c, const Params& p) {
  * interpolated by the columns' taps, T = X Cw ([H, W] x [W, OW]), then the output rows by
  * the rows' taps, Y = Ch T ([OH, H] x [H, OW], in blocks of output rows). Each row of Cw^T
  * and Ch holds an output index's two weights at its two taps (their sum where the taps
- * meet at an edge), filled by the front end once per core from the same taps as
- * LowerLinear's tables; the matrix engine multiplies by the zeros exactly, so each output
- * is the same two-term sums in f32 (at an edge, where the two taps meet, one term of
- * weight 1). A non-finite input spreads further than ONNX's: 0 * inf is NaN, so an inf
+ * meet at an edge), computed when compiling as LowerLinear's front end computes its taps
+ * (InterpolationMatrix) and stored once per core; the matrix engine multiplies by the zeros
+ * exactly, so each output is the same two-term sums in f32 (at an edge, where the two taps meet,
+ * one term of weight 1). A non-finite input spreads further than ONNX's: 0 * inf is NaN, so an inf
  * or NaN in a plane makes the plane's outputs NaN where ONNX keeps it to the outputs that
  * read it. Undefined when the dimensions exceed the matrix engine's or the matrices do
  * not fit half of L1 (LowerLinear then: a front-end gather per output element).
@@ -360,20 +386,20 @@ std::optional<PrimFunc> LowerLinearMatrix(const OpCall& c, const Params& p) {
     Buffer T = Local({H, OW}, f32, "T");
     Buffer Ch = rows_kept ? Buffer() : Local({OH, H}, f32, "Ch");
     Buffer Yl = rows_kept ? Buffer() : Local({rows, OW}, f32, "Yl");
-    // the taps' weights: zeros, then w0 at i0 and w1 added at i1
+    // the taps' weights (InterpolationMatrix): zeros, then a store of each nonzero
     auto fill = [&](const Buffer& m, int64_t n, int64_t in_len, double a, double b, bool by_row) {
-      auto at = [&](PrimExpr o, PrimExpr i) {
-        return by_row ? Array<PrimExpr>{o, i} : Array<PrimExpr>{i, o};
-      };
       const int64_t rows_m = by_row ? n : in_len, cols_m = by_row ? in_len : n;
-      return Seq(
-          {Intrin("tile.dma_fill", {Region(m, {I32(0), I32(0)}, {rows_m, cols_m}), F32(0), I32(0)}),
-           Intrin("tile.wait", {I32(0)}), Loop("o", n, [&](PrimExpr o) {
-             return WithTaps(o, a, b, in_len, [&](const Taps& t) {
-               return Seq({BufferStore(m, t.w0, at(o, t.i0)),
-                           BufferStore(m, BufferLoad(m, at(o, t.i1)) + t.w1, at(o, t.i1))});
-             });
-           })});
+      std::vector<Stmt> s{
+          Intrin("tile.dma_fill", {Region(m, {I32(0), I32(0)}, {rows_m, cols_m}), F32(0), I32(0)}),
+          Intrin("tile.wait", {I32(0)})};
+      const std::vector<float> w = InterpolationMatrix(n, in_len, a, b);
+      for (int64_t o = 0; o < n; ++o)
+        for (int64_t i = 0; i < in_len; ++i)
+          if (float v = w[static_cast<size_t>(o * in_len + i)]; v != 0.0f)
+            s.push_back(BufferStore(
+                m, F32(v),
+                by_row ? Array<PrimExpr>{I32(o), I32(i)} : Array<PrimExpr>{I32(i), I32(o)}));
+      return Seq(s);
     };
     std::vector<Stmt> pre{fill(Cw, OW, W, aw, bw, false)};
     if (!rows_kept) pre.push_back(fill(Ch, OH, H, ah, bh, true));
