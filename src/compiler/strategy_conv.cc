@@ -446,13 +446,14 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
                                      StridedView(l.Wl, {m, KK}, {KK, 1}, b * bc * KK, "Wlv"),
                                      {m, KK}));
               }
+              // a row of taps a copy (4-D: channel, kw, row, column), not a tap a copy:
+              // 5 vector commands for a 5x5 kernel's taps, were 25
+              const std::vector<int64_t> tdims{cc, g.KW, r, tw};
               for (int64_t kh = 0; kh < g.KH; ++kh)
-                for (int64_t kw = 0; kw < g.KW; ++kw)
-                  s.push_back(CopyNest(
-                      StridedView(Col, dims, {KK * P, tw, 1}, (kh * g.KW + kw) * P, "ColTap"),
-                      StridedView(xs, dims, {rn * wn, g.sh * wn, g.sw}, kh * g.dh * wn + kw * g.dw,
-                                  "Tap"),
-                      dims));
+                s.push_back(CopyNest(
+                    StridedView(Col, tdims, {KK * P, P, tw, 1}, kh * g.KW * P, "ColTap"),
+                    StridedView(xs, tdims, {rn * wn, g.dw, g.sh * wn, g.sw}, kh * g.dh * wn, "Tap"),
+                    tdims));
               if (has_bias) s.push_back(CopyNest(Ov, bv, dims));
               Buffer O2 = Buffer(O->data, acc_t, {I32(cc), I32(P)}, Array<PrimExpr>(), I32(0),
                                  "local", "Omat");
