@@ -261,6 +261,7 @@ VarLoc NpuEmitter::BindScalar(const Var& v) {
   return loc;
 }
 void NpuEmitter::Unbind(const Var& v) {
+  ranges_.Unbind(v);
   auto it = vars_.find(v.get());
   if (it == vars_.end()) return;
   if (it->second.xreg >= 0) xpool_.Free(it->second.xreg);
@@ -296,6 +297,10 @@ XR NpuEmitter::GetLoc(const VarLoc& l) {
 
 void NpuEmitter::BindLet(const Var& v, const PrimExpr& value) {
   DataType t = value.dtype();
+  if (t.is_int() && t.lanes() == 1) {
+    transform::IntBound r = ranges_.ConstIntBound(value);
+    if (r.lo > INT32_MIN && r.hi < INT32_MAX) ranges_.Bind(v, r.lo, r.hi - r.lo + 1);
+  }
   VarLoc loc;
   if (t.is_vector() && t.is_bool()) {
     loc.preg = EvalP(value);
@@ -532,6 +537,7 @@ void NpuEmitter::Loop(const ForNode* f) {
   auto ext = as_const_int(f->extent);
   if (ext && *ext <= 0) return;
   VarLoc loc = BindScalar(f->loop_var);
+  if (ext && as_const_int(f->min)) ranges_.Bind(f->loop_var, *as_const_int(f->min), *ext);
   XR mn = Reload(Eval(f->min));
   SetVar(loc, mn);
   // end = min + extent, held in a register (or an L1 word) for the loop.
@@ -598,6 +604,7 @@ void NpuEmitter::CoresLoop(const ForNode* f) {
   const int64_t begin = b_.size();  // (the synchronisation above waits for the code before)
   Label skip = b_.NewLabel("cores_end");
   VarLoc loc = BindScalar(f->loop_var);
+  ranges_.Bind(f->loop_var, mn, std::min<int64_t>(ext, cores_));
   XR id{AllocX(), true};
   E(Op::Csrr, {O::X(id.r), O::Csr(arch::Csr::CoreId)});
   if (ext < cores_) {

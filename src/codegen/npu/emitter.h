@@ -30,6 +30,7 @@
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/ir/stmt.h"
+#include "tilecore/transform/analyzer.h"
 
 namespace tilecore::codegen::npu {
 
@@ -287,6 +288,9 @@ class NpuEmitter {
   // earlier store was dead), a wait reads the count from the counter register, and the
   // store is made before control flow or an access by a computed index (FlushRecords).
   std::map<int64_t, std::pair<int, int64_t>> held_;
+  // the ranges of the loop, core and let variables in scope: a floor division of
+  // operands it proves non-negative is a plain one (Arith)
+  transform::Analyzer ranges_;
   int64_t issued_[2] = {0, 0};  // commands issued by the code emitted so far, mm and vec
   // (queue, engine slot) -> (the engine's commands issued, the pc) of the queue's last wait
   // for a held count: the queue has waited for that many commands (if no label since)

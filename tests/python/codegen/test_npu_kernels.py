@@ -53,6 +53,30 @@ def test_elementwise_int(dtype):
     np.testing.assert_array_equal(npu[2], ref)
 
 
+def test_floor_division_of_a_non_negative_index_is_the_plain_one():
+    # i // 3 and i % 3 over i in [0, 30) are the truncating div and rem; a // 3 and a % 3
+    # of a loaded value (of unknown sign) keep the sign corrections (an xor each): numpy's
+    # floor semantics either way
+    n = 30
+    ib = ir.IRBuilder("floor_index")
+    A = ib.buffer_param("A", (n,), "int32")
+    Q = ib.buffer_param("Q", (n, 4), "int32")
+    with ib.for_range(0, n, name="i") as i:
+        Q[i, 0] = ir.FloorDiv(i, 3)
+        Q[i, 1] = ir.FloorMod(i, 3)
+        Q[i, 2] = ir.FloorDiv(A[i], 3)
+        Q[i, 3] = ir.FloorMod(A[i], 3)
+    f = ib.get()
+    a = np.arange(n, dtype=np.int32) - 7
+    npu, c = both(f, a, np.zeros((n, 4), "int32"))
+    i = np.arange(n)
+    want = np.stack([i // 3, i % 3, a // 3, a % 3], axis=1).astype(np.int32)
+    np.testing.assert_array_equal(npu[1], want)
+    np.testing.assert_array_equal(c[1], want)
+    ops = [ln.split()[0] for ln in tilecore.build(f, target="npu").get_source().splitlines() if ln.startswith(" ")]
+    assert ops.count("xor") == 2, ops
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_elementwise_float(dtype):
     n = 48
