@@ -978,7 +978,7 @@ PrimFunc LowerConv(const OpCall& call) {
         if (stages == 3 && (!matrix || residual)) continue;
         // (matrix) items of one block of channels, or of several when the positions are
         // few: fewer commands an output where the front end bounds the item
-        for (int64_t blocks : {1, 4, 16}) {
+        for (int64_t blocks : {1, 2, 4, 16}) {
           if (want_blocks >= 0 ? blocks != want_blocks
                                : blocks > 1 && (!matrix || g.OH * g.OW > 512))  // (fill L1 so)
             continue;
@@ -1918,11 +1918,11 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
   }
   if (HasAttr(attrs, "tc_depthwise_blocks")) {
     auto v = attrs.Get(String("tc_depthwise_blocks"))->try_cast<int64_t>();
-    if (!v || (*v != 1 && *v != 4 && *v != 16))
-      return "Conv: tc_depthwise_blocks must be 1, 4 or 16";
+    if (!v || (*v != 1 && *v != 2 && *v != 4 && *v != 16))
+      return "Conv: tc_depthwise_blocks must be 1, 2, 4 or 16";
     if (*v > 1 && !(g.G > 1 && g.Cg == 1 && g.Mg == 1 && GetMatrixPrecision(attrs).int8() &&
                     AttrInt(attrs, "tc_depthwise_matrix", 1) != 0))
-      return "Conv: tc_depthwise_blocks 4 or 16 is the int8 depthwise matrix form's";
+      return "Conv: tc_depthwise_blocks above 1 is the int8 depthwise matrix form's";
   }
   if (HasAttr(attrs, "tc_images_per_item")) {
     auto v = attrs.Get(String("tc_images_per_item"))->try_cast<int64_t>();

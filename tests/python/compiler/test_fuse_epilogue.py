@@ -216,7 +216,7 @@ def test_depthwise_int8(c, hw, k, stride, x_int8, residual, y_int8, act, matrix,
     (288, 14, 5, 2, True, False, True, "Relu"),   # MNASNet's 5x5 stride 2 to 7x7: two blocks an item
     (264, 7, 3, 1, False, True, False, ""),       # an f32 residual; a last item of 8 channels
 ])
-@pytest.mark.parametrize("blocks,pipeline", [(4, 0), (4, 1), (4, 2), (16, 2)])
+@pytest.mark.parametrize("blocks,pipeline", [(2, 2), (4, 0), (4, 1), (4, 2), (16, 2)])
 def test_depthwise_int8_items_of_several_blocks(c, hw, k, stride, x_int8, residual, y_int8, act, blocks,
                                                 pipeline, hazard_checked):
     """The matrix form with few output positions: an item of several blocks of 16 channels,
@@ -236,9 +236,9 @@ def test_depthwise_blocks_reasons():
     x, w = compiler.TensorSpec((1, 32, 7, 7), "float32"), compiler.TensorSpec((32, 1, 3, 3), "float32")
     dw = {"group": 32, "pads": [1] * 4}
     assert compiler.HasStrategy("Conv", {**dw, "tc_depthwise_blocks": 3}, [x, w]) == \
-        "Conv: tc_depthwise_blocks must be 1, 4 or 16"
+        "Conv: tc_depthwise_blocks must be 1, 2, 4 or 16"
     assert compiler.HasStrategy("Conv", {**dw, "tc_depthwise_blocks": 4}, [x, w]) == \
-        "Conv: tc_depthwise_blocks 4 or 16 is the int8 depthwise matrix form's"
+        "Conv: tc_depthwise_blocks above 1 is the int8 depthwise matrix form's"
     assert compiler.HasStrategy("Conv", {**dw, "tc_depthwise_blocks": 1}, [x, w]) == ""
 
 
