@@ -361,12 +361,13 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
             const Loaded& l = slots[size_t(k)];
             const int64_t ev = event(k);
             std::vector<Stmt> s;
-            // padding: real zero, the zero point in an int8 patch
+            // padding: real zero, the zero point in an int8 patch (the fill and the copies
+            // after it are one in-order DMA queue: they land on it with no wait between; a
+            // wait stalled the front end behind the previous item's loads)
             s.push_back(
                 Intrin("tile.dma_fill", {Region(l.Xl, {I32(0), I32(0), I32(0)}, pdims),
                                          F32(x_i8 ? static_cast<double>(zp) : 0.0), I32(ev)}));
             if (vhi > vlo) {
-              s.push_back(Intrin("tile.wait", {I32(ev)}));  // the copies land on the fill
               // one DMA of the whole block when no padding row is in it
               PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
               Stmt block =
