@@ -284,7 +284,7 @@ def test_reverse_execution_within_an_npu_node(built):
     pcs = [tdb.sim.pc(c) for c in range(tdb.sim.cores)]
     c = tdb.model.values["c"]
     before = tdb.sim.read("ddr", tdb.model.value_address(c), c.nbytes, "uint8")
-    tdb.run_commands("next 400; reverse-next 400")
+    tdb.run_commands("next 200; reverse-next 200")  # (within the Conv's kernel: some 370 instructions)
     assert [tdb.sim.pc(c) for c in range(tdb.sim.cores)] == pcs and tdb.position() == 40
     np.testing.assert_array_equal(tdb.sim.read("ddr", tdb.model.value_address(c), c.nbytes, "uint8"), before)
     tdb.run_commands("until cast; rn")
