@@ -2,13 +2,19 @@
 // the front end.
 //
 // Vector- and matrix-engine commands are ordered like stores in the IR: per
-// buffer (per slab of the outermost dimension when it is short, at most 8 slabs)
-// the code keeps, in two L1 words, the count of the last matrix and the last
-// vector command that touched it (x31 / x30 count the commands issued). A DMA or
-// a command on the other compute engine then waits in its own queue for exactly
-// that command (`wait queue, engine, count`), and a front-end access to a tile
-// operand waits for the compute engines (`wait sc`). DMAs are asynchronous as the
-// IR says: tile.wait orders them.
+// buffer (per slab of the outermost dimension when it is short, at most 8 slabs,
+// and some access touches one slab) the code keeps, in two L1 words, the count of
+// the last matrix and the last vector command that touched it (x31 / x30 count the
+// commands issued). A DMA or a command on the other compute engine then waits in
+// its own queue for exactly that command (`wait queue, engine, count`), and a
+// front-end access to a tile operand waits for the compute engines (`wait sc`).
+// DMAs are asynchronous as the IR says: tile.wait orders them.
+//
+// In straight-line code (no label between) the words' stores are held back until
+// control flow or an access by a computed index (a later record of a word replaces
+// its store; a wait reads the count from the counter register instead), and a wait
+// a queue has already made is not repeated: the front end issues some 4
+// instructions a command instead of 8.
 #if TILECORE_ENABLE_NPU
 #include "emitter.h"
 
