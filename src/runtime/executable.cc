@@ -12,9 +12,23 @@
 #include "tilecore/ffi/dtype.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/file.h"
+#include "tilecore/ffi/json.h"
 #include "tilecore/runtime/kernel.h"
 
 namespace tilecore::runtime {
+
+void ParseDebugEntries(ExecStep* step) {
+  for (auto [key, into] :
+       {std::pair{"group", &step->group_entry}, std::pair{"roofline", &step->roofline_entry}}) {
+    *into = ffi::Any();
+    auto it = step->debug.find(key);
+    if (it == step->debug.end()) continue;
+    try {
+      *into = ffi::json::Parse(it->second);
+    } catch (const ffi::Error&) {  // malformed: the run reports none (group_members.h)
+    }
+  }
+}
 namespace {
 
 constexpr size_t kHeaderBytes = 32;  // magic, version, flags, payload size, checksum
@@ -553,6 +567,7 @@ Executable Executable::LoadFromBytes(std::string_view bytes, const ExecutableLoa
         std::string k = r.str();
         st.debug[k] = r.str();
       }
+      ParseDebugEntries(&st);
     }
     // Each program holds the modules its steps call (a bucket taken out alone carries only
     // its own), the steps' indices renumbered.

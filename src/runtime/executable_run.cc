@@ -346,7 +346,7 @@ std::map<std::string, ffi::NDArray> Executable::Run(
       op.Set("bound_by", Any(ffi::String(bound)));
       auto roof = st.debug.find("roofline");
       if (std::optional<double> r =
-              roof == st.debug.end() ? std::nullopt : RooflineCycles(roof->second)) {
+              roof == st.debug.end() ? std::nullopt : RooflineCycles(st.roofline_entry)) {
         op.Set("roofline_cycles", Any(*r));
         roofline_cycles += *r;
       }
@@ -554,6 +554,7 @@ ExecutableSpec SpecFromJson(ffi::Array<Module> modules, const std::string& text,
       for (const auto& [k, v] : m["debug"].cast<JMap>().items())
         st.debug[std::string(k)] = v.cast<std::string>();
     }
+    ParseDebugEntries(&st);
     s.steps.push_back(std::move(st));
   }
   return s;

@@ -85,14 +85,7 @@ std::optional<double> RooflineCycles(const std::string& json) {
 }
 
 std::vector<GroupMember> ReadGroupMembers(const ExecStep& step, int cores) {
-  auto entry = step.debug.find("group");
-  if (entry == step.debug.end()) return {};
-  Any group;
-  try {
-    group = ffi::json::Parse(entry->second);
-  } catch (const ffi::Error&) {
-    return {};
-  }
+  const Any& group = step.group_entry;  // (parsed when loaded: ParseDebugEntries)
   auto obj = group.as<JsonObject>();
   if (!obj) return {};
   auto list = obj->Get("members");

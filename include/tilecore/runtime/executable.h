@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tilecore/ffi/any.h"
 #include "tilecore/ffi/ndarray.h"
 #include "tilecore/ffi/object.h"
 #include "tilecore/runtime/module.h"
@@ -84,7 +85,14 @@ struct ExecStep {
   // ---- debug info (the module's own line table maps npu instructions to Kernel IR lines)
   std::string source_node;                   // the model's node name (e.g. the ONNX node)
   std::map<std::string, std::string> debug;  // room for more: key -> value
+  // debug's entries `group` and `roofline` as JSON values, parsed once when loaded
+  // (ParseDebugEntries): a run reads them, and parsing them each run took a tenth of a
+  // small model's host time. None when absent or malformed.
+  ffi::Any group_entry, roofline_entry;
 };
+
+/// Sets `step`'s group_entry and roofline_entry from its debug map.
+void ParseDebugEntries(ExecStep* step);
 
 struct ExecutableSpec {
   std::string precision = "f32";  // f32 | f16 | bf16 | int8: the MAC peak statistics use
