@@ -29,6 +29,7 @@ void ParseDebugEntries(ExecStep* step) {
     }
   }
 }
+
 namespace {
 
 constexpr size_t kHeaderBytes = 32;  // magic, version, flags, payload size, checksum

@@ -344,9 +344,7 @@ std::map<std::string, ffi::NDArray> Executable::Run(
       op.Set("bytes", Any(bytes));
       op.Set("engine_busy", Any(engines));
       op.Set("bound_by", Any(ffi::String(bound)));
-      auto roof = st.debug.find("roofline");
-      if (std::optional<double> r =
-              roof == st.debug.end() ? std::nullopt : RooflineCycles(st.roofline_entry)) {
+      if (std::optional<double> r = RooflineCycles(st.roofline_entry)) {
         op.Set("roofline_cycles", Any(*r));
         roofline_cycles += *r;
       }

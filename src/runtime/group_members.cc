@@ -76,14 +76,6 @@ std::optional<double> RooflineCycles(const Any& entry) {
   return d && *d >= 0 ? d : std::nullopt;
 }
 
-std::optional<double> RooflineCycles(const std::string& json) {
-  try {
-    return RooflineCycles(ffi::json::Parse(json));
-  } catch (const ffi::Error&) {
-    return std::nullopt;
-  }
-}
-
 std::vector<GroupMember> ReadGroupMembers(const ExecStep& step, int cores) {
   const Any& group = step.group_entry;  // (parsed when loaded: ParseDebugEntries)
   auto obj = group.as<JsonObject>();

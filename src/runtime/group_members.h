@@ -28,8 +28,8 @@ struct GroupMember {
 };
 
 /// The `cycles` of a roofline entry as the compiler records it in a step's debug info
-/// ({"cycles": N, ...}); nullopt when absent or malformed (the run then reports none).
-std::optional<double> RooflineCycles(const std::string& json);
+/// ({"cycles": N, ...}, parsed: ExecStep::roofline_entry); nullopt when absent or malformed
+/// (the run then reports none).
 std::optional<double> RooflineCycles(const ffi::Any& entry);
 
 /// The members of `step` with their code on a simulator of `cores` cores; empty when the

@@ -25,6 +25,7 @@ using namespace ir;  // NOLINT
 namespace {
 constexpr int64_t kMaxSlabs = 8;  // slabs tracked separately; larger buffers use one counter pair
 int Slot(arch::Engine e) { return e == arch::Engine::Matrix ? 0 : 1; }
+int CountReg(int slot) { return slot == 0 ? kMmCount : kVecCount; }  // (commands issued)
 }  // namespace
 
 // Compute-engine bookkeeping of a tile operand's buffer.
@@ -96,8 +97,7 @@ void NpuEmitter::WaitWord(O queue, arch::Engine engine, int64_t addr) {
     auto& upto = waited_upto_[{queue.reg, slot}];
     if (upto.second >= b_.last_bind() && upto.first >= issued) return;
     upto = {issued, b_.size()};
-    E(Op::Wait, {queue, O::Engine(engine),
-                 O::Count(slot == 0 ? kMmCount : kVecCount, issued - issued_[slot])});
+    E(Op::Wait, {queue, O::Engine(engine), O::Count(CountReg(slot), issued - issued_[slot])});
     return;
   }
   LdL1(Op::Lw, kScratch1, addr);
@@ -107,8 +107,7 @@ void NpuEmitter::WaitWord(O queue, arch::Engine engine, int64_t addr) {
 // Emits the counter increment of a command just issued on `engine`.
 void NpuEmitter::CountIssued(arch::Engine engine) {
   const int slot = Slot(engine);
-  const int cnt = slot == 0 ? kMmCount : kVecCount;
-  RI(Op::Addi, cnt, cnt, 1);
+  RI(Op::Addi, CountReg(slot), CountReg(slot), 1);
   ++issued_[slot];
 }
 
@@ -117,7 +116,7 @@ void NpuEmitter::CountIssued(arch::Engine engine) {
 void NpuEmitter::FlushRecords(int64_t lo, int64_t hi) {
   for (auto it = held_.lower_bound(lo); it != held_.end() && it->first < hi;) {
     const auto [slot, issued] = it->second;
-    const int cnt = slot == 0 ? kMmCount : kVecCount;
+    const int cnt = CountReg(slot);
     if (issued == issued_[slot]) {
       StL1(Op::Sw, cnt, it->first);
     } else {
@@ -136,7 +135,7 @@ void NpuEmitter::RecordUnit(const Unit& u, arch::Engine engine) {
     const int64_t a = std::get<2>(w.first) - u.track->addr;
     return a >= 0 && a < u.track->units * 8 && a % 8 == slot * 4;
   });
-  int cnt = engine == arch::Engine::Matrix ? kMmCount : kVecCount;
+  const int cnt = CountReg(slot);
   auto hold = [&](int64_t addr) { held_[addr] = {slot, issued_[slot]}; };
   if (u.index.defined()) {
     if (auto c = as_const_int(u.index)) {
