@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "byte_rounding.h"
 #include "machine.h"
 #include "mm_kernels.h"
 #include "tilecore/arch/numeric.h"
@@ -113,11 +114,8 @@ void Machine::execute_matrix(Core& c, const Command& cmd) {
   const int res_es = arch::dtype_size(d.res_dtype);
   const float zp = float(d.zero_point);
   // the commonest residual and output types read and written inline (the same conversions
-  // as load_as_double / store_from_double): int8 rounds half to even after saturating (an
-  // f32 below 2^22 in magnitude rounds to an integer when 1.5 * 2^23 is added and taken
-  // away), NaN gives 0
-  volatile float magic_store = 12582912.0f;  // (read once: not folded away)
-  const float magic = magic_store;
+  // as load_as_double / store_from_double)
+  const ByteRounding to_int8(-128.0f, 127.0f);
   auto residual_at = [&](int i, int j) -> float {
     const uint8_t* r = res + (int64_t(i) * d.ldr + j) * res_es;
     if (d.res_dtype == DType::I8) return float(int8_t(*r));
@@ -131,8 +129,7 @@ void Machine::execute_matrix(Core& c, const Command& cmd) {
   auto store = [&](int i, int j, float v) {
     uint8_t* o = C + (int64_t(i) * d.ldo + j) * oes;
     if (d.out_dtype == DType::I8) {
-      float c = v != v ? 0.0f : std::min(std::max(v, -128.0f), 127.0f);
-      *o = uint8_t(int8_t(int32_t((c + magic) - magic)));
+      *o = uint8_t(int8_t(to_int8(v)));
     } else if (d.out_dtype == DType::F32) {
       std::memcpy(o, &v, 4);
     } else {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "byte_rounding.h"
 #include "machine.h"
 #include "tilecore/arch/numeric.h"
 #include "tilecore/arch/tile_ops.h"
@@ -434,15 +435,7 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
       // the conversions around int8 matrix ops (quantise on load, dequantise) without the
       // generic loader's switches; the same results as convert_element
       if (st == DType::F32 && dt == DType::I8) {
-        // NaN gives 0, the rest clamped to [-128, 127] and rounded half to even: adding and
-        // subtracting 1.5 * 2^23 rounds an f32 of magnitude below 2^22 to an integer in the
-        // default rounding mode, without a call per element (the rows vectorise)
-        volatile float magic = 12582912.0f;  // (read once: not folded away)
-        const float m = magic;
-        auto quantise = [m](float f) {
-          float c = f != f ? 0.0f : std::min(std::max(f, -128.0f), 127.0f);
-          return int8_t(int32_t((c + m) - m));
-        };
+        const ByteRounding quantise(-128.0f, 127.0f);
         Walk outer = w;
         outer.shape[3] = 1;
         const int64_t n = w.shape[3], sd = w.d[3], sa = w.a[3];
@@ -452,7 +445,7 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
           for (int64_t k = 0; k < n; ++k) {
             float f;
             std::memcpy(&f, a + k * sa * 4, 4);
-            d[k * sd] = quantise(f);
+            d[k * sd] = int8_t(quantise(f));
           }
         });
       } else if (st == DType::I8 && dt == DType::I32) {  // widening: exact
@@ -486,20 +479,13 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
       // conversion (saturating, half to even, NaN to 0)
       const float zp = float(v.zero_point);
       if (dt == DType::I8 || dt == DType::U8) {
-        // inline as tcvt's f32 -> int8 (clamped, then rounded half to even by adding and
-        // taking away 1.5 * 2^23; NaN gives 0): a call an element was a quarter of the
-        // simulated time of an int8 depthwise net
-        volatile float magic = 12582912.0f;  // (read once: not folded away)
-        const float m = magic, lo = dt == DType::I8 ? -128.0f : 0.0f;
-        const float hi = dt == DType::I8 ? 127.0f : 255.0f;
+        const ByteRounding round =
+            dt == DType::I8 ? ByteRounding(-128.0f, 127.0f) : ByteRounding(0.0f, 255.0f);
         for_each(w, [&](int64_t od, int64_t oa, int64_t) {
           float x;
           std::memcpy(&x, A + oa * 4, 4);
           const float q = x * v.scale;
-          const float y = q + zp;
-          const float c = y != y ? 0.0f : std::min(std::max(y, lo), hi);
-          const int32_t r = int32_t((c + m) - m);
-          D[od] = dt == DType::I8 ? uint8_t(int8_t(r)) : uint8_t(r);
+          D[od] = uint8_t(round(q + zp));  // (-128..127 and 0..255 both keep their low byte)
         });
         break;
       }
