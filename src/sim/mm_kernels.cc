@@ -1,12 +1,16 @@
 // src/sim/mm_kernels.cc — int8 and f32 GEMM kernels for the matrix engine.
 //
 // int8 paths: AVX-512 VNNI, else AVX2 (vpmaddwd on int16 pairs), else portable.
-// VNNI path: vpdpbusd multiplies unsigned by signed bytes, so A is biased to
-// unsigned (a + 128 == a ^ 0x80) and the bias is removed with 128 * colsum(B).
+// VNNI path: vpdpbusd multiplies unsigned by signed bytes, so B is biased to
+// unsigned (b + 128 == b ^ 0x80) and the bias is removed with 128 * rowsum(A).
 // B is packed into [16-column block][K/4][16][4] so each 64-byte load feeds one
 // vpdpbusd; a 4-row x 64-column register block keeps 16 accumulators live.
+// Every path skips the stretches of K where a block of A's rows is all zeros (the
+// block-diagonal weights of a depthwise Conv as a matrix product): their products are
+// zero, so the sums, exact in int32, do not change.
 #include "mm_kernels.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -27,6 +31,7 @@ void gemm_i8_portable(int m, int n, int k, const int8_t* a, int lda, const int8_
     const int8_t* arow = a + int64_t(i) * lda;
     for (int kk = 0; kk < k; ++kk) {
       int32_t av = arow[kk];
+      if (av == 0) continue;
       const int8_t* brow = b + int64_t(kk) * ldb;
       for (int j = 0; j < n; ++j) crow[j] += av * int32_t(brow[j]);
     }
@@ -41,22 +46,22 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void gemm_i8_vnni(int m, 
                                                                          bool accumulate) {
   const int kg = (k + 3) / 4;    // groups of 4 along K
   const int nb = (n + 15) / 16;  // 16-column blocks
-  const int np = nb * 16;
-  // Pack B: block jb, group g -> 64 bytes = 16 columns x 4 k values.
-  std::vector<int8_t> bp(size_t(nb) * size_t(kg) * 64, 0);
-  std::vector<int32_t> colsum(size_t(np), 0);
+  // Pack B biased: block jb, group g -> 64 bytes = 16 columns x 4 k values. (K's padding
+  // meets A's zero padding.)
+  std::vector<uint8_t> bp(size_t(nb) * size_t(kg) * 64, 0x80);
   const int n16 = (k % 4 == 0) ? n / 16 * 16 : 0;  // columns packed with byte shuffles
+  const __m128i bias = _mm_set1_epi8(char(0x80));
   for (int g = 0; g < k / 4 && n16; ++g) {
     const int8_t* r0 = b + int64_t(4 * g) * ldb;
     for (int j = 0; j < n16; j += 16) {
       // Interleave 4 rows x 16 columns into 16 columns x 4 k values (64 bytes).
-      __m128i a0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + j));
-      __m128i a1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + ldb + j));
-      __m128i a2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + 2 * int64_t(ldb) + j));
-      __m128i a3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + 3 * int64_t(ldb) + j));
+      auto row = [&](int64_t off) {
+        return _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + off + j)), bias);
+      };
+      __m128i a0 = row(0), a1 = row(ldb), a2 = row(2 * int64_t(ldb)), a3 = row(3 * int64_t(ldb));
       __m128i t0 = _mm_unpacklo_epi8(a0, a1), t1 = _mm_unpackhi_epi8(a0, a1);
       __m128i t2 = _mm_unpacklo_epi8(a2, a3), t3 = _mm_unpackhi_epi8(a2, a3);
-      int8_t* dst = bp.data() + (size_t(j / 16) * size_t(kg) + size_t(g)) * 64;
+      uint8_t* dst = bp.data() + (size_t(j / 16) * size_t(kg) + size_t(g)) * 64;
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi16(t0, t2));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm_unpackhi_epi16(t0, t2));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32), _mm_unpacklo_epi16(t1, t3));
@@ -67,16 +72,25 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void gemm_i8_vnni(int m, 
     const int8_t* brow = b + int64_t(kk) * ldb;
     int g = kk / 4, r = kk % 4;
     for (int j = n16; j < n; ++j)
-      bp[(size_t(j / 16) * size_t(kg) + size_t(g)) * 64 + size_t(j % 16) * 4 + size_t(r)] = brow[j];
-    for (int j = 0; j < n; ++j) colsum[size_t(j)] += brow[j];  // vectorises
+      bp[(size_t(j / 16) * size_t(kg) + size_t(g)) * 64 + size_t(j % 16) * 4 + size_t(r)] =
+          uint8_t(brow[j]) ^ 0x80;
   }
-  for (auto& v : colsum) v *= 128;  // the bias removed from every column
-  // Pack A biased to unsigned, K padded to a multiple of 4 (padding meets zero B).
-  std::vector<uint8_t> ap(size_t(m) * size_t(kg) * 4, 0x80);
+  // A as it is, K padded with zeros to a multiple of 4; 128 * its row sums (the bias B's
+  // products carry); the groups of 4 k values each row has a non-zero in, first to last.
+  std::vector<int8_t> ap(size_t(m) * size_t(kg) * 4, 0);
+  std::vector<int32_t> rowsum(size_t(m), 0);
+  std::vector<int> first(size_t(m), kg), last(size_t(m), 0);
   for (int i = 0; i < m; ++i) {
-    const uint8_t* arow = reinterpret_cast<const uint8_t*>(a + int64_t(i) * lda);
-    uint8_t* out = ap.data() + size_t(i) * size_t(kg) * 4;
-    for (int kk = 0; kk < k; ++kk) out[kk] = arow[kk] ^ 0x80;  // vectorises
+    const int8_t* arow = a + int64_t(i) * lda;
+    int8_t* out = ap.data() + size_t(i) * size_t(kg) * 4;
+    int32_t sum = 0;
+    for (int kk = 0; kk < k; ++kk) out[kk] = arow[kk], sum += arow[kk];  // vectorises
+    rowsum[size_t(i)] = sum * 128;
+    for (int g = 0; g < kg; ++g) {
+      int32_t w;
+      std::memcpy(&w, out + size_t(g) * 4, 4);
+      if (w != 0) first[size_t(i)] = std::min(first[size_t(i)], g), last[size_t(i)] = g + 1;
+    }
   }
 
   for (int jb = 0; jb < nb; jb += 4) {
@@ -86,14 +100,18 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void gemm_i8_vnni(int m, 
       __m512i acc[4][4];
       for (int r = 0; r < 4; ++r)
         for (int q = 0; q < 4; ++q) acc[r][q] = _mm512_setzero_si512();
-      const uint8_t* arows[4];
-      for (int r = 0; r < 4; ++r)
-        arows[r] = ap.data() + size_t(i + (r < nr ? r : 0)) * size_t(kg) * 4;
-      const int8_t* bblk[4];
+      const int8_t* arows[4];
+      int g0 = kg, g1 = 0;  // the groups where one of the rows has a non-zero
+      for (int r = 0; r < 4; ++r) {
+        const int row = i + (r < nr ? r : 0);
+        arows[r] = ap.data() + size_t(row) * size_t(kg) * 4;
+        g0 = std::min(g0, first[size_t(row)]), g1 = std::max(g1, last[size_t(row)]);
+      }
+      const uint8_t* bblk[4];
       for (int q = 0; q < 4; ++q)
         bblk[q] = bp.data() + size_t(jb + (q < nq ? q : 0)) * size_t(kg) * 64;
       if (nr == 4 && nq == 4) {
-        for (int g = 0; g < kg; ++g) {
+        for (int g = g0; g < g1; ++g) {
           __m512i b0 = _mm512_loadu_si512(bblk[0] + size_t(g) * 64);
           __m512i b1 = _mm512_loadu_si512(bblk[1] + size_t(g) * 64);
           __m512i b2 = _mm512_loadu_si512(bblk[2] + size_t(g) * 64);
@@ -102,28 +120,27 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void gemm_i8_vnni(int m, 
             int32_t av;
             std::memcpy(&av, arows[r] + size_t(g) * 4, 4);
             __m512i va = _mm512_set1_epi32(av);
-            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], va, b0);
-            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], va, b1);
-            acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], va, b2);
-            acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], va, b3);
+            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], b0, va);
+            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], b1, va);
+            acc[r][2] = _mm512_dpbusd_epi32(acc[r][2], b2, va);
+            acc[r][3] = _mm512_dpbusd_epi32(acc[r][3], b3, va);
           }
         }
       } else {
-        for (int g = 0; g < kg; ++g)
+        for (int g = g0; g < g1; ++g)
           for (int q = 0; q < nq; ++q) {
             __m512i bv = _mm512_loadu_si512(bblk[q] + size_t(g) * 64);
             for (int r = 0; r < nr; ++r) {
               int32_t av;
               std::memcpy(&av, arows[r] + size_t(g) * 4, 4);
-              acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], _mm512_set1_epi32(av), bv);
+              acc[r][q] = _mm512_dpbusd_epi32(acc[r][q], bv, _mm512_set1_epi32(av));
             }
           }
       }
       for (int r = 0; r < nr; ++r)
         for (int q = 0; q < nq; ++q) {
           int j0 = (jb + q) * 16;
-          __m512i cs = _mm512_loadu_si512(colsum.data() + j0);
-          __m512i v = _mm512_sub_epi32(acc[r][q], cs);
+          __m512i v = _mm512_sub_epi32(acc[r][q], _mm512_set1_epi32(rowsum[size_t(i + r)]));
           int32_t* crow = c + int64_t(i + r) * ldc + j0;
           int cols = n - j0 < 16 ? n - j0 : 16;
           __mmask16 mask = __mmask16((1u << cols) - 1);
@@ -153,10 +170,16 @@ __attribute__((target("avx2"))) void gemm_i8_avx2(int m, int n, int k, const int
   const __m128i zero16 = _mm_setzero_si128();
   int i = 0;
   for (; i + 4 <= m; i += 4) {
+    int k0 = k, k1 = 0;  // the k where one of the 4 rows has a non-zero, first to last
+    for (int r = 0; r < 4; ++r) {
+      const int8_t* arow = a + int64_t(i + r) * lda;
+      for (int kk = 0; kk < k; ++kk)
+        if (arow[kk] != 0) k0 = std::min(k0, kk), k1 = std::max(k1, kk + 1);
+    }
     for (int j = 0; j < n16; j += 16) {
       __m256i lo[4], hi[4];
       for (int r = 0; r < 4; ++r) lo[r] = hi[r] = _mm256_setzero_si256();
-      for (int kk = 0; kk < k; kk += 2) {
+      for (int kk = k0 & ~1; kk < k1; kk += 2) {
         const bool pair = kk + 1 < k;
         __m256i b0 = _mm256_cvtepi8_epi16(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + int64_t(kk) * ldb + j)));

@@ -36,6 +36,56 @@ Walk walk_of(const arch::VecDesc& v) {
   return w;
 }
 
+/// The same walk over fewer, longer rows: unit dims dropped and a dim merged into the one
+/// inside it where every operand steps over it as one run (stride = inner shape x inner
+/// stride; broadcasts, stride 0, merge too). The elements and the order they are visited
+/// in do not change; the row loops below get long rows instead of a call per short one.
+Walk coalesced(const Walk& w) {
+  Walk c;  // filled from the innermost dim outwards
+  int k = 3;
+  c.shape[3] = w.shape[3], c.d[3] = w.d[3], c.a[3] = w.a[3], c.b[3] = w.b[3];
+  for (int i = 2; i >= 0; --i) {
+    const size_t s = size_t(i);
+    if (w.shape[s] == 1) continue;
+    const size_t in = size_t(k);
+    if (c.shape[in] == 1) {
+      c.shape[in] = w.shape[s], c.d[in] = w.d[s], c.a[in] = w.a[s], c.b[in] = w.b[s];
+      continue;
+    }
+    if (w.d[s] == c.shape[in] * c.d[in] && w.a[s] == c.shape[in] * c.a[in] &&
+        w.b[s] == c.shape[in] * c.b[in]) {
+      c.shape[in] *= w.shape[s];
+      continue;
+    }
+    --k;
+    const size_t o = size_t(k);
+    c.shape[o] = w.shape[s], c.d[o] = w.d[s], c.a[o] = w.a[s], c.b[o] = w.b[s];
+  }
+  return c;
+}
+
+/// Copies `n` bytes with no call for the short rows of tap and patch copies (a few to a
+/// few dozen bytes): overlapping 8- or 4-byte moves, else memcpy.
+inline void copy_row(uint8_t* d, const uint8_t* a, int64_t n) {
+  if (n >= 8 && n <= 16) {
+    uint64_t x, y;
+    std::memcpy(&x, a, 8);
+    std::memcpy(&y, a + n - 8, 8);
+    std::memcpy(d, &x, 8);
+    std::memcpy(d + n - 8, &y, 8);
+  } else if (n >= 4 && n < 8) {
+    uint32_t x, y;
+    std::memcpy(&x, a, 4);
+    std::memcpy(&y, a + n - 4, 4);
+    std::memcpy(d, &x, 4);
+    std::memcpy(d + n - 4, &y, 4);
+  } else if (n < 4) {
+    for (int64_t k = 0; k < n; ++k) d[k] = a[k];
+  } else {
+    std::memcpy(d, a, size_t(n));
+  }
+}
+
 /// f(dst_off, a_off, b_off) in elements, innermost fastest.
 template <typename F>
 void for_each(const Walk& w, F f) {
@@ -117,6 +167,34 @@ void typed_binary(const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B,
 template <typename F>
 void f32_binary(const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, F f) {
   typed_binary<float>(w, D, A, B, f);
+}
+
+/// d = f(a) element by element from type S to type T; unit-stride rows as a loop the
+/// compiler vectorises.
+template <typename S, typename T, typename F>
+void typed_convert(const Walk& w, uint8_t* D, const uint8_t* A, F f) {
+  if (w.d[3] == 1 && w.a[3] == 1) {
+    const int64_t n = w.shape[3];
+    Walk outer = w;
+    outer.shape[3] = 1;
+    for_each(outer, [&](int64_t od, int64_t oa, int64_t) {
+      uint8_t* d = D + od * int64_t(sizeof(T));
+      const uint8_t* a = A + oa * int64_t(sizeof(S));
+      for (int64_t k = 0; k < n; ++k) {
+        S x;
+        std::memcpy(&x, a + k * int64_t(sizeof(S)), sizeof(S));
+        T r = f(x);
+        std::memcpy(d + k * int64_t(sizeof(T)), &r, sizeof(T));
+      }
+    });
+    return;
+  }
+  for_each(w, [&](int64_t od, int64_t oa, int64_t) {
+    S x;
+    std::memcpy(&x, A + oa * int64_t(sizeof(S)), sizeof(S));
+    T r = f(x);
+    std::memcpy(D + od * int64_t(sizeof(T)), &r, sizeof(T));
+  });
 }
 
 /// i32 results saturate (the exact 64-bit value clamped into the dtype).
@@ -216,6 +294,11 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
   for (int64_t e : w.shape)
     if (e == 0) return;  // empty: the loops over the other dims must not run
   Opcode op = i.op;
+  const arch::TileOpInfo* top = arch::FindTileOpByOpcode(op);
+  // (a reduction folds the innermost dim as it is: only element-wise walks are merged)
+  if (op == Opcode::Tlut || (top != nullptr && top->form != arch::TileForm::Reduce))
+    w = coalesced(w);
+
   bool isf = arch::is_float(dt);
 
   // Reads/writes one element of the dtype; sources are copied first when they
@@ -229,7 +312,6 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
   // Nor does an elementwise source that is exactly the destination (same address, same
   // element type and strides) over a compact destination walk: every element is read
   // just before its own write and no other element touches it, as with a copy.
-  const arch::TileOpInfo* top = arch::FindTileOpByOpcode(op);
   const bool elementwise = top != nullptr && top->form != arch::TileForm::Reduce &&
                            op != Opcode::Tlut && op != Opcode::Trequant && op != Opcode::Tquant &&
                            (op != Opcode::Tcvt || i.src_dtype() == dt);
@@ -400,6 +482,20 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
       });
       break;
     case Opcode::Trelu:
+      w.b = w.a;  // (the typed loops read a second operand: a itself)
+      if (dt == DType::F32) {  // NaN passes through, as below
+        typed_binary<float>(w, D, A, A,
+                            [](float x, float) { return x != x ? x : (x > 0 ? x : 0.0f); });
+        break;
+      }
+      if (dt == DType::I32) {
+        typed_binary<int32_t>(w, D, A, A, [](int32_t x, int32_t) { return x > 0 ? x : 0; });
+        break;
+      }
+      if (dt == DType::I8) {
+        typed_binary<int8_t>(w, D, A, A, [](int8_t x, int8_t) { return x > 0 ? x : int8_t(0); });
+        break;
+      }
       for_each(w, [&](int64_t od, int64_t oa, int64_t) {
         if (isf) {
           double x = ld(A, oa, dt);
@@ -418,9 +514,19 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
         outer.shape[3] = 1;
         const int64_t n = w.shape[3];
         const bool rows = w.d[3] == 1 && w.a[3] == 1;
+        const bool fill = w.d[3] == 1 && w.a[3] == 0;
         for_each(outer, [&](int64_t od, int64_t oa, int64_t) {
           if (rows) {
-            std::memcpy(D + od * es, A + oa * es, size_t(n * es));
+            copy_row(D + od * es, A + oa * es, n * es);
+          } else if (fill && es == 4) {  // one word along the row (a broadcast bias)
+            uint32_t x;
+            std::memcpy(&x, A + oa * 4, 4);
+            uint8_t* d = D + od * 4;
+            for (int64_t k = 0; k < n; ++k) std::memcpy(d + k * 4, &x, 4);
+          } else if (es == 1 && w.d[3] == 1 && w.a[3] == 2) {  // a stride-2 Conv's taps
+            uint8_t* d = D + od;
+            const uint8_t* a = A + oa;
+            for (int64_t k = 0; k < n; ++k) d[k] = a[2 * k];
           } else if (es == 1) {  // strided bytes (an im2col of int8 taps): no call an element
             uint8_t* d = D + od;
             const uint8_t* a = A + oa;
@@ -442,6 +548,15 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
         for_each(outer, [&](int64_t od, int64_t oa, int64_t) {
           const uint8_t* a = A + oa * 4;
           int8_t* d = reinterpret_cast<int8_t*>(D + od);
+          if (sd == 1 && sa == 1) {           // unit strides: the loop vectorises
+            const ByteRounding q = quantise;  // (a local: the byte stores alias no reference)
+            for (int64_t k = 0; k < n; ++k) {
+              float f;
+              std::memcpy(&f, a + k * 4, 4);
+              d[k] = int8_t(q(f));
+            }
+            return;
+          }
           for (int64_t k = 0; k < n; ++k) {
             float f;
             std::memcpy(&f, a + k * sa * 4, 4);
@@ -449,17 +564,11 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
           }
         });
       } else if (st == DType::I8 && dt == DType::I32) {  // widening: exact
-        for_each(w, [&](int64_t od, int64_t oa, int64_t) {
-          int32_t x = int8_t(A[oa]);
-          std::memcpy(D + od * 4, &x, 4);
-        });
+        typed_convert<int8_t, int32_t>(w, D, A, [](int8_t x) { return int32_t(x); });
+      } else if (st == DType::I8 && dt == DType::F32) {  // exact
+        typed_convert<int8_t, float>(w, D, A, [](int8_t x) { return float(x); });
       } else if (st == DType::I32 && dt == DType::F32) {
-        for_each(w, [&](int64_t od, int64_t oa, int64_t) {
-          int32_t x;
-          std::memcpy(&x, A + oa * 4, 4);
-          float f = float(x);  // nearest even
-          std::memcpy(D + od * 4, &f, 4);
-        });
+        typed_convert<int32_t, float>(w, D, A, [](int32_t x) { return float(x); });  // nearest even
       } else {
         for_each(w, [&](int64_t od, int64_t oa, int64_t) {
           arch::convert_element(dt, D + od * es, st, A + oa * ses);
@@ -481,11 +590,12 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
       if (dt == DType::I8 || dt == DType::U8) {
         const ByteRounding round =
             dt == DType::I8 ? ByteRounding(-128.0f, 127.0f) : ByteRounding(0.0f, 255.0f);
-        for_each(w, [&](int64_t od, int64_t oa, int64_t) {
-          float x;
-          std::memcpy(&x, A + oa * 4, 4);
-          const float q = x * v.scale;
-          D[od] = uint8_t(round(q + zp));  // (-128..127 and 0..255 both keep their low byte)
+        const float scale = v.scale;
+        // (captured by value: the byte stores could alias a reference, and the loop would
+        // reload them instead of vectorising)
+        typed_convert<float, uint8_t>(w, D, A, [round, scale, zp](float x) {
+          const float q = x * scale;
+          return uint8_t(round(q + zp));  // (-128..127 and 0..255 both keep their low byte)
         });
         break;
       }

@@ -199,6 +199,38 @@ TEST(MatrixEngine, HostKernelOddShapes) {
   }
 }
 
+TEST(MatrixEngine, HostKernelSkipsZeroStretchesOfAExactly) {
+  // Rows of A zero outside a stretch (a depthwise Conv's block-diagonal weights, stretches
+  // not aligned to 4), all-zero rows, and the extremes -128 / 127, against a plain loop.
+  for (auto [m, n, k, run] : {std::tuple{16, 196, 400, 25},
+                              {10, 37, 90, 9},
+                              {7, 50, 63, 9},
+                              {5, 16, 13, 3},
+                              {12, 33, 30, 1}}) {
+    std::mt19937 g(uint32_t(m * 1000 + k));
+    std::vector<int8_t> a(size_t(m * k), 0), b(size_t(k * n));
+    for (int i = 0; i < m; ++i) {
+      if (i % 5 == 3) continue;  // an all-zero row
+      for (int kk = (i * run) % k; kk < std::min(k, (i * run) % k + run); ++kk)
+        a[size_t(i * k + kk)] = int8_t(g() % 3 == 0 ? (g() % 2 ? -128 : 127) : int(g()));
+    }
+    for (auto& x : b) x = int8_t(g() % 4 == 0 ? -128 : int(g()));
+    for (bool accumulate : {false, true}) {
+      std::vector<int32_t> c(size_t(m * n), -5), want(size_t(m * n));
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+          int32_t s = accumulate ? -5 : 0;
+          for (int kk = 0; kk < k; ++kk)
+            s += int32_t(a[size_t(i * k + kk)]) * int32_t(b[size_t(kk * n + j)]);
+          want[size_t(i * n + j)] = s;
+        }
+      tilecore::sim::gemm_i8(m, n, k, a.data(), k, b.data(), n, c.data(), n, accumulate);
+      EXPECT_EQ(c, want) << m << "x" << n << "x" << k << " accumulate " << accumulate << " via "
+                         << tilecore::sim::gemm_i8_path();
+    }
+  }
+}
+
 TEST(MatrixEngine, CyclesFollowTheCostFormula) {
   // 3 li + issue (t = 3); mm.i8 64x64x64: 16 + ceil(64/16) * ceil(64/32) * ceil(64/4) = 16 + 128 =
   // 144
