@@ -482,7 +482,8 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
       });
       break;
     case Opcode::Trelu:
-      w.b = w.a;  // (the typed loops read a second operand: a itself)
+      // (the typed loops read a second operand: a itself)
+      w.b = w.a;
       if (dt == DType::F32) {  // NaN passes through, as below
         typed_binary<float>(w, D, A, A,
                             [](float x, float) { return x != x ? x : (x > 0 ? x : 0.0f); });
