@@ -1,7 +1,11 @@
 // src/runtime/executable_run.cc — the executor: runs a `.tcx` on the npu device and the CPU,
 // with per-step statistics from the simulator and a Chrome/Perfetto trace; and the registry.
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <memory>
+#include <optional>
+#include <tuple>
 
 #include "tilecore/ffi/dtype.h"
 #include "tilecore/ffi/error.h"
@@ -72,20 +76,78 @@ using JArr = ffi::Array<ffi::Any>;
 
 }  // namespace
 
+namespace {
+
+/*! \brief One step of a run as it went: what its statistics and trace are built from. */
+struct StepRecord {
+  const ExecStep* step = nullptr;
+  double seconds = 0;  // the call's wall time
+#if TILECORE_ENABLE_NPU
+  sim::Stats stats;  // an npu step's figures from the simulator
+  std::shared_ptr<const std::vector<GroupMember> > members;  // a layer group's
+#endif
+};
+
+/*! \brief A finished run: its steps and the figures of the whole. */
+struct RunRecord {
+  std::vector<StepRecord> steps;
+  int cores = 0;
+  uint64_t peak = 0;  // MACs a cycle a core at the executable's precision
+  std::string precision;
+  uint64_t cycles = 0, macs = 0, npu_macs = 0;
+  double wall_seconds = 0, call_seconds = 0, npu_seconds = 0, host_seconds = 0;
+  size_t buckets = 1, bucket = 0;
+  int64_t padded_from = -1;
+  std::string bucket_inputs;
+};
+
+#if TILECORE_ENABLE_NPU
+/*! \brief A layer group step's members and their code as pc regions, read once. */
+struct GroupCode {
+  std::vector<GroupMember> members;
+  std::vector<sim::PcRegion> regions;
+};
+#endif
+
+}  // namespace
+
+struct RunState {
+  std::mutex mu;
+  std::shared_ptr<const RunRecord> last;
+  std::optional<std::string> stats, trace;  // built from `last` when first asked for
+#if TILECORE_ENABLE_NPU
+  // (bucket, step, cores) -> its members (null: no layer group); the cores are the device's
+  std::map<std::tuple<size_t, size_t, int>, std::shared_ptr<const GroupCode> > groups;
+#endif
+};
+
+namespace {
+
+std::string BuildStats(const RunRecord& r);
+std::string BuildTrace(const RunRecord& r);
+
+}  // namespace
+
+RunState& ExecutableObj::run_state() const {
+  std::lock_guard<std::mutex> lock(run_state_mu_);
+  if (!run_state_) run_state_ = std::make_shared<RunState>();
+  return *run_state_;
+}
+
 std::string ExecutableObj::last_stats() const {
-  std::lock_guard<std::mutex> lock(last_run_mu_);
-  return last_stats_;
+  RunState& rs = run_state();
+  std::lock_guard<std::mutex> lock(rs.mu);
+  if (!rs.last) return "";
+  if (!rs.stats) rs.stats = BuildStats(*rs.last);
+  return *rs.stats;
 }
 
 std::string ExecutableObj::last_trace() const {
-  std::lock_guard<std::mutex> lock(last_run_mu_);
-  return last_trace_;
-}
-
-void ExecutableObj::set_last_run(std::string stats, std::string trace) {
-  std::lock_guard<std::mutex> lock(last_run_mu_);
-  last_stats_ = std::move(stats);
-  last_trace_ = std::move(trace);
+  RunState& rs = run_state();
+  std::lock_guard<std::mutex> lock(rs.mu);
+  if (!rs.last) return "";
+  if (!rs.trace) rs.trace = BuildTrace(*rs.last);
+  return *rs.trace;
 }
 
 std::map<std::string, ffi::NDArray> Executable::Run(
@@ -205,38 +267,16 @@ std::map<std::string, ffi::NDArray> Executable::Run(
     h.CopyTo(views[c.buffer]);
   }
   for (const ExecIO& io : s.inputs) in.at(io.name).CopyTo(views[io.buffer]);
-  const int cores = simref->sim.config().cores;
-  const uint64_t peak = PeakMacsPerCycle(s.precision);
+  auto record = std::make_shared<RunRecord>();
+  RunRecord& r = *record;
+  r.cores = simref->sim.config().cores;
+  r.peak = PeakMacsPerCycle(s.precision);
+  r.precision = s.precision;
+  r.buckets = exe.num_buckets(), r.bucket = choice.bucket, r.padded_from = choice.padded_from;
+  if (r.buckets > 1) r.bucket_inputs = DescribeSignature(s, true);
+  r.steps.reserve(s.steps.size());
+  RunState& state = exe.run_state();
   // ---- the steps
-  JArr ops;
-  std::string trace = "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n";
-  char buf[512];
-  for (int c = 0; c < cores; ++c) {
-    std::snprintf(buf, sizeof buf,
-                  "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": "
-                  "\"core %d\"}},\n",
-                  c, c);
-    trace += buf;
-    for (int a = 0; a < sim::kNumAgents; ++a) {
-      std::snprintf(buf, sizeof buf,
-                    "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
-                    "\"args\": {\"name\": \"%s\"}},\n",
-                    c, a, sim::agent_name(sim::Agent(a)));
-      trace += buf;
-    }
-  }
-  const int host_pid = 1000;
-  std::snprintf(
-      buf, sizeof buf,
-      "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"host\"}},\n"
-      "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": "
-      "\"cpu\"}}",
-      host_pid, host_pid);
-  trace += buf;
-  uint64_t total_cycles = 0, total_macs = 0, npu_macs = 0, timeline_ns = 0;
-  uint64_t ddr_r = 0, ddr_w = 0, l2_r = 0, l2_w = 0, l1_r = 0, l1_w = 0;
-  double call_seconds = 0, sim_seconds = 0, host_seconds = 0;
-  double roofline_cycles = 0;  // the npu steps' roofline bounds summed (compiler/roofline.h)
   for (size_t t = 0; t < s.steps.size(); ++t) {
     const ExecStep& st = s.steps[t];
     std::optional<ffi::Function> f = s.modules[st.module].GetFunction(st.function);
@@ -247,11 +287,19 @@ std::map<std::string, ffi::NDArray> Executable::Run(
     std::vector<ffi::AnyView> args;
     for (uint32_t a : st.args) args.emplace_back(views[a]);
     // A layer group's members are measured by their code (pc regions) during its call.
-    std::vector<GroupMember> members;
-    if (st.kind == ExecStep::kNpu) members = ReadGroupMembers(st, cores);
-    std::vector<sim::PcRegion> regions;
-    for (const GroupMember& g : members)
-      regions.insert(regions.end(), g.code.begin(), g.code.end());
+    std::shared_ptr<const GroupCode> group;
+    if (st.kind == ExecStep::kNpu) {
+      std::lock_guard<std::mutex> lock(state.mu);
+      auto [it, fresh] = state.groups.try_emplace({choice.bucket, t, r.cores});
+      if (fresh) {
+        auto code = std::make_shared<GroupCode>();
+        code->members = ReadGroupMembers(st, r.cores);
+        for (const GroupMember& g : code->members)
+          code->regions.insert(code->regions.end(), g.code.begin(), g.code.end());
+        if (!code->members.empty()) it->second = std::move(code);
+      }
+      group = it->second;
+    }
     struct Regions {
       sim::SimulatorRef s;
       bool set;
@@ -260,10 +308,10 @@ std::map<std::string, ffi::NDArray> Executable::Run(
         std::lock_guard<std::mutex> lock(s.mut()->mu);
         s.mut()->sim.set_pc_regions({});
       }
-    } measured{simref, !members.empty()};
+    } measured{simref, group != nullptr};
     if (measured.set) {
       std::lock_guard<std::mutex> lock(simref.mut()->mu);
-      simref.mut()->sim.set_pc_regions(std::move(regions));
+      simref.mut()->sim.set_pc_regions(group->regions);
     }
     auto t0 = std::chrono::steady_clock::now();
     try {
@@ -276,118 +324,30 @@ std::map<std::string, ffi::NDArray> Executable::Run(
                        std::string(e.backtrace()));
     }
     auto t1 = std::chrono::steady_clock::now();
-    double secs = Seconds(t0, t1);
-    call_seconds += secs;
+    StepRecord step;
+    step.step = &st, step.seconds = Seconds(t0, t1);
+    r.call_seconds += step.seconds;
     if (observe) {
       ffi::Array<ffi::NDArray> seen;
       for (uint32_t a : st.args) seen.push_back(views[a]);
       (*observe)(int64_t(t), seen);
     }
-    JMap op;
-    op.Set("name", Any(ffi::String(st.source_node.empty() ? st.node : st.source_node)));
-    op.Set("node", Any(ffi::String(st.node)));
-    op.Set("op_type", Any(ffi::String(st.op_type)));
-    op.Set("where", Any(ffi::String(st.kind == ExecStep::kNpu ? "npu" : "host")));
-    op.Set("macs", Any(int64_t(st.macs)));
-    op.Set("wall_seconds", Any(secs));
-    total_macs += st.macs;
+    r.macs += st.macs;
     if (st.kind == ExecStep::kNpu) {
-      sim::Stats ss;
       {
         std::lock_guard<std::mutex> lock(simref.mut()->mu);
-        ss = simref->sim.stats();
+        step.stats = simref->sim.stats();
       }
-      sim_seconds += secs;
-      uint64_t sim_macs = 0;
-      JArr engines;
-      std::string bound = "sc";
-      uint64_t bound_busy = 0;
-      for (size_t c = 0; c < ss.cores.size(); ++c) {
-        sim_macs += ss.cores[c].macs;
-        JMap per_core;
-        for (int a = 0; a < sim::kNumAgents; ++a) {
-          const sim::EngineStats& e = ss.cores[c].agents[size_t(a)];
-          per_core.Set(sim::agent_name(sim::Agent(a)), Any(int64_t(e.busy)));
-          if (e.busy > bound_busy) bound_busy = e.busy, bound = sim::agent_name(sim::Agent(a));
-          if (e.busy > 0) {
-            std::snprintf(
-                buf, sizeof buf,
-                ",\n{\"ph\": \"X\", \"name\": %s, \"pid\": %zu, \"tid\": %d, \"ts\": %.3f, "
-                "\"dur\": %.3f, "
-                "\"args\": {\"op_type\": %s, \"busy_cycles\": %llu, \"stalled_cycles\": %llu}}",
-                JsonEscape(st.node).c_str(), c, a, double(timeline_ns) / 1000.0,
-                double(ss.cycles) / 1000.0, JsonEscape(st.op_type).c_str(),
-                (unsigned long long)e.busy, (unsigned long long)(e.stalled_dep + e.stalled_bw));
-            trace += buf;
-          }
-        }
-        engines.push_back(Any(per_core));
-      }
-      npu_macs += st.macs;
-      total_cycles += ss.cycles;
-      timeline_ns += ss.cycles;
-      ddr_r += ss.ddr_read, ddr_w += ss.ddr_written, l2_r += ss.l2_read, l2_w += ss.l2_written;
-      l1_r += ss.l1_read, l1_w += ss.l1_written;
-      double denom = double(peak) * double(ss.cycles) * double(cores);
-      op.Set("cycles", Any(int64_t(ss.cycles)));
-      op.Set("sim_macs", Any(int64_t(sim_macs)));
-      op.Set("mac_utilisation", Any(denom > 0 ? double(st.macs) / denom : 0.0));
-      op.Set("instructions", Any(int64_t(ss.instructions)));
-      op.Set("commands", Any(int64_t(ss.commands)));
-      JMap bytes;
-      bytes.Set("ddr_read", Any(int64_t(ss.ddr_read)));
-      bytes.Set("ddr_written", Any(int64_t(ss.ddr_written)));
-      bytes.Set("l2_read", Any(int64_t(ss.l2_read)));
-      bytes.Set("l2_written", Any(int64_t(ss.l2_written)));
-      bytes.Set("l1_read", Any(int64_t(ss.l1_read)));
-      bytes.Set("l1_written", Any(int64_t(ss.l1_written)));
-      op.Set("bytes", Any(bytes));
-      op.Set("engine_busy", Any(engines));
-      op.Set("bound_by", Any(ffi::String(bound)));
-      if (std::optional<double> r = RooflineCycles(st.roofline_entry)) {
-        op.Set("roofline_cycles", Any(*r));
-        roofline_cycles += *r;
-      }
-      if (!members.empty()) {
-        SetMemberStats(op, members, ss);
-        // each member's stretch on each core, as async slices (members may overlap)
-        const uint64_t step_start = timeline_ns - ss.cycles;
-        for (size_t m = 0; m < members.size() && m < ss.regions.size(); ++m) {
-          for (size_t c = 0; c < ss.regions[m].cores.size(); ++c) {
-            const sim::RegionStats::Span& span = ss.regions[m].cores[c];
-            if (span.empty()) continue;
-            for (const char* ph : {"b", "e"}) {
-              std::snprintf(buf, sizeof buf,
-                            ",\n{\"ph\": \"%s\", \"cat\": \"member\", \"id\": \"%zu.%zu.%zu\", "
-                            "\"pid\": %zu, \"tid\": 0, \"ts\": %.3f, \"args\": {\"member\": %zu, ",
-                            ph, t, m, c, c,
-                            double(step_start + (*ph == 'b' ? span.first : span.last)) / 1000.0, m);
-              trace += buf;
-              trace += "\"group\": " + JsonEscape(st.node) +
-                       "}, \"name\": " + JsonEscape(members[m].node) + "}";
-            }
-          }
-        }
-      }
+      if (group)
+        step.members = std::shared_ptr<const std::vector<GroupMember> >(group, &group->members);
+      r.npu_seconds += step.seconds;
+      r.npu_macs += st.macs;
+      r.cycles += step.stats.cycles;
     } else {
-      host_seconds += secs;
-      uint64_t ns = uint64_t(secs * 1e9);
-      std::snprintf(
-          buf, sizeof buf,
-          ",\n{\"ph\": \"X\", \"name\": %s, \"pid\": %d, \"tid\": 0, \"ts\": %.3f, \"dur\": %.3f, "
-          "\"args\": {\"op_type\": %s, \"host\": true}}",
-          JsonEscape(st.node).c_str(), host_pid, double(timeline_ns) / 1000.0, double(ns) / 1000.0,
-          JsonEscape(st.op_type).c_str());
-      trace += buf;
-      timeline_ns += ns;
-      op.Set("cycles", Any(int64_t(0)));
-      op.Set("sim_macs", Any(int64_t(0)));
-      op.Set("mac_utilisation", Any(0.0));
-      op.Set("bound_by", Any(ffi::String("host")));
+      r.host_seconds += step.seconds;
     }
-    ops.push_back(Any(op));
+    r.steps.push_back(std::move(step));
   }
-  trace += "\n]}\n";
   // ---- outputs
   std::map<std::string, ffi::NDArray> out;
   for (const ExecIO& io : s.outputs) {
@@ -404,19 +364,101 @@ std::map<std::string, ffi::NDArray> Executable::Run(
     out.emplace(io.name, o);
   }
   views.clear();
-  auto t_end = std::chrono::steady_clock::now();
-  double total = Seconds(t_start, t_end);
+  r.wall_seconds = Seconds(t_start, std::chrono::steady_clock::now());
+  if (summary) {
+    double denom = double(r.peak) * double(r.cycles) * double(r.cores);
+    summary->cycles = r.cycles;
+    summary->macs = r.macs;
+    summary->mac_utilisation = denom > 0 ? double(r.npu_macs) / denom : 0.0;
+    summary->wall_seconds = r.wall_seconds;
+    summary->steps = int64_t(s.steps.size());
+  }
+  {
+    std::lock_guard<std::mutex> lock(state.mu);
+    state.last = std::move(record);
+    state.stats.reset(), state.trace.reset();
+  }
+  return out;
+#endif
+}
+
+// ---- a run's statistics and trace, built from its record when first asked for ---------------
+namespace {
+
+std::string BuildStats(const RunRecord& r) {
+  JArr ops;
+  double roofline_cycles = 0;  // the npu steps' roofline bounds summed (compiler/roofline.h)
+  uint64_t ddr_r = 0, ddr_w = 0, l2_r = 0, l2_w = 0, l1_r = 0, l1_w = 0;
+  for (const StepRecord& rec : r.steps) {
+    const ExecStep& st = *rec.step;
+    JMap op;
+    op.Set("name", Any(ffi::String(st.source_node.empty() ? st.node : st.source_node)));
+    op.Set("node", Any(ffi::String(st.node)));
+    op.Set("op_type", Any(ffi::String(st.op_type)));
+    op.Set("where", Any(ffi::String(st.kind == ExecStep::kNpu ? "npu" : "host")));
+    op.Set("macs", Any(int64_t(st.macs)));
+    op.Set("wall_seconds", Any(rec.seconds));
+#if TILECORE_ENABLE_NPU
+    if (st.kind == ExecStep::kNpu) {
+      const sim::Stats& ss = rec.stats;
+      uint64_t sim_macs = 0;
+      JArr engines;
+      std::string bound = "sc";
+      uint64_t bound_busy = 0;
+      for (const sim::CoreStats& core : ss.cores) {
+        sim_macs += core.macs;
+        JMap per_core;
+        for (int a = 0; a < sim::kNumAgents; ++a) {
+          const sim::EngineStats& e = core.agents[size_t(a)];
+          per_core.Set(sim::agent_name(sim::Agent(a)), Any(int64_t(e.busy)));
+          if (e.busy > bound_busy) bound_busy = e.busy, bound = sim::agent_name(sim::Agent(a));
+        }
+        engines.push_back(Any(per_core));
+      }
+      ddr_r += ss.ddr_read, ddr_w += ss.ddr_written, l2_r += ss.l2_read, l2_w += ss.l2_written;
+      l1_r += ss.l1_read, l1_w += ss.l1_written;
+      double denom = double(r.peak) * double(ss.cycles) * double(r.cores);
+      op.Set("cycles", Any(int64_t(ss.cycles)));
+      op.Set("sim_macs", Any(int64_t(sim_macs)));
+      op.Set("mac_utilisation", Any(denom > 0 ? double(st.macs) / denom : 0.0));
+      op.Set("instructions", Any(int64_t(ss.instructions)));
+      op.Set("commands", Any(int64_t(ss.commands)));
+      JMap bytes;
+      bytes.Set("ddr_read", Any(int64_t(ss.ddr_read)));
+      bytes.Set("ddr_written", Any(int64_t(ss.ddr_written)));
+      bytes.Set("l2_read", Any(int64_t(ss.l2_read)));
+      bytes.Set("l2_written", Any(int64_t(ss.l2_written)));
+      bytes.Set("l1_read", Any(int64_t(ss.l1_read)));
+      bytes.Set("l1_written", Any(int64_t(ss.l1_written)));
+      op.Set("bytes", Any(bytes));
+      op.Set("engine_busy", Any(engines));
+      op.Set("bound_by", Any(ffi::String(bound)));
+      if (std::optional<double> c = RooflineCycles(st.roofline_entry)) {
+        op.Set("roofline_cycles", Any(*c));
+        roofline_cycles += *c;
+      }
+      if (rec.members) SetMemberStats(op, *rec.members, ss);
+      ops.push_back(Any(op));
+      continue;
+    }
+#endif
+    op.Set("cycles", Any(int64_t(0)));
+    op.Set("sim_macs", Any(int64_t(0)));
+    op.Set("mac_utilisation", Any(0.0));
+    op.Set("bound_by", Any(ffi::String("host")));
+    ops.push_back(Any(op));
+  }
   JMap st;
-  st.Set("cycles", Any(int64_t(total_cycles)));
-  st.Set("macs", Any(int64_t(total_macs)));
-  st.Set("npu_macs", Any(int64_t(npu_macs)));
+  st.Set("cycles", Any(int64_t(r.cycles)));
+  st.Set("macs", Any(int64_t(r.macs)));
+  st.Set("npu_macs", Any(int64_t(r.npu_macs)));
   st.Set("roofline_cycles", Any(roofline_cycles));
-  double denom = double(peak) * double(total_cycles) * double(cores);
-  st.Set("mac_utilisation", Any(denom > 0 ? double(npu_macs) / denom : 0.0));
-  st.Set("precision", Any(ffi::String(s.precision)));
-  st.Set("peak_macs_per_cycle", Any(int64_t(peak * uint64_t(cores))));
-  st.Set("cores", Any(int64_t(cores)));
-  st.Set("steps", Any(int64_t(s.steps.size())));
+  double denom = double(r.peak) * double(r.cycles) * double(r.cores);
+  st.Set("mac_utilisation", Any(denom > 0 ? double(r.npu_macs) / denom : 0.0));
+  st.Set("precision", Any(ffi::String(r.precision)));
+  st.Set("peak_macs_per_cycle", Any(int64_t(r.peak * uint64_t(r.cores))));
+  st.Set("cores", Any(int64_t(r.cores)));
+  st.Set("steps", Any(int64_t(r.steps.size())));
   JMap bytes;
   bytes.Set("ddr_read", Any(int64_t(ddr_r)));
   bytes.Set("ddr_written", Any(int64_t(ddr_w)));
@@ -425,32 +467,111 @@ std::map<std::string, ffi::NDArray> Executable::Run(
   bytes.Set("l1_read", Any(int64_t(l1_r)));
   bytes.Set("l1_written", Any(int64_t(l1_w)));
   st.Set("bytes", Any(bytes));
-  st.Set("wall_seconds", Any(total));
-  st.Set("npu_call_seconds", Any(sim_seconds));
-  st.Set("host_call_seconds", Any(host_seconds));
-  st.Set("executor_overhead_seconds", Any(total - call_seconds));
+  st.Set("wall_seconds", Any(r.wall_seconds));
+  st.Set("npu_call_seconds", Any(r.npu_seconds));
+  st.Set("host_call_seconds", Any(r.host_seconds));
+  st.Set("executor_overhead_seconds", Any(r.wall_seconds - r.call_seconds));
   st.Set("ops", Any(ops));
-  if (exe.num_buckets() > 1) {
+  if (r.buckets > 1) {
     JMap b;
-    b.Set("index", Any(int64_t(choice.bucket)));
-    b.Set("buckets", Any(int64_t(exe.num_buckets())));
-    b.Set("inputs", Any(ffi::String(DescribeSignature(s, true))));
-    if (choice.padded_from >= 0) b.Set("padded_from", Any(choice.padded_from));
+    b.Set("index", Any(int64_t(r.bucket)));
+    b.Set("buckets", Any(int64_t(r.buckets)));
+    b.Set("inputs", Any(ffi::String(r.bucket_inputs)));
+    if (r.padded_from >= 0) b.Set("padded_from", Any(r.padded_from));
     st.Set("bucket", Any(b));
   }
-  std::string stats_json = ffi::json::Stringify(st, 1);
-  if (summary) {
-    summary->cycles = total_cycles;
-    summary->macs = total_macs;
-    summary->mac_utilisation = denom > 0 ? double(npu_macs) / denom : 0.0;
-    summary->wall_seconds = total;
-    summary->steps = int64_t(s.steps.size());
-    summary->stats_json = stats_json;
-  }
-  const_cast<ExecutableObj*>(get())->set_last_run(std::move(stats_json), std::move(trace));
-  return out;
-#endif
+  return ffi::json::Stringify(st, 1);
 }
+
+std::string BuildTrace(const RunRecord& r) {
+  std::string trace = "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n";
+  char buf[512];
+#if TILECORE_ENABLE_NPU
+  for (int c = 0; c < r.cores; ++c) {
+    std::snprintf(buf, sizeof buf,
+                  "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": "
+                  "\"core %d\"}},\n",
+                  c, c);
+    trace += buf;
+    for (int a = 0; a < sim::kNumAgents; ++a) {
+      std::snprintf(buf, sizeof buf,
+                    "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": %d, "
+                    "\"args\": {\"name\": \"%s\"}},\n",
+                    c, a, sim::agent_name(sim::Agent(a)));
+      trace += buf;
+    }
+  }
+#endif
+  const int host_pid = 1000;
+  std::snprintf(
+      buf, sizeof buf,
+      "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"args\": {\"name\": \"host\"}},\n"
+      "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": "
+      "\"cpu\"}}",
+      host_pid, host_pid);
+  trace += buf;
+  uint64_t timeline_ns = 0;
+  for (size_t t = 0; t < r.steps.size(); ++t) {
+    const StepRecord& rec = r.steps[t];
+    const ExecStep& st = *rec.step;
+#if TILECORE_ENABLE_NPU
+    if (st.kind == ExecStep::kNpu) {
+      const sim::Stats& ss = rec.stats;
+      for (size_t c = 0; c < ss.cores.size(); ++c) {
+        for (int a = 0; a < sim::kNumAgents; ++a) {
+          const sim::EngineStats& e = ss.cores[c].agents[size_t(a)];
+          if (e.busy == 0) continue;
+          std::snprintf(
+              buf, sizeof buf,
+              ",\n{\"ph\": \"X\", \"name\": %s, \"pid\": %zu, \"tid\": %d, \"ts\": %.3f, "
+              "\"dur\": %.3f, "
+              "\"args\": {\"op_type\": %s, \"busy_cycles\": %llu, \"stalled_cycles\": %llu}}",
+              JsonEscape(st.node).c_str(), c, a, double(timeline_ns) / 1000.0,
+              double(ss.cycles) / 1000.0, JsonEscape(st.op_type).c_str(),
+              (unsigned long long)e.busy, (unsigned long long)(e.stalled_dep + e.stalled_bw));
+          trace += buf;
+        }
+      }
+      if (rec.members) {
+        // each member's stretch on each core, as async slices (members may overlap)
+        const std::vector<GroupMember>& members = *rec.members;
+        for (size_t m = 0; m < members.size() && m < ss.regions.size(); ++m) {
+          for (size_t c = 0; c < ss.regions[m].cores.size(); ++c) {
+            const sim::RegionStats::Span& span = ss.regions[m].cores[c];
+            if (span.empty()) continue;
+            for (const char* ph : {"b", "e"}) {
+              std::snprintf(buf, sizeof buf,
+                            ",\n{\"ph\": \"%s\", \"cat\": \"member\", \"id\": \"%zu.%zu.%zu\", "
+                            "\"pid\": %zu, \"tid\": 0, \"ts\": %.3f, \"args\": {\"member\": %zu, ",
+                            ph, t, m, c, c,
+                            double(timeline_ns + (*ph == 'b' ? span.first : span.last)) / 1000.0,
+                            m);
+              trace += buf;
+              trace += "\"group\": " + JsonEscape(st.node) +
+                       "}, \"name\": " + JsonEscape(members[m].node) + "}";
+            }
+          }
+        }
+      }
+      timeline_ns += ss.cycles;
+      continue;
+    }
+#endif
+    uint64_t ns = uint64_t(rec.seconds * 1e9);
+    std::snprintf(
+        buf, sizeof buf,
+        ",\n{\"ph\": \"X\", \"name\": %s, \"pid\": %d, \"tid\": 0, \"ts\": %.3f, \"dur\": %.3f, "
+        "\"args\": {\"op_type\": %s, \"host\": true}}",
+        JsonEscape(st.node).c_str(), host_pid, double(timeline_ns) / 1000.0, double(ns) / 1000.0,
+        JsonEscape(st.op_type).c_str());
+    trace += buf;
+    timeline_ns += ns;
+  }
+  trace += "\n]}\n";
+  return trace;
+}
+
+}  // namespace
 
 // ---- the builder's description: JSON (docs/executable.md, "Building") -----------------------
 namespace {

@@ -125,15 +125,19 @@ struct ExecutableLoadOptions {
   std::string expected_sha256;
 };
 
-/// The figures of one run (all of them are in its statistics JSON).
+/// The figures of one run (all of them are in its statistics JSON, last_stats).
 struct RunSummary {
   uint64_t cycles = 0;
   uint64_t macs = 0;
   double mac_utilisation = 0;
   double wall_seconds = 0;
   int64_t steps = 0;
-  std::string stats_json;  // docs/executable.md, "Statistics"
 };
+
+/// The executor's state of one executable (executable_run.cc): the last run that finished,
+/// whose statistics and trace are built from it when first asked for, and what runs read of
+/// the steps once (a layer group's members and their code).
+struct RunState;
 
 class ExecutableObj : public ffi::Object {
  public:
@@ -145,15 +149,15 @@ class ExecutableObj : public ffi::Object {
   size_t num_buckets() const { return 1 + more_buckets.size(); }
   const ExecutableSpec& bucket(size_t i) const { return i == 0 ? spec : more_buckets.at(i - 1); }
   /// The statistics (JSON) and Chrome trace of the last run that finished; empty before one.
-  /// Runs from several threads replace them under the mutex.
+  /// Built when first asked for; runs from several threads replace the run under a mutex.
   std::string last_stats() const;
   std::string last_trace() const;
-  void set_last_run(std::string stats, std::string trace);
+  RunState& run_state() const;  // (made on first use)
   TILECORE_FFI_DECLARE_OBJECT_INFO_FINAL("runtime.Executable", ExecutableObj, ffi::Object);
 
  private:
-  mutable std::mutex last_run_mu_;
-  std::string last_stats_, last_trace_;
+  mutable std::mutex run_state_mu_;
+  mutable std::shared_ptr<RunState> run_state_;
 };
 
 /// Thrown (kind "PermissionError") when ExecutableLoadOptions refuse an executable.
