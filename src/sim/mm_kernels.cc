@@ -49,9 +49,11 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void gemm_i8_vnni(int m, 
   // Pack B biased: block jb, group g -> 64 bytes = 16 columns x 4 k values. (K's padding
   // meets A's zero padding.)
   std::vector<uint8_t> bp(size_t(nb) * size_t(kg) * 64, 0x80);
-  const int n16 = (k % 4 == 0) ? n / 16 * 16 : 0;  // columns packed with byte shuffles
+  // whole groups of 4 rows x 16 columns with byte shuffles, the rest (K % 4 rows, n % 16
+  // columns) a byte at a time
+  const int n16 = n / 16 * 16, k4 = k / 4 * 4;
   const __m128i bias = _mm_set1_epi8(char(0x80));
-  for (int g = 0; g < k / 4 && n16; ++g) {
+  for (int g = 0; g < k4 / 4; ++g) {
     const int8_t* r0 = b + int64_t(4 * g) * ldb;
     for (int j = 0; j < n16; j += 16) {
       // Interleave 4 rows x 16 columns into 16 columns x 4 k values (64 bytes).
@@ -71,7 +73,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void gemm_i8_vnni(int m, 
   for (int kk = 0; kk < k; ++kk) {
     const int8_t* brow = b + int64_t(kk) * ldb;
     int g = kk / 4, r = kk % 4;
-    for (int j = n16; j < n; ++j)
+    for (int j = kk < k4 ? n16 : 0; j < n; ++j)
       bp[(size_t(j / 16) * size_t(kg) + size_t(g)) * 64 + size_t(j % 16) * 4 + size_t(r)] =
           uint8_t(brow[j]) ^ 0x80;
   }

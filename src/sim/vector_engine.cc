@@ -89,14 +89,16 @@ inline void copy_row(uint8_t* d, const uint8_t* a, int64_t n) {
 /// f(dst_off, a_off, b_off) in elements, innermost fastest.
 template <typename F>
 void for_each(const Walk& w, F f) {
+  // (the innermost dim in locals: f's stores, bytes, may alias anything a reference
+  // reaches, and the loop would reload them after every element)
+  const int64_t n = w.shape[3], sd = w.d[3], sa = w.a[3], sb = w.b[3];
   for (int64_t i0 = 0; i0 < w.shape[0]; ++i0)
     for (int64_t i1 = 0; i1 < w.shape[1]; ++i1)
       for (int64_t i2 = 0; i2 < w.shape[2]; ++i2) {
         int64_t od = i0 * w.d[0] + i1 * w.d[1] + i2 * w.d[2];
         int64_t oa = i0 * w.a[0] + i1 * w.a[1] + i2 * w.a[2];
         int64_t ob = i0 * w.b[0] + i1 * w.b[1] + i2 * w.b[2];
-        for (int64_t i3 = 0; i3 < w.shape[3]; ++i3)
-          f(od + i3 * w.d[3], oa + i3 * w.a[3], ob + i3 * w.b[3]);
+        for (int64_t i3 = 0; i3 < n; ++i3) f(od + i3 * sd, oa + i3 * sa, ob + i3 * sb);
       }
 }
 
@@ -514,8 +516,11 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
         Walk outer = w;
         outer.shape[3] = 1;
         const int64_t n = w.shape[3];
-        const bool rows = w.d[3] == 1 && w.a[3] == 1;
-        const bool fill = w.d[3] == 1 && w.a[3] == 0;
+        // (locals: a byte store may alias anything a reference reaches, and the loops would
+        // reload the strides after every element)
+        const int64_t sd = w.d[3], sa = w.a[3];
+        const bool rows = sd == 1 && sa == 1;
+        const bool fill = sd == 1 && sa == 0;
         for_each(outer, [&](int64_t od, int64_t oa, int64_t) {
           if (rows) {
             copy_row(D + od * es, A + oa * es, n * es);
@@ -524,17 +529,17 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
             std::memcpy(&x, A + oa * 4, 4);
             uint8_t* d = D + od * 4;
             for (int64_t k = 0; k < n; ++k) std::memcpy(d + k * 4, &x, 4);
-          } else if (es == 1 && w.d[3] == 1 && w.a[3] == 2) {  // a stride-2 Conv's taps
+          } else if (es == 1 && sd == 1 && sa == 2) {  // a stride-2 Conv's taps
             uint8_t* d = D + od;
             const uint8_t* a = A + oa;
             for (int64_t k = 0; k < n; ++k) d[k] = a[2 * k];
           } else if (es == 1) {  // strided bytes (an im2col of int8 taps): no call an element
             uint8_t* d = D + od;
             const uint8_t* a = A + oa;
-            for (int64_t k = 0; k < n; ++k) d[k * w.d[3]] = a[k * w.a[3]];
+            for (int64_t k = 0; k < n; ++k) d[k * sd] = a[k * sa];
           } else {
             for (int64_t k = 0; k < n; ++k)
-              std::memcpy(D + (od + k * w.d[3]) * es, A + (oa + k * w.a[3]) * es, size_t(es));
+              std::memcpy(D + (od + k * sd) * es, A + (oa + k * sa) * es, size_t(es));
           }
         });
         break;
@@ -549,8 +554,8 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
         for_each(outer, [&](int64_t od, int64_t oa, int64_t) {
           const uint8_t* a = A + oa * 4;
           int8_t* d = reinterpret_cast<int8_t*>(D + od);
-          if (sd == 1 && sa == 1) {           // unit strides: the loop vectorises
-            const ByteRounding q = quantise;  // (a local: the byte stores alias no reference)
+          const ByteRounding q = quantise;  // (a local: the byte stores alias no reference)
+          if (sd == 1 && sa == 1) {         // unit strides: the loop vectorises
             for (int64_t k = 0; k < n; ++k) {
               float f;
               std::memcpy(&f, a + k * 4, 4);
@@ -561,7 +566,7 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
           for (int64_t k = 0; k < n; ++k) {
             float f;
             std::memcpy(&f, a + k * sa * 4, 4);
-            d[k * sd] = int8_t(quantise(f));
+            d[k * sd] = int8_t(q(f));
           }
         });
       } else if (st == DType::I8 && dt == DType::I32) {  // widening: exact
