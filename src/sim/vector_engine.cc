@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "byte_rounding.h"
+#include "exp_rows.h"
 #include "machine.h"
 #include "tilecore/arch/numeric.h"
 #include "tilecore/arch/tile_ops.h"
@@ -455,6 +456,18 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
     case Opcode::Trsqrt:
     case Opcode::Ttanh:
     case Opcode::Tsigmoid:
+      if ((op == Opcode::Texp || op == Opcode::Tsigmoid) && dt == DType::F32 && w.d[3] == 1 &&
+          w.a[3] == 1) {
+        // whole rows, bit-identical to the loop below (exp_rows.h)
+        const ExpRow kind = op == Opcode::Texp ? ExpRow::Exp : ExpRow::Sigmoid;
+        const int64_t n = w.shape[3];
+        Walk outer = w;
+        outer.shape[3] = 1;
+        for_each(outer, [&](int64_t od, int64_t oa, int64_t) {
+          exp_row_f32(kind, D + od * 4, A + oa * 4, n);
+        });
+        break;
+      }
       for_each(w, [&](int64_t od, int64_t oa, int64_t) {
         double x = ld(A, oa, dt), r = 0;
         switch (op) {
