@@ -1,5 +1,6 @@
 // src/runtime/executable_run.cc — the executor: runs a `.tcx` on the npu device and the CPU,
 // with per-step statistics from the simulator and a Chrome/Perfetto trace; and the registry.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -236,16 +237,32 @@ std::map<std::string, ffi::NDArray> Executable::Run(
   sim::SimulatorRef simref = dev.simulator();
   {
     // Device memory is reused between runs: an arena starts as zeros, never as the bytes
-    // an earlier run (or another model) left there.
+    // an earlier run (or another model) left there. (Not the bytes written whole just
+    // below, the constants' and the inputs': a weight-heavy model's arena is mostly those.)
+    std::vector<std::pair<uint64_t, uint64_t> > written;
+    for (const ExecConstant& c : s.constants)
+      if (c.data().size() == views[c.buffer].NumBytes())
+        written.emplace_back(s.buffers[c.buffer].offset, c.data().size());
+    for (const ExecIO& io : s.inputs)
+      written.emplace_back(s.buffers[io.buffer].offset, views[io.buffer].NumBytes());
+    std::sort(written.begin(), written.end());
     std::lock_guard<std::mutex> lock(simref.mut()->mu);
     uint64_t base = reinterpret_cast<uint64_t>(arena.tensor().data) + arena.tensor().byte_offset;
     static const std::vector<uint8_t> zeros(size_t(1) << 20, 0);
-    sim::TranslateSimError([&] {
-      for (uint64_t done = 0; done < s.arena_size; done += zeros.size()) {
-        size_t n = size_t(std::min<uint64_t>(zeros.size(), s.arena_size - done));
+    auto zero = [&](uint64_t from, uint64_t to) {
+      for (uint64_t done = from; done < to; done += zeros.size()) {
+        size_t n = size_t(std::min<uint64_t>(zeros.size(), to - done));
         simref.mut()->sim.write(arch::Space::DDR, base + done,
                                 std::span<const uint8_t>(zeros.data(), n));
       }
+    };
+    sim::TranslateSimError([&] {
+      uint64_t at = 0;  // the bytes below are zeroed or written below
+      for (const auto& [offset, size] : written) {
+        if (offset > at) zero(at, std::min<uint64_t>(offset, s.arena_size));
+        at = std::max(at, offset + size);
+      }
+      if (at < s.arena_size) zero(at, s.arena_size);
     });
   }
   for (const ExecConstant& c : s.constants) {
