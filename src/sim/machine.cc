@@ -19,6 +19,89 @@
 
 namespace tilecore::sim {
 
+namespace {
+
+/// Instructions that read and write only their front end's registers and pc (arithmetic,
+/// branches, SIMD register operations): no other agent observes them and they observe no
+/// other, so a front end runs them when it reaches them, not only while it is the earliest
+/// agent; the results and every time are the same as in time order (run_loop).
+constexpr bool RegistersOnly(arch::Opcode op) {
+  using arch::Opcode;
+  switch (op) {
+    case Opcode::Nop:
+    case Opcode::Add:
+    case Opcode::Sub:
+    case Opcode::Mul:
+    case Opcode::Mulh:
+    case Opcode::Mulhu:
+    case Opcode::Div:
+    case Opcode::Divu:
+    case Opcode::Rem:
+    case Opcode::Remu:
+    case Opcode::And:
+    case Opcode::Or:
+    case Opcode::Xor:
+    case Opcode::Sll:
+    case Opcode::Srl:
+    case Opcode::Sra:
+    case Opcode::Slt:
+    case Opcode::Sltu:
+    case Opcode::Min:
+    case Opcode::Max:
+    case Opcode::Minu:
+    case Opcode::Maxu:
+    case Opcode::Addi:
+    case Opcode::Andi:
+    case Opcode::Ori:
+    case Opcode::Xori:
+    case Opcode::Slli:
+    case Opcode::Srli:
+    case Opcode::Srai:
+    case Opcode::Slti:
+    case Opcode::Sltiu:
+    case Opcode::Muli:
+    case Opcode::Li:
+    case Opcode::Beq:
+    case Opcode::Bne:
+    case Opcode::Blt:
+    case Opcode::Bge:
+    case Opcode::Bltu:
+    case Opcode::Bgeu:
+    case Opcode::Jal:
+    case Opcode::Jalr:
+    case Opcode::Vadd:
+    case Opcode::Vsub:
+    case Opcode::Vmul:
+    case Opcode::Vmin:
+    case Opcode::Vmax:
+    case Opcode::Vand:
+    case Opcode::Vor:
+    case Opcode::Vxor:
+    case Opcode::Vadds:
+    case Opcode::Vsubs:
+    case Opcode::Vsplat:
+    case Opcode::Vcmpeq:
+    case Opcode::Vcmplt:
+    case Opcode::Vcmple:
+    case Opcode::Vsel:
+    case Opcode::Vredsum:
+    case Opcode::Vredmax:
+    case Opcode::Vredmin:
+    case Opcode::Vext:
+    case Opcode::Vcvt:
+    case Opcode::Pwhile:
+    case Opcode::Pand:
+    case Opcode::Por:
+    case Opcode::Pxor:
+    case Opcode::Pnot:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 using arch::Engine;
 
 // ---- Memory -----------------------------------------------------------------------------------
@@ -598,6 +681,9 @@ void Machine::run_loop(uint64_t budget, bool throw_on_budget, uint64_t* executed
           return;
         }
         if (s.state != AgentState::Ready) break;
+        if constexpr (!kDebug) {
+          if (c.pc < c.code.size() && RegistersOnly(c.code[c.pc].op)) continue;
+        }
         // Keep going while this front end is still the earliest agent.
         while (!heap_.empty()) {
           const HeapEntry& h = heap_.front();
