@@ -212,30 +212,39 @@ void Machine::load(const arch::Program& p) {
     int id = c.id;
     c = Core{};
     c.id = id;
-    if (const arch::TextSection* t = p.text_for_core(id)) {
-      c.words = t->words;
-      if (t->lines.size() == t->words.size()) c.lines = t->lines;
-    }
-    c.active = !c.words.empty();
-    auto known = std::find_if(decoded_.begin(), decoded_.end(),
-                              [&](const DecodedText& d) { return d.words == c.words; });
+    static const std::vector<uint64_t> kNoWords;
+    static const std::vector<int> kNoLines;
+    const arch::TextSection* t = p.text_for_core(id);
+    const std::vector<uint64_t>& words = t ? t->words : kNoWords;
+    const std::vector<int>& lines = t && t->lines.size() == t->words.size() ? t->lines : kNoLines;
+    auto known = std::find_if(decoded_.begin(), decoded_.end(), [&](const auto& d) {
+      return d->words == words && d->lines == lines;
+    });
     if (known != decoded_.end()) {
-      c.code = known->code;
-      c.decode_error = known->decode_error;
+      c.text = *known;
     } else {
-      c.code.resize(c.words.size());
-      c.decode_error.resize(c.words.size());
-      for (size_t k = 0; k < c.words.size(); ++k) {
+      auto text = std::make_shared<DecodedText>();
+      text->words = words;
+      text->lines = lines;
+      text->code.resize(words.size());
+      text->decode_error.resize(words.size());
+      for (size_t k = 0; k < words.size(); ++k) {
         std::string why;
-        auto inst = arch::decode(c.words[k], &why);
+        auto inst = arch::decode(words[k], &why);
         if (inst)
-          c.code[k] = *inst;
+          text->code[k] = *inst;
         else
-          c.decode_error[k] = why.empty() ? "illegal instruction" : why;
+          text->decode_error[k] = why.empty() ? "illegal instruction" : why;
       }
       if (decoded_.size() == kDecodedTexts) decoded_.erase(decoded_.begin());
-      decoded_.push_back(DecodedText{c.words, c.code, c.decode_error});
+      decoded_.push_back(text);
+      c.text = std::move(text);
     }
+    c.words = c.text->words;
+    c.lines = c.text->lines;
+    c.code = c.text->code;
+    c.decode_error = c.text->decode_error;
+    c.active = !c.words.empty();
     for (auto& e : c.eng) e.queue.reset(cfg.queue_depth);
     for (int a = 0; a < kNumAgents; ++a) {
       AgentSlot& s = slot(id, Agent(a));

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <tuple>
 #include <variant>
@@ -151,6 +152,14 @@ class CommandQueue {
   size_t head_ = 0, size_ = 0;
 };
 
+/// A text section's words, their source lines and their decoding (Core::text).
+struct DecodedText {
+  std::vector<uint64_t> words;
+  std::vector<int> lines;
+  std::vector<Inst> code;
+  std::vector<std::string> decode_error;
+};
+
 struct EngineState {
   CommandQueue queue;
   uint64_t done = 0;                // completion counter
@@ -169,10 +178,13 @@ struct Core {
   uint64_t instret = 0;
   bool halted = false;
   bool barrier_released = false;
-  std::vector<uint64_t> words;  // the core's text section (a copy: the Program may go away)
-  std::vector<int> lines;       // source line per word, when assembled from text
-  std::vector<Inst> code;       // pre-decoded
-  std::vector<std::string> decode_error;  // non-empty for words that do not decode
+  // The core's text section decoded, shared with the machine's cache of decoded texts (a
+  // model launches the same kernels again and again: each load was a copy of all of it)
+  std::shared_ptr<const DecodedText> text;
+  std::span<const uint64_t> words;            // text->words (the Program may go away)
+  std::span<const int> lines;                 // source line per word, when assembled from text
+  std::span<const Inst> code;                 // pre-decoded
+  std::span<const std::string> decode_error;  // non-empty for words that do not decode
   std::array<EngineState, arch::kNumEngines> eng;
   CoreStats counters;           // macs
   std::vector<int32_t> region;  // pc region of each pc (-1: none); empty without regions
@@ -344,12 +356,7 @@ class Machine {
   std::vector<AgentSlot> slots_;
   // The decoded text of the programs loaded last (a model launches the same few kernels
   // again and again): found by their words, so a new program with other words decodes
-  struct DecodedText {
-    std::vector<uint64_t> words;
-    std::vector<Inst> code;
-    std::vector<std::string> decode_error;
-  };
-  std::vector<DecodedText> decoded_;
+  std::vector<std::shared_ptr<const DecodedText>> decoded_;
   static constexpr size_t kDecodedTexts = 64;
   std::vector<uint64_t> barrier_arrival_;
   std::vector<bool> at_barrier_;
