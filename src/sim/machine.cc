@@ -100,6 +100,38 @@ constexpr bool RegistersOnly(arch::Opcode op) {
   }
 }
 
+/// Instructions whose effects and inputs stay within their core: an L1 load or store (no
+/// other core's agent touches this core's L1), a tile command's issue (its descriptor in
+/// L1, its queue this core's), a wait, a fence and a csr read (this core's engines). Such an
+/// instruction must follow this core's engines in time order, not the other cores' agents
+/// (run_loop).
+bool CoreLocal(const Inst& i) {
+  using arch::Opcode;
+  switch (i.op) {
+    case Opcode::Lb:
+    case Opcode::Lbu:
+    case Opcode::Lh:
+    case Opcode::Lhu:
+    case Opcode::Lw:
+    case Opcode::Sb:
+    case Opcode::Sh:
+    case Opcode::Sw:
+      return Space(i.e) == Space::L1;
+    case Opcode::Vld:
+    case Opcode::Vst:
+      return Space(i.c) == Space::L1;
+    case Opcode::Wait:
+    case Opcode::Fence:
+    case Opcode::Csrr:
+      return true;
+    default: {
+      const arch::Unit u = arch::info(i.op).unit;
+      return u == arch::Unit::DmaIn || u == arch::Unit::DmaOut || u == arch::Unit::Matrix ||
+             u == arch::Unit::Vector;
+    }
+  }
+}
+
 }  // namespace
 
 using arch::Engine;
@@ -691,7 +723,21 @@ void Machine::run_loop(uint64_t budget, bool throw_on_budget, uint64_t* executed
         }
         if (s.state != AgentState::Ready) break;
         if constexpr (!kDebug) {
-          if (c.pc < c.code.size() && RegistersOnly(c.code[c.pc].op)) continue;
+          if (c.pc < c.code.size()) {
+            const Inst& next = c.code[c.pc];
+            if (RegistersOnly(next.op)) continue;
+            // A core-local instruction waits only for this core's engines that are earlier
+            // (the front end goes first at an equal time: its id is the core's lowest). Not
+            // with a trace or the hazard check, which record in the order agents run.
+            if (!cfg.trace && !hazard_mode() && CoreLocal(next)) {
+              bool engine_earlier = false;
+              for (int e = 1; e < kNumAgents; ++e) {
+                const AgentSlot& es = slots_[top.id + uint32_t(e)];
+                engine_earlier = engine_earlier || (es.state == AgentState::Ready && es.t < s.t);
+              }
+              if (!engine_earlier) continue;
+            }
+          }
         }
         // Keep going while this front end is still the earliest agent.
         while (!heap_.empty()) {
