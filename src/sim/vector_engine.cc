@@ -89,7 +89,7 @@ inline void copy_row(uint8_t* d, const uint8_t* a, int64_t n) {
 
 /// f(dst_off, a_off, b_off) in elements, innermost fastest.
 template <typename F>
-void for_each(const Walk& w, F f) {
+[[gnu::always_inline]] inline void for_each(const Walk& w, F f) {
   // (the innermost dim in locals: f's stores, bytes, may alias anything a reference
   // reaches, and the loop would reload them after every element)
   const int64_t n = w.shape[3], sd = w.d[3], sa = w.a[3], sb = w.b[3];
@@ -124,7 +124,8 @@ double fmin_nan(double a, double b) {
 /// specification asks for (double rounding is innocuous for these operations); for i32 the
 /// operations compute in 64 bits and saturate, as the generic path does.
 template <typename T, typename F>
-void typed_binary(const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, F f) {
+[[gnu::always_inline]] inline void typed_binary(const Walk& w, uint8_t* D, const uint8_t* A,
+                                                const uint8_t* B, F f) {
   constexpr int64_t es = sizeof(T);
   if (w.d[3] == 1 && w.a[3] == 1 && (w.b[3] == 1 || w.b[3] == 0)) {
     // Unit-stride rows (b contiguous or broadcast): a loop the compiler vectorises,
@@ -168,14 +169,15 @@ void typed_binary(const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B,
 }
 
 template <typename F>
-void f32_binary(const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, F f) {
+[[gnu::always_inline]] inline void f32_binary(const Walk& w, uint8_t* D, const uint8_t* A,
+                                              const uint8_t* B, F f) {
   typed_binary<float>(w, D, A, B, f);
 }
 
 /// d = f(a) element by element from type S to type T; unit-stride rows as a loop the
 /// compiler vectorises.
 template <typename S, typename T, typename F>
-void typed_convert(const Walk& w, uint8_t* D, const uint8_t* A, F f) {
+[[gnu::always_inline]] inline void typed_convert(const Walk& w, uint8_t* D, const uint8_t* A, F f) {
   if (w.d[3] == 1 && w.a[3] == 1) {
     const int64_t n = w.shape[3];
     Walk outer = w;
@@ -240,7 +242,11 @@ constexpr auto fminf_nan = [](float a, float b) {
 };
 
 /// Runs an f32 binary or scalar command on the fast path; false if not covered.
-bool f32_fast(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, float s) {
+// (compiled for AVX2 too, picked at load time: the same operations on wider vectors, no
+// FMA, so the same results; the loops above are inlined into each)
+__attribute__((target_clones("avx2", "default"))) bool f32_fast(Opcode op, const Walk& w,
+                                                                uint8_t* D, const uint8_t* A,
+                                                                const uint8_t* B, float s) {
   // Broadcast the scalar through b with stride 0.
   Walk ws = w;
   const uint8_t* S = reinterpret_cast<const uint8_t*>(&s);
@@ -283,6 +289,42 @@ bool f32_fast(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint
     default:
       return false;
   }
+}
+
+/// The conversions around int8 matrix ops on the fast path (compiled for AVX2 too, as
+/// f32_fast): tcvt f32 -> i8, i8 -> i32, i8 -> f32, i32 -> f32 and tquant to i8 / u8, with
+/// the results of convert_element; false for any other.
+__attribute__((target_clones("avx2", "default"))) bool convert_fast(Opcode op, DType st, DType dt,
+                                                                    const Walk& w, uint8_t* D,
+                                                                    const uint8_t* A, float scale,
+                                                                    int32_t zero_point) {
+  if (op == Opcode::Tquant) {
+    if (dt != DType::I8 && dt != DType::U8) return false;
+    const ByteRounding round =
+        dt == DType::I8 ? ByteRounding(-128.0f, 127.0f) : ByteRounding(0.0f, 255.0f);
+    const float zp = float(zero_point);
+    // (captured by value: the byte stores could alias a reference, and the loop would
+    // reload them instead of vectorising)
+    typed_convert<float, uint8_t>(w, D, A, [round, scale, zp](float x) {
+      const float q = x * scale;
+      return uint8_t(round(q + zp));  // (-128..127 and 0..255 both keep their low byte)
+    });
+    return true;
+  }
+  if (op != Opcode::Tcvt) return false;
+  if (st == DType::F32 && dt == DType::I8) {
+    const ByteRounding quantise(-128.0f, 127.0f);
+    typed_convert<float, int8_t>(w, D, A, [quantise](float x) { return int8_t(quantise(x)); });
+  } else if (st == DType::I8 && dt == DType::I32) {  // widening: exact
+    typed_convert<int8_t, int32_t>(w, D, A, [](int8_t x) { return int32_t(x); });
+  } else if (st == DType::I8 && dt == DType::F32) {  // exact
+    typed_convert<int8_t, float>(w, D, A, [](int8_t x) { return float(x); });
+  } else if (st == DType::I32 && dt == DType::F32) {
+    typed_convert<int32_t, float>(w, D, A, [](int32_t x) { return float(x); });  // nearest even
+  } else {
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -559,40 +601,10 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
       }
       // the conversions around int8 matrix ops (quantise on load, dequantise) without the
       // generic loader's switches; the same results as convert_element
-      if (st == DType::F32 && dt == DType::I8) {
-        const ByteRounding quantise(-128.0f, 127.0f);
-        Walk outer = w;
-        outer.shape[3] = 1;
-        const int64_t n = w.shape[3], sd = w.d[3], sa = w.a[3];
-        for_each(outer, [&](int64_t od, int64_t oa, int64_t) {
-          const uint8_t* a = A + oa * 4;
-          int8_t* d = reinterpret_cast<int8_t*>(D + od);
-          const ByteRounding q = quantise;  // (a local: the byte stores alias no reference)
-          if (sd == 1 && sa == 1) {         // unit strides: the loop vectorises
-            for (int64_t k = 0; k < n; ++k) {
-              float f;
-              std::memcpy(&f, a + k * 4, 4);
-              d[k] = int8_t(q(f));
-            }
-            return;
-          }
-          for (int64_t k = 0; k < n; ++k) {
-            float f;
-            std::memcpy(&f, a + k * sa * 4, 4);
-            d[k * sd] = int8_t(q(f));
-          }
-        });
-      } else if (st == DType::I8 && dt == DType::I32) {  // widening: exact
-        typed_convert<int8_t, int32_t>(w, D, A, [](int8_t x) { return int32_t(x); });
-      } else if (st == DType::I8 && dt == DType::F32) {  // exact
-        typed_convert<int8_t, float>(w, D, A, [](int8_t x) { return float(x); });
-      } else if (st == DType::I32 && dt == DType::F32) {
-        typed_convert<int32_t, float>(w, D, A, [](int32_t x) { return float(x); });  // nearest even
-      } else {
+      if (!convert_fast(op, st, dt, w, D, A, 0.0f, 0))
         for_each(w, [&](int64_t od, int64_t oa, int64_t) {
           arch::convert_element(dt, D + od * es, st, A + oa * ses);
         });
-      }
       break;
     }
     case Opcode::Trequant:
@@ -606,18 +618,7 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
       // tmuls, tadds and tcvt's roundings: the product and the sum in f32, then the
       // conversion (saturating, half to even, NaN to 0)
       const float zp = float(v.zero_point);
-      if (dt == DType::I8 || dt == DType::U8) {
-        const ByteRounding round =
-            dt == DType::I8 ? ByteRounding(-128.0f, 127.0f) : ByteRounding(0.0f, 255.0f);
-        const float scale = v.scale;
-        // (captured by value: the byte stores could alias a reference, and the loop would
-        // reload them instead of vectorising)
-        typed_convert<float, uint8_t>(w, D, A, [round, scale, zp](float x) {
-          const float q = x * scale;
-          return uint8_t(round(q + zp));  // (-128..127 and 0..255 both keep their low byte)
-        });
-        break;
-      }
+      if (convert_fast(op, DType::F32, dt, w, D, A, v.scale, v.zero_point)) break;  // i8, u8
       for_each(w, [&](int64_t od, int64_t oa, int64_t) {
         float x;
         std::memcpy(&x, A + oa * 4, 4);
