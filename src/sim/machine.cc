@@ -723,13 +723,13 @@ void Machine::run_loop(uint64_t budget, bool throw_on_budget, uint64_t* executed
         }
         if (s.state != AgentState::Ready) break;
         if constexpr (!kDebug) {
-          if (c.pc < c.code.size()) {
+          // (not with a trace or the hazard check, which record in the order agents run)
+          if (c.pc < c.code.size() && !cfg.trace && !hazard_mode()) {
             const Inst& next = c.code[c.pc];
             if (RegistersOnly(next.op)) continue;
             // A core-local instruction waits only for this core's engines that are earlier
-            // (the front end goes first at an equal time: its id is the core's lowest). Not
-            // with a trace or the hazard check, which record in the order agents run.
-            if (!cfg.trace && !hazard_mode() && CoreLocal(next)) {
+            // (the front end goes first at an equal time: its id is the core's lowest).
+            if (CoreLocal(next)) {
               bool engine_earlier = false;
               for (int e = 1; e < kNumAgents; ++e) {
                 const AgentSlot& es = slots_[top.id + uint32_t(e)];
