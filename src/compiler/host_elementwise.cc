@@ -194,6 +194,12 @@ const std::map<std::string, Op>& Ops() {
     unary(
         "IsNaN", [](PrimExpr x, const OpCall&) { return ne(x, x); }, kFloat);
     unary(
+        "ReplaceNaN",
+        [](PrimExpr x, const OpCall& c) {
+          return select(ne(x, x), C(x, AttrFloat(c.attrs, "value", 0.0)), x);
+        },
+        kFloat);
+    unary(
         "IsInf",
         [](PrimExpr x, const OpCall& c) {
           // x - x is NaN exactly for the infinities (and NaN)

@@ -302,6 +302,12 @@ const std::map<std::string, EwOp>& Ops() {
     unary("Ceil", [](PrimExpr x, const OpCall&) { return Ceil(x); }, {f32});
     unary("Round", [](PrimExpr x, const OpCall&) { return RoundEven(x); }, {f32});
     unary("IsNaN", [](PrimExpr x, const OpCall&) { return ne(x, x); }, {f32});
+    // tilecore::ReplaceNaN (RecognizeActivations: Where(IsNaN(x), c, x))
+    unary("ReplaceNaN",
+          [](PrimExpr x, const OpCall& c) {
+            return select(ne(x, x), F32(AttrFloat(c.attrs, "value", 0.0)), x);
+          },
+          {f32});
     unary("IsInf",
           [](PrimExpr x, const OpCall& c) {
             // x - x is NaN exactly for the infinities (and NaN)
@@ -902,7 +908,8 @@ PrimFunc LowerElementwise(const OpCall& call) {
   // (a bool input only where the op tests it, not where it compares two bools as data)
   const bool tests_bools = call.op_type == "Where" || call.op_type == "Not" ||
                            call.op_type == "And" || call.op_type == "Or";
-  bool simd_bool = has_bool && !op.uses_index;
+  // (ReplaceNaN selects on 4-byte lanes alone: no tile command selects, so it runs here too)
+  bool simd_bool = (has_bool || call.op_type == "ReplaceNaN") && !op.uses_index;
   for (size_t i = 0; i < nin && simd_bool; ++i) {
     if (!call.inputs[i].defined()) continue;
     const DataType t = call.inputs[i]->dtype;

@@ -1,7 +1,8 @@
 /*
  * src/ir/graph_builtin_ops.cc — graph ops of the "tilecore" domain: the canonical
  * forms graph passes produce that ONNX has no op for (RecognizeActivations turns
- * x * Sigmoid(x) into tilecore::SiLU). Written in C++, infer and reference alike.
+ * x * Sigmoid(x) into tilecore::SiLU, Where(IsNaN(x), c, x) into tilecore::ReplaceNaN).
+ * Written in C++, infer and reference alike.
  */
 #include <cmath>
 
@@ -50,6 +51,45 @@ Array<Any> SiLUReference(Map<String, Any>, Array<Any> inputs) {
   return out;
 }
 
+/*! \brief x where it is not NaN, else the attribute `value` (float32, float64). */
+Array<Any> ReplaceNaNReference(Map<String, Any> attrs, Array<Any> inputs) {
+  if (inputs.size() != 1)
+    TILECORE_THROW(ValueError) << "ReplaceNaN takes 1 input, got " << inputs.size();
+  auto x = inputs.raw(0).try_cast<NDArray>();
+  if (!x.has_value())
+    TILECORE_THROW(TypeError) << "ReplaceNaN: expected an array, got "
+                              << inputs.raw(0).GetTypeKey();
+  if (x->device().device_type != kDLCPU || !x->IsContiguous())
+    TILECORE_THROW(ValueError) << "ReplaceNaN: expected a contiguous host array";
+  double value = 0.0;
+  if (auto v = attrs.Get(String("value")); v.has_value())
+    value = v->try_cast<double>().value_or(0.0);
+  DLDataType t = x->dtype();
+  Array<Any> out;
+  if (t.code == kDLFloat && t.bits == 32) {
+    const float c = float(value);
+    out.push_back(Map1<float>(*x, [c](float v) { return std::isnan(v) ? c : v; }));
+  } else if (t.code == kDLFloat && t.bits == 64) {
+    out.push_back(Map1<double>(*x, [value](double v) { return std::isnan(v) ? value : v; }));
+  } else {
+    TILECORE_THROW(TypeError) << "ReplaceNaN: dtype " << DtypeOfNDArray(*x)
+                              << " is not supported (float32, float64)";
+  }
+  return out;
+}
+
+/*! \brief Registers tilecore::ReplaceNaN (out of the init block: its commas are the macro's). */
+void RegisterReplaceNaN() {
+  Map<String, Any> replace_nan_attrs;
+  replace_nan_attrs.Set(String("value"),
+                        Any(Array<Any>({Any(String("float")), Any(0.0), Any(false)})));
+  RegisterGraphOp(
+      GraphOpDef(String("ReplaceNaN"), String("tilecore"), replace_nan_attrs, 1, 1, 1, 1, 1,
+                 Function::FromTyped(SameTypeAsInput0, "tilecore::ReplaceNaN.infer"),
+                 Function::FromTyped(ReplaceNaNReference, "tilecore::ReplaceNaN.reference"),
+                 String("x where it is not NaN, else value")));
+}
+
 }  // namespace
 
 TILECORE_FFI_STATIC_INIT_BLOCK({
@@ -57,6 +97,7 @@ TILECORE_FFI_STATIC_INIT_BLOCK({
                              Function::FromTyped(SameTypeAsInput0, "tilecore::SiLU.infer"),
                              Function::FromTyped(SiLUReference, "tilecore::SiLU.reference"),
                              String("x * sigmoid(x)")));
+  RegisterReplaceNaN();
 });
 
 }  // namespace ir

@@ -73,12 +73,26 @@ std::optional<GeluCore> MatchCore(const Rewriter& rw, const Value& t) {
 
 Graph Recognize(const Graph& g, PassContext ctx) {
   Rewriter rw(g);
-  int64_t silu = 0, hswish = 0, gelu_erf = 0, gelu_tanh = 0;
+  int64_t silu = 0, hswish = 0, gelu_erf = 0, gelu_tanh = 0, nan_masks = 0;
   for (const Node& root : g->nodes) {
-    if (rw.IsDead(root) || !root->domain.empty() || root->outputs.size() != 1 ||
-        root->inputs.size() != 2)
-      continue;
+    if (rw.IsDead(root) || !root->domain.empty() || root->outputs.size() != 1) continue;
     const String& loc = root->name;
+    // Where(IsNaN(x), c, x) with a constant c: attention's mask of fully masked rows.
+    if (root->op_type == "Where" && root->inputs.size() == 3) {
+      Node isnan = rw.ProducerIf(root.input(0), "IsNaN");
+      std::optional<double> c = ScalarConst(root.input(1));
+      if (isnan.defined() && c.has_value() && SameValue(isnan.input(0), root.input(2)) &&
+          DtypeOf(root.input(2)) == "float32" && DtypeOf(root->outputs[0]) == "float32") {
+        Map<String, Any> attrs;
+        attrs.Set(String("value"), Any(*c));
+        Node n(String("ReplaceNaN"), String("tilecore"), loc, attrs,
+               Array<Any>({Any(root.input(2))}), root->outputs);
+        rw.Replace({isnan}, root, {n});
+        ++nan_masks;
+      }
+      continue;
+    }
+    if (root->inputs.size() != 2) continue;
     if (root->op_type == "Mul") {
       bool done = false;
       // SiLU and HardSwish (HardSigmoid form).
@@ -172,6 +186,7 @@ Graph Recognize(const Graph& g, PassContext ctx) {
   if (hswish) ctx->AddStat("transform.RecognizeActivations.hardswish", hswish);
   if (gelu_erf) ctx->AddStat("transform.RecognizeActivations.gelu_erf", gelu_erf);
   if (gelu_tanh) ctx->AddStat("transform.RecognizeActivations.gelu_tanh", gelu_tanh);
+  if (nan_masks) ctx->AddStat("transform.RecognizeActivations.nan_mask", nan_masks);
   return rw.Build();
 }
 

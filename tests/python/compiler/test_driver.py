@@ -530,3 +530,27 @@ def test_shapes_computed_block_after_block_are_static():
     feeds = {"x": RNG.standard_normal((6, 4)).astype(np.float32)}
     y = tilecore.compile(model).run(feeds)[x]
     np.testing.assert_allclose(y, ort_run(model, feeds)[x], rtol=1e-5, atol=1e-6)
+
+
+def test_nan_mask_of_attention_is_one_pass_and_matches_onnxruntime():
+    # Where(IsNaN(Softmax(s)), 0, Softmax(s)), as dynamo exports attention: rows masked whole
+    # are NaN after the Softmax and become 0. The graph pass makes it one tilecore::ReplaceNaN
+    # step (no bool tensor); the outputs are ONNX Runtime's.
+    zero = np.zeros((), np.float32)
+    nodes = [helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             helper.make_node("IsNaN", ["p"], ["nan"], name="isnan"),
+             helper.make_node("Where", ["nan", "zero", "p"], ["y"], name="where")]
+    model = make_model(nodes, [("s", [2, 4, 16, 16], np.float32)], ["y"], [("zero", zero)])
+    s = RNG.standard_normal((2, 4, 16, 16)).astype(np.float32)
+    s[0, 1, 3, :] = -np.inf  # a row masked whole: NaN after the Softmax
+    s[1, 2, :, 5] = -np.inf  # a masked column: an ordinary row
+    s[1, 3, 7, 2] = np.nan
+    want = ort_run(model, {"s": s})["y"]
+    assert np.isnan(want).sum() == 0 and np.all(want[0, 1, 3] == 0)
+    exe = tilecore.compile(model.SerializeToString())
+    got = exe.run({"s": s})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert np.all(got[0, 1, 3] == 0) and np.all(got[1, 3, 7] == 0)
+    exe.run({"s": s})
+    ops = [m["op_type"] for op in exe.stats()["ops"] for m in (op.get("members") or [op])]
+    assert "ReplaceNaN" in ops and "IsNaN" not in ops and "Where" not in ops, ops

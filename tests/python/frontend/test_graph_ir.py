@@ -170,6 +170,29 @@ def test_canonicalisation_counts_against_numpy():
     np.testing.assert_allclose(evaluate(g2, {"x": xv})[out.name], want, rtol=1e-4, atol=1e-5)
 
 
+def test_nan_mask_becomes_replace_nan_against_numpy():
+    # Where(IsNaN(x), c, x) -> tilecore::ReplaceNaN(x; value=c); not when the mask has another
+    # use or c is not a constant
+    x_v = np.array([[1.5, np.nan, -2.0], [np.nan, np.inf, 0.0]], np.float32)
+    for shared, const in ((False, True), (True, True), (False, False)):
+        b = GraphBuilder()
+        x = b.input("x", (2, 3))
+        c = b.constant("c", np.float32(-7.0)) if const else b.input("c", ())
+        (m,) = b.add("IsNaN", [x])
+        (y,) = b.add("Where", [m, c, x])
+        b.output(y, m) if shared else b.output(y)
+        g, stats = _counts(transform.InferTypes()(b.build()), transform.CanonicalizeGraph())
+        ops = [n.op_type for n in g.nodes]
+        feed = {"x": x_v} if const else {"x": x_v, "c": np.float32(-7.0)}
+        got = evaluate(g, feed)[y.name]
+        np.testing.assert_array_equal(got, np.where(np.isnan(x_v), np.float32(-7.0), x_v))
+        if shared or not const:
+            assert "ReplaceNaN" not in ops and "transform.RecognizeActivations.nan_mask" not in stats
+        else:
+            assert ops == ["ReplaceNaN"] and stats["transform.RecognizeActivations.nan_mask"] == 1
+            assert float(g.nodes[0].attrs["value"]) == -7.0
+
+
 def test_softmax_and_layernorm_recognised():
     rng = np.random.default_rng(2)
     b = GraphBuilder(opsets={"": 13})
