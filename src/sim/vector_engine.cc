@@ -241,12 +241,11 @@ constexpr auto fminf_nan = [](float a, float b) {
   return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b);
 };
 
-/// Runs an f32 binary or scalar command on the fast path; false if not covered.
-// (compiled for AVX2 too, picked at load time: the same operations on wider vectors, no
-// FMA, so the same results; the loops above are inlined into each)
-__attribute__((target_clones("avx2", "default"))) bool f32_fast(Opcode op, const Walk& w,
-                                                                uint8_t* D, const uint8_t* A,
-                                                                const uint8_t* B, float s) {
+/// Runs an f32 binary or scalar command on the fast path; false if not covered. (Inlined
+/// into a default and an AVX2 entry below: the same operations on wider vectors, no FMA,
+/// so the same results.)
+[[gnu::always_inline]] inline bool f32_fast_body(Opcode op, const Walk& w, uint8_t* D,
+                                                 const uint8_t* A, const uint8_t* B, float s) {
   // Broadcast the scalar through b with stride 0.
   Walk ws = w;
   const uint8_t* S = reinterpret_cast<const uint8_t*>(&s);
@@ -291,13 +290,12 @@ __attribute__((target_clones("avx2", "default"))) bool f32_fast(Opcode op, const
   }
 }
 
-/// The conversions around int8 matrix ops on the fast path (compiled for AVX2 too, as
+/// The conversions around int8 matrix ops on the fast path (a default and an AVX2 entry, as
 /// f32_fast): tcvt f32 -> i8, i8 -> i32, i8 -> f32, i32 -> f32 and tquant to i8 / u8, with
 /// the results of convert_element; false for any other.
-__attribute__((target_clones("avx2", "default"))) bool convert_fast(Opcode op, DType st, DType dt,
-                                                                    const Walk& w, uint8_t* D,
-                                                                    const uint8_t* A, float scale,
-                                                                    int32_t zero_point) {
+[[gnu::always_inline]] inline bool convert_fast_body(Opcode op, DType st, DType dt, const Walk& w,
+                                                     uint8_t* D, const uint8_t* A, float scale,
+                                                     int32_t zero_point) {
   if (op == Opcode::Tquant) {
     if (dt != DType::I8 && dt != DType::U8) return false;
     const ByteRounding round =
@@ -325,6 +323,47 @@ __attribute__((target_clones("avx2", "default"))) bool convert_fast(Opcode op, D
     return false;
   }
   return true;
+}
+
+// Entries compiled for the host's vector width, picked once at run time (a branch, not an
+// ifunc: an ifunc resolver runs before a sanitizer's runtime is up and crashed under TSan).
+bool f32_fast_default(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B,
+                      float s) {
+  return f32_fast_body(op, w, D, A, B, s);
+}
+bool convert_fast_default(Opcode op, DType st, DType dt, const Walk& w, uint8_t* D,
+                          const uint8_t* A, float scale, int32_t zero_point) {
+  return convert_fast_body(op, st, dt, w, D, A, scale, zero_point);
+}
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx2"))) bool f32_fast_avx2(Opcode op, const Walk& w, uint8_t* D,
+                                                   const uint8_t* A, const uint8_t* B, float s) {
+  return f32_fast_body(op, w, D, A, B, s);
+}
+__attribute__((target("avx2"))) bool convert_fast_avx2(Opcode op, DType st, DType dt, const Walk& w,
+                                                       uint8_t* D, const uint8_t* A, float scale,
+                                                       int32_t zero_point) {
+  return convert_fast_body(op, st, dt, w, D, A, scale, zero_point);
+}
+bool have_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+#endif
+
+bool f32_fast(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, float s) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (have_avx2()) return f32_fast_avx2(op, w, D, A, B, s);
+#endif
+  return f32_fast_default(op, w, D, A, B, s);
+}
+
+bool convert_fast(Opcode op, DType st, DType dt, const Walk& w, uint8_t* D, const uint8_t* A,
+                  float scale, int32_t zero_point) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (have_avx2()) return convert_fast_avx2(op, st, dt, w, D, A, scale, zero_point);
+#endif
+  return convert_fast_default(op, st, dt, w, D, A, scale, zero_point);
 }
 
 }  // namespace
