@@ -1110,11 +1110,26 @@ PrimFunc LowerElementwise(const OpCall& call) {
                           x[k] = ne(Cast(i32, x[k]), I32(0));
                         }
                       }
+                      // each load bound once (the SIMD code evaluates every use of an
+                      // expression again: ReplaceNaN's x three times)
+                      std::vector<std::pair<Var, PrimExpr> > bound;
+                      for (size_t k = 0; k < nin; ++k) {
+                        if (!x[k].as<BufferLoadNode>()) continue;
+                        Var xv("x" + std::to_string(k), x[k].dtype());
+                        bound.emplace_back(xv, x[k]);
+                        x[k] = xv;
+                      }
                       PrimExpr v = op.fn(x, call);
-                      if (R.get() != Ol.get())
-                        return BufferStore(R, Select(v, I32(1), I32(0)), {i});
-                      if (v.dtype() != odt) v = cast(odt, v);
-                      return BufferStore(Ol, v, {i});
+                      Stmt store;
+                      if (R.get() != Ol.get()) {
+                        store = BufferStore(R, Select(v, I32(1), I32(0)), {i});
+                      } else {
+                        if (v.dtype() != odt) v = cast(odt, v);
+                        store = BufferStore(Ol, v, {i});
+                      }
+                      for (auto it = bound.rbegin(); it != bound.rend(); ++it)
+                        store = LetStmt(it->first, it->second, store);
+                      return store;
                     },
                     ForKind::kVectorized));
                 if (R.get() != Ol.get())

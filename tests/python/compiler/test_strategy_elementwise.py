@@ -400,3 +400,25 @@ def test_ops_on_bool_run_in_simd_on_every_core(op, make):
     assert all(n > 0 for n in per_core), per_core  # every core takes a share
     # SIMD: 2 to 3 instructions an element with the loop's own; the scalar loop took 11
     assert max(per_core) < 4 * (x.size // 4), per_core
+
+
+def test_replace_nan_loads_each_value_once_and_matches_numpy():
+    # tilecore::ReplaceNaN on the front ends' SIMD: NaN (either sign) to the value, the
+    # infinities and signed zeros kept; the loop loads x once an iteration (it is used three
+    # times: the compare twice and the select)
+    import tilecore
+
+    x = np.random.default_rng(4).standard_normal((3, 4, 37)).astype(np.float32)
+    x.flat[::7] = np.nan
+    x.flat[3::11] = -np.nan
+    x.flat[5::13] = np.inf
+    x.flat[6::17] = -0.0
+    (out,) = run_lowered("ReplaceNaN", {"value": -2.5}, [x], [np.zeros_like(x)])
+    want = np.where(np.isnan(x), np.float32(-2.5), x)
+    assert np.array_equal(out.view(np.uint32), want.view(np.uint32))
+    spec = compiler.TensorSpec(x.shape, x.dtype)
+    f = compiler.LowerOp("ReplaceNaN", {"value": -2.5}, [spec], [spec], "npu -cores=4")
+    src = tilecore.build(f, target="npu -cores=4").get_source()
+    loop = src[src.index("vcmpeq") - 400:src.index("vsel") + 200]
+    body = loop[loop.rindex(":\n", 0, loop.index("vcmpeq")):loop.index("blt", loop.index("vsel"))]
+    assert body.count("vld") == 1, body
