@@ -1112,7 +1112,7 @@ PrimFunc LowerElementwise(const OpCall& call) {
                       }
                       // each load bound once (the SIMD code evaluates every use of an
                       // expression again: ReplaceNaN's x three times)
-                      std::vector<std::pair<Var, PrimExpr> > bound;
+                      std::vector<std::pair<Var, PrimExpr>> bound;
                       for (size_t k = 0; k < nin; ++k) {
                         if (!x[k].as<BufferLoadNode>()) continue;
                         Var xv("x" + std::to_string(k), x[k].dtype());
