@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "cpu_features.h"
+
 namespace tilecore::sim {
 
 namespace {
@@ -84,18 +86,13 @@ template <ExpRow kKind>
   }
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#ifdef TC1_SIM_X86
 __attribute__((target("avx2,fma"))) void rows_avx2(ExpRow kind, uint8_t* d, const uint8_t* a,
                                                    int64_t n) {
   if (kind == ExpRow::Exp)
     rows<ExpRow::Exp>(d, a, n);
   else
     rows<ExpRow::Sigmoid>(d, a, n);
-}
-
-bool have_avx2_fma() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
 }
 #endif
 
@@ -107,8 +104,8 @@ float exp_reference(ExpRow kind, float x) {
 }
 
 void exp_row_f32(ExpRow kind, uint8_t* d, const uint8_t* a, int64_t n) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (have_avx2_fma()) return rows_avx2(kind, d, a, n);
+#ifdef TC1_SIM_X86
+  if (CpuHasAvx2Fma()) return rows_avx2(kind, d, a, n);
 #endif
   if (kind == ExpRow::Exp)
     rows<ExpRow::Exp>(d, a, n);

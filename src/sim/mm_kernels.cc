@@ -14,6 +14,8 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu_features.h"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define TC1_HAVE_X86 1
@@ -154,11 +156,6 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void gemm_i8_vnni(int m, 
   }
 }
 
-bool have_avx2_i8() {
-  static const bool yes = __builtin_cpu_supports("avx2");
-  return yes;
-}
-
 // AVX2 path: pairs of k (a[i][k], a[i][k+1]) times the rows B[k], B[k+1] interleaved as
 // int16 pairs, summed by vpmaddwd into int32 (|a * b| <= 2^14, so a pair never
 // overflows); 4 rows x 16 columns of C stay in registers over K. unpack{lo,hi}_epi16
@@ -240,7 +237,7 @@ void gemm_i8(int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int
              int ldc, bool accumulate) {
 #ifdef TC1_HAVE_X86
   if (have_vnni()) return gemm_i8_vnni(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-  if (have_avx2_i8()) return gemm_i8_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  if (CpuHasAvx2()) return gemm_i8_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 #endif
   gemm_i8_portable(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
@@ -248,7 +245,7 @@ void gemm_i8(int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int
 const char* gemm_i8_path() {
 #ifdef TC1_HAVE_X86
   if (have_vnni()) return "avx512-vnni";
-  if (have_avx2_i8()) return "avx2";
+  if (CpuHasAvx2()) return "avx2";
 #endif
   return "portable";
 }
@@ -270,11 +267,6 @@ void gemm_f32_portable(int m, int n, int k, const float* a, int lda, const float
 }
 
 #ifdef TC1_HAVE_X86
-bool have_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
-  return yes;
-}
-
 // Blocks of 4 rows x 16 columns held in registers over the whole K loop: per element
 // the same operations in the same order as the portable loop (a multiply, then an add,
 // k ascending; no FMA, which target("avx2") does not enable), so the results are
@@ -377,7 +369,7 @@ void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int 
               int ldc, bool accumulate) {
 #ifdef TC1_HAVE_X86
   if (have_avx512f()) return gemm_f32_avx512(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-  if (have_avx2()) return gemm_f32_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  if (CpuHasAvx2()) return gemm_f32_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 #endif
   gemm_f32_portable(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "byte_rounding.h"
+#include "cpu_features.h"
 #include "exp_rows.h"
 #include "machine.h"
 #include "tilecore/arch/numeric.h"
@@ -325,17 +326,8 @@ constexpr auto fminf_nan = [](float a, float b) {
   return true;
 }
 
-// Entries compiled for the host's vector width, picked once at run time (a branch, not an
-// ifunc: an ifunc resolver runs before a sanitizer's runtime is up and crashed under TSan).
-bool f32_fast_default(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B,
-                      float s) {
-  return f32_fast_body(op, w, D, A, B, s);
-}
-bool convert_fast_default(Opcode op, DType st, DType dt, const Walk& w, uint8_t* D,
-                          const uint8_t* A, float scale, int32_t zero_point) {
-  return convert_fast_body(op, st, dt, w, D, A, scale, zero_point);
-}
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// Entries compiled for AVX2 beside the portable ones below (cpu_features.h).
+#ifdef TC1_SIM_X86
 __attribute__((target("avx2"))) bool f32_fast_avx2(Opcode op, const Walk& w, uint8_t* D,
                                                    const uint8_t* A, const uint8_t* B, float s) {
   return f32_fast_body(op, w, D, A, B, s);
@@ -345,25 +337,21 @@ __attribute__((target("avx2"))) bool convert_fast_avx2(Opcode op, DType st, DTyp
                                                        int32_t zero_point) {
   return convert_fast_body(op, st, dt, w, D, A, scale, zero_point);
 }
-bool have_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
-  return yes;
-}
 #endif
 
 bool f32_fast(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, float s) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (have_avx2()) return f32_fast_avx2(op, w, D, A, B, s);
+#ifdef TC1_SIM_X86
+  if (CpuHasAvx2()) return f32_fast_avx2(op, w, D, A, B, s);
 #endif
-  return f32_fast_default(op, w, D, A, B, s);
+  return f32_fast_body(op, w, D, A, B, s);
 }
 
 bool convert_fast(Opcode op, DType st, DType dt, const Walk& w, uint8_t* D, const uint8_t* A,
                   float scale, int32_t zero_point) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (have_avx2()) return convert_fast_avx2(op, st, dt, w, D, A, scale, zero_point);
+#ifdef TC1_SIM_X86
+  if (CpuHasAvx2()) return convert_fast_avx2(op, st, dt, w, D, A, scale, zero_point);
 #endif
-  return convert_fast_default(op, st, dt, w, D, A, scale, zero_point);
+  return convert_fast_body(op, st, dt, w, D, A, scale, zero_point);
 }
 
 }  // namespace
