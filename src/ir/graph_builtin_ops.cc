@@ -30,52 +30,48 @@ NDArray Map1(const NDArray& x, F f) {
   return y;
 }
 
-Array<Any> SiLUReference(Map<String, Any>, Array<Any> inputs) {
-  if (inputs.size() != 1) TILECORE_THROW(ValueError) << "SiLU takes 1 input, got " << inputs.size();
+/*!
+ * \brief [f(x)] for the one input of the element-wise op `op`, a contiguous float32 or
+ * float64 host array; f is called with float or double. Errors name the op.
+ */
+template <typename F>
+Array<Any> MapFloat(const char* op, const Array<Any>& inputs, F f) {
+  if (inputs.size() != 1)
+    TILECORE_THROW(ValueError) << op << " takes 1 input, got " << inputs.size();
   auto x = inputs.raw(0).try_cast<NDArray>();
   if (!x.has_value())
-    TILECORE_THROW(TypeError) << "SiLU: expected an array, got " << inputs.raw(0).GetTypeKey();
-  if (x->device().device_type != kDLCPU || !x->IsContiguous()) {
-    TILECORE_THROW(ValueError) << "SiLU: expected a contiguous host array";
-  }
+    TILECORE_THROW(TypeError) << op << ": expected an array, got " << inputs.raw(0).GetTypeKey();
+  if (x->device().device_type != kDLCPU || !x->IsContiguous())
+    TILECORE_THROW(ValueError) << op << ": expected a contiguous host array";
   DLDataType t = x->dtype();
   Array<Any> out;
   if (t.code == kDLFloat && t.bits == 32) {
-    out.push_back(Map1<float>(*x, [](float v) { return v / (1.0f + std::exp(-v)); }));
+    out.push_back(Map1<float>(*x, f));
   } else if (t.code == kDLFloat && t.bits == 64) {
-    out.push_back(Map1<double>(*x, [](double v) { return v / (1.0 + std::exp(-v)); }));
+    out.push_back(Map1<double>(*x, f));
   } else {
-    TILECORE_THROW(TypeError) << "SiLU: dtype " << DtypeOfNDArray(*x)
+    TILECORE_THROW(TypeError) << op << ": dtype " << DtypeOfNDArray(*x)
                               << " is not supported (float32, float64)";
   }
   return out;
 }
 
+Array<Any> SiLUReference(Map<String, Any>, Array<Any> inputs) {
+  return MapFloat("SiLU", inputs, [](auto v) {
+    using T = decltype(v);
+    return v / (T(1) + std::exp(-v));
+  });
+}
+
 /*! \brief x where it is not NaN, else the attribute `value` (float32, float64). */
 Array<Any> ReplaceNaNReference(Map<String, Any> attrs, Array<Any> inputs) {
-  if (inputs.size() != 1)
-    TILECORE_THROW(ValueError) << "ReplaceNaN takes 1 input, got " << inputs.size();
-  auto x = inputs.raw(0).try_cast<NDArray>();
-  if (!x.has_value())
-    TILECORE_THROW(TypeError) << "ReplaceNaN: expected an array, got "
-                              << inputs.raw(0).GetTypeKey();
-  if (x->device().device_type != kDLCPU || !x->IsContiguous())
-    TILECORE_THROW(ValueError) << "ReplaceNaN: expected a contiguous host array";
   double value = 0.0;
   if (auto v = attrs.Get(String("value")); v.has_value())
     value = v->try_cast<double>().value_or(0.0);
-  DLDataType t = x->dtype();
-  Array<Any> out;
-  if (t.code == kDLFloat && t.bits == 32) {
-    const float c = float(value);
-    out.push_back(Map1<float>(*x, [c](float v) { return std::isnan(v) ? c : v; }));
-  } else if (t.code == kDLFloat && t.bits == 64) {
-    out.push_back(Map1<double>(*x, [value](double v) { return std::isnan(v) ? value : v; }));
-  } else {
-    TILECORE_THROW(TypeError) << "ReplaceNaN: dtype " << DtypeOfNDArray(*x)
-                              << " is not supported (float32, float64)";
-  }
-  return out;
+  return MapFloat("ReplaceNaN", inputs, [value](auto v) {
+    using T = decltype(v);
+    return std::isnan(v) ? T(value) : v;
+  });
 }
 
 /*! \brief Registers tilecore::ReplaceNaN (out of the init block: its commas are the macro's). */
