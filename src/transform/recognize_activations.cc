@@ -81,8 +81,14 @@ Graph Recognize(const Graph& g, PassContext ctx) {
     if (root->op_type == "Where" && root->inputs.size() == 3) {
       Node isnan = rw.ProducerIf(root.input(0), "IsNaN");
       std::optional<double> c = ScalarConst(root.input(1));
-      if (isnan.defined() && c.has_value() && SameValue(isnan.input(0), root.input(2)) &&
-          DtypeOf(root.input(2)) == "float32" && DtypeOf(root->outputs[0]) == "float32") {
+      // (a one-element c of higher rank would broadcast x to more dims: not the same op)
+      const auto* tx = root.input(2)->type.as<ir::TensorTypeNode>();
+      const auto* tc = root.input(1)->type.as<ir::TensorTypeNode>();
+      const bool same_rank =
+          tx && tc && tx->rank_known && tc->rank_known && tc->shape.size() <= tx->shape.size();
+      if (isnan.defined() && c.has_value() && same_rank &&
+          SameValue(isnan.input(0), root.input(2)) && DtypeOf(root.input(2)) == "float32" &&
+          DtypeOf(root->outputs[0]) == "float32") {
         Map<String, Any> attrs;
         attrs.Set(String("value"), Any(*c));
         Node n(String("ReplaceNaN"), String("tilecore"), loc, attrs,

@@ -172,12 +172,13 @@ def test_canonicalisation_counts_against_numpy():
 
 def test_nan_mask_becomes_replace_nan_against_numpy():
     # Where(IsNaN(x), c, x) -> tilecore::ReplaceNaN(x; value=c); not when the mask has another
-    # use or c is not a constant
+    # use, c is not a constant, or c (one element) has more dims than x (it broadcasts x)
     x_v = np.array([[1.5, np.nan, -2.0], [np.nan, np.inf, 0.0]], np.float32)
-    for shared, const in ((False, True), (True, True), (False, False)):
+    for shared, const in ((False, True), (True, True), (False, False), (False, "rank3")):
         b = GraphBuilder()
         x = b.input("x", (2, 3))
-        c = b.constant("c", np.float32(-7.0)) if const else b.input("c", ())
+        c = (b.constant("c", np.full((1, 1, 1), -7.0, np.float32)) if const == "rank3" else
+             b.constant("c", np.float32(-7.0)) if const else b.input("c", ()))
         (m,) = b.add("IsNaN", [x])
         (y,) = b.add("Where", [m, c, x])
         b.output(y, m) if shared else b.output(y)
@@ -185,8 +186,9 @@ def test_nan_mask_becomes_replace_nan_against_numpy():
         ops = [n.op_type for n in g.nodes]
         feed = {"x": x_v} if const else {"x": x_v, "c": np.float32(-7.0)}
         got = evaluate(g, feed)[y.name]
-        np.testing.assert_array_equal(got, np.where(np.isnan(x_v), np.float32(-7.0), x_v))
-        if shared or not const:
+        want = np.where(np.isnan(x_v), np.full((1, 1, 1) if const == "rank3" else (), -7.0, np.float32), x_v)
+        np.testing.assert_array_equal(got, want)
+        if shared or const is not True:
             assert "ReplaceNaN" not in ops and "transform.RecognizeActivations.nan_mask" not in stats
         else:
             assert ops == ["ReplaceNaN"] and stats["transform.RecognizeActivations.nan_mask"] == 1
