@@ -7,6 +7,7 @@
 #include "tilecore/compiler/host_kernel.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -71,6 +72,11 @@ void RegisterStrategy(const std::string& op_type, Strategy s) {
         return LowerOp(op_type, attrs, ToVec(inputs), ToVec(outputs), target);
       }),
       true);
+}
+
+void RemoveStrategy(const std::string& op_type) {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  Registry().erase(op_type);
 }
 
 std::vector<std::string> ListStrategies() {
@@ -165,7 +171,11 @@ Params MakeParams(const OpCall& call) {
 
 std::string KernelSymbol(const std::string& op_type) {
   std::string sym;
-  for (char ch : op_type) sym += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  // (a custom op's "domain::Op" has characters no symbol takes)
+  for (char ch : op_type) {
+    auto c = static_cast<unsigned char>(ch);
+    sym += static_cast<char>(std::isalnum(c) ? std::tolower(c) : '_');
+  }
   return sym;
 }
 

@@ -57,9 +57,6 @@ ir::PrimFunc LowerHostOp(const std::string& op_type, const Map<String, Any>& att
                          const std::vector<TensorSpec>& inputs,
                          const std::vector<TensorSpec>& outputs);
 
-/*! \brief The npu strategy registered for `op_type`, or nullptr (for the host fallback). */
-const Strategy* FindStrategy(const std::string& op_type);
-
 }  // namespace compiler
 }  // namespace tilecore
 #endif  // TILECORE_COMPILER_HOST_KERNEL_H_

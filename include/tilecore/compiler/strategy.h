@@ -22,6 +22,7 @@
 #define TILECORE_COMPILER_STRATEGY_H_
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -86,10 +87,19 @@ struct Strategy {
   /*! \brief The strategy writes its int64 outputs itself (as the low word and its sign
    * extension); otherwise a 64-bit output keeps the op off the npu. */
   bool int64_outputs = false;
+  /*! \brief A custom kernel's (custom_kernel.cc): the host fallback never runs it (its
+   * engineer declined the call), only `behind`, the built-in strategy it stands in front
+   * of (null: none). */
+  bool custom_kernel = false;
+  std::shared_ptr<const Strategy> behind = nullptr;
 };
 
 /*! \brief Registers `s` for `op_type` (also as `compiler.strategy.<op_type>`). */
 void RegisterStrategy(const std::string& op_type, Strategy s);
+/*! \brief Forgets the strategy of `op_type` (a custom kernel removed, custom_kernel.cc). */
+void RemoveStrategy(const std::string& op_type);
+/*! \brief The strategy registered for `op_type`, or nullptr. */
+const Strategy* FindStrategy(const std::string& op_type);
 std::vector<std::string> ListStrategies();
 
 std::string HasStrategy(const std::string& op_type, const Map<String, Any>& attrs,

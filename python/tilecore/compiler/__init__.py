@@ -163,8 +163,10 @@ def estimate_cost(func: Any, target: str = "npu -cores=4") -> dict[str, Any]:
     return out
 
 
+from .custom_kernel import register_kernel, remove_kernel  # noqa: E402
 from .driver import CompileError, compile  # noqa: E402,A004
 from .verify import VerifyError  # noqa: E402
 
 __all__ = ["TensorSpec", "HasStrategy", "LowerOp", "list_strategies", "HasHostKernel", "LowerHostOp",
-           "list_host_kernels", "PlanMemory", "GroupKernels", "estimate_cost", "CompileError", "VerifyError", "compile"]
+           "list_host_kernels", "PlanMemory", "GroupKernels", "estimate_cost", "CompileError", "VerifyError", "compile",
+           "register_kernel", "remove_kernel"]

@@ -768,7 +768,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         they were)); ``graph``: the text of the graph the steps are made from (after the
         graph passes; ``tilecore compile --dump-graph``); ``npu_funcs``: step
         name -> the strategy's PrimFunc of each npu step (what ``compiler.estimate_cost``
-        prices).
+        prices); ``custom_kernels``: the steps a custom kernel runs (compiler/custom_kernel.py).
     :raises CompileError: (a ValueError) unsupported nodes, non-static shapes, a bad
         precision — naming the node, its op type and the reason.
     """
@@ -817,6 +817,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     timings = {}
     plan_fallbacks = []  # a chosen plan or rewrite that did not lower or build, and what was taken instead
     t0 = time.perf_counter()
+    from . import custom_kernel as _custom
     from . import fuse_epilogue as _fuse
     from . import gemm_norm as _gemm_norm
     from . import int8_edges as _int8_edges
@@ -1092,6 +1093,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         key_of[id(nd)] = key
     groups_made, group_splits = [], []
     step_kernels = [npu_funcs.get(k) for k in step_keys]
+    custom_steps = [nd.step_name for nd, *_ in steps
+                    if nd.where == "npu" and _custom.registered() and _custom.takes(nd.op, nd.attrs, nd.in_specs)]
     estimates = {}  # id(a group's PrimFunc) -> (it, the cost model's estimate of it)
 
     def group_estimate(f):
@@ -1265,7 +1268,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                     group_cache[gkey] = (_build(f, target=target), "group", f)
             return group_cache[gkey]
 
-        grouper = _groups.Groups(nodes, steps, info, graph_outputs, _itemsize, apart=ungroup)
+        # a custom kernel runs as its engineer wrote it: a step of its own
+        apart = list(ungroup) + [nd.step_name for nd, *_ in steps if nd.step_name in custom_steps]
+        grouper = _groups.Groups(nodes, steps, info, graph_outputs, _itemsize, apart=apart)
         steps, step_kernels, groups_made = grouper.apply(step_kernels, build_group)
         group_splits = grouper.splits
     if strict and (plan_fallbacks or group_splits):
@@ -1490,6 +1495,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         "groups": [g.summary() for g in groups_made],
         "group_splits": group_splits,
         "plan_fallbacks": plan_fallbacks,
+        "custom_kernels": custom_steps,
         "graph_outputs": [str(v.name) for v in graph.outputs],
         "npu_funcs": step_funcs,
     })
