@@ -4,7 +4,8 @@ tensor of the compiled model next to ONNX Runtime's.
     tilecore compile MODEL.onnx -o OUT.tcx [--target T] [--precision f32|f16|bf16|int8] [--calib CALIB.npz]
                      [--calib-method M] [--calib-table T.json] [--qtable FILE] [--auto-mixed TARGET_COSINE]
                      [--input-shape NAME:D0,D1,...] [--dim NAME=S1,S2,...] [--batch NAME|INPUT:AXIS]
-                     [--verify [IN.npz]]
+                     [--verify [IN.npz]] [--print-after PASS] [--dump-graph FILE|DIR/] [--verify-each]
+                     [--disable-pass PASS] [-v]
     tilecore compare MODEL.onnx --inputs IN.npz [--precision P] [--calib CALIB.npz] [--calib-method M]
                      [--calib-table T.json] [--report R.json] [--repro DIR]
 """
@@ -217,9 +218,19 @@ def calibration_table(args: argparse.Namespace, samples: dict[str, np.ndarray] |
              "hazard mode on sample inputs (IN.npz, else the first --calib sample, else seeded ones), every step "
              "against the model compiled one node a step, and in f32 against the reference evaluator; names the "
              "layer group, fused node or node that fails and writes nothing"),
-    arg("--dump-graph", nargs="?", const=True, default=None, metavar="FILE",
+    arg("--dump-graph", nargs="?", const=True, default=None, metavar="FILE|DIR/",
         help="write the compiled graph's text (a line per node, ending with its name: @ \"NAME\") to FILE, "
-             "default the output with .graph for .tcx, where tdb finds it for b graph:LINE"),
+             "default the output with .graph for .tcx, where tdb finds it for b graph:LINE; a folder (an existing "
+             "one, or a name ending with /): the text after every pass, NN_<Pass>.graph in the order run"),
+    arg("--print-after", action="append", default=[], metavar="PASS",
+        help="print the graph's text after this pass to stderr (repeat; `all`: after every pass; the passes: "
+             "docs/compiler.md, The pipeline)"),
+    arg("--verify-each", action="store_true",
+        help="evaluate the graph after every graph pass and stop at the first that changes the imported model's "
+             "outputs (naming it), then verify the executable as --verify does"),
+    arg("--disable-pass", action="append", default=[], metavar="PASS",
+        help="do not run this pass (repeat; not the required ones): to find which pass a problem comes from"),
+    arg("-v", "--verbose", action="store_true", help="each pass's wall time and the resident memory it added"),
     arg("--strict", action="store_true",
         help="a fallback from a plan the compiler chose (a layer group split, a member's or a group's plan that "
              "did not build) is an error naming it, not a line of the output"),
@@ -242,6 +253,13 @@ def compile_cmd(args: argparse.Namespace) -> int:
     # Everything a slow compile could fail on afterwards is checked first: the output paths
     # and the files read (each error names its file).
     writes, reads = calibration_files(args)
+    import os
+
+    dump_dir = None
+    if isinstance(args.dump_graph, str) and (args.dump_graph.endswith(("/", os.sep)) or os.path.isdir(args.dump_graph)):
+        dump_dir, args.dump_graph = args.dump_graph, None
+        if os.path.exists(dump_dir) and not os.path.isdir(dump_dir):
+            return _fail(f"--dump-graph {dump_dir}: not a folder")
     if args.dump_graph is not None:
         from ..tdb.graphtext import graph_path
 
@@ -259,14 +277,22 @@ def compile_cmd(args: argparse.Namespace) -> int:
         calib = calibration_table(args, samples)
     except (OSError, *_compile_errors()) as e:
         return _fail(str(e))
-    bar = _Bar("compile", not args.quiet)
+    from ..compiler.pipeline import PipelineOptions
+
+    pipeline = PipelineOptions(print_after=args.print_after, dump_dir=dump_dir, verify_each=args.verify_each,
+                               disable=args.disable_pass)
+    try:
+        pipeline.check()
+    except ValueError as e:
+        return _fail(str(e))
+    bar = _Bar("compile", not args.quiet and not args.print_after)
     report = {}
     try:
         exe = _compile(args.model, target=args.target, precision=args.precision, input_shapes=shapes or None,
                        progress=bar, report=report, calib=calib, calib_samples=samples, qtable=qtable,
                        auto_mixed=args.auto_mixed, fuse=not args.no_fuse,
                        group=not args.no_group, verify=verify, dims=dims or None, batch=batch,
-                       strict=args.strict)
+                       strict=args.strict, pipeline=pipeline)
     except OSError as e:
         return _fail_about(args.model, e)
     except _compile_errors() as e:
@@ -293,6 +319,14 @@ def compile_cmd(args: argparse.Namespace) -> int:
         print(f"{args.output}: {report['steps']} steps ({report['npu_steps']} npu, {report['host_steps']} host, "
               f"{report['views']} free views), {report['kernels']} kernels, arena {mem['arena_size']} B "
               f"({mem['total_size']} B without reuse), compiled in {secs:.2f} s")
+    if dump_dir is not None:
+        print(f"{dump_dir}: the text after each pass, {sum(1 for n in os.listdir(dump_dir) if n.endswith('.graph'))} "
+              "files")
+    if args.verbose and report.get("passes"):
+        print("  passes (wall time, resident memory added):")
+        for r in report["passes"]:
+            mem = "" if r["rss_delta_mb"] is None else f"  {r['rss_delta_mb']:+.1f} MiB"
+            print(f"    {'  ' * r['level']}{r['pass']:<{28 - 2 * r['level']}} {r['seconds'] * 1e3:9.1f} ms{mem}")
     if report.get("batch_axes"):
         print("  batch axes: " + ", ".join(f"{k}:{v}" for k, v in report["batch_axes"].items())
               + " (a smaller batch runs padded in the next larger bucket)")

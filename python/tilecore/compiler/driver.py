@@ -40,6 +40,7 @@ and makes every intermediate value an extra output named by its value name, for
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import time
@@ -52,6 +53,7 @@ from .input_checks import INDEX_INPUTS, SHAPE_INPUTS
 
 if TYPE_CHECKING:
     from ..runtime import Executable
+    from .pipeline import PipelineOptions
     from ..target import Target
 
 
@@ -132,6 +134,11 @@ def _load_graph(model, input_shapes, shape_checks=None):
     nodes that run nowhere expanded (_expand_unsupported): every entry point goes on from
     the same Graph. With a list ``shape_checks``, nodes whose shape input is a graph input
     are compiled for the declared shape first (_specialise_shape_inputs)."""
+    return _expand_unsupported(_import_graph(model, input_shapes, shape_checks))
+
+
+def _import_graph(model, input_shapes, shape_checks=None):
+    """_load_graph before _expand_unsupported."""
     from .. import frontend
     from ..ir.graph import Graph
 
@@ -145,10 +152,10 @@ def _load_graph(model, input_shapes, shape_checks=None):
                                    input_shapes=input_shapes)
     if shape_checks is not None:
         graph = _specialise_shape_inputs(graph, shape_checks)
-    return _expand_unsupported(graph)
+    return graph
 
 
-def _fold_to_fixed_point(graph, rounds=256):
+def _fold_to_fixed_point(graph, rounds=256, pipe=None):
     """FoldConstants and InferTypes again while nodes fold: values the passes learnt late
     (a Shape folded by type inference) make their users constant (Slice's starts from
     Shape - 1, ConstantOfShape of a computed shape), and those make static shapes. Each
@@ -160,7 +167,12 @@ def _fold_to_fixed_point(graph, rounds=256):
 
     for _ in range(rounds):
         n = len(graph.nodes)
-        graph = inline_constant_ifs(transform.FoldConstants()(transform.InferTypes({})(graph)))
+        graph = transform.FoldConstants()(transform.InferTypes({})(graph))
+        if pipe is None:
+            graph = inline_constant_ifs(graph)
+        else:
+            with pipe.step("InlineConstantIfs", lambda: graph.text(), lambda: graph):
+                graph = inline_constant_ifs(graph)
         if len(graph.nodes) == n:
             break
     return transform.InferTypes({})(graph)
@@ -592,7 +604,8 @@ AUTO_MIXED_SAMPLES = 16
 
 
 def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, keep_intermediates, progress, report,
-                        calib, calib_samples, qtable, bias_correction=True, fuse=True, group=True, strict=False):
+                        calib, calib_samples, qtable, bias_correction=True, fuse=True, group=True, strict=False,
+                        pipeline=None):
     from . import auto_mixed as _am
     from .precision import Calibration
 
@@ -603,7 +616,8 @@ def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, k
     n = min(len(v) for v in calib_samples.values())
     feeds = [{k: np.asarray(v[i]) for k, v in calib_samples.items()} for i in range(min(AUTO_MIXED_SAMPLES, n))]
     kw = {"target": target, "input_shapes": input_shapes, "progress": progress, "bias_correction": bias_correction,
-          "fuse": fuse, "group": group, "calib": calib, "calib_samples": calib_samples, "strict": strict}
+          "fuse": fuse, "group": group, "calib": calib, "calib_samples": calib_samples, "strict": strict,
+          "pipeline": pipeline}
 
     def compile_fn(m, **k):
         exe = compile(m, **k, **kw)
@@ -628,6 +642,11 @@ def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, k
     return exe
 
 
+# set while _compile_verified compiles the executable it then verifies (verify_each asks
+# for the verification once, not again in that compile)
+_VERIFYING = contextvars.ContextVar("tilecore_compile_verifying", default=False)
+
+
 def _compile_verified(model, verify, report, calib_samples, options):
     """compile(model, **options), then compiler/verify.py's checks on the executable."""
     from . import verify as _verify
@@ -636,7 +655,11 @@ def _compile_verified(model, verify, report, calib_samples, options):
     if isinstance(model, os.PathLike):
         model = os.fspath(model)
     rep = {} if report is None else report
-    exe = compile(model, report=rep, **options)
+    token = _VERIFYING.set(True)
+    try:
+        exe = compile(model, report=rep, **options)
+    finally:
+        _VERIFYING.reset(token)
     if isinstance(verify, Mapping):
         feeds = {k: np.asarray(v) for k, v in verify.items()}
     elif calib_samples:
@@ -646,7 +669,7 @@ def _compile_verified(model, verify, report, calib_samples, options):
 
     def plain():
         # the same precision and thresholds, every node a step of its own
-        kw = {**options, "fuse": False, "group": False, "auto_mixed": None}
+        kw = {**options, "fuse": False, "group": False, "auto_mixed": None, "pipeline": None}
         prec = rep.get("precision", {})
         if rep.get("auto_mixed"):
             kw["qtable"] = rep["auto_mixed"]["qtable"]
@@ -695,7 +718,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             auto_mixed: float | None = None, bias_correction: bool = True, fuse: bool = True,
             group: bool = True, verify: bool | Mapping[str, np.ndarray] = False,
             ungroup: Sequence[str] = (), dims: Mapping[str, Sequence[int]] | None = None,
-            batch: str | Mapping[str, int] | None = None, strict: bool = False) -> Executable:
+            batch: str | Mapping[str, int] | None = None, strict: bool = False,
+            pipeline: PipelineOptions | None = None) -> Executable:
     """Compiles a model to an :class:`tilecore.runtime.Executable`.
 
     :param model: a :class:`tilecore.ir.graph.Graph`, a path to a ``.onnx`` file, its
@@ -727,6 +751,10 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         the groups with it).
     :param strict: a fallback to a plan other than the one chosen (``plan_fallbacks`` and
         ``group_splits`` below) is a CompileError naming each, instead of a record.
+    :param pipeline: a :class:`tilecore.compiler.pipeline.PipelineOptions`: the graph printed
+        or dumped after chosen passes, each graph pass verified against the imported model,
+        passes disabled by name (docs/compiler.md, "The pipeline"). With buckets or
+        ``auto_mixed`` it may only disable passes.
     :param input_shapes: input name -> shape, binding symbolic dimensions; or input name ->
         a list of shapes, one per bucket (compiler/buckets.py, docs/compiler.md "Shape buckets"):
         one executable whose runs take any of those shapes, its constants stored once.
@@ -768,7 +796,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         they were)); ``graph``: the text of the graph the steps are made from (after the
         graph passes; ``tilecore compile --dump-graph``); ``npu_funcs``: step
         name -> the strategy's PrimFunc of each npu step (what ``compiler.estimate_cost``
-        prices); ``custom_kernels``: the steps a custom kernel runs (compiler/custom_kernel.py).
+        prices); ``custom_kernels``: the steps a custom kernel runs (compiler/custom_kernel.py);
+        ``passes``: each pass as it ran, ``[{"pass", "level", "seconds", "rss_delta_mb"}]`` (level:
+        how deep it nests in another; the resident memory it added, MiB).
     :raises CompileError: (a ValueError) unsupported nodes, non-static shapes, a bad
         precision — naming the node, its op type and the reason.
     """
@@ -779,6 +809,18 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     if precision not in PRECISIONS:
         raise CompileError(f"precision `{precision}` is not supported (supported: {', '.join(PRECISIONS)})")
     from . import buckets as _buckets
+    from . import pipeline as _pipeline
+
+    try:
+        pipe = _pipeline.Pipeline(pipeline)
+    except ValueError as e:
+        raise CompileError(f"pipeline: {e}") from None
+    several = dims or any(_buckets.is_bucket_list(v) for v in (input_shapes or {}).values()) or auto_mixed is not None
+    if several and pipe.options.inspects:
+        raise CompileError("pipeline: printing, dumping or verifying each pass is for one compilation: not with "
+                           "buckets or auto_mixed (compile one bucket, or the qtable auto_mixed found)")
+    if pipe.options.verify_each and (verify is False or verify is None) and not _VERIFYING.get():
+        verify = True  # (the driver's passes: the executable verified step by step)
 
     if dims or any(_buckets.is_bucket_list(v) for v in (input_shapes or {}).values()):
         if auto_mixed is not None:
@@ -789,7 +831,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         return _buckets.compile_buckets(compile, model, declared, shapes, batch, calib_samples, report, dict(
             target=target, precision=precision, keep_intermediates=keep_intermediates, progress=progress,
             calib=calib, qtable=qtable, bias_correction=bias_correction, fuse=fuse, group=group, verify=verify,
-            ungroup=ungroup, strict=strict))
+            ungroup=ungroup, strict=strict, pipeline=pipeline))
     if batch is not None:
         raise CompileError("batch= declares the batch of buckets: give several shapes (input_shapes= lists or dims=)")
     target = _parse_target(target)
@@ -806,11 +848,11 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         return _compile_verified(model, verify, report, calib_samples, dict(
             target=target, precision=precision, input_shapes=input_shapes, keep_intermediates=keep_intermediates,
             progress=progress, calib=calib, calib_samples=calib_samples, qtable=qtable, auto_mixed=auto_mixed,
-            bias_correction=bias_correction, fuse=fuse, group=group, strict=strict))
+            bias_correction=bias_correction, fuse=fuse, group=group, strict=strict, pipeline=pipeline))
     if auto_mixed is not None:
         return _compile_auto_mixed(model, float(auto_mixed), target, precision, input_shapes, keep_intermediates,
                                    progress, report, calib, calib_samples, qtable, bias_correction, fuse, group,
-                                   strict)
+                                   strict, pipeline)
     for node_name, p in (qtable or {}).items():
         if p not in PRECISIONS:
             raise CompileError(f"qtable: node `{node_name}` has precision `{p}` (supported: {', '.join(PRECISIONS)})")
@@ -831,18 +873,25 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     dq_consts = {} if hasattr(model, "nodes") else _qdq.model_dequantized_constants(
         os.fspath(model) if isinstance(model, os.PathLike) else model)
     shape_checks = []  # (graph input, CheckInput attributes): compiled for one value of it
-    graph = _load_graph(model, input_shapes, shape_checks)
-    dq_consts.update(_qdq.graph_dequantized_constants(graph))
-    graph = transform.CanonicalizeGraph()(graph)
-    graph = transform.FoldMatMulBias()(graph)  # the bias into the matrix engine (Gemm's C)
-    graph = _fold_to_fixed_point(graph)
-    graph = _decompose(graph, HasStrategy, TensorSpec)
+    with pipe.graph_passes():
+        with pipe.step("Import", lambda: graph.text(), lambda: graph):
+            graph = _import_graph(model, input_shapes, shape_checks)
+        with pipe.step("ExpandUnsupported", lambda: graph.text(), lambda: graph):
+            graph = _expand_unsupported(graph)
+        dq_consts.update(_qdq.graph_dequantized_constants(graph))
+        graph = transform.CanonicalizeGraph()(graph)
+        graph = transform.FoldMatMulBias()(graph)  # the bias into the matrix engine (Gemm's C)
+        graph = _fold_to_fixed_point(graph, pipe=pipe)
+        if not pipe.disabled("Decompose"):
+            with pipe.step("Decompose", lambda: graph.text(), lambda: graph):
+                graph = _decompose(graph, HasStrategy, TensorSpec)
     if report is not None:  # the compiled graph's text: a line per node, `@ "NAME"` its name (tdb's b graph:LINE)
         report["graph"] = graph.text()
     timings["import_and_passes"] = time.perf_counter() - t0
 
     # ---- partition --------------------------------------------------------------------
     t0 = time.perf_counter()
+    pipe.begin("Partition")
     host = _host_api()
     graph_outputs = {str(v.name) for v in graph.outputs}
     opsets = {str(k): int(v) for k, v in graph.opsets.items()}
@@ -920,10 +969,16 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         raise CompileError(f"cannot compile {len(unsupported)} node(s) of graph `{graph.name}`:\n" +
                            "\n".join(unsupported))
     timings["partition"] = time.perf_counter() - t0
+
+    def text():
+        return _pipeline.nodes_text(nodes, info)
+
+    pipe.end(text)
     model_dtypes = {k: v[1] for k, v in info.items()}  # (precision and int8 edges change info's)
 
     # ---- precision (docs/precision.md) ---------------------------------------------------
     t0 = time.perf_counter()
+    pipe.begin("Precision")
     qdq_report = _qdq.fold(nodes, info, graph_outputs, keep_intermediates, HasStrategy, TensorSpec, dq_consts)
     from . import precision as _prec
 
@@ -965,17 +1020,25 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         raise CompileError(str(e)) from None
     precision_report["channel_means"] = {k: [float(x) for x in v] for k, v in (means or {}).items()}
     timings["precision"] = time.perf_counter() - t0
+    pipe.end(text)
 
     # ---- epilogue fusion (docs/compiler.md): off when every intermediate is kept -------
-    fused = [] if keep_intermediates or not fuse else _fuse.fuse(nodes, info, graph_outputs, HasStrategy, TensorSpec)
-    int8_edges = [] if keep_intermediates else _int8_edges.assign(nodes, info, graph_outputs, HasStrategy, TensorSpec,
-                                                                   thresholds)
+    fused = []
+    if not keep_intermediates and fuse and not pipe.disabled("FuseEpilogue"):
+        with pipe.step("FuseEpilogue", text):
+            fused = _fuse.fuse(nodes, info, graph_outputs, HasStrategy, TensorSpec)
+    int8_edges = []
+    if not keep_intermediates and not pipe.disabled("Int8Edges"):
+        pipe.begin("Int8Edges")
+        int8_edges = _int8_edges.assign(nodes, info, graph_outputs, HasStrategy, TensorSpec, thresholds)
     codes = _int8_edges.stored_codes(nodes, info, model_dtypes) if int8_edges else {}
     if int8_edges and fuse:  # a table op or a Softmax that alone reads an int8 MatMul: in its epilogue
         fused += _int8_edges.fold_lookup_tables(nodes, info, graph_outputs, HasStrategy)
         fused += _int8_edges.fold_softmax(nodes, info, graph_outputs, HasStrategy)
         fused += _int8_edges.fold_key_transpose(nodes, info, graph_outputs, HasStrategy, TensorSpec)
         fused += _int8_edges.fold_context(nodes, info, graph_outputs, HasStrategy, TensorSpec)
+    if not keep_intermediates and not pipe.disabled("Int8Edges"):
+        pipe.end(text)
 
     def rewrite_not_made(nd, e):  # a rewrite whose strategy took the node but did not lower it
         record = {"nodes": [nd.name or f"{nd.op}_{nd.index}"],
@@ -995,10 +1058,14 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         return True
 
     # one quantisation for an f32 activation several int8 matrix ops read
-    shared_quantised = [] if keep_intermediates else _shared.share(nodes, info, _make_node, HasStrategy, TensorSpec,
-                                                                    lowers if fuse else None)
-    if int8_edges and fuse:  # int8 Gemms of one A (attention's projections): one Gemm
-        fused += _siblings.fuse(nodes, info, TensorSpec, lowers)
+    shared_quantised = []
+    if not keep_intermediates and not pipe.disabled("ShareQuantisation"):
+        with pipe.step("ShareQuantisation", text):
+            shared_quantised = _shared.share(nodes, info, _make_node, HasStrategy, TensorSpec, lowers if fuse else None)
+    if int8_edges and fuse and not pipe.disabled("SiblingGemms"):  # int8 Gemms of one A (attention's projections)
+        with pipe.step("SiblingGemms", text):
+            fused += _siblings.fuse(nodes, info, TensorSpec, lowers)
+
     def cycles(nd):  # the cost model's cycles of a node's kernel here (None: it has none)
         from . import estimate_cost
 
@@ -1011,11 +1078,13 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             rewrite_not_made(nd, e)
             return None
 
-    if fuse and not keep_intermediates:  # an int8 Gemm's LayerNormalization in its epilogue
-        fused += _gemm_norm.fuse(nodes, info, graph_outputs, TensorSpec, cycles)
+    if fuse and not keep_intermediates and not pipe.disabled("GemmNorm"):  # an int8 Gemm's LayerNormalization
+        with pipe.step("GemmNorm", text):
+            fused += _gemm_norm.fuse(nodes, info, graph_outputs, TensorSpec, cycles)
     copied = []  # the f32 inputs a shared quantisation also writes, for their other readers
     if shared_quantised and fuse:
-        copied = _shared.copy_inputs(nodes, info, TensorSpec, lowers)
+        with pipe.step("ShareQuantisation", text):
+            copied = _shared.copy_inputs(nodes, info, TensorSpec, lowers)
 
     nodes = [x for nd in nodes for x in checks.get(id(nd), []) + [nd]]
     for k, (v, attrs) in enumerate(shape_checks):  # (their inputs are graph inputs: they run first)
@@ -1025,6 +1094,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
 
     # ---- lower and build ----------------------------------------------------------------
     t0 = time.perf_counter()
+    pipe.begin("Lower")
     b = ExecutableBuilder(precision=precision)
     cache = {}  # kernel key -> (Module, function name, input params); an npu Module is built
     # once the layer groups are known (None until then: a grouped node's own is never built)
@@ -1091,6 +1161,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         steps.append((nd,) + hit)
         step_keys.append(key)
         key_of[id(nd)] = key
+    pipe.end(lambda: _pipeline.nodes_text([nd for nd, *_ in steps], info))
     groups_made, group_splits = [], []
     step_kernels = [npu_funcs.get(k) for k in step_keys]
     custom_steps = [nd.step_name for nd, *_ in steps
@@ -1104,9 +1175,10 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             estimates[id(f)] = (f, estimate_cost(f, target))
         return estimates[id(f)][1]
 
-    if group and fuse and not keep_intermediates:
+    if group and fuse and not keep_intermediates and not pipe.disabled("LayerGroups"):
         from . import GroupKernels
 
+        pipe.begin("LayerGroups")
         group_cache, member_cache = {}, {}
 
         def in_l2(k, f, row, internal):
@@ -1133,6 +1205,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         def with_prefetch(f, idx, funcs, lowered, args, ins, outs, internal, handoff):
             # the group again with weights prefetched into L2 when the cost model finds a
             # member the DDR bounds (weight_prefetch.py); `f` when none is
+            if pipe.disabled("WeightPrefetch"):
+                return f
             sizes, weights, activations = {}, {}, {}
             for k, row in zip(idx, args):
                 nd, _, _, in_params = steps[k]
@@ -1211,8 +1285,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         def planned_group(idx, funcs, args, ins, outs, internal):
             # (the group without prefetches, the group as planned)
             lowered = [in_l2(k, f, row, internal) for k, f, row in zip(idx, funcs, args)]
-            f = GroupKernels(lowered, args, ins, outs, "group")
-            handoff = "early"
+            handoff = "none" if pipe.disabled("Handoff") else "early"
+            f = GroupKernels(lowered, args, ins, outs, "group", handoff=handoff)
             if int(f.attrs["early_handoffs"]) > 0:
                 # an early handoff's loads queue between the giving member's own copies:
                 # kept when the cost model finds the group faster for them
@@ -1273,6 +1347,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         grouper = _groups.Groups(nodes, steps, info, graph_outputs, _itemsize, apart=apart)
         steps, step_kernels, groups_made = grouper.apply(step_kernels, build_group)
         group_splits = grouper.splits
+        pipe.end(lambda: _pipeline.nodes_text([nd for nd, *_ in steps], info))
     if strict and (plan_fallbacks or group_splits):
         lines = [f"{', '.join(f['nodes'])}: {f['what']} ({f['reason']})" for f in plan_fallbacks]
         lines += [f"{', '.join(sp['nodes'])}: the layer group, split in halves ({sp['reason']})"
@@ -1291,6 +1366,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                 raise CompileError(f"node `{nd.name}` ({nd.op}) on the npu: {str(e).splitlines()[0]}") from e
         return built[key]
 
+    pipe.begin("Build")
     steps = [(nd, module_of(nd) if mod is None else mod, fn, p) for nd, mod, fn, p in steps]
     for (nd, mod, fn, _), f in zip(steps, step_kernels):
         if callable(f):  # a step's own kernel (its module above lowered it already)
@@ -1304,9 +1380,11 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         if isinstance(nd, _groups.GroupNode):  # and which instructions compute each member
             nd.member_pc = _groups.member_code(mod, fn, len(nd.members))
     timings["lower_and_build"] = time.perf_counter() - t0
+    pipe.end()
 
     # ---- buffers, liveness, plan ----------------------------------------------------------
     t0 = time.perf_counter()
+    pipe.begin("PlanMemory")
     n_steps = len(steps)
     root = {}  # value name -> the value whose bytes it uses (views alias their input)
     for nd in nodes:
@@ -1386,6 +1464,10 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                                                [bufs[r]["last"] for r in order], ALIGNMENT)]
         offsets = res[:len(order)]
         plan = {"arena_size": res[-3], "total_size": res[-2], "lower_bound": res[-1]}
+    pipe.end(lambda: "\n".join(["memory {", *(f"  %{r}: {bufs[r]['dtype']}{list(bufs[r]['shape'])} at {off} live "
+                                                f"[{bufs[r]['first']}, {bufs[r]['last']}]" for r, off in zip(order, offsets)),
+                                  f"  arena {plan['arena_size']} B", "}"]))
+    pipe.begin("Assemble")
     index = {}
     for r, off in zip(order, offsets):
         d = bufs[r]
@@ -1471,6 +1553,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                    source_node=nd.name or nd.step_name, debug=debug)
     exe = b.build(arena_size=plan["arena_size"])
     timings["plan_and_assemble"] = time.perf_counter() - t0
+    pipe.end()
     if report is None:
         return exe
     report.update({
@@ -1496,6 +1579,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         "group_splits": group_splits,
         "plan_fallbacks": plan_fallbacks,
         "custom_kernels": custom_steps,
+        "passes": pipe.records,
         "graph_outputs": [str(v.name) for v in graph.outputs],
         "npu_funcs": step_funcs,
     })
