@@ -62,8 +62,8 @@ std::string CustomReason(const CustomKernel& k, const std::string& op_type,
     return "the custom kernel's check for " + op_type + " returned " + r.GetTypeKey() +
            ", not a str";
   } catch (const ffi::Error& e) {
-    return "the custom kernel's check for " + op_type + " raised " + std::string(e.kind()) +
-           ": " + std::string(e.message());
+    return "the custom kernel's check for " + op_type + " raised " + std::string(e.kind()) + ": " +
+           std::string(e.message());
   }
 }
 
@@ -84,15 +84,15 @@ ir::PrimFunc Checked(ir::PrimFunc f, const OpCall& call) {
                            : "output " + std::to_string(i - call.data_inputs);
     auto b = f->buffer_map.Get(f->params[i]);
     if (!b.has_value())
-      TILECORE_THROW(ValueError) << "custom kernel for " << op << ": param " << i << " ("
-                                 << what << ") is a scalar; it must be a pointer";
+      TILECORE_THROW(ValueError) << "custom kernel for " << op << ": param " << i << " (" << what
+                                 << ") is a scalar; it must be a pointer";
     if (t.defined() && (*b)->dtype != t->dtype)
-      TILECORE_THROW(ValueError) << "custom kernel for " << op << ": param " << i << " ("
-                                 << what << ") points to " << (*b)->dtype.str() << "; the "
-                                 << what << " is " << t->dtype.str();
+      TILECORE_THROW(ValueError) << "custom kernel for " << op << ": param " << i << " (" << what
+                                 << ") points to " << (*b)->dtype.str() << "; the " << what
+                                 << " is " << t->dtype.str();
     if (std::string((*b)->scope.view()) != "global")
-      TILECORE_THROW(ValueError) << "custom kernel for " << op << ": param " << i << " ("
-                                 << what << ") is in " << (*b)->scope
+      TILECORE_THROW(ValueError) << "custom kernel for " << op << ": param " << i << " (" << what
+                                 << ") is in " << (*b)->scope
                                  << " memory; tensors come in global memory";
   }
   return f.WithAttr("global_symbol", String(detail::KernelSymbol(op)))
