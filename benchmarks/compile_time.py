@@ -1,0 +1,84 @@
+"""Compile time per model and per pass: each compile in a fresh process pinned to one core
+(nothing cached in memory from an earlier compile), the median of --runs, and the passes
+that took the most of it (``report["passes"]``, docs/compiler.md "The pipeline").
+
+    python benchmarks/compile_time.py [--models resnet50:f32,resnet50:int8,...] [--runs 3] [--passes 8]
+
+A model is ``NAME:PRECISION`` (names as ``tilecore bench`` takes them: the zoo's models and
+the corpus's ``hf/...``); int8 compiles calibrate on 16 seeded samples (the calibration is
+part of the time). ``--models speed`` is the speed set of benchmarks/model_zoo.py in f32.
+The time is ``compile()``'s own, tilecore already imported, the model file already written.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+DEFAULT = "resnet50:f32,resnet50:int8,mobilenet_v2:f32,mobilenet_v2:int8,bert_layer:f32,bert_layer:int8"
+CALIB_SAMPLES = 16
+
+
+def child(spec: str) -> None:
+    """One compile of ``spec`` in this process; prints its figures as JSON."""
+    try:
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
+    except (AttributeError, OSError):
+        pass
+    import time
+
+    from tilecore import compiler
+    from tilecore.bench import models
+
+    name, precision = spec.split(":")
+    ref = models.resolve([name])[0]
+    path = models.model_path(ref)
+    kw = {}
+    if precision == "int8":
+        kw["calib_samples"] = models.sample_inputs(ref, path, CALIB_SAMPLES, 1)
+    report = {}
+    t0 = time.perf_counter()
+    compiler.compile(path, precision=precision, report=report, **kw)
+    seconds = time.perf_counter() - t0
+    print(json.dumps({"seconds": seconds, "passes": report["passes"]}))
+
+
+def run(spec: str) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", spec], capture_output=True, text=True,
+                       env=env)
+    if p.returncode != 0:
+        raise SystemExit(f"{spec}: the compile failed:\n{p.stderr[-2000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=DEFAULT)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--passes", type=int, default=8, help="the passes shown per model (the slowest first)")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        child(a.child)
+        return
+    if a.models == "speed":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from model_zoo import SPEED_SET
+
+        specs = [f"{n}:f32" for n in SPEED_SET]
+    else:
+        specs = [s.strip() for s in a.models.split(",") if s.strip()]
+    print(f"compile time, one core, a fresh process per compile, median of {a.runs}")
+    print(f"{'model':<28} {'seconds':>8}   slowest passes (seconds, of the median run)")
+    for spec in specs:
+        runs = sorted((run(spec) for _ in range(a.runs)), key=lambda r: r["seconds"])
+        med = runs[len(runs) // 2]
+        top = sorted((r for r in med["passes"] if r["level"] == 0), key=lambda r: -r["seconds"])[:a.passes]
+        print(f"{spec:<28} {statistics.median(r['seconds'] for r in runs):8.2f}   "
+              + ", ".join(f"{r['pass']} {r['seconds']:.2f}" for r in top))
+
+
+if __name__ == "__main__":
+    main()
