@@ -116,6 +116,19 @@ std::string DescribeSignature(const ExecutableSpec& spec, bool inputs) {
   return s.empty() ? "(none)" : s;
 }
 
+bool ConstantsStayPut(const ExecutableSpec& s) {
+  std::set<uint32_t> constant_bufs;
+  for (const ExecConstant& k : s.constants) constant_bufs.insert(k.buffer);
+  for (const ExecStep& st : s.steps) {
+    if (st.module >= s.modules.size()) return false;
+    auto params = FunctionParams(s.modules[st.module], st.function);
+    if (!params || params->size() != st.args.size()) return false;
+    for (size_t a = 0; a < st.args.size(); ++a)
+      if ((*params)[a].written && constant_bufs.count(st.args[a])) return false;
+  }
+  return true;
+}
+
 void ValidateExecutable(const ExecutableSpec& s) {
   auto fail = [](const std::string& m) {
     TILECORE_THROW(ValueError) << "invalid executable: " << m;

@@ -43,6 +43,7 @@ void NpuDevice::configure(const std::string& target) {
     sim::TranslateSimError([&] { return sim::SimConfig::from_target(target); });
     target_ = target;
     sim_ = sim::SimulatorRef();
+    resident_ = ResidentConstants{};  // (a new simulator: its DDR holds nothing of them)
   }
   simulator();
 }

@@ -60,8 +60,9 @@ void LoadCall(const NpuKernel& k, sim::Simulator& s, ffi::PackedArgs args) {
         TILECORE_THROW(ValueError) << "argument " << p.name << ": DDR address beyond 4 GiB";
       words[size_t(i)] = static_cast<uint32_t>(addr);
       const DLDataType& t = d.dtype();
-      arrays.push_back(
-          sim::DdrArray{addr, d.NumBytes(), p.name, std::max(1, int(t.bits) * int(t.lanes) / 8)});
+      // (an argument the kernel does not write stays as it was: stores into it fault)
+      arrays.push_back(sim::DdrArray{addr, d.NumBytes(), p.name,
+                                     std::max(1, int(t.bits) * int(t.lanes) / 8), p.written});
     } else if (p.kind == "int") {
       words[size_t(i)] = static_cast<uint32_t>(args[i].cast<int64_t>());
     } else {

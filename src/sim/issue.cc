@@ -87,8 +87,10 @@ Outcome Machine::issue(Core& c, const Inst& i) {
       mem_fault(std::string(what) + " tensor spans " + space_text(s, c.id) + " [" +
                 (blo < 0 ? "-" + hex(uint64_t(-blo)) : hex(uint64_t(blo))) + ", " +
                 hex(uint64_t(bhi)) + "), outside the " + size_text(mem.size(s)) + " memory");
-    if (s == Space::DDR && ddr_limited() && !in_ddr_arrays(uint64_t(blo), uint64_t(bhi - blo)))
-      mem_fault(std::string(what) + " tensor spans " + outside_ddr_arrays(blo, bhi));
+    if (s == Space::DDR && ddr_limited() &&
+        !in_ddr_arrays(uint64_t(blo), uint64_t(bhi - blo), write))
+      mem_fault(std::string(what) + " tensor spans " +
+                (write ? unwritable_ddr(blo, bhi) : outside_ddr_arrays(blo, bhi)));
     if (base % uint64_t(es_bytes))
       mem_fault(std::string(what) + " address " + hex(base) + " is not aligned to its " +
                 std::to_string(es_bytes) + "-byte elements");

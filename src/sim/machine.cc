@@ -360,10 +360,11 @@ void Machine::set_ddr_arrays(std::vector<DdrArray> arrays) {
   ddr_arrays_.insert(ddr_arrays_.end(), ddr_segments_.begin(), ddr_segments_.end());
 }
 
-bool Machine::find_ddr_array(uint64_t addr, uint64_t n) {
+bool Machine::find_ddr_array(uint64_t addr, uint64_t n, bool write) {
   for (size_t k = 0; k < ddr_arrays_.size(); ++k) {
     const DdrArray& a = ddr_arrays_[k];
-    if (addr >= a.addr && addr - a.addr <= a.bytes && n <= a.bytes - (addr - a.addr)) {
+    if (addr >= a.addr && addr - a.addr <= a.bytes && n <= a.bytes - (addr - a.addr) &&
+        (!write || a.writable)) {
       last_ddr_array_ = k;
       return true;
     }
@@ -390,6 +391,15 @@ std::string Machine::outside_ddr_arrays(uint64_t lo, uint64_t hi) const {
          hex(near->addr + near->bytes) + "))";
 }
 
+std::string Machine::unwritable_ddr(uint64_t lo, uint64_t hi) const {
+  for (const DdrArray& a : ddr_arrays_) {
+    if (!a.writable && lo >= a.addr && hi <= a.addr + a.bytes)
+      return "ddr [" + hex(lo) + ", " + hex(hi) + ") in `" + a.name +
+             "`, an argument the kernel only reads (its parameter is not written)";
+  }
+  return outside_ddr_arrays(lo, hi);
+}
+
 uint8_t* Machine::access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t align, bool write,
                          uint64_t lo, uint64_t len) {
   if (!mem.in_bounds(s, addr, n))
@@ -403,10 +413,10 @@ uint8_t* Machine::access(Core& c, Space s, uint64_t addr, uint64_t n, uint64_t a
   // active lanes) must lie wholly inside one.
   if (s == Space::DDR && ddr_limited()) {
     uint64_t from = write ? addr + lo : addr, bytes = write ? std::min(len, n - lo) : 1;
-    if (bytes != 0 && !in_ddr_arrays(from, bytes))
-      fault(
-          SimError::Kind::MemoryFault, c, c.pc,
-          std::string(write ? "store to " : "load from ") + outside_ddr_arrays(from, from + bytes));
+    if (bytes != 0 && !in_ddr_arrays(from, bytes, write))
+      fault(SimError::Kind::MemoryFault, c, c.pc,
+            write ? "store to " + unwritable_ddr(from, from + bytes)
+                  : "load from " + outside_ddr_arrays(from, from + bytes));
   }
   if (addr % align)
     fault(SimError::Kind::MemoryFault, c, c.pc,

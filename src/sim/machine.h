@@ -246,15 +246,21 @@ class Machine {
   void set_ddr_arrays(std::vector<DdrArray> arrays);
   bool ddr_limited() const { return ddr_limited_; }
   /// Whether [addr, addr + n) lies inside one array (or DDR data segment) of the call.
-  bool in_ddr_arrays(uint64_t addr, uint64_t n) {
+  /// A write needs an array the call may write (DdrArray::writable).
+  bool in_ddr_arrays(uint64_t addr, uint64_t n, bool write = false) {
     if (ddr_arrays_.empty()) return false;
     const DdrArray& last = ddr_arrays_[last_ddr_array_];  // most accesses hit the last one
-    if (addr >= last.addr && addr - last.addr <= last.bytes && n <= last.bytes - (addr - last.addr))
+    if (addr >= last.addr && addr - last.addr <= last.bytes &&
+        n <= last.bytes - (addr - last.addr) && (!write || last.writable))
       return true;
-    return find_ddr_array(addr, n);
+    return find_ddr_array(addr, n, write);
   }
   /// "ddr [lo, hi) is outside the arrays of the call: element 64 of `b`, which has ..."
   std::string outside_ddr_arrays(uint64_t lo, uint64_t hi) const;
+  /// The fault text of a write into [lo, hi) that in_ddr_arrays refused: the read-only
+  /// argument it lies in, or outside_ddr_arrays.
+  std::string unwritable_ddr(uint64_t lo, uint64_t hi) const;
+  uint64_t ddr_epoch = 0;  // Simulator::ddr_epoch
   /// Issues a tile command (validated, costed) or returns Block when the queue is full.
   Outcome issue(Core& c, const Inst& i);
   Outcome wait_instruction(Core& c, const Inst& i);
@@ -360,7 +366,7 @@ class Machine {
   static constexpr size_t kDecodedTexts = 64;
   std::vector<uint64_t> barrier_arrival_;
   std::vector<bool> at_barrier_;
-  bool find_ddr_array(uint64_t addr, uint64_t n);
+  bool find_ddr_array(uint64_t addr, uint64_t n, bool write);
   std::vector<DdrArray> ddr_arrays_;  // the call's arrays, then the DDR data segments
   size_t last_ddr_array_ = 0;
   bool ddr_limited_ = false;

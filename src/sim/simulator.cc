@@ -37,7 +37,11 @@ Simulator& Simulator::operator=(Simulator&&) noexcept = default;
 
 const SimConfig& Simulator::config() const { return m_->cfg; }
 
-void Simulator::load(const arch::Program& program) { m_->load(program); }
+void Simulator::load(const arch::Program& program) {
+  ++m_->ddr_epoch;
+  m_->load(program);
+}
+uint64_t Simulator::ddr_epoch() const { return m_->ddr_epoch; }
 void Simulator::set_ddr_arrays(std::vector<DdrArray> arrays) {
   m_->set_ddr_arrays(std::move(arrays));
 }
@@ -59,6 +63,7 @@ static void check_range(const Machine& m, arch::Space s, uint64_t addr, uint64_t
 
 void Simulator::write(arch::Space space, uint64_t addr, std::span<const uint8_t> bytes, int core) {
   check_range(*m_, space, addr, bytes.size(), core);
+  if (space == arch::Space::DDR) ++m_->ddr_epoch;
   if (!bytes.empty()) std::memcpy(m_->mem.base(space, core) + addr, bytes.data(), bytes.size());
 }
 
@@ -79,11 +84,15 @@ void Simulator::set_pc_regions(std::vector<PcRegion> regions) {
   m_->set_pc_regions(std::move(regions));
 }
 
-void Simulator::run(uint64_t max_instructions) { m_->run(max_instructions, true, nullptr); }
+void Simulator::run(uint64_t max_instructions) {
+  ++m_->ddr_epoch;
+  m_->run(max_instructions, true, nullptr);
+}
 
 uint64_t Simulator::step(uint64_t n) {
   uint64_t done = 0;
   if (m_->finished()) return 0;
+  ++m_->ddr_epoch;
   m_->run(n, false, &done);
   return done;
 }

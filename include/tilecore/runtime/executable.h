@@ -116,6 +116,11 @@ struct BucketPolicy {
   std::map<std::string, int64_t> batch_axes;
 };
 
+/// Whether no step of `s` may write a constant's buffer (its kernels' written flags: exact for
+/// npu kernels, conservative for host ones), so a run may find the constants where the last
+/// run of the executable left them (docs/executable.md, "Constants in place").
+bool ConstantsStayPut(const ExecutableSpec& s);
+
 /// What loading may accept (the C API's TCRLoadOptions; docs/deploy.md, "Security").
 struct ExecutableLoadOptions {
   /// False: refuse modules that hold host code (every kind but `npu`: a `c` module is a shared

@@ -40,6 +40,17 @@ class NpuDevice {
   /// Serialises kernel launches and host copies on this device.
   std::recursive_mutex& launch_mutex() { return launch_mu_; }
 
+  /// The constants the last executable run left in this device's DDR (under launch_mutex):
+  /// whose run (`owner`, an executable's run-state id, and its bucket), at which arena
+  /// address, and the simulator's ddr_epoch when it finished. Cleared by configure().
+  struct ResidentConstants {
+    uint64_t owner = 0;
+    size_t bucket = 0;
+    uint64_t arena = 0;
+    uint64_t epoch = 0;
+  };
+  ResidentConstants& resident_constants() { return resident_; }
+
  private:
   uint64_t bytes_in_use_locked() const;
   int id_;
@@ -47,6 +58,7 @@ class NpuDevice {
   sim::SimulatorRef sim_;
   mutable std::mutex mu_;
   std::recursive_mutex launch_mu_;
+  ResidentConstants resident_;
   std::map<uint64_t, uint64_t> free_;  // address -> size
   std::map<uint64_t, uint64_t> used_;  // address -> size
 };

@@ -41,6 +41,7 @@ struct DdrArray {
   uint64_t bytes = 0;
   std::string name;    // the parameter, for messages
   int elem_bytes = 1;  // to name the element an access reaches
+  bool writable = true;  // false: a store or DMA into it faults (an argument the kernel only reads)
 };
 
 /// Instructions [begin, end) of `core`'s text make up region `region` (Simulator::set_pc_regions).
@@ -70,6 +71,10 @@ class Simulator {
   /// Host access to memory. `core` selects the L1 for Space::L1. Throws
   /// SimError(Usage) naming the range when it is out of bounds.
   void write(arch::Space space, uint64_t addr, std::span<const uint8_t> bytes, int core = 0);
+  /// Counts the calls that may change DDR: write() to DDR, load(), run() and step(). Equal
+  /// values at two moments mean DDR holds the same bytes (a runtime keeps an executable's
+  /// constants in place between its runs when nothing else ran or wrote in between).
+  uint64_t ddr_epoch() const;
   std::vector<uint8_t> read(arch::Space space, uint64_t addr, uint64_t nbytes, int core = 0) const;
   void read_into(arch::Space space, uint64_t addr, std::span<uint8_t> out, int core = 0) const;
 

@@ -240,6 +240,38 @@ TEST(Faults, EmptyTensorsWithHugeOtherDimsAreNoOps) {
   EXPECT_EQ(s.stats().commands, 3u);
 }
 
+TEST(Faults, StoreIntoAnArgumentTheKernelOnlyReads) {
+  // `a` (0x1000, 16 int32) is read-only for the call, `b` (0x1040) writable: loads from `a`
+  // and stores to `b` run; a store into `a`, by the front end or by a DMA, faults naming it,
+  // and `a` keeps its bytes (what lets a runtime keep constants in place between runs).
+  std::vector<sim::DdrArray> arrays = {{0x1000, 64, "a", 4, false}, {0x1040, 64, "b", 4, true}};
+  sim::Simulator s;
+  std::vector<uint8_t> seven(64, 7);
+  s.write(arch::Space::DDR, 0x1000, seven);
+  s.load(arch::assemble(
+      "li x1, 0x1000\nlw x2, [ddr: x1 + 4]\nli x3, 0x1040\nsw x2, [ddr: x3 + 8]\nhalt\n"));
+  s.set_ddr_arrays(arrays);
+  s.run();
+  EXPECT_EQ(s.read(arch::Space::DDR, 0x1048, 4), std::vector<uint8_t>(4, 7));
+  const char* programs[] = {
+      "li x1, 0x1000\nli x2, 99\nsw x2, [ddr: x1 + 8]\nhalt\n",
+      ".data l1, 0x100\nd: .dmadesc dtype=i32 shape=[4]\n.text\nli x1, 0x1004\nli x2, 0x100\n"
+      "dma.out ddr:x1, l1:x2, [x0 + d]\nwait sc, dout, 1\nhalt\n"};
+  for (const char* program : programs) {
+    s.load(arch::assemble(program));
+    s.set_ddr_arrays(arrays);
+    try {
+      s.run();
+      ADD_FAILURE() << "no fault raised: " << program;
+    } catch (const SimError& e) {
+      EXPECT_EQ(e.kind(), SimError::Kind::MemoryFault);
+      EXPECT_NE(e.reason().find("in `a`, an argument the kernel only reads"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(s.read(arch::Space::DDR, 0x1000, 64), seven);
+  }
+}
+
 TEST(Faults, AccessOutsideTheArraysOfACall) {
   // Two arrays of 16 int32 at 0x1000 and 0x1040: a store to element 16 of the first is the
   // second's element 0, which a call that limits DDR to its arrays refuses.
