@@ -416,8 +416,8 @@ std::map<std::string, ffi::NDArray> Executable::Run(
   views.clear();
   {
     std::lock_guard<std::mutex> lock(simref.mut()->mu);
-    dev.resident_constants() = NpuDevice::ResidentConstants{state.id, choice.bucket, arena_addr,
-                                                            simref->sim.ddr_epoch()};
+    dev.resident_constants() =
+        NpuDevice::ResidentConstants{state.id, choice.bucket, arena_addr, simref->sim.ddr_epoch()};
   }
   r.wall_seconds = Seconds(t_start, std::chrono::steady_clock::now());
   if (summary) {

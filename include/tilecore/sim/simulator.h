@@ -39,8 +39,8 @@ class Machine;
 struct DdrArray {
   uint64_t addr = 0;
   uint64_t bytes = 0;
-  std::string name;    // the parameter, for messages
-  int elem_bytes = 1;  // to name the element an access reaches
+  std::string name;      // the parameter, for messages
+  int elem_bytes = 1;    // to name the element an access reaches
   bool writable = true;  // false: a store or DMA into it faults (an argument the kernel only reads)
 };
 
