@@ -221,7 +221,7 @@ def calibration_table(args: argparse.Namespace, samples: dict[str, np.ndarray] |
     arg("--dump-graph", nargs="?", const=True, default=None, metavar="FILE|DIR/",
         help="write the compiled graph's text (a line per node, ending with its name: @ \"NAME\") to FILE, "
              "default the output with .graph for .tcx, where tdb finds it for b graph:LINE; a folder (an existing "
-             "one, or a name ending with /): the text after every pass, NN_<Pass>.graph in the order run"),
+             "one, or a name ending with /): the text after every pass, NNNN_<Pass>.graph in the order run"),
     arg("--print-after", action="append", default=[], metavar="PASS",
         help="print the graph's text after this pass to stderr (repeat; `all`: after every pass; the passes: "
              "docs/compiler.md, The pipeline)"),

@@ -51,6 +51,12 @@ class TensorSpec(Object):
         return f"TensorSpec({tuple(int(d) for d in self.shape)}, {str(self.dtype)!r})"
 
 
+def strategy_name(op_type: str, domain: str = "") -> str:
+    """The name the strategy and host-kernel registries know an op by: the bare op type in
+    ONNX's and tilecore's own domains, ``domain::Op`` in any other."""
+    return op_type if domain in ("", "ai.onnx", "tilecore") else f"{domain}::{op_type}"
+
+
 def _spec(x):
     if x is None or isinstance(x, TensorSpec):
         return x

@@ -31,7 +31,7 @@ from __future__ import annotations
 import atexit
 from typing import Any, Callable, Sequence
 
-from . import _ffi
+from . import _ffi, strategy_name
 
 _registered: set[str] = set()
 
@@ -40,9 +40,6 @@ def _remove_all() -> None:
     for name in sorted(_registered):
         _ffi.RemoveCustomKernel(name)
     _registered.clear()
-
-_BARE_DOMAINS = ("", "ai.onnx", "tilecore")
-
 
 class KernelSpec:
     """What a kernel factory gets per tensor: ``shape`` (a tuple of ints), ``dtype`` (a numpy
@@ -60,12 +57,6 @@ class KernelSpec:
 
     def __repr__(self) -> str:
         return f"KernelSpec({self.shape}, {self.dtype!r})"
-
-
-def strategy_name(op_type: str, domain: str = "") -> str:
-    """The name the strategy registry knows an op by (``domain::Op`` outside ONNX's and
-    tilecore's own domains)."""
-    return op_type if domain in _BARE_DOMAINS else f"{domain}::{op_type}"
 
 
 def _plain(v: Any) -> Any:

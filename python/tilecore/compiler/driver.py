@@ -170,7 +170,7 @@ def _fold_to_fixed_point(graph, rounds=256, pipe=None):
         graph = transform.FoldConstants()(transform.InferTypes({})(graph))
         if pipe is None:
             graph = inline_constant_ifs(graph)
-        else:
+        elif not pipe.disabled("InlineConstantIfs"):
             with pipe.step("InlineConstantIfs", lambda: graph.text(), lambda: graph):
                 graph = inline_constant_ifs(graph)
         if len(graph.nodes) == n:
@@ -180,9 +180,9 @@ def _fold_to_fixed_point(graph, rounds=256, pipe=None):
 
 def _runs_nowhere(op_type, domain):
     """True when ``op_type`` has neither an npu strategy nor a host kernel at all."""
-    from . import HasStrategy
+    from . import HasStrategy, strategy_name
 
-    op = op_type if domain in ("", "ai.onnx", "tilecore") else f"{domain}::{op_type}"
+    op = strategy_name(op_type, domain)
     host = _host_api()
     return (str(HasStrategy(op, {}, [])).startswith("no npu strategy for") and
             (host is None or str(host[0](op, {}, [])).startswith("no npu strategy and no host kernel for")))
@@ -542,10 +542,10 @@ class _Node:
         self.index = index
         self.node = node
         self.name = str(node.name)
-        # the strategy registry knows ONNX ops and tilecore's own by their bare names
+        from . import _attrs, strategy_name
+
         d = str(node.domain)
-        self.op = str(node.op_type) if d in ("", "tilecore") else f"{d}::{node.op_type}"
-        from . import _attrs
+        self.op = strategy_name(str(node.op_type), d)
 
         attrs = {str(k): _py(v) for k, v in node.attrs.items()}
         # the model's nodes the graph passes merged into this one (a folded BatchNormalization,
@@ -650,6 +650,7 @@ _VERIFYING = contextvars.ContextVar("tilecore_compile_verifying", default=False)
 def _compile_verified(model, verify, report, calib_samples, options):
     """compile(model, **options), then compiler/verify.py's checks on the executable."""
     from . import verify as _verify
+    from .pipeline import PipelineOptions as _pipeline_options
     from .precision import Calibration
 
     if isinstance(model, os.PathLike):
@@ -669,7 +670,10 @@ def _compile_verified(model, verify, report, calib_samples, options):
 
     def plain():
         # the same precision and thresholds, every node a step of its own
-        kw = {**options, "fuse": False, "group": False, "auto_mixed": None, "pipeline": None}
+        # (with the passes the main compile ran: a pass disabled there is disabled here too)
+        asked = options.get("pipeline")
+        kw = {**options, "fuse": False, "group": False, "auto_mixed": None,
+              "pipeline": _pipeline_options(disable=asked.disable) if asked is not None else None}
         prec = rep.get("precision", {})
         if rep.get("auto_mixed"):
             kw["qtable"] = rep["auto_mixed"]["qtable"]
@@ -815,14 +819,14 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         pipe = _pipeline.Pipeline(pipeline)
     except ValueError as e:
         raise CompileError(f"pipeline: {e}") from None
-    several = dims or any(_buckets.is_bucket_list(v) for v in (input_shapes or {}).values()) or auto_mixed is not None
-    if several and pipe.options.inspects:
+    bucketed = dims or any(_buckets.is_bucket_list(v) for v in (input_shapes or {}).values())
+    if (bucketed or auto_mixed is not None) and pipe.options.inspects:
         raise CompileError("pipeline: printing, dumping or verifying each pass is for one compilation: not with "
                            "buckets or auto_mixed (compile one bucket, or the qtable auto_mixed found)")
     if pipe.options.verify_each and (verify is False or verify is None) and not _VERIFYING.get():
         verify = True  # (the driver's passes: the executable verified step by step)
 
-    if dims or any(_buckets.is_bucket_list(v) for v in (input_shapes or {}).values()):
+    if bucketed:
         if auto_mixed is not None:
             raise CompileError("auto_mixed with buckets: search the qtable on one bucket (report['auto_mixed']"
                                "['qtable']) and compile the buckets with qtable=")
@@ -873,6 +877,17 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
     dq_consts = {} if hasattr(model, "nodes") else _qdq.model_dequantized_constants(
         os.fspath(model) if isinstance(model, os.PathLike) else model)
     shape_checks = []  # (graph input, CheckInput attributes): compiled for one value of it
+    if pipe.options.verify_each:  # the reference: the model before any pass, constants unfolded
+        from ..ir.graph import Graph as _Graph
+
+        if isinstance(model, _Graph):
+            pipe.set_reference(transform.InferTypes({k: [int(d) for d in v] for k, v in
+                                                     (input_shapes or {}).items()})(model))
+        else:
+            from .. import frontend
+
+            pipe.set_reference(frontend.from_onnx(os.fspath(model) if isinstance(model, os.PathLike) else model,
+                                                  input_shapes=input_shapes, fold_constants=False))
     with pipe.graph_passes():
         with pipe.step("Import", lambda: graph.text(), lambda: graph):
             graph = _import_graph(model, input_shapes, shape_checks)

@@ -63,6 +63,11 @@ DRIVER_PASSES = {
 REQUIRED = {"Import", "ExpandUnsupported", "InferTypes", "Partition", "Precision", "Lower", "Build", "PlanMemory",
             "Assemble"}
 PASSES = {**GRAPH_PASSES, **DRIVER_PASSES}
+# passes with no text of their own after them (print_after refuses them; a dump skips them)
+NO_TEXT = {"WeightPrefetch": "runs inside LayerGroups: print after LayerGroups",
+           "Handoff": "runs inside LayerGroups: print after LayerGroups",
+           "Build": "makes machine code, not a graph: print after LayerGroups",
+           "Assemble": "makes the executable, not a graph: print after PlanMemory"}
 
 # verify_each: a graph pass keeps the imported model's outputs when every output has this
 # cosine with them and no element differs by more than this fraction of its largest value
@@ -85,7 +90,7 @@ class PipelineOptions:
 
     :param print_after: pass names (or ``"all"``) after which the graph's text is written to
         ``stream`` (default stderr).
-    :param dump_dir: a folder: the text after every pass, ``NN_<Pass>.graph`` in the order run.
+    :param dump_dir: a folder: the text after every pass, ``NNNN_<Pass>.graph`` in the order run.
     :param verify_each: after every graph pass, the graph is evaluated (the reference
         evaluator, seeded inputs) and its outputs compared with the imported model's
         (cosine >= VERIFY_EACH_COSINE, no element off by more than VERIFY_EACH_RELATIVE of the
@@ -102,17 +107,24 @@ class PipelineOptions:
     _checked: bool = field(default=False, repr=False)
 
     def check(self) -> None:
-        """ValueError naming a pass that does not exist or cannot be disabled."""
+        """ValueError naming a pass that does not exist, cannot be disabled or has no text to
+        print; or a dump folder that holds another compile's dumps."""
         names = [self.print_after] if isinstance(self.print_after, str) else list(self.print_after)
         for n in names:
             if n != "all" and n not in PASSES:
                 raise ValueError(f"print_after: no pass `{n}` (the passes: {', '.join(PASSES)}, or all)")
+            if n in NO_TEXT:
+                raise ValueError(f"print_after: `{n}` {NO_TEXT[n]}")
         for n in self.disable:
             if n not in PASSES:
                 raise ValueError(f"disable: no pass `{n}` (the passes: {', '.join(PASSES)})")
             if n in REQUIRED:
                 raise ValueError(f"disable: `{n}` is required (the passes after it need its output); "
                                  f"these can be disabled: {', '.join(p for p in PASSES if p not in REQUIRED)}")
+        if self.dump_dir is not None and os.path.isdir(self.dump_dir) and \
+                any(f.endswith(".graph") for f in os.listdir(self.dump_dir)):
+            raise ValueError(f"dump_dir: {os.fspath(self.dump_dir)} holds .graph files already (another "
+                             "compile's?): give an empty or new folder")
 
     @property
     def inspects(self) -> bool:
@@ -134,7 +146,7 @@ class Pipeline:
         self._stack: list[tuple[str, float, float | None, int]] = []
         self._dumped = 0
         self._reference: tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None = None
-        self._last_text: str | None = None
+        self._last_key: tuple[str, str] | None = None
         if self.options.dump_dir is not None:
             os.makedirs(self.options.dump_dir, exist_ok=True)
 
@@ -170,32 +182,43 @@ class Pipeline:
             out = self.options.stream or sys.stderr
             out.write(f"// ---- after {name} ----\n{body}\n")
         if self.options.dump_dir is not None:
-            path = os.path.join(os.fspath(self.options.dump_dir), f"{self._dumped:02d}_{name}.graph")
+            path = os.path.join(os.fspath(self.options.dump_dir), f"{self._dumped:04d}_{name}.graph")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(body if body.endswith("\n") else body + "\n")
             self._dumped += 1
-        # (the reference: the model as Import leaves it; passes inside Import are its own)
-        if self.options.verify_each and graph is not None and (name == "Import" or self._reference is not None) \
-                and (name == "Import" or body != self._last_text):
-            self._verify_graph(name, graph)
-        self._last_text = body
+        if self.options.verify_each and graph is not None and self._reference is not None:
+            # (a pass that changes only constants' values leaves the text as it was)
+            key = (body, _constants_digest(graph))
+            if key != self._last_key:
+                self._verify_graph(name, graph)
+            self._last_key = key
+
+    def set_reference(self, graph: Any) -> None:
+        """verify_each's reference: ``graph`` (the model as imported, before any pass
+        rewrote it) evaluated on seeded inputs."""
+        from ..frontend import evaluate
+        from .driver import CompileError
+        from .verify import sample_inputs
+
+        inputs = {}
+        for v in graph.inputs:
+            t = v.type
+            if any(not isinstance(d, (int, np.integer)) for d in t.shape):
+                raise CompileError(f"verify_each: input `{v.name}` has the symbolic shape {list(t.shape)}: "
+                                   "give it a static one (input_shapes=, --input-shape)")
+            inputs[str(v.name)] = (tuple(int(d) for d in t.shape), str(t.dtype))
+        feeds = sample_inputs(inputs)
+        try:
+            self._reference = (feeds, dict(evaluate(graph, feeds)))
+        except Exception as e:  # noqa: BLE001 (re-raised naming what failed)
+            raise CompileError("verify_each: the reference evaluator cannot run the model as imported: "
+                               f"{(str(e).splitlines() or [type(e).__name__])[0]}") from e
 
     def _verify_graph(self, name: str, graph: Any) -> None:
         from ..frontend import evaluate
         from .driver import CompileError
-        from .verify import cosine, sample_inputs
+        from .verify import cosine
 
-        if name == "Import":  # the imported model's outputs: what every pass keeps
-            inputs = {}
-            for v in graph.inputs:
-                t = v.type
-                if any(not isinstance(d, (int, np.integer)) for d in t.shape):
-                    raise CompileError(f"verify_each: input `{v.name}` has the symbolic shape {list(t.shape)}: "
-                                       "give it a static one (input_shapes=, --input-shape)")
-                inputs[str(v.name)] = (tuple(int(d) for d in t.shape), str(t.dtype))
-            feeds = sample_inputs(inputs)
-            self._reference = (feeds, dict(evaluate(graph, feeds)))
-            return
         feeds, want = self._reference
         try:
             got = evaluate(graph, feeds)
@@ -259,6 +282,21 @@ class Pipeline:
                 self.end(text, graph() if graph is not None else None)
             else:
                 self.end()
+
+
+def _constants_digest(graph: Any) -> str:
+    """A digest of the values of the graph's constants (its text shows only their types)."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    seen = set()
+    for nd in graph.nodes:
+        for v in nd.inputs:
+            if v is not None and v.data is not None and str(v.name) not in seen:
+                seen.add(str(v.name))
+                h.update(str(v.name).encode())
+                h.update(np.ascontiguousarray(v.numpy()).tobytes())
+    return h.hexdigest()
 
 
 def nodes_text(nodes: Sequence[Any], info: dict[str, tuple], title: str = "steps") -> str:

@@ -86,7 +86,7 @@ def test_dump_dir_holds_the_text_after_each_pass_in_order(tmp_path):
     report = {}
     compiler.compile(MODEL, report=report, pipeline=P.PipelineOptions(dump_dir=tmp_path / "passes"))
     files = sorted(os.listdir(tmp_path / "passes"))
-    assert files[0].startswith("00_") and all(f.endswith(".graph") for f in files)
+    assert files[0].startswith("0000_") and all(f.endswith(".graph") for f in files)
     names = [f.split("_", 1)[1][:-len(".graph")] for f in files]
     assert [int(f.split("_")[0]) for f in files] == list(range(len(files)))
     for name in ("Import", "FoldBatchNorm", "Partition", "FuseEpilogue", "LayerGroups", "PlanMemory"):
@@ -112,6 +112,27 @@ def test_a_disabled_pass_does_no_work_and_the_results_stay_right(disabled, check
     assert check(report)
     assert disabled not in [r["pass"] for r in report["passes"]]
     np.testing.assert_allclose(exe.run({"x": X})["y"], want(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", [p for p in P.PASSES if p not in P.REQUIRED])
+def test_every_pass_that_can_be_disabled_is_not_run_and_the_results_stay_right(name):
+    report = {}
+    exe = compiler.compile(MODEL, report=report, pipeline=P.PipelineOptions(disable=[name]))
+    ran = [r["pass"] for r in report["passes"]]
+    assert name not in ran, ran
+    if name == "CanonicalizeGraph":  # (and the passes in it)
+        assert "FoldBatchNorm" not in ran and "GemmToMatMul" not in ran
+    np.testing.assert_allclose(exe.run({"x": X})["y"], want(), rtol=1e-4, atol=1e-4)
+
+
+def test_a_dump_folder_of_another_compile_and_passes_with_no_text_are_refused(tmp_path):
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "0000_Import.graph").write_text("graph old")
+    with pytest.raises(CompileError, match="holds .graph files already"):
+        compiler.compile(MODEL, pipeline=P.PipelineOptions(dump_dir=tmp_path / "old"))
+    for name in P.NO_TEXT:
+        with pytest.raises(CompileError, match=f"`{name}` "):
+            compiler.compile(MODEL, pipeline=P.PipelineOptions(print_after=[name]))
 
 
 @pytest.mark.parametrize("options, message", [
@@ -142,6 +163,36 @@ def test_verify_each_names_the_graph_pass_that_breaks_the_model(monkeypatch):
     assert not np.allclose(exe.run({"x": X})["y"], want(), rtol=1e-3, atol=1e-3)
     with pytest.raises(CompileError, match=r"verify_each: pass FoldMatMulBias changed output `y`"):
         compiler.compile(MODEL, pipeline=P.PipelineOptions(verify_each=True))
+
+
+def doubling_fold_matmul_bias():
+    """A graph pass under FoldMatMulBias's name that doubles conv2's weights: the graph's text
+    stays the same (a constant shows only its type)."""
+    from tilecore.ir.graph import Graph, Node, Value
+
+    def run(graph, ctx):
+        nodes = []
+        for n in graph.nodes:
+            ins = list(n.inputs)
+            if str(n.name) == "conv2":
+                w = ins[1]
+                ins[1] = Value(str(w.name), w.type, w.numpy() * 2)
+            nodes.append(Node(str(n.op_type), ins, list(n.outputs), {str(k): v for k, v in n.attrs.items()},
+                              str(n.name), str(n.domain)))
+        return Graph(str(graph.name), list(graph.inputs), list(graph.outputs), nodes, dict(graph.opsets.items()))
+
+    return transform.graph_pass(run, name="FoldMatMulBias")
+
+
+def test_verify_each_sees_a_pass_that_changes_only_constant_values(monkeypatch):
+    monkeypatch.setattr(transform, "FoldMatMulBias", doubling_fold_matmul_bias)
+    out = io.StringIO()
+    with pytest.raises(CompileError, match=r"verify_each: pass FoldMatMulBias changed output `y`"):
+        compiler.compile(MODEL, pipeline=P.PipelineOptions(verify_each=True, print_after=["RecognizeActivations",
+                                                                                          "FoldMatMulBias"],
+                                                             stream=out))
+    before, after = out.getvalue().split("// ---- after FoldMatMulBias ----")
+    assert before.split("// ---- after RecognizeActivations ----\n")[1].strip() == after.strip().split("\n// ----")[0]
 
 
 def test_verify_each_passes_a_right_compile_and_verifies_the_executable():
