@@ -13,6 +13,7 @@
  *   compiler.CustomKernelTakes(op_type, attrs, inputs) -> bool
  */
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -28,7 +29,7 @@ namespace {
 
 struct CustomKernel {
   ffi::Function check, lower;
-  std::optional<Strategy> builtin;  // the strategy it stands in front of
+  std::shared_ptr<const Strategy> builtin;  // the strategy it stands in front of (or null)
 };
 
 std::map<std::string, CustomKernel>& Customs() {
@@ -56,6 +57,11 @@ Array<Any> SpecArray(const std::vector<TensorSpec>& specs) {
 // The custom check's answer; an exception in it is the reason, not a crash.
 std::string CustomReason(const CustomKernel& k, const std::string& op_type,
                          const Map<String, Any>& attrs, const std::vector<TensorSpec>& inputs) {
+  // (a built-in strategy may take int64 indices as int32 words; a DSL kernel takes no such)
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].defined() && inputs[i]->dtype.bits() == 64)
+      return "input " + std::to_string(i) + " is " + inputs[i]->dtype.str() +
+             ": a custom kernel takes no 64-bit tensors";
   try {
     Any r = k.check(attrs, SpecArray(inputs));
     if (auto s = r.try_cast<String>()) return std::string(s->view());
@@ -102,15 +108,12 @@ ir::PrimFunc Checked(ir::PrimFunc f, const OpCall& call) {
 }
 
 void RegisterCustom(const std::string& op_type, ffi::Function check, ffi::Function lower) {
-  std::optional<Strategy> builtin;
+  std::shared_ptr<const Strategy> builtin;
   {
     std::lock_guard<std::mutex> lock(CustomsMutex());
     auto it = Customs().find(op_type);
-    if (it != Customs().end()) {
-      builtin = it->second.builtin;  // a second registration replaces the first
-    } else if (const Strategy* s = FindStrategy(op_type)) {
-      builtin = *s;
-    }
+    // (a second registration replaces the first, in front of the same built-in)
+    builtin = it != Customs().end() ? it->second.builtin : FindStrategy(op_type);
     Customs()[op_type] = CustomKernel{check, lower, builtin};
   }
   Strategy s;
@@ -119,9 +122,16 @@ void RegisterCustom(const std::string& op_type, ffi::Function check, ffi::Functi
     s.data_inputs = builtin->data_inputs;
     s.int64_inputs = builtin->int64_inputs;
     s.int64_outputs = builtin->int64_outputs;
-    s.weight_layout = builtin->weight_layout;
-    s.behind = std::make_shared<const Strategy>(*builtin);
+    s.behind = builtin;
   }
+  // the engineer's kernel takes its weights as the model has them
+  s.weight_layout = [op_type](const OpCall& call, int input) -> std::string {
+    auto k = FindCustom(op_type);
+    if (k && k->builtin && k->builtin->weight_layout &&
+        !CustomReason(*k, op_type, call.attrs, call.inputs).empty())
+      return k->builtin->weight_layout(call, input);
+    return "onnx";
+  };
   s.check = [op_type](const std::string&, const Map<String, Any>& attrs,
                       const std::vector<TensorSpec>& inputs) -> std::string {
     auto k = FindCustom(op_type);
@@ -149,7 +159,7 @@ void RegisterCustom(const std::string& op_type, ffi::Function check, ffi::Functi
 }
 
 bool RemoveCustom(const std::string& op_type) {
-  std::optional<Strategy> builtin;
+  std::shared_ptr<const Strategy> builtin;
   {
     std::lock_guard<std::mutex> lock(CustomsMutex());
     auto it = Customs().find(op_type);

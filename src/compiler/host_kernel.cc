@@ -151,9 +151,9 @@ std::vector<std::string> ListHostKernels() {
 
 namespace {
 // the npu strategy the host may run on copies: a custom kernel's built-in one, never its own
-const Strategy* HostFallbackStrategy(const std::string& op_type) {
-  const Strategy* s = FindStrategy(op_type);
-  return s != nullptr && s->custom_kernel ? s->behind.get() : s;
+std::shared_ptr<const Strategy> HostFallbackStrategy(const std::string& op_type) {
+  std::shared_ptr<const Strategy> s = FindStrategy(op_type);
+  return s != nullptr && s->custom_kernel ? s->behind : s;
 }
 }  // namespace
 
@@ -164,7 +164,7 @@ std::string HasHostKernel(const std::string& op_type, const Map<String, Any>& at
     host_why = k->check ? k->check(op_type, attrs, inputs) : "";
     if (host_why.empty()) return "";
   }
-  const Strategy* s = HostFallbackStrategy(op_type);
+  std::shared_ptr<const Strategy> s = HostFallbackStrategy(op_type);
   if (!s) return host_why.empty() ? "no npu strategy and no host kernel for " + op_type : host_why;
   std::string why;
   if (FallbackMode(*s, op_type, attrs, inputs, &why) >= 0) return "";
@@ -209,7 +209,7 @@ PrimFunc LowerHostOpImpl(const std::string& op_type, const Map<String, Any>& att
       return k->lower(call);
     }
   }
-  const Strategy* s = HostFallbackStrategy(op_type);
+  std::shared_ptr<const Strategy> s = HostFallbackStrategy(op_type);
   std::string why = HasHostKernel(op_type, attrs, inputs);
   if (!s || !why.empty()) TILECORE_THROW(ValueError) << "LowerHostOp(" << op_type << "): " << why;
   int mode = FallbackMode(*s, op_type, attrs, inputs, &why);

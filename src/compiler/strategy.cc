@@ -43,27 +43,28 @@ std::vector<T> ToVec(const Array<T>& a) {
   for (const T& x : a) v.push_back(x);
   return v;
 }
-std::map<std::string, Strategy>& Registry() {
-  static std::map<std::string, Strategy> r;
+// (shared: a caller keeps the strategy it found while a custom kernel replaces it)
+std::map<std::string, std::shared_ptr<const Strategy>>& Registry() {
+  static std::map<std::string, std::shared_ptr<const Strategy>> r;
   return r;
 }
 std::mutex& RegistryMutex() {
   static std::mutex m;
   return m;
 }
-const Strategy* Find(const std::string& op_type) {
+std::shared_ptr<const Strategy> Find(const std::string& op_type) {
   std::lock_guard<std::mutex> lock(RegistryMutex());
   auto it = Registry().find(op_type);
-  return it == Registry().end() ? nullptr : &it->second;
+  return it == Registry().end() ? nullptr : it->second;
 }
 }  // namespace
 
-const Strategy* FindStrategy(const std::string& op_type) { return Find(op_type); }
+std::shared_ptr<const Strategy> FindStrategy(const std::string& op_type) { return Find(op_type); }
 
 void RegisterStrategy(const std::string& op_type, Strategy s) {
   {
     std::lock_guard<std::mutex> lock(RegistryMutex());
-    Registry()[op_type] = s;
+    Registry()[op_type] = std::make_shared<const Strategy>(std::move(s));
   }
   ffi::Function::SetGlobal(
       "compiler.strategy." + op_type,
@@ -88,7 +89,7 @@ std::vector<std::string> ListStrategies() {
 
 std::string HasStrategy(const std::string& op_type, const Map<String, Any>& attrs,
                         const std::vector<TensorSpec>& inputs) {
-  const Strategy* s = Find(op_type);
+  std::shared_ptr<const Strategy> s = Find(op_type);
   if (!s) return "no npu strategy for " + op_type;
   size_t n = s->data_inputs < 0 ? inputs.size() : std::min<size_t>(inputs.size(), s->data_inputs);
   for (size_t i = 0; i < n; ++i) {
@@ -116,12 +117,14 @@ ir::PrimFunc LowerOp(const std::string& op_type, const Map<String, Any>& attrs,
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].defined())
       TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): output " << i << " is None";
-    bool written = outputs[i]->dtype == ir::DataType::Int(64) && Find(op_type)->int64_outputs;
+    std::shared_ptr<const Strategy> found = Find(op_type);
+    bool written = outputs[i]->dtype == ir::DataType::Int(64) && found && found->int64_outputs;
     if (outputs[i]->dtype.bits() == 64 && !written)
       TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): output " << i << " is "
                                  << outputs[i]->dtype.str() << " (TC1 has no 64-bit types)";
   }
-  const Strategy* s = Find(op_type);
+  std::shared_ptr<const Strategy> s = Find(op_type);
+  if (!s) TILECORE_THROW(ValueError) << "LowerOp(" << op_type << "): no npu strategy";
   int64_t data = s->data_inputs < 0
                      ? static_cast<int64_t>(inputs.size())
                      : std::min<int64_t>(static_cast<int64_t>(inputs.size()), s->data_inputs);
@@ -306,7 +309,7 @@ TILECORE_REGISTER_GLOBAL("compiler.LowerOp")
 TILECORE_REGISTER_GLOBAL("compiler.KernelSignature")
     .set_body_typed([](String op_type, int64_t n_inputs) -> Array<Any> {
       std::string op(op_type);
-      const Strategy* s = Find(op);
+      std::shared_ptr<const Strategy> s = Find(op);
       if (s == nullptr) TILECORE_THROW(ValueError) << "KernelSignature: no strategy for " << op;
       int64_t data = s->data_inputs < 0 ? n_inputs : std::min<int64_t>(n_inputs, s->data_inputs);
       return Array<Any>{Any(String(detail::KernelSymbol(op))), Any(data)};

@@ -247,6 +247,7 @@ std::map<std::string, ffi::NDArray> Executable::Run(
   // simulator faults a store into an argument its kernel does not write), and nothing has
   // changed DDR since (the simulator's ddr_epoch). Then they are not written again.
   bool in_place = false;
+  uint64_t foreign0 = 0;
   {
     bool stay;
     {
@@ -262,7 +263,22 @@ std::map<std::string, ffi::NDArray> Executable::Run(
     in_place = stay && rc.owner == state.id && rc.bucket == choice.bucket &&
                rc.arena == arena_addr && rc.epoch == sr->sim.ddr_epoch();
     rc = NpuDevice::ResidentConstants{};  // (until this run has finished)
+    sr.mut()->sim.own_ddr(true);          // (another thread's change while this runs is noticed)
+    foreign0 = sr->sim.foreign_ddr_changes();
   }
+  struct Release {  // the ownership, however the run ends
+    sim::SimulatorRef s;
+    ~Release() {
+      std::lock_guard<std::mutex> lock(s.mut()->mu);
+      s.mut()->sim.own_ddr(false);
+    }
+  } release{dev.simulator()};
+  // A callback that changes DDR (an observer writing into an array) may change a constant.
+  bool callbacks_changed_ddr = false;
+  auto epoch_now = [&] {
+    std::lock_guard<std::mutex> lock(dev.simulator().mut()->mu);
+    return dev.simulator()->sim.ddr_epoch();
+  };
   std::vector<ffi::NDArray> views;
   views.reserve(s.buffers.size());
   for (const ExecBuffer& b : s.buffers) views.push_back(View(arena, b));
@@ -333,7 +349,11 @@ std::map<std::string, ffi::NDArray> Executable::Run(
     if (!f)
       TILECORE_THROW(InternalError)
           << "step " << t << ": function `" << st.function << "` vanished";
-    if (progress) (*progress)(int64_t(t), int64_t(s.steps.size()), ffi::String(st.node));
+    if (progress) {
+      uint64_t e = epoch_now();
+      (*progress)(int64_t(t), int64_t(s.steps.size()), ffi::String(st.node));
+      callbacks_changed_ddr |= epoch_now() != e;
+    }
     std::vector<ffi::AnyView> args;
     for (uint32_t a : st.args) args.emplace_back(views[a]);
     // A layer group's members are measured by their code (pc regions) during its call.
@@ -380,7 +400,9 @@ std::map<std::string, ffi::NDArray> Executable::Run(
     if (observe) {
       ffi::Array<ffi::NDArray> seen;
       for (uint32_t a : st.args) seen.push_back(views[a]);
+      uint64_t e = epoch_now();
       (*observe)(int64_t(t), seen);
+      callbacks_changed_ddr |= epoch_now() != e;
     }
     r.macs += st.macs;
     if (st.kind == ExecStep::kNpu) {
@@ -416,8 +438,9 @@ std::map<std::string, ffi::NDArray> Executable::Run(
   views.clear();
   {
     std::lock_guard<std::mutex> lock(simref.mut()->mu);
-    dev.resident_constants() =
-        NpuDevice::ResidentConstants{state.id, choice.bucket, arena_addr, simref->sim.ddr_epoch()};
+    if (!callbacks_changed_ddr && simref->sim.foreign_ddr_changes() == foreign0)
+      dev.resident_constants() = NpuDevice::ResidentConstants{state.id, choice.bucket, arena_addr,
+                                                              simref->sim.ddr_epoch()};
   }
   r.wall_seconds = Seconds(t_start, std::chrono::steady_clock::now());
   if (summary) {

@@ -337,11 +337,18 @@ void InstallHostCalls(sim::Simulator& s) {
           sp->read(arch::Space(r[3]), addr, uint64_t(last + 1) * uint64_t(kSize[a.dtype]), core);
       a.data = spans[i].data();
     }
+    std::vector<std::vector<uint8_t>> before = spans;
     std::exception_ptr err;
     if (HostCallPacked(name.c_str(), int32_t(nargs), args.data(), &err) != 0)
       std::rethrow_exception(err);
+    // What the host function changed goes back; into an argument the kernel only reads, not.
     for (uint32_t i = 0; i < nargs; ++i) {
-      if (args[i].kind == 2) sp->write(where[i].first, where[i].second, spans[i], core);
+      if (args[i].kind != 2 || spans[i] == before[i]) continue;
+      if (where[i].first == arch::Space::DDR && !sp->ddr_writable(where[i].second, spans[i].size()))
+        TILECORE_THROW(ValueError)
+            << "hcall `" << name << "`: argument " << i << " changed ddr [" << where[i].second
+            << ", +" << spans[i].size() << " bytes), an argument the kernel only reads";
+      sp->write(where[i].first, where[i].second, spans[i], core);
     }
   });
 }

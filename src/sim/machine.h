@@ -15,6 +15,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <variant>
 #include <vector>
@@ -260,7 +261,14 @@ class Machine {
   /// The fault text of a write into [lo, hi) that in_ddr_arrays refused: the read-only
   /// argument it lies in, or outside_ddr_arrays.
   std::string unwritable_ddr(uint64_t lo, uint64_t hi) const;
-  uint64_t ddr_epoch = 0;  // Simulator::ddr_epoch
+  uint64_t ddr_epoch = 0;     // Simulator::ddr_epoch
+  std::thread::id ddr_owner;  // Simulator::own_ddr (none: no owner)
+  uint64_t foreign_ddr_changes = 0;
+  void note_ddr_change() {
+    ++ddr_epoch;
+    if (ddr_owner != std::thread::id() && ddr_owner != std::this_thread::get_id())
+      ++foreign_ddr_changes;
+  }
   /// Issues a tile command (validated, costed) or returns Block when the queue is full.
   Outcome issue(Core& c, const Inst& i);
   Outcome wait_instruction(Core& c, const Inst& i);

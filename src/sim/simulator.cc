@@ -38,10 +38,17 @@ Simulator& Simulator::operator=(Simulator&&) noexcept = default;
 const SimConfig& Simulator::config() const { return m_->cfg; }
 
 void Simulator::load(const arch::Program& program) {
-  ++m_->ddr_epoch;
+  m_->note_ddr_change();
   m_->load(program);
 }
 uint64_t Simulator::ddr_epoch() const { return m_->ddr_epoch; }
+void Simulator::own_ddr(bool on) {
+  m_->ddr_owner = on ? std::this_thread::get_id() : std::thread::id();
+}
+uint64_t Simulator::foreign_ddr_changes() const { return m_->foreign_ddr_changes; }
+bool Simulator::ddr_writable(uint64_t addr, uint64_t n) {
+  return !m_->ddr_limited() || n == 0 || m_->in_ddr_arrays(addr, n, true);
+}
 void Simulator::set_ddr_arrays(std::vector<DdrArray> arrays) {
   m_->set_ddr_arrays(std::move(arrays));
 }
@@ -63,7 +70,7 @@ static void check_range(const Machine& m, arch::Space s, uint64_t addr, uint64_t
 
 void Simulator::write(arch::Space space, uint64_t addr, std::span<const uint8_t> bytes, int core) {
   check_range(*m_, space, addr, bytes.size(), core);
-  if (space == arch::Space::DDR) ++m_->ddr_epoch;
+  if (space == arch::Space::DDR) m_->note_ddr_change();
   if (!bytes.empty()) std::memcpy(m_->mem.base(space, core) + addr, bytes.data(), bytes.size());
 }
 
@@ -85,14 +92,14 @@ void Simulator::set_pc_regions(std::vector<PcRegion> regions) {
 }
 
 void Simulator::run(uint64_t max_instructions) {
-  ++m_->ddr_epoch;
+  m_->note_ddr_change();
   m_->run(max_instructions, true, nullptr);
 }
 
 uint64_t Simulator::step(uint64_t n) {
   uint64_t done = 0;
   if (m_->finished()) return 0;
-  ++m_->ddr_epoch;
+  m_->note_ddr_change();
   m_->run(n, false, &done);
   return done;
 }

@@ -98,8 +98,8 @@ struct Strategy {
 void RegisterStrategy(const std::string& op_type, Strategy s);
 /*! \brief Forgets the strategy of `op_type` (a custom kernel removed, custom_kernel.cc). */
 void RemoveStrategy(const std::string& op_type);
-/*! \brief The strategy registered for `op_type`, or nullptr. */
-const Strategy* FindStrategy(const std::string& op_type);
+/*! \brief The strategy registered for `op_type`, or null (the caller's to keep). */
+std::shared_ptr<const Strategy> FindStrategy(const std::string& op_type);
 std::vector<std::string> ListStrategies();
 
 std::string HasStrategy(const std::string& op_type, const Map<String, Any>& attrs,

@@ -75,6 +75,14 @@ class Simulator {
   /// values at two moments mean DDR holds the same bytes (a runtime keeps an executable's
   /// constants in place between its runs when nothing else ran or wrote in between).
   uint64_t ddr_epoch() const;
+  /// While a thread owns DDR (own_ddr(true) on it, until own_ddr(false)), those calls made by
+  /// any other thread are also counted in foreign_ddr_changes(): a runtime run owns it to
+  /// know that only its own steps changed DDR while it ran.
+  void own_ddr(bool on);
+  uint64_t foreign_ddr_changes() const;
+  /// Whether the current call may write DDR [addr, addr + n): no limit set, or the range lies
+  /// in an array the call writes (set_ddr_arrays).
+  bool ddr_writable(uint64_t addr, uint64_t n);
   std::vector<uint8_t> read(arch::Space space, uint64_t addr, uint64_t nbytes, int core = 0) const;
   void read_into(arch::Space space, uint64_t addr, std::span<uint8_t> out, int core = 0) const;
 

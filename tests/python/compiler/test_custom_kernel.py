@@ -226,3 +226,28 @@ def test_a_fusion_attribute_is_declined():
 def test_register_needs_the_graph_op_first():
     with pytest.raises(ValueError, match="no graph op 'NoSuchOp' in domain 'example'"):
         compiler.register_kernel("NoSuchOp", "example")
+
+
+def test_a_call_with_64_bit_tensors_stays_with_the_builtin():
+    # the built-in Gather reads int64 indices as int32 words; a DSL kernel takes no 64-bit
+    # tensors, so the override declines the call whatever its supports() says
+    made = []
+
+    @compiler.register_kernel("Gather")
+    def gather_any(attrs, inputs, outputs, cores):
+        made.append(inputs)
+        raise AssertionError("not called for int64 indices")
+
+    g = helper.make_graph([helper.make_node("Gather", ["t", "i"], ["y"], name="gather", axis=0)], "gather",
+                          [helper.make_tensor_value_info("t", TensorProto.FLOAT, [6, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 8])],
+                          [onnx.numpy_helper.from_array(np.array([4, 0, 5], np.int64), "i")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    t = np.random.default_rng(9).standard_normal((6, 8)).astype(np.float32)
+    try:
+        report = {}
+        y = compiler.compile(model.SerializeToString(), report=report).run({"t": t})["y"]
+    finally:
+        compiler.remove_kernel("Gather")
+    assert report["custom_kernels"] == [] and made == []
+    np.testing.assert_array_equal(y, ort_run(model, {"t": t}))

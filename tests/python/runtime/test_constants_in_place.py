@@ -88,3 +88,42 @@ def test_reconfiguring_the_device_forgets_them(exes):
         np.testing.assert_array_equal(y, want)
     finally:
         runtime.npu_configure(0, "npu -cores=4")
+
+
+def weight_of_first_step(exe):
+    """The argument index of the first step's weight (a constant's buffer)."""
+    d = exe.describe()
+    consts = {c["buffer"] if isinstance(c, dict) else c for c in d["constants"]}
+    step = d["steps"][0]
+    return next(i for i, b in enumerate(step["args"]) if b in consts)
+
+
+@pytest.mark.parametrize("from_another_thread", [False, True])
+def test_a_write_into_a_constant_during_a_run_means_writing_them_again(exes, from_another_thread):
+    import threading
+
+    a = exes[0]
+    want, _ = run(a)
+    k = weight_of_first_step(a)
+    sim = runtime.npu_simulator(0)
+
+    def spoil(step, args):
+        if step != 0:
+            return
+        w = args[k]
+        zeros = np.zeros(w.numpy().nbytes, np.uint8)
+
+        def write():
+            sim.write("ddr", int(w.data_ptr) + int(w.byte_offset), zeros)
+
+        if from_another_thread:
+            t = threading.Thread(target=write)
+            t.start()
+            t.join()
+        else:
+            write()
+
+    a.run({"x": X}, observe=spoil)  # (its own output is already computed)
+    y, in_place = run(a)
+    assert not in_place
+    np.testing.assert_array_equal(y, want)
