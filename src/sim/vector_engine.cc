@@ -16,6 +16,10 @@
 #include "tilecore/arch/numeric.h"
 #include "tilecore/arch/tile_ops.h"
 
+#ifdef TC1_SIM_X86
+#include <emmintrin.h>
+#endif
+
 namespace tilecore::sim {
 
 namespace {
@@ -86,6 +90,39 @@ inline void copy_row(uint8_t* d, const uint8_t* a, int64_t n) {
   } else {
     std::memcpy(d, a, size_t(n));
   }
+}
+
+/// d[j * dp + k] = a[k * ap + j] for j < rows, k < cols: a byte matrix transposed (the
+/// im2col of int8 taps reads a column of each row). 8 x 8 blocks through SSE2 unpacks on
+/// x86, the rest byte by byte; the same bytes either way.
+inline void transpose_bytes(uint8_t* d, int64_t dp, const uint8_t* a, int64_t ap, int64_t rows,
+                            int64_t cols) {
+  int64_t j0 = 0;
+#ifdef TC1_SIM_X86
+  for (; j0 + 8 <= rows; j0 += 8) {
+    int64_t k0 = 0;
+    for (; k0 + 8 <= cols; k0 += 8) {
+      auto row = [&](int64_t k) {
+        return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + (k0 + k) * ap + j0));
+      };
+      __m128i t0 = _mm_unpacklo_epi8(row(0), row(1)), t1 = _mm_unpacklo_epi8(row(2), row(3));
+      __m128i t2 = _mm_unpacklo_epi8(row(4), row(5)), t3 = _mm_unpacklo_epi8(row(6), row(7));
+      __m128i u0 = _mm_unpacklo_epi16(t0, t1), u1 = _mm_unpackhi_epi16(t0, t1);
+      __m128i u2 = _mm_unpacklo_epi16(t2, t3), u3 = _mm_unpackhi_epi16(t2, t3);
+      const __m128i v[4] = {_mm_unpacklo_epi32(u0, u2), _mm_unpackhi_epi32(u0, u2),
+                            _mm_unpacklo_epi32(u1, u3), _mm_unpackhi_epi32(u1, u3)};
+      for (int q = 0; q < 4; ++q) {  // v[q] holds output rows 2q and 2q + 1
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(d + (j0 + 2 * q) * dp + k0), v[q]);
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(d + (j0 + 2 * q + 1) * dp + k0),
+                         _mm_unpackhi_epi64(v[q], v[q]));
+      }
+    }
+    for (int64_t j = j0; j < j0 + 8; ++j)
+      for (int64_t k = k0; k < cols; ++k) d[j * dp + k] = a[k * ap + j];
+  }
+#endif
+  for (int64_t j = j0; j < rows; ++j)
+    for (int64_t k = 0; k < cols; ++k) d[j * dp + k] = a[k * ap + j];
 }
 
 /// f(dst_off, a_off, b_off) in elements, innermost fastest.
@@ -603,6 +640,15 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
         const int64_t sd = w.d[3], sa = w.a[3];
         const bool rows = sd == 1 && sa == 1;
         const bool fill = sd == 1 && sa == 0;
+        if (es == 1 && sd == 1 && w.a[2] == 1 && sa > 1 && w.shape[2] >= 8 && n >= 8) {
+          // dims 2 and 3 a transpose: dst rows along dim 2 read a column of src rows
+          Walk planes = outer;
+          planes.shape[2] = 1;
+          for_each(planes, [&](int64_t od, int64_t oa, int64_t) {
+            transpose_bytes(D + od, w.d[2], A + oa, sa, w.shape[2], n);
+          });
+          break;
+        }
         for_each(outer, [&](int64_t od, int64_t oa, int64_t) {
           if (rows) {
             copy_row(D + od * es, A + oa * es, n * es);

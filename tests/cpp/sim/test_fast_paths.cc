@@ -178,6 +178,34 @@ TEST(FastPaths, SameTypeConvertIsACopyOnAnyStrides) {
     }
 }
 
+TEST(FastPaths, SameTypeByteCopyThatTransposesIsACopyOnAnyShape) {
+  // An int8 im2col reads a column of each source row: dst[i][j][k] = src[i][k][j] (a source
+  // row pitch of `pitch`), taken in 8 x 8 blocks where both sides have 8; every shape around
+  // the block edges against the element-by-element copy.
+  const uint32_t kA = 0x10000, kD = 0x30000;
+  for (DType t : {DType::I8, DType::U8})
+    for (int rows : {7, 8, 13, 16, 29})
+      for (int cols : {5, 8, 19, 24}) {
+        const int outer = 2, pitch = rows + 3;
+        std::vector<uint8_t> a(size_t(outer * cols * pitch));
+        for (size_t i = 0; i < a.size(); ++i) a[i] = uint8_t(i * 37 + 11);
+        const std::array<int, 3> shape{outer, rows, cols}, d{rows * cols, cols, 1},
+            as{cols * pitch, 1, pitch};
+        std::string sfx = "." + std::string(tilecore::arch::dtype_name(t));
+        ref::Run r;
+        r.go("d: .vecdesc shape=" + list(shape) + " d_stride=" + list(d) + " a_stride=" + list(as),
+             "li x1, " + std::to_string(kD) + "\nli x2, " + std::to_string(kA) + "\ntcvt" + sfx +
+                 sfx + " x1, x2, [x0 + d]\nwait sc, vec, 1",
+             {{kA, a}});
+        auto out = r.l1(kD, size_t(outer * rows * cols));
+        for (int i = 0; i < outer; ++i)
+          for (int j = 0; j < rows; ++j)
+            for (int k = 0; k < cols; ++k)
+              ASSERT_EQ(out[size_t(i * d[0] + j * d[1] + k)], a[size_t(i * as[0] + j + k * pitch)])
+                  << rows << "x" << cols << " [" << i << "," << j << "," << k << "]";
+      }
+}
+
 TEST(FastPaths, QuantiseToInt8AndWidenAgreeWithReferenceOnStrides) {
   // tcvt.i8.f32 (quantisation: ties to even, saturation, NaN to 0) and tcvt.i32.i8 (the
   // depthwise Conv's widening) on a strided source, against the reference conversion
