@@ -11,6 +11,7 @@
 
 #include "host_util.h"
 #include "tilecore/arch/params.h"
+#include "tilecore/compiler/compiler_attrs.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/function.h"
 
@@ -159,7 +160,8 @@ std::shared_ptr<const Strategy> HostFallbackStrategy(const std::string& op_type)
 
 std::string HasHostKernel(const std::string& op_type, const Map<String, Any>& attrs,
                           const std::vector<TensorSpec>& inputs) {
-  std::string host_why;
+  std::string host_why = CheckCompilerAttrs(op_type, attrs);
+  if (!host_why.empty()) return host_why;
   if (const HostKernel* k = FindHost(op_type)) {
     host_why = k->check ? k->check(op_type, attrs, inputs) : "";
     if (host_why.empty()) return "";
@@ -194,6 +196,9 @@ namespace {
 PrimFunc LowerHostOpImpl(const std::string& op_type, const Map<String, Any>& attrs,
                          const std::vector<TensorSpec>& inputs,
                          const std::vector<TensorSpec>& outputs) {
+  std::string attrs_why = CheckCompilerAttrs(op_type, attrs);
+  if (!attrs_why.empty())
+    TILECORE_THROW(ValueError) << "LowerHostOp(" << op_type << "): " << attrs_why;
   for (size_t i = 0; i < outputs.size(); ++i)
     if (!outputs[i].defined())
       TILECORE_THROW(ValueError) << "LowerHostOp(" << op_type << "): output " << i << " is None";

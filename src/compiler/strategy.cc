@@ -4,6 +4,7 @@
  */
 #include "tilecore/compiler/strategy.h"
 
+#include "tilecore/compiler/compiler_attrs.h"
 #include "tilecore/compiler/host_kernel.h"
 
 #include <algorithm>
@@ -89,6 +90,10 @@ std::vector<std::string> ListStrategies() {
 
 std::string HasStrategy(const std::string& op_type, const Map<String, Any>& attrs,
                         const std::vector<TensorSpec>& inputs) {
+  // (the compiler's own attributes first: a misspelt or mistyped one is an error in the
+  // pass that set it, whatever the op)
+  std::string attrs_why = CheckCompilerAttrs(op_type, attrs);
+  if (!attrs_why.empty()) return attrs_why;
   std::shared_ptr<const Strategy> s = Find(op_type);
   if (!s) return "no npu strategy for " + op_type;
   size_t n = s->data_inputs < 0 ? inputs.size() : std::min<size_t>(inputs.size(), s->data_inputs);

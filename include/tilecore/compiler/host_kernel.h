@@ -49,7 +49,8 @@ void RegisterHostKernel(const std::string& op_type, HostKernel k);
 std::vector<std::string> ListHostKernels();
 
 /*! \brief "" when the op can run on the host (a host kernel or the relaxed npu strategy),
- * else why it cannot run anywhere. */
+ * else why it cannot run anywhere (also a `tc_` attribute undeclared or of the wrong kind:
+ * compiler_attrs.h). */
 std::string HasHostKernel(const std::string& op_type, const Map<String, Any>& attrs,
                           const std::vector<TensorSpec>& inputs);
 /*! \brief The host PrimFunc; ValueError naming the op and the reason when HasHostKernel fails. */

@@ -10,8 +10,9 @@
  * that are compile-time shapes (Reshape's shape, Expand's shape, ...) are not params;
  * the PrimFunc's attr "input_params" counts the inputs that are.
  * HasStrategy(op_type, attrs, inputs) returns "" when the op can be lowered, else the
- * reason it cannot (no strategy, a dtype TC1 lacks, an attribute combination), for
- * the partitioner to send the node to the host.
+ * reason it cannot (no strategy, a dtype TC1 lacks, an attribute combination, a `tc_`
+ * attribute undeclared or of the wrong kind: compiler_attrs.h), for the partitioner to
+ * send the node to the host.
  *
  * Each strategy is also the global function `compiler.strategy.<OpType>`
  * (attrs, inputs, outputs, target) -> PrimFunc. `compiler.KernelSignature(op_type,

@@ -105,6 +105,14 @@ def LowerHostOp(op_type: str, attrs: Mapping[str, Any] | None, inputs: Sequence[
     return _ffi.LowerHostOp(op_type, _attrs(attrs), [_spec(x) for x in inputs], [_spec(x) for x in outputs])
 
 
+def compiler_attrs() -> dict[str, tuple[str, str]]:
+    """The compiler's own node attributes (C++, compiler_attrs.h; docs/compiler.md, "Compiler
+    attributes"): name -> ``(kind, doc)``, kind one of int, float, string, ints or attrs (a
+    family ``tc_lut.*``). HasStrategy and HasHostKernel refuse a ``tc_`` attribute that is not
+    here, or not of its kind, with a reason naming it."""
+    return {str(name): (str(kind), str(doc)) for name, kind, doc in _ffi.CompilerAttrs()}
+
+
 def list_host_kernels() -> list[str]:
     """The op types with a host kernel of their own (others may run on the host through
     their npu strategy)."""
@@ -174,5 +182,5 @@ from .driver import CompileError, compile  # noqa: E402,A004
 from .verify import VerifyError  # noqa: E402
 
 __all__ = ["TensorSpec", "HasStrategy", "LowerOp", "list_strategies", "HasHostKernel", "LowerHostOp",
-           "list_host_kernels", "PlanMemory", "GroupKernels", "estimate_cost", "CompileError", "VerifyError", "compile",
-           "register_kernel", "remove_kernel"]
+           "compiler_attrs", "list_host_kernels", "PlanMemory", "GroupKernels", "estimate_cost", "CompileError",
+           "VerifyError", "compile", "register_kernel", "remove_kernel"]
