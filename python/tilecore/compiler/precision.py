@@ -147,6 +147,12 @@ def activation_statistics(graph: Any, samples: Mapping[str, np.ndarray], names: 
     from .calibration import check_samples, check_statistic
 
     check_samples(samples)
+    for v in graph.inputs:  # a sample is one input as the model takes it: (N, *its shape)
+        name, shape = str(v.name), tuple(v.type.shape)
+        got = np.shape(samples[name])[1:] if name in samples else None
+        if got is not None and all(isinstance(d, (int, np.integer)) for d in shape) and tuple(got) != shape:
+            raise ValueError(f"calib_samples: input `{name}` has samples of shape {list(got)} (after the sample "
+                             f"axis); the model takes {list(shape)}: give an array (N, {', '.join(map(str, shape))})")
     want = set(names)
     out, sums = {}, {}
     for i in range(n):

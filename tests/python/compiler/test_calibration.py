@@ -177,6 +177,16 @@ def test_bad_samples_name_the_input():
 
 
 @pytest.mark.npu
+def test_compile_names_samples_without_the_models_shape():
+    from tilecore.compiler import compile as compile_model
+    from tilecore.compiler.driver import CompileError
+
+    m, _, _ = _model()  # x: [1, 4, 8]; samples of (N, 4, 8) lack the batch dim
+    with pytest.raises(CompileError, match=r"input `x` has samples of shape \[4, 8\].*the model takes \[1, 4, 8\]"):
+        compile_model(m, precision="int8", calib_samples={"x": np.zeros((2, 4, 8), np.float32)})
+
+
+@pytest.mark.npu
 def test_cli_compile_writes_then_reuses_the_table(tmp_path, capsys):
     from tilecore import cli
 
