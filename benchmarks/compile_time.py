@@ -4,10 +4,13 @@ that took the most of it (``report["passes"]``, docs/compiler.md "The pipeline")
 
     python benchmarks/compile_time.py [--models resnet50:f32,resnet50:int8,...] [--runs 3] [--passes 8]
 
-A model is ``NAME:PRECISION`` (names as ``tilecore bench`` takes them: the zoo's models and
-the corpus's ``hf/...``); int8 compiles calibrate on 16 seeded samples (the calibration is
-part of the time). ``--models speed`` is the speed set of benchmarks/model_zoo.py in f32.
-The time is ``compile()``'s own, tilecore already imported, the model file already written.
+A model is ``NAME:PRECISION`` or ``NAME`` (f32; names as ``tilecore bench`` takes them: the
+zoo's models and the corpus's ``hf/...``); int8 compiles calibrate on 16 seeded samples (the
+calibration is part of the time). ``--models speed`` is the speed set of
+benchmarks/model_zoo.py in f32. The time is ``compile()``'s own, tilecore already imported,
+the model file already written. "cold" compiles without a compile cache; "warm" is the same
+compile in a fresh process with a compile cache that one compile filled (docs/compiler.md,
+"Compile cache": the key computed, the entry checked and loaded).
 """
 import argparse
 import json
@@ -15,13 +18,15 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 DEFAULT = "resnet50:f32,resnet50:int8,mobilenet_v2:f32,mobilenet_v2:int8,bert_layer:f32,bert_layer:int8"
 CALIB_SAMPLES = 16
 
 
-def child(spec: str) -> None:
-    """One compile of ``spec`` in this process; prints its figures as JSON."""
+def child(spec: str, cache_dir: str | None) -> None:
+    """One compile of ``spec`` in this process (through the compile cache in ``cache_dir``,
+    if given); prints its figures as JSON."""
     try:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
     except (AttributeError, OSError):
@@ -31,7 +36,8 @@ def child(spec: str) -> None:
     from tilecore import compiler
     from tilecore.bench import models
 
-    name, precision = spec.split(":")
+    name, _, precision = spec.partition(":")
+    precision = precision or "f32"
     ref = models.resolve([name])[0]
     path = models.model_path(ref)
     kw = {}
@@ -39,15 +45,17 @@ def child(spec: str) -> None:
         kw["calib_samples"] = models.sample_inputs(ref, path, CALIB_SAMPLES, 1)
     report = {}
     t0 = time.perf_counter()
-    compiler.compile(path, precision=precision, report=report, **kw)
+    compiler.compile(path, precision=precision, report=report, cache_dir=cache_dir, **kw)
     seconds = time.perf_counter() - t0
-    print(json.dumps({"seconds": seconds, "passes": report["passes"]}))
+    print(json.dumps({"seconds": seconds, "passes": report["passes"],
+                      "hit": bool(report.get("compile_cache", {}).get("hit"))}))
 
 
-def run(spec: str) -> dict:
+def run(spec: str, cache_dir: str | None = None) -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", spec], capture_output=True, text=True,
-                       env=env)
+    env.pop("TILECORE_COMPILE_CACHE", None)  # (the cold runs compile)
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", spec] + (["--cache", cache_dir] if cache_dir else [])
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise SystemExit(f"{spec}: the compile failed:\n{p.stderr[-2000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -59,9 +67,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--passes", type=int, default=8, help="the passes shown per model (the slowest first)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--cache", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        child(a.child)
+        child(a.child, a.cache)
         return
     if a.models == "speed":
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -71,12 +80,18 @@ def main() -> None:
     else:
         specs = [s.strip() for s in a.models.split(",") if s.strip()]
     print(f"compile time, one core, a fresh process per compile, median of {a.runs}")
-    print(f"{'model':<28} {'seconds':>8}   slowest passes (seconds, of the median run)")
+    print(f"{'model':<28} {'cold s':>8} {'warm s':>8}   slowest passes of the cold compile (seconds, of the median run)")
     for spec in specs:
         runs = sorted((run(spec) for _ in range(a.runs)), key=lambda r: r["seconds"])
         med = runs[len(runs) // 2]
         top = sorted((r for r in med["passes"] if r["level"] == 0), key=lambda r: -r["seconds"])[:a.passes]
-        print(f"{spec:<28} {statistics.median(r['seconds'] for r in runs):8.2f}   "
+        with tempfile.TemporaryDirectory() as cache:
+            run(spec, cache)  # fills it
+            warm = [run(spec, cache) for _ in range(a.runs)]
+        if not all(w["hit"] for w in warm):
+            raise SystemExit(f"{spec}: a compile with the filled compile cache did not load from it")
+        print(f"{spec:<28} {statistics.median(r['seconds'] for r in runs):8.2f} "
+              f"{statistics.median(w['seconds'] for w in warm):8.2f}   "
               + ", ".join(f"{r['pass']} {r['seconds']:.2f}" for r in top))
 
 

@@ -11,11 +11,11 @@ sources and compiled libraries, so a changed compiler never meets a stale result
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
-import os
 from typing import Any, Mapping
+
+from ..runtime.content_cache import hash_file, package_fingerprint
 
 STAGES = ("import", "calibrate", "compile", "run", "compare")
 STATUSES = ("pass", "wrong", "refused", "crash", "timeout")
@@ -179,39 +179,15 @@ class Job:
 _NOT_IN_KEY = {"calib_shards"}
 
 
-def _hash_file(h: Any, path: str) -> None:
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-
-
-@functools.lru_cache(maxsize=None)
 def tilecore_fingerprint() -> str:
     """sha256 of this tilecore: its version, every Python source of the package and the
-    compiled extension and library it loaded."""
-    import tilecore
-    from tilecore.ffi._base import _ffi_core
-
-    h = hashlib.sha256(tilecore.__version__.encode())
-    root = os.path.dirname(os.path.abspath(tilecore.__file__))
-    for folder, dirs, files in os.walk(root):
-        dirs.sort()
-        for f in sorted(files):
-            if f.endswith(".py"):
-                h.update(os.path.relpath(os.path.join(folder, f), root).encode())
-                _hash_file(h, os.path.join(folder, f))
-    ext = os.path.abspath(_ffi_core.__file__)
-    libs = [ext] + sorted(os.path.join(os.path.dirname(ext), "lib", f)
-                          for f in os.listdir(os.path.join(os.path.dirname(ext), "lib"))
-                          if f.endswith(".so")) if os.path.isdir(os.path.join(os.path.dirname(ext), "lib")) else [ext]
-    for lib in libs:
-        _hash_file(h, lib)
-    return h.hexdigest()
+    compiled extension and library it loaded (runtime/content_cache.py)."""
+    return package_fingerprint()
 
 
 def model_digest(path: str) -> str:
     h = hashlib.sha256()
-    _hash_file(h, path)
+    hash_file(h, path)
     return h.hexdigest()
 
 

@@ -234,6 +234,9 @@ def calibration_table(args: argparse.Namespace, samples: dict[str, np.ndarray] |
     arg("--strict", action="store_true",
         help="a fallback from a plan the compiler chose (a layer group split, a member's or a group's plan that "
              "did not build) is an error naming it, not a line of the output"),
+    arg("--cache-dir", metavar="DIR",
+        help="a compile cache (docs/compiler.md, Compile cache; default $TILECORE_COMPILE_CACHE): the executable "
+             "compiled before from the same model bytes, options and tilecore is loaded from it, a new one stored"),
     arg("--quiet", action="store_true", help="no progress bar"),
     *CALIB_ARGS,
 ])
@@ -292,7 +295,7 @@ def compile_cmd(args: argparse.Namespace) -> int:
                        progress=bar, report=report, calib=calib, calib_samples=samples, qtable=qtable,
                        auto_mixed=args.auto_mixed, fuse=not args.no_fuse,
                        group=not args.no_group, verify=verify, dims=dims or None, batch=batch,
-                       strict=args.strict, pipeline=pipeline)
+                       strict=args.strict, pipeline=pipeline, cache_dir=args.cache_dir)
     except OSError as e:
         return _fail_about(args.model, e)
     except _compile_errors() as e:
@@ -307,6 +310,12 @@ def compile_cmd(args: argparse.Namespace) -> int:
         print(f"{args.dump_graph}: the compiled graph, {report['graph'].count(chr(10))} lines")
     mem = report["memory"]
     secs = sum(report["seconds"].values())
+    cached = report.get("compile_cache", {})
+    if cached.get("hit"):
+        print(f"{args.output}: loaded from the compile cache {cached['folder']} (key {cached['key'][:16]}); the lines "
+              "below are the compile that stored it")
+    elif cached.get("reason"):
+        print(f"  compile cache not used: {cached['reason']}")
     if "buckets" in report:  # one line per bucket's program; the lines below are bucket 0's
         secs = sum(sum(b["report"]["seconds"].values()) for b in report["buckets"])
         print(f"{args.output}: {len(report['buckets'])} buckets, constants stored once, compiled in {secs:.2f} s")

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..ffi._base import _ffi_core
+from . import compile_cache as _compile_cache
 from .input_checks import INDEX_INPUTS, SHAPE_INPUTS
 
 if TYPE_CHECKING:
@@ -645,6 +646,8 @@ def _compile_auto_mixed(model, target_cosine, target, precision, input_shapes, k
 # set while _compile_verified compiles the executable it then verifies (verify_each asks
 # for the verification once, not again in that compile)
 _VERIFYING = contextvars.ContextVar("tilecore_compile_verifying", default=False)
+# set while a compile runs: the compiles it makes itself do not go through the compile cache
+_COMPILING = contextvars.ContextVar("tilecore_compiling", default=False)
 
 
 def _compile_verified(model, verify, report, calib_samples, options):
@@ -723,7 +726,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
             group: bool = True, verify: bool | Mapping[str, np.ndarray] = False,
             ungroup: Sequence[str] = (), dims: Mapping[str, Sequence[int]] | None = None,
             batch: str | Mapping[str, int] | None = None, strict: bool = False,
-            pipeline: PipelineOptions | None = None) -> Executable:
+            pipeline: PipelineOptions | None = None,
+            cache_dir: str | os.PathLike[str] | None = None) -> Executable:
     """Compiles a model to an :class:`tilecore.runtime.Executable`.
 
     :param model: a :class:`tilecore.ir.graph.Graph`, a path to a ``.onnx`` file, its
@@ -803,9 +807,62 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         prices); ``custom_kernels``: the steps a custom kernel runs (compiler/custom_kernel.py);
         ``passes``: each pass as it ran, ``[{"pass", "level", "seconds", "rss_delta_mb"}]`` (level:
         how deep it nests in another; the resident memory it added, MiB).
+    :param cache_dir: a folder of compiled executables (compiler/compile_cache.py, docs/compiler.md
+        "Compile cache"; default ``$TILECORE_COMPILE_CACHE``, else none): one compiled from the
+        same model bytes, options and tilecore is loaded from it instead of compiled, its
+        report as that compile left it (without ``npu_funcs``); a new one is stored in it.
+        ``report["compile_cache"]`` says ``hit`` and ``key``, or the ``reason`` it was not used.
     :raises CompileError: (a ValueError) unsupported nodes, non-static shapes, a bad
         precision — naming the node, its op type and the reason.
     """
+    options = dict(target=target, precision=precision, input_shapes=input_shapes,
+                   keep_intermediates=keep_intermediates, calib=calib, calib_samples=calib_samples, qtable=qtable,
+                   auto_mixed=auto_mixed, bias_correction=bias_correction, fuse=fuse, group=group, verify=verify,
+                   ungroup=ungroup, dims=dims, batch=batch, strict=strict, pipeline=pipeline)
+    where = None if _COMPILING.get() else _compile_cache.folder(cache_dir)
+    token = _COMPILING.set(True)  # (the compiles a compile makes, verify's and the buckets', are not cached)
+    try:
+        if where is None:
+            return _compile(model, progress=progress, report=report, **options)
+        return _compile_cached(where, model, options, progress, report)
+    finally:
+        _COMPILING.reset(token)
+
+
+def _compile_cached(where: str, model: Any, options: dict[str, Any], progress: Callable[..., Any] | None,
+                    report: dict[str, Any] | None) -> Executable:
+    """compile() through the compile cache in ``where`` (compiler/compile_cache.py)."""
+    rep = {} if report is None else report
+    try:
+        k = _compile_cache.key(model, options)
+    except _compile_cache.Uncacheable as e:
+        exe = _compile(model, progress=progress, report=rep, **options)
+        rep["compile_cache"] = {"folder": where, "hit": False, "reason": str(e)}
+        return exe
+    got = _compile_cache.load(where, k)
+    if got is not None:
+        exe, stored = got
+        rep.update(stored)
+        rep["compile_cache"] = {"folder": where, "hit": True, "key": k}
+        return exe
+    exe = _compile(model, progress=progress, report=rep, **options)
+    info: dict[str, Any] = {"folder": where, "hit": False, "key": k}
+    try:
+        info["not_kept"] = _compile_cache.store(where, k, exe, rep)
+    except OSError as e:  # the executable is correct; only the cache misses it
+        info["reason"] = f"not stored: {e}"
+    rep["compile_cache"] = info
+    return exe
+
+
+def _compile(model: Any, target: str | Target, precision: str, input_shapes: Mapping[str, Sequence[int]] | None,
+             keep_intermediates: bool, progress: Callable[..., Any] | None, report: dict[str, Any] | None,
+             calib: Any, calib_samples: Mapping[str, np.ndarray] | None,
+             qtable: Mapping[str, str] | str | os.PathLike[str] | None, auto_mixed: float | None,
+             bias_correction: bool, fuse: bool, group: bool, verify: bool | Mapping[str, np.ndarray],
+             ungroup: Sequence[str], dims: Mapping[str, Sequence[int]] | None,
+             batch: str | Mapping[str, int] | None, strict: bool, pipeline: PipelineOptions | None) -> Executable:
+    """compile() itself, the compile cache aside."""
     from .. import build as _build, transform
     from ..runtime import ExecutableBuilder
     from . import HasStrategy, LowerOp, TensorSpec, _ffi, _spec
