@@ -44,6 +44,7 @@
  */
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -1761,6 +1762,10 @@ PrimFunc LowerConv(const OpCall& call) {
       (stage_weights != 0 && w_bytes <= (int64_t{256} << 10) && p.in[1]->scope.view() == "global"))
     cands.push_back({-3, 0, false, false});
   bool chosen_pipe = false, chosen_staged = false, chosen_w_staged = false;
+  // plan -> whether pricing it got to the end of the loop (it fit)
+  std::map<std::tuple<int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, bool, bool, bool>,
+           bool>
+      priced;
   for (Plan c : cands) {
     const bool resident_variant = c.tm == 0;
     if (c.tm == 0) {  // the resident variant of the chosen plan
@@ -1787,17 +1792,33 @@ PrimFunc LowerConv(const OpCall& call) {
     NB = c.nb;
     if (want_nb > 0 && c.nb != want_nb) continue;
     if (!fit(c.mb, c.db, c.rows) || (c.db && (g.Cg + CC - 1) / CC > 64)) continue;
+    const bool forced = (pipeline == 1 && c.pipe && !chosen_pipe) ||
+                        (staged && !chosen_staged && stage_input == 1) ||
+                        (w_staged && stage_weights == 1) || (resident_variant && reside == 1);
+    // a plan already priced (two candidates the fitting made equal): the same code, the
+    // same cycles, so it could not win now (each candidate's kernel pipeline is most of
+    // a compile's time)
+    // (its state left as pricing it left it: the staging flags stay set after a plan that
+    // does not fit)
+    const auto plan_key =
+        std::make_tuple(TM, c.mb, c.db, c.pipe, R, CC, NB, resident, staged, w_staged);
+    if (auto seen = priced.find(plan_key); !forced && seen != priced.end()) {
+      if (seen->second) {
+        staged = false;
+        w_staged = false;
+      }
+      continue;
+    }
     PrimFunc f = MakeFunc(call, p, build(c.mb, c.db, c.pipe));
     int64_t cycles = 0;
     try {
       cycles = estimate(f);
     } catch (const ffi::Error&) {
+      priced.emplace(plan_key, false);
       continue;  // does not fit once the buffers are placed in banks
     }
+    priced.emplace(plan_key, cycles >= 0);
     if (cycles < 0) continue;
-    const bool forced = (pipeline == 1 && c.pipe && !chosen_pipe) ||
-                        (staged && !chosen_staged && stage_input == 1) ||
-                        (w_staged && stage_weights == 1) || (resident_variant && reside == 1);
     if (cycles < best_cycles || forced) {
       best = f;
       best_cycles = cycles;
