@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "cpu_features.h"
@@ -253,58 +254,99 @@ const char* gemm_i8_path() {
 namespace {
 
 void gemm_f32_portable(int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-                       float* c, int ldc, bool accumulate, int j0 = 0) {
+                       float* c, int ldc, bool accumulate) {
   for (int i = 0; i < m; ++i) {
     float* crow = c + int64_t(i) * ldc;
-    if (!accumulate) std::memset(crow + j0, 0, size_t(n - j0) * 4);
+    if (!accumulate) std::memset(crow, 0, size_t(n) * 4);
     const float* arow = a + int64_t(i) * lda;
     for (int kk = 0; kk < k; ++kk) {
       float av = arow[kk];
       const float* brow = b + int64_t(kk) * ldb;
-      for (int j = j0; j < n; ++j) crow[j] = crow[j] + av * brow[j];
+      for (int j = 0; j < n; ++j) crow[j] = crow[j] + av * brow[j];
     }
   }
 }
 
 #ifdef TC1_HAVE_X86
-// Blocks of 4 rows x 16 columns held in registers over the whole K loop: per element
-// the same operations in the same order as the portable loop (a multiply, then an add,
-// k ascending; no FMA, which target("avx2") does not enable), so the results are
-// bit-identical, several times faster than reloading C per k.
+// Blocks of R rows x 16 columns held in registers over the whole K loop: per element the
+// same operations in the same order as the portable loop (a multiply, then an add, k
+// ascending; no FMA, which target("avx2") does not enable), so the results are
+// bit-identical, several times faster than reloading C per k. The last columns of a row
+// (n not a multiple of 16) take masked loads and stores: the lanes past n are neither
+// read nor written, and the block shapes of small layers (7 x 7 = 49 positions) stay on
+// the vector path.
+__attribute__((target("avx2"))) inline __m256i LanesBelow8(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+template <bool Full>
+__attribute__((target("avx2"))) inline __m256 Load8(const float* p, __m256i lanes) {
+  return Full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, lanes);
+}
+
+template <int R, bool Full>
+__attribute__((target("avx2"))) inline void block_f32_avx2(int cols, int k, const float* a, int lda,
+                                                           const float* b, int ldb, float* c,
+                                                           int ldc, bool accumulate) {
+  const __m256i m0 = LanesBelow8(cols), m1 = LanesBelow8(cols - 8);
+  __m256 acc[R][2];
+  for (int r = 0; r < R; ++r) {
+    float* crow = c + int64_t(r) * ldc;
+    acc[r][0] = accumulate ? Load8<Full>(crow, m0) : _mm256_setzero_ps();
+    acc[r][1] = accumulate ? Load8<Full>(crow + 8, m1) : _mm256_setzero_ps();
+  }
+  for (int kk = 0; kk < k; ++kk) {
+    const float* brow = b + int64_t(kk) * ldb;
+    __m256 b0 = Load8<Full>(brow, m0), b1 = Load8<Full>(brow + 8, m1);
+    for (int r = 0; r < R; ++r) {
+      __m256 av = _mm256_set1_ps(a[int64_t(r) * lda + kk]);
+      acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_mul_ps(av, b0));
+      acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_mul_ps(av, b1));
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float* crow = c + int64_t(r) * ldc;
+    if (Full) {
+      _mm256_storeu_ps(crow, acc[r][0]);
+      _mm256_storeu_ps(crow + 8, acc[r][1]);
+    } else {
+      _mm256_maskstore_ps(crow, m0, acc[r][0]);
+      _mm256_maskstore_ps(crow + 8, m1, acc[r][1]);
+    }
+  }
+}
+
+template <int R>
+__attribute__((target("avx2"))) void rows_f32_avx2(int n, int k, const float* a, int lda,
+                                                   const float* b, int ldb, float* c, int ldc,
+                                                   bool accumulate) {
+  int j = 0;
+  for (; j + 16 <= n; j += 16)
+    block_f32_avx2<R, true>(16, k, a, lda, b + j, ldb, c + j, ldc, accumulate);
+  if (j < n) block_f32_avx2<R, false>(n - j, k, a, lda, b + j, ldb, c + j, ldc, accumulate);
+}
+
 __attribute__((target("avx2"))) void gemm_f32_avx2(int m, int n, int k, const float* a, int lda,
                                                    const float* b, int ldb, float* c, int ldc,
                                                    bool accumulate) {
-  const int n16 = n / 16 * 16;
   int i = 0;
-  for (; i + 4 <= m; i += 4) {
-    for (int j = 0; j < n16; j += 16) {
-      __m256 acc[4][2];
-      for (int r = 0; r < 4; ++r) {
-        float* crow = c + int64_t(i + r) * ldc + j;
-        acc[r][0] = accumulate ? _mm256_loadu_ps(crow) : _mm256_setzero_ps();
-        acc[r][1] = accumulate ? _mm256_loadu_ps(crow + 8) : _mm256_setzero_ps();
-      }
-      for (int kk = 0; kk < k; ++kk) {
-        const float* brow = b + int64_t(kk) * ldb + j;
-        __m256 b0 = _mm256_loadu_ps(brow), b1 = _mm256_loadu_ps(brow + 8);
-        for (int r = 0; r < 4; ++r) {
-          __m256 av = _mm256_set1_ps(a[int64_t(i + r) * lda + kk]);
-          acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_mul_ps(av, b0));
-          acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_mul_ps(av, b1));
-        }
-      }
-      for (int r = 0; r < 4; ++r) {
-        float* crow = c + int64_t(i + r) * ldc + j;
-        _mm256_storeu_ps(crow, acc[r][0]);
-        _mm256_storeu_ps(crow + 8, acc[r][1]);
-      }
-    }
-  }
-  // the columns past the last block of 16, and the rows past the last block of 4
-  if (n16 < n) gemm_f32_portable(i, n, k, a, lda, b, ldb, c, ldc, accumulate, n16);
-  if (i < m) {
-    gemm_f32_portable(m - i, n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc,
-                      accumulate);
+  for (; i + 4 <= m; i += 4)
+    rows_f32_avx2<4>(n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc,
+                     accumulate);
+  const float* ai = a + int64_t(i) * lda;
+  float* ci = c + int64_t(i) * ldc;
+  switch (m - i) {
+    case 3:
+      rows_f32_avx2<3>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
+      break;
+    case 2:
+      rows_f32_avx2<2>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
+      break;
+    case 1:
+      rows_f32_avx2<1>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
+      break;
+    default:
+      break;
   }
 }
 
@@ -313,53 +355,90 @@ bool have_avx512f() {
   return yes;
 }
 
-// AVX-512: blocks of 8 rows x 32 columns (16 accumulators) over the whole K loop, the
-// same multiply-then-add per element, k ascending, as the loops above. The explicitly
-// rounded (round-to-nearest-even) forms keep the compiler from contracting the pair into
-// an FMA, which avx512f enables; tests/cpp/sim/test_mm_kernels.cc checks bit for bit.
-// The edges go to the AVX2 kernel, which computes each element the same way.
-// (The maskz forms with every lane selected: the unmasked ones trip GCC 12's
-// maybe-uninitialized warning inside its own header.)
+// AVX-512: blocks of R rows x 32 columns (2R accumulators) over the whole K loop, the same
+// multiply-then-add per element, k ascending, as the loops above. The explicitly rounded
+// (round-to-nearest-even) forms keep the compiler from contracting the pair into an FMA,
+// which avx512f enables; tests/cpp/sim/test_mm_kernels.cc checks bit for bit. The last
+// columns of a row take masked loads and stores, as in the AVX2 kernel.
 constexpr int kRn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 constexpr __mmask16 kAll = 0xFFFF;
+
+inline __mmask16 LanesBelow16(int n) {
+  return n >= 16 ? kAll : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
+template <int R>
+__attribute__((target("avx512f"))) inline void block_f32_avx512(int cols, int k, const float* a,
+                                                                int lda, const float* b, int ldb,
+                                                                float* c, int ldc,
+                                                                bool accumulate) {
+  const __mmask16 m0 = LanesBelow16(cols), m1 = LanesBelow16(cols - 16);
+  __m512 acc[R][2];
+  for (int r = 0; r < R; ++r) {
+    float* crow = c + int64_t(r) * ldc;
+    acc[r][0] = accumulate ? _mm512_maskz_loadu_ps(m0, crow) : _mm512_setzero_ps();
+    acc[r][1] = accumulate ? _mm512_maskz_loadu_ps(m1, crow + 16) : _mm512_setzero_ps();
+  }
+  for (int kk = 0; kk < k; ++kk) {
+    const float* brow = b + int64_t(kk) * ldb;
+    __m512 b0 = _mm512_maskz_loadu_ps(m0, brow), b1 = _mm512_maskz_loadu_ps(m1, brow + 16);
+    for (int r = 0; r < R; ++r) {
+      __m512 av = _mm512_set1_ps(a[int64_t(r) * lda + kk]);
+      acc[r][0] = _mm512_maskz_add_round_ps(kAll, acc[r][0],
+                                            _mm512_maskz_mul_round_ps(kAll, av, b0, kRn), kRn);
+      acc[r][1] = _mm512_maskz_add_round_ps(kAll, acc[r][1],
+                                            _mm512_maskz_mul_round_ps(kAll, av, b1, kRn), kRn);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float* crow = c + int64_t(r) * ldc;
+    _mm512_mask_storeu_ps(crow, m0, acc[r][0]);
+    _mm512_mask_storeu_ps(crow + 16, m1, acc[r][1]);
+  }
+}
+
+template <int R>
+__attribute__((target("avx512f"))) void rows_f32_avx512(int n, int k, const float* a, int lda,
+                                                        const float* b, int ldb, float* c, int ldc,
+                                                        bool accumulate) {
+  for (int j = 0; j < n; j += 32)
+    block_f32_avx512<R>(std::min(32, n - j), k, a, lda, b + j, ldb, c + j, ldc, accumulate);
+}
+
 __attribute__((target("avx512f"))) void gemm_f32_avx512(int m, int n, int k, const float* a,
                                                         int lda, const float* b, int ldb, float* c,
                                                         int ldc, bool accumulate) {
-  const int n32 = n / 32 * 32;
   int i = 0;
-  for (; i + 8 <= m && n32 > 0; i += 8) {
-    for (int j = 0; j < n32; j += 32) {
-      __m512 acc[8][2];
-      for (int r = 0; r < 8; ++r) {
-        float* crow = c + int64_t(i + r) * ldc + j;
-        acc[r][0] = accumulate ? _mm512_loadu_ps(crow) : _mm512_setzero_ps();
-        acc[r][1] = accumulate ? _mm512_loadu_ps(crow + 16) : _mm512_setzero_ps();
-      }
-      const float* arow = a + int64_t(i) * lda;
-      for (int kk = 0; kk < k; ++kk) {
-        const float* brow = b + int64_t(kk) * ldb + j;
-        __m512 b0 = _mm512_loadu_ps(brow), b1 = _mm512_loadu_ps(brow + 16);
-        for (int r = 0; r < 8; ++r) {
-          __m512 av = _mm512_set1_ps(arow[int64_t(r) * lda + kk]);
-          acc[r][0] = _mm512_maskz_add_round_ps(kAll, acc[r][0],
-                                                _mm512_maskz_mul_round_ps(kAll, av, b0, kRn), kRn);
-          acc[r][1] = _mm512_maskz_add_round_ps(kAll, acc[r][1],
-                                                _mm512_maskz_mul_round_ps(kAll, av, b1, kRn), kRn);
-        }
-      }
-      for (int r = 0; r < 8; ++r) {
-        float* crow = c + int64_t(i + r) * ldc + j;
-        _mm512_storeu_ps(crow, acc[r][0]);
-        _mm512_storeu_ps(crow + 16, acc[r][1]);
-      }
-    }
+  for (; i + 8 <= m; i += 8)
+    rows_f32_avx512<8>(n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc,
+                       accumulate);
+  const float* ai = a + int64_t(i) * lda;
+  float* ci = c + int64_t(i) * ldc;
+  switch (m - i) {
+    case 7:
+      rows_f32_avx512<7>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
+      break;
+    case 6:
+      rows_f32_avx512<6>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
+      break;
+    case 5:
+      rows_f32_avx512<5>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
+      break;
+    case 4:
+      rows_f32_avx512<4>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
+      break;
+    case 3:
+      rows_f32_avx512<3>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
+      break;
+    case 2:
+      rows_f32_avx512<2>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
+      break;
+    case 1:
+      rows_f32_avx512<1>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
+      break;
+    default:
+      break;
   }
-  // the columns past the last block of 32 (rows [0, i)), then the rows past the last block of 8
-  if (i > 0 && n32 < n)
-    gemm_f32_avx2(i, n - n32, k, a, lda, b + n32, ldb, c + n32, ldc, accumulate);
-  if (i < m)
-    gemm_f32_avx2(m - i, n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc,
-                  accumulate);
 }
 #endif
 
@@ -372,6 +451,26 @@ void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int 
   if (CpuHasAvx2()) return gemm_f32_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 #endif
   gemm_f32_portable(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+}
+
+bool gemm_f32_on(const char* path, int m, int n, int k, const float* a, int lda, const float* b,
+                 int ldb, float* c, int ldc, bool accumulate) {
+  const std::string p(path);
+  if (p == "portable") {
+    gemm_f32_portable(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    return true;
+  }
+#ifdef TC1_HAVE_X86
+  if (p == "avx512" && have_avx512f()) {
+    gemm_f32_avx512(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    return true;
+  }
+  if (p == "avx2" && CpuHasAvx2()) {
+    gemm_f32_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    return true;
+  }
+#endif
+  return false;
 }
 
 }  // namespace tilecore::sim

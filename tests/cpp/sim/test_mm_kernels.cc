@@ -34,7 +34,9 @@ TEST(MmKernels, GemmF32IsBitIdenticalToTheSpecifiedLoop) {
   for (Case cs : {Case{1, 1, 1, false}, Case{4, 16, 8, false}, Case{7, 37, 5, true},
                   Case{128, 128, 256, true}, Case{9, 15, 300, false}, Case{5, 48, 1, true},
                   Case{8, 32, 7, false}, Case{17, 70, 33, true}, Case{16, 96, 64, false},
-                  Case{8, 31, 3, true}}) {
+                  Case{8, 31, 3, true}, Case{32, 49, 96, false}, Case{24, 196, 40, true},
+                  Case{1, 250, 64, false}, Case{32, 1, 144, true}, Case{13, 47, 9, true},
+                  Case{6, 17, 2, false}, Case{3, 8, 5, true}}) {
     int lda = cs.k + 3, ldb = cs.n + 5, ldc = cs.n + 2;
     std::vector<float> a(size_t(cs.m) * lda), b(size_t(cs.k) * ldb), c(size_t(cs.m) * ldc);
     for (float& x : a) x = u(rng);
@@ -42,9 +44,20 @@ TEST(MmKernels, GemmF32IsBitIdenticalToTheSpecifiedLoop) {
     for (float& x : c) x = u(rng);
     std::vector<float> want = c;
     Reference(cs.m, cs.n, cs.k, a.data(), lda, b.data(), ldb, want.data(), ldc, cs.acc);
-    tilecore::sim::gemm_f32(cs.m, cs.n, cs.k, a.data(), lda, b.data(), ldb, c.data(), ldc, cs.acc);
+    std::vector<float> got = c;
+    tilecore::sim::gemm_f32(cs.m, cs.n, cs.k, a.data(), lda, b.data(), ldb, got.data(), ldc,
+                            cs.acc);
     // the padding columns past n are untouched, the rest equal bit for bit
-    EXPECT_EQ(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)), 0)
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), c.size() * sizeof(float)), 0)
         << cs.m << "x" << cs.n << "x" << cs.k << (cs.acc ? " accumulate" : "");
+    // and so on every path this host runs, not only the one it picks
+    for (const char* path : {"portable", "avx2", "avx512"}) {
+      got = c;
+      if (!tilecore::sim::gemm_f32_on(path, cs.m, cs.n, cs.k, a.data(), lda, b.data(), ldb,
+                                      got.data(), ldc, cs.acc))
+        continue;
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), c.size() * sizeof(float)), 0)
+          << path << " " << cs.m << "x" << cs.n << "x" << cs.k << (cs.acc ? " accumulate" : "");
+    }
   }
 }
