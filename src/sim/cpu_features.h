@@ -13,6 +13,11 @@ inline bool CpuHasAvx2() {
   return yes;
 }
 
+inline bool CpuHasAvx512f() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+
 inline bool CpuHasAvx2Fma() {
   static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return yes;

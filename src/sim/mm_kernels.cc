@@ -350,11 +350,6 @@ __attribute__((target("avx2"))) void gemm_f32_avx2(int m, int n, int k, const fl
   }
 }
 
-bool have_avx512f() {
-  static const bool yes = __builtin_cpu_supports("avx512f");
-  return yes;
-}
-
 // AVX-512: blocks of R rows x 32 columns (2R accumulators) over the whole K loop, the same
 // multiply-then-add per element, k ascending, as the loops above. The explicitly rounded
 // (round-to-nearest-even) forms keep the compiler from contracting the pair into an FMA,
@@ -447,7 +442,7 @@ __attribute__((target("avx512f"))) void gemm_f32_avx512(int m, int n, int k, con
 void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
               int ldc, bool accumulate) {
 #ifdef TC1_HAVE_X86
-  if (have_avx512f()) return gemm_f32_avx512(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  if (CpuHasAvx512f()) return gemm_f32_avx512(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
   if (CpuHasAvx2()) return gemm_f32_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 #endif
   gemm_f32_portable(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
@@ -461,7 +456,7 @@ bool gemm_f32_on(const char* path, int m, int n, int k, const float* a, int lda,
     return true;
   }
 #ifdef TC1_HAVE_X86
-  if (p == "avx512" && have_avx512f()) {
+  if (p == "avx512" && CpuHasAvx512f()) {
     gemm_f32_avx512(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
     return true;
   }

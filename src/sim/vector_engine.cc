@@ -17,7 +17,7 @@
 #include "tilecore/arch/tile_ops.h"
 
 #ifdef TC1_SIM_X86
-#include <emmintrin.h>
+#include <immintrin.h>
 #endif
 
 namespace tilecore::sim {
@@ -376,8 +376,104 @@ __attribute__((target("avx2"))) bool convert_fast_avx2(Opcode op, DType st, DTyp
 }
 #endif
 
+#ifdef TC1_SIM_X86
+// AVX-512: unit-stride rows 16 elements at a time, the last ones in masked lanes (the rows
+// of a depthwise Conv's taps are 7 or 14 elements: one masked vector each, where the loop
+// the compiler vectorises runs its scalar remainder). The same IEEE operation per element
+// as the loops above (min and max with their NaN rule), so the same bits. (The maskz forms
+// with every lane selected: the unmasked ones trip GCC 12's maybe-uninitialized warning
+// inside its own header.)
+constexpr __mmask16 kAll16 = 0xFFFF;
+
+template <Opcode Op>
+__attribute__((target("avx512f"))) inline __m512 f32_op16(__m512 x, __m512 y) {
+  if constexpr (Op == Opcode::Tadd) {
+    return _mm512_maskz_add_ps(kAll16, x, y);
+  } else if constexpr (Op == Opcode::Tsub) {
+    return _mm512_maskz_sub_ps(kAll16, x, y);
+  } else if constexpr (Op == Opcode::Tmul) {
+    return _mm512_maskz_mul_ps(kAll16, x, y);
+  } else {
+    static_assert(Op == Opcode::Tmax || Op == Opcode::Tmin);
+    // x > y ? x : y (x < y ? x : y), NaN when either is: max/min_ps give y when either
+    // is NaN or both are equal
+    const __m512 r =
+        Op == Opcode::Tmax ? _mm512_maskz_max_ps(kAll16, x, y) : _mm512_maskz_min_ps(kAll16, x, y);
+    return _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x, y, _CMP_UNORD_Q), _mm512_set1_ps(NAN));
+  }
+}
+
+template <Opcode Op>
+__attribute__((target("avx512f"))) void f32_rows_avx512(const Walk& w, uint8_t* D, const uint8_t* A,
+                                                        const uint8_t* B) {
+  const int64_t n = w.shape[3];
+  const bool bcast = w.b[3] == 0;
+  const __mmask16 tail = n % 16 ? __mmask16((1u << (n % 16)) - 1) : __mmask16(0xFFFF);
+  for (int64_t i0 = 0; i0 < w.shape[0]; ++i0)
+    for (int64_t i1 = 0; i1 < w.shape[1]; ++i1)
+      for (int64_t i2 = 0; i2 < w.shape[2]; ++i2) {
+        float* d = reinterpret_cast<float*>(D) + i0 * w.d[0] + i1 * w.d[1] + i2 * w.d[2];
+        const float* a =
+            reinterpret_cast<const float*>(A) + i0 * w.a[0] + i1 * w.a[1] + i2 * w.a[2];
+        const float* b =
+            reinterpret_cast<const float*>(B) + i0 * w.b[0] + i1 * w.b[1] + i2 * w.b[2];
+        const __m512 y1 = bcast ? _mm512_set1_ps(*b) : _mm512_setzero_ps();
+        int64_t k = 0;
+        for (; k + 16 <= n; k += 16) {
+          const __m512 y = bcast ? y1 : _mm512_loadu_ps(b + k);
+          _mm512_storeu_ps(d + k, f32_op16<Op>(_mm512_loadu_ps(a + k), y));
+        }
+        if (k < n) {
+          const __m512 y = bcast ? y1 : _mm512_maskz_loadu_ps(tail, b + k);
+          _mm512_mask_storeu_ps(d + k, tail, f32_op16<Op>(_mm512_maskz_loadu_ps(tail, a + k), y));
+        }
+      }
+}
+
+bool f32_fast_avx512(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B,
+                     float s) {
+  Walk ws = w;
+  switch (op) {
+    case Opcode::Tadds:
+    case Opcode::Tmuls:
+    case Opcode::Tmaxs:
+    case Opcode::Tmins:
+      ws.b = {0, 0, 0, 0};  // the scalar through b with stride 0
+      B = reinterpret_cast<const uint8_t*>(&s);
+      break;
+    default:
+      break;
+  }
+  if (ws.d[3] != 1 || ws.a[3] != 1 || (ws.b[3] != 1 && ws.b[3] != 0)) return false;
+  switch (op) {
+    case Opcode::Tadd:
+    case Opcode::Tadds:
+      f32_rows_avx512<Opcode::Tadd>(ws, D, A, B);
+      return true;
+    case Opcode::Tsub:
+      f32_rows_avx512<Opcode::Tsub>(ws, D, A, B);
+      return true;
+    case Opcode::Tmul:
+    case Opcode::Tmuls:
+      f32_rows_avx512<Opcode::Tmul>(ws, D, A, B);
+      return true;
+    case Opcode::Tmax:
+    case Opcode::Tmaxs:
+      f32_rows_avx512<Opcode::Tmax>(ws, D, A, B);
+      return true;
+    case Opcode::Tmin:
+    case Opcode::Tmins:
+      f32_rows_avx512<Opcode::Tmin>(ws, D, A, B);
+      return true;
+    default:
+      return false;
+  }
+}
+#endif
+
 bool f32_fast(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B, float s) {
 #ifdef TC1_SIM_X86
+  if (CpuHasAvx512f() && f32_fast_avx512(op, w, D, A, B, s)) return true;
   if (CpuHasAvx2()) return f32_fast_avx2(op, w, D, A, B, s);
 #endif
   return f32_fast_body(op, w, D, A, B, s);

@@ -7,6 +7,7 @@
 #include <array>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "reference.h"
 
@@ -42,18 +43,11 @@ struct Layout {
 
 }  // namespace
 
-TEST(FastPaths, VectorF32AgreesWithReferenceOnOddShapesAndStrides) {
-  const std::array<int, 3> shape{3, 5, 7};
-  const Layout layouts[] = {
-      {"contiguous", {35, 7, 1}, {35, 7, 1}, {35, 7, 1}, false},
-      {"b broadcast along rows", {35, 7, 1}, {35, 7, 1}, {5, 1, 0}, false},
-      {"a strided", {35, 7, 1}, {70, 14, 2}, {0, 7, 1}, false},
-      {"destination strided", {70, 14, 2}, {35, 7, 1}, {35, 7, 1}, false},
-      {"in place", {35, 7, 1}, {35, 7, 1}, {35, 7, 1}, true},
-      {"in place, b broadcast", {35, 7, 1}, {35, 7, 1}, {0, 0, 0}, true},
-      {"in place, strided", {70, 14, 2}, {70, 14, 2}, {35, 7, 1}, true},
-      {"in place, a shifted", {35, 7, 1}, {35, 7, 2}, {35, 7, 1}, true},
-  };
+namespace {
+// Every f32 binary and scalar op over `shape` in each layout (sources of `elems` and
+// `b_elems` values) against the specification's element-by-element result.
+void CheckVectorF32(const std::array<int, 3>& shape, const std::vector<Layout>& layouts,
+                    size_t elems, size_t b_elems) {
   const char* ops[] = {"tadd", "tsub",  "tmul",  "tdiv",  "tmax",
                        "tmin", "tadds", "tmuls", "tmaxs", "tmins"};
   const uint32_t kA = 0x10000, kB = 0x20000, kD = 0x30000;
@@ -62,7 +56,7 @@ TEST(FastPaths, VectorF32AgreesWithReferenceOnOddShapesAndStrides) {
     for (const char* op : ops) {
       std::string n = op;
       bool scalar = n.back() == 's';
-      auto a = random_f32(210, 5), b = random_f32(105, 6);
+      auto a = random_f32(elems, 5), b = random_f32(b_elems, 6);
       uint32_t dst = l.in_place ? kA : kD;
       std::string desc = "d: .vecdesc shape=" + list(shape) + " d_stride=" + list(l.d) +
                          " a_stride=" + list(l.a) + " b_stride=" + list(l.b) +
@@ -73,7 +67,7 @@ TEST(FastPaths, VectorF32AgreesWithReferenceOnOddShapesAndStrides) {
       ref::Run r;
       r.go(desc, body,
            {{kA, ref::encode_all(DType::F32, a)}, {kB, ref::encode_all(DType::F32, b)}});
-      auto out = ref::decode_all(DType::F32, r.l1(dst, 210 * 4));
+      auto out = ref::decode_all(DType::F32, r.l1(dst, uint32_t(elems * 4)));
       for (int i = 0; i < shape[0]; ++i)
         for (int j = 0; j < shape[1]; ++j)
           for (int k = 0; k < shape[2]; ++k) {
@@ -93,6 +87,31 @@ TEST(FastPaths, VectorF32AgreesWithReferenceOnOddShapesAndStrides) {
                 << y << " -> " << got;
           }
     }
+}
+}  // namespace
+
+TEST(FastPaths, VectorF32AgreesWithReferenceOnOddShapesAndStrides) {
+  CheckVectorF32({3, 5, 7},
+                 {
+                     {"contiguous", {35, 7, 1}, {35, 7, 1}, {35, 7, 1}, false},
+                     {"b broadcast along rows", {35, 7, 1}, {35, 7, 1}, {5, 1, 0}, false},
+                     {"a strided", {35, 7, 1}, {70, 14, 2}, {0, 7, 1}, false},
+                     {"destination strided", {70, 14, 2}, {35, 7, 1}, {35, 7, 1}, false},
+                     {"in place", {35, 7, 1}, {35, 7, 1}, {35, 7, 1}, true},
+                     {"in place, b broadcast", {35, 7, 1}, {35, 7, 1}, {0, 0, 0}, true},
+                     {"in place, strided", {70, 14, 2}, {70, 14, 2}, {35, 7, 1}, true},
+                     {"in place, a shifted", {35, 7, 1}, {35, 7, 2}, {35, 7, 1}, true},
+                 },
+                 210, 105);
+}
+
+// Rows longer than a vector with a remainder (37 = 2 x 16 + 5), as the widest path takes them.
+TEST(FastPaths, VectorF32LongRowsWithARemainder) {
+  CheckVectorF32({2, 3, 37},
+                 {{"contiguous", {111, 37, 1}, {111, 37, 1}, {111, 37, 1}, false},
+                  {"b broadcast along rows", {111, 37, 1}, {111, 37, 1}, {3, 1, 0}, false},
+                  {"in place", {111, 37, 1}, {111, 37, 1}, {111, 37, 1}, true}},
+                 222, 222);
 }
 
 TEST(FastPaths, PaddedDmaRowsAgreeWithReference) {
