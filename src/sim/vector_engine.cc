@@ -745,10 +745,26 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
           });
           break;
         }
+        if (rows) {  // (the loop per row size class: rows of a few bytes, a tap's, are most)
+          const int64_t bytes = n * es;
+          auto each_row = [&](auto copy) {
+            for_each(outer,
+                     [&](int64_t od, int64_t oa, int64_t) { copy(D + od * es, A + oa * es); });
+          };
+          if (bytes >= 8 && bytes <= 16)
+            each_row([bytes](uint8_t* d, const uint8_t* a) {
+              uint64_t x, y;
+              std::memcpy(&x, a, 8);
+              std::memcpy(&y, a + bytes - 8, 8);
+              std::memcpy(d, &x, 8);
+              std::memcpy(d + bytes - 8, &y, 8);
+            });
+          else
+            each_row([bytes](uint8_t* d, const uint8_t* a) { copy_row(d, a, bytes); });
+          break;
+        }
         for_each(outer, [&](int64_t od, int64_t oa, int64_t) {
-          if (rows) {
-            copy_row(D + od * es, A + oa * es, n * es);
-          } else if (fill && es == 4) {  // one word along the row (a broadcast bias)
+          if (fill && es == 4) {  // one word along the row (a broadcast bias)
             uint32_t x;
             std::memcpy(&x, A + oa * 4, 4);
             uint8_t* d = D + od * 4;
