@@ -48,6 +48,7 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -954,6 +955,34 @@ std::string PlanKey(const OpCall& call) {
   return key.str();
 }
 
+/*! \brief A plan key without which tensors are in L2 (tc_in_l2), for a Conv that has one;
+ * "" for one that has none (a plan for the DDR ranks its own). */
+std::string SiblingPlanKey(const std::string& key) {
+  const size_t at = key.find("tc_in_l2=");
+  if (at == std::string::npos) return "";
+  const size_t end = key.find(';', at);
+  return key.substr(0, at) + "tc_in_l2=*" + (end == std::string::npos ? "" : key.substr(end));
+}
+
+/*! \brief The plans of the search before that a sibling prices again (its first ones). */
+constexpr size_t kSiblingPlans = 8;
+
+/*! \brief The name a plan of LowerConv's search goes by in a ranking. */
+template <typename Key>
+std::string PlanName(const Key& k) {
+  std::ostringstream o;
+  o << "conv";
+  std::apply([&](const auto&... v) { ((o << ' ' << v), ...); }, k);
+  return o.str();
+}
+
+std::string TransposedPlanName(const TransposedPlan& t) {
+  std::ostringstream o;
+  o << "transposed " << t.tp << ' ' << t.tm << ' ' << t.residual_on_vector << ' '
+    << t.weights_resident << ' ' << t.weights_in_l2 << ' ' << t.nb;
+  return o.str();
+}
+
 PrimFunc LowerConv(const OpCall& call) {
   ConvGeom g;
   std::string why;
@@ -1647,6 +1676,19 @@ PrimFunc LowerConv(const OpCall& call) {
       return MakeFunc(call, p, build(c.plan.mb, c.plan.db, c.plan.pipe));
     }
   }
+  // The same Conv with other tensors in L2 (a group member lowered again once weights are
+  // prefetched: only tc_in_l2 differs) ranks its plans much as the search before did: only
+  // the kSiblingPlans that ranked first there are priced again (each candidate's kernel
+  // pipeline is most of a compile's time).
+  static std::unordered_map<std::string, std::vector<std::string>> rankings;
+  const std::string sibling = SiblingPlanKey(key);
+  std::set<std::string> allowed;  // empty: every candidate is priced
+  if (!sibling.empty()) {
+    std::lock_guard<std::mutex> lock(memo_mu);
+    if (auto it = rankings.find(sibling); it != rankings.end())
+      allowed.insert(it->second.begin(), it->second.end());
+  }
+  std::vector<std::pair<int64_t, std::string>> ranked;  // (cycles, plan) of each plan priced
   PrimFunc best = MakeFunc(call, p, build(1, false, false));
   std::vector<Plan> cands;
   auto add_plans = [&](int64_t tm) {
@@ -1809,6 +1851,12 @@ PrimFunc LowerConv(const OpCall& call) {
       }
       continue;
     }
+    const std::string name = PlanName(plan_key);
+    if (!forced && !allowed.empty() && !allowed.count(name)) {
+      staged = false;
+      w_staged = false;
+      continue;
+    }
     PrimFunc f = MakeFunc(call, p, build(c.mb, c.db, c.pipe));
     int64_t cycles = 0;
     try {
@@ -1819,6 +1867,7 @@ PrimFunc LowerConv(const OpCall& call) {
     }
     priced.emplace(plan_key, cycles >= 0);
     if (cycles < 0) continue;
+    ranked.emplace_back(cycles, name);
     if (cycles < best_cycles || forced) {
       best = f;
       best_cycles = cycles;
@@ -1859,6 +1908,8 @@ PrimFunc LowerConv(const OpCall& call) {
             TransposedPlan t{std::min(tp, HW), std::min(tm, g.M), rv, resident, in_l2, nb};
             // each size once (196 positions: 128, then 196)
             if ((nb == 1 && tp != 128 && tp / 2 >= t.tp) || (tm != 64 && tm / 2 >= t.tm)) continue;
+            const std::string name = TransposedPlanName(t);
+            if (!allowed.empty() && !allowed.count(name)) continue;
             int64_t cycles = -1;
             PrimFunc f;
             try {
@@ -1867,6 +1918,7 @@ PrimFunc LowerConv(const OpCall& call) {
             } catch (const ffi::Error&) {
               continue;  // does not fit once the buffers are placed in banks
             }
+            if (cycles >= 0) ranked.emplace_back(cycles, name);
             if (cycles >= 0 && cycles < best_cycles) {
               best = f;
               best_cycles = cycles;
@@ -1883,6 +1935,14 @@ PrimFunc LowerConv(const OpCall& call) {
   std::lock_guard<std::mutex> lock(memo_mu);
   memo.emplace(key,
                Choice{chosen, chosen_resident, chosen_staged, chosen_w_staged, chosen_transposed});
+  if (!sibling.empty() && allowed.empty()) {  // (a full search: its ranking, for the siblings)
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<std::string> top;
+    for (size_t i = 0; i < ranked.size() && top.size() < kSiblingPlans; ++i)
+      top.push_back(ranked[i].second);
+    if (!top.empty()) rankings.emplace(sibling, std::move(top));
+  }
   return best;
 }
 
