@@ -12,8 +12,8 @@ stores (atomically; a damaged entry is removed and compiled again, never used).
 It is opt-in: ``compile(..., cache_dir=DIR)``, ``$TILECORE_COMPILE_CACHE=DIR`` or
 ``tilecore compile --cache-dir DIR``. A compile it cannot key is compiled as always and
 ``report["compile_cache"]["reason"]`` says why: a model given as a Graph object (no bytes
-to key), a custom kernel registered (a Python function), a pipeline that prints, dumps or
-verifies each pass (its output is the point). The folder keeps at most ``max_bytes``
+to key), a custom kernel registered for one of the model's ops (a Python function), a
+pipeline that prints, dumps or verifies each pass (its output is the point). The folder keeps at most ``max_bytes``
 (``$TILECORE_COMPILE_CACHE_BYTES``, default 4 GiB): the entries used least recently go
 first.
 """
@@ -141,14 +141,49 @@ def _model_part(model: Any) -> Any:
     raise Uncacheable(f"the model is a {type(model).__name__}")
 
 
+def _model_ops(model: Any) -> set[str]:
+    """The strategy names (``Op`` or ``domain::Op``) of every node of the model, its
+    subgraphs' and its functions'."""
+    import onnx
+
+    from . import strategy_name
+
+    if hasattr(model, "SerializeToString"):
+        proto = model
+    else:
+        proto = onnx.ModelProto()
+        if isinstance(model, (str, os.PathLike)):
+            with open(os.fspath(model), "rb") as f:
+                proto.ParseFromString(f.read())
+        else:
+            proto.ParseFromString(bytes(model))
+    names: set[str] = set()
+
+    def walk(nodes: Any) -> None:
+        for nd in nodes:
+            names.add(strategy_name(nd.op_type, nd.domain))
+            for a in nd.attribute:
+                for g in [a.g] if a.HasField("g") else list(a.graphs):
+                    walk(g.node)
+
+    walk(proto.graph.node)
+    for fn in proto.functions:
+        walk(fn.node)
+    return names
+
+
 def key(model: Any, options: Mapping[str, Any]) -> str:
     """The cache key of compiling ``model`` with ``options`` (compile()'s keyword arguments
     that change the executable); raises Uncacheable naming what cannot be keyed."""
     from . import custom_kernel
 
-    if custom_kernel.registered():
-        raise Uncacheable("a custom kernel is registered (a Python function the key cannot cover)")
     parts = {"tilecore": package_fingerprint(), "model": _model_part(model)}
+    kernels = custom_kernel.registered()
+    if kernels:
+        ran = sorted(kernels & _model_ops(model))
+        if ran:
+            raise Uncacheable(f"a custom kernel is registered for {', '.join(ran)}, an op of the model (a Python "
+                              "function the key cannot cover)")
     for name, value in sorted(options.items()):
         if name == "calib" and value is not None and not isinstance(value, Mapping):
             value = {"thresholds": getattr(value, "thresholds", None),

@@ -136,9 +136,9 @@ def _constant_input_attrs() -> set[str]:  # a constant input given as an attribu
     return {attr for rows in CONSTANT_INPUT_ATTRS.values() for _, attr, _ in rows if attr.startswith("tc_")}
 
 
-def registered() -> bool:
-    """Whether any custom kernel is registered."""
-    return bool(_registered)
+def registered() -> set[str]:
+    """The ops a custom kernel is registered for (their strategy names: ``Op`` or ``domain::Op``)."""
+    return set(_registered)
 
 
 def remove_kernel(op_type: str, domain: str = "") -> bool:

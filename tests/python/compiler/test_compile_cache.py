@@ -119,7 +119,7 @@ def test_damaged_entry_is_compiled_again(tmp_path):
     assert compile_with(path, tmp_path / "cache")[1]["compile_cache"]["hit"] is False
 
 
-def test_what_cannot_be_keyed_compiles_and_says_why(tmp_path):
+def test_what_cannot_be_keyed_compiles_and_says_why(tmp_path, monkeypatch):
     from tilecore import frontend
 
     graph = frontend.from_onnx(conv_model())
@@ -134,6 +134,15 @@ def test_what_cannot_be_keyed_compiles_and_says_why(tmp_path):
     _, rep = compile_with(path, tmp_path / "cache", pipeline=PipelineOptions(dump_dir=tmp_path / "dump"))
     assert "prints, dumps or verifies" in rep["compile_cache"]["reason"]
     assert any(n.endswith(".graph") for n in os.listdir(tmp_path / "dump"))
+    # a custom kernel for an op of the model: not keyed; for an op it does not have: keyed
+    from tilecore.compiler import custom_kernel
+
+    monkeypatch.setattr(custom_kernel, "registered", lambda: {"Relu", "example::SquarePlus"})
+    _, rep = compile_with(path, tmp_path / "cache")
+    assert "custom kernel is registered for Relu" in rep["compile_cache"]["reason"]
+    monkeypatch.setattr(custom_kernel, "registered", lambda: {"example::SquarePlus"})
+    _, rep = compile_with(path, tmp_path / "cache")
+    assert "reason" not in rep["compile_cache"] and rep["compile_cache"]["key"]
 
 
 def test_environment_folder_and_nested_compiles(tmp_path, monkeypatch):
