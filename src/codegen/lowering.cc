@@ -4,7 +4,12 @@
 
 #include "tilecore/target/target.h"
 
+#include <algorithm>
+#include <deque>
+#include <mutex>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include "tilecore/ffi/error.h"
 #include "tilecore/ir/functor.h"
@@ -74,9 +79,50 @@ void CheckKernelBounds(const PrimFunc& f, const std::string& name) {
   });
 }
 
+namespace {
+
+/*! \brief Modules lowered before, by the functions they were lowered from (held here, so
+ * an address is not reused while its entry lives) and the context they were lowered in.
+ * The compiler prices a plan (compiler/cost_model.h lowers it for the npu build) and then
+ * builds the plan it chose: that build's lowering is the pricing's. An entry goes once no
+ * one else holds its functions (a plan not chosen), or when more than kLoweredKept are. */
+struct Lowered {
+  std::vector<std::pair<std::string, PrimFunc>> funcs;
+  std::string context;
+  std::vector<ffi::ObjectRef> target_passes;  // the target kind's plugin passes then
+  IRModule out;
+};
+std::mutex lowered_mu;
+std::deque<Lowered> lowered;
+constexpr size_t kLoweredKept = 32;
+
+/*! \brief What of the context a lowering depends on, as text; nullopt when it cannot be
+ * written down (a config value of another kind) or is observed (instruments run). */
+std::optional<std::string> ContextKey(const transform::PassContext& ctx, const LowerOptions& opts) {
+  if (!ctx->instruments.empty()) return std::nullopt;
+  std::ostringstream o;
+  o << opts.target_kind << '|' << ctx->opt_level << '|';
+  for (const String& d : ctx->disabled) o << std::string(d) << ',';
+  std::vector<std::string> items;
+  for (const auto& [k, v] : ctx->config.items()) {
+    std::ostringstream e;
+    e << std::string(k) << '=';
+    if (auto i = v.try_cast<int64_t>())
+      e << *i;
+    else if (auto str = v.try_cast<String>())
+      e << '"' << std::string(*str) << '"';
+    else
+      return std::nullopt;
+    items.push_back(e.str());
+  }
+  std::sort(items.begin(), items.end());
+  for (const std::string& e : items) o << '|' << e;
+  return o.str();
+}
+
+}  // namespace
+
 IRModule LowerKernels(const IRModule& mod, const LowerOptions& opts) {
-  for (const auto& [gname, func] : mod->functions.items())
-    CheckKernelBounds(func, KernelSymbol(std::string(gname.view())));
   transform::PassContext cur = transform::PassContext::Current();
   transform::PassContext ctx = transform::PassContext::Create();
   ctx->opt_level = cur->opt_level;
@@ -94,11 +140,43 @@ IRModule LowerKernels(const IRModule& mod, const LowerOptions& opts) {
   set("tc1.l1_bytes", opts.l1_bytes);
   set("tc1.l2_bytes", opts.l2_bytes);
   ctx->config = config;
+  const std::optional<std::string> context = ContextKey(ctx, opts);
+  std::vector<std::pair<std::string, PrimFunc>> funcs;
+  for (const auto& [gname, func] : mod->functions.items()) funcs.emplace_back(gname, func);
+  std::vector<ffi::ObjectRef> passes;
+  if (!opts.target_kind.empty())
+    for (const ffi::Any& p : target::TargetPasses(opts.target_kind))
+      passes.push_back(p.cast<ffi::ObjectRef>());
+  auto same = [&](const Lowered& e) {
+    if (e.context != *context || e.funcs.size() != funcs.size()) return false;
+    if (e.target_passes.size() != passes.size()) return false;
+    for (size_t i = 0; i < passes.size(); ++i)
+      if (!e.target_passes[i].same_as(passes[i])) return false;
+    for (size_t i = 0; i < funcs.size(); ++i)
+      if (e.funcs[i].first != funcs[i].first || !e.funcs[i].second.same_as(funcs[i].second))
+        return false;
+    return true;
+  };
+  if (context) {
+    std::lock_guard<std::mutex> lock(lowered_mu);
+    for (const Lowered& e : lowered)
+      if (same(e)) return e.out;
+  }
+  for (const auto& [name, func] : funcs) CheckKernelBounds(func, KernelSymbol(name));
   transform::PassContextScope scope(ctx);
   IRModule out = transform::DefaultKernelPipeline(ctx->opt_level)(mod);
-  if (!opts.target_kind.empty()) {
-    for (const ffi::Any& extra : target::TargetPasses(opts.target_kind))
-      out = extra.cast<transform::Pass>()(out);
+  for (const ffi::ObjectRef& extra : passes) out = ffi::Any(extra).cast<transform::Pass>()(out);
+  if (context) {
+    std::lock_guard<std::mutex> lock(lowered_mu);
+    // (an entry whose functions only it holds can never be asked for again)
+    auto orphan = [](const Lowered& e) {
+      for (const auto& [name, f] : e.funcs)
+        if (f.use_count() == 1) return true;
+      return false;
+    };
+    lowered.erase(std::remove_if(lowered.begin(), lowered.end(), orphan), lowered.end());
+    lowered.push_back(Lowered{std::move(funcs), *context, std::move(passes), out});
+    while (lowered.size() > kLoweredKept) lowered.pop_front();
   }
   return out;
 }

@@ -21,6 +21,7 @@
 #include "tilecore/ir/intrinsics.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/ir/stmt.h"
+#include "tilecore/runtime/npu_module.h"
 #include "tilecore/target/target.h"
 
 namespace tilecore {
@@ -870,8 +871,11 @@ KernelCost EstimateKernel(const PrimFunc& lowered, int cores) {
 }
 
 KernelCost EstimateStrategy(const PrimFunc& func, int64_t l1_bytes, int cores) {
-  IRModule lowered = codegen::LowerKernels(
-      IRModule::FromFunction(func), codegen::LowerOptions{l1_bytes, std::nullopt, true, "npu"});
+  // lowered as the npu build lowers it (its L1 less the argument block), so the build of
+  // the plan chosen finds it lowered (codegen::LowerKernels keeps the last ones)
+  const int64_t l1 = std::min<int64_t>(l1_bytes, int64_t(runtime::kNpuArgBlock));
+  IRModule lowered = codegen::LowerKernels(IRModule::FromFunction(func),
+                                           codegen::LowerOptions{l1, std::nullopt, true, "npu"});
   KernelCost k;
   for (const auto& [name, fn] : lowered->functions.items()) {
     KernelCost one = EstimateKernel(fn, cores);

@@ -6,7 +6,11 @@
 // instruments and config are kept), the checks below and then
 // transform::DefaultKernelPipeline once, with the target's memory sizes in the
 // config ("tc1.l1_bytes" / "tc1.l2_bytes": the smaller of the target's and the
-// caller's). Both targets therefore see the same intrinsics and the same plan.
+// caller's). Both targets therefore see the same intrinsics and the same plan. The
+// last modules lowered are kept by the functions they came from (while someone else
+// holds those), the context and the target's plugin passes: lowering the same function
+// again (the compiler prices a plan, then builds the plan it chose) returns the module
+// lowered before. A context with instruments lowers anew.
 //
 // Checks (ValueError naming the kernel, the buffer and the location):
 //   - a constant index outside a buffer of constant shape (loads and stores);
