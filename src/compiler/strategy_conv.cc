@@ -899,62 +899,6 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   return w_l2 ? Allocate(Wsh, kernel) : kernel;
 }
 
-/*! \brief What a Conv's plan choice depends on: its attributes, with scale values left
- * out (immediates in the code, never a command more or less) and zero points as zero or
- * not (a nonzero one adds a vector pass); its shapes and dtypes; the cores and the L1. */
-std::string PlanKey(const OpCall& call) {
-  std::vector<std::string> items;
-  auto text = [](const Any& v) {
-    std::ostringstream o;
-    o.precision(17);
-    if (auto i = v.try_cast<int64_t>()) {
-      o << *i;
-    } else if (auto f = v.try_cast<double>()) {
-      o << *f;
-    } else if (auto s = v.try_cast<String>()) {
-      o << '"' << std::string(*s) << '"';
-    } else if (auto a = v.try_cast<Array<Any>>()) {
-      for (const Any& x : *a) {
-        if (auto xi = x.try_cast<int64_t>())
-          o << *xi << ',';
-        else if (auto xf = x.try_cast<double>())
-          o << *xf << ',';
-        else
-          o << "?,";
-      }
-    } else {
-      o << '?';
-    }
-    return o.str();
-  };
-  for (const auto& [k, v] : call.attrs.items()) {
-    std::string name(k), value;
-    if (name.size() > 6 && name.compare(name.size() - 6, 6, "_scale") == 0) {
-      value = "scale";
-    } else if (name.find("zero_point") != std::string::npos) {
-      auto i = v.try_cast<int64_t>();
-      value = i && *i == 0 ? "0" : "nonzero";
-    } else {
-      value = text(v);
-    }
-    items.push_back(name + "=" + value);
-  }
-  std::sort(items.begin(), items.end());
-  std::ostringstream key;
-  for (const std::string& s : items) key << s << ';';
-  auto spec = [&](const TensorSpec& t) {
-    if (!t.defined()) return std::string("none");
-    std::ostringstream o;
-    for (int64_t d : t->shape) o << d << 'x';
-    o << t->dtype.str();
-    return o.str();
-  };
-  for (const TensorSpec& t : call.inputs) key << "in " << spec(t) << ';';
-  for (const TensorSpec& t : call.outputs) key << "out " << spec(t) << ';';
-  key << "cores " << call.cores << "; l1 " << call.l1_bytes << "; data " << call.data_inputs;
-  return key.str();
-}
-
 /*! \brief A plan key without which tensors are in L2 (tc_in_l2), for a Conv that has one;
  * "" for one that has none (a plan for the DDR ranks its own). */
 std::string SiblingPlanKey(const std::string& key) {

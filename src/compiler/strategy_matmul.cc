@@ -47,7 +47,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "kernel_util.h"
@@ -1176,17 +1179,38 @@ struct Fastest {
   std::string why;
   PrimFunc best;
   int64_t cycles = std::numeric_limits<int64_t>::max();
-  void Offer(const PrimFunc& f) {
+  /*! \brief Prices `f`; whether it is the fastest so far. */
+  bool Offer(const PrimFunc& f) {
     int64_t c = 0;
     try {
       c = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
     } catch (const ffi::Error& e) {
       why = e.what();
-      return;
+      return false;
     }
-    if (c < cycles) best = f, cycles = c;
+    if (c >= cycles) return false;
+    best = f, cycles = c;
+    return true;
   }
 };
+
+/*! \brief The plan (its index among the candidates, which depend on the call only) chosen
+ * before for a PlanKey: the blocks of one model share a few layer shapes, each block with
+ * its own scales, and pricing every candidate is most of a compile's time. */
+std::mutex chosen_mu;
+std::unordered_map<std::string, size_t> chosen_plans;
+
+std::optional<size_t> ChosenBefore(const std::string& key) {
+  std::lock_guard<std::mutex> lock(chosen_mu);
+  auto it = chosen_plans.find(key);
+  if (it == chosen_plans.end()) return std::nullopt;
+  return it->second;
+}
+
+void Choose(const std::string& key, size_t index) {
+  std::lock_guard<std::mutex> lock(chosen_mu);
+  chosen_plans.emplace(key, index);
+}
 
 /*!
  * \brief tc_row_norm (an int8 Gemm whose f32 output only a LayerNormalization or
@@ -1396,8 +1420,14 @@ PrimFunc ChooseRowNorm(const OpCall& call, const Params& p, const GemmPlan& g) {
   Fastest fastest{call, "no plan takes " + std::to_string(g.M) + " rows on " +
                             std::to_string(call.cores) +
                             " cores (the rows split evenly, and P K <= 8 M)"};
-  for (const RowNormPlan& rp : RowNormPlans(call, g))
-    fastest.Offer(MakeFunc(call, p, LowerGemmRowNorm(call, g, ra, rp)));
+  const std::vector<RowNormPlan> plans = RowNormPlans(call, g);
+  const std::string key = "row norm;" + PlanKey(call);
+  if (auto chosen = ChosenBefore(key); chosen && *chosen < plans.size())
+    return MakeFunc(call, p, LowerGemmRowNorm(call, g, ra, plans[*chosen]));
+  size_t best = 0;
+  for (size_t i = 0; i < plans.size(); ++i)
+    if (fastest.Offer(MakeFunc(call, p, LowerGemmRowNorm(call, g, ra, plans[i])))) best = i;
+  if (fastest.best.defined()) Choose(key, best);
   if (!fastest.best.defined())
     TILECORE_THROW(ValueError) << call.op_type << ": tc_row_norm with " << g.N
                                << " columns has no plan here: " << fastest.why;
@@ -1417,15 +1447,28 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
   PrimFunc tiled = split ? PrimFunc() : MakeFunc(call, p, LowerGemm(call, g));
   std::vector<PipelinePlan> plans = split ? std::vector<PipelinePlan>{} : PipelinePlans(call, g);
   if (plans.empty() && columns.empty()) return tiled;
+  // (the plan chosen: 0 the tiled form, 1 + i pipelined plan i, 1 + plans + i column plan i)
+  const std::string key = "gemm;" + PlanKey(call);
+  if (auto chosen = ChosenBefore(key); chosen && *chosen <= plans.size() + columns.size()) {
+    const size_t c = *chosen;
+    if (c == 0 && !split) return tiled;
+    if (c >= 1 && c <= plans.size())
+      return MakeFunc(call, p, LowerGemmPipelined(call, g, plans[c - 1]));
+    if (c > plans.size())
+      return MakeFunc(call, p, LowerGemmColumns(call, g, columns[c - 1 - plans.size()]));
+  }
   Fastest fastest{call, ""};
+  size_t best = 0;
   if (!split) {  // (the tiled form fits any shape: an error estimating it is an error)
     fastest.best = tiled;
     fastest.cycles = EstimateStrategy(tiled, call.l1_bytes, static_cast<int>(call.cores)).cycles;
   }
-  for (const PipelinePlan& r : plans)
-    fastest.Offer(MakeFunc(call, p, LowerGemmPipelined(call, g, r)));
-  for (const ColumnPlan& r : columns)
-    fastest.Offer(MakeFunc(call, p, LowerGemmColumns(call, g, r)));
+  for (size_t i = 0; i < plans.size(); ++i)
+    if (fastest.Offer(MakeFunc(call, p, LowerGemmPipelined(call, g, plans[i])))) best = 1 + i;
+  for (size_t i = 0; i < columns.size(); ++i)
+    if (fastest.Offer(MakeFunc(call, p, LowerGemmColumns(call, g, columns[i]))))
+      best = 1 + plans.size() + i;
+  if (fastest.best.defined()) Choose(key, best);
   if (!fastest.best.defined())
     TILECORE_THROW(ValueError) << call.op_type << ": tc_split needs the column plan, which does "
                                << "not fit L1 here";
