@@ -4,18 +4,17 @@ options again loads it instead of compiling it.
 
 The key is the sha256 of the model's bytes (and of the external data files it names), of
 every option of ``compile()`` that can change the executable (the calibration samples and
-thresholds by their bytes, the qtable by its content), and of this tilecore's fingerprint
-(its Python sources and compiled libraries: a changed compiler never meets a stale entry).
-An entry is the ``.tcx`` and the compile's report, stored as runtime/content_cache.py
-stores (atomically; a damaged entry is removed and compiled again, never used).
+thresholds by their bytes), of the pass context the compile runs under, and of this
+tilecore's fingerprint (tilecore/fingerprint.py: a changed compiler never meets a stale
+entry). An entry is the ``.tcx`` and the compile's report, stored as
+runtime/content_cache.py stores (atomically; a damaged entry is removed and compiled again,
+never used).
 
 It is opt-in: ``compile(..., cache_dir=DIR)``, ``$TILECORE_COMPILE_CACHE=DIR`` or
 ``tilecore compile --cache-dir DIR``. A compile it cannot key is compiled as always and
-``report["compile_cache"]["reason"]`` says why: a model given as a Graph object (no bytes
-to key), a custom kernel registered for one of the model's ops (a Python function), a
-pipeline that prints, dumps or verifies each pass (its output is the point). The folder keeps at most ``max_bytes``
-(``$TILECORE_COMPILE_CACHE_BYTES``, default 4 GiB): the entries used least recently go
-first.
+``report["compile_cache"]["reason"]`` says why (docs/compiler.md lists the cases). The
+folder keeps at most ``max_bytes`` (``$TILECORE_COMPILE_CACHE_BYTES``, default 4 GiB): the
+entries used least recently go first.
 """
 
 from __future__ import annotations
@@ -28,7 +27,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..runtime.content_cache import Cache, hash_file, package_fingerprint
+from .. import fingerprint
+from ..fingerprint import hash_file
+from ..runtime.content_cache import Cache, sha256_hex
 
 ENV_FOLDER = "TILECORE_COMPILE_CACHE"
 ENV_BYTES = "TILECORE_COMPILE_CACHE_BYTES"
@@ -62,10 +63,6 @@ def max_bytes() -> int:
     return n
 
 
-def _digest(data: bytes | memoryview) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def _canonical(value: Any, where: str) -> Any:
     """``value`` as plain JSON data, arrays and bytes by their digest: equal options give
     equal text, and any value the key cannot cover raises Uncacheable naming ``where``."""
@@ -76,20 +73,22 @@ def _canonical(value: Any, where: str) -> Any:
     if isinstance(value, (float, np.floating)):
         return repr(float(value))
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"bytes": _digest(bytes(value))}
+        return {"bytes": sha256_hex(bytes(value))}
     if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            raise Uncacheable(f"{where} is an array of Python objects, which the key cannot cover")
         a = np.ascontiguousarray(value)
-        return {"array": [a.dtype.str, list(a.shape), _digest(a.view(np.uint8).reshape(-1) if a.size else b"")]}
+        return {"array": [a.dtype.str, list(a.shape), sha256_hex(a.view(np.uint8).reshape(-1) if a.size else b"")]}
     if isinstance(value, Mapping):
         return {"map": sorted([str(k), _canonical(v, f"{where}[{k!r}]")] for k, v in value.items())}
     if isinstance(value, (list, tuple)):
         return [_canonical(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, os.PathLike):
-        return _file_digest(os.fspath(value), where)
+        return _filesha256_hex(os.fspath(value), where)
     raise Uncacheable(f"{where} is a {type(value).__name__}, which the key cannot cover")
 
 
-def _file_digest(path: str, where: str) -> dict[str, str]:
+def _filesha256_hex(path: str, where: str) -> dict[str, str]:
     h = hashlib.sha256()
     try:
         hash_file(h, path)
@@ -122,12 +121,16 @@ def _model_part(model: Any) -> Any:
     if hasattr(model, "nodes"):
         raise Uncacheable("the model is a Graph object (no bytes to key): give its .onnx file or bytes")
     if hasattr(model, "SerializeToString"):
-        return {"onnx": _digest(model.SerializeToString())}
+        from onnx import external_data_helper
+
+        if any(external_data_helper.uses_external_data(t) for t in external_data_helper._get_all_tensors(model)):  # noqa: SLF001
+            raise Uncacheable("the ModelProto names external data files (give its .onnx path)")
+        return {"onnx": sha256_hex(model.SerializeToString())}
     if isinstance(model, (bytes, bytearray, memoryview)):
         data = bytes(model)
         if _external_files(data, "."):
             raise Uncacheable("the model's bytes name external data files (give its .onnx path)")
-        return {"onnx": _digest(data)}
+        return {"onnx": sha256_hex(data)}
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         try:
@@ -136,7 +139,7 @@ def _model_part(model: Any) -> Any:
         except OSError as e:
             raise Uncacheable(f"the model file {path} cannot be read ({e.strerror})") from None
         ext = _external_files(data, os.path.dirname(os.path.abspath(path)))
-        return {"onnx": _digest(data), "external": [[os.path.basename(p), _file_digest(p, "external data")["file"]]
+        return {"onnx": sha256_hex(data), "external": [[os.path.basename(p), _filesha256_hex(p, "external data")["file"]]
                                                      for p in ext]}
     raise Uncacheable(f"the model is a {type(model).__name__}")
 
@@ -177,19 +180,30 @@ def key(model: Any, options: Mapping[str, Any]) -> str:
     that change the executable); raises Uncacheable naming what cannot be keyed."""
     from . import custom_kernel
 
-    parts = {"tilecore": package_fingerprint(), "model": _model_part(model)}
+    parts = {"tilecore": fingerprint.package_fingerprint(), "model": _model_part(model)}
     kernels = custom_kernel.registered()
-    if kernels:
-        ran = sorted(kernels & _model_ops(model))
-        if ran:
-            raise Uncacheable(f"a custom kernel is registered for {', '.join(ran)}, an op of the model (a Python "
-                              "function the key cannot cover)")
+    built_in = sorted(k for k in kernels if "::" not in k)  # (passes make built-in ops: Gemm, ...)
+    if built_in:
+        raise Uncacheable(f"a custom kernel is registered for the built-in op {', '.join(built_in)} (a Python "
+                          "function the key cannot cover)")
+    ran = sorted(kernels & _model_ops(model)) if kernels else []
+    if ran:
+        raise Uncacheable(f"a custom kernel is registered for {', '.join(ran)}, an op of the model (a Python "
+                          "function the key cannot cover)")
+    from .. import transform
+
+    ctx = transform.PassContext.current()  # (the passes run under it: its options are the compile's)
+    if len(ctx.instruments):
+        raise Uncacheable("the pass context has instruments (what they observe is the point)")
+    parts["pass_context"] = _canonical({"opt_level": int(ctx.opt_level),
+                                        "disabled": sorted(str(d) for d in ctx.disabled),
+                                        "config": {str(k): v for k, v in dict(ctx.config).items()}}, "PassContext")
     for name, value in sorted(options.items()):
         if name == "calib" and value is not None and not isinstance(value, Mapping):
             value = {"thresholds": getattr(value, "thresholds", None),
                      "channel_means": getattr(value, "channel_means", None)}
         elif name == "qtable" and isinstance(value, str):
-            value = _file_digest(value, "qtable")
+            value = _filesha256_hex(value, "qtable")
         elif name == "pipeline" and value is not None:
             if value.inspects:
                 raise Uncacheable("the pipeline prints, dumps or verifies passes (their output is the point)")
@@ -197,7 +211,7 @@ def key(model: Any, options: Mapping[str, Any]) -> str:
         elif name == "target":
             value = str(value)
         parts[name] = _canonical(value, name)
-    return _digest(json.dumps(parts, sort_keys=True).encode())
+    return sha256_hex(json.dumps(parts, sort_keys=True).encode())
 
 
 def _keepable(value: Any, where: str, dropped: list[str]) -> tuple[Any, bool]:
@@ -279,6 +293,8 @@ def trim(where: str, limit: int) -> list[str]:
         except OSError:
             continue
         for name in names:
+            if name.startswith("."):  # (another process's write in progress)
+                continue
             path = os.path.join(sub, name)
             try:
                 st = os.stat(path)

@@ -819,7 +819,12 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
                    keep_intermediates=keep_intermediates, calib=calib, calib_samples=calib_samples, qtable=qtable,
                    auto_mixed=auto_mixed, bias_correction=bias_correction, fuse=fuse, group=group, verify=verify,
                    ungroup=ungroup, dims=dims, batch=batch, strict=strict, pipeline=pipeline)
-    where = None if _COMPILING.get() else _compile_cache.folder(cache_dir)
+    outermost = not _COMPILING.get()
+    where = _compile_cache.folder(cache_dir) if outermost else None
+    if outermost:  # (the Conv plans a compile chooses depend on its own plan searches only)
+        from . import _ffi as _compiler_ffi
+
+        _compiler_ffi.ForgetPlanChoices()
     token = _COMPILING.set(True)  # (the compiles a compile makes, verify's and the buckets', are not cached)
     try:
         if where is None:
@@ -833,6 +838,7 @@ def _compile_cached(where: str, model: Any, options: dict[str, Any], progress: C
                     report: dict[str, Any] | None) -> Executable:
     """compile() through the compile cache in ``where`` (compiler/compile_cache.py)."""
     rep = {} if report is None else report
+    _compile_cache.max_bytes()  # (a bad $TILECORE_COMPILE_CACHE_BYTES is named before the compile, not after)
     try:
         k = _compile_cache.key(model, options)
     except _compile_cache.Uncacheable as e:

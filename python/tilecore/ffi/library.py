@@ -17,7 +17,17 @@ def load_library(path: str | os.PathLike[str]) -> None:
     :raises tilecore.error.OSError / ValueError: the file cannot be opened (the message
         names the path and the loader's reason) or one of its registrations clashes.
     """
-    _ffi_api.LoadLibrary(os.path.abspath(os.fspath(path)))
+    path = os.path.abspath(os.fspath(path))
+    _ffi_api.LoadLibrary(path)
+    _loaded.append(path)
 
 
-__all__ = ["load_library"]
+_loaded: list[str] = []  # the libraries loaded, in order (tilecore/fingerprint.py hashes them)
+
+
+def loaded() -> list[str]:
+    """The paths of the libraries :func:`load_library` loaded in this process."""
+    return list(_loaded)
+
+
+__all__ = ["load_library", "loaded"]

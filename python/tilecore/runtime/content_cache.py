@@ -11,13 +11,12 @@ renamed into place), so the JSON is the commit mark: a process killed half-way l
 entry, or an entry whose checksum or artifact digest does not match. Such an entry is
 never used: :meth:`Cache.get` reports it (:attr:`Cache.problems`), deletes it and answers
 a miss, so the result is recomputed. Keys name content, not machines, so the folder can be
-copied or shared (NFS) between machines; a key covers :func:`package_fingerprint`, so a
-changed tilecore never meets a stale result.
+copied or shared (NFS) between machines; the keys callers make cover
+``tilecore.fingerprint.package_fingerprint``, so a changed tilecore never meets a stale result.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -26,44 +25,14 @@ from typing import Any
 from .files import write_bytes
 
 
-def _digest(data: bytes) -> str:
+def sha256_hex(data: bytes | memoryview) -> str:
+    """The sha256 of ``data``, as hexadecimal digits."""
     return hashlib.sha256(data).hexdigest()
 
 
 def cache_root() -> str:
     """``$TILECORE_CACHE`` (default ``~/.cache/tilecore``): the folder the caches live under."""
     return os.environ.get("TILECORE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "tilecore")
-
-
-def hash_file(h: Any, path: str) -> None:
-    """Feeds the bytes of ``path`` to the hash object ``h``."""
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-
-
-@functools.lru_cache(maxsize=None)
-def package_fingerprint() -> str:
-    """sha256 of this tilecore: its version, every Python source of the package and the
-    compiled extension and libraries it loaded."""
-    import tilecore
-    from tilecore.ffi._base import _ffi_core
-
-    h = hashlib.sha256(tilecore.__version__.encode())
-    root = os.path.dirname(os.path.abspath(tilecore.__file__))
-    for folder, dirs, files in os.walk(root):
-        dirs.sort()
-        for f in sorted(files):
-            if f.endswith(".py"):
-                h.update(os.path.relpath(os.path.join(folder, f), root).encode())
-                hash_file(h, os.path.join(folder, f))
-    ext = os.path.abspath(_ffi_core.__file__)
-    lib_dir = os.path.join(os.path.dirname(ext), "lib")
-    libs = [ext] + (sorted(os.path.join(lib_dir, f) for f in os.listdir(lib_dir) if f.endswith(".so"))
-                    if os.path.isdir(lib_dir) else [])
-    for lib in libs:
-        hash_file(h, lib)
-    return h.hexdigest()
 
 
 class Cache:
@@ -82,7 +51,7 @@ class Cache:
     @staticmethod
     def _checksum(entry: dict[str, Any]) -> str:
         body = {k: v for k, v in entry.items() if k != "checksum"}
-        return _digest(json.dumps(body, sort_keys=True).encode())
+        return sha256_hex(json.dumps(body, sort_keys=True).encode())
 
     def get(self, key: str) -> tuple[dict[str, Any], str | None] | None:
         """(row, artifact path or None) of a sound entry, or None (absent, or corrupt:
@@ -108,7 +77,7 @@ class Cache:
             art_path = os.path.join(os.path.dirname(path), art)
             try:
                 with open(art_path, "rb") as f:
-                    if _digest(f.read()) != entry.get("artifact_sha256"):
+                    if sha256_hex(f.read()) != entry.get("artifact_sha256"):
                         return self._corrupt(key, path, f"its artifact {art} does not match its digest")
             except OSError:
                 return self._corrupt(key, path, f"its artifact {art} is missing")
@@ -132,7 +101,7 @@ class Cache:
         if artifact is not None:
             art_path = self._paths(key, ext)
             write_bytes(art_path, artifact)
-            entry["artifact"], entry["artifact_sha256"] = key + ext, _digest(artifact)
+            entry["artifact"], entry["artifact_sha256"] = key + ext, sha256_hex(artifact)
         entry["checksum"] = self._checksum(entry)
         write_bytes(self._paths(key, ".json"), json.dumps(entry, sort_keys=True))
         return art_path

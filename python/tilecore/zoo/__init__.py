@@ -149,7 +149,9 @@ def sample_inputs(name: str, n: int, seed: int, batch: int = 1) -> dict[str, np.
 
 def cache_dir() -> str:
     """Where exports are cached: ``$TILECORE_CACHE/zoo``, else ``~/.cache/tilecore/zoo``."""
-    root = os.environ.get("TILECORE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "tilecore")
+    from ..runtime.content_cache import cache_root
+
+    root = cache_root()
     return os.path.join(root, "zoo")
 
 

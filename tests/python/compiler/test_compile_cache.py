@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from tilecore import cli, compiler
 from tilecore.compiler import compile_cache
-from tilecore.runtime.content_cache import package_fingerprint
+from tilecore import fingerprint
 
 pytestmark = pytest.mark.npu
 
@@ -137,12 +137,28 @@ def test_what_cannot_be_keyed_compiles_and_says_why(tmp_path, monkeypatch):
     # a custom kernel for an op of the model: not keyed; for an op it does not have: keyed
     from tilecore.compiler import custom_kernel
 
-    monkeypatch.setattr(custom_kernel, "registered", lambda: {"Relu", "example::SquarePlus"})
+    # (a built-in op's: any model, the passes make built-in ops the model does not have)
+    monkeypatch.setattr(custom_kernel, "registered", lambda: {"Gemm"})
     _, rep = compile_with(path, tmp_path / "cache")
-    assert "custom kernel is registered for Relu" in rep["compile_cache"]["reason"]
+    assert "registered for the built-in op Gemm" in rep["compile_cache"]["reason"]
     monkeypatch.setattr(custom_kernel, "registered", lambda: {"example::SquarePlus"})
     _, rep = compile_with(path, tmp_path / "cache")
     assert "reason" not in rep["compile_cache"] and rep["compile_cache"]["key"]
+    with_op = conv_model()
+    with_op.graph.node.append(helper.make_node("SquarePlus", ["y"], ["z"], domain="example", name="sq"))
+    assert "registered for example::SquarePlus, an op of the model" in str(
+        pytest.raises(compile_cache.Uncacheable, compile_cache.key, with_op, {}).value)
+    # the pass context the compile runs under is part of the key; one with instruments is not keyed
+    from tilecore import transform
+
+    k = compile_cache.key(conv_model(), {})
+    with transform.PassContext(config={"transform.UnrollLoop.auto_max_extent": 2}):
+        assert compile_cache.key(conv_model(), {}) != k
+    with transform.PassContext(opt_level=1):
+        assert compile_cache.key(conv_model(), {}) != k
+    with transform.PassContext(instruments=[transform.PassTimingInstrument()]):
+        _, rep = compile_with(path, tmp_path / "cache")
+    assert "instruments" in rep["compile_cache"]["reason"]
 
 
 def test_environment_folder_and_nested_compiles(tmp_path, monkeypatch):
@@ -182,8 +198,11 @@ def test_key_covers_the_compiler(monkeypatch):
     model = conv_model()
     k = compile_cache.key(model, {"precision": "f32"})
     assert k == compile_cache.key(model, {"precision": "f32"}) and len(k) == 64
-    assert len(package_fingerprint()) == 64
-    monkeypatch.setattr(compile_cache, "package_fingerprint", lambda: "0" * 64)  # another tilecore
+    assert len(fingerprint.package_fingerprint()) == 64
+    # the library the compiler runs in is part of it (a development build's libtilecore lives
+    # outside the extension's folder)
+    assert any(os.path.basename(p).startswith("libtilecore") for p in fingerprint._libraries())
+    monkeypatch.setattr(fingerprint, "package_fingerprint", lambda: "0" * 64)  # another tilecore
     assert compile_cache.key(model, {"precision": "f32"}) != k
     with pytest.raises(compile_cache.Uncacheable, match="qtable"):
         compile_cache.key(model, {"qtable": object()})
