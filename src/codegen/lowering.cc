@@ -140,7 +140,9 @@ IRModule LowerKernels(const IRModule& mod, const LowerOptions& opts) {
   set("tc1.l1_bytes", opts.l1_bytes);
   set("tc1.l2_bytes", opts.l2_bytes);
   ctx->config = config;
-  const std::optional<std::string> context = ContextKey(ctx, opts);
+  // (a module with attributes of its own lowers anew: the entries match functions only)
+  const std::optional<std::string> context =
+      mod->attrs.empty() ? ContextKey(ctx, opts) : std::nullopt;
   std::vector<std::pair<std::string, PrimFunc>> funcs;
   for (const auto& [gname, func] : mod->functions.items()) funcs.emplace_back(gname, func);
   std::vector<ffi::ObjectRef> passes;

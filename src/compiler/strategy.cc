@@ -343,6 +343,7 @@ std::string PlanKey(const OpCall& call) {
     o << t->dtype.str();
     return o.str();
   };
+  key << "op " << call.op_type << "; words " << call.int64_words << ';';
   for (const TensorSpec& t : call.inputs) key << "in " << spec(t) << ';';
   for (const TensorSpec& t : call.outputs) key << "out " << spec(t) << ';';
   key << "cores " << call.cores << "; l1 " << call.l1_bytes << "; data " << call.data_inputs;

@@ -43,6 +43,7 @@
  * chosen once is reused for Convs that differ only in scales (PlanKey).
  */
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -911,6 +912,12 @@ std::string SiblingPlanKey(const std::string& key) {
 /*! \brief The plans of the search before that a sibling prices again (its first ones). */
 constexpr size_t kSiblingPlans = 8;
 
+/*! \brief Bumped by ForgetConvPlanChoices: LowerConv's plans chosen and rankings are
+ * dropped when it changes. */
+std::atomic<uint64_t> conv_plan_generation{0};
+/*! \brief Set while LowerConv searches again without its sibling's ranking. */
+thread_local bool sibling_search_off = false;
+
 /*! \brief The name a plan of LowerConv's search goes by in a ranking. */
 template <typename Key>
 std::string PlanName(const Key& k) {
@@ -1604,9 +1611,24 @@ PrimFunc LowerConv(const OpCall& call) {
   };
   static std::mutex memo_mu;
   static std::unordered_map<std::string, Choice> memo;
+  // The same Conv with other tensors in L2 (a group member lowered again once weights are
+  // prefetched: only tc_in_l2 differs) ranks its plans much as the search before did: the
+  // plans that search priced below its first kSiblingPlans are not priced again (each
+  // candidate's kernel pipeline is most of a compile's time). Sibling key -> (the first
+  // plans, every plan it priced).
+  static std::unordered_map<std::string, std::pair<std::set<std::string>, std::set<std::string>>>
+      rankings;
+  // (both kept for one compile: ForgetConvPlanChoices; a plan chosen after a ranking depends
+  // on which Convs were searched before, so a compile must not see another's)
+  static uint64_t generation = 0;
   const std::string key = PlanKey(call);
   {
     std::lock_guard<std::mutex> lock(memo_mu);
+    if (const uint64_t now = conv_plan_generation.load(); now != generation) {
+      memo.clear();
+      rankings.clear();
+      generation = now;
+    }
     if (auto it = memo.find(key); it != memo.end()) {
       const Choice& c = it->second;
       if (c.transposed.tp > 0) return MakeFunc(call, p, LowerConvTransposed(call, p, c.transposed));
@@ -1620,18 +1642,17 @@ PrimFunc LowerConv(const OpCall& call) {
       return MakeFunc(call, p, build(c.plan.mb, c.plan.db, c.plan.pipe));
     }
   }
-  // The same Conv with other tensors in L2 (a group member lowered again once weights are
-  // prefetched: only tc_in_l2 differs) ranks its plans much as the search before did: only
-  // the kSiblingPlans that ranked first there are priced again (each candidate's kernel
-  // pipeline is most of a compile's time).
-  static std::unordered_map<std::string, std::vector<std::string>> rankings;
   const std::string sibling = SiblingPlanKey(key);
-  std::set<std::string> allowed;  // empty: every candidate is priced
-  if (!sibling.empty()) {
+  std::set<std::string> first, priced_before;  // a sibling's ranking: empty, none
+  if (!sibling.empty() && !sibling_search_off) {
     std::lock_guard<std::mutex> lock(memo_mu);
     if (auto it = rankings.find(sibling); it != rankings.end())
-      allowed.insert(it->second.begin(), it->second.end());
+      std::tie(first, priced_before) = it->second;
   }
+  // (a plan the sibling did not price, one of this variant's own, is priced)
+  auto passed_over = [&](const std::string& name) {
+    return !first.empty() && priced_before.count(name) && !first.count(name);
+  };
   std::vector<std::pair<int64_t, std::string>> ranked;  // (cycles, plan) of each plan priced
   PrimFunc best = MakeFunc(call, p, build(1, false, false));
   std::vector<Plan> cands;
@@ -1796,7 +1817,7 @@ PrimFunc LowerConv(const OpCall& call) {
       continue;
     }
     const std::string name = PlanName(plan_key);
-    if (!forced && !allowed.empty() && !allowed.count(name)) {
+    if (!forced && passed_over(name)) {
       staged = false;
       w_staged = false;
       continue;
@@ -1853,7 +1874,7 @@ PrimFunc LowerConv(const OpCall& call) {
             // each size once (196 positions: 128, then 196)
             if ((nb == 1 && tp != 128 && tp / 2 >= t.tp) || (tm != 64 && tm / 2 >= t.tm)) continue;
             const std::string name = TransposedPlanName(t);
-            if (!allowed.empty() && !allowed.count(name)) continue;
+            if (transposed != 1 && passed_over(name)) continue;
             int64_t cycles = -1;
             PrimFunc f;
             try {
@@ -1876,19 +1897,38 @@ PrimFunc LowerConv(const OpCall& call) {
   if (want_nb > 1 && got_nb != want_nb)
     TILECORE_THROW(ValueError) << "Conv: no plan of tc_images_per_item " << want_nb
                                << " images per item fits L1";
+  if (!first.empty() && ranked.empty()) {
+    // nothing the ranking left fits here (the sibling's first plans were its own): the
+    // whole search after all
+    sibling_search_off = true;
+    PrimFunc f;
+    try {
+      f = LowerConv(call);
+    } catch (...) {
+      sibling_search_off = false;
+      throw;
+    }
+    sibling_search_off = false;
+    return f;
+  }
   std::lock_guard<std::mutex> lock(memo_mu);
+  if (generation != conv_plan_generation.load()) return best;  // (forgotten meanwhile)
   memo.emplace(key,
                Choice{chosen, chosen_resident, chosen_staged, chosen_w_staged, chosen_transposed});
-  if (!sibling.empty() && allowed.empty()) {  // (a full search: its ranking, for the siblings)
+  if (!sibling.empty() && first.empty()) {  // (a full search: its ranking, for the siblings)
     std::stable_sort(ranked.begin(), ranked.end(),
                      [](const auto& x, const auto& y) { return x.first < y.first; });
-    std::vector<std::string> top;
-    for (size_t i = 0; i < ranked.size() && top.size() < kSiblingPlans; ++i)
-      top.push_back(ranked[i].second);
-    if (!top.empty()) rankings.emplace(sibling, std::move(top));
+    std::set<std::string> top, all;
+    for (const auto& [cycles, name] : ranked) {
+      if (top.size() < kSiblingPlans) top.insert(name);
+      all.insert(name);
+    }
+    if (!top.empty()) rankings.emplace(sibling, std::make_pair(std::move(top), std::move(all)));
   }
   return best;
 }
+
+void ForgetConvPlanChoices() { conv_plan_generation.fetch_add(1); }
 
 std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
                       const std::vector<TensorSpec>& ins) {
@@ -1965,6 +2005,11 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
 TILECORE_FFI_STATIC_INIT_BLOCK({
   RegisterStrategy("Conv", Strategy{detail::CheckConv, detail::LowerConv,
                                     [](const OpCall&, int) { return std::string("onnx"); }});
+});
+
+// (a compile starts with it: its Conv plans depend on its own searches only)
+TILECORE_REGISTER_GLOBAL("compiler.ForgetPlanChoices").set_body_typed([]() {
+  detail::ForgetConvPlanChoices();
 });
 
 }  // namespace compiler

@@ -72,13 +72,17 @@ Walk coalesced(const Walk& w) {
 
 /// Copies `n` bytes with no call for the short rows of tap and patch copies (a few to a
 /// few dozen bytes): overlapping 8- or 4-byte moves, else memcpy.
+inline void copy_8_to_16(uint8_t* d, const uint8_t* a, int64_t n) {
+  uint64_t x, y;
+  std::memcpy(&x, a, 8);
+  std::memcpy(&y, a + n - 8, 8);
+  std::memcpy(d, &x, 8);
+  std::memcpy(d + n - 8, &y, 8);
+}
+
 inline void copy_row(uint8_t* d, const uint8_t* a, int64_t n) {
   if (n >= 8 && n <= 16) {
-    uint64_t x, y;
-    std::memcpy(&x, a, 8);
-    std::memcpy(&y, a + n - 8, 8);
-    std::memcpy(d, &x, 8);
-    std::memcpy(d + n - 8, &y, 8);
+    copy_8_to_16(d, a, n);
   } else if (n >= 4 && n < 8) {
     uint32_t x, y;
     std::memcpy(&x, a, 4);
@@ -752,13 +756,7 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
                      [&](int64_t od, int64_t oa, int64_t) { copy(D + od * es, A + oa * es); });
           };
           if (bytes >= 8 && bytes <= 16)
-            each_row([bytes](uint8_t* d, const uint8_t* a) {
-              uint64_t x, y;
-              std::memcpy(&x, a, 8);
-              std::memcpy(&y, a + bytes - 8, 8);
-              std::memcpy(d, &x, 8);
-              std::memcpy(d + bytes - 8, &y, 8);
-            });
+            each_row([bytes](uint8_t* d, const uint8_t* a) { copy_8_to_16(d, a, bytes); });
           else
             each_row([bytes](uint8_t* d, const uint8_t* a) { copy_row(d, a, bytes); });
           break;

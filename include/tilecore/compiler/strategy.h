@@ -73,7 +73,7 @@ struct OpCall {
  * \brief What a strategy's plan choice depends on, as text: the call's attributes, scale
  * values left out (immediates in the code, never a command more or less; a scale of
  * exactly 1 apart, which skips a multiply) and zero points as zero or not (a nonzero one
- * adds a vector pass); its shapes and dtypes; the cores and the L1. Strategies that search
+ * adds a vector pass); its op type, shapes and dtypes; the cores and the L1. Strategies that search
  * plans with the cost model keep the choice by it, so the many layers of one shape with
  * their own scales search once.
  */
