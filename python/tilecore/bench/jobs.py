@@ -15,7 +15,7 @@ import hashlib
 import json
 from typing import Any, Mapping
 
-from ..fingerprint import hash_file, package_fingerprint
+from ..ffi.fingerprint import hash_file, package_fingerprint
 
 STAGES = ("import", "calibrate", "compile", "run", "compare")
 STATUSES = ("pass", "wrong", "refused", "crash", "timeout")

@@ -5,7 +5,7 @@ options again loads it instead of compiling it.
 The key is the sha256 of the model's bytes (and of the external data files it names), of
 every option of ``compile()`` that can change the executable (the calibration samples and
 thresholds by their bytes), of the pass context the compile runs under, and of this
-tilecore's fingerprint (tilecore/fingerprint.py: a changed compiler never meets a stale
+tilecore's fingerprint (tilecore/ffi/fingerprint.py: a changed compiler never meets a stale
 entry). An entry is the ``.tcx`` and the compile's report, stored as
 runtime/content_cache.py stores (atomically; a damaged entry is removed and compiled again,
 never used).
@@ -27,8 +27,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .. import fingerprint
-from ..fingerprint import hash_file
+from ..ffi import fingerprint
+from ..ffi.fingerprint import hash_file
 from ..runtime.content_cache import Cache, sha256_hex
 
 ENV_FOLDER = "TILECORE_COMPILE_CACHE"

@@ -22,7 +22,7 @@ def load_library(path: str | os.PathLike[str]) -> None:
     _loaded.append(path)
 
 
-_loaded: list[str] = []  # the libraries loaded, in order (tilecore/fingerprint.py hashes them)
+_loaded: list[str] = []  # the libraries loaded, in order (ffi/fingerprint.py hashes them)
 
 
 def loaded() -> list[str]:

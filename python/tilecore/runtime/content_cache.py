@@ -12,7 +12,7 @@ entry, or an entry whose checksum or artifact digest does not match. Such an ent
 never used: :meth:`Cache.get` reports it (:attr:`Cache.problems`), deletes it and answers
 a miss, so the result is recomputed. Keys name content, not machines, so the folder can be
 copied or shared (NFS) between machines; the keys callers make cover
-``tilecore.fingerprint.package_fingerprint``, so a changed tilecore never meets a stale result.
+``tilecore.ffi.fingerprint.package_fingerprint``, so a changed tilecore never meets a stale result.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from tilecore import cli, compiler
 from tilecore.compiler import compile_cache
-from tilecore import fingerprint
+from tilecore.ffi import fingerprint
 
 pytestmark = pytest.mark.npu
 

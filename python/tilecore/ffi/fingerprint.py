@@ -1,7 +1,8 @@
 """What this tilecore is, as a sha256: its version, every Python source of the package, and
 every shared library of tilecore's the process has mapped (the extension, libtilecore, and
 the libraries ``tilecore.load_library`` loaded, which may register strategies and ops).
-The caches key their entries by it (runtime/content_cache.py, compiler/compile_cache.py),
+The caches key their entries by it (runtime/content_cache.py, compiler/compile_cache.py; it lives in the ffi layer, which
+knows the libraries, so every layer may ask),
 so a rebuilt or edited tilecore never meets a result an older one stored."""
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def _sources_digest() -> str:
     import tilecore
 
     h = hashlib.sha256(tilecore.__version__.encode())
-    root = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # (the package, above ffi/)
     for folder, dirs, files in os.walk(root):
         dirs.sort()
         for f in sorted(files):
@@ -53,8 +54,8 @@ def _libraries() -> list[str]:
     """The shared libraries of tilecore's this process has mapped: the extension, and from
     /proc/self/maps every libtilecore* (a development build's lives beside the extension's
     folder, not in it); else the package's lib folder. Then those load_library loaded."""
-    from .ffi import library
-    from .ffi._base import _ffi_core
+    from . import library
+    from ._base import _ffi_core
 
     ext = os.path.abspath(_ffi_core.__file__)
     libs = {ext}
