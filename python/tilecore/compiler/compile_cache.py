@@ -84,11 +84,11 @@ def _canonical(value: Any, where: str) -> Any:
     if isinstance(value, (list, tuple)):
         return [_canonical(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, os.PathLike):
-        return _filesha256_hex(os.fspath(value), where)
+        return _file_sha256(os.fspath(value), where)
     raise Uncacheable(f"{where} is a {type(value).__name__}, which the key cannot cover")
 
 
-def _filesha256_hex(path: str, where: str) -> dict[str, str]:
+def _file_sha256(path: str, where: str) -> dict[str, str]:
     h = hashlib.sha256()
     try:
         hash_file(h, path)
@@ -139,7 +139,7 @@ def _model_part(model: Any) -> Any:
         except OSError as e:
             raise Uncacheable(f"the model file {path} cannot be read ({e.strerror})") from None
         ext = _external_files(data, os.path.dirname(os.path.abspath(path)))
-        return {"onnx": sha256_hex(data), "external": [[os.path.basename(p), _filesha256_hex(p, "external data")["file"]]
+        return {"onnx": sha256_hex(data), "external": [[os.path.basename(p), _file_sha256(p, "external data")["file"]]
                                                      for p in ext]}
     raise Uncacheable(f"the model is a {type(model).__name__}")
 
@@ -203,7 +203,7 @@ def key(model: Any, options: Mapping[str, Any]) -> str:
             value = {"thresholds": getattr(value, "thresholds", None),
                      "channel_means": getattr(value, "channel_means", None)}
         elif name == "qtable" and isinstance(value, str):
-            value = _filesha256_hex(value, "qtable")
+            value = _file_sha256(value, "qtable")
         elif name == "pipeline" and value is not None:
             if value.inspects:
                 raise Uncacheable("the pipeline prints, dumps or verifies passes (their output is the point)")
