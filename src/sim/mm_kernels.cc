@@ -268,6 +268,25 @@ void gemm_f32_portable(int m, int n, int k, const float* a, int lda, const float
 }
 
 #ifdef TC1_HAVE_X86
+// The rows of C in blocks of Max, then one block of the rows left: rows.template
+// operator()<R>(i) computes rows [i, i + R) with R rows of accumulators in registers.
+template <int R, typename Rows>
+void LastRows(int left, int i, const Rows& rows) {
+  if constexpr (R > 0) {
+    if (left == R)
+      rows.template operator()<R>(i);
+    else
+      LastRows<R - 1>(left, i, rows);
+  }
+}
+
+template <int Max, typename Rows>
+void OverRowBlocks(int m, const Rows& rows) {
+  int i = 0;
+  for (; i + Max <= m; i += Max) rows.template operator()<Max>(i);
+  LastRows<Max - 1>(m - i, i, rows);
+}
+
 // Blocks of R rows x 16 columns held in registers over the whole K loop: per element the
 // same operations in the same order as the portable loop (a multiply, then an add, k
 // ascending; no FMA, which target("avx2") does not enable), so the results are
@@ -326,28 +345,12 @@ __attribute__((target("avx2"))) void rows_f32_avx2(int n, int k, const float* a,
   if (j < n) block_f32_avx2<R, false>(n - j, k, a, lda, b + j, ldb, c + j, ldc, accumulate);
 }
 
-__attribute__((target("avx2"))) void gemm_f32_avx2(int m, int n, int k, const float* a, int lda,
-                                                   const float* b, int ldb, float* c, int ldc,
-                                                   bool accumulate) {
-  int i = 0;
-  for (; i + 4 <= m; i += 4)
-    rows_f32_avx2<4>(n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc,
+void gemm_f32_avx2(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+                   int ldc, bool accumulate) {
+  OverRowBlocks<4>(m, [&]<int R>(int i) {
+    rows_f32_avx2<R>(n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc,
                      accumulate);
-  const float* ai = a + int64_t(i) * lda;
-  float* ci = c + int64_t(i) * ldc;
-  switch (m - i) {
-    case 3:
-      rows_f32_avx2<3>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
-      break;
-    case 2:
-      rows_f32_avx2<2>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
-      break;
-    case 1:
-      rows_f32_avx2<1>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
-      break;
-    default:
-      break;
-  }
+  });
 }
 
 // AVX-512: blocks of R rows x 32 columns (2R accumulators) over the whole K loop, the same
@@ -400,40 +403,12 @@ __attribute__((target("avx512f"))) void rows_f32_avx512(int n, int k, const floa
     block_f32_avx512<R>(std::min(32, n - j), k, a, lda, b + j, ldb, c + j, ldc, accumulate);
 }
 
-__attribute__((target("avx512f"))) void gemm_f32_avx512(int m, int n, int k, const float* a,
-                                                        int lda, const float* b, int ldb, float* c,
-                                                        int ldc, bool accumulate) {
-  int i = 0;
-  for (; i + 8 <= m; i += 8)
-    rows_f32_avx512<8>(n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc,
+void gemm_f32_avx512(int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+                     float* c, int ldc, bool accumulate) {
+  OverRowBlocks<8>(m, [&]<int R>(int i) {
+    rows_f32_avx512<R>(n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc,
                        accumulate);
-  const float* ai = a + int64_t(i) * lda;
-  float* ci = c + int64_t(i) * ldc;
-  switch (m - i) {
-    case 7:
-      rows_f32_avx512<7>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
-      break;
-    case 6:
-      rows_f32_avx512<6>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
-      break;
-    case 5:
-      rows_f32_avx512<5>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
-      break;
-    case 4:
-      rows_f32_avx512<4>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
-      break;
-    case 3:
-      rows_f32_avx512<3>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
-      break;
-    case 2:
-      rows_f32_avx512<2>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
-      break;
-    case 1:
-      rows_f32_avx512<1>(n, k, ai, lda, b, ldb, ci, ldc, accumulate);
-      break;
-    default:
-      break;
-  }
+  });
 }
 #endif
 
