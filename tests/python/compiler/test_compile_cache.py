@@ -219,3 +219,13 @@ def test_cli_cache_dir(tmp_path, capsys):
     assert cli.main(args) == 0
     assert "loaded from the compile cache" in capsys.readouterr().out
     assert (tmp_path / "a.tcx").read_bytes() == (tmp_path / "b.tcx").read_bytes()
+
+
+def test_a_folder_that_cannot_hold_entries(tmp_path):
+    # a file where the folder should be: the compile still gives its executable, the report says why
+    path = tmp_path / "m.onnx"
+    onnx.save(conv_model(), path)
+    (tmp_path / "not_a_folder").write_text("x")
+    exe, rep = compile_with(path, tmp_path / "not_a_folder")
+    assert rep["compile_cache"]["hit"] is False and "not stored" in rep["compile_cache"]["reason"]
+    np.testing.assert_allclose(exe.run({"x": X})["y"], ort_out(path), rtol=1e-4, atol=1e-5)
