@@ -202,8 +202,6 @@ def key(model: Any, options: Mapping[str, Any]) -> str:
         if name == "calib" and value is not None and not isinstance(value, Mapping):
             value = {"thresholds": getattr(value, "thresholds", None),
                      "channel_means": getattr(value, "channel_means", None)}
-        elif name == "qtable" and isinstance(value, str):
-            value = _file_sha256(value, "qtable")
         elif name == "pipeline" and value is not None:
             if value.inspects:
                 raise Uncacheable("the pipeline prints, dumps or verifies passes (their output is the point)")
