@@ -688,6 +688,17 @@ void Machine::run_loop(uint64_t budget, bool throw_on_budget, uint64_t* executed
   auto later = [](const HeapEntry& a, const HeapEntry& b) {
     return a.t != b.t ? a.t > b.t : a.id > b.id;
   };
+  // Whether the agent `id` at time `t` would be the next the heap pops (its stale entries
+  // dropped first): then it runs on without the push and the pop.
+  auto earliest = [&](uint64_t t, uint32_t id) {
+    while (!heap_.empty()) {
+      const HeapEntry& h = heap_.front();
+      if (h.gen == slots_[h.id].gen && slots_[h.id].state == AgentState::Ready) break;
+      std::pop_heap(heap_.begin(), heap_.end(), later);
+      heap_.pop_back();
+    }
+    return heap_.empty() || !later(HeapEntry{t, id, 0}, heap_.front());
+  };
   while (true) {
     if (heap_.empty()) {
       if (executed) *executed = done;
@@ -750,23 +761,25 @@ void Machine::run_loop(uint64_t budget, bool throw_on_budget, uint64_t* executed
           }
         }
         // Keep going while this front end is still the earliest agent.
-        while (!heap_.empty()) {
-          const HeapEntry& h = heap_.front();
-          if (h.gen == slots_[h.id].gen && slots_[h.id].state == AgentState::Ready) break;
-          std::pop_heap(heap_.begin(), heap_.end(), later);
-          heap_.pop_back();
-        }
-        if (!heap_.empty() && later(HeapEntry{s.t, top.id, 0}, heap_.front())) {
+        if (!earliest(s.t, top.id)) {
           schedule(int(top.id));
           break;
         }
       }
     } else {
-      step_engine(c, a - 1, s);
-      if (s.state == AgentState::Ready) schedule(int(top.id));
-      if (kDebug && dbg->stop) {
-        if (executed) *executed = done;
-        return;
+      for (;;) {
+        step_engine(c, a - 1, s);
+        if (kDebug && dbg->stop) {
+          if (s.state == AgentState::Ready) schedule(int(top.id));
+          if (executed) *executed = done;
+          return;
+        }
+        if (s.state != AgentState::Ready) break;
+        // Keep going while this engine is still the earliest agent, as the front end does.
+        if (!earliest(s.t, top.id)) {
+          schedule(int(top.id));
+          break;
+        }
       }
     }
   }
