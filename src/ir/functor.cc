@@ -59,8 +59,7 @@ bool MaybeShared(const PrimExpr& e) { return e.use_count() > 1; }
 void IRVisitor::VisitExpr(const PrimExpr& e) {
   if (!e.defined()) return;
   ExprScope scope(&expr_depth_, &visited_);
-  if (sharing_ == Sharing::kOncePerExpression && MaybeShared(e) && !visited_.insert(e).second)
-    return;
+  if (sharing_ == Sharing::kOncePerExpression && MaybeShared(e) && !visited_.emplace(e, {})) return;
   ffi::StackGuard guard("IRVisitor");
   const Object* n = e.get();
   switch (NodeKindOf(n)) {
@@ -168,7 +167,7 @@ PrimExpr IRMutator::VisitExpr(const PrimExpr& e) {
   if (!e.defined()) return e;
   ExprScope scope(&expr_depth_, &memo_);
   if (sharing_ == Sharing::kEachOccurrence || !MaybeShared(e)) return Dispatch(e);
-  if (auto it = memo_.find(e); it != memo_.end()) return it->second;
+  if (const PrimExpr* done = memo_.find(e.get())) return *done;
   PrimExpr r = Dispatch(e);
   memo_.emplace(e, r);
   return r;
@@ -206,15 +205,20 @@ Stmt IRMutator::VisitStmt(const Stmt& s) {
 }
 
 Array<PrimExpr> IRMutator::VisitArray(const Array<PrimExpr>& arr) {
-  bool changed = false;
-  std::vector<PrimExpr> out;
-  out.reserve(arr.size());
-  for (const PrimExpr& e : arr) {
+  // (the copy is made from the first element that changes: most arrays do not)
+  const size_t n = arr.size();
+  for (size_t i = 0; i < n; ++i) {
+    PrimExpr e = arr[i];
     PrimExpr v = VisitExpr(e);
-    changed = changed || !v.same_as(e);
+    if (v.same_as(e)) continue;
+    std::vector<PrimExpr> out;
+    out.reserve(n);
+    for (size_t k = 0; k < i; ++k) out.push_back(arr[k]);
     out.push_back(std::move(v));
+    for (size_t k = i + 1; k < n; ++k) out.push_back(VisitExpr(arr[k]));
+    return Array<PrimExpr>(out);
   }
-  return changed ? Array<PrimExpr>(out) : arr;
+  return arr;
 }
 
 PrimExpr IRMutator::VisitExpr_(const IntImmNode* op) { return GetRef<PrimExpr>(op); }
@@ -347,19 +351,19 @@ class PostOrder : public IRVisitor {
  public:
   explicit PostOrder(const std::function<void(const ObjectRef&)>& f) : f_(f) {}
   void VisitExpr(const PrimExpr& e) override {
-    if (!e.defined() || !visited_.insert(e.get()).second) return;
+    if (!e.defined() || !visited_.emplace(e, {})) return;
     IRVisitor::VisitExpr(e);
     f_(e);
   }
   void VisitStmt(const Stmt& s) override {
-    if (!s.defined() || !visited_.insert(s.get()).second) return;
+    if (!s.defined() || !visited_.emplace(s, {})) return;
     IRVisitor::VisitStmt(s);
     f_(s);
   }
 
  private:
   const std::function<void(const ObjectRef&)>& f_;
-  std::unordered_set<const Object*> visited_;
+  IdentityTable<NoValue> visited_;
 };
 
 // The substitution of a shared subexpression is the same wherever it occurs: made once

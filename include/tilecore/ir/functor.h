@@ -37,6 +37,7 @@
 #include <unordered_set>
 
 #include "tilecore/ir/function.h"
+#include "tilecore/ir/identity_table.h"
 
 namespace tilecore {
 namespace ir {
@@ -119,7 +120,7 @@ class IRVisitor {
  private:
   Sharing sharing_;
   int expr_depth_ = 0;  // nesting of VisitExpr; the memo is cleared when it returns to 0
-  std::unordered_set<ObjectRef, ByIdentity, ByIdentity> visited_;
+  IdentityTable<NoValue> visited_;
 };
 
 class IRMutator {
@@ -165,8 +166,8 @@ class IRMutator {
   PrimExpr Dispatch(const PrimExpr& e);
   Sharing sharing_;
   int expr_depth_ = 0;
-  // Keys are held, so a node freed during the walk cannot be mistaken for a new one.
-  std::unordered_map<ObjectRef, PrimExpr, ByIdentity, ByIdentity> memo_;
+  // (keys are held: identity_table.h)
+  IdentityTable<PrimExpr> memo_;
 };
 
 /*! \brief Calls `f` on every expression and statement node, children first. */

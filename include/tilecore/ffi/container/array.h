@@ -36,9 +36,7 @@ class Array : public ObjectRef {
   Array(std::initializer_list<T> init) : Array() {
     for (const T& v : init) push_back(v);
   }
-  Array(const std::vector<T>& init) : Array() {  // NOLINT(*)
-    for (const T& v : init) push_back(v);
-  }
+  Array(const std::vector<T>& init) : ObjectRef(FromVector(init)) {}  // NOLINT(*)
   template <typename U, typename = std::enable_if_t<!std::is_same_v<U, T>>>
   Array(const Array<U>& other) : ObjectRef(ObjectRefUnsafe::GetPtr(other)) {}  // NOLINT(*)
 
@@ -88,6 +86,12 @@ class Array : public ObjectRef {
   using ContainerType = ArrayObj;
 
  private:
+  static ObjectPtr<ArrayObj> FromVector(const std::vector<T>& init) {
+    ObjectPtr<ArrayObj> n = make_object<ArrayObj>();
+    n->data.reserve(init.size());
+    for (const T& v : init) n->data.emplace_back(Any(v));
+    return n;
+  }
   const ArrayObj* obj() const { return static_cast<const ArrayObj*>(ObjectRef::get()); }
   ArrayObj* CopyOnWrite() {
     if (data_.use_count() > 1) data_ = make_object<ArrayObj>(obj()->data);
