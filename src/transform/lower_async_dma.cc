@@ -3,7 +3,10 @@
  */
 #include "tilecore/transform/lower_async_dma.h"
 
+#include <vector>
+
 #include "tilecore/ir/functor.h"
+#include "tilecore/ir/identity_table.h"
 #include "tilecore/ir/op.h"
 
 namespace tilecore {
@@ -18,13 +21,44 @@ bool IsAsyncDma(const CallNode* c) {
          c->op == "tile.dma_fill" || c->op == "tile.wait";
 }
 
-bool UsesAsyncDma(const Stmt& s) {
+// Whether an async DMA call is anywhere in a statement: the walk stops at the first.
+class AsyncDmaFinder : public IRVisitor {
+ public:
   bool found = false;
-  PostOrderVisit(s, [&](const ObjectRef& n) {
-    if (const auto* c = n.as<CallNode>()) found = found || IsAsyncDma(c);
-  });
-  return found;
+  void VisitStmt(const Stmt& s) override {
+    if (!found) IRVisitor::VisitStmt(s);
+  }
+  void VisitExpr(const PrimExpr& e) override {
+    if (!found) IRVisitor::VisitExpr(e);
+  }
+  void VisitExpr_(const CallNode* c) override {
+    if (IsAsyncDma(c))
+      found = true;
+    else
+      IRVisitor::VisitExpr_(c);
+  }
+};
+
+bool UsesAsyncDma(const Stmt& s) {
+  AsyncDmaFinder finder;
+  finder.VisitStmt(s);
+  return finder.found;
 }
+
+// The cores loops of a statement, each once (statements only: no loop is inside an
+// expression).
+class CoresLoops : public IRVisitor {
+ public:
+  std::vector<const ForNode*> loops;
+  void VisitExpr(const PrimExpr&) override {}
+  void VisitStmt_(const ForNode* op) override {
+    if (op->kind == ForKind::kCores && seen_.emplace(GetRef<Stmt>(op), {})) loops.push_back(op);
+    IRVisitor::VisitStmt_(op);
+  }
+
+ private:
+  IdentityTable<NoValue> seen_;
+};
 
 class Lowerer : public IRMutator {
  public:
@@ -32,14 +66,14 @@ class Lowerer : public IRMutator {
     bool has_cores = false;
     int dma_loops = 0;
     PrimExpr cores = IntImm(DataType::Int(32), 1);
-    PostOrderVisit(body, [&](const ObjectRef& n) {
-      const auto* f = n.as<ForNode>();
-      if (f == nullptr || f->kind != ForKind::kCores) return;
+    CoresLoops found;
+    found.VisitStmt(body);
+    for (const ForNode* f : found.loops) {
       has_cores = true;
       if (UsesAsyncDma(f->body)) ++dma_loops;
       if (auto e = as_const_int(f->extent); e && *e > *as_const_int(cores))
         cores = IntImm(DataType::Int(32), *e);
-    });
+    }
     if (!has_cores) return WithState(body);
     // One state for the kernel when several cores loops use DMA events (a layer group):
     // the engines' completion counters run on from one loop to the next, and so must the
