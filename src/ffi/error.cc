@@ -10,8 +10,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <sstream>
+#include <unordered_map>
 #include <vector>
 
 #include "tilecore/ffi/function.h"
@@ -73,30 +75,62 @@ bool IsForeignFrame(const std::string& name) {
 }
 }  // namespace
 
+namespace {
+/*! \brief What a return address shows in a backtrace. */
+struct FrameText {
+  enum Kind : uint8_t { kLine, kForeign, kSkip } kind = kSkip;
+  std::string line;
+};
+
+FrameText DescribeFrame(void* frame) {
+  FrameText t;
+  Dl_info info;
+  if (dladdr(frame, &info) && info.dli_sname != nullptr) {
+    std::string name = Demangle(info.dli_sname);
+    if (IsForeignFrame(name)) {
+      t.kind = FrameText::kForeign;
+    } else if (name.rfind("tilecore::ffi::details::ErrorBuilder", 0) != 0) {
+      // (frames of the error machinery itself say nothing to the user: skipped)
+      t.kind = FrameText::kLine;
+      t.line = "  " + name;
+    }
+  } else if (info.dli_fname != nullptr) {
+    const char* base = std::strrchr(info.dli_fname, '/');
+    std::ostringstream os;
+    os << "  " << (base ? base + 1 : info.dli_fname) << "+0x" << std::hex
+       << (reinterpret_cast<uintptr_t>(frame) - reinterpret_cast<uintptr_t>(info.dli_fbase));
+    t.kind = FrameText::kLine;
+    t.line = os.str();
+  }
+  return t;
+}
+
+// Each return address described once per process: the compiler raises and catches errors
+// as it tries plans (a plan that does not fit L1), and looking up and demangling every
+// frame of every one of them took a twentieth of a compile.
+const FrameText& FrameTextOf(void* frame) {
+  static std::mutex mu;
+  static std::unordered_map<void*, FrameText>* texts = new std::unordered_map<void*, FrameText>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = texts->find(frame);
+  if (it == texts->end()) it = texts->emplace(frame, DescribeFrame(frame)).first;
+  return it->second;  // (entries are never erased: the reference stays valid)
+}
+}  // namespace
+
 std::string CaptureBacktrace(int skip_frames) {
   if (!BacktraceEnabled()) return "";
   void* frames[48];
   int n = ::backtrace(frames, 48);
-  std::vector<std::string> lines;  // innermost first
+  std::vector<const std::string*> lines;  // innermost first
   for (int i = skip_frames; i < n; ++i) {
-    Dl_info info;
-    if (dladdr(frames[i], &info) && info.dli_sname != nullptr) {
-      std::string name = Demangle(info.dli_sname);
-      if (IsForeignFrame(name)) break;
-      // Frames of the error machinery itself say nothing to the user.
-      if (name.rfind("tilecore::ffi::details::ErrorBuilder", 0) == 0) continue;
-      lines.push_back("  " + name);
-    } else if (info.dli_fname != nullptr) {
-      const char* base = std::strrchr(info.dli_fname, '/');
-      std::ostringstream os;
-      os << "  " << (base ? base + 1 : info.dli_fname) << "+0x" << std::hex
-         << (reinterpret_cast<uintptr_t>(frames[i]) - reinterpret_cast<uintptr_t>(info.dli_fbase));
-      lines.push_back(os.str());
-    }
+    const FrameText& t = FrameTextOf(frames[i]);
+    if (t.kind == FrameText::kForeign) break;
+    if (t.kind == FrameText::kLine) lines.push_back(&t.line);
   }
   // Outermost first, innermost last, as Python prints tracebacks.
   std::string out;
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it) out += *it + "\n";
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) out += **it + "\n";
   return out;
 }
 
