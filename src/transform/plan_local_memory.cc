@@ -43,6 +43,9 @@ class Planner : public IRVisitor {
     peak_[0] = reserved > 0 ? pinned_base_ + reserved : 0;
   }
 
+  // (allocations are statements: the walk need not enter expressions)
+  void VisitExpr(const PrimExpr&) override {}
+
   void VisitStmt_(const AllocateNode* op) override {
     const BufferNode* b = op->buffer.get();
     if (auto it = pinned_.find(b->data.get()); it != pinned_.end()) {
