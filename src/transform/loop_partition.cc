@@ -8,6 +8,7 @@
 
 #include "tilecore/ffi/structural.h"
 #include "tilecore/ir/functor.h"
+#include "tilecore/ir/identity_table.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/transform/analyzer.h"
 #include "tilecore/transform/simplify.h"
@@ -25,15 +26,35 @@ int64_t FloorDiv64(int64_t a, int64_t b) {
   return q;
 }
 
-/*! \brief Variables bound inside `s` (loop variables, lets). */
-std::unordered_set<const VarNode*> BoundVars(const Stmt& s) {
+/*! \brief Variables bound inside a statement (loop variables, lets), each statement
+ * visited once (a partitioned loop's pieces share their untouched statements). */
+class BoundVarCollector : public IRVisitor {
+ public:
   std::unordered_set<const VarNode*> out;
-  PostOrderVisit(s, [&](const ObjectRef& n) {
-    if (const auto* f = n.as<ForNode>()) out.insert(f->loop_var.get());
-    if (const auto* l = n.as<LetStmtNode>()) out.insert(l->var.get());
-    if (const auto* l = n.as<LetNode>()) out.insert(l->var.get());
-  });
-  return out;
+  void VisitStmt(const Stmt& s) override {
+    if (s.defined() && seen_.emplace(s, {})) IRVisitor::VisitStmt(s);
+  }
+  void VisitStmt_(const ForNode* op) override {
+    out.insert(op->loop_var.get());
+    IRVisitor::VisitStmt_(op);
+  }
+  void VisitStmt_(const LetStmtNode* op) override {
+    out.insert(op->var.get());
+    IRVisitor::VisitStmt_(op);
+  }
+  void VisitExpr_(const LetNode* op) override {
+    out.insert(op->var.get());
+    IRVisitor::VisitExpr_(op);
+  }
+
+ private:
+  IdentityTable<NoValue> seen_;
+};
+
+std::unordered_set<const VarNode*> BoundVars(const Stmt& s) {
+  BoundVarCollector c;
+  c.VisitStmt(s);
+  return std::move(c.out);
 }
 
 /*! \brief Comparisons found in the conditions of the `if`s of a statement, in pre-order of the ifs.
@@ -41,6 +62,8 @@ std::unordered_set<const VarNode*> BoundVars(const Stmt& s) {
 class AtomCollector : public IRVisitor {
  public:
   std::vector<PrimExpr> atoms;
+  // (ifs are statements: the walk need not enter expressions)
+  void VisitExpr(const PrimExpr&) override {}
   void VisitStmt_(const IfThenElseNode* op) override {
     Collect(op->condition);
     IRVisitor::VisitStmt_(op);
