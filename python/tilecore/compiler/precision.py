@@ -161,7 +161,10 @@ def activation_statistics(graph: Any, samples: Mapping[str, np.ndarray], names: 
         vals.update(evaluate(graph, feed, keep_intermediates=True))
         for k in vals:  # in the order the model computes them: the first non-finite value is named
             if k in want:
-                m = float(np.max(np.abs(np.asarray(vals[k], np.float64)))) if np.size(vals[k]) else 0.0
+                v = np.asarray(vals[k])
+                if v.dtype.kind != "f":  # (abs and max are exact in any float type: no f64 copy)
+                    v = v.astype(np.float64)
+                m = float(np.max(np.abs(v))) if v.size else 0.0
                 check_statistic(k, m, i)
                 out[k] = max(out.get(k, 0.0), m)
         for k, axis in mean_axes.items():
