@@ -18,6 +18,7 @@
 #include "tilecore/codegen/tile_operand.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/function.h"
+#include "tilecore/ir/functor.h"
 #include "tilecore/ir/intrinsics.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/ir/stmt.h"
@@ -195,58 +196,97 @@ class Walker {
  private:
   // ---- expressions -------------------------------------------------------------------------
   double Eval(const PrimExpr& e) {
-    if (const auto* n = e.as<IntImmNode>()) return double(n->value);
-    if (const auto* n = e.as<FloatImmNode>()) return n->value;
-    if (const auto* n = e.as<VarNode>()) {
-      auto it = env_.find(n);
-      return it == env_.end() ? 0.0 : it->second;
+    // (a switch on the node's kind: each `as<>` of a chain was a type check)
+    const Object* o = e.get();
+    switch (NodeKindOf(o)) {
+      case NodeKind::kIntImm:
+        return double(static_cast<const IntImmNode*>(o)->value);
+      case NodeKind::kFloatImm:
+        return static_cast<const FloatImmNode*>(o)->value;
+      case NodeKind::kVar: {
+        auto it = env_.find(static_cast<const VarNode*>(o));
+        return it == env_.end() ? 0.0 : it->second;
+      }
+      case NodeKind::kCast: {
+        const auto* n = static_cast<const CastNode*>(o);
+        double v = Eval(n->value);
+        return n->dtype.is_float() ? v : std::trunc(v);
+      }
+      case NodeKind::kSelect: {  // scalar code evaluates both sides
+        const auto* n = static_cast<const SelectNode*>(o);
+        double cond = Eval(n->condition), a = Eval(n->true_value), b = Eval(n->false_value);
+        return cond != 0 ? a : b;
+      }
+      case NodeKind::kCall:
+        return ScalarCall(static_cast<const CallNode*>(o));
+      case NodeKind::kNot:
+        return Eval(static_cast<const NotNode*>(o)->a) == 0 ? 1 : 0;
+      case NodeKind::kLet: {
+        const auto* n = static_cast<const LetNode*>(o);
+        env_[n->var.get()] = Eval(n->value);
+        return Eval(n->body);
+      }
+      case NodeKind::kBufferLoad: {
+        const auto* n = static_cast<const BufferLoadNode*>(o);
+        scalar_ops_ += kScalarAccessCycles;
+        Space sp = SpaceOfScope(n->buffer->scope);
+        if (sp != Space::L1) scalar_ops_ += arch::cost::level_latency(sp);
+        auto it = mem_.find(n->buffer->data.get());
+        if (it == mem_.end() || n->indices.size() != 1) return 0;
+        auto idx = int64_t(Eval(n->indices[0]));
+        return idx >= 0 && size_t(idx) < it->second.size() ? it->second[size_t(idx)] : 0.0;
+      }
+#define TILECORE_COST_BINARY_CASE(Name) case NodeKind::k##Name:
+        TILECORE_IR_FOR_EACH_BINARY(TILECORE_COST_BINARY_CASE)
+#undef TILECORE_COST_BINARY_CASE
+        return EvalBinary(static_cast<const BinaryOpNode*>(o), NodeKindOf(o));
+      default:
+        return 0;
     }
-    if (const auto* n = e.as<CastNode>()) {
-      double v = Eval(n->value);
-      return n->dtype.is_float() ? v : std::trunc(v);
+  }
+
+  double EvalBinary(const BinaryOpNode* n, NodeKind kind) {
+    ++scalar_ops_;
+    double a = Eval(n->a), b = Eval(n->b);
+    bool fl = n->a.dtype().is_float();
+    switch (kind) {
+      case NodeKind::kAdd:
+        return a + b;
+      case NodeKind::kSub:
+        return a - b;
+      case NodeKind::kMul:
+        return a * b;
+      case NodeKind::kDiv:
+        return b == 0 ? 0 : (fl ? a / b : std::trunc(a / b));
+      case NodeKind::kMod:
+        return b == 0 ? 0 : std::fmod(a, b);
+      case NodeKind::kFloorDiv:
+        return b == 0 ? 0 : std::floor(a / b);
+      case NodeKind::kFloorMod:
+        return b == 0 ? 0 : a - std::floor(a / b) * b;
+      case NodeKind::kMin:
+        return std::min(a, b);
+      case NodeKind::kMax:
+        return std::max(a, b);
+      case NodeKind::kEQ:
+        return a == b;
+      case NodeKind::kNE:
+        return a != b;
+      case NodeKind::kLT:
+        return a < b;
+      case NodeKind::kLE:
+        return a <= b;
+      case NodeKind::kGT:
+        return a > b;
+      case NodeKind::kGE:
+        return a >= b;
+      case NodeKind::kAnd:
+        return (a != 0) && (b != 0);
+      case NodeKind::kOr:
+        return (a != 0) || (b != 0);
+      default:
+        return 0;
     }
-    if (const auto* n = e.as<SelectNode>()) {  // scalar code evaluates both sides
-      double cond = Eval(n->condition), a = Eval(n->true_value), b = Eval(n->false_value);
-      return cond != 0 ? a : b;
-    }
-    if (const auto* n = e.as<CallNode>()) return ScalarCall(n);
-    if (const auto* n = e.as<NotNode>()) return Eval(n->a) == 0 ? 1 : 0;
-    if (const auto* n = e.as<LetNode>()) {
-      env_[n->var.get()] = Eval(n->value);
-      return Eval(n->body);
-    }
-    if (const auto* n = e.as<BufferLoadNode>()) {
-      scalar_ops_ += kScalarAccessCycles;
-      Space sp = SpaceOfScope(n->buffer->scope);
-      if (sp != Space::L1) scalar_ops_ += arch::cost::level_latency(sp);
-      auto it = mem_.find(n->buffer->data.get());
-      if (it == mem_.end() || n->indices.size() != 1) return 0;
-      auto idx = int64_t(Eval(n->indices[0]));
-      return idx >= 0 && size_t(idx) < it->second.size() ? it->second[size_t(idx)] : 0.0;
-    }
-    if (const auto* n = e.as<BinaryOpNode>()) {
-      ++scalar_ops_;
-      double a = Eval(n->a), b = Eval(n->b);
-      bool fl = n->a.dtype().is_float();
-      if (e.as<AddNode>()) return a + b;
-      if (e.as<SubNode>()) return a - b;
-      if (e.as<MulNode>()) return a * b;
-      if (e.as<DivNode>()) return b == 0 ? 0 : (fl ? a / b : std::trunc(a / b));
-      if (e.as<ModNode>()) return b == 0 ? 0 : std::fmod(a, b);
-      if (e.as<FloorDivNode>()) return b == 0 ? 0 : std::floor(a / b);
-      if (e.as<FloorModNode>()) return b == 0 ? 0 : a - std::floor(a / b) * b;
-      if (e.as<MinNode>()) return std::min(a, b);
-      if (e.as<MaxNode>()) return std::max(a, b);
-      if (e.as<EQNode>()) return a == b;
-      if (e.as<NENode>()) return a != b;
-      if (e.as<LTNode>()) return a < b;
-      if (e.as<LENode>()) return a <= b;
-      if (e.as<GTNode>()) return a > b;
-      if (e.as<GENode>()) return a >= b;
-      if (e.as<AndNode>()) return (a != 0) && (b != 0);
-      if (e.as<OrNode>()) return (a != 0) || (b != 0);
-    }
-    return 0;
   }
 
   // ---- statements --------------------------------------------------------------------------
