@@ -13,6 +13,7 @@
 
 #include "tilecore/ffi/error.h"
 #include "tilecore/ir/functor.h"
+#include "tilecore/ir/identity_table.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/transform/default_kernel_pipeline.h"
 
@@ -38,45 +39,70 @@ std::optional<int64_t> ConstExtent(const Buffer& b, size_t k) {
 
 }  // namespace
 
-void CheckKernelBounds(const PrimFunc& f, const std::string& name) {
-  auto check_index = [&](const Buffer& b, const Array<PrimExpr>& indices, const Span& span,
-                         const char* what) {
+namespace {
+
+/*! \brief The constant indices and regions of a kernel's loads, stores and calls, checked
+ * against their buffers' extents, children before parents (the first error is the first
+ * out-of-bounds access in post-order); each statement once. */
+class BoundsChecker : public IRVisitor {
+ public:
+  explicit BoundsChecker(const std::string& name) : name_(name) {}
+
+  void VisitStmt(const Stmt& s) override {
+    if (s.defined() && seen_.emplace(s, {})) IRVisitor::VisitStmt(s);
+  }
+  void VisitExpr_(const BufferLoadNode* op) override {
+    IRVisitor::VisitExpr_(op);
+    CheckIndex(op->buffer, op->indices, op->span, "a load");
+  }
+  void VisitStmt_(const BufferStoreNode* op) override {
+    IRVisitor::VisitStmt_(op);
+    CheckIndex(op->buffer, op->indices, op->span, "a store");
+  }
+  void VisitExpr_(const CallNode* c) override {
+    IRVisitor::VisitExpr_(c);
+    for (const PrimExpr& a : c->args) {
+      const auto* r = a.as<BufferRegionNode>();
+      if (!r || r->begin.size() != r->buffer->shape.size()) continue;
+      for (size_t k = 0; k < r->begin.size(); ++k) {
+        auto b = as_const_int(r->begin[k]);
+        auto e = as_const_int(r->extents[k]);
+        auto n = ConstExtent(r->buffer, k);
+        if (b && e && n && (*b < 0 || *b + *e > *n)) {
+          TILECORE_THROW(ValueError)
+              << "kernel `" << name_ << "`: the region [" << *b << ":" << (*b + *e)
+              << "] of buffer `" << r->buffer->name.view() << "` in `" << c->op.view()
+              << "` is larger than the buffer (dimension " << k << " has extent " << *n << ")"
+              << AtLine(c->span);
+        }
+      }
+    }
+  }
+
+ private:
+  void CheckIndex(const Buffer& b, const Array<PrimExpr>& indices, const Span& span,
+                  const char* what) {
     if (indices.size() != b->shape.size()) return;
     for (size_t k = 0; k < indices.size(); ++k) {
       auto i = as_const_int(indices[k]);
       auto n = ConstExtent(b, k);
       if (i && n && (*i < 0 || *i >= *n)) {
         TILECORE_THROW(ValueError)
-            << "kernel `" << name << "`: " << what << " of buffer `" << b->name.view()
+            << "kernel `" << name_ << "`: " << what << " of buffer `" << b->name.view()
             << "` at constant index " << *i << " is out of bounds for dimension " << k
             << " of extent " << *n << AtLine(span);
       }
     }
-  };
-  PostOrderVisit(f->body, [&](const ObjectRef& o) {
-    if (const auto* l = o.as<BufferLoadNode>())
-      check_index(l->buffer, l->indices, l->span, "a load");
-    if (const auto* s = o.as<BufferStoreNode>())
-      check_index(s->buffer, s->indices, s->span, "a store");
-    if (const auto* c = o.as<CallNode>()) {
-      for (const PrimExpr& a : c->args) {
-        const auto* r = a.as<BufferRegionNode>();
-        if (!r || r->begin.size() != r->buffer->shape.size()) continue;
-        for (size_t k = 0; k < r->begin.size(); ++k) {
-          auto b = as_const_int(r->begin[k]);
-          auto e = as_const_int(r->extents[k]);
-          auto n = ConstExtent(r->buffer, k);
-          if (b && e && n && (*b < 0 || *b + *e > *n)) {
-            TILECORE_THROW(ValueError)
-                << "kernel `" << name << "`: the region [" << *b << ":" << (*b + *e)
-                << "] of buffer `" << r->buffer->name.view() << "` in `" << c->op.view()
-                << "` is larger than the buffer (dimension " << k << " has extent " << *n << ")"
-                << AtLine(c->span);
-          }
-        }
-      }
-    }
-  });
+  }
+
+  const std::string& name_;
+  IdentityTable<NoValue> seen_;
+};
+
+}  // namespace
+
+void CheckKernelBounds(const PrimFunc& f, const std::string& name) {
+  BoundsChecker(name).VisitStmt(f->body);
 }
 
 namespace {
