@@ -24,8 +24,11 @@ TileOperand DecodeTileOperand(const PrimExpr& arg, const CallNode* call,
   transform::Analyzer an;
   PrimExpr off = r->buffer->elem_offset.defined() ? r->buffer->elem_offset : PrimExpr(0);
   for (size_t k = 0; k < r->begin.size(); ++k) {
-    auto ext = as_const_int(an.Simplify(r->extents[k]));
-    auto st = as_const_int(an.Simplify(strides[k]));
+    // (a constant is its own simplest form: most extents and strides are)
+    auto ext = as_const_int(r->extents[k]);
+    if (!ext) ext = as_const_int(an.Simplify(r->extents[k]));
+    auto st = as_const_int(strides[k]);
+    if (!st) st = as_const_int(an.Simplify(strides[k]));
     if (!ext || !st) {
       fail("`" + std::string(call->op.view()) + "` on a region of `" +
            std::string(r->buffer->name.view()) + "` with a non-constant shape or stride");
