@@ -42,28 +42,33 @@ void gemm_i8_portable(int m, int n, int k, const int8_t* a, int lda, const int8_
 }
 
 #ifdef TC1_HAVE_X86
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void gemm_i8_vnni(int m, int n, int k,
-                                                                         const int8_t* a, int lda,
-                                                                         const int8_t* b, int ldb,
-                                                                         int32_t* c, int ldc,
-                                                                         bool accumulate) {
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void gemm_i8_vnni(
+    int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int ldb, int32_t* c, int ldc,
+    bool accumulate) {
   const int kg = (k + 3) / 4;    // groups of 4 along K
   const int nb = (n + 15) / 16;  // 16-column blocks
-  // Pack B biased: block jb, group g -> 64 bytes = 16 columns x 4 k values. (K's padding
-  // meets A's zero padding.)
-  std::vector<uint8_t> bp(size_t(nb) * size_t(kg) * 64, 0x80);
-  // whole groups of 4 rows x 16 columns with byte shuffles, the rest (K % 4 rows, n % 16
-  // columns) a byte at a time
-  const int n16 = n / 16 * 16, k4 = k / 4 * 4;
+  // (scratch kept per thread: a model's run issues thousands of small products)
+  thread_local std::vector<uint8_t> bp;
+  thread_local std::vector<int8_t> ap;
+  thread_local std::vector<int32_t> rowsum;
+  thread_local std::vector<int> first, last;
+  // Pack B biased: block jb, group g -> 64 bytes = 16 columns x 4 k values, 4 rows x 16
+  // columns at a time with byte shuffles. The rows past K and the columns past n load as
+  // zeros (masked), biased to 0x80 like the rest: K's padding meets A's zero padding.
+  bp.resize(size_t(nb) * size_t(kg) * 64);
   const __m128i bias = _mm_set1_epi8(char(0x80));
-  for (int g = 0; g < k4 / 4; ++g) {
+  for (int g = 0; g < kg; ++g) {
     const int8_t* r0 = b + int64_t(4 * g) * ldb;
-    for (int j = 0; j < n16; j += 16) {
-      // Interleave 4 rows x 16 columns into 16 columns x 4 k values (64 bytes).
-      auto row = [&](int64_t off) {
-        return _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + off + j)), bias);
-      };
-      __m128i a0 = row(0), a1 = row(ldb), a2 = row(2 * int64_t(ldb)), a3 = row(3 * int64_t(ldb));
+    for (int j = 0; j < n; j += 16) {
+      const int cols = n - j < 16 ? n - j : 16;
+      const __mmask16 cm = cols == 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+      __m128i rows[4];  // (a loop, not a lambda: lambdas do not take the target attribute)
+      for (int t = 0; t < 4; ++t) {
+        const __m128i v = 4 * g + t < k ? _mm_maskz_loadu_epi8(cm, r0 + int64_t(t) * ldb + j)
+                                        : _mm_setzero_si128();
+        rows[t] = _mm_xor_si128(v, bias);
+      }
+      __m128i a0 = rows[0], a1 = rows[1], a2 = rows[2], a3 = rows[3];
       __m128i t0 = _mm_unpacklo_epi8(a0, a1), t1 = _mm_unpackhi_epi8(a0, a1);
       __m128i t2 = _mm_unpacklo_epi8(a2, a3), t3 = _mm_unpackhi_epi8(a2, a3);
       uint8_t* dst = bp.data() + (size_t(j / 16) * size_t(kg) + size_t(g)) * 64;
@@ -73,28 +78,27 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void gemm_i8_vnni(int m, 
       _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 48), _mm_unpackhi_epi16(t1, t3));
     }
   }
-  for (int kk = 0; kk < k; ++kk) {
-    const int8_t* brow = b + int64_t(kk) * ldb;
-    int g = kk / 4, r = kk % 4;
-    for (int j = kk < k4 ? n16 : 0; j < n; ++j)
-      bp[(size_t(j / 16) * size_t(kg) + size_t(g)) * 64 + size_t(j % 16) * 4 + size_t(r)] =
-          uint8_t(brow[j]) ^ 0x80;
-  }
   // A as it is, K padded with zeros to a multiple of 4; 128 * its row sums (the bias B's
-  // products carry); the groups of 4 k values each row has a non-zero in, first to last.
-  std::vector<int8_t> ap(size_t(m) * size_t(kg) * 4, 0);
-  std::vector<int32_t> rowsum(size_t(m), 0);
-  std::vector<int> first(size_t(m), kg), last(size_t(m), 0);
+  // products carry); the groups of 4 k values each row has a non-zero in, first to last
+  // (16 groups a test).
+  ap.assign(size_t(m) * size_t(kg) * 4, 0);
+  rowsum.assign(size_t(m), 0);
+  first.assign(size_t(m), kg);
+  last.assign(size_t(m), 0);
   for (int i = 0; i < m; ++i) {
     const int8_t* arow = a + int64_t(i) * lda;
     int8_t* out = ap.data() + size_t(i) * size_t(kg) * 4;
     int32_t sum = 0;
     for (int kk = 0; kk < k; ++kk) out[kk] = arow[kk], sum += arow[kk];  // vectorises
     rowsum[size_t(i)] = sum * 128;
-    for (int g = 0; g < kg; ++g) {
-      int32_t w;
-      std::memcpy(&w, out + size_t(g) * 4, 4);
-      if (w != 0) first[size_t(i)] = std::min(first[size_t(i)], g), last[size_t(i)] = g + 1;
+    for (int g = 0; g < kg; g += 16) {
+      const int groups = kg - g < 16 ? kg - g : 16;
+      const __mmask16 gm = groups == 16 ? __mmask16(0xFFFF) : __mmask16((1u << groups) - 1);
+      const __m512i v = _mm512_maskz_loadu_epi32(gm, out + size_t(g) * 4);
+      const unsigned nz = _mm512_mask_test_epi32_mask(gm, v, v);
+      if (nz == 0) continue;
+      first[size_t(i)] = std::min(first[size_t(i)], g + __builtin_ctz(nz));
+      last[size_t(i)] = g + 32 - __builtin_clz(nz);
     }
   }
 
@@ -227,7 +231,7 @@ __attribute__((target("avx2"))) void gemm_i8_avx2(int m, int n, int k, const int
 
 bool have_vnni() {
   static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vnni");
+                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
   return ok;
 }
 #endif
