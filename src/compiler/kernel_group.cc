@@ -22,6 +22,7 @@
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/intrinsics.h"
 #include "tilecore/ir/op.h"
+#include "tilecore/runtime/npu_module.h"
 #include "tilecore/transform/plan_local_memory.h"
 
 namespace tilecore {
@@ -185,6 +186,10 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
       buffer_map.Set(b->data, b);
     }
   }
+  // A kernel with more parameters than an npu kernel takes would fail at its build, after
+  // the group had been planned and priced (DenseNet-121's first try at one group of 213
+  // layers: 419): refused here, the group is split before any of that.
+  runtime::CheckNpuParamCount(name, params.size());
   // The intermediates share one L2 arena, planned as the DDR's is (memory_plan.h): each
   // lives from the first member that takes it to the last (the members run one after
   // another, each fenced, so a dead intermediate's place is free). A prefetched input

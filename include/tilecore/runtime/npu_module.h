@@ -55,6 +55,10 @@ struct NpuKernel {
 
 Module NpuModuleCreate(std::vector<NpuKernel> kernels);
 
+/// ValueError "kernel `name` has N parameters (at most kNpuMaxArgs)" when a kernel of
+/// `params` parameters cannot be an npu kernel (NpuModuleCreate refuses it).
+void CheckNpuParamCount(const std::string& name, size_t params);
+
 /// Loads a call of kernel `function` of npu module `module` into `s` without running it,
 /// with every check and limit of a launch on the npu device: the kernel-argument checks
 /// (CheckKernelArgs: count, dtypes, sizes against the kernel's buffers, writability), the

@@ -142,6 +142,18 @@ def test_group_kernels_names_bad_lists():
         compiler.GroupKernels([f], [[0, 1]], [0, 0], [1])
 
 
+def test_a_group_with_more_parameters_than_a_kernel_takes_is_refused_before_it_is_planned():
+    """129 members, each with an input and an output of the group's: 258 parameters, more
+    than an npu kernel takes; GroupKernels refuses it with the build's own error (the
+    driver then splits the group instead of planning and pricing one that cannot build)."""
+    s = compiler.TensorSpec((1, 8), "float32")
+    f = compiler.LowerOp("Relu", {}, [s], [s], "npu -cores=4")
+    n = 129
+    with pytest.raises(ValueError, match=r"kernel `group` has 258 parameters \(at most \d+\)"):
+        compiler.GroupKernels([f] * n, [[2 * i, 2 * i + 1] for i in range(n)], [2 * i for i in range(n)],
+                              [2 * i + 1 for i in range(n)], "group")
+
+
 def test_tdb_names_the_group_a_node_runs_in(tmp_path):
     """tdb on a grouped executable: a breakpoint on a member node says which group step
     runs it and stops where the member starts inside that step (the step records each
