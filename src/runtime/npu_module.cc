@@ -364,13 +364,6 @@ void LoadNpuCall(const Module& module, const std::string& function, sim::Simulat
   LoadCall(k, s, args);
 }
 
-void CheckNpuParamCount(const std::string& name, size_t params) {
-  if (params > size_t(kNpuMaxArgs)) {
-    TILECORE_THROW(ValueError) << "kernel `" << name << "` has " << params
-                               << " parameters (at most " << kNpuMaxArgs << ")";
-  }
-}
-
 Module NpuModuleCreate(std::vector<NpuKernel> kernels) {
   for (const NpuKernel& k : kernels) CheckNpuParamCount(k.name, k.params.size());
   return Module(std::make_unique<NpuModuleNode>(std::move(kernels)));

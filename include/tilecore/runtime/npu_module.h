@@ -23,6 +23,7 @@
 
 #include "tilecore/arch/params.h"
 #include "tilecore/arch/program.h"
+#include "tilecore/ffi/error.h"
 #include "tilecore/runtime/kernel.h"
 
 namespace tilecore::runtime {
@@ -56,8 +57,14 @@ struct NpuKernel {
 Module NpuModuleCreate(std::vector<NpuKernel> kernels);
 
 /// ValueError "kernel `name` has N parameters (at most kNpuMaxArgs)" when a kernel of
-/// `params` parameters cannot be an npu kernel (NpuModuleCreate refuses it).
-void CheckNpuParamCount(const std::string& name, size_t params);
+/// `params` parameters cannot be an npu kernel (NpuModuleCreate refuses it). (Inline: the
+/// compiler asks it in a build without the npu too.)
+inline void CheckNpuParamCount(const std::string& name, size_t params) {
+  if (params > size_t(kNpuMaxArgs)) {
+    TILECORE_THROW(ValueError) << "kernel `" << name << "` has " << params
+                               << " parameters (at most " << kNpuMaxArgs << ")";
+  }
+}
 
 /// Loads a call of kernel `function` of npu module `module` into `s` without running it,
 /// with every check and limit of a launch on the npu device: the kernel-argument checks
