@@ -7,10 +7,11 @@ that took the most of it (``report["passes"]``, docs/compiler.md "The pipeline")
 A model is ``NAME:PRECISION`` or ``NAME`` (f32; names as ``tilecore bench`` takes them: the
 zoo's models and the corpus's ``hf/...``); int8 compiles calibrate on 16 seeded samples (the
 calibration is part of the time). ``--models speed`` is the speed set of
-benchmarks/model_zoo.py in f32. The time is ``compile()``'s own, tilecore already imported,
-the model file already written. "cold" compiles without a compile cache; "warm" is the same
-compile in a fresh process with a compile cache that one compile filled (docs/compiler.md,
-"Compile cache": the key computed, the entry checked and loaded).
+benchmarks/model_zoo.py in f32. The time is ``compile()``'s own, tilecore (with the ONNX
+front end) already imported, the model file already written. "cold" compiles without a
+compile cache; "warm" is the same compile in a fresh process with a compile cache that one
+compile filled (docs/compiler.md, "Compile cache": the key computed, the entry checked and
+loaded).
 """
 import argparse
 import json
@@ -33,6 +34,7 @@ def child(spec: str, cache_dir: str | None) -> None:
         pass
     import time
 
+    import tilecore.frontend  # noqa: F401 (compile() imports it when first called: part of tilecore's import)
     from tilecore import compiler
     from tilecore.bench import models
 

@@ -16,10 +16,15 @@ from ._numeric import check_dtype, float_compute, is_float, is_int, opset, same_
 from .infer import broadcast_shapes
 from .registry import OpError, Operand, Result, TensorInfo, register_op
 
-try:
-    from scipy.special import erf as _erf
-except ImportError:  # pragma: no cover
-    _erf = np.vectorize(math.erf, otypes=[np.float64])
+
+def _erf(x):
+    """The error function: scipy's, imported when first needed (importing scipy.special
+    takes longer than most compiles' other imports together)."""
+    try:
+        from scipy.special import erf
+    except ImportError:  # pragma: no cover
+        return np.vectorize(math.erf, otypes=[np.float64])(x)
+    return erf(x)
 
 
 def _is_num(dt):
