@@ -1129,6 +1129,10 @@ PrimFunc LowerConv(const OpCall& call) {
   // MB blocks of TM output channels per work item share each loaded and unfolded input
   // chunk (the input is read once per MB blocks instead of once per block); a larger MB
   // means fewer items for the cores and larger accumulators in L1.
+  // blocks of output channels per item: MB where the blocks of TM split into groups of MB
+  auto blocks_per_item = [&](int64_t mblocks, int64_t tm, int64_t MB) {
+    return tm == TM && mblocks % MB == 0 ? MB : 1;
+  };
   auto build = [&](int64_t MB, bool db, bool pipe) {
     int64_t rotation = 0;
     // a buffer's shape with the NB axis at `at` when items take several images (one image:
@@ -1165,7 +1169,7 @@ PrimFunc LowerConv(const OpCall& call) {
           int64_t rin = (r - 1) * g.sh + (g.KH - 1) * g.dh + 1;
           for (auto [mblocks, tm] : Segs(g.Mg, TM)) {
             int64_t mbase = tm == TM ? 0 : (g.Mg / TM) * TM;
-            int64_t mb = tm == TM && mblocks % MB == 0 ? MB : 1;  // blocks per item
+            const int64_t mb = blocks_per_item(mblocks, tm, MB);
             int64_t mcount = mblocks / mb;
             int64_t items = g.N / NB * g.G * rcount * mcount;
             const int64_t P = NB * r * tw, kcmax = CC * KK;
@@ -1654,6 +1658,17 @@ PrimFunc LowerConv(const OpCall& call) {
     return !first.empty() && priced_before.count(name) && !first.count(name);
   };
   std::vector<std::pair<int64_t, std::string>> ranked;  // (cycles, plan) of each plan priced
+  // what every plan's items multiply, and how many items build(MB, ..) makes (its loops): a
+  // plan of fewer items than cores keeps only as many busy (MatrixWorkBound)
+  const uint64_t macs = uint64_t(g.N * g.G * g.OH * g.OW) * uint64_t(g.Mg * g.Cg * KK);
+  auto item_count = [&](int64_t MB) {
+    int64_t n = 0;
+    for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW)
+      for (auto [rcount, r] : Segs(g.OH, R))
+        for (auto [mblocks, tm] : Segs(g.Mg, TM))
+          n += g.N / NB * g.G * rcount * (mblocks / blocks_per_item(mblocks, tm, MB));
+    return n;
+  };
   PrimFunc best = MakeFunc(call, p, build(1, false, false));
   std::vector<Plan> cands;
   auto add_plans = [&](int64_t tm) {
@@ -1817,7 +1832,11 @@ PrimFunc LowerConv(const OpCall& call) {
       continue;
     }
     const std::string name = PlanName(plan_key);
-    if (!forced && passed_over(name)) {
+    if (!forced &&
+        (passed_over(name) ||
+         MatrixWorkBound(macs, ot, std::min(call.cores, item_count(c.mb))) >= best_cycles)) {
+      // (a plan that cannot beat the fastest so far is not ranked for the siblings either:
+      // one of them prices it again)
       staged = false;
       w_staged = false;
       continue;
