@@ -713,7 +713,9 @@ ExecutableSpec SpecFromJson(ffi::Array<Module> modules, const std::string& text,
     for (size_t i = 0; i < cs.size(); ++i) {
       ExecConstant c;
       c.buffer = Index(cs[i].cast<JMap>(), "buffer", "constant " + std::to_string(i));
-      ffi::NDArray a = constants[i].CopyTo(DLDevice{kDLCPU, 0});
+      // (a compact host array's bytes are taken as they are: a model's weights are copied once)
+      ffi::NDArray a = constants[i];
+      if (a.device().device_type != kDLCPU || !a.IsContiguous()) a = a.CopyTo(DLDevice{kDLCPU, 0});
       c.set(std::string(a.data<char>(), a.NumBytes()));
       s.constants.push_back(std::move(c));
     }

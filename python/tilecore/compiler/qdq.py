@@ -27,6 +27,7 @@ without readers are dropped.
 
 from __future__ import annotations
 
+import mmap
 from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
@@ -48,14 +49,17 @@ def model_dequantized_constants(model: Any) -> dict[str, tuple]:
         if isinstance(model, onnx.ModelProto):
             proto = model
         else:
+            # (an op type is a string in the file: without this one, parsing it is not needed;
+            # a file is searched mapped, not read)
             if isinstance(model, (bytes, bytearray)):
                 data = bytes(model)
+                if b"DequantizeLinear" not in data:
+                    return {}
             else:
-                with open(str(model), "rb") as f:
-                    data = f.read()
-            # (an op type is a string in the file: without this one, parsing it is not needed)
-            if b"DequantizeLinear" not in data:
-                return {}
+                with open(str(model), "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                    if m.find(b"DequantizeLinear") < 0:
+                        return {}
+                    data = m[:]
             proto = onnx.load_from_string(data)
     except Exception:  # the importer reports a bad file with its own words
         return {}

@@ -208,7 +208,9 @@ class ExecutableBuilder:
         b.add_step("npu", m, "kernel", [x, w, y], node="add0", op_type="Add", macs=0)
         exe = b.build()
 
-    Offsets are 64-byte aligned; ``offset=None`` places a buffer after the last one.
+    Offsets are 64-byte aligned; ``offset=None`` places a buffer after the last one. A
+    constant's bytes are those its array holds when ``build()`` is called (the executable
+    copies them then; the builder keeps a reference, not a copy).
     """
 
     def __init__(self, precision: str = "f32") -> None:
@@ -251,7 +253,8 @@ class ExecutableBuilder:
         else:
             b = self.add_buffer(name, array.shape, array.dtype, offset)
         self._constants.append({"buffer": b})
-        self._arrays.append(nd.array(array))
+        # (ml_dtypes' types have no DLPack export: nd.array copies their bytes)
+        self._arrays.append(nd.array(array) if array.dtype.name in nd.BYTE_COPIED else nd.from_dlpack(array))
         return b
 
     def add_input(self, name: str, buffer: int) -> None:
