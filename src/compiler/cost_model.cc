@@ -928,11 +928,10 @@ KernelCost EstimateStrategy(const PrimFunc& func, int64_t l1_bytes, int cores) {
   return k;
 }
 
-int64_t MatrixWorkBound(uint64_t macs, DataType operand, int64_t busy_cores) {
-  const arch::tc1::MmBlock b = arch::cost::mm_block(ToArch(operand));
-  const uint64_t per_cycle = uint64_t(b.m) * uint64_t(b.n) * uint64_t(b.k);
-  const uint64_t share = macs / uint64_t(std::max<int64_t>(busy_cores, 1));
-  return int64_t(share / per_cycle);
+int64_t MatrixCommandCycles(int64_t m, int64_t n, int64_t k, DataType operand) {
+  arch::MmDesc d;
+  d.m = uint32_t(m), d.n = uint32_t(n), d.k = uint32_t(k);
+  return arch::cost::matrix(ToArch(operand), d, false).cycles;
 }
 
 TILECORE_REGISTER_GLOBAL("compiler.EstimateKernelCost")

@@ -1658,16 +1658,27 @@ PrimFunc LowerConv(const OpCall& call) {
     return !first.empty() && priced_before.count(name) && !first.count(name);
   };
   std::vector<std::pair<int64_t, std::string>> ranked;  // (cycles, plan) of each plan priced
-  // what every plan's items multiply, and how many items build(MB, ..) makes (its loops): a
-  // plan of fewer items than cores keeps only as many busy (MatrixWorkBound)
-  const uint64_t macs = uint64_t(g.N * g.G * g.OH * g.OW) * uint64_t(g.Mg * g.Cg * KK);
-  auto item_count = [&](int64_t MB) {
-    int64_t n = 0;
-    for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW)
+  // A lower bound of the estimate of build(MB, ..) as fit() left R, CC and TM: its items' mms
+  // (one per block of output channels per chunk of input channels; its loops, counted) on
+  // the busiest core, which runs at least the largest item and the average of the cores that
+  // have items (MatrixCommandCycles)
+  auto matrix_bound = [&](int64_t MB) {
+    int64_t items = 0, total = 0, largest = 0;
+    for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW) {
+      const int64_t tw = std::min(TW, g.OW - ow0);
       for (auto [rcount, r] : Segs(g.OH, R))
-        for (auto [mblocks, tm] : Segs(g.Mg, TM))
-          n += g.N / NB * g.G * rcount * (mblocks / blocks_per_item(mblocks, tm, MB));
-    return n;
+        for (auto [mblocks, tm] : Segs(g.Mg, TM)) {
+          const int64_t mb = blocks_per_item(mblocks, tm, MB);
+          const int64_t n = g.N / NB * g.G * rcount * (mblocks / mb);
+          int64_t item = 0;
+          for (auto [ccount, cc] : Segs(g.Cg, CC))
+            item += ccount * mb * MatrixCommandCycles(tm, NB * r * tw, cc * KK, ot);
+          items += n;
+          total += n * item;
+          largest = std::max(largest, item);
+        }
+    }
+    return std::max(largest, total / std::max<int64_t>(1, std::min(call.cores, items)));
   };
   PrimFunc best = MakeFunc(call, p, build(1, false, false));
   std::vector<Plan> cands;
@@ -1832,9 +1843,7 @@ PrimFunc LowerConv(const OpCall& call) {
       continue;
     }
     const std::string name = PlanName(plan_key);
-    if (!forced &&
-        (passed_over(name) ||
-         MatrixWorkBound(macs, ot, std::min(call.cores, item_count(c.mb))) >= best_cycles)) {
+    if (!forced && (passed_over(name) || matrix_bound(c.mb) >= best_cycles)) {
       // (a plan that cannot beat the fastest so far is not ranked for the siblings either:
       // one of them prices it again)
       staged = false;

@@ -74,13 +74,13 @@ KernelCost EstimateKernel(const ir::PrimFunc& lowered, int cores);
  * summed; the other figures are the last function's). What strategies rank candidates by. */
 KernelCost EstimateStrategy(const ir::PrimFunc& func, int64_t l1_bytes, int cores);
 
-/*! \brief A lower bound of the estimate of any kernel that issues at least `macs` MACs of
- * `operand` matrix products on at most `busy_cores` cores: the busiest core has at least
- * its share, and a core's matrix engine runs its commands one after another, each at least
- * its MACs over the engine's native block (arch/cost.h). A strategy passes over a plan
- * whose bound is no less than the fastest estimate so far: it could not be faster, so the
- * plan chosen is the one pricing every plan would choose. */
-int64_t MatrixWorkBound(uint64_t macs, ir::DataType operand, int64_t busy_cores);
+/*! \brief The fewest cycles a matrix command of `m` x `k` by `k` x `n` `operand` values
+ * takes (arch::cost::matrix without an epilogue or a bank conflict). A core's matrix engine
+ * runs its commands one after another, so the sum over a core's commands is a lower bound of
+ * any estimate: a strategy passes over a plan whose bound is no less than the fastest
+ * estimate so far (it could not be faster: the plan chosen is the one pricing every plan
+ * would choose). */
+int64_t MatrixCommandCycles(int64_t m, int64_t n, int64_t k, ir::DataType operand);
 
 }  // namespace compiler
 }  // namespace tilecore
