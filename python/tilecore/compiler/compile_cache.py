@@ -30,6 +30,7 @@ import numpy as np
 from ..ffi import fingerprint
 from ..ffi.fingerprint import hash_file
 from ..runtime.content_cache import Cache, sha256_hex
+from ..runtime.files import file_contains, file_sha256
 
 ENV_FOLDER = "TILECORE_COMPILE_CACHE"
 ENV_BYTES = "TILECORE_COMPILE_CACHE_BYTES"
@@ -101,6 +102,10 @@ def _external_files(data: bytes, base: str) -> list[str]:
     """The external data files an ONNX model's tensors name (paths under ``base``)."""
     if b"location" not in data:  # (every external tensor carries the key "location")
         return []
+    return _external_files_named(data, base)
+
+
+def _external_files_named(data: bytes, base: str) -> list[str]:
     import onnx
     from onnx import external_data_helper
 
@@ -133,14 +138,16 @@ def _model_part(model: Any) -> Any:
         return {"onnx": sha256_hex(data)}
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
+        # (read in pieces: the whole file is read only when it names external data)
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            digest, ext = file_sha256(path), []
+            if file_contains(path, b"location"):  # (every external tensor carries the key "location")
+                with open(path, "rb") as f:
+                    ext = _external_files_named(f.read(), os.path.dirname(os.path.abspath(path)))
         except OSError as e:
             raise Uncacheable(f"the model file {path} cannot be read ({e.strerror})") from None
-        ext = _external_files(data, os.path.dirname(os.path.abspath(path)))
-        return {"onnx": sha256_hex(data), "external": [[os.path.basename(p), _file_sha256(p, "external data")["file"]]
-                                                     for p in ext]}
+        return {"onnx": digest, "external": [[os.path.basename(p), _file_sha256(p, "external data")["file"]]
+                                             for p in ext]}
     raise Uncacheable(f"the model is a {type(model).__name__}")
 
 

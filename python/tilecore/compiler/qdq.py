@@ -27,11 +27,11 @@ without readers are dropped.
 
 from __future__ import annotations
 
-import mmap
 from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
+from ..runtime.files import file_contains
 from .precision import ConstantValue, quantise_bias
 
 MATRIX_OPS = ("Conv", "MatMul", "Gemm")
@@ -50,16 +50,16 @@ def model_dequantized_constants(model: Any) -> dict[str, tuple]:
             proto = model
         else:
             # (an op type is a string in the file: without this one, parsing it is not needed;
-            # a file is searched mapped, not read)
+            # a file is searched in pieces, not read whole)
             if isinstance(model, (bytes, bytearray)):
                 data = bytes(model)
                 if b"DequantizeLinear" not in data:
                     return {}
             else:
-                with open(str(model), "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-                    if m.find(b"DequantizeLinear") < 0:
-                        return {}
-                    data = m[:]
+                if not file_contains(str(model), b"DequantizeLinear"):
+                    return {}
+                with open(str(model), "rb") as f:
+                    data = f.read()
             proto = onnx.load_from_string(data)
     except Exception:  # the importer reports a bad file with its own words
         return {}

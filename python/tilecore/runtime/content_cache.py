@@ -22,7 +22,7 @@ import json
 import os
 from typing import Any
 
-from .files import write_bytes
+from .files import file_sha256, write_bytes
 
 
 def sha256_hex(data: bytes | memoryview) -> str:
@@ -76,9 +76,8 @@ class Cache:
         if art:
             art_path = os.path.join(os.path.dirname(path), art)
             try:
-                with open(art_path, "rb") as f:
-                    if sha256_hex(f.read()) != entry.get("artifact_sha256"):
-                        return self._corrupt(key, path, f"its artifact {art} does not match its digest")
+                if file_sha256(art_path) != entry.get("artifact_sha256"):
+                    return self._corrupt(key, path, f"its artifact {art} does not match its digest")
             except OSError:
                 return self._corrupt(key, path, f"its artifact {art} is missing")
             return entry["row"], art_path

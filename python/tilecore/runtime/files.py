@@ -17,6 +17,7 @@ debugger (reference data) and the command line read theirs with the same checks.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import stat
@@ -66,6 +67,31 @@ def read_bytes(path: str | os.PathLike[str], limit: int = MAX_TEXT_BYTES) -> byt
     if len(data) > limit:  # grew while being read
         raise ValueError(f"{os.fspath(path)}: more than {limit} bytes")
     return data
+
+
+def chunks(path: str | os.PathLike[str], overlap: int = 0, size: int = 1 << 20) -> Iterator[bytes]:
+    """The bytes of the file ``path`` in pieces of ``size`` bytes, each after the first
+    starting with the last ``overlap`` bytes of the one before (a string of ``overlap + 1``
+    bytes is then whole in some piece): a model of hundreds of megabytes hashed or searched
+    without holding it. (Not mapped: a file truncated meanwhile would kill the process.)"""
+    with open(path, "rb") as f:
+        tail = b""
+        while block := f.read(size):
+            yield tail + block if tail else block
+            tail = block[-overlap:] if overlap else b""
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The sha256 of the file ``path``, as hexadecimal digits."""
+    h = hashlib.sha256()
+    for block in chunks(path):
+        h.update(block)
+    return h.hexdigest()
+
+
+def file_contains(path: str | os.PathLike[str], needle: bytes) -> bool:
+    """Whether the bytes ``needle`` occur in the file ``path``."""
+    return any(needle in block for block in chunks(path, overlap=len(needle) - 1))
 
 
 def read_text(path: str | os.PathLike[str], limit: int = MAX_TEXT_BYTES) -> str:
