@@ -145,3 +145,29 @@ def test_atomic_path_for_a_writer_that_takes_a_path(tmp_path):
         assert tmp == "/dev/null"
     with pytest.raises(IsADirectoryError, match=f"{tmp_path}: is a directory"):
         files.write_bytes(tmp_path, b"x")
+
+
+def test_a_file_is_hashed_and_searched_in_pieces_as_if_whole(tmp_path):
+    # a needle across each piece boundary, at the very start and at the very end
+    import hashlib
+
+    rng = np.random.default_rng(7)
+    data = bytearray(rng.integers(0, 256, 3 * 4096 + 17, dtype=np.uint8).tobytes())
+    needle = b"location"
+    data[4096 - 3:4096 - 3 + len(needle)] = needle
+    path = tmp_path / "m.onnx"
+    path.write_bytes(bytes(data))
+    pieces = list(files.chunks(path, overlap=len(needle) - 1, size=4096))
+    assert len(pieces) == 4 and any(needle in p for p in pieces) and needle not in pieces[0]
+    assert files.file_contains(path, needle)
+    assert files.file_sha256(path) == hashlib.sha256(bytes(data)).hexdigest()
+    path.write_bytes(bytes(data[:100]))
+    assert not files.file_contains(path, needle)
+    for at in (0, 100 - len(needle)):
+        d = bytearray(data[:100])
+        d[at:at + len(needle)] = needle
+        path.write_bytes(bytes(d))
+        assert files.file_contains(path, needle)
+    path.write_bytes(b"")
+    assert not files.file_contains(path, needle)
+    assert files.file_sha256(path) == hashlib.sha256(b"").hexdigest()
