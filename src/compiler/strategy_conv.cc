@@ -61,6 +61,7 @@
 #include "tilecore/arch/params.h"
 #include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/reflection.h"
+#include "tilecore/transform/pass.h"
 
 namespace tilecore {
 namespace compiler {
@@ -1662,6 +1663,10 @@ PrimFunc LowerConv(const OpCall& call) {
   // (one per block of output channels per chunk of input channels; its loops, counted) on
   // the busiest core, which runs at least the largest item and the average of the cores that
   // have items (MatrixCommandCycles)
+  // (the PassContext option compiler.price_every_plan prices them all: the same plan is
+  // chosen, which tests check)
+  const bool price_every_plan =
+      transform::PassContext::Current().GetConfig<bool>("compiler.price_every_plan", false);
   auto matrix_bound = [&](int64_t MB) {
     int64_t items = 0, total = 0, largest = 0;
     for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW) {
@@ -1843,7 +1848,8 @@ PrimFunc LowerConv(const OpCall& call) {
       continue;
     }
     const std::string name = PlanName(plan_key);
-    if (!forced && (passed_over(name) || matrix_bound(c.mb) >= best_cycles)) {
+    if (!forced &&
+        (passed_over(name) || (!price_every_plan && matrix_bound(c.mb) >= best_cycles))) {
       // (a plan that cannot beat the fastest so far is not ranked for the siblings either:
       // one of them prices it again)
       staged = false;

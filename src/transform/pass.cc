@@ -291,6 +291,7 @@ void CheckConfigOption(const String& key, const Any& value) {
       {"transform.VectorizeLoop.strict", true},
       {"transform.LoopPartition.max_pieces", false},
       {"transform.EmitTileIntrinsics.allow_saturation", true},
+      {"compiler.price_every_plan", true},
       {"tc1.l1_bytes", false},
       {"tc1.l2_bytes", false},
   };

@@ -1,0 +1,48 @@
+"""The Conv plan search passes over a plan whose matrix work alone could not beat the fastest
+estimate so far (docs/compiler.md, Conv: `MatrixCommandCycles`). The plan chosen must be the
+one pricing every plan chooses (the PassContext option ``compiler.price_every_plan``), and
+fewer kernel pipelines must run. The shapes are ResNet-50's whose searches hold such plans:
+blocks of channels too few for the four cores, and (int8, its weights in L2) a plan whose L1
+shrank its chunks to 16 input channels, 64 small mms an item."""
+import pytest
+
+from tilecore import compiler, transform
+from tilecore.compiler import _ffi as compiler_ffi
+
+pytestmark = pytest.mark.npu
+
+INT8 = {"tc_precision": "int8", "tc_x_scale": 0.072, "tc_x_zero_point": -128, "tc_y_scale": 0.0775,
+        "tc_y_zero_point": 0}
+CASES = {
+    "f32 3x3 stride 2": ({"pads": [1, 1, 1, 1], "strides": [2, 2]},
+                         [((1, 256, 28, 28), "float32"), ((256, 256, 3, 3), "float32"), ((256,), "float32")],
+                         ((1, 256, 14, 14), "float32")),
+    "f32 1x1 of 1024 channels": ({}, [((1, 1024, 14, 14), "float32"), ((256, 1024, 1, 1), "float32")],
+                                 ((1, 256, 14, 14), "float32")),
+    "int8 1x1 stride 2, x and y in L2": (
+        dict(INT8, strides=[2, 2], tc_in_l2=[0, 4]),
+        [((1, 1024, 14, 14), "int8"), ((2048, 1024, 1, 1), "int8"), ((2048,), "int32"), ((2048,), "float32")],
+        ((1, 2048, 7, 7), "int8")),
+}
+
+
+def lower(attrs, ins, out, every):
+    """The Conv's PrimFunc as text and how many kernel pipelines its search ran."""
+    compiler_ffi.ForgetPlanChoices()  # (a plan chosen before would skip the search)
+    timing = transform.PassTimingInstrument()
+    config = {"compiler.price_every_plan": True} if every else {}
+    with transform.PassContext(opt_level=2, config=config, instruments=[timing]):
+        f = compiler.LowerOp("Conv", {"kernel_shape": list(ins[1][0][2:]), **attrs},
+                             [compiler.TensorSpec(*s) for s in ins], [compiler.TensorSpec(*out)], "npu -cores=4")
+    runs = transform.render_pass_timing(timing).count("DefaultKernelPipeline")
+    return str(f), runs
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_plan_passed_over_unpriced_is_never_the_one_chosen(case):
+    attrs, ins, out = CASES[case]
+    every, every_runs = lower(attrs, ins, out, True)
+    bounded, bounded_runs = lower(attrs, ins, out, False)
+    assert bounded == every
+    assert bounded_runs < every_runs
+
