@@ -4,6 +4,7 @@
 #include "emitter.h"
 
 #include <sstream>
+#include <string_view>
 
 #include "tilecore/ffi/error.h"
 #include "tilecore/ir/intrinsics.h"
@@ -393,22 +394,57 @@ std::string NpuEmitter::Location(const ir::Stmt& s) {
   return b_.location();
 }
 
-bool NpuEmitter::HasCores(const ir::Stmt& s) {
+namespace {
+
+// Whether a statement holds a cores loop: its statements only (no loop is inside an
+// expression), the walk stopping at the first. (Asked of every statement outside the cores
+// loops, so a whole walk each would be quadratic in a layer group's size.)
+class CoresLoopFinder : public IRVisitor {
+ public:
   bool found = false;
-  PostOrderVisit(s, [&](const ObjectRef& o) {
-    if (const auto* f = o.as<ForNode>()) found = found || f->kind == ForKind::kCores;
-  });
-  return found;
+  void VisitStmt(const ir::Stmt& s) override {
+    if (!found) IRVisitor::VisitStmt(s);
+  }
+  void VisitExpr(const PrimExpr&) override {}
+  void VisitStmt_(const ForNode* f) override {
+    if (f->kind == ForKind::kCores)
+      found = true;
+    else
+      IRVisitor::VisitStmt_(f);
+  }
+};
+
+// Whether a statement calls the matrix or vector engine (tile.mm, tile.vec_*): the walk
+// stops at the first.
+class ComputeFinder : public IRVisitor {
+ public:
+  bool found = false;
+  void VisitStmt(const ir::Stmt& s) override {
+    if (!found) IRVisitor::VisitStmt(s);
+  }
+  void VisitExpr(const PrimExpr& e) override {
+    if (!found) IRVisitor::VisitExpr(e);
+  }
+  void VisitExpr_(const CallNode* c) override {
+    const std::string_view op = c->op.view();
+    if (op == "tile.mm" || op.rfind("tile.vec_", 0) == 0)
+      found = true;
+    else
+      IRVisitor::VisitExpr_(c);
+  }
+};
+
+}  // namespace
+
+bool NpuEmitter::HasCores(const ir::Stmt& s) {
+  CoresLoopFinder finder;
+  finder.VisitStmt(s);
+  return finder.found;
 }
 bool NpuEmitter::HasCompute(const ir::Stmt& s) {
-  bool found = false;
-  PostOrderVisit(s, [&](const ObjectRef& o) {
-    if (const auto* c = o.as<CallNode>()) {
-      std::string op(c->op.view());
-      found = found || op == "tile.mm" || op.rfind("tile.vec_", 0) == 0;
-    }
-  });
-  return found;
+  ComputeFinder finder;
+  finder.VisitStmt(s);
+  return finder.found;
 }
 
 void NpuEmitter::Stmt(const ir::Stmt& s) {
