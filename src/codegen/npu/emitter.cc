@@ -3,8 +3,12 @@
 #if TILECORE_ENABLE_NPU
 #include "emitter.h"
 
+#include <functional>
+#include <optional>
 #include <sstream>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "tilecore/ffi/error.h"
 #include "tilecore/ir/intrinsics.h"
@@ -21,7 +25,7 @@ NpuAssembly NpuEmitter::Run() {
   ReadPlan();
   CheckConstants();
   cores_ = CountCores(f_->body);
-  CollectTileOperands();
+  CollectBufferUses();
   CollectReuse();
   Li(kVecCount, 0);
   Li(kMmCount, 0);
@@ -111,64 +115,117 @@ void NpuEmitter::ReadPlan() {
   b_ = InstrBuilder((local_bytes + 63) / 64 * 64);
 }
 
-// An integer constant beyond 32 bits is a source error, named at the statement it is in
-// (post order: the first statement with a span visited after the constant encloses it).
-void NpuEmitter::CheckConstants() {
+namespace {
+
+// The first integer constant beyond 32 bits, and the statement it is in: post order (a
+// statement after the expressions and statements inside it), so the first statement with a
+// span visited after the constant is the one that encloses it.
+class WideConstantFinder : public IRVisitor {
+ public:
   std::optional<int64_t> bad;
-  PostOrderVisit(f_->body, [&](const ObjectRef& o) {
-    if (const auto* c = o.as<IntImmNode>()) {
-      bool fits = c->dtype.is_uint() ? (c->value >= 0 && c->value <= int64_t(UINT32_MAX))
-                                     : (c->value >= INT32_MIN && c->value <= INT32_MAX);
-      if (!fits && !bad) bad = c->value;
-    } else if (const auto* st = o.as<StmtNode>(); st && bad && st->span.defined()) {
-      Fail("the constant " + std::to_string(*bad) + " (beyond TC1's 32-bit registers)", st->span);
+  std::function<void(const StmtNode*)> at_statement;  // called with bad set
+  void VisitExpr_(const IntImmNode* c) override {
+    const bool fits = c->dtype.is_uint() ? (c->value >= 0 && c->value <= int64_t(UINT32_MAX))
+                                         : (c->value >= INT32_MIN && c->value <= INT32_MAX);
+    if (!fits && !bad) bad = c->value;
+  }
+  void VisitStmt(const ir::Stmt& s) override {
+    IRVisitor::VisitStmt(s);
+    if (bad && s.defined() && s->span.defined()) at_statement(s.get());
+  }
+};
+
+// The cores loops of a statement, in post order (statements only: no loop is inside an
+// expression).
+class CoresLoopVisitor : public IRVisitor {
+ public:
+  std::function<void(const ForNode*)> on_cores;
+  void VisitExpr(const PrimExpr&) override {}
+  void VisitStmt_(const ForNode* f) override {
+    IRVisitor::VisitStmt_(f);
+    if (f->kind == ForKind::kCores) on_cores(f);
+  }
+};
+
+// What the emitter needs to know of the buffers before it emits: those the matrix and vector
+// engines read or write (and which engines), those a tile command touches one slab of
+// (a region whose first extent is 1), and those the front end loads or stores. One walk.
+class BufferUseCollector : public IRVisitor {
+ public:
+  std::unordered_set<const Object*>* tile_bufs;
+  std::unordered_map<const Object*, int>* engines;
+  std::unordered_set<const Object*>* one_slab;
+  std::unordered_set<const Object*>* front_end_bufs;
+  void VisitExpr_(const CallNode* c) override {
+    const std::string_view op = c->op.view();
+    const bool compute = op.rfind("tile.vec_", 0) == 0 || op == "tile.mm";
+    if (compute || op.rfind("tc1.dma_", 0) == 0 || op.rfind("tile.dma_", 0) == 0) {
+      for (const PrimExpr& a : c->args) {
+        const auto* r = a.as<BufferRegionNode>();
+        if (!r) continue;
+        if (compute) {
+          tile_bufs->insert(r->buffer->data.get());
+          (*engines)[r->buffer->data.get()] |= op == "tile.mm" ? 1 : 2;
+        }
+        if (!r->extents.empty() && is_const_int(r->extents[0], 1))
+          one_slab->insert(r->buffer->data.get());
+      }
     }
-  });
-  if (bad) Fail("the constant " + std::to_string(*bad) + " (beyond TC1's 32-bit registers)");
+    IRVisitor::VisitExpr_(c);
+  }
+  void VisitExpr_(const BufferLoadNode* l) override {
+    front_end_bufs->insert(l->buffer->data.get());
+    IRVisitor::VisitExpr_(l);
+  }
+  void VisitStmt_(const BufferStoreNode* w) override {
+    front_end_bufs->insert(w->buffer->data.get());
+    IRVisitor::VisitStmt_(w);
+  }
+};
+
+}  // namespace
+
+// An integer constant beyond 32 bits is a source error, named at the statement it is in.
+void NpuEmitter::CheckConstants() {
+  WideConstantFinder finder;
+  const std::string what = "the constant ";
+  finder.at_statement = [&](const StmtNode* st) {
+    Fail(what + std::to_string(*finder.bad) + " (beyond TC1's 32-bit registers)", st->span);
+  };
+  finder.VisitStmt(f_->body);
+  if (finder.bad) Fail(what + std::to_string(*finder.bad) + " (beyond TC1's 32-bit registers)");
 }
 
 int NpuEmitter::CountCores(const ir::Stmt& s) {
   int n = 1;
-  PostOrderVisit(s, [&](const ObjectRef& o) {
-    if (const auto* f = o.as<ForNode>(); f && f->kind == ForKind::kCores) {
-      auto e = as_const_int(f->extent);
-      auto m = as_const_int(f->min);
-      if (!e || !m) {
-        Fail("a `cores` loop with a non-constant range (for " +
-                 std::string(f->loop_var->name.view()) + ")",
-             f->span);
-      }
-      if (*e > max_cores_) {
-        TILECORE_THROW(ValueError)
-            << "npu codegen: kernel `" << name_ << "`: the cores loop `" << f->loop_var->name.view()
-            << "` has " << *e << " iterations but the target has " << max_cores_
-            << " cores (-cores=" << max_cores_ << ")";
-      }
-      n = std::max<int>(n, int(*e));
+  CoresLoopVisitor loops;
+  loops.on_cores = [&](const ForNode* f) {
+    auto e = as_const_int(f->extent);
+    auto m = as_const_int(f->min);
+    if (!e || !m) {
+      Fail("a `cores` loop with a non-constant range (for " +
+               std::string(f->loop_var->name.view()) + ")",
+           f->span);
     }
-  });
+    if (*e > max_cores_) {
+      TILECORE_THROW(ValueError) << "npu codegen: kernel `" << name_ << "`: the cores loop `"
+                                 << f->loop_var->name.view() << "` has " << *e
+                                 << " iterations but the target has " << max_cores_
+                                 << " cores (-cores=" << max_cores_ << ")";
+    }
+    n = std::max<int>(n, int(*e));
+  };
+  loops.VisitStmt(s);
   return n;
 }
 
-void NpuEmitter::CollectTileOperands() {
-  PostOrderVisit(f_->body, [&](const ObjectRef& o) {
-    const auto* c = o.as<CallNode>();
-    if (!c) return;
-    std::string op(c->op.view());
-    const bool compute = op.rfind("tile.vec_", 0) == 0 || op == "tile.mm";
-    if (compute || op.rfind("tc1.dma_", 0) == 0 || op.rfind("tile.dma_", 0) == 0) {
-      for (const PrimExpr& a : c->args) {
-        if (const auto* r = a.as<BufferRegionNode>()) {
-          if (compute) {
-            tile_bufs_.insert(r->buffer->data.get());
-            engines_[r->buffer->data.get()] |= op == "tile.mm" ? 1 : 2;
-          }
-          if (!r->extents.empty() && is_const_int(r->extents[0], 1))
-            one_slab_.insert(r->buffer->data.get());
-        }
-      }
-    }
-  });
+void NpuEmitter::CollectBufferUses() {
+  BufferUseCollector c;
+  c.tile_bufs = &tile_bufs_;
+  c.engines = &engines_;
+  c.one_slab = &one_slab_;
+  c.front_end_bufs = &front_end_bufs_;
+  c.VisitStmt(f_->body);
 }
 
 // ---- registers ------------------------------------------------------------------------------

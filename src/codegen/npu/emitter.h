@@ -150,7 +150,9 @@ class NpuEmitter {
   void ReadPlan();
   void CheckConstants();
   int CountCores(const ir::Stmt& s);
-  void CollectTileOperands();
+  // the buffers the engines and the front end touch (tile_bufs_, engines_, one_slab_,
+  // front_end_bufs_): one walk
+  void CollectBufferUses();
   int FreeX() const { return xpool_.FreeCount(); }
   int AllocX();
   int AllocV();

@@ -183,10 +183,6 @@ void NpuEmitter::CollectReuse() {
     int64_t begin, end;
     std::vector<const Object*> loops;  // the serial loops around it, outermost first
   };
-  PostOrderVisit(f_->body, [&](const ObjectRef& o) {
-    if (const auto* l = o.as<BufferLoadNode>()) front_end_bufs_.insert(l->buffer->data.get());
-    if (const auto* w = o.as<BufferStoreNode>()) front_end_bufs_.insert(w->buffer->data.get());
-  });
   std::vector<Placed> placed;
   std::vector<const Object*> loops;
   std::function<void(const ObjectRef&)> walk = [&](const ObjectRef& o) {
