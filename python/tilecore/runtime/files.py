@@ -90,8 +90,8 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 
 def file_contains(path: str | os.PathLike[str], needle: bytes) -> bool:
-    """Whether the bytes ``needle`` occur in the file ``path``."""
-    return any(needle in block for block in chunks(path, overlap=len(needle) - 1))
+    """Whether the bytes ``needle`` occur in the file ``path`` (an empty needle does)."""
+    return not needle or any(needle in block for block in chunks(path, overlap=len(needle) - 1))
 
 
 def read_text(path: str | os.PathLike[str], limit: int = MAX_TEXT_BYTES) -> str:
