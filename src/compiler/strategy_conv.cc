@@ -1127,13 +1127,13 @@ PrimFunc LowerConv(const OpCall& call) {
     return l1_bytes(R, CC, mb, slots) <= budget;
   };
   fit(1, false);
-  // MB blocks of TM output channels per work item share each loaded and unfolded input
-  // chunk (the input is read once per MB blocks instead of once per block); a larger MB
-  // means fewer items for the cores and larger accumulators in L1.
   // blocks of output channels per item: MB where the blocks of TM split into groups of MB
   auto blocks_per_item = [&](int64_t mblocks, int64_t tm, int64_t MB) {
     return tm == TM && mblocks % MB == 0 ? MB : 1;
   };
+  // MB blocks of TM output channels per work item share each loaded and unfolded input
+  // chunk (the input is read once per MB blocks instead of once per block); a larger MB
+  // means fewer items for the cores and larger accumulators in L1.
   auto build = [&](int64_t MB, bool db, bool pipe) {
     int64_t rotation = 0;
     // a buffer's shape with the NB axis at `at` when items take several images (one image:
