@@ -1663,8 +1663,8 @@ PrimFunc LowerConv(const OpCall& call) {
   // (one per block of output channels per chunk of input channels; its loops, counted) on
   // the busiest core, which runs at least the largest item and the average of the cores that
   // have items (MatrixCommandCycles)
-  // (the PassContext option compiler.price_every_plan prices them all: the same plan is
-  // chosen, which tests check)
+  // (the PassContext option compiler.price_every_plan prices them all: a search chooses the
+  // same plan, which tests check; a sibling's ranking then lists them by their estimates)
   const bool price_every_plan =
       transform::PassContext::Current().GetConfig<bool>("compiler.price_every_plan", false);
   auto matrix_bound = [&](int64_t MB) {
