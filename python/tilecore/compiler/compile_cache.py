@@ -138,12 +138,15 @@ def _model_part(model: Any) -> Any:
         return {"onnx": sha256_hex(data)}
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
-        # (read in pieces: the whole file is read only when it names external data)
+        # (read in pieces: the whole file is read only when it may name external data, and
+        # then its digest and its files come from that one read)
         try:
-            digest, ext = file_sha256(path), []
             if file_contains(path, b"location"):  # (every external tensor carries the key "location")
                 with open(path, "rb") as f:
-                    ext = _external_files_named(f.read(), os.path.dirname(os.path.abspath(path)))
+                    data = f.read()
+                digest, ext = sha256_hex(data), _external_files(data, os.path.dirname(os.path.abspath(path)))
+            else:
+                digest, ext = file_sha256(path), []
         except OSError as e:
             raise Uncacheable(f"the model file {path} cannot be read ({e.strerror})") from None
         return {"onnx": digest, "external": [[os.path.basename(p), _file_sha256(p, "external data")["file"]]
