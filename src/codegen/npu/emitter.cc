@@ -117,6 +117,9 @@ void NpuEmitter::ReadPlan() {
 
 namespace {
 
+// A call the matrix or vector engine runs (tile.mm, tile.vec_*).
+bool IsComputeCall(std::string_view op) { return op == "tile.mm" || op.rfind("tile.vec_", 0) == 0; }
+
 // The first integer constant beyond 32 bits, and the statement it is in: post order (a
 // statement after the expressions and statements inside it), so the first statement with a
 // span visited after the constant is the one that encloses it.
@@ -158,7 +161,7 @@ class BufferUseCollector : public IRVisitor {
   std::unordered_set<const Object*>* front_end_bufs;
   void VisitExpr_(const CallNode* c) override {
     const std::string_view op = c->op.view();
-    const bool compute = op.rfind("tile.vec_", 0) == 0 || op == "tile.mm";
+    const bool compute = IsComputeCall(op);
     if (compute || op.rfind("tc1.dma_", 0) == 0 || op.rfind("tile.dma_", 0) == 0) {
       for (const PrimExpr& a : c->args) {
         const auto* r = a.as<BufferRegionNode>();
@@ -483,8 +486,7 @@ class ComputeFinder : public IRVisitor {
     if (!found) IRVisitor::VisitExpr(e);
   }
   void VisitExpr_(const CallNode* c) override {
-    const std::string_view op = c->op.view();
-    if (op == "tile.mm" || op.rfind("tile.vec_", 0) == 0)
+    if (IsComputeCall(c->op.view()))
       found = true;
     else
       IRVisitor::VisitExpr_(c);
