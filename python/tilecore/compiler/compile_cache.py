@@ -144,7 +144,7 @@ def _model_part(model: Any) -> Any:
             if file_contains(path, b"location"):  # (every external tensor carries the key "location")
                 with open(path, "rb") as f:
                     data = f.read()
-                digest, ext = sha256_hex(data), _external_files(data, os.path.dirname(os.path.abspath(path)))
+                digest, ext = sha256_hex(data), _external_files_named(data, os.path.dirname(os.path.abspath(path)))
             else:
                 digest, ext = file_sha256(path), []
         except OSError as e:

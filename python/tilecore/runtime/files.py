@@ -28,6 +28,8 @@ from typing import IO, Any, Iterator, Mapping
 
 import numpy as np
 
+from ..ffi.fingerprint import hash_file
+
 # An .npz of arrays: at most this many bytes once decompressed (TC1's DDR holds 4 GiB,
 # and calibration samples of a few inputs fit well below this).
 MAX_ARRAYS_BYTES = 16 << 30
@@ -84,8 +86,7 @@ def chunks(path: str | os.PathLike[str], overlap: int = 0, size: int = 1 << 20) 
 def file_sha256(path: str | os.PathLike[str]) -> str:
     """The sha256 of the file ``path``, as hexadecimal digits."""
     h = hashlib.sha256()
-    for block in chunks(path):
-        h.update(block)
+    hash_file(h, path)
     return h.hexdigest()
 
 
