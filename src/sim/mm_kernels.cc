@@ -42,45 +42,68 @@ void gemm_i8_portable(int m, int n, int k, const int8_t* a, int lda, const int8_
 }
 
 #ifdef TC1_HAVE_X86
+// Lanes of x and y by Imm (vshufi32x4). (The maskz form with every lane selected: the
+// unmasked one trips GCC 12's maybe-uninitialized warning inside its own header.)
+template <int Imm>
+__attribute__((target("avx512f"))) inline __m512i shuffle_lanes(__m512i x, __m512i y) {
+  return _mm512_maskz_shuffle_i32x4(__mmask16(0xFFFF), x, y, Imm);
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void gemm_i8_vnni(
     int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int ldb, int32_t* c, int ldc,
     bool accumulate) {
   const int kg = (k + 3) / 4;    // groups of 4 along K
   const int nb = (n + 15) / 16;  // 16-column blocks
-  // (scratch kept per thread: a model's run issues thousands of small products)
-  thread_local std::vector<uint8_t> bp;
-  thread_local std::vector<int8_t> ap;
-  thread_local std::vector<int32_t> rowsum;
-  thread_local std::vector<int> first, last;
-  // Pack B biased: block jb, group g -> 64 bytes = 16 columns x 4 k values, 4 rows x 16
-  // columns at a time with byte shuffles. The rows past K and the columns past n load as
-  // zeros (masked), biased to 0x80 like the rest: K's padding meets A's zero padding.
+  // (scratch kept per thread, one lookup: a model's run issues thousands of small products)
+  struct Scratch {
+    std::vector<uint8_t> bp;
+    std::vector<int8_t> ap;
+    std::vector<int32_t> rowsum;
+    std::vector<int> first, last;
+  };
+  thread_local Scratch scratch;
+  std::vector<uint8_t>& bp = scratch.bp;
+  std::vector<int8_t>& ap = scratch.ap;
+  std::vector<int32_t>& rowsum = scratch.rowsum;
+  std::vector<int>& first = scratch.first;
+  std::vector<int>& last = scratch.last;
+  // Pack B biased: block jb, group g -> 64 bytes = 16 columns x 4 k values, 4 rows x 64
+  // columns at a time: byte and word unpacks interleave each 128-bit lane (16 columns) and
+  // a 4 x 4 transpose of the lanes gathers a block's 64 bytes. The rows past K and the
+  // columns past n load as zeros (masked), biased to 0x80 like the rest: K's padding meets
+  // A's zero padding.
   bp.resize(size_t(nb) * size_t(kg) * 64);
-  const __m128i bias = _mm_set1_epi8(char(0x80));
+  const __m512i bias = _mm512_set1_epi8(char(0x80));
   for (int g = 0; g < kg; ++g) {
     const int8_t* r0 = b + int64_t(4 * g) * ldb;
-    for (int j = 0; j < n; j += 16) {
-      const int cols = n - j < 16 ? n - j : 16;
-      const __mmask16 cm = cols == 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
-      __m128i rows[4];  // (a loop, not a lambda: lambdas do not take the target attribute)
+    for (int j = 0; j < n; j += 64) {
+      const int cols = n - j < 64 ? n - j : 64;
+      const __mmask64 cm = cols == 64 ? ~__mmask64(0) : (__mmask64(1) << cols) - 1;
+      __m512i rows[4];  // (a loop, not a lambda: lambdas do not take the target attribute)
       for (int t = 0; t < 4; ++t) {
-        const __m128i v = 4 * g + t < k ? _mm_maskz_loadu_epi8(cm, r0 + int64_t(t) * ldb + j)
-                                        : _mm_setzero_si128();
-        rows[t] = _mm_xor_si128(v, bias);
+        const __m512i v = 4 * g + t < k ? _mm512_maskz_loadu_epi8(cm, r0 + int64_t(t) * ldb + j)
+                                        : _mm512_setzero_si512();
+        rows[t] = _mm512_xor_si512(v, bias);
       }
-      __m128i a0 = rows[0], a1 = rows[1], a2 = rows[2], a3 = rows[3];
-      __m128i t0 = _mm_unpacklo_epi8(a0, a1), t1 = _mm_unpackhi_epi8(a0, a1);
-      __m128i t2 = _mm_unpacklo_epi8(a2, a3), t3 = _mm_unpackhi_epi8(a2, a3);
-      uint8_t* dst = bp.data() + (size_t(j / 16) * size_t(kg) + size_t(g)) * 64;
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm_unpacklo_epi16(t0, t2));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 16), _mm_unpackhi_epi16(t0, t2));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 32), _mm_unpacklo_epi16(t1, t3));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 48), _mm_unpackhi_epi16(t1, t3));
+      const __m512i t0 = _mm512_unpacklo_epi8(rows[0], rows[1]);
+      const __m512i t1 = _mm512_unpackhi_epi8(rows[0], rows[1]);
+      const __m512i t2 = _mm512_unpacklo_epi8(rows[2], rows[3]);
+      const __m512i t3 = _mm512_unpackhi_epi8(rows[2], rows[3]);
+      // lane L of u_q: columns 16 L + 4 q .. + 3, their 4 k values each
+      const __m512i u0 = _mm512_unpacklo_epi16(t0, t2), u1 = _mm512_unpackhi_epi16(t0, t2);
+      const __m512i u2 = _mm512_unpacklo_epi16(t1, t3), u3 = _mm512_unpackhi_epi16(t1, t3);
+      const __m512i x0 = shuffle_lanes<0x44>(u0, u1), x1 = shuffle_lanes<0x44>(u2, u3);
+      const __m512i x2 = shuffle_lanes<0xEE>(u0, u1), x3 = shuffle_lanes<0xEE>(u2, u3);
+      const __m512i blk[4] = {shuffle_lanes<0x88>(x0, x1), shuffle_lanes<0xDD>(x0, x1),
+                              shuffle_lanes<0x88>(x2, x3), shuffle_lanes<0xDD>(x2, x3)};
+      for (int q = 0; q < 4 && j / 16 + q < nb; ++q)
+        _mm512_storeu_si512(bp.data() + (size_t(j / 16 + q) * size_t(kg) + size_t(g)) * 64, blk[q]);
     }
   }
   // A as it is, K padded with zeros to a multiple of 4; 128 * its row sums (the bias B's
-  // products carry); the groups of 4 k values each row has a non-zero in, first to last
-  // (16 groups a test).
+  // products carry); the groups of 4 k values each row has a non-zero in, first to last.
+  // 64 bytes (16 groups) at a time: the row sum from sums of |x ^ 0x80| (x + 128) less
+  // 128 a byte.
   ap.assign(size_t(m) * size_t(kg) * 4, 0);
   rowsum.assign(size_t(m), 0);
   first.assign(size_t(m), kg);
@@ -88,18 +111,27 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void gemm_i8_vnn
   for (int i = 0; i < m; ++i) {
     const int8_t* arow = a + int64_t(i) * lda;
     int8_t* out = ap.data() + size_t(i) * size_t(kg) * 4;
-    int32_t sum = 0;
-    for (int kk = 0; kk < k; ++kk) out[kk] = arow[kk], sum += arow[kk];  // vectorises
-    rowsum[size_t(i)] = sum * 128;
-    for (int g = 0; g < kg; g += 16) {
-      const int groups = kg - g < 16 ? kg - g : 16;
-      const __mmask16 gm = groups == 16 ? __mmask16(0xFFFF) : __mmask16((1u << groups) - 1);
-      const __m512i v = _mm512_maskz_loadu_epi32(gm, out + size_t(g) * 4);
-      const unsigned nz = _mm512_mask_test_epi32_mask(gm, v, v);
+    __m512i sums = _mm512_setzero_si512();
+    int64_t bytes = 0;
+    for (int kk = 0; kk < k; kk += 64) {
+      const int left = k - kk < 64 ? k - kk : 64;
+      const __mmask64 lm = left == 64 ? ~__mmask64(0) : (__mmask64(1) << left) - 1;
+      const __m512i v = _mm512_maskz_loadu_epi8(lm, arow + kk);
+      _mm512_mask_storeu_epi8(out + kk, lm, v);
+      sums = _mm512_add_epi64(sums,
+                              _mm512_sad_epu8(_mm512_xor_si512(v, bias), _mm512_setzero_si512()));
+      bytes += 64;
+      const unsigned nz = _mm512_test_epi32_mask(v, v);  // (the groups past K load as zeros)
       if (nz == 0) continue;
+      const int g = kk / 4;
       first[size_t(i)] = std::min(first[size_t(i)], g + __builtin_ctz(nz));
       last[size_t(i)] = g + 32 - __builtin_clz(nz);
     }
+    int64_t part[8];
+    _mm512_storeu_si512(part, sums);
+    int64_t sum = -128 * bytes;
+    for (int64_t x : part) sum += x;
+    rowsum[size_t(i)] = int32_t(sum) * 128;
   }
 
   for (int jb = 0; jb < nb; jb += 4) {
@@ -441,6 +473,26 @@ bool gemm_f32_on(const char* path, int m, int n, int k, const float* a, int lda,
   }
   if (p == "avx2" && CpuHasAvx2()) {
     gemm_f32_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    return true;
+  }
+#endif
+  return false;
+}
+
+bool gemm_i8_on(const char* path, int m, int n, int k, const int8_t* a, int lda, const int8_t* b,
+                int ldb, int32_t* c, int ldc, bool accumulate) {
+  const std::string p(path);
+  if (p == "portable") {
+    gemm_i8_portable(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    return true;
+  }
+#ifdef TC1_HAVE_X86
+  if (p == "avx512-vnni" && have_vnni()) {
+    gemm_i8_vnni(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    return true;
+  }
+  if (p == "avx2" && CpuHasAvx2()) {
+    gemm_i8_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
     return true;
   }
 #endif

@@ -26,6 +26,11 @@ void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int 
 bool gemm_f32_on(const char* path, int m, int n, int k, const float* a, int lda, const float* b,
                  int ldb, float* c, int ldc, bool accumulate);
 
+/// gemm_i8 on one path ("avx512-vnni", "avx2" or "portable": each must give the same
+/// sums); false, nothing computed, when this host cannot run it.
+bool gemm_i8_on(const char* path, int m, int n, int k, const int8_t* a, int lda, const int8_t* b,
+                int ldb, int32_t* c, int ldc, bool accumulate);
+
 /// Which int8 path runs on this host ("avx512-vnni", "avx2" or "portable").
 const char* gemm_i8_path();
 

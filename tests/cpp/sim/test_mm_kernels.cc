@@ -1,8 +1,10 @@
-// tests/cpp/sim/test_mm_kernels.cc — the matrix engine's f32 GEMM kernel (whichever path
-// this host runs) is bit-identical to the plain loop its header specifies: c += a * b
-// with k ascending, each product and sum rounded to f32.
+// tests/cpp/sim/test_mm_kernels.cc — the matrix engine's GEMM kernels (every path this host
+// runs) against the plain loops their header specifies: f32 bit-identical (c += a * b with k
+// ascending, each product and sum rounded to f32), int8 exact int32 sums.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -59,5 +61,54 @@ TEST(MmKernels, GemmF32IsBitIdenticalToTheSpecifiedLoop) {
       EXPECT_EQ(std::memcmp(got.data(), want.data(), c.size() * sizeof(float)), 0)
           << path << " " << cs.m << "x" << cs.n << "x" << cs.k << (cs.acc ? " accumulate" : "");
     }
+  }
+}
+
+TEST(MmKernels, GemmI8SumsExactlyOnEveryPath) {
+  std::mt19937 rng(12);
+  std::uniform_int_distribution<int> u(-128, 127);
+  struct Case {
+    int m, n, k;
+    bool acc, block_diagonal;  // A zero but each row's own stretch of K (a depthwise Conv's)
+  };
+  for (Case cs : {Case{1, 1, 1, false, false}, Case{4, 16, 4, false, false},
+                  Case{7, 37, 5, true, false}, Case{16, 64, 64, false, false},
+                  Case{17, 70, 33, true, false}, Case{5, 200, 131, false, false},
+                  Case{16, 256, 144, false, true}, Case{16, 49, 400, true, true},
+                  Case{3, 129, 67, false, false}, Case{32, 1, 300, true, false},
+                  Case{9, 65, 9, false, true}, Case{64, 96, 256, true, false}}) {
+    int lda = cs.k + 3, ldb = cs.n + 5, ldc = cs.n + 2;
+    std::vector<int8_t> a(size_t(cs.m) * lda), b(size_t(cs.k) * ldb);
+    std::vector<int32_t> c(size_t(cs.m) * ldc);
+    for (auto& x : a) x = int8_t(u(rng));
+    for (auto& x : b) x = int8_t(u(rng));
+    for (auto& x : c) x = u(rng) * 1000;
+    if (cs.block_diagonal) {
+      const int taps = std::max(1, cs.k / cs.m);
+      for (int i = 0; i < cs.m; ++i)
+        for (int kk = 0; kk < cs.k; ++kk)
+          if (kk / taps != i) a[size_t(i) * lda + kk] = 0;
+    }
+    std::vector<int32_t> want = c;
+    for (int i = 0; i < cs.m; ++i)
+      for (int j = 0; j < cs.n; ++j) {
+        int64_t s = cs.acc ? want[size_t(i) * ldc + j] : 0;
+        for (int kk = 0; kk < cs.k; ++kk)
+          s += int64_t(a[size_t(i) * lda + kk]) * int64_t(b[size_t(kk) * ldb + j]);
+        want[size_t(i) * ldc + j] = int32_t(s);
+      }
+    int paths = 0;
+    for (const char* path : {"portable", "avx2", "avx512-vnni"}) {
+      std::vector<int32_t> got = c;
+      if (!tilecore::sim::gemm_i8_on(path, cs.m, cs.n, cs.k, a.data(), lda, b.data(), ldb,
+                                     got.data(), ldc, cs.acc))
+        continue;
+      ++paths;
+      // the padding columns past n are untouched, the rest the exact sums
+      EXPECT_EQ(got, want) << path << " " << cs.m << "x" << cs.n << "x" << cs.k
+                           << (cs.acc ? " accumulate" : "")
+                           << (cs.block_diagonal ? " block-diagonal" : "");
+    }
+    EXPECT_GE(paths, 1);
   }
 }
