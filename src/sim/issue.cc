@@ -56,7 +56,7 @@ Outcome Machine::issue(Core& c, const Inst& i) {
     fault(SimError::Kind::MemoryFault, c, c.pc, why);
   };
 
-  Command cmd;
+  Command& cmd = es.queue.stage();
   cmd.inst = i;
   cmd.pc = c.pc;
   cmd.issue_time = now(c);
@@ -225,7 +225,7 @@ Outcome Machine::issue(Core& c, const Inst& i) {
     hz_tick(c.id * kNumAgents);
     cmd.vc = hz_snapshot(c.id * kNumAgents);
   }
-  es.queue.push_back(std::move(cmd));
+  es.queue.push();
   AgentSlot& eng = slot(c.id, Agent(int(e) + 1));
   if (eng.state == AgentState::Blocked && eng.why == BlockReason::EmptyQueue)
     wake(c.id * kNumAgents + int(e) + 1, now(c));
@@ -259,7 +259,7 @@ Outcome Machine::wait_instruction(Core& c, const Inst& i) {
     s.on_engine = q;
     return {Outcome::Block};
   }
-  Command cmd;
+  Command& cmd = es.queue.stage();
   cmd.inst = i;
   cmd.pc = c.pc;
   cmd.issue_time = now(c);
@@ -270,7 +270,7 @@ Outcome Machine::wait_instruction(Core& c, const Inst& i) {
     hz_tick(c.id * kNumAgents);
     cmd.vc = hz_snapshot(c.id * kNumAgents);
   }
-  es.queue.push_back(std::move(cmd));
+  es.queue.push();
   AgentSlot& eng = slot(c.id, Agent(int(q) + 1));
   if (eng.state == AgentState::Blocked && eng.why == BlockReason::EmptyQueue)
     wake(c.id * kNumAgents + int(q) + 1, now(c));

@@ -260,13 +260,16 @@ void Machine::load(const arch::Program& p) {
       text->lines = lines;
       text->code.resize(words.size());
       text->decode_error.resize(words.size());
+      text->illegal.assign(words.size(), 0);
       for (size_t k = 0; k < words.size(); ++k) {
         std::string why;
         auto inst = arch::decode(words[k], &why);
-        if (inst)
+        if (inst) {
           text->code[k] = *inst;
-        else
+        } else {
           text->decode_error[k] = why.empty() ? "illegal instruction" : why;
+          text->illegal[k] = 1;
+        }
       }
       if (decoded_.size() == kDecodedTexts) decoded_.erase(decoded_.begin());
       decoded_.push_back(text);
@@ -276,6 +279,7 @@ void Machine::load(const arch::Program& p) {
     c.lines = c.text->lines;
     c.code = c.text->code;
     c.decode_error = c.text->decode_error;
+    c.illegal = c.text->illegal;
     c.active = !c.words.empty();
     for (auto& e : c.eng) e.queue.reset(cfg.queue_depth);
     for (int a = 0; a < kNumAgents; ++a) {
@@ -464,7 +468,7 @@ bool Machine::step_scalar(Core& c, AgentSlot& s) {
     fault(SimError::Kind::PcOutOfRange, c, c.pc,
           "pc " + std::to_string(c.pc) + " is outside the program (" +
               std::to_string(c.code.size()) + " instructions); every core must end with halt");
-  if (!c.decode_error[c.pc].empty())
+  if (c.illegal[c.pc])
     fault(SimError::Kind::IllegalInstruction, c, c.pc,
           "illegal instruction: " + c.decode_error[c.pc]);
   const Inst& inst = c.code[c.pc];

@@ -108,6 +108,28 @@ struct Command {
   int nranges = 0;
   std::vector<AccessPattern> patterns;  // HazardCheck: ranges[k]'s bytes (empty otherwise)
   uint32_t vc = 0;                      // HazardCheck: index of the issuer's clock snapshot
+
+  /// Every field as a new Command's but the `ranges` past `nranges`, which are never read: a
+  /// queue slot reused in place (CommandQueue::stage) rather than a new command of some
+  /// 500 bytes built and copied in for each one issued. (A field added above is reset here.)
+  void reset() {
+    inst = Inst{};
+    pc = 0;
+    issue_time = 0;
+    marker = false;
+    wait_engine = arch::Engine::DmaIn;
+    wait_count = 0;
+    addr[0] = addr[1] = addr[2] = 0;
+    dst_space = src_space = Space::L1;
+    desc = std::monostate{};
+    cycles = latency = occ_ddr = occ_l2 = 0;
+    bytes_read = bytes_written = 0;
+    macs = issued_macs = peak_macs_per_cycle = 0;
+    work = 0;
+    nranges = 0;
+    patterns.clear();
+    vc = 0;
+  }
 };
 
 // ---- per-core state ---------------------------------------------------------------------------
@@ -141,8 +163,15 @@ class CommandQueue {
   Command& front() { return slots_[head_]; }
   const Command& front() const { return slots_[head_]; }
   const Command& at(size_t k) const { return slots_[(head_ + k) % slots_.size()]; }
+  /// The slot past the last command, reset (Command::reset) for the caller to fill; push()
+  /// enters it. A command abandoned before push() (a fault at issue) is not in the queue.
   /// **IMPORTANT**: callers check size() < capacity first (the front end stalls).
-  void push_back(Command&& c) { slots_[(head_ + size_++) % slots_.size()] = std::move(c); }
+  Command& stage() {
+    Command& c = slots_[(head_ + size_) % slots_.size()];
+    c.reset();
+    return c;
+  }
+  void push() { ++size_; }
   void pop_front() {
     head_ = (head_ + 1) % slots_.size();
     --size_;
@@ -159,6 +188,7 @@ struct DecodedText {
   std::vector<int> lines;
   std::vector<Inst> code;
   std::vector<std::string> decode_error;
+  std::vector<uint8_t> illegal;  // decode_error[pc] is not empty (a byte the front end checks)
 };
 
 struct EngineState {
@@ -186,6 +216,7 @@ struct Core {
   std::span<const int> lines;                 // source line per word, when assembled from text
   std::span<const Inst> code;                 // pre-decoded
   std::span<const std::string> decode_error;  // non-empty for words that do not decode
+  std::span<const uint8_t> illegal;           // per word: it does not decode
   std::array<EngineState, arch::kNumEngines> eng;
   CoreStats counters;           // macs
   std::vector<int32_t> region;  // pc region of each pc (-1: none); empty without regions

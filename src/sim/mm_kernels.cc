@@ -49,19 +49,26 @@ __attribute__((target("avx512f"))) inline __m512i shuffle_lanes(__m512i x, __m51
   return _mm512_maskz_shuffle_i32x4(__mmask16(0xFFFF), x, y, Imm);
 }
 
+// The VNNI kernel's scratch, kept per thread (a model's run issues thousands of small
+// products). Looked up once a call: the reference, not each use of it (GCC fetched the
+// thread's copy anew at every use, tens of lookups a call).
+struct VnniScratch {
+  std::vector<uint8_t> bp;
+  std::vector<int8_t> ap;
+  std::vector<int32_t> rowsum;
+  std::vector<int> first, last;
+};
+[[gnu::noinline]] VnniScratch& ThreadVnniScratch() {
+  thread_local VnniScratch scratch;
+  return scratch;
+}
+
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void gemm_i8_vnni(
     int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int ldb, int32_t* c, int ldc,
     bool accumulate) {
   const int kg = (k + 3) / 4;    // groups of 4 along K
   const int nb = (n + 15) / 16;  // 16-column blocks
-  // (scratch kept per thread, one lookup: a model's run issues thousands of small products)
-  struct Scratch {
-    std::vector<uint8_t> bp;
-    std::vector<int8_t> ap;
-    std::vector<int32_t> rowsum;
-    std::vector<int> first, last;
-  };
-  thread_local Scratch scratch;
+  VnniScratch& scratch = ThreadVnniScratch();
   std::vector<uint8_t>& bp = scratch.bp;
   std::vector<int8_t>& ap = scratch.ap;
   std::vector<int32_t>& rowsum = scratch.rowsum;
