@@ -52,17 +52,21 @@ constexpr int64_t kChunk = 256;
 /// One chunk: out[k] for k < m, and how many need the formula (redo[k] set).
 template <ExpRow kKind>
 [[gnu::always_inline]] inline int chunk(const float* in, float* out, uint8_t* redo, int64_t m) {
-  // where the result is a normal float and the argument safe for exp_near
-  constexpr double lo = kKind == ExpRow::Exp ? -87.0 : -80.0;
-  constexpr double hi = kKind == ExpRow::Exp ? 88.0 : 80.0;
+  // where the result is a normal float and the argument safe for exp_near (tanh: where |x| is
+  // large enough that e - 1 keeps its precision, and exp(2|x|) is safe)
+  constexpr double lo = kKind == ExpRow::Exp ? -87.0 : kKind == ExpRow::Sigmoid ? -80.0 : 0x1p-4;
+  constexpr double hi = kKind == ExpRow::Exp ? 88.0 : kKind == ExpRow::Sigmoid ? 80.0 : 40.0;
   int count = 0;
   for (int64_t k = 0; k < m; ++k) {  // no branch, no call: the loop vectorises
     const double x = in[k];
     // (exp_near of any double is some double, computed without a branch; outside, it is
     // flagged and replaced)
-    const bool inside = (x >= lo) & (x <= hi);  // (false for NaN)
-    const double e = exp_near(kKind == ExpRow::Exp ? x : -x);
-    const double y = kKind == ExpRow::Exp ? e : 1.0 / (1.0 + e);
+    const double arg = kKind == ExpRow::Tanh ? std::fabs(x) : x;
+    const bool inside = (arg >= lo) & (arg <= hi);  // (false for NaN)
+    const double e = exp_near(kKind == ExpRow::Exp ? x : kKind == ExpRow::Sigmoid ? -x : 2.0 * arg);
+    const double y = kKind == ExpRow::Exp       ? e
+                     : kKind == ExpRow::Sigmoid ? 1.0 / (1.0 + e)
+                                                : std::copysign((e - 1.0) / (e + 1.0), x);
     const float below = float(y * (1.0 - 0x1p-45)), above = float(y * (1.0 + 0x1p-45));
     const bool sure = inside & (below == above);
     out[k] = below;
@@ -91,8 +95,10 @@ __attribute__((target("avx2,fma"))) void rows_avx2(ExpRow kind, uint8_t* d, cons
                                                    int64_t n) {
   if (kind == ExpRow::Exp)
     rows<ExpRow::Exp>(d, a, n);
-  else
+  else if (kind == ExpRow::Sigmoid)
     rows<ExpRow::Sigmoid>(d, a, n);
+  else
+    rows<ExpRow::Tanh>(d, a, n);
 }
 #endif
 
@@ -100,7 +106,9 @@ __attribute__((target("avx2,fma"))) void rows_avx2(ExpRow kind, uint8_t* d, cons
 
 float exp_reference(ExpRow kind, float x) {
   const double xd = x;
-  return float(kind == ExpRow::Exp ? std::exp(xd) : 1.0 / (1.0 + std::exp(-xd)));
+  return float(kind == ExpRow::Exp       ? std::exp(xd)
+               : kind == ExpRow::Sigmoid ? 1.0 / (1.0 + std::exp(-xd))
+                                         : std::tanh(xd));
 }
 
 void exp_row_f32(ExpRow kind, uint8_t* d, const uint8_t* a, int64_t n) {
@@ -109,8 +117,10 @@ void exp_row_f32(ExpRow kind, uint8_t* d, const uint8_t* a, int64_t n) {
 #endif
   if (kind == ExpRow::Exp)
     rows<ExpRow::Exp>(d, a, n);
-  else
+  else if (kind == ExpRow::Sigmoid)
     rows<ExpRow::Sigmoid>(d, a, n);
+  else
+    rows<ExpRow::Tanh>(d, a, n);
 }
 
 }  // namespace tilecore::sim

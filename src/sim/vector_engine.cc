@@ -683,10 +683,12 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
     case Opcode::Trsqrt:
     case Opcode::Ttanh:
     case Opcode::Tsigmoid:
-      if ((op == Opcode::Texp || op == Opcode::Tsigmoid) && dt == DType::F32 && w.d[3] == 1 &&
-          w.a[3] == 1) {
+      if ((op == Opcode::Texp || op == Opcode::Tsigmoid || op == Opcode::Ttanh) &&
+          dt == DType::F32 && w.d[3] == 1 && w.a[3] == 1) {
         // whole rows, bit-identical to the loop below (exp_rows.h)
-        const ExpRow kind = op == Opcode::Texp ? ExpRow::Exp : ExpRow::Sigmoid;
+        const ExpRow kind = op == Opcode::Texp       ? ExpRow::Exp
+                            : op == Opcode::Tsigmoid ? ExpRow::Sigmoid
+                                                     : ExpRow::Tanh;
         const int64_t n = w.shape[3];
         Walk outer = w;
         outer.shape[3] = 1;

@@ -1,5 +1,6 @@
-// tests/cpp/sim/test_exp_rows.cc — texp and tsigmoid's f32 rows (src/sim/exp_rows.h) against
-// the specification's formula written here: in double with std::exp, rounded once to f32,
+// tests/cpp/sim/test_exp_rows.cc — texp, tsigmoid and ttanh's f32 rows (src/sim/exp_rows.h)
+// against the specification's formula written here: in double with std::exp (std::tanh),
+// rounded once to f32,
 // bit for bit, on random bit patterns (NaN, infinities, subnormals), the edges of the range
 // the fast path takes, unaligned and in-place rows; and through the vector engine on strides.
 #include <gtest/gtest.h>
@@ -20,7 +21,13 @@ namespace {
 
 float formula(ExpRow kind, float x) {
   const double xd = x;
-  return float(kind == ExpRow::Exp ? std::exp(xd) : 1.0 / (1.0 + std::exp(-xd)));
+  return float(kind == ExpRow::Exp       ? std::exp(xd)
+               : kind == ExpRow::Sigmoid ? 1.0 / (1.0 + std::exp(-xd))
+                                         : std::tanh(xd));
+}
+
+const char* kind_name(ExpRow kind) {
+  return kind == ExpRow::Exp ? "exp" : kind == ExpRow::Sigmoid ? "sigmoid" : "tanh";
 }
 
 std::vector<float> inputs() {
@@ -32,9 +39,12 @@ std::vector<float> inputs() {
     std::memcpy(&x, &bits, 4);
     v.push_back(x);
   }
-  std::uniform_real_distribution<float> wide(-100.0f, 100.0f), narrow(-12.0f, 12.0f);
-  for (int i = 0; i < 200000; ++i) v.push_back(i % 2 ? wide(g) : narrow(g));
-  for (float edge : {80.0f, 87.0f, 88.0f, 88.72f, 89.0f, 103.97f, 104.0f, 0.0f, 1e-30f, 1e-45f}) {
+  std::uniform_real_distribution<float> wide(-100.0f, 100.0f), narrow(-12.0f, 12.0f),
+      small(-0.25f, 0.25f);
+  for (int i = 0; i < 300000; ++i)
+    v.push_back(i % 3 == 0 ? wide(g) : i % 3 == 1 ? narrow(g) : small(g));
+  for (float edge : {80.0f, 87.0f, 88.0f, 88.72f, 89.0f, 103.97f, 104.0f, 0.0f, 1e-30f, 1e-45f,
+                     0.0625f, 9.0f, 9.1f, 40.0f}) {
     for (float s : {1.0f, -1.0f}) {
       float x = s * edge;
       for (int k = 0; k < 4; ++k) {
@@ -64,8 +74,8 @@ void expect_formula(ExpRow kind, const std::vector<float>& in, const std::vector
 
 TEST(ExpRows, BitIdenticalToTheFormula) {
   const std::vector<float> in = inputs();
-  for (ExpRow kind : {ExpRow::Exp, ExpRow::Sigmoid}) {
-    const std::string name = kind == ExpRow::Exp ? "exp" : "sigmoid";
+  for (ExpRow kind : {ExpRow::Exp, ExpRow::Sigmoid, ExpRow::Tanh}) {
+    const std::string name = kind_name(kind);
     std::vector<float> out(in.size());
     tilecore::sim::exp_row_f32(kind, reinterpret_cast<uint8_t*>(out.data()),
                                reinterpret_cast<const uint8_t*>(in.data()), int64_t(in.size()));
@@ -87,8 +97,8 @@ TEST(ExpRows, BitIdenticalToTheFormula) {
 }
 
 TEST(ExpRows, VectorEngineRowsAndStridesAgree) {
-  // texp / tsigmoid through the engine: contiguous rows take the fast path, strided ones
-  // the element loop; both the formula.
+  // texp / tsigmoid / ttanh through the engine: contiguous rows take the fast path, strided
+  // ones the element loop; both the formula.
   std::mt19937 g(3);
   std::uniform_real_distribution<float> u(-30.0f, 30.0f);
   std::vector<double> a(2 * 6 * 40);
@@ -101,8 +111,10 @@ TEST(ExpRows, VectorEngineRowsAndStridesAgree) {
   };
   const Layout layouts[] = {{"rows", "[240, 40, 1]", "[240, 40, 1]", 6, 40},
                             {"a strided", "[240, 20, 1]", "[480, 40, 2]", 6, 20}};
-  for (const char* op : {"texp", "tsigmoid"}) {
-    const ExpRow kind = std::string(op) == "texp" ? ExpRow::Exp : ExpRow::Sigmoid;
+  for (const char* op : {"texp", "tsigmoid", "ttanh"}) {
+    const ExpRow kind = std::string(op) == "texp"       ? ExpRow::Exp
+                        : std::string(op) == "tsigmoid" ? ExpRow::Sigmoid
+                                                        : ExpRow::Tanh;
     for (const Layout& l : layouts) {
       const uint32_t kA = 0x10000, kD = 0x30000;
       std::string desc = "d: .vecdesc shape=[1, " + std::to_string(l.rows) + ", " +
