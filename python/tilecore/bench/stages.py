@@ -280,6 +280,7 @@ def _stage_run(ctx: _Context) -> tuple[dict[str, Any], bytes | None, str]:
     else:
         feeds = _eval_feeds(ctx)
         sim_seconds, outputs = [], []
+        ctx.exe.run(feeds[0])  # warm-up: the first run decodes the programs and writes the constants
         for _ in range(job.option("runs")):
             got = ctx.exe.run(feeds[0])
             stats = ctx.exe.stats()
