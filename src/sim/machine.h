@@ -374,6 +374,11 @@ class Machine {
     ++(agent == Agent::Scalar ? r.instructions : r.commands);
   }
 
+  // execute_matrix's accumulator tile, kept between commands (not allocated and zeroed for
+  // each)
+  std::vector<int32_t> mm_acc_i_;
+  std::vector<float> mm_acc_f_;
+
   // Debugging (debug_state.cc). `dbg` is null unless a debugger is attached.
   DebugHook* dbg = nullptr;
   SimState save_state() const;

@@ -66,11 +66,12 @@ void Machine::execute_matrix(Core& c, const Command& cmd) {
   const int m = int(d.m), n = int(d.n), k = int(d.k);
   uint8_t* C = l1 + cmd.addr[0];
 
-  // The accumulator tile, contiguous (C in L1 is bytes; copy to typed storage).
-  std::vector<int32_t> acc_i;
-  std::vector<float> acc_f;
+  // The accumulator tile, contiguous (C in L1 is bytes; copy to typed storage). Not zeroed:
+  // without mma the kernels write every element (mm_kernels.h), with it C is copied in.
+  std::vector<int32_t>& acc_i = mm_acc_i_;
+  std::vector<float>& acc_f = mm_acc_f_;
   if (in == DType::I8) {
-    acc_i.assign(size_t(m) * size_t(n), 0);
+    acc_i.resize(size_t(m) * size_t(n));
     if (acc_flag)
       for (int i = 0; i < m; ++i)
         std::memcpy(&acc_i[size_t(i) * size_t(n)], C + int64_t(i) * d.ldc * 4, size_t(n) * 4);
@@ -78,7 +79,7 @@ void Machine::execute_matrix(Core& c, const Command& cmd) {
             reinterpret_cast<const int8_t*>(l1 + cmd.addr[2]), int(d.ldb), acc_i.data(), n,
             acc_flag);
   } else {
-    acc_f.assign(size_t(m) * size_t(n), 0.0f);
+    acc_f.resize(size_t(m) * size_t(n));
     if (acc_flag)
       for (int i = 0; i < m; ++i)
         std::memcpy(&acc_f[size_t(i) * size_t(n)], C + int64_t(i) * d.ldc * 4, size_t(n) * 4);
