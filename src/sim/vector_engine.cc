@@ -428,7 +428,26 @@ __attribute__((target("avx512f"))) inline __m512 f32_op16(__m512 x, __m512 y) {
   }
 }
 
-template <Opcode Op>
+/// `m` (1..16) elements of a row with stride `SA` (1 or 2) from `a` in lanes 0..m-1, the rest
+/// zero: stride 2 from the even lanes of two loads that read no element past the m-th.
+template <int SA>
+__attribute__((target("avx512f"))) inline __m512 load_row16(const float* a, int64_t m) {
+  if constexpr (SA == 1) {
+    return _mm512_maskz_loadu_ps(m >= 16 ? kAll16 : __mmask16((1u << m) - 1), a);
+  } else {
+    static_assert(SA == 2);
+    const int64_t lo = std::min<int64_t>(16, 2 * m - 1), hi = std::max<int64_t>(0, 2 * m - 17);
+    const __m512 x0 = _mm512_maskz_loadu_ps(lo >= 16 ? kAll16 : __mmask16((1u << lo) - 1), a);
+    const __m512 x1 = _mm512_maskz_loadu_ps(__mmask16((1u << hi) - 1), a + 16);
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    return _mm512_maskz_permutex2var_ps(kAll16, x0, even, x1);
+  }
+}
+
+/// The rows of `w`, d and b unit-stride (b also a broadcast, stride 0), a of stride SA (a
+/// stride-2 Conv's taps).
+template <Opcode Op, int SA>
 __attribute__((target("avx512f"))) void f32_rows_avx512(const Walk& w, uint8_t* D, const uint8_t* A,
                                                         const uint8_t* B) {
   const int64_t n = w.shape[3];
@@ -446,13 +465,22 @@ __attribute__((target("avx512f"))) void f32_rows_avx512(const Walk& w, uint8_t* 
         int64_t k = 0;
         for (; k + 16 <= n; k += 16) {
           const __m512 y = bcast ? y1 : _mm512_loadu_ps(b + k);
-          _mm512_storeu_ps(d + k, f32_op16<Op>(_mm512_loadu_ps(a + k), y));
+          const __m512 x = SA == 1 ? _mm512_loadu_ps(a + k) : load_row16<SA>(a + SA * k, 16);
+          _mm512_storeu_ps(d + k, f32_op16<Op>(x, y));
         }
         if (k < n) {
           const __m512 y = bcast ? y1 : _mm512_maskz_loadu_ps(tail, b + k);
-          _mm512_mask_storeu_ps(d + k, tail, f32_op16<Op>(_mm512_maskz_loadu_ps(tail, a + k), y));
+          _mm512_mask_storeu_ps(d + k, tail, f32_op16<Op>(load_row16<SA>(a + SA * k, n - k), y));
         }
       }
+}
+
+template <Opcode Op>
+void f32_rows_avx512(const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B) {
+  if (w.a[3] == 2)
+    f32_rows_avx512<Op, 2>(w, D, A, B);
+  else
+    f32_rows_avx512<Op, 1>(w, D, A, B);
 }
 
 bool f32_fast_avx512(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B,
@@ -469,7 +497,9 @@ bool f32_fast_avx512(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, con
     default:
       break;
   }
-  if (ws.d[3] != 1 || ws.a[3] != 1 || (ws.b[3] != 1 && ws.b[3] != 0)) return false;
+  // (a's stride 2: a stride-2 Conv's taps, on the vector engine)
+  if (ws.d[3] != 1 || (ws.a[3] != 1 && ws.a[3] != 2) || (ws.b[3] != 1 && ws.b[3] != 0))
+    return false;
   switch (op) {
     case Opcode::Tadd:
     case Opcode::Tadds:

@@ -105,13 +105,16 @@ TEST(FastPaths, VectorF32AgreesWithReferenceOnOddShapesAndStrides) {
                  210, 105);
 }
 
-// Rows longer than a vector with a remainder (37 = 2 x 16 + 5), as the widest path takes them.
+// Rows longer than a vector with a remainder (37 = 2 x 16 + 5), as the widest path takes them
+// (a's rows also of stride 2: a stride-2 Conv's taps).
 TEST(FastPaths, VectorF32LongRowsWithARemainder) {
   CheckVectorF32({2, 3, 37},
                  {{"contiguous", {111, 37, 1}, {111, 37, 1}, {111, 37, 1}, false},
                   {"b broadcast along rows", {111, 37, 1}, {111, 37, 1}, {3, 1, 0}, false},
-                  {"in place", {111, 37, 1}, {111, 37, 1}, {111, 37, 1}, true}},
-                 222, 222);
+                  {"in place", {111, 37, 1}, {111, 37, 1}, {111, 37, 1}, true},
+                  {"a strided by 2", {111, 37, 1}, {222, 74, 2}, {111, 37, 1}, false},
+                  {"a strided by 2, b broadcast", {111, 37, 1}, {222, 74, 2}, {3, 1, 0}, false}},
+                 444, 222);
 }
 
 TEST(FastPaths, PaddedDmaRowsAgreeWithReference) {
