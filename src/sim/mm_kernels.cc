@@ -277,23 +277,6 @@ bool have_vnni() {
 
 }  // namespace
 
-void gemm_i8(int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int ldb, int32_t* c,
-             int ldc, bool accumulate) {
-#ifdef TC1_HAVE_X86
-  if (have_vnni()) return gemm_i8_vnni(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-  if (CpuHasAvx2()) return gemm_i8_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-#endif
-  gemm_i8_portable(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-}
-
-const char* gemm_i8_path() {
-#ifdef TC1_HAVE_X86
-  if (have_vnni()) return "avx512-vnni";
-  if (CpuHasAvx2()) return "avx2";
-#endif
-  return "portable";
-}
-
 namespace {
 
 void gemm_f32_portable(int m, int n, int k, const float* a, int lda, const float* b, int ldb,
@@ -455,55 +438,74 @@ void gemm_f32_avx512(int m, int n, int k, const float* a, int lda, const float* 
 }
 #endif
 
+// The paths of a GEMM, widest first, each with whether this host runs it: gemm_i8 / gemm_f32
+// take the first it runs, gemm_i8_on / gemm_f32_on the one named (one list for both).
+template <typename T, typename C>
+struct GemmPath {
+  const char* name;
+  bool (*runs)();
+  void (*gemm)(int m, int n, int k, const T* a, int lda, const T* b, int ldb, C* c, int ldc,
+               bool accumulate);
+};
+
+bool Always() { return true; }
+
+const GemmPath<int8_t, int32_t> kI8Paths[] = {
+#ifdef TC1_HAVE_X86
+    {"avx512-vnni", have_vnni, gemm_i8_vnni},
+    {"avx2", CpuHasAvx2, gemm_i8_avx2},
+#endif
+    {"portable", Always, gemm_i8_portable}};
+
+const GemmPath<float, float> kF32Paths[] = {
+#ifdef TC1_HAVE_X86
+    {"avx512", CpuHasAvx512f, gemm_f32_avx512},
+    {"avx2", CpuHasAvx2, gemm_f32_avx2},
+#endif
+    {"portable", Always, gemm_f32_portable}};
+
+template <typename P, size_t N>
+const P& HostPath(const P (&paths)[N]) {
+  for (const P& p : paths)
+    if (p.runs()) return p;
+  return paths[N - 1];  // (the portable loop runs anywhere)
+}
+
+template <typename P, size_t N>
+const P* NamedPath(const P (&paths)[N], const char* name) {
+  for (const P& p : paths)
+    if (std::string(name) == p.name && p.runs()) return &p;
+  return nullptr;
+}
+
 }  // namespace
+
+void gemm_i8(int m, int n, int k, const int8_t* a, int lda, const int8_t* b, int ldb, int32_t* c,
+             int ldc, bool accumulate) {
+  static const auto& path = HostPath(kI8Paths);
+  path.gemm(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+}
+
+const char* gemm_i8_path() { return HostPath(kI8Paths).name; }
+
+bool gemm_i8_on(const char* path, int m, int n, int k, const int8_t* a, int lda, const int8_t* b,
+                int ldb, int32_t* c, int ldc, bool accumulate) {
+  const auto* p = NamedPath(kI8Paths, path);
+  if (p) p->gemm(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  return p != nullptr;
+}
 
 void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
               int ldc, bool accumulate) {
-#ifdef TC1_HAVE_X86
-  if (CpuHasAvx512f()) return gemm_f32_avx512(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-  if (CpuHasAvx2()) return gemm_f32_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-#endif
-  gemm_f32_portable(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  static const auto& path = HostPath(kF32Paths);
+  path.gemm(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
 }
 
 bool gemm_f32_on(const char* path, int m, int n, int k, const float* a, int lda, const float* b,
                  int ldb, float* c, int ldc, bool accumulate) {
-  const std::string p(path);
-  if (p == "portable") {
-    gemm_f32_portable(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-    return true;
-  }
-#ifdef TC1_HAVE_X86
-  if (p == "avx512" && CpuHasAvx512f()) {
-    gemm_f32_avx512(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-    return true;
-  }
-  if (p == "avx2" && CpuHasAvx2()) {
-    gemm_f32_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-    return true;
-  }
-#endif
-  return false;
-}
-
-bool gemm_i8_on(const char* path, int m, int n, int k, const int8_t* a, int lda, const int8_t* b,
-                int ldb, int32_t* c, int ldc, bool accumulate) {
-  const std::string p(path);
-  if (p == "portable") {
-    gemm_i8_portable(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-    return true;
-  }
-#ifdef TC1_HAVE_X86
-  if (p == "avx512-vnni" && have_vnni()) {
-    gemm_i8_vnni(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-    return true;
-  }
-  if (p == "avx2" && CpuHasAvx2()) {
-    gemm_i8_avx2(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
-    return true;
-  }
-#endif
-  return false;
+  const auto* p = NamedPath(kF32Paths, path);
+  if (p) p->gemm(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+  return p != nullptr;
 }
 
 }  // namespace tilecore::sim
