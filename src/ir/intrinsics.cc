@@ -223,6 +223,10 @@ std::vector<IntrinsicInfo> MakeTable() {
       "wait queue, engine, count: queue `sc` stalls the front end (an engine name inserts a queue "
       "marker) "
       "until engine (din, dout, mm, vec) has completed `count` commands");
+  // (an effect: its value depends on where it stands, so no pass may move, merge or drop it)
+  add("tc1.dma_issued", {A::kInt}, R::kInt32, Rule::kNone, true, "front end", "engine",
+      "the commands this core has issued to DMA engine `engine` (0: DMA-in, 1: DMA-out) so far, "
+      "counted in a register by the code generator; LowerAsyncDMA's event counts");
   return t;
 }
 

@@ -107,7 +107,7 @@ class Lowerer : public IRMutator {
       TILECORE_THROW(ValueError) << "LowerAsyncDMA: `" << c->op.view() << "` uses event " << *ce
                                  << "; events are 0.." << kNumDmaEvents - 1 << At(op->span);
     }
-    PrimExpr slot = event * 2 + 2;
+    PrimExpr slot = event * 2;
     Span sp = op->span;
     if (c->op == "tile.wait") {
       return SeqStmt(
@@ -131,16 +131,12 @@ class Lowerer : public IRMutator {
     }
     int counter = out_engine ? 1 : 0;
     Array<PrimExpr> args{c->args[0], c->args[1]};
-    Array<Stmt> seq;
-    seq.push_back(Evaluate(call(op_name, args, c->span), sp));
-    // the new count in a variable: stored twice, loaded once
-    Var issued("dma_issued", DataType::Int(32));
-    Stmt record =
-        SeqStmt({BufferStore(state_, issued, {IntImm(DataType::Int(32), counter)}, PrimExpr(), sp),
-                 BufferStore(state_, issued, {slot + counter}, PrimExpr(), sp)},
-                sp);
-    seq.push_back(LetStmt(issued, Load(counter) + 1, record, sp));
-    return SeqStmt(seq, sp);
+    // the engine's count of issued commands (a register the codegen increments with each
+    // DMA) as of this copy, for the waits on its event
+    PrimExpr issued = call("tc1.dma_issued", {IntImm(DataType::Int(32), counter)}, c->span);
+    return SeqStmt({Evaluate(call(op_name, args, c->span), sp),
+                    BufferStore(state_, issued, {slot + counter}, PrimExpr(), sp)},
+                   sp);
   }
 
  private:
@@ -150,7 +146,7 @@ class Lowerer : public IRMutator {
   // some 300 cycles at every kernel's start)
   Stmt Init() {
     Array<Stmt> zero;
-    for (int k = 0; k < 2 + 2 * kNumDmaEvents; ++k)
+    for (int k = 0; k < 2 * kNumDmaEvents; ++k)
       zero.push_back(
           BufferStore(state_, IntImm(DataType::Int(32), 0), {IntImm(DataType::Int(32), k)}));
     return SeqStmt(zero);
@@ -159,7 +155,7 @@ class Lowerer : public IRMutator {
   // `init_var` defined: the counts are zeroed in a cores loop over `cores` cores
   Stmt WithState(const Stmt& body, Var init_var = Var(), PrimExpr cores = PrimExpr()) {
     Buffer saved = state_;
-    state_ = DeclBuffer({IntImm(DataType::Int(32), 2 + 2 * kNumDmaEvents)}, DataType::Int(32),
+    state_ = DeclBuffer({IntImm(DataType::Int(32), 2 * kNumDmaEvents)}, DataType::Int(32),
                         "dma_state", "local");
     Stmt init = Init();
     if (init_var.defined())

@@ -152,15 +152,18 @@ class CoresLoopVisitor : public IRVisitor {
 
 // What the emitter needs to know of the buffers before it emits: those the matrix and vector
 // engines read or write (and which engines), those a tile command touches one slab of
-// (a region whose first extent is 1), and those the front end loads or stores. One walk.
+// (a region whose first extent is 1), and those the front end loads or stores; and whether
+// the kernel reads the DMA engines' issued counts. One walk.
 class BufferUseCollector : public IRVisitor {
  public:
   std::unordered_set<const Object*>* tile_bufs;
   std::unordered_map<const Object*, int>* engines;
   std::unordered_set<const Object*>* one_slab;
   std::unordered_set<const Object*>* front_end_bufs;
+  bool* reads_dma_issued;
   void VisitExpr_(const CallNode* c) override {
     const std::string_view op = c->op.view();
+    if (op == "tc1.dma_issued") *reads_dma_issued = true;
     const bool compute = IsComputeCall(op);
     if (compute || op.rfind("tc1.dma_", 0) == 0 || op.rfind("tile.dma_", 0) == 0) {
       for (const PrimExpr& a : c->args) {
@@ -228,7 +231,17 @@ void NpuEmitter::CollectBufferUses() {
   c.engines = &engines_;
   c.one_slab = &one_slab_;
   c.front_end_bufs = &front_end_bufs_;
+  bool reads_dma_issued = false;
+  c.reads_dma_issued = &reads_dma_issued;
   c.VisitStmt(f_->body);
+  // the DMA engines' issued commands counted in registers of their own (tc1.dma_issued),
+  // as the compute engines' are in x30 / x31: an increment per DMA instead of a load, an
+  // increment and a store of a word in L1
+  if (reads_dma_issued)
+    for (int& r : dma_issued_reg_) {
+      r = AllocX();
+      Li(r, 0);
+    }
 }
 
 // ---- registers ------------------------------------------------------------------------------

@@ -11,7 +11,8 @@
 //
 // Fixed registers: x0 zero, x1-x3 address scratch, x30 / x31 the issued vector /
 // matrix command counts; v0-v2 scratch for scalar float arithmetic (TC1 has no
-// scalar float unit: it runs in SIMD lane 0); p0 all lanes. The rest are pools.
+// scalar float unit: it runs in SIMD lane 0); p0 all lanes. The rest are pools, less the
+// two a kernel that reads the DMA engines' issued counts (tc1.dma_issued) keeps for them.
 #pragma once
 
 #include <algorithm>
@@ -294,6 +295,9 @@ class NpuEmitter {
   // operands it proves non-negative is a plain one (Arith)
   transform::Analyzer ranges_;
   int64_t issued_[2] = {0, 0};  // commands issued by the code emitted so far, mm and vec
+  // the registers counting the commands issued to DMA-in and DMA-out, when the kernel reads
+  // them (tc1.dma_issued; -1: not counted)
+  int dma_issued_reg_[2] = {-1, -1};
   // (queue, engine slot) -> (the engine's commands issued, the pc) of the queue's last wait
   // for a held count: the queue has waited for that many commands (if no label since)
   std::map<std::pair<int, int>, std::pair<int64_t, int64_t>> waited_upto_;

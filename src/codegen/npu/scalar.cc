@@ -440,6 +440,12 @@ XR NpuEmitter::CallScalar(const CallNode* c) {
     return r;
   }
   if (op == "tir.num_cores") return Imm(cores_);
+  if (op == "tc1.dma_issued") {  // the count's register (CollectBufferUses)
+    auto engine = as_const_int(c->args[0]);
+    if (!engine || (*engine != 0 && *engine != 1))
+      Fail("`tc1.dma_issued` of a DMA engine numbered neither 0 (DMA-in) nor 1 (DMA-out)", c->span);
+    return XR{dma_issued_reg_[*engine], false};
+  }
   static const std::map<std::string, Op> math = {
       {"tir.exp", Op::Texp},        {"tir.log", Op::Tlog},     {"tir.sqrt", Op::Tsqrt},
       {"tir.rsqrt", Op::Trsqrt},    {"tir.recip", Op::Trecip}, {"tir.tanh", Op::Ttanh},

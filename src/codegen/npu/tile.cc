@@ -203,6 +203,8 @@ void NpuEmitter::Dma(const CallNode* c, const std::string& op) {
   arch::Space sspace = SpaceOf(std::string((fill ? d : s).buffer->scope.view()));
   E(opcode, {O::At(SpaceOf(std::string(d.buffer->scope.view())), da.r), O::At(sspace, sa.r),
              O::Desc(0, addr)});
+  if (const int count = dma_issued_reg_[opcode == Op::DmaOut ? 1 : 0]; count >= 0)
+    RI(Op::Addi, count, count, 1);
   Free(da);
   Free(sa);
 }

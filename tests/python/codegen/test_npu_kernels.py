@@ -411,6 +411,31 @@ def test_gemm_i8_double_buffered_4_cores():
     np.testing.assert_array_equal(cc, c)
 
 
+def test_dma_engines_count_their_commands_in_registers():
+    # LowerAsyncDMA's event counts come from tc1.dma_issued: each DMA is followed by the
+    # increment of its engine's register (one for DMA-in, another for DMA-out), not a load,
+    # an add and a store of a word in L1; the waits on them still order the copies (the
+    # product is exact)
+    M = N = K = 64
+    f = gemm_i8_kernel(M, N, K, TN=32)
+    a, b = rand((M, K), "int8"), rand((K, N), "int8")
+    mod = tilecore.build(f, target="npu -cores=4")
+    c = np.zeros((M, N), "int32")
+    mod["gemm_i8"](a, b, c)
+    np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
+    lines = [ln.split("#")[0].strip() for ln in mod.get_source("asm").splitlines()]
+    lines = [ln for ln in lines if ln]
+    counters = {}
+    for i, ln in enumerate(lines):
+        op = ln.split()[0]
+        if op in ("dma.in", "dma.out"):
+            nxt = lines[i + 1].replace(",", " ").split()
+            assert nxt[0] == "addi" and nxt[1] == nxt[2] and nxt[3] == "1", (ln, lines[i + 1])
+            counters.setdefault(op, set()).add(nxt[1])
+    assert set(counters) == {"dma.in", "dma.out"}
+    assert all(len(r) == 1 for r in counters.values()) and counters["dma.in"] != counters["dma.out"]
+
+
 def test_line_table_maps_instructions_to_spans():
     ib = ir.IRBuilder("spans")
     A = ib.buffer_param("A", (8,), "int32")
