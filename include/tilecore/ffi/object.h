@@ -22,6 +22,7 @@
 #ifndef TILECORE_FFI_OBJECT_H_
 #define TILECORE_FFI_OBJECT_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -146,6 +147,28 @@ template <typename T>
 struct IsFinalKind<T, std::void_t<decltype(T::_type_final_marker)>> : std::true_type {};
 }  // namespace details
 
+namespace details {
+/*!
+ * \brief IsAncestorIndex for kind T, its answers kept per object kind (a kind's ancestors
+ * never change once it is registered): an IR walk asks it of every element it reads
+ * (Array<PrimExpr>::Get), over a few dozen kinds.
+ */
+template <typename T>
+bool IsKindOf(int32_t type_index) {
+  // (0: not asked yet, 1: a T, 2: not a T; kinds from kKept on are asked each time)
+  constexpr int32_t kKept = 2048;
+  static std::atomic<int8_t> known[kKept] = {};
+  if (type_index < 0 || type_index >= kKept)
+    return IsAncestorIndex(type_index, T::RuntimeTypeIndex(), T::RuntimeTypeDepth());
+  int8_t k = known[type_index].load(std::memory_order_relaxed);
+  if (k == 0) {
+    k = IsAncestorIndex(type_index, T::RuntimeTypeIndex(), T::RuntimeTypeDepth()) ? 1 : 2;
+    known[type_index].store(k, std::memory_order_relaxed);
+  }
+  return k == 1;
+}
+}  // namespace details
+
 template <typename T>
 inline bool Object::IsInstance() const {
   if constexpr (std::is_same_v<T, Object>) {
@@ -156,7 +179,7 @@ inline bool Object::IsInstance() const {
     if constexpr (details::IsFinalKind<T>::value) {
       return false;
     } else {
-      return details::IsAncestorIndex(header_.type_index, target, T::RuntimeTypeDepth());
+      return details::IsKindOf<T>(header_.type_index);
     }
   }
 }
