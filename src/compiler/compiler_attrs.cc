@@ -67,14 +67,15 @@ const std::vector<CompilerAttr>& Table() {
      "An int8 fused residual's zero point, in [-128, 127] (default 0). Set and read with "
      "`tc_residual_scale`."},
     {"tc_activation", kString,
-     "The activation of the Conv's epilogue: `Relu`, `Clip`, `SiLU` or `HardSwish`. Set by "
-     "FuseEpilogue (fuse_epilogue.py); read by Conv (fused_epilogue.h)."},
+     "The activation of the Conv's epilogue: `Relu`, `Clip`, `SiLU` or `HardSwish`; of a "
+     "BatchNormalization: `Relu` or `Clip`. Set by FuseEpilogue (fuse_epilogue.py); read by "
+     "Conv (fused_epilogue.h), BatchNormalization (strategy_norm.cc)."},
     {"tc_clip_min", kFloat,
      "`Clip`'s lower bound (absent: none). Set by FuseEpilogue (fuse_epilogue.py); read by Conv "
-     "(fused_epilogue.h)."},
+     "(fused_epilogue.h), BatchNormalization (strategy_norm.cc)."},
     {"tc_clip_max", kFloat,
      "`Clip`'s upper bound (absent: none). Set by FuseEpilogue (fuse_epilogue.py); read by Conv "
-     "(fused_epilogue.h)."},
+     "(fused_epilogue.h), BatchNormalization (strategy_norm.cc)."},
     {"tc_channel_scale", kInt,
      "1: the Conv multiplies each loaded patch by a per-channel float32 [1, C, ...] appended "
      "after its operands (a Mul folded); 0 or absent: none. Set by FuseEpilogue "

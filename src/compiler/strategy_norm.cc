@@ -22,6 +22,8 @@
  * X + S, S its input 3: each load of X loads S beside it and adds it in one vector pass.
  * A LayerNormalization or RMSNormalization with Y alone and rows enough for several tiles
  * per core pipelines its tiles (LowerRowNormPipelined). float32.
+ * With `tc_activation` Relu or Clip (the node after it, fused by the driver) BatchNormalization
+ * applies it to each tile before the store: the same max and min the separate node would.
  * With `tc_q_scale` (and `tc_q_zero_point`, set by the driver when an int8 matrix op reads
  * Y) the pipelined form has a second output, Y in int8 as that reader would quantise it on
  * load (QuantiseSteps): the reader loads a quarter of the bytes and quantises nothing.
@@ -29,6 +31,7 @@
 #include <cmath>
 #include <set>
 
+#include "fused_epilogue.h"
 #include "kernel_util.h"
 #include "matrix_precision.h"
 #include "rows_util.h"
@@ -182,6 +185,13 @@ std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs,
   }
   if (op == "BatchNormalization" && AttrInt(attrs, "training_mode", 0) != 0)
     return "BatchNormalization: training mode has no npu strategy";
+  if (HasAttr(attrs, "tc_activation")) {  // (the driver's fusion: docs/compiler.md)
+    FusedEpilogue e = GetFusedEpilogue(attrs, ins.size());
+    if (op != "BatchNormalization" || (e.activation != "Relu" && e.activation != "Clip"))
+      return op + ": tc_activation `" + e.activation +
+             "` (a BatchNormalization takes Relu or Clip after it)";
+    if (e.lo > e.hi) return op + ": tc_clip_min is above tc_clip_max";
+  }
   if (op != "InstanceNormalization" && op != "BatchNormalization" &&
       AttrInt(attrs, "stash_type", 1) != 1)
     return op + ": stash_type other than float32 has no npu strategy";
@@ -437,13 +447,23 @@ PrimFunc LowerNorm(const OpCall& call) {
           ch[1], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v - ch[2].Load(i); }));
       s.push_back(gather(Ch2, 0, K));
       s.push_back(gather(Ch2, 1, Bk));
+      // then a fused Relu or Clip (tc_activation): max, then min, as the separate node would
+      const FusedEpilogue act = GetFusedEpilogue(call.attrs, call.inputs.size());
       s.push_back(ForChunks(R, t.tr, [&](PrimExpr r0, int64_t n, bool) {
-        return Seq({load(r0, n), MapTile(xt(n), by_row(K, false)),
-                    MapTile(xt(n),
-                            [&](PrimExpr x, const std::vector<PrimExpr>& i) {
+        std::vector<Stmt> c{load(r0, n), MapTile(xt(n), by_row(K, false)),
+                            MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>& i) {
                               return x + Bk.Load({i[0], I32(0)});
-                            }),
-                    store(r0, n)});
+                            })};
+        if (!act.activation.empty() && std::isfinite(act.lo))
+          c.push_back(MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>&) {
+            return max(x, F32(act.lo));
+          }));
+        if (!act.activation.empty() && std::isfinite(act.hi))
+          c.push_back(MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>&) {
+            return min(x, F32(act.hi));
+          }));
+        c.push_back(store(r0, n));
+        return Seq(c);
       }));
     } else {
       // statistics: mean, then 1 / sqrt(mean((x - mean)^2) + eps); RMS: 1 / sqrt(mean(x^2) + eps)

@@ -132,6 +132,26 @@ def _fold_divisions(nodes, only_reader, info, HasStrategy, TensorSpec) -> list[d
     return out
 
 
+def _fold_norm_activations(nodes, only_reader, HasStrategy) -> list[dict[str, Any]]:
+    """A BatchNormalization (inference) whose output only a Relu or a Clip with constant
+    bounds reads applies it to each tile before its store (``tc_activation``): a
+    pre-activation block's BatchNormalization -> Relu (DenseNet) in one pass, without the
+    Relu's round trip through memory; the same max and min, so the same bits."""
+    out = []
+    for nd in nodes:
+        if nd.op != "BatchNormalization" or nd.where != "npu" or len(nd.outs) != 1 or "tc_activation" in nd.attrs:
+            continue
+        act_node = only_reader(str(nd.outs[0].name))
+        act = _activation(act_node) if act_node is not None else None
+        if act is None or act["tc_activation"] not in ("Relu", "Clip") \
+                or str(act_node.ins[0].name) != str(nd.outs[0].name):
+            continue
+        entry = take_over(nd, dict(nd.attrs, **act), [act_node], HasStrategy)
+        if entry:
+            out.append(entry)
+    return out
+
+
 def _fold_skip_adds(nodes, only_reader, info, HasStrategy, TensorSpec) -> list[dict[str, Any]]:
     """A LayerNormalization whose input is an Add of two f32 tensors of its shape that only it
     reads (a transformer's residual connection) adds them itself (``tc_skip``, the Add's
@@ -292,6 +312,7 @@ def fuse(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
         fused.append({"node": nd.name, "fused": [c.name for c in chain]})
     fused += _fold_divisions(nodes, only_reader, info, HasStrategy, TensorSpec)
     fused += _fold_skip_adds(nodes, only_reader, info, HasStrategy, TensorSpec)
+    fused += _fold_norm_activations(nodes, only_reader, HasStrategy)
     fused += _fold_head_transposes(nodes, info, graph_outputs, HasStrategy)
     move_to_place(nodes, place)
     return fused

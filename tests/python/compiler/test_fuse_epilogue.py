@@ -1105,3 +1105,42 @@ def test_tc_context_is_checked():
     assert compiler.HasStrategy("MatMul", dict(two, tc_x_zero_point=-128), [a, b]) == ""
     long_k = [compiler.TensorSpec((1, 2, 64, 300), "int8"), compiler.TensorSpec((1, 2, 300, 64), "int8")]
     assert "K at most 256, not 300" in compiler.HasStrategy("MatMul", dict(two, tc_x_zero_point=-128), long_k)
+
+
+@pytest.mark.parametrize("act", ["Relu", "Clip"])
+@pytest.mark.parametrize("width", [12, 80])
+def test_batchnorm_takes_the_activation_after_it(act, width):
+    """A pre-activation block (DenseNet's): Concat -> BatchNormalization -> Relu (or Clip)
+    -> Conv, the BatchNormalization read by nothing else: it applies the activation to each
+    tile before its store, bit for bit the two separate nodes; one tile per row (12x12) and
+    rows in chunks (80x80)."""
+    bn_in = ["cat", "scale", "shift", "mean", "var"]
+    after = (helper.make_node("Relu", ["bn"], ["a"], name="act") if act == "Relu" else
+             helper.make_node("Clip", ["bn", "lo", "hi"], ["a"], name="act"))
+    nodes = [helper.make_node("Concat", ["x", "h"], ["cat"], name="concat", axis=1),
+             helper.make_node("BatchNormalization", bn_in, ["bn"], name="bn", epsilon=1e-5),
+             after,
+             helper.make_node("Conv", ["a", "w"], ["y"], name="conv", pads=[1, 1, 1, 1])]
+    inits = [("scale", randn(12)), ("shift", randn(12)), ("mean", randn(12, scale=0.1)),
+             ("var", (RNG.random(12) + 0.5).astype(np.float32)), ("w", randn(8, 12, 3, 3, scale=0.2)),
+             ("lo", np.array(-0.5, np.float32)), ("hi", np.array(1.5, np.float32))]
+    model = make_model(nodes, [("x", [1, 4, width, width], np.float32), ("h", [1, 8, width, width], np.float32)],
+                       ["y"], inits)
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    assert {"node": "bn", "fused": ["act"]} in rep["fused"]
+    feeds = {"x": randn(1, 4, width, width), "h": randn(1, 8, width, width)}
+    y = exe.run(feeds)["y"]
+    np.testing.assert_array_equal(y, tilecore.compile(model, fuse=False).run(feeds)["y"])
+    np.testing.assert_allclose(y, ort_run(model, feeds)["y"], rtol=1e-4, atol=1e-4)
+
+
+def test_tc_activation_of_a_norm_is_checked():
+    bn = [compiler.TensorSpec((1, 4, 8, 8), "float32")] + [compiler.TensorSpec((4,), "float32")] * 4
+    assert compiler.HasStrategy("BatchNormalization", {"tc_activation": "Relu"}, bn) == ""
+    clip = {"tc_activation": "Clip", "tc_clip_min": 0.0, "tc_clip_max": 6.0}
+    assert compiler.HasStrategy("BatchNormalization", clip, bn) == ""
+    assert "tc_activation" in compiler.HasStrategy("BatchNormalization", {"tc_activation": "SiLU"}, bn)
+    assert "tc_clip_min" in compiler.HasStrategy("BatchNormalization", dict(clip, tc_clip_min=7.0), bn)
+    x, p = compiler.TensorSpec((4, 64), "float32"), compiler.TensorSpec((64,), "float32")
+    assert "tc_activation" in compiler.HasStrategy("LayerNormalization", {"tc_activation": "Relu"}, [x, p, p])
