@@ -236,12 +236,16 @@ void NpuEmitter::CollectBufferUses() {
   c.VisitStmt(f_->body);
   // the DMA engines' issued commands counted in registers of their own (tc1.dma_issued),
   // as the compute engines' are in x30 / x31: an increment per DMA instead of a load, an
-  // increment and a store of a word in L1
-  if (reads_dma_issued)
-    for (int& r : dma_issued_reg_) {
-      r = AllocX();
-      Li(r, 0);
+  // increment and a store of a word in L1 (the pool's top two, so that the other values
+  // keep the registers they would have without them)
+  if (reads_dma_issued) {
+    int r = kLastPoolX;
+    for (int& count : dma_issued_reg_) {
+      count = r--;
+      if (!xpool_.Take(count)) Fail("the DMA count registers are taken before the kernel starts");
+      Li(count, 0);
     }
+  }
 }
 
 // ---- registers ------------------------------------------------------------------------------

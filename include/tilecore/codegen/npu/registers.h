@@ -40,6 +40,13 @@ class RegisterPool {
     if (r >= first_ && r < int(free_.size())) free_[size_t(r)] = true;
   }
   bool IsFree(int r) const { return r >= first_ && r < int(free_.size()) && free_[size_t(r)]; }
+  /// Takes `r` out of the pool for good (a register kept for one value); false when it is
+  /// not free.
+  bool Take(int r) {
+    if (!IsFree(r)) return false;
+    free_[size_t(r)] = false;
+    return true;
+  }
   int FreeCount() const {
     int n = 0;
     for (int r = first_; r < int(free_.size()); ++r) n += free_[size_t(r)];
