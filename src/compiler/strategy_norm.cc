@@ -190,7 +190,9 @@ std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs,
     if (op != "BatchNormalization" || (e.activation != "Relu" && e.activation != "Clip"))
       return op + ": tc_activation `" + e.activation +
              "` (a BatchNormalization takes Relu or Clip after it)";
-    if (e.lo > e.hi) return op + ": tc_clip_min is above tc_clip_max";
+    std::vector<TensorSpec> operands = ins;
+    std::string bad = CheckFusedEpilogue(op, attrs, &operands);
+    if (!bad.empty()) return bad;
   }
   if (op != "InstanceNormalization" && op != "BatchNormalization" &&
       AttrInt(attrs, "stash_type", 1) != 1)
@@ -454,14 +456,12 @@ PrimFunc LowerNorm(const OpCall& call) {
                             MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>& i) {
                               return x + Bk.Load({i[0], I32(0)});
                             })};
-        if (!act.activation.empty() && std::isfinite(act.lo))
-          c.push_back(MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>&) {
-            return max(x, F32(act.lo));
+        if (!act.activation.empty()) {
+          const TileView x = xt(n);
+          c.push_back(ApplyActivation(act, x.buf, [&](const auto& body) {
+            return Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return body(x.Idx(i)); });
           }));
-        if (!act.activation.empty() && std::isfinite(act.hi))
-          c.push_back(MapTile(xt(n), [&](PrimExpr x, const std::vector<PrimExpr>&) {
-            return min(x, F32(act.hi));
-          }));
+        }
         c.push_back(store(r0, n));
         return Seq(c);
       }));
