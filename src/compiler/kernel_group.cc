@@ -5,6 +5,7 @@
 #include "tilecore/compiler/kernel_group.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -137,6 +138,76 @@ std::optional<int64_t> ConstOffset(const PrimExpr& e) {
 // an early handoff's bytes at most this fraction of the giving member's own copies
 constexpr int64_t kEarlyShare = 6;
 
+/*! \brief A member's body with nothing to do: its cores loop, empty (the loop keeps the
+ * member's place among the fenced members, and its tag). */
+Stmt EmptyCores(const Stmt& body) {
+  Stmt out = Evaluate(IntImm(DataType::Int(32), 0));
+  bool found = false;
+  PostOrderVisit(body, [&](const ObjectRef& n) {
+    const auto* f = n.as<ForNode>();
+    if (found || !f || f->kind != ForKind::kCores) return;
+    out = For(f->loop_var, f->min, f->extent, f->kind, out, f->annotations, f->span);
+    found = true;
+  });
+  return out;
+}
+
+/*! \brief Where each input of the group's in-place Concats lives: id -> (the id whose bytes
+ * hold it, byte offset there), for the Concat members whose inputs can be written in place
+ * (kernel_group.h); `members` gets those members. `intermediate` says which ids have a
+ * place in the arena. */
+std::map<int64_t, std::pair<int64_t, int64_t>> PlaceConcatInputs(
+    const std::vector<PrimFunc>& funcs, const std::vector<std::vector<int64_t>>& args,
+    const std::map<int64_t, Buffer>& first, const std::function<bool(int64_t)>& intermediate,
+    std::vector<int64_t>* members) {
+  std::map<int64_t, std::pair<int64_t, int64_t>> place;
+  auto resolve = [&](int64_t id) {
+    int64_t at = 0;
+    for (auto it = place.find(id); it != place.end(); it = place.find(id)) {
+      at += it->second.second;
+      id = it->second.first;
+    }
+    return std::make_pair(id, at);
+  };
+  for (size_t i = 0; i < funcs.size(); ++i) {
+    auto offsets = funcs[i]->attrs.Get(String(kConcatOffsetsAttr));
+    if (!offsets || args[i].size() < 2) continue;
+    auto elems = offsets->try_cast<Array<int64_t>>();
+    const int64_t out = args[i].back();
+    if (!elems || elems->size() + 1 != args[i].size() || !intermediate(out)) continue;
+    const Buffer& ob = first.at(out);
+    const int64_t out_bytes = ConstBytes(ob),
+                  elem_bytes = ob->dtype.lane_bytes() * ob->dtype.lanes();
+    std::map<int64_t, int64_t> where;  // the root of each input -> its byte offset in `out`
+    bool ok = out_bytes > 0;
+    for (size_t k = 0; ok && k + 1 < args[i].size(); ++k) {
+      const int64_t id = args[i][k], at = (*elems)[k] * elem_bytes;
+      const Buffer& b = first.at(id);
+      ok = id != out && intermediate(id) && at % 64 == 0 && b->dtype == ob->dtype &&
+           ConstBytes(b) > 0;
+      if (!ok) break;
+      auto [root, in_root] = resolve(id);
+      const int64_t rel = at - in_root;
+      auto [it, fresh] = where.emplace(root, rel);
+      ok = root != out && (fresh || it->second == rel) && rel >= 0 &&
+           rel + ConstBytes(first.at(root)) <= out_bytes;
+    }
+    // the roots' runs of bytes in `out` must not overlap
+    int64_t end = 0;
+    std::vector<std::pair<int64_t, int64_t>> runs;
+    for (const auto& [root, rel] : where) runs.emplace_back(rel, rel + ConstBytes(first.at(root)));
+    std::sort(runs.begin(), runs.end());
+    for (const auto& [lo, hi] : runs) {
+      ok = ok && lo >= end;
+      end = hi;
+    }
+    if (!ok) continue;
+    for (const auto& [root, rel] : where) place[root] = {out, rel};
+    members->push_back(int64_t(i));
+  }
+  return place;
+}
+
 }  // namespace
 
 namespace {
@@ -151,7 +222,7 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
                       const std::vector<std::vector<int64_t>>& args,
                       const std::vector<int64_t>& inputs, const std::vector<int64_t>& outputs,
                       const std::string& name, const std::vector<GroupPrefetch>& prefetch,
-                      int64_t l2_bytes, int64_t l1_bytes, Handoff handoff) {
+                      int64_t l2_bytes, int64_t l1_bytes, Handoff handoff, bool concat_in_place) {
   if (funcs.empty() || funcs.size() != args.size())
     TILECORE_THROW(ValueError) << "GroupKernels: " << funcs.size() << " kernels and " << args.size()
                                << " argument lists";
@@ -243,6 +314,21 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   }
   int64_t own = 0;  // the most L2 a member's own buffers take, above the arena
   for (const PrimFunc& f : funcs) own = std::max(own, OwnL2Bytes(f->body));
+  // The in-place Concats' inputs: each lives at a byte offset of another intermediate (its
+  // `root`), which lives from the first of them used to the last.
+  std::vector<int64_t> in_place;
+  std::map<int64_t, std::pair<int64_t, int64_t>> place_in;
+  if (concat_in_place)
+    place_in = PlaceConcatInputs(
+        funcs, args, first, [&](int64_t id) { return tensor.count(id) == 0; }, &in_place);
+  auto root_of = [&](int64_t id) {
+    int64_t at = 0;
+    for (auto it = place_in.find(id); it != place_in.end(); it = place_in.find(id)) {
+      at += it->second.second;
+      id = it->second.first;
+    }
+    return std::make_pair(id, at);
+  };
   std::vector<int64_t> ids;
   std::vector<BufferLife> lives;
   MemoryPlan plan;
@@ -250,11 +336,20 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   while (true) {
     ids.clear();
     lives.clear();
+    std::map<int64_t, std::pair<int64_t, int64_t>> span;  // a root -> the uses of all it holds
+    for (const auto& [id, use] : uses) {
+      if (tensor.count(id)) continue;
+      auto [it, fresh] = span.emplace(root_of(id).first, use);
+      if (!fresh)
+        it->second = {std::min(it->second.first, use.first),
+                      std::max(it->second.second, use.second)};
+    }
     for (const auto& [id, b] : first) {
       bool fetched = fetched_from.count(id) > 0;
       if (tensor.count(id) && !fetched) continue;
-      BufferLife life{b->dtype.lane_bytes(), fetched ? fetched_from.at(id) : uses.at(id).first,
-                      uses.at(id).second};
+      if (place_in.count(id)) continue;
+      BufferLife life{b->dtype.lane_bytes(), fetched ? fetched_from.at(id) : span.at(id).first,
+                      fetched ? uses.at(id).second : span.at(id).second};
       for (const PrimExpr& d : b->shape) {
         const auto* c = d.as<IntImmNode>();
         if (!c)
@@ -266,6 +361,11 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
       lives.push_back(life);
     }
     plan = PlanMemory(lives);
+    if (!place_in.empty() && plan.arena_size + own > l2_bytes) {  // the Concats copy instead
+      place_in.clear();
+      in_place.clear();
+      continue;
+    }
     if (fetched_from.empty() || plan.arena_size + own <= l2_bytes) break;
     // (the reader: the first member after the last fetching it)
     auto reader = [&](int64_t id) {
@@ -293,6 +393,15 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
     if (tensor.count(ids[k])) param_of.emplace(ids[k], tensor.at(ids[k]));
     tensor[ids[k]] = nb;
   }
+  for (const auto& [id, parent] : place_in) {
+    const Buffer& b = first.at(id);
+    auto [root, at] = root_of(id);
+    const int64_t offset = offset_of.at(root) + at;
+    tensor[id] = Buffer(arena->data, b->dtype, b->shape, {},
+                        IntImm(DataType::Int(32), offset / b->dtype.lane_bytes()), String("shared"),
+                        String("t" + std::to_string(id)));
+    offset_of[id] = offset;
+  }
   std::vector<Stmt> rebound;
   for (size_t i = 0; i < funcs.size(); ++i) {
     std::unordered_map<const VarNode*, Buffer> to;
@@ -301,7 +410,9 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
       const bool before = param_of.count(id) && int64_t(i) <= fetched_until.at(id);
       to.emplace(funcs[i]->params[k].get(), before ? param_of.at(id) : tensor.at(id));
     }
-    rebound.push_back(RebindBuffers(std::move(to)).VisitStmt(funcs[i]->body));
+    const bool copies = std::find(in_place.begin(), in_place.end(), int64_t(i)) == in_place.end();
+    rebound.push_back(copies ? RebindBuffers(std::move(to)).VisitStmt(funcs[i]->body)
+                             : EmptyCores(funcs[i]->body));
   }
   // Each member's first loads of the group's inputs (read-only) handed to the member before
   // it (member_handoff.h): early (the loads in buffers with places of their own, the
@@ -418,6 +529,7 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   }
   attrs.Set("prefetch", kept);
   attrs.Set("early_handoffs", int64_t(std::count(early.begin(), early.end(), true)));
+  attrs.Set("in_place_concats", Array<int64_t>(in_place));
   // where each intermediate (and prefetched input) lives while it lives, for the debuggers:
   // [id, byte offset in the arena, dtype, shape], the whole tensor row-major
   Array<Any> places;
@@ -435,7 +547,8 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
 TILECORE_REGISTER_GLOBAL("compiler.GroupKernels")
     .set_body_typed([](Array<PrimFunc> funcs, Array<Array<int64_t>> args, Array<int64_t> inputs,
                        Array<int64_t> outputs, String name, Array<Array<int64_t>> prefetch,
-                       int64_t l2_bytes, int64_t l1_bytes, int64_t handoff) -> PrimFunc {
+                       int64_t l2_bytes, int64_t l1_bytes, int64_t handoff,
+                       bool concat_in_place) -> PrimFunc {
       auto ints = [](const Array<int64_t>& v) {
         std::vector<int64_t> out;
         for (int64_t x : v) out.push_back(x);
@@ -455,7 +568,7 @@ TILECORE_REGISTER_GLOBAL("compiler.GroupKernels")
         TILECORE_THROW(ValueError)
             << "GroupKernels: handoff " << handoff << " (0 none, 1 late, 2 early)";
       return GroupKernels(f, a, ints(inputs), ints(outputs), std::string(name), p, l2_bytes,
-                          l1_bytes, Handoff(handoff));
+                          l1_bytes, Handoff(handoff), concat_in_place);
     });
 
 TILECORE_REGISTER_GLOBAL("compiler.testing.PrefetchedPlacesReadOnlyForever")

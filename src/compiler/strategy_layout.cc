@@ -22,6 +22,7 @@
 #include <numeric>
 
 #include "kernel_util.h"
+#include "tilecore/compiler/kernel_group.h"
 #include "tilecore/ffi/reflection.h"
 
 namespace tilecore {
@@ -607,7 +608,22 @@ PrimFunc LowerLayout(const OpCall& call) {
                            : op == "Pad"       ? PadBoxes(call)
                            : op == "Tile"      ? TileBoxes(call)
                                                : SpaceBoxes(call);
-  return MakeFunc(call, p, EmitBoxes(call, p, boxes));
+  PrimFunc f = MakeFunc(call, p, EmitBoxes(call, p, boxes));
+  // A Concat whose dims before its axis are all 1 lays each input out as one run of the
+  // output's bytes: a layer group may have the inputs' producers write there instead
+  // (GroupKernels, kConcatOffsetsAttr).
+  if (op == "Concat") {
+    auto os = Shape(call.outputs[0]);
+    const int64_t axis = Axis(AttrInt(call.attrs, "axis", 0), os.size());
+    int64_t outer = 1;
+    for (int64_t i = 0; i < axis; ++i) outer *= os[i];
+    if (outer == 1) {
+      Array<int64_t> offsets;
+      for (const Box& b : boxes) offsets.push_back(b.dst_base);
+      f = f.WithAttr(kConcatOffsetsAttr, offsets);
+    }
+  }
+  return f;
 }
 
 // Dropout at inference: one copy box, and a fill box of true for the mask

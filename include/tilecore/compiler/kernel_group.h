@@ -27,10 +27,18 @@
  * without one). With `handoff` (not kNone), each member's first loads of the inputs are
  * issued by the member before it (member_handoff.h); with kEarly, early where the buffers they
  * fill fit `l1_bytes` beside every member's own (attr "early_handoffs" counts them). The FFI
+ * A member that is a Concat with kConcatOffsetsAttr, whose inputs are intermediates (each
+ * a value its producer writes only there, or an earlier such Concat's output) and whose
+ * output is an intermediate, copies nothing: its inputs take their places inside its
+ * output's (64-byte aligned, the whole lives from the first input written to the last
+ * reader), so their producers write the output's bytes (attr "in_place_concats" lists
+ * those members; their cores loops stay, empty). When that arena does not fit `l2_bytes`
+ * beside the members' own buffers, or `concat_in_place` is false, the Concats copy.
+ * The FFI
  * function is `compiler.GroupKernels(funcs, args, inputs, outputs, name, prefetch, l2_bytes,
- * l1_bytes, handoff)` (handoff 0, 1 or 2). Errors: a ValueError when the lists disagree (an id no
- * kernel takes, one listed twice, a prefetch of something not an input, after its reader, outside
- * the tensor, or rows that do not cover it once).
+ * l1_bytes, handoff, concat_in_place)` (handoff 0, 1 or 2). Errors: a ValueError when the lists
+ * disagree (an id no kernel takes, one listed twice, a prefetch of something not an input, after
+ * its reader, outside the tensor, or rows that do not cover it once).
  */
 #ifndef TILECORE_COMPILER_KERNEL_GROUP_H_
 #define TILECORE_COMPILER_KERNEL_GROUP_H_
@@ -43,6 +51,11 @@
 
 namespace tilecore {
 namespace compiler {
+
+/*! \brief A Concat kernel's attr when each input is one run of the output's bytes (every dim
+ * before the axis 1): the element offset of each input in the output. In a group, the
+ * producers of its inputs write them there (see GroupKernels). */
+inline constexpr const char* kConcatOffsetsAttr = "concat_offsets";
 
 /*! \brief Which handoffs GroupKernels makes (member_handoff.h): none, late only, or early
  * where it may. */
@@ -58,7 +71,7 @@ ir::PrimFunc GroupKernels(const std::vector<ir::PrimFunc>& funcs,
                           const std::vector<int64_t>& inputs, const std::vector<int64_t>& outputs,
                           const std::string& name, const std::vector<GroupPrefetch>& prefetch = {},
                           int64_t l2_bytes = int64_t(4) << 20, int64_t l1_bytes = int64_t(1) << 20,
-                          Handoff handoff = Handoff::kEarly);
+                          Handoff handoff = Handoff::kEarly, bool concat_in_place = true);
 
 }  // namespace compiler
 }  // namespace tilecore

@@ -164,6 +164,9 @@ def _view_rows(views: list[Any], w: int) -> list[str]:
             f"{0.0:>8.2f}  a free view: no code" for v in views]
 
 
+IN_PLACE = "in place: its inputs' producers wrote its bytes (no copy)"
+
+
 def _member_rows(o: dict[str, Any], recorded: list[dict[str, Any]], st: dict[str, Any], w: int) -> list[str]:
     """The lines under a layer group's row: each member measured by the simulator (its code's
     cycles, with the cost model's estimate beside) and how much the members overlap; without
@@ -172,13 +175,16 @@ def _member_rows(o: dict[str, Any], recorded: list[dict[str, Any]], st: dict[str
     total, peak = max(st["cycles"], 1), st["peak_macs_per_cycle"]
     lines = []
     fused = {m["node"]: m.get("fused", []) for m in recorded}
+    in_place = {m["node"] for m in recorded if m.get("in_place")}
     if o.get("members"):
         for m in o["members"]:
             cyc = m["cycles"]
             util = m["macs"] / (cyc * peak) if cyc > 0 else 0.0
+            what = (IN_PLACE if m["node"] in in_place else
+                    f"{m['bound_by']:<5} est {m['est_cycles']:>10} ({100.0 * m['est_error']:+.0f}%)")
             lines.append(f"{'  ' + m['node']:<{w}}  {m['op_type'][:16]:<16} {'':<5} {cyc:>12} "
                          f"{100.0 * cyc / total:>6.1f}% {m['macs']:>14} {100.0 * util:>6.2f}% {_roof(cyc, m):>7}  {'':>8}  "
-                         f"{m['bound_by']:<5} est {m['est_cycles']:>10} ({100.0 * m['est_error']:+.0f}%)")
+                         f"{what}")
             lines += _fused_rows(fused.get(m["node"], []), w, "    ")
         covered = o["cycles"] - o["outside_members"]
         lines.append(f"{'  (members)':<{w}}  sum {o['members_cycles']} cycles = "
@@ -191,9 +197,10 @@ def _member_rows(o: dict[str, Any], recorded: list[dict[str, Any]], st: dict[str
     for m in recorded if est_total > 0 else []:
         cyc = o["cycles"] * m["est_cycles"] / est_total
         util = m["macs"] / (cyc * peak) if cyc > 0 else 0.0
+        what = IN_PLACE if m.get("in_place") else f"{m['bound_by']} (estimated)"
         lines.append(f"{'  ' + m['node']:<{w}}  {m['op'][:16]:<16} {'':<5} {'~' + str(round(cyc)):>12} "
                      f"{100.0 * cyc / total:>6.1f}% {m['macs']:>14} {100.0 * util:>6.2f}% "
-                     f"{_roof(cyc, m.get('roofline') or {}):>7}  {'':>8}  {m['bound_by']} (estimated)")
+                     f"{_roof(cyc, m.get('roofline') or {}):>7}  {'':>8}  {what}")
         lines += _fused_rows(m.get("fused", []), w, "    ")
     return lines
 

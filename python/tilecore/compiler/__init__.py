@@ -136,7 +136,8 @@ def PlanMemory(sizes: Sequence[int], first: Sequence[int], last: Sequence[int],
 
 def GroupKernels(funcs: Sequence[Any], args: Sequence[Sequence[int]], inputs: Sequence[int],  # noqa: N802
                  outputs: Sequence[int], name: str = "group", prefetch: Sequence[Sequence[int]] = (),
-                 l2_bytes: int | None = None, l1_bytes: int | None = None, handoff: str = "early") -> Any:
+                 l2_bytes: int | None = None, l1_bytes: int | None = None, handoff: str = "early",
+                 concat_in_place: bool = True) -> Any:
     """One kernel running the strategy PrimFuncs ``funcs`` in order (C++, kernel_group.h):
     ``args[i][k]`` is the id of the tensor param k of funcs[i] is; ``inputs`` and
     ``outputs`` are the ids that become the group's params; every other id is an
@@ -145,7 +146,9 @@ def GroupKernels(funcs: Sequence[Any], args: Sequence[Sequence[int]], inputs: Se
     members after it that read it (docs/compiler.md, "Weight prefetch"). Each member's first
     loads of the inputs are handed to the member before it (docs/compiler.md, "Handoff"):
     ``handoff`` "none", "late" (after its work) or "early" (spread over it where the buffers
-    they fill fit ``l1_bytes`` beside every member's own; attr "early_handoffs" counts them)."""
+    they fill fit ``l1_bytes`` beside every member's own; attr "early_handoffs" counts them).
+    With ``concat_in_place``, a Concat member whose inputs are each one run of its output's
+    bytes has their producers write them there and copies nothing (attr "in_place_concats")."""
     from ..arch import params
 
     l2_bytes = params()["l2_bytes"] if l2_bytes is None else l2_bytes  # TC1's, by default
@@ -155,7 +158,7 @@ def GroupKernels(funcs: Sequence[Any], args: Sequence[Sequence[int]], inputs: Se
         raise ValueError(f"GroupKernels: handoff {handoff!r}: one of none, late, early")
     return _ffi.GroupKernels(list(funcs), [[int(a) for a in row] for row in args], [int(i) for i in inputs],
                              [int(o) for o in outputs], str(name), [[int(x) for x in row] for row in prefetch],
-                             int(l2_bytes), int(l1_bytes), modes[handoff])
+                             int(l2_bytes), int(l1_bytes), modes[handoff], bool(concat_in_place))
 
 
 def estimate_cost(func: Any, target: str = "npu -cores=4") -> dict[str, Any]:

@@ -1258,6 +1258,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
 
         pipe.begin("LayerGroups")
         group_cache, member_cache = {}, {}
+        in_place = not pipe.disabled("ConcatInPlace")
 
         def in_l2(k, f, row, internal):
             # the member lowered again knowing which of its params are the group's L2
@@ -1332,7 +1333,8 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
                         ts = tuple(t for t in chosen if readers[t] == m)
                         member_in_l2(m, ts)
                         funcs2[m] = relowered[(m, ts)][0]
-                    g = GroupKernels(funcs2, args, ins, outs, "group", rows, _groups.L2_BYTES, handoff=handoff)
+                    g = GroupKernels(funcs2, args, ins, outs, "group", rows, _groups.L2_BYTES, handoff=handoff,
+                                     concat_in_place=in_place)
                     kept = {int(r[0]) for r in g.attrs["prefetch"]}
                     if kept == set(chosen):
                         return g
@@ -1364,11 +1366,11 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
             # (the group without prefetches, the group as planned)
             lowered = [in_l2(k, f, row, internal) for k, f, row in zip(idx, funcs, args)]
             handoff = "none" if pipe.disabled("Handoff") else "early"
-            f = GroupKernels(lowered, args, ins, outs, "group", handoff=handoff)
+            f = GroupKernels(lowered, args, ins, outs, "group", handoff=handoff, concat_in_place=in_place)
             if int(f.attrs["early_handoffs"]) > 0:
                 # an early handoff's loads queue between the giving member's own copies:
                 # kept when the cost model finds the group faster for them
-                late = GroupKernels(lowered, args, ins, outs, "group", handoff="late")
+                late = GroupKernels(lowered, args, ins, outs, "group", handoff="late", concat_in_place=in_place)
                 if group_estimate(late)["cycles"] <= group_estimate(f)["cycles"]:
                     f, handoff = late, "late"
             return f, with_prefetch(f, idx, funcs, lowered, args, ins, outs, internal, handoff)
@@ -1456,7 +1458,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
             if len(costs) == len(nd.members):
                 nd.member_costs = costs
         if isinstance(nd, _groups.GroupNode):  # and which instructions compute each member
-            nd.member_pc = _groups.member_code(mod, fn, len(nd.members))
+            nd.member_pc = _groups.member_code(mod, fn, len(nd.members), nd.in_place)
     timings["lower_and_build"] = time.perf_counter() - t0
     pipe.end()
 
@@ -1608,12 +1610,15 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
         macs, roof = 0, 0.0
         in_l2 = set(getattr(nd, "internal", []))
         member_roofs, member_macs = [], []
+        in_place = {id(nd.members[k]) for k in getattr(nd, "in_place", [])}
         for m in getattr(nd, "members", [nd]):
             ins = [info[str(v.name)] if v is not None else None for v in m.ins]
             m_macs = _macs(m.op, ins, [info[str(v.name)] for v in m.outs], m.attrs)
             macs += m_macs
             member_macs.append(m_macs)
-            if nd.where == "npu":
+            if nd.where == "npu" and id(m) in in_place:  # a Concat that moves no bytes
+                member_roofs.append({"cycles": 0.0, "bound": "none", "engine": "vec"})
+            elif nd.where == "npu":
                 prefetched = {w: e["bytes"] for w, e in getattr(nd, "prefetch", {}).items()
                               if e["reader"] == m.step_name and w in [str(v.name) for v in m.ins if v is not None]}
                 member_roofs.append(_roofline(m, info, in_l2, cores, m_macs, prefetched))

@@ -44,6 +44,9 @@ class GroupNode:
         self.member_inputs: list[list[str]] = []  # per member, the values it reads ("" omitted)
         # value name -> (byte offset in L2, dtype, shape): the intermediates' places (l2_places)
         self.l2_places: dict[str, tuple[int, str, list[int]]] = {}
+        # the members that are Concats written in place: their inputs' producers wrote their
+        # bytes (GroupKernels' in_place_concats); they copy nothing
+        self.in_place: list[int] = []
 
     def summary(self, buffer_of: Callable[[str], int] | None = None) -> dict[str, Any]:
         """The group as the report lists it and the step's debug info records it; with
@@ -61,6 +64,8 @@ class GroupNode:
             if len(self.member_pc) == len(self.members):
                 for entry, pc in zip(out["members"], self.member_pc):
                     entry["pc"] = pc
+            for k in self.in_place:
+                out["members"][k]["in_place"] = True
             if buffer_of is not None and len(self.member_inputs) == len(self.members):
                 for entry, m, ins in zip(out["members"], self.members, self.member_inputs):
                     entry["in"] = list(ins)
@@ -83,11 +88,12 @@ class GroupNode:
         return places
 
 
-def member_code(module: Any, function: str, count: int) -> list[dict[str, list[list[int]]]]:
+def member_code(module: Any, function: str, count: int, empty: Sequence[int] = ()) -> list[dict[str, list[list[int]]]]:
     """Per member of a group kernel (``function`` of the npu ``module``), its instructions
     on each core that runs the kernel: ``{core: [[begin, end), ...]}``, core a decimal
     string (a JSON key), from the module's member table (the code generator's record of
-    each member's ``cores`` loops); [] when the table does not cover ``count`` members."""
+    each member's ``cores`` loops); [] when the table does not cover ``count`` members
+    (the members in ``empty``, in-place Concats, have no code: {})."""
     info = next((f for f in module.info["functions"] if f["name"] == function), None)
     if info is None:
         return []
@@ -99,7 +105,7 @@ def member_code(module: Any, function: str, count: int) -> list[dict[str, list[l
         for core in sections[section]["cores"]:
             if core < int(info["cores"]):
                 out[member].setdefault(str(core), []).append([begin, end])
-    return out if all(out) else []
+    return out if all(o or m in empty for m, o in enumerate(out)) else []
 
 
 def _bytes(info, name, itemsize):
@@ -295,6 +301,7 @@ class Groups:
             for row in (f.attrs["l2_places"] if "l2_places" in f.attrs else []):
                 t, offset, dtype, shape = row
                 node.l2_places[name_of[int(t)]] = (int(offset), str(dtype), [int(d) for d in shape])
+            node.in_place = [int(k) for k in (f.attrs["in_place_concats"] if "in_place_concats" in f.attrs else [])]
             made.append(node)
             out.append((node, mod, fn, len(ins)))
             out_funcs.append(f)

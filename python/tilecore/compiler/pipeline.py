@@ -56,6 +56,8 @@ DRIVER_PASSES = {
     "LayerGroups": "runs of npu steps as one kernel, their intermediates in L2",
     "WeightPrefetch": "weights copied into L2 during the members before their reader",
     "Handoff": "each member's first loads issued during the member before it",
+    "ConcatInPlace": "a Concat in a layer group whose inputs' producers write them into its output's place, "
+                     "copying nothing",
     "Build": "each kernel compiled to TC1 machine code (a layer group's in LayerGroups)",
     "PlanMemory": "buffers placed in the arena by their live ranges",
     "Assemble": "the executable: constants, buffers, steps and their debug info",
@@ -66,6 +68,7 @@ PASSES = {**GRAPH_PASSES, **DRIVER_PASSES}
 # passes with no text of their own after them (print_after refuses them; a dump skips them)
 NO_TEXT = {"WeightPrefetch": "runs inside LayerGroups: print after LayerGroups",
            "Handoff": "runs inside LayerGroups: print after LayerGroups",
+           "ConcatInPlace": "runs inside LayerGroups: print after LayerGroups",
            "Build": "makes machine code, not a graph: print after LayerGroups",
            "Assemble": "makes the executable, not a graph: print after PlanMemory"}
 

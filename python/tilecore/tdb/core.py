@@ -445,6 +445,10 @@ class Debugger(cmd.Cmd):
         pcs: dict[int, set[int]] = {}
         for kind, k in wanted:
             g = node.group[k]
+            if not g.pc:  # a member without code (an in-place Concat): done where the last before it with code is
+                g = next((h for h in reversed(node.group[:k]) if h.pc), None)
+                kind = "end" if g is not None else "none"
+                k = g.index if g is not None else k
             if kind == "start" and not self.members_started[k]:
                 for core in g.pc:
                     pcs.setdefault(core, set()).add(g.begin(core))
@@ -464,13 +468,15 @@ class Debugger(cmd.Cmd):
         messages = []
         for g in node.group:
             k = g.index
-            if not self.members_started[k] and (finished or any(self._passed(c, g.begin(c)) for c in g.pc)):
+            # a member without code (an in-place Concat) starts and completes with the one before it
+            now = finished or (not g.pc and (k == 0 or self.members_complete[k - 1]))
+            if not self.members_started[k] and (now or any(self._passed(c, g.begin(c)) for c in g.pc)):
                 self.members_started[k] = True
                 if ("start", k) in wanted:
                     messages += [t for p in self.plugins for t in (p.before_member(node, g) or [])]
                     if stop_member is not None and not finished and stop_member(node, g):
                         messages.append("")
-            if not self.members_complete[k] and (finished or all(self._passed(c, g.end(c)) for c in g.pc)):
+            if not self.members_complete[k] and (now or (g.pc and all(self._passed(c, g.end(c)) for c in g.pc))):
                 self.members_complete[k] = True
                 if ("end", k) in wanted:
                     messages += [t for p in self.plugins for t in (p.after_member(node, g) or [])]

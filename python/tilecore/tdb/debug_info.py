@@ -139,6 +139,12 @@ def _group(dbg, step, sd: StepDebug, args: Sequence[int], program_words: Mapping
         raise TargetError(f"step `{step}`: its debug entry `group` lists {len(sd.group_nodes)} nodes but "
                           f"{len(members)} members")
     sd.members = [{k: m[k] for k in _MEMBER_FIELDS} for m in members]
+    for i, m in enumerate(members):  # a Concat whose inputs' producers wrote its bytes
+        if "in_place" in m:
+            if m["in_place"] is not True or m["op"] != "Concat":
+                raise TargetError(f"step `{step}`: its debug entry `group` has member {i} with `in_place` "
+                                  f"{json.dumps(m['in_place'])[:40]} (only a Concat member has it, true)")
+            sd.members[i]["in_place"] = True
     with_pc = [i for i, m in enumerate(members) if "pc" in m]
     if with_pc and len(with_pc) != len(members):
         missing = next(i for i in range(len(members)) if i not in with_pc)

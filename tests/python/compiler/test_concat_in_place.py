@@ -1,0 +1,201 @@
+"""A Concat inside a layer group whose inputs are each one run of its output's bytes
+(docs/compiler.md, "Layer groups"): the producers of its inputs write them into its output's
+place in L2, and the Concat copies nothing. Checked bit for bit against the same model
+compiled a step per node (the Concat copying), against ONNX Runtime (every intermediate the
+debugger reads where it is complete, too), and for what must stay a copy."""
+import json
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import tilecore
+from tilecore import compiler
+
+from test_driver import make_model, ort_run
+
+RNG = np.random.default_rng(47)
+
+
+def randn(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def fire(c=16, s=8, e=16, hw=8, axis=1, concat_out=False):
+    """SqueezeNet's fire module: squeeze 1x1 -> Relu -> (expand 1x1, expand 3x3) -> Relu each
+    -> Concat -> a 1x1 Conv reading it."""
+    nodes = [helper.make_node("Conv", ["x", "ws"], ["sq"], name="squeeze"),
+             helper.make_node("Relu", ["sq"], ["sr"], name="squeeze_relu"),
+             helper.make_node("Conv", ["sr", "w1"], ["e1"], name="expand1x1"),
+             helper.make_node("Relu", ["e1"], ["r1"], name="relu1"),
+             helper.make_node("Conv", ["sr", "w3"], ["e3"], name="expand3x3", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["e3"], ["r3"], name="relu3"),
+             helper.make_node("Concat", ["r1", "r3"], ["cat"], name="concat", axis=axis),
+             helper.make_node("Conv", ["cat", "wo"], ["y"], name="out")]
+    inits = [("ws", randn(s, c, 1, 1, scale=0.3)), ("w1", randn(e, s, 1, 1, scale=0.3)),
+             ("w3", randn(e, s, 3, 3, scale=0.1)), ("wo", randn(8, 2 * e if axis == 1 else e, 1, 1, scale=0.2))]
+    return make_model(nodes, [("x", [1, c, hw, hw], np.float32)], ["y"] + (["cat"] if concat_out else []), inits)
+
+
+def in_place_members(exe):
+    """(step, [member nodes in place]) of each group step, and its debug entry."""
+    out = []
+    for st in exe.describe()["steps"]:
+        if "group" in st.get("debug", {}):
+            g = json.loads(st["debug"]["group"])
+            out.append([m["node"] for m in g["members"] if m.get("in_place")])
+    return out
+
+
+def with_outputs(model, names):
+    """The model with ``names`` as graph outputs too (ONNX Runtime then gives them)."""
+    m = type(model)()
+    m.CopyFrom(model)
+    m.graph.output.extend(helper.make_tensor_value_info(n, 1, None) for n in names)
+    return m
+
+
+@pytest.mark.parametrize("precision", ["f32", "int8"])
+def test_a_fire_module_concat_is_written_in_place(precision, hazard_checked):
+    model = fire()
+    x = randn(1, 16, 8, 8)
+    kw = {"calib_samples": {"x": randn(4, 1, 16, 8, 8)}} if precision == "int8" else {}
+    grouped = tilecore.compile(model, precision=precision, **kw)
+    plain = tilecore.compile(model, precision=precision, group=False, **kw)
+    assert in_place_members(grouped) == [["concat"]]
+    y = grouped.run({"x": x})["y"]
+    np.testing.assert_array_equal(y, plain.run({"x": x})["y"])  # the same bits as the Concat copying
+    assert hazard_checked() == []
+    ref = ort_run(model, {"x": x})["y"]
+    cos = float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref)))
+    assert cos > (0.999999 if precision == "f32" else 0.99)
+    # the producers' places are the Concat's, one after the other
+    (step,) = grouped.describe()["steps"]
+    places = {m["node"]: m for m in json.loads(step["debug"]["group"])["members"]}
+    (cat,) = [p for p in places["concat"]["out"] if p["value"] == "cat"]
+    (r1,) = [p for p in places["expand1x1"]["out"]]
+    (r3,) = [p for p in places["expand3x3"]["out"]]
+    itemsize = np.dtype(cat["dtype"]).itemsize  # (int8 or f32 between the int8 Convs: Int8Edges decides)
+    assert (r1["space"], r3["space"], cat["space"]) == ("l2", "l2", "l2")
+    assert r1["offset"] == cat["offset"] and r3["offset"] == cat["offset"] + 16 * 8 * 8 * itemsize
+
+
+def test_the_in_place_concat_costs_nothing_and_the_profile_says_why():
+    from tilecore.cli.runtime import format_profile
+
+    from tilecore.compiler.pipeline import PipelineOptions
+
+    model, x = fire(hw=16), randn(1, 16, 16, 16)
+    grouped = tilecore.compile(model)
+    grouped.run({"x": x})
+    (op,) = grouped.stats()["ops"]
+    member = {m["node"]: m for m in op["members"]}["concat"]
+    assert member["cycles"] == 0 and member["instructions"] == 0
+    rows = [ln for ln in format_profile(grouped.stats(), grouped).splitlines() if ln.startswith("  concat")]
+    assert len(rows) == 1 and "in place: its inputs' producers wrote its bytes (no copy)" in rows[0]
+    # the L2 traffic of the copy (its bytes read and written) is gone
+    b = grouped.stats()["bytes"]
+    compiler_off = tilecore.compile(model, pipeline=PipelineOptions(disable=["ConcatInPlace"]))
+    assert in_place_members(compiler_off) == [[]]
+    compiler_off.run({"x": x})
+    b_off = compiler_off.stats()["bytes"]
+    cat_bytes = 32 * 16 * 16 * 4
+    assert b_off["l2_read"] + b_off["l2_written"] - (b["l2_read"] + b["l2_written"]) >= 2 * cat_bytes
+    assert grouped.stats()["cycles"] < compiler_off.stats()["cycles"]
+    np.testing.assert_array_equal(grouped.run({"x": x})["y"], compiler_off.run({"x": x})["y"])
+
+
+def test_a_dense_block_chain_of_concats_shares_one_place():
+    """DenseNet's dense block: each layer concatenates every feature map before it (the first
+    of them alone), so each Concat's output is the first bytes of the next one's: all of them
+    in place, every feature map written once."""
+    c, k, hw = 16, 16, 8
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["f0"], name="stem", pads=[1, 1, 1, 1])]
+    inits = [("w0", randn(c, 3, 3, 3, scale=0.3))]
+    feats, width = ["f0"], c
+    for i in range(1, 4):
+        nodes.append(helper.make_node("Concat", list(feats), [f"cat{i}"], name=f"concat{i}", axis=1))
+        nodes.append(helper.make_node("Relu", [f"cat{i}"], [f"a{i}"], name=f"relu{i}"))
+        nodes.append(helper.make_node("Conv", [f"a{i}", f"w{i}"], [f"f{i}"], name=f"conv{i}", pads=[1, 1, 1, 1]))
+        inits.append((f"w{i}", randn(k, width, 3, 3, scale=0.1)))
+        feats.append(f"f{i}")
+        width += k
+    nodes.append(helper.make_node("Concat", list(feats), ["cat4"], name="concat4", axis=1))
+    nodes.append(helper.make_node("GlobalAveragePool", ["cat4"], ["y"], name="pool"))
+    model = make_model(nodes, [("x", [1, 3, hw, hw], np.float32)], ["y"], inits)
+    x = randn(1, 3, hw, hw)
+    grouped, plain = tilecore.compile(model), tilecore.compile(model, group=False)
+    assert in_place_members(grouped) == [["concat1", "concat2", "concat3", "concat4"]]
+    y = grouped.run({"x": x})["y"]
+    np.testing.assert_array_equal(y, plain.run({"x": x})["y"])
+    np.testing.assert_allclose(y, ort_run(model, {"x": x})["y"], rtol=1e-5, atol=1e-5)
+    # every feature map where the last Concat puts it
+    (step,) = grouped.describe()["steps"]
+    places = {p["value"]: p for m in json.loads(step["debug"]["group"])["members"] for p in m["out"]}
+    base = places["cat4"]["offset"]
+    assert [places[f]["offset"] - base for f in feats] == [0, c * hw * hw * 4] + [
+        (c + i * k) * hw * hw * 4 for i in (1, 2)]
+    assert all(places[f"cat{i}"]["offset"] == base for i in (1, 2, 3))
+
+
+def test_the_debugger_reads_each_value_where_it_is_complete():
+    """What `tilecore compare` checks the shipped program with: each member's outputs read
+    as the member completes; the in-place Concat's after its inputs' producers, all equal to
+    ONNX Runtime's values."""
+    from tilecore.tdb.capture import values_where_complete
+
+    model, x = fire(), randn(1, 16, 8, 8)
+    exe = tilecore.compile(model)
+    assert in_place_members(exe) == [["concat"]]
+    rows = values_where_complete(exe, {"x": x})
+    order = [r["value"] for r in rows]
+    assert order.index("cat") > max(order.index("r1"), order.index("r3"))
+    names = ["sr", "r1", "r3", "cat"]
+    ref = ort_run(with_outputs(model, names), {"x": x})
+    got = {r["value"]: r["array"] for r in rows}
+    for n in names + ["y"]:
+        np.testing.assert_allclose(got[n], ref[n], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["last_axis", "graph_output", "unaligned", "same_input_twice"])
+def test_what_stays_a_copy(case):
+    """A Concat along an axis with a dim before it > 1 (its inputs interleave), whose output
+    is a graph output (its bytes are the caller's), whose inputs do not start at 64-byte
+    boundaries, or that reads one input twice copies as before, and computes the same."""
+    if case == "last_axis":
+        model = fire(axis=3)
+    elif case == "graph_output":
+        model = fire(concat_out=True)
+    elif case == "unaligned":
+        model = fire(s=8, e=5, hw=3)  # 5 x 3 x 3 floats: 180 bytes
+    else:
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+                 helper.make_node("Concat", ["c", "c"], ["cat"], name="concat", axis=1),
+                 helper.make_node("Conv", ["cat", "w2"], ["y"], name="out")]
+        model = make_model(nodes, [("x", [1, 16, 8, 8], np.float32)], ["y"],
+                           [("w", randn(16, 16, 1, 1, scale=0.3)), ("w2", randn(8, 32, 1, 1, scale=0.2))])
+    x = randn(*[d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim])
+    exe = tilecore.compile(model)
+    assert in_place_members(exe) == [[]]  # a group, its Concat copying
+    out, ref = exe.run({"x": x}), ort_run(model, {"x": x})
+    for k in ref:
+        np.testing.assert_allclose(out[k], ref[k], rtol=1e-5, atol=1e-5)
+
+
+def test_group_kernels_copies_when_the_shared_place_does_not_fit():
+    """GroupKernels itself: the Concat member in place (attr in_place_concats) when its
+    arena fits; given too little L2 for it, the Concat copies (the members' own plans)."""
+    s_in = compiler.TensorSpec((1, 16, 8, 8), "float32")
+    s_cat = compiler.TensorSpec((1, 32, 8, 8), "float32")
+    target = "npu -cores=4"
+    relu = compiler.LowerOp("Relu", {}, [s_in], [s_in], target)
+    concat = compiler.LowerOp("Concat", {"axis": 1}, [s_in, s_in], [s_cat], target)
+    assert list(concat.attrs["concat_offsets"]) == [0, 16 * 64]
+    tail = compiler.LowerOp("Relu", {}, [s_cat], [s_cat], target)
+    funcs, args = [relu, relu, concat, tail], [[0, 1], [0, 2], [1, 2, 3], [3, 4]]
+    g = compiler.GroupKernels(funcs, args, [0], [4], "group")
+    assert list(g.attrs["in_place_concats"]) == [2]
+    places = {int(t): int(off) for t, off, *_ in g.attrs["l2_places"]}
+    assert places[1] == places[3] and places[2] == places[3] + 16 * 64 * 4
+    small = compiler.GroupKernels(funcs, args, [0], [4], "group", l2_bytes=int(g.attrs["arena_bytes"]) - 64)
+    assert list(small.attrs["in_place_concats"]) == []
