@@ -71,6 +71,25 @@ def test_conv_matches_loop_nest(spatial, kernel, strides, dilations, pads, group
     assert info.shape == got.shape
 
 
+@pytest.mark.parametrize("spatial,kernel,strides,dilations,pads", [
+    ((12, 12), (7, 7), (1, 1), (1, 1), (3, 3, 3, 3)),      # ConvNeXt's
+    ((9, 8), (3, 2), (2, 1), (2, 3), (1, 0, 2, 1)),
+    ((11,), (3,), (3,), (2,), (2, 1)),
+    ((5, 6, 4), (2, 3, 2), (1, 2, 1), (2, 1, 1), (0, 1, 1, 1, 0, 2)),
+])
+def test_depthwise_conv_matches_loop_nest(spatial, kernel, strides, dilations, pads):
+    """A Conv with one input channel per output channel (its own path: a window per tap)."""
+    rng = np.random.default_rng(2)
+    c = 6
+    x = rng.standard_normal((2, c, *spatial)).astype(np.float32)
+    w = rng.standard_normal((c, 1, *kernel)).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32)
+    attrs = dict(strides=list(strides), dilations=list(dilations), pads=list(pads), group=c)
+    got = call("Conv", attrs, x, w, b)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, conv_loops(x, w, b, strides, dilations, pads, c), rtol=1e-5, atol=1e-5)
+
+
 def test_conv_float16_accumulates_in_float32():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((1, 64, 3, 3)).astype(np.float16)

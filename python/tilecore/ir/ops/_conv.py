@@ -109,19 +109,41 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: Optional[np.ndarray] = None, *, str
     xp = pad_spatial(x.astype(acc, copy=False), pads)
     outs = tuple(out_size(x.shape[2 + i], kernel[i], strides[i], dilations[i], pads[i], pads[k + i])
                  for i in range(k))
-    if all(kk == 1 for kk in kernel) and all(st == 1 for st in strides) and tuple(outs) == xp.shape[2:]:
-        cols = np.ascontiguousarray(xp)  # a 1x1 window at every position: the patches are x itself
+    if group == c == m and cg == 1 and group > 1:
+        y = _depthwise(xp, w.astype(acc, copy=False), strides, dilations, outs)
     else:
-        cols = im2col(xp, kernel, strides, dilations, outs)           # (N, C, *kernel, *out)
-    patch = cg * int(np.prod(kernel, dtype=np.int64))
-    positions = int(np.prod(outs, dtype=np.int64))
-    cols = cols.reshape(n, group, patch, positions)                    # channels are group-major
-    wg = w.astype(acc, copy=False).reshape(group, m // group, patch)
-    y = np.matmul(wg[None], cols)                                      # (N, group, M/group, P)
-    y = y.reshape(n, m, *outs)
+        if all(kk == 1 for kk in kernel) and all(st == 1 for st in strides) and tuple(outs) == xp.shape[2:]:
+            cols = np.ascontiguousarray(xp)  # a 1x1 window at every position: the patches are x itself
+        else:
+            cols = im2col(xp, kernel, strides, dilations, outs)       # (N, C, *kernel, *out)
+        patch = cg * int(np.prod(kernel, dtype=np.int64))
+        positions = int(np.prod(outs, dtype=np.int64))
+        cols = cols.reshape(n, group, patch, positions)                # channels are group-major
+        wg = w.astype(acc, copy=False).reshape(group, m // group, patch)
+        y = np.matmul(wg[None], cols)                                  # (N, group, M/group, P)
+        y = y.reshape(n, m, *outs)
     if b is not None:
         y = y + b.astype(acc, copy=False).reshape((1, m) + (1,) * k)
     return y.astype(out_dtype or x.dtype, copy=False)
+
+
+def _depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
+               outs: Sequence[int]) -> np.ndarray:
+    """A depthwise Conv (one input channel per output channel) of an already padded xp:
+    each kernel offset's window times its per-channel weight, accumulated in offset order.
+    (As one matmul per channel it is a batch of (1 x K) @ (K x P) products, which BLAS runs
+    at a small fraction of its speed: ConvNeXt's 7x7 depthwise Convs took seconds.)"""
+    n, c = xp.shape[:2]
+    y = np.zeros((n, c, *outs), dtype=xp.dtype)
+    if y.size == 0:
+        return y
+    term = np.empty_like(y)
+    lead = (slice(None), slice(None))
+    for offset in np.ndindex(*w.shape[2:]):
+        window = tuple(slice(k * d, k * d + (o - 1) * s + 1, s) for k, d, s, o in zip(offset, dilations, strides, outs))
+        np.multiply(xp[lead + window], w[lead + offset].reshape((1, c) + (1,) * len(outs)), out=term)
+        y += term
+    return y
 
 
 def conv_transpose_nd(x: np.ndarray, w: np.ndarray, b: Optional[np.ndarray] = None, *,
