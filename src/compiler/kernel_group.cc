@@ -571,6 +571,11 @@ TILECORE_REGISTER_GLOBAL("compiler.GroupKernels")
                           l1_bytes, Handoff(handoff), concat_in_place);
     });
 
+// the most parameters a group kernel may take (its inputs and outputs): the npu's
+TILECORE_REGISTER_GLOBAL("compiler.GroupMaxParams").set_body_typed([]() -> int64_t {
+  return runtime::kNpuMaxArgs;
+});
+
 TILECORE_REGISTER_GLOBAL("compiler.testing.PrefetchedPlacesReadOnlyForever")
     .set_body_typed([](bool on) -> bool {
       const bool was = testing_prefetched_places_read_only_forever;

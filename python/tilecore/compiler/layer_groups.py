@@ -8,7 +8,8 @@ a member writes that only members read and that is not a graph output; it takes 
 in the group kernel's L2 arena from the first member that uses it to the last (C++
 ``compiler.GroupKernels``), so intermediates that are not live at once share L2. A group
 grows while the intermediates live at any one member fit ``L2_BUDGET``, the rest of L2
-left to the members' own staging (a Conv's input, a MatMul's weights). A group whose kernel does not build (L2
+left to the members' own staging (a Conv's input, a MatMul's weights), and while its
+kernel would take at most ``max_params()`` parameters. A group whose kernel does not build (L2
 overflows once the members' own buffers are placed) is split in halves, down to single
 steps.
 """
@@ -155,6 +156,49 @@ class _RunPeak:
         return self.peak
 
 
+class _RunParams:
+    """The parameters (DDR values: inputs, constants included, and outputs) the group kernel
+    of a run of steps would take, kept as steps are appended: a value the run writes is an
+    output while a reader outside the run, or the graph, needs it."""
+
+    def __init__(self, groups: "Groups") -> None:
+        self.groups = groups
+        self.reset()
+
+    def reset(self) -> None:
+        self.inputs, self.written, self.waiting, self.outputs = set(), set(), {}, 0
+
+    def add(self, step: tuple) -> int:
+        """Appends ``step`` (a driver step tuple); returns the run's parameter count."""
+        g = self.groups
+        nd, _, _, in_params = step
+        for v in nd.ins[:in_params]:
+            n = OMITTED if v is None else g.root(str(v.name))
+            if n in self.written:
+                left = self.waiting.get(n)
+                if left is not None and id(nd) in left:
+                    left.discard(id(nd))
+                    if not left and n not in g.graph_outputs:
+                        self.outputs -= 1
+            else:
+                self.inputs.add(n)
+        for v in nd.outs:
+            n = g.root(str(v.name))
+            if str(v.name) and n not in self.written:
+                self.written.add(n)
+                self.waiting[n] = {id(r) for r in g.readers.get(n, [])}
+                if self.waiting[n] or n in g.graph_outputs:
+                    self.outputs += 1
+        return len(self.inputs) + self.outputs
+
+
+def max_params() -> int:
+    """The most parameters a group kernel takes (the npu's limit on a kernel's arguments)."""
+    from . import _ffi
+
+    return int(_ffi.GroupMaxParams())
+
+
 class Groups:
     """The layer groups of the driver's ``steps`` ((node, module, function, input params)
     tuples in execution order): ``runs`` are lists of step indices, two or more each. The
@@ -186,20 +230,27 @@ class Groups:
             run.clear()
 
         peak = _RunPeak(self)  # peak_l2_bytes of the run, kept as it grows
+        # its parameters, kept as it grows: a run ends before it would take more than a
+        # kernel may (split in halves afterwards, it would end where its length says)
+        params, limit = _RunParams(self), max_params()
         for nd in nodes:
             if nd.where in ("dropped", "view"):
                 continue
             if nd.where != "npu" or id(nd) not in position or nd.step_name in apart:
                 close()
                 peak.reset()
+                params.reset()
                 continue
             run.append(nd)
-            if peak.add(steps[position[id(nd)]]) > L2_BUDGET:
+            step = steps[position[id(nd)]]
+            if peak.add(step) > L2_BUDGET or params.add(step) > limit:
                 run.pop()
                 close()
                 run.append(nd)
                 peak.reset()
-                peak.add(steps[position[id(nd)]])
+                params.reset()
+                peak.add(step)
+                params.add(step)
         close()
 
     def root(self, name: str) -> str:

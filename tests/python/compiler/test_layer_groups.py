@@ -96,6 +96,26 @@ def test_the_l2_budget_splits_a_chain(monkeypatch, budget, sizes):
     np.testing.assert_allclose(exe.run({"x": x})[prev], ort_run(model, {"x": x})[prev], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("limit,sizes", [(5, [3, 3]), (4, [2, 2, 2]), (256, [6])])
+def test_a_run_ends_before_it_would_take_more_parameters_than_a_kernel(monkeypatch, limit, sizes):
+    """Each Conv of the chain adds its weights to the run's parameters (the input, the
+    weights, the output): a run ends where the next step would pass the limit, instead of
+    being built and split in halves (no group_splits)."""
+    monkeypatch.setattr(layer_groups, "max_params", lambda: limit)
+    model, prev = conv_chain(6, 8, 8, 0.2)
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    assert [len(g["nodes"]) for g in rep["groups"]] == sizes and rep["group_splits"] == []
+    for st in exe.describe()["steps"]:
+        assert len(st["args"]) <= limit
+    x = randn(1, 8, 8, 8)
+    np.testing.assert_allclose(exe.run({"x": x})[prev], ort_run(model, {"x": x})[prev], rtol=1e-4, atol=1e-4)
+
+
+def test_the_parameter_limit_is_the_npu_kernels():
+    assert layer_groups.max_params() == 256  # docs/tc1.md: a kernel takes at most 256 arguments
+
+
 def test_a_free_view_inside_a_group_and_a_graph_output():
     """conv -> conv2 -> Flatten -> MatMul: the view is an alias inside the group (conv2's
     output stays in L2, read by the MatMul in its flattened shape, and the view is recorded
