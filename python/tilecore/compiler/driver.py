@@ -520,6 +520,25 @@ def _roofline(m, info, in_l2, cores, macs, prefetched=None):
     return {"cycles": float(r["cycles"]), "bound": str(r["bound"]), "engine": engine}
 
 
+def _view_thresholds(thresholds, nodes):
+    """``thresholds`` with each value a view makes, or a view reads, given the range of the
+    other end: a view's output is its input's values (FoldMatMulBias's Reshapes to 2-D and
+    back). Both ways, along chains: a table calibrated on the ONNX model names the 3-D
+    values, the compiler's Gemm writes the 2-D one."""
+    out = dict(thresholds)
+    pairs = [(str(nd.ins[0].name), str(nd.outs[0].name)) for nd in nodes
+             if nd.op in VIEW_OPS and nd.ins and nd.ins[0] is not None and nd.outs and str(nd.outs[0].name)]
+    changed = True
+    while changed:
+        changed = False
+        for src, dst in pairs:
+            for a, b in ((src, dst), (dst, src)):
+                if a in out and b not in out:
+                    out[b] = out[a]
+                    changed = True
+    return out
+
+
 def _attr_key(attrs):
     key = []
     for k in sorted(attrs):
@@ -1086,13 +1105,8 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
                 thresholds = absmax
             if mean_axes:
                 means = computed
-        if thresholds is not None:  # a view (FoldMatMulBias's Reshape) has its input's range
-            thresholds = dict(thresholds)
-            for nd in nodes:
-                if nd.op in VIEW_OPS and nd.ins and nd.ins[0] is not None and nd.outs:
-                    src, dst = str(nd.ins[0].name), str(nd.outs[0].name)
-                    if src in thresholds and dst not in thresholds:
-                        thresholds[dst] = thresholds[src]
+        if thresholds is not None:
+            thresholds = _view_thresholds(thresholds, nodes)
         precision_report = _prec.assign(nodes, info, precision, qtable, thresholds, HasStrategy, TensorSpec, means)
     except ValueError as e:
         raise CompileError(str(e)) from None

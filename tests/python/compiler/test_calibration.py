@@ -282,3 +282,43 @@ def test_a_tensor_zero_on_every_sample_keeps_its_readers_in_f32():
     falls = {f["node"]: f["reason"] for f in rep["precision"]["fallbacks"]}
     assert falls["conv1"] == "calibration: `xs` is zero on every sample (a degenerate range)"
     assert "conv1" not in rep["precision"]["assigned"]
+
+
+def test_a_table_of_the_onnx_values_gives_the_compilers_views_their_ranges():
+    """A 3-D MatMul + bias becomes a 2-D Gemm between Reshapes (FoldMatMulBias): the table,
+    calibrated on the ONNX model, names the 3-D values; the Gemm writes the 2-D one. A
+    view's values are its input's, so each takes the other's range: the dense -> Gelu ->
+    dense chain keeps its int8 edges (the Gelu a lookup table in the first dense), and the
+    executable is the one calibrating in the compile gives, bit for bit (the CLI's --calib
+    compiles with the table and the samples)."""
+    import onnxruntime as ort
+
+    import tilecore
+    from tilecore.compiler.verify import cosine
+
+    rng = np.random.default_rng(5)
+    w1, b1 = (rng.standard_normal((32, 64)) * 0.2).astype(np.float32), rng.standard_normal(64).astype(np.float32)
+    w2, b2 = (rng.standard_normal((64, 32)) * 0.2).astype(np.float32), rng.standard_normal(32).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"], name="dense1"),
+             helper.make_node("Add", ["m1", "b1"], ["a1"], name="bias1"),
+             helper.make_node("Gelu", ["a1"], ["g"], name="gelu"),
+             helper.make_node("MatMul", ["g", "w2"], ["m2"], name="dense2"),
+             helper.make_node("Add", ["m2", "b2"], ["y"], name="bias2")]
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 32])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(a, n) for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2"))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+    s = {"x": rng.standard_normal((8, 1, 16, 32)).astype(np.float32)}
+    table = calibrate(m, s, method="minmax")
+    assert "a1" in table.thresholds and not any(k.endswith("_2d") for k in table.thresholds)
+    r_table, r_samples = {}, {}
+    # (the samples too, as the CLI passes them: the bias correction's channel means)
+    by_table = tilecore.compile(m, precision="int8", calib=table, calib_samples=s, report=r_table)
+    by_samples = tilecore.compile(m, precision="int8", calib_samples=s, report=r_samples)
+    assert sorted(r_table["int8_edges"]) == sorted(r_samples["int8_edges"])
+    assert {"a1", "g"} <= set(r_table["int8_edges"])
+    x = {"x": rng.standard_normal((1, 16, 32)).astype(np.float32)}
+    y = by_table.run(x)["y"]
+    np.testing.assert_array_equal(y, by_samples.run(x)["y"])
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, x)[0]
+    assert cosine(y, ref) > 0.99
