@@ -60,6 +60,10 @@ const std::vector<CompilerAttr>& Table() {
      "1: the Conv's last input is added to its result before the activation (a residual Add "
      "fused); 0 or absent: none. Set by FuseEpilogue (fuse_epilogue.py); read by Conv "
      "(fused_epilogue.h)."},
+    {"tc_residual_last", kInt,
+     "1: the fused residual is added after the activation (Conv -> activation -> Add: YOLO's "
+     "bottleneck), f32 in a Conv not in int8; 0 or absent: before it. Set by FuseEpilogue "
+     "(fuse_epilogue.py); read by Conv (fused_epilogue.h)."},
     {"tc_residual_scale", kFloat,
      "An int8 fused residual's scale: added in its own units. Set by Int8Edges "
      "(int8_edges.py); read by Conv (fused_epilogue.h)."},

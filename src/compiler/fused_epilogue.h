@@ -10,10 +10,13 @@
  *   tc_activation = "SiLU" or "HardSwish"
  *                           then the op's passes (activation_passes.h), through a
  *                           scratch tile of the result's shape
+ *   tc_residual_last = 1    the residual (f32, a Conv not in int8) is added after the
+ *                           activation instead (YOLO's Conv -> SiLU -> Add)
  *
- * The order is ONNX's Conv -> Add -> Relu/Clip, each rounded to f32 as the separate
- * nodes would be, so a fused Conv gives the same bits as the unfused nodes (an int8
- * residual excepted: it is added in int8 precision, as any int8 engine does). Fusing saves
+ * The order is ONNX's Conv -> Add -> Relu/Clip (or Conv -> activation -> Add), each
+ * rounded to f32 as the separate nodes would be, so a fused Conv gives the same bits as
+ * the unfused nodes (an int8 residual excepted: it is added in int8 precision, as any
+ * int8 engine does). Fusing saves
  * the Add's and the activation's DDR round trips (read two tensors, write one; read one,
  * write one): those steps are DMA-bound and take as long as a Conv in ResNet-50.
  */
@@ -34,8 +37,9 @@ namespace compiler {
 namespace detail {
 
 struct FusedEpilogue {
-  int64_t residual = -1;   // index of the input added to the result, or -1
-  std::string activation;  // "", "Relu", "Clip", "SiLU" or "HardSwish"
+  int64_t residual = -1;       // index of the input added to the result, or -1
+  std::string activation;      // "", "Relu", "Clip", "SiLU" or "HardSwish"
+  bool residual_last = false;  // the residual added after the activation
   double lo = -std::numeric_limits<double>::infinity();
   double hi = std::numeric_limits<double>::infinity();
   bool any() const { return residual >= 0 || !activation.empty(); }
@@ -47,6 +51,7 @@ inline FusedEpilogue GetFusedEpilogue(const Map<String, Any>& attrs, size_t n_in
   FusedEpilogue e;
   if (AttrInt(attrs, "tc_residual", 0) != 0 && n_inputs > 0)
     e.residual = static_cast<int64_t>(n_inputs) - 1;
+  e.residual_last = e.residual >= 0 && AttrInt(attrs, "tc_residual_last", 0) != 0;
   e.activation = AttrStr(attrs, "tc_activation", "");
   if (e.activation == "Relu") e.lo = 0;
   if (e.activation == "Clip") {
@@ -67,12 +72,20 @@ inline std::string CheckFusedEpilogue(const std::string& op, const Map<String, A
   if (!e.activation.empty() && e.activation != "Relu" && e.activation != "Clip" && !e.passes())
     return op + ": tc_activation `" + e.activation + "` (expected Relu, Clip, SiLU or HardSwish)";
   if (e.lo > e.hi) return op + ": tc_clip_min is above tc_clip_max";
+  if (AttrInt(attrs, "tc_residual_last", 0) != 0 && e.residual < 0)
+    return op + ": tc_residual_last without tc_residual";
   if (e.residual < 0) return "";
   if (e.residual < 3 || !(*ins)[e.residual].defined())
     return op +
            ": tc_residual needs the residual as the last input, after the bias (which "
            "may be omitted)";
   DataType rt = (*ins)[e.residual]->dtype;
+  if (e.residual_last &&
+      (rt != DataType::Float(32) || AttrStr(attrs, "tc_precision", "f32") == "int8"))
+    return op +
+           ": a residual after the activation (tc_residual_last) is float32, in a Conv "
+           "not in int8 (an int8 Conv adds its residual in the matrix engine's epilogue, "
+           "before the activation)";
   if (rt == DataType::Int(8) && e.passes())  // (added in the residual's units: only bounds)
     return op + ": tc_activation " + e.activation + " after an int8 residual";
   if (rt == DataType::Int(8) && AttrStr(attrs, "tc_precision", "f32") == "int8") {

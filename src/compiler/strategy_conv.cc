@@ -542,7 +542,7 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
                 return BufferStore(Ofv, BufferLoad(Ofv, i) * BufferLoad(sv, i), i);
               }));
             }
-            if (ep.residual >= 0) {  // added (an int8 one in its units)
+            auto add_residual = [&]() {  // (an int8 one in its units)
               if (r_i8) {
                 for (const Stmt& x : AddResidualInUnits(ru, Ofv, ov(l.Rl), ov(Rf), over))
                   s.push_back(x);
@@ -551,10 +551,12 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
                   return BufferStore(Ofv, BufferLoad(Ofv, i) + BufferLoad(ov(l.Rl), i), i);
                 }));
               }
-            }
+            };
+            if (ep.residual >= 0 && !ep.residual_last) add_residual();
             if (!r_i8)
               s.push_back(ApplyActivation(y_i8 ? WithoutSaturatedBounds(ep, y_inv, y_zp) : ep, Ofv,
                                           over, ep.passes() ? ov(Act) : Buffer()));
+            if (ep.residual_last) add_residual();
             if (r_i8 && !y_i8)  // from the residual's units
               s.push_back(over([&](const Array<PrimExpr>& i) {
                 return BufferStore(Ofv, BufferLoad(Ofv, i) * F32(ru.out_scale), i);
@@ -1520,7 +1522,7 @@ PrimFunc LowerConv(const OpCall& call) {
                 if (ep.any()) {  // the fused residual and activation, on the f32 result
                   Buffer yv = StridedView(q ? Cf : Cl, cd, {P, 1}, j * tm * P, "Yv");
                   auto over = [&](const auto& body) { return Nest(cd, body); };
-                  if (ep.residual >= 0) {
+                  auto add_residual = [&]() {
                     if (j == 0) s.push_back(Intrin("tile.wait", {I32(3)}));
                     Buffer rv = StridedView(Rl, cd, {P, 1}, j * tm * P, "Rlv");
                     if (r_i8) {  // in the residual's units, with its activation
@@ -1531,10 +1533,12 @@ PrimFunc LowerConv(const OpCall& call) {
                         return BufferStore(yv, BufferLoad(yv, i) + BufferLoad(rv, i), i);
                       }));
                     }
-                  }
+                  };
+                  if (ep.residual >= 0 && !ep.residual_last) add_residual();
                   if (!r_i8)  // (Rf, free without an int8 residual, holds SiLU's sigmoid)
                     s.push_back(ApplyActivation(y_i8 ? WithoutSaturatedBounds(ep, y_inv, y_zp) : ep,
                                                 yv, over, StridedView(Rf, cd, {P, 1}, 0, "Actv")));
+                  if (ep.residual_last) add_residual();
                   if (r_i8 && !y_i8)  // from the residual's units
                     s.push_back(over([&](const Array<PrimExpr>& i) {
                       return BufferStore(yv, BufferLoad(yv, i) * F32(ru.out_scale), i);

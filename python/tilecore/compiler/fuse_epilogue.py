@@ -6,6 +6,9 @@ operand has the Conv's shape, float32), and then, or directly, only a Relu, a Cl
 with constant bounds, a SiLU or a HardSwish, computes them in its epilogue: the Conv gets ``tc_residual = 1``
 (the other operand appended as its last input) and ``tc_activation`` (``tc_clip_min``,
 ``tc_clip_max``), takes over the last node's output, and the fused nodes are dropped.
+An activation whose output only such an Add reads (YOLO's Conv -> SiLU -> Add) is fused
+with it too, the residual added after it (``tc_residual_last = 1``), where the strategy
+takes that form (f32 residual, a Conv not in int8).
 The result is bit-identical (the same f32 operations in the same order), and the
 Add's and the activation's DDR round trips are gone. Before that, a squeeze-excite's
 per-channel Mul that only a Conv reads moves into that Conv (``tc_channel_scale``).
@@ -49,6 +52,18 @@ def _activation(nd) -> dict[str, Any] | None:
         elif key in nd.attrs:
             attrs[name] = float(np.float32(nd.attrs[key]))
     return attrs
+
+
+def _residual_of(add, y: str, info) -> Any:
+    """The other operand of ``add`` when it is an Add of ``y`` and a float32 value of its
+    shape (a residual connection), else None."""
+    if add is None or add.op != "Add" or len(add.ins) != 2 or any(v is None for v in add.ins):
+        return None
+    names = [str(v.name) for v in add.ins]
+    if names.count(y) != 1:
+        return None
+    other = add.ins[1] if names[0] == y else add.ins[0]
+    return other if info.get(str(other.name)) == info[y] and info[y][1] == "float32" else None
 
 
 def _power_of_two(x: float) -> bool:
@@ -281,29 +296,34 @@ def fuse(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
         y = str(nd.outs[0].name)
         attrs, chain, residual = {}, [], None
         nxt = only_reader(y)
-        if nxt is not None and nxt.op == "Add" and len(nxt.ins) == 2:
-            names = [str(v.name) if v is not None else "" for v in nxt.ins]
-            other = nxt.ins[1] if names[0] == y else nxt.ins[0]
-            if names.count(y) == 1 and info.get(str(other.name)) == info[y] and info[y][1] == "float32":
-                residual, attrs["tc_residual"] = other, 1
-                chain.append(nxt)
-                nxt = only_reader(str(nxt.outs[0].name))
+        other = _residual_of(nxt, y, info)
+        if other is not None:
+            residual, attrs["tc_residual"] = other, 1
+            chain.append(nxt)
+            nxt = only_reader(str(nxt.outs[0].name))
         act = _activation(nxt) if nxt is not None else None
         if act is not None:
             attrs.update(act)
             chain.append(nxt)
-        if not chain:
-            continue
+        forms = [(attrs, chain, residual)]
+        if act is not None and residual is None:  # Conv -> activation -> Add (YOLO's bottleneck)
+            add = only_reader(str(nxt.outs[0].name))
+            other = _residual_of(add, str(nxt.outs[0].name), info)
+            if other is not None:
+                forms.insert(0, (dict(attrs, tc_residual=1, tc_residual_last=1), chain + [add], other))
         n_operands = _OPERANDS.get(nd.attrs.get("tc_precision", "f32"), 3) + int(bool(nd.attrs.get("tc_channel_scale")))
-        if len(nd.ins) > n_operands:
+        if not chain or len(nd.ins) > n_operands:
             continue
-        ins = list(nd.ins) + [None] * (n_operands - len(nd.ins))
-        if residual is not None:
-            ins.append(residual)
-        new_attrs = dict(nd.attrs, **attrs)
-        specs = [None if v is None else TensorSpec(*info[str(v.name)]) for v in ins]
-        if HasStrategy(nd.op, new_attrs, specs):
-            continue  # the strategy refuses this form: the nodes stay separate
+        for attrs, chain, residual in forms:  # the longest the strategy takes
+            ins = list(nd.ins) + [None] * (n_operands - len(nd.ins))
+            if residual is not None:
+                ins.append(residual)
+            new_attrs = dict(nd.attrs, **attrs)
+            specs = [None if v is None else TensorSpec(*info[str(v.name)]) for v in ins]
+            if not HasStrategy(nd.op, new_attrs, specs):
+                break
+        else:
+            continue  # the strategy refuses every form: the nodes stay separate
         nd.attrs, nd.ins, nd.in_specs = new_attrs, ins, specs
         nd.outs = list(chain[-1].outs)
         for c in chain:

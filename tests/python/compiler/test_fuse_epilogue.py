@@ -444,6 +444,65 @@ def test_silu_and_hardswish_fuse_into_the_conv_bit_identical(act, precision):
         assert specs["act1"]["where"] == "dropped" and specs["act2"]["where"] == "dropped"
 
 
+def yolo_bottleneck(rng, depthwise=False):
+    """YOLOv5's C3 bottleneck: x + SiLU(Conv3x3(SiLU(Conv1x1(x)))) (the residual after the
+    activation); ``depthwise``: the 3x3 Conv depthwise."""
+    def r(*shape, scale):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    w1, b1 = r(16, 16, 1, 1, scale=0.3), r(16, scale=0.1)
+    w2, b2 = r(16, 1 if depthwise else 16, 3, 3, scale=0.2), r(16, scale=0.1)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="cv1"),
+             helper.make_node("Sigmoid", ["c1"], ["s1"], name="cv1_sig"),
+             helper.make_node("Mul", ["c1", "s1"], ["a1"], name="cv1_act"),
+             helper.make_node("Conv", ["a1", "w2", "b2"], ["c2"], name="cv2", pads=[1, 1, 1, 1],
+                              group=16 if depthwise else 1),
+             helper.make_node("Sigmoid", ["c2"], ["s2"], name="cv2_sig"),
+             helper.make_node("Mul", ["c2", "s2"], ["a2"], name="cv2_act"),
+             helper.make_node("Add", ["x", "a2"], ["y"], name="add")]
+    return make_model(nodes, [("x", [1, 16, 12, 12], np.float32)], ["y"],
+                      [("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2)], opset=17)
+
+
+@pytest.mark.parametrize("depthwise", [False, True])
+@pytest.mark.parametrize("precision", ["f32", "f16", "int8"])
+def test_a_residual_after_the_activation_fuses_into_the_conv(depthwise, precision):
+    """Conv -> SiLU -> Add: the Add in the Conv's epilogue after the SiLU (tc_residual_last),
+    bit for bit the separate nodes and close to ONNX Runtime; in int8 (the residual is added in
+    the matrix engine's epilogue, before any activation) the Add stays a node of its own."""
+    rng = np.random.default_rng(71)  # (its own: the module's draws stay the other tests')
+    model = yolo_bottleneck(rng, depthwise)
+    x = rng.standard_normal((1, 16, 12, 12)).astype(np.float32)
+    kw = {"calib_samples": {"x": rng.standard_normal((4, 1, 16, 12, 12)).astype(np.float32)}} \
+        if precision == "int8" else {}
+    rep = {}
+    fused = tilecore.compile(model, precision=precision, report=rep, **kw)
+    plain = tilecore.compile(model, precision=precision, fuse=False, **kw)
+    names = {e["node"]: e["fused"] for e in rep["fused"]}
+    got, ref = fused.run({"x": x})["y"], ort_run(model, {"x": x})["y"]
+    if precision == "int8":
+        assert names["cv2"] == ["cv2_act"], rep["fused"]
+        assert float((got * ref).sum() / np.linalg.norm(got) / np.linalg.norm(ref)) > 0.999
+        return
+    assert names["cv2"] == ["cv2_act", "add"], rep["fused"]
+    np.testing.assert_array_equal(got, plain.run({"x": x})["y"])
+    tol = 1e-4 if precision == "f32" else 2e-2
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol)
+
+
+def test_a_residual_after_the_activation_is_checked():
+    x, w = compiler.TensorSpec((1, 8, 6, 6), "float32"), compiler.TensorSpec((8, 8, 1, 1), "float32")
+    r = compiler.TensorSpec((1, 8, 6, 6), "float32")
+    last = {"tc_activation": "SiLU", "tc_residual_last": 1}
+    assert "tc_residual_last without tc_residual" in compiler.HasStrategy("Conv", last, [x, w])
+    assert compiler.HasStrategy("Conv", dict(last, tc_residual=1), [x, w, None, r]) == ""
+    xi, wi = compiler.TensorSpec((1, 8, 6, 6), "int8"), compiler.TensorSpec((8, 8, 1, 1), "int8")
+    s = compiler.TensorSpec((8,), "float32")
+    int8 = dict(last, tc_residual=1, tc_precision="int8", tc_x_scale=0.1)
+    assert "a residual after the activation (tc_residual_last) is float32, in a Conv not in int8" in \
+        compiler.HasStrategy("Conv", int8, [xi, wi, None, s, r])
+
+
 def se_block():
     """A squeeze-excite block (EfficientNet's, MobileNetV3's): the activation times the
     sigmoid of two 1x1 Convs over its global average, then a 1x1 projection and a 3x3 Conv
