@@ -157,6 +157,29 @@ def test_the_debugger_reads_each_value_where_it_is_complete():
         np.testing.assert_allclose(got[n], ref[n], rtol=1e-5, atol=1e-5)
 
 
+def test_tdb_stops_at_the_in_place_concat_where_its_inputs_are_complete(tmp_path):
+    """The Concat has no code: a breakpoint on it stops where the member before it completes,
+    and its value printed there is ONNX Runtime's."""
+    import io
+
+    from tilecore.tdb import Debugger
+
+    model, x = fire(), randn(1, 16, 8, 8)
+    tilecore.compile(model).save(str(tmp_path / "f.tcx"))
+    np.savez(tmp_path / "in.npz", x=x)
+    out = io.StringIO()
+    tdb = Debugger(str(tmp_path / "f.tcx"), inputs=str(tmp_path / "in.npz"), stdout=out)
+    tdb.onecmd("break concat")
+    tdb.onecmd("run")
+    assert "Breakpoint 1, member 4 of 5 `concat` (Concat) of layer group `squeeze+4` (node 1) starts" in out.getvalue()
+    tdb.onecmd("p cat")
+    assert "produced by member `concat` (Concat) of layer group `squeeze+4`, in its L2 place" in out.getvalue()
+    ref = ort_run(with_outputs(model, ["cat"]), {"x": x})["cat"]
+    np.testing.assert_allclose(tdb.namespace["_"], ref, rtol=1e-5, atol=1e-5)
+    tdb.onecmd("continue")
+    assert "model finished" in out.getvalue()
+
+
 @pytest.mark.parametrize("case", ["last_axis", "graph_output", "unaligned", "same_input_twice"])
 def test_what_stays_a_copy(case):
     """A Concat along an axis with a dim before it > 1 (its inputs interleave), whose output
