@@ -152,23 +152,30 @@ Stmt EmptyCores(const Stmt& body) {
   return out;
 }
 
+/*! \brief Places: id -> (the id whose bytes hold it, byte offset there). */
+using Places = std::map<int64_t, std::pair<int64_t, int64_t>>;
+
+/*! \brief The id at the end of `id`'s chain of places (itself if it has none), and `id`'s
+ * byte offset in it. */
+std::pair<int64_t, int64_t> RootOf(const Places& place, int64_t id) {
+  int64_t at = 0;
+  for (auto it = place.find(id); it != place.end(); it = place.find(id)) {
+    at += it->second.second;
+    id = it->second.first;
+  }
+  return {id, at};
+}
+
 /*! \brief Where each input of the group's in-place Concats lives: id -> (the id whose bytes
  * hold it, byte offset there), for the Concat members whose inputs can be written in place
  * (kernel_group.h); `members` gets those members. `intermediate` says which ids have a
  * place in the arena. */
-std::map<int64_t, std::pair<int64_t, int64_t>> PlaceConcatInputs(
-    const std::vector<PrimFunc>& funcs, const std::vector<std::vector<int64_t>>& args,
-    const std::map<int64_t, Buffer>& first, const std::function<bool(int64_t)>& intermediate,
-    std::vector<int64_t>* members) {
-  std::map<int64_t, std::pair<int64_t, int64_t>> place;
-  auto resolve = [&](int64_t id) {
-    int64_t at = 0;
-    for (auto it = place.find(id); it != place.end(); it = place.find(id)) {
-      at += it->second.second;
-      id = it->second.first;
-    }
-    return std::make_pair(id, at);
-  };
+Places PlaceConcatInputs(const std::vector<PrimFunc>& funcs,
+                         const std::vector<std::vector<int64_t>>& args,
+                         const std::map<int64_t, Buffer>& first,
+                         const std::function<bool(int64_t)>& intermediate,
+                         std::vector<int64_t>* members) {
+  Places place;
   for (size_t i = 0; i < funcs.size(); ++i) {
     auto offsets = funcs[i]->attrs.Get(String(kConcatOffsetsAttr));
     if (!offsets || args[i].size() < 2) continue;
@@ -186,7 +193,7 @@ std::map<int64_t, std::pair<int64_t, int64_t>> PlaceConcatInputs(
       ok = id != out && intermediate(id) && at % 64 == 0 && b->dtype == ob->dtype &&
            ConstBytes(b) > 0;
       if (!ok) break;
-      auto [root, in_root] = resolve(id);
+      auto [root, in_root] = RootOf(place, id);
       const int64_t rel = at - in_root;
       auto [it, fresh] = where.emplace(root, rel);
       ok = root != out && (fresh || it->second == rel) && rel >= 0 &&
@@ -317,18 +324,10 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   // The in-place Concats' inputs: each lives at a byte offset of another intermediate (its
   // `root`), which lives from the first of them used to the last.
   std::vector<int64_t> in_place;
-  std::map<int64_t, std::pair<int64_t, int64_t>> place_in;
+  Places place_in;
   if (concat_in_place)
     place_in = PlaceConcatInputs(
         funcs, args, first, [&](int64_t id) { return tensor.count(id) == 0; }, &in_place);
-  auto root_of = [&](int64_t id) {
-    int64_t at = 0;
-    for (auto it = place_in.find(id); it != place_in.end(); it = place_in.find(id)) {
-      at += it->second.second;
-      id = it->second.first;
-    }
-    return std::make_pair(id, at);
-  };
   std::vector<int64_t> ids;
   std::vector<BufferLife> lives;
   MemoryPlan plan;
@@ -339,7 +338,7 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
     std::map<int64_t, std::pair<int64_t, int64_t>> span;  // a root -> the uses of all it holds
     for (const auto& [id, use] : uses) {
       if (tensor.count(id)) continue;
-      auto [it, fresh] = span.emplace(root_of(id).first, use);
+      auto [it, fresh] = span.emplace(RootOf(place_in, id).first, use);
       if (!fresh)
         it->second = {std::min(it->second.first, use.first),
                       std::max(it->second.second, use.second)};
@@ -395,7 +394,7 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   }
   for (const auto& [id, parent] : place_in) {
     const Buffer& b = first.at(id);
-    auto [root, at] = root_of(id);
+    auto [root, at] = RootOf(place_in, id);
     const int64_t offset = offset_of.at(root) + at;
     tensor[id] = Buffer(arena->data, b->dtype, b->shape, {},
                         IntImm(DataType::Int(32), offset / b->dtype.lane_bytes()), String("shared"),

@@ -166,7 +166,8 @@ class _RunParams:
         self.reset()
 
     def reset(self) -> None:
-        self.inputs, self.written, self.waiting, self.outputs = set(), set(), {}, 0
+        # waiting: each value the run writes -> the readers of it not in the run yet
+        self.inputs, self.waiting, self.outputs = set(), {}, 0
 
     def add(self, step: tuple) -> int:
         """Appends ``step`` (a driver step tuple); returns the run's parameter count."""
@@ -174,18 +175,15 @@ class _RunParams:
         nd, _, _, in_params = step
         for v in nd.ins[:in_params]:
             n = OMITTED if v is None else g.root(str(v.name))
-            if n in self.written:
-                left = self.waiting.get(n)
-                if left is not None and id(nd) in left:
-                    left.discard(id(nd))
-                    if not left and n not in g.graph_outputs:
-                        self.outputs -= 1
-            else:
+            if n not in self.waiting:
                 self.inputs.add(n)
+            elif id(nd) in self.waiting[n]:
+                self.waiting[n].discard(id(nd))
+                if not self.waiting[n] and n not in g.graph_outputs:
+                    self.outputs -= 1
         for v in nd.outs:
             n = g.root(str(v.name))
-            if str(v.name) and n not in self.written:
-                self.written.add(n)
+            if str(v.name) and n not in self.waiting:
                 self.waiting[n] = {id(r) for r in g.readers.get(n, [])}
                 if self.waiting[n] or n in g.graph_outputs:
                     self.outputs += 1
