@@ -222,3 +222,32 @@ def test_group_kernels_copies_when_the_shared_place_does_not_fit():
     assert places[1] == places[3] and places[2] == places[3] + 16 * 64 * 4
     small = compiler.GroupKernels(funcs, args, [0], [4], "group", l2_bytes=int(g.attrs["arena_bytes"]) - 64)
     assert list(small.attrs["in_place_concats"]) == []
+
+
+@pytest.mark.parametrize("member,value", [("expand1x1", True), ("concat", 1), ("concat", "yes")])
+def test_a_bad_in_place_flag_is_a_named_error(member, value):
+    """A hand-edited .tcx whose group entry marks a member in place that is no Concat, or with
+    a value other than true, gets a TargetError naming the step and the member."""
+    from tilecore.tdb.model import ModelTarget
+    from tilecore.tdb.target import TargetError
+
+    exe = tilecore.compile(fire())
+
+    class Edited:  # the executable with its group entry changed, as a hand-edited file would be
+        modules = exe.modules
+
+        @staticmethod
+        def describe():
+            d = exe.describe()
+            g = json.loads(d["steps"][0]["debug"]["group"])
+            for m in g["members"]:
+                m.pop("in_place", None)
+                if m["node"] == member:
+                    m["in_place"] = value
+            d["steps"][0]["debug"]["group"] = json.dumps(g)
+            return d
+
+    index = [m["node"] for m in json.loads(exe.describe()["steps"][0]["debug"]["group"])["members"]].index(member)
+    with pytest.raises(TargetError, match=rf"step `squeeze\+4`: its debug entry `group` has member {index} with "
+                                          r"`in_place` .* \(only a Concat member has it, true\)"):
+        ModelTarget(Edited())
