@@ -5,10 +5,12 @@
 #include "tilecore/compiler/cost_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <deque>
 #include <functional>
 #include <limits>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -80,7 +82,7 @@ struct Site {
 };
 
 Space SpaceOfScope(const String& scope) {
-  std::string s(scope.view());
+  std::string_view s = scope.view();
   if (s == "local") return Space::L1;
   if (s == "shared") return Space::L2;
   return Space::DDR;
@@ -290,11 +292,21 @@ class Walker {
   }
 
   // ---- statements --------------------------------------------------------------------------
-  void Visit(const Stmt& s) {
-    if (!s.defined()) return;
-    if (const auto* n = s.as<SeqStmtNode>()) {
-      for (const Stmt& x : n->seq) Visit(x);
-    } else if (const auto* n = s.as<ForNode>()) {
+  void Visit(const Stmt& s) { Visit(s.get()); }
+  // (a switch on the node's kind, and a sequence's statements visited without taking a
+  // reference to each: the walk of a layer group's kernel visits every statement per core)
+  void Visit(const Object* s) {
+    if (s == nullptr) return;
+    const NodeKind kind = NodeKindOf(s);
+    if (kind == NodeKind::kSeqStmt) {
+      const auto* n = static_cast<const SeqStmtNode*>(s);
+      for (size_t i = 0, size = n->seq.size(); i < size; ++i) {
+        const TCFFIAny* x = n->seq.raw(i).raw();
+        if (x->type_index >= kTCFFIStaticObjectBegin)
+          Visit(ffi::details::ObjectUnsafe::FromHandle(x->v_obj));
+      }
+    } else if (kind == NodeKind::kFor) {
+      const auto* n = static_cast<const ForNode*>(s);
       auto lo = int64_t(Eval(n->min)), ext = int64_t(Eval(n->extent));
       if (n->kind == ForKind::kCores) {
         // the codegen fences and synchronises the cores before and after every cores loop
@@ -326,40 +338,50 @@ class Walker {
         scalar_ops_ = before + (scalar_ops_ - before) * std::max<int64_t>(1, ext / 8);
         return;
       }
+      // (the loop variable's entry found once: an unordered_map's elements stay where they
+      // are when it grows)
+      double& var = env_[n->loop_var.get()];
+      const Object* body = n->body.get();
+      const int64_t per_iteration = n->kind != ForKind::kUnrolled ? kLoopCycles : 0;
       for (int64_t i = 0; i < ext; ++i) {
-        env_[n->loop_var.get()] = double(lo + i);
-        if (n->kind != ForKind::kUnrolled) scalar_ops_ += kLoopCycles;
-        Visit(n->body);
+        var = double(lo + i);
+        scalar_ops_ += per_iteration;
+        Visit(body);
       }
-    } else if (const auto* n = s.as<AllocateNode>()) {
+    } else if (kind == NodeKind::kAllocate) {
+      const auto* n = static_cast<const AllocateNode*>(s);
       const BufferNode* b = n->buffer.get();
       if (b->dtype.is_int() && b->shape.size() == 1) {
         if (auto sz = as_const_int(b->shape[0]); sz && *sz <= 4096)
           mem_[b->data.get()].assign(size_t(*sz), 0.0);
       }
       Visit(n->body);
-    } else if (const auto* n = s.as<LetStmtNode>()) {
+    } else if (kind == NodeKind::kLetStmt) {
+      const auto* n = static_cast<const LetStmtNode*>(s);
       env_[n->var.get()] = Eval(n->value);
       Visit(n->body);
-    } else if (const auto* n = s.as<IfThenElseNode>()) {
+    } else if (kind == NodeKind::kIfThenElse) {
+      const auto* n = static_cast<const IfThenElseNode*>(s);
       ++scalar_ops_;
       if (Eval(n->condition) != 0)
         Visit(n->then_case);
       else
         Visit(n->else_case);
-    } else if (const auto* n = s.as<WhileNode>()) {
+    } else if (kind == NodeKind::kWhile) {
+      const auto* n = static_cast<const WhileNode*>(s);
       for (int guard = 0; guard < 1000000 && Eval(n->condition) != 0; ++guard) Visit(n->body);
-    } else if (const auto* n = s.as<BufferStoreNode>()) {
-      Store(n);
-    } else if (const auto* n = s.as<EvaluateNode>()) {
-      if (const auto* c = n->value.as<CallNode>()) Call(c);
+    } else if (kind == NodeKind::kBufferStore) {
+      Store(static_cast<const BufferStoreNode*>(s));
+    } else if (kind == NodeKind::kEvaluate) {
+      const Object* v = static_cast<const EvaluateNode*>(s)->value.get();
+      if (NodeKindOf(v) == NodeKind::kCall) Call(static_cast<const CallNode*>(v));
     }
   }
 
   // A math function in scalar code is a one-element vector command the front end waits
   // for (the codegen's TileScalar); other calls cost an instruction.
   double ScalarCall(const CallNode* c) {
-    static const std::unordered_map<std::string, arch::Opcode> math = {
+    static const std::unordered_map<std::string_view, arch::Opcode> math = {
         {"tir.exp", arch::Opcode::Texp},        {"tir.log", arch::Opcode::Tlog},
         {"tir.sqrt", arch::Opcode::Tsqrt},      {"tir.rsqrt", arch::Opcode::Trsqrt},
         {"tir.recip", arch::Opcode::Trecip},    {"tir.tanh", arch::Opcode::Ttanh},
@@ -369,7 +391,7 @@ class Walker {
     ++scalar_ops_;
     if (c->op == "tc1.dma_issued")  // (the codegen's increment of the count's register)
       return double(issued_[size_t(!args.empty() && args[0] != 0 ? kDout : kDin)]);
-    auto it = math.find(std::string(c->op.view()));
+    auto it = math.find(c->op.view());
     if (it == math.end()) return 0;
     scalar_ops_ += 2 * kScalarAccessCycles;  // the operand to scratch and the result back
     Flush();
@@ -448,14 +470,14 @@ class Walker {
   }
 
   void Call(const CallNode* c) {
-    std::string op(c->op.view());
+    const std::string_view op = c->op.view();
     if (op == "tc1.wait") {
       auto on = EngineOf(c->args[1]);
       if (!on) return;
       auto count = int64_t(Eval(c->args[2]));
       Flush();
       const auto* q = c->args[0].as<StringImmNode>();
-      if (q && std::string(q->value.view()) == "sc") {
+      if (q && q->value.view() == "sc") {
         Event w(Event::kWaitFrontEnd);
         w.engine = int8_t(*on);
         w.count = count;
@@ -510,9 +532,17 @@ class Walker {
     }
     // The codegen's ordering: a command waits in its queue for the last command of the
     // other compute engine (both, for a DMA) on each buffer it touches.
-    std::vector<int64_t> slabs(site.buffers.size(), -1);
-    for (size_t k = 0; k < site.buffers.size(); ++k) {
-      if (site.slab[k].defined()) slabs[k] = int64_t(Eval(site.slab[k]));
+    // (on the stack for the few buffers a command has)
+    const size_t nbuf = site.buffers.size();
+    std::array<int64_t, 8> slab_store;
+    std::vector<int64_t> slab_heap;
+    int64_t* slabs = slab_store.data();
+    if (nbuf > slab_store.size()) {
+      slab_heap.resize(nbuf);
+      slabs = slab_heap.data();
+    }
+    for (size_t k = 0; k < nbuf; ++k) {
+      slabs[k] = site.slab[k].defined() ? int64_t(Eval(site.slab[k])) : -1;
       auto it = last_.find(site.buffers[k]);
       if (it == last_.end()) continue;
       auto& per = it->second;
@@ -539,7 +569,7 @@ class Walker {
     events_.push_back(std::move(e));
   }
 
-  const Site& SiteOf(const CallNode* c, const std::string& op) {
+  const Site& SiteOf(const CallNode* c, std::string_view op) {
     auto it = sites_.find(c);
     if (it != sites_.end()) return it->second;
     auto fail = [&](const std::string& what) {
@@ -632,7 +662,7 @@ class Walker {
         for (const VarNode* b : s.buffers) compute_bufs_.insert(b);
         return sites_.emplace(c, std::move(s)).first->second;
       }
-      if (row == nullptr) fail("unknown vector intrinsic `" + op + "`");
+      if (row == nullptr) fail("unknown vector intrinsic `" + std::string(op) + "`");
       if (row->form == arch::TileForm::Convert || row->form == arch::TileForm::Requant)
         at = ToArch(a.dtype);
       s.cycles = arch::cost::vector(row->op, dt, at, n, false);

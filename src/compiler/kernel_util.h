@@ -348,6 +348,11 @@ Params MakeParams(const OpCall& call);
 /*! \brief The kernel's global symbol: the op type in lower case. */
 std::string KernelSymbol(const std::string& op_type);
 PrimFunc MakeFunc(const OpCall& call, const Params& p, Stmt body);
+/*! \brief A lower bound of the L1 a kernel's local buffers take once placed
+ * (PlanLocalMemory stacks them by their allocations): the most bytes of local buffers whose
+ * allocations are nested in one another, each live while those inside it are. A plan whose
+ * bound passes the L1 it may use cannot fit, and is refused without its kernel pipeline. */
+int64_t NestedLocalBytes(const Stmt& s);
 
 // attributes
 int64_t AttrInt(const Map<String, Any>& attrs, const std::string& name, int64_t dflt);

@@ -17,6 +17,7 @@
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/function.h"
 #include "tilecore/ffi/reflection.h"
+#include "tilecore/ir/functor.h"
 
 namespace tilecore {
 namespace compiler {
@@ -193,6 +194,36 @@ PrimFunc MakeFunc(const OpCall& call, const Params& p, Stmt body) {
   attrs.Set("op_type", String(call.op_type));
   attrs.Set("input_params", call.data_inputs);
   return PrimFunc(p.vars, body, p.map, attrs);
+}
+
+int64_t NestedLocalBytes(const Stmt& s) {
+  const Object* n = s.get();
+  switch (ir::NodeKindOf(n)) {
+    case ir::NodeKind::kAllocate: {
+      const auto* a = static_cast<const ir::AllocateNode*>(n);
+      // (a shape not constant counts nothing: PlanLocalMemory refuses it itself)
+      const int64_t bytes = a->buffer->scope.view() == "local" ? ShapeBytes(a->buffer, 0) : 0;
+      return bytes + NestedLocalBytes(a->body);
+    }
+    case ir::NodeKind::kSeqStmt: {
+      int64_t most = 0;
+      for (const Stmt& x : static_cast<const ir::SeqStmtNode*>(n)->seq)
+        most = std::max(most, NestedLocalBytes(x));
+      return most;
+    }
+    case ir::NodeKind::kFor:
+      return NestedLocalBytes(static_cast<const ir::ForNode*>(n)->body);
+    case ir::NodeKind::kLetStmt:
+      return NestedLocalBytes(static_cast<const ir::LetStmtNode*>(n)->body);
+    case ir::NodeKind::kWhile:
+      return NestedLocalBytes(static_cast<const ir::WhileNode*>(n)->body);
+    case ir::NodeKind::kIfThenElse: {
+      const auto* i = static_cast<const ir::IfThenElseNode*>(n);
+      return std::max(NestedLocalBytes(i->then_case), NestedLocalBytes(i->else_case));
+    }
+    default:
+      return 0;
+  }
 }
 
 bool HasAttr(const Map<String, Any>& attrs, const std::string& name) {

@@ -1770,6 +1770,11 @@ PrimFunc LowerConv(const OpCall& call) {
     KernelCost k = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores));
     return k.local_bytes > call.l1_bytes - (int64_t{8} << 10) ? -1 : k.cycles;
   };
+  // (a plan whose nested buffers alone pass that does not fit: refused before its kernel
+  // pipeline, which is most of a candidate's time)
+  auto cannot_fit = [&](const PrimFunc& f) {
+    return NestedLocalBytes(f->body) > call.l1_bytes - (int64_t{8} << 10);
+  };
   int64_t best_cycles = estimate(best);
   if (best_cycles < 0 || want_nb > 1)
     best_cycles = std::numeric_limits<int64_t>::max();  // the plan of last resort
@@ -1863,7 +1868,7 @@ PrimFunc LowerConv(const OpCall& call) {
     PrimFunc f = MakeFunc(call, p, build(c.mb, c.db, c.pipe));
     int64_t cycles = 0;
     try {
-      cycles = estimate(f);
+      cycles = cannot_fit(f) ? -1 : estimate(f);
     } catch (const ffi::Error&) {
       priced.emplace(plan_key, false);
       continue;  // does not fit once the buffers are placed in banks
@@ -1917,7 +1922,7 @@ PrimFunc LowerConv(const OpCall& call) {
             PrimFunc f;
             try {
               f = MakeFunc(call, p, LowerConvTransposed(call, p, t));
-              cycles = estimate(f);
+              cycles = cannot_fit(f) ? -1 : estimate(f);
             } catch (const ffi::Error&) {
               continue;  // does not fit once the buffers are placed in banks
             }

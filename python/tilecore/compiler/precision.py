@@ -164,7 +164,8 @@ def activation_statistics(graph: Any, samples: Mapping[str, np.ndarray], names: 
                 v = np.asarray(vals[k])
                 if v.dtype.kind != "f":  # (abs and max are exact in any float type: no f64 copy)
                     v = v.astype(np.float64)
-                m = float(np.max(np.abs(v))) if v.size else 0.0
+                # (max |v| as max(max v, -min v): exact, and without a temporary |v|)
+                m = max(float(v.max()), -float(v.min())) if v.size else 0.0
                 check_statistic(k, m, i)
                 out[k] = max(out.get(k, 0.0), m)
         for k, axis in mean_axes.items():

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include "compiler/kernel_util.h"
+#include "tilecore/compiler/cost_model.h"
 #include "tilecore/compiler/strategy.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/function.h"
@@ -87,4 +89,41 @@ TEST(Strategy, MatMulUsesTheMatrixEngineAndTheCores) {
   // the kernel passes the whole pipeline, L1 plan included
   ir::IRModule mod(ffi::Map<ffi::String, ir::PrimFunc>{{"matmul", f}});
   EXPECT_NO_THROW(transform::DefaultKernelPipeline(2)(mod));
+}
+
+TEST(Strategy, NestedLocalBytesAddsTheLocalBuffersNestedInOneAnother) {
+  using namespace compiler::detail;                          // NOLINT
+  ir::Buffer a = Local({16, 16}, DataType::Float(32), "a");  // 1024 bytes
+  ir::Buffer b = Local({8}, DataType::Int(8), "b");          // 8
+  ir::Buffer c = Local({100}, DataType::Int(32), "c");       // 400
+  ir::Buffer d = Local({3, 5}, DataType::Int(16), "d");      // 30
+  ir::Buffer l2 = ir::DeclBuffer({I32(4096)}, DataType::Int(8), ffi::String("l2"), "shared");
+  ir::Stmt leaf = Intrin("tir.barrier", {});
+  // a holds while b, then (in a loop) c: a and the larger of the two
+  ir::Stmt s =
+      ir::Allocate(a, Seq({ir::Allocate(b, leaf),
+                           Loop("i", 4, [&](ir::PrimExpr) { return ir::Allocate(c, leaf); })}));
+  EXPECT_EQ(NestedLocalBytes(s), 1024 + 400);
+  // a shared buffer is not in L1; of two branches, the larger
+  EXPECT_EQ(NestedLocalBytes(ir::Allocate(l2, s)), 1424);
+  ir::Stmt branches = ir::IfThenElse(ir::Var(ffi::String("p")) > I32(0), ir::Allocate(d, leaf), s);
+  EXPECT_EQ(NestedLocalBytes(ir::Allocate(b, branches)), 8 + 1424);
+  EXPECT_EQ(NestedLocalBytes(leaf), 0);
+}
+
+TEST(Strategy, NestedLocalBytesIsAtMostTheL1TheBuffersArePlacedIn) {
+#if !TILECORE_ENABLE_NPU
+  GTEST_SKIP() << "tilecore was built with TILECORE_ENABLE_NPU=OFF: no npu target to lower for";
+#endif
+  // PlanLocalMemory's placement (the cost model reads it as local_bytes) is the oracle: the
+  // bound a search refuses plans by never passes it
+  ffi::Map<ffi::String, ffi::Any> none;
+  auto t = target::Target::Parse("npu -cores=4");
+  for (int64_t k : {1, 3}) {
+    ir::PrimFunc f = LowerOp("Conv", none, {F32({1, 64, 28, 28}), F32({128, 64, k, k})},
+                             {F32({1, 128, 28 - k + 1, 28 - k + 1})}, t);
+    KernelCost cost = EstimateStrategy(f, t.GetInt("l1"), 4);
+    EXPECT_GT(compiler::detail::NestedLocalBytes(f->body), 0) << k;
+    EXPECT_LE(compiler::detail::NestedLocalBytes(f->body), cost.local_bytes) << k;
+  }
 }

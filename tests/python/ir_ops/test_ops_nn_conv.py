@@ -158,6 +158,17 @@ def test_max_and_average_pool_ceil_mode():
     assert floor.shape == (1, 1, 2, 2)
 
 
+def test_max_pool_of_a_node_without_indices_gives_the_values_only():
+    # (a node with one output: the evaluator passes _num_outputs 1 and the indices, which
+    # calibration never reads, are not computed)
+    x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)[:, :, ::-1]
+    attrs = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    y = call("MaxPool", dict(attrs, _num_outputs=1), x)
+    assert isinstance(y, np.ndarray)
+    np.testing.assert_array_equal(y[0, 0], [[21, 23, 24], [16, 18, 19], [6, 8, 9]])  # (rows reversed)
+    np.testing.assert_array_equal(y, call("MaxPool", attrs, x)[0])
+
+
 def test_average_pool_count_include_pad():
     x = np.ones((1, 1, 3, 3), np.float32)
     attrs = dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])
