@@ -122,8 +122,8 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: Optional[np.ndarray] = None, *, str
         wg = w.astype(acc, copy=False).reshape(group, m // group, patch)
         y = np.matmul(wg[None], cols)                                  # (N, group, M/group, P)
         y = y.reshape(n, m, *outs)
-    if b is not None:
-        y = y + b.astype(acc, copy=False).reshape((1, m) + (1,) * k)
+    if b is not None:  # (in place: y is the product's own array, and a fresh one costs its pages)
+        y += b.astype(acc, copy=False).reshape((1, m) + (1,) * k)
     return y.astype(out_dtype or x.dtype, copy=False)
 
 
