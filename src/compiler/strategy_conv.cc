@@ -1766,15 +1766,14 @@ PrimFunc LowerConv(const OpCall& call) {
   }
   // A plan whose buffers leave the code generator less than 8 KiB of L1 (its descriptors
   // and scratch) does not fit.
+  const int64_t l1_for_buffers = call.l1_bytes - (int64_t{8} << 10);
   auto estimate = [&](const PrimFunc& f) {
     KernelCost k = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores));
-    return k.local_bytes > call.l1_bytes - (int64_t{8} << 10) ? -1 : k.cycles;
+    return k.local_bytes > l1_for_buffers ? -1 : k.cycles;
   };
   // (a plan whose nested buffers alone pass that does not fit: refused before its kernel
   // pipeline, which is most of a candidate's time)
-  auto cannot_fit = [&](const PrimFunc& f) {
-    return NestedLocalBytes(f->body) > call.l1_bytes - (int64_t{8} << 10);
-  };
+  auto cannot_fit = [&](const PrimFunc& f) { return NestedLocalBytes(f->body) > l1_for_buffers; };
   int64_t best_cycles = estimate(best);
   if (best_cycles < 0 || want_nb > 1)
     best_cycles = std::numeric_limits<int64_t>::max();  // the plan of last resort
