@@ -532,15 +532,9 @@ class Walker {
     }
     // The codegen's ordering: a command waits in its queue for the last command of the
     // other compute engine (both, for a DMA) on each buffer it touches.
-    // (on the stack for the few buffers a command has)
     const size_t nbuf = site.buffers.size();
-    std::array<int64_t, 8> slab_store;
-    std::vector<int64_t> slab_heap;
-    int64_t* slabs = slab_store.data();
-    if (nbuf > slab_store.size()) {
-      slab_heap.resize(nbuf);
-      slabs = slab_heap.data();
-    }
+    std::vector<int64_t>& slabs = slabs_;  // (one vector for every command: no allocation each)
+    slabs.resize(nbuf);
     for (size_t k = 0; k < nbuf; ++k) {
       slabs[k] = site.slab[k].defined() ? int64_t(Eval(site.slab[k])) : -1;
       auto it = last_.find(site.buffers[k]);
@@ -695,6 +689,7 @@ class Walker {
   std::unordered_map<const VarNode*, std::vector<std::array<int64_t, 2>>> last_;
   std::array<int64_t, 4> issued_{};
   std::vector<Event> events_;
+  std::vector<int64_t> slabs_;  // Call's: the slab each buffer of the command touches
   int64_t scalar_ops_ = 0, fe_pending_ = 0;
   int64_t member_ = -1;      // the layer-group member whose cores loop is being walked
   bool handed_off_ = false;  // the last cores loop was a handoff: the next opens without a barrier
