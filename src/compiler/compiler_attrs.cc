@@ -121,12 +121,14 @@ const std::vector<CompilerAttr>& Table() {
      "Set by FuseEpilogue (fuse_epilogue.py); read by MatMul, Gemm (strategy_matmul.cc)."},
     {"tc_lut", kString,
      "int8 MatMul or Gemm: the type of the lookup-table op (Sigmoid, Gelu, ...) that alone "
-     "reads its int8 output, applied in its epilogue. Set by Int8Edges (int8_edges.py); read "
-     "by MatMul, Gemm (strategy_matmul.cc)."},
+     "reads its int8 output, applied in its epilogue; int8 Conv: its fused SiLU or HardSwish "
+     "as that op's table (in place of tc_activation; tc_y_scale then quantises the Conv's "
+     "result before it). Set by Int8Edges (int8_edges.py); read by Conv, MatMul, Gemm "
+     "(strategy_conv.cc, strategy_matmul.cc)."},
     {"tc_lut.*", kAttrs,
      "With `tc_lut`: the table op's attributes, each as `tc_lut.<name>` (its ONNX ones, and its "
      "`tc_x_scale`, `tc_x_zero_point`, `tc_y_scale`, `tc_y_zero_point`). Set by Int8Edges "
-     "(int8_edges.py); read by MatMul, Gemm (strategy_matmul.cc, through lookup_table.h)."},
+     "(int8_edges.py); read by Conv, MatMul, Gemm (through lookup_table.h)."},
     {"tc_softmax", kInt,
      "int8 MatMul (attention's scores): 1, the Softmax that alone reads its output computed in "
      "its kernel (present means on: the value is not read). Set by Int8Edges (int8_edges.py); "

@@ -1,8 +1,9 @@
 /*
  * src/compiler/lookup_table.h — the lookup-table form of a unary op between int8 tensors
  * (int8 edges, docs/precision.md): its 256-entry table and how a kernel holds it in L1.
- * The element-wise strategy runs the op alone through it; a MatMul or Gemm applies it in
- * its epilogue (`tc_lut`, strategy_matmul.cc). Defined in strategy_elementwise.cc.
+ * The element-wise strategy runs the op alone through it; a Conv, MatMul or Gemm applies it
+ * in its epilogue (`tc_lut`: strategy_conv.cc, strategy_matmul.cc). Defined in
+ * strategy_elementwise.cc.
  */
 #ifndef TILECORE_SRC_COMPILER_LOOKUP_TABLE_H_
 #define TILECORE_SRC_COMPILER_LOOKUP_TABLE_H_
@@ -25,6 +26,14 @@ bool HasLookupTable(const std::string& op);
  * and the op's own), f computed in double.
  */
 std::vector<int8_t> LookupTable(const OpCall& call);
+
+/*! \brief The fused lookup-table op of `tc_lut` (a Conv, MatMul or Gemm applies it to its
+ * int8 result before storing it): its type and its own attributes, those under "tc_lut.". */
+OpCall LutCall(const Map<String, Any>& attrs);
+
+/*! \brief "" when `tc_lut` is absent or names a table op of an int8 output (tc_y_scale) with
+ * positive finite tc_lut.tc_x_scale and tc_lut.tc_y_scale, else the reason. */
+std::string CheckLut(const std::string& op, const Map<String, Any>& attrs);
 
 /*! \brief A table in L1: 64 int32 words the front end stores `table` into. */
 Stmt FillLookupTable(const Buffer& words, const std::vector<int8_t>& table);

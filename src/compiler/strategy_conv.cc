@@ -31,6 +31,8 @@
  * Epilogue (fused_epilogue.h): the residual (loaded at the start of the item, event 3),
  * then Relu, Clip, SiLU or HardSwish, on the f32 result before it is stored; an int8
  * residual is added in its own units (ResidualUnits), the output scaled from them after.
+ * With tc_lut (an int8 output) the activation is a 256-entry table instead (lookup_table.h):
+ * the result quantised with tc_y_scale, then one tile.vec_lut per int8 tile.
  * Prologue: with tc_channel_scale (one group, f32 data) each loaded patch is multiplied by
  * its channels' values of the per-channel input (a squeeze-excite's scale, loaded with the
  * patch) before it is quantised or unfolded.
@@ -57,6 +59,7 @@
 
 #include "fused_epilogue.h"
 #include "kernel_util.h"
+#include "lookup_table.h"
 #include "matrix_precision.h"
 #include "tilecore/arch/params.h"
 #include "tilecore/compiler/cost_model.h"
@@ -263,8 +266,14 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   Buffer Wall = resident ? Local({g.C, KK}, wload_t, "Wall") : Buffer();
   Buffer Ball = resident && has_bias ? Local({g.C, 1}, acc_t, "Ball") : Buffer();
   Buffer Sall = resident && q ? Local({g.C, 1}, f32, "Sall") : Buffer();
+  // tc_lut: the int8 result's table (the fused activation's), filled once per core
+  const std::vector<int8_t> lut = y_i8 && HasAttr(call.attrs, "tc_lut")
+                                      ? LookupTable(LutCall(call.attrs))
+                                      : std::vector<int8_t>();
+  Buffer lut_words = Local({64}, i32, "LutWords");
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> groups;
+    if (!lut.empty()) groups.push_back(FillLookupTable(lut_words, lut));
     if (resident) {
       groups.push_back(Intrin("tile.dma_copy", {Region(Wall, {I32(0), I32(0)}, {g.C, KK}),
                                                 Region(Wv, {I32(0), I32(0)}, {g.C, KK}), I32(0)}));
@@ -567,6 +576,8 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
                 s.push_back(x);
             BufferRegion y_region = Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw});
             BufferRegion result = Region(y_i8 ? Yq : Of, {I32(0), I32(0), I32(0)}, dims);
+            if (!lut.empty())  // the activation, one lookup per int8 element
+              s.push_back(Intrin("tile.vec_lut", {result, result, LookupTableRegion(lut_words)}));
             if (three_stage)
               s.push_back(Intrin("tile.dma_copy", {y_region, result, I32(4 + k)}));
             else
@@ -606,7 +617,7 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
     Stmt all = Seq(groups);
     for (const Buffer& b : {Wall, Ball, Sall})
       if (b.defined()) all = Allocate(b, all);
-    return all;
+    return lut.empty() ? all : Allocate(lut_words, all);
   });
   return MakeFunc(call, p, body);
 }
@@ -696,9 +707,14 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   const bool w_resident = tp.weights_resident && g.M * C <= (int64_t{256} << 10);
   Buffer Ball = Local({1, g.M}, i32, "Ball"), Sall = Local({1, g.M}, f32, "Sall");
   Buffer Wall = Local({g.M, C}, i8, "Wall"), WTall = Local({C, g.M}, i8, "WTall");
+  const std::vector<int8_t> lut = y_i8 && HasAttr(call.attrs, "tc_lut")
+                                      ? LookupTable(LutCall(call.attrs))
+                                      : std::vector<int8_t>();
+  Buffer lut_words = Local({64}, i32, "LutWords");
   int64_t rotation = 0;
   Stmt kernel = OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> segs;
+    if (!lut.empty()) segs.push_back(FillLookupTable(lut_words, lut));
     if (w_l2) {  // this core's share of the weight rows into L2
       segs.push_back(CopyShareOfRows(core, call.cores, p.in[1], Wsh, g.M, C, 6));
       segs.push_back(Intrin("tile.wait", {I32(6)}));
@@ -865,6 +881,10 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
             for (const Stmt& x :
                  QuantiseSteps(yt, cf, r_i8 ? ru.out_scale : y_inv, y_zp, over(Pt, TMc)))
               s.push_back(x);
+            if (!lut.empty()) {  // the activation, one lookup per int8 element
+              BufferRegion y = Region(sl.Yt, {I32(0), I32(0)}, {TMc, Pt});
+              s.push_back(Intrin("tile.vec_lut", {y, y, LookupTableRegion(lut_words)}));
+            }
           } else if (r_i8) {  // from the residual's units
             s.push_back(over(Pt, TMc)([&](const Array<PrimExpr>& i) {
               return BufferStore(yt, BufferLoad(cf, i) * F32(ru.out_scale), i);
@@ -898,7 +918,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     Stmt r = Allocate(Sall, Seq(segs));
     if (has_bias) r = Allocate(Ball, r);
     if (w_resident) r = Allocate(WTall, r);
-    return r;
+    return lut.empty() ? r : Allocate(lut_words, r);
   });
   return w_l2 ? Allocate(Wsh, kernel) : kernel;
 }
@@ -1145,8 +1165,13 @@ PrimFunc LowerConv(const OpCall& call) {
       return dims;
     };
     Buffer Wres = Local({g.Mg, g.Cg * KK}, ot, "Wres");
+    const std::vector<int8_t> lut = y_i8 && HasAttr(call.attrs, "tc_lut")
+                                        ? LookupTable(LutCall(call.attrs))
+                                        : std::vector<int8_t>();
+    Buffer lut_words = Local({64}, DataType::Int(32), "LutWords");
     Stmt body = OverCores(call.cores, [&](PrimExpr core) {
       std::vector<Stmt> groups;
+      if (!lut.empty()) groups.push_back(FillLookupTable(lut_words, lut));
       // this core's share of the rows of the input (and of the weights) into L2 (all of
       // it on core 0 when the rows do not split evenly), then every core waits for all
       if (staged)
@@ -1551,6 +1576,10 @@ PrimFunc LowerConv(const OpCall& call) {
                        QuantiseSteps(yq, yv, r_i8 ? ru.out_scale : y_inv, y_zp,
                                      [&](const auto& body) { return Nest(cd, body); }))
                     s.push_back(x);
+                  for (int64_t img = 0; !lut.empty() && img < NB; ++img) {  // the activation
+                    BufferRegion y = at_image(Yq, j * tm, tm, img);
+                    s.push_back(Intrin("tile.vec_lut", {y, y, LookupTableRegion(lut_words)}));
+                  }
                 }
                 // the store is asynchronous (event 2): the next item waits for it before
                 // it writes the accumulators again
@@ -1596,7 +1625,8 @@ PrimFunc LowerConv(const OpCall& call) {
         }
       }
       groups.push_back(Intrin("tile.wait", {I32(2)}));  // the last stores
-      return resident ? Allocate(Wres, Seq(groups)) : Seq(groups);
+      Stmt all = resident ? Allocate(Wres, Seq(groups)) : Seq(groups);
+      return lut.empty() ? all : Allocate(lut_words, all);
     });
     if (w_staged) body = Allocate(Wsh, body);
     return staged ? Allocate(Xsh, body) : body;
@@ -1996,6 +2026,10 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
   if (Shape(ins[0]).size() == 3) out.erase(out.begin() + 2);
   why = CheckResidualShape(op, GetFusedEpilogue(attrs, ins.size()), ins, out);
   if (!why.empty()) return why;
+  why = CheckLut(op, attrs);
+  if (!why.empty()) return why;
+  if (HasAttr(attrs, "tc_lut") && HasAttr(attrs, "tc_activation"))
+    return "Conv: tc_lut is the activation: it goes without tc_activation";
   if (cs) {
     const MatrixPrecision mp = GetMatrixPrecision(attrs);
     if (g.G != 1) return "Conv: tc_channel_scale needs one group";

@@ -39,6 +39,7 @@
 #include "activation_passes.h"
 #include "kernel_util.h"
 #include "lookup_table.h"
+#include "matrix_precision.h"
 #include "tilecore/arch/params.h"
 #include "tilecore/ffi/function.h"
 #include "tilecore/ffi/reflection.h"
@@ -553,6 +554,7 @@ const std::map<std::string, LutFn>& LutOps() {
       return 0.5 * x * (1.0 + std::erf(x * M_SQRT1_2));
     };
     m["Sigmoid"] = [](double x, const OpCall&) { return 1.0 / (1.0 + std::exp(-x)); };
+    m["SiLU"] = [](double x, const OpCall&) { return x / (1.0 + std::exp(-x)); };
     m["Tanh"] = [](double x, const OpCall&) { return std::tanh(x); };
     m["Erf"] = [](double x, const OpCall&) { return std::erf(x); };
     m["Relu"] = [](double x, const OpCall&) { return x > 0 ? x : 0.0; };
@@ -1289,6 +1291,30 @@ Stmt FillLookupTable(const Buffer& words, const std::vector<int8_t>& table) {
     fill.push_back(BufferStore(words, I32(int32_t(v)), {I32(w)}));
   }
   return Seq(fill);
+}
+
+OpCall LutCall(const Map<String, Any>& attrs) {
+  OpCall c;
+  c.op_type = AttrStr(attrs, "tc_lut", "");
+  const std::string prefix = "tc_lut.";
+  for (const auto& [k, v] : attrs.items()) {
+    std::string key = k;
+    if (key.rfind(prefix, 0) == 0) c.attrs.Set(String(key.substr(prefix.size())), v);
+  }
+  return c;
+}
+
+std::string CheckLut(const std::string& op, const Map<String, Any>& attrs) {
+  if (!HasAttr(attrs, "tc_lut")) return "";
+  OpCall c = LutCall(attrs);
+  if (!HasLookupTable(c.op_type))
+    return op + ": tc_lut `" + c.op_type + "` has no lookup-table form";
+  if (!GetMatrixPrecision(attrs).int8() || !HasAttr(attrs, "tc_y_scale"))
+    return op + ": tc_lut needs an int8 output (tc_y_scale)";
+  double xs = AttrFloat(c.attrs, "tc_x_scale", 0), ys = AttrFloat(c.attrs, "tc_y_scale", 0);
+  if (!(xs > 0) || !(ys > 0) || !std::isfinite(xs) || !std::isfinite(ys))
+    return op + ": tc_lut needs positive finite tc_lut.tc_x_scale and tc_lut.tc_y_scale";
+  return "";
 }
 
 BufferRegion LookupTableRegion(const Buffer& words) {

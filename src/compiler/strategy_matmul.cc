@@ -1745,33 +1745,6 @@ std::vector<int64_t> Broadcast(std::vector<int64_t> a, std::vector<int64_t> b) {
   return out;
 }
 
-/*! \brief The fused lookup-table op of tc_lut: its type and its own attributes (those under
- * "tc_lut."). */
-OpCall LutCall(const Map<String, Any>& attrs) {
-  OpCall c;
-  c.op_type = AttrStr(attrs, "tc_lut", "");
-  const std::string prefix = "tc_lut.";
-  for (const auto& [k, v] : attrs.items()) {
-    std::string key = k;
-    if (key.rfind(prefix, 0) == 0) c.attrs.Set(String(key.substr(prefix.size())), v);
-  }
-  return c;
-}
-
-/*! \brief "" when tc_lut is absent or names a table op of int8 output scales, else the reason. */
-std::string CheckLut(const std::string& op, const Map<String, Any>& attrs) {
-  if (!HasAttr(attrs, "tc_lut")) return "";
-  OpCall c = LutCall(attrs);
-  if (!HasLookupTable(c.op_type))
-    return op + ": tc_lut `" + c.op_type + "` has no lookup-table form";
-  if (!GetMatrixPrecision(attrs).int8() || !HasAttr(attrs, "tc_y_scale"))
-    return op + ": tc_lut needs an int8 output (tc_y_scale)";
-  double xs = AttrFloat(c.attrs, "tc_x_scale", 0), ys = AttrFloat(c.attrs, "tc_y_scale", 0);
-  if (!(xs > 0) || !(ys > 0) || !std::isfinite(xs) || !std::isfinite(ys))
-    return op + ": tc_lut needs positive finite tc_lut.tc_x_scale and tc_lut.tc_y_scale";
-  return "";
-}
-
 /*! \brief "" when tc_y_heads is absent or D (a divisor of N and of the 128 columns of a tile)
  * fits an output of M rows and N columns without batch (and tc_y_rows_first is alone), else
  * the reason. */

@@ -1119,13 +1119,14 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
     if not keep_intermediates and fuse and not pipe.disabled("FuseEpilogue"):
         with pipe.step("FuseEpilogue", text):
             fused = _fuse.fuse(nodes, info, graph_outputs, HasStrategy, TensorSpec)
-    int8_edges = []
+    int8_edges, lut_convs = [], []
     if not keep_intermediates and not pipe.disabled("Int8Edges"):
         pipe.begin("Int8Edges")
         int8_edges = _int8_edges.assign(nodes, info, graph_outputs, HasStrategy, TensorSpec, thresholds)
     codes = _int8_edges.stored_codes(nodes, info, model_dtypes) if int8_edges else {}
     if int8_edges and fuse:  # a table op or a Softmax that alone reads an int8 MatMul: in its epilogue
         fused += _int8_edges.fold_lookup_tables(nodes, info, graph_outputs, HasStrategy)
+        lut_convs = _int8_edges.fold_conv_activations(nodes, thresholds, HasStrategy)
         fused += _int8_edges.fold_softmax(nodes, info, graph_outputs, HasStrategy)
         fused += _int8_edges.fold_key_transpose(nodes, info, graph_outputs, HasStrategy, TensorSpec)
         fused += _int8_edges.fold_context(nodes, info, graph_outputs, HasStrategy, TensorSpec)
@@ -1670,6 +1671,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
         "qdq": qdq_report,
         "fused": fused,
         "int8_edges": int8_edges,
+        "activation_tables": lut_convs,
         "shared_quantisation": shared_quantised,
         "copied_inputs": copied,
         "groups": [g.summary() for g in groups_made],

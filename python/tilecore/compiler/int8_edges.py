@@ -233,6 +233,48 @@ def fold_lookup_tables(nodes: list[Any], info: dict[str, tuple], graph_outputs: 
     return out
 
 
+def fold_conv_activations(nodes: list[Any], thresholds: dict[str, float] | None,
+                          HasStrategy: Callable[..., str]) -> list[dict[str, Any]]:
+    """An int8 Conv with a fused SiLU or HardSwish and an int8 output applies the activation
+    as its 256-entry table (``tc_lut``) instead of in f32: its result is quantised with the
+    activation input's own calibrated threshold (``tc_y_scale``), then looked up into the
+    readers' scale (``tc_lut.tc_y_scale``). The same bits as the Conv and the table op apart
+    (the Conv's int8 output read only by the table takes that threshold too), where the f32
+    activation is several vector passes of a transcendental. Returns
+    ``[{"node": conv, "fused": [activation]}, ...]``."""
+    from .precision import activation_scale, degenerate_range
+
+    lut_ops = lookup_table_ops()
+    fused_into = {}
+    for x in nodes:
+        if x.where == "dropped" and x.ins and x.ins[0] is not None:
+            fused_into.setdefault(x.reason, []).append(x)
+    out = []
+    for nd in nodes:
+        act = nd.attrs.get("tc_activation")
+        if (nd.op != "Conv" or nd.where != "npu" or act not in ("SiLU", "HardSwish") or act not in lut_ops
+                or nd.attrs.get("tc_precision") != "int8" or "tc_y_scale" not in nd.attrs or "tc_lut" in nd.attrs):
+            continue
+        # the activation's input: the Conv's result as the graph had it (after a fused Add)
+        dropped = [x for x in fused_into.get(f"fused into `{nd.name}`", []) if x.op == act]
+        if len(dropped) != 1:
+            continue
+        pre = str(dropped[0].ins[0].name)
+        if pre not in (thresholds or {}) or degenerate_range(pre, thresholds[pre]):
+            continue  # no calibrated range: the activation stays in f32
+        scale = activation_scale(thresholds[pre])
+        attrs = {k: v for k, v in nd.attrs.items() if k != "tc_activation"}
+        attrs.update({"tc_lut": act, "tc_lut.tc_x_scale": scale, "tc_lut.tc_x_zero_point": 0,
+                      "tc_lut.tc_y_scale": nd.attrs["tc_y_scale"],
+                      "tc_lut.tc_y_zero_point": nd.attrs.get("tc_y_zero_point", 0),
+                      "tc_y_scale": scale, "tc_y_zero_point": 0})
+        if HasStrategy(nd.op, attrs, nd.in_specs):
+            continue
+        nd.attrs = attrs
+        out.append({"node": nd.name, "fused": [dropped[0].name]})
+    return out
+
+
 def fold_softmax(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
                  HasStrategy: Callable[..., str]) -> list[dict[str, Any]]:
     """An int8 MatMul of two activations whose f32 output only a Softmax over the last

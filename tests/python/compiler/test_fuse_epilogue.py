@@ -232,6 +232,85 @@ def test_depthwise_int8_items_of_several_blocks(c, hw, k, stride, x_int8, residu
     assert abd and max(int(v) for v in abd) > 16  # an item's weights: more channels than a block
 
 
+def activation_table(act, s_in, s_out, z_out):
+    """docs/precision.md: table[q] = sat_i8(round_half_even(f(s_in * q) / s_out) + z_out), f
+    in float64 (SiLU x sigmoid(x), HardSwish x relu6(x + 3) / 6), indexed by q's byte."""
+    x = np.float64(s_in) * np.arange(-128, 128, dtype=np.float64)
+    y = x / (1 + np.exp(-x)) if act == "SiLU" else x * np.clip(x / 6 + 0.5, 0, 1)
+    table = np.clip(np.rint(y / np.float64(s_out)) + z_out, -128, 127).astype(np.int8)
+    return np.roll(table, -128)  # byte 0 is q = 0, byte 255 is q = -1
+
+
+@pytest.mark.parametrize("c,m,k,group,forms", [
+    (16, 96, 1, 1, {"tc_transposed": 1}),                # an expand Conv, its epilogue in the matrix engine
+    (16, 96, 1, 1, {"tc_transposed": 0}),                # the same on the vector engine
+    (3, 32, 3, 1, {}),                                   # a stem: 3x3, f32 in
+    (24, 24, 3, 24, {"tc_depthwise_matrix": 0}),         # depthwise, taps on the vector engine
+    (24, 24, 3, 24, {"tc_depthwise_matrix": 1, "tc_pipeline": 2}),  # three stages
+])
+@pytest.mark.parametrize("act", ["SiLU", "HardSwish"])
+def test_conv_int8_activation_as_a_table(c, m, k, group, forms, act, hazard_checked):
+    """``tc_lut``: the int8 result of the Conv without its activation, quantised with
+    tc_y_scale, looked up in the activation's table (numpy's, here) before it is stored;
+    every L1 access ordered."""
+    hw = 20
+    x, wq, bq, w_scale, _, _ = int8_conv_operands((2, c, hw, hw), c != 3, (m, c // group, k, k),
+                                                  (2, m, hw, hw))
+    s_pre, s_out, z_out = 0.04, 0.025, -9
+    attrs = {"tc_precision": "int8", "tc_x_scale": 0.05, "tc_x_zero_point": -3, "group": group,
+             "pads": [k // 2] * 4, "tc_y_scale": s_pre, "tc_y_zero_point": 0, **forms}
+    lut = {"tc_lut": act, "tc_lut.tc_x_scale": s_pre, "tc_lut.tc_x_zero_point": 0, "tc_lut.tc_y_scale": s_out,
+           "tc_lut.tc_y_zero_point": z_out}
+    ins = [x, wq, bq, w_scale]
+    pre = run_lowered("Conv", attrs, ins, [np.zeros((2, m, hw, hw), np.int8)])[0]
+    got = run_lowered("Conv", {**attrs, **lut}, ins, [np.zeros((2, m, hw, hw), np.int8)])[0]
+    assert len(np.unique(pre)) > 100  # most of the table is read
+    np.testing.assert_array_equal(got, activation_table(act, s_pre, s_out, z_out)[pre.view(np.uint8)])
+    assert hazard_checked() == []
+
+
+def test_tc_lut_of_a_conv_is_checked():
+    x, w = compiler.TensorSpec((1, 8, 6, 6), "int8"), compiler.TensorSpec((4, 8, 1, 1), "int8")
+    bias, scale = compiler.TensorSpec((4,), "int32"), compiler.TensorSpec((4,), "float32")
+    base = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_y_scale": 0.05}
+    lut = {"tc_lut": "SiLU", "tc_lut.tc_x_scale": 0.05, "tc_lut.tc_y_scale": 0.01}
+    assert compiler.HasStrategy("Conv", {**base, **lut}, [x, w, bias, scale]) == ""
+    assert "without tc_activation" in compiler.HasStrategy("Conv", {**base, **lut, "tc_activation": "SiLU"},
+                                                           [x, w, bias, scale])
+    assert "int8 output" in compiler.HasStrategy("Conv", {"tc_precision": "int8", "tc_x_scale": 0.1, **lut},
+                                                 [x, w, bias, scale])
+    assert "lookup-table" in compiler.HasStrategy("Conv", {**base, **lut, "tc_lut": "Exp2"}, [x, w, bias, scale])
+
+
+@pytest.mark.parametrize("act", ["SiLU", "HardSwish"])
+def test_int8_conv_activation_between_int8_convs_is_a_table(act, hazard_checked):
+    """Conv -> SiLU (x * Sigmoid(x)) or HardSwish -> Conv in int8: the first Conv's fused
+    activation becomes its table (the report's ``activation_tables``), bit for bit the
+    Conv and the table op compiled apart (the Conv's output quantised with the activation
+    input's threshold), close to ONNX Runtime."""
+    w1, b1, w2 = randn(32, 8, 3, 3, scale=0.3), randn(32, scale=0.5), randn(16, 32, 1, 1, scale=0.2)
+    if act == "SiLU":
+        acts = [helper.make_node("Sigmoid", ["h"], ["sg"], name="sigmoid"),
+                helper.make_node("Mul", ["h", "sg"], ["a"], name="act")]
+    else:
+        acts = [helper.make_node("HardSwish", ["h"], ["a"], name="act")]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["h"], name="conv1", pads=[1, 1, 1, 1]), *acts,
+             helper.make_node("Conv", ["a", "w2"], ["y"], name="conv2")]
+    model = make_model(nodes, [("x", [1, 8, 24, 24], np.float32)], ["y"], [("w1", w1), ("b1", b1), ("w2", w2)],
+                       opset=17)
+    samples = {"x": randn(8, 1, 8, 24, 24)}
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    apart = tilecore.compile(model, precision="int8", calib_samples=samples, fuse=False)
+    assert rep["activation_tables"] == [{"node": "conv1", "fused": ["act"]}]  # (x * Sigmoid(x): one SiLU)
+    x = randn(1, 8, 24, 24)
+    y = exe.run({"x": x})["y"]
+    np.testing.assert_array_equal(y, apart.run({"x": x})["y"])
+    ref = ort_run(model, {"x": x})["y"]
+    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.999
+    assert hazard_checked() == []
+
+
 def test_depthwise_blocks_reasons():
     x, w = compiler.TensorSpec((1, 32, 7, 7), "float32"), compiler.TensorSpec((32, 1, 3, 3), "float32")
     dw = {"group": 32, "pads": [1] * 4}
