@@ -237,33 +237,47 @@ def load_qtable(path: str | os.PathLike[str]) -> dict[str, str]:
     return table
 
 
-# ops whose output is >= 0 whatever the input, and ops that keep their input's sign
+# ops whose output is >= 0 whatever the input, ops whose output has a small negative
+# minimum whatever the input (x sigmoid(x) at x = -1.2785, x relu6(x + 3) / 6 at x = -1.5),
+# and ops whose output stays within its input's range
 _NONNEGATIVE_OPS = frozenset({"Relu", "Sigmoid", "Softmax", "Abs"})
+_BOUNDED_BELOW_OPS = {"SiLU": -0.27846454, "HardSwish": -0.375}
 _SIGN_KEEPING_OPS = frozenset({"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Flatten", "Reshape",
                                "Squeeze", "Unsqueeze", "Transpose", "Identity"})
 
 
-def nonnegative_values(nodes: Sequence[Any]) -> set[str]:
-    """Names of the values that are >= 0 by construction (after a Relu, a Clip at a
-    non-negative minimum, a Softmax, ..., through pooling and layout ops)."""
-    out = set()
+def lower_bounds(nodes: Sequence[Any]) -> dict[str, float]:
+    """Values with a lower bound by construction -> that bound: 0 after a Relu, a Clip at a
+    non-negative minimum, a Softmax, ...; SiLU's and HardSwish's minima after those; kept
+    through pooling and layout ops, the lowest of a Concat's inputs."""
+    out: dict[str, float] = {}
     for nd in nodes:  # topological order
         op, ins = nd.op, [v for v in nd.ins]
-        ok = False
+        lo = None
         if op in _NONNEGATIVE_OPS:
-            ok = True
+            lo = 0.0
+        elif op in _BOUNDED_BELOW_OPS:
+            lo = _BOUNDED_BELOW_OPS[op]
         elif op == "Clip":
-            lo = nd.attrs.get("min")
-            if lo is None and len(ins) > 1 and _is_const(ins[1]):
-                lo = float(np.asarray(ins[1].numpy()).ravel()[0]) if np.size(ins[1].numpy()) else None
-            ok = lo is not None and float(lo) >= 0
+            m = nd.attrs.get("min")
+            if m is None and len(ins) > 1 and _is_const(ins[1]):
+                m = float(np.asarray(ins[1].numpy()).ravel()[0]) if np.size(ins[1].numpy()) else None
+            lo = 0.0 if m is not None and float(m) >= 0 else None
         elif op in _SIGN_KEEPING_OPS:
-            ok = bool(ins) and ins[0] is not None and str(ins[0].name) in out
-        elif op == "Concat":
-            ok = all(v is not None and str(v.name) in out for v in ins)
-        if ok:
-            out.update(str(v.name) for v in nd.outs)
+            lo = out.get(str(ins[0].name)) if ins and ins[0] is not None else None
+        elif op == "Concat" and ins and all(v is not None and str(v.name) in out for v in ins):
+            lo = min(out[str(v.name)] for v in ins)
+        if lo is not None:
+            out.update({str(v.name): lo for v in nd.outs})
     return out
+
+
+def bounded_scale(threshold: float, lo: float) -> tuple[float, int]:
+    """(scale, zero point) of an activation within [lo, threshold], lo < 0 small (a SiLU's
+    output): the 256 codes span that range instead of [-threshold, threshold], the lowest
+    code at or below lo: scale = (threshold - lo) / 254, zero point -128 + ceil(-lo / scale)."""
+    scale = float(np.float32((float(threshold) - lo) / (2 * QMAX)))
+    return scale, int(-QMAX - 1 + int(np.ceil(-lo / scale)))
 
 
 def _is_const(v) -> bool:
@@ -282,14 +296,17 @@ def quantisable_inputs(nd: Any) -> list[str] | None:
     return [str(nd.ins[0].name)]
 
 
-def _to_int8(nd, info, thresholds, fresh, nonnegative=frozenset(), mean=None, corrected=None) -> str:
+def _to_int8(nd, info, thresholds, fresh, bounds=None, mean=None, corrected=None) -> str:
     """Rewrites ``nd`` into the quantised-node form; returns the reason when it cannot.
     A data input that is >= 0 by construction uses the whole int8 range: scale =
-    threshold / 255 and zero point -128 (folded into the int32 bias). With ``mean`` (the
+    threshold / 255 and zero point -128 (folded into the int32 bias); one with a small
+    negative bound by construction (``bounds``: :func:`lower_bounds`), the range from that
+    bound up (:func:`bounded_scale`). With ``mean`` (the
     data input's per-channel mean on the calibration samples) the bias is corrected for
     the shift the weights' quantisation causes (:func:`bias_shift`); ``corrected`` gets
     the node's name -> the largest |shift| relative to the output channels' |bias| + 1."""
     names = quantisable_inputs(nd)
+    bounds = bounds or {}
     if names is None:
         return "no int8 form (constant data input or non-constant weights)"
     missing = [n for n in names if n not in thresholds]
@@ -300,9 +317,13 @@ def _to_int8(nd, info, thresholds, fresh, nonnegative=frozenset(), mean=None, co
         if why:
             return why
     # (a MatMul of two activations: the kernel corrects the zero point with B's column sums)
-    unsigned = names[0] in nonnegative
-    x_scale = activation_scale(thresholds[names[0]], unsigned)
-    zp = -128 if unsigned else 0
+    lo = bounds.get(names[0])
+    if lo is not None and lo >= 0:  # the whole range for values >= 0
+        x_scale, zp = activation_scale(thresholds[names[0]], True), -128
+    elif lo is not None and -lo < thresholds[names[0]]:  # (a SiLU's output: a narrower range)
+        x_scale, zp = bounded_scale(thresholds[names[0]], lo)
+    else:
+        x_scale, zp = activation_scale(thresholds[names[0]]), 0
     attrs = dict(nd.attrs)
     attrs.update(tc_precision="int8", tc_x_scale=x_scale)
     if zp:
@@ -437,7 +458,7 @@ def assign(nodes: Sequence[Any], info: dict[str, Any], precision: str, qtable: M
         raise ValueError(f"qtable: no node named {', '.join(f'`{n}`' for n in unknown[:5])} in the graph "
                          "(names are the ONNX node names after the graph passes)")
     assigned, fallbacks, io, corrected = {}, [], {}, {}
-    nonnegative = nonnegative_values(nodes)
+    bounds = lower_bounds(nodes)
     for nd in nodes:
         if nd.where != "npu" or nd.op not in MATRIX_OPS:
             continue
@@ -453,7 +474,7 @@ def assign(nodes: Sequence[Any], info: dict[str, Any], precision: str, qtable: M
         mean = (means or {}).get(str(nd.ins[0].name)) if nd.ins and nd.ins[0] is not None else None
         tried = {}
         if want == "int8":
-            why = _to_int8(nd, info, thresholds or {}, fresh, nonnegative, mean, tried)
+            why = _to_int8(nd, info, thresholds or {}, fresh, bounds, mean, tried)
         else:
             why = _to_narrow(nd, want, info, fresh, mean, tried)
         if not why:

@@ -188,6 +188,39 @@ def test_conv_int8_after_relu_uses_the_whole_range_bit_exact():
     np.testing.assert_array_equal(y, dequant(acc, b, scale, sw, 1))
 
 
+@pytest.mark.parametrize("act,lo", [("SiLU", -0.27846454), ("HardSwish", -0.375)])
+def test_conv_int8_after_silu_or_hardswish_uses_the_range_from_its_minimum(act, lo):
+    """A SiLU's output is >= -0.2785 and a HardSwish's >= -0.375 whatever the input: the
+    256 codes span [lo, t] (scale (t - lo) / 254, the zero point that puts the lowest code at
+    or below lo) instead of [-t, t], bit exact against numpy doing those steps."""
+    x, w, b = randn(1, 8, 9, 9, scale=2.0), randn(12, 8, 3, 3, scale=0.2), randn(12)
+    if act == "SiLU":
+        acts = [helper.make_node("Sigmoid", ["x"], ["sg"], name="sigmoid"),
+                helper.make_node("Mul", ["x", "sg"], ["r"], name="act")]
+        r = (x.astype(np.float64) / (1 + np.exp(-x.astype(np.float64))))
+    else:
+        acts = [helper.make_node("HardSwish", ["x"], ["r"], name="act")]
+        r = x.astype(np.float64) * np.clip(x.astype(np.float64) / 6 + 0.5, 0, 1)
+    nodes = [*acts, helper.make_node("Conv", ["r", "w", "b"], ["y"], name="conv", pads=[1, 1, 1, 1])]
+    model = make_model(nodes, [("x", [1, 8, 9, 9], np.float32)], ["y"], [("w", w), ("b", b)])
+    t = 3.0
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib={"r": t}, report=rep, keep_intermediates=True)
+    scale = np.float32((t - lo) / 254.0)
+    zp = -128 + int(np.ceil(-lo / np.float64(scale)))
+    assert -128 < zp < -90  # few codes below zero
+    outs = exe.run({"x": x})
+    r = outs["r"]  # the activation as the npu computed it (f32)
+    np.testing.assert_allclose(r, (x / (1 + np.exp(-x)) if act == "SiLU" else
+                                   x * np.clip(x / 6 + 0.5, 0, 1)), rtol=1e-5, atol=1e-6)
+    inv = np.float32(1.0 / np.float64(scale))
+    q = np.clip(np.rint((r * inv).astype(np.float32) + np.float32(zp)), -128, 127).astype(np.int64)
+    assert float((r * inv).min()) + zp >= -128.5  # nothing saturates below: lo is below every value
+    wq, sw = q_weights(w, 0)
+    acc = conv_ref(q - zp, wq, pad=1)
+    np.testing.assert_array_equal(outs["y"], dequant(acc, b, scale, sw, 1))
+
+
 def test_reference_of_the_int8_form_matches_the_npu_for_matmul():
     """A MatMul in the int8 form with a zero point (its input comes from a Relu), evaluated
     by the op library's reference and compiled: the same numbers."""
