@@ -71,6 +71,13 @@ inline std::string CheckMatrixInputs(const std::string& op, const Map<String, An
     if (!(s > 0) || std::frexp(s, &e) != 0.5)
       return op + ": tc_out_scale must be a positive power of two";
   }
+  if (HasAttr(attrs, "tc_y_scale")) {  // an int8 output, quantised in the epilogue
+    if (!p.int8() && op != "Conv")
+      return op + ": an int8 output (tc_y_scale) in " + p.name + " is a Conv's only";
+    if (!(AttrFloat(attrs, "tc_y_scale", 0) > 0)) return op + ": tc_y_scale must be positive";
+    int64_t yzp = AttrInt(attrs, "tc_y_zero_point", 0);
+    if (yzp < -128 || yzp > 127) return op + ": tc_y_zero_point out of the int8 range";
+  }
   if (!p.int8()) {
     for (size_t i = 0; i < ins.size(); ++i) {
       if (!ins[i].defined() || ins[i]->dtype == f32) continue;
@@ -87,11 +94,6 @@ inline std::string CheckMatrixInputs(const std::string& op, const Map<String, An
   }
   std::string r = dtype_is(2, DataType::Int(32), "int32 bias");
   if (!r.empty()) return r;
-  if (HasAttr(attrs, "tc_y_scale")) {  // an int8 output, quantised in the epilogue
-    if (!(AttrFloat(attrs, "tc_y_scale", 0) > 0)) return op + ": tc_y_scale must be positive";
-    int64_t yzp = AttrInt(attrs, "tc_y_zero_point", 0);
-    if (yzp < -128 || yzp > 127) return op + ": tc_y_zero_point out of the int8 range";
-  }
   if (!(AttrFloat(attrs, "tc_x_scale", 0) > 0)) return op + ": int8 needs a positive tc_x_scale";
   int64_t zp = AttrInt(attrs, "tc_x_zero_point", 0);
   if (zp < -128 || zp > 127) return op + ": tc_x_zero_point out of the int8 range";

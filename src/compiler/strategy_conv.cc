@@ -199,9 +199,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   const MatrixPrecision mp = GetMatrixPrecision(call.attrs);
   const bool q = mp.int8();
   const bool x_i8 = q && call.inputs[0]->dtype == i8, qx = q && !x_i8;
-  const bool y_i8 = q && call.outputs[0]->dtype == i8;
-  if (call.outputs[0]->dtype == i8 && !(y_i8 && HasAttr(call.attrs, "tc_y_scale")))
-    TILECORE_THROW(ValueError) << "Conv: an int8 output needs tc_precision int8 and tc_y_scale";
+  // (an int8 output in any precision: quantised from the f32 result)
+  const bool y_i8 = call.outputs[0]->dtype == i8;
+  if (y_i8 && !HasAttr(call.attrs, "tc_y_scale"))
+    TILECORE_THROW(ValueError) << "Conv: an int8 output needs tc_y_scale";
   if (matrix && !q) TILECORE_THROW(InternalError) << "LowerDepthwise: the matrix form is int8";
   if (three_stage && !(matrix && pipelined))
     TILECORE_THROW(InternalError) << "LowerDepthwise: three stages are the pipelined matrix form's";
@@ -1020,9 +1021,10 @@ PrimFunc LowerConv(const OpCall& call) {
   // quantised by its producer (loaded as is; padding is the zero point); an int8 Y is
   // quantised in the epilogue as its consumers would on load, so the bits are the same.
   const bool qx = q && call.inputs[0]->dtype != DataType::Int(8);  // quantise X on load
-  const bool y_i8 = q && call.outputs[0]->dtype == DataType::Int(8);
-  if (call.outputs[0]->dtype == DataType::Int(8) && !(y_i8 && HasAttr(call.attrs, "tc_y_scale")))
-    TILECORE_THROW(ValueError) << "Conv: an int8 output needs tc_precision int8 and tc_y_scale";
+  // (an int8 output in any precision: quantised from the f32 result)
+  const bool y_i8 = call.outputs[0]->dtype == DataType::Int(8);
+  if (y_i8 && !HasAttr(call.attrs, "tc_y_scale"))
+    TILECORE_THROW(ValueError) << "Conv: an int8 output needs tc_y_scale";
   const double y_inv = y_i8 ? InverseScale(AttrFloat(call.attrs, "tc_y_scale", 1.0)) : 1.0;
   const int64_t y_zp = AttrInt(call.attrs, "tc_y_zero_point", 0);
   // A Conv with one kernel row, a row stride and no row padding reads only every sh-th

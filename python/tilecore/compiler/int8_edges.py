@@ -1,8 +1,8 @@
 """tilecore/compiler/int8_edges.py — int8 activations between ops (docs/precision.md,
 "int8 between ops").
 
-An int8 Conv, Gemm or MatMul normally stores f32 and its int8 readers quantise that on
-load (a Softmax stores f32 too). When every reader of its output is an int8 matrix op on the npu — reading it as
+An int8 Conv, Gemm or MatMul (or a Conv in f16/bf16, mixed precision's wider nodes)
+normally stores f32 and its int8 readers quantise that on load (a Softmax stores f32 too). When every reader of its output is an int8 matrix op on the npu — reading it as
 data (all with one ``tc_x_scale`` and zero point, or as a MatMul's B with
 ``tc_b_scale``, as they are: the scale is the tensor's calibrated threshold) or, after a
 Conv, as a fused residual —, a view or a Transpose whose output is read so, a MaxPool
@@ -106,8 +106,10 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
     done = []
     for nd in nodes:
         softmax = nd.op == "Softmax" and nd.where == "npu"  # probabilities, quantised on store
-        if (not (softmax or (nd.op in PRODUCERS and nd.where == "npu" and nd.attrs.get("tc_precision") == "int8"))
-                or len(nd.outs) != 1 or nd.attrs.get("tc_y_scale")):
+        # (a Conv in f16/bf16 quantises its f32 result as well: mixed precision's wider nodes)
+        prec = nd.attrs.get("tc_precision")
+        producer = nd.op in PRODUCERS and (prec == "int8" or (nd.op == "Conv" and prec in ("f16", "bf16")))
+        if (not (softmax or (producer and nd.where == "npu")) or len(nd.outs) != 1 or nd.attrs.get("tc_y_scale")):
             continue
         y = str(nd.outs[0].name)
         found = int8_readers(y)

@@ -311,6 +311,61 @@ def test_int8_conv_activation_between_int8_convs_is_a_table(act, hazard_checked)
     assert hazard_checked() == []
 
 
+@pytest.mark.parametrize("c,m,k,group", [(16, 96, 1, 1), (3, 32, 3, 1), (24, 24, 3, 24), (32, 64, 3, 1)])
+@pytest.mark.parametrize("precision", ["bf16", "f16"])
+def test_narrow_conv_stores_an_int8_output(c, m, k, group, precision, hazard_checked):
+    """A Conv in f16/bf16 (mixed precision's wider node) with tc_y_scale quantises its f32
+    result as an int8 reader would on load: bit for bit numpy's quantisation of its f32
+    output; every L1 access ordered."""
+    hw = 20
+    x, w, b = randn(1, c, hw, hw), randn(m, c // group, k, k, scale=0.3), randn(m)
+    attrs = {"tc_precision": precision, "group": group, "pads": [k // 2] * 4, "tc_activation": "Relu"}
+    y = run_lowered("Conv", attrs, [x, w, b], [np.zeros((1, m, hw, hw), np.float32)])[0]
+    sy, zy = 0.02, -128
+    q = run_lowered("Conv", dict(attrs, tc_y_scale=sy, tc_y_zero_point=zy), [x, w, b],
+                    [np.zeros((1, m, hw, hw), np.int8)])[0]
+    inv = np.float32(1.0 / sy)
+    np.testing.assert_array_equal(q, np.clip(np.rint((y * inv).astype(np.float32) + np.float32(zy)), -128,
+                                             127).astype(np.int8))
+    assert len(np.unique(q)) > 100  # (not saturated)
+    assert hazard_checked() == []
+
+
+def test_an_int8_output_in_a_narrow_precision_is_a_convs_only():
+    a, w = compiler.TensorSpec((8, 16), "float32"), compiler.TensorSpec((16, 4), "float32")
+    assert "a Conv's only" in compiler.HasStrategy("MatMul", {"tc_precision": "bf16", "tc_y_scale": 0.1}, [a, w])
+    x, wc = compiler.TensorSpec((1, 8, 6, 6), "float32"), compiler.TensorSpec((4, 8, 1, 1), "float32")
+    assert compiler.HasStrategy("Conv", {"tc_precision": "bf16", "tc_y_scale": 0.1}, [x, wc]) == ""
+    assert "positive" in compiler.HasStrategy("Conv", {"tc_precision": "bf16", "tc_y_scale": 0.0}, [x, wc])
+
+
+def test_a_wider_conv_between_int8_convs_stores_int8(hazard_checked):
+    """int8 Conv -> Conv moved to bf16 (a qtable, as auto_mixed does) -> int8 Conv: the bf16
+    Conv stores its output in int8 for its int8 reader (an int8 edge: a quarter of the bytes
+    in L2 or the DDR), bit for bit the compilation whose reader quantises the f32 value on
+    load; close to ONNX Runtime."""
+    w1, w2, w3 = randn(16, 8, 3, 3, scale=0.3), randn(32, 16, 3, 3, scale=0.2), randn(8, 32, 1, 1, scale=0.2)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["ar"], name="relu1"),
+             helper.make_node("Conv", ["ar", "w2"], ["b"], name="conv2", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["b"], ["br"], name="relu2"),
+             helper.make_node("Conv", ["br", "w3"], ["y"], name="conv3")]
+    model = make_model(nodes, [("x", [1, 8, 20, 20], np.float32)], ["y"], [("w1", w1), ("w2", w2), ("w3", w3)])
+    samples = {"x": randn(8, 1, 8, 20, 20)}
+    rep = {}
+    kw = dict(precision="int8", calib_samples=samples, qtable={"conv2": "bf16"})
+    exe = tilecore.compile(model, report=rep, **kw)
+    kept = tilecore.compile(model, keep_intermediates=True, **kw)
+    assert rep["precision"]["assigned"]["conv2"] == "bf16"
+    assert "br" in rep["int8_edges"]
+    x = randn(1, 8, 20, 20)
+    y = exe.run({"x": x})["y"]
+    np.testing.assert_array_equal(y, kept.run({"x": x})["y"])
+    ref = ort_run(model, {"x": x})["y"]
+    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.99
+    assert hazard_checked() == []
+
+
 def test_depthwise_blocks_reasons():
     x, w = compiler.TensorSpec((1, 32, 7, 7), "float32"), compiler.TensorSpec((32, 1, 3, 3), "float32")
     dw = {"group": 32, "pads": [1] * 4}
