@@ -184,7 +184,9 @@ std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
  *
  * Precisions (docs/precision.md): f32 as it is. f16/bf16: the patch and the weights are
  * rounded to the narrow type (the DMA converts) and widened to f32 in L1, so the products
- * are exact and the sums f32, as on the matrix engine. int8: the patch is int8 (DMAed so
+ * are exact and the sums f32, as on the matrix engine; the matrix form multiplies the
+ * narrow values there (its block-diagonal zeros add nothing: the same sums in the same
+ * order) and adds the bias after them, as the vector form does. int8: the patch is int8 (DMAed so
  * from an int8 producer, padding the zero point, or quantised on load like the implicit
  * GEMM's), and the taps accumulate in i32 (exact: at most 256 taps of |255 x 128|) after
  * the int32 bias (it holds the zero point's correction; the matrix form presets its
@@ -203,7 +205,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   const bool y_i8 = call.outputs[0]->dtype == i8;
   if (y_i8 && !HasAttr(call.attrs, "tc_y_scale"))
     TILECORE_THROW(ValueError) << "Conv: an int8 output needs tc_y_scale";
-  if (matrix && !q) TILECORE_THROW(InternalError) << "LowerDepthwise: the matrix form is int8";
+  // the matrix form's operands: int8, or the narrow type (f16/bf16: f32 sums)
+  const DataType mat_t = q ? i8 : mp.operand;
+  if (matrix && mat_t == f32)
+    TILECORE_THROW(InternalError) << "LowerDepthwise: the matrix form is int8, f16 or bf16";
   if (three_stage && !(matrix && pipelined))
     TILECORE_THROW(InternalError) << "LowerDepthwise: three stages are the pipelined matrix form's";
   const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
@@ -233,15 +238,15 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   // the matrix form: blocks of up to kMatrixChannels channels; the column matrix
   // [channels x taps, positions] within 256 KiB and the mm's limit on N
   constexpr int64_t kMatrixChannels = 16;
-  const int64_t max_p =
-      std::min<int64_t>(tc1::kMaxMmDim, (int64_t{256} << 10) / (kMatrixChannels * KK));
+  const int64_t col_elems = (int64_t{256} << 10) / (mat_t.bits() / 8);
+  const int64_t max_p = std::min<int64_t>(tc1::kMaxMmDim, col_elems / (kMatrixChannels * KK));
   int64_t TW = std::min<int64_t>(g.OW, matrix ? std::min<int64_t>(256, max_p) : 256);
   int64_t R = std::max<int64_t>(1, std::min(g.OH, (matrix ? max_p : kElems) / TW));
   while (R > 1 && rin(R) * win(TW) > kPatch) R = (R + 1) / 2;
   int64_t CC =
       std::max<int64_t>(1, std::min(g.C, std::min(kElems / (R * TW), kPatch / (rin(R) * win(TW)))));
   if (matrix) {  // whole blocks, their column matrix within 256 KiB
-    CC = std::min({CC, kMatrixChannels * blocks, (int64_t{256} << 10) / (KK * R * TW)});
+    CC = std::min({CC, kMatrixChannels * blocks, col_elems / (KK * R * TW)});
   }
   int64_t cols = (g.OW + TW - 1) / TW;
   auto items = [&]() { return g.N * cols * ((g.C + CC - 1) / CC) * ((g.OH + R - 1) / R); };
@@ -351,10 +356,12 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
             Work w;
             w.O = local(dims, acc_t, "O" + sfx);
             if (!matrix) w.T = local(dims, acc_t, "T" + sfx);
-            if (matrix) w.A = local({cc, bk}, i8, "Abd" + sfx);
-            if (matrix) w.Col = local({cc * KK, P}, i8, "Col" + sfx);
-            if (three_stage) w.S = local({cc, 1}, f32, "S" + sfx);  // (slot k's loads move on)
-            w.Of = q ? local(dims, f32, "Of" + sfx) : w.O;          // the f32 result
+            if (matrix) w.A = local({cc, bk}, mat_t, "Abd" + sfx);
+            if (matrix) w.Col = local({cc * KK, P}, mat_t, "Col" + sfx);
+            // (three stages: the scales, or a narrow form's bias, that post reads; slot k's
+            // loads move on)
+            if (three_stage && (q || has_bias)) w.S = local({cc, 1}, f32, "S" + sfx);
+            w.Of = q ? local(dims, f32, "Of" + sfx) : w.O;  // the f32 result
             if (r_i8) w.Rf = local(dims, f32, "Rf" + sfx);
             if (ep.passes()) w.Act = local(dims, f32, "Act" + sfx);  // (SiLU's sigmoid)
             if (y_i8) w.Yq = local(dims, i8, "Yq" + sfx);
@@ -469,15 +476,21 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
                     StridedView(Col, tdims, {KK * P, P, tw, 1}, kh * g.KW * P, "ColTap"),
                     StridedView(xs, tdims, {rn * wn, g.dw, g.sh * wn, g.sw}, kh * g.dh * wn, "Tap"),
                     tdims));
-              if (has_bias) s.push_back(CopyNest(Ov, bv, dims));
+              // (f16/bf16: the f32 bias is added after the sums, as the vector form and the
+              // implicit GEMM add it, so that every form rounds alike)
+              const bool preset = has_bias && q;
+              if (preset) s.push_back(CopyNest(Ov, bv, dims));
               Buffer O2 = Buffer(O->data, acc_t, {I32(cc), I32(P)}, Array<PrimExpr>(), I32(0),
                                  "local", "Omat");
+              // (f16/bf16 in three stages: the result is the accumulator, which the store of
+              // slot k's last item reads; int8 stores its own Of or Yq)
+              if (three_stage && !q) s.push_back(Intrin("tile.wait", {I32(4 + k)}));
               for (int64_t b = 0; b < nblocks; ++b) {
                 const int64_t m = std::min(bc, cc - b * bc);
                 s.push_back(Intrin("tile.mm", {Region(O2, {I32(b * bc), I32(0)}, {m, P}),
                                                Region(A, {I32(b * bc), I32(0)}, {m, m * KK}),
                                                Region(Col, {I32(b * bk), I32(0)}, {m * KK, P}),
-                                               IntImm(DataType::Bool(), has_bias ? 1 : 0)}));
+                                               IntImm(DataType::Bool(), preset ? 1 : 0)}));
               }
             } else {
               const Buffer& xw = Xp.defined() ? Xp : xs;  // widened
@@ -516,12 +529,15 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
                   return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(bv, i), i);
                 }));
             }
-            if (three_stage) {  // what post reads of slot k, before its next loads
+            if (three_stage && q) {  // what post reads of slot k, before its next loads
               Buffer sw = StridedView(w.S, {cc}, {1}, 0, "Sw"),
                      sl = StridedView(l.Sl, {cc}, {1}, 0, "Slv");
               s.push_back(Nest({cc}, [&](const Array<PrimExpr>& i) {
                 return BufferStore(sw, BufferLoad(sl, i) * F32(s_factor), i);
               }));
+            } else if (three_stage && has_bias) {
+              s.push_back(CopyNest(StridedView(w.S, {cc}, {1}, 0, "Sw"),
+                                   StridedView(l.Bl, {cc}, {1}, 0, "Blv"), {cc}));
             }
             return Seq(s);
           };
@@ -550,6 +566,11 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
               Buffer sv = StridedView(three_stage ? w.S : l.Sl, dims, {1, 0, 0}, 0, "Sb");
               s.push_back(over([&](const Array<PrimExpr>& i) {
                 return BufferStore(Ofv, BufferLoad(Ofv, i) * BufferLoad(sv, i), i);
+              }));
+            } else if (matrix && has_bias) {  // the narrow form's bias, after the sums
+              Buffer bv = StridedView(three_stage ? w.S : l.Bl, dims, {1, 0, 0}, 0, "Bb");
+              s.push_back(over([&](const Array<PrimExpr>& i) {
+                return BufferStore(Ofv, BufferLoad(Ofv, i) + BufferLoad(bv, i), i);
               }));
             }
             auto add_residual = [&]() {  // (an int8 one in its units)
@@ -964,12 +985,15 @@ PrimFunc LowerConv(const OpCall& call) {
   Geometry(call.inputs, call.attrs, &g, &why);
   Params p = MakeParams(call);
   if (g.G > 1 && g.Cg == 1 && g.Mg == 1) {
-    // the forms (vector, and in int8 matrix) plain and pipelined, the cost model's pick
-    // (tc_depthwise_matrix and tc_pipeline override it: 0 one stage, 1 two, 2 three)
+    // the forms (vector, and in int8, f16 or bf16 matrix) plain and pipelined, the cost
+    // model's pick (tc_depthwise_matrix and tc_pipeline override it: 0 one stage, 1 two, 2
+    // three)
     const int64_t want_matrix = AttrInt(call.attrs, "tc_depthwise_matrix", -1);
     const int64_t want_pipe = AttrInt(call.attrs, "tc_pipeline", -1);
     const int64_t want_blocks = AttrInt(call.attrs, "tc_depthwise_blocks", -1);
-    const bool int8 = GetMatrixPrecision(call.attrs).int8();
+    // (f32 stays on the vector engine: the matrix engine's f32 rate over the 1 in 16 useful
+    // products of the block-diagonal weights is below the vector engine's)
+    const bool matrix_form = GetMatrixPrecision(call.attrs).operand != DataType::Float(32);
     std::optional<PrimFunc> best;
     int64_t best_cycles = 0;
     std::string failed;
@@ -977,7 +1001,7 @@ PrimFunc LowerConv(const OpCall& call) {
     // read nothing of an item's loads after its taps: not with a residual
     const bool residual = GetFusedEpilogue(call.attrs, call.inputs.size()).residual >= 0;
     for (bool matrix : {false, true}) {
-      if ((matrix && !int8) || (want_matrix >= 0 && matrix != (want_matrix == 1))) continue;
+      if ((matrix && !matrix_form) || (want_matrix >= 0 && matrix != (want_matrix == 1))) continue;
       for (int stages : {1, 2, 3}) {
         const bool pipe = stages > 1;
         if (want_pipe >= 0 && stages != want_pipe + 1) continue;
@@ -1003,11 +1027,12 @@ PrimFunc LowerConv(const OpCall& call) {
     if (!best && !failed.empty()) TILECORE_THROW(ValueError) << failed;
     if (!best && want_pipe == 2)
       TILECORE_THROW(ValueError)
-          << "Conv: tc_pipeline 2 (three stages) needs the int8 matrix form without a residual";
+          << "Conv: tc_pipeline 2 (three stages) needs the matrix form (int8, f16 or bf16) "
+             "without a residual";
     if (!best && want_blocks > 1)
       TILECORE_THROW(ValueError) << "Conv: tc_depthwise_blocks " << want_blocks
-                                 << " needs the int8 matrix form";
-    if (!best) TILECORE_THROW(ValueError) << "Conv: tc_depthwise_matrix 1 needs the int8 form";
+                                 << " needs the matrix form (int8, f16 or bf16)";
+    if (!best) TILECORE_THROW(ValueError) << "Conv: tc_depthwise_matrix 1 needs int8, f16 or bf16";
     return *best;
   }
   DataType f32 = DataType::Float(32);
@@ -2056,17 +2081,21 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
              (pipeline ? " (2: three stages, a depthwise Conv's)" : "");
     if (three && !(g.G > 1 && g.Cg == 1 && g.Mg == 1))
       return "Conv: tc_pipeline 2 (three stages) is a depthwise Conv's";
-    if (three && (!GetMatrixPrecision(attrs).int8() || AttrInt(attrs, "tc_residual", 0) != 0 ||
-                  AttrInt(attrs, "tc_depthwise_matrix", 1) == 0))
-      return "Conv: tc_pipeline 2 (three stages) needs the int8 matrix form without a residual";
+    if (three &&
+        (GetMatrixPrecision(attrs).operand == DataType::Float(32) ||
+         AttrInt(attrs, "tc_residual", 0) != 0 || AttrInt(attrs, "tc_depthwise_matrix", 1) == 0))
+      return "Conv: tc_pipeline 2 (three stages) needs the matrix form (int8, f16 or bf16) "
+             "without a residual";
   }
   if (HasAttr(attrs, "tc_depthwise_blocks")) {
     auto v = attrs.Get(String("tc_depthwise_blocks"))->try_cast<int64_t>();
     if (!v || (*v != 1 && *v != 2 && *v != 4 && *v != 16))
       return "Conv: tc_depthwise_blocks must be 1, 2, 4 or 16";
-    if (*v > 1 && !(g.G > 1 && g.Cg == 1 && g.Mg == 1 && GetMatrixPrecision(attrs).int8() &&
+    if (*v > 1 && !(g.G > 1 && g.Cg == 1 && g.Mg == 1 &&
+                    GetMatrixPrecision(attrs).operand != DataType::Float(32) &&
                     AttrInt(attrs, "tc_depthwise_matrix", 1) != 0))
-      return "Conv: tc_depthwise_blocks above 1 is the int8 depthwise matrix form's";
+      return "Conv: tc_depthwise_blocks above 1 is the depthwise matrix form's (int8, f16 or "
+             "bf16)";
   }
   if (HasAttr(attrs, "tc_images_per_item")) {
     auto v = attrs.Get(String("tc_images_per_item"))->try_cast<int64_t>();

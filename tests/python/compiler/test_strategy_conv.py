@@ -178,7 +178,8 @@ def test_plan_overrides_are_0_or_1():
         "Conv: tc_pipeline 2 (three stages) is a depthwise Conv's"
     dw = [compiler.TensorSpec((1, 8, 6, 6), "float32"), compiler.TensorSpec((8, 1, 3, 3), "float32")]
     assert compiler.HasStrategy("Conv", {"tc_pipeline": 2, "group": 8}, dw) == \
-        "Conv: tc_pipeline 2 (three stages) needs the int8 matrix form without a residual"
+        ("Conv: tc_pipeline 2 (three stages) needs the matrix form (int8, f16 or bf16) without a "
+            "residual")
     dw8 = [compiler.TensorSpec((1, 8, 6, 6), "int8"), compiler.TensorSpec((8, 1, 3, 3), "int8"),
            compiler.TensorSpec((8,), "int32"), compiler.TensorSpec((8,), "float32")]
     assert compiler.HasStrategy("Conv", {"tc_pipeline": 2, "group": 8, "tc_precision": "int8", "tc_x_scale": 0.1},
