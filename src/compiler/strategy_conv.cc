@@ -745,8 +745,9 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     if (has_bias)
       segs.push_back(Intrin("tile.dma_copy", {Region(Ball, {I32(0), I32(0)}, {1, g.M}),
                                               Region(Bias, {I32(0), I32(0)}, {1, g.M}), I32(0)}));
-    segs.push_back(Intrin("tile.dma_copy", {Region(Sall, {I32(0), I32(0)}, {1, g.M}),
-                                            Region(Sv, {I32(0), I32(0)}, {1, g.M}), I32(0)}));
+    // (the scales on the DMA-out engine, idle here: their DDR latency beside the bias's)
+    segs.push_back(Intrin("tile.dma_prefetch", {Region(Sall, {I32(0), I32(0)}, {1, g.M}),
+                                                Region(Sv, {I32(0), I32(0)}, {1, g.M}), I32(0)}));
     segs.push_back(Intrin("tile.wait", {I32(0)}));
     segs.push_back(Loop("j", g.M, [&](PrimExpr j) {
       return BufferStore(Sall, BufferLoad(Sall, {I32(0), j}) * F32(s_factor), {I32(0), j});
@@ -1315,8 +1316,8 @@ PrimFunc LowerConv(const OpCall& call) {
               // buffer each, a slice per block (a buffer per block could share an address
               // the engines do not order by).
               PrimExpr mfirst = gi * I32(g.Mg) + m0_of(0);
-              if (q || has_bias)
-                s.push_back(Intrin("tile.dma_copy",
+              if (q || has_bias)  // (on the DMA-out engine: beside the patch's loads)
+                s.push_back(Intrin("tile.dma_prefetch",
                                    {Region(Sall, {I32(0), I32(0)}, {mb * tm, 1}),
                                     Region(q ? Sv : Bv, {mfirst, I32(0)}, {mb * tm, 1}), I32(4)}));
               if (preset)
