@@ -87,8 +87,8 @@ const std::vector<CompilerAttr>& Table() {
     // -- a Conv's plan, forced (docs/compiler.md, "How tiling is chosen")
     {"tc_pipeline", kInt,
      "Conv: 1 a pipelined plan whenever one fits, 0 never (absent: the cost model's); a "
-     "depthwise Conv's 2: three stages (the int8 matrix form). Set by no pass (tests' and "
-     "benchmarks' override); read by Conv (strategy_conv.cc)."},
+     "depthwise Conv's 2: three stages (the matrix form: int8, f16 or bf16). Set by no pass "
+     "(tests' and benchmarks' override); read by Conv (strategy_conv.cc)."},
     {"tc_stage_input", kInt,
      "Conv: 1 its input staged in L2 whenever that fits, 0 never (absent: the cost model's). "
      "Set by no pass (an override); read by Conv (strategy_conv.cc)."},
@@ -105,10 +105,10 @@ const std::vector<CompilerAttr>& Table() {
      "Conv: K images per work item, a divisor of the batch (1 for a depthwise Conv; absent: the "
      "cost model's). Set by no pass (an override); read by Conv (strategy_conv.cc)."},
     {"tc_depthwise_matrix", kInt,
-     "Depthwise Conv: 1 the int8 matrix form, 0 the vector form (absent: the cost model's). Set "
-     "by no pass (an override); read by Conv (strategy_conv.cc)."},
+     "Depthwise Conv: 1 the matrix form (int8, f16 or bf16), 0 the vector form (absent: the "
+     "cost model's). Set by no pass (an override); read by Conv (strategy_conv.cc)."},
     {"tc_depthwise_blocks", kInt,
-     "Depthwise Conv, int8 matrix form: the most blocks of 16 channels an item holds, 1, 2, 4 "
+     "Depthwise Conv, matrix form: the most blocks of 16 channels an item holds, 1, 2, 4 "
      "or 16 (absent: the cost model's). Set by no pass (an override); read by Conv "
      "(strategy_conv.cc)."},
     // -- an int8 MatMul's or Gemm's fused forms (docs/precision.md, "int8 between ops")

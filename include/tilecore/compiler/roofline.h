@@ -7,7 +7,7 @@
  *   compute = MACs / the MAC peak of the engine that runs the op, all cores together:
  *             the matrix engine's native block per precision (arch/params.h: int8 2048,
  *             f16/bf16 1024, f32 256 MAC/cycle a core), or the vector engine's for an op
- *             it runs (a depthwise Conv: a multiply and an add of the 4-byte accumulator
+ *             it runs (a depthwise Conv in f32: a multiply and an add of the 4-byte accumulator
  *             per MAC, kVecBytesPerCycle / 8 MAC/cycle a core); an op without MACs makes
  *             one vector pass over its output: output bytes / kVecBytesPerCycle a core;
  *   memory  = the op's inputs and outputs, each moved once, over the bandwidth of the

@@ -506,8 +506,8 @@ def _roofline(m, info, in_l2, cores, macs, prefetched=None):
             w, x = info[str(m.ins[1].name)][0], info[str(m.ins[0].name)][0]
             group = int(m.attrs.get("group", 1))
             if (group > 1 and len(w) > 1 and len(x) > 1 and w[1] == 1 and w[0] == group == x[1]
-                    and m.attrs.get("tc_precision") != "int8"):
-                engine = "vec"  # depthwise: the vector engine (in int8 the matrix engine has a form too)
+                    and m.attrs.get("tc_precision") not in ("int8", "f16", "bf16")):
+                engine = "vec"  # depthwise f32: the vector engine (int8, f16, bf16 have a matrix form)
     values = [v for v in list(m.ins) + list(m.outs) if v is not None and str(v.name) in info]
     l2 = sum(nbytes(v) for v in values if str(v.name) in in_l2)
     ddr = sum(nbytes(v) for v in values if str(v.name) not in in_l2)

@@ -1,8 +1,9 @@
 """tilecore/compiler/int8_edges.py — int8 activations between ops (docs/precision.md,
 "int8 between ops").
 
-An int8 Conv, Gemm or MatMul (or a Conv in f16/bf16, mixed precision's wider nodes)
-normally stores f32 and its int8 readers quantise that on load (a Softmax stores f32 too). When every reader of its output is an int8 matrix op on the npu — reading it as
+An int8 Conv, Gemm or MatMul (or a Conv in f16/bf16, mixed precision's wider nodes, when
+its readers take it as data: the same bits) normally stores f32 and its int8 readers
+quantise that on load (a Softmax stores f32 too). When every reader of its output is an int8 matrix op on the npu — reading it as
 data (all with one ``tc_x_scale`` and zero point, or as a MatMul's B with
 ``tc_b_scale``, as they are: the scale is the tensor's calibrated threshold) or, after a
 Conv, as a fused residual —, a view or a Transpose whose output is read so, a MaxPool
@@ -121,6 +122,8 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
             found[0].add((activation_scale(thresholds[y]), 0))
         if found is None or len(found[0]) != 1 or (nd.op != "Conv" and (found[1] or found[2])):
             continue
+        if prec != "int8" and (found[1] or found[3]):
+            continue  # a wider node's value as an int8 residual or table input: not the same bits
         (scale, zero_point), residual_readers, pools, luts = found[0].pop(), found[1], found[2], found[3]
         views = found[4]
         residual_readers = residual_readers + [r for _, _, lut_residual in luts for r in lut_residual]

@@ -391,6 +391,29 @@ def test_narrow_depthwise_matrix_form(c, hw, k, stride, precision, hazard_checke
     assert "Abd" in str(f)  # the block-diagonal weights: the matrix form
 
 
+def test_a_wider_conv_read_as_a_residual_stays_f32():
+    """A bf16 Conv whose output an int8 Conv adds as its residual: the value stays f32 (an
+    int8 residual would change the numbers the wider node was kept for); close to ONNX
+    Runtime."""
+    w1, w2, w3 = randn(16, 8, 3, 3, scale=0.3), randn(16, 16, 3, 3, scale=0.2), randn(16, 16, 1, 1, scale=0.2)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["ar"], name="relu1"),
+             helper.make_node("Conv", ["ar", "w2"], ["b"], name="conv2", pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["ar", "w3"], ["c"], name="conv3"),
+             helper.make_node("Add", ["c", "b"], ["y"], name="add")]
+    model = make_model(nodes, [("x", [1, 8, 16, 16], np.float32)], ["y"], [("w1", w1), ("w2", w2), ("w3", w3)])
+    samples = {"x": randn(8, 1, 8, 16, 16)}
+    rep = {}
+    kw = dict(precision="int8", calib_samples=samples, qtable={"conv2": "bf16"})
+    exe = tilecore.compile(model, report=rep, **kw)
+    assert {"node": "conv3", "fused": ["add"]} in rep["fused"] or {"node": "conv2", "fused": ["add"]} in rep["fused"]
+    assert "b" not in rep["int8_edges"]
+    x = randn(1, 8, 16, 16)
+    ref = ort_run(model, {"x": x})["y"]
+    y = exe.run({"x": x})["y"]
+    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.99
+
+
 def test_depthwise_blocks_reasons():
     x, w = compiler.TensorSpec((1, 32, 7, 7), "float32"), compiler.TensorSpec((32, 1, 3, 3), "float32")
     dw = {"group": 32, "pads": [1] * 4}
