@@ -1234,7 +1234,8 @@ def test_the_scores_matmul_takes_the_keys_transpose():
     """Attention's keys: a projection viewed to [1, M, H, D] and transposed to [1, H, D, M]
     for the scores MatMul, which computes the Softmax too. The MatMul reads the keys'
     rows as they lie (tc_b_heads) and turns each head in L1: no Transpose step, bit for
-    bit the compilation that keeps every intermediate, close to ONNX Runtime."""
+    bit the compilation without the fusions (fuse=False: the same int8 values between the
+    ops), close to ONNX Runtime."""
     m, h, d = 64, 2, 32
     shape = ("shape", np.array([1, m, h, d], np.int64))
     nodes = [helper.make_node("MatMul", ["x", "wq"], ["q2"], name="proj_q"),
@@ -1251,12 +1252,12 @@ def test_the_scores_matmul_takes_the_keys_transpose():
     samples = {"x": randn(8, m, h * d)}
     rep = {}
     exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
-    kept = tilecore.compile(model, precision="int8", calib_samples=samples, keep_intermediates=True)
+    apart = tilecore.compile(model, precision="int8", calib_samples=samples, fuse=False)
     assert {"node": "scores", "fused": ["heads_k"]} in rep["fused"]
     assert [p["where"] for p in rep["placement"] if p["name"] == "heads_k"] == ["dropped"]
     x = randn(m, h * d)
     y, ref = exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"]
-    np.testing.assert_array_equal(y, kept.run({"x": x})["y"])
+    np.testing.assert_array_equal(y, apart.run({"x": x})["y"])
     assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.999
 
 
@@ -1295,18 +1296,19 @@ def attention_model(dense, m, h=2, d=32):
 def test_the_scores_matmul_takes_the_context_matmul(dense, m):
     """The scores MatMul multiplies its probabilities by V itself (tc_context) and stores
     the context (int8 with `dense`): no probabilities in memory, bit for bit the
-    compilation that keeps every intermediate, and close to ONNX Runtime."""
+    compilation without the fusions (fuse=False: the same int8 values between the ops), and
+    close to ONNX Runtime."""
     h, d = 2, 32
     model = attention_model(dense, m, h, d)
     samples = {"x": randn(8, m, h * d)}
     rep = {}
     exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
-    kept = tilecore.compile(model, precision="int8", calib_samples=samples, keep_intermediates=True)
+    apart = tilecore.compile(model, precision="int8", calib_samples=samples, fuse=False)
     assert {"node": "scores", "fused": ["context"]} in rep["fused"]
     assert [p["where"] for p in rep["placement"] if p["name"] in ("softmax", "context")] == ["dropped"] * 2
     x = randn(m, h * d)
     y, ref = exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"]
-    np.testing.assert_array_equal(y, kept.run({"x": x})["y"])
+    np.testing.assert_array_equal(y, apart.run({"x": x})["y"])
     assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.995  # (int8 through four matrix ops)
 
 
