@@ -31,6 +31,9 @@ std::vector<int8_t> LookupTable(const OpCall& call);
  * int8 result before storing it): its type and its own attributes, those under "tc_lut.". */
 OpCall LutCall(const Map<String, Any>& attrs);
 
+/*! \brief The table of the `tc_lut` op in `attrs` (LookupTable of LutCall); empty without one. */
+std::vector<int8_t> FusedLookupTable(const Map<String, Any>& attrs);
+
 /*! \brief "" when `tc_lut` is absent or names a table op of an int8 output (tc_y_scale) with
  * positive finite tc_lut.tc_x_scale and tc_lut.tc_y_scale, else the reason. */
 std::string CheckLut(const std::string& op, const Map<String, Any>& attrs);

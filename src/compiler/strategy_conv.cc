@@ -273,9 +273,7 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   Buffer Ball = resident && has_bias ? Local({g.C, 1}, acc_t, "Ball") : Buffer();
   Buffer Sall = resident && q ? Local({g.C, 1}, f32, "Sall") : Buffer();
   // tc_lut: the int8 result's table (the fused activation's), filled once per core
-  const std::vector<int8_t> lut = y_i8 && HasAttr(call.attrs, "tc_lut")
-                                      ? LookupTable(LutCall(call.attrs))
-                                      : std::vector<int8_t>();
+  const std::vector<int8_t> lut = y_i8 ? FusedLookupTable(call.attrs) : std::vector<int8_t>();
   Buffer lut_words = Local({64}, i32, "LutWords");
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> groups;
@@ -729,9 +727,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   const bool w_resident = tp.weights_resident && g.M * C <= (int64_t{256} << 10);
   Buffer Ball = Local({1, g.M}, i32, "Ball"), Sall = Local({1, g.M}, f32, "Sall");
   Buffer Wall = Local({g.M, C}, i8, "Wall"), WTall = Local({C, g.M}, i8, "WTall");
-  const std::vector<int8_t> lut = y_i8 && HasAttr(call.attrs, "tc_lut")
-                                      ? LookupTable(LutCall(call.attrs))
-                                      : std::vector<int8_t>();
+  const std::vector<int8_t> lut = y_i8 ? FusedLookupTable(call.attrs) : std::vector<int8_t>();
   Buffer lut_words = Local({64}, i32, "LutWords");
   int64_t rotation = 0;
   Stmt kernel = OverCores(call.cores, [&](PrimExpr core) {
@@ -1193,9 +1189,7 @@ PrimFunc LowerConv(const OpCall& call) {
       return dims;
     };
     Buffer Wres = Local({g.Mg, g.Cg * KK}, ot, "Wres");
-    const std::vector<int8_t> lut = y_i8 && HasAttr(call.attrs, "tc_lut")
-                                        ? LookupTable(LutCall(call.attrs))
-                                        : std::vector<int8_t>();
+    const std::vector<int8_t> lut = y_i8 ? FusedLookupTable(call.attrs) : std::vector<int8_t>();
     Buffer lut_words = Local({64}, DataType::Int(32), "LutWords");
     Stmt body = OverCores(call.cores, [&](PrimExpr core) {
       std::vector<Stmt> groups;

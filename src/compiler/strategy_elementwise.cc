@@ -1304,6 +1304,11 @@ OpCall LutCall(const Map<String, Any>& attrs) {
   return c;
 }
 
+std::vector<int8_t> FusedLookupTable(const Map<String, Any>& attrs) {
+  if (!HasAttr(attrs, "tc_lut")) return {};
+  return LookupTable(LutCall(attrs));
+}
+
 std::string CheckLut(const std::string& op, const Map<String, Any>& attrs) {
   if (!HasAttr(attrs, "tc_lut")) return "";
   OpCall c = LutCall(attrs);

@@ -1857,7 +1857,7 @@ void SetQuant(const OpCall& call, const Params& p, int64_t N, GemmPlan* g) {
   g->y_scale = AttrFloat(call.attrs, "tc_y_scale", 1.0);
   g->out_scale = AttrFloat(call.attrs, "tc_out_scale", 1.0);
   g->y_zp = AttrInt(call.attrs, "tc_y_zero_point", 0);
-  if (HasAttr(call.attrs, "tc_lut")) g->lut = LookupTable(LutCall(call.attrs));
+  g->lut = FusedLookupTable(call.attrs);
   if (g->b_act) return;
   if (call.inputs[2].defined()) g->qbias = View(p.in[2], {1, N}, "QBias");
   g->wscale = View(p.in[3], {1, N}, "WScale");
