@@ -5,6 +5,7 @@
 
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tilecore/arch/params.h"
@@ -25,16 +26,41 @@ constexpr int64_t kSmall = 4 * 1024;
 
 int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
+/*! \brief Buffer data variable -> the buffers whose regions one compute command reads
+ * beside it as its other source (an mm's A and B, a binary vector command's two sources):
+ * the pairs whose starts TC1 wants in different banks. */
+using Partners = std::unordered_map<const VarNode*, std::unordered_set<const VarNode*>>;
+
+Partners SourcePartners(const Stmt& body) {
+  Partners partners;
+  PostOrderVisit(body, [&](const ObjectRef& n) {
+    const auto* c = n.as<CallNode>();
+    if (c == nullptr || c->args.size() < 3) return;
+    const std::string_view op = c->op.view();
+    // (a table lookup reads its table apart from its stream: no conflict)
+    if (op != "tile.mm" && (op.rfind("tile.vec_", 0) != 0 || op == "tile.vec_lut")) return;
+    const auto* a = c->args[1].as<BufferRegionNode>();
+    const auto* b = c->args[2].as<BufferRegionNode>();
+    if (a == nullptr || b == nullptr || a->buffer->data.same_as(b->buffer->data)) return;
+    partners[a->buffer->data.get()].insert(b->buffer->data.get());
+    partners[b->buffer->data.get()].insert(a->buffer->data.get());
+  });
+  return partners;
+}
+
 class Planner : public IRVisitor {
  public:
   // `small_bytes`: the L1 the small buffers take at the bottom (their peak, measured by a
   // first pass); the others start at the first bank above them. `packed`: no buffer is
   // moved up to a bank's start.
   // `pinned`: buffers at fixed offsets in an area of `reserved` bytes above the small
-  // buffers (kL1PinnedAttr); the others start above it.
+  // buffers (kL1PinnedAttr); the others start above it. `partners` (SourcePartners): a
+  // buffer not placed at a bank's start moves up to the next one when it would share a
+  // bank with a live buffer read beside it, if it fits there.
   Planner(int64_t l1, int64_t l2, int64_t small_bytes = 0, bool packed = false,
-          std::unordered_map<const VarNode*, int64_t> pinned = {}, int64_t reserved = 0)
-      : packed_(packed), pinned_(std::move(pinned)) {
+          std::unordered_map<const VarNode*, int64_t> pinned = {}, int64_t reserved = 0,
+          const Partners* partners = nullptr)
+      : packed_(packed), pinned_(std::move(pinned)), partners_(partners) {
     cap_[0] = l1;
     cap_[1] = l2;
     pinned_base_ = AlignUp(small_bytes, kAlign);
@@ -53,7 +79,9 @@ class Planner : public IRVisitor {
       for (const PrimExpr& d : b->shape) bytes *= as_const_int(d) ? *as_const_int(d) : 0;
       plan_.Set(b->data, Array<int64_t>{pinned_base_ + it->second, bytes,
                                         (pinned_base_ + it->second) / kBank});
+      live_at_[b->data.get()] = {pinned_base_ + it->second, bytes};
       VisitStmt(op->body);
+      live_at_.erase(b->data.get());
       return;
     }
     int s = b->scope.view() == "local" ? 0 : 1;
@@ -79,6 +107,9 @@ class Planner : public IRVisitor {
     // twice).
     if (s == 0 && !small && !packed_ && AlignUp(top, kBank) + bytes <= cap_[0])
       offset = AlignUp(top, kBank);
+    else if (s == 0 && !small && SharesBankWithPartner(b->data.get(), offset, bytes) &&
+             AlignUp(offset, kBank) + bytes <= cap_[0])
+      offset = AlignUp(offset, kBank);
     live_[s].emplace_back(std::string(b->name.view()), bytes);
     if (offset + bytes > cap_[s]) {
       std::ostringstream msg;
@@ -97,7 +128,9 @@ class Planner : public IRVisitor {
     peak_[s] = std::max(peak_[s], top);
     if (small) small_peak_ = std::max(small_peak_, top);
     plan_.Set(b->data, Array<int64_t>{offset, bytes, s == 0 ? offset / kBank : -1});
+    if (s == 0) live_at_[b->data.get()] = {offset, bytes};
     VisitStmt(op->body);
+    if (s == 0) live_at_.erase(b->data.get());
     live_[s].pop_back();
     top = saved;
   }
@@ -107,8 +140,25 @@ class Planner : public IRVisitor {
   int64_t small_peak_ = 0;
 
  private:
+  // Whether [offset, offset + bytes) shares a bank with a live buffer read beside `data`.
+  bool SharesBankWithPartner(const VarNode* data, int64_t offset, int64_t bytes) const {
+    if (partners_ == nullptr) return false;
+    auto it = partners_->find(data);
+    if (it == partners_->end()) return false;
+    for (const VarNode* p : it->second) {
+      auto at = live_at_.find(p);
+      if (at == live_at_.end()) continue;
+      const auto [o, n] = at->second;
+      if (offset / kBank <= (o + n - 1) / kBank && o / kBank <= (offset + bytes - 1) / kBank)
+        return true;
+    }
+    return false;
+  }
+
   bool packed_ = false;
   std::unordered_map<const VarNode*, int64_t> pinned_;
+  const Partners* partners_ = nullptr;
+  std::unordered_map<const VarNode*, std::pair<int64_t, int64_t>> live_at_;  // [offset, bytes]
   int64_t pinned_base_ = 0;
   int64_t cap_[2];
   int64_t top_[2] = {0, 0};
@@ -125,8 +175,10 @@ Pass PlanLocalMemory() {
         const int64_t l2 = ctx.GetConfig<int64_t>("tc1.l2_bytes", int64_t(arch::tc1::kL2Bytes));
         // Small buffers (a DMA state, a row of scales) share the lowest bank(s) instead of
         // taking one each, and never start in the bank of a tile a command also reads.
-        // Buffers that overflow L1 when each starts on a bank are packed instead: a
-        // slower stream where two sources share a bank beats a kernel that does not fit.
+        // Buffers that overflow L1 when each starts on a bank are packed instead, the two
+        // sources of a command still in different banks where that fits; only when it does
+        // not are they packed regardless: a slower stream where two sources share a bank
+        // beats a kernel that does not fit.
         std::unordered_map<const VarNode*, int64_t> pinned;
         int64_t reserved = 0;
         if (auto v = f->attrs.Get(kL1PinnedAttr)) {
@@ -135,18 +187,23 @@ Pass PlanLocalMemory() {
             reserved = std::max(reserved, at[1]);
           }
         }
+        const Partners partners = SourcePartners(f->body);
         Planner p(l1, l2);
-        auto plan = [&](bool packed) {
+        auto plan = [&](bool packed, const Partners* apart) {
           Planner measure(l1, l2, 0, packed, pinned);
           measure.VisitStmt(f->body);
-          p = Planner(l1, l2, measure.small_peak_, packed, pinned, reserved);
+          p = Planner(l1, l2, measure.small_peak_, packed, pinned, reserved, apart);
           p.VisitStmt(f->body);
         };
         try {
           try {
-            plan(false);
+            plan(false, &partners);
           } catch (const ffi::Error&) {
-            plan(true);
+            try {
+              plan(true, &partners);
+            } catch (const ffi::Error&) {
+              plan(true, nullptr);
+            }
           }
         } catch (const ffi::Error& e) {
           std::string fn = f.global_symbol();

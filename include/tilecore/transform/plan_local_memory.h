@@ -14,7 +14,10 @@
  * 64 KiB bank above them while banks remain, so the DMA target and the compute operands
  * of one step never share a bank (TC1 halves the stream rate of a vector or matrix
  * command whose sources start in one bank); when banks run out, buffers are packed at
- * 64-byte alignment, and when that placement overflows L1, every buffer is packed.
+ * 64-byte alignment, and when that placement overflows L1, every buffer is packed. A
+ * packed buffer that one command reads beside a live buffer (an mm's A and B, a binary
+ * vector command's two sources) moves up to the next bank's start when it would share a
+ * bank with it and the room allows; only when that overflows are they packed regardless.
  * A PrimFunc attr kL1PinnedAttr, Map[data Var, [offset, area]], gives buffers fixed places:
  * `offset` bytes into an area of `area` bytes above the small buffers, which the other
  * buffers start above (a layer group's handoff, member_handoff.h: a member's first loads

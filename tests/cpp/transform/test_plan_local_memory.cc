@@ -145,3 +145,28 @@ TEST(PlanLocalMemory, SymbolicShapeIsAnError) {
               std::string::npos);
   }
 }
+
+TEST(PlanLocalMemory, PackedSourcesOfOneCommandTakeDifferentBanks) {
+  // X, A, B do not fit L1 each on a bank of its own (B overflows after A's padding), so the
+  // kernel is packed; in the other scope the mm's A and B (P, Q) would then share bank 1:
+  // Q moves up to bank 2, where it fits.
+  auto i8 = DataType::Int(8);
+  Buffer X = DeclBuffer({400000}, i8, "X", "local");
+  Buffer A = DeclBuffer({400000}, i8, "A", "local");
+  Buffer B = DeclBuffer({200000}, i8, "B", "local");
+  Stmt big = Allocate(X, Allocate(A, Allocate(B, BufferStore(B, BufferLoad(X, {0}), {0}))));
+  Buffer C = DeclBuffer({128, 128}, DataType::Int(32), "C", "local");
+  Buffer P = DeclBuffer({128, 240}, i8, "P", "local");
+  Buffer Q = DeclBuffer({240, 128}, i8, "Q", "local");
+  Stmt mm = Evaluate(call("tile.mm", {BufferRegion::Full(C), BufferRegion::Full(P),
+                                      BufferRegion::Full(Q), IntImm(DataType::Bool(), 0)}));
+  Stmt body = SeqStmt({big, Allocate(C, Allocate(P, Allocate(Q, mm)))});
+  PrimFunc g = ApplyPass(PlanLocalMemory(), PrimFunc({}, body));
+  auto plan = g->attrs.at("memory_plan").cast<Map<Var, Array<int64_t>>>();
+  EXPECT_EQ(plan.at(A->data)[0], 400000);  // packed
+  EXPECT_EQ(plan.at(C->data)[0], 0);
+  EXPECT_EQ(plan.at(P->data)[0], 65536);
+  EXPECT_EQ(plan.at(Q->data)[0], 131072);
+  EXPECT_EQ(plan.at(Q->data)[2], 2);
+  EXPECT_EQ(g->attrs.at("local_bytes").cast<int64_t>(), 1000000);
+}
