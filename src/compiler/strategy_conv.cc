@@ -1760,9 +1760,25 @@ PrimFunc LowerConv(const OpCall& call) {
     return g.N * g.G * ((g.OH + R0 - 1) / R0) * ((g.Mg + tm - 1) / tm);
   };
   auto uneven = [&](int64_t items) { return items < 2 * call.cores || items % call.cores != 0; };
+  std::vector<int64_t> tms{TM0};
   for (int64_t tm = TM0; tm > 32 && tm < 2 * g.Mg && uneven(items_of(tm));) {
     tm /= 2;
     add_plans(tm);
+    tms.push_back(tm);
+  }
+  // Still fewer items than cores (a projection to 40 channels over 14 x 14 positions is one
+  // or two items): fewer rows per item, so that every core takes a share of the positions
+  // (each item then reads its rows of the input, not the whole of it).
+  if (TW == g.OW && R0 > 1) {
+    for (int64_t tm : tms) {
+      const int64_t items = items_of(tm);
+      if (items >= call.cores) continue;
+      const int64_t splits = (call.cores + items - 1) / items;
+      const int64_t rows = (R0 + splits - 1) / splits;
+      if (rows >= R0) continue;
+      cands.push_back({tm, 1, true, false, rows});
+      cands.push_back({tm, 1, false, false, rows});
+    }
   }
   // Rows per item that divide the output rows evenly: 28 rows as 9 + 9 + 9 + 1 leave a
   // core a ninth of the others' work, 4 x 7 none.
