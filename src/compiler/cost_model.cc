@@ -61,7 +61,9 @@ struct Event {
   int64_t occ_ddr = 0, occ_l2 = 0;
   bool drains = false;  // kBarrier: the codegen fences first (tir.barrier, not _no_drain)
   bool handed = false;  // kIssue: a load handed on late (after tir.drain): the next member's
-  std::vector<std::pair<int8_t, int64_t>> deps;  // kIssue: (engine, count) its queue waits for
+  // kIssue: the mm and the vec command counts its queue waits for (0: none; a wait for the
+  // n-th command of an engine covers every one before it)
+  std::array<int64_t, 2> deps{};
 };
 
 /*! \brief A call site's constant facts, decoded once. */
@@ -197,9 +199,20 @@ class Walker {
 
  private:
   // ---- expressions -------------------------------------------------------------------------
-  double Eval(const PrimExpr& e) {
+  // (an argument read where it is stored: Array::Get's copy of each took a reference count)
+  static const Object* ArgOf(const CallNode* c, size_t i) {
+    const TCFFIAny* x = c->args.raw(i).raw();
+    return x->type_index >= kTCFFIStaticObjectBegin
+               ? ffi::details::ObjectUnsafe::FromHandle(x->v_obj)
+               : nullptr;
+  }
+  double EvalArg(const CallNode* c, size_t i) {
+    const Object* o = ArgOf(c, i);
+    return o != nullptr ? Eval(o) : Eval(c->args[i]);
+  }
+  double Eval(const PrimExpr& e) { return Eval(e.get()); }
+  double Eval(const Object* o) {
     // (a switch on the node's kind: each `as<>` of a chain was a type check)
-    const Object* o = e.get();
     switch (NodeKindOf(o)) {
       case NodeKind::kIntImm:
         return double(static_cast<const IntImmNode*>(o)->value);
@@ -386,11 +399,14 @@ class Walker {
         {"tir.sqrt", arch::Opcode::Tsqrt},      {"tir.rsqrt", arch::Opcode::Trsqrt},
         {"tir.recip", arch::Opcode::Trecip},    {"tir.tanh", arch::Opcode::Ttanh},
         {"tir.sigmoid", arch::Opcode::Tsigmoid}};
-    std::vector<double> args;
-    for (const PrimExpr& a : c->args) args.push_back(Eval(a));
+    double x = 0;  // the first argument's value (each is evaluated: its scalar work counts)
+    for (size_t i = 0, n = c->args.size(); i < n; ++i) {
+      const double v = EvalArg(c, i);
+      if (i == 0) x = v;
+    }
     ++scalar_ops_;
     if (c->op == "tc1.dma_issued")  // (the codegen's increment of the count's register)
-      return double(issued_[size_t(!args.empty() && args[0] != 0 ? kDout : kDin)]);
+      return double(issued_[size_t(!c->args.empty() && x != 0 ? kDout : kDin)]);
     auto it = math.find(c->op.view());
     if (it == math.end()) return 0;
     scalar_ops_ += 2 * kScalarAccessCycles;  // the operand to scratch and the result back
@@ -406,7 +422,6 @@ class Walker {
     w.count = ++issued_[kVec];
     w.cost = kWaitCycles;
     events_.push_back(std::move(w));
-    double x = args.empty() ? 0 : args[0];
     switch (it->second) {
       case arch::Opcode::Texp:
         return std::exp(x);
@@ -463,8 +478,10 @@ class Walker {
     pending_compute_ = false;
   }
 
-  static std::optional<arch::Engine> EngineOf(const PrimExpr& e) {
-    const auto* s = e.as<StringImmNode>();
+  static std::optional<arch::Engine> EngineOf(const Object* e) {
+    const auto* s = e != nullptr && e->IsInstance<StringImmNode>()
+                        ? static_cast<const StringImmNode*>(e)
+                        : nullptr;
     if (!s) return std::nullopt;
     return arch::parse_engine(std::string(s->value.view()));
   }
@@ -472,18 +489,21 @@ class Walker {
   void Call(const CallNode* c) {
     const std::string_view op = c->op.view();
     if (op == "tc1.wait") {
-      auto on = EngineOf(c->args[1]);
+      auto on = EngineOf(ArgOf(c, 1));
       if (!on) return;
-      auto count = int64_t(Eval(c->args[2]));
+      auto count = int64_t(EvalArg(c, 2));
       Flush();
-      const auto* q = c->args[0].as<StringImmNode>();
+      const Object* q0 = ArgOf(c, 0);
+      const auto* q = q0 != nullptr && q0->IsInstance<StringImmNode>()
+                          ? static_cast<const StringImmNode*>(q0)
+                          : nullptr;
       if (q && q->value.view() == "sc") {
         Event w(Event::kWaitFrontEnd);
         w.engine = int8_t(*on);
         w.count = count;
         w.cost = kWaitCycles;
         events_.push_back(std::move(w));
-      } else if (auto qe = EngineOf(c->args[0])) {
+      } else if (auto qe = EngineOf(q0)) {
         Event w(Event::kWaitQueue);
         w.engine = int8_t(*on);
         w.queue = int8_t(*qe);
@@ -546,7 +566,8 @@ class Walker {
         for (size_t u = 0; u < per.size(); ++u)
           if (slabs[k] < 0 || int64_t(u) == slabs[k])
             cnt = std::max(cnt, per[u][size_t(other - kMm)]);
-        if (cnt > 0) e.deps.emplace_back(int8_t(other), cnt);
+        int64_t& dep = e.deps[size_t(other - kMm)];
+        dep = std::max(dep, cnt);
       }
     }
     Flush();
@@ -803,9 +824,11 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
       if (!placed(c, eng, is.gate[size_t(eng)])) return -1;
       t = std::max(t, done_at(c, eng, is.gate[size_t(eng)]));
     }
-    for (auto [eng, cnt] : is.e->deps) {
-      if (!placed(c, eng, cnt)) return -1;
-      t = std::max(t, done_at(c, eng, cnt));
+    for (int k = 0; k < 2; ++k) {
+      const int64_t cnt = is.e->deps[size_t(k)];
+      if (cnt <= 0) continue;
+      if (!placed(c, kMm + k, cnt)) return -1;
+      t = std::max(t, done_at(c, kMm + k, cnt));
     }
     return t;
   };
