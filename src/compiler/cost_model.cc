@@ -199,12 +199,19 @@ class Walker {
 
  private:
   // ---- expressions -------------------------------------------------------------------------
-  // (an argument read where it is stored: Array::Get's copy of each took a reference count)
-  static const Object* ArgOf(const CallNode* c, size_t i) {
-    const TCFFIAny* x = c->args.raw(i).raw();
+  // (an element read where it is stored, or null when it is not an object: Array::Get's
+  // copy of each took a reference count, on every statement and argument of the walk)
+  template <typename T>
+  static const Object* ObjectAt(const Array<T>& a, size_t i) {
+    const TCFFIAny* x = a.raw(i).raw();
     return x->type_index >= kTCFFIStaticObjectBegin
                ? ffi::details::ObjectUnsafe::FromHandle(x->v_obj)
                : nullptr;
+  }
+  static const Object* ArgOf(const CallNode* c, size_t i) { return ObjectAt(c->args, i); }
+  static const StringImmNode* StringOf(const Object* o) {
+    return o != nullptr && o->IsInstance<StringImmNode>() ? static_cast<const StringImmNode*>(o)
+                                                          : nullptr;
   }
   double EvalArg(const CallNode* c, size_t i) {
     const Object* o = ArgOf(c, i);
@@ -313,11 +320,7 @@ class Walker {
     const NodeKind kind = NodeKindOf(s);
     if (kind == NodeKind::kSeqStmt) {
       const auto* n = static_cast<const SeqStmtNode*>(s);
-      for (size_t i = 0, size = n->seq.size(); i < size; ++i) {
-        const TCFFIAny* x = n->seq.raw(i).raw();
-        if (x->type_index >= kTCFFIStaticObjectBegin)
-          Visit(ffi::details::ObjectUnsafe::FromHandle(x->v_obj));
-      }
+      for (size_t i = 0, size = n->seq.size(); i < size; ++i) Visit(ObjectAt(n->seq, i));
     } else if (kind == NodeKind::kFor) {
       const auto* n = static_cast<const ForNode*>(s);
       auto lo = int64_t(Eval(n->min)), ext = int64_t(Eval(n->extent));
@@ -479,9 +482,7 @@ class Walker {
   }
 
   static std::optional<arch::Engine> EngineOf(const Object* e) {
-    const auto* s = e != nullptr && e->IsInstance<StringImmNode>()
-                        ? static_cast<const StringImmNode*>(e)
-                        : nullptr;
+    const StringImmNode* s = StringOf(e);
     if (!s) return std::nullopt;
     return arch::parse_engine(std::string(s->value.view()));
   }
@@ -494,9 +495,7 @@ class Walker {
       auto count = int64_t(EvalArg(c, 2));
       Flush();
       const Object* q0 = ArgOf(c, 0);
-      const auto* q = q0 != nullptr && q0->IsInstance<StringImmNode>()
-                          ? static_cast<const StringImmNode*>(q0)
-                          : nullptr;
+      const StringImmNode* q = StringOf(q0);
       if (q && q->value.view() == "sc") {
         Event w(Event::kWaitFrontEnd);
         w.engine = int8_t(*on);
