@@ -71,9 +71,16 @@ const std::vector<CompilerAttr>& Table() {
      "An int8 fused residual's zero point, in [-128, 127] (default 0). Set and read with "
      "`tc_residual_scale`."},
     {"tc_activation", kString,
-     "The activation of the Conv's epilogue: `Relu`, `Clip`, `SiLU` or `HardSwish`; of a "
-     "BatchNormalization: `Relu` or `Clip`. Set by FuseEpilogue (fuse_epilogue.py); read by "
-     "Conv (fused_epilogue.h), BatchNormalization (strategy_norm.cc)."},
+     "The activation of the Conv's epilogue: `Relu`, `Clip`, `Sigmoid`, `SiLU`, `HardSwish` or "
+     "`HardSigmoid`; of a BatchNormalization: `Relu` or `Clip`. Set by FuseEpilogue "
+     "(fuse_epilogue.py); read by Conv (fused_epilogue.h), BatchNormalization "
+     "(strategy_norm.cc)."},
+    {"tc_activation_alpha", kFloat,
+     "A fused `HardSigmoid`'s alpha (default 0.2, ONNX's). Set by FuseEpilogue "
+     "(fuse_epilogue.py); read by Conv (fused_epilogue.h)."},
+    {"tc_activation_beta", kFloat,
+     "A fused `HardSigmoid`'s beta (default 0.5, ONNX's). Set and read with "
+     "`tc_activation_alpha`."},
     {"tc_clip_min", kFloat,
      "`Clip`'s lower bound (absent: none). Set by FuseEpilogue (fuse_epilogue.py); read by Conv "
      "(fused_epilogue.h), BatchNormalization (strategy_norm.cc)."},

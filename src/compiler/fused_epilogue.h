@@ -7,8 +7,10 @@
  *                           added in the residual's units (ResidualUnits below)
  *   tc_activation = "Relu"  then max(y, 0)
  *   tc_activation = "Clip"  then min(max(y, tc_clip_min), tc_clip_max)
- *   tc_activation = "SiLU" or "HardSwish"
- *                           then the op's passes (activation_passes.h), through a
+ *   tc_activation = "Sigmoid" then sigmoid(y) (one vector command)
+ *   tc_activation = "SiLU", "HardSwish" or "HardSigmoid" (its alpha and beta as
+ *                           tc_activation_alpha, tc_activation_beta; ONNX's defaults 0.2
+ *                           and 0.5) then the op's passes (activation_passes.h), through a
  *                           scratch tile of the result's shape
  *   tc_residual_last = 1    the residual (f32, a Conv not in int8) is added after the
  *                           activation instead (YOLO's Conv -> SiLU -> Add)
@@ -37,14 +39,20 @@ namespace compiler {
 namespace detail {
 
 struct FusedEpilogue {
-  int64_t residual = -1;       // index of the input added to the result, or -1
-  std::string activation;      // "", "Relu", "Clip", "SiLU" or "HardSwish"
+  int64_t residual = -1;  // index of the input added to the result, or -1
+  // "", "Relu", "Clip", "Sigmoid", "SiLU", "HardSwish" or "HardSigmoid"
+  std::string activation;
   bool residual_last = false;  // the residual added after the activation
   double lo = -std::numeric_limits<double>::infinity();
   double hi = std::numeric_limits<double>::infinity();
+  double alpha = 0.2, beta = 0.5;  // HardSigmoid's
   bool any() const { return residual >= 0 || !activation.empty(); }
   // an activation of several passes (activation_passes.h): it needs a scratch tile
-  bool passes() const { return activation == "SiLU" || activation == "HardSwish"; }
+  bool passes() const {
+    return activation == "SiLU" || activation == "HardSwish" || activation == "HardSigmoid";
+  }
+  // an activation that is more than bounds on the result (no form in residual units)
+  bool curved() const { return passes() || activation == "Sigmoid"; }
 };
 
 inline FusedEpilogue GetFusedEpilogue(const Map<String, Any>& attrs, size_t n_inputs) {
@@ -58,6 +66,8 @@ inline FusedEpilogue GetFusedEpilogue(const Map<String, Any>& attrs, size_t n_in
     e.lo = AttrFloat(attrs, "tc_clip_min", e.lo);
     e.hi = AttrFloat(attrs, "tc_clip_max", e.hi);
   }
+  e.alpha = AttrFloat(attrs, "tc_activation_alpha", e.alpha);
+  e.beta = AttrFloat(attrs, "tc_activation_beta", e.beta);
   return e;
 }
 
@@ -69,8 +79,9 @@ inline FusedEpilogue GetFusedEpilogue(const Map<String, Any>& attrs, size_t n_in
 inline std::string CheckFusedEpilogue(const std::string& op, const Map<String, Any>& attrs,
                                       std::vector<TensorSpec>* ins) {
   FusedEpilogue e = GetFusedEpilogue(attrs, ins->size());
-  if (!e.activation.empty() && e.activation != "Relu" && e.activation != "Clip" && !e.passes())
-    return op + ": tc_activation `" + e.activation + "` (expected Relu, Clip, SiLU or HardSwish)";
+  if (!e.activation.empty() && e.activation != "Relu" && e.activation != "Clip" && !e.curved())
+    return op + ": tc_activation `" + e.activation +
+           "` (expected Relu, Clip, Sigmoid, SiLU, HardSwish or HardSigmoid)";
   if (e.lo > e.hi) return op + ": tc_clip_min is above tc_clip_max";
   if (AttrInt(attrs, "tc_residual_last", 0) != 0 && e.residual < 0)
     return op + ": tc_residual_last without tc_residual";
@@ -86,7 +97,7 @@ inline std::string CheckFusedEpilogue(const std::string& op, const Map<String, A
            ": a residual after the activation (tc_residual_last) is float32, in a Conv "
            "not in int8 (an int8 Conv adds its residual in the matrix engine's epilogue, "
            "before the activation)";
-  if (rt == DataType::Int(8) && e.passes())  // (added in the residual's units: only bounds)
+  if (rt == DataType::Int(8) && e.curved())  // (added in the residual's units: only bounds)
     return op + ": tc_activation " + e.activation + " after an int8 residual";
   if (rt == DataType::Int(8) && AttrStr(attrs, "tc_precision", "f32") == "int8") {
     if (!(AttrFloat(attrs, "tc_residual_scale", 0) > 0))
@@ -205,7 +216,8 @@ inline std::vector<Stmt> AddResidualInUnits(const ResidualUnits& u, const Buffer
 /*! \brief The activation of `e` on every element of `v`, over the loops `nest` makes;
  * an empty statement when there is none. One statement per bound: each is one vector
  * command (max, then min), where min(max(..)) would stay a scalar loop. An activation of
- * several passes writes its intermediate values to `scratch` (a tile of v's shape). */
+ * several passes writes its intermediate values to `scratch` (a tile of v's shape). The
+ * same commands as the activation's own op (strategy_elementwise.cc): the same bits. */
 inline Stmt ApplyActivation(const FusedEpilogue& e, const Buffer& v, const NestFn& nest,
                             const Buffer& scratch = Buffer()) {
   std::vector<Stmt> s;
@@ -213,7 +225,10 @@ inline Stmt ApplyActivation(const FusedEpilogue& e, const Buffer& v, const NestF
     if (!scratch.defined())
       TILECORE_THROW(InternalError)
           << "ApplyActivation: " << e.activation << " needs a scratch tile";
-    std::vector<ActivationPass> passes = ActivationPasses(e.activation, {});
+    Map<String, Any> attrs;
+    attrs.Set("alpha", e.alpha);
+    attrs.Set("beta", e.beta);
+    std::vector<ActivationPass> passes = ActivationPasses(e.activation, attrs);
     for (size_t k = 0; k < passes.size(); ++k) {
       const Buffer& dst = k + 1 == passes.size() ? v : scratch;
       s.push_back(nest([&](const Array<PrimExpr>& i) {
@@ -221,6 +236,10 @@ inline Stmt ApplyActivation(const FusedEpilogue& e, const Buffer& v, const NestF
       }));
     }
   }
+  if (e.activation == "Sigmoid")
+    s.push_back(nest([&](const Array<PrimExpr>& i) {
+      return BufferStore(v, call("tir.sigmoid", {BufferLoad(v, i)}), i);
+    }));
   if (!e.activation.empty() && std::isfinite(e.lo))
     s.push_back(nest([&](const Array<PrimExpr>& i) {
       return BufferStore(v, max(BufferLoad(v, i), F32(e.lo)), i);

@@ -3,7 +3,8 @@ fusion").
 
 A Conv on the npu whose output only an Add reads (a residual connection: the other
 operand has the Conv's shape, float32), and then, or directly, only a Relu, a Clip
-with constant bounds, a SiLU or a HardSwish, computes them in its epilogue: the Conv gets ``tc_residual = 1``
+with constant bounds, a Sigmoid, a SiLU, a HardSwish or a HardSigmoid, computes them in
+its epilogue: the Conv gets ``tc_residual = 1``
 (the other operand appended as its last input) and ``tc_activation`` (``tc_clip_min``,
 ``tc_clip_max``), takes over the last node's output, and the fused nodes are dropped.
 An activation whose output only such an Add reads (YOLO's Conv -> SiLU -> Add) is fused
@@ -36,10 +37,14 @@ def _const_scalar(v) -> float | None:
 
 
 def _activation(nd) -> dict[str, Any] | None:
-    """The fused-epilogue attributes of a Relu, a constant-bounded Clip, a SiLU (recognised
-    from x * Sigmoid(x)) or a HardSwish, else None."""
-    if nd.op in ("Relu", "SiLU", "HardSwish"):
+    """The fused-epilogue attributes of a Relu, a constant-bounded Clip, a Sigmoid, a SiLU
+    (recognised from x * Sigmoid(x)), a HardSwish or a HardSigmoid, else None."""
+    if nd.op in ("Relu", "Sigmoid", "SiLU", "HardSwish"):
         return {"tc_activation": nd.op}
+    if nd.op == "HardSigmoid":
+        return {"tc_activation": "HardSigmoid",
+                "tc_activation_alpha": float(np.float32(nd.attrs.get("alpha", 0.2))),
+                "tc_activation_beta": float(np.float32(nd.attrs.get("beta", 0.5)))}
     if nd.op != "Clip":
         return None
     attrs = {"tc_activation": "Clip"}

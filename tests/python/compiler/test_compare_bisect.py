@@ -14,7 +14,7 @@ from tilecore.ffi.function import get_global_func
 
 from test_weight_prefetch import randn, squeeze_excite
 
-MEMBERS = ["act", "pool", "fc1", "fc2", "hsigmoid", "scale"]
+MEMBERS = ["act", "pool", "fc1", "fc2", "gate", "scale"]
 
 
 @pytest.fixture(scope="module")
@@ -62,18 +62,18 @@ def test_compare_names_the_wrong_group_and_writes_it_as_a_repro(files, tmp_path,
     assert rc == 1, out
     assert rep["first_divergent"] is None  # every node alone is right
     ship = rep["shipped"]
-    first = ship["first_divergent"]  # the Mul read the HardSigmoid's place before it was written
+    first = ship["first_divergent"]  # the Mul read the gate's place before it was written
     assert (first["node"], first["group"], first["member"]) == ("scale", "act+5", 5)
     assert first["verdict"] == "it is wrong itself: every input it read agrees"
     bis = ship["bisect"]
     assert [t["change"] for t in bis["tried"]] == ["layer groups off"] and bis["tried"][0]["right"]
     assert bis["culprit"]["kind"] == "group" and bis["culprit"]["members"] == MEMBERS
-    assert ("layer group 1 `act+5` (6 members: act, pool, fc1, fc2, hsigmoid, scale) is wrong; the same nodes "
+    assert ("layer group 1 `act+5` (6 members: act, pool, fc1, fc2, gate, scale) is wrong; the same nodes "
             "compiled alone are right") in out
     assert "first divergent in the executable as compiled: `y` of member `scale` (Mul)" in out
     # the repro: the group's nodes, its input as the every-intermediate run had it
     m = onnx.load(repro / "group.onnx")
-    assert [n.name for n in m.graph.node] == ["act", "pool", "fc1", "relu", "fc2", "hsigmoid", "scale"]
+    assert [n.name for n in m.graph.node] == ["act", "pool", "fc1", "relu", "fc2", "gate", "scale"]
     assert [i.name for i in m.graph.input] == ["x"] and [o.name for o in m.graph.output] == ["y"]
     assert set(np.load(repro / "inputs.npz")) == {"x"}
     assert json.loads((repro / "group.json").read_text())["index"] == 1
@@ -105,4 +105,4 @@ def test_ungroup_keeps_the_named_steps_out_of_layer_groups():
 
     rep = {}
     tilecore.compile(squeeze_excite(), report=rep, ungroup=["fc2"])
-    assert [g["nodes"] for g in rep["groups"]] == [["act", "pool", "fc1"], ["hsigmoid", "scale"]]
+    assert [g["nodes"] for g in rep["groups"]] == [["act", "pool", "fc1"], ["gate", "scale"]]

@@ -627,6 +627,71 @@ def test_silu_and_hardswish_fuse_into_the_conv_bit_identical(act, precision):
         assert specs["act1"]["where"] == "dropped" and specs["act2"]["where"] == "dropped"
 
 
+def gate_block(act):
+    """A squeeze-excite gate (EfficientNet's with Sigmoid, MobileNetV3's with HardSigmoid of
+    alpha 1/6): global average pool, a 1x1 Conv, Relu, a 1x1 Conv and the gate, which scales
+    the input channels before a 1x1 projection; and a spatial gate, a depthwise 3x3 Conv
+    whose gate multiplies the projection."""
+    w1, b1 = randn(8, 32, 1, 1, scale=0.3), randn(8, scale=0.1)
+    w2, b2 = randn(32, 8, 1, 1, scale=0.3), randn(32, scale=0.1)
+    wp, bp = randn(24, 32, 1, 1, scale=0.2), randn(24, scale=0.1)
+    wd, bd = randn(24, 1, 3, 3, scale=0.4), randn(24, scale=0.1)
+    gate = {"op_type": act} if act == "Sigmoid" else {"op_type": act, "alpha": 1.0 / 6.0}
+    nodes = [helper.make_node("GlobalAveragePool", ["x"], ["p"], name="pool"),
+             helper.make_node("Conv", ["p", "w1", "b1"], ["f1"], name="fc1"),
+             helper.make_node("Relu", ["f1"], ["r1"], name="relu"),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["f2"], name="fc2"),
+             helper.make_node(inputs=["f2"], outputs=["g"], name="gate", **gate),
+             helper.make_node("Mul", ["x", "g"], ["xs"], name="scale"),
+             helper.make_node("Conv", ["xs", "wp", "bp"], ["y"], name="project"),
+             helper.make_node("Conv", ["y", "wd", "bd"], ["d"], name="dw", group=24, pads=[1, 1, 1, 1]),
+             helper.make_node(inputs=["d"], outputs=["dg"], name="dw_gate", **gate),
+             helper.make_node("Mul", ["y", "dg"], ["z"], name="spatial")]
+    inits = [("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("wp", wp), ("bp", bp), ("wd", wd), ("bd", bd)]
+    return make_model(nodes, [("x", [1, 32, 14, 14], np.float32)], ["z"], inits, opset=17)
+
+
+@pytest.mark.parametrize("act", ["Sigmoid", "HardSigmoid"])
+@pytest.mark.parametrize("precision", ["f32", "int8"])
+def test_sigmoid_and_hardsigmoid_fuse_into_the_conv(act, precision):
+    """A gate's Sigmoid (one vector command) or HardSigmoid (its passes with the node's
+    alpha and beta) in the epilogue of the Conv before it, dense and depthwise: in f32 the
+    bits of the separate op and ONNX Runtime's values; in int8 as close to ONNX Runtime."""
+    model = gate_block(act)
+    x = randn(1, 32, 14, 14)
+    kw = {"calib_samples": {"x": np.stack([randn(1, 32, 14, 14) for _ in range(4)])}} if precision == "int8" else {}
+    rep, rep_off = {}, {}
+    fused = tilecore.compile(model, precision=precision, report=rep, **kw)
+    plain = tilecore.compile(model, precision=precision, report=rep_off, fuse=False, **kw)
+    names = {e["node"]: e["fused"] for e in rep["fused"]}
+    assert names["fc2"] == ["gate"] and names["dw"] == ["dw_gate"], rep["fused"]
+    assert "dw" not in {e["node"] for e in rep_off["fused"]}
+    if precision == "f32":
+        got = fused.run({"x": x})["z"]
+        np.testing.assert_array_equal(got, plain.run({"x": x})["z"])
+        np.testing.assert_allclose(got, ort_run(model, {"x": x})["z"], rtol=1e-4, atol=1e-4)
+        return
+    mse = {"fused": 0.0, "plain": 0.0}
+    for xi in [x] + [randn(1, 32, 14, 14) for _ in range(3)]:
+        r = ort_run(model, {"x": xi})["z"]
+        for key, exe in (("fused", fused), ("plain", plain)):
+            y = exe.run({"x": xi})["z"]
+            mse[key] += float(((y - r) ** 2).mean())
+            assert float((y * r).sum() / np.linalg.norm(y) / np.linalg.norm(r)) > 0.999
+    assert mse["fused"] <= 1.02 * mse["plain"], mse
+
+
+def test_curved_activations_are_refused_after_an_int8_residual():
+    """An int8 residual is added in its own units, where only bounds have a form."""
+    x, s = compiler.TensorSpec((1, 8, 6, 6), "float32"), compiler.TensorSpec((4,), "float32")
+    wq, i8 = compiler.TensorSpec((4, 8, 1, 1), "int8"), compiler.TensorSpec((1, 4, 6, 6), "int8")
+    q = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_residual": 1, "tc_residual_scale": 0.1}
+    assert compiler.HasStrategy("Conv", dict(q, tc_activation="Relu"), [x, wq, None, s, i8]) == ""
+    for act in ("Sigmoid", "HardSigmoid", "SiLU"):
+        assert f"tc_activation {act} after an int8 residual" in compiler.HasStrategy(
+            "Conv", dict(q, tc_activation=act), [x, wq, None, s, i8])
+
+
 def yolo_bottleneck(rng, depthwise=False):
     """YOLOv5's C3 bottleneck: x + SiLU(Conv3x3(SiLU(Conv1x1(x)))) (the residual after the
     activation); ``depthwise``: the 3x3 Conv depthwise."""
@@ -747,7 +812,7 @@ def test_silu_after_an_int8_residual_is_refused():
     attrs = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_residual": 1, "tc_residual_scale": 0.1,
              "tc_activation": "SiLU"}
     assert "SiLU after an int8 residual" in compiler.HasStrategy("Conv", attrs, [x, w, None, s, r])
-    assert "expected Relu, Clip, SiLU or HardSwish" in compiler.HasStrategy(
+    assert "expected Relu, Clip, Sigmoid, SiLU, HardSwish or HardSigmoid" in compiler.HasStrategy(
         "Conv", {"tc_activation": "Gelu"}, [compiler.TensorSpec((1, 8, 6, 6), "float32"),
                                             compiler.TensorSpec((8, 8, 1, 1), "float32")])
 

@@ -24,17 +24,17 @@ def test_a_correct_group_passes_every_check():
     exe = tilecore.compile(model, verify={"x": x}, report=rep)
     v = rep["verify"]
     assert v["checks"] == {"hazards": "pass", "optimisations": "pass", "reference": "pass"}
-    assert [s["members"] for s in v["steps"]] == [["act", "pool", "fc1", "fc2", "hsigmoid", "scale"]]
+    assert [s["members"] for s in v["steps"]] == [["act", "pool", "fc1", "fc2", "gate", "scale"]]
     assert v["steps"][0]["cosine"] > 0.99999 and v["outputs"]["y"] > 0.9999
     np.testing.assert_allclose(exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"], rtol=1e-4, atol=1e-5)
 
 
 def test_a_member_reading_the_wrong_intermediate_names_its_group(monkeypatch):
-    """The HardSigmoid member's input and output swapped as the group is built (it reads
+    """The gate member's input and output swapped as the group is built (it reads
     its own output's place, never written): the group's output differs from the same
     nodes compiled one step each, and verify names the group."""
-    _swap_hsigmoid(monkeypatch)
-    with pytest.raises(VerifyError, match=r"layer group `act\+5` \(6 nodes: act, pool, fc1, fc2, hsigmoid, "
+    _swap_gate(monkeypatch)
+    with pytest.raises(VerifyError, match=r"layer group `act\+5` \(6 nodes: act, pool, fc1, fc2, gate, "
                                           r"scale\) writes `y` at cosine .* this optimisation changes the model"):
         tilecore.compile(squeeze_excite(), verify=True)
 
@@ -82,13 +82,13 @@ def test_cosine_by_hand(a, b, expected):
     assert V.cosine(np.array(a), np.array(b)) == pytest.approx(expected)
 
 
-def _swap_hsigmoid(monkeypatch):
+def _swap_gate(monkeypatch):
     apply = layer_groups.Groups.apply
 
     def swapped(self, funcs, build_group):
         def build(idx, fs, args, ins, outs):
             args = [list(a) for a in args]
-            k = [self.steps[i][0].name for i in idx].index("hsigmoid")
+            k = [self.steps[i][0].name for i in idx].index("gate")
             args[k] = args[k][::-1]
             return build_group(idx, fs, args, ins, outs)
         return apply(self, funcs, build)
@@ -109,13 +109,13 @@ def test_compare_checks_the_executable_that_ships(monkeypatch):
     ship = rep["shipped"]
     assert (ship["groups"], ship["diverged"], ship["hazards"], ship["changed"]) == (1, False, [], None)
     assert ship["outputs"]["y"]["cosine"] > 0.9999
-    _swap_hsigmoid(monkeypatch)
+    _swap_gate(monkeypatch)
     rep = compare_with_onnxruntime(model, x)
     assert rep["first_divergent"] is None  # each node alone is right
     ship = rep["shipped"]
     assert ship["diverged"] and ship["outputs"]["y"]["cosine"] < 0.99
     assert ship["changed"]["step"] == "act+5" and ship["changed"]["value"] == "y"
-    assert "layer group `act+5` (6 nodes: act, pool, fc1, fc2, hsigmoid, scale)" in ship["changed"]["message"]
+    assert "layer group `act+5` (6 nodes: act, pool, fc1, fc2, gate, scale)" in ship["changed"]["message"]
 
 
 def test_compare_in_int8_gives_the_shipped_check_onnxruntime_as_its_reference(monkeypatch):

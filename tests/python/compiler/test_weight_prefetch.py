@@ -293,17 +293,18 @@ def test_a_member_lowered_from_a_shared_kernel_keeps_its_own_local_buffers(monke
 def squeeze_excite(c=576, hw=7, squeezed=144):
     """MobileNetV3's squeeze-excite block (torchvision's mobilenet_v3_small, features.11):
     an activation, its mean per channel through two 1x1 Convs of 324 KiB of weights each,
-    then the activation's output scaled by their HardSigmoid. The two Convs read their
-    weights from L2, fetched during the members before them; the arena then gives those
-    weights' places to the HardSigmoid's output. (The activation is an Elu, whose select is
-    front-end code: slow enough, the DDR idle, for the cost model to keep the prefetches,
-    as MobileNetV3's HardSwish was before it ran on the vector engine.)"""
+    then the activation's output scaled by their gate. The two Convs read their weights
+    from L2, fetched during the members before them; the arena then gives those weights'
+    places to the gate's output. (The activation is an Elu, whose select is front-end code:
+    slow enough, the DDR idle, for the cost model to keep the prefetches, as MobileNetV3's
+    HardSwish was before it ran on the vector engine. The gate is a Tanh, a member of its
+    own: MobileNetV3's HardSigmoid is computed in fc2's epilogue.)"""
     nodes = [helper.make_node("Elu", ["x"], ["h"], name="act"),
              helper.make_node("GlobalAveragePool", ["h"], ["p"], name="pool"),
              helper.make_node("Conv", ["p", "w1", "b1"], ["f1"], name="fc1"),
              helper.make_node("Relu", ["f1"], ["r1"], name="relu"),
              helper.make_node("Conv", ["r1", "w2", "b2"], ["f2"], name="fc2"),
-             helper.make_node("HardSigmoid", ["f2"], ["s"], name="hsigmoid", alpha=1 / 6),
+             helper.make_node("Tanh", ["f2"], ["s"], name="gate"),
              helper.make_node("Mul", ["s", "h"], ["y"], name="scale")]
     inits = [("w1", randn(squeezed, c, 1, 1, scale=0.05)), ("b1", randn(squeezed, scale=0.1)),
              ("w2", randn(c, squeezed, 1, 1, scale=0.1)), ("b2", randn(c, scale=0.1))]
@@ -311,15 +312,15 @@ def squeeze_excite(c=576, hw=7, squeezed=144):
 
 
 def test_a_place_a_prefetched_weight_left_is_not_read_only_to_the_handoff(hazard_checked):
-    """The Mul's first load reads the HardSigmoid's output where fc1's prefetched weights
+    """The Mul's first load reads the gate's output where fc1's prefetched weights
     were. Those weights are read-only only until fc1 has read them: handed early to the
-    HardSigmoid (which writes that place), the load read the place before it was written
+    gate (which writes that place), the load read the place before it was written
     (a WAR hazard in L2, and outputs at cosine 0.07)."""
     model = squeeze_excite()
     x = randn(1, 576, 7, 7)
     rep = {}
     exe = tilecore.compile(model, report=rep)
-    assert [g["nodes"] for g in rep["groups"]] == [["act", "pool", "fc1", "fc2", "hsigmoid", "scale"]]
+    assert [g["nodes"] for g in rep["groups"]] == [["act", "pool", "fc1", "fc2", "gate", "scale"]]
     assert {"w1", "w2"} & set(rep["groups"][0]["prefetch"])
     y = exe.run({"x": x})["y"]
     np.testing.assert_allclose(y, ort_run(model, {"x": x})["y"], rtol=1e-4, atol=1e-5)

@@ -1,4 +1,5 @@
-"""A small layer group for the tdb member tests: Conv -> Sigmoid, three times, compiled for
+"""A small layer group for the tdb member tests: Conv -> Tanh (a member of its own: a Sigmoid
+would be computed in the Conv's epilogue), three times, compiled for
 two cores into one group step of six members (the first five write L2 intermediates, the
 last the DDR output), its inputs and ONNX Runtime's value of every intermediate."""
 import numpy as np
@@ -7,12 +8,12 @@ import tilecore
 from tdb_models import reference
 
 CONVS = 3
-MEMBERS = [name for i in range(CONVS) for name in (f"conv{i}", f"sig{i}")]
+MEMBERS = [name for i in range(CONVS) for name in (f"conv{i}", f"tanh{i}")]
 OUTPUTS = [value for i in range(CONVS) for value in (f"c{i}", f"s{i}")]
 
 
 def graph(channels=8, hw=8):
-    """The ONNX model: x -> conv0 -> sig0 -> conv1 -> sig1 -> conv2 -> sig2 -> s2."""
+    """The ONNX model: x -> conv0 -> tanh0 -> conv1 -> tanh1 -> conv2 -> tanh2 -> s2."""
     from onnx import TensorProto, helper
 
     rng = np.random.default_rng(0)
@@ -21,7 +22,7 @@ def graph(channels=8, hw=8):
         w = (rng.standard_normal((channels, channels, 3, 3)) * 0.2).astype(np.float32)
         inits.append(helper.make_tensor(f"w{i}", TensorProto.FLOAT, w.shape, w.ravel()))
         nodes.append(helper.make_node("Conv", [prev, f"w{i}"], [f"c{i}"], name=f"conv{i}", pads=[1, 1, 1, 1]))
-        nodes.append(helper.make_node("Sigmoid", [f"c{i}"], [f"s{i}"], name=f"sig{i}"))
+        nodes.append(helper.make_node("Tanh", [f"c{i}"], [f"s{i}"], name=f"tanh{i}"))
         prev = f"s{i}"
     g = helper.make_graph(nodes, "group", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
                                                                          [1, channels, hw, hw])],

@@ -40,14 +40,14 @@ def _line(d, name):
 def test_a_graph_line_of_a_member_stops_where_it_starts(folder):
     out = io.StringIO()
     tdb = Debugger(str(folder / "group.tcx"), inputs=str(folder / "inputs.npz"), stdout=out)
-    line = _line(folder, "sig1")
+    line = _line(folder, "tanh1")
     tdb.run_commands(f"b mlir:{line}; run; info loc")
     text = out.getvalue()
-    assert f"Breakpoint 1: mlir:{line}, node `sig1` (member 4 of the layer group step `conv0+5`" in text
-    assert "Breakpoint 1, member 4 of 6 `sig1` (Sigmoid) of layer group `conv0+5` (node 1) starts" in text
-    assert "member 4 of 6 of the layer group: `sig1`" in text
+    assert f"Breakpoint 1: mlir:{line}, node `tanh1` (member 4 of the layer group step `conv0+5`" in text
+    assert "Breakpoint 1, member 4 of 6 `tanh1` (Tanh) of layer group `conv0+5` (node 1) starts" in text
+    assert "member 4 of 6 of the layer group: `tanh1`" in text
     g = tdb.member_at()
-    assert g.name == "sig1" and all(tdb.sim.pc(c) <= g.begin(c) for c in g.pc)
+    assert g.name == "tanh1" and all(tdb.sim.pc(c) <= g.begin(c) for c in g.pc)
     # graph: is the same; a line defining no node, or past the end, is refused by name
     tdb.run_commands(f"delete; b graph:{_line(folder, 'conv2')}; c; b graph:1; b graph:999")
     text = out.getvalue()

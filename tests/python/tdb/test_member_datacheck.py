@@ -17,7 +17,7 @@ from tilecore.tdb import Debugger
 sys.path.insert(0, os.path.dirname(__file__))
 import tdb_group_model  # noqa: E402
 
-INNER = "sig1"  # writes `s1`, an L2 intermediate that conv2 reads
+INNER = "tanh1"  # writes `s1`, an L2 intermediate that conv2 reads
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_check_names_the_inner_member_that_diverges(built, tmp_path, capsys):
     assert [r["name"] for r in first["inputs"]] == ["c1"] and first["inputs"][0]["status"] in ("equal", "close")
     assert rep["wrong_nodes"] == [INNER] and rep["failed"] == 1 and rep["passed"] == 5
     out = capsys.readouterr().out
-    assert ("first divergence: member `sig1` (Sigmoid) of layer group `conv0+5` (node 1, npu): this member is "
+    assert ("first divergence: member `tanh1` (Tanh) of layer group `conv0+5` (node 1, npu): this member is "
             "wrong: its inputs match the reference") in out
 
 
@@ -60,9 +60,9 @@ def test_tdb_stops_at_the_inner_member_that_diverges(built, capsys):
     rc = cli.main(["tdb", str(tcx), "--inputs", str(inputs), "--ref_data", str(bad), "--do", "r; info loc; q"])
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert ("Data-check: member `sig1` (Sigmoid) of layer group `conv0+5` (node 1, npu) diverges from the "
+    assert ("Data-check: member `tanh1` (Tanh) of layer group `conv0+5` (node 1, npu) diverges from the "
             "reference; this member is wrong: its inputs match the reference") in out
-    assert "after member 4 of 6 `sig1` (Sigmoid) (complete), before member 5 of 6 `conv2` (Conv)" in out
+    assert "after member 4 of 6 `tanh1` (Tanh) (complete), before member 5 of 6 `conv2` (Conv)" in out
     assert "model finished" not in out
 
 
@@ -72,10 +72,10 @@ def test_a_breakpoint_on_an_inner_member_stops_where_it_starts(built):
     tdb = Debugger(str(tcx), inputs=str(inputs), stdout=out)
     tdb.run_commands(f"b {INNER}; run; info loc")
     text = out.getvalue()
-    assert "Breakpoint 1: node `sig1` (member 4 of the layer group step `conv0+5`: stops when the member starts)" \
+    assert "Breakpoint 1: node `tanh1` (member 4 of the layer group step `conv0+5`: stops when the member starts)" \
         in text
-    assert "Breakpoint 1, member 4 of 6 `sig1` (Sigmoid) of layer group `conv0+5` (node 1) starts" in text
-    assert "member 4 of 6 of the layer group: `sig1`, op type Sigmoid; reads c1; writes s1 at l2:" in text
+    assert "Breakpoint 1, member 4 of 6 `tanh1` (Tanh) of layer group `conv0+5` (node 1) starts" in text
+    assert "member 4 of 6 of the layer group: `tanh1`, op type Tanh; reads c1; writes s1 at l2:" in text
     g = tdb.member_at()
     assert g.name == INNER and all(tdb.sim.pc(c) <= g.begin(c) for c in g.pc)  # none of its code ran yet
     # its output is not produced yet; conv1's, its input, is complete and in its L2 place
@@ -85,8 +85,8 @@ def test_a_breakpoint_on_an_inner_member_stops_where_it_starts(built):
     assert "produced by member `conv1` (Conv) of layer group `conv0+5`, in its L2 place" in text
     np.testing.assert_allclose(tdb.namespace["_"], np.load(ref)["c1"], rtol=1e-4, atol=1e-5)
     # an op-type breakpoint stops at each member of that type; the run ends with the group's output right
-    tdb.run_commands("delete; b op:Sigmoid; c; c; c")
-    assert out.getvalue().count("of layer group `conv0+5` (node 1) starts") == 2  # sig1 above, then sig2
+    tdb.run_commands("delete; b op:Tanh; c; c; c")
+    assert out.getvalue().count("of layer group `conv0+5` (node 1) starts") == 2  # tanh1 above, then tanh2
     assert tdb.finished
     np.testing.assert_allclose(tdb.model.read_value(tdb.sim, "s2"), np.load(ref)["s2"], rtol=1e-4, atol=1e-5)
 

@@ -50,12 +50,12 @@ def test_until_a_member_stops_where_it_starts(built):
     tcx, inputs = built
     out = io.StringIO()
     tdb = Debugger(tcx, inputs=inputs, stdout=out)
-    tdb.run_commands("start; until sig1; info loc")
-    assert _at_start(tdb, "sig1")
-    assert "member 4 of 6 of the layer group: `sig1`, op type Sigmoid; reads c1" in out.getvalue()
+    tdb.run_commands("start; until tanh1; info loc")
+    assert _at_start(tdb, "tanh1")
+    assert "member 4 of 6 of the layer group: `tanh1`, op type Tanh; reads c1" in out.getvalue()
     tdb.run_commands("until; info loc")  # without NODE: the next member
     assert _at_start(tdb, "conv2")
-    tdb.run_commands("until sig0")  # behind us: runs to the end
+    tdb.run_commands("until tanh0")  # behind us: runs to the end
     assert tdb.finished
     # the group's step name still stops before the step
     tdb.run_commands("start; until conv0+5")

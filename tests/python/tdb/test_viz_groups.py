@@ -67,8 +67,8 @@ def test_check_colours_the_failing_member(built, tmp_path, capsys):
     capsys.readouterr()
     lines = {name: line for line in (tmp_path / "g.dot").read_text().splitlines()
              for name in tdb_group_model.MEMBERS if line.startswith('    "') and f'[label="{name}"' in line}
-    assert f'fillcolor="{graphview.FAILED}"' in lines["sig1"] and "penwidth=3" in lines["sig1"]
-    assert not any(graphview.FAILED in line for name, line in lines.items() if name != "sig1")
+    assert f'fillcolor="{graphview.FAILED}"' in lines["tanh1"] and "penwidth=3" in lines["tanh1"]
+    assert not any(graphview.FAILED in line for name, line in lines.items() if name != "tanh1")
 
 
 def test_stats_shade_the_members_by_their_measured_cycles(built, tmp_path, capsys):
