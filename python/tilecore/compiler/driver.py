@@ -816,7 +816,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         group's step, its nodes, the values kept in L2, the most of them live at once, and
         the weights prefetched into L2: name -> ``{"reader", "bytes", "during"}``); ``group_splits``
         (``[{"nodes", "reason"}]``: each group whose kernel did not build, split in halves, and
-        the first line of the error); ``plan_fallbacks`` (``[{"nodes", "what", "reason"}]``: each
+        the first line of the error); ``groups_regrouped`` (the same for each run whose kernel
+        did not build with 85% of L2 for its values and was grouped again with 3 MiB: the
+        budget's second try, not a fallback); ``plan_fallbacks`` (``[{"nodes", "what", "reason"}]``: each
         plan or rewrite the compiler chose that did not lower or build, and the correct one
         it took instead: a member's plan for its L2 tensors (its DDR plan instead), a group
         with its weights prefetched (the group without them), a fused node (the nodes as
@@ -978,6 +980,11 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
         dq_consts.update(_qdq.graph_dequantized_constants(graph))
         graph = transform.CanonicalizeGraph()(graph)
         graph = transform.FoldMatMulBias()(graph)  # the bias into the matrix engine (Gemm's C)
+        if "int8" not in {precision} | set((qtable or {}).values()):
+            # (YOLO's Sigmoid after Reshape, Transpose; in int8 the Conv's output is stored
+            # int8 and the activation is a table of it, moved into the Conv the f32 result
+            # would be: four times the bytes)
+            graph = transform.HoistActivations()(graph)
         graph = _fold_to_fixed_point(graph, pipe=pipe)
         if not pipe.disabled("Decompose"):
             with pipe.step("Decompose", lambda: graph.text(), lambda: graph):
@@ -1255,7 +1262,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
         step_keys.append(key)
         key_of[id(nd)] = key
     pipe.end(lambda: _pipeline.nodes_text([nd for nd, *_ in steps], info))
-    groups_made, group_splits = [], []
+    groups_made, group_splits, groups_regrouped = [], [], []
     step_kernels = [npu_funcs.get(k) for k in step_keys]
     custom_steps = [nd.step_name for nd, *_ in steps
                     if nd.where == "npu" and _custom.registered() and _custom.takes(nd.op, nd.attrs, nd.in_specs)]
@@ -1441,7 +1448,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
         apart = list(ungroup) + [nd.step_name for nd, *_ in steps if nd.step_name in custom_steps]
         grouper = _groups.Groups(nodes, steps, info, graph_outputs, _itemsize, apart=apart)
         steps, step_kernels, groups_made = grouper.apply(step_kernels, build_group)
-        group_splits = grouper.splits
+        group_splits, groups_regrouped = grouper.splits, grouper.regrouped
         pipe.end(lambda: _pipeline.nodes_text([nd for nd, *_ in steps], info))
     if strict and (plan_fallbacks or group_splits):
         lines = [f"{', '.join(f['nodes'])}: {f['what']} ({f['reason']})" for f in plan_fallbacks]
@@ -1676,6 +1683,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
         "copied_inputs": copied,
         "groups": [g.summary() for g in groups_made],
         "group_splits": group_splits,
+        "groups_regrouped": groups_regrouped,
         "plan_fallbacks": plan_fallbacks,
         "custom_kernels": custom_steps,
         "passes": pipe.records,

@@ -10,8 +10,8 @@ in the group kernel's L2 arena from the first member that uses it to the last (C
 grows while the intermediates live at any one member fit ``L2_BUDGET``, the rest of L2
 left to the members' own staging (a Conv's input, a MatMul's weights), and while its
 kernel would take at most ``max_params()`` parameters. A group whose kernel does not build (L2
-overflows once the members' own buffers are placed) is split in halves, down to single
-steps.
+overflows once the members' own buffers are placed) is grouped again at ``L2_BUDGET_SAFE``,
+then split in halves, down to single steps.
 """
 from typing import Any, Callable, Sequence
 
@@ -20,8 +20,12 @@ import numpy as np
 from ..arch import params as _params
 
 L2_BYTES = _params()["l2_bytes"]  # TC1's shared L2
-# bytes of L2 the intermediates of one group may take (the rest: the members' own buffers)
-L2_BUDGET = L2_BYTES * 3 // 4
+# bytes of L2 the intermediates of one group may take at one member (the rest: the members'
+# own buffers: weights staged or prefetched, a Conv's staged input, the handoff area)
+L2_BUDGET = L2_BYTES * 85 // 100
+# the budget a run is grouped again with when its kernel does not build at L2_BUDGET (its
+# members' own buffers took more than the rest)
+L2_BUDGET_SAFE = L2_BYTES * 3 // 4
 OMITTED = "\0omitted"  # the name an omitted input goes by here
 
 
@@ -219,37 +223,38 @@ class Groups:
             for v in nd.ins:
                 if v is not None:
                     self.readers.setdefault(self.root(str(v.name)), []).append(nd)
-        position = {id(nd): i for i, (nd, *_) in enumerate(steps)}
-        self.runs, run = [], []
-
-        def close():
-            if len(run) > 1:
-                self.runs.append([position[id(m)] for m in run])
-            run.clear()
-
-        peak = _RunPeak(self)  # peak_l2_bytes of the run, kept as it grows
-        # its parameters, kept as it grows: a run ends before it would take more than a
-        # kernel may (split in halves afterwards, it would end where its length says)
-        params, limit = _RunParams(self), max_params()
+        self.position = {id(nd): i for i, (nd, *_) in enumerate(steps)}
+        self.runs, stretch = [], []  # (a stretch: npu steps one after another)
         for nd in nodes:
             if nd.where in ("dropped", "view"):
                 continue
-            if nd.where != "npu" or id(nd) not in position or nd.step_name in apart:
-                close()
-                peak.reset()
-                params.reset()
+            if nd.where != "npu" or id(nd) not in self.position or nd.step_name in apart:
+                self.runs += [r for r in self.split(stretch, L2_BUDGET) if len(r) > 1]
+                stretch = []
                 continue
-            run.append(nd)
-            step = steps[position[id(nd)]]
-            if peak.add(step) > L2_BUDGET or params.add(step) > limit:
-                run.pop()
-                close()
-                run.append(nd)
+            stretch.append(self.position[id(nd)])
+        self.runs += [r for r in self.split(stretch, L2_BUDGET) if len(r) > 1]
+
+    def split(self, idx: Sequence[int], budget: int) -> list[list[int]]:
+        """The steps ``idx`` (one after another) as runs, in order: a run grows while the
+        intermediates live at any one member fit ``budget`` and while its kernel would take
+        at most ``max_params()`` parameters (split in halves afterwards, it would end where
+        its length says)."""
+        runs, run = [], []
+        peak = _RunPeak(self)  # peak_l2_bytes of the run, kept as it grows
+        params, limit = _RunParams(self), max_params()  # its parameters, kept as it grows
+        for k in idx:
+            step = self.steps[k]
+            if run and (peak.add(step) > budget or params.add(step) > limit):
+                runs.append(run)
+                run = []
                 peak.reset()
                 params.reset()
+            if not run:
                 peak.add(step)
                 params.add(step)
-        close()
+            run.append(k)
+        return runs + ([run] if run else [])
 
     def root(self, name: str) -> str:
         """The value whose bytes ``name`` is (itself unless a free view made it)."""
@@ -297,13 +302,17 @@ class Groups:
         strategy PrimFunc of step i when called (None for a host step); ``build_group(indices,
         funcs, args, inputs, outputs)``
         returns (module, function, PrimFunc) or raises: a group that does not build (L2
-        overflows once its members' own buffers are placed) is split in halves, down to
-        single steps. Returns the new steps, their PrimFuncs, and the groups made."""
+        overflows once its members' own buffers are placed) is grouped again at
+        ``L2_BUDGET_SAFE``, then split in halves, down to single steps. Returns the new
+        steps, their PrimFuncs, and the groups made."""
         steps = self.steps
         out, out_funcs, made = [], [], []
-        self.splits = []  # each group split, its nodes and why its kernel did not build
+        self.splits = []  # each group split in halves, its nodes and why its kernel did not build
+        # each run grouped again at L2_BUDGET_SAFE (its nodes, why its kernel did not build):
+        # the budget's second try, as a plan that does not fit L1 is not a fallback
+        self.regrouped = []
 
-        def emit(idx):
+        def emit(idx, safe=False):
             if len(idx) == 1:
                 out.append(steps[idx[0]])
                 out_funcs.append(funcs[idx[0]])
@@ -327,11 +336,17 @@ class Groups:
                 mod, fn, f = build_group(idx, [funcs[k] for k in idx], args, [ids[n] for n in ins],
                                          [ids[n] for n in outs])
             except Exception as e:  # noqa: BLE001 (smaller groups, or the members' own steps, are correct programs)
-                self.splits.append({"nodes": [steps[k][0].name or steps[k][0].step_name for k in idx],
-                                    "reason": (str(e).splitlines() or [type(e).__name__])[0]})
-                half = len(idx) // 2
-                emit(idx[:half])
-                emit(idx[half:])
+                entry = {"nodes": [steps[k][0].name or steps[k][0].step_name for k in idx],
+                         "reason": (str(e).splitlines() or [type(e).__name__])[0]}
+                parts = self.split(idx, L2_BUDGET_SAFE) if not safe else [idx]
+                if len(parts) > 1:
+                    self.regrouped.append(entry)
+                else:  # (it fits the safe budget too)
+                    self.splits.append(entry)
+                    half = len(idx) // 2
+                    parts = [idx[:half], idx[half:]]
+                for part in parts:
+                    emit(part, safe=True)
                 return
             node = GroupNode(members, [values[n] for n in ins], [values[n] for n in outs], internal,
                              self.peak_l2_bytes(idx))

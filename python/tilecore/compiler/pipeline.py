@@ -40,6 +40,8 @@ GRAPH_PASSES = {
     "EliminateDeadCode": "nodes no output depends on removed",
     "InferTypes": "every value's type from its op's inference",
     "FoldMatMulBias": "MatMul + Add of a constant bias as one Gemm (the bias in the matrix engine)",
+    "HoistActivations": "an activation after a Conv's Reshapes and Transposes moved before them (into its "
+                        "epilogue); not in int8",
     "InlineConstantIfs": "an If whose condition is a constant replaced by the branch taken",
     "Decompose": "ops with no strategy and no host kernel written as ops that have one",
 }

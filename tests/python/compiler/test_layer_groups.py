@@ -96,6 +96,22 @@ def test_the_l2_budget_splits_a_chain(monkeypatch, budget, sizes):
     np.testing.assert_allclose(exe.run({"x": x})[prev], ort_run(model, {"x": x})[prev], rtol=1e-4, atol=1e-4)
 
 
+def test_a_group_that_does_not_build_is_grouped_again_at_the_safe_budget(monkeypatch):
+    """Intermediates of 2 MiB each: a run at a budget without limit takes the six Convs, whose
+    kernel does not build (two live at once and the Convs' own buffers pass the 4 MiB of
+    L2); grouped again at L2_BUDGET_SAFE it is three groups of two, not halves of halves, and
+    the budget's second try is no fallback (strict compiles it)."""
+    monkeypatch.setattr(layer_groups, "L2_BUDGET", 1 << 40)
+    model, prev = conv_chain(6, 32, 128, 0.05)
+    rep = {}
+    exe = tilecore.compile(model, report=rep, strict=True)
+    assert [s["nodes"] for s in rep["groups_regrouped"]] == [[f"conv{i}" for i in range(6)]]
+    assert "overflows" in rep["groups_regrouped"][0]["reason"] and rep["group_splits"] == []
+    assert [g["nodes"] for g in rep["groups"]] == [[f"conv{i}", f"conv{i + 1}"] for i in (0, 2, 4)]
+    x = randn(1, 32, 128, 128)
+    np.testing.assert_allclose(exe.run({"x": x})[prev], ort_run(model, {"x": x})[prev], rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("limit,sizes", [(5, [3, 3]), (4, [2, 2, 2]), (256, [6])])
 def test_a_run_ends_before_it_would_take_more_parameters_than_a_kernel(monkeypatch, limit, sizes):
     """Each Conv of the chain adds its weights to the run's parameters (the input, the
