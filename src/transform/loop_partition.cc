@@ -128,6 +128,8 @@ class Partitioner : public IRMutator {
     if (*pieces >= max_pieces_) return Rebuild(f, lo, hi, f->body);
     AtomCollector atoms;
     atoms.VisitStmt(f->body);
+    if (atoms.atoms.empty()) return Rebuild(f, lo, hi, f->body);
+    // (the body's own variables: only when an `if` may split it, the walk is over all of it)
     std::unordered_set<const VarNode*> inner = BoundVars(f->body);
     for (const PrimExpr& atom : atoms.atoms) {
       std::optional<Split> s = FindSplit(atom, f->loop_var, inner);
@@ -164,8 +166,8 @@ class Partitioner : public IRMutator {
                                  const std::unordered_set<const VarNode*>& inner) {
     const auto* bin = atom.as<BinaryOpNode>();
     if (!bin->a.dtype().is_integer() || !bin->a.dtype().is_scalar()) return std::nullopt;
-    if (UsesVar(atom, [&](const VarNode* x) { return inner.count(x) > 0; })) return std::nullopt;
     if (!UsesVar(atom, [&](const VarNode* x) { return x == v.get(); })) return std::nullopt;
+    if (UsesVar(atom, [&](const VarNode* x) { return inner.count(x) > 0; })) return std::nullopt;
     PrimExpr d;
     if (atom.as<LTNode>())
       d = bin->a - bin->b;
