@@ -223,16 +223,16 @@ class Groups:
             for v in nd.ins:
                 if v is not None:
                     self.readers.setdefault(self.root(str(v.name)), []).append(nd)
-        self.position = {id(nd): i for i, (nd, *_) in enumerate(steps)}
+        position = {id(nd): i for i, (nd, *_) in enumerate(steps)}
         self.runs, stretch = [], []  # (a stretch: npu steps one after another)
         for nd in nodes:
             if nd.where in ("dropped", "view"):
                 continue
-            if nd.where != "npu" or id(nd) not in self.position or nd.step_name in apart:
+            if nd.where != "npu" or id(nd) not in position or nd.step_name in apart:
                 self.runs += [r for r in self.split(stretch, L2_BUDGET) if len(r) > 1]
                 stretch = []
                 continue
-            stretch.append(self.position[id(nd)])
+            stretch.append(position[id(nd)])
         self.runs += [r for r in self.split(stretch, L2_BUDGET) if len(r) > 1]
 
     def split(self, idx: Sequence[int], budget: int) -> list[list[int]]:

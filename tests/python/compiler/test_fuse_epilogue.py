@@ -592,36 +592,44 @@ def silu_block(act):
     return make_model(nodes, [("x", [1, 16, 12, 12], np.float32)], ["y"], inits, opset=17)
 
 
+def fused_against_unfused(model, shape, out, precision):
+    """``model`` (input ``x`` of ``shape``) compiled with and without fusion, its output
+    ``out`` checked: in f32 the bits of the unfused compile and ONNX Runtime's values; in
+    int8 (unfused, an activation between int8 tensors may be a lookup table of the quantised
+    input, int8_edges.py; fused, it acts on the f32 result before the one quantisation), over
+    a few samples a cosine above 0.999 and no further from ONNX Runtime (mean squared error).
+    Returns the two compile reports."""
+    x = randn(*shape)
+    kw = {"calib_samples": {"x": np.stack([randn(*shape) for _ in range(4)])}} if precision == "int8" else {}
+    rep, rep_off = {}, {}
+    fused = tilecore.compile(model, precision=precision, report=rep, **kw)
+    plain = tilecore.compile(model, precision=precision, report=rep_off, fuse=False, **kw)
+    if precision == "f32":
+        got = fused.run({"x": x})[out]
+        np.testing.assert_array_equal(got, plain.run({"x": x})[out])
+        np.testing.assert_allclose(got, ort_run(model, {"x": x})[out], rtol=1e-4, atol=1e-4)
+        return rep, rep_off
+    mse = {"fused": 0.0, "plain": 0.0}
+    for xi in [x] + [randn(*shape) for _ in range(3)]:
+        r = ort_run(model, {"x": xi})[out]
+        for key, exe in (("fused", fused), ("plain", plain)):
+            y = exe.run({"x": xi})[out]
+            mse[key] += float(((y - r) ** 2).mean())
+            assert float((y * r).sum() / np.linalg.norm(y) / np.linalg.norm(r)) > 0.999
+    assert mse["fused"] <= 1.02 * mse["plain"], mse
+    return rep, rep_off
+
+
 @pytest.mark.parametrize("act", ["SiLU", "HardSwish"])
 @pytest.mark.parametrize("precision", ["f32", "int8"])
 def test_silu_and_hardswish_fuse_into_the_conv_bit_identical(act, precision):
     """The activation's passes (activation_passes.h) in the Conv's epilogue, the dense and
     the depthwise one: in f32 the bits of the separate op and ONNX Runtime's values; in int8
     every Conv stays int8 and the result is at least as close to ONNX Runtime's."""
-    model = silu_block(act)
-    x = randn(1, 16, 12, 12)
-    kw = {"calib_samples": {"x": np.stack([randn(1, 16, 12, 12) for _ in range(4)])}} if precision == "int8" else {}
-    rep, rep_off = {}, {}
-    fused = tilecore.compile(model, precision=precision, report=rep, **kw)
-    plain = tilecore.compile(model, precision=precision, report=rep_off, fuse=False, **kw)
+    rep, rep_off = fused_against_unfused(silu_block(act), (1, 16, 12, 12), "y", precision)
     names = {e["node"]: e["fused"] for e in rep["fused"]}
     assert names["expand"] == ["act1"] and names["dw"] == ["act2"], rep["fused"]
-    got, ref = fused.run({"x": x})["y"], ort_run(model, {"x": x})["y"]
-    if precision == "f32":
-        np.testing.assert_array_equal(got, plain.run({"x": x})["y"])
-        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
-    else:
-        # unfused, an activation between int8 tensors may be a lookup table of the quantised
-        # input (int8_edges.py); fused, it acts on the f32 result before the one quantisation:
-        # over a few samples, no further from ONNX Runtime (mean squared error)
-        mse = {"fused": 0.0, "plain": 0.0}
-        for xi in [x] + [randn(1, 16, 12, 12) for _ in range(3)]:
-            r = ort_run(model, {"x": xi})["y"]
-            for key, exe in (("fused", fused), ("plain", plain)):
-                y = exe.run({"x": xi})["y"]
-                mse[key] += float(((y - r) ** 2).mean())
-                assert float((y * r).sum() / np.linalg.norm(y) / np.linalg.norm(r)) > 0.999
-        assert mse["fused"] <= 1.02 * mse["plain"], mse
+    if precision == "int8":
         assert set(rep["precision"]["assigned"].values()) == {"int8"} and not rep["precision"]["fallbacks"]
         specs = {p["name"]: p for p in rep["placement"]}
         assert specs["act1"]["where"] == "dropped" and specs["act2"]["where"] == "dropped"
@@ -657,28 +665,10 @@ def test_sigmoid_and_hardsigmoid_fuse_into_the_conv(act, precision):
     """A gate's Sigmoid (one vector command) or HardSigmoid (its passes with the node's
     alpha and beta) in the epilogue of the Conv before it, dense and depthwise: in f32 the
     bits of the separate op and ONNX Runtime's values; in int8 as close to ONNX Runtime."""
-    model = gate_block(act)
-    x = randn(1, 32, 14, 14)
-    kw = {"calib_samples": {"x": np.stack([randn(1, 32, 14, 14) for _ in range(4)])}} if precision == "int8" else {}
-    rep, rep_off = {}, {}
-    fused = tilecore.compile(model, precision=precision, report=rep, **kw)
-    plain = tilecore.compile(model, precision=precision, report=rep_off, fuse=False, **kw)
+    rep, rep_off = fused_against_unfused(gate_block(act), (1, 32, 14, 14), "z", precision)
     names = {e["node"]: e["fused"] for e in rep["fused"]}
     assert names["fc2"] == ["gate"] and names["dw"] == ["dw_gate"], rep["fused"]
     assert "dw" not in {e["node"] for e in rep_off["fused"]}
-    if precision == "f32":
-        got = fused.run({"x": x})["z"]
-        np.testing.assert_array_equal(got, plain.run({"x": x})["z"])
-        np.testing.assert_allclose(got, ort_run(model, {"x": x})["z"], rtol=1e-4, atol=1e-4)
-        return
-    mse = {"fused": 0.0, "plain": 0.0}
-    for xi in [x] + [randn(1, 32, 14, 14) for _ in range(3)]:
-        r = ort_run(model, {"x": xi})["z"]
-        for key, exe in (("fused", fused), ("plain", plain)):
-            y = exe.run({"x": xi})["z"]
-            mse[key] += float(((y - r) ** 2).mean())
-            assert float((y * r).sum() / np.linalg.norm(y) / np.linalg.norm(r)) > 0.999
-    assert mse["fused"] <= 1.02 * mse["plain"], mse
 
 
 def test_curved_activations_are_refused_after_an_int8_residual():
