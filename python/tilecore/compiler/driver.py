@@ -41,6 +41,7 @@ and makes every intermediate value an extra output named by its value name, for
 from __future__ import annotations
 
 import contextvars
+import itertools
 import json
 import os
 import time
@@ -1325,11 +1326,19 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
             members = group_estimate(f)["members"]
             if len(members) != len(idx):
                 return f
-            live = [0] * len(idx)
-            for t in internal:
-                pos = [m for m, row in enumerate(args) if t in row]
-                for m in range(pos[0], pos[-1] + 1):
-                    live[m] += sizes.get(t, 0)
+            # the bytes of the intermediates live at each member, from a tensor's first member to
+            # its last (one pass over the rows: a group of thousands of members has as many)
+            first, last = {}, {}
+            for m, row in enumerate(args):
+                for t in row:
+                    if t in internal:
+                        first.setdefault(t, m)
+                        last[t] = m
+            change = [0] * (len(idx) + 1)
+            for t, m in first.items():
+                change[m] += sizes.get(t, 0)
+                change[last[t] + 1] -= sizes.get(t, 0)
+            live = list(itertools.accumulate(change[:-1]))
             free_l2 = _groups.L2_BYTES - int(f.attrs["own_l2_bytes"]) - (64 << 10)
             relowered = {}
 

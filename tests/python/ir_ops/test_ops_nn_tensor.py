@@ -179,6 +179,27 @@ def test_gathers_and_scatters_against_numpy():
              np.zeros((1, 1, 1), np.float32))
 
 
+def test_scatter_nd_repeated_indices_against_onnx_reference():
+    # later indices win, as ONNX's reference applies the updates one after another
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(1)
+    node = helper.make_node("ScatterND", ["data", "indices", "updates"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, t, None) for n, t in
+                                             [("data", 1), ("indices", 7), ("updates", 1)]],
+                              [helper.make_tensor_value_info("y", 1, None)])
+    ref = ReferenceEvaluator(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]))
+    for shape, k, rows in [((3, 4, 5), 2, 40), ((6,), 1, 25), ((2, 3), 2, 1), ((4, 4), 1, 0)]:
+        data = rng.standard_normal(shape).astype(np.float32)
+        idx = np.stack([rng.integers(0, shape[j], size=rows) for j in range(k)], -1).reshape(rows, k)
+        upd = rng.standard_normal((rows,) + shape[k:]).astype(np.float32)
+        (want,) = ref.run(None, {"data": data, "indices": idx, "updates": upd})
+        np.testing.assert_array_equal(call("ScatterND", {}, data, idx, upd), want)
+        neg = np.where(idx > 0, idx - np.array(shape[:k]), idx)  # the same positions, from the end
+        np.testing.assert_array_equal(call("ScatterND", {}, data, neg, upd), want)
+
+
 def test_topk_ties_and_value_dependent_shapes():
     x = np.array([[3, 1, 3, 2, 3]], np.int64)
     values, indices = call("TopK", {}, x, np.array([2]))

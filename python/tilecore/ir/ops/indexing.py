@@ -155,8 +155,12 @@ def scatter_nd(attrs: dict[str, Any], data: Operand, indices: Operand, updates: 
     out = data.copy()
     red = attrs["reduction"]
     if red == "none":
-        for i in range(idx.shape[0]):
-            out[tuple(idx[i])] = upd[i]
+        # later indices win: each position keeps its last update (numpy leaves the order of a
+        # repeated index's writes open, so the repeats are dropped first)
+        lin = np.ravel_multi_index(tuple(idx.T), data.shape[:k])
+        _, last = np.unique(lin[::-1], return_index=True)
+        keep = idx.shape[0] - 1 - last
+        out[tuple(idx[keep].T)] = upd[keep]
     elif red in _REDUCTIONS:
         _REDUCTIONS[red].at(out, tuple(idx.T), upd)
     else:
