@@ -9,11 +9,11 @@
  * Unsqueeze Identity).
  *
  * Tiling: the output is walked flat in tiles of up to 16384 elements (64 KiB of f32,
- * one L1 bank each); the tiles go to the cores round robin and the last, shorter tile
- * has its own constant size. An input of the output's element count is DMAed tile by
- * tile; a broadcast input (fewer elements) is loaded whole into L1 once per core
- * (up to 256 KiB). The compute loop is one scalar loop per tile over L1 (Clip: two,
- * max then min, each one vector command; Gelu: one per step of its formula, erf's
+ * one L1 bank each), no fewer tiles than cores down to kMinCoreTile elements; the tiles
+ * go to the cores round robin and the last, shorter tile has its own constant size. An input of the
+ * output's element count is DMAed tile by tile; a broadcast input (fewer elements) is loaded whole
+ * into L1 once per core (up to 256 KiB). The compute loop is one scalar loop per tile over L1
+ * (Clip: two, max then min, each one vector command; Gelu: one per step of its formula, erf's
  * polynomial included); EmitTileIntrinsics turns what the vector engine has (add, mul,
  * max, exp, sigmoid, ...) into tile.vec_* commands, and the rest (erf, pow, select)
  * stays front-end code. With an input broadcast along some dimensions (per channel,
@@ -50,6 +50,9 @@ namespace detail {
 namespace {
 
 constexpr int64_t kTile = 16384;
+// the fewest elements a tile is cut to so that every core takes one (a DMA's latency and a
+// vector command's fill are paid per tile)
+constexpr int64_t kMinCoreTile = 1024;
 constexpr int64_t kBroadcastBytes = 256 * 1024;
 
 using Fn = std::function<PrimExpr(const std::vector<PrimExpr>& x, const OpCall& call)>;
@@ -904,7 +907,10 @@ PrimFunc LowerElementwise(const OpCall& call) {
   for (size_t i = 0; i < nin; ++i)
     has_bool = has_bool || (call.inputs[i].defined() && call.inputs[i]->dtype == DataType::Bool());
   const int64_t per_core = (N + call.cores - 1) / call.cores;
+  // no fewer tiles than cores, down to kMinCoreTile elements a tile (whole 64-byte rows):
+  // one tile of a transformer's 8,320-element Add ran on one core while three idled
   int64_t T = std::min(kTile, std::max<int64_t>(N, 1));
+  if (N > kMinCoreTile) T = std::min(T, std::max(kMinCoreTile, (per_core + 15) / 16 * 16));
   // SIMD for it when every other operand and the result are 4 bytes wide (one lane count)
   // and each broadcast input is a single value; not for an op that reads the index
   // (a bool input only where the op tests it, not where it compares two bools as data)
@@ -929,16 +935,21 @@ PrimFunc LowerElementwise(const OpCall& call) {
        call.op_type == "Squeeze" || call.op_type == "Unsqueeze" || call.op_type == "Expand");
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
-    // broadcast inputs, whole, once per core
+    // broadcast inputs, whole, once per core: waited for with the first tile's loads (on
+    // the same event), or here when no input is tiled
     std::vector<Buffer> whole(nin);
     std::vector<Stmt> pre;
+    bool any_tiled = false;
     for (size_t i = 0; i < nin; ++i) {
+      any_tiled = any_tiled || (ins[i].present && ins[i].tiled);
       if (!ins[i].present || ins[i].tiled) continue;
       whole[i] =
           Local({std::max<int64_t>(ins[i].numel, 1)}, ins[i].view->dtype, "W" + std::to_string(i));
-      pre.push_back(DmaWait(Region(whole[i], {I32(0)}, {ins[i].numel}),
-                            Region(ins[i].view, {I32(0)}, {ins[i].numel}), 0));
+      pre.push_back(
+          Intrin("tile.dma_copy", {Region(whole[i], {I32(0)}, {ins[i].numel}),
+                                   Region(ins[i].view, {I32(0)}, {ins[i].numel}), I32(0)}));
     }
+    if (!pre.empty() && !any_tiled) pre.push_back(Intrin("tile.wait", {I32(0)}));
     std::vector<Stmt> tiles;
     for (auto [count, size] :
          std::vector<std::pair<int64_t, int64_t>>{{N / T, T}, {N % T ? 1 : 0, N % T}}) {
@@ -948,12 +959,15 @@ PrimFunc LowerElementwise(const OpCall& call) {
             PrimExpr start = I32(base) + t * I32(T);
             std::vector<Buffer> tl(nin);
             std::vector<Stmt> s;
+            // the tile's loads issued together, then one wait (each waited for on its own
+            // paid the level's latency once per input)
             for (size_t i = 0; i < nin; ++i) {
               if (!ins[i].present || !ins[i].tiled) continue;
               tl[i] = Local({size}, ins[i].view->dtype, "L" + std::to_string(i));
-              s.push_back(DmaWait(Region(tl[i], {I32(0)}, {size}),
-                                  Region(ins[i].view, {start}, {size}), 0));
+              s.push_back(Intrin("tile.dma_copy", {Region(tl[i], {I32(0)}, {size}),
+                                                   Region(ins[i].view, {start}, {size}), I32(0)}));
             }
+            if (!s.empty()) s.push_back(Intrin("tile.wait", {I32(0)}));
             Buffer Ol;
             std::vector<Buffer> gelu_tmp;  // Gelu's and the passes' temporaries, one tile each
             if (is_copy && tl[0].defined()) {
@@ -1158,6 +1172,8 @@ PrimFunc LowerElementwise(const OpCall& call) {
             return r;
           }));
     }
+    // (a core without a tile has its broadcast loads to wait for)
+    if (!pre.empty() && any_tiled) tiles.push_back(Intrin("tile.wait", {I32(0)}));
     Stmt r = Seq({Seq(pre), Seq(tiles)});
     for (size_t i = 0; i < nin; ++i)
       if (whole[i].defined()) r = Allocate(whole[i], r);

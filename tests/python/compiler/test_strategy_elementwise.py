@@ -117,6 +117,22 @@ def test_clip_runs_on_the_vector_engine():
         assert st["cycles"] < 2 * relu["cycles"], (st["cycles"], relu["cycles"])
 
 
+@pytest.mark.parametrize("a,b,busy", [
+    ((1, 65, 128), (1, 65, 128), 4),   # a small transformer's residual Add: a tile a core
+    ((1, 4, 65, 32), (), 4),           # attention's scaling by a constant
+    ((1100,), (), 2),                  # two tiles of at least 1024: two cores, the others wait for their scalar
+])
+def test_small_tensors_take_every_core(a, b, busy):
+    """Fewer elements than a tile of 16384 still split over the cores (tiles of at least
+    1024): the vector commands of an 8,320-element Add ran on one core while three idled."""
+    outs, refs, st = run_op("Add", {}, [rand(a, 1), rand(b, 2)])
+    np.testing.assert_array_equal(outs[0], refs[0])
+    per_core = [c["vec"]["commands"] for c in st["cores"]]
+    assert sum(n > 0 for n in per_core) == busy, per_core
+    if b == ():  # every core loads the scalar, one without a tile too (and waits for it)
+        assert all(c["din"]["commands"] > 0 for c in st["cores"])
+
+
 BROADCASTS = [
     ((1, 24, 9, 11), (1, 24, 1, 1)),    # per channel (squeeze-excite's scale)
     ((2, 24, 9, 11), (24, 1, 1)),       # per channel, batch 2, lower rank
