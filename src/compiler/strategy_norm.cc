@@ -28,13 +28,18 @@
  * Y) the pipelined form has a second output, Y in int8 as that reader would quantise it on
  * load (QuantiseSteps): the reader loads a quarter of the bytes and quantises nothing.
  */
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <mutex>
 #include <set>
+#include <unordered_map>
 
 #include "fused_epilogue.h"
 #include "kernel_util.h"
 #include "matrix_precision.h"
 #include "rows_util.h"
+#include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/reflection.h"
 
 namespace tilecore {
@@ -316,18 +321,55 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
   return MakeFunc(call, p, body);
 }
 
-/*! \brief The rows per tile of the pipelined row normalisation (a divisor of A near what gives
- * each core four tiles, at least half of it; each of a slot's three buffers within 32 KiB),
- * or 0 when the op is not of that form or the rows are too few to pipeline. */
-int64_t PipelinedRows(const OpCall& call, const NormGeom& g) {
+/*! \brief The rows per tile the pipelined row normalisation may take (each a divisor of A near
+ * what gives each core four, two or one tiles, at least half of it; each of a slot's three
+ * buffers within 32 KiB), the four tiles' first; none when the op is not of that form or the
+ * rows are too few to pipeline. */
+std::vector<int64_t> PipelinedRows(const OpCall& call, const NormGeom& g) {
   const std::string& op = call.op_type;
   const size_t outputs = HasAttr(call.attrs, "tc_q_scale") ? 2 : 1;  // (Y and Y quantised)
   if ((op != "LayerNormalization" && op != "RMSNormalization") || call.outputs.size() != outputs)
-    return 0;
-  if (g.R <= 0 || g.R > kRowTile / 2 || g.A < 2 * call.cores) return 0;
-  int64_t target =
-      std::min<int64_t>((g.A + call.cores * 4 - 1) / (call.cores * 4), kRowTile / 2 / g.R);
-  return PipelineRows(g.A, target);
+    return {};
+  if (g.R <= 0 || g.R > kRowTile / 2 || g.A < 2 * call.cores) return {};
+  std::vector<int64_t> rows;
+  for (int64_t per_core : {4, 2, 1}) {
+    const int64_t target = std::min<int64_t>(
+        (g.A + call.cores * per_core - 1) / (call.cores * per_core), kRowTile / 2 / g.R);
+    const int64_t ta = PipelineRows(g.A, target);
+    if (ta > 0 && std::find(rows.begin(), rows.end(), ta) == rows.end()) rows.push_back(ta);
+  }
+  return rows;
+}
+
+/*! \brief The rows per tile chosen before for a PlanKey (the blocks of a transformer share a
+ * few norm shapes; pricing each candidate is most of its lowering's time). */
+std::mutex norm_rows_mu;
+std::unordered_map<std::string, int64_t> norm_rows_chosen;
+
+/*! \brief The pipelined row normalisation in the rows per tile the cost model (cost_model.h)
+ * finds fastest: four tiles a core overlap more loads and stores with the vector passes,
+ * fewer tiles pay a vector command's fill fewer times (a vision transformer's 65 rows of 128
+ * were 13 tiles of 5 rows, 12 passes each). Every choice computes each row alike: the same
+ * bits. */
+PrimFunc LowerRowNormRanked(const OpCall& call, const NormGeom& g,
+                            const std::vector<int64_t>& rows) {
+  if (rows.size() == 1) return LowerRowNormPipelined(call, g.A, g.R, rows[0]);
+  const std::string key = "norm rows;" + PlanKey(call);
+  {
+    std::lock_guard<std::mutex> lock(norm_rows_mu);
+    if (auto it = norm_rows_chosen.find(key); it != norm_rows_chosen.end())
+      return LowerRowNormPipelined(call, g.A, g.R, it->second);
+  }
+  PrimFunc best;
+  int64_t best_cycles = std::numeric_limits<int64_t>::max(), best_rows = 0;
+  for (int64_t ta : rows) {
+    PrimFunc f = LowerRowNormPipelined(call, g.A, g.R, ta);
+    const int64_t cycles = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
+    if (cycles < best_cycles) best = f, best_cycles = cycles, best_rows = ta;
+  }
+  std::lock_guard<std::mutex> lock(norm_rows_mu);
+  norm_rows_chosen.emplace(key, best_rows);
+  return best;
 }
 
 PrimFunc LowerNorm(const OpCall& call) {
@@ -347,7 +389,8 @@ PrimFunc LowerNorm(const OpCall& call) {
     TILECORE_THROW(ValueError) << "LowerOp(" << op
                                << "): the output tc_q_scale quantises to is int8";
   if (g.A * g.R > 0)
-    if (int64_t ta = PipelinedRows(call, g)) return LowerRowNormPipelined(call, g.A, g.R, ta);
+    if (std::vector<int64_t> rows = PipelinedRows(call, g); !rows.empty())
+      return LowerRowNormRanked(call, g, rows);
   if (HasAttr(call.attrs, "tc_q_scale"))
     TILECORE_THROW(ValueError) << "LowerOp(" << op << "): tc_q_scale needs Y and its int8 "
                                << "output alone and rows enough for several tiles per core";
