@@ -698,7 +698,8 @@ BroadcastDims MergeBroadcastDims(const std::vector<int64_t>& oshape,
  * dimensions they are broadcast along — so EmitTileIntrinsics makes each tile one vector
  * command with a stride-0 view, where the flat walk's broadcast index (a division and a
  * remainder per element) stays front-end code. Tiles are boxes of the merged output: the
- * trailing dimensions whole up to kTile elements, then a chunk of the next; the leading
+ * trailing dimensions whole up to kTile elements, then a chunk of the next (cut smaller,
+ * down to kMinCoreTile elements, until there are as many boxes as cores); the leading
  * ones one index per tile. Broadcast inputs are loaded whole once per core, as the flat
  * walk does. Undefined when the op, the merged rank (at most 4: one command's nest) or
  * the inputs do not take this form.
@@ -750,9 +751,15 @@ std::optional<Stmt> LowerBroadcastNest(const OpCall& call, const Params& p, cons
   // the box: dims after `s` whole (product P), a chunk of `cs` of dim s
   int64_t s = k - 1, P = 1;
   while (s > 0 && P * b.dims[s] <= kTile) P *= b.dims[s--];
-  const int64_t cs = std::max<int64_t>(1, std::min(b.dims[s], kTile / P));
+  int64_t cs = std::max<int64_t>(1, std::min(b.dims[s], kTile / P));
   int64_t outer = 1;
   for (int64_t j = 0; j < s; ++j) outer *= b.dims[j];
+  // no fewer tiles than cores where the chunks can be cut (down to kMinCoreTile elements a
+  // tile), as the flat walk's: a transformer's [65, 128] plus a bias row was one tile
+  if (outer < call.cores) {
+    const int64_t chunks = (call.cores + outer - 1) / outer;
+    cs = std::min(cs, std::max((b.dims[s] + chunks - 1) / chunks, (kMinCoreTile + P - 1) / P));
+  }
   std::vector<int64_t> lead{outer, b.dims[s]};  // the DDR views: [outer, dim s, trailing..]
   for (int64_t j = s + 1; j < k; ++j) lead.push_back(b.dims[j]);
   DataType odt = call.outputs[0]->dtype;

@@ -121,10 +121,13 @@ def test_clip_runs_on_the_vector_engine():
     ((1, 65, 128), (1, 65, 128), 4),   # a small transformer's residual Add: a tile a core
     ((1, 4, 65, 32), (), 4),           # attention's scaling by a constant
     ((1100,), (), 2),                  # two tiles of at least 1024: two cores, the others wait for their scalar
+    ((1, 65, 128), (128,), 4),         # a bias row over the tokens (the broadcast nest's boxes)
+    ((2, 64, 100), (64, 1), 2),        # per channel: a box per image (its chunks are whole images)
 ])
 def test_small_tensors_take_every_core(a, b, busy):
     """Fewer elements than a tile of 16384 still split over the cores (tiles of at least
-    1024): the vector commands of an 8,320-element Add ran on one core while three idled."""
+    1024), in the flat walk and the broadcast nest: the vector commands of an 8,320-element
+    Add ran on one core while three idled."""
     outs, refs, st = run_op("Add", {}, [rand(a, 1), rand(b, 2)])
     np.testing.assert_array_equal(outs[0], refs[0])
     per_core = [c["vec"]["commands"] for c in st["cores"]]
