@@ -10,9 +10,10 @@
  *
  * Tiling: the output is walked flat in tiles of up to 16384 elements (64 KiB of f32,
  * one L1 bank each), no fewer tiles than cores down to kMinCoreTile elements; the tiles
- * go to the cores round robin and the last, shorter tile has its own constant size. An input of the
- * output's element count is DMAed tile by tile; a broadcast input (fewer elements) is loaded whole
- * into L1 once per core (up to 256 KiB). The compute loop is one scalar loop per tile over L1
+ * go to the cores round robin and the last, shorter tile has its own constant size. An input
+ * of the output's element count is DMAed tile by tile; a broadcast input (fewer elements) is
+ * loaded whole into L1 once per core (up to 256 KiB), on the DMA-out engine beside the first
+ * tile's loads. The compute loop is one scalar loop per tile over L1
  * (Clip: two, max then min, each one vector command; Gelu: one per step of its formula, erf's
  * polynomial included); EmitTileIntrinsics turns what the vector engine has (add, mul,
  * max, exp, sigmoid, ...) into tile.vec_* commands, and the rest (erf, pow, select)
@@ -53,6 +54,8 @@ constexpr int64_t kTile = 16384;
 // the fewest elements a tile is cut to so that every core takes one (a DMA's latency and a
 // vector command's fill are paid per tile)
 constexpr int64_t kMinCoreTile = 1024;
+// the DMA event of the broadcast inputs loaded whole (the tiles' loads and stores: 0 and 1)
+constexpr int kWholeEvent = 2;
 constexpr int64_t kBroadcastBytes = 256 * 1024;
 
 using Fn = std::function<PrimExpr(const std::vector<PrimExpr>& x, const OpCall& call)>;
@@ -777,10 +780,13 @@ std::optional<Stmt> LowerBroadcastNest(const OpCall& call, const Params& p, cons
       const int64_t n = std::max<int64_t>(Numel(shapes[i]), 1);
       whole[i] = Local({n}, call.inputs[i]->dtype, "W" + std::to_string(i));
       whole_view[i] = View(whole[i], b.in[i], "Wb" + std::to_string(i));
-      pre.push_back(DmaWait(Region(whole[i], {I32(0)}, {n}),
-                            Region(View(p.in[i], {n}, "Xw" + std::to_string(i)), {I32(0)}, {n}),
-                            0));
+      // (on the DMA-out engine beside the tiles' loads, as the flat walk's)
+      pre.push_back(Intrin(
+          "tile.dma_prefetch",
+          {Region(whole[i], {I32(0)}, {n}),
+           Region(View(p.in[i], {n}, "Xw" + std::to_string(i)), {I32(0)}, {n}), I32(kWholeEvent)}));
     }
+    const bool wait_whole = !pre.empty();
     std::vector<Stmt> tiles;
     const int64_t full = b.dims[s] / cs, rest = b.dims[s] % cs;
     for (auto [chunks, c] :
@@ -810,7 +816,8 @@ std::optional<Stmt> LowerBroadcastNest(const OpCall& call, const Params& p, cons
             for (size_t i = 0; i < nin; ++i) {
               if (tiled_view[i].defined()) {
                 tl[i] = Local(box, call.inputs[i]->dtype, "L" + std::to_string(i));
-                st.push_back(DmaWait(Region(tl[i], zeros, box), Region(tiled_view[i], at, ext), 0));
+                st.push_back(Intrin("tile.dma_copy", {Region(tl[i], zeros, box),
+                                                      Region(tiled_view[i], at, ext), I32(0)}));
               } else if (boxed && !shapes[i].empty()) {  // its part of the tile's box
                 std::vector<PrimExpr> from;
                 std::vector<int64_t> n_from, n_box;
@@ -822,11 +829,16 @@ std::optional<Stmt> LowerBroadcastNest(const OpCall& call, const Params& p, cons
                   if (j >= s) n_box.push_back(n);
                 }
                 bl[i] = Local(n_box, call.inputs[i]->dtype, "B" + std::to_string(i));
-                st.push_back(DmaWait(
-                    Region(bl[i], std::vector<PrimExpr>(n_box.size(), I32(0)), n_box),
-                    Region(View(p.in[i], b.in[i], "Xv" + std::to_string(i)), from, n_from), 0));
+                st.push_back(
+                    Intrin("tile.dma_copy",
+                           {Region(bl[i], std::vector<PrimExpr>(n_box.size(), I32(0)), n_box),
+                            Region(View(p.in[i], b.in[i], "Xv" + std::to_string(i)), from, n_from),
+                            I32(0)}));
               }
             }
+            // the tile's loads waited for once; the whole inputs with the first tile
+            if (!st.empty()) st.push_back(Intrin("tile.wait", {I32(0)}));
+            if (wait_whole) st.push_back(Intrin("tile.wait", {I32(kWholeEvent)}));
             Buffer Ol = Local(box, odt, "Ol");
             std::function<Stmt(size_t, std::vector<PrimExpr>)> nest =
                 [&](size_t level, std::vector<PrimExpr> v) -> Stmt {
@@ -871,6 +883,8 @@ std::optional<Stmt> LowerBroadcastNest(const OpCall& call, const Params& p, cons
             return r;
           }));
     }
+    // (a core without a tile has its whole inputs' loads to wait for)
+    if (wait_whole) tiles.push_back(Intrin("tile.wait", {I32(kWholeEvent)}));
     Stmt r = Seq({Seq(pre), Seq(tiles)});
     for (size_t i = 0; i < nin; ++i)
       if (whole[i].defined()) r = Allocate(whole[i], r);
@@ -942,8 +956,9 @@ PrimFunc LowerElementwise(const OpCall& call) {
        call.op_type == "Squeeze" || call.op_type == "Unsqueeze" || call.op_type == "Expand");
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
-    // broadcast inputs, whole, once per core: waited for with the first tile's loads (on
-    // the same event), or here when no input is tiled
+    // broadcast inputs, whole, once per core, on the DMA-out engine (idle until the first
+    // store) beside the first tile's loads on DMA-in (a constant from the DDR paid the DDR's
+    // latency before them); waited for with a tile's loads, or here when no input is tiled
     std::vector<Buffer> whole(nin);
     std::vector<Stmt> pre;
     bool any_tiled = false;
@@ -952,11 +967,12 @@ PrimFunc LowerElementwise(const OpCall& call) {
       if (!ins[i].present || ins[i].tiled) continue;
       whole[i] =
           Local({std::max<int64_t>(ins[i].numel, 1)}, ins[i].view->dtype, "W" + std::to_string(i));
-      pre.push_back(
-          Intrin("tile.dma_copy", {Region(whole[i], {I32(0)}, {ins[i].numel}),
-                                   Region(ins[i].view, {I32(0)}, {ins[i].numel}), I32(0)}));
+      pre.push_back(Intrin("tile.dma_prefetch",
+                           {Region(whole[i], {I32(0)}, {ins[i].numel}),
+                            Region(ins[i].view, {I32(0)}, {ins[i].numel}), I32(kWholeEvent)}));
     }
-    if (!pre.empty() && !any_tiled) pre.push_back(Intrin("tile.wait", {I32(0)}));
+    const bool wait_whole = !pre.empty();
+    if (wait_whole && !any_tiled) pre.push_back(Intrin("tile.wait", {I32(kWholeEvent)}));
     std::vector<Stmt> tiles;
     for (auto [count, size] :
          std::vector<std::pair<int64_t, int64_t>>{{N / T, T}, {N % T ? 1 : 0, N % T}}) {
@@ -975,6 +991,7 @@ PrimFunc LowerElementwise(const OpCall& call) {
                                                    Region(ins[i].view, {start}, {size}), I32(0)}));
             }
             if (!s.empty()) s.push_back(Intrin("tile.wait", {I32(0)}));
+            if (!s.empty() && wait_whole) s.push_back(Intrin("tile.wait", {I32(kWholeEvent)}));
             Buffer Ol;
             std::vector<Buffer> gelu_tmp;  // Gelu's and the passes' temporaries, one tile each
             if (is_copy && tl[0].defined()) {
@@ -1180,7 +1197,7 @@ PrimFunc LowerElementwise(const OpCall& call) {
           }));
     }
     // (a core without a tile has its broadcast loads to wait for)
-    if (!pre.empty() && any_tiled) tiles.push_back(Intrin("tile.wait", {I32(0)}));
+    if (wait_whole && any_tiled) tiles.push_back(Intrin("tile.wait", {I32(kWholeEvent)}));
     Stmt r = Seq({Seq(pre), Seq(tiles)});
     for (size_t i = 0; i < nin; ++i)
       if (whole[i].defined()) r = Allocate(whole[i], r);

@@ -132,8 +132,8 @@ def test_small_tensors_take_every_core(a, b, busy):
     np.testing.assert_array_equal(outs[0], refs[0])
     per_core = [c["vec"]["commands"] for c in st["cores"]]
     assert sum(n > 0 for n in per_core) == busy, per_core
-    if b == ():  # every core loads the scalar, one without a tile too (and waits for it)
-        assert all(c["din"]["commands"] > 0 for c in st["cores"])
+    if b == ():  # every core loads the scalar (on its DMA-out engine), one without a tile too
+        assert all(c["dout"]["commands"] > 0 for c in st["cores"])
 
 
 BROADCASTS = [
