@@ -928,7 +928,7 @@ PrimFunc LowerElementwise(const OpCall& call) {
   for (size_t i = 0; i < nin; ++i)
     has_bool = has_bool || (call.inputs[i].defined() && call.inputs[i]->dtype == DataType::Bool());
   const int64_t per_core = (N + call.cores - 1) / call.cores;
-  // no fewer tiles than cores, down to kMinCoreTile elements a tile (whole 64-byte rows):
+  // no fewer tiles than cores, down to kMinCoreTile elements a tile (a multiple of 16):
   // one tile of a transformer's 8,320-element Add ran on one core while three idled
   int64_t T = std::min(kTile, std::max<int64_t>(N, 1));
   if (N > kMinCoreTile) T = std::min(T, std::max(kMinCoreTile, (per_core + 15) / 16 * 16));
