@@ -56,6 +56,7 @@
 #include "kernel_util.h"
 #include "lookup_table.h"
 #include "matrix_precision.h"
+#include "plan_choice.h"
 #include "rows_util.h"
 #include "tilecore/arch/params.h"
 #include "tilecore/compiler/cost_model.h"
@@ -1169,47 +1170,6 @@ std::vector<ColumnPlan> ColumnPlans(const OpCall& call, const GemmPlan& g) {
     }
   }
   return out;
-}
-
-/*! \brief The fastest of the lowerings offered, by the cost model; one whose buffers do not
- * fit L1 once placed in banks is passed over, its error kept in `why`. */
-struct Fastest {
-  Fastest(const OpCall& call, std::string why) : call(call), why(std::move(why)) {}
-  const OpCall& call;
-  std::string why;
-  PrimFunc best;
-  int64_t cycles = std::numeric_limits<int64_t>::max();
-  /*! \brief Prices `f`; whether it is the fastest so far. */
-  bool Offer(const PrimFunc& f) {
-    int64_t c = 0;
-    try {
-      c = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
-    } catch (const ffi::Error& e) {
-      why = e.what();
-      return false;
-    }
-    if (c >= cycles) return false;
-    best = f, cycles = c;
-    return true;
-  }
-};
-
-/*! \brief The plan (its index among the candidates, which depend on the call only) chosen
- * before for a PlanKey: the blocks of one model share a few layer shapes, each block with
- * its own scales, and pricing every candidate is most of a compile's time. */
-std::mutex chosen_mu;
-std::unordered_map<std::string, size_t> chosen_plans;
-
-std::optional<size_t> ChosenBefore(const std::string& key) {
-  std::lock_guard<std::mutex> lock(chosen_mu);
-  auto it = chosen_plans.find(key);
-  if (it == chosen_plans.end()) return std::nullopt;
-  return it->second;
-}
-
-void Choose(const std::string& key, size_t index) {
-  std::lock_guard<std::mutex> lock(chosen_mu);
-  chosen_plans.emplace(key, index);
 }
 
 /*!

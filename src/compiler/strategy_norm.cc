@@ -30,16 +30,13 @@
  */
 #include <algorithm>
 #include <cmath>
-#include <limits>
-#include <mutex>
 #include <set>
-#include <unordered_map>
 
 #include "fused_epilogue.h"
 #include "kernel_util.h"
 #include "matrix_precision.h"
+#include "plan_choice.h"
 #include "rows_util.h"
-#include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/reflection.h"
 
 namespace tilecore {
@@ -341,35 +338,26 @@ std::vector<int64_t> PipelinedRows(const OpCall& call, const NormGeom& g) {
   return rows;
 }
 
-/*! \brief The rows per tile chosen before for a PlanKey (the blocks of a transformer share a
- * few norm shapes; pricing each candidate is most of its lowering's time). */
-std::mutex norm_rows_mu;
-std::unordered_map<std::string, int64_t> norm_rows_chosen;
-
-/*! \brief The pipelined row normalisation in the rows per tile the cost model (cost_model.h)
+/*!
+ * \brief The pipelined row normalisation in the rows per tile the cost model (cost_model.h)
  * finds fastest: four tiles a core overlap more loads and stores with the vector passes,
  * fewer tiles pay a vector command's fill fewer times (a vision transformer's 65 rows of 128
  * were 13 tiles of 5 rows, 12 passes each). Every choice computes each row alike: the same
- * bits. */
+ * bits. (None priced: the four tiles' rows, as before the ranking.)
+ */
 PrimFunc LowerRowNormRanked(const OpCall& call, const NormGeom& g,
                             const std::vector<int64_t>& rows) {
-  if (rows.size() == 1) return LowerRowNormPipelined(call, g.A, g.R, rows[0]);
+  auto lower = [&](size_t i) { return LowerRowNormPipelined(call, g.A, g.R, rows[i]); };
+  if (rows.size() == 1) return lower(0);
   const std::string key = "norm rows;" + PlanKey(call);
-  {
-    std::lock_guard<std::mutex> lock(norm_rows_mu);
-    if (auto it = norm_rows_chosen.find(key); it != norm_rows_chosen.end())
-      return LowerRowNormPipelined(call, g.A, g.R, it->second);
-  }
-  PrimFunc best;
-  int64_t best_cycles = std::numeric_limits<int64_t>::max(), best_rows = 0;
-  for (int64_t ta : rows) {
-    PrimFunc f = LowerRowNormPipelined(call, g.A, g.R, ta);
-    const int64_t cycles = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
-    if (cycles < best_cycles) best = f, best_cycles = cycles, best_rows = ta;
-  }
-  std::lock_guard<std::mutex> lock(norm_rows_mu);
-  norm_rows_chosen.emplace(key, best_rows);
-  return best;
+  if (auto chosen = ChosenBefore(key); chosen && *chosen < rows.size()) return lower(*chosen);
+  Fastest fastest{call, ""};
+  size_t best = 0;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (fastest.Offer(lower(i))) best = i;
+  if (!fastest.best.defined()) return lower(0);
+  Choose(key, best);
+  return fastest.best;
 }
 
 PrimFunc LowerNorm(const OpCall& call) {
