@@ -9,8 +9,9 @@
  * Unsqueeze Identity).
  *
  * Tiling: the output is walked flat in tiles of up to 16384 elements (64 KiB of f32,
- * one L1 bank each), no fewer tiles than cores down to kMinCoreTile elements; the tiles
- * go to the cores round robin and the last, shorter tile has its own constant size. An input
+ * one L1 bank each), no fewer tiles than cores down to kMinCoreTile elements, or in equal
+ * tiles that divide it when they are no slower (FlatTile); the tiles go to the cores round
+ * robin and a last, shorter tile has its own constant size. An input
  * of the output's element count is DMAed tile by tile; a broadcast input (fewer elements) is
  * loaded whole into L1 once per core (up to 256 KiB), on the DMA-out engine beside the first
  * tile's loads. The compute loop is one scalar loop per tile over L1
@@ -57,6 +58,46 @@ constexpr int64_t kMinCoreTile = 1024;
 // the DMA event of the broadcast inputs loaded whole (the tiles' loads and stores: 0 and 1)
 constexpr int kWholeEvent = 2;
 constexpr int64_t kBroadcastBytes = 256 * 1024;
+
+/*! \brief Elements of the flat walk's critical path: the most a core computes, each tile
+ * counted kTileOverhead elements more (its DMA latency and its commands' fill), when N is
+ * cut in tiles of T and a shorter last one, round robin over `cores`. */
+int64_t FlatCriticalPath(int64_t N, int64_t T, int64_t cores) {
+  constexpr int64_t kTileOverhead = 256;
+  const int64_t full = N / T, rest = N % T;
+  const int64_t most = (full + cores - 1) / cores;  // core 0's full tiles
+  int64_t path = most * (T + kTileOverhead);
+  // the shorter tile goes to the core after the last full one
+  if (rest > 0) path = std::max(path, full / cores * (T + kTileOverhead) + rest + kTileOverhead);
+  return path;
+}
+
+/*! \brief The flat walk's tile: up to kTile elements, no fewer tiles than cores down to
+ * kMinCoreTile elements a tile, a multiple of 16 (one tile of a transformer's 8,320-element
+ * Add ran on one core while three idled). A tile that divides N is taken when its critical
+ * path is no longer: the walk then has one body, not a second for the shorter last tile
+ * (each element-wise member of a layer group was lowered and scheduled twice). */
+int64_t FlatTile(int64_t N, int64_t cores) {
+  int64_t T = std::min(kTile, std::max<int64_t>(N, 1));
+  if (N > kMinCoreTile)
+    T = std::min(T, std::max(kMinCoreTile, ((N + cores - 1) / cores + 15) / 16 * 16));
+  if (N % T == 0) return T;
+  // the fewest tiles first, so a tie keeps the longer tile
+  int64_t best = T, best_path = FlatCriticalPath(N, T, cores);
+  bool divides = false;
+  const int64_t first = (N + kTile - 1) / kTile, last = first + 4 * cores;
+  for (int64_t k = first; k <= last && N / k >= 16; ++k) {
+    const int64_t t = N / k;
+    if (N % k != 0 || t % 16 != 0) continue;
+    const int64_t path = FlatCriticalPath(N, t, cores);
+    if (path < best_path || (!divides && path == best_path)) {
+      best = t;
+      best_path = path;
+      divides = true;
+    }
+  }
+  return best;
+}
 
 using Fn = std::function<PrimExpr(const std::vector<PrimExpr>& x, const OpCall& call)>;
 
@@ -928,10 +969,7 @@ PrimFunc LowerElementwise(const OpCall& call) {
   for (size_t i = 0; i < nin; ++i)
     has_bool = has_bool || (call.inputs[i].defined() && call.inputs[i]->dtype == DataType::Bool());
   const int64_t per_core = (N + call.cores - 1) / call.cores;
-  // no fewer tiles than cores, down to kMinCoreTile elements a tile (a multiple of 16):
-  // one tile of a transformer's 8,320-element Add ran on one core while three idled
-  int64_t T = std::min(kTile, std::max<int64_t>(N, 1));
-  if (N > kMinCoreTile) T = std::min(T, std::max(kMinCoreTile, (per_core + 15) / 16 * 16));
+  int64_t T = FlatTile(N, call.cores);
   // SIMD for it when every other operand and the result are 4 bytes wide (one lane count)
   // and each broadcast input is a single value; not for an op that reads the index
   // (a bool input only where the op tests it, not where it compares two bools as data)
