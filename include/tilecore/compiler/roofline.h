@@ -6,10 +6,16 @@
  * bound = max(compute, memory), with
  *   compute = MACs / the MAC peak of the engine that runs the op, all cores together:
  *             the matrix engine's native block per precision (arch/params.h: int8 2048,
- *             f16/bf16 1024, f32 256 MAC/cycle a core), or the vector engine's for an op
- *             it runs (a depthwise Conv in f32: a multiply and an add of the 4-byte accumulator
- *             per MAC, kVecBytesPerCycle / 8 MAC/cycle a core); an op without MACs makes
- *             one vector pass over its output: output bytes / kVecBytesPerCycle a core;
+ *             f16/bf16 1024, f32 256 MAC/cycle a core), or the vector engine's (a multiply
+ *             and an add of the 4-byte accumulator per MAC, kVecBytesPerCycle / 8 MAC/cycle
+ *             a core); an op without MACs makes one vector pass over its output: output
+ *             bytes / kVecBytesPerCycle a core. A grouped Conv with fewer output channels a
+ *             group than the block has rows (m) fills at most that many of them usefully: a
+ *             row computes one output channel, from its own group's inputs alone, so every
+ *             other group's share of the contraction multiplies zeros (the other layout,
+ *             channels along the block's n columns, fills fewer). Its matrix peak is
+ *             scaled by rows / m (a depthwise Conv: 1/16), and the vector engine's is taken
+ *             when higher (a depthwise Conv in f32);
  *   memory  = the op's inputs and outputs, each moved once, over the bandwidth of the
  *             level they live in: DDR (64 B/cycle for the cluster) or, inside a layer
  *             group (intermediates, prefetched weights), L2 (256 B/cycle); the two
@@ -28,6 +34,7 @@ namespace tilecore {
 namespace compiler {
 
 struct RooflineBound {
+  std::string engine;  // the engine whose peak bounds the compute: "mm" or "vec"
   double compute_cycles = 0;
   double memory_cycles = 0;
   double cycles() const { return compute_cycles > memory_cycles ? compute_cycles : memory_cycles; }
@@ -37,11 +44,13 @@ struct RooflineBound {
 /*!
  * \brief The roofline of one op. `engine`: "mm" (the matrix engine) or "vec"; `precision`:
  * f32, f16, bf16 or int8 (the matrix peak); `output_bytes`: what one vector pass writes
- * (an op without MACs); `ddr_bytes` / `l2_bytes`: its inputs and outputs by level.
- * ValueError for an unknown engine or precision, or cores < 1.
+ * (an op without MACs); `ddr_bytes` / `l2_bytes`: its inputs and outputs by level;
+ * `group_rows`: for a grouped Conv on "mm", its output channels per group (0: not grouped).
+ * ValueError for an unknown engine or precision, cores < 1 or negative group_rows.
  */
 RooflineBound OpRoofline(const std::string& engine, uint64_t macs, const std::string& precision,
-                         uint64_t output_bytes, uint64_t ddr_bytes, uint64_t l2_bytes, int cores);
+                         uint64_t output_bytes, uint64_t ddr_bytes, uint64_t l2_bytes, int cores,
+                         int64_t group_rows = 0);
 
 }  // namespace compiler
 }  // namespace tilecore

@@ -489,9 +489,9 @@ def _macs(op, ins, outs, attrs=None):
 
 
 def _roofline(m, info, in_l2, cores, macs, prefetched=None):
-    """The roofline bound of the node ``m`` (compiler/roofline.h): its MACs on the fastest
-    engine with a plan for it (a depthwise Conv: the vector engine, in int8 the matrix
-    engine; another matrix op: the matrix engine in its ``tc_precision``), its values once through the level they live in (``in_l2``: a
+    """The roofline bound of the node ``m`` (compiler/roofline.h): its MACs at the peak of the
+    matrix engine in its ``tc_precision`` (a grouped Conv: the rows of a block its groups can
+    fill, or the vector engine's when higher), its values once through the level they live in (``in_l2``: a
     layer group's intermediates; ``prefetched``: weight -> the bytes of it an earlier member
     of the group copied into L2 for ``m``), or one vector pass over its output."""
     from . import _ffi
@@ -500,15 +500,12 @@ def _roofline(m, info, in_l2, cores, macs, prefetched=None):
         shape, dtype = info[str(v.name)]
         return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
 
-    engine = "vec"
+    engine, group_rows = "vec", 0
     if macs > 0:
         engine = "mm"
-        if m.op == "Conv" and len(m.ins) > 1 and m.ins[1] is not None:
-            w, x = info[str(m.ins[1].name)][0], info[str(m.ins[0].name)][0]
-            group = int(m.attrs.get("group", 1))
-            if (group > 1 and len(w) > 1 and len(x) > 1 and w[1] == 1 and w[0] == group == x[1]
-                    and m.attrs.get("tc_precision") not in ("int8", "f16", "bf16")):
-                engine = "vec"  # depthwise f32: the vector engine (int8, f16, bf16 have a matrix form)
+        group = int(m.attrs.get("group", 1))
+        if m.op == "Conv" and group > 1 and len(m.ins) > 1 and m.ins[1] is not None:
+            group_rows = max(1, int(info[str(m.ins[1].name)][0][0]) // group)  # out channels a group
     values = [v for v in list(m.ins) + list(m.outs) if v is not None and str(v.name) in info]
     l2 = sum(nbytes(v) for v in values if str(v.name) in in_l2)
     ddr = sum(nbytes(v) for v in values if str(v.name) not in in_l2)
@@ -517,8 +514,8 @@ def _roofline(m, info, in_l2, cores, macs, prefetched=None):
         l2, ddr = l2 + moved, ddr - moved
     out = sum(nbytes(v) for v in m.outs if v is not None and str(v.name) in info)
     precision = str(m.attrs.get("tc_precision", "f32")) or "f32"
-    r = _ffi.OpRoofline(engine, int(macs), precision, out, ddr, l2, cores)
-    return {"cycles": float(r["cycles"]), "bound": str(r["bound"]), "engine": engine}
+    r = _ffi.OpRoofline(engine, int(macs), precision, out, ddr, l2, cores, group_rows)
+    return {"cycles": float(r["cycles"]), "bound": str(r["bound"]), "engine": str(r["engine"])}
 
 
 def _view_thresholds(thresholds, nodes):

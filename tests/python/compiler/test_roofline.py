@@ -25,26 +25,40 @@ def test_matrix_op_bound_by_compute_or_memory(precision):
     macs, cores = 10 ** 9, 4
     compute = macs / (MM_PEAK[precision] * cores)
     for ddr_bytes, bound in ((1000, "compute"), (10 ** 9, "memory")):
-        r = _ffi.OpRoofline("mm", macs, precision, 0, ddr_bytes, 0, cores)
+        r = _ffi.OpRoofline("mm", macs, precision, 0, ddr_bytes, 0, cores, 0)
         assert r["compute_cycles"] == compute and r["memory_cycles"] == ddr_bytes / DDR
         assert r["cycles"] == max(compute, ddr_bytes / DDR) and r["bound"] == bound
 
 
 def test_vector_ops_and_levels():
     # a depthwise Conv: a multiply and an add of the 4-byte accumulator per MAC
-    r = _ffi.OpRoofline("vec", 9000, "int8", 4000, 0, 0, 2)
+    r = _ffi.OpRoofline("vec", 9000, "int8", 4000, 0, 0, 2, 0)
     assert r["compute_cycles"] == 9000 * 2 * 4 / (VEC * 2)
     # no MACs: one pass over the output; L2 and DDR move data at once (the larger)
-    r = _ffi.OpRoofline("vec", 0, "f32", 1 << 20, 1 << 16, 1 << 20, 4)
+    r = _ffi.OpRoofline("vec", 0, "f32", 1 << 20, 1 << 16, 1 << 20, 4, 0)
     assert r["compute_cycles"] == (1 << 20) / (VEC * 4)
     assert r["memory_cycles"] == max((1 << 16) / DDR, (1 << 20) / L2) == (1 << 12)
 
 
+@pytest.mark.parametrize("precision,rows,engine,rate", [
+    # a depthwise Conv: one useful row of the block's 16 (int8 2048 / 16 = 128 MAC/cycle a
+    # core); in f32 the matrix engine's 256 / 16 = 16 is under the vector engine's 32
+    ("int8", 1, "mm", 2048 / 16), ("bf16", 1, "mm", 1024 / 16), ("f32", 1, "vec", VEC / 8),
+    # 8 output channels a group fill half the rows; 16 or more fill them all
+    ("int8", 8, "mm", 2048 / 2), ("f32", 8, "mm", 256 / 2), ("f32", 24, "mm", 256),
+])
+def test_grouped_conv_fills_the_rows_its_groups_can(precision, rows, engine, rate):
+    macs, cores = 3 * 10 ** 6, 4
+    r = _ffi.OpRoofline("mm", macs, precision, 0, 0, 0, cores, rows)
+    assert r["engine"] == engine and r["compute_cycles"] == pytest.approx(macs / (rate * cores))
+
+
 @pytest.mark.parametrize("args,match", [
-    (("tensor", 1, "f32", 0, 0, 0, 4), "engine `tensor`"),
-    (("mm", 1, "fp8", 0, 0, 0, 4), "precision `fp8`"),
-    (("mm", 1, "f32", 0, 0, 0, 0), "cores"),
-    (("mm", -1, "f32", 0, 0, 0, 4), "negative"),
+    (("tensor", 1, "f32", 0, 0, 0, 4, 0), "engine `tensor`"),
+    (("mm", 1, "fp8", 0, 0, 0, 4, 0), "precision `fp8`"),
+    (("mm", 1, "f32", 0, 0, 0, 0, 0), "cores"),
+    (("mm", -1, "f32", 0, 0, 0, 4, 0), "negative"),
+    (("mm", 1, "f32", 0, 0, 0, 4, -2), "group_rows"),
 ])
 def test_bad_arguments_are_named(args, match):
     with pytest.raises(ValueError, match=match):
@@ -73,6 +87,19 @@ def test_each_step_carries_its_bound_and_the_profile_the_ratio():
     row = next(ln for ln in text.splitlines() if ln.startswith("conv "))
     assert f"{ops['conv']['cycles'] / ops['conv']['roofline_cycles']:.1f}x" in row.split()
     assert f"took {st['cycles'] / st['roofline_cycles']:.2f}x that" in text
+
+
+def test_a_grouped_conv_step_is_bound_by_the_rows_its_groups_fill():
+    # 256 -> 256 channels in 32 groups of 8, 5x5: the matrix engine fills 8 rows of 16
+    w = RNG.standard_normal((256, 8, 5, 5)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", group=32, pads=[2, 2, 2, 2])]
+    model = make_model(nodes, [("x", [1, 256, 28, 28], np.float32)], ["y"], [("w", w)])
+    exe = tilecore.compile(model, group=False)
+    exe.run({"x": RNG.standard_normal((1, 256, 28, 28)).astype(np.float32)})
+    conv = next(o for o in exe.stats()["ops"] if o["name"] == "conv")
+    macs = 256 * 8 * 25 * 28 * 28
+    assert 4 * (2 * 256 * 784 + w.size) / DDR < macs / (MM_PEAK["f32"] / 2 * 4)  # compute-bound
+    assert conv["roofline_cycles"] == macs / (MM_PEAK["f32"] / 2 * 4)
 
 
 def test_a_group_member_reads_its_intermediates_from_l2():
