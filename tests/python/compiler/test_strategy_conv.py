@@ -74,6 +74,17 @@ def test_depthwise_runs_on_the_vector_engine(xs, ws, attrs, bias):
     assert all(c["mm"]["commands"] == 0 and c["vec"]["commands"] > 0 for c in st["cores"])
 
 
+def test_depthwise_channels_shared_evenly_over_the_cores():
+    """576 channels of a 7x7 map in items of 36 channels, four a core (halving gave 14 items
+    of 42: two cores ran four, 168 channels, the others three): every core's vector engine
+    issues as many commands; the output the op library's."""
+    inputs = [rand((1, 576, 7, 7), 1), rand((576, 1, 5, 5), 2, -0.5, 0.5), rand((576,), 3)]
+    outs, refs, st = run_op("Conv", {"group": 576, "pads": [2, 2, 2, 2]}, inputs)
+    np.testing.assert_allclose(outs[0], refs[0], rtol=1e-4, atol=1e-4)
+    per_core = [c["vec"]["commands"] for c in st["cores"]]
+    assert len(set(per_core)) == 1 and per_core[0] > 0, per_core
+
+
 def test_conv_reasons():
     x = compiler.TensorSpec((1, 2, 4, 4, 4), "float32")
     w = compiler.TensorSpec((1, 2, 1, 1, 1), "float32")
