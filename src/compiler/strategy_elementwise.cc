@@ -1130,27 +1130,28 @@ PrimFunc LowerElementwise(const OpCall& call) {
                   pass(Ol, [&](PrimExpr i) { return t(i) * F32f(0.5); });
                 } else {
                   // 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x + a erf(a) / sqrt 2 with a = |x| / sqrt 2,
-                  // erf(a) by Abramowitz and Stegun 7.1.26 as in Erf above
+                  // erf(a) = 1 - p(t) exp(-a^2) by Abramowitz and Stegun 7.1.26 as in Erf above.
+                  // Negation is exact in every rounding, so -a^2 is a times -a (before |a|)
+                  // and the polynomial is computed negated (its coefficients negated): the
+                  // same bits without the two passes that multiplied by -1.
                   Buffer A = local("A"), T = local("T"), P = local("P"), E = local("E");
                   auto a = ld(A), t = ld(T), q = ld(P), e = ld(E);
                   pass(A, [&](PrimExpr i) { return x(i) * F32f(M_SQRT1_2); });
                   pass(T, [&](PrimExpr i) { return a(i) * F32f(-1.0); });
+                  pass(E, [&](PrimExpr i) { return a(i) * t(i); });  // -a^2
                   pass(A, [&](PrimExpr i) { return max(a(i), t(i)); });
                   pass(T, [&](PrimExpr i) { return a(i) * F32f(0.3275911); });
                   pass(T, [&](PrimExpr i) { return t(i) + F32f(1.0); });
                   pass(T, [&](PrimExpr i) {
                     return ir::Call(DataType::Float(32), String("tir.recip"), {t(i)});
                   });
-                  pass(P, [&](PrimExpr i) { return t(i) * F32f(1.061405429); });
+                  pass(P, [&](PrimExpr i) { return t(i) * F32f(-1.061405429); });  // -p(t)
                   for (double c : {-1.453152027, 1.421413741, -0.284496736, 0.254829592}) {
-                    pass(P, [&](PrimExpr i) { return q(i) + F32f(c); });
+                    pass(P, [&](PrimExpr i) { return q(i) + F32f(-c); });
                     pass(P, [&](PrimExpr i) { return q(i) * t(i); });
                   }
-                  pass(E, [&](PrimExpr i) { return a(i) * a(i); });
-                  pass(E, [&](PrimExpr i) { return e(i) * F32f(-1.0); });
                   pass(E, [&](PrimExpr i) { return Exp(e(i)); });
                   pass(P, [&](PrimExpr i) { return q(i) * e(i); });
-                  pass(P, [&](PrimExpr i) { return q(i) * F32f(-1.0); });
                   pass(P, [&](PrimExpr i) { return q(i) + F32f(1.0); });
                   pass(P, [&](PrimExpr i) { return q(i) * a(i); });
                   pass(P, [&](PrimExpr i) { return q(i) * F32f(M_SQRT1_2); });

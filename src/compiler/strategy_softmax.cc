@@ -70,8 +70,9 @@ std::string CheckSoftmax(const std::string& op, const Map<String, Any>& attrs,
 /*!
  * \brief Softmax or LogSoftmax over the last axis in tiles of `ta` whole rows, several per
  * core, software-pipelined in three stages over two slots: the load of tile i + 1, the
- * vector passes of tile i and the store of tile i - 1 overlap. The passes and their order
- * are the resident form's, so the results are the same bit for bit.
+ * vector passes of tile i and the store of tile i - 1 overlap. Rows left over (A not a
+ * multiple of ta) are one shorter tile after them, on the next core in turn. The passes
+ * and their order are the resident form's, so the results are the same bit for bit.
  */
 PrimFunc LowerSoftmaxPipelined(const OpCall& call, int64_t A, int64_t R, int64_t ta) {
   Params p = MakeParams(call);
@@ -109,9 +110,25 @@ PrimFunc LowerSoftmaxPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
       return Intrin("tile.dma_copy", {Region(Y, {rows(t), I32(0)}, {ta, R}),
                                       Region(Qs[s], {I32(0)}, {ta * R}), I32(2 + s)});
     };
-    Stmt r =
-        Seq({ForEachItemThreeStage(core, call.cores, A / ta, &rotation, "t", load, compute, post),
-             Intrin("tile.wait", {I32(2)}), Intrin("tile.wait", {I32(3)})});
+    std::vector<Stmt> seq{
+        ForEachItemThreeStage(core, call.cores, A / ta, &rotation, "t", load, compute, post),
+        Intrin("tile.wait", {I32(2)}), Intrin("tile.wait", {I32(3)})};
+    if (const int64_t rest = A % ta; rest > 0) {  // in slot 0, its stores drained
+      const PrimExpr r0 = I32(A / ta * ta);
+      seq.push_back(ForEachItem(core, call.cores, 1, &rotation, "t", [&](PrimExpr) {
+        TileView x = MakeView(Xs[0], {rest, R, 1}, "Xr"), e = MakeView(Es[0], {rest, R, 1}, "Er");
+        TileView M = MakeView(Ms[0], {rest, 1}, "Mr"), S = MakeView(Ss[0], {rest, 1}, "Sr");
+        Buffer q = y_i8 ? MakeView(Qs[0], {rest, R, 1}, "Qr").buf : Buffer();
+        return Seq({Intrin("tile.dma_copy", {Region(Xs[0], {I32(0)}, {rest * R}),
+                                             Region(X, {r0, I32(0)}, {rest, R}), I32(0)}),
+                    Intrin("tile.wait", {I32(0)}),
+                    SoftmaxRows(x, e, M, S, log_sm, q, y_inv, y_zp, Stmt(), Stmt()),
+                    Intrin("tile.dma_copy", {Region(Y, {r0, I32(0)}, {rest, R}),
+                                             Region(Qs[0], {I32(0)}, {rest * R}), I32(2)}),
+                    Intrin("tile.wait", {I32(2)})});
+      }));
+    }
+    Stmt r = Seq(seq);
     for (int k = 0; k < 2; ++k) {
       r = Allocate(Xs[k], Allocate(Es[k], Allocate(Ms[k], Allocate(Ss[k], r))));
       if (y_i8) r = Allocate(Qs[k], r);
@@ -122,13 +139,15 @@ PrimFunc LowerSoftmaxPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
 }
 
 /*! \brief The rows per tile of the pipelined Softmax (a divisor of A near what gives each core
- * four tiles, at least half of it; each tile within a quarter of a bank of f32), or 0 when it
- * does not apply: an axis that is not the last, rows too long or too few. */
+ * four tiles, at least half of it, else that many and a shorter last tile: 4 x 199 rows have
+ * no divisor near 20; each tile within a quarter of a bank of f32), or 0 when it does not
+ * apply: an axis that is not the last, rows too long or too few. */
 int64_t PipelinedSoftmaxRows(const OpCall& call, int64_t A, int64_t R, int64_t B) {
   if ((call.op_type != "Softmax" && call.op_type != "LogSoftmax") || B != 1) return 0;
   if (R <= 0 || R > kRowTile / 4 || A < 2 * call.cores) return 0;
   int64_t target = std::min<int64_t>((A + call.cores * 4 - 1) / (call.cores * 4), kRowTile / 4 / R);
-  return PipelineRows(A, target);
+  if (int64_t ta = PipelineRows(A, target)) return ta;
+  return A / std::max<int64_t>(target, 1) >= 2 * call.cores ? target : 0;
 }
 
 PrimFunc LowerSoftmax(const OpCall& call) {

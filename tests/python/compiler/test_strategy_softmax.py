@@ -90,6 +90,20 @@ def test_rows_pipelined(op, hazard_checked):
     assert hazard_checked() == []
 
 
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+def test_rows_pipelined_with_a_shorter_last_tile(op, hazard_checked):
+    """4 x 199 rows (an audio transformer's attention over 199 frames) have no divisor near
+    the 20 rows a tile that give each core four tiles: tiles of 20 rows, pipelined, and the
+    16 left over one shorter tile on the next core (the loads, stores and passes overlapped,
+    where one tile a core ran them one after another)."""
+    x = rand((1, 4, 199, 199), 7, -6, 6)
+    outs, refs, st = run_op(op, {"axis": -1}, [x])
+    np.testing.assert_allclose(outs[0], refs[0], rtol=1e-5, atol=1e-6)
+    loads = sorted(c["din"]["commands"] for c in st["cores"])
+    assert sum(loads) == 796 // 20 + 1 and loads[-1] - loads[0] <= 1, loads
+    assert hazard_checked() == []
+
+
 @pytest.mark.parametrize("zero_point", [0, -3])
 def test_rows_pipelined_store_int8(zero_point, hazard_checked):
     """tc_y_scale: the probabilities quantised on store as a reader would on load
