@@ -202,6 +202,20 @@ PrimFunc LowerPool(const OpCall& call) {
   }
   int64_t CC = channels(R);
   while (items(R, CC) < call.cores && CC > 1) CC = (CC + 1) / 2;
+  // rows shorter than a DMA beat (a small map's; loaded through a buffer of their own, below):
+  // tiles of whole maps, so that the loads and the stores are one run of bytes per tile, at
+  // least two a core (a tile's store overlaps the next one's load), the channels of a tile
+  // those that leave the busiest core the fewest
+  if (ekd == 1 && g.D == 1 && ncol == 1 && g.W * tile_t.lane_bytes() < 64 && channels(g.OH) > 1) {
+    R = g.OH;
+    const int64_t most = channels(R);
+    auto busiest = [&](int64_t cc) { return (items(R, cc) + call.cores - 1) / call.cores * cc; };
+    CC = most;
+    for (int64_t cc = most; cc >= 1; --cc) {
+      if (items(R, cc) < 2 * call.cores && cc > 1) continue;
+      if (items(R, CC) < 2 * call.cores || busiest(cc) < busiest(CC)) CC = cc;
+    }
+  }
   // the average's divisors: uniform when every window counts the same
   int64_t lo[3], hi[3];
   for (int i = 0; i < 3; ++i) {
@@ -251,14 +265,39 @@ PrimFunc LowerPool(const OpCall& call) {
                 if (vhi <= vlo) s.push_back(Intrin("tile.wait", {I32(0)}));
                 if (vhi > vlo) {
                   Buffer P4 = View(Pa, {cc, ekd, ph, pw}, "P4");
+                  // rows [x_row, x_row + nrows) of the channels into the patch from its row
+                  // `row`: one DMA; rows shorter than a DMA beat (64 bytes: a small map's) go
+                  // whole into a buffer of their own (one run of bytes per channel, or one for
+                  // all when the rows are all of them), then one vector copy into the patch:
+                  // into the patch directly, each row of 14 int8 took a beat of its own
+                  const int64_t wv = vhi - vlo;
+                  const bool stage = ekd == 1 && wv * tile_t.lane_bytes() < 64;
+                  auto load_rows = [&](int64_t row, PrimExpr x_row, int64_t nrows) -> Stmt {
+                    BufferRegion from =
+                        Region(X, {n, c0, I32(0), x_row, I32(vlo)}, {1, cc, 1, nrows, wv});
+                    if (!stage)
+                      return Intrin("tile.dma_copy",
+                                    {Region(P4, {I32(0), I32(0), I32(row), I32(vlo - iw0)},
+                                            {cc, 1, nrows, wv}),
+                                     from, I32(0)});
+                    Buffer St = Local({cc * nrows * wv}, tile_t, "Stage");
+                    return Allocate(
+                        St,
+                        Seq({Intrin("tile.dma_copy",
+                                    {Region(View(St, {cc, 1, nrows, wv}, "St4"),
+                                            {I32(0), I32(0), I32(0), I32(0)}, {cc, 1, nrows, wv}),
+                                     from, I32(0)}),
+                             Intrin("tile.wait", {I32(0)}),
+                             CopyNest(
+                                 StridedView(Pa, {cc, nrows, wv}, {ph * pw, pw, 1},
+                                             row * pw + (vlo - iw0), "Pin"),
+                                 StridedView(St, {cc, nrows, wv}, {nrows * wv, wv, 1}, 0, "Sv"),
+                                 {cc, nrows, wv})}));
+                  };
                   // every row inside the image (2-D): one DMA of the block, not one per row
                   // (each DMA pays the DDR latency)
                   PrimExpr ih0 = oh0 * I32(g.s[1]) - I32(g.pb[1]);
-                  Stmt block = Intrin(
-                      "tile.dma_copy",
-                      {Region(P4, {I32(0), I32(0), I32(0), I32(vlo - iw0)}, {cc, 1, ph, vhi - vlo}),
-                       Region(X, {n, c0, I32(0), ih0, I32(vlo)}, {1, cc, 1, ph, vhi - vlo}),
-                       I32(0)});
+                  Stmt block = load_rows(0, ih0, ph);
                   Stmt rows = Loop("z", ekd, [&](PrimExpr z) {
                     PrimExpr id = od * I32(g.s[0]) - I32(g.pb[0]) + z;
                     return Loop("rr", ph, [&](PrimExpr rr) {
@@ -287,14 +326,7 @@ PrimFunc LowerPool(const OpCall& call) {
                     };
                     pad_rows(0, std::min(ph, std::max<int64_t>(0, lo - top)));
                     pad_rows(std::max<int64_t>(0, hi - top), ph);
-                    if (hi > lo)
-                      e.push_back(
-                          Intrin("tile.dma_copy",
-                                 {Region(P4, {I32(0), I32(0), I32(lo - top), I32(vlo - iw0)},
-                                         {cc, 1, hi - lo, vhi - vlo}),
-                                  Region(X, {n, c0, I32(0), I32(lo), I32(vlo)},
-                                         {1, cc, 1, hi - lo, vhi - vlo}),
-                                  I32(0)}));
+                    if (hi > lo) e.push_back(load_rows(lo - top, I32(lo), hi - lo));
                     return e.empty() ? Evaluate(I32(0)) : Seq(e);
                   };
                   // any other tile: filled whole, then its rows inside the image

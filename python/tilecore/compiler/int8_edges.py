@@ -9,7 +9,8 @@ data (all with one ``tc_x_scale`` and zero point, or as a MatMul's B with
 Conv, as a fused residual —, a view or a Transpose whose output is read so, a MaxPool
 whose output is read so (after a Conv), or a unary op with a lookup-table form whose output is read
 so, the output is stored in int8 instead (the MaxPool runs in int8: the max of quantised values is the
-quantised max):
+quantised max). A Concat whose output is read so, of such producers that only it reads, has them
+all store int8 at that one scale:
 
 - the producer gets ``tc_y_scale`` / ``tc_y_zero_point`` and quantises in its epilogue
   with the same operations its readers used on load, so the data readers see the same
@@ -104,7 +105,61 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
                 return None
         return scales, residual, pools, luts, views
 
+    def apply(values, touched, edits):
+        """Stores ``values`` in int8 and sets ``edits`` (node -> attributes added) unless a
+        strategy of a node in ``touched`` (or reading one of the values) refuses the int8
+        form; whether it was kept."""
+        touched = {id(x): x for x in touched}
+        for v in values:
+            touched.update({id(r): r for r, _ in readers.get(v, [])})
+        saved = [(x, x.attrs, x.in_specs) for x in touched.values()]
+        old = {v: info[v] for v in values}
+        for v in values:
+            info[v] = (info[v][0], "int8")
+        for x, attrs in edits:
+            x.attrs = dict(x.attrs, **attrs)
+        for x, _, _ in saved:
+            x.in_specs = [None if v is None else TensorSpec(*info[str(v.name)]) for v in x.ins]
+            if HasStrategy(x.op, x.attrs, x.in_specs):  # the edges stay f32
+                info.update(old)
+                for y, attrs, specs in saved:
+                    y.attrs, y.in_specs = attrs, specs
+                return False
+        return True
+
+    def int8_producer(nd):
+        """Whether ``nd`` can store its one output in int8 (quantised in its epilogue)."""
+        prec = nd.attrs.get("tc_precision")
+        return (nd.op in PRODUCERS and nd.where == "npu" and len(nd.outs) == 1 and not nd.attrs.get("tc_y_scale")
+                and (prec == "int8" or (nd.op == "Conv" and prec in ("f16", "bf16"))))
+
     done = []
+    # A Concat of int8 producers' outputs, each read by it alone, whose output only int8 data
+    # readers read (an Inception block's or a Fire module's branches): every branch quantises
+    # in its epilogue at the readers' one scale, and the Concat (and a MaxPool or view after
+    # it) moves int8, the same bits the readers quantised on load.
+    producer_of = {str(o.name): nd for nd in nodes if nd.where != "dropped" for o in nd.outs if o is not None}
+    for cat in nodes:
+        if cat.op != "Concat" or cat.where != "npu" or len(cat.outs) != 1:
+            continue
+        found = int8_readers(str(cat.outs[0].name), through_lut=False)
+        if found is None or len(found[0]) != 1 or found[1] or found[3]:
+            continue
+        producers = []
+        for v in cat.ins:
+            rs = readers.get(str(v.name), []) if v is not None else []
+            p = producer_of.get(str(v.name)) if v is not None else None
+            if p is None or not int8_producer(p) or len(rs) != 1 or str(v.name) in graph_outputs:
+                break
+            producers.append(p)
+        else:
+            (scale, zero_point), pools, views = next(iter(found[0])), found[2], found[4]
+            values = [str(p.outs[0].name) for p in producers] + [str(x.outs[0].name) for x in [cat] + pools + views]
+            if len(set(values)) == len(values) and apply(
+                    values, producers + [cat] + pools,
+                    [(p, {"tc_y_scale": scale, "tc_y_zero_point": zero_point}) for p in producers]):
+                done += values
+
     for nd in nodes:
         softmax = nd.op == "Softmax" and nd.where == "npu"  # probabilities, quantised on store
         # (a Conv in f16/bf16 quantises its f32 result as well: mixed precision's wider nodes)

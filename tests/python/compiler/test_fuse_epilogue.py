@@ -887,6 +887,41 @@ def test_int8_edges_through_maxpool():
     assert cos > 0.99
 
 
+def test_int8_edges_through_a_concat():
+    """An Inception block: three branches (1x1 Conv, 3x3 Conv, MaxPool then 1x1 Conv), their
+    Concat read by a Conv and a MaxPool then a Conv: every branch quantises in its epilogue
+    at the one scale of the Concat's readers, the Concat and the MaxPool after it move int8;
+    the same bits as the f32 edges, close to ONNX Runtime."""
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["s"], name="stem", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["s"], ["sr"], name="stem_relu"),
+             helper.make_node("Conv", ["sr", "w1"], ["a"], name="b1"),
+             helper.make_node("Relu", ["a"], ["ar"], name="b1_relu"),
+             helper.make_node("Conv", ["sr", "w2"], ["b"], name="b2", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["b"], ["br"], name="b2_relu"),
+             helper.make_node("MaxPool", ["sr"], ["p"], name="b3_pool", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["p", "w3"], ["c"], name="b3"),
+             helper.make_node("Relu", ["c"], ["cr"], name="b3_relu"),
+             helper.make_node("Concat", ["ar", "br", "cr"], ["cat"], name="cat", axis=1),
+             helper.make_node("Conv", ["cat", "w4"], ["y1"], name="next1"),
+             helper.make_node("MaxPool", ["cat"], ["q"], name="next_pool", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["q", "w5"], ["y2"], name="next2")]
+    model = make_model(nodes, [("x", [1, 8, 14, 14], np.float32)], ["y1", "y2"],
+                       [("w0", randn(16, 8, 3, 3, scale=0.2)), ("w1", randn(8, 16, 1, 1, scale=0.3)),
+                        ("w2", randn(16, 16, 3, 3, scale=0.1)), ("w3", randn(8, 16, 1, 1, scale=0.3)),
+                        ("w4", randn(16, 32, 1, 1, scale=0.2)), ("w5", randn(16, 32, 1, 1, scale=0.2))])
+    samples = {"x": randn(4, 1, 8, 14, 14)}
+    rep = {}
+    e1 = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    e2 = tilecore.compile(model, precision="int8", calib_samples=samples, keep_intermediates=True)
+    assert {"ar", "br", "cr", "cat", "q"} <= set(rep["int8_edges"]), rep["int8_edges"]
+    x = samples["x"][0]
+    a, b, ref = e1.run({"x": x}), e2.run({"x": x}), ort_run(model, {"x": x})
+    for k in ("y1", "y2"):
+        np.testing.assert_array_equal(a[k], b[k])
+        cos = float(a[k].ravel() @ ref[k].ravel() / (np.linalg.norm(a[k]) * np.linalg.norm(ref[k])))
+        assert cos > 0.99, (k, cos)
+
+
 @pytest.mark.parametrize("zy", [-128, -7])
 def test_relu_before_int8_output_saturation(zy, hazard_checked):
     """A Relu before an int8 output whose zero point is -128 is the quantisation's own
