@@ -336,19 +336,12 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
           };
           // what an item's loads fill: one set, or one per slot when pipelined
           struct Loaded {
-            Buffer Xl, Wl, Bl, Sl, Rl, St;
+            Buffer Xl, Wl, Bl, Sl, Rl;
           };
-          // a small map (rows shorter than a DMA beat, 64 bytes), whole in one tile: loaded
-          // into a buffer of its own, one run of bytes, then copied into the padded patch by
-          // one vector command (into the patch, each row of 7 int8 took a beat of its own)
-          const int64_t st_rows = std::min(g.H, rn - g.pt);  // the rows inside the map
-          const bool stage = rcount == 1 && r == g.OH && vlo == 0 && vhi == g.W && st_rows > 0 &&
-                             g.W * load_t.lane_bytes() < 64;
           std::vector<Loaded> slots;
           for (int64_t k = 0; k < (pipelined ? 2 : 1); ++k) {
             const std::string sfx = pipelined ? std::to_string(k) : "";
             Loaded l;
-            if (stage) l.St = Local({cc, st_rows, g.W}, load_t, "St" + sfx);
             l.Xl = Local(pdims, load_t, "Xl" + sfx);  // as loaded
             l.Wl = Local({cc, KK}, wload_t, "Wl" + sfx);
             if (has_bias) l.Bl = Local({cc, 1}, acc_t, "Bl" + sfx);
@@ -442,10 +435,6 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
                 load = IfThenElse(eq(ri, I32(0)), edge(0), load);
                 load = IfThenElse(ih0 >= I32(0) && ih0 + I32(rn) <= I32(g.H), block, load);
               }
-              if (stage)  // (copied into the patch once landed: compute)
-                load = Intrin("tile.dma_copy",
-                              {Region(l.St, {I32(0), I32(0), I32(0)}, {cc, st_rows, g.W}),
-                               Region(X, {n, c0, I32(0), I32(0)}, {1, cc, st_rows, g.W}), I32(ev)});
               s.push_back(load);
             }
             auto copy = [&](const Buffer& dst, const BufferRegion& src, int64_t rows,
@@ -469,11 +458,6 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
             const Buffer &O = w.O, &T = w.T, &A = w.A, &Col = w.Col;
             std::vector<Stmt> s;
             s.push_back(Intrin("tile.wait", {I32(event(k))}));
-            if (stage)
-              s.push_back(CopyNest(
-                  StridedView(l.Xl, {cc, st_rows, g.W}, {rn * wn, wn, 1}, g.pt * wn - iw0, "Xin"),
-                  StridedView(l.St, {cc, st_rows, g.W}, {st_rows * g.W, g.W, 1}, 0, "Stv"),
-                  {cc, st_rows, g.W}));
             if (qx)  // quantised as the implicit GEMM does on load (padding: 0 -> zp)
               for (const Stmt& x : QuantiseSteps(pv(Xq), pv(l.Xl), x_inv, zp, over_patch))
                 s.push_back(x);
@@ -658,7 +642,7 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
             tile = Seq(zero);
           }
           for (const Loaded& l : slots)
-            for (const Buffer& b : {l.Xl, l.Wl, l.Bl, l.Sl, l.Rl, l.St})
+            for (const Buffer& b : {l.Xl, l.Wl, l.Bl, l.Sl, l.Rl})
               if (b.defined()) tile = Allocate(b, tile);
           for (const Buffer& b : work) tile = Allocate(b, tile);
           groups.push_back(tile);

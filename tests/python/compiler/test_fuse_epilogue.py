@@ -211,17 +211,6 @@ def test_depthwise_int8(c, hw, k, stride, x_int8, residual, y_int8, act, matrix,
                          tc_depthwise_matrix=matrix, tc_pipeline=pipeline)
 
 
-@pytest.mark.parametrize("matrix,pipeline", [(0, 1), (1, 1), (1, 2)])
-def test_depthwise_small_map_loaded_in_one_run(matrix, pipeline, hazard_checked):
-    """A 7 x 7 map in int8 (rows of 7 bytes, each a DMA beat of its own in the padded patch):
-    an item's channels land in a buffer of their own in one run of bytes, and one vector
-    copy puts them in the patch; numpy's bits, every L1 access ordered."""
-    attrs, ins, out = check_depthwise_int8(96, 7, 3, 1, True, False, True, "Relu", hazard_checked,
-                                           tc_depthwise_matrix=matrix, tc_pipeline=pipeline)
-    text = tilecore.ir.script(compiler.LowerOp("Conv", attrs, ins, [out]))
-    assert re.search(r"St\d? = allocate", text) and "Stv[" in text
-
-
 @pytest.mark.parametrize("c,hw,k,stride,x_int8,residual,y_int8,act", [
     (400, 14, 3, 1, True, False, True, "Clip"),   # items of 41 channels: blocks of 16, 16 and 9
     (288, 14, 5, 2, True, False, True, "Relu"),   # MNASNet's 5x5 stride 2 to 7x7: two blocks an item
