@@ -164,8 +164,7 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
         softmax = nd.op == "Softmax" and nd.where == "npu"  # probabilities, quantised on store
         # (a Conv in f16/bf16 quantises its f32 result as well: mixed precision's wider nodes)
         prec = nd.attrs.get("tc_precision")
-        producer = nd.op in PRODUCERS and (prec == "int8" or (nd.op == "Conv" and prec in ("f16", "bf16")))
-        if (not (softmax or (producer and nd.where == "npu")) or len(nd.outs) != 1 or nd.attrs.get("tc_y_scale")):
+        if not (int8_producer(nd) or (softmax and len(nd.outs) == 1 and not nd.attrs.get("tc_y_scale"))):
             continue
         y = str(nd.outs[0].name)
         found = int8_readers(y)
@@ -183,31 +182,15 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
         views = found[4]
         residual_readers = residual_readers + [r for _, _, lut_residual in luts for r in lut_residual]
         values = [y] + [str(x.outs[0].name) for x in pools + views] + [str(t.outs[0].name) for t, _, _ in luts]
-        touched = {id(x): x for x in [nd] + pools + residual_readers + [t for t, _, _ in luts]}
-        for v in values:
-            touched.update({id(r): r for r, _ in readers.get(v, [])})
-        saved = [(x, x.attrs, x.in_specs) for x in touched.values()]
-        old = {v: info[v] for v in values}
-        for v in values:
-            info[v] = (info[v][0], "int8")
-        nd.attrs = dict(nd.attrs, tc_y_scale=scale, tc_y_zero_point=zero_point)
-        for r in found[1]:
-            r.attrs = dict(r.attrs, tc_residual_scale=scale, tc_residual_zero_point=zero_point)
+        edits = [(nd, {"tc_y_scale": scale, "tc_y_zero_point": zero_point})]
+        edits += [(r, {"tc_residual_scale": scale, "tc_residual_zero_point": zero_point}) for r in found[1]]
         for lut, (lut_scale, lut_zero_point), lut_residual in luts:
-            lut.attrs = dict(lut.attrs, tc_x_scale=scale, tc_x_zero_point=zero_point, tc_y_scale=lut_scale,
-                             tc_y_zero_point=lut_zero_point)
-            for r in lut_residual:
-                r.attrs = dict(r.attrs, tc_residual_scale=lut_scale, tc_residual_zero_point=lut_zero_point)
-        refused = False
-        for x, _, _ in saved:
-            x.in_specs = [None if v is None else TensorSpec(*info[str(v.name)]) for v in x.ins]
-            refused = refused or bool(HasStrategy(x.op, x.attrs, x.in_specs))
-        if refused:  # a strategy refuses the int8 form: the edges stay f32
-            info.update(old)
-            for x, attrs, specs in saved:
-                x.attrs, x.in_specs = attrs, specs
-            continue
-        done += values
+            edits.append((lut, {"tc_x_scale": scale, "tc_x_zero_point": zero_point, "tc_y_scale": lut_scale,
+                                "tc_y_zero_point": lut_zero_point}))
+            edits += [(r, {"tc_residual_scale": lut_scale, "tc_residual_zero_point": lut_zero_point})
+                      for r in lut_residual]
+        if apply(values, [nd] + pools + residual_readers + [t for t, _, _ in luts], edits):
+            done += values
     return done
 
 
