@@ -744,6 +744,13 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   Buffer Wall = Local({g.M, C}, i8, "Wall"), WTall = Local({C, g.M}, i8, "WTall");
   const std::vector<int8_t> lut = y_i8 ? FusedLookupTable(call.attrs) : std::vector<int8_t>();
   Buffer lut_words = Local({64}, i32, "LutWords");
+  // One image whose positions are all one item's: every item reads the same X tile, which
+  // each core then loads (beside the bias's and scales' DDR latency) and transposes once,
+  // before its items.
+  const int64_t tile = strided ? rows * g.OW : tp.tp;  // positions per full item
+  const bool x_resident = g.N == 1 && tp.nb == 1 && tile >= HW;
+  const int64_t x_cols = strided ? g.OH * g.W : HW;  // its X tile: [C, x_cols]
+  Buffer XLr = Local({C, x_cols}, call.inputs[0]->dtype, "XLr"), XTr = Local({HW, C}, i8, "XTr");
   int64_t rotation = 0;
   Stmt kernel = OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> segs;
@@ -759,6 +766,15 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     // (the scales on the DMA-out engine, idle here: their DDR latency beside the bias's)
     segs.push_back(Intrin("tile.dma_prefetch", {Region(Sall, {I32(0), I32(0)}, {1, g.M}),
                                                 Region(Sv, {I32(0), I32(0)}, {1, g.M}), I32(0)}));
+    // (after the bias and scales: loads of the group's inputs first, which the member before
+    // may issue for this one, docs/compiler.md "Handoff")
+    if (x_resident)
+      segs.push_back(Intrin(
+          "tile.dma_copy",
+          {Region(XLr, {I32(0), I32(0)}, {C, x_cols}),
+           strided ? Region(Xs, {I32(0), I32(0), I32(0), I32(0), I32(0)}, {1, C, g.OH, 1, g.W})
+                   : Region(X, {I32(0), I32(0), I32(0)}, {1, C, HW}),
+           I32(5)}));
     segs.push_back(Intrin("tile.wait", {I32(0)}));
     segs.push_back(Loop("j", g.M, [&](PrimExpr j) {
       return BufferStore(Sall, BufferLoad(Sall, {I32(0), j}) * F32(s_factor), {I32(0), j});
@@ -770,7 +786,6 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
                      Intrin("tile.wait", {I32(0)}),
                      CopyNest(StridedView(WTall, {C, g.M}, {g.M, 1}, 0, "WTv"),
                               StridedView(Wall, {C, g.M}, {1, C}, 0, "Wtv"), {C, g.M})})));
-    const int64_t tile = strided ? rows * g.OW : tp.tp;  // positions per full item
     const int64_t NB = tp.nb;  // images per item (then one item covers an image's positions)
     for (auto [pcount, P] : Segs(HW, tile)) {
       const int64_t pbase = P == tile ? 0 : (HW / tile) * tile;
@@ -817,6 +832,47 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
         auto over = [&](int64_t rows, int64_t cols) {
           return [rows, cols](const auto& body) { return Nest({rows, cols}, body); };
         };
+        // the X tile of the item at (n, p0) into xl, on event ev
+        auto load_x = [&](std::vector<Stmt>* s, const Buffer& xl, PrimExpr n, PrimExpr p0,
+                          PrimExpr ev) {
+          for (int64_t img = 0; img < NB; ++img) {
+            PrimExpr ni = img == 0 ? n : n + I32(img);
+            // (several images: the X tile as [C, image, rows, W], the source's shape)
+            Buffer xl4 = Buffer(xl->data, xl->dtype, {I32(C), I32(NB), I32(r), I32(g.W)},
+                                Array<PrimExpr>(), I32(0), "local", "Xl4");
+            if (strided)  // rows [p0 / OW, + r) of the output: input rows sh apart
+              s->push_back(
+                  Intrin("tile.dma_copy",
+                         {NB == 1 ? Region(xl, {I32(0), I32(0)}, {C, xcols})
+                                  : Region(xl4, {I32(0), I32(img), I32(0), I32(0)}, {C, 1, r, g.W}),
+                          Region(Xs, {ni, I32(0), floordiv(p0, I32(g.OW)), I32(0), I32(0)},
+                                 {1, C, r, 1, g.W}),
+                          ev}));
+            else
+              s->push_back(Intrin("tile.dma_copy", {Region(xl, {I32(0), I32(img * P)}, {C, P}),
+                                                    Region(X, {ni, I32(0), p0}, {1, C, P}), ev}));
+          }
+        };
+        // the loaded X tile xl quantised (an f32 X) and transposed into xt [positions, C]
+        auto transpose_x = [&](std::vector<Stmt>* s, const Buffer& xl, const Buffer& xt) {
+          Buffer xs = xl;
+          if (qx) {  // quantise on load (the bits LowerConv makes), then transpose
+            for (const Stmt& x : QuantiseSteps(Xq, xl, inv, zp, over(C, Xt))) s->push_back(x);
+            xs = Xq;
+          }
+          if (strided && NB > 1)  // XT[(image, i, j), c] = X tile[c, image, i, j * sw]
+            s->push_back(
+                CopyNest(StridedView(xt, {NB, r, g.OW, C}, {P * C, g.OW * C, C, 1}, 0, "XTv"),
+                         StridedView(xs, {NB, r, g.OW, C}, {xcols, g.W, g.sw, Xt}, 0, "Xtv"),
+                         {NB, r, g.OW, C}));
+          else if (strided)  // XT[(i, j), c] = X tile[c, i, j * sw]
+            s->push_back(CopyNest(StridedView(xt, {r, g.OW, C}, {g.OW * C, C, 1}, 0, "XTv"),
+                                  StridedView(xs, {r, g.OW, C}, {g.W, g.sw, xcols}, 0, "Xtv"),
+                                  {r, g.OW, C}));
+          else
+            s->push_back(
+                CopyNest(plain(xt, Pt, C, "XTv"), transposed(xs, Pt, C, "Xtv"), {Pt, C}));
+        };
         // front: item t's loads into slot k, on event k (no wait); compute: its transposes
         // and mm; post: its conversion and store
         auto front = [&](PrimExpr t, int64_t k) {
@@ -824,23 +880,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           auto [n, p0, m0] = coords(t);
           std::vector<Stmt> s;
           PrimExpr ev = I32(k);
-          for (int64_t img = 0; img < NB; ++img) {
-            PrimExpr ni = img == 0 ? n : n + I32(img);
-            // (several images: the X tile as [C, image, rows, W], the source's shape)
-            Buffer xl4 = Buffer(sl.Xl->data, sl.Xl->dtype, {I32(C), I32(NB), I32(r), I32(g.W)},
-                                Array<PrimExpr>(), I32(0), "local", "Xl4");
-            if (strided)  // rows [p0 / OW, + r) of the output: input rows sh apart
-              s.push_back(
-                  Intrin("tile.dma_copy",
-                         {NB == 1 ? Region(sl.Xl, {I32(0), I32(0)}, {C, xcols})
-                                  : Region(xl4, {I32(0), I32(img), I32(0), I32(0)}, {C, 1, r, g.W}),
-                          Region(Xs, {ni, I32(0), floordiv(p0, I32(g.OW)), I32(0), I32(0)},
-                                 {1, C, r, 1, g.W}),
-                          ev}));
-            else
-              s.push_back(Intrin("tile.dma_copy", {Region(sl.Xl, {I32(0), I32(img * P)}, {C, P}),
-                                                   Region(X, {ni, I32(0), p0}, {1, C, P}), ev}));
-          }
+          if (!x_resident) load_x(&s, sl.Xl, n, p0, ev);
           if (!w_resident)
             s.push_back(Intrin("tile.dma_copy", {Region(sl.Wl, {I32(0), I32(0)}, {TMc, C}),
                                                  Region(W, {m0, I32(0)}, {TMc, C}), ev}));
@@ -856,23 +896,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           PrimExpr m0 = std::get<2>(coords(t));
           std::vector<Stmt> s;
           s.push_back(Intrin("tile.wait", {I32(k)}));  // this item's loads
-          Buffer xs = sl.Xl;
-          if (qx) {  // quantise on load (the bits LowerConv makes), then transpose
-            for (const Stmt& x : QuantiseSteps(Xq, sl.Xl, inv, zp, over(C, Xt))) s.push_back(x);
-            xs = Xq;
-          }
-          if (strided && NB > 1)  // XT[(image, i, j), c] = X tile[c, image, i, j * sw]
-            s.push_back(
-                CopyNest(StridedView(sl.XT, {NB, r, g.OW, C}, {P * C, g.OW * C, C, 1}, 0, "XTv"),
-                         StridedView(xs, {NB, r, g.OW, C}, {xcols, g.W, g.sw, Xt}, 0, "Xtv"),
-                         {NB, r, g.OW, C}));
-          else if (strided)  // XT[(i, j), c] = X tile[c, i, j * sw]
-            s.push_back(CopyNest(StridedView(sl.XT, {r, g.OW, C}, {g.OW * C, C, 1}, 0, "XTv"),
-                                 StridedView(xs, {r, g.OW, C}, {g.W, g.sw, xcols}, 0, "Xtv"),
-                                 {r, g.OW, C}));
-          else
-            s.push_back(
-                CopyNest(plain(sl.XT, Pt, C, "XTv"), transposed(xs, Pt, C, "Xtv"), {Pt, C}));
+          if (!x_resident) transpose_x(&s, sl.Xl, sl.XT);
           if (!w_resident)
             s.push_back(
                 CopyNest(plain(sl.WT, C, TMc, "WTv"), transposed(sl.Wl, C, TMc, "Wtv"), {C, TMc}));
@@ -885,7 +909,8 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           const double hi = r_i8 ? ru.hi : clip && std::isfinite(ep.hi) ? ep.hi : big;
           s.push_back(Intrin(
               "tile.mm",
-              {Region(sl.Cf, {I32(0), I32(0)}, {Pt, TMc}), Region(sl.XT, {I32(0), I32(0)}, {Pt, C}),
+              {Region(sl.Cf, {I32(0), I32(0)}, {Pt, TMc}),
+               Region(x_resident ? XTr : sl.XT, {I32(0), I32(0)}, {Pt, C}),
                w_resident ? Region(WTall, {I32(0), m0}, {C, TMc})
                           : Region(sl.WT, {I32(0), I32(0)}, {C, TMc}),
                IntImm(DataType::Bool(), 0),
@@ -937,9 +962,17 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
         Stmt body =
             ForEachItemThreeStage(core, call.cores, items, &rotation, "k", front, compute, post);
         for (const Slot& sl : slots) {
-          for (const Buffer& b : {sl.Xl, sl.XT, sl.Cf, sl.Yt}) body = Allocate(b, body);
+          for (const Buffer& b : {sl.Cf, sl.Yt}) body = Allocate(b, body);
+          if (!x_resident) body = Allocate(sl.XT, Allocate(sl.Xl, body));
           if (!w_resident) body = Allocate(sl.WT, Allocate(sl.Wl, body));
           if (ep.residual >= 0) body = Allocate(sl.Rf, Allocate(sl.Rl, body));
+        }
+        if (x_resident) {  // the X tile loaded first, transposed once for every item
+          std::vector<Stmt> once;
+          once.push_back(Intrin("tile.wait", {I32(5)}));
+          transpose_x(&once, XLr, XTr);
+          once.push_back(body);
+          body = Seq(once);
         }
         if (qx) body = Allocate(Xq, body);
         segs.push_back(body);
@@ -952,6 +985,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     Stmt r = Allocate(Sall, Seq(segs));
     if (has_bias) r = Allocate(Ball, r);
     if (w_resident) r = Allocate(WTall, r);
+    if (x_resident) r = Allocate(XLr, Allocate(XTr, r));
     return lut.empty() ? r : Allocate(lut_words, r);
   });
   return w_l2 ? Allocate(Wsh, kernel) : kernel;
@@ -1981,7 +2015,13 @@ PrimFunc LowerConv(const OpCall& call) {
   if (TransposedFits(call, ep) && (transposed == 1 || (transposed != 0 && !forced))) {
     const bool may_keep = g.M * g.C <= (int64_t{256} << 10);
     for (int64_t tp : {128, 256, 512, 1024}) {
-      for (int64_t tm : {64, 128, 256})
+      // items of 32 output channels when those of 64 would leave cores idle or unevenly
+      // loaded (a small map: its positions are one item's)
+      const int64_t HWo = g.OH * g.OW;
+      const int64_t items64 = g.N * ((HWo + std::min(tp, HWo) - 1) / std::min(tp, HWo)) * ((g.M + 63) / 64);
+      const bool few = g.M > 32 && items64 < 2 * int64_t(call.cores);
+      for (int64_t tm : {32, 64, 128, 256}) {
+        if (tm == 32 && !few) continue;
         for (int variant = 0; variant < 8; ++variant) {
           const bool rv = variant & 1, resident = variant & 2, in_l2 = variant & 4;
           if (resident && !may_keep) continue;
@@ -2016,6 +2056,7 @@ PrimFunc LowerConv(const OpCall& call) {
             }
           }
         }
+      }
     }
   }
   const int64_t got_nb = chosen_transposed.tp > 0 ? chosen_transposed.nb : chosen.nb;

@@ -148,7 +148,8 @@ def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, ac
     specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in ins]
     f = compiler.LowerOp("Conv", dict(attrs, tc_transposed=1), specs, [compiler.TensorSpec(out.shape, str(out.dtype))],
                          "npu -cores=4")
-    assert "XT0" in str(f)  # the transposed X tile
+    # the transposed X tile: per item, or once per core when an item covers every position
+    assert ("XTr" if hw * hw <= 128 else "XT0") in str(f)
     if c == 128 and x_int8:  # an int8 residual streams through the matrix engine at a byte an element
         assert "ResidualSum" not in str(f)
     if c == 64 and m == 256:  # the weights copied into L2 once, each item's block read there
@@ -188,6 +189,29 @@ def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, ac
         np.testing.assert_array_equal(got, np.clip(np.rint(t), -128, 127).astype(np.int8))
     else:
         np.testing.assert_array_equal(got, y)
+    assert hazard_checked() == []
+
+
+def test_conv_1x1_small_map_reads_its_input_once_per_core(hazard_checked):
+    """MobileNetV2's 64 -> 384 expansion on its 14x14 map: an item takes every position, so
+    each core loads and transposes X once and its items (32 output channels each: 64 would
+    leave cores without an item) only load their weights; bit for bit numpy's f32 steps."""
+    c, m, hw = 64, 384, 14
+    x, wq, bq, w_scale, _, _ = int8_conv_operands((1, c, hw, hw), True, (m, c, 1, 1), (1, m, hw, hw))
+    sx, zx, sy, zy = 0.05, -3, 0.03, -7
+    attrs = {"tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx, "tc_activation": "Clip",
+             "tc_clip_min": 0.0, "tc_clip_max": 6.0, "tc_y_scale": sy, "tc_y_zero_point": zy}
+    ins = [x, wq, bq, w_scale]
+    specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in ins]
+    text = str(compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec((1, m, hw, hw), "int8")],
+                                "npu -cores=4"))
+    assert "XTr" in text and "XT0" not in text  # X transposed once, not per item
+    assert "WT0 = allocate((64, 32)" in text    # items of 32 output channels
+    got = run_lowered("Conv", attrs, ins, [np.zeros((1, m, hw, hw), np.int8)])[0]
+    f = np.float32
+    acc = np.einsum("mc,nchw->nmhw", wq[:, :, 0, 0].astype(np.int64), x.astype(np.int64)) + bq.reshape(1, -1, 1, 1)
+    y = np.minimum(np.maximum(acc.astype(f) * (w_scale * f(sx)).reshape(1, -1, 1, 1), f(0)), f(6))
+    np.testing.assert_array_equal(got, np.clip(np.rint(y * f(1.0 / sy) + f(zy)), -128, 127).astype(np.int8))
     assert hazard_checked() == []
 
 
