@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <optional>
+#include <unordered_map>
 
 #include "kernel_util.h"
 #include "tilecore/arch/params.h"
@@ -118,6 +119,44 @@ size_t AfterInputs(const Stmt& body, const std::unordered_set<const VarNode*>& i
     if (reads) at = k + 1;
   }
   return at;
+}
+
+/*! \brief The cycles a DMA engine takes for the load `c` alone: the latency of the level
+ * it reads (the DDR's, or L2's) and its beats. */
+int64_t LoadCycles(const CallNode* c) {
+  const auto* src = c->args[1].as<BufferRegionNode>();
+  int64_t elems = 1;
+  for (const PrimExpr& e : src->extents) {
+    auto v = as_const_int(e);
+    elems *= v ? *v : 1;
+  }
+  const bool ddr = src->buffer->scope.view() == "global";
+  return (ddr ? arch::tc1::kDdrLatency : arch::tc1::kL2Latency) +
+         (elems * src->buffer->dtype.lane_bytes() + arch::tc1::kDmaBytesPerCycle - 1) /
+             arch::tc1::kDmaBytesPerCycle;
+}
+
+/*! \brief Handed-late loads spread over both DMA engines: at the end of the member before
+ * both are idle, and each load holds its engine for the source's latency as well as its
+ * beats, so two short loads on one engine take twice the latency of one on each. Each load
+ * goes to the engine that is free first (a DMA-in copy becomes tile.dma_prefetch on the
+ * DMA-out engine); one into a buffer another load also fills keeps its engine and order. */
+void SpreadOverEngines(std::vector<Stmt>* loads) {
+  std::unordered_map<const VarNode*, int> fills;
+  for (const Stmt& l : *loads)
+    ++fills[DmaCall(l)->args[0].as<BufferRegionNode>()->buffer->data.get()];
+  int64_t busy[2] = {0, 0};
+  for (Stmt& l : *loads) {
+    const CallNode* c = DmaCall(l);
+    const int64_t cycles = LoadCycles(c);
+    const bool movable = c->op == "tile.dma_copy" &&
+                         fills[c->args[0].as<BufferRegionNode>()->buffer->data.get()] == 1;
+    int engine = c->op == "tile.dma_prefetch" ? 1 : 0;
+    if (movable) engine = busy[1] < busy[0] ? 1 : 0;
+    busy[engine] += cycles;
+    if (movable && engine == 1)
+      l = Evaluate(Call(c->dtype, "tile.dma_prefetch", c->args, c->span), l->span);
+  }
 }
 
 }  // namespace
@@ -236,6 +275,7 @@ Stmt HandOff(const Stmt& member, FirstLoads* first,
     std::vector<Stmt> loads;
     for (const Stmt& s : first->loads) loads.push_back(Substitute(s, to));
     if (!early) {  // after the member's own work
+      SpreadOverEngines(&loads);
       std::vector<Stmt> body{f->body, Intrin("tir.drain", {})};
       body.insert(body.end(), loads.begin(), loads.end());
       Map<String, Any> ann = f->annotations;

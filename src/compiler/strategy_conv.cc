@@ -657,6 +657,12 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   return MakeFunc(call, p, body);
 }
 
+/*! \brief The largest X tile (bytes, int8) the transposed 1x1 plan keeps for all its items:
+ * its two copies live through the whole kernel, beside the weights a core may keep, and in a
+ * layer group the members' plans fill L1 up to what the group's descriptors leave (ResNet-50
+ * int8's 50 KiB tiles of layer3 split its group). */
+constexpr int64_t kResidentInputBytes = int64_t{32} << 10;
+
 /*! \brief Tile sizes of the transposed 1x1 plan (LowerConvTransposed). */
 struct TransposedPlan {
   int64_t tp = 0;  // output positions per item (the mm's rows)
@@ -746,10 +752,12 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   Buffer lut_words = Local({64}, i32, "LutWords");
   // One image whose positions are all one item's: every item reads the same X tile, which
   // each core then loads (beside the bias's and scales' DDR latency) and transposes once,
-  // before its items.
+  // before its items, when the tile is small (kResidentInputBytes) and the weights are not
+  // kept as well.
   const int64_t tile = strided ? rows * g.OW : tp.tp;  // positions per full item
-  const bool x_resident = g.N == 1 && tp.nb == 1 && tile >= HW;
-  const int64_t x_cols = strided ? g.OH * g.W : HW;  // its X tile: [C, x_cols]
+  const int64_t x_cols = strided ? g.OH * g.W : HW;    // its X tile: [C, x_cols]
+  const bool x_resident =
+      !w_resident && g.N == 1 && tp.nb == 1 && tile >= HW && C * x_cols <= kResidentInputBytes;
   Buffer XLr = Local({C, x_cols}, call.inputs[0]->dtype, "XLr"), XTr = Local({HW, C}, i8, "XTr");
   int64_t rotation = 0;
   Stmt kernel = OverCores(call.cores, [&](PrimExpr core) {
@@ -787,6 +795,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
                      CopyNest(StridedView(WTall, {C, g.M}, {g.M, 1}, 0, "WTv"),
                               StridedView(Wall, {C, g.M}, {1, C}, 0, "Wtv"), {C, g.M})})));
     const int64_t NB = tp.nb;  // images per item (then one item covers an image's positions)
+    std::vector<bool> served(size_t(call.cores), false);  // the cores that ran an item
     for (auto [pcount, P] : Segs(HW, tile)) {
       const int64_t pbase = P == tile ? 0 : (HW / tile) * tile;
       const int64_t r = strided ? P / g.OW : 0;     // output rows of the item
@@ -815,6 +824,9 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           sl.Yt = Local({TMc, Pt}, y_i8 ? i8 : f32, "Yt" + n);
         }
         Buffer Xq = qx ? Local({C, Xt}, i8, "Xq") : Buffer();
+        // (x_resident) the cores that ran an item in the segments before: they transposed X
+        const std::vector<bool> served_before = served;
+        const bool all_served = std::find(served.begin(), served.end(), false) == served.end();
         auto coords = [&](PrimExpr t) {  // (first image, first position, first channel)
           PrimExpr n = floordiv(t, I32(pcount * mcount));
           if (NB > 1) n = n * I32(NB);
@@ -870,8 +882,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
                                   StridedView(xs, {r, g.OW, C}, {g.W, g.sw, xcols}, 0, "Xtv"),
                                   {r, g.OW, C}));
           else
-            s->push_back(
-                CopyNest(plain(xt, Pt, C, "XTv"), transposed(xs, Pt, C, "Xtv"), {Pt, C}));
+            s->push_back(CopyNest(plain(xt, Pt, C, "XTv"), transposed(xs, Pt, C, "Xtv"), {Pt, C}));
         };
         // front: item t's loads into slot k, on event k (no wait); compute: its transposes
         // and mm; post: its conversion and store
@@ -895,6 +906,16 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           const Slot& sl = slots[size_t(k)];
           PrimExpr m0 = std::get<2>(coords(t));
           std::vector<Stmt> s;
+          if (x_resident && !all_served) {
+            // the X tile transposed once, before the core's first item of all segments (its
+            // weights' loads issued already), for every item after it
+            std::vector<Stmt> once{Intrin("tile.wait", {I32(5)})};
+            transpose_x(&once, XLr, XTr);
+            PrimExpr first = t < I32(call.cores);  // (this segment's first item of the core)
+            for (int64_t c = 0; c < call.cores; ++c)
+              if (served_before[size_t(c)]) first = first && ne(core, I32(c));
+            s.push_back(IfThenElse(first, Seq(once)));
+          }
           s.push_back(Intrin("tile.wait", {I32(k)}));  // this item's loads
           if (!x_resident) transpose_x(&s, sl.Xl, sl.XT);
           if (!w_resident)
@@ -959,20 +980,17 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
         };
         // the vector engine converts item i - 1 and transposes item i + 1 while the matrix
         // engine multiplies item i
+        // (x_resident) whether this core runs its first item in this segment: it ran none in
+        // the segments before
         Stmt body =
             ForEachItemThreeStage(core, call.cores, items, &rotation, "k", front, compute, post);
+        for (int64_t t = 0; t < std::min<int64_t>(items, call.cores); ++t)
+          served[size_t((t + rotation - items) % call.cores)] = true;
         for (const Slot& sl : slots) {
-          for (const Buffer& b : {sl.Cf, sl.Yt}) body = Allocate(b, body);
-          if (!x_resident) body = Allocate(sl.XT, Allocate(sl.Xl, body));
+          for (const Buffer& b : {sl.Xl, sl.XT, sl.Cf, sl.Yt})
+            if (!x_resident || (!b.same_as(sl.Xl) && !b.same_as(sl.XT))) body = Allocate(b, body);
           if (!w_resident) body = Allocate(sl.WT, Allocate(sl.Wl, body));
           if (ep.residual >= 0) body = Allocate(sl.Rf, Allocate(sl.Rl, body));
-        }
-        if (x_resident) {  // the X tile loaded first, transposed once for every item
-          std::vector<Stmt> once;
-          once.push_back(Intrin("tile.wait", {I32(5)}));
-          transpose_x(&once, XLr, XTr);
-          once.push_back(body);
-          body = Seq(once);
         }
         if (qx) body = Allocate(Xq, body);
         segs.push_back(body);
@@ -982,6 +1000,8 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
         segs.push_back(Intrin("tile.wait", {I32(3)}));
       }
     }
+    // (a core that ran no item has not waited for its X tile)
+    if (x_resident) segs.push_back(Intrin("tile.wait", {I32(5)}));
     Stmt r = Allocate(Sall, Seq(segs));
     if (has_bias) r = Allocate(Ball, r);
     if (w_resident) r = Allocate(WTall, r);
@@ -2018,7 +2038,8 @@ PrimFunc LowerConv(const OpCall& call) {
       // items of 32 output channels when those of 64 would leave cores idle or unevenly
       // loaded (a small map: its positions are one item's)
       const int64_t HWo = g.OH * g.OW;
-      const int64_t items64 = g.N * ((HWo + std::min(tp, HWo) - 1) / std::min(tp, HWo)) * ((g.M + 63) / 64);
+      const int64_t items64 =
+          g.N * ((HWo + std::min(tp, HWo) - 1) / std::min(tp, HWo)) * ((g.M + 63) / 64);
       const bool few = g.M > 32 && items64 < 2 * int64_t(call.cores);
       for (int64_t tm : {32, 64, 128, 256}) {
         if (tm == 32 && !few) continue;
