@@ -41,6 +41,11 @@ std::string CheckLut(const std::string& op, const Map<String, Any>& attrs);
 /*! \brief A table in L1: 64 int32 words the front end stores `table` into. */
 Stmt FillLookupTable(const Buffer& words, const std::vector<int8_t>& table);
 
+/*! \brief `fill` (FillLookupTable's stores) put into `items`, a cores loop's statements in
+ * order, after the DMAs they start with: the front end stores the table while those loads
+ * wait on their latency, and the loads stay first, where a layer group's handoff finds them. */
+void PlaceAfterFirstLoads(std::vector<Stmt>* items, const Stmt& fill);
+
 /*! \brief The 256 int8 entries of `words` (the table operand of tile.vec_lut). */
 BufferRegion LookupTableRegion(const Buffer& words);
 

@@ -292,7 +292,6 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   Buffer lut_words = Local({64}, i32, "LutWords");
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> groups;
-    if (!lut.empty()) groups.push_back(FillLookupTable(lut_words, lut));
     if (resident) {
       groups.push_back(Intrin("tile.dma_copy", {Region(Wall, {I32(0), I32(0)}, {g.C, KK}),
                                                 Region(Wv, {I32(0), I32(0)}, {g.C, KK}), I32(0)}));
@@ -649,6 +648,7 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
         }
       }
     }
+    if (!lut.empty()) PlaceAfterFirstLoads(&groups, FillLookupTable(lut_words, lut));
     Stmt all = Seq(groups);
     for (const Buffer& b : {Wall, Ball, Sall})
       if (b.defined()) all = Allocate(b, all);
@@ -762,7 +762,6 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   int64_t rotation = 0;
   Stmt kernel = OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> segs;
-    if (!lut.empty()) segs.push_back(FillLookupTable(lut_words, lut));
     if (w_l2) {  // this core's share of the weight rows into L2
       segs.push_back(CopyShareOfRows(core, call.cores, p.in[1], Wsh, g.M, C, 6));
       segs.push_back(Intrin("tile.wait", {I32(6)}));
@@ -1002,6 +1001,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     }
     // (a core that ran no item has not waited for its X tile)
     if (x_resident) segs.push_back(Intrin("tile.wait", {I32(5)}));
+    if (!lut.empty()) PlaceAfterFirstLoads(&segs, FillLookupTable(lut_words, lut));
     Stmt r = Allocate(Sall, Seq(segs));
     if (has_bias) r = Allocate(Ball, r);
     if (w_resident) r = Allocate(WTall, r);
@@ -1262,7 +1262,6 @@ PrimFunc LowerConv(const OpCall& call) {
     Buffer lut_words = Local({64}, DataType::Int(32), "LutWords");
     Stmt body = OverCores(call.cores, [&](PrimExpr core) {
       std::vector<Stmt> groups;
-      if (!lut.empty()) groups.push_back(FillLookupTable(lut_words, lut));
       // this core's share of the rows of the input (and of the weights) into L2 (all of
       // it on core 0 when the rows do not split evenly), then every core waits for all
       if (staged)
@@ -1716,6 +1715,7 @@ PrimFunc LowerConv(const OpCall& call) {
         }
       }
       groups.push_back(Intrin("tile.wait", {I32(2)}));  // the last stores
+      if (!lut.empty()) PlaceAfterFirstLoads(&groups, FillLookupTable(lut_words, lut));
       Stmt all = resident ? Allocate(Wres, Seq(groups)) : Seq(groups);
       return lut.empty() ? all : Allocate(lut_words, all);
     });

@@ -1372,6 +1372,18 @@ Stmt FillLookupTable(const Buffer& words, const std::vector<int8_t>& table) {
   return Seq(fill);
 }
 
+void PlaceAfterFirstLoads(std::vector<Stmt>* items, const Stmt& fill) {
+  size_t at = 0;
+  for (; at < items->size(); ++at) {
+    const auto* e = (*items)[at].as<EvaluateNode>();
+    const auto* c = e ? e->value.as<CallNode>() : nullptr;
+    if (!c || (c->op != "tile.dma_copy" && c->op != "tile.dma_prefetch" &&
+               c->op != "tile.dma_copy_in" && c->op != "tile.dma_fill"))
+      break;
+  }
+  items->insert(items->begin() + static_cast<std::ptrdiff_t>(at), fill);
+}
+
 OpCall LutCall(const Map<String, Any>& attrs) {
   OpCall c;
   c.op_type = AttrStr(attrs, "tc_lut", "");

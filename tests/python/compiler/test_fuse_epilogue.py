@@ -293,6 +293,25 @@ def test_conv_int8_activation_as_a_table(c, m, k, group, forms, act, hazard_chec
     assert hazard_checked() == []
 
 
+@pytest.mark.parametrize("group,k,forms", [(1, 1, {"tc_transposed": 1}), (24, 3, {"tc_depthwise_matrix": 1})])
+def test_conv_table_is_stored_while_the_first_loads_wait(group, k, forms):
+    """The front end's 64 stores of the table come after the kernel's first loads (the bias,
+    the scales, the weights), which then wait on their latency meanwhile, and stay where a
+    layer group's handoff takes them: first in the cores loop."""
+    c, m, hw = 24, 24 if group > 1 else 96, 14
+    specs = [compiler.TensorSpec(s, d) for s, d in (((1, c, hw, hw), "int8"), ((m, c // group, k, k), "int8"),
+                                                    ((m,), "int32"), ((m,), "float32"))]
+    attrs = {"tc_precision": "int8", "tc_x_scale": 0.05, "tc_x_zero_point": -3, "group": group,
+             "pads": [k // 2] * 4, "tc_y_scale": 0.04, "tc_y_zero_point": 0, "tc_lut": "HardSwish",
+             "tc_lut.tc_x_scale": 0.04, "tc_lut.tc_x_zero_point": 0, "tc_lut.tc_y_scale": 0.025,
+             "tc_lut.tc_y_zero_point": -9, **forms}
+    text = str(compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec((1, m, hw, hw), "int8")], "npu -cores=4"))
+    body = text.split("cores(0, 4):")[1]
+    first = [ln.strip() for ln in body.splitlines() if ln.strip() and "allocate(" not in ln]
+    assert first[0].startswith("tile.dma_copy(")
+    assert body.index("LutWords[0] =") > body.index("tile.dma_copy(")
+
+
 def test_tc_lut_of_a_conv_is_checked():
     x, w = compiler.TensorSpec((1, 8, 6, 6), "int8"), compiler.TensorSpec((4, 8, 1, 1), "int8")
     bias, scale = compiler.TensorSpec((4,), "int32"), compiler.TensorSpec((4,), "float32")
