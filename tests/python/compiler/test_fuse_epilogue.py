@@ -256,6 +256,22 @@ def test_depthwise_int8_items_of_several_blocks(c, hw, k, stride, x_int8, residu
     assert abd and max(int(v) for v in abd) > 16  # an item's weights: more channels than a block
 
 
+@pytest.mark.parametrize("c,hw,k,residual", [(576, 7, 5, False), (192, 7, 3, True)])
+@pytest.mark.parametrize("matrix,pipeline", [(0, 0), (1, 1), (1, 2)])
+def test_depthwise_int8_small_map_keeps_only_its_cores_weights(c, hw, k, residual, matrix, pipeline,
+                                                               hazard_checked):
+    """On a 7x7 map the items are blocks of channels alone, as many on every core: each core
+    keeps the weights, bias and scales of its own blocks (t, t + 4, ...), read from the DDR
+    once by the four cores together, not four times; bit-exact against numpy, every L1
+    access ordered."""
+    if residual and pipeline == 2:
+        pipeline = 1
+    attrs, ins, out = check_depthwise_int8(c, hw, k, 1, True, residual, True, "Clip", hazard_checked,
+                                           tc_depthwise_matrix=matrix, tc_pipeline=pipeline)
+    text = tilecore.ir.script(compiler.LowerOp("Conv", attrs, ins, [out]))
+    assert re.search(rf"Wall = allocate\(\({c // 4}, {k * k}\)", text)  # a quarter of the channels
+
+
 def activation_table(act, s_in, s_out, z_out):
     """docs/precision.md: table[q] = sat_i8(round_half_even(f(s_in * q) / s_out) + z_out), f
     in float64 (SiLU x sigmoid(x), HardSwish x relu6(x + 3) / 6), indexed by q's byte."""
