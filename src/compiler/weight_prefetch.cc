@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernel_util.h"
+#include "tilecore/arch/params.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/transform/lower_async_dma.h"
 
@@ -93,6 +94,72 @@ std::pair<int64_t, int64_t> EngineBytes(const Stmt& s) {
   return {0, 0};
 }
 
+namespace {
+
+int64_t LevelLatency(const Buffer& b) {
+  const std::string scope(b->scope.view());
+  if (scope == "local") return arch::tc1::kL1Latency;
+  if (scope == "shared") return arch::tc1::kL2Latency;
+  return arch::tc1::kDdrLatency;
+}
+
+/*! \brief The beats of a DMA over `r`: a row (its last dimension) in whole beats each. */
+int64_t Beats(const BufferRegionNode* r) {
+  int64_t rows = 1, row = 1;
+  for (size_t k = 0; k < r->extents.size(); ++k) {
+    auto v = as_const_int(r->extents[k]);
+    const int64_t e = v ? *v : 1;
+    if (k + 1 == r->extents.size())
+      row = e;
+    else
+      rows *= e;
+  }
+  const int64_t bytes = row * r->buffer->dtype.lane_bytes();
+  return rows * ((bytes + arch::tc1::kDmaBytesPerCycle - 1) / arch::tc1::kDmaBytesPerCycle);
+}
+
+}  // namespace
+
+std::pair<int64_t, int64_t> EngineCycles(const Stmt& s) {
+  if (!s.defined()) return {0, 0};
+  if (const auto* e = s.as<EvaluateNode>()) {
+    const auto* c = e->value.as<CallNode>();
+    if (!c || (c->op != "tile.dma_copy" && c->op != "tile.dma_prefetch" &&
+               c->op != "tile.dma_copy_in" && c->op != "tile.dma_fill"))
+      return {0, 0};
+    const auto* dst = c->args[0].as<BufferRegionNode>();
+    if (!dst) return {0, 0};
+    if (c->op == "tile.dma_fill") return {LevelLatency(dst->buffer) + Beats(dst), 0};
+    const auto* src = c->args[1].as<BufferRegionNode>();
+    if (!src) return {0, 0};
+    const int64_t cycles =
+        std::max(LevelLatency(dst->buffer), LevelLatency(src->buffer)) + Beats(dst);
+    const bool out = c->op == "tile.dma_prefetch" ||
+                     (c->op == "tile.dma_copy" && dst->buffer->scope != "local" &&
+                      src->buffer->scope == "local");
+    return out ? std::make_pair(int64_t{0}, cycles) : std::make_pair(cycles, int64_t{0});
+  }
+  auto add = [](std::pair<int64_t, int64_t> a, std::pair<int64_t, int64_t> b, int64_t k = 1) {
+    return std::make_pair(a.first + k * b.first, a.second + k * b.second);
+  };
+  if (const auto* f = s.as<ForNode>()) {
+    auto e = as_const_int(f->extent);
+    return add({0, 0}, EngineCycles(f->body), e ? std::max<int64_t>(*e, 0) : 1);
+  }
+  if (const auto* q = s.as<SeqStmtNode>()) {
+    std::pair<int64_t, int64_t> n{0, 0};
+    for (const Stmt& x : q->seq) n = add(n, EngineCycles(x));
+    return n;
+  }
+  if (const auto* i = s.as<IfThenElseNode>()) {
+    auto a = EngineCycles(i->then_case), b = EngineCycles(i->else_case);
+    return a.first + a.second >= b.first + b.second ? a : b;
+  }
+  if (const auto* a = s.as<AllocateNode>()) return EngineCycles(a->body);
+  if (const auto* w = s.as<WhileNode>()) return EngineCycles(w->body);
+  return {0, 0};
+}
+
 std::pair<int64_t, int64_t> BytesBySource(const std::vector<Stmt>& loads) {
   std::pair<int64_t, int64_t> n{0, 0};
   for (const Stmt& l : loads) {
@@ -139,11 +206,11 @@ class Interleaver : public IRMutator {
     const int64_t cores = cores_c ? std::max<int64_t>(*cores_c, 1) : 1;
     core_ = op->loop_var;
     cores_ = cores;
-    // the pieces go on the DMA engine the member's own copies use less (a copy into L2 is
+    // the pieces go on the DMA engine the member's own copies keep less busy (a copy into L2 is
     // the DMA-in engine's, a tile.dma_prefetch the DMA-out's): queued behind them, the
     // member's loads or stores wait
-    auto [in_bytes, out_bytes] = EngineBytes(op->body);
-    on_in_ = in_bytes < out_bytes;
+    auto [in_cycles, out_cycles] = EngineCycles(op->body);
+    on_in_ = in_cycles < out_cycles;
     // pieces go after the matrix commands, or after the copies of a member without any
     // (the vector engine's work is still loops here: EmitTileIntrinsics makes it commands)
     int64_t slots = SlotsRun(op->body, "tile.mm");

@@ -40,6 +40,12 @@ ir::Stmt InterleavePrefetch(const ir::Stmt& member, const std::vector<PrefetchCo
  * counts multiplied, a loop of unknown count taken once; the larger branch of an if). */
 std::pair<int64_t, int64_t> EngineBytes(const ir::Stmt& s);
 
+/*! \brief The cycles one core's DMA-in and DMA-out engines are busy in `s`, as EngineBytes
+ * counts its statements: each DMA (fills too, on the DMA-in engine) the latency of the
+ * farther level it touches and a beat per 64 bytes of each row of its region. A member's
+ * many small copies hold an engine longer than their bytes say. */
+std::pair<int64_t, int64_t> EngineCycles(const ir::Stmt& s);
+
 /*! \brief The bytes the DMA statements `loads` move (EngineBytes), split by what they read:
  * (from elsewhere, from L2). */
 std::pair<int64_t, int64_t> BytesBySource(const std::vector<ir::Stmt>& loads);
