@@ -363,9 +363,9 @@ Stmt InterleaveLoads(const Stmt& body, const std::vector<Stmt>& loads, const Stm
     }
   }
   if (*event < 0) TILECORE_THROW(ValueError) << "InterleaveLoads: the member uses every DMA event";
-  // on the DMA engine the member's own copies use less, on an event of their own
-  auto [in_bytes, out_bytes] = EngineBytes(body);
-  const char* op = in_bytes < out_bytes ? "tile.dma_copy" : "tile.dma_prefetch";
+  // on the DMA engine the member's own copies keep less busy, on an event of their own
+  auto [in_cycles, out_cycles] = EngineCycles(body);
+  const char* op = in_cycles < out_cycles ? "tile.dma_copy" : "tile.dma_prefetch";
   std::vector<Stmt> mine;
   for (const Stmt& l : loads) {
     const auto* c = l.as<EvaluateNode>()->value.as<CallNode>();
