@@ -57,9 +57,7 @@ void Flatten(const Stmt& s, std::vector<Stmt>* out) {
 const CallNode* DmaCall(const Stmt& s) {
   const auto* e = s.as<EvaluateNode>();
   const auto* c = e ? e->value.as<CallNode>() : nullptr;
-  if (!c ||
-      (c->op != "tile.dma_copy" && c->op != "tile.dma_prefetch" && c->op != "tile.dma_copy_in"))
-    return nullptr;
+  if (!c || !IsDmaTransfer(c->op.view())) return nullptr;
   if (c->args.size() != 3 || !c->args[0].as<BufferRegionNode>() ||
       !c->args[1].as<BufferRegionNode>() || !as_const_int(c->args[2]))
     return nullptr;
@@ -111,29 +109,13 @@ size_t AfterInputs(const Stmt& body, const std::unordered_set<const VarNode*>& i
     PostOrderVisit((*items)[k], [&](const ObjectRef& n) {
       const auto* c = n.as<CallNode>();
       if (!c || c->args.size() < 2) return;
-      if (c->op != "tile.dma_copy" && c->op != "tile.dma_prefetch" && c->op != "tile.dma_copy_in")
-        return;
+      if (!IsDmaTransfer(c->op.view())) return;
       if (const auto* r = c->args[1].as<BufferRegionNode>())
         reads = reads || inputs.count(r->buffer->data.get()) > 0;
     });
     if (reads) at = k + 1;
   }
   return at;
-}
-
-/*! \brief The cycles a DMA engine takes for the load `c` alone: the latency of the level
- * it reads (the DDR's, or L2's) and its beats. */
-int64_t LoadCycles(const CallNode* c) {
-  const auto* src = c->args[1].as<BufferRegionNode>();
-  int64_t elems = 1;
-  for (const PrimExpr& e : src->extents) {
-    auto v = as_const_int(e);
-    elems *= v ? *v : 1;
-  }
-  const bool ddr = src->buffer->scope.view() == "global";
-  return (ddr ? arch::tc1::kDdrLatency : arch::tc1::kL2Latency) +
-         (elems * src->buffer->dtype.lane_bytes() + arch::tc1::kDmaBytesPerCycle - 1) /
-             arch::tc1::kDmaBytesPerCycle;
 }
 
 /*! \brief Handed-late loads spread over both DMA engines: at the end of the member before
@@ -148,7 +130,8 @@ void SpreadOverEngines(std::vector<Stmt>* loads) {
   int64_t busy[2] = {0, 0};
   for (Stmt& l : *loads) {
     const CallNode* c = DmaCall(l);
-    const int64_t cycles = LoadCycles(c);
+    const auto [in_cycles, out_cycles] = EngineCycles(l);
+    const int64_t cycles = in_cycles + out_cycles;
     const bool movable = c->op == "tile.dma_copy" &&
                          fills[c->args[0].as<BufferRegionNode>()->buffer->data.get()] == 1;
     int engine = c->op == "tile.dma_prefetch" ? 1 : 0;

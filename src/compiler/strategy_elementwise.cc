@@ -45,6 +45,7 @@
 #include "tilecore/arch/params.h"
 #include "tilecore/ffi/function.h"
 #include "tilecore/ffi/reflection.h"
+#include "tilecore/ir/intrinsics.h"
 
 namespace tilecore {
 namespace compiler {
@@ -1377,9 +1378,7 @@ void PlaceAfterFirstLoads(std::vector<Stmt>* items, const Stmt& fill) {
   for (; at < items->size(); ++at) {
     const auto* e = (*items)[at].as<EvaluateNode>();
     const auto* c = e ? e->value.as<CallNode>() : nullptr;
-    if (!c || (c->op != "tile.dma_copy" && c->op != "tile.dma_prefetch" &&
-               c->op != "tile.dma_copy_in" && c->op != "tile.dma_fill"))
-      break;
+    if (!c || !IsDmaCommand(c->op.view())) break;
   }
   items->insert(items->begin() + static_cast<std::ptrdiff_t>(at), fill);
 }

@@ -10,6 +10,7 @@
 #include "kernel_util.h"
 #include "tilecore/arch/params.h"
 #include "tilecore/ir/functor.h"
+#include "tilecore/ir/intrinsics.h"
 #include "tilecore/transform/lower_async_dma.h"
 
 namespace tilecore {
@@ -54,47 +55,44 @@ int64_t SlotsRun(const Stmt& s, const char* slot) {
   return 0;
 }
 
-}  // namespace
+using EnginePair = std::pair<int64_t, int64_t>;
 
-std::pair<int64_t, int64_t> EngineBytes(const Stmt& s) {
+/*! \brief True for a DMA that runs on the DMA-out engine: a prefetch, or a copy out of L1. */
+bool OnDmaOut(const CallNode* c, const BufferRegionNode* dst, const BufferRegionNode* src) {
+  return c->op == "tile.dma_prefetch" ||
+         (c->op == "tile.dma_copy" && dst->buffer->scope != "local" &&
+          src->buffer->scope == "local");
+}
+
+/*! \brief The sum of `leaf` over the DMA commands of `s`, as run (loops times their extent, the
+ *  costlier arm of a branch), split (DMA-in, DMA-out). */
+template <typename Leaf>
+EnginePair SumOverEngines(const Stmt& s, const Leaf& leaf) {
   if (!s.defined()) return {0, 0};
   if (const auto* e = s.as<EvaluateNode>()) {
     const auto* c = e->value.as<CallNode>();
-    if (!c ||
-        (c->op != "tile.dma_copy" && c->op != "tile.dma_prefetch" && c->op != "tile.dma_copy_in"))
-      return {0, 0};
-    const auto* dst = c->args[0].as<BufferRegionNode>();
-    const auto* src = c->args[1].as<BufferRegionNode>();
-    if (!dst || !src) return {0, 0};
-    int64_t n = dst->buffer->dtype.lane_bytes();
-    for (const PrimExpr& x : dst->extents) n *= as_const_int(x) ? *as_const_int(x) : 1;
-    const bool out = c->op == "tile.dma_prefetch" ||
-                     (c->op == "tile.dma_copy" && dst->buffer->scope != "local" &&
-                      src->buffer->scope == "local");
-    return out ? std::make_pair(int64_t{0}, n) : std::make_pair(n, int64_t{0});
+    return c ? leaf(c) : EnginePair{0, 0};
   }
-  auto add = [](std::pair<int64_t, int64_t> a, std::pair<int64_t, int64_t> b, int64_t k = 1) {
-    return std::make_pair(a.first + k * b.first, a.second + k * b.second);
+  auto add = [](EnginePair a, EnginePair b, int64_t k = 1) {
+    return EnginePair{a.first + k * b.first, a.second + k * b.second};
   };
   if (const auto* f = s.as<ForNode>()) {
     auto e = as_const_int(f->extent);
-    return add({0, 0}, EngineBytes(f->body), e ? std::max<int64_t>(*e, 0) : 1);
+    return add({0, 0}, SumOverEngines(f->body, leaf), e ? std::max<int64_t>(*e, 0) : 1);
   }
   if (const auto* q = s.as<SeqStmtNode>()) {
-    std::pair<int64_t, int64_t> n{0, 0};
-    for (const Stmt& x : q->seq) n = add(n, EngineBytes(x));
+    EnginePair n{0, 0};
+    for (const Stmt& x : q->seq) n = add(n, SumOverEngines(x, leaf));
     return n;
   }
   if (const auto* i = s.as<IfThenElseNode>()) {
-    auto a = EngineBytes(i->then_case), b = EngineBytes(i->else_case);
+    auto a = SumOverEngines(i->then_case, leaf), b = SumOverEngines(i->else_case, leaf);
     return a.first + a.second >= b.first + b.second ? a : b;
   }
-  if (const auto* a = s.as<AllocateNode>()) return EngineBytes(a->body);
-  if (const auto* w = s.as<WhileNode>()) return EngineBytes(w->body);
+  if (const auto* a = s.as<AllocateNode>()) return SumOverEngines(a->body, leaf);
+  if (const auto* w = s.as<WhileNode>()) return SumOverEngines(w->body, leaf);
   return {0, 0};
 }
-
-namespace {
 
 int64_t LevelLatency(const Buffer& b) {
   const std::string scope(b->scope.view());
@@ -120,13 +118,21 @@ int64_t Beats(const BufferRegionNode* r) {
 
 }  // namespace
 
+std::pair<int64_t, int64_t> EngineBytes(const Stmt& s) {
+  return SumOverEngines(s, [](const CallNode* c) -> EnginePair {
+    if (!IsDmaTransfer(c->op.view())) return {0, 0};
+    const auto* dst = c->args[0].as<BufferRegionNode>();
+    const auto* src = c->args[1].as<BufferRegionNode>();
+    if (!dst || !src) return {0, 0};
+    int64_t n = dst->buffer->dtype.lane_bytes();
+    for (const PrimExpr& x : dst->extents) n *= as_const_int(x) ? *as_const_int(x) : 1;
+    return OnDmaOut(c, dst, src) ? EnginePair{0, n} : EnginePair{n, 0};
+  });
+}
+
 std::pair<int64_t, int64_t> EngineCycles(const Stmt& s) {
-  if (!s.defined()) return {0, 0};
-  if (const auto* e = s.as<EvaluateNode>()) {
-    const auto* c = e->value.as<CallNode>();
-    if (!c || (c->op != "tile.dma_copy" && c->op != "tile.dma_prefetch" &&
-               c->op != "tile.dma_copy_in" && c->op != "tile.dma_fill"))
-      return {0, 0};
+  return SumOverEngines(s, [](const CallNode* c) -> EnginePair {
+    if (!IsDmaCommand(c->op.view())) return {0, 0};
     const auto* dst = c->args[0].as<BufferRegionNode>();
     if (!dst) return {0, 0};
     if (c->op == "tile.dma_fill") return {LevelLatency(dst->buffer) + Beats(dst), 0};
@@ -134,30 +140,8 @@ std::pair<int64_t, int64_t> EngineCycles(const Stmt& s) {
     if (!src) return {0, 0};
     const int64_t cycles =
         std::max(LevelLatency(dst->buffer), LevelLatency(src->buffer)) + Beats(dst);
-    const bool out = c->op == "tile.dma_prefetch" ||
-                     (c->op == "tile.dma_copy" && dst->buffer->scope != "local" &&
-                      src->buffer->scope == "local");
-    return out ? std::make_pair(int64_t{0}, cycles) : std::make_pair(cycles, int64_t{0});
-  }
-  auto add = [](std::pair<int64_t, int64_t> a, std::pair<int64_t, int64_t> b, int64_t k = 1) {
-    return std::make_pair(a.first + k * b.first, a.second + k * b.second);
-  };
-  if (const auto* f = s.as<ForNode>()) {
-    auto e = as_const_int(f->extent);
-    return add({0, 0}, EngineCycles(f->body), e ? std::max<int64_t>(*e, 0) : 1);
-  }
-  if (const auto* q = s.as<SeqStmtNode>()) {
-    std::pair<int64_t, int64_t> n{0, 0};
-    for (const Stmt& x : q->seq) n = add(n, EngineCycles(x));
-    return n;
-  }
-  if (const auto* i = s.as<IfThenElseNode>()) {
-    auto a = EngineCycles(i->then_case), b = EngineCycles(i->else_case);
-    return a.first + a.second >= b.first + b.second ? a : b;
-  }
-  if (const auto* a = s.as<AllocateNode>()) return EngineCycles(a->body);
-  if (const auto* w = s.as<WhileNode>()) return EngineCycles(w->body);
-  return {0, 0};
+    return OnDmaOut(c, dst, src) ? EnginePair{0, cycles} : EnginePair{cycles, 0};
+  });
 }
 
 std::pair<int64_t, int64_t> BytesBySource(const std::vector<Stmt>& loads) {
@@ -180,9 +164,7 @@ std::set<int64_t> EventsUsed(const Stmt& s) {
   PostOrderVisit(s, [&](const ObjectRef& n) {
     const auto* c = n.as<CallNode>();
     if (!c || c->op.view().rfind("tile.", 0) != 0) return;
-    if (c->op != "tile.dma_copy" && c->op != "tile.dma_fill" && c->op != "tile.dma_prefetch" &&
-        c->op != "tile.dma_copy_in" && c->op != "tile.wait")
-      return;
+    if (!IsAsyncDma(c->op.view())) return;
     if (auto e = as_const_int(c->args.back())) used.insert(*e);
   });
   return used;

@@ -7,6 +7,7 @@
 
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/identity_table.h"
+#include "tilecore/ir/intrinsics.h"
 #include "tilecore/ir/op.h"
 
 namespace tilecore {
@@ -15,11 +16,6 @@ namespace transform {
 using namespace ir;  // NOLINT(*)
 
 namespace {
-
-bool IsAsyncDma(const CallNode* c) {
-  return c->op == "tile.dma_copy" || c->op == "tile.dma_prefetch" || c->op == "tile.dma_copy_in" ||
-         c->op == "tile.dma_fill" || c->op == "tile.wait";
-}
 
 // Whether an async DMA call is anywhere in a statement: the walk stops at the first.
 class AsyncDmaFinder : public IRVisitor {
@@ -32,7 +28,7 @@ class AsyncDmaFinder : public IRVisitor {
     if (!found) IRVisitor::VisitExpr(e);
   }
   void VisitExpr_(const CallNode* c) override {
-    if (IsAsyncDma(c))
+    if (IsAsyncDma(c->op.view()))
       found = true;
     else
       IRVisitor::VisitExpr_(c);
@@ -96,7 +92,7 @@ class Lowerer : public IRMutator {
 
   Stmt VisitStmt_(const EvaluateNode* op) override {
     const auto* c = op->value.as<CallNode>();
-    if (c == nullptr || !IsAsyncDma(c)) return IRMutator::VisitStmt_(op);
+    if (c == nullptr || !IsAsyncDma(c->op.view())) return IRMutator::VisitStmt_(op);
     if (!state_.defined()) {
       TILECORE_THROW(ValueError) << "LowerAsyncDMA: `" << c->op.view()
                                  << "` outside the cores loop of a kernel that has one"

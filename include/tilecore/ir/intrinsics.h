@@ -105,6 +105,18 @@ inline bool IsBarrier(std::string_view op) {
   return op == "tir.barrier" || op == "tir.barrier_no_drain";
 }
 
+/*! \brief Whether `op` is an asynchronous DMA transfer of the tile level (dst, src, event):
+ *  tile.dma_copy, tile.dma_prefetch (on the DMA-out engine) or tile.dma_copy_in. */
+inline bool IsDmaTransfer(std::string_view op) {
+  return op == "tile.dma_copy" || op == "tile.dma_prefetch" || op == "tile.dma_copy_in";
+}
+
+/*! \brief Whether `op` queues a command on a DMA engine: a transfer or tile.dma_fill. */
+inline bool IsDmaCommand(std::string_view op) { return IsDmaTransfer(op) || op == "tile.dma_fill"; }
+
+/*! \brief Whether `op` is a tile-level DMA command or tile.wait: what LowerAsyncDMA lowers. */
+inline bool IsAsyncDma(std::string_view op) { return IsDmaCommand(op) || op == "tile.wait"; }
+
 /*! \brief A For annotation on a `cores` loop whose body drains its own work with `tir.drain`;
  * after it come only the next `cores` loop's first loads of read-only inputs, which that
  * loop (following directly) waits for by their events, and copies a weight prefetch waits

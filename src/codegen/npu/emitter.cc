@@ -777,8 +777,7 @@ void NpuEmitter::EffectCall(const CallNode* c) {
   if (op == "tir.call_packed") return CallPacked(c);
   if (op == "tile.vec_lut") return LutOp(c);
   if (op.rfind("tile.vec_", 0) == 0) return VecOp(c, op);
-  if (op == "tile.dma_copy" || op == "tile.dma_prefetch" || op == "tile.dma_copy_in" ||
-      op == "tile.dma_fill" || op == "tile.wait") {
+  if (ir::IsAsyncDma(op)) {
     Fail("`" + op + "` (run LowerAsyncDMA first)", c->span);
   }
   Fail("intrinsic `" + op + "`", c->span);
