@@ -920,12 +920,24 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
         };
         // front: item t's loads into slot k, on event k (no wait); compute: its transposes
         // and mm; post: its conversion and store
+        // Items of one X tile run over the cores in turn, mcount of them: when a core runs
+        // more than two, its first two (one in each slot) load and transpose the tile and
+        // the others find it in their slot still.
+        const bool x_reuse = !x_resident && mcount % call.cores == 0 && mcount > 2 * call.cores;
+        auto loads_x = [&](PrimExpr t, std::vector<Stmt> steps) -> Stmt {
+          if (!x_reuse) return Seq(steps);
+          return IfThenElse(floormod(t, I32(mcount)) < I32(2 * call.cores), Seq(steps));
+        };
         auto front = [&](PrimExpr t, int64_t k) {
           const Slot& sl = slots[size_t(k)];
           auto [n, p0, m0] = coords(t);
           std::vector<Stmt> s;
           PrimExpr ev = I32(k);
-          if (!x_resident) load_x(&s, sl.Xl, n, p0, ev);
+          if (!x_resident) {
+            std::vector<Stmt> xs;
+            load_x(&xs, sl.Xl, n, p0, ev);
+            s.push_back(loads_x(t, xs));
+          }
           if (!w_resident)
             s.push_back(Intrin("tile.dma_copy", {Region(sl.Wl, {I32(0), I32(0)}, {TMc, C}),
                                                  Region(W, {m0, I32(0)}, {TMc, C}), ev}));
@@ -951,7 +963,11 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
             s.push_back(IfThenElse(first, Seq(once)));
           }
           s.push_back(Intrin("tile.wait", {I32(k)}));  // this item's loads
-          if (!x_resident) transpose_x(&s, sl.Xl, sl.XT);
+          if (!x_resident) {
+            std::vector<Stmt> xs;
+            transpose_x(&xs, sl.Xl, sl.XT);
+            s.push_back(loads_x(t, xs));
+          }
           if (!w_resident)
             s.push_back(
                 CopyNest(plain(sl.WT, C, TMc, "WTv"), transposed(sl.Wl, C, TMc, "Wtv"), {C, TMc}));

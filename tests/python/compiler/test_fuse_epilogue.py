@@ -192,6 +192,55 @@ def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, ac
     assert hazard_checked() == []
 
 
+@pytest.mark.parametrize("n,c,m,hw,stride,x_int8,residual", [
+    (2, 2048, 1024, 7, 1, True, False),  # weight blocks of 64 channels (K = 2048): 16 items a tile
+    (2, 1536, 768, 4, 2, False, True),   # strided, f32 X quantised on load, an f32 residual: 12
+])
+def test_conv_1x1_transposed_items_of_one_tile_load_it_twice_per_core(n, c, m, hw, stride, x_int8, residual,
+                                                                      hazard_checked):
+    """The transposed 1x1 plan when a core runs more than two items of one X tile (many
+    blocks of output channels): only its first two (one per slot) load and transpose the
+    tile, the others use it from their slot; bit for bit numpy's f32 steps and the plan it
+    replaces, every L1 access ordered."""
+    xs = (n, c, hw * stride, hw * stride)
+    rng = np.random.default_rng(7)  # (its own: the module's stream stays as the tests after it expect)
+    x = rng.integers(-128, 128, xs).astype(np.int8) if x_int8 else rng.standard_normal(xs).astype(np.float32)
+    wq = rng.integers(-127, 128, (m, c, 1, 1)).astype(np.int8)
+    bq = rng.integers(-2000, 2000, m).astype(np.int32)
+    w_scale = (rng.random(m) * 0.002 + 0.0005).astype(np.float32)
+    rf = rng.standard_normal((n, m, hw, hw)).astype(np.float32)
+    sx, zx, sy, zy = 0.05, -3, 0.03, -7
+    attrs = {"tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx, "strides": [stride, stride],
+             "tc_activation": "Relu", "tc_transposed": 1}
+    ins = [x, wq, bq, w_scale] + ([rf] if residual else [])
+    if residual:
+        attrs["tc_residual"] = 1
+    else:
+        attrs.update(tc_y_scale=sy, tc_y_zero_point=zy)
+    out = np.zeros((n, m, hw, hw), np.float32 if residual else np.int8)
+    specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in ins]
+    text = tilecore.ir.script(compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec(out.shape, str(out.dtype))],
+                                               "npu -cores=4"))
+    blocks = re.search(r"% (\d+) < 8:\n\s+tile.dma_copy\(Xl0", text)  # the first two items of a tile load it
+    assert blocks and int(blocks.group(1)) > 8, "no X tile shared by a core's items"
+    got = run_lowered("Conv", attrs, ins, [np.zeros_like(out)])[0]
+    np.testing.assert_array_equal(got, run_lowered("Conv", dict(attrs, tc_transposed=0), ins, [np.zeros_like(out)])[0])
+    f = np.float32
+    if x_int8:
+        xq = x.astype(np.int64)
+    else:
+        xq = np.clip(np.rint((x * f(1.0 / np.float64(f(sx)))).astype(f) + f(zx)), -128, 127).astype(np.int64)
+    xq = xq[:, :, ::stride, ::stride]
+    acc = np.einsum("mc,nchw->nmhw", wq[:, :, 0, 0].astype(np.int64), xq) + bq.reshape(1, -1, 1, 1)
+    y = acc.astype(f) * (w_scale * f(sx)).reshape(1, -1, 1, 1)
+    if residual:
+        np.testing.assert_array_equal(got, np.maximum(y + rf, f(0)))
+    else:
+        t = np.maximum(y, f(0)) * f(1.0 / sy) + f(zy)
+        np.testing.assert_array_equal(got, np.clip(np.rint(t), -128, 127).astype(np.int8))
+    assert hazard_checked() == []
+
+
 def test_conv_1x1_small_map_reads_its_input_once_per_core(hazard_checked):
     """MobileNetV2's 64 -> 384 expansion on its 14x14 map: an item takes every position, so
     each core loads and transposes X once and its items (32 output channels each: 64 would
