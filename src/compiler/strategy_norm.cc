@@ -15,8 +15,11 @@
  * (two-pass, as the reference), 1/sqrt(var + eps) a vec_adds, vec_sqrt and
  * vec_recip. LayerNormalization then multiplies by the inverse deviation (per row)
  * and by Scale and adds B (per column, loaded once per tile); the per-channel ops
- * fold everything into y = x * k[row] + b[row], whose per-row values are gathered
- * from the channel vectors in front-end code. A row that does not fit one tile is
+ * fold everything into y = x * k[row] + b[row]. BatchNormalization computes k and b
+ * for the tile's channels alone when its rows are consecutive channels of one image
+ * (one image, or tiles that divide the channels), their parameters loaded beside the
+ * tile; otherwise for every channel, the per-row values gathered in front-end code.
+ * A row that does not fit one tile is
  * read in chunks: three passes (mean, variance, output), BatchNormalization one.
  * With `tc_skip` (a residual Add fused by the driver) LayerNormalization normalises
  * X + S, S its input 3: each load of X loads S beside it and adds it in one vector pass.
@@ -453,7 +456,52 @@ PrimFunc LowerNorm(const OpCall& call) {
         return to.Store(BufferLoad(from, {I32(row), floormod(a0 + a, I32(C))}), {a, I32(0)});
       });
     };
-    if (bn) {
+    // (BatchNormalization) a tile's rows are consecutive channels of one image: one image,
+    // or tiles that divide the channels
+    const bool own_channels = bn && resident && (A == C || C % t.ta == 0);
+    if (own_channels) {
+      // k = scale / sqrt(var + eps), b = B - mean * k for the tile's channels alone: their
+      // four parameters loaded beside the tile (one wait for all), the same steps as below
+      Buffer Ch = Local({4 * ta}, f32, "Chan");
+      extra.push_back(Ch);
+      PrimExpr c0 = A == C ? a0 : floormod(a0, I32(C));
+      std::vector<TileView> ch;
+      for (int i = 0; i < 4; ++i) {
+        Buffer v = Buffer(Ch->data, f32, {I32(ta)}, Array<PrimExpr>(), I32(i * ta), "local",
+                          "Ch" + std::to_string(i));
+        ch.push_back(TileView{v, {ta}});
+        s.push_back(
+            Intrin("tile.dma_copy",
+                   {Region(v, {I32(0)}, {ta}),
+                    Region(View(p.in[1 + i], {C}, "P" + std::to_string(i)), {c0}, {ta}), I32(0)}));
+      }
+      s.push_back(Intrin("tile.dma_copy",
+                         {xt(R).All(), Region(X, {a0, I32(0), I32(0)}, {ta, R, 1}), I32(0)}));
+      s.push_back(Intrin("tile.wait", {I32(0)}));
+      // ch: 0 scale, 1 B, 2 mean, 3 var
+      s.push_back(
+          MapTile(ch[3], [&](PrimExpr v, const std::vector<PrimExpr>&) { return v + eps_c; }));
+      s.push_back(MapTile(
+          ch[3], [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
+      s.push_back(MapTile(
+          ch[0], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v / ch[3].Load(i); }));
+      s.push_back(MapTile(
+          ch[2], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * ch[0].Load(i); }));
+      s.push_back(MapTile(
+          ch[1], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v - ch[2].Load(i); }));
+      const TileView k{ch[0].buf, {ta, 1}}, b{ch[1].buf, {ta, 1}};
+      const FusedEpilogue act = GetFusedEpilogue(call.attrs, call.inputs.size());
+      const TileView x = xt(R);
+      s.push_back(MapTile(x, by_row(k, false)));
+      s.push_back(MapTile(x, [&](PrimExpr v, const std::vector<PrimExpr>& i) {
+        return v + b.Load({i[0], I32(0)});
+      }));
+      if (!act.activation.empty())
+        s.push_back(ApplyActivation(act, x.buf, [&](const auto& body) {
+          return Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return body(x.Idx(i)); });
+        }));
+      s.push_back(store(I32(0), R));
+    } else if (bn) {
       // k = scale / sqrt(var + eps), b = B - mean * k, per channel, then per row
       Buffer Ch = Local({4 * C}, f32, "Chan");
       extra.push_back(Ch);

@@ -49,6 +49,35 @@ def test_batch_norm(shape):
     check_op("BatchNormalization", {"epsilon": 1e-5}, args, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape,act", [
+    ((1, 928, 14, 14), "Relu"),  # DenseNet-121's norm1 of denselayer22: one image, tiles of its channels
+    ((2, 96, 7, 7), ""),         # two images in tiles that divide the channels: each tile one image's
+    ((2, 3, 5, 7), "Relu"),      # tiles across images: the per-row gather
+])
+def test_batch_norm_tile_of_own_channels(shape, act, hazard_checked):
+    """A tile of consecutive channels of one image loads those channels' four parameters
+    beside it (no scalar gather, no per-tile pass over every channel); every form does the
+    same f32 steps: k = scale / sqrt(var + eps), b = B - mean * k, y = x * k + b."""
+    import tilecore.ir
+
+    c = shape[1]
+    args = [rand(shape, 25, -3, 3), rand((c,), 26, 0.5, 1.5), rand((c,), 27), rand((c,), 28), rand((c,), 29, 0.1, 2)]
+    attrs = {"epsilon": 1e-5, **({"tc_activation": act} if act else {})}
+    specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in args]
+    text = tilecore.ir.script(compiler.LowerOp("BatchNormalization", attrs, specs,
+                                               [compiler.TensorSpec(shape, "float32")], "npu -cores=4"))
+    tiles_cross_images = shape[0] > 1 and shape[1] % 2 == 1
+    assert ("Kv[" in text) == tiles_cross_images  # the gather of the per-row k
+    got = run_lowered("BatchNormalization", attrs, args, [np.zeros(shape, np.float32)])[0]
+    x, scale, b, mean, var = args
+    f = np.float32
+    k = scale / np.sqrt(var + f(1e-5))
+    bshape = (1, c) + (1,) * (x.ndim - 2)
+    y = x * k.reshape(bshape) + (b - mean * k).reshape(bshape)
+    np.testing.assert_array_equal(got, np.maximum(y, f(0)) if act else y)
+    assert hazard_checked() == []
+
+
 def test_reasons():
     x = compiler.TensorSpec((2, 3, 4), "float32")
     c = compiler.TensorSpec((3,), "float32")
