@@ -16,7 +16,8 @@
  * matrix engine (LowerLinearMatrix: the columns' taps, then the rows'); otherwise the
  * column taps go once per core into tables in L1, and per output row the two input
  * rows it reads are DMAed to L1 and the row interpolated there by the front end. The
- * planes (or rows) go to the cores round robin.
+ * planes (or rows) go to the cores round robin. A plane of one element is the nearest
+ * copy: every output is that element.
  *
  * Scales and sizes are compile-time values: the attributes `scales` (floats) or
  * `sizes` (ints), with `axes` (the partitioner folds the constant inputs there);
@@ -448,6 +449,11 @@ PrimFunc LowerResize(const OpCall& call) {
   if (is.back() > kMaxRow || os.back() > kMaxRow)
     TILECORE_THROW(ValueError) << "LowerOp(" << call.op_type << "): rows longer than " << kMaxRow
                                << " elements";
+  // A plane of one element (a pooled branch's 1 x 1, upsampled): both taps of every output
+  // clamp to it, so each output is that element; the nearest copy gives it exactly, where
+  // x * (1 - w) + x * w may round off it, in DMA boxes instead of a product per plane.
+  if (is.size() >= 2 && is[is.size() - 1] == 1 && is[is.size() - 2] == 1)
+    return LowerNearest(call, p);
   // the matrix form when it fits and the cost model finds it faster (not for a
   // downsampling, whose rows it would all read)
   PrimFunc rows = LowerLinear(call, p);

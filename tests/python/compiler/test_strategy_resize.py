@@ -101,6 +101,21 @@ def test_linear_upsampling_runs_on_the_matrix_engine():
     assert sim["instructions"] / len(sim["cores"]) < 10_000, sim["instructions"]
 
 
+@pytest.mark.parametrize("ct", COORD)
+def test_linear_of_one_element_planes_is_their_copy(ct):
+    # DeepLabV3's pooled branch: 256 planes of 1 x 1 upsampled (bilinear) to the map. Both
+    # taps of every output clamp to the one element, so each output is that element, exactly
+    # as the reference and ONNX Runtime give it: the nearest DMA copy, bound by no front end
+    x = rand((1, 256, 1, 1), 10, -3, 3)
+    x[0, :4, 0, 0] = [1e-38, -7.1, 3.3333333, 65504.0]
+    out = run_resize({"mode": "linear", "coordinate_transformation_mode": ct}, x, sizes=[1, 256, 16, 12])
+    np.testing.assert_array_equal(out, np.broadcast_to(x, (1, 256, 16, 12)))
+    specs = [compiler.TensorSpec(x.shape, "float32")]
+    f = compiler.LowerOp("Resize", {"mode": "linear", "coordinate_transformation_mode": ct, "sizes": [1, 256, 16, 12]},
+                         specs, [compiler.TensorSpec((1, 256, 16, 12), "float32")], TARGET)
+    assert compiler.estimate_cost(f, TARGET)["bound_by"] != "sc"
+
+
 def test_linear_rows_too_long_for_the_matrices_in_l1():
     # a [600, 1800] column matrix is beyond half of L1: the front-end form. Its source
     # coordinates are f32, a * o + b with a = f32(1 / scale): near column 1800 they are
