@@ -15,10 +15,10 @@
  * (two-pass, as the reference), 1/sqrt(var + eps) a vec_adds, vec_sqrt and
  * vec_recip. LayerNormalization then multiplies by the inverse deviation (per row)
  * and by Scale and adds B (per column, loaded once per tile); the per-channel ops
- * fold everything into y = x * k[row] + b[row]. BatchNormalization computes k and b
- * for the tile's channels alone when its rows are consecutive channels of one image
- * (one image, or tiles that divide the channels), their parameters loaded beside the
- * tile; otherwise for every channel, the per-row values gathered in front-end code.
+ * fold everything into y = x * k[row] + b[row], whose per-row values are gathered from
+ * the channel vectors in front-end code; a BatchNormalization whose tiles are
+ * consecutive channels of one image reads them in place, its tiles pipelined
+ * (BatchNormTiles).
  * A row that does not fit one tile is
  * read in chunks: three passes (mean, variance, output), BatchNormalization one.
  * With `tc_skip` (a residual Add fused by the driver) LayerNormalization normalises
@@ -363,6 +363,88 @@ PrimFunc LowerRowNormRanked(const OpCall& call, const NormGeom& g,
   return fastest.best;
 }
 
+/*!
+ * \brief BatchNormalization whose tiles of rows [ta, R] are consecutive channels of one image
+ * (one image, or tiles that divide the channels): per core once, the four parameters of
+ * every channel loaded and folded into k = scale / sqrt(var + eps) and b = B - mean * k
+ * (the steps of LowerNorm's per-channel form); then the tiles pipelined over two slots, the
+ * load of tile i + 1 beside y = x * k[c] + b[c] (and a fused Relu or Clip) and the store of
+ * tile i, each tile reading k and b at its first channel.
+ */
+Stmt BatchNormTiles(const OpCall& call, const Params& p, const NormGeom& g, const Tiles& t,
+                    const PrimExpr& eps_c) {
+  DataType f32 = DataType::Float(32);
+  const int64_t A = g.A, R = g.R, C = g.C;
+  Buffer X = View(p.in[0], {A, R}, "X");
+  Buffer Y = View(p.out[0], {A, R}, "Y");
+  const FusedEpilogue act = GetFusedEpilogue(call.attrs, call.inputs.size());
+  std::vector<Buffer> chans;
+  for (int i = 0; i < 4; ++i) chans.push_back(Local({C}, f32, "Chan" + std::to_string(i)));
+  auto ch = [&](int i) { return chans[size_t(i)]; };
+  auto map = [&](int i, const std::function<PrimExpr(PrimExpr, PrimExpr)>& f) {
+    Buffer v = ch(i);
+    return Loop("i", C, [&](PrimExpr j) { return BufferStore(v, f(BufferLoad(v, {j}), j), {j}); });
+  };
+  int64_t rotation = 0;
+  return OverCores(call.cores, [&](PrimExpr core) {
+    std::vector<Stmt> s;
+    // ch: 0 scale, 1 B, 2 mean, 3 var
+    for (int i = 0; i < 4; ++i)
+      s.push_back(
+          Intrin("tile.dma_copy",
+                 {Region(ch(i), {I32(0)}, {C}),
+                  Region(View(p.in[1 + i], {C}, "P" + std::to_string(i)), {I32(0)}, {C}), I32(0)}));
+    s.push_back(Intrin("tile.wait", {I32(0)}));
+    s.push_back(map(3, [&](PrimExpr v, PrimExpr) { return v + eps_c; }));
+    s.push_back(map(3, [](PrimExpr v, PrimExpr) { return Math("tir.sqrt", v); }));
+    s.push_back(map(0, [&](PrimExpr v, PrimExpr j) { return v / BufferLoad(ch(3), {j}); }));
+    s.push_back(map(2, [&](PrimExpr v, PrimExpr j) { return v * BufferLoad(ch(0), {j}); }));
+    s.push_back(map(1, [&](PrimExpr v, PrimExpr j) { return v - BufferLoad(ch(2), {j}); }));
+    std::vector<Buffer> slots;
+    for (int k = 0; k < 2; ++k) slots.push_back(Local({t.ta, R}, f32, "Xt" + std::to_string(k)));
+    for (const Seg& sa : Segs(A, t.ta)) {
+      const int64_t ta = sa.size;
+      auto a0_of = [&](PrimExpr it) { return I32(sa.base) + it * I32(t.ta); };
+      auto front = [&](PrimExpr it, int64_t k) {        // tile it's rows into slot k, once its last
+        return Seq({Intrin("tile.wait", {I32(2 + k)}),  // store has drained
+                    Intrin("tile.dma_copy", {Region(slots[size_t(k)], {I32(0), I32(0)}, {ta, R}),
+                                             Region(X, {a0_of(it), I32(0)}, {ta, R}), I32(k)})});
+      };
+      auto back = [&](PrimExpr it, int64_t k) {
+        PrimExpr a0 = a0_of(it);
+        PrimExpr c0 = A == C ? a0 : floormod(a0, I32(C));
+        Buffer x = slots[size_t(k)];
+        auto over = [&](const std::function<PrimExpr(PrimExpr, PrimExpr, PrimExpr)>& f) {
+          return Nest({ta, R}, [&](const std::vector<PrimExpr>& i) {
+            return BufferStore(x, f(BufferLoad(x, {i[0], i[1]}), i[0], i[1]), {i[0], i[1]});
+          });
+        };
+        std::vector<Stmt> st{Intrin("tile.wait", {I32(k)})};
+        st.push_back(over(
+            [&](PrimExpr v, PrimExpr r, PrimExpr) { return v * BufferLoad(ch(0), {c0 + r}); }));
+        st.push_back(over(
+            [&](PrimExpr v, PrimExpr r, PrimExpr) { return v + BufferLoad(ch(1), {c0 + r}); }));
+        if (!act.activation.empty())
+          st.push_back(ApplyActivation(act, x, [&](const auto& body) {
+            return Nest({ta, R}, [&](const std::vector<PrimExpr>& i) {
+              return body(Array<PrimExpr>{i[0], i[1]});
+            });
+          }));
+        st.push_back(Intrin("tile.dma_copy", {Region(Y, {a0, I32(0)}, {ta, R}),
+                                              Region(x, {I32(0), I32(0)}, {ta, R}), I32(2 + k)}));
+        return Seq(st);
+      };
+      s.push_back(ForEachItemPipelined(core, call.cores, sa.count, &rotation, "t", front, back));
+    }
+    s.push_back(Intrin("tile.wait", {I32(2)}));
+    s.push_back(Intrin("tile.wait", {I32(3)}));
+    Stmt body = Seq(s);
+    for (const Buffer& b : slots) body = Allocate(b, body);
+    for (const Buffer& b : chans) body = Allocate(b, body);
+    return body;
+  });
+}
+
 PrimFunc LowerNorm(const OpCall& call) {
   const std::string& op = call.op_type;
   NormGeom g;
@@ -405,6 +487,8 @@ PrimFunc LowerNorm(const OpCall& call) {
   bool resident = t.tr == R;
   PrimExpr inv_r = F32Exact(1.0 / static_cast<double>(R));
   PrimExpr eps_c = F32Exact(eps);
+  if (bn && resident && (A == C || C % t.ta == 0))
+    return MakeFunc(call, p, BatchNormTiles(call, p, g, t, eps_c));
   Stmt body = ForTiles(call, A, 1, t, [&](PrimExpr a0, int64_t ta, PrimExpr, int64_t) {
     Buffer Xa = Local({ta * t.tr}, f32, "Xt");
     Buffer Ea = Local({ta * t.tr}, f32, "Et");
@@ -456,52 +540,7 @@ PrimFunc LowerNorm(const OpCall& call) {
         return to.Store(BufferLoad(from, {I32(row), floormod(a0 + a, I32(C))}), {a, I32(0)});
       });
     };
-    // (BatchNormalization) a tile's rows are consecutive channels of one image: one image,
-    // or tiles that divide the channels
-    const bool own_channels = bn && resident && (A == C || C % t.ta == 0);
-    if (own_channels) {
-      // k = scale / sqrt(var + eps), b = B - mean * k for the tile's channels alone: their
-      // four parameters loaded beside the tile (one wait for all), the same steps as below
-      Buffer Ch = Local({4 * ta}, f32, "Chan");
-      extra.push_back(Ch);
-      PrimExpr c0 = A == C ? a0 : floormod(a0, I32(C));
-      std::vector<TileView> ch;
-      for (int i = 0; i < 4; ++i) {
-        Buffer v = Buffer(Ch->data, f32, {I32(ta)}, Array<PrimExpr>(), I32(i * ta), "local",
-                          "Ch" + std::to_string(i));
-        ch.push_back(TileView{v, {ta}});
-        s.push_back(
-            Intrin("tile.dma_copy",
-                   {Region(v, {I32(0)}, {ta}),
-                    Region(View(p.in[1 + i], {C}, "P" + std::to_string(i)), {c0}, {ta}), I32(0)}));
-      }
-      s.push_back(Intrin("tile.dma_copy",
-                         {xt(R).All(), Region(X, {a0, I32(0), I32(0)}, {ta, R, 1}), I32(0)}));
-      s.push_back(Intrin("tile.wait", {I32(0)}));
-      // ch: 0 scale, 1 B, 2 mean, 3 var
-      s.push_back(
-          MapTile(ch[3], [&](PrimExpr v, const std::vector<PrimExpr>&) { return v + eps_c; }));
-      s.push_back(MapTile(
-          ch[3], [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
-      s.push_back(MapTile(
-          ch[0], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v / ch[3].Load(i); }));
-      s.push_back(MapTile(
-          ch[2], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * ch[0].Load(i); }));
-      s.push_back(MapTile(
-          ch[1], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v - ch[2].Load(i); }));
-      const TileView k{ch[0].buf, {ta, 1}}, b{ch[1].buf, {ta, 1}};
-      const FusedEpilogue act = GetFusedEpilogue(call.attrs, call.inputs.size());
-      const TileView x = xt(R);
-      s.push_back(MapTile(x, by_row(k, false)));
-      s.push_back(MapTile(x, [&](PrimExpr v, const std::vector<PrimExpr>& i) {
-        return v + b.Load({i[0], I32(0)});
-      }));
-      if (!act.activation.empty())
-        s.push_back(ApplyActivation(act, x.buf, [&](const auto& body) {
-          return Nest(x.dims, [&](const std::vector<PrimExpr>& i) { return body(x.Idx(i)); });
-        }));
-      s.push_back(store(I32(0), R));
-    } else if (bn) {
+    if (bn) {
       // k = scale / sqrt(var + eps), b = B - mean * k, per channel, then per row
       Buffer Ch = Local({4 * C}, f32, "Chan");
       extra.push_back(Ch);

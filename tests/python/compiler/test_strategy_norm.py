@@ -5,6 +5,7 @@ for one tile, a tensor bigger than L1, and the reasons what is left stays on the
 import numpy as np
 import pytest
 
+import tilecore
 from tilecore import compiler
 from strategy_util import check_op, rand, run_lowered, run_op
 
@@ -76,6 +77,41 @@ def test_batch_norm_tile_of_own_channels(shape, act, hazard_checked):
     y = x * k.reshape(bshape) + (b - mean * k).reshape(bshape)
     np.testing.assert_array_equal(got, np.maximum(y, f(0)) if act else y)
     assert hazard_checked() == []
+
+
+def test_batch_norm_in_a_dense_block_matches_onnx_runtime():
+    """A DenseNet layer and the BatchNormalization after its Concat, in one layer group
+    (the parameters' loads handed to the member before, or prefetched into L2): the tiles
+    of channels read the right parameters (f32, against ONNX Runtime)."""
+    from onnx import helper
+    from test_driver import make_model, ort_run
+
+    rng = np.random.default_rng(3)
+    f = np.float32
+    nodes, inits = [], []
+
+    def bn(name, x, y, c):
+        nodes.append(helper.make_node("BatchNormalization", [x] + [f"{name}_{p}" for p in "sbmv"], [y]))
+        inits.extend([(f"{name}_s", (rng.random(c) + 0.5).astype(f)), (f"{name}_b", (rng.standard_normal(c) * 0.2).astype(f)),
+                      (f"{name}_m", (rng.standard_normal(c) * 0.1).astype(f)), (f"{name}_v", (rng.random(c) + 0.5).astype(f))])
+
+    bn("n1", "x", "b1", 64)
+    nodes += [helper.make_node("Relu", ["b1"], ["r1"]), helper.make_node("Conv", ["r1", "w1"], ["c1"])]
+    bn("n2", "c1", "b2", 128)
+    nodes += [helper.make_node("Relu", ["b2"], ["r2"]), helper.make_node("Conv", ["r2", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+              helper.make_node("Concat", ["x", "c2"], ["cat"], axis=1)]
+    bn("n3", "cat", "b3", 96)
+    nodes += [helper.make_node("Relu", ["b3"], ["r3"]), helper.make_node("Conv", ["r3", "w3"], ["y"])]
+    inits += [("w1", (rng.standard_normal((128, 64, 1, 1)) * 0.1).astype(f)),
+              ("w2", (rng.standard_normal((32, 128, 3, 3)) * 0.05).astype(f)),
+              ("w3", (rng.standard_normal((128, 96, 1, 1)) * 0.1).astype(f))]
+    model = make_model(nodes, [("x", [1, 64, 56, 56], f)], ["y"], inits)
+    x = np.abs(rng.standard_normal((1, 64, 56, 56))).astype(f)
+    report = {}
+    y = tilecore.compile(model, report=report).run({"x": x})["y"].ravel().astype(np.float64)
+    want = ort_run(model, {"x": x})["y"].ravel().astype(np.float64)
+    assert y @ want / np.linalg.norm(y) / np.linalg.norm(want) > 0.99999
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
 
 
 def test_reasons():
