@@ -28,7 +28,9 @@ of --runs runs of evaluation sample 0, each after a warm-up run, ONNX Runtime's 
 with one thread, like the simulator, unless --ort-threads says otherwise), their ratio, and
 the cosine of the outputs against ONNX Runtime's f32 run, the lowest over --eval
 evaluation samples (seed 1; one in f32). A model that does not compile is listed with the
-reason.
+reason. After a model's line, `front-end bound` names the ops of its run that the scalar
+front end bounds and that take at least 1% of its cycles (`tilecore profile`'s warning;
+docs/compiler.md, "Ops the front end runs", lists those that stay so).
 
 With --precision (a comma list) each model is compiled in each precision with --calib
 calibration samples (seed 0: int8 thresholds by min/max, and the bias correction of every
@@ -130,6 +132,18 @@ def format_line(name, precision, rows, plain_rows=None):
             f"{run.get('ddr_ratio', float('nan')):>5.1f}x {run['sim_seconds']:>9.2f} {ort_s * 1e3:>8.1f} "
             f"{run['sim_seconds'] / ort_s:>7.0f}x {'' if plain is None else format(plain, '.7f'):>10} "
             f"{'' if cosine is None else format(cosine, '.7f'):>10} {moved:>5}{cached}")
+
+
+def front_end_line(name, precision, rows):
+    """The ops of the run the scalar front end bounds (at least 1% of its cycles each, as
+    `tilecore profile` warns; docs/compiler.md lists those that stay so), or ""."""
+    run = _by_stage(rows).get("run") or {}
+    slow = run.get("front_end_bound") or []
+    if not slow:
+        return ""
+    total = max(run.get("cycles", 1), 1)
+    return (f"  front-end bound {name} {precision}: " +
+            ", ".join(f"{n} ({op}, {c} cycles, {100.0 * c / total:.1f}%)" for n, op, c in slow))
 
 
 def mixed_line(name, precision, rows):
@@ -241,6 +255,9 @@ def main(argv=None):
                     print(line, flush=True)
                 plain = done[js["plain"]] if "mixed" in js else None
                 print(format_line(name, prec, done[shown], plain), flush=True)
+                line = front_end_line(name, prec, done[shown])
+                if line:
+                    print(line, flush=True)
                 if a.layers and _by_stage(done[shown]).get("run", {}).get("status") == "pass":
                     print("\n".join(profile_lines(shown, done[shown], cache, a.layers)), flush=True)
 

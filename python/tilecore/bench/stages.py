@@ -271,7 +271,7 @@ def _run_node_test(ctx: _Context) -> tuple[list[dict[str, Any]], dict[str, Any]]
 
 
 def _stage_run(ctx: _Context) -> tuple[dict[str, Any], bytes | None, str]:
-    from ..runtime.model_report import model_report
+    from ..runtime.model_report import front_end_bound, model_report
 
     job = ctx.job
     if job.model.source == "node-test":
@@ -296,6 +296,7 @@ def _stage_run(ctx: _Context) -> tuple[dict[str, Any], bytes | None, str]:
         row["roofline_cycles"] = float(stats["roofline_cycles"])
     if job.model.source != "node-test":
         mr = model_report(ctx.exe, stats)
+        row["front_end_bound"] = [[n, op, int(c)] for n, op, c in front_end_bound(stats)]
         row.update(bound_cycles=mr["bound_cycles"], ddr_bytes=int(mr["ddr_bytes"]),
                    ddr_lower_bound=int(mr["ddr_lower_bound"]), ddr_ratio=round(float(mr["ddr_ratio"]), 4))
         _, ref = models.reference(job.model, ctx.path, job.option("ort_threads"))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import argparse
 
+from ..runtime.model_report import front_end_bound
 from . import _fail, arg, check_outputs, command
 
 
@@ -210,23 +211,6 @@ def _roof(cycles: float, entry: dict[str, Any]) -> str:
     as ``2.3x``; blank without one."""
     bound = entry.get("roofline_cycles", entry.get("cycles") if "bound" in entry else None)
     return f"{cycles / bound:.1f}x" if bound else ""
-
-
-# a step or member bound by the scalar front end is named when it takes this share of the run
-FRONT_END_WARN_SHARE = 0.01
-
-
-def front_end_bound(st: dict[str, Any]) -> list[tuple[str, str, int]]:
-    """(name, op type, cycles) of the steps and layer-group members that the scalar front
-    end bounds (code that did not become engine commands) and that take at least
-    FRONT_END_WARN_SHARE of the run, the costliest first."""
-    total = max(st["cycles"], 1)
-    found = []
-    for o in st["ops"]:
-        rows = [(m["node"], m["op_type"], m["cycles"], m["bound_by"]) for m in o.get("members") or []]
-        rows = rows or [(o["name"], o["op_type"], o["cycles"], o["bound_by"])]
-        found += [(n, op, c) for n, op, c, b in rows if b == "sc" and c >= FRONT_END_WARN_SHARE * total]
-    return sorted(found, key=lambda r: -r[2])
 
 
 def format_profile(st: dict[str, Any], exe: Any = None) -> str:

@@ -15,6 +15,23 @@ from typing import Any
 BOUND_CLASS = {"mm": "compute", "vec": "compute", "din": "dma", "dout": "dma", "sc": "front end", "host": "host"}
 
 
+# a step or member bound by the scalar front end is named when it takes this share of the run
+FRONT_END_WARN_SHARE = 0.01
+
+
+def front_end_bound(st: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """(name, op type, cycles) of the steps and layer-group members that the scalar front
+    end bounds (code that did not become engine commands) and that take at least
+    FRONT_END_WARN_SHARE of the run, the costliest first."""
+    total = max(st["cycles"], 1)
+    found = []
+    for o in st["ops"]:
+        rows = [(m["node"], m["op_type"], m["cycles"], m["bound_by"]) for m in o.get("members") or []]
+        rows = rows or [(o["name"], o["op_type"], o["cycles"], o["bound_by"])]
+        found += [(n, op, c) for n, op, c, b in rows if b == "sc" and c >= FRONT_END_WARN_SHARE * total]
+    return sorted(found, key=lambda r: -r[2])
+
+
 def bound_class(op: dict[str, Any]) -> str:
     """"compute", "dma", "front end" or "host": what bounds a step of ``stats()["ops"]``."""
     return BOUND_CLASS.get(op.get("bound_by", ""), "host" if op.get("where") == "host" else "front end")
