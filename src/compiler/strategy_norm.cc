@@ -363,6 +363,18 @@ PrimFunc LowerRowNormRanked(const OpCall& call, const NormGeom& g,
   return fastest.best;
 }
 
+/*! \brief BatchNormalization's per-channel affine, in place over its parameter vectors `ch`
+ * (0 scale, 1 B, 2 mean, 3 var): k = scale / sqrt(var + eps) into 0, b = B - mean * k into 1. */
+std::vector<Stmt> FoldChannelAffine(const std::vector<TileView>& ch, const PrimExpr& eps_c) {
+  return {
+      MapTile(ch[3], [&](PrimExpr v, const std::vector<PrimExpr>&) { return v + eps_c; }),
+      MapTile(ch[3], [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }),
+      MapTile(ch[0], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v / ch[3].Load(i); }),
+      MapTile(ch[2], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * ch[0].Load(i); }),
+      MapTile(ch[1],
+              [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v - ch[2].Load(i); })};
+}
+
 /*!
  * \brief BatchNormalization whose tiles of rows [ta, R] are consecutive channels of one image
  * (one image, or tiles that divide the channels): per core once, the four parameters of
@@ -381,10 +393,8 @@ Stmt BatchNormTiles(const OpCall& call, const Params& p, const NormGeom& g, cons
   std::vector<Buffer> chans;
   for (int i = 0; i < 4; ++i) chans.push_back(Local({C}, f32, "Chan" + std::to_string(i)));
   auto ch = [&](int i) { return chans[size_t(i)]; };
-  auto map = [&](int i, const std::function<PrimExpr(PrimExpr, PrimExpr)>& f) {
-    Buffer v = ch(i);
-    return Loop("i", C, [&](PrimExpr j) { return BufferStore(v, f(BufferLoad(v, {j}), j), {j}); });
-  };
+  std::vector<TileView> views;
+  for (const Buffer& b : chans) views.push_back(TileView{b, {C}});
   int64_t rotation = 0;
   return OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> s;
@@ -395,11 +405,7 @@ Stmt BatchNormTiles(const OpCall& call, const Params& p, const NormGeom& g, cons
                  {Region(ch(i), {I32(0)}, {C}),
                   Region(View(p.in[1 + i], {C}, "P" + std::to_string(i)), {I32(0)}, {C}), I32(0)}));
     s.push_back(Intrin("tile.wait", {I32(0)}));
-    s.push_back(map(3, [&](PrimExpr v, PrimExpr) { return v + eps_c; }));
-    s.push_back(map(3, [](PrimExpr v, PrimExpr) { return Math("tir.sqrt", v); }));
-    s.push_back(map(0, [&](PrimExpr v, PrimExpr j) { return v / BufferLoad(ch(3), {j}); }));
-    s.push_back(map(2, [&](PrimExpr v, PrimExpr j) { return v * BufferLoad(ch(0), {j}); }));
-    s.push_back(map(1, [&](PrimExpr v, PrimExpr j) { return v - BufferLoad(ch(2), {j}); }));
+    for (const Stmt& x : FoldChannelAffine(views, eps_c)) s.push_back(x);
     std::vector<Buffer> slots;
     for (int k = 0; k < 2; ++k) slots.push_back(Local({t.ta, R}, f32, "Xt" + std::to_string(k)));
     for (const Seg& sa : Segs(A, t.ta)) {
@@ -554,17 +560,7 @@ PrimFunc LowerNorm(const OpCall& call) {
                             Region(View(p.in[1 + i], {C}, "P" + std::to_string(i)), {I32(0)}, {C}),
                             0));
       }
-      // ch: 0 scale, 1 B, 2 mean, 3 var
-      s.push_back(
-          MapTile(ch[3], [&](PrimExpr v, const std::vector<PrimExpr>&) { return v + eps_c; }));
-      s.push_back(MapTile(
-          ch[3], [](PrimExpr v, const std::vector<PrimExpr>&) { return Math("tir.sqrt", v); }));
-      s.push_back(MapTile(
-          ch[0], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v / ch[3].Load(i); }));
-      s.push_back(MapTile(
-          ch[2], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v * ch[0].Load(i); }));
-      s.push_back(MapTile(
-          ch[1], [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v - ch[2].Load(i); }));
+      for (const Stmt& x : FoldChannelAffine(ch, eps_c)) s.push_back(x);
       s.push_back(gather(Ch2, 0, K));
       s.push_back(gather(Ch2, 1, Bk));
       // then a fused Relu or Clip (tc_activation): max, then min, as the separate node would
