@@ -19,6 +19,9 @@ need_deb dot graphviz  # tilecore viz renders model graphs with Graphviz
 pip_quiet() { "$PYTHON" -m pip install -q --disable-pip-version-check "$@"; }
 "$PYTHON" -c "import scikit_build_core, cmake, ninja" 2>/dev/null || pip_quiet "scikit-build-core>=0.10" cmake ninja
 "$PYTHON" -c "import numpy, pytest" 2>/dev/null || pip_quiet numpy pytest
+# pytest-xdist: the test command runs the Python tests on every core (scripts/common.sh).
+"$PYTHON" -c "import xdist" 2>/dev/null || pip_quiet pytest-xdist \
+  || echo "tilecore: pytest-xdist unavailable; the Python tests run on one core"
 "$PYTHON" -c "import onnx" 2>/dev/null || pip_quiet onnx || echo "tilecore: onnx unavailable; its tests will be skipped"
 # ml_dtypes (onnx depends on it too): numpy's bfloat16 and float8 types, which NDArray and
 # Executable.run take and give.

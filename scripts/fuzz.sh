@@ -2,12 +2,12 @@
 # scripts/fuzz.sh — builds the libFuzzer targets (clang, ASan + UBSan) and runs each for a
 # bounded time over its seed corpus. Any crash, hang or sanitizer report fails the run.
 #
-#   scripts/fuzz.sh                 60 seconds per target
+#   scripts/fuzz.sh                 30 seconds per target, as the test command runs it
 #   scripts/fuzz.sh --seconds 600   the 10-minute run docs/tc1.md reports
 # The .tcx loader's target runs for at most 20 seconds (docs/executable.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-SECONDS_PER_TARGET=60
+SECONDS_PER_TARGET=30
 [ "${1:-}" = "--seconds" ] && SECONDS_PER_TARGET=$2
 
 source "$ROOT/scripts/common.sh"

@@ -4,7 +4,7 @@
 # the C++ and Python tests of a build without the npu (scripts/test_without_npu.sh), a
 # bounded fuzz run, the runtime library as an application links it (scripts/test_deploy.sh:
 # installed, pkg-config, CMake, ThreadSanitizer, a wheel in a fresh venv), then the Python
-# tests, whose summary line ends the output.
+# tests (on every core, scripts/common.sh), whose summary line ends the output.
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    skip the sanitizer builds, the build without the npu, the fuzz run
@@ -16,6 +16,8 @@ QUICK=0
 [ "${1:-}" = "--quick" ] && QUICK=1
 
 bash "$ROOT/scripts/bootstrap.sh" || { echo "tilecore: build failed"; exit 1; }
+source "$ROOT/scripts/common.sh"
+pytest_parallel_args
 status=0
 # Each stage's heading says how long the suite has run, so a slow stage shows in the log.
 stage() { echo "== $1 ($((SECONDS / 60)) min $((SECONDS % 60)) s in)"; }
@@ -33,12 +35,12 @@ if [ "$QUICK" = 0 ]; then
   bash "$ROOT/scripts/test_without_npu.sh" || status=1
   if [ -x "$ROOT/scripts/fuzz.sh" ]; then
     stage "bounded fuzz run"
-    bash "$ROOT/scripts/fuzz.sh" --seconds 60 || status=1
+    bash "$ROOT/scripts/fuzz.sh" --seconds 30 || status=1
   fi
   stage "the runtime library: installed, linked by the examples, under ThreadSanitizer; the wheel"
   bash "$ROOT/scripts/test_deploy.sh" || status=1
 fi
 
 stage "Python tests"
-"$PYTHON" -m pytest -q "$ROOT/tests/python" -p no:cacheprovider || status=1
+"$PYTHON" -m pytest -q "${PYTEST_PARALLEL[@]}" "$ROOT/tests/python" -p no:cacheprovider || status=1
 exit $status

@@ -29,7 +29,8 @@ import tilecore, tilecore._ffi_core as core, sys
 assert '$BUILD' in core.__file__, core.__file__
 assert tilecore.get_global_func('runtime.NpuModuleCreate', allow_missing=True) is None
 " || { echo "tilecore: the Python tests without the npu did not load that build"; exit 1; }
-if "$PYTHON" -m pytest -q -p no:cacheprovider "$ROOT/tests/python" >"$BUILD/pytest.log" 2>&1; then
+pytest_parallel_args
+if "$PYTHON" -m pytest -q "${PYTEST_PARALLEL[@]}" -p no:cacheprovider "$ROOT/tests/python" >"$BUILD/pytest.log" 2>&1; then
   tail -n 1 "$BUILD/pytest.log"
 else
   grep -E "^(FAILED|ERROR)|passed|failed" "$BUILD/pytest.log"; status=1
