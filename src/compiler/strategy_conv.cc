@@ -1256,10 +1256,13 @@ PrimFunc LowerConv(const OpCall& call) {
     // a 1x1 Conv with unit strides and no padding reads its patch in place: no column matrix
     const bool no_col = KK == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pb == 0 && g.pl == 0 &&
                         g.pr == 0 && TW == g.OW;
-    int64_t sum = bank((qx ? 1 : slots) * cc * NB * rin * win * ob) +
-                  (no_col ? 0 : slots * bank(ob * cc * KK * NB * rows * TW)) +
+    // (pipelined items: a patch and a column matrix each, the next loaded and unfolded while
+    // this one's mms run)
+    const int64_t patches = slots == 1 && pipelined ? 2 : slots;
+    int64_t sum = bank((qx ? 1 : patches) * cc * NB * rin * win * ob) +
+                  (no_col ? 0 : patches * bank(ob * cc * KK * NB * rows * TW)) +
                   (resident ? bank(ob * g.Mg * g.Cg * KK) : bank(2 * ob * TM * cc * KK));
-    if (qx) sum += bank(slots * cc * NB * rin * win * 4);  // the f32 patch
+    if (qx) sum += bank(patches * cc * NB * rin * win * 4);  // the f32 patch
     int64_t per_item = bank(acc) + (q ? 2 * bank(mb * TM * 4) : bank(mb * TM * 4));  // bias, scales
     if (q) sum += bank(acc);  // the f32 result
     if (r_i8) {
@@ -1342,24 +1345,27 @@ PrimFunc LowerConv(const OpCall& call) {
             int64_t mcount = mblocks / mb;
             int64_t items = g.N / NB * g.G * rcount * mcount;
             const int64_t P = NB * r * tw, kcmax = CC * KK;
+            // two patches and column matrices with double-buffered patches (chunk k + 1 is loaded
+            // and unfolded into the others while the mms of chunk k read these) or pipelined
+            // items (item t + 1's while item t's mms run); a buffer each: the engines are
+            // ordered per buffer
+            const bool two = db || pipe;
             // the patch [slot, channel, (image,) row, column]
-            Buffer Xp = Local(with_nb({db ? 2 : 1, CC, rin, win}, 2), qx ? f32 : ot, "Xp");
-            Buffer Sc = cs ? Local({db ? 2 : 1, CC, 1}, f32, "Sc") : Buffer();  // a chunk's scales
+            Buffer Xp = Local(with_nb({two ? 2 : 1, CC, rin, win}, 2), qx ? f32 : ot, "Xp");
+            Buffer Sc = cs ? Local({two ? 2 : 1, CC, 1}, f32, "Sc") : Buffer();  // a chunk's scales
             Buffer Xq = qx ? Local(with_nb({CC, rin, win}, 1), ot, "Xq") : Xp;  // what im2col reads
-            // the column matrix, two with double-buffered patches: chunk k + 1 is unfolded
-            // into the other while the mms of chunk k read this one (a buffer each: the
-            // engines are ordered per buffer)
+            // the column matrix
             std::vector<Buffer> Cols, Colms;
-            for (int64_t k = 0; k < (db ? 2 : 1); ++k) {
+            for (int64_t k = 0; k < (two ? 2 : 1); ++k) {
               Cols.push_back(
-                  Local(with_nb({kcmax, r, tw}, 1), ot, db ? "Col" + std::to_string(k) : "Col"));
+                  Local(with_nb({kcmax, r, tw}, 1), ot, two ? "Col" + std::to_string(k) : "Col"));
               Colms.push_back(Buffer(Cols.back()->data, ot, {I32(kcmax), I32(P)}, Array<PrimExpr>(),
                                      I32(0), "local", "Colm"));
             }
             // the patch as a matrix [slots x CC, rin x win] (the quantised one in int8)
             Buffer XpMat = qx ? Buffer(Xq->data, ot, {I32(CC), I32(P)}, Array<PrimExpr>(), I32(0),
                                        "local", "XqMat")
-                              : Buffer(Xp->data, ot, {I32((db ? 2 : 1) * CC), I32(P)},
+                              : Buffer(Xp->data, ot, {I32((two ? 2 : 1) * CC), I32(P)},
                                        Array<PrimExpr>(), I32(0), "local", "XpMat");
             Buffer Al = Local({2, tm, kcmax}, ot, "Al");  // weight blocks, double-buffered
             Buffer Cf1 = q ? Local({mb * tm, P}, f32, "Cf") : Buffer();  // the f32 result
@@ -1369,6 +1375,7 @@ PrimFunc LowerConv(const OpCall& call) {
             // (the mms of item i + 1 run while the vector engine finishes item i).
             struct ItemBuffers {
               Buffer Cl, Cf, Cl3, Rl, Sall, Bl;
+              int64_t slot = 0;  // pipelined: its patch and column matrix (db: its first chunk's)
             };
             auto item_buffers = [&](const std::string& sfx) {
               ItemBuffers b;
@@ -1389,8 +1396,10 @@ PrimFunc LowerConv(const OpCall& call) {
                                       vlo == iw0 && vhi - vlo == win && rin == r && win == tw;
             const int64_t nslots = pipe ? 2 : 1;
             std::vector<ItemBuffers> slots;
-            for (int64_t k = 0; k < nslots; ++k)
+            for (int64_t k = 0; k < nslots; ++k) {
               slots.push_back(item_buffers(pipe ? std::to_string(k) : ""));
+              slots.back().slot = pipe ? k : 0;
+            }
             // part 0: the whole item; 1: its loads and mms; 2: its epilogue and stores
             auto item = [&, r = r, rbase = rbase, rin = rin, tm = tm, mbase = mbase,
                          rcount = rcount, mcount = mcount, mb = mb, P = P,
@@ -1439,7 +1448,10 @@ PrimFunc LowerConv(const OpCall& call) {
                                              Region(Bv, {mfirst, I32(0)}, {mb * tm, 1}), I32(5)}));
               std::vector<int64_t> cd{tm, P};
               if (preset) {
-                s.push_back(Intrin("tile.wait", {I32(2)}));  // the last item's stores
+                // the last item's stores: they read the accumulators, or (int8) Cf or Yq,
+                // which pipelined items wait for before their epilogue instead (the
+                // accumulators alternate; this wait would hold the next patch's load)
+                if (!(pipe && q)) s.push_back(Intrin("tile.wait", {I32(2)}));
                 s.push_back(Intrin("tile.wait", {I32(5)}));
               }
               for (int64_t j = 0; preset && j < mb; ++j) {
@@ -1580,27 +1592,29 @@ PrimFunc LowerConv(const OpCall& call) {
                 // [cc, r, tw] is already the column matrix, which the mm reads in place
                 if (direct) return mms(Region(XpMat, {I32(qx ? 0 : slot * CC), I32(0)}, {kc, P}));
                 // im2col: Col[(c * KH + kh) * KW + kw, y, x] = Xp[c, y * sh + kh * dh, x * sw +
-                // kw * dw], one vector copy per tap between strided views of Xp and Col (the
-                // engine reads a strided source; a loop over x * sw it could not take as one
-                // command)
-                const size_t cs = db ? size_t(slot) : 0;
+                // kw * dw], vector copies between strided views of Xp and Col (the engine reads
+                // a strided source; a loop over x * sw it could not take as one command): of
+                // one image, a kernel row's taps in one copy ([kw, cc, r, tw]: a command's fill
+                // paid once, not per tap); of NB images, one per tap ([cc, image, r, tw])
+                const size_t cs = size_t(slot);
                 for (int64_t kh = 0; kh < g.KH; ++kh) {
-                  for (int64_t kw = 0; kw < g.KW; ++kw) {
-                    const int64_t src_off = (qx ? 0 : xoff) + kh * g.dh * win + kw * g.dw;
-                    if (NB > 1) {  // [cc, image, r, tw]: each image's rows of the tap
-                      Buffer src =
-                          StridedView(Xq, {cc, NB, r, tw},
-                                      {prows * win, rin * win, g.sh * win, g.sw}, src_off, "Tap");
-                      Buffer dst = StridedView(Cols[cs], {cc, NB, r, tw}, {KK * P, r * tw, tw, 1},
-                                               (kh * g.KW + kw) * P, "ColTap");
-                      st.push_back(CopyNest(dst, src, {cc, NB, r, tw}));
-                      continue;
-                    }
+                  const int64_t row_off = (qx ? 0 : xoff) + kh * g.dh * win;
+                  if (NB == 1) {
+                    const std::vector<int64_t> dims{g.KW, cc, r, tw};
                     Buffer src =
-                        StridedView(Xq, {cc, r, tw}, {rin * win, g.sh * win, g.sw}, src_off, "Tap");
-                    Buffer dst = StridedView(Cols[cs], {cc, r, tw}, {KK * r * tw, tw, 1},
-                                             (kh * g.KW + kw) * r * tw, "ColTap");
-                    st.push_back(CopyNest(dst, src, {cc, r, tw}));
+                        StridedView(Xq, dims, {g.dw, rin * win, g.sh * win, g.sw}, row_off, "Tap");
+                    Buffer dst = StridedView(Cols[cs], dims, {r * tw, KK * r * tw, tw, 1},
+                                             kh * g.KW * r * tw, "ColTap");
+                    st.push_back(CopyNest(dst, src, dims));
+                    continue;
+                  }
+                  for (int64_t kw = 0; kw < g.KW; ++kw) {
+                    const std::vector<int64_t> dims{cc, NB, r, tw};
+                    Buffer src = StridedView(Xq, dims, {prows * win, rin * win, g.sh * win, g.sw},
+                                             row_off + kw * g.dw, "Tap");
+                    Buffer dst = StridedView(Cols[cs], dims, {KK * P, r * tw, tw, 1},
+                                             (kh * g.KW + kw) * P, "ColTap");
+                    st.push_back(CopyNest(dst, src, dims));
                   }
                 }
                 return mms(Region(Colms[cs], {I32(0), I32(0)}, {kc, P}));
@@ -1614,20 +1628,23 @@ PrimFunc LowerConv(const OpCall& call) {
                 std::vector<std::pair<int64_t, int64_t>> chunks;  // (first channel, count)
                 for (int64_t c = 0; c < g.Cg; c += CC)
                   chunks.push_back({c, std::min(CC, g.Cg - c)});
-                push(load_patch(I32(chunks[0].first), chunks[0].second, 0, 1));
+                // (an odd count of chunks: item t + 1's first goes to the other slot than item
+                // t's last, loaded while its mms run)
+                const int64_t base = chunks.size() % 2 ? ib.slot : 0;
+                push(load_patch(I32(chunks[0].first), chunks[0].second, base, 1));
                 for (size_t k = 0; k < chunks.size(); ++k) {
                   s.push_back(Intrin("tile.wait", {I32(1)}));  // patch k is in L1
                   std::vector<Stmt> next;
                   if (k + 1 < chunks.size())
                     next = load_patch(I32(chunks[k + 1].first), chunks[k + 1].second,
-                                      int64_t((k + 1) % 2), 1);
+                                      (int64_t(k) + 1 + base) % 2, 1);
                   if (next.empty()) next.push_back(Evaluate(I32(0)));
                   int64_t wbase = static_cast<int64_t>(k) * mb;
                   Stmt next_first;
                   if (k + 1 < chunks.size())
                     next_first = wload_at(I32(chunks[k + 1].first), chunks[k + 1].second, 0,
                                           (wbase + mb) % 2);
-                  push(compute(I32(chunks[k].first), chunks[k].second, int64_t(k % 2),
+                  push(compute(I32(chunks[k].first), chunks[k].second, (int64_t(k) + base) % 2,
                                k > 0 || preset, next, wbase, k > 0, next_first));
                 }
               } else {
@@ -1636,9 +1653,9 @@ PrimFunc LowerConv(const OpCall& call) {
                   int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
                   auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
                     PrimExpr c0 = I32(cbase) + ci * I32(CC);
-                    std::vector<Stmt> st = load_patch(c0, cc, 0, 0);
+                    std::vector<Stmt> st = load_patch(c0, cc, ib.slot, 0);
                     st.push_back(Intrin("tile.wait", {I32(0)}));
-                    for (const Stmt& x : compute(c0, cc, 0, acc, {})) st.push_back(x);
+                    for (const Stmt& x : compute(c0, cc, ib.slot, acc, {})) st.push_back(x);
                     return Seq(st);
                   };
                   if (first) {

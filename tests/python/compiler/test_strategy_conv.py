@@ -135,6 +135,35 @@ def test_conv_items_pipelined(xs, ws, attrs, pipeline, hazard_checked):
     assert hazard_checked() == []
 
 
+def test_int8_stem_items_pipelined_bit_exact(hazard_checked):
+    """A stem (7 x 7, stride 2, three channels: K in one chunk) in int8 from an f32 input,
+    items pipelined: each item has a patch and a column matrix of its own, so item t + 1's are
+    loaded, quantised and unfolded (a kernel row's taps in one copy) while item t's mms run.
+    Bit for bit the docs' int8 arithmetic (the f32 patch quantised on load, padding at the zero
+    point; the int32 bias in the accumulator), every L1 access ordered."""
+    from test_precision import conv_ref
+
+    rng = np.random.default_rng(71)
+    x = rng.standard_normal((1, 3, 48, 48)).astype(np.float32)
+    wq = rng.integers(-127, 128, (16, 3, 7, 7)).astype(np.int8)
+    bq = rng.integers(-3000, 3000, 16).astype(np.int32)
+    w_scale = (rng.random(16) * 0.002 + 0.0005).astype(np.float32)
+    sx, zx = 0.02, 3
+    attrs = {"strides": [2, 2], "pads": [3, 3, 3, 3], "tc_precision": "int8", "tc_x_scale": sx,
+             "tc_x_zero_point": zx, "tc_pipeline": 1}
+    ins, out = [x, wq, bq, w_scale], np.zeros((1, 16, 24, 24), np.float32)
+    specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in ins]
+    text = str(compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec(out.shape, "float32")], "npu -cores=4"))
+    assert "Cl1" in text and "Col1" in text and "Xp[1:2" in text  # two of each, both used
+    got = run_lowered("Conv", attrs, ins, [out])[0]
+    xq = np.clip(np.rint(x * np.float32(1.0 / sx)) + zx, -128, 127)
+    xp = np.pad(xq, ((0, 0), (0, 0), (3, 3), (3, 3)), constant_values=zx)
+    acc = conv_ref(xp.astype(np.int64), wq.astype(np.int64), stride=2) + bq.reshape(1, -1, 1, 1)
+    want = acc.astype(np.float32) * (w_scale * np.float32(sx)).reshape(1, -1, 1, 1)
+    np.testing.assert_array_equal(got, want)
+    assert hazard_checked() == []
+
+
 @pytest.mark.parametrize("xs,ws,attrs", [
     ((1, 512, 28, 28), (1024, 512, 1, 1), {"strides": [2, 2]}),  # ResNet-50's layer3 downsample
     ((1, 30, 17, 17), (300, 30, 3, 3), {"pads": [1, 1, 1, 1]}),  # rows that do not split over the cores
