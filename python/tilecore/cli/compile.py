@@ -240,6 +240,15 @@ def calibration_table(args: argparse.Namespace, samples: dict[str, np.ndarray] |
     arg("--quiet", action="store_true", help="no progress bar"),
     *CALIB_ARGS,
 ])
+def node_span(nodes: list[str], shown: int = 3) -> str:
+    """The nodes a fallback line covers: each of a few, else the first, the last and their count
+    (a layer group of a hundred members named one by one filled the screen; the report keeps
+    every name)."""
+    if len(nodes) <= shown:
+        return ", ".join(nodes)
+    return f"{nodes[0]} ... {nodes[-1]} ({len(nodes)} nodes)"
+
+
 def compile_cmd(args: argparse.Namespace) -> int:
     from ..compiler.driver import compile as _compile
     from ..compiler.precision import load_qtable
@@ -342,9 +351,9 @@ def compile_cmd(args: argparse.Namespace) -> int:
     for h in report["host_ops"]:
         print(f"  host: {h['name']} ({h['op_type']}): {h['reason']}")
     for f in report.get("plan_fallbacks", []):
-        print(f"  fallback: {', '.join(f['nodes'])}: {f['what']} ({f['reason']})")
+        print(f"  fallback: {node_span(f['nodes'])}: {f['what']} ({f['reason']})")
     for sp in report.get("group_splits", []):
-        print(f"  fallback: {', '.join(sp['nodes'])}: the layer group, split in halves ({sp['reason']})")
+        print(f"  fallback: {node_span(sp['nodes'])}: the layer group, split in halves ({sp['reason']})")
     if "verify" in report:
         v = report["verify"]
         groups = sum(1 for st in v["steps"] if st["members"] or st["fused"])

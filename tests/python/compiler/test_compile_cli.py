@@ -7,7 +7,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from tilecore import cli, runtime
-from tilecore.cli.compile import parse_input_shape
+from tilecore.cli.compile import node_span, parse_input_shape
 
 pytest.importorskip("onnxruntime")
 
@@ -86,6 +86,12 @@ def test_compare_names_the_first_divergent_node(tmp_path, capsys):
                    "--quiet"])
     out = capsys.readouterr().out
     assert rc == 1 and "first divergent: `h` of node `fc` (MatMul)" in out
+
+
+def test_fallback_lines_name_a_long_node_list_by_its_ends():
+    assert node_span(["a", "b", "c"]) == "a, b, c"
+    members = [f"/blocks.{i}/Conv" for i in range(100)]
+    assert node_span(members) == "/blocks.0/Conv ... /blocks.99/Conv (100 nodes)"
 
 
 def test_metrics_by_hand():
