@@ -44,12 +44,14 @@ ccache_cmake_args() {
 
 # pytest_parallel_args: sets PYTEST_PARALLEL to the pytest arguments that spread the tests over
 # the machine's cores with pytest-xdist (at most 8 workers: each holds its own models and
-# caches), or to nothing when pytest-xdist is missing or TILECORE_TEST_WORKERS=1.
+# caches), or to nothing when pytest-xdist is missing or TILECORE_TEST_WORKERS=1. Each test
+# file runs whole, in its order, on one worker (--dist loadfile): a file's tests that draw from
+# one module-level generator get the same values as in one process, whatever the scheduling.
 pytest_parallel_args() {
   PYTEST_PARALLEL=()
   local workers=${TILECORE_TEST_WORKERS:-$(nproc 2>/dev/null || echo 1)}
   [ "$workers" -gt 8 ] && workers=8
   [ "$workers" -le 1 ] && return 0
   "${PYTHON:-python3}" -c "import xdist" 2>/dev/null || return 0
-  PYTEST_PARALLEL=(-n "$workers")
+  PYTEST_PARALLEL=(-n "$workers" --dist loadfile)
 }

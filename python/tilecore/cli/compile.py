@@ -189,6 +189,15 @@ def calibration_table(args: argparse.Namespace, samples: dict[str, np.ndarray] |
     return None
 
 
+def node_span(nodes: list[str], shown: int = 3) -> str:
+    """The nodes a fallback line covers: each of a few, else the first, the last and their count
+    (a layer group of a hundred members named one by one filled the screen; the report keeps
+    every name)."""
+    if len(nodes) <= shown:
+        return ", ".join(nodes)
+    return f"{nodes[0]} ... {nodes[-1]} ({len(nodes)} nodes)"
+
+
 @command("compile", "compile an ONNX model to a .tcx executable for TC1 (npu) and the host", [
     arg("model", help="the .onnx file"),
     arg("-o", "--output", required=True, help="the .tcx file to write"),
@@ -240,15 +249,6 @@ def calibration_table(args: argparse.Namespace, samples: dict[str, np.ndarray] |
     arg("--quiet", action="store_true", help="no progress bar"),
     *CALIB_ARGS,
 ])
-def node_span(nodes: list[str], shown: int = 3) -> str:
-    """The nodes a fallback line covers: each of a few, else the first, the last and their count
-    (a layer group of a hundred members named one by one filled the screen; the report keeps
-    every name)."""
-    if len(nodes) <= shown:
-        return ", ".join(nodes)
-    return f"{nodes[0]} ... {nodes[-1]} ({len(nodes)} nodes)"
-
-
 def compile_cmd(args: argparse.Namespace) -> int:
     from ..compiler.driver import compile as _compile
     from ..compiler.precision import load_qtable
