@@ -1,6 +1,9 @@
 // src/codegen/tile_operand.cc — decoding tile-intrinsic region operands (see the header).
 #include "tilecore/codegen/tile_operand.h"
 
+#include <limits>
+#include <optional>
+
 #include "tilecore/ffi/error.h"
 #include "tilecore/ir/op.h"
 #include "tilecore/transform/analyzer.h"
@@ -23,6 +26,11 @@ TileOperand DecodeTileOperand(const PrimExpr& arg, const CallNode* call,
   Array<PrimExpr> strides = transform::BufferStrides(r->buffer);
   transform::Analyzer an;
   PrimExpr off = r->buffer->elem_offset.defined() ? r->buffer->elem_offset : PrimExpr(0);
+  // the offset as a constant when every part is one and it fits int32 (most regions once
+  // the loops are unrolled); otherwise simplified
+  const std::optional<int64_t> base = as_const_int(off);
+  bool constant = base.has_value() && off.dtype() == DataType::Int(32);
+  int64_t constant_offset = base.value_or(0);
   for (size_t k = 0; k < r->begin.size(); ++k) {
     // (a constant is its own simplest form: most extents and strides are)
     auto ext = as_const_int(r->extents[k]);
@@ -36,9 +44,18 @@ TileOperand DecodeTileOperand(const PrimExpr& arg, const CallNode* call,
     }
     t.shape.push_back(*ext);
     t.strides.push_back(*st);
-    off = off + r->begin[k] * strides[k];
+    const PrimExpr term = r->begin[k] * strides[k];
+    off = off + term;
+    const auto b = as_const_int(r->begin[k]);
+    constant = constant && b && term.dtype() == DataType::Int(32) &&
+               strides[k].dtype() == DataType::Int(32);
+    if (constant) {
+      const __int128 v = __int128(constant_offset) + __int128(*b) * *st;
+      constant = v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+      constant_offset = int64_t(v);
+    }
   }
-  t.offset = an.Simplify(off);
+  t.offset = constant ? PrimExpr(IntImm(DataType::Int(32), constant_offset)) : an.Simplify(off);
   return t;
 }
 

@@ -52,14 +52,21 @@ class ExprScope {
 
 // Only a node with more than one reference can be reached twice: a node reached along
 // two paths has two parents (or one parent naming it twice). Unshared nodes, most of
-// the IR, skip the memo.
-bool MaybeShared(const PrimExpr& e) { return e.use_count() > 1; }
+// the IR, skip the memo. An array element is read through a copy (Array stores Any), so
+// the one VisitArray passes (`element`) has a reference more.
+bool MaybeShared(const PrimExpr& e, const Object** element) {
+  const bool copy = *element == e.get();
+  *element = nullptr;
+  return e.use_count() > (copy ? 2u : 1u);
+}
 }  // namespace
 
 void IRVisitor::VisitExpr(const PrimExpr& e) {
   if (!e.defined()) return;
   ExprScope scope(&expr_depth_, &visited_);
-  if (sharing_ == Sharing::kOncePerExpression && MaybeShared(e) && !visited_.emplace(e, {})) return;
+  if (sharing_ == Sharing::kOncePerExpression && MaybeShared(e, &element_) &&
+      !visited_.emplace(e, {}))
+    return;
   ffi::StackGuard guard("IRVisitor");
   const Object* n = e.get();
   switch (NodeKindOf(n)) {
@@ -114,23 +121,28 @@ void IRVisitor::VisitExpr_(const RampNode* op) {
   VisitExpr(op->stride);
 }
 void IRVisitor::VisitExpr_(const BroadcastNode* op) { VisitExpr(op->value); }
-void IRVisitor::VisitExpr_(const CallNode* op) {
-  for (const PrimExpr& a : op->args) VisitExpr(a);
+void IRVisitor::VisitArray(const Array<PrimExpr>& arr) {
+  for (const PrimExpr& e : arr) {
+    element_ = e.get();
+    VisitExpr(e);
+  }
+  element_ = nullptr;  // (an override of VisitExpr may not have reached the base's)
 }
+void IRVisitor::VisitExpr_(const CallNode* op) { VisitArray(op->args); }
 void IRVisitor::VisitExpr_(const BufferLoadNode* op) {
   VisitBuffer(op->buffer);
-  for (const PrimExpr& i : op->indices) VisitExpr(i);
+  VisitArray(op->indices);
 }
 void IRVisitor::VisitExpr_(const BufferRegionNode* op) {
   VisitBuffer(op->buffer);
-  for (const PrimExpr& i : op->begin) VisitExpr(i);
-  for (const PrimExpr& i : op->extents) VisitExpr(i);
+  VisitArray(op->begin);
+  VisitArray(op->extents);
 }
 
 void IRVisitor::VisitStmt_(const BufferStoreNode* op) {
   VisitBuffer(op->buffer);
   VisitExpr(op->value);
-  for (const PrimExpr& i : op->indices) VisitExpr(i);
+  VisitArray(op->indices);
   VisitExpr(op->predicate);
 }
 void IRVisitor::VisitStmt_(const LetStmtNode* op) {
@@ -166,7 +178,7 @@ void IRVisitor::VisitStmt_(const EvaluateNode* op) { VisitExpr(op->value); }
 PrimExpr IRMutator::VisitExpr(const PrimExpr& e) {
   if (!e.defined()) return e;
   ExprScope scope(&expr_depth_, &memo_);
-  if (sharing_ == Sharing::kEachOccurrence || !MaybeShared(e)) return Dispatch(e);
+  if (sharing_ == Sharing::kEachOccurrence || !MaybeShared(e, &element_)) return Dispatch(e);
   if (const PrimExpr* done = memo_.find(e.get())) return *done;
   PrimExpr r = Dispatch(e);
   memo_.emplace(e, r);
@@ -209,13 +221,20 @@ Array<PrimExpr> IRMutator::VisitArray(const Array<PrimExpr>& arr) {
   const size_t n = arr.size();
   for (size_t i = 0; i < n; ++i) {
     PrimExpr e = arr[i];
+    element_ = e.get();
     PrimExpr v = VisitExpr(e);
+    element_ = nullptr;  // (an override of VisitExpr may not have reached the base's)
     if (v.same_as(e)) continue;
     std::vector<PrimExpr> out;
     out.reserve(n);
     for (size_t k = 0; k < i; ++k) out.push_back(arr[k]);
     out.push_back(std::move(v));
-    for (size_t k = i + 1; k < n; ++k) out.push_back(VisitExpr(arr[k]));
+    for (size_t k = i + 1; k < n; ++k) {
+      PrimExpr x = arr[k];
+      element_ = x.get();
+      out.push_back(VisitExpr(x));
+      element_ = nullptr;
+    }
     return Array<PrimExpr>(out);
   }
   return arr;

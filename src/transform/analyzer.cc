@@ -172,6 +172,7 @@ bool IsScalarInt(const PrimExpr& e) { return e.dtype().is_integer() && e.dtype()
 class ExprSimplifier : public IRMutator {
  public:
   explicit ExprSimplifier(Analyzer* an) : an_(an) {}
+  void Rebind(Analyzer* an) { an_ = an; }
 
   // A subexpression shared at many places (e = e + e) is simplified once per call (the
   // mutator's memo): the analyzer's bounds do not change during one Simplify.
@@ -601,7 +602,25 @@ bool Analyzer::CanProve(const PrimExpr& cond) {
 
 PrimExpr Analyzer::Simplify(const PrimExpr& e) {
   if (!e.defined()) return e;
-  return ExprSimplifier(this).VisitExpr(e);
+  switch (ir::NodeKindOf(e.get())) {  // (already as simple as they get)
+    case ir::NodeKind::kIntImm:
+    case ir::NodeKind::kFloatImm:
+    case ir::NodeKind::kStringImm:
+    case ir::NodeKind::kVar:
+      return e;
+    default:
+      break;
+  }
+  if (simplifying_) return ExprSimplifier(this).VisitExpr(e);  // (a nested call)
+  if (!simplifier_) simplifier_ = std::make_shared<ExprSimplifier>(this);
+  auto* s = static_cast<ExprSimplifier*>(simplifier_.get());
+  s->Rebind(this);  // (a copy of this Analyzer shares it)
+  simplifying_ = true;
+  struct Done {
+    bool* flag;
+    ~Done() { *flag = false; }
+  } done{&simplifying_};
+  return s->VisitExpr(e);
 }
 
 TILECORE_REGISTER_GLOBAL("transform.SimplifyExpr").set_body_typed([](PrimExpr e) {

@@ -117,6 +117,21 @@ class Flattener : public IRMutator {
 
 Array<PrimExpr> BufferStrides(const Buffer& buffer) {
   if (!buffer->strides.empty()) return buffer->strides;
+  {
+    // (a constant shape, most of them: the products folded here, as Simplify folds them
+    // when they fit the index type)
+    std::vector<PrimExpr> folded(buffer->shape.size());
+    int64_t acc = 1;
+    bool fits = true;
+    for (size_t k = buffer->shape.size(); fits && k-- > 0;) {
+      folded[k] = IntImm(kIndex, acc);
+      const auto* dim = buffer->shape[k].as<IntImmNode>();
+      fits = dim != nullptr && dim->dtype == kIndex && dim->value >= 0 &&
+             (dim->value == 0 || acc <= std::numeric_limits<int32_t>::max() / dim->value);
+      if (fits) acc *= dim->value;
+    }
+    if (fits) return Array<PrimExpr>(folded);
+  }
   std::vector<PrimExpr> out(buffer->shape.size());
   PrimExpr acc = IntImm(kIndex, 1);
   for (size_t k = buffer->shape.size(); k-- > 0;) {

@@ -117,9 +117,15 @@ class IRVisitor {
   virtual void VisitStmt_(const SeqStmtNode* op);
   virtual void VisitStmt_(const EvaluateNode* op);
 
+ protected:
+  /*! \brief Visits each element (VisitExpr: an element only the array holds is unshared). */
+  void VisitArray(const Array<PrimExpr>& arr);
+
  private:
   Sharing sharing_;
   int expr_depth_ = 0;  // nesting of VisitExpr; the memo is cleared when it returns to 0
+  // the array element VisitArray passes, read through a copy that adds a reference
+  const Object* element_ = nullptr;
   IdentityTable<NoValue> visited_;
 };
 
@@ -166,6 +172,7 @@ class IRMutator {
   PrimExpr Dispatch(const PrimExpr& e);
   Sharing sharing_;
   int expr_depth_ = 0;
+  const Object* element_ = nullptr;  // as IRVisitor's
   // (keys are held: identity_table.h)
   IdentityTable<PrimExpr> memo_;
 };

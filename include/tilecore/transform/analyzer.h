@@ -20,11 +20,15 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <unordered_map>
 
 #include "tilecore/ir/expr.h"
 
 namespace tilecore {
+namespace ir {
+class IRMutator;
+}  // namespace ir
 namespace transform {
 
 struct IntBound {
@@ -50,6 +54,10 @@ class Analyzer {
 
  private:
   std::unordered_map<const ffi::Object*, IntBound> bounds_;
+  // the simplifier Simplify reuses (its memo's array kept between calls; a pass
+  // simplifies each expression of a kernel in turn)
+  std::shared_ptr<ir::IRMutator> simplifier_;
+  bool simplifying_ = false;
 };
 
 }  // namespace transform

@@ -203,6 +203,43 @@ TEST(IRNodes, VisitorVisitsASharedSubexpressionOncePerExpression) {
   EXPECT_EQ(each.n, 8);
 }
 
+TEST(IRNodes, AnArrayElementSharedWithinAnExpressionIsWalkedOnce) {
+  // An array element is read through a copy (a reference more): the walk must still see
+  // an element the expression holds twice, in the array or next to it, as shared.
+  Var x("x"), y("y");
+  Buffer buf = DeclBuffer({64, 64}, DataType::Int(32), "A");
+  PrimExpr a = x + 1;
+  PrimExpr twice = BufferLoad(buf, {a, a});  // only this array holds `a`, twice
+  CountVars once;
+  once.VisitExpr(twice);
+  EXPECT_EQ(once.n, 1);
+  CountVars next_to_it;
+  next_to_it.VisitExpr(BufferLoad(buf, {a, y}) * a);
+  EXPECT_EQ(next_to_it.n, 2);  // x once, y once
+  CountVars each(Sharing::kEachOccurrence);
+  each.VisitExpr(BufferLoad(buf, {a, y}) * a);
+  EXPECT_EQ(each.n, 3);
+  struct Rename : IRMutator {
+    int64_t calls = 0;
+    Var from, to;
+    PrimExpr VisitExpr_(const VarNode* op) override {
+      ++calls;
+      return op == from.get() ? PrimExpr(to) : GetRef<PrimExpr>(op);
+    }
+  } m;
+  m.from = x;
+  m.to = y;
+  PrimExpr r = m.VisitExpr(BufferLoad(buf, {a, a}) + a);
+  EXPECT_EQ(m.calls, 1);  // rewritten once, and the result shares it the same way
+  const auto* add = r.as<AddNode>();
+  ASSERT_NE(add, nullptr);
+  const auto* load = add->a.as<BufferLoadNode>();
+  ASSERT_NE(load, nullptr);
+  EXPECT_TRUE(load->indices[0].same_as(load->indices[1]));
+  EXPECT_TRUE(load->indices[0].same_as(add->b));
+  EXPECT_EQ(AsScript(add->b), "y + 1");
+}
+
 TEST(IRNodes, MutatorRewritesASharedSubexpressionOnce) {
   Var x("x"), y("y");
   struct Rename : IRMutator {
