@@ -51,7 +51,8 @@ TileOperand DecodeTileOperand(const PrimExpr& arg, const CallNode* call,
                strides[k].dtype() == DataType::Int(32);
     if (constant) {
       const __int128 v = __int128(constant_offset) + __int128(*b) * *st;
-      constant = v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+      constant =
+          v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
       constant_offset = int64_t(v);
     }
   }
