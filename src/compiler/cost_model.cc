@@ -182,6 +182,7 @@ class Walker {
   std::vector<Event> Run(int core) {
     core_ = core;
     events_.clear();
+    events_.reserve(events_seen_);  // (the cores run much the same code: one allocation)
     env_.clear();
     mem_.clear();
     issued_ = {0, 0, 0, 0};
@@ -191,6 +192,7 @@ class Walker {
     handed_off_ = false;
     Visit(f_->body);
     Flush();
+    events_seen_ = std::max(events_seen_, events_.size());
     return std::move(events_);
   }
 
@@ -198,6 +200,7 @@ class Walker {
   std::vector<uint64_t> member_macs;  // per layer-group member, over all cores
 
  private:
+  size_t events_seen_ = 0;  // the most events a core's run gave
   // ---- expressions -------------------------------------------------------------------------
   // (an element read where it is stored, or null when it is not an object: Array::Get's
   // copy of each took a reference count, on every statement and argument of the walk)

@@ -210,6 +210,17 @@ void MakeOwnedString(std::string_view s, TCFFIAny* out) {
 }  // namespace details
 
 String::String(std::string s) : ObjectRef(make_object<StrObj>(std::move(s))) {}
+
+// (a default String in every IR node that names something: a Call's op before it is set,
+// a buffer's name; immutable, so one object serves them all, never freed)
+namespace {
+const ObjectPtr<Object>& EmptyString() {
+  static const ObjectPtr<Object>* empty = new ObjectPtr<Object>(make_object<StrObj>(std::string()));
+  return *empty;
+}
+}  // namespace
+
+String::String() : ObjectRef(EmptyString()) {}
 Bytes::Bytes(std::string s) : ObjectRef(make_object<BytesObj>(std::move(s))) {}
 
 void Any::FromBorrowedOnly(const AnyView& view) {

@@ -35,10 +35,10 @@ bool CStackBelow(uintptr_t reserve) {
   return low != 0 && reinterpret_cast<uintptr_t>(&here) < low + reserve;
 }
 
-void StackGuard::Check(const char* what) {
-  if (CStackBelow(kStackReserve) || Depth() > kMaxDepth) {
-    int64_t depth = Depth();
-    --Depth();  // the destructor of the guard being constructed will not run
+void StackGuard::Check(const char* what, int64_t& counter) {
+  if (CStackBelow(kStackReserve) || counter > kMaxDepth) {
+    int64_t depth = counter;
+    --counter;  // the destructor of the guard being constructed will not run
     TILECORE_THROW(ValueError) << what << ": the tree is nested too deeply (depth " << depth
                                << " when the C stack ran low); build it with less nesting";
   }

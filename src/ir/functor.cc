@@ -67,7 +67,7 @@ void IRVisitor::VisitExpr(const PrimExpr& e) {
   if (sharing_ == Sharing::kOncePerExpression && MaybeShared(e, &element_) &&
       !visited_.emplace(e, {}))
     return;
-  ffi::StackGuard guard("IRVisitor");
+  ffi::StackGuard guard("IRVisitor", guard_depth_);
   const Object* n = e.get();
   switch (NodeKindOf(n)) {
 #define TILECORE_IR_CASE(Name) \
@@ -83,7 +83,7 @@ void IRVisitor::VisitExpr(const PrimExpr& e) {
 
 void IRVisitor::VisitStmt(const Stmt& s) {
   if (!s.defined()) return;
-  ffi::StackGuard guard("IRVisitor");
+  ffi::StackGuard guard("IRVisitor", guard_depth_);
   const Object* n = s.get();
   switch (NodeKindOf(n)) {
 #define TILECORE_IR_CASE(Name) \
@@ -186,7 +186,7 @@ PrimExpr IRMutator::VisitExpr(const PrimExpr& e) {
 }
 
 PrimExpr IRMutator::Dispatch(const PrimExpr& e) {
-  ffi::StackGuard guard("IRMutator");
+  ffi::StackGuard guard("IRMutator", guard_depth_);
   const Object* n = e.get();
   switch (NodeKindOf(n)) {
 #define TILECORE_IR_CASE(Name) \
@@ -202,7 +202,7 @@ PrimExpr IRMutator::Dispatch(const PrimExpr& e) {
 
 Stmt IRMutator::VisitStmt(const Stmt& s) {
   if (!s.defined()) return s;
-  ffi::StackGuard guard("IRMutator");
+  ffi::StackGuard guard("IRMutator", guard_depth_);
   const Object* n = s.get();
   switch (NodeKindOf(n)) {
 #define TILECORE_IR_CASE(Name) \
@@ -431,12 +431,35 @@ Stmt Substitute(const Stmt& s, const Map<Var, PrimExpr>& vmap) {
   return Substitute(s, FromMap(vmap));
 }
 
-bool UsesVar(const ObjectRef& node, const std::function<bool(const VarNode*)>& pred) {
+namespace {
+// (a walk that stops at the first variable found, its memo holding only shared nodes:
+// passes ask this of every index they rewrite)
+class VarFinder : public IRVisitor {
+ public:
+  explicit VarFinder(const std::function<bool(const VarNode*)>& pred) : pred_(pred) {}
+  void VisitExpr(const PrimExpr& e) override {
+    if (!found) IRVisitor::VisitExpr(e);
+  }
+  void VisitStmt(const Stmt& s) override {  // (each statement once, as PostOrderVisit)
+    if (!found && s.defined() && statements_.emplace(s, {})) IRVisitor::VisitStmt(s);
+  }
+  void VisitExpr_(const VarNode* op) override { found = found || pred_(op); }
   bool found = false;
-  PostOrderVisit(node, [&](const ObjectRef& n) {
-    if (const auto* v = n.as<VarNode>()) found = found || pred(v);
-  });
-  return found;
+
+ private:
+  const std::function<bool(const VarNode*)>& pred_;
+  IdentityTable<NoValue> statements_;
+};
+}  // namespace
+
+bool UsesVar(const ObjectRef& node, const std::function<bool(const VarNode*)>& pred) {
+  VarFinder finder(pred);
+  if (const auto* e = node.as<PrimExprNode>()) {
+    finder.VisitExpr(GetRef<PrimExpr>(e));
+  } else if (const auto* s = node.as<StmtNode>()) {
+    finder.VisitStmt(GetRef<Stmt>(s));
+  }
+  return finder.found;
 }
 
 }  // namespace ir

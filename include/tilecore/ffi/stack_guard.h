@@ -28,10 +28,14 @@ bool CStackBelow(uintptr_t reserve);
 class StackGuard {
  public:
   /*! \brief `what` names the walk in the error ("IRMutator", "ScriptPrinter", ...). */
-  explicit StackGuard(const char* what) {
-    if (++Depth() % kCheckEvery == 0 || Depth() > kMaxDepth) Check(what);
+  explicit StackGuard(const char* what) : StackGuard(what, Depth()) {}
+  /*! \brief Counting in `depth` instead of the thread's counter: a walker's own (a walk
+   * within a walk checks the C stack as often; the thread's counter costs a call to reach
+   * in a shared library, and a walker takes a guard at every node). */
+  StackGuard(const char* what, int64_t& depth) : depth_(depth) {
+    if (++depth_ % kCheckEvery == 0 || depth_ > kMaxDepth) Check(what, depth_);
   }
-  ~StackGuard() { --Depth(); }
+  ~StackGuard() { --depth_; }
   StackGuard(const StackGuard&) = delete;
   StackGuard& operator=(const StackGuard&) = delete;
 
@@ -46,7 +50,8 @@ class StackGuard {
   /*! \brief Depths beyond this are checked on every step. */
   static constexpr int64_t kMaxDepth = 1 << 20;
   /*! \brief Raises ValueError if less than the reserve is left on this thread's C stack. */
-  static void Check(const char* what);
+  static void Check(const char* what, int64_t& depth);
+  int64_t& depth_;
 };
 
 }  // namespace ffi

@@ -45,7 +45,7 @@ class BytesObj : public StrObj {
 /*! \brief An immutable UTF-8 string; never null. */
 class String : public ObjectRef {
  public:
-  String() : String(std::string()) {}
+  String();                                               // (the empty string: one object, shared)
   String(std::string s);                                  // NOLINT(*)
   String(const char* s) : String(std::string(s)) {}       // NOLINT(*)
   String(std::string_view s) : String(std::string(s)) {}  // NOLINT(*)

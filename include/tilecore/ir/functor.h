@@ -126,6 +126,7 @@ class IRVisitor {
   int expr_depth_ = 0;  // nesting of VisitExpr; the memo is cleared when it returns to 0
   // the array element VisitArray passes, read through a copy that adds a reference
   const Object* element_ = nullptr;
+  int64_t guard_depth_ = 0;  // (StackGuard's count of this walk's nesting)
   IdentityTable<NoValue> visited_;
 };
 
@@ -173,6 +174,7 @@ class IRMutator {
   Sharing sharing_;
   int expr_depth_ = 0;
   const Object* element_ = nullptr;  // as IRVisitor's
+  int64_t guard_depth_ = 0;
   // (keys are held: identity_table.h)
   IdentityTable<PrimExpr> memo_;
 };
