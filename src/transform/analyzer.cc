@@ -180,7 +180,7 @@ class ExprSimplifier : public IRMutator {
   PrimExpr VisitExpr_(const AddNode* op) override {
     PrimExpr a = VisitExpr(op->a), b = VisitExpr(op->b);
     if (auto v = FoldVector(op, a, b)) return *v;
-    if (IsScalarInt(a)) return Canonical(ir::Add(a, b, op->span));
+    if (IsScalarInt(a)) return CanonicalSum(a, 1, b, 1);
     if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb)
       return FoldedFloat(op->dtype, *fa + *fb);
     return Rebuild<ir::Add>(op, a, b);
@@ -188,7 +188,7 @@ class ExprSimplifier : public IRMutator {
   PrimExpr VisitExpr_(const SubNode* op) override {
     PrimExpr a = VisitExpr(op->a), b = VisitExpr(op->b);
     if (auto v = FoldVector(op, a, b)) return *v;
-    if (IsScalarInt(a)) return Canonical(ir::Sub(a, b, op->span));
+    if (IsScalarInt(a)) return CanonicalSum(a, 1, b, -1);
     if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb)
       return FoldedFloat(op->dtype, *fa - *fb);
     return Rebuild<ir::Sub>(op, a, b);
@@ -197,7 +197,8 @@ class ExprSimplifier : public IRMutator {
     PrimExpr a = VisitExpr(op->a), b = VisitExpr(op->b);
     if (auto v = FoldVector(op, a, b)) return *v;
     if (IsScalarInt(a)) {
-      if (as_const_int(a) || as_const_int(b)) return Canonical(ir::Mul(a, b, op->span));
+      if (auto cb = as_const_int(b)) return CanonicalSum(a, *cb, PrimExpr(), 0);
+      if (auto ca = as_const_int(a)) return CanonicalSum(b, *ca, PrimExpr(), 0);
       return Rebuild<ir::Mul>(op, a, b);
     }
     if (auto fa = as_const_float(a), fb = as_const_float(b); fa && fb)
@@ -426,6 +427,14 @@ class ExprSimplifier : public IRMutator {
     Linear lin;
     Linearize(e, 1, &lin);
     return FromLinear(std::move(lin), e.dtype());
+  }
+  /*! \brief Canonical(a * ka + b * kb) without building that expression (`b` may be
+   *  undefined). */
+  static PrimExpr CanonicalSum(const PrimExpr& a, int64_t ka, const PrimExpr& b, int64_t kb) {
+    Linear lin;
+    Linearize(a, ka, &lin);
+    if (b.defined()) Linearize(b, kb, &lin);
+    return FromLinear(std::move(lin), a.dtype());
   }
 
   /*! \brief Splits lin into the multiples of c (divided by c) and the rest. */

@@ -327,22 +327,18 @@ inline std::optional<std::vector<double>> ConstValues(const Value& v) {
   if (!a.has_value() || a->device().device_type != kDLCPU || !a->IsContiguous())
     return std::nullopt;
   DLDataType t = a->dtype();
-  int64_t n = a->NumElements();
-  std::vector<double> out(static_cast<size_t>(n));
+  const size_t n = static_cast<size_t>(a->NumElements());
   const char* base = static_cast<const char*>(a->tensor().data) + a->tensor().byte_offset;
-  for (int64_t i = 0; i < n; ++i) {
-    if (t.code == kDLFloat && t.bits == 32)
-      out[i] = reinterpret_cast<const float*>(base)[i];
-    else if (t.code == kDLFloat && t.bits == 64)
-      out[i] = reinterpret_cast<const double*>(base)[i];
-    else if (t.code == kDLInt && t.bits == 64)
-      out[i] = static_cast<double>(reinterpret_cast<const int64_t*>(base)[i]);
-    else if (t.code == kDLInt && t.bits == 32)
-      out[i] = reinterpret_cast<const int32_t*>(base)[i];
-    else
-      return std::nullopt;
-  }
-  return out;
+  // (one converting copy per dtype: the weights of a whole model pass through here)
+  auto widen = [&](auto* first) {
+    return std::optional<std::vector<double>>(std::in_place, first, first + n);
+  };
+  if (n == 0) return std::vector<double>();  // (whatever the dtype)
+  if (t.code == kDLFloat && t.bits == 32) return widen(reinterpret_cast<const float*>(base));
+  if (t.code == kDLFloat && t.bits == 64) return widen(reinterpret_cast<const double*>(base));
+  if (t.code == kDLInt && t.bits == 64) return widen(reinterpret_cast<const int64_t*>(base));
+  if (t.code == kDLInt && t.bits == 32) return widen(reinterpret_cast<const int32_t*>(base));
+  return std::nullopt;
 }
 
 /*! \brief The value of a one-element constant, or nullopt. */

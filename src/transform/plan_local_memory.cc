@@ -32,20 +32,24 @@ int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 using Partners = std::unordered_map<const VarNode*, std::unordered_set<const VarNode*>>;
 
 Partners SourcePartners(const Stmt& body) {
-  Partners partners;
-  PostOrderVisit(body, [&](const ObjectRef& n) {
-    const auto* c = n.as<CallNode>();
-    if (c == nullptr || c->args.size() < 3) return;
-    const std::string_view op = c->op.view();
-    // (a table lookup reads its table apart from its stream: no conflict)
-    if (op != "tile.mm" && (op.rfind("tile.vec_", 0) != 0 || op == "tile.vec_lut")) return;
-    const auto* a = c->args[1].as<BufferRegionNode>();
-    const auto* b = c->args[2].as<BufferRegionNode>();
-    if (a == nullptr || b == nullptr || a->buffer->data.same_as(b->buffer->data)) return;
-    partners[a->buffer->data.get()].insert(b->buffer->data.get());
-    partners[b->buffer->data.get()].insert(a->buffer->data.get());
-  });
-  return partners;
+  // (a walk that memoises only shared nodes: each call is met, most once)
+  struct Finder : IRVisitor {
+    Partners partners;
+    void VisitExpr_(const CallNode* c) override {
+      IRVisitor::VisitExpr_(c);
+      if (c->args.size() < 3) return;
+      const std::string_view op = c->op.view();
+      // (a table lookup reads its table apart from its stream: no conflict)
+      if (op != "tile.mm" && (op.rfind("tile.vec_", 0) != 0 || op == "tile.vec_lut")) return;
+      const auto* a = c->args[1].as<BufferRegionNode>();
+      const auto* b = c->args[2].as<BufferRegionNode>();
+      if (a == nullptr || b == nullptr || a->buffer->data.same_as(b->buffer->data)) return;
+      partners[a->buffer->data.get()].insert(b->buffer->data.get());
+      partners[b->buffer->data.get()].insert(a->buffer->data.get());
+    }
+  } finder;
+  finder.VisitStmt(body);
+  return std::move(finder.partners);
 }
 
 class Planner : public IRVisitor {
