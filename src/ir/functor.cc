@@ -52,21 +52,43 @@ class ExprScope {
 
 // Only a node with more than one reference can be reached twice: a node reached along
 // two paths has two parents (or one parent naming it twice). Unshared nodes, most of
-// the IR, skip the memo. An array element is read through a copy (Array stores Any), so
-// the one VisitArray passes (`element`) has a reference more.
-bool MaybeShared(const PrimExpr& e, const Object** element) {
-  const bool copy = *element == e.get();
-  *element = nullptr;
-  return e.use_count() > (copy ? 2u : 1u);
-}
+// the IR, skip the memo.
+bool MaybeShared(const PrimExpr& e) { return e.use_count() > 1; }
+
+// An array element as a PrimExpr that borrows the array's reference: a copy would add
+// one (Array stores Any), and the element would look shared. The walk holds the node
+// whose array it is. (An element of another kind, which Array::Get refuses, is copied.)
+class Element {
+ public:
+  Element(const Array<PrimExpr>& arr, size_t i) {
+    const TCFFIAny* raw = arr.raw(i).raw();
+    if (raw->type_index >= kTCFFIStaticObjectBegin &&
+        ffi::details::ObjectUnsafe::FromHandle(raw->v_obj)->IsInstance<PrimExprNode>()) {
+      ref_ = ffi::ObjectRefUnsafe::FromPtr<PrimExpr>(
+          ffi::details::ObjectUnsafe::MoveFromHandle<Object>(raw->v_obj));
+      borrowed_ = true;
+    } else {
+      ref_ = arr[i];
+    }
+  }
+  ~Element() {
+    if (borrowed_)
+      ffi::details::ObjectUnsafe::MoveToHandle(ffi::ObjectRefUnsafe::MovePtr(std::move(ref_)));
+  }
+  Element(const Element&) = delete;
+  Element& operator=(const Element&) = delete;
+  const PrimExpr& get() const { return ref_; }
+
+ private:
+  PrimExpr ref_;
+  bool borrowed_ = false;
+};
 }  // namespace
 
 void IRVisitor::VisitExpr(const PrimExpr& e) {
   if (!e.defined()) return;
   ExprScope scope(&expr_depth_, &visited_);
-  if (sharing_ == Sharing::kOncePerExpression && MaybeShared(e, &element_) &&
-      !visited_.emplace(e, {}))
-    return;
+  if (sharing_ == Sharing::kOncePerExpression && MaybeShared(e) && !visited_.emplace(e, {})) return;
   ffi::StackGuard guard("IRVisitor", guard_depth_);
   const Object* n = e.get();
   switch (NodeKindOf(n)) {
@@ -122,11 +144,7 @@ void IRVisitor::VisitExpr_(const RampNode* op) {
 }
 void IRVisitor::VisitExpr_(const BroadcastNode* op) { VisitExpr(op->value); }
 void IRVisitor::VisitArray(const Array<PrimExpr>& arr) {
-  for (const PrimExpr& e : arr) {
-    element_ = e.get();
-    VisitExpr(e);
-  }
-  element_ = nullptr;  // (an override of VisitExpr may not have reached the base's)
+  for (size_t i = 0, n = arr.size(); i < n; ++i) VisitExpr(Element(arr, i).get());
 }
 void IRVisitor::VisitExpr_(const CallNode* op) { VisitArray(op->args); }
 void IRVisitor::VisitExpr_(const BufferLoadNode* op) {
@@ -178,7 +196,7 @@ void IRVisitor::VisitStmt_(const EvaluateNode* op) { VisitExpr(op->value); }
 PrimExpr IRMutator::VisitExpr(const PrimExpr& e) {
   if (!e.defined()) return e;
   ExprScope scope(&expr_depth_, &memo_);
-  if (sharing_ == Sharing::kEachOccurrence || !MaybeShared(e, &element_)) return Dispatch(e);
+  if (sharing_ == Sharing::kEachOccurrence || !MaybeShared(e)) return Dispatch(e);
   if (const PrimExpr* done = memo_.find(e.get())) return *done;
   PrimExpr r = Dispatch(e);
   memo_.emplace(e, r);
@@ -220,21 +238,17 @@ Array<PrimExpr> IRMutator::VisitArray(const Array<PrimExpr>& arr) {
   // (the copy is made from the first element that changes: most arrays do not)
   const size_t n = arr.size();
   for (size_t i = 0; i < n; ++i) {
-    PrimExpr e = arr[i];
-    element_ = e.get();
-    PrimExpr v = VisitExpr(e);
-    element_ = nullptr;  // (an override of VisitExpr may not have reached the base's)
-    if (v.same_as(e)) continue;
+    PrimExpr v;
+    {
+      Element e(arr, i);
+      v = VisitExpr(e.get());
+      if (v.same_as(e.get())) continue;
+    }
     std::vector<PrimExpr> out;
     out.reserve(n);
     for (size_t k = 0; k < i; ++k) out.push_back(arr[k]);
     out.push_back(std::move(v));
-    for (size_t k = i + 1; k < n; ++k) {
-      PrimExpr x = arr[k];
-      element_ = x.get();
-      out.push_back(VisitExpr(x));
-      element_ = nullptr;
-    }
+    for (size_t k = i + 1; k < n; ++k) out.push_back(VisitExpr(Element(arr, k).get()));
     return Array<PrimExpr>(out);
   }
   return arr;

@@ -118,14 +118,12 @@ class IRVisitor {
   virtual void VisitStmt_(const EvaluateNode* op);
 
  protected:
-  /*! \brief Visits each element (VisitExpr: an element only the array holds is unshared). */
+  /*! \brief Visits each element (an element only the array holds is unshared). */
   void VisitArray(const Array<PrimExpr>& arr);
 
  private:
   Sharing sharing_;
-  int expr_depth_ = 0;  // nesting of VisitExpr; the memo is cleared when it returns to 0
-  // the array element VisitArray passes, read through a copy that adds a reference
-  const Object* element_ = nullptr;
+  int expr_depth_ = 0;       // nesting of VisitExpr; the memo is cleared when it returns to 0
   int64_t guard_depth_ = 0;  // (StackGuard's count of this walk's nesting)
   IdentityTable<NoValue> visited_;
 };
@@ -173,7 +171,6 @@ class IRMutator {
   PrimExpr Dispatch(const PrimExpr& e);
   Sharing sharing_;
   int expr_depth_ = 0;
-  const Object* element_ = nullptr;  // as IRVisitor's
   int64_t guard_depth_ = 0;
   // (keys are held: identity_table.h)
   IdentityTable<PrimExpr> memo_;
