@@ -184,6 +184,17 @@ struct CountVars : IRVisitor {
   int64_t n = 0;
   void VisitExpr_(const VarNode*) override { ++n; }
 };
+
+// Rewrites `from` into `to`, counting the variables it rewrites or keeps.
+struct Rename : IRMutator {
+  Rename(Var from, Var to) : from(std::move(from)), to(std::move(to)) {}
+  Var from, to;
+  int64_t calls = 0;
+  PrimExpr VisitExpr_(const VarNode* op) override {
+    ++calls;
+    return op == from.get() ? PrimExpr(to) : GetRef<PrimExpr>(op);
+  }
+};
 }  // namespace
 
 TEST(IRNodes, VisitorVisitsASharedSubexpressionOncePerExpression) {
@@ -204,8 +215,8 @@ TEST(IRNodes, VisitorVisitsASharedSubexpressionOncePerExpression) {
 }
 
 TEST(IRNodes, AnArrayElementSharedWithinAnExpressionIsWalkedOnce) {
-  // An array element is read through a copy (a reference more): the walk must still see
-  // an element the expression holds twice, in the array or next to it, as shared.
+  // An array element is read without a reference of its own: the walk must still see an
+  // element the expression holds twice, in the array or next to it, as shared.
   Var x("x"), y("y");
   Buffer buf = DeclBuffer({64, 64}, DataType::Int(32), "A");
   PrimExpr a = x + 1;
@@ -219,16 +230,7 @@ TEST(IRNodes, AnArrayElementSharedWithinAnExpressionIsWalkedOnce) {
   CountVars each(Sharing::kEachOccurrence);
   each.VisitExpr(BufferLoad(buf, {a, y}) * a);
   EXPECT_EQ(each.n, 3);
-  struct Rename : IRMutator {
-    int64_t calls = 0;
-    Var from, to;
-    PrimExpr VisitExpr_(const VarNode* op) override {
-      ++calls;
-      return op == from.get() ? PrimExpr(to) : GetRef<PrimExpr>(op);
-    }
-  } m;
-  m.from = x;
-  m.to = y;
+  Rename m(x, y);
   PrimExpr r = m.VisitExpr(BufferLoad(buf, {a, a}) + a);
   EXPECT_EQ(m.calls, 1);  // rewritten once, and the result shares it the same way
   const auto* add = r.as<AddNode>();
@@ -242,16 +244,7 @@ TEST(IRNodes, AnArrayElementSharedWithinAnExpressionIsWalkedOnce) {
 
 TEST(IRNodes, MutatorRewritesASharedSubexpressionOnce) {
   Var x("x"), y("y");
-  struct Rename : IRMutator {
-    Var from, to;
-    int64_t calls = 0;
-    PrimExpr VisitExpr_(const VarNode* op) override {
-      ++calls;
-      return op == from.get() ? PrimExpr(to) : GetRef<PrimExpr>(op);
-    }
-  } m;
-  m.from = x;
-  m.to = y;
+  Rename m(x, y);
   PrimExpr r = m.VisitExpr(SharedChain(x, 60));
   EXPECT_EQ(m.calls, 1);
   // The result is shared the same way: each level's two operands are one node.
