@@ -13,19 +13,13 @@
 
 namespace tilecore::fuzz {
 
-inline uint64_t Fnv1a(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (char c : s) h = (h ^ uint8_t(c)) * 0x100000001b3ull;
-  return h;
-}
-
 inline std::string SealExecutable(std::string_view payload,
                                   uint32_t version = runtime::kExecutableVersion) {
   runtime::ByteWriter h;
   h.u32(version);
-  h.u32(0);
+  h.u32(runtime::kExecutableWordChecksum);  // (as tilecore writes it)
   h.u64(payload.size());
-  h.u64(Fnv1a(payload));
+  h.u64(runtime::ExecutableChecksum(payload));
   return std::string(runtime::kExecutableMagic, 8) + h.data() + std::string(payload);
 }
 

@@ -43,6 +43,12 @@ inline constexpr uint32_t kExecutableOldestVersion = 1;
 /// Version 3: several buckets (one program per input shape) sharing one copy of the modules
 /// and the constants, the modules deflated. Written only for an executable with buckets.
 inline constexpr uint32_t kExecutableBucketsVersion = 3;
+/// Header flag: the payload's checksum is ExecutableChecksum's (FNV-1a over 64-bit words in
+/// four lanes), which tilecore writes; without it, FNV-1a over the bytes (files written
+/// before the flag existed), which still load.
+inline constexpr uint32_t kExecutableWordChecksum = 1;
+/// The payload checksum of a file whose header has kExecutableWordChecksum.
+uint64_t ExecutableChecksum(std::string_view payload);
 /// Offsets of buffers in the arena are multiples of this (DMA-friendly, any dtype aligned).
 inline constexpr uint64_t kExecutableAlign = 64;
 /// The arena must fit TC1's 32-bit DDR address space.

@@ -30,11 +30,13 @@ import numpy as np
 from ..ffi import fingerprint
 from ..ffi.fingerprint import hash_file
 from ..runtime.content_cache import Cache, sha256_hex
-from ..runtime.files import file_contains, file_sha256
+from ..runtime.files import file_sha256_and_contains
 
 ENV_FOLDER = "TILECORE_COMPILE_CACHE"
 ENV_BYTES = "TILECORE_COMPILE_CACHE_BYTES"
 DEFAULT_MAX_BYTES = 4 << 30
+# a .tcx file's header: magic, version, flags, its payload's size and checksum (docs/executable.md)
+TCX_HEADER_BYTES = 32
 # the report's entries that do not keep (objects of the compiler's, not data)
 _NOT_KEPT = ("npu_funcs",)
 
@@ -138,15 +140,15 @@ def _model_part(model: Any) -> Any:
         return {"onnx": sha256_hex(data)}
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
-        # (read in pieces: the whole file is read only when it may name external data, and
-        # then its digest and its files come from that one read)
+        # (read in pieces, hashed and searched in one read: the whole file is held only when
+        # it may name external data, to find its files)
         try:
-            if file_contains(path, b"location"):  # (every external tensor carries the key "location")
+            digest, named = file_sha256_and_contains(path, b"location")  # (every external tensor has that key)
+            ext = []
+            if named:
                 with open(path, "rb") as f:
                     data = f.read()
-                digest, ext = sha256_hex(data), _external_files_named(data, os.path.dirname(os.path.abspath(path)))
-            else:
-                digest, ext = file_sha256(path), []
+                ext = _external_files_named(data, os.path.dirname(os.path.abspath(path)))
         except OSError as e:
             raise Uncacheable(f"the model file {path} cannot be read ({e.strerror})") from None
         return {"onnx": digest, "external": [[os.path.basename(p), _file_sha256(p, "external data")["file"]]
@@ -257,14 +259,31 @@ def load(where: str, k: str) -> tuple[Any, dict[str, Any]] | None:
     from ..runtime.executable import load_executable
 
     cache = Cache(where)
-    got = cache.get(k)
+    # The executable is checked as it loads: its header (its payload's size and checksum) must
+    # be the one the entry recorded, and the loader checks the payload against it; one read of
+    # the file instead of a digest's read before the load's.
+    got = cache.get(k, check_artifact=False)
     if got is None or got[1] is None:
         return None
     row, artifact = got
+    head = row.get("tcx_head")
+    if not isinstance(head, str):  # (an entry stored without it: its artifact's digest)
+        got = cache.get(k)
+        if got is None:
+            return None
+    else:
+        try:
+            with open(artifact, "rb") as f:
+                same = f.read(TCX_HEADER_BYTES).hex() == head
+        except OSError:
+            same = False
+        if not same:
+            cache.discard(k, "its executable is not the one the entry recorded")
+            return None
     try:
         exe = load_executable(artifact)
     except (ValueError, OSError):
-        cache._corrupt(k, artifact, "its executable does not load")  # noqa: SLF001 (the cache's removal)
+        cache.discard(k, "its executable does not load")
         return None
     now = time.time()
     for p in (artifact, os.path.join(os.path.dirname(artifact), k + ".json")):
@@ -280,7 +299,8 @@ def store(where: str, k: str, exe: Any, report: Mapping[str, Any]) -> list[str]:
     :func:`max_bytes`; returns the report entries not kept (objects, not data)."""
     dropped: list[str] = []
     kept, _ = _keepable(report, "", dropped)
-    Cache(where).put(k, {"report": kept}, exe.to_bytes(), ".tcx")
+    data = exe.to_bytes()
+    Cache(where).put(k, {"report": kept, "tcx_head": data[:TCX_HEADER_BYTES].hex()}, data, ".tcx")
     trim(where, max_bytes())
     return dropped
 

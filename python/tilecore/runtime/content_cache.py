@@ -53,9 +53,11 @@ class Cache:
         body = {k: v for k, v in entry.items() if k != "checksum"}
         return sha256_hex(json.dumps(body, sort_keys=True).encode())
 
-    def get(self, key: str) -> tuple[dict[str, Any], str | None] | None:
+    def get(self, key: str, check_artifact: bool = True) -> tuple[dict[str, Any], str | None] | None:
         """(row, artifact path or None) of a sound entry, or None (absent, or corrupt:
-        then reported in :attr:`problems` and removed)."""
+        then reported in :attr:`problems` and removed). ``check_artifact=False`` leaves the
+        artifact's digest to a caller that checks the artifact as it reads it (and calls
+        :meth:`discard` when it does not match)."""
         path = self._paths(key, ".json")
         try:
             with open(path, "rb") as f:
@@ -75,6 +77,8 @@ class Cache:
         art = entry.get("artifact")
         if art:
             art_path = os.path.join(os.path.dirname(path), art)
+            if not check_artifact:
+                return entry["row"], art_path
             try:
                 if file_sha256(art_path) != entry.get("artifact_sha256"):
                     return self._corrupt(key, path, f"its artifact {art} does not match its digest")
@@ -82,6 +86,11 @@ class Cache:
                 return self._corrupt(key, path, f"its artifact {art} is missing")
             return entry["row"], art_path
         return entry["row"], None
+
+    def discard(self, key: str, why: str) -> None:
+        """Removes entry ``key``, reporting ``why`` in :attr:`problems` (a caller's own check
+        of its artifact failed)."""
+        self._corrupt(key, self._paths(key, ".json"), why)
 
     def _corrupt(self, key: str, path: str, why: str) -> None:
         self.problems.append(f"{path}: cache entry not used: {why}; recomputed")

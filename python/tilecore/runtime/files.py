@@ -90,6 +90,19 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
+def file_sha256_and_contains(path: str | os.PathLike[str], needle: bytes, size: int = 1 << 20) -> tuple[str, bool]:
+    """(:func:`file_sha256`, :func:`file_contains`) of ``path`` from one read of it, in pieces
+    of ``size`` bytes."""
+    h, found, keep = hashlib.sha256(), not needle, len(needle) - 1
+    tail = b""
+    for block in chunks(path, size=size):
+        h.update(block)
+        if not found:  # (a needle across two pieces is whole in the tail and the next head)
+            found = needle in block or (keep > 0 and needle in tail + block[:keep])
+            tail = block[-keep:] if keep > 0 else b""
+    return h.hexdigest(), found
+
+
 def file_contains(path: str | os.PathLike[str], needle: bytes) -> bool:
     """Whether the bytes ``needle`` occur in the file ``path`` (an empty needle does)."""
     return not needle or any(needle in block for block in chunks(path, overlap=len(needle) - 1))

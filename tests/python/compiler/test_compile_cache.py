@@ -119,6 +119,21 @@ def test_damaged_entry_is_compiled_again(tmp_path):
     assert compile_with(path, tmp_path / "cache")[1]["compile_cache"]["hit"] is False
 
 
+def test_another_executable_under_the_key_is_not_used(tmp_path):
+    """A sound .tcx that is not the entry's (another model's, copied over it) is refused by the
+    header the entry recorded, not loaded as this model's."""
+    a, b = tmp_path / "a.onnx", tmp_path / "b.onnx"
+    onnx.save(conv_model(seed=1), a)
+    onnx.save(conv_model(seed=2), b)
+    ka = compile_with(a, tmp_path / "cache")[1]["compile_cache"]["key"]
+    kb = compile_with(b, tmp_path / "cache")[1]["compile_cache"]["key"]
+    tcx = lambda k: tmp_path / "cache" / k[:2] / f"{k}.tcx"  # noqa: E731
+    tcx(ka).write_bytes(tcx(kb).read_bytes())
+    exe, rep = compile_with(a, tmp_path / "cache")
+    assert rep["compile_cache"]["hit"] is False  # removed and compiled again
+    np.testing.assert_allclose(exe.run({"x": X})["y"], ort_out(a), rtol=1e-4, atol=1e-5)
+
+
 def test_what_cannot_be_keyed_compiles_and_says_why(tmp_path, monkeypatch):
     from tilecore import frontend
 

@@ -171,3 +171,14 @@ def test_a_file_is_hashed_and_searched_in_pieces_as_if_whole(tmp_path):
     path.write_bytes(b"")
     assert not files.file_contains(path, needle)
     assert files.file_sha256(path) == hashlib.sha256(b"").hexdigest()
+    assert files.file_sha256_and_contains(path, needle) == (hashlib.sha256(b"").hexdigest(), False)
+    # hashed and searched in one read: a needle at each place across a piece boundary
+    for at in range(4096 - len(needle), 4096 + 1):
+        d = bytearray(data)
+        d[4096 - 3:4096 - 3 + len(needle)] = b"x" * len(needle)
+        d[at:at + len(needle)] = needle
+        path.write_bytes(bytes(d))
+        want = (hashlib.sha256(bytes(d)).hexdigest(), True)
+        assert files.file_sha256_and_contains(path, needle, size=4096) == want, at
+    path.write_bytes(bytes(data[:4096 - 3]) + b"x" * 64)
+    assert not files.file_sha256_and_contains(path, needle, size=4096)[1]

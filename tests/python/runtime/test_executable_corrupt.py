@@ -18,8 +18,9 @@ pytestmark = pytest.mark.skipif(tilecore.get_global_func("codegen.build_npu", al
 
 # The child builds each case from the good file, loads it and reports the outcome; any crash
 # kills it and fails the test. Cases: ["cut", n, reseal] keeps the first n bytes; ["flip", i, bit,
-# reseal] flips one bit. `reseal` rewrites the header's payload size and checksum (FNV-1a) so the
-# parser itself meets the damage instead of the checksum catching it.
+# reseal] flips one bit. `reseal` rewrites the header's payload size and checksum (flags 0: FNV-1a
+# over the bytes, which the incremental prefix makes cheap) so the parser itself meets the damage
+# instead of the checksum catching it.
 CHILD = r"""
 import json, struct, sys
 import tilecore.runtime as R
@@ -30,11 +31,11 @@ M = 0xFFFFFFFFFFFFFFFF
 prefix = [0xcbf29ce484222325]  # FNV-1a state after payload[:k]
 for b in good[32:]:
     prefix.append(((prefix[-1] ^ b) * 0x100000001b3) & M)
-def seal(data, k):  # data[32:32+k] equals good's payload so far
+def seal(data, k):  # data[32:32+k] equals good's payload so far; flags 0: FNV-1a over the bytes
     h = prefix[k]
     for b in data[32 + k:]:
         h = ((h ^ b) * 0x100000001b3) & M
-    return data[:16] + struct.pack("<QQ", len(data) - 32, h) + data[32:]
+    return data[:12] + struct.pack("<IQQ", 0, len(data) - 32, h) + data[32:]
 out = []
 for c in cases:
     if c[0] == "cut":
@@ -138,14 +139,54 @@ def test_resealed_bit_flips_never_crash(tmp_path, good):
     assert len(errors) >= 5  # flips in the constants' data are valid files; flips in the fields are not
 
 
+def word_checksum(payload):
+    """docs/executable.md's checksum of flag 1, written from its description."""
+    M, prime, basis = (1 << 64) - 1, 0x100000001B3, 0xCBF29CE484222325
+    lanes = [basis ^ j for j in range(4)]
+    whole = len(payload) // 32 * 32
+    for i in range(0, whole, 8):
+        j = (i // 8) % 4
+        lanes[j] = ((lanes[j] ^ int.from_bytes(payload[i:i + 8], "little")) * prime) & M
+    h = basis
+    for x in [*lanes, *payload[whole:], len(payload)]:
+        h = ((h ^ x) * prime) & M
+    return h
+
+
+def test_the_header_carries_the_word_checksum(tmp_path, good):
+    version, flags, size, checksum = struct.unpack_from("<IIQQ", good, 8)
+    assert (flags, size) == (1, len(good) - 32)
+    assert checksum == word_checksum(good[32:])
+    # the loader computes the same sum for payloads of every tail length (the bytes after the
+    # last whole 32): cut payloads sealed by the reference pass the checksum and reach the parser
+    for cut in (1, 7, 8, 9, 31, 32):
+        body = good[32:len(good) - cut]
+        sealed = good[:16] + struct.pack("<QQ", len(body), word_checksum(body)) + body
+        res = load_all(tmp_path, sealed, [["cut", len(sealed), False]])[0]
+        assert res.startswith("ValueError: executable") and "checksum" not in res, (cut, res)
+
+
+def test_a_file_with_the_byte_checksum_still_loads(tmp_path, good):
+    """A file written before the word checksum (flags 0, FNV-1a over the payload's bytes)."""
+    h = 0xCBF29CE484222325
+    for b in good[32:]:
+        h = ((h ^ b) * 0x100000001B3) & ((1 << 64) - 1)
+    old = good[:12] + struct.pack("<IQQ", 0, len(good) - 32, h) + good[32:]
+    flags_only = good[:12] + struct.pack("<I", 0) + good[16:]  # (the word checksum read as FNV-1a)
+    res = load_all(tmp_path, old, [["cut", len(old), False]]) + load_all(tmp_path, flags_only,
+                                                                           [["cut", len(flags_only), False]])
+    assert res[0] == "ok"
+    assert res[1].startswith("ValueError: executable, byte 24: checksum mismatch"), res[1]
+
+
 def test_header_fields(tmp_path, good):
     bad_version = good[:8] + struct.pack("<I", 9) + good[12:]
-    bad_flags = good[:12] + struct.pack("<I", 1) + good[16:]
+    bad_flags = good[:12] + struct.pack("<I", 3) + good[16:]
     padded = good + b"\0"
     res = []
     for blob in [bad_version, bad_flags, padded, b"TCMODULE" + good[8:]]:
         res += load_all(tmp_path, blob, [["cut", len(blob), False]])
     assert "byte 8: unsupported version 9 (this tilecore reads versions 1 to 3)" in res[0]
-    assert "byte 12: unknown flags 1" in res[1]
+    assert "byte 12: unknown flags 3" in res[1]
     assert "byte 16: the header announces a payload of" in res[2]
     assert "the magic \"TCEXEC\" is missing" in res[3]
