@@ -8,9 +8,25 @@ _HEADER = 32
 
 
 def fnv1a64(data: bytes) -> int:
+    """The payload checksum of a header with flags 0 (FNV-1a over the bytes)."""
     h = 0xCBF29CE484222325
     for byte in data:
         h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def word_checksum(payload: bytes) -> int:
+    """The payload checksum of a header with flag 1, which tilecore writes (docs/executable.md,
+    written from its description): FNV-1a over 64-bit words in four lanes, then folded."""
+    mask, prime, basis = (1 << 64) - 1, 0x100000001B3, 0xCBF29CE484222325
+    lanes = [basis ^ j for j in range(4)]
+    whole = len(payload) // 32 * 32
+    words = struct.unpack_from(f"<{whole // 8}Q", payload)
+    for i, w in enumerate(words):
+        lanes[i % 4] = ((lanes[i % 4] ^ w) * prime) & mask
+    h = basis
+    for x in [*lanes, *payload[whole:], len(payload)]:
+        h = ((h ^ x) * prime) & mask
     return h
 
 
@@ -90,7 +106,7 @@ def build(exe: dict) -> bytes:
         out.append(struct.pack("<I", len(step["debug"])))
         out += [_blob(k) + _blob(v) for k, v in step["debug"]]
     payload = b"".join(out)
-    return _MAGIC + struct.pack("<IIQQ", exe.get("version", 2), 0, len(payload), fnv1a64(payload)) + payload
+    return _MAGIC + struct.pack("<IIQQ", exe.get("version", 2), 1, len(payload), word_checksum(payload)) + payload
 
 
 def edit(path_in, path_out, change):

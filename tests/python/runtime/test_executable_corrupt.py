@@ -11,6 +11,8 @@ import pytest
 import tilecore
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reliability"))
+import tcx_edit  # noqa: E402
 
 pytestmark = pytest.mark.skipif(tilecore.get_global_func("codegen.build_npu", allow_missing=True) is None,
                                 reason="built without TILECORE_ENABLE_NPU")
@@ -139,39 +141,22 @@ def test_resealed_bit_flips_never_crash(tmp_path, good):
     assert len(errors) >= 5  # flips in the constants' data are valid files; flips in the fields are not
 
 
-def word_checksum(payload):
-    """docs/executable.md's checksum of flag 1, written from its description."""
-    M, prime, basis = (1 << 64) - 1, 0x100000001B3, 0xCBF29CE484222325
-    lanes = [basis ^ j for j in range(4)]
-    whole = len(payload) // 32 * 32
-    for i in range(0, whole, 8):
-        j = (i // 8) % 4
-        lanes[j] = ((lanes[j] ^ int.from_bytes(payload[i:i + 8], "little")) * prime) & M
-    h = basis
-    for x in [*lanes, *payload[whole:], len(payload)]:
-        h = ((h ^ x) * prime) & M
-    return h
-
-
 def test_the_header_carries_the_word_checksum(tmp_path, good):
     version, flags, size, checksum = struct.unpack_from("<IIQQ", good, 8)
     assert (flags, size) == (1, len(good) - 32)
-    assert checksum == word_checksum(good[32:])
+    assert checksum == tcx_edit.word_checksum(good[32:])
     # the loader computes the same sum for payloads of every tail length (the bytes after the
     # last whole 32): cut payloads sealed by the reference pass the checksum and reach the parser
     for cut in (1, 7, 8, 9, 31, 32):
         body = good[32:len(good) - cut]
-        sealed = good[:16] + struct.pack("<QQ", len(body), word_checksum(body)) + body
+        sealed = good[:16] + struct.pack("<QQ", len(body), tcx_edit.word_checksum(body)) + body
         res = load_all(tmp_path, sealed, [["cut", len(sealed), False]])[0]
         assert res.startswith("ValueError: executable") and "checksum" not in res, (cut, res)
 
 
 def test_a_file_with_the_byte_checksum_still_loads(tmp_path, good):
     """A file written before the word checksum (flags 0, FNV-1a over the payload's bytes)."""
-    h = 0xCBF29CE484222325
-    for b in good[32:]:
-        h = ((h ^ b) * 0x100000001B3) & ((1 << 64) - 1)
-    old = good[:12] + struct.pack("<IQQ", 0, len(good) - 32, h) + good[32:]
+    old = good[:12] + struct.pack("<IQQ", 0, len(good) - 32, tcx_edit.fnv1a64(good[32:])) + good[32:]
     flags_only = good[:12] + struct.pack("<I", 0) + good[16:]  # (the word checksum read as FNV-1a)
     res = load_all(tmp_path, old, [["cut", len(old), False]]) + load_all(tmp_path, flags_only,
                                                                            [["cut", len(flags_only), False]])
