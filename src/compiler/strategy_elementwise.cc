@@ -11,7 +11,9 @@
  * Tiling: the output is walked flat in tiles of up to 16384 elements (64 KiB of f32,
  * one L1 bank each), no fewer tiles than cores down to kMinCoreTile elements, or in equal
  * tiles that divide it when they are no slower (FlatTile); the tiles go to the cores round
- * robin and a last, shorter tile has its own constant size. An input
+ * robin and a last, shorter tile has its own constant size; a core's whole tiles run
+ * pipelined in two slots when their buffers fit twice (the next tile's loads before this
+ * tile's commands, its store left running). An input
  * of the output's element count is DMAed tile by tile; a broadcast input (fewer elements) is
  * loaded whole into L1 once per core (up to 256 KiB), on the DMA-out engine beside the first
  * tile's loads. The compute loop is one scalar loop per tile over L1
@@ -58,6 +60,9 @@ constexpr int64_t kTile = 16384;
 constexpr int64_t kMinCoreTile = 1024;
 // the DMA event of the broadcast inputs loaded whole (the tiles' loads and stores: 0 and 1)
 constexpr int kWholeEvent = 2;
+// a pipelined tile loop's events: slot k's loads on kSlotLoadEvent + k, its store on
+// kSlotStoreEvent + k
+constexpr int kSlotLoadEvent = 3, kSlotStoreEvent = 5;
 constexpr int64_t kBroadcastBytes = 256 * 1024;
 
 /*! \brief Elements of the flat walk's critical path: the most a core computes, each tile
@@ -1013,228 +1018,283 @@ PrimFunc LowerElementwise(const OpCall& call) {
     const bool wait_whole = !pre.empty();
     if (wait_whole && !any_tiled) pre.push_back(Intrin("tile.wait", {I32(kWholeEvent)}));
     std::vector<Stmt> tiles;
+    // Pipelined (the whole tiles of a core that has several, when their buffers twice over
+    // fit L1): two slots of the loaded tiles and of the result, the next tile's loads
+    // issued before this tile's compute and its store left running (ForEachItemPipelined),
+    // so the DMA engines overlap the engine computing instead of taking turns with it. The
+    // same commands on the same data: the same bits. A copy (no compute to overlap) and the
+    // front end's SIMD loops stay one tile at a time.
+    int64_t tiled_inputs = 0, whole_bytes = 0;
+    for (size_t i = 0; i < nin; ++i) {
+      if (ins[i].present && ins[i].tiled) ++tiled_inputs;
+      if (ins[i].present && !ins[i].tiled)
+        whole_bytes += ins[i].numel * ins[i].view->dtype.lane_bytes();
+    }
+    const int64_t temps = call.op_type == "Gelu" ? 4 : 1;  // (Gelu's four, the passes' one)
+    const bool pipelined =
+        !is_copy && !simd_bool && tiled_inputs > 0 && N / T > call.cores &&
+        (2 * (tiled_inputs + 1) + temps) * T * 4 + whole_bytes <= (int64_t{768} << 10);
+    // slot k's loaded tiles and result: allocated around the loop of whole tiles
+    std::vector<std::vector<Buffer>> slot_in(2, std::vector<Buffer>(nin));
+    std::vector<Buffer> slot_out(2);
+    if (pipelined) {
+      for (int k = 0; k < 2; ++k) {
+        for (size_t i = 0; i < nin; ++i)
+          if (ins[i].present && ins[i].tiled)
+            slot_in[k][i] =
+                Local({T}, ins[i].view->dtype, "L" + std::to_string(i) + "s" + std::to_string(k));
+        slot_out[k] = Local({T}, odt, "Ols" + std::to_string(k));
+      }
+    }
+    // slot -1: the tile's loads, compute and store, waited for; slot k >= 0: its loads only
+    // (`front`), or its compute and store (the rest), on the slot's own DMA events
     for (auto [count, size] :
          std::vector<std::pair<int64_t, int64_t>>{{N / T, T}, {N % T ? 1 : 0, N % T}}) {
       int64_t base = size == T ? 0 : (N / T) * T;
-      tiles.push_back(ForEachItem(
-          core, call.cores, count, &rotation, "t", [&, size = size, base = base](PrimExpr t) {
-            PrimExpr start = I32(base) + t * I32(T);
-            std::vector<Buffer> tl(nin);
-            std::vector<Stmt> s;
-            // the tile's loads issued together, then one wait (each waited for on its own
-            // paid the level's latency once per input)
-            for (size_t i = 0; i < nin; ++i) {
-              if (!ins[i].present || !ins[i].tiled) continue;
-              tl[i] = Local({size}, ins[i].view->dtype, "L" + std::to_string(i));
-              s.push_back(Intrin("tile.dma_copy", {Region(tl[i], {I32(0)}, {size}),
-                                                   Region(ins[i].view, {start}, {size}), I32(0)}));
-            }
-            if (!s.empty()) s.push_back(Intrin("tile.wait", {I32(0)}));
-            if (!s.empty() && wait_whole) s.push_back(Intrin("tile.wait", {I32(kWholeEvent)}));
-            Buffer Ol;
-            std::vector<Buffer> gelu_tmp;  // Gelu's and the passes' temporaries, one tile each
-            if (is_copy && tl[0].defined()) {
-              Ol = tl[0];
-            } else {
-              Ol = Local({size}, odt, "Ol");
-              auto gather = [&](PrimExpr i) {
-                std::vector<PrimExpr> x;
-                for (size_t k = 0; k < nin; ++k) {
-                  if (!ins[k].present) {
-                    x.push_back(F32(0));
-                  } else if (ins[k].tiled) {
-                    x.push_back(BufferLoad(tl[k], {i}));
-                  } else {
-                    // broadcast index of the flat output index start + i
-                    PrimExpr g = start + i, idx = I32(0);
-                    int64_t ostride = 1, istride = 1;
-                    for (size_t d = rank; d-- > 0;) {
-                      if (ins[k].shape[d] != 1)
-                        idx = idx +
-                              floormod(floordiv(g, I32(ostride)), I32(oshape[d])) * I32(istride);
-                      ostride *= oshape[d];
-                      istride *= ins[k].shape[d];
-                    }
-                    x.push_back(BufferLoad(whole[k], {idx}));
-                  }
-                }
-                return x;
-              };
-              if (call.op_type == "Clip") {
-                // two passes, max then min, so each is one vector command (a nested
-                // min(max(x, lo), hi) is not one the engine has)
-                bool has_lo = nin > 1 && ins[1].present, has_hi = nin > 2 && ins[2].present;
-                auto bound = [&](const std::vector<PrimExpr>& x, bool from_input, size_t k,
-                                 const char* attr) -> std::optional<PrimExpr> {
-                  if (from_input) return x[k];
-                  if (HasAttr(call.attrs, attr)) return F32(AttrFloat(call.attrs, attr, 0));
-                  return std::nullopt;
-                };
-                s.push_back(Loop("i", size, [&](PrimExpr i) {
-                  std::vector<PrimExpr> x = gather(i);
-                  auto lo = bound(x, has_lo, 1, "min");
-                  return BufferStore(Ol, lo ? max(x[0], *lo) : x[0], {i});
-                }));
-                s.push_back(Loop("i", size, [&](PrimExpr i) {
-                  std::vector<PrimExpr> x = gather(i);
-                  auto hi = bound(x, has_hi, 2, "max");
-                  PrimExpr cur = BufferLoad(Ol, {i});
-                  return BufferStore(Ol, hi ? min(cur, *hi) : cur, {i});
-                }));
-              } else if (std::vector<ActivationPass> passes =
-                             ActivationPasses(call.op_type, call.attrs);
-                         !passes.empty() && tl[0].defined() && odt == DataType::Float(32)) {
-                Buffer T = Local({size}, DataType::Float(32), "T");
-                gelu_tmp.push_back(T);
-                for (size_t k = 0; k < passes.size(); ++k) {
-                  const Buffer& dst = k + 1 == passes.size() ? Ol : T;
-                  s.push_back(Loop("i", size, [&](PrimExpr i) {
-                    return BufferStore(dst, passes[k](BufferLoad(tl[0], {i}), BufferLoad(T, {i})),
-                                       {i});
-                  }));
-                }
-              } else if (call.op_type == "Gelu" && tl[0].defined()) {
-                // one vector command per pass over the tile (the one-expression form is a
-                // scalar loop: erf's polynomial and select have no single engine command)
-                std::vector<Buffer> tmp;
-                auto local = [&](const char* name) {
-                  tmp.push_back(Local({size}, DataType::Float(32), name));
-                  return tmp.back();
-                };
-                auto pass = [&](const Buffer& dst, const std::function<PrimExpr(PrimExpr)>& v) {
-                  s.push_back(
-                      Loop("i", size, [&](PrimExpr i) { return BufferStore(dst, v(i), {i}); }));
-                };
-                auto ld = [](const Buffer& b) {
-                  return [b](PrimExpr i) { return BufferLoad(b, {i}); };
-                };
-                // constants rounded to f32 first: the engine's scalar operands are f32
-                auto F32f = [](double v) {
-                  return F32(static_cast<double>(static_cast<float>(v)));
-                };
-                const Buffer& X = tl[0];
-                auto x = ld(X), o = ld(Ol);
-                if (AttrStr(call.attrs, "approximate", "none") == "tanh") {
-                  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-                  Buffer T = local("T");
-                  auto t = ld(T);
-                  pass(T, [&](PrimExpr i) { return x(i) * x(i); });
-                  pass(T, [&](PrimExpr i) { return t(i) * x(i); });
-                  pass(T, [&](PrimExpr i) { return t(i) * F32f(0.044715); });
-                  pass(T, [&](PrimExpr i) { return t(i) + x(i); });
-                  pass(T, [&](PrimExpr i) { return t(i) * F32f(std::sqrt(2.0 / M_PI)); });
-                  pass(T, [&](PrimExpr i) {
-                    return ir::Call(DataType::Float(32), String("tir.tanh"), {t(i)});
-                  });
-                  pass(T, [&](PrimExpr i) { return t(i) + F32f(1.0); });
-                  pass(T, [&](PrimExpr i) { return t(i) * x(i); });
-                  pass(Ol, [&](PrimExpr i) { return t(i) * F32f(0.5); });
-                } else {
-                  // 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x + a erf(a) / sqrt 2 with a = |x| / sqrt 2,
-                  // erf(a) = 1 - p(t) exp(-a^2) by Abramowitz and Stegun 7.1.26 as in Erf above.
-                  // Negation is exact in every rounding, so -a^2 is a times -a (before |a|)
-                  // and the polynomial is computed negated (its coefficients negated): the
-                  // same bits without the two passes that multiplied by -1.
-                  Buffer A = local("A"), T = local("T"), P = local("P"), E = local("E");
-                  auto a = ld(A), t = ld(T), q = ld(P), e = ld(E);
-                  pass(A, [&](PrimExpr i) { return x(i) * F32f(M_SQRT1_2); });
-                  pass(T, [&](PrimExpr i) { return a(i) * F32f(-1.0); });
-                  pass(E, [&](PrimExpr i) { return a(i) * t(i); });  // -a^2
-                  pass(A, [&](PrimExpr i) { return max(a(i), t(i)); });
-                  pass(T, [&](PrimExpr i) { return a(i) * F32f(0.3275911); });
-                  pass(T, [&](PrimExpr i) { return t(i) + F32f(1.0); });
-                  pass(T, [&](PrimExpr i) {
-                    return ir::Call(DataType::Float(32), String("tir.recip"), {t(i)});
-                  });
-                  pass(P, [&](PrimExpr i) { return t(i) * F32f(-1.061405429); });  // -p(t)
-                  for (double c : {-1.453152027, 1.421413741, -0.284496736, 0.254829592}) {
-                    pass(P, [&](PrimExpr i) { return q(i) + F32f(-c); });
-                    pass(P, [&](PrimExpr i) { return q(i) * t(i); });
-                  }
-                  pass(E, [&](PrimExpr i) { return Exp(e(i)); });
-                  pass(P, [&](PrimExpr i) { return q(i) * e(i); });
-                  pass(P, [&](PrimExpr i) { return q(i) + F32f(1.0); });
-                  pass(P, [&](PrimExpr i) { return q(i) * a(i); });
-                  pass(P, [&](PrimExpr i) { return q(i) * F32f(M_SQRT1_2); });
-                  pass(Ol, [&](PrimExpr i) { return x(i) * F32f(0.5); });
-                  pass(Ol, [&](PrimExpr i) { return o(i) + q(i); });
-                }
-                gelu_tmp = tmp;
-              } else if (simd_bool) {
-                // an op on bool: 4-byte lanes on the front end's SIMD (8 a register): the bool
-                // tiles widened to i32 by the vector engine, the op's value computed lane-wise
-                // (a bool input as `w != 0`), a bool result stored as 0/1 in i32 and narrowed
-                std::vector<Buffer> wide(nin);
-                const DataType i32 = DataType::Int(32);
-                for (size_t k = 0; k < nin; ++k) {
-                  if (!tl[k].defined() || tl[k]->dtype != DataType::Bool()) continue;
-                  wide[k] = Local({size}, i32, "B" + std::to_string(k));
-                  gelu_tmp.push_back(wide[k]);
-                  s.push_back(Loop("i", size, [&](PrimExpr i) {
-                    return BufferStore(wide[k], Cast(i32, BufferLoad(tl[k], {i})), {i});
-                  }));
-                }
-                Buffer R = odt == DataType::Bool() ? Local({size}, i32, "R") : Ol;
-                if (R.get() != Ol.get()) gelu_tmp.push_back(R);
-                s.push_back(Loop(
-                    "i", I32(size),
-                    [&](PrimExpr i) {
-                      std::vector<PrimExpr> x = gather(i);
-                      for (size_t k = 0; k < nin; ++k) {
-                        if (wide[k].defined()) {  // (Where's condition: compared with 0 by it)
-                          x[k] = call.op_type == "Where" && k == 0
-                                     ? PrimExpr(BufferLoad(wide[k], {i}))
-                                     : ne(BufferLoad(wide[k], {i}), I32(0));
-                        } else if (ins[k].present && !ins[k].tiled &&
-                                   whole[k]->dtype == DataType::Bool()) {
-                          x[k] = ne(Cast(i32, x[k]), I32(0));
-                        }
-                      }
-                      // each load bound once (the SIMD code evaluates every use of an
-                      // expression again: ReplaceNaN's x three times)
-                      std::vector<std::pair<Var, PrimExpr>> bound;
-                      for (size_t k = 0; k < nin; ++k) {
-                        if (!x[k].as<BufferLoadNode>()) continue;
-                        Var xv("x" + std::to_string(k), x[k].dtype());
-                        bound.emplace_back(xv, x[k]);
-                        x[k] = xv;
-                      }
-                      PrimExpr v = op.fn(x, call);
-                      Stmt store;
-                      if (R.get() != Ol.get()) {
-                        store = BufferStore(R, Select(v, I32(1), I32(0)), {i});
-                      } else {
-                        if (v.dtype() != odt) v = cast(odt, v);
-                        store = BufferStore(Ol, v, {i});
-                      }
-                      for (auto it = bound.rbegin(); it != bound.rend(); ++it)
-                        store = LetStmt(it->first, it->second, store);
-                      return store;
-                    },
-                    ForKind::kVectorized));
-                if (R.get() != Ol.get())
-                  s.push_back(Loop("i", size, [&](PrimExpr i) {
-                    return BufferStore(Ol, Cast(DataType::Bool(), BufferLoad(R, {i})), {i});
-                  }));
+      auto tile = [&, size = size, base = base](PrimExpr t, int slot, bool front) -> Stmt {
+        PrimExpr start = I32(base) + t * I32(T);
+        std::vector<Buffer> tl(nin);
+        std::vector<Stmt> s;
+        const int load_event = slot < 0 ? 0 : kSlotLoadEvent + slot;
+        // the tile's loads issued together, then one wait (each waited for on its own
+        // paid the level's latency once per input)
+        for (size_t i = 0; i < nin; ++i) {
+          if (!ins[i].present || !ins[i].tiled) continue;
+          tl[i] = slot < 0 ? Local({size}, ins[i].view->dtype, "L" + std::to_string(i))
+                           : slot_in[size_t(slot)][i];
+          if (slot < 0 || front)
+            s.push_back(
+                Intrin("tile.dma_copy", {Region(tl[i], {I32(0)}, {size}),
+                                         Region(ins[i].view, {start}, {size}), I32(load_event)}));
+        }
+        if (front) return Seq(s);
+        if (tiled_inputs > 0) s.push_back(Intrin("tile.wait", {I32(load_event)}));
+        if (tiled_inputs > 0 && wait_whole) s.push_back(Intrin("tile.wait", {I32(kWholeEvent)}));
+        // (the slot's result tile is free once its store two tiles before has run)
+        if (slot >= 0) s.push_back(Intrin("tile.wait", {I32(kSlotStoreEvent + slot)}));
+        Buffer Ol;
+        std::vector<Buffer> gelu_tmp;  // Gelu's and the passes' temporaries, one tile each
+        if (is_copy && tl[0].defined()) {
+          Ol = tl[0];
+        } else {
+          Ol = slot < 0 ? Local({size}, odt, "Ol") : slot_out[size_t(slot)];
+          auto gather = [&](PrimExpr i) {
+            std::vector<PrimExpr> x;
+            for (size_t k = 0; k < nin; ++k) {
+              if (!ins[k].present) {
+                x.push_back(F32(0));
+              } else if (ins[k].tiled) {
+                x.push_back(BufferLoad(tl[k], {i}));
               } else {
-                s.push_back(Loop("i", size, [&](PrimExpr i) {
-                  std::vector<PrimExpr> x = gather(i);
-                  if (op.uses_index) x.push_back(start + i);
-                  PrimExpr v = op.fn(x, call);
-                  if (v.dtype() != odt) v = cast(odt, v);
-                  return BufferStore(Ol, v, {i});
-                }));
+                // broadcast index of the flat output index start + i
+                PrimExpr g = start + i, idx = I32(0);
+                int64_t ostride = 1, istride = 1;
+                for (size_t d = rank; d-- > 0;) {
+                  if (ins[k].shape[d] != 1)
+                    idx = idx + floormod(floordiv(g, I32(ostride)), I32(oshape[d])) * I32(istride);
+                  ostride *= oshape[d];
+                  istride *= ins[k].shape[d];
+                }
+                x.push_back(BufferLoad(whole[k], {idx}));
               }
             }
-            s.push_back(DmaWait(Region(O, {start}, {size}), Region(Ol, {I32(0)}, {size}), 1));
-            Stmt r = Seq(s);
-            for (const Buffer& b : gelu_tmp) r = Allocate(b, r);
-            if (!(is_copy && tl[0].defined())) r = Allocate(Ol, r);
-            for (size_t i = 0; i < nin; ++i) {
-              if (tl[i].defined()) r = Allocate(tl[i], r);
+            return x;
+          };
+          if (call.op_type == "Clip") {
+            // two passes, max then min, so each is one vector command (a nested
+            // min(max(x, lo), hi) is not one the engine has)
+            bool has_lo = nin > 1 && ins[1].present, has_hi = nin > 2 && ins[2].present;
+            auto bound = [&](const std::vector<PrimExpr>& x, bool from_input, size_t k,
+                             const char* attr) -> std::optional<PrimExpr> {
+              if (from_input) return x[k];
+              if (HasAttr(call.attrs, attr)) return F32(AttrFloat(call.attrs, attr, 0));
+              return std::nullopt;
+            };
+            s.push_back(Loop("i", size, [&](PrimExpr i) {
+              std::vector<PrimExpr> x = gather(i);
+              auto lo = bound(x, has_lo, 1, "min");
+              return BufferStore(Ol, lo ? max(x[0], *lo) : x[0], {i});
+            }));
+            s.push_back(Loop("i", size, [&](PrimExpr i) {
+              std::vector<PrimExpr> x = gather(i);
+              auto hi = bound(x, has_hi, 2, "max");
+              PrimExpr cur = BufferLoad(Ol, {i});
+              return BufferStore(Ol, hi ? min(cur, *hi) : cur, {i});
+            }));
+          } else if (std::vector<ActivationPass> passes =
+                         ActivationPasses(call.op_type, call.attrs);
+                     !passes.empty() && tl[0].defined() && odt == DataType::Float(32)) {
+            Buffer T = Local({size}, DataType::Float(32), "T");
+            gelu_tmp.push_back(T);
+            for (size_t k = 0; k < passes.size(); ++k) {
+              const Buffer& dst = k + 1 == passes.size() ? Ol : T;
+              s.push_back(Loop("i", size, [&](PrimExpr i) {
+                return BufferStore(dst, passes[k](BufferLoad(tl[0], {i}), BufferLoad(T, {i})), {i});
+              }));
             }
-            return r;
-          }));
+          } else if (call.op_type == "Gelu" && tl[0].defined()) {
+            // one vector command per pass over the tile (the one-expression form is a
+            // scalar loop: erf's polynomial and select have no single engine command)
+            std::vector<Buffer> tmp;
+            auto local = [&](const char* name) {
+              tmp.push_back(Local({size}, DataType::Float(32), name));
+              return tmp.back();
+            };
+            auto pass = [&](const Buffer& dst, const std::function<PrimExpr(PrimExpr)>& v) {
+              s.push_back(Loop("i", size, [&](PrimExpr i) { return BufferStore(dst, v(i), {i}); }));
+            };
+            auto ld = [](const Buffer& b) {
+              return [b](PrimExpr i) { return BufferLoad(b, {i}); };
+            };
+            // constants rounded to f32 first: the engine's scalar operands are f32
+            auto F32f = [](double v) { return F32(static_cast<double>(static_cast<float>(v))); };
+            const Buffer& X = tl[0];
+            auto x = ld(X), o = ld(Ol);
+            if (AttrStr(call.attrs, "approximate", "none") == "tanh") {
+              // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+              Buffer T = local("T");
+              auto t = ld(T);
+              pass(T, [&](PrimExpr i) { return x(i) * x(i); });
+              pass(T, [&](PrimExpr i) { return t(i) * x(i); });
+              pass(T, [&](PrimExpr i) { return t(i) * F32f(0.044715); });
+              pass(T, [&](PrimExpr i) { return t(i) + x(i); });
+              pass(T, [&](PrimExpr i) { return t(i) * F32f(std::sqrt(2.0 / M_PI)); });
+              pass(T, [&](PrimExpr i) {
+                return ir::Call(DataType::Float(32), String("tir.tanh"), {t(i)});
+              });
+              pass(T, [&](PrimExpr i) { return t(i) + F32f(1.0); });
+              pass(T, [&](PrimExpr i) { return t(i) * x(i); });
+              pass(Ol, [&](PrimExpr i) { return t(i) * F32f(0.5); });
+            } else {
+              // 0.5 x (1 + erf(x / sqrt 2)) = 0.5 x + a erf(a) / sqrt 2 with a = |x| / sqrt 2,
+              // erf(a) = 1 - p(t) exp(-a^2) by Abramowitz and Stegun 7.1.26 as in Erf above.
+              // Negation is exact in every rounding, so -a^2 is a times -a (before |a|)
+              // and the polynomial is computed negated (its coefficients negated): the
+              // same bits without the two passes that multiplied by -1.
+              Buffer A = local("A"), T = local("T"), P = local("P"), E = local("E");
+              auto a = ld(A), t = ld(T), q = ld(P), e = ld(E);
+              pass(A, [&](PrimExpr i) { return x(i) * F32f(M_SQRT1_2); });
+              pass(T, [&](PrimExpr i) { return a(i) * F32f(-1.0); });
+              pass(E, [&](PrimExpr i) { return a(i) * t(i); });  // -a^2
+              pass(A, [&](PrimExpr i) { return max(a(i), t(i)); });
+              pass(T, [&](PrimExpr i) { return a(i) * F32f(0.3275911); });
+              pass(T, [&](PrimExpr i) { return t(i) + F32f(1.0); });
+              pass(T, [&](PrimExpr i) {
+                return ir::Call(DataType::Float(32), String("tir.recip"), {t(i)});
+              });
+              pass(P, [&](PrimExpr i) { return t(i) * F32f(-1.061405429); });  // -p(t)
+              for (double c : {-1.453152027, 1.421413741, -0.284496736, 0.254829592}) {
+                pass(P, [&](PrimExpr i) { return q(i) + F32f(-c); });
+                pass(P, [&](PrimExpr i) { return q(i) * t(i); });
+              }
+              pass(E, [&](PrimExpr i) { return Exp(e(i)); });
+              pass(P, [&](PrimExpr i) { return q(i) * e(i); });
+              pass(P, [&](PrimExpr i) { return q(i) + F32f(1.0); });
+              pass(P, [&](PrimExpr i) { return q(i) * a(i); });
+              pass(P, [&](PrimExpr i) { return q(i) * F32f(M_SQRT1_2); });
+              pass(Ol, [&](PrimExpr i) { return x(i) * F32f(0.5); });
+              pass(Ol, [&](PrimExpr i) { return o(i) + q(i); });
+            }
+            gelu_tmp = tmp;
+          } else if (simd_bool) {
+            // an op on bool: 4-byte lanes on the front end's SIMD (8 a register): the bool
+            // tiles widened to i32 by the vector engine, the op's value computed lane-wise
+            // (a bool input as `w != 0`), a bool result stored as 0/1 in i32 and narrowed
+            std::vector<Buffer> wide(nin);
+            const DataType i32 = DataType::Int(32);
+            for (size_t k = 0; k < nin; ++k) {
+              if (!tl[k].defined() || tl[k]->dtype != DataType::Bool()) continue;
+              wide[k] = Local({size}, i32, "B" + std::to_string(k));
+              gelu_tmp.push_back(wide[k]);
+              s.push_back(Loop("i", size, [&](PrimExpr i) {
+                return BufferStore(wide[k], Cast(i32, BufferLoad(tl[k], {i})), {i});
+              }));
+            }
+            Buffer R = odt == DataType::Bool() ? Local({size}, i32, "R") : Ol;
+            if (R.get() != Ol.get()) gelu_tmp.push_back(R);
+            s.push_back(Loop(
+                "i", I32(size),
+                [&](PrimExpr i) {
+                  std::vector<PrimExpr> x = gather(i);
+                  for (size_t k = 0; k < nin; ++k) {
+                    if (wide[k].defined()) {  // (Where's condition: compared with 0 by it)
+                      x[k] = call.op_type == "Where" && k == 0
+                                 ? PrimExpr(BufferLoad(wide[k], {i}))
+                                 : ne(BufferLoad(wide[k], {i}), I32(0));
+                    } else if (ins[k].present && !ins[k].tiled &&
+                               whole[k]->dtype == DataType::Bool()) {
+                      x[k] = ne(Cast(i32, x[k]), I32(0));
+                    }
+                  }
+                  // each load bound once (the SIMD code evaluates every use of an
+                  // expression again: ReplaceNaN's x three times)
+                  std::vector<std::pair<Var, PrimExpr>> bound;
+                  for (size_t k = 0; k < nin; ++k) {
+                    if (!x[k].as<BufferLoadNode>()) continue;
+                    Var xv("x" + std::to_string(k), x[k].dtype());
+                    bound.emplace_back(xv, x[k]);
+                    x[k] = xv;
+                  }
+                  PrimExpr v = op.fn(x, call);
+                  Stmt store;
+                  if (R.get() != Ol.get()) {
+                    store = BufferStore(R, Select(v, I32(1), I32(0)), {i});
+                  } else {
+                    if (v.dtype() != odt) v = cast(odt, v);
+                    store = BufferStore(Ol, v, {i});
+                  }
+                  for (auto it = bound.rbegin(); it != bound.rend(); ++it)
+                    store = LetStmt(it->first, it->second, store);
+                  return store;
+                },
+                ForKind::kVectorized));
+            if (R.get() != Ol.get())
+              s.push_back(Loop("i", size, [&](PrimExpr i) {
+                return BufferStore(Ol, Cast(DataType::Bool(), BufferLoad(R, {i})), {i});
+              }));
+          } else {
+            s.push_back(Loop("i", size, [&](PrimExpr i) {
+              std::vector<PrimExpr> x = gather(i);
+              if (op.uses_index) x.push_back(start + i);
+              PrimExpr v = op.fn(x, call);
+              if (v.dtype() != odt) v = cast(odt, v);
+              return BufferStore(Ol, v, {i});
+            }));
+          }
+        }
+        if (slot < 0)
+          s.push_back(DmaWait(Region(O, {start}, {size}), Region(Ol, {I32(0)}, {size}), 1));
+        else
+          s.push_back(
+              Intrin("tile.dma_copy", {Region(O, {start}, {size}), Region(Ol, {I32(0)}, {size}),
+                                       I32(kSlotStoreEvent + slot)}));
+        Stmt r = Seq(s);
+        for (const Buffer& b : gelu_tmp) r = Allocate(b, r);
+        if (slot >= 0) return r;
+        if (!(is_copy && tl[0].defined())) r = Allocate(Ol, r);
+        for (size_t i = 0; i < nin; ++i) {
+          if (tl[i].defined()) r = Allocate(tl[i], r);
+        }
+        return r;
+      };
+      if (pipelined && size == T) {
+        Stmt loop = ForEachItemPipelined(
+            core, call.cores, count, &rotation, "t",
+            [&](PrimExpr t, int64_t k) { return tile(t, int(k), true); },
+            [&](PrimExpr t, int64_t k) { return tile(t, int(k), false); });
+        // (every store done before the kernel, or the group's next member, goes on)
+        loop = Seq({loop, Intrin("tile.wait", {I32(kSlotStoreEvent)}),
+                    Intrin("tile.wait", {I32(kSlotStoreEvent + 1)})});
+        for (int k = 0; k < 2; ++k) {
+          loop = Allocate(slot_out[size_t(k)], loop);
+          for (size_t i = 0; i < nin; ++i)
+            if (slot_in[size_t(k)][i].defined()) loop = Allocate(slot_in[size_t(k)][i], loop);
+        }
+        tiles.push_back(loop);
+      } else {
+        tiles.push_back(ForEachItem(core, call.cores, count, &rotation, "t",
+                                    [&](PrimExpr t) { return tile(t, -1, false); }));
+      }
     }
     // (a core without a tile has its broadcast loads to wait for)
     if (wait_whole && any_tiled) tiles.push_back(Intrin("tile.wait", {I32(kWholeEvent)}));
