@@ -1031,9 +1031,14 @@ PrimFunc LowerElementwise(const OpCall& call) {
         whole_bytes += ins[i].numel * ins[i].view->dtype.lane_bytes();
     }
     const int64_t temps = call.op_type == "Gelu" ? 4 : 1;  // (Gelu's four, the passes' one)
+    // (each tile's buffer counted as 4-byte elements in whole L1 banks, as the planner places
+    // one of over 4 KiB; a quarter of L1 left to the broadcast inputs' rounding and the DMA
+    // state)
+    const int64_t bank = int64_t(arch::tc1::kL1BankBytes);
+    const int64_t tile_bytes = (T * 4 + bank - 1) / bank * bank;
     const bool pipelined =
         !is_copy && !simd_bool && tiled_inputs > 0 && N / T > call.cores &&
-        (2 * (tiled_inputs + 1) + temps) * T * 4 + whole_bytes <= (int64_t{768} << 10);
+        (2 * (tiled_inputs + 1) + temps) * tile_bytes + whole_bytes <= call.l1_bytes * 3 / 4;
     // slot k's loaded tiles and result: allocated around the loop of whole tiles
     std::vector<std::vector<Buffer>> slot_in(2, std::vector<Buffer>(nin));
     std::vector<Buffer> slot_out(2);
