@@ -1005,10 +1005,11 @@ PrimFunc LowerElementwise(const OpCall& call) {
     // latency before them); waited for with a tile's loads, or here when no input is tiled
     std::vector<Buffer> whole(nin);
     std::vector<Stmt> pre;
-    bool any_tiled = false;
+    int64_t tiled_inputs = 0, whole_bytes = 0;
     for (size_t i = 0; i < nin; ++i) {
-      any_tiled = any_tiled || (ins[i].present && ins[i].tiled);
+      if (ins[i].present && ins[i].tiled) ++tiled_inputs;
       if (!ins[i].present || ins[i].tiled) continue;
+      whole_bytes += ins[i].numel * ins[i].view->dtype.lane_bytes();
       whole[i] =
           Local({std::max<int64_t>(ins[i].numel, 1)}, ins[i].view->dtype, "W" + std::to_string(i));
       pre.push_back(Intrin("tile.dma_prefetch",
@@ -1016,7 +1017,7 @@ PrimFunc LowerElementwise(const OpCall& call) {
                             Region(ins[i].view, {I32(0)}, {ins[i].numel}), I32(kWholeEvent)}));
     }
     const bool wait_whole = !pre.empty();
-    if (wait_whole && !any_tiled) pre.push_back(Intrin("tile.wait", {I32(kWholeEvent)}));
+    if (wait_whole && tiled_inputs == 0) pre.push_back(Intrin("tile.wait", {I32(kWholeEvent)}));
     std::vector<Stmt> tiles;
     // Pipelined (the whole tiles of a core that has several, when their buffers twice over
     // fit L1): two slots of the loaded tiles and of the result, the next tile's loads
@@ -1024,12 +1025,6 @@ PrimFunc LowerElementwise(const OpCall& call) {
     // so the DMA engines overlap the engine computing instead of taking turns with it. The
     // same commands on the same data: the same bits. A copy (no compute to overlap) and the
     // front end's SIMD loops stay one tile at a time.
-    int64_t tiled_inputs = 0, whole_bytes = 0;
-    for (size_t i = 0; i < nin; ++i) {
-      if (ins[i].present && ins[i].tiled) ++tiled_inputs;
-      if (ins[i].present && !ins[i].tiled)
-        whole_bytes += ins[i].numel * ins[i].view->dtype.lane_bytes();
-    }
     const int64_t temps = call.op_type == "Gelu" ? 4 : 1;  // (Gelu's four, the passes' one)
     // (each tile's buffer counted as 4-byte elements in whole L1 banks, as the planner places
     // one of over 4 KiB; a quarter of L1 left to the broadcast inputs' rounding and the DMA
@@ -1302,7 +1297,7 @@ PrimFunc LowerElementwise(const OpCall& call) {
       }
     }
     // (a core without a tile has its broadcast loads to wait for)
-    if (wait_whole && any_tiled) tiles.push_back(Intrin("tile.wait", {I32(kWholeEvent)}));
+    if (wait_whole && tiled_inputs > 0) tiles.push_back(Intrin("tile.wait", {I32(kWholeEvent)}));
     Stmt r = Seq({Seq(pre), Seq(tiles)});
     for (size_t i = 0; i < nin; ++i)
       if (whole[i].defined()) r = Allocate(whole[i], r);

@@ -92,7 +92,8 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 def file_sha256_and_contains(path: str | os.PathLike[str], needle: bytes, size: int = 1 << 20) -> tuple[str, bool]:
     """(:func:`file_sha256`, :func:`file_contains`) of ``path`` from one read of it, in pieces
-    of ``size`` bytes."""
+    of ``size`` bytes. (Not over ``chunks(overlap=...)``: each of its pieces is a copy with the
+    tail before it, and the digest takes every byte once; only the seams are joined here.)"""
     h, found, keep = hashlib.sha256(), not needle, len(needle) - 1
     tail = b""
     for block in chunks(path, size=size):
