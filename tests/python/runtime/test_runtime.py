@@ -1,12 +1,17 @@
 """The runtime layer: device APIs (cpu, npu), npu and c modules, module files."""
+import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import tilecore
 from tilecore import arch, runtime
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "reliability"))
+import tcx_edit  # noqa: E402 (a module file's checksum is FNV-1a over the bytes, as a flags-0 .tcx's)
 
 # A hand-written npu kernel: out[i] = a[i] + b[i] for n int32 elements, using the
 # runtime's calling convention (arguments in the L1 argument block, one word each).
@@ -176,17 +181,10 @@ def test_imports_and_files_with_imports(tmp_path):
         root.import_module(root)
 
 
-def _fnv1a64(data):
-    h = 0xCBF29CE484222325
-    for c in data:
-        h = ((h ^ c) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
-
-
 def _reseal(b):
     """The file with its checksum (bytes 12..20, over everything after) made right again,
     so a test reaches the checks behind it."""
-    return b[:12] + _fnv1a64(b[20:]).to_bytes(8, "little") + b[20:]
+    return b[:12] + tcx_edit.fnv1a64(b[20:]).to_bytes(8, "little") + b[20:]
 
 
 @pytest.mark.parametrize(
