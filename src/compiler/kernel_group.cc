@@ -107,7 +107,7 @@ class TagMember : public IRMutator {
  * shared allocations. */
 int64_t OwnL2Bytes(const Stmt& body) {
   int64_t bytes = 0;
-  PostOrderVisit(body, [&](const ObjectRef& n) {
+  PostOrderVisitStmts(body, [&](const Stmt& n) {
     const auto* a = n.as<AllocateNode>();
     if (!a || a->buffer->scope != "shared") return;
     bytes += compiler::detail::ShapeBytes(a->buffer, 0);
@@ -143,7 +143,7 @@ constexpr int64_t kEarlyShare = 6;
 Stmt EmptyCores(const Stmt& body) {
   Stmt out = Evaluate(IntImm(DataType::Int(32), 0));
   bool found = false;
-  PostOrderVisit(body, [&](const ObjectRef& n) {
+  PostOrderVisitStmts(body, [&](const Stmt& n) {
     const auto* f = n.as<ForNode>();
     if (found || !f || f->kind != ForKind::kCores) return;
     out = For(f->loop_var, f->min, f->extent, f->kind, out, f->annotations, f->span);

@@ -158,7 +158,7 @@ bool ReadsInputs(const Stmt& member, const std::unordered_set<const VarNode*>& i
 int64_t LocalBound(const Stmt& member) {
   constexpr int64_t kBank = int64_t(arch::tc1::kL1BankBytes), kSmall = 4 << 10;
   int64_t big = 0, small = 0;
-  PostOrderVisit(member, [&](const ObjectRef& n) {
+  PostOrderVisitStmts(member, [&](const Stmt& n) {
     const auto* a = n.as<AllocateNode>();
     if (!a || a->buffer->scope != "local") return;
     const int64_t b = ShapeBytes(a->buffer, kBank);

@@ -392,7 +392,7 @@ Stmt InterleavePrefetch(const Stmt& member, const std::vector<PrefetchCopy>& cop
   Interleaver iv(copies, event);
   Stmt out = iv.VisitStmt(member);
   bool has_cores = false;
-  PostOrderVisit(member, [&](const ObjectRef& n) {
+  PostOrderVisitStmts(member, [&](const Stmt& n) {
     if (const auto* f = n.as<ForNode>()) has_cores = has_cores || f->kind == ForKind::kCores;
   });
   if (!has_cores) TILECORE_THROW(ValueError) << "InterleavePrefetch: the member has no cores loop";

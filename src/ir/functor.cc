@@ -422,6 +422,27 @@ std::function<std::optional<PrimExpr>(const VarNode*)> FromMap(const Map<Var, Pr
 }
 }  // namespace
 
+namespace {
+class StmtPostOrder : public IRVisitor {
+ public:
+  explicit StmtPostOrder(const std::function<void(const Stmt&)>& f) : f_(f) {}
+  void VisitExpr(const PrimExpr&) override {}  // (no statement is inside an expression)
+  void VisitStmt(const Stmt& s) override {
+    if (!s.defined() || !visited_.emplace(s, {})) return;
+    IRVisitor::VisitStmt(s);
+    f_(s);
+  }
+
+ private:
+  const std::function<void(const Stmt&)>& f_;
+  IdentityTable<NoValue> visited_;
+};
+}  // namespace
+
+void PostOrderVisitStmts(const Stmt& s, const std::function<void(const Stmt&)>& f) {
+  StmtPostOrder(f).VisitStmt(s);
+}
+
 void PostOrderVisit(const ObjectRef& node, const std::function<void(const ObjectRef&)>& f) {
   PostOrder v(f);
   if (const auto* e = node.as<PrimExprNode>()) {

@@ -16,8 +16,8 @@ namespace {
 
 bool HasLoop(const Stmt& s) {
   bool found = false;
-  PostOrderVisit(
-      s, [&](const ObjectRef& n) { found = found || n.as<ForNode>() || n.as<WhileNode>(); });
+  PostOrderVisitStmts(
+      s, [&](const Stmt& n) { found = found || n.as<ForNode>() || n.as<WhileNode>(); });
   return found;
 }
 

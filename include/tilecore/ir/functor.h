@@ -179,6 +179,13 @@ class IRMutator {
 /*! \brief Calls `f` on every expression and statement node, children first. */
 void PostOrderVisit(const ObjectRef& node, const std::function<void(const ObjectRef&)>& f);
 
+/*!
+ * \brief Calls `f` on every statement node of `s`, children first, each once however often
+ * it is shared: PostOrderVisit's calls on statements, in its order, without walking the
+ * expressions (most of a kernel's nodes), for a question about statements only.
+ */
+void PostOrderVisitStmts(const Stmt& s, const std::function<void(const Stmt&)>& f);
+
 /*! \brief Replaces variables by expressions (keys compared by identity). */
 PrimExpr Substitute(const PrimExpr& e,
                     const std::function<std::optional<PrimExpr>(const VarNode*)>& vmap);

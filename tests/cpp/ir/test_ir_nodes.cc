@@ -1,6 +1,9 @@
 // tests/cpp/ir/test_ir_nodes.cc — Kernel IR constructors, type checks and reflection.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "../ffi/small_stack.h"
 #include "tilecore/ffi/serialization.h"
 #include "tilecore/ffi/structural.h"
@@ -255,4 +258,31 @@ TEST(IRNodes, MutatorRewritesASharedSubexpressionOnce) {
     r = add->a;
   }
   EXPECT_TRUE(r.same_as(y));
+}
+
+TEST(IRNodes, StatementWalkCallsWhatTheFullWalkCallsOnStatements) {
+  // PostOrderVisitStmts: the statements of PostOrderVisit's walk, in its order, a shared
+  // one once, with no expression reached.
+  const DataType f32 = DataType::Float(32);
+  Buffer A = DeclBuffer({8}, f32, "A"), T = DeclBuffer({8}, f32, "T", "local");
+  Var c("c"), i("i");
+  Stmt wait = Evaluate(call("tile.wait", {0}));  // held twice
+  Stmt body = SeqStmt(
+      {Evaluate(call("tile.dma_copy", {BufferRegion::Full(T), BufferRegion::Full(A), 0})), wait,
+       For(i, 0, 8, ForKind::kSerial,
+           IfThenElse(i < 4, BufferStore(T, BufferLoad(T, {i}) * 2.0f, {i}),
+                      BufferStore(T, BufferLoad(T, {i}) + 1.0f, {i}))),
+       wait});
+  Stmt kernel = For(c, 0, 4, ForKind::kCores, Allocate(T, body));
+  std::vector<const Object*> full, stmts;
+  PostOrderVisit(kernel, [&](const ObjectRef& n) {
+    if (n.as<StmtNode>()) full.push_back(n.get());
+  });
+  PostOrderVisitStmts(kernel, [&](const Stmt& s) { stmts.push_back(s.get()); });
+  EXPECT_EQ(stmts, full);
+  // the copy, the wait, two stores, the if, the loop, the sequence, the allocation, the
+  // cores loop
+  EXPECT_EQ(stmts.size(), 9u);
+  EXPECT_EQ(stmts.back(), kernel.get());
+  EXPECT_EQ(std::count(stmts.begin(), stmts.end(), wait.get()), 1);
 }
