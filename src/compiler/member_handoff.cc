@@ -106,8 +106,9 @@ size_t AfterInputs(const Stmt& body, const std::unordered_set<const VarNode*>& i
   size_t at = 0;
   for (size_t k = 0; k < items->size(); ++k) {
     bool reads = false;
-    PostOrderVisit((*items)[k], [&](const ObjectRef& n) {
-      const auto* c = n.as<CallNode>();
+    PostOrderVisitStmts((*items)[k], [&](const Stmt& n) {  // (a DMA transfer: a void call)
+      const auto* ev = n.as<EvaluateNode>();
+      const auto* c = ev ? ev->value.as<CallNode>() : nullptr;
       if (!c || c->args.size() < 2) return;
       if (!IsDmaTransfer(c->op.view())) return;
       if (const auto* r = c->args[1].as<BufferRegionNode>())

@@ -158,11 +158,13 @@ std::pair<int64_t, int64_t> BytesBySource(const std::vector<Stmt>& loads) {
 
 namespace {
 
-/*! \brief The DMA events `s` names with constants. */
+/*! \brief The DMA events `s` names with constants. (An asynchronous DMA command is a void
+ * call: only an Evaluate statement holds one.) */
 std::set<int64_t> EventsUsed(const Stmt& s) {
   std::set<int64_t> used;
-  PostOrderVisit(s, [&](const ObjectRef& n) {
-    const auto* c = n.as<CallNode>();
+  PostOrderVisitStmts(s, [&](const Stmt& n) {
+    const auto* ev = n.as<EvaluateNode>();
+    const auto* c = ev ? ev->value.as<CallNode>() : nullptr;
     if (!c || c->op.view().rfind("tile.", 0) != 0) return;
     if (!IsAsyncDma(c->op.view())) return;
     if (auto e = as_const_int(c->args.back())) used.insert(*e);
