@@ -380,11 +380,13 @@ Stmt IRMutator::VisitStmt_(const EvaluateNode* op) {
 // ---------------------------------------------------------------------------
 namespace {
 // Each node once, however often the graph shares it (e = e + e is 2^n paths but n nodes).
+// (stmts_only: no expression is walked, which holds no statement)
 class PostOrder : public IRVisitor {
  public:
-  explicit PostOrder(const std::function<void(const ObjectRef&)>& f) : f_(f) {}
+  explicit PostOrder(const std::function<void(const ObjectRef&)>& f, bool stmts_only = false)
+      : f_(f), stmts_only_(stmts_only) {}
   void VisitExpr(const PrimExpr& e) override {
-    if (!e.defined() || !visited_.emplace(e, {})) return;
+    if (stmts_only_ || !e.defined() || !visited_.emplace(e, {})) return;
     IRVisitor::VisitExpr(e);
     f_(e);
   }
@@ -396,6 +398,7 @@ class PostOrder : public IRVisitor {
 
  private:
   const std::function<void(const ObjectRef&)>& f_;
+  const bool stmts_only_;
   IdentityTable<NoValue> visited_;
 };
 
@@ -422,25 +425,12 @@ std::function<std::optional<PrimExpr>(const VarNode*)> FromMap(const Map<Var, Pr
 }
 }  // namespace
 
-namespace {
-class StmtPostOrder : public IRVisitor {
- public:
-  explicit StmtPostOrder(const std::function<void(const Stmt&)>& f) : f_(f) {}
-  void VisitExpr(const PrimExpr&) override {}  // (no statement is inside an expression)
-  void VisitStmt(const Stmt& s) override {
-    if (!s.defined() || !visited_.emplace(s, {})) return;
-    IRVisitor::VisitStmt(s);
-    f_(s);
-  }
-
- private:
-  const std::function<void(const Stmt&)>& f_;
-  IdentityTable<NoValue> visited_;
-};
-}  // namespace
-
 void PostOrderVisitStmts(const Stmt& s, const std::function<void(const Stmt&)>& f) {
-  StmtPostOrder(f).VisitStmt(s);
+  // (only statements reach the callback)
+  const std::function<void(const ObjectRef&)> g = [&f](const ObjectRef& n) {
+    f(GetRef<Stmt>(static_cast<const StmtNode*>(n.get())));
+  };
+  PostOrder(g, true).VisitStmt(s);
 }
 
 void PostOrderVisit(const ObjectRef& node, const std::function<void(const ObjectRef&)>& f) {
