@@ -44,11 +44,12 @@ TileOperand DecodeTileOperand(const PrimExpr& arg, const CallNode* call,
     }
     t.shape.push_back(*ext);
     t.strides.push_back(*st);
-    const PrimExpr term = r->begin[k] * strides[k];
-    off = off + term;
     const auto b = as_const_int(r->begin[k]);
-    constant = constant && b && term.dtype() == DataType::Int(32) &&
-               strides[k].dtype() == DataType::Int(32);
+    // the type of begin * stride: int32 when both are, else the product's (built to see)
+    const bool int32_term =
+        (r->begin[k].dtype() == DataType::Int(32) && strides[k].dtype() == DataType::Int(32)) ||
+        (r->begin[k] * strides[k]).dtype() == DataType::Int(32);
+    constant = constant && b && int32_term && strides[k].dtype() == DataType::Int(32);
     if (constant) {
       const __int128 v = __int128(constant_offset) + __int128(*b) * *st;
       constant =
@@ -56,7 +57,12 @@ TileOperand DecodeTileOperand(const PrimExpr& arg, const CallNode* call,
       constant_offset = int64_t(v);
     }
   }
-  t.offset = constant ? PrimExpr(IntImm(DataType::Int(32), constant_offset)) : an.Simplify(off);
+  if (constant) {  // (no expression built: the decoder runs on every command the cost model prices)
+    t.offset = IntImm(DataType::Int(32), constant_offset);
+    return t;
+  }
+  for (size_t k = 0; k < r->begin.size(); ++k) off = off + r->begin[k] * strides[k];
+  t.offset = an.Simplify(off);
   return t;
 }
 

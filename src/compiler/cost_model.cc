@@ -178,9 +178,11 @@ class Walker {
     }
   }
 
-  /*! \brief The events of core `core` (of `ncores` the kernel's cores loop spans). */
-  std::vector<Event> Run(int core) {
+  /*! \brief The events of core `core` (of `ncores` the kernel's cores loop spans), into
+   * `out` (its buffer reused). */
+  void Run(int core, std::vector<Event>* out) {
     core_ = core;
+    events_.swap(*out);
     events_.clear();
     events_.reserve(events_seen_);  // (the cores run much the same code: one allocation)
     env_.clear();
@@ -193,7 +195,7 @@ class Walker {
     Visit(f_->body);
     Flush();
     events_seen_ = std::max(events_seen_, events_.size());
-    return std::move(events_);
+    events_.swap(*out);
   }
 
   uint64_t macs = 0, ddr_bytes = 0;
@@ -753,6 +755,15 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
     return members[size_t(m)];
   };
   std::vector<Core> cs(progs.size());
+  for (size_t i = 0; i < cs.size(); ++i) {  // (each time and done list: one allocation)
+    std::array<size_t, 4> issued{};
+    for (const Event& e : progs[i])
+      if (e.kind == Event::kIssue) ++issued[size_t(e.engine)];
+    for (size_t q = 0; q < 4; ++q) {
+      cs[i].start[q].reserve(issued[q]);
+      cs[i].done[q].reserve(issued[q]);
+    }
+  }
   int64_t ddr_free = 0, l2_free = 0, ddr_total = 0, l2_total = 0;
   int64_t commands = 0;
   auto placed = [](const Core& c, int eng, int64_t count) {
@@ -952,8 +963,28 @@ std::string MemberCost::BoundBy(int cores) const {
 
 KernelCost EstimateKernel(const PrimFunc& lowered, int cores) {
   Walker w(lowered, cores);
-  std::vector<std::vector<Event>> progs;
-  for (int c = 0; c < cores; ++c) progs.push_back(w.Run(c));
+  // The cores' event buffers are kept for the next estimate (a compile prices hundreds of
+  // plans; a fresh buffer each time cost more than the walk's own allocations), up to
+  // kKeptEvents each; an estimate within one (none today) takes buffers of its own.
+  constexpr size_t kKeptEvents = size_t(1) << 18;
+  thread_local std::vector<std::vector<Event>> kept;
+  thread_local bool kept_in_use = false;
+  std::vector<std::vector<Event>> own;
+  std::vector<std::vector<Event>>& progs = kept_in_use ? own : kept;
+  struct Release {
+    std::vector<std::vector<Event>>& progs;
+    bool& in_use;
+    bool mine;
+    ~Release() {
+      if (!mine) return;
+      for (std::vector<Event>& p : progs)
+        if (p.capacity() > kKeptEvents) std::vector<Event>().swap(p);
+      in_use = false;
+    }
+  } release{progs, kept_in_use, !kept_in_use};
+  kept_in_use = true;
+  progs.resize(size_t(cores));
+  for (int c = 0; c < cores; ++c) w.Run(c, &progs[size_t(c)]);
   KernelCost k = Schedule(progs);
   for (size_t m = 0; m < k.members.size() && m < w.member_macs.size(); ++m)
     k.members[m].macs = w.member_macs[m];
