@@ -25,11 +25,9 @@ std::vector<NodeKind> BuildKindTable() {
 }
 }  // namespace
 
-NodeKind NodeKindOf(const Object* node) {
+const std::vector<NodeKind>& detail::NodeKindTable() {
   static const std::vector<NodeKind> table = BuildKindTable();
-  if (node == nullptr) return NodeKind::kUnknown;
-  size_t i = static_cast<size_t>(node->type_index());
-  return i < table.size() ? table[i] : NodeKind::kUnknown;
+  return table;
 }
 
 // ---------------------------------------------------------------------------

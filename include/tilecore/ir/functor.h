@@ -35,6 +35,7 @@
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "tilecore/ir/function.h"
 #include "tilecore/ir/identity_table.h"
@@ -63,8 +64,19 @@ enum class NodeKind : uint8_t {
 };
 #undef TILECORE_IR_KIND_ENUMERATOR
 
-/*! \brief The kind of an IR node (kUnknown for anything else). O(1). */
-NodeKind NodeKindOf(const Object* node);
+namespace detail {
+/*! \brief Each IR node type's kind, by type index (kUnknown for other types). */
+const std::vector<NodeKind>& NodeKindTable();
+}  // namespace detail
+
+/*! \brief The kind of an IR node (kUnknown for anything else). O(1), inline: every visit of
+ * every walk asks it. */
+inline NodeKind NodeKindOf(const Object* node) {
+  static const std::vector<NodeKind>& table = detail::NodeKindTable();
+  if (node == nullptr) return NodeKind::kUnknown;
+  const auto i = static_cast<size_t>(node->type_index());
+  return i < table.size() ? table[i] : NodeKind::kUnknown;
+}
 
 /*! \brief A reference to a node we hold a pointer to (adds a reference). */
 template <typename TRef, typename TNode>
