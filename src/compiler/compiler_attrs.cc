@@ -108,6 +108,10 @@ const std::vector<CompilerAttr>& Table() {
     {"tc_transposed", kInt,
      "Conv: 1 the transposed 1x1 plan whenever it fits, 0 never (absent: the cost model's). Set "
      "by no pass (an override); read by Conv (strategy_conv.cc)."},
+    {"tc_pool_pipeline", kInt,
+     "MaxPool, AveragePool, LpPool: 1 a core's items pipelined (two patches: the loads of one "
+     "item while the taps of the one before run) whenever that fits, 0 never (absent: the cost "
+     "model's). Set by no pass (an override); read by the poolings (strategy_pool.cc)."},
     {"tc_images_per_item", kInt,
      "Conv: K images per work item, a divisor of the batch (1 for a depthwise Conv; absent: the "
      "cost model's). Set by no pass (an override); read by Conv (strategy_conv.cc)."},

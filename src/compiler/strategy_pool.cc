@@ -17,11 +17,17 @@
  * squares the patch (|x| is its square root; p > 2: exp(p log |x|)), sums the taps and takes the
  * p-th root. An int8 MaxPool (between int8 Convs) keeps its tiles in int8 (the max is
  * exact in any type; a quarter of the f32 tiles' DMA beats and vector bytes).
+ *
+ * The tiles of a core run one after another, or pipelined (ForEachItemPipelined): two
+ * patches, stage buffers and output tiles, the loads of tile i + 1 (their DMAs signal event
+ * 2 + slot) issued before the taps of tile i (its store signals 4 + slot), with a half or a
+ * quarter of the channels per tile; the cost model picks the fastest that fits L1.
  */
 #include <algorithm>
 
 #include "kernel_util.h"
 #include "rows_util.h"
+#include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/reflection.h"
 
 namespace tilecore {
@@ -230,208 +236,292 @@ PrimFunc LowerPool(const OpCall& call) {
   }
   // padding never wins a max: -inf, or int8's least value
   PrimExpr fill = g.max ? F32(tile_t == f32 ? -INFINITY : -128.0) : F32(0.0);
-  int64_t rotation = 0;
-  Stmt body = OverCores(call.cores, [&](PrimExpr core) {
-    std::vector<Stmt> groups;
-    for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW) {
-      int64_t tw = std::min(TW, g.OW - ow0);
-      int64_t pw = win(tw);
-      int64_t iw0 = ow0 * g.s[2] - g.pb[2];
-      int64_t vlo = std::max<int64_t>(0, iw0), vhi = std::min<int64_t>(g.W, iw0 + pw);
-      for (const Seg& sr : Segs(g.OH, R)) {
-        for (const Seg& sc : Segs(g.C, CC)) {
-          int64_t count = g.N * g.OD * sr.count * sc.count;
-          // 2-D max or average: one patch for the core's items, filled once. The loads
-          // write the same columns every time, so the padding columns keep the fill; a row
-          // tile at the image's top or bottom fills its padding rows again.
-          const bool fill_once = !g.lp && ekd == 1 && g.D == 1 && vhi > vlo;
-          Buffer Pcore = Local({sc.size * ekd * rin(sr.size) * pw}, tile_t, "Patch");
-          Stmt each = ForEachItem(
-              core, call.cores, count, &rotation, "t", [&, tw, pw, iw0, vlo, vhi](PrimExpr t) {
-                int64_t r = sr.size, cc = sc.size, ph = rin(r);
-                PrimExpr ci = floormod(t, I32(sc.count));
-                PrimExpr ri = floormod(floordiv(t, I32(sc.count)), I32(sr.count));
-                PrimExpr od = floormod(floordiv(t, I32(sc.count * sr.count)), I32(g.OD));
-                PrimExpr n = floordiv(t, I32(sc.count * sr.count * g.OD));
-                PrimExpr c0 = I32(sc.base) + ci * I32(CC);
-                PrimExpr oh0 = I32(sr.base) + ri * I32(R);
-                Buffer Pa = fill_once ? Pcore : Local({cc * ekd * ph * pw}, tile_t, "Patch");
-                Buffer Oa = Local({cc * r * tw}, tile_t, "Ot");
-                TileView Pv = MakeView(Pa, {cc, ekd, ph, pw}, "Pv");
-                TileView O = MakeView(Oa, {cc, r, tw}, "Ov");
-                std::vector<Stmt> s;
-                // the fill and the loads after it are one in-order DMA queue: no wait between
-                if (!fill_once) s.push_back(Intrin("tile.dma_fill", {Pv.All(), fill, I32(0)}));
-                if (vhi <= vlo) s.push_back(Intrin("tile.wait", {I32(0)}));
-                if (vhi > vlo) {
-                  Buffer P4 = View(Pa, {cc, ekd, ph, pw}, "P4");
-                  // rows [x_row, x_row + nrows) of the channels into the patch from its row
-                  // `row`: one DMA; rows shorter than a DMA beat (64 bytes: a small map's) go
-                  // whole into a buffer of their own (one run of bytes per channel, or one for
-                  // all when the rows are all of them), then one vector copy into the patch:
-                  // into the patch directly, each row of 14 int8 took a beat of its own
-                  const int64_t wv = vhi - vlo;
-                  const bool stage = ekd == 1 && wv * tile_t.lane_bytes() < 64;
-                  auto load_rows = [&](int64_t row, PrimExpr x_row, int64_t nrows) -> Stmt {
-                    BufferRegion from =
-                        Region(X, {n, c0, I32(0), x_row, I32(vlo)}, {1, cc, 1, nrows, wv});
-                    if (!stage)
+  // pipelined: a core's items in two stages (ForEachItemPipelined), the loads of item i + 1
+  // into one of two patches while the taps of item i read the other; else one after another
+  auto build = [&](bool pipelined) {
+    int64_t rotation = 0;
+    Stmt body = OverCores(call.cores, [&](PrimExpr core) {
+      std::vector<Stmt> groups;
+      for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW) {
+        int64_t tw = std::min(TW, g.OW - ow0);
+        int64_t pw = win(tw);
+        int64_t iw0 = ow0 * g.s[2] - g.pb[2];
+        int64_t vlo = std::max<int64_t>(0, iw0), vhi = std::min<int64_t>(g.W, iw0 + pw);
+        for (const Seg& sr : Segs(g.OH, R)) {
+          for (const Seg& sc : Segs(g.C, CC)) {
+            int64_t count = g.N * g.OD * sr.count * sc.count;
+            // 2-D max or average: one patch for the core's items, filled once. The loads
+            // write the same columns every time, so the padding columns keep the fill; a row
+            // tile at the image's top or bottom fills its padding rows again.
+            const bool fill_once = !g.lp && ekd == 1 && g.D == 1 && vhi > vlo;
+            const Buffer Pcore[2] = {Local({sc.size * ekd * rin(sr.size) * pw}, tile_t, "Patch"),
+                                     Local({sc.size * ekd * rin(sr.size) * pw}, tile_t, "Patch1")};
+            const Buffer Oslot[2] = {Local({sc.size * sr.size * tw}, tile_t, "Ot"),
+                                     Local({sc.size * sr.size * tw}, tile_t, "Ot1")};
+            // (pipelined, rows shorter than a DMA beat: each slot's stage buffer, [cc, ph, wv])
+            const bool staged_slots =
+                pipelined && ekd == 1 && vhi > vlo && (vhi - vlo) * tile_t.lane_bytes() < 64;
+            const Buffer Sslot[2] = {
+                Local({sc.size * rin(sr.size) * std::max<int64_t>(1, vhi - vlo)}, tile_t, "Stage"),
+                Local({sc.size * rin(sr.size) * std::max<int64_t>(1, vhi - vlo)}, tile_t,
+                      "Stage1")};
+            // part 0: the whole item; 1: its loads; 2: its taps and store (pipelined: slot's
+            // buffers, its loads signal event 2 + slot and its store 4 + slot)
+            auto item = [&, tw, pw, iw0, vlo, vhi](PrimExpr t, int64_t slot, int part) -> Stmt {
+              int64_t r = sr.size, cc = sc.size, ph = rin(r);
+              const int64_t ev_load = part == 0 ? 0 : 2 + slot;
+              const int64_t ev_store = part == 0 ? 1 : 4 + slot;
+              PrimExpr ci = floormod(t, I32(sc.count));
+              PrimExpr ri = floormod(floordiv(t, I32(sc.count)), I32(sr.count));
+              PrimExpr od = floormod(floordiv(t, I32(sc.count * sr.count)), I32(g.OD));
+              PrimExpr n = floordiv(t, I32(sc.count * sr.count * g.OD));
+              PrimExpr c0 = I32(sc.base) + ci * I32(CC);
+              PrimExpr oh0 = I32(sr.base) + ri * I32(R);
+              Buffer Pa = fill_once || part != 0 ? Pcore[slot]
+                                                 : Local({cc * ekd * ph * pw}, tile_t, "Patch");
+              Buffer Oa = part != 0 ? Oslot[slot] : Local({cc * r * tw}, tile_t, "Ot");
+              TileView Pv = MakeView(Pa, {cc, ekd, ph, pw}, "Pv");
+              TileView O = MakeView(Oa, {cc, r, tw}, "Ov");
+              std::vector<Stmt> s;
+              // the fill and the loads after it are one in-order DMA queue: no wait between
+              if (part != 2 && !fill_once)
+                s.push_back(Intrin("tile.dma_fill", {Pv.All(), fill, I32(ev_load)}));
+              if (part != 1 && vhi <= vlo) s.push_back(Intrin("tile.wait", {I32(ev_load)}));
+              const int64_t wv = vhi - vlo;
+              const bool stage = ekd == 1 && wv * tile_t.lane_bytes() < 64;
+              // the loads as `what` asks: 0 all of them; staged rows pipelined, 1 their DMAs
+              // into the slot's stage buffer (and the fills), 2 their copies into the patch
+              auto loads = [&](int what) -> Stmt {
+                Buffer P4 = View(Pa, {cc, ekd, ph, pw}, "P4");
+                // rows [x_row, x_row + nrows) of the channels into the patch from its row
+                // `row`: one DMA; rows shorter than a DMA beat (64 bytes: a small map's) go
+                // whole into a buffer of their own (one run of bytes per channel, or one for
+                // all when the rows are all of them), then one vector copy into the patch:
+                // into the patch directly, each row of 14 int8 took a beat of its own
+                auto load_rows = [&](int64_t row, PrimExpr x_row, int64_t nrows) -> Stmt {
+                  BufferRegion from =
+                      Region(X, {n, c0, I32(0), x_row, I32(vlo)}, {1, cc, 1, nrows, wv});
+                  if (!stage)
+                    return Intrin(
+                        "tile.dma_copy",
+                        {Region(P4, {I32(0), I32(0), I32(row), I32(vlo - iw0)}, {cc, 1, nrows, wv}),
+                         from, I32(ev_load)});
+                  if (what != 0) {  // the slot's stage buffer, [cc, ph, wv]: rows at `row`
+                    const Buffer& St = Sslot[slot];
+                    if (what == 1)
                       return Intrin("tile.dma_copy",
-                                    {Region(P4, {I32(0), I32(0), I32(row), I32(vlo - iw0)},
-                                            {cc, 1, nrows, wv}),
-                                     from, I32(0)});
-                    Buffer St = Local({cc * nrows * wv}, tile_t, "Stage");
-                    return Allocate(
-                        St,
-                        Seq({Intrin("tile.dma_copy",
-                                    {Region(View(St, {cc, 1, nrows, wv}, "St4"),
-                                            {I32(0), I32(0), I32(0), I32(0)}, {cc, 1, nrows, wv}),
-                                     from, I32(0)}),
-                             Intrin("tile.wait", {I32(0)}),
-                             CopyNest(
-                                 StridedView(Pa, {cc, nrows, wv}, {ph * pw, pw, 1},
-                                             row * pw + (vlo - iw0), "Pin"),
-                                 StridedView(St, {cc, nrows, wv}, {nrows * wv, wv, 1}, 0, "Sv"),
-                                 {cc, nrows, wv})}));
-                  };
-                  // every row inside the image (2-D): one DMA of the block, not one per row
-                  // (each DMA pays the DDR latency)
-                  PrimExpr ih0 = oh0 * I32(g.s[1]) - I32(g.pb[1]);
-                  Stmt block = load_rows(0, ih0, ph);
-                  Stmt rows = Loop("z", ekd, [&](PrimExpr z) {
-                    PrimExpr id = od * I32(g.s[0]) - I32(g.pb[0]) + z;
-                    return Loop("rr", ph, [&](PrimExpr rr) {
-                      PrimExpr ih = oh0 * I32(g.s[1]) - I32(g.pb[1]) + rr;
-                      return IfThenElse(
-                          id >= I32(0) && id < I32(g.D) && ih >= I32(0) && ih < I32(g.H),
-                          Intrin(
-                              "tile.dma_copy",
-                              {Region(P4, {I32(0), z, rr, I32(vlo - iw0)}, {cc, 1, 1, vhi - vlo}),
-                               Region(X, {n, c0, id, ih, I32(vlo)}, {1, cc, 1, 1, vhi - vlo}),
-                               I32(0)}));
-                    });
+                                    {Region(View(St, {cc, 1, ph, wv}, "St4"),
+                                            {I32(0), I32(0), I32(row), I32(0)}, {cc, 1, nrows, wv}),
+                                     from, I32(ev_load)});
+                    return CopyNest(
+                        StridedView(Pa, {cc, nrows, wv}, {ph * pw, pw, 1}, row * pw + (vlo - iw0),
+                                    "Pin"),
+                        StridedView(St, {cc, nrows, wv}, {ph * wv, wv, 1}, row * wv, "Sv"),
+                        {cc, nrows, wv});
+                  }
+                  Buffer St = Local({cc * nrows * wv}, tile_t, "Stage");
+                  return Allocate(
+                      St,
+                      Seq({Intrin("tile.dma_copy",
+                                  {Region(View(St, {cc, 1, nrows, wv}, "St4"),
+                                          {I32(0), I32(0), I32(0), I32(0)}, {cc, 1, nrows, wv}),
+                                   from, I32(0)}),
+                           Intrin("tile.wait", {I32(0)}),
+                           CopyNest(StridedView(Pa, {cc, nrows, wv}, {ph * pw, pw, 1},
+                                                row * pw + (vlo - iw0), "Pin"),
+                                    StridedView(St, {cc, nrows, wv}, {nrows * wv, wv, 1}, 0, "Sv"),
+                                    {cc, nrows, wv})}));
+                };
+                // every row inside the image (2-D): one DMA of the block, not one per row
+                // (each DMA pays the DDR latency)
+                PrimExpr ih0 = oh0 * I32(g.s[1]) - I32(g.pb[1]);
+                Stmt block = load_rows(0, ih0, ph);
+                // (never staged: nothing to copy)
+                Stmt rows = what == 2 ? Evaluate(I32(0)) : Loop("z", ekd, [&](PrimExpr z) {
+                  PrimExpr id = od * I32(g.s[0]) - I32(g.pb[0]) + z;
+                  return Loop("rr", ph, [&](PrimExpr rr) {
+                    PrimExpr ih = oh0 * I32(g.s[1]) - I32(g.pb[1]) + rr;
+                    return IfThenElse(
+                        id >= I32(0) && id < I32(g.D) && ih >= I32(0) && ih < I32(g.H),
+                        Intrin("tile.dma_copy",
+                               {Region(P4, {I32(0), z, rr, I32(vlo - iw0)}, {cc, 1, 1, vhi - vlo}),
+                                Region(X, {n, c0, id, ih, I32(vlo)}, {1, cc, 1, 1, vhi - vlo}),
+                                I32(ev_load)}));
                   });
-                  // the first and last row tiles: their valid rows, known here, in one DMA
-                  // (after filling their padding rows, which an earlier item wrote)
-                  auto edge = [&](int64_t tile_row) -> Stmt {
-                    int64_t top = (sr.base + tile_row * R) * g.s[1] - g.pb[1];
-                    int64_t lo = std::max<int64_t>(0, top), hi = std::min(g.H, top + ph);
-                    std::vector<Stmt> e;
-                    auto pad_rows = [&](int64_t from, int64_t to) {
-                      if (fill_once && to > from)
-                        e.push_back(
-                            Intrin("tile.dma_fill", {Region(P4, {I32(0), I32(0), I32(from), I32(0)},
-                                                            {cc, 1, to - from, pw}),
-                                                     fill, I32(0)}));
-                    };
-                    pad_rows(0, std::min(ph, std::max<int64_t>(0, lo - top)));
-                    pad_rows(std::max<int64_t>(0, hi - top), ph);
-                    if (hi > lo) e.push_back(load_rows(lo - top, I32(lo), hi - lo));
-                    return e.empty() ? Evaluate(I32(0)) : Seq(e);
+                });
+                // the first and last row tiles: their valid rows, known here, in one DMA
+                // (after filling their padding rows, which an earlier item wrote)
+                auto edge = [&](int64_t tile_row) -> Stmt {
+                  int64_t top = (sr.base + tile_row * R) * g.s[1] - g.pb[1];
+                  int64_t lo = std::max<int64_t>(0, top), hi = std::min(g.H, top + ph);
+                  std::vector<Stmt> e;
+                  auto pad_rows = [&](int64_t from, int64_t to) {
+                    if (fill_once && to > from && what != 2)
+                      e.push_back(Intrin(
+                          "tile.dma_fill",
+                          {Region(P4, {I32(0), I32(0), I32(from), I32(0)}, {cc, 1, to - from, pw}),
+                           fill, I32(ev_load)}));
                   };
-                  // any other tile: filled whole, then its rows inside the image
-                  if (fill_once)
-                    rows = Seq({Intrin("tile.dma_fill", {Pv.All(), fill, I32(0)}), rows});
-                  Stmt load = rows;
-                  if (ekd == 1 && g.D == 1) {
-                    load = IfThenElse(eq(ri, I32(sr.count - 1)), edge(sr.count - 1), rows);
-                    load = IfThenElse(eq(ri, I32(0)), edge(0), load);
-                    load = IfThenElse(ih0 >= I32(0) && ih0 + I32(ph) <= I32(g.H), block, load);
-                  }
-                  s.push_back(load);
-                  s.push_back(Intrin("tile.wait", {I32(0)}));
-                }
-                auto apply = [&](const TileView& v, const char* fn) {
-                  s.push_back(MapTile(
-                      v, [fn](PrimExpr x, const std::vector<PrimExpr>&) { return Math(fn, x); }));
+                  pad_rows(0, std::min(ph, std::max<int64_t>(0, lo - top)));
+                  pad_rows(std::max<int64_t>(0, hi - top), ph);
+                  if (hi > lo) e.push_back(load_rows(lo - top, I32(lo), hi - lo));
+                  return e.empty() ? Evaluate(I32(0)) : Seq(e);
                 };
-                auto scale = [&](const TileView& v, double k) {
-                  s.push_back(MapTile(v, [k](PrimExpr x, const std::vector<PrimExpr>&) {
-                    return x * F32Exact(k);
-                  }));
-                };
-                if (g.lp) {  // |x|^p in place: x * x; |x| = its square root; other p: exp(p log|x|)
-                  s.push_back(
-                      MapTile(Pv, [](PrimExpr v, const std::vector<PrimExpr>&) { return v * v; }));
-                  if (g.lp != 2) apply(Pv, "tir.sqrt");
-                  if (g.lp > 2)
-                    apply(Pv, "tir.log"), scale(Pv, static_cast<double>(g.lp)),
-                        apply(Pv, "tir.exp");
+                // any other tile: filled whole, then its rows inside the image
+                if (fill_once && what != 2)
+                  rows = Seq({Intrin("tile.dma_fill", {Pv.All(), fill, I32(ev_load)}), rows});
+                Stmt load = rows;
+                if (ekd == 1 && g.D == 1) {
+                  load = IfThenElse(eq(ri, I32(sr.count - 1)), edge(sr.count - 1), rows);
+                  load = IfThenElse(eq(ri, I32(0)), edge(0), load);
+                  load = IfThenElse(ih0 >= I32(0) && ih0 + I32(ph) <= I32(g.H), block, load);
                 }
-                bool first = true;
-                s.push_back(Intrin("tile.wait", {I32(1)}));  // the last item's store has left O
-                for (int64_t kd = 0; kd < g.k[0]; ++kd) {
-                  for (int64_t kh = 0; kh < g.k[1]; ++kh) {
-                    for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-                      TileView tap =
-                          Strided(Pa, {cc, r, tw}, {ekd * ph * pw, g.s[1] * pw, g.s[2]},
-                                  (kd * g.d[0] * ph + kh * g.d[1]) * pw + kw * g.d[2], "Tap");
-                      s.push_back(Nest(O.dims, [&](const std::vector<PrimExpr>& i) {
-                        PrimExpr v = tap.Load(i);
-                        if (!first) v = g.max ? max(O.Load(i), v) : O.Load(i) + v;
-                        return O.Store(v, i);
-                      }));
-                      first = false;
-                    }
-                  }
-                }
-                std::vector<Buffer> extra;
-                if (g.lp == 2) apply(O, "tir.sqrt");  // the p-th root
+                return load;
+              };
+              const bool split = part != 0 && stage;  // staged rows copied in part 2
+              if (part != 2 && vhi > vlo) s.push_back(loads(split ? 1 : 0));
+              if (part == 1) return Seq(s);
+              if (vhi > vlo) s.push_back(Intrin("tile.wait", {I32(ev_load)}));
+              if (split && vhi > vlo) s.push_back(loads(2));
+              auto apply = [&](const TileView& v, const char* fn) {
+                s.push_back(MapTile(
+                    v, [fn](PrimExpr x, const std::vector<PrimExpr>&) { return Math(fn, x); }));
+              };
+              auto scale = [&](const TileView& v, double k) {
+                s.push_back(MapTile(
+                    v, [k](PrimExpr x, const std::vector<PrimExpr>&) { return x * F32Exact(k); }));
+              };
+              if (g.lp) {  // |x|^p in place: x * x; |x| = its square root; other p: exp(p log|x|)
+                s.push_back(
+                    MapTile(Pv, [](PrimExpr v, const std::vector<PrimExpr>&) { return v * v; }));
+                if (g.lp != 2) apply(Pv, "tir.sqrt");
                 if (g.lp > 2)
-                  apply(O, "tir.log"), scale(O, 1.0 / static_cast<double>(g.lp)),
-                      apply(O, "tir.exp");
-                if (!g.max && !g.lp) {
-                  if (uniform[0] && uniform[1] && uniform[2]) {
-                    s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>&) {
-                      return v * F32Exact(1.0 / static_cast<double>(g.k[0] * g.k[1] * g.k[2]));
+                  apply(Pv, "tir.log"), scale(Pv, static_cast<double>(g.lp)), apply(Pv, "tir.exp");
+              }
+              bool first = true;
+              s.push_back(Intrin("tile.wait", {I32(ev_store)}));  // the last store has left O
+              for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+                for (int64_t kh = 0; kh < g.k[1]; ++kh) {
+                  for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+                    TileView tap =
+                        Strided(Pa, {cc, r, tw}, {ekd * ph * pw, g.s[1] * pw, g.s[2]},
+                                (kd * g.d[0] * ph + kh * g.d[1]) * pw + kw * g.d[2], "Tap");
+                    s.push_back(Nest(O.dims, [&](const std::vector<PrimExpr>& i) {
+                      PrimExpr v = tap.Load(i);
+                      if (!first) v = g.max ? max(O.Load(i), v) : O.Load(i) + v;
+                      return O.Store(v, i);
                     }));
-                  } else {
-                    Buffer Fh = Local({r}, f32, "Fh"), Fw = Local({tw}, f32, "Fw");
-                    extra = {Fh, Fw};
-                    TileView Fhv = MakeView(Fh, {r}, "Fhv"), Fwv = MakeView(Fw, {tw}, "Fwv");
-                    s.push_back(Loop("y", r, [&](PrimExpr y) {
-                      // the depth's count rides on the rows'
-                      PrimExpr cnt = CountExpr(g, 1, oh0 + y, lo[1], hi[1]) *
-                                     CountExpr(g, 0, od, lo[0], hi[0]);
-                      return Fhv.Store(F32(1.0) / cast(f32, cnt), {y});
-                    }));
-                    std::vector<Stmt> cols;
-                    for (int64_t x = 0; x < tw; ++x)
-                      cols.push_back(Fwv.Store(
-                          F32(1.0 / static_cast<double>(Count(g, 2, ow0 + x, lo[2], hi[2]))),
-                          {I32(x)}));
-                    s.push_back(Seq(cols));
-                    s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>& i) {
-                      return v * Fhv.Load({i[1]});
-                    }));
-                    s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>& i) {
-                      return v * Fwv.Load({i[2]});
-                    }));
+                    first = false;
                   }
                 }
-                // the store runs while the next item loads (event 1)
-                s.push_back(Intrin(
-                    "tile.dma_copy",
-                    {Region(Y, {n, c0, od, oh0, I32(ow0)}, {1, cc, 1, r, tw}), O.All(), I32(1)}));
-                Stmt res = Allocate(Oa, Seq(s));
-                if (!fill_once) res = Allocate(Pa, res);
-                for (const Buffer& b : extra) res = Allocate(b, res);
-                return res;
-              });
-          if (fill_once) {
-            TileView whole = MakeView(Pcore, {sc.size, ekd, rin(sr.size), pw}, "Pv");
-            each =
-                Allocate(Pcore, Seq({Intrin("tile.dma_fill", {whole.All(), fill, I32(0)}), each}));
+              }
+              std::vector<Buffer> extra;
+              if (g.lp == 2) apply(O, "tir.sqrt");  // the p-th root
+              if (g.lp > 2)
+                apply(O, "tir.log"), scale(O, 1.0 / static_cast<double>(g.lp)), apply(O, "tir.exp");
+              if (!g.max && !g.lp) {
+                if (uniform[0] && uniform[1] && uniform[2]) {
+                  s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>&) {
+                    return v * F32Exact(1.0 / static_cast<double>(g.k[0] * g.k[1] * g.k[2]));
+                  }));
+                } else {
+                  Buffer Fh = Local({r}, f32, "Fh"), Fw = Local({tw}, f32, "Fw");
+                  extra = {Fh, Fw};
+                  TileView Fhv = MakeView(Fh, {r}, "Fhv"), Fwv = MakeView(Fw, {tw}, "Fwv");
+                  s.push_back(Loop("y", r, [&](PrimExpr y) {
+                    // the depth's count rides on the rows'
+                    PrimExpr cnt =
+                        CountExpr(g, 1, oh0 + y, lo[1], hi[1]) * CountExpr(g, 0, od, lo[0], hi[0]);
+                    return Fhv.Store(F32(1.0) / cast(f32, cnt), {y});
+                  }));
+                  std::vector<Stmt> cols;
+                  for (int64_t x = 0; x < tw; ++x)
+                    cols.push_back(Fwv.Store(
+                        F32(1.0 / static_cast<double>(Count(g, 2, ow0 + x, lo[2], hi[2]))),
+                        {I32(x)}));
+                  s.push_back(Seq(cols));
+                  s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>& i) {
+                    return v * Fhv.Load({i[1]});
+                  }));
+                  s.push_back(MapTile(O, [&](PrimExpr v, const std::vector<PrimExpr>& i) {
+                    return v * Fwv.Load({i[2]});
+                  }));
+                }
+              }
+              // the store runs while the next item loads
+              s.push_back(
+                  Intrin("tile.dma_copy", {Region(Y, {n, c0, od, oh0, I32(ow0)}, {1, cc, 1, r, tw}),
+                                           O.All(), I32(ev_store)}));
+              Stmt res = Seq(s);
+              if (part == 0) res = Allocate(Oa, res);
+              if (part == 0 && !fill_once) res = Allocate(Pa, res);
+              for (const Buffer& b : extra) res = Allocate(b, res);
+              return res;
+            };
+            Stmt each = pipelined ? ForEachItemPipelined(
+                                        core, call.cores, count, &rotation, "t",
+                                        [&](PrimExpr t, int64_t slot) { return item(t, slot, 1); },
+                                        [&](PrimExpr t, int64_t slot) { return item(t, slot, 2); })
+                                  : ForEachItem(core, call.cores, count, &rotation, "t",
+                                                [&](PrimExpr t) { return item(t, 0, 0); });
+            if (fill_once) {
+              std::vector<Stmt> fills;
+              for (int64_t k = 0; k < (pipelined ? 2 : 1); ++k) {
+                TileView whole = MakeView(Pcore[k], {sc.size, ekd, rin(sr.size), pw}, "Pv");
+                fills.push_back(Intrin("tile.dma_fill", {whole.All(), fill, I32(0)}));
+              }
+              fills.push_back(each);
+              each = Seq(fills);
+            }
+            for (int64_t k = pipelined ? 1 : 0; k >= 0; --k) {
+              if (pipelined) each = Allocate(Oslot[k], each);
+              if (staged_slots) each = Allocate(Sslot[k], each);
+              if (fill_once || pipelined) each = Allocate(Pcore[k], each);
+              if (!pipelined) break;
+            }
+            groups.push_back(each);
+            // the next group's buffers may take these addresses: the stores must be out first
+            groups.push_back(Intrin("tile.wait", {I32(pipelined ? 4 : 1)}));
+            if (pipelined) groups.push_back(Intrin("tile.wait", {I32(5)}));
           }
-          groups.push_back(each);
-          // the next group's buffers may take these addresses: the store must be out first
-          groups.push_back(Intrin("tile.wait", {I32(1)}));
         }
       }
+      return Seq(groups);
+    });
+    return MakeFunc(call, p, body);
+  };
+  // The plan: the tiles above one after another, or pipelined with the channels of a tile
+  // halved or quartered (more items, each core's loads of one beside the taps of the one
+  // before): the fastest the cost model finds among those whose two slots fit L1
+  // (tc_pool_pipeline 0 or 1 overrides it: never pipelined, or the fastest pipelined)
+  const int64_t want = AttrInt(call.attrs, "tc_pool_pipeline", -1);
+  const int64_t cc_tiles = CC;
+  PrimFunc chosen = build(false);
+  if (want == 0) return chosen;
+  const int cores = static_cast<int>(call.cores);
+  int64_t best_cycles = -1;
+  if (want != 1) {
+    try {
+      best_cycles = EstimateStrategy(chosen, call.l1_bytes, cores).cycles;
+    } catch (const ffi::Error&) {
+      return chosen;  // (not priced: the plan as it always was)
     }
-    return Seq(groups);
-  });
-  return MakeFunc(call, p, body);
+  }
+  for (int64_t split : {1, 2, 4}) {
+    CC = std::max<int64_t>(1, (cc_tiles + split - 1) / split);
+    if (split > 1 && CC == std::max<int64_t>(1, (cc_tiles + split / 2 - 1) / (split / 2)))
+      continue;  // (as many channels as the split before)
+    PrimFunc f = build(true);
+    if (NestedLocalBytes(f->body) > call.l1_bytes - (int64_t{8} << 10)) continue;
+    int64_t cycles = 0;
+    try {
+      cycles = EstimateStrategy(f, call.l1_bytes, cores).cycles;
+    } catch (const ffi::Error&) {
+      continue;  // the two slots do not fit once the buffers are placed in banks
+    }
+    if (best_cycles < 0 || cycles < best_cycles) chosen = f, best_cycles = cycles;
+  }
+  return chosen;
 }
 
 std::string CheckPool(const std::string& op, const Map<String, Any>& attrs,

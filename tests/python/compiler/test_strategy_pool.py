@@ -13,7 +13,8 @@ from tilecore.ir import ops
 def check_op(op, attrs, inputs, **kw):
     """MaxPool's reference also returns the Indices: the strategy computes Y only."""
     if op == "MaxPool":
-        y = ops.get_op(op).reference(ops.get_op(op).fill_attrs(dict(attrs)), *inputs)[0]
+        plain = {k: v for k, v in attrs.items() if not k.startswith("tc_")}
+        y = ops.get_op(op).reference(ops.get_op(op).fill_attrs(plain), *inputs)[0]
         kw.update(out_shapes=[y.shape], out_dtypes=[y.dtype])
     return _check(op, attrs, inputs, **kw)
 
@@ -137,8 +138,9 @@ def test_small_maps_load_whole_maps_in_one_run(x, attrs, hazard_checked):
     st = runtime.npu_simulator(0).stats()
     tiles = [c["dout"]["commands"] for c in st["cores"]]  # a store a tile
     assert min(tiles) >= 2 and max(tiles) - min(tiles) <= 1, tiles
-    # a tile: its load, and the fills of the padding rows above and below; the patch's fill
-    assert all(c["din"]["commands"] <= 3 * t + 1 for c, t in zip(st["cores"], tiles))
+    # a tile: its load, and the fills of the padding rows above and below; the patches' fills
+    # (two when the cost model pipelines the items)
+    assert all(c["din"]["commands"] <= 3 * t + 2 for c, t in zip(st["cores"], tiles))
     assert hazard_checked() == []
 
 
@@ -150,4 +152,41 @@ def test_patch_filled_once_per_core(op, extra, hazard_checked):
     attrs = dict({"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, **extra)
     x = rand((2, 16, 112, 112), 9) - 0.5
     check_op(op, attrs, [x], rtol=1e-5, atol=1e-6)
+    assert hazard_checked() == []
+
+
+@pytest.mark.parametrize("attrs,shape", CASES)
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+def test_pool_pipelined(op, attrs, shape, hazard_checked):
+    """Each core's items pipelined (tc_pool_pipeline 1: two patches, the loads of one item
+    while the taps of the one before run): the op library's reference, every L1 access
+    ordered."""
+    check_op(op, dict(attrs, tc_pool_pipeline=1), [rand(shape, 1)], rtol=1e-5, atol=1e-6)
+    assert hazard_checked() == []
+
+
+@pytest.mark.parametrize("x,attrs", [
+    # GoogLeNet's pooling branches in int8 (rows of 14 and 28 bytes: staged, one stage buffer a
+    # slot) and its stem pool's rows of 112, a padded f32 average over rows of 7 floats
+    (np.random.default_rng(10).integers(-128, 128, (1, 512, 14, 14)).astype(np.int8),
+     {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    (np.random.default_rng(11).integers(-128, 128, (1, 192, 28, 28)).astype(np.int8),
+     {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    (np.random.default_rng(12).integers(-128, 128, (1, 64, 112, 112)).astype(np.int8),
+     {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
+    (rand((2, 40, 7, 7), 13), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1}),
+])
+@pytest.mark.parametrize("pipeline", [0, 1])
+def test_pipelined_pool_is_the_plain_one(x, attrs, pipeline, hazard_checked):
+    """The pipelined plan computes what the plain one does, bit for bit (the same taps in the
+    same order), against numpy's max (int8) or the op library's average."""
+    op = "MaxPool" if x.dtype == np.int8 else "AveragePool"
+    schema = ops.get_op(op)
+    ref = schema.reference(schema.fill_attrs(dict(attrs)), x)
+    ref = ref[0] if isinstance(ref, (tuple, list)) else ref
+    out = run_lowered(op, dict(attrs, tc_pool_pipeline=pipeline), [x], [np.zeros(ref.shape, x.dtype)])[0]
+    if x.dtype == np.int8:
+        np.testing.assert_array_equal(out, ref)
+    else:
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
     assert hazard_checked() == []
