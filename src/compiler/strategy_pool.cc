@@ -21,7 +21,9 @@
  * The tiles of a core run one after another, or pipelined (ForEachItemPipelined): two
  * patches, stage buffers and output tiles, the loads of tile i + 1 (their DMAs signal event
  * 2 + slot) issued before the taps of tile i (its store signals 4 + slot), with a half or a
- * quarter of the channels per tile; the cost model picks the fastest that fits L1.
+ * quarter of the channels per tile. A 2-D max whose windows overlap enough is separable: the
+ * max over the window's columns of every patch row, then over its rows. The cost model picks
+ * the fastest plan that fits L1.
  */
 #include <algorithm>
 
@@ -238,7 +240,10 @@ PrimFunc LowerPool(const OpCall& call) {
   PrimExpr fill = g.max ? F32(tile_t == f32 ? -INFINITY : -128.0) : F32(0.0);
   // pipelined: a core's items in two stages (ForEachItemPipelined), the loads of item i + 1
   // into one of two patches while the taps of item i read the other; else one after another
-  auto build = [&](bool pipelined) {
+  // separable (a 2-D max whose windows overlap enough): each row's max over the window's
+  // columns first, then the max of those over its rows (k_w + k_h tap passes, not k_w x k_h;
+  // the max is exact in any order)
+  auto build = [&](bool pipelined, bool separable) {
     int64_t rotation = 0;
     Stmt body = OverCores(call.cores, [&](PrimExpr core) {
       std::vector<Stmt> groups;
@@ -400,7 +405,29 @@ PrimFunc LowerPool(const OpCall& call) {
               }
               bool first = true;
               s.push_back(Intrin("tile.wait", {I32(ev_store)}));  // the last store has left O
-              for (int64_t kd = 0; kd < g.k[0]; ++kd) {
+              const bool rows_first = separable && g.max && ekd == 1 && g.k[1] > 1 && g.k[2] > 1 &&
+                                      g.k[2] * ph + g.k[1] * r < g.k[1] * g.k[2] * r;
+              Buffer rowmax = Local({cc * ph * tw}, tile_t, "RowMax");
+              if (rows_first) {
+                TileView M = MakeView(rowmax, {cc, ph, tw}, "Mv");
+                for (int64_t kw = 0; kw < g.k[2]; ++kw) {  // M[c, j, x] = max over kw
+                  TileView tap =
+                      Strided(Pa, {cc, ph, tw}, {ph * pw, pw, g.s[2]}, kw * g.d[2], "RowTap");
+                  s.push_back(Nest(M.dims, [&](const std::vector<PrimExpr>& i) {
+                    PrimExpr v = tap.Load(i);
+                    return M.Store(kw == 0 ? v : max(M.Load(i), v), i);
+                  }));
+                }
+                for (int64_t kh = 0; kh < g.k[1]; ++kh) {  // O[c, y, x] = max over kh of M
+                  TileView tap = Strided(rowmax, {cc, r, tw}, {ph * tw, g.s[1] * tw, 1},
+                                         kh * g.d[1] * tw, "ColTap");
+                  s.push_back(Nest(O.dims, [&](const std::vector<PrimExpr>& i) {
+                    PrimExpr v = tap.Load(i);
+                    return O.Store(kh == 0 ? v : max(O.Load(i), v), i);
+                  }));
+                }
+              }
+              for (int64_t kd = 0; kd < (rows_first ? 0 : g.k[0]); ++kd) {
                 for (int64_t kh = 0; kh < g.k[1]; ++kh) {
                   for (int64_t kw = 0; kw < g.k[2]; ++kw) {
                     TileView tap =
@@ -416,6 +443,7 @@ PrimFunc LowerPool(const OpCall& call) {
                 }
               }
               std::vector<Buffer> extra;
+              if (rows_first) extra.push_back(rowmax);
               if (g.lp == 2) apply(O, "tir.sqrt");  // the p-th root
               if (g.lp > 2)
                 apply(O, "tir.log"), scale(O, 1.0 / static_cast<double>(g.lp)), apply(O, "tir.exp");
@@ -496,7 +524,7 @@ PrimFunc LowerPool(const OpCall& call) {
   // (tc_pool_pipeline 0 or 1 overrides it: never pipelined, or the fastest pipelined)
   const int64_t want = AttrInt(call.attrs, "tc_pool_pipeline", -1);
   const int64_t cc_tiles = CC;
-  PrimFunc chosen = build(false);
+  PrimFunc chosen = build(false, false);
   if (want == 0) return chosen;
   const int cores = static_cast<int>(call.cores);
   int64_t best_cycles = -1;
@@ -507,11 +535,14 @@ PrimFunc LowerPool(const OpCall& call) {
       return chosen;  // (not priced: the plan as it always was)
     }
   }
-  for (int64_t split : {1, 2, 4}) {
-    CC = std::max<int64_t>(1, (cc_tiles + split - 1) / split);
+  // (split 0: the plain plan separable)
+  for (int64_t split : {0, 1, 2, 4}) {
+    if (split == 0 && want == 1) continue;
+    CC = std::max<int64_t>(
+        1, (cc_tiles + std::max<int64_t>(split, 1) - 1) / std::max<int64_t>(split, 1));
     if (split > 1 && CC == std::max<int64_t>(1, (cc_tiles + split / 2 - 1) / (split / 2)))
       continue;  // (as many channels as the split before)
-    PrimFunc f = build(true);
+    PrimFunc f = build(split > 0, true);
     if (NestedLocalBytes(f->body) > call.l1_bytes - (int64_t{8} << 10)) continue;
     int64_t cycles = 0;
     try {

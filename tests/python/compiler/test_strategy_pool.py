@@ -178,8 +178,9 @@ def test_pool_pipelined(op, attrs, shape, hazard_checked):
 ])
 @pytest.mark.parametrize("pipeline", [0, 1])
 def test_pipelined_pool_is_the_plain_one(x, attrs, pipeline, hazard_checked):
-    """The pipelined plan computes what the plain one does, bit for bit (the same taps in the
-    same order), against numpy's max (int8) or the op library's average."""
+    """The pipelined plan (a 3 x 3 max of stride 1: separable, each row's max over the
+    window's columns, then their max over its rows) computes what the plain one does, bit
+    for bit, against numpy's max (int8) or the op library's average."""
     op = "MaxPool" if x.dtype == np.int8 else "AveragePool"
     schema = ops.get_op(op)
     ref = schema.reference(schema.fill_attrs(dict(attrs)), x)
