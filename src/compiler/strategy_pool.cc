@@ -243,6 +243,10 @@ PrimFunc LowerPool(const OpCall& call) {
   // separable (a 2-D max whose windows overlap enough): each row's max over the window's
   // columns first, then the max of those over its rows (k_w + k_h tap passes, not k_w x k_h;
   // the max is exact in any order)
+  auto separates = [&](int64_t r) {  // (the fewer tap elements: columns, then rows)
+    return g.max && ekd == 1 && g.k[1] > 1 && g.k[2] > 1 &&
+           g.k[2] * rin(r) + g.k[1] * r < g.k[1] * g.k[2] * r;
+  };
   auto build = [&](bool pipelined, bool separable) {
     int64_t rotation = 0;
     Stmt body = OverCores(call.cores, [&](PrimExpr core) {
@@ -311,31 +315,28 @@ PrimFunc LowerPool(const OpCall& call) {
                         "tile.dma_copy",
                         {Region(P4, {I32(0), I32(0), I32(row), I32(vlo - iw0)}, {cc, 1, nrows, wv}),
                          from, I32(ev_load)});
-                  if (what != 0) {  // the slot's stage buffer, [cc, ph, wv]: rows at `row`
-                    const Buffer& St = Sslot[slot];
-                    if (what == 1)
-                      return Intrin("tile.dma_copy",
-                                    {Region(View(St, {cc, 1, ph, wv}, "St4"),
-                                            {I32(0), I32(0), I32(row), I32(0)}, {cc, 1, nrows, wv}),
-                                     from, I32(ev_load)});
+                  // the rows into a stage buffer St of st_rows rows, at its row st_row; from
+                  // there into the patch
+                  auto to_stage = [&](const Buffer& St, int64_t st_rows, int64_t st_row,
+                                      int64_t event) {
+                    return Intrin("tile.dma_copy", {Region(View(St, {cc, 1, st_rows, wv}, "St4"),
+                                                           {I32(0), I32(0), I32(st_row), I32(0)},
+                                                           {cc, 1, nrows, wv}),
+                                                    from, I32(event)});
+                  };
+                  auto from_stage = [&](const Buffer& St, int64_t st_rows, int64_t st_row) {
                     return CopyNest(
                         StridedView(Pa, {cc, nrows, wv}, {ph * pw, pw, 1}, row * pw + (vlo - iw0),
                                     "Pin"),
-                        StridedView(St, {cc, nrows, wv}, {ph * wv, wv, 1}, row * wv, "Sv"),
+                        StridedView(St, {cc, nrows, wv}, {st_rows * wv, wv, 1}, st_row * wv, "Sv"),
                         {cc, nrows, wv});
-                  }
+                  };
+                  // (the slot's stage buffer, [cc, ph, wv]: the rows at `row`)
+                  if (what == 1) return to_stage(Sslot[slot], ph, row, ev_load);
+                  if (what == 2) return from_stage(Sslot[slot], ph, row);
                   Buffer St = Local({cc * nrows * wv}, tile_t, "Stage");
-                  return Allocate(
-                      St,
-                      Seq({Intrin("tile.dma_copy",
-                                  {Region(View(St, {cc, 1, nrows, wv}, "St4"),
-                                          {I32(0), I32(0), I32(0), I32(0)}, {cc, 1, nrows, wv}),
-                                   from, I32(0)}),
-                           Intrin("tile.wait", {I32(0)}),
-                           CopyNest(StridedView(Pa, {cc, nrows, wv}, {ph * pw, pw, 1},
-                                                row * pw + (vlo - iw0), "Pin"),
-                                    StridedView(St, {cc, nrows, wv}, {nrows * wv, wv, 1}, 0, "Sv"),
-                                    {cc, nrows, wv})}));
+                  return Allocate(St, Seq({to_stage(St, nrows, 0, 0), Intrin("tile.wait", {I32(0)}),
+                                           from_stage(St, nrows, 0)}));
                 };
                 // every row inside the image (2-D): one DMA of the block, not one per row
                 // (each DMA pays the DDR latency)
@@ -405,10 +406,10 @@ PrimFunc LowerPool(const OpCall& call) {
               }
               bool first = true;
               s.push_back(Intrin("tile.wait", {I32(ev_store)}));  // the last store has left O
-              const bool rows_first = separable && g.max && ekd == 1 && g.k[1] > 1 && g.k[2] > 1 &&
-                                      g.k[2] * ph + g.k[1] * r < g.k[1] * g.k[2] * r;
-              Buffer rowmax = Local({cc * ph * tw}, tile_t, "RowMax");
+              const bool rows_first = separable && separates(r);
+              Buffer rowmax;
               if (rows_first) {
+                rowmax = Local({cc * ph * tw}, tile_t, "RowMax");
                 TileView M = MakeView(rowmax, {cc, ph, tw}, "Mv");
                 for (int64_t kw = 0; kw < g.k[2]; ++kw) {  // M[c, j, x] = max over kw
                   TileView tap =
@@ -537,7 +538,7 @@ PrimFunc LowerPool(const OpCall& call) {
   }
   // (split 0: the plain plan separable)
   for (int64_t split : {0, 1, 2, 4}) {
-    if (split == 0 && want == 1) continue;
+    if (split == 0 && (want == 1 || !separates(R))) continue;
     CC = std::max<int64_t>(
         1, (cc_tiles + std::max<int64_t>(split, 1) - 1) / std::max<int64_t>(split, 1));
     if (split > 1 && CC == std::max<int64_t>(1, (cc_tiles + split / 2 - 1) / (split / 2)))
