@@ -281,9 +281,10 @@ namespace tilecore {
 namespace ffi {
 namespace details {
 void DestroyObject(TCFFIObject* obj) noexcept {
-  // Trivially destructible thread-locals: safe to use during thread exit.
-  thread_local TCFFIObject* pending = nullptr;
-  thread_local bool draining = false;
+  // Trivially destructible thread-locals: safe to use during thread exit. (initial-exec:
+  // read relative to the thread pointer, not through a call, on every object freed)
+  __attribute__((tls_model("initial-exec"))) thread_local TCFFIObject* pending = nullptr;
+  __attribute__((tls_model("initial-exec"))) thread_local bool draining = false;
   if (draining) {
     obj->ref_count = reinterpret_cast<uint64_t>(pending);
     pending = obj;

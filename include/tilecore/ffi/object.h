@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -56,6 +57,35 @@ inline void IncRef(TCFFIObject* obj) { __atomic_fetch_add(&obj->ref_count, 1, __
  * constant C stack instead of one frame per level.
  */
 void DestroyObject(TCFFIObject* obj) noexcept;
+/*!
+ * \brief Memory for one object of `bytes` bytes (src/ffi/object_pool.cc): objects up to
+ * kPooledObjectBytes come from per-thread free lists of their size class, larger ones from
+ * operator new. IR passes make and drop millions of small nodes, and the free lists cost a
+ * fraction of malloc's bookkeeping.
+ */
+void* AllocObjectMemory(size_t bytes);
+/*! \brief Gives back memory of AllocObjectMemory(bytes) (any thread may). */
+void FreeObjectMemory(void* memory, size_t bytes) noexcept;
+/*! \brief Objects up to this size (and alignment 16) are pooled. */
+constexpr size_t kPooledObjectBytes = 256;
+template <typename T>
+constexpr bool kPooledObject = sizeof(T) <= kPooledObjectBytes && alignof(T) <= 16;
+/*! \brief A standard allocator over AllocObjectMemory: the storage of small containers
+ * inside objects (an Array's elements) from the same free lists. */
+template <typename T>
+struct PoolAllocator {
+  using value_type = T;
+  static_assert(alignof(T) <= 16, "PoolAllocator: the pool's blocks are 16-byte aligned");
+  PoolAllocator() = default;
+  template <typename U>
+  PoolAllocator(const PoolAllocator<U>&) {}  // NOLINT(*)
+  T* allocate(size_t n) { return static_cast<T*>(AllocObjectMemory(n * sizeof(T))); }
+  void deallocate(T* p, size_t n) noexcept { FreeObjectMemory(p, n * sizeof(T)); }
+  template <typename U>
+  bool operator==(const PoolAllocator<U>&) const {
+    return true;
+  }
+};
 inline void DecRef(TCFFIObject* obj) {
 #if defined(__SANITIZE_THREAD__)
   // ThreadSanitizer does not model fences: an acquire-release decrement orders the same
@@ -279,18 +309,35 @@ struct ObjectUnsafe {
 
 template <typename T>
 void DeleteObject(TCFFIObject* obj) {
-  delete reinterpret_cast<T*>(obj);  // the object allocator's one delete
+  T* p = reinterpret_cast<T*>(obj);
+  if constexpr (kPooledObject<T>) {
+    p->~T();
+    FreeObjectMemory(p, sizeof(T));
+  } else {
+    delete p;  // the object allocator's one delete
+  }
 }
 }  // namespace details
 
 /*!
  * \brief Allocates an object of kind T with a reference count of one.
- * The only place objects are allocated with `new`.
+ * The only place objects are allocated (AllocObjectMemory, or `new` for large ones).
  */
 template <typename T, typename... Args>
 ObjectPtr<T> make_object(Args&&... args) {
   static_assert(std::is_base_of_v<Object, T>, "make_object needs an Object subclass");
-  T* obj = new T(std::forward<Args>(args)...);
+  T* obj;
+  if constexpr (details::kPooledObject<T>) {
+    void* memory = details::AllocObjectMemory(sizeof(T));
+    try {
+      obj = new (memory) T(std::forward<Args>(args)...);
+    } catch (...) {
+      details::FreeObjectMemory(memory, sizeof(T));
+      throw;
+    }
+  } else {
+    obj = new T(std::forward<Args>(args)...);
+  }
   details::ObjectUnsafe::InitHeader(obj, T::RuntimeTypeIndex(), details::DeleteObject<T>);
   return details::ObjectUnsafe::MoveFromHandle<T>(reinterpret_cast<TCFFIObject*>(obj));
 }

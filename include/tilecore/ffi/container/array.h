@@ -20,10 +20,11 @@ namespace ffi {
 
 class ArrayObj : public Object {
  public:
-  std::vector<Any> data;
+  using Storage = std::vector<Any, details::PoolAllocator<Any>>;
+  Storage data;
 
   ArrayObj() = default;
-  explicit ArrayObj(std::vector<Any> d) : data(std::move(d)) {}
+  explicit ArrayObj(Storage d) : data(std::move(d)) {}
   TILECORE_FFI_DECLARE_STATIC_OBJECT_INFO("ffi.Array", ArrayObj, Object, kTCFFIArray);
 };
 
