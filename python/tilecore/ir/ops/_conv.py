@@ -73,14 +73,16 @@ def out_size(size: int, kernel: int, stride: int, dilation: int, pad_begin: int,
 
 def im2col(x: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
            out_sizes: Sequence[int]) -> np.ndarray:
-    """Patches of an already padded x (N, C, *spatial): (N, C, *kernel, *out)."""
+    """Patches of an already padded x (N, C, *spatial): (N, C, *kernel, *out), copied in one
+    pass from a strided view of x (patch element (k, o) of a spatial axis is x's element
+    k * dilation + o * stride)."""
     n, c = x.shape[:2]
-    cols = np.empty((n, c, *kernel, *out_sizes), dtype=x.dtype)
-    for offset in np.ndindex(*kernel):
-        window = tuple(slice(k * d, k * d + (o - 1) * s + 1, s)
-                       for k, d, s, o in zip(offset, dilations, strides, out_sizes))
-        cols[(slice(None), slice(None)) + offset] = x[(slice(None), slice(None)) + window]
-    return cols
+    spatial = x.strides[2:]
+    view = np.lib.stride_tricks.as_strided(
+        x, (n, c, *kernel, *out_sizes),
+        x.strides[:2] + tuple(t * d for t, d in zip(spatial, dilations)) + tuple(t * s for t, s in zip(spatial, strides)),
+        writeable=False)
+    return np.ascontiguousarray(view)
 
 
 def pad_spatial(x: np.ndarray, pads: Sequence[int], value: float = 0) -> np.ndarray:

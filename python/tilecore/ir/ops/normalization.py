@@ -71,8 +71,18 @@ def batch_norm(attrs: dict[str, Any], x: Operand, scale: Operand, b: Operand, me
         rm = wide(np.asarray(mean)) * mom + bm * (1 - mom)
         rv = wide(np.asarray(var)) * mom + bv * (1 - mom)
         return (y.astype(x.dtype), rm.astype(np.asarray(mean).dtype), rv.astype(np.asarray(var).dtype))
-    y = (w - _channel_shape(mean, rank)) / np.sqrt(_channel_shape(var, rank) + np.asarray(eps, w.dtype))
-    return (y * _channel_shape(scale, rank) + _channel_shape(b, rank)).astype(x.dtype)
+    y = w - _channel_shape(mean, rank)  # (a new array: the steps after it may write into it)
+    y = _into(y, np.divide, np.sqrt(_channel_shape(var, rank) + np.asarray(eps, w.dtype)))
+    y = _into(y, np.multiply, _channel_shape(scale, rank))
+    return _into(y, np.add, _channel_shape(b, rank)).astype(x.dtype, copy=False)
+
+
+def _into(y: np.ndarray, op: Any, v: np.ndarray) -> np.ndarray:
+    """``op(y, v)``, written into ``y`` when the result has its dtype and shape (the same
+    values as a fresh array, without a temporary of the tensor's size per step)."""
+    if np.result_type(y, v) == y.dtype and np.broadcast_shapes(y.shape, v.shape) == y.shape:
+        return op(y, v, out=y)
+    return op(y, v)
 
 
 # ---- InstanceNormalization ------------------------------------------------------------------------
