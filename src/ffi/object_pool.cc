@@ -49,7 +49,7 @@ constexpr size_t kGranule = 16;
 constexpr size_t kClasses = kPooledObjectBytes / kGranule;
 constexpr size_t kSlabBytes = size_t{32} << 10;
 constexpr uint32_t kThreadBlocks = 1 << 16;  // a list longer than this spills
-constexpr uint32_t kBatch = 1024;         // blocks moved between a thread and the depot
+constexpr uint32_t kBatch = 1024;            // blocks moved between a thread and the depot
 
 struct Block {
   Block* next;
@@ -101,7 +101,8 @@ class Depot {
     }
     const uint32_t count = static_cast<uint32_t>(kSlabBytes / size);
     for (uint32_t i = 0; i + 1 < count; ++i)
-      reinterpret_cast<Block*>(slab + i * size)->next = reinterpret_cast<Block*>(slab + (i + 1) * size);
+      reinterpret_cast<Block*>(slab + i * size)->next =
+          reinterpret_cast<Block*>(slab + (i + 1) * size);
     reinterpret_cast<Block*>(slab + (count - 1) * size)->next = nullptr;
     *n = count;
     return reinterpret_cast<Block*>(slab);

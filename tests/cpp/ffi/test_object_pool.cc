@@ -62,7 +62,8 @@ void ExpectDistinctAlignedIntact(int count) {
     EXPECT_TRUE(seen.insert(p).second) << "two live objects share a block";
   }
   // (a block handed out twice, or overlapping its neighbour, breaks a pattern)
-  for (int i = 0; i < count; ++i) ASSERT_TRUE(live[size_t(i)]->Intact(static_cast<unsigned char>(i)));
+  for (int i = 0; i < count; ++i)
+    ASSERT_TRUE(live[size_t(i)]->Intact(static_cast<unsigned char>(i)));
 }
 
 TEST(ObjectPool, LiveObjectsOfEverySizeAreDistinctAlignedAndIntact) {
@@ -104,17 +105,20 @@ TEST(ObjectPool, ObjectsFreedOnAnotherThreadAreReusedThere) {
   std::vector<ObjectPtr<Small>> made;
   made.reserve(kCount);
   std::thread maker([&] {
-    for (int i = 0; i < kCount; ++i) made.push_back(make_object<Small>(static_cast<unsigned char>(i)));
+    for (int i = 0; i < kCount; ++i)
+      made.push_back(make_object<Small>(static_cast<unsigned char>(i)));
   });
   maker.join();
-  for (int i = 0; i < kCount; i += 997) ASSERT_TRUE(made[size_t(i)]->Intact(static_cast<unsigned char>(i)));
+  for (int i = 0; i < kCount; i += 997)
+    ASSERT_TRUE(made[size_t(i)]->Intact(static_cast<unsigned char>(i)));
   std::thread freer([&] { made.clear(); });
   freer.join();
   std::vector<std::thread> workers;
   std::vector<std::vector<ObjectPtr<Small>>> kept(4);
   for (int w = 0; w < 4; ++w)
     workers.emplace_back([&, w] {
-      for (int i = 0; i < kCount / 4; ++i) kept[size_t(w)].push_back(make_object<Small>(static_cast<unsigned char>(w)));
+      for (int i = 0; i < kCount / 4; ++i)
+        kept[size_t(w)].push_back(make_object<Small>(static_cast<unsigned char>(w)));
     });
   for (std::thread& t : workers) t.join();
   std::set<const void*> seen;
