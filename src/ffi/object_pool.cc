@@ -64,12 +64,11 @@ class Depot {
     static Depot* depot = new Depot();  // never destroyed: threads free into it until exit
     return *depot;
   }
-  /*! \brief Takes the list head..tail of n blocks of class c. */
-  void Give(size_t c, Block* head, Block* tail, uint32_t n) {
+  /*! \brief Takes the list head..tail of blocks of class c. */
+  void Give(size_t c, Block* head, Block* tail) {
     std::lock_guard<std::mutex> lock(mu_);
     tail->next = heads_[c];
     heads_[c] = head;
-    counts_[c] += n;
   }
   /*! \brief Up to max blocks of class c as a list (*n of them), or nullptr. */
   Block* Take(size_t c, uint32_t max, uint32_t* n) {
@@ -87,7 +86,6 @@ class Depot {
     }
     heads_[c] = last->next;
     last->next = nullptr;
-    counts_[c] -= taken;
     *n = taken;
     return head;
   }
@@ -118,7 +116,6 @@ class Depot {
   }
   std::mutex mu_;
   Block* heads_[kClasses] = {};
-  uint64_t counts_[kClasses] = {};
   std::vector<char*> slabs_;
 };
 
@@ -142,7 +139,7 @@ struct ThreadExit {
         if (head == nullptr) continue;
         Block* tail = head;
         while (tail->next != nullptr) tail = tail->next;
-        Depot::Get().Give(c, head, tail, t->counts[c]);
+        Depot::Get().Give(c, head, tail);
       }
       current = nullptr;
       delete t;
@@ -180,7 +177,7 @@ void Spill(ThreadLists* t, size_t c) {
   for (uint32_t i = 1; i < kBatch; ++i) tail = tail->next;
   t->heads[c] = tail->next;
   t->counts[c] -= kBatch;
-  Depot::Get().Give(c, head, tail, kBatch);
+  Depot::Get().Give(c, head, tail);
 }
 
 }  // namespace
@@ -207,7 +204,7 @@ void FreeObjectMemory(void* memory, size_t bytes) noexcept {
   Block* b = static_cast<Block*>(memory);
   ThreadLists* t = current;
   if (t == nullptr && (t = Start()) == nullptr) {
-    Depot::Get().Give(c, b, b, 1);
+    Depot::Get().Give(c, b, b);
     return;
   }
   b->next = t->heads[c];
