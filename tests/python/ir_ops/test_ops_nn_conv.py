@@ -71,16 +71,21 @@ def test_conv_matches_loop_nest(spatial, kernel, strides, dilations, pads, group
     assert info.shape == got.shape
 
 
-@pytest.mark.parametrize("spatial,kernel,strides,dilations,pads", [
-    ((12, 12), (7, 7), (1, 1), (1, 1), (3, 3, 3, 3)),      # ConvNeXt's
-    ((9, 8), (3, 2), (2, 1), (2, 3), (1, 0, 2, 1)),
-    ((11,), (3,), (3,), (2,), (2, 1)),
-    ((5, 6, 4), (2, 3, 2), (1, 2, 1), (2, 1, 1), (0, 1, 1, 1, 0, 2)),
+@pytest.mark.parametrize("spatial,kernel,strides,dilations,pads,c", [
+    ((12, 12), (7, 7), (1, 1), (1, 1), (3, 3, 3, 3), 6),      # ConvNeXt's
+    ((4, 3), (7, 7), (1, 1), (1, 1), (3, 3, 3, 3), 40),       # its last stage's (channels innermost)
+    ((9, 8), (3, 2), (2, 1), (2, 3), (1, 0, 2, 1), 6),
+    ((11,), (3,), (3,), (2,), (2, 1), 6),
+    ((7,), (3,), (1,), (3,), (0, 2), 5),                       # unit strides, dilated
+    ((7,), (3,), (1,), (2,), (3, 0), 30),
+    ((5, 6, 4), (2, 3, 2), (1, 2, 1), (2, 1, 1), (0, 1, 1, 1, 0, 2), 6),
+    ((4, 5, 3), (2, 3, 2), (1, 1, 1), (2, 1, 1), (1, 1, 0, 0, 1, 2), 6),
+    ((3, 4, 3), (2, 3, 2), (1, 1, 1), (1, 1, 1), (1, 1, 0, 0, 1, 2), 64),
 ])
-def test_depthwise_conv_matches_loop_nest(spatial, kernel, strides, dilations, pads):
-    """A Conv with one input channel per output channel (its own path: a window per tap)."""
+def test_depthwise_conv_matches_loop_nest(spatial, kernel, strides, dilations, pads, c):
+    """A Conv with one input channel per output channel (its own path: a window per tap;
+    with unit strides, windows of the flattened positions, channels innermost when many)."""
     rng = np.random.default_rng(2)
-    c = 6
     x = rng.standard_normal((2, c, *spatial)).astype(np.float32)
     w = rng.standard_normal((c, 1, *kernel)).astype(np.float32)
     b = rng.standard_normal(c).astype(np.float32)

@@ -135,6 +135,8 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations:
     each kernel offset's window times its per-channel weight, accumulated in offset order.
     (As one matmul per channel it is a batch of (1 x K) @ (K x P) products, which BLAS runs
     at a small fraction of its speed: ConvNeXt's 7x7 depthwise Convs took seconds.)"""
+    if all(s == 1 for s in strides) and xp.ndim > 2:
+        return _depthwise_flat(xp, w, dilations, outs)
     n, c = xp.shape[:2]
     y = np.zeros((n, c, *outs), dtype=xp.dtype)
     if y.size == 0:
@@ -146,6 +148,41 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations:
         np.multiply(xp[lead + window], w[lead + offset].reshape((1, c) + (1,) * len(outs)), out=term)
         y += term
     return y
+
+
+def _depthwise_flat(xp: np.ndarray, w: np.ndarray, dilations: Sequence[int], outs: Sequence[int]) -> np.ndarray:
+    """_depthwise with unit strides, the same products summed in the same order (so the
+    same bits), over the padded input's flattened positions: a kernel offset's window is
+    then one contiguous run of it shifted by the offset, where the strided window of each
+    output row was a loop of short rows (7 elements in ConvNeXt's last stage). The sums are
+    made at every padded position from the first output's to the last's and the outputs
+    read out of them. Channels go innermost when they outnumber a channel's run of positions."""
+    n, c = xp.shape[:2]
+    spatial = xp.shape[2:]
+    if n * c == 0 or any(o <= 0 for o in outs):
+        return np.zeros((n, c, *outs), dtype=xp.dtype)
+    step = [int(np.prod(spatial[i + 1:], dtype=np.int64)) for i in range(len(spatial))]  # (in elements)
+    span = sum((o - 1) * t for o, t in zip(outs, step)) + 1
+    shifts = [sum(k * d * t for k, d, t in zip(offset, dilations, step)) for offset in np.ndindex(*w.shape[2:])]
+    weights = w.reshape(c, -1)
+    channels_last = span < 8 * c
+    if channels_last:
+        flat = np.ascontiguousarray(xp.reshape(n, c, -1).transpose(0, 2, 1))  # (N, positions, C)
+        weights = np.ascontiguousarray(weights.T)                              # (offsets, C)
+        sums = np.zeros((n, span, c), dtype=xp.dtype)
+    else:
+        flat = np.ascontiguousarray(xp).reshape(n, c, -1)                      # (N, C, positions)
+        weights = weights.T.reshape(-1, 1, c, 1)                               # (offsets, 1, C, 1)
+        sums = np.zeros((n, c, span), dtype=xp.dtype)
+    term = np.empty_like(sums)
+    for j, shift in enumerate(shifts):
+        window = flat[:, shift:shift + span] if channels_last else flat[:, :, shift:shift + span]
+        np.multiply(window, weights[j], out=term)
+        sums += term
+    size = sums.itemsize
+    outer = (sums.strides[0], size) if channels_last else sums.strides[:2]
+    inner = tuple(t * size * (c if channels_last else 1) for t in step)
+    return np.lib.stride_tricks.as_strided(sums, (n, c, *outs), outer + inner, writeable=False).copy()  # (writeable)
 
 
 def conv_transpose_nd(x: np.ndarray, w: np.ndarray, b: Optional[np.ndarray] = None, *,
