@@ -148,12 +148,14 @@ struct ThreadExit {
   }
 };
 
-/*! \brief The thread's lists, made at its first object; nullptr once it is exiting. */
+/*! \brief The thread's lists, made at its first object; nullptr once it is exiting, or
+ * when there is no memory for them (FreeObjectMemory cannot throw: its block then goes to
+ * the depot, and the thread tries again at its next). */
 ThreadLists* Start() {
   if (exited) return nullptr;
   thread_local ThreadExit at_exit;
   (void)at_exit;
-  current = new ThreadLists();
+  current = new (std::nothrow) ThreadLists();
   return current;
 }
 
