@@ -112,6 +112,11 @@ const std::vector<CompilerAttr>& Table() {
      "MaxPool, AveragePool, LpPool: 1 a core's items pipelined (two patches: the loads of one "
      "item while the taps of the one before run) whenever that fits, 0 never (absent: the cost "
      "model's). Set by no pass (an override); read by the poolings (strategy_pool.cc)."},
+    {"tc_reduce_pipeline", kInt,
+     "ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceLogSum and the global poolings whose "
+     "reduced extent fits one tile: 1 the tiles pipelined (the load of one while the one before "
+     "is folded and stored), 0 never (absent: the cost model's). Set by no pass (an override); "
+     "read by the reductions (strategy_reduce.cc)."},
     {"tc_images_per_item", kInt,
      "Conv: K images per work item, a divisor of the batch (1 for a depthwise Conv; absent: the "
      "cost model's). Set by no pass (an override); read by Conv (strategy_conv.cc)."},

@@ -590,6 +590,8 @@ PrimFunc LowerGlobal(const OpCall& call) {
   attrs.Set("keepdims", int64_t{1});
   attrs.Set("noop_with_empty_axes", int64_t{1});  // (N, C) alone: a copy
   attrs.Set("_opset", int64_t{18});
+  for (const char* kept : {"tc_in_l2", "tc_reduce_pipeline"})  // (a layer group's; an override)
+    if (auto v = call.attrs.Get(kept)) attrs.Set(kept, *v);
   c.attrs = attrs;
   c.data_inputs = 1;
   return LowerReduction(c, call.op_type == "GlobalMaxPool" ? "ReduceMax" : "ReduceMean");

@@ -21,11 +21,16 @@
  * sqrt and log are vector commands too. The product has no vector form: front-end
  * code. An empty reduction writes the identity. float32; Max, Min, Sum and Prod
  * also int32 (an int32 sum wraps like ONNX, so it stays front-end code).
+ *
+ * A plain fold (Sum, Mean, Max, Min, LogSum) whose rows fit a tile ([1, 1, K1, R1, K2]: a
+ * global pool) is also offered pipelined over two slots (PipelinedResident) and the cost
+ * model keeps the faster (tc_reduce_pipeline overrides it); both give the same bits.
  */
 #include <map>
 #include <set>
 
 #include "kernel_util.h"
+#include "plan_choice.h"
 #include "rows_util.h"
 #include "tilecore/ffi/reflection.h"
 
@@ -296,6 +301,64 @@ Stmt OuterFirst(const OpCall& call, const Params& p, const Groups& g, Red red, b
   });
 }
 
+/*!
+ * \brief The tiles of a reduction whose reduced extent fits one tile ([1, 1, K1, R1, K2]:
+ * a global pool's channels, each a row of H x W) software-pipelined over two slots: the load
+ * of tile i + 1 is issued before tile i is folded, and its store is left running, where the
+ * plain plan waits for every load and store. Smaller tiles than the plain plan's (at least
+ * four per core where the rows allow), so that there is something to overlap. Each output
+ * folds the same row in the same order as in the plain plan: the same bits.
+ */
+Stmt PipelinedResident(const OpCall& call, const Params& p, const Groups& g, Red red,
+                       const std::function<void(std::vector<Stmt>*, const TileView&)>& post) {
+  DataType t = call.inputs[0]->dtype;
+  Tiles tl = ChooseTiles(g.K1, g.R1, g.K2, call.cores);
+  tl.ta = std::max<int64_t>(1, std::min(tl.ta, (g.K1 + call.cores * 4 - 1) / (call.cores * 4)));
+  Buffer X = View(p.in[0], {g.K1, g.R1, g.K2}, "X");
+  Buffer Y = View(p.out[0], {g.K1, g.K2}, "Y");
+  int64_t rotation = 0;
+  return OverCores(call.cores, [&](PrimExpr core) {
+    Buffer Xs[2] = {Local({tl.ta * g.R1 * tl.tb}, t, "Xt0"),
+                    Local({tl.ta * g.R1 * tl.tb}, t, "Xt1")};
+    Buffer Ss[2] = {Local({tl.ta * tl.tb}, t, "S0"), Local({tl.ta * tl.tb}, t, "S1")};
+    std::vector<Stmt> groups;
+    for (const Seg& sa : Segs(g.K1, tl.ta)) {
+      for (const Seg& sb : Segs(g.K2, tl.tb)) {
+        const int64_t ta = sa.size, tb = sb.size;
+        auto origin = [&](PrimExpr it) {
+          PrimExpr ai = sb.count == 1 ? it : floordiv(it, I32(sb.count));
+          PrimExpr bi = sb.count == 1 ? I32(0) : floormod(it, I32(sb.count));
+          return std::make_pair(I32(sa.base) + ai * I32(tl.ta), I32(sb.base) + bi * I32(tl.tb));
+        };
+        auto front = [&](PrimExpr it, int64_t slot) {
+          auto [a0, b0] = origin(it);
+          TileView x = MakeView(Xs[slot], {ta, g.R1, tb}, "Xv");
+          return Seq({Intrin("tile.wait", {I32(2 + slot)}),  // the slot's last store has left
+                      Intrin("tile.dma_copy",
+                             {x.All(), Region(X, {a0, I32(0), b0}, {ta, g.R1, tb}), I32(slot)})});
+        };
+        auto back = [&](PrimExpr it, int64_t slot) {
+          auto [a0, b0] = origin(it);
+          TileView x = MakeView(Xs[slot], {ta, g.R1, tb}, "Xv"),
+                   S = MakeView(Ss[slot], {ta, tb}, "Sv");
+          std::vector<Stmt> s{Intrin("tile.wait", {I32(slot)}), ReduceTile(S, x, red)};
+          post(&s, S);
+          s.push_back(
+              Intrin("tile.dma_copy", {Region(Y, {a0, b0}, {ta, tb}), S.All(), I32(2 + slot)}));
+          return Seq(s);
+        };
+        groups.push_back(ForEachItemPipelined(core, call.cores, sa.count * sb.count, &rotation, "t",
+                                              front, back));
+      }
+    }
+    groups.push_back(Intrin("tile.wait", {I32(2)}));
+    groups.push_back(Intrin("tile.wait", {I32(3)}));
+    Stmt body = Seq(groups);
+    for (const Buffer& b : {Ss[1], Ss[0], Xs[1], Xs[0]}) body = Allocate(b, body);
+    return body;
+  });
+}
+
 }  // namespace
 
 PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
@@ -357,6 +420,14 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
     return MakeFunc(call, p, OuterFirst(call, p, g, red, square, absolute, post_ops));
   Tiles tl = ChooseTiles(g.K1, g.R1, g.K2, std::max<int64_t>(1, call.cores / g.K0));
   bool resident = tl.tr == g.R1 && g.R0 == 1;
+  // a plain fold of rows that fit a tile: the pipelined plan too, the faster kept
+  const bool plain = !a.noop && !square && !absolute && !lse && red != Red::kProd;
+  // (tc_reduce_pipeline 0 or 1 overrides the cost model: never pipelined, or pipelined)
+  const int64_t want = AttrInt(call.attrs, "tc_reduce_pipeline", -1);
+  std::optional<PrimFunc> pipelined;
+  if (resident && plain && g.K0 == 1 && want != 0)
+    pipelined = MakeFunc(call, p, PipelinedResident(call, p, g, red, post_ops));
+  if (pipelined && want == 1) return *pipelined;
   Stmt body = ForTiles(
       call, g.K0 * g.K1, g.K2, tl, g.K1,
       [&](PrimExpr k0, PrimExpr a0, int64_t ta, PrimExpr b0, int64_t tb) {
@@ -445,7 +516,12 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
         s.push_back(DmaWait(Region(Y, {k0, a0, b0}, {1, ta, tb}), S.All(), 1));
         return Allocate(Xa, Allocate(Ea, Allocate(Sa, Allocate(Ma, Allocate(Pa, Seq(s))))));
       });
-  return MakeFunc(call, p, body);
+  PrimFunc unpipelined = MakeFunc(call, p, body);
+  if (!pipelined) return unpipelined;
+  Fastest best(call, "");
+  best.Offer(unpipelined);
+  best.Offer(*pipelined);
+  return best.best.defined() ? best.best : unpipelined;
 }
 
 namespace {
