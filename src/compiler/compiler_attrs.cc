@@ -34,9 +34,10 @@ const std::vector<CompilerAttr>& Table() {
      "read by Conv, ConvTranspose, MatMul, Gemm (matrix_precision.h)."},
     {"tc_x_scale", kFloat,
      "int8: the scale of input 0 (X), quantised on load, or already int8 with it; a lookup-table "
-     "op's: its input's. Set by Precision (precision.py, qdq.py), Int8Edges (int8_edges.py: "
-     "table ops), SiblingGemms (1.0); read by Conv, MatMul, Gemm (matrix_precision.h), the int8 "
-     "table ops (strategy_elementwise.cc)."},
+     "op's or a global pooling's: its int8 input's. Set by Precision (precision.py, qdq.py), "
+     "Int8Edges (int8_edges.py: table ops, global poolings), SiblingGemms (1.0); read by Conv, "
+     "MatMul, Gemm (matrix_precision.h), the int8 table ops (strategy_elementwise.cc), "
+     "GlobalAveragePool and GlobalMaxPool (strategy_pool.cc)."},
     {"tc_x_zero_point", kInt,
      "int8: X's zero point, in [-128, 127] (default 0; the padding value). Set and read with "
      "`tc_x_scale`."},
@@ -91,6 +92,14 @@ const std::vector<CompilerAttr>& Table() {
      "1: the Conv multiplies each loaded patch by a per-channel float32 [1, C, ...] appended "
      "after its operands (a Mul folded); 0 or absent: none. Set by FuseEpilogue "
      "(fuse_epilogue.py); read by Conv (strategy_conv.cc)."},
+    {"tc_channel_scale.tc_x_scale", kFloat,
+     "With `tc_channel_scale`, an int8 Conv whose X is int8: X's code (its producer's "
+     "`tc_y_scale`), dequantised on load before the channel scale; `tc_x_scale` then "
+     "quantises the scaled patch. Set by Int8Edges (int8_edges.py); read by Conv "
+     "(strategy_conv.cc)."},
+    {"tc_channel_scale.tc_x_zero_point", kInt,
+     "That code's zero point (default 0; the padding value). Set and read with "
+     "`tc_channel_scale.tc_x_scale`."},
     // -- a Conv's plan, forced (docs/compiler.md, "How tiling is chosen")
     {"tc_pipeline", kInt,
      "Conv: 1 a pipelined plan whenever one fits, 0 never (absent: the cost model's); a "

@@ -35,7 +35,9 @@
  * the result quantised with tc_y_scale, then one tile.vec_lut per int8 tile.
  * Prologue: with tc_channel_scale (one group, f32 data) each loaded patch is multiplied by
  * its channels' values of the per-channel input (a squeeze-excite's scale, loaded with the
- * patch) before it is quantised or unfolded.
+ * patch) before it is quantised or unfolded. An int8 X with a channel scale (stored so by
+ * its producer, its code in tc_channel_scale.tc_x_scale / .tc_x_zero_point) is loaded as
+ * it is and dequantised into the f32 patch first, (code - zero point) x scale.
  *
  * Further candidates: blocks of 64 channels when blocks of 128 leave the cores too few
  * items; items pipelined (ForEachItemPipelined: the next item's loads and mms before this
@@ -46,6 +48,7 @@
  */
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -1162,7 +1165,14 @@ PrimFunc LowerConv(const OpCall& call) {
   // int8 activations in DDR (docs/precision.md, "int8 between ops"): an int8 X was
   // quantised by its producer (loaded as is; padding is the zero point); an int8 Y is
   // quantised in the epilogue as its consumers would on load, so the bits are the same.
-  const bool qx = q && call.inputs[0]->dtype != DataType::Int(8);  // quantise X on load
+  const bool x_i8 = call.inputs[0]->dtype == DataType::Int(8);
+  // tc_channel_scale of an int8 X (its code tc_channel_scale.tc_x_scale / .tc_x_zero_point):
+  // the int8 patch is loaded into Xp8, dequantised into the f32 patch, scaled and quantised
+  // with tc_x_scale like an f32 X's
+  const bool cs_i8 = x_i8 && AttrInt(call.attrs, "tc_channel_scale", 0) != 0;
+  const double cs_x_scale = AttrFloat(call.attrs, "tc_channel_scale.tc_x_scale", 1.0);
+  const int64_t cs_x_zp = AttrInt(call.attrs, "tc_channel_scale.tc_x_zero_point", 0);
+  const bool qx = q && (!x_i8 || cs_i8);  // quantise X on load
   // (an int8 output in any precision: quantised from the f32 result)
   const bool y_i8 = call.outputs[0]->dtype == DataType::Int(8);
   if (y_i8 && !HasAttr(call.attrs, "tc_y_scale"))
@@ -1263,6 +1273,7 @@ PrimFunc LowerConv(const OpCall& call) {
                   (no_col ? 0 : patches * bank(ob * cc * KK * NB * rows * TW)) +
                   (resident ? bank(ob * g.Mg * g.Cg * KK) : bank(2 * ob * TM * cc * KK));
     if (qx) sum += bank(patches * cc * NB * rin * win * 4);  // the f32 patch
+    if (cs_i8) sum += bank(patches * cc * NB * rin * win);   // the int8 one it is loaded as
     int64_t per_item = bank(acc) + (q ? 2 * bank(mb * TM * 4) : bank(mb * TM * 4));  // bias, scales
     if (q) sum += bank(acc);  // the f32 result
     if (r_i8) {
@@ -1353,6 +1364,11 @@ PrimFunc LowerConv(const OpCall& call) {
             // the patch [slot, channel, (image,) row, column]
             Buffer Xp = Local(with_nb({two ? 2 : 1, CC, rin, win}, 2), qx ? f32 : ot, "Xp");
             Buffer Sc = cs ? Local({two ? 2 : 1, CC, 1}, f32, "Sc") : Buffer();  // a chunk's scales
+            // (an int8 X with a channel scale: the patch as loaded, Xp's layout)
+            Buffer Xp8 =
+                cs_i8 ? Local(with_nb({two ? 2 : 1, CC, rin, win}, 2), DataType::Int(8), "Xp8")
+                      : Buffer();
+            const Buffer& Xload = cs_i8 ? Xp8 : Xp;  // what the patch's DMAs write
             Buffer Xq = qx ? Local(with_nb({CC, rin, win}, 1), ot, "Xq") : Xp;  // what im2col reads
             // the column matrix
             std::vector<Buffer> Cols, Colms;
@@ -1469,8 +1485,8 @@ PrimFunc LowerConv(const OpCall& call) {
                 auto xp_at = [&](int64_t img, PrimExpr row, int64_t col, int64_t rows,
                                  int64_t cols) {
                   if (NB == 1)
-                    return Region(Xp, {I32(slot), I32(0), row, I32(col)}, {1, cc, rows, cols});
-                  return Region(Xp, {I32(slot), I32(0), I32(img), row, I32(col)},
+                    return Region(Xload, {I32(slot), I32(0), row, I32(col)}, {1, cc, rows, cols});
+                  return Region(Xload, {I32(slot), I32(0), I32(img), row, I32(col)},
                                 {1, cc, 1, rows, cols});
                 };
                 // no padding rows: every tile's rows are inside the image
@@ -1478,10 +1494,14 @@ PrimFunc LowerConv(const OpCall& call) {
                 if (!(always_inside && vlo == iw0 && vhi - vlo == win))  // zeros: padding
                   st.push_back(Intrin(
                       "tile.dma_fill",
-                      {NB == 1 ? Region(Xp, {I32(slot), I32(0), I32(0), I32(0)}, {1, cc, rin, win})
-                               : Region(Xp, {I32(slot), I32(0), I32(0), I32(0), I32(0)},
-                                        {1, cc, NB, rin, win}),
-                       F32(qx ? 0.0 : static_cast<double>(zp)), I32(event)}));
+                      {NB == 1
+                           ? Region(Xload, {I32(slot), I32(0), I32(0), I32(0)}, {1, cc, rin, win})
+                           : Region(Xload, {I32(slot), I32(0), I32(0), I32(0), I32(0)},
+                                    {1, cc, NB, rin, win}),
+                       F32(cs_i8 ? static_cast<double>(cs_x_zp)
+                           : qx  ? 0.0
+                                 : static_cast<double>(zp)),
+                       I32(event)}));
                 for (int64_t img = 0; img < NB && vhi > vlo; ++img) {
                   const PrimExpr ni = image(img);
                   // All rin rows inside the image (no padding rows): one DMA of the
@@ -1556,6 +1576,24 @@ PrimFunc LowerConv(const OpCall& call) {
                   std::vector<int64_t> pd{cc, prows, win};
                   Buffer xv = StridedView(Xp, pd, {prows * win, win, 1}, xoff, "Xcs");
                   Buffer sb = StridedView(Sc, pd, {1, 0, 0}, slot * CC, "Scb");
+                  if (cs_i8) {  // the int8 patch's values: (code - zero point) x scale x s[c]
+                    Buffer x8 = StridedView(Xp8, pd, {prows * win, win, 1}, xoff, "X8cs");
+                    st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                      return BufferStore(xv, Cast(f32, BufferLoad(x8, i)), i);
+                    }));
+                    if (cs_x_zp != 0)
+                      st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
+                        return BufferStore(
+                            xv, BufferLoad(xv, i) - F32(static_cast<double>(cs_x_zp)), i);
+                      }));
+                    // the code's scale folded into the chunk's channel scales (cc values)
+                    std::vector<int64_t> sd{cc, 1};
+                    Buffer sv = StridedView(Sc, sd, {1, 1}, slot * CC, "Scs");
+                    st.push_back(Nest(sd, [&](const Array<PrimExpr>& i) {
+                      return BufferStore(
+                          sv, BufferLoad(sv, i) * F32(static_cast<float>(cs_x_scale)), i);
+                    }));
+                  }
                   st.push_back(Nest(pd, [&](const Array<PrimExpr>& i) {
                     return BufferStore(xv, BufferLoad(xv, i) * BufferLoad(sb, i), i);
                   }));
@@ -1771,6 +1809,7 @@ PrimFunc LowerConv(const OpCall& call) {
               for (const Buffer& col : Cols) tile = Allocate(col, tile);
             tile = Allocate(Xp, tile);
             if (cs) tile = Allocate(Sc, tile);
+            if (cs_i8) tile = Allocate(Xp8, tile);
             if (q) tile = Allocate(Cf1, tile);
             if (qx) tile = Allocate(Xq, tile);
             if (y_i8) tile = Allocate(Yq, tile);
@@ -2216,8 +2255,21 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
   if (cs) {
     const MatrixPrecision mp = GetMatrixPrecision(attrs);
     if (g.G != 1) return "Conv: tc_channel_scale needs one group";
-    if (mp.name != "f32" && !(mp.int8() && operands[0]->dtype == DataType::Float(32)))
-      return "Conv: tc_channel_scale needs f32 data, in f32 or int8 (quantised on load)";
+    const bool x_i8 = operands[0]->dtype == DataType::Int(8);
+    if (mp.name != "f32" && !(mp.int8() && (operands[0]->dtype == DataType::Float(32) || x_i8)))
+      return "Conv: tc_channel_scale needs f32 data, in f32 or int8 (quantised on load), or "
+             "int8 data in int8";
+    if (x_i8 != HasAttr(attrs, "tc_channel_scale.tc_x_scale"))
+      return "Conv: tc_channel_scale of int8 data goes with tc_channel_scale.tc_x_scale (the "
+             "data's code), of f32 data without";
+    if (x_i8) {
+      double s = AttrFloat(attrs, "tc_channel_scale.tc_x_scale", 0.0);
+      int64_t z = AttrInt(attrs, "tc_channel_scale.tc_x_zero_point", 0);
+      if (!(s > 0.0) || !std::isfinite(s))
+        return "Conv: tc_channel_scale.tc_x_scale must be positive and finite";
+      if (z < -128 || z > 127)
+        return "Conv: tc_channel_scale.tc_x_zero_point must be in [-128, 127]";
+    }
     auto shape = Shape(channel_scale);
     int64_t count = 1;
     for (int64_t d : shape) count *= d;

@@ -2,7 +2,8 @@
  * src/compiler/strategy_pool.cc — MaxPool, AveragePool and LpPool (1-D, 2-D and
  * 3-D: kernel, strides, dilations, pads or auto_pad, ceil_mode,
  * count_include_pad), and GlobalAveragePool / GlobalMaxPool (a ReduceMean /
- * ReduceMax over the spatial axes, strategy_reduce.cc).
+ * ReduceMax over the spatial axes, strategy_reduce.cc; also of an int8 value with its
+ * tc_x_scale, dequantised).
  *
  * Tiling: the output [N, C, OD, OH, OW] (OD = 1 below 3-D) is cut into tiles of one
  * depth plane x cc channels x r rows x tw columns (columns placed at compile time, channels and
@@ -26,6 +27,7 @@
  * the fastest plan that fits L1.
  */
 #include <algorithm>
+#include <cmath>
 
 #include "kernel_util.h"
 #include "rows_util.h"
@@ -572,11 +574,22 @@ std::string CheckPool(const std::string& op, const Map<String, Any>& attrs,
   return "";
 }
 
-std::string CheckGlobal(const std::string& op, const Map<String, Any>&,
+std::string CheckGlobal(const std::string& op, const Map<String, Any>& attrs,
                         const std::vector<TensorSpec>& ins) {
   if (ins.size() != 1 || !ins[0].defined()) return op + ": expects one input";
-  std::string why = CheckDTypes(ins, {DataType::Float(32)}, op);
+  // also an int8 value with its code (docs/precision.md, "int8 between ops"): the result
+  // is float32, dequantised
+  std::string why = CheckDTypes(ins, {DataType::Float(32), DataType::Int(8)}, op);
   if (!why.empty()) return why;
+  const bool has_scale = HasAttr(attrs, "tc_x_scale");
+  if ((ins[0]->dtype == DataType::Int(8)) != has_scale)
+    return op + ": an int8 input goes with tc_x_scale (its code), a float32 one without";
+  if (has_scale) {
+    double s = AttrFloat(attrs, "tc_x_scale", 0.0);
+    int64_t zp = AttrInt(attrs, "tc_x_zero_point", 0);
+    if (!(s > 0.0) || !std::isfinite(s)) return op + ": tc_x_scale must be positive and finite";
+    if (zp < -128 || zp > 127) return op + ": tc_x_zero_point must be in [-128, 127]";
+  }
   if (ins[0]->shape.size() < 2) return op + ": input of rank < 2";
   return "";
 }
@@ -590,7 +603,8 @@ PrimFunc LowerGlobal(const OpCall& call) {
   attrs.Set("keepdims", int64_t{1});
   attrs.Set("noop_with_empty_axes", int64_t{1});  // (N, C) alone: a copy
   attrs.Set("_opset", int64_t{18});
-  for (const char* kept : {"tc_in_l2", "tc_reduce_pipeline"})  // (a layer group's; an override)
+  // (a layer group's; an override; an int8 input's code)
+  for (const char* kept : {"tc_in_l2", "tc_reduce_pipeline", "tc_x_scale", "tc_x_zero_point"})
     if (auto v = call.attrs.Get(kept)) attrs.Set(kept, *v);
   c.attrs = attrs;
   c.data_inputs = 1;

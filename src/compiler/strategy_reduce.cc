@@ -25,6 +25,11 @@
  * A plain fold (Sum, Mean, Max, Min, LogSum) whose rows fit a tile ([1, 1, K1, R1, K2]: a
  * global pool) is also offered pipelined over two slots (PipelinedResident) and the cost
  * model keeps the faster (tc_reduce_pipeline overrides it); both give the same bits.
+ *
+ * An int8 input (a GlobalAveragePool or GlobalMaxPool of a value stored int8 with
+ * tc_x_scale / tc_x_zero_point: docs/precision.md, "int8 between ops") is loaded as it is, a
+ * quarter of the bytes, and converted to f32 in L1; the mean or max of the codes is exact
+ * (sums of at most 2^17 codes) and dequantised once per output, (v - zero point) x scale.
  */
 #include <map>
 #include <set>
@@ -311,15 +316,19 @@ Stmt OuterFirst(const OpCall& call, const Params& p, const Groups& g, Red red, b
  */
 Stmt PipelinedResident(const OpCall& call, const Params& p, const Groups& g, Red red,
                        const std::function<void(std::vector<Stmt>*, const TileView&)>& post) {
-  DataType t = call.inputs[0]->dtype;
+  const DataType xt = call.inputs[0]->dtype;
+  const bool x_i8 = xt == DataType::Int(8);
+  const DataType t = x_i8 ? DataType::Float(32) : xt;
   Tiles tl = ChooseTiles(g.K1, g.R1, g.K2, call.cores);
   tl.ta = std::max<int64_t>(1, std::min(tl.ta, (g.K1 + call.cores * 4 - 1) / (call.cores * 4)));
   Buffer X = View(p.in[0], {g.K1, g.R1, g.K2}, "X");
   Buffer Y = View(p.out[0], {g.K1, g.K2}, "Y");
   int64_t rotation = 0;
   return OverCores(call.cores, [&](PrimExpr core) {
-    Buffer Xs[2] = {Local({tl.ta * g.R1 * tl.tb}, t, "Xt0"),
-                    Local({tl.ta * g.R1 * tl.tb}, t, "Xt1")};
+    // the slots hold the loaded type; an int8 tile is converted into Xf before its fold
+    Buffer Xs[2] = {Local({tl.ta * g.R1 * tl.tb}, xt, "Xt0"),
+                    Local({tl.ta * g.R1 * tl.tb}, xt, "Xt1")};
+    Buffer Xf = Local({x_i8 ? tl.ta * g.R1 * tl.tb : 1}, t, "Xf");
     Buffer Ss[2] = {Local({tl.ta * tl.tb}, t, "S0"), Local({tl.ta * tl.tb}, t, "S1")};
     std::vector<Stmt> groups;
     for (const Seg& sa : Segs(g.K1, tl.ta)) {
@@ -341,7 +350,15 @@ Stmt PipelinedResident(const OpCall& call, const Params& p, const Groups& g, Red
           auto [a0, b0] = origin(it);
           TileView x = MakeView(Xs[slot], {ta, g.R1, tb}, "Xv"),
                    S = MakeView(Ss[slot], {ta, tb}, "Sv");
-          std::vector<Stmt> s{Intrin("tile.wait", {I32(slot)}), ReduceTile(S, x, red)};
+          std::vector<Stmt> s{Intrin("tile.wait", {I32(slot)})};
+          if (x_i8) {
+            TileView f = MakeView(Xf, {ta, g.R1, tb}, "Xfv");
+            s.push_back(Nest(x.dims, [&](const std::vector<PrimExpr>& i) {
+              return f.Store(Cast(t, x.Load(i)), i);
+            }));
+            x = f;
+          }
+          s.push_back(ReduceTile(S, x, red));
           post(&s, S);
           s.push_back(
               Intrin("tile.dma_copy", {Region(Y, {a0, b0}, {ta, tb}), S.All(), I32(2 + slot)}));
@@ -354,6 +371,7 @@ Stmt PipelinedResident(const OpCall& call, const Params& p, const Groups& g, Red
     groups.push_back(Intrin("tile.wait", {I32(2)}));
     groups.push_back(Intrin("tile.wait", {I32(3)}));
     Stmt body = Seq(groups);
+    if (x_i8) body = Allocate(Xf, body);
     for (const Buffer& b : {Ss[1], Ss[0], Xs[1], Xs[0]}) body = Allocate(b, body);
     return body;
   });
@@ -364,7 +382,11 @@ Stmt PipelinedResident(const OpCall& call, const Params& p, const Groups& g, Red
 PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
   Params p = MakeParams(call);
   std::vector<int64_t> in = Shape(call.inputs[0]), out = Shape(call.outputs[0]);
-  DataType t = call.inputs[0]->dtype;
+  // an int8 input: loaded as it is, converted in L1, the result dequantised (header)
+  const bool x_i8 = call.inputs[0]->dtype == DataType::Int(8);
+  const DataType t = x_i8 ? DataType::Float(32) : call.inputs[0]->dtype;
+  const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
+  const int64_t x_zero_point = AttrInt(call.attrs, "tc_x_zero_point", 0);
   AxesSpec a;
   std::string why;
   ReadAxes(op, call.attrs, call.inputs, &a, &why);
@@ -404,6 +426,13 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
   bool square = op == "ReduceSumSquare" || op == "ReduceL2", absolute = op == "ReduceL1",
        lse = op == "ReduceLogSumExp";
   if (a.noop) red = Red::kSum, square = absolute = lse = false;
+  // the codes' mean or max in the input's units: (v - zero point) x scale, a vector command
+  // each
+  auto dequantise_steps = [&](const std::function<void(std::function<PrimExpr(PrimExpr)>)>& post) {
+    if (x_zero_point != 0)
+      post([z = x_zero_point](PrimExpr v) { return v - F32(static_cast<double>(z)); });
+    post([s = static_cast<float>(x_scale)](PrimExpr v) { return v * F32(s); });
+  };
   auto post_ops = [&](std::vector<Stmt>* s, const TileView& S) {
     auto post = [&](std::function<PrimExpr(PrimExpr)> f) {
       s->push_back(MapTile(S, [f](PrimExpr v, const std::vector<PrimExpr>&) { return f(v); }));
@@ -413,10 +442,11 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
       post([R](PrimExpr v) { return v * F32Exact(1.0 / static_cast<double>(R)); });
     if (op == "ReduceL2") post([](PrimExpr v) { return Math("tir.sqrt", v); });
     if (op == "ReduceLogSum") post([](PrimExpr v) { return Math("tir.log", v); });
+    if (x_i8) dequantise_steps(post);
   };
   // a long outer group and a small inner block: fold the outer group in tiles first (a
   // loop over R0 would move one small tile per step); LogSumExp keeps the loop
-  if (g.R0 > g.R1 && !lse && g.K1 * g.R1 * g.K2 * 4 <= kRowTile)
+  if (g.R0 > g.R1 && !lse && !x_i8 && g.K1 * g.R1 * g.K2 * 4 <= kRowTile)
     return MakeFunc(call, p, OuterFirst(call, p, g, red, square, absolute, post_ops));
   Tiles tl = ChooseTiles(g.K1, g.R1, g.K2, std::max<int64_t>(1, call.cores / g.K0));
   bool resident = tl.tr == g.R1 && g.R0 == 1;
@@ -432,6 +462,7 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
       call, g.K0 * g.K1, g.K2, tl, g.K1,
       [&](PrimExpr k0, PrimExpr a0, int64_t ta, PrimExpr b0, int64_t tb) {
         Buffer Xa = Local({ta * tl.tr * tb}, t, "Xt");
+        Buffer X8 = Local({x_i8 ? ta * tl.tr * tb : 1}, DataType::Int(8), "Xq");
         Buffer Ea = Local({ta * tl.tr * tb}, t, "Et");
         Buffer Sa = Local({ta * tb}, t, "S");
         Buffer Ma = Local({ta * tb}, t, "M");
@@ -441,7 +472,12 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
         auto xt = [&](int64_t n) { return MakeView(Xa, {ta, n, tb}, "Xv"); };
         auto et = [&](int64_t n) { return MakeView(Ea, {ta, n, tb}, "Ev"); };
         auto load = [&](PrimExpr r0, PrimExpr c0, int64_t n) {
-          return DmaWait(xt(n).All(), Region(X, {k0, r0, a0, c0, b0}, {1, 1, ta, n, tb}), 0);
+          const BufferRegion from = Region(X, {k0, r0, a0, c0, b0}, {1, 1, ta, n, tb});
+          if (!x_i8) return DmaWait(xt(n).All(), from, 0);
+          TileView q = MakeView(X8, {ta, n, tb}, "Xqv"), f = xt(n);
+          return Seq({DmaWait(q.All(), from, 0), Nest(q.dims, [&](const std::vector<PrimExpr>& i) {
+                        return f.Store(Cast(t, q.Load(i)), i);
+                      })});
         };
         // every chunk of the reduced extent: R0 (a loop) times the chunks of R1
         auto over_r =
@@ -512,9 +548,11 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
           if (lse)
             s.push_back(MapTile(
                 S, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + M.Load(i); }));
+          if (x_i8) dequantise_steps(post);
         }
         s.push_back(DmaWait(Region(Y, {k0, a0, b0}, {1, ta, tb}), S.All(), 1));
-        return Allocate(Xa, Allocate(Ea, Allocate(Sa, Allocate(Ma, Allocate(Pa, Seq(s))))));
+        Stmt tile = Allocate(Xa, Allocate(Ea, Allocate(Sa, Allocate(Ma, Allocate(Pa, Seq(s))))));
+        return x_i8 ? Allocate(X8, tile) : tile;
       });
   PrimFunc unpipelined = MakeFunc(call, p, body);
   if (!pipelined) return unpipelined;

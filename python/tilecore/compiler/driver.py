@@ -1104,6 +1104,9 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
                     names.update(_prec.quantisable_inputs(nd) or ())
                     if not keep_intermediates:  # an int8 edge read only as a residual or by a lookup table
                         names.update(str(v.name) for v in nd.outs if str(v.name))
+            if not keep_intermediates:  # an int8 edge a global pooling dequantises (int8_edges.py)
+                names.update(str(nd.ins[0].name) for nd in nodes if nd.where == "npu" and nd.ins
+                             and nd.ins[0] is not None and nd.op in _int8_edges.DEQUANTISING_POOLS)
         if names or mean_axes:
             absmax, computed = _prec.activation_statistics(graph, calib_samples, names, mean_axes)
             if names:
@@ -1127,7 +1130,9 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
     int8_edges, lut_convs = [], []
     if not keep_intermediates and not pipe.disabled("Int8Edges"):
         pipe.begin("Int8Edges")
-        int8_edges = _int8_edges.assign(nodes, info, graph_outputs, HasStrategy, TensorSpec, thresholds)
+        # (a QDQ model says where its values are quantised: no quantisation is added to it)
+        int8_edges = _int8_edges.assign(nodes, info, graph_outputs, HasStrategy, TensorSpec, thresholds,
+                                        dequantising_readers=not (qdq_report or {}).get("folded"))
     codes = _int8_edges.stored_codes(nodes, info, model_dtypes) if int8_edges else {}
     if int8_edges and fuse:  # a table op or a Softmax that alone reads an int8 MatMul: in its epilogue
         fused += _int8_edges.fold_lookup_tables(nodes, info, graph_outputs, HasStrategy)

@@ -24,6 +24,15 @@ all store int8 at that one scale:
   producer's), ``tc_y_scale`` / ``tc_y_zero_point`` its readers', and its 256-entry table
   is the op in double precision between the two. A producer that only such ops read is
   quantised with its own calibrated threshold.
+- a global pooling (a squeeze-excite's squeeze) or a Conv whose prologue multiplies its
+  data by a per-channel scale (``tc_channel_scale``: the excite) takes the int8 value at
+  its scale (``tc_x_scale`` / ``tc_x_zero_point``; the Conv's
+  ``tc_channel_scale.tc_x_scale`` / ``.tc_x_zero_point``) and dequantises it on load: the
+  result changes as with an int8 residual (the pooling averages, and the Conv scales, the
+  quantised values). A value only such readers (and residual or table readers) read is
+  quantised with its own calibrated threshold: a depthwise Conv's output in MobileNetV3,
+  EfficientNet or RegNetY, stored in a quarter of the bytes, its SiLU or HardSwish then a
+  table (``fold_conv_activations``).
 """
 
 from __future__ import annotations
@@ -32,6 +41,8 @@ from typing import Any, Callable
 
 
 PRODUCERS = ("Conv", "Gemm", "MatMul")
+# readers that take an int8 value at its own scale and dequantise it (their output float32)
+DEQUANTISING_POOLS = ("GlobalAveragePool", "GlobalMaxPool")
 
 
 def lookup_table_ops() -> frozenset[str]:
@@ -45,25 +56,29 @@ def lookup_table_ops() -> frozenset[str]:
 
 def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
            HasStrategy: Callable[..., str], TensorSpec: Callable[..., Any],
-           thresholds: dict[str, float] | None = None) -> list[str]:
+           thresholds: dict[str, float] | None = None, dequantising_readers: bool = True) -> list[str]:
     """Makes the eligible Conv outputs int8 in place (``info``, attributes and input
     specs); returns their value names. A value read only as a residual takes its scale
-    from its own calibrated threshold in ``thresholds`` (symmetric, zero point 0)."""
+    from its own calibrated threshold in ``thresholds`` (symmetric, zero point 0).
+    ``dequantising_readers`` False: no global pooling or channel-scale prologue reads an
+    int8 value (a QDQ model's quantisation points are its own)."""
     from .fuse_epilogue import value_readers
-    from .precision import activation_scale, degenerate_range
+    from .precision import activation_scale, bounded_scale, degenerate_range, lower_bounds
 
     readers = value_readers(nodes)
     lut_ops = lookup_table_ops()
+    bounds = lower_bounds(nodes)
 
     def int8_readers(name, depth=0, through_lut=True):
-        """(data scales, residual readers, MaxPools, lookup tables, views) when every reader
-        of ``name`` takes it in int8 (a MaxPool or a view: through its output; a lookup
-        table: at any scale, its output at the one scale of its own readers, found with
-        them), else None."""
+        """(data scales, residual readers, MaxPools, lookup tables, views, dequantising
+        readers) when every reader of ``name`` takes it in int8 (a MaxPool or a view: through
+        its output; a lookup table: at any scale, its output at the one scale of its own
+        readers, found with them; a global pooling, or a Conv's channel-scale prologue: at
+        any scale, dequantised), else None."""
         rs = readers.get(name, [])
         if name in graph_outputs or not rs or info[name][1] != "float32" or depth > 4:
             return None
-        scales, residual, pools, luts, views = set(), [], [], [], []
+        scales, residual, pools, luts, views, deq = set(), [], [], [], [], []
         for r, i in rs:
             moves = r.where == "view" or (r.where == "npu" and r.op == "Transpose")
             if moves and len(r.outs) == 1 and i == 0:  # Reshape, Transpose, ...: the same values
@@ -75,6 +90,7 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
                 pools += sub[2]
                 luts += sub[3]
                 views += [r] + sub[4]
+                deq += sub[5]
                 continue
             if r.where != "npu":
                 return None
@@ -87,14 +103,19 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
                 pools += [r] + sub[2]
                 luts += sub[3]
                 views += sub[4]
+                deq += sub[5]
+            elif r.op in DEQUANTISING_POOLS and i == 0 and len(r.outs) == 1 and dequantising_readers:
+                deq.append((r, "tc_x_scale", "tc_x_zero_point"))
             elif r.op in lut_ops and through_lut and len(r.outs) == 1 and i == 0:
                 sub = int8_readers(str(r.outs[0].name), depth + 1, False)
-                if sub is None or len(sub[0]) != 1 or sub[2]:
+                if sub is None or len(sub[0]) != 1 or sub[2] or sub[5]:
                     return None
                 luts.append((r, next(iter(sub[0])), sub[1]))
                 views += sub[4]
             elif r.op not in PRODUCERS or r.attrs.get("tc_precision") != "int8":
                 return None
+            elif r.op == "Conv" and i == 0 and r.attrs.get("tc_channel_scale") and dequantising_readers:
+                deq.append((r, "tc_channel_scale.tc_x_scale", "tc_channel_scale.tc_x_zero_point"))
             elif i == 0 and r.attrs.get("tc_x_scale"):
                 scales.add((float(r.attrs["tc_x_scale"]), int(r.attrs.get("tc_x_zero_point", 0))))
             elif i == 1 and r.op == "MatMul" and r.attrs.get("tc_b_scale"):  # B of two activations
@@ -103,7 +124,7 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
                 residual.append(r)
             else:
                 return None
-        return scales, residual, pools, luts, views
+        return scales, residual, pools, luts, views, deq
 
     def apply(values, touched, edits):
         """Stores ``values`` in int8 and sets ``edits`` (node -> attributes added) unless a
@@ -143,7 +164,7 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
         if cat.op != "Concat" or cat.where != "npu" or len(cat.outs) != 1:
             continue
         found = int8_readers(str(cat.outs[0].name), through_lut=False)
-        if found is None or len(found[0]) != 1 or found[1] or found[3]:
+        if found is None or len(found[0]) != 1 or found[1] or found[3] or found[5]:
             continue
         producers = []
         for v in cat.ins:
@@ -168,28 +189,37 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
             continue
         y = str(nd.outs[0].name)
         found = int8_readers(y)
-        if softmax and found is not None and (found[1] or found[2] or found[3]):
+        if softmax and found is not None and (found[1] or found[2] or found[3] or found[5]):
             continue  # data readers only
-        if (found is not None and not found[0] and (found[1] or found[3]) and not found[2]
+        if (found is not None and not found[0] and (found[1] or found[3] or found[5]) and not found[2]
                 and y in (thresholds or {}) and not degenerate_range(y, thresholds[y])):
-            # residual readers or lookup tables only: the value's own threshold
-            found[0].add((activation_scale(thresholds[y]), 0))
-        if found is None or len(found[0]) != 1 or (nd.op != "Conv" and (found[1] or found[2])):
+            # residual readers, lookup tables or dequantising readers only: the value's own
+            # threshold (with dequantising readers, from its lower bound up when it has one:
+            # a SiLU's output takes twice the codes of [-threshold, threshold])
+            lo = bounds.get(y) if found[5] else None
+            if lo is not None and lo >= 0:
+                found[0].add((activation_scale(thresholds[y], True), -128))
+            elif lo is not None and -lo < thresholds[y]:
+                found[0].add(bounded_scale(thresholds[y], lo))
+            else:
+                found[0].add((activation_scale(thresholds[y]), 0))
+        if found is None or len(found[0]) != 1 or (nd.op != "Conv" and (found[1] or found[2] or found[5])):
             continue
-        if prec != "int8" and (found[1] or found[3]):
-            continue  # a wider node's value as an int8 residual or table input: not the same bits
+        if prec != "int8" and (found[1] or found[3] or found[5]):
+            continue  # a wider node's value as an int8 residual, table or pooling input: not the same bits
         (scale, zero_point), residual_readers, pools, luts = found[0].pop(), found[1], found[2], found[3]
-        views = found[4]
+        views, deq = found[4], found[5]
         residual_readers = residual_readers + [r for _, _, lut_residual in luts for r in lut_residual]
         values = [y] + [str(x.outs[0].name) for x in pools + views] + [str(t.outs[0].name) for t, _, _ in luts]
         edits = [(nd, {"tc_y_scale": scale, "tc_y_zero_point": zero_point})]
         edits += [(r, {"tc_residual_scale": scale, "tc_residual_zero_point": zero_point}) for r in found[1]]
+        edits += [(r, {s_key: scale, z_key: zero_point}) for r, s_key, z_key in deq]
         for lut, (lut_scale, lut_zero_point), lut_residual in luts:
             edits.append((lut, {"tc_x_scale": scale, "tc_x_zero_point": zero_point, "tc_y_scale": lut_scale,
                                 "tc_y_zero_point": lut_zero_point}))
             edits += [(r, {"tc_residual_scale": lut_scale, "tc_residual_zero_point": lut_zero_point})
                       for r in lut_residual]
-        if apply(values, [nd] + pools + residual_readers + [t for t, _, _ in luts], edits):
+        if apply(values, [nd] + pools + residual_readers + [t for t, _, _ in luts] + [r for r, _, _ in deq], edits):
             done += values
     return done
 

@@ -883,8 +883,10 @@ def test_squeeze_excite_scale_moves_into_the_consumer_conv(precision, monkeypatc
     """The excite Mul done by the projection Conv on its loaded patches (tc_channel_scale):
     the same f32 products, so the bits of the separate Mul (in int8 too: the Conv quantises
     the scaled f32 patch as it quantised the Mul's output), the other fusions alike."""
-    from tilecore.compiler import fuse_epilogue
+    from tilecore.compiler import fuse_epilogue, int8_edges
 
+    # (the activation stays f32: stored int8 it is another program, the next test's)
+    monkeypatch.setattr(int8_edges, "DEQUANTISING_POOLS", ())
     model = se_block()
     x = randn(1, 8, 14, 14)
     kw = {"calib_samples": {"x": np.stack([randn(1, 8, 14, 14) for _ in range(4)])}} if precision == "int8" else {}
@@ -900,6 +902,62 @@ def test_squeeze_excite_scale_moves_into_the_consumer_conv(precision, monkeypatc
         np.testing.assert_allclose(got, ort_run(model, {"x": x})["y"], rtol=1e-4, atol=1e-4)
 
 
+def test_squeeze_excite_reads_its_activation_in_int8(monkeypatch):
+    """int8: the activation that only the squeeze (a global pooling) and the excite (the
+    projection's channel-scale prologue) read is stored int8, its Relu's range [0, max] in
+    the 256 codes; both readers dequantise it. Every step agrees with the model compiled a
+    node a step (verify), the output with ONNX Runtime, and the block moves fewer bytes than
+    with the activation in f32."""
+    from tilecore.compiler import int8_edges
+
+    model = se_block()
+    samples = {"x": np.stack([randn(1, 8, 14, 14) for _ in range(4)])}
+    x = randn(1, 8, 14, 14)
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, verify={"x": x}, report=rep)
+    assert "ar" in rep["int8_edges"], rep["int8_edges"]
+    assert {"node": "project", "fused": ["excite"]} in rep["fused"], rep["fused"]
+    # (int8's reference check reports its cosines, the output's checked below)
+    assert rep["verify"]["checks"] == {"hazards": "pass", "optimisations": "pass", "reference": "reported"}
+    got, ref = exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"]
+    assert float((got * ref).sum() / np.linalg.norm(got) / np.linalg.norm(ref)) > 0.995
+    moved = exe.stats()["bytes"]
+    monkeypatch.setattr(int8_edges, "DEQUANTISING_POOLS", ())
+    rep_f32 = {}
+    wide = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep_f32)
+    assert "ar" not in rep_f32["int8_edges"]
+    wide.run({"x": x})
+    wide_moved = wide.stats()["bytes"]
+    assert (sum(moved[k] for k in ("ddr_read", "l2_read")) < sum(wide_moved[k] for k in ("ddr_read", "l2_read")))
+
+
+@pytest.mark.parametrize("zero_point", [0, -128, 7])
+def test_channel_scale_of_int8_data_is_that_of_its_values(zero_point):
+    """A Conv's channel-scale prologue over int8 data (its code tc_channel_scale.tc_x_scale, a
+    power of two here so that the dequantised values and the folded scales are exact in f32)
+    gives the bits of the same Conv over those values in f32: the same f32 products
+    quantised the same way. A padded 3x3 Conv too (its padding the code's zero point)."""
+    rng = np.random.default_rng(200 + zero_point)
+    for kernel, pads in ((1, [0, 0, 0, 0]), (3, [1, 1, 1, 1])):
+        q = rng.integers(-128, 128, (1, 24, 9, 9)).astype(np.int8)
+        code_scale = 2.0 ** -5
+        values = ((q.astype(np.float32) - zero_point) * np.float32(code_scale)).astype(np.float32)
+        w = rng.integers(-127, 128, (16, 24, kernel, kernel)).astype(np.int8)
+        bias = rng.integers(-500, 500, 16).astype(np.int32)
+        w_scale = (rng.random(16) * 0.01 + 0.001).astype(np.float32)
+        scale = rng.random((1, 24, 1, 1)).astype(np.float32)
+        attrs = {"tc_precision": "int8", "tc_x_scale": 0.03, "tc_x_zero_point": 3, "tc_channel_scale": 1,
+                 "pads": pads, "kernel_shape": [kernel, kernel]}
+        outs = []
+        for data, extra in ((q, {"tc_channel_scale.tc_x_scale": code_scale,
+                                 "tc_channel_scale.tc_x_zero_point": zero_point}), (values, {})):
+            y = np.zeros((1, 16, 9, 9), np.float32)
+            run_lowered("Conv", dict(attrs, **extra), [data, w, bias, w_scale, scale], [y])
+            outs.append(y)
+        np.testing.assert_array_equal(outs[0], outs[1])
+        assert np.abs(outs[0]).max() > 0
+
+
 def test_channel_scale_is_checked():
     x, w = compiler.TensorSpec((1, 8, 6, 6), "float32"), compiler.TensorSpec((4, 8, 1, 1), "float32")
     s = compiler.TensorSpec((1, 8, 1, 1), "float32")
@@ -911,6 +969,17 @@ def test_channel_scale_is_checked():
     assert "one group" in compiler.HasStrategy(
         "Conv", dict(cs, group=8), [x, compiler.TensorSpec((8, 1, 3, 3), "float32"), None, s])
     assert "f32 data" in compiler.HasStrategy("Conv", dict(cs, tc_precision="bf16"), [x, w, None, s])
+    xi, wi = compiler.TensorSpec((1, 8, 6, 6), "int8"), compiler.TensorSpec((4, 8, 1, 1), "int8")
+    ws, int8 = compiler.TensorSpec((4,), "float32"), dict(cs, tc_precision="int8", tc_x_scale=0.1)
+    code = {"tc_channel_scale.tc_x_scale": 0.05}
+    assert compiler.HasStrategy("Conv", dict(int8, **code), [xi, wi, None, ws, s]) == ""
+    assert "goes with tc_channel_scale.tc_x_scale" in compiler.HasStrategy("Conv", int8, [xi, wi, None, ws, s])
+    assert "goes with tc_channel_scale.tc_x_scale" in compiler.HasStrategy("Conv", dict(int8, **code),
+                                                                         [x, wi, None, ws, s])
+    assert "must be positive" in compiler.HasStrategy(
+        "Conv", dict(int8, **{"tc_channel_scale.tc_x_scale": 0.0}), [xi, wi, None, ws, s])
+    assert "in [-128, 127]" in compiler.HasStrategy(
+        "Conv", dict(int8, **code, **{"tc_channel_scale.tc_x_zero_point": 200}), [xi, wi, None, ws, s])
 
 
 def test_silu_after_an_int8_residual_is_refused():

@@ -142,3 +142,33 @@ def test_global_pool_in_a_layer_group_reads_l2():
     assert l2_cycles < 2500 < 6000 < ddr_cycles
     plain = compiler.LowerOp("GlobalAveragePool", {"tc_in_l2": [0, 1], "tc_reduce_pipeline": 0}, x, y)
     assert compiler.estimate_cost(plain)["cycles"] > l2_cycles
+
+
+@pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool"])
+@pytest.mark.parametrize("pipeline", [0, 1])
+@pytest.mark.parametrize("shape", [(1, 144, 28, 28), (2, 3, 5, 7)])
+def test_global_pool_of_int8_codes(op, pipeline, shape, hazard_checked):
+    """A global pooling of an int8 value (a squeeze-excite's squeeze of an activation stored
+    int8) loads the codes, a quarter of the bytes, and gives the float32 mean or max of the
+    values they stand for, (code - zero point) x scale: numpy's, within f32 rounding of the
+    exact code sums; both plans, every L1 access ordered."""
+    from strategy_util import run_lowered
+
+    q = np.random.default_rng(7).integers(-128, 128, shape).astype(np.int8)
+    scale, zero_point = 0.0173, -5
+    y = np.zeros(shape[:2] + (1, 1), np.float32)
+    run_lowered(op, {"tc_x_scale": scale, "tc_x_zero_point": zero_point, "tc_reduce_pipeline": pipeline}, [q], [y])
+    v = (q.astype(np.float64) - zero_point) * np.float32(scale)
+    ref = v.mean(axis=(2, 3), keepdims=True) if op == "GlobalAveragePool" else v.max(axis=(2, 3), keepdims=True)
+    np.testing.assert_allclose(y, ref, rtol=1e-6, atol=1e-7)
+    assert hazard_checked() == []
+
+
+def test_global_pool_of_int8_is_checked():
+    q, f = compiler.TensorSpec((1, 8, 4, 4), "int8"), compiler.TensorSpec((1, 8, 4, 4), "float32")
+    assert compiler.HasStrategy("GlobalAveragePool", {"tc_x_scale": 0.1}, [q]) == ""
+    assert "an int8 input goes with tc_x_scale" in compiler.HasStrategy("GlobalAveragePool", {}, [q])
+    assert "an int8 input goes with tc_x_scale" in compiler.HasStrategy("GlobalMaxPool", {"tc_x_scale": 0.1}, [f])
+    assert "must be positive" in compiler.HasStrategy("GlobalAveragePool", {"tc_x_scale": -1.0}, [q])
+    assert "in [-128, 127]" in compiler.HasStrategy("GlobalAveragePool", {"tc_x_scale": 0.1, "tc_x_zero_point": -129},
+                                                    [q])
