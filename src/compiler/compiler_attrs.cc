@@ -37,7 +37,8 @@ const std::vector<CompilerAttr>& Table() {
      "op's or a global pooling's: its int8 input's. Set by Precision (precision.py, qdq.py), "
      "Int8Edges (int8_edges.py: table ops, global poolings), SiblingGemms (1.0); read by Conv, "
      "MatMul, Gemm (matrix_precision.h), the int8 table ops (strategy_elementwise.cc), "
-     "GlobalAveragePool and GlobalMaxPool (strategy_pool.cc)."},
+     "GlobalAveragePool, GlobalMaxPool (strategy_pool.cc), ReduceMean, ReduceMax, ReduceMin "
+     "(strategy_reduce.cc)."},
     {"tc_x_zero_point", kInt,
      "int8: X's zero point, in [-128, 127] (default 0; the padding value). Set and read with "
      "`tc_x_scale`."},

@@ -26,11 +26,13 @@
  * global pool) is also offered pipelined over two slots (PipelinedResident) and the cost
  * model keeps the faster (tc_reduce_pipeline overrides it); both give the same bits.
  *
- * An int8 input (a GlobalAveragePool or GlobalMaxPool of a value stored int8 with
- * tc_x_scale / tc_x_zero_point: docs/precision.md, "int8 between ops") is loaded as it is, a
- * quarter of the bytes, and converted to f32 in L1; the mean or max of the codes is exact
- * (sums of at most 2^17 codes) and dequantised once per output, (v - zero point) x scale.
+ * An int8 input of ReduceMean, ReduceMax or ReduceMin, or of a GlobalAveragePool or
+ * GlobalMaxPool (a value stored int8 with tc_x_scale / tc_x_zero_point: docs/precision.md,
+ * "int8 between ops"), is loaded as it is, a quarter of the bytes, and converted to f32 in
+ * L1; the mean, max or min of the codes is exact (sums of at most 2^17 codes) and
+ * dequantised once per output, (v - zero point) x scale.
  */
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -230,8 +232,20 @@ std::string CheckReduce(const std::string& op, const Map<String, Any>& attrs,
     return op + ": expects data and optional axes";
   std::vector<DataType> ok{DataType::Float(32)};
   if (IntAllowed(op)) ok.push_back(DataType::Int(32));
+  // the mean, max or min of an int8 value's codes, dequantised (its code in tc_x_scale)
+  const bool codes = op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin";
+  if (codes) ok.push_back(DataType::Int(8));
   std::string why = CheckDTypes({ins[0]}, ok, op);
   if (!why.empty()) return why;
+  const bool x_i8 = ins[0]->dtype == DataType::Int(8);
+  if (codes && x_i8 != HasAttr(attrs, "tc_x_scale"))
+    return op + ": an int8 input goes with tc_x_scale (its code), another without";
+  if (x_i8) {
+    double s = AttrFloat(attrs, "tc_x_scale", 0.0);
+    int64_t zp = AttrInt(attrs, "tc_x_zero_point", 0);
+    if (!(s > 0.0) || !std::isfinite(s)) return op + ": tc_x_scale must be positive and finite";
+    if (zp < -128 || zp > 127) return op + ": tc_x_zero_point must be in [-128, 127]";
+  }
   if (ins.size() > 1 && ins[1].defined() && ins[1]->shape.size() != 1)
     return op + ": axes must be 1-D";
   AxesSpec a;
@@ -240,6 +254,7 @@ std::string CheckReduce(const std::string& op, const Map<String, Any>& attrs,
   if (a.from_input)
     return CheckAxesInput(op, Shape(ins[0]), ins[1]->numel(), AttrInt(attrs, "keepdims", 1) != 0);
   if (!a.noop && !Merge(op, Shape(ins[0]), a.axes, &g, &why)) return why;
+  if (x_i8 && a.noop) return op + ": an int8 input needs axes to reduce";
   return "";
 }
 

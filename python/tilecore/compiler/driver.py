@@ -1106,7 +1106,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
                         names.update(str(v.name) for v in nd.outs if str(v.name))
             if not keep_intermediates:  # an int8 edge a global pooling dequantises (int8_edges.py)
                 names.update(str(nd.ins[0].name) for nd in nodes if nd.where == "npu" and nd.ins
-                             and nd.ins[0] is not None and nd.op in _int8_edges.DEQUANTISING_POOLS)
+                             and nd.ins[0] is not None and nd.op in _int8_edges.DEQUANTISING_OPS)
         if names or mean_axes:
             absmax, computed = _prec.activation_statistics(graph, calib_samples, names, mean_axes)
             if names:

@@ -24,7 +24,8 @@ all store int8 at that one scale:
   producer's), ``tc_y_scale`` / ``tc_y_zero_point`` its readers', and its 256-entry table
   is the op in double precision between the two. A producer that only such ops read is
   quantised with its own calibrated threshold.
-- a global pooling (a squeeze-excite's squeeze) or a Conv whose prologue multiplies its
+- a global pooling or a ReduceMean/ReduceMax (a squeeze-excite's squeeze; a classifier's
+  pooling) or a Conv whose prologue multiplies its
   data by a per-channel scale (``tc_channel_scale``: the excite) takes the int8 value at
   its scale (``tc_x_scale`` / ``tc_x_zero_point``; the Conv's
   ``tc_channel_scale.tc_x_scale`` / ``.tc_x_zero_point``) and dequantises it on load: the
@@ -41,8 +42,9 @@ from typing import Any, Callable
 
 
 PRODUCERS = ("Conv", "Gemm", "MatMul")
-# readers that take an int8 value at its own scale and dequantise it (their output float32)
-DEQUANTISING_POOLS = ("GlobalAveragePool", "GlobalMaxPool")
+# readers that take an int8 value at its own scale and dequantise it (their output float32):
+# a squeeze-excite's squeeze (torchvision's a global pooling, timm's a ReduceMean)
+DEQUANTISING_OPS = ("GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceMax")
 
 
 def lookup_table_ops() -> frozenset[str]:
@@ -104,7 +106,7 @@ def assign(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
                 luts += sub[3]
                 views += sub[4]
                 deq += sub[5]
-            elif r.op in DEQUANTISING_POOLS and i == 0 and len(r.outs) == 1 and dequantising_readers:
+            elif r.op in DEQUANTISING_OPS and i == 0 and len(r.outs) == 1 and dequantising_readers:
                 deq.append((r, "tc_x_scale", "tc_x_zero_point"))
             elif r.op in lut_ops and through_lut and len(r.outs) == 1 and i == 0:
                 sub = int8_readers(str(r.outs[0].name), depth + 1, False)

@@ -886,7 +886,7 @@ def test_squeeze_excite_scale_moves_into_the_consumer_conv(precision, monkeypatc
     from tilecore.compiler import fuse_epilogue, int8_edges
 
     # (the activation stays f32: stored int8 it is another program, the next test's)
-    monkeypatch.setattr(int8_edges, "DEQUANTISING_POOLS", ())
+    monkeypatch.setattr(int8_edges, "DEQUANTISING_OPS", ())
     model = se_block()
     x = randn(1, 8, 14, 14)
     kw = {"calib_samples": {"x": np.stack([randn(1, 8, 14, 14) for _ in range(4)])}} if precision == "int8" else {}
@@ -922,7 +922,7 @@ def test_squeeze_excite_reads_its_activation_in_int8(monkeypatch):
     got, ref = exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"]
     assert float((got * ref).sum() / np.linalg.norm(got) / np.linalg.norm(ref)) > 0.995
     moved = exe.stats()["bytes"]
-    monkeypatch.setattr(int8_edges, "DEQUANTISING_POOLS", ())
+    monkeypatch.setattr(int8_edges, "DEQUANTISING_OPS", ())
     rep_f32 = {}
     wide = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep_f32)
     assert "ar" not in rep_f32["int8_edges"]

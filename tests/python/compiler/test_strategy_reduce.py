@@ -164,6 +164,24 @@ def test_global_pool_of_int8_codes(op, pipeline, shape, hazard_checked):
     assert hazard_checked() == []
 
 
+@pytest.mark.parametrize("op", ["ReduceMean", "ReduceMax", "ReduceMin"])
+@pytest.mark.parametrize("shape,axes", [((1, 96, 14, 14), [2, 3]), ((3, 4, 5, 6), [1, 3]), ((2, 700, 3), [1])])
+def test_reduction_of_int8_codes(op, shape, axes):
+    """ReduceMean, ReduceMax and ReduceMin of an int8 value (timm's squeeze-excite takes the
+    mean over the spatial axes): the f32 mean, max or min of (code - zero point) x scale, as
+    numpy gives it; one group of axes, two, and a long outer one."""
+    from strategy_util import run_lowered
+
+    q = np.random.default_rng(9).integers(-128, 128, shape).astype(np.int8)
+    scale, zero_point = 0.031, 12
+    ref = getattr(np, {"ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min"}[op])(
+        (q.astype(np.float64) - zero_point) * np.float32(scale), axis=tuple(axes), keepdims=True)
+    y = np.zeros(ref.shape, np.float32)
+    run_lowered(op, {"axes": axes, "keepdims": 1, "_opset": 13, "tc_x_scale": scale, "tc_x_zero_point": zero_point},
+                [q], [y])
+    np.testing.assert_allclose(y, ref, rtol=1e-6, atol=1e-6)
+
+
 def test_global_pool_of_int8_is_checked():
     q, f = compiler.TensorSpec((1, 8, 4, 4), "int8"), compiler.TensorSpec((1, 8, 4, 4), "float32")
     assert compiler.HasStrategy("GlobalAveragePool", {"tc_x_scale": 0.1}, [q]) == ""
@@ -172,3 +190,7 @@ def test_global_pool_of_int8_is_checked():
     assert "must be positive" in compiler.HasStrategy("GlobalAveragePool", {"tc_x_scale": -1.0}, [q])
     assert "in [-128, 127]" in compiler.HasStrategy("GlobalAveragePool", {"tc_x_scale": 0.1, "tc_x_zero_point": -129},
                                                     [q])
+    assert "an int8 input goes with tc_x_scale" in compiler.HasStrategy("ReduceMean", {"axes": [1]}, [q])
+    assert "int8" in compiler.HasStrategy("ReduceSum", {"axes": [1], "tc_x_scale": 0.1}, [q])
+    assert "needs axes to reduce" in compiler.HasStrategy(
+        "ReduceMean", {"axes": [], "noop_with_empty_axes": 1, "tc_x_scale": 0.1, "_opset": 18}, [q])
