@@ -3,6 +3,7 @@
 #if TILECORE_ENABLE_NPU
 #include "emitter.h"
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <sstream>
@@ -649,7 +650,18 @@ void NpuEmitter::Loop(const ForNode* f) {
   auto ext = as_const_int(f->extent);
   if (ext && *ext <= 0) return;
   VarLoc loc = BindScalar(f->loop_var);
-  if (ext && as_const_int(f->min)) ranges_.Bind(f->loop_var, *as_const_int(f->min), *ext);
+  if (auto lo = as_const_int(f->min)) {
+    if (ext) {
+      ranges_.Bind(f->loop_var, *lo, *ext);
+    } else {
+      // a count known at run time (a core's share of the items): the var is at least min,
+      // below min + the count's largest value (the item index math then divides truncating)
+      transform::IntBound count = ranges_.ConstIntBound(f->extent);
+      const int64_t most =
+          std::min<int64_t>(count.hi, int64_t{INT32_MAX} - std::max<int64_t>(*lo, 0));
+      if (most >= 1) ranges_.Bind(f->loop_var, *lo, most);
+    }
+  }
   XR mn = Reload(Eval(f->min));
   SetVar(loc, mn);
   // end = min + extent, held in a register (or an L1 word) for the loop.

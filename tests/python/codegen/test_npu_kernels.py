@@ -77,6 +77,29 @@ def test_floor_division_of_a_non_negative_index_is_the_plain_one():
     assert ops.count("xor") == 2, ops
 
 
+def test_floor_division_of_an_index_whose_count_is_known_at_run_time_is_the_plain_one():
+    # a loop from 0 over a count known at run time, at most n (a core's share of the items):
+    # its index is in [0, n), so (i + 5) // 3 and (i + 5) % 3 are the truncating div and rem,
+    # no sign correction; numpy's values over the iterations that run, the rest untouched
+    n = 30
+    ib = ir.IRBuilder("floor_runtime_count")
+    N = ib.buffer_param("N", (1,), "int32")
+    Q = ib.buffer_param("Q", (n, 2), "int32")
+    with ib.for_range(0, ir.Min(N[0], n), name="i") as i:
+        Q[i, 0] = ir.FloorDiv(i + 5, 3)
+        Q[i, 1] = ir.FloorMod(i + 5, 3)
+    f = ib.get()
+    count = np.array([20], np.int32)
+    npu, c = both(f, count, np.full((n, 2), -1, "int32"))
+    want = np.full((n, 2), -1, np.int32)
+    i = np.arange(20)
+    want[:20] = np.stack([(i + 5) // 3, (i + 5) % 3], axis=1)
+    np.testing.assert_array_equal(npu[1], want)
+    np.testing.assert_array_equal(c[1], want)
+    ops = [ln.split()[0] for ln in tilecore.build(f, target="npu").get_source().splitlines() if ln.startswith(" ")]
+    assert "xor" not in ops and ops.count("div") == 1 and ops.count("rem") == 1, ops
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_elementwise_float(dtype):
     n = 48
