@@ -370,6 +370,11 @@ int64_t Numel(const std::vector<int64_t>& s);
 /*! \brief "" when every input is one of `dtypes`, else the reason. */
 std::string CheckDTypes(const std::vector<TensorSpec>& ins, const std::vector<DataType>& dtypes,
                         const std::string& op);
+/*! \brief "" when the int8 code the attributes `scale` and `zero_point` give (an input stored
+ * int8: docs/precision.md, "int8 between ops") is valid, a positive finite scale and a zero
+ * point in [-128, 127] (default 0), else the reason. */
+std::string CheckInt8Code(const Map<String, Any>& attrs, const std::string& scale,
+                          const std::string& zero_point, const std::string& op);
 
 /*!
  * \brief Copies as data: an N-D block of output `dst` written from a strided window of

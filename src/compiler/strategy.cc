@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -313,6 +314,15 @@ std::string CheckDTypes(const std::vector<TensorSpec>& ins, const std::vector<Da
       return os.str();
     }
   }
+  return "";
+}
+
+std::string CheckInt8Code(const Map<String, Any>& attrs, const std::string& scale,
+                          const std::string& zero_point, const std::string& op) {
+  const double s = AttrFloat(attrs, scale, 0.0);
+  const int64_t zp = AttrInt(attrs, zero_point, 0);
+  if (!(s > 0.0) || !std::isfinite(s)) return op + ": " + scale + " must be positive and finite";
+  if (zp < -128 || zp > 127) return op + ": " + zero_point + " must be in [-128, 127]";
   return "";
 }
 

@@ -48,7 +48,6 @@
  */
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -2263,12 +2262,9 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
       return "Conv: tc_channel_scale of int8 data goes with tc_channel_scale.tc_x_scale (the "
              "data's code), of f32 data without";
     if (x_i8) {
-      double s = AttrFloat(attrs, "tc_channel_scale.tc_x_scale", 0.0);
-      int64_t z = AttrInt(attrs, "tc_channel_scale.tc_x_zero_point", 0);
-      if (!(s > 0.0) || !std::isfinite(s))
-        return "Conv: tc_channel_scale.tc_x_scale must be positive and finite";
-      if (z < -128 || z > 127)
-        return "Conv: tc_channel_scale.tc_x_zero_point must be in [-128, 127]";
+      why = CheckInt8Code(attrs, "tc_channel_scale.tc_x_scale", "tc_channel_scale.tc_x_zero_point",
+                          "Conv");
+      if (!why.empty()) return why;
     }
     auto shape = Shape(channel_scale);
     int64_t count = 1;

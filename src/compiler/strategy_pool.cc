@@ -27,7 +27,6 @@
  * the fastest plan that fits L1.
  */
 #include <algorithm>
-#include <cmath>
 
 #include "kernel_util.h"
 #include "rows_util.h"
@@ -585,10 +584,8 @@ std::string CheckGlobal(const std::string& op, const Map<String, Any>& attrs,
   if ((ins[0]->dtype == DataType::Int(8)) != has_scale)
     return op + ": an int8 input goes with tc_x_scale (its code), a float32 one without";
   if (has_scale) {
-    double s = AttrFloat(attrs, "tc_x_scale", 0.0);
-    int64_t zp = AttrInt(attrs, "tc_x_zero_point", 0);
-    if (!(s > 0.0) || !std::isfinite(s)) return op + ": tc_x_scale must be positive and finite";
-    if (zp < -128 || zp > 127) return op + ": tc_x_zero_point must be in [-128, 127]";
+    why = CheckInt8Code(attrs, "tc_x_scale", "tc_x_zero_point", op);
+    if (!why.empty()) return why;
   }
   if (ins[0]->shape.size() < 2) return op + ": input of rank < 2";
   return "";

@@ -32,7 +32,6 @@
  * L1; the mean, max or min of the codes is exact (sums of at most 2^17 codes) and
  * dequantised once per output, (v - zero point) x scale.
  */
-#include <cmath>
 #include <map>
 #include <set>
 
@@ -241,10 +240,8 @@ std::string CheckReduce(const std::string& op, const Map<String, Any>& attrs,
   if (codes && x_i8 != HasAttr(attrs, "tc_x_scale"))
     return op + ": an int8 input goes with tc_x_scale (its code), another without";
   if (x_i8) {
-    double s = AttrFloat(attrs, "tc_x_scale", 0.0);
-    int64_t zp = AttrInt(attrs, "tc_x_zero_point", 0);
-    if (!(s > 0.0) || !std::isfinite(s)) return op + ": tc_x_scale must be positive and finite";
-    if (zp < -128 || zp > 127) return op + ": tc_x_zero_point must be in [-128, 127]";
+    why = CheckInt8Code(attrs, "tc_x_scale", "tc_x_zero_point", op);
+    if (!why.empty()) return why;
   }
   if (ins.size() > 1 && ins[1].defined() && ins[1]->shape.size() != 1)
     return op + ": axes must be 1-D";
@@ -343,7 +340,7 @@ Stmt PipelinedResident(const OpCall& call, const Params& p, const Groups& g, Red
     // the slots hold the loaded type; an int8 tile is converted into Xf before its fold
     Buffer Xs[2] = {Local({tl.ta * g.R1 * tl.tb}, xt, "Xt0"),
                     Local({tl.ta * g.R1 * tl.tb}, xt, "Xt1")};
-    Buffer Xf = Local({x_i8 ? tl.ta * g.R1 * tl.tb : 1}, t, "Xf");
+    Buffer Xf = x_i8 ? Local({tl.ta * g.R1 * tl.tb}, t, "Xf") : Buffer();
     Buffer Ss[2] = {Local({tl.ta * tl.tb}, t, "S0"), Local({tl.ta * tl.tb}, t, "S1")};
     std::vector<Stmt> groups;
     for (const Seg& sa : Segs(g.K1, tl.ta)) {
@@ -477,7 +474,7 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
       call, g.K0 * g.K1, g.K2, tl, g.K1,
       [&](PrimExpr k0, PrimExpr a0, int64_t ta, PrimExpr b0, int64_t tb) {
         Buffer Xa = Local({ta * tl.tr * tb}, t, "Xt");
-        Buffer X8 = Local({x_i8 ? ta * tl.tr * tb : 1}, DataType::Int(8), "Xq");
+        Buffer X8 = x_i8 ? Local({ta * tl.tr * tb}, DataType::Int(8), "Xq") : Buffer();
         Buffer Ea = Local({ta * tl.tr * tb}, t, "Et");
         Buffer Sa = Local({ta * tb}, t, "S");
         Buffer Ma = Local({ta * tb}, t, "M");
