@@ -331,9 +331,11 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
       int64_t tw = std::min(TW, g.OW - ow0);
       int64_t wn = win(tw), iw0 = ow0 * g.sw - g.pl;
       int64_t vlo = std::max<int64_t>(0, iw0), vhi = std::min<int64_t>(g.W, iw0 + wn);
-      for (auto [rcount, r] : Segs(g.OH, R)) {
+      for (const auto& r_seg : Segs(g.OH, R)) {
+        const int64_t rcount = r_seg.first, r = r_seg.second;
         int64_t rbase = r == R ? 0 : (g.OH / R) * R, rn = rin(r);
-        for (auto [ccount, cc] : Segs(g.C, CC)) {
+        for (const auto& cc_seg : Segs(g.C, CC)) {
+          const int64_t ccount = cc_seg.first, cc = cc_seg.second;
           int64_t cbase = cc == CC ? 0 : (g.C / CC) * CC;
           const std::vector<int64_t> pdims{cc, rn, wn}, dims{cc, r, tw};
           const int64_t P = r * tw;
@@ -414,7 +416,8 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
           // the loads of item t into slot k, signalling `event` (waited for by back)
           auto event = [&](int64_t k) { return pipelined ? int64_t{2} + k : int64_t{0}; };
           auto front = [&, rcount = rcount, rbase = rbase, rn = rn](PrimExpr t, int64_t k) {
-            auto [n, c0, oh0, ri] = at(t);
+            PrimExpr n, c0, oh0, ri;
+            std::tie(n, c0, oh0, ri) = at(t);
             const Loaded& l = slots[size_t(k)];
             const int64_t ev = event(k);
             std::vector<Stmt> s;
@@ -832,12 +835,14 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
                               StridedView(Wall, {C, g.M}, {1, C}, 0, "Wtv"), {C, g.M})})));
     const int64_t NB = tp.nb;  // images per item (then one item covers an image's positions)
     std::vector<bool> served(size_t(call.cores), false);  // the cores that ran an item
-    for (auto [pcount, P] : Segs(HW, tile)) {
+    for (const auto& P_seg : Segs(HW, tile)) {
+      const int64_t pcount = P_seg.first, P = P_seg.second;
       const int64_t pbase = P == tile ? 0 : (HW / tile) * tile;
       const int64_t r = strided ? P / g.OW : 0;     // output rows of the item
       const int64_t xcols = strided ? r * g.W : P;  // X tile of an image: [C, xcols]
       const int64_t Pt = NB * P, Xt = NB * xcols;   // the item's positions, X tile columns
-      for (auto [mcount, TMc] : Segs(g.M, tp.tm)) {
+      for (const auto& TMc_seg : Segs(g.M, tp.tm)) {
+        const int64_t mcount = TMc_seg.first, TMc = TMc_seg.second;
         const int64_t mbase = TMc == tp.tm ? 0 : (g.M / tp.tm) * tp.tm;
         const int64_t items = g.N / NB * pcount * mcount;
         // per slot (two: the items are pipelined)
@@ -1346,10 +1351,12 @@ PrimFunc LowerConv(const OpCall& call) {
         int64_t iw0 = ow0 * g.sw - g.pl;                        // input column of patch column 0
         int64_t vlo = std::max<int64_t>(0, iw0),
                 vhi = std::min<int64_t>(g.W, iw0 + win);  // valid input columns
-        for (auto [rcount, r] : Segs(g.OH, R)) {
+        for (const auto& r_seg : Segs(g.OH, R)) {
+          const int64_t rcount = r_seg.first, r = r_seg.second;
           int64_t rbase = r == R ? 0 : (g.OH / R) * R;
           int64_t rin = (r - 1) * g.sh + (g.KH - 1) * g.dh + 1;
-          for (auto [mblocks, tm] : Segs(g.Mg, TM)) {
+          for (const auto& tm_seg : Segs(g.Mg, TM)) {
+            const int64_t mblocks = tm_seg.first, tm = tm_seg.second;
             int64_t mbase = tm == TM ? 0 : (g.Mg / TM) * TM;
             const int64_t mb = blocks_per_item(mblocks, tm, MB);
             int64_t mcount = mblocks / mb;

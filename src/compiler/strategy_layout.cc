@@ -19,6 +19,7 @@
  * there. Split and Concat need no values: the output and input shapes say it all.
  */
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 #include "kernel_util.h"
@@ -188,8 +189,9 @@ Stmt Staged(const OpCall& call, const Params& p, const Box& b, const PrimExpr& c
   Buffer Sflat = View(sp, {ParamNumel(sp)}, "Sf" + std::to_string(bi));
   Buffer Dflat = View(dp, {ParamNumel(dp)}, "Df" + std::to_string(bi));
   std::vector<Stmt> s;
-  for (auto [count, size, start] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-           {nfull, kc, 0}, {rem ? 1 : 0, rem, nfull * kc}}) {
+  for (const auto& part :
+       std::vector<std::array<int64_t, 3>>{{nfull, kc, 0}, {rem ? 1 : 0, rem, nfull * kc}}) {
+    const int64_t count = part[0], size = part[1], start = part[2];
     std::vector<int64_t> ext{size}, sst{ss0};
     for (size_t i = 1; i < r; ++i) {
       ext.push_back(b.dims[i].n);
@@ -285,8 +287,9 @@ Stmt EmitBoxes(const OpCall& call, const Params& p, std::vector<Box> boxes) {
       int64_t nfull = nk / ch, rem = nk % ch;
       const Buffer& dp = p.out[b.dst];
       const Buffer& sp = b.fill ? dp : p.in[b.src];
-      for (auto [count, size, start] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+      for (const auto& part : std::vector<std::array<int64_t, 3>>{
                {outer * nfull, ch, 0}, {rem ? outer : 0, rem, nfull * ch}}) {
+        const int64_t count = part[0], size = part[1], start = part[2];
         int64_t per = size == ch ? nfull : 1;
         std::vector<int64_t> ext{size}, sst{b.dims[k].ss}, dst{b.dims[k].ds};
         for (size_t i = k + 1; i < r; ++i) {

@@ -223,8 +223,10 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
     Buffer zp_row = Local({1, std::max<int64_t>(std::min(g.K, kTK), 1)}, DataType::Int(8), "ZpRow");
     const ZeroPointRow zpr(g.zp);
     if (a_zp) body.push_back(zpr.Fill(zp_row, 0));
-    for (auto [mcount, tm] : Segments(g.M, kTM)) {
-      for (auto [ncount, tn] : Segments(g.N, kTN)) {
+    for (const auto& tm_seg : Segments(g.M, kTM)) {
+      const int64_t mcount = tm_seg.first, tm = tm_seg.second;
+      for (const auto& tn_seg : Segments(g.N, kTN)) {
+        const int64_t ncount = tn_seg.first, tn = tn_seg.second;
         int64_t mbase_seg = tm == kTM ? 0 : (g.M / kTM) * kTM;
         int64_t nbase_seg = tn == kTN ? 0 : (g.N / kTN) * kTN;
         int64_t items = nb * mcount * ncount;
@@ -548,7 +550,7 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
       return Rows{Al, i % 2, r};
     };
     auto piece = [&](int64_t i, int64_t p) {
-      auto [r0, rows] = chunks[size_t(i)];
+      const int64_t r0 = chunks[size_t(i)].first, rows = chunks[size_t(i)].second;
       int64_t pr0 = p * PR, n = std::min(PR, rows - pr0);
       Rows d = rows_of(i, pr0);
       if (!q || g.a_i8)  // the DMA copies (f16/bf16: and rounds) the rows into the chunk buffer
@@ -586,8 +588,8 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
                      Region(Bsh, {I32(j), I32(0), I32(0)}, {1, K, tn}), I32(1 + slot)});
     };
     auto store = [&](int64_t t) {
-      auto [r0, rows] = chunks[size_t(t / nb)];
-      auto [n0, tn] = blocks[size_t(t % nb)];
+      const int64_t r0 = chunks[size_t(t / nb)].first, rows = chunks[size_t(t / nb)].second;
+      const int64_t n0 = blocks[size_t(t % nb)].first, tn = blocks[size_t(t % nb)].second;
       int64_t slot = t % 2;
       return Intrin("tile.dma_copy",
                     {Region(Y2, {row0 + I32(r0), I32(n0)}, {rows, tn}),
@@ -600,7 +602,7 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
     const bool even = K % P == 0, by_block = even && nb > 1;
     const int64_t kr = even ? K / P : K;
     auto stage = [&](int64_t j, int event) {  // this core's rows of block j into L2
-      auto [n0, tn] = blocks[size_t(j)];
+      const int64_t n0 = blocks[size_t(j)].first, tn = blocks[size_t(j)].second;
       PrimExpr k0 = even ? c * I32(kr) : I32(0);
       return Intrin("tile.dma_copy", {Region(Bsh, {I32(j), k0, I32(0)}, {1, kr, tn}),
                                       Region(B2, {k0, I32(n0)}, {kr, tn}), I32(event)});
@@ -625,8 +627,8 @@ Stmt LowerGemmPipelined(const OpCall& call, const GemmPlan& g, const PipelinePla
     for (int64_t p = 0; p < (half > 0 ? half : pieces_of(0)); ++p) s.push_back(piece(0, p));
     for (int64_t t = 0; t < steps; ++t) {
       int64_t i = t / nb, j = t % nb, slot = t % 2;
-      auto [r0, rows] = chunks[size_t(i)];
-      auto [n0, tn] = blocks[size_t(j)];
+      const int64_t rows = chunks[size_t(i)].second;
+      const int64_t n0 = blocks[size_t(j)].first, tn = blocks[size_t(j)].second;
       const bool stage_next = by_block && i == 0 && j + 1 < nb;
       if (stage_next) s.push_back(stage(j + 1, 6));
       auto next_pieces = [&]() {  // the next chunk's pieces, spread over this chunk's blocks
@@ -803,7 +805,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     PrimExpr c0 = c * I32(NC);
     std::vector<Stmt> s;
     auto load_piece = [&](int64_t p) {
-      auto [n0, tn] = blocks[size_t(p / nk)];
+      const int64_t n0 = blocks[size_t(p / nk)].first, tn = blocks[size_t(p / nk)].second;
       const int64_t slot = p % slots, k0 = (p % nk) * KC;
       Array<PrimExpr> args{Region(Bl, {I32(slot), I32(0), I32(0)}, {1, KC, tn}),
                            Region(B2, {I32(k0), c0 + I32(n0)}, {KC, tn}), I32(slot_event(slot))};
@@ -984,7 +986,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
     if (!direct && !own_quant) s.push_back(Intrin("tile.wait", {I32(0)}));
     for (int64_t p = 0; p < loads; ++p) {
       const int64_t t = p / nk, u = p % nk, slot = t % 2, bslot = p % slots;
-      auto [n0, tn] = blocks[size_t(t)];
+      const int64_t n0 = blocks[size_t(t)].first, tn = blocks[size_t(t)].second;
       const bool last = u + 1 == nk;  // the block's last mm: the epilogue
       s.push_back(Intrin("tile.wait", {I32(slot_event(bslot))}));  // the weights are in L1
       // the mm writes Cf[slot] (streamed: the sums at its place), which must have drained
@@ -995,7 +997,7 @@ Stmt LowerGemmColumns(const OpCall& call, const GemmPlan& g, const ColumnPlan& c
       // dequantisation on the vector engine, so that its mms need not wait)
       const bool on_vec = cp.vec_epilogue && t >= 1 && t + 1 < steps;
       auto preset = [&](int64_t tb) {
-        auto [b0, bn] = blocks[size_t(tb)];
+        const int64_t b0 = blocks[size_t(tb)].first, bn = blocks[size_t(tb)].second;
         return Loop("i", M, [&](PrimExpr i) {
           return Loop("j", bn, [&](PrimExpr j) {
             return BufferStore(Acc, bias.defined() ? BufferLoad(Qb, {I32(0), I32(b0) + j}) : I32(0),
@@ -1245,7 +1247,7 @@ Stmt LowerGemmRowNorm(const OpCall& call, const GemmPlan& g, const RowNormArgs& 
     }
     // the weights first (a layer group may hand them to the member before), block by block
     for (int64_t j = 0; j < nb; ++j) {
-      auto [n0, tn] = blocks[size_t(j)];
+      const int64_t n0 = blocks[size_t(j)].first, tn = blocks[size_t(j)].second;
       s.push_back(Intrin("tile.dma_copy", {Region(Bl, {I32(0), I32(n0)}, {K, tn}),
                                            Region(Bsrc, {I32(0), I32(n0)}, {K, tn}), I32(1 + j)}));
     }
@@ -1264,7 +1266,7 @@ Stmt LowerGemmRowNorm(const OpCall& call, const GemmPlan& g, const RowNormArgs& 
           Intrin("tile.dma_prefetch", {Bv.All(), Region(ra.beta, {I32(0)}, {N}), I32(kParams)}));
     auto load_skip = [&](int64_t i) {
       if (!S2.defined()) return Stmt();
-      auto [r0, rows] = chunks[size_t(i)];
+      const int64_t r0 = chunks[size_t(i)].first, rows = chunks[size_t(i)].second;
       // (the DMA waits for the vector passes of chunk i - 2, which used the slot as scratch)
       return Intrin("tile.dma_copy",
                     {Region(Es[i % 2], {I32(0), I32(0)}, {rows, N}),
@@ -1279,9 +1281,9 @@ Stmt LowerGemmRowNorm(const OpCall& call, const GemmPlan& g, const RowNormArgs& 
         MakeView(Sc, {1, N, 1}, "Sv"),
         [&](PrimExpr v, const std::vector<PrimExpr>&) { return v * F32(g.ScaleFactor()); }));
     auto mms = [&](int64_t i) {
-      auto [r0, rows] = chunks[size_t(i)];
+      const int64_t r0 = chunks[size_t(i)].first, rows = chunks[size_t(i)].second;
       for (int64_t j = 0; j < nb; ++j) {
-        auto [n0, tn] = blocks[size_t(j)];
+        const int64_t n0 = blocks[size_t(j)].first, tn = blocks[size_t(j)].second;
         if (i == 0) s.push_back(Intrin("tile.wait", {I32(1 + j)}));
         Array<PrimExpr> mm{Region(Xs[i % 2], {I32(0), I32(n0)}, {rows, tn}),
                            Region(Al, {I32(r0), I32(0)}, {rows, K}),
@@ -1291,7 +1293,7 @@ Stmt LowerGemmRowNorm(const OpCall& call, const GemmPlan& g, const RowNormArgs& 
       }
     };
     auto norm = [&](int64_t i) {  // chunk i's vector passes, then its stores
-      auto [r0, rows] = chunks[size_t(i)];
+      const int64_t r0 = chunks[size_t(i)].first, rows = chunks[size_t(i)].second;
       const int64_t k = i % 2;
       TileView x = MakeView(Xs[k], {rows, N, 1}, "Xv"), e = MakeView(Es[k], {rows, N, 1}, "Ev");
       TileView y = MakeView(Ys[k], {rows, N, 1}, "Yv");

@@ -286,8 +286,10 @@ PrimFunc LowerLinear(const OpCall& c, const Params& p) {
   if (P == 0 || OH == 0 || OW == 0) return MakeFunc(c, p, Evaluate(I32(0)));
   std::string mode = CoordMode(c);
   bool rows_kept = OH == H && sh == 1.0;
-  auto [ah, bh] = rows_kept ? std::pair{1.0, 0.0} : Affine(mode, OH, H, sh);
-  auto [aw, bw] = Affine(mode, OW, W, sw);
+  const std::pair<double, double> row_map =
+      rows_kept ? std::pair{1.0, 0.0} : Affine(mode, OH, H, sh);
+  const std::pair<double, double> col_map = Affine(mode, OW, W, sw);
+  const double ah = row_map.first, bh = row_map.second, aw = col_map.first, bw = col_map.second;
   Buffer X = View(p.in[0], {P * H, W}, "X"), Y = View(p.out[0], {P * OH, OW}, "Y");
   DataType f32 = DataType::Float(32);
   int64_t rotation = 0;
@@ -377,8 +379,10 @@ std::optional<PrimFunc> LowerLinearMatrix(const OpCall& c, const Params& p) {
   const int64_t rows = rows_kept ? 0 : std::min<int64_t>(OH, (budget - fixed) / OW);
   if (fixed > budget || (!rows_kept && rows < 1)) return std::nullopt;
   const std::string mode = CoordMode(c);
-  auto [ah, bh] = rows_kept ? std::pair{1.0, 0.0} : Affine(mode, OH, H, sh);
-  auto [aw, bw] = Affine(mode, OW, W, sw);
+  const std::pair<double, double> row_map =
+      rows_kept ? std::pair{1.0, 0.0} : Affine(mode, OH, H, sh);
+  const std::pair<double, double> col_map = Affine(mode, OW, W, sw);
+  const double ah = row_map.first, bh = row_map.second, aw = col_map.first, bw = col_map.second;
   DataType f32 = DataType::Float(32);
   Buffer X = View(p.in[0], {P, H, W}, "X"), Y = View(p.out[0], {P, OH, OW}, "Y");
   int64_t rotation = 0;

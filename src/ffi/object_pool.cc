@@ -23,12 +23,7 @@
 
 #include "tilecore/ffi/object.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define TILECORE_OBJECT_POOL_OFF 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(TILECORE_ADDRESS_SANITIZER) || defined(TILECORE_THREAD_SANITIZER)
 #define TILECORE_OBJECT_POOL_OFF 1
 #endif
 

@@ -498,22 +498,27 @@ TCRStatus TCRDeviceConfigure(int32_t device, const char* target) {
 const char* TCRGetLastError(void) { return last_error.c_str(); }
 
 const char* TCRStatusName(TCRStatus status) {
-  switch (status) {
-    case kTCROk:
+  // A C caller may pass any int. In C++ a value outside the enumerators' range is not a
+  // TCRStatus, so the code is read as the int it is stored as.
+  static_assert(sizeof(TCRStatus) == sizeof(int));
+  int code = 0;
+  std::memcpy(&code, &status, sizeof code);
+  switch (code) {
+    case int{kTCROk}:
       return "kTCROk";
-    case kTCRInvalidArgument:
+    case int{kTCRInvalidArgument}:
       return "kTCRInvalidArgument";
-    case kTCRIOError:
+    case int{kTCRIOError}:
       return "kTCRIOError";
-    case kTCRFormatError:
+    case int{kTCRFormatError}:
       return "kTCRFormatError";
-    case kTCRRefused:
+    case int{kTCRRefused}:
       return "kTCRRefused";
-    case kTCRRunError:
+    case int{kTCRRunError}:
       return "kTCRRunError";
-    case kTCROutOfMemory:
+    case int{kTCROutOfMemory}:
       return "kTCROutOfMemory";
-    case kTCRInternalError:
+    case int{kTCRInternalError}:
       return "kTCRInternalError";
   }
   return "unknown status";

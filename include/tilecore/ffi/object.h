@@ -32,6 +32,23 @@
 
 #include "tilecore/ffi/c_api.h"
 
+// Which sanitizer instruments this build: GCC defines __SANITIZE_ADDRESS__ and
+// __SANITIZE_THREAD__, Clang answers __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+#define TILECORE_ADDRESS_SANITIZER 1
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define TILECORE_THREAD_SANITIZER 1
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TILECORE_ADDRESS_SANITIZER 1
+#endif
+#if __has_feature(thread_sanitizer)
+#define TILECORE_THREAD_SANITIZER 1
+#endif
+#endif
+
 namespace tilecore {
 namespace ffi {
 
@@ -87,7 +104,7 @@ struct PoolAllocator {
   }
 };
 inline void DecRef(TCFFIObject* obj) {
-#if defined(__SANITIZE_THREAD__)
+#if defined(TILECORE_THREAD_SANITIZER)
   // ThreadSanitizer does not model fences: an acquire-release decrement orders the same
   // accesses in a form it sees.
   if (__atomic_fetch_sub(&obj->ref_count, 1, __ATOMIC_ACQ_REL) == 1) DestroyObject(obj);

@@ -80,7 +80,7 @@ TEST(ObjectPool, FreedBlocksAreReused) {
     first = a.get();
   }
   ObjectPtr<Medium> b = make_object<Medium>();
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(TILECORE_ADDRESS_SANITIZER) && !defined(TILECORE_THREAD_SANITIZER)
   EXPECT_EQ(b.get(), first);  // (the last block freed is the next one made)
 #endif
   EXPECT_TRUE(b->Intact(0));
