@@ -1424,8 +1424,8 @@ PrimFunc LowerConv(const OpCall& call) {
             }
             // part 0: the whole item; 1: its loads and mms; 2: its epilogue and stores
             auto item = [&, r = r, rbase = rbase, rin = rin, tm = tm, mbase = mbase,
-                         rcount = rcount, mcount = mcount, mb = mb, P = P,
-                         kcmax = kcmax](PrimExpr t, int part, const ItemBuffers& ib) -> Stmt {
+                         rcount = rcount, mcount = mcount, mb = mb,
+                         P = P](PrimExpr t, int part, const ItemBuffers& ib) -> Stmt {
               const Buffer &Cl = ib.Cl, &Cf = ib.Cf, &Cl3 = ib.Cl3, &Rl = ib.Rl, &Sall = ib.Sall,
                            &Bl = ib.Bl;
               PrimExpr mi = floormod(t, I32(mcount));
