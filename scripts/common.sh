@@ -18,6 +18,15 @@ need_deb() {
   fi
 }
 
+# need_clang14 <compiler-rt library, e.g. asan> <what needs it>: clang-14 and that runtime
+# library of its (libclang-rt-14-dev), installed or named as need_deb does.
+need_clang14() {
+  local lib=$1 purpose=$2 runtime
+  need_deb clang++-14 clang-14 "$purpose"
+  runtime=$(ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt."$lib"-x86_64.a 2>/dev/null | head -n1 || true)
+  need_deb "${runtime:-/usr/lib/llvm-14/lib/clang/libclang_rt.$lib-x86_64.a}" libclang-rt-14-dev "$purpose"
+}
+
 # ccache_env: succeeds when ccache is installed, and points it at the cache that the builds
 # of one checkout share (build-ccache/ unless CCACHE_DIR names another), so that the test
 # command's builds take each other's objects, never those of another checkout or run.

@@ -11,9 +11,7 @@ SECONDS_PER_TARGET=30
 [ "${1:-}" = "--seconds" ] && SECONDS_PER_TARGET=$2
 
 source "$ROOT/scripts/common.sh"
-need_deb clang++-14 clang-14 fuzzing
-fuzzer_runtime=$(ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null | head -n1 || true)
-need_deb "${fuzzer_runtime:-/usr/lib/llvm-14/lib/clang/libclang_rt.fuzzer-x86_64.a}" libclang-rt-14-dev fuzzing
+need_clang14 fuzzer fuzzing
 
 BUILD="$ROOT/build-fuzz"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \

@@ -9,10 +9,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 source "$ROOT/scripts/common.sh"
-need_deb clang++-14 clang-14 "the sanitizer build"
-asan_runtime=$(ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.asan-x86_64.a 2>/dev/null | head -n1 || true)
-need_deb "${asan_runtime:-/usr/lib/llvm-14/lib/clang/libclang_rt.asan-x86_64.a}" libclang-rt-14-dev \
-  "the sanitizer build"
+need_clang14 asan "the sanitizer build"
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j2
 # AddressSanitizer's red zones make every frame several times larger; the tests that
