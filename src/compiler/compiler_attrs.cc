@@ -112,6 +112,10 @@ const std::vector<CompilerAttr>& Table() {
     {"tc_stage_weights", kInt,
      "Conv: 1 its weights staged in L2 whenever that fits, 0 never (absent: the cost model's). "
      "Set by no pass (an override); read by Conv (strategy_conv.cc)."},
+    {"tc_weights_on_out", kInt,
+     "Conv: 1 its weight blocks loaded on the DMA-out engine whenever its plan loads blocks, 0 "
+     "never (absent: the cost model's). Set by no pass (an override); read by Conv "
+     "(strategy_conv.cc)."},
     {"tc_resident", kInt,
      "Conv: 1 its weights resident in each core's L1 whenever that fits, 0 never (absent: the "
      "cost model's). Set by no pass (an override); read by Conv (strategy_conv.cc)."},

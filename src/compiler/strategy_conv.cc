@@ -1250,6 +1250,11 @@ PrimFunc LowerConv(const OpCall& call) {
   bool resident = false;
   // pipelined: two sets of the per-item buffers (accumulators, residual, bias, scales)
   bool pipelined = false;
+  // w_out: the weight blocks loaded on the DMA-out engine, each item's first one issued
+  // before its first patch is waited for: the blocks from the DDR load beside the patches
+  // from L2 instead of behind them (the out engine also carries the stores: a Conv whose
+  // stores are long loses by it, so the cost model decides)
+  bool w_out = false;
   // images per item: NB images of a batch share each loaded weight block, their positions
   // side by side in the matrix engine's columns (a late layer's 7 x 7 positions fill a
   // block of 32 columns poorly, and every image re-read the weights)
@@ -1563,7 +1568,7 @@ PrimFunc LowerConv(const OpCall& call) {
               auto wload_at = [&](PrimExpr c0, int64_t cc, int64_t j, int64_t wslot) -> Stmt {
                 if (resident) return Evaluate(I32(0));  // in L1 already
                 int64_t kc = cc * KK;
-                return Intrin("tile.dma_copy",
+                return Intrin(w_out ? "tile.dma_prefetch" : "tile.dma_copy",
                               {Region(Al, {I32(wslot), I32(0), I32(0)}, {1, tm, kc}),
                                Region(Wt, {gi, m0_of(j), c0 * I32(KK)}, {1, tm, kc}), I32(0)});
               };
@@ -1676,6 +1681,8 @@ PrimFunc LowerConv(const OpCall& call) {
                 // t's last, loaded while its mms run)
                 const int64_t base = chunks.size() % 2 ? ib.slot : 0;
                 push(load_patch(I32(chunks[0].first), chunks[0].second, base, 1));
+                const bool early = w_out && !resident;
+                if (early) s.push_back(wload_at(I32(chunks[0].first), chunks[0].second, 0, 0));
                 for (size_t k = 0; k < chunks.size(); ++k) {
                   s.push_back(Intrin("tile.wait", {I32(1)}));  // patch k is in L1
                   std::vector<Stmt> next;
@@ -1689,7 +1696,7 @@ PrimFunc LowerConv(const OpCall& call) {
                     next_first = wload_at(I32(chunks[k + 1].first), chunks[k + 1].second, 0,
                                           (wbase + mb) % 2);
                   push(compute(I32(chunks[k].first), chunks[k].second, (int64_t(k) + base) % 2,
-                               k > 0 || preset, next, wbase, k > 0, next_first));
+                               k > 0 || preset, next, wbase, k > 0 || early, next_first));
                 }
               } else {
                 bool first = true;
@@ -1697,9 +1704,13 @@ PrimFunc LowerConv(const OpCall& call) {
                   int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
                   auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
                     PrimExpr c0 = I32(cbase) + ci * I32(CC);
-                    std::vector<Stmt> st = load_patch(c0, cc, ib.slot, 0);
+                    const bool early = w_out && !resident;
+                    std::vector<Stmt> st;
+                    if (early) st.push_back(wload_at(c0, cc, 0, 0));
+                    for (const Stmt& x : load_patch(c0, cc, ib.slot, 0)) st.push_back(x);
                     st.push_back(Intrin("tile.wait", {I32(0)}));
-                    for (const Stmt& x : compute(c0, cc, ib.slot, acc, {})) st.push_back(x);
+                    for (const Stmt& x : compute(c0, cc, ib.slot, acc, {}, 0, early))
+                      st.push_back(x);
                     return Seq(st);
                   };
                   if (first) {
@@ -1849,7 +1860,7 @@ PrimFunc LowerConv(const OpCall& call) {
   // Conv of an int8 model has its own): built again without the search.
   struct Choice {
     Plan plan;
-    bool resident, staged, w_staged;
+    bool resident, staged, w_staged, w_out;
     TransposedPlan transposed;  // tp > 0: the transposed 1x1 plan won
   };
   static std::mutex memo_mu;
@@ -1879,6 +1890,7 @@ PrimFunc LowerConv(const OpCall& call) {
       resident = c.resident;
       staged = c.staged;
       w_staged = c.w_staged;
+      w_out = c.w_out;
       pipelined = c.plan.pipe;
       NB = c.plan.nb;
       fit(c.plan.mb, c.plan.db, c.plan.rows);
@@ -2057,10 +2069,15 @@ PrimFunc LowerConv(const OpCall& call) {
   if (stage_weights == 1 ||
       (stage_weights != 0 && w_bytes <= (int64_t{256} << 10) && p.in[1]->scope.view() == "global"))
     cands.push_back({-3, 0, false, false});
-  bool chosen_pipe = false, chosen_staged = false, chosen_w_staged = false;
+  // then the chosen plan with its weights on the DMA-out engine (tc_weights_on_out 0 or 1
+  // overrides the cost model)
+  const int64_t weights_on_out = AttrInt(call.attrs, "tc_weights_on_out", -1);
+  if (weights_on_out != 0) cands.push_back({-4, 0, false, false});
+  bool chosen_pipe = false, chosen_staged = false, chosen_w_staged = false, chosen_w_out = false;
   // plan -> whether pricing it got to the end of the loop (it fit)
-  std::map<std::tuple<int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, bool, bool, bool>,
-           bool>
+  std::map<
+      std::tuple<int64_t, int64_t, bool, bool, int64_t, int64_t, int64_t, bool, bool, bool, bool>,
+      bool>
       priced;
   for (Plan c : cands) {
     const bool resident_variant = c.tm == 0;
@@ -2082,6 +2099,12 @@ PrimFunc LowerConv(const OpCall& call) {
       c = chosen;
       staged = chosen_staged;
       w_staged = true;
+    } else if (c.tm == -4) {
+      resident = chosen_resident;
+      c = chosen;
+      staged = chosen_staged;
+      w_staged = chosen_w_staged;
+      w_out = true;
     }
     pipelined = c.pipe;
     TM = c.tm;
@@ -2090,18 +2113,20 @@ PrimFunc LowerConv(const OpCall& call) {
     if (!fit(c.mb, c.db, c.rows) || (c.db && (g.Cg + CC - 1) / CC > 64)) continue;
     const bool forced = (pipeline == 1 && c.pipe && !chosen_pipe) ||
                         (staged && !chosen_staged && stage_input == 1) ||
-                        (w_staged && stage_weights == 1) || (resident_variant && reside == 1);
+                        (w_staged && stage_weights == 1) || (resident_variant && reside == 1) ||
+                        (w_out && weights_on_out == 1);
     // a plan already priced (two candidates the fitting made equal): the same code, the
     // same cycles, so it could not win now (each candidate's kernel pipeline is most of
     // a compile's time)
     // (its state left as pricing it left it: the staging flags stay set after a plan that
     // does not fit)
     const auto plan_key =
-        std::make_tuple(TM, c.mb, c.db, c.pipe, R, CC, NB, resident, staged, w_staged);
+        std::make_tuple(TM, c.mb, c.db, c.pipe, R, CC, NB, resident, staged, w_staged, w_out);
     if (auto seen = priced.find(plan_key); !forced && seen != priced.end()) {
       if (seen->second) {
         staged = false;
         w_staged = false;
+        w_out = false;
       }
       continue;
     }
@@ -2112,6 +2137,7 @@ PrimFunc LowerConv(const OpCall& call) {
       // one of them prices it again)
       staged = false;
       w_staged = false;
+      w_out = false;
       continue;
     }
     PrimFunc f = MakeFunc(call, p, build(c.mb, c.db, c.pipe));
@@ -2133,9 +2159,11 @@ PrimFunc LowerConv(const OpCall& call) {
       chosen_pipe = c.pipe;
       chosen_staged = staged;
       chosen_w_staged = w_staged;
+      chosen_w_out = w_out;
     }
     staged = false;
     w_staged = false;
+    w_out = false;
   }
   // then the transposed 1x1 plan (its epilogue in the matrix engine), when it fits
   // (tc_transposed 0 or 1 overrides the cost model: never, or whenever it fits)
@@ -2143,7 +2171,8 @@ PrimFunc LowerConv(const OpCall& call) {
   // (a plan forced by tc_pipeline or tc_stage_input = 1 stays unless tc_transposed = 1 too)
   const int64_t transposed = AttrInt(call.attrs, "tc_transposed", -1);
   const bool forced = (pipeline == 1 && chosen_pipe) || (stage_input == 1 && chosen_staged) ||
-                      (stage_weights == 1 && chosen_w_staged) || (reside == 1 && chosen_resident);
+                      (stage_weights == 1 && chosen_w_staged) || (reside == 1 && chosen_resident) ||
+                      (weights_on_out == 1 && chosen_w_out);
   if (transposed == 1) best_cycles = std::numeric_limits<int64_t>::max();
   if (TransposedFits(call, ep) && (transposed == 1 || (transposed != 0 && !forced))) {
     const bool may_keep = g.M * g.C <= (int64_t{256} << 10);
@@ -2213,8 +2242,8 @@ PrimFunc LowerConv(const OpCall& call) {
   }
   std::lock_guard<std::mutex> lock(memo_mu);
   if (generation != conv_plan_generation.load()) return best;  // (forgotten meanwhile)
-  memo.emplace(key,
-               Choice{chosen, chosen_resident, chosen_staged, chosen_w_staged, chosen_transposed});
+  memo.emplace(key, Choice{chosen, chosen_resident, chosen_staged, chosen_w_staged, chosen_w_out,
+                           chosen_transposed});
   if (!sibling.empty() && first.empty()) {  // (a full search: its ranking, for the siblings)
     std::stable_sort(ranked.begin(), ranked.end(),
                      [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -2281,8 +2310,9 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
       return "Conv: the channel scale must be float32 with one value per input channel, [1, C, "
              "...]";
   }
-  for (const char* knob : {"tc_pipeline", "tc_stage_input", "tc_stage_weights", "tc_transposed",
-                           "tc_resident", "tc_depthwise_matrix", "tc_channel_scale"}) {
+  for (const char* knob :
+       {"tc_pipeline", "tc_stage_input", "tc_stage_weights", "tc_weights_on_out", "tc_transposed",
+        "tc_resident", "tc_depthwise_matrix", "tc_channel_scale"}) {
     if (!HasAttr(attrs, knob)) continue;
     auto v = attrs.Get(String(knob))->try_cast<int64_t>();
     const bool pipeline = std::string(knob) == "tc_pipeline";

@@ -202,9 +202,59 @@ def test_conv_weights_staged_in_l2(xs, ws, attrs, hazard_checked):
     assert hazard_checked() == []
 
 
+@pytest.mark.parametrize("xs,ws,attrs", [
+    ((1, 64, 28, 28), (256, 64, 1, 1), {"strides": [2, 2]}),      # a strided downsample: rows skipped
+    ((1, 300, 10, 10), (96, 300, 3, 3), {"pads": [1, 1, 1, 1]}),  # K in chunks, padded patches
+    ((2, 40, 30, 30), (72, 40, 3, 3), {"pads": [1, 1, 1, 1], "tc_pipeline": 1}),  # pipelined items
+])
+def test_conv_weights_on_the_out_engine(xs, ws, attrs, hazard_checked):
+    """The weight blocks loaded on the DMA-out engine (tc_weights_on_out=1), each item's first
+    issued before its patch is waited for: the plain plan's results, every L1 access ordered."""
+    specs = [compiler.TensorSpec(xs, "float32"), compiler.TensorSpec(ws, "float32")]
+    ins = [rand(xs, 1), rand(ws, 2, -0.1, 0.1)]
+    _, refs, _ = run_op("Conv", attrs, ins)  # the op library's numpy reference
+    out_spec = [compiler.TensorSpec(refs[0].shape, "float32")]
+    on = str(compiler.LowerOp("Conv", dict(attrs, tc_weights_on_out=1), specs, out_spec, "npu -cores=4"))
+    off = str(compiler.LowerOp("Conv", dict(attrs, tc_weights_on_out=0), specs, out_spec, "npu -cores=4"))
+    # (no bias and f32: the weights are the only copies on the out engine)
+    assert "tile.dma_prefetch" in on and "tile.dma_prefetch" not in off
+    out = run_lowered("Conv", dict(attrs, tc_weights_on_out=1), ins, [np.zeros(refs[0].shape, np.float32)])[0]
+    np.testing.assert_allclose(out, refs[0], rtol=1e-4, atol=1e-4)
+    assert hazard_checked() == []
+
+
+def test_int8_downsample_weights_on_the_out_engine_bit_exact(hazard_checked):
+    """ResNet-50's layer3 downsample in int8 (an int8 input and output, 1x1 stride 2) with its
+    weight blocks on the DMA-out engine: bit for bit the docs' int8 arithmetic (codes loaded as
+    they are, the int32 bias, which holds the zero point's share, in the accumulator, the
+    per-channel scale, the output quantised at tc_y_scale), every L1 access ordered."""
+    from test_precision import conv_ref
+
+    rng = np.random.default_rng(72)
+    xq = rng.integers(-128, 128, (1, 512, 28, 28)).astype(np.int8)
+    wq = rng.integers(-127, 128, (1024, 512, 1, 1)).astype(np.int8)
+    bq = rng.integers(-3000, 3000, 1024).astype(np.int32)
+    w_scale = (rng.random(1024) * 0.002 + 0.0005).astype(np.float32)
+    sx, zx, sy = 0.05, -128, 0.5
+    attrs = {"strides": [2, 2], "tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx,
+             "tc_y_scale": sy, "tc_weights_on_out": 1, "tc_transposed": 0}
+    ins, out = [xq, wq, bq, w_scale], np.zeros((1, 1024, 14, 14), np.int8)
+    specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in ins]
+    text = str(compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec(out.shape, "int8")], "npu -cores=4"))
+    assert "tile.dma_prefetch(Al[" in text  # a weight block on the out engine
+    got = run_lowered("Conv", attrs, ins, [out])[0]
+    # (the zero point's share is in the bias: docs/precision.md, "bias")
+    acc = conv_ref(xq.astype(np.int64), wq.astype(np.int64), stride=2) + bq.reshape(1, -1, 1, 1)
+    y = acc.astype(np.float32) * (w_scale * np.float32(sx)).reshape(1, -1, 1, 1)
+    want = np.clip(np.rint(y * np.float32(1.0 / sy)), -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(got, want)
+    assert hazard_checked() == []
+
+
 def test_plan_overrides_are_0_or_1():
     specs = [compiler.TensorSpec((1, 8, 6, 6), "float32"), compiler.TensorSpec((8, 8, 3, 3), "float32")]
-    for knob in ("tc_pipeline", "tc_stage_input", "tc_stage_weights", "tc_transposed", "tc_resident"):
+    for knob in ("tc_pipeline", "tc_stage_input", "tc_stage_weights", "tc_weights_on_out", "tc_transposed",
+                 "tc_resident"):
         assert compiler.HasStrategy("Conv", {knob: 1}, specs) == ""
         pipe = " (2: three stages, a depthwise Conv's)" if knob == "tc_pipeline" else ""
         if knob != "tc_pipeline":
