@@ -703,6 +703,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
  * int8's 50 KiB tiles of layer3 split its group). */
 constexpr int64_t kResidentInputBytes = int64_t{32} << 10;
 
+/*! \brief How many of the fastest transposed plans are priced again with their weight
+ * blocks on the DMA-out engine. */
+constexpr int kTransposedOnOutPlans = 3;
+
 /*! \brief Tile sizes of the transposed 1x1 plan (LowerConvTransposed). */
 struct TransposedPlan {
   int64_t tp = 0;  // output positions per item (the mm's rows)
@@ -720,6 +724,9 @@ struct TransposedPlan {
   // images per item, each whole (tp covers an image's positions): their positions are the
   // mm's rows one image after another, and the item's weight block serves all of them
   int64_t nb = 1;
+  // (not resident) the items' weight blocks loaded on the DMA-out engine, beside their X
+  // tiles and residuals on the DMA-in engine (and behind the stores of the items before)
+  bool weights_on_out = false;
 };
 
 /*! \brief Whether an int8 Conv can take the transposed 1x1 plan: one group, a 1x1 kernel,
@@ -946,8 +953,9 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
             s.push_back(loads_x(t, xs));
           }
           if (!w_resident)
-            s.push_back(Intrin("tile.dma_copy", {Region(sl.Wl, {I32(0), I32(0)}, {TMc, C}),
-                                                 Region(W, {m0, I32(0)}, {TMc, C}), ev}));
+            s.push_back(Intrin(tp.weights_on_out ? "tile.dma_prefetch" : "tile.dma_copy",
+                               {Region(sl.Wl, {I32(0), I32(0)}, {TMc, C}),
+                                Region(W, {m0, I32(0)}, {TMc, C}), ev}));
           for (int64_t img = 0; ep.residual >= 0 && img < NB; ++img)
             s.push_back(
                 Intrin("tile.dma_copy",
@@ -1099,7 +1107,7 @@ std::string PlanName(const Key& k) {
 std::string TransposedPlanName(const TransposedPlan& t) {
   std::ostringstream o;
   o << "transposed " << t.tp << ' ' << t.tm << ' ' << t.residual_on_vector << ' '
-    << t.weights_resident << ' ' << t.weights_in_l2 << ' ' << t.nb;
+    << t.weights_resident << ' ' << t.weights_in_l2 << ' ' << t.nb << ' ' << t.weights_on_out;
   return o.str();
 }
 
@@ -2171,11 +2179,30 @@ PrimFunc LowerConv(const OpCall& call) {
   // (a plan forced by tc_pipeline or tc_stage_input = 1 stays unless tc_transposed = 1 too)
   const int64_t transposed = AttrInt(call.attrs, "tc_transposed", -1);
   const bool forced = (pipeline == 1 && chosen_pipe) || (stage_input == 1 && chosen_staged) ||
-                      (stage_weights == 1 && chosen_w_staged) || (reside == 1 && chosen_resident) ||
-                      (weights_on_out == 1 && chosen_w_out);
+                      (stage_weights == 1 && chosen_w_staged) || (reside == 1 && chosen_resident);
   if (transposed == 1) best_cycles = std::numeric_limits<int64_t>::max();
   if (TransposedFits(call, ep) && (transposed == 1 || (transposed != 0 && !forced))) {
     const bool may_keep = g.M * g.C <= (int64_t{256} << 10);
+    std::vector<std::pair<int64_t, TransposedPlan>> priced_transposed;  // (cycles, plan)
+    auto price = [&](const TransposedPlan& t) {
+      const std::string name = TransposedPlanName(t);
+      if (transposed != 1 && passed_over(name)) return;
+      int64_t cycles = -1;
+      PrimFunc f;
+      try {
+        f = MakeFunc(call, p, LowerConvTransposed(call, p, t));
+        cycles = cannot_fit(f) ? -1 : estimate(f);
+      } catch (const ffi::Error&) {
+        return;  // does not fit once the buffers are placed in banks
+      }
+      if (cycles >= 0) ranked.emplace_back(cycles, name);
+      if (cycles >= 0) priced_transposed.emplace_back(cycles, t);
+      if (cycles >= 0 && cycles < best_cycles) {
+        best = f;
+        best_cycles = cycles;
+        chosen_transposed = t;
+      }
+    };
     for (int64_t tp : {128, 256, 512, 1024}) {
       // items of 32 output channels when those of 64 would leave cores idle or unevenly
       // loaded (a small map: its positions are one item's)
@@ -2198,27 +2225,34 @@ PrimFunc LowerConv(const OpCall& call) {
             if (nb > 1 && (g.N % nb != 0 || nb * HW > tp || (tp != 128 && tp / 2 >= nb * HW)))
               continue;
             if (want_nb > 0 && nb != want_nb) continue;
-            TransposedPlan t{std::min(tp, HW), std::min(tm, g.M), rv, resident, in_l2, nb};
+            TransposedPlan t{std::min(tp, HW),
+                             std::min(tm, g.M),
+                             rv,
+                             resident,
+                             in_l2,
+                             nb,
+                             weights_on_out == 1 && !resident};
             // each size once (196 positions: 128, then 196)
             if ((nb == 1 && tp != 128 && tp / 2 >= t.tp) || (tm != 64 && tm / 2 >= t.tm)) continue;
-            const std::string name = TransposedPlanName(t);
-            if (transposed != 1 && passed_over(name)) continue;
-            int64_t cycles = -1;
-            PrimFunc f;
-            try {
-              f = MakeFunc(call, p, LowerConvTransposed(call, p, t));
-              cycles = cannot_fit(f) ? -1 : estimate(f);
-            } catch (const ffi::Error&) {
-              continue;  // does not fit once the buffers are placed in banks
-            }
-            if (cycles >= 0) ranked.emplace_back(cycles, name);
-            if (cycles >= 0 && cycles < best_cycles) {
-              best = f;
-              best_cycles = cycles;
-              chosen_transposed = t;
-            }
+            price(t);
           }
         }
+      }
+    }
+    // then the fastest few with their weight blocks on the DMA-out engine (the weights then
+    // load beside the X tiles and residuals; a plan slower by a little may gain the most)
+    if (weights_on_out == -1) {
+      std::stable_sort(priced_transposed.begin(), priced_transposed.end(),
+                       [](const auto& x, const auto& y) { return x.first < y.first; });
+      const std::vector<std::pair<int64_t, TransposedPlan>> fastest = priced_transposed;
+      int tried = 0;
+      for (const auto& [cycles, plan] : fastest) {
+        if (tried == kTransposedOnOutPlans) break;
+        if (plan.weights_resident) continue;
+        TransposedPlan t = plan;
+        t.weights_on_out = true;
+        price(t);
+        ++tried;
       }
     }
   }

@@ -171,6 +171,12 @@ def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, ac
     got = run_lowered("Conv", dict(attrs, tc_transposed=1), ins, [np.zeros_like(out)])[0]
     other = run_lowered("Conv", dict(attrs, tc_transposed=0), ins, [np.zeros_like(out)])[0]
     np.testing.assert_array_equal(got, other)
+    # the weight blocks on the DMA-out engine (beside the X tiles and residuals): the same bits
+    on_out = dict(attrs, tc_transposed=1, tc_weights_on_out=1)
+    text = str(compiler.LowerOp("Conv", on_out, specs, [compiler.TensorSpec(out.shape, str(out.dtype))],
+                                "npu -cores=4"))
+    assert "tile.dma_prefetch(Wl0" in text or "WTall" in text  # (kept whole in L1: no blocks)
+    np.testing.assert_array_equal(run_lowered("Conv", on_out, ins, [np.zeros_like(out)])[0], other)
     f = np.float32
     if x_int8:
         xq = x.astype(np.int64)
