@@ -7,7 +7,8 @@
  * one (n, g) is cut into tiles of R rows x TW columns (R * TW <= 256 positions; TW
  * = OW unless OW > 256) and TM output channels (<= 128); K is cut into chunks of CC
  * input channels (CC * KH * KW <= 256). For each chunk the input rows the tile needs
- * are DMAed row by row into a zero-filled L1 patch (padding = the zeros left), the
+ * are DMAed row by row into a zero-filled L1 patch (padding = the zeros left; a tile whose
+ * rows are all in the image fills only its padding columns when that is fewer DMA beats), the
  * patch is unfolded into col (im2col, in L1, one vector copy per tap from a strided view
  * of the patch; a 1x1 Conv with unit strides and no padding over whole rows skips it: its
  * patch is the column matrix), and tile.mm accumulates (CC, then R, shrink when they would overflow
@@ -1510,17 +1511,46 @@ PrimFunc LowerConv(const OpCall& call) {
                 };
                 // no padding rows: every tile's rows are inside the image
                 const bool always_inside = g.pt == 0 && g.pb == 0;
-                if (!(always_inside && vlo == iw0 && vhi - vlo == win))  // zeros: padding
-                  st.push_back(Intrin(
-                      "tile.dma_fill",
-                      {NB == 1
-                           ? Region(Xload, {I32(slot), I32(0), I32(0), I32(0)}, {1, cc, rin, win})
-                           : Region(Xload, {I32(slot), I32(0), I32(0), I32(0), I32(0)},
-                                    {1, cc, NB, rin, win}),
-                       F32(cs_i8 ? static_cast<double>(cs_x_zp)
-                           : qx  ? 0.0
-                                 : static_cast<double>(zp)),
-                       I32(event)}));
+                const bool pad_cols = !(vlo == iw0 && vhi - vlo == win);
+                if (!(always_inside && !pad_cols)) {  // zeros: padding
+                  // columns [col, col + cols) of every row (and image) of the patch
+                  auto fill = [&](int64_t col, int64_t cols) {
+                    return Intrin(
+                        "tile.dma_fill",
+                        {NB == 1 ? Region(Xload, {I32(slot), I32(0), I32(0), I32(col)},
+                                          {1, cc, rin, cols})
+                                 : Region(Xload, {I32(slot), I32(0), I32(0), I32(0), I32(col)},
+                                          {1, cc, NB, rin, cols}),
+                         F32(cs_i8 ? static_cast<double>(cs_x_zp)
+                             : qx  ? 0.0
+                                   : static_cast<double>(zp)),
+                         I32(event)});
+                  };
+                  Stmt all = fill(0, win);
+                  // A tile whose rows are all in the image has zeros only in its padding
+                  // columns (the block writes the rest): those filled alone when that takes
+                  // fewer DMA beats (each row of a fill costs a beat at least: a wide f32
+                  // patch's 15 a row against 2; a narrow int8 one's 1 against 2).
+                  const int64_t lcols = vlo - iw0, rcols = win - (vhi - iw0);
+                  const int64_t es = Xload->dtype.lane_bytes();
+                  auto beats = [&](int64_t cols) { return cols > 0 ? (cols * es + 63) / 64 : 0; };
+                  std::vector<Stmt> cols_only;
+                  if (pad_cols && beats(lcols) + beats(rcols) < beats(win)) {
+                    if (lcols > 0) cols_only.push_back(fill(0, lcols));
+                    if (rcols > 0) cols_only.push_back(fill(vhi - iw0, rcols));
+                  }
+                  const bool narrow = !cols_only.empty() || !pad_cols;  // less than all
+                  if (!narrow) {
+                    st.push_back(all);
+                  } else if (always_inside) {
+                    for (const Stmt& x : cols_only) st.push_back(x);
+                  } else {
+                    PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
+                    PrimExpr inside = ih0 >= I32(0) && ih0 + I32(rin) <= I32(g.H);
+                    st.push_back(cols_only.empty() ? IfThenElse(!inside, all)
+                                                   : IfThenElse(inside, Seq(cols_only), all));
+                  }
+                }
                 for (int64_t img = 0; img < NB && vhi > vlo; ++img) {
                   const PrimExpr ni = image(img);
                   // All rin rows inside the image (no padding rows): one DMA of the

@@ -251,6 +251,28 @@ def test_int8_downsample_weights_on_the_out_engine_bit_exact(hazard_checked):
     assert hazard_checked() == []
 
 
+@pytest.mark.parametrize("xs,ws,attrs", [
+    ((2, 32, 64, 64), (16, 32, 3, 3), {"pads": [1, 1, 1, 1]}),                # row tiles: borders and inside
+    ((1, 3, 40, 40), (8, 3, 7, 7), {"pads": [3, 3, 3, 3], "strides": [2, 2]}),  # a stem's wide window
+    ((4, 8, 4, 60), (16, 8, 3, 3), {"pads": [1, 1, 1, 1], "tc_images_per_item": 2}),  # two images an item
+])
+def test_conv_padding_columns_filled_alone(xs, ws, attrs, hazard_checked):
+    """A patch whose rows are all in the image has only its padding columns zero-filled when
+    that takes fewer DMA beats (an f32 row of 66 columns: 2 beats against 5); the tiles at
+    the borders fill all of it. The reference's results, every L1 access ordered."""
+    specs = [compiler.TensorSpec(xs, "float32"), compiler.TensorSpec(ws, "float32")]
+    ins = [rand(xs, 1), rand(ws, 2, -0.1, 0.1)]
+    plain = {k: v for k, v in attrs.items() if k != "tc_images_per_item"}
+    _, refs, _ = run_op("Conv", plain, ins)  # the op library's numpy reference
+    text = str(compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec(refs[0].shape, "float32")], "npu -cores=4"))
+    fills = [line.split("]")[0].rsplit(", ", 1)[-1] for line in text.splitlines() if "tile.dma_fill(" in line]
+    pl = attrs["pads"][1]
+    assert f"0:{pl}" in fills and any(c.startswith("0:") and c != f"0:{pl}" for c in fills)  # columns alone, all
+    out = run_lowered("Conv", attrs, ins, [np.zeros(refs[0].shape, np.float32)])[0]
+    np.testing.assert_allclose(out, refs[0], rtol=1e-4, atol=1e-4)
+    assert hazard_checked() == []
+
+
 def test_plan_overrides_are_0_or_1():
     specs = [compiler.TensorSpec((1, 8, 6, 6), "float32"), compiler.TensorSpec((8, 8, 3, 3), "float32")]
     for knob in ("tc_pipeline", "tc_stage_input", "tc_stage_weights", "tc_weights_on_out", "tc_transposed",
