@@ -1533,7 +1533,9 @@ PrimFunc LowerConv(const OpCall& call) {
                   // patch's 15 a row against 2; a narrow int8 one's 1 against 2).
                   const int64_t lcols = vlo - iw0, rcols = win - (vhi - iw0);
                   const int64_t es = Xload->dtype.lane_bytes();
-                  auto beats = [&](int64_t cols) { return cols > 0 ? (cols * es + 63) / 64 : 0; };
+                  auto beats = [&](int64_t cols) {
+                    return (cols * es + tc1::kDmaBytesPerCycle - 1) / tc1::kDmaBytesPerCycle;
+                  };
                   std::vector<Stmt> cols_only;
                   if (pad_cols && beats(lcols) + beats(rcols) < beats(win)) {
                     if (lcols > 0) cols_only.push_back(fill(0, lcols));
@@ -1709,6 +1711,9 @@ PrimFunc LowerConv(const OpCall& call) {
               auto push = [&](const std::vector<Stmt>& v) {
                 for (const Stmt& x : v) s.push_back(x);
               };
+              // w_out: the first weight block of each chunk (db: of the item) issued before
+              // its patch is waited for
+              const bool early = w_out && !resident;
               if (db) {
                 // Double-buffered patches, the chunks unrolled: chunk k + 1 loads into
                 // Xp[(k + 1) % 2] (event 1) while chunk k is unfolded and multiplied.
@@ -1719,7 +1724,6 @@ PrimFunc LowerConv(const OpCall& call) {
                 // t's last, loaded while its mms run)
                 const int64_t base = chunks.size() % 2 ? ib.slot : 0;
                 push(load_patch(I32(chunks[0].first), chunks[0].second, base, 1));
-                const bool early = w_out && !resident;
                 if (early) s.push_back(wload_at(I32(chunks[0].first), chunks[0].second, 0, 0));
                 for (size_t k = 0; k < chunks.size(); ++k) {
                   s.push_back(Intrin("tile.wait", {I32(1)}));  // patch k is in L1
@@ -1742,7 +1746,6 @@ PrimFunc LowerConv(const OpCall& call) {
                   int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
                   auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
                     PrimExpr c0 = I32(cbase) + ci * I32(CC);
-                    const bool early = w_out && !resident;
                     std::vector<Stmt> st;
                     if (early) st.push_back(wload_at(c0, cc, 0, 0));
                     for (const Stmt& x : load_patch(c0, cc, ib.slot, 0)) st.push_back(x);
@@ -2225,9 +2228,10 @@ PrimFunc LowerConv(const OpCall& call) {
       } catch (const ffi::Error&) {
         return;  // does not fit once the buffers are placed in banks
       }
-      if (cycles >= 0) ranked.emplace_back(cycles, name);
-      if (cycles >= 0) priced_transposed.emplace_back(cycles, t);
-      if (cycles >= 0 && cycles < best_cycles) {
+      if (cycles < 0) return;
+      ranked.emplace_back(cycles, name);
+      priced_transposed.emplace_back(cycles, t);
+      if (cycles < best_cycles) {
         best = f;
         best_cycles = cycles;
         chosen_transposed = t;
@@ -2274,6 +2278,7 @@ PrimFunc LowerConv(const OpCall& call) {
     if (weights_on_out == -1) {
       std::stable_sort(priced_transposed.begin(), priced_transposed.end(),
                        [](const auto& x, const auto& y) { return x.first < y.first; });
+      // (a copy: pricing appends to the list)
       const std::vector<std::pair<int64_t, TransposedPlan>> fastest = priced_transposed;
       int tried = 0;
       for (const auto& [cycles, plan] : fastest) {
