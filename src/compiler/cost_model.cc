@@ -1017,6 +1017,8 @@ int64_t MatrixCommandCycles(int64_t m, int64_t n, int64_t k, DataType operand) {
   return arch::cost::matrix(ToArch(operand), d, false).cycles;
 }
 
+int64_t MatrixBlockRows(DataType operand) { return arch::cost::mm_block(ToArch(operand)).m; }
+
 TILECORE_REGISTER_GLOBAL("compiler.EstimateKernelCost")
     .set_body_typed([](PrimFunc f, target::Target target) {
       KernelCost k =

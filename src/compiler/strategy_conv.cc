@@ -2001,6 +2001,19 @@ PrimFunc LowerConv(const OpCall& call) {
     add_plans(tm);
     tms.push_back(tm);
   }
+  // Halving cannot split some channel counts evenly: 160 channels over 4 cores are items of
+  // 64 (three: a core idle) or of 32 (five: one core does two). Blocks of the cores' share
+  // rounded up to the matrix engine's rows (48: four items, the last of 16) leave no core
+  // more than one item. (Not below 32 channels: a block's weights and epilogue serve too few.)
+  if (uneven(items_of(tms.back()))) {
+    const int64_t rows_mm = MatrixBlockRows(ot);
+    const int64_t share = (g.Mg + call.cores - 1) / call.cores;
+    const int64_t tm = (share + rows_mm - 1) / rows_mm * rows_mm;
+    if (tm >= 32 && tm < TM0 && std::find(tms.begin(), tms.end(), tm) == tms.end()) {
+      add_plans(tm);
+      tms.push_back(tm);
+    }
+  }
   // Still fewer items than cores (a projection to 40 channels over 14 x 14 positions is one
   // or two items): fewer rows per item, so that every core takes a share of the positions
   // (each item then reads its rows of the input, not the whole of it).

@@ -81,6 +81,8 @@ KernelCost EstimateStrategy(const ir::PrimFunc& func, int64_t l1_bytes, int core
  * estimate so far (it could not be faster: the plan chosen is the one pricing every plan
  * would choose). */
 int64_t MatrixCommandCycles(int64_t m, int64_t n, int64_t k, ir::DataType operand);
+/*! \brief The rows (M) of the matrix engine's native block for `operand` (arch/params.h). */
+int64_t MatrixBlockRows(ir::DataType operand);
 
 }  // namespace compiler
 }  // namespace tilecore

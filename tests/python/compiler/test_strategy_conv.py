@@ -85,6 +85,23 @@ def test_depthwise_channels_shared_evenly_over_the_cores():
     assert len(set(per_core)) == 1 and per_core[0] > 0, per_core
 
 
+def test_conv_channels_shared_evenly_over_the_cores():
+    """A projection to 160 channels of a 7x7 map (MobileNetV2's last blocks): halving the
+    blocks of 128 gives items of 64 (three: a core idle) or 32 (five: a core runs two);
+    items of 48, the cores' share rounded up to the matrix engine's 16 rows, give each core
+    one. The busiest matrix engine runs one item of 48 channels (TC1's f32 block, hand
+    counted); the output the op library's."""
+    from tilecore.arch import params
+
+    inputs = [rand((1, 64, 7, 7), 1), rand((160, 64, 1, 1), 2, -0.2, 0.2), rand((160,), 3)]
+    outs, refs, st = run_op("Conv", {}, inputs)
+    np.testing.assert_allclose(outs[0], refs[0], rtol=1e-4, atol=1e-4)
+    p = params()
+    blocks = lambda m: -(-m // p["mm_block_f32_m"]) * -(-49 // p["mm_block_f32_n"]) * 64  # noqa: E731
+    busiest = max(c["mm"]["busy"] for c in st["cores"])
+    assert busiest == p["mm_latency"] + blocks(48) < p["mm_latency"] + blocks(64), busiest
+
+
 def test_conv_reasons():
     x = compiler.TensorSpec((1, 2, 4, 4, 4), "float32")
     w = compiler.TensorSpec((1, 2, 1, 1, 1), "float32")
