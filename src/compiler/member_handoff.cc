@@ -272,7 +272,9 @@ Stmt HandOff(const Stmt& member, FirstLoads* first,
     const size_t at = AfterInputs(f->body, *early, &allocs, &items);
     std::vector<Stmt> before(items.begin(), items.begin() + int64_t(at));
     std::vector<Stmt> after(items.begin() + int64_t(at), items.end());
-    before.push_back(InterleaveLoads(Seq(after), loads, f->body, f->loop_var, &first->event));
+    const int64_t cores = as_const_int(f->extent).value_or(1);
+    before.push_back(
+        InterleaveLoads(Seq(after), loads, f->body, f->loop_var, cores, &first->event));
     before.push_back(Intrin("tir.drain", {}));
     Stmt body = Wrap(Seq(before), allocs);
     Map<String, Any> ann = f->annotations;

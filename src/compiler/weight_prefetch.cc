@@ -4,6 +4,7 @@
 #include "tilecore/compiler/weight_prefetch.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include "tilecore/arch/params.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/intrinsics.h"
+#include "tilecore/transform/analyzer.h"
 #include "tilecore/transform/lower_async_dma.h"
 
 namespace tilecore {
@@ -34,25 +36,53 @@ bool IsCall(const Stmt& s, const char* op) {
   return c && c->op == op;
 }
 
-/*! \brief How many `slot` commands one core runs in `s` (constant trip counts multiplied,
- * a loop of unknown count taken once). */
-int64_t SlotsRun(const Stmt& s, const char* slot) {
+/*! \brief How many `slot` commands core `c` runs in `s`: `core` is `c` in its trip counts
+ * and conditions (a core's share of the items, the core with an item of its own), constant
+ * trip counts multiplied, a loop of unknown count taken once, the larger branch of an if
+ * neither provably taken. */
+int64_t SlotsRun(const Stmt& s, const char* slot, const Var& core, int64_t c,
+                 transform::Analyzer* an) {
   if (!s.defined()) return 0;
   if (IsCall(s, slot)) return 1;
+  auto at_core = [&](const PrimExpr& e) {
+    if (!core.defined()) return an->Simplify(e);
+    return an->Simplify(Substitute(e, [&](const VarNode* v) -> std::optional<PrimExpr> {
+      if (v == core.get()) return PrimExpr(I32(c));
+      return std::nullopt;
+    }));
+  };
   if (const auto* f = s.as<ForNode>()) {
-    auto e = as_const_int(f->extent);
-    return (e ? std::max<int64_t>(*e, 0) : 1) * SlotsRun(f->body, slot);
+    auto e = as_const_int(at_core(f->extent));
+    return (e ? std::max<int64_t>(*e, 0) : 1) * SlotsRun(f->body, slot, core, c, an);
   }
   if (const auto* q = s.as<SeqStmtNode>()) {
     int64_t n = 0;
-    for (const Stmt& x : q->seq) n += SlotsRun(x, slot);
+    for (const Stmt& x : q->seq) n += SlotsRun(x, slot, core, c, an);
     return n;
   }
-  if (const auto* i = s.as<IfThenElseNode>())
-    return std::max(SlotsRun(i->then_case, slot), SlotsRun(i->else_case, slot));
-  if (const auto* a = s.as<AllocateNode>()) return SlotsRun(a->body, slot);
-  if (const auto* w = s.as<WhileNode>()) return SlotsRun(w->body, slot);
+  if (const auto* i = s.as<IfThenElseNode>()) {
+    const PrimExpr cond = at_core(i->condition);
+    if (auto k = as_const_int(cond))
+      return SlotsRun(*k ? i->then_case : i->else_case, slot, core, c, an);
+    return std::max(SlotsRun(i->then_case, slot, core, c, an),
+                    SlotsRun(i->else_case, slot, core, c, an));
+  }
+  if (const auto* a = s.as<AllocateNode>()) return SlotsRun(a->body, slot, core, c, an);
+  if (const auto* w = s.as<WhileNode>()) return SlotsRun(w->body, slot, core, c, an);
   return 0;
+}
+
+/*! \brief The fewest `slot` commands a core of `cores` that runs any runs in `s` (SlotsRun;
+ * 0 when none does): spread over more, a core with fewer items would leave its share to
+ * after its work. (A core without items issues its pieces at once: it has no work to wait.) */
+int64_t FewestSlotsRun(const Stmt& s, const char* slot, const Var& core, int64_t cores) {
+  transform::Analyzer an;
+  int64_t fewest = 0;
+  for (int64_t c = 0; c < std::max<int64_t>(cores, 1); ++c) {
+    const int64_t n = SlotsRun(s, slot, core, c, &an);
+    if (n > 0) fewest = fewest == 0 ? n : std::min(fewest, n);
+  }
+  return fewest;
 }
 
 using EnginePair = std::pair<int64_t, int64_t>;
@@ -197,16 +227,18 @@ class Interleaver : public IRMutator {
     on_in_ = in_cycles < out_cycles;
     // pieces go after the matrix commands, or after the copies of a member without any
     // (the vector engine's work is still loops here: EmitTileIntrinsics makes it commands)
-    int64_t slots = SlotsRun(op->body, "tile.mm");
+    int64_t slots = FewestSlotsRun(op->body, "tile.mm", core_, cores);
     slot_ = "tile.mm";
     if (slots == 0) {
-      slots = SlotsRun(op->body, "tile.dma_copy");
+      slots = FewestSlotsRun(op->body, "tile.dma_copy", core_, cores);
       slot_ = "tile.dma_copy";
     }
     slots = std::max<int64_t>(slots, 1);
     // a cursor per copy, then the count of matrix commands run
-    cursor_ = DeclBuffer({I32(int64_t(copies_.size()) + 1)}, DataType::Int(32), "prefetch_cursor",
-                         "local");
+    // (then each copy's count of full pieces for this core, computed once: the front end
+    // compares with it after every matrix command)
+    cursor_ = DeclBuffer({I32(2 * int64_t(copies_.size()) + 1)}, DataType::Int(32),
+                         "prefetch_cursor", "local");
     for (const PrefetchCopy& c : copies_) {
       Pieces p{c};
       int64_t want = (c.bytes + cores * slots - 1) / (cores * slots);
@@ -223,10 +255,11 @@ class Interleaver : public IRMutator {
     for (size_t j = 0; j < pieces_.size(); ++j) {
       const Pieces& p = pieces_[j];
       pro.push_back(BufferStore(cursor_, I32(0), {I32(int64_t(j))}));
+      pro.push_back(BufferStore(cursor_, MineOf(p), {MineAt(j)}));
       if (p.tail)  // the short last piece, by the first core, first
         pro.push_back(IfThenElse(eq(core_, I32(0)), Piece(p, I32(p.full), p.tail)));
       PrimExpr cur = BufferLoad(cursor_, {I32(int64_t(j))});
-      epi.push_back(While(cur < Mine(p), Issue(j)));
+      epi.push_back(While(cur < Mine(j), Issue(j)));
     }
     inside_ = true;
     Stmt body = VisitStmt(op->body);
@@ -243,7 +276,7 @@ class Interleaver : public IRMutator {
     std::vector<Stmt> issue;
     for (size_t j = 0; j < pieces_.size(); ++j) {
       PrimExpr cur = BufferLoad(cursor_, {I32(int64_t(j))});
-      issue.push_back(IfThenElse(cur < Mine(pieces_[j]), Issue(j)));
+      issue.push_back(IfThenElse(cur < Mine(j), Issue(j)));
     }
     PrimExpr tick = BufferLoad(cursor_, {Tick()});
     if (stride_ == 1) return Seq({s, Seq(issue)});
@@ -254,9 +287,12 @@ class Interleaver : public IRMutator {
  private:
   PrimExpr Tick() const { return I32(int64_t(pieces_.size())); }
   // full pieces this core issues: k = q * cores + core for q = 0, 1, ...
-  PrimExpr Mine(const Pieces& p) const {
+  PrimExpr MineOf(const Pieces& p) const {
     return floordiv(I32(p.full + cores_ - 1) - core_, I32(cores_));
   }
+  // (where the prologue stored copy j's MineOf, and it read back)
+  PrimExpr MineAt(size_t j) const { return I32(int64_t(pieces_.size() + 1 + j)); }
+  PrimExpr Mine(size_t j) const { return BufferLoad(cursor_, {MineAt(j)}); }
   Stmt Piece(const Pieces& p, PrimExpr k, int64_t bytes) const {
     PrimExpr at = k * I32(p.piece);
     return Intrin(on_in_ ? "tile.dma_copy" : "tile.dma_prefetch",
@@ -337,7 +373,7 @@ class LoadSpreader : public IRMutator {
 }  // namespace
 
 Stmt InterleaveLoads(const Stmt& body, const std::vector<Stmt>& loads, const Stmt& member,
-                     const Var& core, int64_t* event) {
+                     const Var& core, int64_t cores, int64_t* event) {
   std::set<int64_t> used = EventsUsed(member);
   *event = -1;
   for (int64_t e = transform::kNumDmaEvents - 1; e >= 0; --e) {
@@ -356,10 +392,10 @@ Stmt InterleaveLoads(const Stmt& body, const std::vector<Stmt>& loads, const Stm
     mine.push_back(Intrin(op, {c->args[0], c->args[1], I32(*event)}));
   }
   const char* slot = "tile.mm";
-  int64_t slots = SlotsRun(body, slot);
+  int64_t slots = FewestSlotsRun(body, slot, core, cores);
   if (slots == 0) {
     slot = "tile.dma_copy";
-    slots = SlotsRun(body, slot);
+    slots = FewestSlotsRun(body, slot, core, cores);
   }
   // spread over the work, the cores' turns staggered (the DDR serves them one at a time).
   // Loads mostly from L2 (weights a layer group prefetched: the L2 serves them at four times

@@ -4,8 +4,9 @@
  * L2 instead of the DDR (docs/compiler.md, "Weight prefetch").
  *
  * Each copy is cut into pieces handed to the cores round robin. A core issues its pieces
- * spread over its matrix commands (`tile.mm`; a member without any: its copies) and the
- * rest after its work, all on the DMA engine whose copies in the member move fewer bytes
+ * spread over its matrix commands (`tile.mm`; a member without any: its copies; as many as
+ * the core that runs fewest issues, so that no core leaves its pieces to after its work) and
+ * the rest after its work, all on the DMA engine whose copies in the member move fewer bytes
  * (DMA-out: `tile.dma_prefetch`; DMA-in: `tile.dma_copy` into L2): the member's busier
  * engine never queues behind a piece, and the DDR's bandwidth goes to the pieces between
  * the member's own transfers. The member waits
@@ -56,9 +57,10 @@ std::pair<int64_t, int64_t> BytesBySource(const std::vector<ir::Stmt>& loads);
  * of its work, the rest after it; loads mostly from L2 from its third command on, several
  * at a time so that all are issued before its last: all on the DMA engine its own copies
  * use less and on one DMA event `member` does not use, `*event`. Errors: a ValueError when
- * it uses every DMA event. */
+ * it uses every DMA event. The slots are those of the core of `cores` that runs fewest. */
 ir::Stmt InterleaveLoads(const ir::Stmt& body, const std::vector<ir::Stmt>& loads,
-                         const ir::Stmt& member, const ir::Var& core, int64_t* event);
+                         const ir::Stmt& member, const ir::Var& core, int64_t cores,
+                         int64_t* event);
 
 }  // namespace compiler
 }  // namespace tilecore

@@ -221,6 +221,34 @@ def test_one_core_waits_for_its_pieces():
         runtime.npu_configure(0, TARGET)
 
 
+def test_pieces_go_between_a_pipelined_members_matrix_commands(hazard_checked):
+    """A pipelined Conv (1x1, 512 -> 160 channels at 7 x 7: three items of 64, 64 and 32
+    channels over four cores) fetches the Add's 128 KiB of w. The pipelined items' loops run
+    a count that depends on the core; its matrix commands are counted for the core that runs
+    fewest of those that run any, so its pieces go out between them. Counted as if every
+    loop ran once and every branch were taken, the pieces waited for the end of its work
+    and the group took longer with the prefetch than without it. The same sums as numpy."""
+    tgt = TARGET
+    xs, ws, ys, m = (1, 512, 7, 7), (160, 512, 1, 1), (1, 160, 7, 7), 32 << 10
+    s = compiler.TensorSpec
+    conv = compiler.LowerOp("Conv", {"tc_pipeline": 1}, [s(xs, "float32"), s(ws, "float32")], [s(ys, "float32")],
+                            tgt)
+    x, w = randn(*xs), randn(*ws, scale=0.05)
+    a, b = randn(1, m), randn(1, m)
+    cycles = {}
+    for rows in ([], [[3, 0, 0, m * 4]]):
+        t = s((1, m), "float32")
+        add = compiler.LowerOp("Add", {"tc_in_l2": [0]} if rows else {}, [t, t], [t], tgt)
+        g = compiler.GroupKernels([conv, add], [[0, 1, 2], [3, 4, 5]], [0, 1, 3, 4], [2, 5], "group", rows)
+        y, z = np.zeros(ys, np.float32), np.zeros((1, m), np.float32)
+        tilecore.build(g, target=tgt)["group"](x, w, a, b, y, z)
+        cycles[bool(rows)] = runtime.npu_simulator(0).stats()["cycles"]
+        np.testing.assert_allclose(y, np.einsum("mc,nchw->nmhw", w[:, :, 0, 0], x), rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(z, a + b)
+    assert cycles[True] < cycles[False], cycles
+    assert hazard_checked() == []
+
+
 def test_an_input_read_early_is_fetched_for_its_later_reader(hazard_checked):
     """x is read by member 0 (Relu) and again by member 2 (Add, a residual): fetched into
     L2 during member 1, member 0 still reads it from the DDR and member 2 from L2."""
