@@ -234,7 +234,7 @@ class Interleaver : public IRMutator {
       slot_ = "tile.dma_copy";
     }
     slots = std::max<int64_t>(slots, 1);
-    // a cursor per copy, then the count of matrix commands run
+    // a cursor per copy, then the matrix commands left before the next issue
     // (then each copy's count of full pieces for this core, computed once: the front end
     // compares with it after every matrix command)
     cursor_ = DeclBuffer({I32(2 * int64_t(copies_.size()) + 1)}, DataType::Int(32),
@@ -251,7 +251,7 @@ class Interleaver : public IRMutator {
     int64_t most = 1;
     for (const Pieces& p : pieces_) most = std::max(most, (p.full + cores - 1) / cores);
     stride_ = std::max<int64_t>(slots / most, 1);
-    std::vector<Stmt> pro{BufferStore(cursor_, I32(0), {Tick()})}, epi;
+    std::vector<Stmt> pro{BufferStore(cursor_, I32(stride_), {Countdown()})}, epi;
     for (size_t j = 0; j < pieces_.size(); ++j) {
       const Pieces& p = pieces_[j];
       pro.push_back(BufferStore(cursor_, I32(0), {I32(int64_t(j))}));
@@ -278,14 +278,17 @@ class Interleaver : public IRMutator {
       PrimExpr cur = BufferLoad(cursor_, {I32(int64_t(j))});
       issue.push_back(IfThenElse(cur < Mine(j), Issue(j)));
     }
-    PrimExpr tick = BufferLoad(cursor_, {Tick()});
     if (stride_ == 1) return Seq({s, Seq(issue)});
-    return Seq({s, BufferStore(cursor_, tick + I32(1), {Tick()}),
-                IfThenElse(eq(floormod(tick, I32(stride_)), I32(0)), Seq(issue))});  // tick: stored
+    // a countdown to the next issue (a decrement and a test: the front end runs it after
+    // every matrix command)
+    PrimExpr left = BufferLoad(cursor_, {Countdown()});
+    return Seq({s, BufferStore(cursor_, left - I32(1), {Countdown()}),
+                IfThenElse(eq(left, I32(0)),  // (left: stored)
+                           Seq({BufferStore(cursor_, I32(stride_), {Countdown()}), Seq(issue)}))});
   }
 
  private:
-  PrimExpr Tick() const { return I32(int64_t(pieces_.size())); }
+  PrimExpr Countdown() const { return I32(int64_t(pieces_.size())); }
   // full pieces this core issues: k = q * cores + core for q = 0, 1, ...
   PrimExpr MineOf(const Pieces& p) const {
     return floordiv(I32(p.full + cores_ - 1) - core_, I32(cores_));
