@@ -1483,17 +1483,19 @@ PrimFunc LowerConv(const OpCall& call) {
                     Intrin("tile.dma_copy", {Region(Bl, {I32(0), I32(0)}, {mb * tm, 1}),
                                              Region(Bv, {mfirst, I32(0)}, {mb * tm, 1}), I32(5)}));
               std::vector<int64_t> cd{tm, P};
-              if (preset) {
-                // the last item's stores: they read the accumulators, or (int8) Cf or Yq,
-                // which pipelined items wait for before their epilogue instead (the
-                // accumulators alternate; this wait would hold the next patch's load)
-                if (!(pipe && q)) s.push_back(Intrin("tile.wait", {I32(2)}));
-                s.push_back(Intrin("tile.wait", {I32(5)}));
-              }
+              // the last item's stores: they read the accumulators, or (int8) Cf or Yq,
+              // which pipelined items wait for before their epilogue instead (the
+              // accumulators alternate; this wait would hold the next patch's load)
+              if (preset && !(pipe && q)) s.push_back(Intrin("tile.wait", {I32(2)}));
+              // The accumulators preset with the bias once it is in: issued after the item's
+              // first patch load, which the front end would otherwise hold for the bias's
+              // DDR latency and the preset's copy.
+              std::vector<Stmt> preset_steps;
+              if (preset) preset_steps.push_back(Intrin("tile.wait", {I32(5)}));
               for (int64_t j = 0; preset && j < mb; ++j) {
                 Buffer bv = StridedView(Bl, cd, {1, 0}, j * tm, "Bb");
                 Buffer clv = StridedView(Cl, cd, {P, 1}, j * tm * P, "Clv");
-                s.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
+                preset_steps.push_back(Nest(cd, [&](const Array<PrimExpr>& i) {
                   return BufferStore(clv, BufferLoad(bv, i), i);
                 }));
               }
@@ -1725,6 +1727,7 @@ PrimFunc LowerConv(const OpCall& call) {
                 const int64_t base = chunks.size() % 2 ? ib.slot : 0;
                 push(load_patch(I32(chunks[0].first), chunks[0].second, base, 1));
                 if (early) s.push_back(wload_at(I32(chunks[0].first), chunks[0].second, 0, 0));
+                push(preset_steps);
                 for (size_t k = 0; k < chunks.size(); ++k) {
                   s.push_back(Intrin("tile.wait", {I32(1)}));  // patch k is in L1
                   std::vector<Stmt> next;
@@ -1744,18 +1747,21 @@ PrimFunc LowerConv(const OpCall& call) {
                 bool first = true;
                 for (auto [ccount, cc] : Segs(g.Cg, CC)) {
                   int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
-                  auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
+                  auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc,
+                                                           bool first_chunk = false) {
                     PrimExpr c0 = I32(cbase) + ci * I32(CC);
                     std::vector<Stmt> st;
                     if (early) st.push_back(wload_at(c0, cc, 0, 0));
                     for (const Stmt& x : load_patch(c0, cc, ib.slot, 0)) st.push_back(x);
+                    if (first_chunk)
+                      for (const Stmt& x : preset_steps) st.push_back(x);
                     st.push_back(Intrin("tile.wait", {I32(0)}));
                     for (const Stmt& x : compute(c0, cc, ib.slot, acc, {}, 0, early))
                       st.push_back(x);
                     return Seq(st);
                   };
                   if (first) {
-                    s.push_back(chunk(I32(0), preset));
+                    s.push_back(chunk(I32(0), preset, true));
                     if (ccount > 1)
                       s.push_back(Loop("ci", ccount - 1,
                                        [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
