@@ -268,6 +268,43 @@ def test_int8_downsample_weights_on_the_out_engine_bit_exact(hazard_checked):
     assert hazard_checked() == []
 
 
+@pytest.mark.parametrize("xs,ws,extra", [
+    ((1, 16, 14, 14), (32, 16, 3, 3), {}),                     # one chunk of input channels
+    ((1, 64, 28, 28), (128, 64, 3, 3), {}),                    # chunks double-buffered
+    ((1, 64, 28, 28), (128, 64, 3, 3), {"tc_pipeline": 1}),    # items pipelined
+    ((1, 64, 14, 14), (96, 64, 1, 1), {"tc_pipeline": 0, "tc_transposed": 0}),  # the patch in place
+])
+def test_int8_bias_preset_after_the_first_patch_load(xs, ws, extra, hazard_checked):
+    """An int8 Conv's accumulators start at the int32 bias: the item's first patch load is
+    issued before the preset waits for the bias (the front end held the patch for the bias's
+    DDR latency). Bit for bit the docs' int8 arithmetic (padding at the zero point, the
+    bias in the accumulator, the per-channel scale, the output quantised at tc_y_scale);
+    every L1 access ordered."""
+    from test_precision import conv_ref
+
+    rng = np.random.default_rng(73)
+    pad = ws[2] // 2
+    xq = rng.integers(-128, 128, xs).astype(np.int8)
+    wq = rng.integers(-127, 128, ws).astype(np.int8)
+    bq = rng.integers(-3000, 3000, ws[0]).astype(np.int32)
+    w_scale = (rng.random(ws[0]) * 0.002 + 0.0005).astype(np.float32)
+    sx, zx, sy = 0.05, -3, 0.5
+    attrs = {"pads": [pad] * 4, "tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx,
+             "tc_y_scale": sy, **extra}
+    ins, out = [xq, wq, bq, w_scale], np.zeros((1, ws[0], xs[2], xs[3]), np.int8)
+    specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in ins]
+    text = str(compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec(out.shape, "int8")], "npu -cores=4"))
+    first_patch, bias_wait = text.find("tile.dma_copy(Xp"), text.find("tile.wait(5)")
+    assert 0 <= first_patch < bias_wait, (first_patch, bias_wait)
+    got = run_lowered("Conv", attrs, ins, [out])[0]
+    xp = np.pad(xq.astype(np.int64), ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=zx)
+    acc = conv_ref(xp, wq.astype(np.int64)) + bq.reshape(1, -1, 1, 1)
+    y = acc.astype(np.float32) * (w_scale * np.float32(sx)).reshape(1, -1, 1, 1)
+    want = np.clip(np.rint(y * np.float32(1.0 / sy)), -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(got, want)
+    assert hazard_checked() == []
+
+
 @pytest.mark.parametrize("xs,ws,attrs", [
     ((2, 32, 64, 64), (16, 32, 3, 3), {"pads": [1, 1, 1, 1]}),                # row tiles: borders and inside
     ((1, 3, 40, 40), (8, 3, 7, 7), {"pads": [3, 3, 3, 3], "strides": [2, 2]}),  # a stem's wide window
