@@ -45,7 +45,7 @@ int64_t SlotsRun(const Stmt& s, const char* slot, const Var& core, int64_t c,
   if (!s.defined()) return 0;
   if (IsCall(s, slot)) return 1;
   auto at_core = [&](const PrimExpr& e) {
-    if (!core.defined()) return an->Simplify(e);
+    if (as_const_int(e)) return e;  // (most trip counts: nothing to substitute)
     return an->Simplify(Substitute(e, [&](const VarNode* v) -> std::optional<PrimExpr> {
       if (v == core.get()) return PrimExpr(I32(c));
       return std::nullopt;
@@ -83,6 +83,13 @@ int64_t FewestSlotsRun(const Stmt& s, const char* slot, const Var& core, int64_t
     if (n > 0) fewest = fewest == 0 ? n : std::min(fewest, n);
   }
   return fewest;
+}
+
+/*! \brief The commands pieces or loads go after in `s` and how many (FewestSlotsRun): the
+ * matrix commands, or the copies of a member without any. */
+std::pair<const char*, int64_t> Slots(const Stmt& s, const Var& core, int64_t cores) {
+  if (int64_t n = FewestSlotsRun(s, "tile.mm", core, cores); n > 0) return {"tile.mm", n};
+  return {"tile.dma_copy", FewestSlotsRun(s, "tile.dma_copy", core, cores)};
 }
 
 using EnginePair = std::pair<int64_t, int64_t>;
@@ -227,12 +234,8 @@ class Interleaver : public IRMutator {
     on_in_ = in_cycles < out_cycles;
     // pieces go after the matrix commands, or after the copies of a member without any
     // (the vector engine's work is still loops here: EmitTileIntrinsics makes it commands)
-    int64_t slots = FewestSlotsRun(op->body, "tile.mm", core_, cores);
-    slot_ = "tile.mm";
-    if (slots == 0) {
-      slots = FewestSlotsRun(op->body, "tile.dma_copy", core_, cores);
-      slot_ = "tile.dma_copy";
-    }
+    auto [slot, slots] = Slots(op->body, core_, cores);
+    slot_ = slot;
     slots = std::max<int64_t>(slots, 1);
     // a cursor per copy, then the matrix commands left before the next issue
     // (then each copy's count of full pieces for this core, computed once: the front end
@@ -394,12 +397,7 @@ Stmt InterleaveLoads(const Stmt& body, const std::vector<Stmt>& loads, const Stm
     const auto* c = l.as<EvaluateNode>()->value.as<CallNode>();
     mine.push_back(Intrin(op, {c->args[0], c->args[1], I32(*event)}));
   }
-  const char* slot = "tile.mm";
-  int64_t slots = FewestSlotsRun(body, slot, core, cores);
-  if (slots == 0) {
-    slot = "tile.dma_copy";
-    slots = FewestSlotsRun(body, slot, core, cores);
-  }
+  auto [slot, slots] = Slots(body, core, cores);
   // spread over the work, the cores' turns staggered (the DDR serves them one at a time).
   // Loads mostly from L2 (weights a layer group prefetched: the L2 serves them at four times
   // the DDR's rate) start after kL2LoadsFrom slots, when a member's own first loads from
