@@ -120,7 +120,7 @@ const std::vector<CompilerAttr>& Table() {
      "Conv: 1 its weights resident in each core's L1 whenever that fits, 0 never (absent: the "
      "cost model's). Set by no pass (an override); read by Conv (strategy_conv.cc)."},
     {"tc_transposed", kInt,
-     "Conv: 1 the transposed 1x1 plan whenever it fits, 0 never (absent: the cost model's). Set "
+     "Conv: 1 the transposed plan whenever it fits, 0 never (absent: the cost model's). Set "
      "by no pass (an override); read by Conv (strategy_conv.cc)."},
     {"tc_pool_pipeline", kInt,
      "MaxPool, AveragePool, LpPool: 1 a core's items pipelined (two patches: the loads of one "

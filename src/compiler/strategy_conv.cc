@@ -43,7 +43,7 @@
  * Further candidates: blocks of 64 channels when blocks of 128 leave the cores too few
  * items; items pipelined (ForEachItemPipelined: the next item's loads and mms before this
  * item's epilogue, two sets of accumulators); the input staged in L2 (each core copies a
- * share, a barrier, the items read their patches from L2); for an int8 1x1 Conv, the
+ * share, a barrier, the items read their patches from L2); for an int8 Conv, the
  * transposed product whose epilogue runs in the matrix engine (LowerConvTransposed). A plan
  * chosen once is reused for Convs that differ only in scales (PlanKey).
  */
@@ -698,7 +698,7 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   return MakeFunc(call, p, body);
 }
 
-/*! \brief The largest X tile (bytes, int8) the transposed 1x1 plan keeps for all its items:
+/*! \brief The largest X tile (bytes, int8) the transposed plan keeps for all its items:
  * its two copies live through the whole kernel, beside the weights a core may keep, and in a
  * layer group the members' plans fill L1 up to what the group's descriptors leave (ResNet-50
  * int8's 50 KiB tiles of layer3 split its group). */
@@ -708,7 +708,7 @@ constexpr int64_t kResidentInputBytes = int64_t{32} << 10;
  * blocks on the DMA-out engine. */
 constexpr int kTransposedOnOutPlans = 3;
 
-/*! \brief Tile sizes of the transposed 1x1 plan (LowerConvTransposed). */
+/*! \brief Tile sizes of the transposed plan (LowerConvTransposed). */
 struct TransposedPlan {
   int64_t tp = 0;  // output positions per item (the mm's rows)
   int64_t tm = 0;  // output channels per item (the mm's columns)
@@ -730,23 +730,35 @@ struct TransposedPlan {
   bool weights_on_out = false;
 };
 
-/*! \brief Whether an int8 Conv can take the transposed 1x1 plan: one group, a 1x1 kernel,
- * no padding, a row stride that divides the rows evenly, K in one mm, an activation the mm
- * epilogue has. */
+/*! \brief The widest K (input channels x taps) the transposed plan unfolds a KxK Conv for:
+ * its gain is the vector epilogue it saves, which a wide K's products outweigh (the plans
+ * priced for a wider one only cost compile time). */
+constexpr int64_t kTransposedUnfoldK = 640;
+
+/*! \brief Whether the transposed plan unfolds the Conv's taps from a patch (a kernel wider
+ * than 1x1, padding, or a row stride that skips rows unevenly) instead of transposing X. */
+bool TransposedUnfolds(const ConvGeom& g) {
+  return g.KH * g.KW > 1 || g.pt > 0 || g.pb > 0 || g.pl > 0 || g.pr > 0 || g.H != g.OH * g.sh;
+}
+
+/*! \brief Whether an int8 Conv can take the transposed plan: one group, K in one mm (a Conv
+ * that unfolds its taps: at most kTransposedUnfoldK), an activation the mm epilogue has. */
 bool TransposedFits(const OpCall& call, const FusedEpilogue& ep) {
   ConvGeom g;
   std::string why;
   if (!Geometry(call.inputs, call.attrs, &g, &why)) return false;
-  return GetMatrixPrecision(call.attrs).int8() && g.G == 1 && g.KH == 1 && g.KW == 1 && g.pt == 0 &&
-         g.pb == 0 && g.pl == 0 && g.pr == 0 && g.H == g.OH * g.sh && g.C <= tc1::kMaxMmDim &&
+  const int64_t K = g.C * g.KH * g.KW;
+  return GetMatrixPrecision(call.attrs).int8() && g.G == 1 && K <= tc1::kMaxMmDim &&
+         (!TransposedUnfolds(g) || K <= kTransposedUnfoldK) &&
          (ep.activation.empty() || ep.activation == "Relu" || ep.activation == "Clip") &&
          AttrInt(call.attrs, "tc_channel_scale", 0) == 0;
 }
 
 /*!
- * \brief An int8 1x1 Conv as the transposed product Y^T[p, m] = X^T[p, c] x W^T[c, m] over
- * a work item of tp positions x tm output channels (all of K in one mm). The output
- * channels are the mm's columns, so the matrix engine's fused epilogue adds the int32 bias,
+ * \brief An int8 Conv as the transposed product Y^T[p, m] = X^T[p, k] x W^T[k, m] over a
+ * work item of tp positions x tm output channels (all of K in one mm; a 1x1 Conv's k is its
+ * input channel, a wider one's (c, kh, kw), the weights' own order, unfolded from a patch). The
+ * output channels are the mm's columns, so the matrix engine's fused epilogue adds the int32 bias,
  * multiplies by f32(x_scale * w_scale[m]), adds the residual and applies Relu or Clip (an
  * int8 residual: as is, in its units, with its zero point and the bounds as the clamp):
  * the same steps, rounded the same way, as LowerConv's vector epilogue, which this plan
@@ -760,11 +772,23 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   ConvGeom g;
   std::string why;
   Geometry(call.inputs, call.attrs, &g, &why);
-  const int64_t HW = g.OH * g.OW, C = g.C;
-  // Strided: items of whole output rows; the DMA loads only the rows the Conv reads (X viewed
-  // as [N, C, OH, sh, W]) and the transposing copy takes every sw-th column.
-  const bool strided = g.sh > 1 || g.sw > 1;
-  const int64_t rows = strided ? std::max<int64_t>(1, std::min(g.OH, tp.tp / g.OW)) : 0;
+  const int64_t HW = g.OH * g.OW, C = g.C, KK = g.KH * g.KW, K = C * KK;
+  // Unfolding (TransposedUnfolds): items of whole output rows; each loads the patch of input
+  // rows they read (zeros, or the zero point, where the padding is) and copies each tap's
+  // strided view of it into the column of K the weights have there.
+  const bool unfold = TransposedUnfolds(g);
+  if (unfold && tp.nb != 1)
+    TILECORE_THROW(InternalError)
+        << "LowerConvTransposed: an unfolding plan takes one image an item";
+  // Strided (1x1): items of whole output rows; the DMA loads only the rows the Conv reads (X
+  // viewed as [N, C, OH, sh, W]) and the transposing copy takes every sw-th column.
+  const bool strided = !unfold && (g.sh > 1 || g.sw > 1);
+  const bool rowwise = strided || unfold;
+  const int64_t rows = rowwise ? std::max<int64_t>(1, std::min(g.OH, tp.tp / g.OW)) : 0;
+  // (unfold) the patch of r output rows: rin(r) input rows of win columns from column -pl
+  const int64_t win = (g.OW - 1) * g.sw + (g.KW - 1) * g.dw + 1;
+  auto rin = [&](int64_t r) { return (r - 1) * g.sh + (g.KH - 1) * g.dh + 1; };
+  const int64_t vlo = std::max<int64_t>(0, -g.pl), vhi = std::min<int64_t>(g.W, win - g.pl);
   const bool qx = call.inputs[0]->dtype != i8;
   const bool y_i8 = call.outputs[0]->dtype == i8;
   const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
@@ -781,9 +805,10 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   const double s_factor = r_i8 ? ru.x_factor : static_cast<float>(x_scale);
   Buffer X = View(p.in[0], {g.N, C, HW}, "X");
   Buffer Xs = View(p.in[0], {g.N, C, g.OH, g.sh, g.W}, "Xs");
+  Buffer X4 = View(p.in[0], {g.N, C, g.H, g.W}, "X4");
   const bool w_l2 = tp.weights_in_l2 && !tp.weights_resident;
-  Buffer Wsh = DeclBuffer({I32(g.M * C)}, i8, String("Wsh"), "shared");
-  Buffer W = View(w_l2 ? Wsh : p.in[1], {g.M, C}, "W");
+  Buffer Wsh = DeclBuffer({I32(g.M * K)}, i8, String("Wsh"), "shared");
+  Buffer W = View(w_l2 ? Wsh : p.in[1], {g.M, K}, "W");
   Buffer Bias = has_bias ? View(p.in[2], {1, g.M}, "Bias") : Buffer();
   Buffer Sv = View(p.in[3], {1, g.M}, "WScale");
   Buffer Y = View(p.out[0], {g.N, g.M, HW}, "Y");
@@ -793,25 +818,25 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   // ResidualUnits' x_factor for x_scale), and the weights transposed ([C, M]) when the plan
   // keeps them (at most 256 KiB). Each DMA pays the DDR's latency, which per item would cost
   // more than the item's mm.
-  const bool w_resident = tp.weights_resident && g.M * C <= (int64_t{256} << 10);
+  const bool w_resident = tp.weights_resident && g.M * K <= (int64_t{256} << 10);
   Buffer Ball = Local({1, g.M}, i32, "Ball"), Sall = Local({1, g.M}, f32, "Sall");
-  Buffer Wall = Local({g.M, C}, i8, "Wall"), WTall = Local({C, g.M}, i8, "WTall");
+  Buffer Wall = Local({g.M, K}, i8, "Wall"), WTall = Local({K, g.M}, i8, "WTall");
   const std::vector<int8_t> lut = y_i8 ? FusedLookupTable(call.attrs) : std::vector<int8_t>();
   Buffer lut_words = Local({64}, i32, "LutWords");
   // One image whose positions are all one item's: every item reads the same X tile, which
   // each core then loads (beside the bias's and scales' DDR latency) and transposes once,
   // before its items, when the tile is small (kResidentInputBytes) and the weights are not
   // kept as well.
-  const int64_t tile = strided ? rows * g.OW : tp.tp;  // positions per full item
+  const int64_t tile = rowwise ? rows * g.OW : tp.tp;  // positions per full item
   const int64_t x_cols = strided ? g.OH * g.W : HW;    // its X tile: [C, x_cols]
-  const bool x_resident =
-      !w_resident && g.N == 1 && tp.nb == 1 && tile >= HW && C * x_cols <= kResidentInputBytes;
+  const bool x_resident = !unfold && !w_resident && g.N == 1 && tp.nb == 1 && tile >= HW &&
+                          C * x_cols <= kResidentInputBytes;
   Buffer XLr = Local({C, x_cols}, call.inputs[0]->dtype, "XLr"), XTr = Local({HW, C}, i8, "XTr");
   int64_t rotation = 0;
   Stmt kernel = OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> segs;
     if (w_l2) {  // this core's share of the weight rows into L2
-      segs.push_back(CopyShareOfRows(core, call.cores, p.in[1], Wsh, g.M, C, 6));
+      segs.push_back(CopyShareOfRows(core, call.cores, p.in[1], Wsh, g.M, K, 6));
       segs.push_back(Intrin("tile.wait", {I32(6)}));
       segs.push_back(Intrin("tir.barrier", {}));
     }
@@ -836,19 +861,20 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     }));
     if (w_resident)  // Wall's L1 is the items' once transposed
       segs.push_back(Allocate(
-          Wall, Seq({Intrin("tile.dma_copy", {Region(Wall, {I32(0), I32(0)}, {g.M, C}),
-                                              Region(W, {I32(0), I32(0)}, {g.M, C}), I32(0)}),
+          Wall, Seq({Intrin("tile.dma_copy", {Region(Wall, {I32(0), I32(0)}, {g.M, K}),
+                                              Region(W, {I32(0), I32(0)}, {g.M, K}), I32(0)}),
                      Intrin("tile.wait", {I32(0)}),
-                     CopyNest(StridedView(WTall, {C, g.M}, {g.M, 1}, 0, "WTv"),
-                              StridedView(Wall, {C, g.M}, {1, C}, 0, "Wtv"), {C, g.M})})));
+                     CopyNest(StridedView(WTall, {K, g.M}, {g.M, 1}, 0, "WTv"),
+                              StridedView(Wall, {K, g.M}, {1, K}, 0, "Wtv"), {K, g.M})})));
     const int64_t NB = tp.nb;  // images per item (then one item covers an image's positions)
     std::vector<bool> served(size_t(call.cores), false);  // the cores that ran an item
     for (const auto& P_seg : Segs(HW, tile)) {
       const int64_t pcount = P_seg.first, P = P_seg.second;
       const int64_t pbase = P == tile ? 0 : (HW / tile) * tile;
-      const int64_t r = strided ? P / g.OW : 0;     // output rows of the item
-      const int64_t xcols = strided ? r * g.W : P;  // X tile of an image: [C, xcols]
-      const int64_t Pt = NB * P, Xt = NB * xcols;   // the item's positions, X tile columns
+      const int64_t r = rowwise ? P / g.OW : 0;  // output rows of the item
+      // X tile of an image: [C, xcols] (unfold: the patch [C, rin, win])
+      const int64_t xcols = unfold ? rin(r) * win : strided ? r * g.W : P;
+      const int64_t Pt = NB * P, Xt = NB * xcols;  // the item's positions, X tile columns
       for (const auto& TMc_seg : Segs(g.M, tp.tm)) {
         const int64_t mcount = TMc_seg.first, TMc = TMc_seg.second;
         const int64_t mbase = TMc == tp.tm ? 0 : (g.M / tp.tm) * tp.tm;
@@ -862,9 +888,9 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           const std::string n = std::to_string(k);
           Slot& sl = slots[size_t(k)];
           sl.Xl = Local({C, Xt}, call.inputs[0]->dtype, "Xl" + n);
-          sl.XT = Local({Pt, C}, i8, "XT" + n);
-          sl.Wl = Local({TMc, C}, i8, "Wl" + n);
-          sl.WT = Local({C, TMc}, i8, "WT" + n);
+          sl.XT = Local({Pt, K}, i8, "XT" + n);
+          sl.Wl = Local({TMc, K}, i8, "Wl" + n);
+          sl.WT = Local({K, TMc}, i8, "WT" + n);
           sl.Cf = Local({Pt, TMc}, f32, "Cf" + n);
           if (ep.residual >= 0) {
             sl.Rl = Local({TMc, Pt}, call.inputs[ep.residual]->dtype, "Rl" + n);
@@ -893,9 +919,56 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
         auto over = [&](int64_t rows, int64_t cols) {
           return [rows, cols](const auto& body) { return Nest({rows, cols}, body); };
         };
+        // (unfold) the patch of the item's r output rows from oh0 into xl as [C, rin, win], on
+        // event ev: zeros (an int8 X: its zero point) where the padding is, then the input
+        // block, one DMA when its rows are all in the image (else one a row inside it)
+        auto load_patch = [&](std::vector<Stmt>* s, const Buffer& xl, PrimExpr n, PrimExpr oh0,
+                              PrimExpr ev) {
+          const int64_t ri = rin(r);
+          Buffer patch = Buffer(xl->data, xl->dtype, {I32(C), I32(ri), I32(win)}, Array<PrimExpr>(),
+                                I32(0), "local", "Patch");
+          PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
+          PrimExpr inside = ih0 >= I32(0) && ih0 + I32(ri) <= I32(g.H);
+          const bool rows_inside = g.pt == 0 && g.pb == 0;  // every item's rows are
+          auto fill = [&](int64_t col, int64_t cols) {
+            return Intrin("tile.dma_fill",
+                          {Region(patch, {I32(0), I32(0), I32(col)}, {C, ri, cols}),
+                           F32(qx ? 0.0 : static_cast<double>(zp)), ev});
+          };
+          const int64_t lcols = vlo + g.pl, rcols = win - (vhi + g.pl), cols = vhi - vlo;
+          std::vector<Stmt> cols_only;  // the padding columns (the block writes the rest)
+          if (lcols > 0) cols_only.push_back(fill(0, lcols));
+          if (rcols > 0) cols_only.push_back(fill(vhi + g.pl, rcols));
+          if (rows_inside) {
+            for (const Stmt& x : cols_only) s->push_back(x);
+          } else if (cols_only.empty()) {
+            s->push_back(IfThenElse(!inside, fill(0, win)));
+          } else {
+            s->push_back(IfThenElse(inside, Seq(cols_only), fill(0, win)));
+          }
+          Stmt block = Intrin("tile.dma_copy",
+                              {Region(patch, {I32(0), I32(0), I32(lcols)}, {C, ri, cols}),
+                               Region(X4, {n, I32(0), ih0, I32(vlo)}, {1, C, ri, cols}), ev});
+          if (rows_inside) {
+            s->push_back(block);
+            return;
+          }
+          Stmt each = Loop("rr", ri, [&](PrimExpr rr) {
+            PrimExpr ih = ih0 + rr;
+            return IfThenElse(ih >= I32(0) && ih < I32(g.H),
+                              Intrin("tile.dma_copy",
+                                     {Region(patch, {I32(0), rr, I32(lcols)}, {C, 1, cols}),
+                                      Region(X4, {n, I32(0), ih, I32(vlo)}, {1, C, 1, cols}), ev}));
+          });
+          s->push_back(IfThenElse(inside, block, each));
+        };
         // the X tile of the item at (n, p0) into xl, on event ev
         auto load_x = [&](std::vector<Stmt>* s, const Buffer& xl, PrimExpr n, PrimExpr p0,
                           PrimExpr ev) {
+          if (unfold) {
+            load_patch(s, xl, n, floordiv(p0, I32(g.OW)), ev);
+            return;
+          }
           for (int64_t img = 0; img < NB; ++img) {
             PrimExpr ni = img == 0 ? n : n + I32(img);
             // (several images: the X tile as [C, image, rows, W], the source's shape)
@@ -921,17 +994,27 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
             for (const Stmt& x : QuantiseSteps(Xq, xl, inv, zp, over(C, Xt))) s->push_back(x);
             xs = Xq;
           }
-          if (strided && NB > 1)  // XT[(image, i, j), c] = X tile[c, image, i, j * sw]
+          if (unfold) {  // XT[(i, j), c * KK + tap] = patch[c, i * sh + ky * dh, j * sw + kx * dw]
+            const int64_t ri = rin(r);
+            for (int64_t ky = 0; ky < g.KH; ++ky)
+              for (int64_t kx = 0; kx < g.KW; ++kx)
+                s->push_back(CopyNest(
+                    StridedView(xt, {r, g.OW, C}, {g.OW * K, K, KK}, ky * g.KW + kx, "XTv"),
+                    StridedView(xs, {r, g.OW, C}, {g.sh * win, g.sw, ri * win},
+                                ky * g.dh * win + kx * g.dw, "Xtv"),
+                    {r, g.OW, C}));
+          } else if (strided && NB > 1) {  // XT[(image, i, j), c] = X tile[c, image, i, j * sw]
             s->push_back(
                 CopyNest(StridedView(xt, {NB, r, g.OW, C}, {P * C, g.OW * C, C, 1}, 0, "XTv"),
                          StridedView(xs, {NB, r, g.OW, C}, {xcols, g.W, g.sw, Xt}, 0, "Xtv"),
                          {NB, r, g.OW, C}));
-          else if (strided)  // XT[(i, j), c] = X tile[c, i, j * sw]
+          } else if (strided) {  // XT[(i, j), c] = X tile[c, i, j * sw]
             s->push_back(CopyNest(StridedView(xt, {r, g.OW, C}, {g.OW * C, C, 1}, 0, "XTv"),
                                   StridedView(xs, {r, g.OW, C}, {g.W, g.sw, xcols}, 0, "Xtv"),
                                   {r, g.OW, C}));
-          else
+          } else {
             s->push_back(CopyNest(plain(xt, Pt, C, "XTv"), transposed(xs, Pt, C, "Xtv"), {Pt, C}));
+          }
         };
         // front: item t's loads into slot k, on event k (no wait); compute: its transposes
         // and mm; post: its conversion and store
@@ -955,8 +1038,8 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           }
           if (!w_resident)
             s.push_back(Intrin(tp.weights_on_out ? "tile.dma_prefetch" : "tile.dma_copy",
-                               {Region(sl.Wl, {I32(0), I32(0)}, {TMc, C}),
-                                Region(W, {m0, I32(0)}, {TMc, C}), ev}));
+                               {Region(sl.Wl, {I32(0), I32(0)}, {TMc, K}),
+                                Region(W, {m0, I32(0)}, {TMc, K}), ev}));
           for (int64_t img = 0; ep.residual >= 0 && img < NB; ++img)
             s.push_back(
                 Intrin("tile.dma_copy",
@@ -986,7 +1069,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           }
           if (!w_resident)
             s.push_back(
-                CopyNest(plain(sl.WT, C, TMc, "WTv"), transposed(sl.Wl, C, TMc, "Wtv"), {C, TMc}));
+                CopyNest(plain(sl.WT, K, TMc, "WTv"), transposed(sl.Wl, K, TMc, "Wtv"), {K, TMc}));
           if (ep.residual >= 0)  // channel-major residual into the mm's [P, TMc]
             s.push_back(CopyNest(plain(sl.Rf, Pt, TMc, "Rfv"), transposed(sl.Rl, Pt, TMc, "Rtv"),
                                  {Pt, TMc}));
@@ -997,9 +1080,9 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           s.push_back(Intrin(
               "tile.mm",
               {Region(sl.Cf, {I32(0), I32(0)}, {Pt, TMc}),
-               Region(x_resident ? XTr : sl.XT, {I32(0), I32(0)}, {Pt, C}),
-               w_resident ? Region(WTall, {I32(0), m0}, {C, TMc})
-                          : Region(sl.WT, {I32(0), I32(0)}, {C, TMc}),
+               Region(x_resident ? XTr : sl.XT, {I32(0), I32(0)}, {Pt, K}),
+               w_resident ? Region(WTall, {I32(0), m0}, {K, TMc})
+                          : Region(sl.WT, {I32(0), I32(0)}, {K, TMc}),
                IntImm(DataType::Bool(), 0),
                has_bias ? PrimExpr(Region(Ball, {I32(0), m0}, {1, TMc})) : I32(0),
                Region(Sall, {I32(0), m0}, {1, TMc}), I32(r_i8 ? -ru.zero_point : 0),
@@ -1908,7 +1991,7 @@ PrimFunc LowerConv(const OpCall& call) {
   struct Choice {
     Plan plan;
     bool resident, staged, w_staged, w_out;
-    TransposedPlan transposed;  // tp > 0: the transposed 1x1 plan won
+    TransposedPlan transposed;  // tp > 0: the transposed plan won
   };
   static std::mutex memo_mu;
   static std::unordered_map<std::string, Choice> memo;
@@ -2225,7 +2308,7 @@ PrimFunc LowerConv(const OpCall& call) {
     w_staged = false;
     w_out = false;
   }
-  // then the transposed 1x1 plan (its epilogue in the matrix engine), when it fits
+  // then the transposed plan (its epilogue in the matrix engine), when it fits
   // (tc_transposed 0 or 1 overrides the cost model: never, or whenever it fits)
   TransposedPlan chosen_transposed;
   // (a plan forced by tc_pipeline or tc_stage_input = 1 stays unless tc_transposed = 1 too)
@@ -2234,7 +2317,8 @@ PrimFunc LowerConv(const OpCall& call) {
                       (stage_weights == 1 && chosen_w_staged) || (reside == 1 && chosen_resident);
   if (transposed == 1) best_cycles = std::numeric_limits<int64_t>::max();
   if (TransposedFits(call, ep) && (transposed == 1 || (transposed != 0 && !forced))) {
-    const bool may_keep = g.M * g.C <= (int64_t{256} << 10);
+    const bool unfolds = TransposedUnfolds(g);  // (one image an item)
+    const bool may_keep = g.M * g.C * g.KH * g.KW <= (int64_t{256} << 10);
     std::vector<std::pair<int64_t, TransposedPlan>> priced_transposed;  // (cycles, plan)
     auto price = [&](const TransposedPlan& t) {
       const std::string name = TransposedPlanName(t);
@@ -2256,7 +2340,9 @@ PrimFunc LowerConv(const OpCall& call) {
         chosen_transposed = t;
       }
     };
-    for (int64_t tp : {128, 256, 512, 1024}) {
+    for (int64_t tp : {128, 256, 384, 512, 1024}) {
+      // (384: three rows of a stem's 111 or 112 columns, an unfolding plan's alone)
+      if (tp == 384 && !unfolds) continue;
       // items of 32 output channels when those of 64 would leave cores idle or unevenly
       // loaded (a small map: its positions are one item's)
       const int64_t HWo = g.OH * g.OW;
@@ -2275,7 +2361,8 @@ PrimFunc LowerConv(const OpCall& call) {
           const int64_t HW = g.OH * g.OW;
           // a batch: also NB whole images per item, up to tp positions (each size once)
           for (int64_t nb : {1, 2, 4, 8}) {
-            if (nb > 1 && (g.N % nb != 0 || nb * HW > tp || (tp != 128 && tp / 2 >= nb * HW)))
+            if (nb > 1 &&
+                (unfolds || g.N % nb != 0 || nb * HW > tp || (tp != 128 && tp / 2 >= nb * HW)))
               continue;
             if (want_nb > 0 && nb != want_nb) continue;
             TransposedPlan t{std::min(tp, HW),

@@ -350,3 +350,81 @@ def test_plan_overrides_are_0_or_1():
            compiler.TensorSpec((8,), "int32"), compiler.TensorSpec((8,), "float32")]
     assert compiler.HasStrategy("Conv", {"tc_pipeline": 2, "group": 8, "tc_precision": "int8", "tc_x_scale": 0.1},
                                 dw8) == ""
+
+
+@pytest.mark.parametrize("xs,ws,attrs,x_int8,act,y_int8", [
+    # a stem: f32 X quantised on load, 3x3/2, no padding (SqueezeNet's)
+    ((1, 3, 33, 33), (64, 3, 3, 3), {"strides": [2, 2]}, False, "Relu", True),
+    # a stem with padding rows and columns (MobileNetV2's), Clip, the f32 result
+    ((1, 3, 32, 32), (32, 3, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}, False, "Clip", False),
+    # ResNet's 7x7/2 stem window, K = 147
+    ((1, 3, 40, 40), (64, 3, 7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}, False, "Relu", True),
+    # an int8 X padded with its zero point, several row items (SqueezeNet's expand 3x3)
+    ((1, 16, 27, 27), (64, 16, 3, 3), {"pads": [1, 1, 1, 1]}, True, "Relu", True),
+    # uneven pads, dilation, an odd output
+    ((1, 8, 19, 21), (24, 8, 3, 3), {"pads": [0, 2, 2, 1], "dilations": [2, 1]}, True, "", True),
+    # a 1x1 stride 2 over an odd map (its rows do not split evenly by the stride)
+    ((1, 32, 15, 15), (48, 32, 1, 1), {"strides": [2, 2]}, True, "Relu", True),
+    # 1-D (wav2vec2's feature encoder)
+    ((1, 32, 101), (32, 32, 3), {"strides": [2]}, True, "", False),
+])
+def test_int8_conv_taps_unfolded_for_the_transposed_plan(xs, ws, attrs, x_int8, act, y_int8, hazard_checked):
+    """The transposed plan for a Conv wider than 1x1 (or padded, or strided unevenly): each
+    item's patch of input rows (the zero point where the padding is) unfolded tap by tap into
+    [positions, K], the epilogue in the matrix engine. Bit for bit the docs' int8 arithmetic,
+    computed here from the quantised X, and the plan it replaces; every L1 access ordered."""
+    from test_precision import conv_ref
+
+    rng = np.random.default_rng(91)
+    one_d = len(xs) == 3
+    m = ws[0]
+    x = rng.integers(-128, 128, xs).astype(np.int8) if x_int8 else (rng.standard_normal(xs) * 3).astype(np.float32)
+    wq = rng.integers(-127, 128, ws).astype(np.int8)
+    bq = rng.integers(-3000, 3000, m).astype(np.int32)
+    w_scale = (rng.random(m) * 0.002 + 0.0005).astype(np.float32)
+    sx, zx, sy, zy = 0.05, -3, 0.25, 4
+    base = {"tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx, **attrs}
+    if act == "Relu":
+        base["tc_activation"] = "Relu"
+    elif act == "Clip":
+        base.update(tc_activation="Clip", tc_clip_min=-0.5, tc_clip_max=0.75)
+    if y_int8:
+        base.update(tc_y_scale=sy, tc_y_zero_point=zy)
+    # the reference: X quantised as on load, padded with the zero point, the int64 sums
+    f = np.float32
+    xq = x.astype(np.int64) if x_int8 else np.clip(np.rint((x * f(1.0 / np.float64(f(sx)))).astype(f) + f(zx)),
+                                                    -128, 127).astype(np.int64)
+    x4, w4 = (xq[:, :, None, :], wq[:, :, None, :]) if one_d else (xq, wq)
+    pads = attrs.get("pads", [0] * (2 if one_d else 4))
+    pt, pl, pb, pr = (0, pads[0], 0, pads[1]) if one_d else pads
+    xp = np.pad(x4, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=zx)
+    dil = attrs.get("dilations", [1, 1])
+    strides = attrs.get("strides", [1, 1])
+    if one_d:
+        dil, strides = [1, dil[0]], [1, strides[0]]
+    # (conv_ref takes one stride and dilation: the rows' here by taking every sh-th row of its output)
+    acc = conv_ref(xp, w4.astype(np.int64), stride=1, dilation=1) if dil == [1, 1] else None
+    if acc is None:  # dilated rows: the taps by hand
+        kh, kw = w4.shape[2:]
+        oh = xp.shape[2] - dil[0] * (kh - 1)
+        ow = xp.shape[3] - dil[1] * (kw - 1)
+        acc = sum(np.einsum("nchw,mc->nmhw", xp[:, :, i * dil[0]:i * dil[0] + oh, j * dil[1]:j * dil[1] + ow],
+                            w4[:, :, i, j].astype(np.int64)) for i in range(kh) for j in range(kw))
+    acc = acc[:, :, ::strides[0], ::strides[1]] + bq.reshape(1, -1, 1, 1)
+    y = acc.astype(f) * (w_scale * f(sx)).reshape(1, -1, 1, 1)
+    if act == "Relu":
+        y = np.maximum(y, f(0))
+    elif act == "Clip":
+        y = np.minimum(np.maximum(y, f(-0.5)), f(0.75))
+    want = np.clip(np.rint(y * f(1.0 / sy) + f(zy)), -128, 127).astype(np.int8) if y_int8 else y
+    if one_d:
+        want = want[:, :, 0, :]
+    ins, out = [x, wq, bq, w_scale], np.zeros(want.shape, want.dtype)
+    specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in ins]
+    text = str(compiler.LowerOp("Conv", dict(base, tc_transposed=1), specs,
+                                [compiler.TensorSpec(out.shape, str(out.dtype))], "npu -cores=4"))
+    assert "XT0" in text and "Col" not in text  # unfolded into the transposed tile, not a column matrix
+    got = run_lowered("Conv", dict(base, tc_transposed=1), ins, [out])[0]
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, run_lowered("Conv", dict(base, tc_transposed=0), ins, [np.zeros_like(out)])[0])
+    assert hazard_checked() == []
