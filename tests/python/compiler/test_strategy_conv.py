@@ -367,6 +367,10 @@ def test_plan_overrides_are_0_or_1():
     ((1, 32, 15, 15), (48, 32, 1, 1), {"strides": [2, 2]}, True, "Relu", True),
     # 1-D (wav2vec2's feature encoder)
     ((1, 32, 101), (32, 32, 3), {"strides": [2]}, True, "", False),
+    # the weights copied into L2 once, by a share of each core, the items' blocks read there
+    ((1, 16, 20, 20), (96, 16, 3, 3), {"pads": [1, 1, 1, 1], "tc_stage_weights": 1}, True, "Relu", True),
+    # two images, each item's rows from its own
+    ((2, 8, 14, 14), (32, 8, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}, False, "Relu", True),
 ])
 def test_int8_conv_taps_unfolded_for_the_transposed_plan(xs, ws, attrs, x_int8, act, y_int8, hazard_checked):
     """The transposed plan for a Conv wider than 1x1 (or padded, or strided unevenly): each
@@ -384,6 +388,7 @@ def test_int8_conv_taps_unfolded_for_the_transposed_plan(xs, ws, attrs, x_int8, 
     w_scale = (rng.random(m) * 0.002 + 0.0005).astype(np.float32)
     sx, zx, sy, zy = 0.05, -3, 0.25, 4
     base = {"tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx, **attrs}
+    conv_attrs = {k: v for k, v in attrs.items() if not k.startswith("tc_")}
     if act == "Relu":
         base["tc_activation"] = "Relu"
     elif act == "Clip":
@@ -395,11 +400,11 @@ def test_int8_conv_taps_unfolded_for_the_transposed_plan(xs, ws, attrs, x_int8, 
     xq = x.astype(np.int64) if x_int8 else np.clip(np.rint((x * f(1.0 / np.float64(f(sx)))).astype(f) + f(zx)),
                                                     -128, 127).astype(np.int64)
     x4, w4 = (xq[:, :, None, :], wq[:, :, None, :]) if one_d else (xq, wq)
-    pads = attrs.get("pads", [0] * (2 if one_d else 4))
+    pads = conv_attrs.get("pads", [0] * (2 if one_d else 4))
     pt, pl, pb, pr = (0, pads[0], 0, pads[1]) if one_d else pads
     xp = np.pad(x4, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=zx)
-    dil = attrs.get("dilations", [1, 1])
-    strides = attrs.get("strides", [1, 1])
+    dil = conv_attrs.get("dilations", [1, 1])
+    strides = conv_attrs.get("strides", [1, 1])
     if one_d:
         dil, strides = [1, dil[0]], [1, strides[0]]
     # (conv_ref takes one stride and dilation: the rows' here by taking every sh-th row of its output)
@@ -424,7 +429,10 @@ def test_int8_conv_taps_unfolded_for_the_transposed_plan(xs, ws, attrs, x_int8, 
     text = str(compiler.LowerOp("Conv", dict(base, tc_transposed=1), specs,
                                 [compiler.TensorSpec(out.shape, str(out.dtype))], "npu -cores=4"))
     assert "XT0" in text and "Col" not in text  # unfolded into the transposed tile, not a column matrix
+    assert "Wsh" in text or "tc_stage_weights" not in attrs  # (then the weights in L2)
     got = run_lowered("Conv", dict(base, tc_transposed=1), ins, [out])[0]
     np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(got, run_lowered("Conv", dict(base, tc_transposed=0), ins, [np.zeros_like(out)])[0])
+    implicit = {k: v for k, v in base.items() if k != "tc_stage_weights"}
+    np.testing.assert_array_equal(got, run_lowered("Conv", dict(implicit, tc_transposed=0), ins,
+                                                   [np.zeros_like(out)])[0])
     assert hazard_checked() == []
