@@ -2349,7 +2349,15 @@ PrimFunc LowerConv(const OpCall& call) {
       const int64_t items64 =
           g.N * ((HWo + std::min(tp, HWo) - 1) / std::min(tp, HWo)) * ((g.M + 63) / 64);
       const bool few = g.M > 32 && items64 < 2 * int64_t(call.cores);
-      for (int64_t tm : {32, 64, 128, 256}) {
+      // Channels that no block of 32 divides leave every size above a last, narrower
+      // segment of items, which runs after the others on one core (its loads behind their
+      // stores): also blocks of a share of the channels, one or two per core (1000: 250, 125).
+      std::vector<int64_t> tms = {32, 64, 128, 256};
+      for (int64_t k = 1; g.M % 32 != 0 && k <= 2; ++k) {
+        const int64_t share = (g.M + k * call.cores - 1) / (k * call.cores);
+        if (share > 32 && share <= 256 && share % 32 != 0) tms.push_back(share);
+      }
+      for (int64_t tm : tms) {
         if (tm == 32 && !few) continue;
         for (int variant = 0; variant < 8; ++variant) {
           const bool rv = variant & 1, resident = variant & 2, in_l2 = variant & 4;

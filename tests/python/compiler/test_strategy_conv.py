@@ -3,7 +3,7 @@ the op library's numpy reference."""
 import numpy as np
 import pytest
 
-from tilecore import compiler
+from tilecore import compiler, runtime
 from tilecore.ir import ops
 from strategy_util import check_op, rand, run_lowered, run_op
 
@@ -435,4 +435,38 @@ def test_int8_conv_taps_unfolded_for_the_transposed_plan(xs, ws, attrs, x_int8, 
     implicit = {k: v for k, v in base.items() if k != "tc_stage_weights"}
     np.testing.assert_array_equal(got, run_lowered("Conv", dict(implicit, tc_transposed=0), ins,
                                                    [np.zeros_like(out)])[0])
+    assert hazard_checked() == []
+
+
+def test_int8_transposed_channel_blocks_of_a_share_when_32_leaves_a_remainder(hazard_checked):
+    """SqueezeNet's classifier (1x1, 512 -> 1000 channels at 13 x 13) in the transposed plan
+    (the cost model's pick when its weights are in L2): blocks of 32, 64 or 128 channels
+    leave a narrower last block, which one core runs after its other items; blocks of 125
+    (the cores' share, twice) give every core two items of the same size. The matrix engines
+    each run two such items, counted by hand from TC1's int8 block and epilogue rates; the
+    output bit for bit the int8 arithmetic."""
+    from tilecore.arch import params
+
+    rng = np.random.default_rng(29)
+    m, c, hw = 1000, 512, 13
+    x = rng.integers(-128, 128, (1, c, hw, hw)).astype(np.int8)
+    wq = rng.integers(-127, 128, (m, c, 1, 1)).astype(np.int8)
+    bq = rng.integers(-3000, 3000, m).astype(np.int32)
+    w_scale = (rng.random(m) * 0.002 + 0.0005).astype(np.float32)
+    sx, sy, zy = 0.05, 0.2, -128
+    attrs = {"tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": -128, "tc_activation": "Relu",
+             "tc_y_scale": sy, "tc_y_zero_point": zy, "tc_transposed": 1}
+    got = run_lowered("Conv", attrs, [x, wq, bq, w_scale], [np.zeros((1, m, hw, hw), np.int8)])[0]
+    busy = [core["mm"]["busy"] for core in runtime.npu_simulator(0).stats()["cores"]]
+    p = params()
+    up = lambda a, b: -(-a // b)  # noqa: E731
+    # an item: its product (positions the rows, 125 channels the columns, all of K) and the
+    # epilogue (an element each, and the per-channel scales)
+    item = (p["mm_latency"] + up(hw * hw, p["mm_block_i8_m"]) * up(125, p["mm_block_i8_n"]) * up(c, p["mm_block_i8_k"])
+            + up(hw * hw * 125, p["mm_epilogue_elems_per_cycle"]) + up(4 * 125, p["mm_epilogue_elems_per_cycle"]))
+    assert busy == [2 * item] * 4, (busy, item)
+    acc = np.einsum("mc,nchw->nmhw", wq[:, :, 0, 0].astype(np.int64), x.astype(np.int64)) + bq.reshape(1, -1, 1, 1)
+    y = np.maximum(acc.astype(np.float32) * (w_scale * np.float32(sx)).reshape(1, -1, 1, 1), np.float32(0))
+    want = np.clip(np.rint(y * np.float32(1.0 / sy) + np.float32(zy)), -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(got, want)
     assert hazard_checked() == []
