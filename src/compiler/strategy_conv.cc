@@ -730,10 +730,14 @@ struct TransposedPlan {
   bool weights_on_out = false;
 };
 
-/*! \brief The widest K (input channels x taps) the transposed plan unfolds a KxK Conv for:
- * its gain is the vector epilogue it saves, which a wide K's products outweigh (the plans
- * priced for a wider one only cost compile time). */
+/*! \brief The widest K (input channels x taps) the transposed plan unfolds a Conv for: its
+ * gain is the vector epilogue it saves, which a wide K's products outweigh (the plans priced
+ * for a wider one only cost compile time). */
 constexpr int64_t kTransposedUnfoldK = 640;
+/*! \brief Taps beyond which an unfolding plan is priced only with its weights kept in every
+ * core: each item's tap copies make every candidate's lowering long (ResNet's 7x7 stem, 49
+ * an item: 18 candidates took a tenth of a second), and a stem's weights are small. */
+constexpr int64_t kTransposedManyTaps = 9;
 
 /*! \brief Whether the transposed plan unfolds the Conv's taps from a patch (a kernel wider
  * than 1x1, padding, or a row stride that skips rows unevenly) instead of transposing X. */
@@ -2318,6 +2322,7 @@ PrimFunc LowerConv(const OpCall& call) {
   if (transposed == 1) best_cycles = std::numeric_limits<int64_t>::max();
   if (TransposedFits(call, ep) && (transposed == 1 || (transposed != 0 && !forced))) {
     const bool unfolds = TransposedUnfolds(g);  // (one image an item)
+    const bool many_taps = unfolds && g.KH * g.KW > kTransposedManyTaps;
     const bool may_keep = g.M * g.C * g.KH * g.KW <= (int64_t{256} << 10);
     std::vector<std::pair<int64_t, TransposedPlan>> priced_transposed;  // (cycles, plan)
     auto price = [&](const TransposedPlan& t) {
@@ -2341,8 +2346,9 @@ PrimFunc LowerConv(const OpCall& call) {
       }
     };
     for (int64_t tp : {128, 256, 384, 512, 1024}) {
-      // (384: three rows of a stem's 111 or 112 columns, an unfolding plan's alone)
-      if (tp == 384 && !unfolds) continue;
+      // (an unfolding plan: 384, three rows of a stem's 111 or 112 columns; not 1024, whose
+      // patches and unfolded tiles leave L1 no room for two items)
+      if ((tp == 384 && !unfolds) || (tp == 1024 && unfolds)) continue;
       // items of 32 output channels when those of 64 would leave cores idle or unevenly
       // loaded (a small map: its positions are one item's)
       const int64_t HWo = g.OH * g.OW;
@@ -2362,6 +2368,7 @@ PrimFunc LowerConv(const OpCall& call) {
         for (int variant = 0; variant < 8; ++variant) {
           const bool rv = variant & 1, resident = variant & 2, in_l2 = variant & 4;
           if (resident && !may_keep) continue;
+          if (many_taps && may_keep && !resident) continue;
           if (in_l2 && (resident || !may_keep || p.in[1]->scope.view() != "global")) continue;
           if ((stage_weights == 1 && !in_l2) || (stage_weights == 0 && in_l2)) continue;
           const bool r_i8 = ep.residual >= 0 && call.inputs[ep.residual]->dtype == DataType::Int(8);

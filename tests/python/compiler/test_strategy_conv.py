@@ -359,6 +359,8 @@ def test_plan_overrides_are_0_or_1():
     ((1, 3, 32, 32), (32, 3, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}, False, "Clip", False),
     # ResNet's 7x7/2 stem window, K = 147
     ((1, 3, 40, 40), (64, 3, 7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}, False, "Relu", True),
+    # a 1x3 window, padded left and right only
+    ((1, 8, 20, 20), (16, 8, 1, 3), {"pads": [0, 1, 0, 1]}, False, "Relu", True),
     # an int8 X padded with its zero point, several row items (SqueezeNet's expand 3x3)
     ((1, 16, 27, 27), (64, 16, 3, 3), {"pads": [1, 1, 1, 1]}, True, "Relu", True),
     # uneven pads, dilation, an odd output
