@@ -62,3 +62,27 @@ def rand(shape, seed=0, lo=-2.0, hi=2.0, dtype=np.float32):
     if np.dtype(dtype).kind == "f":
         return rng.uniform(lo, hi, shape).astype(dtype)
     return rng.integers(int(lo), int(hi) + 1, shape).astype(dtype)
+
+
+# Clip's bounds in the tests of an int8 Conv's fused activation
+CLIP_BOUNDS = (-0.5, 0.75)
+
+
+def fused_activation_attrs(act):
+    """The attributes fusing ``act`` ("Relu", "Clip" with CLIP_BOUNDS, or "" for none) into
+    an int8 Conv's epilogue."""
+    if act == "Relu":
+        return {"tc_activation": "Relu"}
+    if act == "Clip":
+        return {"tc_activation": "Clip", "tc_clip_min": CLIP_BOUNDS[0], "tc_clip_max": CLIP_BOUNDS[1]}
+    return {}
+
+
+def fused_activation_ref(y, act):
+    """``act`` (as fused_activation_attrs fuses it) on the f32 result ``y``, as numpy computes it."""
+    f = np.float32
+    if act == "Relu":
+        return np.maximum(y, f(0))
+    if act == "Clip":
+        return np.minimum(np.maximum(y, f(CLIP_BOUNDS[0])), f(CLIP_BOUNDS[1]))
+    return y

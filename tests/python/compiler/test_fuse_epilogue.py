@@ -12,7 +12,7 @@ from onnx import helper
 import tilecore
 from tilecore import compiler
 
-from strategy_util import run_lowered
+from strategy_util import CLIP_BOUNDS, fused_activation_attrs, fused_activation_ref, run_lowered
 from test_driver import make_model, ort_run
 from test_precision import conv_ref
 
@@ -148,10 +148,7 @@ def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, ac
         if x_int8:
             attrs.update(tc_residual_scale=sr, tc_residual_zero_point=zr)
         ins.append(rq if x_int8 else rf)
-    if act == "Relu":
-        attrs["tc_activation"] = "Relu"
-    elif act == "Clip":
-        attrs.update(tc_activation="Clip", tc_clip_min=-0.5, tc_clip_max=0.75)
+    attrs.update(fused_activation_attrs(act))
     if y_int8:
         attrs.update(tc_y_scale=sy, tc_y_zero_point=zy)
     out = np.zeros((1, m, hw, hw), np.int8 if y_int8 else np.float32)
@@ -188,7 +185,7 @@ def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, ac
     # the int32 bias of the quantised-node form already holds -zx * sum W (docs/precision.md)
     acc = np.einsum("mc,nchw->nmhw", wq[:, :, 0, 0].astype(np.int64), xq) + bq.reshape(1, -1, 1, 1)
     if residual and x_int8:  # in the residual's units
-        lo, hi = {"Relu": (0.0, None), "Clip": (-0.5, 0.75)}.get(act, (None, None))
+        lo, hi = {"Relu": (0.0, None), "Clip": CLIP_BOUNDS}.get(act, (None, None))
         ref = int8_residual_ref(acc, w_scale, sx, rq, sr, zr, lo, hi, *((sy, zy) if y_int8 else ()))
         np.testing.assert_array_equal(got, ref)
         assert hazard_checked() == []
@@ -196,10 +193,7 @@ def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, ac
     y = acc.astype(f) * (w_scale * f(sx)).reshape(1, -1, 1, 1)
     if residual:
         y = y + rf
-    if act == "Relu":
-        y = np.maximum(y, f(0))
-    elif act == "Clip":
-        y = np.minimum(np.maximum(y, f(-0.5)), f(0.75))
+    y = fused_activation_ref(y, act)
     if y_int8:
         t = y * f(1.0 / sy) + f(zy)
         np.testing.assert_array_equal(got, np.clip(np.rint(t), -128, 127).astype(np.int8))

@@ -5,7 +5,7 @@ import pytest
 
 from tilecore import compiler, runtime
 from tilecore.ir import ops
-from strategy_util import check_op, rand, run_lowered, run_op
+from strategy_util import check_op, fused_activation_attrs, fused_activation_ref, rand, run_lowered, run_op
 
 CASES = [
     # x shape, w shape, attrs, bias
@@ -389,12 +389,8 @@ def test_int8_conv_taps_unfolded_for_the_transposed_plan(xs, ws, attrs, x_int8, 
     bq = rng.integers(-3000, 3000, m).astype(np.int32)
     w_scale = (rng.random(m) * 0.002 + 0.0005).astype(np.float32)
     sx, zx, sy, zy = 0.05, -3, 0.25, 4
-    base = {"tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx, **attrs}
+    base = {"tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx, **attrs, **fused_activation_attrs(act)}
     conv_attrs = {k: v for k, v in attrs.items() if not k.startswith("tc_")}
-    if act == "Relu":
-        base["tc_activation"] = "Relu"
-    elif act == "Clip":
-        base.update(tc_activation="Clip", tc_clip_min=-0.5, tc_clip_max=0.75)
     if y_int8:
         base.update(tc_y_scale=sy, tc_y_zero_point=zy)
     # the reference: X quantised as on load, padded with the zero point, the int64 sums
@@ -418,11 +414,7 @@ def test_int8_conv_taps_unfolded_for_the_transposed_plan(xs, ws, attrs, x_int8, 
         acc = sum(np.einsum("nchw,mc->nmhw", xp[:, :, i * dil[0]:i * dil[0] + oh, j * dil[1]:j * dil[1] + ow],
                             w4[:, :, i, j].astype(np.int64)) for i in range(kh) for j in range(kw))
     acc = acc[:, :, ::strides[0], ::strides[1]] + bq.reshape(1, -1, 1, 1)
-    y = acc.astype(f) * (w_scale * f(sx)).reshape(1, -1, 1, 1)
-    if act == "Relu":
-        y = np.maximum(y, f(0))
-    elif act == "Clip":
-        y = np.minimum(np.maximum(y, f(-0.5)), f(0.75))
+    y = fused_activation_ref(acc.astype(f) * (w_scale * f(sx)).reshape(1, -1, 1, 1), act)
     want = np.clip(np.rint(y * f(1.0 / sy) + f(zy)), -128, 127).astype(np.int8) if y_int8 else y
     if one_d:
         want = want[:, :, 0, :]
