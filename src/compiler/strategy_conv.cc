@@ -704,6 +704,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
  * int8's 50 KiB tiles of layer3 split its group). */
 constexpr int64_t kResidentInputBytes = int64_t{32} << 10;
 
+/*! \brief The most weight bytes (int8) every core of the transposed plan keeps, transposed
+ * once, for all its items. */
+constexpr int64_t kTransposedKeptWeightBytes = int64_t{256} << 10;
+
 /*! \brief How many of the fastest transposed plans are priced again with their weight
  * blocks on the DMA-out engine. */
 constexpr int kTransposedOnOutPlans = 3;
@@ -822,7 +826,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   // ResidualUnits' x_factor for x_scale), and the weights transposed ([C, M]) when the plan
   // keeps them (at most 256 KiB). Each DMA pays the DDR's latency, which per item would cost
   // more than the item's mm.
-  const bool w_resident = tp.weights_resident && g.M * K <= (int64_t{256} << 10);
+  const bool w_resident = tp.weights_resident && g.M * K <= kTransposedKeptWeightBytes;
   Buffer Ball = Local({1, g.M}, i32, "Ball"), Sall = Local({1, g.M}, f32, "Sall");
   Buffer Wall = Local({g.M, K}, i8, "Wall"), WTall = Local({K, g.M}, i8, "WTall");
   const std::vector<int8_t> lut = y_i8 ? FusedLookupTable(call.attrs) : std::vector<int8_t>();
@@ -2323,7 +2327,7 @@ PrimFunc LowerConv(const OpCall& call) {
   if (TransposedFits(call, ep) && (transposed == 1 || (transposed != 0 && !forced))) {
     const bool unfolds = TransposedUnfolds(g);  // (one image an item)
     const bool many_taps = unfolds && g.KH * g.KW > kTransposedManyTaps;
-    const bool may_keep = g.M * g.C * g.KH * g.KW <= (int64_t{256} << 10);
+    const bool may_keep = g.M * g.C * g.KH * g.KW <= kTransposedKeptWeightBytes;
     std::vector<std::pair<int64_t, TransposedPlan>> priced_transposed;  // (cycles, plan)
     auto price = [&](const TransposedPlan& t) {
       const std::string name = TransposedPlanName(t);
