@@ -122,6 +122,10 @@ const std::vector<CompilerAttr>& Table() {
     {"tc_transposed", kInt,
      "Conv: 1 the transposed plan whenever it fits, 0 never (absent: the cost model's). Set "
      "by no pass (an override); read by Conv (strategy_conv.cc)."},
+    {"tc_implicit_items", kInts,
+     "int8 1x1 Conv, transposed plan: [num, den], of every den items of a core the first num "
+     "computed channel-major (the epilogue on the vector engine), [0, 1] none (absent: the cost "
+     "model's). Set by no pass (an override); read by Conv (strategy_conv.cc)."},
     {"tc_pool_pipeline", kInt,
      "MaxPool, AveragePool, LpPool: 1 a core's items pipelined (two patches: the loads of one "
      "item while the taps of the one before run) whenever that fits, 0 never (absent: the cost "

@@ -188,6 +188,8 @@ inline ResidualUnits GetResidualUnits(const Map<String, Any>& attrs, const Fused
 /*! \brief The vector engine's form of the residual steps of ResidualUnits on the f32 tile
  * `v` (already f32(acc + bias) * scale): r8 converted into the f32 tile `rf` and added, the
  * zero point subtracted, then the clamp; one vector command per step. */
+inline std::vector<Stmt> AddConvertedResidualInUnits(const ResidualUnits& u, const Buffer& v,
+                                                     const Buffer& rf, const NestFn& nest);
 inline std::vector<Stmt> AddResidualInUnits(const ResidualUnits& u, const Buffer& v,
                                             const Buffer& r8, const Buffer& rf,
                                             const NestFn& nest) {
@@ -195,6 +197,14 @@ inline std::vector<Stmt> AddResidualInUnits(const ResidualUnits& u, const Buffer
   s.push_back(nest([&](const Array<PrimExpr>& i) {
     return BufferStore(rf, Cast(DataType::Float(32), BufferLoad(r8, i)), i);
   }));
+  for (Stmt& x : AddConvertedResidualInUnits(u, v, rf, nest)) s.push_back(std::move(x));
+  return s;
+}
+
+/*! \brief AddResidualInUnits' steps after the conversion: `rf` holds f32(r8) already. */
+inline std::vector<Stmt> AddConvertedResidualInUnits(const ResidualUnits& u, const Buffer& v,
+                                                     const Buffer& rf, const NestFn& nest) {
+  std::vector<Stmt> s;
   s.push_back(nest([&](const Array<PrimExpr>& i) {
     return BufferStore(v, BufferLoad(v, i) + BufferLoad(rf, i), i);
   }));

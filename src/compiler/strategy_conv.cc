@@ -732,7 +732,26 @@ struct TransposedPlan {
   // (not resident) the items' weight blocks loaded on the DMA-out engine, beside their X
   // tiles and residuals on the DMA-in engine (and behind the stores of the items before)
   bool weights_on_out = false;
+  // of every implicit_den items of a core, the first implicit_num computed channel-major
+  // instead (TransposedMixes: W x X in the matrix engine, the epilogue in the vector
+  // engine, LowerConv's steps), so that both engines carry a share of the epilogue
+  int64_t implicit_num = 0, implicit_den = 1;
 };
+
+/*! \brief The shares of a core's items the transposed plan may compute channel-major, as
+ * (num, den): a small K leaves the matrix engine's epilogue (and an int8 residual streaming
+ * through it) as long as the product, while the vector engine idles. */
+constexpr std::pair<int64_t, int64_t> kImplicitShares[] = {{1, 4}, {1, 3}, {1, 2},
+                                                           {2, 3}, {3, 4}, {1, 1}};
+
+/*! \brief How many of the fastest transposed plans are priced again with each share of
+ * channel-major items. */
+constexpr int kTransposedMixedPlans = 2;
+
+/*! \brief The L1 a plan with channel-major items leaves beyond the 8 KiB any plan leaves: a
+ * layer group's kernel holds the descriptors of all its members (SqueezeNet's 39: 28 KiB),
+ * and a share's few percent is not worth a group that no longer builds. */
+constexpr int64_t kMixedL1Headroom = int64_t{64} << 10;
 
 /*! \brief The widest K (input channels x taps) the transposed plan unfolds a Conv for: its
  * gain is the vector epilogue it saves, which a wide K's products outweigh (the plans priced
@@ -760,6 +779,15 @@ bool TransposedFits(const OpCall& call, const FusedEpilogue& ep) {
          (!TransposedUnfolds(g) || K <= kTransposedUnfoldK) &&
          (ep.activation.empty() || ep.activation == "Relu" || ep.activation == "Clip") &&
          AttrInt(call.attrs, "tc_channel_scale", 0) == 0;
+}
+
+/*! \brief Whether the transposed plan may compute some items channel-major (implicit_num):
+ * a 1x1 Conv that reads every input position (its X tile, loaded as is, is the product's
+ * right operand) of an int8 X, whose residual (if any) comes before its activation. The plan
+ * must also take one image an item. */
+bool TransposedMixes(const OpCall& call, const ConvGeom& g, const FusedEpilogue& ep) {
+  return !TransposedUnfolds(g) && g.sh == 1 && g.sw == 1 &&
+         call.inputs[0]->dtype == DataType::Int(8) && !ep.residual_last;
 }
 
 /*!
@@ -827,7 +855,17 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   // keeps them (at most 256 KiB). Each DMA pays the DDR's latency, which per item would cost
   // more than the item's mm.
   const bool w_resident = tp.weights_resident && g.M * K <= kTransposedKeptWeightBytes;
+  // (implicit_num) items computed channel-major: their product W x X accumulates onto the
+  // bias in Cf's bytes as int32, and the vector engine's epilogue takes LowerConv's steps
+  const bool mixed = tp.implicit_num > 0;
+  if (mixed && (!TransposedMixes(call, g, ep) || tp.nb != 1))
+    TILECORE_THROW(InternalError) << "LowerConvTransposed: channel-major items need a 1x1 Conv "
+                                     "of an int8 X and one image an item";
   Buffer Ball = Local({1, g.M}, i32, "Ball"), Sall = Local({1, g.M}, f32, "Sall");
+  // (mixed) copies of Ball and Sall the vector engine reads for the channel-major items: the
+  // code orders its reads of a buffer after the matrix commands that read it (as an epilogue's
+  // operands), which would stall each item's preset behind the mm before it
+  Buffer Bvec = Local({1, g.M}, i32, "Bvec"), Svec = Local({1, g.M}, f32, "Svec");
   Buffer Wall = Local({g.M, K}, i8, "Wall"), WTall = Local({K, g.M}, i8, "WTall");
   const std::vector<int8_t> lut = y_i8 ? FusedLookupTable(call.attrs) : std::vector<int8_t>();
   Buffer lut_words = Local({64}, i32, "LutWords");
@@ -867,13 +905,20 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     segs.push_back(Loop("j", g.M, [&](PrimExpr j) {
       return BufferStore(Sall, BufferLoad(Sall, {I32(0), j}) * F32(s_factor), {I32(0), j});
     }));
-    if (w_resident)  // Wall's L1 is the items' once transposed
-      segs.push_back(Allocate(
-          Wall, Seq({Intrin("tile.dma_copy", {Region(Wall, {I32(0), I32(0)}, {g.M, K}),
-                                              Region(W, {I32(0), I32(0)}, {g.M, K}), I32(0)}),
-                     Intrin("tile.wait", {I32(0)}),
-                     CopyNest(StridedView(WTall, {K, g.M}, {g.M, 1}, 0, "WTv"),
-                              StridedView(Wall, {K, g.M}, {1, K}, 0, "Wtv"), {K, g.M})})));
+    for (const auto& [to, from] : {std::make_pair(Svec, Sall), std::make_pair(Bvec, Ball)}) {
+      if (!mixed || (from.same_as(Ball) && !has_bias)) continue;
+      segs.push_back(Loop("j", g.M, [&](PrimExpr j) {
+        return BufferStore(to, BufferLoad(from, {I32(0), j}), {I32(0), j});
+      }));
+    }
+    if (w_resident) {  // Wall's L1 is the items' once transposed (kept for channel-major items)
+      Stmt load = Seq({Intrin("tile.dma_copy", {Region(Wall, {I32(0), I32(0)}, {g.M, K}),
+                                                Region(W, {I32(0), I32(0)}, {g.M, K}), I32(0)}),
+                       Intrin("tile.wait", {I32(0)}),
+                       CopyNest(StridedView(WTall, {K, g.M}, {g.M, 1}, 0, "WTv"),
+                                StridedView(Wall, {K, g.M}, {1, K}, 0, "Wtv"), {K, g.M})});
+      segs.push_back(mixed ? load : Allocate(Wall, load));
+    }
     const int64_t NB = tp.nb;  // images per item (then one item covers an image's positions)
     std::vector<bool> served(size_t(call.cores), false);  // the cores that ran an item
     for (const auto& P_seg : Segs(HW, tile)) {
@@ -890,6 +935,10 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
         // per slot (two: the items are pipelined)
         struct Slot {
           Buffer Xl, XT, Wl, WT, Cf, Rl, Rf, Yt;
+          // (mixed) a channel-major item's scales (copied from Sall) and f32 residual,
+          // filled with its product: the slot's loaded buffers take the next item's loads
+          // before its epilogue
+          Buffer Sm, Rs;
         };
         std::vector<Slot> slots(2);
         for (int k = 0; k < 2; ++k) {
@@ -905,6 +954,8 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
             sl.Rf = Local({Pt, TMc}, r_i8 ? i8 : f32, "Rf" + n);
           }
           sl.Yt = Local({TMc, Pt}, y_i8 ? i8 : f32, "Yt" + n);
+          sl.Sm = Local({1, TMc}, f32, "Sm" + n);
+          sl.Rs = Local({TMc, Pt}, f32, "Rs" + n);
         }
         Buffer Xq = qx ? Local({C, Xt}, i8, "Xq") : Buffer();
         // (x_resident) the cores that ran an item in the segments before: they transposed X
@@ -926,6 +977,78 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
         };
         auto over = [&](int64_t rows, int64_t cols) {
           return [rows, cols](const auto& body) { return Nest({rows, cols}, body); };
+        };
+        // (mixed) whether item t is computed channel-major: the first implicit_num of every
+        // implicit_den items of its core (item t is the core's (t div cores)-th), but not its
+        // last, whose epilogue nothing follows to overlap
+        auto implicit_at = [&](PrimExpr t) -> PrimExpr {
+          return floormod(floordiv(t, I32(call.cores)), I32(tp.implicit_den)) <
+                     I32(tp.implicit_num) &&
+                 t + I32(call.cores) < I32(items);
+        };
+        // a [rows, cols] view of buf's bytes as dtype (dims of 1 dropped, as Nest drops them)
+        auto as = [](const Buffer& buf, DataType dtype, int64_t rows, int64_t cols,
+                     std::vector<int64_t> strides, PrimExpr offset, const char* name) {
+          Array<PrimExpr> shape, st;
+          const int64_t dims[2] = {rows, cols};
+          for (int d = 0; d < 2; ++d) {
+            if (dims[d] == 1) continue;
+            shape.push_back(I32(dims[d]));
+            st.push_back(I32(strides[size_t(d)]));
+          }
+          if (shape.empty()) {
+            shape.push_back(I32(1));
+            st.push_back(I32(1));
+          }
+          return Buffer(buf->data, dtype, shape, st, offset, "local", String(name));
+        };
+        // (mixed) the epilogue of a channel-major item, LowerConv's steps on its int32 sums
+        // in cfb's bytes ([rows, cols]: channels, positions): f32, times the channel's scale
+        // (sm), the residual (rs, its f32 conversion) and the activation, quantised
+        // (or converted) into ytb, channel-major as the store reads it
+        auto channel_major_epilogue = [&](const Buffer& cfb, const Buffer& rs, const Buffer& sm,
+                                          const Buffer& ytb, int64_t rows, int64_t cols) {
+          std::vector<Stmt> s;
+          auto nest = over(rows, cols);
+          const std::vector<int64_t> plain_st = {cols, 1};
+          Buffer acc = as(cfb, i32, rows, cols, plain_st, I32(0), "Accv");
+          Buffer cfv = as(cfb, f32, rows, cols, plain_st, I32(0), "Cfm");
+          Buffer sb = as(sm, f32, rows, cols, {1, 0}, I32(0), "Sb");
+          s.push_back(nest([&](const Array<PrimExpr>& i) {
+            return BufferStore(cfv, Cast(f32, BufferLoad(acc, i)), i);
+          }));
+          s.push_back(nest([&](const Array<PrimExpr>& i) {
+            return BufferStore(cfv, BufferLoad(cfv, i) * BufferLoad(sb, i), i);
+          }));
+          if (ep.residual >= 0) {
+            Buffer rv = as(rs, f32, rows, cols, plain_st, I32(0), "Rsv");
+            if (r_i8) {
+              for (const Stmt& x : AddConvertedResidualInUnits(ru, cfv, rv, nest)) s.push_back(x);
+            } else {
+              s.push_back(nest([&](const Array<PrimExpr>& i) {
+                return BufferStore(cfv, BufferLoad(cfv, i) + BufferLoad(rv, i), i);
+              }));
+            }
+          }
+          if (!r_i8)
+            s.push_back(
+                ApplyActivation(y_i8 ? WithoutSaturatedBounds(ep, y_inv, y_zp) : ep, cfv, nest));
+          Buffer yv = as(ytb, ytb->dtype, rows, cols, plain_st, I32(0), "Ymv");
+          if (y_i8) {
+            for (const Stmt& x : QuantiseSteps(yv, cfv, r_i8 ? ru.out_scale : y_inv, y_zp, nest))
+              s.push_back(x);
+            if (!lut.empty()) {
+              BufferRegion y = Region(ytb, {I32(0), I32(0)}, {rows, cols});
+              s.push_back(Intrin("tile.vec_lut", {y, y, LookupTableRegion(lut_words)}));
+            }
+          } else if (r_i8) {
+            s.push_back(nest([&](const Array<PrimExpr>& i) {
+              return BufferStore(yv, BufferLoad(cfv, i) * F32(ru.out_scale), i);
+            }));
+          } else {
+            s.push_back(CopyNest(yv, cfv, {rows, cols}));
+          }
+          return s;
         };
         // (unfold) the patch of the item's r output rows from oh0 into xl as [C, rin, win], on
         // event ev: zeros (an int8 X: its zero point) where the padding is, then the input
@@ -1070,22 +1193,25 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
             s.push_back(IfThenElse(first, Seq(once)));
           }
           s.push_back(Intrin("tile.wait", {I32(k)}));  // this item's loads
+          std::vector<Stmt> tr;                        // the transposed form
           if (!x_resident) {
+            // (a channel-major item reads the X tile as loaded; when the slot's later items
+            // reuse the transposed tile, every item transposes it)
             std::vector<Stmt> xs;
             transpose_x(&xs, sl.Xl, sl.XT);
-            s.push_back(loads_x(t, xs));
+            (mixed && !x_reuse ? tr : s).push_back(loads_x(t, xs));
           }
           if (!w_resident)
-            s.push_back(
+            tr.push_back(
                 CopyNest(plain(sl.WT, K, TMc, "WTv"), transposed(sl.Wl, K, TMc, "Wtv"), {K, TMc}));
           if (ep.residual >= 0)  // channel-major residual into the mm's [P, TMc]
-            s.push_back(CopyNest(plain(sl.Rf, Pt, TMc, "Rfv"), transposed(sl.Rl, Pt, TMc, "Rtv"),
-                                 {Pt, TMc}));
+            tr.push_back(CopyNest(plain(sl.Rf, Pt, TMc, "Rfv"), transposed(sl.Rl, Pt, TMc, "Rtv"),
+                                  {Pt, TMc}));
           const bool relu = ep.activation == "Relu" && !res_vec && !r_i8;
           const bool clip = ep.activation == "Clip" && !res_vec && !r_i8;
           const double lo = r_i8 ? ru.lo : clip && std::isfinite(ep.lo) ? ep.lo : -big;
           const double hi = r_i8 ? ru.hi : clip && std::isfinite(ep.hi) ? ep.hi : big;
-          s.push_back(Intrin(
+          tr.push_back(Intrin(
               "tile.mm",
               {Region(sl.Cf, {I32(0), I32(0)}, {Pt, TMc}),
                Region(x_resident ? XTr : sl.XT, {I32(0), I32(0)}, {Pt, K}),
@@ -1098,13 +1224,47 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
                                             : I32(0),
                StringImm(relu ? "relu" : "none"), F32(std::isfinite(lo) ? lo : -big),
                F32(std::isfinite(hi) ? hi : big)}));
+          if (!mixed) {
+            for (const Stmt& x : tr) s.push_back(x);
+            return Seq(s);
+          }
+          // channel-major: Acc[m, p] = bias[m0 + m] + (W block x X tile)[m, p]
+          std::vector<Stmt> im;
+          Buffer acc = Buffer(sl.Cf->data, i32, {I32(TMc), I32(Pt)}, {}, I32(0), "local", "Acc");
+          if (has_bias) {  // (the int32 sums wrap in the matrix engine, as its epilogue's do)
+            Buffer accv = as(sl.Cf, i32, TMc, Pt, {Pt, 1}, I32(0), "Accv");
+            im.push_back(Loop("i0", TMc, [&](PrimExpr m) {
+              return Loop("i1", Pt, [&](PrimExpr q) {
+                return BufferStore(
+                    accv, BufferLoad(Bvec, {I32(0), m0 + m}),
+                    TMc > 1 && Pt > 1 ? Array<PrimExpr>{m, q} : Array<PrimExpr>{TMc > 1 ? m : q});
+              });
+            }));
+          }
+          im.push_back(Loop("i0", TMc, [&](PrimExpr m) {
+            return BufferStore(sl.Sm, BufferLoad(Svec, {I32(0), m0 + m}), {I32(0), m});
+          }));
+          if (ep.residual >= 0) {  // (the first of AddResidualInUnits' steps, or a copy)
+            Buffer rv = as(sl.Rl, sl.Rl->dtype, TMc, Pt, {Pt, 1}, I32(0), "Rlv");
+            Buffer rf = as(sl.Rs, f32, TMc, Pt, {Pt, 1}, I32(0), "Rsv");
+            im.push_back(over(TMc, Pt)([&](const Array<PrimExpr>& i) {
+              return BufferStore(rf, Cast(f32, BufferLoad(rv, i)), i);
+            }));
+          }
+          im.push_back(
+              Intrin("tile.mm", {Region(acc, {I32(0), I32(0)}, {TMc, Pt}),
+                                 w_resident ? Region(Wall, {m0, I32(0)}, {TMc, K})
+                                            : Region(sl.Wl, {I32(0), I32(0)}, {TMc, K}),
+                                 Region(x_resident ? XLr : sl.Xl, {I32(0), I32(0)}, {C, Pt}),
+                                 IntImm(DataType::Bool(), has_bias ? 1 : 0)}));
+          s.push_back(IfThenElse(implicit_at(t), Seq(im), Seq(tr)));
           return Seq(s);
         };
         auto post = [&](PrimExpr t, int64_t k) {
           const Slot& sl = slots[size_t(k)];
           auto [n, p0, m0] = coords(t);
-          std::vector<Stmt> s;
-          s.push_back(Intrin("tile.wait", {I32(2 + k)}));  // slot k's last store has drained
+          std::vector<Stmt> head, s;
+          head.push_back(Intrin("tile.wait", {I32(2 + k)}));  // slot k's last store has drained
           Buffer yt = transposed(sl.Yt, Pt, TMc, "Ytv"), cf = plain(sl.Cf, Pt, TMc, "Cfv");
           if (res_vec) {  // the mm's epilogue stopped after the scale: the same f32 steps here
             Buffer rf = plain(sl.Rf, Pt, TMc, "ResidualSum");
@@ -1129,6 +1289,13 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           } else {
             s.push_back(CopyNest(yt, cf, {Pt, TMc}));
           }
+          if (mixed) {
+            std::vector<Stmt> im = channel_major_epilogue(sl.Cf, sl.Rs, sl.Sm, sl.Yt, TMc, Pt);
+            Stmt tr = Seq(s);
+            s.clear();
+            s.push_back(IfThenElse(implicit_at(t), Seq(im), tr));
+          }
+          s.insert(s.begin(), head.begin(), head.end());
           for (int64_t img = 0; img < NB; ++img)
             s.push_back(Intrin("tile.dma_copy",
                                {Region(Y, {img == 0 ? n : n + I32(img), m0, p0}, {1, TMc, P}),
@@ -1148,6 +1315,8 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
             if (!x_resident || (!b.same_as(sl.Xl) && !b.same_as(sl.XT))) body = Allocate(b, body);
           if (!w_resident) body = Allocate(sl.WT, Allocate(sl.Wl, body));
           if (ep.residual >= 0) body = Allocate(sl.Rf, Allocate(sl.Rl, body));
+          if (mixed) body = Allocate(sl.Sm, body);
+          if (mixed && ep.residual >= 0) body = Allocate(sl.Rs, body);
         }
         if (qx) body = Allocate(Xq, body);
         segs.push_back(body);
@@ -1162,7 +1331,10 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     if (!lut.empty()) PlaceAfterFirstLoads(&segs, FillLookupTable(lut_words, lut));
     Stmt r = Allocate(Sall, Seq(segs));
     if (has_bias) r = Allocate(Ball, r);
+    if (mixed) r = Allocate(Svec, r);
+    if (mixed && has_bias) r = Allocate(Bvec, r);
     if (w_resident) r = Allocate(WTall, r);
+    if (w_resident && mixed) r = Allocate(Wall, r);
     if (x_resident) r = Allocate(XLr, Allocate(XTr, r));
     return lut.empty() ? r : Allocate(lut_words, r);
   });
@@ -1200,6 +1372,8 @@ std::string TransposedPlanName(const TransposedPlan& t) {
   std::ostringstream o;
   o << "transposed " << t.tp << ' ' << t.tm << ' ' << t.residual_on_vector << ' '
     << t.weights_resident << ' ' << t.weights_in_l2 << ' ' << t.nb << ' ' << t.weights_on_out;
+  // (not the share of channel-major items: a share is priced with its plan, and a sibling's
+  // ranking lists plans, not their shares, which would crowd the plain ones out of its first)
   return o.str();
 }
 
@@ -2180,9 +2354,10 @@ PrimFunc LowerConv(const OpCall& call) {
   // A plan whose buffers leave the code generator less than 8 KiB of L1 (its descriptors
   // and scratch) does not fit.
   const int64_t l1_for_buffers = call.l1_bytes - (int64_t{8} << 10);
-  auto estimate = [&](const PrimFunc& f) {
+  // (headroom: more L1 left free, a plan with channel-major items')
+  auto estimate = [&](const PrimFunc& f, int64_t headroom = 0) {
     KernelCost k = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores));
-    return k.local_bytes > l1_for_buffers ? -1 : k.cycles;
+    return k.local_bytes > l1_for_buffers - headroom ? -1 : k.cycles;
   };
   // (a plan whose nested buffers alone pass that does not fit: refused before its kernel
   // pipeline, which is most of a candidate's time)
@@ -2329,25 +2504,35 @@ PrimFunc LowerConv(const OpCall& call) {
     const bool many_taps = unfolds && g.KH * g.KW > kTransposedManyTaps;
     const bool may_keep = g.M * g.C * g.KH * g.KW <= kTransposedKeptWeightBytes;
     std::vector<std::pair<int64_t, TransposedPlan>> priced_transposed;  // (cycles, plan)
+    const std::vector<int64_t> want_share = AttrInts(call.attrs, "tc_implicit_items", {});
+    if (!want_share.empty() && (want_share.size() != 2 || want_share[0] < 0 || want_share[1] < 1 ||
+                                want_share[0] > want_share[1]))
+      TILECORE_THROW(ValueError) << "Conv: tc_implicit_items is [num, den] with 0 <= num <= den";
+    // (a share asked for: only plans of that share are chosen; the others are priced to
+    // find the fastest sizes)
+    const bool share_forced = !want_share.empty() && want_share[0] > 0;
+    // (whether the plan fits)
     auto price = [&](const TransposedPlan& t) {
       const std::string name = TransposedPlanName(t);
-      if (transposed != 1 && passed_over(name)) return;
+      if (transposed != 1 && passed_over(name)) return false;
       int64_t cycles = -1;
       PrimFunc f;
       try {
         f = MakeFunc(call, p, LowerConvTransposed(call, p, t));
-        cycles = cannot_fit(f) ? -1 : estimate(f);
+        cycles = cannot_fit(f) ? -1 : estimate(f, t.implicit_num > 0 ? kMixedL1Headroom : 0);
       } catch (const ffi::Error&) {
-        return;  // does not fit once the buffers are placed in banks
+        return false;  // does not fit once the buffers are placed in banks
       }
-      if (cycles < 0) return;
+      if (cycles < 0) return false;
       ranked.emplace_back(cycles, name);
       priced_transposed.emplace_back(cycles, t);
+      if (share_forced && t.implicit_num == 0) return true;
       if (cycles < best_cycles) {
         best = f;
         best_cycles = cycles;
         chosen_transposed = t;
       }
+      return true;
     };
     for (int64_t tp : {128, 256, 384, 512, 1024}) {
       // (an unfolding plan: 384, three rows of a stem's 111 or 112 columns; not 1024, whose
@@ -2413,6 +2598,30 @@ PrimFunc LowerConv(const OpCall& call) {
         t.weights_on_out = true;
         price(t);
         ++tried;
+      }
+    }
+    // then the fastest few again with each share of their items channel-major (a 1x1
+    // Conv's epilogue then runs on both engines; tc_implicit_items [num, den] prices that
+    // share alone, tc_implicit_items [0, 1] none)
+    if (TransposedMixes(call, g, ep) && (want_share.empty() || want_share[0] > 0)) {
+      std::stable_sort(priced_transposed.begin(), priced_transposed.end(),
+                       [](const auto& x, const auto& y) { return x.first < y.first; });
+      const std::vector<std::pair<int64_t, TransposedPlan>> fastest = priced_transposed;
+      int tried = 0;
+      for (const auto& [cycles, plan] : fastest) {
+        if (tried == kTransposedMixedPlans) break;
+        if (plan.nb != 1) continue;
+        std::vector<std::pair<int64_t, int64_t>> shares(std::begin(kImplicitShares),
+                                                        std::end(kImplicitShares));
+        if (!want_share.empty()) shares = {{want_share[0], want_share[1]}};
+        bool fits = false;  // (a plan whose mixed forms overflow L1 does not count)
+        for (const auto& [num, den] : shares) {
+          TransposedPlan t = plan;
+          t.implicit_num = num;
+          t.implicit_den = den;
+          fits = price(t) || fits;
+        }
+        tried += fits ? 1 : 0;
       }
     }
   }

@@ -175,8 +175,17 @@ def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, ac
                                 "npu -cores=4"))
     assert "tile.dma_prefetch(Wl0" in text or "WTall" in text  # (kept whole in L1: no blocks)
     np.testing.assert_array_equal(run_lowered("Conv", on_out, ins, [np.zeros_like(out)])[0], other)
+    scales = dict(sx=sx, zx=zx, sr=sr, zr=zr, sy=sy, zy=zy)
+    np.testing.assert_array_equal(got, conv_1x1_int8_ref(x, wq, bq, w_scale, stride, ins[4:], act, y_int8, **scales))
+    assert hazard_checked() == []
+
+
+def conv_1x1_int8_ref(x, wq, bq, w_scale, stride, residual, act, y_int8, sx, zx, sr, zr, sy, zy):
+    """numpy's int8 1x1 Conv (docs/precision.md): X quantised on load (an f32 X), the int64
+    sums with the int32 bias, the vector epilogue's f32 steps; an int8 residual (`residual`,
+    [] or [R]) in its own units, an f32 one added before the activation; y int8 or f32."""
     f = np.float32
-    if x_int8:
+    if x.dtype == np.int8:
         xq = x.astype(np.int64)
     else:
         inv = f(1.0 / np.float64(f(sx)))
@@ -184,22 +193,53 @@ def test_conv_1x1_transposed_plan(c, m, hw, stride, x_int8, residual, y_int8, ac
     xq = xq[:, :, ::stride, ::stride]
     # the int32 bias of the quantised-node form already holds -zx * sum W (docs/precision.md)
     acc = np.einsum("mc,nchw->nmhw", wq[:, :, 0, 0].astype(np.int64), xq) + bq.reshape(1, -1, 1, 1)
-    if residual and x_int8:  # in the residual's units
+    if residual and residual[0].dtype == np.int8:  # in the residual's units
         lo, hi = {"Relu": (0.0, None), "Clip": CLIP_BOUNDS}.get(act, (None, None))
-        ref = int8_residual_ref(acc, w_scale, sx, rq, sr, zr, lo, hi, *((sy, zy) if y_int8 else ()))
-        np.testing.assert_array_equal(got, ref)
-        assert hazard_checked() == []
-        return
+        return int8_residual_ref(acc, w_scale, sx, residual[0], sr, zr, lo, hi, *((sy, zy) if y_int8 else ()))
     y = acc.astype(f) * (w_scale * f(sx)).reshape(1, -1, 1, 1)
     if residual:
-        y = y + rf
+        y = y + residual[0]
     y = fused_activation_ref(y, act)
     if y_int8:
-        t = y * f(1.0 / sy) + f(zy)
-        np.testing.assert_array_equal(got, np.clip(np.rint(t), -128, 127).astype(np.int8))
-    else:
-        np.testing.assert_array_equal(got, y)
+        return np.clip(np.rint(y * f(1.0 / sy) + f(zy)), -128, 127).astype(np.int8)
+    return y
+
+
+@pytest.mark.parametrize("c,m,hw,residual,y_int8,act,share", [
+    (64, 256, 56, "int8", True, "Relu", (1, 3)),  # ResNet-50's layer1 conv3: K = 64, an int8 residual
+    (128, 512, 28, "int8", False, "Clip", (1, 2)),  # the f32 output scaled from the residual's units
+    (64, 160, 28, "", True, "Clip", (1, 4)),        # no residual: channel blocks of 64, 64, 32
+    (96, 48, 20, "f32", True, "Relu", (2, 3)),      # an f32 residual added on the vector engine
+    (32, 33, 20, "", False, "", (1, 1)),             # all (but each core's last): a block of one channel
+])
+def test_conv_1x1_transposed_plan_with_channel_major_items(c, m, hw, residual, y_int8, act, share, hazard_checked):
+    """The transposed 1x1 plan with a share of each core's items computed channel-major (W x
+    X in the matrix engine, the epilogue on the vector engine, beside the others' epilogue in
+    the matrix engine): bit for bit numpy's int8 arithmetic and the plans without such items;
+    every L1 access ordered."""
+    xs, ws = (1, c, hw, hw), (m, c, 1, 1)
+    x, wq, bq, w_scale, rq, rf = int8_conv_operands(xs, True, ws, (1, m, hw, hw))
+    sx, zx, sr, zr, sy, zy = 0.05, -3, 0.04, 5, 0.03, -7
+    attrs = {"tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx, **fused_activation_attrs(act)}
+    ins = [x, wq, bq, w_scale]
+    if residual:
+        attrs["tc_residual"] = 1
+        if residual == "int8":
+            attrs.update(tc_residual_scale=sr, tc_residual_zero_point=zr)
+        ins.append(rq if residual == "int8" else rf)
+    if y_int8:
+        attrs.update(tc_y_scale=sy, tc_y_zero_point=zy)
+    out = np.zeros((1, m, hw, hw), np.int8 if y_int8 else np.float32)
+    mixed = dict(attrs, tc_transposed=1, tc_implicit_items=list(share))
+    text = str(compiler.LowerOp("Conv", mixed, [compiler.TensorSpec(a.shape, str(a.dtype)) for a in ins],
+                                [compiler.TensorSpec(out.shape, str(out.dtype))], "npu -cores=4"))
+    assert "Sm0" in text and "XT0" in text  # channel-major items beside transposed ones
+    got = run_lowered("Conv", mixed, ins, [np.zeros_like(out)])[0]
     assert hazard_checked() == []
+    want = conv_1x1_int8_ref(x, wq, bq, w_scale, 1, ins[4:], act, y_int8, sx=sx, zx=zx, sr=sr, zr=zr, sy=sy, zy=zy)
+    np.testing.assert_array_equal(got, want)
+    for other in ({"tc_transposed": 1, "tc_implicit_items": [0, 1]}, {"tc_transposed": 0}):
+        np.testing.assert_array_equal(got, run_lowered("Conv", dict(attrs, **other), ins, [np.zeros_like(out)])[0])
 
 
 @pytest.mark.parametrize("n,c,m,hw,stride,x_int8,residual", [
