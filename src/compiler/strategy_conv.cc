@@ -748,10 +748,10 @@ constexpr std::pair<int64_t, int64_t> kImplicitShares[] = {{1, 4}, {1, 3}, {1, 2
  * channel-major items. */
 constexpr int kTransposedMixedPlans = 2;
 
-/*! \brief The L1 a plan with channel-major items leaves beyond the 8 KiB any plan leaves: a
- * layer group's kernel holds the descriptors of all its members (SqueezeNet's 39: 28 KiB),
- * and a share's few percent is not worth a group that no longer builds. */
-constexpr int64_t kMixedL1Headroom = int64_t{64} << 10;
+/*! \brief The L1 a plan with channel-major items leaves beyond the 8 KiB any plan leaves, a
+ * bank: a layer group's kernel holds the descriptors of all its members (SqueezeNet's 39:
+ * 28 KiB), and a share's few percent is not worth a group that no longer builds. */
+constexpr int64_t kMixedL1Headroom = int64_t(tc1::kL1BankBytes);
 
 /*! \brief The widest K (input channels x taps) the transposed plan unfolds a Conv for: its
  * gain is the vector epilogue it saves, which a wide K's products outweigh (the plans priced
