@@ -905,7 +905,8 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     segs.push_back(Loop("j", g.M, [&](PrimExpr j) {
       return BufferStore(Sall, BufferLoad(Sall, {I32(0), j}) * F32(s_factor), {I32(0), j});
     }));
-    for (const auto& [to, from] : {std::make_pair(Svec, Sall), std::make_pair(Bvec, Ball)}) {
+    for (const auto& copy : {std::make_pair(Svec, Sall), std::make_pair(Bvec, Ball)}) {
+      const Buffer to = copy.first, from = copy.second;  // (a lambda captures no binding)
       if (!mixed || (from.same_as(Ball) && !has_bias)) continue;
       segs.push_back(Loop("j", g.M, [&](PrimExpr j) {
         return BufferStore(to, BufferLoad(from, {I32(0), j}), {I32(0), j});
