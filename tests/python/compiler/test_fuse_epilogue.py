@@ -209,8 +209,8 @@ def conv_1x1_int8_ref(x, wq, bq, w_scale, stride, residual, act, y_int8, sx, zx,
     (64, 256, 56, "int8", True, "Relu", (1, 3)),  # ResNet-50's layer1 conv3: K = 64, an int8 residual
     (128, 512, 28, "int8", False, "Clip", (1, 2)),  # the f32 output scaled from the residual's units
     (64, 160, 28, "", True, "Clip", (1, 4)),        # no residual: channel blocks of 64, 64, 32
-    (96, 48, 20, "f32", True, "Relu", (2, 3)),      # an f32 residual added on the vector engine
-    (32, 33, 20, "", False, "", (1, 1)),             # all (but each core's last): a block of one channel
+    (96, 48, 40, "f32", True, "Relu", (2, 3)),      # an f32 residual added on the vector engine
+    (32, 33, 40, "", False, "", (1, 1)),             # all (but each core's last): a block of one channel
 ])
 def test_conv_1x1_transposed_plan_with_channel_major_items(c, m, hw, residual, y_int8, act, share, hazard_checked):
     """The transposed 1x1 plan with a share of each core's items computed channel-major (W x
@@ -234,12 +234,19 @@ def test_conv_1x1_transposed_plan_with_channel_major_items(c, m, hw, residual, y
     text = str(compiler.LowerOp("Conv", mixed, [compiler.TensorSpec(a.shape, str(a.dtype)) for a in ins],
                                 [compiler.TensorSpec(out.shape, str(out.dtype))], "npu -cores=4"))
     assert "Sm0" in text and "XT0" in text  # channel-major items beside transposed ones
+    def matrix_busy():  # (of the run just made, all cores)
+        return sum(core["mm"]["busy"] for core in tilecore.runtime.npu_simulator(0).stats()["cores"])
+
     got = run_lowered("Conv", mixed, ins, [np.zeros_like(out)])[0]
+    mixed_busy = matrix_busy()
     assert hazard_checked() == []
     want = conv_1x1_int8_ref(x, wq, bq, w_scale, 1, ins[4:], act, y_int8, sx=sx, zx=zx, sr=sr, zr=zr, sy=sy, zy=zy)
     np.testing.assert_array_equal(got, want)
-    for other in ({"tc_transposed": 1, "tc_implicit_items": [0, 1]}, {"tc_transposed": 0}):
-        np.testing.assert_array_equal(got, run_lowered("Conv", dict(attrs, **other), ins, [np.zeros_like(out)])[0])
+    plain = {"tc_transposed": 1, "tc_implicit_items": [0, 1]}
+    np.testing.assert_array_equal(got, run_lowered("Conv", dict(attrs, **plain), ins, [np.zeros_like(out)])[0])
+    # some items ran channel-major: their products carry no epilogue through the matrix engine
+    assert mixed_busy < matrix_busy()
+    np.testing.assert_array_equal(got, run_lowered("Conv", dict(attrs, tc_transposed=0), ins, [np.zeros_like(out)])[0])
 
 
 @pytest.mark.parametrize("n,c,m,hw,stride,x_int8,residual", [
