@@ -2586,11 +2586,15 @@ PrimFunc LowerConv(const OpCall& call) {
     }
     // then the fastest few with their weight blocks on the DMA-out engine (the weights then
     // load beside the X tiles and residuals; a plan slower by a little may gain the most)
-    if (weights_on_out == -1) {
-      std::stable_sort(priced_transposed.begin(), priced_transposed.end(),
+    // the plans priced so far, fastest first (a copy: pricing appends to the list)
+    auto fastest_priced = [&]() {
+      std::vector<std::pair<int64_t, TransposedPlan>> fastest = priced_transposed;
+      std::stable_sort(fastest.begin(), fastest.end(),
                        [](const auto& x, const auto& y) { return x.first < y.first; });
-      // (a copy: pricing appends to the list)
-      const std::vector<std::pair<int64_t, TransposedPlan>> fastest = priced_transposed;
+      return fastest;
+    };
+    if (weights_on_out == -1) {
+      const std::vector<std::pair<int64_t, TransposedPlan>> fastest = fastest_priced();
       int tried = 0;
       for (const auto& [cycles, plan] : fastest) {
         if (tried == kTransposedOnOutPlans) break;
@@ -2605,9 +2609,7 @@ PrimFunc LowerConv(const OpCall& call) {
     // Conv's epilogue then runs on both engines; tc_implicit_items [num, den] prices that
     // share alone, tc_implicit_items [0, 1] none)
     if (TransposedMixes(call, g, ep) && (want_share.empty() || want_share[0] > 0)) {
-      std::stable_sort(priced_transposed.begin(), priced_transposed.end(),
-                       [](const auto& x, const auto& y) { return x.first < y.first; });
-      const std::vector<std::pair<int64_t, TransposedPlan>> fastest = priced_transposed;
+      const std::vector<std::pair<int64_t, TransposedPlan>> fastest = fastest_priced();
       int tried = 0;
       for (const auto& [cycles, plan] : fastest) {
         if (tried == kTransposedMixedPlans) break;
