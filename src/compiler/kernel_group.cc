@@ -413,22 +413,35 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
     rebound.push_back(copies ? RebindBuffers(std::move(to)).VisitStmt(funcs[i]->body)
                              : EmptyCores(funcs[i]->body));
   }
-  // Each member's first loads of the group's inputs (read-only) handed to the member before
-  // it (member_handoff.h): early (the loads in buffers with places of their own, the
-  // members' alternately in two halves of an area, member i + 1's live from member i on)
-  // when that member reads none of the inputs (the DDR is idle meanwhile), moves
-  // kEarlyShare times their bytes or more itself (queued between its own copies, they
-  // delay them less) and every member's own buffers fit beside the area; else late, each
-  // engine's loads in their order.
+  // Each member's first loads of the group's inputs (read-only) handed to its giver, the
+  // member before it that has code (member_handoff.h; an in-place Concat has none, and
+  // handed to it the loads would run alone, their latency exposed): early (the loads in
+  // buffers with places of their own, the members with code alternately in two halves of
+  // an area, a member's live from its giver on) when the giver reads none of the inputs
+  // (the DDR is idle meanwhile), moves kEarlyShare times their bytes or more itself (queued
+  // between its own copies, they delay them less) and every member's own buffers fit
+  // beside the area; else late, each engine's loads in their order.
   std::unordered_set<const VarNode*> read_only;
   for (size_t k = 0; k < inputs.size(); ++k) read_only.insert(params[k].get());
   const size_t n = funcs.size();
   const std::vector<Stmt> original = rebound;
   std::vector<FirstLoads> handed(n);
-  // A weight prefetched into L2 during a member before member i - 1 (so the barrier ending
-  // it is behind) is as read-only to member i's handoff as the DDR's inputs. Only while it
-  // lives: once its last reader is done, its place in the arena is another intermediate's,
-  // which a member before i may still be writing.
+  std::vector<int64_t> giver(n, -1), half(n, 0);  // half: of the early handoffs' area
+  {
+    int64_t last = -1, with_code = 0;
+    for (size_t i = 0; i < n; ++i) {
+      giver[i] = last;
+      half[i] = with_code % 2;
+      if (std::find(in_place.begin(), in_place.end(), int64_t(i)) == in_place.end()) {
+        last = int64_t(i);
+        ++with_code;
+      }
+    }
+  }
+  // A weight prefetched into L2 during a member before member i's giver (so the barrier
+  // ending it is behind) is as read-only to member i's handoff as the DDR's inputs. Only
+  // while it lives: once its last reader is done, its place in the arena is another
+  // intermediate's, which a member before i may still be writing.
   const bool forever = testing_prefetched_places_read_only_forever;
   auto settled_before = [&](size_t i) {
     return [&, i](const Buffer& b) {
@@ -438,7 +451,7 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
       if (!off || bytes < 0) return false;
       const int64_t lo = *off * b->dtype.lane_bytes(), hi = lo + bytes;
       for (const auto& [id, from] : fetched_from) {
-        if (fetched_until.at(id) + 2 > int64_t(i) || (uses.at(id).second < int64_t(i) && !forever))
+        if (fetched_until.at(id) >= giver[i] || (uses.at(id).second < int64_t(i) && !forever))
           continue;
         const int64_t at = offset_of.at(id);
         if (lo >= at && hi <= at + ConstBytes(tensor.at(id))) return true;
@@ -448,8 +461,9 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   };
   auto take = [&](size_t i, bool keep_order) {
     rebound[i] = original[i];
+    if (giver[i] < 0) return;
     handed[i] = TakeFirstLoads(&rebound[i], read_only, keep_order, settled_before(i));
-    if (!handed[i].loads.empty() && !CanHandOff(rebound[i - 1], handed[i])) {
+    if (!handed[i].loads.empty() && !CanHandOff(rebound[giver[i]], handed[i])) {
       rebound[i] = original[i];
       handed[i] = FirstLoads();
     }
@@ -457,10 +471,11 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   std::vector<bool> early(n, false);
   for (size_t i = 1; handoff != Handoff::kNone && i < n; ++i) take(i, false);
   for (size_t i = 1; i < n; ++i) {
-    auto [in, out] = EngineBytes(rebound[i - 1]);
+    if (handed[i].loads.empty()) continue;
+    auto [in, out] = EngineBytes(rebound[giver[i]]);
     // (a load from L2 holds the shared level a quarter as long as one from the DDR)
     const auto [from_ddr, from_l2] = BytesBySource(handed[i].loads);
-    early[i] = !handed[i].loads.empty() && !ReadsInputs(rebound[i - 1], read_only) &&
+    early[i] = !ReadsInputs(rebound[giver[i]], read_only) &&
                from_ddr * kEarlyShare + from_l2 * kEarlyShare / 4 <= in + out;
   }
   int64_t area[2] = {0, 0};
@@ -474,7 +489,7 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
         offsets[i].push_back(at);
         at += (ConstBytes(b) + 63) / 64 * 64;
       }
-      area[i % 2] = std::max(area[i % 2], at);
+      area[half[i]] = std::max(area[half[i]], at);
     }
     return area[0] + area[1];
   };
@@ -488,15 +503,18 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   for (size_t i = 1; i < n; ++i) {
     for (size_t k = 0; k < offsets[i].size(); ++k)
       pinned.Set(handed[i].buffers[k]->data,
-                 Array<int64_t>{(i % 2 ? area[0] : 0) + offsets[i][k], reserved});
+                 Array<int64_t>{(half[i] ? area[0] : 0) + offsets[i][k], reserved});
   }
+  std::vector<int64_t> receiver(n, -1);  // the member whose first loads a member issues
+  for (size_t i = 1; i < n; ++i)
+    if (!handed[i].loads.empty()) receiver[giver[i]] = int64_t(i);
   std::vector<Stmt> bodies;
   for (size_t i = 0; i < funcs.size(); ++i) {
     Stmt member = rebound[i];
     if (handed[i].event >= 0) member = WaitHanded(member, handed[i]);
     // handed early: spread over the member's own work (the prefetch's pieces then go between)
-    const bool hand = i + 1 < n && !handed[i + 1].loads.empty();
-    if (hand && early[i + 1]) member = HandOff(member, &handed[i + 1], &read_only);
+    const bool hand = receiver[i] >= 0;
+    if (hand && early[receiver[i]]) member = HandOff(member, &handed[receiver[i]], &read_only);
     std::vector<PrefetchCopy> copies;
     for (const GroupPrefetch& p : prefetch) {
       if (p.member != int64_t(i) || !param_of.count(p.tensor)) continue;
@@ -509,7 +527,7 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
     member = InterleavePrefetch(member, copies);
     // (handed late: after the prefetch's pieces, the member's last statements, into L1 none
     // of its own uses after them)
-    if (hand && !early[i + 1]) member = HandOff(member, &handed[i + 1]);
+    if (hand && !early[receiver[i]]) member = HandOff(member, &handed[receiver[i]]);
     bodies.push_back(TagMember(int64_t(i)).VisitStmt(member));
   }
   Stmt body = bodies.size() == 1 ? bodies[0] : SeqStmt(bodies);

@@ -25,20 +25,19 @@
  * Those that do not fit `l2_bytes` with the
  * largest member's own L2 buffers are dropped, the latest reader's first (it then reads the DDR, as
  * without one). With `handoff` (not kNone), each member's first loads of the inputs are
- * issued by the member before it (member_handoff.h); with kEarly, early where the buffers they
- * fill fit `l1_bytes` beside every member's own (attr "early_handoffs" counts them). The FFI
- * A member that is a Concat with kConcatOffsetsAttr, whose inputs are intermediates (each
- * a value its producer writes only there, or an earlier such Concat's output) and whose
- * output is an intermediate, copies nothing: its inputs take their places inside its
- * output's (64-byte aligned, the whole lives from the first input written to the last
- * reader), so their producers write the output's bytes (attr "in_place_concats" lists
- * those members; their cores loops stay, empty). When that arena does not fit `l2_bytes`
- * beside the members' own buffers, or `concat_in_place` is false, the Concats copy.
- * The FFI
- * function is `compiler.GroupKernels(funcs, args, inputs, outputs, name, prefetch, l2_bytes,
- * l1_bytes, handoff, concat_in_place)` (handoff 0, 1 or 2). Errors: a ValueError when the lists
- * disagree (an id no kernel takes, one listed twice, a prefetch of something not an input, after
- * its reader, outside the tensor, or rows that do not cover it once).
+ * issued by the member before it with code (member_handoff.h; an in-place Concat has none); with
+ * kEarly, early where the buffers they fill fit `l1_bytes` beside every member's own (attr
+ * "early_handoffs" counts them). A member that is a Concat with kConcatOffsetsAttr, whose
+ * inputs are intermediates (each a value its producer writes only there, or an earlier such
+ * Concat's output) and whose output is an intermediate, copies nothing: its inputs take their
+ * places inside its output's (64-byte aligned, the whole lives from the first input written to the
+ * last reader), so their producers write the output's bytes (attr "in_place_concats" lists those
+ * members; their cores loops stay, empty). When that arena does not fit `l2_bytes` beside the
+ * members' own buffers, or `concat_in_place` is false, the Concats copy. The FFI function is
+ * `compiler.GroupKernels(funcs, args, inputs, outputs, name, prefetch, l2_bytes, l1_bytes, handoff,
+ * concat_in_place)` (handoff 0, 1 or 2). Errors: a ValueError when the lists disagree (an id no
+ * kernel takes, one listed twice, a prefetch of something not an input, after its reader, outside
+ * the tensor, or rows that do not cover it once).
  */
 #ifndef TILECORE_COMPILER_KERNEL_GROUP_H_
 #define TILECORE_COMPILER_KERNEL_GROUP_H_

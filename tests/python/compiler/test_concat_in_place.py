@@ -21,19 +21,24 @@ def randn(*shape, scale=1.0):
     return (RNG.standard_normal(shape) * scale).astype(np.float32)
 
 
-def fire(c=16, s=8, e=16, hw=8, axis=1, concat_out=False):
+def fire(c=16, s=8, e=16, hw=8, axis=1, concat_out=False, o=8, bias=False):
     """SqueezeNet's fire module: squeeze 1x1 -> Relu -> (expand 1x1, expand 3x3) -> Relu each
-    -> Concat -> a 1x1 Conv reading it."""
-    nodes = [helper.make_node("Conv", ["x", "ws"], ["sq"], name="squeeze"),
+    -> Concat -> a 1x1 Conv reading it (``o`` channels); with ``bias``, every Conv has one."""
+    def conv(x, w, y, **attrs):
+        return helper.make_node("Conv", [x, w] + ([f"b{w[1:]}"] if bias else []), [y], name=attrs.pop("name"), **attrs)
+
+    nodes = [conv("x", "ws", "sq", name="squeeze"),
              helper.make_node("Relu", ["sq"], ["sr"], name="squeeze_relu"),
-             helper.make_node("Conv", ["sr", "w1"], ["e1"], name="expand1x1"),
+             conv("sr", "w1", "e1", name="expand1x1"),
              helper.make_node("Relu", ["e1"], ["r1"], name="relu1"),
-             helper.make_node("Conv", ["sr", "w3"], ["e3"], name="expand3x3", pads=[1, 1, 1, 1]),
+             conv("sr", "w3", "e3", name="expand3x3", pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["e3"], ["r3"], name="relu3"),
              helper.make_node("Concat", ["r1", "r3"], ["cat"], name="concat", axis=axis),
-             helper.make_node("Conv", ["cat", "wo"], ["y"], name="out")]
+             conv("cat", "wo", "y", name="out")]
     inits = [("ws", randn(s, c, 1, 1, scale=0.3)), ("w1", randn(e, s, 1, 1, scale=0.3)),
-             ("w3", randn(e, s, 3, 3, scale=0.1)), ("wo", randn(8, 2 * e if axis == 1 else e, 1, 1, scale=0.2))]
+             ("w3", randn(e, s, 3, 3, scale=0.1)), ("wo", randn(o, 2 * e if axis == 1 else e, 1, 1, scale=0.2))]
+    if bias:
+        inits += [(f"b{w[1:]}", randn(len(v), scale=0.1)) for w, v in inits]
     return make_model(nodes, [("x", [1, c, hw, hw], np.float32)], ["y"] + (["cat"] if concat_out else []), inits)
 
 
@@ -78,6 +83,31 @@ def test_a_fire_module_concat_is_written_in_place(precision, hazard_checked):
     itemsize = np.dtype(cat["dtype"]).itemsize  # (int8 or f32 between the int8 Convs: Int8Edges decides)
     assert (r1["space"], r3["space"], cat["space"]) == ("l2", "l2", "l2")
     assert r1["offset"] == cat["offset"] and r3["offset"] == cat["offset"] + 16 * 8 * 8 * itemsize
+
+
+def test_the_member_after_an_in_place_concat_has_its_first_loads_issued_by_the_member_before_it(hazard_checked):
+    """The Concat has no code: the 1x1 Conv reading it gets its first loads (bias, scales)
+    from expand3x3, the member before with code (member_handoff.h), not from the Concat,
+    where they would run alone (SqueezeNet's fire3 -> fire4 squeeze, int8)."""
+    model, x = fire(c=64, s=16, e=64, hw=55, o=16, bias=True), randn(1, 64, 55, 55)
+    kw = {"precision": "int8", "calib_samples": {"x": randn(4, 1, 64, 55, 55)}}
+    grouped = tilecore.compile(model, **kw)
+    group_kernels = compiler.GroupKernels
+    try:  # the same group, no member issuing another's loads
+        compiler.GroupKernels = lambda *a, **k: group_kernels(*a, **{**k, "handoff": "none"})
+        plain = tilecore.compile(model, **kw)
+    finally:
+        compiler.GroupKernels = group_kernels
+    assert in_place_members(grouped) == [["concat"]]
+    y = grouped.run({"x": x})["y"]
+    assert hazard_checked() == []
+    (op,) = grouped.stats()["ops"]
+    member = {m["node"]: m for m in op["members"]}["concat"]
+    assert member["cycles"] == 0 and member["instructions"] == 0
+    np.testing.assert_array_equal(y, plain.run({"x": x})["y"])
+    assert grouped.stats()["cycles"] < plain.stats()["cycles"]
+    ref = ort_run(model, {"x": x})["y"]
+    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.99
 
 
 def test_the_in_place_concat_costs_nothing_and_the_profile_says_why():
