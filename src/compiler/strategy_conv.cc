@@ -340,6 +340,9 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
           int64_t cbase = cc == CC ? 0 : (g.C / CC) * CC;
           const std::vector<int64_t> pdims{cc, rn, wn}, dims{cc, r, tw};
           const int64_t P = r * tw;
+          // the patches' padding filled once a segment, before its items (see front)
+          const bool fill_once = vhi > vlo;
+          const double pad_value = x_i8 ? static_cast<double>(zp) : 0.0;
           // (matrix) the item's blocks of channels, an mm each: block-diagonal weights of
           // a block's width, bk columns (a channel's taps at its place in the block)
           const int64_t bc = std::min(cc, kMatrixChannels), bk = bc * KK;
@@ -424,10 +427,16 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
             std::vector<Stmt> s;
             // padding: real zero, the zero point in an int8 patch (the fill and the copies
             // after it are one in-order DMA queue: they land on it with no wait between; a
-            // wait stalled the front end behind the previous item's loads)
-            s.push_back(
-                Intrin("tile.dma_fill", {Region(l.Xl, {I32(0), I32(0), I32(0)}, pdims),
-                                         F32(x_i8 ? static_cast<double>(zp) : 0.0), I32(ev)}));
+            // wait stalled the front end behind the previous item's loads). Filled once
+            // (fill_once) the padding columns keep it, the copies writing the same columns
+            // every item; a row tile at the image's top or bottom fills its padding rows again.
+            auto fill_rows = [&](int64_t from, int64_t to) -> Stmt {
+              if (to <= from) return Evaluate(I32(0));
+              return Intrin("tile.dma_fill", {Region(l.Xl, {I32(0), I32(from), I32(0)},
+                                                     {cc, to - from, wn}),
+                                              F32(pad_value), I32(ev)});
+            };
+            if (!fill_once) s.push_back(fill_rows(0, rn));
             if (vhi > vlo) {
               // one DMA of the whole block when no padding row is in it
               PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
@@ -449,13 +458,16 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
               auto edge = [&](int64_t tile_row) -> Stmt {
                 int64_t top = (rbase + tile_row * R) * g.sh - g.pt;
                 int64_t lo = std::max<int64_t>(0, top), hi = std::min(g.H, top + rn);
-                if (hi <= lo) return Evaluate(I32(0));
-                return Intrin(
+                if (hi <= lo) return fill_once ? fill_rows(0, rn) : Evaluate(I32(0));
+                Stmt copy = Intrin(
                     "tile.dma_copy",
                     {Region(l.Xl, {I32(0), I32(lo - top), I32(vlo - iw0)},
                             {cc, hi - lo, vhi - vlo}),
                      Region(X, {n, c0, I32(lo), I32(vlo)}, {1, cc, hi - lo, vhi - vlo}), I32(ev)});
+                if (!fill_once) return copy;
+                return Seq({fill_rows(0, lo - top), fill_rows(hi - top, rn), copy});
               };
+              if (fill_once) rows = Seq({fill_rows(0, rn), rows});
               Stmt load = block;
               if (g.pt != 0 || g.pb != 0) {
                 load = IfThenElse(eq(ri, I32(rcount - 1)), edge(rcount - 1), rows);
@@ -672,11 +684,17 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
           if (!tile.defined()) continue;
           if (three_stage)  // the next group's buffers may take these addresses
             tile = Seq({tile, Intrin("tile.wait", {I32(4)}), Intrin("tile.wait", {I32(5)})});
-          if (matrix) {  // zero once: the items write only the diagonal blocks
+          if (matrix || fill_once) {  // zero once: the items write only the diagonal blocks
             std::vector<Stmt> zero;
             for (const Work& w : works)
-              zero.push_back(Intrin("tile.dma_fill",
-                                    {Region(w.A, {I32(0), I32(0)}, {cc, bk}), F32(0), I32(0)}));
+              if (matrix)
+                zero.push_back(Intrin("tile.dma_fill",
+                                      {Region(w.A, {I32(0), I32(0)}, {cc, bk}), F32(0), I32(0)}));
+            for (const Loaded& l : slots)  // (and the patches' padding)
+              if (fill_once)
+                zero.push_back(Intrin("tile.dma_fill",
+                                      {Region(l.Xl, {I32(0), I32(0), I32(0)}, pdims),
+                                       F32(pad_value), I32(0)}));
             zero.push_back(Intrin("tile.wait", {I32(0)}));
             zero.push_back(tile);
             tile = Seq(zero);

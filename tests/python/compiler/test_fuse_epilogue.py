@@ -327,6 +327,8 @@ def test_conv_1x1_small_map_reads_its_input_once_per_core(hazard_checked):
     (40, 14, 5, 1, True, True, True, "Relu"),      # 5x5, the int8 residual in its units, int8 out
     (37, 15, 3, 1, False, True, False, ""),        # an f32 residual; 37 channels: a remainder tile
     (16, 20, 3, 1, True, True, False, "Clip"),     # int8 residual, f32 out
+    (16, 112, 3, 2, True, False, True, "Clip"),    # MobileNetV2's stride-2 map: row tiles at both
+                                                   # borders (padding filled once, its rows again)
 ])
 @pytest.mark.parametrize("matrix,pipeline", [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)])
 def test_depthwise_int8(c, hw, k, stride, x_int8, residual, y_int8, act, matrix, pipeline, hazard_checked):

@@ -64,6 +64,8 @@ def test_conv_channel_blocks_share_the_input(xs, ws, attrs, bias):
     ((1, 4, 203, 203), (4, 1, 3, 3), {"group": 4, "pads": [1, 1, 1, 1]}, True),  # 5 row tiles and 3 rows: the
                                                                                   # first and last load in one DMA
     ((1, 7, 20), (7, 1, 3), {"group": 7, "pads": [1, 1], "strides": [2]}, True),                       # 1-D
+    ((2, 4, 300, 300), (4, 1, 3, 3), {"group": 4, "pads": [1, 1, 1, 1], "strides": [2, 2]}, True),  # a core's
+    # top row tile after its bottom one (the next image): the padding rows filled again
 ])
 def test_depthwise_runs_on_the_vector_engine(xs, ws, attrs, bias):
     from strategy_util import run_op
