@@ -432,9 +432,9 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
             // every item; a row tile at the image's top or bottom fills its padding rows again.
             auto fill_rows = [&](int64_t from, int64_t to) -> Stmt {
               if (to <= from) return Evaluate(I32(0));
-              return Intrin("tile.dma_fill", {Region(l.Xl, {I32(0), I32(from), I32(0)},
-                                                     {cc, to - from, wn}),
-                                              F32(pad_value), I32(ev)});
+              return Intrin("tile.dma_fill",
+                            {Region(l.Xl, {I32(0), I32(from), I32(0)}, {cc, to - from, wn}),
+                             F32(pad_value), I32(ev)});
             };
             if (!fill_once) s.push_back(fill_rows(0, rn));
             if (vhi > vlo) {
@@ -692,9 +692,9 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
                                       {Region(w.A, {I32(0), I32(0)}, {cc, bk}), F32(0), I32(0)}));
             for (const Loaded& l : slots)  // (and the patches' padding)
               if (fill_once)
-                zero.push_back(Intrin("tile.dma_fill",
-                                      {Region(l.Xl, {I32(0), I32(0), I32(0)}, pdims),
-                                       F32(pad_value), I32(0)}));
+                zero.push_back(Intrin(
+                    "tile.dma_fill",
+                    {Region(l.Xl, {I32(0), I32(0), I32(0)}, pdims), F32(pad_value), I32(0)}));
             zero.push_back(Intrin("tile.wait", {I32(0)}));
             zero.push_back(tile);
             tile = Seq(zero);
