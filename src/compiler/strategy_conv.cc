@@ -340,7 +340,7 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
           int64_t cbase = cc == CC ? 0 : (g.C / CC) * CC;
           const std::vector<int64_t> pdims{cc, rn, wn}, dims{cc, r, tw};
           const int64_t P = r * tw;
-          // the patches' padding filled once a segment, before its items (see front)
+          // the patches' padding filled once a slot, by its first item (see front)
           const bool fill_once = vhi > vlo;
           const double pad_value = x_i8 ? static_cast<double>(zp) : 0.0;
           // (matrix) the item's blocks of channels, an mm each: block-diagonal weights of
@@ -436,7 +436,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
                             {Region(l.Xl, {I32(0), I32(from), I32(0)}, {cc, to - from, wn}),
                              F32(pad_value), I32(ev)});
             };
-            if (!fill_once) s.push_back(fill_rows(0, rn));
+            // (fill_once: the slot's first item fills it whole, item t being the core's
+            // (t div cores)-th)
+            const PrimExpr slot_first = eq(floordiv(t, I32(call.cores)), I32(k));
+            s.push_back(fill_once ? IfThenElse(slot_first, fill_rows(0, rn)) : fill_rows(0, rn));
             if (vhi > vlo) {
               // one DMA of the whole block when no padding row is in it
               PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
@@ -458,16 +461,20 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
               auto edge = [&](int64_t tile_row) -> Stmt {
                 int64_t top = (rbase + tile_row * R) * g.sh - g.pt;
                 int64_t lo = std::max<int64_t>(0, top), hi = std::min(g.H, top + rn);
-                if (hi <= lo) return fill_once ? fill_rows(0, rn) : Evaluate(I32(0));
+                if (hi <= lo)
+                  return fill_once ? Stmt(IfThenElse(!slot_first, fill_rows(0, rn)))
+                                   : Stmt(Evaluate(I32(0)));
                 Stmt copy = Intrin(
                     "tile.dma_copy",
                     {Region(l.Xl, {I32(0), I32(lo - top), I32(vlo - iw0)},
                             {cc, hi - lo, vhi - vlo}),
                      Region(X, {n, c0, I32(lo), I32(vlo)}, {1, cc, hi - lo, vhi - vlo}), I32(ev)});
                 if (!fill_once) return copy;
-                return Seq({fill_rows(0, lo - top), fill_rows(hi - top, rn), copy});
+                return Seq({IfThenElse(!slot_first,
+                                       Seq({fill_rows(0, lo - top), fill_rows(hi - top, rn)})),
+                            copy});
               };
-              if (fill_once) rows = Seq({fill_rows(0, rn), rows});
+              if (fill_once) rows = Seq({IfThenElse(!slot_first, fill_rows(0, rn)), rows});
               Stmt load = block;
               if (g.pt != 0 || g.pb != 0) {
                 load = IfThenElse(eq(ri, I32(rcount - 1)), edge(rcount - 1), rows);
@@ -684,20 +691,16 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
           if (!tile.defined()) continue;
           if (three_stage)  // the next group's buffers may take these addresses
             tile = Seq({tile, Intrin("tile.wait", {I32(4)}), Intrin("tile.wait", {I32(5)})});
-          if (matrix || fill_once) {  // zero once: the items write only the diagonal blocks
-            std::vector<Stmt> zero;
+          std::vector<Stmt> once;
+          if (matrix) {  // zero once: the items write only the diagonal blocks
             for (const Work& w : works)
-              if (matrix)
-                zero.push_back(Intrin("tile.dma_fill",
-                                      {Region(w.A, {I32(0), I32(0)}, {cc, bk}), F32(0), I32(0)}));
-            for (const Loaded& l : slots)  // (and the patches' padding)
-              if (fill_once)
-                zero.push_back(Intrin(
-                    "tile.dma_fill",
-                    {Region(l.Xl, {I32(0), I32(0), I32(0)}, pdims), F32(pad_value), I32(0)}));
-            zero.push_back(Intrin("tile.wait", {I32(0)}));
-            zero.push_back(tile);
-            tile = Seq(zero);
+              once.push_back(Intrin("tile.dma_fill",
+                                    {Region(w.A, {I32(0), I32(0)}, {cc, bk}), F32(0), I32(0)}));
+            once.push_back(Intrin("tile.wait", {I32(0)}));
+          }
+          if (!once.empty()) {
+            once.push_back(tile);
+            tile = Seq(once);
           }
           for (const Loaded& l : slots)
             for (const Buffer& b : {l.Xl, l.Wl, l.Bl, l.Sl, l.Rl})
