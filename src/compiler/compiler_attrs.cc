@@ -145,6 +145,10 @@ const std::vector<CompilerAttr>& Table() {
      "Depthwise Conv, matrix form: the most blocks of 16 channels an item holds, 1, 2, 4 "
      "or 16 (absent: the cost model's). Set by no pass (an override); read by Conv "
      "(strategy_conv.cc)."},
+    {"tc_depthwise_col_channels", kInt,
+     "Depthwise Conv, matrix form of one block an item: the channels its column matrix is "
+     "sized for, 4, 8 or 16 (fewer: more positions an item; absent: the cost model's). Set "
+     "by no pass (an override); read by Conv (strategy_conv.cc)."},
     // -- an int8 MatMul's or Gemm's fused forms (docs/precision.md, "int8 between ops")
     {"tc_y_heads", kInt,
      "MatMul or Gemm: its [M, N] output stored as [N / D, M, D], heads before rows (D divides N "

@@ -165,6 +165,9 @@ std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
   return s;
 }
 
+/*! \brief The most channels of a block of the depthwise matrix form (an mm's rows). */
+constexpr int64_t kDepthwiseBlock = 16;
+
 /*!
  * \brief Depthwise Conv (one input and one output channel per group). Tiles of cc
  * channels x r rows x tw columns; per tile the input patch is DMAed in as for the implicit
@@ -199,7 +202,7 @@ std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
  * matrix engine's epilogue: the same bits.
  */
 PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, bool matrix,
-                        bool pipelined, bool three_stage, int64_t blocks) {
+                        bool pipelined, bool three_stage, int64_t blocks, int64_t col_channels) {
   DataType f32 = DataType::Float(32), i32 = DataType::Int(32), i8 = DataType::Int(8);
   const MatrixPrecision mp = GetMatrixPrecision(call.attrs);
   const bool q = mp.int8();
@@ -239,17 +242,23 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   auto rin = [&](int64_t r) { return (r - 1) * g.sh + (g.KH - 1) * g.dh + 1; };
   auto win = [&](int64_t tw) { return (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1; };
   // the matrix form: blocks of up to kMatrixChannels channels; the column matrix
-  // [channels x taps, positions] within 256 KiB and the mm's limit on N
-  constexpr int64_t kMatrixChannels = 16;
+  // [channels x taps, positions] within 256 KiB and the mm's limit on N, sized for items of
+  // col_channels channels (fewer channels, more positions: the mm's cost an output is the
+  // same, a 7x7 Conv's patch then loads 29 rows for 23, not 11 for 5)
+  constexpr int64_t kMatrixChannels = kDepthwiseBlock;
+  if (matrix && (col_channels < 1 || col_channels > kMatrixChannels ||
+                 (col_channels < kMatrixChannels && blocks > 1)))
+    TILECORE_THROW(InternalError) << "LowerDepthwise: column matrix of " << col_channels
+                                  << " channels, " << blocks << " blocks";
   const int64_t col_elems = (int64_t{256} << 10) / (mat_t.bits() / 8);
-  const int64_t max_p = std::min<int64_t>(tc1::kMaxMmDim, col_elems / (kMatrixChannels * KK));
+  const int64_t max_p = std::min<int64_t>(tc1::kMaxMmDim, col_elems / (col_channels * KK));
   int64_t TW = std::min<int64_t>(g.OW, matrix ? std::min<int64_t>(256, max_p) : 256);
   int64_t R = std::max<int64_t>(1, std::min(g.OH, (matrix ? max_p : kElems) / TW));
   while (R > 1 && rin(R) * win(TW) > kPatch) R = (R + 1) / 2;
   int64_t CC =
       std::max<int64_t>(1, std::min(g.C, std::min(kElems / (R * TW), kPatch / (rin(R) * win(TW)))));
   if (matrix) {  // whole blocks, their column matrix within 256 KiB
-    CC = std::min({CC, kMatrixChannels * blocks, col_elems / (KK * R * TW)});
+    CC = std::min({CC, col_channels * blocks, col_elems / (KK * R * TW)});
   }
   int64_t cols = (g.OW + TW - 1) / TW;
   auto items = [&]() { return g.N * cols * ((g.C + CC - 1) / CC) * ((g.OH + R - 1) / R); };
@@ -1420,6 +1429,8 @@ PrimFunc LowerConv(const OpCall& call) {
     // three stages (the matrix form: its mm beside the vector engine's taps and epilogue)
     // read nothing of an item's loads after its taps: not with a residual
     const bool residual = GetFusedEpilogue(call.attrs, call.inputs.size()).residual >= 0;
+    const int64_t want_col = AttrInt(call.attrs, "tc_depthwise_col_channels", kDepthwiseBlock);
+    std::tuple<bool, int, int64_t> best_form{false, 1, 1};  // matrix, stages, blocks
     for (bool matrix : {false, true}) {
       if ((matrix && !matrix_form) || (want_matrix >= 0 && matrix != (want_matrix == 1))) continue;
       for (int stages : {1, 2, 3}) {
@@ -1430,9 +1441,11 @@ PrimFunc LowerConv(const OpCall& call) {
         // few: fewer commands an output where the front end bounds the item
         for (int64_t blocks : {1, 2, 4, 16}) {
           if (want_blocks >= 0 ? blocks != want_blocks
-                               : blocks > 1 && (!matrix || g.OH * g.OW > 512))  // (fill L1 so)
+                               : blocks > 1 && (!matrix || g.OH * g.OW > 512 ||  // (fill L1 so)
+                                                want_col < kDepthwiseBlock))
             continue;
-          PrimFunc f = LowerDepthwise(call, g, p, matrix, pipe, stages == 3, blocks);
+          PrimFunc f = LowerDepthwise(call, g, p, matrix, pipe, stages == 3, blocks,
+                                      matrix && blocks == 1 ? want_col : kDepthwiseBlock);
           int64_t cycles = 0;
           try {
             cycles = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
@@ -1440,8 +1453,27 @@ PrimFunc LowerConv(const OpCall& call) {
             failed = e.what();  // (said when no candidate fits)
             continue;           // does not fit once the buffers are placed in banks
           }
-          if (!best || cycles < best_cycles) best = f, best_cycles = cycles;
+          if (!best || cycles < best_cycles) {
+            best = f, best_cycles = cycles;
+            best_form = {matrix, stages, blocks};
+          }
         }
+      }
+    }
+    // the fastest matrix form of one block an item, its column matrix sized for fewer
+    // channels (more positions an item: fewer rows of its patch loaded twice)
+    if (best && std::get<0>(best_form) && std::get<2>(best_form) == 1 &&
+        !HasAttr(call.attrs, "tc_depthwise_col_channels")) {
+      const int stages = std::get<1>(best_form);
+      for (int64_t col : {int64_t{8}, int64_t{4}}) {
+        PrimFunc f = LowerDepthwise(call, g, p, true, stages > 1, stages == 3, 1, col);
+        int64_t cycles = 0;
+        try {
+          cycles = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
+        } catch (const ffi::Error&) {
+          continue;  // (the form of 16 channels fits: best is one)
+        }
+        if (cycles < best_cycles) best = f, best_cycles = cycles;
       }
     }
     if (!best && !failed.empty()) TILECORE_THROW(ValueError) << failed;
@@ -2764,6 +2796,18 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
                     AttrInt(attrs, "tc_depthwise_matrix", 1) != 0))
       return "Conv: tc_depthwise_blocks above 1 is the depthwise matrix form's (int8, f16 or "
              "bf16)";
+  }
+  if (HasAttr(attrs, "tc_depthwise_col_channels")) {
+    auto v = attrs.Get(String("tc_depthwise_col_channels"))->try_cast<int64_t>();
+    if (!v || (*v != 4 && *v != 8 && *v != 16))
+      return "Conv: tc_depthwise_col_channels must be 4, 8 or 16";
+    if (!(g.G > 1 && g.Cg == 1 && g.Mg == 1 &&
+          GetMatrixPrecision(attrs).operand != DataType::Float(32) &&
+          AttrInt(attrs, "tc_depthwise_matrix", 1) != 0))
+      return "Conv: tc_depthwise_col_channels is the depthwise matrix form's (int8, f16 or bf16)";
+    if (*v < 16 && AttrInt(attrs, "tc_depthwise_blocks", 1) > 1)
+      return "Conv: tc_depthwise_col_channels below 16 is for items of one block "
+             "(tc_depthwise_blocks 1)";
   }
   if (HasAttr(attrs, "tc_images_per_item")) {
     auto v = attrs.Get(String("tc_images_per_item"))->try_cast<int64_t>();

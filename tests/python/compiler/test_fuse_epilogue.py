@@ -364,6 +364,47 @@ def test_depthwise_int8_items_of_several_blocks(c, hw, k, stride, x_int8, residu
     assert abd and max(int(v) for v in abd) > 16  # an item's weights: more channels than a block
 
 
+@pytest.mark.parametrize("c,hw,k,x_int8,residual,y_int8,act", [
+    (16, 56, 7, False, False, False, ""),      # ConvNeXt's 7x7: f32 in (quantised on load) and out
+    (24, 28, 5, True, True, True, "Relu"),     # MNASNet's 5x5, an int8 residual
+])
+@pytest.mark.parametrize("col", [4, 8])
+@pytest.mark.parametrize("pipeline", [0, 1, 2])
+def test_depthwise_int8_column_matrix_of_fewer_channels(c, hw, k, x_int8, residual, y_int8, act, col, pipeline,
+                                                        hazard_checked):
+    """The matrix form's column matrix sized for 4 or 8 channels: items of fewer channels
+    and more output positions, so fewer rows of their patches are loaded twice (docs/
+    compiler.md): bit-exact against numpy, every L1 access ordered."""
+    if residual and pipeline == 2:
+        pipeline = 1
+    attrs, ins, out = check_depthwise_int8(c, hw, k, 1, x_int8, residual, y_int8, act, hazard_checked,
+                                           tc_depthwise_matrix=1, tc_pipeline=pipeline,
+                                           tc_depthwise_col_channels=col)
+    def cols(a):
+        text = tilecore.ir.script(compiler.LowerOp("Conv", a, ins, [out]))
+        return [(int(r), int(p)) for r, p in re.findall(r"Col\d? = allocate\(\((\d+), (\d+)\)", text)]
+
+    fewer, sixteen = cols(attrs), cols({**attrs, "tc_depthwise_col_channels": 16})
+    assert max(r for r, _ in fewer) <= col * k * k      # an item's channels x taps
+    assert max(p for _, p in fewer) > max(p for _, p in sixteen)  # more positions an item
+
+
+def test_depthwise_column_channels_reasons():
+    x = compiler.TensorSpec((1, 8, 14, 14), "int8")
+    specs = [x, compiler.TensorSpec((8, 1, 3, 3), "int8"), compiler.TensorSpec((8,), "int32"),
+             compiler.TensorSpec((8,), "float32")]
+    base = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_x_zero_point": 0, "group": 8, "pads": [1] * 4}
+    assert compiler.HasStrategy("Conv", {**base, "tc_depthwise_col_channels": 4}, specs) == ""
+    assert compiler.HasStrategy("Conv", {**base, "tc_depthwise_col_channels": 5}, specs) == \
+        "Conv: tc_depthwise_col_channels must be 4, 8 or 16"
+    assert compiler.HasStrategy("Conv", {**base, "tc_depthwise_col_channels": 4, "tc_depthwise_matrix": 0},
+                                specs) == "Conv: tc_depthwise_col_channels is the depthwise matrix form's " \
+                                          "(int8, f16 or bf16)"
+    assert compiler.HasStrategy("Conv", {**base, "tc_depthwise_col_channels": 8, "tc_depthwise_blocks": 2},
+                                specs) == "Conv: tc_depthwise_col_channels below 16 is for items of one " \
+                                          "block (tc_depthwise_blocks 1)"
+
+
 @pytest.mark.parametrize("c,hw,k,residual", [(576, 7, 5, False), (192, 7, 3, True)])
 @pytest.mark.parametrize("matrix,pipeline", [(0, 0), (1, 1), (1, 2)])
 def test_depthwise_int8_small_map_keeps_only_its_cores_weights(c, hw, k, residual, matrix, pipeline,
