@@ -401,6 +401,9 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
                         String("t" + std::to_string(id)));
     offset_of[id] = offset;
   }
+  // the members with code of their own (an in-place Concat copies nothing)
+  std::vector<bool> has_code(funcs.size(), true);
+  for (int64_t k : in_place) has_code[size_t(k)] = false;
   std::vector<Stmt> rebound;
   for (size_t i = 0; i < funcs.size(); ++i) {
     std::unordered_map<const VarNode*, Buffer> to;
@@ -409,9 +412,8 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
       const bool before = param_of.count(id) && int64_t(i) <= fetched_until.at(id);
       to.emplace(funcs[i]->params[k].get(), before ? param_of.at(id) : tensor.at(id));
     }
-    const bool copies = std::find(in_place.begin(), in_place.end(), int64_t(i)) == in_place.end();
-    rebound.push_back(copies ? RebindBuffers(std::move(to)).VisitStmt(funcs[i]->body)
-                             : EmptyCores(funcs[i]->body));
+    rebound.push_back(has_code[i] ? RebindBuffers(std::move(to)).VisitStmt(funcs[i]->body)
+                                  : EmptyCores(funcs[i]->body));
   }
   // Each member's first loads of the group's inputs (read-only) handed to its giver, the
   // member before it that has code (member_handoff.h; an in-place Concat has none, and
@@ -432,7 +434,7 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
     for (size_t i = 0; i < n; ++i) {
       giver[i] = last;
       half[i] = with_code % 2;
-      if (std::find(in_place.begin(), in_place.end(), int64_t(i)) == in_place.end()) {
+      if (has_code[i]) {
         last = int64_t(i);
         ++with_code;
       }

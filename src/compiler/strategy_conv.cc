@@ -241,13 +241,12 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   const int64_t kPatch = pipelined ? 24576 : 49152;
   auto rin = [&](int64_t r) { return (r - 1) * g.sh + (g.KH - 1) * g.dh + 1; };
   auto win = [&](int64_t tw) { return (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1; };
-  // the matrix form: blocks of up to kMatrixChannels channels; the column matrix
+  // the matrix form: blocks of up to kDepthwiseBlock channels; the column matrix
   // [channels x taps, positions] within 256 KiB and the mm's limit on N, sized for items of
   // col_channels channels (fewer channels, more positions: the mm's cost an output is the
   // same, a 7x7 Conv's patch then loads 29 rows for 23, not 11 for 5)
-  constexpr int64_t kMatrixChannels = kDepthwiseBlock;
-  if (matrix && (col_channels < 1 || col_channels > kMatrixChannels ||
-                 (col_channels < kMatrixChannels && blocks > 1)))
+  if (matrix && (col_channels < 1 || col_channels > kDepthwiseBlock ||
+                 (col_channels < kDepthwiseBlock && blocks > 1)))
     TILECORE_THROW(InternalError) << "LowerDepthwise: column matrix of " << col_channels
                                   << " channels, " << blocks << " blocks";
   const int64_t col_elems = (int64_t{256} << 10) / (mat_t.bits() / 8);
@@ -263,9 +262,9 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   int64_t cols = (g.OW + TW - 1) / TW;
   auto items = [&]() { return g.N * cols * ((g.C + CC - 1) / CC) * ((g.OH + R - 1) / R); };
   while (items() < 2 * call.cores && (CC > 1 || R > 1)) {
-    if (matrix && CC > kMatrixChannels)  // (halved to whole blocks)
-      CC = std::max(kMatrixChannels,
-                    ((CC + 1) / 2 + kMatrixChannels - 1) / kMatrixChannels * kMatrixChannels);
+    if (matrix && CC > kDepthwiseBlock)  // (halved to whole blocks)
+      CC = std::max(kDepthwiseBlock,
+                    ((CC + 1) / 2 + kDepthwiseBlock - 1) / kDepthwiseBlock * kDepthwiseBlock);
     else if (CC > 1)
       CC = (CC + 1) / 2;
     else
@@ -275,7 +274,7 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   // (576 channels in 14 items of 42 gave two cores four items, 168 channels; 16 of 36 give
   // every core 144), the fewest items of those that do; in the matrix form only within one
   // block (72 channels: 8 items of 9, not 5 of 16), items of several being the search's
-  if (!matrix || (blocks == 1 && CC <= kMatrixChannels)) {
+  if (!matrix || (blocks == 1 && CC <= kDepthwiseBlock)) {
     const int64_t others = items() / ((g.C + CC - 1) / CC);
     auto busiest = [&](int64_t cc) {
       const int64_t n = others * ((g.C + cc - 1) / cc);
@@ -354,7 +353,7 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
           const double pad_value = x_i8 ? static_cast<double>(zp) : 0.0;
           // (matrix) the item's blocks of channels, an mm each: block-diagonal weights of
           // a block's width, bk columns (a channel's taps at its place in the block)
-          const int64_t bc = std::min(cc, kMatrixChannels), bk = bc * KK;
+          const int64_t bc = std::min(cc, kDepthwiseBlock), bk = bc * KK;
           const int64_t nblocks = (cc + bc - 1) / bc, nfull = cc / bc;
           auto over_patch = [&](const auto& f) { return Nest(pdims, f); };
           auto over = [&](const auto& f) { return Nest(dims, f); };
@@ -700,16 +699,14 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
           if (!tile.defined()) continue;
           if (three_stage)  // the next group's buffers may take these addresses
             tile = Seq({tile, Intrin("tile.wait", {I32(4)}), Intrin("tile.wait", {I32(5)})});
-          std::vector<Stmt> once;
           if (matrix) {  // zero once: the items write only the diagonal blocks
+            std::vector<Stmt> zero;
             for (const Work& w : works)
-              once.push_back(Intrin("tile.dma_fill",
+              zero.push_back(Intrin("tile.dma_fill",
                                     {Region(w.A, {I32(0), I32(0)}, {cc, bk}), F32(0), I32(0)}));
-            once.push_back(Intrin("tile.wait", {I32(0)}));
-          }
-          if (!once.empty()) {
-            once.push_back(tile);
-            tile = Seq(once);
+            zero.push_back(Intrin("tile.wait", {I32(0)}));
+            zero.push_back(tile);
+            tile = Seq(zero);
           }
           for (const Loaded& l : slots)
             for (const Buffer& b : {l.Xl, l.Wl, l.Bl, l.Sl, l.Rl})
@@ -1431,6 +1428,16 @@ PrimFunc LowerConv(const OpCall& call) {
     const bool residual = GetFusedEpilogue(call.attrs, call.inputs.size()).residual >= 0;
     const int64_t want_col = AttrInt(call.attrs, "tc_depthwise_col_channels", kDepthwiseBlock);
     std::tuple<bool, int, int64_t> best_form{false, 1, 1};  // matrix, stages, blocks
+    // a candidate's estimate; none when it does not fit once its buffers are placed in banks
+    // (`failed` says why, when no candidate fits)
+    auto price = [&](const PrimFunc& f) -> std::optional<int64_t> {
+      try {
+        return EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
+      } catch (const ffi::Error& e) {
+        failed = e.what();
+        return std::nullopt;
+      }
+    };
     for (bool matrix : {false, true}) {
       if ((matrix && !matrix_form) || (want_matrix >= 0 && matrix != (want_matrix == 1))) continue;
       for (int stages : {1, 2, 3}) {
@@ -1446,15 +1453,10 @@ PrimFunc LowerConv(const OpCall& call) {
             continue;
           PrimFunc f = LowerDepthwise(call, g, p, matrix, pipe, stages == 3, blocks,
                                       matrix && blocks == 1 ? want_col : kDepthwiseBlock);
-          int64_t cycles = 0;
-          try {
-            cycles = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
-          } catch (const ffi::Error& e) {
-            failed = e.what();  // (said when no candidate fits)
-            continue;           // does not fit once the buffers are placed in banks
-          }
-          if (!best || cycles < best_cycles) {
-            best = f, best_cycles = cycles;
+          const std::optional<int64_t> cycles = price(f);
+          if (!cycles) continue;
+          if (!best || *cycles < best_cycles) {
+            best = f, best_cycles = *cycles;
             best_form = {matrix, stages, blocks};
           }
         }
@@ -1471,13 +1473,9 @@ PrimFunc LowerConv(const OpCall& call) {
       const int stages = std::get<1>(best_form);
       for (int64_t col : {int64_t{8}, int64_t{4}}) {
         PrimFunc f = LowerDepthwise(call, g, p, true, stages > 1, stages == 3, 1, col);
-        int64_t cycles = 0;
-        try {
-          cycles = EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
-        } catch (const ffi::Error&) {
-          continue;  // (the form of 16 channels fits: best is one)
-        }
-        if (cycles < best_cycles * (1 - kFewerChannelsGain)) best = f, best_cycles = cycles;
+        const std::optional<int64_t> cycles = price(f);
+        if (cycles && *cycles < best_cycles * (1 - kFewerChannelsGain))
+          best = f, best_cycles = *cycles;
       }
     }
     if (!best && !failed.empty()) TILECORE_THROW(ValueError) << failed;
@@ -2791,13 +2789,15 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
       return "Conv: tc_pipeline 2 (three stages) needs the matrix form (int8, f16 or bf16) "
              "without a residual";
   }
+  // (a depthwise Conv that may take the matrix form: int8, f16 or bf16, not forced off it)
+  const bool depthwise_matrix = g.G > 1 && g.Cg == 1 && g.Mg == 1 &&
+                                GetMatrixPrecision(attrs).operand != DataType::Float(32) &&
+                                AttrInt(attrs, "tc_depthwise_matrix", 1) != 0;
   if (HasAttr(attrs, "tc_depthwise_blocks")) {
     auto v = attrs.Get(String("tc_depthwise_blocks"))->try_cast<int64_t>();
     if (!v || (*v != 1 && *v != 2 && *v != 4 && *v != 16))
       return "Conv: tc_depthwise_blocks must be 1, 2, 4 or 16";
-    if (*v > 1 && !(g.G > 1 && g.Cg == 1 && g.Mg == 1 &&
-                    GetMatrixPrecision(attrs).operand != DataType::Float(32) &&
-                    AttrInt(attrs, "tc_depthwise_matrix", 1) != 0))
+    if (*v > 1 && !depthwise_matrix)
       return "Conv: tc_depthwise_blocks above 1 is the depthwise matrix form's (int8, f16 or "
              "bf16)";
   }
@@ -2805,9 +2805,7 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
     auto v = attrs.Get(String("tc_depthwise_col_channels"))->try_cast<int64_t>();
     if (!v || (*v != 4 && *v != 8 && *v != 16))
       return "Conv: tc_depthwise_col_channels must be 4, 8 or 16";
-    if (!(g.G > 1 && g.Cg == 1 && g.Mg == 1 &&
-          GetMatrixPrecision(attrs).operand != DataType::Float(32) &&
-          AttrInt(attrs, "tc_depthwise_matrix", 1) != 0))
+    if (!depthwise_matrix)
       return "Conv: tc_depthwise_col_channels is the depthwise matrix form's (int8, f16 or bf16)";
     if (*v < 16 && AttrInt(attrs, "tc_depthwise_blocks", 1) > 1)
       return "Conv: tc_depthwise_col_channels below 16 is for items of one block "
