@@ -65,11 +65,13 @@ struct NpuAssembly {
   std::vector<std::string> line_locations;  // index = pc ("" for none)
   std::vector<MemberCode> members;          // in pc order
   int cores = 1;
+  int64_t l1_buffers = 0;  // the first L1 byte above the kernel's buffers
+  int64_t l1_top = 0;      // the first L1 byte above its descriptors and scratch too
 };
 
 /// The TC1 program of a PrimFunc already lowered by the kernel pipeline (flat
 /// indices, a "memory_plan" attr); `max_cores` is the target's core count and
-/// `l1_limit` the first L1 byte the code may not use.
+/// `l1_limit` the first L1 byte the code may not use (negative: not checked).
 NpuAssembly GenerateNpuAssembly(const ir::PrimFunc& lowered, const std::string& name, int max_cores,
                                 int64_t l1_limit);
 

@@ -15,6 +15,28 @@ NpuAssembly GenerateNpuAssembly(const PrimFunc& lowered, const std::string& name
   return npu::NpuEmitter(lowered, name, max_cores, l1_limit).Run();
 }
 
+namespace {
+
+/*! \brief The program of function `gname` of `mod`, lowered as `lowered`. PlanLocalMemory
+ * gives each large buffer a bank of its own while L1 lasts, without the descriptors and
+ * scratch the code generator places above the buffers; when they do not fit there (a layer
+ * group's kernel holds every member's descriptors beside its largest member's buffers), the
+ * function is lowered again for the L1 below them, where its buffers are packed as needed. */
+NpuAssembly EmitWithinL1(const IRModule& mod, const String& gname, const PrimFunc& lowered,
+                         const std::string& name, int max_cores, int64_t l1_limit) {
+  NpuAssembly a = GenerateNpuAssembly(lowered, name, max_cores, -1);
+  if (a.l1_top <= l1_limit) return a;
+  const int64_t data = (a.l1_top - a.l1_buffers + 63) / 64 * 64;
+  if (data < l1_limit) {
+    IRModule one(Map<String, PrimFunc>{{gname, mod->functions.at(gname)}}, mod->attrs);
+    IRModule again = LowerKernels(one, LowerOptions{l1_limit - data, std::nullopt, true, "npu"});
+    return GenerateNpuAssembly(again->functions.at(gname), name, max_cores, l1_limit);
+  }
+  return GenerateNpuAssembly(lowered, name, max_cores, l1_limit);  // (its overflow, named)
+}
+
+}  // namespace
+
 runtime::Module BuildNpu(const IRModule& mod, const target::Target& target) {
   int max_cores = static_cast<int>(target.GetInt("cores"));
   int64_t l1_limit = std::min<int64_t>(target.GetInt("l1"), int64_t(runtime::kNpuArgBlock));
@@ -22,7 +44,7 @@ runtime::Module BuildNpu(const IRModule& mod, const target::Target& target) {
   std::vector<runtime::NpuKernel> kernels;
   for (const auto& [gname, func] : lowered->functions.items()) {
     std::string name = KernelSymbol(std::string(gname.view()));
-    NpuAssembly a = GenerateNpuAssembly(func, name, max_cores, l1_limit);
+    NpuAssembly a = EmitWithinL1(mod, gname, func, name, max_cores, l1_limit);
     runtime::NpuKernel k;
     k.name = name;
     k.program = std::move(a.program);

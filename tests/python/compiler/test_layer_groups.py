@@ -48,6 +48,41 @@ def conv_chain(n, c, hw, scale):
     return make_model(nodes, [("x", [1, c, hw, hw], np.float32)], [prev], inits), prev
 
 
+def convnext_blocks(n, c, hw):
+    """n ConvNeXt blocks as torchvision's CNBlock exports them: a 7x7 depthwise Conv, to NHWC,
+    LayerNormalization, Linear (MatMul + Add), GELU (its Erf form), Linear, to NCHW, the layer
+    scale (a per-channel Mul) and the residual Add: (model, output name)."""
+    nodes, inits, prev = [], [], "x"
+    for b in range(n):
+        p = f"b{b}_"
+        inits += [(p + "wdw", randn(c, 1, 7, 7, scale=0.2)), (p + "bdw", randn(c, scale=0.1)),
+                  (p + "g", 1 + randn(c, scale=0.1)), (p + "be", randn(c, scale=0.1)),
+                  (p + "w1", randn(c, 4 * c, scale=0.1)), (p + "b1", randn(4 * c, scale=0.1)),
+                  (p + "w2", randn(4 * c, c, scale=0.05)), (p + "b2", randn(c, scale=0.1)),
+                  (p + "ls", randn(c, 1, 1, scale=0.5)), (p + "sqrt2", np.array(np.sqrt(2), np.float32)),
+                  (p + "one", np.array(1, np.float32)), (p + "half", np.array(0.5, np.float32))]
+        node = helper.make_node
+        nodes += [node("Conv", [prev, p + "wdw", p + "bdw"], [p + "dw"], name=p + "dwconv", group=c,
+                       kernel_shape=[7, 7], pads=[3, 3, 3, 3]),
+                  node("Transpose", [p + "dw"], [p + "t"], name=p + "to_nhwc", perm=[0, 2, 3, 1]),
+                  node("LayerNormalization", [p + "t", p + "g", p + "be"], [p + "ln"], name=p + "norm", axis=-1,
+                       epsilon=1e-6),
+                  node("MatMul", [p + "ln", p + "w1"], [p + "m1"], name=p + "fc1"),
+                  node("Add", [p + "m1", p + "b1"], [p + "h"], name=p + "fc1_bias"),
+                  node("Div", [p + "h", p + "sqrt2"], [p + "hd"], name=p + "gelu_div"),
+                  node("Erf", [p + "hd"], [p + "he"], name=p + "gelu_erf"),
+                  node("Add", [p + "he", p + "one"], [p + "h1"], name=p + "gelu_add"),
+                  node("Mul", [p + "h", p + "h1"], [p + "hm"], name=p + "gelu_mul"),
+                  node("Mul", [p + "hm", p + "half"], [p + "gl"], name=p + "gelu_half"),
+                  node("MatMul", [p + "gl", p + "w2"], [p + "m2"], name=p + "fc2"),
+                  node("Add", [p + "m2", p + "b2"], [p + "o"], name=p + "fc2_bias"),
+                  node("Transpose", [p + "o"], [p + "tb"], name=p + "to_nchw", perm=[0, 3, 1, 2]),
+                  node("Mul", [p + "tb", p + "ls"], [p + "s"], name=p + "layer_scale"),
+                  node("Add", [p + "s", prev], [p + "y"], name=p + "residual")]
+        prev = p + "y"
+    return make_model(nodes, [("x", [1, c, hw, hw], np.float32)], [prev], inits), prev
+
+
 def ddr_l2(exe, feeds):
     exe.run(feeds)
     b = exe.stats()["bytes"]
@@ -355,3 +390,24 @@ def test_the_profile_measures_a_group_by_its_members():
     assert measured == [m["cycles"] for m in step["members"]]
     assert step["members_cycles"] - step["members_overlap"] + step["outside_members"] == step["cycles"]
     assert measured[1] > measured[0]  # the 3x3 Conv has 4.5x the MACs
+
+
+def test_a_group_whose_descriptors_do_not_fit_beside_its_spread_buffers_is_packed_not_split(hazard_checked):
+    """Two ConvNeXt blocks of its first stage (96 channels, 56 x 56) in int8 are one layer
+    group of fifteen members. Its kernel holds every member's descriptors above the buffers of
+    the depthwise Conv, which PlanLocalMemory spreads a bank apiece over all but 7 KiB of L1:
+    the npu build lowers the kernel again for the L1 below the descriptors (the buffers
+    packed) instead of the group being split, which sent a Gemm's input through the DDR."""
+    model, out = convnext_blocks(2, 96, 56)
+    calib = {"x": randn(4, 1, 96, 56, 56)}
+    rep = {}
+    grouped = tilecore.compile(model, precision="int8", report=rep, calib_samples=calib)
+    assert rep["group_splits"] == [] and rep["plan_fallbacks"] == []
+    assert [len(g["nodes"]) for g in rep["groups"]] == [15]
+    plain = tilecore.compile(model, precision="int8", group=False, calib_samples=calib)
+    x = randn(1, 96, 56, 56)
+    y = grouped.run({"x": x})[out]
+    np.testing.assert_array_equal(y, plain.run({"x": x})[out])
+    ref = ort_run(model, {"x": x})[out]
+    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.999
+    assert hazard_checked() == []
