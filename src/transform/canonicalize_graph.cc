@@ -6,6 +6,7 @@
 #include "tilecore/transform/eliminate_common_subexpr.h"
 #include "tilecore/transform/eliminate_dead_code.h"
 #include "tilecore/transform/fold_batch_norm.h"
+#include "tilecore/transform/fold_channel_scale.h"
 #include "tilecore/transform/fold_constants.h"
 #include "tilecore/transform/gemm_to_matmul.h"
 #include "tilecore/transform/infer_types.h"
@@ -16,10 +17,10 @@ namespace tilecore {
 namespace transform {
 
 Pass CanonicalizeGraph() {
-  return Sequential(
-      {EliminateCommonSubexpr(), FoldConstants(), FoldBatchNorm(), GemmToMatMul(),
-       RecognizeActivations(), RecognizeNormalization(), EliminateDeadCode(), InferTypes()},
-      String("CanonicalizeGraph"));
+  return Sequential({EliminateCommonSubexpr(), FoldConstants(), FoldBatchNorm(), GemmToMatMul(),
+                     FoldChannelScale(), RecognizeActivations(), RecognizeNormalization(),
+                     EliminateDeadCode(), InferTypes()},
+                    String("CanonicalizeGraph"));
 }
 
 TILECORE_REGISTER_GLOBAL("transform.CanonicalizeGraph").set_body_typed([]() {

@@ -3,10 +3,12 @@
  * passes in the order the model compiler runs them after import.
  *
  *   EliminateCommonSubexpr, FoldConstants, FoldBatchNorm, GemmToMatMul,
- *   RecognizeActivations, RecognizeNormalization, EliminateDeadCode, InferTypes
+ *   FoldChannelScale, RecognizeActivations, RecognizeNormalization, EliminateDeadCode,
+ *   InferTypes
  *
  * In: an imported Graph (typed, constants folded). Out: the canonical graph the
- * lowering expects: no BatchNormalization after Conv/Gemm, no Gemm, activations and
+ * lowering expects: no BatchNormalization after Conv/Gemm, no Gemm, no constant
+ * per-channel Mul after a Conv's or MatMul's output, activations and
  * normalisations as single nodes, every value typed. Each pass's counters land in
  * the PassContext's stats.
  */

@@ -30,11 +30,13 @@ GRAPH_PASSES = {
     "Import": "ONNX -> Graph IR: every node checked against its op's schema, types inferred",
     "ExpandUnsupported": "QOperator nodes to their QDQ form; RNN/GRU/LSTM, Scan and ONNX functions that run "
                          "nowhere expanded to nodes that run",
-    "CanonicalizeGraph": "the seven passes below, in this order (one Sequential)",
+    "CanonicalizeGraph": "the passes below down to InferTypes, in this order (one Sequential)",
     "EliminateCommonSubexpr": "one node for nodes of one op, attributes and inputs",
     "FoldConstants": "nodes whose inputs are all constants evaluated to constants",
     "FoldBatchNorm": "BatchNormalization after a Conv folded into its weights and bias",
     "GemmToMatMul": "Gemm as MatMul + Add (its transposes folded into constant operands)",
+    "FoldChannelScale": "a constant per-channel Mul after a Conv or MatMul (through its bias Add and a Transpose) "
+                        "folded into its weights and bias",
     "RecognizeActivations": "Gelu, SiLU, HardSwish, the attention NaN mask: one node each",
     "RecognizeNormalization": "LayerNormalization, RMSNorm written as reductions: one node each",
     "EliminateDeadCode": "nodes no output depends on removed",

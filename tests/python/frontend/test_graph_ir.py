@@ -170,6 +170,80 @@ def test_canonicalisation_counts_against_numpy():
     np.testing.assert_allclose(evaluate(g2, {"x": xv})[out.name], want, rtol=1e-4, atol=1e-5)
 
 
+def _layer_scale(rng, gamma_shape, bias_shape=(6,), transpose=True, extra_use=False):
+    """x (1, 4, 4, 5) @ W (5, 6) + b, [to NCHW,] times gamma: (graph, output, numpy's result)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 4, 4, 5))
+    w = rng.standard_normal((5, 6)).astype(np.float32)
+    bias = rng.standard_normal(bias_shape).astype(np.float32)
+    gamma = rng.standard_normal(gamma_shape).astype(np.float32)
+    (m,) = b.add("MatMul", [x, b.constant("w", w)])
+    (a,) = b.add("Add", [m, b.constant("b", bias)])
+    y = a
+    if transpose:
+        (y,) = b.add("Transpose", [a], {"perm": [0, 3, 1, 2]})
+    (out,) = b.add("Mul", [y, b.constant("gamma", gamma)])
+    b.output(out)
+    if extra_use:
+        b.output(y)
+    xv = rng.standard_normal((1, 4, 4, 5)).astype(np.float32)
+    ref = xv.astype(np.float64) @ w + bias
+    ref = (ref.transpose(0, 3, 1, 2) if transpose else ref) * gamma
+    return transform.InferTypes()(b.build()), out, xv, ref
+
+
+@pytest.mark.parametrize("gamma_shape,bias_shape,transpose", [
+    ((6, 1, 1), (6,), True),      # ConvNeXt's layer scale: Linear, to NCHW, times gamma (C, 1, 1)
+    ((1, 6, 1, 1), (1, 6), True),
+    ((), (), True),               # a scalar scale and a one-element bias (it gets the channel axis)
+    ((6,), (), False),            # no Transpose: gamma along the MatMul's last axis
+])
+def test_channel_scale_folds_into_the_weights_against_numpy(gamma_shape, bias_shape, transpose):
+    rng = np.random.default_rng(7)
+    g, out, xv, ref = _layer_scale(rng, gamma_shape, bias_shape, transpose)
+    g2, stats = _counts(g, transform.FoldChannelScale())
+    assert stats["transform.FoldChannelScale.folded"] == 1
+    assert [n.op_type for n in g2.nodes] == ["MatMul", "Add"] + (["Transpose"] if transpose else [])
+    assert g2.nodes[-1].outputs[0].name == out.name  # the Mul's output, written by the last node
+    np.testing.assert_allclose(evaluate(g2, {"x": xv})[out.name], ref, rtol=1e-5, atol=1e-5)
+
+
+def test_channel_scale_folds_into_a_conv_against_numpy():
+    rng = np.random.default_rng(8)
+    b = GraphBuilder()
+    x = b.input("x", (1, 3, 5, 5))
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    cb = rng.standard_normal(4).astype(np.float32)
+    gamma = rng.standard_normal((4, 1, 1)).astype(np.float32)
+    (c,) = b.add("Conv", [x, b.constant("w", w), b.constant("cb", cb)], {"pads": [1, 1, 1, 1]})
+    (out,) = b.add("Mul", [b.constant("gamma", gamma), c])
+    b.output(out)
+    g = transform.InferTypes()(b.build())
+    xv = rng.standard_normal((1, 3, 5, 5)).astype(np.float32)
+    xp = np.pad(xv.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ref = np.zeros((1, 4, 5, 5))
+    for i in range(5):
+        for j in range(5):
+            ref[0, :, i, j] = np.tensordot(w, xp[0, :, i:i + 3, j:j + 3], axes=3) + cb
+    ref *= gamma
+    g2, stats = _counts(g, transform.FoldChannelScale())
+    assert stats["transform.FoldChannelScale.folded"] == 1 and [n.op_type for n in g2.nodes] == ["Conv"]
+    np.testing.assert_allclose(evaluate(g2, {"x": xv})[out.name], ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("gamma_shape,extra_use", [
+    ((1, 1, 4, 1), False),  # varies along a spatial axis, not the channels
+    ((2, 6, 1, 1), False),  # would grow the result (two images from one)
+    ((6, 1, 1), True),      # the Transpose's output is also a graph output
+])
+def test_channel_scale_is_left_alone(gamma_shape, extra_use):
+    rng = np.random.default_rng(9)
+    g, out, xv, ref = _layer_scale(rng, gamma_shape, extra_use=extra_use)
+    g2, stats = _counts(g, transform.FoldChannelScale())
+    assert "transform.FoldChannelScale.folded" not in stats and [n.op_type for n in g2.nodes][-1] == "Mul"
+    np.testing.assert_allclose(evaluate(g2, {"x": xv})[out.name], ref, rtol=1e-5, atol=1e-5)
+
+
 def test_nan_mask_becomes_replace_nan_against_numpy():
     # Where(IsNaN(x), c, x) -> tilecore::ReplaceNaN(x; value=c); not when the mask has another
     # use, c is not a constant, or c (one element) has more dims than x (it broadcasts x)
