@@ -18,9 +18,7 @@ bool IsFloat32Const(const Value& v) {
   return a.has_value() && a->dtype().code == kDLFloat && a->dtype().bits == 32;
 }
 
-std::vector<int64_t> ConstShape(const Value& v) {
-  return v->data.cast<ffi::NDArray>().shape();
-}
+std::vector<int64_t> ConstShape(const Value& v) { return v->data.cast<ffi::NDArray>().shape(); }
 
 std::optional<std::vector<int64_t>> StaticShape(const Value& v) {
   const auto* t = v->type.as<ir::TensorTypeNode>();
@@ -158,7 +156,8 @@ Graph Fold(const Graph& g, PassContext ctx) {
       std::vector<double> cb = *ConstValues(conv_bias);
       if (cb.size() != c) continue;
       for (size_t o = 0; o < c; ++o) cb[o] *= (*gamma)[o];
-      ins.Set(2, Any(Float32Const(rw.Fresh(Name(conv_bias) + "_scaled"), ConstShape(conv_bias), cb)));
+      ins.Set(2,
+              Any(Float32Const(rw.Fresh(Name(conv_bias) + "_scaled"), ConstShape(conv_bias), cb)));
     }
     std::vector<Node> matched{prod}, with;
     const bool last_prod = !add.defined() && !transpose.defined();
@@ -184,7 +183,8 @@ Graph Fold(const Graph& g, PassContext ctx) {
     }
     if (transpose.defined()) {
       Array<Any> t_ins;
-      for (size_t i = 0; i < transpose->inputs.size(); ++i) t_ins.push_back(transpose->inputs.raw(i));
+      for (size_t i = 0; i < transpose->inputs.size(); ++i)
+        t_ins.push_back(transpose->inputs.raw(i));
       matched.push_back(transpose);
       with.push_back(Node(transpose->op_type, transpose->domain, transpose->name, transpose->attrs,
                           t_ins, mul->outputs));
