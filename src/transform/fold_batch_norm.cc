@@ -12,14 +12,6 @@ using namespace graph_internal;  // NOLINT(*)
 
 namespace {
 
-std::vector<int64_t> ShapeOf(const Value& v) { return v->data.cast<ffi::NDArray>().shape(); }
-
-bool IsFloat32Const(const Value& v) {
-  if (!v.defined() || !v->is_constant()) return false;
-  auto a = ir::AsObject<ffi::NDArray>(v->data);
-  return a.has_value() && a->dtype().code == kDLFloat && a->dtype().bits == 32;
-}
-
 int64_t IntAttr(const Node& n, const char* key, int64_t fallback) {
   auto v = n->attrs.Get(String(key));
   return v.has_value() ? v->try_cast<int64_t>().value_or(fallback) : fallback;
@@ -56,7 +48,7 @@ Graph Fold(const Graph& g, PassContext ctx) {
     if (beta.size() != c || mean.size() != c || var.size() != c) continue;
     std::vector<double> s(c);
     for (size_t i = 0; i < c; ++i) s[i] = scale[i] / std::sqrt(var[i] + eps);
-    std::vector<int64_t> wshape = ShapeOf(w);
+    std::vector<int64_t> wshape = *Float32ConstShape(w);
     std::vector<double> wv = *ConstValues(w);
     std::vector<double> bias(c, 0.0);
     if (b.defined()) {
@@ -78,7 +70,7 @@ Graph Fold(const Graph& g, PassContext ctx) {
       size_t k = static_cast<size_t>(trans_b ? wshape[1] : wshape[0]);
       if (n != c) continue;
       if (b.defined()) {
-        std::vector<int64_t> bshape = ShapeOf(b);
+        std::vector<int64_t> bshape = *Float32ConstShape(b);
         bool ok = (bshape.size() == 1 && bshape[0] == static_cast<int64_t>(c)) ||
                   (bshape.size() == 2 && bshape[0] == 1 && bshape[1] == static_cast<int64_t>(c));
         if (!ok) continue;

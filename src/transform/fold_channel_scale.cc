@@ -12,26 +12,6 @@ using namespace graph_internal;  // NOLINT(*)
 
 namespace {
 
-bool IsFloat32Const(const Value& v) {
-  if (!v.defined() || !v->is_constant()) return false;
-  auto a = ir::AsObject<ffi::NDArray>(v->data);
-  return a.has_value() && a->dtype().code == kDLFloat && a->dtype().bits == 32;
-}
-
-std::vector<int64_t> ConstShape(const Value& v) { return v->data.cast<ffi::NDArray>().shape(); }
-
-std::optional<std::vector<int64_t>> StaticShape(const Value& v) {
-  const auto* t = v->type.as<ir::TensorTypeNode>();
-  if (t == nullptr || !t->rank_known) return std::nullopt;
-  std::vector<int64_t> s;
-  for (const Any& d : t->shape) {
-    auto i = d.try_cast<int64_t>();
-    if (!i) return std::nullopt;
-    s.push_back(*i);
-  }
-  return s;
-}
-
 /*! \brief A Transpose's perm (the reversed axes when absent), or nullopt. */
 std::optional<std::vector<int64_t>> Perm(const Node& t, size_t rank) {
   std::vector<int64_t> perm;
@@ -55,7 +35,7 @@ std::optional<std::vector<int64_t>> Perm(const Node& t, size_t rank) {
  * nullopt when `c` varies along another axis or would grow the value. */
 std::optional<std::vector<double>> PerChannel(const Value& c, const std::vector<int64_t>& shape,
                                               size_t axis, int64_t channels) {
-  const std::vector<int64_t> cs = ConstShape(c);
+  const std::vector<int64_t> cs = *Float32ConstShape(c);
   if (cs.size() > shape.size()) return std::nullopt;
   bool along = false;
   for (size_t i = 0; i < cs.size(); ++i) {
@@ -98,12 +78,12 @@ Graph Fold(const Graph& g, PassContext ctx) {
     if (!conv && prod->op_type != "MatMul") continue;
     const Value w = prod.input(1);
     const Value conv_bias = conv && prod->inputs.size() > 2 ? prod.input(2) : Value();
-    auto out_shape = StaticShape(prod->outputs[0]);
-    auto mul_shape = StaticShape(mul->outputs[0]);
+    auto out_shape = StaticShapeOf(prod->outputs[0]);
+    auto mul_shape = StaticShapeOf(mul->outputs[0]);
     if (!IsFloat32Const(w) || (conv_bias.defined() && !IsFloat32Const(conv_bias)) || !out_shape ||
         !mul_shape || out_shape->empty() || DtypeOf(mul->outputs[0]) != "float32")
       continue;
-    const std::vector<int64_t> ws = ConstShape(w);
+    const std::vector<int64_t> ws = *Float32ConstShape(w);
     const size_t axis = conv ? 1 : out_shape->size() - 1;
     if (axis >= out_shape->size()) continue;
     const int64_t channels = (*out_shape)[axis];
@@ -112,7 +92,7 @@ Graph Fold(const Graph& g, PassContext ctx) {
     std::vector<int64_t> shape = *out_shape;
     size_t mul_axis = axis;
     if (add.defined()) {
-      auto s = StaticShape(add->outputs[0]);
+      auto s = StaticShapeOf(add->outputs[0]);
       if (!s || *s != *out_shape) continue;
     }
     if (transpose.defined()) {
@@ -156,8 +136,8 @@ Graph Fold(const Graph& g, PassContext ctx) {
       std::vector<double> cb = *ConstValues(conv_bias);
       if (cb.size() != c) continue;
       for (size_t o = 0; o < c; ++o) cb[o] *= (*gamma)[o];
-      ins.Set(2,
-              Any(Float32Const(rw.Fresh(Name(conv_bias) + "_scaled"), ConstShape(conv_bias), cb)));
+      ins.Set(2, Any(Float32Const(rw.Fresh(Name(conv_bias) + "_scaled"),
+                                  *Float32ConstShape(conv_bias), cb)));
     }
     std::vector<Node> matched{prod}, with;
     const bool last_prod = !add.defined() && !transpose.defined();
@@ -168,7 +148,7 @@ Graph Fold(const Graph& g, PassContext ctx) {
       std::vector<double> nb = *bias;
       for (size_t o = 0; o < c; ++o) nb[o] *= (*gamma)[o];
       // (a bias of one element scaled per channel gets the channel axis: C, then ones)
-      std::vector<int64_t> bshape = ConstShape(b);
+      std::vector<int64_t> bshape = *Float32ConstShape(b);
       if (ConstValues(b)->size() != c) {
         bshape.assign(out_shape->size() - axis, 1);
         bshape[0] = channels;

@@ -12,28 +12,6 @@ using namespace graph_internal;  // NOLINT(*)
 
 namespace {
 
-/*! \brief The static shape of a typed value, or nullopt. */
-std::optional<std::vector<int64_t>> StaticShapeOf(const Value& v) {
-  if (!v.defined()) return std::nullopt;
-  const auto* t = v->type.as<ir::TensorTypeNode>();
-  if (t == nullptr || !t->rank_known) return std::nullopt;
-  std::vector<int64_t> s;
-  for (size_t i = 0; i < t->shape.size(); ++i) {
-    auto d = t->shape.raw(i).as<int64_t>();
-    if (!d.has_value()) return std::nullopt;
-    s.push_back(*d);
-  }
-  return s;
-}
-
-/*! \brief The shape of a float32 host constant, or nullopt. */
-std::optional<std::vector<int64_t>> Float32ConstShape(const Value& v) {
-  if (!v.defined() || !v->is_constant()) return std::nullopt;
-  auto a = ir::AsObject<ffi::NDArray>(v->data);
-  if (!a.has_value() || a->dtype().code != kDLFloat || a->dtype().bits != 32) return std::nullopt;
-  return a->shape();
-}
-
 /*! \brief A constant Value named `name` holding the int64 vector `vals` (a Reshape shape). */
 Value Int64Const(const std::string& name, const std::vector<int64_t>& vals) {
   ffi::NDArray a = ffi::NDArray::Empty({static_cast<int64_t>(vals.size())},

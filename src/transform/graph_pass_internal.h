@@ -320,6 +320,30 @@ class Rewriter {
   std::unordered_map<size_t, std::vector<Node>> replacement_;
 };
 
+/*! \brief The static shape of a typed value, or nullopt. */
+inline std::optional<std::vector<int64_t>> StaticShapeOf(const Value& v) {
+  if (!v.defined()) return std::nullopt;
+  const auto* t = v->type.as<ir::TensorTypeNode>();
+  if (t == nullptr || !t->rank_known) return std::nullopt;
+  std::vector<int64_t> s;
+  for (size_t i = 0; i < t->shape.size(); ++i) {
+    auto d = t->shape.raw(i).as<int64_t>();
+    if (!d.has_value()) return std::nullopt;
+    s.push_back(*d);
+  }
+  return s;
+}
+
+/*! \brief The shape of a float32 host constant, or nullopt. */
+inline std::optional<std::vector<int64_t>> Float32ConstShape(const Value& v) {
+  if (!v.defined() || !v->is_constant()) return std::nullopt;
+  auto a = ir::AsObject<ffi::NDArray>(v->data);
+  if (!a.has_value() || a->dtype().code != kDLFloat || a->dtype().bits != 32) return std::nullopt;
+  return a->shape();
+}
+
+inline bool IsFloat32Const(const Value& v) { return Float32ConstShape(v).has_value(); }
+
 /*! \brief A constant's elements as doubles (float/int dtypes on the host), or nullopt. */
 inline std::optional<std::vector<double>> ConstValues(const Value& v) {
   if (!v.defined() || !v->is_constant()) return std::nullopt;
