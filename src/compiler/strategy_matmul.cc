@@ -1439,10 +1439,10 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
 
 /*! \brief Rows per item of LowerMatMulSoftmax, at most 32, whose two slots' tiles (A rows,
  * B, the f32 scores and exponentials, the int8 result) fit half of L1: a divisor of M of at
- * least 8 when one fits, else the most that fit (the last item then ends at row M and
- * computes again a few rows of the one before: the same rows, the same bits, but it stores
- * only the rows after them, since another core may store those at the same time; M = 199
- * took items of one row); 0 when none does. */
+ * least 8 when one fits, else the fewest rows that still take as few items as the most that
+ * fit (the last item then ends at row M and computes again a few rows of the one before:
+ * the same rows, the same bits, but it stores only the rows after them, since another core
+ * may store those at the same time); 0 when none does. */
 int64_t SoftmaxRows(int64_t M, int64_t N, int64_t K, int64_t D = 0) {
   // (with f32 operands loaded beside the int8 ones; tc_context: V and the context rows)
   auto fits = [&](int64_t tm) {
@@ -1454,7 +1454,11 @@ int64_t SoftmaxRows(int64_t M, int64_t N, int64_t K, int64_t D = 0) {
     if (M % tm == 0 && (tm >= 8 || tm == M)) return tm;
     most = std::max(most, tm);
   }
-  return most;
+  if (most == 0) return 0;
+  // as few items as the most rows take, each as short as those items allow: less of the
+  // last item's rows computed twice (M = 199: 7 items of 29 rows, not of 32)
+  const int64_t items = (M + most - 1) / most;
+  return (M + items - 1) / items;
 }
 
 /*! \brief tc_context: the int8 MatMul that read the probabilities (attention's context),
