@@ -152,6 +152,49 @@ def _fold_divisions(nodes, only_reader, info, HasStrategy, TensorSpec) -> list[d
     return out
 
 
+def _fold_operand_scales(nodes, info, graph_outputs, HasStrategy, TensorSpec) -> list[dict[str, Any]]:
+    """An int8 MatMul of two activations whose operand only a Mul (or Div) by a constant
+    power of two makes (attention's queries and keys each scaled by d^-1/4 before their
+    product) reads that Mul's input instead: the operand's quantisation scale is divided
+    by the constant and the product multiplied by it (``tc_out_scale``). Exact, as scaling
+    by a power of two is: the same int8 codes, the same int32 sums and the same epilogue
+    scale, without the Mul's pass, and the Transpose before it can then be fused into the
+    MatMul."""
+    readers = value_readers(nodes)
+    producer = value_producers(nodes)
+    out = []
+    for nd in nodes:
+        if (nd.op != "MatMul" or nd.where != "npu" or len(nd.ins) != 2 or None in nd.ins
+                or nd.attrs.get("tc_precision") != "int8" or "tc_b_scale" not in nd.attrs):
+            continue
+        attrs, fused, ins = dict(nd.attrs), [], list(nd.ins)
+        for i, key in ((0, "tc_x_scale"), (1, "tc_b_scale")):
+            x = str(ins[i].name)
+            mul = producer.get(x)
+            if (mul is None or mul.op not in ("Mul", "Div") or mul.where != "npu" or len(mul.ins) != 2
+                    or None in mul.ins or x in graph_outputs or len(readers.get(x, [])) != 1):
+                continue
+            pairs = [(mul.ins[0], mul.ins[1])] + ([(mul.ins[1], mul.ins[0])] if mul.op == "Mul" else [])
+            for act, const in pairs:
+                c = _const_scalar(const)
+                if c is None or not _power_of_two(c) or act.data is not None or info[str(act.name)] != info[x]:
+                    continue
+                c = 1.0 / c if mul.op == "Div" else c
+                attrs[key] = float(attrs[key]) / c
+                attrs["tc_out_scale"] = float(attrs.get("tc_out_scale", 1.0)) * c
+                ins[i] = act
+                fused.append(mul)
+                break
+        specs = [TensorSpec(*info[str(v.name)]) for v in ins]
+        if not fused or HasStrategy(nd.op, attrs, specs):
+            continue
+        nd.ins, nd.attrs, nd.in_specs = ins, attrs, specs
+        for m in fused:
+            m.where, m.reason = "dropped", f"fused into `{nd.name}`"
+        out.append({"node": nd.name, "fused": [m.name for m in fused]})
+    return out
+
+
 def _fold_norm_activations(nodes, only_reader, HasStrategy) -> list[dict[str, Any]]:
     """A BatchNormalization (inference) whose output only a Relu or a Clip with constant
     bounds reads applies it to each tile before its store (``tc_activation``): a
@@ -336,6 +379,7 @@ def fuse(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
         place[id(chain[-1])] = nd
         fused.append({"node": nd.name, "fused": [c.name for c in chain]})
     fused += _fold_divisions(nodes, only_reader, info, HasStrategy, TensorSpec)
+    fused += _fold_operand_scales(nodes, info, graph_outputs, HasStrategy, TensorSpec)
     fused += _fold_skip_adds(nodes, only_reader, info, HasStrategy, TensorSpec)
     fused += _fold_norm_activations(nodes, only_reader, HasStrategy)
     fused += _fold_head_transposes(nodes, info, graph_outputs, HasStrategy)

@@ -1638,17 +1638,25 @@ def test_tc_b_heads_is_checked():
     assert "tc_b_heads needs" in compiler.HasStrategy("MatMul", sm, [a, compiler.TensorSpec((2, 64, 2, 32), "int8")])
 
 
-def attention_model(dense, m, h=2, d=32):
+def attention_model(dense, m, h=2, d=32, scale=None):
     """Attention whole: projections, heads, scores, Softmax, the context MatMul, transposed
-    back to rows (and, with `dense`, the output projection reading it)."""
+    back to rows (and, with `dense`, the output projection reading it). `scale` = (op, c):
+    the queries and the keys each go through op (Mul or Div) by c before the scores (the
+    scaled dot-product attention export)."""
     heads = ("heads", np.array([1, m, h, d], np.int64))
     rows = ("rows", np.array([m, h * d], np.int64))
     nodes = [helper.make_node("MatMul", ["x", f"w{k}"], [f"{k}2"], name=f"proj_{k}") for k in "qkv"]
     nodes += [helper.make_node("Reshape", [f"{k}2", "heads"], [f"{k}4"], name=f"view_{k}") for k in "qkv"]
     nodes += [helper.make_node("Transpose", ["q4"], ["qh"], name="heads_q", perm=[0, 2, 1, 3]),
               helper.make_node("Transpose", ["k4"], ["kt"], name="heads_k", perm=[0, 2, 3, 1]),
-              helper.make_node("Transpose", ["v4"], ["vh"], name="heads_v", perm=[0, 2, 1, 3]),
-              helper.make_node("MatMul", ["qh", "kt"], ["s"], name="scores"),
+              helper.make_node("Transpose", ["v4"], ["vh"], name="heads_v", perm=[0, 2, 1, 3])]
+    consts = []
+    if scale is not None:
+        nodes += [helper.make_node(scale[0], ["qh", "sc"], ["qs"], name="scale_q"),
+                  helper.make_node(scale[0], ["kt", "sc"], ["ks"], name="scale_k")]
+        consts.append(("sc", np.array(scale[1], np.float32)))
+    q, k = ("qs", "ks") if scale is not None else ("qh", "kt")
+    nodes += [helper.make_node("MatMul", [q, k], ["s"], name="scores"),
               helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
               helper.make_node("MatMul", ["p", "vh"], ["c"], name="context"),
               helper.make_node("Transpose", ["c"], ["ct"], name="back", perm=[0, 2, 1, 3]),
@@ -1656,7 +1664,33 @@ def attention_model(dense, m, h=2, d=32):
     if dense:
         nodes.append(helper.make_node("MatMul", ["merged", "wo"], ["y"], name="dense"))
     return make_model(nodes, [("x", [m, h * d], np.float32)], ["y"],
-                      [(f"w{k}", randn(h * d, h * d, scale=0.05)) for k in "qkvo"] + [heads, rows], opset=13)
+                      [(f"w{k}", randn(h * d, h * d, scale=0.05)) for k in "qkvo"] + [heads, rows] + consts,
+                      opset=13)
+
+
+@pytest.mark.parametrize("scale,folds", [(("Mul", 0.5), True), (("Div", 4.0), True), (("Mul", 0.42), False)])
+def test_int8_attention_operand_scales_fold_into_the_scores_matmul(scale, folds, hazard_checked):
+    """Queries and keys each scaled by a constant before their product (the scaled
+    dot-product attention export: q * d^-1/4, k^T * d^-1/4): with a power of two the
+    scores MatMul reads the unscaled operands, their quantisation scales divided by it and
+    its product multiplied by both (exact: the same bits as the Muls apart), and the keys'
+    Transpose is then fused into it; any other constant stays a Mul."""
+    model = attention_model(True, 37, 2, 16, scale)
+    samples = {"x": randn(8, 37, 32)}
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    apart = tilecore.compile(model, precision="int8", calib_samples=samples, fuse=False)
+    scores = next(e["fused"] for e in rep["fused"] if e["node"] == "scores")
+    assert ("scale_q" in scores and "scale_k" in scores) == folds
+    where = {p["name"]: p["where"] for p in rep["placement"]}
+    assert (where["scale_q"] == where["scale_k"] == where["heads_k"] == "dropped") == folds
+    x = randn(37, 32)
+    y = exe.run({"x": x})["y"]
+    if folds:  # (another constant would round differently: it stays a Mul)
+        np.testing.assert_array_equal(y, apart.run({"x": x})["y"])
+    ref = ort_run(model, {"x": x})["y"]
+    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.995
+    assert hazard_checked() == []
 
 
 @pytest.mark.parametrize("dense,m", [(False, 64), (True, 64), (False, 37)])  # 37 rows: items overlap
