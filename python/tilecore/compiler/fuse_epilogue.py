@@ -263,13 +263,18 @@ def _fold_head_transposes(nodes, info, graph_outputs, HasStrategy) -> list[dict[
         y = str(nd.outs[0].name)
         shape = tuple(info[y][0])
         # a batched MatMul [.., B, M, N] whose output only a Transpose to [.., M, B, N] reads
-        # (attention's context: heads, then rows) stores its tiles in that layout
-        t = sole_reader(y)
+        # (attention's context: heads, then rows), through views that keep its shape,
+        # stores its tiles in that layout
+        same, t = [], sole_reader(y)
+        while (t is not None and t.where == "view" and len(t.outs) == 1
+               and tuple(info[str(t.outs[0].name)][0]) == shape):
+            same.append(t)
+            t = sole_reader(str(t.outs[0].name))
         if (nd.op == "MatMul" and t is not None and t.op == "Transpose" and t.where == "npu"
                 and len(t.outs) == 1 and len(shape) >= 3 and all(d == 1 for d in shape[:-3])):
             r = len(shape)
             if list(t.attrs.get("perm", [])) == list(range(r - 3)) + [r - 2, r - 3, r - 1]:
-                entry = take_over(nd, dict(nd.attrs, tc_y_rows_first=1), [t], HasStrategy)
+                entry = take_over(nd, dict(nd.attrs, tc_y_rows_first=1), same + [t], HasStrategy)
                 if entry:
                     out.append(entry)
                     continue

@@ -1335,23 +1335,28 @@ def test_tc_softmax_is_checked():
 
 
 @pytest.mark.parametrize("precision", ["f32", "int8"])
-@pytest.mark.parametrize("S,H,D", [(96, 4, 16), (50, 3, 2)])
-def test_attention_head_transposes_fold_into_the_matmuls(precision, S, H, D, hazard_checked):
+@pytest.mark.parametrize("S,H,D,view", [(96, 4, 16, False), (50, 3, 2, False), (96, 4, 16, True)])
+def test_attention_head_transposes_fold_into_the_matmuls(precision, S, H, D, view, hazard_checked):
     """x -> dense + bias -> Reshape [1, S, H, D] -> Transpose (0, 2, 1, 3): the dense layer
     stores its tiles straight into [1, H, S, D] (``tc_y_heads``); ctx [1, H, S, D] ->
     Transpose (0, 2, 1, 3) -> Reshape: the batched MatMul stores its rows interleaved
-    (``tc_y_rows_first``). The Transposes are gone; the values are the unfused ones. 3 heads
-    of 2 (6 columns, not a multiple of the 4 cores) take the tiled plan's store."""
+    (``tc_y_rows_first``), also through a Reshape to its own shape before the Transpose
+    (`view`: transformers' exports have one). The Transposes are gone; the values are the
+    unfused ones. 3 heads of 2 (6 columns, not a multiple of the 4 cores) take the tiled
+    plan's store."""
     w, b = randn(64, H * D, scale=0.2), randn(H * D, scale=0.3)
     nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="dense"),
              helper.make_node("Add", ["m", "b"], ["h"], name="bias"),
              helper.make_node("Reshape", ["h", "heads"], ["hr"], name="split"),
              helper.make_node("Transpose", ["hr"], ["q"], name="to_heads", perm=[0, 2, 1, 3]),
-             helper.make_node("MatMul", ["q", "v"], ["c"], name="context"),
-             helper.make_node("Transpose", ["c"], ["ct"], name="to_rows", perm=[0, 2, 1, 3]),
-             helper.make_node("Reshape", ["ct", "merged"], ["y"], name="merge")]
+             helper.make_node("MatMul", ["q", "v"], ["c0" if view else "c"], name="context")]
+    if view:
+        nodes.append(helper.make_node("Reshape", ["c0", "same"], ["c"], name="same_view"))
+    nodes += [helper.make_node("Transpose", ["c"], ["ct"], name="to_rows", perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ct", "merged"], ["y"], name="merge")]
     model = make_model(nodes, [("x", [1, S, 64], np.float32), ("v", [1, H, D, 32], np.float32)], ["y"],
                        [("w", w), ("b", b), ("heads", np.array([1, S, H, D], np.int64)),
+                        ("same", np.array([1, H, S, 32], np.int64)),
                         ("merged", np.array([1, S, H * 32], np.int64))])
     kw = {"precision": precision}
     if precision == "int8":
@@ -1359,7 +1364,7 @@ def test_attention_head_transposes_fold_into_the_matmuls(precision, S, H, D, haz
     rep = {}
     exe = tilecore.compile(model, report=rep, **kw)
     fused = {f["node"]: f["fused"] for f in rep["fused"]}
-    assert "to_heads" in fused["dense"] and fused["context"] == ["to_rows"]
+    assert "to_heads" in fused["dense"] and fused["context"] == (["same_view", "to_rows"] if view else ["to_rows"])
     feeds = {"x": randn(1, S, 64), "v": randn(1, H, D, 32)}
     y = exe.run(feeds)["y"]
     if precision == "f32":
