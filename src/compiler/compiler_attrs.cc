@@ -127,6 +127,11 @@ const std::vector<CompilerAttr>& Table() {
      "int8 1x1 Conv, transposed plan: [num, den], of every den items of a core the first num "
      "computed channel-major (the epilogue on the vector engine), [0, 1] none (absent: the cost "
      "model's). Set by no pass (an override); read by Conv (strategy_conv.cc)."},
+    {"tc_x_major", kInt,
+     "int8 Conv, transposed plan: 1 each X tile's items (its blocks of output channels) on "
+     "one core whenever that applies (the tiles a multiple of the cores, more than two items "
+     "each), 0 never (absent: the cost model's). Set by no pass (an override); read by Conv "
+     "(strategy_conv.cc)."},
     {"tc_pool_pipeline", kInt,
      "MaxPool, AveragePool, LpPool: 1 a core's items pipelined (two patches: the loads of one "
      "item while the taps of the one before run) whenever that fits, 0 never (absent: the cost "

@@ -763,6 +763,12 @@ struct TransposedPlan {
   // instead (TransposedMixes: W x X in the matrix engine, the epilogue in the vector
   // engine, LowerConv's steps), so that both engines carry a share of the epilogue
   int64_t implicit_num = 0, implicit_den = 1;
+  // the items of one X tile (its blocks of output channels) all on one core, one after
+  // another (else they go round the cores): the tile is loaded twice in all (once per slot)
+  // rather than by every core, or by every item when a tile has at most two items a core
+  // (an X in the DDR, read once per block: ResNet-50's layer3 downsample at batch 8). Where
+  // the X tiles are a multiple of the cores, with more than two items each (XMajorApplies).
+  bool x_major = false;
 };
 
 /*! \brief The shares of a core's items the transposed plan may compute channel-major, as
@@ -770,6 +776,10 @@ struct TransposedPlan {
  * through it) as long as the product, while the vector engine idles. */
 constexpr std::pair<int64_t, int64_t> kImplicitShares[] = {{1, 4}, {1, 3}, {1, 2},
                                                            {2, 3}, {3, 4}, {1, 1}};
+
+/*! \brief How many of the fastest transposed plans are priced again with each X tile's
+ * items on one core (TransposedPlan::x_major). */
+constexpr int kTransposedXMajorPlans = 3;
 
 /*! \brief How many of the fastest transposed plans are priced again with each share of
  * channel-major items. */
@@ -815,6 +825,23 @@ bool TransposedFits(const OpCall& call, const FusedEpilogue& ep) {
 bool TransposedMixes(const OpCall& call, const ConvGeom& g, const FusedEpilogue& ep) {
   return !TransposedUnfolds(g) && g.sh == 1 && g.sw == 1 &&
          call.inputs[0]->dtype == DataType::Int(8) && !ep.residual_last;
+}
+
+/*! \brief Whether a segment of `tiles` X tiles of `mcount` items each can give each tile's
+ * items to one core (TransposedPlan::x_major): the tiles a multiple of the cores, and more
+ * than two items a tile (two are loaded anyway, one per slot). */
+bool XMajorSegment(int64_t tiles, int64_t mcount, int64_t cores) {
+  return mcount > 2 && tiles >= cores && tiles % cores == 0;
+}
+
+/*! \brief Whether plan `t` has a segment of items XMajorSegment takes: its full tiles of
+ * positions and of output channels (LowerConvTransposed's first segments). */
+bool XMajorApplies(const ConvGeom& g, const TransposedPlan& t, int64_t cores) {
+  const int64_t HW = g.OH * g.OW;
+  const bool rowwise = TransposedUnfolds(g) || g.sh > 1 || g.sw > 1;
+  const int64_t tile = rowwise ? std::max<int64_t>(1, std::min(g.OH, t.tp / g.OW)) * g.OW : t.tp;
+  if (t.weights_resident || tile <= 0 || t.tm <= 0 || t.nb <= 0) return false;
+  return XMajorSegment(g.N / t.nb * (HW / tile), g.M / t.tm, cores);
 }
 
 /*!
@@ -989,11 +1016,22 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
         // (x_resident) the cores that ran an item in the segments before: they transposed X
         const std::vector<bool> served_before = served;
         const bool all_served = std::find(served.begin(), served.end(), false) == served.end();
+        // x_major: a core's items (t = first + j * cores) take the blocks of one X tile in
+        // turn, tile first + cores * (j / mcount), block j % mcount
+        const bool by_tile =
+            tp.x_major && !x_resident && XMajorSegment(items / mcount, mcount, call.cores);
+        auto tile_and_block = [&](PrimExpr t) {
+          if (!by_tile) return std::make_pair(floordiv(t, I32(mcount)), floormod(t, I32(mcount)));
+          PrimExpr j = floordiv(t, I32(call.cores));
+          return std::make_pair(
+              floormod(t, I32(call.cores)) + I32(call.cores) * floordiv(j, I32(mcount)),
+              floormod(j, I32(mcount)));
+        };
         auto coords = [&](PrimExpr t) {  // (first image, first position, first channel)
-          PrimExpr n = floordiv(t, I32(pcount * mcount));
+          auto [ti, mi] = tile_and_block(t);
+          PrimExpr n = floordiv(ti, I32(pcount));
           if (NB > 1) n = n * I32(NB);
-          PrimExpr pi = floormod(floordiv(t, I32(mcount)), I32(pcount));
-          PrimExpr mi = floormod(t, I32(mcount));
+          PrimExpr pi = floormod(ti, I32(pcount));
           return std::make_tuple(n, I32(pbase) + pi * I32(tile), I32(mbase) + mi * I32(tp.tm));
         };
         // the transposed view [rows, cols] of a [cols, rows] tile
@@ -1180,9 +1218,12 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
         // Items of one X tile run over the cores in turn, mcount of them: when a core runs
         // more than two, its first two (one in each slot) load and transpose the tile and
         // the others find it in their slot still.
-        const bool x_reuse = !x_resident && mcount % call.cores == 0 && mcount > 2 * call.cores;
+        // (by_tile: a core's first two items of each tile load and transpose it)
+        const bool x_reuse =
+            by_tile || (!x_resident && mcount % call.cores == 0 && mcount > 2 * call.cores);
         auto loads_x = [&](PrimExpr t, std::vector<Stmt> steps) -> Stmt {
           if (!x_reuse) return Seq(steps);
+          if (by_tile) return IfThenElse(tile_and_block(t).second < I32(2), Seq(steps));
           return IfThenElse(floormod(t, I32(mcount)) < I32(2 * call.cores), Seq(steps));
         };
         auto front = [&](PrimExpr t, int64_t k) {
@@ -1399,7 +1440,8 @@ std::string PlanName(const Key& k) {
 std::string TransposedPlanName(const TransposedPlan& t) {
   std::ostringstream o;
   o << "transposed " << t.tp << ' ' << t.tm << ' ' << t.residual_on_vector << ' '
-    << t.weights_resident << ' ' << t.weights_in_l2 << ' ' << t.nb << ' ' << t.weights_on_out;
+    << t.weights_resident << ' ' << t.weights_in_l2 << ' ' << t.nb << ' ' << t.weights_on_out << ' '
+    << t.x_major;
   // (not the share of channel-major items: a share is priced with its plan, and a sibling's
   // ranking lists plans, not their shares, which would crowd the plain ones out of its first)
   return o.str();
@@ -2567,6 +2609,7 @@ PrimFunc LowerConv(const OpCall& call) {
     // (a share asked for: only plans of that share are chosen; the others are priced to
     // find the fastest sizes)
     const bool share_forced = !want_share.empty() && want_share[0] > 0;
+    const int64_t x_major = AttrInt(call.attrs, "tc_x_major", -1);
     // (whether the plan fits)
     auto price = [&](const TransposedPlan& t) {
       const std::string name = TransposedPlanName(t);
@@ -2582,7 +2625,7 @@ PrimFunc LowerConv(const OpCall& call) {
       if (cycles < 0) return false;
       ranked.emplace_back(cycles, name);
       priced_transposed.emplace_back(cycles, t);
-      if (share_forced && t.implicit_num == 0) return true;
+      if ((share_forced && t.implicit_num == 0) || (x_major == 1 && !t.x_major)) return true;
       if (cycles < best_cycles) {
         best = f;
         best_cycles = cycles;
@@ -2656,6 +2699,21 @@ PrimFunc LowerConv(const OpCall& call) {
         if (plan.weights_resident) continue;
         TransposedPlan t = plan;
         t.weights_on_out = true;
+        price(t);
+        ++tried;
+      }
+    }
+    // then the fastest few again with each X tile's items on one core (an X read from the
+    // DDR once a block of output channels reads it once, not once per block; tc_x_major 1:
+    // every plan it applies to, and only those chosen)
+    if (x_major != 0) {
+      const std::vector<std::pair<int64_t, TransposedPlan>> fastest = fastest_priced();
+      int tried = 0;
+      for (const auto& [cycles, plan] : fastest) {
+        if (x_major == -1 && tried == kTransposedXMajorPlans) break;
+        if (plan.x_major || !XMajorApplies(g, plan, call.cores)) continue;
+        TransposedPlan t = plan;
+        t.x_major = true;
         price(t);
         ++tried;
       }

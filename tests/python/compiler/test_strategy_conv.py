@@ -270,6 +270,42 @@ def test_int8_downsample_weights_on_the_out_engine_bit_exact(hazard_checked):
     assert hazard_checked() == []
 
 
+@pytest.mark.parametrize("xs,ws,stride", [
+    ((4, 256, 14, 14), (1024, 256, 1, 1), 2),  # a strided downsample at batch 4 (ResNet's, smaller)
+    ((4, 256, 16, 16), (1024, 256, 1, 1), 1),  # a plain 1x1
+])
+def test_int8_transposed_items_of_one_x_tile_on_one_core(xs, ws, stride, hazard_checked):
+    """The transposed plan with each X tile's blocks of output channels on one core
+    (tc_x_major=1): bit for bit the docs' int8 arithmetic, every L1 and L2 access ordered,
+    and X read from the DDR about twice (once per slot) instead of once a block."""
+    from test_precision import conv_ref
+
+    rng = np.random.default_rng(74)
+    xq = rng.integers(-128, 128, xs).astype(np.int8)
+    wq = rng.integers(-127, 128, ws).astype(np.int8)
+    bq = rng.integers(-3000, 3000, ws[0]).astype(np.int32)
+    w_scale = (rng.random(ws[0]) * 0.002 + 0.0005).astype(np.float32)
+    sx, zx, sy = 0.05, -128, 0.5
+    attrs = {"strides": [stride, stride], "tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx,
+             "tc_y_scale": sy, "tc_transposed": 1}
+    oh = (xs[2] - 1) // stride + 1
+    ins, out = [xq, wq, bq, w_scale], np.zeros((xs[0], ws[0], oh, oh), np.int8)
+    specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in ins]
+    out_spec = [compiler.TensorSpec(out.shape, "int8")]
+    ddr = {}
+    for on in (0, 1):
+        f = compiler.LowerOp("Conv", dict(attrs, tc_x_major=on), specs, out_spec, "npu -cores=4")
+        ddr[on] = compiler.estimate_cost(f)["ddr_bytes"]
+    x_bytes = xq.size // stride  # (the rows a strided 1x1 Conv reads)
+    assert ddr[0] - ddr[1] >= x_bytes, ddr
+    got = run_lowered("Conv", dict(attrs, tc_x_major=1), ins, [out])[0]
+    acc = conv_ref(xq.astype(np.int64), wq.astype(np.int64), stride=stride) + bq.reshape(1, -1, 1, 1)
+    y = acc.astype(np.float32) * (w_scale * np.float32(sx)).reshape(1, -1, 1, 1)
+    want = np.clip(np.rint(y * np.float32(1.0 / sy)), -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(got, want)
+    assert hazard_checked() == []
+
+
 @pytest.mark.parametrize("xs,ws,extra", [
     ((1, 16, 14, 14), (32, 16, 3, 3), {}),                     # one chunk of input channels
     ((1, 64, 28, 28), (128, 64, 3, 3), {}),                    # chunks double-buffered
