@@ -53,8 +53,8 @@ const std::vector<CompilerAttr>& Table() {
     {"tc_y_zero_point", kInt,
      "The int8 output's zero point, in [-128, 127] (default 0). Set and read with `tc_y_scale`."},
     {"tc_out_scale", kFloat,
-     "int8 MatMul or Gemm: a positive power of two its result is multiplied by in the epilogue "
-     "(a Div by a constant folded, or the scales of its operands). Set by FuseEpilogue "
+     "int8 MatMul or Gemm: a positive factor its result is multiplied by in the epilogue "
+     "(a Div by a power of two folded, or the scales of its operands). Set by FuseEpilogue "
      "(fuse_epilogue.py); read by MatMul, "
      "Gemm (strategy_matmul.cc; matrix_precision.h checks it, for an int8 Conv too, which "
      "does not apply it)."},

@@ -64,12 +64,10 @@ inline std::string CheckMatrixInputs(const std::string& op, const Map<String, An
     return op + ": input " + std::to_string(i) + " (" + what + ") has dtype " +
            ins[i]->dtype.str() + "; " + p.name + " takes " + t.str();
   };
-  if (HasAttr(attrs, "tc_out_scale")) {  // a power of two the result is multiplied by
+  if (HasAttr(attrs, "tc_out_scale")) {  // a factor the result is multiplied by
     double s = AttrFloat(attrs, "tc_out_scale", 0);
-    int e = 0;
     if (!p.int8()) return op + ": tc_out_scale needs the int8 form (its epilogue scale)";
-    if (!(s > 0) || std::frexp(s, &e) != 0.5)
-      return op + ": tc_out_scale must be a positive power of two";
+    if (!(s > 0) || !std::isfinite(s)) return op + ": tc_out_scale must be positive and finite";
   }
   if (HasAttr(attrs, "tc_y_scale")) {  // an int8 output, quantised in the epilogue
     if (!p.int8() && op != "Conv")

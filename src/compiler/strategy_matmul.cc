@@ -117,7 +117,8 @@ struct GemmPlan {
   bool a_i8 = false, b_i8 = false, y_i8 = false;  // b_i8: B of two activations, int8
   double y_scale = 1.0;
   int64_t y_zp = 0;
-  // tc_out_scale: a power of two the result is multiplied by (a Div folded in: exact)
+  // tc_out_scale: a factor the result is multiplied by (a Div by a power of two folded in,
+  // exact; or the scales of the operands, FuseEpilogue)
   double out_scale = 1.0;
   // tc_lut: the table an int8 Y goes through before it is stored (empty: none)
   std::vector<int8_t> lut;

@@ -153,13 +153,14 @@ def _fold_divisions(nodes, only_reader, info, HasStrategy, TensorSpec) -> list[d
 
 
 def _fold_operand_scales(nodes, info, graph_outputs, HasStrategy, TensorSpec) -> list[dict[str, Any]]:
-    """An int8 MatMul of two activations whose operand only a Mul (or Div) by a constant
-    power of two makes (attention's queries and keys each scaled by d^-1/4 before their
+    """An int8 MatMul of two activations whose operand only a Mul (or Div) by a positive
+    constant makes (attention's queries and keys each scaled by d^-1/4 before their
     product) reads that Mul's input instead: the operand's quantisation scale is divided
-    by the constant and the product multiplied by it (``tc_out_scale``). Exact, as scaling
-    by a power of two is: the same int8 codes, the same int32 sums and the same epilogue
-    scale, without the Mul's pass, and the Transpose before it can then be fused into the
-    MatMul."""
+    by the constant and the product multiplied by it (``tc_out_scale``), without the Mul's
+    pass, and the Transpose before it can then be fused into the MatMul. Exact for a power
+    of two (the same int8 codes, int32 sums and epilogue scale); another constant can move
+    a code by one step where the two roundings fall on either side of a half, as an int8
+    edge's codes can (docs/compiler.md, "Epilogue fusion")."""
     readers = value_readers(nodes)
     producer = value_producers(nodes)
     out = []
@@ -177,7 +178,8 @@ def _fold_operand_scales(nodes, info, graph_outputs, HasStrategy, TensorSpec) ->
             pairs = [(mul.ins[0], mul.ins[1])] + ([(mul.ins[1], mul.ins[0])] if mul.op == "Mul" else [])
             for act, const in pairs:
                 c = _const_scalar(const)
-                if c is None or not _power_of_two(c) or act.data is not None or info[str(act.name)] != info[x]:
+                if (c is None or not (c > 0 and np.isfinite(c)) or act.data is not None
+                        or info[str(act.name)] != info[x]):
                     continue
                 c = 1.0 / c if mul.op == "Div" else c
                 attrs[key] = float(attrs[key]) / c
