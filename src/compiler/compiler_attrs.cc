@@ -249,6 +249,10 @@ const std::vector<CompilerAttr>& Table() {
      "read by the norm (strategy_norm.cc), GemmNorm (gemm_norm.py)."},
     {"tc_q_zero_point", kInt,
      "That int8 copy's zero point (default 0). Set and read with `tc_q_scale`."},
+    {"tc_q_alone", kInt,
+     "With `tc_q_scale`: 1 the int8 Y is the norm's only output (nothing reads Y in f32, "
+     "which is then not stored). Set by ShareQuantisation (shared_quantise.py); read by "
+     "LayerNormalization, RMSNormalization (strategy_norm.cc)."},
     {"tc_load_scale", kFloat,
      "QuantizeLinear, per tensor: quantises as its int8 readers quantise on load, x * f32(1 / "
      "scale) + zero point, converted. Set by ShareQuantisation (shared_quantise.py); read by "

@@ -29,7 +29,8 @@
  * applies it to each tile before the store: the same max and min the separate node would.
  * With `tc_q_scale` (and `tc_q_zero_point`, set by the driver when an int8 matrix op reads
  * Y) the pipelined form has a second output, Y in int8 as that reader would quantise it on
- * load (QuantiseSteps): the reader loads a quarter of the bytes and quantises nothing.
+ * load (QuantiseSteps): the reader loads a quarter of the bytes and quantises nothing; with
+ * `tc_q_alone` too that int8 Y is its only output (nothing reads Y in f32: it is not stored).
  */
 #include <algorithm>
 #include <cmath>
@@ -188,6 +189,8 @@ std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs,
              ": tc_q_scale needs a LayerNormalization or RMSNormalization and a positive scale";
     if (zp < -128 || zp > 127) return op + ": tc_q_zero_point is outside int8";
   }
+  if (AttrInt(attrs, "tc_q_alone", 0) != 0 && !HasAttr(attrs, "tc_q_scale"))
+    return op + ": tc_q_alone needs tc_q_scale";
   if (op == "BatchNormalization" && AttrInt(attrs, "training_mode", 0) != 0)
     return "BatchNormalization: training mode has no npu strategy";
   if (HasAttr(attrs, "tc_activation")) {  // (the driver's fusion: docs/compiler.md)
@@ -220,12 +223,15 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
   const bool skip = !rms && AttrInt(call.attrs, "tc_skip", 0) != 0;
   const bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
   const bool quant = HasAttr(call.attrs, "tc_q_scale");  // output 1: Y quantised
+  // tc_q_alone: Y quantised is the only output (no reader takes Y in f32): Y is not stored
+  const bool q_alone = quant && AttrInt(call.attrs, "tc_q_alone", 0) != 0;
   const double q_inv = InverseScale(AttrFloat(call.attrs, "tc_q_scale", 1.0));
   const int64_t q_zp = AttrInt(call.attrs, "tc_q_zero_point", 0);
   Params p = MakeParams(call);
   DataType f32 = DataType::Float(32);
-  Buffer X = View(p.in[0], {A, R}, "X"), Y = View(p.out[0], {A, R}, "Y");
-  Buffer Yq = quant ? View(p.out[1], {A, R}, "Yq") : Buffer();
+  Buffer X = View(p.in[0], {A, R}, "X");
+  Buffer Y = q_alone ? Buffer() : View(p.out[0], {A, R}, "Y");
+  Buffer Yq = quant ? View(p.out[q_alone ? 0 : 1], {A, R}, "Yq") : Buffer();
   Buffer Sk = skip ? View(p.in[3], {A, R}, "Skip") : Buffer();
   Buffer Sc = View(p.in[1], {R}, "Scale");
   Buffer Bi = has_bias ? View(p.in[2], {R}, "Bias") : Buffer();
@@ -275,11 +281,13 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
                                 quant ? Qs[s] : Buffer(), q_inv, q_zp, before_y)});
     };
     auto store_rows = [&](PrimExpr r0, int64_t n, int64_t s) {
+      Stmt q = quant ? Intrin("tile.dma_copy", {Region(Yq, {r0, I32(0)}, {n, R}),
+                                                Region(Qs[s], {I32(0)}, {n * R}), I32(2 + s)})
+                     : Stmt();
+      if (q_alone) return q;
       Stmt y = Intrin("tile.dma_copy", {Region(Y, {r0, I32(0)}, {n, R}),
                                         Region(Ys[s], {I32(0)}, {n * R}), I32(2 + s)});
-      if (!quant) return y;
-      return Seq({y, Intrin("tile.dma_copy", {Region(Yq, {r0, I32(0)}, {n, R}),
-                                              Region(Qs[s], {I32(0)}, {n * R}), I32(2 + s)})});
+      return quant ? Seq({y, q}) : y;
     };
     auto load = [&](PrimExpr t, int64_t s) { return load_rows(rows(t), ta, s); };
     auto compute = [&](PrimExpr, int64_t s) { return compute_rows(ta, s, true); };
@@ -327,7 +335,9 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
  * rows are too few to pipeline. */
 std::vector<int64_t> PipelinedRows(const OpCall& call, const NormGeom& g) {
   const std::string& op = call.op_type;
-  const size_t outputs = HasAttr(call.attrs, "tc_q_scale") ? 2 : 1;  // (Y and Y quantised)
+  // (Y and Y quantised; tc_q_alone: the latter alone)
+  const size_t outputs =
+      HasAttr(call.attrs, "tc_q_scale") && AttrInt(call.attrs, "tc_q_alone", 0) == 0 ? 2 : 1;
   if ((op != "LayerNormalization" && op != "RMSNormalization") || call.outputs.size() != outputs)
     return {};
   if (g.R <= 0 || g.R > kRowTile / 2 || g.A < 2 * call.cores) return {};
@@ -463,8 +473,8 @@ PrimFunc LowerNorm(const OpCall& call) {
   if (bn && call.outputs.size() > 1)
     TILECORE_THROW(ValueError) << "LowerOp(" << op
                                << "): the running statistics outputs have no npu strategy";
-  if (HasAttr(call.attrs, "tc_q_scale") && call.outputs.size() == 2 &&
-      call.outputs[1]->dtype != DataType::Int(8))
+  if (HasAttr(call.attrs, "tc_q_scale") && !call.outputs.empty() &&
+      call.outputs.back()->dtype != DataType::Int(8))
     TILECORE_THROW(ValueError) << "LowerOp(" << op
                                << "): the output tc_q_scale quantises to is int8";
   if (g.A * g.R > 0)

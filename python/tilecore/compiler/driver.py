@@ -1188,6 +1188,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
     if shared_quantised and fuse:
         with pipe.step("ShareQuantisation", text):
             copied = _shared.copy_inputs(nodes, info, TensorSpec, lowers)
+            _shared.drop_unread_floats(nodes, graph_outputs, lowers)
 
     nodes = [x for nd in nodes for x in checks.get(id(nd), []) + [nd]]
     for k, (v, attrs) in enumerate(shape_checks):  # (their inputs are graph inputs: they run first)

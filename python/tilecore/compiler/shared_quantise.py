@@ -12,7 +12,8 @@ bytes, read once from the DDR and, inside a layer group, three times from L2.
 When the value is a LayerNormalization's or RMSNormalization's (a transformer's first FFN
 reads one), the norm writes the int8 bytes itself as a second output (``tc_q_scale``,
 ``tc_q_zero_point``), one reader or several: the quantisation costs no step of its own and
-the reader loads int8 instead of quantising on load.
+the reader loads int8 instead of quantising on load. When nothing then reads the norm's f32
+Y, the int8 copy is its only output (``tc_q_alone``).
 """
 
 from __future__ import annotations
@@ -169,4 +170,38 @@ def copy_inputs(nodes: list[Any], info: dict[str, tuple], TensorSpec: Callable[.
         for r, ins, specs in saved:
             r.ins, r.in_specs = ins, specs
         del info[name]
+    return done
+
+
+def drop_unread_floats(nodes: list[Any], graph_outputs: set[str], lowers: Callable[[Any], bool]) -> list[str]:
+    """Each norm that writes its int8 copy (``tc_q_scale``) and whose f32 Y nothing reads (a
+    pre-norm transformer's: only the int8 projections read it) keeps the int8 output alone
+    (``tc_q_alone``): Y's tiles are not stored. Done when the norm still lowers; returns the
+    norms' names."""
+    from .fuse_epilogue import value_readers
+
+    readers = value_readers(nodes)
+
+    def read(name: str) -> bool:  # (through views: the projections' Reshapes stay behind)
+        return name in graph_outputs or any(
+            r.where != "view" or any(read(str(o.name)) for o in r.outs if o is not None)
+            for r, _ in readers.get(name, []))
+
+    done = []
+    for norm in nodes:
+        if (norm.where != "npu" or norm.op not in NORMS or "tc_q_scale" not in norm.attrs
+                or norm.attrs.get("tc_q_alone") or len(norm.outs) != 2 or read(str(norm.outs[0].name))):
+            continue
+        saved = (list(norm.outs), norm.attrs)
+        y = str(norm.outs[0].name)
+        norm.outs, norm.attrs = [norm.outs[1]], {**norm.attrs, "tc_q_alone": 1}
+        if not lowers(norm):
+            norm.outs, norm.attrs = saved
+            continue
+        done.append(norm.name)
+        views = [r for r, _ in readers.get(y, [])]  # (views nothing reads: of a value now gone)
+        while views:
+            v = views.pop()
+            v.where, v.reason = "dropped", f"a view of `{y}`, which `{norm.name}` no longer writes"
+            views += [r for o in v.outs if o is not None for r, _ in readers.get(str(o.name), [])]
     return done

@@ -1511,6 +1511,38 @@ def test_a_layer_norm_quantises_for_its_int8_reader(rows, folded):
     assert cos > 0.999
 
 
+def test_a_layer_norm_read_only_in_int8_stores_no_f32():
+    """A pre-norm block: the LayerNormalization's output is read only by int8 projections, so
+    the norm writes their int8 bytes and nothing else (``tc_q_alone``: its f32 Y is neither an
+    output nor stored); bit for bit the compilation that keeps every intermediate, close to
+    ONNX Runtime."""
+    import io
+
+    from tilecore.compiler.pipeline import PipelineOptions
+
+    d = 128
+    nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["h"], name="ln", axis=-1),
+             helper.make_node("MatMul", ["h", "w1"], ["a"], name="proj_a"),
+             helper.make_node("MatMul", ["h", "w2"], ["c"], name="proj_c"),
+             helper.make_node("Add", ["a", "c"], ["s"], name="sum"),
+             helper.make_node("Add", ["s", "x"], ["z"], name="residual")]
+    model = make_model(nodes, [("x", [64, d], np.float32)], ["z"],
+                       [("g", randn(d, scale=0.5) + 1), ("b", randn(d, scale=0.1)),
+                        ("w1", randn(d, d, scale=0.1)), ("w2", randn(d, d, scale=0.1))])
+    samples = {"x": randn(8, 64, d)}
+    rep, text = {}, io.StringIO()
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep,
+                           pipeline=PipelineOptions(print_after=["ShareQuantisation"], stream=text))
+    kept = tilecore.compile(model, precision="int8", calib_samples=samples, keep_intermediates=True)
+    assert rep["shared_quantisation"] == ["h"]
+    ln = [line for line in text.getvalue().splitlines() if "= LayerNormalization(" in line][-1]
+    assert "tc_q_alone=1" in ln and ln.lstrip().startswith("%h/int8: i8")  # (the int8 Y alone)
+    x = randn(64, d)
+    z, z_kept, ref = exe.run({"x": x})["z"], kept.run({"x": x})["z"], ort_run(model, {"x": x})["z"]
+    np.testing.assert_array_equal(z, z_kept)
+    assert float(z.ravel() @ ref.ravel() / (np.linalg.norm(z) * np.linalg.norm(ref))) > 0.999
+
+
 def test_int8_edges_through_a_transpose_into_both_operands_of_a_matmul():
     """Attention's shape: a projection, its transpose, and the MatMul of the two (A and B both
     activations): the projection stores int8, the Transpose moves int8 and the MatMul loads
@@ -1572,6 +1604,7 @@ def test_tc_q_scale_is_checked():
                                                   {"tc_q_scale": 0.1, "tc_q_zero_point": 200}, [x, p, p])
     bn = [compiler.TensorSpec((1, 4, 8, 8), "float32")] + [compiler.TensorSpec((4,), "float32")] * 4
     assert "tc_q_scale" in compiler.HasStrategy("BatchNormalization", {"tc_q_scale": 0.1}, bn)
+    assert "needs tc_q_scale" in compiler.HasStrategy("LayerNormalization", {"tc_q_alone": 1}, [x, p, p])
     # the int8 output is the pipelined form's: too few rows to pipeline are refused when lowered
     few = compiler.TensorSpec((4, 64), "float32")
     with pytest.raises(Exception, match="tc_q_scale"):
