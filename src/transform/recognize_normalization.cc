@@ -48,7 +48,7 @@ std::optional<int64_t> ReduceAxis(const Node& n, const Value& x) {
 
 Graph Recognize(const Graph& g, PassContext ctx) {
   Rewriter rw(g);
-  int64_t ln = 0, sm = 0;
+  int64_t ln = 0, rms = 0, sm = 0;
   for (const Node& root : g->nodes) {
     if (rw.IsDead(root) || !root->domain.empty() || root->outputs.size() != 1 ||
         root->inputs.size() != 2)
@@ -102,6 +102,47 @@ Graph Recognize(const Graph& g, PassContext ctx) {
       }
       continue;
     }
+    if (root->op_type == "Mul") {
+      // gamma * (x * Reciprocal(Sqrt(ReduceMean(x^2) + eps))), either operand order
+      for (int side = 0; side < 2; ++side) {
+        Value gamma = root.input(static_cast<size_t>(1 - side));
+        Node scaled = rw.ProducerIf(root.input(static_cast<size_t>(side)), "Mul");
+        if (!scaled.defined() || Rank(gamma) != 1) continue;
+        for (int xs = 0; xs < 2; ++xs) {
+          Value x = scaled.input(static_cast<size_t>(xs));
+          Node recip = rw.ProducerIf(scaled.input(static_cast<size_t>(1 - xs)), "Reciprocal");
+          Node sqrt = recip.defined() ? rw.ProducerIf(recip.input(0), "Sqrt") : Node();
+          Node add_eps = sqrt.defined() ? rw.ProducerIf(sqrt.input(0), "Add") : Node();
+          if (!add_eps.defined()) continue;
+          Node var;
+          std::optional<double> eps;
+          for (int es = 0; es < 2 && !var.defined(); ++es) {
+            eps = ScalarConst(add_eps.input(static_cast<size_t>(1 - es)));
+            if (eps.has_value())
+              var = rw.ProducerIf(add_eps.input(static_cast<size_t>(es)), "ReduceMean");
+          }
+          if (!var.defined()) continue;
+          Node sq = rw.ProducerIf(var.input(0), "Pow");
+          bool square =
+              sq.defined() && SameValue(sq.input(0), x) && Near(ScalarConst(sq.input(1)), 2.0);
+          if (!square) {
+            sq = rw.ProducerIf(var.input(0), "Mul");
+            square = sq.defined() && SameValue(sq.input(0), x) && SameValue(sq.input(1), x);
+          }
+          auto axis = ReduceAxis(var, x);
+          if (!square || !axis || *axis != -1) continue;
+          Map<String, Any> attrs;
+          attrs.Set(String("axis"), Any(int64_t{-1}));
+          attrs.Set(String("epsilon"), Any(*eps));
+          rw.Replace({scaled, recip, sqrt, add_eps, var, sq}, root,
+                     {MakeNode("RMSNormalization", {x, gamma}, root->outputs, attrs, loc, 23)});
+          ++rms;
+          side = 2;
+          break;
+        }
+      }
+      continue;
+    }
     if (root->op_type == "Div") {
       Value e = root.input(0);
       Node exp = rw.ProducerIf(e, "Exp", false);
@@ -133,6 +174,7 @@ Graph Recognize(const Graph& g, PassContext ctx) {
   }
   if (!rw.changed()) return g;
   if (ln) ctx->AddStat("transform.RecognizeNormalization.layer_norm", ln);
+  if (rms) ctx->AddStat("transform.RecognizeNormalization.rms_norm", rms);
   if (sm) ctx->AddStat("transform.RecognizeNormalization.softmax", sm);
   return rw.Build();
 }

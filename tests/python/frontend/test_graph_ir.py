@@ -298,6 +298,51 @@ def test_softmax_and_layernorm_recognised():
     np.testing.assert_allclose(evaluate(g2, {"x": xv})[out.name], want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("order", ["gamma_first", "gamma_last"])
+def test_rms_norm_recognised(order):
+    """Llama's RMSNorm as the dynamo exporter writes torch.rsqrt: gamma * (x * Reciprocal(
+    Sqrt(ReduceMean(x^2) + eps))), x read by the residual too: one RMSNormalization, the
+    same values (numpy: x / sqrt(mean(x^2) + eps) * gamma)."""
+    rng = np.random.default_rng(3)
+    b = GraphBuilder(opsets={"": 18})
+    x = b.input("x", (4, 16))
+    (sq,) = b.add("Pow", [x, b.constant("two", np.float32(2))])
+    (var,) = b.add("ReduceMean", [sq, b.constant("ax", np.array([-1], np.int64))], {"keepdims": 1})
+    (ve,) = b.add("Add", [var, b.constant("eps", np.float32(1e-6))])
+    (sd,) = b.add("Sqrt", [ve])
+    (r,) = b.add("Reciprocal", [sd])
+    (nx,) = b.add("Mul", [x, r] if order == "gamma_last" else [r, x])
+    gamma = b.constant("gamma", rng.random(16).astype(np.float32) + 0.5)
+    (y,) = b.add("Mul", [nx, gamma] if order == "gamma_last" else [gamma, nx])
+    (out,) = b.add("Add", [y, x])  # (the residual: x has another reader)
+    b.output(out)
+    g = transform.InferTypes()(b.build())
+    xv = rng.standard_normal((4, 16)).astype(np.float32)
+    g2, stats = _counts(g, transform.RecognizeNormalization())
+    assert stats["transform.RecognizeNormalization.rms_norm"] == 1
+    assert [n.op_type for n in g2.nodes] == ["RMSNormalization", "Add"]
+    x64 = xv.astype(np.float64)
+    want = x64 / np.sqrt((x64 ** 2).mean(-1, keepdims=True) + 1e-6) * g2.nodes[0].inputs[1].numpy() + x64
+    np.testing.assert_allclose(evaluate(g2, {"x": xv})[out.name], want, rtol=1e-5, atol=1e-6)
+
+
+def test_rms_norm_not_recognised_over_another_axis():
+    """The mean over the first axis is not an RMSNorm over the last: the nodes stay."""
+    b = GraphBuilder(opsets={"": 13})
+    x = b.input("x", (4, 16))
+    (sq,) = b.add("Mul", [x, x])
+    (var,) = b.add("ReduceMean", [sq], {"axes": [0]})
+    (ve,) = b.add("Add", [var, b.constant("eps", np.float32(1e-6))])
+    (sd,) = b.add("Sqrt", [ve])
+    (r,) = b.add("Reciprocal", [sd])
+    (nx,) = b.add("Mul", [x, r])
+    (y,) = b.add("Mul", [nx, b.constant("gamma", np.ones(16, np.float32))])
+    b.output(y)
+    g2, stats = _counts(transform.InferTypes()(b.build()), transform.RecognizeNormalization())
+    assert "transform.RecognizeNormalization.rms_norm" not in stats
+    assert "RMSNormalization" not in [n.op_type for n in g2.nodes]
+
+
 # ---------------------------------------------------------------------------
 # ONNX import and bad input
 # ---------------------------------------------------------------------------
