@@ -197,6 +197,47 @@ def _fold_operand_scales(nodes, info, graph_outputs, HasStrategy, TensorSpec) ->
     return out
 
 
+# a bound on an int8 MatMul's scores below which adding any finite float32 constant, and
+# then subtracting a row's maximum, stays finite (a sum rounds to an infinity only past
+# FLT_MAX plus half its ulp, 2^103 or about 1e31)
+_FINITE_SCORES = 1e30
+
+
+def _drop_nan_masks(nodes, only_reader, info, producer) -> list[dict[str, Any]]:
+    """A ReplaceNaN after a Softmax whose input cannot hold NaN or an infinity (attention's
+    scores: an int8 MatMul of two activations, whose results the codes and scales bound,
+    plus a constant causal mask of finite values, float32's lowest where masked) is the
+    identity: the Softmax takes over its output and it is dropped. (Every row then has a
+    finite maximum, so no exp(x - max) is NaN and every sum is at least 1.)"""
+    out = []
+    for rn in nodes:
+        if rn.op != "ReplaceNaN" or rn.where != "npu" or len(rn.ins) != 1 or rn.ins[0] is None:
+            continue
+        sm = producer.get(str(rn.ins[0].name))
+        if sm is None or sm.op != "Softmax" or sm.where != "npu" or only_reader(str(sm.outs[0].name)) is not rn:
+            continue
+        x = sm.ins[0]
+        add = producer.get(str(x.name)) if x is not None else None
+        if add is not None and add.op == "Add" and add.where == "npu" and len(add.ins) == 2 and None not in add.ins:
+            consts = [v for v in add.ins if v.data is not None]
+            if len(consts) != 1 or not np.all(np.isfinite(np.asarray(consts[0].numpy(), np.float64))):
+                continue
+            x = next(v for v in add.ins if v.data is None)
+        mm = producer.get(str(x.name))
+        a = mm.attrs if mm is not None else {}
+        if (mm is None or mm.op != "MatMul" or mm.where != "npu" or a.get("tc_precision") != "int8"
+                or "tc_b_scale" not in a or "tc_y_scale" in a or len(mm.ins) < 2 or mm.ins[0] is None):
+            continue
+        k = int(info[str(mm.ins[0].name)][0][-1])
+        scale = abs(float(a["tc_x_scale"]) * float(a["tc_b_scale"]) * float(a.get("tc_out_scale", 1.0)))
+        if 256.0 * 256.0 * k * scale >= _FINITE_SCORES:  # (a finite mask plus such a score rounds finite)
+            continue
+        sm.outs = list(rn.outs)
+        rn.where, rn.reason = "dropped", f"`{sm.name}`'s input holds no NaN or infinity: the identity"
+        out.append({"node": sm.name, "fused": [rn.name]})
+    return out
+
+
 def _fold_norm_activations(nodes, only_reader, HasStrategy) -> list[dict[str, Any]]:
     """A BatchNormalization (inference) whose output only a Relu or a Clip with constant
     bounds reads applies it to each tile before its store (``tc_activation``): a
@@ -387,6 +428,7 @@ def fuse(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
         fused.append({"node": nd.name, "fused": [c.name for c in chain]})
     fused += _fold_divisions(nodes, only_reader, info, HasStrategy, TensorSpec)
     fused += _fold_operand_scales(nodes, info, graph_outputs, HasStrategy, TensorSpec)
+    fused += _drop_nan_masks(nodes, only_reader, info, value_producers(nodes))
     fused += _fold_skip_adds(nodes, only_reader, info, HasStrategy, TensorSpec)
     fused += _fold_norm_activations(nodes, only_reader, HasStrategy)
     fused += _fold_head_transposes(nodes, info, graph_outputs, HasStrategy)

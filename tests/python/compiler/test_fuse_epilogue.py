@@ -1316,6 +1316,36 @@ def test_int8_attention_scores_take_their_softmax(heads, seq, d, hazard_checked)
     assert hazard_checked() == []
 
 
+@pytest.mark.parametrize("masked,dropped", [(np.finfo(np.float32).min, True), (-np.inf, False)])
+def test_a_nan_mask_after_a_softmax_of_finite_scores_is_dropped(masked, dropped, hazard_checked):
+    """A dynamo-exported attention: Softmax(q k + causal mask), then Where(IsNaN(p), 0, p).
+    The scores of an int8 MatMul are bounded and a mask of float32's lowest is finite, so no
+    row holds NaN: the Softmax writes the output the NaN mask wrote, which is dropped (the
+    same values as with it). A mask of -inf keeps it."""
+    heads, seq, d = 2, 16, 8
+    mask = np.triu(np.full((seq, seq), masked, np.float32), 1).reshape(1, 1, seq, seq)
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"], name="scores"),
+             helper.make_node("Add", ["s", "mask"], ["sm"], name="causal"),
+             helper.make_node("Softmax", ["sm"], ["p"], name="softmax", axis=-1),
+             helper.make_node("IsNaN", ["p"], ["nan"], name="isnan"),
+             helper.make_node("Where", ["nan", "zero", "p"], ["pz"], name="nan_mask"),
+             helper.make_node("MatMul", ["pz", "v"], ["y"], name="context")]
+    shapes = {"q": [1, heads, seq, d], "k": [1, heads, d, seq], "v": [1, heads, seq, d]}
+    model = make_model(nodes, [(n, sh, np.float32) for n, sh in shapes.items()], ["y"],
+                       [("mask", mask), ("zero", np.array(0.0, np.float32))])
+    samples = {n: randn(4, *sh) for n, sh in shapes.items()}
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    apart = tilecore.compile(model, precision="int8", calib_samples=samples, fuse=False)
+    assert ({"node": "softmax", "fused": ["nan_mask"]} in rep["fused"]) == dropped
+    feeds = {n: randn(*sh) for n, sh in shapes.items()}
+    y = exe.run(feeds)["y"]
+    np.testing.assert_array_equal(y, apart.run(feeds)["y"])
+    ref = ort_run(model, feeds)["y"]
+    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.995
+    assert hazard_checked() == []
+
+
 def test_tc_softmax_is_checked():
     q, k = compiler.TensorSpec((1, 4, 128, 64), "int8"), compiler.TensorSpec((1, 4, 64, 128), "int8")
     base = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_b_scale": 0.1, "tc_softmax": 1}
