@@ -184,6 +184,11 @@ const std::vector<CompilerAttr>& Table() {
     {"tc_softmax.tc_y_zero_point", kInt,
      "With `tc_softmax`: the int8 probabilities' zero point (default 0). Set and read with "
      "`tc_softmax.tc_y_scale`."},
+    {"tc_softmax.tc_mask", kInt,
+     "With `tc_softmax`: 1 an f32 mask [.., M, N] (one matrix for every matrix of the scores: "
+     "a causal mask), input 2, added to the scores before the Softmax (the Add between them "
+     "fused; tc_context's V is then input 3). Set by Int8Edges (int8_edges.py); read by MatMul "
+     "(strategy_matmul.cc)."},
     {"tc_b_heads", kInt,
      "`tc_softmax` MatMul: 1, its int8 B read as [.., N, H, K] and turned in L1 (the keys' "
      "Transpose folded; present means on). Set by Int8Edges (int8_edges.py); read by MatMul "

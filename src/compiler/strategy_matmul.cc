@@ -1444,10 +1444,12 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
  * fit (the last item then ends at row M and computes again a few rows of the one before:
  * the same rows, the same bits, but it stores only the rows after them, since another core
  * may store those at the same time); 0 when none does. */
-int64_t SoftmaxRows(int64_t M, int64_t N, int64_t K, int64_t D = 0) {
-  // (with f32 operands loaded beside the int8 ones; tc_context: V and the context rows)
+int64_t SoftmaxRows(int64_t M, int64_t N, int64_t K, int64_t D = 0, bool mask = false) {
+  // (with f32 operands loaded beside the int8 ones; tc_context: V and the context rows;
+  // tc_softmax.tc_mask: the mask's rows)
   auto fits = [&](int64_t tm) {
-    return 2 * (tm * K * 5 + K * N * 5 + tm * N * 9 + N * D + tm * D * 4) <= (int64_t{1} << 19);
+    return 2 * (tm * K * 5 + K * N * 5 + tm * N * (mask ? 13 : 9) + N * D + tm * D * 4) <=
+           (int64_t{1} << 19);
   };
   int64_t most = 0;
   for (int64_t tm = std::min<int64_t>(M, 32); tm >= 1; --tm) {
@@ -1518,15 +1520,20 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
   const double scale = static_cast<float>(g.ScaleFactor() * static_cast<float>(g.b_scale));
   const double big = std::numeric_limits<float>::max();
   const bool context = HasAttr(call.attrs, "tc_context");
+  // tc_softmax.tc_mask: input 2 (V then input 3), [M, N] added to the scores before the
+  // Softmax's passes, as the Add between them did
+  const bool masked = AttrInt(call.attrs, "tc_softmax.tc_mask", 0) != 0;
+  const size_t v_at = masked ? 3 : 2;
   const ContextPlan ctx =
-      GetContextPlan(call.attrs, context ? Shape(call.inputs[2]) : std::vector<int64_t>{});
+      GetContextPlan(call.attrs, context ? Shape(call.inputs[v_at]) : std::vector<int64_t>{});
   const int64_t D = ctx.D;
   if (context && !HasAttr(call.attrs, "tc_softmax.tc_y_scale"))
     TILECORE_THROW(ValueError) << "MatMul: tc_context needs int8 probabilities";
   const bool p_i8 = y_i8 || context;  // the probabilities quantised (stored, or multiplied)
-  const int64_t tm = SoftmaxRows(M, N, K, D);
+  const int64_t tm = SoftmaxRows(M, N, K, D, masked);
   const int64_t mcount = (M + tm - 1) / tm, nb = Numel(g.out_batch);
-  Buffer V = context ? View(p.in[2], {nb, N, D}, "V") : Buffer();
+  Buffer V = context ? View(p.in[v_at], {nb, N, D}, "V") : Buffer();
+  Buffer Mask = masked ? View(p.in[2], {M, N}, "Mask") : Buffer();
   Buffer Yc = !context         ? Buffer()
               : ctx.rows_first ? View(p.out[0], {M, nb, D}, "YR")
                                : View(p.out[0], {nb, M, D}, "Y");
@@ -1543,7 +1550,8 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
   PrimExpr fresh_limit = I32(2 * P);  // item t is one of its core's first two: t < 2 P
   int64_t rotation = 0;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
-    Buffer Al[2], Bl[2], Af[2], Bf[2], Bk[2], Cf[2], Es[2], Qs[2], Ms[2], Ss[2], Vl[2], Ys[2];
+    Buffer Al[2], Bl[2], Af[2], Bf[2], Bk[2], Cf[2], Es[2], Qs[2], Ms[2], Ss[2], Vl[2], Ys[2],
+        Kl[2];
     // tc_b_heads: 1 once the next item's B is turned (by the item before it, between its
     // mm and its Softmax, so the vector engine turns it while the matrix engine waits for
     // nothing: turned before its own mm, the mm would wait behind the Softmax before it)
@@ -1558,6 +1566,7 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
       if (context)
         Vl[s] = Local({N, D}, i8, "Vl" + k), Ys[s] = Local({tm, D}, ctx.y_i8 ? i8 : f32, "Yc" + k);
       if (v_sums) Zc[s] = Local({1, D}, DataType::Int(32), "ZpSums" + k);
+      if (masked) Kl[s] = Local({tm * N}, f32, "MaskRows" + k);
       // f32 operands: loaded here and quantised on load into Al / Bl
       if (!g.a_i8) Af[s] = Local({tm, K}, f32, "Af" + k);
       if (!g.b_i8) Bf[s] = Local({K, N}, f32, "Bf" + k);
@@ -1579,7 +1588,10 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
     auto load = [&](PrimExpr t, int64_t s) {  // (after the mm that read the slot: ordered)
       auto [ob, m0] = at(t);
       return Seq(
-          {Intrin("tile.dma_copy",
+          {masked ? Intrin("tile.dma_copy", {Region(Kl[s], {I32(0)}, {tm * N}),
+                                             Region(Mask, {m0, I32(0)}, {tm, N}), I32(s)})
+                  : Evaluate(I32(0)),
+           Intrin("tile.dma_copy",
                   {Region(g.a_i8 ? Al[s] : Af[s], {I32(0), I32(0)}, {tm, K}),
                    Region(g.A, {BatchIndex(ob, g.out_batch, g.a_batch), m0, I32(0)}, {1, tm, K}),
                    I32(s)}),
@@ -1620,6 +1632,11 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
                          BufferStore(turned, I32(1), {I32(0)})});
         // (reused: only the core's first item turns the second's; the others keep theirs)
         c.push_back(reuse ? IfThenElse(t < I32(P), next) : next);
+      }
+      if (masked) {  // the scores plus the mask's rows: the Add's f32 sums
+        TileView k = MakeView(Kl[s], {tm, N, 1}, "Kv");
+        c.push_back(
+            MapTile(x, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + k.Load(i); }));
       }
       // tc_context: this item's V, used in its store stage (a load stage's slot is loaded
       // again before then)
@@ -1694,6 +1711,7 @@ PrimFunc LowerMatMulSoftmax(const OpCall& call, const Params& p, const GemmPlan&
       if (b_heads) r = Allocate(Bk[k], r);
       if (context) r = Allocate(Vl[k], Allocate(Ys[k], r));
       if (v_sums) r = Allocate(Zc[k], r);
+      if (masked) r = Allocate(Kl[k], r);
     }
     if (v_sums) r = Allocate(zp_row, r);
     return Allocate(turned, r);
@@ -1754,8 +1772,11 @@ std::string CheckSoftmaxEpilogue(const std::string& op, const Map<String, Any>& 
     return "";
   }
   const bool context = HasAttr(attrs, "tc_context");
-  if (ins.size() != (context ? 3u : 2u))
-    return op + ": tc_softmax takes A and B" + (context ? ", and V with tc_context" : "");
+  const bool mask = AttrInt(attrs, "tc_softmax.tc_mask", 0) != 0;
+  const size_t v_at = mask ? 3 : 2;  // (V's input, after the mask's)
+  if (ins.size() != v_at + (context ? 1 : 0))
+    return op + ": tc_softmax takes A and B" + (mask ? ", the mask" : "") +
+           (context ? ", and V with tc_context" : "");
   if (HasAttr(attrs, "tc_b_heads") && (!ins[1].defined() || ins[1]->dtype != DataType::Int(8) ||
                                        LogicalB(attrs, Shape(ins[1])).empty()))
     return op + ": tc_b_heads needs an int8 B of [.., N, H, K] with no other batch";
@@ -1770,15 +1791,22 @@ std::string CheckSoftmaxEpilogue(const std::string& op, const Map<String, Any>& 
       bs.back() > arch::tc1::kMaxMmDim || as[as.size() - 2] < 1)
     return op + ": tc_softmax needs 2-D or batched operands, 1 <= K <= 256 and 1 <= N <= " +
            std::to_string(arch::tc1::kMaxMmDim) + " (one mm per row block)";
+  if (mask) {  // f32 [.., M, N], one matrix for every matrix of the scores
+    auto ms = ins[2].defined() ? Shape(ins[2]) : std::vector<int64_t>{};
+    bool one = ms.size() >= 2 && ms[ms.size() - 2] == as[as.size() - 2] && ms.back() == bs.back();
+    for (size_t i = 0; one && i + 2 < ms.size(); ++i) one = ms[i] == 1;
+    if (!one || ins[2]->dtype != DataType::Float(32))
+      return op + ": tc_softmax.tc_mask needs an f32 mask of [.., M, N], one matrix for all";
+  }
   int64_t D = 0;
   if (context) {
     // V: int8 [.., H, N, D], one matrix per matrix of the scores; P int8 with zero point 0
-    auto vs = Shape(ins[2]);
+    auto vs = Shape(ins[v_at]);
     const int64_t batch = Numel(Broadcast(std::vector<int64_t>(as.begin(), as.end() - 2),
                                           std::vector<int64_t>(bs.begin(), bs.end() - 2)));
     int64_t vbatch = 1;
     for (size_t i = 0; i + 2 < vs.size(); ++i) vbatch *= vs[i];
-    if (!ins[2].defined() || ins[2]->dtype != DataType::Int(8) || vs.size() < 2 ||
+    if (!ins[v_at].defined() || ins[v_at]->dtype != DataType::Int(8) || vs.size() < 2 ||
         vs[vs.size() - 2] != bs.back() || vs.back() < 1 || vs.back() > arch::tc1::kMaxMmDim ||
         vbatch != batch)
       return op + ": tc_context needs an int8 V of [.., N, D] with the scores' batch";
@@ -1797,7 +1825,7 @@ std::string CheckSoftmaxEpilogue(const std::string& op, const Map<String, Any>& 
     if (yzp < -128 || yzp > 127) return op + ": tc_context.tc_y_zero_point is outside int8";
     D = vs.back();
   }
-  if (SoftmaxRows(as[as.size() - 2], bs.back(), as.back(), D) == 0)
+  if (SoftmaxRows(as[as.size() - 2], bs.back(), as.back(), D, mask) == 0)
     return op + ": tc_softmax rows of " + std::to_string(bs.back()) + " scores do not fit L1";
   if (HasAttr(attrs, "tc_softmax.tc_y_scale") &&
       !(AttrFloat(attrs, "tc_softmax.tc_y_scale", 0) > 0))
@@ -1862,13 +1890,15 @@ PrimFunc LowerMatMul(const OpCall& call) {
 std::string CheckMatMul(const std::string& op, const Map<String, Any>& attrs,
                         const std::vector<TensorSpec>& ins) {
   bool int8 = GetMatrixPrecision(attrs).int8() && !(AttrFloat(attrs, "tc_b_scale", 0) > 0);
-  const bool context = HasAttr(attrs, "tc_context");  // (V appended: checked with tc_softmax)
-  if (ins.size() != (int8 ? 4u : context ? 3u : 2u) || !ins[0].defined() || !ins[1].defined())
-    return op + (int8      ? ": int8 expects inputs A, W, bias (may be omitted), w_scale"
-                 : context ? ": tc_context expects inputs A, B and V"
-                           : ": expects 2 inputs");
+  // (the mask and V appended: checked with tc_softmax)
+  const size_t extra = (HasAttr(attrs, "tc_context") ? 1 : 0) +
+                       (AttrInt(attrs, "tc_softmax.tc_mask", 0) != 0 ? 1 : 0);
+  if (ins.size() != (int8 ? 4u : 2u + extra) || !ins[0].defined() || !ins[1].defined())
+    return op + (int8    ? ": int8 expects inputs A, W, bias (may be omitted), w_scale"
+                 : extra ? ": tc_softmax's mask and tc_context's V come after A and B"
+                         : ": expects 2 inputs");
   std::string why = CheckMatrixInputs(
-      op, attrs, context ? std::vector<TensorSpec>(ins.begin(), ins.begin() + 2) : ins);
+      op, attrs, extra ? std::vector<TensorSpec>(ins.begin(), ins.begin() + 2) : ins);
   if (why.empty()) why = CheckLut(op, attrs);
   if (why.empty()) why = CheckSoftmaxEpilogue(op, attrs, ins);
   if (!why.empty()) return why;

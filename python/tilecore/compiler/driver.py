@@ -1137,7 +1137,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
     if int8_edges and fuse:  # a table op or a Softmax that alone reads an int8 MatMul: in its epilogue
         fused += _int8_edges.fold_lookup_tables(nodes, info, graph_outputs, HasStrategy)
         lut_convs = _int8_edges.fold_conv_activations(nodes, thresholds, HasStrategy)
-        fused += _int8_edges.fold_softmax(nodes, info, graph_outputs, HasStrategy)
+        fused += _int8_edges.fold_softmax(nodes, info, graph_outputs, HasStrategy, TensorSpec)
         fused += _int8_edges.fold_key_transpose(nodes, info, graph_outputs, HasStrategy, TensorSpec)
         fused += _int8_edges.fold_context(nodes, info, graph_outputs, HasStrategy, TensorSpec)
     if not keep_intermediates and not pipe.disabled("Int8Edges"):

@@ -351,42 +351,67 @@ def fold_conv_activations(nodes: list[Any], thresholds: dict[str, float] | None,
 
 
 def fold_softmax(nodes: list[Any], info: dict[str, tuple], graph_outputs: set[str],
-                 HasStrategy: Callable[..., str]) -> list[dict[str, Any]]:
+                 HasStrategy: Callable[..., str], TensorSpec: Callable[..., Any]) -> list[dict[str, Any]]:
     """An int8 MatMul of two activations whose f32 output only a Softmax over the last
     axis reads (attention's scores, the division by sqrt(d) already in its scale) computes
     the probabilities itself (``tc_softmax``; the Softmax's output scale and zero point as
     ``tc_softmax.tc_y_scale`` / ``tc_softmax.tc_y_zero_point``) and takes over the Softmax's
     output: the scores stay in L1, and the mm of the next rows runs beside the exponentials
-    of these. The same epilogue and passes: the same bits. Returns
-    ``[{"node": matmul, "fused": [softmax]}, ...]``."""
-    from .fuse_epilogue import take_over, value_readers
+    of these. An Add of a constant f32 mask [.., M, N] (one matrix for every head: a causal
+    mask) between them goes with it (``tc_softmax.tc_mask``, the mask appended as input 2).
+    The same epilogue, sums and passes: the same bits. Returns
+    ``[{"node": matmul, "fused": [(add,) softmax]}, ...]``."""
+    from .fuse_epilogue import value_readers
 
     readers = value_readers(nodes)
+
+    def sole(name):  # the node that alone reads `name`, as input 0 or 1, and that index
+        rs = readers.get(name, [])
+        return rs[0] if name not in graph_outputs and len(rs) == 1 else (None, -1)
+
     out = []
     for nd in nodes:
         if (nd.op != "MatMul" or nd.where != "npu" or len(nd.outs) != 1 or "tc_softmax" in nd.attrs
-                or not nd.attrs.get("tc_b_scale") or "tc_y_scale" in nd.attrs or "tc_lut" in nd.attrs):
+                or not nd.attrs.get("tc_b_scale") or "tc_y_scale" in nd.attrs or "tc_lut" in nd.attrs
+                or len(nd.ins) != 2):
             continue
         y = str(nd.outs[0].name)
-        rs = readers.get(y, [])
-        if y in graph_outputs or len(rs) != 1 or info[y][1] != "float32":
+        if info[y][1] != "float32":
             continue
-        sm, i = rs[0]
-        rank = len(info[y][0])
-        axis = sm.attrs.get("axis", -1)
-        if (sm.op != "Softmax" or sm.where != "npu" or i != 0 or len(sm.outs) != 1
-                or int(sm.attrs.get("_opset", 13)) < 13 or axis not in (-1, rank - 1)):
+        shape = tuple(info[y][0])
+        sm, i = sole(y)
+        chain, mask = [], None
+        if sm is not None and sm.op == "Add" and sm.where == "npu" and len(sm.ins) == 2 and len(sm.outs) == 1:
+            m = sm.ins[1 - i]
+            ms = tuple(info[str(m.name)][0]) if m is not None else ()
+            if (m is not None and m.data is not None and info[str(m.name)][1] == "float32" and len(ms) >= 2
+                    and ms[-2:] == shape[-2:] and all(d == 1 for d in ms[:-2])
+                    and tuple(info[str(sm.outs[0].name)][0]) == shape):
+                chain, mask = [sm], m
+                sm, i = sole(str(sm.outs[0].name))
+            else:
+                continue
+        rank = len(shape)
+        if (sm is None or sm.op != "Softmax" or sm.where != "npu" or i != 0 or len(sm.outs) != 1
+                or int(sm.attrs.get("_opset", 13)) < 13 or sm.attrs.get("axis", -1) not in (-1, rank - 1)):
             continue
-        z = str(sm.outs[0].name)
-        if info[z][0] != info[y][0]:
+        if tuple(info[str(sm.outs[0].name)][0]) != shape:
             continue
         attrs = dict(nd.attrs, tc_softmax=1)
         if "tc_y_scale" in sm.attrs:
             attrs["tc_softmax.tc_y_scale"] = sm.attrs["tc_y_scale"]
             attrs["tc_softmax.tc_y_zero_point"] = sm.attrs.get("tc_y_zero_point", 0)
-        entry = take_over(nd, attrs, [sm], HasStrategy)
-        if entry:
-            out.append(entry)
+        ins, specs = list(nd.ins), list(nd.in_specs)
+        if mask is not None:
+            attrs["tc_softmax.tc_mask"] = 1
+            ins.append(mask)
+            specs.append(TensorSpec(*info[str(mask.name)]))
+        if HasStrategy(nd.op, attrs, specs):
+            continue
+        nd.ins, nd.in_specs, nd.attrs, nd.outs = ins, specs, attrs, list(sm.outs)
+        for x in chain + [sm]:
+            x.where, x.reason = "dropped", f"fused into `{nd.name}`"
+        out.append({"node": nd.name, "fused": [x.name for x in chain + [sm]]})
     return out
 
 
@@ -405,7 +430,7 @@ def fold_key_transpose(nodes: list[Any], info: dict[str, tuple], graph_outputs: 
     out = []
     for nd in nodes:
         if (nd.op != "MatMul" or nd.where != "npu" or "tc_softmax" not in nd.attrs or "tc_b_heads" in nd.attrs
-                or len(nd.ins) != 2 or nd.ins[1] is None):
+                or len(nd.ins) < 2 or nd.ins[1] is None):
             continue
         b = str(nd.ins[1].name)
         t = producer.get(b)
@@ -418,10 +443,10 @@ def fold_key_transpose(nodes: list[Any], info: dict[str, tuple], graph_outputs: 
                 lead + 1, lead + 2, lead]:
             continue
         attrs = dict(nd.attrs, tc_b_heads=1)
-        specs = [nd.in_specs[0], TensorSpec(*info[str(t.ins[0].name)])]
+        specs = [nd.in_specs[0], TensorSpec(*info[str(t.ins[0].name)])] + list(nd.in_specs[2:])
         if HasStrategy(nd.op, attrs, specs):
             continue
-        nd.ins, nd.attrs, nd.in_specs = [nd.ins[0], t.ins[0]], attrs, specs
+        nd.ins, nd.attrs, nd.in_specs = [nd.ins[0], t.ins[0]] + list(nd.ins[2:]), attrs, specs
         t.where, t.reason = "dropped", f"fused into `{nd.name}`"
         out.append({"node": nd.name, "fused": [t.name]})
     return out

@@ -1346,6 +1346,35 @@ def test_a_nan_mask_after_a_softmax_of_finite_scores_is_dropped(masked, dropped,
     assert hazard_checked() == []
 
 
+@pytest.mark.parametrize("heads,seq", [(2, 32), (3, 37)])  # 37 rows: the last item overlaps
+def test_int8_attention_scores_take_their_causal_mask(heads, seq, hazard_checked):
+    """Softmax(q k + mask) v with a constant causal mask: the scores MatMul adds the mask's
+    rows to its scores itself (``tc_softmax.tc_mask``) before the Softmax's passes and
+    multiplies the probabilities by V: the Add, the Softmax and the context MatMul are gone
+    from the steps, bit for bit the unfused compile, close to ONNX Runtime."""
+    d = 16
+    mask = np.triu(np.full((seq, seq), np.finfo(np.float32).min, np.float32), 1).reshape(1, 1, seq, seq)
+    nodes = [helper.make_node("MatMul", ["q", "k"], ["s"], name="scores"),
+             helper.make_node("Add", ["s", "mask"], ["sm"], name="causal"),
+             helper.make_node("Softmax", ["sm"], ["p"], name="softmax", axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["y"], name="context")]
+    shapes = {"q": [1, heads, seq, d], "k": [1, heads, d, seq], "v": [1, heads, seq, d]}
+    model = make_model(nodes, [(n, sh, np.float32) for n, sh in shapes.items()], ["y"], [("mask", mask)])
+    samples = {n: randn(4, *sh) for n, sh in shapes.items()}
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    apart = tilecore.compile(model, precision="int8", calib_samples=samples, fuse=False)
+    assert {"node": "scores", "fused": ["causal", "softmax"]} in rep["fused"]
+    where = {p["name"]: p["where"] for p in rep["placement"]}
+    assert where["causal"] == where["softmax"] == "dropped"
+    feeds = {n: randn(*sh) for n, sh in shapes.items()}
+    y = exe.run(feeds)["y"]
+    np.testing.assert_array_equal(y, apart.run(feeds)["y"])
+    ref = ort_run(model, feeds)["y"]
+    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.995
+    assert hazard_checked() == []
+
+
 def test_tc_softmax_is_checked():
     q, k = compiler.TensorSpec((1, 4, 128, 64), "int8"), compiler.TensorSpec((1, 4, 64, 128), "int8")
     base = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_b_scale": 0.1, "tc_softmax": 1}
@@ -1808,7 +1837,13 @@ def test_tc_context_is_checked():
           "tc_softmax.tc_y_scale": 0.01, "tc_context": 1, "tc_context.tc_x_scale": 0.01,
           "tc_context.tc_b_scale": 0.1, "tc_context.tc_y_scale": 0.05}
     assert compiler.HasStrategy("MatMul", sm, [a, b, v]) == ""
-    assert "inputs A, B and V" in compiler.HasStrategy("MatMul", sm, [a, b])
+    assert "V come after A and B" in compiler.HasStrategy("MatMul", sm, [a, b])
+    # a causal mask: input 2, one [M, N] matrix for every head; V then input 3
+    mask, masked = compiler.TensorSpec((1, 1, 64, 64), "float32"), dict(sm, **{"tc_softmax.tc_mask": 1})
+    assert compiler.HasStrategy("MatMul", masked, [a, b, mask, v]) == ""
+    assert "tc_mask needs" in compiler.HasStrategy("MatMul", masked, [a, b, compiler.TensorSpec((1, 2, 64, 64),
+                                                                                                "float32"), v])
+    assert "mask and tc_context's V come after" in compiler.HasStrategy("MatMul", masked, [a, b, v])
     assert "int8 V" in compiler.HasStrategy("MatMul", sm, [a, b, compiler.TensorSpec((1, 2, 32, 16), "int8")])
     assert "int8 V" in compiler.HasStrategy("MatMul", sm, [a, b, compiler.TensorSpec((1, 3, 64, 16), "int8")])
     # the probabilities' zero point: the Softmax's, and -zp an int8 (V's column sums times it)
