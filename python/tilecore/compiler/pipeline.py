@@ -50,10 +50,13 @@ GRAPH_PASSES = {
 DRIVER_PASSES = {
     "Partition": "each node placed on the npu, the host, or as a free view; the reason when not the npu",
     "Precision": "the quantised model's QDQ pairs folded; each matrix node's precision and its thresholds",
-    "FuseEpilogue": "a Conv's or Gemm's bias, residual Add, channel scale and activation in its epilogue",
+    "FuseEpilogue": "a Conv's or Gemm's bias, residual Add, channel scale and activation in its epilogue; attention's "
+                    "operand scales and head Transposes in its MatMuls, a NaN mask after a Softmax of finite scores "
+                    "dropped",
     "Int8Edges": "values stored in int8 between int8 matrix ops, and the lookup tables / Softmax / transposes "
                  "fused into their readers",
-    "ShareQuantisation": "one quantisation of an f32 value several int8 matrix ops read",
+    "ShareQuantisation": "one quantisation of an f32 value several int8 matrix ops read (a norm's int8 output, "
+                         "alone when nothing reads its f32 one)",
     "SiblingGemms": "int8 Gemms of one input (attention's projections) as one Gemm",
     "GemmNorm": "an int8 Gemm's LayerNormalization in its epilogue",
     "Lower": "each step's kernel: its strategy's plan (the cost model ranks the candidates)",
