@@ -46,6 +46,35 @@ std::optional<int64_t> ReduceAxis(const Node& n, const Value& x) {
   return axis;
 }
 
+/*! \brief What `add_eps` = ReduceMean(v^2, last axis) + eps (v^2 a Pow by 2 or v * v; eps a
+ * scalar constant, on either side) is made of: the reduction, the square and eps. */
+struct MeanSquare {
+  Node var, sq;
+  double eps = 0;
+};
+std::optional<MeanSquare> MeanSquarePlusEps(const Rewriter& rw, const Node& add_eps,
+                                            const Value& v) {
+  MeanSquare m;
+  std::optional<double> eps;
+  for (int es = 0; es < 2 && !m.var.defined(); ++es) {
+    eps = ScalarConst(add_eps.input(static_cast<size_t>(1 - es)));
+    if (eps.has_value())
+      m.var = rw.ProducerIf(add_eps.input(static_cast<size_t>(es)), "ReduceMean");
+  }
+  if (!m.var.defined()) return std::nullopt;
+  m.sq = rw.ProducerIf(m.var.input(0), "Pow");
+  bool square =
+      m.sq.defined() && SameValue(m.sq.input(0), v) && Near(ScalarConst(m.sq.input(1)), 2.0);
+  if (!square) {
+    m.sq = rw.ProducerIf(m.var.input(0), "Mul");
+    square = m.sq.defined() && SameValue(m.sq.input(0), v) && SameValue(m.sq.input(1), v);
+  }
+  auto axis = ReduceAxis(m.var, v);
+  if (!square || !axis || *axis != -1) return std::nullopt;
+  m.eps = *eps;
+  return m;
+}
+
 Graph Recognize(const Graph& g, PassContext ctx) {
   Rewriter rw(g);
   int64_t ln = 0, rms = 0, sm = 0;
@@ -71,29 +100,14 @@ Graph Recognize(const Graph& g, PassContext ctx) {
           Node mean = rw.ProducerIf(sub.input(1), "ReduceMean");
           Node add_eps = rw.ProducerIf(sqrt.input(0), "Add");
           if (!mean.defined() || !add_eps.defined() || !SameValue(mean.input(0), x)) continue;
-          Node var;
-          std::optional<double> eps;
-          for (int es = 0; es < 2 && !var.defined(); ++es) {
-            eps = ScalarConst(add_eps.input(static_cast<size_t>(1 - es)));
-            if (eps.has_value())
-              var = rw.ProducerIf(add_eps.input(static_cast<size_t>(es)), "ReduceMean");
-          }
-          if (!var.defined()) continue;
-          Node sq = rw.ProducerIf(var.input(0), "Pow");
-          bool square =
-              sq.defined() && SameValue(sq.input(0), d) && Near(ScalarConst(sq.input(1)), 2.0);
-          if (!square) {
-            sq = rw.ProducerIf(var.input(0), "Mul");
-            square = sq.defined() && SameValue(sq.input(0), d) && SameValue(sq.input(1), d);
-          }
+          std::optional<MeanSquare> sq = MeanSquarePlusEps(rw, add_eps, d);
           auto a1 = ReduceAxis(mean, x);
-          auto a2 = ReduceAxis(var, d);
-          if (!square || !a1 || !a2 || *a1 != -1 || *a2 != -1) continue;
+          if (!sq || !a1 || *a1 != -1) continue;
           Map<String, Any> attrs;
           attrs.Set(String("axis"), Any(int64_t{-1}));
-          attrs.Set(String("epsilon"), Any(*eps));
+          attrs.Set(String("epsilon"), Any(sq->eps));
           rw.Replace(
-              {mul, div, sub, sqrt, mean, add_eps, var, sq}, root,
+              {mul, div, sub, sqrt, mean, add_eps, sq->var, sq->sq}, root,
               {MakeNode("LayerNormalization", {x, gamma, beta}, root->outputs, attrs, loc, 17)});
           ++ln;
           side = 2;
@@ -113,28 +127,13 @@ Graph Recognize(const Graph& g, PassContext ctx) {
           Node recip = rw.ProducerIf(scaled.input(static_cast<size_t>(1 - xs)), "Reciprocal");
           Node sqrt = recip.defined() ? rw.ProducerIf(recip.input(0), "Sqrt") : Node();
           Node add_eps = sqrt.defined() ? rw.ProducerIf(sqrt.input(0), "Add") : Node();
-          if (!add_eps.defined()) continue;
-          Node var;
-          std::optional<double> eps;
-          for (int es = 0; es < 2 && !var.defined(); ++es) {
-            eps = ScalarConst(add_eps.input(static_cast<size_t>(1 - es)));
-            if (eps.has_value())
-              var = rw.ProducerIf(add_eps.input(static_cast<size_t>(es)), "ReduceMean");
-          }
-          if (!var.defined()) continue;
-          Node sq = rw.ProducerIf(var.input(0), "Pow");
-          bool square =
-              sq.defined() && SameValue(sq.input(0), x) && Near(ScalarConst(sq.input(1)), 2.0);
-          if (!square) {
-            sq = rw.ProducerIf(var.input(0), "Mul");
-            square = sq.defined() && SameValue(sq.input(0), x) && SameValue(sq.input(1), x);
-          }
-          auto axis = ReduceAxis(var, x);
-          if (!square || !axis || *axis != -1) continue;
+          std::optional<MeanSquare> ms =
+              add_eps.defined() ? MeanSquarePlusEps(rw, add_eps, x) : std::nullopt;
+          if (!ms) continue;
           Map<String, Any> attrs;
           attrs.Set(String("axis"), Any(int64_t{-1}));
-          attrs.Set(String("epsilon"), Any(*eps));
-          rw.Replace({scaled, recip, sqrt, add_eps, var, sq}, root,
+          attrs.Set(String("epsilon"), Any(ms->eps));
+          rw.Replace({scaled, recip, sqrt, add_eps, ms->var, ms->sq}, root,
                      {MakeNode("RMSNormalization", {x, gamma}, root->outputs, attrs, loc, 23)});
           ++rms;
           side = 2;
