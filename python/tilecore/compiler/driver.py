@@ -804,7 +804,8 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         ``int8_edges`` (the values stored in int8 between int8 Convs),
         ``shared_quantisation`` (the f32 values several int8 matrix ops read, quantised
         once by a QuantizeLinear step), ``copied_inputs`` (those of them the QuantizeLinear
-        also writes as it loaded them, for their other readers), ``memory`` (``arena_size``, ``total_size`` without reuse,
+        also writes as it loaded them, for their other readers), ``scaled_weights`` (``[{"node", "step"}]``: the int8
+        Convs whose channel scale a ChannelScaledWeights step puts on their weights), ``memory`` (``arena_size``, ``total_size`` without reuse,
         ``lower_bound``: the most bytes alive at one step), ``seconds`` per stage and
         ``precision`` (``assigned``: node -> precision of the matrix nodes not in f32,
         ``fallbacks``: nodes kept in f32 with the reason, ``bias_correction``: node -> the
@@ -951,6 +952,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
     from . import int8_edges as _int8_edges
     from . import layer_groups as _groups
     from . import qdq as _qdq
+    from . import scaled_weights as _scaled_weights
     from . import shared_quantise as _shared
     from . import sibling_gemms as _siblings
     from . import weight_prefetch as _prefetch
@@ -1159,6 +1161,13 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
             rewrite_not_made(nd, e)
             return False
         return True
+
+    # a squeeze-excite's channel scale on an int8 Conv's weights, when they are the fewer
+    scaled_weights = []
+    if int8_edges and fuse and not pipe.disabled("ChannelScaleToWeights"):
+        with pipe.step("ChannelScaleToWeights", text):
+            scaled_weights = _scaled_weights.apply(nodes, info, _make_node, HasStrategy, TensorSpec, lowers,
+                                                    cores)
 
     # one quantisation for an f32 activation several int8 matrix ops read
     shared_quantised = []
@@ -1692,6 +1701,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
         "int8_edges": int8_edges,
         "activation_tables": lut_convs,
         "shared_quantisation": shared_quantised,
+        "scaled_weights": scaled_weights,
         "copied_inputs": copied,
         "groups": [g.summary() for g in groups_made],
         "group_splits": group_splits,

@@ -55,6 +55,8 @@ DRIVER_PASSES = {
                     "dropped",
     "Int8Edges": "values stored in int8 between int8 matrix ops, and the lookup tables / Softmax / transposes "
                  "fused into their readers",
+    "ChannelScaleToWeights": "a squeeze-excite's channel scale (in [0, 1]) on an int8 Conv's weights, once per "
+                             "image, instead of on its input, when the weights are the fewer",
     "ShareQuantisation": "one quantisation of an f32 value several int8 matrix ops read (a norm's int8 output, "
                          "alone when nothing reads its f32 one)",
     "SiblingGemms": "int8 Gemms of one input (attention's projections) as one Gemm",

@@ -1,0 +1,135 @@
+"""A squeeze-excite's channel scale on an int8 Conv's weights (docs/compiler.md, "Channel
+scale on the weights"): the ChannelScaledWeights kernel against a numpy reference written
+here, and whole squeeze-excite blocks against ONNX Runtime and against the same model
+compiled with the scale on the input."""
+import zlib
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import tilecore
+from tilecore import compiler
+from tilecore.compiler import scaled_weights
+from tilecore.compiler.pipeline import PipelineOptions
+
+from strategy_util import run_lowered
+from test_driver import make_model, ort_run
+
+RNG = np.random.default_rng(5)
+
+
+@pytest.fixture(autouse=True)
+def _seeded(request):
+    global RNG
+    RNG = np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+def randn(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def scaled_weights_ref(w, s, b, zero_point):
+    """W' = W * s rounded to nearest even (saturating), B' = B - zero point * the rows' sums."""
+    prod = w.astype(np.float32) * s.reshape((1, -1) + (1,) * (w.ndim - 2)).astype(np.float32)
+    wq = np.clip(np.rint(prod), -128, 127).astype(np.int8)
+    sums = wq.reshape(w.shape[0], -1).astype(np.int64).sum(1)
+    return wq, (b.astype(np.int64) - zero_point * sums).astype(np.int32)
+
+
+@pytest.mark.parametrize("rows,channels,kernel,zero_point", [
+    (24, 144, 1, -121),  # EfficientNet's features.2.1 projection: an item a core
+    (40, 240, 1, 5),
+    (13, 7, 3, -128),    # rows that split into items of one, 3x3 taps
+    (80, 480, 1, 127),
+    (16, 32, 1, 0),
+])
+def test_channel_scaled_weights_match_numpy(rows, channels, kernel, zero_point):
+    w = RNG.integers(-127, 128, (rows, channels, kernel, kernel)).astype(np.int8)
+    s = RNG.uniform(0, 1, (1, channels, 1, 1)).astype(np.float32)
+    s.flat[:3] = [1.0, 0.0, 0.5]  # the ends, and ties (an odd weight times 0.5) to even
+    b = RNG.integers(-2 ** 30, 2 ** 30, rows).astype(np.int32)
+    got_w, got_b = np.zeros_like(w), np.zeros(rows, np.int32)
+    run_lowered("ChannelScaledWeights", {"zero_point": zero_point}, [w, s, b], [got_w, got_b])
+    want_w, want_b = scaled_weights_ref(w, s, b, zero_point)
+    np.testing.assert_array_equal(got_w, want_w)
+    np.testing.assert_array_equal(got_b, want_b)
+
+
+def test_channel_scaled_weights_are_checked():
+    spec = compiler.TensorSpec
+    w, s, b = spec((8, 16, 1, 1), "int8"), spec((1, 16, 1, 1), "float32"), spec((8,), "int32")
+    assert compiler.HasStrategy("ChannelScaledWeights", {"zero_point": 3}, [w, s, b]) == ""
+    assert "float32 with the weights' 16 input channels" in compiler.HasStrategy(
+        "ChannelScaledWeights", {}, [w, spec((1, 8, 1, 1), "float32"), b])
+    assert "the weights must be int8" in compiler.HasStrategy(
+        "ChannelScaledWeights", {}, [spec((8, 16, 1, 1), "float32"), s, b])
+    assert "int32 with the weights' 8 rows" in compiler.HasStrategy("ChannelScaledWeights", {}, [w, s, spec((8,), "float32")])
+    assert "zero_point out of the int8 range" in compiler.HasStrategy("ChannelScaledWeights", {"zero_point": 200}, [w, s, b])
+    wide = spec((8, 520, 1, 1), "int8")
+    assert "rows of 520 weights (at most 516" in compiler.HasStrategy(
+        "ChannelScaledWeights", {}, [wide, spec((520,), "float32"), b])
+
+
+def se_block(gate="Sigmoid", size=56):
+    """A squeeze-excite block (EfficientNet's): a 3x3 Conv and its Relu, the sigmoid of two
+    1x1 Convs over its global average times it, then a 1x1 projection to fewer channels (its
+    512 weights against 32 x size^2 inputs)."""
+    w0, w1, w2 = randn(32, 8, 3, 3, scale=0.3), randn(8, 32, 1, 1, scale=0.3), randn(32, 8, 1, 1, scale=0.3)
+    wp = randn(16, 32, 1, 1, scale=0.2)
+    b1, b2, bp = randn(8, scale=0.1), randn(32, scale=0.1), randn(16, scale=0.1)
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="conv0", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["ar"], name="relu0"),
+             helper.make_node("GlobalAveragePool", ["ar"], ["g"], name="squeeze"),
+             helper.make_node("Conv", ["g", "w1", "b1"], ["f1"], name="fc1"),
+             helper.make_node("Relu", ["f1"], ["f1r"], name="relu1"),
+             helper.make_node("Conv", ["f1r", "w2", "b2"], ["f2"], name="fc2"),
+             helper.make_node(gate, ["f2"], ["s"], name="gate"),
+             helper.make_node("Mul", ["ar", "s"], ["m"], name="excite"),
+             helper.make_node("Conv", ["m", "wp", "bp"], ["y"], name="project")]
+    inits = [("w0", w0), ("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("wp", wp), ("bp", bp)]
+    return make_model(nodes, [("x", [1, 8, size, size], np.float32)], ["y"], inits)
+
+
+def cosine(a, b):
+    a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+@pytest.mark.parametrize("gate", ["Sigmoid", "HardSigmoid"])
+def test_squeeze_excite_projection_scales_its_weights(gate):
+    """The projection reads the Relu's int8 output as it is stored, with weights scaled per
+    image: verify passes (every step against the model compiled a node a step), the output
+    agrees with ONNX Runtime and with the scale on the input, in fewer cycles."""
+    model = se_block(gate)
+    samples = {"x": np.stack([randn(1, 8, 56, 56) for _ in range(4)])}
+    x = randn(1, 8, 56, 56)
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, verify={"x": x}, report=rep)
+    assert rep["scaled_weights"] == [{"node": "project", "step": "project/scaled_weights"}]
+    assert rep["verify"]["checks"] == {"hazards": "pass", "optimisations": "pass", "reference": "reported"}
+    on_input = tilecore.compile(model, precision="int8", calib_samples=samples,
+                                pipeline=PipelineOptions(disable=["ChannelScaleToWeights"]))
+    got, ref, other = exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"], on_input.run({"x": x})["y"]
+    assert cosine(got, ref) > 0.995 and cosine(got, ref) >= cosine(other, ref) - 1e-3
+    assert cosine(got, other) > 0.999
+    assert exe.stats()["cycles"] < on_input.stats()["cycles"]
+
+
+def test_a_scale_not_known_to_lie_in_0_1_stays_on_the_input():
+    """A Relu gate may exceed 1 (W * s would leave W's scale): the projection scales its input."""
+    model = se_block("Relu")
+    samples = {"x": np.stack([randn(1, 8, 56, 56) for _ in range(4)])}
+    rep = {}
+    tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    assert rep["scaled_weights"] == []
+    assert {"node": "project", "fused": ["excite"]} in rep["fused"]
+
+
+def test_the_weights_must_be_the_fewer():
+    """Per element the weights take five vector passes to the input's four, and the step a
+    member's start: EfficientNet's early projections gain, its 14 x 14 ones would not."""
+    assert scaled_weights.worth_it(24 * 144, 144 * 56 * 56, 4)
+    assert scaled_weights.worth_it(40 * 144, 144 * 28 * 28, 4)
+    assert not scaled_weights.worth_it(80 * 480, 480 * 14 * 14, 4)
+    assert not scaled_weights.worth_it(512, 32 * 14 * 14, 4)  # too small to pay for its step
