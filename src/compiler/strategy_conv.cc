@@ -76,6 +76,9 @@ namespace {
 
 namespace tc1 = arch::tc1;
 constexpr int64_t kMaxP = 256, kMaxK = 256, kMaxTM = 128;
+/*! \brief Output positions (all images) up to which a Conv's input channels are one
+ * chunk (LowerConv). */
+constexpr int64_t kFewPositions = 16;
 
 struct ConvGeom {
   int64_t N, C, H, W, M, KH, KW, OH, OW, G, Cg, Mg;
@@ -1612,7 +1615,13 @@ PrimFunc LowerConv(const OpCall& call) {
   const double s_factor = r_i8 ? ru.x_factor : static_cast<float>(x_scale);
   int64_t TW = std::min(g.OW, kMaxP);
   int64_t R = TW == g.OW ? std::max<int64_t>(1, std::min(g.OH, kMaxP / g.OW)) : 1;
-  int64_t CC = std::max<int64_t>(1, std::min(g.Cg, kMaxK / KK));
+  // chunks of kMaxK input channels' taps: each chunk's load, quantisation and mm follow one
+  // another, overlapped with the next chunk's. Over a few positions (a squeeze-excite's
+  // 1x1 Convs on a pooled vector) a chunk's mm is tens of cycles and the chain's latencies
+  // are all there is: one chunk of every channel (up to the mm's K limit) instead
+  const bool few_positions = g.N * g.OH * g.OW <= kFewPositions;
+  int64_t CC = std::max<int64_t>(
+      1, std::min(g.Cg, (few_positions ? int64_t{tc1::kMaxMmDim} : kMaxK) / KK));
   int64_t TM = std::min(g.Mg, kMaxTM);
   // L1 per tile: the input patch, the column matrix, the weight and output tiles. A wide
   // strided window (a 1x1 stride-2 conv over 256 channels) can overflow L1 with the

@@ -104,6 +104,15 @@ def test_conv_channels_shared_evenly_over_the_cores():
     assert busiest == p["mm_latency"] + blocks(48) < p["mm_latency"] + blocks(64), busiest
 
 
+def test_conv_over_a_pooled_vector_takes_every_channel_in_one_mm():
+    """A squeeze-excite's 1x1 Conv over a pooled [1, C, 1, 1] vector: one chunk of all 672
+    input channels, one mm, where chunks of 256 were three mms each behind its load."""
+    x, w = rand((1, 672, 1, 1), 3), rand((28, 672, 1, 1), 4, -0.05, 0.05)
+    outs, refs, st = run_op("Conv", {}, [x, w])
+    np.testing.assert_allclose(outs[0], refs[0], rtol=1e-4, atol=1e-4)
+    assert sum(c["mm"]["commands"] for c in st["cores"]) == 1
+
+
 def test_conv_reasons():
     x = compiler.TensorSpec((1, 2, 4, 4, 4), "float32")
     w = compiler.TensorSpec((1, 2, 1, 1, 1), "float32")
