@@ -1620,8 +1620,8 @@ PrimFunc LowerConv(const OpCall& call) {
   // 1x1 Convs on a pooled vector) a chunk's mm is tens of cycles and the chain's latencies
   // are all there is: one chunk of every channel (up to the mm's K limit) instead
   const bool few_positions = g.N * g.OH * g.OW <= kFewPositions;
-  int64_t CC = std::max<int64_t>(
-      1, std::min(g.Cg, (few_positions ? int64_t{tc1::kMaxMmDim} : kMaxK) / KK));
+  int64_t CC =
+      std::max<int64_t>(1, std::min(g.Cg, (few_positions ? int64_t{tc1::kMaxMmDim} : kMaxK) / KK));
   int64_t TM = std::min(g.Mg, kMaxTM);
   // L1 per tile: the input patch, the column matrix, the weight and output tiles. A wide
   // strided window (a 1x1 stride-2 conv over 256 channels) can overflow L1 with the

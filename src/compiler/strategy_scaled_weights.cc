@@ -54,8 +54,8 @@ std::string CheckScaledWeights(const std::string& op, const Map<String, Any>& at
     return op + ": the bias must be int32 with the weights' " + std::to_string(w[0]) + " rows";
   const int64_t k = Numel(w) / std::max<int64_t>(w[0], 1);
   if (k > kMaxRow)
-    return op + ": rows of " + std::to_string(k) + " weights (at most " +
-           std::to_string(kMaxRow) + ": the zero point's correction stays exact)";
+    return op + ": rows of " + std::to_string(k) + " weights (at most " + std::to_string(kMaxRow) +
+           ": the zero point's correction stays exact)";
   const int64_t zp = AttrInt(attrs, "zero_point", 0);
   if (zp < -128 || zp > 127) return op + ": zero_point out of the int8 range";
   return "";
@@ -72,8 +72,8 @@ PrimFunc LowerScaledWeights(const OpCall& call) {
   const double zp = static_cast<double>(AttrInt(call.attrs, "zero_point", 0));
   // rows per item: the most that divide M, give every core an item and fit kItemBytes
   const int64_t row_bytes = K * (1 + 4 + 1) + 16;
-  int64_t T = std::max<int64_t>(1, std::min((M + call.cores - 1) / call.cores,
-                                            kItemBytes / row_bytes));
+  int64_t T =
+      std::max<int64_t>(1, std::min((M + call.cores - 1) / call.cores, kItemBytes / row_bytes));
   while (M % T != 0) --T;
   Buffer W = View(p.in[0], {M, K}, "W"), S = View(p.in[1], {C}, "S");
   Buffer B = View(p.in[2], {M}, "B");
@@ -90,12 +90,13 @@ PrimFunc LowerScaledWeights(const OpCall& call) {
     const rows::TileView wf3 = rows::MakeView(Wf, {T, C, KK}, "Wf3");
     const rows::TileView s3 = rows::MakeView(Sl, {1, C, 1}, "S3");
     // (the [row, weight] tiles so too: Nest leaves out their unit dims)
-    const rows::TileView wl = rows::MakeView(Wl, {T, K}, "Wlv"), wf = rows::MakeView(Wf, {T, K}, "Wfv");
+    const rows::TileView wl = rows::MakeView(Wl, {T, K}, "Wlv"),
+                         wf = rows::MakeView(Wf, {T, K}, "Wfv");
     const rows::TileView wq = rows::MakeView(Wq, {T, K}, "Wqv");
     auto over3 = [&](const std::function<Stmt(const std::vector<PrimExpr>&)>& f) {
       const std::vector<int64_t> dims{T, C, KK};
       std::function<Stmt(size_t, std::vector<PrimExpr>)> rec = [&](size_t d,
-                                                                std::vector<PrimExpr> idx) {
+                                                                   std::vector<PrimExpr> idx) {
         if (d == dims.size()) return f(idx);
         if (dims[d] == 1) {
           idx.push_back(I32(0));
@@ -112,10 +113,10 @@ PrimFunc LowerScaledWeights(const OpCall& call) {
     // item t's rows: their loads, then what is made of them
     auto loads = [&](PrimExpr t) {
       PrimExpr r0 = t * I32(T);
-      return Seq({Intrin("tile.dma_copy", {Region(Wl, {I32(0), I32(0)}, {T, K}),
-                                           Region(W, {r0, I32(0)}, {T, K}), I32(0)}),
-                  Intrin("tile.dma_copy",
-                         {Region(Bl, {I32(0)}, {T}), Region(B, {r0}, {T}), I32(0)})});
+      return Seq(
+          {Intrin("tile.dma_copy",
+                  {Region(Wl, {I32(0), I32(0)}, {T, K}), Region(W, {r0, I32(0)}, {T, K}), I32(0)}),
+           Intrin("tile.dma_copy", {Region(Bl, {I32(0)}, {T}), Region(B, {r0}, {T}), I32(0)})});
     };
     auto compute = [&](PrimExpr t) {
       PrimExpr r0 = t * I32(T);
@@ -126,8 +127,9 @@ PrimFunc LowerScaledWeights(const OpCall& call) {
       s.push_back(over3([&](const std::vector<PrimExpr>& i) {
         return wf3.Store(wf3.Load(i) * s3.Load({I32(0), i[1], I32(0)}), i);
       }));
-      for (Stmt& q :
-           QuantiseSteps(wq.buf, wf.buf, 1.0, 0, [&](const auto& f) { return Nest({T, K}, f); }))
+      for (Stmt& q : QuantiseSteps(wq.buf, wf.buf, 1.0, 0, [&](const auto& f) {
+             return Nest({T, K}, f);
+           }))
         s.push_back(q);
       s.push_back(Intrin("tile.dma_copy", {Region(Wo, {r0, I32(0)}, {T, K}),
                                            Region(Wq, {I32(0), I32(0)}, {T, K}), I32(1)}));
@@ -149,12 +151,13 @@ PrimFunc LowerScaledWeights(const OpCall& call) {
             return BufferStore(Bl, BufferLoad(Bl, i) - BufferLoad(Ci, i), i);
           },
           "ChannelScaledWeights: |B| < 2^31 - 2^24 and |zero point x row sum| < 2^23"));
-      s.push_back(Intrin("tile.dma_copy",
-                         {Region(Bo, {r0}, {T}), Region(Bl, {I32(0)}, {T}), I32(1)}));
+      s.push_back(
+          Intrin("tile.dma_copy", {Region(Bo, {r0}, {T}), Region(Bl, {I32(0)}, {T}), I32(1)}));
       s.push_back(Intrin("tile.wait", {I32(1)}));
       return Seq(s);
     };
-    const Stmt scale = Intrin("tile.dma_copy", {Region(Sl, {I32(0)}, {C}), Region(S, {I32(0)}, {C}), I32(0)});
+    const Stmt scale =
+        Intrin("tile.dma_copy", {Region(Sl, {I32(0)}, {C}), Region(S, {I32(0)}, {C}), I32(0)});
     Stmt r;
     if (M / T == call.cores) {
       // an item a core: its loads open the body, where the layer group's member before
