@@ -141,6 +141,11 @@ const std::vector<CompilerAttr>& Table() {
      "reduced extent fits one tile: 1 the tiles pipelined (the load of one while the one before "
      "is folded and stored), 0 never (absent: the cost model's). Set by no pass (an override); "
      "read by the reductions (strategy_reduce.cc)."},
+    {"tc_reduce_matrix", kInt,
+     "ReduceMean and GlobalAveragePool of an int8 input over whole rows (a global pooling): 1 "
+     "the rows' sums on the matrix engine (a tile of rows times a column of ones, the mean in "
+     "its epilogue), 0 never (absent: the cost model's). Set by no pass (an override); read by "
+     "the reductions (strategy_reduce.cc)."},
     {"tc_images_per_item", kInt,
      "Conv: K images per work item, a divisor of the batch (1 for a depthwise Conv; absent: the "
      "cost model's). Set by no pass (an override); read by Conv (strategy_conv.cc)."},

@@ -601,7 +601,8 @@ PrimFunc LowerGlobal(const OpCall& call) {
   attrs.Set("noop_with_empty_axes", int64_t{1});  // (N, C) alone: a copy
   attrs.Set("_opset", int64_t{18});
   // (a layer group's; an override; an int8 input's code)
-  for (const char* kept : {"tc_in_l2", "tc_reduce_pipeline", "tc_x_scale", "tc_x_zero_point"})
+  for (const char* kept :
+       {"tc_in_l2", "tc_reduce_pipeline", "tc_reduce_matrix", "tc_x_scale", "tc_x_zero_point"})
     if (auto v = call.attrs.Get(kept)) attrs.Set(kept, *v);
   c.attrs = attrs;
   c.data_inputs = 1;

@@ -38,6 +38,7 @@
 #include "kernel_util.h"
 #include "plan_choice.h"
 #include "rows_util.h"
+#include "tilecore/arch/params.h"
 #include "tilecore/ffi/reflection.h"
 
 namespace tilecore {
@@ -389,6 +390,75 @@ Stmt PipelinedResident(const OpCall& call, const Params& p, const Groups& g, Red
   });
 }
 
+/*!
+ * \brief The mean of an int8 value's codes over each row of [K1, R1] (a global average
+ * pool's channels, each a row of H x W) on the matrix engine: a tile of ta rows times a
+ * column of R1 ones, its epilogue adding -R1 x zero point to the int32 sum and scaling by
+ * f32(scale / R1), the mean in the input's units. Per code a sixty-fourth of a cycle,
+ * where the vector engine's conversion and fold take two; the vector engine is left free.
+ * Tiles of `rows` rows (at most kMatrixMeanTile codes), pipelined over two slots
+ * (PipelinedResident's). The same bits as the vector
+ * plans: the exact sum less R1 x zero point, rounded once to f32, times the same scale.
+ */
+/*! \brief The int8 codes of one tile of MatrixMean (two slots of them in L1). */
+constexpr int64_t kMatrixMeanTile = int64_t{128} << 10;
+
+/*! \brief MatrixMean's rows a tile: about four tiles a core, within kMatrixMeanTile codes. */
+int64_t MatrixMeanRows(const OpCall& call, const Groups& g) {
+  const int64_t rows = (g.K1 + call.cores * 4 - 1) / (call.cores * 4);
+  return std::max<int64_t>(1, std::min(rows, kMatrixMeanTile / g.R1));
+}
+
+Stmt MatrixMean(const OpCall& call, const Params& p, const Groups& g, double mean_scale,
+                int64_t zero_point, int64_t rows) {
+  const DataType i8 = DataType::Int(8), i32 = DataType::Int(32), f32 = DataType::Float(32);
+  const int64_t R = g.R1;
+  const int64_t cap = std::max<int64_t>(1, kMatrixMeanTile / R);
+  int64_t ta = std::max<int64_t>(1, std::min(rows, cap));
+  Buffer X = View(p.in[0], {g.K1, R}, "X");
+  Buffer Y = View(p.out[0], {g.K1, 1}, "Y");
+  const double big = 3.0e38;
+  int64_t rotation = 0;
+  return OverCores(call.cores, [&](PrimExpr core) {
+    Buffer Xs[2] = {Local({ta, R}, i8, "Xc0"), Local({ta, R}, i8, "Xc1")};
+    Buffer Ss[2] = {Local({ta, 1}, f32, "M0"), Local({ta, 1}, f32, "M1")};
+    Buffer Ones = Local({R, 1}, i8, "Ones"), Bias = Local({1, 1}, i32, "Bias");
+    std::vector<Stmt> groups{
+        Intrin("tile.dma_fill", {Region(Ones, {I32(0), I32(0)}, {R, 1}), F32(1.0), I32(4)}),
+        Intrin("tile.dma_fill", {Region(Bias, {I32(0), I32(0)}, {1, 1}),
+                                 F32(static_cast<double>(-R * zero_point)), I32(4)}),
+        Intrin("tile.wait", {I32(4)})};
+    for (const Seg& sa : Segs(g.K1, ta)) {
+      const int64_t n = sa.size;
+      auto front = [&, sa](PrimExpr it, int64_t slot) {
+        PrimExpr a0 = I32(sa.base) + it * I32(ta);
+        return Seq({Intrin("tile.wait", {I32(2 + slot)}),  // the slot's last store has left
+                    Intrin("tile.dma_copy", {Region(Xs[slot], {I32(0), I32(0)}, {n, R}),
+                                             Region(X, {a0, I32(0)}, {n, R}), I32(slot)})});
+      };
+      auto back = [&, sa](PrimExpr it, int64_t slot) {
+        PrimExpr a0 = I32(sa.base) + it * I32(ta);
+        return Seq(
+            {Intrin("tile.wait", {I32(slot)}),
+             Intrin("tile.mm", {Region(Ss[slot], {I32(0), I32(0)}, {n, 1}),
+                                Region(Xs[slot], {I32(0), I32(0)}, {n, R}),
+                                Region(Ones, {I32(0), I32(0)}, {R, 1}), IntImm(DataType::Bool(), 0),
+                                Region(Bias, {I32(0), I32(0)}, {1, 1}), F32(mean_scale), I32(0),
+                                I32(0), StringImm("none"), F32(-big), F32(big)}),
+             Intrin("tile.dma_copy", {Region(Y, {a0, I32(0)}, {n, 1}),
+                                      Region(Ss[slot], {I32(0), I32(0)}, {n, 1}), I32(2 + slot)})});
+      };
+      groups.push_back(
+          ForEachItemPipelined(core, call.cores, sa.count, &rotation, "t", front, back));
+    }
+    groups.push_back(Intrin("tile.wait", {I32(2)}));
+    groups.push_back(Intrin("tile.wait", {I32(3)}));
+    Stmt body = Seq(groups);
+    for (const Buffer& b : {Bias, Ones, Ss[1], Ss[0], Xs[1], Xs[0]}) body = Allocate(b, body);
+    return body;
+  });
+}
+
 }  // namespace
 
 PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
@@ -440,7 +510,15 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
   if (a.noop) red = Red::kSum, square = absolute = lse = false;
   // the codes' mean or max in the input's units: (v - zero point) x scale, a vector command
   // each
+  // (a mean: of the sum, less R x zero point, times f32(scale / R), as MatrixMean's epilogue)
+  const double mean_scale = static_cast<float>(x_scale / static_cast<double>(g.R()));
   auto dequantise_steps = [&](const std::function<void(std::function<PrimExpr(PrimExpr)>)>& post) {
+    if (op == "ReduceMean") {
+      if (x_zero_point != 0)
+        post([z = x_zero_point * g.R()](PrimExpr v) { return v - F32(static_cast<double>(z)); });
+      post([s = mean_scale](PrimExpr v) { return v * F32(s); });
+      return;
+    }
     if (x_zero_point != 0)
       post([z = x_zero_point](PrimExpr v) { return v - F32(static_cast<double>(z)); });
     post([s = static_cast<float>(x_scale)](PrimExpr v) { return v * F32(s); });
@@ -450,7 +528,7 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
       s->push_back(MapTile(S, [f](PrimExpr v, const std::vector<PrimExpr>&) { return f(v); }));
     };
     if (a.noop) return;
-    if (op == "ReduceMean")
+    if (op == "ReduceMean" && !x_i8)
       post([R](PrimExpr v) { return v * F32Exact(1.0 / static_cast<double>(R)); });
     if (op == "ReduceL2") post([](PrimExpr v) { return Math("tir.sqrt", v); });
     if (op == "ReduceLogSum") post([](PrimExpr v) { return Math("tir.log", v); });
@@ -553,7 +631,7 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
           s.push_back(MapTile(S, [f](PrimExpr v, const std::vector<PrimExpr>&) { return f(v); }));
         };
         if (!a.noop) {
-          if (op == "ReduceMean")
+          if (op == "ReduceMean" && !x_i8)
             post([R](PrimExpr v) { return v * F32Exact(1.0 / static_cast<double>(R)); });
           if (op == "ReduceL2") post([](PrimExpr v) { return Math("tir.sqrt", v); });
           if (op == "ReduceLogSum" || lse) post([](PrimExpr v) { return Math("tir.log", v); });
@@ -567,10 +645,28 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
         return x_i8 ? Allocate(X8, tile) : tile;
       });
   PrimFunc unpipelined = MakeFunc(call, p, body);
-  if (!pipelined) return unpipelined;
+  // an int8 mean of whole rows: the matrix engine's too, in tiles of about four a core and in
+  // tiles of whole blocks of its rows (5 rows leave 11 of 16 idle); tc_reduce_matrix 0 or 1
+  // overrides
+  const int64_t want_matrix = AttrInt(call.attrs, "tc_reduce_matrix", -1);
+  std::vector<PrimFunc> matrix;
+  if (x_i8 && op == "ReduceMean" && resident && g.K0 == 1 && g.K2 == 1 &&
+      g.R1 <= int64_t{arch::tc1::kMaxMmDim} && want_matrix != 0) {
+    const int64_t rows = MatrixMeanRows(call, g), block = MatrixBlockRows(DataType::Int(8));
+    const int64_t share = (g.K1 + call.cores - 1) / call.cores;
+    const int64_t whole =
+        std::min((rows + block - 1) / block * block, std::max(block, share / block * block));
+    matrix.push_back(MakeFunc(call, p, MatrixMean(call, p, g, mean_scale, x_zero_point, rows)));
+    if (whole != rows && whole * g.R1 <= kMatrixMeanTile)
+      matrix.push_back(MakeFunc(call, p, MatrixMean(call, p, g, mean_scale, x_zero_point, whole)));
+  }
+  if (!pipelined && matrix.empty()) return unpipelined;
   Fastest best(call, "");
-  best.Offer(unpipelined);
-  best.Offer(*pipelined);
+  if (want_matrix != 1 || matrix.empty()) {
+    best.Offer(unpipelined);
+    if (pipelined) best.Offer(*pipelined);
+  }
+  for (const PrimFunc& f : matrix) best.Offer(f);
   return best.best.defined() ? best.best : unpipelined;
 }
 

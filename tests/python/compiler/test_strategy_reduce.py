@@ -5,7 +5,7 @@ reasons axes the shapes cannot tell stay on the host."""
 import numpy as np
 import pytest
 
-from tilecore import compiler
+from tilecore import compiler, runtime
 from strategy_util import check_op, rand, run_op
 
 OPS = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare", "ReduceL1",
@@ -161,6 +161,32 @@ def test_global_pool_of_int8_codes(op, pipeline, shape, hazard_checked):
     v = (q.astype(np.float64) - zero_point) * np.float32(scale)
     ref = v.mean(axis=(2, 3), keepdims=True) if op == "GlobalAveragePool" else v.max(axis=(2, 3), keepdims=True)
     np.testing.assert_allclose(y, ref, rtol=1e-6, atol=1e-7)
+    assert hazard_checked() == []
+
+
+@pytest.mark.parametrize("shape", [(1, 144, 28, 28), (1, 672, 14, 14), (1, 32, 56, 56), (2, 3, 5, 7)])
+def test_int8_mean_on_the_matrix_engine(shape, hazard_checked):
+    """The mean of int8 codes as a tile of rows times a column of ones on the matrix engine,
+    its epilogue adding -R x zero point to the int32 sum and scaling by f32(scale / R): those
+    exact bits (numpy's exact sum, rounded once, times the same f32), the vector engine's
+    plans' too, every L1 access ordered."""
+    from strategy_util import run_lowered
+
+    q = np.random.default_rng(8).integers(-128, 128, shape).astype(np.int8)
+    scale, zero_point = 0.0173, -121
+    r = shape[2] * shape[3]
+    sums = q.astype(np.int64).sum(axis=(2, 3), keepdims=True) - r * zero_point
+    want = sums.astype(np.float32) * np.float32(scale / r)
+    got = {}
+    for matrix in (1, 0):
+        y = np.zeros(shape[:2] + (1, 1), np.float32)
+        attrs = {"tc_x_scale": scale, "tc_x_zero_point": zero_point, "tc_reduce_matrix": matrix}
+        run_lowered("GlobalAveragePool", attrs, [q], [y])
+        got[matrix] = y
+        cores = runtime.npu_simulator(0).stats()["cores"]
+        assert (sum(c["mm"]["commands"] for c in cores) > 0) == bool(matrix)
+    np.testing.assert_array_equal(got[1], want)
+    np.testing.assert_array_equal(got[0], want)
     assert hazard_checked() == []
 
 
