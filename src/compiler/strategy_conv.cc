@@ -738,6 +738,10 @@ constexpr int64_t kResidentInputBytes = int64_t{32} << 10;
  * once, for all its items. */
 constexpr int64_t kTransposedKeptWeightBytes = int64_t{256} << 10;
 
+/*! \brief Resident weights up to a bank of L1 load with the bias and scales, before
+ * their first wait (LowerConvTransposed). */
+constexpr int64_t kEarlyWeightBytes = int64_t{tc1::kL1BankBytes};
+
 /*! \brief How many of the fastest transposed plans are priced again with their weight
  * blocks on the DMA-out engine. */
 constexpr int kTransposedOnOutPlans = 3;
@@ -915,6 +919,10 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   // (implicit_num) items computed channel-major: their product W x X accumulates onto the
   // bias in Cf's bytes as int32, and the vector engine's epilogue takes LowerConv's steps
   const bool mixed = tp.implicit_num > 0;
+  // small resident weights loaded with the bias and scales, before their wait: their DDR
+  // latency beside theirs, and among the first loads the member before may issue for
+  // this one (member_handoff.h); Wall then stays allocated beside WTall
+  const bool w_early = w_resident && !mixed && g.M * K <= kEarlyWeightBytes;
   if (mixed && (!TransposedMixes(call, g, ep) || tp.nb != 1))
     TILECORE_THROW(InternalError) << "LowerConvTransposed: channel-major items need a 1x1 Conv "
                                      "of an int8 X and one image an item";
@@ -949,6 +957,9 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     // (the scales on the DMA-out engine, idle here: their DDR latency beside the bias's)
     segs.push_back(Intrin("tile.dma_prefetch", {Region(Sall, {I32(0), I32(0)}, {1, g.M}),
                                                 Region(Sv, {I32(0), I32(0)}, {1, g.M}), I32(0)}));
+    if (w_early)
+      segs.push_back(Intrin("tile.dma_copy", {Region(Wall, {I32(0), I32(0)}, {g.M, K}),
+                                              Region(W, {I32(0), I32(0)}, {g.M, K}), I32(0)}));
     // (after the bias and scales: loads of the group's inputs first, which the member before
     // may issue for this one, docs/compiler.md "Handoff")
     if (x_resident)
@@ -970,12 +981,14 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
       }));
     }
     if (w_resident) {  // Wall's L1 is the items' once transposed (kept for channel-major items)
-      Stmt load = Seq({Intrin("tile.dma_copy", {Region(Wall, {I32(0), I32(0)}, {g.M, K}),
-                                                Region(W, {I32(0), I32(0)}, {g.M, K}), I32(0)}),
-                       Intrin("tile.wait", {I32(0)}),
-                       CopyNest(StridedView(WTall, {K, g.M}, {g.M, 1}, 0, "WTv"),
-                                StridedView(Wall, {K, g.M}, {1, K}, 0, "Wtv"), {K, g.M})});
-      segs.push_back(mixed ? load : Allocate(Wall, load));
+      Stmt turn = CopyNest(StridedView(WTall, {K, g.M}, {g.M, 1}, 0, "WTv"),
+                           StridedView(Wall, {K, g.M}, {1, K}, 0, "Wtv"), {K, g.M});
+      Stmt load =
+          w_early ? turn
+                  : Seq({Intrin("tile.dma_copy", {Region(Wall, {I32(0), I32(0)}, {g.M, K}),
+                                                  Region(W, {I32(0), I32(0)}, {g.M, K}), I32(0)}),
+                         Intrin("tile.wait", {I32(0)}), turn});
+      segs.push_back(mixed || w_early ? load : Allocate(Wall, load));
     }
     const int64_t NB = tp.nb;  // images per item (then one item covers an image's positions)
     std::vector<bool> served(size_t(call.cores), false);  // the cores that ran an item
@@ -1406,7 +1419,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     if (mixed) r = Allocate(Svec, r);
     if (mixed && has_bias) r = Allocate(Bvec, r);
     if (w_resident) r = Allocate(WTall, r);
-    if (w_resident && mixed) r = Allocate(Wall, r);
+    if (w_resident && (mixed || w_early)) r = Allocate(Wall, r);
     if (x_resident) r = Allocate(XLr, Allocate(XTr, r));
     return lut.empty() ? r : Allocate(lut_words, r);
   });
