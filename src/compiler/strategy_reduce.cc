@@ -667,7 +667,8 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
     if (pipelined) best.Offer(*pipelined);
   }
   for (const PrimFunc& f : matrix) best.Offer(f);
-  return best.best.defined() ? best.best : unpipelined;
+  if (!best.best.defined()) return want_matrix == 1 && !matrix.empty() ? matrix[0] : unpipelined;
+  return best.best;
 }
 
 namespace {
