@@ -79,6 +79,9 @@ constexpr int64_t kMaxP = 256, kMaxK = 256, kMaxTM = 128;
 /*! \brief Output positions (all images) up to which a Conv's input channels are one
  * chunk (LowerConv). */
 constexpr int64_t kFewPositions = 16;
+/*! \brief The bytes of a block's two weight tiles up to which those few positions take
+ * more than kMaxK channels' taps a chunk. */
+constexpr int64_t kFewPositionsWeightBytes = int64_t{tc1::kL1Bytes} / 4;
 
 struct ConvGeom {
   int64_t N, C, H, W, M, KH, KW, OH, OW, G, Cg, Mg;
@@ -1631,11 +1634,15 @@ PrimFunc LowerConv(const OpCall& call) {
   // chunks of kMaxK input channels' taps: each chunk's load, quantisation and mm follow one
   // another, overlapped with the next chunk's. Over a few positions (a squeeze-excite's
   // 1x1 Convs on a pooled vector) a chunk's mm is tens of cycles and the chain's latencies
-  // are all there is: one chunk of every channel (up to the mm's K limit) instead
+  // are all there is: one chunk of every channel instead (up to the mm's K limit, and to
+  // kFewPositionsWeightBytes of a block's two weight tiles: f32's 960 channels of 128 rows
+  // took 983,040 bytes, more than L1 holds beside the rest)
   const bool few_positions = g.N * g.OH * g.OW <= kFewPositions;
-  int64_t CC =
-      std::max<int64_t>(1, std::min(g.Cg, (few_positions ? int64_t{tc1::kMaxMmDim} : kMaxK) / KK));
   int64_t TM = std::min(g.Mg, kMaxTM);
+  const int64_t few_k = std::min<int64_t>(
+      tc1::kMaxMmDim, kFewPositionsWeightBytes / (2 * TM * int64_t(mp.operand_bytes())));
+  int64_t CC =
+      std::max<int64_t>(1, std::min(g.Cg, (few_positions ? std::max(few_k, kMaxK) : kMaxK) / KK));
   // L1 per tile: the input patch, the column matrix, the weight and output tiles. A wide
   // strided window (a 1x1 stride-2 conv over 256 channels) can overflow L1 with the
   // largest CC and R: halve the channels per chunk (down to 16), then the rows.
