@@ -22,7 +22,6 @@
  * (|B| < 2^31 - 2^24 by the driver: no saturation).
  */
 #include <algorithm>
-#include <functional>
 #include <string>
 
 #include "kernel_util.h"
@@ -93,23 +92,6 @@ PrimFunc LowerScaledWeights(const OpCall& call) {
     const rows::TileView wl = rows::MakeView(Wl, {T, K}, "Wlv"),
                          wf = rows::MakeView(Wf, {T, K}, "Wfv");
     const rows::TileView wq = rows::MakeView(Wq, {T, K}, "Wqv");
-    auto over3 = [&](const std::function<Stmt(const std::vector<PrimExpr>&)>& f) {
-      const std::vector<int64_t> dims{T, C, KK};
-      std::function<Stmt(size_t, std::vector<PrimExpr>)> rec = [&](size_t d,
-                                                                   std::vector<PrimExpr> idx) {
-        if (d == dims.size()) return f(idx);
-        if (dims[d] == 1) {
-          idx.push_back(I32(0));
-          return rec(d + 1, idx);
-        }
-        return Loop("i" + std::to_string(d), dims[d], [&](PrimExpr v) {
-          std::vector<PrimExpr> next = idx;
-          next.push_back(v);
-          return rec(d + 1, next);
-        });
-      };
-      return rec(0, {});
-    };
     // item t's rows: their loads, then what is made of them
     auto loads = [&](PrimExpr t) {
       PrimExpr r0 = t * I32(T);
@@ -124,7 +106,7 @@ PrimFunc LowerScaledWeights(const OpCall& call) {
       s.push_back(Nest({T, K}, [&](const Array<PrimExpr>& i) {
         return BufferStore(wf.buf, cast(f32, BufferLoad(wl.buf, i)), i);
       }));
-      s.push_back(over3([&](const std::vector<PrimExpr>& i) {
+      s.push_back(rows::Nest({T, C, KK}, [&](const std::vector<PrimExpr>& i) {
         return wf3.Store(wf3.Load(i) * s3.Load({I32(0), i[1], I32(0)}), i);
       }));
       for (Stmt& q : QuantiseSteps(wq.buf, wf.buf, 1.0, 0, [&](const auto& f) {
