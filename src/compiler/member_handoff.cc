@@ -64,6 +64,27 @@ const CallNode* DmaCall(const Stmt& s) {
   return c;
 }
 
+/*! \brief Whether `cond` is `core == k` for a constant k: a strategy's single item, run by
+ * one core (its loads hold up that core alone while the others wait at the barrier; an item
+ * among several a core has shares its loads' wait with the others'). */
+bool IsCoreGuard(const PrimExpr& cond, const Var& core) {
+  const auto* eq = cond.as<EQNode>();
+  return eq && eq->a.get() == core.get() && as_const_int(eq->b);
+}
+
+/*! \brief The DMA a taken load issues, through its core guard (TakeFirstLoads), or null. */
+const CallNode* LoadCall(const Stmt& s) {
+  if (const auto* g = s.as<IfThenElseNode>()) return DmaCall(g->then_case);
+  return DmaCall(s);
+}
+
+/*! \brief The taken load `s` issuing `call` instead, in its core guard when it has one. */
+Stmt WithCall(const Stmt& s, const Call& call) {
+  if (const auto* g = s.as<IfThenElseNode>())
+    return IfThenElse(g->condition, Evaluate(call, g->then_case->span), Stmt(), g->span);
+  return Evaluate(call, s->span);
+}
+
 /*! \brief Whether the regions of `c` use no variable but `core`. */
 bool OnlyCore(const CallNode* c, const Var& core) {
   bool ok = true;
@@ -127,10 +148,10 @@ size_t AfterInputs(const Stmt& body, const std::unordered_set<const VarNode*>& i
 void SpreadOverEngines(std::vector<Stmt>* loads) {
   std::unordered_map<const VarNode*, int> fills;
   for (const Stmt& l : *loads)
-    ++fills[DmaCall(l)->args[0].as<BufferRegionNode>()->buffer->data.get()];
+    ++fills[LoadCall(l)->args[0].as<BufferRegionNode>()->buffer->data.get()];
   int64_t busy[2] = {0, 0};
   for (Stmt& l : *loads) {
-    const CallNode* c = DmaCall(l);
+    const CallNode* c = LoadCall(l);
     const auto [in_cycles, out_cycles] = EngineCycles(l);
     const int64_t cycles = in_cycles + out_cycles;
     const bool movable = c->op == "tile.dma_copy" &&
@@ -139,9 +160,105 @@ void SpreadOverEngines(std::vector<Stmt>* loads) {
     if (movable) engine = busy[1] < busy[0] ? 1 : 0;
     busy[engine] += cycles;
     if (movable && engine == 1)
-      l = Evaluate(Call(c->dtype, "tile.dma_prefetch", c->args, c->span), l->span);
+      l = WithCall(l, Call(c->dtype, "tile.dma_prefetch", c->args, c->span));
   }
 }
+
+/*! \brief The first loads of a cores loop's body (TakeFirstLoads): its statements in order,
+ * through local allocations (the buffers the loads may fill), until one that is neither such
+ * a load nor what may stay behind the loads taken:
+ *  - a load that reads a mutable source, or whose engine or buffer is taken by one that stays;
+ *  - a store of a constant into a local buffer at a constant index (a lookup table filled
+ *    at the member's start; its buffer is then no load's);
+ *  - an `if core == k` without else around a single item's work, whose loads are taken in
+ *    that guard, and in it a wait: nothing of the member's is in flight before its first
+ *    loads, so a wait there holds none of them. */
+class LoadScan {
+ public:
+  LoadScan(const Var& core, const std::unordered_set<const VarNode*>& read_only, bool keep_order,
+           const std::function<bool(const Buffer&)>& settled)
+      : core_(core), read_only_(read_only), keep_order_(keep_order), settled_(settled) {}
+
+  std::vector<Stmt> loads;  // taken, each in its core guard when it had one
+
+  /*! \brief Scans `s` under `guard` (undefined: none); false once it stopped. */
+  bool Visit(const Stmt& s, const PrimExpr& guard) {
+    if (const auto* q = s.as<SeqStmtNode>()) {
+      path_.insert(q);
+      for (const Stmt& x : q->seq)
+        if (!Visit(x, guard)) return false;
+      return true;
+    }
+    if (const auto* a = s.as<AllocateNode>()) {
+      path_.insert(a);
+      if (a->buffer->scope == "local") own_.insert(a->buffer->data.get());
+      return Visit(a->body, guard);
+    }
+    if (const auto* g = s.as<IfThenElseNode>()) {
+      if (guard.defined() || g->else_case.defined() || !IsCoreGuard(g->condition, core_))
+        return false;
+      path_.insert(g);
+      return Visit(g->then_case, g->condition);
+    }
+    if (const auto* st = s.as<BufferStoreNode>()) {
+      const VarNode* d = st->buffer->data.get();
+      bool constant = as_const_int(st->value) || st->value.as<FloatImmNode>();
+      for (const PrimExpr& i : st->indices) constant = constant && as_const_int(i);
+      if (!constant || st->buffer->scope != "local" || !own_.count(d)) return false;
+      filled_.insert(d);
+      return true;
+    }
+    if (const auto* e = s.as<EvaluateNode>()) {
+      const auto* c = e->value.as<CallNode>();
+      if (guard.defined() && c && c->op == "tile.wait") return true;
+    }
+    const CallNode* c = DmaCall(s);
+    if (!c) return false;
+    const auto* dst = c->args[0].as<BufferRegionNode>();
+    const auto* src = c->args[1].as<BufferRegionNode>();
+    const VarNode* d = dst->buffer->data.get();
+    if (dst->buffer->scope != "local" || !own_.count(d)) return false;
+    // (a load ahead of one that stays on its engine would delay it: each engine's loads
+    // keep their order)
+    const int engine = c->op == "tile.dma_prefetch" ? 1 : 0;
+    const bool fixed =
+        read_only_.count(src->buffer->data.get()) || (settled_ && settled_(src->buffer));
+    if (fixed && !filled_.count(d) && !(keep_order_ && engine_kept_[engine]) &&
+        OnlyCore(c, core_)) {
+      loads.push_back(guard.defined() ? IfThenElse(guard, s) : s);
+      taken_.insert(s.get());
+    } else {
+      filled_.insert(d);
+      engine_kept_[engine] = true;
+    }
+    return true;
+  }
+
+  /*! \brief `s` without the loads taken (only the statements the scan went through change). */
+  Stmt Without(const Stmt& s) const {
+    if (!path_.count(s.get())) return s;
+    if (const auto* q = s.as<SeqStmtNode>()) {
+      std::vector<Stmt> seq;
+      for (const Stmt& x : q->seq)
+        if (!taken_.count(x.get())) seq.push_back(Without(x));
+      return Seq(seq);
+    }
+    if (const auto* a = s.as<AllocateNode>()) return Allocate(a->buffer, Without(a->body), a->span);
+    const auto* g = s.as<IfThenElseNode>();
+    return IfThenElse(g->condition, Without(g->then_case), Stmt(), g->span);
+  }
+
+ private:
+  Var core_;
+  const std::unordered_set<const VarNode*>& read_only_;
+  bool keep_order_;
+  const std::function<bool(const Buffer&)>& settled_;
+  std::unordered_set<const VarNode*> own_;
+  std::unordered_set<const VarNode*> filled_;  // by the loads that stay, or a table's stores
+  bool engine_kept_[2] = {false, false};       // an engine has a load that stays
+  std::unordered_set<const Object*> path_;     // the containers the scan went into
+  std::unordered_set<const Object*> taken_;
+};
 
 }  // namespace
 
@@ -158,17 +275,43 @@ bool ReadsInputs(const Stmt& member, const std::unordered_set<const VarNode*>& i
 
 int64_t LocalBound(const Stmt& member) {
   constexpr int64_t kBank = int64_t(arch::tc1::kL1BankBytes), kSmall = 4 << 10;
-  int64_t big = 0, small = 0;
-  PostOrderVisitStmts(member, [&](const Stmt& n) {
-    const auto* a = n.as<AllocateNode>();
-    if (!a || a->buffer->scope != "local") return;
-    const int64_t b = ShapeBytes(a->buffer, kBank);
-    if (b <= kSmall)
-      small += (b + 63) / 64 * 64;
-    else
-      big += (b + kBank - 1) / kBank * kBank;
-  });
-  return big + (small + kBank - 1) / kBank * kBank;
+  // (PlanLocalMemory stacks the buffers of nested allocations, the small ones apart: the
+  // statements of a sequence reuse the same L1, so they count their largest, not their sum)
+  struct Stack {
+    int64_t big = 0, small = 0;
+  };
+  std::function<Stack(const Stmt&)> peak = [&](const Stmt& s) -> Stack {
+    if (const auto* a = s.as<AllocateNode>()) {
+      Stack in = peak(a->body);
+      if (a->buffer->scope != "local") return in;
+      const int64_t b = ShapeBytes(a->buffer, kBank);
+      if (b <= kSmall)
+        in.small += (b + 63) / 64 * 64;
+      else
+        in.big += (b + kBank - 1) / kBank * kBank;
+      return in;
+    }
+    if (const auto* q = s.as<SeqStmtNode>()) {
+      Stack most;
+      for (const Stmt& x : q->seq) {
+        const Stack k = peak(x);
+        most.big = std::max(most.big, k.big);
+        most.small = std::max(most.small, k.small);
+      }
+      return most;
+    }
+    if (const auto* f = s.as<ForNode>()) return peak(f->body);
+    if (const auto* l = s.as<LetStmtNode>()) return peak(l->body);
+    if (const auto* w = s.as<WhileNode>()) return peak(w->body);
+    if (const auto* i = s.as<IfThenElseNode>()) {
+      const Stack t = peak(i->then_case);
+      const Stack e = i->else_case.defined() ? peak(i->else_case) : Stack();
+      return {std::max(t.big, e.big), std::max(t.small, e.small)};
+    }
+    return {};
+  };
+  const Stack k = peak(member);
+  return k.big + (k.small + kBank - 1) / kBank * kBank;
 }
 
 FirstLoads TakeFirstLoads(Stmt* member, const std::unordered_set<const VarNode*>& read_only,
@@ -177,48 +320,16 @@ FirstLoads TakeFirstLoads(Stmt* member, const std::unordered_set<const VarNode*>
   auto taken = MapEndLoop(*member, true, [&](const ForNode* f) -> std::optional<Stmt> {
     auto mn = as_const_int(f->min), ext = as_const_int(f->extent);
     if (!mn || !ext) return std::nullopt;
-    // through the loop's local allocations: the buffers the loads may fill
-    std::unordered_set<const VarNode*> own;
-    std::vector<const AllocateNode*> allocs;
-    Stmt body = Peel(f->body, &allocs);
-    for (const AllocateNode* a : allocs)
-      if (a->buffer->scope == "local") own.insert(a->buffer->data.get());
-    std::vector<Stmt> items;
-    Flatten(body, &items);
-    std::vector<Stmt> kept, loads;
-    std::unordered_set<const VarNode*> filled;  // by the loads that stay
-    bool engine_kept[2] = {false, false};       // an engine has a load that stays
-    size_t k = 0;
-    for (; k < items.size(); ++k) {
-      const CallNode* c = DmaCall(items[k]);
-      if (!c) break;
-      const auto* dst = c->args[0].as<BufferRegionNode>();
-      const auto* src = c->args[1].as<BufferRegionNode>();
-      const VarNode* d = dst->buffer->data.get();
-      if (dst->buffer->scope != "local" || !own.count(d)) break;
-      // (a load ahead of one that stays on its engine would delay it: each engine's loads
-      // keep their order)
-      const int engine = c->op == "tile.dma_prefetch" ? 1 : 0;
-      const bool fixed =
-          read_only.count(src->buffer->data.get()) || (settled && settled(src->buffer));
-      if (fixed && !filled.count(d) && !(keep_order && engine_kept[engine]) &&
-          OnlyCore(c, f->loop_var)) {
-        loads.push_back(items[k]);
-      } else {
-        filled.insert(d);
-        engine_kept[engine] = true;
-        kept.push_back(items[k]);
-      }
-    }
-    if (loads.empty()) return std::nullopt;
-    for (; k < items.size(); ++k) kept.push_back(items[k]);
-    Stmt rest = Wrap(Seq(kept), allocs);
+    LoadScan scan(f->loop_var, read_only, keep_order, settled);
+    scan.Visit(f->body, PrimExpr());
+    if (scan.loads.empty()) return std::nullopt;
+    Stmt rest = scan.Without(f->body);
     out.core = f->loop_var;
     out.min = *mn;
     out.extent = *ext;
-    out.loads = std::move(loads);
+    out.loads = std::move(scan.loads);
     for (const Stmt& l : out.loads) {
-      const Buffer& b = DmaCall(l)->args[0].as<BufferRegionNode>()->buffer;
+      const Buffer& b = LoadCall(l)->args[0].as<BufferRegionNode>()->buffer;
       bool seen = false;
       for (const Buffer& x : out.buffers) seen = seen || x.same_as(b);
       if (!seen) out.buffers.push_back(b);

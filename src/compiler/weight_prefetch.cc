@@ -184,7 +184,8 @@ std::pair<int64_t, int64_t> EngineCycles(const Stmt& s) {
 std::pair<int64_t, int64_t> BytesBySource(const std::vector<Stmt>& loads) {
   std::pair<int64_t, int64_t> n{0, 0};
   for (const Stmt& l : loads) {
-    const auto* e = l.as<EvaluateNode>();
+    const auto* g = l.as<IfThenElseNode>();  // (a load in its core guard)
+    const auto* e = (g ? g->then_case : l).as<EvaluateNode>();
     const auto* c = e ? e->value.as<CallNode>() : nullptr;
     const auto* src = c && c->args.size() > 1 ? c->args[1].as<BufferRegionNode>() : nullptr;
     auto [in, out] = EngineBytes(l);
@@ -394,8 +395,10 @@ Stmt InterleaveLoads(const Stmt& body, const std::vector<Stmt>& loads, const Stm
   const char* op = in_cycles < out_cycles ? "tile.dma_copy" : "tile.dma_prefetch";
   std::vector<Stmt> mine;
   for (const Stmt& l : loads) {
-    const auto* c = l.as<EvaluateNode>()->value.as<CallNode>();
-    mine.push_back(Intrin(op, {c->args[0], c->args[1], I32(*event)}));
+    const auto* g = l.as<IfThenElseNode>();  // (a load in its core guard keeps it)
+    const auto* c = (g ? g->then_case : l).as<EvaluateNode>()->value.as<CallNode>();
+    Stmt issue = Intrin(op, {c->args[0], c->args[1], I32(*event)});
+    mine.push_back(g ? IfThenElse(g->condition, issue) : issue);
   }
   auto [slot, slots] = Slots(body, core, cores);
   // spread over the work, the cores' turns staggered (the DDR serves them one at a time).

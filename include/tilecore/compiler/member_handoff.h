@@ -10,7 +10,9 @@
  * it) and the one before it ends with a `cores` loop over the same cores. Its first loads
  * are the DMAs at the start of its loop's body (inside its local allocations) from a read-only
  * input into one of its own local buffers, with addresses of constants and the core alone;
- * DMAs into its local buffers from other sources may lie between them and stay. The member
+ * DMAs into its local buffers from other sources, and an activation table's constant stores,
+ * may lie between them and stay. A single item's loads inside its `if core == k` are taken in
+ * that guard (waits there, which hold nothing of the member's yet, do not stop them). The member
  * before gets them after a `tir.drain` at the end of its loop (late) or spread over its
  * work (early, HandOff); the loop is annotated kCoresHandoffAnnotation (the code generator
  * closes it with a barrier that does not drain, and opens the next loop without one). The
@@ -70,7 +72,8 @@ ir::Stmt HandOff(const ir::Stmt& member, FirstLoads* first,
 ir::Stmt WaitHanded(const ir::Stmt& member, const FirstLoads& first);
 
 /*! \brief An upper bound of the L1 `member`'s local buffers take, each of 4 KiB or more
- * from a bank's start (PlanLocalMemory), the smaller ones in banks of their own. */
+ * from a bank's start (PlanLocalMemory), the smaller ones in banks of their own; nested
+ * allocations stacked, a sequence's statements taking their largest. */
 int64_t LocalBound(const ir::Stmt& member);
 
 }  // namespace compiler

@@ -47,15 +47,16 @@ std::pair<int64_t, int64_t> EngineBytes(const ir::Stmt& s);
  * many small copies hold an engine longer than their bytes say. */
 std::pair<int64_t, int64_t> EngineCycles(const ir::Stmt& s);
 
-/*! \brief The bytes the DMA statements `loads` move (EngineBytes), split by what they read:
+/*! \brief The bytes the DMA statements `loads` move (EngineBytes; a load in its core guard,
+ * TakeFirstLoads, counts), split by what they read:
  * (from elsewhere, from L2). */
 std::pair<int64_t, int64_t> BytesBySource(const std::vector<ir::Stmt>& loads);
 
 /*! \brief `body` (statements of a cores loop's body, in `member`) with `loads` (DMAs into
- * L1 of read-only data, over its core variable) issued one at a time after every few of its
- * matrix commands (a body without any: its copies), n loads over about (n - 1) / (n + 1)
- * of its work, the rest after it; loads mostly from L2 from its third command on, several
- * at a time so that all are issued before its last: all on the DMA engine its own copies
+ * L1 of read-only data, over its core variable; one in its core guard stays in it) issued one at a
+ * time after every few of its matrix commands (a body without any: its copies), n loads over about
+ * (n - 1) / (n + 1) of its work, the rest after it; loads mostly from L2 from its third command on,
+ * several at a time so that all are issued before its last: all on the DMA engine its own copies
  * use less and on one DMA event `member` does not use, `*event`. Errors: a ValueError when
  * it uses every DMA event. The slots are those of the core of `cores` that runs fewest. */
 ir::Stmt InterleaveLoads(const ir::Stmt& body, const std::vector<ir::Stmt>& loads,

@@ -23,7 +23,7 @@ SHARES = (0.3, 0.4, 0.5)
 # before the reader then loads their first blocks into L1, the layer group's handoff) takes
 # this share of its donors' DDR-idle cycles
 HANDOFF_SHARE = 0.7
-MIN_BYTES = 64 << 10  # smaller weights are not worth a member's L2
+MIN_BYTES = 8 << 10  # smaller weights are not worth a member's L2
 MIN_GAIN = 0.05  # of the member's cycles
 DDR_BOUND = 0.6  # a member whose DDR cycles reach this share of its cycles is bound by the DDR
 READER_DDR_SHARE = 0.35  # a reader worth asking about: its DDR cycles reach this share
