@@ -2403,11 +2403,16 @@ PrimFunc LowerConv(const OpCall& call) {
   // 64 (three: a core idle) or of 32 (five: one core does two). Blocks of the cores' share
   // rounded up to the matrix engine's rows (48: four items, the last of 16) leave no core
   // more than one item. (Not below 32 channels: a block's weights and epilogue serve too few.)
+  // Over a few positions (a squeeze-excite's fc2 to 672 channels) such a block may exceed
+  // TM0, one a core instead of two on some, while its two weight tiles take at most
+  // kFewPositionsWeightBytes: each item's chain of DDR latencies is what the member takes.
   if (uneven(items_of(tms.back()))) {
     const int64_t rows_mm = MatrixBlockRows(ot);
     const int64_t share = (g.Mg + call.cores - 1) / call.cores;
     const int64_t tm = (share + rows_mm - 1) / rows_mm * rows_mm;
-    if (tm >= 32 && tm < TM0 && std::find(tms.begin(), tms.end(), tm) == tms.end()) {
+    const bool few_block = few_positions && tm > TM0 && tm <= int64_t(tc1::kMaxMmDim) &&
+                           2 * tm * CC * KK * int64_t(mp.operand_bytes()) <= kFewPositionsWeightBytes;
+    if (tm >= 32 && (tm < TM0 || few_block) && std::find(tms.begin(), tms.end(), tm) == tms.end()) {
       add_plans(tm);
       tms.push_back(tm);
     }

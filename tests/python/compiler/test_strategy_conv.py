@@ -108,6 +108,8 @@ def test_conv_channels_shared_evenly_over_the_cores():
     (672, 28, 1),     # one chunk of all 672 input channels, where chunks of 256 were three mms
     (960, 240, 16),   # MobileNetV3-Large's fc1 in f32: chunks of 256 (two tiles of 128 rows
                       # within a quarter of L1), four blocks of 64 rows: it fits L1
+    (28, 672, 4),     # EfficientNet-B0's fc2: a block of 176 rows a core, where blocks of 128
+                      # were six, two on two cores (each a chain of DDR latencies)
 ])
 def test_conv_over_a_pooled_vector_takes_its_channels_in_few_mms(channels, out, mms):
     """A squeeze-excite's 1x1 Conv over a pooled [1, C, 1, 1] vector: its input channels in
