@@ -2410,8 +2410,9 @@ PrimFunc LowerConv(const OpCall& call) {
     const int64_t rows_mm = MatrixBlockRows(ot);
     const int64_t share = (g.Mg + call.cores - 1) / call.cores;
     const int64_t tm = (share + rows_mm - 1) / rows_mm * rows_mm;
-    const bool few_block = few_positions && tm > TM0 && tm <= int64_t(tc1::kMaxMmDim) &&
-                           2 * tm * CC * KK * int64_t(mp.operand_bytes()) <= kFewPositionsWeightBytes;
+    const bool few_block =
+        few_positions && tm > TM0 && tm <= int64_t(tc1::kMaxMmDim) &&
+        2 * tm * CC * KK * int64_t(mp.operand_bytes()) <= kFewPositionsWeightBytes;
     if (tm >= 32 && (tm < TM0 || few_block) && std::find(tms.begin(), tms.end(), tm) == tms.end()) {
       add_plans(tm);
       tms.push_back(tm);
