@@ -24,6 +24,27 @@ def make_model(nodes, inputs, outputs, inits=(), opset=17, out_dtype=np.float32)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
 
 
+def se_block(randn, gate="Sigmoid", size=14):
+    """A squeeze-excite block (EfficientNet's, MobileNetV3's), its weights drawn by ``randn``
+    (shape, scale=): a 3x3 Conv and its Relu, the ``gate`` of two 1x1 Convs over its global
+    average times it, then a 1x1 projection to fewer channels (its 512 weights against
+    32 x size^2 inputs)."""
+    w0, w1, w2 = randn(32, 8, 3, 3, scale=0.3), randn(8, 32, 1, 1, scale=0.3), randn(32, 8, 1, 1, scale=0.3)
+    wp = randn(16, 32, 1, 1, scale=0.2)
+    b1, b2, bp = randn(8, scale=0.1), randn(32, scale=0.1), randn(16, scale=0.1)
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="conv0", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["a"], ["ar"], name="relu0"),
+             helper.make_node("GlobalAveragePool", ["ar"], ["g"], name="squeeze"),
+             helper.make_node("Conv", ["g", "w1", "b1"], ["f1"], name="fc1"),
+             helper.make_node("Relu", ["f1"], ["f1r"], name="relu1"),
+             helper.make_node("Conv", ["f1r", "w2", "b2"], ["f2"], name="fc2"),
+             helper.make_node(gate, ["f2"], ["s"], name="gate"),
+             helper.make_node("Mul", ["ar", "s"], ["m"], name="excite"),
+             helper.make_node("Conv", ["m", "wp", "bp"], ["y"], name="project")]
+    inits = [("w0", w0), ("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("wp", wp), ("bp", bp)]
+    return make_model(nodes, [("x", [1, 8, size, size], np.float32)], ["y"], inits)
+
+
 def ort_run(model, feeds, names=None):
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))

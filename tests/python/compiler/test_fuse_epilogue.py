@@ -14,6 +14,7 @@ from tilecore import compiler
 
 from strategy_util import CLIP_BOUNDS, fused_activation_attrs, fused_activation_ref, run_lowered
 from test_driver import make_model, ort_run
+from test_driver import se_block as shared_se_block
 from test_precision import conv_ref
 
 RNG = np.random.default_rng(21)
@@ -950,23 +951,8 @@ def test_a_residual_after_the_activation_is_checked():
 
 
 def se_block():
-    """A squeeze-excite block (EfficientNet's, MobileNetV3's): the activation times the
-    sigmoid of two 1x1 Convs over its global average, then a 1x1 projection and a 3x3 Conv
-    reading the scaled tensor."""
-    w0, w1, w2 = randn(32, 8, 3, 3, scale=0.3), randn(8, 32, 1, 1, scale=0.3), randn(32, 8, 1, 1, scale=0.3)
-    wp = randn(16, 32, 1, 1, scale=0.2)
-    b1, b2, bp = randn(8, scale=0.1), randn(32, scale=0.1), randn(16, scale=0.1)
-    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="conv0", pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["a"], ["ar"], name="relu0"),
-             helper.make_node("GlobalAveragePool", ["ar"], ["g"], name="squeeze"),
-             helper.make_node("Conv", ["g", "w1", "b1"], ["f1"], name="fc1"),
-             helper.make_node("Relu", ["f1"], ["f1r"], name="relu1"),
-             helper.make_node("Conv", ["f1r", "w2", "b2"], ["f2"], name="fc2"),
-             helper.make_node("Sigmoid", ["f2"], ["s"], name="gate"),
-             helper.make_node("Mul", ["ar", "s"], ["m"], name="excite"),
-             helper.make_node("Conv", ["m", "wp", "bp"], ["y"], name="project")]
-    inits = [("w0", w0), ("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("wp", wp), ("bp", bp)]
-    return make_model(nodes, [("x", [1, 8, 14, 14], np.float32)], ["y"], inits)
+    """test_driver's squeeze-excite block, 8 channels at 14 x 14, its weights this module's."""
+    return shared_se_block(randn)
 
 
 @pytest.mark.parametrize("precision", ["f32", "int8"])

@@ -6,7 +6,6 @@ import zlib
 
 import numpy as np
 import pytest
-from onnx import helper
 
 import tilecore
 from tilecore import compiler
@@ -14,7 +13,8 @@ from tilecore.compiler import scaled_weights
 from tilecore.compiler.pipeline import PipelineOptions
 
 from strategy_util import run_lowered
-from test_driver import make_model, ort_run
+from test_driver import ort_run
+from test_driver import se_block as shared_se_block
 
 RNG = np.random.default_rng(5)
 
@@ -72,23 +72,9 @@ def test_channel_scaled_weights_are_checked():
 
 
 def se_block(gate="Sigmoid", size=56):
-    """A squeeze-excite block (EfficientNet's): a 3x3 Conv and its Relu, the sigmoid of two
-    1x1 Convs over its global average times it, then a 1x1 projection to fewer channels (its
-    512 weights against 32 x size^2 inputs)."""
-    w0, w1, w2 = randn(32, 8, 3, 3, scale=0.3), randn(8, 32, 1, 1, scale=0.3), randn(32, 8, 1, 1, scale=0.3)
-    wp = randn(16, 32, 1, 1, scale=0.2)
-    b1, b2, bp = randn(8, scale=0.1), randn(32, scale=0.1), randn(16, scale=0.1)
-    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="conv0", pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["a"], ["ar"], name="relu0"),
-             helper.make_node("GlobalAveragePool", ["ar"], ["g"], name="squeeze"),
-             helper.make_node("Conv", ["g", "w1", "b1"], ["f1"], name="fc1"),
-             helper.make_node("Relu", ["f1"], ["f1r"], name="relu1"),
-             helper.make_node("Conv", ["f1r", "w2", "b2"], ["f2"], name="fc2"),
-             helper.make_node(gate, ["f2"], ["s"], name="gate"),
-             helper.make_node("Mul", ["ar", "s"], ["m"], name="excite"),
-             helper.make_node("Conv", ["m", "wp", "bp"], ["y"], name="project")]
-    inits = [("w0", w0), ("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("wp", wp), ("bp", bp)]
-    return make_model(nodes, [("x", [1, 8, size, size], np.float32)], ["y"], inits)
+    """test_driver's squeeze-excite block with ``gate`` at size x size (its projection's 512
+    weights against 32 x size^2 inputs), its weights this module's."""
+    return shared_se_block(randn, gate, size)
 
 
 def cosine(a, b):
