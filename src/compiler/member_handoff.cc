@@ -72,19 +72,6 @@ bool IsCoreGuard(const PrimExpr& cond, const Var& core) {
   return eq && eq->a.get() == core.get() && as_const_int(eq->b);
 }
 
-/*! \brief The DMA a taken load issues, through its core guard (TakeFirstLoads), or null. */
-const CallNode* LoadCall(const Stmt& s) {
-  if (const auto* g = s.as<IfThenElseNode>()) return DmaCall(g->then_case);
-  return DmaCall(s);
-}
-
-/*! \brief The taken load `s` issuing `call` instead, in its core guard when it has one. */
-Stmt WithCall(const Stmt& s, const Call& call) {
-  if (const auto* g = s.as<IfThenElseNode>())
-    return IfThenElse(g->condition, Evaluate(call, g->then_case->span), Stmt(), g->span);
-  return Evaluate(call, s->span);
-}
-
 /*! \brief Whether the regions of `c` use no variable but `core`. */
 bool OnlyCore(const CallNode* c, const Var& core) {
   bool ok = true;
@@ -148,10 +135,10 @@ size_t AfterInputs(const Stmt& body, const std::unordered_set<const VarNode*>& i
 void SpreadOverEngines(std::vector<Stmt>* loads) {
   std::unordered_map<const VarNode*, int> fills;
   for (const Stmt& l : *loads)
-    ++fills[LoadCall(l)->args[0].as<BufferRegionNode>()->buffer->data.get()];
+    ++fills[DmaCall(Unguarded(l))->args[0].as<BufferRegionNode>()->buffer->data.get()];
   int64_t busy[2] = {0, 0};
   for (Stmt& l : *loads) {
-    const CallNode* c = LoadCall(l);
+    const CallNode* c = DmaCall(Unguarded(l));
     const auto [in_cycles, out_cycles] = EngineCycles(l);
     const int64_t cycles = in_cycles + out_cycles;
     const bool movable = c->op == "tile.dma_copy" &&
@@ -160,7 +147,7 @@ void SpreadOverEngines(std::vector<Stmt>* loads) {
     if (movable) engine = busy[1] < busy[0] ? 1 : 0;
     busy[engine] += cycles;
     if (movable && engine == 1)
-      l = WithCall(l, Call(c->dtype, "tile.dma_prefetch", c->args, c->span));
+      l = InGuardOf(l, Evaluate(Call(c->dtype, "tile.dma_prefetch", c->args, c->span), l->span));
   }
 }
 
@@ -329,7 +316,7 @@ FirstLoads TakeFirstLoads(Stmt* member, const std::unordered_set<const VarNode*>
     out.extent = *ext;
     out.loads = std::move(scan.loads);
     for (const Stmt& l : out.loads) {
-      const Buffer& b = LoadCall(l)->args[0].as<BufferRegionNode>()->buffer;
+      const Buffer& b = DmaCall(Unguarded(l))->args[0].as<BufferRegionNode>()->buffer;
       bool seen = false;
       for (const Buffer& x : out.buffers) seen = seen || x.same_as(b);
       if (!seen) out.buffers.push_back(b);

@@ -181,11 +181,20 @@ std::pair<int64_t, int64_t> EngineCycles(const Stmt& s) {
   });
 }
 
+const Stmt& Unguarded(const Stmt& s) {
+  const auto* g = s.as<IfThenElseNode>();
+  return g ? g->then_case : s;
+}
+
+Stmt InGuardOf(const Stmt& load, Stmt issue) {
+  const auto* g = load.as<IfThenElseNode>();
+  return g ? IfThenElse(g->condition, std::move(issue), Stmt(), g->span) : issue;
+}
+
 std::pair<int64_t, int64_t> BytesBySource(const std::vector<Stmt>& loads) {
   std::pair<int64_t, int64_t> n{0, 0};
   for (const Stmt& l : loads) {
-    const auto* g = l.as<IfThenElseNode>();  // (a load in its core guard)
-    const auto* e = (g ? g->then_case : l).as<EvaluateNode>();
+    const auto* e = Unguarded(l).as<EvaluateNode>();
     const auto* c = e ? e->value.as<CallNode>() : nullptr;
     const auto* src = c && c->args.size() > 1 ? c->args[1].as<BufferRegionNode>() : nullptr;
     auto [in, out] = EngineBytes(l);
@@ -395,10 +404,8 @@ Stmt InterleaveLoads(const Stmt& body, const std::vector<Stmt>& loads, const Stm
   const char* op = in_cycles < out_cycles ? "tile.dma_copy" : "tile.dma_prefetch";
   std::vector<Stmt> mine;
   for (const Stmt& l : loads) {
-    const auto* g = l.as<IfThenElseNode>();  // (a load in its core guard keeps it)
-    const auto* c = (g ? g->then_case : l).as<EvaluateNode>()->value.as<CallNode>();
-    Stmt issue = Intrin(op, {c->args[0], c->args[1], I32(*event)});
-    mine.push_back(g ? IfThenElse(g->condition, issue) : issue);
+    const auto* c = Unguarded(l).as<EvaluateNode>()->value.as<CallNode>();
+    mine.push_back(InGuardOf(l, Intrin(op, {c->args[0], c->args[1], I32(*event)})));
   }
   auto [slot, slots] = Slots(body, core, cores);
   // spread over the work, the cores' turns staggered (the DDR serves them one at a time).

@@ -47,9 +47,15 @@ std::pair<int64_t, int64_t> EngineBytes(const ir::Stmt& s);
  * many small copies hold an engine longer than their bytes say. */
 std::pair<int64_t, int64_t> EngineCycles(const ir::Stmt& s);
 
-/*! \brief The bytes the DMA statements `loads` move (EngineBytes; a load in its core guard,
- * TakeFirstLoads, counts), split by what they read:
- * (from elsewhere, from L2). */
+/*! \brief The statement a handed load `s` issues: inside its core guard (TakeFirstLoads takes a
+ * single item's loads in their `if core == k`), else `s` itself. */
+const ir::Stmt& Unguarded(const ir::Stmt& s);
+
+/*! \brief `issue` in the core guard of the handed load `load` when it has one. */
+ir::Stmt InGuardOf(const ir::Stmt& load, ir::Stmt issue);
+
+/*! \brief The bytes the DMA statements `loads` move (EngineBytes; a load in its core guard
+ * counts), split by what they read: (from elsewhere, from L2). */
 std::pair<int64_t, int64_t> BytesBySource(const std::vector<ir::Stmt>& loads);
 
 /*! \brief `body` (statements of a cores loop's body, in `member`) with `loads` (DMAs into

@@ -67,6 +67,23 @@ def compile_group(model, monkeypatch, handoff=None, **kw):
     return exe, rep
 
 
+def check_handed(model, exe, plain, x, hazard_checked, min_cosine):
+    """``exe`` (a group with the handoff) run on ``x`` (input name -> array): every access
+    ordered, the bits of ``plain`` (the group without it), ONNX Runtime's output within
+    ``min_cosine``, and fewer cycles than ``plain``, which it returns."""
+    y = exe.run(x)["y"]
+    assert ordered(hazard_checked()) == []
+    np.testing.assert_array_equal(y, plain.run(x)["y"])
+    ref = ort_run(model, x)["y"]
+    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > min_cosine
+    runtime.npu_configure(0, TARGET)
+    exe.run(x)
+    with_cycles = exe.stats()["cycles"]
+    plain.run(x)
+    assert with_cycles < plain.stats()["cycles"]
+    return with_cycles
+
+
 @pytest.mark.parametrize("precision", ["int8", "f32"])
 def test_handoff_keeps_the_bits_and_saves_cycles(precision, monkeypatch, hazard_checked):
     model = dense_norm_dense()
@@ -82,17 +99,7 @@ def test_handoff_keeps_the_bits_and_saves_cycles(precision, monkeypatch, hazard_
     assert "tir.drain()" in text and '"tc_handoff": 1' in text
     (func_plain,) = [f for f in rep_plain["npu_funcs"].values() if "tc_group_member" in str(f)]
     assert "tir.drain" not in str(func_plain)
-    y = exe.run({"x": x})["y"]
-    assert ordered(hazard_checked()) == []
-    np.testing.assert_array_equal(y, plain.run({"x": x})["y"])
-    ref = ort_run(model, {"x": x})["y"]
-    cos = float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref)))
-    assert cos > (0.99999 if precision == "f32" else 0.999)
-    runtime.npu_configure(0, TARGET)
-    exe.run({"x": x})
-    with_cycles = exe.stats()["cycles"]
-    plain.run({"x": x})
-    assert with_cycles < plain.stats()["cycles"]
+    with_cycles = check_handed(model, exe, plain, {"x": x}, hazard_checked, 0.99999 if precision == "f32" else 0.999)
     # the cost model follows the handoff's fence and barriers (docs/cost_model.md)
     assert abs(estimate_cost(func, TARGET)["cycles"] / with_cycles - 1) < 0.1
 
@@ -195,16 +202,7 @@ def test_late_handoff_spreads_its_loads_over_both_engines(monkeypatch, hazard_ch
     handed = str(func).split("tir.drain()")[1].split("tc_group_member")[0]
     assert "tile.dma_copy(" in handed and "tile.dma_prefetch(" in handed
     x = randn(1, c, 14, 14)
-    y = exe.run({"x": x})["y"]
-    assert ordered(hazard_checked()) == []
-    np.testing.assert_array_equal(y, plain.run({"x": x})["y"])
-    ref = ort_run(model, {"x": x})["y"]
-    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.999
-    runtime.npu_configure(0, TARGET)
-    exe.run({"x": x})
-    with_cycles = exe.stats()["cycles"]
-    plain.run({"x": x})
-    assert with_cycles < plain.stats()["cycles"]
+    check_handed(model, exe, plain, {"x": x}, hazard_checked, 0.999)
 
 
 def test_a_single_items_loads_are_handed_on_in_its_core_guard(monkeypatch, hazard_checked):
@@ -213,9 +211,8 @@ def test_a_single_items_loads_are_handed_on_in_its_core_guard(monkeypatch, hazar
     item (28 output channels over one position), which core 0 alone runs inside
     `if c == 0`, after filling its SiLU's table. Its scales, bias and weights are handed to
     the pooling before it, each in that guard (the other cores load nothing), so they are
-    in L1 before fc1 starts. The same
-    bits as without the handoff, ONNX Runtime's result within int8's error, every access
-    ordered, fewer cycles."""
+    in L1 before fc1 starts. The same bits as without the handoff, ONNX Runtime's result
+    within int8's error, every access ordered, fewer cycles."""
     cin, c, r = 112, 672, 28
     nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["e"], name="expand"),
              helper.make_node("Relu", ["e"], ["a"], name="relu"),
@@ -243,13 +240,4 @@ def test_a_single_items_loads_are_handed_on_in_its_core_guard(monkeypatch, hazar
     loaded = [re.search(r"dma_\w+\(([A-Za-z]+)", line).group(1) for line in handed.splitlines()[1::2]]
     assert loaded == ["Sl", "Bl", "Al"]
     x = randn(1, cin, 7, 7)
-    y = exe.run({"x": x})["y"]
-    assert ordered(hazard_checked()) == []
-    np.testing.assert_array_equal(y, plain.run({"x": x})["y"])
-    ref = ort_run(model, {"x": x})["y"]
-    assert float(y.ravel() @ ref.ravel() / (np.linalg.norm(y) * np.linalg.norm(ref))) > 0.99
-    runtime.npu_configure(0, TARGET)
-    exe.run({"x": x})
-    with_cycles = exe.stats()["cycles"]
-    plain.run({"x": x})
-    assert with_cycles < plain.stats()["cycles"]
+    check_handed(model, exe, plain, {"x": x}, hazard_checked, 0.99)
