@@ -3,7 +3,8 @@ members read their weights from L2, fetched there during earlier members that le
 DDR idle.
 
 A member is worth it when the cost model says the DDR takes a good share of its time
-(``READER_DDR_SHARE``) and that, lowered with its weights in L2, it runs faster (its other
+(``READER_DDR_SHARE``), or one of its weights takes a tenth of its time to fetch
+(``FETCH_SHARE``, ``FETCH_MIN_BYTES``), and that, lowered with its weights in L2, it runs faster (its other
 large inputs are asked about in turn, the largest first, with those already planned in L2). Its weights are then fetched during the members just
 before it, each giving at most ``share`` of the cycles it leaves the DDR idle, while the
 group's intermediates, the prefetched weights live at that member and the largest
@@ -27,6 +28,11 @@ MIN_BYTES = 8 << 10  # smaller weights are not worth a member's L2
 MIN_GAIN = 0.05  # of the member's cycles
 DDR_BOUND = 0.6  # a member whose DDR cycles reach this share of its cycles is bound by the DDR
 READER_DDR_SHARE = 0.35  # a reader worth asking about: its DDR cycles reach this share
+# or a weight of at least FETCH_MIN_BYTES whose fetch alone takes this share of its reader's
+# cycles: the DDR then does little of the reader's time but sits at its start (a projection
+# after a squeeze-excite stages its 75 KB of weights into L2 before any core may read them)
+FETCH_SHARE = 0.1
+FETCH_MIN_BYTES = 64 << 10
 
 
 def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weights: dict[int, int],
@@ -62,7 +68,9 @@ def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weigh
     for j in range(n):
         ids = [t for t in rows[j] if sizes.get(t, 0) >= MIN_BYTES
                and (first_reader[t] == j if t in weights else second_reader.get(t) == j)]
-        if not ids or ddr[j] < READER_DDR_SHARE * cycles[j]:
+        waits = any(t in weights and sizes[t] >= FETCH_MIN_BYTES
+                    and sizes[t] / DDR_BYTES_PER_CYCLE >= FETCH_SHARE * cycles[j] for t in ids)
+        if not ids or (ddr[j] < READER_DDR_SHARE * cycles[j] and not waits):
             continue
         taken = []  # the member's tensors fetched so far (the cost model asked with them all)
         # the largest first; one declined is asked again once another is fetched (with that

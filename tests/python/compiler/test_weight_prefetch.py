@@ -93,13 +93,15 @@ def test_plan_takes_idle_ddr_from_the_members_just_before_the_reader():
         asked.append((k, t))
         return 12000, 100
 
-    out = wp.plan(costs, rows, {1: 70000, 3: 70000, 5: 300000}, [0, 0, 0], 4 << 20, in_l2)
+    out = wp.plan(costs, rows, {1: 60000, 3: 60000, 5: 300000}, [0, 0, 0], 4 << 20, in_l2)
     per_member = int(8000 * wp.SHARES[0] * 64) // 4096 * 4096
     assert per_member < 300000 < 2 * per_member
     assert out == [(5, 0, 0, 300000 - per_member), (5, 1, 300000 - per_member, 300000)]
-    assert asked == [(2, (5,))]  # members 0 and 1 are not bound by the DDR: not asked
+    # members 0 and 1 are not bound by the DDR, and their weights are under FETCH_MIN_BYTES:
+    # not asked
+    assert asked == [(2, (5,))]
     # a larger share: member 1 alone gives it all (8,000 x 0.6 x 64 bytes > 300,000)
-    assert wp.plan(costs, rows, {1: 70000, 3: 70000, 5: 300000}, [0, 0, 0], 4 << 20, in_l2, share=0.6) == \
+    assert wp.plan(costs, rows, {1: 60000, 3: 60000, 5: 300000}, [0, 0, 0], 4 << 20, in_l2, share=0.6) == \
         [(5, 1, 0, 300000)]
 
 
@@ -152,14 +154,35 @@ def test_plan_declines(case):
         live = [0, 0, (4 << 20) - 200000]  # the reader's own L2 leaves no room for the weight
     elif case == "gain_small":
         faster = 19500  # under MIN_GAIN of 20,000 cycles
-    elif case == "compute_bound":
-        costs[2]["ddr_cycles"] = 5000
+    elif case == "compute_bound":  # (its weight's fetch, 4,688 cycles, under FETCH_SHARE of it)
+        costs[2] = {"cycles": 60000, "ddr_cycles": 5000}
     elif case == "donors_ddr_bound":
         costs[0]["ddr_cycles"] = costs[1]["ddr_cycles"] = 9000
     else:
         weights = {5: wp.MIN_BYTES - 1}
     out = wp.plan(costs, [[0, 1, 2], [2, 3, 4], [4, 5, 6]], weights, live, free, lambda k, t: (faster, 100))
     assert out == []
+
+
+def test_plan_asks_about_a_weight_whose_fetch_its_reader_waits_for():
+    """Member 2's DDR cycles are a third of its 9,000 (under READER_DDR_SHARE), but its weight
+    5 (300,000 bytes: 4,688 DDR cycles, over FETCH_SHARE of them) is what it starts with:
+    asked about and fetched; a weight under FETCH_MIN_BYTES in its place is not asked about."""
+    costs = member_costs((10000, 2000), (10000, 2000), (9000, 3000))
+    rows = [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
+    asked = []
+
+    def in_l2(k, t):
+        asked.append((k, t))
+        return 7000, 100
+
+    per_member = int(8000 * wp.SHARES[0] * 64) // 4096 * 4096
+    out = wp.plan(costs, rows, {5: 300000}, [0, 0, 0], 4 << 20, in_l2)
+    assert asked == [(2, (5,))]
+    assert out == [(5, 0, 0, 300000 - per_member), (5, 1, 300000 - per_member, 300000)]
+    small = wp.FETCH_MIN_BYTES - 1
+    assert small / 64 >= wp.FETCH_SHARE * 9000  # (its fetch alone would be enough)
+    assert wp.plan(costs, rows, {5: small}, [0, 0, 0], 4 << 20, in_l2) == [] and len(asked) == 1
 
 
 def test_plan_gives_a_faster_member_idle_ddr_to_the_next():
