@@ -14,6 +14,7 @@
 #include "tilecore/ffi/json.h"
 #include "tilecore/runtime/executable.h"
 #if TILECORE_ENABLE_NPU
+#include "bound_by.h"
 #include "group_members.h"
 #include "tilecore/runtime/npu_device.h"
 #include "tilecore/sim/stats.h"
@@ -86,7 +87,7 @@ struct StepRecord {
   double seconds = 0;  // the call's wall time
 #if TILECORE_ENABLE_NPU
   sim::Stats stats;  // an npu step's figures from the simulator
-  std::shared_ptr<const std::vector<GroupMember> > members;  // a layer group's
+  std::shared_ptr<const std::vector<GroupMember>> members;  // a layer group's
 #endif
 };
 
@@ -126,7 +127,7 @@ struct RunState {
   std::optional<std::string> stats, trace;  // built from `last` when first asked for
 #if TILECORE_ENABLE_NPU
   // (bucket, step, cores) -> its members (null: no layer group); the cores are the device's
-  std::map<std::tuple<size_t, size_t, int>, std::shared_ptr<const GroupCode> > groups;
+  std::map<std::tuple<size_t, size_t, int>, std::shared_ptr<const GroupCode>> groups;
 #endif
 };
 
@@ -189,7 +190,7 @@ std::map<std::string, ffi::NDArray> Executable::Run(
   std::map<std::string, ffi::NDArray> padded;
   DLDevice cpu{kDLCPU, 0};
   if (exe.num_buckets() > 1) {
-    std::map<std::string, std::vector<int64_t> > shapes;
+    std::map<std::string, std::vector<int64_t>> shapes;
     for (const auto& [name, arr] : inputs) shapes[name] = arr.shape();
     choice = ChooseBucket(exe, shapes);
     // A smaller batch runs in the bucket padded with zeros; its outputs are cropped below.
@@ -287,7 +288,7 @@ std::map<std::string, ffi::NDArray> Executable::Run(
     // Device memory is reused between runs: an arena starts as zeros, never as the bytes
     // an earlier run (or another model) left there. (Not the bytes written whole just
     // below, the constants' and the inputs': a weight-heavy model's arena is mostly those.)
-    std::vector<std::pair<uint64_t, uint64_t> > written;
+    std::vector<std::pair<uint64_t, uint64_t>> written;
     for (const ExecConstant& c : s.constants)
       if (c.data().size() == views[c.buffer].NumBytes())
         written.emplace_back(s.buffers[c.buffer].offset, c.data().size());
@@ -411,7 +412,7 @@ std::map<std::string, ffi::NDArray> Executable::Run(
         step.stats = simref->sim.stats();
       }
       if (group)
-        step.members = std::shared_ptr<const std::vector<GroupMember> >(group, &group->members);
+        step.members = std::shared_ptr<const std::vector<GroupMember>>(group, &group->members);
       r.npu_seconds += step.seconds;
       r.npu_macs += st.macs;
       r.cycles += step.stats.cycles;
@@ -481,18 +482,20 @@ std::string BuildStats(const RunRecord& r) {
       const sim::Stats& ss = rec.stats;
       uint64_t sim_macs = 0;
       JArr engines;
-      std::string bound = "sc";
-      uint64_t bound_busy = 0;
+      std::vector<std::array<uint64_t, sim::kNumAgents>> busy;
+      uint64_t ddr_cycles = 0;
       for (const sim::CoreStats& core : ss.cores) {
         sim_macs += core.macs;
+        ddr_cycles += core.ddr_cycles;
         JMap per_core;
+        std::array<uint64_t, sim::kNumAgents>& b = busy.emplace_back();
         for (int a = 0; a < sim::kNumAgents; ++a) {
-          const sim::EngineStats& e = core.agents[size_t(a)];
-          per_core.Set(sim::agent_name(sim::Agent(a)), Any(int64_t(e.busy)));
-          if (e.busy > bound_busy) bound_busy = e.busy, bound = sim::agent_name(sim::Agent(a));
+          b[size_t(a)] = core.agents[size_t(a)].busy;
+          per_core.Set(sim::agent_name(sim::Agent(a)), Any(int64_t(b[size_t(a)])));
         }
         engines.push_back(Any(per_core));
       }
+      const std::string bound = BoundBy(busy, ddr_cycles, ss.cycles);
       ddr_r += ss.ddr_read, ddr_w += ss.ddr_written, l2_r += ss.l2_read, l2_w += ss.l2_written;
       l1_r += ss.l1_read, l1_w += ss.l1_written;
       double denom = double(r.peak) * double(ss.cycles) * double(r.cores);

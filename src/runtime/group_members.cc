@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "bound_by.h"
 #include "tilecore/ffi/container/array.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/json.h"
@@ -127,15 +128,10 @@ void SetMemberStats(JMap& op, const std::vector<GroupMember>& members, const sim
     m.Set("macs", Any(g.macs));
     if (g.roofline_cycles) m.Set("roofline_cycles", Any(*g.roofline_cycles));
     JMap busy;
-    std::string bound = "sc";
-    uint64_t most = 0;
-    for (int a = 0; a < sim::kNumAgents; ++a) {
+    for (int a = 0; a < sim::kNumAgents; ++a)
       busy.Set(sim::agent_name(sim::Agent(a)), Any(int64_t(r.busy[size_t(a)])));
-      if (r.busy[size_t(a)] > most)
-        most = r.busy[size_t(a)], bound = sim::agent_name(sim::Agent(a));
-    }
     m.Set("busy", Any(busy));
-    m.Set("bound_by", Any(ffi::String(bound)));
+    m.Set("bound_by", Any(ffi::String(BoundBy(r.core_busy, r.ddr_cycles, cycles))));
     m.Set("instructions", Any(int64_t(r.instructions)));
     m.Set("commands", Any(int64_t(r.commands)));
     list.push_back(Any(m));

@@ -590,6 +590,7 @@ void Machine::step_engine(Core& c, int e, AgentSlot& s) {
     if (cmd.occ_ddr) {
       ddr_free_ = std::max(ddr_free_, start) + uint64_t(cmd.occ_ddr);
       drained = std::max(drained, ddr_free_);
+      c.counters.ddr_cycles += uint64_t(cmd.occ_ddr);
     }
     if (cmd.occ_l2) {
       l2_free_ = std::max(l2_free_, start) + uint64_t(cmd.occ_l2);
@@ -598,7 +599,8 @@ void Machine::step_engine(Core& c, int e, AgentSlot& s) {
     stall_bw = drained - data_end;
     end = drained + uint64_t(cmd.latency);
   }
-  note_region(c, cmd.pc, Agent(e + 1), start, end, end - start - stall_bw);
+  note_region(c, cmd.pc, Agent(e + 1), start, end, end - start - stall_bw,
+              timed() ? uint64_t(cmd.occ_ddr) : 0);
   s.stats.busy += end - start - stall_bw;
   s.stats.stalled_bw += stall_bw;
   ++s.stats.commands;

@@ -362,15 +362,18 @@ class Machine {
   void set_pc_regions(std::vector<PcRegion> regions);
   void index_pc_regions();  // each core's `region` table and zeroed figures (at load)
   /// Adds an instruction or command of `c` at `pc` on `agent`, running [start, end) with
-  /// `busy` cycles of it busy, to its region's figures.
+  /// `busy` cycles of it busy and `ddr_cycles` of the DDR's bandwidth taken, to its region's
+  /// figures.
   void note_region(const Core& c, uint32_t pc, Agent agent, uint64_t start, uint64_t end,
-                   uint64_t busy) {
+                   uint64_t busy, uint64_t ddr_cycles = 0) {
     if (pc >= c.region.size() || c.region[pc] < 0) return;
     RegionStats& r = region_stats_[size_t(c.region[pc])];
     RegionStats::Span& span = r.cores[size_t(c.id)];
     span.first = std::min(span.first, start);
     span.last = std::max(span.last, end);
     r.busy[size_t(agent)] += busy;
+    r.core_busy[size_t(c.id)][size_t(agent)] += busy;
+    r.ddr_cycles += ddr_cycles;
     ++(agent == Agent::Scalar ? r.instructions : r.commands);
   }
 

@@ -42,7 +42,10 @@ void Machine::index_pc_regions() {
   int count = 0;
   for (const PcRegion& r : pc_regions_) count = std::max(count, r.region + 1);
   region_stats_.assign(size_t(count), RegionStats{});
-  for (RegionStats& r : region_stats_) r.cores.resize(cores.size());
+  for (RegionStats& r : region_stats_) {
+    r.cores.resize(cores.size());
+    r.core_busy.resize(cores.size());
+  }
   for (Core& c : cores) c.region.clear();
   for (const PcRegion& r : pc_regions_) {
     Core& c = cores[size_t(r.core)];

@@ -73,7 +73,8 @@ std::string Stats::to_json() const {
   for (size_t c = 0; c < cores.size(); ++c) {
     s += c ? ", {" : "{";
     s += "\"macs\": " + std::to_string(cores[c].macs) +
-         ", \"issued_macs\": " + std::to_string(cores[c].issued_macs);
+         ", \"issued_macs\": " + std::to_string(cores[c].issued_macs) +
+         ", \"ddr_cycles\": " + std::to_string(cores[c].ddr_cycles);
     for (int a = 0; a < kNumAgents; ++a) {
       const EngineStats& e = cores[c].agents[size_t(a)];
       s += ", \"" + std::string(agent_name(Agent(a))) +

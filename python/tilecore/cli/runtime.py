@@ -182,7 +182,7 @@ def _member_rows(o: dict[str, Any], recorded: list[dict[str, Any]], st: dict[str
             cyc = m["cycles"]
             util = m["macs"] / (cyc * peak) if cyc > 0 else 0.0
             what = (IN_PLACE if m["node"] in in_place else
-                    f"{m['bound_by']:<5} est {m['est_cycles']:>10} ({100.0 * m['est_error']:+.0f}%)")
+                    f"{m['bound_by']:<7} est {m['est_cycles']:>10} ({100.0 * m['est_error']:+.0f}%)")
             lines.append(f"{'  ' + m['node']:<{w}}  {m['op_type'][:16]:<16} {'':<5} {cyc:>12} "
                          f"{100.0 * cyc / total:>6.1f}% {m['macs']:>14} {100.0 * util:>6.2f}% {_roof(cyc, m):>7}  {'':>8}  "
                          f"{what}")

@@ -1,9 +1,10 @@
 """The whole-model figures of a run (docs/executable.md, "Model report"): MAC utilisation,
-what bounds each npu step (the matrix or vector engine, the DMA engines or the front end)
+what bounds each npu step (the matrix or vector engine, the DMA engines, the front end, or
+latency when no engine was busy half of its time)
 and the DDR traffic against its lower bound.
 
     rep = model_report(exe, exe.stats())
-    rep["bound_cycles"]      # {"compute": .., "dma": .., "front end": .., "host": ..} cycles
+    rep["bound_cycles"]      # {"compute": .., "dma": .., "front end": .., "latency": .., "host": ..} cycles
     rep["ddr_bytes"], rep["ddr_lower_bound"]
 """
 
@@ -11,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-# stats' `bound_by` engine -> the class of the bound
-BOUND_CLASS = {"mm": "compute", "vec": "compute", "din": "dma", "dout": "dma", "sc": "front end", "host": "host"}
+# stats' `bound_by` (an engine, the DDR's bandwidth, latency or the host) -> the class of the bound
+BOUND_CLASS = {"mm": "compute", "vec": "compute", "din": "dma", "dout": "dma", "ddr": "dma", "sc": "front end",
+               "latency": "latency", "host": "host"}
 
 
 # a step or member bound by the scalar front end is named when it takes this share of the run
@@ -33,7 +35,7 @@ def front_end_bound(st: dict[str, Any]) -> list[tuple[str, str, int]]:
 
 
 def bound_class(op: dict[str, Any]) -> str:
-    """"compute", "dma", "front end" or "host": what bounds a step of ``stats()["ops"]``."""
+    """"compute", "dma", "front end", "latency" or "host": what bounds a step of ``stats()["ops"]``."""
     return BOUND_CLASS.get(op.get("bound_by", ""), "host" if op.get("where") == "host" else "front end")
 
 
