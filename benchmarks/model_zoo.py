@@ -21,8 +21,9 @@ Per model: compile time (the compile stage's tilecore.compile, on one thread of 
 process), simulated cycles and MAC utilisation (against the peak of 4 cores in the model's
 precision), the cycles over the sum of the npu steps' roofline bounds ("x roof":
 docs/compiler.md, "Roofline"), the share of the npu cycles in steps bound by a compute engine
-(mm, vec) and by the DMA engines (din, dout; the rest is the front end or latency), the DDR traffic
-over its lower bound (weights + inputs + outputs moved once; runtime/model_report.py), the
+(mm, vec) and by the DMA engines or the DDR's bandwidth (din, dout, ddr; the rest is the front
+end or latency), the DDR traffic over its lower bound (weights + inputs + outputs moved
+once; runtime/model_report.py), the
 host wall time of the simulated run and ONNX Runtime's time on the same input (both medians
 of --runs runs of evaluation sample 0, each after a warm-up run, ONNX Runtime's on the CPU provider
 with one thread, like the simulator, unless --ort-threads says otherwise), their ratio, and

@@ -513,6 +513,7 @@ std::string BuildStats(const RunRecord& r) {
       bytes.Set("l1_written", Any(int64_t(ss.l1_written)));
       op.Set("bytes", Any(bytes));
       op.Set("engine_busy", Any(engines));
+      op.Set("ddr_cycles", Any(int64_t(ddr_cycles)));
       op.Set("bound_by", Any(ffi::String(bound)));
       if (std::optional<double> c = RooflineCycles(st.roofline_entry)) {
         op.Set("roofline_cycles", Any(*c));

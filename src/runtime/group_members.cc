@@ -131,6 +131,15 @@ void SetMemberStats(JMap& op, const std::vector<GroupMember>& members, const sim
     for (int a = 0; a < sim::kNumAgents; ++a)
       busy.Set(sim::agent_name(sim::Agent(a)), Any(int64_t(r.busy[size_t(a)])));
     m.Set("busy", Any(busy));
+    JArr per_core;
+    for (const auto& core : r.core_busy) {
+      JMap c;
+      for (int a = 0; a < sim::kNumAgents; ++a)
+        c.Set(sim::agent_name(sim::Agent(a)), Any(int64_t(core[size_t(a)])));
+      per_core.push_back(Any(c));
+    }
+    m.Set("core_busy", Any(per_core));
+    m.Set("ddr_cycles", Any(int64_t(r.ddr_cycles)));
     m.Set("bound_by", Any(ffi::String(BoundBy(r.core_busy, r.ddr_cycles, cycles))));
     m.Set("instructions", Any(int64_t(r.instructions)));
     m.Set("commands", Any(int64_t(r.commands)));

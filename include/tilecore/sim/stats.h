@@ -27,6 +27,7 @@ struct CoreStats {
   uint64_t issued_macs = 0;  // including padding to the native block
   uint64_t peak_macs = 0;    // peak rate x busy matrix cycles (per dtype)
   uint64_t ddr_cycles = 0;   // cycles of the shared DDR's bandwidth its DMA commands took
+                             // (timed modes; 0 in Mode::Functional)
 };
 
 /// What the front-end instructions and tile commands of one pc region cost
@@ -40,8 +41,12 @@ struct RegionStats {
   };
   std::vector<Span> cores;                  // per core of the simulator
   std::array<uint64_t, kNumAgents> busy{};  // busy cycles per Agent, summed over cores
-  std::vector<std::array<uint64_t, kNumAgents>> core_busy;  // the same per core
-  uint64_t ddr_cycles = 0;  // cycles of the shared DDR's bandwidth its DMA commands took
+  // the same per core (what bounds the region is its busiest engine on one core; the sum
+  // above is kept for the reports that show it)
+  std::vector<std::array<uint64_t, kNumAgents>> core_busy;
+  // cycles of the shared DDR's bandwidth its DMA commands took, summed over the cores (timed
+  // modes; 0 in Mode::Functional)
+  uint64_t ddr_cycles = 0;
   uint64_t instructions = 0, commands = 0;  // front-end instructions retired, tile commands run
   /// Over all cores: from the first start to the last end (empty when nothing ran).
   Span span() const;

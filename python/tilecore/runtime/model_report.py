@@ -1,6 +1,6 @@
 """The whole-model figures of a run (docs/executable.md, "Model report"): MAC utilisation,
-what bounds each npu step (the matrix or vector engine, the DMA engines, the front end, or
-latency when no engine was busy half of its time)
+what bounds each npu step (the matrix or vector engine, the DMA engines or the DDR's
+bandwidth, the front end, or latency when none was busy half of its time)
 and the DDR traffic against its lower bound.
 
     rep = model_report(exe, exe.stats())

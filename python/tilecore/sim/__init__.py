@@ -207,7 +207,8 @@ class Simulator:
 
     def stats(self) -> dict[str, Any]:
         """Statistics as a dict: cycles, instructions, commands, mac_utilisation,
-        mac_efficiency, bytes per level, and per core the MACs and per agent
+        mac_efficiency, bytes per level, and per core the MACs, the DDR cycles its DMA
+        commands took (``ddr_cycles``) and per agent
         (sc, din, dout, mm, vec) commands / busy / stalled_dep / stalled_bw / idle."""
         return json.loads(_ffi.StatsJSON(self._h))
 

@@ -67,6 +67,8 @@ TEST(Simulator, StatisticsAddUpToTheMakespan) {
   EXPECT_EQ(st.instructions, 18u);
   EXPECT_EQ(st.ddr_read, 2u * 4096u);
   EXPECT_EQ(st.l2_written, 2u * 4096u);
+  // each core's 4 KiB from the DDR take its bandwidth for 4096 / 64 cycles
+  for (const auto& c : st.cores) EXPECT_EQ(c.ddr_cycles, 4096u / arch::tc1::kDdrBytesPerCycle);
   EXPECT_NE(st.to_string().find("core 1 dout"), std::string::npos);
   EXPECT_NE(st.to_json().find("\"stalled_bw\""), std::string::npos);
 }

@@ -78,6 +78,10 @@ def test_measured_members_add_up_to_the_group_with_their_overlap(group_run):
     # every engine's busy cycles of the step belong to some member, except the entry's
     for agent in ("din", "dout", "mm", "vec"):
         assert sum(m["busy"][agent] for m in members) == sum(c[agent] for c in op["engine_busy"])
+        for m in members:  # (a member's busy cycles per core add up to its busy cycles)
+            assert sum(c[agent] for c in m["core_busy"]) == m["busy"][agent]
+    # and so do the DDR cycles its DMA commands took (all of the step's in its members)
+    assert sum(m["ddr_cycles"] for m in members) == op["ddr_cycles"] > 0
 
 
 def test_the_trace_names_each_member_on_each_core(group_run):
