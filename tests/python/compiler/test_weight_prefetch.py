@@ -72,6 +72,57 @@ def test_a_ddr_bound_member_reads_its_weights_from_l2(monkeypatch, hazard_checke
     assert plain.stats()["cycles"] - with_cycles > 0.4 * 4096
 
 
+def excite_then_project(size=14):
+    """A squeeze-excite block at EfficientNet-B0's features.5 widths: a 1x1 expansion to 672
+    channels, the gate of two 1x1 Convs over their global average times them, a projection
+    to 112 channels (75,264 bytes of int8 weights) and a 1x1 Conv after it, so that the
+    projection's input and output stay in the layer group's L2 and only its weights cross
+    the DDR: a fifth of its cycles, all at its start."""
+    c, p = 672, 112
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["a"], name="expand"),
+             helper.make_node("Relu", ["a"], ["ar"], name="relu0"),
+             helper.make_node("GlobalAveragePool", ["ar"], ["g"], name="squeeze"),
+             helper.make_node("Conv", ["g", "w1", "b1"], ["f1"], name="fc1"),
+             helper.make_node("Relu", ["f1"], ["f1r"], name="relu1"),
+             helper.make_node("Conv", ["f1r", "w2", "b2"], ["f2"], name="fc2"),
+             helper.make_node("Sigmoid", ["f2"], ["s"], name="gate"),
+             helper.make_node("Mul", ["ar", "s"], ["m"], name="excite"),
+             helper.make_node("Conv", ["m", "wp", "bp"], ["y"], name="project"),
+             helper.make_node("Conv", ["y", "wt"], ["z"], name="tail")]
+    inits = [("w0", randn(c, p, 1, 1, scale=0.1)), ("b0", randn(c, scale=0.1)),
+             ("w1", randn(28, c, 1, 1, scale=0.05)), ("b1", randn(28, scale=0.1)),
+             ("w2", randn(c, 28, 1, 1, scale=0.2)), ("b2", randn(c, scale=0.1)),
+             ("wp", randn(p, c, 1, 1, scale=0.05)), ("bp", randn(p, scale=0.1)), ("wt", randn(32, p, 1, 1, scale=0.1))]
+    return make_model(nodes, [("x", [1, p, size, size], np.float32)], ["z"], inits)
+
+
+def test_a_projection_waiting_for_its_weights_reads_them_from_l2(monkeypatch, hazard_checked):
+    """The projection is not bound by the DDR (its DDR cycles are under READER_DDR_SHARE of
+    its own), but its 75,264 bytes of weights, over FETCH_SHARE of them, are what it starts
+    with: they are fetched during the members before it, the outputs the same bits as
+    without (and ONNX Runtime's within int8 error), no L1 access unordered, fewer cycles."""
+    model = excite_then_project()
+    samples, x = {"x": randn(4, 1, 112, 14, 14)}, randn(1, 112, 14, 14)
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    assert [g["nodes"] for g in rep["groups"]] == [["expand", "squeeze", "fc1", "fc2", "project", "tail"]]
+    pf = rep["groups"][0]["prefetch"]["wp/int8"]
+    assert pf["reader"] == "project" and pf["bytes"] == 112 * 672 >= wp.FETCH_MIN_BYTES
+    z = exe.run({"x": x})["z"]
+    ref = ort_run(model, {"x": x})["z"]
+    assert np.abs(z - ref).max() < 0.05 * np.abs(ref).max()
+    assert hazard_checked() == []
+    cycles = exe.stats()["cycles"]
+
+    monkeypatch.setattr(wp, "FETCH_MIN_BYTES", 1 << 40)  # the rule off: the projection not asked about
+    rep2 = {}
+    plain = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep2)
+    assert "wp/int8" not in rep2["groups"][0]["prefetch"]
+    np.testing.assert_array_equal(plain.run({"x": x})["z"], z)
+    # its weights took 1,176 cycles of the DDR's 64 bytes a cycle at its start
+    assert plain.stats()["cycles"] - cycles > 0.5 * 112 * 672 / 64
+
+
 def unordered_copies(messages):
     """Hazard messages without their program addresses (the two programs differ)."""
     return [re.sub(r"pc \d+|\[x0 \+ \d+\]", "", m) for m in messages]
