@@ -487,13 +487,9 @@ std::string BuildStats(const RunRecord& r) {
       for (const sim::CoreStats& core : ss.cores) {
         sim_macs += core.macs;
         ddr_cycles += core.ddr_cycles;
-        JMap per_core;
         std::array<uint64_t, sim::kNumAgents>& b = busy.emplace_back();
-        for (int a = 0; a < sim::kNumAgents; ++a) {
-          b[size_t(a)] = core.agents[size_t(a)].busy;
-          per_core.Set(sim::agent_name(sim::Agent(a)), Any(int64_t(b[size_t(a)])));
-        }
-        engines.push_back(Any(per_core));
+        for (int a = 0; a < sim::kNumAgents; ++a) b[size_t(a)] = core.agents[size_t(a)].busy;
+        engines.push_back(Any(BusyByEngine(b)));
       }
       const std::string bound = BoundBy(busy, ddr_cycles, ss.cycles);
       ddr_r += ss.ddr_read, ddr_w += ss.ddr_written, l2_r += ss.l2_read, l2_w += ss.l2_written;

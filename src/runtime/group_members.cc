@@ -103,6 +103,13 @@ std::vector<GroupMember> ReadGroupMembers(const ExecStep& step, int cores) {
   return out;
 }
 
+JMap BusyByEngine(const std::array<uint64_t, sim::kNumAgents>& busy) {
+  JMap m;
+  for (int a = 0; a < sim::kNumAgents; ++a)
+    m.Set(sim::agent_name(sim::Agent(a)), Any(int64_t(busy[size_t(a)])));
+  return m;
+}
+
 void SetMemberStats(JMap& op, const std::vector<GroupMember>& members, const sim::Stats& stats) {
   JArr list;
   std::vector<std::pair<uint64_t, uint64_t>> spans;
@@ -127,17 +134,13 @@ void SetMemberStats(JMap& op, const std::vector<GroupMember>& members, const sim
     m.Set("est_bound_by", Any(ffi::String(g.bound_by)));
     m.Set("macs", Any(g.macs));
     if (g.roofline_cycles) m.Set("roofline_cycles", Any(*g.roofline_cycles));
-    JMap busy;
-    for (int a = 0; a < sim::kNumAgents; ++a)
-      busy.Set(sim::agent_name(sim::Agent(a)), Any(int64_t(r.busy[size_t(a)])));
-    m.Set("busy", Any(busy));
+    std::array<uint64_t, sim::kNumAgents> busy{};  // summed over the cores
     JArr per_core;
     for (const auto& core : r.core_busy) {
-      JMap c;
-      for (int a = 0; a < sim::kNumAgents; ++a)
-        c.Set(sim::agent_name(sim::Agent(a)), Any(int64_t(core[size_t(a)])));
-      per_core.push_back(Any(c));
+      for (int a = 0; a < sim::kNumAgents; ++a) busy[size_t(a)] += core[size_t(a)];
+      per_core.push_back(Any(BusyByEngine(core)));
     }
+    m.Set("busy", Any(BusyByEngine(busy)));
     m.Set("core_busy", Any(per_core));
     m.Set("ddr_cycles", Any(int64_t(r.ddr_cycles)));
     m.Set("bound_by", Any(ffi::String(BoundBy(r.core_busy, r.ddr_cycles, cycles))));

@@ -7,6 +7,7 @@
 // reports each member's measured cycles beside the cost model's estimate.
 #pragma once
 #if TILECORE_ENABLE_NPU
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,6 +32,9 @@ struct GroupMember {
 /// ({"cycles": N, ...}, parsed: ExecStep::roofline_entry); nullopt when absent or malformed
 /// (the run then reports none).
 std::optional<double> RooflineCycles(const ffi::Any& entry);
+
+/// Busy cycles keyed by engine name (sc, din, dout, mm, vec), as the statistics report them.
+ffi::Map<ffi::String, ffi::Any> BusyByEngine(const std::array<uint64_t, sim::kNumAgents>& busy);
 
 /// The members of `step` with their code on a simulator of `cores` cores; empty when the
 /// step is no layer group, or when its entry lacks a member's `pc` or holds one that is

@@ -371,7 +371,6 @@ class Machine {
     RegionStats::Span& span = r.cores[size_t(c.id)];
     span.first = std::min(span.first, start);
     span.last = std::max(span.last, end);
-    r.busy[size_t(agent)] += busy;
     r.core_busy[size_t(c.id)][size_t(agent)] += busy;
     r.ddr_cycles += ddr_cycles;
     ++(agent == Agent::Scalar ? r.instructions : r.commands);

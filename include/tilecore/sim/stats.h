@@ -39,11 +39,8 @@ struct RegionStats {
     uint64_t first = UINT64_MAX, last = 0;
     bool empty() const { return first > last; }
   };
-  std::vector<Span> cores;                  // per core of the simulator
-  std::array<uint64_t, kNumAgents> busy{};  // busy cycles per Agent, summed over cores
-  // the same per core (what bounds the region is its busiest engine on one core; the sum
-  // above is kept for the reports that show it)
-  std::vector<std::array<uint64_t, kNumAgents>> core_busy;
+  std::vector<Span> cores;                                  // per core of the simulator
+  std::vector<std::array<uint64_t, kNumAgents>> core_busy;  // busy cycles per Agent, per core
   // cycles of the shared DDR's bandwidth its DMA commands took, summed over the cores (timed
   // modes; 0 in Mode::Functional)
   uint64_t ddr_cycles = 0;
