@@ -128,6 +128,18 @@ def unordered_copies(messages):
     return [re.sub(r"pc \d+|\[x0 \+ \d+\]", "", m) for m in messages]
 
 
+def answering(cost):
+    """A planner's ``in_l2`` that answers ``cost(tensors)``, and the list of the (member,
+    tensors) it was asked about, in order."""
+    asked = []
+
+    def in_l2(k, ts):
+        asked.append((k, ts))
+        return cost(ts)
+
+    return asked, in_l2
+
+
 def member_costs(*pairs):
     return [{"cycles": c, "ddr_cycles": d} for c, d in pairs]
 
@@ -138,11 +150,7 @@ def test_plan_takes_idle_ddr_from_the_members_just_before_the_reader():
     the reader, gives all it may (in whole 4 KiB), member 0 the rest, first bytes first."""
     costs = member_costs((10000, 2000), (10000, 2000), (20000, 19000))
     rows = [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
-    asked = []
-
-    def in_l2(k, t):
-        asked.append((k, t))
-        return 12000, 100
+    asked, in_l2 = answering(lambda ts: (12000, 100))
 
     out = wp.plan(costs, rows, {1: 60000, 3: 60000, 5: 300000}, [0, 0, 0], 4 << 20, in_l2)
     per_member = int(8000 * wp.SHARES[0] * 64) // 4096 * 4096
@@ -162,11 +170,7 @@ def test_plan_fetches_an_input_for_its_second_reader():
     its first reader being member 0."""
     costs = member_costs((4000, 3000), (10000, 1000), (5000, 4000))
     rows = [[0, 1], [1, 2], [2, 0, 3]]
-    asked = []
-
-    def in_l2(k, t):
-        asked.append((k, t))
-        return 3000, 500
+    asked, in_l2 = answering(lambda ts: (3000, 500))
 
     out = wp.plan(costs, rows, {}, [0, 0, 0], 4 << 20, in_l2, 0.5, inputs={0: 128 << 10})
     assert out == [(0, 1, 0, 128 << 10)] and asked == [(2, (0,))]
@@ -185,11 +189,8 @@ def test_plan_fetches_two_tensors_for_one_member():
     share allows (8,000 idle cycles x 0.6 x 64 bytes = 307,200), member 0 the rest."""
     costs = member_costs((10000, 2000), (10000, 2000), (20000, 19000))
     rows = [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
-    asked = []
-
-    def in_l2(k, ts):
-        asked.append((k, ts))
-        return 20000 - 4000 * len(ts), 19000 - 8000 * len(ts)  # (still DDR-bound after one)
+    # (still DDR-bound after one)
+    asked, in_l2 = answering(lambda ts: (20000 - 4000 * len(ts), 19000 - 8000 * len(ts)))
 
     out = wp.plan(costs, rows, {5: 300000, 6: 100000}, [0, 0, 0], 4 << 20, in_l2, share=0.6)
     assert asked == [(2, (5,)), (2, (5, 6))]
@@ -221,11 +222,7 @@ def test_plan_asks_about_a_weight_whose_fetch_its_reader_waits_for():
     asked about and fetched; a weight under FETCH_MIN_BYTES in its place is not asked about."""
     costs = member_costs((10000, 2000), (10000, 2000), (9000, 3000))
     rows = [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
-    asked = []
-
-    def in_l2(k, t):
-        asked.append((k, t))
-        return 7000, 100
+    asked, in_l2 = answering(lambda ts: (7000, 100))
 
     per_member = int(8000 * wp.SHARES[0] * 64) // 4096 * 4096
     out = wp.plan(costs, rows, {5: 300000}, [0, 0, 0], 4 << 20, in_l2)
