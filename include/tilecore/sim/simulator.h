@@ -97,7 +97,7 @@ class Simulator {
 
   /// Measures what the code of each region costs: from now until the next call, every
   /// front-end instruction and tile command whose pc lies in a region adds its busy cycles
-  /// (per core and summed), the DDR cycles of a DMA command and its start and end to that
+  /// (per core), the DDR cycles of a DMA command and its start and end to that
   /// region's RegionStats (stats().regions, counted from the
   /// last load(); a pc in no region counts toward none, a pc in several toward the last
   /// listed). The regions outlast load(), so they can be set before a runtime call loads
