@@ -200,72 +200,123 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void gemm_i8_vnn
   }
 }
 
-// AVX2 path: pairs of k (a[i][k], a[i][k+1]) times the rows B[k], B[k+1] interleaved as
-// int16 pairs, summed by vpmaddwd into int32 (|a * b| <= 2^14, so a pair never
-// overflows); 4 rows x 16 columns of C stay in registers over K. unpack{lo,hi}_epi16
-// interleave within 128-bit lanes, so the two products hold columns {0-3, 8-11} and
-// {4-7, 12-15}; permute2x128 puts them back in order at the end. Exact like the
-// portable loop (int32 sums wrap modulo 2^32 either way).
+// AVX2 path: pairs of k (a[i][k], a[i][k+1]) times the rows B[k], B[k+1] as int16 pairs,
+// summed by vpmaddwd into int32 (|a * b| <= 2^14, so a pair never overflows). B is packed
+// once a call into [16-column block][K/2][16][2] int16 (the two 8-column halves of a block
+// one 32-byte load each, in column order), A into [row][K/2] pairs as one int32 each (one
+// broadcast a row and pair); 4 rows x 16 columns of C stay in registers over K. Columns
+// past n are packed as zeros and not stored. Exact like the portable loop (int32 sums wrap
+// modulo 2^32 in any order).
+struct Avx2Scratch {
+  std::vector<int16_t> bp;
+  std::vector<uint32_t> ap;
+  std::vector<int> first, last;
+};
+[[gnu::noinline]] Avx2Scratch& ThreadAvx2Scratch() {
+  thread_local Avx2Scratch scratch;
+  return scratch;
+}
+
 __attribute__((target("avx2"))) void gemm_i8_avx2(int m, int n, int k, const int8_t* a, int lda,
                                                   const int8_t* b, int ldb, int32_t* c, int ldc,
                                                   bool accumulate) {
-  const int n16 = n / 16 * 16;
-  const __m128i zero16 = _mm_setzero_si128();
-  int i = 0;
-  for (; i + 4 <= m; i += 4) {
-    int k0 = k, k1 = 0;  // the k where one of the 4 rows has a non-zero, first to last
+  const int kg = (k + 1) / 2;    // pairs along K
+  const int nb = (n + 15) / 16;  // 16-column blocks
+  Avx2Scratch& scratch = ThreadAvx2Scratch();
+  std::vector<int16_t>& bp = scratch.bp;
+  std::vector<uint32_t>& ap = scratch.ap;
+  std::vector<int>& first = scratch.first;
+  std::vector<int>& last = scratch.last;
+  bp.resize(size_t(nb) * size_t(kg) * 32);
+  alignas(16) int8_t tail[2][16];  // a last block's columns, zero past n
+  for (int g = 0; g < kg; ++g) {
+    const int8_t* r0 = b + int64_t(2 * g) * ldb;
+    const int8_t* r1 = 2 * g + 1 < k ? r0 + ldb : nullptr;
+    for (int jb = 0; jb < nb; ++jb) {
+      const int j = jb * 16, cols = n - j < 16 ? n - j : 16;
+      const int8_t* p0 = r0 + j;
+      const int8_t* p1 = r1 ? r1 + j : nullptr;
+      if (cols < 16 || !p1) {
+        std::memset(tail, 0, sizeof(tail));
+        std::memcpy(tail[0], p0, size_t(cols));
+        if (p1) std::memcpy(tail[1], p1, size_t(cols));
+        p0 = tail[0], p1 = tail[1];
+      }
+      const __m256i v0 =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0)));
+      const __m256i v1 =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p1)));
+      // unpack{lo,hi} interleave within 128-bit lanes: lo holds columns {0-3, 8-11}, hi
+      // {4-7, 12-15}; the lane permutes put them in column order
+      const __m256i lo = _mm256_unpacklo_epi16(v0, v1), hi = _mm256_unpackhi_epi16(v0, v1);
+      int16_t* out = bp.data() + (size_t(jb) * size_t(kg) + size_t(g)) * 32;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permute2x128_si256(lo, hi, 0x20));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16),
+                          _mm256_permute2x128_si256(lo, hi, 0x31));
+    }
+  }
+  // A's pairs; the pairs each row has a non-zero in, first to last
+  ap.resize(size_t(m) * size_t(kg));
+  first.assign(size_t(m), kg);
+  last.assign(size_t(m), 0);
+  for (int i = 0; i < m; ++i) {
+    const int8_t* arow = a + int64_t(i) * lda;
+    uint32_t* out = ap.data() + size_t(i) * size_t(kg);
+    for (int g = 0; g < kg; ++g) {
+      const int16_t x0 = arow[2 * g], x1 = 2 * g + 1 < k ? arow[2 * g + 1] : 0;
+      out[g] = uint32_t(uint16_t(x0)) | (uint32_t(uint16_t(x1)) << 16);
+      if (out[g] != 0) {
+        first[size_t(i)] = std::min(first[size_t(i)], g);
+        last[size_t(i)] = g + 1;
+      }
+    }
+  }
+  for (int i = 0; i < m; i += 4) {
+    const int nr = m - i < 4 ? m - i : 4;
+    const uint32_t* arows[4];
+    int g0 = kg, g1 = 0;
     for (int r = 0; r < 4; ++r) {
-      const int8_t* arow = a + int64_t(i + r) * lda;
-      for (int kk = 0; kk < k; ++kk)
-        if (arow[kk] != 0) k0 = std::min(k0, kk), k1 = std::max(k1, kk + 1);
+      const int row = i + (r < nr ? r : 0);  // (a missing row repeats the first, not stored)
+      arows[r] = ap.data() + size_t(row) * size_t(kg);
+      g0 = std::min(g0, first[size_t(row)]), g1 = std::max(g1, last[size_t(row)]);
     }
-    for (int j = 0; j < n16; j += 16) {
-      __m256i lo[4], hi[4];
-      for (int r = 0; r < 4; ++r) lo[r] = hi[r] = _mm256_setzero_si256();
-      for (int kk = k0 & ~1; kk < k1; kk += 2) {
-        const bool pair = kk + 1 < k;
-        __m256i b0 = _mm256_cvtepi8_epi16(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + int64_t(kk) * ldb + j)));
-        __m256i b1 = pair ? _mm256_cvtepi8_epi16(_mm_loadu_si128(
-                                reinterpret_cast<const __m128i*>(b + int64_t(kk + 1) * ldb + j)))
-                          : _mm256_cvtepi8_epi16(zero16);
-        __m256i bl = _mm256_unpacklo_epi16(b0, b1), bh = _mm256_unpackhi_epi16(b0, b1);
+    for (int jb = 0; jb < nb; ++jb) {
+      __m256i acc0[4], acc1[4];
+      for (int r = 0; r < 4; ++r) acc0[r] = acc1[r] = _mm256_setzero_si256();
+      const int16_t* bblk = bp.data() + size_t(jb) * size_t(kg) * 32;
+      for (int g = g0; g < g1; ++g) {
+        const __m256i b0 =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bblk + size_t(g) * 32));
+        const __m256i b1 =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bblk + size_t(g) * 32 + 16));
         for (int r = 0; r < 4; ++r) {
-          const int8_t* arow = a + int64_t(i + r) * lda;
-          uint32_t pa = uint16_t(int16_t(arow[kk])) |
-                        (uint32_t(uint16_t(int16_t(pair ? arow[kk + 1] : 0))) << 16);
-          __m256i av = _mm256_set1_epi32(int32_t(pa));
-          lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(av, bl));
-          hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(av, bh));
+          const __m256i av = _mm256_set1_epi32(int32_t(arows[r][g]));
+          acc0[r] = _mm256_add_epi32(acc0[r], _mm256_madd_epi16(av, b0));
+          acc1[r] = _mm256_add_epi32(acc1[r], _mm256_madd_epi16(av, b1));
         }
       }
-      for (int r = 0; r < 4; ++r) {
+      const int j = jb * 16, cols = n - j < 16 ? n - j : 16;
+      for (int r = 0; r < nr; ++r) {
         int32_t* crow = c + int64_t(i + r) * ldc + j;
-        __m256i c0 = _mm256_permute2x128_si256(lo[r], hi[r], 0x20);  // columns 0-7
-        __m256i c1 = _mm256_permute2x128_si256(lo[r], hi[r], 0x31);  // columns 8-15
-        if (accumulate) {
-          c0 = _mm256_add_epi32(c0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(crow)));
-          c1 = _mm256_add_epi32(c1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(crow + 8)));
-        }
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(crow), c0);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(crow + 8), c1);
-      }
-    }
-    if (n16 < n) {  // the columns past the last block of 16
-      for (int r = 0; r < 4; ++r) {
-        int32_t* crow = c + int64_t(i + r) * ldc;
-        const int8_t* arow = a + int64_t(i + r) * lda;
-        for (int j = n16; j < n; ++j) {
-          int32_t s = accumulate ? crow[j] : 0;
-          for (int kk = 0; kk < k; ++kk) s += int32_t(arow[kk]) * int32_t(b[int64_t(kk) * ldb + j]);
-          crow[j] = s;
+        if (cols == 16) {
+          __m256i c0 = acc0[r], c1 = acc1[r];
+          if (accumulate) {
+            c0 = _mm256_add_epi32(c0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(crow)));
+            c1 = _mm256_add_epi32(c1,
+                                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(crow + 8)));
+          }
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(crow), c0);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(crow + 8), c1);
+        } else {
+          alignas(32) int32_t v[16];
+          _mm256_store_si256(reinterpret_cast<__m256i*>(v), acc0[r]);
+          _mm256_store_si256(reinterpret_cast<__m256i*>(v + 8), acc1[r]);
+          for (int q = 0; q < cols; ++q)
+            crow[q] = accumulate ? int32_t(uint32_t(crow[q]) + uint32_t(v[q])) : v[q];
         }
       }
     }
   }
-  if (i < m)
-    gemm_i8_portable(m - i, n, k, a + int64_t(i) * lda, lda, b, ldb, c + int64_t(i) * ldc, ldc,
-                     accumulate);
 }
 
 bool have_vnni() {
