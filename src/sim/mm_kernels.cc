@@ -255,20 +255,32 @@ __attribute__((target("avx2"))) void gemm_i8_avx2(int m, int n, int k, const int
                           _mm256_permute2x128_si256(lo, hi, 0x31));
     }
   }
-  // A's pairs; the pairs each row has a non-zero in, first to last
-  ap.resize(size_t(m) * size_t(kg));
+  // A's pairs (its bytes widened to int16 are the pairs, low half first), 16 k at a time,
+  // the last ones through a zeroed copy; the pairs each row has a non-zero in, first to last
+  ap.resize(size_t(m) * size_t(kg) + 8);  // (a last store of 8 pairs may pass the last row)
   first.assign(size_t(m), kg);
   last.assign(size_t(m), 0);
+  alignas(16) int8_t part[16];
   for (int i = 0; i < m; ++i) {
     const int8_t* arow = a + int64_t(i) * lda;
     uint32_t* out = ap.data() + size_t(i) * size_t(kg);
-    for (int g = 0; g < kg; ++g) {
-      const int16_t x0 = arow[2 * g], x1 = 2 * g + 1 < k ? arow[2 * g + 1] : 0;
-      out[g] = uint32_t(uint16_t(x0)) | (uint32_t(uint16_t(x1)) << 16);
-      if (out[g] != 0) {
-        first[size_t(i)] = std::min(first[size_t(i)], g);
-        last[size_t(i)] = g + 1;
+    for (int kk = 0; kk < k; kk += 16) {
+      const int8_t* src = arow + kk;
+      if (k - kk < 16) {
+        std::memset(part, 0, sizeof(part));
+        std::memcpy(part, src, size_t(k - kk));
+        src = part;
       }
+      const __m256i v =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + kk / 2), v);
+      const unsigned zero = unsigned(
+          _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v, _mm256_setzero_si256()))));
+      const unsigned nz = ~zero & 0xFFu;  // (the pairs past K are zeros)
+      if (nz == 0) continue;
+      const int g = kk / 2;
+      first[size_t(i)] = std::min(first[size_t(i)], g + __builtin_ctz(nz));
+      last[size_t(i)] = g + 32 - __builtin_clz(nz);
     }
   }
   for (int i = 0; i < m; i += 4) {

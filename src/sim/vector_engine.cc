@@ -296,6 +296,31 @@ bool i32_fast(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint
   }
 }
 
+/// An int8 element-wise command on typed loops (a max pool's taps, an int8 residual's add);
+/// false if not covered. Sums and products saturate as store_from_int does.
+bool i8_fast(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B) {
+  constexpr auto sat = [](int32_t v) { return int8_t(v < -128 ? -128 : v > 127 ? 127 : v); };
+  switch (op) {
+    case Opcode::Tadd:
+      typed_binary<int8_t>(w, D, A, B, [sat](int8_t x, int8_t y) { return sat(int32_t(x) + y); });
+      return true;
+    case Opcode::Tsub:
+      typed_binary<int8_t>(w, D, A, B, [sat](int8_t x, int8_t y) { return sat(int32_t(x) - y); });
+      return true;
+    case Opcode::Tmul:
+      typed_binary<int8_t>(w, D, A, B, [sat](int8_t x, int8_t y) { return sat(int32_t(x) * y); });
+      return true;
+    case Opcode::Tmax:
+      typed_binary<int8_t>(w, D, A, B, [](int8_t x, int8_t y) { return x > y ? x : y; });
+      return true;
+    case Opcode::Tmin:
+      typed_binary<int8_t>(w, D, A, B, [](int8_t x, int8_t y) { return x < y ? x : y; });
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Lambdas (not function pointers) so the row loops inline and vectorise them.
 constexpr auto fmaxf_nan = [](float a, float b) {
   return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b);
@@ -623,6 +648,7 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
 
   if (dt == DType::F32 && f32_fast(op, w, D, A, B, v.scalar)) return;
   if (dt == DType::I32 && i32_fast(op, w, D, A, B)) return;
+  if (dt == DType::I8 && i8_fast(op, w, D, A, B)) return;
 
   switch (op) {
     case Opcode::Tadd:
@@ -870,6 +896,9 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
       Walk outer = w;
       int64_t n = outer.shape[3], sa = outer.a[3];
       outer.shape[3] = 1;
+      const int64_t init = isf || op == Opcode::Tredsum ? 0
+                           : op == Opcode::Tredmax      ? arch::int_min(dt)
+                                                        : arch::int_max(dt);
       for_each(outer, [&](int64_t od, int64_t oa, int64_t) {
         if (isf) {
           float acc = op == Opcode::Tredsum ? 0.0f : op == Opcode::Tredmax ? -INFINITY : INFINITY;
@@ -883,10 +912,18 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
               acc = op == Opcode::Tredmax ? std::max(acc, x) : std::min(acc, x);
           }
           st_f(od, acc);
+        } else if (dt == DType::I8) {  // (typed: a max pool's reduction of int8 taps)
+          const int8_t* a = reinterpret_cast<const int8_t*>(A) + oa;
+          int64_t acc = init;
+          for (int64_t k = 0; k < n; ++k) {
+            const int64_t x = a[k * sa];
+            acc = op == Opcode::Tredsum   ? acc + x
+                  : op == Opcode::Tredmax ? std::max(acc, x)
+                                          : std::min(acc, x);
+          }
+          st_i(od, acc);
         } else {
-          int64_t acc = op == Opcode::Tredsum   ? 0
-                        : op == Opcode::Tredmax ? arch::int_min(dt)
-                                                : arch::int_max(dt);
+          int64_t acc = init;
           for (int64_t k = 0; k < n; ++k) {
             int64_t x = li(A, oa + k * sa, dt);
             acc = op == Opcode::Tredsum   ? acc + x
