@@ -4,6 +4,7 @@
 // both must give the element-by-element result of the specification.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <random>
 #include <string>
@@ -115,6 +116,87 @@ TEST(FastPaths, VectorF32LongRowsWithARemainder) {
                   {"a strided by 2", {111, 37, 1}, {222, 74, 2}, {111, 37, 1}, false},
                   {"a strided by 2, b broadcast", {111, 37, 1}, {222, 74, 2}, {3, 1, 0}, false}},
                  444, 222);
+}
+
+namespace {
+// int8 values with every extreme pair among them (127 + 127, -128 - 127, -128 x -128, ...)
+std::vector<double> random_i8(size_t n, uint32_t seed) {
+  std::mt19937 g(seed);
+  const double edges[] = {-128, -127, -1, 0, 1, 126, 127};
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = i % 3 == 0 ? edges[g() % 7] : double(int(g() % 256) - 128);
+  return v;
+}
+
+double sat_i8(int64_t v) { return double(std::clamp<int64_t>(v, -128, 127)); }
+}  // namespace
+
+// int8 element-wise commands (typed loops) in every layout the f32 ones take: sums,
+// differences and products saturate as a store does.
+TEST(FastPaths, VectorInt8SaturatesOnOddShapesAndStrides) {
+  const std::array<int, 3> shape{3, 5, 7};
+  const std::vector<Layout> layouts = {
+      {"contiguous", {35, 7, 1}, {35, 7, 1}, {35, 7, 1}, false},
+      {"b broadcast along rows", {35, 7, 1}, {35, 7, 1}, {5, 1, 0}, false},
+      {"a strided", {35, 7, 1}, {70, 14, 2}, {0, 7, 1}, false},
+      {"destination strided", {70, 14, 2}, {35, 7, 1}, {35, 7, 1}, false},
+      {"in place", {35, 7, 1}, {35, 7, 1}, {35, 7, 1}, true},
+      {"in place, b broadcast", {35, 7, 1}, {35, 7, 1}, {0, 0, 0}, true},
+      {"in place, a shifted", {35, 7, 1}, {35, 7, 2}, {35, 7, 1}, true},
+  };
+  const uint32_t kA = 0x10000, kB = 0x20000, kD = 0x30000;
+  const size_t elems = 210, b_elems = 105;
+  for (const Layout& l : layouts)
+    for (std::string op : {"tadd", "tsub", "tmul", "tmax", "tmin"}) {
+      auto a = random_i8(elems, 7), b = random_i8(b_elems, 8);
+      const uint32_t dst = l.in_place ? kA : kD;
+      ref::Run r;
+      r.go("d: .vecdesc shape=" + list(shape) + " d_stride=" + list(l.d) +
+               " a_stride=" + list(l.a) + " b_stride=" + list(l.b),
+           "li x1, " + std::to_string(dst) + "\nli x2, " + std::to_string(kA) + "\nli x3, " +
+               std::to_string(kB) + "\n" + op + ".i8 x1, x2, x3, [x0 + d]\nwait sc, vec, 1",
+           {{kA, ref::encode_all(DType::I8, a)}, {kB, ref::encode_all(DType::I8, b)}});
+      auto out = ref::decode_all(DType::I8, r.l1(dst, uint32_t(elems)));
+      for (int i = 0; i < shape[0]; ++i)
+        for (int j = 0; j < shape[1]; ++j)
+          for (int k = 0; k < shape[2]; ++k) {
+            const auto x = int64_t(a[size_t(i * l.a[0] + j * l.a[1] + k * l.a[2])]);
+            const auto y = int64_t(b[size_t(i * l.b[0] + j * l.b[1] + k * l.b[2])]);
+            const double want = op == "tadd"   ? sat_i8(x + y)
+                                : op == "tsub" ? sat_i8(x - y)
+                                : op == "tmul" ? sat_i8(x * y)
+                                : op == "tmax" ? double(std::max(x, y))
+                                               : double(std::min(x, y));
+            const double got = out[size_t(i * l.d[0] + j * l.d[1] + k * l.d[2])];
+            ASSERT_EQ(got, want) << op << ".i8 " << l.what << " [" << i << "," << j << "," << k
+                                 << "] " << x << ", " << y;
+          }
+    }
+}
+
+// int8 reductions over a strided innermost axis (a max pool's taps), the sums saturating
+// both ways at the store.
+TEST(FastPaths, ReduceInt8OverStridedRows) {
+  const uint32_t kA = 0x10000, kD = 0x30000;
+  const int rows = 4, n = 9;
+  std::vector<double> a = random_i8(size_t(rows * n * 2), 9);
+  for (int k = 0; k < n; ++k) a[size_t(2 * k)] = 127, a[size_t(2 * n + 2 * k)] = -128;  // rows 0, 1
+  for (std::string op : {"tredsum", "tredmax", "tredmin"}) {
+    ref::Run r;
+    r.go("d: .vecdesc shape=[4, 9] d_stride=[1, 0] a_stride=[18, 2]",
+         "li x1, " + std::to_string(kD) + "\nli x2, " + std::to_string(kA) + "\n" + op +
+             ".i8 x1, x2, [x0 + d]\nwait sc, vec, 1",
+         {{kA, ref::encode_all(DType::I8, a)}});
+    auto out = ref::decode_all(DType::I8, r.l1(kD, uint32_t(rows)));
+    for (int i = 0; i < rows; ++i) {
+      int64_t acc = op == "tredsum" ? 0 : op == "tredmax" ? -128 : 127;
+      for (int k = 0; k < n; ++k) {
+        const auto x = int64_t(a[size_t(i * 2 * n + 2 * k)]);
+        acc = op == "tredsum" ? acc + x : op == "tredmax" ? std::max(acc, x) : std::min(acc, x);
+      }
+      ASSERT_EQ(out[size_t(i)], sat_i8(acc)) << op << ".i8 row " << i;
+    }
+  }
 }
 
 TEST(FastPaths, PaddedDmaRowsAgreeWithReference) {

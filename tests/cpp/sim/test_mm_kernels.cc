@@ -70,18 +70,36 @@ TEST(MmKernels, GemmI8SumsExactlyOnEveryPath) {
   struct Case {
     int m, n, k;
     bool acc, block_diagonal;  // A zero but each row's own stretch of K (a depthwise Conv's)
+    bool tight = false;        // lda == k and ldb == n, A and B no larger than they must be
+    int zero_rows = 0;         // rows 4 .. 4 + zero_rows of A all zero (a block with none)
+    bool extreme = false;      // every value -128 or 127 (the largest pair sums)
   };
-  for (Case cs : {Case{1, 1, 1, false, false}, Case{4, 16, 4, false, false},
-                  Case{7, 37, 5, true, false}, Case{16, 64, 64, false, false},
-                  Case{17, 70, 33, true, false}, Case{5, 200, 131, false, false},
-                  Case{16, 256, 144, false, true}, Case{16, 49, 400, true, true},
-                  Case{3, 129, 67, false, false}, Case{32, 1, 300, true, false},
-                  Case{9, 65, 9, false, true}, Case{64, 96, 256, true, false}}) {
-    int lda = cs.k + 3, ldb = cs.n + 5, ldc = cs.n + 2;
+  for (Case cs : {Case{1, 1, 1, false, false},
+                  Case{4, 16, 4, false, false},
+                  Case{7, 37, 5, true, false},
+                  Case{16, 64, 64, false, false},
+                  Case{17, 70, 33, true, false},
+                  Case{5, 200, 131, false, false},
+                  Case{16, 256, 144, false, true},
+                  Case{16, 49, 400, true, true},
+                  Case{3, 129, 67, false, false},
+                  Case{32, 1, 300, true, false},
+                  Case{9, 65, 9, false, true},
+                  Case{64, 96, 256, true, false},
+                  Case{1, 17, 2, false, false, true},
+                  Case{5, 15, 15, true, false, true},
+                  Case{6, 16, 16, false, false, true},
+                  Case{3, 31, 17, true, false, true},
+                  Case{1, 33, 32, false, false, true},
+                  Case{10, 40, 33, true, false, false, 4},
+                  Case{10, 40, 33, false, false, true, 4},
+                  Case{9, 20, 48, false, false, true, 0, true},
+                  Case{4, 16, 200, true, false, false, 0, true}}) {
+    int lda = cs.tight ? cs.k : cs.k + 3, ldb = cs.tight ? cs.n : cs.n + 5, ldc = cs.n + 2;
     std::vector<int8_t> a(size_t(cs.m) * lda), b(size_t(cs.k) * ldb);
     std::vector<int32_t> c(size_t(cs.m) * ldc);
-    for (auto& x : a) x = int8_t(u(rng));
-    for (auto& x : b) x = int8_t(u(rng));
+    for (auto& x : a) x = int8_t(cs.extreme ? (u(rng) < 0 ? -128 : 127) : u(rng));
+    for (auto& x : b) x = int8_t(cs.extreme ? (u(rng) < 0 ? -128 : 127) : u(rng));
     for (auto& x : c) x = u(rng) * 1000;
     if (cs.block_diagonal) {
       const int taps = std::max(1, cs.k / cs.m);
@@ -89,6 +107,8 @@ TEST(MmKernels, GemmI8SumsExactlyOnEveryPath) {
         for (int kk = 0; kk < cs.k; ++kk)
           if (kk / taps != i) a[size_t(i) * lda + kk] = 0;
     }
+    for (int i = 4; i < 4 + cs.zero_rows && i < cs.m; ++i)
+      std::fill(a.begin() + ptrdiff_t(i) * lda, a.begin() + ptrdiff_t(i + 1) * lda, int8_t(0));
     std::vector<int32_t> want = c;
     for (int i = 0; i < cs.m; ++i)
       for (int j = 0; j < cs.n; ++j) {
@@ -107,7 +127,9 @@ TEST(MmKernels, GemmI8SumsExactlyOnEveryPath) {
       // the padding columns past n are untouched, the rest the exact sums
       EXPECT_EQ(got, want) << path << " " << cs.m << "x" << cs.n << "x" << cs.k
                            << (cs.acc ? " accumulate" : "")
-                           << (cs.block_diagonal ? " block-diagonal" : "");
+                           << (cs.block_diagonal ? " block-diagonal" : "")
+                           << (cs.tight ? " tight" : "") << (cs.extreme ? " extreme" : "")
+                           << " zero rows " << cs.zero_rows;
     }
     EXPECT_GE(paths, 1);
   }
