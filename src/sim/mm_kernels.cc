@@ -36,7 +36,9 @@ void gemm_i8_portable(int m, int n, int k, const int8_t* a, int lda, const int8_
       int32_t av = arow[kk];
       if (av == 0) continue;
       const int8_t* brow = b + int64_t(kk) * ldb;
-      for (int j = 0; j < n; ++j) crow[j] += av * int32_t(brow[j]);
+      // (the sums wrap modulo 2^32 as the vector paths' do: unsigned, not signed overflow)
+      for (int j = 0; j < n; ++j)
+        crow[j] = int32_t(uint32_t(crow[j]) + uint32_t(av * int32_t(brow[j])));
     }
   }
 }
