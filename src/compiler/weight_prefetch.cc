@@ -260,10 +260,13 @@ class Interleaver : public IRMutator {
       p.tail = c.bytes - p.full * p.piece;
       pieces_.push_back(p);
     }
-    // pieces go out every `stride_` matrix commands, spread over the member's work
+    // pieces go out every `stride_` matrix commands, spread over the member's work, `per_`
+    // of a copy at a time when a core has more than slots (all under way by its last matrix
+    // command: a piece issued after the work holds the member's end, DDR latency and all)
     int64_t most = 1;
     for (const Pieces& p : pieces_) most = std::max(most, (p.full + cores - 1) / cores);
     stride_ = std::max<int64_t>(slots / most, 1);
+    per_ = (most + slots - 1) / slots;
     std::vector<Stmt> pro{BufferStore(cursor_, I32(stride_), {Countdown()})}, epi;
     for (size_t j = 0; j < pieces_.size(); ++j) {
       const Pieces& p = pieces_[j];
@@ -289,7 +292,7 @@ class Interleaver : public IRMutator {
     std::vector<Stmt> issue;
     for (size_t j = 0; j < pieces_.size(); ++j) {
       PrimExpr cur = BufferLoad(cursor_, {I32(int64_t(j))});
-      issue.push_back(IfThenElse(cur < Mine(j), Issue(j)));
+      for (int64_t k = 0; k < per_; ++k) issue.push_back(IfThenElse(cur < Mine(j), Issue(j)));
     }
     if (stride_ == 1) return Seq({s, Seq(issue)});
     // a countdown to the next issue (a decrement and a test: the front end runs it after
@@ -328,7 +331,7 @@ class Interleaver : public IRMutator {
   bool done_ = false, inside_ = false, on_in_ = false;
   const char* slot_ = "tile.mm";
   Var core_;
-  int64_t cores_ = 1, stride_ = 1;
+  int64_t cores_ = 1, stride_ = 1, per_ = 1;
   Buffer cursor_;
   std::vector<Pieces> pieces_;
 };

@@ -255,9 +255,9 @@ def relu_then_add(n, m):
 
 @pytest.mark.parametrize("l2_bytes,kept", [(4 << 20, True), (300 << 10, False)])
 def test_group_kernels_prefetch_and_what_does_not_fit(l2_bytes, kept, hazard_checked):
-    """The Relu has no matrix command and one tile: the first pieces of w go out after
-    its copies, the rest (1 MiB in 32 KiB pieces, 8 per core) after its work. With too
-    little L2 the prefetch is dropped and the Add reads w from the DDR: the same sums."""
+    """The Relu has no matrix command and one tile: the pieces of w (1 MiB in 32 KiB
+    pieces, 8 per core) all go out after its copies. With too little L2 the prefetch is
+    dropped and the Add reads w from the DDR: the same sums."""
     n, m = 4096, 256 << 10
     funcs, args = relu_then_add(n, m)
     rows = [[2, 0, 0, 100 << 10], [2, 0, 100 << 10, m * 4]]
