@@ -36,39 +36,55 @@ bool IsCall(const Stmt& s, const char* op) {
   return c && c->op == op;
 }
 
-/*! \brief How many `slot` commands core `c` runs in `s`: `core` is `c` in its trip counts
- * and conditions (a core's share of the items, the core with an item of its own), constant
- * trip counts multiplied, a loop of unknown count taken once, the larger branch of an if
- * neither provably taken. */
-int64_t SlotsRun(const Stmt& s, const char* slot, const Var& core, int64_t c,
-                 transform::Analyzer* an) {
+/*! \brief Loops of at most this many trips are counted trip by trip in SlotsRun (their
+ * variable known in the conditions inside: an item loop's guard of the last, short round). */
+constexpr int64_t kSlotsTripByTrip = 16;
+
+/*! \brief How many `slot` commands core `c` runs in `s`: `core` is `c` (and the variable of
+ * each enclosing loop of at most kSlotsTripByTrip trips its trip) in trip counts and
+ * conditions (a core's share of the items, the core with an item of its own, the last round
+ * of items that only some cores have), other constant trip counts multiplied, a loop of
+ * unknown count taken once, the larger branch of an if neither provably taken. */
+int64_t SlotsRun(const Stmt& s, const char* slot,
+                 std::vector<std::pair<const VarNode*, int64_t>>* known, transform::Analyzer* an) {
   if (!s.defined()) return 0;
   if (IsCall(s, slot)) return 1;
-  auto at_core = [&](const PrimExpr& e) {
+  auto at = [&](const PrimExpr& e) {
     if (as_const_int(e)) return e;  // (most trip counts: nothing to substitute)
     return an->Simplify(Substitute(e, [&](const VarNode* v) -> std::optional<PrimExpr> {
-      if (v == core.get()) return PrimExpr(I32(c));
+      for (const auto& [var, value] : *known)
+        if (v == var) return PrimExpr(I32(value));
       return std::nullopt;
     }));
   };
   if (const auto* f = s.as<ForNode>()) {
-    auto e = as_const_int(at_core(f->extent));
-    return (e ? std::max<int64_t>(*e, 0) : 1) * SlotsRun(f->body, slot, core, c, an);
+    auto e = as_const_int(at(f->extent));
+    auto m = as_const_int(at(f->min));
+    if (e && m && *e <= kSlotsTripByTrip) {
+      int64_t n = 0;
+      for (int64_t t = 0; t < *e; ++t) {
+        known->emplace_back(f->loop_var.get(), *m + t);
+        n += SlotsRun(f->body, slot, known, an);
+        known->pop_back();
+      }
+      return n;
+    }
+    return (e ? std::max<int64_t>(*e, 0) : 1) * SlotsRun(f->body, slot, known, an);
   }
   if (const auto* q = s.as<SeqStmtNode>()) {
     int64_t n = 0;
-    for (const Stmt& x : q->seq) n += SlotsRun(x, slot, core, c, an);
+    for (const Stmt& x : q->seq) n += SlotsRun(x, slot, known, an);
     return n;
   }
   if (const auto* i = s.as<IfThenElseNode>()) {
-    const PrimExpr cond = at_core(i->condition);
+    const PrimExpr cond = at(i->condition);
     if (auto k = as_const_int(cond))
-      return SlotsRun(*k ? i->then_case : i->else_case, slot, core, c, an);
-    return std::max(SlotsRun(i->then_case, slot, core, c, an),
-                    SlotsRun(i->else_case, slot, core, c, an));
+      return SlotsRun(*k ? i->then_case : i->else_case, slot, known, an);
+    return std::max(SlotsRun(i->then_case, slot, known, an),
+                    SlotsRun(i->else_case, slot, known, an));
   }
-  if (const auto* a = s.as<AllocateNode>()) return SlotsRun(a->body, slot, core, c, an);
-  if (const auto* w = s.as<WhileNode>()) return SlotsRun(w->body, slot, core, c, an);
+  if (const auto* a = s.as<AllocateNode>()) return SlotsRun(a->body, slot, known, an);
+  if (const auto* w = s.as<WhileNode>()) return SlotsRun(w->body, slot, known, an);
   return 0;
 }
 
@@ -79,7 +95,8 @@ int64_t FewestSlotsRun(const Stmt& s, const char* slot, const Var& core, int64_t
   transform::Analyzer an;
   int64_t fewest = 0;
   for (int64_t c = 0; c < std::max<int64_t>(cores, 1); ++c) {
-    const int64_t n = SlotsRun(s, slot, core, c, &an);
+    std::vector<std::pair<const VarNode*, int64_t>> known{{core.get(), c}};
+    const int64_t n = SlotsRun(s, slot, &known, &an);
     if (n > 0) fewest = fewest == 0 ? n : std::min(fewest, n);
   }
   return fewest;

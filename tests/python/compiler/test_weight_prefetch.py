@@ -320,6 +320,45 @@ def test_pieces_go_between_a_pipelined_members_matrix_commands(hazard_checked):
     assert hazard_checked() == []
 
 
+def test_a_core_with_fewer_items_issues_its_pieces_during_its_work():
+    """A 1x1 Conv over 7 x 7 positions whose items do not split evenly over the cores (448
+    output channels: one core runs half the matrix commands of the others) fetches the
+    Add's 192 KiB of w. The commands a core runs are counted round by round of its
+    items (a round's guard depends on the round), so every core's pieces start before its
+    last matrix command ends: none is left to after the core's work, where it would hold
+    the member's end. The same sums as numpy."""
+    import json
+
+    channels = 448
+    xs, ws, ys, m = (1, 256, 7, 7), (channels, 256, 1, 1), (1, channels, 7, 7), 48 << 10
+    s = compiler.TensorSpec
+    conv = compiler.LowerOp("Conv", {}, [s(xs, "float32"), s(ws, "float32")], [s(ys, "float32")], TARGET)
+    t = s((1, m), "float32")
+    add = compiler.LowerOp("Add", {"tc_in_l2": [0]}, [t, t], [t], TARGET)
+    g = compiler.GroupKernels([conv, add], [[0, 1, 2], [3, 4, 5]], [0, 1, 3, 4], [2, 5], "group",
+                              [[3, 0, 0, m * 4]])
+    x, w, a, b = randn(*xs), randn(*ws, scale=0.05), randn(1, m), randn(1, m)
+    y, z = np.zeros(ys, np.float32), np.zeros((1, m), np.float32)
+    runtime.npu_configure(0, TARGET + " -trace")
+    try:
+        tilecore.build(g, target=TARGET)["group"](x, w, a, b, y, z)
+        events = [e for e in json.loads(runtime.npu_simulator(0).trace())["traceEvents"] if e.get("ph") == "X"]
+    finally:
+        runtime.npu_configure(0, TARGET)
+    np.testing.assert_allclose(y, np.einsum("mc,nchw->nmhw", w[:, :, 0, 0], x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(z, a + b)
+    mms = {c: [e for e in events if e["pid"] == c and e["tid"] == 3] for c in range(4)}
+    assert len({len(v) for v in mms.values() if v}) > 1, "the cores run as many items: not the case asked for"
+    for c, core_mms in mms.items():
+        if not core_mms:
+            continue
+        work_end = max(e["ts"] + e["dur"] for e in core_mms)
+        # (DDR -> L2 copies on the core's DMA engines: its pieces, and the Conv's own staging)
+        pieces = [e for e in events if e["pid"] == c and e["tid"] in (1, 2)
+                  and e["args"].get("ddr_cycles", 0) > 0 and e["args"].get("l2_cycles", 0) > 0]
+        assert pieces and all(e["ts"] < work_end for e in pieces), (c, work_end, [e["ts"] for e in pieces])
+
+
 def test_an_input_read_early_is_fetched_for_its_later_reader(hazard_checked):
     """x is read by member 0 (Relu) and again by member 2 (Add, a residual): fetched into
     L2 during member 1, member 0 still reads it from the DDR and member 2 from L2."""
