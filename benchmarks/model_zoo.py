@@ -130,8 +130,8 @@ def format_line(name, precision, rows, plain_rows=None):
     return (f"{name:<14} {precision:>4} {c.get('fallbacks', 0):>3} {c.get('compile_seconds', 0.0):>9.2f} "
             f"{c.get('steps')!s:>5} {c.get('host_steps')!s:>4} {run['cycles']:>12} "
             f"{100 * run['mac_utilisation']:>7.1f}% {roof:>5.2f}x {share['compute']:>6.1f}% {share['dma']:>4.0f}% "
-            f"{run.get('ddr_ratio', float('nan')):>5.1f}x {run['sim_seconds']:>9.2f} {ort_s * 1e3:>8.1f} "
-            f"{run['sim_seconds'] / ort_s:>7.0f}x {'' if plain is None else format(plain, '.7f'):>10} "
+            f"{run.get('ddr_ratio', float('nan')):>5.1f}x {run['sim_seconds']:>9.3f} {ort_s * 1e3:>8.1f} "
+            f"{run['sim_seconds'] / ort_s:>7.1f}x {'' if plain is None else format(plain, '.7f'):>10} "
             f"{'' if cosine is None else format(cosine, '.7f'):>10} {moved:>5}{cached}")
 
 
