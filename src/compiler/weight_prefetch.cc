@@ -40,13 +40,14 @@ bool IsCall(const Stmt& s, const char* op) {
  * variable known in the conditions inside: an item loop's guard of the last, short round). */
 constexpr int64_t kSlotsTripByTrip = 16;
 
-/*! \brief How many `slot` commands core `c` runs in `s`: `core` is `c` (and the variable of
- * each enclosing loop of at most kSlotsTripByTrip trips its trip) in trip counts and
- * conditions (a core's share of the items, the core with an item of its own, the last round
- * of items that only some cores have), other constant trip counts multiplied, a loop of
+/*! \brief How many `slot` commands core `c` runs in `s`: `core` is `c` (and, `by_round`, the
+ * variable of each enclosing loop of at most kSlotsTripByTrip trips its trip) in trip counts
+ * and conditions (a core's share of the items, the core with an item of its own, the last
+ * round of items that only some cores have), other constant trip counts multiplied, a loop of
  * unknown count taken once, the larger branch of an if neither provably taken. */
 int64_t SlotsRun(const Stmt& s, const char* slot,
-                 std::vector<std::pair<const VarNode*, int64_t>>* known, transform::Analyzer* an) {
+                 std::vector<std::pair<const VarNode*, int64_t>>* known, transform::Analyzer* an,
+                 bool by_round) {
   if (!s.defined()) return 0;
   if (IsCall(s, slot)) return 1;
   auto at = [&](const PrimExpr& e) {
@@ -60,53 +61,57 @@ int64_t SlotsRun(const Stmt& s, const char* slot,
   if (const auto* f = s.as<ForNode>()) {
     auto e = as_const_int(at(f->extent));
     auto m = as_const_int(at(f->min));
-    if (e && m && *e <= kSlotsTripByTrip) {
+    if (by_round && e && m && *e <= kSlotsTripByTrip) {
       int64_t n = 0;
       for (int64_t t = 0; t < *e; ++t) {
         known->emplace_back(f->loop_var.get(), *m + t);
-        n += SlotsRun(f->body, slot, known, an);
+        n += SlotsRun(f->body, slot, known, an, by_round);
         known->pop_back();
       }
       return n;
     }
-    return (e ? std::max<int64_t>(*e, 0) : 1) * SlotsRun(f->body, slot, known, an);
+    return (e ? std::max<int64_t>(*e, 0) : 1) * SlotsRun(f->body, slot, known, an, by_round);
   }
   if (const auto* q = s.as<SeqStmtNode>()) {
     int64_t n = 0;
-    for (const Stmt& x : q->seq) n += SlotsRun(x, slot, known, an);
+    for (const Stmt& x : q->seq) n += SlotsRun(x, slot, known, an, by_round);
     return n;
   }
   if (const auto* i = s.as<IfThenElseNode>()) {
     const PrimExpr cond = at(i->condition);
     if (auto k = as_const_int(cond))
-      return SlotsRun(*k ? i->then_case : i->else_case, slot, known, an);
-    return std::max(SlotsRun(i->then_case, slot, known, an),
-                    SlotsRun(i->else_case, slot, known, an));
+      return SlotsRun(*k ? i->then_case : i->else_case, slot, known, an, by_round);
+    return std::max(SlotsRun(i->then_case, slot, known, an, by_round),
+                    SlotsRun(i->else_case, slot, known, an, by_round));
   }
-  if (const auto* a = s.as<AllocateNode>()) return SlotsRun(a->body, slot, known, an);
-  if (const auto* w = s.as<WhileNode>()) return SlotsRun(w->body, slot, known, an);
+  if (const auto* a = s.as<AllocateNode>()) return SlotsRun(a->body, slot, known, an, by_round);
+  if (const auto* w = s.as<WhileNode>()) return SlotsRun(w->body, slot, known, an, by_round);
   return 0;
 }
 
 /*! \brief The fewest `slot` commands a core of `cores` that runs any runs in `s` (SlotsRun;
  * 0 when none does): spread over more, a core with fewer items would leave its share to
  * after its work. (A core without items issues its pieces at once: it has no work to wait.) */
-int64_t FewestSlotsRun(const Stmt& s, const char* slot, const Var& core, int64_t cores) {
+int64_t FewestSlotsRun(const Stmt& s, const char* slot, const Var& core, int64_t cores,
+                       bool by_round) {
   transform::Analyzer an;
   int64_t fewest = 0;
   for (int64_t c = 0; c < std::max<int64_t>(cores, 1); ++c) {
     std::vector<std::pair<const VarNode*, int64_t>> known{{core.get(), c}};
-    const int64_t n = SlotsRun(s, slot, &known, &an);
+    const int64_t n = SlotsRun(s, slot, &known, &an, by_round);
     if (n > 0) fewest = fewest == 0 ? n : std::min(fewest, n);
   }
   return fewest;
 }
 
 /*! \brief The commands pieces or loads go after in `s` and how many (FewestSlotsRun): the
- * matrix commands, or the copies of a member without any. */
-std::pair<const char*, int64_t> Slots(const Stmt& s, const Var& core, int64_t cores) {
-  if (int64_t n = FewestSlotsRun(s, "tile.mm", core, cores); n > 0) return {"tile.mm", n};
-  return {"tile.dma_copy", FewestSlotsRun(s, "tile.dma_copy", core, cores)};
+ * matrix commands, or the copies of a member without any. (`by_round`: a prefetch's pieces,
+ * which a round counted for a core that does not run it leaves to after the work. The
+ * handed loads keep the larger count: spread over fewer rounds, ViT int8 was 1% slower.) */
+std::pair<const char*, int64_t> Slots(const Stmt& s, const Var& core, int64_t cores,
+                                      bool by_round) {
+  if (int64_t n = FewestSlotsRun(s, "tile.mm", core, cores, by_round); n > 0) return {"tile.mm", n};
+  return {"tile.dma_copy", FewestSlotsRun(s, "tile.dma_copy", core, cores, by_round)};
 }
 
 using EnginePair = std::pair<int64_t, int64_t>;
@@ -261,7 +266,7 @@ class Interleaver : public IRMutator {
     on_in_ = in_cycles < out_cycles;
     // pieces go after the matrix commands, or after the copies of a member without any
     // (the vector engine's work is still loops here: EmitTileIntrinsics makes it commands)
-    auto [slot, slots] = Slots(op->body, core_, cores);
+    auto [slot, slots] = Slots(op->body, core_, cores, true);
     slot_ = slot;
     slots = std::max<int64_t>(slots, 1);
     // a cursor per copy, then the matrix commands left before the next issue
@@ -427,7 +432,7 @@ Stmt InterleaveLoads(const Stmt& body, const std::vector<Stmt>& loads, const Stm
     const auto* c = Unguarded(l).as<EvaluateNode>()->value.as<CallNode>();
     mine.push_back(InGuardOf(l, Intrin(op, {c->args[0], c->args[1], I32(*event)})));
   }
-  auto [slot, slots] = Slots(body, core, cores);
+  auto [slot, slots] = Slots(body, core, cores, false);
   // spread over the work, the cores' turns staggered (the DDR serves them one at a time).
   // Loads mostly from L2 (weights a layer group prefetched: the L2 serves them at four times
   // the DDR's rate) start after kL2LoadsFrom slots, when a member's own first loads from
