@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "byte_rounding.h"
 #include "cpu_features.h"
@@ -265,56 +266,30 @@ template <typename S, typename T, typename F>
   });
 }
 
-/// i32 results saturate (the exact 64-bit value clamped into the dtype).
-inline int32_t sat_i32(int64_t x) {
-  return int32_t(x < INT32_MIN ? INT32_MIN : x > INT32_MAX ? INT32_MAX : x);
-}
-
-/// Runs an i32 add, subtract, multiply, min or max on the fast path; false if not covered.
-bool i32_fast(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B) {
+/// A signed integer element-wise command (i32; i8: a max pool's taps, an int8 residual's
+/// add) on typed loops; false if not covered. Sums, differences and products are exact in
+/// `Wide` and saturate into T, as store_from_int does.
+template <typename T, typename Wide>
+bool signed_fast(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B) {
+  constexpr auto sat = [](Wide v) {
+    constexpr Wide lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+    return T(v < lo ? lo : v > hi ? hi : v);
+  };
   switch (op) {
     case Opcode::Tadd:
-      typed_binary<int32_t>(w, D, A, B,
-                            [](int32_t x, int32_t y) { return sat_i32(int64_t(x) + y); });
+      typed_binary<T>(w, D, A, B, [sat](T x, T y) { return sat(Wide(x) + y); });
       return true;
     case Opcode::Tsub:
-      typed_binary<int32_t>(w, D, A, B,
-                            [](int32_t x, int32_t y) { return sat_i32(int64_t(x) - y); });
+      typed_binary<T>(w, D, A, B, [sat](T x, T y) { return sat(Wide(x) - y); });
       return true;
     case Opcode::Tmul:
-      typed_binary<int32_t>(w, D, A, B,
-                            [](int32_t x, int32_t y) { return sat_i32(int64_t(x) * y); });
+      typed_binary<T>(w, D, A, B, [sat](T x, T y) { return sat(Wide(x) * y); });
       return true;
     case Opcode::Tmax:
-      typed_binary<int32_t>(w, D, A, B, [](int32_t x, int32_t y) { return x > y ? x : y; });
+      typed_binary<T>(w, D, A, B, [](T x, T y) { return x > y ? x : y; });
       return true;
     case Opcode::Tmin:
-      typed_binary<int32_t>(w, D, A, B, [](int32_t x, int32_t y) { return x < y ? x : y; });
-      return true;
-    default:
-      return false;
-  }
-}
-
-/// An int8 element-wise command on typed loops (a max pool's taps, an int8 residual's add);
-/// false if not covered. Sums and products saturate as store_from_int does.
-bool i8_fast(Opcode op, const Walk& w, uint8_t* D, const uint8_t* A, const uint8_t* B) {
-  constexpr auto sat = [](int32_t v) { return int8_t(v < -128 ? -128 : v > 127 ? 127 : v); };
-  switch (op) {
-    case Opcode::Tadd:
-      typed_binary<int8_t>(w, D, A, B, [sat](int8_t x, int8_t y) { return sat(int32_t(x) + y); });
-      return true;
-    case Opcode::Tsub:
-      typed_binary<int8_t>(w, D, A, B, [sat](int8_t x, int8_t y) { return sat(int32_t(x) - y); });
-      return true;
-    case Opcode::Tmul:
-      typed_binary<int8_t>(w, D, A, B, [sat](int8_t x, int8_t y) { return sat(int32_t(x) * y); });
-      return true;
-    case Opcode::Tmax:
-      typed_binary<int8_t>(w, D, A, B, [](int8_t x, int8_t y) { return x > y ? x : y; });
-      return true;
-    case Opcode::Tmin:
-      typed_binary<int8_t>(w, D, A, B, [](int8_t x, int8_t y) { return x < y ? x : y; });
+      typed_binary<T>(w, D, A, B, [](T x, T y) { return x < y ? x : y; });
       return true;
     default:
       return false;
@@ -647,8 +622,8 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
   auto st_i = [&](int64_t off, int64_t x) { arch::store_from_int(dt, x, D + off * es); };
 
   if (dt == DType::F32 && f32_fast(op, w, D, A, B, v.scalar)) return;
-  if (dt == DType::I32 && i32_fast(op, w, D, A, B)) return;
-  if (dt == DType::I8 && i8_fast(op, w, D, A, B)) return;
+  if (dt == DType::I32 && signed_fast<int32_t, int64_t>(op, w, D, A, B)) return;
+  if (dt == DType::I8 && signed_fast<int8_t, int32_t>(op, w, D, A, B)) return;
 
   switch (op) {
     case Opcode::Tadd:

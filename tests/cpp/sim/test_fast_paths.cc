@@ -91,19 +91,23 @@ void CheckVectorF32(const std::array<int, 3>& shape, const std::vector<Layout>& 
 }
 }  // namespace
 
+namespace {
+// Layouts of a [3, 5, 7] walk over sources of 210 and 105 elements: the fast paths' (unit
+// strides, broadcasts, in place) and the generic ones' (strides, partial overlap).
+const std::vector<Layout> kOddShapeLayouts = {
+    {"contiguous", {35, 7, 1}, {35, 7, 1}, {35, 7, 1}, false},
+    {"b broadcast along rows", {35, 7, 1}, {35, 7, 1}, {5, 1, 0}, false},
+    {"a strided", {35, 7, 1}, {70, 14, 2}, {0, 7, 1}, false},
+    {"destination strided", {70, 14, 2}, {35, 7, 1}, {35, 7, 1}, false},
+    {"in place", {35, 7, 1}, {35, 7, 1}, {35, 7, 1}, true},
+    {"in place, b broadcast", {35, 7, 1}, {35, 7, 1}, {0, 0, 0}, true},
+    {"in place, strided", {70, 14, 2}, {70, 14, 2}, {35, 7, 1}, true},
+    {"in place, a shifted", {35, 7, 1}, {35, 7, 2}, {35, 7, 1}, true},
+};
+}  // namespace
+
 TEST(FastPaths, VectorF32AgreesWithReferenceOnOddShapesAndStrides) {
-  CheckVectorF32({3, 5, 7},
-                 {
-                     {"contiguous", {35, 7, 1}, {35, 7, 1}, {35, 7, 1}, false},
-                     {"b broadcast along rows", {35, 7, 1}, {35, 7, 1}, {5, 1, 0}, false},
-                     {"a strided", {35, 7, 1}, {70, 14, 2}, {0, 7, 1}, false},
-                     {"destination strided", {70, 14, 2}, {35, 7, 1}, {35, 7, 1}, false},
-                     {"in place", {35, 7, 1}, {35, 7, 1}, {35, 7, 1}, true},
-                     {"in place, b broadcast", {35, 7, 1}, {35, 7, 1}, {0, 0, 0}, true},
-                     {"in place, strided", {70, 14, 2}, {70, 14, 2}, {35, 7, 1}, true},
-                     {"in place, a shifted", {35, 7, 1}, {35, 7, 2}, {35, 7, 1}, true},
-                 },
-                 210, 105);
+  CheckVectorF32({3, 5, 7}, kOddShapeLayouts, 210, 105);
 }
 
 // Rows longer than a vector with a remainder (37 = 2 x 16 + 5), as the widest path takes them
@@ -135,18 +139,9 @@ double sat_i8(int64_t v) { return double(std::clamp<int64_t>(v, -128, 127)); }
 // differences and products saturate as a store does.
 TEST(FastPaths, VectorInt8SaturatesOnOddShapesAndStrides) {
   const std::array<int, 3> shape{3, 5, 7};
-  const std::vector<Layout> layouts = {
-      {"contiguous", {35, 7, 1}, {35, 7, 1}, {35, 7, 1}, false},
-      {"b broadcast along rows", {35, 7, 1}, {35, 7, 1}, {5, 1, 0}, false},
-      {"a strided", {35, 7, 1}, {70, 14, 2}, {0, 7, 1}, false},
-      {"destination strided", {70, 14, 2}, {35, 7, 1}, {35, 7, 1}, false},
-      {"in place", {35, 7, 1}, {35, 7, 1}, {35, 7, 1}, true},
-      {"in place, b broadcast", {35, 7, 1}, {35, 7, 1}, {0, 0, 0}, true},
-      {"in place, a shifted", {35, 7, 1}, {35, 7, 2}, {35, 7, 1}, true},
-  };
   const uint32_t kA = 0x10000, kB = 0x20000, kD = 0x30000;
   const size_t elems = 210, b_elems = 105;
-  for (const Layout& l : layouts)
+  for (const Layout& l : kOddShapeLayouts)
     for (std::string op : {"tadd", "tsub", "tmul", "tmax", "tmin"}) {
       auto a = random_i8(elems, 7), b = random_i8(b_elems, 8);
       const uint32_t dst = l.in_place ? kA : kD;
