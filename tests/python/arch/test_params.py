@@ -80,12 +80,13 @@ RETYPED_CPP = re.compile(r"<<\s*20\b|\b(?:1048576|4194304|65536|2097152|3145728)
 def test_no_tc1_size_is_retyped_in_the_cpp_compiler():
     found = []
     for sub in ("compiler", "transform"):
-        folder = os.path.join(ROOT, "src", sub)
-        for name in sorted(os.listdir(folder)):
-            if name.endswith((".cc", ".h")):
-                for k, line in enumerate(open(os.path.join(folder, name), encoding="utf-8"), 1):
+        src = os.path.join(ROOT, "src")
+        for folder, _, names in sorted(os.walk(os.path.join(src, sub))):  # (and its subfolders: conv/)
+            for name in sorted(n for n in names if n.endswith((".cc", ".h"))):
+                path = os.path.join(folder, name)
+                for k, line in enumerate(open(path, encoding="utf-8"), 1):
                     if RETYPED_CPP.search(line.split("//")[0]):
-                        found.append(f"src/{sub}/{name}:{k}: {line.strip()}")
+                        found.append(f"src/{os.path.relpath(path, src)}:{k}: {line.strip()}")
     assert found == [], "TC1's sizes come from arch/params.h (arch::tc1):\n" + "\n".join(found)
     for bad in ("int64_t{1} << 20", "(bytes + 65535) / 65536 * 65536", "int64_t{64} << 10", "kBank = 64 << 10"):
         assert RETYPED_CPP.search(bad), bad  # it can fail

@@ -1,0 +1,581 @@
+/*
+ * src/compiler/conv/depthwise.cc — the depthwise plans of the Conv strategy (LowerDepthwise):
+ * vector and matrix forms, plain and pipelined.
+ */
+#include <algorithm>
+#include <string>
+#include <tuple>
+
+#include "src/compiler/conv/conv_plans.h"
+#include "src/compiler/fused_epilogue.h"
+#include "src/compiler/kernel_util.h"
+#include "src/compiler/lookup_table.h"
+#include "src/compiler/matrix_precision.h"
+#include "tilecore/arch/params.h"
+
+namespace tilecore {
+namespace compiler {
+namespace detail {
+namespace conv {
+
+/*!
+ * \brief Depthwise Conv (one input and one output channel per group). Tiles of cc
+ * channels x r rows x tw columns; per tile the input patch is DMAed in as for the implicit
+ * GEMM. Two forms of the taps:
+ *
+ * - vector (`matrix` false): each kernel tap is a multiply of a strided view of the patch
+ *   by the tap's weight per channel (a stride-0 view), accumulated with an add, in tap
+ *   order (kh, then kw: the matrix engine's k order);
+ * - matrix (int8 only): the taps of every channel unfolded into a column matrix
+ *   [cc x taps, positions] and multiplied on the matrix engine by the block-diagonal
+ *   weights [cc, cc x taps] (zero but W[c, k] at [c, c x taps + k]): 1/cc of the MACs it
+ *   issues are useful, and still fewer cycles than the vector engine's two passes a tap.
+ *   Blocks of at most 16 channels, an mm each: `blocks` of them in an item when its
+ *   positions are few (one tap copy, one epilogue and one store serve them all: at 7x7 an
+ *   item of one block was some twenty commands for 784 outputs, bound by the front end).
+ *
+ * `pipelined`: the items in two stages (ForEachItemPipelined) with two sets of the buffers
+ * their loads fill, on DMA events of their own: the next item's patch, weights, bias,
+ * scales and residual load while this item computes.
+ *
+ * Precisions (docs/precision.md): f32 as it is. f16/bf16: the patch and the weights are
+ * rounded to the narrow type (the DMA converts) and widened to f32 in L1, so the products
+ * are exact and the sums f32, as on the matrix engine; the matrix form multiplies the
+ * narrow values there (its block-diagonal zeros add nothing: the same sums in the same
+ * order) and adds the bias after them, as the vector form does. int8: the patch is int8 (DMAed so
+ * from an int8 producer, padding the zero point, or quantised on load like the implicit
+ * GEMM's), and the taps accumulate in i32 (exact: at most 256 taps of |255 x 128|) after
+ * the int32 bias (it holds the zero point's correction; the matrix form presets its
+ * accumulator with it), then the GEMM's epilogue follows: f32(acc), times f32(w_scale[c] *
+ * x_scale), the residual (an int8 one in its units), the activation, and an int8 output
+ * quantised as its readers would on load. The same operations in the same order as the
+ * matrix engine's epilogue: the same bits.
+ */
+PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, bool matrix,
+                        bool pipelined, bool three_stage, int64_t blocks, int64_t col_channels) {
+  DataType f32 = DataType::Float(32), i32 = DataType::Int(32), i8 = DataType::Int(8);
+  const MatrixPrecision mp = GetMatrixPrecision(call.attrs);
+  const bool q = mp.int8();
+  const bool x_i8 = q && call.inputs[0]->dtype == i8, qx = q && !x_i8;
+  // (an int8 output in any precision: quantised from the f32 result)
+  const bool y_i8 = call.outputs[0]->dtype == i8;
+  if (y_i8 && !HasAttr(call.attrs, "tc_y_scale"))
+    TILECORE_THROW(ValueError) << "Conv: an int8 output needs tc_y_scale";
+  // the matrix form's operands: int8, or the narrow type (f16/bf16: f32 sums)
+  const DataType mat_t = q ? i8 : mp.operand;
+  if (matrix && mat_t == f32)
+    TILECORE_THROW(InternalError) << "LowerDepthwise: the matrix form is int8, f16 or bf16";
+  if (three_stage && !(matrix && pipelined))
+    TILECORE_THROW(InternalError) << "LowerDepthwise: three stages are the pipelined matrix form's";
+  const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
+  const double x_inv = q ? InverseScale(x_scale) : 1.0;
+  const int64_t zp = AttrInt(call.attrs, "tc_x_zero_point", 0);
+  const double y_inv = y_i8 ? InverseScale(AttrFloat(call.attrs, "tc_y_scale", 1.0)) : 1.0;
+  const int64_t y_zp = AttrInt(call.attrs, "tc_y_zero_point", 0);
+  const DataType acc_t = q ? i32 : f32;  // what the taps accumulate in
+  int64_t KK = g.KH * g.KW;
+  Buffer X = View(p.in[0], {g.N, g.C, g.H, g.W}, "X");
+  Buffer Wv = View(p.in[1], {g.C, KK}, "Wdw");
+  bool has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
+  Buffer Bv = has_bias ? View(p.in[2], {g.C, 1}, "Bias") : Buffer();
+  Buffer Sv = q ? View(p.in[3], {g.C, 1}, "WScale") : Buffer();
+  Buffer Y = View(p.out[0], {g.N, g.C, g.OH, g.OW}, "Y");
+  const FusedEpilogue ep = GetFusedEpilogue(call.attrs, call.inputs.size());
+  Buffer Rv =
+      ep.residual >= 0 ? View(p.in[ep.residual], {g.N, g.C, g.OH, g.OW}, "Residual") : Buffer();
+  const bool r_i8 = ep.residual >= 0 && call.inputs[ep.residual]->dtype == i8;
+  const ResidualUnits ru = GetResidualUnits(call.attrs, ep, y_i8);
+  const double s_factor = r_i8 ? ru.x_factor : static_cast<float>(x_scale);
+  // a 32 KiB output tile; a patch of 192 KiB (f32), half that when two are loaded at once
+  constexpr int64_t kElems = 8192;
+  const int64_t kPatch = pipelined ? 24576 : 49152;
+  auto rin = [&](int64_t r) { return (r - 1) * g.sh + (g.KH - 1) * g.dh + 1; };
+  auto win = [&](int64_t tw) { return (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1; };
+  // the matrix form: blocks of up to kDepthwiseBlock channels; the column matrix
+  // [channels x taps, positions] within 256 KiB and the mm's limit on N, sized for items of
+  // col_channels channels (fewer channels, more positions: the mm's cost an output is the
+  // same, a 7x7 Conv's patch then loads 29 rows for 23, not 11 for 5)
+  if (matrix && (col_channels < 1 || col_channels > kDepthwiseBlock ||
+                 (col_channels < kDepthwiseBlock && blocks > 1)))
+    TILECORE_THROW(InternalError) << "LowerDepthwise: column matrix of " << col_channels
+                                  << " channels, " << blocks << " blocks";
+  const int64_t col_elems = (int64_t{256} << 10) / (mat_t.bits() / 8);
+  const int64_t max_p = std::min<int64_t>(tc1::kMaxMmDim, col_elems / (col_channels * KK));
+  int64_t TW = std::min<int64_t>(g.OW, matrix ? std::min<int64_t>(256, max_p) : 256);
+  int64_t R = std::max<int64_t>(1, std::min(g.OH, (matrix ? max_p : kElems) / TW));
+  while (R > 1 && rin(R) * win(TW) > kPatch) R = (R + 1) / 2;
+  int64_t CC =
+      std::max<int64_t>(1, std::min(g.C, std::min(kElems / (R * TW), kPatch / (rin(R) * win(TW)))));
+  if (matrix) {  // whole blocks, their column matrix within 256 KiB
+    CC = std::min({CC, col_channels * blocks, col_elems / (KK * R * TW)});
+  }
+  int64_t cols = (g.OW + TW - 1) / TW;
+  auto items = [&]() { return g.N * cols * ((g.C + CC - 1) / CC) * ((g.OH + R - 1) / R); };
+  while (items() < 2 * call.cores && (CC > 1 || R > 1)) {
+    if (matrix && CC > kDepthwiseBlock)  // (halved to whole blocks)
+      CC = std::max(kDepthwiseBlock,
+                    ((CC + 1) / 2 + kDepthwiseBlock - 1) / kDepthwiseBlock * kDepthwiseBlock);
+    else if (CC > 1)
+      CC = (CC + 1) / 2;
+    else
+      R = (R + 1) / 2;
+  }
+  // the channels of an item down to half, so that the busiest core computes the fewest
+  // (576 channels in 14 items of 42 gave two cores four items, 168 channels; 16 of 36 give
+  // every core 144), the fewest items of those that do; in the matrix form only within one
+  // block (72 channels: 8 items of 9, not 5 of 16), items of several being the search's
+  if (!matrix || (blocks == 1 && CC <= kDepthwiseBlock)) {
+    const int64_t others = items() / ((g.C + CC - 1) / CC);
+    auto busiest = [&](int64_t cc) {
+      const int64_t n = others * ((g.C + cc - 1) / cc);
+      return (n + call.cores - 1) / call.cores * cc;
+    };
+    int64_t best = CC;
+    for (int64_t cc = CC - 1; cc >= std::max<int64_t>(1, CC / 2); --cc)
+      if (busiest(cc) < busiest(best)) best = cc;
+    CC = best;
+  }
+  // the patch as loaded: f32, the narrow type (converted by the DMA) or int8
+  const DataType load_t = q ? (x_i8 ? i8 : f32) : mp.operand;
+  const DataType wload_t = q ? i8 : mp.operand;
+  int64_t rotation = 0;
+  // resident: the weights, bias and scales of every channel loaded into L1 once per core
+  // when they are small and the items many; an item then copies its channels' from there
+  // (L1's latency, not the DDR's: four DMAs an item made a 7x7 Conv over 1152 channels
+  // latency-bound)
+  const int64_t param_bytes = g.C * (KK * (wload_t.bits() / 8) + (has_bias ? 4 : 0) + (q ? 4 : 0));
+  const bool resident = param_bytes <= int64_t(tc1::kL1BankBytes) && items() > 2 * call.cores;
+  // ... only its own channels' when the items are blocks of channels alone, as many on every
+  // core (a small map: one image, one tile of rows and columns): item t, on core t mod cores,
+  // takes block t, the core's (t div cores)-th. The four cores read the DDR once, not four
+  // times (MobileNetV3's 576-channel 5x5 weights: 918 cycles at each core's start).
+  const int64_t blocks_per_core = g.C % CC == 0 ? g.C / CC / call.cores : 0;
+  const bool own_params = resident && g.N == 1 && g.OW <= TW && g.OH <= R && blocks_per_core > 0 &&
+                          g.C / CC % call.cores == 0;
+  const int64_t held = own_params ? blocks_per_core * CC : g.C;  // the channels a core keeps
+  Buffer Wall = resident ? Local({held, KK}, wload_t, "Wall") : Buffer();
+  Buffer Ball = resident && has_bias ? Local({held, 1}, acc_t, "Ball") : Buffer();
+  Buffer Sall = resident && q ? Local({held, 1}, f32, "Sall") : Buffer();
+  // tc_lut: the int8 result's table (the fused activation's), filled once per core
+  const std::vector<int8_t> lut = y_i8 ? FusedLookupTable(call.attrs) : std::vector<int8_t>();
+  Buffer lut_words = Local({64}, i32, "LutWords");
+  Stmt body = OverCores(call.cores, [&](PrimExpr core) {
+    std::vector<Stmt> groups;
+    if (resident) {
+      // each as one contiguous run (a DMA moves a row of its region in whole beats: as
+      // [C, KK] and [C, 1] they took a beat a channel, 576 beats for MobileNetV3's 5x5
+      // weights of 14 KiB against 225)
+      auto whole = [&](const Buffer& dst, const Buffer& src, int64_t width) {
+        if (own_params) {  // blocks core, core + cores, ...: [blocks_per_core, cores, CC * width]
+          const int64_t run = CC * width;
+          groups.push_back(Intrin("tile.dma_copy",
+                                  {Region(View(dst, {blocks_per_core, 1, run}, "Own"),
+                                          {I32(0), I32(0), I32(0)}, {blocks_per_core, 1, run}),
+                                   Region(View(src, {blocks_per_core, call.cores, run}, "Blocks"),
+                                          {I32(0), core, I32(0)}, {blocks_per_core, 1, run}),
+                                   I32(0)}));
+          return;
+        }
+        const int64_t n = g.C * width;
+        groups.push_back(
+            Intrin("tile.dma_copy", {Region(View(dst, {n}, "Run"), {I32(0)}, {n}),
+                                     Region(View(src, {n}, "Run"), {I32(0)}, {n}), I32(0)}));
+      };
+      whole(Wall, p.in[1], KK);
+      if (has_bias) whole(Ball, p.in[2], 1);
+      if (q) whole(Sall, p.in[3], 1);
+      groups.push_back(Intrin("tile.wait", {I32(0)}));
+    }
+    for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW) {
+      int64_t tw = std::min(TW, g.OW - ow0);
+      int64_t wn = win(tw), iw0 = ow0 * g.sw - g.pl;
+      int64_t vlo = std::max<int64_t>(0, iw0), vhi = std::min<int64_t>(g.W, iw0 + wn);
+      for (const auto& r_seg : Segs(g.OH, R)) {
+        const int64_t rcount = r_seg.first, r = r_seg.second;
+        int64_t rbase = r == R ? 0 : (g.OH / R) * R, rn = rin(r);
+        for (const auto& cc_seg : Segs(g.C, CC)) {
+          const int64_t ccount = cc_seg.first, cc = cc_seg.second;
+          int64_t cbase = cc == CC ? 0 : (g.C / CC) * CC;
+          const std::vector<int64_t> pdims{cc, rn, wn}, dims{cc, r, tw};
+          const int64_t P = r * tw;
+          // the patches' padding filled once a slot, by its first item (see front)
+          const bool fill_once = vhi > vlo;
+          const double pad_value = x_i8 ? static_cast<double>(zp) : 0.0;
+          // (matrix) the item's blocks of channels, an mm each: block-diagonal weights of
+          // a block's width, bk columns (a channel's taps at its place in the block)
+          const int64_t bc = std::min(cc, kDepthwiseBlock), bk = bc * KK;
+          const int64_t nblocks = (cc + bc - 1) / bc, nfull = cc / bc;
+          auto over_patch = [&](const auto& f) { return Nest(pdims, f); };
+          auto over = [&](const auto& f) { return Nest(dims, f); };
+          // the int8 taps: |x| <= 128 and |w| <= 128, at most 256 taps, so |acc| <= 2^22;
+          // the quantiser keeps the int32 bias within 2^31 - 2^23 (precision.py): no sum
+          // leaves the i32 range, where the vector engine saturates and the IR wraps
+          auto over_acc = [&](const auto& f) {
+            return q ? BoundedNest(dims, f, "int8 depthwise taps: |acc + bias| < 2^31")
+                     : Nest(dims, f);
+          };
+          // views indexed as the nests index them (unit dims dropped)
+          auto pv = [&](const Buffer& b) {
+            return StridedView(b, pdims, {rn * wn, wn, 1}, 0, b->name + "v");
+          };
+          auto ov = [&](const Buffer& b) {
+            return StridedView(b, dims, {r * tw, tw, 1}, 0, b->name + "v");
+          };
+          // what an item's loads fill: one set, or one per slot when pipelined
+          struct Loaded {
+            Buffer Xl, Wl, Bl, Sl, Rl;
+          };
+          std::vector<Loaded> slots;
+          for (int64_t k = 0; k < (pipelined ? 2 : 1); ++k) {
+            const std::string sfx = pipelined ? std::to_string(k) : "";
+            Loaded l;
+            l.Xl = Local(pdims, load_t, "Xl" + sfx);  // as loaded
+            l.Wl = Local({cc, KK}, wload_t, "Wl" + sfx);
+            if (has_bias) l.Bl = Local({cc, 1}, acc_t, "Bl" + sfx);
+            if (q) l.Sl = Local({cc, 1}, f32, "Sl" + sfx);
+            if (ep.residual >= 0) l.Rl = Local(dims, call.inputs[ep.residual]->dtype, "Rl" + sfx);
+            slots.push_back(l);
+          }
+          // what an item computes in: one set (the engines run the items in order), or in
+          // three stages one per slot (the matrix engine multiplies item i in one while the
+          // vector engine fills the other for item i + 1 and converts item i - 1's)
+          std::vector<Buffer> work;
+          auto local = [&](const std::vector<int64_t>& shape, DataType t, const std::string& name) {
+            work.push_back(Local(shape, t, name));
+            return work.back();
+          };
+          struct Work {
+            Buffer O, T, A, Col, S, Of, Rf, Act, Yq;
+          };
+          Buffer Xq = qx ? local(pdims, i8, "Xq") : Buffer();
+          Buffer Xp = load_t != acc_t && !matrix ? local(pdims, acc_t, "Xp") : Buffer();  // widened
+          Buffer Wp = wload_t != acc_t && !matrix ? local({cc, KK}, acc_t, "Wp") : Buffer();
+          std::vector<Work> works;
+          for (int64_t k = 0; k < (three_stage ? 2 : 1); ++k) {
+            const std::string sfx = three_stage ? std::to_string(k) : "";
+            Work w;
+            w.O = local(dims, acc_t, "O" + sfx);
+            if (!matrix) w.T = local(dims, acc_t, "T" + sfx);
+            if (matrix) w.A = local({cc, bk}, mat_t, "Abd" + sfx);
+            if (matrix) w.Col = local({cc * KK, P}, mat_t, "Col" + sfx);
+            // (three stages: the scales, or a narrow form's bias, that post reads; slot k's
+            // loads move on)
+            if (three_stage && (q || has_bias)) w.S = local({cc, 1}, f32, "S" + sfx);
+            w.Of = q ? local(dims, f32, "Of" + sfx) : w.O;  // the f32 result
+            if (r_i8) w.Rf = local(dims, f32, "Rf" + sfx);
+            if (ep.passes()) w.Act = local(dims, f32, "Act" + sfx);  // (SiLU's sigmoid)
+            if (y_i8) w.Yq = local(dims, i8, "Yq" + sfx);
+            works.push_back(w);
+          }
+          // item t's coordinates: image, first channel, first output row and row tile
+          auto at = [&, rcount = rcount, rbase = rbase, ccount = ccount,
+                     cbase = cbase](PrimExpr t) {
+            PrimExpr ci = floormod(t, I32(ccount));
+            PrimExpr ri = floormod(floordiv(t, I32(ccount)), I32(rcount));
+            PrimExpr n = floordiv(t, I32(ccount * rcount));
+            return std::make_tuple(n, I32(cbase) + ci * I32(CC), I32(rbase) + ri * I32(R), ri);
+          };
+          // the loads of item t into slot k, signalling `event` (waited for by back)
+          auto event = [&](int64_t k) { return pipelined ? int64_t{2} + k : int64_t{0}; };
+          auto front = [&, rcount = rcount, rbase = rbase, rn = rn](PrimExpr t, int64_t k) {
+            PrimExpr n, c0, oh0, ri;
+            std::tie(n, c0, oh0, ri) = at(t);
+            const Loaded& l = slots[size_t(k)];
+            const int64_t ev = event(k);
+            std::vector<Stmt> s;
+            // padding: real zero, the zero point in an int8 patch (the fill and the copies
+            // after it are one in-order DMA queue: they land on it with no wait between; a
+            // wait stalled the front end behind the previous item's loads). Filled once
+            // (fill_once) the padding columns keep it, the copies writing the same columns
+            // every item; a row tile at the image's top or bottom fills its padding rows again.
+            auto fill_rows = [&](int64_t from, int64_t to) -> Stmt {
+              if (to <= from) return Evaluate(I32(0));
+              return Intrin("tile.dma_fill",
+                            {Region(l.Xl, {I32(0), I32(from), I32(0)}, {cc, to - from, wn}),
+                             F32(pad_value), I32(ev)});
+            };
+            // (fill_once: the slot's first item fills it whole, item t being the core's
+            // (t div cores)-th)
+            const PrimExpr slot_first = eq(floordiv(t, I32(call.cores)), I32(k));
+            s.push_back(fill_once ? IfThenElse(slot_first, fill_rows(0, rn)) : fill_rows(0, rn));
+            if (vhi > vlo) {
+              // one DMA of the whole block when no padding row is in it
+              PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
+              Stmt block =
+                  Intrin("tile.dma_copy",
+                         {Region(l.Xl, {I32(0), I32(0), I32(vlo - iw0)}, {cc, rn, vhi - vlo}),
+                          Region(X, {n, c0, ih0, I32(vlo)}, {1, cc, rn, vhi - vlo}), I32(ev)});
+              Stmt rows = Loop("rr", rn, [&](PrimExpr rr) {
+                PrimExpr ih = ih0 + rr;
+                return IfThenElse(
+                    ih >= I32(0) && ih < I32(g.H),
+                    Intrin("tile.dma_copy",
+                           {Region(l.Xl, {I32(0), rr, I32(vlo - iw0)}, {cc, 1, vhi - vlo}),
+                            Region(X, {n, c0, ih, I32(vlo)}, {1, cc, 1, vhi - vlo}), I32(ev)}));
+              });
+              // the first and the last row tile: their valid rows are known here, so
+              // one DMA each (a DMA per row paid the latency of the level per row:
+              // MobileNetV2's stride-2 depthwise Conv spent 270 k cycles so)
+              auto edge = [&](int64_t tile_row) -> Stmt {
+                int64_t top = (rbase + tile_row * R) * g.sh - g.pt;
+                int64_t lo = std::max<int64_t>(0, top), hi = std::min(g.H, top + rn);
+                if (hi <= lo)
+                  return fill_once ? Stmt(IfThenElse(!slot_first, fill_rows(0, rn)))
+                                   : Stmt(Evaluate(I32(0)));
+                Stmt copy = Intrin(
+                    "tile.dma_copy",
+                    {Region(l.Xl, {I32(0), I32(lo - top), I32(vlo - iw0)},
+                            {cc, hi - lo, vhi - vlo}),
+                     Region(X, {n, c0, I32(lo), I32(vlo)}, {1, cc, hi - lo, vhi - vlo}), I32(ev)});
+                if (!fill_once) return copy;
+                return Seq({IfThenElse(!slot_first,
+                                       Seq({fill_rows(0, lo - top), fill_rows(hi - top, rn)})),
+                            copy});
+              };
+              if (fill_once) rows = Seq({IfThenElse(!slot_first, fill_rows(0, rn)), rows});
+              Stmt load = block;
+              if (g.pt != 0 || g.pb != 0) {
+                load = IfThenElse(eq(ri, I32(rcount - 1)), edge(rcount - 1), rows);
+                load = IfThenElse(eq(ri, I32(0)), edge(0), load);
+                load = IfThenElse(ih0 >= I32(0) && ih0 + I32(rn) <= I32(g.H), block, load);
+              }
+              s.push_back(load);
+            }
+            auto copy = [&](const Buffer& dst, const BufferRegion& src, int64_t rows,
+                            int64_t width) {
+              s.push_back(Intrin("tile.dma_copy",
+                                 {Region(dst, {I32(0), I32(0)}, {rows, width}), src, I32(ev)}));
+            };
+            // (own_params: the item's block is the core's (t div cores)-th)
+            const PrimExpr h0 = own_params ? floordiv(t, I32(call.cores)) * I32(CC) : c0;
+            copy(l.Wl,
+                 resident ? Region(Wall, {h0, I32(0)}, {cc, KK})
+                          : Region(Wv, {c0, I32(0)}, {cc, KK}),
+                 cc, KK);
+            if (has_bias)
+              copy(l.Bl,
+                   resident ? Region(Ball, {h0, I32(0)}, {cc, 1})
+                            : Region(Bv, {c0, I32(0)}, {cc, 1}),
+                   cc, 1);
+            if (q)
+              copy(l.Sl,
+                   resident ? Region(Sall, {h0, I32(0)}, {cc, 1})
+                            : Region(Sv, {c0, I32(0)}, {cc, 1}),
+                   cc, 1);
+            if (ep.residual >= 0)
+              s.push_back(Intrin("tile.dma_copy",
+                                 {Region(l.Rl, {I32(0), I32(0), I32(0)}, dims),
+                                  Region(Rv, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw}), I32(ev)}));
+            return Seq(s);
+          };
+          // the taps of item t from slot k (in the matrix form, up to the mm)
+          auto compute = [&, rn = rn](PrimExpr t, int64_t k) {
+            const Loaded& l = slots[size_t(k)];
+            const Work& w = works[three_stage ? size_t(k) : 0];
+            const Buffer &O = w.O, &T = w.T, &A = w.A, &Col = w.Col;
+            std::vector<Stmt> s;
+            s.push_back(Intrin("tile.wait", {I32(event(k))}));
+            if (qx)  // quantised as the implicit GEMM does on load (padding: 0 -> zp)
+              for (const Stmt& x : QuantiseSteps(pv(Xq), pv(l.Xl), x_inv, zp, over_patch))
+                s.push_back(x);
+            const Buffer& xs = qx ? Xq : l.Xl;  // the patch in the load or the int8 type
+            Buffer Ov = ov(O);
+            Buffer bv = has_bias ? StridedView(l.Bl, dims, {1, 0, 0}, 0, "Bb") : Buffer();
+            if (matrix) {
+              // per block of bc channels, O[c, p] = sum over (c', k) of A[c, c' KK + k]
+              // Col[c' KK + k, p] (c' in c's block): the diagonal of A's blocks takes this
+              // item's weights (the rest is zero), Col the taps of every channel; the
+              // accumulator is preset to the int32 bias (i32 wraps there, as in the
+              // implicit GEMM)
+              if (nfull > 1)
+                s.push_back(
+                    CopyNest(StridedView(A, {nfull, bc, KK}, {bc * bk, bk + KK, 1}, 0, "Adiag"),
+                             StridedView(l.Wl, {nfull, bc, KK}, {bc * KK, KK, 1}, 0, "Wlv"),
+                             {nfull, bc, KK}));
+              for (int64_t b = nfull > 1 ? nfull : 0; b < nblocks; ++b) {
+                const int64_t m = std::min(bc, cc - b * bc);
+                s.push_back(CopyNest(StridedView(A, {m, KK}, {bk + KK, 1}, b * bc * bk, "Adiag"),
+                                     StridedView(l.Wl, {m, KK}, {KK, 1}, b * bc * KK, "Wlv"),
+                                     {m, KK}));
+              }
+              // a row of taps a copy (4-D: channel, kw, row, column), not a tap a copy:
+              // 5 vector commands for a 5x5 kernel's taps, were 25
+              const std::vector<int64_t> tdims{cc, g.KW, r, tw};
+              for (int64_t kh = 0; kh < g.KH; ++kh)
+                s.push_back(CopyNest(
+                    StridedView(Col, tdims, {KK * P, P, tw, 1}, kh * g.KW * P, "ColTap"),
+                    StridedView(xs, tdims, {rn * wn, g.dw, g.sh * wn, g.sw}, kh * g.dh * wn, "Tap"),
+                    tdims));
+              // (f16/bf16: the f32 bias is added after the sums, as the vector form and the
+              // implicit GEMM add it, so that every form rounds alike)
+              const bool preset = has_bias && q;
+              if (preset) s.push_back(CopyNest(Ov, bv, dims));
+              Buffer O2 = Buffer(O->data, acc_t, {I32(cc), I32(P)}, Array<PrimExpr>(), I32(0),
+                                 "local", "Omat");
+              // (f16/bf16 in three stages: the result is the accumulator, which the store of
+              // slot k's last item reads; int8 stores its own Of or Yq)
+              if (three_stage && !q) s.push_back(Intrin("tile.wait", {I32(4 + k)}));
+              for (int64_t b = 0; b < nblocks; ++b) {
+                const int64_t m = std::min(bc, cc - b * bc);
+                s.push_back(Intrin("tile.mm", {Region(O2, {I32(b * bc), I32(0)}, {m, P}),
+                                               Region(A, {I32(b * bc), I32(0)}, {m, m * KK}),
+                                               Region(Col, {I32(b * bk), I32(0)}, {m * KK, P}),
+                                               IntImm(DataType::Bool(), preset ? 1 : 0)}));
+              }
+            } else {
+              const Buffer& xw = Xp.defined() ? Xp : xs;  // widened
+              const Buffer& ww = Wp.defined() ? Wp : l.Wl;
+              if (Xp.defined())
+                s.push_back(over_patch([&](const Array<PrimExpr>& i) {
+                  return BufferStore(pv(Xp), Cast(acc_t, BufferLoad(pv(xs), i)), i);
+                }));
+              if (Wp.defined()) {
+                Buffer wpv = StridedView(Wp, {cc, KK}, {KK, 1}, 0, "Wpv");
+                Buffer wlv = StridedView(l.Wl, {cc, KK}, {KK, 1}, 0, "Wlv");
+                s.push_back(Nest({cc, KK}, [&](const Array<PrimExpr>& i) {
+                  return BufferStore(wpv, Cast(acc_t, BufferLoad(wlv, i)), i);
+                }));
+              }
+              Buffer Tv = ov(T);
+              for (int64_t kh = 0; kh < g.KH; ++kh) {
+                for (int64_t kw = 0; kw < g.KW; ++kw) {
+                  Buffer tap = StridedView(xw, dims, {rn * wn, g.sh * wn, g.sw},
+                                           kh * g.dh * wn + kw * g.dw, "Tap");
+                  Buffer wt = StridedView(ww, dims, {KK, 0, 0}, kh * g.KW + kw, "Wtap");
+                  bool first = kh == 0 && kw == 0;
+                  const Buffer& dst = first ? Ov : Tv;
+                  s.push_back(over_acc([&](const Array<PrimExpr>& i) {
+                    return BufferStore(dst, BufferLoad(tap, i) * BufferLoad(wt, i), i);
+                  }));
+                  if (!first) {
+                    s.push_back(over_acc([&](const Array<PrimExpr>& i) {
+                      return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(Tv, i), i);
+                    }));
+                  }
+                }
+              }
+              if (has_bias)  // the f32 bias, or the int32 one (before the dequantisation)
+                s.push_back(over_acc([&](const Array<PrimExpr>& i) {
+                  return BufferStore(Ov, BufferLoad(Ov, i) + BufferLoad(bv, i), i);
+                }));
+            }
+            if (three_stage && q) {  // what post reads of slot k, before its next loads
+              Buffer sw = StridedView(w.S, {cc}, {1}, 0, "Sw"),
+                     sl = StridedView(l.Sl, {cc}, {1}, 0, "Slv");
+              s.push_back(Nest({cc}, [&](const Array<PrimExpr>& i) {
+                return BufferStore(sw, BufferLoad(sl, i) * F32(s_factor), i);
+              }));
+            } else if (three_stage && has_bias) {
+              s.push_back(CopyNest(StridedView(w.S, {cc}, {1}, 0, "Sw"),
+                                   StridedView(l.Bl, {cc}, {1}, 0, "Blv"), {cc}));
+            }
+            return Seq(s);
+          };
+          // the epilogue and store of item t from slot k
+          auto post = [&](PrimExpr t, int64_t k) {
+            auto [n, c0, oh0, ri] = at(t);
+            const Loaded& l = slots[size_t(k)];
+            const Work& w = works[three_stage ? size_t(k) : 0];
+            const Buffer &O = w.O, &Of = w.Of, &Rf = w.Rf, &Act = w.Act, &Yq = w.Yq;
+            Buffer Ov = ov(O);
+            std::vector<Stmt> s;
+            // (three stages) slot k's last store has drained before its buffers take this
+            // item's result
+            if (three_stage) s.push_back(Intrin("tile.wait", {I32(4 + k)}));
+            Buffer Ofv = ov(Of);
+            if (q) {               // dequantise: f32(acc) * f32(w_scale[c] * x_scale (or x_factor))
+              if (!three_stage) {  // (three stages: compute scaled them into w.S)
+                Buffer slv = StridedView(l.Sl, {cc}, {1}, 0, "Slv");
+                s.push_back(Nest({cc}, [&](const Array<PrimExpr>& i) {
+                  return BufferStore(slv, BufferLoad(slv, i) * F32(s_factor), i);
+                }));
+              }
+              s.push_back(over([&](const Array<PrimExpr>& i) {
+                return BufferStore(Ofv, Cast(f32, BufferLoad(Ov, i)), i);
+              }));
+              Buffer sv = StridedView(three_stage ? w.S : l.Sl, dims, {1, 0, 0}, 0, "Sb");
+              s.push_back(over([&](const Array<PrimExpr>& i) {
+                return BufferStore(Ofv, BufferLoad(Ofv, i) * BufferLoad(sv, i), i);
+              }));
+            } else if (matrix && has_bias) {  // the narrow form's bias, after the sums
+              Buffer bv = StridedView(three_stage ? w.S : l.Bl, dims, {1, 0, 0}, 0, "Bb");
+              s.push_back(over([&](const Array<PrimExpr>& i) {
+                return BufferStore(Ofv, BufferLoad(Ofv, i) + BufferLoad(bv, i), i);
+              }));
+            }
+            auto add_residual = [&]() {  // (an int8 one in its units)
+              if (r_i8) {
+                for (const Stmt& x : AddResidualInUnits(ru, Ofv, ov(l.Rl), ov(Rf), over))
+                  s.push_back(x);
+              } else {
+                s.push_back(over([&](const Array<PrimExpr>& i) {
+                  return BufferStore(Ofv, BufferLoad(Ofv, i) + BufferLoad(ov(l.Rl), i), i);
+                }));
+              }
+            };
+            if (ep.residual >= 0 && !ep.residual_last) add_residual();
+            if (!r_i8)
+              s.push_back(ApplyActivation(y_i8 ? WithoutSaturatedBounds(ep, y_inv, y_zp) : ep, Ofv,
+                                          over, ep.passes() ? ov(Act) : Buffer()));
+            if (ep.residual_last) add_residual();
+            if (r_i8 && !y_i8)  // from the residual's units
+              s.push_back(over([&](const Array<PrimExpr>& i) {
+                return BufferStore(Ofv, BufferLoad(Ofv, i) * F32(ru.out_scale), i);
+              }));
+            if (y_i8)  // quantised as the readers would on load
+              for (const Stmt& x :
+                   QuantiseSteps(ov(Yq), Ofv, r_i8 ? ru.out_scale : y_inv, y_zp, over))
+                s.push_back(x);
+            BufferRegion y_region = Region(Y, {n, c0, oh0, I32(ow0)}, {1, cc, r, tw});
+            BufferRegion result = Region(y_i8 ? Yq : Of, {I32(0), I32(0), I32(0)}, dims);
+            if (!lut.empty())  // the activation, one lookup per int8 element
+              s.push_back(Intrin("tile.vec_lut", {result, result, LookupTableRegion(lut_words)}));
+            if (three_stage)
+              s.push_back(Intrin("tile.dma_copy", {y_region, result, I32(4 + k)}));
+            else
+              s.push_back(DmaWait(y_region, result, 1));
+            return Seq(s);
+          };
+          auto back = [&](PrimExpr t, int64_t k) { return Seq({compute(t, k), post(t, k)}); };
+          const int64_t count = g.N * rcount * ccount;
+          Stmt tile =
+              three_stage ? ForEachItemThreeStage(core, call.cores, count, &rotation, "t", front,
+                                                  compute, post)
+              : pipelined
+                  ? ForEachItemPipelined(core, call.cores, count, &rotation, "t", front, back)
+                  : ForEachItem(core, call.cores, count, &rotation, "t", [&](PrimExpr t) {
+                      return Seq({front(t, 0), back(t, 0)});
+                    });
+          if (!tile.defined()) continue;
+          if (three_stage)  // the next group's buffers may take these addresses
+            tile = Seq({tile, Intrin("tile.wait", {I32(4)}), Intrin("tile.wait", {I32(5)})});
+          if (matrix) {  // zero once: the items write only the diagonal blocks
+            std::vector<Stmt> zero;
+            for (const Work& w : works)
+              zero.push_back(Intrin("tile.dma_fill",
+                                    {Region(w.A, {I32(0), I32(0)}, {cc, bk}), F32(0), I32(0)}));
+            zero.push_back(Intrin("tile.wait", {I32(0)}));
+            zero.push_back(tile);
+            tile = Seq(zero);
+          }
+          for (const Loaded& l : slots)
+            for (const Buffer& b : {l.Xl, l.Wl, l.Bl, l.Sl, l.Rl})
+              if (b.defined()) tile = Allocate(b, tile);
+          for (const Buffer& b : work) tile = Allocate(b, tile);
+          groups.push_back(tile);
+        }
+      }
+    }
+    if (!lut.empty()) PlaceAfterFirstLoads(&groups, FillLookupTable(lut_words, lut));
+    Stmt all = Seq(groups);
+    for (const Buffer& b : {Wall, Ball, Sall})
+      if (b.defined()) all = Allocate(b, all);
+    return lut.empty() ? all : Allocate(lut_words, all);
+  });
+  return MakeFunc(call, p, body);
+}
+
+}  // namespace conv
+}  // namespace detail
+}  // namespace compiler
+}  // namespace tilecore
