@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tilecore/compiler/strategy.h"
@@ -333,6 +334,14 @@ inline Stmt ForEachItemThreeStage(const PrimExpr& core, int64_t cores, int64_t c
 /*! \brief The body over cores: `for c in cores(0, n): body(c)`. */
 inline Stmt OverCores(int64_t cores, const std::function<Stmt(PrimExpr)>& body) {
   return Loop("c", I32(cores), body, ForKind::kCores);
+}
+
+/*! \brief [0, n) cut into pieces of t: (count, size) of the full ones, then the rest. */
+inline std::vector<std::pair<int64_t, int64_t>> Segments(int64_t n, int64_t t) {
+  std::vector<std::pair<int64_t, int64_t>> s;
+  if (n / t > 0) s.push_back({n / t, t});
+  if (n % t > 0) s.push_back({1, n % t});
+  return s;
 }
 
 /*! \brief One global buffer per input and output, in order, named in0.., out0...; the

@@ -409,11 +409,11 @@ PrimFunc LowerConv(const OpCall& call) {
         int64_t iw0 = ow0 * g.sw - g.pl;                        // input column of patch column 0
         int64_t vlo = std::max<int64_t>(0, iw0),
                 vhi = std::min<int64_t>(g.W, iw0 + win);  // valid input columns
-        for (const auto& r_seg : Segs(g.OH, R)) {
+        for (const auto& r_seg : Segments(g.OH, R)) {
           const int64_t rcount = r_seg.first, r = r_seg.second;
           int64_t rbase = r == R ? 0 : (g.OH / R) * R;
           int64_t rin = (r - 1) * g.sh + (g.KH - 1) * g.dh + 1;
-          for (const auto& tm_seg : Segs(g.Mg, TM)) {
+          for (const auto& tm_seg : Segments(g.Mg, TM)) {
             const int64_t mblocks = tm_seg.first, tm = tm_seg.second;
             int64_t mbase = tm == TM ? 0 : (g.Mg / TM) * TM;
             const int64_t mb = blocks_per_item(mblocks, tm, MB);
@@ -789,7 +789,7 @@ PrimFunc LowerConv(const OpCall& call) {
                 }
               } else {
                 bool first = true;
-                for (auto [ccount, cc] : Segs(g.Cg, CC)) {
+                for (auto [ccount, cc] : Segments(g.Cg, CC)) {
                   int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
                   auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc,
                                                            bool first_chunk = false) {
@@ -1012,12 +1012,12 @@ PrimFunc LowerConv(const OpCall& call) {
     int64_t items = 0, total = 0, largest = 0;
     for (int64_t ow0 = 0; ow0 < g.OW; ow0 += TW) {
       const int64_t tw = std::min(TW, g.OW - ow0);
-      for (auto [rcount, r] : Segs(g.OH, R))
-        for (auto [mblocks, tm] : Segs(g.Mg, TM)) {
+      for (auto [rcount, r] : Segments(g.OH, R))
+        for (auto [mblocks, tm] : Segments(g.Mg, TM)) {
           const int64_t mb = blocks_per_item(mblocks, tm, MB);
           const int64_t n = g.N / NB * g.G * rcount * (mblocks / mb);
           int64_t item = 0;
-          for (auto [ccount, cc] : Segs(g.Cg, CC))
+          for (auto [ccount, cc] : Segments(g.Cg, CC))
             item += ccount * mb * MatrixCommandCycles(tm, NB * r * tw, cc * KK, ot);
           items += n;
           total += n * item;

@@ -129,13 +129,6 @@ bool Geometry(const std::vector<TensorSpec>& ins, const std::vector<TensorSpec>*
   return true;
 }
 
-std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
-  std::vector<std::pair<int64_t, int64_t>> s;
-  if (n / t > 0) s.push_back({n / t, t});
-  if (n % t > 0) s.push_back({1, n % t});
-  return s;
-}
-
 PrimFunc LowerConvTranspose(const OpCall& call) {
   TGeom g;
   std::string why;
@@ -173,10 +166,10 @@ PrimFunc LowerConvTranspose(const OpCall& call) {
       int64_t iwlo = std::max<int64_t>(0, FloorDiv(ow0 - g.zw + g.sw - 1, g.sw));
       int64_t iwhi = std::min<int64_t>(g.W - 1, FloorDiv(ow0 + win - 1 - g.zw, g.sw));
       int64_t ncols = iwhi - iwlo + 1, col0 = g.zw + iwlo * g.sw - ow0;
-      for (auto [rcount, r] : Segs(g.OH, R)) {
+      for (auto [rcount, r] : Segments(g.OH, R)) {
         int64_t rbase = r == R ? 0 : (g.OH / R) * R;
         int64_t rin = (r - 1) + (g.KH - 1) * g.dh + 1;
-        for (auto [mcount, tm] : Segs(g.Mg, TM)) {
+        for (auto [mcount, tm] : Segments(g.Mg, TM)) {
           int64_t mbase = tm == TM ? 0 : (g.Mg / TM) * TM;
           int64_t items = g.N * g.G * rcount * mcount;
           groups.push_back(ForEachItem(
@@ -208,7 +201,7 @@ PrimFunc LowerConvTranspose(const OpCall& call) {
                                     I32(0), "local", "Cl3");
                 std::vector<Stmt> s;
                 bool first = true;
-                for (auto [ccount, cc] : Segs(g.Cg, CC)) {
+                for (auto [ccount, cc] : Segments(g.Cg, CC)) {
                   int64_t cbase = cc == CC ? 0 : (g.Cg / CC) * CC;
                   auto chunk = [&, cc = cc, cbase = cbase](PrimExpr ci, bool acc) {
                     PrimExpr c0 = I32(cbase) + ci * I32(CC);

@@ -41,8 +41,6 @@ struct ConvGeom {
  * strategy does not take. */
 bool Geometry(const std::vector<TensorSpec>& ins, const Map<String, Any>& attrs, ConvGeom* g,
               std::string* why);
-/*! \brief `n` cut into pieces of `t`: (count, size) of the full ones, then the rest. */
-std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t);
 
 /*! \brief The most channels of a block of the depthwise matrix form (an mm's rows). */
 inline constexpr int64_t kDepthwiseBlock = 16;

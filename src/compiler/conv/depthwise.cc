@@ -190,10 +190,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
       int64_t tw = std::min(TW, g.OW - ow0);
       int64_t wn = win(tw), iw0 = ow0 * g.sw - g.pl;
       int64_t vlo = std::max<int64_t>(0, iw0), vhi = std::min<int64_t>(g.W, iw0 + wn);
-      for (const auto& r_seg : Segs(g.OH, R)) {
+      for (const auto& r_seg : Segments(g.OH, R)) {
         const int64_t rcount = r_seg.first, r = r_seg.second;
         int64_t rbase = r == R ? 0 : (g.OH / R) * R, rn = rin(r);
-        for (const auto& cc_seg : Segs(g.C, CC)) {
+        for (const auto& cc_seg : Segments(g.C, CC)) {
           const int64_t ccount = cc_seg.first, cc = cc_seg.second;
           int64_t cbase = cc == CC ? 0 : (g.C / CC) * CC;
           const std::vector<int64_t> pdims{cc, rn, wn}, dims{cc, r, tw};

@@ -1,6 +1,5 @@
 /*
- * src/compiler/conv/geometry.cc — a Conv's geometry from its inputs and attributes (ConvGeom), and
- * the cutting of a size into tiles (Segs).
+ * src/compiler/conv/geometry.cc — a Conv's geometry from its inputs and attributes (ConvGeom).
  */
 #include <algorithm>
 #include <string>
@@ -90,13 +89,6 @@ bool Geometry(const std::vector<TensorSpec>& ins, const Map<String, Any>& attrs,
     return false;
   }
   return true;
-}
-
-std::vector<std::pair<int64_t, int64_t>> Segs(int64_t n, int64_t t) {
-  std::vector<std::pair<int64_t, int64_t>> s;
-  if (n / t > 0) s.push_back({n / t, t});
-  if (n % t > 0) s.push_back({1, n % t});
-  return s;
 }
 
 }  // namespace conv

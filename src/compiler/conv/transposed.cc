@@ -192,14 +192,14 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     }
     const int64_t NB = tp.nb;  // images per item (then one item covers an image's positions)
     std::vector<bool> served(size_t(call.cores), false);  // the cores that ran an item
-    for (const auto& P_seg : Segs(HW, tile)) {
+    for (const auto& P_seg : Segments(HW, tile)) {
       const int64_t pcount = P_seg.first, P = P_seg.second;
       const int64_t pbase = P == tile ? 0 : (HW / tile) * tile;
       const int64_t r = rowwise ? P / g.OW : 0;  // output rows of the item
       // X tile of an image: [C, xcols] (unfold: the patch [C, rin, win])
       const int64_t xcols = unfold ? rin(r) * win : strided ? r * g.W : P;
       const int64_t Pt = NB * P, Xt = NB * xcols;  // the item's positions, X tile columns
-      for (const auto& TMc_seg : Segs(g.M, tp.tm)) {
+      for (const auto& TMc_seg : Segments(g.M, tp.tm)) {
         const int64_t mcount = TMc_seg.first, TMc = TMc_seg.second;
         const int64_t mbase = TMc == tp.tm ? 0 : (g.M / tp.tm) * tp.tm;
         const int64_t items = g.N / NB * pcount * mcount;

@@ -17,13 +17,6 @@ namespace compiler {
 namespace detail {
 namespace matmul {
 
-std::vector<std::pair<int64_t, int64_t>> Segments(int64_t n, int64_t t) {
-  std::vector<std::pair<int64_t, int64_t>> s;
-  if (n / t > 0) s.push_back({n / t, t});
-  if (n % t > 0) s.push_back({1, n % t});
-  return s;
-}
-
 PrimExpr BatchIndex(const PrimExpr& ob, const std::vector<int64_t>& out_batch,
                     const std::vector<int64_t>& in_batch) {
   // in_batch is right-aligned against out_batch

@@ -24,9 +24,6 @@ namespace matmul {
 /*! \brief The tiled plan's C tile (kTM x kTN) and its K chunk (kTK). */
 inline constexpr int64_t kTM = 128, kTN = 128, kTK = 256;
 
-/*! \brief Segments of [0, n) in steps of t: (count, size) pairs — full ones then the rest. */
-std::vector<std::pair<int64_t, int64_t>> Segments(int64_t n, int64_t t);
-
 /*! \brief Flat batch index of an operand from the output batch index (broadcast dims give 0). */
 PrimExpr BatchIndex(const PrimExpr& ob, const std::vector<int64_t>& out_batch,
                     const std::vector<int64_t>& in_batch);
