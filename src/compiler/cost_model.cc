@@ -52,11 +52,13 @@ struct Event {
   enum Kind : uint8_t { kIssue, kWaitFrontEnd, kWaitQueue, kBarrier, kScalar, kMember, kDrain };
   explicit Event(Kind k) : kind(k) {}
   Kind kind;
-  int8_t engine = 0;    // kIssue: its queue; kWait*: the engine waited on
-  int8_t queue = 0;     // kWaitQueue: the queue that waits
-  int64_t count = 0;    // kWait*: completion count waited for; kMember: the member index
-  int64_t cost = 0;     // front-end cycles (kIssue, kScalar)
-  int64_t cycles = 0;   // kIssue: engine cycles (DMA: beats)
+  int8_t engine = 0;  // kIssue: its queue; kWait*: the engine waited on
+  int8_t queue = 0;   // kWaitQueue: the queue that waits
+  int64_t count = 0;  // kWait*: completion count waited for; kMember: the member index
+  int64_t cost = 0;   // front-end cycles (kIssue, kScalar)
+  // kIssue: engine cycles (DMA: beats); kMember: which run of the member on this core (0, 1,
+  // ...: a group run in slices runs each member once per slice)
+  int64_t cycles = 0;
   int64_t latency = 0;  // kIssue: added after the data
   int64_t occ_ddr = 0, occ_l2 = 0;
   bool drains = false;  // kBarrier: the codegen fences first (tir.barrier, not _no_drain)
@@ -191,6 +193,7 @@ class Walker {
     last_.clear();
     fe_pending_ = 0;
     member_ = -1;
+    member_runs_.clear();
     handed_off_ = false;
     Visit(f_->body);
     Flush();
@@ -339,6 +342,10 @@ class Walker {
           Flush();
           Event e(Event::kMember);
           e.count = m->cast<int64_t>();
+          // (a member's body may hold several cores loops: a run begins where another
+          // member's ended)
+          int64_t& runs = member_runs_[e.count];
+          e.cycles = e.count == member_ ? runs - 1 : runs++;
           member_ = e.count;
           events_.push_back(std::move(e));
         }
@@ -716,7 +723,8 @@ class Walker {
   std::vector<Event> events_;
   std::vector<int64_t> slabs_;  // Call's: the slab each buffer of the command touches
   int64_t scalar_ops_ = 0, fe_pending_ = 0;
-  int64_t member_ = -1;      // the layer-group member whose cores loop is being walked
+  int64_t member_ = -1;  // the layer-group member whose cores loop is being walked
+  std::unordered_map<int64_t, int64_t> member_runs_;  // member -> its runs walked so far
   bool handed_off_ = false;  // the last cores loop was a handoff: the next opens without a barrier
   bool drained_ = false;     // after tir.drain in a cores loop: loads handed to the next member
   bool pending_compute_ = false;
@@ -731,6 +739,7 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
     const Event* e = nullptr;
     int64_t at = 0;                 // when the front end issued it
     int64_t member = -1;            // the member it belongs to
+    int64_t run = 0;                // and which run of it
     std::array<int64_t, 4> gate{};  // per engine, the count its queue waits for (tc1.wait)
   };
   struct Core {
@@ -743,6 +752,7 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
     std::array<int64_t, 4> busy{};
     bool at_barrier = false;
     int64_t member = -1;  // the layer-group member it runs (kMember), or -1
+    int64_t run = 0;      // which run of it
     bool idle() const {
       for (const auto& q : queued)
         if (!q.empty()) return false;
@@ -750,9 +760,20 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
     }
   };
   std::vector<MemberCost> members;
+  // per member, per run: [start, end) over the cores (a member runs once per slice)
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> runs;
   auto member_of = [&](int64_t m) -> MemberCost& {
-    if (members.size() <= size_t(m)) members.resize(size_t(m) + 1);
+    if (members.size() <= size_t(m)) {
+      members.resize(size_t(m) + 1);
+      runs.resize(size_t(m) + 1);
+    }
     return members[size_t(m)];
+  };
+  auto run_of = [&](int64_t m, int64_t r) -> std::pair<int64_t, int64_t>& {
+    member_of(m);
+    auto& v = runs[size_t(m)];
+    if (v.size() <= size_t(r)) v.resize(size_t(r) + 1, {-1, 0});
+    return v[size_t(r)];
   };
   std::vector<Core> cs(progs.size());
   for (size_t i = 0; i < cs.size(); ++i) {  // (each time and done list: one allocation)
@@ -790,7 +811,7 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
         }
         c.fe += e.cost;
         c.fe_busy += e.cost;
-        c.queued[q].push_back({&e, c.fe, c.member, c.gate[q]});
+        c.queued[q].push_back({&e, c.fe, c.member, c.run, c.gate[q]});
         ++c.pos;
         continue;
       }
@@ -811,9 +832,10 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
       }
       if (e.kind == Event::kMember) {
         c.member = e.count;
-        MemberCost& m = member_of(e.count);
-        m.start = m.end == 0 ? c.fe : std::min(m.start, c.fe);
-        m.end = std::max(m.end, c.fe);
+        c.run = e.cycles;
+        auto& span = run_of(e.count, e.cycles);
+        span.first = span.first < 0 ? c.fe : std::min(span.first, c.fe);
+        span.second = std::max(span.second, c.fe);
       } else if (e.kind == Event::kScalar) {
         c.fe += e.cost;
       } else if (e.kind == Event::kWaitFrontEnd) {
@@ -882,7 +904,10 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
         if (!c.at_barrier) continue;
         c.at_barrier = false;
         c.fe = release;
-        if (c.member >= 0) member_of(c.member).end = std::max(member_of(c.member).end, release);
+        if (c.member >= 0) {
+          auto& span = run_of(c.member, c.run);
+          span.second = std::max(span.second, release);
+        }
         ++c.pos;
       }
       continue;
@@ -910,7 +935,8 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
     c.busy[q] += busy;
     if (is.member >= 0) {
       MemberCost& m = member_of(is.member);
-      if (!e.handed) m.end = std::max(m.end, end);  // (a handed load ends in the next member)
+      auto& span = run_of(is.member, is.run);
+      if (!e.handed) span.second = std::max(span.second, end);  // (a handed load: the next's)
       m.busy[q] += busy;
       m.ddr_cycles += e.occ_ddr;
     }
@@ -930,6 +956,16 @@ KernelCost Schedule(const std::vector<std::vector<Event>>& progs) {
   k.ddr_cycles = ddr_total;
   k.l2_cycles = l2_total;
   k.commands = commands;
+  for (size_t m = 0; m < members.size(); ++m) {
+    for (const auto& [start, end] : runs[m]) {
+      if (start < 0) continue;
+      MemberCost& c = members[m];
+      c.start = c.runs == 0 ? start : std::min(c.start, start);
+      c.end = std::max(c.end, end);
+      c.cycles += end - start;
+      ++c.runs;
+    }
+  }
   k.members = std::move(members);
   // The bounding resource: the busiest engine of any core, or the shared DDR.
   int64_t best = -1;
@@ -1044,7 +1080,9 @@ TILECORE_REGISTER_GLOBAL("compiler.EstimateKernelCost")
       for (const MemberCost& m : k.members) {
         Map<String, Any> e;
         e.Set("start", Any(m.start));
-        e.Set("cycles", Any(m.end - m.start));
+        e.Set("cycles", Any(m.cycles));
+        e.Set("runs", Any(m.runs));
+        e.Set("end", Any(m.end));
         e.Set("macs", Any(int64_t(m.macs)));
         e.Set("ddr_cycles", Any(m.ddr_cycles));
         e.Set("bound_by", Any(String(m.BoundBy(int(k.engine_busy.size())))));

@@ -41,7 +41,11 @@ namespace {
  * differ: a prefetch cursor in one of them). */
 class RebindBuffers : public IRMutator {
  public:
-  explicit RebindBuffers(std::unordered_map<const VarNode*, Buffer> to) : to_(std::move(to)) {}
+  /*! `sliced`: the data variables of the group's params that hold a whole batch of which each
+   * member takes one slice (its own buffer's elements), the `slice`-th. */
+  explicit RebindBuffers(std::unordered_map<const VarNode*, Buffer> to,
+                         std::unordered_set<const VarNode*> sliced = {}, PrimExpr slice = {})
+      : to_(std::move(to)), sliced_(std::move(sliced)), slice_(std::move(slice)) {}
 
   Stmt VisitStmt_(const AllocateNode* op) override {
     const Buffer& b = op->buffer;
@@ -79,12 +83,17 @@ class RebindBuffers : public IRMutator {
     if (const auto* o = t->elem_offset.as<IntImmNode>(); o && o->value != 0)
       offset = offset +
                IntImm(DataType::Int(32), o->value * t->dtype.lane_bytes() / b->dtype.lane_bytes());
+    if (sliced_.count(t->data.get()))
+      offset = offset + slice_ * IntImm(DataType::Int(32),
+                                        compiler::detail::ShapeBytes(b, 0) / b->dtype.lane_bytes());
     Buffer r(t->data, b->dtype, b->shape, b->strides, offset, t->scope, b->name);
     done_.emplace(b.get(), r);
     return r;
   }
   std::unordered_map<const VarNode*, Buffer> to_;
   std::unordered_map<const BufferNode*, Buffer> done_;
+  std::unordered_set<const VarNode*> sliced_;
+  PrimExpr slice_;
 };
 
 /*! \brief Annotates the cores loops of one member with its index, so that the cost model
@@ -229,10 +238,19 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
                       const std::vector<std::vector<int64_t>>& args,
                       const std::vector<int64_t>& inputs, const std::vector<int64_t>& outputs,
                       const std::string& name, const std::vector<GroupPrefetch>& prefetch,
-                      int64_t l2_bytes, int64_t l1_bytes, Handoff handoff, bool concat_in_place) {
+                      int64_t l2_bytes, int64_t l1_bytes, Handoff handoff, bool concat_in_place,
+                      int64_t slices, const std::vector<int64_t>& sliced) {
   if (funcs.empty() || funcs.size() != args.size())
     TILECORE_THROW(ValueError) << "GroupKernels: " << funcs.size() << " kernels and " << args.size()
                                << " argument lists";
+  if (slices < 1)
+    TILECORE_THROW(ValueError) << "GroupKernels: " << slices << " slices (at least 1)";
+  if (slices > 1 && !prefetch.empty())
+    TILECORE_THROW(ValueError)
+        << "GroupKernels: a group run in " << slices
+        << " slices prefetches nothing (a prefetch would run once per slice)";
+  if (slices == 1 && !sliced.empty())
+    TILECORE_THROW(ValueError) << "GroupKernels: sliced tensors in a group of one slice";
   // each tensor's buffer as the first member that takes it declares it
   std::map<int64_t, Buffer> first;
   for (size_t i = 0; i < funcs.size(); ++i) {
@@ -253,17 +271,36 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
     if (tensor.count(id))
       TILECORE_THROW(ValueError) << "GroupKernels: tensor " << id << " is listed twice";
     const Buffer& b = it->second;
-    Buffer nb = DeclBuffer(b->shape, b->dtype, String("t" + std::to_string(id)), scope);
+    Array<PrimExpr> shape = b->shape;
+    if (std::find(sliced.begin(), sliced.end(), id) != sliced.end()) {
+      // the whole batch: the members' slices one after another along the first dimension
+      const auto lead = shape.empty() ? std::nullopt : as_const_int(shape[0]);
+      if (!lead || compiler::detail::ShapeBytes(b, -1) < 0)
+        TILECORE_THROW(ValueError)
+            << "GroupKernels: sliced tensor " << id << " has no constant first dimension to slice";
+      shape.Set(0, IntImm(shape[0].dtype(), *lead * slices));
+    }
+    Buffer nb = DeclBuffer(shape, b->dtype, String("t" + std::to_string(id)), scope);
     tensor.emplace(id, nb);
     return nb;
   };
+  for (int64_t id : sliced) {
+    if (std::find(inputs.begin(), inputs.end(), id) == inputs.end() &&
+        std::find(outputs.begin(), outputs.end(), id) == outputs.end())
+      TILECORE_THROW(ValueError) << "GroupKernels: sliced tensor " << id
+                                 << " is not an input or output of the group";
+  }
+  std::unordered_set<const VarNode*> sliced_vars;  // the params each slice takes a part of
   for (const auto* ids : {&inputs, &outputs}) {
     for (int64_t id : *ids) {
       Buffer b = declare(id, "global");
       params.push_back(b->data);
       buffer_map.Set(b->data, b);
+      if (std::find(sliced.begin(), sliced.end(), id) != sliced.end())
+        sliced_vars.insert(b->data.get());
     }
   }
+  Var slice("slice", DataType::Int(32));
   // A kernel with more parameters than an npu kernel takes would fail at its build, after
   // the group had been planned and priced (DenseNet-121's first try at one group of 213
   // layers: 419): refused here, the group is split before any of that.
@@ -412,8 +449,9 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
       const bool before = param_of.count(id) && int64_t(i) <= fetched_until.at(id);
       to.emplace(funcs[i]->params[k].get(), before ? param_of.at(id) : tensor.at(id));
     }
-    rebound.push_back(has_code[i] ? RebindBuffers(std::move(to)).VisitStmt(funcs[i]->body)
-                                  : EmptyCores(funcs[i]->body));
+    rebound.push_back(
+        has_code[i] ? RebindBuffers(std::move(to), sliced_vars, slice).VisitStmt(funcs[i]->body)
+                    : EmptyCores(funcs[i]->body));
   }
   // Each member's first loads of the group's inputs (read-only) handed to its giver, the
   // member before it that has code (member_handoff.h; an in-place Concat has none, and
@@ -533,6 +571,10 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
     bodies.push_back(TagMember(int64_t(i)).VisitStmt(member));
   }
   Stmt body = bodies.size() == 1 ? bodies[0] : SeqStmt(bodies);
+  // the members run once per slice of the batch, their intermediates in the same places
+  if (slices > 1)
+    body = For(slice, IntImm(DataType::Int(32), 0), IntImm(DataType::Int(32), slices),
+               ForKind::kSerial, body);
   if (arena.defined()) body = Allocate(arena, body);
   Map<String, Any> attrs;
   attrs.Set("global_symbol", String(name));
@@ -549,6 +591,7 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   attrs.Set("prefetch", kept);
   attrs.Set("early_handoffs", int64_t(std::count(early.begin(), early.end(), true)));
   attrs.Set("in_place_concats", Array<int64_t>(in_place));
+  if (slices > 1) attrs.Set("slices", slices);
   // where each intermediate (and prefetched input) lives while it lives, for the debuggers:
   // [id, byte offset in the arena, dtype, shape], the whole tensor row-major
   Array<Any> places;
@@ -566,8 +609,8 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
 TILECORE_REGISTER_GLOBAL("compiler.GroupKernels")
     .set_body_typed([](Array<PrimFunc> funcs, Array<Array<int64_t>> args, Array<int64_t> inputs,
                        Array<int64_t> outputs, String name, Array<Array<int64_t>> prefetch,
-                       int64_t l2_bytes, int64_t l1_bytes, int64_t handoff,
-                       bool concat_in_place) -> PrimFunc {
+                       int64_t l2_bytes, int64_t l1_bytes, int64_t handoff, bool concat_in_place,
+                       int64_t slices, Array<int64_t> sliced) -> PrimFunc {
       auto ints = [](const Array<int64_t>& v) {
         std::vector<int64_t> out;
         for (int64_t x : v) out.push_back(x);
@@ -587,7 +630,7 @@ TILECORE_REGISTER_GLOBAL("compiler.GroupKernels")
         TILECORE_THROW(ValueError)
             << "GroupKernels: handoff " << handoff << " (0 none, 1 late, 2 early)";
       return GroupKernels(f, a, ints(inputs), ints(outputs), std::string(name), p, l2_bytes,
-                          l1_bytes, Handoff(handoff), concat_in_place);
+                          l1_bytes, Handoff(handoff), concat_in_place, slices, ints(sliced));
     });
 
 // the most parameters a group kernel may take (its inputs and outputs): the npu's

@@ -40,7 +40,9 @@ namespace compiler {
 /*! \brief One layer-group member's share of a kernel's estimate: from the first core
  * entering its cores loop to the barrier after it. */
 struct MemberCost {
-  int64_t start = 0, end = 0;
+  int64_t start = 0, end = 0;  // its first run's start, its last run's end
+  int64_t cycles = 0;          // the sum of its runs' spans (a member runs once per slice)
+  int64_t runs = 0;
   std::array<int64_t, 4> busy{};  // busy cycles of each engine, summed over cores
   int64_t ddr_cycles = 0;         // its DDR occupancy, summed over cores
   uint64_t macs = 0;

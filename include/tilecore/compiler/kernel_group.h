@@ -70,7 +70,8 @@ ir::PrimFunc GroupKernels(const std::vector<ir::PrimFunc>& funcs,
                           const std::vector<int64_t>& inputs, const std::vector<int64_t>& outputs,
                           const std::string& name, const std::vector<GroupPrefetch>& prefetch = {},
                           int64_t l2_bytes = int64_t(4) << 20, int64_t l1_bytes = int64_t(1) << 20,
-                          Handoff handoff = Handoff::kEarly, bool concat_in_place = true);
+                          Handoff handoff = Handoff::kEarly, bool concat_in_place = true,
+                          int64_t slices = 1, const std::vector<int64_t>& sliced = {});
 
 }  // namespace compiler
 }  // namespace tilecore

@@ -137,7 +137,7 @@ def PlanMemory(sizes: Sequence[int], first: Sequence[int], last: Sequence[int],
 def GroupKernels(funcs: Sequence[Any], args: Sequence[Sequence[int]], inputs: Sequence[int],  # noqa: N802
                  outputs: Sequence[int], name: str = "group", prefetch: Sequence[Sequence[int]] = (),
                  l2_bytes: int | None = None, l1_bytes: int | None = None, handoff: str = "early",
-                 concat_in_place: bool = True) -> Any:
+                 concat_in_place: bool = True, slices: int = 1, sliced: Sequence[int] = ()) -> Any:
     """One kernel running the strategy PrimFuncs ``funcs`` in order (C++, kernel_group.h):
     ``args[i][k]`` is the id of the tensor param k of funcs[i] is; ``inputs`` and
     ``outputs`` are the ids that become the group's params; every other id is an
@@ -158,7 +158,8 @@ def GroupKernels(funcs: Sequence[Any], args: Sequence[Sequence[int]], inputs: Se
         raise ValueError(f"GroupKernels: handoff {handoff!r}: one of none, late, early")
     return _ffi.GroupKernels(list(funcs), [[int(a) for a in row] for row in args], [int(i) for i in inputs],
                              [int(o) for o in outputs], str(name), [[int(x) for x in row] for row in prefetch],
-                             int(l2_bytes), int(l1_bytes), modes[handoff], bool(concat_in_place))
+                             int(l2_bytes), int(l1_bytes), modes[handoff], bool(concat_in_place), int(slices),
+                             [int(t) for t in sliced])
 
 
 def estimate_cost(func: Any, target: str = "npu -cores=4") -> dict[str, Any]:

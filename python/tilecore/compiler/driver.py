@@ -1295,21 +1295,36 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
         group_cache, member_cache = {}, {}
         in_place = not pipe.disabled("ConcatInPlace")
 
-        def in_l2(k, f, row, internal):
+        def in_l2(k, f, row, internal, slices=1):
             # the member lowered again knowing which of its params are the group's L2
             # intermediates (and prefetched weights), so that its plan is chosen for where
             # its tensors are
-            where = tuple(p for p, t in enumerate(row) if t in internal)
-            if not where:
+            return lowered_for(k, f, tuple(p for p, t in enumerate(row) if t in internal), slices)
+
+        def lowered_for(k, f, where, slices=1, probe=False):
+            # step k lowered with its params `where` in L2; with slices, for one slice of the
+            # batch (its activations' first dimension divided: layer_groups.py, "Batch slices");
+            # a probe's failure is raised, not recorded (no group may take it so)
+            if not where and slices == 1:
                 return f()
-            mkey = (step_keys[k], where, steps[k][0].attrs.get("tc_row_norm_rows"))
+            mkey = (step_keys[k], where, steps[k][0].attrs.get("tc_row_norm_rows"), slices)
             if mkey not in member_cache:
                 nd = steps[k][0]
-                out_specs = [TensorSpec(*info[str(v.name)]) for v in nd.outs]
+                in_specs, out_specs = nd.in_specs, [TensorSpec(*info[str(v.name)]) for v in nd.outs]
+                if slices > 1:
+                    def sliced(v, spec):
+                        if v is None or getattr(v, "data", None) is not None:
+                            return spec
+                        shape, dtype = info[str(v.name)]
+                        return TensorSpec([shape[0] // slices, *shape[1:]], dtype)
+                    in_specs = [sliced(v, sp) for v, sp in zip(nd.ins, nd.in_specs)]
+                    out_specs = [sliced(v, sp) for v, sp in zip(nd.outs, out_specs)]
+                attrs = {**nd.attrs, "tc_in_l2": list(where)} if where else nd.attrs
                 try:
-                    member_cache[mkey] = LowerOp(nd.op, {**nd.attrs, "tc_in_l2": list(where)}, nd.in_specs,
-                                                 out_specs, target)
+                    member_cache[mkey] = LowerOp(nd.op, attrs, in_specs, out_specs, target)
                 except Exception as e:  # noqa: BLE001 (the plan chosen for the DDR is a correct program too)
+                    if slices > 1 or probe:  # (a slice has no other plan: the caller decides)
+                        raise
                     plan_fallbacks.append({"nodes": [nd.name or nd.step_name], "what": "the member's plan for its "
                                            "tensors in L2: its plan for the DDR instead",
                                            "reason": (str(e).splitlines() or [type(e).__name__])[0]})
@@ -1405,24 +1420,28 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
                     best, best_rows = g, rows
             return best
 
-        def planned_group(idx, funcs, args, ins, outs, internal):
+        def planned_group(idx, funcs, args, ins, outs, internal, slices=1, sliced=()):
             # (the group without prefetches, the group as planned)
-            lowered = [in_l2(k, f, row, internal) for k, f, row in zip(idx, funcs, args)]
+            lowered = [in_l2(k, f, row, internal, slices) for k, f, row in zip(idx, funcs, args)]
             handoff = "none" if pipe.disabled("Handoff") else "early"
-            f = GroupKernels(lowered, args, ins, outs, "group", handoff=handoff, concat_in_place=in_place)
+            kw = {"concat_in_place": in_place, "slices": slices, "sliced": sliced}
+            f = GroupKernels(lowered, args, ins, outs, "group", handoff=handoff, **kw)
             if int(f.attrs["early_handoffs"]) > 0:
                 # an early handoff's loads queue between the giving member's own copies:
                 # kept when the cost model finds the group faster for them
-                late = GroupKernels(lowered, args, ins, outs, "group", handoff="late", concat_in_place=in_place)
+                late = GroupKernels(lowered, args, ins, outs, "group", handoff="late", **kw)
                 if group_estimate(late)["cycles"] <= group_estimate(f)["cycles"]:
                     f, handoff = late, "late"
+            if slices > 1:  # (a prefetch would run once per slice)
+                return f, f
             return f, with_prefetch(f, idx, funcs, lowered, args, ins, outs, internal, handoff)
 
-        def build_group(idx, funcs, args, ins, outs):
-            gkey = (tuple(step_keys[k] for k in idx), tuple(tuple(a) for a in args), tuple(ins), tuple(outs))
+        def build_group(idx, funcs, args, ins, outs, slices=1, sliced=()):
+            gkey = (tuple(step_keys[k] for k in idx), tuple(tuple(a) for a in args), tuple(ins), tuple(outs),
+                    slices)
             if gkey not in group_cache:
                 internal = set(range(max(max(r) for r in args) + 1)) - set(ins) - set(outs)
-                f, g = planned_group(idx, funcs, args, ins, outs, internal)
+                f, g = planned_group(idx, funcs, args, ins, outs, internal, slices, sliced)
                 # A member's plan is chosen alone, where its first loads' DDR latency weighs on
                 # its start; in the group the member before issues them. So the choices this
                 # moves (a Gemm with its norm: its rows per chunk, tc_row_norm_rows) are
@@ -1436,7 +1455,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
                         for v in values:
                             attrs[key] = v
                             try:
-                                f2, g2 = planned_group(idx, funcs, args, ins, outs, internal)
+                                f2, g2 = planned_group(idx, funcs, args, ins, outs, internal, slices, sliced)
                             except Exception:  # noqa: BLE001 (the plan does not take it: no choice)
                                 continue
                             if group_estimate(g2)["cycles"] < best[0]:
@@ -1467,7 +1486,27 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
 
         # a custom kernel runs as its engineer wrote it: a step of its own
         apart = list(ungroup) + [nd.step_name for nd, *_ in steps if nd.step_name in custom_steps]
-        grouper = _groups.Groups(nodes, steps, info, graph_outputs, _itemsize, apart=apart)
+        slice_costs = {}
+
+        def step_cycles(k, where, slices):  # (layer_groups.Groups' batch slices)
+            key = (k, where, slices)
+            if key not in slice_costs:
+                from . import estimate_cost
+
+                try:
+                    f = lowered_for(k, step_kernels[k], where, slices, probe=True)
+                    slice_costs[key] = int(estimate_cost(f, target)["cycles"])
+                except Exception:  # noqa: BLE001 (no plan for the slice: the step is not sliced)
+                    slice_costs[key] = None
+            return slice_costs[key]
+
+        sliced = None if pipe.disabled("BatchSlices") else step_cycles
+        grouper = _groups.Groups(nodes, steps, info, graph_outputs, _itemsize, apart=apart, step_cycles=sliced)
+        if slice_costs:
+            # (the probes searched plans for tensors where no group may put them: the groups'
+            # members are planned as a compile without them would, and again for their slices)
+            _ffi.ForgetPlanChoices()
+            member_cache.clear()
         steps, step_kernels, groups_made = grouper.apply(step_kernels, build_group)
         group_splits, groups_regrouped = grouper.splits, grouper.regrouped
         pipe.end(lambda: _pipeline.nodes_text([nd for nd, *_ in steps], info))

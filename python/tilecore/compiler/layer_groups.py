@@ -12,12 +12,22 @@ left to the members' own staging (a Conv's input, a MatMul's weights), and while
 kernel would take at most ``max_params()`` parameters. A group whose kernel does not build (L2
 overflows once the members' own buffers are placed) is grouped again at ``L2_BUDGET_SAFE``,
 then split in halves, down to single steps.
+
+Batch slices (TPU-MLIR's n-slicing): a CNN's first layers at a batch B > 1 write
+activations that no longer fit L2 (ResNet-50's layer1 at batch 8: 6.4 MB a tensor), while
+their weights are small. The run of npu steps from a stretch's start whose every step computes
+each image apart (batch_rows' op sets) and moves more activation bytes than the weight bytes
+it would reload once per image is grouped at one image a slice: its members are lowered for
+one image, and the group kernel runs them once per image (``GroupKernels(slices=B)``), each
+run reading and writing its image's rows of the DDR tensors and keeping the image's
+intermediates in L2. The rest of the stretch is grouped at the whole batch.
 """
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..arch import params as _params
+from .batch_rows import ELEMENTWISE, PER_IMAGE
 
 L2_BYTES = _params()["l2_bytes"]  # TC1's shared L2
 # bytes of L2 the intermediates of one group may take at one member (the rest: the members'
@@ -26,6 +36,9 @@ L2_BUDGET = L2_BYTES * 85 // 100
 # the budget a run is grouped again with when its kernel does not build at L2_BUDGET (its
 # members' own buffers took more than the rest)
 L2_BUDGET_SAFE = L2_BYTES * 3 // 4
+# the budget of a group run in slices of the batch: it prefetches no weights, so its
+# intermediates may take more of L2
+L2_BUDGET_SLICED = L2_BYTES * 9 // 10
 OMITTED = "\0omitted"  # the name an omitted input goes by here
 
 
@@ -47,6 +60,8 @@ class GroupNode:
         # weight name -> {"reader", "bytes", "during": members fetching it} (weight_prefetch.py)
         self.prefetch: dict[str, dict[str, Any]] = {}
         self.member_inputs: list[list[str]] = []  # per member, the values it reads ("" omitted)
+        # the runs of the members: once, or once per slice of the batch (each its images' rows)
+        self.slices = 1
         # value name -> (byte offset in L2, dtype, shape): the intermediates' places (l2_places)
         self.l2_places: dict[str, tuple[int, str, list[int]]] = {}
         # the members that are Concats written in place: their inputs' producers wrote their
@@ -62,16 +77,20 @@ class GroupNode:
         (where each value it writes lives, member_places)."""
         out = {"step": self.step_name, "nodes": [m.step_name for m in self.members], "internal": self.internal,
                "l2_bytes": self.l2_bytes, "prefetch": self.prefetch}
+        if self.slices > 1:
+            out["slices"] = self.slices
         if self.member_costs:
             out["members"] = [{"node": m.step_name, "op": m.op, "est_cycles": int(c["cycles"]),
                                "macs": int(c["macs"]), "bound_by": str(c["bound_by"])}
                               for m, c in zip(self.members, self.member_costs)]
-            if len(self.member_pc) == len(self.members):
+            # (a member run once per slice holds only its slice in L2, where the debuggers
+            # would read a whole tensor: they take such a group as one step)
+            if len(self.member_pc) == len(self.members) and self.slices == 1:
                 for entry, pc in zip(out["members"], self.member_pc):
                     entry["pc"] = pc
             for k in self.in_place:
                 out["members"][k]["in_place"] = True
-            if buffer_of is not None and len(self.member_inputs) == len(self.members):
+            if buffer_of is not None and len(self.member_inputs) == len(self.members) and self.slices == 1:
                 for entry, m, ins in zip(out["members"], self.members, self.member_inputs):
                     entry["in"] = list(ins)
                     entry["out"] = self.member_places(m, buffer_of)
@@ -207,8 +226,12 @@ class Groups:
     steps named in ``apart`` are left out of every run (each breaks the run it was in)."""
 
     def __init__(self, nodes: Sequence[Any], steps: Sequence[tuple], info: dict[str, tuple],
-                 graph_outputs: set[str], itemsize: Callable[[str], int], apart: Sequence[str] = ()) -> None:
+                 graph_outputs: set[str], itemsize: Callable[[str], int], apart: Sequence[str] = (),
+                 step_cycles: Callable[[int, tuple, int], int | None] | None = None) -> None:
         self.steps, self.info, self.graph_outputs, self.itemsize = steps, info, graph_outputs, itemsize
+        # (step, positions of its params in L2, slices) -> the cost model's cycles of the step
+        # for one slice of the batch (None: it does not lower so); None: no batch slices
+        self.step_cycles = step_cycles
         self.alias = {}  # a free view's output -> the value whose bytes it is
         for nd in nodes:
             if nd.where == "view":
@@ -225,21 +248,106 @@ class Groups:
                     self.readers.setdefault(self.root(str(v.name)), []).append(nd)
         position = {id(nd): i for i, (nd, *_) in enumerate(steps)}
         self.runs, stretch = [], []  # (a stretch: npu steps one after another)
+        self.slices = {}  # a sliced run's first step -> its slices (one per image)
         for nd in nodes:
             if nd.where in ("dropped", "view"):
                 continue
             if nd.where != "npu" or id(nd) not in position or nd.step_name in apart:
-                self.runs += [r for r in self.split(stretch, L2_BUDGET) if len(r) > 1]
+                self.add_runs(stretch)
                 stretch = []
                 continue
             stretch.append(position[id(nd)])
-        self.runs += [r for r in self.split(stretch, L2_BUDGET) if len(r) > 1]
+        self.add_runs(stretch)
 
-    def split(self, idx: Sequence[int], budget: int) -> list[list[int]]:
+    def add_runs(self, stretch: Sequence[int]) -> None:
+        """The runs of a stretch: its sliced head (``sliced_head``) at one image a slice, the
+        rest at the whole batch."""
+        head, slices = self.sliced_head(stretch)
+        for run in self.split(head, L2_BUDGET_SLICED, slices):
+            if len(run) > 1:
+                self.runs.append(run)
+                self.slices[run[0]] = slices
+        self.runs += [r for r in self.split(stretch[len(head):], L2_BUDGET) if len(r) > 1]
+
+    def batch_of(self, k: int) -> int:
+        """The batch B > 1 that is the first dimension of every activation step ``k`` reads and
+        writes, when the step computes each image apart (an op of batch_rows' PER_IMAGE, or
+        ELEMENTWISE with its constants broadcast along the batch); else 1."""
+        nd, _, _, in_params = self.steps[k]
+        if nd.op not in PER_IMAGE and nd.op not in ELEMENTWISE:
+            return 1
+        rank = max(len(self.info[str(v.name)][0]) for v in nd.outs)
+        batches = set()
+        for v in list(nd.ins[:in_params]) + list(nd.outs):
+            if v is None:
+                continue
+            if getattr(v, "data", None) is not None:
+                if nd.op in ELEMENTWISE and len(v.numpy().shape) >= rank and v.numpy().shape[0] != 1:
+                    return 1  # (a constant with rows of its own per image)
+                continue
+            # (a slice is a run of the bytes when the batch is the outermost dimension)
+            shape = self.info[str(v.name)][0]
+            if not shape:
+                return 1
+            batches.add(int(shape[0]))
+        return batches.pop() if len(batches) == 1 and min(batches) > 1 else 1
+
+    def sliced_head(self, stretch: Sequence[int]) -> tuple[list[int], int]:
+        """The steps at the start of ``stretch`` to run in slices of the batch, and how many
+        slices. Of the steps from its start that each compute each image apart
+        (``batch_of``), the head and the slice count whose steps the cost model finds fastest
+        (``step_cycles``, step by step): the head's run once per slice, their tensors where
+        the runs of the head at that slice place them (``split``), the steps after it once,
+        at the whole batch, their tensors where the runs of the rest of the stretch place
+        them; against every step run at the whole batch. ([], 1) when no head of two steps
+        or more is faster."""
+        cand, batch = [], 1
+        for k in stretch:
+            b = self.batch_of(k)
+            if b == 1 or batch not in (1, b):
+                break
+            cand.append(k)
+            batch = b
+        if len(cand) < 2 or self.step_cycles is None:
+            return [], 1
+
+        def cycles(steps, runs, slices):  # the steps' cycles, their tensors where the runs place them
+            total = 0
+            for run in runs:
+                inside = set(self.intermediates(run))
+                for k in run:
+                    if k not in steps:
+                        continue
+                    nd, _, _, in_params = self.steps[k]
+                    where = tuple(p for p, v in enumerate(list(nd.ins[:in_params]) + list(nd.outs))
+                                  if v is not None and self.root(str(v.name)) in inside)
+                    c = self.step_cycles(k, where, slices)
+                    if c is None:
+                        return None
+                    total += slices * c
+            return total
+
+        best, best_cycles = ([], 1), cycles(set(cand), self.split(stretch, L2_BUDGET), 1)
+        if best_cycles is None:
+            return [], 1
+        for slices in (s for s in range(batch, 1, -1) if batch % s == 0):
+            for end in range(2, len(cand) + 1):
+                head = cand[:end]
+                inside = cycles(set(head), self.split(head, L2_BUDGET_SLICED, slices), slices)
+                if inside is None:
+                    break  # (a step with no plan for the slice ends every longer head)
+                rest = cycles(set(cand[end:]), self.split(stretch[end:], L2_BUDGET), 1)
+                if rest is not None and inside + rest < best_cycles:
+                    best, best_cycles = (head, slices), inside + rest
+        return best
+
+    def split(self, idx: Sequence[int], budget: int, slices: int = 1) -> list[list[int]]:
         """The steps ``idx`` (one after another) as runs, in order: a run grows while the
-        intermediates live at any one member fit ``budget`` and while its kernel would take
-        at most ``max_params()`` parameters (split in halves afterwards, it would end where
-        its length says)."""
+        intermediates live at any one member fit ``budget`` (with ``slices``, one slice of
+        them: the intermediates are activations, a slice's rows each) and while its kernel
+        would take at most ``max_params()`` parameters (split in halves afterwards, it would
+        end where its length says)."""
+        budget *= slices
         runs, run = [], []
         peak = _RunPeak(self)  # peak_l2_bytes of the run, kept as it grows
         params, limit = _RunParams(self), max_params()  # its parameters, kept as it grows
@@ -300,7 +408,8 @@ class Groups:
                                                                                        list[GroupNode]]:
         """The steps with each group's members replaced by one step. ``funcs[i]`` gives the
         strategy PrimFunc of step i when called (None for a host step); ``build_group(indices,
-        funcs, args, inputs, outputs)``
+        funcs, args, inputs, outputs, slices, sliced)`` (``sliced``: the ids of the inputs and
+        outputs a group run in ``slices`` slices reads and writes a slice of each time)
         returns (module, function, PrimFunc) or raises: a group that does not build (L2
         overflows once its members' own buffers are placed) is grouped again at
         ``L2_BUDGET_SAFE``, then split in halves, down to single steps. Returns the new
@@ -312,7 +421,7 @@ class Groups:
         # the budget's second try, as a plan that does not fit L1 is not a fallback
         self.regrouped = []
 
-        def emit(idx, safe=False):
+        def emit(idx, safe=False, slices=1):
             if len(idx) == 1:
                 out.append(steps[idx[0]])
                 out_funcs.append(funcs[idx[0]])
@@ -332,13 +441,15 @@ class Groups:
             written = {str(v.name) for m in members for v in m.outs}
             ins = [n for n in values if n not in written and n not in internal_set]
             outs = [n for n in values if n in written and n not in internal_set]
+            # (a sliced group's activations in the DDR: each run reads and writes its rows)
+            sliced = [ids[n] for n in ins + outs if getattr(values[n], "data", None) is None] if slices > 1 else []
             try:
                 mod, fn, f = build_group(idx, [funcs[k] for k in idx], args, [ids[n] for n in ins],
-                                         [ids[n] for n in outs])
+                                         [ids[n] for n in outs], slices, sliced)
             except Exception as e:  # noqa: BLE001 (smaller groups, or the members' own steps, are correct programs)
                 entry = {"nodes": [steps[k][0].name or steps[k][0].step_name for k in idx],
                          "reason": (str(e).splitlines() or [type(e).__name__])[0]}
-                parts = self.split(idx, L2_BUDGET_SAFE) if not safe else [idx]
+                parts = self.split(idx, L2_BUDGET_SAFE, slices) if not safe else [idx]
                 if len(parts) > 1:
                     self.regrouped.append(entry)
                 else:  # (it fits the safe budget too)
@@ -346,10 +457,11 @@ class Groups:
                     half = len(idx) // 2
                     parts = [idx[:half], idx[half:]]
                 for part in parts:
-                    emit(part, safe=True)
+                    emit(part, safe=True, slices=slices)
                 return
             node = GroupNode(members, [values[n] for n in ins], [values[n] for n in outs], internal,
-                             self.peak_l2_bytes(idx))
+                             self.peak_l2_bytes(idx) // slices)
+            node.slices = slices
             name_of = {i: n for n, i in ids.items()}
             fetched = [[int(x) for x in r] for r in (f.attrs["prefetch"] if "prefetch" in f.attrs else [])]
             for t, m, begin, end in fetched:
@@ -378,6 +490,6 @@ class Groups:
                 emit([i])
                 i += 1
             else:
-                emit(run)
+                emit(run, slices=self.slices.get(i, 1))
                 i = run[-1] + 1
         return out, out_funcs, made

@@ -63,6 +63,8 @@ DRIVER_PASSES = {
     "GemmNorm": "an int8 Gemm's LayerNormalization in its epilogue",
     "Lower": "each step's kernel: its strategy's plan (the cost model ranks the candidates)",
     "LayerGroups": "runs of npu steps as one kernel, their intermediates in L2",
+    "BatchSlices": "at a batch above 1, the first steps as a layer group run once per slice of the batch, when "
+                   "the cost model finds it faster",
     "WeightPrefetch": "weights copied into L2 during the members before their reader",
     "Handoff": "each member's first loads issued during the member before it",
     "ConcatInPlace": "a Concat in a layer group whose inputs' producers write them into its output's place, "
@@ -75,7 +77,8 @@ REQUIRED = {"Import", "ExpandUnsupported", "InferTypes", "Partition", "Precision
             "Assemble"}
 PASSES = {**GRAPH_PASSES, **DRIVER_PASSES}
 # passes with no text of their own after them (print_after refuses them; a dump skips them)
-NO_TEXT = {"WeightPrefetch": "runs inside LayerGroups: print after LayerGroups",
+NO_TEXT = {"BatchSlices": "runs inside LayerGroups: print after LayerGroups",
+           "WeightPrefetch": "runs inside LayerGroups: print after LayerGroups",
            "Handoff": "runs inside LayerGroups: print after LayerGroups",
            "ConcatInPlace": "runs inside LayerGroups: print after LayerGroups",
            "Build": "makes machine code, not a graph: print after LayerGroups",

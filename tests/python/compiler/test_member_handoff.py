@@ -145,7 +145,7 @@ def test_group_kernels_names_a_bad_handoff():
     from tilecore.compiler import _ffi
 
     with pytest.raises(ValueError, match=r"handoff 5 \(0 none, 1 late, 2 early\)"):
-        _ffi.GroupKernels(list(funcs), args, [0, 2, 3, 5, 6], [4, 7], "group", [], 4 << 20, 1 << 20, 5, True)
+        _ffi.GroupKernels(list(funcs), args, [0, 2, 3, 5, 6], [4, 7], "group", [], 4 << 20, 1 << 20, 5, True, 1, [])
 
 
 def test_weights_in_l2_a_member_early_are_handed_into_l1(monkeypatch, hazard_checked):
