@@ -169,7 +169,8 @@ def estimate_cost(func: Any, target: str = "npu -cores=4") -> dict[str, Any]:
     mm, vec and sc cycles), ``ddr_cycles`` and ``l2_cycles`` (shared-level occupancy),
     ``ddr_bytes``, ``macs``, ``commands``, ``local_bytes`` (L1 per core of its buffers)
     and ``bound_by``; for a layer group's kernel, ``members``: per member in order, its
-    ``start`` and ``cycles``, ``macs``, ``ddr_cycles`` and ``bound_by``."""
+    ``start``, ``end`` and ``cycles`` (the sum of its ``runs``' spans: a group run in slices
+    runs each member once per slice), ``macs``, ``ddr_cycles`` and ``bound_by``."""
     m = _ffi.EstimateKernelCost(func, Target(target))
     out = {str(k): v for k, v in m.items()}
     out["bound_by"] = str(out["bound_by"])

@@ -442,7 +442,8 @@ class Groups:
             ins = [n for n in values if n not in written and n not in internal_set]
             outs = [n for n in values if n in written and n not in internal_set]
             # (a sliced group's activations in the DDR: each run reads and writes its rows)
-            sliced = [ids[n] for n in ins + outs if getattr(values[n], "data", None) is None] if slices > 1 else []
+            sliced = [ids[n] for n in ins + outs if values[n] is not None and getattr(values[n], "data", None) is None
+                      ] if slices > 1 else []
             try:
                 mod, fn, f = build_group(idx, [funcs[k] for k in idx], args, [ids[n] for n in ins],
                                          [ids[n] for n in outs], slices, sliced)
