@@ -171,9 +171,9 @@ def test_compile_verify_passes_or_names_the_group_and_writes_nothing(tmp_path, c
     apply = layer_groups.Groups.apply
 
     def swapped(self, funcs, build_group):
-        def build(idx, fs, args, ins, outs):
+        def build(idx, fs, args, ins, outs, *slices):
             last = [args[0][-1]] + list(args[-1][1:])
-            return build_group(idx, fs, [list(a) for a in args[:-1]] + [last], ins, outs)
+            return build_group(idx, fs, [list(a) for a in args[:-1]] + [last], ins, outs, *slices)
         return apply(self, funcs, build)
 
     monkeypatch.setattr(layer_groups.Groups, "apply", swapped)

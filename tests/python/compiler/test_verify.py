@@ -86,11 +86,11 @@ def _swap_gate(monkeypatch):
     apply = layer_groups.Groups.apply
 
     def swapped(self, funcs, build_group):
-        def build(idx, fs, args, ins, outs):
+        def build(idx, fs, args, ins, outs, *slices):
             args = [list(a) for a in args]
             k = [self.steps[i][0].name for i in idx].index("gate")
             args[k] = args[k][::-1]
-            return build_group(idx, fs, args, ins, outs)
+            return build_group(idx, fs, args, ins, outs, *slices)
         return apply(self, funcs, build)
 
     monkeypatch.setattr(layer_groups.Groups, "apply", swapped)
