@@ -271,8 +271,9 @@ class Groups:
 
     def batch_of(self, k: int) -> int:
         """The batch B > 1 that is the first dimension of every activation step ``k`` reads and
-        writes, when the step computes each image apart (an op of batch_rows' PER_IMAGE, or
-        ELEMENTWISE with its constants broadcast along the batch); else 1."""
+        writes, each of the rank of its output, when the step computes each image apart (an
+        op of batch_rows' PER_IMAGE, or ELEMENTWISE with its constants broadcast along the
+        batch); else 1."""
         nd, _, _, in_params = self.steps[k]
         if nd.op not in PER_IMAGE and nd.op not in ELEMENTWISE:
             return 1
@@ -285,9 +286,11 @@ class Groups:
                 if nd.op in ELEMENTWISE and len(v.numpy().shape) >= rank and v.numpy().shape[0] != 1:
                     return 1  # (a constant with rows of its own per image)
                 continue
-            # (a slice is a run of the bytes when the batch is the outermost dimension)
+            # (a slice is a run of the bytes when the batch is the outermost dimension; an
+            # activation of a lower rank broadcasts along the batch, its first dimension
+            # another's)
             shape = self.info[str(v.name)][0]
-            if not shape:
+            if len(shape) != rank:
                 return 1
             batches.add(int(shape[0]))
         return batches.pop() if len(batches) == 1 and min(batches) > 1 else 1

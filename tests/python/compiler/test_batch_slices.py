@@ -164,3 +164,22 @@ def test_the_debuggers_take_a_sliced_group_as_one_step(int8_sliced, tmp_path, ca
     assert rc == 0, capsys.readouterr()
     rep = json.loads((tmp_path / "r.json").read_text())
     assert rep["failed"] == 0 and rep["passed"] >= 1
+
+
+def test_an_activation_broadcast_along_the_batch_is_not_sliced():
+    """y (4, 256, 256) is added to every image of the Convs' output (4, 4, 256, 256, 4 MiB:
+    more than L2): its first dimension is the channels', not the batch's, though both are 4;
+    a step reading it stays out of the slices, and the outputs are ONNX Runtime's."""
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], name="conv0", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["r0"], name="relu0"),
+             helper.make_node("Conv", ["r0", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c1", "y"], ["s"], name="add"),
+             helper.make_node("Conv", ["s", "w2"], ["out"], name="conv2", pads=[1, 1, 1, 1])]
+    inits = [(f"w{i}", randn(4, 4, 3, 3, scale=0.2)) for i in range(3)]
+    model = make_model(nodes, [("x", [4, 4, 256, 256], np.float32), ("y", [4, 256, 256], np.float32)], ["out"],
+                       inits)
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    assert all("add" not in g["nodes"] for g in rep["groups"] if g.get("slices", 1) > 1), rep["groups"]
+    feed = {"x": randn(4, 4, 256, 256), "y": randn(4, 256, 256)}
+    np.testing.assert_allclose(exe.run(feed)["out"], ort_run(model, feed)["out"], rtol=1e-4, atol=1e-4)
