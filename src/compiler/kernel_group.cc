@@ -41,10 +41,12 @@ namespace {
  * differ: a prefetch cursor in one of them). */
 class RebindBuffers : public IRMutator {
  public:
-  /*! `sliced`: the data variables of the group's params that hold a whole batch of which each
-   * member takes one slice (its own buffer's elements), the `slice`-th. */
+  /*! `sliced`: the data variables of the group's params that hold a whole batch, each with
+   * the bytes of one slice; a member's buffer on one (the param, or any view of it the kernel
+   * made) is moved to the `slice`-th. */
   explicit RebindBuffers(std::unordered_map<const VarNode*, Buffer> to,
-                         std::unordered_set<const VarNode*> sliced = {}, PrimExpr slice = {})
+                         std::unordered_map<const VarNode*, int64_t> sliced = {},
+                         PrimExpr slice = {})
       : to_(std::move(to)), sliced_(std::move(sliced)), slice_(std::move(slice)) {}
 
   Stmt VisitStmt_(const AllocateNode* op) override {
@@ -83,16 +85,21 @@ class RebindBuffers : public IRMutator {
     if (const auto* o = t->elem_offset.as<IntImmNode>(); o && o->value != 0)
       offset = offset +
                IntImm(DataType::Int(32), o->value * t->dtype.lane_bytes() / b->dtype.lane_bytes());
-    if (sliced_.count(t->data.get()))
-      offset = offset + slice_ * IntImm(DataType::Int(32),
-                                        compiler::detail::ShapeBytes(b, 0) / b->dtype.lane_bytes());
+    // (the stride is the param's slice, not the buffer's size: a view may cover it otherwise)
+    if (auto sl = sliced_.find(t->data.get()); sl != sliced_.end()) {
+      if (sl->second % b->dtype.lane_bytes() != 0)
+        TILECORE_THROW(ValueError)
+            << "GroupKernels: a slice of " << sl->second << " bytes is no whole number of `"
+            << b->name.view() << "`'s elements";
+      offset = offset + slice_ * IntImm(DataType::Int(32), sl->second / b->dtype.lane_bytes());
+    }
     Buffer r(t->data, b->dtype, b->shape, b->strides, offset, t->scope, b->name);
     done_.emplace(b.get(), r);
     return r;
   }
   std::unordered_map<const VarNode*, Buffer> to_;
   std::unordered_map<const BufferNode*, Buffer> done_;
-  std::unordered_set<const VarNode*> sliced_;
+  std::unordered_map<const VarNode*, int64_t> sliced_;
   PrimExpr slice_;
 };
 
@@ -290,14 +297,15 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
       TILECORE_THROW(ValueError) << "GroupKernels: sliced tensor " << id
                                  << " is not an input or output of the group";
   }
-  std::unordered_set<const VarNode*> sliced_vars;  // the params each slice takes a part of
+  // the params each slice takes a part of -> the bytes of a slice
+  std::unordered_map<const VarNode*, int64_t> sliced_vars;
   for (const auto* ids : {&inputs, &outputs}) {
     for (int64_t id : *ids) {
       Buffer b = declare(id, "global");
       params.push_back(b->data);
       buffer_map.Set(b->data, b);
       if (std::find(sliced.begin(), sliced.end(), id) != sliced.end())
-        sliced_vars.insert(b->data.get());
+        sliced_vars.emplace(b->data.get(), ConstBytes(b) / slices);
     }
   }
   Var slice("slice", DataType::Int(32));

@@ -33,12 +33,13 @@
  * places inside its output's (64-byte aligned, the whole lives from the first input written to the
  * last reader), so their producers write the output's bytes (attr "in_place_concats" lists those
  * members; their cores loops stay, empty). When that arena does not fit `l2_bytes` beside the
- * members' own buffers, or `concat_in_place` is false, the Concats copy. The FFI function is
+ * members' own buffers, or `concat_in_place` is false, the Concats copy.
  * With `slices` S > 1 (a batch run in slices: docs/compiler.md, "Batch slices"), the members
  * were lowered for one slice of the batch and the kernel runs them S times in a loop: each
  * tensor of `sliced` (inputs and outputs; its param's first dimension is S times the members')
- * is S of a member's slices one after another, and the s-th run reads and writes the s-th; the
- * intermediates hold one slice, in the same places each run (attr "slices"). Such a group
+ * is S of a member's slices one after another, and the s-th run reads and writes the s-th (every
+ * buffer a member makes on it, a view too, moved by a slice's bytes); the intermediates hold one
+ * slice, in the same places each run (attr "slices"). Such a group
  * prefetches nothing. The FFI function is `compiler.GroupKernels(funcs, args, inputs, outputs,
  * name, prefetch, l2_bytes, l1_bytes, handoff, concat_in_place, slices, sliced)` (handoff 0, 1
  * or 2). Errors: a ValueError when the lists disagree (an id no kernel takes, one listed twice,

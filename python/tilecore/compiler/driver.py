@@ -1315,8 +1315,8 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
                     def sliced(v, spec):
                         if v is None or getattr(v, "data", None) is not None:
                             return spec
-                        shape, dtype = info[str(v.name)]
-                        return TensorSpec([shape[0] // slices, *shape[1:]], dtype)
+                        shape = [int(d) for d in spec.shape]
+                        return TensorSpec([shape[0] // slices, *shape[1:]], str(spec.dtype))
                     in_specs = [sliced(v, sp) for v, sp in zip(nd.ins, nd.in_specs)]
                     out_specs = [sliced(v, sp) for v, sp in zip(nd.outs, out_specs)]
                 attrs = {**nd.attrs, "tc_in_l2": list(where)} if where else nd.attrs

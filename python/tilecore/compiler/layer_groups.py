@@ -277,7 +277,9 @@ class Groups:
         nd, _, _, in_params = self.steps[k]
         if nd.op not in PER_IMAGE and nd.op not in ELEMENTWISE:
             return 1
-        rank = max(len(self.info[str(v.name)][0]) for v in nd.outs)
+        rank = max((len(self.info[str(v.name)][0]) for v in nd.outs), default=0)
+        if rank == 0:
+            return 1
         batches = set()
         for v in list(nd.ins[:in_params]) + list(nd.outs):
             if v is None:
@@ -304,6 +306,8 @@ class Groups:
         at the whole batch, their tensors where the runs of the rest of the stretch place
         them; against every step run at the whole batch. ([], 1) when no head of two steps
         or more is faster."""
+        if self.step_cycles is None:
+            return [], 1
         cand, batch = [], 1
         for k in stretch:
             b = self.batch_of(k)
@@ -311,7 +315,7 @@ class Groups:
                 break
             cand.append(k)
             batch = b
-        if len(cand) < 2 or self.step_cycles is None:
+        if len(cand) < 2:
             return [], 1
 
         def cycles(steps, runs, slices):  # the steps' cycles, their tensors where the runs place them

@@ -183,3 +183,21 @@ def test_an_activation_broadcast_along_the_batch_is_not_sliced():
     assert all("add" not in g["nodes"] for g in rep["groups"] if g.get("slices", 1) > 1), rep["groups"]
     feed = {"x": randn(4, 4, 256, 256), "y": randn(4, 256, 256)}
     np.testing.assert_allclose(exe.run(feed)["out"], ort_run(model, feed)["out"], rtol=1e-4, atol=1e-4)
+
+
+def test_layout_ops_move_each_view_by_a_slice():
+    """DepthToSpace reads the batch from the DDR through views of its own shape (a box of
+    the tensor, not the slice's): each run still moves them by one slice's bytes. 4 images
+    of 64 x 64 x 64 f32 (4 MiB): DepthToSpace, a Conv and a nearest Resize in slices,
+    against ONNX Runtime."""
+    nodes = [helper.make_node("DepthToSpace", ["x"], ["d"], name="d2s", blocksize=2, mode="DCR"),
+             helper.make_node("Conv", ["d", "w0"], ["c0"], name="conv0", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["r0"], name="relu0"),
+             helper.make_node("Resize", ["r0", "", "scales"], ["out"], name="resize", mode="nearest")]
+    inits = [("w0", randn(16, 16, 3, 3, scale=0.2)), ("scales", np.array([1, 1, 0.5, 0.5], np.float32))]
+    model = make_model(nodes, [("x", [4, 64, 64, 64], np.float32)], ["out"], inits, opset=13)
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    assert [(g["nodes"], g.get("slices")) for g in rep["groups"]] == [(["d2s", "conv0", "resize"], 4)]
+    x = randn(4, 64, 64, 64)
+    np.testing.assert_allclose(exe.run({"x": x})["out"], ort_run(model, {"x": x})["out"], rtol=1e-4, atol=1e-4)
