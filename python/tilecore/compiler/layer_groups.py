@@ -15,11 +15,11 @@ then split in halves, down to single steps.
 
 Batch slices (TPU-MLIR's n-slicing): a CNN's first layers at a batch B > 1 write
 activations that no longer fit L2 (ResNet-50's layer1 at batch 8: 6.4 MB a tensor), while
-their weights are small. The run of npu steps from a stretch's start whose every step computes
-each image apart (batch_rows' op sets) and moves more activation bytes than the weight bytes
-it would reload once per image is grouped at one image a slice: its members are lowered for
-one image, and the group kernel runs them once per image (``GroupKernels(slices=B)``), each
-run reading and writing its image's rows of the DDR tensors and keeping the image's
+their weights are small. Of the npu steps from a stretch's start that each compute each image
+apart (batch_rows' op sets), the head and the slice count S (a divisor of B) the cost model
+finds fastest (``Groups.sliced_head``) are grouped at B/S images: the members are lowered for
+one slice, and the group kernel runs them S times (``GroupKernels(slices=S)``), each run
+reading and writing its slice's rows of the DDR tensors and keeping the slice's
 intermediates in L2. The rest of the stretch is grouped at the whole batch.
 """
 from typing import Any, Callable, Sequence
@@ -248,7 +248,7 @@ class Groups:
                     self.readers.setdefault(self.root(str(v.name)), []).append(nd)
         position = {id(nd): i for i, (nd, *_) in enumerate(steps)}
         self.runs, stretch = [], []  # (a stretch: npu steps one after another)
-        self.slices = {}  # a sliced run's first step -> its slices (one per image)
+        self.slices = {}  # a sliced run's first step -> its slice count
         for nd in nodes:
             if nd.where in ("dropped", "view"):
                 continue
@@ -260,8 +260,8 @@ class Groups:
         self.add_runs(stretch)
 
     def add_runs(self, stretch: Sequence[int]) -> None:
-        """The runs of a stretch: its sliced head (``sliced_head``) at one image a slice, the
-        rest at the whole batch."""
+        """The runs of a stretch: its sliced head (``sliced_head``) at one slice of the batch,
+        the rest at the whole batch."""
         head, slices = self.sliced_head(stretch)
         for run in self.split(head, L2_BUDGET_SLICED, slices):
             if len(run) > 1:
