@@ -54,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "tilecore/arch/params.h"
 #include "tilecore/ir/function.h"
 
 namespace tilecore {
@@ -77,7 +78,8 @@ ir::PrimFunc GroupKernels(const std::vector<ir::PrimFunc>& funcs,
                           const std::vector<std::vector<int64_t>>& args,
                           const std::vector<int64_t>& inputs, const std::vector<int64_t>& outputs,
                           const std::string& name, const std::vector<GroupPrefetch>& prefetch = {},
-                          int64_t l2_bytes = int64_t(4) << 20, int64_t l1_bytes = int64_t(1) << 20,
+                          int64_t l2_bytes = int64_t(arch::tc1::kL2Bytes),
+                          int64_t l1_bytes = int64_t(arch::tc1::kL1Bytes),
                           Handoff handoff = Handoff::kEarly, bool concat_in_place = true,
                           int64_t slices = 1, const std::vector<int64_t>& sliced = {});
 

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "tilecore/arch/params.h"
 #include "tilecore/ir/function.h"
 #include "tilecore/target/target.h"
 
@@ -60,8 +61,8 @@ struct OpCall {
   Map<String, Any> attrs;
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
-  int64_t cores = 4;
-  int64_t l1_bytes = int64_t{1} << 20;
+  int64_t cores = arch::tc1::kDefaultCores;
+  int64_t l1_bytes = int64_t(arch::tc1::kL1Bytes);
   /*! \brief Inputs that are params of the PrimFunc: the data inputs (see Strategy). */
   int64_t data_inputs = 0;
   /*! \brief int64 params are int32 words, two per element (npu kernels: TC1 has no

@@ -1,6 +1,6 @@
 """TC1's numbers from one source (arch/params.h): ``tilecore.arch.params()`` against the
 parameter table of docs/tc1.md, and no retyped copy of them in the compiler (its Python, and
-the C++ of src/compiler and src/transform)."""
+the C++ of src/compiler and src/transform, and their public headers)."""
 import os
 import re
 
@@ -79,14 +79,14 @@ RETYPED_CPP = re.compile(r"<<\s*20\b|\b(?:1048576|4194304|65536|2097152|3145728)
 
 def test_no_tc1_size_is_retyped_in_the_cpp_compiler():
     found = []
-    for sub in ("compiler", "transform"):
-        src = os.path.join(ROOT, "src")
-        for folder, _, names in sorted(os.walk(os.path.join(src, sub))):  # (and its subfolders: conv/)
+    # (the sources and the public headers: a default argument or member there is a copy too)
+    for sub in ("src/compiler", "src/transform", "include/tilecore/compiler", "include/tilecore/transform"):
+        for folder, _, names in sorted(os.walk(os.path.join(ROOT, sub))):  # (and its subfolders: conv/)
             for name in sorted(n for n in names if n.endswith((".cc", ".h"))):
                 path = os.path.join(folder, name)
                 for k, line in enumerate(open(path, encoding="utf-8"), 1):
                     if RETYPED_CPP.search(line.split("//")[0]):
-                        found.append(f"src/{os.path.relpath(path, src)}:{k}: {line.strip()}")
+                        found.append(f"{os.path.relpath(path, ROOT)}:{k}: {line.strip()}")
     assert found == [], "TC1's sizes come from arch/params.h (arch::tc1):\n" + "\n".join(found)
-    for bad in ("int64_t{1} << 20", "(bytes + 65535) / 65536 * 65536", "int64_t{64} << 10", "kBank = 64 << 10"):
+    for bad in ("int64_t{1} << 20", "int64_t l2_bytes = int64_t(4) << 20", "(bytes + 65535) / 65536 * 65536", "int64_t{64} << 10", "kBank = 64 << 10"):
         assert RETYPED_CPP.search(bad), bad  # it can fail
