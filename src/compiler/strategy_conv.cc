@@ -1418,10 +1418,14 @@ PrimFunc LowerConv(const OpCall& call) {
                                                         std::end(kImplicitShares));
         if (!want_share.empty()) shares = {{want_share[0], want_share[1]}};
         bool fits = false;  // (a plan whose mixed forms overflow L1 does not count)
+        // (a share that computes the same items channel-major as one priced before runs the
+        // same commands: the same cycles, so it could not win; few items a core make many)
+        std::set<std::vector<bool>> items_priced;
         for (const auto& [num, den] : shares) {
           TransposedPlan t = plan;
           t.implicit_num = num;
           t.implicit_den = den;
+          if (!items_priced.insert(ChannelMajorItems(g, t, call.cores)).second) continue;
           fits = price(t) || fits;
         }
         tried += fits ? 1 : 0;

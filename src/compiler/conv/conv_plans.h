@@ -151,6 +151,11 @@ bool XMajorSegment(int64_t tiles, int64_t mcount, int64_t cores);
  * positions and of output channels (LowerConvTransposed's first segments). */
 bool XMajorApplies(const ConvGeom& g, const TransposedPlan& t, int64_t cores);
 
+/*! \brief Which items plan `t` computes channel-major (its share implicit_num of every
+ * implicit_den of a core's items, but not a core's last), segment after segment, as
+ * LowerConvTransposed takes them: two shares with the same items run the same commands. */
+std::vector<bool> ChannelMajorItems(const ConvGeom& g, const TransposedPlan& t, int64_t cores);
+
 /*! \brief The transposed plan of an int8 Conv, its epilogue in the matrix engine (transposed.cc,
  * where it is described). */
 Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPlan& tp);

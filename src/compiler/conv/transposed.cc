@@ -51,6 +51,21 @@ bool XMajorApplies(const ConvGeom& g, const TransposedPlan& t, int64_t cores) {
   return XMajorSegment(g.N / t.nb * (HW / tile), g.M / t.tm, cores);
 }
 
+std::vector<bool> ChannelMajorItems(const ConvGeom& g, const TransposedPlan& t, int64_t cores) {
+  std::vector<bool> items_channel_major;
+  if (t.implicit_num <= 0 || t.implicit_den <= 0 || t.tp <= 0 || t.tm <= 0 || t.nb <= 0)
+    return items_channel_major;
+  // (a plan with channel-major items is not rowwise: its tiles are tp positions)
+  for (const auto& positions : Segments(g.OH * g.OW, t.tp))
+    for (const auto& channels : Segments(g.M, t.tm)) {
+      const int64_t items = g.N / t.nb * positions.first * channels.first;
+      for (int64_t i = 0; i < items; ++i)
+        items_channel_major.push_back((i / cores) % t.implicit_den < t.implicit_num &&
+                                      i + cores < items);
+    }
+  return items_channel_major;
+}
+
 /*!
  * \brief An int8 Conv as the transposed product Y^T[p, m] = X^T[p, k] x W^T[k, m] over a
  * work item of tp positions x tm output channels (all of K in one mm; a 1x1 Conv's k is its
