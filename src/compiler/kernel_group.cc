@@ -600,6 +600,13 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   attrs.Set("early_handoffs", int64_t(std::count(early.begin(), early.end(), true)));
   attrs.Set("in_place_concats", Array<int64_t>(in_place));
   if (slices > 1) attrs.Set("slices", slices);
+  // each member's plan, as its strategy named it (plan_registry.h; "" where none did)
+  Array<String> member_plans;
+  for (const PrimFunc& f : funcs) {
+    auto plan = f->attrs.Get("plan");
+    member_plans.push_back(plan ? plan->cast<String>() : String(""));
+  }
+  attrs.Set("member_plans", member_plans);
   // where each intermediate (and prefetched input) lives while it lives, for the debuggers:
   // [id, byte offset in the arena, dtype, shape], the whole tensor row-major
   Array<Any> places;

@@ -69,6 +69,7 @@
 #include "kernel_util.h"
 #include "lookup_table.h"
 #include "matrix_precision.h"
+#include "plan_registry.h"
 #include "tilecore/arch/params.h"
 #include "tilecore/compiler/cost_model.h"
 #include "tilecore/ffi/reflection.h"
@@ -118,7 +119,54 @@ std::string TransposedPlanName(const TransposedPlan& t) {
   return o.str();
 }
 
+const bool kConvPlansRegistered =
+    RegisterPlan("Conv", "conv.direct",
+                 "items of output rows x a block of output channels: the patch unfolded in "
+                 "L1, the products in the matrix engine, the epilogue in the vector engine "
+                 "(with its variants: weights resident, input or weights staged in L2, items "
+                 "pipelined, weights on the DMA-out engine)",
+                 true) &&
+    RegisterPlan("Conv", "conv.transposed",
+                 "int8: the transposed product Y^T = X^T W^T, its epilogue in the matrix "
+                 "engine (with its variants: weights resident or in L2, on the DMA-out "
+                 "engine, X-major items, a share of the items channel-major)") &&
+    RegisterPlan("Conv", "conv.depthwise.vector", "a depthwise Conv's taps on the vector engine",
+                 true) &&
+    RegisterPlan("Conv", "conv.depthwise.matrix",
+                 "int8, f16 or bf16: a depthwise Conv's taps as block-diagonal products in the "
+                 "matrix engine");
+
+/*! \brief The `plan` attribute of a direct plan: its family and sizes. */
+std::string DirectPlanText(int64_t tm, int64_t mb, bool db, bool pipe, int64_t rows, int64_t cc,
+                           int64_t nb, bool resident, bool staged, bool w_staged, bool w_out) {
+  std::ostringstream o;
+  o << "conv.direct tm=" << tm << " mb=" << mb << " rows=" << rows << " cc=" << cc;
+  if (nb > 1) o << " images=" << nb;
+  if (db) o << " double-buffered";
+  if (pipe) o << " pipelined";
+  if (resident) o << " weights-resident";
+  if (staged) o << " input-in-l2";
+  if (w_staged) o << " weights-in-l2";
+  if (w_out) o << " weights-on-dma-out";
+  return o.str();
+}
+
+/*! \brief The `plan` attribute of a transposed plan. */
+std::string TransposedPlanText(const TransposedPlan& t) {
+  std::ostringstream o;
+  o << "conv.transposed tp=" << t.tp << " tm=" << t.tm;
+  if (t.nb > 1) o << " images=" << t.nb;
+  if (t.residual_on_vector) o << " residual-on-vector";
+  if (t.weights_resident) o << " weights-resident";
+  if (t.weights_in_l2) o << " weights-in-l2";
+  if (t.weights_on_out) o << " weights-on-dma-out";
+  if (t.x_major) o << " x-major";
+  if (t.implicit_num > 0) o << " channel-major=" << t.implicit_num << "/" << t.implicit_den;
+  return o.str();
+}
+
 PrimFunc LowerConv(const OpCall& call) {
+  (void)kConvPlansRegistered;
   ConvGeom g;
   std::string why;
   Geometry(call.inputs, call.attrs, &g, &why);
@@ -151,8 +199,20 @@ PrimFunc LowerConv(const OpCall& call) {
         return std::nullopt;
       }
     };
+    const bool matrix_enabled = PlanEnabled("conv.depthwise.matrix");
+    if (want_matrix == 1 && !matrix_enabled)
+      TILECORE_THROW(ValueError) << "Conv: tc_depthwise_matrix 1 asks for conv.depthwise.matrix, "
+                                    "which compiler.disabled_plans turns off";
+    auto depthwise_text = [](bool matrix, int stages, int64_t blocks, int64_t col) {
+      std::ostringstream o;
+      o << (matrix ? "conv.depthwise.matrix" : "conv.depthwise.vector") << " stages=" << stages;
+      if (matrix) o << " blocks=" << blocks << " column-channels=" << col;
+      return o.str();
+    };
     for (bool matrix : {false, true}) {
-      if ((matrix && !matrix_form) || (want_matrix >= 0 && matrix != (want_matrix == 1))) continue;
+      if ((matrix && (!matrix_form || !matrix_enabled)) ||
+          (want_matrix >= 0 && matrix != (want_matrix == 1)))
+        continue;
       for (int stages : {1, 2, 3}) {
         const bool pipe = stages > 1;
         if (want_pipe >= 0 && stages != want_pipe + 1) continue;
@@ -164,8 +224,9 @@ PrimFunc LowerConv(const OpCall& call) {
                                : blocks > 1 && (!matrix || g.OH * g.OW > 512 ||  // (fill L1 so)
                                                 want_col < kDepthwiseBlock))
             continue;
-          PrimFunc f = LowerDepthwise(call, g, p, matrix, pipe, stages == 3, blocks,
-                                      matrix && blocks == 1 ? want_col : kDepthwiseBlock);
+          const int64_t col = matrix && blocks == 1 ? want_col : kDepthwiseBlock;
+          PrimFunc f = WithPlan(LowerDepthwise(call, g, p, matrix, pipe, stages == 3, blocks, col),
+                                depthwise_text(matrix, stages, blocks, col));
           const std::optional<int64_t> cycles = price(f);
           if (!cycles) continue;
           if (!best || *cycles < best_cycles) {
@@ -185,7 +246,8 @@ PrimFunc LowerConv(const OpCall& call) {
         !HasAttr(call.attrs, "tc_depthwise_col_channels")) {
       const int stages = std::get<1>(best_form);
       for (int64_t col : {int64_t{8}, int64_t{4}}) {
-        PrimFunc f = LowerDepthwise(call, g, p, true, stages > 1, stages == 3, 1, col);
+        PrimFunc f = WithPlan(LowerDepthwise(call, g, p, true, stages > 1, stages == 3, 1, col),
+                              depthwise_text(true, stages, 1, col));
         const std::optional<int64_t> cycles = price(f);
         if (cycles && *cycles < best_cycles * (1 - kFewerChannelsGain))
           best = f, best_cycles = *cycles;
@@ -966,7 +1028,18 @@ PrimFunc LowerConv(const OpCall& call) {
   // (both kept for one compile: ForgetConvPlanChoices; a plan chosen after a ranking depends
   // on which Convs were searched before, so a compile must not see another's)
   static uint64_t generation = 0;
-  const std::string key = PlanKey(call);
+  // (the plans a search may offer are part of what it chose among)
+  const std::string disabled = DisabledPlansKey();
+  const std::string key = PlanKey(call) + (disabled.empty() ? "" : ";disabled_plans=" + disabled);
+  const bool transposed_enabled = PlanEnabled("conv.transposed");
+  // the `plan` attribute of build(MB, db, pipe) as the fitting left its sizes
+  auto direct_plan = [&](int64_t MB, bool db, bool pipe) {
+    return WithPlan(MakeFunc(call, p, build(MB, db, pipe)),
+                    DirectPlanText(TM, MB, db, pipe, R, CC, NB, resident, staged, w_staged, w_out));
+  };
+  auto transposed_plan = [&](const TransposedPlan& t) {
+    return WithPlan(MakeFunc(call, p, LowerConvTransposed(call, p, t)), TransposedPlanText(t));
+  };
   {
     std::lock_guard<std::mutex> lock(memo_mu);
     if (const uint64_t now = conv_plan_generation.load(); now != generation) {
@@ -976,7 +1049,7 @@ PrimFunc LowerConv(const OpCall& call) {
     }
     if (auto it = memo.find(key); it != memo.end()) {
       const Choice& c = it->second;
-      if (c.transposed.tp > 0) return MakeFunc(call, p, LowerConvTransposed(call, p, c.transposed));
+      if (c.transposed.tp > 0) return transposed_plan(c.transposed);
       TM = c.plan.tm;
       resident = c.resident;
       staged = c.staged;
@@ -985,7 +1058,7 @@ PrimFunc LowerConv(const OpCall& call) {
       pipelined = c.plan.pipe;
       NB = c.plan.nb;
       fit(c.plan.mb, c.plan.db, c.plan.rows);
-      return MakeFunc(call, p, build(c.plan.mb, c.plan.db, c.plan.pipe));
+      return direct_plan(c.plan.mb, c.plan.db, c.plan.pipe);
     }
   }
   const std::string sibling = SiblingPlanKey(key);
@@ -1026,7 +1099,7 @@ PrimFunc LowerConv(const OpCall& call) {
     }
     return std::max(largest, total / std::max<int64_t>(1, std::min(call.cores, items)));
   };
-  PrimFunc best = MakeFunc(call, p, build(1, false, false));
+  PrimFunc best = direct_plan(1, false, false);
   std::vector<Plan> cands;
   auto add_plans = [&](int64_t tm) {
     const int64_t full_blocks = g.Mg / tm;
@@ -1251,7 +1324,7 @@ PrimFunc LowerConv(const OpCall& call) {
       w_out = false;
       continue;
     }
-    PrimFunc f = MakeFunc(call, p, build(c.mb, c.db, c.pipe));
+    PrimFunc f = direct_plan(c.mb, c.db, c.pipe);
     int64_t cycles = 0;
     try {
       cycles = cannot_fit(f) ? -1 : estimate(f);
@@ -1283,8 +1356,12 @@ PrimFunc LowerConv(const OpCall& call) {
   const int64_t transposed = AttrInt(call.attrs, "tc_transposed", -1);
   const bool forced = (pipeline == 1 && chosen_pipe) || (stage_input == 1 && chosen_staged) ||
                       (stage_weights == 1 && chosen_w_staged) || (reside == 1 && chosen_resident);
+  if (transposed == 1 && !transposed_enabled)
+    TILECORE_THROW(ValueError) << "Conv: tc_transposed 1 asks for conv.transposed, which "
+                                  "compiler.disabled_plans turns off";
   if (transposed == 1) best_cycles = std::numeric_limits<int64_t>::max();
-  if (TransposedFits(call, ep) && (transposed == 1 || (transposed != 0 && !forced))) {
+  if (transposed_enabled && TransposedFits(call, ep) &&
+      (transposed == 1 || (transposed != 0 && !forced))) {
     const bool unfolds = TransposedUnfolds(g);  // (one image an item)
     const bool many_taps = unfolds && g.KH * g.KW > kTransposedManyTaps;
     const bool may_keep = g.M * g.C * g.KH * g.KW <= kTransposedKeptWeightBytes;
@@ -1304,7 +1381,7 @@ PrimFunc LowerConv(const OpCall& call) {
       int64_t cycles = -1;
       PrimFunc f;
       try {
-        f = MakeFunc(call, p, LowerConvTransposed(call, p, t));
+        f = transposed_plan(t);
         cycles = cannot_fit(f) ? -1 : estimate(f, t.implicit_num > 0 ? kMixedL1Headroom : 0);
       } catch (const ffi::Error&) {
         return false;  // does not fit once the buffers are placed in banks

@@ -61,6 +61,7 @@
 #include "matmul/matmul_plans.h"
 #include "matrix_precision.h"
 #include "plan_choice.h"
+#include "plan_registry.h"
 #include "rows_util.h"
 #include "tilecore/arch/params.h"
 #include "tilecore/compiler/cost_model.h"
@@ -72,6 +73,37 @@ namespace detail {
 namespace {
 
 using namespace matmul;  // NOLINT(build/namespaces): the plans of matmul/ are this strategy's
+
+const bool kGemmPlansRegistered =
+    RegisterPlan("Gemm", "gemm.tiled",
+                 "C tiles of 128 x 128 over chunks of K, every core a share of the tiles "
+                 "(MatMul and Gemm)",
+                 true) &&
+    RegisterPlan("Gemm", "gemm.pipelined",
+                 "each core a block of rows in chunks, the weight blocks streamed beside the "
+                 "products, the next chunk's loads before this one's epilogue") &&
+    RegisterPlan("Gemm", "gemm.columns",
+                 "each core a block of columns (its weights read once), every row of A through "
+                 "them; the plan of a split output (tc_split)") &&
+    RegisterPlan("Gemm", "gemm.row_norm",
+                 "a product with the LayerNormalization or RMSNormalization of its rows fused "
+                 "(tc_row_norm): whole rows a core",
+                 true);
+
+std::string PipelinedText(const PipelinePlan& pp) {
+  return "gemm.pipelined rows-a-core=" + std::to_string(pp.mc) + " rows=" + std::to_string(pp.tm) +
+         " columns=" + std::to_string(pp.tn);
+}
+
+std::string ColumnsText(const ColumnPlan& cp) {
+  return "gemm.columns columns=" + std::to_string(cp.tn) + " weight-rows=" + std::to_string(cp.kc) +
+         (cp.vec_epilogue ? " vector-epilogue" : "");
+}
+
+std::string RowNormText(const RowNormPlan& rp) {
+  return "gemm.row_norm rows-a-core=" + std::to_string(rp.mc) + " rows=" + std::to_string(rp.tm) +
+         " columns=" + std::to_string(rp.tn);
+}
 
 /*! \brief tc_row_norm's lowering: the row-norm plan the cost model estimates fastest. */
 PrimFunc ChooseRowNorm(const OpCall& call, const Params& p, const GemmPlan& g) {
@@ -98,11 +130,14 @@ PrimFunc ChooseRowNorm(const OpCall& call, const Params& p, const GemmPlan& g) {
                             " cores (the rows split evenly, and P K <= 8 M)"};
   const std::vector<RowNormPlan> plans = RowNormPlans(call, g);
   const std::string key = "row norm;" + PlanKey(call);
-  if (auto chosen = ChosenBefore(key); chosen && *chosen < plans.size())
-    return MakeFunc(call, p, LowerGemmRowNorm(call, g, ra, plans[*chosen]));
+  auto row_norm = [&](size_t i) {
+    return WithPlan(MakeFunc(call, p, LowerGemmRowNorm(call, g, ra, plans[i])),
+                    RowNormText(plans[i]));
+  };
+  if (auto chosen = ChosenBefore(key); chosen && *chosen < plans.size()) return row_norm(*chosen);
   size_t best = 0;
   for (size_t i = 0; i < plans.size(); ++i)
-    if (fastest.Offer(MakeFunc(call, p, LowerGemmRowNorm(call, g, ra, plans[i])))) best = i;
+    if (fastest.Offer(row_norm(i))) best = i;
   if (fastest.best.defined()) Choose(key, best);
   if (!fastest.best.defined())
     TILECORE_THROW(ValueError) << call.op_type << ": tc_row_norm with " << g.N
@@ -115,23 +150,40 @@ PrimFunc ChooseRowNorm(const OpCall& call, const Params& p, const GemmPlan& g) {
  * whichever the cost model (cost_model.h) estimates fastest.
  */
 PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
+  (void)kGemmPlansRegistered;
   const bool split = !g.split.empty();  // (only the column plan stores several outputs)
   std::vector<ColumnPlan> columns = ColumnPlans(call, g);
   if (split && columns.empty())
     TILECORE_THROW(ValueError) << call.op_type << ": tc_split needs the column plan, which does "
                                << "not take this shape on " << call.cores << " cores";
-  PrimFunc tiled = split ? PrimFunc() : MakeFunc(call, p, LowerGemm(call, g));
-  std::vector<PipelinePlan> plans = split ? std::vector<PipelinePlan>{} : PipelinePlans(call, g);
+  if (split && !PlanEnabled("gemm.columns"))
+    TILECORE_THROW(ValueError) << call.op_type << ": tc_split needs the column plan, which "
+                               << "compiler.disabled_plans turns off";
+  if (!PlanEnabled("gemm.columns") && !split) columns.clear();
+  PrimFunc tiled =
+      split ? PrimFunc() : WithPlan(MakeFunc(call, p, LowerGemm(call, g)), "gemm.tiled");
+  std::vector<PipelinePlan> plans = split || !PlanEnabled("gemm.pipelined")
+                                        ? std::vector<PipelinePlan>{}
+                                        : PipelinePlans(call, g);
   if (plans.empty() && columns.empty()) return tiled;
-  // (the plan chosen: 0 the tiled form, 1 + i pipelined plan i, 1 + plans + i column plan i)
-  const std::string key = "gemm;" + PlanKey(call);
+  auto pipelined = [&](size_t i) {
+    return WithPlan(MakeFunc(call, p, LowerGemmPipelined(call, g, plans[i])),
+                    PipelinedText(plans[i]));
+  };
+  auto column = [&](size_t i) {
+    return WithPlan(MakeFunc(call, p, LowerGemmColumns(call, g, columns[i])),
+                    ColumnsText(columns[i]));
+  };
+  // (the plan chosen: 0 the tiled form, 1 + i pipelined plan i, 1 + plans + i column plan i;
+  // the plans a search may offer are part of what it chose among)
+  const std::string disabled = DisabledPlansKey();
+  const std::string key =
+      "gemm;" + PlanKey(call) + (disabled.empty() ? "" : ";disabled_plans=" + disabled);
   if (auto chosen = ChosenBefore(key); chosen && *chosen <= plans.size() + columns.size()) {
     const size_t c = *chosen;
     if (c == 0 && !split) return tiled;
-    if (c >= 1 && c <= plans.size())
-      return MakeFunc(call, p, LowerGemmPipelined(call, g, plans[c - 1]));
-    if (c > plans.size())
-      return MakeFunc(call, p, LowerGemmColumns(call, g, columns[c - 1 - plans.size()]));
+    if (c >= 1 && c <= plans.size()) return pipelined(c - 1);
+    if (c > plans.size()) return column(c - 1 - plans.size());
   }
   Fastest fastest{call, ""};
   size_t best = 0;
@@ -140,10 +192,9 @@ PrimFunc ChooseGemm(const OpCall& call, const Params& p, const GemmPlan& g) {
     fastest.cycles = EstimateStrategy(tiled, call.l1_bytes, static_cast<int>(call.cores)).cycles;
   }
   for (size_t i = 0; i < plans.size(); ++i)
-    if (fastest.Offer(MakeFunc(call, p, LowerGemmPipelined(call, g, plans[i])))) best = 1 + i;
+    if (fastest.Offer(pipelined(i))) best = 1 + i;
   for (size_t i = 0; i < columns.size(); ++i)
-    if (fastest.Offer(MakeFunc(call, p, LowerGemmColumns(call, g, columns[i]))))
-      best = 1 + plans.size() + i;
+    if (fastest.Offer(column(i))) best = 1 + plans.size() + i;
   if (fastest.best.defined()) Choose(key, best);
   if (!fastest.best.defined())
     TILECORE_THROW(ValueError) << call.op_type << ": tc_split needs the column plan, which does "

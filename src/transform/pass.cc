@@ -284,28 +284,33 @@ namespace {
  *  misspelt option is an error instead of being silently ignored.
  */
 void CheckConfigOption(const String& key, const Any& value) {
-  static const std::vector<std::pair<std::string, bool>> kOptions = {
-      // (key, is a bool)
-      {"transform.UnrollLoop.auto_max_extent", false},
-      {"transform.UnrollLoop.max_extent", false},
-      {"transform.VectorizeLoop.strict", true},
-      {"transform.LoopPartition.max_pieces", false},
-      {"transform.EmitTileIntrinsics.allow_saturation", true},
-      {"compiler.price_every_plan", true},
-      {"tc1.l1_bytes", false},
-      {"tc1.l2_bytes", false},
+  enum Kind { kInt, kBool, kText };
+  static const std::vector<std::pair<std::string, Kind>> kOptions = {
+      {"transform.UnrollLoop.auto_max_extent", kInt},
+      {"transform.UnrollLoop.max_extent", kInt},
+      {"transform.VectorizeLoop.strict", kBool},
+      {"transform.LoopPartition.max_pieces", kInt},
+      {"transform.EmitTileIntrinsics.allow_saturation", kBool},
+      {"compiler.price_every_plan", kBool},
+      // (plan names, comma separated: the compiler checks them against its plans)
+      {"compiler.disabled_plans", kText},
+      {"tc1.l1_bytes", kInt},
+      {"tc1.l2_bytes", kInt},
   };
-  for (const auto& [k, is_bool] : kOptions) {
+  static const char* kKindNames[] = {"int", "bool", "a string"};
+  for (const auto& [k, kind] : kOptions) {
     if (key.view() != k) continue;
-    bool ok = is_bool ? value.try_cast<bool>().has_value() : value.try_cast<int64_t>().has_value();
+    const bool ok = kind == kBool  ? value.try_cast<bool>().has_value()
+                    : kind == kInt ? value.try_cast<int64_t>().has_value()
+                                   : value.try_cast<String>().has_value();
     if (!ok) {
-      TILECORE_THROW(TypeError) << "PassContext option `" << k << "` must be "
-                                << (is_bool ? "bool" : "int") << ", got " << value.GetTypeKey();
+      TILECORE_THROW(TypeError) << "PassContext option `" << k << "` must be " << kKindNames[kind]
+                                << ", got " << value.GetTypeKey();
     }
     return;
   }
   std::string known;
-  for (const auto& [k, is_bool] : kOptions) known += (known.empty() ? "" : ", ") + k;
+  for (const auto& [k, kind] : kOptions) known += (known.empty() ? "" : ", ") + k;
   TILECORE_THROW(ValueError) << "PassContext: unknown option `" << key.view()
                              << "` (the options are " << known << ")";
 }

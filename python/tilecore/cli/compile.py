@@ -238,7 +238,9 @@ def node_span(nodes: list[str], shown: int = 3) -> str:
         help="evaluate the graph after every graph pass and stop at the first that changes the imported model's "
              "outputs (naming it), then verify the executable as --verify does"),
     arg("--disable-pass", action="append", default=[], metavar="PASS",
-        help="do not run this pass (repeat; not the required ones): to find which pass a problem comes from"),
+        help="do not run this pass (repeat; not the required ones), or do not offer this plan to the cost model "
+             "(conv.transposed, gemm.columns, ...: tilecore.compiler.list_plans()): to find which pass or plan a "
+             "problem comes from"),
     arg("-v", "--verbose", action="store_true", help="each pass's wall time and the resident memory it added"),
     arg("--strict", action="store_true",
         help="a fallback from a plan the compiler chose (a layer group split, a member's or a group's plan that "

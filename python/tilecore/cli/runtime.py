@@ -177,12 +177,14 @@ def _member_rows(o: dict[str, Any], recorded: list[dict[str, Any]], st: dict[str
     lines = []
     fused = {m["node"]: m.get("fused", []) for m in recorded}
     in_place = {m["node"] for m in recorded if m.get("in_place")}
+    plan = {m["node"]: m["plan"] for m in recorded if m.get("plan")}  # (docs/compiler.md, "Plans")
     if o.get("members"):
         for m in o["members"]:
             cyc = m["cycles"]
             util = m["macs"] / (cyc * peak) if cyc > 0 else 0.0
             what = (IN_PLACE if m["node"] in in_place else
-                    f"{m['bound_by']:<7} est {m['est_cycles']:>10} ({100.0 * m['est_error']:+.0f}%)")
+                    f"{m['bound_by']:<7} est {m['est_cycles']:>10} ({100.0 * m['est_error']:+.0f}%)"
+                    + (f"  {plan[m['node']]}" if m["node"] in plan else ""))
             lines.append(f"{'  ' + m['node']:<{w}}  {m['op_type'][:16]:<16} {'':<5} {cyc:>12} "
                          f"{100.0 * cyc / total:>6.1f}% {m['macs']:>14} {100.0 * util:>6.2f}% {_roof(cyc, m):>7}  {'':>8}  "
                          f"{what}")
@@ -198,7 +200,7 @@ def _member_rows(o: dict[str, Any], recorded: list[dict[str, Any]], st: dict[str
     for m in recorded if est_total > 0 else []:
         cyc = o["cycles"] * m["est_cycles"] / est_total
         util = m["macs"] / (cyc * peak) if cyc > 0 else 0.0
-        what = IN_PLACE if m.get("in_place") else f"{m['bound_by']} (estimated)"
+        what = IN_PLACE if m.get("in_place") else f"{m['bound_by']} (estimated)" + (f"  {m['plan']}" if m.get("plan") else "")
         lines.append(f"{'  ' + m['node']:<{w}}  {m['op'][:16]:<16} {'':<5} {'~' + str(round(cyc)):>12} "
                      f"{100.0 * cyc / total:>6.1f}% {m['macs']:>14} {100.0 * util:>6.2f}% "
                      f"{_roof(cyc, m.get('roofline') or {}):>7}  {'':>8}  {what}")

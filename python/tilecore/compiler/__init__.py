@@ -113,6 +113,17 @@ def compiler_attrs() -> dict[str, tuple[str, str]]:
     return {str(name): (str(kind), str(doc)) for name, kind, doc in _ffi.CompilerAttrs()}
 
 
+def list_plans() -> list[dict[str, Any]]:
+    """The named plans of the strategies that choose among several lowerings of one op (C++,
+    plan_registry.h; docs/compiler.md, "Plans"): per family, ``op``, ``name``, ``doc`` and
+    ``last_resort`` (the plan every shape has, which cannot be disabled). A family named in
+    ``PipelineOptions(disable=[...])`` (``tilecore compile --disable-pass NAME``) is not
+    offered to the cost model; the lowering a search returns says its plan in its attribute
+    ``plan``."""
+    return [{"op": str(op), "name": str(name), "doc": str(doc), "last_resort": bool(last)}
+            for op, name, doc, last in _ffi.ListPlans()]
+
+
 def list_host_kernels() -> list[str]:
     """The op types with a host kernel of their own (others may run on the host through
     their npu strategy)."""

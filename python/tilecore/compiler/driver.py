@@ -847,11 +847,31 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         _compiler_ffi.ForgetPlanChoices()
     token = _COMPILING.set(True)  # (the compiles a compile makes, verify's and the buckets', are not cached)
     try:
-        if where is None:
-            return _compile(model, progress=progress, report=report, **options)
-        return _compile_cached(where, model, options, progress, report)
+        with _plans_disabled(pipeline):
+            if where is None:
+                return _compile(model, progress=progress, report=report, **options)
+            return _compile_cached(where, model, options, progress, report)
     finally:
         _COMPILING.reset(token)
+
+
+def _plans_disabled(pipeline: Any) -> Any:
+    """A PassContext like the current one whose option ``compiler.disabled_plans`` adds the
+    plans ``pipeline.disable`` names (the strategies read it: docs/compiler.md, "Plans"); no
+    context when it names none (a name neither a pass nor a plan is the pipeline's error)."""
+    import contextlib
+
+    names = getattr(pipeline, "disabled_plans", None)
+    if not names:
+        return contextlib.nullcontext()
+    from .. import transform
+
+    ctx = transform.PassContext.current()
+    config = {str(k): v for k, v in dict(ctx.config).items()}
+    have = [n for n in str(config.get("compiler.disabled_plans", "")).split(",") if n.strip()]
+    config["compiler.disabled_plans"] = ",".join(sorted(set(have) | set(names)))
+    return transform.PassContext(opt_level=int(ctx.opt_level), config=config, disabled=[str(d) for d in ctx.disabled],
+                                 instruments=list(ctx.instruments))
 
 
 def _compile_cached(where: str, model: Any, options: dict[str, Any], progress: Callable[..., Any] | None,
@@ -1539,6 +1559,9 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
             costs = group_estimate(f)["members"]
             if len(costs) == len(nd.members):
                 nd.member_costs = costs
+            plans = [str(p) for p in f.attrs.get("member_plans", [])]
+            if len(plans) == len(nd.members):  # (and the plan its strategy chose)
+                nd.member_plans = plans
         if isinstance(nd, _groups.GroupNode):  # and which instructions compute each member
             nd.member_pc = _groups.member_code(mod, fn, len(nd.members), nd.in_place)
     timings["lower_and_build"] = time.perf_counter() - t0

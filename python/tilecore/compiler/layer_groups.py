@@ -57,6 +57,7 @@ class GroupNode:
         self.step_name = f"{first.step_name}+{len(members) - 1}"
         self.member_costs: list[dict[str, Any]] = []  # the cost model's, per member (the driver's)
         self.member_pc: list[dict[str, list[list[int]]]] = []  # per member, its code (member_code)
+        self.member_plans: list[str] = []  # per member, its strategy's plan ("" none: plan_registry.h)
         # weight name -> {"reader", "bytes", "during": members fetching it} (weight_prefetch.py)
         self.prefetch: dict[str, dict[str, Any]] = {}
         self.member_inputs: list[list[str]] = []  # per member, the values it reads ("" omitted)
@@ -71,7 +72,8 @@ class GroupNode:
     def summary(self, buffer_of: Callable[[str], int] | None = None) -> dict[str, Any]:
         """The group as the report lists it and the step's debug info records it; with
         ``members``: per member, its op type and the cost model's estimate of its cycles
-        in the group, its MACs and what bounds it, ``pc``, its instructions per core
+        in the group, its MACs and what bounds it, ``plan`` (the plan its strategy chose, where
+        the strategy names its plans: docs/compiler.md, "Plans"), ``pc``, its instructions per core
         (``{core: [[begin, end], ...]}``, what the simulator measures it by), and, given
         ``buffer_of`` (a DDR value's buffer index), ``in`` (the values it reads) and ``out``
         (where each value it writes lives, member_places)."""
@@ -88,6 +90,10 @@ class GroupNode:
             if len(self.member_pc) == len(self.members) and self.slices == 1:
                 for entry, pc in zip(out["members"], self.member_pc):
                     entry["pc"] = pc
+            if len(self.member_plans) == len(self.members):
+                for entry, plan in zip(out["members"], self.member_plans):
+                    if plan:
+                        entry["plan"] = plan
             for k in self.in_place:
                 out["members"][k]["in_place"] = True
             if buffer_of is not None and len(self.member_inputs) == len(self.members) and self.slices == 1:

@@ -24,6 +24,8 @@ from typing import Any, Callable, Iterator, Sequence, TextIO
 
 import numpy as np
 
+from . import list_plans as _list_plans
+
 # name -> (where, what it does); in the order a compile runs them. "required" passes cannot
 # be disabled (the rest of the pipeline needs their output).
 GRAPH_PASSES = {
@@ -111,7 +113,9 @@ class PipelineOptions:
         (cosine >= VERIFY_EACH_COSINE, no element off by more than VERIFY_EACH_RELATIVE of the
         largest); the first pass that changes them is a CompileError naming it. The
         executable is then verified as ``verify=True`` does, which names the step.
-    :param disable: pass names not to run (not the ``REQUIRED`` ones): for bisection.
+    :param disable: pass names not to run (not the ``REQUIRED`` ones), and names of plans
+        the strategies are not to offer (``tilecore.compiler.list_plans()``; not a plan of last
+        resort): for bisection.
     """
 
     print_after: Sequence[str] | str = ()
@@ -130,9 +134,16 @@ class PipelineOptions:
                 raise ValueError(f"print_after: no pass `{n}` (the passes: {', '.join(PASSES)}, or all)")
             if n in NO_TEXT:
                 raise ValueError(f"print_after: `{n}` {NO_TEXT[n]}")
+        plans = {p["name"]: p for p in _list_plans()}
         for n in self.disable:
+            if n in plans:  # (a family of plans: docs/compiler.md, "Plans")
+                if plans[n]["last_resort"]:
+                    raise ValueError(f"disable: `{n}` is the {plans[n]['op']} strategy's plan of last resort, "
+                                     "which every shape has")
+                continue
             if n not in PASSES:
-                raise ValueError(f"disable: no pass `{n}` (the passes: {', '.join(PASSES)})")
+                raise ValueError(f"disable: no pass or plan `{n}` (the passes: {', '.join(PASSES)}; the plans "
+                                 f"that may be disabled: {', '.join(k for k, p in plans.items() if not p['last_resort'])})")
             if n in REQUIRED:
                 raise ValueError(f"disable: `{n}` is required (the passes after it need its output); "
                                  f"these can be disabled: {', '.join(p for p in PASSES if p not in REQUIRED)}")
@@ -140,6 +151,12 @@ class PipelineOptions:
                 any(f.endswith(".graph") for f in os.listdir(self.dump_dir)):
             raise ValueError(f"dump_dir: {os.fspath(self.dump_dir)} holds .graph files already (another "
                              "compile's?): give an empty or new folder")
+
+    @property
+    def disabled_plans(self) -> list[str]:
+        """The names in ``disable`` that are plans (not passes), sorted."""
+        plans = {p["name"] for p in _list_plans()}
+        return sorted({n for n in self.disable if n in plans})
 
     @property
     def inspects(self) -> bool:

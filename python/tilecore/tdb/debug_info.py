@@ -43,7 +43,7 @@ class StepDebug:
     ``quantised`` maps each value the step writes in int8 that the model has in floating
     point to its (scale, zero point): the stored q stands for ``(q - zero_point) * scale``;
     ``members`` is a layer group's per-member estimates (node, op, est_cycles, macs,
-    bound_by, ``pc``: {core: [(begin, end), ...]}, ``in`` and ``out``: the values the
+    bound_by, ``plan``: the plan its strategy chose, ``pc``: {core: [(begin, end), ...]}, ``in`` and ``out``: the values the
     member reads and where each value it writes lives, and ``fused``: (name, op type) of
     the nodes fused into its epilogue; a key is absent when the file does not record it),
     [] without them."""
@@ -145,6 +145,12 @@ def _group(dbg, step, sd: StepDebug, args: Sequence[int], program_words: Mapping
                 raise TargetError(f"step `{step}`: its debug entry `group` has member {i} with `in_place` "
                                   f"{json.dumps(m['in_place'])[:40]} (only a Concat member has it, true)")
             sd.members[i]["in_place"] = True
+    for i, m in enumerate(members):  # the plan its strategy chose (docs/compiler.md, "Plans")
+        if "plan" in m:
+            if not isinstance(m["plan"], str):
+                raise TargetError(f"step `{step}`: its debug entry `group` has member {i} with `plan` "
+                                  f"{json.dumps(m['plan'])[:40]} (a string)")
+            sd.members[i]["plan"] = m["plan"]
     with_pc = [i for i, m in enumerate(members) if "pc" in m]
     if with_pc and len(with_pc) != len(members):
         missing = next(i for i in range(len(members)) if i not in with_pc)

@@ -136,7 +136,7 @@ def test_a_dump_folder_of_another_compile_and_passes_with_no_text_are_refused(tm
 
 
 @pytest.mark.parametrize("options, message", [
-    (P.PipelineOptions(disable=["FoldBatchNrom"]), "no pass `FoldBatchNrom`"),
+    (P.PipelineOptions(disable=["FoldBatchNrom"]), "no pass or plan `FoldBatchNrom`"),
     (P.PipelineOptions(disable=["Partition"]), "`Partition` is required"),
     (P.PipelineOptions(print_after=["Fuse"]), "no pass `Fuse`"),
 ])
