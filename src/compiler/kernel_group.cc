@@ -604,7 +604,8 @@ PrimFunc GroupKernels(const std::vector<PrimFunc>& funcs,
   Array<String> member_plans;
   for (const PrimFunc& f : funcs) {
     auto plan = f->attrs.Get("plan");
-    member_plans.push_back(plan ? plan->cast<String>() : String(""));
+    auto text = plan ? plan->try_cast<String>() : std::nullopt;
+    member_plans.push_back(text ? *text : String(""));
   }
   attrs.Set("member_plans", member_plans);
   // where each intermediate (and prefetched input) lives while it lives, for the debuggers:

@@ -254,13 +254,15 @@ PrimFunc LowerConv(const OpCall& call) {
       }
     }
     if (!best && !failed.empty()) TILECORE_THROW(ValueError) << failed;
+    const char* off = matrix_enabled ? "" : ", which compiler.disabled_plans turns off";
     if (!best && want_pipe == 2)
       TILECORE_THROW(ValueError)
           << "Conv: tc_pipeline 2 (three stages) needs the matrix form (int8, f16 or bf16) "
-             "without a residual";
+             "without a residual"
+          << off;
     if (!best && want_blocks > 1)
       TILECORE_THROW(ValueError) << "Conv: tc_depthwise_blocks " << want_blocks
-                                 << " needs the matrix form (int8, f16 or bf16)";
+                                 << " needs the matrix form (int8, f16 or bf16)" << off;
     if (!best) TILECORE_THROW(ValueError) << "Conv: tc_depthwise_matrix 1 needs int8, f16 or bf16";
     return *best;
   }
@@ -1356,8 +1358,11 @@ PrimFunc LowerConv(const OpCall& call) {
   const int64_t transposed = AttrInt(call.attrs, "tc_transposed", -1);
   const bool forced = (pipeline == 1 && chosen_pipe) || (stage_input == 1 && chosen_staged) ||
                       (stage_weights == 1 && chosen_w_staged) || (reside == 1 && chosen_resident);
-  if (transposed == 1 && !transposed_enabled)
-    TILECORE_THROW(ValueError) << "Conv: tc_transposed 1 asks for conv.transposed, which "
+  const std::vector<int64_t> share_asked = AttrInts(call.attrs, "tc_implicit_items", {});
+  if (!transposed_enabled && (transposed == 1 || AttrInt(call.attrs, "tc_x_major", -1) == 1 ||
+                              (!share_asked.empty() && share_asked[0] > 0)))
+    TILECORE_THROW(ValueError) << "Conv: tc_transposed 1, tc_x_major 1 and a share in "
+                                  "tc_implicit_items ask for conv.transposed, which "
                                   "compiler.disabled_plans turns off";
   if (transposed == 1) best_cycles = std::numeric_limits<int64_t>::max();
   if (transposed_enabled && TransposedFits(call, ep) &&
@@ -1495,14 +1500,24 @@ PrimFunc LowerConv(const OpCall& call) {
                                                         std::end(kImplicitShares));
         if (!want_share.empty()) shares = {{want_share[0], want_share[1]}};
         bool fits = false;  // (a plan whose mixed forms overflow L1 does not count)
-        // (a share that computes the same items channel-major as one priced before runs the
-        // same commands: the same cycles, so it could not win; few items a core make many)
-        std::set<std::vector<bool>> items_priced;
+        // Shares that compute the same items channel-major (few items a core make many) run
+        // the same commands but for the test of an item's share, whose arithmetic is least
+        // for the smallest denominator: only that share of them is priced.
+        std::map<std::vector<bool>, std::pair<int64_t, int64_t>> cheapest;  // items -> share
         for (const auto& [num, den] : shares) {
           TransposedPlan t = plan;
           t.implicit_num = num;
           t.implicit_den = den;
-          if (!items_priced.insert(ChannelMajorItems(g, t, call.cores)).second) continue;
+          auto [it, fresh] =
+              cheapest.emplace(ChannelMajorItems(g, t, call.cores), std::make_pair(num, den));
+          if (!fresh && den < it->second.second) it->second = {num, den};
+        }
+        for (const auto& [num, den] : shares) {
+          TransposedPlan t = plan;
+          t.implicit_num = num;
+          t.implicit_den = den;
+          if (cheapest.at(ChannelMajorItems(g, t, call.cores)) != std::make_pair(num, den))
+            continue;
           fits = price(t) || fits;
         }
         tried += fits ? 1 : 0;

@@ -88,6 +88,10 @@ const bool kGemmPlansRegistered =
     RegisterPlan("Gemm", "gemm.row_norm",
                  "a product with the LayerNormalization or RMSNormalization of its rows fused "
                  "(tc_row_norm): whole rows a core",
+                 true) &&
+    RegisterPlan("MatMul", "matmul.softmax",
+                 "attention's scores, their Softmax (and the product with V) fused "
+                 "(tc_softmax): whole rows a core",
                  true);
 
 std::string PipelinedText(const PipelinePlan& pp) {
@@ -365,7 +369,8 @@ PrimFunc LowerMatMul(const OpCall& call) {
   g.B = View(p.in[1], {Numel(g.b_batch), g.K, g.N}, "B");
   g.C = View(p.out[0], {Numel(g.out_batch), g.M, g.N}, "Y");
   SetQuant(call, p, g.N, &g);
-  if (HasAttr(call.attrs, "tc_softmax")) return LowerMatMulSoftmax(call, p, g);
+  if (HasAttr(call.attrs, "tc_softmax"))
+    return WithPlan(LowerMatMulSoftmax(call, p, g), "matmul.softmax");
   SetHeads(call, p, &g);
   return ChooseGemm(call, p, g);
 }

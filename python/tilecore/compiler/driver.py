@@ -855,6 +855,26 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         _COMPILING.reset(token)
 
 
+def _checked_disabled_plans() -> list[str]:
+    """The plans the current PassContext's ``compiler.disabled_plans`` names, checked before
+    any strategy reads them (a strategy's error would reach a fallback, not the user): a name
+    that is no plan, or a plan of last resort, is a CompileError."""
+    from .. import transform
+    from . import list_plans
+
+    text = transform.PassContext.current().config.get("compiler.disabled_plans")
+    names = sorted({n.strip() for n in str(text or "").split(",") if n.strip()})
+    plans = {p["name"]: p for p in list_plans()}
+    for n in names:
+        if n not in plans:
+            raise CompileError(f"compiler.disabled_plans: no plan `{n}` (the plans that may be disabled: "
+                               f"{', '.join(k for k, p in plans.items() if not p['last_resort'])})")
+        if plans[n]["last_resort"]:
+            raise CompileError(f"compiler.disabled_plans: `{n}` is the {plans[n]['op']} strategy's plan of last "
+                               "resort, which every shape has")
+    return names
+
+
 def _plans_disabled(pipeline: Any) -> Any:
     """A PassContext like the current one whose option ``compiler.disabled_plans`` adds the
     plans ``pipeline.disable`` names (the strategies read it: docs/compiler.md, "Plans"); no
@@ -922,6 +942,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
         pipe = _pipeline.Pipeline(pipeline)
     except ValueError as e:
         raise CompileError(f"pipeline: {e}") from None
+    disabled_plans = _checked_disabled_plans()
     bucketed = dims or any(_buckets.is_bucket_list(v) for v in (input_shapes or {}).values())
     if (bucketed or auto_mixed is not None) and pipe.options.inspects:
         raise CompileError("pipeline: printing, dumping or verifying each pass is for one compilation: not with "
@@ -1194,7 +1215,9 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
     if not keep_intermediates and not pipe.disabled("ShareQuantisation"):
         with pipe.step("ShareQuantisation", text):
             shared_quantised = _shared.share(nodes, info, _make_node, HasStrategy, TensorSpec, lowers if fuse else None)
-    if int8_edges and fuse and not pipe.disabled("SiblingGemms"):  # int8 Gemms of one A (attention's projections)
+    # int8 Gemms of one A (attention's projections), stored split by the column plan: not
+    # with that plan disabled (docs/compiler.md, "Plans")
+    if int8_edges and fuse and not pipe.disabled("SiblingGemms") and "gemm.columns" not in disabled_plans:
         with pipe.step("SiblingGemms", text):
             fused += _siblings.fuse(nodes, info, TensorSpec, lowers)
 

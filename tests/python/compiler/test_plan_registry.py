@@ -87,12 +87,26 @@ def test_a_plan_that_cannot_be_disabled_or_does_not_exist_is_named():
         tilecore.compile(model, pipeline=PipelineOptions(disable=["conv.direct"]))
     with pytest.raises(CompileError, match="no pass or plan `conv.nope`.*conv.transposed"):
         tilecore.compile(model, pipeline=PipelineOptions(disable=["conv.nope"]))
+    # (set on the PassContext: named before any strategy reads it, not left to a fallback)
+    with transform.PassContext(config={"compiler.disabled_plans": "conv.transposed,conv.nope"}):
+        with pytest.raises(CompileError, match="compiler.disabled_plans: no plan `conv.nope`"):
+            tilecore.compile(model)
     spec = compiler.TensorSpec
     args = ("Conv", {"kernel_shape": [1, 1]}, [spec([1, 16, 8, 8], "float32"), spec([16, 16, 1, 1], "float32")],
             [spec([1, 16, 8, 8], "float32")])
     with transform.PassContext(config={"compiler.disabled_plans": "gemm.tiled"}):
         with pytest.raises(Exception, match="plan of last resort"):
             compiler.LowerOp(*args)
+
+
+def test_an_attribute_that_asks_for_a_disabled_plan_is_an_error():
+    spec = compiler.TensorSpec
+    ins = [spec([1, 64, 28, 28], "int8"), spec([64, 64, 1, 1], "int8"), spec([64], "int32"), spec([64], "float32")]
+    attrs = {"kernel_shape": [1, 1], "tc_precision": "int8", "tc_x_scale": 0.02, "tc_x_zero_point": 0,
+             "tc_y_scale": 0.05, "tc_y_zero_point": 0, "tc_x_major": 1}
+    with transform.PassContext(config={"compiler.disabled_plans": "conv.transposed"}):
+        with pytest.raises(Exception, match="tc_x_major 1 .* conv.transposed, which compiler.disabled_plans"):
+            compiler.LowerOp("Conv", attrs, ins, [spec([1, 64, 28, 28], "int8")])
 
 
 def test_a_matmul_without_its_pipelined_and_column_plans_is_tiled():
