@@ -244,6 +244,8 @@ def format_profile(st: dict[str, Any], exe: Any = None) -> str:
                      f"{100.0 * o['cycles'] / total:>6.1f}% {o['macs']:>14} {100.0 * o['mac_utilisation']:>6.2f}% "
                      f"{_roof(o['cycles'], o):>7}  {ddr:>8.2f}  {o['bound_by']} ({bound_class(o)})")
         node = o.get("node", o["name"])
+        if node not in members and node in debug and debug[node].plan:  # (docs/compiler.md, "Plans")
+            lines[-1] += f"  {debug[node].plan}"
         lines += _member_rows(o, members.get(node, []), st, w)
         if node not in members and node in debug:
             lines += _fused_rows(debug[node].fused, w, "  ")

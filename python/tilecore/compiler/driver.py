@@ -1722,6 +1722,9 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
             debug["views"] = json.dumps(views_before[nd.step_name])
         if nd.where == "host":
             debug["host_reason"] = nd.reason
+        step_plan = step_funcs[nd.step_name].attrs.get("plan") if nd.step_name in step_funcs else None
+        if step_plan and not isinstance(nd, _groups.GroupNode):  # (docs/compiler.md, "Plans")
+            debug["plan"] = str(step_plan)
         if isinstance(nd, _groups.GroupNode):
             summary = nd.summary(lambda name: index[root.get(name, name)])
             for entry, m in zip(summary.get("members", []), nd.members):

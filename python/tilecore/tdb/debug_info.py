@@ -43,10 +43,11 @@ class StepDebug:
     ``quantised`` maps each value the step writes in int8 that the model has in floating
     point to its (scale, zero point): the stored q stands for ``(q - zero_point) * scale``;
     ``members`` is a layer group's per-member estimates (node, op, est_cycles, macs,
-    bound_by, ``plan``: the plan its strategy chose, ``pc``: {core: [(begin, end), ...]}, ``in`` and ``out``: the values the
-    member reads and where each value it writes lives, and ``fused``: (name, op type) of
-    the nodes fused into its epilogue; a key is absent when the file does not record it),
-    [] without them."""
+    bound_by, ``plan``: the plan its strategy chose, ``pc``: {core: [(begin, end), ...]},
+    ``in`` and ``out``: the values the member reads and where each value it writes lives,
+    and ``fused``: (name, op type) of the nodes fused into its epilogue; a key is absent when
+    the file does not record it), [] without them; ``plan`` is the plan a step outside a
+    layer group was lowered with, "" when its strategy names none."""
 
     def __init__(self) -> None:
         self.inputs: list[str] | None = None
@@ -56,6 +57,7 @@ class StepDebug:
         self.group_nodes: list[str] = []
         self.members: list[dict[str, Any]] = []
         self.quantised: dict[str, tuple[float, int]] = {}
+        self.plan = ""
 
     def group_members(self) -> list[tuple[str, str]]:
         """(name, op type) of each member of a layer group ("" as the op without estimates)."""
@@ -322,6 +324,8 @@ def read_debug_info(desc: Mapping[str, Any], modules: Sequence[Any] | None = Non
             sd.fused = _fused(dbg, name)
         if dbg.get("quantised"):
             sd.quantised = _quantised(dbg, name)
+        if dbg.get("plan"):  # (a string entry: any text is a plan's name and sizes)
+            sd.plan = str(dbg["plan"])
         if dbg.get("group"):
             _group(dbg, name, sd, args, step_words)
         out.append(sd)

@@ -81,6 +81,21 @@ def test_the_profile_names_each_members_plan(int8_pair, tmp_path):
     assert any("conv.transposed tp=" in line for line in rows), text
 
 
+def test_a_step_outside_a_group_says_its_plan_too():
+    model = pointwise_chain(c=64, hw=28)
+    calib = {"x": np.abs(randn(2, 1, 64, 28, 28))}
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=calib, group=False, report=rep)
+    from tilecore.cli.runtime import format_profile
+
+    plans = {step: str(f.attrs["plan"]) for step, f in rep["npu_funcs"].items() if "plan" in f.attrs}
+    assert len(plans) == 2 and all(p.startswith("conv.") for p in plans.values()), plans
+    exe.run({"x": np.abs(randn(1, 64, 28, 28))})
+    text = format_profile(exe.stats(), exe)
+    for p in plans.values():
+        assert p in text, text
+
+
 def test_a_plan_that_cannot_be_disabled_or_does_not_exist_is_named():
     model = pointwise_chain(c=16, hw=8)
     with pytest.raises(CompileError, match="plan of last resort"):
