@@ -11,7 +11,9 @@ benchmarks/model_zoo.py in f32. The time is ``compile()``'s own, tilecore (with 
 front end) already imported, the model file already written. "cold" compiles without a
 compile cache; "warm" is the same compile in a fresh process with a compile cache that one
 compile filled (docs/compiler.md, "Compile cache": the key computed, the entry checked and
-loaded).
+loaded). "kernels" counts the kernel pipeline's runs in the cold compile (each candidate
+plan a search prices is one; report["kernel_pipelines"]): what the searches cost, exact where
+the wall time moves with the machine's load.
 """
 import argparse
 import json
@@ -50,6 +52,7 @@ def child(spec: str, cache_dir: str | None) -> None:
     compiler.compile(path, precision=precision, report=report, cache_dir=cache_dir, **kw)
     seconds = time.perf_counter() - t0
     print(json.dumps({"seconds": seconds, "passes": report["passes"],
+                      "pipelines": report.get("kernel_pipelines", 0),
                       "hit": bool(report.get("compile_cache", {}).get("hit"))}))
 
 
@@ -82,7 +85,8 @@ def main() -> None:
     else:
         specs = [s.strip() for s in a.models.split(",") if s.strip()]
     print(f"compile time, one core, a fresh process per compile, median of {a.runs}")
-    print(f"{'model':<28} {'cold s':>8} {'warm s':>8}   slowest passes of the cold compile (seconds, of the median run)")
+    print(f"{'model':<28} {'cold s':>8} {'warm s':>8} {'kernels':>8}   slowest passes of the cold compile (seconds, "
+          "of the median run)")
     for spec in specs:
         runs = sorted((run(spec) for _ in range(a.runs)), key=lambda r: r["seconds"])
         med = runs[len(runs) // 2]
@@ -93,7 +97,7 @@ def main() -> None:
         if not all(w["hit"] for w in warm):
             raise SystemExit(f"{spec}: a compile with the filled compile cache did not load from it")
         print(f"{spec:<28} {statistics.median(r['seconds'] for r in runs):8.2f} "
-              f"{statistics.median(w['seconds'] for w in warm):8.2f}   "
+              f"{statistics.median(w['seconds'] for w in warm):8.2f} {med['pipelines']:>8}   "
               + ", ".join(f"{r['pass']} {r['seconds']:.2f}" for r in top))
 
 

@@ -5,6 +5,7 @@
 #include "tilecore/target/target.h"
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <utility>
 
 #include "tilecore/ffi/error.h"
+#include "tilecore/ffi/function.h"
 #include "tilecore/ir/functor.h"
 #include "tilecore/ir/identity_table.h"
 #include "tilecore/ir/op.h"
@@ -120,6 +122,9 @@ struct Lowered {
 };
 std::mutex lowered_mu;
 std::deque<Lowered> lowered;
+/*! \brief How many modules the kernel pipeline has lowered (not the ones found lowered):
+ * what a compile's plan searches cost, counted where wall time is noisy. */
+std::atomic<int64_t> pipelines_run{0};
 constexpr size_t kLoweredKept = 32;
 
 /*! \brief What of the context a lowering depends on, as text; nullopt when it cannot be
@@ -193,6 +198,7 @@ IRModule LowerKernels(const IRModule& mod, const LowerOptions& opts) {
   for (const auto& [name, func] : funcs) CheckKernelBounds(func, KernelSymbol(name));
   transform::PassContextScope scope(ctx);
   IRModule out = transform::DefaultKernelPipeline(ctx->opt_level)(mod);
+  pipelines_run.fetch_add(1);
   for (const ffi::ObjectRef& extra : passes) out = ffi::Any(extra).cast<transform::Pass>()(out);
   if (context) {
     std::lock_guard<std::mutex> lock(lowered_mu);
@@ -208,6 +214,10 @@ IRModule LowerKernels(const IRModule& mod, const LowerOptions& opts) {
   }
   return out;
 }
+
+TILECORE_REGISTER_GLOBAL("codegen.KernelPipelineRuns").set_body_typed([]() {
+  return pipelines_run.load();
+});
 
 std::string KernelSymbol(const std::string& name) {
   std::string s;

@@ -855,6 +855,14 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         _COMPILING.reset(token)
 
 
+def _kernel_pipeline_runs() -> int:
+    """How many modules the kernel pipeline has lowered in this process (C++ codegen's
+    count; a module found lowered before is not counted)."""
+    from ..ffi.function import get_global_func
+
+    return int(get_global_func("codegen.KernelPipelineRuns")())
+
+
 def _checked_disabled_plans() -> list[str]:
     """The plans the current PassContext's ``compiler.disabled_plans`` names, checked before
     any strategy reads them (a strategy's error would reach a fallback, not the user): a name
@@ -987,6 +995,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
     timings = {}
     plan_fallbacks = []  # a chosen plan or rewrite that did not lower or build, and what was taken instead
     t0 = time.perf_counter()
+    pipelines_before = _kernel_pipeline_runs()
     from . import custom_kernel as _custom
     from . import fuse_epilogue as _fuse
     from . import gemm_norm as _gemm_norm
@@ -1783,6 +1792,8 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
                       for nd in nodes],
         "memory": plan,
         "seconds": timings,
+        # (the kernel pipeline's runs: what the plan searches cost, without the wall time's noise)
+        "kernel_pipelines": _kernel_pipeline_runs() - pipelines_before,
         "precision": precision_report,
         "qdq": qdq_report,
         "fused": fused,

@@ -65,6 +65,7 @@ def test_a_disabled_family_is_not_offered(int8_pair):
     plans, plans_off = member_plans(rep), member_plans(rep_off)
     assert any(p.startswith("conv.transposed") for p in plans), plans  # (the cost model's pick here)
     assert plans_off and all(p.startswith("conv.direct") for p in plans_off if p), plans_off
+    assert 0 < rep_off["kernel_pipelines"] < rep["kernel_pipelines"]  # (fewer candidates priced)
     x = np.abs(randn(1, 64, 28, 28))
     y, y_off = exe.run({"x": x})["y"], off.run({"x": x})["y"]
     np.testing.assert_array_equal(y, y_off)  # (the same integer sums and epilogue, either plan)
