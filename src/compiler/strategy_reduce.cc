@@ -660,6 +660,11 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
     if (whole != rows && whole * g.R1 <= kMatrixMeanTile)
       matrix.push_back(MakeFunc(call, p, MatrixMean(call, p, g, mean_scale, x_zero_point, whole)));
   }
+  if (want_matrix == 1 && matrix.empty())
+    TILECORE_THROW(ValueError) << op << ": tc_reduce_matrix 1 asks for the matrix engine's mean, "
+                               << "which takes an int8 mean of whole rows of at most "
+                               << arch::tc1::kMaxMmDim << " elements (here rows of " << g.R1
+                               << (x_i8 && op == "ReduceMean" ? "" : ", not an int8 mean") << ")";
   if (!pipelined && matrix.empty()) return unpipelined;
   Fastest best(call, "");
   if (want_matrix != 1 || matrix.empty()) {

@@ -190,6 +190,24 @@ def test_int8_mean_on_the_matrix_engine(shape, hazard_checked):
     assert hazard_checked() == []
 
 
+def test_a_matrix_mean_asked_for_where_it_does_not_apply_is_an_error():
+    """tc_reduce_matrix 1 on a pooling whose rows exceed the matrix engine's K (EfficientNet's
+    first squeeze-excite: 112 x 112 positions) names why, instead of running the vector plan."""
+    from tilecore.arch import params
+
+    k = params()["max_mm_dim"]
+    side = 1
+    while side * side <= k:
+        side *= 2
+    spec = compiler.TensorSpec
+    attrs = {"tc_x_scale": 0.02, "tc_x_zero_point": -120, "tc_reduce_matrix": 1}
+    with pytest.raises(Exception, match=f"tc_reduce_matrix 1 .* at most {k} elements .*rows of {side * side}"):
+        compiler.LowerOp("GlobalAveragePool", attrs, [spec([1, 8, side, side], "int8")], [spec([1, 8, 1, 1], "float32")])
+    f = compiler.LowerOp("GlobalAveragePool", {**attrs, "tc_reduce_matrix": 0}, [spec([1, 8, side, side], "int8")],
+                         [spec([1, 8, 1, 1], "float32")])
+    assert f is not None
+
+
 @pytest.mark.parametrize("op", ["ReduceMean", "ReduceMax", "ReduceMin"])
 @pytest.mark.parametrize("shape,axes", [((1, 96, 14, 14), [2, 3]), ((3, 4, 5, 6), [1, 3]), ((2, 700, 3), [1])])
 def test_reduction_of_int8_codes(op, shape, axes):
