@@ -144,8 +144,9 @@ const std::vector<CompilerAttr>& Table() {
     {"tc_reduce_matrix", kInt,
      "ReduceMean and GlobalAveragePool of an int8 input over whole rows (a global pooling): 1 "
      "the rows' sums on the matrix engine (a tile of rows times a column of ones, the mean in "
-     "its epilogue), 0 never (absent: the cost model's). Set by no pass (an override); read by "
-     "the reductions (strategy_reduce.cc)."},
+     "its epilogue; an error naming why where that form does not apply: rows longer than the "
+     "mm's K limit, or not an int8 mean), 0 never (absent: the cost model's). Set by no pass (an "
+     "override); read by the reductions (strategy_reduce.cc)."},
     {"tc_images_per_item", kInt,
      "Conv: K images per work item, a divisor of the batch (1 for a depthwise Conv; absent: the "
      "cost model's). Set by no pass (an override); read by Conv (strategy_conv.cc)."},
