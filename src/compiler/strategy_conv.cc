@@ -188,7 +188,14 @@ PrimFunc LowerConv(const OpCall& call) {
     // read nothing of an item's loads after its taps: not with a residual
     const bool residual = GetFusedEpilogue(call.attrs, call.inputs.size()).residual >= 0;
     const int64_t want_col = AttrInt(call.attrs, "tc_depthwise_col_channels", kDepthwiseBlock);
-    std::tuple<bool, int, int64_t> best_form{false, 1, 1};  // matrix, stages, blocks
+    // the matrix form's taps read in place, an mm a tap (unit strides only)
+    const int64_t want_shifted = AttrInt(call.attrs, "tc_depthwise_shifted", -1);
+    const bool can_shift = g.sh == 1 && g.sw == 1;
+    if (want_shifted == 1 && !can_shift)
+      TILECORE_THROW(ValueError) << "Conv: tc_depthwise_shifted 1 needs unit strides, got " << g.sh
+                                 << "x" << g.sw;
+    std::tuple<bool, int, int64_t, bool> best_form{false, 1, 1, false};  // matrix, stages,
+                                                                         // blocks, shifted
     // a candidate's estimate; none when it does not fit once its buffers are placed in banks
     // (`failed` says why, when no candidate fits)
     auto price = [&](const PrimFunc& f) -> std::optional<int64_t> {
@@ -200,13 +207,18 @@ PrimFunc LowerConv(const OpCall& call) {
       }
     };
     const bool matrix_enabled = PlanEnabled("conv.depthwise.matrix");
+    if (want_shifted == 1 && (!matrix_form || !matrix_enabled || want_matrix == 0))
+      TILECORE_THROW(ValueError)
+          << "Conv: tc_depthwise_shifted 1 needs the matrix form (int8, f16 or bf16)"
+          << (matrix_enabled ? "" : ", which compiler.disabled_plans turns off");
     if (want_matrix == 1 && !matrix_enabled)
       TILECORE_THROW(ValueError) << "Conv: tc_depthwise_matrix 1 asks for conv.depthwise.matrix, "
                                     "which compiler.disabled_plans turns off";
-    auto depthwise_text = [](bool matrix, int stages, int64_t blocks, int64_t col) {
+    auto depthwise_text = [](bool matrix, int stages, int64_t blocks, int64_t col, bool shifted) {
       std::ostringstream o;
       o << (matrix ? "conv.depthwise.matrix" : "conv.depthwise.vector") << " stages=" << stages;
       if (matrix) o << " blocks=" << blocks << " column-channels=" << col;
+      if (shifted) o << " shifted";
       return o.str();
     };
     for (bool matrix : {false, true}) {
@@ -225,15 +237,31 @@ PrimFunc LowerConv(const OpCall& call) {
                                                 want_col < kDepthwiseBlock))
             continue;
           const int64_t col = matrix && blocks == 1 ? want_col : kDepthwiseBlock;
-          PrimFunc f = WithPlan(LowerDepthwise(call, g, p, matrix, pipe, stages == 3, blocks, col),
-                                depthwise_text(matrix, stages, blocks, col));
+          const bool shifted = matrix && want_shifted == 1;
+          PrimFunc f =
+              WithPlan(LowerDepthwise(call, g, p, matrix, pipe, stages == 3, blocks, col, shifted),
+                       depthwise_text(matrix, stages, blocks, col, shifted));
           const std::optional<int64_t> cycles = price(f);
           if (!cycles) continue;
           if (!best || *cycles < best_cycles) {
             best = f, best_cycles = *cycles;
-            best_form = {matrix, stages, blocks};
+            best_form = {matrix, stages, blocks, shifted};
           }
         }
+      }
+    }
+    // the fastest matrix form again with its taps read in place (unit strides: an mm a tap,
+    // no column matrix, so the vector engine does not unfold them), kept when faster
+    if (best && std::get<0>(best_form) && can_shift && want_shifted < 0) {
+      const auto [matrix, stages, blocks, shifted] = best_form;
+      const int64_t col = blocks == 1 ? want_col : kDepthwiseBlock;
+      PrimFunc f =
+          WithPlan(LowerDepthwise(call, g, p, true, stages > 1, stages == 3, blocks, col, true),
+                   depthwise_text(true, stages, blocks, col, true));
+      const std::optional<int64_t> cycles = price(f);
+      if (cycles && *cycles < best_cycles) {
+        best = f, best_cycles = *cycles;
+        std::get<3>(best_form) = true;
       }
     }
     // the fastest matrix form of one block an item, its column matrix sized for fewer
@@ -245,9 +273,11 @@ PrimFunc LowerConv(const OpCall& call) {
     if (best && std::get<0>(best_form) && std::get<2>(best_form) == 1 &&
         !HasAttr(call.attrs, "tc_depthwise_col_channels")) {
       const int stages = std::get<1>(best_form);
+      const bool shifted = std::get<3>(best_form);
       for (int64_t col : {int64_t{8}, int64_t{4}}) {
-        PrimFunc f = WithPlan(LowerDepthwise(call, g, p, true, stages > 1, stages == 3, 1, col),
-                              depthwise_text(true, stages, 1, col));
+        PrimFunc f =
+            WithPlan(LowerDepthwise(call, g, p, true, stages > 1, stages == 3, 1, col, shifted),
+                     depthwise_text(true, stages, 1, col, shifted));
         const std::optional<int64_t> cycles = price(f);
         if (cycles && *cycles < best_cycles * (1 - kFewerChannelsGain))
           best = f, best_cycles = *cycles;
@@ -1651,6 +1681,14 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
     if (*v < 16 && AttrInt(attrs, "tc_depthwise_blocks", 1) > 1)
       return "Conv: tc_depthwise_col_channels below 16 is for items of one block "
              "(tc_depthwise_blocks 1)";
+  }
+  if (HasAttr(attrs, "tc_depthwise_shifted")) {
+    auto v = attrs.Get(String("tc_depthwise_shifted"))->try_cast<int64_t>();
+    if (!v || (*v != 0 && *v != 1)) return "Conv: tc_depthwise_shifted must be 0 or 1";
+    if (*v == 1 && !depthwise_matrix)
+      return "Conv: tc_depthwise_shifted is the depthwise matrix form's (int8, f16 or bf16)";
+    if (*v == 1 && (g.sh != 1 || g.sw != 1))
+      return "Conv: tc_depthwise_shifted 1 needs unit strides";
   }
   if (HasAttr(attrs, "tc_images_per_item")) {
     auto v = attrs.Get(String("tc_images_per_item"))->try_cast<int64_t>();

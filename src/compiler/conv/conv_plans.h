@@ -48,7 +48,8 @@ inline constexpr int64_t kDepthwiseBlock = 16;
 /*! \brief A depthwise Conv (Cg = Mg = 1) on the vector engine, or in int8, f16 and bf16 on the
  * matrix engine as block-diagonal products (depthwise.cc, where the forms are described). */
 PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, bool matrix,
-                        bool pipelined, bool three_stage, int64_t blocks, int64_t col_channels);
+                        bool pipelined, bool three_stage, int64_t blocks, int64_t col_channels,
+                        bool shifted);
 
 /*! \brief The largest X tile (bytes, int8) the transposed plan keeps for all its items:
  * its two copies live through the whole kernel, beside the weights a core may keep, and in a

@@ -33,6 +33,10 @@ namespace conv {
  *   Blocks of at most 16 channels, an mm each: `blocks` of them in an item when its
  *   positions are few (one tap copy, one epilogue and one store serve them all: at 7x7 an
  *   item of one block was some twenty commands for 784 outputs, bound by the front end).
+ *   `shifted` (unit strides): no column matrix; the patch of a channel is one run, so an mm a
+ *   tap multiplies the tap's diagonal block of weights by the patch from the tap's offset,
+ *   its columns running over whole patch rows (the last KW - 1 of each row are not outputs:
+ *   the epilogue reads the accumulator through a view that skips them).
  *
  * `pipelined`: the items in two stages (ForEachItemPipelined) with two sets of the buffers
  * their loads fill, on DMA events of their own: the next item's patch, weights, bias,
@@ -52,7 +56,8 @@ namespace conv {
  * matrix engine's epilogue: the same bits.
  */
 PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, bool matrix,
-                        bool pipelined, bool three_stage, int64_t blocks, int64_t col_channels) {
+                        bool pipelined, bool three_stage, int64_t blocks, int64_t col_channels,
+                        bool shifted) {
   DataType f32 = DataType::Float(32), i32 = DataType::Int(32), i8 = DataType::Int(8);
   const MatrixPrecision mp = GetMatrixPrecision(call.attrs);
   const bool q = mp.int8();
@@ -67,6 +72,9 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
     TILECORE_THROW(InternalError) << "LowerDepthwise: the matrix form is int8, f16 or bf16";
   if (three_stage && !(matrix && pipelined))
     TILECORE_THROW(InternalError) << "LowerDepthwise: three stages are the pipelined matrix form's";
+  if (shifted && !(matrix && g.sh == 1 && g.sw == 1))
+    TILECORE_THROW(InternalError) << "LowerDepthwise: the shifted taps are the matrix form's, "
+                                     "unit strides";
   const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
   const double x_inv = q ? InverseScale(x_scale) : 1.0;
   const int64_t zp = AttrInt(call.attrs, "tc_x_zero_point", 0);
@@ -104,6 +112,8 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   int64_t TW = std::min<int64_t>(g.OW, matrix ? std::min<int64_t>(256, max_p) : 256);
   int64_t R = std::max<int64_t>(1, std::min(g.OH, (matrix ? max_p : kElems) / TW));
   while (R > 1 && rin(R) * win(TW) > kPatch) R = (R + 1) / 2;
+  // (shifted: an mm's columns run over whole patch rows, the mm's limit on N)
+  while (shifted && R > 1 && (R - 1) * win(TW) + TW > tc1::kMaxMmDim) R = (R + 1) / 2;
   int64_t CC =
       std::max<int64_t>(1, std::min(g.C, std::min(kElems / (R * TW), kPatch / (rin(R) * win(TW)))));
   if (matrix) {  // whole blocks, their column matrix within 256 KiB
@@ -198,6 +208,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
           int64_t cbase = cc == CC ? 0 : (g.C / CC) * CC;
           const std::vector<int64_t> pdims{cc, rn, wn}, dims{cc, r, tw};
           const int64_t P = r * tw;
+          // shifted: the accumulator's columns are the patch's positions from the first
+          // output's to the last's, a patch row apart per output row (its last KW - 1
+          // columns of each row are not outputs)
+          const int64_t Pw = shifted ? (r - 1) * wn + tw : P;
           // the patches' padding filled once a slot, by its first item (see front)
           const bool fill_once = vhi > vlo;
           const double pad_value = x_i8 ? static_cast<double>(zp) : 0.0;
@@ -220,6 +234,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
           };
           auto ov = [&](const Buffer& b) {
             return StridedView(b, dims, {r * tw, tw, 1}, 0, b->name + "v");
+          };
+          // the accumulator's outputs (shifted: a patch row apart)
+          auto oacc = [&](const Buffer& b) {
+            return shifted ? StridedView(b, dims, {Pw, wn, 1}, 0, b->name + "v") : ov(b);
           };
           // what an item's loads fill: one set, or one per slot when pipelined
           struct Loaded {
@@ -254,14 +272,15 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
           for (int64_t k = 0; k < (three_stage ? 2 : 1); ++k) {
             const std::string sfx = three_stage ? std::to_string(k) : "";
             Work w;
-            w.O = local(dims, acc_t, "O" + sfx);
+            w.O = shifted ? local({cc, Pw}, acc_t, "O" + sfx) : local(dims, acc_t, "O" + sfx);
             if (!matrix) w.T = local(dims, acc_t, "T" + sfx);
             if (matrix) w.A = local({cc, bk}, mat_t, "Abd" + sfx);
-            if (matrix) w.Col = local({cc * KK, P}, mat_t, "Col" + sfx);
+            if (matrix && !shifted) w.Col = local({cc * KK, P}, mat_t, "Col" + sfx);
             // (three stages: the scales, or a narrow form's bias, that post reads; slot k's
             // loads move on)
             if (three_stage && (q || has_bias)) w.S = local({cc, 1}, f32, "S" + sfx);
-            w.Of = q ? local(dims, f32, "Of" + sfx) : w.O;  // the f32 result
+            // the f32 result (shifted: its outputs gathered from the accumulator's)
+            w.Of = q || shifted ? local(dims, f32, "Of" + sfx) : w.O;
             if (r_i8) w.Rf = local(dims, f32, "Rf" + sfx);
             if (ep.passes()) w.Act = local(dims, f32, "Act" + sfx);  // (SiLU's sigmoid)
             if (y_i8) w.Yq = local(dims, i8, "Yq" + sfx);
@@ -379,7 +398,7 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
               for (const Stmt& x : QuantiseSteps(pv(Xq), pv(l.Xl), x_inv, zp, over_patch))
                 s.push_back(x);
             const Buffer& xs = qx ? Xq : l.Xl;  // the patch in the load or the int8 type
-            Buffer Ov = ov(O);
+            Buffer Ov = oacc(O);
             Buffer bv = has_bias ? StridedView(l.Bl, dims, {1, 0, 0}, 0, "Bb") : Buffer();
             if (matrix) {
               // per block of bc channels, O[c, p] = sum over (c', k) of A[c, c' KK + k]
@@ -387,21 +406,24 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
               // item's weights (the rest is zero), Col the taps of every channel; the
               // accumulator is preset to the int32 bias (i32 wraps there, as in the
               // implicit GEMM)
+              // (shifted: A holds a [bc, bc] diagonal block a tap, tap k's at columns
+              // k bc .. k bc + bc of the block's rows)
+              const int64_t row_step = shifted ? bk + 1 : bk + KK, tap_step = shifted ? bc : 1;
               if (nfull > 1)
-                s.push_back(
-                    CopyNest(StridedView(A, {nfull, bc, KK}, {bc * bk, bk + KK, 1}, 0, "Adiag"),
-                             StridedView(l.Wl, {nfull, bc, KK}, {bc * KK, KK, 1}, 0, "Wlv"),
-                             {nfull, bc, KK}));
+                s.push_back(CopyNest(
+                    StridedView(A, {nfull, bc, KK}, {bc * bk, row_step, tap_step}, 0, "Adiag"),
+                    StridedView(l.Wl, {nfull, bc, KK}, {bc * KK, KK, 1}, 0, "Wlv"),
+                    {nfull, bc, KK}));
               for (int64_t b = nfull > 1 ? nfull : 0; b < nblocks; ++b) {
                 const int64_t m = std::min(bc, cc - b * bc);
-                s.push_back(CopyNest(StridedView(A, {m, KK}, {bk + KK, 1}, b * bc * bk, "Adiag"),
-                                     StridedView(l.Wl, {m, KK}, {KK, 1}, b * bc * KK, "Wlv"),
-                                     {m, KK}));
+                s.push_back(
+                    CopyNest(StridedView(A, {m, KK}, {row_step, tap_step}, b * bc * bk, "Adiag"),
+                             StridedView(l.Wl, {m, KK}, {KK, 1}, b * bc * KK, "Wlv"), {m, KK}));
               }
               // a row of taps a copy (4-D: channel, kw, row, column), not a tap a copy:
               // 5 vector commands for a 5x5 kernel's taps, were 25
               const std::vector<int64_t> tdims{cc, g.KW, r, tw};
-              for (int64_t kh = 0; kh < g.KH; ++kh)
+              for (int64_t kh = 0; kh < g.KH && !shifted; ++kh)
                 s.push_back(CopyNest(
                     StridedView(Col, tdims, {KK * P, P, tw, 1}, kh * g.KW * P, "ColTap"),
                     StridedView(xs, tdims, {rn * wn, g.dw, g.sh * wn, g.sw}, kh * g.dh * wn, "Tap"),
@@ -410,17 +432,31 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
               // implicit GEMM add it, so that every form rounds alike)
               const bool preset = has_bias && q;
               if (preset) s.push_back(CopyNest(Ov, bv, dims));
-              Buffer O2 = Buffer(O->data, acc_t, {I32(cc), I32(P)}, Array<PrimExpr>(), I32(0),
+              Buffer O2 = Buffer(O->data, acc_t, {I32(cc), I32(Pw)}, Array<PrimExpr>(), I32(0),
                                  "local", "Omat");
               // (f16/bf16 in three stages: the result is the accumulator, which the store of
               // slot k's last item reads; int8 stores its own Of or Yq)
               if (three_stage && !q) s.push_back(Intrin("tile.wait", {I32(4 + k)}));
+              // shifted: an mm a tap, its columns the patch read from the tap's offset (the
+              // taps' sums in tap order, the column matrix's k order: the same sums)
+              Buffer Xflat = Buffer(xs->data, xs->dtype, {I32(cc), I32(rn * wn)}, Array<PrimExpr>(),
+                                    I32(0), "local", "Xflat");
               for (int64_t b = 0; b < nblocks; ++b) {
                 const int64_t m = std::min(bc, cc - b * bc);
-                s.push_back(Intrin("tile.mm", {Region(O2, {I32(b * bc), I32(0)}, {m, P}),
-                                               Region(A, {I32(b * bc), I32(0)}, {m, m * KK}),
-                                               Region(Col, {I32(b * bk), I32(0)}, {m * KK, P}),
-                                               IntImm(DataType::Bool(), preset ? 1 : 0)}));
+                if (!shifted) {
+                  s.push_back(Intrin("tile.mm", {Region(O2, {I32(b * bc), I32(0)}, {m, P}),
+                                                 Region(A, {I32(b * bc), I32(0)}, {m, m * KK}),
+                                                 Region(Col, {I32(b * bk), I32(0)}, {m * KK, P}),
+                                                 IntImm(DataType::Bool(), preset ? 1 : 0)}));
+                  continue;
+                }
+                for (int64_t k = 0; k < KK; ++k) {
+                  const int64_t shift = k / g.KW * g.dh * wn + k % g.KW * g.dw;
+                  s.push_back(Intrin("tile.mm", {Region(O2, {I32(b * bc), I32(0)}, {m, Pw}),
+                                                 Region(A, {I32(b * bc), I32(k * bc)}, {m, m}),
+                                                 Region(Xflat, {I32(b * bc), I32(shift)}, {m, Pw}),
+                                                 IntImm(DataType::Bool(), preset || k > 0)}));
+                }
               }
             } else {
               const Buffer& xw = Xp.defined() ? Xp : xs;  // widened
@@ -477,7 +513,7 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
             const Loaded& l = slots[size_t(k)];
             const Work& w = works[three_stage ? size_t(k) : 0];
             const Buffer &O = w.O, &Of = w.Of, &Rf = w.Rf, &Act = w.Act, &Yq = w.Yq;
-            Buffer Ov = ov(O);
+            Buffer Ov = oacc(O);
             std::vector<Stmt> s;
             // (three stages) slot k's last store has drained before its buffers take this
             // item's result
@@ -497,7 +533,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
               s.push_back(over([&](const Array<PrimExpr>& i) {
                 return BufferStore(Ofv, BufferLoad(Ofv, i) * BufferLoad(sv, i), i);
               }));
-            } else if (matrix && has_bias) {  // the narrow form's bias, after the sums
+            } else if (shifted) {  // the narrow form's sums, gathered
+              s.push_back(CopyNest(Ofv, Ov, dims));
+            }
+            if (!q && matrix && has_bias) {  // the narrow form's bias, after the sums
               Buffer bv = StridedView(three_stage ? w.S : l.Bl, dims, {1, 0, 0}, 0, "Bb");
               s.push_back(over([&](const Array<PrimExpr>& i) {
                 return BufferStore(Ofv, BufferLoad(Ofv, i) + BufferLoad(bv, i), i);

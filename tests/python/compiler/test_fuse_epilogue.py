@@ -380,7 +380,7 @@ def test_depthwise_int8_column_matrix_of_fewer_channels(c, hw, k, x_int8, residu
         pipeline = 1
     attrs, ins, out = check_depthwise_int8(c, hw, k, 1, x_int8, residual, y_int8, act, hazard_checked,
                                            tc_depthwise_matrix=1, tc_pipeline=pipeline,
-                                           tc_depthwise_col_channels=col)
+                                           tc_depthwise_col_channels=col, tc_depthwise_shifted=0)
     def cols(a):
         text = tilecore.ir.script(compiler.LowerOp("Conv", a, ins, [out]))
         return [(int(r), int(p)) for r, p in re.findall(r"Col\d? = allocate\(\((\d+), (\d+)\)", text)]
@@ -388,6 +388,43 @@ def test_depthwise_int8_column_matrix_of_fewer_channels(c, hw, k, x_int8, residu
     fewer, sixteen = cols(attrs), cols({**attrs, "tc_depthwise_col_channels": 16})
     assert max(r for r, _ in fewer) <= col * k * k      # an item's channels x taps
     assert max(p for _, p in fewer) > max(p for _, p in sixteen)  # more positions an item
+
+
+@pytest.mark.parametrize("c,hw,k,x_int8,residual,y_int8,act", [
+    (32, 28, 3, True, False, True, "Relu"),    # EfficientNet's first 3x3: int8 in and out
+    (40, 14, 5, False, True, False, ""),       # quantised on load, an f32 residual, 5x5
+    (24, 20, 3, True, True, True, "Clip"),     # an int8 residual
+    (400, 14, 3, True, False, True, "Clip"),   # items of 41 channels: blocks of 16, 16 and 9
+])
+@pytest.mark.parametrize("pipeline", [0, 1, 2])
+def test_depthwise_int8_shifted_taps(c, hw, k, x_int8, residual, y_int8, act, pipeline, hazard_checked):
+    """The matrix form with its taps read in place (tc_depthwise_shifted 1): an mm a tap, its
+    columns the patch from the tap's offset, no column matrix (docs/compiler.md): bit-exact
+    against numpy, every L1 access ordered."""
+    if residual and pipeline == 2:
+        pipeline = 1
+    attrs, ins, out = check_depthwise_int8(c, hw, k, 1, x_int8, residual, y_int8, act, hazard_checked,
+                                           tc_depthwise_matrix=1, tc_pipeline=pipeline, tc_depthwise_shifted=1)
+    text = tilecore.ir.script(compiler.LowerOp("Conv", attrs, ins, [out]))
+    assert "Col" not in text and text.count("tile.mm(") >= k * k  # an mm a tap, no column matrix
+    assert str(compiler.LowerOp("Conv", attrs, ins, [out]).attrs["plan"]).endswith(" shifted")
+
+
+def test_depthwise_shifted_reasons():
+    x = compiler.TensorSpec((1, 8, 14, 14), "int8")
+    specs = [x, compiler.TensorSpec((8, 1, 3, 3), "int8"), compiler.TensorSpec((8,), "int32"),
+             compiler.TensorSpec((8,), "float32")]
+    base = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_x_zero_point": 0, "group": 8, "pads": [1] * 4}
+    assert compiler.HasStrategy("Conv", {**base, "tc_depthwise_shifted": 1}, specs) == ""
+    assert compiler.HasStrategy("Conv", {**base, "tc_depthwise_shifted": 2}, specs) == \
+        "Conv: tc_depthwise_shifted must be 0 or 1"
+    assert compiler.HasStrategy("Conv", {**base, "tc_depthwise_shifted": 1, "strides": [2, 2]}, specs) == \
+        "Conv: tc_depthwise_shifted 1 needs unit strides"
+    assert compiler.HasStrategy("Conv", {**base, "tc_depthwise_shifted": 1, "tc_depthwise_matrix": 0},
+                                specs) == "Conv: tc_depthwise_shifted is the depthwise matrix form's (int8, f16 or bf16)"
+    f32 = [compiler.TensorSpec((1, 8, 14, 14), "float32"), compiler.TensorSpec((8, 1, 3, 3), "float32")]
+    assert compiler.HasStrategy("Conv", {"group": 8, "pads": [1] * 4, "tc_depthwise_shifted": 1}, f32) == \
+        "Conv: tc_depthwise_shifted is the depthwise matrix form's (int8, f16 or bf16)"
 
 
 def test_depthwise_column_channels_reasons():
@@ -579,10 +616,10 @@ def test_a_wider_conv_between_int8_convs_stores_int8(hazard_checked):
 @pytest.mark.parametrize("precision", ["bf16", "f16"])
 def test_narrow_depthwise_matrix_form(c, hw, k, stride, precision, hazard_checked):
     """A depthwise Conv in f16/bf16 on the matrix engine (block-diagonal narrow weights
-    times the narrow column matrix, f32 sums; the bias after them): bit for bit the vector
-    form (whose products are exact and sums f32 in the same order, numpy-checked in
-    test_precision.py), one, two and three stages; the cost model's pick at MobileNet's
-    first depthwise shape."""
+    times the narrow column matrix, or with unit strides an mm a tap read in place; f32 sums,
+    the bias after them): bit for bit the vector form (whose products are exact and sums f32
+    in the same order, numpy-checked in test_precision.py), one, two and three stages; the
+    cost model's pick at MobileNet's first depthwise shape."""
     x, w, b = randn(1, c, hw, hw), randn(c, 1, k, k, scale=0.3), randn(c)
     oh = (hw + 2 * (k // 2) - k) // stride + 1
     base = {"tc_precision": precision, "group": c, "pads": [k // 2] * 4, "strides": [stride, stride],
@@ -590,8 +627,10 @@ def test_narrow_depthwise_matrix_form(c, hw, k, stride, precision, hazard_checke
     out = np.zeros((1, c, oh, oh), np.float32)
     vector = run_lowered("Conv", dict(base, tc_depthwise_matrix=0, tc_pipeline=0), [x, w, b], [out.copy()])[0]
     for pipeline in (0, 1, 2):
-        got = run_lowered("Conv", dict(base, tc_depthwise_matrix=1, tc_pipeline=pipeline), [x, w, b], [out.copy()])[0]
-        np.testing.assert_array_equal(got, vector)
+        for shifted in (0, 1) if stride == 1 else (0,):  # (the taps read in place: unit strides)
+            forms = dict(tc_depthwise_matrix=1, tc_pipeline=pipeline, tc_depthwise_shifted=shifted)
+            got = run_lowered("Conv", dict(base, **forms), [x, w, b], [out.copy()])[0]
+            np.testing.assert_array_equal(got, vector)
     assert hazard_checked() == []
     specs = [compiler.TensorSpec(s, "float32") for s in ((1, 32, 112, 112), (32, 1, 3, 3), (32,))]
     # (in a layer group: the input and output in L2, so the engines, not the DDR, bound it)
@@ -666,9 +705,10 @@ def check_depthwise_int8(c, hw, k, stride, x_int8, residual, y_int8, act, hazard
         return
     assert compiler.HasStrategy("Conv", attrs, specs) == ""
     got, = run_lowered("Conv", attrs, ins, [out])
-    if pipeline == 2:  # two slots of the column matrix: the mm of one beside the taps of the other
+    if pipeline == 2:  # two slots of the column matrix (shifted: of the weights) beside each other
         text = str(compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec(out.shape, str(out.dtype))]))
-        assert {"Col0", "Col1"} <= set(re.findall(r"Col\w*", text))
+        two = {"Abd0", "Abd1"} if forms.get("tc_depthwise_shifted") else {"Col0", "Col1"}
+        assert two <= set(re.findall(r"(?:Col|Abd)\w*", text))
     st = tilecore.runtime.npu_simulator(0).stats()
     # every pass a vector command (the integer taps too: tile_no_overflow): a scalar loop over
     # the taps would retire an instruction per tap and output, k * k * out.size in all
