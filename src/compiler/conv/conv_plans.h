@@ -1,8 +1,8 @@
 /*
- * src/compiler/conv/conv_plans.h — the Conv strategy's geometry and the plans that have files
- * of their own: the depthwise plans (depthwise.cc) and the transposed int8 plan
- * (transposed.cc). strategy_conv.cc holds the implicit-GEMM plans and the search that ranks
- * them all by the cost model.
+ * src/compiler/conv/conv_plans.h — the Conv strategy's geometry and its plans, a file each: the
+ * direct implicit-GEMM plan (direct.cc), the depthwise plans (depthwise.cc) and the transposed
+ * int8 plan (transposed.cc). strategy_conv.cc holds the search that ranks them all by the cost
+ * model.
  */
 #ifndef TILECORE_SRC_COMPILER_CONV_CONV_PLANS_H_
 #define TILECORE_SRC_COMPILER_CONV_CONV_PLANS_H_
@@ -14,6 +14,7 @@
 
 #include "src/compiler/fused_epilogue.h"
 #include "src/compiler/kernel_util.h"
+#include "src/compiler/matrix_precision.h"
 #include "tilecore/arch/params.h"
 #include "tilecore/compiler/strategy.h"
 
@@ -42,6 +43,54 @@ struct ConvGeom {
 bool Geometry(const std::vector<TensorSpec>& ins, const Map<String, Any>& attrs, ConvGeom* g,
               std::string* why);
 
+/*!
+ * \brief The direct plan (conv.direct, direct.cc, where it is described): an implicit GEMM whose
+ * items are output rows x blocks of output channels. The constructor derives what every plan
+ * of the Conv shares and sizes R and CC for one block an item; the search (LowerConv) sets the
+ * variant (TM, NB and the flags), sizes it (Fit) and builds its body (Build).
+ */
+struct DirectConv {
+  DirectConv(const OpCall& op_call, const ConvGeom& geometry, const Params& params);
+  /*! \brief R and CC for MB blocks per item (db: two patches; rows: at most so many output
+   * rows, 0 as many as fit); whether they fit L1. */
+  bool Fit(int64_t mb, bool db, int64_t rows = 0);
+  /*! \brief The L1 bytes of an item of `rows` output rows and `cc` input channels a chunk,
+   * its buffers rounded up as the planner places them. */
+  int64_t L1Bytes(int64_t rows, int64_t cc, int64_t mb = 1, int64_t slots = 1) const;
+  /*! \brief Blocks of output channels per item: MB where the blocks of tm split into groups
+   * of MB. */
+  int64_t BlocksPerItem(int64_t mblocks, int64_t tm, int64_t MB) const;
+  /*! \brief The body of the plan of MB blocks an item (db: double-buffered patches; pipe:
+   * items pipelined) with the sizes and flags as they are. */
+  Stmt Build(int64_t MB, bool db, bool pipe) const;
+  /*! \brief X[n, c .. c + cc, ih .. ih + rows, iw .. iw + cols], from L2 when staged. */
+  BufferRegion XRegion(PrimExpr n, PrimExpr c, PrimExpr ih, int64_t iw, int64_t cc, int64_t rows,
+                       int64_t cols) const;
+
+  const OpCall& call;
+  /*! \brief The geometry (a Conv reading every sh-th row of one kernel row: as a row stride
+   * 1 one over those rows). */
+  ConvGeom g;
+  Params p;
+  // the plan's variant, set by the search
+  int64_t TM, NB = 1;      // output channels a block, images an item
+  int64_t R, CC;           // output rows an item, input channels a chunk (Fit)
+  bool resident = false;   // the whole weight matrix in L1 once a core
+  bool pipelined = false;  // items pipelined: two sets of the per-item buffers
+  bool staged = false;     // the input copied into L2 first
+  bool w_staged = false;   // the weights copied into L2 first
+  bool w_out = false;      // the weight blocks loaded on the DMA-out engine
+  // derived from the call (direct.cc)
+  DataType f32, ot, acc_t;
+  MatrixPrecision mp;
+  bool q, x_i8, cs_i8, qx, y_i8, skip, has_bias, cs, r_i8, few_positions, preset;
+  double inv_scale, x_scale, cs_x_scale, y_inv, s_factor;
+  int64_t zp, cs_x_zp, y_zp, x_rows, x_cols, KK, w_rows, w_cols, TW, few_k, budget, R0, CC0;
+  Buffer X, Xsh, Xst, Wdram, Wsh, Wl2, Bv, Sv, Y, ScaleX, Rv;
+  FusedEpilogue ep;
+  ResidualUnits ru;
+};
+
 /*! \brief The most channels of a block of the depthwise matrix form (an mm's rows). */
 inline constexpr int64_t kDepthwiseBlock = 16;
 
@@ -50,6 +99,10 @@ inline constexpr int64_t kDepthwiseBlock = 16;
 PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, bool matrix,
                         bool pipelined, bool three_stage, int64_t blocks, int64_t col_channels,
                         bool shifted);
+
+/*! \brief The fastest depthwise plan by the cost model (conv.depthwise.vector and .matrix,
+ * the forms the tc_depthwise_* and tc_pipeline attributes leave). */
+PrimFunc ChooseDepthwise(const OpCall& call, const ConvGeom& g, const Params& p);
 
 /*! \brief The largest X tile (bytes, int8) the transposed plan keeps for all its items:
  * its two copies live through the whole kernel, beside the weights a core may keep, and in a

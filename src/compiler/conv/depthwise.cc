@@ -1,8 +1,10 @@
 /*
  * src/compiler/conv/depthwise.cc — the depthwise plans of the Conv strategy (LowerDepthwise):
- * vector and matrix forms, plain and pipelined.
+ * vector and matrix forms, plain and pipelined, and the search among them (ChooseDepthwise).
  */
 #include <algorithm>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <tuple>
 
@@ -11,7 +13,9 @@
 #include "src/compiler/kernel_util.h"
 #include "src/compiler/lookup_table.h"
 #include "src/compiler/matrix_precision.h"
+#include "src/compiler/plan_registry.h"
 #include "tilecore/arch/params.h"
+#include "tilecore/compiler/cost_model.h"
 
 namespace tilecore {
 namespace compiler {
@@ -612,6 +616,132 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
     return lut.empty() ? all : Allocate(lut_words, all);
   });
   return MakeFunc(call, p, body);
+}
+
+PrimFunc ChooseDepthwise(const OpCall& call, const ConvGeom& g, const Params& p) {
+  // the forms (vector, and in int8, f16 or bf16 matrix) plain and pipelined, the cost
+  // model's pick (tc_depthwise_matrix and tc_pipeline override it: 0 one stage, 1 two, 2
+  // three)
+  const int64_t want_matrix = AttrInt(call.attrs, "tc_depthwise_matrix", -1);
+  const int64_t want_pipe = AttrInt(call.attrs, "tc_pipeline", -1);
+  const int64_t want_blocks = AttrInt(call.attrs, "tc_depthwise_blocks", -1);
+  // (f32 stays on the vector engine: the matrix engine's f32 rate over the 1 in 16 useful
+  // products of the block-diagonal weights is below the vector engine's)
+  const bool matrix_form = GetMatrixPrecision(call.attrs).operand != DataType::Float(32);
+  std::optional<PrimFunc> best;
+  int64_t best_cycles = 0;
+  std::string failed;
+  // three stages (the matrix form: its mm beside the vector engine's taps and epilogue)
+  // read nothing of an item's loads after its taps: not with a residual
+  const bool residual = GetFusedEpilogue(call.attrs, call.inputs.size()).residual >= 0;
+  const int64_t want_col = AttrInt(call.attrs, "tc_depthwise_col_channels", kDepthwiseBlock);
+  // the matrix form's taps read in place, an mm a tap (unit strides only)
+  const int64_t want_shifted = AttrInt(call.attrs, "tc_depthwise_shifted", -1);
+  const bool can_shift = g.sh == 1 && g.sw == 1;
+  if (want_shifted == 1 && !can_shift)
+    TILECORE_THROW(ValueError) << "Conv: tc_depthwise_shifted 1 needs unit strides, got " << g.sh
+                               << "x" << g.sw;
+  std::tuple<bool, int, int64_t, bool> best_form{false, 1, 1, false};  // matrix, stages,
+                                                                       // blocks, shifted
+  // a candidate's estimate; none when it does not fit once its buffers are placed in banks
+  // (`failed` says why, when no candidate fits)
+  auto price = [&](const PrimFunc& f) -> std::optional<int64_t> {
+    try {
+      return EstimateStrategy(f, call.l1_bytes, static_cast<int>(call.cores)).cycles;
+    } catch (const ffi::Error& e) {
+      failed = e.what();
+      return std::nullopt;
+    }
+  };
+  const bool matrix_enabled = PlanEnabled("conv.depthwise.matrix");
+  if (want_shifted == 1 && (!matrix_form || !matrix_enabled || want_matrix == 0))
+    TILECORE_THROW(ValueError)
+        << "Conv: tc_depthwise_shifted 1 needs the matrix form (int8, f16 or bf16)"
+        << (matrix_enabled ? "" : ", which compiler.disabled_plans turns off");
+  if (want_matrix == 1 && !matrix_enabled)
+    TILECORE_THROW(ValueError) << "Conv: tc_depthwise_matrix 1 asks for conv.depthwise.matrix, "
+                                  "which compiler.disabled_plans turns off";
+  auto depthwise_text = [](bool matrix, int stages, int64_t blocks, int64_t col, bool shifted) {
+    std::ostringstream o;
+    o << (matrix ? "conv.depthwise.matrix" : "conv.depthwise.vector") << " stages=" << stages;
+    if (matrix) o << " blocks=" << blocks << " column-channels=" << col;
+    if (shifted) o << " shifted";
+    return o.str();
+  };
+  for (bool matrix : {false, true}) {
+    if ((matrix && (!matrix_form || !matrix_enabled)) ||
+        (want_matrix >= 0 && matrix != (want_matrix == 1)))
+      continue;
+    for (int stages : {1, 2, 3}) {
+      const bool pipe = stages > 1;
+      if (want_pipe >= 0 && stages != want_pipe + 1) continue;
+      if (stages == 3 && (!matrix || residual)) continue;
+      // (matrix) items of one block of channels, or of several when the positions are
+      // few: fewer commands an output where the front end bounds the item
+      for (int64_t blocks : {1, 2, 4, 16}) {
+        if (want_blocks >= 0 ? blocks != want_blocks
+                             : blocks > 1 && (!matrix || g.OH * g.OW > 512 ||  // (fill L1 so)
+                                              want_col < kDepthwiseBlock))
+          continue;
+        const int64_t col = matrix && blocks == 1 ? want_col : kDepthwiseBlock;
+        const bool shifted = matrix && want_shifted == 1;
+        PrimFunc f =
+            WithPlan(LowerDepthwise(call, g, p, matrix, pipe, stages == 3, blocks, col, shifted),
+                     depthwise_text(matrix, stages, blocks, col, shifted));
+        const std::optional<int64_t> cycles = price(f);
+        if (!cycles) continue;
+        if (!best || *cycles < best_cycles) {
+          best = f, best_cycles = *cycles;
+          best_form = {matrix, stages, blocks, shifted};
+        }
+      }
+    }
+  }
+  // the fastest matrix form again with its taps read in place (unit strides: an mm a tap,
+  // no column matrix, so the vector engine does not unfold them), kept when faster
+  if (best && std::get<0>(best_form) && can_shift && want_shifted < 0) {
+    const auto [matrix, stages, blocks, shifted] = best_form;
+    const int64_t col = blocks == 1 ? want_col : kDepthwiseBlock;
+    PrimFunc f =
+        WithPlan(LowerDepthwise(call, g, p, true, stages > 1, stages == 3, blocks, col, true),
+                 depthwise_text(true, stages, blocks, col, true));
+    const std::optional<int64_t> cycles = price(f);
+    if (cycles && *cycles < best_cycles) {
+      best = f, best_cycles = *cycles;
+      std::get<3>(best_form) = true;
+    }
+  }
+  // the fastest matrix form of one block an item, its column matrix sized for fewer
+  // channels (more positions an item: fewer rows of its patch loaded twice); kept when
+  // kFewerChannelsGain faster: its items are more, each a front end's commands, which a
+  // layer group's prefetch pieces share (MNASNet's 5x5 stride-2 Conv over 288 channels,
+  // estimated 1% faster with 8, was bound by its front end in its group)
+  constexpr double kFewerChannelsGain = 0.015;
+  if (best && std::get<0>(best_form) && std::get<2>(best_form) == 1 &&
+      !HasAttr(call.attrs, "tc_depthwise_col_channels")) {
+    const int stages = std::get<1>(best_form);
+    const bool shifted = std::get<3>(best_form);
+    for (int64_t col : {int64_t{8}, int64_t{4}}) {
+      PrimFunc f =
+          WithPlan(LowerDepthwise(call, g, p, true, stages > 1, stages == 3, 1, col, shifted),
+                   depthwise_text(true, stages, 1, col, shifted));
+      const std::optional<int64_t> cycles = price(f);
+      if (cycles && *cycles < best_cycles * (1 - kFewerChannelsGain))
+        best = f, best_cycles = *cycles;
+    }
+  }
+  if (!best && !failed.empty()) TILECORE_THROW(ValueError) << failed;
+  const char* off = matrix_enabled ? "" : ", which compiler.disabled_plans turns off";
+  if (!best && want_pipe == 2)
+    TILECORE_THROW(ValueError)
+        << "Conv: tc_pipeline 2 (three stages) needs the matrix form (int8, f16 or bf16) "
+           "without a residual"
+        << off;
+  if (!best && want_blocks > 1)
+    TILECORE_THROW(ValueError) << "Conv: tc_depthwise_blocks " << want_blocks
+                               << " needs the matrix form (int8, f16 or bf16)" << off;
+  if (!best) TILECORE_THROW(ValueError) << "Conv: tc_depthwise_matrix 1 needs int8, f16 or bf16";
+  return *best;
 }
 
 }  // namespace conv

@@ -123,6 +123,12 @@ def test_an_attribute_that_asks_for_a_disabled_plan_is_an_error():
     with transform.PassContext(config={"compiler.disabled_plans": "conv.transposed"}):
         with pytest.raises(Exception, match="tc_x_major 1 .* conv.transposed, which compiler.disabled_plans"):
             compiler.LowerOp("Conv", attrs, ins, [spec([1, 64, 28, 28], "int8")])
+    dw = [spec([1, 32, 28, 28], "int8"), spec([32, 1, 3, 3], "int8"), spec([32], "int32"), spec([32], "float32")]
+    dw_attrs = {"group": 32, "pads": [1] * 4, "tc_precision": "int8", "tc_x_scale": 0.02, "tc_x_zero_point": 0,
+                "tc_depthwise_shifted": 1}
+    with transform.PassContext(config={"compiler.disabled_plans": "conv.depthwise.matrix"}):
+        with pytest.raises(Exception, match="tc_depthwise_shifted 1 needs the matrix form .* which compiler.disabled"):
+            compiler.LowerOp("Conv", dw_attrs, dw, [spec([1, 32, 28, 28], "float32")])
 
 
 def test_a_matmul_without_its_pipelined_and_column_plans_is_tiled():
