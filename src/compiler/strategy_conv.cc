@@ -67,25 +67,6 @@ std::atomic<uint64_t> conv_plan_generation{0};
 /*! \brief Set while LowerConv searches again without its sibling's ranking. */
 thread_local bool sibling_search_off = false;
 
-/*! \brief The name a plan of LowerConv's search goes by in a ranking. */
-template <typename Key>
-std::string PlanName(const Key& k) {
-  std::ostringstream o;
-  o << "conv";
-  std::apply([&](const auto&... v) { ((o << ' ' << v), ...); }, k);
-  return o.str();
-}
-
-std::string TransposedPlanName(const TransposedPlan& t) {
-  std::ostringstream o;
-  o << "transposed " << t.tp << ' ' << t.tm << ' ' << t.residual_on_vector << ' '
-    << t.weights_resident << ' ' << t.weights_in_l2 << ' ' << t.nb << ' ' << t.weights_on_out << ' '
-    << t.x_major;
-  // (not the share of channel-major items: a share is priced with its plan, and a sibling's
-  // ranking lists plans, not their shares, which would crowd the plain ones out of its first)
-  return o.str();
-}
-
 const bool kConvPlansRegistered =
     RegisterPlan("Conv", "conv.direct",
                  "items of output rows x a block of output channels: the patch unfolded in "
@@ -471,7 +452,8 @@ PrimFunc LowerConv(const OpCall& call) {
       }
       continue;
     }
-    const std::string name = PlanName(plan_key);
+    const std::string name =
+        DirectPlanText(TM, c.mb, c.db, c.pipe, R, CC, NB, resident, staged, w_staged, w_out);
     if (!forced &&
         (passed_over(name) || (!price_every_plan && matrix_bound(c.mb) >= best_cycles))) {
       // (a plan that cannot beat the fastest so far is not ranked for the siblings either:
@@ -536,7 +518,11 @@ PrimFunc LowerConv(const OpCall& call) {
     const int64_t x_major = AttrInt(call.attrs, "tc_x_major", -1);
     // (whether the plan fits)
     auto price = [&](const TransposedPlan& t) {
-      const std::string name = TransposedPlanName(t);
+      // (a sibling's ranking lists plans without their share of channel-major items: a share
+      // is priced with its plan, and the shares would crowd the plain plans out of its first)
+      TransposedPlan plain = t;
+      plain.implicit_num = 0;
+      const std::string name = TransposedPlanText(plain);
       if (transposed != 1 && passed_over(name)) return false;
       int64_t cycles = -1;
       PrimFunc f;
@@ -659,20 +645,19 @@ PrimFunc LowerConv(const OpCall& call) {
         // the same commands but for the test of an item's share, whose arithmetic is least
         // for the smallest denominator: only that share of them is priced.
         std::map<std::vector<bool>, std::pair<int64_t, int64_t>> cheapest;  // items -> share
+        std::vector<std::vector<bool>> items_of_share;
         for (const auto& [num, den] : shares) {
           TransposedPlan t = plan;
           t.implicit_num = num;
           t.implicit_den = den;
-          auto [it, fresh] =
-              cheapest.emplace(ChannelMajorItems(g, t, call.cores), std::make_pair(num, den));
+          items_of_share.push_back(ChannelMajorItems(g, t, call.cores));
+          auto [it, fresh] = cheapest.emplace(items_of_share.back(), std::make_pair(num, den));
           if (!fresh && den < it->second.second) it->second = {num, den};
         }
-        for (const auto& [num, den] : shares) {
+        for (size_t i = 0; i < shares.size(); ++i) {
           TransposedPlan t = plan;
-          t.implicit_num = num;
-          t.implicit_den = den;
-          if (cheapest.at(ChannelMajorItems(g, t, call.cores)) != std::make_pair(num, den))
-            continue;
+          std::tie(t.implicit_num, t.implicit_den) = shares[i];
+          if (cheapest.at(items_of_share[i]) != shares[i]) continue;
           fits = price(t) || fits;
         }
         tried += fits ? 1 : 0;

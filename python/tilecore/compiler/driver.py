@@ -868,18 +868,13 @@ def _checked_disabled_plans() -> list[str]:
     any strategy reads them (a strategy's error would reach a fallback, not the user): a name
     that is no plan, or a plan of last resort, is a CompileError."""
     from .. import transform
-    from . import list_plans
+    from . import pipeline as _pipeline
 
-    text = transform.PassContext.current().config.get("compiler.disabled_plans")
-    names = sorted({n.strip() for n in str(text or "").split(",") if n.strip()})
-    plans = {p["name"]: p for p in list_plans()}
+    names = _pipeline.plan_names(transform.PassContext.current().config.get("compiler.disabled_plans"))
     for n in names:
-        if n not in plans:
-            raise CompileError(f"compiler.disabled_plans: no plan `{n}` (the plans that may be disabled: "
-                               f"{', '.join(k for k, p in plans.items() if not p['last_resort'])})")
-        if plans[n]["last_resort"]:
-            raise CompileError(f"compiler.disabled_plans: `{n}` is the {plans[n]['op']} strategy's plan of last "
-                               "resort, which every shape has")
+        why = _pipeline.plan_refusal(n)
+        if why:
+            raise CompileError(f"compiler.disabled_plans: {why}")
     return names
 
 
@@ -893,10 +888,11 @@ def _plans_disabled(pipeline: Any) -> Any:
     if not names:
         return contextlib.nullcontext()
     from .. import transform
+    from . import pipeline as _pipeline
 
     ctx = transform.PassContext.current()
     config = {str(k): v for k, v in dict(ctx.config).items()}
-    have = [n for n in str(config.get("compiler.disabled_plans", "")).split(",") if n.strip()]
+    have = _pipeline.plan_names(config.get("compiler.disabled_plans"))
     config["compiler.disabled_plans"] = ",".join(sorted(set(have) | set(names)))
     return transform.PassContext(opt_level=int(ctx.opt_level), config=config, disabled=[str(d) for d in ctx.disabled],
                                  instruments=list(ctx.instruments))

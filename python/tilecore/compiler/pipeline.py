@@ -101,6 +101,28 @@ def _rss_mb() -> float | None:
         return None
 
 
+def plan_names(text: Any) -> list[str]:
+    """The plan names of a comma-separated ``compiler.disabled_plans`` value, sorted, once each."""
+    return sorted({n.strip() for n in str(text or "").split(",") if n.strip()})
+
+
+def disableable_plans() -> list[str]:
+    """The plans a compile may be told not to offer: every registered one but the plans of
+    last resort."""
+    return [p["name"] for p in _list_plans() if not p["last_resort"]]
+
+
+def plan_refusal(name: str) -> str:
+    """Why plan ``name`` cannot be disabled ("" when it can): no plan has that name, or it is
+    its strategy's plan of last resort."""
+    plans = {p["name"]: p for p in _list_plans()}
+    if name not in plans:
+        return f"no plan `{name}` (the plans that may be disabled: {', '.join(disableable_plans())})"
+    if plans[name]["last_resort"]:
+        return f"`{name}` is the {plans[name]['op']} strategy's plan of last resort, which every shape has"
+    return ""
+
+
 @dataclass
 class PipelineOptions:
     """What to do around the passes of one compile.
@@ -134,16 +156,16 @@ class PipelineOptions:
                 raise ValueError(f"print_after: no pass `{n}` (the passes: {', '.join(PASSES)}, or all)")
             if n in NO_TEXT:
                 raise ValueError(f"print_after: `{n}` {NO_TEXT[n]}")
-        plans = {p["name"]: p for p in _list_plans()}
+        plans = {p["name"] for p in _list_plans()}
         for n in self.disable:
             if n in plans:  # (a family of plans: docs/compiler.md, "Plans")
-                if plans[n]["last_resort"]:
-                    raise ValueError(f"disable: `{n}` is the {plans[n]['op']} strategy's plan of last resort, "
-                                     "which every shape has")
+                why = plan_refusal(n)
+                if why:
+                    raise ValueError(f"disable: {why}")
                 continue
             if n not in PASSES:
                 raise ValueError(f"disable: no pass or plan `{n}` (the passes: {', '.join(PASSES)}; the plans "
-                                 f"that may be disabled: {', '.join(k for k, p in plans.items() if not p['last_resort'])})")
+                                 f"that may be disabled: {', '.join(disableable_plans())})")
             if n in REQUIRED:
                 raise ValueError(f"disable: `{n}` is required (the passes after it need its output); "
                                  f"these can be disabled: {', '.join(p for p in PASSES if p not in REQUIRED)}")

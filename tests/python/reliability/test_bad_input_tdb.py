@@ -82,6 +82,9 @@ BAD_ENTRIES = [
     ("fc", "views", '[["flat", "Reshape", "r", "x", [1, 256]]]', "names a model input, `x`, as the output of view"),
     ("conv", "group", _GROUP, "member 0 with `est_cycles` '7', `macs` '1', `bound_by` 3"),
     ("conv", "group", json.dumps({"nodes": ["conv"], "members": [1]}), "member 0 with `node` missing"),
+    ("conv", "group", json.dumps({"nodes": ["conv"], "members": [
+        {"node": "conv", "op": "Conv", "est_cycles": 7, "macs": 1, "bound_by": "din", "plan": [1, 2]}]}),
+     "member 0 with `plan` [1, 2] (a string)"),
     ("conv", "group", json.dumps({"nodes": ["conv", "relu"], "members": [
         {"node": "conv", "op": "Conv", "est_cycles": 7, "macs": 1, "bound_by": "din"}]}), "lists 2 nodes but 1 members"),
     ("relu", "quantised", '[0.5, 3]', "its debug entry `quantised` is not an object"),
