@@ -163,8 +163,9 @@ const std::vector<CompilerAttr>& Table() {
      "by no pass (an override); read by Conv (strategy_conv.cc)."},
     {"tc_depthwise_shifted", kInt,
      "Depthwise Conv, matrix form, unit strides: 1 the taps read in place, an mm a tap from "
-     "its offset in the patch, 0 unfolded into the column matrix first (absent: the cost "
-     "model's). Set by no pass (an override); read by Conv (strategy_conv.cc)."},
+     "its offset in the patch (the matrix form then too), 0 unfolded into the column matrix "
+     "first (absent: the cost model's). Set by no pass (an override); read by Conv "
+     "(conv/depthwise.cc)."},
     // -- an int8 MatMul's or Gemm's fused forms (docs/precision.md, "int8 between ops")
     {"tc_y_heads", kInt,
      "MatMul or Gemm: its [M, N] output stored as [N / D, M, D], heads before rows (D divides N "

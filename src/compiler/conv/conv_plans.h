@@ -45,8 +45,8 @@ bool Geometry(const std::vector<TensorSpec>& ins, const Map<String, Any>& attrs,
 
 /*!
  * \brief The direct plan (conv.direct, direct.cc, where it is described): an implicit GEMM whose
- * items are output rows x blocks of output channels. The constructor derives what every plan
- * of the Conv shares and sizes R and CC for one block an item; the search (LowerConv) sets the
+ * items are output rows x blocks of output channels. The constructor derives what the plan's
+ * variants share and sizes R and CC for one block an item; the search (LowerConv) sets the
  * variant (TM, NB and the flags), sizes it (Fit) and builds its body (Build).
  */
 struct DirectConv {

@@ -39,8 +39,9 @@ namespace conv {
  *   item of one block was some twenty commands for 784 outputs, bound by the front end).
  *   `shifted` (unit strides): no column matrix; the patch of a channel is one run, so an mm a
  *   tap multiplies the tap's diagonal block of weights by the patch from the tap's offset,
- *   its columns running over whole patch rows (the last KW - 1 of each row are not outputs:
- *   the epilogue reads the accumulator through a view that skips them).
+ *   its columns running over whole patch rows (the last (KW - 1) x dw of each row are not
+ *   outputs: the epilogue reads the accumulator through a view that skips them). The
+ *   column-channels size the items as for the column matrix.
  *
  * `pipelined`: the items in two stages (ForEachItemPipelined) with two sets of the buffers
  * their loads fill, on DMA events of their own: the next item's patch, weights, bias,
@@ -213,8 +214,8 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
           const std::vector<int64_t> pdims{cc, rn, wn}, dims{cc, r, tw};
           const int64_t P = r * tw;
           // shifted: the accumulator's columns are the patch's positions from the first
-          // output's to the last's, a patch row apart per output row (its last KW - 1
-          // columns of each row are not outputs)
+          // output's to the last's, a patch row apart per output row (its last
+          // (KW - 1) x dw columns of each row are not outputs)
           const int64_t Pw = shifted ? (r - 1) * wn + tw : P;
           // the patches' padding filled once a slot, by its first item (see front)
           const bool fill_once = vhi > vlo;
@@ -438,9 +439,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
               if (preset) s.push_back(CopyNest(Ov, bv, dims));
               Buffer O2 = Buffer(O->data, acc_t, {I32(cc), I32(Pw)}, Array<PrimExpr>(), I32(0),
                                  "local", "Omat");
-              // (f16/bf16 in three stages: the result is the accumulator, which the store of
-              // slot k's last item reads; int8 stores its own Of or Yq)
-              if (three_stage && !q) s.push_back(Intrin("tile.wait", {I32(4 + k)}));
+              // (f16/bf16 in three stages, the taps unfolded: the result is the accumulator,
+              // which the store of slot k's last item reads; int8 stores its own Of or Yq, and
+              // the shifted form its own Of)
+              if (three_stage && !q && !shifted) s.push_back(Intrin("tile.wait", {I32(4 + k)}));
               // shifted: an mm a tap, its columns the patch read from the tap's offset (the
               // taps' sums in tap order, the column matrix's k order: the same sums)
               Buffer Xflat = Buffer(xs->data, xs->dtype, {I32(cc), I32(rn * wn)}, Array<PrimExpr>(),
@@ -654,10 +656,12 @@ PrimFunc ChooseDepthwise(const OpCall& call, const ConvGeom& g, const Params& p)
     }
   };
   const bool matrix_enabled = PlanEnabled("conv.depthwise.matrix");
-  if (want_shifted == 1 && (!matrix_form || !matrix_enabled || want_matrix == 0))
+  if (want_shifted == 1 && !matrix_enabled)
+    TILECORE_THROW(ValueError) << "Conv: tc_depthwise_shifted 1 asks for conv.depthwise.matrix, "
+                                  "which compiler.disabled_plans turns off";
+  if (want_shifted == 1 && (!matrix_form || want_matrix == 0))
     TILECORE_THROW(ValueError)
-        << "Conv: tc_depthwise_shifted 1 needs the matrix form (int8, f16 or bf16)"
-        << (matrix_enabled ? "" : ", which compiler.disabled_plans turns off");
+        << "Conv: tc_depthwise_shifted 1 needs the matrix form (int8, f16 or bf16)";
   if (want_matrix == 1 && !matrix_enabled)
     TILECORE_THROW(ValueError) << "Conv: tc_depthwise_matrix 1 asks for conv.depthwise.matrix, "
                                   "which compiler.disabled_plans turns off";
@@ -668,9 +672,11 @@ PrimFunc ChooseDepthwise(const OpCall& call, const ConvGeom& g, const Params& p)
     if (shifted) o << " shifted";
     return o.str();
   };
+  // the fastest matrix form (stages, blocks, cycles), which the shifted taps are priced for
+  std::optional<std::tuple<int, int64_t, int64_t>> best_matrix;
   for (bool matrix : {false, true}) {
     if ((matrix && (!matrix_form || !matrix_enabled)) ||
-        (want_matrix >= 0 && matrix != (want_matrix == 1)))
+        (want_matrix >= 0 && matrix != (want_matrix == 1)) || (!matrix && want_shifted == 1))
       continue;
     for (int stages : {1, 2, 3}) {
       const bool pipe = stages > 1;
@@ -690,6 +696,8 @@ PrimFunc ChooseDepthwise(const OpCall& call, const ConvGeom& g, const Params& p)
                      depthwise_text(matrix, stages, blocks, col, shifted));
         const std::optional<int64_t> cycles = price(f);
         if (!cycles) continue;
+        if (matrix && (!best_matrix || *cycles < std::get<2>(*best_matrix)))
+          best_matrix = std::make_tuple(stages, blocks, *cycles);
         if (!best || *cycles < best_cycles) {
           best = f, best_cycles = *cycles;
           best_form = {matrix, stages, blocks, shifted};
@@ -698,9 +706,10 @@ PrimFunc ChooseDepthwise(const OpCall& call, const ConvGeom& g, const Params& p)
     }
   }
   // the fastest matrix form again with its taps read in place (unit strides: an mm a tap,
-  // no column matrix, so the vector engine does not unfold them), kept when faster
-  if (best && std::get<0>(best_form) && can_shift && want_shifted < 0) {
-    const auto [matrix, stages, blocks, shifted] = best_form;
+  // no column matrix, so the vector engine does not unfold them), kept when faster than
+  // every form (also where unfolding the taps made the matrix form lose to the vector one)
+  if (best_matrix && can_shift && want_shifted < 0) {
+    const auto [stages, blocks, cycles_unfolded] = *best_matrix;
     const int64_t col = blocks == 1 ? want_col : kDepthwiseBlock;
     PrimFunc f =
         WithPlan(LowerDepthwise(call, g, p, true, stages > 1, stages == 3, blocks, col, true),
@@ -708,7 +717,7 @@ PrimFunc ChooseDepthwise(const OpCall& call, const ConvGeom& g, const Params& p)
     const std::optional<int64_t> cycles = price(f);
     if (cycles && *cycles < best_cycles) {
       best = f, best_cycles = *cycles;
-      std::get<3>(best_form) = true;
+      best_form = {true, stages, blocks, true};
     }
   }
   // the fastest matrix form of one block an item, its column matrix sized for fewer

@@ -19,7 +19,7 @@
  * model (cost_model.h) picks MB among those whose accumulators fit L1 (fewer items for the cores
  * against less input traffic). Column tiles are placed at compile time (a loop in the generator),
  * so every DMA has constant extents; rows, output channels and images are loops, spread over the
- * cores. A depthwise Conv (Cg = Mg = 1) runs on the vector engine instead (LowerDepthwise).
+ * cores. A depthwise Conv (Cg = Mg = 1) takes the depthwise plans instead (depthwise.cc).
  *
  * Precisions (tc_precision, docs/precision.md): in f16/bf16 the patch, col and weight
  * tiles hold the narrow type (the DMA converts f32 data, nearest even) and tile.mm

@@ -410,6 +410,44 @@ def test_depthwise_int8_shifted_taps(c, hw, k, x_int8, residual, y_int8, act, pi
     assert str(compiler.LowerOp("Conv", attrs, ins, [out]).attrs["plan"]).endswith(" shifted")
 
 
+@pytest.mark.parametrize("c,h,w,kernel,dil,pads,precision", [
+    (24, 14, 14, (3, 3), (2, 2), [2, 2, 2, 2], "int8"),     # dilated: the offsets and the skipped columns x dw
+    (24, 14, 14, (3, 3), (2, 2), [2, 2, 2, 2], "f16"),
+    (16, 3, 300, (1, 3), (1, 1), [0, 1, 0, 1], "int8"),     # 300 columns: tiles of 256 and 44 (tw < OW)
+    (16, 3, 300, (1, 3), (1, 1), [0, 1, 0, 1], "bf16"),
+    (20, 12, 9, (5, 1), (1, 1), [2, 0, 2, 0], "int8"),      # a 5x1 kernel: no column is skipped
+    (20, 11, 13, (3, 3), (1, 1), [0, 1, 2, 0], "int8"),     # asymmetric pads
+    (20, 11, 13, (3, 3), (1, 1), [0, 1, 2, 0], "f16"),      # no bias preset: the first tap's mm writes
+])
+def test_depthwise_shifted_taps_match_the_other_forms(c, h, w, kernel, dil, pads, precision, hazard_checked):
+    """The shifted taps over dilations, column tiles, one-row and one-column kernels and
+    asymmetric pads: int8 bit for bit the column-matrix form (numpy-checked above), f16/bf16 the
+    vector form (numpy-checked in test_precision.py), in one, two and three stages; with
+    tc_depthwise_shifted 1 alone the matrix form is taken."""
+    oh = h + pads[0] + pads[2] - dil[0] * (kernel[0] - 1)
+    ow = w + pads[1] + pads[3] - dil[1] * (kernel[1] - 1)
+    base = {"group": c, "kernel_shape": list(kernel), "dilations": list(dil), "pads": pads,
+            "tc_precision": precision}
+    if precision == "int8":
+        x, wq, bq, w_scale, _, _ = int8_conv_operands((1, c, h, w), True, (c, 1, *kernel), (1, c, oh, ow))
+        base.update(tc_x_scale=0.05, tc_x_zero_point=-3, tc_y_scale=0.03, tc_y_zero_point=2,
+                    tc_activation="Relu")
+        ins, out = [x, wq, bq, w_scale], np.zeros((1, c, oh, ow), np.int8)
+        other = dict(tc_depthwise_matrix=1, tc_depthwise_shifted=0)
+    else:
+        ins, out = [randn(1, c, h, w), randn(c, 1, *kernel, scale=0.3)], np.zeros((1, c, oh, ow), np.float32)
+        other = dict(tc_depthwise_matrix=0)
+    for pipeline in (0, 1, 2):
+        want = run_lowered("Conv", dict(base, tc_pipeline=pipeline if "tc_depthwise_shifted" in other else 0,
+                                        **other), ins, [out.copy()])[0]
+        got = run_lowered("Conv", dict(base, tc_pipeline=pipeline, tc_depthwise_shifted=1), ins, [out.copy()])[0]
+        np.testing.assert_array_equal(got, want)
+    specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in ins]
+    f = compiler.LowerOp("Conv", dict(base, tc_depthwise_shifted=1), specs, [compiler.TensorSpec(out.shape, str(out.dtype))])
+    assert str(f.attrs["plan"]).startswith("conv.depthwise.matrix") and str(f.attrs["plan"]).endswith(" shifted")
+    assert hazard_checked() == []
+
+
 def test_depthwise_shifted_reasons():
     x = compiler.TensorSpec((1, 8, 14, 14), "int8")
     specs = [x, compiler.TensorSpec((8, 1, 3, 3), "int8"), compiler.TensorSpec((8,), "int32"),

@@ -127,7 +127,7 @@ def test_an_attribute_that_asks_for_a_disabled_plan_is_an_error():
     dw_attrs = {"group": 32, "pads": [1] * 4, "tc_precision": "int8", "tc_x_scale": 0.02, "tc_x_zero_point": 0,
                 "tc_depthwise_shifted": 1}
     with transform.PassContext(config={"compiler.disabled_plans": "conv.depthwise.matrix"}):
-        with pytest.raises(Exception, match="tc_depthwise_shifted 1 needs the matrix form .* which compiler.disabled"):
+        with pytest.raises(Exception, match="tc_depthwise_shifted 1 asks for conv.depthwise.matrix, which compiler.disabled_plans"):
             compiler.LowerOp("Conv", dw_attrs, dw, [spec([1, 32, 28, 28], "float32")])
 
 
