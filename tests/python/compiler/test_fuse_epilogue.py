@@ -448,6 +448,26 @@ def test_depthwise_shifted_taps_match_the_other_forms(c, h, w, kernel, dil, pads
     assert hazard_checked() == []
 
 
+def test_depthwise_shifted_items_keep_the_mms_column_limit(hazard_checked):
+    """An item's mm a tap runs over whole patch rows, (rows - 1) x patch width + width columns:
+    a 1x3 f16 Conv over 112-wide rows sized for 4 channels would take 36 rows, 4,102 columns,
+    above the mm's 4,096; the item takes fewer rows. Bit for bit the vector form."""
+    from tilecore.arch import params
+
+    c, h, w = 4, 112, 112
+    x, wt = randn(1, c, h, w), randn(c, 1, 1, 3, scale=0.3)
+    base = {"group": c, "kernel_shape": [1, 3], "pads": [0, 1, 0, 1], "tc_precision": "f16"}
+    shifted = dict(base, tc_depthwise_matrix=1, tc_depthwise_shifted=1, tc_depthwise_col_channels=4, tc_pipeline=0)
+    specs = [compiler.TensorSpec(a.shape, "float32") for a in (x, wt)]
+    text = tilecore.ir.script(compiler.LowerOp("Conv", shifted, specs, [compiler.TensorSpec((1, c, h, w), "float32")]))
+    columns = [int(n) for n in re.findall(r"O\d? = allocate\(\(\d+, (\d+)\)", text)]
+    assert columns and max(columns) <= params()["max_mm_dim"]
+    want = run_lowered("Conv", dict(base, tc_depthwise_matrix=0, tc_pipeline=0), [x, wt], [np.zeros((1, c, h, w), np.float32)])[0]
+    got = run_lowered("Conv", shifted, [x, wt], [np.zeros((1, c, h, w), np.float32)])[0]
+    np.testing.assert_array_equal(got, want)
+    assert hazard_checked() == []
+
+
 def test_depthwise_shifted_reasons():
     x = compiler.TensorSpec((1, 8, 14, 14), "int8")
     specs = [x, compiler.TensorSpec((8, 1, 3, 3), "int8"), compiler.TensorSpec((8,), "int32"),
