@@ -443,10 +443,6 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
               // which the store of slot k's last item reads; int8 stores its own Of or Yq, and
               // the shifted form its own Of)
               if (three_stage && !q && !shifted) s.push_back(Intrin("tile.wait", {I32(4 + k)}));
-              // shifted: an mm a tap, its columns the patch read from the tap's offset (the
-              // taps' sums in tap order, the column matrix's k order: the same sums)
-              Buffer Xflat = Buffer(xs->data, xs->dtype, {I32(cc), I32(rn * wn)}, Array<PrimExpr>(),
-                                    I32(0), "local", "Xflat");
               for (int64_t b = 0; b < nblocks; ++b) {
                 const int64_t m = std::min(bc, cc - b * bc);
                 if (!shifted) {
@@ -456,6 +452,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
                                                  IntImm(DataType::Bool(), preset ? 1 : 0)}));
                   continue;
                 }
+                // shifted: an mm a tap, its columns the patch read from the tap's offset (the
+                // taps' sums in tap order, the column matrix's k order: the same sums)
+                Buffer Xflat = Buffer(xs->data, xs->dtype, {I32(cc), I32(rn * wn)},
+                                      Array<PrimExpr>(), I32(0), "local", "Xflat");
                 for (int64_t k = 0; k < KK; ++k) {
                   const int64_t shift = k / g.KW * g.dh * wn + k % g.KW * g.dw;
                   s.push_back(Intrin("tile.mm", {Region(O2, {I32(b * bc), I32(0)}, {m, Pw}),

@@ -468,11 +468,16 @@ def test_depthwise_shifted_items_keep_the_mms_column_limit(hazard_checked):
     assert hazard_checked() == []
 
 
+def _int8_depthwise_3x3():
+    """The input specs and attributes of an int8 3x3 depthwise Conv over 8 channels, for the
+    checks of its knobs."""
+    specs = [compiler.TensorSpec((1, 8, 14, 14), "int8"), compiler.TensorSpec((8, 1, 3, 3), "int8"),
+             compiler.TensorSpec((8,), "int32"), compiler.TensorSpec((8,), "float32")]
+    return specs, {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_x_zero_point": 0, "group": 8, "pads": [1] * 4}
+
+
 def test_depthwise_shifted_reasons():
-    x = compiler.TensorSpec((1, 8, 14, 14), "int8")
-    specs = [x, compiler.TensorSpec((8, 1, 3, 3), "int8"), compiler.TensorSpec((8,), "int32"),
-             compiler.TensorSpec((8,), "float32")]
-    base = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_x_zero_point": 0, "group": 8, "pads": [1] * 4}
+    specs, base = _int8_depthwise_3x3()
     assert compiler.HasStrategy("Conv", {**base, "tc_depthwise_shifted": 1}, specs) == ""
     assert compiler.HasStrategy("Conv", {**base, "tc_depthwise_shifted": 2}, specs) == \
         "Conv: tc_depthwise_shifted must be 0 or 1"
@@ -486,10 +491,7 @@ def test_depthwise_shifted_reasons():
 
 
 def test_depthwise_column_channels_reasons():
-    x = compiler.TensorSpec((1, 8, 14, 14), "int8")
-    specs = [x, compiler.TensorSpec((8, 1, 3, 3), "int8"), compiler.TensorSpec((8,), "int32"),
-             compiler.TensorSpec((8,), "float32")]
-    base = {"tc_precision": "int8", "tc_x_scale": 0.1, "tc_x_zero_point": 0, "group": 8, "pads": [1] * 4}
+    specs, base = _int8_depthwise_3x3()
     assert compiler.HasStrategy("Conv", {**base, "tc_depthwise_col_channels": 4}, specs) == ""
     assert compiler.HasStrategy("Conv", {**base, "tc_depthwise_col_channels": 5}, specs) == \
         "Conv: tc_depthwise_col_channels must be 4, 8 or 16"
