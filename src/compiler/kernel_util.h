@@ -344,6 +344,22 @@ inline std::vector<std::pair<int64_t, int64_t>> Segments(int64_t n, int64_t t) {
   return s;
 }
 
+/*! \brief The chunks [0, count) of a segment of a sum over K: every chunk accumulates
+ * into the tile (`chunk(c, true)`) but the first of the first segment (`*first`, cleared
+ * here), `start(0)`, which starts the tile (overwriting it, or onto a preset). */
+inline void SumChunks(std::vector<Stmt>* s, const std::string& name, int64_t count, bool* first,
+                      const std::function<Stmt(PrimExpr)>& start,
+                      const std::function<Stmt(PrimExpr, bool)>& chunk) {
+  if (!*first) {
+    s->push_back(Loop(name, count, [&](PrimExpr c) { return chunk(c, true); }));
+    return;
+  }
+  s->push_back(start(I32(0)));
+  if (count > 1)
+    s->push_back(Loop(name, count - 1, [&](PrimExpr c) { return chunk(c + I32(1), true); }));
+  *first = false;
+}
+
 /*! \brief One global buffer per input and output, in order, named in0.., out0...; the
  * params the attribute `tc_in_l2` lists (indices: inputs, then outputs) are shared (L2)
  * buffers instead, as a layer group's intermediates are (ValueError on an index out of

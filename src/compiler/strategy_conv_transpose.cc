@@ -262,15 +262,9 @@ PrimFunc LowerConvTranspose(const OpCall& call) {
                                                     IntImm(DataType::Bool(), acc ? 1 : 0)}));
                     return Seq(st);
                   };
-                  if (first) {
-                    s.push_back(chunk(I32(0), false));
-                    if (ccount > 1)
-                      s.push_back(Loop("ci", ccount - 1,
-                                       [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
-                    first = false;
-                  } else {
-                    s.push_back(Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
-                  }
+                  SumChunks(
+                      &s, "ci", ccount, &first, [&](PrimExpr ci) { return chunk(ci, false); },
+                      chunk);
                 }
                 if (has_bias) {
                   Buffer Bl = Local({tm, 1}, f32, "Bl");

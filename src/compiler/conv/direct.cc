@@ -662,15 +662,9 @@ Stmt DirectConv::Build(int64_t MB, bool db, bool pipe) const {
                   for (const Stmt& x : compute(c0, cc, ib.slot, acc, {}, 0, early)) st.push_back(x);
                   return Seq(st);
                 };
-                if (first) {
-                  s.push_back(chunk(I32(0), preset, true));
-                  if (ccount > 1)
-                    s.push_back(Loop("ci", ccount - 1,
-                                     [&](PrimExpr ci) { return chunk(ci + I32(1), true); }));
-                  first = false;
-                } else {
-                  s.push_back(Loop("ci", ccount, [&](PrimExpr ci) { return chunk(ci, true); }));
-                }
+                SumChunks(
+                    &s, "ci", ccount, &first, [&](PrimExpr ci) { return chunk(ci, preset, true); },
+                    [&](PrimExpr ci, bool acc) { return chunk(ci, acc); });
               }
             }
             // the epilogue: from here on the statements are part 2

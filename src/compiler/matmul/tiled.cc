@@ -161,15 +161,8 @@ Stmt LowerGemm(const OpCall& call, const GemmPlan& g) {
               }
               return a_zp ? Seq({loadA, loadB, zp_sums, mm}) : Seq({loadA, loadB, mm});
             };
-            if (first) {
-              s.push_back(step(I32(0), preset));
-              if (kcount > 1)
-                s.push_back(
-                    Loop("kk", kcount - 1, [&](PrimExpr kk) { return step(kk + I32(1), true); }));
-              first = false;
-            } else {
-              s.push_back(Loop("kk", kcount, [&](PrimExpr kk) { return step(kk, true); }));
-            }
+            SumChunks(
+                &s, "kk", kcount, &first, [&](PrimExpr kk) { return step(kk, preset); }, step);
           }
           if (g.K == 0) {  // an empty sum
             s.push_back(Loop("i", tm, [&](PrimExpr i) {
