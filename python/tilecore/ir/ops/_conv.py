@@ -133,6 +133,28 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations:
                outs: Sequence[int]) -> np.ndarray:
     """A depthwise Conv (one input channel per output channel) of an already padded xp:
     each kernel offset's window times its per-channel weight, accumulated in offset order.
+    A 2-D one of float32 runs in C++ (ir.ReferenceDepthwise2d: the same sums, bit for bit,
+    a channel's kept in cache over every offset); the others as _depthwise_numpy."""
+    if xp.dtype == np.float32 and w.dtype == np.float32 and xp.ndim == 4 and xp.size and all(o > 0 for o in outs):
+        from ...ffi.nd import from_dlpack
+        from .. import _ffi_api
+
+        xp = np.ascontiguousarray(xp)
+        wc = np.ascontiguousarray(w)
+        if not xp.flags.writeable:  # (DLPack exports writeable arrays)
+            xp = xp.copy()
+        if not wc.flags.writeable:
+            wc = wc.copy()
+        y = np.empty((xp.shape[0], xp.shape[1], *outs), np.float32)
+        _ffi_api.ReferenceDepthwise2d(from_dlpack(xp), from_dlpack(wc), from_dlpack(y),
+                                      [int(s) for s in strides], [int(d) for d in dilations])
+        return y
+    return _depthwise_numpy(xp, w, strides, dilations, outs)
+
+
+def _depthwise_numpy(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
+                     outs: Sequence[int]) -> np.ndarray:
+    """_depthwise in numpy: each kernel offset a product and a sum over the whole map.
     (As one matmul per channel it is a batch of (1 x K) @ (K x P) products, which BLAS runs
     at a small fraction of its speed: ConvNeXt's 7x7 depthwise Convs took seconds.)"""
     if all(s == 1 for s in strides) and xp.ndim > 2:
