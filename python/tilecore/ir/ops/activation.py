@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ._numeric import check_dtype, float_compute, is_float, is_int, opset, same_dtypes, wide
-from .elementwise import _erf, float32_kernel
+from .elementwise import _erf
 from .infer import broadcast_shapes, normalize_axis
 from .registry import OpError, Operand, Result, TensorInfo, register_op
 
@@ -82,8 +82,6 @@ def _gelu(a, x):
         return np.asarray(0.5, x.dtype) * x * (1 + np.tanh(c * (x + np.asarray(0.044715, x.dtype) * x ** 3)))
     if a["approximate"] != "none":
         raise OpError(f"Gelu: approximate must be 'none' or 'tanh', got {a['approximate']!r}")
-    if x.dtype == np.float32 and x.size:  # (the numpy form's steps, in one pass: C++)
-        return float32_kernel("ReferenceGelu", x)
     return (np.asarray(0.5, x.dtype) * x * (1 + _erf(x / np.asarray(np.sqrt(2), x.dtype)))).astype(x.dtype)
 
 

@@ -17,26 +17,9 @@ from .infer import broadcast_shapes
 from .registry import OpError, Operand, Result, TensorInfo, register_op
 
 
-def float32_kernel(name: str, x: np.ndarray) -> np.ndarray:
-    """``ir.<name>`` (C++: src/ir/reference_erf.cc) of a float32 array, in one pass over it."""
-    from ...ffi.nd import from_dlpack
-    from .. import _ffi_api
-
-    x = np.ascontiguousarray(x)
-    if not x.flags.writeable:  # (DLPack exports writeable arrays)
-        x = x.copy()
-    y = np.empty(x.shape, np.float32)
-    getattr(_ffi_api, name)(from_dlpack(x), from_dlpack(y))
-    return y
-
-
 def _erf(x):
-    """The error function: of float32, C++'s (ir.ReferenceErf: the correctly rounded value,
-    as scipy's float32 erf gives, in a fraction of its time); else scipy's, imported when
-    first needed (importing scipy.special takes longer than most compiles' other imports
-    together)."""
-    if isinstance(x, np.ndarray) and x.dtype == np.float32 and x.size:
-        return float32_kernel("ReferenceErf", x)
+    """The error function: scipy's, imported when first needed (importing scipy.special
+    takes longer than most compiles' other imports together)."""
     try:
         from scipy.special import erf
     except ImportError:  # pragma: no cover
