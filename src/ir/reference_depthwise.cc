@@ -5,8 +5,8 @@
  * kernel; here one channel's sums stay in cache while every offset adds to them.
  *
  * The sums are numpy's: each product rounded to float32, added in kernel-offset order to a
- * float32 sum that starts at 0 (no fused multiply-add: the library is built for a target
- * without one), so that the results are the numpy form's bit for bit.
+ * float32 sum that starts at 0 (no fused multiply-add: this file is compiled with
+ * -ffp-contract=off, CMakeLists.txt), so that the results are the numpy form's bit for bit.
  */
 #include <cstdint>
 #include <vector>
@@ -38,6 +38,8 @@ TILECORE_REGISTER_GLOBAL("ir.ReferenceDepthwise2d")
             << "ReferenceDepthwise2d: expects contiguous 4-D float32 host arrays";
       if (strides.size() != 2 || dilations.size() != 2)
         TILECORE_THROW(ValueError) << "ReferenceDepthwise2d: expects 2 strides and 2 dilations";
+      if (y->read_only)
+        TILECORE_THROW(ValueError) << "ReferenceDepthwise2d: the output is read-only";
       const std::vector<int64_t> xs = xp.shape(), ws = w.shape(), ys = y.shape();
       const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
       const int64_t KH = ws[2], KW = ws[3], OH = ys[2], OW = ys[3];

@@ -72,3 +72,7 @@ def test_the_kernel_refuses_what_does_not_agree():
     with pytest.raises(TypeError, match="ReferenceDepthwise2d: expects contiguous 4-D float32"):
         x64 = np.zeros((1, 2, 5, 5))
         _ffi_api.ReferenceDepthwise2d(from_dlpack(x64), from_dlpack(w), from_dlpack(y), [1, 1], [1, 1])
+    y_read_only = np.zeros((1, 2, 3, 3), np.float32)
+    y_read_only.flags.writeable = False
+    with pytest.raises(ValueError, match="ReferenceDepthwise2d: the output is read-only"):
+        _ffi_api.ReferenceDepthwise2d(from_dlpack(xp), from_dlpack(w), from_dlpack(y_read_only), [1, 1], [1, 1])

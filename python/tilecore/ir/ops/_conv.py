@@ -135,7 +135,8 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations:
     each kernel offset's window times its per-channel weight, accumulated in offset order.
     A 2-D one of float32 runs in C++ (ir.ReferenceDepthwise2d: the same sums, bit for bit,
     a channel's kept in cache over every offset); the others as _depthwise_numpy."""
-    if xp.dtype == np.float32 and w.dtype == np.float32 and xp.ndim == 4 and xp.size and all(o > 0 for o in outs):
+    if (xp.dtype == np.float32 and w.dtype == np.float32 and xp.ndim == 4 and xp.size and all(o > 0 for o in outs)
+            and all(s >= 1 for s in strides) and all(d >= 1 for d in dilations)):
         from ...ffi.nd import from_dlpack
         from .. import _ffi_api
 
