@@ -63,7 +63,7 @@ TILECORE_REGISTER_GLOBAL("ir.ReferenceDepthwise2d")
             for (int64_t oh = 0; oh < OH; ++oh) {
               const float* row = xc + (oh * sh + kh * dh) * W + kw * dw;
               float* sums = yc + oh * OW;
-              if (sw == 1) {
+              if (sw == 1) {  // (a unit stride: a loop the compiler vectorises)
                 for (int64_t ow = 0; ow < OW; ++ow) {
                   const float product = row[ow] * wt;
                   sums[ow] = sums[ow] + product;

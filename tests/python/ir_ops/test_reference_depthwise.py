@@ -76,3 +76,13 @@ def test_the_kernel_refuses_what_does_not_agree():
     y_read_only.flags.writeable = False
     with pytest.raises(ValueError, match="ReferenceDepthwise2d: the output is read-only"):
         _ffi_api.ReferenceDepthwise2d(from_dlpack(xp), from_dlpack(w), from_dlpack(y_read_only), [1, 1], [1, 1])
+
+
+def test_read_only_inputs():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((3, 1, 3, 3)).astype(np.float32)
+    x.flags.writeable = False  # (no pads: the kernel reads x itself)
+    w.flags.writeable = False
+    got = conv_nd(x, w, None, strides=(1, 1), dilations=(1, 1), pads=(0, 0, 0, 0), group=3)
+    np.testing.assert_array_equal(got.view(np.uint32), _depthwise_numpy(x, w, (1, 1), (1, 1), (4, 4)).view(np.uint32))

@@ -137,17 +137,11 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations:
     a channel's kept in cache over every offset); the others as _depthwise_numpy."""
     if (xp.dtype == np.float32 and w.dtype == np.float32 and xp.ndim == 4 and xp.size and all(o > 0 for o in outs)
             and all(s >= 1 for s in strides) and all(d >= 1 for d in dilations)):
-        from ...ffi.nd import from_dlpack
         from .. import _ffi_api
+        from ..graph import to_ffi_array
 
-        xp = np.ascontiguousarray(xp)
-        wc = np.ascontiguousarray(w)
-        if not xp.flags.writeable:  # (DLPack exports writeable arrays)
-            xp = xp.copy()
-        if not wc.flags.writeable:
-            wc = wc.copy()
         y = np.empty((xp.shape[0], xp.shape[1], *outs), np.float32)
-        _ffi_api.ReferenceDepthwise2d(from_dlpack(xp), from_dlpack(wc), from_dlpack(y),
+        _ffi_api.ReferenceDepthwise2d(to_ffi_array(xp), to_ffi_array(w), to_ffi_array(y),
                                       [int(s) for s in strides], [int(d) for d in dilations])
         return y
     return _depthwise_numpy(xp, w, strides, dilations, outs)
