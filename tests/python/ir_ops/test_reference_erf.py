@@ -1,0 +1,86 @@
+"""The reference's erf and exact Gelu of float32 (C++, src/ir/reference_erf.cc) against
+scipy's float32 erf and the numpy form of Gelu bit for bit, over seeded arguments from
+subnormal to saturated, the boundaries of its two approximations, and special values; the
+elements it cannot round surely are counted and taken from scipy."""
+import math
+
+import numpy as np
+import pytest
+import scipy.special
+
+from tilecore.ffi.nd import from_dlpack
+from tilecore.ir import _ffi_api
+from tilecore.ir.ops.activation import _gelu
+from tilecore.ir.ops.elementwise import _erf
+
+
+def _arguments():
+    rng = np.random.default_rng(20261206)
+    parts = [rng.standard_normal(200_000) * s for s in (1e-3, 0.3, 1.0, 3.0, 10.0)]
+    parts += [rng.uniform(lo, hi, 100_000) for lo, hi in ((0.98, 1.02), (1.38, 1.45), (3.8, 4.2), (5.5, 5.8))]
+    parts.append(rng.uniform(-1, 1, 50_000) * 1e-39)  # subnormal float32
+    parts.append(10.0 ** rng.uniform(-30, 30, 50_000) * rng.choice([-1, 1], 50_000))
+    x = np.concatenate(parts).astype(np.float32)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 4.0, -4.0, np.sqrt(2), 1e-45,
+                        np.finfo(np.float32).max, np.nextafter(np.float32(1), np.float32(0))], np.float32)
+    return np.concatenate([x, special, -x[:1000]])
+
+
+def _same_bits(a, b):
+    return (a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))
+
+
+def test_erf_is_scipys_float32_erf_bit_for_bit():
+    x = _arguments()
+    got = _erf(x)
+    want = scipy.special.erf(x)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    assert _same_bits(got, want).all(), x[~_same_bits(got, want)][:10]
+    # and glibc's erf of double rounded once (scipy's is cephes'), on a slice
+    some = x[::97]
+    glibc = np.array([math.erf(float(v)) for v in some]).astype(np.float32)
+    assert _same_bits(got[::97], glibc).all()
+
+
+def test_gelu_is_the_numpy_form_bit_for_bit():
+    x = _arguments()
+    half, root2 = np.float32(0.5), np.float32(np.sqrt(2))
+    with np.errstate(invalid="ignore"):  # (-inf * 0)
+        got = _gelu({"approximate": "none"}, x)
+        want = half * x * (np.float32(1) + scipy.special.erf(x / root2))
+    assert got.dtype == np.float32 and want.dtype == np.float32
+    assert _same_bits(got, want).all(), x[~_same_bits(got, want)][:10]
+    assert np.isinf(got[x == np.inf]).all() and np.isnan(got[x == -np.inf]).all()
+
+
+def test_elements_it_cannot_round_surely_are_counted_and_left_nan():
+    x = (np.random.default_rng(3).standard_normal(4_000_000) * 0.5).astype(np.float32)
+    x[:3] = np.nan  # (NaN in, NaN out: not counted)
+    y = np.empty_like(x)
+    unsure = _ffi_api.ReferenceErf(from_dlpack(x), from_dlpack(y))
+    left = np.isnan(y) & ~np.isnan(x)
+    assert unsure == left.sum() and 0 < unsure < 200  # about 3 in a million
+    assert np.isnan(y[:3]).all()
+    np.testing.assert_array_equal(_erf(x)[left], scipy.special.erf(x[left]))
+
+
+def test_other_dtypes_keep_scipy():
+    x = np.linspace(-3, 3, 101)
+    np.testing.assert_array_equal(_erf(x), scipy.special.erf(x))
+    x16 = x.astype(np.float16)
+    got = _gelu({"approximate": "none"}, x16)
+    assert got.dtype == np.float16
+
+
+def test_the_kernels_refuse_what_does_not_agree():
+    x, y = np.zeros(4, np.float32), np.zeros(5, np.float32)
+    with pytest.raises(ValueError, match="ReferenceErf: the input has 4 elements, the output 5"):
+        _ffi_api.ReferenceErf(from_dlpack(x), from_dlpack(y))
+    with pytest.raises(TypeError, match="ReferenceGelu: expects contiguous float32 host arrays"):
+        _ffi_api.ReferenceGelu(from_dlpack(np.zeros(4)), from_dlpack(np.zeros(4)))
+    y_read_only = np.zeros(4, np.float32)
+    y_read_only.flags.writeable = False
+    with pytest.raises(ValueError, match="ReferenceGelu: the output is read-only"):
+        _ffi_api.ReferenceGelu(from_dlpack(x), from_dlpack(y_read_only))
+    x.flags.writeable = False  # (a read-only input is read)
+    np.testing.assert_array_equal(_erf(x), np.zeros(4, np.float32))
