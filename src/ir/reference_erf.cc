@@ -9,8 +9,9 @@
  * 1 - exp(-u^2) erfcx(u), the elements gathered; beyond: 1), in passes the compiler
  * vectorises, and rounded only when every value within kBand of the approximation rounds to
  * the same float32: then the value scipy rounds (as accurate as kBand) rounds to it too. An
- * element whose band straddles a rounding boundary (a few in a million) is left NaN and
- * counted: the caller computes it as scipy does. Over every float32 the results are scipy's,
+ * element whose band straddles a rounding boundary (a few in a million), and a NaN argument
+ * (whose payload is the caller's form's to pass on), is left NaN and counted: the caller
+ * computes it as scipy does. Over every float32 the results are scipy's,
  * bit for bit (tests/python/ir_ops/test_reference_erf.py draws a seeded part of them).
  */
 #include <algorithm>
@@ -144,8 +145,10 @@ TILECORE_ERF_INLINE void Pass(const float* x, float* y, int64_t n, const ErfCoef
 }
 
 // (the passes the compiler vectorises, each built for the widest vectors the host has: GCC's
-// clones of x86-64, chosen when the library loads; elsewhere the target's own)
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// clones of x86-64, chosen when the library loads (an ifunc: ELF and glibc); elsewhere the
+// target's own)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__) && \
+    defined(__GLIBC__)
 #define TILECORE_ERF_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
@@ -196,7 +199,7 @@ int64_t ErfArray(const float* x, float* y, int64_t n) {
     TailPassErf(u, e, rest, c);
     for (int64_t j = 0; j < rest; ++j) {
       const int64_t i = at[j];
-      if (std::isnan(e[j]) && !std::isnan(u[j])) {
+      if (std::isnan(e[j])) {  // (a NaN argument too: its payload is the caller's form's)
         ++unsure;
         yb[i] = kNaN;
       } else {
@@ -220,11 +223,18 @@ void CheckFloat32Pair(const char* what, const ffi::NDArray& x, const ffi::NDArra
     TILECORE_THROW(ValueError) << what << ": the input has " << x.NumElements()
                                << " elements, the output " << y.NumElements();
   if (y->read_only) TILECORE_THROW(ValueError) << what << ": the output is read-only";
+  // (the passes read x after writing y)
+  const char* xs = static_cast<const char*>(static_cast<const void*>(x.data<float>()));
+  const char* ys = static_cast<const char*>(static_cast<const void*>(y.data<float>()));
+  const int64_t bytes = x.NumElements() * int64_t(sizeof(float));
+  if (bytes > 0 && xs < ys + bytes && ys < xs + bytes)
+    TILECORE_THROW(ValueError) << what << ": the output overlaps the input";
 }
 
 }  // namespace
 
-// y = erf(x); returns how many elements were left NaN for the caller to compute (x not NaN)
+// y = erf(x); returns how many elements were left NaN for the caller to compute (NaN arguments
+// among them)
 TILECORE_REGISTER_GLOBAL("ir.ReferenceErf").set_body_typed([](ffi::NDArray x, ffi::NDArray y) {
   CheckFloat32Pair("ReferenceErf", x, y);
   return ErfArray<false>(x.data<float>(), y.data<float>(), x.NumElements());

@@ -55,21 +55,35 @@ def test_gelu_is_the_numpy_form_bit_for_bit():
 
 def test_elements_it_cannot_round_surely_are_counted_and_left_nan():
     x = (np.random.default_rng(3).standard_normal(4_000_000) * 0.5).astype(np.float32)
-    x[:3] = np.nan  # (NaN in, NaN out: not counted)
+    x[:3] = np.nan  # (counted too: the caller's form passes their payloads on)
     y = np.empty_like(x)
     unsure = _ffi_api.ReferenceErf(from_dlpack(x), from_dlpack(y))
     left = np.isnan(y) & ~np.isnan(x)
-    assert unsure == left.sum() and 0 < unsure < 200  # about 3 in a million
-    assert np.isnan(y[:3]).all()
+    assert unsure == np.isnan(y).sum() == left.sum() + 3 and 0 < left.sum() < 200  # about 3 in a million
+    # and what the caller computes for them: scipy's values
     np.testing.assert_array_equal(_erf(x)[left], scipy.special.erf(x[left]))
 
 
-def test_other_dtypes_keep_scipy():
-    x = np.linspace(-3, 3, 101)
+def test_nan_payloads_are_the_numpy_forms():
+    x = np.array([0x7FC12345, 0xFFC00001, 0x7FA00000], np.uint32).view(np.float32)  # (the last signalling)
+    half, root2 = np.float32(0.5), np.float32(np.sqrt(2))
+    with np.errstate(invalid="ignore"):
+        want_gelu = half * x * (np.float32(1) + scipy.special.erf(x / root2))
+        got_gelu = _gelu({"approximate": "none"}, x)
+    np.testing.assert_array_equal(got_gelu.view(np.uint32), want_gelu.view(np.uint32))
+    np.testing.assert_array_equal(_erf(x).view(np.uint32), scipy.special.erf(x).view(np.uint32))
+
+
+def test_shapes_layouts_and_other_dtypes():
+    zero_d = np.array(0.7, np.float32)
+    assert _erf(zero_d).shape == () and _erf(zero_d) == scipy.special.erf(zero_d)
+    assert _gelu({"approximate": "none"}, zero_d).shape == ()
+    m = np.random.default_rng(4).standard_normal((40, 30)).astype(np.float32)
+    for view in (m.T, m[::3, 1::2], np.asfortranarray(m)):  # (not C-contiguous)
+        np.testing.assert_array_equal(_erf(view), scipy.special.erf(view))
+        assert _erf(view).shape == view.shape
+    x = np.linspace(-3, 3, 101)  # float64: scipy's
     np.testing.assert_array_equal(_erf(x), scipy.special.erf(x))
-    x16 = x.astype(np.float16)
-    got = _gelu({"approximate": "none"}, x16)
-    assert got.dtype == np.float16
 
 
 def test_the_kernels_refuse_what_does_not_agree():
@@ -82,5 +96,10 @@ def test_the_kernels_refuse_what_does_not_agree():
     y_read_only.flags.writeable = False
     with pytest.raises(ValueError, match="ReferenceGelu: the output is read-only"):
         _ffi_api.ReferenceGelu(from_dlpack(x), from_dlpack(y_read_only))
+    a = np.zeros(8, np.float32)
+    with pytest.raises(ValueError, match="ReferenceErf: the output overlaps the input"):
+        _ffi_api.ReferenceErf(from_dlpack(a), from_dlpack(a))
+    with pytest.raises(ValueError, match="ReferenceGelu: the output overlaps the input"):
+        _ffi_api.ReferenceGelu(from_dlpack(a[:6]), from_dlpack(a[2:]))
     x.flags.writeable = False  # (a read-only input is read)
     np.testing.assert_array_equal(_erf(x), np.zeros(4, np.float32))

@@ -37,14 +37,16 @@ def _erf_scipy(x):
 def erf_float32(name: str, x: np.ndarray, exact: Any) -> np.ndarray:
     """``ir.<name>`` (src/ir/reference_erf.cc: ReferenceErf or ReferenceGelu) of a float32
     array: the values scipy's float32 erf gives, several times faster. The few elements it
-    cannot round surely (it leaves them NaN and counts them) are ``exact`` of theirs."""
+    cannot round surely and NaN arguments (it leaves them NaN and counts them) are ``exact``
+    of theirs."""
     from .. import _ffi_api
     from ..graph import to_ffi_array
 
-    x = np.ascontiguousarray(x)
-    y = np.empty(x.shape, np.float32)
+    shape = np.shape(x)
+    x = np.ascontiguousarray(x).reshape(shape)  # (a 0-d array stays 0-d)
+    y = np.empty(shape, np.float32)
     if getattr(_ffi_api, name)(to_ffi_array(x), to_ffi_array(y)):
-        at = np.flatnonzero(np.isnan(y) & ~np.isnan(x))
+        at = np.flatnonzero(np.isnan(y))  # (and NaN arguments, whose payloads exact passes on)
         y.reshape(-1)[at] = exact(x.reshape(-1)[at])
     return y
 
