@@ -49,12 +49,54 @@ bool AllInputsConstant(const Node& node) {
   return true;
 }
 
+}  // namespace
+
+namespace graph_internal {
+
 bool AllOutputsKnown(const Node& node) {
   for (const Value& v : node->outputs) {
     if (!v->name.empty() && !v->is_constant()) return false;
   }
   return !node->outputs.empty();
 }
+
+std::optional<Array<Any>> FoldedOutputs(const Graph& g, const Node& node, bool raise) {
+  if (!AllInputsConstant(node) || HasSubgraph(node) || IsNondeterministic(node))
+    return std::nullopt;
+  int64_t opset = g.Opset(std::string(node->domain.view()));
+  ir::GraphOpDef op =
+      ir::GetGraphOp(std::string(node->op_type.view()), std::string(node->domain.view()));
+  if (!op.defined() || !op->reference.defined()) return std::nullopt;
+  Array<Any> args;
+  for (size_t i = 0; i < node->inputs.size(); ++i) {
+    Value v = node.input(i);
+    std::vector<int64_t> shape;
+    DLDataType dtype;
+    if (v.defined() && !v->name.empty() && !v->is_constant() &&
+        TypeOnlyInput(node, i, &shape, &dtype)) {  // values never read: an empty stand-in
+      args.push_back(ffi::NDArray::Empty(shape, dtype, DLDevice{kDLCPU, 0}));
+      continue;
+    }
+    args.push_back(v.defined() && !v->name.empty() ? v->data : Any());
+  }
+  Any result;
+  try {
+    result = op->reference(ir::NodeAttrsForOp(node, op, opset), args);
+  } catch (const ffi::Error& e) {
+    if (!raise) return std::nullopt;
+    RethrowWith(e, "FoldConstants: " + node.Where() + " (opset " + std::to_string(opset) + "): ");
+  }
+  auto outs = ir::AsObject<Array<Any>>(result);
+  if (!outs.has_value() || outs->size() < node->outputs.size()) return std::nullopt;
+  for (size_t i = 0; i < node->outputs.size(); ++i) {
+    if (!ir::AsObject<ffi::NDArray>(outs->raw(i)).has_value()) return std::nullopt;
+  }
+  return *outs;
+}
+
+}  // namespace graph_internal
+
+namespace {
 
 Graph Fold(const Graph& g, PassContext ctx) {
   ValueMap map;
@@ -67,41 +109,8 @@ Graph Fold(const Graph& g, PassContext ctx) {
       ++folded;
       continue;
     }
-    if (!AllInputsConstant(node) || HasSubgraph(node) || IsNondeterministic(node)) {
-      nodes.push_back(node);
-      continue;
-    }
-    int64_t opset = g.Opset(std::string(node->domain.view()));
-    ir::GraphOpDef op =
-        ir::GetGraphOp(std::string(node->op_type.view()), std::string(node->domain.view()));
-    if (!op.defined() || !op->reference.defined()) {
-      nodes.push_back(node);
-      continue;
-    }
-    Array<Any> args;
-    for (size_t i = 0; i < node->inputs.size(); ++i) {
-      Value v = node.input(i);
-      std::vector<int64_t> shape;
-      DLDataType dtype;
-      if (v.defined() && !v->name.empty() && !v->is_constant() &&
-          TypeOnlyInput(node, i, &shape, &dtype)) {  // values never read: an empty stand-in
-        args.push_back(ffi::NDArray::Empty(shape, dtype, DLDevice{kDLCPU, 0}));
-        continue;
-      }
-      args.push_back(v.defined() && !v->name.empty() ? v->data : Any());
-    }
-    Any result;
-    try {
-      result = op->reference(ir::NodeAttrsForOp(node, op, opset), args);
-    } catch (const ffi::Error& e) {
-      RethrowWith(e, "FoldConstants: " + node.Where() + " (opset " + std::to_string(opset) + "): ");
-    }
-    auto outs = ir::AsObject<Array<Any>>(result);
-    bool tensors = outs.has_value() && outs->size() >= node->outputs.size();
-    for (size_t i = 0; tensors && i < node->outputs.size(); ++i) {
-      if (!ir::AsObject<ffi::NDArray>(outs->raw(i)).has_value()) tensors = false;
-    }
-    if (!tensors) {
+    std::optional<Array<Any>> outs = FoldedOutputs(g, node, true);
+    if (!outs.has_value()) {
       nodes.push_back(node);
       continue;
     }

@@ -405,6 +405,18 @@ inline Node MakeNode(const std::string& op, Array<ffi::Any> inputs, Array<Value>
   return Node(String(op), String(""), name, attrs, inputs, outputs);
 }
 
+/*! \brief Whether every named output of `node` is a constant (its value known: InferTypes
+ * computed it, or FoldConstants). (fold_constants.cc) */
+bool AllOutputsKnown(const Node& node);
+
+/*!
+ * \brief The values of `node`'s outputs run once with its reference implementation, when
+ * every input it reads is a constant, it has no subgraph, it is deterministic and each
+ * output is a tensor; nullopt otherwise. A reference that raises is an error naming the node
+ * (`raise`) or nullopt. (fold_constants.cc)
+ */
+std::optional<ffi::Array<ffi::Any>> FoldedOutputs(const Graph& g, const Node& node, bool raise);
+
 }  // namespace graph_internal
 }  // namespace transform
 }  // namespace tilecore

@@ -265,25 +265,26 @@ Graph Retype(const Graph& g, const std::unordered_map<std::string, Type>& types)
   return Graph(g->name, g->inputs, SubstOutputs(g->outputs, map), nodes, g->opsets);
 }
 
-ir::Graph InferForward(const ir::Graph& g, const Map<String, Any>& input_shapes);
+ir::Graph InferForward(const ir::Graph& g, const Map<String, Any>& input_shapes, bool fold);
 
 }  // namespace
 
-ir::Graph InferGraphTypes(const ir::Graph& g, const Map<String, Any>& input_shapes) {
-  Graph typed = InferForward(g, input_shapes);
+ir::Graph InferGraphTypes(const ir::Graph& g, const Map<String, Any>& input_shapes,
+                          bool fold_constants) {
+  Graph typed = InferForward(g, input_shapes, fold_constants);
   // shapes known only from what reads a value, then inferred forward again (a few rounds:
   // each carries shapes back past one more op whose forward inference they complete)
   for (int round = 0; round < 4; ++round) {
     auto from_readers = ShapesFromReaders(typed);
     if (from_readers.empty()) break;
-    typed = InferForward(Retype(typed, from_readers), Map<String, Any>());
+    typed = InferForward(Retype(typed, from_readers), Map<String, Any>(), fold_constants);
   }
   return typed;
 }
 
 namespace {
 
-ir::Graph InferForward(const ir::Graph& g, const Map<String, Any>& input_shapes) {
+ir::Graph InferForward(const ir::Graph& g, const Map<String, Any>& input_shapes, bool fold) {
   ValueMap map;
   Array<Value> inputs = BindInputs(g, input_shapes, &map);
   // Nodes see the graph's input Values by name (a subgraph re-typed by its op's
@@ -341,6 +342,25 @@ ir::Graph InferForward(const ir::Graph& g, const Map<String, Any>& input_shapes)
       node = Node(node->op_type, node->domain, node->name, node->attrs, node->inputs, outs);
       changed = true;
     }
+    // (fold: the values of a node of constant inputs, so that what reads them is typed
+    // from them in this same sweep; a reference that raises is left to FoldConstants)
+    std::optional<Array<Any>> folded;
+    if (fold && !AllOutputsKnown(node)) folded = FoldedOutputs(g, node, false);
+    if (folded.has_value()) {
+      Array<Value> known;
+      for (size_t i = 0; i < node->outputs.size(); ++i) {
+        const Value& v = node->outputs[i];
+        if (v->name.empty() || v->is_constant()) {
+          known.push_back(v);
+          continue;
+        }
+        Value nv(v->name, TypeOfArray(folded->raw(i), v->type), folded->raw(i));
+        map[Name(v)] = nv;
+        known.push_back(nv);
+      }
+      node = Node(node->op_type, node->domain, node->name, node->attrs, node->inputs, known);
+      changed = true;
+    }
     nodes.push_back(node);
   }
   if (!changed) return g;
@@ -349,16 +369,20 @@ ir::Graph InferForward(const ir::Graph& g, const Map<String, Any>& input_shapes)
 
 }  // namespace
 
-Pass InferTypes(Map<String, Any> input_shapes) {
+Pass InferTypes(Map<String, Any> input_shapes, bool fold_constants) {
   return CreateGraphPass(
-      [input_shapes](ir::Graph g, PassContext) { return InferGraphTypes(g, input_shapes); }, 0,
-      String("InferTypes"));
+      [input_shapes, fold_constants](ir::Graph g, PassContext) {
+        return InferGraphTypes(g, input_shapes, fold_constants);
+      },
+      0, String("InferTypes"));
 }
 
-TILECORE_REGISTER_GLOBAL("transform.InferTypes").set_body_typed([](ffi::AnyView input_shapes) {
-  return InferTypes(input_shapes.is_none() ? Map<String, Any>()
-                                           : input_shapes.cast<Map<String, Any>>());
-});
+TILECORE_REGISTER_GLOBAL("transform.InferTypes")
+    .set_body_typed([](ffi::AnyView input_shapes, bool fold_constants) {
+      return InferTypes(
+          input_shapes.is_none() ? Map<String, Any>() : input_shapes.cast<Map<String, Any>>(),
+          fold_constants);
+    });
 
 }  // namespace transform
 }  // namespace tilecore

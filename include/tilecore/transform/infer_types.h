@@ -18,6 +18,11 @@
  * input. Like any declared shape, the compiler checks it (a kernel that checks it when
  * the model runs, or a refusal); inference merely carries it.
  * Subgraph bodies keep the types they were imported with.
+ * `fold_constants`: the outputs of a node whose inputs are constants (FoldConstants' rule)
+ * are computed too, in the same sweep, so that the nodes after it are typed from their values
+ * at once (a chain of shapes computed from shapes needs one sweep, not one a link); the node
+ * stays for FoldConstants to drop. A reference that raises leaves the node to FoldConstants,
+ * which names it.
  */
 #ifndef TILECORE_TRANSFORM_INFER_TYPES_H_
 #define TILECORE_TRANSFORM_INFER_TYPES_H_
@@ -28,10 +33,11 @@ namespace tilecore {
 namespace transform {
 
 /*! \brief The pass `transform.InferTypes`. */
-Pass InferTypes(Map<String, Any> input_shapes = Map<String, Any>());
+Pass InferTypes(Map<String, Any> input_shapes = Map<String, Any>(), bool fold_constants = false);
 /*! \brief The rewrite itself, for callers that hold a Graph. */
 ir::Graph InferGraphTypes(const ir::Graph& g,
-                          const Map<String, Any>& input_shapes = Map<String, Any>());
+                          const Map<String, Any>& input_shapes = Map<String, Any>(),
+                          bool fold_constants = false);
 
 }  // namespace transform
 }  // namespace tilecore

@@ -160,16 +160,17 @@ def _import_graph(model, input_shapes, shape_checks=None):
 def _fold_to_fixed_point(graph, rounds=256, pipe=None):
     """FoldConstants and InferTypes again while nodes fold: values the passes learnt late
     (a Shape folded by type inference) make their users constant (Slice's starts from
-    Shape - 1, ConstantOfShape of a computed shape), and those make static shapes. Each
-    round may learn one more link of a chain (a Swin Transformer's window shapes are
-    computed block after block from the one before), so it runs until nothing folds. An If
-    whose condition folds is replaced by the branch it takes (compiler/inline_if.py)."""
+    Shape - 1, ConstantOfShape of a computed shape), and those make static shapes. InferTypes
+    computes the nodes of constant inputs as it types them, so that a chain (a Swin
+    Transformer's window shapes, computed block after block from the one before) is learnt
+    in one sweep; the rounds go on until nothing folds (an If whose condition folds is
+    replaced by the branch it takes, compiler/inline_if.py, and its body may fold more)."""
     from .. import transform
     from .inline_if import inline_constant_ifs
 
     for _ in range(rounds):
         n = len(graph.nodes)
-        graph = transform.FoldConstants()(transform.InferTypes({})(graph))
+        graph = transform.FoldConstants()(transform.InferTypes({}, fold_constants=True)(graph))
         if pipe is None:
             graph = inline_constant_ifs(graph)
         elif not pipe.disabled("InlineConstantIfs"):

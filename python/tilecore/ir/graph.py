@@ -340,7 +340,7 @@ class GraphInfo:
         # a lower layer reaches a later one (docs/architecture.md), not by importing it.
         from ..ffi.function import get_global_func
 
-        infer_types = get_global_func("transform.InferTypes")(None)
+        infer_types = get_global_func("transform.InferTypes")(None, False)
         g = self.graph
         declared = [_type_to_info(o.type, o.data) for o in g.outputs]
         infos = list(input_infos or [])

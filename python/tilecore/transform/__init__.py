@@ -154,13 +154,17 @@ def DefaultKernelPipeline(opt_level: int = 2) -> Pass:  # noqa: N802
 # ---------------------------------------------------------------------------
 # Graph passes (run on an ir.Graph; see docs/frontend.md)
 # ---------------------------------------------------------------------------
-def InferTypes(input_shapes: Mapping[str, Iterable[int]] | None = None) -> Pass:  # noqa: N802
+def InferTypes(input_shapes: Mapping[str, Iterable[int]] | None = None,  # noqa: N802
+               fold_constants: bool = False) -> Pass:
     """``transform.InferTypes``: every value's type from its op's registered infer.
 
     :param input_shapes: input name -> shape, binding the inputs' symbolic dimensions.
+    :param fold_constants: also compute the outputs of nodes whose inputs are constants, in
+        the same sweep (a chain of shapes computed from shapes is typed at once);
+        FoldConstants then drops those nodes.
     """
     shapes = None if input_shapes is None else {k: [int(d) for d in v] for k, v in input_shapes.items()}
-    return _api("InferTypes")(shapes)
+    return _api("InferTypes")(shapes, bool(fold_constants))
 
 
 def graph_pass(fn: Callable[[Any, PassContext], Any], opt_level: int = 0, name: str | None = None) -> Pass:

@@ -126,6 +126,59 @@ def test_fold_an_input_read_only_for_its_type():
     np.testing.assert_array_equal(g.outputs[1].numpy(), np.eye(2, 3, dtype=np.float16))
 
 
+def _shape_chain(links):
+    # a Swin Transformer's window shapes: each Reshape's shape computed from the Shape of the
+    # Reshape before (Gather, Mul, Div, Unsqueeze, Concat), one link after another
+    b = GraphBuilder(opsets={"": 17})
+    v = b.input("x", (1, 2, 4, 64))
+    for i in range(links):
+        (s,) = b.add("Shape", [v])
+        dims = [b.add("Gather", [s, b.constant(f"i{i}_{d}", np.array(d, np.int64))])[0] for d in range(4)]
+        (h,) = b.add("Mul", [dims[2], b.constant(f"two{i}", np.array(2, np.int64))])
+        (w,) = b.add("Div", [dims[3], b.constant(f"half{i}", np.array(2, np.int64))])
+        parts = [b.add("Unsqueeze", [d, b.constant(f"ax{i}_{j}", np.array([0], np.int64))])[0]
+                 for j, d in enumerate([dims[0], dims[1], h, w])]
+        (shape,) = b.add("Concat", parts, {"axis": 0})
+        (v,) = b.add("Reshape", [v, shape])
+        (v,) = b.add("Relu", [v])
+    b.output(v)
+    return b.build()
+
+
+def _rounds_to_fixed_point(g, fold_constants):
+    for rounds in range(1, 100):
+        n = len(g.nodes)
+        g = transform.FoldConstants()(transform.InferTypes({}, fold_constants=fold_constants)(g))
+        if len(g.nodes) == n:
+            return g, rounds
+    raise AssertionError("no fixed point")
+
+
+def test_infer_types_folding_learns_a_chain_of_shapes_in_one_sweep():
+    g = _shape_chain(5)
+    # each round of typing then folding learns one link more: 5 links, 5 rounds and 1 to see it
+    plain, plain_rounds = _rounds_to_fixed_point(g, False)
+    folded, folded_rounds = _rounds_to_fixed_point(g, True)
+    assert (plain_rounds, folded_rounds) == (6, 2)
+    assert folded.text() == plain.text()
+    assert [n.op_type for n in folded.nodes] == ["Reshape", "Relu"] * 5
+    # (4, 64) -> (8, 32) -> (16, 16) -> (32, 8) -> (64, 4) -> (128, 2)
+    assert static_shape(folded.outputs[0]) == (1, 2, 128, 2)
+    xv = np.random.default_rng(0).standard_normal((1, 2, 4, 64)).astype(np.float32)
+    got = evaluate(folded, {"x": xv})[folded.outputs[0].name]
+    np.testing.assert_array_equal(got, np.maximum(xv.reshape(1, 2, 128, 2), 0))
+
+
+def test_infer_types_folding_names_a_bad_constant_node_as_typing_does():
+    b = GraphBuilder(opsets={"": 17})
+    (y,) = b.add("Gather", [b.constant("c", np.arange(3, dtype=np.float32)), b.constant("i", np.array([7], np.int64))])
+    b.output(b.add("Identity", [y])[0])
+    g = b.build()
+    for fold in (False, True):
+        with pytest.raises(ValueError, match=r"node `Gather` \(Gather\) \(opset 17\): Gather: an index \(7..7\) is outside"):
+            transform.InferTypes({}, fold_constants=fold)(g)
+
+
 def _counts(g, p):
     with transform.PassContext() as ctx:
         out = p(g)
