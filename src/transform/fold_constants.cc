@@ -83,7 +83,10 @@ std::optional<Array<Any>> FoldedOutputs(const Graph& g, const Node& node, bool r
   try {
     result = op->reference(ir::NodeAttrsForOp(node, op, opset), args);
   } catch (const ffi::Error& e) {
-    if (!raise) return std::nullopt;
+    // (an interrupt or exhausted memory is not the node's fault: raised either way)
+    const std::string kind(e.kind());
+    if (!raise && kind != "KeyboardInterrupt" && kind != "MemoryError" && kind != "SystemExit")
+      return std::nullopt;
     RethrowWith(e, "FoldConstants: " + node.Where() + " (opset " + std::to_string(opset) + "): ");
   }
   auto outs = ir::AsObject<Array<Any>>(result);

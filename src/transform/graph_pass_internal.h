@@ -413,7 +413,7 @@ bool AllOutputsKnown(const Node& node);
  * \brief The values of `node`'s outputs run once with its reference implementation, when
  * every input it reads is a constant, it has no subgraph, it is deterministic and each
  * output is a tensor; nullopt otherwise. A reference that raises is an error naming the node
- * (`raise`) or nullopt. (fold_constants.cc)
+ * (`raise`; without it, only an interrupt or MemoryError is) or nullopt. (fold_constants.cc)
  */
 std::optional<ffi::Array<ffi::Any>> FoldedOutputs(const Graph& g, const Node& node, bool raise);
 

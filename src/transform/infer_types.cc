@@ -294,6 +294,13 @@ ir::Graph InferForward(const ir::Graph& g, const Map<String, Any>& input_shapes,
   bool changed = !map.empty();
   for (const Node& node0 : g->nodes) {
     Node node = SubstInputs(node0, map);
+    if (fold && AllOutputsKnown(node)) {
+      // (computed in an earlier sweep: FoldConstants drops it, as it would have before this
+      // sweep ran; typed again, a reference whose dtype is not its inference's would disagree)
+      changed = changed || !node.same_as(node0);
+      nodes.push_back(node);
+      continue;
+    }
     int64_t opset = g.Opset(std::string(node->domain.view()));
     ir::GraphOpDef op = RequireOp(node, opset);
     Array<Any> results;

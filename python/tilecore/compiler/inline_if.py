@@ -3,8 +3,9 @@
 An exported model or an ONNX function body (AffineGrid's picks its 2-D or 3-D form by
 the rank of ``size``) often branches on a value that constant folding knows. No kernel
 runs an If; its taken branch is plain nodes, which do. The branch's nodes join the
-graph where the If was, their values renamed under the If's name (the branches of two Ifs
-may use the same names; a subgraph inside the branch reads them under their new names),
+graph where the If was, their values renamed under the If's name and its first output's
+(the branches of two Ifs may use the same names; a subgraph inside the branch reads them
+under their new names),
 and an Identity gives each If output its branch output.
 """
 from __future__ import annotations
@@ -31,8 +32,10 @@ def inline_constant_ifs(graph: Any) -> Any:
         if branch is None or len(list(branch.outputs)) != len(list(n.outputs)):
             nodes.append(n)
             continue
-        # the branch's values renamed under the If's name: two Ifs' branches may reuse a name
-        prefix, renamed = f"{n.name or 'If'}/{len(nodes)}/", {}
+        # the branch's values renamed under the If's name and its first output's (unique in the
+        # graph, and the same whenever the If is inlined): two Ifs' branches may reuse a name
+        tag = next((str(v.name) for v in n.outputs if str(v.name)), str(len(nodes)))
+        prefix, renamed = f"{n.name or 'If'}/{tag}/", {}
 
         def value(v):
             return None if v is None else renamed.get(str(v.name), v)

@@ -169,14 +169,38 @@ def test_infer_types_folding_learns_a_chain_of_shapes_in_one_sweep():
     np.testing.assert_array_equal(got, np.maximum(xv.reshape(1, 2, 128, 2), 0))
 
 
-def test_infer_types_folding_names_a_bad_constant_node_as_typing_does():
-    b = GraphBuilder(opsets={"": 17})
-    (y,) = b.add("Gather", [b.constant("c", np.arange(3, dtype=np.float32)), b.constant("i", np.array([7], np.int64))])
-    b.output(b.add("Identity", [y])[0])
-    g = b.build()
-    for fold in (False, True):
-        with pytest.raises(ValueError, match=r"node `Gather` \(Gather\) \(opset 17\): Gather: an index \(7..7\) is outside"):
-            transform.InferTypes({}, fold_constants=fold)(g)
+def test_infer_types_folding_leaves_a_failing_reference_to_fold_constants():
+    # a node whose inference passes and whose reference raises: typing with folding keeps it,
+    # FoldConstants names it as it did before
+    from tilecore.ir.ops import TensorInfo, register_op
+    from tilecore.ir.ops.registry import OpError
+
+    @register_op("FoldTestBoom", domain="test.fold", override=True,
+                 infer=lambda attrs, inputs: [TensorInfo(inputs[0].shape, inputs[0].dtype)])
+    def boom(attrs, x):
+        """raises"""
+        raise OpError("FoldTestBoom: a bad constant")
+
+    b = GraphBuilder(opsets={"": 17, "test.fold": 1})
+    x = b.input("x", (3,))
+    (c,) = b.add("FoldTestBoom", [b.constant("c", np.arange(3, dtype=np.float32))], domain="test.fold", name="boom")
+    b.output(b.add("Add", [x, c])[0])
+    typed = transform.InferTypes({}, fold_constants=True)(b.build())
+    assert [n.op_type for n in typed.nodes] == ["FoldTestBoom", "Add"] and typed.nodes[0].outputs[0].data is None
+    with pytest.raises(ValueError, match=r"FoldConstants: node `boom` \(test.fold::FoldTestBoom\) \(opset 1\): "
+                                         r"FoldTestBoom: a bad constant"):
+        transform.FoldConstants()(typed)
+
+
+def test_the_compiler_folds_while_typing(monkeypatch):
+    # the fold to a fixed point takes two rounds of a five-link chain, not six
+    from tilecore.compiler import driver
+
+    rounds = []
+    real = transform.FoldConstants
+    monkeypatch.setattr(transform, "FoldConstants", lambda: rounds.append(1) or real())
+    g = driver._fold_to_fixed_point(_shape_chain(5))
+    assert len(rounds) == 2 and [n.op_type for n in g.nodes] == ["Reshape", "Relu"] * 5
 
 
 def _counts(g, p):
