@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "src/ir/reference_arrays.h"
 #include "tilecore/ffi/container/array.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/function.h"
@@ -21,10 +22,7 @@ namespace ir {
 
 namespace {
 
-bool IsFloat32Host(const ffi::NDArray& a, size_t ndim) {
-  return a.dtype().code == kDLFloat && a.dtype().bits == 32 && a.dtype().lanes == 1 &&
-         a.device().device_type == kDLCPU && a.IsContiguous() && a.shape().size() == ndim;
-}
+bool IsFloat32Host4d(const ffi::NDArray& a) { return IsFloat32Host(a) && a.shape().size() == 4; }
 
 }  // namespace
 
@@ -33,7 +31,7 @@ bool IsFloat32Host(const ffi::NDArray& a, size_t ndim) {
 TILECORE_REGISTER_GLOBAL("ir.ReferenceDepthwise2d")
     .set_body_typed([](ffi::NDArray xp, ffi::NDArray w, ffi::NDArray y, ffi::Array<int64_t> strides,
                        ffi::Array<int64_t> dilations) {
-      if (!IsFloat32Host(xp, 4) || !IsFloat32Host(w, 4) || !IsFloat32Host(y, 4))
+      if (!IsFloat32Host4d(xp) || !IsFloat32Host4d(w) || !IsFloat32Host4d(y))
         TILECORE_THROW(TypeError)
             << "ReferenceDepthwise2d: expects contiguous 4-D float32 host arrays";
       if (strides.size() != 2 || dilations.size() != 2)

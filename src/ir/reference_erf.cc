@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "src/ir/reference_arrays.h"
 #include "tilecore/ffi/error.h"
 #include "tilecore/ffi/function.h"
 #include "tilecore/ffi/ndarray.h"
@@ -171,8 +172,8 @@ TILECORE_ERF_CLONES void TailPassErf(const float* u, float* e, int64_t n,
 /*! \brief The elements a block takes: its rest gathered stays in L1. */
 constexpr int64_t kBlock = 2048;
 
-/*! \brief y = erf(x) or Gelu(x) (kGelu); elements that cannot be rounded surely are left NaN
- * (x not NaN) and counted. */
+/*! \brief y = erf(x) or Gelu(x) (kGelu); elements that cannot be rounded surely, and NaN
+ * arguments, are left NaN and counted. */
 template <bool kGelu>
 int64_t ErfArray(const float* x, float* y, int64_t n) {
   const ErfCoefficients& c = Coefficients();
@@ -213,11 +214,7 @@ int64_t ErfArray(const float* x, float* y, int64_t n) {
 /*! \brief x and y: contiguous float32 host arrays of one size, y writeable; `what` names the
  * caller. */
 void CheckFloat32Pair(const char* what, const ffi::NDArray& x, const ffi::NDArray& y) {
-  auto f32 = [](const ffi::NDArray& a) {
-    return a.dtype().code == kDLFloat && a.dtype().bits == 32 && a.dtype().lanes == 1 &&
-           a.device().device_type == kDLCPU && a.IsContiguous();
-  };
-  if (!f32(x) || !f32(y))
+  if (!IsFloat32Host(x) || !IsFloat32Host(y))
     TILECORE_THROW(TypeError) << what << ": expects contiguous float32 host arrays";
   if (x.NumElements() != y.NumElements())
     TILECORE_THROW(ValueError) << what << ": the input has " << x.NumElements()
