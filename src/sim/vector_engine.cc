@@ -217,11 +217,43 @@ template <typename F>
   typed_binary<float>(w, D, A, B, f);
 }
 
+/// Whether the destination walk of `w` writes no element twice (its dims, by stride, each
+/// step past the span of the ones below): then the order of its writes changes nothing.
+inline bool writes_each_once(const Walk& w) {
+  std::array<std::pair<int64_t, int64_t>, 4> dims;  // (stride, extent) of the dims of extent > 1
+  size_t n = 0;
+  for (size_t k = 0; k < 4; ++k)
+    if (w.shape[k] > 1) dims[n++] = {w.d[k] < 0 ? -w.d[k] : w.d[k], w.shape[k]};
+  std::sort(dims.begin(), dims.begin() + n);
+  int64_t span = 0;  // the farthest element the dims so far reach
+  for (size_t k = 0; k < n; ++k) {
+    if (dims[k].first <= span) return false;
+    span += (dims[k].second - 1) * dims[k].first;
+  }
+  return true;
+}
+
 /// d = f(a) element by element from type S to type T; unit-stride rows as a loop the
 /// compiler vectorises (a source row with a stride, a stride-2 Conv's input quantised, is
 /// first gathered into a contiguous chunk: the same f on the same values).
 template <typename S, typename T, typename F>
-[[gnu::always_inline]] inline void typed_convert(const Walk& w, uint8_t* D, const uint8_t* A, F f) {
+[[gnu::always_inline]] inline void typed_convert(const Walk& walk, uint8_t* D, const uint8_t* A,
+                                                 F f) {
+  // A destination written down its columns (a transposed product quantised into rows) is
+  // walked along them: its unit-stride dim innermost, the source gathered. Each element is
+  // converted on its own (a source overlapping the destination was copied), so the order
+  // of the walk changes no bit.
+  Walk w = walk;
+  if (w.d[3] != 1 && w.shape[3] > 1 && writes_each_once(w)) {
+    for (size_t k = 0; k < 3; ++k) {
+      if (w.d[k] != 1 || w.shape[k] == 1) continue;
+      std::swap(w.shape[k], w.shape[3]);
+      std::swap(w.d[k], w.d[3]);
+      std::swap(w.a[k], w.a[3]);
+      std::swap(w.b[k], w.b[3]);
+      break;
+    }
+  }
   if (w.d[3] == 1 && w.a[3] != 1) {
     const int64_t n = w.shape[3], sa = w.a[3];
     Walk outer = w;

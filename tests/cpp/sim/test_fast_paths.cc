@@ -36,6 +36,46 @@ std::string list(const std::array<int, 3>& s) {
          "]";
 }
 
+TEST(FastPaths, QuantiseIntoColumnsAgreesWithReference) {
+  // tcvt.i8.f32 and tquant.i8.f32 (a transposed product quantised into its rows) whose
+  // destination is written down its columns, against the reference conversion; and a
+  // destination walk that writes an element twice keeps its order (the later write stays)
+  const int rows = 37, cols = 21;  // [rows, cols] source rows -> [cols, rows] destination
+  std::vector<double> src = random_f32(size_t(rows * cols), 7);
+  for (double& x : src) x *= 5.0;  // past the int8 range too
+  src[5] = 127.5, src[6] = -128.5, src[7] = 0.5, src[8] = INFINITY;
+  const std::vector<uint8_t> in = ref::encode_all(DType::F32, src);
+  const std::vector<double> held = ref::decode_all(DType::F32, in);
+  const float scale = 0.75f;
+  const int zp = -3;
+  for (bool quant : {false, true}) {
+    ref::Run r;
+    r.go("d: .vecdesc shape=[" + std::to_string(rows) + ", " + std::to_string(cols) +
+             "] d_stride=[1, " + std::to_string(rows) + "] a_stride=[" + std::to_string(cols) +
+             ", 1] scale=" + std::to_string(scale) + " zp=" + std::to_string(zp),
+         "li x1, 0x30000\nli x2, 0x10000\n" + std::string(quant ? "tquant" : "tcvt") +
+             ".i8.f32 x1, x2, [x0 + d]\nwait sc, vec, 1",
+         {{0x10000, in}});
+    auto out = ref::decode_all(DType::I8, r.l1(0x30000, uint32_t(rows * cols)));
+    for (int i = 0; i < rows; ++i)
+      for (int k = 0; k < cols; ++k) {
+        double x = held[size_t(i * cols + k)];
+        if (quant) x = round_f32(round_f32(x * double(scale)) + zp);
+        uint8_t want[1];
+        ref::encode(DType::I8, x, want);
+        ASSERT_TRUE(ref::same(out[size_t(k * rows + i)], ref::decode(DType::I8, want)))
+            << (quant ? "tquant" : "tcvt") << " [" << i << "," << k << "] of " << x;
+      }
+  }
+  // shape [3, 2], d_stride [1, 2]: element (2, 0) rewrites what (0, 1) wrote (walked
+  // down the columns instead, (0, 1) would come last)
+  ref::Run r;
+  r.go("d: .vecdesc shape=[3, 2] d_stride=[1, 2] a_stride=[2, 1]",
+       "li x1, 0x30000\nli x2, 0x10000\ntcvt.i8.f32 x1, x2, [x0 + d]\nwait sc, vec, 1",
+       {{0x10000, ref::encode_all(DType::F32, {1, 2, 3, 4, 5, 6})}});
+  EXPECT_EQ(ref::decode_all(DType::I8, r.l1(0x30000, 5)), (std::vector<double>{1, 3, 5, 4, 6}));
+}
+
 struct Layout {
   const char* what;
   std::array<int, 3> d, a, b;
