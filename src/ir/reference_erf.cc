@@ -145,27 +145,16 @@ TILECORE_ERF_INLINE void Pass(const float* x, float* y, int64_t n, const ErfCoef
   }
 }
 
-// (the passes the compiler vectorises, each built for the widest vectors the host has: GCC's
-// clones of x86-64, chosen when the library loads (an ifunc: ELF and glibc); elsewhere the
-// target's own)
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__) && \
-    defined(__GLIBC__)
-#define TILECORE_ERF_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TILECORE_ERF_CLONES
-#endif
-
-TILECORE_ERF_CLONES void SeriesPassErf(const float* x, float* y, int64_t n,
-                                       const ErfCoefficients& c) {
+TILECORE_REFERENCE_CLONES void SeriesPassErf(const float* x, float* y, int64_t n,
+                                             const ErfCoefficients& c) {
   Pass<false, false>(x, y, n, c);
 }
-TILECORE_ERF_CLONES void SeriesPassGelu(const float* x, float* y, int64_t n,
-                                        const ErfCoefficients& c) {
+TILECORE_REFERENCE_CLONES void SeriesPassGelu(const float* x, float* y, int64_t n,
+                                              const ErfCoefficients& c) {
   Pass<true, false>(x, y, n, c);
 }
-TILECORE_ERF_CLONES void TailPassErf(const float* u, float* e, int64_t n,
-                                     const ErfCoefficients& c) {
+TILECORE_REFERENCE_CLONES void TailPassErf(const float* u, float* e, int64_t n,
+                                           const ErfCoefficients& c) {
   Pass<false, true>(u, e, n, c);
 }
 

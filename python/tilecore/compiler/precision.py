@@ -159,23 +159,46 @@ def activation_statistics(graph: Any, samples: Mapping[str, np.ndarray], names: 
         feed = {k: np.asarray(v[i]) for k, v in samples.items()}
         vals = dict(feed)  # the graph inputs are not among the intermediates
         vals.update(evaluate(graph, feed, keep_intermediates=True))
+        means = {}  # value name -> its mean per channel, where the pass for its max made them
         for k in vals:  # in the order the model computes them: the first non-finite value is named
             if k in want:
-                v = np.asarray(vals[k])
-                if v.dtype.kind != "f":  # (abs and max are exact in any float type: no f64 copy)
-                    v = v.astype(np.float64)
-                # (max |v| as max(max v, -min v): exact, and without a temporary |v|)
-                m = max(float(v.max()), -float(v.min())) if v.size else 0.0
+                m, means[k] = _absmax_and_mean(np.asarray(vals[k]), mean_axes.get(k))
                 check_statistic(k, m, i)
                 out[k] = max(out.get(k, 0.0), m)
         for k, axis in mean_axes.items():
-            v = np.asarray(vals.get(k, ()), np.float64)
-            if v.ndim and -v.ndim <= axis < v.ndim and v.size:
-                red = tuple(j for j in range(v.ndim) if j != axis % v.ndim)
-                mean = v.mean(axis=red)
+            mean = means.get(k)
+            if mean is None:
+                mean = _absmax_and_mean(np.asarray(vals.get(k, ())), axis, absmax=False)[1]
+            if mean is not None:
                 check_statistic(k, float(np.sum(mean)), i)
                 sums[k] = sums.get(k, 0.0) + mean
     return out, {k: s / n for k, s in sums.items()}
+
+
+def _absmax_and_mean(v: np.ndarray, axis: int | None, absmax: bool = True) -> tuple[float, np.ndarray | None]:
+    """(max |v|, the float64 mean of v over every axis but ``axis``): the mean None without an
+    axis or where it does not apply (no such axis, no elements). A float32 array takes one pass
+    in C++ (compiler.ActivationStatistics: the same max, and numpy's sums bit for bit); other
+    arrays numpy's max, min and mean of a float64 copy."""
+    has_mean = axis is not None and v.ndim > 0 and -v.ndim <= axis < v.ndim and v.size > 0
+    if v.dtype == np.float32 and v.size:
+        from . import _ffi
+        from ..ir.graph import to_ffi_array
+
+        x = to_ffi_array(np.ascontiguousarray(v))
+        if not has_mean:
+            return float(_ffi.ActivationStatistics(x, 0, None)), None
+        sums = np.empty(v.shape[axis], np.float64)
+        m = float(_ffi.ActivationStatistics(x, axis % v.ndim, to_ffi_array(sums)))
+        return m, sums / float(v.size // v.shape[axis])
+    m = 0.0
+    if absmax and v.size:
+        w = v if v.dtype.kind == "f" else v.astype(np.float64)  # (abs and max are exact in any float type)
+        m = max(float(w.max()), -float(w.min()))  # (no temporary |v|)
+    if not has_mean:
+        return m, None
+    red = tuple(j for j in range(v.ndim) if j != axis % v.ndim)
+    return m, np.asarray(v, np.float64).mean(axis=red)
 
 
 def mean_axis(nd: Any) -> int | None:
