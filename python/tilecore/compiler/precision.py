@@ -178,18 +178,18 @@ def activation_statistics(graph: Any, samples: Mapping[str, np.ndarray], names: 
 def _absmax_and_mean(v: np.ndarray, axis: int | None, absmax: bool = True) -> tuple[float, np.ndarray | None]:
     """(max |v|, the float64 mean of v over every axis but ``axis``): the mean None without an
     axis or where it does not apply (no such axis, no elements). A float32 array takes one pass
-    in C++ (compiler.ActivationStatistics: the same max, and numpy's sums bit for bit); other
+    in C++ (ir.ReferenceActivationStatistics: the same max, and numpy's sums bit for bit); other
     arrays numpy's max, min and mean of a float64 copy."""
     has_mean = axis is not None and v.ndim > 0 and -v.ndim <= axis < v.ndim and v.size > 0
     if v.dtype == np.float32 and v.size:
-        from . import _ffi
+        from ..ir import _ffi_api
         from ..ir.graph import to_ffi_array
 
         x = to_ffi_array(np.ascontiguousarray(v))
         if not has_mean:
-            return float(_ffi.ActivationStatistics(x, 0, None)), None
+            return float(_ffi_api.ReferenceActivationStatistics(x, 0, None)), None
         sums = np.empty(v.shape[axis], np.float64)
-        m = float(_ffi.ActivationStatistics(x, axis % v.ndim, to_ffi_array(sums)))
+        m = float(_ffi_api.ReferenceActivationStatistics(x, axis % v.ndim, to_ffi_array(sums)))
         return m, sums / float(v.size // v.shape[axis])
     m = 0.0
     if absmax and v.size:

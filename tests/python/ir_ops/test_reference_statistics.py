@@ -1,12 +1,12 @@
-"""What int8 calibration measures of an activation in one pass (compiler.ActivationStatistics,
-src/compiler/calibration_statistics.cc, through precision._absmax_and_mean): max |x| against
+"""What int8 calibration measures of an activation in one pass (ir.ReferenceActivationStatistics,
+src/ir/reference_statistics.cc, through compiler.precision._absmax_and_mean): max |x| against
 numpy's, and the per-channel mean against numpy's mean of the float64 array, bit for bit,
 also where the order of the additions changes the sum (magnitudes far apart)."""
 import numpy as np
 import pytest
 
-from tilecore.compiler import _ffi
 from tilecore.compiler.precision import _absmax_and_mean
+from tilecore.ir import _ffi_api
 from tilecore.ir.graph import to_ffi_array
 
 
@@ -81,14 +81,14 @@ def test_strided_and_other_dtypes_match_numpy():
 def test_bad_arguments_are_refused_by_name():
     x = to_ffi_array(np.ones((2, 3), np.float32))
     with pytest.raises(TypeError, match="float32"):
-        _ffi.ActivationStatistics(to_ffi_array(np.ones(3, np.float64)), 0, None)
+        _ffi_api.ReferenceActivationStatistics(to_ffi_array(np.ones(3, np.float64)), 0, None)
     with pytest.raises(ValueError, match="axis 2 out of range"):
-        _ffi.ActivationStatistics(x, 2, to_ffi_array(np.zeros(3)))
+        _ffi_api.ReferenceActivationStatistics(x, 2, to_ffi_array(np.zeros(3)))
     with pytest.raises(TypeError, match="3 elements"):
-        _ffi.ActivationStatistics(x, 1, to_ffi_array(np.zeros(2)))
+        _ffi_api.ReferenceActivationStatistics(x, 1, to_ffi_array(np.zeros(2)))
     with pytest.raises(TypeError, match="float64"):
-        _ffi.ActivationStatistics(x, 1, to_ffi_array(np.zeros(3, np.float32)))
+        _ffi_api.ReferenceActivationStatistics(x, 1, to_ffi_array(np.zeros(3, np.float32)))
     sums = np.zeros(3)
     sums.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
-        _ffi.ActivationStatistics(x, 1, to_ffi_array(sums))
+        _ffi_api.ReferenceActivationStatistics(x, 1, to_ffi_array(sums))
