@@ -166,9 +166,8 @@ def activation_statistics(graph: Any, samples: Mapping[str, np.ndarray], names: 
                 check_statistic(k, m, i)
                 out[k] = max(out.get(k, 0.0), m)
         for k, axis in mean_axes.items():
-            mean = means.get(k)
-            if mean is None:
-                mean = _absmax_and_mean(np.asarray(vals.get(k, ())), axis, absmax=False)[1]
+            # (a value the loop above measured has its mean, or none that applies, already)
+            mean = means[k] if k in means else _absmax_and_mean(np.asarray(vals.get(k, ())), axis, absmax=False)[1]
             if mean is not None:
                 check_statistic(k, float(np.sum(mean)), i)
                 sums[k] = sums.get(k, 0.0) + mean
