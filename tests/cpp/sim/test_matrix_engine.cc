@@ -73,6 +73,48 @@ TEST(MatrixEngine, FloatTypesAccumulateInF32InKOrder) {
   }
 }
 
+// The product without an epilogue accumulates in C itself only when C is apart from A
+// and B: a C over its own A still sees A as it was before the command (and mma the
+// bytes C held).
+TEST(MatrixEngine, ProductOverItsOwnOperandReadsItFirst) {
+  const int M = 24, N = 40, K = 16;  // (more rows and columns than a host kernel's block)
+  for (DType t : {DType::I8, DType::F32}) {
+    const DType acc = t == DType::I8 ? DType::I32 : DType::F32;
+    for (const char* op : {"mm", "mma"}) {
+      auto a = rnd(t, size_t(M) * K, 5), b = rnd(t, size_t(K) * N, 6);
+      std::vector<uint8_t> a_bytes = ref::encode_all(t, a);
+      // (C at A's address: mma's accumulator is A's bytes read as the accumulator type,
+      // padded with the zeros beyond A)
+      std::vector<uint8_t> c_bytes(size_t(M) * N * 4, 0);
+      std::copy(a_bytes.begin(), a_bytes.end(), c_bytes.begin());
+      std::vector<double> c0 = ref::decode_all(acc, c_bytes);
+      ref::Run r;
+      r.go("d: .mmdesc m=24 n=40 k=16",
+           "li x1, 0x10000\nli x2, 0x10000\nli x3, 0x20000\n" + std::string(op) + "." +
+               std::string(tilecore::arch::dtype_name(t)) + " x1, x2, x3, [x0 + d]\nwait sc, mm, 1",
+           {{kA, a_bytes}, {kB, ref::encode_all(t, b)}});
+      auto c = ref::decode_all(acc, r.l1(kA, size_t(M) * N * 4));
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+          double s = std::string(op) == "mma" ? c0[size_t(i * N + j)] : 0.0;
+          if (t == DType::I8) {
+            int64_t si = int64_t(s);
+            for (int k = 0; k < K; ++k)
+              si += int64_t(a[size_t(i * K + k)]) * int64_t(b[size_t(k * N + j)]);
+            s = double(int32_t(uint32_t(uint64_t(si))));
+          } else {
+            float sf = float(s);
+            for (int k = 0; k < K; ++k)
+              sf = sf + float(a[size_t(i * K + k)]) * float(b[size_t(k * N + j)]);
+            s = double(sf);
+          }
+          ASSERT_EQ(c[size_t(i * N + j)], s)
+              << op << "." << tilecore::arch::dtype_name(t) << " [" << i << "," << j << "]";
+        }
+    }
+  }
+}
+
 TEST(MatrixEngine, EpilogueBiasScaleReluZeroPointClampCast) {
   const int M = 16, N = 32, K = 64;
   auto a = rnd(DType::I8, size_t(M) * K, 5), b = rnd(DType::I8, size_t(K) * N, 6);
