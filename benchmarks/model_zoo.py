@@ -25,7 +25,8 @@ docs/compiler.md, "Roofline"), the share of the npu cycles in steps bound by a c
 end or latency), the DDR traffic over its lower bound (weights + inputs + outputs moved
 once; runtime/model_report.py), the
 host wall time of the simulated run and ONNX Runtime's time on the same input (both medians
-of --runs runs of evaluation sample 0, each after a warm-up run, ONNX Runtime's on the CPU provider
+of --runs runs of evaluation sample 0, each after a warm-up run, a simulated run and one of
+ONNX Runtime timed in turn so that both see the same host; ONNX Runtime's on the CPU provider
 with one thread, like the simulator, unless --ort-threads says otherwise), their ratio, and
 the cosine of the outputs against ONNX Runtime's f32 run, the lowest over --eval
 evaluation samples (seed 1; one in f32). A model that does not compile is listed with the

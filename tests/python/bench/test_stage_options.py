@@ -1,7 +1,7 @@
 """tests/python/bench/test_stage_options.py — the stages' options and node-test cases, run
 in this process (stages.run_job): automatic mixed precision, the run row's DDR figures,
-node-test cases compared with their tolerances on every data set, and the run's outputs
-kept with their dtypes, sequences and empty optionals."""
+node-test cases compared with their tolerances on every data set, the run's outputs
+kept with their dtypes, sequences and empty optionals, and its timed runs taken in turn."""
 import io
 
 import ml_dtypes
@@ -81,3 +81,42 @@ def test_outputs_keep_dtypes_sequences_and_empty_optionals():
     assert back[1]["a"].dtype == ml_dtypes.float8_e5m2
     assert [s.dtype for s in back[0]["s"]] == [np.int64, np.float64] and back[1]["s"] == []
     assert back[0]["n"] is None and back[1]["i"] is None and back[0]["i"] == 3
+
+
+def test_run_times_the_simulator_and_onnx_runtime_in_turn(tmp_path, monkeypatch):
+    # one simulated run, then one of ONNX Runtime, `runs` times after a warm-up of each: the
+    # ratio's two medians see the same host
+    path = write_tiny(str(tmp_path / "m.onnx"))
+    job = Job.make(ModelRef("m", "file", path), "f32", {"runs": 3, "eval_samples": 1})
+    calls = []
+    real_reference = models.reference
+
+    def reference(*args, **kw):
+        names, run = real_reference(*args, **kw)
+        return names, lambda feed: (calls.append("ort"), run(feed))[1]
+
+    monkeypatch.setattr(models, "reference", reference)
+
+    class Recorded:
+        def __init__(self, exe):
+            self.exe = exe
+
+        def run(self, feed):
+            calls.append("sim")
+            return self.exe.run(feed)
+
+        def __getattr__(self, name):
+            return getattr(self.exe, name)
+
+    real_compile, load = stages._STAGES["compile"]
+
+    def compile_stage(ctx):
+        out = real_compile(ctx)
+        ctx.exe = Recorded(ctx.exe)
+        return out
+
+    monkeypatch.setitem(stages._STAGES, "compile", (compile_stage, load))
+    run = _rows(job)["run"]
+    timed = calls[calls.index("ort") + 1:][:6]
+    assert calls[:2] == ["sim", "ort"] and timed == ["sim", "ort"] * 3
+    assert run["ort_seconds"] > 0 and run["sim_vs_ort"] is not None
