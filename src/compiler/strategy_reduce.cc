@@ -645,9 +645,11 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
         return x_i8 ? Allocate(X8, tile) : tile;
       });
   PrimFunc unpipelined = MakeFunc(call, p, body);
-  // an int8 mean of whole rows: the matrix engine's too, in tiles of about four a core and in
-  // tiles of whole blocks of its rows (5 rows leave 11 of 16 idle); tc_reduce_matrix 0 or 1
-  // overrides
+  // an int8 mean of whole rows: the matrix engine's too, in tiles of about four a core, in
+  // tiles of whole blocks of its rows (5 rows leave 11 of 16 idle), and in tiles that split
+  // each core's share into as few blocks as cover it, the same on every core (144 rows over
+  // 4 cores: 3 tiles of 12 each, where tiles of 16 give one core 48 rows and the others 32);
+  // tc_reduce_matrix 0 or 1 overrides
   const int64_t want_matrix = AttrInt(call.attrs, "tc_reduce_matrix", -1);
   std::vector<PrimFunc> matrix;
   if (x_i8 && op == "ReduceMean" && resident && g.K0 == 1 && g.K2 == 1 &&
@@ -656,9 +658,14 @@ PrimFunc LowerReduction(const OpCall& call, const std::string& op) {
     const int64_t share = (g.K1 + call.cores - 1) / call.cores;
     const int64_t whole =
         std::min((rows + block - 1) / block * block, std::max(block, share / block * block));
+    const int64_t share_blocks = (share + block - 1) / block;  // the fewest a core's rows take
+    const int64_t balanced = (share + share_blocks - 1) / share_blocks;
     matrix.push_back(MakeFunc(call, p, MatrixMean(call, p, g, mean_scale, x_zero_point, rows)));
     if (whole != rows && whole * g.R1 <= kMatrixMeanTile)
       matrix.push_back(MakeFunc(call, p, MatrixMean(call, p, g, mean_scale, x_zero_point, whole)));
+    if (balanced != rows && balanced != whole && balanced * g.R1 <= kMatrixMeanTile)
+      matrix.push_back(
+          MakeFunc(call, p, MatrixMean(call, p, g, mean_scale, x_zero_point, balanced)));
   }
   if (want_matrix == 1 && matrix.empty())
     TILECORE_THROW(ValueError) << op << ": tc_reduce_matrix 1 asks for the matrix engine's mean, "

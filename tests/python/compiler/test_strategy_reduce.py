@@ -190,6 +190,39 @@ def test_int8_mean_on_the_matrix_engine(shape, hazard_checked):
     assert hazard_checked() == []
 
 
+def test_int8_matrix_mean_gives_every_core_the_fewest_blocks(hazard_checked):
+    """A squeeze on the matrix engine splits each core's share of the rows into as few
+    products as its blocks of 16 rows need, the same on every core: 72 channels (18 rows a
+    core) run 2 products on each core, the exact mean still; EfficientNet-B0's 144 channels
+    of 56 x 56 codes in L2 (a layer group's) keep each core's matrix engine busy for 3
+    products of 12 rows, where tiles of 16 rows give one core 48 rows and the others 32."""
+    from strategy_util import run_lowered
+
+    from tilecore.arch import params
+
+    shape = (1, 72, 28, 28)
+    q = np.random.default_rng(9).integers(-128, 128, shape).astype(np.int8)
+    scale, zero_point = 0.0211, -118
+    attrs = {"tc_x_scale": scale, "tc_x_zero_point": zero_point, "tc_reduce_matrix": 1}
+    r = shape[2] * shape[3]
+    want = (q.astype(np.int64).sum(axis=(2, 3), keepdims=True) - r * zero_point).astype(np.float32) * np.float32(
+        scale / r)
+    y = np.zeros(shape[:2] + (1, 1), np.float32)
+    run_lowered("GlobalAveragePool", attrs, [q], [y])
+    cores = runtime.npu_simulator(0).stats()["cores"]
+    assert [c["mm"]["commands"] for c in cores] == [2] * len(cores)
+    np.testing.assert_array_equal(y, want)
+    assert hazard_checked() == []
+
+    f = compiler.LowerOp("GlobalAveragePool", {**attrs, "tc_in_l2": [0, 1]},
+                         [compiler.TensorSpec([1, 144, 56, 56], "int8")], [compiler.TensorSpec([1, 144, 1, 1], "float32")])
+    p = params()
+    # a product of 12 rows (one block) times a column of ones over 56 x 56 codes, its mean
+    # in the epilogue: the pipeline's fill, K / 4 blocks, one cycle of epilogue
+    product = p["mm_latency"] + 56 * 56 // p["mm_block_i8_k"] + 1
+    assert [c["mm"] for c in compiler.estimate_cost(f)["engine_busy"]] == [3 * product] * 4
+
+
 def test_a_matrix_mean_asked_for_where_it_does_not_apply_is_an_error():
     """tc_reduce_matrix 1 on a pooling whose rows exceed the matrix engine's K (EfficientNet's
     first squeeze-excite: 112 x 112 positions) names why, instead of running the vector plan."""
