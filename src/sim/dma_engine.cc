@@ -67,9 +67,8 @@ void Machine::execute_dma(Core& c, const Command& cmd) {
   const uint8_t* src = src_base;
   int64_t src_origin = 0;
   if (!d.fill() && cmd.dst_space == cmd.src_space && cmd.nranges == 2) {
-    const Range& rd = cmd.ranges[0];
     const Range& rs = cmd.ranges[1];
-    if (rd.lo < rs.hi && rs.lo < rd.hi) {
+    if (Overlap(cmd.ranges[0], rs)) {
       snapshot.assign(mem.base(cmd.src_space, c.id) + rs.lo, mem.base(cmd.src_space, c.id) + rs.hi);
       src = snapshot.data();
       src_origin = int64_t(cmd.addr[1]) - int64_t(rs.lo);

@@ -73,6 +73,9 @@ struct Range {
   bool write = false;
 };
 
+/// Whether two byte ranges of one memory share a byte (their spaces are the caller's to match).
+inline bool Overlap(const Range& a, const Range& b) { return a.lo < b.hi && b.lo < a.hi; }
+
 /// The bytes a strided access touches (an operand of a tile command): element `es` bytes at
 /// `base` plus sum(i_k * stride_k) * es over the shape. Without one, an access is its whole
 /// range.

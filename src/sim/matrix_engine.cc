@@ -66,32 +66,22 @@ void Machine::execute_matrix(Core& c, const Command& cmd) {
   const int m = int(d.m), n = int(d.n), k = int(d.k);
   uint8_t* C = l1 + cmd.addr[0];
 
-  // Without an epilogue the product is C itself: when C shares no byte with A or B (its
-  // rows are apart: the descriptor's ldc >= n), the kernels accumulate in place (the
-  // same operations on the same values, without the copies in and out of a tile).
-  if (!d.epilogue()) {
-    const int ies = arch::dtype_size(in);
-    auto end_of = [](uint64_t addr, int rows, int cols, int64_t ld, int es) {
-      return addr + uint64_t((int64_t(rows - 1) * ld + cols) * es);
-    };
-    auto apart = [](uint64_t b0, uint64_t e0, uint64_t b1, uint64_t e1) {
-      return e0 <= b1 || e1 <= b0;
-    };
-    const uint64_t c_end = end_of(cmd.addr[0], m, n, d.ldc, 4);
-    if (apart(cmd.addr[0], c_end, cmd.addr[1], end_of(cmd.addr[1], m, k, d.lda, ies)) &&
-        apart(cmd.addr[0], c_end, cmd.addr[2], end_of(cmd.addr[2], k, n, d.ldb, ies))) {
-      if (in == DType::I8) {
-        gemm_i8(m, n, k, reinterpret_cast<const int8_t*>(l1 + cmd.addr[1]), int(d.lda),
-                reinterpret_cast<const int8_t*>(l1 + cmd.addr[2]), int(d.ldb),
-                reinterpret_cast<int32_t*>(C), int(d.ldc), acc_flag);
-        return;
-      }
-      if (in == DType::F32) {
-        gemm_f32(m, n, k, reinterpret_cast<const float*>(l1 + cmd.addr[1]), int(d.lda),
-                 reinterpret_cast<const float*>(l1 + cmd.addr[2]), int(d.ldb),
-                 reinterpret_cast<float*>(C), int(d.ldc), acc_flag);
-        return;
-      }
+  // Without an epilogue the product is C itself: when C shares no byte with A or B (the
+  // byte ranges issue.cc recorded for them: A, B, then C), the kernels accumulate in place
+  // (the same operations on the same values, without the copies in and out of a tile).
+  if (!d.epilogue() && cmd.nranges == 3 && !Overlap(cmd.ranges[2], cmd.ranges[0]) &&
+      !Overlap(cmd.ranges[2], cmd.ranges[1])) {
+    if (in == DType::I8) {
+      gemm_i8(m, n, k, reinterpret_cast<const int8_t*>(l1 + cmd.addr[1]), int(d.lda),
+              reinterpret_cast<const int8_t*>(l1 + cmd.addr[2]), int(d.ldb),
+              reinterpret_cast<int32_t*>(C), int(d.ldc), acc_flag);
+      return;
+    }
+    if (in == DType::F32) {
+      gemm_f32(m, n, k, reinterpret_cast<const float*>(l1 + cmd.addr[1]), int(d.lda),
+               reinterpret_cast<const float*>(l1 + cmd.addr[2]), int(d.ldb),
+               reinterpret_cast<float*>(C), int(d.ldc), acc_flag);
+      return;
     }
   }
 

@@ -621,7 +621,7 @@ void Machine::execute_vector(Core& c, const Command& cmd) {
                       const std::array<int64_t, 4>& strides) {
     if (k >= cmd.nranges - 1) return;
     const Range& r = cmd.ranges[size_t(k)];
-    if (dst_range && (r.hi <= dst_range->lo || dst_range->hi <= r.lo)) return;
+    if (dst_range && !Overlap(r, *dst_range)) return;
     if (d_compact && addr == cmd.addr[0] && strides == w.d) return;
     buf.assign(l1 + r.lo, l1 + r.hi);
     p = buf.data() + (int64_t(addr) - int64_t(r.lo));
