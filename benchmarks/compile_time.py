@@ -31,20 +31,32 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 DEFAULT = "resnet50:f32,resnet50:int8,mobilenet_v2:f32,mobilenet_v2:int8,bert_layer:f32,bert_layer:int8"
 CALIB_SAMPLES = 16
 
 
+def one_core() -> None:
+    """Pins this process to one core."""
+    try:
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    except (AttributeError, OSError):
+        pass
+
+
+def loop_seconds(n: int) -> float:
+    """Seconds of a Python loop of ``n`` additions."""
+    t0, s = time.perf_counter(), 0
+    for i in range(n):
+        s += i
+    return time.perf_counter() - t0
+
+
 def child(spec: str, cache_dir: str | None) -> None:
     """One compile of ``spec`` in this process (through the compile cache in ``cache_dir``,
     if given); prints its figures as JSON."""
-    try:
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
-    except (AttributeError, OSError):
-        pass
-    import time
-
+    one_core()
     import tilecore.frontend  # noqa: F401 (compile() imports it when first called: part of tilecore's import)
     from tilecore import compiler
     from tilecore.bench import models
@@ -57,7 +69,7 @@ def child(spec: str, cache_dir: str | None) -> None:
     if precision == "int8":
         kw["calib_samples"] = models.sample_inputs(ref, path, CALIB_SAMPLES, 1)
     report = {}
-    loop = host_loop()
+    loop = 1e3 * min(loop_seconds(10**6) for _ in range(3))  # (ms: the host's speed right now)
     t0 = time.perf_counter()
     compiler.compile(path, precision=precision, report=report, cache_dir=cache_dir, **kw)
     seconds = time.perf_counter() - t0
@@ -66,30 +78,11 @@ def child(spec: str, cache_dir: str | None) -> None:
                       "hit": bool(report.get("compile_cache", {}).get("hit"))}))
 
 
-def host_loop() -> float:
-    """Milliseconds of a Python loop of 10^6 additions on this process's core (the fastest
-    of 3): how fast the host runs right now."""
-    import time
-
-    best = float("inf")
-    for _ in range(3):
-        t0, s = time.perf_counter(), 0
-        for i in range(10**6):
-            s += i
-        best = min(best, time.perf_counter() - t0)
-    return 1e3 * best
-
-
 def host_child() -> None:
     """The host's speed on one core (prints JSON): the seconds of a Python loop of 10^7
     additions, the GFLOP/s of a float32 1024^3 product (numpy's BLAS) and the seconds of a
     gather of 2^24 int32 from random places, medians of 5."""
-    try:
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    except (AttributeError, OSError):
-        pass
-    import time
-
+    one_core()
     import numpy as np
 
     loops, gflops, gathers = [], [], []
@@ -101,10 +94,7 @@ def host_child() -> None:
         t0 = time.perf_counter()
         table[where].sum()
         gathers.append(time.perf_counter() - t0)
-        t0, s = time.perf_counter(), 0
-        for i in range(10**7):
-            s += i
-        loops.append(time.perf_counter() - t0)
+        loops.append(loop_seconds(10**7))
         t0 = time.perf_counter()
         x @ x
         gflops.append(2 * 1024**3 / (time.perf_counter() - t0) / 1e9)
