@@ -12,9 +12,12 @@ namespace {
 // largest guarded step plus the unwinding that follows the error.
 constexpr uintptr_t kStackReserve = 512 * 1024;
 
+// (initial-exec: a load relative to the thread pointer, where the default model calls
+// __tls_get_addr at every check; the object pool's thread-locals share the static TLS too)
+__attribute__((tls_model("initial-exec"))) thread_local uintptr_t low = 0;
+__attribute__((tls_model("initial-exec"))) thread_local bool known = false;
+
 uintptr_t StackLow() {
-  thread_local uintptr_t low = 0;
-  thread_local bool known = false;
   if (!known) {
     known = true;
     pthread_attr_t attr;

@@ -358,15 +358,20 @@ Stmt IRMutator::VisitStmt_(const AllocateNode* op) {
   return Allocate(buf, b, op->span);
 }
 Stmt IRMutator::VisitStmt_(const SeqStmtNode* op) {
-  bool changed = false;
-  std::vector<Stmt> out;
-  for (const Stmt& s : op->seq) {
+  // (the copy is made from the first statement that changes, as VisitArray's)
+  const size_t n = op->seq.size();
+  for (size_t i = 0; i < n; ++i) {
+    Stmt s = op->seq[i];
     Stmt v = VisitStmt(s);
-    changed = changed || !v.same_as(s);
+    if (v.same_as(s)) continue;
+    std::vector<Stmt> out;
+    out.reserve(n);
+    for (size_t k = 0; k < i; ++k) out.push_back(op->seq[k]);
     out.push_back(std::move(v));
+    for (size_t k = i + 1; k < n; ++k) out.push_back(VisitStmt(op->seq[k]));
+    return SeqStmt(Array<Stmt>(out), op->span);
   }
-  if (!changed) return GetRef<Stmt>(op);
-  return SeqStmt(Array<Stmt>(out), op->span);
+  return GetRef<Stmt>(op);
 }
 Stmt IRMutator::VisitStmt_(const EvaluateNode* op) {
   PrimExpr v = VisitExpr(op->value);

@@ -381,24 +381,25 @@ DataType CheckIntrinsicCall(std::string_view op, const Array<PrimExpr>& args, Da
                                                       : std::string())
                               << info->args.size() << " arguments, got " << args.size();
   }
-  std::vector<std::string> names;
-  {
+  // the name of argument i in the table's list (for a message: made only then)
+  auto arg_name = [&](size_t i) {
     std::string_view s(info->arg_names);
-    while (!s.empty()) {
-      size_t c = s.find(',');
+    for (size_t k = 0; !s.empty(); ++k) {
+      const size_t c = s.find(',');
       std::string_view n = s.substr(0, c);
       while (!n.empty() && n.front() == ' ') n.remove_prefix(1);
-      names.emplace_back(n);
+      if (k == i) return std::string(n);
       if (c == std::string_view::npos) break;
       s.remove_prefix(c + 1);
     }
-  }
+    return std::string();
+  };
   for (size_t i = 0; i < args.size(); ++i) {
     IntrinArg kind = info->args[std::min(i, info->args.size() - 1)];
     if (!Matches(kind, args[i])) {
-      TILECORE_THROW(TypeError) << "Call `" << op << "`: argument " << i << " ("
-                                << (i < names.size() ? names[i] : "") << ") must be "
-                                << IntrinArgName(kind) << ", got " << Describe(args[i]);
+      TILECORE_THROW(TypeError) << "Call `" << op << "`: argument " << i << " (" << arg_name(i)
+                                << ") must be " << IntrinArgName(kind) << ", got "
+                                << Describe(args[i]);
     }
   }
   switch (info->rule) {

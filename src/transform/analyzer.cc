@@ -102,6 +102,7 @@ int64_t Wrap(DataType t, int64_t v) {
 struct Linear {
   std::vector<std::pair<PrimExpr, int64_t>> terms;
   int64_t constant{0};
+  int64_t depth{0};  // Linearize's recursion (its StackGuard's own counter: no thread-local)
 
   void AddTerm(const PrimExpr& atom, int64_t coef) {
     for (auto& [a, c] : terms) {
@@ -120,7 +121,7 @@ struct Linear {
 };
 
 void Linearize(const PrimExpr& e, int64_t scale, Linear* out) {
-  ffi::StackGuard guard("Analyzer");
+  ffi::StackGuard guard("Analyzer", out->depth);
   if (const auto* i = e.as<IntImmNode>()) {
     out->constant += scale * i->value;
   } else if (const auto* a = e.as<AddNode>()) {
@@ -523,7 +524,7 @@ void Analyzer::BindRange(const Var& var, const PrimExpr& min, const PrimExpr& ex
 void Analyzer::Unbind(const Var& var) { bounds_.erase(var.get()); }
 
 IntBound Analyzer::ConstIntBound(const PrimExpr& e) {
-  ffi::StackGuard guard("Analyzer");
+  ffi::StackGuard guard("Analyzer", bound_depth_);
   const Object* n = e.get();
   DataType t = e.dtype();
   IntBound full = DTypeRange(t);

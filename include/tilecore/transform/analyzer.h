@@ -58,6 +58,7 @@ class Analyzer {
   // simplifies each expression of a kernel in turn)
   std::shared_ptr<ir::IRMutator> simplifier_;
   bool simplifying_ = false;
+  int64_t bound_depth_ = 0;  // ConstIntBound's recursion (its StackGuard's own counter)
 };
 
 }  // namespace transform
