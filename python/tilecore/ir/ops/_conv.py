@@ -108,16 +108,13 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: Optional[np.ndarray] = None, *, str
     n, c = x.shape[:2]
     m, cg = w.shape[:2]
     kernel = w.shape[2:]
-    xp = pad_spatial(x.astype(acc, copy=False), pads)
     outs = tuple(out_size(x.shape[2 + i], kernel[i], strides[i], dilations[i], pads[i], pads[k + i])
                  for i in range(k))
     if group == c == m and cg == 1 and group > 1:
+        xp = pad_spatial(x.astype(acc, copy=False), pads)
         y = _depthwise(xp, w.astype(acc, copy=False), strides, dilations, outs)
     else:
-        if all(kk == 1 for kk in kernel) and all(st == 1 for st in strides) and tuple(outs) == xp.shape[2:]:
-            cols = np.ascontiguousarray(xp)  # a 1x1 window at every position: the patches are x itself
-        else:
-            cols = im2col(xp, kernel, strides, dilations, outs)       # (N, C, *kernel, *out)
+        cols = _patches(x.astype(acc, copy=False), kernel, strides, dilations, pads, outs)  # (N, C, *kernel, *out)
         patch = cg * int(np.prod(kernel, dtype=np.int64))
         positions = int(np.prod(outs, dtype=np.int64))
         cols = cols.reshape(n, group, patch, positions)                # channels are group-major
@@ -127,6 +124,29 @@ def conv_nd(x: np.ndarray, w: np.ndarray, b: Optional[np.ndarray] = None, *, str
     if b is not None:  # (in place: y is the product's own array, and a fresh one costs its pages)
         y += b.astype(acc, copy=False).reshape((1, m) + (1,) * k)
     return y.astype(out_dtype or x.dtype, copy=False)
+
+
+def _patches(x: np.ndarray, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
+             pads: Sequence[int], outs: Sequence[int]) -> np.ndarray:
+    """The patches of x padded by ``pads``: (N, C, *kernel, *outs). A 1x1 window at every
+    position is x itself; a 2-D float32 x with leading pads of 0 or more is copied in C++
+    (ir.ReferenceIm2col2d: the padding written as zeros, where numpy made a padded copy of x
+    first); others are im2col of pad_spatial."""
+    k = x.ndim - 2
+    unit = all(kk == 1 for kk in kernel) and all(st == 1 for st in strides) and not any(pads)
+    if (not unit and k == 2 and x.dtype == np.float32 and x.size and all(o > 0 for o in outs)
+            and min(pads[:2]) >= 0 and min(strides) >= 1 and min(dilations) >= 1):
+        from .. import _ffi_api
+        from ..graph import to_ffi_array
+
+        cols = np.empty((*x.shape[:2], *kernel, *outs), np.float32)
+        _ffi_api.ReferenceIm2col2d(to_ffi_array(np.ascontiguousarray(x)), to_ffi_array(cols),
+                                   [int(s) for s in strides], [int(d) for d in dilations], [int(p) for p in pads[:2]])
+        return cols
+    xp = pad_spatial(x, pads)
+    if all(kk == 1 for kk in kernel) and all(st == 1 for st in strides) and tuple(outs) == xp.shape[2:]:
+        return np.ascontiguousarray(xp)  # a 1x1 window at every position: the patches are x itself
+    return im2col(xp, kernel, strides, dilations, outs)
 
 
 def _depthwise(xp: np.ndarray, w: np.ndarray, strides: Sequence[int], dilations: Sequence[int],
