@@ -274,6 +274,9 @@ inline Stmt ForEachItem(const PrimExpr& core, int64_t cores, int64_t count, int6
   if (count <= 0) return Stmt();
   CoreItems it = ItemsOfCore(core, cores, count, rotation);
   if (count == 1) return IfThenElse(eq(core, I32(it.rot)), body(I32(0)));
+  // (an item a core from core 0: core k runs item k, under `core < count`, whose loads a
+  // layer group's handoff can take as it takes a single item's)
+  if (count <= cores && it.rot == 0) return IfThenElse(core < I32(count), body(core));
   return Loop(name, it.n, [&](PrimExpr i) { return body(it.at(i, cores)); });
 }
 

@@ -127,3 +127,32 @@ TEST(Strategy, NestedLocalBytesIsAtMostTheL1TheBuffersArePlacedIn) {
     EXPECT_LE(compiler::detail::NestedLocalBytes(f->body), cost.local_bytes) << k;
   }
 }
+
+// Items no more than the cores, from core 0: core k runs item k under `core < count` (no loop,
+// a guard a layer group's handoff reads); a rotation or more items than cores keep the loop.
+TEST(Strategy, ForEachItemGuardsOneItemACore) {
+  using namespace tilecore::ir;  // NOLINT
+  Var core("c", DataType::Int(32));
+  std::vector<PrimExpr> items;
+  auto body = [&](PrimExpr t) {
+    items.push_back(t);
+    return Evaluate(t);
+  };
+  int64_t rotation = 0;
+  Stmt s = compiler::detail::ForEachItem(core, 4, 3, &rotation, "t", body);
+  const auto* guard = s.as<IfThenElseNode>();
+  ASSERT_NE(guard, nullptr);
+  const auto* lt = guard->condition.as<LTNode>();
+  ASSERT_NE(lt, nullptr);
+  EXPECT_TRUE(lt->a.same_as(core));
+  EXPECT_EQ(as_const_int(lt->b).value_or(-1), 3);
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_TRUE(items[0].same_as(core));  // item k on core k
+  EXPECT_EQ(rotation, 3);
+  // the next items start on core 3: a loop (items 0.. on cores 3, 0, 1, ...)
+  EXPECT_EQ(compiler::detail::ForEachItem(core, 4, 2, &rotation, "t", body).as<IfThenElseNode>(),
+            nullptr);
+  rotation = 0;
+  EXPECT_EQ(compiler::detail::ForEachItem(core, 4, 5, &rotation, "t", body).as<IfThenElseNode>(),
+            nullptr);
+}
