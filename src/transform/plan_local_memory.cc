@@ -102,14 +102,23 @@ class Planner : public IRVisitor {
       elems *= *c;
     }
     int64_t bytes = elems * b->dtype.lane_bytes() * b->dtype.lanes();
-    // Small buffers have a stack of their own, below the others (see the pass's top).
-    const bool small = s == 0 && bytes <= kSmall;
-    int64_t& top = small ? small_top_ : top_[s];
+    // Small buffers have a stack of their own, below the others (see the pass's top); one
+    // read beside a live pinned buffer of that bank (a tile a layer group's member before
+    // loaded, pinned just above the small buffers) goes on top of the others instead, in
+    // another bank, when it fits there: the command reading both would pay twice.
+    bool small = s == 0 && bytes <= kSmall;
+    const bool moved = small && PinnedPartnerInBank(b->data.get(), AlignUp(small_top_, kAlign)) &&
+                       !PinnedPartnerInBank(b->data.get(), AlignUp(top_[0], kAlign)) &&
+                       !SharesBankWithPartner(b->data.get(), AlignUp(top_[0], kAlign), bytes) &&
+                       AlignUp(top_[0], kAlign) + bytes <= cap_[0];
+    int64_t& top = small && !moved ? small_top_ : top_[s];
     int64_t saved = top;
     int64_t offset = AlignUp(top, kAlign);
     // A buffer starts at a bank when it fits (engines reading two sources from one bank pay
     // twice).
-    if (s == 0 && !small && !packed_ && AlignUp(top, kBank) + bytes <= cap_[0])
+    if (moved)
+      small = false;  // (its place is taken: the others' top)
+    else if (s == 0 && !small && !packed_ && AlignUp(top, kBank) + bytes <= cap_[0])
       offset = AlignUp(top, kBank);
     else if (s == 0 && !small && SharesBankWithPartner(b->data.get(), offset, bytes) &&
              AlignUp(offset, kBank) + bytes <= cap_[0])
@@ -144,6 +153,19 @@ class Planner : public IRVisitor {
   int64_t small_peak_ = 0;
 
  private:
+  // Whether a pinned buffer read beside `data` starts in the bank of `offset` (live now or
+  // not: its place is fixed, and it may be allocated after `data`).
+  bool PinnedPartnerInBank(const VarNode* data, int64_t offset) const {
+    if (partners_ == nullptr || pinned_.empty()) return false;
+    auto it = partners_->find(data);
+    if (it == partners_->end()) return false;
+    for (const VarNode* p : it->second) {
+      auto at = pinned_.find(p);
+      if (at != pinned_.end() && (pinned_base_ + at->second) / kBank == offset / kBank) return true;
+    }
+    return false;
+  }
+
   // Whether [offset, offset + bytes) shares a bank with a live buffer read beside `data`.
   bool SharesBankWithPartner(const VarNode* data, int64_t offset, int64_t bytes) const {
     if (partners_ == nullptr) return false;

@@ -21,7 +21,9 @@
  * A PrimFunc attr kL1PinnedAttr, Map[data Var, [offset, area]], gives buffers fixed places:
  * `offset` bytes into an area of `area` bytes above the small buffers, which the other
  * buffers start above (a layer group's handoff, member_handoff.h: a member's first loads
- * land there while the member before it still runs).
+ * land there while the member before it still runs). A small buffer that one command reads
+ * beside a pinned buffer of the small stack's bank goes on top of the larger ones instead,
+ * in another bank, when it fits there.
  * Sizes: PassContext options "tc1.l1_bytes" (default 1 MiB) and "tc1.l2_bytes"
  * (default 4 MiB).
  * Errors: overflowing L1 or L2 is a ValueError listing the live buffers and their

@@ -80,6 +80,33 @@ TEST(PlanLocalMemory, PinnedBuffersHaveTheirPlacesAboveTheSmallOnes) {
   EXPECT_EQ(g->attrs.at("local_bytes").cast<int64_t>(), 65536 + 8192);
 }
 
+TEST(PlanLocalMemory, ASmallSourceOfAPinnedOneMovesToAnotherBank) {
+  // B (small) is an mm's source beside A, pinned above the small buffers (a tile the member
+  // before loaded): B goes on top of the others, in bank 1, where the small stack would put
+  // it in A's bank 0 (the command would pay twice). Unpinned, A is small and B stays put.
+  const DataType i8 = DataType::Int(8), i32 = DataType::Int(32);
+  Buffer C = DeclBuffer({16, 1}, i32, "C", "local");
+  Buffer A = DeclBuffer({16, 480}, i8, "A", "local");
+  Buffer B = DeclBuffer({480, 1}, i8, "B", "local");
+  Stmt mm = Evaluate(call("tile.mm", {BufferRegion::Full(C), BufferRegion::Full(A),
+                                      BufferRegion::Full(B), IntImm(DataType::Bool(), 1)}));
+  Stmt body = Allocate(C, Allocate(B, Allocate(A, mm)));
+  Map<Var, Array<int64_t>> pinned;
+  pinned.Set(A->data, Array<int64_t>{0, 8192});
+  PrimFunc f({}, body, Map<Var, Buffer>(),
+             Map<ffi::String, ffi::Any>{{ffi::String(kL1PinnedAttr), ffi::Any(pinned)}});
+  auto plan =
+      ApplyPass(PlanLocalMemory(), f)->attrs.at("memory_plan").cast<Map<Var, Array<int64_t>>>();
+  EXPECT_EQ(plan.at(A->data)[2], 0);
+  EXPECT_EQ(plan.at(B->data)[0], 65536);
+  EXPECT_EQ(plan.at(B->data)[2], 1);
+  EXPECT_EQ(plan.at(C->data)[2], 0);  // (not a source beside A: it stays small)
+  auto unpinned = ApplyPass(PlanLocalMemory(), PrimFunc({}, body))
+                      ->attrs.at("memory_plan")
+                      .cast<Map<Var, Array<int64_t>>>();
+  EXPECT_EQ(unpinned.at(B->data)[2], 0);
+}
+
 TEST(PlanLocalMemory, SmallBuffersOverflowingL1AreAnError) {
   // 257 nested buffers of 4 KiB each: every one small, together over the 1 MiB of L1
   std::vector<Buffer> bufs;
