@@ -86,7 +86,8 @@ struct StepRecord {
   const ExecStep* step = nullptr;
   double seconds = 0;  // the call's wall time
 #if TILECORE_ENABLE_NPU
-  sim::Stats stats;  // an npu step's figures from the simulator
+  sim::Stats stats;                       // an npu step's figures from the simulator
+  std::vector<sim::TraceEvent> commands;  // and its tile commands, when the simulator traces
   std::shared_ptr<const std::vector<GroupMember>> members;  // a layer group's
 #endif
 };
@@ -410,6 +411,7 @@ std::map<std::string, ffi::NDArray> Executable::Run(
       {
         std::lock_guard<std::mutex> lock(simref.mut()->mu);
         step.stats = simref->sim.stats();
+        if (simref->sim.config().trace) step.commands = simref->sim.trace_events();
       }
       if (group)
         step.members = std::shared_ptr<const std::vector<GroupMember>>(group, &group->members);
@@ -610,6 +612,21 @@ std::string BuildTrace(const RunRecord& r) {
               (unsigned long long)e.busy, (unsigned long long)(e.stalled_dep + e.stalled_bw));
           trace += buf;
         }
+      }
+      // its tile commands (and the front end's stalls), inside the step's slices
+      for (const sim::TraceEvent& e : rec.commands) {
+        std::snprintf(buf, sizeof buf,
+                      ",\n{\"ph\": \"X\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, "
+                      "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"pc\": %u",
+                      e.mnemonic.c_str(), e.core, e.agent, double(timeline_ns + e.start) / 1000.0,
+                      double(e.cycles) / 1000.0, e.pc);
+        trace += buf;
+        if (e.ddr_cycles || e.l2_cycles) {
+          std::snprintf(buf, sizeof buf, ", \"ddr_cycles\": %lld, \"l2_cycles\": %lld",
+                        (long long)e.ddr_cycles, (long long)e.l2_cycles);
+          trace += buf;
+        }
+        trace += "}}";
       }
       if (rec.members) {
         // each member's stretch on each core, as async slices (members may overlap)

@@ -44,6 +44,17 @@ struct DdrArray {
   bool writable = true;  // false: a store or DMA into it faults (an argument the kernel only reads)
 };
 
+/// One event of the trace (config.trace): a tile command on its engine, or a stall of a core's
+/// front end (agent 0, sc: the instruction it waited at), from the last load().
+struct TraceEvent {
+  int core = 0;
+  int agent = 0;  // Agent: sc, din, dout, mm, vec
+  uint64_t start = 0, cycles = 0;
+  std::string mnemonic;
+  uint32_t pc = 0;
+  int64_t ddr_cycles = 0, l2_cycles = 0;  // a DMA's: what it took of the shared levels
+};
+
 /// Instructions [begin, end) of `core`'s text make up region `region` (Simulator::set_pc_regions).
 struct PcRegion {
   int core = 0;
@@ -127,6 +138,8 @@ class Simulator {
 
   /// Chrome / Perfetto trace of the tile commands (config.trace must be on).
   std::string trace_json() const;
+  /// The same events (empty when config.trace is off).
+  std::vector<TraceEvent> trace_events() const;
   void write_trace(const std::string& path) const;
 
   // ---- state for debuggers ----------------------------------------------------------------

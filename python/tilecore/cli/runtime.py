@@ -1,6 +1,6 @@
 """``tilecore run`` and ``tilecore profile``: run a ``.tcx`` executable and report its figures.
 
-    tilecore run OUT.tcx --inputs IN.npz [-o OUT.npz] [--stats STATS.json] [--trace TRACE.json] [--top K]
+    tilecore run OUT.tcx --inputs IN.npz [-o OUT.npz] [--stats STATS.json] [--trace TRACE.json [--commands]] [--top K]
     tilecore profile OUT.tcx --inputs IN.npz       # per-op table sorted by cycles
 
 IN.npz and OUT.npz are keyed by the model's input and output names. Progress is shown
@@ -66,6 +66,12 @@ def _run(args):
     from ..ffi.error import TilecoreError
 
     try:
+        if getattr(args, "commands", False):  # (the device's simulator records every command)
+            from .. import npu
+
+            target = runtime.device_attributes(npu(args.device))["target"]
+            if "-trace" not in target.split():
+                runtime.npu_configure(args.device, target + " -trace")
         exe = runtime.load_executable(args.executable)
         inputs = _load_inputs(args.inputs)
         prog = _Progress(not getattr(args, "quiet", False))
@@ -84,6 +90,9 @@ def _run(args):
     arg("-o", "--output", help="write the outputs to this .npz"),
     arg("--stats", help="write the statistics (cycles, mac_utilisation, ops) as JSON here"),
     arg("--trace", help="write a Chrome/Perfetto trace here (one track per engine per core)"),
+    arg("--commands", action="store_true",
+        help="with --trace: every tile command of the npu steps on its engine's track too (the simulator "
+             "records them, which makes it slower)"),
     arg("--device", type=int, default=0, help="npu device id (default 0)"),
     arg("--top", type=int, metavar="K", help="print each output's K largest elements (a classifier's top classes)"),
     arg("--quiet", action="store_true", help="no progress bar"),
@@ -92,6 +101,8 @@ def run_cmd(args: argparse.Namespace) -> int:
     from ..runtime.files import save_npz, write_bytes
 
     output = npz_path(args.output) if args.output else None
+    if args.commands and not args.trace:
+        return _fail("--commands adds the tile commands to the trace: give --trace too")
     check_outputs({"-o": output, "--stats": args.stats, "--trace": args.trace},
                   {"executable": args.executable, "--inputs": args.inputs})
     exe, outs, rc = _run(args)

@@ -241,6 +241,23 @@ def test_cli_run_and_profile(exe, tmp_path):
     assert "input `x` is float32[2, 2]; the executable expects x: int8[64, 64]" in r.stderr
 
 
+def test_cli_run_traces_the_tile_commands_with_commands(exe, tmp_path):
+    p, inp, trp, plain = (str(tmp_path / n) for n in ("m.tcx", "in.npz", "t.json", "plain.json"))
+    exe.save(p)
+    np.savez(inp, x=x_input())
+    run = [sys.executable, "-m", "tilecore", "run", p, "--inputs", inp, "--quiet"]
+    r = subprocess.run(run + ["--trace", trp, "--commands"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(run + ["--trace", plain], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    commands = [e for e in json.load(open(trp))["traceEvents"] if e["ph"] == "X" and "pc" in e["args"]]
+    mm = [e for e in commands if e["name"] in ("mm", "mma")]
+    assert mm and all(e["tid"] == 3 for e in mm)  # (the matrix engine's track)
+    assert not [e for e in json.load(open(plain))["traceEvents"] if "pc" in e.get("args", {})]
+    r = subprocess.run(run + ["--commands"], capture_output=True, text=True)
+    assert r.returncode == 1 and "--commands adds the tile commands to the trace: give --trace too" in r.stderr
+
+
 def test_inputs_as_dlpack_and_ndarrays(exe):
     class Producer:  # only the DLPack protocol
         def __init__(self, a):

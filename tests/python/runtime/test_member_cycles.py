@@ -152,3 +152,30 @@ def test_the_profile_lists_each_node_a_step_computes_under_it():
         assert "computed by the row above" in lines[at]
         above = next(ln for ln in reversed(lines[:at]) if ln.split()[:1] != ["+"])
         assert above.split()[0] == host, above
+
+
+@pytest.mark.npu
+def test_a_tracing_simulator_puts_every_tile_command_in_the_trace():
+    """On a device whose simulator records its commands (`tilecore run --trace --commands`),
+    the trace also holds each tile command on its engine's track, inside its step: as many as
+    the step's statistics count, their DDR cycles the step's. (A device of its own: tracing
+    slows the simulator for whoever runs next.)"""
+    dev = 3
+    runtime = tilecore.runtime
+    target = runtime.device_attributes(tilecore.npu(dev))["target"]
+    runtime.npu_configure(dev, target + " -trace")
+    try:
+        exe = tilecore.compile(dense_norm_dense(), target="npu -cores=4")
+        exe.run({"x": RNG.standard_normal((128, 256)).astype(np.float32)}, device=dev)
+        (op,) = [o for o in exe.stats()["ops"] if o["op_type"] == "Group"]
+        events = exe.trace()["traceEvents"]
+        (start,) = {e["ts"] for e in events if e["ph"] == "X" and e["name"] == op["node"]}
+        commands = [e for e in events if e["ph"] == "X" and "pc" in e["args"] and e["tid"] > 0]
+        assert len(commands) == op["commands"] > 0
+        assert {e["name"] for e in commands} >= {"mm", "dma.in", "dma.out"}
+        end = start + op["cycles"] / 1000.0
+        assert all(start <= e["ts"] and e["ts"] + e["dur"] <= end + 1e-9 for e in commands)
+        assert sum(e["args"].get("ddr_cycles", 0) for e in commands) == op["ddr_cycles"]
+        del exe
+    finally:
+        runtime.npu_configure(dev, target)
