@@ -614,20 +614,7 @@ std::string BuildTrace(const RunRecord& r) {
         }
       }
       // its tile commands (and the front end's stalls), inside the step's slices
-      for (const sim::TraceEvent& e : rec.commands) {
-        std::snprintf(buf, sizeof buf,
-                      ",\n{\"ph\": \"X\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, "
-                      "\"ts\": %.3f, \"dur\": %.3f, \"args\": {\"pc\": %u",
-                      e.mnemonic.c_str(), e.core, e.agent, double(timeline_ns + e.start) / 1000.0,
-                      double(e.cycles) / 1000.0, e.pc);
-        trace += buf;
-        if (e.ddr_cycles || e.l2_cycles) {
-          std::snprintf(buf, sizeof buf, ", \"ddr_cycles\": %lld, \"l2_cycles\": %lld",
-                        (long long)e.ddr_cycles, (long long)e.l2_cycles);
-          trace += buf;
-        }
-        trace += "}}";
-      }
+      for (const sim::TraceEvent& e : rec.commands) sim::AppendTraceEvent(&trace, e, timeline_ns);
       if (rec.members) {
         // each member's stretch on each core, as async slices (members may overlap)
         const std::vector<GroupMember>& members = *rec.members;

@@ -268,6 +268,7 @@ class Machine {
   bool finished() const;
   Stats stats() const;
   std::string trace_json() const;
+  std::vector<sim::TraceEvent> trace_events() const;  // `trace` as Simulator gives it
 
   // ---- used by semantics and engines ----
   [[noreturn]] void fault(SimError::Kind kind, const Core& c, uint32_t pc,

@@ -108,14 +108,7 @@ bool Simulator::finished() const { return m_->finished(); }
 Stats Simulator::stats() const { return m_->stats(); }
 const std::vector<Hazard>& Simulator::hazards() const { return m_->hazards; }
 std::string Simulator::trace_json() const { return m_->trace_json(); }
-std::vector<TraceEvent> Simulator::trace_events() const {
-  std::vector<TraceEvent> out;
-  out.reserve(m_->trace.size());
-  for (const auto& e : m_->trace)
-    out.push_back({e.core, e.agent, e.start, e.dur, std::string(arch::info(e.op).mnemonic), e.pc,
-                   e.occ_ddr, e.occ_l2});
-  return out;
-}
+std::vector<TraceEvent> Simulator::trace_events() const { return m_->trace_events(); }
 
 void Simulator::write_trace(const std::string& path) const {
   std::ofstream f(path, std::ios::binary);

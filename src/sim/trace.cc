@@ -30,22 +30,34 @@ std::string Machine::trace_json() const {
       s += buf;
     }
   }
-  for (const auto& e : trace) {
-    std::snprintf(buf, sizeof buf,
-                  ",\n{\"ph\": \"X\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, "
-                  "\"dur\": %.3f, \"args\": {\"pc\": %u",
-                  std::string(arch::info(e.op).mnemonic).c_str(), e.core, e.agent,
-                  double(e.start) / 1000.0, double(e.dur) / 1000.0, e.pc);
-    s += buf;
-    // A DMA's share of the shared levels: what its bytes cost the DDR and the L2 bus.
-    if (e.occ_ddr || e.occ_l2) {
-      std::snprintf(buf, sizeof buf, ", \"ddr_cycles\": %lld, \"l2_cycles\": %lld",
-                    (long long)e.occ_ddr, (long long)e.occ_l2);
-      s += buf;
-    }
-    s += "}}";
-  }
+  for (const sim::TraceEvent& e : trace_events()) AppendTraceEvent(&s, e);
   return s + "\n]}\n";
+}
+
+std::vector<sim::TraceEvent> Machine::trace_events() const {
+  std::vector<sim::TraceEvent> out;
+  out.reserve(trace.size());
+  for (const auto& e : trace)
+    out.push_back({e.core, e.agent, e.start, e.dur, std::string(arch::info(e.op).mnemonic), e.pc,
+                   e.occ_ddr, e.occ_l2});
+  return out;
+}
+
+void AppendTraceEvent(std::string* json, const TraceEvent& e, uint64_t offset) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                ",\n{\"ph\": \"X\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, "
+                "\"dur\": %.3f, \"args\": {\"pc\": %u",
+                e.mnemonic.c_str(), e.core, e.agent, double(offset + e.start) / 1000.0,
+                double(e.cycles) / 1000.0, e.pc);
+  *json += buf;
+  // A DMA's share of the shared levels: what its bytes cost the DDR and the L2 bus.
+  if (e.ddr_cycles || e.l2_cycles) {
+    std::snprintf(buf, sizeof buf, ", \"ddr_cycles\": %lld, \"l2_cycles\": %lld",
+                  (long long)e.ddr_cycles, (long long)e.l2_cycles);
+    *json += buf;
+  }
+  *json += "}}";
 }
 
 }  // namespace tilecore::sim

@@ -106,19 +106,18 @@ class Planner : public IRVisitor {
     // read beside a live pinned buffer of that bank (a tile a layer group's member before
     // loaded, pinned just above the small buffers) goes on top of the others instead, in
     // another bank, when it fits there: the command reading both would pay twice.
-    bool small = s == 0 && bytes <= kSmall;
-    const bool moved = small && PinnedPartnerInBank(b->data.get(), AlignUp(small_top_, kAlign)) &&
-                       !PinnedPartnerInBank(b->data.get(), AlignUp(top_[0], kAlign)) &&
-                       !SharesBankWithPartner(b->data.get(), AlignUp(top_[0], kAlign), bytes) &&
-                       AlignUp(top_[0], kAlign) + bytes <= cap_[0];
-    int64_t& top = small && !moved ? small_top_ : top_[s];
+    const bool small = s == 0 && bytes <= kSmall;
+    const int64_t above = AlignUp(top_[0], kAlign);  // (the others' top)
+    const bool stacked =
+        small && !(PinnedPartnerInBank(b->data.get(), AlignUp(small_top_, kAlign)) &&
+                   !PinnedPartnerInBank(b->data.get(), above) &&
+                   !SharesBankWithPartner(b->data.get(), above, bytes) && above + bytes <= cap_[0]);
+    int64_t& top = stacked ? small_top_ : top_[s];
     int64_t saved = top;
     int64_t offset = AlignUp(top, kAlign);
     // A buffer starts at a bank when it fits (engines reading two sources from one bank pay
     // twice).
-    if (moved)
-      small = false;  // (its place is taken: the others' top)
-    else if (s == 0 && !small && !packed_ && AlignUp(top, kBank) + bytes <= cap_[0])
+    if (s == 0 && !small && !packed_ && AlignUp(top, kBank) + bytes <= cap_[0])
       offset = AlignUp(top, kBank);
     else if (s == 0 && !small && SharesBankWithPartner(b->data.get(), offset, bytes) &&
              AlignUp(offset, kBank) + bytes <= cap_[0])
@@ -139,7 +138,7 @@ class Planner : public IRVisitor {
     }
     top = offset + bytes;
     peak_[s] = std::max(peak_[s], top);
-    if (small) small_peak_ = std::max(small_peak_, top);
+    if (stacked) small_peak_ = std::max(small_peak_, top);
     plan_.Set(b->data, Array<int64_t>{offset, bytes, s == 0 ? offset / kBank : -1});
     if (s == 0) live_at_[b->data.get()] = {offset, bytes};
     VisitStmt(op->body);

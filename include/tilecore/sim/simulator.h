@@ -55,6 +55,11 @@ struct TraceEvent {
   int64_t ddr_cycles = 0, l2_cycles = 0;  // a DMA's: what it took of the shared levels
 };
 
+/// Appends `e` to `json` as a Chrome/Perfetto complete event (",\n{...}": its mnemonic on
+/// its core's agent track, its pc, a DMA's DDR and L2 cycles), `offset` cycles later than it
+/// ran (Simulator::trace_json's events; a run's trace, where each step starts later).
+void AppendTraceEvent(std::string* json, const TraceEvent& e, uint64_t offset = 0);
+
 /// Instructions [begin, end) of `core`'s text make up region `region` (Simulator::set_pc_regions).
 struct PcRegion {
   int core = 0;
