@@ -36,9 +36,9 @@ def _erf_scipy(x):
 
 def erf_float32(name: str, x: np.ndarray, exact: Any) -> np.ndarray:
     """``ir.<name>`` (src/ir/reference_erf.cc: ReferenceErf or ReferenceGelu) of a float32
-    array: the values scipy's float32 erf gives, several times faster. The few elements it
-    cannot round surely and NaN arguments (it leaves them NaN and counts them) are ``exact``
-    of theirs."""
+    array: the values scipy's float32 erf gives, several times faster, without importing
+    scipy. NaN arguments (it leaves them NaN and counts them) are ``exact`` of theirs, and so
+    are, where long double is no wider than double, the few elements it cannot round surely."""
     from .. import _ffi_api
     from ..graph import to_ffi_array
 
