@@ -4,9 +4,12 @@
 #include "tilecore/compiler/weight_prefetch.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "kernel_util.h"
 #include "tilecore/arch/params.h"
@@ -36,69 +39,133 @@ bool IsCall(const Stmt& s, const char* op) {
   return c && c->op == op;
 }
 
-/*! \brief Loops of at most this many trips are counted trip by trip in SlotsRun (their
+/*! \brief Loops of at most this many trips are counted trip by trip by SlotCounter (their
  * variable known in the conditions inside: an item loop's guard of the last, short round). */
 constexpr int64_t kSlotsTripByTrip = 16;
 
-/*! \brief How many `slot` commands core `c` runs in `s`: `core` is `c` (and, `by_round`, the
- * variable of each enclosing loop of at most kSlotsTripByTrip trips its trip) in trip counts
- * and conditions (a core's share of the items, the core with an item of its own, the last
- * round of items that only some cores have), other constant trip counts multiplied, a loop of
- * unknown count taken once, the larger branch of an if neither provably taken. */
-int64_t SlotsRun(const Stmt& s, const char* slot,
-                 std::vector<std::pair<const VarNode*, int64_t>>* known, transform::Analyzer* an,
-                 bool by_round) {
-  if (!s.defined()) return 0;
-  if (IsCall(s, slot)) return 1;
-  auto at = [&](const PrimExpr& e) {
+/*! \brief How many `slot` commands core `c` runs in a statement: `core` is `c` (and, `by_round`,
+ * the variable of each enclosing loop of at most kSlotsTripByTrip trips its trip) in trip
+ * counts and conditions (a core's share of the items, the core with an item of its own, the
+ * last round of items that only some cores have), other constant trip counts multiplied, a
+ * loop of unknown count taken once, the larger branch of an if neither provably taken.
+ * A statement without `slot` commands is not walked, and a short loop whose variable no trip
+ * count or condition inside reads is counted once and multiplied: every trip counts the same
+ * (a group's members are walked once per core and slot kind; ConvNeXt-T's 123, trip by trip
+ * through their 7 x 7 taps, were most of its GroupKernels' time). */
+class SlotCounter {
+ public:
+  SlotCounter(const char* slot, bool by_round) : slot_(slot), by_round_(by_round) {}
+
+  int64_t Run(const Stmt& s, const Var& core, int64_t c) {
+    known_ = {{core.get(), c}};
+    return Count(s);
+  }
+
+ private:
+  int64_t Count(const Stmt& s) {
+    if (!s.defined() || !HasSlot(s)) return 0;
+    if (IsCall(s, slot_)) return 1;
+    if (const auto* f = s.as<ForNode>()) {
+      auto e = as_const_int(At(f->extent));
+      auto m = as_const_int(At(f->min));
+      if (by_round_ && e && m && *e <= kSlotsTripByTrip && ReadInControl(f)) {
+        int64_t n = 0;
+        for (int64_t t = 0; t < *e; ++t) {
+          known_.emplace_back(f->loop_var.get(), *m + t);
+          n += Count(f->body);
+          known_.pop_back();
+        }
+        return n;
+      }
+      return (e ? std::max<int64_t>(*e, 0) : 1) * Count(f->body);
+    }
+    if (const auto* q = s.as<SeqStmtNode>()) {
+      int64_t n = 0;
+      for (const Stmt& x : q->seq) n += Count(x);
+      return n;
+    }
+    if (const auto* i = s.as<IfThenElseNode>()) {
+      const PrimExpr cond = At(i->condition);
+      if (auto k = as_const_int(cond)) return Count(*k ? i->then_case : i->else_case);
+      return std::max(Count(i->then_case), Count(i->else_case));
+    }
+    if (const auto* a = s.as<AllocateNode>()) return Count(a->body);
+    if (const auto* w = s.as<WhileNode>()) return Count(w->body);
+    return 0;
+  }
+
+  PrimExpr At(const PrimExpr& e) {
     if (as_const_int(e)) return e;  // (most trip counts: nothing to substitute)
-    return an->Simplify(Substitute(e, [&](const VarNode* v) -> std::optional<PrimExpr> {
-      for (const auto& [var, value] : *known)
+    return an_.Simplify(Substitute(e, [&](const VarNode* v) -> std::optional<PrimExpr> {
+      for (const auto& [var, value] : known_)
         if (v == var) return PrimExpr(I32(value));
       return std::nullopt;
     }));
-  };
-  if (const auto* f = s.as<ForNode>()) {
-    auto e = as_const_int(at(f->extent));
-    auto m = as_const_int(at(f->min));
-    if (by_round && e && m && *e <= kSlotsTripByTrip) {
-      int64_t n = 0;
-      for (int64_t t = 0; t < *e; ++t) {
-        known->emplace_back(f->loop_var.get(), *m + t);
-        n += SlotsRun(f->body, slot, known, an, by_round);
-        known->pop_back();
-      }
-      return n;
-    }
-    return (e ? std::max<int64_t>(*e, 0) : 1) * SlotsRun(f->body, slot, known, an, by_round);
   }
-  if (const auto* q = s.as<SeqStmtNode>()) {
-    int64_t n = 0;
-    for (const Stmt& x : q->seq) n += SlotsRun(x, slot, known, an, by_round);
-    return n;
-  }
-  if (const auto* i = s.as<IfThenElseNode>()) {
-    const PrimExpr cond = at(i->condition);
-    if (auto k = as_const_int(cond))
-      return SlotsRun(*k ? i->then_case : i->else_case, slot, known, an, by_round);
-    return std::max(SlotsRun(i->then_case, slot, known, an, by_round),
-                    SlotsRun(i->else_case, slot, known, an, by_round));
-  }
-  if (const auto* a = s.as<AllocateNode>()) return SlotsRun(a->body, slot, known, an, by_round);
-  if (const auto* w = s.as<WhileNode>()) return SlotsRun(w->body, slot, known, an, by_round);
-  return 0;
-}
 
-/*! \brief The fewest `slot` commands a core of `cores` that runs any runs in `s` (SlotsRun;
+  /*! \brief Whether `s` holds a `slot` command where Count looks. */
+  bool HasSlot(const Stmt& s) {
+    if (!s.defined()) return false;
+    auto it = has_slot_.find(s.get());
+    if (it != has_slot_.end()) return it->second;
+    bool has = IsCall(s, slot_);
+    if (const auto* f = s.as<ForNode>()) has = HasSlot(f->body);
+    if (const auto* q = s.as<SeqStmtNode>())
+      for (const Stmt& x : q->seq) has = has || HasSlot(x);
+    if (const auto* i = s.as<IfThenElseNode>())
+      has = HasSlot(i->then_case) || HasSlot(i->else_case);
+    if (const auto* a = s.as<AllocateNode>()) has = HasSlot(a->body);
+    if (const auto* w = s.as<WhileNode>()) has = HasSlot(w->body);
+    has_slot_.emplace(s.get(), has);
+    return has;
+  }
+
+  /*! \brief Whether a trip count, loop start or condition Count reads inside `f` reads its
+   * variable. */
+  bool ReadInControl(const ForNode* f) {
+    auto it = read_in_control_.find(f);
+    if (it != read_in_control_.end()) return it->second;
+    const VarNode* var = f->loop_var.get();
+    auto reads = [&](const PrimExpr& e) {
+      return UsesVar(e, [&](const VarNode* v) { return v == var; });
+    };
+    std::function<bool(const Stmt&)> walk = [&](const Stmt& s) -> bool {
+      if (!s.defined()) return false;
+      if (const auto* g = s.as<ForNode>())
+        return reads(g->extent) || reads(g->min) || walk(g->body);
+      if (const auto* q = s.as<SeqStmtNode>()) {
+        for (const Stmt& x : q->seq)
+          if (walk(x)) return true;
+        return false;
+      }
+      if (const auto* i = s.as<IfThenElseNode>())
+        return reads(i->condition) || walk(i->then_case) || walk(i->else_case);
+      if (const auto* a = s.as<AllocateNode>()) return walk(a->body);
+      if (const auto* w = s.as<WhileNode>()) return walk(w->body);
+      return false;
+    };
+    const bool read = walk(f->body);
+    read_in_control_.emplace(f, read);
+    return read;
+  }
+
+  const char* slot_;
+  bool by_round_;
+  std::vector<std::pair<const VarNode*, int64_t>> known_;
+  transform::Analyzer an_;
+  std::unordered_map<const Object*, bool> has_slot_;
+  std::unordered_map<const ForNode*, bool> read_in_control_;
+};
+
+/*! \brief The fewest `slot` commands a core of `cores` that runs any runs in `s` (SlotCounter;
  * 0 when none does): spread over more, a core with fewer items would leave its share to
  * after its work. (A core without items issues its pieces at once: it has no work to wait.) */
 int64_t FewestSlotsRun(const Stmt& s, const char* slot, const Var& core, int64_t cores,
                        bool by_round) {
-  transform::Analyzer an;
+  SlotCounter counter(slot, by_round);
   int64_t fewest = 0;
   for (int64_t c = 0; c < std::max<int64_t>(cores, 1); ++c) {
-    std::vector<std::pair<const VarNode*, int64_t>> known{{core.get(), c}};
-    const int64_t n = SlotsRun(s, slot, &known, &an, by_round);
+    const int64_t n = counter.Run(s, core, c);
     if (n > 0) fewest = fewest == 0 ? n : std::min(fewest, n);
   }
   return fewest;
