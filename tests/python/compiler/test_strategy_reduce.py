@@ -190,6 +190,35 @@ def test_int8_mean_on_the_matrix_engine(shape, hazard_checked):
     assert hazard_checked() == []
 
 
+@pytest.mark.parametrize("shape,fill", [((1, 32, 112, 112), None), ((1, 8, 67, 67), None),
+                                        ((1, 6, 72, 72), -128), ((1, 6, 72, 72), 127), ((1, 4, 1, 4099), None),
+                                        ((1, 4, 56, 56), None)])
+def test_int8_mean_folds_runs_of_codes_in_int16(shape, fill, hazard_checked):
+    """The pipelined vector plan of an int8 mean converts the codes to int16 and folds runs
+    of at most 255 of them there (exact: 255 x 128 fits), then the runs' sums in f32, where
+    its rows are too long for the matrix engine's plan (over 4,096 codes): the exact bits of
+    the sum (numpy's, rounded once, times the same f32), also at codes all at an end of the
+    range; a row no run of 32 to 255 codes divides (4,099, a prime) and a row the matrix engine
+    takes (56 x 56) keep the f32 conversion."""
+    from strategy_util import run_lowered
+
+    rng = np.random.default_rng(9)
+    q = rng.integers(-128, 128, shape).astype(np.int8) if fill is None else np.full(shape, fill, np.int8)
+    scale, zero_point = 0.0173, -119
+    r = shape[2] * shape[3]
+    sums = q.astype(np.int64).sum(axis=(2, 3), keepdims=True) - r * zero_point
+    want = sums.astype(np.float32) * np.float32(scale / r)
+    attrs = {"tc_x_scale": scale, "tc_x_zero_point": zero_point, "tc_reduce_pipeline": 1, "tc_reduce_matrix": 0}
+    y = np.zeros(shape[:2] + (1, 1), np.float32)
+    run_lowered("GlobalAveragePool", attrs, [q], [y])
+    np.testing.assert_array_equal(y, want)
+    assert hazard_checked() == []
+    f = compiler.LowerOp("GlobalAveragePool", attrs, [compiler.TensorSpec(shape, "int8")],
+                         [compiler.TensorSpec(y.shape, "float32")])
+    assert ('"int16"' in str(f)) == (shape[2:] not in ((1, 4099), (56, 56)))
+    assert compiler.estimate_cost(f)["engine_busy"][0]["sc"] < 2000  # (the folds are vector commands)
+
+
 def test_int8_matrix_mean_gives_every_core_the_fewest_blocks(hazard_checked):
     """A squeeze on the matrix engine splits each core's share of the rows into as few
     products as its blocks of 16 rows need, the same on every core: 72 channels (18 rows a
