@@ -551,9 +551,15 @@ void NpuEmitter::Stmt(const ir::Stmt& s) {
 void NpuEmitter::StmtInner(const ir::Stmt& s) {
   const Object* n = s.get();
   switch (NodeKindOf(n)) {
-    case NodeKind::kSeqStmt:
-      for (const ir::Stmt& x : static_cast<const SeqStmtNode*>(n)->seq) Stmt(x);
+    case NodeKind::kSeqStmt: {
+      const auto& seq = static_cast<const SeqStmtNode*>(n)->seq;
+      for (size_t i = 0; i < seq.size();) {
+        const size_t run = StoreConstantRun(seq, i);
+        if (run == 0) Stmt(seq[i]);
+        i += std::max<size_t>(run, 1);
+      }
       return;
+    }
     case NodeKind::kBufferStore:
       return Store(static_cast<const BufferStoreNode*>(n));
     case NodeKind::kLetStmt: {
@@ -645,6 +651,54 @@ void NpuEmitter::Store(const BufferStoreNode* st) {
   E(op, {O::X(v.r), Mem(a)});
   Free(a.base);
   Free(v);
+}
+
+size_t NpuEmitter::StoreConstantRun(const Array<ir::Stmt>& seq, size_t i) {
+  if (cores_ > 1 && !in_cores_) return 0;  // (outside a cores loop: core 0's, each guarded)
+  auto scalar_store = [](const ir::Stmt& s) -> const BufferStoreNode* {
+    const auto* st = s.as<BufferStoreNode>();
+    if (!st || st->indices.size() != 1 || st->predicate.defined() || st->value.dtype().is_vector())
+      return nullptr;
+    return st;
+  };
+  const BufferStoreNode* first = scalar_store(seq[i]);
+  if (!first) return 0;
+  const Buffer& b = first->buffer;
+  const int64_t es = b->dtype.lane_bytes();
+  auto at = plan_.find(b->data.get());
+  auto idx0 = as_const_int(first->indices[0]);
+  if (!(b->dtype.is_int() || b->dtype.is_uint()) || (es != 1 && es != 2 && es != 4) ||
+      at == plan_.end() || SpaceOf(std::string(b->scope.view())) != arch::Space::L1 || !idx0 ||
+      (at->second + *idx0 * es) % kVecBytes != 0)
+    return 0;
+  const size_t per = size_t(kVecBytes / es);
+  std::vector<uint8_t> bytes;
+  size_t n = 0;
+  for (; i + n < seq.size(); ++n) {
+    const BufferStoreNode* st = scalar_store(seq[i + n]);
+    if (!st || st->buffer->data.get() != b->data.get()) break;
+    auto idx = as_const_int(st->indices[0]);
+    auto v = as_const_int(st->value);
+    if (!idx || !v || *idx != *idx0 + int64_t(n)) break;
+    for (int64_t k = 0; k < es; ++k) bytes.push_back(uint8_t(uint64_t(*v) >> (8 * k)));
+  }
+  n = n / per * per;
+  if (n == 0) return 0;
+  std::string saved_loc = b_.location();
+  b_.SetLocation(Location(seq[i]));
+  SyncFrontEnd(b);
+  const int64_t dst = at->second + *idx0 * es;
+  const int v = AllocV();
+  for (size_t k = 0; k < n / per; ++k) {
+    const int64_t src = b_.Data(std::span<const uint8_t>(bytes.data() + k * kVecBytes, kVecBytes),
+                                true, "constant stores", kVecBytes);
+    E(Op::Vld, {O::V(v), O::Mem(arch::Space::L1, 0, src)});
+    E(Op::Vst, {O::V(v), O::Mem(arch::Space::L1, 0, dst + int64_t(k) * kVecBytes)},
+      TC1Type(b->dtype));
+  }
+  Free(VR{v, true});
+  b_.SetLocation(saved_loc);
+  return n;
 }
 
 void NpuEmitter::Loop(const ForNode* f) {

@@ -193,6 +193,11 @@ class NpuEmitter {
   void Stmt(const ir::Stmt& s);
   void StmtInner(const ir::Stmt& s);
   void Store(const ir::BufferStoreNode* st);
+  /// Constant scalar stores from seq[i] on into consecutive elements of an L1 buffer (a
+  /// lookup table filled at a member's start: 64 words), as 32-byte chunks: each chunk's
+  /// bytes in the data segment, one vld and one vst where a li and a store took each
+  /// element. The count of stores taken (whole chunks from an aligned first element), 0 for none.
+  size_t StoreConstantRun(const ffi::Array<ir::Stmt>& seq, size_t i);
   void Loop(const ir::ForNode* f);
   void CoresLoop(const ir::ForNode* f);
   void EffectCall(const ir::CallNode* c);

@@ -319,6 +319,35 @@ def test_vector_engine_lookup_table(index, out):
     np.testing.assert_array_equal(c[2], want)
 
 
+def test_constant_stores_into_l1_are_written_32_bytes_at_a_time():
+    # a table filled element by element with constants (a lookup table's 64 words): whole
+    # aligned 32-byte chunks come from the data segment (vld, vst), the rest as stores
+    ib = ir.IRBuilder("const_table")
+    W = ib.buffer_param("W", (64,), "int32")
+    H = ib.buffer_param("H", (37,), "int8")
+    Tw = ib.allocate("int32", (64,), name="Tw", scope="local")
+    Th = ib.allocate("int8", (37,), name="Th", scope="local")
+    words = RNG.integers(-2**31, 2**31, 64).astype("int32")
+    small = RNG.integers(-128, 128, 37).astype("int8")
+    for k, v in enumerate(words):
+        Tw[k] = ir.const(int(v), "int32")
+    for k, v in enumerate(small):
+        Th[k] = ir.const(int(v), "int8")
+    ib.call("tile.dma_copy", W[0:64], Tw[0:64], 0)
+    ib.call("tile.dma_copy", H[0:37], Th[0:37], 0)
+    ib.call("tile.wait", 0)
+    f = ib.get()
+    npu, c = both(f, np.zeros(64, "int32"), np.zeros(37, "int8"))
+    np.testing.assert_array_equal(npu[0], words)
+    np.testing.assert_array_equal(npu[1], small)
+    np.testing.assert_array_equal(c[0], words)
+    ops = [ln.split()[0] for ln in tilecore.build(f, target="npu").get_source().splitlines()
+           if ln.startswith(" ") and not ln.strip().startswith((".", "#"))]
+    # (the kernel's own zeroed words, stored before, join the int32 run)
+    assert ops.count("vst.i32") >= 8 and ops.count("vst.i8") == 1
+    assert ops.count("li") <= 4 + 5 and ops.count("sb") == 5  # the int8 table's last 5 bytes
+
+
 def test_vector_engine_lookup_table_checks_its_operands():
     ib = ir.IRBuilder("lut_bad")
     A = ib.allocate("int16", (8,), name="A", scope="local")
