@@ -269,7 +269,9 @@ PrimFunc LowerConv(const OpCall& call) {
   // Over a few positions (a squeeze-excite's fc2 to 672 channels) such a block may exceed
   // TM0, one a core instead of two on some, while its two weight tiles take at most
   // kFewPositionsWeightBytes: each item's chain of DDR latencies is what the member takes.
-  if (uneven(items_of(tms.back()))) {
+  // (Offered there even when halved blocks split evenly: blocks of 32 to 1,152 channels are
+  // 36 items, nine chains a core, where one block of 288 a core is one.)
+  if (uneven(items_of(tms.back())) || few_positions) {
     const int64_t rows_mm = MatrixBlockRows(ot);
     const int64_t share = (g.Mg + call.cores - 1) / call.cores;
     const int64_t tm = (share + rows_mm - 1) / rows_mm * rows_mm;
