@@ -17,7 +17,9 @@
 //   - Buffer parameters are DDR addresses read from the argument block
 //     (runtime/npu_module.h); local (L1) and shared (L2) buffers sit where
 //     PlanLocalMemory put them ("memory_plan"). Descriptors, scratch words and
-//     spill slots live in an L1 data segment just above the planned buffers.
+//     spill slots live in an L1 data segment just above the planned buffers, and so
+//     do the bytes of constant stores into consecutive L1 elements (a lookup table),
+//     copied 32 aligned bytes at a time by a vld and a vst.
 //   - Registers: x1-x3 address scratch, the last two x registers the issued
 //     vector / matrix command counts, the rest a pool (sized from arch::tc1) for
 //     variables (loop variables, lets, scalar parameters) and expression

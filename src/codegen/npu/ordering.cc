@@ -251,9 +251,19 @@ void NpuEmitter::OrderAfterReuse(const Buffer& b) {
   if (it == reused_.end()) return;
   const int old = it->second;
   const int mine = engines_.count(b->data.get()) ? engines_[b->data.get()] : 0;
+  // (a wait for every command issued is left out where the queue made one since the last
+  // label and the engine has issued none since: the allocations at an item's or a member's
+  // start each asked for the same ones)
+  auto wait_issued = [&](O queue, arch::Engine engine) {
+    const int slot = Slot(engine);
+    auto& upto = waited_upto_[{queue.reg, slot}];
+    if (upto.second >= b_.last_bind() && upto.first >= issued_[slot]) return;
+    upto = {issued_[slot], b_.size()};
+    WaitFor(queue, engine, CountReg(slot));
+  };
   auto wait_all = [&](O queue, int engines) {
-    if (engines & 1) WaitFor(queue, arch::Engine::Matrix, kMmCount);
-    if (engines & 2) WaitFor(queue, arch::Engine::Vector, kVecCount);
+    if (engines & 1) wait_issued(queue, arch::Engine::Matrix);
+    if (engines & 2) wait_issued(queue, arch::Engine::Vector);
   };
   wait_all(O::Queue(arch::Engine::DmaIn), old);
   wait_all(O::Queue(arch::Engine::DmaOut), old);

@@ -348,6 +348,47 @@ def test_constant_stores_into_l1_are_written_32_bytes_at_a_time():
     assert ops.count("li") <= 4 + 5 and ops.count("sb") == 5  # the int8 table's last 5 bytes
 
 
+def test_buffers_reusing_memory_wait_once_for_what_used_it():
+    # B0..B2 each take part of A's memory, which the vector engine used: the DMA-in queue
+    # waits once for the vector engine's commands before their loads, not once a buffer
+    # (no vector command issued between); checked in the simulator's hazard mode
+    from tilecore import runtime
+
+    n = 16384  # 64 KiB of f32
+    ib = ir.IRBuilder("reuse_waits")
+    X = ib.buffer_param("X", (3 * n,), "float32")
+    Y = ib.buffer_param("Y", (3 * n,), "float32")
+    with ib.for_range(0, 1, name="first"):
+        A = ib.allocate("float32", (3 * n,), name="A", scope="local")
+        ib.call("tile.dma_copy", A[0:3 * n], X[0:3 * n], 0)
+        ib.call("tile.wait", 0)
+        ib.call("tile.vec_add", A[0:3 * n], A[0:3 * n], A[0:3 * n])
+        ib.call("tile.dma_copy", Y[0:3 * n], A[0:3 * n], 1)
+        ib.call("tile.wait", 1)
+    with ib.for_range(0, 1, name="second"):
+        bufs = [ib.allocate("float32", (n,), name=f"B{k}", scope="local") for k in range(3)]
+        for k, B in enumerate(bufs):
+            ib.call("tile.dma_copy", B[0:n], Y[k * n:(k + 1) * n], 0)
+        ib.call("tile.wait", 0)
+        for k, B in enumerate(bufs):
+            ib.call("tile.vec_add", B[0:n], B[0:n], B[0:n])
+            ib.call("tile.dma_copy", Y[k * n:(k + 1) * n], B[0:n], 1)
+        ib.call("tile.wait", 1)
+    f = ib.get()
+    src = tilecore.build(f, target="npu").get_source()
+    assert src.count("wait din, vec, x30") == 1
+    x = rand(3 * n, "float32")
+    runtime.npu_configure(0, "npu -cores=4 -mode=hazard")
+    try:
+        npu, c = both(f, x, np.zeros(3 * n, "float32"))
+        hazards = [h["message"] for h in runtime.npu_simulator(0).hazards() if h["space"] != "ddr"]
+    finally:
+        runtime.npu_configure(0, "npu -cores=4")
+    assert hazards == []
+    np.testing.assert_array_equal(npu[1], x * np.float32(4))
+    np.testing.assert_array_equal(c[1], npu[1])
+
+
 def test_vector_engine_lookup_table_checks_its_operands():
     ib = ir.IRBuilder("lut_bad")
     A = ib.allocate("int16", (8,), name="A", scope="local")
