@@ -595,11 +595,17 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
           if (three_stage)  // the next group's buffers may take these addresses
             tile = Seq({tile, Intrin("tile.wait", {I32(4)}), Intrin("tile.wait", {I32(5)})});
           if (matrix) {  // zero once: the items write only the diagonal blocks
+            // int8: A - A on the vector engine, whose queue orders it before the items'
+            // copies into the diagonal, while their first loads start on the DMA engines (a
+            // fill held the DMA-in engine ahead of them, and the front end until it ended);
+            // a narrow float's A - A may be NaN: those are filled
             std::vector<Stmt> zero;
-            for (const Work& w : works)
-              zero.push_back(Intrin("tile.dma_fill",
-                                    {Region(w.A, {I32(0), I32(0)}, {cc, bk}), F32(0), I32(0)}));
-            zero.push_back(Intrin("tile.wait", {I32(0)}));
+            for (const Work& w : works) {
+              BufferRegion a = Region(w.A, {I32(0), I32(0)}, {cc, bk});
+              zero.push_back(q ? Intrin("tile.vec_sub", {a, a, a})
+                               : Intrin("tile.dma_fill", {a, F32(0), I32(0)}));
+            }
+            if (!q) zero.push_back(Intrin("tile.wait", {I32(0)}));
             zero.push_back(tile);
             tile = Seq(zero);
           }

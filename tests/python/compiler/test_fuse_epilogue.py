@@ -344,6 +344,23 @@ def test_depthwise_int8(c, hw, k, stride, x_int8, residual, y_int8, act, matrix,
                          tc_depthwise_matrix=matrix, tc_pipeline=pipeline)
 
 
+@pytest.mark.parametrize("shifted", [0, 1])
+def test_depthwise_int8_matrix_zeroes_its_weights_on_the_vector_engine(shifted, hazard_checked):
+    """The int8 matrix form zeroes its block-diagonal weights once with A - A on the vector
+    engine (a DMA fill held the DMA-in engine, and the front end, ahead of the first loads):
+    bit-exact against numpy, every L1 access ordered; an f16 form keeps the fill (its A - A
+    may be NaN)."""
+    attrs, ins, out = check_depthwise_int8(32, 28, 3, 1, True, False, True, "Relu", hazard_checked,
+                                           tc_depthwise_matrix=1, tc_pipeline=2, tc_depthwise_shifted=shifted)
+    text = tilecore.ir.script(compiler.LowerOp("Conv", attrs, ins, [out]))
+    assert "tile.vec_sub(Abd" in text and "tile.dma_fill(Abd" not in text
+    f16 = {k: v for k, v in attrs.items() if not k.startswith(("tc_x_", "tc_y_"))}
+    f16.update(tc_precision="f16")
+    specs = [compiler.TensorSpec((1, 32, 28, 28), "float32"), compiler.TensorSpec((32, 1, 3, 3), "float32")]
+    text = tilecore.ir.script(compiler.LowerOp("Conv", f16, specs, [compiler.TensorSpec((1, 32, 28, 28), "float32")]))
+    assert "tile.dma_fill(Abd" in text and "tile.vec_sub(Abd" not in text
+
+
 @pytest.mark.parametrize("c,hw,k,stride,x_int8,residual,y_int8,act", [
     (400, 14, 3, 1, True, False, True, "Clip"),   # items of 41 channels: blocks of 16, 16 and 9
     (288, 14, 5, 2, True, False, True, "Relu"),   # MNASNet's 5x5 stride 2 to 7x7: two blocks an item
