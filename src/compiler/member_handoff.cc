@@ -64,12 +64,16 @@ const CallNode* DmaCall(const Stmt& s) {
   return c;
 }
 
-/*! \brief Whether `cond` is `core == k` for a constant k: a strategy's single item, run by
- * one core (its loads hold up that core alone while the others wait at the barrier; an item
- * among several a core has shares its loads' wait with the others'). */
-bool IsCoreGuard(const PrimExpr& cond, const Var& core) {
-  const auto* eq = cond.as<EQNode>();
-  return eq && eq->a.get() == core.get() && as_const_int(eq->b);
+/*! \brief Whether `cond` is `core == k` for a constant k, a strategy's single item run by one
+ * core (its loads hold up that core alone while the others wait at the barrier), or, with
+ * `item_a_core`, `core < k`, an item each on the first k cores. Taken in their guard, the
+ * first loads are issued by the cores that would have issued them. An item a core is taken
+ * for an early handoff only (spread over the member before's work): handed late, after that
+ * member drained, its loads gained the receiver less than they cost the giver. */
+bool IsCoreGuard(const PrimExpr& cond, const Var& core, bool item_a_core) {
+  if (const auto* eq = cond.as<EQNode>()) return eq->a.get() == core.get() && as_const_int(eq->b);
+  const auto* lt = cond.as<LTNode>();
+  return item_a_core && lt && lt->a.get() == core.get() && as_const_int(lt->b);
 }
 
 /*! \brief Whether the regions of `c` use no variable but `core`. */
@@ -157,9 +161,10 @@ void SpreadOverEngines(std::vector<Stmt>* loads) {
  *  - a load that reads a mutable source, or whose engine or buffer is taken by one that stays;
  *  - a store of a constant into a local buffer at a constant index (a lookup table filled
  *    at the member's start; its buffer is then no load's);
- *  - an `if core == k` without else around a single item's work, whose loads are taken in
- *    that guard, and in it a wait: nothing of the member's is in flight before its first
- *    loads, so a wait there holds none of them. */
+ *  - an `if core == k` without else around a single item's work (for an early handoff also
+ *    an `if core < k` around an item a core), whose loads are taken in that guard, and in it
+ *    a wait: nothing of the member's is in flight before its first loads, so a wait there
+ *    holds none of them. */
 class LoadScan {
  public:
   LoadScan(const Var& core, const std::unordered_set<const VarNode*>& read_only, bool keep_order,
@@ -182,7 +187,8 @@ class LoadScan {
       return Visit(a->body, guard);
     }
     if (const auto* g = s.as<IfThenElseNode>()) {
-      if (guard.defined() || g->else_case.defined() || !IsCoreGuard(g->condition, core_))
+      if (guard.defined() || g->else_case.defined() ||
+          !IsCoreGuard(g->condition, core_, !keep_order_))
         return false;
       path_.insert(g);
       return Visit(g->then_case, g->condition);

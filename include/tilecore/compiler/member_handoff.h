@@ -12,7 +12,9 @@
  * input into one of its own local buffers, with addresses of constants and the core alone;
  * DMAs into its local buffers from other sources, and an activation table's constant stores,
  * may lie between them and stay. A single item's loads inside its `if core == k` are taken in
- * that guard (waits there, which hold nothing of the member's yet, do not stop them). The member
+ * that guard (waits there, which hold nothing of the member's yet, do not stop them), and so,
+ * without `keep_order` (an early handoff's scan), are those of items one a core inside
+ * `if core < k`. The member
  * before gets them after a `tir.drain` at the end of its loop (late) or spread over its
  * work (early, HandOff); the loop is annotated kCoresHandoffAnnotation (the code generator
  * closes it with a barrier that does not drain, and opens the next loop without one). The

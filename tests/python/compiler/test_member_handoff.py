@@ -241,3 +241,40 @@ def test_a_single_items_loads_are_handed_on_in_its_core_guard(monkeypatch, hazar
     assert loaded == ["Sl", "Bl", "Al"]
     x = randn(1, cin, 7, 7)
     check_handed(model, exe, plain, {"x": x}, hazard_checked, 0.99)
+
+
+def test_an_item_a_cores_loads_are_handed_early_in_their_guard(monkeypatch, hazard_checked):
+    """The same squeeze-excite with fc1 to 48 channels: two items of 24, one each on cores
+    0 and 1 inside `if c < 2`. Its scales, bias and weights are handed early to the pooling
+    before it (which reads no weights), spread over its work in that guard, so the cores
+    that run fc1's items have them in L1 when it starts; handed late they are not taken
+    (after the pooling drained, they gained fc1 less than they cost the pooling). The same
+    bits as without the handoff, ONNX Runtime's result within int8's error, every access
+    ordered, fewer cycles."""
+    cin, c, r = 112, 672, 48
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["e"], name="expand"),
+             helper.make_node("Relu", ["e"], ["a"], name="relu"),
+             helper.make_node("GlobalAveragePool", ["a"], ["g"], name="squeeze"),
+             helper.make_node("Conv", ["g", "w1", "b1"], ["f1"], name="fc1"),
+             helper.make_node("Relu", ["f1"], ["h"], name="fc1_relu"),
+             helper.make_node("Conv", ["h", "w2", "b2"], ["f2"], name="fc2"),
+             helper.make_node("Sigmoid", ["f2"], ["s"], name="gate"),
+             helper.make_node("Mul", ["a", "s"], ["m"], name="excite"),
+             helper.make_node("Conv", ["m", "w3", "b3"], ["y"], name="project")]
+    inits = [("w0", randn(c, cin, 1, 1, scale=0.2)), ("b0", randn(c, scale=0.1)),
+             ("w1", randn(r, c, 1, 1, scale=0.2)), ("b1", randn(r, scale=0.1)),
+             ("w2", randn(c, r, 1, 1, scale=0.2)), ("b2", randn(c, scale=0.1)),
+             ("w3", randn(cin, c, 1, 1, scale=0.1)), ("b3", randn(cin, scale=0.1))]
+    model = make_model(nodes, [("x", [1, cin, 7, 7], np.float32)], ["y"], inits)
+    kw = {"precision": "int8", "calib_samples": {"x": randn(4, 1, cin, 7, 7)}}
+    exe, rep = compile_group(model, monkeypatch, "early", **kw)
+    plain, _ = compile_group(model, monkeypatch, "none", **kw)
+    (func,) = [f for f in rep["npu_funcs"].values() if "tc_group_member" in str(f)]
+    pooling = ir.script(func).split("for c_2 in cores")[0].split("for c_1 in cores")[1]
+    for buffer in ("Sl", "Bl"):  # fc1's scales and bias, each in its guard, before the drain
+        assert re.search(r"if c_1 < 2:\n\s+tile\.dma_\w+\(" + buffer + r"\[0:24", pooling.split("tir.drain()")[0])
+    _, rep_late = compile_group(model, monkeypatch, "late", **kw)
+    (func_late,) = [f for f in rep_late["npu_funcs"].values() if "tc_group_member" in str(f)]
+    assert "if c_1 < 2" not in ir.script(func_late).split("for c_2 in cores")[0]
+    x = randn(1, cin, 7, 7)
+    check_handed(model, exe, plain, {"x": x}, hazard_checked, 0.99)
