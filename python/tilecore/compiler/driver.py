@@ -1458,10 +1458,12 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
             # when it fetches a tensor during the member just before its reader, one more that
             # fetches everything a member earlier (the handoff then loads it into L1 there)
             best, best_rows = f, None
-            for share, gap in [(s, 0) for s in _prefetch.SHARES] + [(_prefetch.HANDOFF_SHARE, 1)]:
+            plans = [(s, 0, w) for w in (0, _prefetch.DDR_LATENCY) for s in _prefetch.SHARES]
+            for share, gap, wait in plans + [(_prefetch.HANDOFF_SHARE, 1, 0)]:
                 if gap and not (best_rows and handoff != "none" and fetched_just_before(best_rows)):
                     continue
-                rows = _prefetch.plan(members, args, weights, live, free_l2, member_in_l2, share, activations, gap)
+                rows = _prefetch.plan(members, args, weights, live, free_l2, member_in_l2, share, activations, gap,
+                                      wait)
                 if not rows or rows == best_rows:
                     continue
                 g = grouped(rows)

@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 from ..arch import params as _params
 
 DDR_BYTES_PER_CYCLE = _params()["ddr_bytes_per_cycle"]
+DDR_LATENCY = _params()["ddr_latency"]
 # of a member's DDR-idle cycles a prefetch may take (its own loads keep the rest): the driver
 # plans with each and keeps the group the cost model finds fastest (taking more leaves the
 # readers less to wait for, but slows the members fetching when they load more than estimated)
@@ -37,7 +38,8 @@ FETCH_MIN_BYTES = 64 << 10
 
 def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weights: dict[int, int],
          live: Sequence[int], free_l2: int, in_l2: Callable[[int, tuple[int, ...]], tuple[int, int] | None],
-         share: float = SHARES[0], inputs: dict[int, int] | None = None, gap: int = 0) -> list[tuple[int, int, int, int]]:
+         share: float = SHARES[0], inputs: dict[int, int] | None = None, gap: int = 0,
+         wait: int = 0) -> list[tuple[int, int, int, int]]:
     """Prefetch rows ``(tensor, member, begin, end)`` for ``compiler.GroupKernels``.
 
     ``members``: the cost model's per-member ``cycles`` and ``ddr_cycles`` in the group;
@@ -49,7 +51,9 @@ def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weigh
     its prefetches may take; ``inputs``: the group's other inputs (activations in the DDR)
     -> bytes: one read by two members (a residual) may be fetched for its second reader,
     the first reading the DDR; ``gap``: donors start that many members further from the
-    reader (1: the member just before it then hands the weights from L2 into its L1).
+    reader (1: the member just before it then hands the weights from L2 into its L1);
+    ``wait``: cycles taken off each donor's share before its bytes (``DDR_LATENCY``: its
+    pieces' engine waits on the DDR's latency, which a short member's end does not hide).
     """
     n = len(members)
     cycles = [int(m["cycles"]) for m in members]
@@ -93,7 +97,7 @@ def plan(members: Sequence[dict[str, Any]], rows: Sequence[Sequence[int]], weigh
             while need > 0 and i > lowest and held[i] + size <= free_l2:
                 spare = 0
                 if ddr[i] < DDR_BOUND * cycles[i]:  # a member the DDR bounds has nothing to give
-                    spare = int((cycles[i] - ddr[i]) * share * DDR_BYTES_PER_CYCLE) - used[i]
+                    spare = int(((cycles[i] - ddr[i]) * share - wait) * DDR_BYTES_PER_CYCLE) - used[i]
                 spare = spare // 4096 * 4096
                 if spare > 0:
                     b = min(spare, need)

@@ -411,7 +411,7 @@ def test_a_member_lowered_from_a_shared_kernel_keeps_its_own_local_buffers(monke
                        [("wq", wq), ("bq", randn(256)), ("wk", wk), ("bk", randn(256)), ("mask", mask)])
     planned = []
 
-    def plan(members, rows, weights, live, free_l2, in_l2, share=wp.SHARES[0], inputs=None, gap=0):
+    def plan(members, rows, weights, live, free_l2, in_l2, share=wp.SHARES[0], inputs=None, gap=0, wait=0):
         # wk (the 256 KiB weight read by member 3) fetched during the first Add (member 1)
         wk_id = next(t for t in rows[3] if weights.get(t) == wk.nbytes)
         planned.append(in_l2(3, (wk_id,)))
@@ -463,3 +463,18 @@ def test_a_place_a_prefetched_weight_left_is_not_read_only_to_the_handoff(hazard
     y = exe.run({"x": x})["y"]
     np.testing.assert_allclose(y, ort_run(model, {"x": x})["y"], rtol=1e-4, atol=1e-5)
     assert hazard_checked() == []
+
+
+def test_plan_takes_the_wait_of_its_pieces_off_each_donor():
+    """With ``wait`` (the DDR's latency each donor's pieces wait on their engine), a donor gives
+    its share of idle cycles less the wait. Member 1 is short (700 cycles, 600 idle: 180 at
+    SHARES[0]): without the wait it gives 8 KiB (600 x 0.3 x 64 bytes, in whole 4 KiB), which
+    its end would wait for; with it none, and member 0 ((38,000 x 0.3 - 200) x 64 bytes) all
+    250,000."""
+    costs = member_costs((40000, 2000), (700, 100), (20000, 19000))
+    rows = [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
+    asked, in_l2 = answering(lambda ts: (12000, 100))
+    assert wp.plan(costs, rows, {5: 250000}, [0, 0, 0], 4 << 20, in_l2) == \
+        [(5, 0, 0, 250000 - 8192), (5, 1, 250000 - 8192, 250000)]
+    assert wp.plan(costs, rows, {5: 250000}, [0, 0, 0], 4 << 20, in_l2, wait=wp.DDR_LATENCY) == [(5, 0, 0, 250000)]
+    assert int((38000 * wp.SHARES[0] - wp.DDR_LATENCY) * 64) >= 250000
