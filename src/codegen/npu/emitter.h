@@ -252,6 +252,7 @@ class NpuEmitter {
   Unit UnitOf(const PrimExpr& region);
   void WaitUnit(const Unit& u, O queue, arch::Engine engine);
   void WaitWord(O queue, arch::Engine engine, int64_t addr);
+  bool QueueWaitedFor(O queue, int slot, int64_t issued);
   void CountIssued(arch::Engine engine);
   void FlushRecords(int64_t lo = 0, int64_t hi = INT64_MAX);
   void RecordUnit(const Unit& u, arch::Engine engine);

@@ -93,15 +93,21 @@ void NpuEmitter::WaitWord(O queue, arch::Engine engine, int64_t addr) {
   waited_[key] = b_.size();
   if (auto h = held_.find(addr); h != held_.end()) {  // the count, from the counter register
     const auto [slot, issued] = h->second;
-    // (a wait of the queue for that count or a later one since the last label covers it)
-    auto& upto = waited_upto_[{queue.reg, slot}];
-    if (upto.second >= b_.last_bind() && upto.first >= issued) return;
-    upto = {issued, b_.size()};
+    if (QueueWaitedFor(queue, slot, issued)) return;
     E(Op::Wait, {queue, O::Engine(engine), O::Count(CountReg(slot), issued - issued_[slot])});
     return;
   }
   LdL1(Op::Lw, kScratch1, addr);
   WaitFor(queue, engine, kScratch1);
+}
+
+// Whether `queue` has waited, since the last label, for the first `issued` commands of the
+// engine in `slot` (or more); if not, records that the wait about to be made does.
+bool NpuEmitter::QueueWaitedFor(O queue, int slot, int64_t issued) {
+  auto& upto = waited_upto_[{queue.reg, slot}];
+  if (upto.second >= b_.last_bind() && upto.first >= issued) return true;
+  upto = {issued, b_.size()};
+  return false;
 }
 
 // Emits the counter increment of a command just issued on `engine`.
@@ -256,10 +262,7 @@ void NpuEmitter::OrderAfterReuse(const Buffer& b) {
   // start each asked for the same ones)
   auto wait_issued = [&](O queue, arch::Engine engine) {
     const int slot = Slot(engine);
-    auto& upto = waited_upto_[{queue.reg, slot}];
-    if (upto.second >= b_.last_bind() && upto.first >= issued_[slot]) return;
-    upto = {issued_[slot], b_.size()};
-    WaitFor(queue, engine, CountReg(slot));
+    if (!QueueWaitedFor(queue, slot, issued_[slot])) WaitFor(queue, engine, CountReg(slot));
   };
   auto wait_all = [&](O queue, int engines) {
     if (engines & 1) wait_issued(queue, arch::Engine::Matrix);

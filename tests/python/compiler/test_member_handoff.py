@@ -205,21 +205,17 @@ def test_late_handoff_spreads_its_loads_over_both_engines(monkeypatch, hazard_ch
     check_handed(model, exe, plain, {"x": x}, hazard_checked, 0.999)
 
 
-def test_a_single_items_loads_are_handed_on_in_its_core_guard(monkeypatch, hazard_checked):
-    """A squeeze-excite in int8 (EfficientNet's: expansion, global pooling, fc1 with SiLU,
-    fc2 with the sigmoid gate, the excite in the projection, at its 7x7 stage): fc1 is one
-    item (28 output channels over one position), which core 0 alone runs inside
-    `if c == 0`, after filling its SiLU's table. Its scales, bias and weights are handed to
-    the pooling before it, each in that guard (the other cores load nothing), so they are
-    in L1 before fc1 starts. The same bits as without the handoff, ONNX Runtime's result
-    within int8's error, every access ordered, fewer cycles."""
-    cin, c, r = 112, 672, 28
+def squeeze_excite(r, silu, cin=112, c=672):
+    """EfficientNet's squeeze-excite at its 7x7 stage, int8: expansion, global pooling, fc1 to
+    ``r`` channels (SiLU, or Relu), fc2 with the sigmoid gate, the excite in the projection:
+    (model, compile keywords)."""
+    act = ([helper.make_node("Sigmoid", ["f1"], ["s1"], name="silu_gate"),
+            helper.make_node("Mul", ["f1", "s1"], ["h"], name="silu")] if silu else
+           [helper.make_node("Relu", ["f1"], ["h"], name="fc1_relu")])
     nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["e"], name="expand"),
              helper.make_node("Relu", ["e"], ["a"], name="relu"),
              helper.make_node("GlobalAveragePool", ["a"], ["g"], name="squeeze"),
-             helper.make_node("Conv", ["g", "w1", "b1"], ["f1"], name="fc1"),
-             helper.make_node("Sigmoid", ["f1"], ["s1"], name="silu_gate"),
-             helper.make_node("Mul", ["f1", "s1"], ["h"], name="silu"),
+             helper.make_node("Conv", ["g", "w1", "b1"], ["f1"], name="fc1"), *act,
              helper.make_node("Conv", ["h", "w2", "b2"], ["f2"], name="fc2"),
              helper.make_node("Sigmoid", ["f2"], ["s"], name="gate"),
              helper.make_node("Mul", ["a", "s"], ["m"], name="excite"),
@@ -229,7 +225,18 @@ def test_a_single_items_loads_are_handed_on_in_its_core_guard(monkeypatch, hazar
              ("w2", randn(c, r, 1, 1, scale=0.2)), ("b2", randn(c, scale=0.1)),
              ("w3", randn(cin, c, 1, 1, scale=0.1)), ("b3", randn(cin, scale=0.1))]
     model = make_model(nodes, [("x", [1, cin, 7, 7], np.float32)], ["y"], inits)
-    kw = {"precision": "int8", "calib_samples": {"x": randn(4, 1, cin, 7, 7)}}
+    return model, {"precision": "int8", "calib_samples": {"x": randn(4, 1, cin, 7, 7)}}
+
+
+def test_a_single_items_loads_are_handed_on_in_its_core_guard(monkeypatch, hazard_checked):
+    """A squeeze-excite in int8 (EfficientNet's: expansion, global pooling, fc1 with SiLU,
+    fc2 with the sigmoid gate, the excite in the projection, at its 7x7 stage): fc1 is one
+    item (28 output channels over one position), which core 0 alone runs inside
+    `if c == 0`, after filling its SiLU's table. Its scales, bias and weights are handed to
+    the pooling before it, each in that guard (the other cores load nothing), so they are
+    in L1 before fc1 starts. The same bits as without the handoff, ONNX Runtime's result
+    within int8's error, every access ordered, fewer cycles."""
+    model, kw = squeeze_excite(28, silu=True)
     exe, rep = compile_group(model, monkeypatch, "late", **kw)
     plain, _ = compile_group(model, monkeypatch, "none", **kw)
     (func,) = [f for f in rep["npu_funcs"].values() if "tc_group_member" in str(f)]
@@ -239,7 +246,7 @@ def test_a_single_items_loads_are_handed_on_in_its_core_guard(monkeypatch, hazar
     # (its scales, bias and weights: the names the Conv gives them, a suffix the script adds)
     loaded = [re.search(r"dma_\w+\(([A-Za-z]+)", line).group(1) for line in handed.splitlines()[1::2]]
     assert loaded == ["Sl", "Bl", "Al"]
-    x = randn(1, cin, 7, 7)
+    x = randn(1, 112, 7, 7)
     check_handed(model, exe, plain, {"x": x}, hazard_checked, 0.99)
 
 
@@ -251,22 +258,7 @@ def test_an_item_a_cores_loads_are_handed_early_in_their_guard(monkeypatch, haza
     (after the pooling drained, they gained fc1 less than they cost the pooling). The same
     bits as without the handoff, ONNX Runtime's result within int8's error, every access
     ordered, fewer cycles."""
-    cin, c, r = 112, 672, 48
-    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["e"], name="expand"),
-             helper.make_node("Relu", ["e"], ["a"], name="relu"),
-             helper.make_node("GlobalAveragePool", ["a"], ["g"], name="squeeze"),
-             helper.make_node("Conv", ["g", "w1", "b1"], ["f1"], name="fc1"),
-             helper.make_node("Relu", ["f1"], ["h"], name="fc1_relu"),
-             helper.make_node("Conv", ["h", "w2", "b2"], ["f2"], name="fc2"),
-             helper.make_node("Sigmoid", ["f2"], ["s"], name="gate"),
-             helper.make_node("Mul", ["a", "s"], ["m"], name="excite"),
-             helper.make_node("Conv", ["m", "w3", "b3"], ["y"], name="project")]
-    inits = [("w0", randn(c, cin, 1, 1, scale=0.2)), ("b0", randn(c, scale=0.1)),
-             ("w1", randn(r, c, 1, 1, scale=0.2)), ("b1", randn(r, scale=0.1)),
-             ("w2", randn(c, r, 1, 1, scale=0.2)), ("b2", randn(c, scale=0.1)),
-             ("w3", randn(cin, c, 1, 1, scale=0.1)), ("b3", randn(cin, scale=0.1))]
-    model = make_model(nodes, [("x", [1, cin, 7, 7], np.float32)], ["y"], inits)
-    kw = {"precision": "int8", "calib_samples": {"x": randn(4, 1, cin, 7, 7)}}
+    model, kw = squeeze_excite(48, silu=False)
     exe, rep = compile_group(model, monkeypatch, "early", **kw)
     plain, _ = compile_group(model, monkeypatch, "none", **kw)
     (func,) = [f for f in rep["npu_funcs"].values() if "tc_group_member" in str(f)]
@@ -276,5 +268,5 @@ def test_an_item_a_cores_loads_are_handed_early_in_their_guard(monkeypatch, haza
     _, rep_late = compile_group(model, monkeypatch, "late", **kw)
     (func_late,) = [f for f in rep_late["npu_funcs"].values() if "tc_group_member" in str(f)]
     assert "if c_1 < 2" not in ir.script(func_late).split("for c_2 in cores")[0]
-    x = randn(1, cin, 7, 7)
+    x = randn(1, 112, 7, 7)
     check_handed(model, exe, plain, {"x": x}, hazard_checked, 0.99)
