@@ -489,12 +489,15 @@ def _macs(op, ins, outs, attrs=None):
     return 0
 
 
-def _roofline(m, info, in_l2, cores, macs, prefetched=None):
+def _roofline(m, info, in_l2, cores, macs, prefetched=None, fetching=0):
     """The roofline bound of the node ``m`` (compiler/roofline.h): its MACs at the peak of the
     matrix engine in its ``tc_precision`` (a grouped Conv: the rows of a block its groups can
     fill, or the vector engine's when higher), its values once through the level they live in (``in_l2``: a
     layer group's intermediates; ``prefetched``: weight -> the bytes of it an earlier member
-    of the group copied into L2 for ``m``), or one vector pass over its output."""
+    of the group copied into L2 for ``m``), or one vector pass over its output. ``fetching``:
+    the bytes of later members' weights copied from the DDR into L2 during ``m``, which its
+    window moves too (so that a prefetch moves a weight's DDR bytes to another member's
+    bound, and takes none out of the sum)."""
     from . import _ffi
 
     def nbytes(v):
@@ -513,6 +516,7 @@ def _roofline(m, info, in_l2, cores, macs, prefetched=None):
     for name, n in (prefetched or {}).items():  # read from L2, not the DDR
         moved = min(int(n), nbytes(m.ins[[str(v.name) if v is not None else "" for v in m.ins].index(name)]))
         l2, ddr = l2 + moved, ddr - moved
+    l2, ddr = l2 + int(fetching), ddr + int(fetching)
     out = sum(nbytes(v) for v in m.outs if v is not None and str(v.name) in info)
     precision = str(m.attrs.get("tc_precision", "f32")) or "f32"
     r = _ffi.OpRoofline(engine, int(macs), precision, out, ddr, l2, cores, group_rows)
@@ -814,7 +818,7 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         quantised model's matrix nodes now in int8, ``kept``: those left in f32 with
         the reason); ``groups`` (``[{"step", "nodes", "internal", "l2_bytes", "prefetch"}]``: each layer
         group's step, its nodes, the values kept in L2, the most of them live at once, and
-        the weights prefetched into L2: name -> ``{"reader", "bytes", "during"}``); ``group_splits``
+        the weights prefetched into L2: name -> ``{"reader", "bytes", "during", "bytes_during"}``); ``group_splits``
         (``[{"nodes", "reason"}]``: each group whose kernel did not build, split in halves, and
         the first line of the error); ``groups_regrouped`` (the same for each run whose kernel
         did not build with 85% of L2 for its values and was grouped again with 3 MiB: the
@@ -1760,7 +1764,9 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
             elif nd.where == "npu":
                 prefetched = {w: e["bytes"] for w, e in getattr(nd, "prefetch", {}).items()
                               if e["reader"] == m.step_name and w in [str(v.name) for v in m.ins if v is not None]}
-                member_roofs.append(_roofline(m, info, in_l2, cores, m_macs, prefetched))
+                fetching = sum(e.get("bytes_during", {}).get(m.step_name, 0)
+                               for e in getattr(nd, "prefetch", {}).values())
+                member_roofs.append(_roofline(m, info, in_l2, cores, m_macs, prefetched, fetching))
                 roof += member_roofs[-1]["cycles"]
         if nd.where == "npu":
             debug["roofline"] = json.dumps({"cycles": roof} if isinstance(nd, _groups.GroupNode) else member_roofs[0])

@@ -58,7 +58,8 @@ class GroupNode:
         self.member_costs: list[dict[str, Any]] = []  # the cost model's, per member (the driver's)
         self.member_pc: list[dict[str, list[list[int]]]] = []  # per member, its code (member_code)
         self.member_plans: list[str] = []  # per member, its strategy's plan ("" none: plan_registry.h)
-        # weight name -> {"reader", "bytes", "during": members fetching it} (weight_prefetch.py)
+        # weight name -> {"reader", "bytes", "during": members fetching it, "bytes_during":
+        # member -> the bytes fetched during it} (weight_prefetch.py)
         self.prefetch: dict[str, dict[str, Any]] = {}
         self.member_inputs: list[list[str]] = []  # per member, the values it reads ("" omitted)
         # the runs of the members: once, or once per slice of the batch (each its images' rows)
@@ -482,9 +483,11 @@ class Groups:
                 last = max(mm for tt, mm, _, _ in fetched if tt == t)  # the reader: the first after it
                 row = node.prefetch.setdefault(name_of[t], {"reader": next(
                     members[k].step_name for k, a in enumerate(args) if t in a and k > last),
-                    "bytes": 0, "during": []})
+                    "bytes": 0, "during": [], "bytes_during": {}})
                 row["bytes"] += end - begin
                 row["during"].append(members[m].step_name)
+                donor = row["bytes_during"]
+                donor[members[m].step_name] = donor.get(members[m].step_name, 0) + end - begin
             node.member_inputs = [["" if v is None else str(v.name) for v in steps[k][0].ins[:steps[k][3]]]
                                   for k in idx]
             # (the arena is the group kernel's outermost L2 allocation: it starts at L2 byte 0)

@@ -103,35 +103,53 @@ def test_a_grouped_conv_step_is_bound_by_the_rows_its_groups_fill():
 
 
 def test_a_group_member_reads_its_intermediates_from_l2():
-    exe = tilecore.compile(bottleneck())
+    rep = {}
+    exe = tilecore.compile(bottleneck(), report=rep)
     exe.run({"x": RNG.standard_normal((1, 32, 14, 14)).astype(np.float32)})
     (step,) = exe.stats()["ops"]
     members = {m["node"]: m for m in step["members"]}
     # conv2 (16 -> 16, 3x3) reads conv1's Relu output and writes its own in L2; only its
-    # weights come from DDR
+    # weights come from DDR, with any later member's it fetches into L2
     act = 4 * 16 * 14 * 14
     w2 = 4 * 16 * 16 * 9
     macs = 16 * 16 * 9 * 14 * 14
-    assert members["conv2"]["roofline_cycles"] == max(macs / (MM_PEAK["f32"] * 4), w2 / DDR, 2 * act / L2)
+    fetched = sum(e["bytes_during"].get("conv2", 0) for e in rep["groups"][0]["prefetch"].values())
+    assert members["conv2"]["roofline_cycles"] == max(macs / (MM_PEAK["f32"] * 4), (w2 + fetched) / DDR,
+                                                      (2 * act + fetched) / L2)
     assert step["roofline_cycles"] == pytest.approx(sum(m["roofline_cycles"] for m in step["members"]))
     assert all(m["cycles"] >= m["roofline_cycles"] for m in step["members"])
 
 
 def test_prefetched_weights_count_at_l2_for_their_reader():
     """conv2's 256 KiB of weights, copied into L2 while conv0 and conv1 run, reach conv2 at
-    L2's bandwidth: its bound counts them there, and stays below what it measures."""
+    L2's bandwidth: its bound counts them there, and stays below what it measures. The
+    members they are copied during count them at the DDR (and written into L2), so that the
+    sum of the bounds keeps every byte read from the DDR."""
     from test_weight_prefetch import compute_then_ddr_bound
 
     rep = {}
     exe = tilecore.compile(compute_then_ddr_bound(), report=rep)
-    assert rep["groups"][0]["prefetch"]["w2"]["bytes"] == 256 * 256 * 4
+    pf = rep["groups"][0]["prefetch"]
+    assert pf["w2"]["bytes"] == 256 * 256 * 4
+    assert sum(pf["w2"]["bytes_during"].values()) == pf["w2"]["bytes"]
+    assert set(pf["w2"]["bytes_during"]) == set(pf["w2"]["during"])
     exe.run({"x": RNG.standard_normal((1, 64, 32, 32)).astype(np.float32)})
     (step,) = exe.stats()["ops"]
-    conv2 = next(m for m in step["members"] if m["node"] == "conv2")
+    members = {m["node"]: m for m in step["members"]}
+    conv2 = members["conv2"]
     macs, w2 = 256 * 256 * 16, 256 * 256 * 4
     b, y = 4 * 256 * 16, 4 * 256 * 16  # its input (conv1's output, in L2) and the group's output
     assert conv2["roofline_cycles"] == max(macs / (MM_PEAK["f32"] * 4), y / DDR, (b + w2) / L2)
     assert conv2["cycles"] >= conv2["roofline_cycles"]
+    # conv0 (64 -> 64, 3x3 over 32 x 32): x and w0 from the DDR, its output to L2, and what
+    # of w1 and w2 it fetches
+    x, w0, a = 4 * 64 * 32 * 32, 4 * 64 * 64 * 9, 4 * 64 * 32 * 32
+    fetched = sum(e["bytes_during"].get("conv0", 0) for e in pf.values())
+    assert fetched > 0
+    conv0_macs = 64 * 64 * 9 * 32 * 32
+    assert members["conv0"]["roofline_cycles"] == max(conv0_macs / (MM_PEAK["f32"] * 4), (x + w0 + fetched) / DDR,
+                                                      (a + fetched) / L2)
+    assert members["conv0"]["cycles"] >= members["conv0"]["roofline_cycles"]
 
 
 def test_a_depthwise_member_counts_its_macs():
