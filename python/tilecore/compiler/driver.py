@@ -52,6 +52,7 @@ import numpy as np
 from ..ffi._base import _ffi_core
 from . import compile_cache as _compile_cache
 from .input_checks import INDEX_INPUTS, SHAPE_INPUTS
+from .pipeline import raise_if_defect as _raise_if_defect
 
 if TYPE_CHECKING:
     from ..runtime import Executable
@@ -1209,6 +1210,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
         try:
             LowerOp(nd.op, nd.attrs, nd.in_specs, [TensorSpec(*info[str(v.name)]) for v in nd.outs], target)
         except Exception as e:  # noqa: BLE001 (no kernel for it here: the rewrite is not made)
+            _raise_if_defect(e)
             rewrite_not_made(nd, e)
             return False
         return True
@@ -1240,6 +1242,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
             f = LowerOp(nd.op, nd.attrs, nd.in_specs, [TensorSpec(*info[str(v.name)]) for v in nd.outs], target)
             return int(estimate_cost(f, target)["cycles"])
         except Exception as e:  # noqa: BLE001 (no kernel for it here: the rewrite is not made)
+            _raise_if_defect(e)
             rewrite_not_made(nd, e)
             return None
 
@@ -1376,6 +1379,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
                 try:
                     member_cache[mkey] = LowerOp(nd.op, attrs, in_specs, out_specs, target)
                 except Exception as e:  # noqa: BLE001 (the plan chosen for the DDR is a correct program too)
+                    _raise_if_defect(e)
                     if slices > 1 or probe:  # (a slice has no other plan: the caller decides)
                         raise
                     plan_fallbacks.append({"nodes": [nd.name or nd.step_name], "what": "the member's plan for its "
@@ -1511,7 +1515,8 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
                             attrs[key] = v
                             try:
                                 f2, g2 = planned_group(idx, funcs, args, ins, outs, internal, slices, sliced)
-                            except Exception:  # noqa: BLE001 (the plan does not take it: no choice)
+                            except Exception as e:  # noqa: BLE001 (the plan does not take it: no choice)
+                                _raise_if_defect(e)
                                 continue
                             if group_estimate(g2)["cycles"] < best[0]:
                                 best = (group_estimate(g2)["cycles"], v, f2, g2)
@@ -1530,6 +1535,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
                 try:
                     group_cache[gkey] = (_build(g, target=target), "group", g)
                 except Exception as e:  # noqa: BLE001 (the group without its prefetches is a correct program)
+                    _raise_if_defect(e)
                     if g is f:
                         raise
                     plan_fallbacks.append({"nodes": [steps[k][0].name or steps[k][0].step_name for k in idx],
@@ -1551,7 +1557,8 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
                 try:
                     f = lowered_for(k, step_kernels[k], where, slices, probe=True)
                     slice_costs[key] = int(estimate_cost(f, target)["cycles"])
-                except Exception:  # noqa: BLE001 (no plan for the slice: the step is not sliced)
+                except Exception as e:  # noqa: BLE001 (no plan for the slice: the step is not sliced)
+                    _raise_if_defect(e)
                     slice_costs[key] = None
             return slice_costs[key]
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..arch import params as _params
 from .batch_rows import ELEMENTWISE, PER_IMAGE
+from .pipeline import raise_if_defect
 
 L2_BYTES = _params()["l2_bytes"]  # TC1's shared L2
 # bytes of L2 the intermediates of one group may take at one member (the rest: the members'
@@ -462,6 +463,7 @@ class Groups:
                 mod, fn, f = build_group(idx, [funcs[k] for k in idx], args, [ids[n] for n in ins],
                                          [ids[n] for n in outs], slices, sliced)
             except Exception as e:  # noqa: BLE001 (smaller groups, or the members' own steps, are correct programs)
+                raise_if_defect(e)
                 entry = {"nodes": [steps[k][0].name or steps[k][0].step_name for k in idx],
                          "reason": (str(e).splitlines() or [type(e).__name__])[0]}
                 parts = self.split(idx, L2_BUDGET_SAFE, slices) if not safe else [idx]

@@ -123,6 +123,21 @@ def plan_refusal(name: str) -> str:
     return ""
 
 
+# Errors that only a defect of the compiler's own Python raises: a plan that does not fit or
+# lower fails in C++ (an FFI error, a TilecoreError) or with a ValueError the planner raises.
+_DEFECTS = (TypeError, AttributeError, NameError, KeyError, IndexError, AssertionError, ZeroDivisionError)
+
+
+def raise_if_defect(e: BaseException) -> None:
+    """Re-raises ``e`` when it is a defect of the compiler (one of ``_DEFECTS`` raised in
+    Python): a fallback takes a plan that failed for another correct one, never a bug for a
+    plan that did not fit (a split group or a dropped prefetch that hides it)."""
+    from ..ffi.error import TilecoreError
+
+    if isinstance(e, _DEFECTS) and not isinstance(e, TilecoreError):
+        raise e
+
+
 @dataclass
 class PipelineOptions:
     """What to do around the passes of one compile.

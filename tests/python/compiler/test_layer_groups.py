@@ -278,6 +278,40 @@ def test_a_group_that_does_not_build_is_split(monkeypatch):
         tilecore.compile(model, strict=True)
 
 
+@pytest.mark.parametrize("where", ["GroupKernels", "LowerOp"])
+def test_a_defect_in_the_compiler_is_raised_not_taken_for_a_plan_that_failed(monkeypatch, where):
+    """A TypeError raised in the compiler's Python while a group is built (a stale call, a
+    missing argument) is a defect: it reaches the caller, where a plan that does not fit (an
+    FFI error, a ValueError) is split or falls back. The same error from C++ (the FFI's
+    TypeError) is a plan that failed, and the group falls back as before."""
+    from tilecore.ffi import error as ffi_error
+
+    real = getattr(compiler, where)
+
+    def broken(*a, **k):
+        if where == "GroupKernels" or "tc_in_l2" in a[1]:
+            raise TypeError("plan() takes 9 positional arguments but 10 were given")
+        return real(*a, **k)
+
+    monkeypatch.setattr(compiler, where, broken)
+    model, prev = conv_chain(3, 8, 10, 0.2)
+    with pytest.raises(TypeError, match="positional arguments"):
+        tilecore.compile(model)
+
+    def failed(*a, **k):
+        if where == "GroupKernels" or "tc_in_l2" in a[1]:
+            raise ffi_error.TypeError("Conv: an operand of the wrong type")
+        return real(*a, **k)
+
+    monkeypatch.setattr(compiler, where, failed)
+    rep = {}
+    exe = tilecore.compile(model, report=rep)
+    fell_back = rep["group_splits"] if where == "GroupKernels" else rep["plan_fallbacks"]
+    assert fell_back and all(f["reason"] == "Conv: an operand of the wrong type" for f in fell_back)
+    x = randn(1, 8, 10, 10)
+    np.testing.assert_allclose(exe.run({"x": x})[prev], ort_run(model, {"x": x})[prev], rtol=1e-4, atol=1e-4)
+
+
 def test_a_member_whose_l2_plan_fails_is_recorded(monkeypatch):
     """A member lowered again for its tensors in L2 that fails falls back to its DDR plan (a
     correct program): recorded in plan_fallbacks, an error with strict."""
