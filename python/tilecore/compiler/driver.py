@@ -1215,24 +1215,6 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
             return False
         return True
 
-    # a squeeze-excite's channel scale on an int8 Conv's weights, when they are the fewer
-    scaled_weights = []
-    if int8_edges and fuse and not pipe.disabled("ChannelScaleToWeights"):
-        with pipe.step("ChannelScaleToWeights", text):
-            scaled_weights = _scaled_weights.apply(nodes, info, _make_node, HasStrategy, TensorSpec, lowers,
-                                                    cores)
-
-    # one quantisation for an f32 activation several int8 matrix ops read
-    shared_quantised = []
-    if not keep_intermediates and not pipe.disabled("ShareQuantisation"):
-        with pipe.step("ShareQuantisation", text):
-            shared_quantised = _shared.share(nodes, info, _make_node, HasStrategy, TensorSpec, lowers if fuse else None)
-    # int8 Gemms of one A (attention's projections), stored split by the column plan: not
-    # with that plan disabled (docs/compiler.md, "Plans")
-    if int8_edges and fuse and not pipe.disabled("SiblingGemms") and "gemm.columns" not in disabled_plans:
-        with pipe.step("SiblingGemms", text):
-            fused += _siblings.fuse(nodes, info, TensorSpec, lowers)
-
     def cycles(nd):  # the cost model's cycles of a node's kernel here (None: it has none)
         from . import estimate_cost
 
@@ -1245,6 +1227,24 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
             _raise_if_defect(e)
             rewrite_not_made(nd, e)
             return None
+
+    # a squeeze-excite's channel scale on an int8 Conv's weights, when they are the fewer
+    scaled_weights = []
+    if int8_edges and fuse and not pipe.disabled("ChannelScaleToWeights"):
+        with pipe.step("ChannelScaleToWeights", text):
+            scaled_weights = _scaled_weights.apply(nodes, info, _make_node, HasStrategy, TensorSpec, lowers,
+                                                    cores, cycles)
+
+    # one quantisation for an f32 activation several int8 matrix ops read
+    shared_quantised = []
+    if not keep_intermediates and not pipe.disabled("ShareQuantisation"):
+        with pipe.step("ShareQuantisation", text):
+            shared_quantised = _shared.share(nodes, info, _make_node, HasStrategy, TensorSpec, lowers if fuse else None)
+    # int8 Gemms of one A (attention's projections), stored split by the column plan: not
+    # with that plan disabled (docs/compiler.md, "Plans")
+    if int8_edges and fuse and not pipe.disabled("SiblingGemms") and "gemm.columns" not in disabled_plans:
+        with pipe.step("SiblingGemms", text):
+            fused += _siblings.fuse(nodes, info, TensorSpec, lowers)
 
     if fuse and not keep_intermediates and not pipe.disabled("GemmNorm"):  # an int8 Gemm's LayerNormalization
         with pipe.step("GemmNorm", text):

@@ -58,11 +58,16 @@ def worth_it(weights: int, inputs: int, cores: int) -> bool:
 
 
 def apply(nodes: list[Any], info: dict[str, tuple], make_node: Callable[..., Any], HasStrategy: Callable[..., str],
-          TensorSpec: Callable[..., Any], lowers: Callable[[Any], bool], cores: int) -> list[dict[str, Any]]:
+          TensorSpec: Callable[..., Any], lowers: Callable[[Any], bool], cores: int,
+          cycles: Callable[[Any], int | None] | None = None) -> list[dict[str, Any]]:
     """Rewrites each eligible Conv in place and inserts its ``ChannelScaledWeights`` step
     before it; returns ``[{"node", "step"}]``. A Conv is left as it was when the new step or
-    the Conv does not lower (``lowers``), or when the step would cost more than it saves
-    (:func:`worth_it`)."""
+    the Conv does not lower (``lowers``), or when the step would cost more than it saves:
+    :func:`worth_it` by the vector passes alone, or else, with ``cycles`` (the cost model's
+    cycles of a node's kernel, None when it has none) and fewer weights than X's elements,
+    when the step and the Conv reading X as stored take no fewer cycles than the Conv that
+    scales X (whose plans may differ: a Conv that scales its patches has no transposed
+    plan, MobileNetV3-Small's first projection of 16 x 16 weights over 16 x 56 x 56 inputs)."""
     from .fuse_epilogue import value_producers
 
     producer = value_producers(nodes)
@@ -79,8 +84,14 @@ def apply(nodes: list[Any], info: dict[str, tuple], make_node: Callable[..., Any
         if not _gate(str(s.name), producer):
             continue
         wq = np.asarray(w.data)
-        x_shape = info[str(nd.ins[0].name)][0]
-        if wq.dtype != np.int8 or not worth_it(wq.size, int(np.prod(x_shape)), cores):
+        inputs = int(np.prod(info[str(nd.ins[0].name)][0]))
+        if wq.dtype != np.int8:
+            continue
+        priced = not worth_it(wq.size, inputs, cores)
+        if priced and (cycles is None or wq.size >= inputs):
+            continue
+        before = cycles(nd) if priced else None
+        if priced and before is None:
             continue
         m = wq.shape[0]
         # the bias without its zero-point correction, in the units of X's code (the Conv's
@@ -107,7 +118,13 @@ def apply(nodes: list[Any], info: dict[str, tuple], make_node: Callable[..., Any
             attrs["tc_x_zero_point"] = zp_x
         nd.ins, nd.attrs = ins, attrs
         nd.in_specs = [TensorSpec(*info[str(v.name)]) for v in ins]
-        if HasStrategy(step.op, step.attrs, step.in_specs) or not lowers(step) or not lowers(nd):
+        if priced:
+            after = [cycles(step), None]
+            after[1] = cycles(nd) if after[0] is not None else None
+            keep = None not in after and sum(after) < before
+        else:
+            keep = not HasStrategy(step.op, step.attrs, step.in_specs) and lowers(step) and lowers(nd)
+        if not keep:
             nd.ins, nd.attrs, nd.in_specs = saved
             for k in (bias_in.name, w_out.name, b_out.name):
                 del info[k]
