@@ -163,6 +163,25 @@ def test_the_cost_model_moves_the_scale_the_vector_passes_would_not():
     assert exe.stats()["cycles"] < on_input.stats()["cycles"]
 
 
+def test_a_step_is_priced_less_the_start_its_group_hides():
+    """32 -> 16 channels at 28 x 28: the step alone and the projection take about as long as
+    the projection that scales its input, but in the layer group the step's start is hidden:
+    the scale moves onto the weights, and the model runs faster than with it on the input."""
+    assert not scaled_weights.worth_it(512, 32 * 28 * 28, 4)
+    model = se_block("Sigmoid", 28)
+    samples = {"x": np.stack([randn(1, 8, 28, 28) for _ in range(4)])}
+    x = randn(1, 8, 28, 28)
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    assert rep["scaled_weights"] == [{"node": "project", "step": "project/scaled_weights"}]
+    on_input = tilecore.compile(model, precision="int8", calib_samples=samples,
+                                pipeline=PipelineOptions(disable=["ChannelScaleToWeights"]))
+    got, ref = exe.run({"x": x})["y"], ort_run(model, {"x": x})["y"]
+    on_input.run({"x": x})
+    assert cosine(got, ref) > 0.995
+    assert exe.stats()["cycles"] < on_input.stats()["cycles"]
+
+
 def test_the_cost_model_keeps_the_scale_on_the_input_where_the_step_is_slower(monkeypatch):
     """32 -> 16 channels at 14 x 14 (512 weights against 6,272 inputs): the cost model keeps
     the scale on the projection's input; forced onto the weights (worth_it always true) the
