@@ -1204,26 +1204,28 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
         if record not in plan_fallbacks:  # (a rewrite may be tried more than once)
             plan_fallbacks.append(record)
 
-    def lowers(nd):  # whether a node the driver rewrote lowers on the npu here
+    def lowered(nd):  # a node the driver rewrote, lowered on the npu here (None: no kernel for it)
         if HasStrategy(nd.op, nd.attrs, nd.in_specs):
-            return False
+            return None
         try:
-            LowerOp(nd.op, nd.attrs, nd.in_specs, [TensorSpec(*info[str(v.name)]) for v in nd.outs], target)
+            return LowerOp(nd.op, nd.attrs, nd.in_specs, [TensorSpec(*info[str(v.name)]) for v in nd.outs], target)
         except Exception as e:  # noqa: BLE001 (no kernel for it here: the rewrite is not made)
             _raise_if_defect(e)
             rewrite_not_made(nd, e)
-            return False
-        return True
+            return None
+
+    def lowers(nd):  # whether a node the driver rewrote lowers on the npu here
+        return lowered(nd) is not None
 
     def cycles(nd):  # the cost model's cycles of a node's kernel here (None: it has none)
         from . import estimate_cost
 
-        if HasStrategy(nd.op, nd.attrs, nd.in_specs):
+        f = lowered(nd)
+        if f is None:
             return None
         try:
-            f = LowerOp(nd.op, nd.attrs, nd.in_specs, [TensorSpec(*info[str(v.name)]) for v in nd.outs], target)
             return int(estimate_cost(f, target)["cycles"])
-        except Exception as e:  # noqa: BLE001 (no kernel for it here: the rewrite is not made)
+        except Exception as e:  # noqa: BLE001 (its plan does not fit once placed: the rewrite is not made)
             _raise_if_defect(e)
             rewrite_not_made(nd, e)
             return None

@@ -24,6 +24,17 @@ def make_model(nodes, inputs, outputs, inits=(), opset=17, out_dtype=np.float32)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
 
 
+def excite_nodes(gate="Sigmoid"):
+    """A squeeze-excite over `ar`: its global average, fc1 (w1, b1) and its Relu, fc2 (w2,
+    b2), the `gate` and the channel product `m`."""
+    return [helper.make_node("GlobalAveragePool", ["ar"], ["g"], name="squeeze"),
+            helper.make_node("Conv", ["g", "w1", "b1"], ["f1"], name="fc1"),
+            helper.make_node("Relu", ["f1"], ["f1r"], name="relu1"),
+            helper.make_node("Conv", ["f1r", "w2", "b2"], ["f2"], name="fc2"),
+            helper.make_node(gate, ["f2"], ["s"], name="gate"),
+            helper.make_node("Mul", ["ar", "s"], ["m"], name="excite")]
+
+
 def se_block(randn, gate="Sigmoid", size=14):
     """A squeeze-excite block (EfficientNet's, MobileNetV3's), its weights drawn by ``randn``
     (shape, scale=): a 3x3 Conv and its Relu, the ``gate`` of two 1x1 Convs over its global
@@ -34,12 +45,7 @@ def se_block(randn, gate="Sigmoid", size=14):
     b1, b2, bp = randn(8, scale=0.1), randn(32, scale=0.1), randn(16, scale=0.1)
     nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="conv0", pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["a"], ["ar"], name="relu0"),
-             helper.make_node("GlobalAveragePool", ["ar"], ["g"], name="squeeze"),
-             helper.make_node("Conv", ["g", "w1", "b1"], ["f1"], name="fc1"),
-             helper.make_node("Relu", ["f1"], ["f1r"], name="relu1"),
-             helper.make_node("Conv", ["f1r", "w2", "b2"], ["f2"], name="fc2"),
-             helper.make_node(gate, ["f2"], ["s"], name="gate"),
-             helper.make_node("Mul", ["ar", "s"], ["m"], name="excite"),
+             *excite_nodes(gate),
              helper.make_node("Conv", ["m", "wp", "bp"], ["y"], name="project")]
     inits = [("w0", w0), ("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("wp", wp), ("bp", bp)]
     return make_model(nodes, [("x", [1, 8, size, size], np.float32)], ["y"], inits)

@@ -14,7 +14,7 @@ from tilecore.compiler import scaled_weights
 from tilecore.compiler.pipeline import PipelineOptions
 
 from strategy_util import run_lowered
-from test_driver import make_model, ort_run
+from test_driver import excite_nodes, make_model, ort_run
 from test_driver import se_block as shared_se_block
 
 RNG = np.random.default_rng(5)
@@ -132,12 +132,7 @@ def narrow_se_block(channels=16, size=56):
     b1, b2, bp = randn(c // 2, scale=0.1), randn(c, scale=0.1), randn(c, scale=0.1)
     nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="dw", pads=[1, 1, 1, 1], group=c),
              helper.make_node("Relu", ["a"], ["ar"], name="relu0"),
-             helper.make_node("GlobalAveragePool", ["ar"], ["g"], name="squeeze"),
-             helper.make_node("Conv", ["g", "w1", "b1"], ["f1"], name="fc1"),
-             helper.make_node("Relu", ["f1"], ["f1r"], name="relu1"),
-             helper.make_node("Conv", ["f1r", "w2", "b2"], ["f2"], name="fc2"),
-             helper.make_node("HardSigmoid", ["f2"], ["s"], name="gate"),
-             helper.make_node("Mul", ["ar", "s"], ["m"], name="excite"),
+             *excite_nodes("HardSigmoid"),
              helper.make_node("Conv", ["m", "wp", "bp"], ["y"], name="project")]
     inits = [("w0", w0), ("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("wp", wp), ("bp", bp)]
     return make_model(nodes, [("x", [1, c, size, size], np.float32)], ["y"], inits)

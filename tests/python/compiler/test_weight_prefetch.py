@@ -13,7 +13,7 @@ import tilecore
 from tilecore import compiler, runtime
 from tilecore.compiler import weight_prefetch as wp
 
-from test_driver import make_model, ort_run
+from test_driver import excite_nodes, make_model, ort_run
 
 RNG = np.random.default_rng(47)
 TARGET = "npu -cores=4"
@@ -81,12 +81,7 @@ def excite_then_project(size=14):
     c, p = 672, 112
     nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["a"], name="expand"),
              helper.make_node("Relu", ["a"], ["ar"], name="relu0"),
-             helper.make_node("GlobalAveragePool", ["ar"], ["g"], name="squeeze"),
-             helper.make_node("Conv", ["g", "w1", "b1"], ["f1"], name="fc1"),
-             helper.make_node("Relu", ["f1"], ["f1r"], name="relu1"),
-             helper.make_node("Conv", ["f1r", "w2", "b2"], ["f2"], name="fc2"),
-             helper.make_node("Sigmoid", ["f2"], ["s"], name="gate"),
-             helper.make_node("Mul", ["ar", "s"], ["m"], name="excite"),
+             *excite_nodes("Sigmoid"),
              helper.make_node("Conv", ["m", "wp", "bp"], ["y"], name="project"),
              helper.make_node("Conv", ["y", "wt"], ["z"], name="tail")]
     inits = [("w0", randn(c, p, 1, 1, scale=0.1)), ("b0", randn(c, scale=0.1)),
