@@ -94,11 +94,17 @@ struct DirectConv {
 /*! \brief The most channels of a block of the depthwise matrix form (an mm's rows). */
 inline constexpr int64_t kDepthwiseBlock = 16;
 
+/*! \brief The outputs of a depthwise item (a 32 KiB tile of f32 or i32 sums), and of the
+ * shifted matrix form's larger items (depthwise.cc). */
+inline constexpr int64_t kDepthwiseTileElems = 8192;
+inline constexpr int64_t kDepthwiseShiftedTileElems = 32768;
+
 /*! \brief A depthwise Conv (Cg = Mg = 1) on the vector engine, or in int8, f16 and bf16 on the
- * matrix engine as block-diagonal products (depthwise.cc, where the forms are described). */
+ * matrix engine as block-diagonal products (depthwise.cc, where the forms are described);
+ * items of at most `tile_elems` outputs. */
 PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, bool matrix,
                         bool pipelined, bool three_stage, int64_t blocks, int64_t col_channels,
-                        bool shifted);
+                        bool shifted, int64_t tile_elems = kDepthwiseTileElems);
 
 /*! \brief The fastest depthwise plan by the cost model (conv.depthwise.vector and .matrix,
  * the forms the tc_depthwise_* and tc_pipeline attributes leave). */

@@ -62,7 +62,7 @@ namespace conv {
  */
 PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, bool matrix,
                         bool pipelined, bool three_stage, int64_t blocks, int64_t col_channels,
-                        bool shifted) {
+                        bool shifted, int64_t tile_elems) {
   DataType f32 = DataType::Float(32), i32 = DataType::Int(32), i8 = DataType::Int(8);
   const MatrixPrecision mp = GetMatrixPrecision(call.attrs);
   const bool q = mp.int8();
@@ -99,8 +99,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   const bool r_i8 = ep.residual >= 0 && call.inputs[ep.residual]->dtype == i8;
   const ResidualUnits ru = GetResidualUnits(call.attrs, ep, y_i8);
   const double s_factor = r_i8 ? ru.x_factor : static_cast<float>(x_scale);
-  // a 32 KiB output tile; a patch of 192 KiB (f32), half that when two are loaded at once
-  constexpr int64_t kElems = 8192;
+  // an output tile of tile_elems sums; a patch of 192 KiB (f32), half that when two are
+  // loaded at once
+  if (tile_elems < 1) TILECORE_THROW(InternalError) << "LowerDepthwise: a tile of " << tile_elems;
+  const int64_t kElems = tile_elems;
   const int64_t kPatch = pipelined ? 24576 : 49152;
   auto rin = [&](int64_t r) { return (r - 1) * g.sh + (g.KH - 1) * g.dh + 1; };
   auto win = [&](int64_t tw) { return (tw - 1) * g.sw + (g.KW - 1) * g.dw + 1; };
@@ -117,8 +119,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   int64_t TW = std::min<int64_t>(g.OW, matrix ? std::min<int64_t>(256, max_p) : 256);
   int64_t R = std::max<int64_t>(1, std::min(g.OH, (matrix ? max_p : kElems) / TW));
   while (R > 1 && rin(R) * win(TW) > kPatch) R = (R + 1) / 2;
-  // (shifted: an mm's columns run over whole patch rows, the mm's limit on N)
-  while (shifted && R > 1 && (R - 1) * win(TW) + TW > tc1::kMaxMmDim) R = (R + 1) / 2;
+  // (shifted: an mm's columns run over whole patch rows, the mm's limit on N: the most rows
+  // within it, not half of them)
+  if (shifted && (R - 1) * win(TW) + TW > tc1::kMaxMmDim)
+    R = std::max<int64_t>(1, (int64_t(tc1::kMaxMmDim) - TW) / win(TW) + 1);
   int64_t CC =
       std::max<int64_t>(1, std::min(g.C, std::min(kElems / (R * TW), kPatch / (rin(R) * win(TW)))));
   if (matrix) {  // whole blocks, their column matrix within 256 KiB
@@ -671,11 +675,13 @@ PrimFunc ChooseDepthwise(const OpCall& call, const ConvGeom& g, const Params& p)
   if (want_matrix == 1 && !matrix_enabled)
     TILECORE_THROW(ValueError) << "Conv: tc_depthwise_matrix 1 asks for conv.depthwise.matrix, "
                                   "which compiler.disabled_plans turns off";
-  auto depthwise_text = [](bool matrix, int stages, int64_t blocks, int64_t col, bool shifted) {
+  auto depthwise_text = [](bool matrix, int stages, int64_t blocks, int64_t col, bool shifted,
+                           int64_t tile = kDepthwiseTileElems) {
     std::ostringstream o;
     o << (matrix ? "conv.depthwise.matrix" : "conv.depthwise.vector") << " stages=" << stages;
     if (matrix) o << " blocks=" << blocks << " column-channels=" << col;
     if (shifted) o << " shifted";
+    if (tile != kDepthwiseTileElems) o << " tile=" << tile;
     return o.str();
   };
   // the fastest matrix form (stages, blocks, cycles), which the shifted taps are priced for
@@ -744,6 +750,27 @@ PrimFunc ChooseDepthwise(const OpCall& call, const ConvGeom& g, const Params& p)
       if (cycles && *cycles < best_cycles * (1 - kFewerChannelsGain))
         best = f, best_cycles = *cycles;
     }
+  }
+  // the fastest shifted form of one block an item again with items of more outputs: it
+  // issues an mm a tap an item, each paying the matrix engine's pipeline fill, so more
+  // positions an mm (or its channels down to 4 or 8, where the larger tile leaves room for
+  // no more rows) take fewer of them (MobileNetV2's 3 x 3 over 144 channels at 56 x 56: 162
+  // mms a core of 1,854 columns); kept when kFewerChannelsGain faster, its items being fewer
+  // and larger
+  if (best && std::get<3>(best_form) && std::get<2>(best_form) == 1 &&
+      !HasAttr(call.attrs, "tc_depthwise_col_channels")) {
+    const int stages = std::get<1>(best_form);
+    std::optional<PrimFunc> larger;
+    int64_t larger_cycles = 0;
+    for (int64_t col : {kDepthwiseBlock, int64_t{8}, int64_t{4}}) {
+      PrimFunc f = WithPlan(LowerDepthwise(call, g, p, true, stages > 1, stages == 3, 1, col, true,
+                                           kDepthwiseShiftedTileElems),
+                            depthwise_text(true, stages, 1, col, true, kDepthwiseShiftedTileElems));
+      const std::optional<int64_t> cycles = price(f);
+      if (cycles && (!larger || *cycles < larger_cycles)) larger = f, larger_cycles = *cycles;
+    }
+    if (larger && larger_cycles < best_cycles * (1 - kFewerChannelsGain))
+      best = *larger, best_cycles = larger_cycles;
   }
   if (!best && !failed.empty()) TILECORE_THROW(ValueError) << failed;
   const char* off = matrix_enabled ? "" : ", which compiler.disabled_plans turns off";

@@ -427,6 +427,29 @@ def test_depthwise_int8_shifted_taps(c, hw, k, x_int8, residual, y_int8, act, pi
     assert str(compiler.LowerOp("Conv", attrs, ins, [out]).attrs["plan"]).endswith(" shifted")
 
 
+def test_depthwise_shifted_taps_take_larger_items_where_the_cost_model_finds_them_faster(hazard_checked):
+    """MobileNetV2's 3x3 over 144 channels at 56 x 56: the shifted form issues an mm a tap an
+    item, each paying the matrix engine's pipeline fill, so the search also prices items of up
+    to 32,768 outputs (docs/compiler.md, "Depthwise"): taken here, bit-exact against numpy,
+    every L1 access ordered, and fewer simulated cycles than the items of 8,192 the column
+    channels' attribute keeps."""
+    forms = dict(tc_depthwise_matrix=1, tc_pipeline=2, tc_depthwise_shifted=1)
+    attrs, ins, out = check_depthwise_int8(144, 56, 3, 1, True, False, True, "Clip", hazard_checked, **forms)
+    plan = str(compiler.LowerOp("Conv", attrs, ins, [out]).attrs["plan"])
+    assert plan.endswith(" shifted tile=32768"), plan
+    rng = np.random.default_rng(7)
+    arrays = [rng.integers(-128, 128, sp.shape).astype(np.int8) if str(sp.dtype) == "int8" else
+              rng.integers(-500, 500, sp.shape).astype(np.int32) if str(sp.dtype) == "int32" else
+              rng.uniform(0.005, 0.02, sp.shape).astype(np.float32) for sp in ins]
+    cycles = []
+    for a in (attrs, {**attrs, "tc_depthwise_col_channels": 16}):
+        cycles.append((run_lowered("Conv", a, arrays, [np.zeros(out.shape, np.int8)])[0],
+                       tilecore.runtime.npu_simulator(0).stats()["cycles"]))
+    (larger, larger_cycles), (smaller, smaller_cycles) = cycles
+    np.testing.assert_array_equal(larger, smaller)  # the same taps in the same order
+    assert larger_cycles < smaller_cycles, (larger_cycles, smaller_cycles)
+
+
 @pytest.mark.parametrize("c,h,w,kernel,dil,pads,precision", [
     (24, 14, 14, (3, 3), (2, 2), [2, 2, 2, 2], "int8"),     # dilated: the offsets and the skipped columns x dw
     (24, 14, 14, (3, 3), (2, 2), [2, 2, 2, 2], "f16"),
