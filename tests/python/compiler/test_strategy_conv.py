@@ -1,5 +1,7 @@
 """Conv strategy (implicit GEMM on the matrix engine) on 4 simulated TC1 cores against
 the op library's numpy reference."""
+import re
+
 import numpy as np
 import pytest
 
@@ -326,7 +328,7 @@ def test_int8_transposed_items_of_one_x_tile_on_one_core(xs, ws, stride, hazard_
     ((1, 16, 14, 14), (32, 16, 3, 3), {}),                     # one chunk of input channels
     ((1, 64, 28, 28), (128, 64, 3, 3), {}),                    # chunks double-buffered
     ((1, 64, 28, 28), (128, 64, 3, 3), {"tc_pipeline": 1}),    # items pipelined
-    ((1, 64, 14, 14), (96, 64, 1, 1), {"tc_pipeline": 0, "tc_transposed": 0}),  # the patch in place
+    ((1, 64, 14, 14), (96, 64, 1, 1), {"tc_pipeline": 0}),     # the patch in place
 ])
 def test_int8_bias_preset_after_the_first_patch_load(xs, ws, extra, hazard_checked):
     """An int8 Conv's accumulators start at the int32 bias: the item's first patch load is
@@ -343,8 +345,9 @@ def test_int8_bias_preset_after_the_first_patch_load(xs, ws, extra, hazard_check
     bq = rng.integers(-3000, 3000, ws[0]).astype(np.int32)
     w_scale = (rng.random(ws[0]) * 0.002 + 0.0005).astype(np.float32)
     sx, zx, sy = 0.05, -3, 0.5
+    # (the implicit GEMM's: the transposed plan presets no accumulator)
     attrs = {"pads": [pad] * 4, "tc_precision": "int8", "tc_x_scale": sx, "tc_x_zero_point": zx,
-             "tc_y_scale": sy, **extra}
+             "tc_y_scale": sy, "tc_transposed": 0, **extra}
     ins, out = [xq, wq, bq, w_scale], np.zeros((1, ws[0], xs[2], xs[3]), np.int8)
     specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in ins]
     text = str(compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec(out.shape, "int8")], "npu -cores=4"))
@@ -484,6 +487,23 @@ def test_int8_conv_taps_unfolded_for_the_transposed_plan(xs, ws, attrs, x_int8, 
     np.testing.assert_array_equal(got, run_lowered("Conv", dict(implicit, tc_transposed=0), ins,
                                                    [np.zeros_like(out)])[0])
     assert hazard_checked() == []
+
+
+def test_int8_transposed_border_items_load_their_rows_in_the_image_as_one_block():
+    """A padded stem in the transposed plan (MobileNetV2's 3x3/2, pads 1, at 32 x 32: items of
+    8 output rows, a patch of 17 input rows): the first item's rows inside the image, 0 to 15,
+    are one DMA into patch rows 1 to 16 (its row 0 is the padding), not a DMA a row, each of
+    which paid the DDR's latency (numerics: the stem case of the test above)."""
+    import tilecore.ir
+
+    specs = [compiler.TensorSpec((1, 3, 32, 32), "float32"), compiler.TensorSpec((32, 3, 3, 3), "int8"),
+             compiler.TensorSpec((32,), "int32"), compiler.TensorSpec((32,), "float32")]
+    attrs = {"tc_precision": "int8", "tc_x_scale": 0.05, "tc_x_zero_point": -3, "strides": [2, 2],
+             "pads": [1, 1, 1, 1], "tc_transposed": 1}
+    f = compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec((1, 32, 16, 16), "float32")], "npu -cores=4")
+    text = tilecore.ir.script(f)
+    assert str(f.attrs["plan"]).startswith("conv.transposed tp=128 ")  # items of 8 rows of 16
+    assert re.search(r"tile\.dma_copy\(Patch\w*\[0:3, 1:17, 1:33\], X4\[[^\]]*, 0:3, 0:16, 0:32\]", text)
 
 
 def test_int8_transposed_channel_blocks_of_a_share_when_32_leaves_a_remainder(hazard_checked):
