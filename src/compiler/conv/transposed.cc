@@ -399,13 +399,13 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
             if (top >= 0 && top + ri <= g.H) continue;
             const int64_t lo = std::max<int64_t>(0, top), hi = std::min<int64_t>(g.H, top + ri);
             edges.emplace_back(
-                row0, hi <= lo ? Evaluate(I32(0))
-                               : Intrin("tile.dma_copy",
-                                        {Region(patch, {I32(0), I32(lo - top), I32(lcols)},
-                                                {C, hi - lo, cols}),
-                                         Region(X4, {n, I32(0), I32(lo), I32(vlo)},
-                                                {1, C, hi - lo, cols}),
-                                         ev}));
+                row0,
+                hi <= lo
+                    ? Evaluate(I32(0))
+                    : Intrin(
+                          "tile.dma_copy",
+                          {Region(patch, {I32(0), I32(lo - top), I32(lcols)}, {C, hi - lo, cols}),
+                           Region(X4, {n, I32(0), I32(lo), I32(vlo)}, {1, C, hi - lo, cols}), ev}));
           }
           constexpr size_t kMostEdgeItems = 4;  // (more: the row loop, not a chain of tests)
           Stmt border = each;
