@@ -80,6 +80,9 @@ struct DirectConv {
   bool staged = false;     // the input copied into L2 first
   bool w_staged = false;   // the weights copied into L2 first
   bool w_out = false;      // the weight blocks loaded on the DMA-out engine
+  /*! \brief The scales (or f32 bias) and the int32 bias of every channel loaded into L1 once
+   * a core, an item copying its channels' from there (direct.cc, ParamsResident). */
+  bool params_resident = false;
   // derived from the call (direct.cc)
   DataType f32, ot, acc_t;
   MatrixPrecision mp;
@@ -115,6 +118,12 @@ PrimFunc ChooseDepthwise(const OpCall& call, const ConvGeom& g, const Params& p)
  * layer group the members' plans fill L1 up to what the group's descriptors leave (ResNet-50
  * int8's 50 KiB tiles of layer3 split its group). */
 inline constexpr int64_t kResidentInputBytes = int64_t{32} << 10;
+
+/*! \brief The most bytes of a Conv's per-channel scales (or of its int32 bias) the direct
+ * plan keeps in L1 for all its items (DirectConv::params_resident). */
+inline constexpr int64_t kResidentParamBytes = int64_t{8} << 10;
+/*! \brief ... when the Conv has at least this many items a core. */
+inline constexpr int64_t kMinItemsForParams = 4;
 
 /*! \brief The most weight bytes (int8) every core of the transposed plan keeps, transposed
  * once, for all its items. */

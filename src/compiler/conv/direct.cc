@@ -124,6 +124,14 @@ DirectConv::DirectConv(const OpCall& op_call, const ConvGeom& geometry, const Pa
   has_bias = call.inputs.size() > 2 && call.inputs[2].defined();
   Bv = has_bias ? View(p.in[2], {g.M, 1}, "Bias") : Buffer();
   Sv = q ? View(p.in[3], {g.M, 1}, "WScale") : Buffer();
+  // an item's scales and bias are a few words each, and a DMA from the DDR pays its 200
+  // cycles of latency whatever it moves (RegNetY's grouped 3x3 Convs of 8 channels an item:
+  // two such DMAs an item, 4,800 of a core's 7,500 cycles): every channel's loaded into L1
+  // once a core when they come from the DDR and take at most kResidentParamBytes, the
+  // items copying theirs from L1
+  params_resident = (q || has_bias) && g.M * 4 <= kResidentParamBytes &&
+                    (q ? p.in[3] : p.in[2])->scope.view() == "global" &&
+                    (!has_bias || p.in[2]->scope.view() == "global");
   Y = View(p.out[0], {g.N, g.M, g.OH, g.OW}, "Y");
   ep = GetFusedEpilogue(call.attrs, call.inputs.size());
   // tc_channel_scale: X times a per-channel tensor (a squeeze-excite's scale, the input
@@ -212,8 +220,9 @@ int64_t DirectConv::L1Bytes(int64_t rows, int64_t cc, int64_t mb, int64_t slots)
   } else if (ep.residual >= 0) {
     per_item += bank(acc);  // the residual tiles
   }
-  if (ep.passes()) sum += bank(acc / mb);  // the activation's scratch block
-  if (y_i8) sum += bank(acc / 4);          // the int8 result
+  if (ep.passes()) sum += bank(acc / mb);                        // the activation's scratch block
+  if (y_i8) sum += bank(acc / 4);                                // the int8 result
+  if (params_resident) sum += (preset ? 2 : 1) * bank(g.M * 4);  // every channel's
   return sum + (pipelined ? 2 : 1) * per_item;
 }
 
@@ -248,6 +257,14 @@ Stmt DirectConv::Build(int64_t MB, bool db, bool pipe) const {
     return dims;
   };
   Buffer Wres = Local({g.Mg, g.Cg * KK}, ot, "Wres");
+  // (params_resident) every channel's scales (or f32 bias) and int32 bias
+  Buffer Spar = Local({g.M}, f32, "Spar"), Bpar = Local({g.M}, acc_t, "Bpar");
+  // ... where the items are many, kMinItemsForParams a core or more (a few items' DDR
+  // latencies overlap the patch loads; an extra copy an item is all they would save)
+  const int64_t all_items = (g.N / NB) * g.G * ((g.OW + TW - 1) / TW) * ((g.OH + R - 1) / R) *
+                            ((g.Mg + TM * MB - 1) / (TM * MB));
+  const bool keep_params =
+      params_resident && all_items >= kMinItemsForParams * static_cast<int64_t>(call.cores);
   const std::vector<int8_t> lut = y_i8 ? FusedLookupTable(call.attrs) : std::vector<int8_t>();
   Buffer lut_words = Local({64}, DataType::Int(32), "LutWords");
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
@@ -263,6 +280,17 @@ Stmt DirectConv::Build(int64_t MB, bool db, bool pipe) const {
       groups.push_back(Intrin("tir.barrier", {}));
     }
     const Buffer& Wt = w_staged ? Wl2 : Wdram;
+    // (keep_params) on the engines of the items' copies from them, which their queues
+    // then run after them: no wait, their latency overlapping the first item's loads
+    if (keep_params) {
+      groups.push_back(Intrin("tile.dma_prefetch",
+                              {Region(Spar, {I32(0)}, {g.M}),
+                               Region(View(q ? Sv : Bv, {g.M}, "Run"), {I32(0)}, {g.M}), I32(4)}));
+      if (preset)
+        groups.push_back(
+            Intrin("tile.dma_copy", {Region(Bpar, {I32(0)}, {g.M}),
+                                     Region(View(Bv, {g.M}, "Run"), {I32(0)}, {g.M}), I32(5)}));
+    }
     if (resident)
       groups.push_back(DmaWait(Region(Wres, {I32(0), I32(0)}, {g.Mg, g.Cg * KK}),
                                Region(Wt, {I32(0), I32(0), I32(0)}, {1, g.Mg, g.Cg * KK}), 0));
@@ -379,14 +407,22 @@ Stmt DirectConv::Build(int64_t MB, bool db, bool pipe) const {
             // buffer each, a slice per block (a buffer per block could share an address
             // the engines do not order by).
             PrimExpr mfirst = gi * I32(g.Mg) + m0_of(0);
-            if (q || has_bias)  // (on the DMA-out engine: beside the patch's loads)
-              s.push_back(Intrin("tile.dma_prefetch",
-                                 {Region(Sall, {I32(0), I32(0)}, {mb * tm, 1}),
-                                  Region(q ? Sv : Bv, {mfirst, I32(0)}, {mb * tm, 1}), I32(4)}));
-            if (preset)
-              s.push_back(
-                  Intrin("tile.dma_copy", {Region(Bl, {I32(0), I32(0)}, {mb * tm, 1}),
-                                           Region(Bv, {mfirst, I32(0)}, {mb * tm, 1}), I32(5)}));
+            // (keep_params: from L1, each a run of one row)
+            auto params_of = [&](const Buffer& dst, const Buffer& kept, const Buffer& ddr) {
+              if (keep_params)
+                return std::make_pair(Region(View(dst, {mb * tm}, "Run"), {I32(0)}, {mb * tm}),
+                                      Region(kept, {mfirst}, {mb * tm}));
+              return std::make_pair(Region(dst, {I32(0), I32(0)}, {mb * tm, 1}),
+                                    Region(ddr, {mfirst, I32(0)}, {mb * tm, 1}));
+            };
+            if (q || has_bias) {  // (on the DMA-out engine: beside the patch's loads)
+              auto [dst, src] = params_of(Sall, Spar, q ? Sv : Bv);
+              s.push_back(Intrin("tile.dma_prefetch", {dst, src, I32(4)}));
+            }
+            if (preset) {
+              auto [dst, src] = params_of(Bl, Bpar, Bv);
+              s.push_back(Intrin("tile.dma_copy", {dst, src, I32(5)}));
+            }
             std::vector<int64_t> cd{tm, P};
             // the last item's stores: they read the accumulators, or (int8) Cf or Yq,
             // which pipelined items wait for before their epilogue instead (the
@@ -784,6 +820,7 @@ Stmt DirectConv::Build(int64_t MB, bool db, bool pipe) const {
     groups.push_back(Intrin("tile.wait", {I32(2)}));  // the last stores
     if (!lut.empty()) PlaceAfterFirstLoads(&groups, FillLookupTable(lut_words, lut));
     Stmt all = resident ? Allocate(Wres, Seq(groups)) : Seq(groups);
+    if (keep_params) all = Allocate(Spar, preset ? Allocate(Bpar, all) : all);
     return lut.empty() ? all : Allocate(lut_words, all);
   });
   if (w_staged) body = Allocate(Wsh, body);
