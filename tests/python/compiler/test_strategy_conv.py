@@ -8,6 +8,7 @@ import pytest
 from tilecore import compiler, runtime
 from tilecore.ir import ops
 from strategy_util import check_op, fused_activation_attrs, fused_activation_ref, rand, run_lowered, run_op
+from test_fuse_epilogue import int8_conv_operands
 
 CASES = [
     # x shape, w shape, attrs, bias
@@ -497,12 +498,8 @@ def test_int8_grouped_conv_keeps_every_channels_scales_and_bias_in_l1(hazard_che
     ordered. A Conv of few items (a squeeze-excite's 48 -> 1152 at 1 x 1) loads them per item."""
     import tilecore.ir
 
-    rng = np.random.default_rng(5)
     c, hw, cg = 128, 7, 8
-    x = rng.integers(-128, 128, (1, c, hw, hw)).astype(np.int8)
-    wq = rng.integers(-127, 128, (c, cg, 3, 3)).astype(np.int8)
-    bq = rng.integers(-3000, 3000, c).astype(np.int32)
-    w_scale = (rng.random(c) * 0.002 + 0.0005).astype(np.float32)
+    x, wq, bq, w_scale, _, _ = int8_conv_operands((1, c, hw, hw), True, (c, cg, 3, 3), (1, c, hw, hw))
     sx, zx, sy, zy = 0.05, -3, 0.25, 4
     attrs = {"group": c // cg, "pads": [1, 1, 1, 1], "tc_precision": "int8", "tc_x_scale": sx,
              "tc_x_zero_point": zx, "tc_y_scale": sy, "tc_y_zero_point": zy, "tc_activation": "Relu",
