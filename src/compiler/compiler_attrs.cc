@@ -150,6 +150,11 @@ const std::vector<CompilerAttr>& Table() {
     {"tc_images_per_item", kInt,
      "Conv: K images per work item, a divisor of the batch (1 for a depthwise Conv; absent: the "
      "cost model's). Set by no pass (an override); read by Conv (strategy_conv.cc)."},
+    {"tc_block_diagonal", kInt,
+     "Conv: the grouped Conv's groups taken K at a time, its weights block-diagonal (its "
+     "`group` the original's divided by K): the products its zeros add are not counted as "
+     "MACs, and its roofline is the original's. Set by BlockDiagonalGroups "
+     "(block_diagonal_groups.py); read by the driver's MAC count and roofline (driver.py), checked by Conv (strategy_conv.cc)."},
     {"tc_depthwise_matrix", kInt,
      "Depthwise Conv: 1 the matrix form (int8, f16 or bf16), 0 the vector form (absent: the "
      "cost model's). Set by no pass (an override); read by Conv (strategy_conv.cc)."},

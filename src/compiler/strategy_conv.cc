@@ -706,6 +706,11 @@ void ForgetConvPlanChoices() { conv_plan_generation.fetch_add(1); }
 std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
                       const std::vector<TensorSpec>& ins) {
   if (ins.size() < 2 || !ins[0].defined() || !ins[1].defined()) return "Conv: expects X and W";
+  // (the weights' block-diagonal groups: the driver's MAC count and roofline divide by it)
+  const int64_t block_diagonal = AttrInt(attrs, "tc_block_diagonal", 1);
+  if (block_diagonal < 1 || ins[1]->shape.size() < 2 || ins[1]->shape[1] % block_diagonal != 0)
+    return "Conv: tc_block_diagonal " + std::to_string(block_diagonal) +
+           " must be at least 1 and divide the weights' input channels";
   std::vector<TensorSpec> operands = ins;  // without a fused residual
   std::string why = CheckFusedEpilogue(op, attrs, &operands);
   if (!why.empty()) return why;

@@ -475,8 +475,9 @@ def _macs(op, ins, outs, attrs=None):
             rows = int(np.prod(ins[0][0][:-1], dtype=np.int64))
             n = ins[1][0][-3] if "tc_b_heads" in attrs else ins[1][0][-1]
             return rows * n * ins[0][0][-1] + (rows * n * ins[2][0][-1] if "tc_context" in attrs else 0)
-        if op == "Conv" and len(ins) >= 2:
-            return int(np.prod(outs[0][0], dtype=np.int64) * np.prod(ins[1][0][1:], dtype=np.int64))
+        if op == "Conv" and len(ins) >= 2:  # (block-diagonal weights: their zeros' products not counted)
+            return int(np.prod(outs[0][0], dtype=np.int64) * np.prod(ins[1][0][1:], dtype=np.int64)
+                       // int(attrs.get("tc_block_diagonal", 1)))
         if op == "ConvTranspose" and len(ins) >= 2:
             return int(np.prod(ins[0][0], dtype=np.int64) * np.prod(ins[1][0][1:], dtype=np.int64))
         if op == "MatMul":
@@ -503,12 +504,14 @@ def _roofline(m, info, in_l2, cores, macs, prefetched=None, fetching=0):
 
     def nbytes(v):
         shape, dtype = info[str(v.name)]
-        return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        # (block-diagonal weights: the original's, a k-th of them)
+        return n // int(m.attrs.get("tc_block_diagonal", 1)) if len(m.ins) > 1 and v is m.ins[1] else n
 
     engine, group_rows = "vec", 0
     if macs > 0:
         engine = "mm"
-        group = int(m.attrs.get("group", 1))
+        group = int(m.attrs.get("group", 1)) * int(m.attrs.get("tc_block_diagonal", 1))  # (the original's)
         if m.op == "Conv" and group > 1 and len(m.ins) > 1 and m.ins[1] is not None:
             group_rows = max(1, int(info[str(m.ins[1].name)][0][0]) // group)  # out channels a group
     values = [v for v in list(m.ins) + list(m.outs) if v is not None and str(v.name) in info]
@@ -811,7 +814,9 @@ def compile(model: Any, target: str | Target = "npu -cores=4", precision: str = 
         ``shared_quantisation`` (the f32 values several int8 matrix ops read, quantised
         once by a QuantizeLinear step), ``copied_inputs`` (those of them the QuantizeLinear
         also writes as it loaded them, for their other readers), ``scaled_weights`` (``[{"node", "step"}]``: the int8
-        Convs whose channel scale a ChannelScaledWeights step puts on their weights), ``memory`` (``arena_size``, ``total_size`` without reuse,
+        Convs whose channel scale a ChannelScaledWeights step puts on their weights), ``block_diagonal_groups``
+        (``[{"node", "groups", "as"}]``: the int8 grouped Convs compiled with fewer, wider groups, their
+        weights block-diagonal), ``memory`` (``arena_size``, ``total_size`` without reuse,
         ``lower_bound``: the most bytes alive at one step), ``seconds`` per stage and
         ``precision`` (``assigned``: node -> precision of the matrix nodes not in f32,
         ``fallbacks``: nodes kept in f32 with the reason, ``bias_correction``: node -> the
@@ -998,6 +1003,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
     plan_fallbacks = []  # a chosen plan or rewrite that did not lower or build, and what was taken instead
     t0 = time.perf_counter()
     pipelines_before = _kernel_pipeline_runs()
+    from . import block_diagonal_groups as _block_diagonal
     from . import custom_kernel as _custom
     from . import fuse_epilogue as _fuse
     from . import gemm_norm as _gemm_norm
@@ -1236,6 +1242,12 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
         with pipe.step("ChannelScaleToWeights", text):
             scaled_weights = _scaled_weights.apply(nodes, info, _make_node, HasStrategy, TensorSpec, lowers,
                                                     cores, cycles)
+
+    # an int8 grouped Conv of few channels a group as fewer, wider groups
+    block_diagonal = []
+    if fuse and not pipe.disabled("BlockDiagonalGroups"):
+        with pipe.step("BlockDiagonalGroups", text):
+            block_diagonal = _block_diagonal.apply(nodes, info, TensorSpec, cycles)
 
     # one quantisation for an f32 activation several int8 matrix ops read
     shared_quantised = []
@@ -1815,6 +1827,7 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
         "activation_tables": lut_convs,
         "shared_quantisation": shared_quantised,
         "scaled_weights": scaled_weights,
+        "block_diagonal_groups": block_diagonal,
         "copied_inputs": copied,
         "groups": [g.summary() for g in groups_made],
         "group_splits": group_splits,

@@ -59,6 +59,8 @@ DRIVER_PASSES = {
                  "fused into their readers",
     "ChannelScaleToWeights": "a squeeze-excite's channel scale (in [0, 1]) on an int8 Conv's weights, once per "
                              "image, instead of on its input, when the weights are the fewer",
+    "BlockDiagonalGroups": "an int8 grouped Conv of few channels a group as one of fewer, wider groups, its weights "
+                           "block-diagonal, when the cost model finds it faster",
     "ShareQuantisation": "one quantisation of an f32 value several int8 matrix ops read (a norm's int8 output, "
                          "alone when nothing reads its f32 one)",
     "SiblingGemms": "int8 Gemms of one input (attention's projections) as one Gemm",
