@@ -16,8 +16,8 @@
  * Conv, the transposed product whose epilogue runs in the matrix engine (LowerConvTransposed)
  * and its variants. A plan chosen once is reused for Convs that differ only in scales
  * (PlanKey); a plan is not priced when a lower bound of its matrix engine's cycles cannot
- * beat the fastest so far, and a Conv lowered again with other tensors in L2 prices first
- * the plans its sibling ranked best.
+ * beat the fastest so far, and a Conv lowered again with other tensors in L2 (or zero points
+ * of 0 where its sibling's were not) prices first the plans its sibling ranked best.
  */
 #include <algorithm>
 #include <atomic>
@@ -49,13 +49,24 @@ namespace {
 
 using namespace conv;  // NOLINT(build/namespaces): the plans of conv/ are this strategy's
 
-/*! \brief A plan key without which tensors are in L2 (tc_in_l2), for a Conv that has one;
- * "" for one that has none (a plan for the DDR ranks its own). */
+/*! \brief A plan key without which tensors are in L2 (tc_in_l2) and whether its zero points
+ * are 0 (a subtraction more or less an element: ResNet's first residual of each stage has
+ * zero point 0, the others -128), for a Conv that has tensors in L2; "" for one that has
+ * none (a plan for the DDR ranks its own). */
 std::string SiblingPlanKey(const std::string& key) {
-  const size_t at = key.find("tc_in_l2=");
-  if (at == std::string::npos) return "";
-  const size_t end = key.find(';', at);
-  return key.substr(0, at) + "tc_in_l2=*" + (end == std::string::npos ? "" : key.substr(end));
+  if (key.find("tc_in_l2=") == std::string::npos) return "";
+  std::string out;
+  for (size_t at = 0; at < key.size();) {
+    size_t end = key.find(';', at);
+    if (end == std::string::npos) end = key.size();
+    const std::string item = key.substr(at, end - at);
+    const size_t eq = item.find('=');
+    const std::string name = eq == std::string::npos ? "" : item.substr(0, eq);
+    out += name == "tc_in_l2" || name.find("zero_point") != std::string::npos ? name + "=*" : item;
+    if (end < key.size()) out += ';';
+    at = end + 1;
+  }
+  return out;
 }
 
 /*! \brief The plans of the search before that a sibling prices again (its first ones). */

@@ -72,3 +72,32 @@ def test_a_sibling_prices_the_plans_whose_channel_major_shares_led_the_ranking()
     alone = estimate_after(None, [0])
     assert estimate_after([0, 4], [0]) <= alone
     assert alone == estimate_after(None, [0], every=True)
+
+
+def residual_search(zero_points, every=False):
+    """ResNet-50's layer1 expansion (1x1, 64 -> 256 channels at 56 x 56, int8, an int8
+    residual and the Relu, its input, output and residual in L2) lowered with each residual
+    zero point of ``zero_points`` in turn: the last one's estimate and the kernel pipelines its
+    search ran."""
+    ins = [((1, 64, 56, 56), "int8"), ((256, 64, 1, 1), "int8"), ((256,), "int32"), ((256,), "float32"),
+           ((1, 256, 56, 56), "int8")]
+    specs, out = [compiler.TensorSpec(*s) for s in ins], [compiler.TensorSpec((1, 256, 56, 56), "int8")]
+    compiler_ffi.ForgetPlanChoices()
+    config = {"compiler.price_every_plan": True} if every else {}
+    for zp in zero_points:
+        attrs = dict(INT8, kernel_shape=[1, 1], tc_activation="Relu", tc_residual=1, tc_residual_scale=0.04,
+                     tc_residual_zero_point=zp, tc_in_l2=[0, 4, 5])
+        timing = transform.PassTimingInstrument()
+        with transform.PassContext(opt_level=2, config=config, instruments=[timing]):
+            f = compiler.LowerOp("Conv", attrs, specs, out, "npu -cores=4")
+    return compiler.estimate_cost(f)["cycles"], transform.render_pass_timing(timing).count("DefaultKernelPipeline")
+
+
+def test_a_conv_whose_zero_point_is_0_reads_its_siblings_ranking():
+    """ResNet's first residual of a stage has zero point 0, the others -128: a subtraction an
+    element apart, the same plans. The second search prices its sibling's first plans, fewer
+    pipelines, and chooses a plan as fast as its own full search does."""
+    alone, alone_runs = residual_search([0])
+    after, after_runs = residual_search([-128, 0])
+    assert after_runs < alone_runs
+    assert after <= alone
