@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .precision import ConstantValue
+from .precision import ConstantValue, fresh_name
 
 # the most input channels of a widened group (k * Cg): a 3x3 item of 32 x 9 rows of its
 # column matrix still fills a few of the matrix engine's blocks
@@ -82,8 +82,9 @@ def apply(nodes: list[Any], info: dict[str, tuple], TensorSpec: Callable[..., An
             continue
         saved = (list(nd.ins), dict(a), list(nd.in_specs))
         best, best_cycles = None, before * (1 - GAIN)
+        name = fresh_name(f"{nd.name or 'Conv'}/block_diagonal_weights", info)
         for k in ks:
-            wide = ConstantValue(f"{nd.name}/block_diagonal_weights", block_diagonal(wq, groups, k))
+            wide = ConstantValue(name, block_diagonal(wq, groups, k))
             info[wide.name] = (tuple(wide.data.shape), "int8")
             nd.ins = [saved[0][0], wide, *saved[0][2:]]
             nd.attrs = {**saved[1], "group": groups // k, "tc_block_diagonal": k}
@@ -93,7 +94,7 @@ def apply(nodes: list[Any], info: dict[str, tuple], TensorSpec: Callable[..., An
                 best, best_cycles = (k, wide, nd.ins, nd.attrs, nd.in_specs), got
         nd.ins, nd.attrs, nd.in_specs = saved
         if best is None:
-            info.pop(f"{nd.name}/block_diagonal_weights", None)
+            del info[name]
             continue
         k, wide, nd.ins, nd.attrs, nd.in_specs = best
         info[wide.name] = (tuple(wide.data.shape), "int8")

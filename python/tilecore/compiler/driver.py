@@ -1210,30 +1210,32 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
         if record not in plan_fallbacks:  # (a rewrite may be tried more than once)
             plan_fallbacks.append(record)
 
-    def lowered(nd):  # a node the driver rewrote, lowered on the npu here (None: no kernel for it)
+    def lowered(nd, record=True):  # a node the driver rewrote, lowered on the npu here (None: no kernel for it)
         if HasStrategy(nd.op, nd.attrs, nd.in_specs):
             return None
         try:
             return LowerOp(nd.op, nd.attrs, nd.in_specs, [TensorSpec(*info[str(v.name)]) for v in nd.outs], target)
         except Exception as e:  # noqa: BLE001 (no kernel for it here: the rewrite is not made)
             _raise_if_defect(e)
-            rewrite_not_made(nd, e)
+            if record:
+                rewrite_not_made(nd, e)
             return None
 
     def lowers(nd):  # whether a node the driver rewrote lowers on the npu here
         return lowered(nd) is not None
 
-    def cycles(nd):  # the cost model's cycles of a node's kernel here (None: it has none)
+    def cycles(nd, record=True):  # the cost model's cycles of a node's kernel here (None: it has none)
         from . import estimate_cost
 
-        f = lowered(nd)
+        f = lowered(nd, record)
         if f is None:
             return None
         try:
             return int(estimate_cost(f, target)["cycles"])
         except Exception as e:  # noqa: BLE001 (its plan does not fit once placed: the rewrite is not made)
             _raise_if_defect(e)
-            rewrite_not_made(nd, e)
+            if record:
+                rewrite_not_made(nd, e)
             return None
 
     # a squeeze-excite's channel scale on an int8 Conv's weights, when they are the fewer
@@ -1247,7 +1249,8 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
     block_diagonal = []
     if fuse and not pipe.disabled("BlockDiagonalGroups"):
         with pipe.step("BlockDiagonalGroups", text):
-            block_diagonal = _block_diagonal.apply(nodes, info, TensorSpec, cycles)
+            # (a k whose Conv does not lower is a candidate priced, not a rewrite that fell back)
+            block_diagonal = _block_diagonal.apply(nodes, info, TensorSpec, lambda nd: cycles(nd, record=False))
 
     # one quantisation for an f32 activation several int8 matrix ops read
     shared_quantised = []
@@ -1775,6 +1778,10 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
         in_l2 = set(getattr(nd, "internal", []))
         member_roofs, member_macs = [], []
         in_place = {id(nd.members[k]) for k in getattr(nd, "in_place", [])}
+        # block-diagonal weights (BlockDiagonalGroups) -> k: their prefetched bytes count a k-th,
+        # the original's
+        widened = {str(m.ins[1].name): int(m.attrs["tc_block_diagonal"]) for m in getattr(nd, "members", [nd])
+                   if "tc_block_diagonal" in m.attrs}
         for m in getattr(nd, "members", [nd]):
             ins = [info[str(v.name)] if v is not None else None for v in m.ins]
             m_macs = _macs(m.op, ins, [info[str(v.name)] for v in m.outs], m.attrs)
@@ -1783,10 +1790,10 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
             if nd.where == "npu" and id(m) in in_place:  # a Concat that moves no bytes
                 member_roofs.append({"cycles": 0.0, "bound": "none", "engine": "vec"})
             elif nd.where == "npu":
-                prefetched = {w: e["bytes"] for w, e in getattr(nd, "prefetch", {}).items()
+                prefetched = {w: e["bytes"] // widened.get(w, 1) for w, e in getattr(nd, "prefetch", {}).items()
                               if e["reader"] == m.step_name and w in [str(v.name) for v in m.ins if v is not None]}
-                fetching = sum(e.get("bytes_during", {}).get(m.step_name, 0)
-                               for e in getattr(nd, "prefetch", {}).values())
+                fetching = sum(e.get("bytes_during", {}).get(m.step_name, 0) // widened.get(w, 1)
+                               for w, e in getattr(nd, "prefetch", {}).items())
                 member_roofs.append(_roofline(m, info, in_l2, cores, m_macs, prefetched, fetching))
                 roof += member_roofs[-1]["cycles"]
         if nd.where == "npu":

@@ -49,6 +49,16 @@ class ConstantValue:
         return self.data
 
 
+def fresh_name(base: str, info: dict[str, tuple]) -> str:
+    """A value name no value of ``info`` has: ``base``, else ``base#2``, ``base#3``, ... (a
+    name made from a node's, which may be empty or repeated)."""
+    name, k = base, 1
+    while name in info:
+        k += 1
+        name = f"{base}#{k}"
+    return name
+
+
 class Calibration:
     """What the calibration samples gave, to compile again without them: ``thresholds``
     (value name -> int8 threshold) and ``channel_means`` (data input name -> per-channel

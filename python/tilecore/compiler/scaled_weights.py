@@ -23,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..arch import params as _params
-from .precision import ConstantValue
+from .precision import ConstantValue, fresh_name
 from .shared_quantise import _Value
 
 # ops whose output lies in [0, 1]: the excite's gate
@@ -107,11 +107,12 @@ def apply(nodes: list[Any], info: dict[str, tuple], make_node: Callable[..., Any
         old = np.zeros(m, np.int64) if b is None else np.asarray(b.data).astype(np.int64).reshape(-1)
         plain = old + zp_q * wq.astype(np.int64).reshape(m, -1).sum(1)
         bias = np.clip(np.rint(plain * (scale_q / scale_x)), -_BIAS_LIMIT, _BIAS_LIMIT).astype(np.int32)
-        base = f"{nd.name}/scaled_weights"
-        bias_in = ConstantValue(base + "/bias", bias)
-        w_out, b_out = _Value(base + "/weights"), _Value(base + "/bias_x")
-        info[bias_in.name] = ((m,), "int32")
+        base = f"{nd.name or 'Conv'}/scaled_weights"
+        bias_in = ConstantValue(fresh_name(base + "/bias", info), bias)
+        info[bias_in.name] = ((m,), "int32")  # (held before the next name is made)
+        w_out = _Value(fresh_name(base + "/weights", info))
         info[w_out.name] = (tuple(wq.shape), "int8")
+        b_out = _Value(fresh_name(base + "/bias_x", info))
         info[b_out.name] = ((m,), "int32")
         step = make_node(base, "ChannelScaledWeights", [w, s, bias_in], [w_out, b_out], {"zero_point": zp_x})
         step.in_specs = [TensorSpec(*info[str(v.name)]) for v in step.ins]

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .precision import ConstantValue
+from .precision import ConstantValue, fresh_name
 
 # what a sibling may carry besides the int8 form (the fused Gemm's epilogue has no room for
 # a table, a Softmax, a power-of-two scale or the rows-first layout per output)
@@ -56,11 +56,7 @@ def fuse(nodes: list[Any], info: dict[str, tuple], TensorSpec: Callable[..., Any
     out = []
 
     def fresh(base: str) -> str:  # a value name no other value has (node names may be empty)
-        name, k = base, 1
-        while name in info:
-            k += 1
-            name = f"{base}#{k}"
-        return name
+        return fresh_name(base, info)
 
     for sibs in by_a.values():
         # the siblings that share K, scales and zero points make one set each

@@ -95,6 +95,27 @@ def test_small_groups_compile_as_wider_ones():
     assert exe.stats()["roofline_cycles"] == plain.stats()["roofline_cycles"]
 
 
+def test_unnamed_convs_take_weights_of_their_own():
+    """Two unnamed grouped Convs of one shape, each rewritten: each reads its own widened
+    weights (the same bits as the compile without the rewrite), and no plan fell back."""
+    w1, w2 = randn(368, 8, 3, 3, scale=0.3), randn(368, 8, 3, 3, scale=0.3)
+    conv = dict(group=46, pads=[1, 1, 1, 1], kernel_shape=[3, 3])
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], **conv),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], **conv),
+             helper.make_node("Relu", ["c2"], ["y"])]
+    model = make_model(nodes, [("x", [1, 368, 7, 7], np.float32)], ["y"], [("w1", w1), ("w2", w2)])
+    samples = {"x": np.stack([randn(1, 368, 7, 7) for _ in range(4)])}
+    x = randn(1, 368, 7, 7)
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    assert [d["as"] for d in rep["block_diagonal_groups"]] == [23, 23]
+    assert rep["plan_fallbacks"] == []
+    plain = tilecore.compile(model, precision="int8", calib_samples=samples,
+                             pipeline=PipelineOptions(disable=["BlockDiagonalGroups"]))
+    np.testing.assert_array_equal(exe.run({"x": x})["y"], plain.run({"x": x})["y"])
+
+
 def test_groups_the_matrix_engine_bounds_stay():
     """ResNeXt-50's third stage (32 groups of 16 channels at 14 x 14): twice the products an
     item cost more than the fewer items save, so the Conv keeps its groups; nor does f32,

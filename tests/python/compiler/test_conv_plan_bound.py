@@ -74,7 +74,7 @@ def test_a_sibling_prices_the_plans_whose_channel_major_shares_led_the_ranking()
     assert alone == estimate_after(None, [0], every=True)
 
 
-def residual_search(zero_points, every=False):
+def residual_search(zero_points):
     """ResNet-50's layer1 expansion (1x1, 64 -> 256 channels at 56 x 56, int8, an int8
     residual and the Relu, its input, output and residual in L2) lowered with each residual
     zero point of ``zero_points`` in turn: the last one's estimate and the kernel pipelines its
@@ -83,12 +83,11 @@ def residual_search(zero_points, every=False):
            ((1, 256, 56, 56), "int8")]
     specs, out = [compiler.TensorSpec(*s) for s in ins], [compiler.TensorSpec((1, 256, 56, 56), "int8")]
     compiler_ffi.ForgetPlanChoices()
-    config = {"compiler.price_every_plan": True} if every else {}
     for zp in zero_points:
         attrs = dict(INT8, kernel_shape=[1, 1], tc_activation="Relu", tc_residual=1, tc_residual_scale=0.04,
                      tc_residual_zero_point=zp, tc_in_l2=[0, 4, 5])
         timing = transform.PassTimingInstrument()
-        with transform.PassContext(opt_level=2, config=config, instruments=[timing]):
+        with transform.PassContext(opt_level=2, instruments=[timing]):
             f = compiler.LowerOp("Conv", attrs, specs, out, "npu -cores=4")
     return compiler.estimate_cost(f)["cycles"], transform.render_pass_timing(timing).count("DefaultKernelPipeline")
 

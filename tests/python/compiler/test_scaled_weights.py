@@ -6,6 +6,7 @@ import zlib
 
 import numpy as np
 import pytest
+import onnx.compose
 from onnx import helper
 
 import tilecore
@@ -194,3 +195,27 @@ def test_the_cost_model_keeps_the_scale_on_the_input_where_the_step_is_slower(mo
     kept.run({"x": x})
     forced.run({"x": x})
     assert kept.stats()["cycles"] < forced.stats()["cycles"]
+
+
+def test_unnamed_projections_take_weights_of_their_own():
+    """Two unnamed squeeze-excite blocks beside each other, each projection's weights scaled:
+    each reads its own scaled weights and bias (as the compile with the scales on the inputs
+    computes), not the first's."""
+    a, b = se_block("Sigmoid", 56), onnx.compose.add_prefix(se_block("Sigmoid", 56), "b_")
+    nodes = list(a.graph.node) + list(b.graph.node)
+    for nd in nodes:
+        nd.name = ""
+        nd.input[:] = ["x" if v == "b_x" else v for v in nd.input]
+    g = helper.make_graph(nodes, "two", list(a.graph.input), list(a.graph.output) + list(b.graph.output),
+                          list(a.graph.initializer) + list(b.graph.initializer))
+    model = helper.make_model(g, opset_imports=list(a.opset_import))
+    samples = {"x": np.stack([randn(1, 8, 56, 56) for _ in range(4)])}
+    x = randn(1, 8, 56, 56)
+    rep = {}
+    exe = tilecore.compile(model, precision="int8", calib_samples=samples, report=rep)
+    assert len(rep["scaled_weights"]) == 2
+    on_input = tilecore.compile(model, precision="int8", calib_samples=samples,
+                                pipeline=PipelineOptions(disable=["ChannelScaleToWeights"]))
+    got, other = exe.run({"x": x}), on_input.run({"x": x})
+    for name in ("y", "b_y"):
+        assert cosine(got[name], other[name]) > 0.999, name
