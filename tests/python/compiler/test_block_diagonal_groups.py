@@ -2,8 +2,6 @@
 (docs/compiler.md, "Groups as block-diagonal weights"): the weights against a placement
 written out by hand and a direct convolution, and whole grouped Convs against ONNX
 Runtime and against the same model compiled without the rewrite."""
-import zlib
-
 import numpy as np
 import pytest
 from onnx import helper
@@ -12,20 +10,10 @@ import tilecore
 from tilecore.compiler import block_diagonal_groups as bd
 from tilecore.compiler.pipeline import PipelineOptions
 
+import test_fuse_epilogue as seeded
 from test_driver import make_model, ort_run
+from test_fuse_epilogue import _seeded, randn  # noqa: F401 (_seeded: each test's generator seeded by its name)
 from test_precision import conv_ref
-
-RNG = np.random.default_rng(5)
-
-
-@pytest.fixture(autouse=True)
-def _seeded(request):
-    global RNG
-    RNG = np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
-
-
-def randn(*shape, scale=1.0):
-    return (RNG.standard_normal(shape) * scale).astype(np.float32)
 
 
 def test_block_diagonal_places_each_row_at_its_group():
@@ -43,8 +31,8 @@ def test_block_diagonal_places_each_row_at_its_group():
 def test_block_diagonal_weights_make_the_same_convolution(groups, cg, mg, k):
     """Integer operands: the Conv of groups / k groups over the block-diagonal weights equals
     the grouped Conv exactly."""
-    x = RNG.integers(-128, 128, (1, groups * cg, 6, 6)).astype(np.int64)
-    w = RNG.integers(-127, 128, (groups * mg, cg, 3, 3)).astype(np.int8)
+    x = seeded.RNG.integers(-128, 128, (1, groups * cg, 6, 6)).astype(np.int64)
+    w = seeded.RNG.integers(-127, 128, (groups * mg, cg, 3, 3)).astype(np.int8)
     want = conv_ref(x, w.astype(np.int64), pad=1, group=groups)
     got = conv_ref(x, bd.block_diagonal(w, groups, k).astype(np.int64), pad=1, group=groups // k)
     np.testing.assert_array_equal(got, want)
