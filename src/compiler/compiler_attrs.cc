@@ -171,6 +171,11 @@ const std::vector<CompilerAttr>& Table() {
      "its offset in the patch (the matrix form then too), 0 unfolded into the column matrix "
      "first (absent: the cost model's). Set by no pass (an override); read by Conv "
      "(conv/depthwise.cc)."},
+    {"tc_depthwise_mm_converts", kInt,
+     "Depthwise Conv, int8 matrix form: 1 each block's last mm converts its sums to f32 in "
+     "the matrix engine's epilogue (the matrix form then too), 0 the vector engine converts "
+     "them (absent: the cost model's). Set by no pass (an override); read by Conv "
+     "(conv/depthwise.cc)."},
     // -- an int8 MatMul's or Gemm's fused forms (docs/precision.md, "int8 between ops")
     {"tc_y_heads", kInt,
      "MatMul or Gemm: its [M, N] output stored as [N / D, M, D], heads before rows (D divides N "

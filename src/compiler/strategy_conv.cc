@@ -818,6 +818,12 @@ std::string CheckConv(const std::string& op, const Map<String, Any>& attrs,
     if (*v == 1 && (g.sh != 1 || g.sw != 1))
       return "Conv: tc_depthwise_shifted 1 needs unit strides";
   }
+  if (HasAttr(attrs, "tc_depthwise_mm_converts")) {
+    auto v = attrs.Get(String("tc_depthwise_mm_converts"))->try_cast<int64_t>();
+    if (!v || (*v != 0 && *v != 1)) return "Conv: tc_depthwise_mm_converts must be 0 or 1";
+    if (*v == 1 && !(depthwise_matrix && GetMatrixPrecision(attrs).int8()))
+      return "Conv: tc_depthwise_mm_converts 1 needs the int8 depthwise matrix form";
+  }
   if (HasAttr(attrs, "tc_images_per_item")) {
     auto v = attrs.Get(String("tc_images_per_item"))->try_cast<int64_t>();
     if (!v || *v < 1 || g.N % *v != 0 || (*v > 1 && g.G > 1 && g.Cg == 1 && g.Mg == 1))

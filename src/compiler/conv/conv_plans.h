@@ -102,12 +102,23 @@ inline constexpr int64_t kDepthwiseBlock = 16;
 inline constexpr int64_t kDepthwiseTileElems = 8192;
 inline constexpr int64_t kDepthwiseShiftedTileElems = 32768;
 
+/*! \brief One form of a depthwise Conv (depthwise.cc describes each). */
+struct DepthwiseForm {
+  bool matrix = false;  // block-diagonal products on the matrix engine (int8, f16, bf16)
+  int stages = 1;       // 1; 2: the next item's loads beside this one's compute; 3: (matrix) mm,
+                        // taps and epilogue a step apart
+  int64_t blocks = 1;   // (matrix) the most blocks of kDepthwiseBlock channels an item holds
+  int64_t col_channels = kDepthwiseBlock;    // (matrix) the channels the column matrix is sized for
+  bool shifted = false;                      // (matrix, unit strides) an mm a tap from its offset
+  int64_t tile_elems = kDepthwiseTileElems;  // the most outputs an item
+  bool converts_on_mm = false;               // (int8 matrix) the last mm's epilogue writes f32(acc)
+};
+
 /*! \brief A depthwise Conv (Cg = Mg = 1) on the vector engine, or in int8, f16 and bf16 on the
- * matrix engine as block-diagonal products (depthwise.cc, where the forms are described);
- * items of at most `tile_elems` outputs. */
-PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, bool matrix,
-                        bool pipelined, bool three_stage, int64_t blocks, int64_t col_channels,
-                        bool shifted, int64_t tile_elems = kDepthwiseTileElems);
+ * matrix engine as block-diagonal products, in `form` (depthwise.cc, where the forms are
+ * described). */
+PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p,
+                        const DepthwiseForm& form);
 
 /*! \brief The fastest depthwise plan by the cost model (conv.depthwise.vector and .matrix,
  * the forms the tc_depthwise_* and tc_pipeline attributes leave). */

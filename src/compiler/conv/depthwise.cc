@@ -3,6 +3,7 @@
  * vector and matrix forms, plain and pipelined, and the search among them (ChooseDepthwise).
  */
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -60,9 +61,12 @@ namespace conv {
  * quantised as its readers would on load. The same operations in the same order as the
  * matrix engine's epilogue: the same bits.
  */
-PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, bool matrix,
-                        bool pipelined, bool three_stage, int64_t blocks, int64_t col_channels,
-                        bool shifted, int64_t tile_elems) {
+PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p,
+                        const DepthwiseForm& form) {
+  const bool matrix = form.matrix, pipelined = form.stages > 1, three_stage = form.stages == 3;
+  const bool shifted = form.shifted, mm_converts = form.converts_on_mm;
+  const int64_t blocks = form.blocks, col_channels = form.col_channels;
+  const int64_t tile_elems = form.tile_elems;
   DataType f32 = DataType::Float(32), i32 = DataType::Int(32), i8 = DataType::Int(8);
   const MatrixPrecision mp = GetMatrixPrecision(call.attrs);
   const bool q = mp.int8();
@@ -80,6 +84,9 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
   if (shifted && !(matrix && g.sh == 1 && g.sw == 1))
     TILECORE_THROW(InternalError) << "LowerDepthwise: the shifted taps are the matrix form's, "
                                      "unit strides";
+  if (mm_converts && !(matrix && q))
+    TILECORE_THROW(InternalError)
+        << "LowerDepthwise: the mm's conversion is the int8 matrix form's";
   const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
   const double x_inv = q ? InverseScale(x_scale) : 1.0;
   const int64_t zp = AttrInt(call.attrs, "tc_x_zero_point", 0);
@@ -443,6 +450,23 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
               if (preset) s.push_back(CopyNest(Ov, bv, dims));
               Buffer O2 = Buffer(O->data, acc_t, {I32(cc), I32(Pw)}, Array<PrimExpr>(), I32(0),
                                  "local", "Omat");
+              // (mm_converts) the block's last mm: its epilogue writes f32(acc) over the sums
+              // (scale 1, no bias, zero point or clamp: the vector engine's conversion, bit
+              // for bit), so the epilogue's first pass reads f32 and no conversion runs
+              auto mm = [&](const BufferRegion& c, const BufferRegion& a, const BufferRegion& b,
+                            bool accumulate, bool last) {
+                Array<PrimExpr> args{c, a, b, IntImm(DataType::Bool(), accumulate ? 1 : 0)};
+                if (mm_converts && last) {
+                  const double big = std::numeric_limits<float>::max();
+                  const BufferRegion out(Buffer(O->data, f32, {I32(cc), I32(Pw)}, Array<PrimExpr>(),
+                                                I32(0), "local", "Omatf"),
+                                         c->begin, c->extents);
+                  args = {out,      a,      b,      args[3],           I32(0),
+                          F32(1.0), I32(0), I32(0), StringImm("none"), F32(-big),
+                          F32(big)};
+                }
+                return Intrin("tile.mm", args);
+              };
               // (f16/bf16 in three stages, the taps unfolded: the result is the accumulator,
               // which the store of slot k's last item reads; int8 stores its own Of or Yq, and
               // the shifted form its own Of)
@@ -450,10 +474,9 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
               for (int64_t b = 0; b < nblocks; ++b) {
                 const int64_t m = std::min(bc, cc - b * bc);
                 if (!shifted) {
-                  s.push_back(Intrin("tile.mm", {Region(O2, {I32(b * bc), I32(0)}, {m, P}),
-                                                 Region(A, {I32(b * bc), I32(0)}, {m, m * KK}),
-                                                 Region(Col, {I32(b * bk), I32(0)}, {m * KK, P}),
-                                                 IntImm(DataType::Bool(), preset ? 1 : 0)}));
+                  s.push_back(mm(Region(O2, {I32(b * bc), I32(0)}, {m, P}),
+                                 Region(A, {I32(b * bc), I32(0)}, {m, m * KK}),
+                                 Region(Col, {I32(b * bk), I32(0)}, {m * KK, P}), preset, true));
                   continue;
                 }
                 // shifted: an mm a tap, its columns the patch read from the tap's offset (the
@@ -462,10 +485,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
                                       Array<PrimExpr>(), I32(0), "local", "Xflat");
                 for (int64_t k = 0; k < KK; ++k) {
                   const int64_t shift = k / g.KW * g.dh * wn + k % g.KW * g.dw;
-                  s.push_back(Intrin("tile.mm", {Region(O2, {I32(b * bc), I32(0)}, {m, Pw}),
-                                                 Region(A, {I32(b * bc), I32(k * bc)}, {m, m}),
-                                                 Region(Xflat, {I32(b * bc), I32(shift)}, {m, Pw}),
-                                                 IntImm(DataType::Bool(), preset || k > 0)}));
+                  s.push_back(mm(Region(O2, {I32(b * bc), I32(0)}, {m, Pw}),
+                                 Region(A, {I32(b * bc), I32(k * bc)}, {m, m}),
+                                 Region(Xflat, {I32(b * bc), I32(shift)}, {m, Pw}), preset || k > 0,
+                                 k == KK - 1));
                 }
               }
             } else {
@@ -536,12 +559,18 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p, 
                   return BufferStore(slv, BufferLoad(slv, i) * F32(s_factor), i);
                 }));
               }
-              s.push_back(over([&](const Array<PrimExpr>& i) {
-                return BufferStore(Ofv, Cast(f32, BufferLoad(Ov, i)), i);
-              }));
+              // (mm_converts: the sums are f32 already, scaled as they are gathered)
+              Buffer sums = Ofv;
+              if (mm_converts)
+                sums = oacc(
+                    Buffer(O->data, f32, O->shape, Array<PrimExpr>(), I32(0), "local", "Osum"));
+              else
+                s.push_back(over([&](const Array<PrimExpr>& i) {
+                  return BufferStore(Ofv, Cast(f32, BufferLoad(Ov, i)), i);
+                }));
               Buffer sv = StridedView(three_stage ? w.S : l.Sl, dims, {1, 0, 0}, 0, "Sb");
               s.push_back(over([&](const Array<PrimExpr>& i) {
-                return BufferStore(Ofv, BufferLoad(Ofv, i) * BufferLoad(sv, i), i);
+                return BufferStore(Ofv, BufferLoad(sums, i) * BufferLoad(sv, i), i);
               }));
             } else if (shifted) {  // the narrow form's sums, gathered
               s.push_back(CopyNest(Ofv, Ov, dims));
@@ -653,8 +682,7 @@ PrimFunc ChooseDepthwise(const OpCall& call, const ConvGeom& g, const Params& p)
   if (want_shifted == 1 && !can_shift)
     TILECORE_THROW(ValueError) << "Conv: tc_depthwise_shifted 1 needs unit strides, got " << g.sh
                                << "x" << g.sw;
-  std::tuple<bool, int, int64_t, bool> best_form{false, 1, 1, false};  // matrix, stages,
-                                                                       // blocks, shifted
+  DepthwiseForm best_form;
   // a candidate's estimate; none when it does not fit once its buffers are placed in banks
   // (`failed` says why, when no candidate fits)
   auto price = [&](const PrimFunc& f) -> std::optional<int64_t> {
@@ -675,23 +703,37 @@ PrimFunc ChooseDepthwise(const OpCall& call, const ConvGeom& g, const Params& p)
   if (want_matrix == 1 && !matrix_enabled)
     TILECORE_THROW(ValueError) << "Conv: tc_depthwise_matrix 1 asks for conv.depthwise.matrix, "
                                   "which compiler.disabled_plans turns off";
-  auto depthwise_text = [](bool matrix, int stages, int64_t blocks, int64_t col, bool shifted,
-                           int64_t tile = kDepthwiseTileElems) {
+  // the int8 matrix form's last mm converting its sums to f32 in its epilogue
+  const int64_t want_mm_converts = AttrInt(call.attrs, "tc_depthwise_mm_converts", -1);
+  const bool int8_matrix =
+      GetMatrixPrecision(call.attrs).int8() && matrix_enabled && want_matrix != 0;
+  if (want_mm_converts == 1 && !int8_matrix)
+    TILECORE_THROW(ValueError)
+        << "Conv: tc_depthwise_mm_converts 1 needs the int8 depthwise matrix form"
+        << (matrix_enabled ? "" : " (compiler.disabled_plans turns it off)");
+  auto depthwise_text = [](const DepthwiseForm& f) {
     std::ostringstream o;
-    o << (matrix ? "conv.depthwise.matrix" : "conv.depthwise.vector") << " stages=" << stages;
-    if (matrix) o << " blocks=" << blocks << " column-channels=" << col;
-    if (shifted) o << " shifted";
-    if (tile != kDepthwiseTileElems) o << " tile=" << tile;
+    o << (f.matrix ? "conv.depthwise.matrix" : "conv.depthwise.vector") << " stages=" << f.stages;
+    if (f.matrix) o << " blocks=" << f.blocks << " column-channels=" << f.col_channels;
+    if (f.shifted) o << " shifted";
+    if (f.tile_elems != kDepthwiseTileElems) o << " tile=" << f.tile_elems;
+    if (f.converts_on_mm) o << " mm-converts";
     return o.str();
   };
-  // the fastest matrix form (stages, blocks, cycles), which the shifted taps are priced for
-  std::optional<std::tuple<int, int64_t, int64_t>> best_matrix;
+  // (the forms below take the mm's conversion when it is asked for)
+  const bool forced_converts = want_mm_converts == 1;
+  auto lower = [&](DepthwiseForm f) {
+    f.converts_on_mm = f.converts_on_mm || (forced_converts && f.matrix);
+    return WithPlan(LowerDepthwise(call, g, p, f), depthwise_text(f));
+  };
+  // the fastest matrix form (and its cycles), which the shifted taps are priced for
+  std::optional<std::pair<DepthwiseForm, int64_t>> best_matrix;
   for (bool matrix : {false, true}) {
     if ((matrix && (!matrix_form || !matrix_enabled)) ||
-        (want_matrix >= 0 && matrix != (want_matrix == 1)) || (!matrix && want_shifted == 1))
+        (want_matrix >= 0 && matrix != (want_matrix == 1)) ||
+        (!matrix && (want_shifted == 1 || forced_converts)))
       continue;
     for (int stages : {1, 2, 3}) {
-      const bool pipe = stages > 1;
       if (want_pipe >= 0 && stages != want_pipe + 1) continue;
       if (stages == 3 && (!matrix || residual)) continue;
       // (matrix) items of one block of channels, or of several when the positions are
@@ -701,19 +743,16 @@ PrimFunc ChooseDepthwise(const OpCall& call, const ConvGeom& g, const Params& p)
                              : blocks > 1 && (!matrix || g.OH * g.OW > 512 ||  // (fill L1 so)
                                               want_col < kDepthwiseBlock))
           continue;
-        const int64_t col = matrix && blocks == 1 ? want_col : kDepthwiseBlock;
-        const bool shifted = matrix && want_shifted == 1;
-        PrimFunc f =
-            WithPlan(LowerDepthwise(call, g, p, matrix, pipe, stages == 3, blocks, col, shifted),
-                     depthwise_text(matrix, stages, blocks, col, shifted));
+        DepthwiseForm form;
+        form.matrix = matrix, form.stages = stages, form.blocks = blocks;
+        form.col_channels = matrix && blocks == 1 ? want_col : kDepthwiseBlock;
+        form.shifted = matrix && want_shifted == 1;
+        PrimFunc f = lower(form);
         const std::optional<int64_t> cycles = price(f);
         if (!cycles) continue;
-        if (matrix && (!best_matrix || *cycles < std::get<2>(*best_matrix)))
-          best_matrix = std::make_tuple(stages, blocks, *cycles);
-        if (!best || *cycles < best_cycles) {
-          best = f, best_cycles = *cycles;
-          best_form = {matrix, stages, blocks, shifted};
-        }
+        if (matrix && (!best_matrix || *cycles < best_matrix->second))
+          best_matrix = std::make_pair(form, *cycles);
+        if (!best || *cycles < best_cycles) best = f, best_cycles = *cycles, best_form = form;
       }
     }
   }
@@ -721,16 +760,11 @@ PrimFunc ChooseDepthwise(const OpCall& call, const ConvGeom& g, const Params& p)
   // no column matrix, so the vector engine does not unfold them), kept when faster than
   // every form (also where unfolding the taps made the matrix form lose to the vector one)
   if (best_matrix && can_shift && want_shifted < 0) {
-    const auto [stages, blocks, cycles_unfolded] = *best_matrix;
-    const int64_t col = blocks == 1 ? want_col : kDepthwiseBlock;
-    PrimFunc f =
-        WithPlan(LowerDepthwise(call, g, p, true, stages > 1, stages == 3, blocks, col, true),
-                 depthwise_text(true, stages, blocks, col, true));
+    DepthwiseForm form = best_matrix->first;
+    form.shifted = true;
+    PrimFunc f = lower(form);
     const std::optional<int64_t> cycles = price(f);
-    if (cycles && *cycles < best_cycles) {
-      best = f, best_cycles = *cycles;
-      best_form = {true, stages, blocks, true};
-    }
+    if (cycles && *cycles < best_cycles) best = f, best_cycles = *cycles, best_form = form;
   }
   // the fastest matrix form of one block an item, its column matrix sized for fewer
   // channels (more positions an item: fewer rows of its patch loaded twice); kept when
@@ -738,17 +772,16 @@ PrimFunc ChooseDepthwise(const OpCall& call, const ConvGeom& g, const Params& p)
   // layer group's prefetch pieces share (MNASNet's 5x5 stride-2 Conv over 288 channels,
   // estimated 1% faster with 8, was bound by its front end in its group)
   constexpr double kFewerChannelsGain = 0.015;
-  if (best && std::get<0>(best_form) && std::get<2>(best_form) == 1 &&
+  if (best && best_form.matrix && best_form.blocks == 1 &&
       !HasAttr(call.attrs, "tc_depthwise_col_channels")) {
-    const int stages = std::get<1>(best_form);
-    const bool shifted = std::get<3>(best_form);
+    const DepthwiseForm sixteen = best_form;
     for (int64_t col : {int64_t{8}, int64_t{4}}) {
-      PrimFunc f =
-          WithPlan(LowerDepthwise(call, g, p, true, stages > 1, stages == 3, 1, col, shifted),
-                   depthwise_text(true, stages, 1, col, shifted));
+      DepthwiseForm form = sixteen;
+      form.col_channels = col;
+      PrimFunc f = lower(form);
       const std::optional<int64_t> cycles = price(f);
       if (cycles && *cycles < best_cycles * (1 - kFewerChannelsGain))
-        best = f, best_cycles = *cycles;
+        best = f, best_cycles = *cycles, best_form = form;
     }
   }
   // the fastest shifted form of one block an item again with items of more outputs: it
@@ -757,20 +790,30 @@ PrimFunc ChooseDepthwise(const OpCall& call, const ConvGeom& g, const Params& p)
   // no more rows) take fewer of them (MobileNetV2's 3 x 3 over 144 channels at 56 x 56: 162
   // mms a core of 1,854 columns); kept when kFewerChannelsGain faster, its items being fewer
   // and larger
-  if (best && std::get<3>(best_form) && std::get<2>(best_form) == 1 &&
+  if (best && best_form.shifted && best_form.blocks == 1 &&
       !HasAttr(call.attrs, "tc_depthwise_col_channels")) {
-    const int stages = std::get<1>(best_form);
-    std::optional<PrimFunc> larger;
+    std::optional<std::pair<PrimFunc, DepthwiseForm>> larger;
     int64_t larger_cycles = 0;
     for (int64_t col : {kDepthwiseBlock, int64_t{8}, int64_t{4}}) {
-      PrimFunc f = WithPlan(LowerDepthwise(call, g, p, true, stages > 1, stages == 3, 1, col, true,
-                                           kDepthwiseShiftedTileElems),
-                            depthwise_text(true, stages, 1, col, true, kDepthwiseShiftedTileElems));
+      DepthwiseForm form = best_form;
+      form.col_channels = col, form.tile_elems = kDepthwiseShiftedTileElems;
+      PrimFunc f = lower(form);
       const std::optional<int64_t> cycles = price(f);
-      if (cycles && (!larger || *cycles < larger_cycles)) larger = f, larger_cycles = *cycles;
+      if (cycles && (!larger || *cycles < larger_cycles))
+        larger = std::make_pair(f, form), larger_cycles = *cycles;
     }
     if (larger && larger_cycles < best_cycles * (1 - kFewerChannelsGain))
-      best = *larger, best_cycles = larger_cycles;
+      best = larger->first, best_cycles = larger_cycles, best_form = larger->second;
+  }
+  // the fastest int8 matrix form again with its last mm converting the sums to f32 (the
+  // matrix engine's epilogue: m x n / 64 cycles an mm more, one pass of the vector engine's
+  // epilogue less), kept when faster: where the vector engine bounds the Conv
+  if (best && best_form.matrix && int8_matrix && want_mm_converts < 0) {
+    DepthwiseForm form = best_form;
+    form.converts_on_mm = true;
+    PrimFunc f = lower(form);
+    const std::optional<int64_t> cycles = price(f);
+    if (cycles && *cycles < best_cycles) best = f, best_cycles = *cycles, best_form = form;
   }
   if (!best && !failed.empty()) TILECORE_THROW(ValueError) << failed;
   const char* off = matrix_enabled ? "" : ", which compiler.disabled_plans turns off";

@@ -424,7 +424,7 @@ def test_depthwise_int8_shifted_taps(c, hw, k, x_int8, residual, y_int8, act, pi
                                            tc_depthwise_matrix=1, tc_pipeline=pipeline, tc_depthwise_shifted=1)
     text = tilecore.ir.script(compiler.LowerOp("Conv", attrs, ins, [out]))
     assert "Col" not in text and text.count("tile.mm(") >= k * k  # an mm a tap, no column matrix
-    assert str(compiler.LowerOp("Conv", attrs, ins, [out]).attrs["plan"]).endswith(" shifted")
+    assert "shifted" in str(compiler.LowerOp("Conv", attrs, ins, [out]).attrs["plan"]).split()
 
 
 def test_depthwise_shifted_taps_take_larger_items_where_the_cost_model_finds_them_faster(hazard_checked):
@@ -436,7 +436,7 @@ def test_depthwise_shifted_taps_take_larger_items_where_the_cost_model_finds_the
     forms = dict(tc_depthwise_matrix=1, tc_pipeline=2, tc_depthwise_shifted=1)
     attrs, ins, out = check_depthwise_int8(144, 56, 3, 1, True, False, True, "Clip", hazard_checked, **forms)
     plan = str(compiler.LowerOp("Conv", attrs, ins, [out]).attrs["plan"])
-    assert plan.endswith(" shifted tile=32768"), plan
+    assert " shifted tile=32768" in plan, plan
     rng = np.random.default_rng(7)
     arrays = [rng.integers(-128, 128, sp.shape).astype(np.int8) if str(sp.dtype) == "int8" else
               rng.integers(-500, 500, sp.shape).astype(np.int32) if str(sp.dtype) == "int32" else
@@ -484,7 +484,7 @@ def test_depthwise_shifted_taps_match_the_other_forms(c, h, w, kernel, dil, pads
         np.testing.assert_array_equal(got, want)
     specs = [compiler.TensorSpec(a.shape, str(a.dtype)) for a in ins]
     f = compiler.LowerOp("Conv", dict(base, tc_depthwise_shifted=1), specs, [compiler.TensorSpec(out.shape, str(out.dtype))])
-    assert str(f.attrs["plan"]).startswith("conv.depthwise.matrix") and str(f.attrs["plan"]).endswith(" shifted")
+    assert str(f.attrs["plan"]).startswith("conv.depthwise.matrix") and "shifted" in str(f.attrs["plan"]).split()
     assert hazard_checked() == []
 
 
