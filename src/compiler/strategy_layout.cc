@@ -23,6 +23,7 @@
 #include <numeric>
 
 #include "kernel_util.h"
+#include "tilecore/arch/params.h"
 #include "tilecore/compiler/kernel_group.h"
 #include "tilecore/ffi/reflection.h"
 
@@ -78,7 +79,10 @@ int64_t ParamNumel(const Buffer& b) {
  * innermost dim l (a transpose whose rows are too far apart to stage whole): tiles of
  * tj x tl go DDR -> L1 as tl rows of tj contiguous elements, are transposed L1 -> L1
  * and go back as tj rows of tl contiguous elements; the other dims and the tiles are
- * the work items. Stmt() when the box is not of that form.
+ * the work items. The tiles are cut down (tl first, then tj, to rows of at least a DMA
+ * beat) until every core has two items, and a core with two or more loads its next tile
+ * while it transposes and stores this one (two buffers of the load, on events of their
+ * own). Stmt() when the box is not of that form.
  */
 Stmt TiledTranspose(const OpCall& call, const Params& p, const Box& b, const PrimExpr& core,
                     int64_t* rotation, int bi) {
@@ -91,15 +95,30 @@ Stmt TiledTranspose(const OpCall& call, const Params& p, const Box& b, const Pri
   size_t l = r - 1;
   const Buffer& dp = p.out[b.dst];
   const Buffer& sp = p.in[b.src];
-  int64_t TJ = std::min<int64_t>(b.dims[j].n, 256), TL = std::min<int64_t>(b.dims[l].n, 256);
   std::vector<size_t> others;
   for (size_t i = 0; i < r; ++i)
     if (i != j && i != l) others.push_back(i);
   int64_t nother = 1;
   for (size_t i : others) nother *= b.dims[i].n;
+  // tiles of at most 256 x 256, cut down while the cores would have fewer than two items
+  // each: tl first (the store's rows), then tj (the load's), each to rows of at least a
+  // DMA beat
+  const int64_t es = std::max(1, (sp->dtype.bits() + 7) / 8);
+  const int64_t min_row = std::max<int64_t>(1, int64_t(arch::tc1::kDmaBytesPerCycle) / es);
+  int64_t TJ = std::min<int64_t>(b.dims[j].n, 256), TL = std::min<int64_t>(b.dims[l].n, 256);
+  auto count = [&](int64_t tj, int64_t tl) {
+    return nother * ((b.dims[j].n + tj - 1) / tj) * ((b.dims[l].n + tl - 1) / tl);
+  };
+  while (count(TJ, TL) < 2 * call.cores && TL / 2 >= min_row) TL = (TL + 1) / 2;
+  while (count(TJ, TL) < 2 * call.cores && TJ / 2 >= min_row) TJ = (TJ + 1) / 2;
   // the vector engine copies every type but bool
   const bool vector_turn = sp->dtype == dp->dtype && !sp->dtype.is_bool();
-  Buffer Al = Local({TL * TJ}, sp->dtype, "Tl" + std::to_string(bi));
+  // (two loads in flight when a core has two items or more)
+  const bool pipelined = count(TJ, TL) >= 2 * call.cores;
+  std::vector<Buffer> Al;
+  for (int k = 0; k < (pipelined ? 2 : 1); ++k)
+    Al.push_back(Local({TL * TJ}, sp->dtype,
+                       "Tl" + std::to_string(bi) + (pipelined ? std::to_string(k) : "")));
   Buffer Bl = Local({TJ * TL}, dp->dtype, "Tb" + std::to_string(bi));
   auto segs = [](int64_t n, int64_t t) {
     std::vector<std::tuple<int64_t, int64_t, int64_t>> v;  // count, size, start
@@ -110,46 +129,63 @@ Stmt TiledTranspose(const OpCall& call, const Params& p, const Box& b, const Pri
   std::vector<Stmt> s;
   for (auto [jc, tj, j0] : segs(b.dims[j].n, TJ)) {
     for (auto [lc, tl, l0] : segs(b.dims[l].n, TL)) {
-      s.push_back(ForEachItem(
-          core, call.cores, nother * jc * lc, rotation, "t",
-          [&, tj = tj, j0 = j0, tl = tl, l0 = l0, jc = jc, lc = lc](PrimExpr t) {
-            PrimExpr li = floormod(t, I32(lc)), ji = floormod(floordiv(t, I32(lc)), I32(jc));
-            PrimExpr o = floordiv(t, I32(lc * jc));
-            PrimExpr pj = I32(j0) + ji * I32(TJ), pl = I32(l0) + li * I32(TL);
-            PrimExpr soff = I32(b.src_base) + pj * I32(b.dims[j].ss) + pl * I32(b.dims[l].ss);
-            PrimExpr doff = I32(b.dst_base) + pj * I32(b.dims[j].ds) + pl * I32(b.dims[l].ds);
-            for (size_t k = others.size(); k-- > 0;) {
-              const BoxDim& d = b.dims[others[k]];
-              PrimExpr idx = floormod(o, I32(d.n));
-              o = floordiv(o, I32(d.n));
-              soff = soff + idx * I32(d.ss);
-              doff = doff + idx * I32(d.ds);
-            }
-            // A[l, j] (rows of j contiguous in the source), B[j, l] (rows of l contiguous in the
-            // destination)
-            Buffer SV = FlatBoxView(sp, {tl, tj}, {b.dims[l].ss, 1}, ParamNumel(sp),
-                                    "TS" + std::to_string(bi));
-            Buffer AV = FlatBoxView(Al, {tj, tl}, {1, tj}, TL * TJ, "TA" + std::to_string(bi));
-            Buffer DV = FlatBoxView(dp, {tj, tl}, {b.dims[j].ds, 1}, ParamNumel(dp),
-                                    "TD" + std::to_string(bi));
-            // the transpose in L1: a strided vector copy, at the engine's full rate (a DMA
-            // reading every element apart moves a beat per element)
-            Stmt turn = vector_turn
-                            ? CopyNest(StridedView(Bl, {tj, tl}, {tl, 1}, 0, "TBv"),
-                                       StridedView(Al, {tj, tl}, {1, tj}, 0, "TAv"), {tj, tl})
-                            : DmaWait(Region(Bl, {I32(0)}, {tj * tl}),
-                                      Region(AV, {I32(0), I32(0), I32(0)}, {1, tj, tl}), 0);
-            return Seq({DmaWait(Region(Al, {I32(0)}, {tl * tj}),
-                                Region(SV, {soff, I32(0), I32(0)}, {1, tl, tj}), 0),
-                        Intrin("tile.wait", {I32(1)}),  // the previous tile has left B
-                        turn,
-                        Intrin("tile.dma_copy", {Region(DV, {doff, I32(0), I32(0)}, {1, tj, tl}),
-                                                 Region(Bl, {I32(0)}, {tj * tl}), I32(1)})});
-          }));
+      // item t's source and destination offsets
+      auto offsets = [&, j0 = j0, l0 = l0, jc = jc, lc = lc](PrimExpr t) {
+        PrimExpr li = floormod(t, I32(lc)), ji = floormod(floordiv(t, I32(lc)), I32(jc));
+        PrimExpr o = floordiv(t, I32(lc * jc));
+        PrimExpr pj = I32(j0) + ji * I32(TJ), pl = I32(l0) + li * I32(TL);
+        PrimExpr soff = I32(b.src_base) + pj * I32(b.dims[j].ss) + pl * I32(b.dims[l].ss);
+        PrimExpr doff = I32(b.dst_base) + pj * I32(b.dims[j].ds) + pl * I32(b.dims[l].ds);
+        for (size_t k = others.size(); k-- > 0;) {
+          const BoxDim& d = b.dims[others[k]];
+          PrimExpr idx = floormod(o, I32(d.n));
+          o = floordiv(o, I32(d.n));
+          soff = soff + idx * I32(d.ss);
+          doff = doff + idx * I32(d.ds);
+        }
+        return std::make_pair(soff, doff);
+      };
+      // A[l, j] (rows of j contiguous in the source), B[j, l] (rows of l contiguous in the
+      // destination)
+      auto load = [&, tj = tj, tl = tl](PrimExpr t, int64_t k) {
+        Buffer SV =
+            FlatBoxView(sp, {tl, tj}, {b.dims[l].ss, 1}, ParamNumel(sp), "TS" + std::to_string(bi));
+        const BufferRegion dst = Region(Al[size_t(k)], {I32(0)}, {tl * tj});
+        const BufferRegion src = Region(SV, {offsets(t).first, I32(0), I32(0)}, {1, tl, tj});
+        return pipelined ? Intrin("tile.dma_copy", {dst, src, I32(2 + k)}) : DmaWait(dst, src, 0);
+      };
+      auto turn_and_store = [&, tj = tj, tl = tl](PrimExpr t, int64_t k) {
+        const Buffer& A = Al[size_t(k)];
+        Buffer AV = FlatBoxView(A, {tj, tl}, {1, tj}, TL * TJ, "TA" + std::to_string(bi));
+        Buffer DV =
+            FlatBoxView(dp, {tj, tl}, {b.dims[j].ds, 1}, ParamNumel(dp), "TD" + std::to_string(bi));
+        // the transpose in L1: a strided vector copy, at the engine's full rate (a DMA
+        // reading every element apart moves a beat per element)
+        Stmt turn = vector_turn ? CopyNest(StridedView(Bl, {tj, tl}, {tl, 1}, 0, "TBv"),
+                                           StridedView(A, {tj, tl}, {1, tj}, 0, "TAv"), {tj, tl})
+                                : DmaWait(Region(Bl, {I32(0)}, {tj * tl}),
+                                          Region(AV, {I32(0), I32(0), I32(0)}, {1, tj, tl}), 0);
+        std::vector<Stmt> st;
+        if (pipelined) st.push_back(Intrin("tile.wait", {I32(2 + k)}));  // its tile has landed
+        st.push_back(Intrin("tile.wait", {I32(1)}));  // the previous tile has left B
+        st.push_back(turn);
+        st.push_back(
+            Intrin("tile.dma_copy", {Region(DV, {offsets(t).second, I32(0), I32(0)}, {1, tj, tl}),
+                                     Region(Bl, {I32(0)}, {tj * tl}), I32(1)}));
+        return Seq(st);
+      };
+      s.push_back(pipelined ? ForEachItemPipelined(core, call.cores, nother * jc * lc, rotation,
+                                                   "t", load, turn_and_store)
+                            : ForEachItem(core, call.cores, nother * jc * lc, rotation, "t",
+                                          [&](PrimExpr t) {
+                                            return Seq({load(t, 0), turn_and_store(t, 0)});
+                                          }));
     }
   }
   s.push_back(Intrin("tile.wait", {I32(1)}));
-  return Allocate(Al, Allocate(Bl, Seq(s)));
+  Stmt body = Allocate(Bl, Seq(s));
+  for (const Buffer& a : Al) body = Allocate(a, body);
+  return body;
 }
 
 /*!
@@ -183,6 +219,13 @@ Stmt Staged(const OpCall& call, const Params& p, const Box& b, const PrimExpr& c
   while (kc > 1 && (footprint(kc) > budget || kc * inner > budget)) kc = (kc + 1) / 2;
   if (footprint(kc) > budget || kc * inner > budget || footprint(kc) > 8 * kc * inner)
     return TiledTranspose(call, p, b, core, rotation, bi);
+  // (a range each core loads mostly whole, as ConvNeXt's [C, H x W] -> [H x W, C] in L2:
+  // the cores move several times the tensor through the shared level, where the tiles
+  // read it once)
+  if (footprint(kc) > 2 * kc * inner) {
+    Stmt tiled = TiledTranspose(call, p, b, core, rotation, bi);
+    if (tiled.defined()) return tiled;
+  }
   int64_t nfull = n0 / kc, rem = n0 % kc;
   Buffer Sl = Local({footprint(kc)}, sp->dtype, "Sl" + std::to_string(bi));
   Buffer Dl = Local({kc * inner}, dp->dtype, "Dl" + std::to_string(bi));
