@@ -286,7 +286,7 @@ inline Stmt SoftmaxRows(const TileView& x, const TileView& e, const TileView& M,
  * resident [rows, R, 1] tile x: with `skip`, x += e first (e holds the skip's rows: the
  * residual Add); M = the rows' means, x -= M; e = x * x, V = 1 / sqrt(mean(e) + eps)
  * (two-pass, as the reference); x *= V; y = x * gamma, plus beta when it has a buffer;
- * with `q` defined, y quantised into it (QuantiseSteps, e the work buffer: y is kept).
+ * with `q` defined, y quantised into it (QuantiseSteps: one tquant pass, y kept).
  * `before_y` (may be undefined) comes before the first write of y: a pipelined caller's
  * wait for the store that reads it and for gamma and beta. The passes of the
  * normalisation strategy and of a Gemm's tc_row_norm, so their bits agree.
@@ -329,12 +329,12 @@ inline Stmt LayerNormRows(const TileView& x, const TileView& e, const TileView& 
   if (beta.buf.defined())
     c.push_back(MapTile(
         y, [&](PrimExpr v, const std::vector<PrimExpr>& i) { return v + beta.Load({i[1]}); }));
-  if (q.defined()) {  // (the scaled values in e, free since the variance: y is stored as it is)
+  if (q.defined()) {  // (one tquant pass: y is stored as it is)
     NestFn nest = [&](const std::function<Stmt(const Array<PrimExpr>&)>& f) {
       return Nest(y.dims, [&](const std::vector<PrimExpr>& i) { return f(y.Idx(i)); });
     };
     TileView qv = MakeView(q, y.dims, "Qv");
-    for (Stmt st : QuantiseSteps(qv.buf, y.buf, q_inv, q_zp, nest, e.buf)) c.push_back(st);
+    for (Stmt st : QuantiseSteps(qv.buf, y.buf, q_inv, q_zp, nest)) c.push_back(st);
   }
   return Seq(c);
 }
