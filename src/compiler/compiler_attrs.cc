@@ -34,11 +34,12 @@ const std::vector<CompilerAttr>& Table() {
      "read by Conv, ConvTranspose, MatMul, Gemm (matrix_precision.h)."},
     {"tc_x_scale", kFloat,
      "int8: the scale of input 0 (X), quantised on load, or already int8 with it; a lookup-table "
-     "op's or a global pooling's: its int8 input's. Set by Precision (precision.py, qdq.py), "
-     "Int8Edges (int8_edges.py: table ops, global poolings), SiblingGemms (1.0); read by Conv, "
+     "op's, a global pooling's or a LayerNormalization's: its int8 input's. Set by Precision "
+     "(precision.py, qdq.py), Int8Edges (int8_edges.py: table ops, global poolings, "
+     "LayerNormalization), SiblingGemms (1.0); read by Conv, "
      "MatMul, Gemm (matrix_precision.h), the int8 table ops (strategy_elementwise.cc), "
      "GlobalAveragePool, GlobalMaxPool (strategy_pool.cc), ReduceMean, ReduceMax, ReduceMin "
-     "(strategy_reduce.cc)."},
+     "(strategy_reduce.cc), LayerNormalization (strategy_norm.cc)."},
     {"tc_x_zero_point", kInt,
      "int8: X's zero point, in [-128, 127] (default 0; the padding value). Set and read with "
      "`tc_x_scale`."},

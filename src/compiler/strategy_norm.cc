@@ -31,6 +31,11 @@
  * Y) the pipelined form has a second output, Y in int8 as that reader would quantise it on
  * load (QuantiseSteps): the reader loads a quarter of the bytes and quantises nothing; with
  * `tc_q_alone` too that int8 Y is its only output (nothing reads Y in f32: it is not stored).
+ * With `tc_x_scale` (and `tc_x_zero_point`, set by Int8Edges when a Conv's int8 output reaches
+ * it, through a Transpose: ConvNeXt's) a LayerNormalization's X is int8, read as the codes q of
+ * (q - zero point) x scale: LayerNorm is shift- and scale-invariant, so it normalises f32(q)
+ * (exact) with epsilon / scale^2 (f32): the pipelined form loads a quarter of the bytes and
+ * converts them in one vector pass.
  */
 #include <algorithm>
 #include <cmath>
@@ -179,7 +184,24 @@ std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs,
   }
   for (size_t i = 0; i < need; ++i)
     if (!ins[i].defined()) return op + ": input " + std::to_string(i) + " is missing";
-  std::string why = CheckDTypes(ins, {DataType::Float(32)}, op);
+  // an int8 X: a LayerNormalization's, read as the codes of tc_x_scale (header)
+  const bool x_i8 = ins[0]->dtype == DataType::Int(8);
+  if (x_i8 != HasAttr(attrs, "tc_x_scale"))
+    return op + ": an int8 X goes with tc_x_scale (its code), another without";
+  std::string why;
+  if (x_i8) {
+    if (!ln || skip)
+      return op + ": an int8 X (tc_x_scale) is a LayerNormalization's, without tc_skip";
+    why = CheckInt8Code(attrs, "tc_x_scale", "tc_x_zero_point", op);
+    if (!why.empty()) return why;
+    const double s = AttrFloat(attrs, "tc_x_scale", 1.0);
+    if (!std::isfinite(static_cast<float>(AttrFloat(attrs, "epsilon", 1e-5) / (s * s))))
+      return op + ": epsilon / tc_x_scale^2 is beyond float32";
+    std::vector<TensorSpec> rest(ins.begin() + 1, ins.end());
+    why = CheckDTypes(rest, {DataType::Float(32)}, op);
+  } else {
+    why = CheckDTypes(ins, {DataType::Float(32)}, op);
+  }
   if (!why.empty()) return why;
   if (HasAttr(attrs, "tc_q_scale")) {
     double qs = AttrFloat(attrs, "tc_q_scale", 0);
@@ -207,6 +229,10 @@ std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs,
     return op + ": stash_type other than float32 has no npu strategy";
   NormGeom g;
   if (!Geometry(op, attrs, ins, &g, &why)) return why;
+  // (the pipelined form takes it: every core two tiles of whole rows, on any target)
+  if (x_i8 && (g.R > kRowTile / 2 || g.A < 2 * int64_t(arch::tc1::kMaxCores)))
+    return op + ": an int8 X needs rows of at most " + std::to_string(kRowTile / 2) + " and " +
+           std::to_string(2 * arch::tc1::kMaxCores) + " rows or more";
   return "";
 }
 
@@ -229,13 +255,16 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
   const int64_t q_zp = AttrInt(call.attrs, "tc_q_zero_point", 0);
   Params p = MakeParams(call);
   DataType f32 = DataType::Float(32);
+  // an int8 X: its codes, normalised with epsilon / scale^2 (header)
+  const bool x_i8 = call.inputs[0]->dtype == DataType::Int(8);
+  const double x_scale = AttrFloat(call.attrs, "tc_x_scale", 1.0);
   Buffer X = View(p.in[0], {A, R}, "X");
   Buffer Y = q_alone ? Buffer() : View(p.out[0], {A, R}, "Y");
   Buffer Yq = quant ? View(p.out[q_alone ? 0 : 1], {A, R}, "Yq") : Buffer();
   Buffer Sk = skip ? View(p.in[3], {A, R}, "Skip") : Buffer();
   Buffer Sc = View(p.in[1], {R}, "Scale");
   Buffer Bi = has_bias ? View(p.in[2], {R}, "Bias") : Buffer();
-  const double epsilon = AttrFloat(call.attrs, "epsilon", 1e-5);
+  const double epsilon = AttrFloat(call.attrs, "epsilon", 1e-5) / (x_i8 ? x_scale * x_scale : 1.0);
   constexpr int kParams = 4;  // the DMA event of Scale and B; 0-1 load the slots, 2-3 store
   int64_t rotation = 0;
   // every core has the same number of tiles, two or more, of an even number of rows: its
@@ -244,10 +273,11 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
   const bool lead = ta % 2 == 0 && tiles % call.cores == 0 && tiles >= 2 * call.cores;
   Stmt body = OverCores(call.cores, [&](PrimExpr core) {
     Buffer Ga = Local({R}, f32, "Gamma"), Ba = Local({R}, f32, "Beta");
-    Buffer Xs[2], Es[2], Ys[2], Ms[2], Vs[2], Qs[2];
+    Buffer Xs[2], Es[2], Ys[2], Ms[2], Vs[2], Qs[2], Cs[2];
     for (int s = 0; s < 2; ++s) {
       std::string k = std::to_string(s);
       Xs[s] = Local({ta * R}, f32, "Xt" + k), Es[s] = Local({ta * R}, f32, "Et" + k);
+      if (x_i8) Cs[s] = Local({ta * R}, DataType::Int(8), "Ct" + k);  // the codes as loaded
       Ys[s] = Local({ta * R}, f32, "Yt" + k);
       if (quant) Qs[s] = Local({ta * R}, DataType::Int(8), "Qt" + k);
       Ms[s] = Local({ta}, f32, "Mean" + k), Vs[s] = Local({ta}, f32, "Inv" + k);
@@ -257,7 +287,7 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
     // rows [r0, r0 + n) of X (and S) into slot s; the slot's n rows normalised; stored
     auto load_rows = [&](PrimExpr r0, int64_t n, int64_t s) {
       // (the DMA waits for the vector passes of the tile before that read the slot)
-      std::vector<Stmt> c{Intrin("tile.dma_copy", {Region(Xs[s], {I32(0)}, {n * R}),
+      std::vector<Stmt> c{Intrin("tile.dma_copy", {Region(x_i8 ? Cs[s] : Xs[s], {I32(0)}, {n * R}),
                                                    Region(X, {r0, I32(0)}, {n, R}), I32(s)})};
       if (skip)
         c.push_back(Intrin("tile.dma_copy", {Region(Es[s], {I32(0)}, {n * R}),
@@ -276,9 +306,14 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
           slot_stored
               ? Seq({Intrin("tile.wait", {I32(2 + s)}), Intrin("tile.wait", {I32(kParams)})})
               : Intrin("tile.wait", {I32(kParams)});
-      return Seq({Intrin("tile.wait", {I32(s)}),
-                  LayerNormRows(x, e, y, M, V, Gv, has_bias ? Bv : TileView{}, rms, skip, epsilon,
-                                quant ? Qs[s] : Buffer(), q_inv, q_zp, before_y)});
+      std::vector<Stmt> c{Intrin("tile.wait", {I32(s)})};
+      if (x_i8)  // the codes in f32 (exact)
+        c.push_back(Nest({n * R}, [&](const std::vector<PrimExpr>& i) {
+          return BufferStore(Xs[s], Cast(f32, BufferLoad(Cs[s], {i[0]})), {i[0]});
+        }));
+      c.push_back(LayerNormRows(x, e, y, M, V, Gv, has_bias ? Bv : TileView{}, rms, skip, epsilon,
+                                quant ? Qs[s] : Buffer(), q_inv, q_zp, before_y));
+      return Seq(c);
     };
     auto store_rows = [&](PrimExpr r0, int64_t n, int64_t s) {
       Stmt q = quant ? Intrin("tile.dma_copy", {Region(Yq, {r0, I32(0)}, {n, R}),
@@ -323,6 +358,7 @@ PrimFunc LowerRowNormPipelined(const OpCall& call, int64_t A, int64_t R, int64_t
     for (int k = 0; k < 2; ++k) {
       r = Allocate(Xs[k], Allocate(Es[k], Allocate(Ys[k], Allocate(Ms[k], Allocate(Vs[k], r)))));
       if (quant) r = Allocate(Qs[k], r);
+      if (x_i8) r = Allocate(Cs[k], r);
     }
     return Allocate(Ga, Allocate(Ba, r));
   });
@@ -483,6 +519,9 @@ PrimFunc LowerNorm(const OpCall& call) {
   if (HasAttr(call.attrs, "tc_q_scale"))
     TILECORE_THROW(ValueError) << "LowerOp(" << op << "): tc_q_scale needs Y and its int8 "
                                << "output alone and rows enough for several tiles per core";
+  if (call.inputs[0]->dtype == DataType::Int(8))
+    TILECORE_THROW(ValueError) << "LowerOp(" << op << "): an int8 X needs Y alone (and its int8 "
+                               << "form) and rows enough for several tiles per core";
   Params p = MakeParams(call);
   DataType f32 = DataType::Float(32);
   int64_t A = g.A, R = g.R, C = g.C;

@@ -25,7 +25,8 @@ all store int8 at that one scale:
   is the op in double precision between the two. A producer that only such ops read is
   quantised with its own calibrated threshold.
 - a global pooling or a ReduceMean/ReduceMax (a squeeze-excite's squeeze; a classifier's
-  pooling) or a Conv whose prologue multiplies its
+  pooling), a LayerNormalization (ConvNeXt's, after its depthwise Conv and Transpose: it
+  normalises the codes with epsilon / scale^2) or a Conv whose prologue multiplies its
   data by a per-channel scale (``tc_channel_scale``: the excite) takes the int8 value at
   its scale (``tc_x_scale`` / ``tc_x_zero_point``; the Conv's
   ``tc_channel_scale.tc_x_scale`` / ``.tc_x_zero_point``) and dequantises it on load: the
@@ -43,8 +44,9 @@ from typing import Any, Callable
 
 PRODUCERS = ("Conv", "Gemm", "MatMul")
 # readers that take an int8 value at its own scale and dequantise it (their output float32):
-# a squeeze-excite's squeeze (torchvision's a global pooling, timm's a ReduceMean)
-DEQUANTISING_OPS = ("GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceMax")
+# a squeeze-excite's squeeze (torchvision's a global pooling, timm's a ReduceMean); a
+# LayerNormalization after a Conv (ConvNeXt's, through its Transpose: it normalises the codes)
+DEQUANTISING_OPS = ("GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceMax", "LayerNormalization")
 
 
 def lookup_table_ops() -> frozenset[str]:
