@@ -403,6 +403,11 @@ std::string CheckDTypes(const std::vector<TensorSpec>& ins, const std::vector<Da
  * point in [-128, 127] (default 0), else the reason. */
 std::string CheckInt8Code(const Map<String, Any>& attrs, const std::string& scale,
                           const std::string& zero_point, const std::string& op);
+/*! \brief "" when input `x` is int8 exactly when `tc_x_scale` gives its code, and that code
+ * (with `tc_x_zero_point`) is valid (CheckInt8Code), else the reason: an op that reads an
+ * int8 value at its code and dequantises it. */
+std::string CheckInt8Input(const Map<String, Any>& attrs, const TensorSpec& x,
+                           const std::string& op);
 
 /*!
  * \brief Copies as data: an N-D block of output `dst` written from a strided window of

@@ -326,6 +326,14 @@ std::string CheckInt8Code(const Map<String, Any>& attrs, const std::string& scal
   return "";
 }
 
+std::string CheckInt8Input(const Map<String, Any>& attrs, const TensorSpec& x,
+                           const std::string& op) {
+  const bool x_i8 = x->dtype == DataType::Int(8);
+  if (x_i8 != HasAttr(attrs, "tc_x_scale"))
+    return op + ": an int8 input goes with tc_x_scale (its code), another without";
+  return x_i8 ? CheckInt8Code(attrs, "tc_x_scale", "tc_x_zero_point", op) : "";
+}
+
 }  // namespace detail
 
 TILECORE_FFI_STATIC_INIT_BLOCK({

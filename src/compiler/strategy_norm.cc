@@ -186,14 +186,11 @@ std::string CheckNorm(const std::string& op, const Map<String, Any>& attrs,
     if (!ins[i].defined()) return op + ": input " + std::to_string(i) + " is missing";
   // an int8 X: a LayerNormalization's, read as the codes of tc_x_scale (header)
   const bool x_i8 = ins[0]->dtype == DataType::Int(8);
-  if (x_i8 != HasAttr(attrs, "tc_x_scale"))
-    return op + ": an int8 X goes with tc_x_scale (its code), another without";
-  std::string why;
+  std::string why = CheckInt8Input(attrs, ins[0], op);
+  if (!why.empty()) return why;
   if (x_i8) {
     if (!ln || skip)
       return op + ": an int8 X (tc_x_scale) is a LayerNormalization's, without tc_skip";
-    why = CheckInt8Code(attrs, "tc_x_scale", "tc_x_zero_point", op);
-    if (!why.empty()) return why;
     const double s = AttrFloat(attrs, "tc_x_scale", 1.0);
     if (!std::isfinite(static_cast<float>(AttrFloat(attrs, "epsilon", 1e-5) / (s * s))))
       return op + ": epsilon / tc_x_scale^2 is beyond float32";

@@ -239,11 +239,9 @@ std::string CheckReduce(const std::string& op, const Map<String, Any>& attrs,
   if (codes) ok.push_back(DataType::Int(8));
   std::string why = CheckDTypes({ins[0]}, ok, op);
   if (!why.empty()) return why;
-  const bool x_i8 = ins[0]->dtype == DataType::Int(8);
-  if (codes && x_i8 != HasAttr(attrs, "tc_x_scale"))
-    return op + ": an int8 input goes with tc_x_scale (its code), another without";
-  if (x_i8) {
-    why = CheckInt8Code(attrs, "tc_x_scale", "tc_x_zero_point", op);
+  const bool x_i8 = ins[0]->dtype == DataType::Int(8);  // (a code op's: the dtypes above)
+  if (codes) {
+    why = CheckInt8Input(attrs, ins[0], op);
     if (!why.empty()) return why;
   }
   if (ins.size() > 1 && ins[1].defined() && ins[1]->shape.size() != 1)

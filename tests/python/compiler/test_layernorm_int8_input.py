@@ -39,7 +39,7 @@ def test_layernorm_int8_input_reasons():
     p = compiler.TensorSpec((96,), "float32")
     base = {"axis": -1, "tc_x_scale": 0.05, "tc_x_zero_point": 3}
     assert compiler.HasStrategy("LayerNormalization", base, [i8, p, p]) == ""
-    pairs = "LayerNormalization: an int8 X goes with tc_x_scale (its code), another without"
+    pairs = "LayerNormalization: an int8 input goes with tc_x_scale (its code), another without"
     assert compiler.HasStrategy("LayerNormalization", {"axis": -1}, [i8, p, p]) == pairs
     assert compiler.HasStrategy("LayerNormalization", base, [f32, p, p]) == pairs
     assert "without tc_skip" in compiler.HasStrategy("LayerNormalization", {**base, "tc_skip": 1}, [i8, p, p, i8])
