@@ -309,29 +309,40 @@ inline Stmt ForEachItemPipelined(const PrimExpr& core, int64_t cores, int64_t co
  * \brief ForEachItem's items in three stages a step apart: load(t, slot) of item i + 1,
  * compute(t, slot) of item i and post(t, slot) of item i - 1 are issued together, so the
  * DMA, the engine computing and the one converting overlap across items. Two buffer
- * slots; the loop is unrolled by two so every slot is a constant.
+ * slots; the loop is unrolled by two so every slot is a constant. With `first_load`, the
+ * loads of the core's first two items (one a slot) are left out and go there instead, for
+ * the caller to issue earlier: before the waits for its constants, whose loads may queue
+ * behind them at the DDR.
  */
 inline Stmt ForEachItemThreeStage(const PrimExpr& core, int64_t cores, int64_t count,
                                   int64_t* rotation, const std::string& name,
                                   const std::function<Stmt(PrimExpr, int64_t)>& load,
                                   const std::function<Stmt(PrimExpr, int64_t)>& compute,
-                                  const std::function<Stmt(PrimExpr, int64_t)>& post) {
+                                  const std::function<Stmt(PrimExpr, int64_t)>& post,
+                                  Stmt* first_load = nullptr) {
   if (count <= 0) return Stmt();
   CoreItems it = ItemsOfCore(core, cores, count, rotation);
   PrimExpr n = it.n;
   auto at = [&](PrimExpr i) { return it.at(i, cores); };
   Stmt pairs = Loop(name, floordiv(n + I32(1), I32(2)), [&](PrimExpr k) {
     PrimExpr i = k * I32(2);
-    return Seq({IfThenElse(i + I32(1) < n, load(at(i + I32(1)), 1)), compute(at(i), 0),
+    PrimExpr load_next = first_load ? i > I32(0) && i + I32(1) < n : i + I32(1) < n;
+    return Seq({IfThenElse(load_next, load(at(i + I32(1)), 1)), compute(at(i), 0),
                 IfThenElse(i > I32(0), post(at(i - I32(1)), 1)),
                 IfThenElse(i + I32(1) < n, Seq({IfThenElse(i + I32(2) < n, load(at(i + I32(2)), 0)),
                                                 compute(at(i + I32(1)), 1), post(at(i), 0)}))});
   });
   PrimExpr last = n - I32(1);
-  return IfThenElse(
-      n > I32(0),
-      Seq({load(at(I32(0)), 0), pairs,
-           IfThenElse(eq(floormod(last, I32(2)), I32(0)), post(at(last), 0), post(at(last), 1))}));
+  std::vector<Stmt> steps;
+  if (first_load)
+    *first_load = IfThenElse(
+        n > I32(0), Seq({load(at(I32(0)), 0), IfThenElse(n > I32(1), load(at(I32(1)), 1))}));
+  else
+    steps.push_back(load(at(I32(0)), 0));
+  steps.push_back(pairs);
+  steps.push_back(
+      IfThenElse(eq(floormod(last, I32(2)), I32(0)), post(at(last), 0), post(at(last), 1)));
+  return IfThenElse(n > I32(0), Seq(steps));
 }
 
 /*! \brief The body over cores: `for c in cores(0, n): body(c)`. */

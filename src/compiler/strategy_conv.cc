@@ -556,9 +556,13 @@ PrimFunc LowerConv(const OpCall& call) {
       }
       return true;
     };
-    for (int64_t tp : {128, 256, 384, 512, 1024}) {
-      // (an unfolding plan: 384, three rows of a stem's 111 or 112 columns; not 1024, whose
-      // patches and unfolded tiles leave L1 no room for two items)
+    // (an unfolding plan: 384, three rows of a stem's 111 or 112 columns, and on a wide map
+    // items of 6 to 8 whole rows, whose patches re-read fewer rows; not 1024, whose patches
+    // and unfolded tiles leave L1 no room for two items)
+    std::vector<int64_t> tps = {128, 256, 384, 512, 1024};
+    for (int64_t rows : {6, 7, 8})
+      if (unfolds && rows * g.OW > 512) tps.push_back(rows * g.OW);
+    for (int64_t tp : tps) {
       if ((tp == 384 && !unfolds) || (tp == 1024 && unfolds)) continue;
       // items of 32 output channels when those of 64 would leave cores idle or unevenly
       // loaded (a small map: its positions are one item's)

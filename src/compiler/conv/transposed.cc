@@ -158,23 +158,38 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   const bool x_resident = !unfold && !w_resident && g.N == 1 && tp.nb == 1 && tile >= HW &&
                           C * x_cols <= kResidentInputBytes;
   Buffer XLr = Local({C, x_cols}, call.inputs[0]->dtype, "XLr"), XTr = Local({HW, C}, i8, "XTr");
+  // the constants' loads (the slots' loads take events 0 and 1, their stores 2 and 3, a
+  // kept X tile 5, the weights' copy into L2 6)
+  constexpr int kConstEvent = 4;
+  // An unfolding plan's first two items load before the constants' wait, the constants on
+  // the DMA-out engine: its patches are the largest loads (a stem's f32 image, the DDR
+  // the bound), which the first mm waits for longest.
+  const bool early_x = unfold && (!w_resident || w_early);
+  const char* const const_dma = early_x ? "tile.dma_prefetch" : "tile.dma_copy";
   int64_t rotation = 0;
   Stmt kernel = OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> segs;
+    bool hoisted = false;  // the first segment's first loads are issued early (first_load)
+    Stmt first_load;
+    std::vector<Buffer> hoisted_allocs;
+    size_t hoisted_body_at = 0;
     if (w_l2) {  // this core's share of the weight rows into L2
       segs.push_back(CopyShareOfRows(core, call.cores, p.in[1], Wsh, g.M, K, 6));
       segs.push_back(Intrin("tile.wait", {I32(6)}));
       segs.push_back(Intrin("tir.barrier", {}));
     }
+    // (early_x: all on the DMA-out engine, the first patches on the DMA-in engine; else
+    // the scales there, their DDR latency beside the bias's)
     if (has_bias)
-      segs.push_back(Intrin("tile.dma_copy", {Region(Ball, {I32(0), I32(0)}, {1, g.M}),
-                                              Region(Bias, {I32(0), I32(0)}, {1, g.M}), I32(0)}));
-    // (the scales on the DMA-out engine, idle here: their DDR latency beside the bias's)
-    segs.push_back(Intrin("tile.dma_prefetch", {Region(Sall, {I32(0), I32(0)}, {1, g.M}),
-                                                Region(Sv, {I32(0), I32(0)}, {1, g.M}), I32(0)}));
+      segs.push_back(
+          Intrin(const_dma, {Region(Ball, {I32(0), I32(0)}, {1, g.M}),
+                             Region(Bias, {I32(0), I32(0)}, {1, g.M}), I32(kConstEvent)}));
+    segs.push_back(
+        Intrin("tile.dma_prefetch", {Region(Sall, {I32(0), I32(0)}, {1, g.M}),
+                                     Region(Sv, {I32(0), I32(0)}, {1, g.M}), I32(kConstEvent)}));
     if (w_early)
-      segs.push_back(Intrin("tile.dma_copy", {Region(Wall, {I32(0), I32(0)}, {g.M, K}),
-                                              Region(W, {I32(0), I32(0)}, {g.M, K}), I32(0)}));
+      segs.push_back(Intrin(const_dma, {Region(Wall, {I32(0), I32(0)}, {g.M, K}),
+                                        Region(W, {I32(0), I32(0)}, {g.M, K}), I32(kConstEvent)}));
     // (after the bias and scales: loads of the group's inputs first, which the member before
     // may issue for this one, docs/compiler.md "Handoff")
     if (x_resident)
@@ -184,7 +199,9 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
            strided ? Region(Xs, {I32(0), I32(0), I32(0), I32(0), I32(0)}, {1, C, g.OH, 1, g.W})
                    : Region(X, {I32(0), I32(0), I32(0)}, {1, C, HW}),
            I32(5)}));
-    segs.push_back(Intrin("tile.wait", {I32(0)}));
+    // (the first item's loads go here, ForEachItemThreeStage's first_load)
+    const size_t first_load_at = segs.size();
+    segs.push_back(Intrin("tile.wait", {I32(kConstEvent)}));
     segs.push_back(Loop("j", g.M, [&](PrimExpr j) {
       return BufferStore(Sall, BufferLoad(Sall, {I32(0), j}) * F32(s_factor), {I32(0), j});
     }));
@@ -198,11 +215,11 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     if (w_resident) {  // Wall's L1 is the items' once transposed (kept for channel-major items)
       Stmt turn = CopyNest(StridedView(WTall, {K, g.M}, {g.M, 1}, 0, "WTv"),
                            StridedView(Wall, {K, g.M}, {1, K}, 0, "Wtv"), {K, g.M});
-      Stmt load =
-          w_early ? turn
-                  : Seq({Intrin("tile.dma_copy", {Region(Wall, {I32(0), I32(0)}, {g.M, K}),
-                                                  Region(W, {I32(0), I32(0)}, {g.M, K}), I32(0)}),
-                         Intrin("tile.wait", {I32(0)}), turn});
+      Stmt load = w_early ? turn
+                          : Seq({Intrin("tile.dma_copy",
+                                        {Region(Wall, {I32(0), I32(0)}, {g.M, K}),
+                                         Region(W, {I32(0), I32(0)}, {g.M, K}), I32(kConstEvent)}),
+                                 Intrin("tile.wait", {I32(kConstEvent)}), turn});
       segs.push_back(mixed || w_early ? load : Allocate(Wall, load));
     }
     const int64_t NB = tp.nb;  // images per item (then one item covers an image's positions)
@@ -358,61 +375,65 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
           PrimExpr ih0 = oh0 * I32(g.sh) - I32(g.pt);
           PrimExpr inside = ih0 >= I32(0) && ih0 + I32(ri) <= I32(g.H);
           const bool rows_inside = g.pt == 0 && g.pb == 0;  // every item's rows are
-          auto fill = [&](int64_t col, int64_t cols) {
+          // the padding value over rows [row, row + nrows) and columns [col, col + cols)
+          auto fill = [&](int64_t row, int64_t nrows, int64_t col, int64_t cols) {
             return Intrin("tile.dma_fill",
-                          {Region(patch, {I32(0), I32(0), I32(col)}, {C, ri, cols}),
+                          {Region(patch, {I32(0), I32(row), I32(col)}, {C, nrows, cols}),
                            F32(qx ? 0.0 : static_cast<double>(zp)), ev});
           };
           const int64_t lcols = vlo + g.pl, rcols = win - (vhi + g.pl), cols = vhi - vlo;
           std::vector<Stmt> cols_only;  // the padding columns (the block writes the rest)
-          if (lcols > 0) cols_only.push_back(fill(0, lcols));
-          if (rcols > 0) cols_only.push_back(fill(vhi + g.pl, rcols));
-          if (rows_inside) {
-            for (const Stmt& x : cols_only) s->push_back(x);
-          } else if (cols_only.empty()) {
-            s->push_back(IfThenElse(!inside, fill(0, win)));
-          } else {
-            s->push_back(IfThenElse(inside, Seq(cols_only), fill(0, win)));
-          }
+          if (lcols > 0) cols_only.push_back(fill(0, ri, 0, lcols));
+          if (rcols > 0) cols_only.push_back(fill(0, ri, vhi + g.pl, rcols));
           Stmt block = Intrin("tile.dma_copy",
                               {Region(patch, {I32(0), I32(0), I32(lcols)}, {C, ri, cols}),
                                Region(X4, {n, I32(0), ih0, I32(vlo)}, {1, C, ri, cols}), ev});
+          std::vector<Stmt> inner = cols_only;
+          inner.push_back(block);
           if (rows_inside) {
-            s->push_back(block);
+            for (const Stmt& x : inner) s->push_back(x);
             return;
           }
-          Stmt each = Loop("rr", ri, [&](PrimExpr rr) {
-            PrimExpr ih = ih0 + rr;
-            return IfThenElse(ih >= I32(0) && ih < I32(g.H),
-                              Intrin("tile.dma_copy",
-                                     {Region(patch, {I32(0), rr, I32(lcols)}, {C, 1, cols}),
-                                      Region(X4, {n, I32(0), ih, I32(vlo)}, {1, C, 1, cols}), ev}));
-          });
+          Stmt each =
+              Seq({fill(0, ri, 0, win), Loop("rr", ri, [&](PrimExpr rr) {
+                     PrimExpr ih = ih0 + rr;
+                     return IfThenElse(
+                         ih >= I32(0) && ih < I32(g.H),
+                         Intrin("tile.dma_copy",
+                                {Region(patch, {I32(0), rr, I32(lcols)}, {C, 1, cols}),
+                                 Region(X4, {n, I32(0), ih, I32(vlo)}, {1, C, 1, cols}), ev}));
+                   })});
           // the items at the borders (the segment's, known here) load their rows inside the
-          // image as one block: a DMA a row paid the level's latency a row (MobileNetV2's
-          // stem: 8 DMAs of 3 rows of 896 B from the DDR, 6,400 cycles on one core while the
-          // others' loads held the DDR)
+          // image as one block (a DMA a row paid the level's latency a row: MobileNetV2's
+          // stem, 8 DMAs of 3 rows of 896 B from the DDR, 6,400 cycles on one core while the
+          // others' loads held the DDR), and fill only the rows and columns outside it (the
+          // whole patch: a stem's 35 KB of f32 held the DMA-in engine 550 cycles before its
+          // first load)
           std::vector<std::pair<int64_t, Stmt>> edges;  // (the item's first output row, its load)
           for (int64_t k = 0; k < pcount; ++k) {
             const int64_t row0 = (pbase + k * P) / g.OW;
             const int64_t top = row0 * g.sh - g.pt;
             if (top >= 0 && top + ri <= g.H) continue;
             const int64_t lo = std::max<int64_t>(0, top), hi = std::min<int64_t>(g.H, top + ri);
-            edges.emplace_back(
-                row0,
-                hi <= lo
-                    ? Evaluate(I32(0))
-                    : Intrin(
-                          "tile.dma_copy",
-                          {Region(patch, {I32(0), I32(lo - top), I32(lcols)}, {C, hi - lo, cols}),
-                           Region(X4, {n, I32(0), I32(lo), I32(vlo)}, {1, C, hi - lo, cols}), ev}));
+            if (hi <= lo) {
+              edges.emplace_back(row0, fill(0, ri, 0, win));
+              continue;
+            }
+            std::vector<Stmt> e = cols_only;
+            if (lo > top) e.push_back(fill(0, lo - top, lcols, cols));
+            if (top + ri > hi) e.push_back(fill(hi - top, top + ri - hi, lcols, cols));
+            e.push_back(
+                Intrin("tile.dma_copy",
+                       {Region(patch, {I32(0), I32(lo - top), I32(lcols)}, {C, hi - lo, cols}),
+                        Region(X4, {n, I32(0), I32(lo), I32(vlo)}, {1, C, hi - lo, cols}), ev}));
+            edges.emplace_back(row0, Seq(e));
           }
           constexpr size_t kMostEdgeItems = 4;  // (more: the row loop, not a chain of tests)
           Stmt border = each;
           if (edges.size() <= kMostEdgeItems)
             for (auto it = edges.rbegin(); it != edges.rend(); ++it)
               border = IfThenElse(eq(oh0, I32(it->first)), it->second, border);
-          s->push_back(IfThenElse(inside, block, border));
+          s->push_back(IfThenElse(inside, Seq(inner), border));
         };
         // the X tile of the item at (n, p0) into xl, on event ev
         auto load_x = [&](std::vector<Stmt>* s, const Buffer& xl, PrimExpr n, PrimExpr p0,
@@ -630,19 +651,30 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
         // engine multiplies item i
         // (x_resident) whether this core runs its first item in this segment: it ran none in
         // the segments before
-        Stmt body =
-            ForEachItemThreeStage(core, call.cores, items, &rotation, "k", front, compute, post);
+        // (the kernel's first segment: its first loads before the constants' wait, its
+        // buffers allocated from there)
+        const bool hoist = early_x && !hoisted;
+        Stmt body = ForEachItemThreeStage(core, call.cores, items, &rotation, "k", front, compute,
+                                          post, hoist ? &first_load : nullptr);
         for (int64_t t = 0; t < std::min<int64_t>(items, call.cores); ++t)
           served[size_t((t + rotation - items) % call.cores)] = true;
+        std::vector<Buffer> allocs;
         for (const Slot& sl : slots) {
           for (const Buffer& b : {sl.Xl, sl.XT, sl.Cf, sl.Yt})
-            if (!x_resident || (!b.same_as(sl.Xl) && !b.same_as(sl.XT))) body = Allocate(b, body);
-          if (!w_resident) body = Allocate(sl.WT, Allocate(sl.Wl, body));
-          if (ep.residual >= 0) body = Allocate(sl.Rf, Allocate(sl.Rl, body));
-          if (mixed) body = Allocate(sl.Sm, body);
-          if (mixed && ep.residual >= 0) body = Allocate(sl.Rs, body);
+            if (!x_resident || (!b.same_as(sl.Xl) && !b.same_as(sl.XT))) allocs.push_back(b);
+          if (!w_resident) allocs.insert(allocs.end(), {sl.Wl, sl.WT});
+          if (ep.residual >= 0) allocs.insert(allocs.end(), {sl.Rl, sl.Rf});
+          if (mixed) allocs.push_back(sl.Sm);
+          if (mixed && ep.residual >= 0) allocs.push_back(sl.Rs);
         }
-        if (qx) body = Allocate(Xq, body);
+        if (qx) allocs.push_back(Xq);
+        if (hoist) {
+          hoisted = true;
+          hoisted_allocs = allocs;
+          hoisted_body_at = segs.size();
+        } else {
+          for (const Buffer& b : allocs) body = Allocate(b, body);
+        }
         segs.push_back(body);
         // the next segment's buffers may take these addresses: its loads must not pass this
         // segment's compute and stores (the last stores end the chain)
@@ -652,7 +684,20 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     }
     // (a core that ran no item has not waited for its X tile)
     if (x_resident) segs.push_back(Intrin("tile.wait", {I32(5)}));
-    if (!lut.empty()) PlaceAfterFirstLoads(&segs, FillLookupTable(lut_words, lut));
+    if (hoisted) {
+      // the first loads, then the table's fill (scalar stores the DMAs need not wait for),
+      // in the first segment's buffers with the waits, the constants' use and its items
+      std::vector<Stmt> scope = {first_load};
+      if (!lut.empty()) scope.push_back(FillLookupTable(lut_words, lut));
+      const auto from = segs.begin() + static_cast<std::ptrdiff_t>(first_load_at);
+      const auto to = segs.begin() + static_cast<std::ptrdiff_t>(hoisted_body_at + 1);
+      scope.insert(scope.end(), from, to);
+      Stmt inner = Seq(scope);
+      for (const Buffer& b : hoisted_allocs) inner = Allocate(b, inner);
+      segs.insert(segs.erase(from, to), inner);
+    } else if (!lut.empty()) {
+      PlaceAfterFirstLoads(&segs, FillLookupTable(lut_words, lut));
+    }
     Stmt r = Allocate(Sall, Seq(segs));
     if (has_bias) r = Allocate(Ball, r);
     if (mixed) r = Allocate(Svec, r);
