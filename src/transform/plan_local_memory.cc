@@ -23,6 +23,9 @@ namespace {
 constexpr int64_t kBank = 64 * 1024;
 constexpr int64_t kAlign = 64;
 constexpr int64_t kSmall = 4 * 1024;
+// small mm sources this large or larger take different banks (below: a vector, a row of
+// scales, whose mms are few blocks)
+constexpr int64_t kMmTileBytes = 1024;
 
 int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
@@ -31,16 +34,18 @@ int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
  * the pairs whose starts TC1 wants in different banks. */
 using Partners = std::unordered_map<const VarNode*, std::unordered_set<const VarNode*>>;
 
-Partners SourcePartners(const Stmt& body) {
+Partners SourcePartners(const Stmt& body, bool mm_only = false) {
   // (a walk that memoises only shared nodes: each call is met, most once)
   struct Finder : IRVisitor {
+    bool mm_only = false;
     Partners partners;
     void VisitExpr_(const CallNode* c) override {
       IRVisitor::VisitExpr_(c);
       if (c->args.size() < 3) return;
       const std::string_view op = c->op.view();
       // (a table lookup reads its table apart from its stream: no conflict)
-      if (op != "tile.mm" && (op.rfind("tile.vec_", 0) != 0 || op == "tile.vec_lut")) return;
+      if (op != "tile.mm" && (mm_only || op.rfind("tile.vec_", 0) != 0 || op == "tile.vec_lut"))
+        return;
       const auto* a = c->args[1].as<BufferRegionNode>();
       const auto* b = c->args[2].as<BufferRegionNode>();
       if (a == nullptr || b == nullptr || a->buffer->data.same_as(b->buffer->data)) return;
@@ -48,6 +53,7 @@ Partners SourcePartners(const Stmt& body) {
       partners[b->buffer->data.get()].insert(a->buffer->data.get());
     }
   } finder;
+  finder.mm_only = mm_only;
   finder.VisitStmt(body);
   return std::move(finder.partners);
 }
@@ -63,8 +69,11 @@ class Planner : public IRVisitor {
   // bank with a live buffer read beside it, if it fits there.
   Planner(int64_t l1, int64_t l2, int64_t small_bytes = 0, bool packed = false,
           std::unordered_map<const VarNode*, int64_t> pinned = {}, int64_t reserved = 0,
-          const Partners* partners = nullptr)
-      : packed_(packed), pinned_(std::move(pinned)), partners_(partners) {
+          const Partners* partners = nullptr, const Partners* mm_partners = nullptr)
+      : packed_(packed),
+        pinned_(std::move(pinned)),
+        partners_(partners),
+        mm_partners_(mm_partners) {
     cap_[0] = l1;
     cap_[1] = l2;
     pinned_base_ = AlignUp(small_bytes, kAlign);
@@ -104,14 +113,23 @@ class Planner : public IRVisitor {
     int64_t bytes = elems * b->dtype.lane_bytes() * b->dtype.lanes();
     // Small buffers have a stack of their own, below the others (see the pass's top); one
     // read beside a live pinned buffer of that bank (a tile a layer group's member before
-    // loaded, pinned just above the small buffers) goes on top of the others instead, in
-    // another bank, when it fits there: the command reading both would pay twice.
+    // loaded, pinned just above the small buffers), or by an mm beside a live small one
+    // of the stack, both of 1 KiB or more (a 1x1 Conv's kept weights and its X tiles;
+    // kMmTileBytes), goes on top of the others
+    // instead, in another bank, when it fits there: the command reading both would pay
+    // twice (an mm for every block). Not where buffers are pinned: a layer group's early
+    // handoff planned its area with the small buffers below it, and its groups measured
+    // slower with them moved.
     const bool small = s == 0 && bytes <= kSmall;
     const int64_t above = AlignUp(top_[0], kAlign);  // (the others' top)
+    const int64_t in_stack = AlignUp(small_top_, kAlign);
     const bool stacked =
-        small && !(PinnedPartnerInBank(b->data.get(), AlignUp(small_top_, kAlign)) &&
-                   !PinnedPartnerInBank(b->data.get(), above) &&
-                   !SharesBankWithPartner(b->data.get(), above, bytes) && above + bytes <= cap_[0]);
+        small &&
+        !((PinnedPartnerInBank(b->data.get(), in_stack) ||
+           (pinned_.empty() && bytes >= kMmTileBytes &&
+            SharesBankWithPartner(b->data.get(), in_stack, bytes, mm_partners_, kMmTileBytes))) &&
+          !PinnedPartnerInBank(b->data.get(), above) &&
+          !SharesBankWithPartner(b->data.get(), above, bytes) && above + bytes <= cap_[0]);
     int64_t& top = stacked ? small_top_ : top_[s];
     int64_t saved = top;
     int64_t offset = AlignUp(top, kAlign);
@@ -165,15 +183,19 @@ class Planner : public IRVisitor {
     return false;
   }
 
-  // Whether [offset, offset + bytes) shares a bank with a live buffer read beside `data`.
-  bool SharesBankWithPartner(const VarNode* data, int64_t offset, int64_t bytes) const {
-    if (partners_ == nullptr) return false;
-    auto it = partners_->find(data);
-    if (it == partners_->end()) return false;
+  // Whether [offset, offset + bytes) shares a bank with a live buffer read beside `data`
+  // (by a command of `which`: partners_ when null).
+  bool SharesBankWithPartner(const VarNode* data, int64_t offset, int64_t bytes,
+                             const Partners* which = nullptr, int64_t min_bytes = 0) const {
+    if (which == nullptr) which = partners_;
+    if (which == nullptr) return false;
+    auto it = which->find(data);
+    if (it == which->end()) return false;
     for (const VarNode* p : it->second) {
       auto at = live_at_.find(p);
       if (at == live_at_.end()) continue;
       const auto [o, n] = at->second;
+      if (n < min_bytes) continue;
       if (offset / kBank <= (o + n - 1) / kBank && o / kBank <= (offset + bytes - 1) / kBank)
         return true;
     }
@@ -183,6 +205,8 @@ class Planner : public IRVisitor {
   bool packed_ = false;
   std::unordered_map<const VarNode*, int64_t> pinned_;
   const Partners* partners_ = nullptr;
+  const Partners* mm_partners_ = nullptr;  // (the matrix engine's: an mm read from one bank
+                                           // pays twice for every block)
   std::unordered_map<const VarNode*, std::pair<int64_t, int64_t>> live_at_;  // [offset, bytes]
   int64_t pinned_base_ = 0;
   int64_t cap_[2];
@@ -213,11 +237,13 @@ Pass PlanLocalMemory() {
           }
         }
         const Partners partners = SourcePartners(f->body);
+        const Partners mm_partners = SourcePartners(f->body, true);
         Planner p(l1, l2);
         auto plan = [&](bool packed, const Partners* apart) {
           Planner measure(l1, l2, 0, packed, pinned);
           measure.VisitStmt(f->body);
-          p = Planner(l1, l2, measure.small_peak_, packed, pinned, reserved, apart);
+          p = Planner(l1, l2, measure.small_peak_, packed, pinned, reserved, apart,
+                      apart ? &mm_partners : nullptr);
           p.VisitStmt(f->body);
         };
         try {

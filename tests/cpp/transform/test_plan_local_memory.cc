@@ -107,6 +107,34 @@ TEST(PlanLocalMemory, ASmallSourceOfAPinnedOneMovesToAnotherBank) {
   EXPECT_EQ(unpinned.at(B->data)[2], 0);
 }
 
+TEST(PlanLocalMemory, TwoSmallSourcesOfAnMmTakeDifferentBanks) {
+  // A 1x1 Conv's transposed plan: its weights (kept, 1 KiB) and each X tile (2 KiB) are
+  // both small; in the small stack the mm would read both from bank 0 and pay twice for
+  // every block. The X tile, allocated second, goes on top of the others: above the output
+  // tile (8 KiB, not a source) in bank 1. A source under 1 KiB (a pooled vector: an mm of
+  // few blocks) stays in the stack beside the weights.
+  const DataType i8 = DataType::Int(8), i32 = DataType::Int(32);
+  Buffer W = DeclBuffer({32, 32}, i8, "W", "local");
+  Buffer C = DeclBuffer({64, 32}, i32, "C", "local");
+  Buffer X = DeclBuffer({64, 32}, i8, "X", "local");
+  Buffer V = DeclBuffer({1, 32}, i8, "V", "local");
+  Buffer D = DeclBuffer({1, 32}, i32, "D", "local");
+  auto mm = [](const Buffer& c, const Buffer& a, const Buffer& b) {
+    return Evaluate(call("tile.mm", {BufferRegion::Full(c), BufferRegion::Full(a),
+                                     BufferRegion::Full(b), IntImm(DataType::Bool(), 0)}));
+  };
+  Stmt body = Allocate(
+      W, SeqStmt({Allocate(C, Allocate(X, mm(C, X, W))), Allocate(D, Allocate(V, mm(D, V, W)))}));
+  auto plan = ApplyPass(PlanLocalMemory(), PrimFunc({}, body))
+                  ->attrs.at("memory_plan")
+                  .cast<Map<Var, Array<int64_t>>>();
+  EXPECT_EQ(plan.at(W->data)[2], 0);
+  EXPECT_EQ(plan.at(C->data)[2], 1);
+  EXPECT_EQ(plan.at(X->data)[0], 65536 + 8192);
+  EXPECT_EQ(plan.at(X->data)[2], 1);
+  EXPECT_EQ(plan.at(V->data)[2], 0);
+}
+
 TEST(PlanLocalMemory, SmallBuffersOverflowingL1AreAnError) {
   // 257 nested buffers of 4 KiB each: every one small, together over the 1 MiB of L1
   std::vector<Buffer> bufs;

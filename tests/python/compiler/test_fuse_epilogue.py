@@ -806,8 +806,11 @@ def check_depthwise_int8(c, hw, k, stride, x_int8, residual, y_int8, act, hazard
     assert compiler.HasStrategy("Conv", attrs, specs) == ""
     got, = run_lowered("Conv", attrs, ins, [out])
     if pipeline == 2:  # two slots of the column matrix (shifted: of the weights) beside each other
-        text = str(compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec(out.shape, str(out.dtype))]))
-        two = {"Abd0", "Abd1"} if forms.get("tc_depthwise_shifted") else {"Col0", "Col1"}
+        f = compiler.LowerOp("Conv", attrs, specs, [compiler.TensorSpec(out.shape, str(out.dtype))])
+        text = str(f)
+        # (the form asked for, else the cost model's: the plan names it)
+        shifted = forms.get("tc_depthwise_shifted", " shifted" in str(f.attrs["plan"]))
+        two = {"Abd0", "Abd1"} if shifted else {"Col0", "Col1"}
         assert two <= set(re.findall(r"(?:Col|Abd)\w*", text))
     st = tilecore.runtime.npu_simulator(0).stats()
     # every pass a vector command (the integer taps too: tile_no_overflow): a scalar loop over
