@@ -34,28 +34,34 @@ int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
  * the pairs whose starts TC1 wants in different banks. */
 using Partners = std::unordered_map<const VarNode*, std::unordered_set<const VarNode*>>;
 
-Partners SourcePartners(const Stmt& body, bool mm_only = false) {
+struct SourcePairs {
+  Partners all;  // every command's
+  Partners mm;   // the matrix engine's: an mm read from one bank pays twice for every block
+};
+
+SourcePairs SourcePartners(const Stmt& body) {
   // (a walk that memoises only shared nodes: each call is met, most once)
   struct Finder : IRVisitor {
-    bool mm_only = false;
-    Partners partners;
+    SourcePairs pairs;
     void VisitExpr_(const CallNode* c) override {
       IRVisitor::VisitExpr_(c);
       if (c->args.size() < 3) return;
       const std::string_view op = c->op.view();
+      const bool mm = op == "tile.mm";
       // (a table lookup reads its table apart from its stream: no conflict)
-      if (op != "tile.mm" && (mm_only || op.rfind("tile.vec_", 0) != 0 || op == "tile.vec_lut"))
-        return;
+      if (!mm && (op.rfind("tile.vec_", 0) != 0 || op == "tile.vec_lut")) return;
       const auto* a = c->args[1].as<BufferRegionNode>();
       const auto* b = c->args[2].as<BufferRegionNode>();
       if (a == nullptr || b == nullptr || a->buffer->data.same_as(b->buffer->data)) return;
-      partners[a->buffer->data.get()].insert(b->buffer->data.get());
-      partners[b->buffer->data.get()].insert(a->buffer->data.get());
+      for (Partners* m : {&pairs.all, mm ? &pairs.mm : nullptr}) {
+        if (m == nullptr) continue;
+        (*m)[a->buffer->data.get()].insert(b->buffer->data.get());
+        (*m)[b->buffer->data.get()].insert(a->buffer->data.get());
+      }
     }
   } finder;
-  finder.mm_only = mm_only;
   finder.VisitStmt(body);
-  return std::move(finder.partners);
+  return std::move(finder.pairs);
 }
 
 class Planner : public IRVisitor {
@@ -115,11 +121,10 @@ class Planner : public IRVisitor {
     // read beside a live pinned buffer of that bank (a tile a layer group's member before
     // loaded, pinned just above the small buffers), or by an mm beside a live small one
     // of the stack, both of 1 KiB or more (a 1x1 Conv's kept weights and its X tiles;
-    // kMmTileBytes), goes on top of the others
-    // instead, in another bank, when it fits there: the command reading both would pay
-    // twice (an mm for every block). Not where buffers are pinned: a layer group's early
-    // handoff planned its area with the small buffers below it, and its groups measured
-    // slower with them moved.
+    // kMmTileBytes), goes on top of the others instead, in another bank, when it fits
+    // there: the command reading both would pay twice (an mm for every block). Not where
+    // buffers are pinned: a layer group's early handoff planned its area with the small
+    // buffers below it, and its groups measured slower with them moved.
     const bool small = s == 0 && bytes <= kSmall;
     const int64_t above = AlignUp(top_[0], kAlign);  // (the others' top)
     const int64_t in_stack = AlignUp(small_top_, kAlign);
@@ -205,8 +210,7 @@ class Planner : public IRVisitor {
   bool packed_ = false;
   std::unordered_map<const VarNode*, int64_t> pinned_;
   const Partners* partners_ = nullptr;
-  const Partners* mm_partners_ = nullptr;  // (the matrix engine's: an mm read from one bank
-                                           // pays twice for every block)
+  const Partners* mm_partners_ = nullptr;                                    // (SourcePairs::mm)
   std::unordered_map<const VarNode*, std::pair<int64_t, int64_t>> live_at_;  // [offset, bytes]
   int64_t pinned_base_ = 0;
   int64_t cap_[2];
@@ -236,22 +240,21 @@ Pass PlanLocalMemory() {
             reserved = std::max(reserved, at[1]);
           }
         }
-        const Partners partners = SourcePartners(f->body);
-        const Partners mm_partners = SourcePartners(f->body, true);
+        const SourcePairs pairs = SourcePartners(f->body);
         Planner p(l1, l2);
         auto plan = [&](bool packed, const Partners* apart) {
           Planner measure(l1, l2, 0, packed, pinned);
           measure.VisitStmt(f->body);
           p = Planner(l1, l2, measure.small_peak_, packed, pinned, reserved, apart,
-                      apart ? &mm_partners : nullptr);
+                      apart ? &pairs.mm : nullptr);
           p.VisitStmt(f->body);
         };
         try {
           try {
-            plan(false, &partners);
+            plan(false, &pairs.all);
           } catch (const ffi::Error&) {
             try {
-              plan(true, &partners);
+              plan(true, &pairs.all);
             } catch (const ffi::Error&) {
               plan(true, nullptr);
             }
