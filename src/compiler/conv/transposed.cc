@@ -169,8 +169,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
   int64_t rotation = 0;
   Stmt kernel = OverCores(call.cores, [&](PrimExpr core) {
     std::vector<Stmt> segs;
-    bool hoisted = false;  // the first segment's first loads are issued early (first_load)
-    Stmt first_load;
+    Stmt first_load;  // the first segment's first loads, issued early (early_x)
     std::vector<Buffer> hoisted_allocs;
     size_t hoisted_body_at = 0;
     if (w_l2) {  // this core's share of the weight rows into L2
@@ -653,7 +652,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
         // the segments before
         // (the kernel's first segment: its first loads before the constants' wait, its
         // buffers allocated from there)
-        const bool hoist = early_x && !hoisted;
+        const bool hoist = early_x && !first_load.defined();
         Stmt body = ForEachItemThreeStage(core, call.cores, items, &rotation, "k", front, compute,
                                           post, hoist ? &first_load : nullptr);
         for (int64_t t = 0; t < std::min<int64_t>(items, call.cores); ++t)
@@ -669,7 +668,6 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
         }
         if (qx) allocs.push_back(Xq);
         if (hoist) {
-          hoisted = true;
           hoisted_allocs = allocs;
           hoisted_body_at = segs.size();
         } else {
@@ -684,7 +682,7 @@ Stmt LowerConvTransposed(const OpCall& call, const Params& p, const TransposedPl
     }
     // (a core that ran no item has not waited for its X tile)
     if (x_resident) segs.push_back(Intrin("tile.wait", {I32(5)}));
-    if (hoisted) {
+    if (first_load.defined()) {
       // the first loads, then the table's fill (scalar stores the DMAs need not wait for),
       // in the first segment's buffers with the waits, the constants' use and its items
       std::vector<Stmt> scope = {first_load};
