@@ -361,6 +361,19 @@ def test_depthwise_int8_matrix_zeroes_its_weights_on_the_vector_engine(shifted, 
     assert "tile.dma_fill(Abd" in text and "tile.vec_sub(Abd" not in text
 
 
+@pytest.mark.parametrize("forms", [dict(tc_depthwise_matrix=0, tc_pipeline=1),
+                                   dict(tc_depthwise_matrix=1, tc_pipeline=2, tc_depthwise_col_channels=16)])
+def test_depthwise_int8_wide_patch_fills_only_its_padding_columns(forms, hazard_checked):
+    """MobileNetV3-Small's first depthwise Conv (16 channels, 3x3 stride 2 at 112 x 112): a
+    patch row is 113 int8, two DMA beats, its padding one column. A slot's first item fills
+    that column (one beat a row), not the whole patch; the padding rows are filled by each
+    item that has them. Bit-exact against numpy, every L1 access ordered."""
+    attrs, ins, out = check_depthwise_int8(16, 112, 3, 2, True, False, True, "Clip", hazard_checked, **forms)
+    text = tilecore.ir.script(compiler.LowerOp("Conv", attrs, ins, [out]))
+    fills = re.findall(r"tile\.dma_fill\(Xl\w*\[0:\d+, 0:(\d+), (\d+):(\d+)\]", text)
+    assert any((c0, c1) == ("0", "1") and int(rows) > 1 for rows, c0, c1 in fills), fills
+
+
 @pytest.mark.parametrize("c,hw,k,stride,x_int8,residual,y_int8,act", [
     (400, 14, 3, 1, True, False, True, "Clip"),   # items of 41 channels: blocks of 16, 16 and 9
     (288, 14, 5, 2, True, False, True, "Relu"),   # MNASNet's 5x5 stride 2 to 7x7: two blocks an item
