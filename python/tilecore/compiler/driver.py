@@ -1482,18 +1482,29 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
             # one plan per donor share; when they differ, the one the cost model finds fastest;
             # when it fetches a tensor during the member just before its reader, one more that
             # fetches everything a member earlier (the handoff then loads it into L1 there)
-            best, best_rows = f, None
-            plans = [(s, 0, w) for w in (0, _prefetch.DDR_LATENCY) for s in _prefetch.SHARES]
-            for share, gap, wait in plans + [(_prefetch.HANDOFF_SHARE, 1, 0)]:
-                if gap and not (best_rows and handoff != "none" and fetched_just_before(best_rows)):
-                    continue
+            # (the larger shares, MORE_SHARES, only when the largest of SHARES planned the fastest)
+            best, best_rows, best_share = f, None, None
+            built = set()  # (the plans of several shares are often the same rows: built once)
+
+            def offer(share, gap, wait):
+                nonlocal best, best_rows, best_share
                 rows = _prefetch.plan(members, args, weights, live, free_l2, member_in_l2, share, activations, gap,
                                       wait)
-                if not rows or rows == best_rows:
-                    continue
+                if not rows or tuple(rows) in built:
+                    return
+                built.add(tuple(rows))
                 g = grouped(rows)
                 if group_estimate(g)["cycles"] < group_estimate(best)["cycles"]:
-                    best, best_rows = g, rows
+                    best, best_rows, best_share = g, rows, share
+
+            for shares in (_prefetch.SHARES, _prefetch.MORE_SHARES):
+                if shares is _prefetch.MORE_SHARES and best_share != _prefetch.SHARES[-1]:
+                    break
+                for wait in (0, _prefetch.DDR_LATENCY):
+                    for share in shares:
+                        offer(share, 0, wait)
+            if best_rows and handoff != "none" and fetched_just_before(best_rows):
+                offer(_prefetch.HANDOFF_SHARE, 1, 0)
             return best
 
         def planned_group(idx, funcs, args, ins, outs, internal, slices=1, sliced=()):

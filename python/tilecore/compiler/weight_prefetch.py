@@ -19,8 +19,12 @@ DDR_BYTES_PER_CYCLE = _params()["ddr_bytes_per_cycle"]
 DDR_LATENCY = _params()["ddr_latency"]
 # of a member's DDR-idle cycles a prefetch may take (its own loads keep the rest): the driver
 # plans with each and keeps the group the cost model finds fastest (taking more leaves the
-# readers less to wait for, but slows the members fetching when they load more than estimated)
+# readers less to wait for, but slows the members fetching when they load more than estimated;
+# the members are planned in order, each taking the donors nearest it, so a share moves which
+# readers find donors at all: the groups' cycles do not follow the share smoothly). The
+# driver plans with MORE_SHARES too when the largest of SHARES was the fastest.
 SHARES = (0.3, 0.4, 0.5)
+MORE_SHARES = (0.6, 0.65, 0.7)
 # a plan whose weights are all in L2 a member before their reader (``gap`` 1: the member
 # before the reader then loads their first blocks into L1, the layer group's handoff) takes
 # this share of its donors' DDR-idle cycles

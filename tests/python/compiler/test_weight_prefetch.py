@@ -473,3 +473,58 @@ def test_plan_takes_the_wait_of_its_pieces_off_each_donor():
         [(5, 0, 0, 250000 - 8192), (5, 1, 250000 - 8192, 250000)]
     assert wp.plan(costs, rows, {5: 250000}, [0, 0, 0], 4 << 20, in_l2, wait=wp.DDR_LATENCY) == [(5, 0, 0, 250000)]
     assert int((38000 * wp.SHARES[0] - wp.DDR_LATENCY) * 64) >= 250000
+
+
+@pytest.mark.parametrize("fetching_share,larger_planned", [(wp.SHARES[-1], True), (wp.SHARES[0], False)])
+def test_the_larger_shares_are_planned_when_the_largest_share_was_fastest(monkeypatch, fetching_share,
+                                                                          larger_planned):
+    """The driver plans the group's prefetches with each of SHARES, and with MORE_SHARES only
+    when the largest of SHARES gave the fastest group (the group's cycles do not follow the
+    share smoothly). Here only one share's plan fetches anything (the 256 KiB weight of a
+    MatMul bound by it, during the Where before it), so that plan is the fastest. A plan
+    that repeats one built before is not built again."""
+    wq, wk = randn(256, 256, scale=0.1), randn(256, 256, scale=0.1)
+    mask = np.arange(256) % 3 == 0
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"], name="q"),
+             helper.make_node("Where", ["mask", "q", "bq"], ["qb"], name="q_bias"),
+             helper.make_node("Relu", ["qb"], ["qr"], name="q_relu"),
+             helper.make_node("MatMul", ["x", "wk"], ["k"], name="k"),
+             helper.make_node("Where", ["mask", "k", "bk"], ["kb"], name="k_bias"),
+             helper.make_node("Relu", ["kb"], ["kr"], name="k_relu")]
+    model = make_model(nodes, [("x", [16, 256], np.float32)], ["q", "qr", "k", "kr"],
+                       [("wq", wq), ("bq", randn(256)), ("wk", wk), ("bk", randn(256)), ("mask", mask)])
+    planned, built = [], []
+
+    def plan(members, rows, weights, live, free_l2, in_l2, share=wp.SHARES[0], inputs=None, gap=0, wait=0):
+        planned.append((share, wait))
+        wk_id = next(t for t in rows[3] if weights.get(t) == wk.nbytes)
+        in_l2(3, (wk_id,))
+        return [(wk_id, 1, 0, wk.nbytes)]
+
+    def plan_one(members, rows, weights, live, free_l2, in_l2, share=wp.SHARES[0], inputs=None, gap=0, wait=0):
+        planned.append((share, wait))
+        wk_id = next(t for t in rows[3] if weights.get(t) == wk.nbytes)
+        in_l2(3, (wk_id,))
+        return [(wk_id, 1, 0, wk.nbytes)] if share == fetching_share else []
+
+    group_kernels = compiler.GroupKernels
+
+    def counted(funcs, args, inputs, outputs, name="group", prefetch=(), *rest, **kw):
+        if prefetch:
+            built.append([tuple(r) for r in prefetch])
+        return group_kernels(funcs, args, inputs, outputs, name, prefetch, *rest, **kw)
+
+    monkeypatch.setattr(compiler, "GroupKernels", counted)
+    monkeypatch.setattr(wp, "plan", plan_one)
+    rep = {}
+    tilecore.compile(model, report=rep)
+    assert rep["groups"][0]["prefetch"]["wk"]["during"] == ["q_bias"]
+    shares = {s for s, _ in planned}
+    assert set(wp.SHARES) <= shares
+    assert (set(wp.MORE_SHARES) <= shares) == larger_planned
+    assert not larger_planned or not set(wp.MORE_SHARES) & {s for s, _ in planned[:2 * len(wp.SHARES)]}
+    # every share plans the same rows: built once
+    planned.clear(), built.clear()
+    monkeypatch.setattr(wp, "plan", plan)
+    tilecore.compile(model)
+    assert len(planned) > 1 and len(built) == 1
