@@ -130,6 +130,10 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p,
   // within it, not half of them)
   if (shifted && (R - 1) * win(TW) + TW > tc1::kMaxMmDim)
     R = std::max<int64_t>(1, (int64_t(tc1::kMaxMmDim) - TW) / win(TW) + 1);
+  // as many row tiles, of equal rows where they divide the map (56 rows as 28 + 28, not
+  // 32 + 24): one segment of items, not two, each ending with its stores drained before the
+  // next may take its buffers' places
+  R = (g.OH + (g.OH + R - 1) / R - 1) / ((g.OH + R - 1) / R);
   int64_t CC =
       std::max<int64_t>(1, std::min(g.C, std::min(kElems / (R * TW), kPatch / (rin(R) * win(TW)))));
   if (matrix) {  // whole blocks, their column matrix within 256 KiB

@@ -374,6 +374,18 @@ def test_depthwise_int8_wide_patch_fills_only_its_padding_columns(forms, hazard_
     assert any((c0, c1) == ("0", "1") and int(rows) > 1 for rows, c0, c1 in fills), fills
 
 
+def test_depthwise_int8_row_tiles_of_equal_rows(hazard_checked):
+    """The same Conv's 56 output rows as two row tiles of 28, not 32 + 24: one segment of
+    items (a patch of 57 input rows), where the second segment's first loads waited for the
+    first's stores to drain (its buffers may take their places). Bit-exact against numpy,
+    every L1 access ordered."""
+    attrs, ins, out = check_depthwise_int8(16, 112, 3, 2, True, False, True, "Clip", hazard_checked,
+                                           tc_depthwise_matrix=1, tc_pipeline=2, tc_depthwise_col_channels=16)
+    text = tilecore.ir.script(compiler.LowerOp("Conv", attrs, ins, [out]))
+    patches = set(re.findall(r"(Xl\w*) = allocate\(\((\d+), (\d+), 113\)", text))
+    assert {rows for _, _, rows in patches} == {"57"} and {name for name, _, _ in patches} == {"Xl0", "Xl1"}
+
+
 @pytest.mark.parametrize("c,hw,k,stride,x_int8,residual,y_int8,act", [
     (400, 14, 3, 1, True, False, True, "Clip"),   # items of 41 channels: blocks of 16, 16 and 9
     (288, 14, 5, 2, True, False, True, "Relu"),   # MNASNet's 5x5 stride 2 to 7x7: two blocks an item
