@@ -361,8 +361,11 @@ class Interleaver : public IRMutator {
       const Pieces& p = pieces_[j];
       pro.push_back(BufferStore(cursor_, I32(0), {I32(int64_t(j))}));
       pro.push_back(BufferStore(cursor_, MineOf(p), {MineAt(j)}));
-      if (p.tail)  // the short last piece, by the first core, first
-        pro.push_back(IfThenElse(eq(core_, I32(0)), Piece(p, I32(p.full), p.tail)));
+      // the short last piece, first, by the last core: it has the fewest full pieces (dealt
+      // from core 0 on), and the fewest items (so are they), where core 0's first loads queued
+      // behind it, a DDR latency at the member's start
+      if (p.tail)
+        pro.push_back(IfThenElse(eq(core_, I32(cores - 1)), Piece(p, I32(p.full), p.tail)));
       PrimExpr cur = BufferLoad(cursor_, {I32(int64_t(j))});
       epi.push_back(While(cur < Mine(j), Issue(j)));
     }

@@ -3,7 +3,8 @@
  * through a layer group member's own work, so that a later member finds its weights in
  * L2 instead of the DDR (docs/compiler.md, "Weight prefetch").
  *
- * Each copy is cut into pieces handed to the cores round robin. A core issues its pieces
+ * Each copy is cut into pieces handed to the cores round robin, a short last piece to the
+ * last core (the fewest pieces, and items), issued at its start. A core issues its pieces
  * spread over its matrix commands (`tile.mm`; a member without any: its copies; as many as
  * the core that runs fewest issues, so that no core leaves its pieces to after its work) and
  * the rest after its work, all on the DMA engine whose copies in the member move fewer bytes

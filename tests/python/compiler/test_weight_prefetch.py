@@ -10,7 +10,7 @@ import pytest
 from onnx import helper
 
 import tilecore
-from tilecore import compiler, runtime
+from tilecore import compiler, ir, runtime
 from tilecore.compiler import weight_prefetch as wp
 
 from test_driver import excite_nodes, make_model, ort_run
@@ -263,6 +263,26 @@ def test_group_kernels_prefetch_and_what_does_not_fit(l2_bytes, kept, hazard_che
     h, y = np.zeros((1, n), np.float32), np.zeros((1, m), np.float32)
     mod["group"](x, w, v, h, y)
     np.testing.assert_array_equal(h, np.maximum(x, 0))
+    np.testing.assert_array_equal(y, w + v)
+    assert hazard_checked() == []
+
+
+def test_the_short_last_piece_goes_to_the_last_core(hazard_checked):
+    """A copy of w that is not whole pieces (1 MiB + 1 KiB over 4 cores: 32 KiB pieces dealt
+    from core 0 on, then 1 KiB): the last core, which has the fewest pieces and items, issues
+    the short one at the start (on core 0 it held that core's first loads by a DDR latency).
+    The same sums, every access ordered."""
+    n, m = 4096, (256 << 10) + 256
+    funcs, args = relu_then_add(n, m)
+    g = compiler.GroupKernels(funcs, args, [0, 2, 3], [1, 4], "group", [[2, 0, 0, m * 4]])
+    text = ir.script(g)
+    # (the tail: the 1 KiB at 32 pieces of 32 KiB)
+    tails = re.findall(r"if c\w* == (\d+):\n\s+tile\.dma_\w+\(l2\[0 \+ 32 \* 32768:[^\n]*\+ 1024\]", text)
+    assert [int(k) for k in tails] == [3], tails
+    mod = tilecore.build(g, target=TARGET)
+    x, w, v = randn(1, n), randn(1, m), randn(1, m)
+    h, y = np.zeros((1, n), np.float32), np.zeros((1, m), np.float32)
+    mod["group"](x, w, v, h, y)
     np.testing.assert_array_equal(y, w + v)
     assert hazard_checked() == []
 
