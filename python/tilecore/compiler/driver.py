@@ -1497,12 +1497,14 @@ def _compile(model: Any, target: str | Target, precision: str, input_shapes: Map
                 if group_estimate(g)["cycles"] < group_estimate(best)["cycles"]:
                     best, best_rows, best_share = g, rows, share
 
-            for shares in (_prefetch.SHARES, _prefetch.MORE_SHARES):
-                if shares is _prefetch.MORE_SHARES and best_share != _prefetch.SHARES[-1]:
-                    break
+            def offer_each(shares):
                 for wait in (0, _prefetch.DDR_LATENCY):
                     for share in shares:
                         offer(share, 0, wait)
+
+            offer_each(_prefetch.SHARES)
+            if best_share == _prefetch.SHARES[-1]:
+                offer_each(_prefetch.MORE_SHARES)
             if best_rows and handoff != "none" and fetched_just_before(best_rows):
                 offer(_prefetch.HANDOFF_SHARE, 1, 0)
             return best

@@ -327,23 +327,20 @@ PrimFunc LowerDepthwise(const OpCall& call, const ConvGeom& g, const Params& p,
             // wait stalled the front end behind the previous item's loads). Filled once
             // (fill_once) the padding columns keep it, the copies writing the same columns
             // every item; a row tile at the image's top or bottom fills its padding rows again.
-            auto fill_rows = [&](int64_t from, int64_t to) -> Stmt {
-              if (to <= from) return Evaluate(I32(0));
+            // the padding value over rows [r0, r1) and columns [c0, c1) of the patch
+            auto fill = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) -> Stmt {
+              if (r1 <= r0 || c1 <= c0) return Evaluate(I32(0));
               return Intrin("tile.dma_fill",
-                            {Region(l.Xl, {I32(0), I32(from), I32(0)}, {cc, to - from, wn}),
+                            {Region(l.Xl, {I32(0), I32(r0), I32(c0)}, {cc, r1 - r0, c1 - c0}),
                              F32(pad_value), I32(ev)});
             };
+            auto fill_rows = [&](int64_t from, int64_t to) { return fill(from, to, 0, wn); };
             // (fill_once: the slot's first item, item t being the core's (t div cores)-th,
             // fills its padding columns; the padding rows are filled by every item that has
             // them. A whole patch's fill held the DMA-in engine ahead of its first copy:
             // 230 cycles an item in MobileNetV3-Small's first depthwise Conv)
             const PrimExpr slot_first = eq(floordiv(t, I32(call.cores)), I32(k));
-            auto fill_cols = [&](int64_t from, int64_t to) -> Stmt {
-              if (to <= from) return Evaluate(I32(0));
-              return Intrin("tile.dma_fill",
-                            {Region(l.Xl, {I32(0), I32(0), I32(from)}, {cc, rn, to - from}),
-                             F32(pad_value), I32(ev)});
-            };
+            auto fill_cols = [&](int64_t from, int64_t to) { return fill(0, rn, from, to); };
             // (a DMA moves each row of its region in whole beats: the columns alone only when
             // they take fewer, a wide patch's)
             const int64_t beat = tc1::kDmaBytesPerCycle, eb = load_t.bits() / 8;

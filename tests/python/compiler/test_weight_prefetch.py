@@ -406,14 +406,9 @@ def test_group_kernels_names_bad_prefetches():
             compiler.GroupKernels(funcs, args, [0, 2, 3], [1, 4], "group", rows)
 
 
-def test_a_member_lowered_from_a_shared_kernel_keeps_its_own_local_buffers(monkeypatch):
-    """Two Wheres choosing per column between a MatMul's output and a broadcast row, of
-    one shape, are one kernel; the first fetches the second MatMul's weights, so it alone
-    has a prefetch cursor in L1. Each member's buffers must be placed for its own body:
-    placed once for both, the row the first loads lands on its cursor, and the cursor,
-    read back as garbage, stops the copies (the MatMul then reads an L2 that holds
-    something else). (Where's select is front-end code: slow enough, with the DDR idle,
-    for the cost model to keep the prefetch, the MatMul of 16 rows bound by its weights.)"""
+def two_masked_matmuls():
+    """Two MatMuls of 16 rows by 256 KiB weights, each followed by a Where choosing per column
+    between its output and a broadcast row, and a Relu: (model, the second MatMul's weights)."""
     wq, wk = randn(256, 256, scale=0.1), randn(256, 256, scale=0.1)
     mask = np.arange(256) % 3 == 0
     nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"], name="q"),
@@ -424,6 +419,18 @@ def test_a_member_lowered_from_a_shared_kernel_keeps_its_own_local_buffers(monke
              helper.make_node("Relu", ["kb"], ["kr"], name="k_relu")]
     model = make_model(nodes, [("x", [16, 256], np.float32)], ["q", "qr", "k", "kr"],
                        [("wq", wq), ("bq", randn(256)), ("wk", wk), ("bk", randn(256)), ("mask", mask)])
+    return model, wk
+
+
+def test_a_member_lowered_from_a_shared_kernel_keeps_its_own_local_buffers(monkeypatch):
+    """Two Wheres choosing per column between a MatMul's output and a broadcast row, of
+    one shape, are one kernel; the first fetches the second MatMul's weights, so it alone
+    has a prefetch cursor in L1. Each member's buffers must be placed for its own body:
+    placed once for both, the row the first loads lands on its cursor, and the cursor,
+    read back as garbage, stops the copies (the MatMul then reads an L2 that holds
+    something else). (Where's select is front-end code: slow enough, with the DDR idle,
+    for the cost model to keep the prefetch, the MatMul of 16 rows bound by its weights.)"""
+    model, wk = two_masked_matmuls()
     planned = []
 
     def plan(members, rows, weights, live, free_l2, in_l2, share=wp.SHARES[0], inputs=None, gap=0, wait=0):
@@ -503,29 +510,16 @@ def test_the_larger_shares_are_planned_when_the_largest_share_was_fastest(monkey
     share smoothly). Here only one share's plan fetches anything (the 256 KiB weight of a
     MatMul bound by it, during the Where before it), so that plan is the fastest. A plan
     that repeats one built before is not built again."""
-    wq, wk = randn(256, 256, scale=0.1), randn(256, 256, scale=0.1)
-    mask = np.arange(256) % 3 == 0
-    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"], name="q"),
-             helper.make_node("Where", ["mask", "q", "bq"], ["qb"], name="q_bias"),
-             helper.make_node("Relu", ["qb"], ["qr"], name="q_relu"),
-             helper.make_node("MatMul", ["x", "wk"], ["k"], name="k"),
-             helper.make_node("Where", ["mask", "k", "bk"], ["kb"], name="k_bias"),
-             helper.make_node("Relu", ["kb"], ["kr"], name="k_relu")]
-    model = make_model(nodes, [("x", [16, 256], np.float32)], ["q", "qr", "k", "kr"],
-                       [("wq", wq), ("bq", randn(256)), ("wk", wk), ("bk", randn(256)), ("mask", mask)])
+    model, wk = two_masked_matmuls()
     planned, built = [], []
 
-    def plan(members, rows, weights, live, free_l2, in_l2, share=wp.SHARES[0], inputs=None, gap=0, wait=0):
-        planned.append((share, wait))
-        wk_id = next(t for t in rows[3] if weights.get(t) == wk.nbytes)
-        in_l2(3, (wk_id,))
-        return [(wk_id, 1, 0, wk.nbytes)]
-
-    def plan_one(members, rows, weights, live, free_l2, in_l2, share=wp.SHARES[0], inputs=None, gap=0, wait=0):
-        planned.append((share, wait))
-        wk_id = next(t for t in rows[3] if weights.get(t) == wk.nbytes)
-        in_l2(3, (wk_id,))
-        return [(wk_id, 1, 0, wk.nbytes)] if share == fetching_share else []
+    def plan_for(fetching):  # wk fetched during member 1 by the shares `fetching` says yes to
+        def plan(members, rows, weights, live, free_l2, in_l2, share=wp.SHARES[0], inputs=None, gap=0, wait=0):
+            planned.append((share, wait))
+            wk_id = next(t for t in rows[3] if weights.get(t) == wk.nbytes)
+            in_l2(3, (wk_id,))
+            return [(wk_id, 1, 0, wk.nbytes)] if fetching(share) else []
+        return plan
 
     group_kernels = compiler.GroupKernels
 
@@ -535,7 +529,7 @@ def test_the_larger_shares_are_planned_when_the_largest_share_was_fastest(monkey
         return group_kernels(funcs, args, inputs, outputs, name, prefetch, *rest, **kw)
 
     monkeypatch.setattr(compiler, "GroupKernels", counted)
-    monkeypatch.setattr(wp, "plan", plan_one)
+    monkeypatch.setattr(wp, "plan", plan_for(lambda share: share == fetching_share))
     rep = {}
     tilecore.compile(model, report=rep)
     assert rep["groups"][0]["prefetch"]["wk"]["during"] == ["q_bias"]
@@ -545,6 +539,6 @@ def test_the_larger_shares_are_planned_when_the_largest_share_was_fastest(monkey
     assert not larger_planned or not set(wp.MORE_SHARES) & {s for s, _ in planned[:2 * len(wp.SHARES)]}
     # every share plans the same rows: built once
     planned.clear(), built.clear()
-    monkeypatch.setattr(wp, "plan", plan)
+    monkeypatch.setattr(wp, "plan", plan_for(lambda share: True))
     tilecore.compile(model)
     assert len(planned) > 1 and len(built) == 1
